@@ -1,0 +1,30 @@
+"""cffi build script (API, out-of-line mode): compiles native/*.c into pyggmlr._native.
+
+cffi execs this file rather than importing it, so paths are built from this file's location
+and nothing from the package is imported here.
+"""
+import glob
+import os
+
+from cffi import FFI
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+ffibuilder = FFI()
+# pg_api.h is the core; pg_api_<area>.h add one area each (all cdef-clean, see pg_api.h)
+for header in ["pg_api.h"] + sorted(glob.glob(os.path.join(HERE, "pg_api_*.h"))):
+    with open(os.path.join(HERE, header)) as f:
+        ffibuilder.cdef(f.read())
+
+sources = sorted(glob.glob(os.path.join(HERE, "*.c")))
+ffibuilder.set_source(
+    "pyggmlr._native",
+    '#include "pg.h"\n',
+    sources=[os.path.relpath(s) for s in sources] if os.getcwd() == os.path.dirname(HERE) else sources,
+    include_dirs=[HERE],
+    extra_compile_args=["-O3", "-std=gnu11", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"],
+    libraries=["m"],
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

@@ -1,0 +1,59 @@
+/* Per-thread last error: the core never aborts or prints; callers read the message. */
+#include <stdarg.h>
+#include <stdio.h>
+#include "pg.h"
+
+static _Thread_local char err_msg[1024];
+static _Thread_local int err_status;
+
+const char *pg_last_error(void) { return err_msg; }
+int pg_last_status(void) { return err_status; }
+void pg_clear_error(void) { err_msg[0] = 0; err_status = 0; }
+const char *pg_version(void) { return "0.1.0"; }
+
+static void set_error(int status, const char *fmt, va_list ap)
+{
+    err_status = status;
+    vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+}
+
+int pg_fail(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set_error(status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+void *pg_fail_null(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set_error(status, fmt, ap);
+    va_end(ap);
+    return NULL;
+}
+
+const char *pg_dtype_name(int dtype)
+{
+    switch (dtype) {
+    case PG_F32: return "f32";
+    case PG_F64: return "f64";
+    case PG_I32: return "i32";
+    case PG_I64: return "i64";
+    case PG_U8: return "u8";
+    default: return "?";
+    }
+}
+
+const char *pg_desc(const pg_tensor *t)
+{
+    static _Thread_local char buf[4][64];
+    static _Thread_local int k;
+    char *b = buf[k++ & 3];
+    if (!t) snprintf(b, 64, "NULL");
+    else snprintf(b, 64, "[%lldx%lld] %s", (long long)t->ne[0], (long long)t->ne[1],
+                  pg_dtype_name(t->dtype));
+    return b;
+}

@@ -1,0 +1,187 @@
+/* matmul and the broadcasting binary ops (add, sub, mul, div), with their backward rules. */
+#include <string.h>
+#include "pg.h"
+
+static int same_dtype(const char *op, const pg_tensor *a, const pg_tensor *b)
+{
+    if (a->dtype != b->dtype)
+        return pg_fail(PG_ERR_DTYPE, "%s: dtype mismatch: A is %s, B is %s (convert one with ag_tensor(x, dtype=...))",
+                       op, pg_desc(a), pg_desc(b));
+    return 0;
+}
+
+/* ---- matmul ---- */
+
+static int matmul_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *a = n->in[0], *b = n->in[1];
+    int64_t m = a->ne[0], k = a->ne[1], c = b->ne[1];
+    int acc;
+    if (pg_wants_grad(a)) { /* dA = g B^T */
+        void *d = pg_grad_slot(a, &acc);
+        if (!d) return -1;
+        pg_gemm(a->dtype, 0, 1, m, k, c, 1.0, pg_data(g), m, pg_data(b), k, acc ? 1.0 : 0.0, d, m);
+    }
+    if (pg_wants_grad(b)) { /* dB = A^T g */
+        void *d = pg_grad_slot(b, &acc);
+        if (!d) return -1;
+        pg_gemm(a->dtype, 1, 0, k, c, m, 1.0, pg_data(a), m, pg_data(g), m, acc ? 1.0 : 0.0, d, k);
+    }
+    return 0;
+}
+
+pg_tensor *pg_matmul(pg_tensor *a, pg_tensor *b)
+{
+    if (pg_ok(a, "ag_matmul", "A") || pg_ok(b, "ag_matmul", "B") || same_dtype("ag_matmul", a, b)) return NULL;
+    if (a->ne[1] != b->ne[0])
+        return pg_fail_null(PG_ERR_SHAPE,
+                            "ag_matmul: A is %s and B is %s: ncol(A) = %lld must equal nrow(B) = %lld%s",
+                            pg_desc(a), pg_desc(b), (long long)a->ne[1], (long long)b->ne[0],
+                            a->ne[0] == b->ne[0] ? " (did you mean ag_matmul(ag_transpose(A), B)?)" :
+                            a->ne[1] == b->ne[1] ? " (did you mean ag_matmul(A, ag_transpose(B)); data in row-major [batch, features] layout must be transposed to [features, batch])" : "");
+    pg_tensor *out = pg_new(a->dtype, a->ne[0], b->ne[1], PG_MEM_OTHER);
+    if (!out) return NULL;
+    pg_gemm(a->dtype, 0, 0, a->ne[0], b->ne[1], a->ne[1], 1.0, pg_data(a), a->ne[0], pg_data(b),
+            b->ne[0], 0.0, pg_data(out), a->ne[0]);
+    pg_tensor *in[2] = {a, b};
+    int err;
+    pg_record("matmul", matmul_bw, out, 2, in, &err);
+    if (err) { pg_tensor_release(out); return NULL; }
+    return out;
+}
+
+/* ---- broadcasting binary ops ---- */
+
+enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV };
+static const char *bin_name[] = {"ag_add", "ag_sub", "ag_mul", "ag_div"};
+static const char *bin_label[] = {"add", "sub", "mul", "div"};
+
+/* Element (i, j) of a [r, c] operand broadcast to the output: stride 0 along size-1 dims. */
+typedef struct { int64_t rs, cs; } bstride;
+static bstride bstr(const pg_tensor *t)
+{
+    bstride s = {t->ne[0] == 1 ? 0 : 1, t->ne[1] == 1 ? 0 : t->ne[0]};
+    return s;
+}
+
+static int bcast_dim(int64_t a, int64_t b, int64_t *out)
+{
+    if (a == b || b == 1) *out = a;
+    else if (a == 1) *out = b;
+    else return -1;
+    return 0;
+}
+
+/* d (+)= s * contribution, reduced onto the shape of `t` when t was broadcast. `expr` uses
+ * gv (gradient element), xa and xb (operand elements at the same output position). */
+#define BIN_GRAD_LOOP(expr)                                                                    \
+    do {                                                                                       \
+        if (full) {                                                                            \
+            for (int64_t j = 0; j < C; j++)                                                    \
+                for (int64_t i = 0; i < R; i++) {                                              \
+                    T gv = gp[i + j * R];                                                      \
+                    T xa = ap[i * sa.rs + j * sa.cs], xb = bp[i * sb.rs + j * sb.cs];          \
+                    (void)xa; (void)xb;                                                        \
+                    if (acc) d[i + j * R] += (expr); else d[i + j * R] = (expr);               \
+                }                                                                              \
+        } else {                                                                               \
+            if (!acc) memset(d, 0, (size_t)pg_numel(t) * sizeof(T));                           \
+            for (int64_t j = 0; j < C; j++)                                                    \
+                for (int64_t i = 0; i < R; i++) {                                              \
+                    T gv = gp[i + j * R];                                                      \
+                    T xa = ap[i * sa.rs + j * sa.cs], xb = bp[i * sb.rs + j * sb.cs];          \
+                    (void)xa; (void)xb;                                                        \
+                    d[i * st.rs + j * st.cs] += (expr);                                        \
+                }                                                                              \
+        }                                                                                      \
+    } while (0)
+
+/* Gradient of operand `which` (0 = A, 1 = B) of binary op `kind`. */
+static int bin_grad(pg_node *n, pg_tensor *g, int which)
+{
+    pg_tensor *a = n->in[0], *b = n->in[1], *t = n->in[which];
+    int kind = (int)n->ip[0];
+    int64_t R = g->ne[0], C = g->ne[1];
+    int full = t->ne[0] == R && t->ne[1] == C;
+    bstride sa = bstr(a), sb = bstr(b), st = bstr(t);
+    int acc;
+    void *slot = pg_grad_slot(t, &acc);
+    if (!slot) return -1;
+    PG_DISPATCH(g->dtype, {
+        T *d = slot;
+        const T *gp = pg_data(g), *ap = pg_data(a), *bp = pg_data(b);
+        if (kind == BIN_ADD || (kind == BIN_SUB && which == 0)) BIN_GRAD_LOOP(gv);
+        else if (kind == BIN_SUB) BIN_GRAD_LOOP(-gv);
+        else if (kind == BIN_MUL && which == 0) BIN_GRAD_LOOP(gv * xb);
+        else if (kind == BIN_MUL) BIN_GRAD_LOOP(gv * xa);
+        else if (which == 0) BIN_GRAD_LOOP(gv / xb);
+        else BIN_GRAD_LOOP(-gv * xa / (xb * xb));
+    });
+    return 0;
+}
+
+static int bin_bw(pg_node *n, pg_tensor *g)
+{
+    if (pg_wants_grad(n->in[0]) && bin_grad(n, g, 0)) return -1;
+    if (pg_wants_grad(n->in[1]) && bin_grad(n, g, 1)) return -1;
+    return 0;
+}
+
+#define BIN_FWD_LOOP(expr)                                                                     \
+    do {                                                                                       \
+        if (sa.rs == 1 && sb.rs == 1) {                                                        \
+            for (int64_t j = 0; j < C; j++) {                                                  \
+                const T *x = ap + j * sa.cs, *y = bp + j * sb.cs; T *o = op + j * R;           \
+                for (int64_t i = 0; i < R; i++) o[i] = expr(x[i], y[i]);                       \
+            }                                                                                  \
+        } else if (sa.rs == 1) {                                                               \
+            for (int64_t j = 0; j < C; j++) {                                                  \
+                const T *x = ap + j * sa.cs; const T yv = bp[j * sb.cs]; T *o = op + j * R;    \
+                for (int64_t i = 0; i < R; i++) o[i] = expr(x[i], yv);                         \
+            }                                                                                  \
+        } else {                                                                               \
+            for (int64_t j = 0; j < C; j++) {                                                  \
+                const T xv = ap[j * sa.cs], *y = bp + j * sb.cs; T *o = op + j * R;            \
+                for (int64_t i = 0; i < R; i++) o[i] = expr(xv, y[i * sb.rs]);                 \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+#define E_ADD(x, y) ((x) + (y))
+#define E_SUB(x, y) ((x) - (y))
+#define E_MUL(x, y) ((x) * (y))
+#define E_DIV(x, y) ((x) / (y))
+
+static pg_tensor *binary(int kind, pg_tensor *a, pg_tensor *b)
+{
+    const char *name = bin_name[kind];
+    if (pg_ok(a, name, "A") || pg_ok(b, name, "B") || same_dtype(name, a, b)) return NULL;
+    int64_t R, C;
+    if (bcast_dim(a->ne[0], b->ne[0], &R) || bcast_dim(a->ne[1], b->ne[1], &C))
+        return pg_fail_null(PG_ERR_SHAPE,
+                            "%s: shapes A %s and B %s do not broadcast (each dim must match or be 1)",
+                            name, pg_desc(a), pg_desc(b));
+    pg_tensor *out = pg_new(a->dtype, R, C, PG_MEM_OTHER);
+    if (!out) return NULL;
+    bstride sa = bstr(a), sb = bstr(b);
+    PG_DISPATCH(a->dtype, {
+        const T *ap = pg_data(a), *bp = pg_data(b);
+        T *op = pg_data(out);
+        switch (kind) {
+        case BIN_ADD: BIN_FWD_LOOP(E_ADD); break;
+        case BIN_SUB: BIN_FWD_LOOP(E_SUB); break;
+        case BIN_MUL: BIN_FWD_LOOP(E_MUL); break;
+        default: BIN_FWD_LOOP(E_DIV); break;
+        }
+    });
+    pg_tensor *in[2] = {a, b};
+    int err;
+    pg_node *nd = pg_record(bin_label[kind], bin_bw, out, 2, in, &err);
+    if (err) { pg_tensor_release(out); return NULL; }
+    if (nd) nd->ip[0] = kind;
+    return out;
+}
+
+pg_tensor *pg_add(pg_tensor *a, pg_tensor *b) { return binary(BIN_ADD, a, b); }
+pg_tensor *pg_sub(pg_tensor *a, pg_tensor *b) { return binary(BIN_SUB, a, b); }
+pg_tensor *pg_mul(pg_tensor *a, pg_tensor *b) { return binary(BIN_MUL, a, b); }
+pg_tensor *pg_div(pg_tensor *a, pg_tensor *b) { return binary(BIN_DIV, a, b); }

@@ -1,0 +1,145 @@
+/* Reductions (sum, mean), transpose and reshape. */
+#include <string.h>
+#include "pg.h"
+
+/* ---- sum / mean: dim 0 all, 1 per row ([r,1]), 2 per column ([1,c]) ---- */
+
+static int reduce_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0];
+    int acc;
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    int dim = (int)n->ip[0];
+    double scale = n->p[0];
+    int64_t R = x->ne[0], C = x->ne[1];
+    PG_DISPATCH(x->dtype, {
+        T *d = slot;
+        const T *gp = pg_data(g);
+        const T s = (T)scale;
+        for (int64_t j = 0; j < C; j++) {
+            T *dc = d + j * R;
+            if (dim == 0) { const T v = gp[0] * s; PG_STORE_LOOP(acc, R, dc, v); }
+            else if (dim == 1) PG_STORE_LOOP(acc, R, dc, gp[i] * s);
+            else { const T v = gp[j] * s; PG_STORE_LOOP(acc, R, dc, v); }
+        }
+    });
+    return 0;
+}
+
+static pg_tensor *reduce(pg_tensor *x, int dim, int mean)
+{
+    const char *name = mean ? "ag_mean" : "ag_sum";
+    if (pg_ok(x, name, "x")) return NULL;
+    if (dim < 0 || dim > 2) return pg_fail_null(PG_ERR_VALUE, "%s: dim must be NULL/None, 1 or 2, got %d", name, dim);
+    int64_t R = x->ne[0], C = x->ne[1];
+    int64_t orow = dim == 1 ? R : 1, ocol = dim == 2 ? C : 1;
+    int64_t count = dim == 0 ? R * C : dim == 1 ? C : R;
+    pg_tensor *out = pg_new(x->dtype, orow, ocol, PG_MEM_OTHER);
+    if (!out) return NULL;
+    double scale = mean ? 1.0 / (double)count : 1.0;
+    PG_DISPATCH(x->dtype, {
+        const T *xp = pg_data(x);
+        T *o = pg_data(out);
+        /* accumulate in double: f32 sums keep their accuracy, and the order is fixed */
+        if (dim == 0) {
+            double s = 0;
+            for (int64_t i = 0; i < R * C; i++) s += xp[i];
+            o[0] = (T)(mean ? s / (double)count : s);
+        } else if (dim == 1) {
+            for (int64_t i = 0; i < R; i++) o[i] = 0;
+            for (int64_t j = 0; j < C; j++) for (int64_t i = 0; i < R; i++) o[i] += xp[i + j * R];
+            if (mean) for (int64_t i = 0; i < R; i++) o[i] /= (T)count;
+        } else {
+            for (int64_t j = 0; j < C; j++) {
+                double s = 0;
+                for (int64_t i = 0; i < R; i++) s += xp[i + j * R];
+                o[j] = (T)(mean ? s / (double)count : s);
+            }
+        }
+    });
+    int err;
+    pg_node *nd = pg_record(mean ? "mean" : "sum", reduce_bw, out, 1, &x, &err);
+    if (err) { pg_tensor_release(out); return NULL; }
+    if (nd) { nd->ip[0] = dim; nd->p[0] = scale; }
+    return out;
+}
+
+pg_tensor *pg_sum(pg_tensor *x, int dim) { return reduce(x, dim, 0); }
+pg_tensor *pg_mean(pg_tensor *x, int dim) { return reduce(x, dim, 1); }
+
+/* ---- transpose ---- */
+
+static void transpose_into(int dtype, const void *src, void *dst, int64_t R, int64_t C, int acc)
+{
+    /* dst is [C, R]; 32x32 tiles keep both sides in cache */
+    PG_DISPATCH(dtype, {
+        const T *s = src;
+        T *d = dst;
+        for (int64_t j0 = 0; j0 < C; j0 += 32)
+            for (int64_t i0 = 0; i0 < R; i0 += 32)
+                for (int64_t j = j0; j < C && j < j0 + 32; j++)
+                    for (int64_t i = i0; i < R && i < i0 + 32; i++) {
+                        if (acc) d[j + i * C] += s[i + j * R];
+                        else d[j + i * C] = s[i + j * R];
+                    }
+    });
+}
+
+static int transpose_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0];
+    int acc;
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    transpose_into(x->dtype, pg_data(g), slot, g->ne[0], g->ne[1], acc);
+    return 0;
+}
+
+pg_tensor *pg_transpose(pg_tensor *x)
+{
+    if (pg_ok(x, "ag_transpose", "x")) return NULL;
+    pg_tensor *out = pg_new(x->dtype, x->ne[1], x->ne[0], PG_MEM_OTHER);
+    if (!out) return NULL;
+    transpose_into(x->dtype, pg_data(x), pg_data(out), x->ne[0], x->ne[1], 0);
+    int err;
+    pg_record("transpose", transpose_bw, out, 1, &x, &err);
+    if (err) { pg_tensor_release(out); return NULL; }
+    return out;
+}
+
+/* ---- reshape: column-major refill, so elements keep their order ---- */
+
+static int reshape_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0];
+    int acc;
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    int64_t N = pg_numel(x);
+    PG_DISPATCH(x->dtype, {
+        T *d = slot;
+        const T *gp = pg_data(g);
+        PG_STORE_LOOP(acc, N, d, gp[i]);
+    });
+    return 0;
+}
+
+pg_tensor *pg_reshape(pg_tensor *x, int64_t nrow, int64_t ncol)
+{
+    if (pg_ok(x, "ag_reshape", "x")) return NULL;
+    int64_t N = pg_numel(x);
+    if (nrow == -1 && ncol == -1) return pg_fail_null(PG_ERR_VALUE, "ag_reshape: only one of nrow, ncol may be -1");
+    if (nrow == -1) nrow = ncol > 0 ? N / ncol : 0;
+    if (ncol == -1) ncol = nrow > 0 ? N / nrow : 0;
+    if (nrow < 0 || ncol < 0 || nrow * ncol != N)
+        return pg_fail_null(PG_ERR_SHAPE, "ag_reshape: cannot reshape %s (%lld elements) to [%lldx%lld]",
+                            pg_desc(x), (long long)N, (long long)nrow, (long long)ncol);
+    pg_tensor *out = pg_new(x->dtype, nrow, ncol, PG_MEM_OTHER);
+    if (!out) return NULL;
+    memcpy(pg_data(out), pg_data(x), (size_t)N * pg_dtype_size(x->dtype));
+    int err;
+    pg_record("reshape", reshape_bw, out, 1, &x, &err);
+    if (err) { pg_tensor_release(out); return NULL; }
+    return out;
+}

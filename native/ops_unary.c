@@ -1,0 +1,155 @@
+/* Elementwise unary ops, scale, pow, clamp and column softmax, with their backward rules. */
+#include <tgmath.h>
+#include <string.h>
+#include "pg.h"
+
+static const char *unary_name[] = {"ag_relu", "ag_sigmoid", "ag_tanh", "ag_gelu", "ag_log", "ag_exp", "ag_softmax", "ag_neg"};
+static const char *unary_label[] = {"relu", "sigmoid", "tanh", "gelu", "log", "exp", "softmax", "neg"};
+
+static pg_tensor *finish(const char *label, pg_bw_fn bw, pg_tensor *out, pg_tensor *x, pg_node **nd)
+{
+    int err;
+    pg_node *n = pg_record(label, bw, out, 1, &x, &err);
+    if (err) { pg_tensor_release(out); return NULL; }
+    if (nd) *nd = n;
+    return out;
+}
+
+/* Column softmax with the column max subtracted (stable); also used by softmax-CE. */
+void pg_softmax_cols(int dtype, const void *x, void *p, int64_t R, int64_t C)
+{
+    PG_DISPATCH(dtype, {
+        const T *xp = x;
+        T *pp = p;
+        for (int64_t j = 0; j < C; j++) {
+            const T *xc = xp + j * R;
+            T *pc = pp + j * R;
+            T mx = -INFINITY;
+            for (int64_t i = 0; i < R; i++) if (xc[i] > mx) mx = xc[i];
+            T s = 0;
+            for (int64_t i = 0; i < R; i++) { pc[i] = exp(xc[i] - mx); s += pc[i]; }
+            for (int64_t i = 0; i < R; i++) pc[i] /= s;
+        }
+    });
+}
+
+static int unary_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0], *o = n->out;
+    int acc;
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    int64_t N = pg_numel(x), R = x->ne[0], C = x->ne[1];
+    PG_DISPATCH(x->dtype, {
+        T *d = slot;
+        const T *gp = pg_data(g), *xp = pg_data(x), *op = pg_data(o);
+        switch ((int)n->ip[0]) {
+        case PG_RELU: PG_STORE_LOOP(acc, N, d, op[i] > 0 ? gp[i] : (T)0); break;
+        case PG_SIGMOID: PG_STORE_LOOP(acc, N, d, gp[i] * op[i] * (1 - op[i])); break;
+        case PG_TANH: PG_STORE_LOOP(acc, N, d, gp[i] * (1 - op[i] * op[i])); break;
+        case PG_GELU:
+            PG_STORE_LOOP(acc, N, d, gp[i] * ((T)0.5 * (1 + erf(xp[i] * (T)M_SQRT1_2)) +
+                                              xp[i] * exp((T)-0.5 * xp[i] * xp[i]) * (T)(0.5 * M_2_SQRTPI * M_SQRT1_2)));
+            break;
+        case PG_LOG: PG_STORE_LOOP(acc, N, d, gp[i] / xp[i]); break;
+        case PG_EXP: PG_STORE_LOOP(acc, N, d, gp[i] * op[i]); break;
+        case PG_NEG: PG_STORE_LOOP(acc, N, d, -gp[i]); break;
+        case PG_SOFTMAX:
+            for (int64_t j = 0; j < C; j++) {
+                const T *pc = op + j * R, *gc = gp + j * R;
+                T *dc = d + j * R;
+                T s = 0;
+                for (int64_t i = 0; i < R; i++) s += pc[i] * gc[i];
+                PG_STORE_LOOP(acc, R, dc, pc[i] * (gc[i] - s));
+            }
+            break;
+        }
+    });
+    return 0;
+}
+
+pg_tensor *pg_unary(int op, pg_tensor *x)
+{
+    if (op < 0 || op > PG_NEG) return pg_fail_null(PG_ERR_VALUE, "pg_unary: unknown op code %d", op);
+    if (pg_ok(x, unary_name[op], "x")) return NULL;
+    pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
+    if (!out) return NULL;
+    int64_t N = pg_numel(x);
+    if (op == PG_SOFTMAX) {
+        pg_softmax_cols(x->dtype, pg_data(x), pg_data(out), x->ne[0], x->ne[1]);
+    } else {
+        PG_DISPATCH(x->dtype, {
+            const T *xp = pg_data(x);
+            T *o = pg_data(out);
+            switch (op) {
+            case PG_RELU: for (int64_t i = 0; i < N; i++) o[i] = xp[i] < 0 ? (T)0 : xp[i]; break;
+            case PG_SIGMOID: for (int64_t i = 0; i < N; i++) o[i] = 1 / (1 + exp(-xp[i])); break;
+            case PG_TANH: for (int64_t i = 0; i < N; i++) o[i] = tanh(xp[i]); break;
+            case PG_GELU: for (int64_t i = 0; i < N; i++) o[i] = (T)0.5 * xp[i] * (1 + erf(xp[i] * (T)M_SQRT1_2)); break;
+            case PG_LOG: for (int64_t i = 0; i < N; i++) o[i] = log(xp[i]); break;
+            case PG_EXP: for (int64_t i = 0; i < N; i++) o[i] = exp(xp[i]); break;
+            case PG_NEG: for (int64_t i = 0; i < N; i++) o[i] = -xp[i]; break;
+            }
+        });
+    }
+    pg_node *nd = NULL;
+    out = finish(unary_label[op], unary_bw, out, x, &nd);
+    if (nd) nd->ip[0] = op;
+    return out;
+}
+
+/* ---- scale, pow, clamp: one scalar (or two) not tracked ---- */
+enum { SC_SCALE, SC_POW, SC_CLAMP };
+
+static int scalar_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0];
+    int acc;
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    int64_t N = pg_numel(x);
+    double p0 = n->p[0], p1 = n->p[1];
+    PG_DISPATCH(x->dtype, {
+        T *d = slot;
+        const T *gp = pg_data(g), *xp = pg_data(x);
+        const T s0 = (T)p0, s1 = (T)p1;
+        switch ((int)n->ip[0]) {
+        case SC_SCALE: PG_STORE_LOOP(acc, N, d, gp[i] * s0); break;
+        case SC_POW: PG_STORE_LOOP(acc, N, d, gp[i] * s0 * pow(xp[i], s0 - 1)); break;
+        default: PG_STORE_LOOP(acc, N, d, (xp[i] > s0 && xp[i] < s1) ? gp[i] : (T)0); break;
+        }
+    });
+    return 0;
+}
+
+static pg_tensor *scalar_op(int kind, pg_tensor *x, double p0, double p1)
+{
+    static const char *names[] = {"ag_scale", "ag_pow", "ag_clamp"};
+    static const char *labels[] = {"scale", "pow", "clamp"};
+    if (pg_ok(x, names[kind], "x")) return NULL;
+    if (kind == SC_CLAMP && p0 > p1)
+        return pg_fail_null(PG_ERR_VALUE, "ag_clamp: lo (%g) must be <= hi (%g)", p0, p1);
+    pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
+    if (!out) return NULL;
+    int64_t N = pg_numel(x);
+    PG_DISPATCH(x->dtype, {
+        const T *xp = pg_data(x);
+        T *o = pg_data(out);
+        const T s0 = (T)p0, s1 = (T)p1;
+        switch (kind) {
+        case SC_SCALE: for (int64_t i = 0; i < N; i++) o[i] = xp[i] * s0; break;
+        case SC_POW: for (int64_t i = 0; i < N; i++) o[i] = pow(xp[i], s0); break;
+        default:
+            for (int64_t i = 0; i < N; i++) o[i] = xp[i] < s0 ? s0 : (xp[i] > s1 ? s1 : xp[i]);
+            break;
+        }
+    });
+    pg_node *nd = NULL;
+    out = finish(labels[kind], scalar_bw, out, x, &nd);
+    if (nd) { nd->ip[0] = kind; nd->p[0] = p0; nd->p[1] = p1; }
+    return out;
+}
+
+pg_tensor *pg_scale(pg_tensor *x, double s) { return scalar_op(SC_SCALE, x, s, 0); }
+pg_tensor *pg_pow(pg_tensor *x, double p) { return scalar_op(SC_POW, x, p, 0); }
+pg_tensor *pg_clamp(pg_tensor *x, double lo, double hi) { return scalar_op(SC_CLAMP, x, lo, hi); }

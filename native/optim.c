@@ -1,0 +1,289 @@
+/* Optimizers (SGD with momentum/Nesterov/L2, Adam with decoupled weight decay) and gradient
+ * clipping. One pass over each parameter per update; gradient accumulation over
+ * accumulate_steps micro-steps restarts from zero after every applied update. */
+#include <tgmath.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pg.h"
+
+enum { OPT_SGD = 0, OPT_ADAM = 1 };
+#define N_SLOTS 3
+
+struct pg_optim {
+    int kind;
+    int64_t n;
+    pg_tensor **params;          /* owned refs */
+    pg_tensor *(*state)[N_SLOTS];/* per param: SGD velocity, accum; Adam m, v, accum */
+    double lr, momentum, nesterov, weight_decay, beta1, beta2, eps;
+    int64_t accumulate_steps, accum_count, t;
+    int average;
+};
+
+static int acc_slot(const pg_optim *o) { return o->kind == OPT_ADAM ? 2 : 1; }
+
+pg_optim *pg_optim_new(int kind, pg_tensor **params, int64_t n, int64_t *n_dropped)
+{
+    const char *name = kind == OPT_ADAM ? "optimizer_adam" : "optimizer_sgd";
+    if (kind != OPT_SGD && kind != OPT_ADAM) return pg_fail_null(PG_ERR_VALUE, "unknown optimizer kind %d", kind);
+    if (n < 0 || (n > 0 && !params)) return pg_fail_null(PG_ERR_ARG, "%s: bad parameter list", name);
+    for (int64_t i = 0; i < n; i++) {
+        char arg[32];
+        snprintf(arg, sizeof arg, "params[%lld]", (long long)i);
+        if (pg_ok(params[i], name, arg)) return NULL;
+    }
+    pg_optim *o = calloc(1, sizeof *o);
+    if (!o) return pg_fail_null(PG_ERR_NOMEM, "%s: out of memory", name);
+    o->params = calloc((size_t)(n ? n : 1), sizeof *o->params);
+    o->state = calloc((size_t)(n ? n : 1), sizeof *o->state);
+    if (!o->params || !o->state) {
+        free(o->params); free(o->state); free(o);
+        return pg_fail_null(PG_ERR_NOMEM, "%s: out of memory", name);
+    }
+    int64_t dropped = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int dup = 0;
+        for (int64_t k = 0; k < o->n && !dup; k++) dup = o->params[k] == params[i];
+        if (dup) { dropped++; continue; }
+        pg_tensor_retain(params[i]);
+        o->params[o->n++] = params[i];
+    }
+    if (n_dropped) *n_dropped = dropped;
+    o->kind = kind;
+    o->lr = kind == OPT_ADAM ? 1e-3 : 0.01;
+    o->beta1 = 0.9; o->beta2 = 0.999; o->eps = 1e-8;
+    o->accumulate_steps = 1;
+    o->average = 1;
+    pg_count_object(1, 1);
+    return o;
+}
+
+void pg_optim_free(pg_optim *o)
+{
+    if (!o) return;
+    for (int64_t i = 0; i < o->n; i++) {
+        pg_tensor_release(o->params[i]);
+        for (int s = 0; s < N_SLOTS; s++) pg_tensor_release(o->state[i][s]);
+    }
+    free(o->params);
+    free(o->state);
+    free(o);
+    pg_count_object(1, -1);
+}
+
+int pg_optim_kind(pg_optim *o) { return o ? o->kind : -1; }
+int64_t pg_optim_nparams(pg_optim *o) { return o ? o->n : -1; }
+pg_tensor *pg_optim_param(pg_optim *o, int64_t i) { return (o && i >= 0 && i < o->n) ? o->params[i] : NULL; }
+
+int pg_optim_set(pg_optim *o, const char *name, double v)
+{
+    if (!o || !name) return pg_fail(PG_ERR_ARG, "optimizer: NULL handle or name");
+    if (isnan(v)) return pg_fail(PG_ERR_VALUE, "optimizer: %s must not be NaN", name);
+    if (!strcmp(name, "lr")) { if (v < 0) goto neg; o->lr = v; }
+    else if (!strcmp(name, "momentum")) { if (v < 0) goto neg; o->momentum = v; }
+    else if (!strcmp(name, "nesterov")) o->nesterov = v != 0;
+    else if (!strcmp(name, "weight_decay")) { if (v < 0) goto neg; o->weight_decay = v; }
+    else if (!strcmp(name, "beta1")) { if (v < 0 || v >= 1) goto range; o->beta1 = v; }
+    else if (!strcmp(name, "beta2")) { if (v < 0 || v >= 1) goto range; o->beta2 = v; }
+    else if (!strcmp(name, "eps")) { if (v < 0) goto neg; o->eps = v; }
+    else if (!strcmp(name, "accumulate_steps")) {
+        if (v < 1 || v != floor(v)) return pg_fail(PG_ERR_VALUE, "optimizer: accumulate_steps must be an integer >= 1, got %g", v);
+        o->accumulate_steps = (int64_t)v;
+    }
+    else if (!strcmp(name, "average")) o->average = v != 0;
+    else if (!strcmp(name, "t")) { if (v < 0) goto neg; o->t = (int64_t)v; }
+    else if (!strcmp(name, "accum_count")) { if (v < 0) goto neg; o->accum_count = (int64_t)v; }
+    else return pg_fail(PG_ERR_VALUE, "optimizer: unknown setting '%s'", name);
+    return 0;
+neg:
+    return pg_fail(PG_ERR_VALUE, "optimizer: %s must be >= 0, got %g", name, v);
+range:
+    return pg_fail(PG_ERR_VALUE, "optimizer: %s must be in [0, 1), got %g", name, v);
+}
+
+double pg_optim_get(pg_optim *o, const char *name)
+{
+    if (!o || !name) { pg_fail(PG_ERR_ARG, "optimizer: NULL handle or name"); return NAN; }
+    if (!strcmp(name, "lr")) return o->lr;
+    if (!strcmp(name, "momentum")) return o->momentum;
+    if (!strcmp(name, "nesterov")) return o->nesterov;
+    if (!strcmp(name, "weight_decay")) return o->weight_decay;
+    if (!strcmp(name, "beta1")) return o->beta1;
+    if (!strcmp(name, "beta2")) return o->beta2;
+    if (!strcmp(name, "eps")) return o->eps;
+    if (!strcmp(name, "accumulate_steps")) return (double)o->accumulate_steps;
+    if (!strcmp(name, "average")) return o->average;
+    if (!strcmp(name, "t")) return (double)o->t;
+    if (!strcmp(name, "accum_count")) return (double)o->accum_count;
+    pg_fail(PG_ERR_VALUE, "optimizer: unknown setting '%s'", name);
+    return NAN;
+}
+
+static pg_tensor *slot(pg_optim *o, int64_t i, int s)
+{
+    if (!o->state[i][s]) {
+        pg_tensor *p = o->params[i];
+        o->state[i][s] = pg_new_zeros(p->dtype, p->ne[0], p->ne[1], PG_MEM_OPTIM);
+    }
+    return o->state[i][s];
+}
+
+pg_tensor *pg_optim_state(pg_optim *o, int64_t i, int s)
+{
+    if (!o || i < 0 || i >= o->n || s < 0 || s >= N_SLOTS) return NULL;
+    return o->state[i][s];
+}
+
+int pg_optim_set_state(pg_optim *o, int64_t i, int s, pg_tensor *value)
+{
+    if (!o || i < 0 || i >= o->n || s < 0 || s >= N_SLOTS)
+        return pg_fail(PG_ERR_VALUE, "optimizer state: no slot %d for parameter %lld", s, (long long)i);
+    if (!value) { pg_tensor_release(o->state[i][s]); o->state[i][s] = NULL; return 0; }
+    if (pg_ok(value, "optimizer state", "value")) return PG_ERR_ARG;
+    pg_tensor *p = o->params[i];
+    if (value->ne[0] != p->ne[0] || value->ne[1] != p->ne[1])
+        return pg_fail(PG_ERR_SHAPE, "optimizer state: slot %d of parameter %lld is %s, the parameter is %s",
+                       s, (long long)i, pg_desc(value), pg_desc(p));
+    pg_tensor *d = slot(o, i, s);
+    if (!d) return PG_ERR_NOMEM;
+    return pg_tensor_write(d, pg_data(value), value->dtype, value->ne[0], value->ne[1], 1, value->ne[0]);
+}
+
+static pg_tensor *grad_of(pg_tensor *p, pg_gradmap *grads)
+{
+    return grads ? pg_gradmap_get(grads, p) : p->grad;
+}
+
+/* Applies one update to parameter i with gradient g (scaled by gscale, for averaging). */
+static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
+{
+    pg_tensor *p = o->params[i];
+    int64_t N = pg_numel(p);
+    if (o->kind == OPT_SGD) {
+        pg_tensor *v = o->momentum > 0 ? slot(o, i, 0) : NULL;
+        if (o->momentum > 0 && !v) return pg_fail(PG_ERR_NOMEM, "optimizer_sgd: out of memory");
+        PG_DISPATCH(p->dtype, {
+            T *w = pg_data(p);
+            const T *gp = pg_data(g);
+            const T lr = (T)o->lr, wd = (T)o->weight_decay, mu = (T)o->momentum, gs = (T)gscale;
+            if (!v) {
+                for (int64_t k = 0; k < N; k++) w[k] -= lr * (gp[k] * gs + wd * w[k]);
+            } else {
+                T *vp = pg_data(v);
+                int nest = o->nesterov != 0;
+                for (int64_t k = 0; k < N; k++) {
+                    T gk = gp[k] * gs + wd * w[k];
+                    vp[k] = mu * vp[k] + gk;
+                    w[k] -= lr * (nest ? gk + mu * vp[k] : vp[k]);
+                }
+            }
+        });
+    } else {
+        pg_tensor *m = slot(o, i, 0), *v = slot(o, i, 1);
+        if (!m || !v) return pg_fail(PG_ERR_NOMEM, "optimizer_adam: out of memory");
+        double bc1 = 1 - pow(o->beta1, (double)o->t), bc2 = 1 - pow(o->beta2, (double)o->t);
+        PG_DISPATCH(p->dtype, {
+            T *w = pg_data(p), *mp = pg_data(m), *vp = pg_data(v);
+            const T *gp = pg_data(g);
+            const T lr = (T)o->lr, b1 = (T)o->beta1, b2 = (T)o->beta2, eps = (T)o->eps;
+            const T c1 = (T)bc1, c2 = (T)bc2, gs = (T)gscale, decay = (T)(o->lr * o->weight_decay);
+            for (int64_t k = 0; k < N; k++) {
+                T gk = gp[k] * gs;
+                if (decay != 0) w[k] -= decay * w[k];
+                mp[k] = b1 * mp[k] + (1 - b1) * gk;
+                vp[k] = b2 * vp[k] + (1 - b2) * gk * gk;
+                T mh = mp[k] / c1, vh = vp[k] / c2;
+                w[k] -= lr * mh / (sqrt(vh) + eps);
+            }
+        });
+    }
+    return 0;
+}
+
+int pg_optim_step(pg_optim *o, pg_gradmap *grads)
+{
+    if (!o) return -pg_fail(PG_ERR_ARG, "optimizer step: NULL optimizer");
+    for (int64_t i = 0; i < o->n; i++) {
+        pg_tensor *g = grad_of(o->params[i], grads);
+        if (g && (g->ne[0] != o->params[i]->ne[0] || g->ne[1] != o->params[i]->ne[1] || g->dtype != o->params[i]->dtype))
+            return -pg_fail(PG_ERR_SHAPE, "optimizer step: gradient %s does not match parameter %lld %s",
+                            pg_desc(g), (long long)i, pg_desc(o->params[i]));
+    }
+    if (o->accumulate_steps <= 1) {
+        if (o->kind == OPT_ADAM) o->t++;
+        for (int64_t i = 0; i < o->n; i++) {
+            pg_tensor *g = grad_of(o->params[i], grads);
+            if (g && update(o, i, g, 1.0)) return -PG_ERR_NOMEM;
+        }
+        return 1;
+    }
+    /* accumulate this micro-step */
+    int as = acc_slot(o);
+    for (int64_t i = 0; i < o->n; i++) {
+        pg_tensor *g = grad_of(o->params[i], grads);
+        if (!g) continue;
+        pg_tensor *a = slot(o, i, as);
+        if (!a) return -pg_fail(PG_ERR_NOMEM, "optimizer: out of memory for the accumulator");
+        int64_t N = pg_numel(a);
+        PG_DISPATCH(a->dtype, {
+            T *ap = pg_data(a);
+            const T *gp = pg_data(g);
+            for (int64_t k = 0; k < N; k++) ap[k] += gp[k];
+        });
+    }
+    if (++o->accum_count < o->accumulate_steps) return 0;
+    if (o->kind == OPT_ADAM) o->t++;
+    double gs = o->average ? 1.0 / (double)o->accumulate_steps : 1.0;
+    for (int64_t i = 0; i < o->n; i++) {
+        pg_tensor *a = o->state[i][as];
+        if (!a) continue;
+        if (update(o, i, a, gs)) return -PG_ERR_NOMEM;
+        memset(pg_data(a), 0, a->st->nbytes); /* the next period starts from zero */
+    }
+    o->accum_count = 0;
+    return 1;
+}
+
+int pg_optim_zero_grad(pg_optim *o)
+{
+    if (!o) return pg_fail(PG_ERR_ARG, "zero_grad: NULL optimizer");
+    for (int64_t i = 0; i < o->n; i++) pg_tensor_set_grad(o->params[i], NULL);
+    pg_tape_clear();
+    return 0;
+}
+
+int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out)
+{
+    if (n < 0 || (n > 0 && !params)) return pg_fail(PG_ERR_ARG, "clip_grad_norm: bad parameter list");
+    if (isnan(max_norm) || max_norm < 0) return pg_fail(PG_ERR_VALUE, "clip_grad_norm: max_norm must be >= 0, got %g", max_norm);
+    double ss = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (pg_ok(params[i], "clip_grad_norm", "params[i]")) return PG_ERR_ARG;
+        pg_tensor *g = grad_of(params[i], grads);
+        if (!g) continue;
+        int64_t N = pg_numel(g);
+        PG_DISPATCH(g->dtype, {
+            const T *gp = pg_data(g);
+            for (int64_t k = 0; k < N; k++) ss += (double)gp[k] * (double)gp[k];
+        });
+    }
+    double norm = sqrt(ss);
+    if (norm_out) *norm_out = norm;
+    if (norm > max_norm) {
+        double f = max_norm / (norm + 1e-6);
+        /* a tensor listed twice must be scaled once */
+        for (int64_t i = 0; i < n; i++) {
+            int dup = 0;
+            for (int64_t k = 0; k < i && !dup; k++) dup = params[k] == params[i];
+            pg_tensor *g = dup ? NULL : grad_of(params[i], grads);
+            if (!g) continue;
+            int64_t N = pg_numel(g);
+            PG_DISPATCH(g->dtype, {
+                T *gp = pg_data(g);
+                const T s = (T)f;
+                for (int64_t k = 0; k < N; k++) gp[k] *= s;
+            });
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,114 @@
+/* pyggmlr C core: internal definitions shared by the C files in native/. */
+#ifndef PG_H
+#define PG_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "pg_api.h"
+#include "pg_api_layers.h"
+#include "pg_api_memory.h"
+
+#define PG_TENSOR_MAGIC 0x50475431u /* "PGT1": live tensor */
+#define PG_DEAD_MAGIC 0xDEADDEADu
+#define PG_MAX_IN 5
+#define PG_MAX_SAVED 4
+
+/* Shared, reference-counted buffer. Category drives the memory accounting. */
+typedef struct pg_storage {
+    int64_t refcount;
+    size_t nbytes;
+    int category;
+    void *data;
+} pg_storage;
+
+typedef struct pg_node pg_node;
+
+struct pg_tensor {
+    uint32_t magic;
+    int32_t dtype;          /* PG_F32 or PG_F64 */
+    int64_t refcount;
+    int64_t id;             /* process-wide, from 1; 0 for internal buffers */
+    int64_t ne[4];
+    pg_storage *st;
+    int requires_grad;
+    pg_node *node;          /* producing tape node (not owned); cleared when the tape is */
+    pg_tensor *grad;        /* owned; leaf gradient accumulated across backward calls */
+    uint64_t bw_epoch;      /* backward scratch: bw_grad is valid iff bw_epoch == current */
+    pg_tensor *bw_grad;
+};
+
+/* Backward rule: read gout (gradient of n->out), add contributions to the inputs' slots. */
+typedef int (*pg_bw_fn)(pg_node *n, pg_tensor *gout);
+
+struct pg_node {
+    const char *op;         /* label for reports: "matmul", "add", ... */
+    pg_bw_fn bw;
+    int n_in;
+    pg_tensor *in[PG_MAX_IN];     /* owned refs (NULL allowed for absent optional inputs) */
+    pg_tensor *out;               /* owned ref */
+    int n_saved;
+    pg_tensor *saved[PG_MAX_SAVED]; /* owned refs to buffers kept for backward */
+    double p[4];
+    int64_t ip[4];
+};
+
+/* ---- error.c ---- */
+int pg_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void *pg_fail_null(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *pg_dtype_name(int dtype);
+/* "[2x3] f32" description of a tensor for messages; rotates through a few static buffers */
+const char *pg_desc(const pg_tensor *t);
+
+/* ---- tensor.c ---- */
+void *pg_alloc(size_t nbytes, int category);           /* counted, 64-byte aligned */
+void pg_free(void *p, size_t nbytes, int category);
+pg_tensor *pg_new(int dtype, int64_t nrow, int64_t ncol, int category); /* uninitialised */
+pg_tensor *pg_new_zeros(int dtype, int64_t nrow, int64_t ncol, int category);
+pg_tensor *pg_new_like(const pg_tensor *t, int category);
+void pg_set_category(pg_tensor *t, int category);
+int pg_ok(const pg_tensor *t, const char *op, const char *arg); /* validate a handle */
+size_t pg_dtype_size(int dtype);
+void pg_count_object(int kind, int delta);              /* 0 gradmap, 1 optim */
+void pg_count_nodes(int64_t delta);
+
+static inline int64_t pg_nrow(const pg_tensor *t) { return t->ne[0]; }
+static inline int64_t pg_ncol(const pg_tensor *t) { return t->ne[1]; }
+static inline int64_t pg_numel(const pg_tensor *t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
+static inline void *pg_data(const pg_tensor *t) { return t->st->data; }
+
+/* ---- tape.c ---- */
+/* Sets out->requires_grad from the inputs and, when the tape records and some input requires
+ * grad, appends a node owning refs to inputs and out. Returns the node, NULL when nothing was
+ * recorded; *err is set to 1 if recording failed (out of memory). */
+pg_node *pg_record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in, int *err);
+int pg_node_save(pg_node *n, pg_tensor *t);  /* node takes a new ref to t */
+/* Gradient buffer of t in the running backward: *acc = 1 when it already holds a partial sum
+ * (add into it), 0 when fresh (overwrite it). NULL on allocation failure. */
+void *pg_grad_slot(pg_tensor *t, int *acc);
+static inline int pg_wants_grad(const pg_tensor *t) { return t != NULL && t->requires_grad; }
+
+/* ---- gemm.c ----
+ * C[m,n] = alpha * op(A) op(B) + beta * C, column-major, op = transpose when ta/tb. */
+void pg_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+             const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
+
+/* Run the block once with T = float and once with T = double, picking by dtype at run time. */
+#define PG_DISPATCH(dt, ...)                      \
+    do {                                          \
+        if ((dt) == PG_F32) {                     \
+            typedef float T;                      \
+            __VA_ARGS__                           \
+        } else {                                  \
+            typedef double T;                     \
+            __VA_ARGS__                           \
+        }                                         \
+    } while (0)
+
+/* dst[i] (+)= expr for i in [0, n): two loops so each vectorises. */
+#define PG_STORE_LOOP(acc, n, dst, expr)                                   \
+    do {                                                                   \
+        if (acc) { for (int64_t i = 0; i < (n); i++) (dst)[i] += (expr); } \
+        else     { for (int64_t i = 0; i < (n); i++) (dst)[i] = (expr); }  \
+    } while (0)
+
+#endif

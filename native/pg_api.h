@@ -1,0 +1,174 @@
+/* pyggmlr C core: public API.
+ *
+ * This header is fed verbatim to cffi's cdef(), so it must stay "cdef-clean": no macros, no
+ * #include, no include guard. C code includes it through pg.h, which brings <stdint.h> first.
+ *
+ * Conventions
+ *  - Tensors are column-major: ne[0] = rows (features), ne[1] = columns (batch), the layout of
+ *    R matrices and ggml. ne[2] = ne[3] = 1 for now (the shape type leaves room for 4-D).
+ *  - Every function that can fail returns a status (0 = ok) or NULL; the reason is in
+ *    pg_last_error() / pg_last_status() (per thread). Nothing here aborts, exits or prints.
+ *  - A pg_tensor* returned by an op or constructor is a NEW reference owned by the caller, who
+ *    drops it with pg_tensor_release(). Pointers documented as "borrowed" are not.
+ */
+
+typedef struct pg_tensor pg_tensor;
+typedef struct pg_gradmap pg_gradmap;
+typedef struct pg_optim pg_optim;
+
+enum pg_dtype { PG_F32 = 0, PG_F64 = 1, PG_I32 = 2, PG_I64 = 3, PG_U8 = 4 };
+
+enum pg_status {
+    PG_OK = 0,
+    PG_ERR_SHAPE = 1,   /* shapes do not fit the op */
+    PG_ERR_DTYPE = 2,   /* dtype not allowed or operands disagree */
+    PG_ERR_VALUE = 3,   /* bad argument value (index out of range, negative size, ...) */
+    PG_ERR_NOMEM = 4,   /* allocation failed */
+    PG_ERR_STATE = 5,   /* call not valid now (dead handle, tape misuse, ...) */
+    PG_ERR_ARG = 6      /* NULL or foreign pointer */
+};
+
+/* memory categories for accounting (pg_memory_stats) */
+enum pg_category {
+    PG_MEM_PARAM = 0,   /* leaf tensors that require grad (weights) */
+    PG_MEM_GRAD = 1,    /* .grad of leaves and gradient maps */
+    PG_MEM_OPTIM = 2,   /* optimizer state (moments, velocity, accumulators) */
+    PG_MEM_SAVED = 3,   /* buffers ops keep only for backward (masks, probabilities, diffs) */
+    PG_MEM_OTHER = 4    /* everything else: data, activations */
+};
+
+/* unary op codes for pg_unary */
+enum pg_unary_op {
+    PG_RELU = 0, PG_SIGMOID = 1, PG_TANH = 2, PG_GELU = 3, PG_LOG = 4, PG_EXP = 5,
+    PG_SOFTMAX = 6, PG_NEG = 7
+};
+
+/* ---- errors and build info ---- */
+const char *pg_last_error(void);
+int pg_last_status(void);
+void pg_clear_error(void);
+const char *pg_version(void);
+
+/* ---- GEMM backend ----
+ * sgemm/dgemm: cblas_sgemm/cblas_dgemm-compatible function pointers (may be NULL: built-in
+ * blocked kernel). set_threads: void (*)(int), may be NULL. name is copied (for reports). */
+int pg_set_blas(void *sgemm, void *dgemm, void *set_threads, const char *name);
+const char *pg_blas_name(void);
+int pg_set_threads(int n);
+int pg_get_threads(void);
+
+/* ---- global defaults ---- */
+int pg_default_dtype(void);
+int pg_set_default_dtype(int dtype);
+
+/* ---- tensors ---- */
+/* New [nrow x ncol] tensor of `dtype` filled from `src` (NULL: zeros). src holds elements of
+ * src_dtype; element (i, j) is read at src[i*rstride + j*cstride] (strides in elements), so any
+ * memory order (C, Fortran, non-contiguous) is copied in one pass. */
+pg_tensor *pg_tensor_new(int dtype, int64_t nrow, int64_t ncol, const void *src, int src_dtype,
+                         int64_t rstride, int64_t cstride);
+pg_tensor *pg_tensor_full(int dtype, int64_t nrow, int64_t ncol, double value);
+pg_tensor *pg_tensor_clone(pg_tensor *t);          /* deep copy of values, new id, no grad */
+pg_tensor *pg_tensor_cast(pg_tensor *t, int dtype); /* copy converted to dtype */
+void pg_tensor_retain(pg_tensor *t);
+void pg_tensor_release(pg_tensor *t);
+int pg_tensor_check(pg_tensor *t);                  /* 0 if t is a live tensor */
+
+int64_t pg_tensor_id(pg_tensor *t);
+int pg_tensor_dtype(pg_tensor *t);
+int64_t pg_tensor_nrow(pg_tensor *t);
+int64_t pg_tensor_ncol(pg_tensor *t);
+int64_t pg_tensor_numel(pg_tensor *t);
+void *pg_tensor_data(pg_tensor *t);                 /* borrowed; contiguous column-major */
+int pg_tensor_requires_grad(pg_tensor *t);
+int pg_tensor_set_requires_grad(pg_tensor *t, int flag);
+int pg_tensor_is_leaf(pg_tensor *t);                /* no recorded node produced it */
+const char *pg_tensor_op(pg_tensor *t);             /* label of the producing node, or "" */
+
+/* Copy values out to dst (column-major, converted to dst_dtype: PG_F32 or PG_F64). */
+int pg_tensor_read(pg_tensor *t, void *dst, int dst_dtype);
+/* Overwrite values in place from src (same strided reading as pg_tensor_new); shape must match. */
+int pg_tensor_write(pg_tensor *t, const void *src, int src_dtype, int64_t nrow, int64_t ncol,
+                    int64_t rstride, int64_t cstride);
+
+/* .grad of a tensor: borrowed pointer or NULL. set_grad(NULL) clears it. */
+pg_tensor *pg_tensor_grad(pg_tensor *t);
+int pg_tensor_set_grad(pg_tensor *t, pg_tensor *g);
+
+/* ---- the tape (per thread) ----
+ * begin: if no tape scope is open, the tape is emptied first (as ggmlR's with_grad_tape);
+ * nested scopes keep recording onto the same tape. end: closes a scope; recording stops when
+ * the outermost scope closes. Nodes stay until pg_tape_clear() or the next outermost begin. */
+int pg_tape_begin(void);
+int pg_tape_end(void);
+void pg_tape_clear(void);
+int pg_tape_depth(void);
+int pg_tape_enabled(void);
+int pg_tape_set_enabled(int flag);   /* returns previous; for no-grad sections */
+int64_t pg_tape_nodes(void);
+
+/* ---- backward ----
+ * loss must be 1x1. Walks the tape in reverse recording order, returns the gradient map (all
+ * requires-grad tensors reached, loss included) and adds each leaf's gradient to its .grad once. */
+pg_gradmap *pg_backward(pg_tensor *loss);
+int64_t pg_gradmap_size(pg_gradmap *m);
+pg_tensor *pg_gradmap_key(pg_gradmap *m, int64_t i);     /* borrowed */
+pg_tensor *pg_gradmap_value(pg_gradmap *m, int64_t i);   /* borrowed */
+pg_tensor *pg_gradmap_get(pg_gradmap *m, pg_tensor *key);/* borrowed; NULL if absent (no error) */
+pg_tensor *pg_gradmap_get_id(pg_gradmap *m, int64_t id); /* borrowed; NULL if absent (no error) */
+void pg_gradmap_free(pg_gradmap *m);
+
+/* ---- ops: each returns a new tensor or NULL ---- */
+pg_tensor *pg_matmul(pg_tensor *a, pg_tensor *b);
+pg_tensor *pg_add(pg_tensor *a, pg_tensor *b);   /* size-1 dims broadcast on either side */
+pg_tensor *pg_sub(pg_tensor *a, pg_tensor *b);
+pg_tensor *pg_mul(pg_tensor *a, pg_tensor *b);
+pg_tensor *pg_div(pg_tensor *a, pg_tensor *b);
+pg_tensor *pg_scale(pg_tensor *x, double s);
+pg_tensor *pg_unary(int op, pg_tensor *x);
+pg_tensor *pg_pow(pg_tensor *x, double p);
+pg_tensor *pg_clamp(pg_tensor *x, double lo, double hi);
+pg_tensor *pg_sum(pg_tensor *x, int dim);        /* dim 0: all -> 1x1; 1: per row -> [r,1]; 2: per column -> [1,c] */
+pg_tensor *pg_mean(pg_tensor *x, int dim);
+pg_tensor *pg_transpose(pg_tensor *x);
+pg_tensor *pg_reshape(pg_tensor *x, int64_t nrow, int64_t ncol); /* one of them may be -1 */
+pg_tensor *pg_mse_loss(pg_tensor *pred, pg_tensor *target);
+pg_tensor *pg_cross_entropy_loss(pg_tensor *pred, pg_tensor *target);
+pg_tensor *pg_softmax_ce_loss(pg_tensor *logits, pg_tensor *target);             /* one-hot/soft */
+pg_tensor *pg_softmax_ce_loss_idx(pg_tensor *logits, const int64_t *idx, int64_t n); /* 0-based ids */
+
+/* ---- memory accounting ----
+ * out[0..4]: current bytes per pg_category; out[5]: current total; out[6]: peak total since the
+ * last reset; out[7]: live tensors; out[8]: live gradient maps; out[9]: live optimizers;
+ * out[10]: tape nodes (this thread). n = length of out (up to 11 filled). */
+int pg_memory_stats(int64_t *out, int n);
+void pg_memory_reset_peak(void);
+int64_t pg_live_objects(void);        /* tensors + gradient maps + optimizers */
+
+/* ---- optimizers (optim.c) ----
+ * kind: 0 = SGD, 1 = Adam. params are matched by identity; duplicates are dropped and counted in
+ * *n_dropped. Hyper-parameters by name: "lr", "momentum", "nesterov", "weight_decay", "beta1",
+ * "beta2", "eps", "accumulate_steps", "average"; counters: "t" (Adam updates applied),
+ * "accum_count" (micro-steps accumulated since the last update). */
+pg_optim *pg_optim_new(int kind, pg_tensor **params, int64_t n, int64_t *n_dropped);
+void pg_optim_free(pg_optim *o);
+int pg_optim_kind(pg_optim *o);
+int64_t pg_optim_nparams(pg_optim *o);
+pg_tensor *pg_optim_param(pg_optim *o, int64_t i);            /* borrowed */
+int pg_optim_set(pg_optim *o, const char *name, double value);
+double pg_optim_get(pg_optim *o, const char *name);            /* NaN + error if unknown */
+/* One optimizer call. grads: a gradient map, or NULL to read each parameter's .grad.
+ * With accumulate_steps k, calls 1..k-1 only accumulate; call k applies the sum (or mean when
+ * average) and starts the next period from zero. Returns 1 if weights changed, 0 if it only
+ * accumulated, negative on error. */
+int pg_optim_step(pg_optim *o, pg_gradmap *grads);
+int pg_optim_zero_grad(pg_optim *o);                           /* clear params' .grad + tape */
+/* State slots per parameter: SGD: 0 velocity, 1 accumulator; Adam: 0 m, 1 v, 2 accumulator.
+ * Borrowed; NULL if the slot was never allocated. */
+pg_tensor *pg_optim_state(pg_optim *o, int64_t i, int slot);
+int pg_optim_set_state(pg_optim *o, int64_t i, int slot, pg_tensor *value); /* copies values */
+
+/* clip_grad_norm: global L2 norm of the params' gradients (from grads, or .grad when grads is
+ * NULL); if norm > max_norm scales them by max_norm / (norm + 1e-6). Writes the pre-clip norm. */
+int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm,
+                      double *norm_out);

@@ -1,0 +1,1 @@
+/* pyggmlr C core: memory reports (memory.c). cdef-clean like pg_api.h. */

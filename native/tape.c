@@ -1,0 +1,271 @@
+/* The gradient tape (one per thread) and reverse-mode backward over it. */
+#include <stdlib.h>
+#include <string.h>
+#include "pg.h"
+
+typedef struct {
+    pg_node **nodes;
+    int64_t n, cap;
+    int depth;      /* open with_grad_tape scopes */
+    int enabled;
+    uint64_t epoch; /* increments per backward call; tags valid bw_grad fields */
+} pg_tape;
+
+static _Thread_local pg_tape tape;
+
+/* Tensors that received a gradient in the running backward, in first-reached order. */
+static _Thread_local pg_tensor **reached;
+static _Thread_local int64_t n_reached, cap_reached;
+
+struct pg_gradmap {
+    int64_t n;
+    pg_tensor **keys;   /* owned refs */
+    pg_tensor **vals;   /* owned refs */
+    int64_t hcap;       /* open-addressing index over keys: slot -> entry + 1 (0 empty) */
+    int64_t *hidx;
+};
+
+static void node_free(pg_node *n)
+{
+    if (n->out && n->out->node == n) n->out->node = NULL;
+    for (int i = 0; i < n->n_in; i++) pg_tensor_release(n->in[i]);
+    for (int i = 0; i < n->n_saved; i++) pg_tensor_release(n->saved[i]);
+    pg_tensor_release(n->out);
+    free(n);
+    pg_count_nodes(-1);
+}
+
+void pg_tape_clear(void)
+{
+    /* newest first, so an output's node pointer is reset before older nodes drop inputs */
+    for (int64_t i = tape.n - 1; i >= 0; i--) node_free(tape.nodes[i]);
+    tape.n = 0;
+}
+
+int pg_tape_begin(void)
+{
+    if (tape.depth == 0) pg_tape_clear();
+    tape.depth++;
+    tape.enabled = 1;
+    return 0;
+}
+
+int pg_tape_end(void)
+{
+    if (tape.depth <= 0) return pg_fail(PG_ERR_STATE, "with_grad_tape: end without a matching begin");
+    tape.depth--;
+    tape.enabled = tape.depth > 0;
+    return 0;
+}
+
+int pg_tape_depth(void) { return tape.depth; }
+int pg_tape_enabled(void) { return tape.enabled; }
+int64_t pg_tape_nodes(void) { return tape.n; }
+
+int pg_tape_set_enabled(int flag)
+{
+    int prev = tape.enabled;
+    tape.enabled = flag != 0;
+    return prev;
+}
+
+pg_node *pg_record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in, int *err)
+{
+    *err = 0;
+    int any = 0;
+    for (int i = 0; i < n_in; i++) any |= pg_wants_grad(in[i]);
+    out->requires_grad = any;
+    if (!any || !tape.enabled) return NULL;
+    if (tape.n == tape.cap) {
+        int64_t cap = tape.cap ? tape.cap * 2 : 64;
+        pg_node **nn = realloc(tape.nodes, (size_t)cap * sizeof *nn);
+        if (!nn) { *err = 1; pg_fail(PG_ERR_NOMEM, "%s: out of memory growing the tape", op); return NULL; }
+        tape.nodes = nn;
+        tape.cap = cap;
+    }
+    pg_node *n = calloc(1, sizeof *n);
+    if (!n) { *err = 1; pg_fail(PG_ERR_NOMEM, "%s: out of memory recording a tape node", op); return NULL; }
+    n->op = op;
+    n->bw = bw;
+    n->n_in = n_in;
+    for (int i = 0; i < n_in; i++) { n->in[i] = in[i]; pg_tensor_retain(in[i]); }
+    n->out = out;
+    pg_tensor_retain(out);
+    out->node = n;
+    tape.nodes[tape.n++] = n;
+    pg_count_nodes(1);
+    return n;
+}
+
+int pg_node_save(pg_node *n, pg_tensor *t)
+{
+    if (n->n_saved >= PG_MAX_SAVED) return pg_fail(PG_ERR_STATE, "%s: too many saved tensors", n->op);
+    pg_tensor_retain(t);
+    n->saved[n->n_saved++] = t;
+    return 0;
+}
+
+static int reach(pg_tensor *t)
+{
+    if (n_reached == cap_reached) {
+        int64_t cap = cap_reached ? cap_reached * 2 : 64;
+        pg_tensor **r = realloc(reached, (size_t)cap * sizeof *r);
+        if (!r) return -1;
+        reached = r;
+        cap_reached = cap;
+    }
+    pg_tensor_retain(t);
+    reached[n_reached++] = t;
+    return 0;
+}
+
+void *pg_grad_slot(pg_tensor *t, int *acc)
+{
+    if (t->bw_epoch == tape.epoch && t->bw_grad) { *acc = 1; return pg_data(t->bw_grad); }
+    pg_tensor *g = pg_new(t->dtype, t->ne[0], t->ne[1], PG_MEM_GRAD);
+    if (!g) return NULL;
+    if (reach(t)) { pg_tensor_release(g); pg_fail(PG_ERR_NOMEM, "backward: out of memory"); return NULL; }
+    pg_tensor_release(t->bw_grad); /* stale buffer from an earlier, failed backward */
+    t->bw_grad = g;
+    t->bw_epoch = tape.epoch;
+    *acc = 0;
+    return pg_data(g);
+}
+
+static void gradmap_index(pg_gradmap *m)
+{
+    int64_t cap = 16;
+    while (cap < 2 * m->n) cap *= 2;
+    m->hidx = calloc((size_t)cap, sizeof *m->hidx);
+    if (!m->hidx) return; /* lookups fall back to a scan */
+    m->hcap = cap;
+    for (int64_t i = 0; i < m->n; i++) {
+        uint64_t h = ((uintptr_t)m->keys[i] >> 4) * 0x9E3779B97F4A7C15ull;
+        int64_t s = (int64_t)(h & (uint64_t)(cap - 1));
+        while (m->hidx[s]) s = (s + 1) & (cap - 1);
+        m->hidx[s] = i + 1;
+    }
+}
+
+static void reached_drop(void)
+{
+    for (int64_t i = 0; i < n_reached; i++) {
+        pg_tensor *t = reached[i];
+        pg_tensor_release(t->bw_grad);
+        t->bw_grad = NULL;
+        pg_tensor_release(t);
+    }
+    n_reached = 0;
+}
+
+/* Adds g to the leaf's .grad. The first gradient is shared with the map; later ones build a
+ * new tensor, so a map returned earlier never changes under its owner. */
+static int leaf_accumulate(pg_tensor *t, pg_tensor *g)
+{
+    if (!t->grad) { pg_tensor_retain(g); t->grad = g; return 0; }
+    pg_tensor *sum = pg_new(t->dtype, t->ne[0], t->ne[1], PG_MEM_GRAD);
+    if (!sum) return -1;
+    int64_t n = pg_numel(t);
+    PG_DISPATCH(t->dtype, {
+        const T *a = pg_data(t->grad);
+        const T *b = pg_data(g);
+        T *d = pg_data(sum);
+        for (int64_t i = 0; i < n; i++) d[i] = a[i] + b[i];
+    });
+    pg_tensor_release(t->grad);
+    t->grad = sum;
+    return 0;
+}
+
+pg_gradmap *pg_backward(pg_tensor *loss)
+{
+    if (pg_ok(loss, "backward()", "loss")) return NULL;
+    if (loss->ne[0] != 1 || loss->ne[1] != 1)
+        return pg_fail_null(PG_ERR_SHAPE, "backward(): loss must be a 1x1 tensor, got %s (reduce it with ag_sum or ag_mean first)",
+                            pg_desc(loss));
+    tape.epoch++;
+    n_reached = 0;
+    int acc;
+    void *seed = pg_grad_slot(loss, &acc);
+    if (!seed) return NULL;
+    PG_DISPATCH(loss->dtype, { *(T *)seed = 1; });
+
+    for (int64_t k = tape.n - 1; k >= 0; k--) {
+        pg_node *n = tape.nodes[k];
+        pg_tensor *out = n->out;
+        if (out->bw_epoch != tape.epoch || !out->bw_grad) continue;
+        if (n->bw(n, out->bw_grad)) { reached_drop(); return NULL; }
+    }
+
+    pg_gradmap *m = calloc(1, sizeof *m);
+    if (m) {
+        m->keys = malloc((size_t)(n_reached ? n_reached : 1) * sizeof *m->keys);
+        m->vals = malloc((size_t)(n_reached ? n_reached : 1) * sizeof *m->vals);
+    }
+    if (!m || !m->keys || !m->vals) {
+        if (m) { free(m->keys); free(m->vals); free(m); }
+        reached_drop();
+        return pg_fail_null(PG_ERR_NOMEM, "backward(): out of memory building the gradient map");
+    }
+    int fail = 0;
+    for (int64_t i = 0; i < n_reached; i++) {
+        pg_tensor *t = reached[i];
+        m->keys[i] = t;          /* takes over the ref held by `reached` */
+        m->vals[i] = t->bw_grad; /* takes over the ref held by bw_grad */
+        t->bw_grad = NULL;
+        if (t->requires_grad && !t->node && !fail) fail = leaf_accumulate(t, m->vals[i]);
+    }
+    m->n = n_reached;
+    n_reached = 0;
+    gradmap_index(m);
+    pg_count_object(0, 1);
+    if (fail) {
+        pg_gradmap_free(m);
+        return pg_fail_null(PG_ERR_NOMEM, "backward(): out of memory accumulating .grad");
+    }
+    return m;
+}
+
+int64_t pg_gradmap_size(pg_gradmap *m) { return m ? m->n : 0; }
+pg_tensor *pg_gradmap_key(pg_gradmap *m, int64_t i) { return (m && i >= 0 && i < m->n) ? m->keys[i] : NULL; }
+pg_tensor *pg_gradmap_value(pg_gradmap *m, int64_t i) { return (m && i >= 0 && i < m->n) ? m->vals[i] : NULL; }
+
+pg_tensor *pg_gradmap_get(pg_gradmap *m, pg_tensor *key)
+{
+    if (!m || !key) return NULL;
+    if (m->hidx) {
+        uint64_t h = ((uintptr_t)key >> 4) * 0x9E3779B97F4A7C15ull;
+        int64_t s = (int64_t)(h & (uint64_t)(m->hcap - 1));
+        while (m->hidx[s]) {
+            int64_t e = m->hidx[s] - 1;
+            if (m->keys[e] == key) return m->vals[e];
+            s = (s + 1) & (m->hcap - 1);
+        }
+        return NULL;
+    }
+    for (int64_t i = 0; i < m->n; i++)
+        if (m->keys[i] == key) return m->vals[i];
+    return NULL;
+}
+
+pg_tensor *pg_gradmap_get_id(pg_gradmap *m, int64_t id)
+{
+    if (!m) return NULL;
+    for (int64_t i = 0; i < m->n; i++)
+        if (m->keys[i]->id == id) return m->vals[i];
+    return NULL;
+}
+
+void pg_gradmap_free(pg_gradmap *m)
+{
+    if (!m) return;
+    for (int64_t i = 0; i < m->n; i++) {
+        pg_tensor_release(m->keys[i]);
+        pg_tensor_release(m->vals[i]);
+    }
+    free(m->keys);
+    free(m->vals);
+    free(m->hidx);
+    free(m);
+    pg_count_object(0, -1);
+}

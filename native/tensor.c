@@ -1,0 +1,315 @@
+/* Tensors: counted allocation, reference counting, ids, copies in and out. */
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include "pg.h"
+
+/* Counters are process-wide and touched from any thread: relaxed atomics are enough. */
+static int64_t mem_cur[5];
+static int64_t mem_total, mem_peak;
+static int64_t live_tensors, live_gradmaps, live_optims;
+static _Thread_local int64_t tape_nodes_live;
+static int64_t next_id = 1;
+static int default_dtype = PG_F32;
+
+#define ADD(var, d) __atomic_add_fetch(&(var), (d), __ATOMIC_RELAXED)
+#define LOAD(var) __atomic_load_n(&(var), __ATOMIC_RELAXED)
+
+static void account(int category, int64_t delta)
+{
+    ADD(mem_cur[category], delta);
+    int64_t total = ADD(mem_total, delta);
+    int64_t peak = LOAD(mem_peak);
+    while (total > peak && !__atomic_compare_exchange_n(&mem_peak, &peak, total, 0,
+                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
+void *pg_alloc(size_t nbytes, int category)
+{
+    /* 64-byte alignment for SIMD; never a zero-size request (empty tensors still get a block). */
+    size_t sz = (nbytes + 63) & ~(size_t)63;
+    if (sz == 0) sz = 64;
+    void *p = aligned_alloc(64, sz);
+    if (!p) return NULL;
+    account(category, (int64_t)nbytes);
+    return p;
+}
+
+void pg_free(void *p, size_t nbytes, int category)
+{
+    if (!p) return;
+    free(p);
+    account(category, -(int64_t)nbytes);
+}
+
+void pg_count_object(int kind, int delta)
+{
+    if (kind == 0) ADD(live_gradmaps, delta);
+    else ADD(live_optims, delta);
+}
+
+void pg_count_nodes(int64_t delta) { tape_nodes_live += delta; }
+
+int pg_memory_stats(int64_t *out, int n)
+{
+    if (!out) return pg_fail(PG_ERR_ARG, "pg_memory_stats: NULL output");
+    int64_t v[11];
+    for (int c = 0; c < 5; c++) v[c] = LOAD(mem_cur[c]);
+    v[5] = LOAD(mem_total);
+    v[6] = LOAD(mem_peak);
+    v[7] = LOAD(live_tensors);
+    v[8] = LOAD(live_gradmaps);
+    v[9] = LOAD(live_optims);
+    v[10] = tape_nodes_live;
+    for (int i = 0; i < n && i < 11; i++) out[i] = v[i];
+    return 0;
+}
+
+void pg_memory_reset_peak(void) { __atomic_store_n(&mem_peak, LOAD(mem_total), __ATOMIC_RELAXED); }
+
+int64_t pg_live_objects(void) { return LOAD(live_tensors) + LOAD(live_gradmaps) + LOAD(live_optims); }
+
+int pg_default_dtype(void) { return default_dtype; }
+
+int pg_set_default_dtype(int dtype)
+{
+    if (dtype != PG_F32 && dtype != PG_F64)
+        return pg_fail(PG_ERR_DTYPE, "ag_dtype(): dtype must be f32 or f64, got %s", pg_dtype_name(dtype));
+    int prev = default_dtype;
+    default_dtype = dtype;
+    return prev;
+}
+
+size_t pg_dtype_size(int dtype)
+{
+    switch (dtype) {
+    case PG_F32: case PG_I32: return 4;
+    case PG_F64: case PG_I64: return 8;
+    case PG_U8: return 1;
+    default: return 0;
+    }
+}
+
+static pg_storage *storage_new(size_t nbytes, int category)
+{
+    pg_storage *s = malloc(sizeof *s);
+    if (!s) return NULL;
+    s->data = pg_alloc(nbytes, category);
+    if (!s->data) { free(s); return NULL; }
+    s->refcount = 1;
+    s->nbytes = nbytes;
+    s->category = category;
+    return s;
+}
+
+static void storage_release(pg_storage *s)
+{
+    if (s && __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
+        pg_free(s->data, s->nbytes, s->category);
+        free(s);
+    }
+}
+
+void pg_set_category(pg_tensor *t, int category)
+{
+    pg_storage *s = t->st;
+    if (s->category == category) return;
+    account(s->category, -(int64_t)s->nbytes);
+    account(category, (int64_t)s->nbytes);
+    s->category = category;
+}
+
+static pg_tensor *tensor_wrap(int dtype, int64_t nrow, int64_t ncol, pg_storage *st, int with_id)
+{
+    pg_tensor *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->magic = PG_TENSOR_MAGIC;
+    t->dtype = dtype;
+    t->refcount = 1;
+    t->id = with_id ? ADD(next_id, 1) - 1 : 0;
+    t->ne[0] = nrow; t->ne[1] = ncol; t->ne[2] = 1; t->ne[3] = 1;
+    t->st = st;
+    ADD(live_tensors, 1);
+    return t;
+}
+
+pg_tensor *pg_new(int dtype, int64_t nrow, int64_t ncol, int category)
+{
+    if (dtype != PG_F32 && dtype != PG_F64)
+        return pg_fail_null(PG_ERR_DTYPE, "tensor dtype must be f32 or f64, got %s", pg_dtype_name(dtype));
+    if (nrow < 0 || ncol < 0)
+        return pg_fail_null(PG_ERR_VALUE, "tensor dims must be >= 0, got [%lldx%lld]",
+                            (long long)nrow, (long long)ncol);
+    if (ncol > 0 && nrow > (INT64_MAX / 8) / ncol)
+        return pg_fail_null(PG_ERR_VALUE, "tensor [%lldx%lld] is too large", (long long)nrow, (long long)ncol);
+    size_t nbytes = (size_t)(nrow * ncol) * pg_dtype_size(dtype);
+    pg_storage *st = storage_new(nbytes, category);
+    if (!st) return pg_fail_null(PG_ERR_NOMEM, "out of memory allocating a [%lldx%lld] %s tensor (%zu bytes)",
+                                 (long long)nrow, (long long)ncol, pg_dtype_name(dtype), nbytes);
+    pg_tensor *t = tensor_wrap(dtype, nrow, ncol, st, 1);
+    if (!t) { storage_release(st); return pg_fail_null(PG_ERR_NOMEM, "out of memory"); }
+    return t;
+}
+
+pg_tensor *pg_new_zeros(int dtype, int64_t nrow, int64_t ncol, int category)
+{
+    pg_tensor *t = pg_new(dtype, nrow, ncol, category);
+    if (t) memset(t->st->data, 0, t->st->nbytes);
+    return t;
+}
+
+pg_tensor *pg_new_like(const pg_tensor *t, int category)
+{
+    return pg_new(t->dtype, t->ne[0], t->ne[1], category);
+}
+
+int pg_ok(const pg_tensor *t, const char *op, const char *arg)
+{
+    if (!t) return pg_fail(PG_ERR_ARG, "%s: argument '%s' is NULL", op, arg);
+    if (t->magic != PG_TENSOR_MAGIC)
+        return pg_fail(PG_ERR_ARG, "%s: argument '%s' is not a live tensor (freed or foreign object)", op, arg);
+    return 0;
+}
+
+int pg_tensor_check(pg_tensor *t) { return pg_ok(t, "tensor", "t"); }
+
+void pg_tensor_retain(pg_tensor *t)
+{
+    if (t && t->magic == PG_TENSOR_MAGIC) __atomic_add_fetch(&t->refcount, 1, __ATOMIC_RELAXED);
+}
+
+void pg_tensor_release(pg_tensor *t)
+{
+    if (!t || t->magic != PG_TENSOR_MAGIC) return;
+    if (__atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
+    /* A node owns a ref to its output, so a dying tensor has no live node pointing at it. */
+    pg_tensor *g = t->grad;
+    pg_tensor *bg = t->bw_grad;
+    storage_release(t->st);
+    t->magic = PG_DEAD_MAGIC;
+    free(t);
+    ADD(live_tensors, -1);
+    pg_tensor_release(g);
+    pg_tensor_release(bg);
+}
+
+/* Strided, converting copy: src element (i, j) at src[i*rs + j*cs] into column-major dst. */
+static int copy_in(int dtype, void *dst, int64_t nrow, int64_t ncol, const void *src,
+                   int src_dtype, int64_t rs, int64_t cs)
+{
+#define PG_COPY_FROM(ST)                                                          \
+    do {                                                                          \
+        const ST *s = (const ST *)src;                                            \
+        for (int64_t j = 0; j < ncol; j++)                                        \
+            for (int64_t i = 0; i < nrow; i++) d[i + j * nrow] = (T)s[i * rs + j * cs]; \
+    } while (0)
+    PG_DISPATCH(dtype, {
+        T *d = (T *)dst;
+        switch (src_dtype) {
+        case PG_F32: PG_COPY_FROM(float); break;
+        case PG_F64: PG_COPY_FROM(double); break;
+        case PG_I32: PG_COPY_FROM(int32_t); break;
+        case PG_I64: PG_COPY_FROM(int64_t); break;
+        case PG_U8: PG_COPY_FROM(uint8_t); break;
+        default: return pg_fail(PG_ERR_DTYPE, "unsupported source dtype %d", src_dtype);
+        }
+    });
+#undef PG_COPY_FROM
+    return 0;
+}
+
+pg_tensor *pg_tensor_new(int dtype, int64_t nrow, int64_t ncol, const void *src, int src_dtype,
+                         int64_t rstride, int64_t cstride)
+{
+    pg_tensor *t = pg_new(dtype, nrow, ncol, PG_MEM_OTHER);
+    if (!t) return NULL;
+    if (!src) {
+        memset(t->st->data, 0, t->st->nbytes);
+    } else if (copy_in(dtype, t->st->data, nrow, ncol, src, src_dtype, rstride, cstride)) {
+        pg_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+pg_tensor *pg_tensor_full(int dtype, int64_t nrow, int64_t ncol, double value)
+{
+    pg_tensor *t = pg_new(dtype, nrow, ncol, PG_MEM_OTHER);
+    if (!t) return NULL;
+    int64_t n = pg_numel(t);
+    PG_DISPATCH(dtype, {
+        T *d = pg_data(t);
+        for (int64_t i = 0; i < n; i++) d[i] = (T)value;
+    });
+    return t;
+}
+
+pg_tensor *pg_tensor_cast(pg_tensor *t, int dtype)
+{
+    if (pg_ok(t, "pg_tensor_cast", "t")) return NULL;
+    return pg_tensor_new(dtype, t->ne[0], t->ne[1], pg_data(t), t->dtype, 1, t->ne[0]);
+}
+
+pg_tensor *pg_tensor_clone(pg_tensor *t)
+{
+    if (pg_ok(t, "pg_tensor_clone", "t")) return NULL;
+    return pg_tensor_cast(t, t->dtype);
+}
+
+int64_t pg_tensor_id(pg_tensor *t) { return pg_ok(t, "id", "t") ? -1 : t->id; }
+int pg_tensor_dtype(pg_tensor *t) { return pg_ok(t, "dtype", "t") ? -1 : t->dtype; }
+int64_t pg_tensor_nrow(pg_tensor *t) { return pg_ok(t, "nrow", "t") ? -1 : t->ne[0]; }
+int64_t pg_tensor_ncol(pg_tensor *t) { return pg_ok(t, "ncol", "t") ? -1 : t->ne[1]; }
+int64_t pg_tensor_numel(pg_tensor *t) { return pg_ok(t, "numel", "t") ? -1 : pg_numel(t); }
+void *pg_tensor_data(pg_tensor *t) { return pg_ok(t, "data", "t") ? NULL : pg_data(t); }
+int pg_tensor_requires_grad(pg_tensor *t) { return pg_ok(t, "requires_grad", "t") ? -1 : t->requires_grad; }
+int pg_tensor_is_leaf(pg_tensor *t) { return pg_ok(t, "is_leaf", "t") ? -1 : t->node == NULL; }
+const char *pg_tensor_op(pg_tensor *t) { return (pg_ok(t, "op", "t") || !t->node) ? "" : t->node->op; }
+
+int pg_tensor_set_requires_grad(pg_tensor *t, int flag)
+{
+    if (pg_ok(t, "set_requires_grad", "t")) return PG_ERR_ARG;
+    t->requires_grad = flag != 0;
+    /* A leaf that requires grad is a parameter for the memory report. */
+    if (flag && !t->node && t->st->category == PG_MEM_OTHER) pg_set_category(t, PG_MEM_PARAM);
+    else if (!flag && t->st->category == PG_MEM_PARAM) pg_set_category(t, PG_MEM_OTHER);
+    return 0;
+}
+
+int pg_tensor_read(pg_tensor *t, void *dst, int dst_dtype)
+{
+    if (pg_ok(t, "read", "t")) return PG_ERR_ARG;
+    if (!dst) return pg_fail(PG_ERR_ARG, "read: NULL destination");
+    if (dst_dtype != PG_F32 && dst_dtype != PG_F64)
+        return pg_fail(PG_ERR_DTYPE, "read: destination dtype must be f32 or f64");
+    return copy_in(dst_dtype, dst, t->ne[0], t->ne[1], pg_data(t), t->dtype, 1, t->ne[0]);
+}
+
+int pg_tensor_write(pg_tensor *t, const void *src, int src_dtype, int64_t nrow, int64_t ncol,
+                    int64_t rstride, int64_t cstride)
+{
+    if (pg_ok(t, "write", "t")) return PG_ERR_ARG;
+    if (!src && nrow * ncol > 0) return pg_fail(PG_ERR_ARG, "write: NULL source");
+    if (nrow != t->ne[0] || ncol != t->ne[1])
+        return pg_fail(PG_ERR_SHAPE, "assigning data: tensor is %s but the new value is [%lldx%lld]",
+                       pg_desc(t), (long long)nrow, (long long)ncol);
+    return copy_in(t->dtype, pg_data(t), nrow, ncol, src, src_dtype, rstride, cstride);
+}
+
+pg_tensor *pg_tensor_grad(pg_tensor *t) { return pg_ok(t, "grad", "t") ? NULL : t->grad; }
+
+int pg_tensor_set_grad(pg_tensor *t, pg_tensor *g)
+{
+    if (pg_ok(t, "set_grad", "t")) return PG_ERR_ARG;
+    if (g) {
+        if (pg_ok(g, "set_grad", "g")) return PG_ERR_ARG;
+        if (g->ne[0] != t->ne[0] || g->ne[1] != t->ne[1] || g->dtype != t->dtype)
+            return pg_fail(PG_ERR_SHAPE, "set_grad: gradient %s does not match tensor %s", pg_desc(g), pg_desc(t));
+        pg_tensor_retain(g);
+    }
+    pg_tensor *old = t->grad;
+    t->grad = g;
+    pg_tensor_release(old);
+    return 0;
+}

@@ -1,0 +1,23 @@
+"""pyggmlr: an autograd engine with one C core shared by Python and R.
+
+Mirrors ggmlR's ag_* API (ag_tensor, ag_param, with_grad_tape, backward, ag_matmul, ...,
+optimizer_adam, ag_sequential, ag_fit). Tensors are column-major [features, batch] matrices:
+``shape`` is R's ``dim()``.
+"""
+from ._core import blas_name, use_blas
+from .errors import (ArgumentError, DTypeError, PyggmlrError, PyggmlrMemoryError,
+                     PyggmlrValueError, ShapeError, StateError)
+from .tensor import (DeviceError, Tensor, ag_default_device, ag_default_dtype, ag_device,
+                     ag_dtype, ag_grad, ag_param, ag_tensor, ag_to_device, is_ag_tensor)
+from .tape import Gradients, ag_no_grad, ag_tape_clear, backward, with_grad_tape
+from .ops import *  # noqa: F401,F403
+from .optim import (Optimizer, clip_grad_norm, lr_scheduler_cosine, lr_scheduler_step,
+                    lr_scheduler_warmup, optimizer_adam, optimizer_sgd)
+from .nn import *  # noqa: F401,F403  (layers and modules)
+from .data import *  # noqa: F401,F403  (ag_dataloader, data sets)
+from .gradcheck import *  # noqa: F401,F403
+from .fit import *  # noqa: F401,F403  (ag_fit, callbacks, history)
+from .io import *  # noqa: F401,F403  (ag_save_model, ag_load_model)
+from .memory import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory, ...)
+
+__version__ = "0.1.0"

@@ -1,0 +1,82 @@
+"""The only module that touches the compiled cffi extension: loads it, hands it a BLAS, and
+turns C status codes into Python exceptions."""
+import ctypes
+import os
+
+from ._native import ffi, lib
+from .errors import error_for_status
+
+F32, F64 = lib.PG_F32, lib.PG_F64
+DTYPE_CODE = {"f32": F32, "f64": F64}
+DTYPE_NAME = {F32: "f32", F64: "f64"}
+NULL = ffi.NULL
+
+_blas_dll = None  # keep the library loaded for the life of the process
+_blas_path = None
+
+
+def raise_last(default_status=0):
+    status = lib.pg_last_status() or default_status
+    msg = ffi.string(lib.pg_last_error()).decode("utf-8", "replace") or "pyggmlr: unknown error"
+    lib.pg_clear_error()
+    raise error_for_status(status, msg)
+
+
+def check(rc):
+    """Raise for a negative or non-zero C status; return rc otherwise."""
+    if rc != 0:
+        raise_last(rc if rc > 0 else -rc)
+    return rc
+
+
+def _load_openblas():
+    """Hand OpenBLAS from the scipy-openblas32 wheel to the core, one thread by default.
+
+    Symbols are resolved at run time (not linked at build time): an isolated build
+    environment's copy of the wheel is not the one installed next to us."""
+    global _blas_dll, _blas_path
+    if os.environ.get("PYGGMLR_BLAS", "").lower() == "builtin":
+        return False
+    try:
+        import scipy_openblas32
+    except ImportError:
+        return False
+    path = os.path.join(scipy_openblas32.get_lib_dir(), "libscipy_openblas.so")
+    if not os.path.exists(path):
+        return False
+    try:
+        dll = ctypes.CDLL(path)
+        sgemm = ctypes.cast(dll.scipy_cblas_sgemm, ctypes.c_void_p).value
+        dgemm = ctypes.cast(dll.scipy_cblas_dgemm, ctypes.c_void_p).value
+        threads = ctypes.cast(dll.scipy_openblas_set_num_threads, ctypes.c_void_p).value
+    except (OSError, AttributeError):
+        return False
+    _blas_dll, _blas_path = dll, path
+    lib.pg_set_blas(ffi.cast("void *", sgemm), ffi.cast("void *", dgemm),
+                    ffi.cast("void *", threads), b"OpenBLAS (scipy-openblas32)")
+    return True
+
+
+def use_blas(name="openblas"):
+    """Select the GEMM backend: "openblas" (the scipy-openblas32 wheel) or "builtin"."""
+    if name == "builtin":
+        lib.pg_set_blas(NULL, NULL, NULL, b"builtin")
+    elif name == "openblas":
+        if not _load_openblas():
+            raise RuntimeError("OpenBLAS is not available: pip install scipy-openblas32")
+    else:
+        raise ValueError(f"use_blas(): name must be 'openblas' or 'builtin', got {name!r}")
+    return blas_name()
+
+
+def blas_name():
+    return ffi.string(lib.pg_blas_name()).decode()
+
+
+def blas_library_path():
+    """Path of the OpenBLAS library in use (None for the built-in kernel); the R bridge hands
+    the same library to the R package so both languages run identical GEMM code."""
+    return _blas_path if blas_name() != "builtin" else None
+
+
+_load_openblas()

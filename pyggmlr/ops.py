@@ -1,0 +1,261 @@
+"""Differentiable ops: thin calls into the C core (forward and backward live there).
+
+Operands may be tensors or plain numpy arrays / lists / scalars, which become constants of
+the other operand's dtype and never receive gradients."""
+import numpy as np
+
+from . import _core
+from ._core import lib
+from .errors import ArgumentError, PyggmlrValueError, ShapeError
+from .tensor import Tensor, _new_from, _wrap
+
+__all__ = [
+    "ag_matmul", "ag_add", "ag_sub", "ag_mul", "ag_div", "ag_scale", "ag_neg", "ag_relu",
+    "ag_sigmoid", "ag_tanh", "ag_gelu", "ag_softmax", "ag_log", "ag_exp", "ag_pow", "ag_clamp",
+    "ag_sum", "ag_mean", "ag_transpose", "ag_reshape", "ag_mse_loss", "ag_cross_entropy_loss",
+    "ag_softmax_cross_entropy_loss",
+]
+
+
+def _const(x, like):
+    if isinstance(x, Tensor):
+        return x
+    code = lib.pg_tensor_dtype(like._handle()) if like is not None else lib.pg_default_dtype()
+    return _new_from(x, code)
+
+
+def _t(x, name, arg):
+    if isinstance(x, Tensor):
+        return x._handle()
+    raise ArgumentError(f"{name}: argument '{arg}' must be a tensor, got {type(x).__name__}")
+
+
+def _pair(a, b):
+    if isinstance(a, Tensor):
+        return a, (b if isinstance(b, Tensor) else _const(b, a))
+    if isinstance(b, Tensor):
+        return _const(a, b), b
+    return _const(a, None), _const(b, None)
+
+
+def _unary_arg(x):
+    return x if isinstance(x, Tensor) else _const(x, None)
+
+
+def ag_matmul(A, B):
+    """Matrix product A @ B: [m,k] x [k,n] -> [m,n]."""
+    a, b = _pair(A, B)
+    return _wrap(lib.pg_matmul(a._p, b._p))
+
+
+def ag_add(A, B):
+    """A + B; size-1 dims broadcast on either side, gradients reduced back to each shape."""
+    a, b = _pair(A, B)
+    return _wrap(lib.pg_add(a._p, b._p))
+
+
+def ag_sub(A, B):
+    """A - B, broadcasting as ag_add."""
+    a, b = _pair(A, B)
+    return _wrap(lib.pg_sub(a._p, b._p))
+
+
+def ag_mul(A, B):
+    """Elementwise A * B, broadcasting size-1 dims on either side."""
+    a, b = _pair(A, B)
+    return _wrap(lib.pg_mul(a._p, b._p))
+
+
+def ag_div(A, B):
+    """Elementwise A / B, broadcasting size-1 dims on either side."""
+    a, b = _pair(A, B)
+    return _wrap(lib.pg_div(a._p, b._p))
+
+
+def _scalar(v, name, arg):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{name}: '{arg}' must be a number, got {type(v).__name__}") from None
+
+
+def ag_scale(x, scalar):
+    """x * scalar (the scalar is a constant)."""
+    x = _unary_arg(x)  # keep the (possibly temporary) tensor alive across the C call
+    return _wrap(lib.pg_scale(x._p, _scalar(scalar, "ag_scale", "scalar")))
+
+
+def _unary(code):
+    def op(x):
+        x = _unary_arg(x)
+        return _wrap(lib.pg_unary(code, x._p))
+    return op
+
+
+ag_relu = _unary(lib.PG_RELU)
+ag_relu.__name__ = "ag_relu"
+ag_relu.__doc__ = "max(x, 0); gradient 0 at x <= 0."
+ag_sigmoid = _unary(lib.PG_SIGMOID)
+ag_sigmoid.__name__ = "ag_sigmoid"
+ag_sigmoid.__doc__ = "1 / (1 + exp(-x))."
+ag_tanh = _unary(lib.PG_TANH)
+ag_tanh.__name__ = "ag_tanh"
+ag_tanh.__doc__ = "tanh(x)."
+ag_gelu = _unary(lib.PG_GELU)
+ag_gelu.__name__ = "ag_gelu"
+ag_gelu.__doc__ = "Exact GELU: 0.5 x (1 + erf(x / sqrt(2)))."
+ag_softmax = _unary(lib.PG_SOFTMAX)
+ag_softmax.__name__ = "ag_softmax"
+ag_softmax.__doc__ = "Softmax down each column (classes are rows), max-subtracted."
+ag_log = _unary(lib.PG_LOG)
+ag_log.__name__ = "ag_log"
+ag_log.__doc__ = "Natural log, no clamping (log(0) = -inf)."
+ag_exp = _unary(lib.PG_EXP)
+ag_exp.__name__ = "ag_exp"
+ag_exp.__doc__ = "exp(x)."
+ag_neg = _unary(lib.PG_NEG)
+ag_neg.__name__ = "ag_neg"
+ag_neg.__doc__ = "-x."
+
+
+def ag_pow(x, p):
+    """x ** p for a constant scalar p."""
+    x = _unary_arg(x)
+    return _wrap(lib.pg_pow(x._p, _scalar(p, "ag_pow", "p")))
+
+
+def ag_clamp(x, lo=-np.inf, hi=np.inf):
+    """min(max(x, lo), hi); gradient 1 strictly inside (lo, hi), 0 elsewhere."""
+    x = _unary_arg(x)
+    return _wrap(lib.pg_clamp(x._p, _scalar(lo, "ag_clamp", "lo"), _scalar(hi, "ag_clamp", "hi")))
+
+
+def _dim(dim, name):
+    if dim is None:
+        return 0
+    if dim in (1, 2) and not isinstance(dim, bool):
+        return int(dim)
+    raise PyggmlrValueError(f"{name}: dim must be None (all), 1 (per row) or 2 (per column), got {dim!r}")
+
+
+def ag_sum(x, dim=None, keepdim=False):
+    """Sum: dim=None -> [1,1]; dim=1 -> per row [nrow,1]; dim=2 -> per column [1,ncol]
+    (ggmlR's meaning of dim). Results are matrices, so the reduced axis is kept with size 1
+    whatever keepdim says."""
+    x = _unary_arg(x)
+    return _wrap(lib.pg_sum(x._p, _dim(dim, "ag_sum")))
+
+
+def ag_mean(x, dim=None, keepdim=False):
+    """Mean with the same dims as ag_sum."""
+    x = _unary_arg(x)
+    return _wrap(lib.pg_mean(x._p, _dim(dim, "ag_mean")))
+
+
+def ag_transpose(x):
+    x = _unary_arg(x)
+    return _wrap(lib.pg_transpose(x._p))
+
+
+def ag_reshape(x, nrow, ncol=-1):
+    """Column-major refill to [nrow, ncol]; one of them may be -1 (inferred)."""
+    if isinstance(nrow, (tuple, list)):  # ag_reshape(x, (r, c)) as the ggmlR vignette writes it
+        nrow, ncol = nrow
+    x = _unary_arg(x)
+    return _wrap(lib.pg_reshape(x._p, int(nrow), int(ncol)))
+
+
+def _loss_pair(pred, target, name):
+    p = _t(pred, name, "pred")
+    return p, (target if isinstance(target, Tensor) else _const(target, pred))
+
+
+def ag_mse_loss(pred, target):
+    """sum((pred - target)^2) / numel -> 1x1."""
+    p, t = _loss_pair(pred, target, "ag_mse_loss")
+    return _wrap(lib.pg_mse_loss(p, t._p))
+
+
+def ag_cross_entropy_loss(pred, target):
+    """-sum(target * log(clamp(pred, 1e-7, 1 - 1e-7))) / ncol(pred); pred are probabilities."""
+    p, t = _loss_pair(pred, target, "ag_cross_entropy_loss")
+    return _wrap(lib.pg_cross_entropy_loss(p, t._p))
+
+
+def _class_ids(a, name):
+    a = np.asarray(a)
+    if a.dtype.kind == "f":
+        if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+            raise PyggmlrValueError(f"{name}: class ids must be whole numbers (0-based), got non-integer values")
+    elif a.dtype.kind not in "iub":
+        raise ArgumentError(f"{name}: class ids must be integers, got dtype {a.dtype}")
+    return np.ascontiguousarray(a.reshape(-1, order="F"), dtype=np.int64)
+
+
+def ag_softmax_cross_entropy_loss(logits, target):
+    """Fused, stable softmax + cross-entropy on logits [classes, batch].
+
+    target: a one-hot / soft-label matrix of the logits' shape, or 0-based class ids, one per
+    column (an integer array, a 1-D vector, or a [1, batch] row). Gradient (p - t) / batch."""
+    name = "ag_softmax_cross_entropy_loss"
+    lp = _t(logits, name, "logits")
+    K, B = lib.pg_tensor_nrow(lp), lib.pg_tensor_ncol(lp)
+    if isinstance(target, Tensor):
+        shp = target.shape
+        if shp == (K, B) and not (K == 1 and B > 1):
+            return _wrap(lib.pg_softmax_ce_loss(lp, target._p))
+        if shp[0] == 1 or shp[1] == 1:
+            ids = _class_ids(target.numpy(), name)
+        else:
+            raise ShapeError(f"{name}: logits are [{K}x{B}] but target is [{shp[0]}x{shp[1]}]; give a one-hot matrix of the logits' shape or one class id per column")
+    else:
+        a = np.asarray(target)
+        if a.ndim == 2 and a.shape == (K, B) and K > 1:
+            t = _const(a, logits)
+            return _wrap(lib.pg_softmax_ce_loss(lp, t._p))
+        if a.ndim <= 1 or (a.ndim == 2 and (a.shape[0] == 1 or a.shape[1] == 1)):
+            ids = _class_ids(a, name)
+        else:
+            raise ShapeError(f"{name}: logits are [{K}x{B}] but target has shape {a.shape}; give a one-hot matrix of the logits' shape or one class id per column")
+    return _wrap(lib.pg_softmax_ce_loss_idx(lp, _core.ffi.cast("int64_t *", ids.ctypes.data), ids.size))
+
+
+# ---- Python operators ----
+
+def _rsub(self, other):
+    a, b = _pair(other, self)
+    return _wrap(lib.pg_sub(a._p, b._p))
+
+
+def _rdiv(self, other):
+    a, b = _pair(other, self)
+    return _wrap(lib.pg_div(a._p, b._p))
+
+
+def _mul(self, other):
+    if isinstance(other, (int, float)) and not isinstance(other, bool):
+        return _wrap(lib.pg_scale(self._handle(), float(other)))
+    return ag_mul(self, other)
+
+
+def _pow(self, p):
+    return ag_pow(self, p)
+
+
+Tensor.__add__ = ag_add
+Tensor.__radd__ = lambda self, other: ag_add(other, self)
+Tensor.__sub__ = ag_sub
+Tensor.__rsub__ = _rsub
+Tensor.__mul__ = _mul
+Tensor.__rmul__ = _mul
+Tensor.__truediv__ = ag_div
+Tensor.__rtruediv__ = _rdiv
+Tensor.__matmul__ = ag_matmul
+Tensor.__rmatmul__ = lambda self, other: ag_matmul(other, self)
+Tensor.__neg__ = ag_neg
+Tensor.__pow__ = _pow
+Tensor.T = property(ag_transpose)
+Tensor.sum = ag_sum
+Tensor.mean = ag_mean
+Tensor.relu = ag_relu
+Tensor.reshape = ag_reshape

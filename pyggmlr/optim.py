@@ -1,0 +1,291 @@
+"""Optimizers, gradient clipping and learning-rate schedulers. Updates run in the C core."""
+import math
+import warnings
+
+from . import _core
+from ._core import NULL, ffi, lib
+from .errors import ArgumentError, PyggmlrValueError
+from .tape import Gradients
+from .tensor import Tensor, _read, _wrap
+
+__all__ = ["optimizer_sgd", "optimizer_adam", "Optimizer", "clip_grad_norm",
+           "lr_scheduler_step", "lr_scheduler_cosine", "lr_scheduler_warmup"]
+
+_SGD, _ADAM = 0, 1
+_SLOTS = {_SGD: ("velocity", "accum"), _ADAM: ("m", "v", "accum")}
+_HYPER = {_SGD: ("lr", "momentum", "nesterov", "weight_decay", "accumulate_steps", "average"),
+          _ADAM: ("lr", "beta1", "beta2", "eps", "weight_decay", "accumulate_steps", "average")}
+
+
+def _param_list(params, name):
+    """dict name -> tensor, or any iterable of tensors (a model's parameters() works too)."""
+    if hasattr(params, "parameters") and callable(params.parameters):
+        params = params.parameters()
+    if isinstance(params, Tensor):
+        params = [params]
+    if isinstance(params, dict):
+        names, tensors = list(params.keys()), list(params.values())
+    else:
+        try:
+            tensors = list(params)
+        except TypeError:
+            raise ArgumentError(f"{name}: params must be a dict of tensors or a list of tensors, got {type(params).__name__}") from None
+        names = [str(i + 1) for i in range(len(tensors))]
+    for n, t in zip(names, tensors):
+        if not isinstance(t, Tensor):
+            raise ArgumentError(f"{name}: parameter {n!r} is a {type(t).__name__}, not a tensor")
+    return names, tensors
+
+
+def _grads_handle(grads, name):
+    if grads is None:
+        return NULL
+    if isinstance(grads, Gradients):
+        return grads._m
+    raise ArgumentError(f"{name}: grads must be the map returned by backward() or None, got {type(grads).__name__}")
+
+
+class Optimizer:
+    """Common base of optimizer_sgd / optimizer_adam (state lives in the C core).
+
+    Parameters are matched by identity, never by name; a tensor listed twice is kept once
+    (with a warning). Hyper-parameters are attributes (``opt.lr = 0.01``; schedulers write it).
+    """
+
+    _kind = None
+
+    def __init__(self, params, **hyper):
+        cls = type(self).__name__
+        names, tensors = _param_list(params, cls)
+        arr = ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)
+        dropped = ffi.new("int64_t *")
+        o = lib.pg_optim_new(self._kind, arr, len(tensors), dropped)
+        if o == NULL:
+            _core.raise_last()
+        object.__setattr__(self, "_o", o)
+        # identity by C pointer (two Python handles can share one tensor)
+        uniq, ptrs = [], set()
+        for n, t in zip(names, tensors):
+            k = int(ffi.cast("intptr_t", t._p))
+            if k not in ptrs:
+                ptrs.add(k)
+                uniq.append((n, t))
+        object.__setattr__(self, "params", dict(uniq))
+        if dropped[0]:
+            warnings.warn(f"{cls}: {dropped[0]} duplicate parameter tensor(s) dropped (parameters are matched by identity)",
+                          stacklevel=3)
+        for k, v in hyper.items():
+            setattr(self, k, v)
+
+    def __del__(self, _free=lib.pg_optim_free):
+        o = self.__dict__.get("_o")
+        if o is not None:
+            _free(o)
+
+    def __getattr__(self, name):
+        if name in _HYPER[self._kind] or name in ("t", "accum_count"):
+            v = lib.pg_optim_get(self._o, name.encode())
+            if name in ("t", "accum_count", "accumulate_steps"):
+                return int(v)
+            if name in ("nesterov", "average"):
+                return bool(v)
+            return v
+        raise AttributeError(name)
+
+    def __setattr__(self, name, value):
+        if name in _HYPER[self._kind] or name in ("t", "accum_count"):
+            try:
+                v = float(value)
+            except (TypeError, ValueError):
+                raise ArgumentError(f"{type(self).__name__}: {name} must be a number, got {value!r}") from None
+            _core.check(lib.pg_optim_set(self._o, name.encode(), v))
+        else:
+            object.__setattr__(self, name, value)
+
+    def step(self, grads=None):
+        """Update the parameters from the map returned by backward(), or from each parameter's
+        .grad when grads is None. With accumulate_steps = k, calls 1..k-1 only accumulate and
+        call k applies the sum (mean if average) of exactly those k gradients.
+        Returns True when the weights changed."""
+        rc = lib.pg_optim_step(self._o, _grads_handle(grads, "step"))
+        if rc < 0:
+            _core.raise_last(-rc)
+        return rc == 1
+
+    def zero_grad(self):
+        """Clear the parameters' .grad and the tape."""
+        _core.check(lib.pg_optim_zero_grad(self._o))
+
+    def state(self):
+        """Checkpointable state: format, step counters and per-parameter moments (numpy)."""
+        slots = _SLOTS[self._kind]
+        per = []
+        for i in range(lib.pg_optim_nparams(self._o)):
+            entry = {}
+            for s, nm in enumerate(slots):
+                t = lib.pg_optim_state(self._o, i, s)
+                entry[nm] = None if t == NULL else _read(t)
+            per.append(entry)
+        return {"format": "ggmlR.ag_opt_state", "version": 1, "kind": "adam" if self._kind == _ADAM else "sgd",
+                "t": self.t, "accum_count": self.accum_count,
+                "hyper": {k: getattr(self, k) for k in _HYPER[self._kind]}, "params": per}
+
+    def load_state(self, state):
+        """Restore moments and counters from state(); hyper-parameters are kept (warns if they differ)."""
+        if not isinstance(state, dict) or state.get("format") != "ggmlR.ag_opt_state":
+            raise PyggmlrValueError("load_state(): not an optimizer state (format 'ggmlR.ag_opt_state')")
+        kind = "adam" if self._kind == _ADAM else "sgd"
+        if state.get("kind", kind) != kind:
+            raise PyggmlrValueError(f"load_state(): state is for {state.get('kind')}, this optimizer is {kind}")
+        per = state["params"]
+        n = lib.pg_optim_nparams(self._o)
+        if len(per) != n:
+            raise PyggmlrValueError(f"load_state(): state has {len(per)} parameters, optimizer has {n}")
+        diff = [k for k, v in state.get("hyper", {}).items() if k in _HYPER[self._kind] and getattr(self, k) != v]
+        if diff:
+            warnings.warn(f"load_state(): hyper-parameters differ from the saved ones and are kept: {', '.join(diff)}", stacklevel=2)
+        for i, entry in enumerate(per):
+            for s, nm in enumerate(_SLOTS[self._kind]):
+                v = entry.get(nm)
+                if v is None:
+                    _core.check(lib.pg_optim_set_state(self._o, i, s, NULL))
+                else:
+                    t = _wrap(lib.pg_tensor_new(lib.PG_F64, *_shape2(v), ffi.cast("void *", _f64(v).ctypes.data), lib.PG_F64, 1, _shape2(v)[0]))
+                    _core.check(lib.pg_optim_set_state(self._o, i, s, t._p))
+        self.t = state.get("t", 0)
+        self.accum_count = state.get("accum_count", 0)
+
+
+def _f64(v):
+    import numpy as np
+    a = np.asarray(v, dtype=np.float64)
+    return np.asfortranarray(a.reshape(a.shape[0], -1) if a.ndim != 2 else a)
+
+
+def _shape2(v):
+    a = _f64(v)
+    return a.shape[0], a.shape[1]
+
+
+class optimizer_sgd(Optimizer):
+    """SGD: p -= lr * g; with momentum: v = momentum * v + g, p -= lr * v (Nesterov:
+    p -= lr * (g + momentum * v)). weight_decay adds weight_decay * p to g (L2)."""
+
+    _kind = _SGD
+
+    def __init__(self, params, lr=0.01, momentum=0.0, nesterov=False, weight_decay=0.0,
+                 accumulate_steps=1, average=True):
+        super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
+                         accumulate_steps=accumulate_steps, average=average)
+
+    @property
+    def velocity(self):
+        return {n: self.state()["params"][i]["velocity"] for i, n in enumerate(self.params)}
+
+    def __repr__(self):
+        return f"SGD optimizer | lr = {self.lr:g} | momentum = {self.momentum:g} | params: {len(self.params)} "
+
+
+class optimizer_adam(Optimizer):
+    """Adam (ggmlR's update): m, v moments with bias correction; weight_decay is decoupled
+    (AdamW: p -= lr * weight_decay * p before the Adam update)."""
+
+    _kind = _ADAM
+
+    def __init__(self, params, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0,
+                 accumulate_steps=1, average=True):
+        super().__init__(params, lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
+                         accumulate_steps=accumulate_steps, average=average)
+
+    def __repr__(self):
+        return (f"Adam optimizer | lr = {self.lr:g} | beta1 = {self.beta1:g} | beta2 = {self.beta2:g} | "
+                f"step = {self.t} | params: {len(self.params)} ")
+
+
+def clip_grad_norm(params, grads=None, max_norm=1.0):
+    """Scale gradients so their global L2 norm is at most max_norm (factor
+    max_norm / (norm + 1e-6)), in the map (or the .grad of each parameter when grads is None).
+    Returns the norm before clipping."""
+    _, tensors = _param_list(params, "clip_grad_norm")
+    arr = ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)
+    out = ffi.new("double *")
+    _core.check(lib.pg_clip_grad_norm(arr, len(tensors), _grads_handle(grads, "clip_grad_norm"), float(max_norm), out))
+    return out[0]
+
+
+class lr_scheduler_step:
+    """Multiply the optimizer's lr by gamma every step_size calls of step()."""
+
+    def __init__(self, optimizer, step_size, gamma=0.1):
+        self.optimizer, self.step_size, self.gamma, self.last_epoch = optimizer, int(step_size), float(gamma), 0
+        if self.step_size < 1:
+            raise PyggmlrValueError(f"lr_scheduler_step: step_size must be >= 1, got {step_size}")
+
+    def step(self):
+        self.last_epoch += 1
+        if self.last_epoch % self.step_size == 0:
+            self.optimizer.lr = self.optimizer.lr * self.gamma
+        return self.optimizer.lr
+
+    def get_lr(self):
+        return self.optimizer.lr
+
+    def __repr__(self):
+        return (f"lr_scheduler_step | step_size={self.step_size} | gamma={self.gamma:.4f} | "
+                f"epoch={self.last_epoch} | lr={self.optimizer.lr:.6f}")
+
+
+class lr_scheduler_cosine:
+    """Cosine annealing from the optimizer's lr at construction down towards lr_min over T_max
+    steps (ggmlR's formula: the first step gives lr_max; without restart it stays at
+    t = T_max - 1)."""
+
+    def __init__(self, optimizer, T_max, lr_min=0.0, restart=False):
+        self.optimizer, self.T_max, self.lr_min, self.restart = optimizer, int(T_max), float(lr_min), bool(restart)
+        if self.T_max < 1:
+            raise PyggmlrValueError(f"lr_scheduler_cosine: T_max must be >= 1, got {T_max}")
+        self.lr_max = optimizer.lr
+        self.last_epoch = 0
+
+    def step(self):
+        self.last_epoch += 1
+        t = (self.last_epoch - 1) % self.T_max if self.restart else min(self.last_epoch - 1, self.T_max - 1)
+        lr = self.lr_min + 0.5 * (self.lr_max - self.lr_min) * (1 + math.cos(math.pi * t / self.T_max))
+        self.optimizer.lr = lr
+        return lr
+
+    def get_lr(self):
+        return self.optimizer.lr
+
+    def __repr__(self):
+        return (f"lr_scheduler_cosine | T_max={self.T_max} | lr_max={self.lr_max:.6f} | lr_min={self.lr_min:.6f} | "
+                f"epoch={self.last_epoch} | lr={self.optimizer.lr:.6f}")
+
+
+class lr_scheduler_warmup:
+    """Linear warmup over warmup_steps calls (lr rising to the base lr), then hand over to
+    `after` (another scheduler built on the same optimizer), if given."""
+
+    def __init__(self, optimizer, warmup_steps, after=None, start_factor=0.0):
+        self.optimizer, self.warmup_steps, self.after = optimizer, int(warmup_steps), after
+        if self.warmup_steps < 1:
+            raise PyggmlrValueError(f"lr_scheduler_warmup: warmup_steps must be >= 1, got {warmup_steps}")
+        self.base_lr = after.lr_max if isinstance(after, lr_scheduler_cosine) else optimizer.lr
+        self.start_factor = float(start_factor)
+        self.last_epoch = 0
+        optimizer.lr = self.base_lr * self.start_factor
+
+    def step(self):
+        self.last_epoch += 1
+        if self.last_epoch <= self.warmup_steps:
+            f = self.start_factor + (1 - self.start_factor) * self.last_epoch / self.warmup_steps
+            self.optimizer.lr = self.base_lr * f
+        elif self.after is not None:
+            self.after.step()
+        return self.optimizer.lr
+
+    def get_lr(self):
+        return self.optimizer.lr
+
+    def __repr__(self):
+        return f"lr_scheduler_warmup | warmup_steps={self.warmup_steps} | epoch={self.last_epoch} | lr={self.optimizer.lr:.6f}"

@@ -1,0 +1,343 @@
+"""Tensors: Python handles on C-core tensors (column-major, shape = R's dim())."""
+import numpy as np
+
+from . import _core
+from ._core import F32, F64, DTYPE_CODE, DTYPE_NAME, NULL, ffi, lib
+from .errors import ArgumentError, DTypeError, PyggmlrError, PyggmlrValueError, ShapeError
+
+__all__ = [
+    "Tensor", "ag_tensor", "ag_param", "ag_dtype", "ag_default_dtype", "ag_device",
+    "ag_default_device", "ag_to_device", "DeviceError", "is_ag_tensor", "ag_grad",
+]
+
+
+class DeviceError(PyggmlrError, RuntimeError):
+    """The requested device is not available."""
+
+
+_device = "cpu"
+
+# numpy dtype -> (C source dtype code, itemsize); anything else is converted to float64
+_SRC_CODE = {
+    np.dtype(np.float32): lib.PG_F32,
+    np.dtype(np.float64): lib.PG_F64,
+    np.dtype(np.int32): lib.PG_I32,
+    np.dtype(np.int64): lib.PG_I64,
+    np.dtype(np.uint8): lib.PG_U8,
+}
+
+
+def _dtype_code(dtype):
+    if dtype is None:
+        return lib.pg_default_dtype()
+    if isinstance(dtype, str):
+        code = DTYPE_CODE.get(dtype.lower())
+        if code is not None:
+            return code
+        if dtype.lower() in ("f16", "bf16"):
+            raise DTypeError(f"dtype {dtype!r} is not supported by the CPU engine; use 'f32' or 'f64'")
+    else:
+        try:
+            nd = np.dtype(dtype)
+        except TypeError:
+            nd = None
+        if nd == np.float32:
+            return F32
+        if nd == np.float64:
+            return F64
+    raise DTypeError(f"dtype must be 'f32' or 'f64', got {dtype!r}")
+
+
+def _as_matrix(data):
+    """numpy view of `data` as a 2-D array with a dtype the core can read (no copy if possible)."""
+    a = np.asarray(data)
+    if a.dtype.kind not in "biuf":
+        raise DTypeError(f"cannot make a tensor from data of dtype {a.dtype} (numbers only)")
+    if a.ndim == 0:
+        a = a.reshape(1, 1)
+    elif a.ndim == 1:
+        a = a.reshape(-1, 1)  # an R vector becomes an [n, 1] column
+    elif a.ndim != 2:
+        raise ShapeError(f"tensors are 2-D matrices [features, batch]; got an array of shape {a.shape}")
+    if a.dtype == np.bool_:
+        a = a.view(np.uint8)
+    elif a.dtype not in _SRC_CODE:
+        a = a.astype(np.float64)
+    isz = a.itemsize
+    if a.strides[0] % isz or a.strides[1] % isz:
+        a = np.array(a, order="F")
+    return a
+
+
+def _new_from(data, code):
+    a = _as_matrix(data)
+    ptr = ffi.cast("void *", a.ctypes.data)
+    p = lib.pg_tensor_new(code, a.shape[0], a.shape[1], ptr, _SRC_CODE[a.dtype],
+                          a.strides[0] // a.itemsize, a.strides[1] // a.itemsize)
+    return _wrap(p)
+
+
+def _wrap(p):
+    """Own a new C reference as a Tensor; raise the core's error if p is NULL."""
+    if p == NULL:
+        _core.raise_last()
+    t = Tensor.__new__(Tensor)
+    t._p = p
+    return t
+
+
+def _read(p):
+    """Copy a tensor's values out as a Fortran-ordered numpy array of its dtype."""
+    nr, nc = lib.pg_tensor_nrow(p), lib.pg_tensor_ncol(p)
+    code = lib.pg_tensor_dtype(p)
+    out = np.empty((nr, nc), dtype=np.float32 if code == F32 else np.float64, order="F")
+    if out.size:
+        _core.check(lib.pg_tensor_read(p, ffi.cast("void *", out.ctypes.data), code))
+    return out
+
+
+class Tensor:
+    """A tensor of the C core: a 2-D column-major matrix of f32 or f64 values.
+
+    Create with :func:`ag_tensor` / :func:`ag_param`. ``shape`` is R's ``dim()``:
+    ``(rows, cols)`` = ``(features, batch)``.
+    """
+
+    __slots__ = ("_p", "__weakref__")
+
+    def __init__(self, data, dtype=None, requires_grad=False):
+        self._p = None
+        t = ag_param(data, dtype=dtype) if requires_grad else ag_tensor(data, dtype=dtype)
+        self._p, t._p = t._p, None
+
+    def __del__(self, _release=lib.pg_tensor_release, _null=NULL):
+        p = getattr(self, "_p", None)
+        if p is not None and p != _null:
+            _release(p)
+
+    # ---- handle ----
+    def _handle(self):
+        p = self._p
+        if p is None:
+            raise ArgumentError("tensor handle is empty (freed)")
+        return p
+
+    def free(self):
+        """Drop this handle's reference now instead of at garbage collection."""
+        p, self._p = self._p, None
+        if p is not None:
+            lib.pg_tensor_release(p)
+
+    # ---- properties ----
+    @property
+    def shape(self):
+        p = self._handle()
+        return (lib.pg_tensor_nrow(p), lib.pg_tensor_ncol(p))
+
+    @property
+    def nrow(self):
+        return lib.pg_tensor_nrow(self._handle())
+
+    @property
+    def ncol(self):
+        return lib.pg_tensor_ncol(self._handle())
+
+    @property
+    def size(self):
+        return lib.pg_tensor_numel(self._handle())
+
+    @property
+    def dtype(self):
+        return DTYPE_NAME[lib.pg_tensor_dtype(self._handle())]
+
+    @property
+    def id(self):
+        return lib.pg_tensor_id(self._handle())
+
+    @property
+    def device(self):
+        return "cpu"
+
+    @property
+    def requires_grad(self):
+        return bool(lib.pg_tensor_requires_grad(self._handle()))
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        _core.check(lib.pg_tensor_set_requires_grad(self._handle(), bool(flag)))
+
+    @property
+    def is_leaf(self):
+        return bool(lib.pg_tensor_is_leaf(self._handle()))
+
+    @property
+    def op(self):
+        """Label of the tape node that produced this tensor ('' for leaves)."""
+        return ffi.string(lib.pg_tensor_op(self._handle())).decode()
+
+    @property
+    def grad(self):
+        """Accumulated gradient as a numpy array, or None."""
+        g = lib.pg_tensor_grad(self._handle())
+        return None if g == NULL else _read(g)
+
+    @grad.setter
+    def grad(self, value):
+        if value is None:
+            _core.check(lib.pg_tensor_set_grad(self._handle(), NULL))
+            return
+        g = ag_tensor(value, dtype=self.dtype)
+        _core.check(lib.pg_tensor_set_grad(self._handle(), g._p))
+
+    def zero_grad(self):
+        self.grad = None
+
+    @property
+    def data(self):
+        """Values as a numpy array (a copy); assigning writes new values in place."""
+        return _read(self._handle())
+
+    @data.setter
+    def data(self, value):
+        a = _as_matrix(value.numpy() if isinstance(value, Tensor) else value)
+        _core.check(lib.pg_tensor_write(self._handle(), ffi.cast("void *", a.ctypes.data),
+                                        _SRC_CODE[a.dtype], a.shape[0], a.shape[1],
+                                        a.strides[0] // a.itemsize, a.strides[1] // a.itemsize))
+
+    def numpy(self):
+        """Values as a (Fortran-ordered) numpy array of shape (rows, cols); a copy."""
+        return _read(self._handle())
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def item(self):
+        if self.size != 1:
+            raise ShapeError(f"item(): tensor is {self._desc()}, not 1x1")
+        return float(self.numpy()[0, 0])
+
+    def __float__(self):
+        return self.item()
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def _desc(self):
+        r, c = self.shape
+        return f"[{r}x{c}] {self.dtype}"
+
+    def __repr__(self):
+        if self._p is None:
+            return "ag_tensor <freed>"
+        r, c = self.shape
+        head = f"ag_tensor [{r}x{c}]"
+        if self.dtype != "f32":
+            head += f" [{self.dtype}]"
+        if self.requires_grad:
+            head += " (requires_grad)"
+        body = np.array2string(self.numpy(), precision=6, suppress_small=False, threshold=200)
+        out = head + "\n" + body
+        g = self.grad
+        if g is not None:
+            out += "\n  grad:\n" + np.array2string(g, precision=6, threshold=200)
+        return out
+
+    __str__ = __repr__
+
+    def __len__(self):
+        return self.nrow
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ShapeError(f"the truth value of a {self._desc()} tensor is ambiguous")
+        return bool(self.item())
+
+    def __hash__(self):
+        return object.__hash__(self)
+
+    def backward(self):
+        """Same as ``backward(self)``: returns the gradient map."""
+        from .tape import backward
+        return backward(self)
+
+    # operators are attached in ops.py
+
+
+def is_ag_tensor(x):
+    return isinstance(x, Tensor)
+
+
+def ag_tensor(data, device=None, dtype=None):
+    """Create a tensor that does not require gradients.
+
+    data: numpy array (any memory order; ints, bools or floats), list, scalar or Tensor. A 1-D
+    array becomes an [n, 1] column, as in R. dtype: "f32" or "f64"; None = ag_default_dtype().
+    device: "cpu" (None = ag_default_device()).
+    """
+    _check_device(device)
+    code = _dtype_code(dtype)
+    if isinstance(data, Tensor):
+        if dtype is None:
+            code = lib.pg_tensor_dtype(data._handle())
+        return _wrap(lib.pg_tensor_cast(data._handle(), code))
+    return _new_from(data, code)
+
+
+def ag_param(data, device=None, dtype=None):
+    """Create a trainable tensor (requires_grad = True); arguments as ag_tensor()."""
+    t = ag_tensor(data, device=device, dtype=dtype)
+    _core.check(lib.pg_tensor_set_requires_grad(t._p, 1))
+    return t
+
+
+def ag_grad(x):
+    """The accumulated gradient of x as numpy, or None."""
+    if not isinstance(x, Tensor):
+        raise ArgumentError(f"ag_grad(): expected a tensor, got {type(x).__name__}")
+    return x.grad
+
+
+def ag_dtype(dtype=None):
+    """Set the default dtype ("f32" or "f64") for new tensors; returns the previous one.
+    Without an argument, returns the current default."""
+    prev = DTYPE_NAME[lib.pg_default_dtype()]
+    if dtype is not None:
+        code = _dtype_code(dtype)
+        _core.check(0 if lib.pg_set_default_dtype(code) >= 0 else 1)
+    return prev
+
+
+def ag_default_dtype():
+    return DTYPE_NAME[lib.pg_default_dtype()]
+
+
+def _check_device(device):
+    if device is None or device == "cpu":
+        return
+    if device == "gpu":
+        raise DeviceError("device 'gpu' is not available: pyggmlr runs on the CPU; use device='cpu'")
+    raise PyggmlrValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
+
+
+
+def ag_device(device):
+    """Set the default device; returns the previous one. Only "cpu" is available."""
+    global _device
+    if device not in ("cpu", "gpu"):
+        raise PyggmlrValueError(f"ag_device(): device must be 'cpu' or 'gpu', got {device!r}")
+    _check_device(device)
+    prev, _device = _device, device
+    return prev
+
+
+def ag_default_device():
+    return _device
+
+
+def ag_to_device(tensor, device):
+    """Same device: the same object; another device: not available on this build."""
+    if not isinstance(tensor, Tensor):
+        raise ArgumentError(f"ag_to_device(): expected a tensor, got {type(tensor).__name__}")
+    _check_device(device)
+    return tensor

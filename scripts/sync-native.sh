@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The R package compiles the same C core as Python: copy native/*.{c,h} into r/src/.
+# `scripts/sync-native.sh --check` fails if the copies differ (CI runs it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -d r/src ] || exit 0
+status=0
+for f in native/*.c native/*.h; do
+    dst="r/src/$(basename "$f")"
+    if [ "${1:-}" = "--check" ]; then
+        cmp -s "$f" "$dst" || { echo "out of date: $dst (run scripts/sync-native.sh)"; status=1; }
+    else
+        cmp -s "$f" "$dst" || cp "$f" "$dst"
+    fi
+done
+exit $status
