@@ -13,6 +13,7 @@ from .tape import Gradients, ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from .ops import *  # noqa: F401,F403
 from .optim import (Optimizer, clip_grad_norm, lr_scheduler_cosine, lr_scheduler_step,
                     lr_scheduler_warmup, optimizer_adam, optimizer_sgd)
+from .random import ag_rng, ggml_set_seed
 from .nn import *  # noqa: F401,F403  (layers and modules)
 from .data import *  # noqa: F401,F403  (ag_dataloader, data sets)
 from .gradcheck import *  # noqa: F401,F403
