@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The R package compiles the same C core as Python: copy native/*.{c,h} into r/src/.
-# `scripts/sync-native.sh --check` fails if the copies differ (CI runs it).
+# The copies are not tracked (see .gitignore); every install syncs first.
+# `scripts/sync-native.sh --check` fails if the copies differ.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d r/src ] || exit 0
