@@ -1,2 +1,139 @@
-"""(being written)"""
-__all__ = []
+"""Mini-batches (ag_dataloader) and the shipped iris data set.
+
+Data are column-major like everything else: x is [features, n], y is [outputs, n] (or a vector
+of n class ids). ``col_major=False`` takes row-major [n, features] data and transposes it."""
+import csv
+import io
+from importlib import resources
+
+import numpy as np
+
+from .errors import ArgumentError, PyggmlrValueError, ShapeError, StateError
+from .tensor import Tensor, ag_tensor
+
+__all__ = ["ag_dataloader", "load_iris"]
+
+
+class Batch(dict):
+    """One mini-batch: ``batch["x"]`` / ``batch.x`` (and ``y`` when the loader has targets)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _as_data(v, name, col_major):
+    if isinstance(v, Tensor):
+        dtype = v.dtype
+        a = v.numpy()
+    else:
+        dtype = None
+        a = np.asarray(v)
+        if a.dtype.kind not in "biuf":
+            raise ArgumentError(f"ag_dataloader: {name} must be numeric, got dtype {a.dtype}")
+    if a.ndim == 1:
+        a = a.reshape(1, -1)  # a vector: one value (e.g. a class id) per sample
+    elif a.ndim == 2:
+        if not col_major:
+            a = a.T
+    else:
+        raise ShapeError(f"ag_dataloader: {name} must be a matrix or a vector, got shape {a.shape}")
+    return np.asfortranarray(a), dtype
+
+
+class ag_dataloader:
+    """Mini-batch iterator over the columns (samples) of x (and y).
+
+    ggmlR's methods: has_next(), next_batch() (a dict-like with "x" and "y" tensors),
+    reset() (reshuffles when shuffle), epoch() (reset, then the list of all batches),
+    n_batches(). Iterating (``for b in loader``) is one epoch: it resets first.
+
+    drop_last=True (ggmlR) yields only complete batches; False also yields the last partial one.
+    Shuffles draw from pyggmlr.random.ag_rng() (reseeded by ggml_set_seed), or from a private
+    generator seeded with ``seed`` when given. Batches are non-grad tensors of the default dtype
+    (or of x's dtype when x is a tensor).
+    """
+
+    def __init__(self, x, y=None, batch_size=32, shuffle=True, col_major=True, drop_last=True, seed=None):
+        self.x, self._xdtype = _as_data(x, "x", col_major)
+        self.y, self._ydtype = (None, None) if y is None else _as_data(y, "y", col_major)
+        self.n = self.x.shape[1]
+        if self.y is not None and self.y.shape[1] != self.n:
+            raise ShapeError("x and y must have the same number of samples (columns in col-major): "
+                             f"x has {self.n}, y has {self.y.shape[1]}")
+        if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
+            raise PyggmlrValueError(f"ag_dataloader: batch_size must be an integer >= 1, got {batch_size!r}")
+        self.batch_size = int(batch_size)
+        self.shuffle = bool(shuffle)
+        self.drop_last = bool(drop_last)
+        self._gen = None if seed is None else np.random.default_rng(int(seed))
+        self.order = np.arange(self.n)
+        self.pos = 0
+        self.reset()
+
+    def _rng(self):
+        if self._gen is not None:
+            return self._gen
+        from .random import ag_rng
+        return ag_rng()
+
+    def reset(self):
+        """Start a new epoch: a fresh permutation when shuffle, position back to the start."""
+        self.order = self._rng().permutation(self.n) if self.shuffle else np.arange(self.n)
+        self.pos = 0
+        return self
+
+    def n_batches(self):
+        if self.drop_last:
+            return self.n // self.batch_size
+        return -(-self.n // self.batch_size)
+
+    def has_next(self):
+        if self.drop_last:
+            return self.pos + self.batch_size <= self.n
+        return self.pos < self.n
+
+    def next_batch(self):
+        if not self.has_next():
+            raise StateError("No more batches. Call reset() to start a new epoch.")
+        idx = self.order[self.pos:self.pos + self.batch_size]
+        self.pos += len(idx)
+        b = Batch(x=ag_tensor(self.x[:, idx], dtype=self._xdtype))
+        if self.y is not None:
+            b["y"] = ag_tensor(self.y[:, idx], dtype=self._ydtype)
+        return b
+
+    def epoch(self):
+        """reset(), then all batches of the epoch as a list."""
+        return list(iter(self))
+
+    def __iter__(self):
+        self.reset()
+        while self.has_next():
+            yield self.next_batch()
+
+    def __len__(self):
+        return self.n_batches()
+
+    def __repr__(self):
+        return (f"ag_dataloader | n={self.n} | batch_size={self.batch_size} | n_batches={self.n_batches()} | "
+                f"shuffle={'TRUE' if self.shuffle else 'FALSE'}")
+
+    __str__ = __repr__
+
+
+def load_iris():
+    """Fisher's iris data (shipped with the package).
+
+    Returns (x, y, classes): x a float64 [4, 150] matrix (sepal length, sepal width, petal
+    length, petal width; one column per flower), y int64 0-based class ids (150,), classes the
+    species names in id order ("setosa", "versicolor", "virginica")."""
+    text = resources.files("pyggmlr").joinpath("data/iris.csv").read_text(encoding="utf-8")
+    rows = list(csv.reader(io.StringIO(text)))
+    body = [r for r in rows[1:] if r]
+    classes = sorted({r[4] for r in body})
+    x = np.asfortranarray(np.array([[float(v) for v in r[:4]] for r in body], dtype=np.float64).T)
+    y = np.array([classes.index(r[4]) for r in body], dtype=np.int64)
+    return x, y, classes
