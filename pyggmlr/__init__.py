@@ -4,7 +4,7 @@ Mirrors ggmlR's ag_* API (ag_tensor, ag_param, with_grad_tape, backward, ag_matm
 optimizer_adam, ag_sequential, ag_fit). Tensors are column-major [features, batch] matrices:
 ``shape`` is R's ``dim()``.
 """
-from ._core import blas_name, use_blas
+from ._core import ag_get_threads, ag_set_threads, blas_name, blas_library_path, use_blas
 from .errors import (ArgumentError, DTypeError, PyggmlrError, PyggmlrMemoryError,
                      PyggmlrValueError, ShapeError, StateError)
 from .tensor import (DeviceError, Tensor, ag_default_device, ag_default_dtype, ag_device,

@@ -80,3 +80,15 @@ def blas_library_path():
 
 
 _load_openblas()
+
+
+def ag_set_threads(n):
+    """Threads for large ops (the BLAS); 1 by default (on a small shared machine a second
+    thread rarely pays). Returns the previous value."""
+    prev = lib.pg_get_threads()
+    check(lib.pg_set_threads(int(n)))
+    return prev
+
+
+def ag_get_threads():
+    return lib.pg_get_threads()

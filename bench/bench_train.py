@@ -1,0 +1,157 @@
+"""Training-step speed: pyggmlr's ggmlR-style loop against PyTorch and the GEMM floor.
+
+For each model (4-64-32-3 at batch 32, 784-256-128-10 at batch 64 and 256; f32, Adam, one
+thread) it times, in turns within this process:
+  pyggmlr   with_grad_tape -> backward -> opt.step(grads) -> zero_grad  (f32, and f64)
+  torch     PyTorch's idiomatic loop (zero_grad, forward, loss.backward(), Adam.step()) if importable
+  gemm      the step's six GEMMs alone, done by numpy's BLAS (the arithmetic floor)
+and prints medians (µs) and ratios. Writes bench/results/bench_train.json.
+
+Run with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset in the command (they force a slower
+OpenBLAS kernel on some machines here), e.g.
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/bench_train.py
+"""
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS: one thread, like the rest
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import json  # noqa: E402
+import pathlib  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import pyggmlr as pg  # noqa: E402
+
+CASES = [((4, 64, 32, 3), 32), ((784, 256, 128, 10), 64), ((784, 256, 128, 10), 256)]
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", 15))
+
+
+def init(sizes, batch, seed=0):
+    rng = np.random.default_rng(seed)
+    Ws = [rng.uniform(-1, 1, (o, i)) * np.sqrt(6 / (i + o)) for i, o in zip(sizes[:-1], sizes[1:])]
+    x = rng.normal(size=(sizes[0], batch))
+    y = rng.integers(0, sizes[-1], batch)
+    return Ws, x, y
+
+
+def pyggmlr_step(sizes, batch, dtype):
+    Ws, x, y = init(sizes, batch)
+    params = {}
+    for i, W in enumerate(Ws):
+        params[f"layer{i + 1}_W"] = pg.ag_param(W, dtype=dtype)
+        params[f"layer{i + 1}_b"] = pg.ag_param(np.zeros(W.shape[0]), dtype=dtype)
+    X = pg.ag_tensor(x, dtype=dtype)
+    Y = pg.ag_tensor(y.reshape(1, -1), dtype=dtype)
+    opt = pg.optimizer_adam(params, lr=1e-3)
+    layers = [(params[f"layer{i + 1}_W"], params[f"layer{i + 1}_b"]) for i in range(len(Ws))]
+    last = len(layers) - 1
+
+    def step():
+        with pg.with_grad_tape():
+            h = X
+            for k, (W, b) in enumerate(layers):
+                h = pg.ag_add(pg.ag_matmul(W, h), b)
+                if k < last:
+                    h = pg.ag_relu(h)
+            loss = pg.ag_softmax_cross_entropy_loss(h, Y)
+        opt.step(pg.backward(loss))
+        opt.zero_grad()
+    return step
+
+
+def torch_step(sizes, batch):
+    import torch
+    torch.set_num_threads(1)
+    Ws, x, y = init(sizes, batch)
+    layers = []
+    for W in Ws:
+        lin = torch.nn.Linear(W.shape[1], W.shape[0])
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(W))
+            lin.bias.zero_()
+        layers += [lin, torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers[:-1])
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    X = torch.from_numpy(x.T.astype(np.float32)).contiguous()  # PyTorch is [batch, features]
+    Y = torch.from_numpy(y)
+    lossf = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss = lossf(model(X), Y)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def gemm_floor(sizes, batch):
+    """Forward W·h, backward dW = g·hᵀ and dh = Wᵀ·g per layer (no dh for the first layer)."""
+    Ws, x, _ = init(sizes, batch)
+    Ws = [np.asfortranarray(W, dtype=np.float32) for W in Ws]
+    hs = [np.asfortranarray(np.random.default_rng(1).normal(size=(n, batch)), dtype=np.float32) for n in sizes]
+
+    def step():
+        for k, W in enumerate(Ws):
+            W @ hs[k]
+        for k in range(len(Ws) - 1, -1, -1):
+            g = hs[k + 1]
+            g @ hs[k].T
+            if k:
+                Ws[k].T @ g
+    return step
+
+
+def median_us(fn, n):
+    ts = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return ts
+
+
+def main():
+    try:
+        import torch  # noqa: F401
+        have_torch = True
+    except ImportError:
+        have_torch = False
+    pg.ag_set_threads(1)
+    results = []
+    print(f"pyggmlr {pg.__version__}, GEMM: {pg.blas_name()}, torch: {'yes' if have_torch else 'not installed'}")
+    print(f"{'model':<24}{'pyggmlr f32':>12}{'f64':>10}{'torch':>10}{'gemm':>10}"
+          f"{'pg/torch':>10}{'pg/gemm':>9}{'f64/f32':>9}")
+    for sizes, batch in CASES:
+        peers = {"pyggmlr": pyggmlr_step(sizes, batch, "f32"), "pyggmlr_f64": pyggmlr_step(sizes, batch, "f64"),
+                 "gemm": gemm_floor(sizes, batch)}
+        if have_torch:
+            peers["torch"] = torch_step(sizes, batch)
+        n = 200 if batch < 100 and sizes[0] < 100 else 20
+        for f in peers.values():  # warm up
+            for _ in range(5):
+                f()
+        times = {k: [] for k in peers}
+        for _ in range(ROUNDS):  # in turns, so load drifts hit every peer alike
+            for k, f in peers.items():
+                times[k] += median_us(f, n)
+        med = {k: float(np.median(v)) * 1e6 for k, v in times.items()}
+        t = med.get("torch")
+        row = {"model": "-".join(map(str, sizes)), "batch": batch, "median_us": med,
+               "ratio_torch": med["pyggmlr"] / t if t else None,
+               "ratio_gemm": med["pyggmlr"] / med["gemm"], "ratio_f64_f32": med["pyggmlr_f64"] / med["pyggmlr"]}
+        results.append(row)
+        name = f"{row['model']} b{batch}"
+        print(f"{name:<24}{med['pyggmlr']:>12.1f}{med['pyggmlr_f64']:>10.1f}{(t or float('nan')):>10.1f}"
+              f"{med['gemm']:>10.1f}{(row['ratio_torch'] or float('nan')):>10.3f}{row['ratio_gemm']:>9.2f}"
+              f"{row['ratio_f64_f32']:>9.2f}")
+    out = pathlib.Path(__file__).resolve().parent / "results" / "bench_train.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"blas": pg.blas_name(), "python": sys.version.split()[0], "cases": results}, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
