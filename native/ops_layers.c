@@ -1,0 +1,505 @@
+/* Layer ops: batch norm, layer norm, embedding, row slice / concat, transposed matmul and the
+ * causal mask used by attention, with their backward rules. */
+#include <tgmath.h>
+#include <string.h>
+#include "pg.h"
+
+static int same_dtype(const char *op, const char *an, const pg_tensor *a, const char *bn, const pg_tensor *b)
+{
+    if (a->dtype != b->dtype)
+        return pg_fail(PG_ERR_DTYPE, "%s: dtype mismatch: %s is %s, %s is %s", op, an, pg_desc(a), bn, pg_desc(b));
+    return 0;
+}
+
+/* Optional per-feature vector: NULL, or a live [F, 1] tensor of x's dtype. */
+static int check_vec(const char *op, const char *name, const pg_tensor *v, const pg_tensor *x)
+{
+    if (!v) return 0;
+    if (pg_ok(v, op, name) || same_dtype(op, "x", x, name, v)) return -1;
+    if (v->ne[0] != x->ne[0] || v->ne[1] != 1)
+        return pg_fail(PG_ERR_SHAPE, "%s: %s is %s but x is %s; it must be [%lldx1] (one value per feature row)",
+                       op, name, pg_desc(v), pg_desc(x), (long long)x->ne[0]);
+    return 0;
+}
+
+/* Records the node and attaches saved tensors; releases the saved refs either way. Returns out
+ * (NULL after releasing it if recording failed). */
+static pg_tensor *finish(const char *label, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in,
+                         pg_tensor *s0, pg_tensor *s1, pg_node **nd)
+{
+    int err;
+    pg_node *n = pg_record(label, bw, out, n_in, in, &err);
+    if (!err && n) {
+        if (s0) pg_node_save(n, s0);
+        if (s1) pg_node_save(n, s1);
+    }
+    pg_tensor_release(s0);
+    pg_tensor_release(s1);
+    if (err) { pg_tensor_release(out); return NULL; }
+    if (nd) *nd = n;
+    return out;
+}
+
+/* ---- shared by batch norm (per row) and layer norm (per column) ----
+ * xhat [F, B] and invstd (one value per normalised group) are saved. The gradients of gamma and
+ * beta are per feature row in both cases. */
+
+static int affine_param_grads(pg_node *n, pg_tensor *g, pg_tensor *xhat)
+{
+    pg_tensor *gamma = n->in[1], *beta = n->in[2];
+    int64_t F = g->ne[0], B = g->ne[1];
+    int acc;
+    if (pg_wants_grad(gamma)) {
+        void *slot = pg_grad_slot(gamma, &acc);
+        if (!slot) return -1;
+        PG_DISPATCH(g->dtype, {
+            T *d = slot;
+            const T *gp = pg_data(g), *xh = pg_data(xhat);
+            for (int64_t i = 0; i < F; i++) {
+                double s = 0;
+                for (int64_t j = 0; j < B; j++) s += (double)gp[i + j * F] * (double)xh[i + j * F];
+                d[i] = acc ? d[i] + (T)s : (T)s;
+            }
+        });
+    }
+    if (pg_wants_grad(beta)) {
+        void *slot = pg_grad_slot(beta, &acc);
+        if (!slot) return -1;
+        PG_DISPATCH(g->dtype, {
+            T *d = slot;
+            const T *gp = pg_data(g);
+            for (int64_t i = 0; i < F; i++) {
+                double s = 0;
+                for (int64_t j = 0; j < B; j++) s += gp[i + j * F];
+                d[i] = acc ? d[i] + (T)s : (T)s;
+            }
+        });
+    }
+    return 0;
+}
+
+/* ---- batch norm ---- */
+
+static int batch_norm_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0], *gamma = n->in[1];
+    pg_tensor *xhat = n->saved[0], *invstd = n->saved[1];
+    int training = (int)n->ip[0];
+    int64_t F = x->ne[0], B = x->ne[1];
+    if (pg_wants_grad(x)) {
+        int acc;
+        void *slot = pg_grad_slot(x, &acc);
+        if (!slot) return -1;
+        PG_DISPATCH(x->dtype, {
+            T *d = slot;
+            const T *gp = pg_data(g), *xh = pg_data(xhat), *is = pg_data(invstd);
+            const T *ga = gamma ? (const T *)pg_data(gamma) : NULL;
+            for (int64_t i = 0; i < F; i++) {
+                const T gm = ga ? ga[i] : (T)1;
+                if (!training) {
+                    const T s = gm * is[i];
+                    for (int64_t j = 0; j < B; j++) {
+                        T v = gp[i + j * F] * s;
+                        d[i + j * F] = acc ? d[i + j * F] + v : v;
+                    }
+                    continue;
+                }
+                double s1 = 0, s2 = 0; /* sum(dxh), sum(dxh * xhat) with dxh = g * gamma */
+                for (int64_t j = 0; j < B; j++) {
+                    double dxh = (double)gp[i + j * F] * (double)gm;
+                    s1 += dxh;
+                    s2 += dxh * (double)xh[i + j * F];
+                }
+                const double m1 = s1 / (double)B, m2 = s2 / (double)B, sc = (double)is[i];
+                for (int64_t j = 0; j < B; j++) {
+                    double dxh = (double)gp[i + j * F] * (double)gm;
+                    T v = (T)(sc * (dxh - m1 - (double)xh[i + j * F] * m2));
+                    d[i + j * F] = acc ? d[i + j * F] + v : v;
+                }
+            }
+        });
+    }
+    return affine_param_grads(n, g, xhat);
+}
+
+pg_tensor *pg_batch_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, pg_tensor *running_mean,
+                         pg_tensor *running_var, double eps, double momentum, int training)
+{
+    const char *op = "ag_batch_norm";
+    if (pg_ok(x, op, "x")) return NULL;
+    if (check_vec(op, "gamma", gamma, x) || check_vec(op, "beta", beta, x) ||
+        check_vec(op, "running_mean", running_mean, x) || check_vec(op, "running_var", running_var, x))
+        return NULL;
+    if (!(eps >= 0)) return pg_fail_null(PG_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
+    if (training && !(momentum >= 0 && momentum <= 1))
+        return pg_fail_null(PG_ERR_VALUE, "%s: momentum must be in [0, 1], got %g", op, momentum);
+    if (!training && (!running_mean || !running_var))
+        return pg_fail_null(PG_ERR_ARG, "%s: eval mode needs running_mean and running_var", op);
+    if ((running_mean && pg_wants_grad(running_mean)) || (running_var && pg_wants_grad(running_var)))
+        return pg_fail_null(PG_ERR_VALUE, "%s: running_mean / running_var are buffers and must not require grad", op);
+    int64_t F = x->ne[0], B = x->ne[1];
+    if (training && B < 1)
+        return pg_fail_null(PG_ERR_SHAPE, "%s: training mode needs at least one column (sample), x is %s", op, pg_desc(x));
+    pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
+    pg_tensor *xhat = pg_new_like(x, PG_MEM_SAVED);
+    pg_tensor *invstd = pg_new(x->dtype, F, 1, PG_MEM_SAVED);
+    if (!out || !xhat || !invstd) {
+        pg_tensor_release(out); pg_tensor_release(xhat); pg_tensor_release(invstd);
+        return NULL;
+    }
+    PG_DISPATCH(x->dtype, {
+        const T *xp = pg_data(x);
+        const T *ga = gamma ? (const T *)pg_data(gamma) : NULL, *be = beta ? (const T *)pg_data(beta) : NULL;
+        T *rm = running_mean ? (T *)pg_data(running_mean) : NULL;
+        T *rv = running_var ? (T *)pg_data(running_var) : NULL;
+        T *o = pg_data(out), *xh = pg_data(xhat), *is = pg_data(invstd);
+        for (int64_t i = 0; i < F; i++) {
+            double mu, var;
+            if (training) {
+                double s = 0;
+                for (int64_t j = 0; j < B; j++) s += xp[i + j * F];
+                mu = s / (double)B;
+                double v = 0;
+                for (int64_t j = 0; j < B; j++) { double dv = (double)xp[i + j * F] - mu; v += dv * dv; }
+                var = v / (double)B;
+                if (rm) rm[i] = (T)((1 - momentum) * (double)rm[i] + momentum * mu);
+                if (rv) rv[i] = (T)((1 - momentum) * (double)rv[i] + momentum * var);
+            } else {
+                mu = rm[i];
+                var = rv[i];
+            }
+            const double sd = 1.0 / sqrt(var + eps);
+            is[i] = (T)sd;
+            const T gm = ga ? ga[i] : (T)1, bt = be ? be[i] : (T)0;
+            for (int64_t j = 0; j < B; j++) {
+                T h = (T)(((double)xp[i + j * F] - mu) * sd);
+                xh[i + j * F] = h;
+                o[i + j * F] = gm * h + bt;
+            }
+        }
+    });
+    pg_tensor *in[3] = {x, gamma, beta};
+    pg_node *nd = NULL;
+    out = finish("batch_norm", batch_norm_bw, out, 3, in, xhat, invstd, &nd);
+    if (nd) nd->ip[0] = training != 0;
+    return out;
+}
+
+/* ---- layer norm ---- */
+
+static int layer_norm_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0], *gamma = n->in[1];
+    pg_tensor *xhat = n->saved[0], *invstd = n->saved[1];
+    int64_t F = x->ne[0], B = x->ne[1];
+    if (pg_wants_grad(x)) {
+        int acc;
+        void *slot = pg_grad_slot(x, &acc);
+        if (!slot) return -1;
+        PG_DISPATCH(x->dtype, {
+            T *d = slot;
+            const T *gp = pg_data(g), *xh = pg_data(xhat), *is = pg_data(invstd);
+            const T *ga = gamma ? (const T *)pg_data(gamma) : NULL;
+            for (int64_t j = 0; j < B; j++) {
+                const T *gc = gp + j * F, *hc = xh + j * F;
+                T *dc = d + j * F;
+                double s1 = 0, s2 = 0;
+                for (int64_t i = 0; i < F; i++) {
+                    double dxh = (double)gc[i] * (ga ? (double)ga[i] : 1.0);
+                    s1 += dxh;
+                    s2 += dxh * (double)hc[i];
+                }
+                const double m1 = s1 / (double)F, m2 = s2 / (double)F, sc = (double)is[j];
+                for (int64_t i = 0; i < F; i++) {
+                    double dxh = (double)gc[i] * (ga ? (double)ga[i] : 1.0);
+                    T v = (T)(sc * (dxh - m1 - (double)hc[i] * m2));
+                    dc[i] = acc ? dc[i] + v : v;
+                }
+            }
+        });
+    }
+    return affine_param_grads(n, g, xhat);
+}
+
+pg_tensor *pg_layer_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, double eps)
+{
+    const char *op = "ag_layer_norm";
+    if (pg_ok(x, op, "x")) return NULL;
+    if (check_vec(op, "gamma", gamma, x) || check_vec(op, "beta", beta, x)) return NULL;
+    if (!(eps >= 0)) return pg_fail_null(PG_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
+    int64_t F = x->ne[0], B = x->ne[1];
+    if (F < 1) return pg_fail_null(PG_ERR_SHAPE, "%s: x is %s; it needs at least one feature row", op, pg_desc(x));
+    pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
+    pg_tensor *xhat = pg_new_like(x, PG_MEM_SAVED);
+    pg_tensor *invstd = pg_new(x->dtype, 1, B, PG_MEM_SAVED);
+    if (!out || !xhat || !invstd) {
+        pg_tensor_release(out); pg_tensor_release(xhat); pg_tensor_release(invstd);
+        return NULL;
+    }
+    PG_DISPATCH(x->dtype, {
+        const T *xp = pg_data(x);
+        const T *ga = gamma ? (const T *)pg_data(gamma) : NULL, *be = beta ? (const T *)pg_data(beta) : NULL;
+        T *o = pg_data(out), *xh = pg_data(xhat), *is = pg_data(invstd);
+        for (int64_t j = 0; j < B; j++) {
+            const T *xc = xp + j * F;
+            double s = 0;
+            for (int64_t i = 0; i < F; i++) s += xc[i];
+            const double mu = s / (double)F;
+            double v = 0;
+            for (int64_t i = 0; i < F; i++) { double dv = (double)xc[i] - mu; v += dv * dv; }
+            const double sd = 1.0 / sqrt(v / (double)F + eps);
+            is[j] = (T)sd;
+            for (int64_t i = 0; i < F; i++) {
+                T h = (T)(((double)xc[i] - mu) * sd);
+                xh[i + j * F] = h;
+                o[i + j * F] = (ga ? ga[i] : (T)1) * h + (be ? be[i] : (T)0);
+            }
+        }
+    });
+    pg_tensor *in[3] = {x, gamma, beta};
+    return finish("layer_norm", layer_norm_bw, out, 3, in, xhat, invstd, NULL);
+}
+
+/* ---- embedding ---- */
+
+static int embedding_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *w = n->in[0], *ids = n->saved[0];
+    int acc;
+    void *slot = pg_grad_slot(w, &acc);
+    if (!slot) return -1;
+    int64_t D = w->ne[0], N = g->ne[1];
+    const double *id = pg_data(ids);
+    PG_DISPATCH(w->dtype, {
+        T *d = slot;
+        const T *gp = pg_data(g);
+        if (!acc) memset(d, 0, (size_t)pg_numel(w) * sizeof(T));
+        for (int64_t k = 0; k < N; k++) {
+            T *dc = d + (int64_t)id[k] * D;
+            const T *gc = gp + k * D;
+            for (int64_t i = 0; i < D; i++) dc[i] += gc[i];
+        }
+    });
+    return 0;
+}
+
+pg_tensor *pg_embedding(pg_tensor *weight, const int64_t *idx, int64_t n)
+{
+    const char *op = "ag_embedding";
+    if (pg_ok(weight, op, "weight")) return NULL;
+    if (n < 0) return pg_fail_null(PG_ERR_VALUE, "%s: number of ids must be >= 0, got %lld", op, (long long)n);
+    if (n > 0 && !idx) return pg_fail_null(PG_ERR_ARG, "%s: ids pointer is NULL", op);
+    int64_t D = weight->ne[0], V = weight->ne[1];
+    for (int64_t k = 0; k < n; k++)
+        if (idx[k] < 0 || idx[k] >= V)
+            return pg_fail_null(PG_ERR_VALUE, "%s: id %lld at position %lld is out of range: ids are 0-based and must be in [0, %lld) for weight %s",
+                                op, (long long)idx[k], (long long)k, (long long)V, pg_desc(weight));
+    pg_tensor *out = pg_new(weight->dtype, D, n, PG_MEM_OTHER);
+    if (!out) return NULL;
+    PG_DISPATCH(weight->dtype, {
+        const T *w = pg_data(weight);
+        T *o = pg_data(out);
+        for (int64_t k = 0; k < n; k++) memcpy(o + k * D, w + idx[k] * D, (size_t)D * sizeof(T));
+    });
+    pg_tensor *ids = NULL;
+    if (pg_wants_grad(weight) && pg_tape_enabled()) {
+        ids = pg_new(PG_F64, 1, n, PG_MEM_SAVED); /* exact for ids < 2^53 */
+        if (!ids) { pg_tensor_release(out); return NULL; }
+        double *ip = pg_data(ids);
+        for (int64_t k = 0; k < n; k++) ip[k] = (double)idx[k];
+    }
+    return finish("embedding", embedding_bw, out, 1, &weight, ids, NULL, NULL);
+}
+
+/* ---- row slice / concat ---- */
+
+/* dst rows [r0, r0 + nr) of a [Rd, C] matrix (+)= src [nr, C] */
+static void rows_add(int dtype, void *dst, int64_t Rd, int64_t r0, const void *src, int64_t nr, int64_t C, int acc)
+{
+    PG_DISPATCH(dtype, {
+        T *d = dst;
+        const T *s = src;
+        for (int64_t j = 0; j < C; j++) {
+            T *dc = d + j * Rd + r0;
+            const T *sc = s + j * nr;
+            PG_STORE_LOOP(acc, nr, dc, sc[i]);
+        }
+    });
+}
+
+/* dst [nr, C] = rows [r0, r0 + nr) of src [Rs, C] */
+static void rows_get(int dtype, void *dst, const void *src, int64_t Rs, int64_t r0, int64_t nr, int64_t C)
+{
+    size_t es = pg_dtype_size(dtype);
+    for (int64_t j = 0; j < C; j++)
+        memcpy((char *)dst + (size_t)(j * nr) * es, (const char *)src + (size_t)(j * Rs + r0) * es, (size_t)nr * es);
+}
+
+static int slice_rows_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0];
+    int acc;
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    int64_t R = x->ne[0], C = x->ne[1], from = n->ip[0], nr = g->ne[0];
+    if (!acc) memset(slot, 0, (size_t)pg_numel(x) * pg_dtype_size(x->dtype));
+    rows_add(x->dtype, slot, R, from, pg_data(g), nr, C, 1);
+    return 0;
+}
+
+pg_tensor *pg_slice_rows(pg_tensor *x, int64_t from, int64_t n)
+{
+    const char *op = "ag_slice_rows";
+    if (pg_ok(x, op, "x")) return NULL;
+    if (from < 0 || n < 0 || from > x->ne[0] - n)
+        return pg_fail_null(PG_ERR_VALUE, "%s: rows from = %lld (0-based), n = %lld do not fit in x %s",
+                            op, (long long)from, (long long)n, pg_desc(x));
+    int64_t C = x->ne[1];
+    pg_tensor *out = pg_new(x->dtype, n, C, PG_MEM_OTHER);
+    if (!out) return NULL;
+    rows_get(x->dtype, pg_data(out), pg_data(x), x->ne[0], from, n, C);
+    pg_node *nd = NULL;
+    out = finish("slice_rows", slice_rows_bw, out, 1, &x, NULL, NULL, &nd);
+    if (nd) nd->ip[0] = from;
+    return out;
+}
+
+static int concat_rows_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *a = n->in[0], *b = n->in[1];
+    int64_t Ra = a->ne[0], Rb = b->ne[0], C = g->ne[1], R = g->ne[0];
+    int acc;
+    if (pg_wants_grad(a)) {
+        void *slot = pg_grad_slot(a, &acc);
+        if (!slot) return -1;
+        if (acc) {
+            PG_DISPATCH(g->dtype, {
+                T *d = slot;
+                const T *gp = pg_data(g);
+                for (int64_t j = 0; j < C; j++)
+                    for (int64_t i = 0; i < Ra; i++) d[i + j * Ra] += gp[i + j * R];
+            });
+        } else {
+            rows_get(g->dtype, slot, pg_data(g), R, 0, Ra, C);
+        }
+    }
+    if (pg_wants_grad(b)) {
+        void *slot = pg_grad_slot(b, &acc);
+        if (!slot) return -1;
+        if (acc) {
+            PG_DISPATCH(g->dtype, {
+                T *d = slot;
+                const T *gp = pg_data(g);
+                for (int64_t j = 0; j < C; j++)
+                    for (int64_t i = 0; i < Rb; i++) d[i + j * Rb] += gp[Ra + i + j * R];
+            });
+        } else {
+            rows_get(g->dtype, slot, pg_data(g), R, Ra, Rb, C);
+        }
+    }
+    return 0;
+}
+
+pg_tensor *pg_concat_rows(pg_tensor *a, pg_tensor *b)
+{
+    const char *op = "ag_concat_rows";
+    if (pg_ok(a, op, "a") || pg_ok(b, op, "b") || same_dtype(op, "a", a, "b", b)) return NULL;
+    if (a->ne[1] != b->ne[1])
+        return pg_fail_null(PG_ERR_SHAPE, "%s: a is %s and b is %s; they must have the same number of columns",
+                            op, pg_desc(a), pg_desc(b));
+    int64_t Ra = a->ne[0], Rb = b->ne[0], C = a->ne[1];
+    pg_tensor *out = pg_new(a->dtype, Ra + Rb, C, PG_MEM_OTHER);
+    if (!out) return NULL;
+    rows_add(a->dtype, pg_data(out), Ra + Rb, 0, pg_data(a), Ra, C, 0);
+    rows_add(a->dtype, pg_data(out), Ra + Rb, Ra, pg_data(b), Rb, C, 0);
+    pg_tensor *in[2] = {a, b};
+    return finish("concat_rows", concat_rows_bw, out, 2, in, NULL, NULL, NULL);
+}
+
+/* ---- matmul with transposes ---- */
+
+static int matmul_t_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *a = n->in[0], *b = n->in[1];
+    int ta = (int)n->ip[0], tb = (int)n->ip[1];
+    double al = n->p[0];
+    int64_t m = g->ne[0], c = g->ne[1];
+    int64_t k = ta ? a->ne[0] : a->ne[1];
+    int64_t lda = a->ne[0], ldb = b->ne[0];
+    int acc;
+    if (pg_wants_grad(a)) {
+        void *d = pg_grad_slot(a, &acc);
+        if (!d) return -1;
+        if (!ta) /* dA [m,k] = al * G op(B)^T */
+            pg_gemm(a->dtype, 0, !tb, m, k, c, al, pg_data(g), m, pg_data(b), ldb, acc ? 1.0 : 0.0, d, lda);
+        else     /* dA [k,m] = al * op(B) G^T */
+            pg_gemm(a->dtype, tb, 1, k, m, c, al, pg_data(b), ldb, pg_data(g), m, acc ? 1.0 : 0.0, d, lda);
+    }
+    if (pg_wants_grad(b)) {
+        void *d = pg_grad_slot(b, &acc);
+        if (!d) return -1;
+        if (!tb) /* dB [k,c] = al * op(A)^T G */
+            pg_gemm(a->dtype, !ta, 0, k, c, m, al, pg_data(a), lda, pg_data(g), m, acc ? 1.0 : 0.0, d, ldb);
+        else     /* dB [c,k] = al * G^T op(A) */
+            pg_gemm(a->dtype, 1, ta, c, k, m, al, pg_data(g), m, pg_data(a), lda, acc ? 1.0 : 0.0, d, ldb);
+    }
+    return 0;
+}
+
+pg_tensor *pg_matmul_t(pg_tensor *a, pg_tensor *b, int ta, int tb, double alpha)
+{
+    const char *op = "ag_matmul_t";
+    if (pg_ok(a, op, "A") || pg_ok(b, op, "B") || same_dtype(op, "A", a, "B", b)) return NULL;
+    ta = ta != 0;
+    tb = tb != 0;
+    int64_t m = ta ? a->ne[1] : a->ne[0], k = ta ? a->ne[0] : a->ne[1];
+    int64_t kb = tb ? b->ne[1] : b->ne[0], c = tb ? b->ne[0] : b->ne[1];
+    if (k != kb)
+        return pg_fail_null(PG_ERR_SHAPE, "%s: op(A) = %s%s and op(B) = %s%s: inner dims %lld and %lld differ",
+                            op, pg_desc(a), ta ? " transposed" : "", pg_desc(b), tb ? " transposed" : "",
+                            (long long)k, (long long)kb);
+    pg_tensor *out = pg_new(a->dtype, m, c, PG_MEM_OTHER);
+    if (!out) return NULL;
+    pg_gemm(a->dtype, ta, tb, m, c, k, alpha, pg_data(a), a->ne[0], pg_data(b), b->ne[0], 0.0, pg_data(out), m);
+    pg_tensor *in[2] = {a, b};
+    pg_node *nd = NULL;
+    out = finish("matmul_t", matmul_t_bw, out, 2, in, NULL, NULL, &nd);
+    if (nd) { nd->ip[0] = ta; nd->ip[1] = tb; nd->p[0] = alpha; }
+    return out;
+}
+
+/* ---- causal mask ---- */
+
+static int causal_mask_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0];
+    int acc;
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    int64_t R = x->ne[0], C = x->ne[1];
+    PG_DISPATCH(x->dtype, {
+        T *d = slot;
+        const T *gp = pg_data(g);
+        for (int64_t j = 0; j < C; j++) {
+            T *dc = d + j * R;
+            const T *gc = gp + j * R;
+            PG_STORE_LOOP(acc, R, dc, i > j ? (T)0 : gc[i]);
+        }
+    });
+    return 0;
+}
+
+pg_tensor *pg_causal_mask(pg_tensor *x)
+{
+    if (pg_ok(x, "ag_causal_mask", "x")) return NULL;
+    pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
+    if (!out) return NULL;
+    int64_t R = x->ne[0], C = x->ne[1];
+    PG_DISPATCH(x->dtype, {
+        const T *xp = pg_data(x);
+        T *o = pg_data(out);
+        for (int64_t j = 0; j < C; j++)
+            for (int64_t i = 0; i < R; i++) o[i + j * R] = i > j ? (T)-INFINITY : xp[i + j * R];
+    });
+    return finish("causal_mask", causal_mask_bw, out, 1, &x, NULL, NULL, NULL);
+}
