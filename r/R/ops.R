@@ -1,0 +1,79 @@
+# Differentiable ops: thin .Call wrappers (forward and backward live in the C core). Operands
+# are ag_tensors or plain R matrices / vectors (constants that never receive gradients).
+
+ag_matmul <- function(A, B) .wrap(.Call(R_pg_matmul, .h(A), .h(B)))
+ag_add <- function(A, B) .wrap(.Call(R_pg_add, .h(A), .h(B)))
+ag_sub <- function(A, B) .wrap(.Call(R_pg_sub, .h(A), .h(B)))
+ag_mul <- function(A, B) .wrap(.Call(R_pg_mul, .h(A), .h(B)))
+ag_div <- function(A, B) .wrap(.Call(R_pg_div, .h(A), .h(B)))
+
+.num1 <- function(v, op, arg) {
+  if ((!is.numeric(v) && !is.logical(v)) || length(v) != 1L || is.na(v))
+    stop(sprintf("%s: '%s' must be a single number", op, arg), call. = FALSE)
+  as.double(v)
+}
+
+.un <- function(kind, x, op, p1 = 0, p2 = 0) .wrap(.Call(R_pg_unary, kind, .h(x), p1, p2, op))
+
+ag_relu <- function(x) .un(0L, x, "ag_relu")
+ag_sigmoid <- function(x) .un(1L, x, "ag_sigmoid")
+ag_tanh <- function(x) .un(2L, x, "ag_tanh")
+ag_gelu <- function(x) .un(3L, x, "ag_gelu")
+ag_log <- function(x) .un(4L, x, "ag_log")
+ag_exp <- function(x) .un(5L, x, "ag_exp")
+ag_softmax <- function(x) .un(6L, x, "ag_softmax")
+ag_neg <- function(x) .un(7L, x, "ag_neg")
+ag_scale <- function(x, scalar) .un(100L, x, "ag_scale", .num1(scalar, "ag_scale", "scalar"))
+ag_pow <- function(x, p) .un(101L, x, "ag_pow", .num1(p, "ag_pow", "p"))
+ag_clamp <- function(x, lo = -Inf, hi = Inf)
+  .un(102L, x, "ag_clamp", .num1(lo, "ag_clamp", "lo"), .num1(hi, "ag_clamp", "hi"))
+
+.dim_code <- function(dim, op) {
+  if (is.null(dim)) return(0)
+  if ((is.numeric(dim)) && length(dim) == 1L && !is.na(dim) && dim %in% c(1, 2)) return(as.double(dim))
+  stop(sprintf("%s: dim must be NULL (all), 1 (per row) or 2 (per column)", op), call. = FALSE)
+}
+
+# dim = NULL: all -> [1,1]; dim = 1: per row -> [nrow,1]; dim = 2: per column -> [1,ncol].
+# keepdim is accepted for compatibility: results are always matrices.
+ag_sum <- function(x, dim = NULL, keepdim = FALSE) .un(103L, x, "ag_sum", .dim_code(dim, "ag_sum"))
+ag_mean <- function(x, dim = NULL, keepdim = FALSE) .un(104L, x, "ag_mean", .dim_code(dim, "ag_mean"))
+ag_transpose <- function(x) .un(105L, x, "ag_transpose")
+ag_reshape <- function(x, nrow, ncol = -1) {
+  if (missing(ncol) && length(nrow) == 2L) { ncol <- nrow[[2L]]; nrow <- nrow[[1L]] }
+  .un(106L, x, "ag_reshape", .num1(nrow, "ag_reshape", "nrow"), .num1(ncol, "ag_reshape", "ncol"))
+}
+
+.need_tensor <- function(x, op, arg) {
+  if (!is_ag_tensor(x)) x <- ag_tensor(x)
+  x
+}
+
+ag_mse_loss <- function(pred, target) {
+  pred <- .need_tensor(pred)
+  .wrap(.Call(R_pg_mse_loss, pred$.ptr, .h(target)))
+}
+
+ag_cross_entropy_loss <- function(pred, target) {
+  pred <- .need_tensor(pred)
+  .wrap(.Call(R_pg_cross_entropy_loss, pred$.ptr, .h(target)))
+}
+
+# target: a one-hot / soft-label matrix of the logits' shape (any storage, integer one-hot
+# included), or 0-based class ids, one per column (a vector, or a [1, batch] / [batch, 1] matrix).
+ag_softmax_cross_entropy_loss <- function(logits, target) {
+  op <- "ag_softmax_cross_entropy_loss"
+  logits <- .need_tensor(logits)
+  d <- dim(logits)
+  K <- d[1L]; B <- d[2L]
+  td <- if (is_ag_tensor(target)) dim(target) else dim(target)
+  if (!is.null(td) && length(td) == 2L && td[1L] == K && td[2L] == B && !(K == 1L && B > 1L))
+    return(.wrap(.Call(R_pg_softmax_ce_loss, logits$.ptr, .h(target))))
+  ids <- if (is_ag_tensor(target)) target$data else target
+  if (!is.null(td) && !(td[1L] == 1L || td[2L] == 1L))
+    stop(sprintf("%s: logits are [%dx%d] but target is [%dx%d]; give a one-hot matrix of the logits' shape or one class id per column",
+                 op, K, B, td[1L], td[2L]), call. = FALSE)
+  if (!is.numeric(ids) && !is.logical(ids))
+    stop(sprintf("%s: target must be numeric", op), call. = FALSE)
+  .wrap(.Call(R_pg_softmax_ce_loss_idx, logits$.ptr, as.vector(ids)))
+}

@@ -1,0 +1,155 @@
+# Tensors: environments of class "ag_tensor" around an external pointer to a core tensor.
+
+.dtype_code <- function(dtype) {
+  if (is.null(dtype)) return(.Call(R_pg_default_dtype, NULL))
+  if (!is.character(dtype) || length(dtype) != 1L)
+    stop("dtype must be \"f32\" or \"f64\"", call. = FALSE)
+  switch(tolower(dtype), f32 = 0L, f64 = 1L,
+         f16 = , bf16 = stop(sprintf("dtype \"%s\" is not supported by the CPU engine; use \"f32\" or \"f64\"", dtype), call. = FALSE),
+         stop(sprintf("dtype must be \"f32\" or \"f64\", got \"%s\"", dtype), call. = FALSE))
+}
+.dtype_name <- function(code) if (code == 1L) "f64" else "f32"
+
+# Wrap a new core reference (an external pointer) as an ag_tensor environment.
+.wrap <- function(ptr) {
+  info <- .Call(R_pg_tensor_info, ptr)
+  e <- new.env(parent = emptyenv())
+  e$.ptr <- ptr
+  e$id <- info[[1L]]
+  e$dtype <- .dtype_name(info[[4L]])
+  e$device <- "cpu"
+  e$grad_fn <- NULL
+  makeActiveBinding("data", function(value) {
+    if (missing(value)) .Call(R_pg_tensor_data, ptr)
+    else {
+      if (is_ag_tensor(value)) value <- value$data
+      .Call(R_pg_tensor_write, ptr, value)
+    }
+  }, e)
+  makeActiveBinding("grad", function(value) {
+    if (missing(value)) .Call(R_pg_tensor_grad, ptr)
+    else {
+      if (is_ag_tensor(value)) value <- value$data
+      .Call(R_pg_tensor_set_grad, ptr, value)
+    }
+  }, e)
+  makeActiveBinding("requires_grad", function(value) {
+    if (missing(value)) .Call(R_pg_tensor_requires_grad, ptr, NULL)
+    else .Call(R_pg_tensor_requires_grad, ptr, value)
+  }, e)
+  class(e) <- "ag_tensor"
+  e
+}
+
+# handle of a tensor, or the value itself (a constant) for anything else
+.h <- function(x) if (is_ag_tensor(x)) x$.ptr else x
+
+.check_device <- function(device, where = "ag_tensor") {
+  if (is.null(device) || identical(device, "cpu")) return(invisible())
+  if (identical(device, "gpu"))
+    stop(sprintf("%s(): device \"gpu\" is not available: pyggmlr runs on the CPU; use device = \"cpu\"", where),
+         call. = FALSE)
+  stop(sprintf("%s(): device must be \"cpu\" or \"gpu\", got %s", where, paste(format(device), collapse = " ")),
+       call. = FALSE)
+}
+
+ag_tensor <- function(data, device = ag_default_device(), dtype = ag_default_dtype()) {
+  .check_device(device)
+  code <- .dtype_code(dtype)
+  if (is_ag_tensor(data)) return(.wrap(.Call(R_pg_tensor_cast, data$.ptr, code)))
+  .wrap(.Call(R_pg_tensor_new, data, code, FALSE))
+}
+
+ag_param <- function(data, device = ag_default_device(), dtype = ag_default_dtype()) {
+  .check_device(device, "ag_param")
+  code <- .dtype_code(dtype)
+  if (is_ag_tensor(data)) data <- data$data
+  .wrap(.Call(R_pg_tensor_new, data, code, TRUE))
+}
+
+is_ag_tensor <- function(x) inherits(x, "ag_tensor")
+
+ag_grad <- function(x) {
+  if (!is_ag_tensor(x)) stop("ag_grad(): expected an ag_tensor", call. = FALSE)
+  x$grad
+}
+
+as.matrix.ag_tensor <- function(x, ...) x$data
+
+dim.ag_tensor <- function(x) {
+  info <- .Call(R_pg_tensor_info, x$.ptr)
+  as.integer(info[2:3])
+}
+
+print.ag_tensor <- function(x, ...) {
+  if (isTRUE(.Call(R_pg_xptr_is_null, get0(".ptr", envir = x, inherits = FALSE)))) {
+    cat("ag_tensor <dead handle (was it saved with saveRDS?)>\n")
+    return(invisible(x))
+  }
+  d <- dim(x)
+  hdr <- sprintf("ag_tensor [%dx%d]", d[1L], d[2L])
+  if (!identical(x$device, "cpu")) hdr <- paste0(hdr, " [", x$device, "]")
+  if (!identical(x$dtype, "f32")) hdr <- paste0(hdr, " [", x$dtype, "]")
+  if (isTRUE(x$requires_grad)) hdr <- paste0(hdr, " (requires_grad)")
+  cat(hdr, "\n", sep = "")
+  print(x$data)
+  g <- x$grad
+  if (!is.null(g)) {
+    cat("  grad:\n")
+    print(g)
+  }
+  invisible(x)
+}
+
+ag_dtype <- function(dtype) {
+  prev <- ag_default_dtype()
+  if (!missing(dtype) && !is.null(dtype)) .Call(R_pg_default_dtype, .dtype_code(dtype))
+  invisible(prev)
+}
+
+ag_default_dtype <- function() .dtype_name(.Call(R_pg_default_dtype, NULL))
+
+ag_device <- function(device) {
+  if (missing(device)) stop("ag_device(): argument \"device\" is missing, with no default", call. = FALSE)
+  if (!is.character(device) || length(device) != 1L || !device %in% c("cpu", "gpu"))
+    stop("ag_device(): device must be \"cpu\" or \"gpu\"", call. = FALSE)
+  .check_device(device, "ag_device")
+  prev <- .pg$device
+  .pg$device <- device
+  invisible(prev)
+}
+
+ag_default_device <- function() .pg$device
+
+ag_to_device <- function(tensor, device) {
+  if (!is_ag_tensor(tensor)) stop("ag_to_device(): tensor must be an ag_tensor", call. = FALSE)
+  .check_device(device, "ag_to_device")
+  tensor
+}
+
+ggml_set_seed <- function(seed) {
+  if (!is.null(seed)) set.seed(as.integer(seed))
+  invisible(NULL)
+}
+
+ag_set_threads <- function(n) invisible(.Call(R_pg_set_threads, as.integer(n)))
+
+ag_blas_name <- function() .Call(R_pg_blas_name)
+
+ag_set_blas <- function(name = c("r", "builtin")) {
+  name <- match.arg(name)
+  if (name == "builtin") .Call(R_pg_set_blas, NULL, NULL, NULL, "builtin")
+  else .Call(R_pg_use_r_blas)
+}
+
+ag_use_openblas <- function(path) {
+  if (!is.character(path) || length(path) != 1L || !file.exists(path))
+    stop("ag_use_openblas(): path must name an existing libscipy_openblas shared library", call. = FALSE)
+  dll <- dyn.load(path, local = TRUE, now = TRUE)
+  sym <- function(nm) getNativeSymbolInfo(nm, dll)$address
+  .pg$blas_dll <- dll
+  .Call(R_pg_set_blas, sym("scipy_cblas_sgemm"), sym("scipy_cblas_dgemm"),
+        sym("scipy_openblas_set_num_threads"), "OpenBLAS (scipy-openblas32)")
+}
+
+ag_live_objects <- function() .Call(R_pg_live_objects)

@@ -1,0 +1,91 @@
+/* .Call glue for the differentiable ops: operands are tensor handles or R numbers (constants
+ * of the other operand's dtype). Temporaries are released before any R error. */
+#include "r_util.h"
+
+typedef pg_tensor *(*bin_fn)(pg_tensor *, pg_tensor *);
+
+static int handle_dtype(SEXP x)
+{
+    if (TYPEOF(x) == EXTPTRSXP && R_ExternalPtrAddr(x) != NULL) return pg_tensor_dtype(R_ExternalPtrAddr(x));
+    return -1;
+}
+
+static SEXP binary(SEXP A, SEXP B, bin_fn f, const char *op, const char *na, const char *nb)
+{
+    int da = handle_dtype(A), db = handle_dtype(B);
+    int d = da >= 0 ? da : db >= 0 ? db : pg_default_dtype();
+    int ta = 0, tb = 0;
+    pg_tensor *a = r_operand(A, d, op, na, &ta);
+    if (a == NULL) r_fail();
+    pg_tensor *b = r_operand(B, d, op, nb, &tb);
+    if (b == NULL) {
+        if (ta) pg_tensor_release(a);
+        r_fail();
+    }
+    pg_tensor *out = f(a, b);
+    if (ta) pg_tensor_release(a);
+    if (tb) pg_tensor_release(b);
+    return r_wrap(out, R_TENSOR);
+}
+
+SEXP R_pg_matmul(SEXP A, SEXP B) { return binary(A, B, pg_matmul, "ag_matmul", "A", "B"); }
+SEXP R_pg_add(SEXP A, SEXP B) { return binary(A, B, pg_add, "ag_add", "A", "B"); }
+SEXP R_pg_sub(SEXP A, SEXP B) { return binary(A, B, pg_sub, "ag_sub", "A", "B"); }
+SEXP R_pg_mul(SEXP A, SEXP B) { return binary(A, B, pg_mul, "ag_mul", "A", "B"); }
+SEXP R_pg_div(SEXP A, SEXP B) { return binary(A, B, pg_div, "ag_div", "A", "B"); }
+SEXP R_pg_mse_loss(SEXP p, SEXP t) { return binary(p, t, pg_mse_loss, "ag_mse_loss", "pred", "target"); }
+SEXP R_pg_cross_entropy_loss(SEXP p, SEXP t)
+{
+    return binary(p, t, pg_cross_entropy_loss, "ag_cross_entropy_loss", "pred", "target");
+}
+SEXP R_pg_softmax_ce_loss(SEXP l, SEXP t)
+{
+    return binary(l, t, pg_softmax_ce_loss, "ag_softmax_cross_entropy_loss", "logits", "target");
+}
+
+/* unary ops with up to two scalar parameters: kind selects the C function */
+SEXP R_pg_unary(SEXP kind, SEXP X, SEXP p1, SEXP p2, SEXP name)
+{
+    int k = Rf_asInteger(kind);
+    double a = Rf_asReal(p1), b = Rf_asReal(p2);
+    int tmp = 0;
+    pg_tensor *x = r_operand(X, pg_default_dtype(), CHAR(STRING_ELT(name, 0)), "x", &tmp);
+    if (x == NULL) r_fail();
+    pg_tensor *out;
+    switch (k) {
+    case 100: out = pg_scale(x, a); break;
+    case 101: out = pg_pow(x, a); break;
+    case 102: out = pg_clamp(x, a, b); break;
+    case 103: out = pg_sum(x, (int)a); break;
+    case 104: out = pg_mean(x, (int)a); break;
+    case 105: out = pg_transpose(x); break;
+    case 106: out = pg_reshape(x, (int64_t)a, (int64_t)b); break;
+    default: out = pg_unary(k, x); break;
+    }
+    if (tmp) pg_tensor_release(x);
+    return r_wrap(out, R_TENSOR);
+}
+
+/* fused softmax-CE with 0-based class ids (an R integer or whole-number double vector) */
+SEXP R_pg_softmax_ce_loss_idx(SEXP L, SEXP ids)
+{
+    pg_tensor *l = r_get(L, R_TENSOR);
+    R_xlen_t n = XLENGTH(ids);
+    int64_t *idx = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
+    for (R_xlen_t i = 0; i < n; i++) {
+        double v;
+        if (TYPEOF(ids) == INTSXP || TYPEOF(ids) == LGLSXP) {
+            int iv = INTEGER(ids)[i];
+            if (iv == NA_INTEGER) Rf_error("ag_softmax_cross_entropy_loss: class ids must not be NA");
+            v = iv;
+        } else if (TYPEOF(ids) == REALSXP) {
+            v = REAL(ids)[i];
+            if (!R_FINITE(v) || v != (double)(int64_t)v)
+                Rf_error("ag_softmax_cross_entropy_loss: class ids must be whole numbers (0-based), got %g", v);
+        } else {
+            Rf_error("ag_softmax_cross_entropy_loss: class ids must be numbers");
+        }
+        idx[i] = (int64_t)v;
+    }
+    return r_wrap(pg_softmax_ce_loss_idx(l, idx, (int64_t)n), R_TENSOR);
+}

@@ -1,0 +1,219 @@
+/* .Call glue: tensors, the tape, backward and gradient maps, BLAS and global settings. */
+#define USE_FC_LEN_T
+#include "r_util.h"
+#include <R_ext/BLAS.h>
+#ifndef FCONE
+#define FCONE
+#endif
+
+static int dtype_arg(SEXP dtype)
+{
+    int d = Rf_asInteger(dtype);
+    if (d != PG_F32 && d != PG_F64) Rf_error("dtype must be 'f32' or 'f64'");
+    return d;
+}
+
+SEXP R_pg_tensor_new(SEXP data, SEXP dtype, SEXP requires_grad)
+{
+    int d = dtype_arg(dtype);
+    pg_tensor *t = r_new_tensor(data, d, "ag_tensor");
+    if (t == NULL) r_fail();
+    if (Rf_asLogical(requires_grad) == TRUE) pg_tensor_set_requires_grad(t, 1);
+    return r_wrap(t, R_TENSOR);
+}
+
+/* copy with another dtype (same values, new id) */
+SEXP R_pg_tensor_cast(SEXP x, SEXP dtype)
+{
+    pg_tensor *t = r_get(x, R_TENSOR);
+    return r_wrap(pg_tensor_cast(t, dtype_arg(dtype)), R_TENSOR);
+}
+
+SEXP R_pg_tensor_data(SEXP x) { return r_matrix(r_get(x, R_TENSOR)); }
+
+SEXP R_pg_tensor_write(SEXP x, SEXP value)
+{
+    pg_tensor *t = r_get(x, R_TENSOR);
+    pg_tensor *src = r_new_tensor(value, PG_F64, "$data<-");
+    if (src == NULL) r_fail();
+    int64_t nr = pg_tensor_nrow(src), nc = pg_tensor_ncol(src);
+    if (nr != pg_tensor_nrow(t) || nc != pg_tensor_ncol(t)) {
+        pg_tensor_release(src);
+        Rf_error("$data<-: new value is [%lldx%lld] but the tensor is %s", (long long)nr, (long long)nc,
+                 pg_desc(t));
+    }
+    int rc = pg_tensor_write(t, pg_tensor_data(src), PG_F64, nr, nc, 1, nr);
+    pg_tensor_release(src);
+    if (rc) r_fail();
+    return R_NilValue;
+}
+
+SEXP R_pg_tensor_info(SEXP x)
+{
+    pg_tensor *t = r_get(x, R_TENSOR);
+    SEXP out = PROTECT(Rf_allocVector(REALSXP, 5));
+    REAL(out)[0] = (double)pg_tensor_id(t);
+    REAL(out)[1] = (double)pg_tensor_nrow(t);
+    REAL(out)[2] = (double)pg_tensor_ncol(t);
+    REAL(out)[3] = (double)pg_tensor_dtype(t);
+    REAL(out)[4] = (double)pg_tensor_requires_grad(t);
+    UNPROTECT(1);
+    return out;
+}
+
+SEXP R_pg_tensor_requires_grad(SEXP x, SEXP flag)
+{
+    pg_tensor *t = r_get(x, R_TENSOR);
+    if (!Rf_isNull(flag)) {
+        int f = Rf_asLogical(flag);
+        if (f == NA_LOGICAL) Rf_error("requires_grad must be TRUE or FALSE");
+        r_check(pg_tensor_set_requires_grad(t, f));
+    }
+    return Rf_ScalarLogical(pg_tensor_requires_grad(t));
+}
+
+SEXP R_pg_tensor_grad(SEXP x)
+{
+    pg_tensor *g = pg_tensor_grad(r_get(x, R_TENSOR));
+    return g == NULL ? R_NilValue : r_matrix(g);
+}
+
+SEXP R_pg_tensor_set_grad(SEXP x, SEXP value)
+{
+    pg_tensor *t = r_get(x, R_TENSOR);
+    if (Rf_isNull(value)) {
+        r_check(pg_tensor_set_grad(t, NULL));
+        return R_NilValue;
+    }
+    pg_tensor *g = r_new_tensor(value, pg_tensor_dtype(t), "$grad<-");
+    if (g == NULL) r_fail();
+    int rc = pg_tensor_set_grad(t, g);
+    pg_tensor_release(g);
+    if (rc) r_fail();
+    return R_NilValue;
+}
+
+SEXP R_pg_tensor_op(SEXP x) { return Rf_mkString(pg_tensor_op(r_get(x, R_TENSOR))); }
+
+SEXP R_pg_same_tensor(SEXP a, SEXP b)
+{
+    return Rf_ScalarLogical(r_get(a, R_TENSOR) == r_get(b, R_TENSOR));
+}
+
+SEXP R_pg_xptr_is_null(SEXP x)
+{
+    return Rf_ScalarLogical(TYPEOF(x) != EXTPTRSXP || R_ExternalPtrAddr(x) == NULL);
+}
+
+/* ---- defaults ---- */
+SEXP R_pg_default_dtype(SEXP dtype)
+{
+    int prev = pg_default_dtype();
+    if (!Rf_isNull(dtype)) r_check(pg_set_default_dtype(dtype_arg(dtype)) < 0);
+    return Rf_ScalarInteger(prev);
+}
+
+/* ---- tape ---- */
+SEXP R_pg_tape(SEXP what)
+{
+    int w = Rf_asInteger(what);
+    switch (w) {
+    case 0: r_check(pg_tape_begin()); break;
+    case 1: r_check(pg_tape_end()); break;
+    case 2: pg_tape_clear(); break;
+    case 3: return Rf_ScalarInteger(pg_tape_depth());
+    case 4: return Rf_ScalarReal((double)pg_tape_nodes());
+    case 5: return Rf_ScalarLogical(pg_tape_enabled());
+    default: Rf_error("bad tape request %d", w);
+    }
+    return R_NilValue;
+}
+
+SEXP R_pg_tape_set_enabled(SEXP flag)
+{
+    return Rf_ScalarLogical(pg_tape_set_enabled(Rf_asLogical(flag) == TRUE));
+}
+
+SEXP R_pg_backward(SEXP loss) { return r_wrap(pg_backward(r_get(loss, R_TENSOR)), R_GRADMAP); }
+
+/* ids of the tensors in the map, as doubles */
+SEXP R_pg_gradmap_ids(SEXP map)
+{
+    pg_gradmap *m = r_get(map, R_GRADMAP);
+    int64_t n = pg_gradmap_size(m);
+    SEXP out = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)n));
+    for (int64_t i = 0; i < n; i++) REAL(out)[i] = (double)pg_tensor_id(pg_gradmap_key(m, i));
+    UNPROTECT(1);
+    return out;
+}
+
+SEXP R_pg_gradmap_get(SEXP map, SEXP id)
+{
+    pg_gradmap *m = r_get(map, R_GRADMAP);
+    pg_tensor *g = pg_gradmap_get_id(m, (int64_t)Rf_asReal(id));
+    return g == NULL ? R_NilValue : r_matrix(g);
+}
+
+/* overwrite a gradient in the map (in place; shape must match) */
+SEXP R_pg_gradmap_set(SEXP map, SEXP id, SEXP value)
+{
+    pg_gradmap *m = r_get(map, R_GRADMAP);
+    pg_tensor *g = pg_gradmap_get_id(m, (int64_t)Rf_asReal(id));
+    if (g == NULL) Rf_error("no gradient with id %.0f in this map", Rf_asReal(id));
+    pg_tensor *src = r_new_tensor(value, PG_F64, "gradient<-");
+    if (src == NULL) r_fail();
+    int rc = pg_tensor_write(g, pg_tensor_data(src), PG_F64, pg_tensor_nrow(src), pg_tensor_ncol(src), 1,
+                             pg_tensor_nrow(src));
+    pg_tensor_release(src);
+    if (rc) r_fail();
+    return R_NilValue;
+}
+
+/* ---- accounting ---- */
+SEXP R_pg_live_objects(void) { return Rf_ScalarReal((double)pg_live_objects()); }
+
+SEXP R_pg_memory_stats(void)
+{
+    int64_t v[11] = {0};
+    r_check(pg_memory_stats(v, 11));
+    SEXP out = PROTECT(Rf_allocVector(REALSXP, 11));
+    for (int i = 0; i < 11; i++) REAL(out)[i] = (double)v[i];
+    UNPROTECT(1);
+    return out;
+}
+
+/* ---- BLAS ---- */
+/* cblas_dgemm signature over R's own Fortran dgemm (column-major only: the core never asks for
+ * row-major) */
+static void r_cblas_dgemm(int order, int ta, int tb, int m, int n, int k, double alpha, const double *a,
+                          int lda, const double *b, int ldb, double beta, double *c, int ldc)
+{
+    (void)order;
+    const char *tra = ta == 112 ? "T" : "N", *trb = tb == 112 ? "T" : "N";
+    F77_CALL(dgemm)(tra, trb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc FCONE FCONE);
+}
+
+SEXP R_pg_use_r_blas(void)
+{
+    pg_set_blas(NULL, (void *)r_cblas_dgemm, NULL, "R BLAS (dgemm; f32: builtin)");
+    return Rf_mkString(pg_blas_name());
+}
+
+SEXP R_pg_set_blas(SEXP sgemm, SEXP dgemm, SEXP threads, SEXP name)
+{
+    void *s = Rf_isNull(sgemm) ? NULL : R_ExternalPtrAddr(sgemm);
+    void *d = Rf_isNull(dgemm) ? NULL : R_ExternalPtrAddr(dgemm);
+    void *th = Rf_isNull(threads) ? NULL : R_ExternalPtrAddr(threads);
+    r_check(pg_set_blas(s, d, th, CHAR(STRING_ELT(name, 0))));
+    return Rf_mkString(pg_blas_name());
+}
+
+SEXP R_pg_blas_name(void) { return Rf_mkString(pg_blas_name()); }
+
+SEXP R_pg_set_threads(SEXP n)
+{
+    if (!Rf_isNull(n)) r_check(pg_set_threads(Rf_asInteger(n)));
+    return Rf_ScalarInteger(pg_get_threads());
+}
+
+SEXP R_pg_version(void) { return Rf_mkString(pg_version()); }

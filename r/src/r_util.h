@@ -1,0 +1,32 @@
+/* R glue for the pyggmlr C core: external pointers, conversions and the error bridge. */
+#ifndef R_UTIL_H
+#define R_UTIL_H
+
+#define R_NO_REMAP
+#include <R.h>
+#include <Rinternals.h>
+#include "pg.h"
+
+/* kinds of handle wrapped in an external pointer (the tag says which) */
+enum r_kind { R_TENSOR = 0, R_GRADMAP = 1, R_OPTIM = 2 };
+
+/* the one creator: wraps a NEW reference (ownership passes to R); NULL p -> R error with the
+ * core's message */
+SEXP r_wrap(void *p, int kind);
+/* the one getter: checks type and tag; a cleared (e.g. unserialized) pointer is an R error */
+void *r_get(SEXP x, int kind);
+/* raise the core's last error as an R error (long-jumps) */
+void r_fail(void) __attribute__((noreturn));
+static inline void r_check(int rc) { if (rc != 0) r_fail(); }
+
+/* A tensor for an operand: an ag_tensor handle (borrowed) or R numbers (a temporary tensor of
+ * `dtype`, *tmp set so the caller releases it). Never long-jumps: returns NULL with the core's
+ * error set on bad input. */
+pg_tensor *r_operand(SEXP x, int dtype, const char *op, const char *arg, int *tmp);
+/* a new tensor from R numbers (vector -> [n,1], matrix as is) */
+pg_tensor *r_new_tensor(SEXP x, int dtype, const char *op);
+/* values of a tensor as an R double matrix */
+SEXP r_matrix(pg_tensor *t);
+double r_num(SEXP x, const char *what);
+
+#endif
