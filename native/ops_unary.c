@@ -115,7 +115,9 @@ static int scalar_bw(pg_node *n, pg_tensor *g)
         const T s0 = (T)p0, s1 = (T)p1;
         switch ((int)n->ip[0]) {
         case SC_SCALE: PG_STORE_LOOP(acc, N, d, gp[i] * s0); break;
-        case SC_POW: PG_STORE_LOOP(acc, N, d, gp[i] * s0 * pow(xp[i], s0 - 1)); break;
+        case SC_POW: /* p = 0: gradient 0 everywhere (0 * 0^-1 would be NaN at x = 0) */
+            PG_STORE_LOOP(acc, N, d, s0 == 0 ? (T)0 : gp[i] * s0 * pow(xp[i], s0 - 1));
+            break;
         default: PG_STORE_LOOP(acc, N, d, (xp[i] > s0 && xp[i] < s1) ? gp[i] : (T)0); break;
         }
     });

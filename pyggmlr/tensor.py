@@ -105,6 +105,10 @@ class Tensor:
 
     __slots__ = ("_p", "__weakref__")
 
+    # numpy on the left of an operator (array + tensor) defers to our reflected methods instead
+    # of converting the tensor to an array and returning an ndarray
+    __array_ufunc__ = None
+
     def __init__(self, data, dtype=None, requires_grad=False):
         self._p = None
         t = ag_param(data, dtype=dtype) if requires_grad else ag_tensor(data, dtype=dtype)

@@ -1,0 +1,579 @@
+"""Every op and loss: forward values against numpy, backward against central finite differences
+(f64), the golden values of spec section 13, spec section 10's forward checks, f32 variants and
+the Python operators."""
+import math
+
+import numpy as np
+import pytest
+
+import pyggmlr as pg
+
+EPS = 1e-6
+
+
+# ---- helpers ----
+
+def numeric_grad(fn, inputs, wrt):
+    """Central differences of the scalar fn(*inputs) w.r.t. inputs[wrt], writing .data element
+    by element (and restoring the exact original value afterwards)."""
+    x = inputs[wrt]
+    base = x.numpy().astype(np.float64)
+    g = np.zeros_like(base)
+    for idx in np.ndindex(base.shape):
+        a = base.copy()
+        a[idx] = base[idx] + EPS
+        x.data = a
+        up = fn(*inputs).item()
+        a[idx] = base[idx] - EPS
+        x.data = a
+        dn = fn(*inputs).item()
+        g[idx] = (up - dn) / (2 * EPS)
+    x.data = base
+    return g
+
+
+def gradcheck(fn, *arrays, atol=1e-6, rtol=1e-5, const=()):
+    """Build f64 params from arrays (indices in `const` become constants), compare backward's map
+    and .grad with finite differences for every param. Returns the params and the map."""
+    inputs = [pg.ag_tensor(a, dtype="f64") if i in const else pg.ag_param(a, dtype="f64")
+              for i, a in enumerate(arrays)]
+    with pg.with_grad_tape():
+        loss = fn(*inputs)
+    assert loss.shape == (1, 1)
+    grads = pg.backward(loss)
+    for i, t in enumerate(inputs):
+        if i in const:
+            assert t not in grads
+            continue
+        num = numeric_grad(fn, inputs, i)
+        assert grads[t].shape == t.shape
+        np.testing.assert_allclose(grads[t], num, atol=atol, rtol=rtol,
+                                   err_msg=f"gradient of input {i}")
+        np.testing.assert_array_equal(t.grad, grads[t])  # .grad written once = the map
+    return inputs, grads
+
+
+def project(out, seed=7):
+    """Scalar with a random weight per output element, so every gradient entry is exercised."""
+    r = np.random.default_rng(seed).uniform(0.5, 1.5, out.shape)
+    return pg.ag_sum(pg.ag_mul(out, pg.ag_tensor(r, dtype=out.dtype)))
+
+
+def R(rng, *shape, lo=-1.0, hi=1.0):
+    return rng.uniform(lo, hi, shape)
+
+
+SHAPES = [(1, 1), (3, 1), (1, 4), (3, 4)]
+
+
+# ---- matmul ----
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (2, 3, 4), (4, 1, 3), (1, 5, 1), (3, 3, 2)])
+def test_matmul_forward_and_grad(rng, m, k, n):
+    A, B = R(rng, m, k), R(rng, k, n)
+    out = pg.ag_matmul(pg.ag_tensor(A, dtype="f64"), pg.ag_tensor(B, dtype="f64"))
+    np.testing.assert_allclose(out.numpy(), A @ B, rtol=1e-13, atol=1e-14)
+    gradcheck(lambda a, b: project(pg.ag_matmul(a, b)), A, B)
+    gradcheck(lambda a, b: project(pg.ag_matmul(a, b)), A, B, const=(0,))
+    gradcheck(lambda a, b: project(pg.ag_matmul(a, b)), A, B, const=(1,))
+
+
+def test_matmul_larger_matches_numpy(rng):
+    A, B = R(rng, 37, 70), R(rng, 70, 45)
+    np.testing.assert_allclose(pg.ag_matmul(pg.ag_tensor(A, dtype="f64"), pg.ag_tensor(B, dtype="f64")).numpy(),
+                               A @ B, rtol=1e-12, atol=1e-12)
+
+
+# ---- broadcasting binary ops ----
+
+BIN = {
+    "add": (pg.ag_add, np.add),
+    "sub": (pg.ag_sub, np.subtract),
+    "mul": (pg.ag_mul, np.multiply),
+    "div": (pg.ag_div, np.divide),
+}
+BCAST = [((3, 4), (3, 4)), ((3, 4), (3, 1)), ((3, 4), (1, 4)), ((3, 4), (1, 1)),
+         ((3, 1), (3, 4)), ((1, 4), (3, 4)), ((1, 1), (3, 4)), ((3, 1), (1, 4)), ((1, 4), (3, 1))]
+
+
+@pytest.mark.parametrize("name", list(BIN))
+@pytest.mark.parametrize("sa,sb", BCAST)
+def test_binary_broadcast(rng, name, sa, sb):
+    op, ref = BIN[name]
+    A = R(rng, *sa)
+    B = R(rng, *sb, lo=0.5, hi=2.0) if name == "div" else R(rng, *sb)
+    out = op(pg.ag_tensor(A, dtype="f64"), pg.ag_tensor(B, dtype="f64"))
+    np.testing.assert_allclose(out.numpy(), ref(A, B), rtol=1e-14)
+    (a, b), grads = gradcheck(lambda a, b: project(op(a, b)), A, B)
+    assert grads[a].shape == sa and grads[b].shape == sb
+
+
+@pytest.mark.parametrize("name", list(BIN))
+def test_binary_with_constant_operand(rng, name):
+    op, ref = BIN[name]
+    A, B = R(rng, 2, 3, lo=0.5, hi=2), R(rng, 2, 1, lo=0.5, hi=2)
+    gradcheck(lambda a, b: project(op(a, b)), A, B, const=(1,))
+    gradcheck(lambda a, b: project(op(a, b)), A, B, const=(0,))
+    # a plain numpy array on either side is a constant
+    a = pg.ag_param(A, dtype="f64")
+    np.testing.assert_allclose(op(a, B).numpy(), ref(A, B), rtol=1e-14)
+    np.testing.assert_allclose(op(B, a).numpy(), ref(B, A), rtol=1e-14)
+    assert op(a, B).requires_grad and not op(pg.ag_tensor(A), B).requires_grad
+
+
+def test_spec10_sub_and_mul_broadcast_values():
+    x = pg.ag_tensor(np.array([[1.0, 2, 3], [4, 5, 6]]).T, dtype="f64")  # matrix(1:6, 3, 2)
+    np.testing.assert_array_equal(pg.ag_sub(x, pg.ag_tensor(np.ones((1, 2)), dtype="f64")).numpy(),
+                                  np.array([[0.0, 1, 2], [3, 4, 5]]).T)
+    s = pg.ag_sub(x, pg.ag_tensor([[1.0, 2.0]], dtype="f64"))
+    np.testing.assert_array_equal(s.numpy().ravel(order="F"), [0, 1, 2, 2, 3, 4])
+    m1 = pg.ag_mul(x, pg.ag_tensor([[2.0, 3.0]], dtype="f64"))
+    np.testing.assert_array_equal(m1.numpy().ravel(order="F"), [2, 4, 6, 12, 15, 18])
+    m2 = pg.ag_mul(x, pg.ag_tensor([10.0, 20.0, 30.0], dtype="f64"))
+    np.testing.assert_array_equal(m2.numpy().ravel(order="F"), [10, 40, 90, 40, 100, 180])
+
+
+# ---- unary and scalar ops ----
+
+def _gelu(x):
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=0, keepdims=True))
+    return e / e.sum(axis=0, keepdims=True)
+
+
+UNARY = {
+    "relu": (pg.ag_relu, lambda x: np.maximum(x, 0)),
+    "sigmoid": (pg.ag_sigmoid, lambda x: 1 / (1 + np.exp(-x))),
+    "tanh": (pg.ag_tanh, np.tanh),
+    "gelu": (pg.ag_gelu, _gelu),
+    "softmax": (pg.ag_softmax, _softmax),
+    "log": (pg.ag_log, np.log),
+    "exp": (pg.ag_exp, np.exp),
+    "neg": (pg.ag_neg, np.negative),
+    "scale": (lambda x: pg.ag_scale(x, -2.5), lambda x: -2.5 * x),
+    "pow2": (lambda x: pg.ag_pow(x, 2), lambda x: x ** 2),
+    "pow_half": (lambda x: pg.ag_pow(x, 0.5), np.sqrt),
+    "pow3": (lambda x: pg.ag_pow(x, 3), lambda x: x ** 3),
+    "pow_neg": (lambda x: pg.ag_pow(x, -1.5), lambda x: x ** -1.5),
+    "clamp": (lambda x: pg.ag_clamp(x, 0.6, 1.6), lambda x: np.clip(x, 0.6, 1.6)),
+    "clamp_lo": (lambda x: pg.ag_clamp(x, lo=0.8), lambda x: np.maximum(x, 0.8)),
+    "transpose": (pg.ag_transpose, lambda x: x.T),
+}
+POSITIVE = {"log", "pow_half", "pow_neg", "clamp", "clamp_lo"}
+
+
+def _unary_input(rng, name, shape):
+    if name in POSITIVE:
+        return R(rng, *shape, lo=0.3, hi=2.0)
+    x = R(rng, *shape, lo=-2, hi=2)
+    if name == "relu":  # keep away from the kink
+        x = np.where(np.abs(x) < 0.1, 0.5, x)
+    return x
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+@pytest.mark.parametrize("shape", SHAPES)
+def test_unary_forward_and_grad(rng, name, shape):
+    op, ref = UNARY[name]
+    x = _unary_input(rng, name, shape)
+    np.testing.assert_allclose(op(pg.ag_tensor(x, dtype="f64")).numpy(), ref(x), rtol=1e-13, atol=1e-15)
+    gradcheck(lambda t: project(op(t)), x)
+
+
+def test_clamp_interior_points_and_boundaries():
+    x = np.array([[-2.0, 0.0, 3.0, -0.5, 1.0]]).T
+    out = pg.ag_clamp(pg.ag_tensor(x, dtype="f64"), -1, 2)
+    np.testing.assert_array_equal(out.numpy()[:, 0], [-1, 0, 2, -0.5, 1])
+    # interior points get gradient 1, clamped points 0 (strict on the boundary)
+    xp = pg.ag_param(np.array([[-2.0, 0.0, 3.0, -1.0, 2.0]]).T, dtype="f64")
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_clamp(xp, -1, 2))
+    g = pg.backward(loss)
+    np.testing.assert_array_equal(g[xp][:, 0], [0, 1, 0, 0, 0])
+    gradcheck(lambda t: project(pg.ag_clamp(t, -1, 2)), np.array([[-0.5, 0.3, 1.9], [1.2, -0.9, 0.0]]))
+
+
+def test_spec10_forward_values():
+    x = pg.ag_tensor([1.0, 2.0, 3.0, 4.0], dtype="f64")
+    assert pg.ag_mean(x).item() == 2.5
+    np.testing.assert_array_equal(pg.ag_clamp(pg.ag_tensor([-2.0, 0.0, 3.0], dtype="f64"), -1, 2).numpy()[:, 0], [-1, 0, 2])
+    np.testing.assert_array_equal(pg.ag_pow(pg.ag_tensor([2.0, 3.0, 4.0], dtype="f64"), 2).numpy()[:, 0], [4, 9, 16])
+    np.testing.assert_allclose(pg.ag_log(pg.ag_exp(pg.ag_tensor([0.5, -1.0], dtype="f64"))).numpy()[:, 0], [0.5, -1.0], rtol=1e-15)
+    assert pg.ag_scale(pg.ag_tensor([[4.0]], dtype="f64"), 0.5).item() == 2.0
+    p = pg.ag_softmax(pg.ag_tensor(np.random.default_rng(3).normal(size=(5, 7)), dtype="f64")).numpy()
+    np.testing.assert_allclose(p.sum(axis=0), 1, atol=1e-12)
+    assert np.all(p > 0)
+    np.testing.assert_array_equal(pg.ag_sigmoid(pg.ag_tensor([[0.0]])).numpy(), [[0.5]])
+
+
+def test_softmax_is_stable_for_large_logits():
+    x = np.array([[1000.0, -1000.0], [1001.0, -999.0], [999.0, -1001.0]])
+    np.testing.assert_allclose(pg.ag_softmax(pg.ag_tensor(x, dtype="f64")).numpy(), _softmax(x), rtol=1e-14)
+
+
+def test_relu_grad_zero_at_negative_and_at_zero():
+    x = pg.ag_param([[-1.0, 0.0, 2.0]], dtype="f64")
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_relu(x))
+    np.testing.assert_array_equal(pg.backward(loss)[x], [[0, 0, 1]])
+
+
+# ---- reductions and shape ops ----
+
+@pytest.mark.parametrize("dim", [None, 1, 2])
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("which", ["sum", "mean"])
+def test_sum_mean(rng, dim, shape, which):
+    op = pg.ag_sum if which == "sum" else pg.ag_mean
+    ref = np.sum if which == "sum" else np.mean
+    x = R(rng, *shape)
+    out = op(pg.ag_tensor(x, dtype="f64"), dim=dim)
+    if dim is None:
+        expect = np.array([[ref(x)]])
+    elif dim == 1:
+        expect = ref(x, axis=1, keepdims=True)  # per row -> [nrow, 1]
+    else:
+        expect = ref(x, axis=0, keepdims=True)  # per column -> [1, ncol]
+    assert out.shape == expect.shape
+    np.testing.assert_allclose(out.numpy(), expect, rtol=1e-14, atol=1e-15)
+    # keepdim is accepted; results are always matrices with the reduced axis kept
+    assert op(pg.ag_tensor(x, dtype="f64"), dim=dim, keepdim=True).shape == expect.shape
+    gradcheck(lambda t: project(op(t, dim=dim)), x)
+
+
+def test_spec13_means_golden():
+    m = pg.ag_param(np.arange(1.0, 7.0).reshape(2, 3, order="F"), dtype="f64")
+    with pg.with_grad_tape():
+        m1, m2 = pg.ag_mean(m, 1), pg.ag_mean(m, 2)
+        loss = pg.ag_add(pg.ag_sum(m1), pg.ag_sum(m2))
+    np.testing.assert_array_equal(m1.numpy(), [[3.0], [4.0]])
+    np.testing.assert_array_equal(m2.numpy(), [[1.5, 3.5, 5.5]])
+    g = pg.backward(loss)
+    np.testing.assert_allclose(g[m], np.full((2, 3), 0.8333333333), atol=1e-10)
+    np.testing.assert_allclose(g[m], np.full((2, 3), 1 / 3 + 1 / 2), rtol=1e-15)
+
+
+def test_sum_values_spec10():
+    m = pg.ag_tensor(np.arange(1.0, 7.0).reshape(2, 3, order="F"), dtype="f64")
+    assert pg.ag_sum(m).item() == 21
+    np.testing.assert_array_equal(pg.ag_sum(m, 1).numpy(), [[9], [12]])
+    np.testing.assert_array_equal(pg.ag_sum(m, 2).numpy(), [[3, 7, 11]])
+
+
+def test_transpose_grad_non_square(rng):
+    gradcheck(lambda t: project(pg.ag_transpose(t)), R(rng, 5, 2))
+    x = R(rng, 40, 33)  # more than one 32x32 tile
+    np.testing.assert_array_equal(pg.ag_transpose(pg.ag_tensor(x, dtype="f64")).numpy(), x.T)
+
+
+@pytest.mark.parametrize("shape,new", [((2, 6), (3, 4)), ((2, 6), (-1, 2)), ((2, 6), (4, -1)),
+                                       ((3, 4), (12, 1)), ((1, 6), (6, -1))])
+def test_reshape(rng, shape, new):
+    x = R(rng, *shape)
+    out = pg.ag_reshape(pg.ag_tensor(x, dtype="f64"), *new)
+    nr, nc = new
+    nr = x.size // nc if nr == -1 else nr
+    nc = x.size // nr if nc == -1 else nc
+    np.testing.assert_array_equal(out.numpy(), x.reshape(nr, nc, order="F"))  # column-major refill
+    gradcheck(lambda t: project(pg.ag_reshape(t, *new)), x)
+
+
+def test_reshape_tuple_form():
+    x = pg.ag_tensor(np.arange(6.0), dtype="f64")
+    np.testing.assert_array_equal(pg.ag_reshape(x, (2, 3)).numpy(), np.arange(6.0).reshape(2, 3, order="F"))
+
+
+# ---- losses ----
+
+def _onehot(ids, k):
+    t = np.zeros((k, len(ids)))
+    t[ids, np.arange(len(ids))] = 1
+    return t
+
+
+@pytest.mark.parametrize("shape", SHAPES + [(5, 2)])
+def test_mse_loss(rng, shape):
+    p, t = R(rng, *shape), R(rng, *shape)
+    out = pg.ag_mse_loss(pg.ag_tensor(p, dtype="f64"), pg.ag_tensor(t, dtype="f64"))
+    np.testing.assert_allclose(out.item(), np.mean((p - t) ** 2), rtol=1e-14)
+    gradcheck(lambda a, b: pg.ag_mse_loss(a, b), p, t, const=(1,))
+    gradcheck(lambda a: pg.ag_mse_loss(a, t), p)  # numpy target
+
+
+def test_mse_exact_fit_and_spec10_grad():
+    W = pg.ag_param(np.eye(2), dtype="f64")
+    x = pg.ag_tensor([2.0, 3.0], dtype="f64")
+    with pg.with_grad_tape():
+        loss = pg.ag_mse_loss(pg.ag_matmul(W, x), np.zeros((2, 1)))
+    g = pg.backward(loss)
+    np.testing.assert_allclose(g[W], [[4, 6], [6, 9]], atol=1e-12)
+    with pg.with_grad_tape():
+        loss = pg.ag_mse_loss(pg.ag_matmul(W, x), np.array([[2.0], [3.0]]))
+    assert loss.item() < 1e-10
+    assert np.abs(pg.backward(loss)[W]).max() < 1e-10
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 1), (3, 4), (4, 2)])
+def test_cross_entropy_loss(rng, shape):
+    k, b = shape
+    p = _softmax(R(rng, k, b)) if k > 1 else R(rng, 1, b, lo=0.2, hi=0.8)
+    t = _onehot(rng.integers(0, k, b), k) * 0.7 + 0.1  # soft labels
+    out = pg.ag_cross_entropy_loss(pg.ag_tensor(p, dtype="f64"), pg.ag_tensor(t, dtype="f64"))
+    np.testing.assert_allclose(out.item(), -np.sum(t * np.log(p)) / b, rtol=1e-14)
+    gradcheck(lambda a: pg.ag_cross_entropy_loss(a, t), p)
+    gradcheck(lambda x: pg.ag_cross_entropy_loss(pg.ag_softmax(x), t), R(rng, k, b))
+
+
+def test_cross_entropy_clamps_probabilities():
+    out = pg.ag_cross_entropy_loss(pg.ag_tensor([[0.0], [1.0]], dtype="f64"), pg.ag_tensor([[1.0], [0.0]], dtype="f64"))
+    np.testing.assert_allclose(out.item(), -math.log(1e-7), rtol=1e-12)
+
+
+@pytest.mark.parametrize("k,b", [(2, 1), (3, 4), (5, 3), (8, 2)])
+def test_softmax_ce_onehot_and_ids(rng, k, b):
+    z = R(rng, k, b, lo=-3, hi=3)
+    ids = rng.integers(0, k, b)
+    oh = _onehot(ids, k)
+    expect = -np.sum(oh * np.log(_softmax(z))) / b
+    out = pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(z, dtype="f64"), pg.ag_tensor(oh, dtype="f64"))
+    np.testing.assert_allclose(out.item(), expect, rtol=1e-13)
+    _, g1 = gradcheck(lambda a, t: pg.ag_softmax_cross_entropy_loss(a, t), z, oh, const=(1,))
+    # 0-based integer ids: numpy int vector, [1, b] row, list, Tensor row
+    for target in (ids, ids.reshape(1, -1), list(ids), ids.astype(np.int32)):
+        _, g2 = gradcheck(lambda a: pg.ag_softmax_cross_entropy_loss(a, target), z)
+        zt = pg.ag_tensor(z, dtype="f64")
+        np.testing.assert_allclose(pg.ag_softmax_cross_entropy_loss(zt, target).item(), expect, rtol=1e-13)
+    tid = pg.ag_tensor(ids.reshape(1, -1).astype(np.float64), dtype="f64")
+    np.testing.assert_allclose(pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(z, dtype="f64"), tid).item(), expect, rtol=1e-13)
+
+
+def test_softmax_ce_integer_onehot_matrix_is_onehot():
+    # ggmlR misreads an integer-typed one-hot matrix as ids (spec 11.5); a [K, B] matrix is one-hot here
+    z = np.array([[1.0, 2.0], [0.5, -1.0], [0.0, 0.3]])
+    oh = np.array([[1, 0], [0, 0], [0, 1]], dtype=np.int64)
+    a = pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(z, dtype="f64"), oh).item()
+    b = pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(z, dtype="f64"), np.array([0, 2])).item()
+    assert a == pytest.approx(b, rel=1e-14)
+
+
+def test_softmax_ce_spec10_values():
+    u = pg.ag_tensor(np.zeros((8, 3)), dtype="f64")
+    assert pg.ag_softmax_cross_entropy_loss(u, np.array([0, 3, 7])).item() == pytest.approx(math.log(8), rel=1e-12)
+    conf = np.full((3, 2), -10.0)
+    conf[1, 0] = conf[2, 1] = 10.0
+    loss = pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(conf, dtype="f64"), np.array([1, 2]))
+    assert 0 < loss.item() < 0.01 and loss.shape == (1, 1)
+    z = np.random.default_rng(0).normal(size=(4, 5))
+    ids = np.array([0, 3, 1, 1, 2])
+    a = pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(z, dtype="f64"), ids).item()
+    b = pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(z, dtype="f64"), _onehot(ids, 4)).item()
+    assert a == pytest.approx(b, abs=1e-15)
+    # single integer target
+    gradcheck(lambda t: pg.ag_softmax_cross_entropy_loss(t, [2]), z[:, :1])
+
+
+def test_softmax_ce_stable_for_huge_logits():
+    z = pg.ag_tensor([[1000.0], [-1000.0]], dtype="f64")
+    assert pg.ag_softmax_cross_entropy_loss(z, [0]).item() == 0.0
+    big = pg.ag_softmax_cross_entropy_loss(z, [1]).item()
+    assert math.isfinite(big) and big == pytest.approx(-math.log(1e-7))
+
+
+# ---- spec 13 golden values ----
+
+W0 = np.array([0.5, -0.3, 0.2, 0.8, -0.1, 0.4]).reshape(2, 3, order="F")
+B0 = np.array([[0.1], [-0.2]])
+X0 = np.array([1.0, 2, 3, -1, 0, 1]).reshape(3, 2, order="F")
+Y0 = np.array([1.0, 0, 0, 1]).reshape(2, 2, order="F")
+
+
+def test_spec13_softmax_ce_golden(f64):
+    W, b = pg.ag_param(W0), pg.ag_param(B0)
+    with pg.with_grad_tape():
+        z = pg.ag_add(pg.ag_matmul(W, pg.ag_tensor(X0)), b)
+        loss = pg.ag_softmax_cross_entropy_loss(z, pg.ag_tensor(Y0))
+    np.testing.assert_allclose(z.numpy(), [[0.7, -0.5], [2.3, 0.5]], atol=1e-14)
+    assert abs(loss.item() - 1.048581214203) < 1e-10
+    g = pg.backward(loss)
+    dW = [[-0.550479903252, -0.832018385134, -1.11355686702], [0.550479903252, 0.832018385134, 1.11355686702]]
+    np.testing.assert_allclose(g[W], dW, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(g[b][:, 0], [-0.281538481882, 0.281538481882], atol=1e-10, rtol=0)
+    np.testing.assert_array_equal(W.grad, g[W])
+
+
+def test_spec13_mse_sigmoid_golden(f64):
+    W, b = pg.ag_param(W0), pg.ag_param(B0)
+    with pg.with_grad_tape():
+        z = pg.ag_add(pg.ag_matmul(W, pg.ag_tensor(X0)), b)
+        loss = pg.ag_mse_loss(pg.ag_sigmoid(z), pg.ag_tensor(Y0))
+    assert abs(loss.item() - 0.305307684932) < 1e-10
+    dW = [[-0.0811452505505, -0.0735670424264, -0.0659888343023], [0.0819981307456, 0.0752728028166, 0.0685474748875]]
+    np.testing.assert_allclose(pg.backward(loss)[W], dW, atol=1e-10, rtol=0)
+
+
+# ---- a tensor used twice (spec 13 bug reproductions: we give the TRUE gradient) ----
+
+def test_w_in_two_matmuls_true_gradient(f64):
+    W = pg.ag_param(np.array([[1.0, 3.0], [2.0, 4.0]]))  # matrix(1:4, 2, 2)
+    x = pg.ag_tensor([1.0, 1.0])
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_matmul(W, pg.ag_matmul(W, x)))
+    g = pg.backward(loss)
+    np.testing.assert_array_equal(g[W], [[7, 9], [11, 13]])
+    np.testing.assert_array_equal(W.grad, [[7, 9], [11, 13]])
+    g2 = pg.backward(loss)
+    np.testing.assert_array_equal(g2[W], [[7, 9], [11, 13]])
+    np.testing.assert_array_equal(W.grad, [[14, 18], [22, 26]])  # .grad accumulates like PyTorch
+    np.testing.assert_array_equal(g[W], [[7, 9], [11, 13]])  # an earlier map never changes
+    gradcheck(lambda w: pg.ag_sum(pg.ag_matmul(w, pg.ag_matmul(w, x))), np.array([[1.0, 3.0], [2.0, 4.0]]))
+
+
+def test_mul_same_tensor_twice(f64):
+    A = pg.ag_param([1.0, 2.0, 3.0])
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_mul(A, A))
+    g = pg.backward(loss)
+    np.testing.assert_array_equal(g[A][:, 0], [2, 4, 6])
+    np.testing.assert_array_equal(A.grad[:, 0], [2, 4, 6])
+    for op in (pg.ag_add, pg.ag_sub, pg.ag_div, pg.ag_matmul):
+        x = np.array([[1.5, 0.5], [0.7, 2.0]])
+        gradcheck(lambda a: project(op(a, a)), x)
+
+
+def test_intermediates_get_no_grad_but_are_in_map(f64):
+    W = pg.ag_param([[1.0, 2.0]])
+    with pg.with_grad_tape():
+        h = pg.ag_scale(W, 2.0)
+        loss = pg.ag_sum(h)
+    g = pg.backward(loss)
+    assert h in g and loss in g
+    np.testing.assert_array_equal(g[loss], [[1.0]])
+    assert h.grad is None
+
+
+# ---- chains through several ops ----
+
+def test_mlp_chain_gradcheck(rng):
+    x, y = R(rng, 3, 5), rng.integers(0, 2, 5)
+    W1, b1, W2, b2 = R(rng, 4, 3), R(rng, 4, 1), R(rng, 2, 4), R(rng, 2, 1)
+
+    def f(W1, b1, W2, b2):
+        h = pg.ag_tanh(pg.ag_add(pg.ag_matmul(W1, x), b1))
+        return pg.ag_softmax_cross_entropy_loss(pg.ag_add(pg.ag_matmul(W2, h), b2), y)
+
+    gradcheck(f, W1, b1, W2, b2)
+
+
+def test_everything_chain_gradcheck(rng):
+    def f(a, b):
+        h = pg.ag_div(pg.ag_exp(pg.ag_scale(a, 0.3)), pg.ag_add(pg.ag_pow(b, 2), 1.0))
+        h = pg.ag_gelu(pg.ag_sub(pg.ag_reshape(pg.ag_transpose(h), 2, -1), pg.ag_mean(a)))
+        return pg.ag_mean(pg.ag_log(pg.ag_add(pg.ag_sigmoid(h), pg.ag_clamp(h, -5, 5))), dim=None)
+
+    gradcheck(f, R(rng, 3, 4, lo=0.1, hi=1), R(rng, 1, 4))
+
+
+# ---- f32 ----
+
+def test_f32_ops_compute_in_f32(rng):
+    A, B = rng.normal(size=(4, 3)).astype(np.float32), rng.normal(size=(3, 5)).astype(np.float32)
+    a, b = pg.ag_tensor(A), pg.ag_tensor(B)
+    out = pg.ag_matmul(a, b)
+    assert out.dtype == "f32" and out.numpy().dtype == np.float32
+    np.testing.assert_allclose(out.numpy(), A @ B, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(pg.ag_sigmoid(a).numpy(), 1 / (1 + np.exp(-A)), rtol=1e-6)
+    np.testing.assert_allclose(pg.ag_softmax(a).numpy(), _softmax(A.astype(np.float64)), rtol=1e-6)
+    s = pg.ag_add(a, pg.ag_tensor(np.ones((4, 1), np.float32)))
+    assert s.dtype == "f32"
+    np.testing.assert_array_equal(s.numpy(), A + np.float32(1))  # exactly f32 arithmetic
+
+
+def test_f32_golden_and_gradients():
+    W, b = pg.ag_param(W0), pg.ag_param(B0)
+    with pg.with_grad_tape():
+        z = pg.ag_add(pg.ag_matmul(W, pg.ag_tensor(X0)), b)
+        loss = pg.ag_softmax_cross_entropy_loss(z, pg.ag_tensor(Y0))
+    assert loss.dtype == "f32"
+    assert abs(loss.item() - 1.048581214203) < 1e-6
+    g = pg.backward(loss)
+    assert g[W].dtype == np.float32 and W.grad.dtype == np.float32
+    np.testing.assert_allclose(g[W], [[-0.550479903252, -0.832018385134, -1.11355686702],
+                                      [0.550479903252, 0.832018385134, 1.11355686702]], atol=1e-6)
+    with pg.with_grad_tape():
+        loss = pg.ag_mse_loss(pg.ag_sigmoid(pg.ag_add(pg.ag_matmul(W, pg.ag_tensor(X0)), b)), pg.ag_tensor(Y0))
+    assert abs(loss.item() - 0.305307684932) < 1e-6
+
+
+def test_f32_matches_f64_gradients(rng):
+    x = R(rng, 3, 4)
+    grads = {}
+    for dt in ("f32", "f64"):
+        w = pg.ag_param(x, dtype=dt)
+        with pg.with_grad_tape():
+            loss = pg.ag_mean(pg.ag_tanh(pg.ag_mul(w, w)))
+        grads[dt] = pg.backward(loss)[w]
+    np.testing.assert_allclose(grads["f32"], grads["f64"], rtol=1e-5, atol=1e-7)
+
+
+def test_f32_sum_is_accurate():
+    x = np.full((1000, 100), 0.1, dtype=np.float32)
+    assert pg.ag_sum(pg.ag_tensor(x)).item() == pytest.approx(float(x.astype(np.float64).sum()), rel=1e-6)
+
+
+# ---- Python operators ----
+
+def test_python_operators(f64, rng):
+    A, B = R(rng, 2, 3), R(rng, 2, 3, lo=0.5, hi=2)
+    a, b = pg.ag_param(A), pg.ag_tensor(B)
+    np.testing.assert_allclose((a + b).numpy(), A + B)
+    np.testing.assert_allclose((a - b).numpy(), A - B)
+    np.testing.assert_allclose((a * b).numpy(), A * B)
+    np.testing.assert_allclose((a / b).numpy(), A / B)
+    np.testing.assert_allclose((-a).numpy(), -A)
+    np.testing.assert_allclose((a * 3).numpy(), A * 3)
+    np.testing.assert_allclose((3 * a).numpy(), A * 3)
+    np.testing.assert_allclose((a + 1).numpy(), A + 1)
+    np.testing.assert_allclose((1 + a).numpy(), A + 1)
+    np.testing.assert_allclose((1 - a).numpy(), 1 - A)
+    np.testing.assert_allclose((a - 1).numpy(), A - 1)
+    np.testing.assert_allclose((2 / b).numpy(), 2 / B)
+    np.testing.assert_allclose((a ** 2).numpy(), A ** 2)
+    M = R(rng, 3, 4)
+    np.testing.assert_allclose((a @ pg.ag_tensor(M)).numpy(), A @ M)
+    np.testing.assert_allclose((a @ M).numpy(), A @ M)
+    np.testing.assert_allclose(a.T.numpy(), A.T)
+
+
+def test_reflected_operators_with_numpy_lhs(f64, rng):
+    A = R(rng, 2, 3)
+    a = pg.ag_param(A)
+    C = R(rng, 2, 3)
+    # numpy on the left must defer to the tensor's reflected methods, not broadcast elementwise
+    for expr, ref in ((lambda: C + a, C + A), (lambda: C - a, C - A), (lambda: C * a, C * A),
+                      (lambda: C / a, C / A)):
+        r = expr()
+        assert isinstance(r, pg.Tensor), type(r)
+        np.testing.assert_allclose(r.numpy(), ref, rtol=1e-14)
+    M = R(rng, 4, 2)
+    r = M @ a
+    assert isinstance(r, pg.Tensor)
+    np.testing.assert_allclose(r.numpy(), M @ A)
+
+
+def test_operator_gradients(rng):
+    x = R(rng, 2, 2, lo=0.5, hi=1.5)
+    gradcheck(lambda a: pg.ag_sum((1 - a) * a / (a + 2) - (-a) @ a + 3 * a ** 2), x)
+
+
+def test_pow_zero_exponent_grad_is_zero_at_zero(f64):
+    x = pg.ag_param([0.0, 2.0])
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_pow(x, 0))
+    np.testing.assert_array_equal(loss.item(), 2.0)
+    np.testing.assert_array_equal(pg.backward(loss)[x][:, 0], [0.0, 0.0])
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_pow(x, 1))
+    np.testing.assert_array_equal(pg.backward(loss)[x][:, 0], [1.0, 1.0])
