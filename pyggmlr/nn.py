@@ -1,2 +1,640 @@
-"""(being written)"""
-__all__ = []
+"""Layers and modules, mirroring ggmlR's ag_linear, ag_sequential, ag_dropout, ag_batch_norm,
+ag_embedding and ag_multihead_attention (plus ag_layer_norm).
+
+Forward and backward of the layer ops run in the C core (native/ops_layers.c); this module
+holds the parameters, the initialisers (drawn from pyggmlr.random.ag_rng()) and the module
+plumbing: parameters() with ggmlR's names, buffers(), train/eval, repr, to_config().
+"""
+import math
+from collections import OrderedDict
+
+import numpy as np
+
+from ._core import ffi, lib
+from .errors import ArgumentError, PyggmlrValueError, ShapeError
+from .ops import ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
+from .random import ag_rng
+from .tensor import Tensor, _new_from, _wrap, ag_param, ag_tensor
+
+__all__ = [
+    "Module", "ag_linear", "ag_sequential", "ag_dropout", "ag_batch_norm", "ag_layer_norm",
+    "ag_embedding", "ag_multihead_attention", "ag_train", "ag_eval", "ag_slice_rows",
+    "ag_concat_rows", "ag_module_from_config", "ag_register_layer",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# functional layer ops (thin calls into the C core)
+
+def _as_tensor(x, name, like=None):
+    """x as a Tensor; numpy data becomes a constant of like's dtype (default dtype if None)."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (np.ndarray, list, tuple, int, float)):
+        code = lib.pg_tensor_dtype(like._handle()) if like is not None else lib.pg_default_dtype()
+        return _new_from(x, code)
+    raise ArgumentError(f"{name}: expected a tensor (or numeric array), got {type(x).__name__}")
+
+
+def _int(v, name, arg):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        if isinstance(v, (float, np.floating)) and float(v).is_integer():
+            return int(v)
+        raise ArgumentError(f"{name}: '{arg}' must be an integer, got {v!r}")
+    return int(v)
+
+
+def ag_slice_rows(x, from_, n):
+    """Rows ``from_ .. from_ + n - 1`` (0-based, as ggmlR's ag_slice_rows) of x -> [n, ncol];
+    the gradient flows back into those rows."""
+    x = _as_tensor(x, "ag_slice_rows")
+    return _wrap(lib.pg_slice_rows(x._p, _int(from_, "ag_slice_rows", "from"), _int(n, "ag_slice_rows", "n")))
+
+
+def ag_concat_rows(a, b):
+    """Stack a [Ra, C] on top of b [Rb, C] -> [Ra + Rb, C]."""
+    a = _as_tensor(a, "ag_concat_rows", b if isinstance(b, Tensor) else None)
+    b = _as_tensor(b, "ag_concat_rows", a)
+    return _wrap(lib.pg_concat_rows(a._p, b._p))
+
+
+def _matmul_t(a, b, ta=False, tb=False, alpha=1.0):
+    """alpha * op(a) @ op(b) with the transposes done by the GEMM call."""
+    return _wrap(lib.pg_matmul_t(a._p, b._p, int(bool(ta)), int(bool(tb)), float(alpha)))
+
+
+def _causal_mask(scores_t):
+    """scores laid out [n_keys, n_queries]: -inf where key index > query index."""
+    return _wrap(lib.pg_causal_mask(scores_t._p))
+
+
+def _ids(idx, name):
+    """0-based integer ids, flattened column-major, as a contiguous int64 array."""
+    if isinstance(idx, Tensor):
+        a = idx.numpy()
+    else:
+        a = np.asarray(idx)
+    if a.dtype.kind == "f":
+        if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+            raise PyggmlrValueError(f"{name}: ids must be whole numbers (0-based), got non-integer values")
+    elif a.dtype.kind not in "iub":
+        raise ArgumentError(f"{name}: ids must be integers, got dtype {a.dtype}")
+    return np.ascontiguousarray(np.asarray(a).reshape(-1, order="F"), dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# module plumbing
+
+def _fmt_num(v):
+    """Numbers as R prints them in layer names: 0.5, 0, 0.1, 1e-05."""
+    return f"{float(v):.15g}"
+
+
+def _layer_params(layer):
+    """A layer's parameters as (name, tensor) pairs: parameters() or ggmlR's params()."""
+    fn = getattr(layer, "parameters", None)
+    if not callable(fn):
+        fn = getattr(layer, "params", None)
+    if not callable(fn):
+        return []
+    p = fn()
+    if p is None:
+        return []
+    if isinstance(p, dict):
+        return list(p.items())
+    if isinstance(p, Tensor):
+        return [("1", p)]
+    return [(str(i + 1), t) for i, t in enumerate(p)]
+
+
+def _layer_buffers(layer):
+    fn = getattr(layer, "buffers", None)
+    if not callable(fn):
+        return []
+    b = fn()
+    return list(b.items()) if b else []
+
+
+def _layer_name(layer):
+    name = getattr(layer, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    return type(layer).__name__
+
+
+def _set_mode(obj, training):
+    if isinstance(obj, Module):
+        obj.train(training)
+    elif callable(getattr(obj, "train", None)) and callable(getattr(obj, "eval", None)):
+        obj.train() if training else obj.eval()  # torch-style custom layer
+    elif hasattr(obj, "training"):
+        try:
+            obj.training = training
+        except AttributeError:
+            pass
+
+
+class Module:
+    """Base class of the built-in layers; custom layers need not derive from it (any object
+    with ``forward`` and ``parameters`` works inside ag_sequential).
+
+    ``training`` starts True; ``train()`` / ``eval()`` (or ag_train / ag_eval) set it on the
+    module and, recursively, on its sub-layers."""
+
+    kind = "module"
+    training = True
+
+    def forward(self, x):
+        raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def parameters(self):
+        """Ordered dict name -> parameter tensor (ggmlR's names)."""
+        return OrderedDict()
+
+    def buffers(self):
+        """Ordered dict name -> non-trainable state tensor (batch-norm running stats)."""
+        return OrderedDict()
+
+    def children(self):
+        return []
+
+    def train(self, mode=True):
+        self.training = bool(mode)
+        for c in self.children():
+            _set_mode(c, self.training)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    @property
+    def name(self):
+        return self.kind
+
+    def to_config(self):
+        raise PyggmlrValueError(f"{type(self).__name__} has no to_config(); it cannot be saved as an architecture")
+
+    def _n_params(self):
+        return sum(t.size for t in self.parameters().values())
+
+    def __repr__(self):
+        mode = "train" if self.training else "eval"
+        return f"ag_{self.kind}: {self.name} ({self._n_params()} parameters, {mode} mode)"
+
+
+def ag_train(model):
+    """Put model (and, recursively, its sub-layers) in training mode; returns model."""
+    _set_mode(model, True)
+    return model
+
+
+def ag_eval(model):
+    """Put model (and, recursively, its sub-layers) in evaluation mode; returns model."""
+    _set_mode(model, False)
+    return model
+
+
+# ---------------------------------------------------------------------------------------------
+# initialisers
+
+def _glorot(rows, cols, a):
+    """U(-a, a) [rows, cols] drawn as one vector filled column-major (as ggmlR's runif)."""
+    return ag_rng().uniform(-a, a, rows * cols).reshape((rows, cols), order="F")
+
+
+def _orthogonal(rows, cols, gain):
+    g = ag_rng().standard_normal((rows, cols))
+    flip = rows < cols
+    if flip:
+        g = g.T
+    q, r = np.linalg.qr(g)
+    d = np.sign(np.diag(r))
+    d[d == 0] = 1
+    q = q * d
+    if flip:
+        q = q.T
+    return gain * q
+
+
+_ACTIVATIONS = {"relu": ag_relu, "sigmoid": ag_sigmoid, "tanh": ag_tanh, "softmax": ag_softmax,
+                "gelu": ag_gelu}
+
+
+# ---------------------------------------------------------------------------------------------
+# layers
+
+class ag_linear(Module):
+    """Fully connected layer ``act(W @ x + b)``: W [out, in], b [out, 1] zeros.
+
+    init: "glorot_uniform" (U(-a, a), a = gain * sqrt(6 / (in + out)); ggmlR's default),
+    "orthogonal" (QR of a Gaussian with the sign fix, times gain), a callable
+    ``(out, in) -> array`` or an [out, in] array. activation: "relu", "sigmoid", "tanh",
+    "softmax" (down each column), "gelu" or None (identity)."""
+
+    kind = "linear"
+
+    def __init__(self, in_features, out_features, activation=None, init="glorot_uniform", gain=1):
+        n_in = _int(in_features, "ag_linear", "in_features")
+        n_out = _int(out_features, "ag_linear", "out_features")
+        if n_in < 1 or n_out < 1:
+            raise PyggmlrValueError(f"ag_linear: in_features and out_features must be >= 1, got {n_in} and {n_out}")
+        if activation is not None and activation not in _ACTIVATIONS:
+            raise PyggmlrValueError(f"ag_linear: activation must be one of {sorted(_ACTIVATIONS)} or None, got {activation!r}")
+        gain = float(gain)
+        if isinstance(init, str):
+            if init == "glorot_uniform":
+                w = _glorot(n_out, n_in, gain * math.sqrt(6.0 / (n_in + n_out)))
+            elif init == "orthogonal":
+                w = _orthogonal(n_out, n_in, gain)
+            else:
+                raise PyggmlrValueError(f"ag_linear: init must be 'glorot_uniform', 'orthogonal', a callable (out, in) -> array or an array, got {init!r}")
+            self.init = init
+        else:
+            w = init(n_out, n_in) if callable(init) else init
+            w = w.numpy() if isinstance(w, Tensor) else np.asarray(w, dtype=np.float64)
+            if w.shape != (n_out, n_in):
+                raise ShapeError(f"ag_linear: init gave an array of shape {w.shape}, expected ({n_out}, {n_in}) = [out_features, in_features]")
+            self.init = "glorot_uniform"  # for to_config: the weights themselves are saved
+        self.in_features, self.out_features = n_in, n_out
+        self.activation = activation
+        self.gain = gain
+        self.W = ag_param(w)
+        self.b = ag_param(np.zeros((n_out, 1)))
+        self.training = True
+
+    @property
+    def name(self):
+        act = f", {self.activation}" if self.activation else ""
+        return f"linear({self.in_features}, {self.out_features}{act})"
+
+    def forward(self, x):
+        z = ag_add(ag_matmul(self.W, x), self.b)
+        return _ACTIVATIONS[self.activation](z) if self.activation else z
+
+    def parameters(self):
+        return OrderedDict([("W", self.W), ("b", self.b)])
+
+    params = parameters  # ggmlR's ag_linear calls it params()
+
+    def to_config(self):
+        return {"type": "linear", "in_features": self.in_features, "out_features": self.out_features,
+                "activation": self.activation, "init": self.init, "gain": self.gain}
+
+
+class ag_sequential(Module):
+    """Layers applied in order. ``ag_sequential(l1, l2, ...)``, a single layer, or a single
+    list of layers. parameters() names are ``layer<i>_<name>`` (1-based position; layers
+    without parameters still take an index)."""
+
+    kind = "sequential"
+
+    def __init__(self, *layers):
+        if len(layers) == 1 and isinstance(layers[0], (list, tuple)):
+            layers = tuple(layers[0])
+        for i, layer in enumerate(layers, 1):
+            if not callable(getattr(layer, "forward", None)):
+                raise ArgumentError(f"ag_sequential: layer {i} ({type(layer).__name__}) has no forward() method")
+        self.layers = list(layers)
+        self.training = True
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer.forward(x)
+        return x
+
+    def children(self):
+        return list(self.layers)
+
+    def parameters(self):
+        out = OrderedDict()
+        for i, layer in enumerate(self.layers, 1):
+            for n, t in _layer_params(layer):
+                out[f"layer{i}_{n}"] = t
+        return out
+
+    def buffers(self):
+        out = OrderedDict()
+        for i, layer in enumerate(self.layers, 1):
+            for n, t in _layer_buffers(layer):
+                out[f"layer{i}_{n}"] = t
+        return out
+
+    def __len__(self):
+        return len(self.layers)
+
+    def __getitem__(self, i):
+        return self.layers[i]
+
+    def __iter__(self):
+        return iter(self.layers)
+
+    def __repr__(self):
+        mode = "train" if self.training else "eval"
+        lines = [f"ag_sequential ({len(self.layers)} layers, {mode} mode)"]
+        lines += [f"  [{i}] {_layer_name(layer)}" for i, layer in enumerate(self.layers, 1)]
+        return "\n".join(lines)
+
+    def to_config(self):
+        cfgs = []
+        for i, layer in enumerate(self.layers, 1):
+            fn = getattr(layer, "to_config", None)
+            if not callable(fn):
+                raise PyggmlrValueError(
+                    f"ag_sequential.to_config: layer {i} ({_layer_name(layer)}, {type(layer).__name__}) has no "
+                    "to_config(); give custom layers to_config() and register a builder with "
+                    "ag_register_layer(), or rebuild the model yourself and load only the weights")
+            cfgs.append(fn())
+        return {"type": "sequential", "layers": cfgs}
+
+
+class ag_dropout(Module):
+    """Inverted dropout: in training, x * mask with mask = (u > rate) / (1 - rate), u ~ U(0, 1)
+    from ag_rng(); identity in eval mode or when rate == 0."""
+
+    kind = "dropout"
+
+    def __init__(self, rate):
+        try:
+            rate = float(rate)
+        except (TypeError, ValueError):
+            raise ArgumentError(f"ag_dropout: rate must be a number, got {rate!r}") from None
+        if not (0.0 <= rate < 1.0):
+            raise PyggmlrValueError(f"ag_dropout: rate must satisfy 0 <= rate < 1, got {rate}")
+        self.rate = rate
+        self.training = True
+
+    @property
+    def name(self):
+        return f"dropout({_fmt_num(self.rate)})"
+
+    def forward(self, x):
+        if not self.training or self.rate == 0:
+            return x
+        return _dropout(x, self.rate)
+
+    def to_config(self):
+        return {"type": "dropout", "rate": self.rate}
+
+
+def _dropout(x, rate):
+    x = _as_tensor(x, "ag_dropout")
+    r, c = x.shape
+    mask = (ag_rng().uniform(size=r * c) > rate).reshape((r, c), order="F") / (1.0 - rate)
+    return ag_mul(x, mask)
+
+
+class ag_batch_norm(Module):
+    """Batch normalisation over the batch (columns) per feature (row) of x [F, B].
+
+    gamma = ones, beta = zeros (parameters [F, 1]); running_mean = zeros, running_var = ones
+    (buffers). Training: batch mean and biased variance, running <- (1 - momentum) * running +
+    momentum * batch on every training forward. Eval: running stats. The input gradient is the
+    exact one (ggmlR uses a simplified g / sqrt(var + eps))."""
+
+    kind = "batch_norm"
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1):
+        F = _int(num_features, "ag_batch_norm", "num_features")
+        if F < 1:
+            raise PyggmlrValueError(f"ag_batch_norm: num_features must be >= 1, got {F}")
+        eps, momentum = float(eps), float(momentum)
+        if not eps >= 0:
+            raise PyggmlrValueError(f"ag_batch_norm: eps must be >= 0, got {eps}")
+        if not 0 <= momentum <= 1:
+            raise PyggmlrValueError(f"ag_batch_norm: momentum must be in [0, 1], got {momentum}")
+        self.num_features, self.eps, self.momentum = F, eps, momentum
+        self.gamma = ag_param(np.ones((F, 1)))
+        self.beta = ag_param(np.zeros((F, 1)))
+        self.running_mean = ag_tensor(np.zeros((F, 1)))
+        self.running_var = ag_tensor(np.ones((F, 1)))
+        self.training = True
+
+    @property
+    def name(self):
+        return f"batch_norm({self.num_features})"
+
+    def forward(self, x):
+        x = _as_tensor(x, "ag_batch_norm", self.gamma)
+        return _wrap(lib.pg_batch_norm(x._p, self.gamma._p, self.beta._p, self.running_mean._p,
+                                       self.running_var._p, self.eps, self.momentum, int(bool(self.training))))
+
+    def parameters(self):
+        return OrderedDict([("gamma", self.gamma), ("beta", self.beta)])
+
+    def buffers(self):
+        return OrderedDict([("running_mean", self.running_mean), ("running_var", self.running_var)])
+
+    def to_config(self):
+        return {"type": "batch_norm", "num_features": self.num_features, "eps": self.eps,
+                "momentum": self.momentum}
+
+
+class ag_layer_norm(Module):
+    """Layer normalisation: each column (sample) of x [F, B] normalised over its F features
+    (biased variance), then gamma * xhat + beta with gamma = ones, beta = zeros [F, 1]."""
+
+    kind = "layer_norm"
+
+    def __init__(self, num_features, eps=1e-5):
+        F = _int(num_features, "ag_layer_norm", "num_features")
+        if F < 1:
+            raise PyggmlrValueError(f"ag_layer_norm: num_features must be >= 1, got {F}")
+        eps = float(eps)
+        if not eps >= 0:
+            raise PyggmlrValueError(f"ag_layer_norm: eps must be >= 0, got {eps}")
+        self.num_features, self.eps = F, eps
+        self.gamma = ag_param(np.ones((F, 1)))
+        self.beta = ag_param(np.zeros((F, 1)))
+        self.training = True
+
+    @property
+    def name(self):
+        return f"layer_norm({self.num_features})"
+
+    def forward(self, x):
+        x = _as_tensor(x, "ag_layer_norm", self.gamma)
+        return _wrap(lib.pg_layer_norm(x._p, self.gamma._p, self.beta._p, self.eps))
+
+    def parameters(self):
+        return OrderedDict([("gamma", self.gamma), ("beta", self.beta)])
+
+    def to_config(self):
+        return {"type": "layer_norm", "num_features": self.num_features, "eps": self.eps}
+
+
+class ag_embedding(Module):
+    """Lookup table weight [dim, vocab_size] ~ U(-sqrt(1/V), sqrt(1/V)).
+
+    forward(idx): 0-based integer ids (tensor, array, list or int; matrices are flattened
+    column-major) -> [dim, len(idx)]. Backward scatter-adds into the used columns."""
+
+    kind = "embedding"
+
+    def __init__(self, vocab_size, dim):
+        V = _int(vocab_size, "ag_embedding", "vocab_size")
+        D = _int(dim, "ag_embedding", "dim")
+        if V < 1 or D < 1:
+            raise PyggmlrValueError(f"ag_embedding: vocab_size and dim must be >= 1, got {V} and {D}")
+        self.vocab_size, self.dim = V, D
+        s = math.sqrt(1.0 / V)
+        self.weight = ag_param(ag_rng().uniform(-s, s, V * D).reshape((D, V), order="F"))
+        self.training = True
+
+    @property
+    def name(self):
+        return f"embedding({self.vocab_size}, {self.dim})"
+
+    def forward(self, idx):
+        ids = _ids(idx, "ag_embedding")
+        w = self.weight
+        return _wrap(lib.pg_embedding(w._p, ffi.cast("int64_t *", ids.ctypes.data), ids.size))
+
+    def parameters(self):
+        return OrderedDict([("weight", self.weight)])
+
+    def to_config(self):
+        return {"type": "embedding", "vocab_size": self.vocab_size, "dim": self.dim}
+
+
+class ag_multihead_attention(Module):
+    """Multi-head (scaled dot-product) attention on [d_model, seq] inputs (columns are tokens).
+
+    W_q, W_k, W_v, W_o [d_model, d_model] ~ U(-a, a), a = sqrt(6 / (2 d_model)), drawn in that
+    order; b_o zeros [d_model, 1] when bias. forward(q, k=None, v=None, causal_mask=False):
+    k defaults to q and v to k. Per head h (rows h*d_k .. of Q = W_q q, K, V): scores =
+    (q_h^T k_h) * scale, key j > query i masked when causal, softmax over keys, inverted
+    dropout on the weights in training, head = v_h attn^T; heads stacked by rows,
+    out = W_o concat + b_o. Heads are taken with row slices (no selector matrices)."""
+
+    kind = "multihead_attention"
+
+    def __init__(self, d_model, n_heads, dropout=0.0, bias=True):
+        d = _int(d_model, "ag_multihead_attention", "d_model")
+        h = _int(n_heads, "ag_multihead_attention", "n_heads")
+        if d < 1 or h < 1:
+            raise PyggmlrValueError(f"ag_multihead_attention: d_model and n_heads must be >= 1, got {d} and {h}")
+        if d % h:
+            raise PyggmlrValueError(f"ag_multihead_attention: d_model ({d}) must be divisible by n_heads ({h})")
+        dropout = float(dropout)
+        if not 0 <= dropout < 1:
+            raise PyggmlrValueError(f"ag_multihead_attention: dropout must satisfy 0 <= dropout < 1, got {dropout}")
+        self.d_model, self.n_heads = d, h
+        self.d_k = self.d_v = d // h
+        self.scale = 1.0 / math.sqrt(self.d_k)
+        self.dropout = dropout
+        self.bias = bool(bias)
+        a = math.sqrt(6.0 / (2 * d))
+        self.W_q = ag_param(_glorot(d, d, a))
+        self.W_k = ag_param(_glorot(d, d, a))
+        self.W_v = ag_param(_glorot(d, d, a))
+        self.W_o = ag_param(_glorot(d, d, a))
+        self.b_o = ag_param(np.zeros((d, 1))) if self.bias else None
+        self.training = True
+
+    @property
+    def name(self):
+        return f"multihead_attention(d={self.d_model}, h={self.n_heads})"
+
+    def _check(self, t, arg):
+        if t.nrow != self.d_model:
+            raise ShapeError(f"ag_multihead_attention: {arg} is {t._desc()} but d_model = {self.d_model}; "
+                             f"inputs are [d_model, seq] (one column per token)")
+
+    def forward(self, q, k=None, v=None, causal_mask=False):
+        q = _as_tensor(q, "ag_multihead_attention", self.W_q)
+        k = q if k is None else _as_tensor(k, "ag_multihead_attention", self.W_q)
+        v = k if v is None else _as_tensor(v, "ag_multihead_attention", self.W_q)
+        self._check(q, "q")
+        self._check(k, "k")
+        self._check(v, "v")
+        if k.ncol != v.ncol:
+            raise ShapeError(f"ag_multihead_attention: k is {k._desc()} and v is {v._desc()}; they need the same number of columns (tokens)")
+        Q = ag_matmul(self.W_q, q)
+        K = ag_matmul(self.W_k, k)
+        V = ag_matmul(self.W_v, v)
+        dk, H = self.d_k, self.n_heads
+        concat = None
+        for h in range(H):
+            if H == 1:
+                qh, kh, vh = Q, K, V
+            else:
+                qh = ag_slice_rows(Q, h * dk, dk)
+                kh = ag_slice_rows(K, h * dk, dk)
+                vh = ag_slice_rows(V, h * dk, dk)
+            s = _matmul_t(kh, qh, ta=True, alpha=self.scale)  # scores^T [seq_kv, seq_q]
+            if causal_mask:
+                s = _causal_mask(s)
+            p = ag_softmax(s)                                  # softmax over keys
+            if self.training and self.dropout > 0:
+                p = _dropout(p, self.dropout)
+            head = ag_matmul(vh, p)                            # [d_v, seq_q]
+            concat = head if concat is None else ag_concat_rows(concat, head)
+        out = ag_matmul(self.W_o, concat)
+        if self.b_o is not None:
+            out = ag_add(out, self.b_o)
+        return out
+
+    def parameters(self):
+        p = OrderedDict([("W_q", self.W_q), ("W_k", self.W_k), ("W_v", self.W_v), ("W_o", self.W_o)])
+        if self.b_o is not None:
+            p["b_o"] = self.b_o
+        return p
+
+    def to_config(self):
+        return {"type": "multihead_attention", "d_model": self.d_model, "n_heads": self.n_heads,
+                "dropout": self.dropout, "bias": self.bias}
+
+
+# ---------------------------------------------------------------------------------------------
+# architecture configs
+
+_BUILDERS = {
+    "linear": ag_linear,
+    "dropout": ag_dropout,
+    "batch_norm": ag_batch_norm,
+    "layer_norm": ag_layer_norm,
+    "embedding": ag_embedding,
+    "multihead_attention": ag_multihead_attention,
+}
+
+
+def ag_register_layer(type_name, builder):
+    """Make ag_module_from_config() rebuild custom layers whose to_config() returns
+    ``{"type": type_name, ...}``: builder(cfg) must return the layer (fresh weights)."""
+    if not isinstance(type_name, str) or not type_name:
+        raise ArgumentError("ag_register_layer: type_name must be a non-empty string")
+    if type_name == "sequential" or type_name in _BUILDERS:
+        raise PyggmlrValueError(f"ag_register_layer: {type_name!r} is a built-in layer type")
+    if not callable(builder):
+        raise ArgumentError("ag_register_layer: builder must be callable (cfg -> layer)")
+    _CUSTOM[type_name] = builder
+    return builder
+
+
+_CUSTOM = {}
+
+
+def ag_module_from_config(cfg):
+    """Rebuild a module (fresh weights, default dtype) from the dict its to_config() returned."""
+    if not isinstance(cfg, dict) or not isinstance(cfg.get("type"), str):
+        raise PyggmlrValueError(f"ag_module_from_config: expected a dict with a 'type' key, got {cfg!r:.200}")
+    kind = cfg["type"]
+    args = {k: v for k, v in cfg.items() if k != "type"}
+    if kind == "sequential":
+        layers = args.pop("layers", None)
+        if not isinstance(layers, list) or args:
+            raise PyggmlrValueError("ag_module_from_config: a sequential config is {'type': 'sequential', 'layers': [...]}")
+        return ag_sequential([ag_module_from_config(c) for c in layers])
+    if kind in _CUSTOM:
+        return _CUSTOM[kind](cfg)
+    cls = _BUILDERS.get(kind)
+    if cls is None:
+        raise PyggmlrValueError(f"ag_module_from_config: unknown layer type {kind!r} (built-in: "
+                                f"{', '.join(['sequential'] + sorted(_BUILDERS))}; register custom ones with ag_register_layer)")
+    try:
+        return cls(**args)
+    except TypeError as e:
+        raise PyggmlrValueError(f"ag_module_from_config: bad arguments for a {kind!r} layer {args}: {e}") from None
