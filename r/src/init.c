@@ -5,6 +5,13 @@
 #include <R_ext/Rdynload.h>
 #include <R_ext/Visibility.h>
 
+extern SEXP R_pg_batch_norm(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_layer_norm(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_embedding(SEXP, SEXP);
+extern SEXP R_pg_slice_rows(SEXP, SEXP, SEXP);
+extern SEXP R_pg_concat_rows(SEXP, SEXP);
+extern SEXP R_pg_matmul_t(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_causal_mask(SEXP);
 extern SEXP R_pg_matmul(SEXP, SEXP);
 extern SEXP R_pg_add(SEXP, SEXP);
 extern SEXP R_pg_sub(SEXP, SEXP);
@@ -50,6 +57,13 @@ extern SEXP R_pg_set_threads(SEXP);
 extern SEXP R_pg_version(void);
 
 static const R_CallMethodDef CallEntries[] = {
+    {"R_pg_batch_norm",           (DL_FUNC) &R_pg_batch_norm,           8},
+    {"R_pg_layer_norm",           (DL_FUNC) &R_pg_layer_norm,           4},
+    {"R_pg_embedding",            (DL_FUNC) &R_pg_embedding,            2},
+    {"R_pg_slice_rows",           (DL_FUNC) &R_pg_slice_rows,           3},
+    {"R_pg_concat_rows",          (DL_FUNC) &R_pg_concat_rows,          2},
+    {"R_pg_matmul_t",             (DL_FUNC) &R_pg_matmul_t,             5},
+    {"R_pg_causal_mask",          (DL_FUNC) &R_pg_causal_mask,          1},
     {"R_pg_matmul",               (DL_FUNC) &R_pg_matmul,               2},
     {"R_pg_add",                  (DL_FUNC) &R_pg_add,                  2},
     {"R_pg_sub",                  (DL_FUNC) &R_pg_sub,                  2},

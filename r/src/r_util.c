@@ -35,7 +35,7 @@ void r_fail(void)
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", (msg && *msg) ? msg : "pyggmlr: unknown error in the C core");
     pg_clear_error();
-    Rf_error("%s", buf);
+    Rf_errorcall(R_NilValue, "%s", buf);
 }
 
 SEXP r_wrap(void *p, int kind)
@@ -54,8 +54,8 @@ void *r_get(SEXP x, int kind)
         Rf_error("expected a %s handle", kind_name[kind]);
     void *p = R_ExternalPtrAddr(x);
     if (p == NULL) {
-        if (kind == R_TENSOR) Rf_error("tensor handle is dead (was it saved with saveRDS?)");
-        Rf_error("%s handle is dead (was it saved with saveRDS?)", kind_name[kind]);
+        if (kind == R_TENSOR) Rf_errorcall(R_NilValue, "tensor handle is dead (was it saved with saveRDS?)");
+        Rf_errorcall(R_NilValue, "%s handle is dead (was it saved with saveRDS?)", kind_name[kind]);
     }
     return p;
 }

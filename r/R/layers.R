@@ -1,0 +1,233 @@
+# Layers as R closures over core ops. Initialisers draw from R's RNG in ggmlR's order.
+
+.as_t <- function(x) if (is_ag_tensor(x)) x else ag_tensor(x)
+
+.act <- function(activation) {
+  if (is.null(activation)) return(identity)
+  switch(activation, relu = ag_relu, sigmoid = ag_sigmoid, tanh = ag_tanh, softmax = ag_softmax,
+         gelu = ag_gelu, identity)
+}
+
+.glorot <- function(out, inp) {
+  a <- sqrt(6 / (inp + out))
+  matrix(stats::runif(out * inp, -a, a), out, inp)
+}
+
+ag_linear <- function(in_features, out_features, activation = NULL) {
+  in_features <- as.integer(in_features); out_features <- as.integer(out_features)
+  if (is.na(in_features) || is.na(out_features) || in_features < 1L || out_features < 1L)
+    stop("ag_linear(): in_features and out_features must be positive integers", call. = FALSE)
+  W <- ag_param(.glorot(out_features, in_features))
+  b <- ag_param(matrix(0, out_features, 1L))
+  act <- .act(activation)
+  list(W = W, b = b,
+       forward = function(x) act(ag_add(ag_matmul(W, x), b)),
+       params = function() list(W = W, b = b))
+}
+
+.layer <- function(kind, name, training = TRUE) {
+  e <- new.env(parent = emptyenv())
+  e$name <- name
+  e$training <- training
+  class(e) <- c(paste0("ag_", kind), "ag_layer")
+  e
+}
+
+ag_dropout <- function(rate) {
+  rate <- as.double(rate)
+  stopifnot(length(rate) == 1L, !is.na(rate), rate >= 0, rate < 1)
+  e <- .layer("dropout", sprintf("dropout(%s)", format(rate)))
+  e$rate <- rate
+  e$forward <- function(x) {
+    if (!isTRUE(e$training) || e$rate == 0) return(x)
+    d <- if (is_ag_tensor(x)) dim(x) else dim(as.matrix(x))
+    mask <- matrix((stats::runif(d[1L] * d[2L]) > e$rate) / (1 - e$rate), d[1L], d[2L])
+    ag_mul(x, mask)
+  }
+  e$parameters <- function() list()
+  e
+}
+
+ag_batch_norm <- function(num_features, eps = 1e-5, momentum = 0.1) {
+  F <- as.integer(num_features)
+  if (is.na(F) || F < 1L) stop("ag_batch_norm(): num_features must be a positive integer", call. = FALSE)
+  e <- .layer("batch_norm", sprintf("batch_norm(%d)", F))
+  e$num_features <- F
+  e$eps <- eps
+  e$momentum <- momentum
+  e$gamma <- ag_param(matrix(1, F, 1L))
+  e$beta <- ag_param(matrix(0, F, 1L))
+  e$.running_mean <- ag_tensor(matrix(0, F, 1L))
+  e$.running_var <- ag_tensor(matrix(1, F, 1L))
+  makeActiveBinding("running_mean", function(value) {
+    if (missing(value)) e$.running_mean$data else e$.running_mean$data <- value
+  }, e)
+  makeActiveBinding("running_var", function(value) {
+    if (missing(value)) e$.running_var$data else e$.running_var$data <- value
+  }, e)
+  e$forward <- function(x) {
+    x <- .as_t(x)
+    .wrap(.Call(R_pg_batch_norm, x$.ptr, e$gamma$.ptr, e$beta$.ptr, e$.running_mean$.ptr,
+                e$.running_var$.ptr, e$eps, e$momentum, isTRUE(e$training)))
+  }
+  e$parameters <- function() list(gamma = e$gamma, beta = e$beta)
+  e
+}
+
+ag_layer_norm <- function(num_features, eps = 1e-5) {
+  F <- as.integer(num_features)
+  if (is.na(F) || F < 1L) stop("ag_layer_norm(): num_features must be a positive integer", call. = FALSE)
+  e <- .layer("layer_norm", sprintf("layer_norm(%d)", F))
+  e$num_features <- F
+  e$eps <- eps
+  e$gamma <- ag_param(matrix(1, F, 1L))
+  e$beta <- ag_param(matrix(0, F, 1L))
+  e$forward <- function(x) {
+    x <- .as_t(x)
+    .wrap(.Call(R_pg_layer_norm, x$.ptr, e$gamma$.ptr, e$beta$.ptr, e$eps))
+  }
+  e$parameters <- function() list(gamma = e$gamma, beta = e$beta)
+  e
+}
+
+ag_embedding <- function(vocab_size, dim) {
+  V <- as.integer(vocab_size); D <- as.integer(dim)
+  if (is.na(V) || is.na(D) || V < 1L || D < 1L)
+    stop("ag_embedding(): vocab_size and dim must be positive integers", call. = FALSE)
+  e <- .layer("embedding", sprintf("embedding(%d, %d)", V, D))
+  e$vocab_size <- V
+  e$dim <- D
+  a <- sqrt(1 / V)
+  e$weight <- ag_param(matrix(stats::runif(V * D, -a, a), D, V))
+  e$forward <- function(idx) {
+    ids <- if (is_ag_tensor(idx)) idx$data else idx
+    .wrap(.Call(R_pg_embedding, e$weight$.ptr, as.integer(as.vector(ids))))
+  }
+  e$parameters <- function() list(weight = e$weight)
+  e
+}
+
+ag_slice_rows <- function(x, from, n) .wrap(.Call(R_pg_slice_rows, .as_t(x)$.ptr, from, n))
+ag_concat_rows <- function(a, b) .wrap(.Call(R_pg_concat_rows, .as_t(a)$.ptr, .as_t(b)$.ptr))
+
+ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE) {
+  d_model <- as.integer(d_model); n_heads <- as.integer(n_heads)
+  stopifnot(d_model >= 1L, n_heads >= 1L, d_model %% n_heads == 0L)
+  e <- .layer("multihead_attention", sprintf("multihead_attention(d=%d, h=%d)", d_model, n_heads))
+  e$d_model <- d_model
+  e$n_heads <- n_heads
+  e$d_k <- d_model %/% n_heads
+  e$d_v <- e$d_k
+  e$scale <- 1 / sqrt(e$d_k)
+  e$dropout <- as.double(dropout)
+  e$W_q <- ag_param(.glorot(d_model, d_model))
+  e$W_k <- ag_param(.glorot(d_model, d_model))
+  e$W_v <- ag_param(.glorot(d_model, d_model))
+  e$W_o <- ag_param(.glorot(d_model, d_model))
+  e$b_o <- if (isTRUE(bias)) ag_param(matrix(0, d_model, 1L)) else NULL
+  e$forward <- function(q, k = q, v = k, causal_mask = FALSE) {
+    q <- .as_t(q); k <- .as_t(k); v <- .as_t(v)
+    Q <- ag_matmul(e$W_q, q); K <- ag_matmul(e$W_k, k); Vv <- ag_matmul(e$W_v, v)
+    dk <- e$d_k
+    heads <- NULL
+    for (h in seq_len(e$n_heads)) {
+      from <- (h - 1L) * dk
+      qh <- ag_slice_rows(Q, from, dk); kh <- ag_slice_rows(K, from, dk); vh <- ag_slice_rows(Vv, from, dk)
+      # scores laid out [keys, queries] so the column softmax is ggmlR's row softmax, transposed
+      s <- .wrap(.Call(R_pg_matmul_t, kh$.ptr, qh$.ptr, TRUE, FALSE, e$scale))
+      if (isTRUE(causal_mask)) s <- .wrap(.Call(R_pg_causal_mask, s$.ptr))
+      attn <- ag_softmax(s)
+      if (isTRUE(e$training) && e$dropout > 0) {
+        d <- dim(attn)  # ggmlR draws its mask on the [queries, keys] matrix
+        m <- matrix((stats::runif(d[1L] * d[2L]) > e$dropout) / (1 - e$dropout), d[2L], d[1L])
+        attn <- ag_mul(attn, t(m))
+      }
+      head <- ag_matmul(vh, attn)
+      heads <- if (is.null(heads)) head else ag_concat_rows(heads, head)
+    }
+    out <- ag_matmul(e$W_o, heads)
+    if (!is.null(e$b_o)) out <- ag_add(out, e$b_o)
+    out
+  }
+  e$parameters <- function() {
+    p <- list(W_q = e$W_q, W_k = e$W_k, W_v = e$W_v, W_o = e$W_o)
+    if (!is.null(e$b_o)) p$b_o <- e$b_o
+    p
+  }
+  e
+}
+
+.layer_params <- function(l) {
+  if (is.environment(l)) {
+    if (is.function(l$parameters)) return(l$parameters())
+    return(list())
+  }
+  if (is.list(l)) {
+    if (is.function(l$params)) return(l$params())
+    if (is.function(l$parameters)) return(l$parameters())
+  }
+  list()
+}
+
+ag_sequential <- function(...) {
+  layers <- list(...)
+  # one plain list of layers (but not a single ag_linear, which is itself a list)
+  if (length(layers) == 1L && is.list(layers[[1L]]) && !is.environment(layers[[1L]]) &&
+      !is.function(layers[[1L]]$forward))
+    layers <- layers[[1L]]
+  for (i in seq_along(layers))
+    if (!is.function(layers[[i]]$forward))
+      stop(sprintf("ag_sequential(): layer %d has no forward function", i), call. = FALSE)
+  e <- .layer("sequential", "sequential")
+  e$layers <- layers
+  e$forward <- function(x) {
+    for (l in e$layers) x <- l$forward(x)
+    x
+  }
+  e$parameters <- function() {
+    out <- list()
+    for (i in seq_along(e$layers)) {
+      p <- .layer_params(e$layers[[i]])
+      if (length(p)) {
+        names(p) <- paste0("layer", i, "_", names(p))
+        out <- c(out, p)
+      }
+    }
+    out
+  }
+  e
+}
+
+.layer_label <- function(l) {
+  if (is.environment(l) && !is.null(l$name)) l$name else class(l)[[1L]]
+}
+
+print.ag_sequential <- function(x, ...) {
+  cat(sprintf("ag_sequential (%d layers, %s mode)\n", length(x$layers),
+              if (isTRUE(x$training)) "train" else "eval"))
+  for (i in seq_along(x$layers)) cat(sprintf("  [%d] %s\n", i, .layer_label(x$layers[[i]])))
+  invisible(x)
+}
+
+print.ag_layer <- function(x, ...) {
+  p <- x$parameters()
+  cat(sprintf("%s (%s, %s mode, %d parameter tensor%s)\n", class(x)[[1L]], x$name,
+              if (isTRUE(x$training)) "train" else "eval", length(p), if (length(p) == 1L) "" else "s"))
+  for (nm in names(p)) { d <- dim(p[[nm]]); cat(sprintf("  %s: [%dx%d]\n", nm, d[1L], d[2L])) }
+  invisible(x)
+}
+
+ag_train <- function(model) UseMethod("ag_train")
+ag_eval <- function(model) UseMethod("ag_eval")
+
+.set_training <- function(model, flag) {
+  if (is.environment(model)) {
+    model$training <- flag
+    if (is.list(model$layers))
+      for (l in model$layers) if (is.environment(l)) { if (flag) ag_train(l) else ag_eval(l) }
+  }
+  invisible(model)
+}
+
+ag_train.default <- function(model) .set_training(model, TRUE)
+ag_eval.default <- function(model) .set_training(model, FALSE)

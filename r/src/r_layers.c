@@ -1,0 +1,55 @@
+/* .Call glue for the layer ops of native/pg_api_layers.h. */
+#include "r_util.h"
+
+static pg_tensor *opt_tensor(SEXP x) { return Rf_isNull(x) ? NULL : (pg_tensor *)r_get(x, R_TENSOR); }
+
+SEXP R_pg_batch_norm(SEXP x, SEXP gamma, SEXP beta, SEXP rm, SEXP rv, SEXP eps, SEXP momentum, SEXP training)
+{
+    pg_tensor *xt = r_get(x, R_TENSOR);
+    return r_wrap(pg_batch_norm(xt, opt_tensor(gamma), opt_tensor(beta), opt_tensor(rm), opt_tensor(rv),
+                                r_num(eps, "ag_batch_norm: eps"), r_num(momentum, "ag_batch_norm: momentum"),
+                                Rf_asLogical(training) == TRUE),
+                  R_TENSOR);
+}
+
+SEXP R_pg_layer_norm(SEXP x, SEXP gamma, SEXP beta, SEXP eps)
+{
+    pg_tensor *xt = r_get(x, R_TENSOR);
+    return r_wrap(pg_layer_norm(xt, opt_tensor(gamma), opt_tensor(beta), r_num(eps, "ag_layer_norm: eps")),
+                  R_TENSOR);
+}
+
+SEXP R_pg_embedding(SEXP weight, SEXP ids)
+{
+    pg_tensor *w = r_get(weight, R_TENSOR);
+    if (TYPEOF(ids) != INTSXP) Rf_error("ag_embedding: ids must be integers");
+    R_xlen_t n = XLENGTH(ids);
+    int64_t *idx = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
+    for (R_xlen_t i = 0; i < n; i++) {
+        if (INTEGER(ids)[i] == NA_INTEGER) Rf_error("ag_embedding: ids must not be NA");
+        idx[i] = INTEGER(ids)[i];
+    }
+    return r_wrap(pg_embedding(w, idx, (int64_t)n), R_TENSOR);
+}
+
+SEXP R_pg_slice_rows(SEXP x, SEXP from, SEXP n)
+{
+    pg_tensor *xt = r_get(x, R_TENSOR);
+    return r_wrap(pg_slice_rows(xt, (int64_t)r_num(from, "ag_slice_rows: from"), (int64_t)r_num(n, "ag_slice_rows: n")),
+                  R_TENSOR);
+}
+
+SEXP R_pg_concat_rows(SEXP a, SEXP b)
+{
+    pg_tensor *at = r_get(a, R_TENSOR), *bt = r_get(b, R_TENSOR);
+    return r_wrap(pg_concat_rows(at, bt), R_TENSOR);
+}
+
+SEXP R_pg_matmul_t(SEXP a, SEXP b, SEXP ta, SEXP tb, SEXP alpha)
+{
+    pg_tensor *at = r_get(a, R_TENSOR), *bt = r_get(b, R_TENSOR);
+    return r_wrap(pg_matmul_t(at, bt, Rf_asLogical(ta) == TRUE, Rf_asLogical(tb) == TRUE, r_num(alpha, "alpha")),
+                  R_TENSOR);
+}
+
+SEXP R_pg_causal_mask(SEXP x) { return r_wrap(pg_causal_mask(r_get(x, R_TENSOR)), R_TENSOR); }
