@@ -8,6 +8,8 @@ typedef struct {
     int64_t n, cap;
     int depth;      /* open with_grad_tape scopes */
     int enabled;
+    unsigned char *saved_enabled; /* recording flag at each open scope's begin, restored at end */
+    int saved_cap;
     uint64_t epoch; /* increments per backward call; tags valid bw_grad fields */
 } pg_tape;
 
@@ -44,8 +46,15 @@ void pg_tape_clear(void)
 
 int pg_tape_begin(void)
 {
+    if (tape.depth == tape.saved_cap) {
+        int cap = tape.saved_cap ? tape.saved_cap * 2 : 16;
+        unsigned char *p = realloc(tape.saved_enabled, (size_t)cap);
+        if (!p) return pg_fail(PG_ERR_NOMEM, "with_grad_tape: out of memory");
+        tape.saved_enabled = p;
+        tape.saved_cap = cap;
+    }
     if (tape.depth == 0) pg_tape_clear();
-    tape.depth++;
+    tape.saved_enabled[tape.depth++] = (unsigned char)tape.enabled;
     tape.enabled = 1;
     return 0;
 }
@@ -53,8 +62,9 @@ int pg_tape_begin(void)
 int pg_tape_end(void)
 {
     if (tape.depth <= 0) return pg_fail(PG_ERR_STATE, "with_grad_tape: end without a matching begin");
-    tape.depth--;
-    tape.enabled = tape.depth > 0;
+    /* back to the state before the matching begin: an outer scope keeps recording, an
+     * enclosing no-grad section stays off, and the outermost end stops recording */
+    tape.enabled = --tape.depth ? tape.saved_enabled[tape.depth] : 0;
     return 0;
 }
 
@@ -268,4 +278,42 @@ void pg_gradmap_free(pg_gradmap *m)
     free(m->hidx);
     free(m);
     pg_count_object(0, -1);
+}
+
+/* ---- internal access for memory.c (tape reports and measurements) ---- */
+
+pg_node *pg_tape_node(int64_t i) { return (i >= 0 && i < tape.n) ? tape.nodes[i] : NULL; }
+
+/* Stack of tapes set aside by pg_tape_stash (declared in pg_api_memory.h). */
+typedef struct pg_tape_saved {
+    pg_tape t;
+    struct pg_tape_saved *prev;
+} pg_tape_saved;
+static _Thread_local pg_tape_saved *stashed;
+
+int pg_tape_stash(void)
+{
+    pg_tape_saved *s = malloc(sizeof *s);
+    if (!s) return pg_fail(PG_ERR_NOMEM, "tape stash: out of memory");
+    s->t = tape;
+    s->prev = stashed;
+    stashed = s;
+    uint64_t epoch = tape.epoch;
+    memset(&tape, 0, sizeof tape);
+    tape.epoch = epoch;
+    return 0;
+}
+
+int pg_tape_unstash(void)
+{
+    pg_tape_saved *s = stashed;
+    if (!s) return pg_fail(PG_ERR_STATE, "tape unstash: no tape was set aside");
+    pg_tape_clear();
+    free(tape.nodes);
+    uint64_t epoch = tape.epoch;
+    tape = s->t;
+    if (tape.epoch < epoch) tape.epoch = epoch;
+    stashed = s->prev;
+    free(s);
+    return 0;
 }
