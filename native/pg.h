@@ -7,6 +7,7 @@
 #include "pg_api.h"
 #include "pg_api_layers.h"
 #include "pg_api_memory.h"
+#include "pg_api_dist.h"
 
 #define PG_TENSOR_MAGIC 0x50475431u /* "PGT1": live tensor */
 #define PG_DEAD_MAGIC 0xDEADDEADu
