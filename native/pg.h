@@ -87,6 +87,7 @@ int pg_node_save(pg_node *n, pg_tensor *t);  /* node takes a new ref to t */
  * (add into it), 0 when fresh (overwrite it). NULL on allocation failure. */
 void *pg_grad_slot(pg_tensor *t, int *acc);
 static inline int pg_wants_grad(const pg_tensor *t) { return t != NULL && t->requires_grad; }
+pg_node *pg_tape_node(int64_t i);   /* node i in recording order (borrowed), NULL if out of range */
 
 /* ---- gemm.c ----
  * C[m,n] = alpha * op(A) op(B) + beta * C, column-major, op = transpose when ta/tb. */

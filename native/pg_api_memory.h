@@ -1,1 +1,37 @@
-/* pyggmlr C core: memory reports (memory.c). cdef-clean like pg_api.h. */
+/* pyggmlr C core: memory reports (memory.c). cdef-clean like pg_api.h.
+ *
+ * The allocator's counters themselves (pg_memory_stats, pg_memory_reset_peak, pg_live_objects)
+ * are in pg_api.h; this area adds what is built on top of them. */
+
+/* What this thread's tape holds alive, from the core's real byte counts (storage bytes as the
+ * allocator counts them; each storage counted once, charged to the first node that meets it
+ * walking the tape in recording order: a node's inputs, then its saved tensors, then its output).
+ *
+ *  - snapshots: storage that ONLY the tape keeps alive (every reference to it comes from tape
+ *    nodes, or from the .grad of a tensor only the tape keeps alive). pg_tape_clear() frees
+ *    exactly these bytes.
+ *  - inputs: storage the tape references but something else also holds (a Python/R handle, an
+ *    optimizer, a gradient map, ...): it outlives the tape.
+ *  - fields: the node structs' own bytes (nodes x pg_tape_node_bytes()); not allocator-counted.
+ *
+ * totals (5 values): nodes, bytes_total, bytes_snapshots, bytes_fields, bytes_inputs.
+ * Per-op rows: one per distinct op label ("<closure only>" for an unlabelled node), sorted by
+ * bytes descending, ties by label ascending; at most max_ops rows are written (any of the row
+ * arrays may be NULL when max_ops is 0). Labels are borrowed static strings. Returns the number
+ * of distinct labels (which may exceed max_ops), or -status on failure. */
+int64_t pg_tape_memory(int64_t *totals, const char **op_label, int64_t *op_nodes,
+                       int64_t *op_bytes, int64_t max_ops);
+
+/* Bytes of one tape node's bookkeeping (the "fields" charge per node). */
+int64_t pg_tape_node_bytes(void);
+
+/* Peak bytes per pg_category since the last pg_memory_reset_peak() (each category's own
+ * maximum over time). out[0..4]; n = length of out (up to 5 filled). */
+int pg_memory_category_peaks(int64_t *out, int n);
+
+/* Run a measurement on a private, empty tape and give the caller's tape back afterwards:
+ * pg_tape_stash() sets this thread's tape aside (nodes, scope depth, enabled flag) and starts an
+ * empty one; pg_tape_unstash() clears the private tape and restores the stashed one. Stashes
+ * nest (last in, first out). Returns 0 or a status. */
+int pg_tape_stash(void);
+int pg_tape_unstash(void);

@@ -310,6 +310,7 @@ int pg_tape_unstash(void)
     if (!s) return pg_fail(PG_ERR_STATE, "tape unstash: no tape was set aside");
     pg_tape_clear();
     free(tape.nodes);
+    free(tape.saved_enabled);
     uint64_t epoch = tape.epoch;
     tape = s->t;
     if (tape.epoch < epoch) tape.epoch = epoch;

@@ -7,6 +7,7 @@
 /* Counters are process-wide and touched from any thread: relaxed atomics are enough. */
 static int64_t mem_cur[5];
 static int64_t mem_total, mem_peak;
+static int64_t mem_cat_peak[5];   /* each category's own maximum since the last reset */
 static int64_t live_tensors, live_gradmaps, live_optims;
 static _Thread_local int64_t tape_nodes_live;
 static int64_t next_id = 1;
@@ -17,7 +18,11 @@ static int default_dtype = PG_F32;
 
 static void account(int category, int64_t delta)
 {
-    ADD(mem_cur[category], delta);
+    int64_t cur = ADD(mem_cur[category], delta);
+    int64_t cpeak = LOAD(mem_cat_peak[category]);
+    while (cur > cpeak && !__atomic_compare_exchange_n(&mem_cat_peak[category], &cpeak, cur, 0,
+                                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
     int64_t total = ADD(mem_total, delta);
     int64_t peak = LOAD(mem_peak);
     while (total > peak && !__atomic_compare_exchange_n(&mem_peak, &peak, total, 0,
@@ -66,7 +71,18 @@ int pg_memory_stats(int64_t *out, int n)
     return 0;
 }
 
-void pg_memory_reset_peak(void) { __atomic_store_n(&mem_peak, LOAD(mem_total), __ATOMIC_RELAXED); }
+void pg_memory_reset_peak(void)
+{
+    __atomic_store_n(&mem_peak, LOAD(mem_total), __ATOMIC_RELAXED);
+    for (int c = 0; c < 5; c++) __atomic_store_n(&mem_cat_peak[c], LOAD(mem_cur[c]), __ATOMIC_RELAXED);
+}
+
+int pg_memory_category_peaks(int64_t *out, int n)
+{
+    if (!out) return pg_fail(PG_ERR_ARG, "pg_memory_category_peaks: NULL output");
+    for (int c = 0; c < n && c < 5; c++) out[c] = LOAD(mem_cat_peak[c]);
+    return 0;
+}
 
 int64_t pg_live_objects(void) { return LOAD(live_tensors) + LOAD(live_gradmaps) + LOAD(live_optims); }
 

@@ -1,2 +1,428 @@
-"""(being written)"""
-__all__ = []
+"""Memory you can trust: what the tape holds, what a training run needs, peaks and live counts.
+
+Every number comes from the C core's allocator, which counts each tensor storage it allocates
+(by category) with current and peak bytes, and counts live objects:
+
+* :func:`ag_tape_memory` - what the current tape keeps alive, split as ggmlR does into operands
+  (outlive the tape), activations (freed by clearing the tape: exactly, checked against the
+  allocator) and the nodes' own bookkeeping, with a per-op table.
+* :func:`ag_estimate_training_memory` - weights + gradients + optimizer state + activations,
+  from parameter shapes (activations guessed from ``activation_frac``, as ggmlR) or, given a
+  model and an input, with activations measured from one real forward and backward pass.
+* :func:`ag_memory_stats`, :func:`ag_memory_peak`, :func:`ag_memory_reset_peak`,
+  :func:`ag_live_objects` - the raw counters.
+"""
+import gc
+import math
+import numbers
+
+import numpy as np
+
+from . import _core
+from ._core import F32, F64, NULL, ffi, lib
+from .errors import ArgumentError, PyggmlrValueError
+from .tensor import Tensor, _dtype_code, _new_from
+
+__all__ = [
+    "ag_tape_memory", "ag_estimate_training_memory", "ag_memory_stats", "ag_memory_peak",
+    "ag_memory_reset_peak", "ag_live_objects", "MemoryReport",
+]
+
+_MB = 1024.0 ** 2
+_CATEGORIES = ("param", "grad", "optim", "saved", "other")  # enum pg_category order
+
+
+class MemoryReport(dict):
+    """A dict whose keys are also attributes (``r.bytes_total`` == ``r["bytes_total"]``),
+    the Python form of ggmlR's returned list. ``str()`` gives the printed report."""
+
+    __slots__ = ("_text",)
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __str__(self):
+        return self._text
+
+    def by_op_table(self, top=None):
+        """The per-op table as text (``op nodes MB`` columns), all rows unless top is given."""
+        rows = self.get("by_op")
+        if rows is None:
+            raise AttributeError("by_op_table(): this report has no per-op table")
+        rows = rows if top is None else rows[:top]
+        lines = ["    op                     nodes        MB"]
+        lines += [f"    {r['op']:<20s} {r['nodes']:7d}  {r['mb']:8.2f}" for r in rows]
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# raw counters
+
+def _raw_stats():
+    out = ffi.new("int64_t[11]")
+    _core.check(lib.pg_memory_stats(out, 11))
+    return list(out)
+
+
+def ag_memory_stats():
+    """The allocator's counters: for each category (``param``, ``grad``, ``optim``, ``saved``,
+    ``other``) and for the ``total``, ``{"current": bytes, "peak": bytes}`` (a category's peak is
+    its own maximum since the last :func:`ag_memory_reset_peak`; the total's peak is the
+    maximum of the sum); plus ``live_tensors``, ``live_gradmaps``, ``live_optimizers`` and
+    ``tape_nodes`` (this thread's tape). Bytes are tensor storage; node structs are not counted."""
+    v = _raw_stats()
+    peaks = ffi.new("int64_t[5]")
+    _core.check(lib.pg_memory_category_peaks(peaks, 5))
+    res = {name: {"current": v[i], "peak": peaks[i]} for i, name in enumerate(_CATEGORIES)}
+    res["total"] = {"current": v[5], "peak": v[6]}
+    res["live_tensors"], res["live_gradmaps"], res["live_optimizers"], res["tape_nodes"] = v[7:11]
+    return res
+
+
+def ag_memory_peak():
+    """Peak bytes held by the core (all tensor storage) since the last ag_memory_reset_peak()."""
+    return _raw_stats()[6]
+
+
+def ag_memory_reset_peak():
+    """Start a new peak window: the peak becomes the bytes held now. Returns that value."""
+    lib.pg_memory_reset_peak()
+    return _raw_stats()[6]
+
+
+def ag_live_objects():
+    """Live objects of the core: tensors + gradient maps + optimizers (a leak check: the count
+    returns to its starting value once everything is deleted and garbage-collected)."""
+    return lib.pg_live_objects()
+
+
+# ---------------------------------------------------------------------------------------------
+# ag_tape_memory
+
+def _check_count(v, name, fn):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0 or v != int(v):
+        raise PyggmlrValueError(f"{fn}: {name} must be a non-negative whole number, got {v!r}")
+    return int(v)
+
+
+def ag_tape_memory(top=10, quiet=False):
+    """How many nodes the current tape holds and the memory they keep alive.
+
+    Call it between backward() and the optimizer's zero_grad() (which empties the tape).
+    Returns a :class:`MemoryReport` with ggmlR's fields: ``nodes``, ``bytes_total`` (=
+    snapshots + fields + inputs), ``bytes_snapshots`` (activations only the tape keeps alive:
+    ag_tape_clear() frees exactly these bytes), ``bytes_inputs`` (operands something else also
+    holds: weights, data, tensors you kept a handle to; they outlive the tape),
+    ``bytes_fields`` (the node structs themselves) and ``by_op``: a list of
+    ``{"op", "nodes", "mb", "bytes"}`` rows, most expensive first (ties by name), also as text
+    via ``.by_op_table()``. Prints ggmlR's report (``top`` op rows; 0 = totals only) unless
+    quiet. Each storage is counted once, charged to the first node that meets it walking the
+    tape in recording order (a node's inputs, then its saved tensors, then its output).
+    """
+    top = _check_count(top, "top", "ag_tape_memory()")
+    n_nodes = lib.pg_tape_nodes()
+    cap = max(n_nodes, 1)
+    totals = ffi.new("int64_t[5]")
+    labels = ffi.new("const char *[]", cap)
+    nodes = ffi.new("int64_t[]", cap)
+    nbytes = ffi.new("int64_t[]", cap)
+    nrows = lib.pg_tape_memory(totals, labels, nodes, nbytes, cap)
+    if nrows < 0:
+        _core.raise_last(-nrows)
+    by_op = [{"op": ffi.string(labels[i]).decode(), "nodes": nodes[i], "mb": nbytes[i] / _MB,
+              "bytes": nbytes[i]} for i in range(nrows)]
+    rep = MemoryReport(nodes=totals[0], bytes_total=totals[1], bytes_snapshots=totals[2],
+                       bytes_fields=totals[3], bytes_inputs=totals[4], by_op=by_op)
+    rep._text = _tape_text(rep, top)
+    if not quiet:
+        print(rep._text)
+    return rep
+
+
+def _tape_text(r, top):
+    n = r["nodes"]
+    lines = [f"Gradient tape: {n} node{'' if n == 1 else 's'}, {r['bytes_total'] / _MB:.2f} MB held alive"]
+    if n == 0:
+        lines.append("  (empty -- the tape is cleared by zero_grad(), so call this between backward() and the step)")
+    lines += [f"  operands (outlive the tape)     : {r['bytes_inputs'] / _MB:8.2f} MB",
+              f"  activations (freed by clearing) : {r['bytes_snapshots'] / _MB:8.2f} MB",
+              f"  graph-path fields (beyond those): {r['bytes_fields'] / _MB:8.2f} MB"]
+    rows = r["by_op"]
+    if top > 0 and rows:
+        k = min(top, len(rows))
+        lines += ["", f"  by operation (top {k}):", r.by_op_table(k)]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# ag_estimate_training_memory
+
+_OPTIMIZERS = ("adam", "sgd", "sgd_plain")
+_OPT_K = {"adam": 2, "sgd": 1, "sgd_plain": 0}
+
+
+def _is_number(v):
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _shape_list(shapes):
+    """ggmlR's shapes: a list of dimension vectors, or one bare vector (wrapped)."""
+    fn = "ag_estimate_training_memory()"
+    if isinstance(shapes, dict):
+        shapes = list(shapes.values())
+    if isinstance(shapes, np.ndarray):
+        shapes = [shapes] if shapes.ndim <= 1 else list(shapes)
+    if not isinstance(shapes, (list, tuple)) or len(shapes) == 0:
+        raise PyggmlrValueError(f"{fn}: `shapes` must be a non-empty list of dimension vectors, got {shapes!r}")
+    if all(_is_number(s) or isinstance(s, np.generic) for s in shapes):
+        shapes = [shapes]  # one bare vector, as R's c(64, 64)
+    out = []
+    for s in shapes:
+        dims = [s] if _is_number(s) or isinstance(s, np.generic) else s
+        try:
+            dims = list(dims)
+        except TypeError:
+            dims = None
+        ok = bool(dims) and all(_is_number(d) and not isinstance(d, (bool, np.bool_)) and math.isfinite(d) and d > 0
+                                for d in dims)
+        if not ok:
+            raise PyggmlrValueError(f"{fn}: each shape must be a vector of positive dimensions, got {s!r}")
+        out.append(dims)
+    return out
+
+
+def _optimizer_k(optimizer):
+    """(name, state multiplier) from a name or an optimizer object."""
+    from .optim import Optimizer, optimizer_adam
+    if isinstance(optimizer, Optimizer):
+        adam = isinstance(optimizer, optimizer_adam)
+        name = "adam" if adam else ("sgd" if optimizer.momentum > 0 else "sgd_plain")
+        return name, _OPT_K[name] + (1 if optimizer.accumulate_steps > 1 else 0)
+    if isinstance(optimizer, (list, tuple)) and tuple(optimizer) == _OPTIMIZERS:
+        optimizer = "adam"  # R's match.arg default: the first choice
+    if not isinstance(optimizer, str) or optimizer not in _OPT_K:
+        choices = ", ".join(f'"{o}"' for o in _OPTIMIZERS)
+        raise PyggmlrValueError(f"ag_estimate_training_memory(): 'optimizer' should be one of {choices}, got {optimizer!r}")
+    return optimizer, _OPT_K[optimizer]
+
+
+def _r_format_count(v):
+    """R's format(v, big.mark = " ") of one number: fixed notation unless scientific is
+    narrower (1e+05, 1e+06), thousands separated by spaces."""
+    if float(v) == int(v) and abs(v) < 1e15:
+        fixed = str(int(v))
+    else:
+        fixed = f"{v:.7g}"
+    mant, exp = f"{float(v):.6e}".split("e")
+    if "." in mant:
+        mant = mant.rstrip("0").rstrip(".")
+    e = int(exp)
+    sci = f"{mant}e{'+' if e >= 0 else '-'}{abs(e):02d}"
+    if len(fixed) > len(sci):
+        return sci
+    if "." in fixed or "e" in fixed:
+        return fixed
+    neg = fixed.startswith("-")
+    digits = fixed.lstrip("-")
+    groups = []
+    while digits:
+        groups.insert(0, digits[-3:])
+        digits = digits[:-3]
+    return ("-" if neg else "") + " ".join(groups)
+
+
+def _nbytes(p):
+    """Storage bytes of a C tensor handle."""
+    return lib.pg_tensor_numel(p) * (4 if lib.pg_tensor_dtype(p) == F32 else 8)
+
+
+def _model_params(model):
+    params = model.parameters() if hasattr(model, "parameters") and callable(model.parameters) else None
+    if params is None:
+        raise ArgumentError("ag_estimate_training_memory(): model must have a parameters() method")
+    if isinstance(params, Tensor):
+        params = [params]
+    tensors = list(params.values()) if isinstance(params, dict) else list(params)
+    uniq, seen = [], set()
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise ArgumentError(f"ag_estimate_training_memory(): model.parameters() holds a {type(t).__name__}, not a tensor")
+        k = int(ffi.cast("intptr_t", t._handle()))
+        if k not in seen:
+            seen.add(k)
+            uniq.append(t)
+    return uniq
+
+
+def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code):
+    """One real forward + backward of model on a private tape. Returns (weights, gradients,
+    activations, batch, params) in bytes: activations = the peak bytes the core held above the
+    weights and the parameters' gradients (tape, intermediates' gradients, loss, input, target)."""
+    from .ops import ag_mse_loss
+    from .tape import backward, with_grad_tape
+
+    fn = "ag_estimate_training_memory()"
+    params = _model_params(model)
+    weights = sum(_nbytes(t._p) for t in params)
+    n_params = sum(lib.pg_tensor_numel(t._p) for t in params)
+    forward = model.forward if hasattr(model, "forward") else model
+    if not callable(forward):
+        raise ArgumentError(f"{fn}: model must have a forward() method or be callable")
+    if loss_fn is None:
+        loss_fn = ag_mse_loss
+    extra = 0  # bytes of caller-owned input/target: live in training, allocated before we measure
+
+    # layer state (batch-norm running statistics) is put back after the measurement
+    buffers = model.buffers() if callable(getattr(model, "buffers", None)) else None
+    buffers = list(buffers.values()) if isinstance(buffers, dict) else list(buffers or [])
+    buffers = [(t, t.numpy()) for t in buffers if isinstance(t, Tensor)]
+    # the parameters' .grad is set aside so the measurement neither sees nor changes it
+    saved_grads = []
+    for t in params:
+        g = lib.pg_tensor_grad(t._p)
+        if g != NULL:
+            lib.pg_tensor_retain(g)
+        saved_grads.append(g)
+        _core.check(lib.pg_tensor_set_grad(t._p, NULL))
+    _core.check(lib.pg_tape_stash())
+    try:
+        gc.collect()
+        base = _raw_stats()[5]
+        lib.pg_memory_reset_peak()
+        if x is not None:
+            if isinstance(x, Tensor):
+                xt = x
+                extra += _nbytes(x._p)
+            else:
+                xt = _new_from(x, dtype_code)
+        else:
+            shp = tuple(input_shape) if isinstance(input_shape, (list, tuple)) else (input_shape,)
+            if len(shp) == 1:
+                shp = (shp[0], batch_size)
+            if len(shp) != 2 or not all(_is_number(d) and d > 0 and d == int(d) for d in shp):
+                raise PyggmlrValueError(f"{fn}: input_shape must be (features,) or (features, batch) with positive whole numbers, got {input_shape!r}")
+            xt = _wrap_new(dtype_code, int(shp[0]), int(shp[1]))
+        batch = xt.ncol
+        with with_grad_tape():
+            out = forward(xt)
+            if not isinstance(out, Tensor):
+                raise ArgumentError(f"{fn}: model forward returned a {type(out).__name__}, not a tensor")
+            if y is None:
+                yt = _wrap_new(lib.pg_tensor_dtype(out._p), out.nrow, out.ncol)
+            elif isinstance(y, Tensor):
+                yt = y
+                extra += _nbytes(y._p)
+            else:
+                yt = _new_from(y, lib.pg_tensor_dtype(out._p))
+            loss = loss_fn(out, yt)
+        grads = backward(loss)
+        peak = _raw_stats()[6] - base
+        gradients = 0
+        for t in params:
+            g = lib.pg_gradmap_get(grads._m, t._p)
+            if g != NULL:
+                gradients += _nbytes(g)
+        del grads, loss, out, yt, xt
+    finally:
+        lib.pg_tape_unstash()
+        for t, values in buffers:
+            t.data = values
+        for t, g in zip(params, saved_grads):
+            lib.pg_tensor_set_grad(t._p, g)
+            if g != NULL:
+                lib.pg_tensor_release(g)
+    activations = peak - gradients + extra
+    return weights, gradients, activations, batch, n_params
+
+
+def _wrap_new(code, nrow, ncol):
+    from .tensor import _wrap
+    return _wrap(lib.pg_tensor_new(code, nrow, ncol, NULL, code, 1, nrow))
+
+
+def ag_estimate_training_memory(shapes=None, batch_size=32, optimizer=("adam", "sgd", "sgd_plain"),
+                                activation_frac=0.01, quiet=False, dtype=None, model=None, x=None,
+                                input_shape=None, y=None, loss_fn=None):
+    """Memory budget of training: weights + gradients + optimizer state + activations.
+
+    From ``shapes`` alone (ggmlR): ``shapes`` is a list of dimension vectors (or one bare
+    vector), ``params = sum(prod(shape))``, weights = gradients = params x bytes per scalar,
+    optimizer = weights x k (``"adam"`` 2: m and v; ``"sgd"`` 1: velocity; ``"sgd_plain"`` 0;
+    an optimizer object gives its own k, +1 with gradient accumulation) and activations =
+    weights x ``activation_frac`` x ``batch_size`` (a guess). Unlike ggmlR (always 8 bytes:
+    R doubles), bytes per scalar follow ``dtype`` (default the global one): 4 for f32, 8 for f64,
+    the dtype the core really stores gradients and moments in.
+
+    With ``model`` (an object with ``parameters()`` and ``forward(x)``) and ``x`` (a batch) or
+    ``input_shape`` (``(features, batch)`` or ``(features,)`` with ``batch_size``): parameters
+    come from the model and activations are not guessed but measured: one real forward, loss
+    (``loss_fn(out, y)``, default ag_mse_loss against ``y`` or zeros) and backward run on a
+    private tape (the caller's tape is set aside and restored), and activations = the peak bytes
+    the core held above the weights and the parameters' gradients (tape, gradients of
+    intermediates, loss, input batch and target). The parameters' ``.grad`` and the model's
+    ``buffers()`` (batch-norm running statistics) are restored afterwards; the peak counter
+    (ag_memory_peak) is reset and dropout layers draw from the random stream.
+
+    Returns a :class:`MemoryReport`: ``params, weights, gradients, optimizer, activations,
+    total, bytes_per_scalar, note`` (bytes); prints ggmlR's report unless quiet.
+    """
+    fn = "ag_estimate_training_memory()"
+    opt_name, k = _optimizer_k(optimizer)
+    if model is not None:
+        if x is None and input_shape is None:
+            raise ArgumentError(f"{fn}: with model=, give x= (a batch) or input_shape=")
+        if dtype is None:
+            params = _model_params(model)
+            dcode = lib.pg_tensor_dtype(params[0]._p) if params else lib.pg_default_dtype()
+        else:
+            dcode = _dtype_code(dtype)
+    else:
+        if shapes is None:
+            raise PyggmlrValueError(f"{fn}: `shapes` must be a non-empty list of dimension vectors (or give model= and x=)")
+        dcode = _dtype_code(dtype)
+    if not _is_number(batch_size) or not math.isfinite(batch_size) or batch_size < 0:
+        raise PyggmlrValueError(f"{fn}: batch_size must be a non-negative number, got {batch_size!r}")
+    if not _is_number(activation_frac) or not math.isfinite(activation_frac) or activation_frac < 0:
+        raise PyggmlrValueError(f"{fn}: activation_frac must be a non-negative number, got {activation_frac!r}")
+    bps = 4 if dcode == F32 else 8
+    dname = "f32" if dcode == F32 else "f64"
+    precision = "single" if dcode == F32 else "double"
+    store = (f"weights, gradients and optimizer state are counted at {dname}, the dtype the core stores "
+             f"them in ({bps} bytes per scalar, {precision} precision)")
+
+    if model is not None:
+        weights, gradients, activations, batch, params = _measure_step(
+            model, x, input_shape, y, loss_fn, int(batch_size), dcode)
+        optimizer_bytes = gradients * k
+        note = (f"{store}; activations measured from one forward and backward pass on a batch of {batch} "
+                f"(tape, gradients of intermediates, loss, input and target).")
+        batch_size = batch
+    else:
+        dims = _shape_list(shapes)
+        params = sum(math.prod(d) for d in dims)
+        if float(params) == int(params):
+            params = int(params)
+        weights = bps * params
+        gradients = bps * params
+        optimizer_bytes = bps * params * k
+        activations = weights * activation_frac * batch_size
+        note = f"{store}; activations are a guess: activation_frac x weights per unit of batch."
+    total = weights + gradients + optimizer_bytes + activations
+    rep = MemoryReport(params=params, weights=weights, gradients=gradients, optimizer=optimizer_bytes,
+                       activations=activations, total=total, bytes_per_scalar=bps, note=note)
+    rep._text = "\n".join([
+        f"Training memory estimate ({opt_name}, batch {int(batch_size)})",
+        f"  parameters      : {_r_format_count(params)}",
+        f"  weights         : {weights / _MB:8.2f} MB",
+        f"  gradients       : {gradients / _MB:8.2f} MB",
+        f"  optimizer (x{k})  : {optimizer_bytes / _MB:8.2f} MB",
+        f"  activations     : {activations / _MB:8.2f} MB",
+        f"  total           : {total / _MB:8.2f} MB",
+        f"  note: {note}",
+    ])
+    if not quiet:
+        print(rep._text)
+    return rep
