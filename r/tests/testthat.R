@@ -1,0 +1,3 @@
+library(testthat)
+library(pyggmlr)
+test_check("pyggmlr")

@@ -1,0 +1,14 @@
+# Golden-value setup of spec section 13 and small helpers.
+local_f64 <- function(env = parent.frame()) {
+  prev <- ag_dtype("f64")
+  withr_defer <- function() ag_dtype(prev)
+  do.call(on.exit, list(quote(pyggmlr::ag_dtype(prev)), add = TRUE), envir = env)
+  assign("prev", prev, envir = env)
+  invisible(prev)
+}
+gold <- function() list(
+  W = matrix(c(0.5, -0.3, 0.2, 0.8, -0.1, 0.4), 2, 3), b = matrix(c(0.1, -0.2), 2, 1),
+  x = matrix(c(1, 2, 3, -1, 0, 1), 3, 2), y = matrix(c(1, 0, 0, 1), 2, 2))
+gradof <- function(grads, t) get0(as.character(t$id), envir = grads, inherits = FALSE)
+rows <- function(...) matrix(c(...), nrow = length(list(...)[[1]]), byrow = TRUE)
+byrow <- function(v, nr) matrix(v, nrow = nr, byrow = TRUE)

@@ -1,0 +1,51 @@
+test_that("with_grad_tape evaluates in the caller's frame and returns the value", {
+  x <- ag_param(c(1, 2))
+  v <- with_grad_tape({ y <- ag_scale(x, 3); 42 })
+  expect_equal(v, 42)
+  expect_true(is_ag_tensor(y))
+})
+
+test_that("nested tapes keep the outer nodes (ggmlR bug 9 fixed)", {
+  local_f64()
+  x <- ag_param(c(1, 2))
+  with_grad_tape({
+    a <- ag_scale(x, 2)
+    b <- with_grad_tape(ag_scale(a, 3))
+    l <- ag_sum(ag_mul(b, x))   # recorded after the inner scope closed
+  })
+  g <- backward(l)
+  expect_equal(gradof(g, x), matrix(c(12, 24), 2, 1))
+})
+
+test_that("backward: map keyed by as.character(id), lazily read, writable", {
+  local_f64()
+  W <- ag_param(diag(2)); x <- c(2, 3)
+  with_grad_tape(l <- ag_mse_loss(ag_matmul(W, x), c(0, 0)))
+  g <- backward(l)
+  expect_true(is.environment(g))
+  expect_true(as.character(W$id) %in% ls(g))
+  expect_equal(g[[as.character(W$id)]], byrow(c(4, 6, 6, 9), 2), tolerance = 1e-12)
+  expect_equal(g[[as.character(l$id)]], matrix(1))
+  assign(as.character(W$id), matrix(0, 2, 2), envir = g)
+  expect_equal(gradof(g, W), matrix(0, 2, 2))
+  expect_error(backward(matrix(1)), "requires an ag_tensor")
+  expect_error(backward(ag_tensor(c(1, 2))), "")
+})
+
+test_that("exact-fit MSE has zero loss and gradient; ops outside a tape are not recorded", {
+  local_f64()
+  W <- ag_param(diag(2)); x <- matrix(c(1, 2, 3, 4), 2, 2)
+  with_grad_tape(l <- ag_mse_loss(ag_matmul(W, x), x))
+  expect_lt(abs(l$data[1, 1]), 1e-10)
+  expect_lt(max(abs(gradof(backward(l), W))), 1e-10)
+  W2 <- ag_param(diag(2))
+  l2 <- ag_sum(W2)
+  expect_true(l2$requires_grad)
+  expect_null(gradof(backward(l2), W2))
+})
+
+test_that("ag_no_grad suspends recording", {
+  x <- ag_param(c(1, 2))
+  with_grad_tape({ y <- ag_no_grad(ag_scale(x, 2)); l <- ag_sum(y) })
+  expect_null(gradof(backward(l), x))
+})
