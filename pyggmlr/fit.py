@@ -1,2 +1,735 @@
-"""(being written)"""
-__all__ = []
+"""ag_fit: the high-level training loop (ggml's ggml_opt_fit contract on the ag_* path).
+
+Per epoch: shuffle the training part (a permutation derived from the run's seed and the epoch
+number, so a resumed run repeats the same shuffles), walk it in logical batches of
+``nbatch_logical`` samples made of ``nbatch_logical / batch_size`` micro-batches whose gradients
+the optimizer accumulates (its ``accumulate_steps``) and applies once per logical batch, then
+evaluate the held-out part in eval mode. Loss/accuracy and their uncertainties follow
+ggml_opt_result_loss / ggml_opt_result_accuracy."""
+import json
+import math
+import time
+import warnings
+
+import numpy as np
+
+from .errors import ArgumentError, PyggmlrValueError, ShapeError
+from .ops import ag_mean, ag_mse_loss, ag_softmax_cross_entropy_loss, ag_sum
+from .optim import Optimizer, optimizer_adam, optimizer_sgd
+from .tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
+from .tensor import Tensor, ag_default_dtype, ag_tensor
+
+__all__ = ["ag_fit", "ag_predict", "ag_accuracy", "History", "Callback", "ag_early_stopping",
+           "ag_checkpoint"]
+
+_LOSSES = ("cross_entropy", "mse", "mean", "sum")
+# opt_params keys: ggml's names are accepted as aliases of the optimizer attributes
+_HYPER_ALIASES = {"alpha": "lr", "wd": "weight_decay"}
+
+
+# ---------------------------------------------------------------------------------------------
+# model helpers (work with nn modules and with any object with forward/parameters)
+
+def _forward(model, x):
+    if hasattr(model, "forward"):
+        return model.forward(x)
+    if callable(model):
+        return model(x)
+    raise ArgumentError(f"ag_fit: model must have forward(x), got {type(model).__name__}")
+
+
+def _params(model):
+    if not hasattr(model, "parameters"):
+        raise ArgumentError(f"model must have parameters(), got {type(model).__name__}")
+    p = model.parameters()
+    return dict(p) if isinstance(p, dict) else {str(i + 1): t for i, t in enumerate(p)}
+
+
+def _buffers(model):
+    b = getattr(model, "buffers", None)
+    return dict(b()) if callable(b) else {}
+
+
+def _set_mode(model, training):
+    from . import nn
+    fn = getattr(nn, "ag_train" if training else "ag_eval", None)
+    if fn is not None:
+        fn(model)
+    elif hasattr(model, "training"):
+        model.training = training
+
+
+def _model_dtype(model):
+    for t in _params(model).values():
+        return t.dtype
+    return ag_default_dtype()
+
+
+def _snapshot(model):
+    """Exact copies of the parameters and buffers (numpy, own dtype)."""
+    return ({k: t.data for k, t in _params(model).items()},
+            {k: (t.data if isinstance(t, Tensor) else np.array(t)) for k, t in _buffers(model).items()})
+
+
+def _restore(model, snap):
+    ps, bs = snap
+    for k, t in _params(model).items():
+        t.data = ps[k]
+    for k, t in _buffers(model).items():
+        if isinstance(t, Tensor):
+            t.data = bs[k]
+
+
+# ---------------------------------------------------------------------------------------------
+# data
+
+def _as_cols(v, name):
+    a = v.numpy() if isinstance(v, Tensor) else np.asarray(v)
+    if a.dtype.kind not in "biuf":
+        raise ArgumentError(f"ag_fit: {name} must be numeric, got dtype {a.dtype}")
+    if a.ndim == 1:
+        a = a.reshape(1, -1)
+    elif a.ndim != 2:
+        raise ShapeError(f"ag_fit: {name} must be a [features, n] matrix (samples are columns), got shape {a.shape}")
+    return np.asfortranarray(a)
+
+
+class _Targets:
+    """y sliced per batch: class ids (cross-entropy with one row of ids) or a matrix."""
+
+    def __init__(self, y, loss):
+        self.y = y
+        self.ids = None
+        if loss == "cross_entropy" and y is not None and y.shape[0] == 1:
+            if np.any(y != np.round(y)) or np.any(y < 0):
+                raise PyggmlrValueError("ag_fit: cross_entropy targets must be 0-based class ids (whole numbers >= 0) or a one-hot matrix")
+            self.ids = y[0].astype(np.int64)
+
+    def batch(self, idx, dtype, as_tensor):
+        if self.y is None:
+            return None
+        if self.ids is not None and not as_tensor:
+            return self.ids[idx]
+        return ag_tensor(self.y[:, idx], dtype=dtype)
+
+    def labels(self, idx):
+        """Class ids of the samples idx (cross-entropy), for accuracy."""
+        if self.ids is not None:
+            return self.ids[idx]
+        return np.argmax(self.y[:, idx], axis=0)
+
+
+def _loss_fn(loss):
+    if callable(loss):
+        return loss, True
+    if loss == "cross_entropy":
+        return ag_softmax_cross_entropy_loss, False
+    if loss == "mse":
+        return ag_mse_loss, True
+    if loss == "mean":
+        return (lambda out, y: ag_mean(out)), True
+    if loss == "sum":
+        return (lambda out, y: ag_sum(out)), True
+    raise PyggmlrValueError(f"ag_fit: unknown loss {loss!r}; use 'cross_entropy', 'mse', 'mean', 'sum' or a callable(output, y) -> 1x1 tensor")
+
+
+# ---------------------------------------------------------------------------------------------
+# statistics as ggml reports them
+
+def _loss_stats(values, weights, per_datapoint):
+    """Mean of per-batch losses (weighted by batch size; equal weights for full batches) and the
+    standard error of the per-batch values (ggml_opt_result_loss); a sum loss reports the total."""
+    v = np.asarray(values, dtype=np.float64)
+    nb = v.size
+    if nb == 0:
+        return math.nan, math.nan
+    w = np.asarray(weights, dtype=np.float64)
+    mean = float(np.sum(v * w) / np.sum(w))
+    if nb < 2:
+        return (mean if per_datapoint else float(v.sum())), math.nan
+    var = float(np.mean(v * v) - np.mean(v) ** 2)
+    var = max(var, 0.0)
+    if per_datapoint:
+        return mean, math.sqrt(var / (nb - 1))
+    return float(v.sum()), math.sqrt(var * nb / (nb - 1))
+
+
+def _acc_stats(ncorrect, ndata):
+    if ncorrect is None or ndata == 0:
+        return math.nan, math.nan
+    acc = ncorrect / ndata
+    unc = math.sqrt(acc * (1 - acc) / (ndata - 1)) if ndata >= 2 else math.nan
+    return acc, unc
+
+
+# ---------------------------------------------------------------------------------------------
+# history
+
+_KEYS = ("epoch", "loss", "loss_unc", "accuracy", "accuracy_unc", "val_loss", "val_loss_unc",
+         "val_accuracy", "val_accuracy_unc", "lr", "time_train", "time_val")
+
+
+class History:
+    """Per-epoch results of ag_fit (1-based epochs). Attributes are lists, one value per epoch:
+    loss, loss_unc, accuracy, accuracy_unc, val_loss, val_loss_unc, val_accuracy,
+    val_accuracy_unc (NaN where not applicable), lr, time_train, time_val (seconds).
+    stopped_epoch: the epoch early stopping (or a callback) ended the run at, else None."""
+
+    def __init__(self):
+        for k in _KEYS:
+            setattr(self, k, [])
+        self.stopped_epoch = None
+        self.best_epoch = None
+
+    def _append(self, logs):
+        for k in _KEYS:
+            getattr(self, k).append(logs.get(k, math.nan))
+
+    def __len__(self):
+        return len(self.epoch)
+
+    def as_dict(self):
+        d = {k: list(getattr(self, k)) for k in _KEYS}
+        d["stopped_epoch"], d["best_epoch"] = self.stopped_epoch, self.best_epoch
+        return d
+
+    @classmethod
+    def from_dict(cls, d):
+        h = cls()
+        for k in _KEYS:
+            setattr(h, k, [(math.nan if v is None else v) for v in d.get(k, [])])
+        h.stopped_epoch, h.best_epoch = d.get("stopped_epoch"), d.get("best_epoch")
+        return h
+
+    def table(self):
+        has_val = any(not math.isnan(v) for v in self.val_loss)
+        has_acc = any(not math.isnan(v) for v in self.accuracy)
+        head = f"{'epoch':>5}  {'loss':>18}"
+        if has_acc:
+            head += f"  {'accuracy':>17}"
+        if has_val:
+            head += f"  {'val_loss':>18}"
+            if has_acc:
+                head += f"  {'val_accuracy':>17}"
+        head += f"  {'time':>7}"
+        lines = [head]
+        for i, e in enumerate(self.epoch):
+            s = f"{e:>5}  {_pm(self.loss[i], self.loss_unc[i])}"
+            if has_acc:
+                s += f"  {_pm_pct(self.accuracy[i], self.accuracy_unc[i])}"
+            if has_val:
+                s += f"  {_pm(self.val_loss[i], self.val_loss_unc[i])}"
+                if has_acc:
+                    s += f"  {_pm_pct(self.val_accuracy[i], self.val_accuracy_unc[i])}"
+            s += f"  {self.time_train[i] + self.time_val[i]:6.2f}s"
+            lines.append(s)
+        return "\n".join(lines)
+
+    def __repr__(self):
+        if not self.epoch:
+            return "<History: no epochs>"
+        return f"<History: {len(self)} epochs>\n" + self.table()
+
+    def plot(self, path=None, show=False):
+        """Loss curves (train and validation; accuracy on a second panel when available) with
+        matplotlib. Saves to path when given; returns the figure."""
+        try:
+            import matplotlib
+            if path is not None and not show:
+                matplotlib.use("Agg", force=False)
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise ImportError("History.plot() needs matplotlib (pip install matplotlib)") from None
+        has_acc = any(not math.isnan(v) for v in self.accuracy)
+        fig, axes = plt.subplots(1, 2 if has_acc else 1, figsize=(10 if has_acc else 6, 4), squeeze=False)
+        ax = axes[0][0]
+        ep = np.asarray(self.epoch)
+        for key, lab in (("loss", "train"), ("val_loss", "validation")):
+            v, u = np.asarray(getattr(self, key), float), np.asarray(getattr(self, key + "_unc"), float)
+            if np.all(np.isnan(v)):
+                continue
+            ax.plot(ep, v, label=lab)
+            ax.fill_between(ep, v - np.nan_to_num(u), v + np.nan_to_num(u), alpha=0.2)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("loss")
+        ax.legend()
+        if has_acc:
+            ax = axes[0][1]
+            for key, lab in (("accuracy", "train"), ("val_accuracy", "validation")):
+                v = np.asarray(getattr(self, key), float)
+                if not np.all(np.isnan(v)):
+                    ax.plot(ep, v, label=lab)
+            ax.set_xlabel("epoch")
+            ax.set_ylabel("accuracy")
+            ax.legend()
+        fig.tight_layout()
+        if path is not None:
+            fig.savefig(path, dpi=100)
+        if show:
+            plt.show()
+        else:
+            plt.close(fig)
+        return fig
+
+
+def _pm(v, u):
+    if math.isnan(v):
+        return f"{'-':>18}"
+    return f"{v:9.5f} ± {u:<7.5f}" if not math.isnan(u) else f"{v:9.5f}{'':9}"
+
+
+def _pm_pct(v, u):
+    if math.isnan(v):
+        return f"{'-':>17}"
+    return f"{100 * v:6.2f}% ± {100 * (0 if math.isnan(u) else u):5.2f}%"
+
+
+# ---------------------------------------------------------------------------------------------
+# callbacks
+
+class Callback:
+    """Base class. ag_fit calls on_train_begin(fit), on_batch_end(step, logs),
+    on_epoch_end(epoch, logs) (return False to stop) and on_train_end(fit); ``fit`` exposes
+    model, optimizer, history, nepoch and stop (set True to stop after this epoch). Callbacks
+    with state(): dict / load_state(dict) are saved in checkpoints and restored on resume."""
+
+    def on_train_begin(self, fit):
+        pass
+
+    def on_batch_end(self, step, logs):
+        pass
+
+    def on_epoch_end(self, epoch, logs):
+        return None
+
+    def on_train_end(self, fit):
+        pass
+
+
+class _FnCallback(Callback):
+    def __init__(self, fn):
+        self.fn = fn
+
+    def on_epoch_end(self, epoch, logs):
+        return self.fn(epoch, logs)
+
+
+class ag_early_stopping(Callback):
+    """Stop when the monitored loss (val_loss with a validation split, else the training loss)
+    has not improved by more than min_delta for `patience` epochs; with restore_best the model
+    gets the weights (and batch-norm buffers) of the best epoch back at the end of training."""
+
+    def __init__(self, patience=5, min_delta=0.0, restore_best=True, monitor=None):
+        if isinstance(patience, bool) or int(patience) != patience or patience < 1:
+            raise PyggmlrValueError(f"ag_early_stopping: patience must be an integer >= 1, got {patience!r}")
+        self.patience, self.min_delta, self.restore_best = int(patience), float(min_delta), bool(restore_best)
+        self.monitor = monitor
+        self.best, self.best_epoch, self.wait, self.stopped_epoch = math.inf, None, 0, None
+        self._best_weights = None
+
+    def on_train_begin(self, fit):
+        self._fit = fit
+
+    def on_epoch_end(self, epoch, logs):
+        key = self.monitor or ("val_loss" if not math.isnan(logs.get("val_loss", math.nan)) else "loss")
+        v = logs.get(key, math.nan)
+        if v < self.best - self.min_delta:
+            self.best, self.best_epoch, self.wait = v, epoch, 0
+            if self.restore_best:
+                self._best_weights = _snapshot(self._fit.model)
+        else:
+            self.wait += 1
+            if self.wait >= self.patience:
+                self.stopped_epoch = epoch
+                return False
+        return None
+
+    def on_train_end(self, fit):
+        fit.history.best_epoch = self.best_epoch
+        last = fit.history.epoch[-1] if fit.history.epoch else None
+        if self.restore_best and self._best_weights is not None and self.best_epoch != last:
+            _restore(fit.model, self._best_weights)
+
+    def state(self):
+        return {"best": self.best, "best_epoch": self.best_epoch, "wait": self.wait}, (
+            self._best_weights if self._best_weights is not None else None)
+
+    def load_state(self, st, arrays=None):
+        self.best = math.inf if st.get("best") is None else float(st["best"])
+        self.best_epoch, self.wait = st.get("best_epoch"), int(st.get("wait", 0))
+        if arrays is not None:
+            self._best_weights = arrays
+
+    def __repr__(self):
+        return f"ag_early_stopping | patience={self.patience} | min_delta={self.min_delta:g} | restore_best={self.restore_best}"
+
+
+class ag_checkpoint(Callback):
+    """Save model + optimizer state + epoch (+ everything ag_fit needs to resume: the run's seed,
+    the random stream, history, callback states) to `path` every `every` epochs and at the last
+    one. Continue with ag_fit(..., resume_from=path). `path` may contain "{epoch}"."""
+
+    def __init__(self, path, every=1):
+        if isinstance(every, bool) or int(every) != every or every < 1:
+            raise PyggmlrValueError(f"ag_checkpoint: every must be an integer >= 1, got {every!r}")
+        self.path, self.every = str(path), int(every)
+        self.saved = []
+
+    def on_train_begin(self, fit):
+        self._fit = fit
+
+    def on_epoch_end(self, epoch, logs):
+        if epoch % self.every == 0 or epoch == self._fit.nepoch:
+            p = self.path.format(epoch=epoch)
+            self._fit.save_checkpoint(p, epoch)
+            self.saved.append(p)
+        return None
+
+    def __repr__(self):
+        return f"ag_checkpoint | path={self.path} | every={self.every}"
+
+
+# ---------------------------------------------------------------------------------------------
+# progress
+
+class _Progress:
+    def __init__(self, total, epoch, nepoch, silent):
+        self.silent, self.bar, self.epoch, self.nepoch = silent, None, epoch, nepoch
+        if silent:
+            return
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            tqdm = None
+        if tqdm is not None:
+            self.bar = tqdm(total=total, desc=f"epoch {epoch}/{nepoch}", unit="batch", leave=True, dynamic_ncols=True)
+
+    def update(self, loss, acc):
+        if self.bar is not None:
+            post = {"loss": f"{loss:.4f}"}
+            if not math.isnan(acc):
+                post["acc"] = f"{acc:.3f}"
+            self.bar.set_postfix(post, refresh=False)
+            self.bar.update(1)
+
+    def close(self, logs):
+        if self.silent:
+            return
+        parts = [f"loss={logs['loss']:.5f}"]
+        if not math.isnan(logs["accuracy"]):
+            parts.append(f"acc={logs['accuracy']:.4f}")
+        if not math.isnan(logs["val_loss"]):
+            parts.append(f"val_loss={logs['val_loss']:.5f}")
+        if not math.isnan(logs["val_accuracy"]):
+            parts.append(f"val_acc={logs['val_accuracy']:.4f}")
+        if self.bar is not None:
+            self.bar.set_postfix_str(", ".join(parts))
+            self.bar.close()
+        else:
+            print(f"epoch {self.epoch:4d}/{self.nepoch}  " + "  ".join(parts) +
+                  f"  ({logs['time_train'] + logs['time_val']:.2f}s)", flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# the loop
+
+class _Fit:
+    """Run state shared with callbacks."""
+
+    def __init__(self, model, optimizer, history, nepoch, settings):
+        self.model, self.optimizer, self.history, self.nepoch = model, optimizer, history, nepoch
+        self.settings = settings
+        self.callbacks = []
+        self.stop = False
+
+    def save_checkpoint(self, path, epoch):
+        from .io import _save
+        from .random import ag_rng
+        cb_states, cb_arrays = [], {}
+        for i, cb in enumerate(self.callbacks):
+            st = getattr(cb, "state", None)
+            if callable(st):
+                js, arrays = st()
+                cb_states.append(js)
+                if arrays is not None:
+                    ps, bs = arrays
+                    for k, v in ps.items():
+                        cb_arrays[f"callback{i}.param.{k}"] = v
+                    for k, v in bs.items():
+                        cb_arrays[f"callback{i}.buffer.{k}"] = v
+            else:
+                cb_states.append(None)
+        extra = {"fit": {"settings": self.settings, "history": self.history.as_dict(),
+                         "rng_state": _rng_state_json(ag_rng()), "callbacks": cb_states}}
+        _save(self.model, path, optimizer=self.optimizer, epoch=epoch, extra=extra, more=cb_arrays)
+
+
+def _rng_state_json(gen):
+    st = gen.bit_generator.state
+    return json.loads(json.dumps(st))
+
+
+def _make_optimizer(optimizer, params, lr):
+    if isinstance(optimizer, Optimizer):
+        return optimizer
+    if isinstance(optimizer, str):
+        o = optimizer.lower()
+        if o in ("adamw", "adam"):
+            return optimizer_adam(params, lr=lr)
+        if o == "sgd":
+            return optimizer_sgd(params, lr=lr)
+    raise PyggmlrValueError(f"ag_fit: unknown optimizer {optimizer!r}; use 'adamw', 'sgd' or an optimizer object")
+
+
+def _apply_hyper(opt, hp, epoch):
+    if hp is None:
+        return
+    if not isinstance(hp, dict):
+        raise ArgumentError(f"ag_fit: opt_params(epoch) must return a dict, got {type(hp).__name__} at epoch {epoch}")
+    for k, v in hp.items():
+        name = _HYPER_ALIASES.get(k, k)
+        try:
+            getattr(opt, name)
+        except AttributeError:
+            raise PyggmlrValueError(f"ag_fit: opt_params returned unknown hyper-parameter {k!r} for {type(opt).__name__}") from None
+        setattr(opt, name, v)
+
+
+def _epoch_perm(base, epoch, n):
+    return np.random.default_rng([base, epoch]).permutation(n)
+
+
+def ag_fit(model, x, y=None, loss="cross_entropy", optimizer="adamw", opt_params=None, nepoch=30,
+           batch_size=32, nbatch_logical=None, val_split=0.0, shuffle=True, callbacks=(),
+           silent=False, seed=None, lr=1e-3, resume_from=None):
+    """Train `model` on x [features, n] (samples are columns) and y; returns a History.
+
+    loss: "cross_entropy" (fused softmax + CE on the model's logits; y are 0-based class ids, a
+    vector of n, or a one-hot [classes, n] matrix), "mse" (y [outputs, n]), "mean" / "sum" (of the
+    model's output; y unused) or a callable(output, y_batch_tensor) -> 1x1 tensor.
+    optimizer: "adamw" (optimizer_adam with decoupled weight decay, default 0 as in ggml),
+    "sgd", or an optimizer object built on the model's parameters (lr is then ignored).
+    opt_params: callable(epoch) -> dict of hyper-parameters (lr/alpha, weight_decay/wd, beta1,
+    momentum, ...) applied at the start of each epoch (1-based).
+    batch_size: samples per forward/backward (physical batch). nbatch_logical: samples per
+    optimizer step, a multiple of batch_size (default batch_size); the micro-batch gradients of
+    one logical batch are averaged, so each step applies exactly that logical batch's gradient.
+    Training data that do not fill a whole logical batch are left out of that epoch (as ggml).
+    val_split: fraction held out at the end of the data (after one shuffle when shuffle) and
+    evaluated in eval mode after every epoch (all of it, in batches of batch_size).
+    shuffle: reshuffle the training part every epoch. seed: makes the run reproducible (seeds
+    the package's random stream with ggml_set_seed and derives every permutation from it).
+    callbacks: ag_early_stopping, ag_checkpoint, Callback objects or functions fn(epoch, logs)
+    (returning False stops). silent: no progress bar. resume_from: a checkpoint written by
+    ag_checkpoint; training continues after its epoch exactly as the uninterrupted run would.
+    The model is in train mode while training and in eval mode when ag_fit returns."""
+    from .random import ag_rng, ggml_set_seed
+
+    lossfn, target_tensor = _loss_fn(loss)
+    loss_name = loss if isinstance(loss, str) else "callable"
+    per_datapoint = loss_name != "sum"
+    for name, v in (("nepoch", nepoch), ("batch_size", batch_size)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise PyggmlrValueError(f"ag_fit: {name} must be an integer >= 1, got {v!r}")
+    nepoch, batch_size = int(nepoch), int(batch_size)
+    if nbatch_logical is None:
+        nbatch_logical = batch_size
+    if isinstance(nbatch_logical, bool) or not isinstance(nbatch_logical, (int, np.integer)) or nbatch_logical < 1:
+        raise PyggmlrValueError(f"ag_fit: nbatch_logical must be an integer >= 1, got {nbatch_logical!r}")
+    nbatch_logical = int(nbatch_logical)
+    if nbatch_logical % batch_size:
+        raise PyggmlrValueError(f"ag_fit: nbatch_logical ({nbatch_logical}) must be a multiple of batch_size ({batch_size})")
+    accum = nbatch_logical // batch_size
+    val_split = float(val_split)
+    if not 0.0 <= val_split < 1.0:
+        raise PyggmlrValueError(f"ag_fit: val_split must be in [0, 1), got {val_split}")
+    if opt_params is not None and not callable(opt_params):
+        raise ArgumentError("ag_fit: opt_params must be a callable(epoch) -> dict or None")
+
+    X = _as_cols(x, "x")
+    n = X.shape[1]
+    if y is None and loss_name in ("cross_entropy", "mse"):
+        raise PyggmlrValueError(f"ag_fit: loss {loss_name!r} needs targets y")
+    Y = None if y is None else _as_cols(y, "y")
+    if Y is not None and Y.shape[1] != n:
+        raise ShapeError(f"ag_fit: x has {n} samples (columns) but y has {Y.shape[1]}")
+    targets = _Targets(Y, loss_name)
+    classify = loss_name == "cross_entropy"
+
+    params = _params(model)
+    if not params:
+        raise PyggmlrValueError("ag_fit: the model has no parameters to train")
+    dtype = _model_dtype(model)
+    opt = _make_optimizer(optimizer, params, lr)
+    opt.accumulate_steps = accum
+    opt.accum_count = 0
+
+    n_val = int(round(val_split * n))
+    if val_split > 0 and n_val < 1:
+        n_val = 1
+    n_train = n - n_val
+    n_logical = n_train // nbatch_logical
+    if n_logical < 1:
+        raise PyggmlrValueError(f"ag_fit: {n_train} training samples do not fill one logical batch of {nbatch_logical}")
+
+    settings = {"n": n, "batch_size": batch_size, "nbatch_logical": nbatch_logical, "val_split": val_split,
+                "shuffle": bool(shuffle), "loss": loss_name, "base_seed": None}
+    history = History()
+    start_epoch = 1
+    resume = None
+    if resume_from is not None:
+        from .io import _load_checkpoint
+        resume = _load_checkpoint(resume_from, model, opt)
+        fs = resume["extra"].get("fit") if isinstance(resume["extra"], dict) else None
+        if not isinstance(fs, dict):
+            raise PyggmlrValueError(f"ag_fit: {resume_from!r} is not an ag_fit checkpoint (no training state)")
+        saved = fs["settings"]
+        for k in ("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss"):
+            if saved.get(k) != settings[k]:
+                raise PyggmlrValueError(f"ag_fit: cannot resume: {k} was {saved.get(k)!r} in the checkpoint, now {settings[k]!r}")
+        settings["base_seed"] = saved["base_seed"]
+        history = History.from_dict(fs["history"])
+        start_epoch = int(resume["epoch"]) + 1
+        try:
+            ag_rng().bit_generator.state = fs["rng_state"]
+        except (TypeError, ValueError, KeyError):
+            raise PyggmlrValueError(f"ag_fit: {resume_from!r} holds an unusable random-stream state") from None
+        opt.accumulate_steps = accum
+    else:
+        if seed is not None:
+            ggml_set_seed(seed)
+            settings["base_seed"] = int(seed)
+        else:
+            settings["base_seed"] = int(ag_rng().integers(0, 2**62))
+    base = settings["base_seed"]
+
+    order = _epoch_perm(base, 0, n) if shuffle else np.arange(n)
+    train_idx, val_idx = order[:n_train], order[n_train:]
+
+    fit = _Fit(model, opt, history, nepoch, settings)
+    cbs = []
+    for cb in callbacks if not callable(callbacks) else (callbacks,):
+        if isinstance(cb, Callback) or hasattr(cb, "on_epoch_end"):
+            cbs.append(cb)
+        elif callable(cb):
+            cbs.append(_FnCallback(cb))
+        else:
+            raise ArgumentError(f"ag_fit: callbacks must be Callback objects or functions, got {type(cb).__name__}")
+    fit.callbacks = cbs
+    for cb in cbs:
+        if hasattr(cb, "on_train_begin"):
+            cb.on_train_begin(fit)
+    if resume is not None:
+        states = fs.get("callbacks") or []
+        for i, cb in enumerate(cbs):
+            if i < len(states) and states[i] is not None and hasattr(cb, "load_state"):
+                arrays = resume["more"].get(i)
+                cb.load_state(states[i], arrays)
+
+    step = 0
+    try:
+        for epoch in range(start_epoch, nepoch + 1):
+            if opt_params is not None:
+                _apply_hyper(opt, opt_params(epoch), epoch)
+            logs = {"epoch": epoch, "lr": float(getattr(opt, "lr", math.nan))}
+            perm = train_idx[_epoch_perm(base, epoch, n_train)] if shuffle else train_idx
+            _set_mode(model, True)
+            t0 = time.perf_counter()
+            losses, ncorrect, ndata = [], 0, 0
+            nb = n_logical * accum
+            prog = _Progress(nb, epoch, nepoch, silent)
+            for b in range(nb):
+                idx = perm[b * batch_size:(b + 1) * batch_size]
+                xb = ag_tensor(X[:, idx], dtype=dtype)
+                yb = targets.batch(idx, dtype, target_tensor)
+                with with_grad_tape():
+                    out = _forward(model, xb)
+                    lv = lossfn(out, yb)
+                grads = backward(lv)
+                opt.step(grads)
+                opt.zero_grad()
+                del grads
+                lval = lv.item()
+                losses.append(lval)
+                if classify:
+                    ncorrect += int(np.sum(np.argmax(out.numpy(), axis=0) == targets.labels(idx)))
+                    ndata += len(idx)
+                del out, lv
+                ag_tape_clear()
+                step += 1
+                acc_run = ncorrect / ndata if classify and ndata else math.nan
+                prog.update(float(np.mean(losses)), acc_run)
+                for cb in cbs:
+                    if hasattr(cb, "on_batch_end"):
+                        cb.on_batch_end(step, {"epoch": epoch, "batch": b + 1, "loss": lval})
+            logs["loss"], logs["loss_unc"] = _loss_stats(losses, [1] * len(losses), per_datapoint)
+            logs["accuracy"], logs["accuracy_unc"] = _acc_stats(ncorrect if classify else None, ndata)
+            logs["time_train"] = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            if n_val:
+                _set_mode(model, False)
+                vl, vw, vc = [], [], 0
+                with ag_no_grad():
+                    for s in range(0, n_val, batch_size):
+                        idx = val_idx[s:s + batch_size]
+                        xb = ag_tensor(X[:, idx], dtype=dtype)
+                        out = _forward(model, xb)
+                        vl.append(lossfn(out, targets.batch(idx, dtype, target_tensor)).item())
+                        vw.append(len(idx))
+                        if classify:
+                            vc += int(np.sum(np.argmax(out.numpy(), axis=0) == targets.labels(idx)))
+                _set_mode(model, True)
+                logs["val_loss"], logs["val_loss_unc"] = _loss_stats(vl, vw, per_datapoint)
+                logs["val_accuracy"], logs["val_accuracy_unc"] = _acc_stats(vc if classify else None, n_val)
+            else:
+                logs["val_loss"] = logs["val_loss_unc"] = logs["val_accuracy"] = logs["val_accuracy_unc"] = math.nan
+            logs["time_val"] = time.perf_counter() - t1
+            history._append(logs)
+            prog.close(logs)
+            stop = False
+            for cb in cbs:
+                if cb.on_epoch_end(epoch, dict(logs)) is False:
+                    stop = True
+            if stop or fit.stop:
+                history.stopped_epoch = epoch
+                break
+        for cb in cbs:
+            if hasattr(cb, "on_train_end"):
+                cb.on_train_end(fit)
+    finally:
+        opt.zero_grad()
+        ag_tape_clear()
+        _set_mode(model, False)
+    return history
+
+
+def ag_predict(model, x, batch_size=256):
+    """The model's outputs for x [features, n] in eval mode, without a tape, as a numpy
+    [outputs, n] array (computed in batches of batch_size columns). The model's mode is put
+    back afterwards."""
+    X = _as_cols(x, "x")
+    dtype = _model_dtype(model)
+    was_training = bool(getattr(model, "training", False))
+    _set_mode(model, False)
+    outs = []
+    try:
+        with ag_no_grad():
+            for s in range(0, X.shape[1], int(batch_size)):
+                xb = ag_tensor(X[:, s:s + int(batch_size)], dtype=dtype)
+                outs.append(_forward(model, xb).numpy())
+    finally:
+        if was_training:
+            _set_mode(model, True)
+    if not outs:
+        raise ShapeError("ag_predict: x has no samples")
+    return np.asfortranarray(np.concatenate(outs, axis=1))
+
+
+def ag_accuracy(model, x, y, batch_size=256):
+    """Fraction of samples whose arg-max output row equals y (0-based ids or one-hot columns)."""
+    out = ag_predict(model, x, batch_size=batch_size)
+    Y = _as_cols(y, "y")
+    if Y.shape[1] != out.shape[1]:
+        raise ShapeError(f"ag_accuracy: x has {out.shape[1]} samples but y has {Y.shape[1]}")
+    labels = Y[0].astype(np.int64) if Y.shape[0] == 1 else np.argmax(Y, axis=0)
+    return float(np.mean(np.argmax(out, axis=0) == labels))
