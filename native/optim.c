@@ -252,14 +252,23 @@ int pg_optim_zero_grad(pg_optim *o)
     return 0;
 }
 
+/* params[i] listed earlier too: counted and scaled once */
+static int listed_before(pg_tensor **params, int64_t i)
+{
+    for (int64_t k = 0; k < i; k++)
+        if (params[k] == params[i]) return 1;
+    return 0;
+}
+
 int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out)
 {
     if (n < 0 || (n > 0 && !params)) return pg_fail(PG_ERR_ARG, "clip_grad_norm: bad parameter list");
     if (isnan(max_norm) || max_norm < 0) return pg_fail(PG_ERR_VALUE, "clip_grad_norm: max_norm must be >= 0, got %g", max_norm);
+    for (int64_t i = 0; i < n; i++)
+        if (pg_ok(params[i], "clip_grad_norm", "params[i]")) return PG_ERR_ARG;
     double ss = 0;
     for (int64_t i = 0; i < n; i++) {
-        if (pg_ok(params[i], "clip_grad_norm", "params[i]")) return PG_ERR_ARG;
-        pg_tensor *g = grad_of(params[i], grads);
+        pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
         if (!g) continue;
         int64_t N = pg_numel(g);
         PG_DISPATCH(g->dtype, {
@@ -269,21 +278,17 @@ int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double m
     }
     double norm = sqrt(ss);
     if (norm_out) *norm_out = norm;
-    if (norm > max_norm) {
-        double f = max_norm / (norm + 1e-6);
-        /* a tensor listed twice must be scaled once */
-        for (int64_t i = 0; i < n; i++) {
-            int dup = 0;
-            for (int64_t k = 0; k < i && !dup; k++) dup = params[k] == params[i];
-            pg_tensor *g = dup ? NULL : grad_of(params[i], grads);
-            if (!g) continue;
-            int64_t N = pg_numel(g);
-            PG_DISPATCH(g->dtype, {
-                T *gp = pg_data(g);
-                const T s = (T)f;
-                for (int64_t k = 0; k < N; k++) gp[k] *= s;
-            });
-        }
+    if (!(norm > max_norm)) return 0;
+    double f = max_norm / (norm + 1e-6);
+    for (int64_t i = 0; i < n; i++) {
+        pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
+        if (!g) continue;
+        int64_t N = pg_numel(g);
+        PG_DISPATCH(g->dtype, {
+            T *gp = pg_data(g);
+            const T s = (T)f;
+            for (int64_t k = 0; k < N; k++) gp[k] *= s;
+        });
     }
     return 0;
 }

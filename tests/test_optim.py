@@ -1,0 +1,467 @@
+"""Optimizers (SGD, Adam), gradient accumulation, state round trips, clipping and schedulers,
+against spec section 13 golden trajectories and numpy reference implementations."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import pyggmlr as pg
+
+W0 = np.array([0.5, -0.3, 0.2, 0.8, -0.1, 0.4]).reshape(2, 3, order="F")
+B0 = np.array([[0.1], [-0.2]])
+X0 = np.array([1.0, 2, 3, -1, 0, 1]).reshape(3, 2, order="F")
+Y0 = np.array([1.0, 0, 0, 1]).reshape(2, 2, order="F")
+
+
+# ---- spec 13 trajectories ----
+
+def test_spec13_sgd_momentum(f64):
+    W = pg.ag_param(W0)
+    opt = pg.optimizer_sgd({"W": W}, lr=0.1, momentum=0.9)
+    x, y = pg.ag_tensor(X0), pg.ag_tensor(Y0)
+    for _ in range(2):
+        with pg.with_grad_tape():
+            loss = pg.ag_mse_loss(pg.ag_matmul(W, x), y)
+        g = pg.backward(loss)
+        opt.step(g)
+        opt.zero_grad()
+    np.testing.assert_allclose(W.numpy(), [[0.459, 0.282, 0.105], [-0.631, 0.247, -0.375]], atol=1e-10, rtol=0)
+    np.testing.assert_allclose(opt.velocity["W"], [[0.31, -0.42, -1.15], [1.91, 3.03, 4.15]], atol=1e-10, rtol=0)
+
+
+def test_spec13_adam(f64):
+    W, b = pg.ag_param(W0), pg.ag_param(B0)
+    opt = pg.optimizer_adam({"W": W, "b": b}, lr=0.01)
+    x, y = pg.ag_tensor(X0), pg.ag_tensor(Y0)
+    for _ in range(2):
+        with pg.with_grad_tape():
+            loss = pg.ag_softmax_cross_entropy_loss(pg.ag_add(pg.ag_matmul(W, x), b), y)
+        opt.step(pg.backward(loss))
+        opt.zero_grad()
+    assert opt.t == 2
+    np.testing.assert_allclose(W.numpy(), [[0.519995769066, 0.219992725706, -0.0800088789751],
+                                           [-0.319995769066, 0.780007274294, 0.3800088789751]], atol=1e-10, rtol=0)
+    np.testing.assert_allclose(b.numpy()[:, 0], [0.11998598038, -0.21998598038], atol=1e-10, rtol=0)
+
+
+# ---- numpy references ----
+
+def np_sgd(w, grads, lr, momentum=0.0, nesterov=False, wd=0.0):
+    w, v = w.copy(), np.zeros_like(w)
+    for g in grads:
+        g = g(w) + wd * w
+        if momentum > 0:
+            v = momentum * v + g
+            w -= lr * (g + momentum * v if nesterov else v)
+        else:
+            w -= lr * g
+    return w
+
+
+def np_adamw(w, grads, lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0):
+    w, m, v = w.copy(), np.zeros_like(w), np.zeros_like(w)
+    for t, gf in enumerate(grads, 1):
+        g = gf(w)
+        w -= lr * wd * w
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        w -= lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
+    return w
+
+
+def mse_grad(w):  # d/dW mean((W x - y)^2)
+    return 2.0 / Y0.size * (w @ X0 - Y0) @ X0.T
+
+
+def run(opt_factory, steps=5):
+    W = pg.ag_param(W0, dtype="f64")
+    opt = opt_factory([W])
+    x, y = pg.ag_tensor(X0, dtype="f64"), pg.ag_tensor(Y0, dtype="f64")
+    for _ in range(steps):
+        with pg.with_grad_tape():
+            loss = pg.ag_mse_loss(pg.ag_matmul(W, x), y)
+        opt.step(pg.backward(loss))
+        opt.zero_grad()
+    return W.numpy()
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(momentum=0.5), dict(momentum=0.9, nesterov=True),
+                                dict(weight_decay=0.1), dict(momentum=0.8, weight_decay=0.05),
+                                dict(momentum=0.7, nesterov=True, weight_decay=0.2)])
+def test_sgd_against_numpy(kw):
+    got = run(lambda p: pg.optimizer_sgd(p, lr=0.05, **kw))
+    ref = np_sgd(W0, [mse_grad] * 5, 0.05, kw.get("momentum", 0.0), kw.get("nesterov", False), kw.get("weight_decay", 0.0))
+    np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(weight_decay=0.1), dict(beta1=0.5, beta2=0.9, eps=1e-4, weight_decay=0.01)])
+def test_adamw_against_numpy(kw):
+    got = run(lambda p: pg.optimizer_adam(p, lr=0.02, **kw))
+    ref = np_adamw(W0, [mse_grad] * 5, 0.02, kw.get("beta1", 0.9), kw.get("beta2", 0.999), kw.get("eps", 1e-8),
+                   kw.get("weight_decay", 0.0))
+    np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-14)
+
+
+def test_adam_weight_decay_is_decoupled():
+    # with a zero gradient, AdamW only shrinks the weights: w *= (1 - lr * wd) per step
+    w = pg.ag_param([[2.0, -4.0]], dtype="f64")
+    opt = pg.optimizer_adam([w], lr=0.1, weight_decay=0.5)
+    w.grad = [[0.0, 0.0]]
+    for _ in range(3):
+        opt.step()
+    np.testing.assert_allclose(w.numpy(), np.array([[2.0, -4.0]]) * 0.95 ** 3, rtol=1e-14)
+
+
+def test_f32_optimizer_step():
+    W = pg.ag_param(W0)
+    assert W.dtype == "f32"
+    opt = pg.optimizer_adam([W], lr=0.01)
+    x, y = pg.ag_tensor(X0), pg.ag_tensor(Y0)
+    for _ in range(3):
+        with pg.with_grad_tape():
+            loss = pg.ag_mse_loss(pg.ag_matmul(W, x), y)
+        opt.step(pg.backward(loss))
+        opt.zero_grad()
+    assert W.numpy().dtype == np.float32
+    np.testing.assert_allclose(W.numpy(), np_adamw(W0, [mse_grad] * 3, 0.01), atol=1e-5)
+
+
+# ---- params: dict, list, duplicates, identity ----
+
+def test_params_dict_and_list():
+    a, b = pg.ag_param([[1.0]]), pg.ag_param([[2.0]])
+    o1 = pg.optimizer_sgd({"a": a, "b": b})
+    o2 = pg.optimizer_sgd([a, b])
+    assert list(o1.params) == ["a", "b"] and o1.params["a"] is a
+    assert list(o2.params) == ["1", "2"]
+    o3 = pg.optimizer_adam(a)
+    assert len(o3.params) == 1
+    with pytest.raises(TypeError):
+        pg.optimizer_sgd([a, 3.0])
+    with pytest.raises(TypeError):
+        pg.optimizer_sgd(5)
+
+
+def test_duplicates_dropped_with_warning(f64):
+    w = pg.ag_param([[1.0]])
+    with pytest.warns(UserWarning, match="duplicate"):
+        opt = pg.optimizer_sgd([w, w], lr=0.1)
+    assert len(opt.params) == 1
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_scale(w, 2.0))
+    opt.step(pg.backward(loss))
+    assert w.numpy()[0, 0] == pytest.approx(1.0 - 0.1 * 2.0, abs=1e-15)  # updated once, not twice
+
+
+def test_no_warning_without_duplicates():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pg.optimizer_sgd([pg.ag_param([[1.0]]), pg.ag_param([[1.0]])])
+
+
+def test_same_names_two_layers_both_updated(f64):
+    # ggmlR 0.8.2 keyed by name: c(l1$params(), l2$params()) updated layer 1 twice (spec 11.2)
+    l1 = {"W": pg.ag_param([[1.0, 1.0]]), "b": pg.ag_param([[0.0]])}
+    l2 = {"W": pg.ag_param([[2.0, 2.0]]), "b": pg.ag_param([[0.0]])}
+    params = list(l1.values()) + list(l2.values())
+    opt = pg.optimizer_sgd(params, lr=0.5)
+    x = pg.ag_tensor([1.0, 1.0])
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_add(pg.ag_add(pg.ag_matmul(l1["W"], x), l1["b"]),
+                                   pg.ag_add(pg.ag_matmul(l2["W"], x), l2["b"])))
+    opt.step(pg.backward(loss))
+    np.testing.assert_array_equal(l1["W"].numpy(), [[0.5, 0.5]])
+    np.testing.assert_array_equal(l2["W"].numpy(), [[1.5, 1.5]])
+    np.testing.assert_array_equal(l1["b"].numpy(), [[-0.5]])
+    np.testing.assert_array_equal(l2["b"].numpy(), [[-0.5]])
+
+
+def test_param_without_gradient_is_skipped(f64):
+    a, b = pg.ag_param([[1.0]]), pg.ag_param([[5.0]])
+    opt = pg.optimizer_adam([a, b], lr=0.1)
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_scale(a, 1.0))
+    opt.step(pg.backward(loss))
+    assert b.numpy()[0, 0] == 5.0 and a.numpy()[0, 0] != 1.0 and opt.t == 1
+
+
+def test_step_without_map_uses_grad(f64):
+    w1, w2 = pg.ag_param(W0), pg.ag_param(W0)
+    o1, o2 = pg.optimizer_sgd([w1], lr=0.1, momentum=0.9), pg.optimizer_sgd([w2], lr=0.1, momentum=0.9)
+    x, y = pg.ag_tensor(X0), pg.ag_tensor(Y0)
+    for _ in range(3):
+        with pg.with_grad_tape():
+            l1 = pg.ag_mse_loss(pg.ag_matmul(w1, x), y)
+            l2 = pg.ag_mse_loss(pg.ag_matmul(w2, x), y)
+        g = pg.backward(l1)
+        pg.backward(l2)
+        o1.step(g)
+        assert o2.step() is True
+        o1.zero_grad()
+        o2.zero_grad()
+    np.testing.assert_array_equal(w1.numpy(), w2.numpy())
+
+
+def test_step_rejects_foreign_grads():
+    w = pg.ag_param([[1.0]])
+    opt = pg.optimizer_sgd([w])
+    with pytest.raises(TypeError):
+        opt.step({"1": np.ones((1, 1))})
+
+
+# ---- gradient accumulation (ggml's test-opt-dynamic-accum) ----
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("average", [True, False])
+@pytest.mark.parametrize("use_map", [True, False])
+def test_accumulation_moves_exactly(f64, k, average, use_map):
+    lr = 0.1
+    xv = np.array([[0.5], [-1.0], [2.0]])
+    w = pg.ag_param(np.zeros((3, 1)))
+    x = pg.ag_tensor(xv)
+    opt = pg.optimizer_sgd([w], lr=lr, accumulate_steps=k, average=average)
+    expected_move = lr * xv * (1 if average else k)
+    prev = w.numpy()
+    for call in range(1, 4 * k + 1):
+        with pg.with_grad_tape():
+            loss = pg.ag_sum(pg.ag_mul(w, x))  # gradient is x every time
+        g = pg.backward(loss)
+        applied = opt.step(g if use_map else None)
+        opt.zero_grad()
+        now = w.numpy()
+        if call % k == 0:
+            assert applied is True and opt.accum_count == 0
+            np.testing.assert_allclose(prev - now, expected_move, rtol=1e-14, atol=1e-16)
+            prev = now
+        else:
+            assert applied is False and opt.accum_count == call % k
+            np.testing.assert_array_equal(now, prev)
+    np.testing.assert_allclose(w.numpy(), -4 * expected_move, rtol=1e-13)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_accumulation_equals_big_batch_with_momentum(f64, k):
+    # mean of k micro-batch gradients == gradient of the whole batch (mse averages per element)
+    xv = np.random.default_rng(0).normal(size=(3, 4))
+    yv = np.random.default_rng(1).normal(size=(2, 4))
+    W_big, W_acc = pg.ag_param(np.ones((2, 3))), pg.ag_param(np.ones((2, 3)))
+    o_big = pg.optimizer_sgd([W_big], lr=0.1, momentum=0.9)
+    o_acc = pg.optimizer_sgd([W_acc], lr=0.1, momentum=0.9, accumulate_steps=k)
+    for _ in range(3):
+        with pg.with_grad_tape():
+            loss = pg.ag_mse_loss(pg.ag_matmul(W_big, xv), yv)
+        o_big.step(pg.backward(loss))
+        o_big.zero_grad()
+        cols = np.array_split(np.arange(4), k)
+        for c in cols:
+            with pg.with_grad_tape():
+                loss = pg.ag_mse_loss(pg.ag_matmul(W_acc, xv[:, c]), yv[:, c])
+            o_acc.step(pg.backward(loss))
+            o_acc.zero_grad()
+    np.testing.assert_allclose(W_acc.numpy(), W_big.numpy(), rtol=1e-13)
+
+
+def test_adam_t_advances_only_on_applied_updates(f64):
+    w = pg.ag_param([[1.0, 2.0]])
+    opt = pg.optimizer_adam([w], lr=0.01, accumulate_steps=2)
+    ts = []
+    for _ in range(5):
+        w.grad = [[0.5, -0.5]]
+        opt.step()
+        ts.append(opt.t)
+    assert ts == [0, 1, 1, 2, 2]
+    assert "step = 2" in repr(opt)
+
+
+def test_accumulation_hyper_validation():
+    w = pg.ag_param([[1.0]])
+    with pytest.raises(ValueError):
+        pg.optimizer_sgd([w], accumulate_steps=0)
+    with pytest.raises(ValueError):
+        pg.optimizer_sgd([w], accumulate_steps=1.5)
+    with pytest.raises(ValueError):
+        pg.optimizer_sgd([w], lr=-1)
+    with pytest.raises(ValueError):
+        pg.optimizer_adam([w], beta1=1.0)
+
+
+# ---- state round trip ----
+
+@pytest.mark.parametrize("kind", ["sgd", "adam"])
+def test_state_round_trip_bit_for_bit(f64, kind):
+    def make(W):
+        if kind == "sgd":
+            return pg.optimizer_sgd([W], lr=0.05, momentum=0.9, accumulate_steps=2)
+        return pg.optimizer_adam([W], lr=0.05, accumulate_steps=2)
+
+    x, y = pg.ag_tensor(X0), pg.ag_tensor(Y0)
+
+    def train(W, opt, n):
+        for _ in range(n):
+            with pg.with_grad_tape():
+                loss = pg.ag_mse_loss(pg.ag_matmul(W, x), y)
+            opt.step(pg.backward(loss))
+            opt.zero_grad()
+
+    W = pg.ag_param(W0)
+    opt = make(W)
+    train(W, opt, 5)  # odd: one micro-step is pending in the accumulator
+    st = opt.state()
+    assert st["format"] == "ggmlR.ag_opt_state" and st["kind"] == kind and st["accum_count"] == 1
+    saved_w = W.numpy()
+    train(W, opt, 6)
+
+    W2 = pg.ag_param(saved_w)
+    opt2 = make(W2)
+    opt2.load_state(st)
+    assert opt2.t == st["t"] and opt2.accum_count == 1
+    train(W2, opt2, 6)
+    np.testing.assert_array_equal(W2.numpy(), W.numpy())
+    assert opt2.t == opt.t
+
+
+def test_load_state_validation():
+    w = pg.ag_param([[1.0]])
+    sgd, adam = pg.optimizer_sgd([w]), pg.optimizer_adam([w])
+    with pytest.raises(ValueError):
+        sgd.load_state({"format": "other"})
+    with pytest.raises(ValueError):
+        sgd.load_state(adam.state())
+    with pytest.raises(ValueError):
+        pg.optimizer_adam([w, pg.ag_param([[1.0]])]).load_state(adam.state())
+    st = adam.state()
+    with pytest.warns(UserWarning, match="lr"):
+        pg.optimizer_adam([w], lr=0.5).load_state(st)
+
+
+def test_hyperparameters_are_attributes():
+    w = pg.ag_param([[1.0]])
+    opt = pg.optimizer_sgd([w], lr=0.1, momentum=0.5, nesterov=True)
+    assert opt.lr == pytest.approx(0.1) and opt.momentum == 0.5 and opt.nesterov is True
+    opt.lr = 0.02
+    assert opt.lr == 0.02
+    with pytest.raises(TypeError):
+        opt.lr = "fast"
+
+
+# ---- clip_grad_norm ----
+
+def _grads_for(params, coefs):
+    with pg.with_grad_tape():
+        terms = [pg.ag_sum(pg.ag_mul(p, pg.ag_tensor(c, dtype="f64"))) for p, c in zip(params, coefs)]
+        loss = terms[0]
+        for t in terms[1:]:
+            loss = pg.ag_add(loss, t)
+    return pg.backward(loss)
+
+
+def test_clip_noop_below_threshold(f64):
+    w = pg.ag_param([[1.0, 1.0]])
+    g = _grads_for([w], [np.array([[0.3, 0.4]])])
+    norm = pg.clip_grad_norm([w], g, max_norm=1.0)
+    assert norm == pytest.approx(0.5, abs=1e-15)
+    np.testing.assert_array_equal(g[w], [[0.3, 0.4]])
+
+
+def test_clip_scales_above_threshold(f64):
+    w = pg.ag_param([[1.0, 1.0]])
+    g = _grads_for([w], [np.array([[3.0, 4.0]])])
+    norm = pg.clip_grad_norm({"w": w}, g, max_norm=1.0)
+    assert norm == pytest.approx(5.0, abs=1e-14)
+    clipped = g.get_tensor(w).numpy()
+    np.testing.assert_allclose(np.linalg.norm(clipped), 1.0 * 5.0 / (5.0 + 1e-6), rtol=1e-14)
+    np.testing.assert_allclose(np.linalg.norm(clipped), 1.0, atol=1e-5)
+    # the optimizer sees the clipped gradient
+    opt = pg.optimizer_sgd([w], lr=1.0)
+    opt.step(g)
+    np.testing.assert_allclose(w.numpy(), 1 - np.array([[3.0, 4.0]]) / (5 + 1e-6), rtol=1e-14)
+
+
+def test_clip_joint_norm_of_two_params(f64):
+    a, b = pg.ag_param([[1.0]]), pg.ag_param([[1.0]])
+    g = _grads_for([a, b], [np.array([[0.3]]), np.array([[0.4]])])
+    assert pg.clip_grad_norm([a, b], g, max_norm=10) == pytest.approx(0.5, abs=1e-15)
+    assert pg.clip_grad_norm([a, b], g, max_norm=0.25) == pytest.approx(0.5, abs=1e-15)
+    f = 0.25 / (0.5 + 1e-6)
+    assert g.get_tensor(a).item() == pytest.approx(0.3 * f, rel=1e-14)
+    assert g.get_tensor(b).item() == pytest.approx(0.4 * f, rel=1e-14)
+
+
+def test_clip_on_grad_without_map(f64):
+    w = pg.ag_param([[1.0, 1.0]])
+    w.grad = [[6.0, 8.0]]
+    assert pg.clip_grad_norm([w, w], max_norm=2.0) == pytest.approx(10.0)
+    np.testing.assert_allclose(np.linalg.norm(w.grad), 2 * 10 / (10 + 1e-6), rtol=1e-14)
+
+
+# ---- schedulers ----
+
+def test_lr_scheduler_step():
+    opt = pg.optimizer_sgd([pg.ag_param([[1.0]])], lr=1.0)
+    s = pg.lr_scheduler_step(opt, step_size=2, gamma=0.5)
+    lrs = [s.step() for _ in range(8)]
+    assert lrs == [1.0, 0.5, 0.5, 0.25, 0.25, 0.125, 0.125, 0.0625]
+    assert s.get_lr() == opt.lr == 0.0625
+    s2 = pg.lr_scheduler_step(pg.optimizer_sgd([pg.ag_param([[1.0]])], lr=1.0), step_size=4, gamma=0.5)
+    assert [s2.step() for _ in range(4)] == [1.0, 1.0, 1.0, 0.5]
+    assert repr(s) == "lr_scheduler_step | step_size=2 | gamma=0.5000 | epoch=8 | lr=0.062500"
+    with pytest.raises(ValueError):
+        pg.lr_scheduler_step(opt, step_size=0)
+
+
+def test_lr_scheduler_cosine_spec_values():
+    opt = pg.optimizer_sgd([pg.ag_param([[1.0]])], lr=0.1)
+    s = pg.lr_scheduler_cosine(opt, T_max=5, lr_min=0.01)
+    lrs = [s.step() for _ in range(7)]
+    np.testing.assert_allclose(lrs, [0.1, 0.09140576, 0.06890576, 0.04109424, 0.01859424, 0.01859424, 0.01859424],
+                               atol=5e-9)
+    assert opt.lr == lrs[-1]
+    assert repr(s) == "lr_scheduler_cosine | T_max=5 | lr_max=0.100000 | lr_min=0.010000 | epoch=7 | lr=0.018594"
+
+
+def test_lr_scheduler_cosine_restart():
+    opt = pg.optimizer_sgd([pg.ag_param([[1.0]])], lr=0.1)
+    s = pg.lr_scheduler_cosine(opt, T_max=5, restart=True)
+    lrs = [s.step() for _ in range(7)]
+    np.testing.assert_allclose(lrs, [0.1, 0.09045085, 0.06545085, 0.03454915, 0.00954915, 0.1, 0.09045085], atol=5e-9)
+    assert lrs[5] > lrs[4]
+
+
+def test_lr_scheduler_warmup_then_cosine():
+    opt = pg.optimizer_sgd([pg.ag_param([[1.0]])], lr=0.1)
+    cos = pg.lr_scheduler_cosine(opt, T_max=5, lr_min=0.01)
+    s = pg.lr_scheduler_warmup(opt, warmup_steps=4, after=cos)
+    assert opt.lr == 0.0
+    lrs = [s.step() for _ in range(6)]
+    np.testing.assert_allclose(lrs[:4], [0.025, 0.05, 0.075, 0.1], rtol=1e-15)
+    np.testing.assert_allclose(lrs[4:], [0.1, 0.09140576], atol=5e-9)
+    assert "lr_scheduler_warmup | warmup_steps=4 | epoch=6" in repr(s)
+
+
+def test_lr_scheduler_warmup_alone_holds_base():
+    opt = pg.optimizer_adam([pg.ag_param([[1.0]])], lr=0.2)
+    s = pg.lr_scheduler_warmup(opt, warmup_steps=2, start_factor=0.5)
+    assert opt.lr == pytest.approx(0.1)
+    assert [s.step() for _ in range(4)] == pytest.approx([0.15, 0.2, 0.2, 0.2])
+
+
+def test_scheduler_drives_optimizer_updates(f64):
+    w = pg.ag_param([[0.0]])
+    opt = pg.optimizer_sgd([w], lr=1.0)
+    s = pg.lr_scheduler_step(opt, step_size=1, gamma=0.5)
+    for _ in range(3):
+        w.grad = [[1.0]]
+        opt.step()
+        s.step()
+    assert w.item() == -(1.0 + 0.5 + 0.25)
+
+
+# ---- print formats ----
+
+def test_optimizer_print_formats():
+    a, b = pg.ag_param([[1.0]]), pg.ag_param([[1.0]])
+    assert repr(pg.optimizer_sgd([a, b], lr=0.05)) == "SGD optimizer | lr = 0.05 | momentum = 0 | params: 2 "
+    assert repr(pg.optimizer_sgd([a], lr=0.1, momentum=0.9)) == "SGD optimizer | lr = 0.1 | momentum = 0.9 | params: 1 "
+    assert repr(pg.optimizer_adam([a, b])) == \
+        "Adam optimizer | lr = 0.001 | beta1 = 0.9 | beta2 = 0.999 | step = 0 | params: 2 "
