@@ -223,7 +223,14 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
             "parameters": json.dumps(list(params)), "buffers": json.dumps(list(bufs))}
     to_config = getattr(model, "to_config", None)
     if callable(to_config):
-        meta["config"] = json.dumps(_clean(to_config()), allow_nan=False)
+        try:
+            cfg = to_config()
+        except PyggmlrValueError as e:  # e.g. a custom layer without to_config(): weights only
+            import warnings
+            warnings.warn(f"ag_save_model(): saving the weights without the architecture ({e}); "
+                          "load with ag_load_model(path, model=...)", stacklevel=3)
+        else:
+            meta["config"] = json.dumps(_clean(cfg), allow_nan=False)
     tensors = [(k, t.numpy()) for k, t in params.items()] + [(k, t.numpy()) for k, t in bufs.items()]
     if epoch is not None:
         if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:

@@ -1,0 +1,144 @@
+"""ag_dataloader (ggmlR's test-ag-training.R dataloader block, plus drop_last / seeds) and iris."""
+import numpy as np
+import pytest
+
+import pyggmlr as pg
+
+
+def _xy(n=64, f=4):
+    x = np.arange(f * n, dtype=np.float64).reshape(f, n, order="F")  # column j holds j*f .. j*f+f-1
+    y = np.arange(n, dtype=np.float64).reshape(1, n)  # y = sample index
+    return x, y
+
+
+def test_n_batches_and_shapes():
+    x, y = _xy(64)
+    dl = pg.ag_dataloader(x, y, batch_size=16, shuffle=False)
+    assert dl.n_batches() == 4 and len(dl) == 4
+    b = dl.next_batch()
+    assert b["x"].shape == (4, 16) and b.y.shape == (1, 16)
+    assert not b["x"].requires_grad
+    assert pg.ag_dataloader(x, y, batch_size=10).n_batches() == 6  # 64 // 10: remainder dropped
+
+
+def test_full_coverage_without_shuffle_in_order():
+    x, y = _xy(64)
+    dl = pg.ag_dataloader(x, y, batch_size=16, shuffle=False)
+    seen = []
+    while dl.has_next():
+        b = dl.next_batch()
+        ids = b.y.numpy()[0]
+        np.testing.assert_array_equal(b.x.numpy(), x[:, ids.astype(int)])  # x and y stay paired
+        seen.extend(ids.tolist())
+    assert seen == list(range(64))
+
+
+def test_shuffle_changes_order_and_seed_reproduces():
+    x, y = _xy(64)
+    a = [b.y.numpy()[0] for b in pg.ag_dataloader(x, y, batch_size=16, seed=42).epoch()]
+    b = [b.y.numpy()[0] for b in pg.ag_dataloader(x, y, batch_size=16, seed=42).epoch()]
+    order = np.concatenate(a)
+    assert not np.array_equal(order, np.arange(64))
+    np.testing.assert_array_equal(np.sort(order), np.arange(64))  # a permutation: full coverage
+    np.testing.assert_array_equal(order, np.concatenate(b))
+
+
+def test_global_stream_is_used_without_seed():
+    x, y = _xy(64)
+    pg.ggml_set_seed(7)
+    a = pg.ag_dataloader(x, y, batch_size=64).next_batch().y.numpy()
+    pg.ggml_set_seed(7)
+    b = pg.ag_dataloader(x, y, batch_size=64).next_batch().y.numpy()
+    c = pg.ag_dataloader(x, y, batch_size=64).next_batch().y.numpy()
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(b, c)
+
+
+def test_reset_reshuffles():
+    x, y = _xy(64)
+    dl = pg.ag_dataloader(x, y, batch_size=64, seed=1)
+    first = dl.next_batch().y.numpy()
+    dl.reset()
+    second = dl.next_batch().y.numpy()
+    assert not np.array_equal(first, second)
+    np.testing.assert_array_equal(np.sort(first), np.sort(second))
+
+
+def test_has_next_false_after_last_batch_and_error():
+    x, y = _xy(32)
+    dl = pg.ag_dataloader(x, y, batch_size=16)
+    dl.next_batch()
+    dl.next_batch()
+    assert not dl.has_next()
+    with pytest.raises(pg.StateError, match="No more batches"):
+        dl.next_batch()
+    dl.reset()
+    assert dl.has_next()
+
+
+def test_col_major_false_transposes():
+    x, y = _xy(20, f=3)
+    dl = pg.ag_dataloader(x.T.copy(), y.T.copy(), batch_size=5, shuffle=False, col_major=False)
+    b = dl.next_batch()
+    np.testing.assert_array_equal(b.x.numpy(), x[:, :5])
+    np.testing.assert_array_equal(b.y.numpy(), y[:, :5])
+
+
+def test_epoch_gives_all_batches():
+    x, y = _xy(64)
+    dl = pg.ag_dataloader(x, y, batch_size=16)
+    bs = dl.epoch()
+    assert len(bs) == 4 and all(b.x.shape == (4, 16) for b in bs)
+    assert sorted(np.concatenate([b.y.numpy()[0] for b in bs]).tolist()) == list(range(64))
+    assert len(list(dl)) == 4  # iteration is one more epoch
+
+
+def test_drop_last_false_yields_partial_batch():
+    x, y = _xy(50)
+    dl = pg.ag_dataloader(x, y, batch_size=16, shuffle=False, drop_last=False)
+    assert dl.n_batches() == 4
+    sizes = [b.x.shape[1] for b in dl]
+    assert sizes == [16, 16, 16, 2]
+    assert [b.y.numpy()[0].tolist() for b in dl][-1] == [48.0, 49.0]
+
+
+def test_x_only_and_vector_targets():
+    x, _ = _xy(10)
+    b = pg.ag_dataloader(x, batch_size=5, shuffle=False).next_batch()
+    assert set(b) == {"x"}
+    ids = np.arange(10) % 3
+    b = pg.ag_dataloader(x, ids, batch_size=5, shuffle=False).next_batch()
+    np.testing.assert_array_equal(b.y.numpy(), [[0, 1, 2, 0, 1]])
+
+
+def test_tensor_input_keeps_dtype(f64):
+    x, y = _xy(8)
+    pg.ag_dtype("f32")
+    b = pg.ag_dataloader(pg.ag_tensor(x, dtype="f64"), batch_size=4).next_batch()
+    assert b.x.dtype == "f64"
+
+
+def test_print_format():
+    x, y = _xy(32)
+    assert repr(pg.ag_dataloader(x, y, batch_size=8)) == \
+        "ag_dataloader | n=32 | batch_size=8 | n_batches=4 | shuffle=TRUE"
+    assert str(pg.ag_dataloader(x, y, batch_size=10, shuffle=False)) == \
+        "ag_dataloader | n=32 | batch_size=10 | n_batches=3 | shuffle=FALSE"
+
+
+def test_errors():
+    x, y = _xy(10)
+    with pytest.raises(pg.ShapeError, match="same number of samples"):
+        pg.ag_dataloader(x, y[:, :9])
+    with pytest.raises(pg.PyggmlrValueError, match="batch_size"):
+        pg.ag_dataloader(x, y, batch_size=0)
+
+
+def test_load_iris():
+    x, y, classes = pg.load_iris()
+    assert x.shape == (4, 150) and x.dtype == np.float64
+    assert y.shape == (150,) and y.dtype == np.int64
+    assert classes == ["setosa", "versicolor", "virginica"]
+    np.testing.assert_array_equal(np.bincount(y), [50, 50, 50])
+    np.testing.assert_allclose(x[:, 0], [5.1, 3.5, 1.4, 0.2])
+    np.testing.assert_allclose(x.mean(axis=1), [5.843333, 3.057333, 3.758, 1.199333], atol=1e-6)
