@@ -55,6 +55,7 @@ extern SEXP R_pg_set_blas(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_blas_name(void);
 extern SEXP R_pg_set_threads(SEXP);
 extern SEXP R_pg_version(void);
+extern SEXP R_pg_tape_memory(void);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm",           (DL_FUNC) &R_pg_batch_norm,           8},
@@ -107,6 +108,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_blas_name",            (DL_FUNC) &R_pg_blas_name,            0},
     {"R_pg_set_threads",          (DL_FUNC) &R_pg_set_threads,          1},
     {"R_pg_version",              (DL_FUNC) &R_pg_version,              0},
+    {"R_pg_tape_memory",          (DL_FUNC) &R_pg_tape_memory,          0},
     {NULL, NULL, 0}
 };
 

@@ -217,3 +217,28 @@ SEXP R_pg_set_threads(SEXP n)
 }
 
 SEXP R_pg_version(void) { return Rf_mkString(pg_version()); }
+
+/* tape memory report: list(totals[5], labels, nodes, bytes) */
+SEXP R_pg_tape_memory(void)
+{
+    int64_t tot[5] = {0};
+    int64_t n = pg_tape_memory(tot, NULL, NULL, NULL, 0);
+    if (n < 0) r_fail();
+    const char **lab = (const char **)R_alloc(n > 0 ? n : 1, sizeof(char *));
+    int64_t *nn = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
+    int64_t *nb = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
+    n = pg_tape_memory(tot, lab, nn, nb, n);
+    if (n < 0) r_fail();
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 4));
+    SEXP t = PROTECT(Rf_allocVector(REALSXP, 5)), l = PROTECT(Rf_allocVector(STRSXP, n)),
+         a = PROTECT(Rf_allocVector(INTSXP, n)), b = PROTECT(Rf_allocVector(REALSXP, n));
+    for (int i = 0; i < 5; i++) REAL(t)[i] = (double)tot[i];
+    for (int64_t i = 0; i < n; i++) {
+        SET_STRING_ELT(l, i, Rf_mkChar(lab[i]));
+        INTEGER(a)[i] = (int)nn[i];
+        REAL(b)[i] = (double)nb[i];
+    }
+    SET_VECTOR_ELT(out, 0, t); SET_VECTOR_ELT(out, 1, l); SET_VECTOR_ELT(out, 2, a); SET_VECTOR_ELT(out, 3, b);
+    UNPROTECT(5);
+    return out;
+}

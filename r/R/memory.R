@@ -1,0 +1,57 @@
+# Memory reports: what the tape holds (measured by the core) and a training budget estimate.
+
+ag_tape_memory <- function(top = 10L, quiet = FALSE) {
+  r <- .Call(R_pg_tape_memory)
+  tot <- r[[1L]]
+  by_op <- data.frame(op = r[[2L]], nodes = r[[3L]], mb = r[[4L]] / 1024^2, stringsAsFactors = FALSE)
+  res <- list(nodes = as.integer(tot[1L]), bytes_total = tot[2L], bytes_snapshots = tot[3L],
+              bytes_fields = tot[4L], bytes_inputs = tot[5L], by_op = by_op)
+  if (!quiet) {
+    n <- res$nodes
+    cat(sprintf("Gradient tape: %d node%s, %.2f MB held alive\n", n, if (n == 1L) "" else "s", res$bytes_total / 1024^2))
+    if (n == 0L)
+      cat("  (empty -- the tape is cleared by zero_grad(), so call this between backward() and the step)\n")
+    cat(sprintf("  operands (outlive the tape)     : %8.2f MB\n", res$bytes_inputs / 1024^2))
+    cat(sprintf("  activations (freed by clearing) : %8.2f MB\n", res$bytes_snapshots / 1024^2))
+    cat(sprintf("  graph-path fields (beyond those): %8.2f MB\n", res$bytes_fields / 1024^2))
+    top <- as.integer(top)
+    if (top > 0L && nrow(by_op) > 0L) {
+      k <- min(top, nrow(by_op))
+      cat(sprintf("\n  by operation (top %d):\n", k))
+      cat(sprintf("    %-20s %7s  %8s\n", "op", "nodes", "MB"))
+      for (i in seq_len(k)) cat(sprintf("    %-20s %7d  %8.2f\n", by_op$op[i], by_op$nodes[i], by_op$mb[i]))
+    }
+  }
+  invisible(res)
+}
+
+ag_estimate_training_memory <- function(shapes, batch_size = 32L, optimizer = c("adam", "sgd", "sgd_plain"),
+                                        activation_frac = 0.01, quiet = FALSE) {
+  if (is.numeric(shapes) && !is.list(shapes)) shapes <- list(shapes)
+  if (!is.list(shapes) || length(shapes) == 0L)
+    stop("ggmlR: `shapes` must be a non-empty list of dimension vectors.", call. = FALSE)
+  for (s in shapes)
+    if (!is.numeric(s) || length(s) == 0L || any(!is.finite(s)) || any(s <= 0))
+      stop("ggmlR: each shape must be a vector of positive dimensions.", call. = FALSE)
+  optimizer <- match.arg(optimizer)
+  k <- switch(optimizer, adam = 2, sgd = 1, sgd_plain = 0)
+  params <- sum(vapply(shapes, function(s) prod(as.double(s)), numeric(1)))
+  weights <- 8 * params
+  res <- list(params = params, weights = weights, gradients = 8 * params, optimizer = 8 * params * k,
+              activations = weights * activation_frac * batch_size)
+  res$total <- res$weights + res$gradients + res$optimizer + res$activations
+  res$bytes_per_scalar <- 8
+  res$note <- "path B stores gradients and optimizer state as R double (8 bytes); an f32 estimate would be half this. ag_dtype() does not apply."
+  if (!quiet) {
+    mb <- function(x) sprintf("%8.2f MB", x / 1024^2)
+    cat(sprintf("Training memory estimate (%s, batch %d)\n", optimizer, as.integer(batch_size)))
+    cat("  parameters      : ", format(params, big.mark = " "), "\n", sep = "")
+    cat("  weights         : ", mb(res$weights), "\n", sep = "")
+    cat("  gradients       : ", mb(res$gradients), "\n", sep = "")
+    cat(sprintf("  optimizer (x%d)  : %s\n", as.integer(k), mb(res$optimizer)))
+    cat("  activations     : ", mb(res$activations), "\n", sep = "")
+    cat("  total           : ", mb(res$total), "\n", sep = "")
+    cat("  note: ", res$note, "\n", sep = "")
+  }
+  invisible(res)
+}
