@@ -1,6 +1,7 @@
 /* Layer ops: batch norm, layer norm, embedding, row slice / concat, transposed matmul and the
  * causal mask used by attention, with their backward rules. */
 #include <tgmath.h>
+#include <stdlib.h>
 #include <string.h>
 #include "pg.h"
 
@@ -47,35 +48,33 @@ static pg_tensor *finish(const char *label, pg_bw_fn bw, pg_tensor *out, int n_i
 static int affine_param_grads(pg_node *n, pg_tensor *g, pg_tensor *xhat)
 {
     pg_tensor *gamma = n->in[1], *beta = n->in[2];
+    int wg = pg_wants_grad(gamma), wb = pg_wants_grad(beta);
+    if (!wg && !wb) return 0;
     int64_t F = g->ne[0], B = g->ne[1];
-    int acc;
-    if (pg_wants_grad(gamma)) {
-        void *slot = pg_grad_slot(gamma, &acc);
-        if (!slot) return -1;
+    double *sg = calloc((size_t)(2 * F + 1), sizeof *sg), *sb = sg + F;
+    if (!sg) return pg_fail(PG_ERR_NOMEM, "%s backward: out of memory", n->op);
+    PG_DISPATCH(g->dtype, {
+        const T *gp = pg_data(g), *xh = pg_data(xhat);
+        for (int64_t j = 0; j < B; j++) /* column by column: contiguous reads */
+            for (int64_t i = 0; i < F; i++) {
+                sg[i] += (double)gp[i + j * F] * (double)xh[i + j * F];
+                sb[i] += gp[i + j * F];
+            }
+    });
+    int acc, rc = 0;
+    for (int k = 0; k < 2 && !rc; k++) {
+        pg_tensor *t = k ? beta : gamma;
+        const double *src = k ? sb : sg;
+        if (!(k ? wb : wg)) continue;
+        void *slot = pg_grad_slot(t, &acc);
+        if (!slot) { rc = -1; break; }
         PG_DISPATCH(g->dtype, {
             T *d = slot;
-            const T *gp = pg_data(g), *xh = pg_data(xhat);
-            for (int64_t i = 0; i < F; i++) {
-                double s = 0;
-                for (int64_t j = 0; j < B; j++) s += (double)gp[i + j * F] * (double)xh[i + j * F];
-                d[i] = acc ? d[i] + (T)s : (T)s;
-            }
+            PG_STORE_LOOP(acc, F, d, (T)src[i]);
         });
     }
-    if (pg_wants_grad(beta)) {
-        void *slot = pg_grad_slot(beta, &acc);
-        if (!slot) return -1;
-        PG_DISPATCH(g->dtype, {
-            T *d = slot;
-            const T *gp = pg_data(g);
-            for (int64_t i = 0; i < F; i++) {
-                double s = 0;
-                for (int64_t j = 0; j < B; j++) s += gp[i + j * F];
-                d[i] = acc ? d[i] + (T)s : (T)s;
-            }
-        });
-    }
-    return 0;
+    free(sg);
+    return rc;
 }
 
 /* ---- batch norm ---- */
@@ -90,34 +89,31 @@ static int batch_norm_bw(pg_node *n, pg_tensor *g)
         int acc;
         void *slot = pg_grad_slot(x, &acc);
         if (!slot) return -1;
+        /* per row: k[i] = gamma * invstd, m1 = mean(dxh), m2 = mean(dxh * xhat), dxh = g * gamma */
+        double *k = calloc((size_t)(3 * F + 1), sizeof *k), *m1 = k + F, *m2 = k + 2 * F;
+        if (!k) return pg_fail(PG_ERR_NOMEM, "batch_norm backward: out of memory");
         PG_DISPATCH(x->dtype, {
             T *d = slot;
             const T *gp = pg_data(g), *xh = pg_data(xhat), *is = pg_data(invstd);
             const T *ga = gamma ? (const T *)pg_data(gamma) : NULL;
-            for (int64_t i = 0; i < F; i++) {
-                const T gm = ga ? ga[i] : (T)1;
-                if (!training) {
-                    const T s = gm * is[i];
-                    for (int64_t j = 0; j < B; j++) {
-                        T v = gp[i + j * F] * s;
-                        d[i + j * F] = acc ? d[i + j * F] + v : v;
+            for (int64_t i = 0; i < F; i++) k[i] = (ga ? (double)ga[i] : 1.0) * (double)is[i];
+            if (training) {
+                for (int64_t j = 0; j < B; j++)
+                    for (int64_t i = 0; i < F; i++) {
+                        double gv = gp[i + j * F];
+                        m1[i] += gv;
+                        m2[i] += gv * (double)xh[i + j * F];
                     }
-                    continue;
-                }
-                double s1 = 0, s2 = 0; /* sum(dxh), sum(dxh * xhat) with dxh = g * gamma */
-                for (int64_t j = 0; j < B; j++) {
-                    double dxh = (double)gp[i + j * F] * (double)gm;
-                    s1 += dxh;
-                    s2 += dxh * (double)xh[i + j * F];
-                }
-                const double m1 = s1 / (double)B, m2 = s2 / (double)B, sc = (double)is[i];
-                for (int64_t j = 0; j < B; j++) {
-                    double dxh = (double)gp[i + j * F] * (double)gm;
-                    T v = (T)(sc * (dxh - m1 - (double)xh[i + j * F] * m2));
-                    d[i + j * F] = acc ? d[i + j * F] + v : v;
-                }
+                for (int64_t i = 0; i < F; i++) { m1[i] /= (double)B; m2[i] /= (double)B; }
+            }
+            /* dx = gamma * invstd * (g - mean(g) - xhat * mean(g * xhat)); eval: m1 = m2 = 0 */
+            for (int64_t j = 0; j < B; j++) {
+                const T *gc = gp + j * F, *hc = xh + j * F;
+                T *dc = d + j * F;
+                PG_STORE_LOOP(acc, F, dc, (T)(k[i] * ((double)gc[i] - m1[i] - (double)hc[i] * m2[i])));
             }
         });
+        free(k);
     }
     return affine_param_grads(n, g, xhat);
 }
@@ -147,37 +143,40 @@ pg_tensor *pg_batch_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, pg_ten
         pg_tensor_release(out); pg_tensor_release(xhat); pg_tensor_release(invstd);
         return NULL;
     }
+    double *mu = calloc((size_t)(2 * F + 1), sizeof *mu), *var = mu + F;
+    if (!mu) {
+        pg_tensor_release(out); pg_tensor_release(xhat); pg_tensor_release(invstd);
+        return pg_fail_null(PG_ERR_NOMEM, "%s: out of memory", op);
+    }
     PG_DISPATCH(x->dtype, {
         const T *xp = pg_data(x);
         const T *ga = gamma ? (const T *)pg_data(gamma) : NULL, *be = beta ? (const T *)pg_data(beta) : NULL;
         T *rm = running_mean ? (T *)pg_data(running_mean) : NULL;
         T *rv = running_var ? (T *)pg_data(running_var) : NULL;
         T *o = pg_data(out), *xh = pg_data(xhat), *is = pg_data(invstd);
-        for (int64_t i = 0; i < F; i++) {
-            double mu, var;
-            if (training) {
-                double s = 0;
-                for (int64_t j = 0; j < B; j++) s += xp[i + j * F];
-                mu = s / (double)B;
-                double v = 0;
-                for (int64_t j = 0; j < B; j++) { double dv = (double)xp[i + j * F] - mu; v += dv * dv; }
-                var = v / (double)B;
-                if (rm) rm[i] = (T)((1 - momentum) * (double)rm[i] + momentum * mu);
-                if (rv) rv[i] = (T)((1 - momentum) * (double)rv[i] + momentum * var);
-            } else {
-                mu = rm[i];
-                var = rv[i];
+        if (training) { /* two passes, column by column (contiguous), accumulated in double */
+            for (int64_t j = 0; j < B; j++)
+                for (int64_t i = 0; i < F; i++) mu[i] += xp[i + j * F];
+            for (int64_t i = 0; i < F; i++) mu[i] /= (double)B;
+            for (int64_t j = 0; j < B; j++)
+                for (int64_t i = 0; i < F; i++) { double dv = (double)xp[i + j * F] - mu[i]; var[i] += dv * dv; }
+            for (int64_t i = 0; i < F; i++) {
+                var[i] /= (double)B;
+                if (rm) rm[i] = (T)((1 - momentum) * (double)rm[i] + momentum * mu[i]);
+                if (rv) rv[i] = (T)((1 - momentum) * (double)rv[i] + momentum * var[i]);
             }
-            const double sd = 1.0 / sqrt(var + eps);
-            is[i] = (T)sd;
-            const T gm = ga ? ga[i] : (T)1, bt = be ? be[i] : (T)0;
-            for (int64_t j = 0; j < B; j++) {
-                T h = (T)(((double)xp[i + j * F] - mu) * sd);
-                xh[i + j * F] = h;
-                o[i + j * F] = gm * h + bt;
-            }
+        } else {
+            for (int64_t i = 0; i < F; i++) { mu[i] = rm[i]; var[i] = rv[i]; }
         }
+        for (int64_t i = 0; i < F; i++) { var[i] = 1.0 / sqrt(var[i] + eps); is[i] = (T)var[i]; }
+        for (int64_t j = 0; j < B; j++)
+            for (int64_t i = 0; i < F; i++) {
+                T h = (T)(((double)xp[i + j * F] - mu[i]) * var[i]);
+                xh[i + j * F] = h;
+                o[i + j * F] = (ga ? ga[i] : (T)1) * h + (be ? be[i] : (T)0);
+            }
     });
+    free(mu);
     pg_tensor *in[3] = {x, gamma, beta};
     pg_node *nd = NULL;
     out = finish("batch_norm", batch_norm_bw, out, 3, in, xhat, invstd, &nd);
