@@ -19,6 +19,7 @@ from .data import *  # noqa: F401,F403  (ag_dataloader, data sets)
 from .gradcheck import *  # noqa: F401,F403
 from .fit import *  # noqa: F401,F403  (ag_fit, callbacks, history)
 from .io import *  # noqa: F401,F403  (ag_save_model, ag_load_model)
+from .distributed import (dp_train, ag_mpi_init, ag_mpi_rank, ag_mpi_world_size, ag_mpi_barrier, ag_mpi_available, ag_broadcast_parameters, ag_allreduce_gradients, DistributedOptimizer, ag_fit_distributed)  # noqa: F401  (MPI optional, imported on use)
 from .memory import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory, ...)
 
 __version__ = "0.1.0"

@@ -1,0 +1,640 @@
+"""Data parallelism: ggmlR's dp_train (replicas in one process) and synchronous data parallelism
+across processes over MPI (mpi4py), launched with ``mpirun -np N python train.py``.
+
+All arithmetic (packing gradients into one fused buffer, averaging, unpacking, copying weights)
+runs in the C core (native/dist.c); this module validates, moves buffers through MPI and calls.
+MPI is optional: importing pyggmlr never imports mpi4py; the MPI functions import it on first
+use and raise DistributedError with install instructions when it is missing.
+
+Guarantees of the MPI path (see docs/distributed.md):
+  * weights start identical (broadcast from rank 0) and stay identical: every rank applies the
+    same update (same optimizer state, same averaged gradient) to the same weights;
+  * an N-rank step with per-rank batch b applies the gradient of the global batch of N*b
+    samples: gradients are weighted by each rank's sample count, summed in one all-reduce and
+    divided by the total count, which is the gradient of a per-sample mean loss over the union.
+"""
+import math
+import sys
+import zlib
+
+import numpy as np
+
+from . import _core
+from ._core import F32, F64, NULL, ffi, lib
+from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
+from .optim import Optimizer, clip_grad_norm, optimizer_adam, optimizer_sgd
+from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
+from .tensor import Tensor, ag_tensor
+
+__all__ = [
+    "dp_train", "ag_average_gradients", "ag_copy_parameters",
+    "DistributedError", "init", "is_initialized", "rank", "world_size", "barrier", "mpi_available",
+    "ag_mpi_init", "ag_mpi_rank", "ag_mpi_world_size", "ag_mpi_barrier", "ag_mpi_available",
+    "ag_mpi_stats", "ag_broadcast_parameters", "ag_allreduce_gradients", "ag_allreduce_mean",
+    "ag_parameters_spread", "ag_rank_slice", "DistributedOptimizer", "ag_fit_distributed",
+]
+
+_GRAD, _VALUE = lib.PG_DIST_GRAD, lib.PG_DIST_VALUE
+
+INSTALL_HINT = ("MPI support needs an MPI library and mpi4py. On Debian/Ubuntu:\n"
+                "    apt-get install -y openmpi-bin libopenmpi-dev\n"
+                "    pip install mpi4py\n"
+                "then launch with: mpirun -np 2 python your_script.py "
+                "(as root add --allow-run-as-root; on a machine with fewer cores than ranks add --oversubscribe)")
+
+
+class DistributedError(PyggmlrError, RuntimeError):
+    """MPI is missing, or the ranks disagree (different models, layouts or step counts)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# parameter lists (identity, order kept)
+
+def _tensors(obj, name):
+    """The tensors of a model (parameters()), a dict or an iterable, de-duplicated by identity
+    (first occurrence kept), in order."""
+    if isinstance(obj, Tensor):
+        items = [obj]
+    else:
+        if hasattr(obj, "parameters") and callable(obj.parameters):
+            obj = obj.parameters()
+        if isinstance(obj, dict):
+            items = list(obj.values())
+        else:
+            try:
+                items = list(obj)
+            except TypeError:
+                raise ArgumentError(f"{name}: expected a model, a dict or a list of tensors, got {type(obj).__name__}") from None
+    out, seen = [], set()
+    for i, t in enumerate(items):
+        if not isinstance(t, Tensor):
+            raise ArgumentError(f"{name}: parameter {i + 1} is a {type(t).__name__}, not a tensor")
+        k = int(ffi.cast("intptr_t", t._handle()))
+        if k not in seen:
+            seen.add(k)
+            out.append(t)
+    return out
+
+
+def _buffer_tensors(model):
+    b = getattr(model, "buffers", None)
+    if not callable(b):
+        return []
+    bufs = b()
+    vals = list(bufs.values()) if isinstance(bufs, dict) else list(bufs)
+    return [t for t in vals if isinstance(t, Tensor)]
+
+
+def _arr(tensors):
+    return ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)
+
+
+def _grads_handle(grads, name):
+    if grads is None:
+        return NULL
+    if isinstance(grads, Gradients):
+        return grads._m
+    raise ArgumentError(f"{name}: grads must be the map returned by backward() or None (.grad), got {type(grads).__name__}")
+
+
+def _buf_dtype(tensors, dtype):
+    if dtype is None:
+        return F64 if any(lib.pg_tensor_dtype(t._p) == F64 for t in tensors) else F32
+    if dtype in ("f32", np.float32):
+        return F32
+    if dtype in ("f64", np.float64):
+        return F64
+    raise PyggmlrValueError(f"buffer dtype must be 'f32' or 'f64', got {dtype!r}")
+
+
+def _np_dtype(code):
+    return np.float32 if code == F32 else np.float64
+
+
+def _flat_len(arr, n, flags):
+    L = lib.pg_dist_flat_len(arr, n, int(flags))
+    if L < 0:
+        _core.raise_last()
+    return L
+
+
+def _pack(arr, n, gh, what, flags, scale, buf):
+    code = F32 if buf.dtype == np.float32 else F64
+    _core.check(lib.pg_dist_pack(arr, n, gh, what, int(flags), float(scale),
+                                 ffi.cast("void *", buf.ctypes.data), code, buf.size))
+
+
+def _unpack(arr, n, gh, what, flags, scale, buf):
+    code = F32 if buf.dtype == np.float32 else F64
+    _core.check(lib.pg_dist_unpack(arr, n, gh, what, int(flags), float(scale),
+                                   ffi.cast("void *", buf.ctypes.data), code, buf.size))
+
+
+# ---------------------------------------------------------------------------------------------
+# in-process replicas (dp_train)
+
+def ag_average_gradients(replica_params, replica_grads):
+    """Average the gradients of several replicas into replica 0's (in C).
+
+    replica_params: one parameter list (model, dict or list) per replica, matched by position
+    (identity, never names). replica_grads: one gradient map (from backward()) or None (use
+    .grad) per replica. Replica 0's gradient of each parameter becomes the mean over the
+    replicas (a replica without that gradient counts as zeros)."""
+    lists = [_tensors(p, "ag_average_gradients") for p in replica_params]
+    if not lists:
+        raise PyggmlrValueError("ag_average_gradients: no replicas")
+    if len(replica_grads) != len(lists):
+        raise PyggmlrValueError(f"ag_average_gradients: {len(lists)} parameter lists but {len(replica_grads)} gradient maps")
+    n = len(lists[0])
+    for r, lst in enumerate(lists):
+        if len(lst) != n:
+            raise PyggmlrValueError(f"ag_average_gradients: replica {r} has {len(lst)} parameters, replica 0 has {n}")
+    flat = [t for lst in lists for t in lst]
+    arr = _arr(flat)
+    gh = ffi.new("pg_gradmap *[]", [_grads_handle(g, "ag_average_gradients") for g in replica_grads])
+    _core.check(lib.pg_dist_average_replicas(arr, n, len(lists), gh))
+
+
+def ag_copy_parameters(dst, src):
+    """Copy the values of src's parameters into dst's (matched by position; shapes must agree)."""
+    d, s = _tensors(dst, "ag_copy_parameters"), _tensors(src, "ag_copy_parameters")
+    if len(d) != len(s):
+        raise PyggmlrValueError(f"ag_copy_parameters: destination has {len(d)} parameters, source has {len(s)}")
+    _core.check(lib.pg_dist_copy_values(_arr(d), _arr(s), len(d)))
+
+
+def _verbose_every(verbose):
+    if verbose is None or verbose is False:
+        return 0
+    if verbose is True:
+        return 1
+    try:
+        v = int(verbose)
+    except (TypeError, ValueError):
+        raise PyggmlrValueError(f"dp_train: verbose must be TRUE/FALSE or an integer, got {verbose!r}") from None
+    return max(v, 0)
+
+
+def _as_int(v, name, lo):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+        raise PyggmlrValueError(f"dp_train: {name} must be an integer >= {lo}, got {v!r}")
+    return int(v)
+
+
+def dp_train(make_model, data, loss_fn=None, forward_fn=None, target_fn=None, n_replicas=None,
+             n_iter=10, lr=1e-3, max_norm=float("inf"), verbose=10):
+    """Synchronous data-parallel training with replicas in one process (ggmlR's dp_train).
+
+    make_model: called n_replicas times; each call must return a NEW model with ``forward`` and
+    ``parameters()``. Replica 0's weights are copied into the others at the start and after
+    every step. data: a sequence of samples; at iteration ``it`` (1-based) replica i (0-based)
+    gets ``data[(base + i) % len(data)]`` with ``base = ((it - 1) * n_replicas) % len(data)``.
+    Per replica, on a tape: ``out = forward_fn(model, s)`` or ``model.forward(s)`` (s made a
+    tensor); ``loss = loss_fn(out, target_fn(s) if target_fn else s)`` or ``out`` itself when
+    loss_fn is None (it must then be 1x1); ``backward(loss)``.
+    The replicas' gradients are averaged into replica 0's (matched by position, not by name),
+    clipped to max_norm when it is finite (clip_grad_norm), and one Adam step (lr) is applied to
+    replica 0; then every replica's gradients are cleared (ggmlR 0.8.2 clears only replica 0's).
+    n_replicas: None means 1 (the CPU build has no GPUs to spread over).
+    verbose: prints ``[dp_train] iter %4d / %d  loss = %.6f`` at iteration 1 and every
+    ``verbose`` iterations (True: every iteration; False/0: silent).
+
+    Returns a dict: ``params`` (replica 0's parameters()), ``loss_history`` (numpy array of
+    n_iter values, each the mean of the replicas' losses ignoring NaN) and ``model`` (replica 0).
+    """
+    if not callable(make_model):
+        raise ArgumentError(f"dp_train: make_model must be a function returning a model, got {type(make_model).__name__}")
+    if isinstance(data, (str, bytes, dict)) or not hasattr(data, "__len__") or not hasattr(data, "__getitem__"):
+        raise ArgumentError(f"dp_train: data must be a sequence (list) of samples, got {type(data).__name__}")
+    if len(data) == 0:
+        raise PyggmlrValueError("dp_train: data is empty")
+    n_rep = 1 if n_replicas is None else _as_int(n_replicas, "n_replicas", 1)
+    n_iter = _as_int(n_iter, "n_iter", 0)
+    every = _verbose_every(verbose)
+    max_norm = float(max_norm)
+    if math.isnan(max_norm) or max_norm < 0:
+        raise PyggmlrValueError(f"dp_train: max_norm must be >= 0 (Inf: no clipping), got {max_norm}")
+    for name, f in (("loss_fn", loss_fn), ("forward_fn", forward_fn), ("target_fn", target_fn)):
+        if f is not None and not callable(f):
+            raise ArgumentError(f"dp_train: {name} must be a function or None, got {type(f).__name__}")
+
+    replicas = [make_model() for _ in range(n_rep)]
+    for r, m in enumerate(replicas):
+        if forward_fn is None and not callable(getattr(m, "forward", None)):
+            raise ArgumentError(f"dp_train: make_model() must return a model with forward() (replica {r} is a {type(m).__name__}); or give forward_fn")
+        if not callable(getattr(m, "parameters", None)):
+            raise ArgumentError(f"dp_train: make_model() must return a model with parameters() (replica {r} is a {type(m).__name__})")
+    plists = [_tensors(m, "dp_train") for m in replicas]
+    n_par = len(plists[0])
+    if n_par == 0:
+        raise PyggmlrValueError("dp_train: the model has no parameters")
+    seen = {}
+    for r, lst in enumerate(plists):
+        if len(lst) != n_par:
+            raise PyggmlrValueError(f"dp_train: replica {r} has {len(lst)} parameters, replica 0 has {n_par}; make_model() must build the same architecture")
+        for t in lst:
+            k = int(ffi.cast("intptr_t", t._p))
+            if seen.setdefault(k, r) != r:
+                raise PyggmlrValueError(f"dp_train: replicas {seen[k]} and {r} share a parameter tensor; make_model() must return a new model each call")
+    flat = [t for lst in plists for t in lst]
+    flat_arr = _arr(flat)
+    rep0_arr = _arr(plists[0])
+    others = [(_arr(lst), lst) for lst in plists[1:]]
+
+    def sync():  # replica 0's weights into the others (C copy)
+        for arr, _ in others:
+            _core.check(lib.pg_dist_copy_values(arr, rep0_arr, n_par))
+
+    sync()
+    opt = optimizer_adam(plists[0], lr=lr)
+    history = np.zeros(n_iter, dtype=np.float64)
+    nd = len(data)
+    gh = ffi.new("pg_gradmap *[]", n_rep)
+    try:
+        for it in range(1, n_iter + 1):
+            base = ((it - 1) * n_rep) % nd
+            grads, losses = [], []
+            for i, model in enumerate(replicas):
+                s = data[(base + i) % nd]
+                with with_grad_tape():
+                    if forward_fn is not None:
+                        out = forward_fn(model, s)
+                    else:
+                        out = model.forward(s if isinstance(s, Tensor) else ag_tensor(s))
+                    if loss_fn is not None:
+                        loss = loss_fn(out, target_fn(s) if target_fn is not None else s)
+                    else:
+                        loss = out
+                if not isinstance(loss, Tensor):
+                    raise ArgumentError(f"dp_train: the loss must be a tensor, got {type(loss).__name__}")
+                grads.append(backward(loss))
+                losses.append(loss.item())
+                del out, loss
+            for i, g in enumerate(grads):
+                gh[i] = g._m
+            _core.check(lib.pg_dist_average_replicas(flat_arr, n_par, n_rep, gh))
+            lv = np.asarray(losses, dtype=np.float64)
+            history[it - 1] = float(np.mean(lv[~np.isnan(lv)])) if np.any(~np.isnan(lv)) else math.nan
+            if math.isfinite(max_norm):
+                clip_grad_norm(plists[0], grads[0], max_norm)
+            opt.step(grads[0])
+            for i in range(n_rep):
+                gh[i] = NULL
+            del grads
+            _core.check(lib.pg_dist_zero_grad(flat_arr, len(flat)))  # every replica, not only 0
+            ag_tape_clear()
+            sync()
+            if every and (it == 1 or it % every == 0):
+                print(f"[dp_train] iter {it:4d} / {n_iter}  loss = {history[it - 1]:.6f}")
+    finally:
+        ag_tape_clear()
+    model0 = replicas[0]
+    return {"params": model0.parameters(), "loss_history": history, "model": model0}
+
+
+# ---------------------------------------------------------------------------------------------
+# MPI backend
+
+_state = {"comm": None, "MPI": None, "hook": False, "prev_hook": None}
+_stats = {"allreduce_calls": 0, "allreduce_bytes": 0, "bcast_calls": 0, "bcast_bytes": 0, "check_calls": 0}
+
+
+def _import_mpi():
+    if _state["MPI"] is not None:
+        return _state["MPI"]
+    try:
+        from mpi4py import MPI  # noqa: WPS433 (optional dependency, imported on first use)
+    except ImportError as e:  # mpi4py missing, or built against an MPI library that is gone
+        raise DistributedError(f"pyggmlr.distributed: MPI is not available ({e}).\n{INSTALL_HINT}") from None
+    except OSError as e:
+        raise DistributedError(f"pyggmlr.distributed: the MPI library could not be loaded ({e}).\n{INSTALL_HINT}") from None
+    _state["MPI"] = MPI
+    return MPI
+
+
+def mpi_available():
+    """True when mpi4py can be imported (does not initialise anything else)."""
+    try:
+        _import_mpi()
+    except DistributedError:
+        return False
+    return True
+
+
+def _abort_hook(exc_type, exc, tb):
+    """An uncaught exception on one rank aborts the whole job instead of leaving the other
+    ranks blocked in a collective forever."""
+    (_state["prev_hook"] or sys.__excepthook__)(exc_type, exc, tb)
+    try:
+        sys.stderr.flush()
+        sys.stdout.flush()
+    finally:
+        comm = _state["comm"]
+        if comm is not None and comm.Get_size() > 1:
+            r = comm.Get_rank()
+            sys.stderr.write(f"[pyggmlr.distributed] rank {r}: uncaught {exc_type.__name__}; aborting all ranks\n")
+            sys.stderr.flush()
+            comm.Abort(1)
+
+
+def init(comm=None, abort_on_error=True):
+    """Start (or join) MPI and pick the communicator (default MPI.COMM_WORLD); returns it.
+
+    abort_on_error: install a sys.excepthook that calls MPI Abort on an uncaught exception, so a
+    failing rank ends the job (non-zero exit) rather than leaving the others hanging. Calling
+    init() again only changes the communicator when one is given."""
+    MPI = _import_mpi()
+    if comm is not None or _state["comm"] is None:
+        _state["comm"] = comm if comm is not None else MPI.COMM_WORLD
+    if abort_on_error and not _state["hook"]:
+        _state["prev_hook"] = sys.excepthook
+        sys.excepthook = _abort_hook
+        _state["hook"] = True
+    return _state["comm"]
+
+
+def is_initialized():
+    return _state["comm"] is not None
+
+
+def _comm(comm):
+    if comm is not None:
+        _import_mpi()
+        return comm
+    return _state["comm"] if _state["comm"] is not None else init()
+
+
+def rank(comm=None):
+    """This process's rank (0-based) in the communicator."""
+    return _comm(comm).Get_rank()
+
+
+def world_size(comm=None):
+    """Number of ranks in the communicator."""
+    return _comm(comm).Get_size()
+
+
+def barrier(comm=None):
+    _comm(comm).Barrier()
+
+
+ag_mpi_init, ag_mpi_rank, ag_mpi_world_size, ag_mpi_barrier, ag_mpi_available = init, rank, world_size, barrier, mpi_available
+
+
+def ag_mpi_stats(reset=False):
+    """Counters of this process's collectives: calls and bytes of the fused all-reduce buffers
+    and broadcasts (each rank contributes that many bytes per call)."""
+    out = dict(_stats)
+    if reset:
+        for k in _stats:
+            _stats[k] = 0
+    return out
+
+
+def _layout_sig(tensors, extra=""):
+    s = ";".join(f"{lib.pg_tensor_nrow(t._p)}x{lib.pg_tensor_ncol(t._p)}:{lib.pg_tensor_dtype(t._p)}" for t in tensors)
+    return zlib.crc32((s + "|" + extra).encode()) & 0xFFFFFFFF
+
+
+def _check_layout(comm, tensors, op, extra=""):
+    """All ranks must pass the same shapes in the same order: one small all-reduce (max) of
+    (n, -n, sig, -sig); every rank sees the same verdict, so all raise or none does."""
+    MPI = _import_mpi()
+    mine = np.array([len(tensors), _layout_sig(tensors, extra)], dtype=np.int64)
+    buf = np.concatenate([mine, -mine])
+    comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.MAX)
+    _stats["check_calls"] += 1
+    if buf[0] != -buf[2] or buf[1] != -buf[3]:
+        raise DistributedError(f"{op}: the ranks pass different parameter lists (counts {-buf[2]}..{buf[0]}); "
+                               f"every rank must build the same model and call the same collectives in the same order")
+
+
+def ag_broadcast_parameters(model, root=0, comm=None, buffers=True):
+    """Overwrite every rank's parameters (and, with buffers=True, the model's tensor buffers such
+    as batch-norm running statistics) with rank `root`'s values, in one fused broadcast."""
+    comm = _comm(comm)
+    tensors = _tensors(model, "ag_broadcast_parameters")
+    if buffers and not isinstance(model, (dict, list, tuple, Tensor)):
+        ids = {int(ffi.cast("intptr_t", t._p)) for t in tensors}
+        tensors += [t for t in _buffer_tensors(model) if int(ffi.cast("intptr_t", t._p)) not in ids]
+    if comm.Get_size() == 1:
+        return
+    _check_layout(comm, tensors, "ag_broadcast_parameters")
+    arr, n = _arr(tensors), len(tensors)
+    code = _buf_dtype(tensors, None)
+    buf = np.empty(_flat_len(arr, n, 0), dtype=_np_dtype(code))
+    if comm.Get_rank() == root:
+        _pack(arr, n, NULL, _VALUE, 0, 1.0, buf)
+    comm.Bcast(buf, root=root)
+    _stats["bcast_calls"] += 1
+    _stats["bcast_bytes"] += buf.nbytes
+    if comm.Get_rank() != root:
+        _unpack(arr, n, NULL, _VALUE, 0, 1.0, buf)
+
+
+def ag_allreduce_gradients(params, grads=None, weight=1.0, comm=None, dtype=None, check=True):
+    """Average the gradients of `params` over all ranks, in place, with ONE fused all-reduce.
+
+    params: model, dict or list (matched by position; every rank passes the same layout).
+    grads: the map from backward() (its entries are overwritten), or None for each parameter's
+    .grad (a fresh .grad tensor is set). weight: this rank's share, normally its number of
+    samples in the step: the result is sum_r(weight_r * g_r) / sum_r(weight_r), the gradient of
+    a per-sample mean loss over all ranks' samples (weight 1 everywhere: the plain mean).
+    A rank with weight 0 (no data this step) still has to call. Parameters no rank has a
+    gradient for stay without one. dtype: buffer precision (default: f64 if any parameter is
+    f64, else f32). check: first verify with a tiny all-reduce that all ranks agree on the
+    layout (a mismatch raises DistributedError on every rank instead of corrupting memory).
+    Returns the total weight."""
+    comm = _comm(comm)
+    tensors = _tensors(params, "ag_allreduce_gradients")
+    gh = _grads_handle(grads, "ag_allreduce_gradients")
+    weight = float(weight)
+    if not math.isfinite(weight) or weight < 0:
+        raise PyggmlrValueError(f"ag_allreduce_gradients: weight must be finite and >= 0, got {weight}")
+    MPI = _import_mpi()
+    if check and comm.Get_size() > 1:
+        _check_layout(comm, tensors, "ag_allreduce_gradients")
+    arr, n = _arr(tensors), len(tensors)
+    code = _buf_dtype(tensors, dtype)
+    L = _flat_len(arr, n, 1)
+    buf = np.empty(L + 1, dtype=_np_dtype(code))   # gradients * weight | presence flags | weight
+    _pack(arr, n, gh, _GRAD, 1, weight, buf)
+    buf[L] = weight
+    if comm.Get_size() > 1:
+        comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+    _stats["allreduce_calls"] += 1
+    _stats["allreduce_bytes"] += buf.nbytes
+    total = float(buf[L])
+    if total > 0:
+        _unpack(arr, n, gh, _GRAD, 1, 1.0 / total, buf)
+    return total
+
+
+def ag_allreduce_mean(values, weight=1.0, comm=None):
+    """Weighted mean over ranks of a number or array of numbers (f64):
+    sum_r(weight_r * v_r) / sum_r(weight_r). NaN when the total weight is 0."""
+    comm = _comm(comm)
+    MPI = _import_mpi()
+    v = np.atleast_1d(np.asarray(values, dtype=np.float64))
+    buf = np.concatenate([v * float(weight), [float(weight)]])
+    if comm.Get_size() > 1:
+        comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+    out = buf[:-1] / buf[-1] if buf[-1] > 0 else np.full(v.shape, math.nan)
+    return float(out[0]) if np.ndim(values) == 0 else out
+
+
+def ag_parameters_spread(model, comm=None):
+    """Largest difference of any parameter element between ranks (0.0: bit-identical weights
+    everywhere). Every rank gets the same answer. Costs an all-reduce of twice the model."""
+    comm = _comm(comm)
+    MPI = _import_mpi()
+    tensors = _tensors(model, "ag_parameters_spread")
+    arr, n = _arr(tensors), len(tensors)
+    L = _flat_len(arr, n, 0)
+    buf = np.empty(2 * L, dtype=np.float64)
+    _pack(arr, n, NULL, _VALUE, 0, 1.0, buf[:L])  # f32 -> f64 is exact
+    buf[L:] = -buf[:L]
+    if comm.Get_size() > 1:
+        _check_layout(comm, tensors, "ag_parameters_spread")
+        comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.MAX)
+    return float(np.max(buf[:L] + buf[L:])) if L else 0.0
+
+
+def ag_rank_slice(idx, comm=None):
+    """This rank's part of a global batch of indices: consecutive chunks, rank r gets chunk r
+    (sizes differ by at most one; equal when the batch is a multiple of the world size)."""
+    comm = _comm(comm)
+    idx = np.asarray(idx)
+    return np.array_split(idx, comm.Get_size())[comm.Get_rank()]
+
+
+class DistributedOptimizer:
+    """Wrap an optimizer so each step() first averages the gradients over all ranks.
+
+    ``opt = DistributedOptimizer(optimizer_adam(model, lr=1e-3))``; then per step
+    ``grads = backward(loss); opt.step(grads, weight=n_samples_here)``. Everything else
+    (lr, zero_grad, state, accumulate_steps, ...) goes to the wrapped optimizer. The layout is
+    checked across ranks on the first step."""
+
+    def __init__(self, optimizer, comm=None, dtype=None):
+        if not isinstance(optimizer, Optimizer):
+            raise ArgumentError(f"DistributedOptimizer: expected an optimizer (optimizer_adam / optimizer_sgd), got {type(optimizer).__name__}")
+        object.__setattr__(self, "optimizer", optimizer)
+        object.__setattr__(self, "comm", _comm(comm))
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "_steps", 0)
+
+    def step(self, grads=None, weight=1.0):
+        ag_allreduce_gradients(list(self.optimizer.params.values()), grads, weight=weight, comm=self.comm,
+                               dtype=self.dtype, check=self._steps == 0)
+        object.__setattr__(self, "_steps", self._steps + 1)
+        return self.optimizer.step(grads)
+
+    def __getattr__(self, name):
+        return getattr(self.optimizer, name)
+
+    def __setattr__(self, name, value):
+        setattr(self.optimizer, name, value)
+
+    def __repr__(self):
+        return f"DistributedOptimizer(rank {self.comm.Get_rank()} of {self.comm.Get_size()}) over {self.optimizer!r}"
+
+
+def _loss_callable(loss):
+    from .ops import ag_mse_loss, ag_softmax_cross_entropy_loss
+    if callable(loss):
+        return loss
+    if loss == "mse":
+        return ag_mse_loss
+    if loss == "cross_entropy":
+        return ag_softmax_cross_entropy_loss
+    raise PyggmlrValueError(f"ag_fit_distributed: loss must be 'mse', 'cross_entropy' or a callable(out, y), got {loss!r}")
+
+
+def ag_fit_distributed(model, x, y=None, loss="mse", optimizer="adam", lr=1e-3, nepoch=10,
+                       batch_size=32, shuffle=True, seed=0, max_norm=float("inf"), drop_last=False,
+                       verbose=True, comm=None):
+    """Data-parallel training loop over MPI ranks; run the same call on every rank.
+
+    Every rank holds the full x [features, n] / y (or the same view of it); each step takes a
+    global batch of batch_size * world_size samples (the same permutation on every rank, from
+    seed and the epoch), rank r trains on its slice r, the gradients are averaged over ranks in
+    one fused all-reduce weighted by the slice sizes, clipped when max_norm is finite, and every
+    rank applies the same optimizer step. So N ranks with batch_size b follow exactly the
+    trajectory of one rank with batch_size N*b (to round-off). Weights are broadcast from rank
+    0 first. loss: 'mse', 'cross_entropy' (logits; y class ids or one-hot) or a callable
+    (out, y_batch) returning a per-sample MEAN. optimizer: 'adam', 'sgd' or an optimizer object
+    on the model's parameters. Returns a dict: loss_history (per-epoch mean training loss over
+    all samples, the same on every rank), steps, rank, world_size, bytes_per_step."""
+    comm = _comm(comm)
+    MPI = _import_mpi()
+    lossfn = _loss_callable(loss)
+    for name, v in (("nepoch", nepoch), ("batch_size", batch_size)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise PyggmlrValueError(f"ag_fit_distributed: {name} must be an integer >= 1, got {v!r}")
+    X = np.asarray(x)
+    if X.ndim == 1:
+        X = X.reshape(1, -1)
+    n = X.shape[1]
+    Y = None if y is None else np.asarray(y)
+    if Y is not None and Y.shape[-1] != n:
+        raise PyggmlrValueError(f"ag_fit_distributed: x has {n} samples (columns) but y has {Y.shape[-1]}")
+    params = _tensors(model, "ag_fit_distributed")
+    if not params:
+        raise PyggmlrValueError("ag_fit_distributed: the model has no parameters")
+    dtype = params[0].dtype
+    if isinstance(optimizer, Optimizer):
+        opt = optimizer
+    elif optimizer in ("adam", "adamw"):
+        opt = optimizer_adam(params, lr=lr)
+    elif optimizer == "sgd":
+        opt = optimizer_sgd(params, lr=lr)
+    else:
+        raise PyggmlrValueError(f"ag_fit_distributed: optimizer must be 'adam', 'sgd' or an optimizer object, got {optimizer!r}")
+    max_norm = float(max_norm)
+    W, r = comm.Get_size(), comm.Get_rank()
+    B = int(batch_size) * W
+    ag_broadcast_parameters(model, comm=comm)
+    before = _stats["allreduce_bytes"]
+    history, steps, first = [], 0, True
+    try:
+        for epoch in range(1, int(nepoch) + 1):
+            perm = np.random.default_rng([int(seed), epoch]).permutation(n) if shuffle else np.arange(n)
+            lsum = np.zeros(2)
+            for start in range(0, n, B):
+                gidx = perm[start:start + B]
+                if drop_last and len(gidx) < B:
+                    break
+                mine = np.array_split(gidx, W)[r]
+                opt.zero_grad()
+                if len(mine):
+                    xb = ag_tensor(X[:, mine], dtype=dtype)
+                    if Y is None:
+                        yb = None
+                    elif Y.ndim == 1:  # class ids
+                        yb = Y[mine]
+                    else:
+                        yb = ag_tensor(Y[:, mine], dtype=dtype)
+                    with with_grad_tape():
+                        out = model.forward(xb)
+                        lv = lossfn(out, yb) if yb is not None else lossfn(out)
+                    g = backward(lv)
+                    del g
+                    lsum += (lv.item() * len(mine), len(mine))
+                    del out, lv
+                ag_allreduce_gradients(params, None, weight=len(mine), comm=comm, check=first)
+                first = False
+                if math.isfinite(max_norm):
+                    clip_grad_norm(params, None, max_norm)
+                opt.step(None)
+                ag_tape_clear()
+                steps += 1
+            comm.Allreduce(MPI.IN_PLACE, lsum, op=MPI.SUM)
+            history.append(lsum[0] / lsum[1] if lsum[1] > 0 else math.nan)
+            if verbose and r == 0 and (verbose is True or epoch == 1 or epoch % int(verbose) == 0):
+                print(f"[ag_fit_distributed] epoch {epoch:4d} / {nepoch}  loss = {history[-1]:.6f}  ({W} ranks)", flush=True)
+    finally:
+        opt.zero_grad()
+        ag_tape_clear()
+    return {"loss_history": np.asarray(history), "steps": steps, "rank": r, "world_size": W,
+            "bytes_per_step": (_stats["allreduce_bytes"] - before) / steps if steps else 0.0}
