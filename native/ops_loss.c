@@ -8,9 +8,17 @@ void pg_softmax_cols(int dtype, const void *x, void *p, int64_t R, int64_t C);
 
 #define CE_CLAMP 1e-7
 
+/* A loss is a mean over elements or columns: empty input has none, so it is an error. */
+static int check_nonempty(const char *op, pg_tensor *pred)
+{
+    if (pg_numel(pred) == 0)
+        return pg_fail(PG_ERR_SHAPE, "%s: input %s is empty; a loss needs at least one element", op, pg_desc(pred));
+    return 0;
+}
+
 static int check_target(const char *op, pg_tensor *pred, pg_tensor *target)
 {
-    if (pg_ok(pred, op, "pred") || pg_ok(target, op, "target")) return -1;
+    if (pg_ok(pred, op, "pred") || pg_ok(target, op, "target") || check_nonempty(op, pred)) return -1;
     if (pred->dtype != target->dtype)
         return pg_fail(PG_ERR_DTYPE, "%s: dtype mismatch: pred is %s, target is %s", op, pg_desc(pred), pg_desc(target));
     if (pred->ne[0] != target->ne[0] || pred->ne[1] != target->ne[1])
@@ -73,9 +81,9 @@ pg_tensor *pg_mse_loss(pg_tensor *pred, pg_tensor *target)
         T *df = pg_data(diff);
         for (int64_t i = 0; i < N; i++) { df[i] = p[i] - t[i]; s += (double)df[i] * (double)df[i]; }
     });
-    pg_tensor *out = loss_out(pred, N ? s / (double)N : NAN);
+    pg_tensor *out = loss_out(pred, s / (double)N);
     if (!out) { pg_tensor_release(diff); return NULL; }
-    return loss_finish("mse_loss", mse_bw, out, pred, diff, NULL, N ? 2.0 / (double)N : NAN);
+    return loss_finish("mse_loss", mse_bw, out, pred, diff, NULL, 2.0 / (double)N);
 }
 
 /* ---- cross-entropy on probabilities: -sum(t * log(clamp(p))) / ncol ---- */
@@ -110,10 +118,10 @@ pg_tensor *pg_cross_entropy_loss(pg_tensor *pred, pg_tensor *target)
             s -= (double)t[i] * (double)log(pc);
         }
     });
-    pg_tensor *out = loss_out(pred, B ? s / (double)B : NAN);
+    pg_tensor *out = loss_out(pred, s / (double)B);
     if (!out) return NULL;
     pg_tensor_retain(target);
-    return loss_finish("cross_entropy_loss", ce_bw, out, pred, target, NULL, B ? 1.0 / (double)B : NAN);
+    return loss_finish("cross_entropy_loss", ce_bw, out, pred, target, NULL, 1.0 / (double)B);
 }
 
 /* ---- fused softmax + cross-entropy on logits: grad (p - t) / ncol ---- */
@@ -147,9 +155,9 @@ static pg_tensor *sce(pg_tensor *logits, pg_tensor *target)
         for (int64_t i = 0; i < N; i++)
             if (t[i] != 0) s -= (double)t[i] * (double)log(pp[i] < lo ? lo : pp[i]);
     });
-    pg_tensor *out = loss_out(logits, B ? s / (double)B : NAN);
+    pg_tensor *out = loss_out(logits, s / (double)B);
     if (!out) { pg_tensor_release(p); pg_tensor_release(target); return NULL; }
-    return loss_finish("softmax_ce_loss", sce_bw, out, logits, p, target, B ? 1.0 / (double)B : NAN);
+    return loss_finish("softmax_ce_loss", sce_bw, out, logits, p, target, 1.0 / (double)B);
 }
 
 pg_tensor *pg_softmax_ce_loss(pg_tensor *logits, pg_tensor *target)
@@ -162,7 +170,7 @@ pg_tensor *pg_softmax_ce_loss(pg_tensor *logits, pg_tensor *target)
 pg_tensor *pg_softmax_ce_loss_idx(pg_tensor *logits, const int64_t *idx, int64_t n)
 {
     const char *op = "ag_softmax_cross_entropy_loss";
-    if (pg_ok(logits, op, "logits")) return NULL;
+    if (pg_ok(logits, op, "logits") || check_nonempty(op, logits)) return NULL;
     int64_t K = logits->ne[0], B = logits->ne[1];
     if (n != B)
         return pg_fail_null(PG_ERR_SHAPE, "%s: logits are %s (%lld columns) but %lld class ids were given; give one 0-based id per column",

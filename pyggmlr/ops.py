@@ -24,12 +24,6 @@ def _const(x, like):
     return _new_from(x, code)
 
 
-def _t(x, name, arg):
-    if isinstance(x, Tensor):
-        return x._handle()
-    raise ArgumentError(f"{name}: argument '{arg}' must be a tensor, got {type(x).__name__}")
-
-
 def _pair(a, b):
     if isinstance(a, Tensor):
         return a, (b if isinstance(b, Tensor) else _const(b, a))
@@ -45,50 +39,52 @@ def _unary_arg(x):
 def ag_matmul(A, B):
     """Matrix product A @ B: [m,k] x [k,n] -> [m,n]."""
     a, b = _pair(A, B)
-    return _wrap(lib.pg_matmul(a._p, b._p))
+    return _wrap(lib.pg_matmul(a._handle(), b._handle()))
 
 
 def ag_add(A, B):
     """A + B; size-1 dims broadcast on either side, gradients reduced back to each shape."""
     a, b = _pair(A, B)
-    return _wrap(lib.pg_add(a._p, b._p))
+    return _wrap(lib.pg_add(a._handle(), b._handle()))
 
 
 def ag_sub(A, B):
     """A - B, broadcasting as ag_add."""
     a, b = _pair(A, B)
-    return _wrap(lib.pg_sub(a._p, b._p))
+    return _wrap(lib.pg_sub(a._handle(), b._handle()))
 
 
 def ag_mul(A, B):
     """Elementwise A * B, broadcasting size-1 dims on either side."""
     a, b = _pair(A, B)
-    return _wrap(lib.pg_mul(a._p, b._p))
+    return _wrap(lib.pg_mul(a._handle(), b._handle()))
 
 
 def ag_div(A, B):
     """Elementwise A / B, broadcasting size-1 dims on either side."""
     a, b = _pair(A, B)
-    return _wrap(lib.pg_div(a._p, b._p))
+    return _wrap(lib.pg_div(a._handle(), b._handle()))
 
 
 def _scalar(v, name, arg):
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        raise ArgumentError(f"{name}: '{arg}' must be a number, got {type(v).__name__}") from None
+    if not isinstance(v, (str, bytes)):
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            pass
+    raise ArgumentError(f"{name}: '{arg}' must be a number, got {type(v).__name__}")
 
 
 def ag_scale(x, scalar):
     """x * scalar (the scalar is a constant)."""
     x = _unary_arg(x)  # keep the (possibly temporary) tensor alive across the C call
-    return _wrap(lib.pg_scale(x._p, _scalar(scalar, "ag_scale", "scalar")))
+    return _wrap(lib.pg_scale(x._handle(), _scalar(scalar, "ag_scale", "scalar")))
 
 
 def _unary(code):
     def op(x):
         x = _unary_arg(x)
-        return _wrap(lib.pg_unary(code, x._p))
+        return _wrap(lib.pg_unary(code, x._handle()))
     return op
 
 
@@ -121,13 +117,13 @@ ag_neg.__doc__ = "-x."
 def ag_pow(x, p):
     """x ** p for a constant scalar p."""
     x = _unary_arg(x)
-    return _wrap(lib.pg_pow(x._p, _scalar(p, "ag_pow", "p")))
+    return _wrap(lib.pg_pow(x._handle(), _scalar(p, "ag_pow", "p")))
 
 
 def ag_clamp(x, lo=-np.inf, hi=np.inf):
     """min(max(x, lo), hi); gradient 1 strictly inside (lo, hi), 0 elsewhere."""
     x = _unary_arg(x)
-    return _wrap(lib.pg_clamp(x._p, _scalar(lo, "ag_clamp", "lo"), _scalar(hi, "ag_clamp", "hi")))
+    return _wrap(lib.pg_clamp(x._handle(), _scalar(lo, "ag_clamp", "lo"), _scalar(hi, "ag_clamp", "hi")))
 
 
 def _dim(dim, name):
@@ -143,18 +139,18 @@ def ag_sum(x, dim=None, keepdim=False):
     (ggmlR's meaning of dim). Results are matrices, so the reduced axis is kept with size 1
     whatever keepdim says."""
     x = _unary_arg(x)
-    return _wrap(lib.pg_sum(x._p, _dim(dim, "ag_sum")))
+    return _wrap(lib.pg_sum(x._handle(), _dim(dim, "ag_sum")))
 
 
 def ag_mean(x, dim=None, keepdim=False):
     """Mean with the same dims as ag_sum."""
     x = _unary_arg(x)
-    return _wrap(lib.pg_mean(x._p, _dim(dim, "ag_mean")))
+    return _wrap(lib.pg_mean(x._handle(), _dim(dim, "ag_mean")))
 
 
 def ag_transpose(x):
     x = _unary_arg(x)
-    return _wrap(lib.pg_transpose(x._p))
+    return _wrap(lib.pg_transpose(x._handle()))
 
 
 def ag_reshape(x, nrow, ncol=-1):
@@ -162,24 +158,30 @@ def ag_reshape(x, nrow, ncol=-1):
     if isinstance(nrow, (tuple, list)):  # ag_reshape(x, (r, c)) as the ggmlR vignette writes it
         nrow, ncol = nrow
     x = _unary_arg(x)
-    return _wrap(lib.pg_reshape(x._p, int(nrow), int(ncol)))
+    return _wrap(lib.pg_reshape(x._handle(), _size(nrow, "nrow"), _size(ncol, "ncol")))
+
+
+def _size(v, arg):
+    if isinstance(v, bool) or not float(v).is_integer():
+        raise PyggmlrValueError(f"ag_reshape: {arg} must be a whole number (or -1), got {v!r}")
+    return int(v)
 
 
 def _loss_pair(pred, target, name):
-    p = _t(pred, name, "pred")
-    return p, (target if isinstance(target, Tensor) else _const(target, pred))
+    pred, target = _pair(pred, target)
+    return pred._handle(), target
 
 
 def ag_mse_loss(pred, target):
     """sum((pred - target)^2) / numel -> 1x1."""
     p, t = _loss_pair(pred, target, "ag_mse_loss")
-    return _wrap(lib.pg_mse_loss(p, t._p))
+    return _wrap(lib.pg_mse_loss(p, t._handle()))
 
 
 def ag_cross_entropy_loss(pred, target):
     """-sum(target * log(clamp(pred, 1e-7, 1 - 1e-7))) / ncol(pred); pred are probabilities."""
     p, t = _loss_pair(pred, target, "ag_cross_entropy_loss")
-    return _wrap(lib.pg_cross_entropy_loss(p, t._p))
+    return _wrap(lib.pg_cross_entropy_loss(p, t._handle()))
 
 
 def _class_ids(a, name):
@@ -198,12 +200,13 @@ def ag_softmax_cross_entropy_loss(logits, target):
     target: a one-hot / soft-label matrix of the logits' shape, or 0-based class ids, one per
     column (an integer array, a 1-D vector, or a [1, batch] row). Gradient (p - t) / batch."""
     name = "ag_softmax_cross_entropy_loss"
-    lp = _t(logits, name, "logits")
+    logits = _unary_arg(logits)  # a plain array is a constant
+    lp = logits._handle()
     K, B = lib.pg_tensor_nrow(lp), lib.pg_tensor_ncol(lp)
     if isinstance(target, Tensor):
         shp = target.shape
         if shp == (K, B) and not (K == 1 and B > 1):
-            return _wrap(lib.pg_softmax_ce_loss(lp, target._p))
+            return _wrap(lib.pg_softmax_ce_loss(lp, target._handle()))
         if shp[0] == 1 or shp[1] == 1:
             ids = _class_ids(target.numpy(), name)
         else:
@@ -212,7 +215,7 @@ def ag_softmax_cross_entropy_loss(logits, target):
         a = np.asarray(target)
         if a.ndim == 2 and a.shape == (K, B) and K > 1:
             t = _const(a, logits)
-            return _wrap(lib.pg_softmax_ce_loss(lp, t._p))
+            return _wrap(lib.pg_softmax_ce_loss(lp, t._handle()))
         if a.ndim <= 1 or (a.ndim == 2 and (a.shape[0] == 1 or a.shape[1] == 1)):
             ids = _class_ids(a, name)
         else:
@@ -224,12 +227,12 @@ def ag_softmax_cross_entropy_loss(logits, target):
 
 def _rsub(self, other):
     a, b = _pair(other, self)
-    return _wrap(lib.pg_sub(a._p, b._p))
+    return _wrap(lib.pg_sub(a._handle(), b._handle()))
 
 
 def _rdiv(self, other):
     a, b = _pair(other, self)
-    return _wrap(lib.pg_div(a._p, b._p))
+    return _wrap(lib.pg_div(a._handle(), b._handle()))
 
 
 def _mul(self, other):
