@@ -150,7 +150,8 @@ class Optimizer:
                 if v is None:
                     _core.check(lib.pg_optim_set_state(self._o, i, s, NULL))
                 else:
-                    t = _wrap(lib.pg_tensor_new(lib.PG_F64, *_shape2(v), ffi.cast("void *", _f64(v).ctypes.data), lib.PG_F64, 1, _shape2(v)[0]))
+                    a = _f64(v)  # keep the array alive across the C call
+                    t = _wrap(lib.pg_tensor_new(lib.PG_F64, a.shape[0], a.shape[1], ffi.cast("void *", a.ctypes.data), lib.PG_F64, 1, a.shape[0]))
                     _core.check(lib.pg_optim_set_state(self._o, i, s, t._p))
         self.t = state.get("t", 0)
         self.accum_count = state.get("accum_count", 0)
