@@ -365,13 +365,13 @@ def _opt_state(meta, tensors, optimizer, params, path):
             a = tensors.get(f"optimizer.{s}.{nm}")
             if a is not None and a.shape != tuple(p.shape):
                 raise _bad(path, f"optimizer state '{s}' for '{nm}' is {_shape_str(a.shape)}, the parameter is {_shape_str(p.shape)}")
-            entry[s] = a
+            entry[s] = None if a is None else np.asfortranarray(a)
         per.append(entry)
     return {"format": "ggmlR.ag_opt_state", "version": 1, "kind": kind, "t": t, "accum_count": ac,
             "hyper": {k: v for k, v in hyper.items() if v is not None}, "params": per}
 
 
-def _load(path, model=None, optimizer=None, quiet_hyper=False):
+def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False):
     import warnings
     tensors, meta = _read_safetensors(path)
     fmt = meta.get("format")
@@ -388,6 +388,8 @@ def _load(path, model=None, optimizer=None, quiet_hyper=False):
         if not epoch.isdigit() or len(epoch) > 12:
             raise _bad(path, f"metadata 'epoch' is not a non-negative integer: {epoch[:20]!r}")
         epoch = int(epoch)
+    elif need_epoch:
+        raise _bad(path, "not a training checkpoint (no epoch; write checkpoints with ag_checkpoint)")
     extra = _meta_json(meta, "extra", path, (dict, list, str, int, float, bool, type(None)))
     if model is None:
         model = _rebuild(meta, tensors, pnames, path)
@@ -433,9 +435,7 @@ def ag_load_model(path, model=None, optimizer=None):
 
 
 def _load_checkpoint(path, model, optimizer):
-    model, info = _load(path, model=model, optimizer=optimizer, quiet_hyper=True)
-    if info["epoch"] is None:
-        raise _bad(path, "not a training checkpoint (no epoch)")
+    model, info = _load(path, model=model, optimizer=optimizer, quiet_hyper=True, need_epoch=True)
     more = {}
     for k, a in info["tensors"].items():
         if k.startswith("callback"):

@@ -1,0 +1,357 @@
+"""ag_fit: iris, exact gradient accumulation, validation split, callbacks, early stopping,
+checkpoint + resume (bit for bit), History, errors; ag_predict / ag_accuracy."""
+import math
+
+import numpy as np
+import pytest
+
+import pyggmlr as pg
+from pyggmlr.fit import _acc_stats, _loss_stats
+
+
+def _iris():
+    x, y, _ = pg.load_iris()
+    return (x - x.mean(axis=1, keepdims=True)) / x.std(axis=1, keepdims=True), y
+
+
+def _mlp(seed=0, hidden=16, dropout=None, bn=False):
+    pg.ggml_set_seed(seed)
+    layers = [pg.ag_linear(4, hidden, "relu")]
+    if bn:
+        layers.append(pg.ag_batch_norm(hidden))
+    if dropout:
+        layers.append(pg.ag_dropout(dropout))
+    layers.append(pg.ag_linear(hidden, 3))
+    return pg.ag_sequential(*layers)
+
+
+def _weights(model):
+    d = {k: t.numpy() for k, t in model.parameters().items()}
+    d.update({k: t.numpy() for k, t in model.buffers().items()})
+    return d
+
+
+def _copy_weights(dst, src):
+    for (_, a), (_, b) in zip(dst.parameters().items(), src.parameters().items()):
+        a.data = b.numpy()
+
+
+def test_iris_reaches_095_validation_accuracy():
+    x, y = _iris()
+    model = _mlp(seed=0)
+    hist = pg.ag_fit(model, x, y, loss="cross_entropy", optimizer="adamw", lr=0.01, nepoch=40,
+                     batch_size=16, val_split=0.2, seed=42, silent=True)
+    assert len(hist) == 40
+    assert hist.val_accuracy[-1] >= 0.95
+    assert hist.loss[-1] < hist.loss[0] / 3
+    assert not model.training  # eval mode at the end
+    # the held-out 30 samples, recomputed independently of ag_fit's bookkeeping
+    order = np.random.default_rng([42, 0]).permutation(150)
+    val = order[120:]
+    assert pg.ag_accuracy(model, x[:, val], y[val]) == pytest.approx(hist.val_accuracy[-1])
+    logits = pg.ag_predict(model, x[:, val])
+    ref = float(pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(logits), y[val]).item())
+    assert hist.val_loss[-1] == pytest.approx(ref, rel=1e-5)
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adamw"])
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_accumulation_equals_large_batch(f64, opt, shuffle):
+    """batch_size=b with nbatch_logical=4b must apply exactly the gradients of batch_size=4b
+    (the micro-batch losses are means over b columns; the optimizer averages k of them)."""
+    x, y = _iris()
+    x, y = x[:, :128], y[:128]
+    ref = _mlp(seed=3)
+    a, b, c = _mlp(seed=9), _mlp(seed=9), _mlp(seed=9)
+    for m in (a, b, c):
+        _copy_weights(m, ref)
+    w0 = _weights(a)
+    kw = dict(optimizer=opt, lr=0.05, nepoch=3, shuffle=shuffle, seed=11, silent=True)
+    pg.ag_fit(a, x, y, batch_size=8, nbatch_logical=32, **kw)   # 4 steps per epoch, 12 in all
+    pg.ag_fit(b, x, y, batch_size=32, **kw)
+    pg.ag_fit(c, x, y, batch_size=8, **kw)                      # same data, 4x more steps
+    wa, wb, wc = _weights(a), _weights(b), _weights(c)
+    for k in wa:
+        np.testing.assert_allclose(wa[k], wb[k], rtol=0, atol=1e-12)
+    moved = max(np.max(np.abs(wa[k] - w0[k])) for k in wa)
+    assert moved > 1e-2
+    assert max(np.max(np.abs(wc[k] - wb[k])) for k in wa) > 1e-3  # the check can fail
+
+
+def test_accumulation_history_counts_micro_batches(f64):
+    x, y = _iris()
+    seen = []
+
+    class Count(pg.Callback):
+        def on_batch_end(self, step, logs):
+            seen.append(step)
+
+    pg.ag_fit(_mlp(), x, y, batch_size=10, nbatch_logical=40, nepoch=2, silent=True, callbacks=[Count()])
+    assert len(seen) == 2 * (150 // 40) * 4  # 120 of 150 samples fill 3 logical batches
+
+
+def test_val_split_sizes_and_modes():
+    x = np.arange(4 * 100, dtype=np.float64).reshape(4, 100, order="F")
+    y = np.arange(100) % 3
+    calls = []
+    model = _mlp()
+
+    def loss(out, yb):
+        calls.append((model.training, out.shape[1]))
+        return pg.ag_softmax_cross_entropy_loss(out, yb)
+
+    seen_val = []
+    lin = model.layers[0]
+    orig_forward = lin.forward
+
+    def spy(xb):
+        if not model.training:
+            seen_val.append(xb.numpy())
+        return orig_forward(xb)
+
+    lin.forward = spy
+    hist = pg.ag_fit(model, x, y, loss=loss, optimizer="sgd", lr=1e-6, nepoch=1, batch_size=10,
+                     val_split=0.25, shuffle=False, silent=True)
+    train = [s for t, s in calls if t]
+    val = [s for t, s in calls if not t]
+    assert train == [10] * 7            # 75 training samples: 7 whole batches
+    assert val == [10, 10, 5]           # all 25 held-out samples
+    np.testing.assert_array_equal(np.concatenate(seen_val, axis=1), x[:, 75:])  # the last fraction
+    assert not math.isnan(hist.val_loss[0])
+    assert math.isnan(hist.val_accuracy[0])  # accuracy only for loss="cross_entropy" (as ggml)
+
+
+def test_history_fields_and_ggml_uncertainties():
+    x, y = _iris()
+    h = pg.ag_fit(_mlp(), x, y, nepoch=3, batch_size=10, val_split=0.2, silent=True, seed=1)
+    d = h.as_dict()
+    for k in ("loss", "loss_unc", "accuracy", "accuracy_unc", "val_loss", "val_loss_unc", "val_accuracy",
+              "val_accuracy_unc", "lr", "time_train", "time_val"):
+        assert len(d[k]) == 3 and all(not math.isnan(v) for v in d[k]), k
+    assert h.epoch == [1, 2, 3] and h.lr == [1e-3] * 3
+    a = h.val_accuracy[-1]
+    assert h.val_accuracy_unc[-1] == pytest.approx(math.sqrt(a * (1 - a) / 29))
+    assert "val_loss" in repr(h)
+    # ggml_opt_result_loss / _accuracy formulas
+    m, u = _loss_stats([1.0, 2.0, 3.0, 4.0], [1, 1, 1, 1], True)
+    assert m == 2.5 and u == pytest.approx(math.sqrt(1.25 / 3))
+    s, us = _loss_stats([1.0, 2.0, 3.0, 4.0], [1, 1, 1, 1], False)
+    assert s == 10.0 and us == pytest.approx(math.sqrt(1.25 * 4 / 3))
+    assert math.isnan(_loss_stats([1.0], [1], True)[1])
+    assert _acc_stats(3, 4) == (0.75, pytest.approx(math.sqrt(0.75 * 0.25 / 3)))
+
+
+def test_regression_losses(f64):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 64))
+    y = np.array([[1.0, -2.0, 0.5]]) @ x + 0.3
+    pg.ggml_set_seed(0)
+    model = pg.ag_sequential(pg.ag_linear(3, 1))
+    h = pg.ag_fit(model, x, y, loss="mse", optimizer="sgd", lr=0.1, nepoch=60, batch_size=16, silent=True)
+    assert h.loss[-1] < 1e-6
+    assert all(math.isnan(v) for v in h.accuracy)
+    np.testing.assert_allclose(model.parameters()["layer1_W"].numpy(), [[1.0, -2.0, 0.5]], atol=1e-3)
+    # "mean" / "sum" reduce the model's output itself (y unused)
+    h = pg.ag_fit(pg.ag_sequential(pg.ag_linear(3, 1)), x, None, loss="sum", optimizer="sgd", lr=1e-3,
+                  nepoch=2, batch_size=16, silent=True)
+    assert h.loss[1] < h.loss[0]
+
+
+def test_opt_params_schedule():
+    x, y = _iris()
+    opt_lrs = []
+    model = _mlp()
+    opt = pg.optimizer_sgd(model.parameters(), lr=0.5)
+
+    def record(epoch, logs):
+        opt_lrs.append(opt.lr)
+
+    h = pg.ag_fit(model, x, y, optimizer=opt, nepoch=4, silent=True, callbacks=[record],
+                  opt_params=lambda e: {"alpha": 0.1 * 0.5 ** (e - 1), "momentum": 0.9})
+    assert h.lr == pytest.approx([0.1, 0.05, 0.025, 0.0125])
+    assert opt_lrs == pytest.approx(h.lr) and opt.momentum == pytest.approx(0.9)
+    with pytest.raises(pg.PyggmlrValueError, match="unknown hyper-parameter"):
+        pg.ag_fit(model, x, y, nepoch=1, silent=True, opt_params=lambda e: {"nope": 1})
+
+
+def test_plain_callback_gets_logs_and_can_stop():
+    x, y = _iris()
+    got = []
+
+    def cb(epoch, logs):
+        got.append((epoch, sorted(logs)))
+        return False if epoch == 2 else None
+
+    h = pg.ag_fit(_mlp(), x, y, nepoch=10, val_split=0.2, silent=True, callbacks=[cb])
+    assert [e for e, _ in got] == [1, 2] and len(h) == 2 and h.stopped_epoch == 2
+    assert {"loss", "accuracy", "val_loss", "val_accuracy", "epoch", "lr"} <= set(got[0][1])
+
+
+def test_early_stopping_stops_and_restores_best(f64):
+    x, y = _iris()
+    model = _mlp(seed=0, hidden=8)
+    snaps = {}
+
+    def snap(epoch, logs):
+        snaps[epoch] = _weights(model)
+
+    es = pg.ag_early_stopping(patience=2)
+    # weights improve for 3 epochs, then a huge weight decay ruins them: val loss rises
+    h = pg.ag_fit(model, x, y, optimizer="sgd", nepoch=20, batch_size=15, val_split=0.2, seed=1, silent=True,
+                  opt_params=lambda e: {"lr": 0.1, "weight_decay": 0.0 if e <= 3 else 3.0}, callbacks=[snap, es])
+    assert h.stopped_epoch == 5 and len(h) == 5 and es.stopped_epoch == 5
+    assert h.best_epoch == 3 and h.val_loss[2] == min(h.val_loss)
+    w = _weights(model)
+    for k in w:
+        np.testing.assert_array_equal(w[k], snaps[3][k])
+    order = np.random.default_rng([1, 0]).permutation(150)
+    val = order[120:]
+    logits = pg.ag_predict(model, x[:, val])
+    assert float(pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(logits), y[val]).item()) == pytest.approx(h.val_loss[2], rel=1e-12)
+
+
+def test_early_stopping_without_restore_and_on_train_loss(f64):
+    x, y = _iris()
+    model = _mlp(seed=0, hidden=8)
+    snaps = {}
+    h = pg.ag_fit(model, x, y, optimizer="sgd", nepoch=20, batch_size=15, seed=1, silent=True,
+                  opt_params=lambda e: {"lr": 0.1, "weight_decay": 0.0 if e <= 3 else 3.0},
+                  callbacks=[lambda e, logs: snaps.__setitem__(e, _weights(model)),
+                             pg.ag_early_stopping(patience=2, restore_best=False)])
+    assert len(h) < 20 and h.best_epoch == int(np.argmin(h.loss)) + 1  # monitors the training loss
+    w = _weights(model)
+    for k in w:
+        np.testing.assert_array_equal(w[k], snaps[len(h)][k])
+
+
+def test_checkpoint_resume_is_bit_exact(tmp_path):
+    """A run checkpointed after epoch 3 and resumed to epoch 6 ends bit for bit where the
+    uninterrupted 6-epoch run ends (shuffles, dropout masks, batch-norm buffers, Adam moments,
+    the lr schedule)."""
+    x, y = _iris()
+    kw = dict(optimizer="adamw", lr=0.01, batch_size=16, nbatch_logical=32, val_split=0.2, seed=5, silent=True,
+              opt_params=lambda e: {"lr": 0.01 / e})
+    full = _mlp(seed=1, dropout=0.2, bn=True)
+    h_full = pg.ag_fit(full, x, y, nepoch=6, **kw)
+
+    first = _mlp(seed=1, dropout=0.2, bn=True)
+    path = tmp_path / "ckpt.safetensors"
+    ck = pg.ag_checkpoint(str(path), every=3)
+    pg.ag_fit(first, x, y, nepoch=3, callbacks=[ck], **kw)
+    assert ck.saved == [str(path)] and pg.ag_model_info(path)["epoch"] == 3
+    pg.ggml_set_seed(999)  # disturb the global stream: resuming must restore it
+    resumed = _mlp(seed=77, dropout=0.2, bn=True)  # other initial weights, all overwritten
+    h_res = pg.ag_fit(resumed, x, y, nepoch=6, resume_from=str(path), **kw)
+
+    wf, wr = _weights(full), _weights(resumed)
+    assert set(wf) == set(wr) and "layer2_running_mean" in wf
+    for k in wf:
+        assert wf[k].tobytes() == wr[k].tobytes(), k
+    assert h_res.epoch == [1, 2, 3, 4, 5, 6]
+    assert h_res.loss == h_full.loss and h_res.val_loss == h_full.val_loss
+    # and it is not trivially equal: a run without the checkpoint's optimizer state differs
+    other = _mlp(seed=1, dropout=0.2, bn=True)
+    pg.ag_fit(other, x, y, nepoch=3, **kw)
+    pg.ag_fit(other, x, y, nepoch=3, **kw)
+    assert any(_weights(other)[k].tobytes() != wf[k].tobytes() for k in wf)
+
+
+def test_resume_rejects_other_settings(tmp_path):
+    x, y = _iris()
+    path = str(tmp_path / "c.safetensors")
+    pg.ag_fit(_mlp(), x, y, nepoch=1, batch_size=10, callbacks=[pg.ag_checkpoint(path)], silent=True)
+    with pytest.raises(pg.PyggmlrValueError, match="batch_size"):
+        pg.ag_fit(_mlp(), x, y, nepoch=2, batch_size=20, resume_from=path, silent=True)
+    plain = str(tmp_path / "plain.safetensors")
+    pg.ag_save_model(_mlp(), plain)
+    with pytest.raises(pg.PyggmlrValueError, match="checkpoint"):
+        pg.ag_fit(_mlp(), x, y, nepoch=2, resume_from=plain, silent=True)
+
+
+def test_checkpoint_every_and_epoch_pattern(tmp_path):
+    x, y = _iris()
+    ck = pg.ag_checkpoint(str(tmp_path / "e{epoch}.safetensors"), every=2)
+    pg.ag_fit(_mlp(), x, y, nepoch=5, callbacks=[ck], silent=True)
+    assert [p.rsplit("/", 1)[1] for p in ck.saved] == ["e2.safetensors", "e4.safetensors", "e5.safetensors"]
+    m = pg.ag_load_model(ck.saved[-1])
+    assert not m.training
+
+
+def test_modes_during_and_after_fit():
+    x, y = _iris()
+    model = _mlp(dropout=0.5)
+    modes = []
+
+    def loss(out, yb):
+        modes.append(model.layers[1].training)
+        return pg.ag_softmax_cross_entropy_loss(out, yb)
+
+    pg.ag_fit(model, x, y, loss=loss, nepoch=1, batch_size=50, val_split=1 / 3, silent=True)
+    assert modes == [True, True, False]  # 2 training batches, then one batch of 50 validation samples
+    assert not model.training and not model.layers[1].training
+
+
+def test_one_hot_targets_equal_ids(f64):
+    x, y = _iris()
+    a, b = _mlp(seed=2), _mlp(seed=2)
+    ha = pg.ag_fit(a, x, y, nepoch=2, seed=3, silent=True)
+    hb = pg.ag_fit(b, x, np.eye(3)[:, y], nepoch=2, seed=3, silent=True)
+    assert ha.loss == pytest.approx(hb.loss, rel=1e-12) and ha.accuracy == hb.accuracy
+
+
+def test_predict_and_accuracy():
+    x, y = _iris()
+    model = _mlp()
+    out = pg.ag_predict(model, x, batch_size=7)
+    assert out.shape == (3, 150)
+    np.testing.assert_allclose(out, model(pg.ag_tensor(x)).numpy(), rtol=1e-6)
+    acc = pg.ag_accuracy(model, x, y)
+    assert acc == pytest.approx(np.mean(np.argmax(out, axis=0) == y))
+    assert model.training  # predict puts the mode back
+
+
+def test_progress_output(capsys):
+    x, y = _iris()
+    pg.ag_fit(_mlp(), x, y, nepoch=2, val_split=0.2)
+    err = capsys.readouterr()
+    text = err.err + err.out
+    assert "epoch 1/2" in text and "epoch 2/2" in text and "val_acc=" in text
+    pg.ag_fit(_mlp(), x, y, nepoch=2, silent=True)
+    err = capsys.readouterr()
+    assert err.err == "" and err.out == ""
+
+
+def test_history_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    x, y = _iris()
+    h = pg.ag_fit(_mlp(), x, y, nepoch=3, val_split=0.2, silent=True)
+    p = tmp_path / "loss.png"
+    h.plot(str(p))
+    assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_errors():
+    x, y = _iris()
+    m = _mlp()
+    with pytest.raises(pg.PyggmlrValueError, match=r"nbatch_logical \(50\) must be a multiple of batch_size \(32\)"):
+        pg.ag_fit(m, x, y, batch_size=32, nbatch_logical=50, silent=True)
+    with pytest.raises(pg.PyggmlrValueError, match="unknown loss 'hinge'"):
+        pg.ag_fit(m, x, y, loss="hinge", silent=True)
+    with pytest.raises(pg.PyggmlrValueError, match="unknown optimizer"):
+        pg.ag_fit(m, x, y, optimizer="lbfgs", silent=True)
+    with pytest.raises(pg.ShapeError, match="150 samples"):
+        pg.ag_fit(m, x, y[:100], silent=True)
+    with pytest.raises(pg.ShapeError):
+        pg.ag_fit(m, x[:3], y, nepoch=1, silent=True)  # model wants 4 features
+    with pytest.raises(pg.ShapeError):
+        pg.ag_fit(m, x, np.eye(4)[:, y % 4], nepoch=1, silent=True)  # 4-row one-hot vs 3 logits
+    with pytest.raises(pg.PyggmlrValueError, match="val_split"):
+        pg.ag_fit(m, x, y, val_split=1.0, silent=True)
+    with pytest.raises(pg.PyggmlrValueError, match="logical batch"):
+        pg.ag_fit(m, x, y, batch_size=100, val_split=0.5, silent=True)
+    with pytest.raises(pg.PyggmlrValueError, match="needs targets"):
+        pg.ag_fit(m, x, None, silent=True)
+    with pytest.raises(pg.PyggmlrValueError, match="class ids"):
+        pg.ag_fit(m, x, y + 0.5, silent=True)
+    with pytest.raises(pg.PyggmlrValueError, match="patience"):
+        pg.ag_early_stopping(patience=0)
