@@ -669,3 +669,19 @@ def test_training_loop_keeps_counters_flat(rng):
     est = pg.ag_estimate_training_memory(model=model, x=x, y=y, quiet=True)
     assert rise == est.activations + est.gradients - (x.size + y.size) * itemsize()
     assert float(loss) < 1.0
+
+
+def test_model_estimate_inside_an_open_tape_scope(f64, rng):
+    model = TinyMLP([3, 4, 1], rng)
+    x = pg.ag_tensor(rng.normal(size=(3, 2)))
+    with pg.with_grad_tape():
+        h = model.forward(x)
+        n0 = lib.pg_tape_nodes()
+        pg.ag_estimate_training_memory(model=model, x=x, quiet=True)
+        assert lib.pg_tape_depth() == 1 and lib.pg_tape_enabled() == 1
+        assert lib.pg_tape_nodes() == n0
+        loss = pg.ag_sum(h)                      # recording goes on onto the caller's tape
+    assert lib.pg_tape_nodes() == n0 + 1
+    grads = pg.backward(loss)
+    w = model.layers[0][0]
+    assert grads[w].shape == (4, 3) and np.abs(grads[w]).sum() > 0
