@@ -354,6 +354,10 @@ def _opt_state(meta, tensors, optimizer, params, path):
         raise _bad(path, "optimizer metadata: t and accum_count must be integers >= 0")
     if not isinstance(hyper, dict) or not all(v is None or isinstance(v, (int, float)) for v in hyper.values()):
         raise _bad(path, "optimizer metadata: hyper must map names to numbers")
+    from .optim import _ADAM
+    okind = "adam" if optimizer._kind == _ADAM else "sgd"
+    if kind != okind:
+        raise PyggmlrValueError(f"optimizer state mismatch: the file's state is for {kind}, this optimizer is {okind}")
     mine = _opt_names(optimizer, params)
     if sorted(mine) != sorted(names):
         raise PyggmlrValueError(f"optimizer state mismatch: the optimizer's parameters are {', '.join(mine)}; "
