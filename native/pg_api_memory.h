@@ -1,7 +1,9 @@
-/* pyggmlr C core: memory reports (memory.c). cdef-clean like pg_api.h.
+/* pyggmlr C core: memory reports. cdef-clean like pg_api.h.
  *
  * The allocator's counters themselves (pg_memory_stats, pg_memory_reset_peak, pg_live_objects)
- * are in pg_api.h; this area adds what is built on top of them. */
+ * are in pg_api.h; this area adds what is built on top of them: the tape report (memory.c),
+ * per-category peaks (tensor.c, next to the counters) and the tape stash (tape.c, which owns
+ * the tape). */
 
 /* What this thread's tape holds alive, from the core's real byte counts (storage bytes as the
  * allocator counts them; each storage counted once, charged to the first node that meets it
