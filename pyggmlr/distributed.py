@@ -404,9 +404,14 @@ def _check_layout(comm, tensors, op, extra=""):
     buf = np.concatenate([mine, -mine])
     comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.MAX)
     _stats["check_calls"] += 1
-    if buf[0] != -buf[2] or buf[1] != -buf[3]:
-        raise DistributedError(f"{op}: the ranks pass different parameter lists (counts {-buf[2]}..{buf[0]}); "
-                               f"every rank must build the same model and call the same collectives in the same order")
+    if buf[0] != -buf[2]:
+        what = f"different numbers of tensors ({-buf[2]} to {buf[0]})"
+    elif buf[1] != -buf[3]:
+        what = f"{buf[0]} tensors each, but with different shapes or dtypes"
+    else:
+        return
+    raise DistributedError(f"{op}: the ranks pass different parameter lists: {what}; every rank must build "
+                           f"the same model and call the same collectives in the same order")
 
 
 def ag_broadcast_parameters(model, root=0, comm=None, buffers=True):
@@ -514,27 +519,35 @@ class DistributedOptimizer:
     ``opt = DistributedOptimizer(optimizer_adam(model, lr=1e-3))``; then per step
     ``grads = backward(loss); opt.step(grads, weight=n_samples_here)``. Everything else
     (lr, zero_grad, state, accumulate_steps, ...) goes to the wrapped optimizer. The layout is
-    checked across ranks on the first step."""
+    checked across ranks on the first step. max_norm: when finite, the averaged gradients are
+    clipped (clip_grad_norm) before the step, identically on every rank."""
 
-    def __init__(self, optimizer, comm=None, dtype=None):
+    def __init__(self, optimizer, comm=None, dtype=None, max_norm=float("inf")):
         if not isinstance(optimizer, Optimizer):
             raise ArgumentError(f"DistributedOptimizer: expected an optimizer (optimizer_adam / optimizer_sgd), got {type(optimizer).__name__}")
         object.__setattr__(self, "optimizer", optimizer)
         object.__setattr__(self, "comm", _comm(comm))
         object.__setattr__(self, "dtype", dtype)
         object.__setattr__(self, "_steps", 0)
+        object.__setattr__(self, "max_norm", float(max_norm))
 
     def step(self, grads=None, weight=1.0):
-        ag_allreduce_gradients(list(self.optimizer.params.values()), grads, weight=weight, comm=self.comm,
-                               dtype=self.dtype, check=self._steps == 0)
+        params = list(self.optimizer.params.values())
+        ag_allreduce_gradients(params, grads, weight=weight, comm=self.comm, dtype=self.dtype,
+                               check=self._steps == 0)
         object.__setattr__(self, "_steps", self._steps + 1)
+        if math.isfinite(self.max_norm):
+            clip_grad_norm(params, grads, self.max_norm)
         return self.optimizer.step(grads)
 
     def __getattr__(self, name):
         return getattr(self.optimizer, name)
 
     def __setattr__(self, name, value):
-        setattr(self.optimizer, name, value)
+        if name == "max_norm":
+            object.__setattr__(self, name, float(value))
+        else:
+            setattr(self.optimizer, name, value)
 
     def __repr__(self):
         return f"DistributedOptimizer(rank {self.comm.Get_rank()} of {self.comm.Get_size()}) over {self.optimizer!r}"

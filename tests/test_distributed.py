@@ -1,0 +1,441 @@
+"""dp_train (ggmlR's in-process data parallelism), the C helpers behind it, and the MPI backend
+(run under mpirun in subprocesses)."""
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import pyggmlr as pg
+from pyggmlr import distributed as dist
+from pyggmlr._core import NULL
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "mpi"))
+from _common import MLP, regression_data  # noqa: E402
+
+
+def _params(m):
+    return {k: t.numpy() for k, t in m.parameters().items()}
+
+
+def _regression_batches(n_batches, b, seed=0):
+    X, Y = regression_data(n_batches * b, seed=seed)
+    return [(X[:, i * b:(i + 1) * b], Y[:, i * b:(i + 1) * b]) for i in range(n_batches)]
+
+
+def _fwd(m, s):
+    return m.forward(pg.ag_tensor(s[0]))
+
+
+def _tgt(s):
+    return s[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# dp_train: ggmlR's own checks (test-ag-training.R)
+
+def _seq_model():
+    return pg.ag_sequential(pg.ag_linear(4, 8, activation="tanh"), pg.ag_linear(8, 2))
+
+
+def test_dp_train_fields_and_history_length(capsys):
+    data = _regression_batches(4, 8)
+    res = pg.dp_train(_seq_model, data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd, target_fn=_tgt,
+                      n_iter=7, verbose=False)
+    assert list(res) == ["params", "loss_history", "model"]
+    assert res["loss_history"].shape == (7,)
+    assert np.all(np.isfinite(res["loss_history"]))
+    assert list(res["params"]) == list(res["model"].parameters())
+    for k, t in res["params"].items():
+        assert t is res["model"].parameters()[k]
+    assert capsys.readouterr().out == ""
+
+
+def test_dp_train_converges_with_one_replica():
+    pg.ggml_set_seed(1)
+    data = _regression_batches(4, 16)
+    res = pg.dp_train(_seq_model, data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd, target_fn=_tgt,
+                      n_iter=150, lr=0.02, verbose=False)
+    h = res["loss_history"]
+    assert h[-4:].mean() < 0.25 * h[:4].mean()
+
+
+def test_dp_train_two_replicas_no_nan_and_replica_zero_trained():
+    pg.ggml_set_seed(2)
+    data = _regression_batches(5, 8)
+    res = pg.dp_train(_seq_model, data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd, target_fn=_tgt,
+                      n_replicas=2, n_iter=40, lr=0.01, verbose=False)
+    h = res["loss_history"]
+    assert h.shape == (40,) and np.all(np.isfinite(h))
+    assert h[-5:].mean() < h[:5].mean()
+
+
+def test_dp_train_default_replicas_is_one_on_cpu():
+    made = []
+
+    def make():
+        made.append(MLP(4, 3, 2, seed=0))
+        return made[-1]
+
+    pg.dp_train(make, _regression_batches(2, 4), loss_fn=pg.ag_mse_loss, forward_fn=_fwd, target_fn=_tgt,
+                n_iter=1, verbose=False)
+    assert len(made) == 1
+
+
+def test_dp_train_loss_fn_none_uses_forward_result_and_tensor_samples():
+    class Quad:
+        def __init__(self):
+            self.w = pg.ag_param(np.array([[3.0], [-2.0]]))
+
+        def forward(self, x):  # loss = mean((w - x)^2)
+            return pg.ag_mean(pg.ag_pow(pg.ag_sub(self.w, x), 2))
+
+        def parameters(self):
+            return {"w": self.w}
+
+    pg.ag_dtype("f64")
+    data = [pg.ag_tensor(np.array([[1.0], [1.0]])), np.array([[1.0], [1.0]])]
+    res = pg.dp_train(Quad, data, n_replicas=2, n_iter=300, lr=0.05, verbose=False)
+    np.testing.assert_allclose(res["model"].w.numpy(), 1.0, atol=1e-2)
+    assert res["loss_history"][0] == pytest.approx((4 + 9) / 2)
+
+
+def test_dp_train_prints_ggmlr_format(capsys):
+    data = _regression_batches(2, 4)
+    pg.dp_train(lambda: MLP(4, 3, 2, seed=0), data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd,
+                target_fn=_tgt, n_iter=6, verbose=3)
+    lines = capsys.readouterr().out.splitlines()
+    assert [l[:25] for l in lines] == ["[dp_train] iter    1 / 6 ", "[dp_train] iter    3 / 6 ",
+                                       "[dp_train] iter    6 / 6 "]
+    import re
+    assert all(re.fullmatch(r"\[dp_train\] iter +\d+ / 6  loss = \d+\.\d{6}", l) for l in lines)
+    pg.dp_train(lambda: MLP(4, 3, 2, seed=0), data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd,
+                target_fn=_tgt, n_iter=3, verbose=True)
+    assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# dp_train: exact semantics (f64)
+
+def test_dp_train_replicas_identical_before_every_step_and_grads_cleared(f64):
+    made = []
+    spreads = []
+
+    def make():
+        made.append(MLP(4, 5, 2, seed=len(made)))  # different inits: the copy must align them
+        return made[-1]
+
+    def fwd(m, s):
+        if m is made[0]:  # first forward of an iteration: all replicas must hold replica 0's weights
+            w0 = _params(made[0])
+            spreads.append(max(float(np.max(np.abs(_params(r)[k] - w0[k]))) for r in made[1:] for k in w0))
+        return m.forward(pg.ag_tensor(s[0]))
+
+    data = _regression_batches(6, 4)
+    pg.dp_train(make, data, loss_fn=pg.ag_mse_loss, forward_fn=fwd, target_fn=_tgt, n_replicas=3,
+                n_iter=5, lr=0.05, verbose=False)
+    assert spreads == [0.0] * 5
+    w0 = _params(made[0])
+    assert all(np.array_equal(_params(r)[k], w0[k]) for r in made[1:] for k in w0)
+    # ggmlR 0.8.2 leaves replicas 2..N's .grad growing; here every replica's is cleared
+    assert all(t.grad is None for r in made for t in r.parameters().values())
+
+
+def _adam_reference(data_pairs, lr, n_steps, max_norm=float("inf"), seed=0):
+    """One model, one Adam step per step on the concatenation of the replicas' batches."""
+    ref = MLP(4, 5, 2, seed=seed)
+    opt = pg.optimizer_adam(ref, lr=lr)
+    for s in range(n_steps):
+        xs = np.concatenate([p[0] for p in data_pairs[s]], axis=1)
+        ys = np.concatenate([p[1] for p in data_pairs[s]], axis=1)
+        with pg.with_grad_tape():
+            loss = pg.ag_mse_loss(ref.forward(pg.ag_tensor(xs)), pg.ag_tensor(ys))
+        g = pg.backward(loss)
+        if np.isfinite(max_norm):
+            pg.clip_grad_norm(ref, g, max_norm)
+        opt.step(g)
+        opt.zero_grad()
+    return ref
+
+
+@pytest.mark.parametrize("max_norm", [float("inf"), 0.05])
+def test_dp_train_equals_adam_on_the_combined_batch(f64, max_norm):
+    n_rep, n_iter = 2, 4
+    data = _regression_batches(3, 5)  # 3 samples, 2 replicas: data assignment wraps around
+    made = []
+
+    def make():
+        made.append(MLP(4, 5, 2, seed=10 + len(made)))
+        return made[-1]
+
+    res = pg.dp_train(make, data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd, target_fn=_tgt,
+                      n_replicas=n_rep, n_iter=n_iter, lr=0.03, max_norm=max_norm, verbose=False)
+    # ggmlR's assignment: base = ((it - 1) * n) %% len(data), replica i gets data[(base + i) %% len]
+    pairs = [[data[(((it - 1) * n_rep) % 3 + i) % 3] for i in range(n_rep)] for it in range(1, n_iter + 1)]
+    assert [[d[0][0, 0] for d in p] for p in pairs] == [[data[0][0][0, 0], data[1][0][0, 0]],
+                                                         [data[2][0][0, 0], data[0][0][0, 0]],
+                                                         [data[1][0][0, 0], data[2][0][0, 0]],
+                                                         [data[0][0][0, 0], data[1][0][0, 0]]]
+    ref = _adam_reference(pairs, 0.03, n_iter, max_norm, seed=10)
+    got = _params(res["model"])
+    for k, v in _params(ref).items():
+        np.testing.assert_allclose(got[k], v, rtol=0, atol=1e-12)
+    start = _params(MLP(4, 5, 2, seed=10))
+    assert max(float(np.max(np.abs(got[k] - start[k]))) for k in got) > 1e-3  # it did train
+
+
+def test_dp_train_parameters_as_unnamed_list(f64):
+    """ggmlR iterates by name (an unnamed list is a silent no-op); here position/identity counts."""
+    class ListModel(MLP):
+        def parameters(self):
+            return [self.W1, self.b1, self.W2, self.b2]
+
+    data = _regression_batches(2, 4)
+    a = pg.dp_train(lambda: ListModel(4, 5, 2, seed=3), data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd,
+                    target_fn=_tgt, n_replicas=2, n_iter=3, verbose=False)
+    b = pg.dp_train(lambda: MLP(4, 5, 2, seed=3), data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd,
+                    target_fn=_tgt, n_replicas=2, n_iter=3, verbose=False)
+    assert not np.array_equal(a["model"].W1.numpy(), MLP(4, 5, 2, seed=3).W1.numpy())
+    for x, y in zip(a["params"], b["params"].values()):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+
+
+def test_dp_train_errors():
+    data = _regression_batches(2, 4)
+    shared = MLP(4, 3, 2, seed=0)
+    with pytest.raises(ValueError, match="share a parameter tensor"):
+        pg.dp_train(lambda: shared, data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd, target_fn=_tgt,
+                    n_replicas=2, verbose=False)
+    with pytest.raises(ValueError, match="data is empty"):
+        pg.dp_train(lambda: MLP(4, 3, 2, seed=0), [], verbose=False)
+    with pytest.raises(ValueError, match="n_replicas"):
+        pg.dp_train(lambda: MLP(4, 3, 2, seed=0), data, n_replicas=0, verbose=False)
+    with pytest.raises(TypeError, match="parameters"):
+        pg.dp_train(lambda: object(), data, forward_fn=_fwd, verbose=False)
+    sizes = iter([3, 4])
+    with pytest.raises(ValueError, match="same architecture|parameter 0"):
+        pg.dp_train(lambda: MLP(4, next(sizes), 2, seed=0), data, loss_fn=pg.ag_mse_loss,
+                    forward_fn=_fwd, target_fn=_tgt, n_replicas=2, verbose=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# the C helpers
+
+def _g(grads, t):
+    """The live gradient in a map (Gradients[...] caches its first read)."""
+    return grads.get_tensor(t).numpy()
+
+
+def _grads_of(model, x, y):
+    with pg.with_grad_tape():
+        loss = pg.ag_mse_loss(model.forward(pg.ag_tensor(x)), pg.ag_tensor(y))
+    return pg.backward(loss)
+
+
+def test_averaged_gradient_equals_gradient_of_combined_batch(f64):
+    X, Y = regression_data(12)
+    m0, m1, m2, full = (MLP(4, 6, 2, seed=s) for s in (1, 2, 3, 4))
+    for m in (m1, m2, full):
+        pg.distributed.ag_copy_parameters(m, m0)
+    g0 = _grads_of(m0, X[:, :4], Y[:, :4])
+    g1 = _grads_of(m1, X[:, 4:8], Y[:, 4:8])
+    g2 = _grads_of(m2, X[:, 8:], Y[:, 8:])
+    gf = _grads_of(full, X, Y)
+    pg.distributed.ag_average_gradients([m0, m1, m2], [g0, g1, g2])
+    for k, t in m0.parameters().items():
+        ref = gf[full.parameters()[k]]
+        np.testing.assert_allclose(_g(g0, t), ref, rtol=0, atol=1e-12)
+        assert np.max(np.abs(ref)) > 1e-3
+    # .grad mode (each replica's .grad): same result, and the maps handed out are not changed
+    for m in (m0, m1, m2):
+        pg.distributed.ag_copy_parameters(m, full)
+        for t in m.parameters().values():
+            t.grad = None
+    h0 = _grads_of(m0, X[:, :4], Y[:, :4])
+    before = h0[m0.W1].copy()
+    _grads_of(m1, X[:, 4:8], Y[:, 4:8])
+    _grads_of(m2, X[:, 8:], Y[:, 8:])
+    pg.distributed.ag_average_gradients([m0, m1, m2], [None, None, None])
+    for k, t in m0.parameters().items():
+        np.testing.assert_allclose(t.grad, gf[full.parameters()[k]], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(h0.get_tensor(m0.W1).numpy(), before)
+
+
+def test_average_gradients_missing_and_mismatch(f64):
+    m0, m1 = MLP(2, 3, 1, seed=0), MLP(2, 3, 1, seed=0)
+    x = np.ones((2, 3))
+    # replica 1 only uses b2: its W1 gradient counts as zeros
+    with pg.with_grad_tape():
+        l1 = pg.ag_sum(m1.b2)
+    g1 = pg.backward(l1)
+    g0 = _grads_of(m0, x, np.zeros((1, 3)))
+    w1 = g0[m0.W1].copy()
+    b2 = g0[m0.b2].copy()
+    pg.distributed.ag_average_gradients([m0, m1], [g0, g1])
+    np.testing.assert_allclose(_g(g0, m0.W1), w1 / 2, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(_g(g0, m0.b2), (b2 + 1) / 2, rtol=0, atol=1e-15)
+    # replica 0's map lacks a gradient another replica has: a map cannot grow -> clear error
+    with pg.with_grad_tape():
+        l0 = pg.ag_sum(m0.b2)
+    h0 = pg.backward(l0)
+    h1 = _grads_of(m1, x, np.zeros((1, 3)))
+    with pytest.raises(pg.StateError, match="no gradient in replica 0's map"):
+        pg.distributed.ag_average_gradients([m0, m1], [h0, h1])
+    with pytest.raises(ValueError, match="replica 1 has 2 parameters"):
+        pg.distributed.ag_average_gradients([m0, [m1.W1, m1.b1]], [h0, h1])
+    other = MLP(2, 4, 1, seed=0)
+    with pytest.raises(pg.ShapeError, match="parameter 0 is .*4x2.* in replica 1"):
+        pg.distributed.ag_average_gradients([m0, other], [None, None])
+
+
+@pytest.mark.parametrize("buf_dtype", [np.float64, np.float32])
+def test_pack_unpack_round_trip(f64, buf_dtype):
+    m = MLP(3, 4, 2, seed=5)
+    X, Y = regression_data(6, n_in=3)
+    g = _grads_of(m, X, Y)
+    ts = list(m.parameters().values())
+    arr, n = dist._arr(ts), len(ts)
+    L = dist._flat_len(arr, n, 1)
+    assert L == sum(t.size for t in ts) + n == 4 * 3 + 4 + 2 * 4 + 2 + 4
+    orig = [g.get_tensor(t).numpy() for t in ts]
+    buf = np.full(L + 1, -7.0, dtype=buf_dtype)
+    dist._pack(arr, n, g._m, dist._GRAD, 1, 2.0, buf)
+    expect = np.concatenate([2 * g[t].reshape(-1, order="F") for t in ts] + [np.ones(n)])
+    np.testing.assert_allclose(buf[:L], expect, rtol=1e-6 if buf_dtype == np.float32 else 0)
+    assert buf[L] == -7.0  # past the layout: untouched
+    buf[:L - n] *= 3
+    dist._unpack(arr, n, g._m, dist._GRAD, 1, 0.25, buf)
+    for t, o in zip(ts, orig):  # 2 * 3 * 0.25 = 1.5 times the original, written into the map in place
+        np.testing.assert_allclose(g.get_tensor(t).numpy(), 1.5 * o, rtol=1e-6 if buf_dtype == np.float32 else 1e-15)
+    # values: pack and unpack into another model
+    other = MLP(3, 4, 2, seed=6)
+    vbuf = np.empty(dist._flat_len(arr, n, 0), dtype=np.float64)
+    dist._pack(arr, n, NULL, dist._VALUE, 0, 1.0, vbuf)
+    oarr = dist._arr(list(other.parameters().values()))
+    dist._unpack(oarr, n, NULL, dist._VALUE, 0, 1.0, vbuf)
+    for k, v in _params(m).items():
+        np.testing.assert_array_equal(_params(other)[k], v)
+
+
+def test_pack_missing_gradients_flags_and_grad_mode(f64):
+    m = MLP(2, 3, 1, seed=0)
+    ts = list(m.parameters().values())
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_mul(m.b2, 3.0))
+    g = pg.backward(loss)
+    arr, n = dist._arr(ts), len(ts)
+    L = dist._flat_len(arr, n, 1)
+    buf = np.empty(L)
+    dist._pack(arr, n, g._m, dist._GRAD, 1, 1.0, buf)
+    np.testing.assert_array_equal(buf[:L - n], [0.0] * (L - n - 1) + [3.0])
+    np.testing.assert_array_equal(buf[L - n:], [0, 0, 0, 1])
+    # another "rank" had a W1 gradient: a map cannot take it ...
+    buf[L - n] = 1.0
+    with pytest.raises(pg.StateError, match="no gradient in this process's map"):
+        dist._unpack(arr, n, g._m, dist._GRAD, 1, 1.0, buf)
+    # ... .grad can: a fresh .grad is set for W1 and b2; b1, W2 (flag 0) stay without one
+    buf[:6] = np.arange(6)
+    dist._unpack(arr, n, NULL, dist._GRAD, 1, 0.5, buf)
+    np.testing.assert_array_equal(m.W1.grad, np.arange(6).reshape(3, 2, order="F") * 0.5)
+    assert m.b1.grad is None and m.W2.grad is None
+    np.testing.assert_array_equal(m.b2.grad, [[1.5]])
+    assert g.get_tensor(m.b2).numpy()[0, 0] == 3.0  # the map returned by backward() is not changed in .grad mode
+    with pytest.raises(pg.ShapeError, match="buffer has 3 elements"):
+        dist._pack(arr, n, NULL, dist._GRAD, 1, 1.0, np.empty(3))
+    with pytest.raises(ValueError, match="flags apply to gradients only"):
+        dist._pack(arr, n, NULL, dist._VALUE, 1, 1.0, buf)
+
+
+def test_copy_parameters_shape_mismatch():
+    with pytest.raises(pg.ShapeError, match="parameter 0"):
+        pg.distributed.ag_copy_parameters(MLP(2, 3, 1, seed=0), MLP(2, 4, 1, seed=0))
+    with pytest.raises(ValueError, match="destination has 4 parameters, source has 1"):
+        pg.distributed.ag_copy_parameters(MLP(2, 3, 1, seed=0), [pg.ag_param(np.ones((3, 2)))])
+
+
+# ---------------------------------------------------------------------------------------------
+# MPI: optional dependency
+
+def test_import_pyggmlr_does_not_import_mpi4py():
+    code = "import sys, pyggmlr; assert 'mpi4py' not in sys.modules, 'mpi4py imported'; print(pyggmlr.dp_train.__name__)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "dp_train"
+
+
+def test_missing_mpi_gives_install_instructions(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mpi4py", None)  # import mpi4py -> ImportError
+    monkeypatch.setitem(dist._state, "MPI", None)
+    monkeypatch.setitem(dist._state, "comm", None)
+    assert dist.mpi_available() is False
+    for fn in (dist.init, dist.rank, dist.world_size, lambda: dist.ag_allreduce_gradients(MLP(2, 2, 1, seed=0))):
+        with pytest.raises(dist.DistributedError) as ei:
+            fn()
+        msg = str(ei.value)
+        assert "apt-get install -y openmpi-bin libopenmpi-dev" in msg and "pip install mpi4py" in msg
+        assert "mpirun -np 2" in msg
+    assert isinstance(ei.value, RuntimeError) and isinstance(ei.value, pg.PyggmlrError)
+
+
+_MPIRUN = shutil.which("mpirun")
+_HAVE_MPI4PY = importlib.util.find_spec("mpi4py") is not None
+needs_mpi = pytest.mark.skipif(
+    not (_MPIRUN and _HAVE_MPI4PY),
+    reason="MPI tests need mpirun and mpi4py (apt-get install -y openmpi-bin libopenmpi-dev; pip install mpi4py): "
+           f"mpirun {'found' if _MPIRUN else 'missing'}, mpi4py {'found' if _HAVE_MPI4PY else 'missing'}")
+
+
+def _mpirun(script, *args, np_=2, timeout=120):
+    cmd = [_MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", str(np_), sys.executable,
+           os.path.join(HERE, "mpi", script), *args]
+    env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none", PYTHONUNBUFFERED="1")
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"{script} {' '.join(args)} hung: no exit within {timeout} s\n{e.stderr}")
+    return r, time.monotonic() - t0
+
+
+@needs_mpi
+def test_mpi_two_ranks_equal_one_rank_with_double_batch(tmp_path):
+    out = str(tmp_path / "report.json")
+    r, _ = _mpirun("equivalence.py", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.load(open(out))
+    assert rep["world_size"] == 2
+    # A: ag_fit_distributed, Adam, shuffled, partial last batch; ranks started from different weights
+    assert rep["A_steps"] == rep["A_ref_steps"] == 4 * 7
+    assert rep["A_max_weight_diff"] < 1e-12
+    assert rep["A_max_loss_diff"] < 1e-12
+    assert rep["A_loss_first_last"][1] < 0.7 * rep["A_loss_first_last"][0]
+    # identical weights across ranks, bit for bit
+    assert rep["A_spread"] == 0.0 and rep["A_rank_weights_identical"] is True
+    # B: DistributedOptimizer (SGD momentum, clipping of the averaged gradient) vs a plain loop
+    assert rep["B_max_weight_diff"] < 1e-12 and rep["B_moved"] > 1e-3
+    assert rep["B_spread"] == 0.0
+    # one fused all-reduce per step: 4*6+6+2*6+2 = 44 gradient values + 4 flags + 1 weight, f64
+    assert rep["A_bytes_per_step"] == (44 + 4 + 1) * 8
+
+
+@needs_mpi
+def test_mpi_rank_failure_ends_the_job(tmp_path):
+    r, took = _mpirun("rank_failure.py", os.devnull, "raise", timeout=60)
+    assert r.returncode != 0
+    assert "rank 1 failed on purpose at step 1" in r.stderr
+    assert "aborting all ranks" in r.stderr
+    assert "should not happen" not in r.stdout
+
+
+@needs_mpi
+def test_mpi_layout_mismatch_is_an_error_on_every_rank(tmp_path):
+    r, _ = _mpirun("rank_failure.py", os.devnull, "layout", timeout=60)
+    assert r.returncode != 0
+    assert "the ranks pass different parameter lists" in r.stderr
+    assert "should not happen" not in r.stdout
