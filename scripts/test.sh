@@ -8,6 +8,17 @@ PY=${PYTHON:-python3}
 
 bash scripts/install-r.sh
 $PY -m pip install -q --disable-pip-version-check -e ".[test,progress,plot]"
+
+# ---- optional: MPI for the data-parallel tests (tests/test_distributed.py skips them without it);
+# ---- never fails the install
+if ! command -v mpirun >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        openmpi-bin libopenmpi-dev >/dev/null; } || echo "warning: OpenMPI did not install; MPI tests will skip"
+fi
+if command -v mpicc >/dev/null 2>&1; then
+    $PY -m pip install -q --disable-pip-version-check mpi4py || echo "warning: mpi4py did not install; MPI tests will skip"
+fi
+# ---- end of the MPI block
 if command -v R >/dev/null 2>&1; then
     $PY -m pip install -q --disable-pip-version-check "rpy2>=3.5,<3.6" || echo "warning: rpy2 did not install; parity tests will skip"
     bash scripts/install-r-package.sh
