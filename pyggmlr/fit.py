@@ -234,9 +234,6 @@ class History:
         """Loss curves (train and validation; accuracy on a second panel when available) with
         matplotlib. Saves to path when given; returns the figure."""
         try:
-            import matplotlib
-            if path is not None and not show:
-                matplotlib.use("Agg", force=False)
             import matplotlib.pyplot as plt
         except ImportError:
             raise ImportError("History.plot() needs matplotlib (pip install matplotlib)") from None

@@ -355,3 +355,21 @@ def test_errors():
         pg.ag_fit(m, x, y + 0.5, silent=True)
     with pytest.raises(pg.PyggmlrValueError, match="patience"):
         pg.ag_early_stopping(patience=0)
+
+
+def test_demo_command(tmp_path, capsys):
+    from pyggmlr.__main__ import main
+    png = tmp_path / "curve.png"
+    assert main(["demo", "--epochs", "50", "--quiet", "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "final validation accuracy: " in out
+    acc = float(out.split("final validation accuracy: ")[1].split()[0])
+    assert acc >= 0.95
+    assert out.count("\n   ") >= 50  # one table row per epoch
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert "loss curve: skipped" in out
+    else:
+        assert f"loss curve: {png}" in out and png.read_bytes()[:4] == b"\x89PNG"
+    assert main([]) == 1 and "demo" in capsys.readouterr().out
