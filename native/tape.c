@@ -14,6 +14,7 @@ typedef struct {
 } pg_tape;
 
 static _Thread_local pg_tape tape;
+static uint64_t backward_calls; /* process-wide: backward epochs never repeat, even across threads */
 
 /* Tensors that received a gradient in the running backward, in first-reached order. */
 static _Thread_local pg_tensor **reached;
@@ -193,7 +194,7 @@ pg_gradmap *pg_backward(pg_tensor *loss)
     if (loss->ne[0] != 1 || loss->ne[1] != 1)
         return pg_fail_null(PG_ERR_SHAPE, "backward(): loss must be a 1x1 tensor, got %s (reduce it with ag_sum or ag_mean first)",
                             pg_desc(loss));
-    tape.epoch++;
+    tape.epoch = __atomic_add_fetch(&backward_calls, 1, __ATOMIC_RELAXED); /* unique across threads */
     n_reached = 0;
     int acc;
     void *seed = pg_grad_slot(loss, &acc);

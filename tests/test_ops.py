@@ -577,3 +577,40 @@ def test_pow_zero_exponent_grad_is_zero_at_zero(f64):
     with pg.with_grad_tape():
         loss = pg.ag_sum(pg.ag_pow(x, 1))
     np.testing.assert_array_equal(pg.backward(loss)[x][:, 0], [1.0, 1.0])
+
+
+# ---- the built-in GEMM kernel (used where no BLAS is available) ----
+
+@pytest.fixture
+def builtin_gemm():
+    prev = pg.blas_name()
+    pg.use_blas("builtin")
+    yield
+    if prev != "builtin":
+        pg.use_blas("openblas")
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (3, 5, 2), (7, 4, 9), (64, 33, 17)])
+def test_builtin_gemm_forward_and_grad(builtin_gemm, rng, m, k, n):
+    assert pg.blas_name() == "builtin"
+    A, B = R(rng, m, k), R(rng, k, n)
+    np.testing.assert_allclose(pg.ag_matmul(pg.ag_tensor(A, dtype="f64"), pg.ag_tensor(B, dtype="f64")).numpy(),
+                               A @ B, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(pg.ag_matmul(pg.ag_tensor(A), pg.ag_tensor(B)).numpy(), A @ B, rtol=1e-4, atol=1e-5)
+    if m * k * n <= 200:
+        gradcheck(lambda a, b: project(pg.ag_matmul(a, b)), A, B)
+    else:  # large: compare backward with numpy's dA = G B^T, dB = A^T G (G = projection weights)
+        a, b = pg.ag_param(A, dtype="f64"), pg.ag_param(B, dtype="f64")
+        G = np.random.default_rng(7).uniform(0.5, 1.5, (m, n))
+        with pg.with_grad_tape():
+            loss = project(pg.ag_matmul(a, b))
+        g = pg.backward(loss)
+        np.testing.assert_allclose(g[a], G @ B.T, rtol=1e-12)
+        np.testing.assert_allclose(g[b], A.T @ G, rtol=1e-12)
+
+
+def test_builtin_gemm_ignores_nan_in_fresh_output(builtin_gemm):
+    # beta = 0 must overwrite (not scale) the output buffer, whatever garbage it holds
+    for _ in range(3):
+        out = pg.ag_matmul(pg.ag_tensor(np.ones((3, 2)), dtype="f64"), pg.ag_tensor(np.ones((2, 4)), dtype="f64"))
+        np.testing.assert_array_equal(out.numpy(), np.full((3, 4), 2.0))
