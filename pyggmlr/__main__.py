@@ -11,8 +11,6 @@ import time
 
 
 def _cmd_demo(args):
-    import numpy as np
-
     import pyggmlr as pg
 
     x, y, classes = pg.load_iris()

@@ -9,7 +9,6 @@ ggml_opt_result_loss / ggml_opt_result_accuracy."""
 import json
 import math
 import time
-import warnings
 
 import numpy as np
 
