@@ -504,7 +504,8 @@ def ag_fit(model, x, y=None, loss="cross_entropy", optimizer="adamw", opt_params
     vector of n, or a one-hot [classes, n] matrix), "mse" (y [outputs, n]), "mean" / "sum" (of the
     model's output; y unused) or a callable(output, y_batch_tensor) -> 1x1 tensor.
     optimizer: "adamw" (optimizer_adam with decoupled weight decay, default 0 as in ggml),
-    "sgd", or an optimizer object built on the model's parameters (lr is then ignored).
+    "sgd", or an optimizer object built on the model's parameters (lr is then ignored; ag_fit
+    sets its accumulate_steps to nbatch_logical / batch_size).
     opt_params: callable(epoch) -> dict of hyper-parameters (lr/alpha, weight_decay/wd, beta1,
     momentum, ...) applied at the start of each epoch (1-based).
     batch_size: samples per forward/backward (physical batch). nbatch_logical: samples per
