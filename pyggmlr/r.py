@@ -1,0 +1,451 @@
+"""The R bridge: drive the R package ``pyggmlr`` (same C core) from Python through rpy2.
+
+Imported on demand only (``import pyggmlr`` never imports rpy2). Needs R and
+``rpy2>=3.5,<3.6`` (``pip install "pyggmlr[r]"``) and the R package (``bash
+scripts/install-r-package.sh``)::
+
+    from pyggmlr import r
+    if r.available():
+        r.start()                                   # embedded R, same BLAS as Python
+        y = r.call("ag_matmul", W, x)               # an R ag_tensor (an RObject handle)
+        r.from_r(y)                                 # -> a Python Tensor of the same dtype
+        out = r.run("ag_relu(a)$data", a=np.eye(2)) # any R code, inputs bound locally
+
+Conversions (all copies, never shared memory, so no handle can dangle):
+
+* Python -> R (:func:`to_r`, arguments of :func:`call` / :func:`run`): numpy arrays become R
+  vectors/matrices (a 2-D array keeps its [rows, cols] layout whatever its memory order;
+  float32 becomes R double, exactly); a Python :class:`~pyggmlr.Tensor` given to ``call`` /
+  ``run`` becomes an R ``ag_tensor`` of the same dtype (``ag_param`` if it requires grad), and
+  :func:`to_r` of a tensor gives its values as an R matrix; ``None`` -> ``NULL``, str/bool/int/
+  float -> length-1 vectors, lists -> R lists, dicts -> named R lists.
+* R -> Python (:func:`from_r`, results of ``call`` / ``run``): an R matrix -> a Fortran-ordered
+  numpy array (double -> float64, integer -> int32, logical -> bool); an R ``ag_tensor`` -> a
+  Python Tensor with the same dtype and requires_grad; a length-1 vector -> a Python scalar;
+  a named list -> dict, an unnamed one -> list; other objects (environments such as
+  optimizers, layers and gradient maps, functions, data frames) stay in R as
+  :class:`RObject` handles that can be passed back, indexed (``obj.W``, ``obj["lr"]``) and
+  called.
+
+numpy <-> R vector conversions run under ``localconverter(default_converter +
+numpy2ri.converter)``; nothing is activated globally. R code runs inside ``local({...})`` in
+a fresh environment (its parent is the global environment, read-only use), so nothing is
+left in ``globalenv``. R errors raise :class:`RError` carrying R's message.
+
+The Python cffi module and the R package each hold their own copy of the core: their tensor
+ids, default dtype, tape and live-object counters are separate (``r.call("ag_live_objects")``
+is R's). Embedded R is single-threaded: call this module from one thread only.
+"""
+import atexit
+import importlib.util
+
+import numpy as np
+
+from .errors import PyggmlrError
+
+__all__ = ["available", "unavailable_reason", "start", "sync_blas", "to_r", "to_r_tensor", "from_r",
+           "call", "run", "RObject", "RError", "r_live_objects", "r_gc"]
+
+
+class RError(PyggmlrError, RuntimeError):
+    """An error raised by R code (the message is R's condition message)."""
+
+    def __init__(self, message, call=None):
+        super().__init__(message)
+        self.r_message = message
+        self.r_call = call
+
+
+_st = {"started": False, "ri": None, "cv": None, "b": None, "reason": None}
+
+# R helpers, evaluated once into a private environment (never globalenv)
+_BRIDGE_R = r"""
+local({
+  e <- new.env(parent = globalenv())
+  err <- function(c) structure(list(message = conditionMessage(c),
+                                    call = paste(deparse(conditionCall(c)), collapse = " ")),
+                               class = "pyggmlr_bridge_error")
+  e$call <- function(f, args) tryCatch(do.call(f, args, quote = TRUE), error = err)
+  e$run <- function(code, inputs) {
+    env <- list2env(inputs, parent = globalenv())
+    tryCatch(eval(parse(text = paste0("local({\n", code, "\n})")), envir = env), error = err)
+  }
+  e$fn <- function(name) tryCatch(
+    if (name %in% getNamespaceExports("pyggmlr")) getExportedValue("pyggmlr", name)
+    else match.fun(name), error = err)
+  e$get <- function(o, name) tryCatch(o[[name]], error = err)
+  e$set <- function(o, name, value) tryCatch({ assign(name, value, envir = o); invisible(NULL) }, error = err)
+  e$names <- function(o) if (is.environment(o)) ls(o, all.names = FALSE) else names(o)
+  e$tensor_info <- function(t) list(t$data, t$dtype, isTRUE(t$requires_grad))
+  e$tensor <- function(x, dtype, param) {
+    if (param) pyggmlr::ag_param(x, dtype = dtype) else pyggmlr::ag_tensor(x, dtype = dtype)
+  }
+  e$tape <- function(f) pyggmlr::with_grad_tape(f())
+  e$gc <- function() { gc(verbose = FALSE, full = TRUE); invisible(NULL) }
+  e
+})
+"""
+
+
+def available():
+    """True when rpy2 is importable and an R installation is found (starts nothing)."""
+    return unavailable_reason() is None
+
+
+def unavailable_reason():
+    """Why the bridge cannot run (a message), or None when R and rpy2 are present."""
+    if _st["started"]:
+        return None
+    if importlib.util.find_spec("rpy2") is None:
+        return 'rpy2 is not installed (pip install "rpy2>=3.5,<3.6")'
+    try:
+        from rpy2 import situation
+        home = situation.get_r_home()
+    except Exception as e:  # a broken rpy2 install
+        return f"rpy2 cannot locate R: {type(e).__name__}: {e}"
+    if not home:
+        return "R is not installed (rpy2 found no R_HOME)"
+    return None
+
+
+def start():
+    """Start embedded R (once), load the R package pyggmlr and give it Python's BLAS.
+
+    Raises RuntimeError when R, rpy2 or the R package is missing."""
+    if _st["started"]:
+        return
+    why = unavailable_reason()
+    if why:
+        raise RuntimeError(f"pyggmlr.r: {why}")
+    import rpy2.rinterface as ri
+    import rpy2.robjects  # noqa: F401  (initialises embedded R)
+    from rpy2.robjects import default_converter, numpy2ri
+
+    ok = ri.evalr('suppressWarnings(requireNamespace("pyggmlr", quietly = TRUE))')
+    if not ok[0]:
+        raise RuntimeError("pyggmlr.r: the R package 'pyggmlr' is not installed in R; "
+                           "run: bash scripts/install-r-package.sh")
+    ri.evalr('suppressPackageStartupMessages(library(pyggmlr))')  # attach: run() code sees ag_*
+    _st.update(ri=ri, cv=default_converter + numpy2ri.converter, b=ri.evalr(_BRIDGE_R), started=True)
+    atexit.register(_drop_bridge)
+    sync_blas()
+
+
+def _drop_bridge():
+    # release our R handles while rpy2 is still intact (interpreter teardown clears modules)
+    _st["b"] = None
+    _st["started"] = False
+    import gc
+    gc.collect()
+
+
+def _ri():
+    if not _st["started"]:
+        start()
+    return _st["ri"]
+
+
+def _bridge(name):
+    _ri()
+    return _st["b"].find(name)
+
+
+def sync_blas():
+    """Make R's copy of the core use the GEMM Python uses now (OpenBLAS from
+    scipy-openblas32 via ``ag_use_openblas(path)``, or the built-in kernel), so both languages
+    produce bit-identical products. Returns R's ag_blas_name()."""
+    from . import _core
+    path = _core.blas_library_path()
+    if path:
+        call("ag_use_openblas", path)
+    else:
+        call("ag_set_blas", "builtin")
+    return call("ag_blas_name")
+
+
+# ---------------------------------------------------------------------------------------------
+# conversions
+
+class RObject:
+    """A handle on an R object that has no natural Python form (environments, functions,
+    data frames, lists of handles). ``obj.name`` / ``obj["name"]`` read ``obj[[name]]``
+    (converted); ``obj.name = v`` assigns into an environment (active bindings included);
+    calling the handle calls the R function. Keeps the R object alive while referenced."""
+
+    __slots__ = ("_sexp", "__weakref__")
+
+    def __init__(self, sexp):
+        object.__setattr__(self, "_sexp", sexp)
+
+    @property
+    def sexp(self):
+        """The underlying rpy2.rinterface object."""
+        return self._sexp
+
+    @property
+    def rclass(self):
+        return tuple(self._sexp.rclass)
+
+    def is_tensor(self):
+        return "ag_tensor" in self._sexp.rclass
+
+    def names(self):
+        return list(from_r(_bridge("names")(self._sexp)) or [])
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self[name]
+
+    def __getitem__(self, key):
+        ri = _ri()
+        if isinstance(key, int):
+            key = ri.IntSexpVector([key + 1])  # 0-based from Python
+        else:
+            key = ri.StrSexpVector([str(key)])
+        return _result(_bridge("get")(self._sexp, key))
+
+    def __setattr__(self, name, value):
+        if self._sexp.typeof != _ri().RTYPES.ENVSXP:
+            raise TypeError("only R environments can be assigned into (R lists are values)")
+        _result(_bridge("set")(self._sexp, _ri().StrSexpVector([name]), _to_sexp(value)))
+
+    def __call__(self, *args, **kwargs):
+        return _call_sexp(self._sexp, args, kwargs)
+
+    def __len__(self):
+        return len(self._sexp)
+
+    def __repr__(self):
+        return f"<RObject {'/'.join(self.rclass)}>"
+
+
+def _numpy_to_sexp(a):
+    from rpy2.robjects.conversion import localconverter
+    a = np.asarray(a)
+    if a.dtype.kind == "f":
+        a = a.astype(np.float64)
+    elif a.dtype.kind in "iu":
+        if a.size and (a.max() > 2**31 - 1 or a.min() < -(2**31 - 1)):
+            a = a.astype(np.float64)  # R integers are 32-bit
+        else:
+            a = a.astype(np.int32)
+    elif a.dtype.kind not in "bU":
+        raise TypeError(f"pyggmlr.r: cannot convert a numpy array of dtype {a.dtype} to R")
+    if a.ndim == 0:
+        a = a.reshape(1)
+    with localconverter(_st["cv"]) as cv:
+        return cv.py2rpy(a)
+
+
+def _to_sexp(x, tensors=True):
+    """Python -> rinterface Sexp (tensors -> R ag_tensor when `tensors`, else R matrix)."""
+    ri = _ri()
+    from .tensor import Tensor
+    from rpy2.rinterface_lib.sexp import Sexp
+    if isinstance(x, RObject):
+        return x._sexp
+    if isinstance(x, Sexp):
+        return x
+    if hasattr(x, "__sexp__"):  # an rpy2.robjects object
+        return x.__sexp__
+    if x is None:
+        return ri.NULL
+    if isinstance(x, Tensor):
+        if tensors:
+            return _bridge("tensor")(_numpy_to_sexp(x.numpy()), ri.StrSexpVector([x.dtype]),
+                                     ri.BoolSexpVector([bool(x.requires_grad)]))
+        return _numpy_to_sexp(x.numpy())
+    if isinstance(x, (bool, np.bool_)):
+        return ri.BoolSexpVector([bool(x)])
+    if isinstance(x, (int, np.integer)):
+        return ri.IntSexpVector([int(x)]) if abs(int(x)) < 2**31 else ri.FloatSexpVector([float(x)])
+    if isinstance(x, (float, np.floating)):
+        return ri.FloatSexpVector([float(x)])
+    if isinstance(x, str):
+        return ri.StrSexpVector([x])
+    if isinstance(x, np.ndarray):
+        return _numpy_to_sexp(x)
+    if isinstance(x, dict):
+        vals = [_to_sexp(v, tensors) for v in x.values()]
+        out = ri.ListSexpVector(vals)
+        out.do_slot_assign("names", ri.StrSexpVector([str(k) for k in x]))
+        return out
+    if isinstance(x, (list, tuple)):
+        return ri.ListSexpVector([_to_sexp(v, tensors) for v in x])
+    raise TypeError(f"pyggmlr.r: cannot convert a {type(x).__name__} to R")
+
+
+def _atomic(s):
+    """An R atomic vector -> numpy (with its dim) or a Python scalar."""
+    ri = _st["ri"]
+    t = s.typeof
+    try:
+        dim = list(s.do_slot("dim"))
+    except LookupError:
+        dim = None
+    if t == ri.RTYPES.STRSXP:
+        vals = [None if v is ri.NA_Character else str(v) for v in s]
+        return vals[0] if (len(vals) == 1 and dim is None) else vals
+    from rpy2.robjects.conversion import localconverter
+    with localconverter(_st["cv"]) as cv:
+        a = np.array(cv.rpy2py(s), copy=True)
+    if t == ri.RTYPES.LGLSXP:
+        a = a.astype(bool)
+    if dim is not None:
+        a = np.asfortranarray(a.reshape(dim, order="F") if a.ndim == 1 else a)
+        return a
+    if a.size == 1:
+        return a.reshape(()).item()
+    return a
+
+
+def _is_atomic(s):
+    ri = _st["ri"]
+    return s.typeof in (ri.RTYPES.REALSXP, ri.RTYPES.INTSXP, ri.RTYPES.LGLSXP, ri.RTYPES.STRSXP)
+
+
+def _result(s):
+    """Bridge result -> Python: raise R errors; atomic values converted, the rest as RObject."""
+    ri = _st["ri"]
+    if s is ri.NULL or s.typeof == ri.RTYPES.NILSXP:
+        return None
+    if s.typeof == ri.RTYPES.VECSXP and "pyggmlr_bridge_error" in s.rclass:
+        msg, rcall = str(s[0][0]), str(s[1][0])
+        raise RError(msg, rcall)
+    if _is_atomic(s):
+        return _atomic(s)
+    return RObject(s)
+
+
+def from_r(obj):
+    """Convert an R value (an RObject or an rpy2 object) to Python, as a copy.
+
+    R matrix -> Fortran-ordered numpy array; R ag_tensor -> Python Tensor (same dtype,
+    requires_grad kept); lists -> dict (named) / list, recursively; length-1 vectors ->
+    scalars; NULL -> None; anything else (environments, functions) -> RObject."""
+    ri = _ri()
+    from rpy2.rinterface_lib.sexp import Sexp
+    if isinstance(obj, RObject):
+        s = obj._sexp
+    elif isinstance(obj, Sexp):
+        s = obj
+    elif hasattr(obj, "__sexp__"):
+        s = obj.__sexp__
+    else:
+        return obj  # already a Python value
+    if s is ri.NULL or s.typeof == ri.RTYPES.NILSXP:
+        return None
+    if _is_atomic(s):
+        return _atomic(s)
+    if s.typeof == ri.RTYPES.ENVSXP and "ag_tensor" in s.rclass:
+        from .tensor import ag_param, ag_tensor
+        info = _bridge("tensor_info")(s)
+        data, dtype, rg = _atomic(info[0]), str(info[1][0]), bool(info[2][0])
+        data = np.asarray(data, dtype=np.float64).reshape(np.shape(data) or (1, 1), order="F")
+        return (ag_param if rg else ag_tensor)(data, dtype=dtype)
+    if s.typeof == ri.RTYPES.VECSXP and "data.frame" not in s.rclass:
+        items = [from_r(v) for v in s]
+        try:
+            names = [str(n) for n in s.do_slot("names")]
+        except LookupError:
+            return items
+        return {(n if n else str(i + 1)): v for i, (n, v) in enumerate(zip(names, items))}
+    return RObject(s)
+
+
+def to_r(x):
+    """Python -> R as an RObject (or a converted scalar when trivially round-trippable).
+
+    A Tensor gives its values as an R double matrix ([rows, cols] as in Python); use
+    to_r_tensor() for an R ag_tensor."""
+    return RObject(_to_sexp(x, tensors=False))
+
+
+def to_r_tensor(x, dtype=None, requires_grad=None):
+    """A Python Tensor or array -> an R ag_tensor (a copy). dtype defaults to the tensor's own
+    dtype (for arrays: float32 -> "f32", anything else -> "f64"); requires_grad defaults to
+    the tensor's flag (False for arrays)."""
+    from .tensor import Tensor
+    ri = _ri()
+    if isinstance(x, Tensor):
+        a = x.numpy()
+        dtype = dtype or x.dtype
+        rg = x.requires_grad if requires_grad is None else requires_grad
+    else:
+        a = np.asarray(x)
+        dtype = dtype or ("f32" if a.dtype == np.float32 else "f64")
+        rg = bool(requires_grad)
+    if a.ndim < 2:
+        a = a.reshape(-1, 1)
+    return RObject(_bridge("tensor")(_numpy_to_sexp(a), ri.StrSexpVector([dtype]), ri.BoolSexpVector([bool(rg)])))
+
+
+def _call_sexp(fn, args, kwargs):
+    ri = _ri()
+    vals = [_to_sexp(a) for a in args] + [_to_sexp(v) for v in kwargs.values()]
+    lst = ri.ListSexpVector(vals) if vals else ri.ListSexpVector([])
+    if vals:
+        lst.do_slot_assign("names", ri.StrSexpVector([""] * len(args) + list(kwargs)))
+    return _result(_bridge("call")(fn, lst))
+
+
+def call(fname, *args, **kwargs):
+    """Call an exported function of the R package (``ag_matmul``, ``optimizer_adam``,
+    ``backward``, ...; other names are looked up from R's global environment, e.g. ``"get0"``;
+    an RObject function works too) with converted arguments; returns the converted result (an R ag_tensor
+    stays an RObject handle: from_r() copies it into a Python Tensor)."""
+    if isinstance(fname, str):
+        fn = _result(_bridge("fn")(_ri().StrSexpVector([fname])))
+    else:
+        fn = fname
+    return _call_sexp(_to_sexp(fn), args, kwargs)
+
+
+def run(code, **inputs):
+    """Evaluate R code (an expression or a script; the value of its last expression is
+    returned, converted with from_r) with `inputs` bound as R variables in a fresh local
+    environment. Python tensors arrive as R ag_tensors of the same dtype, numpy arrays as R
+    matrices/vectors. The package's ag_* functions are in scope."""
+    ri = _ri()
+    env = _to_sexp(inputs) if inputs else ri.ListSexpVector([])
+    if not inputs:
+        env.do_slot_assign("names", ri.StrSexpVector([]))
+    out = _result(_bridge("run")(ri.StrSexpVector([code]), env))
+    return from_r(out) if isinstance(out, RObject) else out
+
+
+def tape(fn):
+    """Run the Python callable fn under R's ``with_grad_tape()`` (fn typically calls R ops
+    through call()); returns fn's value (as given, not converted)."""
+    ri = _ri()
+    box = {"fn": fn}
+
+    @ri.rternalize
+    def cb():
+        try:
+            box["value"] = box["fn"]()
+        except BaseException as e:  # re-raised below, after R has closed the scope
+            box["error"] = e
+        return ri.BoolSexpVector([True])
+
+    try:
+        _result(_bridge("call")(_bridge("tape"), ri.ListSexpVector([cb])))
+    finally:
+        # rpy2 keeps the callback until R collects it: hold no result through it
+        err, value = box.pop("error", None), box.pop("value", None)
+        box.clear()
+    if err is not None:
+        raise err
+    return value
+
+
+def r_live_objects():
+    """Live-object counter of R's copy of the core (after an R garbage collection)."""
+    r_gc()
+    return call("ag_live_objects")
+
+
+def r_gc():
+    """Run R's garbage collector (finalizers release R-held core tensors)."""
+    _bridge("gc")()
