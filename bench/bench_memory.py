@@ -184,7 +184,7 @@ def main():
     print(f"\nestimate vs one-step peak: worst |ratio - 1| = {100 * worst:.3f} % over {len(rows)} cases "
           f"(goal: within 2 %)")
     print(f"est/loop over MLP cases: {min(r['ratio_loop'] for r in mlp_rows):.3f} .. "
-          f"{max(r['ratio_loop'] for r in mlp_rows):.3f} (a held gradient map keeps the previous step alive)")
+          f"{max(r['ratio_loop'] for r in mlp_rows):.3f} (a held gradient map keeps the previous step's gradients)")
     fr = [r["exact_activation_frac"] for r in mlp_rows]
     print(f"shapes-only activation_frac = 0.01 vs exact: exact frac ranges {min(fr):.3f} .. {max(fr):.3f} on MLPs")
 

@@ -112,7 +112,7 @@ int64_t pg_tape_nodes(void);
  * requires-grad tensors reached, loss included) and adds each leaf's gradient to its .grad once. */
 pg_gradmap *pg_backward(pg_tensor *loss);
 int64_t pg_gradmap_size(pg_gradmap *m);
-pg_tensor *pg_gradmap_key(pg_gradmap *m, int64_t i);     /* borrowed */
+int64_t pg_gradmap_key_id(pg_gradmap *m, int64_t i);      /* id of entry i's tensor (the map does not keep it alive) */
 pg_tensor *pg_gradmap_value(pg_gradmap *m, int64_t i);   /* borrowed */
 pg_tensor *pg_gradmap_get(pg_gradmap *m, pg_tensor *key);/* borrowed; NULL if absent (no error) */
 pg_tensor *pg_gradmap_get_id(pg_gradmap *m, int64_t id); /* borrowed; NULL if absent (no error) */

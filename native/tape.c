@@ -22,7 +22,11 @@ static _Thread_local int64_t n_reached, cap_reached;
 
 struct pg_gradmap {
     int64_t n;
-    pg_tensor **keys;   /* owned refs */
+    /* Keys are NOT owned: a map must not keep the step's activations alive after the tape is
+     * cleared. A key is matched by address AND id, so a freed key whose address is reused by a
+     * new tensor never matches; keys are never dereferenced. */
+    const pg_tensor **keys;
+    int64_t *ids;
     pg_tensor **vals;   /* owned refs */
     int64_t hcap;       /* open-addressing index over keys: slot -> entry + 1 (0 empty) */
     int64_t *hidx;
@@ -211,20 +215,23 @@ pg_gradmap *pg_backward(pg_tensor *loss)
     pg_gradmap *m = calloc(1, sizeof *m);
     if (m) {
         m->keys = malloc((size_t)(n_reached ? n_reached : 1) * sizeof *m->keys);
+        m->ids = malloc((size_t)(n_reached ? n_reached : 1) * sizeof *m->ids);
         m->vals = malloc((size_t)(n_reached ? n_reached : 1) * sizeof *m->vals);
     }
-    if (!m || !m->keys || !m->vals) {
-        if (m) { free(m->keys); free(m->vals); free(m); }
+    if (!m || !m->keys || !m->ids || !m->vals) {
+        if (m) { free(m->keys); free(m->ids); free(m->vals); free(m); }
         reached_drop();
         return pg_fail_null(PG_ERR_NOMEM, "backward(): out of memory building the gradient map");
     }
     int fail = 0;
     for (int64_t i = 0; i < n_reached; i++) {
         pg_tensor *t = reached[i];
-        m->keys[i] = t;          /* takes over the ref held by `reached` */
+        m->keys[i] = t;
+        m->ids[i] = t->id;
         m->vals[i] = t->bw_grad; /* takes over the ref held by bw_grad */
         t->bw_grad = NULL;
         if (t->requires_grad && !t->node && !fail) fail = leaf_accumulate(t, m->vals[i]);
+        pg_tensor_release(t);    /* the ref held by `reached` */
     }
     m->n = n_reached;
     n_reached = 0;
@@ -238,7 +245,7 @@ pg_gradmap *pg_backward(pg_tensor *loss)
 }
 
 int64_t pg_gradmap_size(pg_gradmap *m) { return m ? m->n : 0; }
-pg_tensor *pg_gradmap_key(pg_gradmap *m, int64_t i) { return (m && i >= 0 && i < m->n) ? m->keys[i] : NULL; }
+int64_t pg_gradmap_key_id(pg_gradmap *m, int64_t i) { return (m && i >= 0 && i < m->n) ? m->ids[i] : -1; }
 pg_tensor *pg_gradmap_value(pg_gradmap *m, int64_t i) { return (m && i >= 0 && i < m->n) ? m->vals[i] : NULL; }
 
 pg_tensor *pg_gradmap_get(pg_gradmap *m, pg_tensor *key)
@@ -249,13 +256,13 @@ pg_tensor *pg_gradmap_get(pg_gradmap *m, pg_tensor *key)
         int64_t s = (int64_t)(h & (uint64_t)(m->hcap - 1));
         while (m->hidx[s]) {
             int64_t e = m->hidx[s] - 1;
-            if (m->keys[e] == key) return m->vals[e];
+            if (m->keys[e] == key && m->ids[e] == key->id) return m->vals[e];
             s = (s + 1) & (m->hcap - 1);
         }
         return NULL;
     }
     for (int64_t i = 0; i < m->n; i++)
-        if (m->keys[i] == key) return m->vals[i];
+        if (m->keys[i] == key && m->ids[i] == key->id) return m->vals[i];
     return NULL;
 }
 
@@ -263,18 +270,16 @@ pg_tensor *pg_gradmap_get_id(pg_gradmap *m, int64_t id)
 {
     if (!m) return NULL;
     for (int64_t i = 0; i < m->n; i++)
-        if (m->keys[i]->id == id) return m->vals[i];
+        if (m->ids[i] == id) return m->vals[i];
     return NULL;
 }
 
 void pg_gradmap_free(pg_gradmap *m)
 {
     if (!m) return;
-    for (int64_t i = 0; i < m->n; i++) {
-        pg_tensor_release(m->keys[i]);
-        pg_tensor_release(m->vals[i]);
-    }
+    for (int64_t i = 0; i < m->n; i++) pg_tensor_release(m->vals[i]);
     free(m->keys);
+    free(m->ids);
     free(m->vals);
     free(m->hidx);
     free(m);

@@ -109,7 +109,7 @@ class Gradients(Mapping):
     def __iter__(self):
         m = self._m
         for i in range(lib.pg_gradmap_size(m)):
-            yield lib.pg_tensor_id(lib.pg_gradmap_key(m, i))
+            yield lib.pg_gradmap_key_id(m, i)
 
     def __len__(self):
         return lib.pg_gradmap_size(self._m)

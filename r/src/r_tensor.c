@@ -142,7 +142,7 @@ SEXP R_pg_gradmap_ids(SEXP map)
     pg_gradmap *m = r_get(map, R_GRADMAP);
     int64_t n = pg_gradmap_size(m);
     SEXP out = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)n));
-    for (int64_t i = 0; i < n; i++) REAL(out)[i] = (double)pg_tensor_id(pg_gradmap_key(m, i));
+    for (int64_t i = 0; i < n; i++) REAL(out)[i] = (double)pg_gradmap_key_id(m, i);
     UNPROTECT(1);
     return out;
 }
