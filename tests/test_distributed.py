@@ -176,7 +176,7 @@ def test_dp_train_equals_adam_on_the_combined_batch(f64, max_norm):
 
     res = pg.dp_train(make, data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd, target_fn=_tgt,
                       n_replicas=n_rep, n_iter=n_iter, lr=0.03, max_norm=max_norm, verbose=False)
-    # ggmlR's assignment: base = ((it - 1) * n) %% len(data), replica i gets data[(base + i) %% len]
+    # ggmlR's assignment: base = ((it - 1) * n) % len(data), replica i gets data[(base + i) % len]
     pairs = [[data[(((it - 1) * n_rep) % 3 + i) % 3] for i in range(n_rep)] for it in range(1, n_iter + 1)]
     assert [[d[0][0, 0] for d in p] for p in pairs] == [[data[0][0][0, 0], data[1][0][0, 0]],
                                                          [data[2][0][0, 0], data[0][0][0, 0]],
