@@ -22,7 +22,7 @@ ffibuilder.set_source(
     '#include "pg.h"\n',
     sources=[os.path.relpath(s) for s in sources] if os.getcwd() == os.path.dirname(HERE) else sources,
     include_dirs=[HERE],
-    extra_compile_args=["-O3", "-std=gnu11", "-fno-math-errno", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"],
+    extra_compile_args=["-O3", "-std=gnu11", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"],
     libraries=["m"],
 )
 
