@@ -32,6 +32,7 @@ __all__ = [
     "ag_mpi_init", "ag_mpi_rank", "ag_mpi_world_size", "ag_mpi_barrier", "ag_mpi_available",
     "ag_mpi_stats", "ag_broadcast_parameters", "ag_allreduce_gradients", "ag_allreduce_mean",
     "ag_parameters_spread", "ag_rank_slice", "DistributedOptimizer", "ag_fit_distributed",
+    "ag_distributed_setup",
 ]
 
 _GRAD, _VALUE = lib.PG_DIST_GRAD, lib.PG_DIST_VALUE
@@ -551,6 +552,21 @@ class DistributedOptimizer:
 
     def __repr__(self):
         return f"DistributedOptimizer(rank {self.comm.Get_rank()} of {self.comm.Get_size()}) over {self.optimizer!r}"
+
+
+def ag_distributed_setup(model, optimizer, batch_size, nbatch_logical=None, comm=None):
+    """The hook a training loop needs to run data-parallel (what ag_fit(distributed=True) uses):
+    broadcasts rank 0's weights and buffers, wraps the optimizer in DistributedOptimizer and
+    scales the batch sizes to global ones. Returns (optimizer, global_batch_size,
+    global_nbatch_logical, take) where take(global_batch_indices) gives this rank's part.
+    With every global batch full, each rank's part has batch_size samples and opt.step(grads)
+    applies exactly the global batch's gradient."""
+    comm = _comm(comm)
+    W = comm.Get_size()
+    ag_broadcast_parameters(model, comm=comm)
+    opt = optimizer if isinstance(optimizer, DistributedOptimizer) else DistributedOptimizer(optimizer, comm=comm)
+    nbl = batch_size if nbatch_logical is None else nbatch_logical
+    return opt, int(batch_size) * W, int(nbl) * W, lambda idx: ag_rank_slice(idx, comm=comm)
 
 
 def _loss_callable(loss):

@@ -58,6 +58,12 @@ for s in range(n_steps):
     opt.zero_grad()
     del grads
 report["B_spread"] = dist.ag_parameters_spread(model)
+
+# C: the ag_fit hook: global sizes and this rank's part of a global batch
+o, gb, gnl, take = dist.ag_distributed_setup(MLP(4, 5, 3, seed=300 + R), pg.optimizer_adam(model), 4, 8)
+report["C_sizes"] = [gb, gnl]
+report["C_parts"] = comm.gather(take(np.arange(gb)).tolist(), root=0)
+report["C_wrapped"] = type(o).__name__
 if R == 0:
     ref = MLP(4, 5, 3, seed=200)
     ropt = pg.optimizer_sgd(ref, lr=0.1, momentum=0.9)
