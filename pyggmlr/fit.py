@@ -497,7 +497,7 @@ def _epoch_perm(base, epoch, n):
 
 def ag_fit(model, x, y=None, loss="cross_entropy", optimizer="adamw", opt_params=None, nepoch=30,
            batch_size=32, nbatch_logical=None, val_split=0.0, shuffle=True, callbacks=(),
-           silent=False, seed=None, lr=1e-3, resume_from=None):
+           silent=False, seed=None, lr=1e-3, resume_from=None, distributed=False):
     """Train `model` on x [features, n] (samples are columns) and y; returns a History.
 
     loss: "cross_entropy" (fused softmax + CE on the model's logits; y are 0-based class ids, a
@@ -519,6 +519,9 @@ def ag_fit(model, x, y=None, loss="cross_entropy", optimizer="adamw", opt_params
     callbacks: ag_early_stopping, ag_checkpoint, Callback objects or functions fn(epoch, logs)
     (returning False stops). silent: no progress bar. resume_from: a checkpoint written by
     ag_checkpoint; training continues after its epoch exactly as the uninterrupted run would.
+    distributed: data-parallel over MPI ranks (launch with mpirun; see docs/distributed.md):
+    batch_size and nbatch_logical are per rank, rank 0's weights are broadcast first, gradients
+    are averaged every step, and only rank 0 prints.
     The model is in train mode while training and in eval mode when ag_fit returns."""
     from .random import ag_rng, ggml_set_seed
 
@@ -560,6 +563,11 @@ def ag_fit(model, x, y=None, loss="cross_entropy", optimizer="adamw", opt_params
     opt = _make_optimizer(optimizer, params, lr)
     opt.accumulate_steps = accum
     opt.accum_count = 0
+    take = None
+    if distributed:
+        from .distributed import ag_distributed_setup, rank
+        opt, batch_size, nbatch_logical, take = ag_distributed_setup(model, opt, batch_size, nbatch_logical)
+        silent = silent or rank() != 0
 
     n_val = int(round(val_split * n))
     if val_split > 0 and n_val < 1:
@@ -637,6 +645,8 @@ def ag_fit(model, x, y=None, loss="cross_entropy", optimizer="adamw", opt_params
             prog = _Progress(nb, epoch, nepoch, silent)
             for b in range(nb):
                 idx = perm[b * batch_size:(b + 1) * batch_size]
+                if take is not None:
+                    idx = take(idx)
                 xb = ag_tensor(X[:, idx], dtype=dtype)
                 yb = targets.batch(idx, dtype, target_tensor)
                 with with_grad_tape():

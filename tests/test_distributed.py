@@ -423,6 +423,8 @@ def test_mpi_two_ranks_equal_one_rank_with_double_batch(tmp_path):
     # C: the ag_fit(distributed=True) hook
     assert rep["C_sizes"] == [8, 16] and rep["C_wrapped"] == "DistributedOptimizer"
     assert rep["C_parts"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    # D: ag_fit(distributed=True) equals one rank with the global batch, weights identical on ranks
+    assert rep["D_max_weight_diff"] < 1e-12 and rep["D_spread"] == 0.0
     # one fused all-reduce per step: 4*6+6+2*6+2 = 44 gradient values + 4 flags + 1 weight, f64
     assert rep["A_bytes_per_step"] == (44 + 4 + 1) * 8
 

@@ -59,6 +59,19 @@ for s in range(n_steps):
     del grads
 report["B_spread"] = dist.ag_parameters_spread(model)
 
+# D: ag_fit(distributed=True): per-rank batch b, logical 2b, against ag_fit on one rank with 2W b / 4W b
+XD, YD = regression_data(64, seed=5)
+model_d = MLP(4, 6, 2, seed=400 + R)
+pg.ag_fit(model_d, XD, YD, loss="mse", optimizer="sgd", lr=0.05, nepoch=3, batch_size=b,
+          nbatch_logical=2 * b, seed=9, silent=True, distributed=True)
+report["D_spread"] = dist.ag_parameters_spread(model_d)
+if R == 0:
+    ref = MLP(4, 6, 2, seed=400)
+    pg.ag_fit(ref, XD, YD, loss="mse", optimizer="sgd", lr=0.05, nepoch=3, batch_size=b * W,
+              nbatch_logical=2 * b * W, seed=9, silent=True)
+    report["D_max_weight_diff"] = max(float(np.max(np.abs(t.numpy() - model_d.parameters()[k].numpy())))
+                                      for k, t in ref.parameters().items())
+
 # C: the ag_fit hook: global sizes and this rank's part of a global batch
 o, gb, gnl, take = dist.ag_distributed_setup(MLP(4, 5, 3, seed=300 + R), pg.optimizer_adam(model), 4, 8)
 report["C_sizes"] = [gb, gnl]
