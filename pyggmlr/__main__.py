@@ -2,7 +2,9 @@
 
 Commands:
   demo   train a small MLP on the shipped iris data with ag_fit, print the per-epoch table and
-         the validation accuracy, save a loss-curve PNG (needs no network; a few seconds)."""
+         the validation accuracy, save a loss-curve PNG (needs no network; a few seconds).
+  parity run every cross-language parity case in Python and in R (through rpy2), print the
+         table and exit non-zero on any mismatch (pyggmlr.parity; needs R and rpy2)."""
 import argparse
 import os
 import sys
@@ -63,10 +65,16 @@ def _parser():
                         "directory; 'none' to skip)")
     d.add_argument("--quiet", action="store_true", help="no progress bars")
     d.set_defaults(func=_cmd_demo)
+    # listed for --help; main() hands `parity ...` to pyggmlr.parity.main (its own options)
+    sub.add_parser("parity", add_help=False, help="compare Python and R (rpy2) case by case, bit for bit")
     return p
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["parity"]:
+        from . import parity
+        return parity.main(argv[1:])
     p = _parser()
     args = p.parse_args(argv)
     if not getattr(args, "func", None):

@@ -44,7 +44,7 @@ import numpy as np
 from .errors import PyggmlrError
 
 __all__ = ["available", "unavailable_reason", "start", "sync_blas", "to_r", "to_r_tensor", "from_r",
-           "call", "run", "RObject", "RError", "r_live_objects", "r_gc"]
+           "call", "run", "tape", "package_installed", "RObject", "RError", "r_live_objects", "r_gc"]
 
 
 class RError(PyggmlrError, RuntimeError):
@@ -70,9 +70,14 @@ local({
     env <- list2env(inputs, parent = globalenv())
     tryCatch(eval(parse(text = paste0("local({\n", code, "\n})")), envir = env), error = err)
   }
-  e$fn <- function(name) tryCatch(
-    if (name %in% getNamespaceExports("pyggmlr")) getExportedValue("pyggmlr", name)
-    else match.fun(name), error = err)
+  e$fn <- function(name, pkg) tryCatch({
+    if (grepl("::", name, fixed = TRUE)) {
+      p <- strsplit(name, ":::?")[[1L]]
+      getExportedValue(p[1L], p[2L])
+    } else if (name %in% getNamespaceExports(pkg)) getExportedValue(pkg, name)
+    else match.fun(name)
+  }, error = err)
+  e$installed <- function(pkg) suppressWarnings(requireNamespace(pkg, quietly = TRUE))
   e$get <- function(o, name) tryCatch(o[[name]], error = err)
   e$set <- function(o, name, value) tryCatch({ assign(name, value, envir = o); invisible(NULL) }, error = err)
   e$names <- function(o) if (is.environment(o)) ls(o, all.names = FALSE) else names(o)
@@ -80,7 +85,7 @@ local({
   e$tensor <- function(x, dtype, param) {
     if (param) pyggmlr::ag_param(x, dtype = dtype) else pyggmlr::ag_tensor(x, dtype = dtype)
   }
-  e$tape <- function(f) pyggmlr::with_grad_tape(f())
+  e$tape <- function(f, pkg) getExportedValue(pkg, "with_grad_tape")(f())
   e$gc <- function() { gc(verbose = FALSE, full = TRUE); invisible(NULL) }
   e
 })
@@ -126,7 +131,7 @@ def start():
         raise RuntimeError("pyggmlr.r: the R package 'pyggmlr' is not installed in R; "
                            "run: bash scripts/install-r-package.sh")
     ri.evalr('suppressPackageStartupMessages(library(pyggmlr))')  # attach: run() code sees ag_*
-    _st.update(ri=ri, cv=default_converter + numpy2ri.converter, b=ri.evalr(_BRIDGE_R), started=True)
+    _st.update(ri=ri, cv=default_converter + numpy2ri.converter, b=ri.evalr(_BRIDGE_R), started=True, blas=None)
     atexit.register(_drop_bridge)
     sync_blas()
 
@@ -155,11 +160,14 @@ def sync_blas():
     scipy-openblas32 via ``ag_use_openblas(path)``, or the built-in kernel), so both languages
     produce bit-identical products. Returns R's ag_blas_name()."""
     from . import _core
-    path = _core.blas_library_path()
-    if path:
-        call("ag_use_openblas", path)
-    else:
-        call("ag_set_blas", "builtin")
+    _ri()
+    want = (_core.blas_name(), _core.blas_library_path())
+    if _st.get("blas") != want:  # dyn.load once per change, not per call
+        if want[1]:
+            call("ag_use_openblas", want[1])
+        else:
+            call("ag_set_blas", "builtin")
+        _st["blas"] = want
     return call("ag_blas_name")
 
 
@@ -190,7 +198,8 @@ class RObject:
         return "ag_tensor" in self._sexp.rclass
 
     def names(self):
-        return list(from_r(_bridge("names")(self._sexp)) or [])
+        n = _bridge("names")(self._sexp)
+        return [] if n.typeof == _ri().RTYPES.NILSXP else [str(v) for v in n]
 
     def __getattr__(self, name):
         if name.startswith("__"):
@@ -232,8 +241,17 @@ def _numpy_to_sexp(a):
             a = a.astype(np.int32)
     elif a.dtype.kind not in "bU":
         raise TypeError(f"pyggmlr.r: cannot convert a numpy array of dtype {a.dtype} to R")
-    if a.ndim == 0:
-        a = a.reshape(1)
+    if a.ndim <= 1:  # a plain R vector (numpy2ri would make a 1-d array, with a dim attribute)
+        ri = _st["ri"]
+        vals = a.reshape(-1).tolist()
+        kind = a.dtype.kind
+        if kind == "f":
+            return ri.FloatSexpVector(vals)
+        if kind == "b":
+            return ri.BoolSexpVector(vals)
+        if kind == "U":
+            return ri.StrSexpVector(vals)
+        return ri.IntSexpVector(vals)
     with localconverter(_st["cv"]) as cv:
         return cv.py2rpy(a)
 
@@ -390,16 +408,25 @@ def _call_sexp(fn, args, kwargs):
     return _result(_bridge("call")(fn, lst))
 
 
+def _call_pkg(pkg, fname, args, kwargs):
+    ri = _ri()
+    fn = _result(_bridge("fn")(ri.StrSexpVector([fname]), ri.StrSexpVector([pkg])))
+    return _call_sexp(_to_sexp(fn), args, kwargs)
+
+
+def package_installed(pkg):
+    """Whether R can load the package `pkg` (e.g. the reference ``ggmlR``)."""
+    return bool(_bridge("installed")(_ri().StrSexpVector([pkg]))[0])
+
+
 def call(fname, *args, **kwargs):
     """Call an exported function of the R package (``ag_matmul``, ``optimizer_adam``,
     ``backward``, ...; other names are looked up from R's global environment, e.g. ``"get0"``;
     an RObject function works too) with converted arguments; returns the converted result (an R ag_tensor
     stays an RObject handle: from_r() copies it into a Python Tensor)."""
     if isinstance(fname, str):
-        fn = _result(_bridge("fn")(_ri().StrSexpVector([fname])))
-    else:
-        fn = fname
-    return _call_sexp(_to_sexp(fn), args, kwargs)
+        return _call_pkg("pyggmlr", fname, args, kwargs)
+    return _call_sexp(_to_sexp(fname), args, kwargs)
 
 
 def run(code, **inputs):
@@ -415,7 +442,7 @@ def run(code, **inputs):
     return from_r(out) if isinstance(out, RObject) else out
 
 
-def tape(fn):
+def tape(fn, pkg="pyggmlr"):
     """Run the Python callable fn under R's ``with_grad_tape()`` (fn typically calls R ops
     through call()); returns fn's value (as given, not converted)."""
     ri = _ri()
@@ -430,7 +457,7 @@ def tape(fn):
         return ri.BoolSexpVector([True])
 
     try:
-        _result(_bridge("call")(_bridge("tape"), ri.ListSexpVector([cb])))
+        _result(_bridge("call")(_bridge("tape"), ri.ListSexpVector([cb, ri.StrSexpVector([pkg])])))
     finally:
         # rpy2 keeps the callback until R collects it: hold no result through it
         err, value = box.pop("error", None), box.pop("value", None)
