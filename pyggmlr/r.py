@@ -155,14 +155,15 @@ def _bridge(name):
     return _st["b"].find(name)
 
 
-def sync_blas():
+def sync_blas(force=False):
     """Make R's copy of the core use the GEMM Python uses now (OpenBLAS from
     scipy-openblas32 via ``ag_use_openblas(path)``, or the built-in kernel), so both languages
-    produce bit-identical products. Returns R's ag_blas_name()."""
+    produce bit-identical products. Returns R's ag_blas_name(). Done again only when Python's
+    choice changed since the last call (or when `force`, e.g. after R code switched it)."""
     from . import _core
     _ri()
     want = (_core.blas_name(), _core.blas_library_path())
-    if _st.get("blas") != want:  # dyn.load once per change, not per call
+    if force or _st.get("blas") != want:  # dyn.load once per change, not per call
         if want[1]:
             call("ag_use_openblas", want[1])
         else:
