@@ -1,24 +1,175 @@
 """Command line: ``python -m pyggmlr <command>``.
 
 Commands:
-  demo   train a small MLP on the shipped iris data with ag_fit, print the per-epoch table and
-         the validation accuracy, save a loss-curve PNG (needs no network; a few seconds).
+  demo   train a small MLP on the shipped iris data with ag_fit (progress bar, per-epoch table,
+         final accuracy), print the tape memory report and the memory estimate beside the
+         measured peak, save a loss-curve PNG and, when R is available, run the same training
+         through the R package (rpy2) and print one parity line (no network; a few seconds).
   parity run every cross-language parity case in Python and in R (through rpy2), print the
          table and exit non-zero on any mismatch (pyggmlr.parity; needs R and rpy2)."""
 import argparse
+import gc
 import os
 import sys
 import tempfile
 import time
 
 
+def _nbytes(t):
+    return t.size * (4 if t.dtype == "f32" else 8)
+
+
+def _kib(n):
+    return f"{n:,} bytes ({n / 1024:.1f} KiB)"
+
+
+class _EpochBar:
+    """One progress bar for the whole run (tqdm when installed, else a line every 10 epochs),
+    driven by ag_fit's callbacks."""
+
+    def __init__(self, nepoch, quiet):
+        self.nepoch, self.quiet, self.bar = nepoch, quiet, None
+        if not quiet:
+            try:
+                from tqdm.auto import tqdm
+                self.bar = tqdm(total=nepoch, desc="training", unit="epoch", dynamic_ncols=True)
+            except ImportError:
+                pass
+
+    def on_epoch_end(self, epoch, logs):
+        if self.quiet:
+            return None
+        post = f"loss={logs['loss']:.4f} val_loss={logs['val_loss']:.4f} val_acc={logs['val_accuracy']:.3f}"
+        if self.bar is not None:
+            self.bar.set_postfix_str(post, refresh=False)
+            self.bar.update(1)
+        elif epoch % 10 == 0 or epoch == self.nepoch:
+            print(f"training: epoch {epoch}/{self.nepoch}  {post}", flush=True)
+        return None
+
+    def on_train_end(self, fit):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _memory(pg, model, x, y, batch_size):
+    """The tape report of one training step, the model-based estimate and the measured peak of
+    the same step from a clean start (weights + batch + tape + gradients + Adam moments)."""
+    xb = pg.ag_tensor(x[:, :batch_size])
+    yb = pg.ag_tensor(y[:batch_size])  # [batch, 1]: one 0-based class id per sample
+    loss_fn = pg.ag_softmax_cross_entropy_loss
+
+    with pg.with_grad_tape():
+        loss = loss_fn(model.forward(xb), yb)
+    grads = pg.backward(loss)
+    print("Tape after one forward + backward on a batch of "
+          f"{batch_size} (ag_tape_memory, between backward() and the step):")
+    rep = pg.ag_tape_memory(top=5, quiet=True)
+    print(rep)
+    print(f"  in bytes: {rep.bytes_total:,} held ({rep.bytes_inputs:,} operands, "
+          f"{rep.bytes_snapshots:,} activations, {rep.bytes_fields:,} node structs)")
+    del grads, loss
+    pg.ag_tape_clear()
+    gc.collect()
+
+    est = pg.ag_estimate_training_memory(model=model, x=xb, y=yb, loss_fn=loss_fn, optimizer="adam", quiet=True)
+    print()
+    print(est)
+
+    # measured: one full step (forward, backward, Adam) from a clean start, counted like the
+    # estimate: the weights plus everything the step allocates
+    weights = sum(_nbytes(t) for t in model.parameters().values())
+    base = pg.ag_memory_stats()["total"]["current"] - weights - _nbytes(xb) - _nbytes(yb)
+    opt = pg.optimizer_adam(model.parameters(), lr=1e-3)
+    pg.ag_memory_reset_peak()
+    with pg.with_grad_tape():
+        loss = loss_fn(model.forward(xb), yb)
+    grads = pg.backward(loss)
+    opt.step(grads)
+    peak = pg.ag_memory_peak() - base
+    del grads, loss
+    opt.zero_grad()
+    del opt
+    gc.collect()
+    print(f"  in bytes: {est.weights:,} weights + {est.gradients:,} gradients + {est.optimizer:,} Adam "
+          f"moments + {est.activations:,} activations")
+    print(f"memory: estimate {_kib(int(est.total))} vs measured peak of one training step "
+          f"{_kib(peak)} (ag_memory_peak; estimate / measured = {est.total / peak:.3f})")
+    return est.total, peak
+
+
+_R_TRAIN = r"""
+prev <- ag_dtype("f32")
+model <- ag_sequential(ag_linear(4L, hidden, activation = "relu"), ag_linear(hidden, 3L))
+ps <- model$parameters()
+for (nm in names(init)) ps[[nm]]$data <- init[[nm]]
+opt <- optimizer_adam(ps, lr = lr)
+nb <- ncol(x) %/% batch_size
+losses <- numeric(nepoch)
+for (epoch in seq_len(nepoch)) {
+  bl <- numeric(nb)
+  for (b in seq_len(nb)) {
+    idx <- ((b - 1L) * batch_size + 1L):(b * batch_size)
+    xb <- ag_tensor(x[, idx, drop = FALSE])
+    with_grad_tape({
+      loss <- ag_softmax_cross_entropy_loss(model$forward(xb), y[idx])
+    })
+    g <- backward(loss)
+    opt$step(g)
+    opt$zero_grad()
+    bl[b] <- loss$data[1L, 1L]
+  }
+  losses[epoch] <- mean(bl)
+}
+ag_dtype(prev)
+list(losses = losses, params = lapply(model$parameters(), function(p) p$data))
+"""
+
+
+def _r_parity(pg, x, y, hidden, lr, seed, nepoch=20, batch_size=15):
+    """The same training in Python (ag_fit, no shuffle, no validation split) and in R (the R
+    package's layers and optimizer, through rpy2) from the same initial weights; returns the
+    parity line."""
+    import numpy as np
+    try:
+        from . import r
+    except ImportError as e:  # the bridge is optional
+        return f"R parity: skipped (the R bridge cannot be imported: {e})"
+    why = r.unavailable_reason()
+    if why:
+        return f"R parity: skipped ({why})"
+    try:
+        t0 = time.perf_counter()
+        r.start()
+    except Exception as e:  # noqa: BLE001  (R present but the package is not installed, ...)
+        return f"R parity: skipped ({e})"
+    perm = np.random.default_rng(seed).permutation(x.shape[1])  # one fixed mix, then no shuffle
+    xs, ys = np.asfortranarray(x[:, perm]), y[perm]
+    pg.ggml_set_seed(seed)
+    model = pg.ag_sequential(pg.ag_linear(4, hidden, "relu"), pg.ag_linear(hidden, 3))
+    init = {k: t.numpy().astype(np.float64) for k, t in model.parameters().items()}
+    hist = pg.ag_fit(model, xs, ys, optimizer="adamw", lr=lr, nepoch=nepoch, batch_size=batch_size,
+                     shuffle=False, val_split=0.0, silent=True)
+    res = r.run(_R_TRAIN, x=xs, y=ys.astype(np.int32), init=init, hidden=hidden, lr=lr,
+                nepoch=nepoch, batch_size=batch_size)
+    d_loss = float(np.max(np.abs(np.asarray(res["losses"], float) - np.asarray(hist.loss, float))))
+    d_w = max(float(np.max(np.abs(np.asarray(res["params"][k], float) - t.numpy().astype(float))))
+              for k, t in model.parameters().items())
+    n = sum(t.size for t in model.parameters().values())
+    return (f"R parity: max |R - Python| = {d_w:.3g} over the {n} final weights, {d_loss:.3g} over the "
+            f"{nepoch} epoch losses ({nepoch} epochs x {x.shape[1] // batch_size} batches, same initial "
+            f"weights and data, no shuffle; R via rpy2 in {time.perf_counter() - t0:.1f} s)")
+
+
 def _cmd_demo(args):
+    import numpy as np
+
     import pyggmlr as pg
 
     x, y, classes = pg.load_iris()
     x = (x - x.mean(axis=1, keepdims=True)) / x.std(axis=1, keepdims=True)
     print(f"pyggmlr {pg.__version__} demo: iris ({x.shape[1]} flowers, {x.shape[0]} features, "
-          f"{len(classes)} classes: {', '.join(classes)})")
+          f"{len(classes)} classes: {', '.join(classes)}); data are [features, samples] = {list(x.shape)}")
     pg.ggml_set_seed(args.seed)
     model = pg.ag_sequential(pg.ag_linear(4, args.hidden, "relu"), pg.ag_linear(args.hidden, len(classes)))
     print(model)
@@ -26,7 +177,8 @@ def _cmd_demo(args):
           f"val_split={args.val_split:g}, seed={args.seed}")
     t0 = time.perf_counter()
     hist = pg.ag_fit(model, x, y, loss="cross_entropy", optimizer="adamw", lr=args.lr, nepoch=args.epochs,
-                     batch_size=args.batch_size, val_split=args.val_split, seed=args.seed, silent=args.quiet)
+                     batch_size=args.batch_size, val_split=args.val_split, seed=args.seed, silent=True,
+                     callbacks=[_EpochBar(args.epochs, args.quiet)])
     secs = time.perf_counter() - t0
     print()
     print(hist.table())
@@ -34,16 +186,30 @@ def _cmd_demo(args):
     n_val = int(round(args.val_split * x.shape[1]))
     print(f"final validation accuracy: {hist.val_accuracy[-1]:.4f} ({n_val} held-out flowers), "
           f"validation loss: {hist.val_loss[-1]:.5f}; trained in {secs:.2f} s")
-    if args.plot == "none":
-        return 0
-    path = args.plot or os.path.join(tempfile.gettempdir(), "pyggmlr-demo-loss.png")
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        print("loss curve: skipped (matplotlib is not installed; pip install matplotlib)")
-        return 0
-    hist.plot(path)
-    print(f"loss curve: {path}")
+    print()
+    _memory(pg, model, x, y, args.batch_size)
+    print()
+
+    if args.plot != "none":
+        path = args.plot or os.path.join(tempfile.gettempdir(), "pyggmlr-demo-loss.png")
+        try:
+            import matplotlib
+            if not os.environ.get("MPLBACKEND"):
+                matplotlib.use("Agg")  # files only, never a window
+        except ImportError:
+            print("loss curve: skipped (matplotlib is not installed; pip install matplotlib)")
+        else:
+            fig = hist.plot()
+            fig.suptitle(f"pyggmlr demo: {model.layers[0].in_features}-{args.hidden}-{len(classes)} MLP on iris "
+                         f"(AdamW lr={args.lr:g}, batch {args.batch_size}); bands: ± standard error")
+            fig.tight_layout()
+            fig.savefig(path, dpi=100)
+            print(f"loss curve: {path}")
+
+    if args.no_r:
+        print("R parity: skipped (--no-r)")
+    else:
+        print(_r_parity(pg, x, np.asarray(y), args.hidden, args.lr, args.seed))
     return 0
 
 
@@ -52,8 +218,10 @@ def _parser():
     sub = p.add_subparsers(dest="command", metavar="command")
     d = sub.add_parser("demo", help="train an MLP on iris with ag_fit and report the results",
                        description="Train a 4-16-3 MLP on the shipped iris data with ag_fit (AdamW), "
-                                   "print a per-epoch table and the final validation accuracy, and save a "
-                                   "loss-curve PNG.")
+                                   "print a per-epoch table and the final validation accuracy, the "
+                                   "tape memory report and the memory estimate beside the measured "
+                                   "peak, save a loss-curve PNG, and (when R, rpy2 and the R package "
+                                   "are installed) compare the same training run in R.")
     d.add_argument("--epochs", type=int, default=50, help="number of epochs (default 50)")
     d.add_argument("--hidden", type=int, default=16, help="hidden units (default 16)")
     d.add_argument("--lr", type=float, default=0.01, help="AdamW learning rate (default 0.01)")
@@ -63,7 +231,8 @@ def _parser():
     d.add_argument("--plot", default=None, metavar="PATH",
                    help="where to save the loss curve (default: pyggmlr-demo-loss.png in the temp "
                         "directory; 'none' to skip)")
-    d.add_argument("--quiet", action="store_true", help="no progress bars")
+    d.add_argument("--quiet", action="store_true", help="no progress bar")
+    d.add_argument("--no-r", action="store_true", help="skip the R parity run")
     d.set_defaults(func=_cmd_demo)
     # listed for --help; main() hands `parity ...` to pyggmlr.parity.main (its own options)
     sub.add_parser("parity", add_help=False, help="compare Python and R (rpy2) case by case, bit for bit")
@@ -71,6 +240,7 @@ def _parser():
 
 
 def main(argv=None):
+    """Run the command line (``argv`` defaults to ``sys.argv[1:]``); returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["parity"]:
         from . import parity
