@@ -122,8 +122,17 @@ def start():
     why = unavailable_reason()
     if why:
         raise RuntimeError(f"pyggmlr.r: {why}")
+    import os
+    ld = os.environ.get("LD_LIBRARY_PATH")
     import rpy2.rinterface as ri
     import rpy2.robjects  # noqa: F401  (initialises embedded R)
+    # rpy2 prepends R's library directories to LD_LIBRARY_PATH; the loader of this process
+    # read it at start-up already, so it only leaks into child processes (where a system
+    # libpython can shadow this interpreter's): restore it
+    if ld is None:
+        os.environ.pop("LD_LIBRARY_PATH", None)
+    else:
+        os.environ["LD_LIBRARY_PATH"] = ld
     from rpy2.robjects import default_converter, numpy2ri
 
     ok = ri.evalr('suppressWarnings(requireNamespace("pyggmlr", quietly = TRUE))')
