@@ -5,9 +5,67 @@
  * references come from tape nodes (or from the .grad of another tensor that dies with the
  * tape), and a storage dies iff all its references come from dying tensors. The walk in
  * recording order then charges each storage once, to the first node that meets it. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pg.h"
+
+/* ---- thread exit: free what a finished thread leaves on its tape ----
+ * The tape is per thread (tape.c). pg_thread_watch() (called by tensor.c's pg_new the first
+ * time a thread allocates a tensor) sets a pthread key whose destructor runs at thread exit and
+ * calls pg_tape_thread_exit() (tape.c): nodes, stashes and per-thread buffers are freed. */
+void pg_tape_thread_exit(void);
+void pg_thread_watch(void);
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static int exit_key_ok;
+
+static void on_thread_exit(void *p)
+{
+    (void)p;
+    pg_tape_thread_exit();
+}
+
+static void make_exit_key(void) { exit_key_ok = pthread_key_create(&exit_key, on_thread_exit) == 0; }
+
+/* ---- the gradient lock ----
+ * Backward writes per-tensor scratch (bw_grad) and leaf .grad fields; two threads running
+ * backward through a shared tensor (or one replacing a .grad the other accumulates into) would
+ * free each other's buffers. pg_backward, pg_tensor_set_grad and the optimizer calls that read
+ * or write gradients hold this process-wide lock (recursive: zero_grad calls set_grad), so
+ * those passes run one at a time; forward ops never take it. */
+void pg_grad_lock(void);
+void pg_grad_unlock(void);
+
+static pthread_mutex_t grad_mu;
+static pthread_once_t grad_once = PTHREAD_ONCE_INIT;
+
+static void make_grad_mu(void)
+{
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&grad_mu, &a);
+    pthread_mutexattr_destroy(&a);
+}
+
+void pg_grad_lock(void)
+{
+    pthread_once(&grad_once, make_grad_mu);
+    pthread_mutex_lock(&grad_mu);
+}
+
+void pg_grad_unlock(void) { pthread_mutex_unlock(&grad_mu); }
+
+void pg_thread_watch(void)
+{
+    static _Thread_local int watched;
+    if (watched) return;
+    watched = 1;
+    pthread_once(&exit_once, make_exit_key);
+    if (exit_key_ok) pthread_setspecific(exit_key, &watched); /* any non-NULL value */
+}
 
 /* ---- a small open-addressing map: pointer -> (count, flag) ---- */
 

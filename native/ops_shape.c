@@ -132,7 +132,7 @@ pg_tensor *pg_reshape(pg_tensor *x, int64_t nrow, int64_t ncol)
     if (nrow == -1 && ncol == -1) return pg_fail_null(PG_ERR_VALUE, "ag_reshape: only one of nrow, ncol may be -1");
     if (nrow == -1) nrow = ncol > 0 ? N / ncol : 0;
     if (ncol == -1) ncol = nrow > 0 ? N / nrow : 0;
-    if (nrow < 0 || ncol < 0 || nrow * ncol != N)
+    if (nrow < 0 || ncol < 0 || (ncol > 0 && nrow > N / ncol) || nrow * ncol != N) /* no int64 overflow */
         return pg_fail_null(PG_ERR_SHAPE, "ag_reshape: cannot reshape %s (%lld elements) to [%lldx%lld]",
                             pg_desc(x), (long long)N, (long long)nrow, (long long)ncol);
     pg_tensor *out = pg_new(x->dtype, nrow, ncol, PG_MEM_OTHER);

@@ -33,6 +33,12 @@ static void sqrt_f64(double *x, int n)
 
 #define ADAM_CHUNK 256
 
+void pg_grad_lock(void);   /* memory.c: optimizer steps and gradient updates run one at a time */
+void pg_grad_unlock(void);
+static int step_locked(pg_optim *o, pg_gradmap *grads);
+static int zero_grad_locked(pg_optim *o);
+static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out);
+
 enum { OPT_SGD = 0, OPT_ADAM = 1 };
 #define N_SLOTS 3
 
@@ -238,6 +244,14 @@ static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
 
 int pg_optim_step(pg_optim *o, pg_gradmap *grads)
 {
+    pg_grad_lock();
+    int rc = step_locked(o, grads);
+    pg_grad_unlock();
+    return rc;
+}
+
+static int step_locked(pg_optim *o, pg_gradmap *grads)
+{
     if (!o) return -pg_fail(PG_ERR_ARG, "optimizer step: NULL optimizer");
     for (int64_t i = 0; i < o->n; i++) {
         pg_tensor *g = grad_of(o->params[i], grads);
@@ -282,6 +296,14 @@ int pg_optim_step(pg_optim *o, pg_gradmap *grads)
 
 int pg_optim_zero_grad(pg_optim *o)
 {
+    pg_grad_lock();
+    int rc = zero_grad_locked(o);
+    pg_grad_unlock();
+    return rc;
+}
+
+static int zero_grad_locked(pg_optim *o)
+{
     if (!o) return pg_fail(PG_ERR_ARG, "zero_grad: NULL optimizer");
     for (int64_t i = 0; i < o->n; i++) pg_tensor_set_grad(o->params[i], NULL);
     pg_tape_clear();
@@ -297,6 +319,14 @@ static int listed_before(pg_tensor **params, int64_t i)
 }
 
 int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out)
+{
+    pg_grad_lock();
+    int rc = clip_locked(params, n, grads, max_norm, norm_out);
+    pg_grad_unlock();
+    return rc;
+}
+
+static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out)
 {
     if (n < 0 || (n > 0 && !params)) return pg_fail(PG_ERR_ARG, "clip_grad_norm: bad parameter list");
     if (isnan(max_norm) || max_norm < 0) return pg_fail(PG_ERR_VALUE, "clip_grad_norm: max_norm must be >= 0, got %g", max_norm);

@@ -192,7 +192,19 @@ static int leaf_accumulate(pg_tensor *t, pg_tensor *g)
     return 0;
 }
 
+void pg_grad_lock(void);   /* memory.c: one backward / .grad update at a time, process-wide */
+void pg_grad_unlock(void);
+static pg_gradmap *backward_locked(pg_tensor *loss);
+
 pg_gradmap *pg_backward(pg_tensor *loss)
+{
+    pg_grad_lock();
+    pg_gradmap *m = backward_locked(loss);
+    pg_grad_unlock();
+    return m;
+}
+
+static pg_gradmap *backward_locked(pg_tensor *loss)
 {
     if (pg_ok(loss, "backward()", "loss")) return NULL;
     if (loss->ne[0] != 1 || loss->ne[1] != 1)
@@ -323,4 +335,19 @@ int pg_tape_unstash(void)
     stashed = s->prev;
     free(s);
     return 0;
+}
+
+/* Thread exit (called by the destructor memory.c registers for every thread that allocates):
+ * a thread that ends with nodes on its tape would otherwise leak them and every tensor they
+ * hold. Drops stashed tapes, the tape and this thread's buffers. */
+void pg_tape_thread_exit(void)
+{
+    while (stashed) pg_tape_unstash();
+    pg_tape_clear();
+    free(tape.nodes);
+    free(tape.saved_enabled);
+    memset(&tape, 0, sizeof tape);
+    free(reached);
+    reached = NULL;
+    n_reached = cap_reached = 0;
 }

@@ -150,8 +150,11 @@ static pg_tensor *tensor_wrap(int dtype, int64_t nrow, int64_t ncol, pg_storage 
     return t;
 }
 
+void pg_thread_watch(void); /* memory.c: frees this thread's tape when it exits */
+
 pg_tensor *pg_new(int dtype, int64_t nrow, int64_t ncol, int category)
 {
+    pg_thread_watch();
     if (dtype != PG_F32 && dtype != PG_F64)
         return pg_fail_null(PG_ERR_DTYPE, "tensor dtype must be f32 or f64, got %s", pg_dtype_name(dtype));
     if (nrow < 0 || ncol < 0)
@@ -315,7 +318,19 @@ int pg_tensor_write(pg_tensor *t, const void *src, int src_dtype, int64_t nrow, 
 
 pg_tensor *pg_tensor_grad(pg_tensor *t) { return pg_ok(t, "grad", "t") ? NULL : t->grad; }
 
+void pg_grad_lock(void);   /* memory.c */
+void pg_grad_unlock(void);
+static int set_grad_locked(pg_tensor *t, pg_tensor *g);
+
 int pg_tensor_set_grad(pg_tensor *t, pg_tensor *g)
+{
+    pg_grad_lock();
+    int rc = set_grad_locked(t, g);
+    pg_grad_unlock();
+    return rc;
+}
+
+static int set_grad_locked(pg_tensor *t, pg_tensor *g)
 {
     if (pg_ok(t, "set_grad", "t")) return PG_ERR_ARG;
     if (g) {

@@ -1,0 +1,764 @@
+/* C test driver for the pyggmlr core, built by scripts/sanitize.sh with AddressSanitizer,
+ * LeakSanitizer and UndefinedBehaviorSanitizer (it also runs without them).
+ *
+ * It walks the whole C API: tensors (every source dtype, strided and empty copies), every op
+ * forward and backward in f32 and f64 (with a finite-difference gradient check in f64), the tape
+ * (nesting, no-grad, clear, stash), gradient maps, optimizers (SGD, momentum, Nesterov, Adam,
+ * accumulation, state get/set, clipping), layer ops, memory reports, the data-parallel helpers,
+ * two threads with their own tapes, and the error paths (NULL, foreign pointers, bad shapes,
+ * dtypes and values, huge sizes). At the end every object must be gone: live objects 0 and
+ * current bytes 0. Exit status 0 = all checks passed; the failures are printed. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pg.h"
+
+static int n_checks, n_failed;
+
+#define CHECK(cond) check_((cond) != 0, #cond, __FILE__, __LINE__)
+static void check_(int ok, const char *what, const char *file, int line)
+{
+    n_checks++;
+    if (!ok) {
+        n_failed++;
+        fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", file, line, what, pg_last_error());
+    }
+}
+
+/* The call failed with `status` and a message containing `needle`. */
+#define CHECK_ERR(expr_is_failure, status, needle)                                                   \
+    do {                                                                                             \
+        pg_clear_error();                                                                            \
+        int failed_ = (expr_is_failure);                                                             \
+        CHECK(failed_);                                                                              \
+        CHECK(pg_last_status() == (status));                                                         \
+        CHECK(strstr(pg_last_error(), (needle)) != NULL);                                            \
+        pg_clear_error();                                                                            \
+    } while (0)
+
+#define REL(t) pg_tensor_release(t)
+
+/* deterministic values in [-1, 1] */
+static uint64_t lcg = 42;
+static double urand(void)
+{
+    lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(lcg >> 11) / (double)(1ull << 53) * 2.0 - 1.0;
+}
+
+static pg_tensor *rnd(int dtype, int64_t r, int64_t c, double lo_abs)
+{
+    int64_t n = r * c;
+    double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t i = 0; i < n; i++) {
+        double x = urand();
+        v[i] = x >= 0 ? x + lo_abs : x - lo_abs; /* keep away from 0 when asked (div, log, pow) */
+    }
+    pg_tensor *t = pg_tensor_new(dtype, r, c, v, PG_F64, 1, r);
+    free(v);
+    return t;
+}
+
+static pg_tensor *rnd_pos(int dtype, int64_t r, int64_t c)
+{
+    pg_tensor *t = rnd(PG_F64, r, c, 0.2);
+    double *d = pg_tensor_data(t);
+    for (int64_t i = 0; i < r * c; i++) d[i] = fabs(d[i]) + 0.1;
+    pg_tensor *o = pg_tensor_cast(t, dtype);
+    REL(t);
+    return o;
+}
+
+static double read1(pg_tensor *t)
+{
+    double v = NAN;
+    pg_tensor_read(t, &v, PG_F64);
+    return v;
+}
+
+/* ---- a generic op under test: builds the output from inputs ---- */
+typedef pg_tensor *(*op_fn)(pg_tensor **in, const void *ctx);
+
+static pg_tensor *weighted_loss(op_fn f, pg_tensor **in, const void *ctx, pg_tensor *w)
+{
+    pg_tensor *out = f(in, ctx);
+    if (!out) return NULL;
+    pg_tensor *prod = pg_mul(out, w);
+    REL(out);
+    if (!prod) return NULL;
+    pg_tensor *loss = pg_sum(prod, 0);
+    REL(prod);
+    return loss;
+}
+
+/* Forward + backward in the given dtype; in f64 also compare the gradient of every input
+ * that requires grad with central differences. shapes: n_in pairs (rows, cols); pos: inputs
+ * drawn positive (log, pow, div). */
+static void gradcheck(const char *name, op_fn f, const void *ctx, int n_in, const int64_t *shapes,
+                      unsigned pos_mask, unsigned grad_mask, int dtype)
+{
+    pg_tensor *in[PG_MAX_IN] = {0};
+    for (int i = 0; i < n_in; i++) {
+        in[i] = (pos_mask >> i & 1) ? rnd_pos(dtype, shapes[2 * i], shapes[2 * i + 1])
+                                    : rnd(dtype, shapes[2 * i], shapes[2 * i + 1], 0.05);
+        if (grad_mask >> i & 1) pg_tensor_set_requires_grad(in[i], 1);
+    }
+    pg_tensor *probe = f(in, ctx);
+    if (!probe) { fprintf(stderr, "%s: forward failed: %s\n", name, pg_last_error()); CHECK(0); goto done; }
+    pg_tensor *w = rnd(dtype, pg_tensor_nrow(probe), pg_tensor_ncol(probe), 0.0);
+    REL(probe);
+
+    CHECK(pg_tape_begin() == 0);
+    pg_tensor *loss = weighted_loss(f, in, ctx, w);
+    CHECK(pg_tape_end() == 0);
+    CHECK(loss != NULL);
+    pg_gradmap *gm = loss ? pg_backward(loss) : NULL;
+    CHECK(gm != NULL);
+    if (gm && dtype == PG_F64) {
+        int old = pg_tape_set_enabled(0);
+        for (int i = 0; i < n_in; i++) {
+            if (!(grad_mask >> i & 1)) continue;
+            pg_tensor *g = pg_gradmap_get(gm, in[i]);
+            int64_t n = pg_tensor_numel(in[i]);
+            if (n == 0) continue;
+            if (!g) fprintf(stderr, "%s: no gradient for input %d\n", name, i);
+            CHECK(g != NULL);
+            if (!g) continue;
+            CHECK(pg_gradmap_get_id(gm, pg_tensor_id(in[i])) == g);
+            double *x = pg_tensor_data(in[i]);
+            const double *ga = pg_tensor_data(g);
+            double worst = 0;
+            for (int64_t k = 0; k < n; k++) {
+                double h = 1e-6, x0 = x[k];
+                x[k] = x0 + h;
+                pg_tensor *lp = weighted_loss(f, in, ctx, w);
+                x[k] = x0 - h;
+                pg_tensor *lm = weighted_loss(f, in, ctx, w);
+                x[k] = x0;
+                double num = (read1(lp) - read1(lm)) / (2 * h);
+                REL(lp); REL(lm);
+                double err = fabs(num - ga[k]) / (1.0 + fabs(num));
+                if (err > worst) worst = err;
+            }
+            if (!(worst < 1e-5)) fprintf(stderr, "%s: input %d gradient error %g\n", name, i, worst);
+            CHECK(worst < 1e-5);
+        }
+        pg_tape_set_enabled(old);
+    }
+    /* backward twice on the same tape: the same gradients again, .grad accumulates */
+    if (gm) {
+        pg_gradmap *gm2 = pg_backward(loss);
+        CHECK(gm2 != NULL);
+        CHECK(pg_gradmap_size(gm2) == pg_gradmap_size(gm));
+        pg_gradmap_free(gm2);
+    }
+    pg_gradmap_free(gm);
+    REL(loss);
+    REL(w);
+    pg_tape_clear();
+done:
+    for (int i = 0; i < n_in; i++) REL(in[i]);
+}
+
+/* ---- the ops as op_fn ---- */
+static pg_tensor *f_matmul(pg_tensor **in, const void *c) { (void)c; return pg_matmul(in[0], in[1]); }
+static pg_tensor *f_add(pg_tensor **in, const void *c) { (void)c; return pg_add(in[0], in[1]); }
+static pg_tensor *f_sub(pg_tensor **in, const void *c) { (void)c; return pg_sub(in[0], in[1]); }
+static pg_tensor *f_mul(pg_tensor **in, const void *c) { (void)c; return pg_mul(in[0], in[1]); }
+static pg_tensor *f_div(pg_tensor **in, const void *c) { (void)c; return pg_div(in[0], in[1]); }
+static pg_tensor *f_scale(pg_tensor **in, const void *c) { (void)c; return pg_scale(in[0], -1.5); }
+static pg_tensor *f_unary(pg_tensor **in, const void *c) { return pg_unary(*(const int *)c, in[0]); }
+static pg_tensor *f_pow(pg_tensor **in, const void *c) { return pg_pow(in[0], *(const double *)c); }
+static pg_tensor *f_clamp(pg_tensor **in, const void *c) { (void)c; return pg_clamp(in[0], -0.5, 0.55); }
+static pg_tensor *f_sum(pg_tensor **in, const void *c) { return pg_sum(in[0], *(const int *)c); }
+static pg_tensor *f_mean(pg_tensor **in, const void *c) { return pg_mean(in[0], *(const int *)c); }
+static pg_tensor *f_transpose(pg_tensor **in, const void *c) { (void)c; return pg_transpose(in[0]); }
+static pg_tensor *f_reshape(pg_tensor **in, const void *c) { (void)c; return pg_reshape(in[0], -1, 2); }
+static pg_tensor *f_mse(pg_tensor **in, const void *c) { (void)c; return pg_mse_loss(in[0], in[1]); }
+/* probabilities strictly inside (0, 1) (the loss clamps at 1e-7) and targets whose columns sum
+ * to 1 (the fused gradient p - t assumes it) */
+static pg_tensor *f_ce(pg_tensor **in, const void *c)
+{
+    (void)c;
+    pg_tensor *p = pg_unary(PG_SIGMOID, in[0]);
+    pg_tensor *o = pg_cross_entropy_loss(p, in[1]);
+    REL(p);
+    return o;
+}
+static pg_tensor *f_sce(pg_tensor **in, const void *c)
+{
+    (void)c;
+    pg_tensor *t = pg_unary(PG_SOFTMAX, in[1]);
+    pg_tensor *o = pg_softmax_ce_loss(in[0], t);
+    REL(t);
+    return o;
+}
+static pg_tensor *f_sce_idx(pg_tensor **in, const void *c)
+{
+    (void)c;
+    int64_t ids[4] = {0, 2, 1, 2};
+    return pg_softmax_ce_loss_idx(in[0], ids, pg_tensor_ncol(in[0]));
+}
+static pg_tensor *f_bn_train(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_batch_norm(in[0], in[1], in[2], NULL, NULL, 1e-5, 0.1, 1);
+}
+static pg_tensor *f_bn_eval(pg_tensor **in, const void *c)
+{
+    (void)c;
+    int dt = pg_tensor_dtype(in[0]);
+    pg_tensor *rv = pg_tensor_full(dt, pg_tensor_nrow(in[0]), 1, 0.7);
+    pg_tensor *rm = pg_tensor_full(dt, pg_tensor_nrow(in[0]), 1, -0.2);
+    pg_tensor *o = pg_batch_norm(in[0], in[1], in[2], rm, rv, 1e-5, 0.1, 0);
+    REL(rv); REL(rm);
+    return o;
+}
+static pg_tensor *f_ln(pg_tensor **in, const void *c) { (void)c; return pg_layer_norm(in[0], in[1], in[2], 1e-5); }
+static pg_tensor *f_emb(pg_tensor **in, const void *c)
+{
+    (void)c;
+    int64_t ids[5] = {0, 3, 3, 1, 0};
+    return pg_embedding(in[0], ids, 5);
+}
+static pg_tensor *f_slice(pg_tensor **in, const void *c) { (void)c; return pg_slice_rows(in[0], 1, 2); }
+static pg_tensor *f_concat(pg_tensor **in, const void *c) { (void)c; return pg_concat_rows(in[0], in[1]); }
+static pg_tensor *f_matmul_t(pg_tensor **in, const void *c)
+{
+    const int *t = c;
+    return pg_matmul_t(in[0], in[1], t[0], t[1], 0.7);
+}
+static pg_tensor *f_causal(pg_tensor **in, const void *c)
+{
+    (void)c;
+    /* -inf entries times a weight would give NaN in the loss: mask, then clamp them away */
+    pg_tensor *m = pg_causal_mask(in[0]);
+    if (!m) return NULL;
+    pg_tensor *s = pg_unary(PG_SOFTMAX, m);
+    REL(m);
+    return s;
+}
+
+static void test_ops(void)
+{
+    for (int dt = PG_F32; dt <= PG_F64; dt++) {
+        int64_t s23_34[] = {2, 3, 3, 4};
+        gradcheck("matmul", f_matmul, NULL, 2, s23_34, 0, 3, dt);
+        int64_t s30_04[] = {3, 0, 0, 4}; /* k = 0: a zero [3x4] result */
+        gradcheck("matmul k=0", f_matmul, NULL, 2, s30_04, 0, 3, dt);
+        /* broadcasting: same shape, column vector, row vector, scalar, on either side */
+        int64_t bshapes[][4] = {{3, 4, 3, 4}, {3, 4, 3, 1}, {3, 1, 3, 4}, {3, 4, 1, 4}, {1, 4, 3, 4},
+                                {3, 4, 1, 1}, {1, 1, 3, 4}, {3, 1, 1, 4}, {0, 4, 1, 4}};
+        op_fn bins[] = {f_add, f_sub, f_mul, f_div};
+        const char *bn[] = {"add", "sub", "mul", "div"};
+        for (int k = 0; k < 4; k++)
+            for (size_t s = 0; s < sizeof bshapes / sizeof *bshapes; s++)
+                gradcheck(bn[k], bins[k], NULL, 2, bshapes[s], k == 3 ? 2 : 0, 3, dt);
+        int64_t s34[] = {3, 4}, s11[] = {1, 1}, s04[] = {0, 4};
+        gradcheck("scale", f_scale, NULL, 1, s34, 0, 1, dt);
+        for (int u = PG_RELU; u <= PG_NEG; u++) {
+            gradcheck("unary", f_unary, &u, 1, s34, u == PG_LOG ? 1 : 0, 1, dt);
+            gradcheck("unary 1x1", f_unary, &u, 1, s11, u == PG_LOG ? 1 : 0, 1, dt);
+            gradcheck("unary empty", f_unary, &u, 1, s04, 0, 1, dt);
+        }
+        double pw[] = {2.0, 0.5, -1.0, 3.0};
+        for (int k = 0; k < 4; k++) gradcheck("pow", f_pow, &pw[k], 1, s34, 1, 1, dt);
+        gradcheck("clamp", f_clamp, NULL, 1, s34, 0, 1, dt);
+        for (int d = 0; d <= 2; d++) {
+            gradcheck("sum", f_sum, &d, 1, s34, 0, 1, dt);
+            gradcheck("mean", f_mean, &d, 1, s34, 0, 1, dt);
+        }
+        gradcheck("transpose", f_transpose, NULL, 1, s34, 0, 1, dt);
+        gradcheck("reshape", f_reshape, NULL, 1, s34, 0, 1, dt);
+        int64_t ss[] = {3, 4, 3, 4};
+        gradcheck("mse", f_mse, NULL, 2, ss, 0, 1, dt); /* the target is a constant */
+        gradcheck("cross_entropy", f_ce, NULL, 2, ss, 1, 1, dt);
+        gradcheck("softmax_ce", f_sce, NULL, 2, ss, 2, 1, dt);
+        gradcheck("softmax_ce_idx", f_sce_idx, NULL, 1, s34, 0, 1, dt);
+        int64_t bnsh[] = {3, 5, 3, 1, 3, 1};
+        gradcheck("batch_norm train", f_bn_train, NULL, 3, bnsh, 0, 7, dt);
+        gradcheck("batch_norm eval", f_bn_eval, NULL, 3, bnsh, 0, 7, dt);
+        gradcheck("layer_norm", f_ln, NULL, 3, bnsh, 0, 7, dt);
+        int64_t emb[] = {3, 4};
+        gradcheck("embedding", f_emb, NULL, 1, emb, 0, 1, dt);
+        int64_t sl[] = {4, 3};
+        gradcheck("slice_rows", f_slice, NULL, 1, sl, 0, 1, dt);
+        int64_t cc[] = {2, 3, 4, 3};
+        gradcheck("concat_rows", f_concat, NULL, 2, cc, 0, 3, dt);
+        int tt[4][2] = {{0, 0}, {1, 0}, {0, 1}, {1, 1}};
+        int64_t mts[4][4] = {{2, 3, 3, 4}, {3, 2, 3, 4}, {2, 3, 4, 3}, {3, 2, 4, 3}};
+        for (int k = 0; k < 4; k++) gradcheck("matmul_t", f_matmul_t, tt[k], 2, mts[k], 0, 3, dt);
+        int64_t sq[] = {4, 4};
+        gradcheck("causal_mask", f_causal, NULL, 1, sq, 0, 1, dt);
+    }
+}
+
+/* ---- tensors: construction, copies, accessors ---- */
+static void test_tensors(void)
+{
+    /* every source dtype, C order (row stride ncol) into column-major */
+    float f[6] = {1, 2, 3, 4, 5, 6};
+    double d[6] = {1, 2, 3, 4, 5, 6};
+    int32_t i32[6] = {1, 2, 3, 4, 5, 6};
+    int64_t i64[6] = {1, 2, 3, 4, 5, 6};
+    uint8_t u8[6] = {1, 2, 3, 4, 5, 6};
+    const void *srcs[] = {f, d, i32, i64, u8};
+    for (int s = PG_F32; s <= PG_U8; s++)
+        for (int dt = PG_F32; dt <= PG_F64; dt++) {
+            pg_tensor *t = pg_tensor_new(dt, 2, 3, srcs[s], s, 3, 1);
+            CHECK(t != NULL);
+            double out[6];
+            CHECK(pg_tensor_read(t, out, PG_F64) == 0);
+            CHECK(out[0] == 1 && out[1] == 4 && out[2] == 2 && out[5] == 6);
+            REL(t);
+        }
+    /* negative strides (a reversed view) */
+    pg_tensor *rv = pg_tensor_new(PG_F64, 6, 1, d + 5, PG_F64, -1, 6);
+    double o6[6];
+    pg_tensor_read(rv, o6, PG_F64);
+    CHECK(o6[0] == 6 && o6[5] == 1);
+    /* write, clone, cast, full, grad set / clear */
+    CHECK(pg_tensor_write(rv, d, PG_F64, 6, 1, 1, 6) == 0);
+    pg_tensor *cl = pg_tensor_clone(rv), *ca = pg_tensor_cast(rv, PG_F32), *fu = pg_tensor_full(PG_F32, 6, 1, 2.5);
+    CHECK(cl && ca && fu && pg_tensor_id(cl) != pg_tensor_id(rv));
+    CHECK(pg_tensor_dtype(ca) == PG_F32 && pg_tensor_numel(fu) == 6 && pg_tensor_is_leaf(fu) == 1);
+    CHECK(pg_tensor_set_grad(rv, cl) == 0 && pg_tensor_grad(rv) == cl);
+    CHECK(pg_tensor_set_grad(rv, NULL) == 0 && pg_tensor_grad(rv) == NULL);
+    CHECK_ERR(pg_tensor_set_grad(rv, ca) != 0, PG_ERR_SHAPE, "does not match");
+    CHECK_ERR(pg_tensor_write(rv, d, PG_F64, 2, 3, 1, 2) != 0, PG_ERR_SHAPE, "assigning data");
+    CHECK_ERR(pg_tensor_write(rv, d, 99, 6, 1, 1, 6) != 0, PG_ERR_DTYPE, "dtype");
+    CHECK_ERR(pg_tensor_read(rv, o6, PG_I32) != 0, PG_ERR_DTYPE, "read");
+    CHECK(pg_tensor_set_requires_grad(rv, 1) == 0 && pg_tensor_requires_grad(rv) == 1);
+    CHECK(pg_tensor_set_requires_grad(rv, 0) == 0 && pg_tensor_requires_grad(rv) == 0);
+    CHECK(strcmp(pg_tensor_op(rv), "") == 0);
+    REL(rv); REL(cl); REL(ca); REL(fu);
+    /* empty tensors in every position */
+    pg_tensor *e = pg_tensor_new(PG_F32, 0, 5, NULL, PG_F32, 1, 0), *e2 = pg_tensor_full(PG_F64, 4, 0, 1.0);
+    CHECK(e && e2 && pg_tensor_numel(e) == 0 && pg_tensor_numel(e2) == 0);
+    pg_tensor *es = pg_sum(e, 0), *et = pg_transpose(e2);
+    CHECK(es && read1(es) == 0 && et && pg_tensor_nrow(et) == 0);
+    REL(e); REL(e2); REL(es); REL(et);
+    /* defaults */
+    CHECK(pg_set_default_dtype(PG_F64) == PG_F32 && pg_default_dtype() == PG_F64);
+    CHECK(pg_set_default_dtype(PG_F32) == PG_F64);
+    CHECK_ERR(pg_set_default_dtype(PG_I32) != 0 && pg_default_dtype() == PG_F32, PG_ERR_DTYPE, "ag_dtype");
+    CHECK(strcmp(pg_version(), "") != 0 && strcmp(pg_blas_name(), "builtin") == 0);
+    CHECK(pg_set_threads(2) == 0 && pg_get_threads() == 2 && pg_set_threads(1) == 0);
+    CHECK_ERR(pg_set_threads(0) != 0, PG_ERR_VALUE, "ag_set_threads");
+}
+
+/* ---- error paths: NULL, foreign pointers, bad shapes / dtypes / values, huge sizes ---- */
+static void test_errors(void)
+{
+    pg_tensor *a = rnd(PG_F32, 2, 3, 0), *b = rnd(PG_F32, 4, 5, 0), *c = rnd(PG_F64, 2, 3, 0);
+    /* a foreign object: zeroed memory the size of a tensor (wrong magic), never dereferenced further */
+    static uint64_t junk[64];
+    pg_tensor *fo = (pg_tensor *)junk;
+    pg_tensor *bad[] = {NULL, fo};
+    const char *badmsg[] = {"is NULL", "not a live tensor"};
+    for (int k = 0; k < 2; k++) {
+        pg_tensor *x = bad[k];
+        CHECK_ERR(pg_matmul(x, a) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_add(a, x) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_sub(x, a) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_mul(a, x) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_div(x, a) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_scale(x, 2) == NULL, PG_ERR_ARG, badmsg[k]);
+        for (int u = PG_RELU; u <= PG_NEG; u++) CHECK_ERR(pg_unary(u, x) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_pow(x, 2) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_clamp(x, 0, 1) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_sum(x, 0) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_mean(x, 1) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_transpose(x) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_reshape(x, 1, -1) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_mse_loss(x, a) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_cross_entropy_loss(a, x) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_softmax_ce_loss(x, a) == NULL, PG_ERR_ARG, badmsg[k]);
+        int64_t ids[3] = {0, 0, 0};
+        CHECK_ERR(pg_softmax_ce_loss_idx(x, ids, 3) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_batch_norm(x, NULL, NULL, NULL, NULL, 1e-5, 0.1, 1) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_layer_norm(x, NULL, NULL, 1e-5) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_embedding(x, ids, 3) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_slice_rows(x, 0, 1) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_concat_rows(a, x) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_matmul_t(x, a, 0, 1, 1) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_causal_mask(x) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_backward(x) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_clone(x) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_cast(x, PG_F64) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_check(x) != 0, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_numel(x) == -1, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_data(x) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_read(x, junk, PG_F64) != 0, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_set_grad(x, NULL) != 0, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_set_grad(a, x) != 0 || x == NULL, x ? PG_ERR_ARG : 0, x ? badmsg[k] : "");
+        CHECK_ERR(pg_tensor_set_requires_grad(x, 1) != 0, PG_ERR_ARG, badmsg[k]);
+        pg_tensor *pl[2] = {a, x};
+        CHECK_ERR(pg_optim_new(1, pl, 2, NULL) == NULL, PG_ERR_ARG, badmsg[k]);
+        double nrm;
+        CHECK_ERR(pg_clip_grad_norm(pl, 2, NULL, 1.0, &nrm) != 0, PG_ERR_ARG, badmsg[k]);
+        pg_tensor_retain(x);  /* both ignore what is not a live tensor */
+        pg_tensor_release(x);
+        CHECK(pg_gradmap_get(NULL, x) == NULL);
+    }
+    /* shapes, dtypes, values */
+    CHECK_ERR(pg_matmul(a, b) == NULL, PG_ERR_SHAPE, "ag_matmul");
+    CHECK_ERR(pg_add(a, b) == NULL, PG_ERR_SHAPE, "ag_add");
+    CHECK_ERR(pg_div(a, b) == NULL, PG_ERR_SHAPE, "ag_div");
+    CHECK_ERR(pg_add(a, c) == NULL, PG_ERR_DTYPE, "dtype mismatch");
+    CHECK_ERR(pg_matmul(a, c) == NULL, PG_ERR_DTYPE, "dtype mismatch");
+    CHECK_ERR(pg_mse_loss(a, b) == NULL, PG_ERR_SHAPE, "ag_mse_loss");
+    CHECK_ERR(pg_unary(99, a) == NULL, PG_ERR_VALUE, "op code");
+    CHECK_ERR(pg_unary(-1, a) == NULL, PG_ERR_VALUE, "op code");
+    CHECK_ERR(pg_sum(a, 3) == NULL, PG_ERR_VALUE, "ag_sum");
+    CHECK_ERR(pg_reshape(a, -1, -1) == NULL, PG_ERR_VALUE, "ag_reshape");
+    CHECK_ERR(pg_reshape(a, 4, 2) == NULL, PG_ERR_SHAPE, "ag_reshape");
+    CHECK_ERR(pg_reshape(a, -3, -2) == NULL, PG_ERR_SHAPE, "ag_reshape");
+    /* products that overflow int64 must not wrap around to the element count */
+    CHECK_ERR(pg_reshape(a, INT64_C(3074457345618258603), 2) == NULL, PG_ERR_SHAPE, "ag_reshape");
+    CHECK_ERR(pg_reshape(a, (INT64_C(1) << 62) + 3, 4) == NULL, PG_ERR_SHAPE, "ag_reshape");
+    CHECK_ERR(pg_reshape(a, INT64_MAX, INT64_MAX) == NULL, PG_ERR_SHAPE, "ag_reshape");
+    CHECK_ERR(pg_reshape(a, -1, 0) == NULL, PG_ERR_SHAPE, "ag_reshape");
+    int64_t ids[3] = {0, 5, -1};
+    CHECK_ERR(pg_softmax_ce_loss_idx(a, ids, 3) == NULL, PG_ERR_VALUE, "out of range");
+    CHECK_ERR(pg_softmax_ce_loss_idx(a, ids, 2) == NULL, PG_ERR_SHAPE, "class ids");
+    CHECK_ERR(pg_softmax_ce_loss_idx(a, NULL, 3) == NULL, PG_ERR_ARG, "NULL");
+    CHECK_ERR(pg_embedding(a, ids, 3) == NULL, PG_ERR_VALUE, "ag_embedding");
+    CHECK_ERR(pg_embedding(a, NULL, 2) == NULL, PG_ERR_ARG, "ag_embedding");
+    CHECK_ERR(pg_embedding(a, ids, -1) == NULL, PG_ERR_VALUE, "ag_embedding");
+    CHECK_ERR(pg_slice_rows(a, 1, 2) == NULL, PG_ERR_VALUE, "ag_slice_rows");
+    CHECK_ERR(pg_slice_rows(a, -1, 1) == NULL, PG_ERR_VALUE, "ag_slice_rows");
+    CHECK_ERR(pg_slice_rows(a, INT64_MAX, INT64_MAX) == NULL, PG_ERR_VALUE, "ag_slice_rows");
+    CHECK_ERR(pg_slice_rows(a, 1, INT64_MAX) == NULL, PG_ERR_VALUE, "ag_slice_rows");
+    CHECK_ERR(pg_concat_rows(a, b) == NULL, PG_ERR_SHAPE, "ag_concat_rows");
+    CHECK_ERR(pg_matmul_t(a, a, 0, 0, 1) == NULL, PG_ERR_SHAPE, "");
+    CHECK_ERR(pg_batch_norm(a, b, NULL, NULL, NULL, 1e-5, 0.1, 1) == NULL, PG_ERR_SHAPE, "gamma");
+    CHECK_ERR(pg_batch_norm(a, NULL, NULL, NULL, NULL, -1, 0.1, 1) == NULL, PG_ERR_VALUE, "eps");
+    CHECK_ERR(pg_batch_norm(a, NULL, NULL, NULL, NULL, NAN, 0.1, 1) == NULL, PG_ERR_VALUE, "eps");
+    CHECK_ERR(pg_batch_norm(a, NULL, NULL, NULL, NULL, 1e-5, 2, 1) == NULL, PG_ERR_VALUE, "momentum");
+    CHECK_ERR(pg_batch_norm(a, NULL, NULL, NULL, NULL, 1e-5, 0.1, 0) == NULL, PG_ERR_ARG, "running");
+    CHECK_ERR(pg_layer_norm(a, c, NULL, 1e-5) == NULL, PG_ERR_DTYPE, "dtype");
+    CHECK_ERR(pg_backward(a) == NULL, PG_ERR_SHAPE, "1x1");
+    /* sizes */
+    CHECK_ERR(pg_tensor_new(PG_F32, -1, 3, NULL, PG_F32, 1, 1) == NULL, PG_ERR_VALUE, ">= 0");
+    CHECK_ERR(pg_tensor_new(PG_F32, 3, -1, NULL, PG_F32, 1, 1) == NULL, PG_ERR_VALUE, ">= 0");
+    CHECK_ERR(pg_tensor_new(PG_F32, INT64_MAX, INT64_MAX, NULL, PG_F32, 1, 1) == NULL, PG_ERR_VALUE, "too large");
+    CHECK_ERR(pg_tensor_full(PG_F64, INT64_C(1) << 40, INT64_C(1) << 40, 0) == NULL, PG_ERR_VALUE, "too large");
+    CHECK_ERR(pg_tensor_new(PG_I32, 2, 2, NULL, PG_F32, 1, 1) == NULL, PG_ERR_DTYPE, "dtype");
+    CHECK_ERR(pg_tensor_new(PG_F32, 2, 2, junk, 42, 1, 2) == NULL, PG_ERR_DTYPE, "dtype");
+    CHECK_ERR(pg_tensor_cast(a, 7) == NULL, PG_ERR_DTYPE, "dtype");
+    /* tape misuse */
+    CHECK_ERR(pg_tape_end() != 0, PG_ERR_STATE, "without a matching begin");
+    CHECK_ERR(pg_tape_unstash() != 0, PG_ERR_STATE, "no tape");
+    /* NULL handles of the other object kinds */
+    CHECK(pg_gradmap_size(NULL) == 0 && pg_gradmap_key_id(NULL, 0) == -1 && pg_gradmap_value(NULL, 0) == NULL);
+    CHECK(pg_gradmap_get_id(NULL, 1) == NULL);
+    pg_gradmap_free(NULL);
+    pg_optim_free(NULL);
+    CHECK(pg_optim_kind(NULL) == -1 && pg_optim_nparams(NULL) == -1 && pg_optim_param(NULL, 0) == NULL);
+    CHECK_ERR(pg_optim_set(NULL, "lr", 1) != 0, PG_ERR_ARG, "NULL");
+    CHECK_ERR(isnan(pg_optim_get(NULL, "lr")), PG_ERR_ARG, "NULL");
+    CHECK_ERR(pg_optim_step(NULL, NULL) < 0, PG_ERR_ARG, "NULL");
+    CHECK_ERR(pg_optim_zero_grad(NULL) != 0, PG_ERR_ARG, "NULL");
+    CHECK(pg_optim_state(NULL, 0, 0) == NULL);
+    CHECK_ERR(pg_optim_set_state(NULL, 0, 0, a) != 0, PG_ERR_VALUE, "no slot");
+    CHECK_ERR(pg_optim_new(9, NULL, 0, NULL) == NULL, PG_ERR_VALUE, "kind");
+    CHECK_ERR(pg_optim_new(0, NULL, 2, NULL) == NULL, PG_ERR_ARG, "parameter list");
+    CHECK_ERR(pg_optim_new(0, &a, -1, NULL) == NULL, PG_ERR_ARG, "parameter list");
+    CHECK_ERR(pg_clip_grad_norm(NULL, 2, NULL, 1, NULL) != 0, PG_ERR_ARG, "parameter list");
+    CHECK_ERR(pg_clip_grad_norm(&a, 1, NULL, -1, NULL) != 0, PG_ERR_VALUE, "max_norm");
+    CHECK_ERR(pg_clip_grad_norm(&a, 1, NULL, NAN, NULL) != 0, PG_ERR_VALUE, "max_norm");
+    CHECK_ERR(pg_memory_stats(NULL, 11) != 0, PG_ERR_ARG, "NULL");
+    CHECK_ERR(pg_memory_category_peaks(NULL, 5) != 0, PG_ERR_ARG, "NULL");
+    CHECK_ERR(pg_tape_memory(NULL, NULL, NULL, NULL, 0) < 0, PG_ERR_ARG, "NULL");
+    REL(a); REL(b); REL(c);
+}
+
+/* ---- tape: nesting, no-grad, stash, clear with live outputs ---- */
+static void test_tape(void)
+{
+    pg_tensor *w = rnd(PG_F64, 3, 3, 0);
+    pg_tensor_set_requires_grad(w, 1);
+    CHECK(pg_tape_begin() == 0 && pg_tape_depth() == 1 && pg_tape_enabled());
+    pg_tensor *y1 = pg_unary(PG_TANH, w);
+    CHECK(pg_tape_nodes() == 1 && strcmp(pg_tensor_op(y1), "") != 0 && pg_tensor_is_leaf(y1) == 0);
+    CHECK(pg_tape_begin() == 0 && pg_tape_depth() == 2 && pg_tape_nodes() == 1); /* nested: kept */
+    int prev = pg_tape_set_enabled(0);
+    pg_tensor *y2 = pg_unary(PG_EXP, y1); /* not recorded */
+    CHECK(pg_tape_nodes() == 1);
+    pg_tape_set_enabled(prev);
+    CHECK(pg_tape_end() == 0 && pg_tape_enabled());
+    CHECK(pg_tape_stash() == 0 && pg_tape_nodes() == 0 && pg_tape_depth() == 0);
+    pg_tensor *y3 = pg_unary(PG_SIGMOID, w); /* recording is off on the private tape */
+    CHECK(pg_tape_begin() == 0);
+    pg_tensor *y4 = pg_unary(PG_SIGMOID, w);
+    CHECK(pg_tape_nodes() == 1);
+    CHECK(pg_tape_unstash() == 0 && pg_tape_nodes() == 1 && pg_tape_depth() == 1);
+    CHECK(pg_tape_end() == 0 && !pg_tape_enabled());
+    int64_t tot[5], nodes[8], bytes[8];
+    const char *lab[8];
+    int64_t nlab = pg_tape_memory(tot, lab, nodes, bytes, 8);
+    CHECK(nlab == 1 && tot[0] == 1 && nodes[0] == 1 && strcmp(lab[0], "tanh") == 0);
+    CHECK(pg_tape_node_bytes() > 0);
+    /* the tape keeps y1 alive after its handle goes; clearing it frees everything */
+    pg_tensor *s = pg_sum(y1, 0);
+    REL(y1);
+    pg_tape_clear();
+    CHECK(pg_tape_nodes() == 0);
+    REL(y2); REL(y3); REL(y4); REL(s);
+    /* a backward over a cleared tape: only the loss itself */
+    pg_tensor *l = pg_sum(w, 0);
+    pg_gradmap *m = pg_backward(l);
+    CHECK(m && pg_gradmap_size(m) == 1);
+    CHECK(pg_gradmap_get(m, w) == NULL && pg_gradmap_get_id(m, pg_tensor_id(l)) != NULL);
+    CHECK(pg_gradmap_value(m, 0) != NULL && pg_gradmap_value(m, 5) == NULL && pg_gradmap_key_id(m, -1) == -1);
+    pg_gradmap_free(m);
+    REL(l);
+    /* a map outlives its keys and the tape; looking up a dead key's address finds nothing */
+    CHECK(pg_tape_begin() == 0);
+    pg_tensor *h = pg_unary(PG_RELU, w), *l2 = pg_sum(h, 0);
+    pg_tape_end();
+    m = pg_backward(l2);
+    int64_t hid = pg_tensor_id(h);
+    REL(h); REL(l2);
+    pg_tape_clear();
+    CHECK(pg_gradmap_get_id(m, hid) != NULL);
+    pg_gradmap_free(m);
+    CHECK(pg_tensor_grad(w) != NULL);
+    REL(w);
+}
+
+/* ---- optimizers ---- */
+static void test_optim(void)
+{
+    for (int dt = PG_F32; dt <= PG_F64; dt++)
+        for (int kind = 0; kind <= 1; kind++)
+            for (int variant = 0; variant < 4; variant++) {
+                pg_tensor *p = rnd(dt, 3, 2, 0), *q = rnd(dt, 1, 2, 0), *nog = rnd(dt, 2, 2, 0);
+                pg_tensor_set_requires_grad(p, 1);
+                pg_tensor_set_requires_grad(q, 1);
+                pg_tensor_set_requires_grad(nog, 1); /* never gets a gradient */
+                pg_tensor *ps[4] = {p, q, p, nog};
+                int64_t dropped = -1;
+                pg_optim *o = pg_optim_new(kind, ps, 4, &dropped);
+                CHECK(o && dropped == 1 && pg_optim_nparams(o) == 3 && pg_optim_kind(o) == kind);
+                CHECK(pg_optim_set(o, "lr", 0.05) == 0 && pg_optim_get(o, "lr") == 0.05);
+                if (variant == 1) CHECK(pg_optim_set(o, kind ? "weight_decay" : "momentum", 0.5) == 0);
+                if (variant == 2) { CHECK(pg_optim_set(o, "nesterov", 1) == 0); pg_optim_set(o, "momentum", 0.9); }
+                if (variant == 3) CHECK(pg_optim_set(o, "accumulate_steps", 2) == 0);
+                CHECK_ERR(pg_optim_set(o, "lr", NAN) != 0, PG_ERR_VALUE, "NaN");
+                CHECK_ERR(pg_optim_set(o, "lr", -1) != 0, PG_ERR_VALUE, ">= 0");
+                CHECK_ERR(pg_optim_set(o, "beta1", 1) != 0, PG_ERR_VALUE, "[0, 1)");
+                CHECK_ERR(pg_optim_set(o, "accumulate_steps", 1.5) != 0, PG_ERR_VALUE, "integer");
+                CHECK_ERR(pg_optim_set(o, "bogus", 1) != 0, PG_ERR_VALUE, "unknown");
+                CHECK_ERR(isnan(pg_optim_get(o, "bogus")), PG_ERR_VALUE, "unknown");
+                double before[4], after[4];
+                pg_tensor_read(nog, before, PG_F64);
+                for (int step = 0; step < 4; step++) {
+                    CHECK(pg_tape_begin() == 0);
+                    pg_tensor *pq = pg_mul(p, q), *t = pg_unary(PG_TANH, pq), *l = pg_mean(t, 0);
+                    pg_tape_end();
+                    pg_gradmap *m = pg_backward(l);
+                    CHECK(m != NULL);
+                    double nrm = -1;
+                    pg_tensor *cl[3] = {p, q, p};
+                    CHECK(pg_clip_grad_norm(cl, 3, step % 2 ? m : NULL, 0.01, &nrm) == 0 && nrm >= 0);
+                    int rc = pg_optim_step(o, step % 2 ? m : NULL);
+                    CHECK(rc == (variant == 3 ? step % 2 : 1));
+                    CHECK(pg_optim_zero_grad(o) == 0 && pg_tensor_grad(p) == NULL && pg_tape_nodes() == 0);
+                    pg_gradmap_free(m);
+                    REL(pq); REL(t); REL(l);
+                }
+                pg_tensor_read(nog, after, PG_F64);
+                /* no gradient: skipped entirely (not even decoupled weight decay) */
+                CHECK(memcmp(after, before, sizeof after) == 0);
+                CHECK(pg_optim_get(o, "t") == (kind ? (variant == 3 ? 2 : 4) : 0));
+                /* state slots: read, write back, bad slots */
+                pg_tensor *st = pg_optim_state(o, 0, 0);
+                if (st) CHECK(pg_optim_set_state(o, 0, 0, st) == 0);
+                pg_tensor *wrong = rnd(dt, 5, 5, 0);
+                CHECK_ERR(pg_optim_set_state(o, 0, 0, wrong) != 0, PG_ERR_SHAPE, "optimizer state");
+                CHECK_ERR(pg_optim_set_state(o, 7, 0, wrong) != 0, PG_ERR_VALUE, "no slot");
+                CHECK_ERR(pg_optim_set_state(o, 0, 3, wrong) != 0, PG_ERR_VALUE, "no slot");
+                CHECK(pg_optim_set_state(o, 1, 0, NULL) == 0 && pg_optim_state(o, 1, 0) == NULL);
+                CHECK(pg_optim_param(o, 0) == p && pg_optim_param(o, 3) == NULL && pg_optim_state(o, 0, 9) == NULL);
+                /* a .grad of the wrong shape is refused before anything changes */
+                pg_tensor *gw = rnd(dt, 3, 2, 0);
+                pg_tensor_set_grad(p, gw);
+                pg_tensor *gq = rnd(dt, 1, 2, 0);
+                CHECK(pg_tensor_set_grad(q, gq) == 0);
+                REL(gw); REL(gq);
+                CHECK(pg_optim_step(o, NULL) >= 0);
+                REL(wrong);
+                pg_optim_free(o);
+                REL(p); REL(q); REL(nog);
+            }
+    pg_optim *e = pg_optim_new(1, NULL, 0, NULL); /* no parameters at all */
+    CHECK(e && pg_optim_step(e, NULL) == 1 && pg_optim_zero_grad(e) == 0);
+    pg_optim_free(e);
+}
+
+/* ---- memory reports and counters ---- */
+static void test_memory(void)
+{
+    int64_t st[11], peaks[5];
+    CHECK(pg_memory_stats(st, 11) == 0);
+    pg_memory_reset_peak();
+    pg_tensor *big = pg_tensor_full(PG_F64, 100, 100, 1.0);
+    CHECK(pg_memory_stats(st, 11) == 0 && st[6] >= 80000 && st[4] >= 80000);
+    CHECK(pg_memory_category_peaks(peaks, 5) == 0 && peaks[PG_MEM_OTHER] >= 80000);
+    pg_tensor_set_requires_grad(big, 1);
+    CHECK(pg_memory_stats(st, 11) == 0 && st[PG_MEM_PARAM] >= 80000);
+    REL(big);
+    CHECK(pg_memory_stats(st, 3) == 0 && pg_memory_stats(st, 0) == 0);
+}
+
+/* ---- data-parallel helpers ---- */
+static void test_dist(void)
+{
+    for (int dt = PG_F32; dt <= PG_F64; dt++) {
+        pg_tensor *a0 = rnd(dt, 2, 3, 0), *b0 = rnd(dt, 4, 1, 0), *a1 = rnd(dt, 2, 3, 0), *b1 = rnd(dt, 4, 1, 0);
+        pg_tensor *ps[4] = {a0, b0, a1, b1};
+        for (int i = 0; i < 4; i++) pg_tensor_set_requires_grad(ps[i], 1);
+        pg_tensor *g = rnd(dt, 2, 3, 0), *g1 = rnd(dt, 2, 3, 0), *gb = rnd(dt, 4, 1, 0);
+        pg_tensor_set_grad(a0, g);
+        pg_tensor_set_grad(a1, g1);
+        pg_tensor_set_grad(b1, gb);
+        int64_t len = pg_dist_flat_len(ps, 2, 1);
+        CHECK(len == 6 + 4 + 2);
+        double buf[12] = {0};
+        CHECK(pg_dist_pack(ps, 2, NULL, PG_DIST_GRAD, 1, 0.5, buf, PG_F64, 12) == 0);
+        CHECK(buf[10] == 1 && buf[11] == 0);
+        CHECK(pg_dist_unpack(ps, 2, NULL, PG_DIST_GRAD, 1, 2.0, buf, PG_F64, 12) == 0);
+        CHECK(pg_dist_pack(ps, 2, NULL, PG_DIST_VALUE, 0, 1.0, buf, PG_F64, 12) == 0);
+        CHECK_ERR(pg_dist_pack(ps, 2, NULL, PG_DIST_VALUE, 0, 1.0, buf, PG_F64, 3) != 0, PG_ERR_SHAPE, "buffer");
+        CHECK_ERR(pg_dist_average_replicas(ps, 2, 2, NULL) != 0, PG_ERR_ARG, "NULL");
+        pg_gradmap *none[2] = {NULL, NULL};
+        CHECK(pg_dist_average_replicas(ps, 2, 2, none) == 0);
+        CHECK(pg_tensor_grad(b0) != NULL); /* made from replica 1's gradient */
+        CHECK(pg_dist_copy_values(&a1, &a0, 1) == 0);
+        CHECK(pg_dist_zero_grad(ps, 4) == 0 && pg_tensor_grad(a0) == NULL);
+        CHECK(pg_dist_flat_len(NULL, 2, 0) < 0);
+        pg_clear_error();
+        for (int i = 0; i < 4; i++) REL(ps[i]);
+        REL(g); REL(g1); REL(gb);
+    }
+}
+
+/* ---- threads: each trains its own copy on its own tape; results equal the single-thread run ---- */
+static void train(double *out)
+{
+    lcg = 7;
+    pg_tensor *w = rnd(PG_F64, 4, 3, 0), *x = rnd(PG_F64, 3, 8, 0), *y = rnd(PG_F64, 4, 8, 0);
+    pg_tensor_set_requires_grad(w, 1);
+    pg_optim *o = pg_optim_new(1, &w, 1, NULL);
+    pg_optim_set(o, "lr", 0.01);
+    for (int s = 0; s < 50; s++) {
+        pg_tape_begin();
+        pg_tensor *h = pg_matmul(w, x), *a = pg_unary(PG_TANH, h), *l = pg_mse_loss(a, y);
+        pg_tape_end();
+        pg_gradmap *m = pg_backward(l);
+        pg_optim_step(o, m);
+        pg_gradmap_free(m);
+        pg_optim_zero_grad(o);
+        REL(h); REL(a); REL(l);
+    }
+    pg_tensor_read(w, out, PG_F64);
+    /* leave nodes on this thread's tape on purpose: thread exit must free them */
+    pg_tape_begin();
+    pg_tensor *h = pg_unary(PG_RELU, w);
+    pg_tape_end();
+    REL(h);
+    pg_optim_free(o);
+    REL(w); REL(x); REL(y);
+}
+
+static void *thread_main(void *arg)
+{
+    train(arg);
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    double ref[12], r1[12], r2[12];
+    /* the value generator is shared, so these threads run one after the other (test_concurrent
+     * runs two at once); each leaves nodes on its tape, which its exit must free */
+    train(ref);
+    pg_tape_clear();
+    pthread_t t1, t2;
+    CHECK(pthread_create(&t1, NULL, thread_main, r1) == 0);
+    pthread_join(t1, NULL);
+    CHECK(pthread_create(&t2, NULL, thread_main, r2) == 0);
+    pthread_join(t2, NULL);
+    CHECK(memcmp(ref, r1, sizeof ref) == 0 && memcmp(ref, r2, sizeof ref) == 0);
+}
+
+/* concurrent: two threads train at the same time on shared read-only data */
+typedef struct { pg_tensor *x; double out; } conc_arg;
+static void *conc_main(void *p)
+{
+    conc_arg *c = p;
+    for (int s = 0; s < 200; s++) {
+        pg_tape_begin();
+        pg_tensor *t = pg_unary(PG_TANH, c->x), *l = pg_sum(t, 0);
+        pg_tape_end();
+        pg_gradmap *m = pg_backward(l);
+        c->out = read1(l);
+        pg_gradmap_free(m);
+        pg_tape_clear();
+        REL(t); REL(l);
+    }
+    return NULL;
+}
+
+static void test_concurrent(void)
+{
+    pg_tensor *x = rnd(PG_F64, 16, 16, 0);
+    pg_tensor_set_requires_grad(x, 1);
+    conc_arg a = {x, 0}, b = {x, 0};
+    pthread_t t1, t2;
+    CHECK(pthread_create(&t1, NULL, conc_main, &a) == 0);
+    CHECK(pthread_create(&t2, NULL, conc_main, &b) == 0);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    pg_tensor *t = pg_unary(PG_TANH, x), *l = pg_sum(t, 0);
+    CHECK(a.out == read1(l) && b.out == read1(l));
+    REL(t); REL(l); REL(x);
+}
+
+/* each part leaves nothing alive behind it */
+static void run(const char *name, void (*fn)(void))
+{
+    int64_t before = pg_live_objects(), st[11];
+    fn();
+    pg_tape_clear();
+    pg_memory_stats(st, 11);
+    if (pg_live_objects() != before) fprintf(stderr, "%s: %lld objects left alive\n", name, (long long)(pg_live_objects() - before));
+    CHECK(pg_live_objects() == before);
+}
+
+int main(void)
+{
+    run("tensors", test_tensors);
+    run("errors", test_errors);
+    run("tape", test_tape);
+    run("ops", test_ops);
+    run("optim", test_optim);
+    run("memory", test_memory);
+    run("dist", test_dist);
+    run("threads", test_threads);
+    run("concurrent", test_concurrent);
+    pg_tape_clear();
+    int64_t st[11];
+    pg_memory_stats(st, 11);
+    CHECK(pg_live_objects() == 0);
+    CHECK(st[5] == 0);
+    if (pg_live_objects() != 0 || st[5] != 0)
+        fprintf(stderr, "left alive: %lld tensors, %lld maps, %lld optimizers, %lld bytes\n", (long long)st[7],
+                (long long)st[8], (long long)st[9], (long long)st[5]);
+    printf("driver: %d checks, %d failed\n", n_checks, n_failed);
+    return n_failed != 0;
+}
