@@ -61,8 +61,17 @@ class ag_dataloader:
         self.y, self._ydtype = (None, None) if y is None else _as_data(y, "y", col_major)
         self.n = self.x.shape[1]
         if self.y is not None and self.y.shape[1] != self.n:
+            hint = ""
+            if self.x.shape[0] == self.y.shape[1]:
+                hint = (f"; x looks row-major ({self.x.shape[0]} rows, one per sample): pass col_major=False "
+                        "(x and a 2-D y are transposed) or x.T")
+            elif self.y.shape[0] == self.n:
+                hint = f"; y looks row-major ({self.y.shape[0]} rows, one per sample): pass y.T"
+            elif self.x.shape[0] == self.y.shape[0]:
+                hint = (f"; x and y look row-major ({self.x.shape[0]} rows each, one per sample): pass "
+                        "col_major=False")
             raise ShapeError("x and y must have the same number of samples (columns in col-major): "
-                             f"x has {self.n}, y has {self.y.shape[1]}")
+                             f"x has {self.n}, y has {self.y.shape[1]}{hint}")
         if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
             raise PyggmlrValueError(f"ag_dataloader: batch_size must be an integer >= 1, got {batch_size!r}")
         self.batch_size = int(batch_size)

@@ -93,6 +93,21 @@ def _as_cols(v, name):
     return np.asfortranarray(a)
 
 
+def _row_major_hint(X, Y):
+    """A hint for the common mistake of passing row-major [samples, features] data."""
+    if X.shape[0] == Y.shape[1]:
+        what, rows = "x", X.shape[0]
+    elif Y.shape[0] == X.shape[1] and Y.shape[0] != Y.shape[1]:
+        what, rows = "y", Y.shape[0]
+    elif X.shape[0] == Y.shape[0]:
+        return (f"; x and y look row-major ({X.shape[0]} rows each, one per sample): pyggmlr data are "
+                f"[features, samples] with one column per sample, so pass x.T and y.T")
+    else:
+        return ""
+    return (f"; {what} looks row-major ({rows} rows, one per sample): pyggmlr data are [features, samples] "
+            f"with one column per sample, so pass {what}.T")
+
+
 class _Targets:
     """y sliced per batch: class ids (cross-entropy with one row of ids) or a matrix."""
 
@@ -552,7 +567,7 @@ def ag_fit(model, x, y=None, loss="cross_entropy", optimizer="adamw", opt_params
         raise PyggmlrValueError(f"ag_fit: loss {loss_name!r} needs targets y")
     Y = None if y is None else _as_cols(y, "y")
     if Y is not None and Y.shape[1] != n:
-        raise ShapeError(f"ag_fit: x has {n} samples (columns) but y has {Y.shape[1]}")
+        raise ShapeError(f"ag_fit: x has {n} samples (columns) but y has {Y.shape[1]}" + _row_major_hint(X, Y))
     targets = _Targets(Y, loss_name)
     classify = loss_name == "cross_entropy"
 

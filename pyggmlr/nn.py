@@ -271,6 +271,16 @@ class ag_linear(Module):
         return f"linear({self.in_features}, {self.out_features}{act})"
 
     def forward(self, x):
+        """act(W @ x + b) for x [in_features, batch] -> [out_features, batch]. Raises ShapeError
+        when x does not have in_features rows (with a hint when x looks row-major)."""
+        shape = getattr(x, "shape", None)
+        if shape is not None and len(shape) == 2 and shape[0] != self.in_features:
+            hint = ""
+            if shape[1] == self.in_features:
+                hint = (f"; it looks row-major [batch, features] = [{shape[0]}, {shape[1]}]: pass its transpose "
+                        f"(x.T or ag_transpose(x)), samples are columns")
+            raise ShapeError(f"ag_linear: {self.name} expects x as [in_features={self.in_features}, batch] "
+                             f"(one column per sample), got x [{shape[0]}x{shape[1]}]{hint}")
         z = ag_add(ag_matmul(self.W, x), self.b)
         return _ACTIVATIONS[self.activation](z) if self.activation else z
 
