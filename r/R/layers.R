@@ -8,21 +8,58 @@
          gelu = ag_gelu, identity)
 }
 
-.glorot <- function(out, inp) {
-  a <- sqrt(6 / (inp + out))
+.glorot <- function(out, inp, gain = 1) {
+  a <- gain * sqrt(6 / (inp + out))
   matrix(stats::runif(out * inp, -a, a), out, inp)
 }
 
-ag_linear <- function(in_features, out_features, activation = NULL) {
+# init: "glorot_uniform" (U(-a, a), a = gain * sqrt(6 / (in + out)); ggmlR's default and draw
+# order), "orthogonal" (QR of a Gaussian with the sign fix, times gain), a function
+# (out, in) -> matrix, or an [out, in] matrix.
+.init_weight <- function(init, gain, out, inp) {
+  if (is.character(init) && length(init) == 1L) {
+    if (init == "glorot_uniform") return(.glorot(out, inp, gain))
+    if (init == "orthogonal") return(.orthogonal(out, inp, gain))
+    stop(sprintf("ag_linear(): init must be \"glorot_uniform\", \"orthogonal\", a function (out, in) or a matrix, got \"%s\"",
+                 init), call. = FALSE)
+  }
+  w <- if (is.function(init)) init(out, inp) else init
+  if (is_ag_tensor(w)) w <- w$data
+  w <- as.matrix(w)
+  if (!is.numeric(w) || !identical(dim(w), c(out, inp)))
+    stop(sprintf("ag_linear(): init gave a [%s] object, expected a numeric [%dx%d] = [out_features, in_features] matrix",
+                 paste(dim(w), collapse = "x"), out, inp), call. = FALSE)
+  w
+}
+
+.orthogonal <- function(out, inp, gain) {
+  g <- matrix(stats::rnorm(out * inp), out, inp)
+  flip <- out < inp
+  if (flip) g <- t(g)
+  q <- qr(g)
+  Q <- qr.Q(q)
+  d <- sign(diag(qr.R(q)))
+  d[d == 0] <- 1
+  Q <- sweep(Q, 2L, d, `*`)
+  if (flip) Q <- t(Q)
+  gain * Q
+}
+
+ag_linear <- function(in_features, out_features, activation = NULL, init = "glorot_uniform", gain = 1) {
   in_features <- as.integer(in_features); out_features <- as.integer(out_features)
   if (is.na(in_features) || is.na(out_features) || in_features < 1L || out_features < 1L)
     stop("ag_linear(): in_features and out_features must be positive integers", call. = FALSE)
-  W <- ag_param(.glorot(out_features, in_features))
+  gain <- as.double(gain)
+  if (length(gain) != 1L || !is.finite(gain)) stop("ag_linear(): gain must be a single finite number", call. = FALSE)
+  W <- ag_param(.init_weight(init, gain, out_features, in_features))
   b <- ag_param(matrix(0, out_features, 1L))
   act <- .act(activation)
+  init_name <- if (is.character(init)) init else "glorot_uniform"  # the weights themselves are saved
   list(W = W, b = b,
        forward = function(x) act(ag_add(ag_matmul(W, x), b)),
-       params = function() list(W = W, b = b))
+       params = function() list(W = W, b = b),
+       to_config = function() list(type = "linear", in_features = in_features, out_features = out_features,
+                                   activation = activation, init = init_name, gain = gain))
 }
 
 .layer <- function(kind, name, training = TRUE) {
@@ -45,6 +82,7 @@ ag_dropout <- function(rate) {
     ag_mul(x, mask)
   }
   e$parameters <- function() list()
+  e$to_config <- function() list(type = "dropout", rate = e$rate)
   e
 }
 
@@ -71,6 +109,9 @@ ag_batch_norm <- function(num_features, eps = 1e-5, momentum = 0.1) {
                 e$.running_var$.ptr, e$eps, e$momentum, isTRUE(e$training)))
   }
   e$parameters <- function() list(gamma = e$gamma, beta = e$beta)
+  e$buffers <- function() list(running_mean = e$.running_mean, running_var = e$.running_var)
+  e$to_config <- function() list(type = "batch_norm", num_features = e$num_features, eps = e$eps,
+                                 momentum = e$momentum)
   e
 }
 
@@ -87,6 +128,7 @@ ag_layer_norm <- function(num_features, eps = 1e-5) {
     .wrap(.Call(R_pg_layer_norm, x$.ptr, e$gamma$.ptr, e$beta$.ptr, e$eps))
   }
   e$parameters <- function() list(gamma = e$gamma, beta = e$beta)
+  e$to_config <- function() list(type = "layer_norm", num_features = e$num_features, eps = e$eps)
   e
 }
 
@@ -104,6 +146,7 @@ ag_embedding <- function(vocab_size, dim) {
     .wrap(.Call(R_pg_embedding, e$weight$.ptr, as.integer(as.vector(ids))))
   }
   e$parameters <- function() list(weight = e$weight)
+  e$to_config <- function() list(type = "embedding", vocab_size = e$vocab_size, dim = e$dim)
   e
 }
 
@@ -154,6 +197,8 @@ ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE)
     if (!is.null(e$b_o)) p$b_o <- e$b_o
     p
   }
+  e$to_config <- function() list(type = "multihead_attention", d_model = e$d_model, n_heads = e$n_heads,
+                                 dropout = e$dropout, bias = !is.null(e$b_o))
   e
 }
 
@@ -195,7 +240,35 @@ ag_sequential <- function(...) {
     }
     out
   }
+  e$buffers <- function() {
+    out <- list()
+    for (i in seq_along(e$layers)) {
+      p <- .layer_buffers(e$layers[[i]])
+      if (length(p)) {
+        names(p) <- paste0("layer", i, "_", names(p))
+        out <- c(out, p)
+      }
+    }
+    out
+  }
+  e$to_config <- function() {
+    cfgs <- lapply(seq_along(e$layers), function(i) {
+      l <- e$layers[[i]]
+      if (!is.function(l$to_config))
+        stop(sprintf(paste0("ag_sequential to_config: layer %d (%s) has no to_config(); give custom layers ",
+                            "to_config() and register a builder with ag_register_layer(), or rebuild the model ",
+                            "yourself and load only the weights"), i, .layer_label(l)), call. = FALSE)
+      l$to_config()
+    })
+    list(type = "sequential", layers = cfgs)
+  }
   e
+}
+
+# buffers (non-trainable state tensors, e.g. batch-norm running statistics) of a layer
+.layer_buffers <- function(l) {
+  if ((is.environment(l) || is.list(l)) && is.function(l$buffers)) return(l$buffers())
+  list()
 }
 
 .layer_label <- function(l) {

@@ -56,6 +56,9 @@ extern SEXP R_pg_blas_name(void);
 extern SEXP R_pg_set_threads(SEXP);
 extern SEXP R_pg_version(void);
 extern SEXP R_pg_tape_memory(void);
+extern SEXP R_pg_dist_average(SEXP, SEXP, SEXP);
+extern SEXP R_pg_dist_copy(SEXP, SEXP);
+extern SEXP R_pg_dist_zero_grad(SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm",           (DL_FUNC) &R_pg_batch_norm,           8},
@@ -109,6 +112,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_set_threads",          (DL_FUNC) &R_pg_set_threads,          1},
     {"R_pg_version",              (DL_FUNC) &R_pg_version,              0},
     {"R_pg_tape_memory",          (DL_FUNC) &R_pg_tape_memory,          0},
+    {"R_pg_dist_average",         (DL_FUNC) &R_pg_dist_average,         3},
+    {"R_pg_dist_copy",            (DL_FUNC) &R_pg_dist_copy,            2},
+    {"R_pg_dist_zero_grad",       (DL_FUNC) &R_pg_dist_zero_grad,       1},
     {NULL, NULL, 0}
 };
 

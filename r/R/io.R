@@ -1,0 +1,591 @@
+# Model files: weights in safetensors format, the architecture as JSON in its metadata. The same
+# format as the Python package (pyggmlr/io.py, docs/model-format.md), so a file written by one
+# language loads in the other:
+#   8-byte little-endian header length N, N bytes of UTF-8 JSON header (space padded to a
+#   multiple of 8), then the raw little-endian data. Entries {"dtype": "F32"|"F64",
+#   "shape": [rows, cols], "data_offsets": [begin, end]}; values row-major (an R matrix m is
+#   written as as.vector(t(m)) and read with matrix(v, rows, cols, byrow = TRUE)).
+# Reading never evaluates or unserializes anything: every size, offset, dtype and JSON field is
+# checked, and any problem is an R error naming the file.
+
+.IO_FORMAT <- "pyggmlr.ag_model"
+.IO_VERSION <- "1"
+.IO_MAX_HEADER <- 100 * 1024 * 1024
+.IO_MAX_CONFIG <- 1e8
+.IO_ITEMSIZE <- c(F32 = 4L, F64 = 8L)
+
+.io_bad <- function(path, msg) stop(sprintf("%s: %s", path, msg), call. = FALSE)
+
+# ---------------------------------------------------------------------------------------------
+# JSON helpers (jsonlite; strict: no NaN / Inf, non-finite numbers become null)
+
+.json_str <- function(s) as.character(jsonlite::toJSON(jsonlite::unbox(enc2utf8(as.character(s)))))
+
+.json_clean <- function(v) {
+  if (is.factor(v)) v <- as.character(v)
+  if (!is.null(v) && !(is.list(v) && !is.data.frame(v)) && !is.logical(v) && !is.numeric(v) && !is.character(v))
+    stop(sprintf("a %s cannot be written as JSON", class(v)[[1L]]), call. = FALSE)
+  if (is.list(v)) {
+    nm <- names(v)
+    out <- lapply(v, .json_clean)
+    names(out) <- nm
+    return(out)
+  }
+  if (is.double(v)) {
+    v <- as.list(v)
+    v <- lapply(v, function(x) if (is.finite(x)) x else NULL)
+    return(if (length(v) == 1L) v[[1L]] else v)
+  }
+  v
+}
+
+# config / extra / optimizer info -> JSON text. Named lists are objects, unnamed lists arrays,
+# length-1 atomic vectors scalars, longer atomic vectors arrays.
+.to_json <- function(v) {
+  as.character(jsonlite::toJSON(.json_clean(v), auto_unbox = TRUE, null = "null", na = "null",
+                                digits = NA))
+}
+
+.json_names <- function(x) as.character(jsonlite::toJSON(as.character(x)))  # always an array
+
+# duplicate keys anywhere (jsonlite keeps both copies; the format forbids them)
+.json_dups <- function(x, depth = 0L) {
+  if (depth > 200L) return("nested too deeply")
+  if (!is.list(x)) return(NULL)
+  nm <- names(x)
+  if (!is.null(nm)) {
+    d <- nm[duplicated(nm)]
+    if (length(d)) return(sprintf("duplicate key %s", .json_str(d[[1L]])))
+  }
+  for (el in x) {
+    r <- .json_dups(el, depth + 1L)
+    if (!is.null(r)) return(r)
+  }
+  NULL
+}
+
+.parse_json <- function(text, what, path) {
+  v <- tryCatch(jsonlite::parse_json(text, simplifyVector = FALSE),
+                error = function(e) .io_bad(path, sprintf("%s is not valid JSON (%s)", what,
+                                                          substr(conditionMessage(e), 1L, 120L))))
+  d <- .json_dups(v)
+  if (!is.null(d)) .io_bad(path, sprintf("%s is not valid JSON (%s)", what, d))
+  v
+}
+
+.is_obj <- function(v) is.list(v) && (length(v) == 0L || (!is.null(names(v)) && all(names(v) != "")))
+.is_arr <- function(v) is.list(v) && is.null(names(v))
+.is_str <- function(v) is.character(v) && length(v) == 1L && !is.na(v)
+# a JSON integer: jsonlite gives integers for small whole numbers written without a fraction,
+# doubles for "4.0" (rejected, as in Python) and for integers beyond 32 bits (accepted)
+.is_int <- function(v) {
+  if (!is.numeric(v) || length(v) != 1L || is.na(v)) return(FALSE)
+  if (is.integer(v)) return(TRUE)
+  is.finite(v) && v == floor(v) && abs(v) >= 2^31 && abs(v) <= 2^53
+}
+
+# ---------------------------------------------------------------------------------------------
+# safetensors writer / reader
+
+.u64_le <- function(n) as.raw((n %/% 256^(0:7)) %% 256)
+
+# tensors: list of list(name, matrix, dtype "F32"/"F64"); metadata: named character.
+.write_safetensors <- function(path, tensors, metadata) {
+  nms <- vapply(tensors, function(t) t$name, "")
+  if (anyDuplicated(c("__metadata__", nms)))
+    stop(sprintf("ag_save_model(): duplicate tensor name %s", .json_str(c("__metadata__", nms)[anyDuplicated(c("__metadata__", nms))])),
+         call. = FALSE)
+  meta_json <- paste0("{", paste0(vapply(names(metadata), .json_str, ""), ":",
+                                  vapply(metadata, .json_str, ""), collapse = ","), "}")
+  entries <- character(length(tensors))
+  off <- 0
+  sizes <- numeric(length(tensors))
+  for (i in seq_along(tensors)) {
+    t <- tensors[[i]]
+    d <- dim(t$value)
+    nbytes <- as.double(d[1L]) * d[2L] * .IO_ITEMSIZE[[t$dtype]]
+    entries[i] <- sprintf("%s:{\"dtype\":\"%s\",\"shape\":[%d,%d],\"data_offsets\":[%.0f,%.0f]}",
+                          .json_str(t$name), t$dtype, d[1L], d[2L], off, off + nbytes)
+    off <- off + nbytes
+  }
+  header <- paste0("{\"__metadata__\":", meta_json, if (length(entries)) ",", paste(entries, collapse = ","), "}")
+  hb <- charToRaw(enc2utf8(header))
+  pad <- (-length(hb)) %% 8L
+  if (pad) hb <- c(hb, rep(charToRaw(" "), pad))
+  path <- path.expand(path)
+  dir <- dirname(path)
+  if (!dir.exists(dir)) stop(sprintf("ag_save_model(): directory '%s' does not exist", dir), call. = FALSE)
+  tmp <- tempfile(pattern = paste0(".", basename(path), "."), tmpdir = dir, fileext = ".tmp")
+  ok <- FALSE
+  on.exit(if (!ok) unlink(tmp), add = TRUE)
+  con <- file(tmp, "wb")
+  tryCatch({
+    writeBin(.u64_le(length(hb)), con)
+    writeBin(hb, con)
+    for (t in tensors)
+      writeBin(as.vector(t(t$value)), con, size = .IO_ITEMSIZE[[t$dtype]], endian = "little")
+    flush(con)
+  }, finally = close(con))
+  if (!isTRUE(file.info(tmp)$size == 8 + length(hb) + off))
+    stop(sprintf("ag_save_model(): writing '%s' failed (disk full?)", path), call. = FALSE)
+  if (!file.rename(tmp, path))
+    stop(sprintf("ag_save_model(): cannot move the temporary file over '%s'", path), call. = FALSE)
+  ok <- TRUE
+  invisible(path)
+}
+
+# Validate and read a safetensors file: list(tensors = named list of matrices (file order) with
+# attribute "dtype" ("F32"/"F64"), meta = named list of strings).
+.read_safetensors <- function(path) {
+  if (!is.character(path) || length(path) != 1L || is.na(path))
+    stop("ag_load_model(): path must be a single file name", call. = FALSE)
+  if (!file.exists(path)) stop(sprintf("cannot open file '%s': No such file or directory", path), call. = FALSE)
+  if (dir.exists(path)) stop(sprintf("ag_load_model(): '%s' is a directory", path), call. = FALSE)
+  size <- file.info(path)$size
+  data <- readBin(path, "raw", n = size)
+  size <- length(data)
+  if (size < 8)
+    .io_bad(path, sprintf("not a safetensors model file: %d bytes, shorter than the 8-byte header length (truncated?)", size))
+  hb <- as.numeric(data[1:8])
+  hlen <- sum(hb * 256^(0:7))
+  if (hlen < 2) .io_bad(path, sprintf("not a safetensors model file: header length %.0f is too small", hlen))
+  if (hlen > .IO_MAX_HEADER)
+    .io_bad(path, sprintf("not a safetensors model file: header length %.0f exceeds the %.0f-byte limit", hlen, .IO_MAX_HEADER))
+  if (8 + hlen > size)
+    .io_bad(path, sprintf("truncated file: the header says %.0f bytes but only %.0f follow", hlen, size - 8))
+  raw_h <- data[9:(8 + hlen)]
+  if (any(raw_h == as.raw(0))) .io_bad(path, "not a safetensors model file: the header is not UTF-8 text")
+  text <- rawToChar(raw_h)
+  Encoding(text) <- "UTF-8"
+  if (!validUTF8(text)) .io_bad(path, "not a safetensors model file: the header is not UTF-8 text")
+  if (!startsWith(sub("^[ \t\r\n]+", "", text), "{"))
+    .io_bad(path, "not a safetensors model file: the header is not a JSON object")
+  header <- .parse_json(text, "the header", path)
+  if (!.is_obj(header)) .io_bad(path, "the header is not a JSON object")
+  meta <- header[["__metadata__"]]
+  header[names(header) == "__metadata__"] <- NULL
+  if (is.null(meta)) meta <- list()
+  if (!.is_obj(meta) || !all(vapply(meta, .is_str, logical(1))))
+    .io_bad(path, "__metadata__ must map strings to strings")
+  base <- 8 + hlen
+  dlen <- size - base
+  spans <- data.frame(b = numeric(0), e = numeric(0), name = character(0), stringsAsFactors = FALSE)
+  for (name in names(header)) {
+    e <- header[[name]]
+    qn <- .json_str(name)
+    if (!.is_obj(e) || !setequal(names(e), c("dtype", "shape", "data_offsets")) || length(e) != 3L)
+      .io_bad(path, sprintf("tensor %s: entry must have exactly dtype, shape and data_offsets", qn))
+    dt <- e$dtype; shape <- e$shape; offs <- e$data_offsets
+    if (!.is_str(dt) || !dt %in% names(.IO_ITEMSIZE))
+      .io_bad(path, sprintf("tensor %s: unsupported dtype %s (pyggmlr reads F32 and F64)", qn,
+                            substr(.to_json(dt), 1L, 40L)))
+    if (!.is_arr(shape) || length(shape) > 2L || !all(vapply(shape, function(s) .is_int(s) && s >= 0, logical(1))))
+      .io_bad(path, sprintf("tensor %s: shape must be a list of at most 2 non-negative integers, got %s", qn,
+                            substr(.to_json(shape), 1L, 60L)))
+    if (!.is_arr(offs) || length(offs) != 2L || !all(vapply(offs, .is_int, logical(1))))
+      .io_bad(path, sprintf("tensor %s: data_offsets must be two integers, got %s", qn, substr(.to_json(offs), 1L, 60L)))
+    b <- as.double(offs[[1L]]); en <- as.double(offs[[2L]])
+    if (!(0 <= b && b <= en && en <= dlen))
+      .io_bad(path, sprintf("tensor %s: data_offsets [%.0f, %.0f] lie outside the %.0f data bytes (truncated or corrupt file)",
+                            qn, b, en, dlen))
+    numel <- prod(as.double(unlist(shape)))
+    need <- numel * .IO_ITEMSIZE[[dt]]
+    if (en - b != need)
+      .io_bad(path, sprintf("tensor %s: data_offsets span %.0f bytes but shape %s of %s needs %.0f", qn, en - b,
+                            .to_json(shape), dt, need))
+    spans[nrow(spans) + 1L, ] <- list(b, en, name)
+  }
+  if (nrow(spans) > 1L) {
+    s <- spans[order(spans$b, spans$e), ]
+    for (i in seq_len(nrow(s) - 1L))
+      if (s$b[i + 1L] < s$e[i])
+        .io_bad(path, sprintf("tensors %s and %s overlap in the data section", .json_str(s$name[i]), .json_str(s$name[i + 1L])))
+  }
+  out <- vector("list", length(header))
+  names(out) <- names(header)
+  for (name in names(header)) {
+    e <- header[[name]]
+    shape <- as.integer(unlist(e$shape))
+    rc <- if (length(shape) == 0L) c(1L, 1L) else if (length(shape) == 1L) c(shape, 1L) else shape
+    n <- rc[1L] * rc[2L]
+    isz <- .IO_ITEMSIZE[[e$dtype]]
+    b <- as.double(e$data_offsets[[1L]])
+    v <- if (n == 0) double(0) else
+      readBin(data[(base + b + 1):(base + b + n * isz)], "double", n = n, size = isz, endian = "little")
+    m <- matrix(v, rc[1L], rc[2L], byrow = TRUE)
+    attr(m, "dtype") <- e$dtype
+    out[[name]] <- m
+  }
+  list(tensors = out, meta = meta)
+}
+
+# ---------------------------------------------------------------------------------------------
+# model parts
+
+.is_model <- function(model) {
+  (is.environment(model) && is.function(model$parameters)) ||
+    (is.list(model) && !is.environment(model) && (is.function(model$params) || is.function(model$parameters)))
+}
+
+.model_params <- function(model, where) {
+  if (!.is_model(model))
+    stop(sprintf("%s: `model` must be an ag_sequential or ag_* layer (an object with parameters()), got %s",
+                 where, class(model)[[1L]]), call. = FALSE)
+  p <- .layer_params(model)
+  .check_named_tensors(p, where, "parameter")
+}
+
+.model_buffers <- function(model, where = "ag_save_model()") .check_named_tensors(.layer_buffers(model), where, "buffer")
+
+.check_named_tensors <- function(p, where, kind) {
+  if (!length(p)) return(list())
+  nm <- names(p)
+  if (is.null(nm) || any(is.na(nm) | nm == ""))
+    stop(sprintf("%s: every %s needs a name", where, kind), call. = FALSE)
+  for (k in nm) if (!is_ag_tensor(p[[k]]))
+    stop(sprintf("%s: model entry '%s' is a %s, not an ag_tensor", where, k, class(p[[k]])[[1L]]), call. = FALSE)
+  if (anyDuplicated(nm))
+    stop(sprintf("%s: duplicate %s name '%s'", where, kind, nm[anyDuplicated(nm)]), call. = FALSE)
+  p
+}
+
+.same <- function(a, b) isTRUE(.Call(R_pg_same_tensor, a$.ptr, b$.ptr))
+
+.opt_names <- function(opt, params) {
+  vapply(seq_along(opt$params), function(i) {
+    t <- opt$params[[i]]
+    for (k in names(params)) if (.same(params[[k]], t)) return(k)
+    paste0("#", i)
+  }, "")
+}
+
+.is_optimizer <- function(o) inherits(o, c("ag_optimizer_sgd", "ag_optimizer_adam"))
+
+.file_dtype <- function(t) if (identical(t$dtype, "f64")) "F64" else "F32"
+
+.save_model <- function(model, path, optimizer = NULL, epoch = NULL, extra = NULL) {
+  if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
+    stop("ag_save_model(): path must be a single file name", call. = FALSE)
+  params <- .model_params(model, "ag_save_model()")
+  bufs <- .model_buffers(model)
+  clash <- intersect(names(params), names(bufs))
+  if (length(clash))
+    stop(sprintf("ag_save_model(): names used by both a parameter and a buffer: %s", paste(clash, collapse = ", ")),
+         call. = FALSE)
+  meta <- c(format = .IO_FORMAT, format_version = .IO_VERSION,
+            created_by = sprintf("pyggmlr (R) %s", as.character(utils::packageVersion("pyggmlr"))),
+            parameters = .json_names(names(params)), buffers = .json_names(names(bufs)))
+  tc <- if (is.function(model$to_config)) model$to_config else NULL
+  if (!is.null(tc)) {
+    cfg <- tryCatch(tc(), error = function(e) {
+      warning(sprintf("ag_save_model(): saving the weights without the architecture (%s); load with ag_load_model(path, model = ...)",
+                      conditionMessage(e)), call. = FALSE)
+      NULL
+    })
+    if (!is.null(cfg)) meta[["config"]] <- .to_json(cfg)
+  }
+  tensors <- c(lapply(names(params), function(k) list(name = k, value = params[[k]]$data, dtype = .file_dtype(params[[k]]))),
+               lapply(names(bufs), function(k) list(name = k, value = bufs[[k]]$data, dtype = .file_dtype(bufs[[k]]))))
+  if (!is.null(epoch)) {
+    if (!is.numeric(epoch) || length(epoch) != 1L || is.na(epoch) || epoch < 0 || epoch != floor(epoch) || epoch > 1e12)
+      stop(sprintf("ag_save_model(): epoch must be an integer >= 0, got %s", format(epoch)), call. = FALSE)
+    meta[["epoch"]] <- sprintf("%.0f", epoch)
+  }
+  if (!is.null(optimizer)) {
+    if (!.is_optimizer(optimizer))
+      stop(sprintf("ag_save_model(): optimizer must be an optimizer object, got %s", class(optimizer)[[1L]]), call. = FALSE)
+    st <- optimizer$state()
+    names_o <- .opt_names(optimizer, params)
+    slots <- sort(unique(unlist(lapply(st$params, function(e) names(e)[!vapply(e, is.null, logical(1))]))))
+    hyper <- lapply(st$hyper, function(v) if (is.logical(v)) v else as.double(v))
+    info <- list(kind = st$kind, t = as.integer(st$t), accum_count = as.integer(st$accum_count), hyper = hyper,
+                 params = as.list(names_o), slots = as.list(as.character(slots)))
+    meta[["optimizer"]] <- .to_json(info)
+    for (i in seq_along(names_o)) {
+      dt <- .file_dtype(optimizer$params[[i]])
+      for (s in names(st$params[[i]])) {
+        v <- st$params[[i]][[s]]
+        if (!is.null(v)) tensors[[length(tensors) + 1L]] <- list(name = sprintf("optimizer.%s.%s", s, names_o[[i]]),
+                                                                 value = as.matrix(v), dtype = dt)
+      }
+    }
+  }
+  if (!is.null(extra)) {
+    js <- tryCatch(.to_json(extra), error = function(e)
+      stop(sprintf("ag_save_model(): extra must be JSON-serialisable (%s)", conditionMessage(e)), call. = FALSE))
+    meta[["extra"]] <- js
+  }
+  .write_safetensors(path, tensors, as.list(meta))
+}
+
+ag_save_model <- function(model, path, optimizer = NULL, epoch = NULL, extra = NULL) {
+  invisible(.save_model(model, path, optimizer = optimizer, epoch = epoch, extra = extra))
+}
+
+# ---------------------------------------------------------------------------------------------
+# loading
+
+.meta_json <- function(meta, key, path, check = NULL, what = NULL) {
+  if (is.null(meta[[key]])) return(NULL)
+  v <- .parse_json(meta[[key]], sprintf("metadata '%s'", key), path)
+  if (!is.null(check) && !check(v)) .io_bad(path, sprintf("metadata '%s' has the wrong type (%s expected)", key, what))
+  v
+}
+
+.meta_names <- function(meta, key, tensors, path) {
+  v <- .meta_json(meta, key, path, .is_arr, "a list")
+  if (is.null(v)) return(NULL)
+  if (!all(vapply(v, .is_str, logical(1))) || anyDuplicated(unlist(v)))
+    .io_bad(path, sprintf("metadata '%s' must list distinct names", key))
+  v <- as.character(unlist(v))
+  missing <- setdiff(v, names(tensors))
+  if (length(missing))
+    .io_bad(path, sprintf("metadata '%s' names tensors that are not in the file: %s", key,
+                          paste(utils::head(missing, 5L), collapse = ", ")))
+  v
+}
+
+.check_config <- function(cfg, path, depth = 0L) {
+  if (depth > 64L) .io_bad(path, "architecture config is nested too deeply")
+  if (is.list(cfg)) {
+    for (v in cfg) .check_config(v, path, depth + 1L)
+  } else if (is.numeric(cfg) && length(cfg) == 1L && !is.na(cfg) && abs(cfg) > .IO_MAX_CONFIG) {
+    .io_bad(path, sprintf("architecture config has an implausible size %s", format(cfg)))
+  }
+  invisible()
+}
+
+.rebuild <- function(meta, tensors, pnames, path) {
+  cfg <- .meta_json(meta, "config", path, .is_obj, "an object")
+  if (is.null(cfg))
+    .io_bad(path, "the file has no architecture (metadata 'config'); pass model = or model_fn = to load its weights into a model")
+  .check_config(cfg, path)
+  dts <- unique(vapply(pnames, function(n) attr(tensors[[n]], "dtype"), ""))
+  prev <- ag_dtype(if (length(dts) == 1L && dts == "F64") "f64" else "f32")
+  on.exit(ag_dtype(prev), add = TRUE)
+  tryCatch(ag_module_from_config(cfg), error = function(e)
+    .io_bad(path, sprintf("cannot rebuild the model from its architecture config: %s", conditionMessage(e))))
+}
+
+.shape_str <- function(d) sprintf("%dx%d", d[1L], d[2L])
+
+.match_tensors <- function(kind, model_d, file_names, tensors) {
+  m <- names(model_d)
+  if (!setequal(m, file_names)) {
+    miss <- setdiff(m, file_names); extra <- setdiff(file_names, m)
+    stop(sprintf("%s mismatch between saved state and model. missing in file: %s; not in model: %s", kind,
+                 if (length(miss)) paste(miss, collapse = ", ") else "(none)",
+                 if (length(extra)) paste(extra, collapse = ", ") else "(none)"), call. = FALSE)
+  }
+  lapply(m, function(k) {
+    a <- tensors[[k]]
+    d <- dim(model_d[[k]])
+    if (!identical(as.integer(d), as.integer(dim(a))))
+      stop(sprintf("shape mismatch for %s '%s': model %s vs file %s", kind, k, .shape_str(d), .shape_str(dim(a))),
+           call. = FALSE)
+    list(t = model_d[[k]], a = a)
+  })
+}
+
+.opt_state_from_file <- function(meta, tensors, optimizer, params, path) {
+  info <- .meta_json(meta, "optimizer", path, .is_obj, "an object")
+  if (is.null(info)) .io_bad(path, "the file has no optimizer state")
+  names_f <- info$params; slots <- info$slots
+  if (!.is_arr(names_f) || !all(vapply(names_f, .is_str, logical(1))) ||
+      !.is_arr(slots) || !all(vapply(slots, .is_str, logical(1))))
+    .io_bad(path, "optimizer metadata: params and slots must be lists of names")
+  names_f <- as.character(unlist(names_f)); slots <- as.character(unlist(slots))
+  t <- info$t; ac <- info$accum_count
+  if (!(.is_int(t) && t >= 0 && .is_int(ac) && ac >= 0))
+    .io_bad(path, "optimizer metadata: t and accum_count must be integers >= 0")
+  hyper <- if (is.null(info$hyper)) list() else info$hyper
+  if (!.is_obj(hyper) || !all(vapply(hyper, function(v) is.null(v) || ((is.numeric(v) || is.logical(v)) && length(v) == 1L), logical(1))))
+    .io_bad(path, "optimizer metadata: hyper must map names to numbers")
+  kind <- info$kind
+  if (!identical(kind, optimizer$kind))
+    stop(sprintf("optimizer state mismatch: the file's state is for %s, this optimizer is %s",
+                 if (.is_str(kind)) kind else "(unknown)", optimizer$kind), call. = FALSE)
+  mine <- .opt_names(optimizer, params)
+  if (!identical(sort(mine), sort(names_f)))
+    stop(sprintf("optimizer state mismatch: the optimizer's parameters are %s; the file has %s",
+                 paste(mine, collapse = ", "), paste(names_f, collapse = ", ")), call. = FALSE)
+  per <- lapply(seq_along(mine), function(i) {
+    nm <- mine[[i]]
+    p <- optimizer$params[[i]]
+    entry <- list()
+    for (s in .SLOTS[[optimizer$kind]]) {
+      a <- if (s %in% slots) tensors[[sprintf("optimizer.%s.%s", s, nm)]] else NULL
+      if (!is.null(a) && !identical(as.integer(dim(a)), as.integer(dim(p))))
+        .io_bad(path, sprintf("optimizer state '%s' for '%s' is %s, the parameter is %s", s, nm, .shape_str(dim(a)),
+                              .shape_str(dim(p))))
+      if (!is.null(a)) attr(a, "dtype") <- NULL
+      entry[s] <- list(a)
+    }
+    entry
+  })
+  hyper <- hyper[!vapply(hyper, is.null, logical(1))]
+  list(format = "ggmlR.ag_opt_state", version = 1L, kind = kind, t = t, accum_count = ac, hyper = hyper, params = per)
+}
+
+.load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL) {
+  if (!is.null(model_fn) && !is.function(model_fn))
+    stop("ag_load_model(): model_fn must be a function returning the model, or NULL", call. = FALSE)
+  if (!is.null(optimizer) && !.is_optimizer(optimizer))
+    stop(sprintf("ag_load_model(): optimizer must be an optimizer object, got %s", class(optimizer)[[1L]]), call. = FALSE)
+  f <- .read_safetensors(path)
+  tensors <- f$tensors; meta <- f$meta
+  fmt <- meta$format
+  if (!is.null(fmt) && fmt != .IO_FORMAT) .io_bad(path, sprintf("not a pyggmlr model file (format %s)", .json_str(fmt)))
+  if (!is.null(fmt) && !identical(meta$format_version, .IO_VERSION))
+    .io_bad(path, sprintf("unsupported model file version %s (this pyggmlr reads %s)",
+                          if (is.null(meta$format_version)) "None" else .json_str(meta$format_version), .IO_VERSION))
+  if (is.null(fmt) && is.null(model) && is.null(model_fn))
+    .io_bad(path, "not a pyggmlr model file (no 'format' metadata); pass model = (or model_fn =) to load its tensors by name")
+  pnames <- .meta_names(meta, "parameters", tensors, path)
+  bnames <- .meta_names(meta, "buffers", tensors, path)
+  epoch <- meta$epoch
+  if (!is.null(epoch)) {
+    if (!grepl("^[0-9]{1,12}$", epoch))
+      .io_bad(path, sprintf("metadata 'epoch' is not a non-negative integer: %s", .json_str(substr(epoch, 1L, 20L))))
+    epoch <- as.numeric(epoch)
+  }
+  extra <- .meta_json(meta, "extra", path)
+  if (is.null(model) && !is.null(model_fn)) {
+    model <- model_fn()
+    if (!.is_model(model))
+      stop("ag_load_model(): model_fn() must return an ag_sequential or ag_* layer", call. = FALSE)
+  }
+  if (is.null(model)) {
+    model <- .rebuild(meta, tensors, pnames, path)
+    params <- tryCatch(.model_params(model, "ag_load_model()"), error = function(e)
+      .io_bad(path, sprintf("the rebuilt model is not usable: %s", conditionMessage(e))))
+  } else {
+    params <- .model_params(model, "ag_load_model()")
+  }
+  bufs <- .model_buffers(model, "ag_load_model()")
+  if (is.null(pnames))  # a foreign safetensors file: take the model's names
+    pnames <- if (all(names(params) %in% names(tensors))) intersect(names(params), names(tensors)) else names(tensors)
+  if (is.null(bnames)) bnames <- intersect(names(bufs), names(tensors))
+  writes <- c(.match_tensors("parameter", params, pnames, tensors), .match_tensors("buffer", bufs, bnames, tensors))
+  ostate <- if (!is.null(optimizer)) .opt_state_from_file(meta, tensors, optimizer, params, path) else NULL
+  for (w in writes) {  # everything checked: now write
+    a <- w$a
+    attr(a, "dtype") <- NULL
+    w$t$data <- a
+  }
+  if (!is.null(ostate)) optimizer$load_state(ostate)
+  ag_eval(model)
+  list(model = model, epoch = epoch, extra = extra, tensors = tensors, meta = meta)
+}
+
+ag_load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL) {
+  .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer)$model
+}
+
+ag_model_info <- function(path) {
+  f <- .read_safetensors(path)
+  tensors <- f$tensors; meta <- f$meta
+  desc <- function(nms) {
+    out <- lapply(nms, function(k) list(shape = dim(tensors[[k]]),
+                                        dtype = if (attr(tensors[[k]], "dtype") == "F64") "f64" else "f32"))
+    names(out) <- nms
+    out
+  }
+  pn <- .meta_names(meta, "parameters", tensors, path)
+  bn <- .meta_names(meta, "buffers", tensors, path)
+  opt <- .meta_json(meta, "optimizer", path, .is_obj, "an object")
+  ep <- meta$epoch
+  list(format = meta$format, format_version = meta$format_version, parameters = desc(pn), buffers = desc(bn),
+       config = .meta_json(meta, "config", path, .is_obj, "an object"),
+       epoch = if (!is.null(ep) && grepl("^[0-9]{1,12}$", ep)) as.numeric(ep) else NULL,
+       optimizer = if (is.null(opt)) NULL else opt$kind, extra = .meta_json(meta, "extra", path))
+}
+
+# ---------------------------------------------------------------------------------------------
+# architectures
+
+ag_register_layer <- function(type, builder) {
+  if (!.is_str(type) || !nzchar(type)) stop("ag_register_layer(): type must be a non-empty string", call. = FALSE)
+  if (type %in% c("sequential", names(.BUILDERS)))
+    stop(sprintf("ag_register_layer(): \"%s\" is a built-in layer type", type), call. = FALSE)
+  if (!is.function(builder)) stop("ag_register_layer(): builder must be a function (cfg) -> layer", call. = FALSE)
+  .pg$layer_builders[[type]] <- builder
+  invisible(builder)
+}
+
+.cfg_int <- function(v, what) {
+  if (!is.numeric(v) || length(v) != 1L || is.na(v) || v != floor(v))
+    stop(sprintf("%s must be an integer, got %s", what, .to_json(v)), call. = FALSE)
+  as.integer(v)
+}
+.cfg_num <- function(v, what) {
+  if (!is.numeric(v) || length(v) != 1L || is.na(v)) stop(sprintf("%s must be a number, got %s", what, .to_json(v)), call. = FALSE)
+  as.double(v)
+}
+
+.BUILDERS <- list(
+  linear = list(args = c("in_features", "out_features", "activation", "init", "gain"), build = function(a) {
+    act <- a$activation
+    if (!is.null(act) && (!.is_str(act) || !act %in% c("relu", "sigmoid", "tanh", "softmax", "gelu")))
+      stop(sprintf("activation must be one of gelu, relu, sigmoid, softmax, tanh or null, got %s", .to_json(act)), call. = FALSE)
+    init <- if (is.null(a$init)) "glorot_uniform" else a$init
+    if (!.is_str(init) || !init %in% c("glorot_uniform", "orthogonal"))
+      stop(sprintf("init must be \"glorot_uniform\" or \"orthogonal\", got %s", .to_json(init)), call. = FALSE)
+    ag_linear(.cfg_int(a$in_features, "in_features"), .cfg_int(a$out_features, "out_features"), act, init = init,
+              gain = if (is.null(a$gain)) 1 else .cfg_num(a$gain, "gain"))
+  }),
+  dropout = list(args = "rate", build = function(a) {
+    r <- .cfg_num(a$rate, "rate")
+    if (r < 0 || r >= 1) stop(sprintf("rate must satisfy 0 <= rate < 1, got %s", format(r)), call. = FALSE)
+    ag_dropout(r)
+  }),
+  batch_norm = list(args = c("num_features", "eps", "momentum"), build = function(a)
+    ag_batch_norm(.cfg_int(a$num_features, "num_features"), eps = if (is.null(a$eps)) 1e-5 else .cfg_num(a$eps, "eps"),
+                  momentum = if (is.null(a$momentum)) 0.1 else .cfg_num(a$momentum, "momentum"))),
+  layer_norm = list(args = c("num_features", "eps"), build = function(a)
+    ag_layer_norm(.cfg_int(a$num_features, "num_features"), eps = if (is.null(a$eps)) 1e-5 else .cfg_num(a$eps, "eps"))),
+  embedding = list(args = c("vocab_size", "dim"), build = function(a)
+    ag_embedding(.cfg_int(a$vocab_size, "vocab_size"), .cfg_int(a$dim, "dim"))),
+  multihead_attention = list(args = c("d_model", "n_heads", "dropout", "bias"), build = function(a) {
+    d <- .cfg_int(a$d_model, "d_model"); h <- .cfg_int(a$n_heads, "n_heads")
+    if (d < 1L || h < 1L || d %% h != 0L)
+      stop(sprintf("d_model (%d) must be a positive multiple of n_heads (%d)", d, h), call. = FALSE)
+    bias <- if (is.null(a$bias)) TRUE else a$bias
+    if (!is.logical(bias) || length(bias) != 1L || is.na(bias)) stop("bias must be true or false", call. = FALSE)
+    ag_multihead_attention(d, h, dropout = if (is.null(a$dropout)) 0 else .cfg_num(a$dropout, "dropout"), bias = bias)
+  }))
+
+ag_module_from_config <- function(cfg) {
+  if (is.character(cfg) && length(cfg) == 1L)
+    cfg <- tryCatch(jsonlite::parse_json(cfg, simplifyVector = FALSE), error = function(e)
+      stop(sprintf("ag_module_from_config(): cfg is not valid JSON (%s)", conditionMessage(e)), call. = FALSE))
+  if (!.is_obj(cfg) || !.is_str(cfg$type))
+    stop(sprintf("ag_module_from_config(): expected a list with a 'type' entry, got %s",
+                 substr(tryCatch(.to_json(cfg), error = function(e) class(cfg)[[1L]]), 1L, 200L)), call. = FALSE)
+  kind <- cfg$type
+  args <- cfg[names(cfg) != "type"]
+  if (kind == "sequential") {
+    layers <- args$layers
+    if (!is.list(layers) || !is.null(names(layers)) || length(args) != 1L)
+      stop("ag_module_from_config(): a sequential config is list(type = \"sequential\", layers = list(...))", call. = FALSE)
+    return(ag_sequential(lapply(layers, ag_module_from_config)))
+  }
+  custom <- .pg$layer_builders[[kind]]
+  if (!is.null(custom)) return(custom(cfg))
+  b <- .BUILDERS[[kind]]
+  if (is.null(b))
+    stop(sprintf("ag_module_from_config(): unknown layer type \"%s\" (built-in: %s; register custom ones with ag_register_layer)",
+                 kind, paste(c("sequential", sort(names(.BUILDERS))), collapse = ", ")), call. = FALSE)
+  bad <- setdiff(names(args), b$args)
+  if (length(bad))
+    stop(sprintf("ag_module_from_config(): bad arguments for a \"%s\" layer: unknown %s", kind,
+                 paste(bad, collapse = ", ")), call. = FALSE)
+  tryCatch(b$build(args), error = function(e)
+    stop(sprintf("ag_module_from_config(): bad arguments for a \"%s\" layer: %s", kind, conditionMessage(e)), call. = FALSE))
+}
+
+ag_to_config <- function(model) {
+  if (!(is.environment(model) || is.list(model)) || !is.function(model$to_config))
+    stop("ag_to_config(): the model has no to_config()", call. = FALSE)
+  model$to_config()
+}
