@@ -53,3 +53,131 @@ test_that("XOR-ish training loop lowers the loss", {
   }
   expect_lt(mean(losses[41:50]), mean(losses[1:10]))
 })
+
+# ---------------------------------------------------------------------------------------------
+# ag_fit
+
+iris_x <- function() t(scale(as.matrix(iris[, 1:4])))
+
+test_that("ag_fit: iris MLP reaches >= 0.95 validation accuracy; the split follows set.seed(seed)", {
+  x <- iris_x()
+  set.seed(1)
+  m <- ag_sequential(ag_linear(4, 16, "relu"), ag_linear(16, 3))
+  h <- ag_fit(m, x, iris$Species, nepoch = 50, batch_size = 16, val_split = 0.2, seed = 1, lr = 0.01, silent = TRUE)
+  expect_s3_class(h, "ag_history")
+  expect_equal(h$epoch, 1:50)
+  expect_gte(h$val_accuracy[50], 0.95)
+  expect_lt(h$loss[50], h$loss[1] / 3)
+  expect_false(m$training)
+  # the held-out part is the last 20% of sample.int(150) after set.seed(seed)
+  set.seed(1)
+  val <- sample.int(150)[121:150]
+  pred <- max.col(t(ag_predict(m, x[, val])), ties.method = "first")
+  expect_equal(mean(pred == as.integer(iris$Species[val])), h$val_accuracy[50])
+  a <- h$val_accuracy[50]
+  expect_equal(h$val_accuracy_unc[50], sqrt(a * (1 - a) / 29))
+  # 120 training samples in batches of 16: 7 full batches = 112 samples per epoch
+  expect_true(all(abs(h$accuracy * 112 - round(h$accuracy * 112)) < 1e-9))
+  df <- as.data.frame(h)
+  expect_equal(nrow(df), 50L)
+  expect_equal(df$val_loss, h$val_loss)
+  out <- capture.output(print(h))
+  expect_match(out[1], "<ag_history: 50 epochs>")
+  expect_match(out[2], "epoch +loss +accuracy +val_loss +val_accuracy +time")
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off(), add = TRUE)
+  expect_identical(plot(h), h)
+})
+
+test_that("ag_fit: loss statistics are ggml's (mean and standard error of the batch losses)", {
+  local_f64()
+  set.seed(2)
+  x <- matrix(rnorm(3 * 12), 3, 12); y <- matrix(rnorm(2 * 12), 2, 12)
+  m <- ag_linear(3, 2)
+  h <- ag_fit(m, x, y, loss = "mse", optimizer = "sgd", lr = 0, nepoch = 1, batch_size = 4, shuffle = FALSE,
+              silent = TRUE)
+  per <- sapply(0:2, function(b) { i <- b * 4 + 1:4; mean((m$W$data %*% x[, i] + c(m$b$data) - y[, i])^2) })
+  expect_equal(h$loss, mean(per), tolerance = 1e-12)
+  expect_equal(h$loss_unc, sqrt((mean(per^2) - mean(per)^2) / 2), tolerance = 1e-12)
+  expect_true(is.nan(h$accuracy))
+  expect_true(is.nan(h$val_loss))
+  hs <- ag_fit(m, x, loss = "sum", optimizer = "sgd", lr = 0, nepoch = 1, batch_size = 4, shuffle = FALSE, silent = TRUE)
+  tot <- sapply(0:2, function(b) sum(m$W$data %*% x[, b * 4 + 1:4] + c(m$b$data)))
+  expect_equal(hs$loss, sum(tot), tolerance = 1e-12)
+})
+
+test_that("ag_fit: batch_size b with nbatch_logical 4b equals batch_size 4b (SGD, f64)", {
+  local_f64()
+  set.seed(3)
+  x <- matrix(rnorm(5 * 64), 5, 64)
+  y <- sample(0:2, 64, replace = TRUE)
+  make <- function() { set.seed(30); ag_sequential(ag_linear(5, 7, "tanh"), ag_linear(7, 3)) }
+  a <- make(); b <- make()
+  expect_identical(a$parameters()$layer1_W$data, b$parameters()$layer1_W$data)
+  ha <- ag_fit(a, x, y, optimizer = "sgd", lr = 0.5, nepoch = 3, batch_size = 4, nbatch_logical = 16,
+               shuffle = FALSE, silent = TRUE)
+  hb <- ag_fit(b, x, y, optimizer = "sgd", lr = 0.5, nepoch = 3, batch_size = 16, shuffle = FALSE, silent = TRUE)
+  pa <- a$parameters(); pb <- b$parameters()
+  for (k in names(pa)) expect_equal(pa[[k]]$data, pb[[k]]$data, tolerance = 1e-12, info = k)
+  start <- make()$parameters()$layer2_W$data
+  expect_gt(max(abs(pa$layer2_W$data - start)), 1e-3)  # 12 steps actually moved the weights
+  # the optimizer object route: its accumulate_steps is set by ag_fit
+  c3 <- make()
+  o <- optimizer_sgd(c3$parameters(), lr = 0.5)
+  ag_fit(c3, x, y, optimizer = o, nepoch = 3, batch_size = 4, nbatch_logical = 16, shuffle = FALSE, silent = TRUE)
+  expect_equal(o$accumulate_steps, 4L)
+  expect_equal(c3$parameters()$layer2_W$data, pb$layer2_W$data, tolerance = 1e-12)
+  expect_error(ag_fit(make(), x, y, batch_size = 4, nbatch_logical = 10, silent = TRUE), "multiple of batch_size")
+  expect_error(ag_fit(make(), x, y[1:10], silent = TRUE), "64 samples .* 10")
+})
+
+test_that("ag_early_stopping stops and restores the best weights; function callbacks; opt_params", {
+  local_f64()
+  x <- iris_x()
+  set.seed(4)
+  m <- ag_sequential(ag_linear(4, 8, "relu"), ag_batch_norm(8), ag_linear(8, 3))
+  seen <- list()
+  record <- function(epoch, logs) {
+    seen[[epoch]] <<- list(p = lapply(m$parameters(), function(t) t$data),
+                           b = lapply(m$buffers(), function(t) t$data), logs = logs)
+    NULL
+  }
+  # min_delta so large that nothing improves after epoch 1: stops at epoch 1 + patience
+  es <- ag_early_stopping(patience = 2, min_delta = 1e9)
+  expect_output(print(es), "ag_early_stopping \\| patience=2")
+  h <- ag_fit(m, x, iris$Species, nepoch = 20, batch_size = 25, val_split = 0.2, seed = 4, lr = 0.05,
+              callbacks = list(record, es), silent = TRUE)
+  expect_equal(length(h$epoch), 3L)
+  expect_equal(h$stopped_epoch, 3L)
+  expect_equal(h$best_epoch, 1L)
+  expect_false(isTRUE(all.equal(seen[[3]]$p$layer1_W, seen[[1]]$p$layer1_W)))
+  for (k in names(m$parameters())) expect_identical(m$parameters()[[k]]$data, seen[[1]]$p[[k]], info = k)
+  for (k in names(m$buffers())) expect_identical(m$buffers()[[k]]$data, seen[[1]]$b[[k]], info = k)
+  expect_equal(seen[[2]]$logs$val_loss, h$val_loss[2])
+  # ordinary early stopping on the validation loss picks the epoch of the minimum
+  set.seed(5)
+  m2 <- ag_sequential(ag_linear(4, 16, "relu"), ag_linear(16, 3))
+  h2 <- ag_fit(m2, x, iris$Species, nepoch = 200, batch_size = 8, val_split = 0.3, seed = 5, lr = 0.05,
+               callbacks = list(ag_early_stopping(patience = 3)), silent = TRUE)
+  expect_lt(length(h2$epoch), 200L)
+  expect_equal(h2$best_epoch, which.min(h2$val_loss))
+  # a plain function returning FALSE stops; opt_params sets hyper-parameters per epoch (lr logged)
+  h3 <- ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 10, batch_size = 50, silent = TRUE,
+               opt_params = function(epoch) list(alpha = 0.1 / epoch),
+               callbacks = function(epoch, logs) if (epoch == 4) FALSE)
+  expect_equal(h3$epoch, 1:4)
+  expect_equal(h3$lr, 0.1 / (1:4))
+  expect_error(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, silent = TRUE,
+                      opt_params = function(e) list(bogus = 1)), "unknown hyper-parameter 'bogus'")
+})
+
+test_that("ag_fit prints a progress bar and one line per epoch unless silent", {
+  x <- iris_x()
+  set.seed(6)
+  out <- capture.output(h <- ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 2, batch_size = 50, val_split = 0.2))
+  txt <- paste(out, collapse = "\n")
+  expect_match(txt, "100%")
+  expect_match(txt, "epoch    1/2  loss=[0-9.]+  acc=[0-9.]+  val_loss=[0-9.]+  val_acc=[0-9.]+")
+  expect_match(txt, "epoch    2/2")
+  expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50, silent = TRUE))
+})
