@@ -1,6 +1,7 @@
 """Every Python vignette is executable documentation: its ```python blocks run in order in one
 namespace, and a broken vignette fails the suite. Blocks fenced as ```python no-run are shown
 but not executed (e.g. commands that need MPI)."""
+import gc
 import os
 import pathlib
 import re
@@ -22,6 +23,7 @@ def blocks(path):
 @pytest.mark.parametrize("path", VIGNETTES, ids=[p.stem for p in VIGNETTES])
 def test_vignette_runs(path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # files a vignette writes land in a temp dir
+    gc.collect()  # an earlier vignette's namespace (a cycle through its functions) is freed first
     ns = {"__name__": f"vignette_{path.stem}"}
     code = blocks(path)
     assert code, f"{path.name} has no python blocks"
