@@ -1,4 +1,5 @@
 /* matmul and the broadcasting binary ops (add, sub, mul, div), with their backward rules. */
+#include <tgmath.h>
 #include <string.h>
 #include "pg.h"
 
@@ -30,6 +31,14 @@ static int matmul_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
+static int matmul_fw(pg_node *n)
+{
+    pg_tensor *a = n->in[0], *b = n->in[1];
+    pg_gemm(a->dtype, 0, 0, a->ne[0], b->ne[1], a->ne[1], 1.0, pg_data(a), a->ne[0], pg_data(b),
+            b->ne[0], 0.0, pg_data(n->out), a->ne[0]);
+    return 0;
+}
+
 pg_tensor *pg_matmul(pg_tensor *a, pg_tensor *b)
 {
     if (pg_ok(a, "ag_matmul", "A") || pg_ok(b, "ag_matmul", "B") || same_dtype("ag_matmul", a, b)) return NULL;
@@ -41,13 +50,8 @@ pg_tensor *pg_matmul(pg_tensor *a, pg_tensor *b)
                             a->ne[1] == b->ne[1] ? " (did you mean ag_matmul(A, ag_transpose(B)); data in row-major [batch, features] layout must be transposed to [features, batch])" : "");
     pg_tensor *out = pg_new(a->dtype, a->ne[0], b->ne[1], PG_MEM_OTHER);
     if (!out) return NULL;
-    pg_gemm(a->dtype, 0, 0, a->ne[0], b->ne[1], a->ne[1], 1.0, pg_data(a), a->ne[0], pg_data(b),
-            b->ne[0], 0.0, pg_data(out), a->ne[0]);
     pg_tensor *in[2] = {a, b};
-    int err;
-    pg_record("matmul", matmul_bw, out, 2, in, &err);
-    if (err) { pg_tensor_release(out); return NULL; }
-    return out;
+    return pg_op_run("matmul", matmul_fw, matmul_bw, out, 2, in, NULL, NULL, 0, NULL);
 }
 
 /* ---- broadcasting binary ops ---- */
@@ -107,6 +111,28 @@ static int bin_grad(pg_node *n, pg_tensor *g, int which)
     int acc;
     void *slot = pg_grad_slot(t, &acc);
     if (!slot) return -1;
+    if ((kind == BIN_ADD || kind == BIN_SUB) && (full || (t->ne[0] == R && t->ne[1] == 1))) {
+        /* plain copies and column-vector (bias) row sums: contiguous loops that vectorise; the
+         * same additions in the same order as the general loop below */
+        const int neg = kind == BIN_SUB && which == 1;
+        PG_DISPATCH(g->dtype, {
+            T *d = slot;
+            const T *gp = pg_data(g);
+            if (full) {
+                int64_t N = R * C;
+                if (neg) PG_STORE_LOOP(acc, N, d, -gp[i]);
+                else PG_STORE_LOOP(acc, N, d, gp[i]);
+            } else {
+                if (!acc) memset(d, 0, (size_t)R * sizeof(T));
+                for (int64_t j = 0; j < C; j++) {
+                    const T *gc = gp + j * R;
+                    if (neg) for (int64_t i = 0; i < R; i++) d[i] += -gc[i];
+                    else for (int64_t i = 0; i < R; i++) d[i] += gc[i];
+                }
+            }
+        });
+        return 0;
+    }
     PG_DISPATCH(g->dtype, {
         T *d = slot;
         const T *gp = pg_data(g), *ap = pg_data(a), *bp = pg_data(b);
@@ -151,6 +177,24 @@ static int bin_bw(pg_node *n, pg_tensor *g)
 #define E_MUL(x, y) ((x) * (y))
 #define E_DIV(x, y) ((x) / (y))
 
+static int bin_fw(pg_node *n)
+{
+    pg_tensor *a = n->in[0], *b = n->in[1], *out = n->out;
+    int64_t R = out->ne[0], C = out->ne[1];
+    bstride sa = bstr(a), sb = bstr(b);
+    PG_DISPATCH(a->dtype, {
+        const T *ap = pg_data(a), *bp = pg_data(b);
+        T *op = pg_data(out);
+        switch ((int)n->ip[0]) {
+        case BIN_ADD: BIN_FWD_LOOP(E_ADD); break;
+        case BIN_SUB: BIN_FWD_LOOP(E_SUB); break;
+        case BIN_MUL: BIN_FWD_LOOP(E_MUL); break;
+        default: BIN_FWD_LOOP(E_DIV); break;
+        }
+    });
+    return 0;
+}
+
 static pg_tensor *binary(int kind, pg_tensor *a, pg_tensor *b)
 {
     const char *name = bin_name[kind];
@@ -162,26 +206,106 @@ static pg_tensor *binary(int kind, pg_tensor *a, pg_tensor *b)
                             name, pg_desc(a), pg_desc(b));
     pg_tensor *out = pg_new(a->dtype, R, C, PG_MEM_OTHER);
     if (!out) return NULL;
-    bstride sa = bstr(a), sb = bstr(b);
-    PG_DISPATCH(a->dtype, {
-        const T *ap = pg_data(a), *bp = pg_data(b);
-        T *op = pg_data(out);
-        switch (kind) {
-        case BIN_ADD: BIN_FWD_LOOP(E_ADD); break;
-        case BIN_SUB: BIN_FWD_LOOP(E_SUB); break;
-        case BIN_MUL: BIN_FWD_LOOP(E_MUL); break;
-        default: BIN_FWD_LOOP(E_DIV); break;
-        }
-    });
     pg_tensor *in[2] = {a, b};
-    int err;
-    pg_node *nd = pg_record(bin_label[kind], bin_bw, out, 2, in, &err);
-    if (err) { pg_tensor_release(out); return NULL; }
-    if (nd) nd->ip[0] = kind;
-    return out;
+    int64_t ip[4] = {kind, 0, 0, 0};
+    return pg_op_run(bin_label[kind], bin_fw, bin_bw, out, 2, in, NULL, ip, 0, NULL);
 }
 
 pg_tensor *pg_add(pg_tensor *a, pg_tensor *b) { return binary(BIN_ADD, a, b); }
 pg_tensor *pg_sub(pg_tensor *a, pg_tensor *b) { return binary(BIN_SUB, a, b); }
 pg_tensor *pg_mul(pg_tensor *a, pg_tensor *b) { return binary(BIN_MUL, a, b); }
 pg_tensor *pg_div(pg_tensor *a, pg_tensor *b) { return binary(BIN_DIV, a, b); }
+
+/* ---- fused linear: act(W x + b), one node ----
+ * The same arithmetic as matmul -> add -> activation (GEMM, then one pass adding the bias and
+ * applying the activation), so results equal the unfused ops bit for bit. */
+
+static int linear_fw(pg_node *n)
+{
+    pg_tensor *w = n->in[0], *x = n->in[1], *b = n->in[2], *out = n->out;
+    int64_t m = w->ne[0], k = w->ne[1], B = x->ne[1];
+    int act = (int)n->ip[0];
+    pg_gemm(w->dtype, 0, 0, m, B, k, 1.0, pg_data(w), m, pg_data(x), k, 0.0, pg_data(out), m);
+    PG_DISPATCH(w->dtype, {
+        T *o = pg_data(out);
+        const T *bp = b ? (const T *)pg_data(b) : NULL;
+        for (int64_t j = 0; j < B; j++) {
+            T *oc = o + j * m;
+            if (bp) for (int64_t i = 0; i < m; i++) oc[i] = oc[i] + bp[i];
+            switch (act) {
+            case PG_RELU: for (int64_t i = 0; i < m; i++) oc[i] = oc[i] < 0 ? (T)0 : oc[i]; break;
+            case PG_SIGMOID: for (int64_t i = 0; i < m; i++) oc[i] = 1 / (1 + exp(-oc[i])); break;
+            case PG_TANH: for (int64_t i = 0; i < m; i++) oc[i] = tanh(oc[i]); break;
+            default: break;
+            }
+        }
+    });
+    return 0;
+}
+
+static int linear_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *w = n->in[0], *x = n->in[1], *b = n->in[2], *o = n->out;
+    int64_t m = w->ne[0], k = w->ne[1], B = x->ne[1], N = m * B;
+    int act = (int)n->ip[0];
+    const void *dz = pg_data(g);
+    if (act >= 0) { /* gradient through the activation, in a reused scratch buffer */
+        void *s = pg_scratch((size_t)N * pg_dtype_size(w->dtype));
+        if (!s) return -1;
+        PG_DISPATCH(w->dtype, {
+            T *d = s;
+            const T *gp = pg_data(g), *op = pg_data(o);
+            switch (act) {
+            case PG_RELU: for (int64_t i = 0; i < N; i++) { T gv = gp[i]; d[i] = op[i] > 0 ? gv : (T)0; } break;
+            case PG_SIGMOID: for (int64_t i = 0; i < N; i++) d[i] = gp[i] * op[i] * (1 - op[i]); break;
+            default: for (int64_t i = 0; i < N; i++) d[i] = gp[i] * (1 - op[i] * op[i]); break;
+            }
+        });
+        dz = s;
+    }
+    int acc;
+    if (pg_wants_grad(b)) { /* row sums, column by column as the add's backward */
+        void *slot = pg_grad_slot(b, &acc);
+        if (!slot) return -1;
+        PG_DISPATCH(w->dtype, {
+            T *d = slot;
+            const T *gp = dz;
+            if (!acc) memset(d, 0, (size_t)m * sizeof(T));
+            for (int64_t j = 0; j < B; j++) {
+                const T *gc = gp + j * m;
+                for (int64_t i = 0; i < m; i++) d[i] += gc[i];
+            }
+        });
+    }
+    if (pg_wants_grad(w)) { /* dW = dz x^T */
+        void *d = pg_grad_slot(w, &acc);
+        if (!d) return -1;
+        pg_gemm(w->dtype, 0, 1, m, k, B, 1.0, dz, m, pg_data(x), k, acc ? 1.0 : 0.0, d, m);
+    }
+    if (pg_wants_grad(x)) { /* dx = W^T dz */
+        void *d = pg_grad_slot(x, &acc);
+        if (!d) return -1;
+        pg_gemm(w->dtype, 1, 0, k, B, m, 1.0, pg_data(w), m, dz, m, acc ? 1.0 : 0.0, d, k);
+    }
+    return 0;
+}
+
+pg_tensor *pg_linear(pg_tensor *w, pg_tensor *x, pg_tensor *b, int act)
+{
+    const char *op = "ag_linear";
+    if (pg_ok(w, op, "W") || pg_ok(x, op, "x") || same_dtype(op, w, x)) return NULL;
+    if (b && (pg_ok(b, op, "b") || same_dtype(op, w, b))) return NULL;
+    if (act != -1 && act != PG_RELU && act != PG_SIGMOID && act != PG_TANH)
+        return pg_fail_null(PG_ERR_VALUE, "%s: fused activation code %d is not supported (relu, sigmoid, tanh or -1 for none)", op, act);
+    if (w->ne[1] != x->ne[0])
+        return pg_fail_null(PG_ERR_SHAPE, "%s: W is %s and x is %s: ncol(W) = %lld must equal nrow(x) = %lld",
+                            op, pg_desc(w), pg_desc(x), (long long)w->ne[1], (long long)x->ne[0]);
+    if (b && (b->ne[0] != w->ne[0] || b->ne[1] != 1))
+        return pg_fail_null(PG_ERR_SHAPE, "%s: b is %s but W is %s; b must be [%lldx1]",
+                            op, pg_desc(b), pg_desc(w), (long long)w->ne[0]);
+    pg_tensor *out = pg_new(w->dtype, w->ne[0], x->ne[1], PG_MEM_OTHER);
+    if (!out) return NULL;
+    pg_tensor *in[3] = {w, x, b};
+    int64_t ip[4] = {act, 0, 0, 0};
+    return pg_op_run("linear", linear_fw, linear_bw, out, 3, in, NULL, ip, 0, NULL);
+}

@@ -27,28 +27,9 @@ static int check_target(const char *op, pg_tensor *pred, pg_tensor *target)
     return 0;
 }
 
-static pg_tensor *loss_out(pg_tensor *pred, double value)
+static void loss_store(pg_tensor *out, double value)
 {
-    pg_tensor *out = pg_new(pred->dtype, 1, 1, PG_MEM_OTHER);
-    if (out) PG_DISPATCH(pred->dtype, { *(T *)pg_data(out) = (T)value; });
-    return out;
-}
-
-/* Records the node (input: pred only) and attaches saved tensors; releases them either way. */
-static pg_tensor *loss_finish(const char *label, pg_bw_fn bw, pg_tensor *out, pg_tensor *pred,
-                              pg_tensor *s0, pg_tensor *s1, double scale)
-{
-    int err;
-    pg_node *nd = pg_record(label, bw, out, 1, &pred, &err);
-    if (!err && nd) {
-        nd->p[0] = scale;
-        if (s0) pg_node_save(nd, s0);
-        if (s1) pg_node_save(nd, s1);
-    }
-    pg_tensor_release(s0);
-    pg_tensor_release(s1);
-    if (err) { pg_tensor_release(out); return NULL; }
-    return out;
+    PG_DISPATCH(out->dtype, { *(T *)pg_data(out) = (T)value; });
 }
 
 /* ---- mse: sum((pred - target)^2) / numel ---- */
@@ -69,21 +50,39 @@ static int mse_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
-pg_tensor *pg_mse_loss(pg_tensor *pred, pg_tensor *target)
+static int mse_fw(pg_node *n)
 {
-    if (check_target("ag_mse_loss", pred, target)) return NULL;
+    pg_tensor *pred = n->in[0], *diff = n->saved[0], *target = n->saved[1];
     int64_t N = pg_numel(pred);
-    pg_tensor *diff = pg_new_like(pred, PG_MEM_SAVED);
-    if (!diff) return NULL;
     double s = 0;
     PG_DISPATCH(pred->dtype, {
         const T *p = pg_data(pred), *t = pg_data(target);
         T *df = pg_data(diff);
         for (int64_t i = 0; i < N; i++) { df[i] = p[i] - t[i]; s += (double)df[i] * (double)df[i]; }
     });
-    pg_tensor *out = loss_out(pred, s / (double)N);
-    if (!out) { pg_tensor_release(diff); return NULL; }
-    return loss_finish("mse_loss", mse_bw, out, pred, diff, NULL, 2.0 / (double)N);
+    loss_store(n->out, s / (double)N);
+    return 0;
+}
+
+pg_tensor *pg_mse_loss(pg_tensor *pred, pg_tensor *target)
+{
+    if (check_target("ag_mse_loss", pred, target)) return NULL;
+    pg_tensor *diff = pg_new_like(pred, PG_MEM_SAVED);
+    pg_tensor *out = pg_new(pred->dtype, 1, 1, PG_MEM_OTHER);
+    if (!diff || !out) { pg_tensor_release(diff); pg_tensor_release(out); return NULL; }
+    pg_tensor_retain(target);
+    pg_tensor *saved[2] = {diff, target};
+    double p[4] = {2.0 / (double)pg_numel(pred), 0, 0, 0};
+    out = pg_op_run("mse_loss", mse_fw, mse_bw, out, 1, &pred, p, NULL, 2, saved);
+    if (out && out->node && !pg_tape_record_all(-1)) {
+        /* backward needs only diff: eager tapes do not keep the target alive */
+        pg_node *n = out->node;
+        pg_tensor_release(n->saved[1]);
+        n->saved[1] = NULL;
+        n->n_saved = 1;
+        n->fw = NULL;
+    }
+    return out;
 }
 
 /* ---- cross-entropy on probabilities: -sum(t * log(clamp(p))) / ncol ---- */
@@ -105,9 +104,9 @@ static int ce_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
-pg_tensor *pg_cross_entropy_loss(pg_tensor *pred, pg_tensor *target)
+static int ce_fw(pg_node *n)
 {
-    if (check_target("ag_cross_entropy_loss", pred, target)) return NULL;
+    pg_tensor *pred = n->in[0], *target = n->saved[0];
     int64_t N = pg_numel(pred), B = pred->ne[1];
     double s = 0;
     PG_DISPATCH(pred->dtype, {
@@ -118,10 +117,18 @@ pg_tensor *pg_cross_entropy_loss(pg_tensor *pred, pg_tensor *target)
             s -= (double)t[i] * (double)log(pc);
         }
     });
-    pg_tensor *out = loss_out(pred, s / (double)B);
+    loss_store(n->out, s / (double)B);
+    return 0;
+}
+
+pg_tensor *pg_cross_entropy_loss(pg_tensor *pred, pg_tensor *target)
+{
+    if (check_target("ag_cross_entropy_loss", pred, target)) return NULL;
+    pg_tensor *out = pg_new(pred->dtype, 1, 1, PG_MEM_OTHER);
     if (!out) return NULL;
     pg_tensor_retain(target);
-    return loss_finish("cross_entropy_loss", ce_bw, out, pred, target, NULL, 1.0 / (double)B);
+    double p[4] = {1.0 / (double)pred->ne[1], 0, 0, 0};
+    return pg_op_run("cross_entropy_loss", ce_fw, ce_bw, out, 1, &pred, p, NULL, 1, &target);
 }
 
 /* ---- fused softmax + cross-entropy on logits: grad (p - t) / ncol ---- */
@@ -142,11 +149,10 @@ static int sce_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
-static pg_tensor *sce(pg_tensor *logits, pg_tensor *target)
+static int sce_fw(pg_node *n)
 {
+    pg_tensor *logits = n->in[0], *p = n->saved[0], *target = n->saved[1];
     int64_t N = pg_numel(logits), B = logits->ne[1];
-    pg_tensor *p = pg_new_like(logits, PG_MEM_SAVED);
-    if (!p) { pg_tensor_release(target); return NULL; }
     pg_softmax_cols(logits->dtype, pg_data(logits), pg_data(p), logits->ne[0], B);
     double s = 0;
     PG_DISPATCH(logits->dtype, {
@@ -155,9 +161,19 @@ static pg_tensor *sce(pg_tensor *logits, pg_tensor *target)
         for (int64_t i = 0; i < N; i++)
             if (t[i] != 0) s -= (double)t[i] * (double)log(pp[i] < lo ? lo : pp[i]);
     });
-    pg_tensor *out = loss_out(logits, s / (double)B);
-    if (!out) { pg_tensor_release(p); pg_tensor_release(target); return NULL; }
-    return loss_finish("softmax_ce_loss", sce_bw, out, logits, p, target, 1.0 / (double)B);
+    loss_store(n->out, s / (double)B);
+    return 0;
+}
+
+/* takes over the ref to target */
+static pg_tensor *sce(pg_tensor *logits, pg_tensor *target)
+{
+    pg_tensor *p = pg_new_like(logits, PG_MEM_SAVED);
+    pg_tensor *out = pg_new(logits->dtype, 1, 1, PG_MEM_OTHER);
+    if (!p || !out) { pg_tensor_release(p); pg_tensor_release(out); pg_tensor_release(target); return NULL; }
+    pg_tensor *saved[2] = {p, target};
+    double sc[4] = {1.0 / (double)logits->ne[1], 0, 0, 0};
+    return pg_op_run("softmax_ce_loss", sce_fw, sce_bw, out, 1, &logits, sc, NULL, 2, saved);
 }
 
 pg_tensor *pg_softmax_ce_loss(pg_tensor *logits, pg_tensor *target)
@@ -186,5 +202,90 @@ pg_tensor *pg_softmax_ce_loss_idx(pg_tensor *logits, const int64_t *idx, int64_t
         T *tp = pg_data(t);
         for (int64_t j = 0; j < n; j++) tp[idx[j] + j * K] = 1;
     });
-    return sce(logits, t);
+    pg_tensor *out = sce(logits, t);
+    /* the ids were copied from a caller's array: a compiled graph could not see new ones */
+    if (out && out->node) out->node->fw = NULL;
+    return out;
+}
+
+/* ---- softmax + cross-entropy on class ids held in a tensor ---- */
+
+/* Checks the ids of node n (in[1]) against its logits; 0 or an error. */
+static int ids_check(pg_tensor *logits, pg_tensor *ids)
+{
+    const char *op = "ag_softmax_cross_entropy_loss";
+    int64_t K = logits->ne[0], B = logits->ne[1];
+    PG_DISPATCH(ids->dtype, {
+        const T *id = pg_data(ids);
+        for (int64_t j = 0; j < B; j++) {
+            T v = id[j];
+            if (!(v >= 0 && v < (T)K) || v != (T)(int64_t)v)
+                return pg_fail(PG_ERR_VALUE, "%s: class id %g at position %lld is not a whole number in [0, %lld) for logits %s",
+                               op, (double)v, (long long)j, (long long)K, pg_desc(logits));
+        }
+    });
+    return 0;
+}
+
+static int sce_ids_fw(pg_node *n)
+{
+    pg_tensor *logits = n->in[0], *ids = n->in[1], *p = n->saved[0];
+    if (ids_check(logits, ids)) return -1;
+    int64_t K = logits->ne[0], B = logits->ne[1];
+    pg_softmax_cols(logits->dtype, pg_data(logits), pg_data(p), K, B);
+    double s = 0;
+    PG_DISPATCH(logits->dtype, {
+        const T *pp = pg_data(p);
+        const T lo = (T)CE_CLAMP;
+        for (int64_t j = 0; j < B; j++) {
+            int64_t c = ids->dtype == PG_F32 ? (int64_t)((const float *)pg_data(ids))[j]
+                                             : (int64_t)((const double *)pg_data(ids))[j];
+            T v = pp[c + j * K];
+            s -= (double)(T)1 * (double)log(v < lo ? lo : v);
+        }
+    });
+    loss_store(n->out, s / (double)B);
+    return 0;
+}
+
+static int sce_ids_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0], *ids = n->in[1], *p = n->saved[0];
+    if (!pg_wants_grad(x)) return 0;
+    int acc;
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    int64_t K = x->ne[0], B = x->ne[1];
+    PG_DISPATCH(x->dtype, {
+        T *d = slot;
+        const T *pp = pg_data(p);
+        const T s = (T)n->p[0] * *(const T *)pg_data(g);
+        for (int64_t j = 0; j < B; j++) {
+            int64_t c = ids->dtype == PG_F32 ? (int64_t)((const float *)pg_data(ids))[j]
+                                             : (int64_t)((const double *)pg_data(ids))[j];
+            T *dc = d + j * K;
+            const T *pc = pp + j * K;
+            /* (p - t) * s with t one-hot: the same values as the one-hot rule */
+            PG_STORE_LOOP(acc, K, dc, (pc[i] - (i == c ? (T)1 : (T)0)) * s);
+        }
+    });
+    return 0;
+}
+
+pg_tensor *pg_softmax_ce_loss_ids(pg_tensor *logits, pg_tensor *ids)
+{
+    const char *op = "ag_softmax_cross_entropy_loss";
+    if (pg_ok(logits, op, "logits") || pg_ok(ids, op, "ids") || check_nonempty(op, logits)) return NULL;
+    int64_t B = logits->ne[1];
+    if (pg_numel(ids) != B || (ids->ne[0] != 1 && ids->ne[1] != 1))
+        return pg_fail_null(PG_ERR_SHAPE, "%s: logits are %s (%lld columns) but the class ids are %s; give one 0-based id per column",
+                            op, pg_desc(logits), (long long)B, pg_desc(ids));
+    if (ids->requires_grad)
+        return pg_fail_null(PG_ERR_VALUE, "%s: class ids must not require grad", op);
+    pg_tensor *p = pg_new_like(logits, PG_MEM_SAVED);
+    pg_tensor *out = pg_new(logits->dtype, 1, 1, PG_MEM_OTHER);
+    if (!p || !out) { pg_tensor_release(p); pg_tensor_release(out); return NULL; }
+    pg_tensor *in[2] = {logits, ids};
+    double sc[4] = {1.0 / (double)B, 0, 0, 0};
+    return pg_op_run("softmax_ce_loss", sce_ids_fw, sce_ids_bw, out, 2, in, sc, NULL, 1, &p);
 }

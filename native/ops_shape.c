@@ -27,6 +27,35 @@ static int reduce_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
+static int reduce_fw(pg_node *n)
+{
+    pg_tensor *x = n->in[0], *out = n->out;
+    int dim = (int)n->ip[0], mean = (int)n->ip[1];
+    double count = n->p[1];
+    int64_t R = x->ne[0], C = x->ne[1];
+    PG_DISPATCH(x->dtype, {
+        const T *xp = pg_data(x);
+        T *o = pg_data(out);
+        /* accumulate in double: f32 sums keep their accuracy, and the order is fixed */
+        if (dim == 0) {
+            double s = 0;
+            for (int64_t i = 0; i < R * C; i++) s += xp[i];
+            o[0] = (T)(mean ? s / count : s);
+        } else if (dim == 1) {
+            for (int64_t i = 0; i < R; i++) o[i] = 0;
+            for (int64_t j = 0; j < C; j++) for (int64_t i = 0; i < R; i++) o[i] += xp[i + j * R];
+            if (mean) for (int64_t i = 0; i < R; i++) o[i] /= (T)count;
+        } else {
+            for (int64_t j = 0; j < C; j++) {
+                double s = 0;
+                for (int64_t i = 0; i < R; i++) s += xp[i + j * R];
+                o[j] = (T)(mean ? s / count : s);
+            }
+        }
+    });
+    return 0;
+}
+
 static pg_tensor *reduce(pg_tensor *x, int dim, int mean)
 {
     const char *name = mean ? "ag_mean" : "ag_sum";
@@ -37,32 +66,9 @@ static pg_tensor *reduce(pg_tensor *x, int dim, int mean)
     int64_t count = dim == 0 ? R * C : dim == 1 ? C : R;
     pg_tensor *out = pg_new(x->dtype, orow, ocol, PG_MEM_OTHER);
     if (!out) return NULL;
-    double scale = mean ? 1.0 / (double)count : 1.0;
-    PG_DISPATCH(x->dtype, {
-        const T *xp = pg_data(x);
-        T *o = pg_data(out);
-        /* accumulate in double: f32 sums keep their accuracy, and the order is fixed */
-        if (dim == 0) {
-            double s = 0;
-            for (int64_t i = 0; i < R * C; i++) s += xp[i];
-            o[0] = (T)(mean ? s / (double)count : s);
-        } else if (dim == 1) {
-            for (int64_t i = 0; i < R; i++) o[i] = 0;
-            for (int64_t j = 0; j < C; j++) for (int64_t i = 0; i < R; i++) o[i] += xp[i + j * R];
-            if (mean) for (int64_t i = 0; i < R; i++) o[i] /= (T)count;
-        } else {
-            for (int64_t j = 0; j < C; j++) {
-                double s = 0;
-                for (int64_t i = 0; i < R; i++) s += xp[i + j * R];
-                o[j] = (T)(mean ? s / (double)count : s);
-            }
-        }
-    });
-    int err;
-    pg_node *nd = pg_record(mean ? "mean" : "sum", reduce_bw, out, 1, &x, &err);
-    if (err) { pg_tensor_release(out); return NULL; }
-    if (nd) { nd->ip[0] = dim; nd->p[0] = scale; }
-    return out;
+    double p[4] = {mean ? 1.0 / (double)count : 1.0, (double)count, 0, 0};
+    int64_t ip[4] = {dim, mean, 0, 0};
+    return pg_op_run(mean ? "mean" : "sum", reduce_fw, reduce_bw, out, 1, &x, p, ip, 0, NULL);
 }
 
 pg_tensor *pg_sum(pg_tensor *x, int dim) { return reduce(x, dim, 0); }
@@ -96,16 +102,19 @@ static int transpose_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
+static int transpose_fw(pg_node *n)
+{
+    pg_tensor *x = n->in[0];
+    transpose_into(x->dtype, pg_data(x), pg_data(n->out), x->ne[0], x->ne[1], 0);
+    return 0;
+}
+
 pg_tensor *pg_transpose(pg_tensor *x)
 {
     if (pg_ok(x, "ag_transpose", "x")) return NULL;
     pg_tensor *out = pg_new(x->dtype, x->ne[1], x->ne[0], PG_MEM_OTHER);
     if (!out) return NULL;
-    transpose_into(x->dtype, pg_data(x), pg_data(out), x->ne[0], x->ne[1], 0);
-    int err;
-    pg_record("transpose", transpose_bw, out, 1, &x, &err);
-    if (err) { pg_tensor_release(out); return NULL; }
-    return out;
+    return pg_op_run("transpose", transpose_fw, transpose_bw, out, 1, &x, NULL, NULL, 0, NULL);
 }
 
 /* ---- reshape: column-major refill, so elements keep their order ---- */
@@ -125,6 +134,13 @@ static int reshape_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
+static int reshape_fw(pg_node *n)
+{
+    pg_tensor *x = n->in[0];
+    memcpy(pg_data(n->out), pg_data(x), (size_t)pg_numel(x) * pg_dtype_size(x->dtype));
+    return 0;
+}
+
 pg_tensor *pg_reshape(pg_tensor *x, int64_t nrow, int64_t ncol)
 {
     if (pg_ok(x, "ag_reshape", "x")) return NULL;
@@ -137,9 +153,5 @@ pg_tensor *pg_reshape(pg_tensor *x, int64_t nrow, int64_t ncol)
                             pg_desc(x), (long long)N, (long long)nrow, (long long)ncol);
     pg_tensor *out = pg_new(x->dtype, nrow, ncol, PG_MEM_OTHER);
     if (!out) return NULL;
-    memcpy(pg_data(out), pg_data(x), (size_t)N * pg_dtype_size(x->dtype));
-    int err;
-    pg_record("reshape", reshape_bw, out, 1, &x, &err);
-    if (err) { pg_tensor_release(out); return NULL; }
-    return out;
+    return pg_op_run("reshape", reshape_fw, reshape_bw, out, 1, &x, NULL, NULL, 0, NULL);
 }

@@ -6,15 +6,6 @@
 static const char *unary_name[] = {"ag_relu", "ag_sigmoid", "ag_tanh", "ag_gelu", "ag_log", "ag_exp", "ag_softmax", "ag_neg"};
 static const char *unary_label[] = {"relu", "sigmoid", "tanh", "gelu", "log", "exp", "softmax", "neg"};
 
-static pg_tensor *finish(const char *label, pg_bw_fn bw, pg_tensor *out, pg_tensor *x, pg_node **nd)
-{
-    int err;
-    pg_node *n = pg_record(label, bw, out, 1, &x, &err);
-    if (err) { pg_tensor_release(out); return NULL; }
-    if (nd) *nd = n;
-    return out;
-}
-
 /* Column softmax with the column max subtracted (stable); also used by softmax-CE. */
 void pg_softmax_cols(int dtype, const void *x, void *p, int64_t R, int64_t C)
 {
@@ -44,7 +35,10 @@ static int unary_bw(pg_node *n, pg_tensor *g)
         T *d = slot;
         const T *gp = pg_data(g), *xp = pg_data(x), *op = pg_data(o);
         switch ((int)n->ip[0]) {
-        case PG_RELU: PG_STORE_LOOP(acc, N, d, op[i] > 0 ? gp[i] : (T)0); break;
+        case PG_RELU: /* both loads unconditional, so the select vectorises */
+            if (acc) for (int64_t i = 0; i < N; i++) { T gv = gp[i]; d[i] += op[i] > 0 ? gv : (T)0; }
+            else for (int64_t i = 0; i < N; i++) { T gv = gp[i]; d[i] = op[i] > 0 ? gv : (T)0; }
+            break;
         case PG_SIGMOID: PG_STORE_LOOP(acc, N, d, gp[i] * op[i] * (1 - op[i])); break;
         case PG_TANH: PG_STORE_LOOP(acc, N, d, gp[i] * (1 - op[i] * op[i])); break;
         case PG_GELU:
@@ -68,34 +62,39 @@ static int unary_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
+static int unary_fw(pg_node *n)
+{
+    pg_tensor *x = n->in[0], *out = n->out;
+    int op = (int)n->ip[0];
+    int64_t N = pg_numel(x);
+    if (op == PG_SOFTMAX) {
+        pg_softmax_cols(x->dtype, pg_data(x), pg_data(out), x->ne[0], x->ne[1]);
+        return 0;
+    }
+    PG_DISPATCH(x->dtype, {
+        const T *xp = pg_data(x);
+        T *o = pg_data(out);
+        switch (op) {
+        case PG_RELU: for (int64_t i = 0; i < N; i++) o[i] = xp[i] < 0 ? (T)0 : xp[i]; break;
+        case PG_SIGMOID: for (int64_t i = 0; i < N; i++) o[i] = 1 / (1 + exp(-xp[i])); break;
+        case PG_TANH: for (int64_t i = 0; i < N; i++) o[i] = tanh(xp[i]); break;
+        case PG_GELU: for (int64_t i = 0; i < N; i++) o[i] = (T)0.5 * xp[i] * (1 + erf(xp[i] * (T)M_SQRT1_2)); break;
+        case PG_LOG: for (int64_t i = 0; i < N; i++) o[i] = log(xp[i]); break;
+        case PG_EXP: for (int64_t i = 0; i < N; i++) o[i] = exp(xp[i]); break;
+        case PG_NEG: for (int64_t i = 0; i < N; i++) o[i] = -xp[i]; break;
+        }
+    });
+    return 0;
+}
+
 pg_tensor *pg_unary(int op, pg_tensor *x)
 {
     if (op < 0 || op > PG_NEG) return pg_fail_null(PG_ERR_VALUE, "pg_unary: unknown op code %d", op);
     if (pg_ok(x, unary_name[op], "x")) return NULL;
     pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
     if (!out) return NULL;
-    int64_t N = pg_numel(x);
-    if (op == PG_SOFTMAX) {
-        pg_softmax_cols(x->dtype, pg_data(x), pg_data(out), x->ne[0], x->ne[1]);
-    } else {
-        PG_DISPATCH(x->dtype, {
-            const T *xp = pg_data(x);
-            T *o = pg_data(out);
-            switch (op) {
-            case PG_RELU: for (int64_t i = 0; i < N; i++) o[i] = xp[i] < 0 ? (T)0 : xp[i]; break;
-            case PG_SIGMOID: for (int64_t i = 0; i < N; i++) o[i] = 1 / (1 + exp(-xp[i])); break;
-            case PG_TANH: for (int64_t i = 0; i < N; i++) o[i] = tanh(xp[i]); break;
-            case PG_GELU: for (int64_t i = 0; i < N; i++) o[i] = (T)0.5 * xp[i] * (1 + erf(xp[i] * (T)M_SQRT1_2)); break;
-            case PG_LOG: for (int64_t i = 0; i < N; i++) o[i] = log(xp[i]); break;
-            case PG_EXP: for (int64_t i = 0; i < N; i++) o[i] = exp(xp[i]); break;
-            case PG_NEG: for (int64_t i = 0; i < N; i++) o[i] = -xp[i]; break;
-            }
-        });
-    }
-    pg_node *nd = NULL;
-    out = finish(unary_label[op], unary_bw, out, x, &nd);
-    if (nd) nd->ip[0] = op;
-    return out;
+    int64_t ip[4] = {op, 0, 0, 0};
+    return pg_op_run(unary_label[op], unary_fw, unary_bw, out, 1, &x, NULL, ip, 0, NULL);
 }
 
 /* ---- scale, pow, clamp: one scalar (or two) not tracked ---- */
@@ -124,6 +123,26 @@ static int scalar_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
+static int scalar_fw(pg_node *n)
+{
+    pg_tensor *x = n->in[0], *out = n->out;
+    int64_t N = pg_numel(x);
+    double p0 = n->p[0], p1 = n->p[1];
+    PG_DISPATCH(x->dtype, {
+        const T *xp = pg_data(x);
+        T *o = pg_data(out);
+        const T s0 = (T)p0, s1 = (T)p1;
+        switch ((int)n->ip[0]) {
+        case SC_SCALE: for (int64_t i = 0; i < N; i++) o[i] = xp[i] * s0; break;
+        case SC_POW: for (int64_t i = 0; i < N; i++) o[i] = pow(xp[i], s0); break;
+        default:
+            for (int64_t i = 0; i < N; i++) o[i] = xp[i] < s0 ? s0 : (xp[i] > s1 ? s1 : xp[i]);
+            break;
+        }
+    });
+    return 0;
+}
+
 static pg_tensor *scalar_op(int kind, pg_tensor *x, double p0, double p1)
 {
     static const char *names[] = {"ag_scale", "ag_pow", "ag_clamp"};
@@ -133,23 +152,9 @@ static pg_tensor *scalar_op(int kind, pg_tensor *x, double p0, double p1)
         return pg_fail_null(PG_ERR_VALUE, "ag_clamp: lo (%g) must be <= hi (%g)", p0, p1);
     pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
     if (!out) return NULL;
-    int64_t N = pg_numel(x);
-    PG_DISPATCH(x->dtype, {
-        const T *xp = pg_data(x);
-        T *o = pg_data(out);
-        const T s0 = (T)p0, s1 = (T)p1;
-        switch (kind) {
-        case SC_SCALE: for (int64_t i = 0; i < N; i++) o[i] = xp[i] * s0; break;
-        case SC_POW: for (int64_t i = 0; i < N; i++) o[i] = pow(xp[i], s0); break;
-        default:
-            for (int64_t i = 0; i < N; i++) o[i] = xp[i] < s0 ? s0 : (xp[i] > s1 ? s1 : xp[i]);
-            break;
-        }
-    });
-    pg_node *nd = NULL;
-    out = finish(labels[kind], scalar_bw, out, x, &nd);
-    if (nd) { nd->ip[0] = kind; nd->p[0] = p0; nd->p[1] = p1; }
-    return out;
+    double p[4] = {p0, p1, 0, 0};
+    int64_t ip[4] = {kind, 0, 0, 0};
+    return pg_op_run(labels[kind], scalar_fw, scalar_bw, out, 1, &x, p, ip, 0, NULL);
 }
 
 pg_tensor *pg_scale(pg_tensor *x, double s) { return scalar_op(SC_SCALE, x, s, 0); }

@@ -36,14 +36,19 @@ struct pg_tensor {
     pg_tensor *grad;        /* owned; leaf gradient accumulated across backward calls */
     uint64_t bw_epoch;      /* backward scratch: bw_grad is valid iff bw_epoch == current */
     pg_tensor *bw_grad;
+    uint64_t bw_fresh;      /* static graphs: bw_grad is a planned buffer to overwrite iff == epoch */
 };
 
 /* Backward rule: read gout (gradient of n->out), add contributions to the inputs' slots. */
 typedef int (*pg_bw_fn)(pg_node *n, pg_tensor *gout);
+/* Forward rule: compute n->out (and n->saved buffers) from n->in and the node's scalars. Eager
+ * ops run it once; a compiled graph (graph.c) replays it. */
+typedef int (*pg_fw_fn)(pg_node *n);
 
 struct pg_node {
     const char *op;         /* label for reports: "matmul", "add", ... */
     pg_bw_fn bw;
+    pg_fw_fn fw;            /* NULL: the op cannot be replayed by a compiled graph */
     int n_in;
     pg_tensor *in[PG_MAX_IN];     /* owned refs (NULL allowed for absent optional inputs) */
     pg_tensor *out;               /* owned ref */
@@ -83,6 +88,17 @@ static inline void *pg_data(const pg_tensor *t) { return t->st->data; }
  * recorded; *err is set to 1 if recording failed (out of memory). */
 pg_node *pg_record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in, int *err);
 int pg_node_save(pg_node *n, pg_tensor *t);  /* node takes a new ref to t */
+/* The usual shape of an op: `out` (and `saved` buffers) allocated by the caller; runs fw on a
+ * node holding in/p/ip/saved, then records it (with fw) when the tape wants it. Takes over the
+ * refs to out and saved[] (releases them on failure / when not recorded); returns out or NULL. */
+pg_tensor *pg_op_run(const char *op, pg_fw_fn fw, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in,
+                     const double *p, const int64_t *ip, int n_saved, pg_tensor **saved);
+/* Thread-local scratch of at least nbytes, uninitialised; reused (grows only); NULL on failure.
+ * One user at a time: valid until the next pg_scratch call. */
+void *pg_scratch(size_t nbytes);
+/* Record every op, even those no gradient needs (compiled graphs replay them); returns the
+ * previous setting; flag < 0 only reads it. */
+int pg_tape_record_all(int flag);
 /* Gradient buffer of t in the running backward: *acc = 1 when it already holds a partial sum
  * (add into it), 0 when fresh (overwrite it). NULL on allocation failure. */
 void *pg_grad_slot(pg_tensor *t, int *acc);

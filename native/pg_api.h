@@ -136,6 +136,12 @@ pg_tensor *pg_mse_loss(pg_tensor *pred, pg_tensor *target);
 pg_tensor *pg_cross_entropy_loss(pg_tensor *pred, pg_tensor *target);
 pg_tensor *pg_softmax_ce_loss(pg_tensor *logits, pg_tensor *target);             /* one-hot/soft */
 pg_tensor *pg_softmax_ce_loss_idx(pg_tensor *logits, const int64_t *idx, int64_t n); /* 0-based ids */
+/* Same with the 0-based class ids in a tensor (f32/f64 whole numbers, [1, B] or [B, 1]): no copy
+ * through the caller, and a compiled graph reads new ids on every replay. */
+pg_tensor *pg_softmax_ce_loss_ids(pg_tensor *logits, pg_tensor *ids);
+/* Fused linear layer act(W x + b) as one node: W [m, k], x [k, B], b [m, 1] or NULL;
+ * act: -1 none, PG_RELU, PG_SIGMOID or PG_TANH. Same results as matmul -> add -> activation. */
+pg_tensor *pg_linear(pg_tensor *w, pg_tensor *x, pg_tensor *b, int act);
 
 /* ---- memory accounting ----
  * out[0..4]: current bytes per pg_category; out[5]: current total; out[6]: peak total since the

@@ -8,6 +8,7 @@ typedef struct {
     int64_t n, cap;
     int depth;      /* open with_grad_tape scopes */
     int enabled;
+    int record_all; /* compiled graphs: record ops even when no input requires grad */
     unsigned char *saved_enabled; /* recording flag at each open scope's begin, restored at end */
     int saved_cap;
     uint64_t epoch; /* increments per backward call; tags valid bw_grad fields */
@@ -90,7 +91,7 @@ pg_node *pg_record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_ten
     int any = 0;
     for (int i = 0; i < n_in; i++) any |= pg_wants_grad(in[i]);
     out->requires_grad = any;
-    if (!any || !tape.enabled) return NULL;
+    if (!tape.enabled || (!any && !tape.record_all)) return NULL;
     if (tape.n == tape.cap) {
         int64_t cap = tape.cap ? tape.cap * 2 : 64;
         pg_node **nn = realloc(tape.nodes, (size_t)cap * sizeof *nn);
@@ -110,6 +111,61 @@ pg_node *pg_record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_ten
     tape.nodes[tape.n++] = n;
     pg_count_nodes(1);
     return n;
+}
+
+int pg_tape_record_all(int flag)
+{
+    int prev = tape.record_all;
+    if (flag >= 0) tape.record_all = flag != 0;
+    return prev;
+}
+
+pg_tensor *pg_op_run(const char *op, pg_fw_fn fw, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in,
+                     const double *p, const int64_t *ip, int n_saved, pg_tensor **saved)
+{
+    pg_node tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.op = op;
+    tmp.n_in = n_in;
+    for (int i = 0; i < n_in; i++) tmp.in[i] = in[i];
+    tmp.out = out;
+    if (p) memcpy(tmp.p, p, sizeof tmp.p);
+    if (ip) memcpy(tmp.ip, ip, sizeof tmp.ip);
+    tmp.n_saved = n_saved;
+    for (int i = 0; i < n_saved; i++) tmp.saved[i] = saved[i];
+    int err = fw(&tmp) != 0;
+    pg_node *n = NULL;
+    if (!err) n = pg_record(op, bw, out, n_in, in, &err);
+    if (err) {
+        pg_tensor_release(out);
+        for (int i = 0; i < n_saved; i++) pg_tensor_release(saved[i]);
+        return NULL;
+    }
+    if (n) {
+        n->fw = fw;
+        memcpy(n->p, tmp.p, sizeof n->p);
+        memcpy(n->ip, tmp.ip, sizeof n->ip);
+        n->n_saved = n_saved;
+        for (int i = 0; i < n_saved; i++) n->saved[i] = saved[i]; /* takes over the refs */
+    } else {
+        for (int i = 0; i < n_saved; i++) pg_tensor_release(saved[i]);
+    }
+    return out;
+}
+
+static _Thread_local void *scratch;
+static _Thread_local size_t scratch_cap;
+
+void *pg_scratch(size_t nbytes)
+{
+    if (nbytes > scratch_cap) {
+        size_t cap = nbytes < 4096 ? 4096 : nbytes * 2;
+        void *p = realloc(scratch, cap);
+        if (!p) { pg_fail(PG_ERR_NOMEM, "out of memory (scratch of %zu bytes)", nbytes); return NULL; }
+        scratch = p;
+        scratch_cap = cap;
+    }
+    return scratch;
 }
 
 int pg_node_save(pg_node *n, pg_tensor *t)
@@ -137,6 +193,11 @@ static int reach(pg_tensor *t)
 void *pg_grad_slot(pg_tensor *t, int *acc)
 {
     if (t->bw_epoch == tape.epoch && t->bw_grad) { *acc = 1; return pg_data(t->bw_grad); }
+    if (t->bw_fresh == tape.epoch && t->bw_grad) { /* a compiled graph's planned buffer */
+        t->bw_epoch = tape.epoch;
+        *acc = 0;
+        return pg_data(t->bw_grad);
+    }
     pg_tensor *g = pg_new(t->dtype, t->ne[0], t->ne[1], PG_MEM_GRAD);
     if (!g) return NULL;
     if (reach(t)) { pg_tensor_release(g); pg_fail(PG_ERR_NOMEM, "backward: out of memory"); return NULL; }
@@ -350,4 +411,7 @@ void pg_tape_thread_exit(void)
     free(reached);
     reached = NULL;
     n_reached = cap_reached = 0;
+    free(scratch);
+    scratch = NULL;
+    scratch_cap = 0;
 }

@@ -12,7 +12,7 @@ import numpy as np
 
 from ._core import ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
-from .ops import ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
+from .ops import _linear, ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
 from .random import ag_rng
 from .tensor import Tensor, _new_from, _wrap, ag_param, ag_tensor
 
@@ -219,6 +219,7 @@ def _orthogonal(rows, cols, gain):
     return gain * q
 
 
+_FUSED = {None: -1, "relu": lib.PG_RELU, "sigmoid": lib.PG_SIGMOID, "tanh": lib.PG_TANH}
 _ACTIVATIONS = {"relu": ag_relu, "sigmoid": ag_sigmoid, "tanh": ag_tanh, "softmax": ag_softmax,
                 "gelu": ag_gelu}
 
@@ -281,8 +282,11 @@ class ag_linear(Module):
                         f"(x.T or ag_transpose(x)), samples are columns")
             raise ShapeError(f"ag_linear: {self.name} expects x as [in_features={self.in_features}, batch] "
                              f"(one column per sample), got x [{shape[0]}x{shape[1]}]{hint}")
+        fused = _FUSED.get(self.activation)
+        if fused is not None:  # one node, the same numbers as matmul -> add -> activation
+            return _linear(self.W, x, self.b, fused)
         z = ag_add(ag_matmul(self.W, x), self.b)
-        return _ACTIVATIONS[self.activation](z) if self.activation else z
+        return _ACTIVATIONS[self.activation](z)
 
     def parameters(self):
         return OrderedDict([("W", self.W), ("b", self.b)])

@@ -17,6 +17,20 @@ __all__ = [
 ]
 
 
+_NULL = _core.NULL
+_raise_last = _core.raise_last
+_new_tensor = Tensor.__new__
+
+
+def _out(p):
+    """_wrap without the extra call: own p as a Tensor, or raise the core's error."""
+    if not p:
+        _raise_last()
+    t = _new_tensor(Tensor)
+    t._p = p
+    return t
+
+
 def _const(x, like):
     if isinstance(x, Tensor):
         return x
@@ -36,34 +50,48 @@ def _unary_arg(x):
     return x if isinstance(x, Tensor) else _const(x, None)
 
 
+_pg_matmul, _pg_add, _pg_sub, _pg_mul, _pg_div = lib.pg_matmul, lib.pg_add, lib.pg_sub, lib.pg_mul, lib.pg_div
+_pg_unary, _pg_sce_ids = lib.pg_unary, lib.pg_softmax_ce_loss_ids
+
+
 def ag_matmul(A, B):
     """Matrix product A @ B: [m,k] x [k,n] -> [m,n]."""
+    if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
+        return _out(_pg_matmul(A._handle(), B._handle()))
     a, b = _pair(A, B)
-    return _wrap(lib.pg_matmul(a._handle(), b._handle()))
+    return _out(_pg_matmul(a._handle(), b._handle()))
 
 
 def ag_add(A, B):
     """A + B; size-1 dims broadcast on either side, gradients reduced back to each shape."""
+    if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
+        return _out(_pg_add(A._handle(), B._handle()))
     a, b = _pair(A, B)
-    return _wrap(lib.pg_add(a._handle(), b._handle()))
+    return _out(_pg_add(a._handle(), b._handle()))
 
 
 def ag_sub(A, B):
     """A - B, broadcasting as ag_add."""
+    if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
+        return _out(_pg_sub(A._handle(), B._handle()))
     a, b = _pair(A, B)
-    return _wrap(lib.pg_sub(a._handle(), b._handle()))
+    return _out(_pg_sub(a._handle(), b._handle()))
 
 
 def ag_mul(A, B):
     """Elementwise A * B, broadcasting size-1 dims on either side."""
+    if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
+        return _out(_pg_mul(A._handle(), B._handle()))
     a, b = _pair(A, B)
-    return _wrap(lib.pg_mul(a._handle(), b._handle()))
+    return _out(_pg_mul(a._handle(), b._handle()))
 
 
 def ag_div(A, B):
     """Elementwise A / B, broadcasting size-1 dims on either side."""
+    if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
+        return _out(_pg_div(A._handle(), B._handle()))
     a, b = _pair(A, B)
-    return _wrap(lib.pg_div(a._handle(), b._handle()))
+    return _out(_pg_div(a._handle(), b._handle()))
 
 
 def _scalar(v, name, arg):
@@ -83,8 +111,9 @@ def ag_scale(x, scalar):
 
 def _unary(code):
     def op(x):
-        x = _unary_arg(x)
-        return _wrap(lib.pg_unary(code, x._handle()))
+        if x.__class__ is not Tensor:
+            x = _const(x, None)
+        return _out(_pg_unary(code, x._handle()))
     return op
 
 
@@ -204,13 +233,17 @@ def ag_softmax_cross_entropy_loss(logits, target):
     lp = logits._handle()
     K, B = lib.pg_tensor_nrow(lp), lib.pg_tensor_ncol(lp)
     if isinstance(target, Tensor):
-        shp = target.shape
-        if shp == (K, B) and not (K == 1 and B > 1):
-            return _wrap(lib.pg_softmax_ce_loss(lp, target._handle()))
-        if shp[0] == 1 or shp[1] == 1:
+        tp = target._handle()
+        tr, tc = lib.pg_tensor_nrow(tp), lib.pg_tensor_ncol(tp)
+        if tr == K and tc == B and not (K == 1 and B > 1):
+            return _out(lib.pg_softmax_ce_loss(lp, tp))
+        if (tr == 1 or tc == 1) and tr * tc == B and not lib.pg_tensor_requires_grad(tp):
+            # class ids held in a tensor: checked and used in C, no copy through numpy
+            return _out(_pg_sce_ids(lp, tp))
+        if tr == 1 or tc == 1:
             ids = _class_ids(target.numpy(), name)
         else:
-            raise ShapeError(f"{name}: logits are [{K}x{B}] but target is [{shp[0]}x{shp[1]}]; give a one-hot matrix of the logits' shape or one class id per column")
+            raise ShapeError(f"{name}: logits are [{K}x{B}] but target is [{tr}x{tc}]; give a one-hot matrix of the logits' shape or one class id per column")
     else:
         a = np.asarray(target)
         if a.ndim == 2 and a.shape == (K, B) and K > 1:
@@ -237,8 +270,16 @@ def _rdiv(self, other):
 
 def _mul(self, other):
     if isinstance(other, (int, float)) and not isinstance(other, bool):
-        return _wrap(lib.pg_scale(self._handle(), float(other)))
+        return _out(lib.pg_scale(self._handle(), float(other)))
     return ag_mul(self, other)
+
+
+def _linear(W, x, b, act=-1):
+    """Fused act(W @ x + b) as one node (act: -1 none, or lib.PG_RELU / PG_SIGMOID / PG_TANH);
+    the same numbers as ag_matmul -> ag_add -> activation. b may be None."""
+    if x.__class__ is not Tensor:
+        x = _const(x, W)
+    return _out(lib.pg_linear(W._handle(), x._handle(), _NULL if b is None else b._handle(), act))
 
 
 def _pow(self, p):

@@ -39,7 +39,7 @@ def test_demo_table_and_accuracy(demo):
 def test_demo_memory_lines(demo):
     out = demo[0]
     tape = re.search(r"^Gradient tape: (\d+) nodes", out, re.M)
-    assert tape and int(tape.group(1)) == 6  # matmul, add, relu, matmul, add, softmax_ce_loss
+    assert tape and int(tape.group(1)) == 3  # linear (fused matmul + add + relu), linear, softmax_ce_loss
     held = re.search(r"in bytes: ([\d,]+) held \(([\d,]+) operands, ([\d,]+) activations, ([\d,]+) node structs\)", out)
     total, operands, acts, fields = (int(g.replace(",", "")) for g in held.groups())
     assert total == operands + acts + fields > 0
