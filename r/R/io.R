@@ -479,6 +479,8 @@ ag_save_model <- function(model, path, optimizer = NULL, epoch = NULL, extra = N
 }
 
 ag_load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL) {
+  # ggmlR's signature is (path, model_fn = NULL, device = NULL): a function in second place is a builder
+  if (is.function(model) && is.null(model_fn)) { model_fn <- model; model <- NULL }
   .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer)$model
 }
 
