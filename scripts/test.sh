@@ -26,6 +26,11 @@ if command -v R >/dev/null 2>&1; then
 fi
 
 $PY -m pytest -q "$@"
+
+# ---- sanitizers: the C core under ASan + LSan + UBSan (C driver, then the Python suite on a
+# ---- sanitized copy of the extension); see scripts/sanitize.sh
+bash scripts/sanitize.sh
+# ---- end of the sanitizer step
 if command -v Rscript >/dev/null 2>&1 && [ -d r/tests/testthat ]; then
     Rscript -e 'res <- testthat::test_dir("r/tests/testthat", package = "pyggmlr", load_package = "installed", reporter = "summary", stop_on_failure = TRUE)'
 fi
