@@ -1,5 +1,9 @@
 """The only module that touches the compiled cffi extension: loads it, hands it a BLAS, and
 turns C status codes into Python exceptions."""
+from __future__ import annotations
+
+from typing import Optional
+
 import ctypes
 import os
 
@@ -57,7 +61,7 @@ def _load_openblas():
     return True
 
 
-def use_blas(name="openblas"):
+def use_blas(name: str = "openblas") -> str:
     """Select the GEMM backend: "openblas" (the scipy-openblas32 wheel) or "builtin"."""
     if name == "builtin":
         lib.pg_set_blas(NULL, NULL, NULL, b"builtin")
@@ -69,11 +73,11 @@ def use_blas(name="openblas"):
     return blas_name()
 
 
-def blas_name():
+def blas_name() -> str:
     return ffi.string(lib.pg_blas_name()).decode()
 
 
-def blas_library_path():
+def blas_library_path() -> Optional[str]:
     """Path of the OpenBLAS library in use (None for the built-in kernel); the R bridge hands
     the same library to the R package so both languages run identical GEMM code."""
     return _blas_path if blas_name() != "builtin" else None
@@ -82,13 +86,15 @@ def blas_library_path():
 _load_openblas()
 
 
-def ag_set_threads(n):
+def ag_set_threads(n: int) -> int:
     """Threads for large ops (the BLAS); 1 by default (on a small shared machine a second
     thread rarely pays). Returns the previous value."""
     prev = lib.pg_get_threads()
-    check(lib.pg_set_threads(int(n)))
+    if isinstance(n, bool) or not isinstance(n, int) and not (isinstance(n, float) and n.is_integer()):
+        raise error_for_status(6, f"ag_set_threads(): n must be a whole number, got {n!r}")
+    check(lib.pg_set_threads(max(min(int(n), 2 ** 31 - 1), -1)))
     return prev
 
 
-def ag_get_threads():
+def ag_get_threads() -> int:
     return lib.pg_get_threads()

@@ -2,6 +2,10 @@
 
 Data are column-major like everything else: x is [features, n], y is [outputs, n] (or a vector
 of n class ids). ``col_major=False`` takes row-major [n, features] data and transposes it."""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Tuple
+
 import csv
 import io
 from importlib import resources
@@ -56,7 +60,8 @@ class ag_dataloader:
     (or of x's dtype when x is a tensor).
     """
 
-    def __init__(self, x, y=None, batch_size=32, shuffle=True, col_major=True, drop_last=True, seed=None):
+    def __init__(self, x: Any, y: Any = None, batch_size: int = 32, shuffle: bool = True, col_major: bool = True,
+                 drop_last: bool = True, seed: Optional[int] = None) -> None:
         self.x, self._xdtype = _as_data(x, "x", col_major)
         self.y, self._ydtype = (None, None) if y is None else _as_data(y, "y", col_major)
         self.n = self.x.shape[1]
@@ -133,7 +138,7 @@ class ag_dataloader:
     __str__ = __repr__
 
 
-def load_iris():
+def load_iris() -> Tuple[np.ndarray, np.ndarray, List[str]]:
     """Fisher's iris data (shipped with the package).
 
     Returns (x, y, classes): x a float64 [4, 150] matrix (sepal length, sepal width, petal

@@ -6,6 +6,11 @@ number, so a resumed run repeats the same shuffles), walk it in logical batches 
 the optimizer accumulates (its ``accumulate_steps``) and applies once per logical batch, then
 evaluate the held-out part in eval mode. Loss/accuracy and their uncertainties follow
 ggml_opt_result_loss / ggml_opt_result_accuracy."""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Optional, Sequence, Union
+
 import json
 import math
 import time
@@ -189,7 +194,7 @@ class History:
     val_accuracy_unc (NaN where not applicable), lr, time_train, time_val (seconds).
     stopped_epoch: the epoch early stopping (or a callback) ended the run at, else None."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         for k in _KEYS:
             setattr(self, k, [])
         self.stopped_epoch = None
@@ -330,7 +335,8 @@ class ag_early_stopping(Callback):
     has not improved by more than min_delta for `patience` epochs; with restore_best the model
     gets the weights (and batch-norm buffers) of the best epoch back at the end of training."""
 
-    def __init__(self, patience=5, min_delta=0.0, restore_best=True, monitor=None):
+    def __init__(self, patience: int = 5, min_delta: float = 0.0, restore_best: bool = True,
+                 monitor: Optional[str] = None) -> None:
         if isinstance(patience, bool) or int(patience) != patience or patience < 1:
             raise PyggmlrValueError(f"ag_early_stopping: patience must be an integer >= 1, got {patience!r}")
         self.patience, self.min_delta, self.restore_best = int(patience), float(min_delta), bool(restore_best)
@@ -380,7 +386,7 @@ class ag_checkpoint(Callback):
     the random stream, history, callback states) to `path` every `every` epochs and at the last
     one. Continue with ag_fit(..., resume_from=path). `path` may contain "{epoch}"."""
 
-    def __init__(self, path, every=1):
+    def __init__(self, path: Union[str, os.PathLike], every: int = 1) -> None:
         if isinstance(every, bool) or int(every) != every or every < 1:
             raise PyggmlrValueError(f"ag_checkpoint: every must be an integer >= 1, got {every!r}")
         self.path, self.every = str(path), int(every)
@@ -510,9 +516,11 @@ def _epoch_perm(base, epoch, n):
     return np.random.default_rng([base, epoch]).permutation(n)
 
 
-def ag_fit(model, x, y=None, loss="cross_entropy", optimizer="adamw", opt_params=None, nepoch=30,
-           batch_size=32, nbatch_logical=None, val_split=0.0, shuffle=True, callbacks=(),
-           silent=False, seed=None, lr=1e-3, resume_from=None, distributed=False):
+def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor, Any], Tensor]] = "cross_entropy",
+           optimizer: Union[str, Optimizer] = "adamw", opt_params: Optional[Callable[[int], dict]] = None,
+           nepoch: int = 30, batch_size: int = 32, nbatch_logical: Optional[int] = None, val_split: float = 0.0,
+           shuffle: bool = True, callbacks: Sequence[Any] = (), silent: bool = False, seed: Optional[int] = None,
+           lr: float = 1e-3, resume_from: Optional[Union[str, os.PathLike]] = None, distributed: bool = False) -> History:
     """Train `model` on x [features, n] (samples are columns) and y; returns a History.
 
     loss: "cross_entropy" (fused softmax + CE on the model's logits; y are 0-based class ids, a
@@ -725,7 +733,7 @@ def ag_fit(model, x, y=None, loss="cross_entropy", optimizer="adamw", opt_params
     return history
 
 
-def ag_predict(model, x, batch_size=256):
+def ag_predict(model: Any, x: Any, batch_size: int = 256) -> np.ndarray:
     """The model's outputs for x [features, n] in eval mode, without a tape, as a numpy
     [outputs, n] array (computed in batches of batch_size columns). The model's mode is put
     back afterwards."""
@@ -747,7 +755,7 @@ def ag_predict(model, x, batch_size=256):
     return np.asfortranarray(np.concatenate(outs, axis=1))
 
 
-def ag_accuracy(model, x, y, batch_size=256):
+def ag_accuracy(model: Any, x: Any, y: Any, batch_size: int = 256) -> float:
     """Fraction of samples whose arg-max output row equals y (0-based ids or one-hot columns)."""
     out = ag_predict(model, x, batch_size=batch_size)
     Y = _as_cols(y, "y")

@@ -1,4 +1,8 @@
 """Finite-difference gradient check (ggmlR's ag_gradcheck, returning the details too)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict
+
 import math
 
 import numpy as np
@@ -17,7 +21,8 @@ class GradcheckResult:
     analytical gradient is missing); max_err: the largest of them; analytical / numerical:
     dict name -> numpy gradient (analytical is None when missing)."""
 
-    def __init__(self, passed, errors, analytical, numerical, per_input):
+    def __init__(self, passed: bool, errors: Dict[str, float], analytical: Dict[str, np.ndarray],
+                 numerical: Dict[str, np.ndarray], per_input: Dict[str, bool]) -> None:
         self.passed = passed
         self.errors = errors
         self.analytical = analytical
@@ -41,7 +46,8 @@ def _value(fn, inputs):
     return float(out.item())
 
 
-def ag_gradcheck(fn, inputs, eps=1e-5, atol=1e-4, rtol=0.0, verbose=False, quiet=False):
+def ag_gradcheck(fn: Callable[[Any], Tensor], inputs: Any, eps: float = 1e-5, atol: float = 1e-4, rtol: float = 0.0,
+                 verbose: bool = False, quiet: bool = False) -> GradcheckResult:
     """Compare backward()'s gradients with central differences.
 
     fn(inputs) -> 1x1 loss tensor; inputs: dict name -> tensor. Every tensor input with

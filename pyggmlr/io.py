@@ -11,6 +11,10 @@ ordered parameter and buffer names, and optionally epoch, optimizer state and ex
 
 Reading never unpickles or evaluates anything; every size, offset, dtype and JSON field is
 checked, and any problem raises PyggmlrValueError."""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Union
+
 import json
 import math
 import os
@@ -258,7 +262,8 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
     return _write_safetensors(path, tensors, meta)
 
 
-def ag_save_model(model, path, optimizer=None, epoch=None, extra=None):
+def ag_save_model(model: Any, path: Union[str, os.PathLike], optimizer: Any = None, epoch: Optional[int] = None,
+                  extra: Any = None) -> Union[str, os.PathLike]:
     """Save the model's parameters and buffers (batch-norm running statistics) by their ggmlR
     names to a safetensors file, with its architecture (to_config()) as JSON so that
     ag_load_model(path) can rebuild it; optionally the optimizer's state, the epoch and an
@@ -426,7 +431,7 @@ def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False)
     return model, {"epoch": epoch, "extra": extra, "tensors": tensors, "meta": meta}
 
 
-def ag_load_model(path, model=None, optimizer=None):
+def ag_load_model(path: Union[str, os.PathLike], model: Any = None, optimizer: Any = None) -> Any:
     """Load a file written by ag_save_model.
 
     model=None rebuilds the architecture from the file's JSON config (in the file's dtype); a
@@ -451,7 +456,7 @@ def _load_checkpoint(path, model, optimizer):
     return {"epoch": info["epoch"], "extra": info["extra"], "more": more}
 
 
-def ag_model_info(path):
+def ag_model_info(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     """What a model file holds, without building anything: a dict with format, parameter and
     buffer names with their shapes and dtypes, config (dict or None), epoch, optimizer kind and
     extra."""

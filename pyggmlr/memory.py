@@ -12,6 +12,10 @@ Every number comes from the C core's allocator, which counts each tensor storage
 * :func:`ag_memory_stats`, :func:`ag_memory_peak`, :func:`ag_memory_reset_peak`,
   :func:`ag_live_objects` - the raw counters.
 """
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, Sequence, Union
+
 import gc
 import math
 import numbers
@@ -67,7 +71,7 @@ def _raw_stats():
     return list(out)
 
 
-def ag_memory_stats():
+def ag_memory_stats() -> Dict[str, Any]:
     """The allocator's counters: for each category (``param``, ``grad``, ``optim``, ``saved``,
     ``other``) and for the ``total``, ``{"current": bytes, "peak": bytes}`` (a category's peak is
     its own maximum since the last :func:`ag_memory_reset_peak`; the total's peak is the
@@ -82,18 +86,18 @@ def ag_memory_stats():
     return res
 
 
-def ag_memory_peak():
+def ag_memory_peak() -> int:
     """Peak bytes held by the core (all tensor storage) since the last ag_memory_reset_peak()."""
     return _raw_stats()[6]
 
 
-def ag_memory_reset_peak():
+def ag_memory_reset_peak() -> int:
     """Start a new peak window: the peak becomes the bytes held now. Returns that value."""
     lib.pg_memory_reset_peak()
     return _raw_stats()[6]
 
 
-def ag_live_objects():
+def ag_live_objects() -> int:
     """Live objects of the core: tensors + gradient maps + optimizers (a leak check: the count
     returns to its starting value once everything is deleted and garbage-collected)."""
     return lib.pg_live_objects()
@@ -108,7 +112,7 @@ def _check_count(v, name, fn):
     return int(v)
 
 
-def ag_tape_memory(top=10, quiet=False):
+def ag_tape_memory(top: int = 10, quiet: bool = False) -> MemoryReport:
     """How many nodes the current tape holds and the memory they keep alive.
 
     Call it between backward() and the optimizer's zero_grad() (which empties the tape).
@@ -343,9 +347,11 @@ def _wrap_new(code, nrow, ncol):
     return _wrap(lib.pg_tensor_new(code, nrow, ncol, NULL, code, 1, nrow))
 
 
-def ag_estimate_training_memory(shapes=None, batch_size=32, optimizer=("adam", "sgd", "sgd_plain"),
-                                activation_frac=0.01, quiet=False, dtype=None, model=None, x=None,
-                                input_shape=None, y=None, loss_fn=None):
+def ag_estimate_training_memory(shapes: Any = None, batch_size: float = 32,
+                                optimizer: Union[str, Sequence[str], Any] = ("adam", "sgd", "sgd_plain"),
+                                activation_frac: float = 0.01, quiet: bool = False, dtype: Optional[str] = None,
+                                model: Any = None, x: Any = None, input_shape: Optional[Sequence[int]] = None,
+                                y: Any = None, loss_fn: Optional[Callable[[Tensor, Any], Tensor]] = None) -> MemoryReport:
     """Memory budget of training: weights + gradients + optimizer state + activations.
 
     From ``shapes`` alone (ggmlR): ``shapes`` is a list of dimension vectors (or one bare

@@ -1,4 +1,8 @@
 """Optimizers, gradient clipping and learning-rate schedulers. Updates run in the C core."""
+from __future__ import annotations
+
+from typing import Any
+
 import math
 import warnings
 
@@ -54,7 +58,7 @@ class Optimizer:
 
     _kind = None
 
-    def __init__(self, params, **hyper):
+    def __init__(self, params: Any, **hyper: Any) -> None:
         cls = type(self).__name__
         names, tensors = _param_list(params, cls)
         arr = ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)
@@ -174,8 +178,8 @@ class optimizer_sgd(Optimizer):
 
     _kind = _SGD
 
-    def __init__(self, params, lr=0.01, momentum=0.0, nesterov=False, weight_decay=0.0,
-                 accumulate_steps=1, average=True):
+    def __init__(self, params: Any, lr: float = 0.01, momentum: float = 0.0, nesterov: bool = False,
+                 weight_decay: float = 0.0, accumulate_steps: int = 1, average: bool = True) -> None:
         super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
                          accumulate_steps=accumulate_steps, average=average)
 
@@ -193,8 +197,8 @@ class optimizer_adam(Optimizer):
 
     _kind = _ADAM
 
-    def __init__(self, params, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0,
-                 accumulate_steps=1, average=True):
+    def __init__(self, params: Any, lr: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
+                 weight_decay: float = 0.0, accumulate_steps: int = 1, average: bool = True) -> None:
         super().__init__(params, lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
                          accumulate_steps=accumulate_steps, average=average)
 
@@ -203,21 +207,27 @@ class optimizer_adam(Optimizer):
                 f"step = {self.t} | params: {len(self.params)} ")
 
 
-def clip_grad_norm(params, grads=None, max_norm=1.0):
+def clip_grad_norm(params: Any, grads: Any = None, max_norm: float = 1.0) -> float:
     """Scale gradients so their global L2 norm is at most max_norm (factor
     max_norm / (norm + 1e-6)), in the map (or the .grad of each parameter when grads is None).
     Returns the norm before clipping."""
     _, tensors = _param_list(params, "clip_grad_norm")
     arr = ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)
     out = ffi.new("double *")
-    _core.check(lib.pg_clip_grad_norm(arr, len(tensors), _grads_handle(grads, "clip_grad_norm"), float(max_norm), out))
+    if isinstance(max_norm, (str, bytes, bool)):
+        raise ArgumentError(f"clip_grad_norm: max_norm must be a number, got {type(max_norm).__name__}")
+    try:
+        mn = float(max_norm)
+    except (TypeError, ValueError, OverflowError):
+        raise ArgumentError(f"clip_grad_norm: max_norm must be a number, got {type(max_norm).__name__}") from None
+    _core.check(lib.pg_clip_grad_norm(arr, len(tensors), _grads_handle(grads, "clip_grad_norm"), mn, out))
     return out[0]
 
 
 class lr_scheduler_step:
     """Multiply the optimizer's lr by gamma every step_size calls of step()."""
 
-    def __init__(self, optimizer, step_size, gamma=0.1):
+    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1) -> None:
         self.optimizer, self.step_size, self.gamma, self.last_epoch = optimizer, int(step_size), float(gamma), 0
         if self.step_size < 1:
             raise PyggmlrValueError(f"lr_scheduler_step: step_size must be >= 1, got {step_size}")
@@ -241,7 +251,7 @@ class lr_scheduler_cosine:
     steps (ggmlR's formula: the first step gives lr_max; without restart it stays at
     t = T_max - 1)."""
 
-    def __init__(self, optimizer, T_max, lr_min=0.0, restart=False):
+    def __init__(self, optimizer: Optimizer, T_max: int, lr_min: float = 0.0, restart: bool = False) -> None:
         self.optimizer, self.T_max, self.lr_min, self.restart = optimizer, int(T_max), float(lr_min), bool(restart)
         if self.T_max < 1:
             raise PyggmlrValueError(f"lr_scheduler_cosine: T_max must be >= 1, got {T_max}")
@@ -267,7 +277,7 @@ class lr_scheduler_warmup:
     """Linear warmup over warmup_steps calls (lr rising to the base lr), then hand over to
     `after` (another scheduler built on the same optimizer), if given."""
 
-    def __init__(self, optimizer, warmup_steps, after=None, start_factor=0.0):
+    def __init__(self, optimizer: Optimizer, warmup_steps: int, after: Any = None, start_factor: float = 0.0) -> None:
         self.optimizer, self.warmup_steps, self.after = optimizer, int(warmup_steps), after
         if self.warmup_steps < 1:
             raise PyggmlrValueError(f"lr_scheduler_warmup: warmup_steps must be >= 1, got {warmup_steps}")

@@ -1,9 +1,13 @@
 """The gradient tape and backward()."""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence, Union
+
 from collections.abc import Mapping
 
 from . import _core
 from ._core import NULL, ffi, lib
-from .errors import ArgumentError
+from .errors import ArgumentError, GradientKeyError
 from .tensor import Tensor, _read
 
 __all__ = ["with_grad_tape", "backward", "Gradients", "ag_no_grad", "ag_tape_clear"]
@@ -33,7 +37,7 @@ class ag_no_grad:
         return False
 
 
-def with_grad_tape(fn=None, *args, **kwargs):
+def with_grad_tape(fn: Optional[Callable[..., Any]] = None, *args: Any, **kwargs: Any) -> Any:
     """Record ops for backward().
 
     ``with with_grad_tape(): ...`` records the block; ``with_grad_tape(fn, *args)`` calls fn
@@ -49,7 +53,7 @@ def with_grad_tape(fn=None, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
-def ag_tape_clear():
+def ag_tape_clear() -> None:
     """Drop all recorded nodes (and the activations only they keep alive)."""
     lib.pg_tape_clear()
 
@@ -61,7 +65,7 @@ class Gradients(Mapping):
 
     __slots__ = ("_m", "_cache", "__weakref__")
 
-    def __init__(self, m):
+    def __init__(self, m: Any) -> None:
         self._m = m
         self._cache = {}
 
@@ -86,7 +90,7 @@ class Gradients(Mapping):
     def __getitem__(self, key):
         g = self._lookup(key)
         if g == NULL:
-            raise KeyError(key)
+            raise GradientKeyError(key)
         k = int(ffi.cast("intptr_t", g))
         v = self._cache.get(k)
         if v is None:
@@ -97,7 +101,7 @@ class Gradients(Mapping):
         """The gradient as a Tensor sharing the map's storage (no copy)."""
         g = self._lookup(key)
         if g == NULL:
-            raise KeyError(key)
+            raise GradientKeyError(key)
         lib.pg_tensor_retain(g)
         t = Tensor.__new__(Tensor)
         t._p = g
@@ -118,7 +122,7 @@ class Gradients(Mapping):
         return f"<Gradients: {len(self)} tensors>"
 
 
-def backward(loss):
+def backward(loss: Tensor) -> Gradients:
     """Reverse-mode gradients of a 1x1 loss over the current tape.
 
     Returns a Gradients map (tensor id -> numpy gradient; also indexable by the tensor). Adds

@@ -1,4 +1,8 @@
 """Tensors: Python handles on C-core tensors (column-major, shape = R's dim())."""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence, Union
+
 import numpy as np
 
 from . import _core
@@ -50,7 +54,10 @@ def _dtype_code(dtype):
 
 def _as_matrix(data):
     """numpy view of `data` as a 2-D array with a dtype the core can read (no copy if possible)."""
-    a = np.asarray(data)
+    try:
+        a = np.asarray(data)
+    except (ValueError, TypeError, OverflowError) as e:  # ragged lists and the like
+        raise PyggmlrValueError(f"cannot make a tensor from this {type(data).__name__}: {e}") from None
     if a.dtype.kind not in "biuf":
         raise DTypeError(f"cannot make a tensor from data of dtype {a.dtype} (numbers only)")
     if a.ndim == 0:
@@ -109,7 +116,7 @@ class Tensor:
     # of converting the tensor to an array and returning an ndarray
     __array_ufunc__ = None
 
-    def __init__(self, data, dtype=None, requires_grad=False):
+    def __init__(self, data: Any, dtype: Optional[str] = None, requires_grad: bool = False) -> None:
         self._p = None
         t = ag_param(data, dtype=dtype) if requires_grad else ag_tensor(data, dtype=dtype)
         self._p, t._p = t._p, None
@@ -268,11 +275,11 @@ class Tensor:
     # operators are attached in ops.py
 
 
-def is_ag_tensor(x):
+def is_ag_tensor(x: object) -> bool:
     return isinstance(x, Tensor)
 
 
-def ag_tensor(data, device=None, dtype=None):
+def ag_tensor(data: Any, device: Optional[str] = None, dtype: Optional[str] = None) -> Tensor:
     """Create a tensor that does not require gradients.
 
     data: numpy array (any memory order; ints, bools or floats), list, scalar or Tensor. A 1-D
@@ -288,21 +295,21 @@ def ag_tensor(data, device=None, dtype=None):
     return _new_from(data, code)
 
 
-def ag_param(data, device=None, dtype=None):
+def ag_param(data: Any, device: Optional[str] = None, dtype: Optional[str] = None) -> Tensor:
     """Create a trainable tensor (requires_grad = True); arguments as ag_tensor()."""
     t = ag_tensor(data, device=device, dtype=dtype)
     _core.check(lib.pg_tensor_set_requires_grad(t._p, 1))
     return t
 
 
-def ag_grad(x):
+def ag_grad(x: Tensor) -> Optional[np.ndarray]:
     """The accumulated gradient of x as numpy, or None."""
     if not isinstance(x, Tensor):
         raise ArgumentError(f"ag_grad(): expected a tensor, got {type(x).__name__}")
     return x.grad
 
 
-def ag_dtype(dtype=None):
+def ag_dtype(dtype: Optional[str] = None) -> str:
     """Set the default dtype ("f32" or "f64") for new tensors; returns the previous one.
     Without an argument, returns the current default."""
     prev = DTYPE_NAME[lib.pg_default_dtype()]
@@ -312,7 +319,7 @@ def ag_dtype(dtype=None):
     return prev
 
 
-def ag_default_dtype():
+def ag_default_dtype() -> str:
     return DTYPE_NAME[lib.pg_default_dtype()]
 
 
@@ -325,7 +332,7 @@ def _check_device(device):
 
 
 
-def ag_device(device):
+def ag_device(device: str) -> str:
     """Set the default device; returns the previous one. Only "cpu" is available."""
     global _device
     if device not in ("cpu", "gpu"):
@@ -335,11 +342,11 @@ def ag_device(device):
     return prev
 
 
-def ag_default_device():
+def ag_default_device() -> str:
     return _device
 
 
-def ag_to_device(tensor, device):
+def ag_to_device(tensor: Tensor, device: str) -> Tensor:
     """Same device: the same object; another device: not available on this build."""
     if not isinstance(tensor, Tensor):
         raise ArgumentError(f"ag_to_device(): expected a tensor, got {type(tensor).__name__}")
