@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d r ] || exit 0
 bash scripts/sync-native.sh
-R CMD INSTALL --no-test-load r >/tmp/pyggmlr-r-install.log 2>&1 || { cat /tmp/pyggmlr-r-install.log; exit 1; }
+R CMD INSTALL --preclean --no-test-load r >/tmp/pyggmlr-r-install.log 2>&1 || { cat /tmp/pyggmlr-r-install.log; exit 1; }
