@@ -14,4 +14,12 @@ for f in native/*.c native/*.h; do
         cmp -s "$f" "$dst" || cp "$f" "$dst"
     fi
 done
+# copies of files that left native/ must not linger in the package
+for dst in r/src/*.c r/src/*.h; do
+    b=$(basename "$dst")
+    case "$b" in r_*|init.c) continue ;; esac
+    if [ ! -e "native/$b" ]; then
+        if [ "${1:-}" = "--check" ]; then echo "stale copy: $dst"; status=1; else rm -f "$dst"; fi
+    fi
+done
 exit $status
