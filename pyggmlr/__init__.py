@@ -5,7 +5,7 @@ optimizer_adam, ag_sequential, ag_fit). Tensors are column-major [features, batc
 ``shape`` is R's ``dim()``.
 """
 from ._core import ag_get_threads, ag_set_threads, blas_name, blas_library_path, use_blas
-from .errors import (ArgumentError, DTypeError, PyggmlrError, PyggmlrMemoryError,
+from .errors import (ArgumentError, DTypeError, GradientKeyError, PyggmlrError, PyggmlrMemoryError,
                      PyggmlrValueError, ShapeError, StateError)
 from .tensor import (DeviceError, Tensor, ag_default_device, ag_default_dtype, ag_device,
                      ag_dtype, ag_grad, ag_param, ag_tensor, ag_to_device, is_ag_tensor)
@@ -20,6 +20,7 @@ from .gradcheck import *  # noqa: F401,F403
 from .fit import *  # noqa: F401,F403  (ag_fit, callbacks, history)
 from .io import *  # noqa: F401,F403  (ag_save_model, ag_load_model)
 from .distributed import (dp_train, ag_mpi_init, ag_mpi_rank, ag_mpi_world_size, ag_mpi_barrier, ag_mpi_available, ag_broadcast_parameters, ag_allreduce_gradients, DistributedOptimizer, ag_fit_distributed)  # noqa: F401  (MPI optional, imported on use)
+from .compile import ag_compile  # noqa: F401  (static graphs)
 from .memory import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory, ...)
 
 __version__ = "0.1.0"

@@ -74,6 +74,7 @@ def use_blas(name: str = "openblas") -> str:
 
 
 def blas_name() -> str:
+    """Name of the GEMM the core uses now: "OpenBLAS (scipy-openblas32)" or "builtin"."""
     return ffi.string(lib.pg_blas_name()).decode()
 
 
@@ -92,9 +93,12 @@ def ag_set_threads(n: int) -> int:
     prev = lib.pg_get_threads()
     if isinstance(n, bool) or not isinstance(n, int) and not (isinstance(n, float) and n.is_integer()):
         raise error_for_status(6, f"ag_set_threads(): n must be a whole number, got {n!r}")
-    check(lib.pg_set_threads(max(min(int(n), 2 ** 31 - 1), -1)))
+    if not -2 ** 31 <= int(n) < 2 ** 31:
+        raise error_for_status(3, f"ag_set_threads(): n must be between 1 and the number of cores, got {n!r}")
+    check(lib.pg_set_threads(int(n)))
     return prev
 
 
 def ag_get_threads() -> int:
+    """Number of threads the core's kernels use (see ag_set_threads)."""
     return lib.pg_get_threads()

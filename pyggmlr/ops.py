@@ -6,7 +6,7 @@ import numpy as np
 
 from . import _core
 from ._core import lib
-from .errors import ArgumentError, PyggmlrValueError, ShapeError
+from .errors import ArgumentError, PyggmlrError, PyggmlrValueError, ShapeError, caller_op
 from .tensor import Tensor, _new_from, _wrap
 
 __all__ = [
@@ -35,7 +35,10 @@ def _const(x, like):
     if isinstance(x, Tensor):
         return x
     code = lib.pg_tensor_dtype(like._handle()) if like is not None else lib.pg_default_dtype()
-    return _new_from(x, code)
+    try:
+        return _new_from(x, code)
+    except PyggmlrError as e:  # name the op the bad operand was given to (slow path only)
+        raise type(e)(f"{caller_op()}: {e}") from None
 
 
 def _pair(a, b):
@@ -98,7 +101,7 @@ def _scalar(v, name, arg):
     if not isinstance(v, (str, bytes)):
         try:
             return float(v)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             pass
     raise ArgumentError(f"{name}: '{arg}' must be a number, got {type(v).__name__}")
 
@@ -122,10 +125,10 @@ ag_relu.__name__ = "ag_relu"
 ag_relu.__doc__ = "max(x, 0); gradient 0 at x <= 0."
 ag_sigmoid = _unary(lib.PG_SIGMOID)
 ag_sigmoid.__name__ = "ag_sigmoid"
-ag_sigmoid.__doc__ = "1 / (1 + exp(-x))."
+ag_sigmoid.__doc__ = "Elementwise logistic 1 / (1 + exp(-x)); same shape as x; gradient s (1 - s)."
 ag_tanh = _unary(lib.PG_TANH)
 ag_tanh.__name__ = "ag_tanh"
-ag_tanh.__doc__ = "tanh(x)."
+ag_tanh.__doc__ = "Elementwise tanh(x); same shape as x; gradient 1 - tanh(x)^2."
 ag_gelu = _unary(lib.PG_GELU)
 ag_gelu.__name__ = "ag_gelu"
 ag_gelu.__doc__ = "Exact GELU: 0.5 x (1 + erf(x / sqrt(2)))."
@@ -137,10 +140,10 @@ ag_log.__name__ = "ag_log"
 ag_log.__doc__ = "Natural log, no clamping (log(0) = -inf)."
 ag_exp = _unary(lib.PG_EXP)
 ag_exp.__name__ = "ag_exp"
-ag_exp.__doc__ = "exp(x)."
+ag_exp.__doc__ = "Elementwise exp(x); same shape as x; gradient exp(x) (overflow gives inf, as IEEE)."
 ag_neg = _unary(lib.PG_NEG)
 ag_neg.__name__ = "ag_neg"
-ag_neg.__doc__ = "-x."
+ag_neg.__doc__ = "Elementwise negation -x (also the unary minus operator); gradient -g."
 
 
 def ag_pow(x, p):
@@ -178,6 +181,7 @@ def ag_mean(x, dim=None, keepdim=False):
 
 
 def ag_transpose(x):
+    """Transpose x [r, c] -> [c, r]; the gradient is transposed back. Returns a new tensor."""
     x = _unary_arg(x)
     return _wrap(lib.pg_transpose(x._handle()))
 
@@ -191,7 +195,11 @@ def ag_reshape(x, nrow, ncol=-1):
 
 
 def _size(v, arg):
-    if isinstance(v, bool) or not float(v).is_integer():
+    try:
+        ok = not isinstance(v, (bool, str, bytes)) and float(v).is_integer() and abs(int(v)) < 2 ** 62
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
         raise PyggmlrValueError(f"ag_reshape: {arg} must be a whole number (or -1), got {v!r}")
     return int(v)
 

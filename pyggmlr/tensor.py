@@ -130,7 +130,8 @@ class Tensor:
     def _handle(self):
         p = self._p
         if p is None:
-            raise ArgumentError("tensor handle is empty (freed)")
+            from .errors import caller_op
+            raise ArgumentError(f"{caller_op()}: tensor handle is empty (freed)")
         return p
 
     def free(self):
@@ -142,35 +143,44 @@ class Tensor:
     # ---- properties ----
     @property
     def shape(self):
+        """(rows, cols) as R's dim(): (features, batch) for data; a vector is (n, 1)."""
         p = self._handle()
         return (lib.pg_tensor_nrow(p), lib.pg_tensor_ncol(p))
 
     @property
     def nrow(self):
+        """Number of rows (R's nrow(); features for data)."""
         return lib.pg_tensor_nrow(self._handle())
 
     @property
     def ncol(self):
+        """Number of columns (R's ncol(); samples for data)."""
         return lib.pg_tensor_ncol(self._handle())
 
     @property
     def size(self):
+        """Number of elements, nrow * ncol."""
         return lib.pg_tensor_numel(self._handle())
 
     @property
     def dtype(self):
+        """The storage and compute dtype: "f32" or "f64"."""
         return DTYPE_NAME[lib.pg_tensor_dtype(self._handle())]
 
     @property
     def id(self):
+        """The core's integer id of this tensor (the gradient map also accepts it, or str(id))."""
         return lib.pg_tensor_id(self._handle())
 
     @property
     def device(self):
+        """Always "cpu" (the engine has no GPU path)."""
         return "cpu"
 
     @property
     def requires_grad(self):
+        """Whether backward() computes a gradient for this tensor (True for ag_param);
+        assignable on leaves."""
         return bool(lib.pg_tensor_requires_grad(self._handle()))
 
     @requires_grad.setter
@@ -179,6 +189,7 @@ class Tensor:
 
     @property
     def is_leaf(self):
+        """True unless the tensor was produced by a recorded op (parameters and data are leaves)."""
         return bool(lib.pg_tensor_is_leaf(self._handle()))
 
     @property
@@ -201,6 +212,7 @@ class Tensor:
         _core.check(lib.pg_tensor_set_grad(self._handle(), g._p))
 
     def zero_grad(self):
+        """Drop this tensor's accumulated .grad (it becomes None)."""
         self.grad = None
 
     @property
@@ -224,6 +236,7 @@ class Tensor:
         return a if dtype is None else a.astype(dtype)
 
     def item(self):
+        """The value of a 1x1 tensor as a Python float; raises ShapeError for any other shape."""
         if self.size != 1:
             raise ShapeError(f"item(): tensor is {self._desc()}, not 1x1")
         return float(self.numpy()[0, 0])
@@ -232,6 +245,7 @@ class Tensor:
         return self.item()
 
     def tolist(self):
+        """Values as nested Python lists, one inner list per row."""
         return self.numpy().tolist()
 
     def _desc(self):
@@ -276,6 +290,7 @@ class Tensor:
 
 
 def is_ag_tensor(x: object) -> bool:
+    """True if x is a pyggmlr Tensor (ggmlR's internal is_ag_tensor); never raises."""
     return isinstance(x, Tensor)
 
 
@@ -320,6 +335,7 @@ def ag_dtype(dtype: Optional[str] = None) -> str:
 
 
 def ag_default_dtype() -> str:
+    """The default dtype of new tensors: "f32" (the initial default) or "f64" (see ag_dtype)."""
     return DTYPE_NAME[lib.pg_default_dtype()]
 
 
@@ -343,6 +359,7 @@ def ag_device(device: str) -> str:
 
 
 def ag_default_device() -> str:
+    """The default device: always "cpu" on this build (ag_device("gpu") raises DeviceError)."""
     return _device
 
 
