@@ -355,6 +355,7 @@ def init(comm=None, abort_on_error=True):
 
 
 def is_initialized():
+    """True once init() (ag_mpi_init) has set up the MPI communicator in this process."""
     return _state["comm"] is not None
 
 
@@ -376,6 +377,7 @@ def world_size(comm=None):
 
 
 def barrier(comm=None):
+    """Block until every MPI rank of comm (default: the one from init) reaches this call."""
     _comm(comm).Barrier()
 
 

@@ -51,7 +51,8 @@ KNOWN_GGMLR_DIFFERENCES = [
 # sides
 
 class PySide:
-    """The Python API as a side."""
+    """The Python API as a side of a parity case: attributes are pyggmlr's functions, plus the
+    helpers both sides share (set_dtype, np, tape, grad, set, items, memory, live)."""
 
     name = "python"
 
@@ -166,6 +167,10 @@ def _mem_record(rep, ops, nodes, mb):
 # the table of cases
 
 class Case:
+    """One parity case: fn(side, inputs, steps) runs on a side (PySide or RSide) and returns
+    the records compared after each step; inputs(rng) builds the shared numpy inputs, dtypes
+    are the dtypes it runs in, ggmlr says whether the optional ggmlR column applies."""
+
     def __init__(self, name, group, fn, steps=1, inputs=None, dtypes=DTYPES, ggmlr=True):
         self.name, self.group, self.fn, self.steps = name, group, fn, steps
         self.inputs = inputs or (lambda rng: {})
@@ -736,6 +741,9 @@ def _fmt(v):
 
 
 def main(argv=None):
+    """Command line of ``python -m pyggmlr parity``: run every case (or those matching --case)
+    in Python and in R, print the comparison table and return 0 when all agree bit for bit,
+    1 on any mismatch, 2 when R, rpy2 or the R package is missing."""
     ap = argparse.ArgumentParser(prog="python -m pyggmlr parity",
                                  description="Run every parity case in Python and in R (rpy2) and compare them.")
     ap.add_argument("--dtype", choices=DTYPES, action="append", help="dtype(s) to run (default: both)")
