@@ -100,16 +100,20 @@ class ag_dataloader:
         return self
 
     def n_batches(self):
+        """Batches per epoch: n // batch_size with drop_last, else ceil(n / batch_size)."""
         if self.drop_last:
             return self.n // self.batch_size
         return -(-self.n // self.batch_size)
 
     def has_next(self):
+        """Whether next_batch() has another batch in this epoch."""
         if self.drop_last:
             return self.pos + self.batch_size <= self.n
         return self.pos < self.n
 
     def next_batch(self):
+        """The next batch: a Batch with x [features, batch_size] (and y) tensors; raises
+        StateError when the epoch is exhausted (call reset())."""
         if not self.has_next():
             raise StateError("No more batches. Call reset() to start a new epoch.")
         idx = self.order[self.pos:self.pos + self.batch_size]

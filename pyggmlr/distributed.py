@@ -535,6 +535,8 @@ class DistributedOptimizer:
         object.__setattr__(self, "max_norm", float(max_norm))
 
     def step(self, grads=None, weight=1.0):
+        """All-reduce the gradients across ranks (weighted by `weight`, e.g. this rank's sample
+        count), clip them when max_norm is finite, then step the wrapped optimizer. Returns its result."""
         params = list(self.optimizer.params.values())
         ag_allreduce_gradients(params, grads, weight=weight, comm=self.comm, dtype=self.dtype,
                                check=self._steps == 0)

@@ -208,6 +208,7 @@ class History:
         return len(self.epoch)
 
     def as_dict(self):
+        """All per-epoch lists plus stopped_epoch and best_epoch as a plain dict (JSON-able)."""
         d = {k: list(getattr(self, k)) for k in _KEYS}
         d["stopped_epoch"], d["best_epoch"] = self.stopped_epoch, self.best_epoch
         return d
@@ -221,6 +222,8 @@ class History:
         return h
 
     def table(self):
+        """The per-epoch table as text: loss, accuracy, val_loss, val_accuracy (each with its
+        uncertainty, columns only when present) and the epoch's time."""
         has_val = any(not math.isnan(v) for v in self.val_loss)
         has_acc = any(not math.isnan(v) for v in self.accuracy)
         head = f"{'epoch':>5}  {'loss':>18}"
@@ -310,15 +313,22 @@ class Callback:
     with state(): dict / load_state(dict) are saved in checkpoints and restored on resume."""
 
     def on_train_begin(self, fit):
+        """Called once before the first epoch with the run state ``fit`` (model, optimizer,
+        history, nepoch, stop)."""
         pass
 
     def on_batch_end(self, step, logs):
+        """Called after every optimizer micro-step with the global step number and
+        {epoch, batch, loss}."""
         pass
 
     def on_epoch_end(self, epoch, logs):
+        """Called after each epoch's validation with the 1-based epoch and its logs (loss,
+        accuracy, val_loss, val_accuracy, lr, times); return False to stop training."""
         return None
 
     def on_train_end(self, fit):
+        """Called once when training ends (also after an early stop), before ag_fit returns."""
         pass
 
 
@@ -368,10 +378,12 @@ class ag_early_stopping(Callback):
             _restore(fit.model, self._best_weights)
 
     def state(self):
+        """(JSON-able counters, best weights or None): what a checkpoint saves for resuming."""
         return {"best": self.best, "best_epoch": self.best_epoch, "wait": self.wait}, (
             self._best_weights if self._best_weights is not None else None)
 
     def load_state(self, st, arrays=None):
+        """Restore the counters (and best weights, when given) saved by state()."""
         self.best = math.inf if st.get("best") is None else float(st["best"])
         self.best_epoch, self.wait = st.get("best_epoch"), int(st.get("wait", 0))
         if arrays is not None:

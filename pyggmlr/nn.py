@@ -145,6 +145,8 @@ class Module:
     training = True
 
     def forward(self, x):
+        """Apply the layer to x [features, batch]; returns a tensor with one column per sample.
+        Subclasses implement it; raises NotImplementedError here."""
         raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")
 
     def __call__(self, *args, **kwargs):
@@ -159,22 +161,30 @@ class Module:
         return OrderedDict()
 
     def children(self):
+        """The direct sub-layers (for train/eval recursion); [] for a plain layer."""
         return []
 
     def train(self, mode=True):
+        """Set training mode (mode=True) or eval mode (False) on this module and, recursively,
+        its sub-layers; returns self."""
         self.training = bool(mode)
         for c in self.children():
             _set_mode(c, self.training)
         return self
 
     def eval(self):
+        """Evaluation mode (dropout off, batch norm uses running statistics): train(False);
+        returns self."""
         return self.train(False)
 
     @property
     def name(self):
+        """Short description used by print(model), e.g. 'linear(4, 16, relu)'."""
         return self.kind
 
     def to_config(self):
+        """The architecture as a JSON-able dict (rebuilt by ag_module_from_config and
+        ag_load_model); raises PyggmlrValueError for modules that cannot be described."""
         raise PyggmlrValueError(f"{type(self).__name__} has no to_config(); it cannot be saved as an architecture")
 
     def _n_params(self):

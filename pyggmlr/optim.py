@@ -185,6 +185,7 @@ class optimizer_sgd(Optimizer):
 
     @property
     def velocity(self):
+        """The momentum buffers as a dict name -> numpy array (copies)."""
         return {n: self.state()["params"][i]["velocity"] for i, n in enumerate(self.params)}
 
     def __repr__(self):
@@ -233,12 +234,15 @@ class lr_scheduler_step:
             raise PyggmlrValueError(f"lr_scheduler_step: step_size must be >= 1, got {step_size}")
 
     def step(self):
+        """Count one step (usually one epoch); every step_size steps multiply the optimizer's
+        lr by gamma. Returns the new lr."""
         self.last_epoch += 1
         if self.last_epoch % self.step_size == 0:
             self.optimizer.lr = self.optimizer.lr * self.gamma
         return self.optimizer.lr
 
     def get_lr(self):
+        """The optimizer's current learning rate."""
         return self.optimizer.lr
 
     def __repr__(self):
@@ -259,6 +263,8 @@ class lr_scheduler_cosine:
         self.last_epoch = 0
 
     def step(self):
+        """Count one step and set the optimizer's lr on the cosine curve from lr_max to lr_min
+        (the first step gives lr_max). Returns the new lr."""
         self.last_epoch += 1
         t = (self.last_epoch - 1) % self.T_max if self.restart else min(self.last_epoch - 1, self.T_max - 1)
         lr = self.lr_min + 0.5 * (self.lr_max - self.lr_min) * (1 + math.cos(math.pi * t / self.T_max))
@@ -266,6 +272,7 @@ class lr_scheduler_cosine:
         return lr
 
     def get_lr(self):
+        """The optimizer's current learning rate."""
         return self.optimizer.lr
 
     def __repr__(self):
@@ -287,6 +294,8 @@ class lr_scheduler_warmup:
         optimizer.lr = self.base_lr * self.start_factor
 
     def step(self):
+        """Count one step: raise lr linearly during warmup_steps, then step the `after`
+        scheduler (if any). Returns the new lr."""
         self.last_epoch += 1
         if self.last_epoch <= self.warmup_steps:
             f = self.start_factor + (1 - self.start_factor) * self.last_epoch / self.warmup_steps
@@ -296,6 +305,7 @@ class lr_scheduler_warmup:
         return self.optimizer.lr
 
     def get_lr(self):
+        """The optimizer's current learning rate."""
         return self.optimizer.lr
 
     def __repr__(self):
