@@ -1,0 +1,236 @@
+"""Documentation that can rot is checked here: every public name has a real docstring, README's
+examples run as written (Python here, R through Rscript when the R package is installed), the
+R blocks of the migration guide run, and the error messages a newcomer meets first say what
+went wrong and how to fix it."""
+import gc
+import importlib
+import inspect
+import pathlib
+import pkgutil
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import pyggmlr as pg
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MIN_DOC = 30  # characters: more than a restatement of the name
+
+
+def _public_objects():
+    """Everything `from pyggmlr import *` gives, plus the public functions and classes defined
+    at module level in every public pyggmlr module."""
+    ns = {}
+    exec("from pyggmlr import *", ns)
+    objs = {f"pyggmlr.{k}": v for k, v in ns.items() if not k.startswith("_") and not inspect.ismodule(v)}
+    for m in pkgutil.iter_modules(pg.__path__):
+        if m.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"pyggmlr.{m.name}")
+        for k, v in vars(mod).items():
+            if not k.startswith("_") and (inspect.isfunction(v) or inspect.isclass(v)) \
+                    and v.__module__ == mod.__name__:
+                objs[f"{mod.__name__}.{k}"] = v
+    return objs
+
+
+OBJECTS = _public_objects()
+
+
+def test_public_api_is_large_enough_to_mean_something():
+    assert len(OBJECTS) > 150
+    for name in ("pyggmlr.ag_fit", "pyggmlr.ag_tensor", "pyggmlr.Tensor", "pyggmlr.r.call", "pyggmlr.parity.main"):
+        assert name in OBJECTS
+
+
+@pytest.mark.parametrize("name", sorted(n for n, o in OBJECTS.items() if callable(o)))
+def test_public_callable_has_docstring(name):
+    obj = OBJECTS[name]
+    doc = inspect.getdoc(obj) or ""
+    assert len(doc) >= MIN_DOC, f"{name} needs a docstring (arguments, shapes, return, errors); has {doc!r}"
+
+
+def _methods():
+    """Public methods and properties of the exported classes (those of `from pyggmlr import *`),
+    as (class, attribute name) pairs."""
+    out = {}
+    ns = {}
+    exec("from pyggmlr import *", ns)
+    for cname, cls in ns.items():
+        if cname.startswith("_") or not inspect.isclass(cls) or not cls.__module__.startswith("pyggmlr"):
+            continue
+        for klass in cls.__mro__:
+            if not klass.__module__.startswith("pyggmlr"):
+                continue
+            for k, v in vars(klass).items():
+                if k.startswith("_") or not (inspect.isfunction(v) or isinstance(v, property)):
+                    continue
+                out.setdefault(f"{cls.__name__}.{k}", (cls, k))
+    return out
+
+
+METHODS = _methods()
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_public_method_has_docstring(name):
+    cls, attr = METHODS[name]
+    doc = inspect.getdoc(getattr(cls, attr)) or ""  # an override inherits its base method's docstring
+    assert len(doc) >= 12, f"{name} needs a docstring; has {doc!r}"
+
+
+TYPED_MODULES = ("tensor", "tape", "fit", "data", "memory", "io", "random", "gradcheck", "optim", "_core")
+
+
+@pytest.mark.parametrize("name", sorted(n for n, o in OBJECTS.items()
+                                        if n.count(".") == 1 and callable(o)
+                                        and o.__module__.split(".")[-1] in TYPED_MODULES))
+def test_public_signature_has_type_hints(name):
+    obj = OBJECTS[name]
+    fn = obj.__init__ if inspect.isclass(obj) else obj
+    if not inspect.isfunction(fn):  # a class without its own __init__
+        return
+    sig = inspect.signature(fn)
+    missing = [p for p, v in sig.parameters.items() if p != "self" and v.annotation is inspect.Parameter.empty
+               and v.kind not in (v.VAR_POSITIONAL, v.VAR_KEYWORD)]
+    assert not missing, f"{name}: parameters without type hints: {missing}"
+    if not inspect.isclass(obj):
+        assert sig.return_annotation is not inspect.Signature.empty, f"{name}: no return type hint"
+
+
+def test_py_typed_ships():
+    assert (ROOT / "pyggmlr" / "py.typed").is_file()
+    assert "py.typed" in (ROOT / "pyproject.toml").read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# README and the migration guide's R code run as written
+
+def _fenced(path, lang):
+    return re.findall(rf"^```{lang}[ \t]*\n(.*?)^```", path.read_text(), re.S | re.M)
+
+
+def test_readme_python_example_runs(tmp_path, monkeypatch, capsys):
+    blocks = _fenced(ROOT / "README.md", "python")
+    assert len(blocks) == 1
+    monkeypatch.chdir(tmp_path)
+    ns = {}
+    exec(compile(blocks[0], "README.md", "exec"), ns)
+    out = capsys.readouterr().out.split()
+    assert float(out[0]) >= 0.9                          # the validation accuracy it prints
+    assert int(out[1]) > 4 * 131 * 4                     # estimate: weights, gradients, Adam moments, ...
+    loaded = pg.ag_load_model(tmp_path / "iris.safetensors")
+    x = ns["x"]
+    assert np.array_equal(pg.ag_predict(loaded, x), pg.ag_predict(ns["model"], x))
+
+
+def _rscript_with_package():
+    if shutil.which("Rscript") is None:
+        return None, "Rscript is not installed"
+    p = subprocess.run(["Rscript", "-e", "library(pyggmlr)"], capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        return None, "the R package pyggmlr is not installed (bash scripts/install-r-package.sh)"
+    return "Rscript", None
+
+
+def _run_r(code, tmp_path):
+    rscript, why = _rscript_with_package()
+    if rscript is None:
+        pytest.skip(why)
+    script = tmp_path / "block.R"
+    script.write_text(code)
+    p = subprocess.run([rscript, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+def test_readme_r_example_runs(tmp_path):
+    blocks = _fenced(ROOT / "README.md", "r")
+    assert len(blocks) == 1
+    out = _run_r(blocks[0], tmp_path)  # Rscript prints the last line's value: the accuracy
+    m = re.search(r"^\[1\] (\S+)\s*$", out, re.M)
+    assert m, out
+    assert float(m.group(1)) > 0.95
+
+
+def test_migration_guide_r_blocks_run(tmp_path):
+    blocks = _fenced(ROOT / "vignettes" / "05-migrating-from-ggmlR.md", "r")
+    ggmlr = [b for b in blocks if "library(ggmlR)" in b]
+    ours = [b for b in blocks if "library(pyggmlr)" in b]
+    assert len(ggmlr) == 1 and len(ours) == 1
+    # the pyggmlr script is the ggmlR script with only the library line changed
+    assert ours[0].replace("library(pyggmlr)", "library(ggmlR)") == ggmlr[0]
+    _run_r(ours[0] + '\ncat("ok", accuracy, "\\n")\n', tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# errors a newcomer meets first
+
+def test_matmul_error_names_both_shapes_and_the_dimensions():
+    a, b = pg.ag_tensor(np.ones((2, 3))), pg.ag_tensor(np.ones((4, 5)))
+    with pytest.raises(pg.ShapeError) as e:
+        pg.ag_matmul(a, b)
+    msg = str(e.value)
+    assert "ag_matmul" in msg and "[2x3]" in msg and "[4x5]" in msg
+    assert "ncol(A) = 3 must equal nrow(B) = 4" in msg
+
+
+def test_matmul_error_suggests_the_transpose_that_fits():
+    with pytest.raises(pg.ShapeError, match=r"did you mean ag_matmul\(ag_transpose\(A\), B\)"):
+        pg.ag_matmul(pg.ag_tensor(np.ones((2, 3))), pg.ag_tensor(np.ones((2, 3))))
+
+
+def _model():
+    pg.ggml_set_seed(0)
+    return pg.ag_sequential(pg.ag_linear(4, 16, "relu"), pg.ag_linear(16, 3))
+
+
+def test_linear_layer_hints_at_row_major_input():
+    x, _, _ = pg.load_iris()
+    model = _model()
+    with pytest.raises(pg.ShapeError) as e:
+        model.forward(pg.ag_tensor(x.T))  # [150, 4]: one row per flower
+    msg = str(e.value)
+    assert "linear(4, 16, relu)" in msg and "[in_features=4, batch]" in msg and "[150x4]" in msg
+    assert "row-major" in msg and "x.T" in msg
+    # a plain wrong size gets no row-major hint
+    with pytest.raises(pg.ShapeError) as e:
+        model.forward(np.ones((5, 7)))
+    assert "[5x7]" in str(e.value) and "row-major" not in str(e.value)
+    # and the right layout works
+    assert model.forward(pg.ag_tensor(x)).shape == (3, 150)
+
+
+def test_ag_fit_hints_at_row_major_data():
+    x, y, _ = pg.load_iris()
+    with pytest.raises(pg.ShapeError, match=r"x has 4 samples \(columns\) but y has 150; x looks row-major "
+                                            r"\(150 rows, one per sample\).*pass x\.T"):
+        pg.ag_fit(_model(), x.T, y, nepoch=1, silent=True)
+    onehot = np.eye(3)[y]  # [150, 3]: row-major one-hot
+    with pytest.raises(pg.ShapeError, match=r"y looks row-major \(150 rows.*pass y\.T"):
+        pg.ag_fit(_model(), x, onehot, nepoch=1, silent=True)
+    with pytest.raises(pg.ShapeError, match=r"x and y look row-major \(150 rows each.*pass x\.T and y\.T"):
+        pg.ag_fit(_model(), x.T, onehot, nepoch=1, silent=True)
+    with pytest.raises(pg.ShapeError) as e:  # a plain mismatch: no hint
+        pg.ag_fit(_model(), x, y[:100], nepoch=1, silent=True)
+    assert "row-major" not in str(e.value)
+    h = pg.ag_fit(_model(), x, onehot.T, nepoch=1, silent=True)  # the fix works
+    assert len(h) == 1
+
+
+def test_dataloader_hints_at_row_major_data():
+    x, y, _ = pg.load_iris()
+    with pytest.raises(pg.ShapeError, match=r"x has 4, y has 150; x looks row-major .*col_major=False"):
+        pg.ag_dataloader(x.T, y)
+    with pytest.raises(pg.ShapeError, match=r"y looks row-major \(150 rows.*y\.T"):
+        pg.ag_dataloader(x, np.eye(3)[y])
+    with pytest.raises(pg.ShapeError, match=r"x and y look row-major .*col_major=False"):
+        pg.ag_dataloader(x.T, np.eye(3)[y])
+    dl = pg.ag_dataloader(x.T, np.eye(3)[y], batch_size=50, col_major=False)  # the suggested fix
+    b = dl.next_batch()
+    assert b.x.shape == (4, 50) and b.y.shape == (3, 50)
+    del dl, b
+    gc.collect()
