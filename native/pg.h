@@ -8,6 +8,7 @@
 #include "pg_api_layers.h"
 #include "pg_api_memory.h"
 #include "pg_api_dist.h"
+#include "pg_api_graph.h"
 
 #define PG_TENSOR_MAGIC 0x50475431u /* "PGT1": live tensor */
 #define PG_DEAD_MAGIC 0xDEADDEADu
@@ -103,7 +104,11 @@ int pg_tape_record_all(int flag);
  * (add into it), 0 when fresh (overwrite it). NULL on allocation failure. */
 void *pg_grad_slot(pg_tensor *t, int *acc);
 static inline int pg_wants_grad(const pg_tensor *t) { return t != NULL && t->requires_grad; }
-pg_node *pg_tape_node(int64_t i);   /* node i in recording order (borrowed), NULL if out of range */
+pg_node *pg_tape_node(int64_t i);
+void pg_node_free(pg_node *n);
+pg_node **pg_tape_take(int64_t *n);   /* graph.c: take over the recorded nodes */
+uint64_t pg_tape_new_epoch(void);     /* graph.c: start a backward pass */
+pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);   /* node i in recording order (borrowed), NULL if out of range */
 
 /* ---- gemm.c ----
  * C[m,n] = alpha * op(A) op(B) + beta * C, column-major, op = transpose when ta/tb. */

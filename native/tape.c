@@ -33,7 +33,10 @@ struct pg_gradmap {
     int64_t *hidx;
 };
 
-static void node_free(pg_node *n)
+void pg_node_free(pg_node *n);
+static void node_free(pg_node *n) { pg_node_free(n); }
+
+void pg_node_free(pg_node *n)
 {
     if (n->out && n->out->node == n) n->out->node = NULL;
     for (int i = 0; i < n->n_in; i++) pg_tensor_release(n->in[i]);
@@ -414,4 +417,47 @@ void pg_tape_thread_exit(void)
     free(scratch);
     scratch = NULL;
     scratch_cap = 0;
+}
+
+/* ---- for compiled graphs (graph.c) ---- */
+
+/* Hands the tape's nodes to the caller (who frees them with pg_node_free) and empties the tape. */
+pg_node **pg_tape_take(int64_t *n)
+{
+    pg_node **nodes = tape.nodes;
+    *n = tape.n;
+    tape.nodes = NULL;
+    tape.n = tape.cap = 0;
+    pg_count_nodes(-*n);
+    return nodes;
+}
+
+uint64_t pg_tape_new_epoch(void)
+{
+    tape.epoch = __atomic_add_fetch(&backward_calls, 1, __ATOMIC_RELAXED);
+    return tape.epoch;
+}
+
+/* A gradient map over given keys / values (values retained; keys matched by address and id). */
+pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n)
+{
+    pg_gradmap *m = calloc(1, sizeof *m);
+    if (!m) return pg_fail_null(PG_ERR_NOMEM, "out of memory");
+    m->keys = malloc((size_t)(n ? n : 1) * sizeof *m->keys);
+    m->ids = malloc((size_t)(n ? n : 1) * sizeof *m->ids);
+    m->vals = malloc((size_t)(n ? n : 1) * sizeof *m->vals);
+    if (!m->keys || !m->ids || !m->vals) {
+        free(m->keys); free(m->ids); free(m->vals); free(m);
+        return pg_fail_null(PG_ERR_NOMEM, "out of memory");
+    }
+    for (int64_t i = 0; i < n; i++) {
+        m->keys[i] = keys[i];
+        m->ids[i] = keys[i]->id;
+        m->vals[i] = vals[i];
+        pg_tensor_retain(vals[i]);
+    }
+    m->n = n;
+    gradmap_index(m);
+    pg_count_object(0, 1);
+    return m;
 }

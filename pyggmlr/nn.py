@@ -407,6 +407,11 @@ def _dropout(x, rate):
     x = _as_tensor(x, "ag_dropout")
     r, c = x.shape
     mask = (ag_rng().uniform(size=r * c) > rate).reshape((r, c), order="F") / (1.0 - rate)
+    from .compile import _recording, _register_mask
+    if _recording:  # a compiled graph refills this mask with a new draw on every replay
+        m = ag_tensor(mask, dtype=x.dtype)
+        _register_mask(m, rate)
+        return ag_mul(x, m)
     return ag_mul(x, mask)
 
 

@@ -76,3 +76,148 @@ def test_softmax_ce_ids_tensor_errors():
         pg.ag_softmax_cross_entropy_loss(z, pg.ag_tensor([[0, 3]]))
     with pytest.raises(PyggmlrValueError, match="whole number"):
         pg.ag_softmax_cross_entropy_loss(z, pg.ag_tensor([[0, 1.5]]))
+
+
+# ---- static graphs: ag_compile ----
+
+def _mlp(rng, sizes, dtype):
+    return [pg.ag_param(a, dtype=dtype) for i, o in zip(sizes[:-1], sizes[1:])
+            for a in (rng.normal(size=(o, i)) * 0.5, rng.normal(size=(o, 1)) * 0.1)]
+
+
+def _batches(rng, n, k, b, classes):
+    return [(rng.normal(size=(k, b)), rng.integers(0, classes, (1, b))) for _ in range(n)]
+
+
+MODELS = {
+    "linear-relu-sce": lambda P, x, y: pg.ag_softmax_cross_entropy_loss(
+        pg.ops._linear(P[2], pg.ops._linear(P[0], x, P[1], lib.PG_RELU), P[3]), y),
+    "ops-tanh-sigmoid-mse": lambda P, x, y: pg.ag_mse_loss(pg.ag_mean(
+        pg.ag_sigmoid(pg.ag_add(pg.ag_matmul(P[2], pg.ag_tanh(pg.ag_add(pg.ag_matmul(P[0], x), P[1]))), P[3])), 2),
+        pg.ag_scale(pg.ag_reshape(pg.ag_transpose(pg.ag_transpose(y)), 1, -1), 0.5)),
+    "gelu-softmax-ce-mean": lambda P, x, y: pg.ag_add(pg.ag_cross_entropy_loss(
+        pg.ag_softmax(pg.ag_add(pg.ag_matmul(P[2], pg.ag_gelu(pg.ag_add(pg.ag_matmul(P[0], x), P[1]))), P[3])),
+        pg.ag_tensor(np.eye(3)[:, [0, 1, 2, 0, 1, 2, 0, 1]], dtype=P[0].dtype)),
+        pg.ag_scale(pg.ag_mean(pg.ag_pow(pg.ag_clamp(P[0], -0.8, 0.8), 2.0)), 0.1)),
+    "div-exp-log-sub-sum": lambda P, x, y: pg.ag_sum(pg.ag_log(pg.ag_add(pg.ag_exp(pg.ag_neg(
+        pg.ag_div(pg.ag_sub(pg.ag_matmul(P[0], x), P[1]), pg.ag_add(pg.ag_mul(P[1], P[1]), 1.0)))), 1.0)), 2),
+}
+
+
+def _run_pair(model, opt_cls, dtype, steps=12, accumulate=1, **hyper):
+    rng = np.random.default_rng(5)
+    P0 = [p.numpy() for p in _mlp(rng, (4, 6, 3), "f64")]
+    data = _batches(rng, steps, 4, 8, 3)
+    if model == "div-exp-log-sub-sum":
+        loss_of = lambda P, x, y: pg.ag_sum(MODELS[model](P, x, y))
+    else:
+        loss_of = MODELS[model]
+    Pe = [pg.ag_param(p, dtype=dtype) for p in P0]
+    Pc = [pg.ag_param(p, dtype=dtype) for p in P0]
+    oe = opt_cls(Pe, accumulate_steps=accumulate, **hyper)
+    oc = opt_cls(Pc, accumulate_steps=accumulate, **hyper)
+    x0, y0 = data[0]
+    step = pg.ag_compile(lambda x, y: loss_of(Pc, x, y), pg.ag_tensor(x0, dtype=dtype),
+                         pg.ag_tensor(y0, dtype=dtype), optimizer=oc)
+    for x, y in data:
+        with pg.with_grad_tape():
+            le = loss_of(Pe, pg.ag_tensor(x, dtype=dtype), pg.ag_tensor(y, dtype=dtype))
+        oe.step(pg.backward(le))
+        oe.zero_grad()
+        lc = step(x, y)
+        assert np.float64(le.item()) == np.float64(lc)
+    for a, b in zip(Pe, Pc):
+        assert np.array_equal(a.numpy(), b.numpy())
+    assert oe.t == oc.t if opt_cls is pg.optimizer_adam else True
+    return Pc
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("opt", ["adam", "sgd"])
+def test_compiled_trajectory_bit_identical(model, dtype, opt):
+    if opt == "adam":
+        _run_pair(model, pg.optimizer_adam, dtype, lr=0.01, weight_decay=0.01)
+    else:
+        _run_pair(model, pg.optimizer_sgd, dtype, lr=0.05, momentum=0.9, nesterov=True)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_compiled_accumulation_matches_eager(dtype):
+    # 10 micro-steps with accumulate_steps 3: three applied updates, every period from zero
+    P = _run_pair("linear-relu-sce", pg.optimizer_adam, dtype, steps=10, accumulate=3, lr=0.01)
+    assert len(P) == 4
+
+
+def test_compiled_grad_build_equals_backward(rng):
+    P = _mlp(rng, (4, 5, 3), "f64")
+    x, y = rng.normal(size=(4, 7)), rng.integers(0, 3, (1, 7))
+    f = MODELS["linear-relu-sce"]
+    step = pg.ag_compile(lambda x, y: f(P, x, y), pg.ag_tensor(x, dtype="f64"), pg.ag_tensor(y, dtype="f64"), build="grad")
+    for _ in range(2):
+        x, y = rng.normal(size=(4, 7)), rng.integers(0, 3, (1, 7))
+        loss, grads = step(x, y)
+        with pg.with_grad_tape():
+            le = f(P, pg.ag_tensor(x, dtype="f64"), pg.ag_tensor(y, dtype="f64"))
+        g = pg.backward(le)
+        pg.ag_tape_clear()
+        assert loss == le.item()
+        assert sorted(grads) == sorted(p.id for p in P)
+        for p in P:
+            assert np.array_equal(grads[p.id], g[p])
+            p.grad = None
+
+
+def test_compiled_forward_build(rng):
+    W = pg.ag_param(rng.normal(size=(3, 4)))
+    f = pg.ag_compile(lambda x: pg.ag_relu(pg.ag_matmul(W, x)), np.zeros((4, 2)), build="forward")
+    x = rng.normal(size=(4, 2))
+    assert np.array_equal(f(x).numpy(), np.maximum(W.numpy().astype(np.float32) @ x.astype(np.float32), 0))
+    assert f.ops == ["matmul", "relu"] and f.memory()["outputs"] == 2 * 3 * 2 * 4
+
+
+def test_compiled_shape_change_raises(rng):
+    W = pg.ag_param(rng.normal(size=(3, 4)))
+    opt = pg.optimizer_sgd([W])
+    step = pg.ag_compile(lambda x: pg.ag_sum(pg.ag_matmul(W, x)), np.zeros((4, 5)), optimizer=opt)
+    with pytest.raises(ShapeError, match=r"input 1 was recorded as \[4x5\] but the new value is \[4x6\]"):
+        step(np.zeros((4, 6)))
+    step(np.ones((4, 5)))  # the recorded shape still works
+
+
+def test_compile_rejects_unreplayable_ops(rng):
+    emb = pg.ag_embedding(5, 3)
+    with pytest.raises(PyggmlrValueError, match="op 'embedding' cannot be replayed"):
+        pg.ag_compile(lambda x: pg.ag_sum(emb.forward(np.array([0, 1]))), np.zeros((1, 1)), build="grad")
+    assert lib.pg_tape_nodes() == 0 and lib.pg_tape_depth() == 0
+    with pytest.raises(ArgumentErrorType):
+        pg.ag_compile(lambda x: x, np.zeros((1, 1)), build="opt")
+
+
+from pyggmlr.errors import ArgumentError as ArgumentErrorType  # noqa: E402
+
+
+def test_compiled_dropout_draws_new_masks_as_eager(rng):
+    P0 = [p.numpy() for p in _mlp(rng, (4, 6, 3), "f64")]
+    data = _batches(rng, 6, 4, 8, 3)
+    drop = pg.ag_dropout(0.4)
+
+    def f(P, x, y):
+        h = drop.forward(pg.ops._linear(P[0], x, P[1], lib.PG_RELU))
+        return pg.ag_softmax_cross_entropy_loss(pg.ops._linear(P[2], h, P[3]), y)
+    Pe, Pc = [pg.ag_param(p) for p in P0], [pg.ag_param(p) for p in P0]
+    oe, oc = pg.optimizer_adam(Pe, lr=0.01), pg.optimizer_adam(Pc, lr=0.01)
+    pg.ggml_set_seed(11)
+    eager = []
+    for x, y in data:
+        with pg.with_grad_tape():
+            le = f(Pe, pg.ag_tensor(x), pg.ag_tensor(y))
+        oe.step(pg.backward(le))
+        oe.zero_grad()
+        eager.append(le.item())
+    pg.ggml_set_seed(11)
+    step = pg.ag_compile(lambda x, y: f(Pc, x, y), pg.ag_tensor(data[0][0]), pg.ag_tensor(data[0][1]), optimizer=oc)
+    comp = [step(x, y) for x, y in data]
+    assert np.float32(eager).tolist() == np.float32(comp).tolist() and len(set(comp)) > 1
+    for a, b in zip(Pe, Pc):
+        assert np.array_equal(a.numpy(), b.numpy())

@@ -1,0 +1,61 @@
+# Training-step speed of the R package's ggmlR-style loop (with_grad_tape -> backward ->
+# opt$step(grads) -> opt$zero_grad()), f32, Adam, one thread, on the models of bench_train.py.
+# Prints medians (µs) and, when bench/results/bench_train.json exists (run bench_train.py first,
+# same machine), the ratio R / Python. Run (same GEMM as Python):
+#   PYGGMLR_OPENBLAS=$(python -c 'import pyggmlr._core as c; print(c.blas_library_path())') Rscript bench/bench_train.R
+suppressPackageStartupMessages(library(pyggmlr))
+ag_set_threads(1L)
+# the same OpenBLAS as Python (scipy-openblas32 wheel) when its path is given, else R's BLAS
+ob <- Sys.getenv("PYGGMLR_OPENBLAS", "")
+if (nzchar(ob)) ag_use_openblas(ob)
+cat("GEMM:", ag_blas_name(), "\n")
+cases <- list(list(sizes = c(4, 64, 32, 3), batch = 32), list(sizes = c(784, 256, 128, 10), batch = 64),
+              list(sizes = c(784, 256, 128, 10), batch = 256))
+rounds <- as.integer(Sys.getenv("BENCH_ROUNDS", "15"))
+
+make_step <- function(sizes, batch, dtype = "f32") {
+  set.seed(0)
+  L <- length(sizes) - 1L
+  Ws <- lapply(seq_len(L), function(i) {
+    a <- sqrt(6 / (sizes[i] + sizes[i + 1L]))
+    ag_param(matrix(runif(sizes[i + 1L] * sizes[i], -a, a), sizes[i + 1L], sizes[i]), dtype = dtype)
+  })
+  bs <- lapply(seq_len(L), function(i) ag_param(matrix(0, sizes[i + 1L], 1), dtype = dtype))
+  X <- ag_tensor(matrix(rnorm(sizes[1L] * batch), sizes[1L], batch), dtype = dtype)
+  Y <- ag_tensor(matrix(sample.int(sizes[L + 1L], batch, replace = TRUE) - 1, 1, batch), dtype = dtype)
+  opt <- optimizer_adam(c(Ws, bs), lr = 1e-3)
+  function() {
+    with_grad_tape({
+      h <- X
+      for (k in seq_len(L)) {
+        h <- ag_add(ag_matmul(Ws[[k]], h), bs[[k]])
+        if (k < L) h <- ag_relu(h)
+      }
+      loss <- ag_softmax_cross_entropy_loss(h, Y)
+    })
+    opt$step(backward(loss))
+    opt$zero_grad()
+  }
+}
+
+py <- NULL
+jf <- file.path("bench", "results", "bench_train.json")
+if (file.exists(jf) && requireNamespace("jsonlite", quietly = TRUE)) py <- jsonlite::fromJSON(jf)$cases
+res <- list()
+cat(sprintf("%-24s%12s%12s%10s\n", "model", "R f32 µs", "Python µs", "R/Py"))
+for (ci in seq_along(cases)) {
+  cs <- cases[[ci]]
+  step <- make_step(cs$sizes, cs$batch)
+  n <- if (cs$batch < 100 && cs$sizes[1] < 100) 200L else 20L
+  for (i in 1:5) step()
+  ts <- numeric(0)
+  for (r in seq_len(rounds)) for (i in seq_len(n)) {
+    t0 <- Sys.time(); step(); ts <- c(ts, as.numeric(Sys.time() - t0, units = "secs"))
+  }
+  med <- median(ts) * 1e6
+  pyt <- if (!is.null(py)) py$median_us$pyggmlr[ci] else NA
+  cat(sprintf("%-24s%12.1f%12.1f%10.2f\n", paste(paste(cs$sizes, collapse = "-"), paste0("b", cs$batch)), med, pyt, med / pyt))
+  res[[ci]] <- list(model = paste(cs$sizes, collapse = "-"), batch = cs$batch, median_us = med, python_us = pyt, ratio_r_py = med / pyt)
+}
+if (requireNamespace("jsonlite", quietly = TRUE))
+  writeLines(jsonlite::toJSON(res, auto_unbox = TRUE, pretty = TRUE), file.path("bench", "results", "bench_train_r.json"))

@@ -1,0 +1,37 @@
+/* pyggmlr C core: static (compiled) graphs, graph.c. cdef-clean like pg_api.h.
+ *
+ * A graph is one recorded call of a step function: record_begin opens an outermost tape scope
+ * that records every op (also those no gradient needs), record_end takes the recorded nodes.
+ * pg_graph_run replays them with the inputs' current values (write new values first with
+ * pg_graph_set_input): the forward rule of every node, then for build GRAD/OPT backward into
+ * gradient buffers planned at the first run and reused, then for OPT one optimizer step
+ * (pg_optim_step, so accumulate_steps works as in the eager loop). Outputs, saved buffers
+ * and gradients are reused: a replay allocates nothing after the first.
+ * Every node of the graph must have a forward rule; record_end fails naming the first op
+ * that has none. */
+
+typedef struct pg_graph pg_graph;
+
+enum pg_graph_build { PG_BUILD_FORWARD = 0, PG_BUILD_GRAD = 1, PG_BUILD_OPT = 2 };
+
+int pg_graph_record_begin(void);
+void pg_graph_record_abort(void);
+/* out: the value fn returned (1x1 for GRAD/OPT). inputs: tensors replays refill. opt: the
+ * optimizer of build OPT (borrowed: the caller keeps it alive), NULL otherwise. */
+pg_graph *pg_graph_record_end(pg_tensor *out, pg_tensor **inputs, int64_t n_inputs, int build, pg_optim *opt);
+/* Writes new values into input i (same strided reading as pg_tensor_write); the shape must be
+ * the recorded one. */
+int pg_graph_set_input(pg_graph *g, int64_t i, const void *src, int src_dtype, int64_t nrow, int64_t ncol,
+                       int64_t rstride, int64_t cstride);
+/* One replay: returns 0, or 1 when an OPT step changed the weights; negative on error. */
+int pg_graph_run(pg_graph *g);
+pg_tensor *pg_graph_output(pg_graph *g);          /* borrowed */
+/* GRAD/OPT: gradients of the last run by parameter (leaf requiring grad); borrowed, NULL before
+ * the first run. */
+pg_gradmap *pg_graph_grads(pg_graph *g);
+int64_t pg_graph_nodes(pg_graph *g);
+const char *pg_graph_node_op(pg_graph *g, int64_t i);
+/* out[0]: bytes of node outputs, out[1]: saved buffers, out[2]: planned gradient buffers,
+ * out[3]: nodes, out[4]: gradient buffers. */
+int pg_graph_memory(pg_graph *g, int64_t *out, int n);
+void pg_graph_free(pg_graph *g);

@@ -1,0 +1,137 @@
+"""Static graphs: record a step once, replay it in the C core (ggml-opt's static mode).
+
+``step = ag_compile(fn, *inputs, build="opt", optimizer=opt)`` calls ``fn(*inputs)`` once on
+a tape that records every op, and returns a callable. ``step(*new_inputs)`` writes the new
+values into the recorded input tensors and replays the whole graph in one C call:
+
+- build "forward": the forward rules only; returns the output (a Tensor, reused each call);
+- build "grad": forward and backward into gradient buffers planned at the first call;
+  returns ``(loss, grads)`` with grads a dict tensor id -> numpy array;
+- build "opt": forward, backward and ``optimizer.step`` (with its accumulate_steps); returns
+  the loss as a float.
+
+Replays run the same kernels in the same order as the eager loop (with_grad_tape -> backward
+-> opt.step(grads) -> zero_grad), so losses, gradients and weights are bit-identical. Inputs
+keep their recorded shapes: another shape raises ShapeError naming both (compile again for
+it). Recording itself has no side effects (the random stream is restored, so dropout masks are
+drawn afresh by each replay, in the eager order). Ops that read data the graph cannot refill
+(ids given as arrays to ag_embedding, batch norm for now) make ag_compile raise; run those
+steps eagerly.
+"""
+import numpy as np
+
+from . import _core
+from ._core import NULL, ffi, lib
+from .errors import ArgumentError, PyggmlrValueError, ShapeError
+from .optim import Optimizer
+from .random import ag_rng
+from .tensor import _SRC_CODE, Tensor, _as_matrix, _read, ag_tensor
+
+__all__ = ["ag_compile", "CompiledStep"]
+
+_BUILDS = {"forward": lib.PG_BUILD_FORWARD, "grad": lib.PG_BUILD_GRAD, "opt": lib.PG_BUILD_OPT}
+_recording = []  # stack of dropout-mask lists of the graphs being recorded
+
+
+def _register_mask(mask, rate):
+    """Called by dropout while a graph is recorded: the mask is refilled on each replay."""
+    if _recording:
+        _recording[-1].append((mask, rate))
+
+
+class CompiledStep:
+    """A recorded step; call it with new input values (numpy arrays or tensors)."""
+
+    def __init__(self, g, inputs, out, build, optimizer, masks):
+        self._g = g
+        self._inputs = inputs
+        self._out = out
+        self.build = build
+        self.optimizer = optimizer
+        self._masks = masks
+
+    def __del__(self, _free=lib.pg_graph_free):
+        g = self.__dict__.get("_g")
+        if g is not None:
+            _free(g)
+
+    @property
+    def n_nodes(self):
+        return lib.pg_graph_nodes(self._g)
+
+    @property
+    def ops(self):
+        return [ffi.string(lib.pg_graph_node_op(self._g, i)).decode() for i in range(self.n_nodes)]
+
+    def memory(self):
+        """Planned buffers in bytes: node outputs, saved buffers, gradients."""
+        v = ffi.new("int64_t[5]")
+        _core.check(lib.pg_graph_memory(self._g, v, 5))
+        return {"outputs": v[0], "saved": v[1], "gradients": v[2], "nodes": v[3]}
+
+    def __call__(self, *values):
+        if len(values) != len(self._inputs):
+            raise ArgumentError(f"compiled step: expected {len(self._inputs)} inputs, got {len(values)}")
+        g = self._g
+        for i, (v, t) in enumerate(zip(values, self._inputs)):
+            if v is t:
+                continue
+            if isinstance(v, Tensor):
+                v = v.numpy()
+            a = _as_matrix(v)
+            rshape = t.shape
+            if a.shape != rshape:
+                raise ShapeError(f"compiled step: input {i + 1} was recorded as [{rshape[0]}x{rshape[1]}] but "
+                                 f"the new value is [{a.shape[0]}x{a.shape[1]}]; shapes are fixed (compile again "
+                                 f"for this shape)")
+            _core.check(lib.pg_graph_set_input(g, i, ffi.cast("void *", a.ctypes.data), _SRC_CODE[a.dtype],
+                                               a.shape[0], a.shape[1], a.strides[0] // a.itemsize,
+                                               a.strides[1] // a.itemsize))
+        for mask, rate in self._masks:  # new dropout masks, drawn as the eager ops draw them
+            r, c = mask.shape
+            mask.data = (ag_rng().uniform(size=r * c) > rate).reshape((r, c), order="F") / (1.0 - rate)
+        rc = lib.pg_graph_run(g)
+        if rc < 0:
+            _core.raise_last(-rc)
+        if self.build == "forward":
+            return self._out
+        loss = float(_read(lib.pg_graph_output(g))[0, 0])
+        if self.build == "opt":
+            return loss
+        m = lib.pg_graph_grads(g)
+        return loss, {lib.pg_gradmap_key_id(m, i): _read(lib.pg_gradmap_value(m, i))
+                      for i in range(lib.pg_gradmap_size(m))}
+
+
+def ag_compile(fn, *inputs, build="opt", optimizer=None):
+    """Record ``fn(*inputs)`` once and return a CompiledStep replaying it in C (see the module
+    docstring). inputs: tensors (kept and refilled by each call) or arrays (become tensors of
+    the default dtype). build: "opt" (needs ``optimizer``), "grad" or "forward"."""
+    if not callable(fn):
+        raise ArgumentError(f"ag_compile(): fn must be callable, got {type(fn).__name__}")
+    if build not in _BUILDS:
+        raise PyggmlrValueError(f"ag_compile(): build must be 'opt', 'grad' or 'forward', got {build!r}")
+    if build == "opt" and not isinstance(optimizer, Optimizer):
+        raise ArgumentError("ag_compile(): build='opt' needs optimizer= (optimizer_adam / optimizer_sgd)")
+    ts = [x if isinstance(x, Tensor) else ag_tensor(x) for x in inputs]
+    state = ag_rng().bit_generator.state
+    masks = []
+    _core.check(lib.pg_graph_record_begin())
+    _recording.append(masks)
+    try:
+        out = fn(*ts)
+    except BaseException:
+        lib.pg_graph_record_abort()
+        raise
+    finally:
+        _recording.pop()
+        ag_rng().bit_generator.state = state  # recording draws nothing the eager loop would
+    if not isinstance(out, Tensor):
+        lib.pg_graph_record_abort()
+        raise ArgumentError(f"ag_compile(): fn must return a tensor, got {type(out).__name__}")
+    handles = ffi.new("pg_tensor *[]", [t._handle() for t in ts] or [NULL])
+    g = lib.pg_graph_record_end(out._handle(), handles, len(ts), _BUILDS[build],
+                                optimizer._o if build == "opt" else NULL)
+    if g == NULL:
+        _core.raise_last()
+    return CompiledStep(g, ts, out, build, optimizer if build == "opt" else None, masks)
