@@ -5,6 +5,7 @@ thread) it times, in turns within this process:
   pyggmlr   with_grad_tape -> backward -> opt.step(grads) -> zero_grad  (f32, and f64)
   torch     PyTorch's idiomatic loop (zero_grad, forward, loss.backward(), Adam.step()) if importable
   gemm      the step's six GEMMs alone, done by numpy's BLAS (the arithmetic floor)
+  compiled  the same step recorded once by ag_compile and replayed in C (static graph)
 and prints medians (µs) and ratios. Writes bench/results/bench_train.json.
 
 Run with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset in the command (they force a slower
@@ -60,6 +61,27 @@ def pyggmlr_step(sizes, batch, dtype):
         opt.step(pg.backward(loss))
         opt.zero_grad()
     return step
+
+
+def compiled_step(sizes, batch, dtype):
+    """The same step recorded once with ag_compile and replayed in C (static graph)."""
+    Ws, x, y = init(sizes, batch)
+    P = []
+    for W in Ws:
+        P += [pg.ag_param(W, dtype=dtype), pg.ag_param(np.zeros((W.shape[0], 1)), dtype=dtype)]
+    opt = pg.optimizer_adam(P, lr=1e-3)
+    last = len(Ws) - 1
+
+    def fn(X, Y):
+        h = X
+        for k in range(len(Ws)):
+            h = pg.ag_add(pg.ag_matmul(P[2 * k], h), P[2 * k + 1])
+            if k < last:
+                h = pg.ag_relu(h)
+        return pg.ag_softmax_cross_entropy_loss(h, Y)
+    X, Y = pg.ag_tensor(x, dtype=dtype), pg.ag_tensor(y.reshape(1, -1), dtype=dtype)
+    step = pg.ag_compile(fn, X, Y, optimizer=opt)
+    return lambda: step(X, Y)
 
 
 def torch_step(sizes, batch):
@@ -123,10 +145,10 @@ def main():
     results = []
     print(f"pyggmlr {pg.__version__}, GEMM: {pg.blas_name()}, torch: {'yes' if have_torch else 'not installed'}")
     print(f"{'model':<24}{'pyggmlr f32':>12}{'f64':>10}{'torch':>10}{'gemm':>10}"
-          f"{'pg/torch':>10}{'pg/gemm':>9}{'f64/f32':>9}")
+          f"{'pg/torch':>10}{'pg/gemm':>9}{'f64/f32':>9}{'compiled':>10}{'cmp/torch':>10}")
     for sizes, batch in CASES:
         peers = {"pyggmlr": pyggmlr_step(sizes, batch, "f32"), "pyggmlr_f64": pyggmlr_step(sizes, batch, "f64"),
-                 "gemm": gemm_floor(sizes, batch)}
+                 "gemm": gemm_floor(sizes, batch), "compiled": compiled_step(sizes, batch, "f32")}
         if have_torch:
             peers["torch"] = torch_step(sizes, batch)
         n = 200 if batch < 100 and sizes[0] < 100 else 20
@@ -141,12 +163,13 @@ def main():
         t = med.get("torch")
         row = {"model": "-".join(map(str, sizes)), "batch": batch, "median_us": med,
                "ratio_torch": med["pyggmlr"] / t if t else None,
-               "ratio_gemm": med["pyggmlr"] / med["gemm"], "ratio_f64_f32": med["pyggmlr_f64"] / med["pyggmlr"]}
+               "ratio_gemm": med["pyggmlr"] / med["gemm"], "ratio_f64_f32": med["pyggmlr_f64"] / med["pyggmlr"],
+               "ratio_compiled_torch": med["compiled"] / t if t else None}
         results.append(row)
         name = f"{row['model']} b{batch}"
         print(f"{name:<24}{med['pyggmlr']:>12.1f}{med['pyggmlr_f64']:>10.1f}{(t or float('nan')):>10.1f}"
               f"{med['gemm']:>10.1f}{(row['ratio_torch'] or float('nan')):>10.3f}{row['ratio_gemm']:>9.2f}"
-              f"{row['ratio_f64_f32']:>9.2f}")
+              f"{row['ratio_f64_f32']:>9.2f}{med['compiled']:>10.1f}{(row['ratio_compiled_torch'] or float('nan')):>10.3f}")
     out = pathlib.Path(__file__).resolve().parent / "results" / "bench_train.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"blas": pg.blas_name(), "python": sys.version.split()[0], "cases": results}, indent=1))
