@@ -60,13 +60,21 @@ ag_cross_entropy_loss <- function(pred, target) {
 }
 
 # target: a one-hot / soft-label matrix of the logits' shape (any storage, integer one-hot
-# included), or 0-based class ids, one per column (a vector, or a [1, batch] / [batch, 1] matrix).
+# included), or 0-based class ids, one per column (a vector, a 1-D array, or a [1, batch] / [batch, 1]
+# matrix).
 ag_softmax_cross_entropy_loss <- function(logits, target) {
   op <- "ag_softmax_cross_entropy_loss"
   logits <- .need_tensor(logits)
   d <- dim(logits)
   K <- d[1L]; B <- d[2L]
-  td <- if (is_ag_tensor(target)) dim(target) else dim(target)
+  td <- dim(target)
+  if (!is.null(td) && length(td) != 2L) {
+    # a 1-D array (e.g. from as.array() or rpy2) or an array with one non-unit extent: class ids
+    if (sum(td != 1L) > 1L)
+      stop(sprintf("%s: logits are [%dx%d] but target is a %s array; give a one-hot matrix of the logits' shape or one class id per column",
+                   op, K, B, paste(td, collapse = "x")), call. = FALSE)
+    td <- NULL
+  }
   if (!is.null(td) && length(td) == 2L && td[1L] == K && td[2L] == B && !(K == 1L && B > 1L))
     return(.wrap(.Call(R_pg_softmax_ce_loss, logits$.ptr, .h(target))))
   ids <- if (is_ag_tensor(target)) target$data else target

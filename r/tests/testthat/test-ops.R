@@ -82,6 +82,27 @@ test_that("losses: mse, cross-entropy, softmax-CE values and target forms", {
   expect_error(ag_softmax_cross_entropy_loss(logits, c(5L, 0L, 0L, 0L)), "")
 })
 
+test_that("softmax-CE takes class ids as a 1-D R array (dim of length 1), same loss and gradient", {
+  local_f64()
+  z <- matrix(c(0.5, -1, 2, 0.1, 0.3, -0.7, 1.2, 0, -0.4, 0.8, 0.2, -1.5), 3, 4)
+  ids <- c(1L, 2L, 0L, 1L)
+  ref_x <- ag_param(z)
+  with_grad_tape(ref <- ag_softmax_cross_entropy_loss(ref_x, ids))
+  g_ref <- gradof(backward(ref), ref_x)
+  for (target in list(array(ids), as.array(as.double(ids)), array(ids, dim = c(1L, 4L, 1L)))) {
+    x <- ag_param(z)
+    with_grad_tape(l <- ag_softmax_cross_entropy_loss(x, target))
+    expect_identical(l$data, ref$data)
+    expect_identical(gradof(backward(l), x), g_ref)
+  }
+  # the value itself: mean over columns of -log softmax(z)[id]
+  p <- apply(z, 2, function(v) exp(v) / sum(exp(v)))
+  expect_equal(ref$data[1, 1], -mean(log(p[cbind(ids + 1L, 1:4)])), tolerance = 1e-12)
+  expect_error(ag_softmax_cross_entropy_loss(ag_tensor(z), array(0L, dim = c(2L, 2L, 1L))),
+               "target is a 2x2x1 array")
+  expect_error(ag_softmax_cross_entropy_loss(ag_tensor(z), array(c(0L, 1L))), "")  # 2 ids for 4 columns
+})
+
 test_that("golden values of spec section 13 (f64, 1e-10)", {
   local_f64()
   G <- gold()
