@@ -34,6 +34,13 @@ bash scripts/sanitize.sh
 if command -v Rscript >/dev/null 2>&1 && [ -d r/tests/testthat ]; then
     Rscript -e 'res <- testthat::test_dir("r/tests/testthat", package = "pyggmlr", load_package = "installed", reporter = "summary", stop_on_failure = TRUE)'
 fi
+if command -v Rscript >/dev/null 2>&1 && [ -d r/vignettes ]; then
+    # R vignettes are executed too: a chunk that errors fails the run
+    for v in r/vignettes/*.Rmd; do
+        Rscript -e 'knitr::opts_chunk$set(error = FALSE); invisible(knitr::knit(commandArgs(TRUE)[1], output = tempfile(fileext = ".md"), quiet = TRUE))' "$v"
+        echo "R vignette ok: $v"
+    done
+fi
 if command -v R >/dev/null 2>&1; then
     # the cross-language parity table (R through rpy2 vs Python), non-zero on any mismatch
     (cd /tmp && $PY -m pyggmlr parity)
