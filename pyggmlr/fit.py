@@ -166,7 +166,8 @@ def _loss_stats(values, weights, per_datapoint):
     mean = float(np.sum(v * w) / np.sum(w))
     if nb < 2:
         return (mean if per_datapoint else float(v.sum())), math.nan
-    var = float(np.mean(v * v) - np.mean(v) ** 2)
+    m = float(np.mean(v))
+    var = float(np.mean(v * v)) - m * m  # m * m: correctly rounded (libm pow(m, 2) is not always)
     var = max(var, 0.0)
     if per_datapoint:
         return mean, math.sqrt(var / (nb - 1))
