@@ -119,18 +119,21 @@ int pg_optim_set(pg_optim *o, const char *name, double v)
     else if (!strcmp(name, "beta2")) { if (v < 0 || v >= 1) goto range; o->beta2 = v; }
     else if (!strcmp(name, "eps")) { if (v < 0) goto neg; o->eps = v; }
     else if (!strcmp(name, "accumulate_steps")) {
-        if (v < 1 || v != floor(v)) return pg_fail(PG_ERR_VALUE, "optimizer: accumulate_steps must be an integer >= 1, got %g", v);
+        if (v < 1 || v != floor(v) || v > 1e15) /* also keeps the int64 conversion defined */
+            return pg_fail(PG_ERR_VALUE, "optimizer: accumulate_steps must be an integer in [1, 1e15], got %g", v);
         o->accumulate_steps = (int64_t)v;
     }
     else if (!strcmp(name, "average")) o->average = v != 0;
-    else if (!strcmp(name, "t")) { if (v < 0) goto neg; o->t = (int64_t)v; }
-    else if (!strcmp(name, "accum_count")) { if (v < 0) goto neg; o->accum_count = (int64_t)v; }
+    else if (!strcmp(name, "t")) { if (v < 0 || v > 1e15) goto count; o->t = (int64_t)v; }
+    else if (!strcmp(name, "accum_count")) { if (v < 0 || v > 1e15) goto count; o->accum_count = (int64_t)v; }
     else return pg_fail(PG_ERR_VALUE, "optimizer: unknown setting '%s'", name);
     return 0;
 neg:
     return pg_fail(PG_ERR_VALUE, "optimizer: %s must be >= 0, got %g", name, v);
 range:
     return pg_fail(PG_ERR_VALUE, "optimizer: %s must be in [0, 1), got %g", name, v);
+count:
+    return pg_fail(PG_ERR_VALUE, "optimizer: %s must be a count in [0, 1e15], got %g", name, v);
 }
 
 double pg_optim_get(pg_optim *o, const char *name)

@@ -144,6 +144,8 @@ ag_exp.__doc__ = "Elementwise exp(x); same shape as x; gradient exp(x) (overflow
 ag_neg = _unary(lib.PG_NEG)
 ag_neg.__name__ = "ag_neg"
 ag_neg.__doc__ = "Elementwise negation -x (also the unary minus operator); gradient -g."
+for _f in (ag_relu, ag_sigmoid, ag_tanh, ag_gelu, ag_softmax, ag_log, ag_exp, ag_neg):
+    _f.__code__ = _f.__code__.replace(co_name=_f.__name__)  # error messages name the op (errors.caller_op)
 
 
 def ag_pow(x, p):
@@ -189,6 +191,8 @@ def ag_transpose(x):
 def ag_reshape(x, nrow, ncol=-1):
     """Column-major refill to [nrow, ncol]; one of them may be -1 (inferred)."""
     if isinstance(nrow, (tuple, list)):  # ag_reshape(x, (r, c)) as the ggmlR vignette writes it
+        if len(nrow) != 2:
+            raise PyggmlrValueError(f"ag_reshape: a shape must be (nrow, ncol), got {nrow!r}")
         nrow, ncol = nrow
     x = _unary_arg(x)
     return _wrap(lib.pg_reshape(x._handle(), _size(nrow, "nrow"), _size(ncol, "ncol")))
@@ -253,7 +257,10 @@ def ag_softmax_cross_entropy_loss(logits, target):
         else:
             raise ShapeError(f"{name}: logits are [{K}x{B}] but target is [{tr}x{tc}]; give a one-hot matrix of the logits' shape or one class id per column")
     else:
-        a = np.asarray(target)
+        try:
+            a = np.asarray(target)
+        except (ValueError, TypeError, OverflowError) as e:  # ragged lists and the like
+            raise PyggmlrValueError(f"{name}: target is not a matrix or a vector of class ids ({e})") from None
         if a.ndim == 2 and a.shape == (K, B) and K > 1:
             t = _const(a, logits)
             return _wrap(lib.pg_softmax_ce_loss(lp, t._handle()))
