@@ -118,36 +118,19 @@ static int batch_norm_bw(pg_node *n, pg_tensor *g)
     return affine_param_grads(n, g, xhat);
 }
 
-pg_tensor *pg_batch_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, pg_tensor *running_mean,
-                         pg_tensor *running_var, double eps, double momentum, int training)
+/* in: x, gamma, beta, running_mean, running_var (NULL allowed except x); p: eps, momentum;
+ * ip[0]: training. Training mode updates the running buffers in place on every run (eager
+ * forward or compiled replay), one update per forward. */
+static int batch_norm_fw(pg_node *n)
 {
-    const char *op = "ag_batch_norm";
-    if (pg_ok(x, op, "x")) return NULL;
-    if (check_vec(op, "gamma", gamma, x) || check_vec(op, "beta", beta, x) ||
-        check_vec(op, "running_mean", running_mean, x) || check_vec(op, "running_var", running_var, x))
-        return NULL;
-    if (!(eps >= 0)) return pg_fail_null(PG_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
-    if (training && !(momentum >= 0 && momentum <= 1))
-        return pg_fail_null(PG_ERR_VALUE, "%s: momentum must be in [0, 1], got %g", op, momentum);
-    if (!training && (!running_mean || !running_var))
-        return pg_fail_null(PG_ERR_ARG, "%s: eval mode needs running_mean and running_var", op);
-    if ((running_mean && pg_wants_grad(running_mean)) || (running_var && pg_wants_grad(running_var)))
-        return pg_fail_null(PG_ERR_VALUE, "%s: running_mean / running_var are buffers and must not require grad", op);
+    pg_tensor *x = n->in[0], *gamma = n->in[1], *beta = n->in[2], *running_mean = n->in[3], *running_var = n->in[4];
+    pg_tensor *out = n->out, *xhat = n->saved[0], *invstd = n->saved[1];
+    const double eps = n->p[0], momentum = n->p[1];
+    const int training = (int)n->ip[0];
     int64_t F = x->ne[0], B = x->ne[1];
-    if (training && B < 1)
-        return pg_fail_null(PG_ERR_SHAPE, "%s: training mode needs at least one column (sample), x is %s", op, pg_desc(x));
-    pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
-    pg_tensor *xhat = pg_new_like(x, PG_MEM_SAVED);
-    pg_tensor *invstd = pg_new(x->dtype, F, 1, PG_MEM_SAVED);
-    if (!out || !xhat || !invstd) {
-        pg_tensor_release(out); pg_tensor_release(xhat); pg_tensor_release(invstd);
-        return NULL;
-    }
-    double *mu = calloc((size_t)(2 * F + 1), sizeof *mu), *var = mu + F;
-    if (!mu) {
-        pg_tensor_release(out); pg_tensor_release(xhat); pg_tensor_release(invstd);
-        return pg_fail_null(PG_ERR_NOMEM, "%s: out of memory", op);
-    }
+    double *mu = pg_scratch((size_t)(2 * F + 1) * sizeof *mu), *var = mu + F;
+    if (!mu) return -1;
+    memset(mu, 0, (size_t)(2 * F + 1) * sizeof *mu);
     PG_DISPATCH(x->dtype, {
         const T *xp = pg_data(x);
         const T *ga = gamma ? (const T *)pg_data(gamma) : NULL, *be = beta ? (const T *)pg_data(beta) : NULL;
@@ -176,12 +159,39 @@ pg_tensor *pg_batch_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, pg_ten
                 o[i + j * F] = (ga ? ga[i] : (T)1) * h + (be ? be[i] : (T)0);
             }
     });
-    free(mu);
-    pg_tensor *in[3] = {x, gamma, beta};
-    pg_node *nd = NULL;
-    out = finish("batch_norm", batch_norm_bw, out, 3, in, xhat, invstd, &nd);
-    if (nd) nd->ip[0] = training != 0;
-    return out;
+    return 0;
+}
+
+pg_tensor *pg_batch_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, pg_tensor *running_mean,
+                         pg_tensor *running_var, double eps, double momentum, int training)
+{
+    const char *op = "ag_batch_norm";
+    if (pg_ok(x, op, "x")) return NULL;
+    if (check_vec(op, "gamma", gamma, x) || check_vec(op, "beta", beta, x) ||
+        check_vec(op, "running_mean", running_mean, x) || check_vec(op, "running_var", running_var, x))
+        return NULL;
+    if (!(eps >= 0)) return pg_fail_null(PG_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
+    if (training && !(momentum >= 0 && momentum <= 1))
+        return pg_fail_null(PG_ERR_VALUE, "%s: momentum must be in [0, 1], got %g", op, momentum);
+    if (!training && (!running_mean || !running_var))
+        return pg_fail_null(PG_ERR_ARG, "%s: eval mode needs running_mean and running_var", op);
+    if ((running_mean && pg_wants_grad(running_mean)) || (running_var && pg_wants_grad(running_var)))
+        return pg_fail_null(PG_ERR_VALUE, "%s: running_mean / running_var are buffers and must not require grad", op);
+    int64_t F = x->ne[0], B = x->ne[1];
+    if (training && B < 1)
+        return pg_fail_null(PG_ERR_SHAPE, "%s: training mode needs at least one column (sample), x is %s", op, pg_desc(x));
+    pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
+    pg_tensor *xhat = pg_new_like(x, PG_MEM_SAVED);
+    pg_tensor *invstd = pg_new(x->dtype, F, 1, PG_MEM_SAVED);
+    if (!out || !xhat || !invstd) {
+        pg_tensor_release(out); pg_tensor_release(xhat); pg_tensor_release(invstd);
+        return NULL;
+    }
+    /* the running buffers are inputs (no gradient) so that a compiled graph updates them */
+    pg_tensor *in[5] = {x, gamma, beta, running_mean, running_var}, *saved[2] = {xhat, invstd};
+    double p[4] = {eps, momentum, 0, 0};
+    int64_t ip[4] = {training != 0, 0, 0, 0};
+    return pg_op_run("batch_norm", batch_norm_fw, batch_norm_bw, out, 5, in, p, ip, 2, saved);
 }
 
 /* ---- layer norm ---- */
@@ -220,21 +230,12 @@ static int layer_norm_bw(pg_node *n, pg_tensor *g)
     return affine_param_grads(n, g, xhat);
 }
 
-pg_tensor *pg_layer_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, double eps)
+static int layer_norm_fw(pg_node *n)
 {
-    const char *op = "ag_layer_norm";
-    if (pg_ok(x, op, "x")) return NULL;
-    if (check_vec(op, "gamma", gamma, x) || check_vec(op, "beta", beta, x)) return NULL;
-    if (!(eps >= 0)) return pg_fail_null(PG_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
+    pg_tensor *x = n->in[0], *gamma = n->in[1], *beta = n->in[2];
+    pg_tensor *out = n->out, *xhat = n->saved[0], *invstd = n->saved[1];
+    const double eps = n->p[0];
     int64_t F = x->ne[0], B = x->ne[1];
-    if (F < 1) return pg_fail_null(PG_ERR_SHAPE, "%s: x is %s; it needs at least one feature row", op, pg_desc(x));
-    pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
-    pg_tensor *xhat = pg_new_like(x, PG_MEM_SAVED);
-    pg_tensor *invstd = pg_new(x->dtype, 1, B, PG_MEM_SAVED);
-    if (!out || !xhat || !invstd) {
-        pg_tensor_release(out); pg_tensor_release(xhat); pg_tensor_release(invstd);
-        return NULL;
-    }
     PG_DISPATCH(x->dtype, {
         const T *xp = pg_data(x);
         const T *ga = gamma ? (const T *)pg_data(gamma) : NULL, *be = beta ? (const T *)pg_data(beta) : NULL;
@@ -255,26 +256,51 @@ pg_tensor *pg_layer_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, double
             }
         }
     });
-    pg_tensor *in[3] = {x, gamma, beta};
-    return finish("layer_norm", layer_norm_bw, out, 3, in, xhat, invstd, NULL);
+    return 0;
+}
+
+pg_tensor *pg_layer_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, double eps)
+{
+    const char *op = "ag_layer_norm";
+    if (pg_ok(x, op, "x")) return NULL;
+    if (check_vec(op, "gamma", gamma, x) || check_vec(op, "beta", beta, x)) return NULL;
+    if (!(eps >= 0)) return pg_fail_null(PG_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
+    int64_t F = x->ne[0], B = x->ne[1];
+    if (F < 1) return pg_fail_null(PG_ERR_SHAPE, "%s: x is %s; it needs at least one feature row", op, pg_desc(x));
+    pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
+    pg_tensor *xhat = pg_new_like(x, PG_MEM_SAVED);
+    pg_tensor *invstd = pg_new(x->dtype, 1, B, PG_MEM_SAVED);
+    if (!out || !xhat || !invstd) {
+        pg_tensor_release(out); pg_tensor_release(xhat); pg_tensor_release(invstd);
+        return NULL;
+    }
+    pg_tensor *in[3] = {x, gamma, beta}, *saved[2] = {xhat, invstd};
+    double p[4] = {eps, 0, 0, 0};
+    return pg_op_run("layer_norm", layer_norm_fw, layer_norm_bw, out, 3, in, p, NULL, 2, saved);
 }
 
 /* ---- embedding ---- */
 
+/* The ids of node n: saved[0] (f64, copied from a caller's array) or in[1] (an ids tensor). */
+static int64_t emb_id(const pg_tensor *ids, int64_t k)
+{
+    return ids->dtype == PG_F32 ? (int64_t)((const float *)pg_data(ids))[k] : (int64_t)((const double *)pg_data(ids))[k];
+}
+
 static int embedding_bw(pg_node *n, pg_tensor *g)
 {
-    pg_tensor *w = n->in[0], *ids = n->saved[0];
+    pg_tensor *w = n->in[0], *ids = n->n_in > 1 ? n->in[1] : n->saved[0];
+    if (!pg_wants_grad(w)) return 0;
     int acc;
     void *slot = pg_grad_slot(w, &acc);
     if (!slot) return -1;
     int64_t D = w->ne[0], N = g->ne[1];
-    const double *id = pg_data(ids);
     PG_DISPATCH(w->dtype, {
         T *d = slot;
         const T *gp = pg_data(g);
         if (!acc) memset(d, 0, (size_t)pg_numel(w) * sizeof(T));
         for (int64_t k = 0; k < N; k++) {
-            T *dc = d + (int64_t)id[k] * D;
+            T *dc = d + emb_id(ids, k) * D;
             const T *gc = gp + k * D;
             for (int64_t i = 0; i < D; i++) dc[i] += gc[i];
         }
@@ -307,7 +333,42 @@ pg_tensor *pg_embedding(pg_tensor *weight, const int64_t *idx, int64_t n)
         double *ip = pg_data(ids);
         for (int64_t k = 0; k < n; k++) ip[k] = (double)idx[k];
     }
+    /* no forward rule: the ids were copied from a caller's array, so a compiled graph could
+     * not refill them (ag_compile refuses the op; pass the ids as a tensor, pg_embedding_ids) */
     return finish("embedding", embedding_bw, out, 1, &weight, ids, NULL, NULL);
+}
+
+/* in: weight, ids (a tensor, read on every run: a compiled graph refills it) */
+static int embedding_ids_fw(pg_node *n)
+{
+    pg_tensor *weight = n->in[0], *ids = n->in[1], *out = n->out;
+    int64_t D = weight->ne[0], V = weight->ne[1], N = pg_numel(ids);
+    PG_DISPATCH(ids->dtype, {
+        const T *id = pg_data(ids);
+        for (int64_t k = 0; k < N; k++) {
+            T v = id[k];
+            if (!(v >= 0 && v < (T)V) || v != (T)(int64_t)v)
+                return pg_fail(PG_ERR_VALUE, "ag_embedding: id %g at position %lld is not a whole number in [0, %lld) for weight %s (ids are 0-based)",
+                               (double)v, (long long)k, (long long)V, pg_desc(weight));
+        }
+    });
+    PG_DISPATCH(weight->dtype, {
+        const T *w = pg_data(weight);
+        T *o = pg_data(out);
+        for (int64_t k = 0; k < N; k++) memcpy(o + k * D, w + emb_id(ids, k) * D, (size_t)D * sizeof(T));
+    });
+    return 0;
+}
+
+pg_tensor *pg_embedding_ids(pg_tensor *weight, pg_tensor *ids)
+{
+    const char *op = "ag_embedding";
+    if (pg_ok(weight, op, "weight") || pg_ok(ids, op, "ids")) return NULL;
+    if (ids->requires_grad) return pg_fail_null(PG_ERR_VALUE, "%s: ids %s must not require grad", op, pg_desc(ids));
+    pg_tensor *out = pg_new(weight->dtype, weight->ne[0], pg_numel(ids), PG_MEM_OTHER);
+    if (!out) return NULL;
+    pg_tensor *in[2] = {weight, ids};
+    return pg_op_run("embedding", embedding_ids_fw, embedding_bw, out, 2, in, NULL, NULL, 0, NULL);
 }
 
 /* ---- row slice / concat ---- */
@@ -346,6 +407,13 @@ static int slice_rows_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
+static int slice_rows_fw(pg_node *n)
+{
+    pg_tensor *x = n->in[0];
+    rows_get(x->dtype, pg_data(n->out), pg_data(x), x->ne[0], n->ip[0], n->out->ne[0], x->ne[1]);
+    return 0;
+}
+
 pg_tensor *pg_slice_rows(pg_tensor *x, int64_t from, int64_t n)
 {
     const char *op = "ag_slice_rows";
@@ -353,14 +421,10 @@ pg_tensor *pg_slice_rows(pg_tensor *x, int64_t from, int64_t n)
     if (from < 0 || n < 0 || from > x->ne[0] - n)
         return pg_fail_null(PG_ERR_VALUE, "%s: rows from = %lld (0-based), n = %lld do not fit in x %s",
                             op, (long long)from, (long long)n, pg_desc(x));
-    int64_t C = x->ne[1];
-    pg_tensor *out = pg_new(x->dtype, n, C, PG_MEM_OTHER);
+    pg_tensor *out = pg_new(x->dtype, n, x->ne[1], PG_MEM_OTHER);
     if (!out) return NULL;
-    rows_get(x->dtype, pg_data(out), pg_data(x), x->ne[0], from, n, C);
-    pg_node *nd = NULL;
-    out = finish("slice_rows", slice_rows_bw, out, 1, &x, NULL, NULL, &nd);
-    if (nd) nd->ip[0] = from;
-    return out;
+    int64_t ip[4] = {from, 0, 0, 0};
+    return pg_op_run("slice_rows", slice_rows_fw, slice_rows_bw, out, 1, &x, NULL, ip, 0, NULL);
 }
 
 static int concat_rows_bw(pg_node *n, pg_tensor *g)
@@ -399,6 +463,15 @@ static int concat_rows_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
+static int concat_rows_fw(pg_node *n)
+{
+    pg_tensor *a = n->in[0], *b = n->in[1];
+    int64_t Ra = a->ne[0], Rb = b->ne[0], C = a->ne[1];
+    rows_add(a->dtype, pg_data(n->out), Ra + Rb, 0, pg_data(a), Ra, C, 0);
+    rows_add(a->dtype, pg_data(n->out), Ra + Rb, Ra, pg_data(b), Rb, C, 0);
+    return 0;
+}
+
 pg_tensor *pg_concat_rows(pg_tensor *a, pg_tensor *b)
 {
     const char *op = "ag_concat_rows";
@@ -406,13 +479,10 @@ pg_tensor *pg_concat_rows(pg_tensor *a, pg_tensor *b)
     if (a->ne[1] != b->ne[1])
         return pg_fail_null(PG_ERR_SHAPE, "%s: a is %s and b is %s; they must have the same number of columns",
                             op, pg_desc(a), pg_desc(b));
-    int64_t Ra = a->ne[0], Rb = b->ne[0], C = a->ne[1];
-    pg_tensor *out = pg_new(a->dtype, Ra + Rb, C, PG_MEM_OTHER);
+    pg_tensor *out = pg_new(a->dtype, a->ne[0] + b->ne[0], a->ne[1], PG_MEM_OTHER);
     if (!out) return NULL;
-    rows_add(a->dtype, pg_data(out), Ra + Rb, 0, pg_data(a), Ra, C, 0);
-    rows_add(a->dtype, pg_data(out), Ra + Rb, Ra, pg_data(b), Rb, C, 0);
     pg_tensor *in[2] = {a, b};
-    return finish("concat_rows", concat_rows_bw, out, 2, in, NULL, NULL, NULL);
+    return pg_op_run("concat_rows", concat_rows_fw, concat_rows_bw, out, 2, in, NULL, NULL, 0, NULL);
 }
 
 /* ---- matmul with transposes ---- */
@@ -445,6 +515,15 @@ static int matmul_t_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
+static int matmul_t_fw(pg_node *n)
+{
+    pg_tensor *a = n->in[0], *b = n->in[1], *out = n->out;
+    int ta = (int)n->ip[0], tb = (int)n->ip[1];
+    int64_t m = out->ne[0], c = out->ne[1], k = ta ? a->ne[0] : a->ne[1];
+    pg_gemm(a->dtype, ta, tb, m, c, k, n->p[0], pg_data(a), a->ne[0], pg_data(b), b->ne[0], 0.0, pg_data(out), m);
+    return 0;
+}
+
 pg_tensor *pg_matmul_t(pg_tensor *a, pg_tensor *b, int ta, int tb, double alpha)
 {
     const char *op = "ag_matmul_t";
@@ -459,12 +538,10 @@ pg_tensor *pg_matmul_t(pg_tensor *a, pg_tensor *b, int ta, int tb, double alpha)
                             (long long)k, (long long)kb);
     pg_tensor *out = pg_new(a->dtype, m, c, PG_MEM_OTHER);
     if (!out) return NULL;
-    pg_gemm(a->dtype, ta, tb, m, c, k, alpha, pg_data(a), a->ne[0], pg_data(b), b->ne[0], 0.0, pg_data(out), m);
     pg_tensor *in[2] = {a, b};
-    pg_node *nd = NULL;
-    out = finish("matmul_t", matmul_t_bw, out, 2, in, NULL, NULL, &nd);
-    if (nd) { nd->ip[0] = ta; nd->ip[1] = tb; nd->p[0] = alpha; }
-    return out;
+    double p[4] = {alpha, 0, 0, 0};
+    int64_t ip[4] = {ta, tb, 0, 0};
+    return pg_op_run("matmul_t", matmul_t_fw, matmul_t_bw, out, 2, in, p, ip, 0, NULL);
 }
 
 /* ---- causal mask ---- */
@@ -488,17 +565,23 @@ static int causal_mask_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
+static int causal_mask_fw(pg_node *n)
+{
+    pg_tensor *x = n->in[0];
+    int64_t R = x->ne[0], C = x->ne[1];
+    PG_DISPATCH(x->dtype, {
+        const T *xp = pg_data(x);
+        T *o = pg_data(n->out);
+        for (int64_t j = 0; j < C; j++)
+            for (int64_t i = 0; i < R; i++) o[i + j * R] = i > j ? (T)-INFINITY : xp[i + j * R];
+    });
+    return 0;
+}
+
 pg_tensor *pg_causal_mask(pg_tensor *x)
 {
     if (pg_ok(x, "ag_causal_mask", "x")) return NULL;
     pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
     if (!out) return NULL;
-    int64_t R = x->ne[0], C = x->ne[1];
-    PG_DISPATCH(x->dtype, {
-        const T *xp = pg_data(x);
-        T *o = pg_data(out);
-        for (int64_t j = 0; j < C; j++)
-            for (int64_t i = 0; i < R; i++) o[i + j * R] = i > j ? (T)-INFINITY : xp[i + j * R];
-    });
-    return finish("causal_mask", causal_mask_bw, out, 1, &x, NULL, NULL, NULL);
+    return pg_op_run("causal_mask", causal_mask_fw, causal_mask_bw, out, 1, &x, NULL, NULL, 0, NULL);
 }

@@ -202,10 +202,9 @@ pg_tensor *pg_softmax_ce_loss_idx(pg_tensor *logits, const int64_t *idx, int64_t
         T *tp = pg_data(t);
         for (int64_t j = 0; j < n; j++) tp[idx[j] + j * K] = 1;
     });
-    pg_tensor *out = sce(logits, t);
-    /* the ids were copied from a caller's array: a compiled graph could not see new ones */
-    if (out && out->node) out->node->fw = NULL;
-    return out;
+    /* the one-hot target built from the caller's ids is a constant of a compiled graph (like a
+     * one-hot matrix given as an array); ids that change per step go in a tensor (_ids path) */
+    return sce(logits, t);
 }
 
 /* ---- softmax + cross-entropy on class ids held in a tensor ---- */

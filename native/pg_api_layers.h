@@ -22,6 +22,10 @@ pg_tensor *pg_layer_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, double
  * weight[, idx[k]]. Backward scatter-adds the gradient's columns into dweight (repeated ids
  * accumulate). */
 pg_tensor *pg_embedding(pg_tensor *weight, const int64_t *idx, int64_t n);
+/* The same lookup with the ids in a tensor (f32/f64 whole numbers, any shape, read column-major),
+ * checked and read on every run: a compiled graph (ag_compile) refills them. The ids must not
+ * require grad. */
+pg_tensor *pg_embedding_ids(pg_tensor *weight, pg_tensor *ids);
 
 /* Rows from .. from + n - 1 (0-based) of x [R, C] -> [n, C]; gradient added back into those rows. */
 pg_tensor *pg_slice_rows(pg_tensor *x, int64_t from, int64_t n);

@@ -517,8 +517,10 @@ class ag_embedding(Module):
         return f"embedding({self.vocab_size}, {self.dim})"
 
     def forward(self, idx):
-        ids = _ids(idx, "ag_embedding")
         w = self.weight
+        if isinstance(idx, Tensor):  # ids read in C on every run: a compiled graph refills them
+            return _wrap(lib.pg_embedding_ids(w._p, idx._handle()))
+        ids = _ids(idx, "ag_embedding")
         return _wrap(lib.pg_embedding(w._p, ffi.cast("int64_t *", ids.ctypes.data), ids.size))
 
     def parameters(self):
