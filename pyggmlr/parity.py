@@ -8,11 +8,19 @@ OpenBLAS, or both use the built-in kernel). Every case in :data:`CASES` is one P
 ``P.optimizer_adam(...)``, ``layer.forward(x)``, ``opt.step(g)`` ... resolve to the Python
 API on the Python side and to the R package's exported functions and objects (called through
 rpy2) on the R side. Inputs, initial weights and hyper-parameters are generated once in Python
-(numpy, fixed seed) and handed to both sides; neither side draws random numbers. A case returns
-one record per step (losses, outputs, gradients, weights, optimizer/scheduler values); records
-are compared value by value: max abs difference and max ULP difference in the tensor's dtype
-(0 is required). A few cases (``script:*``) run a training loop written in R (``r.run``)
-against the same loop written in Python.
+(numpy, fixed seed) and handed to both sides; no result depends on either side's random
+numbers. A case returns one record per step (losses, outputs, gradients, weights,
+optimizer/scheduler values); records are compared value by value: max abs difference and max
+ULP difference in the tensor's dtype (0 is required).
+
+Cases whose two sides are separate programs (:class:`ScriptCase`: R code run with ``r.run``
+against the same work written in Python): ``script:*`` (a hand-written training loop),
+``ag_fit:*`` (the whole loop per epoch: history row, per-batch losses, weights; then
+ag_predict and buffers; gradient accumulation, validation split, SGD/AdamW, schedules),
+``dp_train:*`` (2 replicas: loss history, replica 1's weights), ``model file:*`` (a file
+written by one language and read by the other, with and without optimizer state, then
+training resumed in the other language) and ``ag_gradcheck:*`` (report, verdicts, restored
+inputs).
 
 Optional third column: when R has the reference package ``ggmlR`` installed, every case also
 runs through ggmlR's ag_* API in f64 and its max abs / rel difference from pyggmlr is reported
@@ -32,10 +40,9 @@ __all__ = ["CASES", "Case", "run_case", "compare", "max_ulp", "main", "NOT_COVER
 
 DTYPES = ("f64", "f32")
 
-# rows printed for features the R package does not have (listed, not hidden)
-NOT_COVERED = [
-    ("ag_fit", "not covered: R has no ag_fit"),
-]
+# rows printed for features the R package does not have (listed, not hidden); none at present:
+# ag_fit, dp_train, model files and ag_gradcheck have cases of their own
+NOT_COVERED = []
 
 KNOWN_GGMLR_DIFFERENCES = [
     "s11.1  ggmlR's $grad is scaled by the number of consumers (the returned map is correct)",
@@ -619,13 +626,496 @@ def _script_mlp_r(d, steps, dtype):
 class ScriptCase(Case):
     """A case whose Python and R sides are separate programs (R code run with r.run)."""
 
-    def __init__(self, name, py, rr, steps, inputs):
-        super().__init__(name, "script", None, steps, inputs, ggmlr=False)
+    def __init__(self, name, py, rr, steps, inputs, group="script"):
+        super().__init__(name, group, None, steps, inputs, ggmlr=False)
         self.py, self.rr = py, rr
 
 
 CASES.append(ScriptCase("script: R training loop (adamw, step lr, clipping)", _script_mlp_py, _script_mlp_r, 5,
                         lambda rng: {**_mlp_inputs(rng), "ytarget": _u(rng, 3, 8)}))
+
+
+# ---- models shared by the ag_fit, dp_train and model-file cases -----------------------------
+# An architecture is built by the same expression in each language; its weights (and batch-norm
+# running statistics) are then set by name from values drawn in Python.
+
+_ARCHS = {
+    "mlp": ('ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 3))',
+            {"layer1_W": (6, 4), "layer1_b": (6, 1), "layer2_W": (3, 6), "layer2_b": (3, 1)}, {}),
+    "bn": ('ag_sequential(ag_linear(4, 6, "tanh"), ag_batch_norm(6), ag_linear(6, 3))',
+           {"layer1_W": (6, 4), "layer1_b": (6, 1), "layer2_gamma": (6, 1), "layer2_beta": (6, 1),
+            "layer3_W": (3, 6), "layer3_b": (3, 1)},
+           {"layer2_running_mean": (6, 1), "layer2_running_var": (6, 1)}),
+    "io": ('ag_sequential(ag_linear(4, 6, "relu"), ag_batch_norm(6), ag_dropout(0.25), ag_linear(6, 3, "tanh"))',
+           {"layer1_W": (6, 4), "layer1_b": (6, 1), "layer2_gamma": (6, 1), "layer2_beta": (6, 1),
+            "layer4_W": (3, 6), "layer4_b": (3, 1)},
+           {"layer2_running_mean": (6, 1), "layer2_running_var": (6, 1)}),
+}
+
+# R helpers bound in every model script: build an architecture and set its values by name
+_R_MODEL_HELPERS = """
+set_values <- function(m, init, binit) {
+  p <- m$parameters(); for (k in names(init)) p[[k]]$data <- init[[k]]
+  b <- m$buffers(); for (k in names(binit)) b[[k]]$data <- binit[[k]]
+  m
+}
+values_of <- function(lst) lapply(lst, function(t) t$data)
+with_dtype <- function(dtype, f) { prev <- ag_dtype(dtype); tryCatch(f(), finally = ag_dtype(prev)) }
+"""
+
+
+def _arch_inputs(rng, arch):
+    _, ps, bs = _ARCHS[arch]
+    init = {}
+    for k, s in ps.items():
+        init[k] = _u(rng, *s, lo=0.5, hi=1.5) if k.endswith("gamma") else _u(rng, *s)
+    binit = {k: (_u(rng, *s, lo=0.5, hi=2.0) if k.endswith("var") else _u(rng, *s, lo=-0.3, hi=0.3))
+             for k, s in bs.items()}
+    return init, binit
+
+
+def _py_model(arch, init, binit):
+    """The architecture built in Python (ag_* names resolved in pyggmlr) with values set."""
+    import pyggmlr as pg
+    m = eval(_ARCHS[arch][0], {k: getattr(pg, k) for k in dir(pg) if k.startswith("ag_")})
+    ps, bs = m.parameters(), m.buffers()
+    for k, v in init.items():
+        ps[k].data = v
+    for k, v in binit.items():
+        bs[k].data = v
+    return m
+
+
+def _r_values(v):
+    """An R result (scalar / vector / matrix) as a float64 numpy array with at least one dim."""
+    return np.atleast_1d(np.asarray(v, dtype=np.float64))
+
+
+def _with_dtype(dtype, f):
+    import pyggmlr as pg
+    prev = pg.ag_dtype(dtype)
+    try:
+        return f()
+    finally:
+        pg.ag_dtype(prev)
+
+
+# ---- ag_fit: the whole training loop in each language ----------------------------------------
+# shuffle = FALSE everywhere: with shuffling the two implementations draw their permutations
+# from different generators by design (R: sample.int from R's RNG, as ggmlR; Python: numpy's
+# PCG64 seeded from the run's seed), so neither the batches nor the validation samples (the last
+# val_split of the shuffled order) could agree. Without shuffling both walk the columns in
+# order and hold out the last round(val_split * n) samples.
+
+_HIST_KEYS = ("epoch", "loss", "loss_unc", "accuracy", "accuracy_unc", "val_loss", "val_loss_unc",
+              "val_accuracy", "val_accuracy_unc", "lr")
+
+_R_FIT = _R_MODEL_HELPERS + """
+run <- function() {
+  m <- set_values(eval(parse(text = arch)), init, binit)
+  opt <- switch(opt_kind,
+                sgd = "sgd",
+                adamw = optimizer_adam(m$parameters(), lr = lr, weight_decay = wd),
+                adamw_str = "adamw")
+  sched <- if (schedule) function(epoch) list(lr = lr / epoch) else NULL
+  rec <- new.env()
+  rec$w <- list(); rec$b <- list()
+  cb <- list(on_epoch_end = function(epoch, logs) { rec$w[[epoch]] <- values_of(m$parameters()); NULL },
+             on_batch_end = function(step, logs) rec$b[[step]] <- c(logs$epoch, logs$loss))
+  h <- ag_fit(m, x, y, loss = loss, optimizer = opt, opt_params = sched, nepoch = nepoch,
+              batch_size = batch_size, nbatch_logical = nbatch_logical, val_split = val_split,
+              shuffle = FALSE, callbacks = list(cb), silent = TRUE, lr = lr)
+  list(h = unclass(h)[hist_keys], w = rec$w, b = do.call(rbind, rec$b),
+       pred = ag_predict(m, x), buffers = values_of(m$buffers()))
+}
+with_dtype(dtype, run)
+"""
+
+
+def _fit_records(hist, weights, batches, pred, buffers):
+    """Per-epoch records: the history row, that epoch's per-batch losses, the weights at the end
+    of the epoch; the last one adds ag_predict's outputs and the buffers."""
+    out = []
+    for e in range(len(weights)):
+        rec = {f"history {k}": np.array([float(hist[k][e])]) for k in _HIST_KEYS}
+        rec["batch losses"] = np.array([lv for ep, lv in batches if ep == e + 1], dtype=np.float64)
+        rec.update({f"weights {k}": v for k, v in weights[e].items()})
+        out.append(rec)
+    out[-1]["ag_predict"] = pred
+    out[-1].update({f"buffer {k}": v for k, v in buffers.items()})
+    return out
+
+
+def _fit_py(d, steps, dtype):
+    import pyggmlr as pg
+
+    def run():
+        s = d["settings"]
+        m = _py_model(s["arch"], d["init"], d["binit"])
+        opt = {"sgd": "sgd", "adamw_str": "adamw"}.get(s["opt_kind"])
+        if s["opt_kind"] == "adamw":
+            opt = pg.optimizer_adam(m.parameters(), lr=s["lr"], weight_decay=s["wd"])
+        weights, batches = [], []
+
+        class Rec(pg.Callback):
+            def on_epoch_end(self, epoch, logs):
+                weights.append({k: t.numpy() for k, t in m.parameters().items()})
+
+            def on_batch_end(self, step, logs):
+                batches.append((logs["epoch"], logs["loss"]))
+
+        lr = s["lr"]
+        h = pg.ag_fit(m, d["x"], d["y"], loss=s["loss"], optimizer=opt,
+                      opt_params=(lambda e: {"lr": lr / e}) if s["schedule"] else None, nepoch=steps,
+                      batch_size=s["batch_size"], nbatch_logical=s["nbatch_logical"], val_split=s["val_split"],
+                      shuffle=False, callbacks=[Rec()], silent=True, lr=lr)
+        hist = {k: getattr(h, k) for k in _HIST_KEYS}
+        return _fit_records(hist, weights, batches, pg.ag_predict(m, d["x"]),
+                            {k: t.numpy() for k, t in m.buffers().items()})
+    return _with_dtype(dtype, run)
+
+
+def _fit_r(d, steps, dtype):
+    from . import r
+    s = d["settings"]
+    res = r.run(_R_FIT, dtype=dtype, arch=_ARCHS[s["arch"]][0], init=d["init"], binit=d["binit"], x=d["x"], y=d["y"],
+                opt_kind=s["opt_kind"], lr=s["lr"], wd=s.get("wd", 0.0), schedule=s["schedule"], loss=s["loss"],
+                nepoch=steps, batch_size=s["batch_size"], nbatch_logical=s["nbatch_logical"],
+                val_split=s["val_split"], hist_keys=np.array(_HIST_KEYS))
+    hist = {k: _r_values(v) for k, v in res["h"].items()}
+    weights = [{k: _r_values(v) for k, v in w.items()} for w in res["w"]]
+    b = np.asarray(res["b"], dtype=np.float64).reshape(-1, 2)
+    buffers = {k: _r_values(v) for k, v in (res["buffers"] or {}).items()}
+    return _fit_records(hist, weights, [(int(ep), lv) for ep, lv in b], _r_values(res["pred"]), buffers)
+
+
+def _fit_case(name, epochs, n, **settings):
+    def inputs(rng):
+        init, binit = _arch_inputs(rng, settings["arch"])
+        x = _u(rng, 4, n, lo=-2, hi=2)
+        if settings["loss"] == "cross_entropy":
+            y = rng.integers(0, 3, size=n)
+        else:
+            y = _u(rng, 3, n)
+        return {"init": init, "binit": binit, "x": x, "y": y, "settings": settings}
+    CASES.append(ScriptCase(f"ag_fit: {name}", _fit_py, _fit_r, epochs, inputs, group="fit"))
+
+
+_fit_case("sgd, class ids, accum 2x4, lr schedule", 3, 24, arch="mlp", opt_kind="sgd",
+          lr=0.1, schedule=True, loss="cross_entropy", batch_size=4, nbatch_logical=8, val_split=0.0)
+# 28 samples, val_split 0.25: 7 held out (batches of 4 + 3, weighted), 21 train -> 2 logical
+# batches of 8 (5 samples left out, as ggml)
+_fit_case("adamw object, class ids, accum 2x4, val 0.25", 3, 28, arch="mlp", opt_kind="adamw",
+          lr=0.01, wd=0.05, schedule=False, loss="cross_entropy", batch_size=4, nbatch_logical=8, val_split=0.25)
+_fit_case("'adamw', mse, batch_norm, accum 3x2, val 0.2", 3, 30, arch="bn", opt_kind="adamw_str",
+          lr=0.02, schedule=False, loss="mse", batch_size=2, nbatch_logical=6, val_split=0.2)
+
+
+# ---- dp_train: 2 replicas in one process, gradients averaged in C ----------------------------
+
+_R_DP = _R_MODEL_HELPERS + """
+run <- function() {
+  make <- function() set_values(eval(parse(text = arch)), init, binit)
+  data <- lapply(seq_len(n_samples), function(j) {
+    cols <- ((j - 1L) * per + 1L):(j * per)
+    list(x = x[, cols, drop = FALSE], y = y[, cols, drop = FALSE])
+  })
+  res <- dp_train(make, data, loss_fn = ag_mse_loss, forward_fn = function(m, s) m$forward(ag_tensor(s$x)),
+                  target_fn = function(s) s$y, n_replicas = 2L, n_iter = n_iter, lr = lr, max_norm = max_norm,
+                  verbose = FALSE)
+  list(loss_history = res$loss_history, params = values_of(res$params), buffers = values_of(res$model$buffers()))
+}
+with_dtype(dtype, run)
+"""
+
+
+def _dp_record(hist, params, buffers):
+    rec = {"loss_history": np.asarray(hist, dtype=np.float64)}
+    rec.update({f"replica 1 {k}": v for k, v in params.items()})
+    rec.update({f"replica 1 buffer {k}": v for k, v in buffers.items()})
+    return [rec]
+
+
+def _dp_py(d, steps, dtype):
+    import pyggmlr as pg
+    s = d["settings"]
+
+    def run():
+        per = d["x"].shape[1] // s["n_samples"]
+        data = [{"x": d["x"][:, j * per:(j + 1) * per], "y": d["y"][:, j * per:(j + 1) * per]}
+                for j in range(s["n_samples"])]
+        res = pg.dp_train(lambda: _py_model(s["arch"], d["init"], d["binit"]), data, loss_fn=pg.ag_mse_loss,
+                          forward_fn=lambda m, smp: m.forward(pg.ag_tensor(smp["x"])), target_fn=lambda smp: smp["y"],
+                          n_replicas=2, n_iter=steps, lr=s["lr"], max_norm=s["max_norm"], verbose=False)
+        params = res["params"]
+        params = params.items() if isinstance(params, dict) else res["model"].parameters().items()
+        return _dp_record(res["loss_history"], {k: t.numpy() for k, t in params},
+                          {k: t.numpy() for k, t in res["model"].buffers().items()})
+    return _with_dtype(dtype, run)
+
+
+def _dp_r(d, steps, dtype):
+    from . import r
+    s = d["settings"]
+    res = r.run(_R_DP, dtype=dtype, arch=_ARCHS[s["arch"]][0], init=d["init"], binit=d["binit"], x=d["x"], y=d["y"],
+                n_samples=s["n_samples"], per=d["x"].shape[1] // s["n_samples"], n_iter=steps, lr=s["lr"],
+                max_norm=s["max_norm"])
+    return _dp_record(_r_values(res["loss_history"]), {k: _r_values(v) for k, v in res["params"].items()},
+                      {k: _r_values(v) for k, v in (res["buffers"] or {}).items()})
+
+
+def _dp_case(name, n_iter, **settings):
+    def inputs(rng):
+        init, binit = _arch_inputs(rng, settings["arch"])
+        n = 3 * settings["n_samples"]
+        return {"init": init, "binit": binit, "x": _u(rng, 4, n, lo=-2, hi=2), "y": _u(rng, 3, n),
+                "settings": settings}
+    CASES.append(ScriptCase(f"dp_train: {name}", _dp_py, _dp_r, n_iter, inputs, group="dp"))
+
+
+# 5 samples of 3 columns, 2 replicas: iterations see samples (1,2), (3,4), (5,1), ...
+_dp_case("2 replicas, mlp, mse", 4, arch="mlp", n_samples=5, lr=0.01, max_norm=math.inf)
+_dp_case("2 replicas, batch_norm, max_norm 0.5", 4, arch="bn", n_samples=4, lr=0.02, max_norm=0.5)
+
+
+# ---- model files: written by one language, read by the other ---------------------------------
+# The reference is always the Python model held in memory; the other side goes through a file
+# written by one language and read by the other (architecture rebuilt from the file's config).
+
+_R_IO_SAVE = _R_MODEL_HELPERS + """
+run <- function() {
+  m <- set_values(eval(parse(text = arch)), init, binit)
+  opt <- NULL
+  if (n_train > 0L) {
+    opt <- optimizer_adam(m$parameters(), lr = 0.01, weight_decay = 0.05)
+    for (s in seq_len(n_train)) {
+      loss <- with_grad_tape(ag_mse_loss(m$forward(ag_tensor(x)), y))
+      opt$step(backward(loss))
+      opt$zero_grad()
+    }
+  }
+  ag_save_model(m, path, optimizer = opt, epoch = n_train)
+  TRUE
+}
+with_dtype(dtype, run)
+"""
+
+_R_IO_LOAD = _R_MODEL_HELPERS + """
+run <- function() {
+  m <- ag_load_model(path)
+  out <- list(loaded = values_of(m$parameters()), loaded_buffers = values_of(m$buffers()),
+              dtype = m$parameters()[[1L]]$dtype, y = ag_predict(m, x), epoch = ag_model_info(path)$epoch)
+  if (n_more > 0L) {
+    opt <- optimizer_adam(m$parameters(), lr = 0.01, weight_decay = 0.05)
+    ag_load_model(path, model = m, optimizer = opt)
+    out$t <- opt$t
+    ag_train(m)
+    for (s in seq_len(n_more)) {
+      loss <- with_grad_tape(ag_mse_loss(m$forward(ag_tensor(x)), y_target))
+      opt$step(backward(loss))
+      opt$zero_grad()
+    }
+    out$trained <- values_of(m$parameters())
+    out$trained_buffers <- values_of(m$buffers())
+    out$y_after <- ag_predict(m, x)
+  }
+  out
+}
+with_dtype(dtype, run)
+"""
+
+
+def _io_train_py(m, d, steps, opt=None):
+    import pyggmlr as pg
+    opt = opt or pg.optimizer_adam(m.parameters(), lr=0.01, weight_decay=0.05)
+    for _ in range(steps):
+        with pg.with_grad_tape():
+            loss = pg.ag_mse_loss(m.forward(pg.ag_tensor(d["x"])), d["y"])
+        opt.step(pg.backward(loss))
+        opt.zero_grad()
+    return opt
+
+
+def _io_records(loaded, loaded_buffers, dtype, y, epoch, t=None, trained=None, trained_buffers=None, y_after=None):
+    rec = {f"loaded {k}": v for k, v in loaded.items()}
+    rec.update({f"loaded buffer {k}": v for k, v in loaded_buffers.items()})
+    rec.update({"dtype": np.array([float(dtype == "f64")]), "ag_predict": y, "epoch": np.array([float(epoch)])})
+    out = [rec]
+    if trained is not None:
+        rec["optimizer t"] = np.array([float(t)])
+        rec2 = {f"trained {k}": v for k, v in trained.items()}
+        rec2.update({f"trained buffer {k}": v for k, v in trained_buffers.items()})
+        rec2["ag_predict"] = y_after
+        out.append(rec2)
+    return out
+
+
+def _io_reference(d, n_train, n_more):
+    """The Python model trained n_train Adam steps (the saved state), then n_more further steps."""
+    import pyggmlr as pg
+    s = d["settings"]
+    m = _py_model(s["arch"], d["init"], d["binit"])
+    opt = _io_train_py(m, d, n_train) if n_train else None
+    pg.ag_eval(m)
+    args = dict(loaded={k: t.numpy() for k, t in m.parameters().items()},
+                loaded_buffers={k: t.numpy() for k, t in m.buffers().items()}, dtype=pg.ag_default_dtype(),
+                y=pg.ag_predict(m, d["x"]), epoch=n_train)
+    if n_more:
+        pg.ag_train(m)
+        args["t"] = opt.t
+        _io_train_py(m, d, n_more, opt)
+        pg.ag_eval(m)
+        args.update(trained={k: t.numpy() for k, t in m.parameters().items()},
+                    trained_buffers={k: t.numpy() for k, t in m.buffers().items()}, y_after=pg.ag_predict(m, d["x"]))
+    return _io_records(**args)
+
+
+def _io_tmp():
+    import tempfile
+    fd, path = tempfile.mkstemp(prefix="pyggmlr-parity-", suffix=".safetensors")
+    import os
+    os.close(fd)
+    return path
+
+
+def _io_r_to_py(d, steps, dtype):
+    """R builds, trains and saves; Python loads (and continues training)."""
+    import os
+    import pyggmlr as pg
+    from . import r
+    s = d["settings"]
+    n_train, n_more = s["n_train"], s["n_more"]
+    path = _io_tmp()
+    try:
+        r.run(_R_IO_SAVE, dtype=dtype, arch=_ARCHS[s["arch"]][0], init=d["init"], binit=d["binit"], x=d["x"],
+              y=d["y"], n_train=n_train, path=path)
+
+        def load():
+            m = pg.ag_load_model(path)
+            args = dict(loaded={k: t.numpy() for k, t in m.parameters().items()},
+                        loaded_buffers={k: t.numpy() for k, t in m.buffers().items()},
+                        dtype=next(iter(m.parameters().values())).dtype, y=pg.ag_predict(m, d["x"]),
+                        epoch=pg.ag_model_info(path)["epoch"])
+            if n_more:
+                opt = pg.optimizer_adam(m.parameters(), lr=0.01, weight_decay=0.05)
+                pg.ag_load_model(path, model=m, optimizer=opt)
+                args["t"] = opt.t
+                pg.ag_train(m)
+                _io_train_py(m, d, n_more, opt)
+                args.update(trained={k: t.numpy() for k, t in m.parameters().items()},
+                            trained_buffers={k: t.numpy() for k, t in m.buffers().items()},
+                            y_after=pg.ag_predict(m, d["x"]))
+            return _io_records(**args)
+        return _with_dtype(dtype, load)
+    finally:
+        os.unlink(path)
+
+
+def _io_py_to_r(d, steps, dtype):
+    """Python builds, trains and saves; R loads (and continues training)."""
+    import os
+    import pyggmlr as pg
+    from . import r
+    s = d["settings"]
+    n_train, n_more = s["n_train"], s["n_more"]
+    path = _io_tmp()
+    try:
+        def save():
+            m = _py_model(s["arch"], d["init"], d["binit"])
+            opt = _io_train_py(m, d, n_train) if n_train else None
+            pg.ag_save_model(m, path, optimizer=opt, epoch=n_train)
+        _with_dtype(dtype, save)
+        res = r.run(_R_IO_LOAD, dtype=dtype, x=d["x"], y_target=d["y"], n_more=n_more, path=path)
+    finally:
+        os.unlink(path)
+    vals = lambda lst: {k: _r_values(v) for k, v in (lst or {}).items()}  # noqa: E731
+    args = dict(loaded=vals(res["loaded"]), loaded_buffers=vals(res["loaded_buffers"]), dtype=res["dtype"],
+                y=_r_values(res["y"]), epoch=res["epoch"])
+    if n_more:
+        args.update(t=res["t"], trained=vals(res["trained"]), trained_buffers=vals(res["trained_buffers"]),
+                    y_after=_r_values(res["y_after"]))
+    return _io_records(**args)
+
+
+def _io_case(name, other, **settings):
+    def inputs(rng):
+        init, binit = _arch_inputs(rng, settings["arch"])
+        return {"init": init, "binit": binit, "x": _u(rng, 4, 7, lo=-2, hi=2), "y": _u(rng, 3, 7),
+                "settings": settings}
+
+    def py(d, steps, dtype):
+        return _with_dtype(dtype, lambda: _io_reference(d, settings["n_train"], settings["n_more"]))
+    steps = 1 + (settings["n_more"] > 0)
+    CASES.append(ScriptCase(f"model file: {name}", py, other, steps, inputs, group="io"))
+
+
+_io_case("R saves, Python loads", _io_r_to_py, arch="io", n_train=0, n_more=0)
+_io_case("Python saves, R loads", _io_py_to_r, arch="io", n_train=0, n_more=0)
+_io_case("R: 2 Adam steps + state, Python resumes", _io_r_to_py, arch="bn", n_train=2, n_more=1)
+_io_case("Python: 2 Adam steps + state, R resumes", _io_py_to_r, arch="bn", n_train=2, n_more=1)
+
+
+# ---- ag_gradcheck: report, verdicts and restored inputs ---------------------------------------
+# R's ag_gradcheck returns only the overall logical (as ggmlR); the per-input max_err values
+# are compared as printed by both (%.2e), together with the verdicts, the whole report's text
+# and the inputs' values afterwards (restored bit for bit, $grad untouched). Input q gets a
+# wrong analytical gradient (its second factor is computed without gradient): it must FAIL.
+
+_R_GRADCHECK = """
+run <- function() {
+  p <- ag_param(p0); q <- ag_param(q0); cst <- ag_tensor(c0)
+  fn <- function(i) ag_add(ag_sum(ag_mul(ag_tanh(ag_matmul(i$p, i$c)), w)),
+                           ag_sum(ag_mul(i$q, ag_no_grad(ag_scale(i$q, 1)))))
+  out <- capture.output(ok <- ag_gradcheck(fn, list(p = p, q = q, c = cst), eps = 1e-3, atol = 1e-3))
+  list(ok = ok, out = out, p = p$data, q = q$data, grads_unset = c(is.null(p$grad), is.null(q$grad)))
+}
+prev <- ag_dtype(dtype)
+tryCatch(run(), finally = ag_dtype(prev))
+"""
+
+
+def _gradcheck_record(ok, text, p, q, grads_unset):
+    import re
+    lines = text.strip().splitlines()
+    errs = [float(m.group(1)) for m in (re.search(r"max_err = (\S+)", ln) for ln in lines) if m]
+    verdicts = [float(ln.rstrip().endswith("PASS")) for ln in lines]
+    return [{"passed": np.array([float(bool(ok))]), "max_err (printed)": np.array(errs),
+             "PASS per line": np.array(verdicts), "report text crc32": np.array([float(zlib.crc32(text.encode()))]),
+             "p after": p, "q after": q, "grad unset": np.array([float(v) for v in grads_unset])}]
+
+
+def _gradcheck_py(d, steps, dtype):
+    import contextlib
+    import io
+    import pyggmlr as pg
+
+    def run():
+        p, q, c = pg.ag_param(d["p0"]), pg.ag_param(d["q0"]), pg.ag_tensor(d["c0"])
+
+        def fn(i):
+            a = pg.ag_sum(pg.ag_mul(pg.ag_tanh(pg.ag_matmul(i["p"], i["c"])), d["w"]))
+            with pg.ag_no_grad():
+                s = pg.ag_scale(i["q"], 1)
+            return pg.ag_add(a, pg.ag_sum(pg.ag_mul(i["q"], s)))
+
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            res = pg.ag_gradcheck(fn, {"p": p, "q": q, "c": c}, eps=1e-3, atol=1e-3)
+        return _gradcheck_record(res.passed, buf.getvalue(), p.numpy(), q.numpy(), (p.grad is None, q.grad is None))
+    return _with_dtype(dtype, run)
+
+
+def _gradcheck_r(d, steps, dtype):
+    from . import r
+    res = r.run(_R_GRADCHECK, dtype=dtype, **{k: d[k] for k in ("p0", "q0", "c0", "w")})
+    out = res["out"]
+    text = "\n".join([out] if isinstance(out, str) else out) + "\n"
+    return _gradcheck_record(res["ok"], text, _r_values(res["p"]), _r_values(res["q"]), list(np.atleast_1d(res["grads_unset"])))
+
+
+CASES.append(ScriptCase("ag_gradcheck: report, verdicts, restored inputs", _gradcheck_py, _gradcheck_r, 1,
+                        lambda rng: {"p0": _u(rng, 3, 4), "q0": _u(rng, 2, 3, lo=0.5, hi=1.5), "c0": _u(rng, 4, 5),
+                                     "w": _u(rng, 3, 5)}, group="gradcheck"))
 
 
 # ---------------------------------------------------------------------------------------------
