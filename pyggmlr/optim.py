@@ -8,7 +8,7 @@ import warnings
 
 from . import _core
 from ._core import NULL, ffi, lib
-from .errors import ArgumentError, PyggmlrValueError
+from .errors import ArgumentError, PyggmlrValueError, StateError
 from .tape import Gradients
 from .tensor import Tensor, _read, _wrap
 
@@ -80,6 +80,15 @@ class Optimizer:
                           stacklevel=3)
         for k, v in hyper.items():
             setattr(self, k, v)
+
+    def __copy__(self):  # the C state has one owner: a copy would free it twice
+        raise StateError(f"{type(self).__name__}: optimizers cannot be copied; save state() and load_state() it into a new one")
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    def __reduce__(self):
+        return self.__copy__()
 
     def __del__(self, _free=lib.pg_optim_free):
         o = self.__dict__.get("_o")

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from . import _core
 from ._core import NULL, ffi, lib
-from .errors import ArgumentError, GradientKeyError
+from .errors import ArgumentError, GradientKeyError, StateError
 from .tensor import Tensor, _read
 
 __all__ = ["with_grad_tape", "backward", "Gradients", "ag_no_grad", "ag_tape_clear"]
@@ -68,6 +68,15 @@ class Gradients(Mapping):
     def __init__(self, m: Any) -> None:
         self._m = m
         self._cache = {}
+
+    def __copy__(self):  # the C map has one owner: a copy would free it twice
+        raise StateError("gradient maps cannot be copied; use {k: v for k, v in grads.items()} for numpy copies")
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    def __reduce__(self):
+        return self.__copy__()
 
     def __del__(self, _free=lib.pg_gradmap_free):
         m = getattr(self, "_m", None)

@@ -134,6 +134,24 @@ class Tensor:
             raise ArgumentError(f"{caller_op()}: tensor handle is empty (freed)")
         return p
 
+    # copies: the C pointer is never duplicated without its own reference (a shared pointer
+    # would be released twice). copy.copy: a second handle on the same tensor; deepcopy: a new
+    # tensor with the same values (and requires_grad); pickle: the values.
+    def __copy__(self):
+        p = self._handle()
+        lib.pg_tensor_retain(p)
+        return _wrap(p)
+
+    def __deepcopy__(self, memo):
+        t = _wrap(lib.pg_tensor_clone(self._handle()))
+        if self.requires_grad:
+            t.requires_grad = True
+        memo[id(self)] = t
+        return t
+
+    def __reduce__(self):
+        return (_unpickle, (self.numpy(), self.dtype, self.requires_grad))
+
     def free(self):
         """Drop this handle's reference now instead of at garbage collection."""
         p, self._p = self._p, None
@@ -287,6 +305,10 @@ class Tensor:
         return backward(self)
 
     # operators are attached in ops.py
+
+
+def _unpickle(values, dtype, requires_grad):
+    return ag_param(values, dtype=dtype) if requires_grad else ag_tensor(values, dtype=dtype)
 
 
 def is_ag_tensor(x: object) -> bool:
