@@ -212,3 +212,20 @@ def test_handles_in_both_languages_any_order(rng):
     assert counts() != (py0, r0)       # `back` is still alive in Python
     del back
     assert counts() == (py0, r0)
+
+
+def test_class_ids_as_a_one_d_r_array(rng):
+    """rpy2's numpy converter (and R's as.array) make 1-D R arrays (a dim of length 1): R's
+    ag_softmax_cross_entropy_loss reads them as class ids, like Python (bit-identical)."""
+    from rpy2.robjects import default_converter, numpy2ri
+    from rpy2.robjects.conversion import localconverter
+    ids = np.array([2, 0, 1, 1], dtype=np.int32)
+    with localconverter(default_converter + numpy2ri.converter) as cv:
+        rids = r.RObject(cv.py2rpy(ids))
+    assert r.run("length(dim(a))", a=rids) == 1
+    z = rng.standard_normal((3, 4))
+    want = pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(z, dtype="f64"), ids).numpy()
+    got = r.from_r(r.call("ag_softmax_cross_entropy_loss", pg.ag_tensor(z, dtype="f64"), rids))
+    assert got.numpy().tobytes() == want.tobytes()
+    got = r.run("ag_softmax_cross_entropy_loss(z, as.array(as.double(i)))", z=pg.ag_tensor(z, dtype="f64"), i=ids)
+    assert got.numpy().tobytes() == want.tobytes()
