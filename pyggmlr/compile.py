@@ -13,10 +13,22 @@ values into the recorded input tensors and replays the whole graph in one C call
 Replays run the same kernels in the same order as the eager loop (with_grad_tape -> backward
 -> opt.step(grads) -> zero_grad), so losses, gradients and weights are bit-identical. Inputs
 keep their recorded shapes: another shape raises ShapeError naming both (compile again for
-it). Recording itself has no side effects (the random stream is restored, so dropout masks are
-drawn afresh by each replay, in the eager order). Ops that read data the graph cannot refill
-(ids given as arrays to ag_embedding, batch norm for now) make ag_compile raise; run those
-steps eagerly.
+it).
+
+Recording is one call of ``fn``: it applies no optimizer step and draws no random numbers
+(the random stream is restored, so each replay draws new dropout masks in the eager order),
+but a batch norm layer in training mode updates its running statistics once, exactly as one
+eager training forward does; every replay then updates them once more, as every eager step
+does. (ag_fit(static=True) puts the statistics back after recording, so its run equals the
+eager one.) The layers' modes are read at record time: a graph recorded in training mode
+keeps dropout and batch statistics; record a second ("forward") graph after ag_eval(model)
+for evaluation with the running statistics.
+
+Data: only the inputs are refilled. Tensors or arrays that fn builds or closes over are
+constants of the graph (their values at record time), e.g. class ids given to
+ag_softmax_cross_entropy_loss as an array. Give per-step data as inputs: embedding ids as an
+input tensor (ag_embedding reads a tensor's ids on every replay); ids given to ag_embedding as
+an array cannot be replayed and make ag_compile raise.
 """
 import numpy as np
 

@@ -221,3 +221,149 @@ def test_compiled_dropout_draws_new_masks_as_eager(rng):
     assert np.float32(eager).tolist() == np.float32(comp).tolist() and len(set(comp)) > 1
     for a, b in zip(Pe, Pc):
         assert np.array_equal(a.numpy(), b.numpy())
+
+
+# ---- every layer in a compiled graph ----
+
+def _seq_model(kind):
+    L = pg.ag_linear
+    if kind == "mlp-dropout":
+        return pg.ag_sequential(L(4, 16, "relu"), pg.ag_dropout(0.3), L(16, 3))
+    if kind == "batch-norm":
+        return pg.ag_sequential(L(4, 16), pg.ag_batch_norm(16), L(16, 8, "relu"), pg.ag_batch_norm(8, momentum=0.3), L(8, 3))
+    if kind == "layer-norm":
+        return pg.ag_sequential(L(4, 16, "tanh"), pg.ag_layer_norm(16), L(16, 3))
+    if kind == "embedding":
+        return pg.ag_sequential(pg.ag_embedding(10, 6), L(6, 8, "relu"), L(8, 3))
+    if kind == "attention":
+        return pg.ag_multihead_attention(8, 2, dropout=0.2)
+    raise KeyError(kind)
+
+
+def _layer_data(kind, rng, n):
+    if kind == "embedding":
+        return [(rng.integers(0, 10, (1, 12)), rng.integers(0, 3, (1, 12))) for _ in range(n)]
+    if kind == "attention":
+        return [(rng.normal(size=(8, 6)), rng.normal(size=(8, 6))) for _ in range(n)]
+    return [(rng.normal(size=(4, 12)), rng.integers(0, 3, (1, 12))) for _ in range(n)]
+
+
+def _layer_loss(kind, m, x, y):
+    if kind == "attention":
+        # attention: causal mask, row slices, concat, matmul_t, softmax, dropout on the weights
+        return pg.ag_mse_loss(m.forward(x, causal_mask=True), y)
+    return pg.ag_softmax_cross_entropy_loss(m.forward(x), y)
+
+
+NP = {"f32": np.float32, "f64": np.float64}
+
+
+def _state(m):
+    return [t.numpy() for t in list(m.parameters().values()) + list(m.buffers().values())]
+
+
+@pytest.mark.parametrize("kind", ["mlp-dropout", "batch-norm", "layer-norm", "embedding", "attention"])
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_compiled_layers_bit_identical(kind, dtype):
+    pg.ag_dtype(dtype)
+    rng = np.random.default_rng(21)
+    data = _layer_data(kind, rng, 15)
+    pg.ggml_set_seed(3)
+    me = _seq_model(kind)
+    pg.ggml_set_seed(3)
+    mc = _seq_model(kind)
+    assert all(np.array_equal(a, b) for a, b in zip(_state(me), _state(mc)))
+    oe = pg.optimizer_adam(me.parameters(), lr=0.01, weight_decay=0.01)
+    oc = pg.optimizer_adam(mc.parameters(), lr=0.01, weight_decay=0.01)
+    T = lambda a: pg.ag_tensor(a, dtype=dtype)  # noqa: E731
+
+    pg.ggml_set_seed(9)
+    # recording is one eager training forward (batch norm: one running-stat update), no draws
+    st = pg.ag_rng().bit_generator.state
+    with pg.ag_no_grad():
+        _layer_loss(kind, me, T(data[0][0]), T(data[0][1]))
+    pg.ag_rng().bit_generator.state = st
+    eager = []
+    for x, y in data:
+        with pg.with_grad_tape():
+            le = _layer_loss(kind, me, T(x), T(y))
+        oe.step(pg.backward(le))
+        oe.zero_grad()
+        eager.append(le.item())
+        pg.ag_tape_clear()
+
+    pg.ggml_set_seed(9)
+    before = _state(mc)
+    step = pg.ag_compile(lambda x, y: _layer_loss(kind, mc, x, y), T(data[0][0]), T(data[0][1]), optimizer=oc)
+    after = _state(mc)
+    nparam = len(mc.parameters())
+    assert all(np.array_equal(a, b) for a, b in zip(before[:nparam], after[:nparam]))  # no step while recording
+    if kind == "batch-norm":
+        assert not np.array_equal(before[nparam], after[nparam])  # running_mean moved once
+    comp = [step(x, y) for x, y in data]
+    assert eager == comp
+    assert len(set(comp)) > 1
+    for a, b in zip(_state(me), _state(mc)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    if kind in ("mlp-dropout", "attention"):  # masks really change between replays
+        assert step.ops.count("mul") >= 1
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_compiled_batch_norm_running_stats_and_eval_graph(dtype, rng):
+    pg.ag_dtype(dtype)
+    bn = pg.ag_batch_norm(5, momentum=0.2)
+    W = pg.ag_param(rng.normal(size=(5, 3)))
+    opt = pg.optimizer_sgd([W, bn.gamma, bn.beta], lr=0.1)
+    xs = [rng.normal(size=(3, 7)) * (i + 1) + i for i in range(4)]
+    step = pg.ag_compile(lambda x: pg.ag_sum(pg.ag_mul(bn.forward(pg.ag_matmul(W, x)), 0.5)), xs[0], optimizer=opt)
+    rm, rv = bn.running_mean.numpy().astype(np.float64), bn.running_var.numpy().astype(np.float64)
+    # recording updated the statistics once, with xs[0]: check against numpy
+    h0 = (W.numpy().astype(np.float64) @ xs[0].astype(NP[dtype]).astype(np.float64))
+    np.testing.assert_allclose(rm[:, 0], 0.2 * h0.mean(axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rv[:, 0], 0.8 + 0.2 * h0.var(axis=1), rtol=1e-5)
+    for x in xs[1:]:
+        Wb = W.numpy()
+        step(x)
+        h = Wb.astype(np.float64) @ x.astype(NP[dtype]).astype(np.float64)
+        rm, rv = 0.8 * rm + 0.2 * h.mean(axis=1, keepdims=True), 0.8 * rv + 0.2 * h.var(axis=1, keepdims=True)
+        np.testing.assert_allclose(bn.running_mean.numpy(), rm, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(bn.running_var.numpy(), rv, rtol=1e-4)
+    # an eval-mode forward graph uses the running statistics and leaves them alone
+    pg.ag_eval(bn)
+    fwd = pg.ag_compile(lambda x: bn.forward(pg.ag_matmul(W, x)), xs[0], build="forward")
+    stats = (bn.running_mean.numpy(), bn.running_var.numpy())
+    for x in xs:
+        out = fwd(x).numpy()
+        with pg.ag_no_grad():
+            ref = bn.forward(pg.ag_matmul(W, pg.ag_tensor(x))).numpy()
+        assert np.array_equal(out, ref)
+    assert np.array_equal(stats[0], bn.running_mean.numpy()) and np.array_equal(stats[1], bn.running_var.numpy())
+
+
+def test_compiled_embedding_ids_are_refilled(rng):
+    emb = pg.ag_embedding(6, 4)
+    fwd = pg.ag_compile(lambda i: emb.forward(i), np.array([[0, 1, 2]]), build="forward")
+    W = emb.weight.numpy()
+    for ids in ([5, 5, 0], [3, 1, 4]):
+        assert np.array_equal(fwd(np.array([ids])).numpy(), W[:, ids])
+    with pytest.raises(PyggmlrValueError, match=r"ag_embedding: id 6 at position 2 is not a whole number in \[0, 6\)"):
+        fwd(np.array([[0, 1, 6]]))
+    # ids given as an array inside fn cannot be refilled: refused
+    with pytest.raises(PyggmlrValueError, match="op 'embedding' cannot be replayed"):
+        pg.ag_compile(lambda x: pg.ag_sum(emb.forward([1, 2])), np.zeros((1, 1)), build="grad")
+
+
+def test_compiled_softmax_ce_array_ids_are_constants(rng):
+    W = pg.ag_param(rng.normal(size=(3, 4)))
+    ids = np.array([0, 2, 1, 2, 0])
+    step = pg.ag_compile(lambda x: pg.ag_softmax_cross_entropy_loss(pg.ag_matmul(W, x), ids), np.zeros((4, 5)), build="grad")
+    for _ in range(2):
+        x = rng.normal(size=(4, 5))
+        loss, grads = step(x)
+        with pg.with_grad_tape():
+            le = pg.ag_softmax_cross_entropy_loss(pg.ag_matmul(W, pg.ag_tensor(x)), ids)
+        g = pg.backward(le)
+        pg.ag_tape_clear()
+        W.grad = None
+        assert loss == le.item() and np.array_equal(grads[W.id], g[W])
