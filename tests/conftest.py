@@ -32,3 +32,32 @@ def live_counts():
     gc.collect()
     pg.ag_tape_clear()
     return pg._core.lib.pg_live_objects()
+
+
+# ---- leak check (tests/test_leaks.py documents it): after each test module, with its objects
+# ---- deleted and gc.collect(), the core's live objects and current bytes are back where the
+# ---- module started. PYGGMLR_LEAK_CHECK=0 turns it off.
+import os as _os
+
+
+def _core_counts():
+    for _ in range(3):
+        gc.collect()
+    pg.ag_tape_clear()
+    st = pg._core.ffi.new("int64_t[11]")
+    pg._core.lib.pg_memory_stats(st, 11)
+    return {"live objects": pg._core.lib.pg_live_objects(), "bytes": st[5], "tensors": st[7],
+            "gradient maps": st[8], "optimizers": st[9]}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_leak_check(request):
+    if _os.environ.get("PYGGMLR_LEAK_CHECK", "1") == "0":
+        yield
+        return
+    before = _core_counts()
+    yield
+    after = _core_counts()
+    if after != before:
+        pytest.fail(f"{request.module.__name__} leaked core objects: before {before}, after {after}", pytrace=False)
+# ---- end of the leak check
