@@ -529,11 +529,68 @@ def _epoch_perm(base, epoch, n):
     return np.random.default_rng([base, epoch]).permutation(n)
 
 
+def _builtin_model(model):
+    """True when every layer is a built-in pyggmlr layer (whose whole forward runs in C ops a
+    compiled graph replays), so ag_fit can compile its step by default."""
+    from . import nn
+    if isinstance(model, nn.ag_sequential):
+        return all(_builtin_model(m) for m in model.layers)
+    return type(model) in (nn.ag_linear, nn.ag_dropout, nn.ag_batch_norm, nn.ag_layer_norm, nn.ag_embedding,
+                           nn.ag_multihead_attention)
+
+
+class _StaticSteps:
+    """ag_fit's compiled graphs: one "opt" graph for the training batches (all of batch_size
+    columns: a partial last batch is never trained on) recorded in training mode, and
+    "forward" graphs for validation recorded in eval mode, one per batch width (the full one
+    and the last partial batch). Recording leaves the model as it was: no optimizer step, no
+    random draws and the buffers (batch-norm running statistics) put back, so the run equals
+    the eager one bit for bit."""
+
+    def __init__(self, model, lossfn, opt, dtype, has_y):
+        self.model, self.lossfn, self.opt, self.dtype, self.has_y = model, lossfn, opt, dtype, has_y
+        self.train = None
+        self.val = {}
+
+    def _record(self, xv, yv, build):
+        from .compile import ag_compile
+        holder = {}
+
+        def fn(x, y=None):
+            out = _forward(self.model, x)
+            holder["out"] = out
+            return self.lossfn(out, y)
+        bufs = {k: t.data for k, t in _buffers(self.model).items() if isinstance(t, Tensor)}
+        ins = [ag_tensor(xv, dtype=self.dtype)] + ([ag_tensor(yv, dtype=self.dtype)] if self.has_y else [])
+        try:
+            step = ag_compile(fn, *ins, build=build, optimizer=self.opt if build == "opt" else None)
+        finally:
+            for k, t in _buffers(self.model).items():
+                if k in bufs:
+                    t.data = bufs[k]
+        return step, holder["out"]
+
+    def train_step(self, xv, yv):
+        """Loss of one replayed training step, and the model output tensor (reused buffer)."""
+        if self.train is None:
+            self.train = self._record(xv, yv, "opt")
+        step, out = self.train
+        return (step(xv, yv) if self.has_y else step(xv)), out
+
+    def val_step(self, xv, yv):
+        w = xv.shape[1]
+        if w not in self.val:
+            self.val[w] = self._record(xv, yv, "forward")
+        step, out = self.val[w]
+        return (step(xv, yv) if self.has_y else step(xv)).item(), out
+
+
 def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor, Any], Tensor]] = "cross_entropy",
            optimizer: Union[str, Optimizer] = "adamw", opt_params: Optional[Callable[[int], dict]] = None,
            nepoch: int = 30, batch_size: int = 32, nbatch_logical: Optional[int] = None, val_split: float = 0.0,
            shuffle: bool = True, callbacks: Sequence[Any] = (), silent: bool = False, seed: Optional[int] = None,
-           lr: float = 1e-3, resume_from: Optional[Union[str, os.PathLike]] = None, distributed: bool = False) -> History:
+           lr: float = 1e-3, resume_from: Optional[Union[str, os.PathLike]] = None, distributed: bool = False,
+           static: Optional[bool] = None) -> History:
     """Train `model` on x [features, n] (samples are columns) and y; returns a History.
 
     loss: "cross_entropy" (fused softmax + CE on the model's logits; y are 0-based class ids, a
@@ -558,6 +615,13 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     distributed: data-parallel over MPI ranks (launch with mpirun; see docs/distributed.md):
     batch_size and nbatch_logical are per rank, rank 0's weights are broadcast first, gradients
     are averaged every step, and only rank 0 prints.
+    static: run each training step as one replay of a compiled graph (ag_compile, build
+    "opt") and validation through compiled "forward" graphs (one per batch width: the last,
+    partial validation batch gets its own), with exactly the eager results (same kernels, same
+    order, same random draws, batch-norm statistics updated once per step). None (default):
+    static when the model is made of built-in layers, the loss is a built-in name and the run
+    is not distributed; otherwise eager. True: require it (raises when the step cannot be
+    compiled or with distributed). False: the eager tape.
     The model is in train mode while training and in eval mode when ag_fit returns."""
     from .random import ag_rng, ggml_set_seed
 
@@ -604,6 +668,12 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         from .distributed import ag_distributed_setup, rank
         opt, batch_size, nbatch_logical, take = ag_distributed_setup(model, opt, batch_size, nbatch_logical)
         silent = silent or rank() != 0
+
+    if static is None:
+        static = not distributed and isinstance(loss, str) and _builtin_model(model)
+    elif static and distributed:
+        raise PyggmlrValueError("ag_fit: static=True cannot be combined with distributed=True (the compiled step has no gradient all-reduce)")
+    static_steps = _StaticSteps(model, lossfn, opt, dtype, Y is not None) if static else None
 
     n_val = int(round(val_split * n))
     if val_split > 0 and n_val < 1:
@@ -683,22 +753,27 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                 idx = perm[b * batch_size:(b + 1) * batch_size]
                 if take is not None:
                     idx = take(idx)
-                xb = ag_tensor(X[:, idx], dtype=dtype)
-                yb = targets.batch(idx, dtype, target_tensor)
-                with with_grad_tape():
-                    out = _forward(model, xb)
-                    lv = lossfn(out, yb)
-                grads = backward(lv)
-                opt.step(grads)
-                opt.zero_grad()
-                del grads
-                lval = lv.item()
+                if static_steps is not None:
+                    lval, out = static_steps.train_step(X[:, idx], None if Y is None else Y[:, idx])
+                else:
+                    xb = ag_tensor(X[:, idx], dtype=dtype)
+                    yb = targets.batch(idx, dtype, target_tensor)
+                    with with_grad_tape():
+                        out = _forward(model, xb)
+                        lv = lossfn(out, yb)
+                    grads = backward(lv)
+                    opt.step(grads)
+                    opt.zero_grad()
+                    del grads
+                    lval = lv.item()
+                    del lv
                 losses.append(lval)
                 if classify:
                     ncorrect += int(np.sum(np.argmax(out.numpy(), axis=0) == targets.labels(idx)))
                     ndata += len(idx)
-                del out, lv
-                ag_tape_clear()
+                del out
+                if static_steps is None:
+                    ag_tape_clear()
                 step += 1
                 acc_run = ncorrect / ndata if classify and ndata else math.nan
                 prog.update(float(np.mean(losses)), acc_run)
@@ -715,9 +790,13 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                 with ag_no_grad():
                     for s in range(0, n_val, batch_size):
                         idx = val_idx[s:s + batch_size]
-                        xb = ag_tensor(X[:, idx], dtype=dtype)
-                        out = _forward(model, xb)
-                        vl.append(lossfn(out, targets.batch(idx, dtype, target_tensor)).item())
+                        if static_steps is not None:
+                            lval, out = static_steps.val_step(X[:, idx], None if Y is None else Y[:, idx])
+                            vl.append(lval)
+                        else:
+                            xb = ag_tensor(X[:, idx], dtype=dtype)
+                            out = _forward(model, xb)
+                            vl.append(lossfn(out, targets.batch(idx, dtype, target_tensor)).item())
                         vw.append(len(idx))
                         if classify:
                             vc += int(np.sum(np.argmax(out.numpy(), axis=0) == targets.labels(idx)))

@@ -367,3 +367,55 @@ def test_compiled_softmax_ce_array_ids_are_constants(rng):
         pg.ag_tape_clear()
         W.grad = None
         assert loss == le.item() and np.array_equal(grads[W.id], g[W])
+
+
+# ---- ag_fit(static=True) ----
+
+def _fit_model(kind):
+    L = pg.ag_linear
+    if kind == "bn-dropout":
+        return pg.ag_sequential(L(4, 16), pg.ag_batch_norm(16), L(16, 16, "relu"), pg.ag_dropout(0.25), L(16, 3))
+    return pg.ag_sequential(L(4, 12, "tanh"), pg.ag_layer_norm(12), L(12, 3))
+
+
+@pytest.mark.parametrize("kind,dtype,accum,onehot", [("bn-dropout", "f32", 1, False), ("bn-dropout", "f64", 2, False),
+                                                     ("ln", "f32", 1, True), ("ln", "f64", 3, False)])
+def test_fit_static_equals_eager(kind, dtype, accum, onehot):
+    pg.ag_dtype(dtype)
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(4, 150))
+    ids = (x[0] + x[1] > 0).astype(int) + (x[2] > 0.5)
+    y = np.eye(3)[:, ids] if onehot else ids
+    runs = []
+    for static in (False, True):
+        pg.ggml_set_seed(2)
+        m = _fit_model(kind)
+        h = pg.ag_fit(m, x, y, nepoch=4, batch_size=16, nbatch_logical=16 * accum, val_split=0.2,
+                      silent=True, seed=5, static=static)
+        runs.append((h, _state(m)))
+    (he, se), (hc, sc) = runs
+    for k in ("loss", "loss_unc", "accuracy", "val_loss", "val_loss_unc", "val_accuracy"):
+        assert he.as_dict()[k] == hc.as_dict()[k], k  # 30 validation samples: a partial last batch of 14
+    for a, b in zip(se, sc):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def test_fit_static_default_and_mse(rng, monkeypatch):
+    import pyggmlr.compile as pc
+    builds = []
+    real = pc.ag_compile
+    monkeypatch.setattr(pc, "ag_compile", lambda *a, **k: builds.append((a[1].shape, k["build"])) or real(*a, **k))
+    x = rng.normal(size=(3, 40))
+    y = np.vstack([x[0] - x[1], x[2] * 0.5])
+    res = []
+    for static in (None, False):
+        pg.ggml_set_seed(1)
+        m = pg.ag_sequential(pg.ag_linear(3, 8, "relu"), pg.ag_linear(8, 2))
+        h = pg.ag_fit(m, x, y, loss="mse", nepoch=3, batch_size=8, val_split=0.25, silent=True, seed=3, static=static)
+        res.append((h.as_dict()["loss"], h.as_dict()["val_loss"], _state(m)))
+    # default: compiled (one training graph, validation graphs for 8 and the last 2 columns)
+    assert builds == [((3, 8), "opt"), ((3, 8), "forward"), ((3, 2), "forward")]
+    assert res[0][0] == res[1][0] and res[0][1] == res[1][1]
+    assert all(np.array_equal(a, b) for a, b in zip(res[0][2], res[1][2]))
+    with pytest.raises(PyggmlrValueError, match="static=True cannot be combined with distributed"):
+        pg.ag_fit(pg.ag_linear(3, 2), x, y, loss="mse", nepoch=1, silent=True, static=True, distributed=True)
