@@ -1,6 +1,12 @@
 /* GEMM: a BLAS handed in at run time (cblas signature), or a portable blocked kernel.
  * Run-time hand-over lets Python pass OpenBLAS from its wheel and R pass its own BLAS without
  * link-time paths that break after installation. */
+/* R compiles with -O2, where GCC's "very cheap" vectoriser cost model leaves loops of unknown
+ * trip count scalar (R CMD check warns about vectoriser flags in Makevars); ask for the -O3
+ * model here, for this file only. Python builds with -O3 already: no change there. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#endif
 #include <string.h>
 #include "pg.h"
 
