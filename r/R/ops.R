@@ -1,11 +1,12 @@
 # Differentiable ops: thin .Call wrappers (forward and backward live in the C core). Operands
 # are ag_tensors or plain R matrices / vectors (constants that never receive gradients).
 
-ag_matmul <- function(A, B) .wrap(.Call(R_pg_matmul, .h(A), .h(B)))
-ag_add <- function(A, B) .wrap(.Call(R_pg_add, .h(A), .h(B)))
-ag_sub <- function(A, B) .wrap(.Call(R_pg_sub, .h(A), .h(B)))
-ag_mul <- function(A, B) .wrap(.Call(R_pg_mul, .h(A), .h(B)))
-ag_div <- function(A, B) .wrap(.Call(R_pg_div, .h(A), .h(B)))
+# (the C entry points take ag_tensors as they are and return new ag_tensors)
+ag_matmul <- function(A, B) .Call(R_pg_matmul, A, B)
+ag_add <- function(A, B) .Call(R_pg_add, A, B)
+ag_sub <- function(A, B) .Call(R_pg_sub, A, B)
+ag_mul <- function(A, B) .Call(R_pg_mul, A, B)
+ag_div <- function(A, B) .Call(R_pg_div, A, B)
 
 .num1 <- function(v, op, arg) {
   if ((!is.numeric(v) && !is.logical(v)) || length(v) != 1L || is.na(v))
@@ -13,9 +14,9 @@ ag_div <- function(A, B) .wrap(.Call(R_pg_div, .h(A), .h(B)))
   as.double(v)
 }
 
-.un <- function(kind, x, op, p1 = 0, p2 = 0) .wrap(.Call(R_pg_unary, kind, .h(x), p1, p2, op))
+.un <- function(kind, x, op, p1 = 0, p2 = 0) .Call(R_pg_unary, kind, x, p1, p2, op)
 
-ag_relu <- function(x) .un(0L, x, "ag_relu")
+ag_relu <- function(x) .Call(R_pg_unary, 0L, x, 0, 0, "ag_relu")
 ag_sigmoid <- function(x) .un(1L, x, "ag_sigmoid")
 ag_tanh <- function(x) .un(2L, x, "ag_tanh")
 ag_gelu <- function(x) .un(3L, x, "ag_gelu")
@@ -51,18 +52,22 @@ ag_reshape <- function(x, nrow, ncol = -1) {
 
 ag_mse_loss <- function(pred, target) {
   pred <- .need_tensor(pred)
-  .wrap(.Call(R_pg_mse_loss, pred$.ptr, .h(target)))
+  .Call(R_pg_mse_loss, pred, target)
 }
 
 ag_cross_entropy_loss <- function(pred, target) {
   pred <- .need_tensor(pred)
-  .wrap(.Call(R_pg_cross_entropy_loss, pred$.ptr, .h(target)))
+  .Call(R_pg_cross_entropy_loss, pred, target)
 }
 
 # target: a one-hot / soft-label matrix of the logits' shape (any storage, integer one-hot
 # included), or 0-based class ids, one per column (a vector, a 1-D array, or a [1, batch] / [batch, 1]
 # matrix).
 ag_softmax_cross_entropy_loss <- function(logits, target) {
+  if (is_ag_tensor(target) && is_ag_tensor(logits)) { # the common case, decided in C
+    out <- .Call(R_pg_softmax_ce_tensors, logits, target)
+    if (!is.null(out)) return(out)
+  }
   op <- "ag_softmax_cross_entropy_loss"
   logits <- .need_tensor(logits)
   d <- dim(logits)
@@ -76,12 +81,12 @@ ag_softmax_cross_entropy_loss <- function(logits, target) {
     td <- NULL
   }
   if (!is.null(td) && length(td) == 2L && td[1L] == K && td[2L] == B && !(K == 1L && B > 1L))
-    return(.wrap(.Call(R_pg_softmax_ce_loss, logits$.ptr, .h(target))))
+    return(.Call(R_pg_softmax_ce_loss, logits, target))
   ids <- if (is_ag_tensor(target)) target$data else target
   if (!is.null(td) && !(td[1L] == 1L || td[2L] == 1L))
     stop(sprintf("%s: logits are [%dx%d] but target is [%dx%d]; give a one-hot matrix of the logits' shape or one class id per column",
                  op, K, B, td[1L], td[2L]), call. = FALSE)
   if (!is.numeric(ids) && !is.logical(ids))
     stop(sprintf("%s: target must be numeric", op), call. = FALSE)
-  .wrap(.Call(R_pg_softmax_ce_loss_idx, logits$.ptr, as.vector(ids)))
+  .Call(R_pg_softmax_ce_loss_idx, logits, as.vector(ids))
 }

@@ -15,20 +15,11 @@ ag_no_grad <- function(expr) {
 }
 
 # Gradient map: an environment keyed by as.character(id) whose entries read the core's map
-# lazily; the map handle lives in `.map` (optimizers and clip_grad_norm use it directly).
-.grad_env <- function(map) {
-  e <- new.env(parent = emptyenv())
-  e$.map <- map
-  for (id in .Call(R_pg_gradmap_ids, map)) {
-    local({
-      i <- id
-      makeActiveBinding(as.character(i), function(value) {
-        if (missing(value)) .Call(R_pg_gradmap_get, map, i)
-        else .Call(R_pg_gradmap_set, map, i, if (is_ag_tensor(value)) value$data else value)
-      }, e)
-    })
-  }
-  e
+# lazily (active bindings made in C, src/r_util.c, from .gb_grad; their enclosure holds `.map`
+# and `.id`); the map handle lives in `.map` (optimizers and clip_grad_norm use it directly).
+.gb_grad <- function(value) {
+  if (missing(value)) .Call(R_pg_gradmap_get, .map, .id)
+  else .Call(R_pg_gradmap_set, .map, .id, if (is_ag_tensor(value)) value$data else value)
 }
 
 .map_handle <- function(grads, where) {
@@ -42,5 +33,5 @@ ag_no_grad <- function(expr) {
 
 backward <- function(loss) {
   if (!is_ag_tensor(loss)) stop("backward() requires an ag_tensor", call. = FALSE)
-  invisible(.grad_env(.Call(R_pg_backward, loss$.ptr)))
+  invisible(.Call(R_pg_backward_env, loss))
 }

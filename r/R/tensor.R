@@ -10,35 +10,23 @@
 }
 .dtype_name <- function(code) if (code == 1L) "f64" else "f32"
 
-# Wrap a new core reference (an external pointer) as an ag_tensor environment.
-.wrap <- function(ptr) {
-  info <- .Call(R_pg_tensor_info, ptr)
-  e <- new.env(parent = emptyenv())
-  e$.ptr <- ptr
-  e$id <- info[[1L]]
-  e$dtype <- .dtype_name(info[[4L]])
-  e$device <- "cpu"
-  e$grad_fn <- NULL
-  makeActiveBinding("data", function(value) {
-    if (missing(value)) .Call(R_pg_tensor_data, ptr)
-    else {
-      if (is_ag_tensor(value)) value <- value$data
-      .Call(R_pg_tensor_write, ptr, value)
-    }
-  }, e)
-  makeActiveBinding("grad", function(value) {
-    if (missing(value)) .Call(R_pg_tensor_grad, ptr)
-    else {
-      if (is_ag_tensor(value)) value <- value$data
-      .Call(R_pg_tensor_set_grad, ptr, value)
-    }
-  }, e)
-  makeActiveBinding("requires_grad", function(value) {
-    if (missing(value)) .Call(R_pg_tensor_requires_grad, ptr, NULL)
-    else .Call(R_pg_tensor_requires_grad, ptr, value)
-  }, e)
-  class(e) <- "ag_tensor"
-  e
+# Wrap a new core reference (an external pointer) as an ag_tensor environment: `.ptr`, `id`,
+# `dtype`, `device`, `grad_fn` and the active bindings `data`, `grad` and `requires_grad`, built
+# in C (src/r_util.c) from the three templates below (their enclosure there holds `.ptr`).
+# An ag_tensor passes through unchanged.
+.wrap <- function(ptr) .Call(R_pg_wrap, ptr)
+
+.tb_data <- function(value) {
+  if (missing(value)) .Call(R_pg_tensor_data, .ptr)
+  else .Call(R_pg_tensor_write, .ptr, if (is_ag_tensor(value)) value$data else value)
+}
+.tb_grad <- function(value) {
+  if (missing(value)) .Call(R_pg_tensor_grad, .ptr)
+  else .Call(R_pg_tensor_set_grad, .ptr, if (is_ag_tensor(value)) value$data else value)
+}
+.tb_requires_grad <- function(value) {
+  if (missing(value)) .Call(R_pg_tensor_requires_grad, .ptr, NULL)
+  else .Call(R_pg_tensor_requires_grad, .ptr, value)
 }
 
 # handle of a tensor, or the value itself (a constant) for anything else

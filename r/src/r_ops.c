@@ -6,6 +6,7 @@ typedef pg_tensor *(*bin_fn)(pg_tensor *, pg_tensor *);
 
 static int handle_dtype(SEXP x)
 {
+    x = r_handle(x);
     if (TYPEOF(x) == EXTPTRSXP && R_ExternalPtrAddr(x) != NULL) return pg_tensor_dtype(R_ExternalPtrAddr(x));
     return -1;
 }
@@ -25,7 +26,7 @@ static SEXP binary(SEXP A, SEXP B, bin_fn f, const char *op, const char *na, con
     pg_tensor *out = f(a, b);
     if (ta) pg_tensor_release(a);
     if (tb) pg_tensor_release(b);
-    return r_wrap(out, R_TENSOR);
+    return r_wrap_tensor(out);
 }
 
 SEXP R_pg_matmul(SEXP A, SEXP B) { return binary(A, B, pg_matmul, "ag_matmul", "A", "B"); }
@@ -63,13 +64,13 @@ SEXP R_pg_unary(SEXP kind, SEXP X, SEXP p1, SEXP p2, SEXP name)
     default: out = pg_unary(k, x); break;
     }
     if (tmp) pg_tensor_release(x);
-    return r_wrap(out, R_TENSOR);
+    return r_wrap_tensor(out);
 }
 
 /* fused softmax-CE with 0-based class ids (an R integer or whole-number double vector) */
 SEXP R_pg_softmax_ce_loss_idx(SEXP L, SEXP ids)
 {
-    pg_tensor *l = r_get(L, R_TENSOR);
+    pg_tensor *l = r_get(r_handle(L), R_TENSOR);
     R_xlen_t n = XLENGTH(ids);
     int64_t *idx = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
     for (R_xlen_t i = 0; i < n; i++) {
@@ -87,5 +88,20 @@ SEXP R_pg_softmax_ce_loss_idx(SEXP L, SEXP ids)
         }
         idx[i] = (int64_t)v;
     }
-    return r_wrap(pg_softmax_ce_loss_idx(l, idx, (int64_t)n), R_TENSOR);
+    return r_wrap_tensor(pg_softmax_ce_loss_idx(l, idx, (int64_t)n));
+}
+
+/* softmax-CE with both operands ag_tensors: a one-hot / soft target of the logits' shape, or a
+ * [1, batch] / [batch, 1] tensor of class ids read in C (no copy through R). NULL when neither
+ * applies (R then gives its messages). */
+SEXP R_pg_softmax_ce_tensors(SEXP L, SEXP T)
+{
+    SEXP lh = r_handle(L), th = r_handle(T);
+    if (TYPEOF(lh) != EXTPTRSXP || TYPEOF(th) != EXTPTRSXP) return R_NilValue;
+    pg_tensor *l = r_get(lh, R_TENSOR), *t = r_get(th, R_TENSOR);
+    int64_t K = pg_tensor_nrow(l), B = pg_tensor_ncol(l), tr = pg_tensor_nrow(t), tc = pg_tensor_ncol(t);
+    if (tr == K && tc == B && !(K == 1 && B > 1)) return r_wrap_tensor(pg_softmax_ce_loss(l, t));
+    if ((tr == 1 || tc == 1) && tr * tc == B && !pg_tensor_requires_grad(t))
+        return r_wrap_tensor(pg_softmax_ce_loss_ids(l, t));
+    return R_NilValue;
 }

@@ -25,7 +25,7 @@ SEXP R_pg_tensor_new(SEXP data, SEXP dtype, SEXP requires_grad)
 /* copy with another dtype (same values, new id) */
 SEXP R_pg_tensor_cast(SEXP x, SEXP dtype)
 {
-    pg_tensor *t = r_get(x, R_TENSOR);
+    pg_tensor *t = r_get(r_handle(x), R_TENSOR);
     return r_wrap(pg_tensor_cast(t, dtype_arg(dtype)), R_TENSOR);
 }
 
@@ -134,7 +134,19 @@ SEXP R_pg_tape_set_enabled(SEXP flag)
     return Rf_ScalarLogical(pg_tape_set_enabled(Rf_asLogical(flag) == TRUE));
 }
 
-SEXP R_pg_backward(SEXP loss) { return r_wrap(pg_backward(r_get(loss, R_TENSOR)), R_GRADMAP); }
+SEXP R_pg_backward(SEXP loss) { return r_wrap(pg_backward(r_get(r_handle(loss), R_TENSOR)), R_GRADMAP); }
+
+/* backward() in one call: the gradient environment of the loss's tape */
+SEXP R_pg_backward_env(SEXP loss)
+{
+    SEXP map = PROTECT(R_pg_backward(loss));
+    SEXP e = r_grad_env(map);
+    UNPROTECT(1);
+    return e;
+}
+
+/* the ag_tensor environment of a tensor handle (an environment passes through) */
+SEXP R_pg_wrap(SEXP x) { return r_tensor_env(x); }
 
 /* ids of the tensors in the map, as doubles */
 SEXP R_pg_gradmap_ids(SEXP map)

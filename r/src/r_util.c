@@ -89,6 +89,7 @@ pg_tensor *r_new_tensor(SEXP x, int dtype, const char *op)
 pg_tensor *r_operand(SEXP x, int dtype, const char *op, const char *arg, int *tmp)
 {
     *tmp = 0;
+    x = r_handle(x);
     if (TYPEOF(x) == EXTPTRSXP) {
         if (R_ExternalPtrTag(x) != kind_tag(R_TENSOR))
             return pg_fail_null(PG_ERR_ARG, "%s: argument '%s' is not a tensor handle", op, arg);
@@ -120,4 +121,122 @@ double r_num(SEXP x, const char *what)
         Rf_error("%s must be a single number", what);
     double v = Rf_asReal(x);
     return v;
+}
+
+/* ---- ag_tensor and gradient environments ---- */
+static SEXP s_ptr, s_id, s_dtype, s_device, s_grad_fn, s_data, s_grad, s_rg, s_map, s_gid;
+static SEXP c_class, c_f32, c_f64, c_cpu;  /* shared constants, preserved, not mutable */
+static SEXP t_data, t_grad, t_rg, t_gb;   /* binding templates from the namespace (tensor.R, tape.R) */
+static SEXP ns_env;
+
+static SEXP constant(SEXP x)
+{
+    R_PreserveObject(x);
+    MARK_NOT_MUTABLE(x);
+    return x;
+}
+
+static SEXP template_fn(const char *name)
+{
+    SEXP f = Rf_findVarInFrame(ns_env, Rf_install(name));
+    if (TYPEOF(f) == PROMSXP) f = Rf_eval(f, ns_env);
+    if (TYPEOF(f) != CLOSXP) Rf_error("pyggmlr: internal function %s is missing", name);
+    R_PreserveObject(f);
+    return f;
+}
+
+static void env_init(void)
+{
+    if (ns_env) return;
+    s_ptr = Rf_install(".ptr"); s_id = Rf_install("id"); s_dtype = Rf_install("dtype");
+    s_device = Rf_install("device"); s_grad_fn = Rf_install("grad_fn"); s_data = Rf_install("data");
+    s_grad = Rf_install("grad"); s_rg = Rf_install("requires_grad"); s_map = Rf_install(".map");
+    s_gid = Rf_install(".id");
+    c_class = constant(Rf_mkString("ag_tensor"));
+    c_f32 = constant(Rf_mkString("f32"));
+    c_f64 = constant(Rf_mkString("f64"));
+    c_cpu = constant(Rf_mkString("cpu"));
+    SEXP ns = PROTECT(R_FindNamespace(PROTECT(Rf_mkString("pyggmlr"))));
+    R_PreserveObject(ns);
+    ns_env = ns;
+    UNPROTECT(2);
+    t_data = template_fn(".tb_data");
+    t_grad = template_fn(".tb_grad");
+    t_rg = template_fn(".tb_requires_grad");
+    t_gb = template_fn(".gb_grad");
+}
+
+/* a copy of template f whose enclosure is env */
+static SEXP closure_in(SEXP f, SEXP env)
+{
+    SEXP c = Rf_allocSExp(CLOSXP);
+    SET_FORMALS(c, FORMALS(f));
+    SET_BODY(c, BODY(f));
+    SET_CLOENV(c, env);
+    return c;
+}
+
+SEXP r_handle(SEXP x)
+{
+    if (TYPEOF(x) != ENVSXP) return x;
+    if (s_ptr == NULL) env_init();
+    SEXP p = Rf_findVarInFrame(x, s_ptr);
+    return TYPEOF(p) == EXTPTRSXP ? p : x;
+}
+
+SEXP r_tensor_env(SEXP ptr)
+{
+    if (TYPEOF(ptr) == ENVSXP) return ptr;
+    pg_tensor *t = r_get(ptr, R_TENSOR);
+    env_init();
+    PROTECT(ptr);
+    SEXP e = PROTECT(R_NewEnv(R_EmptyEnv, FALSE, 0));
+    SEXP ce = PROTECT(R_NewEnv(ns_env, FALSE, 0)); /* the bindings' enclosure: .ptr, then the namespace */
+    Rf_defineVar(s_ptr, ptr, ce);
+    Rf_defineVar(s_ptr, ptr, e);
+    SEXP id = PROTECT(Rf_ScalarReal((double)pg_tensor_id(t)));
+    Rf_defineVar(s_id, id, e);
+    UNPROTECT(1);
+    Rf_defineVar(s_dtype, pg_tensor_dtype(t) == PG_F64 ? c_f64 : c_f32, e);
+    Rf_defineVar(s_device, c_cpu, e);
+    Rf_defineVar(s_grad_fn, R_NilValue, e);
+    SEXP f;
+    f = PROTECT(closure_in(t_data, ce)); R_MakeActiveBinding(s_data, f, e); UNPROTECT(1);
+    f = PROTECT(closure_in(t_grad, ce)); R_MakeActiveBinding(s_grad, f, e); UNPROTECT(1);
+    f = PROTECT(closure_in(t_rg, ce)); R_MakeActiveBinding(s_rg, f, e); UNPROTECT(1);
+    Rf_setAttrib(e, R_ClassSymbol, c_class);
+    UNPROTECT(3);
+    return e;
+}
+
+SEXP r_wrap_tensor(pg_tensor *t)
+{
+    SEXP x = PROTECT(r_wrap(t, R_TENSOR));
+    SEXP e = r_tensor_env(x);
+    UNPROTECT(1);
+    return e;
+}
+
+SEXP r_grad_env(SEXP map)
+{
+    pg_gradmap *m = r_get(map, R_GRADMAP);
+    env_init();
+    PROTECT(map);
+    int64_t n = pg_gradmap_size(m);
+    SEXP e = PROTECT(R_NewEnv(R_EmptyEnv, TRUE, (int)(n + 1)));
+    Rf_defineVar(s_map, map, e);
+    SEXP ids = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)n));
+    for (int64_t i = 0; i < n; i++) REAL(ids)[i] = (double)pg_gradmap_key_id(m, i);
+    SEXP names = PROTECT(Rf_coerceVector(ids, STRSXP)); /* as.character(id), as R formats it */
+    for (int64_t i = 0; i < n; i++) {
+        SEXP ce = PROTECT(R_NewEnv(ns_env, FALSE, 0));
+        Rf_defineVar(s_map, map, ce);
+        SEXP id = PROTECT(Rf_ScalarReal(REAL(ids)[i]));
+        Rf_defineVar(s_gid, id, ce);
+        SEXP f = PROTECT(closure_in(t_gb, ce));
+        R_MakeActiveBinding(Rf_installChar(STRING_ELT(names, i)), f, e);
+        UNPROTECT(3);
+    }
+    UNPROTECT(4);
+    return e;
 }

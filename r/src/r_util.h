@@ -29,4 +29,14 @@ pg_tensor *r_new_tensor(SEXP x, int dtype, const char *op);
 SEXP r_matrix(pg_tensor *t);
 double r_num(SEXP x, const char *what);
 
+/* ag_tensor environments, built here rather than in R (new.env + makeActiveBinding closures in R
+ * were most of a small model's training step). r_tensor_env: the environment around a tensor
+ * handle (an environment passes through); r_wrap_tensor: r_wrap + r_tensor_env of a NEW
+ * reference; r_handle: an ag_tensor environment's `.ptr`, anything else unchanged. */
+SEXP r_tensor_env(SEXP ptr);
+SEXP r_wrap_tensor(pg_tensor *t);
+SEXP r_handle(SEXP x);
+/* backward()'s gradient environment: `.map` plus one active binding per tensor id */
+SEXP r_grad_env(SEXP map);
+
 #endif
