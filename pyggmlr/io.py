@@ -292,15 +292,26 @@ def _names(meta, key, tensors, path):
     return v
 
 
-def _check_config(cfg, path, depth=0):
+def _check_config(cfg, path, depth=0, budget=None):
+    """Plausible sizes only. budget: the most elements one layer may ask for (the product of a
+    layer's integer fields, e.g. in_features * out_features), derived from the file's own
+    tensors, so a hostile config cannot make the rebuild allocate gigabytes before the shapes
+    are compared with the file."""
     if depth > 64:
         raise _bad(path, "architecture config is nested too deeply")
     if isinstance(cfg, dict):
+        if budget is not None:
+            prod = 1
+            for v in cfg.values():
+                if _is_int(v) and v > 1:
+                    prod *= v
+            if prod > budget:
+                raise _bad(path, f"architecture config has an implausible layer size ({prod} elements; the file holds far fewer values)")
         for v in cfg.values():
-            _check_config(v, path, depth + 1)
+            _check_config(v, path, depth + 1, budget)
     elif isinstance(cfg, list):
         for v in cfg:
-            _check_config(v, path, depth + 1)
+            _check_config(v, path, depth + 1, budget)
     elif isinstance(cfg, (int, float)) and not isinstance(cfg, bool) and abs(cfg) > _MAX_CONFIG_INT:
         raise _bad(path, f"architecture config has an implausible size {cfg!r}")
 
@@ -310,7 +321,7 @@ def _rebuild(meta, tensors, pnames, path):
     cfg = _meta_json(meta, "config", path, dict)
     if cfg is None:
         raise _bad(path, "the file has no architecture (metadata 'config'); pass model= to load its weights into a model")
-    _check_config(cfg, path)
+    _check_config(cfg, path, budget=16 * sum(int(a.size) for a in tensors.values()) + 65536)
     dts = {tensors[n].dtype for n in (pnames or [])}
     dtype = "f64" if dts == {np.dtype(np.float64)} else "f32"
     prev = ag_dtype(dtype)
