@@ -217,3 +217,103 @@ int pg_graph_memory(pg_graph *g, int64_t *out, int n)
     for (int i = 0; i < n && i < 5; i++) out[i] = v[i];
     return 0;
 }
+
+/* ---- memory report (pg_graph_memory_report) ---- */
+
+typedef struct { const void **k; int64_t cap, n; } pset;
+
+/* 1 if p was added, 0 if already there, -1 out of memory */
+static int pset_add(pset *s, const void *p)
+{
+    if (2 * (s->n + 1) > s->cap) {
+        int64_t cap = s->cap ? s->cap * 2 : 256;
+        const void **k = calloc((size_t)cap, sizeof *k);
+        if (!k) return -1;
+        for (int64_t i = 0; i < s->cap; i++) {
+            if (!s->k[i]) continue;
+            int64_t j = (int64_t)((((uintptr_t)s->k[i] >> 4) * 0x9E3779B97F4A7C15ull) & (uint64_t)(cap - 1));
+            while (k[j]) j = (j + 1) & (cap - 1);
+            k[j] = s->k[i];
+        }
+        free(s->k);
+        s->k = k;
+        s->cap = cap;
+    }
+    int64_t j = (int64_t)((((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) & (uint64_t)(s->cap - 1));
+    while (s->k[j]) {
+        if (s->k[j] == p) return 0;
+        j = (j + 1) & (s->cap - 1);
+    }
+    s->k[j] = p;
+    s->n++;
+    return 1;
+}
+
+typedef struct { const char *label; int64_t nodes, bytes; } grow_row;
+
+static int grow_cmp(const void *a, const void *b)
+{
+    const grow_row *x = a, *y = b;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+    return strcmp(x->label, y->label);
+}
+
+int64_t pg_graph_memory_report(pg_graph *g, int64_t *totals, const char **op_label, int64_t *op_nodes,
+                               int64_t *op_bytes, int64_t max_ops)
+{
+    if (!g || !totals) return -pg_fail(PG_ERR_ARG, "compiled graph memory: NULL argument");
+    if (max_ops < 0 || (max_ops > 0 && (!op_label || !op_nodes || !op_bytes)))
+        return -pg_fail(PG_ERR_ARG, "compiled graph memory: bad per-op output arrays");
+    pset seen = {0};
+    grow_row *rows = calloc((size_t)(g->n + 1), sizeof *rows);
+    int64_t nrows = 0, operands = 0, planned = 0, grads = 0;
+    const int64_t field = (int64_t)sizeof(pg_node);
+    if (!rows) goto oom;
+    for (int64_t k = 0; k < g->n; k++) {
+        pg_node *nd = g->nodes[k];
+        int64_t b = field;
+        /* inputs made by no node of the graph are operands (weights, data, constants); node
+         * outputs and saved buffers are the graph's planned buffers */
+        for (int i = 0; i < nd->n_in; i++) {
+            pg_tensor *t = nd->in[i];
+            if (!t) continue;
+            int r = pset_add(&seen, t->st);
+            if (r < 0) goto oom;
+            if (r) { b += (int64_t)t->st->nbytes; operands += (int64_t)t->st->nbytes; }
+        }
+        for (int i = 0; i <= nd->n_saved; i++) {
+            pg_tensor *t = i < nd->n_saved ? nd->saved[i] : nd->out;
+            if (!t) continue;
+            int r = pset_add(&seen, t->st);
+            if (r < 0) goto oom;
+            if (r) { b += (int64_t)t->st->nbytes; planned += (int64_t)t->st->nbytes; }
+        }
+        const char *label = (nd->op && nd->op[0]) ? nd->op : "<closure only>";
+        grow_row *row = NULL;
+        for (int64_t j = 0; j < nrows && !row; j++) if (!strcmp(rows[j].label, label)) row = &rows[j];
+        if (!row) { row = &rows[nrows++]; row->label = label; }
+        row->nodes++;
+        row->bytes += b;
+    }
+    for (int64_t i = 0; i < g->n_gt; i++) /* planned at the first run: the sizes they will have */
+        grads += pg_numel(g->gt[i]) * (int64_t)pg_dtype_size(g->gt[i]->dtype);
+    if (nrows > 1) qsort(rows, (size_t)nrows, sizeof *rows, grow_cmp);
+    for (int64_t j = 0; j < nrows && j < max_ops; j++) {
+        op_label[j] = rows[j].label;
+        op_nodes[j] = rows[j].nodes;
+        op_bytes[j] = rows[j].bytes;
+    }
+    totals[0] = g->n;
+    totals[2] = planned;
+    totals[3] = g->n * field;
+    totals[4] = operands;
+    totals[5] = grads;
+    totals[1] = planned + totals[3] + operands + grads;
+    free(rows);
+    free(seen.k);
+    return nrows;
+oom:
+    free(rows);
+    free(seen.k);
+    return -pg_fail(PG_ERR_NOMEM, "compiled graph memory: out of memory walking %lld nodes", (long long)g->n);
+}

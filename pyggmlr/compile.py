@@ -75,11 +75,33 @@ class CompiledStep:
     def ops(self):
         return [ffi.string(lib.pg_graph_node_op(self._g, i)).decode() for i in range(self.n_nodes)]
 
-    def memory(self):
-        """Planned buffers in bytes: node outputs, saved buffers, gradients."""
+    def memory(self, top=10, quiet=True):
+        """The graph's memory as ag_tape_memory reports a tape (same fields, walk and text;
+        printed unless quiet), for the buffers planned once and reused by every replay:
+        ``nodes``, ``bytes_total``, ``bytes_snapshots`` (node outputs and saved buffers: the
+        activations kept for every replay), ``bytes_inputs`` (operands no node produces:
+        weights, data, constants), ``bytes_fields`` (node structs), ``by_op``; plus
+        ``bytes_gradients`` (gradient buffers of build grad/opt, allocated at the first call),
+        ``outputs`` and ``saved`` (the activations split by kind) and ``build``."""
+        from .memory import MemoryReport, _check_count, _tape_text
+        top = _check_count(top, "top", "memory()")
+        n = max(self.n_nodes, 1)
+        totals = ffi.new("int64_t[6]")
+        labels, nodes, nbytes = ffi.new("const char *[]", n), ffi.new("int64_t[]", n), ffi.new("int64_t[]", n)
+        nrows = lib.pg_graph_memory_report(self._g, totals, labels, nodes, nbytes, n)
+        if nrows < 0:
+            _core.raise_last(-nrows)
         v = ffi.new("int64_t[5]")
         _core.check(lib.pg_graph_memory(self._g, v, 5))
-        return {"outputs": v[0], "saved": v[1], "gradients": v[2], "nodes": v[3]}
+        by_op = [{"op": ffi.string(labels[i]).decode(), "nodes": nodes[i], "mb": nbytes[i] / 1024.0 ** 2,
+                  "bytes": nbytes[i]} for i in range(nrows)]
+        rep = MemoryReport(nodes=totals[0], bytes_total=totals[1], bytes_snapshots=totals[2],
+                           bytes_fields=totals[3], bytes_inputs=totals[4], bytes_gradients=totals[5],
+                           by_op=by_op, outputs=v[0], saved=v[1], gradients=v[2], build=self.build)
+        rep._text = _tape_text(rep, top, compiled=self.build)
+        if not quiet:
+            print(rep._text)
+        return rep
 
     def __call__(self, *values):
         if len(values) != len(self._inputs):

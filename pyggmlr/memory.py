@@ -112,7 +112,7 @@ def _check_count(v, name, fn):
     return int(v)
 
 
-def ag_tape_memory(top: int = 10, quiet: bool = False) -> MemoryReport:
+def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> MemoryReport:
     """How many nodes the current tape holds and the memory they keep alive.
 
     Call it between backward() and the optimizer's zero_grad() (which empties the tape).
@@ -125,7 +125,14 @@ def ag_tape_memory(top: int = 10, quiet: bool = False) -> MemoryReport:
     via ``.by_op_table()``. Prints ggmlR's report (``top`` op rows; 0 = totals only) unless
     quiet. Each storage is counted once, charged to the first node that meets it walking the
     tape in recording order (a node's inputs, then its saved tensors, then its output).
+    compiled: a step from ag_compile: report its planned buffers instead (the same fields, plus
+    ``bytes_gradients``; see CompiledStep.memory).
     """
+    if compiled is not None:
+        from .compile import CompiledStep
+        if not isinstance(compiled, CompiledStep):
+            raise ArgumentError(f"ag_tape_memory(): compiled must be a step from ag_compile, got {type(compiled).__name__}")
+        return compiled.memory(top=top, quiet=quiet)
     top = _check_count(top, "top", "ag_tape_memory()")
     n_nodes = lib.pg_tape_nodes()
     cap = max(n_nodes, 1)
@@ -146,14 +153,21 @@ def ag_tape_memory(top: int = 10, quiet: bool = False) -> MemoryReport:
     return rep
 
 
-def _tape_text(r, top):
+def _tape_text(r, top, compiled=None):
     n = r["nodes"]
-    lines = [f"Gradient tape: {n} node{'' if n == 1 else 's'}, {r['bytes_total'] / _MB:.2f} MB held alive"]
-    if n == 0:
-        lines.append("  (empty -- the tape is cleared by zero_grad(), so call this between backward() and the step)")
-    lines += [f"  operands (outlive the tape)     : {r['bytes_inputs'] / _MB:8.2f} MB",
-              f"  activations (freed by clearing) : {r['bytes_snapshots'] / _MB:8.2f} MB",
-              f"  graph-path fields (beyond those): {r['bytes_fields'] / _MB:8.2f} MB"]
+    if compiled is not None:  # a compiled graph (CompiledStep.memory): its planned buffers
+        lines = [f"Compiled graph ({compiled}): {n} node{'' if n == 1 else 's'}, {r['bytes_total'] / _MB:.2f} MB planned",
+                 f"  operands (outlive the graph)    : {r['bytes_inputs'] / _MB:8.2f} MB",
+                 f"  activations (planned buffers)   : {r['bytes_snapshots'] / _MB:8.2f} MB",
+                 f"  gradients (planned buffers)     : {r['bytes_gradients'] / _MB:8.2f} MB",
+                 f"  graph-path fields (beyond those): {r['bytes_fields'] / _MB:8.2f} MB"]
+    else:
+        lines = [f"Gradient tape: {n} node{'' if n == 1 else 's'}, {r['bytes_total'] / _MB:.2f} MB held alive"]
+        if n == 0:
+            lines.append("  (empty -- the tape is cleared by zero_grad(), so call this between backward() and the step)")
+        lines += [f"  operands (outlive the tape)     : {r['bytes_inputs'] / _MB:8.2f} MB",
+                  f"  activations (freed by clearing) : {r['bytes_snapshots'] / _MB:8.2f} MB",
+                  f"  graph-path fields (beyond those): {r['bytes_fields'] / _MB:8.2f} MB"]
     rows = r["by_op"]
     if top > 0 and rows:
         k = min(top, len(rows))
@@ -261,7 +275,7 @@ def _model_params(model):
     return uniq
 
 
-def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code):
+def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, static=False):
     """One real forward + backward of model on a private tape. Returns (weights, gradients,
     activations, batch, params) in bytes: activations = the peak bytes the core held above the
     weights and the parameters' gradients (tape, intermediates' gradients, loss, input, target)."""
@@ -310,26 +324,55 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code):
                 raise PyggmlrValueError(f"{fn}: input_shape must be (features,) or (features, batch) with positive whole numbers, got {input_shape!r}")
             xt = _wrap_new(dtype_code, int(shp[0]), int(shp[1]))
         batch = xt.ncol
-        with with_grad_tape():
-            out = forward(xt)
-            if not isinstance(out, Tensor):
-                raise ArgumentError(f"{fn}: model forward returned a {type(out).__name__}, not a tensor")
-            if y is None:
-                yt = _wrap_new(lib.pg_tensor_dtype(out._p), out.nrow, out.ncol)
-            elif isinstance(y, Tensor):
+        if static:  # the compiled step: record a "grad" graph, run it once (plans its buffers)
+            from .compile import ag_compile
+            if isinstance(y, Tensor):
                 yt = y
                 extra += _nbytes(y._p)
-            else:
-                yt = _new_from(y, lib.pg_tensor_dtype(out._p))
-            loss = loss_fn(out, yt)
-        grads = backward(loss)
-        peak = _raw_stats()[6] - base
-        gradients = 0
-        for t in params:
-            g = lib.pg_gradmap_get(grads._m, t._p)
-            if g != NULL:
-                gradients += _nbytes(g)
-        del grads, loss, out, yt, xt
+            elif y is not None:
+                yt = _new_from(y, lib.pg_tensor_dtype(params[0]._p) if params else dtype_code)
+
+            def step_fn(xa, ya=None):
+                out = forward(xa)
+                if not isinstance(out, Tensor):
+                    raise ArgumentError(f"{fn}: model forward returned a {type(out).__name__}, not a tensor")
+                if ya is None:  # zeros target, made while recording: a constant of the graph
+                    ya = _wrap_new(lib.pg_tensor_dtype(out._p), out.nrow, out.ncol)
+                return loss_fn(out, ya)
+            step = ag_compile(step_fn, xt, *([] if y is None else [yt]), build="grad")
+            _core.check(max(lib.pg_graph_run(step._g), 0))
+            peak = _raw_stats()[6] - base
+            m = lib.pg_graph_grads(step._g)
+            gradients = 0
+            for t in params:
+                g = lib.pg_gradmap_get(m, t._p)
+                if g != NULL:
+                    gradients += _nbytes(g)
+            del step, m
+            if y is not None:
+                del yt
+            del xt
+        else:
+            with with_grad_tape():
+                out = forward(xt)
+                if not isinstance(out, Tensor):
+                    raise ArgumentError(f"{fn}: model forward returned a {type(out).__name__}, not a tensor")
+                if y is None:
+                    yt = _wrap_new(lib.pg_tensor_dtype(out._p), out.nrow, out.ncol)
+                elif isinstance(y, Tensor):
+                    yt = y
+                    extra += _nbytes(y._p)
+                else:
+                    yt = _new_from(y, lib.pg_tensor_dtype(out._p))
+                loss = loss_fn(out, yt)
+            grads = backward(loss)
+            peak = _raw_stats()[6] - base
+            gradients = 0
+            for t in params:
+                g = lib.pg_gradmap_get(grads._m, t._p)
+                if g != NULL:
+                    gradients += _nbytes(g)
+            del grads, loss, out, yt, xt
     finally:
         lib.pg_tape_unstash()
         for t, values in buffers:
@@ -351,7 +394,8 @@ def ag_estimate_training_memory(shapes: Any = None, batch_size: float = 32,
                                 optimizer: Union[str, Sequence[str], Any] = ("adam", "sgd", "sgd_plain"),
                                 activation_frac: float = 0.01, quiet: bool = False, dtype: Optional[str] = None,
                                 model: Any = None, x: Any = None, input_shape: Optional[Sequence[int]] = None,
-                                y: Any = None, loss_fn: Optional[Callable[[Tensor, Any], Tensor]] = None) -> MemoryReport:
+                                y: Any = None, loss_fn: Optional[Callable[[Tensor, Any], Tensor]] = None,
+                                static: bool = False) -> MemoryReport:
     """Memory budget of training: weights + gradients + optimizer state + activations.
 
     From ``shapes`` alone (ggmlR): ``shapes`` is a list of dimension vectors (or one bare
@@ -371,6 +415,11 @@ def ag_estimate_training_memory(shapes: Any = None, batch_size: float = 32,
     intermediates, loss, input batch and target). The parameters' ``.grad`` and the model's
     ``buffers()`` (batch-norm running statistics) are restored afterwards; the peak counter
     (ag_memory_peak) is reset and dropout layers draw from the random stream.
+    ``static=True`` measures the compiled step instead (ag_compile / ag_fit(static=True)): the
+    step is recorded and run once, so activations are the graph's planned buffers (node
+    outputs, saved buffers and the gradient buffers of every intermediate, all kept for every
+    replay, plus input and target); weights + gradients + optimizer + activations is then the
+    peak a compiled training step reaches.
 
     Returns a :class:`MemoryReport`: ``params, weights, gradients, optimizer, activations,
     total, bytes_per_scalar, note`` (bytes); prints ggmlR's report unless quiet.
@@ -401,10 +450,14 @@ def ag_estimate_training_memory(shapes: Any = None, batch_size: float = 32,
 
     if model is not None:
         weights, gradients, activations, batch, params = _measure_step(
-            model, x, input_shape, y, loss_fn, int(batch_size), dcode)
+            model, x, input_shape, y, loss_fn, int(batch_size), dcode, static=bool(static))
         optimizer_bytes = gradients * k
-        note = (f"{store}; activations measured from one forward and backward pass on a batch of {batch} "
-                f"(tape, gradients of intermediates, loss, input and target).")
+        if static:
+            note = (f"{store}; activations measured from the compiled step on a batch of {batch} (planned "
+                    f"buffers: node outputs, saved buffers and gradients of intermediates, input and target).")
+        else:
+            note = (f"{store}; activations measured from one forward and backward pass on a batch of {batch} "
+                    f"(tape, gradients of intermediates, loss, input and target).")
         batch_size = batch
     else:
         dims = _shape_list(shapes)

@@ -419,3 +419,40 @@ def test_fit_static_default_and_mse(rng, monkeypatch):
     assert all(np.array_equal(a, b) for a, b in zip(res[0][2], res[1][2]))
     with pytest.raises(PyggmlrValueError, match="static=True cannot be combined with distributed"):
         pg.ag_fit(pg.ag_linear(3, 2), x, y, loss="mse", nepoch=1, silent=True, static=True, distributed=True)
+
+
+# ---- memory reports of compiled graphs ----
+
+def test_compiled_memory_report_and_estimate(rng, capsys):
+    m = pg.ag_sequential(pg.ag_linear(4, 16, "relu"), pg.ag_batch_norm(16), pg.ag_linear(16, 3))
+    x, y = rng.normal(size=(4, 32)), rng.integers(0, 3, (1, 32))
+    loss = lambda out, t: pg.ag_softmax_cross_entropy_loss(out, t)  # noqa: E731
+    opt = pg.optimizer_adam(m.parameters(), lr=0.01)
+    est = pg.ag_estimate_training_memory(model=m, x=x, y=y, loss_fn=loss, optimizer=opt, static=True, quiet=True)
+    # the measured peak of a real compiled step (record + first replay with the Adam update)
+    import gc
+    gc.collect()
+    base = pg.ag_memory_stats()["total"]["current"]
+    pg.ag_memory_reset_peak()
+    step = pg.ag_compile(lambda a, b: loss(m.forward(a), b), x, y, optimizer=opt)
+    step(x, y)
+    assert pg.ag_memory_peak() - base == est.total - est.weights
+    assert pg.ag_memory_stats()["total"]["current"] - base == est.total - est.weights  # nothing transient
+    rep = pg.ag_tape_memory(compiled=step, top=3)
+    out = capsys.readouterr().out
+    assert out.startswith(f"Compiled graph (opt): {rep.nodes} nodes") and "gradients (planned buffers)" in out
+    assert rep.nodes == step.n_nodes == len(step.ops) == 4  # linear, batch_norm, linear, softmax_ce_loss
+    f32 = 4
+    # activations: outputs [16x32] x3 ([3x32] + 1x1 for the others), saved: bn xhat + invstd, softmax probs
+    assert rep.outputs == f32 * (16 * 32 * 2 + 3 * 32 + 1)
+    assert rep.bytes_snapshots == rep.outputs + rep.saved == f32 * (16 * 32 * 2 + 3 * 32 + 1 + 16 * 32 + 16 + 3 * 32)
+    weights = sum(t.numpy().size for t in m.parameters().values()) * f32
+    bufs = 2 * 16 * f32
+    assert rep.bytes_inputs == weights + bufs + f32 * (4 * 32 + 32)  # weights, running stats, x, ids
+    assert rep.bytes_gradients == weights + f32 * (16 * 32 * 2 + 3 * 32 + 1)
+    assert rep.bytes_total == rep.bytes_snapshots + rep.bytes_inputs + rep.bytes_gradients + rep.bytes_fields
+    assert sum(r["bytes"] for r in rep.by_op) == rep.bytes_total - rep.bytes_gradients
+    # eager vs static estimates share weights/gradients/optimizer; the compiled step keeps more
+    eager = pg.ag_estimate_training_memory(model=m, x=x, y=y, loss_fn=loss, optimizer=opt, quiet=True)
+    assert eager.weights == est.weights and eager.gradients == est.gradients and eager.optimizer == est.optimizer
+    assert est.activations >= eager.activations
