@@ -64,10 +64,22 @@ pg_tensor *r_new_tensor(SEXP x, int dtype, const char *op)
 {
     int src;
     const void *ptr;
+    if (Rf_isFactor(x))
+        return pg_fail_null(PG_ERR_DTYPE, "%s: a factor is not numeric (use as.integer() for its codes)", op);
     switch (TYPEOF(x)) {
     case REALSXP: src = PG_F64; ptr = REAL(x); break;
-    case INTSXP: src = PG_I32; ptr = INTEGER(x); break;
-    case LGLSXP: src = PG_I32; ptr = LOGICAL(x); break;
+    case INTSXP: case LGLSXP: {
+        /* NA_integer_ / NA (INT_MIN) must become NA_real_, not -2147483648 */
+        const int *iv = TYPEOF(x) == INTSXP ? INTEGER(x) : LOGICAL(x);
+        R_xlen_t n = XLENGTH(x), k = 0;
+        while (k < n && iv[k] != NA_INTEGER) k++;
+        if (k == n) { src = PG_I32; ptr = iv; break; }
+        double *dv = (double *)R_alloc((size_t)n, sizeof(double)); /* freed when the .Call returns */
+        for (R_xlen_t i = 0; i < n; i++) dv[i] = iv[i] == NA_INTEGER ? NA_REAL : (double)iv[i];
+        src = PG_F64;
+        ptr = dv;
+        break;
+    }
     default:
         return pg_fail_null(PG_ERR_DTYPE, "%s: expected a numeric matrix, vector or ag_tensor, got %s",
                             op, Rf_type2char(TYPEOF(x)));
