@@ -12,6 +12,14 @@ extern SEXP R_pg_slice_rows(SEXP, SEXP, SEXP);
 extern SEXP R_pg_concat_rows(SEXP, SEXP);
 extern SEXP R_pg_matmul_t(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_causal_mask(SEXP);
+extern SEXP R_pg_graph_record_begin(void);
+extern SEXP R_pg_graph_record_abort(void);
+extern SEXP R_pg_graph_record_end(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_graph_set_input(SEXP, SEXP, SEXP);
+extern SEXP R_pg_graph_run(SEXP);
+extern SEXP R_pg_graph_output(SEXP);
+extern SEXP R_pg_graph_grads(SEXP);
+extern SEXP R_pg_graph_memory(SEXP);
 extern SEXP R_pg_matmul(SEXP, SEXP);
 extern SEXP R_pg_add(SEXP, SEXP);
 extern SEXP R_pg_sub(SEXP, SEXP);
@@ -71,6 +79,14 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_concat_rows",          (DL_FUNC) &R_pg_concat_rows,          2},
     {"R_pg_matmul_t",             (DL_FUNC) &R_pg_matmul_t,             5},
     {"R_pg_causal_mask",          (DL_FUNC) &R_pg_causal_mask,          1},
+    {"R_pg_graph_record_begin",   (DL_FUNC) &R_pg_graph_record_begin,   0},
+    {"R_pg_graph_record_abort",   (DL_FUNC) &R_pg_graph_record_abort,   0},
+    {"R_pg_graph_record_end",     (DL_FUNC) &R_pg_graph_record_end,     4},
+    {"R_pg_graph_set_input",      (DL_FUNC) &R_pg_graph_set_input,      3},
+    {"R_pg_graph_run",            (DL_FUNC) &R_pg_graph_run,            1},
+    {"R_pg_graph_output",         (DL_FUNC) &R_pg_graph_output,         1},
+    {"R_pg_graph_grads",          (DL_FUNC) &R_pg_graph_grads,          1},
+    {"R_pg_graph_memory",         (DL_FUNC) &R_pg_graph_memory,         1},
     {"R_pg_matmul",               (DL_FUNC) &R_pg_matmul,               2},
     {"R_pg_add",                  (DL_FUNC) &R_pg_add,                  2},
     {"R_pg_sub",                  (DL_FUNC) &R_pg_sub,                  2},

@@ -1,0 +1,56 @@
+# Static graphs: record a step once, replay it in the C core (ggml-opt's static mode).
+
+.BUILDS <- c(forward = 0L, grad = 1L, opt = 2L)
+
+ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
+  if (!is.function(fn)) stop("ag_compile(): fn must be a function", call. = FALSE)
+  if (!is.character(build) || length(build) != 1L || !(build %in% names(.BUILDS)))
+    stop(sprintf("ag_compile(): build must be \"opt\", \"grad\" or \"forward\", got %s",
+                 paste(deparse(build), collapse = "")), call. = FALSE)
+  if (build == "opt" && !inherits(optimizer, c("ag_optimizer_sgd", "ag_optimizer_adam")))
+    stop("ag_compile(): build = \"opt\" needs optimizer = (optimizer_adam / optimizer_sgd)", call. = FALSE)
+  inputs <- lapply(list(...), function(x) if (is_ag_tensor(x)) x else ag_tensor(x))
+  .Call(R_pg_graph_record_begin)
+  out <- tryCatch(do.call(fn, inputs), error = function(e) {
+    .Call(R_pg_graph_record_abort)
+    stop(e)
+  })
+  if (!is_ag_tensor(out)) {
+    .Call(R_pg_graph_record_abort)
+    stop(sprintf("ag_compile(): fn must return an ag_tensor, got %s", class(out)[1L]), call. = FALSE)
+  }
+  g <- .Call(R_pg_graph_record_end, out$.ptr, lapply(inputs, function(t) t$.ptr), .BUILDS[[build]],
+             if (build == "opt") optimizer$.h else NULL)
+  n_in <- length(inputs)
+  step <- function(...) {
+    vals <- list(...)
+    if (length(vals) != n_in)
+      stop(sprintf("compiled step: expected %d inputs, got %d", n_in, length(vals)), call. = FALSE)
+    for (i in seq_len(n_in)) {
+      v <- vals[[i]]
+      if (is_ag_tensor(v)) {
+        if (identical(v$.ptr, inputs[[i]]$.ptr)) next
+        v <- v$data
+      }
+      .Call(R_pg_graph_set_input, g, i - 1L, v)
+    }
+    loss <- .Call(R_pg_graph_run, g)
+    switch(build,
+           forward = .Call(R_pg_graph_output, g),
+           grad = list(loss = loss, grads = .Call(R_pg_graph_grads, g)),
+           opt = loss)
+  }
+  structure(step, class = "ag_compiled", build = build, graph = g, inputs = inputs,
+            output = out, optimizer = optimizer)
+}
+
+print.ag_compiled <- function(x, ...) {
+  m <- .Call(R_pg_graph_memory, attr(x, "graph"))
+  cat(sprintf("Compiled graph (%s): %d nodes, %.2f MB planned\n", attr(x, "build"), as.integer(m[1L]),
+              m[2L] / 1024^2))
+  cat(sprintf("  operands (outlive the graph)    : %8.2f MB\n", m[5L] / 1024^2))
+  cat(sprintf("  activations (planned buffers)   : %8.2f MB\n", m[3L] / 1024^2))
+  cat(sprintf("  gradients (planned buffers)     : %8.2f MB\n", m[6L] / 1024^2))
+  cat(sprintf("  graph-path fields (beyond those): %8.2f MB\n", m[4L] / 1024^2))
+  invisible(x)
+}

@@ -1,0 +1,108 @@
+/* .Call glue: static (compiled) graphs, ag_compile (see native/pg_api_graph.h). */
+#include "r_util.h"
+
+static void graph_finalize(SEXP p)
+{
+    pg_graph *g = R_ExternalPtrAddr(p);
+    if (g) pg_graph_free(g);
+    R_ClearExternalPtr(p);
+}
+
+static pg_graph *graph_get(SEXP p)
+{
+    if (TYPEOF(p) != EXTPTRSXP || R_ExternalPtrTag(p) != Rf_install("pg_graph"))
+        Rf_error("compiled step: not a compiled graph handle");
+    pg_graph *g = R_ExternalPtrAddr(p);
+    if (!g) Rf_error("compiled step: the graph is gone (a saved and reloaded handle); compile again");
+    return g;
+}
+
+SEXP R_pg_graph_record_begin(void)
+{
+    r_check(pg_graph_record_begin());
+    return R_NilValue;
+}
+
+SEXP R_pg_graph_record_abort(void)
+{
+    pg_graph_record_abort();
+    return R_NilValue;
+}
+
+/* out, inputs: an ag_tensor handle and a list of handles; opt: an optimizer handle or NULL.
+ * The optimizer handle is kept alive by the graph's external pointer. */
+SEXP R_pg_graph_record_end(SEXP out, SEXP inputs, SEXP build, SEXP opt)
+{
+    R_xlen_t n = XLENGTH(inputs);
+    pg_tensor **in = (pg_tensor **)R_alloc(n > 0 ? n : 1, sizeof(pg_tensor *));
+    for (R_xlen_t i = 0; i < n; i++) in[i] = r_get(VECTOR_ELT(inputs, i), R_TENSOR);
+    pg_tensor *o = r_get(out, R_TENSOR);
+    pg_optim *op = Rf_isNull(opt) ? NULL : r_get(opt, R_OPTIM);
+    pg_graph *g = pg_graph_record_end(o, in, (int64_t)n, Rf_asInteger(build), op);
+    if (!g) r_fail();
+    SEXP p = PROTECT(R_MakeExternalPtr(g, Rf_install("pg_graph"), opt));
+    R_RegisterCFinalizerEx(p, graph_finalize, TRUE);
+    UNPROTECT(1);
+    return p;
+}
+
+/* value: R numbers of the recorded shape (a vector is a column, as ag_tensor reads it) */
+SEXP R_pg_graph_set_input(SEXP gp, SEXP i, SEXP value)
+{
+    pg_graph *g = graph_get(gp);
+    pg_tensor *src = r_new_tensor(value, PG_F64, "compiled step");
+    if (!src) r_fail();
+    int64_t nr = pg_tensor_nrow(src), nc = pg_tensor_ncol(src);
+    int rc = pg_graph_set_input(g, (int64_t)Rf_asInteger(i), pg_tensor_data(src), PG_F64, nr, nc, 1, nr);
+    pg_tensor_release(src);
+    if (rc) r_fail();
+    return R_NilValue;
+}
+
+/* One replay. Returns the loss (a number) for builds grad/opt, NULL for forward. */
+SEXP R_pg_graph_run(SEXP gp)
+{
+    pg_graph *g = graph_get(gp);
+    if (pg_graph_run(g) < 0) r_fail();
+    pg_tensor *o = pg_graph_output(g);
+    if (pg_tensor_nrow(o) != 1 || pg_tensor_ncol(o) != 1) return R_NilValue;
+    return Rf_ScalarReal(pg_tensor_dtype(o) == PG_F32 ? (double)*(const float *)pg_tensor_data(o)
+                                                      : *(const double *)pg_tensor_data(o));
+}
+
+/* the output tensor (reused by every replay) as an ag_tensor */
+SEXP R_pg_graph_output(SEXP gp)
+{
+    pg_tensor *o = pg_graph_output(graph_get(gp));
+    pg_tensor_retain(o);
+    return r_wrap_tensor(o);
+}
+
+/* gradients of the last run: a list of matrices named by tensor id */
+SEXP R_pg_graph_grads(SEXP gp)
+{
+    pg_gradmap *m = pg_graph_grads(graph_get(gp));
+    int64_t n = m ? pg_gradmap_size(m) : 0;
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, n));
+    SEXP nm = PROTECT(Rf_allocVector(STRSXP, n));
+    for (int64_t i = 0; i < n; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%lld", (long long)pg_gradmap_key_id(m, i));
+        SET_STRING_ELT(nm, i, Rf_mkChar(buf));
+        SET_VECTOR_ELT(out, i, r_matrix(pg_gradmap_value(m, i)));
+    }
+    Rf_setAttrib(out, R_NamesSymbol, nm);
+    UNPROTECT(2);
+    return out;
+}
+
+/* c(nodes, bytes_total, bytes_planned, bytes_fields, bytes_operands, bytes_gradients) */
+SEXP R_pg_graph_memory(SEXP gp)
+{
+    int64_t t[6];
+    if (pg_graph_memory_report(graph_get(gp), t, NULL, NULL, NULL, 0) < 0) r_fail();
+    SEXP out = PROTECT(Rf_allocVector(REALSXP, 6));
+    for (int i = 0; i < 6; i++) REAL(out)[i] = (double)t[i];
+    UNPROTECT(1);
+    return out;
+}
