@@ -1118,6 +1118,62 @@ CASES.append(ScriptCase("ag_gradcheck: report, verdicts, restored inputs", _grad
                                      "w": _u(rng, 3, 5)}, group="gradcheck"))
 
 
+# ---- ag_compile: a compiled Adam step replayed with new inputs, R vs Python ------------------
+
+_R_COMPILE = """
+prev <- ag_dtype(dtype)
+P <- list(W1 = ag_param(W1_0), b1 = ag_param(b1_0), W2 = ag_param(W2_0), b2 = ag_param(b2_0))
+opt <- optimizer_adam(P, lr = 0.01, weight_decay = 0.05, accumulate_steps = 2)
+f <- function(x, y) {
+  h <- ag_tanh(ag_add(ag_matmul(P$W1, x), P$b1))
+  ag_softmax_cross_entropy_loss(ag_add(ag_matmul(P$W2, h), P$b2), y)
+}
+step <- ag_compile(f, x, matrix(y, 1), optimizer = opt)
+out <- list()
+for (s in seq_len(steps)) {
+  rec <- list(loss = step(x * (1 + 0.1 * s), matrix((y + s) %% 3, 1)))
+  for (nm in names(P)) rec[[nm]] <- P[[nm]]$data
+  out[[s]] <- rec
+}
+ag_dtype(prev)
+out
+"""
+
+
+def _compile_py(d, steps, dtype):
+    import pyggmlr as pg
+    prev = pg.ag_dtype(dtype)
+    try:
+        P = {k: pg.ag_param(d[k]) for k in ("W1", "b1", "W2", "b2")}
+        opt = pg.optimizer_adam(P, lr=0.01, weight_decay=0.05, accumulate_steps=2)
+
+        def f(x, y):
+            h = pg.ag_tanh(pg.ag_add(pg.ag_matmul(P["W1"], x), P["b1"]))
+            return pg.ag_softmax_cross_entropy_loss(pg.ag_add(pg.ag_matmul(P["W2"], h), P["b2"]), y)
+        y0 = np.asarray(d["y"], dtype=np.float64).reshape(1, -1)
+        step = pg.ag_compile(f, d["x"], y0, optimizer=opt)
+        out = []
+        for s in range(1, steps + 1):
+            rec = {"loss": np.array([step(d["x"] * (1 + 0.1 * s), (y0 + s) % 3)])}
+            for k, t in P.items():
+                rec[k] = t.numpy()
+            out.append(rec)
+        return out
+    finally:
+        pg.ag_dtype(prev)
+
+
+def _compile_r(d, steps, dtype):
+    from . import r
+    res = r.run(_R_COMPILE, dtype=dtype, steps=steps, x=d["x"], y=np.asarray(d["y"], dtype=np.float64),
+                **{f"{k}_0": d[k] for k in ("W1", "b1", "W2", "b2")})
+    return [{k: (np.array([v]) if np.ndim(v) == 0 else _as_dtype(v, dtype)) for k, v in rec.items()} for rec in res]
+
+
+CASES.append(ScriptCase("ag_compile: compiled adam steps (accumulate 2)", _compile_py, _compile_r, 6,
+                        _mlp_inputs, group="compile"))
+
+
 # ---------------------------------------------------------------------------------------------
 # comparison
 
