@@ -70,7 +70,7 @@ preload="$($CC -print-file-name=libasan.so) $($CC -print-file-name=libubsan.so)"
 cd "$tmp"
 PYTHONPATH="$tmp/pkg" LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}" "$PY" -c \
     "import pyggmlr, sys; f = pyggmlr._native.__file__; sys.exit(0 if f.startswith('$tmp') else 'not the sanitized build: ' + f)"
-PYTHONPATH="$tmp/pkg" LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}" \
+PYTHONPATH="$tmp/pkg" LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}:allocator_may_return_null=1:max_allocation_size_mb=2048" \
     PYGGMLR_SANITIZED=1 "$PY" -m pytest -q -p no:cacheprovider --rootdir "$root" -c "$root/pyproject.toml" \
     "$root/tests" --ignore="$root/tests/test_demo.py" --ignore="$root/tests/test_parity.py" \
     --ignore="$root/tests/test_rbridge.py" -k "not r-interop and not test_demo_command" -m "not parity" "$@"
