@@ -5,6 +5,7 @@
 #   PYGGMLR_OPENBLAS=$(python -c 'import pyggmlr._core as c; print(c.blas_library_path())') Rscript bench/bench_train.R
 suppressPackageStartupMessages(library(pyggmlr))
 ag_set_threads(1L)
+Sys.setenv(OPENBLAS_NUM_THREADS = "1") # as bench_train.py: no idle OpenBLAS thread pool
 # the same OpenBLAS as Python (scipy-openblas32 wheel) when its path is given, else R's BLAS
 ob <- Sys.getenv("PYGGMLR_OPENBLAS", "")
 if (nzchar(ob)) ag_use_openblas(ob)
@@ -42,20 +43,29 @@ py <- NULL
 jf <- file.path("bench", "results", "bench_train.json")
 if (file.exists(jf) && requireNamespace("jsonlite", quietly = TRUE)) py <- jsonlite::fromJSON(jf)$cases
 res <- list()
-cat(sprintf("%-24s%12s%12s%10s\n", "model", "R f32 µs", "Python µs", "R/Py"))
+cat(sprintf("%-24s%12s%12s%10s%12s%12s%10s%9s\n", "model", "R f32 µs", "Python µs", "R/Py",
+            "R f64 µs", "Py f64 µs", "R/Py f64", "R f64/f32"))
 for (ci in seq_along(cases)) {
   cs <- cases[[ci]]
-  step <- make_step(cs$sizes, cs$batch)
+  steps <- list(f32 = make_step(cs$sizes, cs$batch), f64 = make_step(cs$sizes, cs$batch, "f64"))
   n <- if (cs$batch < 100 && cs$sizes[1] < 100) 200L else 20L
-  for (i in 1:5) step()
-  ts <- numeric(0)
-  for (r in seq_len(rounds)) for (i in seq_len(n)) {
-    t0 <- Sys.time(); step(); ts <- c(ts, as.numeric(Sys.time() - t0, units = "secs"))
+  for (st in steps) for (i in 1:5) st()
+  ts <- list(f32 = numeric(0), f64 = numeric(0))
+  for (r in seq_len(rounds)) for (k in names(steps)) { # in turns, so load drifts hit both alike
+    st <- steps[[k]]
+    tk <- numeric(n)
+    for (i in seq_len(n)) { t0 <- Sys.time(); st(); tk[i] <- as.numeric(Sys.time() - t0, units = "secs") }
+    ts[[k]] <- c(ts[[k]], tk)
   }
-  med <- median(ts) * 1e6
+  med <- median(ts$f32) * 1e6
+  med64 <- median(ts$f64) * 1e6
   pyt <- if (!is.null(py)) py$median_us$pyggmlr[ci] else NA
-  cat(sprintf("%-24s%12.1f%12.1f%10.2f\n", paste(paste(cs$sizes, collapse = "-"), paste0("b", cs$batch)), med, pyt, med / pyt))
-  res[[ci]] <- list(model = paste(cs$sizes, collapse = "-"), batch = cs$batch, median_us = med, python_us = pyt, ratio_r_py = med / pyt)
+  pyt64 <- if (!is.null(py)) py$median_us$pyggmlr_f64[ci] else NA
+  cat(sprintf("%-24s%12.1f%12.1f%10.2f%12.1f%12.1f%10.2f%9.2f\n", paste(paste(cs$sizes, collapse = "-"), paste0("b", cs$batch)),
+              med, pyt, med / pyt, med64, pyt64, med64 / pyt64, med64 / med))
+  res[[ci]] <- list(model = paste(cs$sizes, collapse = "-"), batch = cs$batch, median_us = med, python_us = pyt,
+                    ratio_r_py = med / pyt, median_us_f64 = med64, python_us_f64 = pyt64,
+                    ratio_r_py_f64 = med64 / pyt64, ratio_f64_f32 = med64 / med)
 }
 if (requireNamespace("jsonlite", quietly = TRUE))
   writeLines(jsonlite::toJSON(res, auto_unbox = TRUE, pretty = TRUE), file.path("bench", "results", "bench_train_r.json"))
