@@ -11,7 +11,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ._core import ffi, lib
-from .errors import ArgumentError, PyggmlrValueError, ShapeError
+from .errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from .ops import _linear, ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
 from .random import ag_rng
 from .tensor import Tensor, _new_from, _wrap, ag_param, ag_tensor
@@ -210,9 +210,17 @@ def ag_eval(model):
 # ---------------------------------------------------------------------------------------------
 # initialisers
 
-def _glorot(rows, cols, a):
+def _uniform(a, rows, cols, op):
     """U(-a, a) [rows, cols] drawn as one vector filled column-major (as ggmlR's runif)."""
-    return ag_rng().uniform(-a, a, rows * cols).reshape((rows, cols), order="F")
+    try:
+        return ag_rng().uniform(-a, a, rows * cols).reshape((rows, cols), order="F")
+    except MemoryError:
+        raise PyggmlrMemoryError(f"{op}: out of memory drawing a [{rows}x{cols}] weight "
+                                 f"({rows * cols * 8 / 2**30:.1f} GiB while initialising)") from None
+
+
+def _glorot(rows, cols, a):
+    return _uniform(a, rows, cols, "ag_linear")
 
 
 def _orthogonal(rows, cols, gain):
@@ -509,7 +517,7 @@ class ag_embedding(Module):
             raise PyggmlrValueError(f"ag_embedding: vocab_size and dim must be >= 1, got {V} and {D}")
         self.vocab_size, self.dim = V, D
         s = math.sqrt(1.0 / V)
-        self.weight = ag_param(ag_rng().uniform(-s, s, V * D).reshape((D, V), order="F"))
+        self.weight = ag_param(_uniform(s, D, V, "ag_embedding"))
         self.training = True
 
     @property

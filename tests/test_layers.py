@@ -705,3 +705,11 @@ def test_no_leaks_after_training_step(rng):
     for p in list(m.parameters().values()) + [emb.weight]:
         p.grad = None
     assert live_counts() == before
+
+
+def test_huge_layers_raise_a_typed_memory_error():
+    # a 10^12-element weight cannot be drawn: a pyggmlr error, not numpy's bare MemoryError
+    with pytest.raises(pg.PyggmlrMemoryError, match=r"ag_linear: out of memory .*\[1000000x1000000\]"):
+        pg.ag_linear(10**6, 10**6)
+    with pytest.raises(pg.PyggmlrMemoryError, match="ag_embedding"):
+        pg.ag_embedding(10**6, 10**6)
