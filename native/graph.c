@@ -147,7 +147,20 @@ static void unhook(pg_graph *g)
     }
 }
 
+static int graph_run(pg_graph *g);
+
+/* A replay writes the gradient fields of shared parameters and steps the optimizer: it takes the
+ * same process-wide lock as backward() and optimizer steps, so threads replaying graphs over
+ * shared parameters (or mixing replays with eager steps) never interleave. */
 int pg_graph_run(pg_graph *g)
+{
+    pg_grad_lock();
+    int rc = graph_run(g);
+    pg_grad_unlock();
+    return rc;
+}
+
+static int graph_run(pg_graph *g)
 {
     if (!g) return -pg_fail(PG_ERR_ARG, "compiled graph: NULL handle");
     /* the graph must still be the one that was planned */

@@ -35,8 +35,6 @@ static void make_exit_key(void) { exit_key_ok = pthread_key_create(&exit_key, on
  * free each other's buffers. pg_backward, pg_tensor_set_grad and the optimizer calls that read
  * or write gradients hold this process-wide lock (recursive: zero_grad calls set_grad), so
  * those passes run one at a time; forward ops never take it. */
-void pg_grad_lock(void);
-void pg_grad_unlock(void);
 
 static pthread_mutex_t grad_mu;
 static pthread_once_t grad_once = PTHREAD_ONCE_INIT;

@@ -79,8 +79,6 @@ static void adam_f64(double *restrict w, double *restrict m, double *restrict v,
     ADAM_SCALAR(double, sqrt)
 }
 
-void pg_grad_lock(void);   /* memory.c: optimizer steps and gradient updates run one at a time */
-void pg_grad_unlock(void);
 static int step_locked(pg_optim *o, pg_gradmap *grads);
 static int zero_grad_locked(pg_optim *o);
 static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out);

@@ -83,6 +83,12 @@ static inline int64_t pg_ncol(const pg_tensor *t) { return t->ne[1]; }
 static inline int64_t pg_numel(const pg_tensor *t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
 static inline void *pg_data(const pg_tensor *t) { return t->st->data; }
 
+/* ---- memory.c: the gradient lock ----
+ * backward, .grad updates, optimizer steps and graph replays run one at a time, process-wide
+ * (recursive, so zero_grad may call set_grad). */
+void pg_grad_lock(void);
+void pg_grad_unlock(void);
+
 /* ---- tape.c ---- */
 /* Sets out->requires_grad from the inputs and, when the tape records and some input requires
  * grad, appends a node owning refs to inputs and out. Returns the node, NULL when nothing was

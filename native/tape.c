@@ -256,8 +256,6 @@ static int leaf_accumulate(pg_tensor *t, pg_tensor *g)
     return 0;
 }
 
-void pg_grad_lock(void);   /* memory.c: one backward / .grad update at a time, process-wide */
-void pg_grad_unlock(void);
 static pg_gradmap *backward_locked(pg_tensor *loss);
 
 pg_gradmap *pg_backward(pg_tensor *loss)

@@ -318,8 +318,6 @@ int pg_tensor_write(pg_tensor *t, const void *src, int src_dtype, int64_t nrow, 
 
 pg_tensor *pg_tensor_grad(pg_tensor *t) { return pg_ok(t, "grad", "t") ? NULL : t->grad; }
 
-void pg_grad_lock(void);   /* memory.c */
-void pg_grad_unlock(void);
 static int set_grad_locked(pg_tensor *t, pg_tensor *g);
 
 int pg_tensor_set_grad(pg_tensor *t, pg_tensor *g)

@@ -30,6 +30,8 @@ ag_softmax_cross_entropy_loss as an array. Give per-step data as inputs: embeddi
 input tensor (ag_embedding reads a tensor's ids on every replay); ids given to ag_embedding as
 an array cannot be replayed and make ag_compile raise.
 """
+import threading
+
 import numpy as np
 
 from . import _core
@@ -56,6 +58,8 @@ class CompiledStep:
 
     def __init__(self, g, inputs, out, build, optimizer, masks):
         self._g = g
+        # one call at a time: a call refills the step's inputs and masks, then replays
+        self._lock = threading.Lock()
         self._inputs = inputs
         self._out = out
         self.build = build
@@ -104,6 +108,10 @@ class CompiledStep:
         return rep
 
     def __call__(self, *values):
+        with self._lock:
+            return self._call(values)
+
+    def _call(self, values):
         if len(values) != len(self._inputs):
             raise ArgumentError(f"compiled step: expected {len(self._inputs)} inputs, got {len(values)}")
         g = self._g
