@@ -15,6 +15,7 @@
 # in C (src/r_util.c) from the three templates below (their enclosure there holds `.ptr`).
 # An ag_tensor passes through unchanged.
 .wrap <- function(ptr) .Call(R_pg_wrap, ptr)
+utils::globalVariables(c(".ptr", ".map", ".id")) # bound in the enclosures made in C
 
 .tb_data <- function(value) {
   if (missing(value)) .Call(R_pg_tensor_data, .ptr)
