@@ -83,6 +83,10 @@ static inline int64_t pg_ncol(const pg_tensor *t) { return t->ne[1]; }
 static inline int64_t pg_numel(const pg_tensor *t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
 static inline void *pg_data(const pg_tensor *t) { return t->st->data; }
 
+/* ---- pool.c: freed buffers of one size reused (NULL / 0 when not pooled) ---- */
+void *pg_pool_get(size_t sz);
+int pg_pool_put(void *p, size_t sz);
+
 /* ---- memory.c: the gradient lock ----
  * backward, .grad updates, optimizer steps and graph replays run one at a time, process-wide
  * (recursive, so zero_grad may call set_grad). */

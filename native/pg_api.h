@@ -150,6 +150,10 @@ pg_tensor *pg_linear(pg_tensor *w, pg_tensor *x, pg_tensor *b, int act);
 int pg_memory_stats(int64_t *out, int n);
 void pg_memory_reset_peak(void);
 int64_t pg_live_objects(void);        /* tensors + gradient maps + optimizers */
+/* Freed tensor buffers (>= 4 KB) are cached per size for reuse by later tensors of that size
+ * (training loops allocate the same sizes every step). They are not counted above. */
+int64_t pg_memory_cached(void);
+void pg_memory_trim(void);          /* give the cached buffers back to the system */
 
 /* ---- optimizers (optim.c) ----
  * kind: 0 = SGD, 1 = Adam. params are matched by identity; duplicates are dropped and counted in

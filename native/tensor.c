@@ -35,7 +35,8 @@ void *pg_alloc(size_t nbytes, int category)
     /* 64-byte alignment for SIMD; never a zero-size request (empty tensors still get a block). */
     size_t sz = (nbytes + 63) & ~(size_t)63;
     if (sz == 0) sz = 64;
-    void *p = aligned_alloc(64, sz);
+    void *p = pg_pool_get(sz);
+    if (!p) p = aligned_alloc(64, sz);
     if (!p) return NULL;
     account(category, (int64_t)nbytes);
     return p;
@@ -44,7 +45,8 @@ void *pg_alloc(size_t nbytes, int category)
 void pg_free(void *p, size_t nbytes, int category)
 {
     if (!p) return;
-    free(p);
+    size_t sz = (nbytes + 63) & ~(size_t)63;
+    if (!pg_pool_put(p, sz ? sz : 64)) free(p);
     account(category, -(int64_t)nbytes);
 }
 

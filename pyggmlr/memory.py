@@ -29,7 +29,7 @@ from .tensor import Tensor, _dtype_code, _new_from
 
 __all__ = [
     "ag_tape_memory", "ag_estimate_training_memory", "ag_memory_stats", "ag_memory_peak",
-    "ag_memory_reset_peak", "ag_live_objects", "MemoryReport",
+    "ag_memory_reset_peak", "ag_live_objects", "ag_memory_trim", "MemoryReport",
 ]
 
 _MB = 1024.0 ** 2
@@ -76,14 +76,26 @@ def ag_memory_stats() -> Dict[str, Any]:
     ``other``) and for the ``total``, ``{"current": bytes, "peak": bytes}`` (a category's peak is
     its own maximum since the last :func:`ag_memory_reset_peak`; the total's peak is the
     maximum of the sum); plus ``live_tensors``, ``live_gradmaps``, ``live_optimizers`` and
-    ``tape_nodes`` (this thread's tape). Bytes are tensor storage; node structs are not counted."""
+    ``tape_nodes`` (this thread's tape), and ``cached``: freed buffers kept for reuse by
+    tensors of the same size (not held by any tensor, so not in the totals; see
+    :func:`ag_memory_trim`). Bytes are tensor storage; node structs are not counted."""
     v = _raw_stats()
     peaks = ffi.new("int64_t[5]")
     _core.check(lib.pg_memory_category_peaks(peaks, 5))
     res = {name: {"current": v[i], "peak": peaks[i]} for i, name in enumerate(_CATEGORIES)}
     res["total"] = {"current": v[5], "peak": v[6]}
     res["live_tensors"], res["live_gradmaps"], res["live_optimizers"], res["tape_nodes"] = v[7:11]
+    res["cached"] = lib.pg_memory_cached()
     return res
+
+
+def ag_memory_trim() -> int:
+    """Give the core's cache of freed buffers back to the system (training loops reuse them
+    step after step, so this is only worth it when a large model is gone). Returns the bytes
+    released."""
+    n = lib.pg_memory_cached()
+    lib.pg_memory_trim()
+    return n
 
 
 def ag_memory_peak() -> int:

@@ -5,6 +5,7 @@ report's bytes are real storage bytes, clearing the tape frees exactly bytes_sna
 estimate with a model equals the measured peak of a training step."""
 import gc
 import math
+import os
 from collections import OrderedDict
 
 import numpy as np
@@ -687,3 +688,24 @@ def test_model_estimate_inside_an_open_tape_scope(f64, rng):
     grads = pg.backward(loss)
     w = model.layers[0][0]
     assert grads[w].shape == (4, 3) and np.abs(grads[w]).sum() > 0
+
+
+def test_freed_buffers_are_reused_and_trim_releases_them():
+    # a freed 64 KB buffer is handed to the next tensor of that size, outside the counters
+    pg.ag_memory_trim()
+    a = pg.ag_tensor(np.ones((128, 128)), dtype="f32")
+    before = pg.ag_memory_stats()
+    addr = int(pg._core.ffi.cast("intptr_t", lib.pg_tensor_data(a._p)))
+    a.free()
+    after_free = pg.ag_memory_stats()
+    if after_free["cached"] == before["cached"] and os.environ.get("PYGGMLR_SANITIZED"):
+        pytest.skip("the buffer cache is off in AddressSanitizer builds (reuse would hide use-after-free)")
+    assert after_free["cached"] == before["cached"] + 128 * 128 * 4
+    assert after_free["total"]["current"] == before["total"]["current"] - 128 * 128 * 4
+    b = pg.ag_tensor(np.zeros((128, 128)), dtype="f32")
+    assert int(pg._core.ffi.cast("intptr_t", lib.pg_tensor_data(b._p))) == addr
+    assert pg.ag_memory_stats()["cached"] == before["cached"]
+    assert np.array_equal(b.numpy(), np.zeros((128, 128)))   # reused memory is rewritten
+    b.free()
+    assert pg.ag_memory_trim() >= 128 * 128 * 4
+    assert pg.ag_memory_stats()["cached"] == 0
