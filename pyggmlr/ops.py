@@ -1,13 +1,23 @@
 """Differentiable ops: thin calls into the C core (forward and backward live there).
 
-Operands may be tensors or plain numpy arrays / lists / scalars, which become constants of
-the other operand's dtype and never receive gradients."""
+Operands may be tensors or plain numpy arrays / lists / scalars (``ArrayLike``), which become
+constants of the other operand's dtype and never receive gradients. Every tensor is a matrix
+[rows, cols] = [features, batch] (column-major, R's ``dim()``); 1-D data is a column [n, 1].
+
+Errors common to all ops: ShapeError when shapes do not fit (the message names the op and
+both shapes), DTypeError when two tensors have different dtypes (f32 vs f64) or data is not
+numeric, ArgumentError when an argument is of the wrong kind (a freed tensor, a string for a
+number)."""
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence, Union
+
 import numpy as np
 
 from . import _core
 from ._core import lib
 from .errors import ArgumentError, PyggmlrError, PyggmlrValueError, ShapeError, caller_op
-from .tensor import Tensor, _new_from, _wrap
+from .tensor import ArrayLike, Tensor, _new_from, _wrap
 
 __all__ = [
     "ag_matmul", "ag_add", "ag_sub", "ag_mul", "ag_div", "ag_scale", "ag_neg", "ag_relu",
@@ -57,40 +67,64 @@ _pg_matmul, _pg_add, _pg_sub, _pg_mul, _pg_div = lib.pg_matmul, lib.pg_add, lib.
 _pg_unary, _pg_sce_ids = lib.pg_unary, lib.pg_softmax_ce_loss_ids
 
 
-def ag_matmul(A, B):
-    """Matrix product A @ B: [m,k] x [k,n] -> [m,n]."""
+def ag_matmul(A: ArrayLike, B: ArrayLike) -> Tensor:
+    """Matrix product A @ B: [m, k] x [k, n] -> [m, n] (also the ``@`` operator).
+
+    Args: A, B: tensors or numeric data (data becomes a constant of the other's dtype).
+    Returns: a new tensor [m, n]; gradients g @ B^T into A and A^T @ g into B.
+    Raises: ShapeError when ncol(A) != nrow(B) (the message names both shapes and suggests the
+    transpose that fits), DTypeError when A and B have different dtypes."""
     if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
         return _out(_pg_matmul(A._handle(), B._handle()))
     a, b = _pair(A, B)
     return _out(_pg_matmul(a._handle(), b._handle()))
 
 
-def ag_add(A, B):
-    """A + B; size-1 dims broadcast on either side, gradients reduced back to each shape."""
+def ag_add(A: ArrayLike, B: ArrayLike) -> Tensor:
+    """Elementwise A + B (also the ``+`` operator).
+
+    Args: A, B: tensors or numeric data; shapes equal, or a size-1 dim (a [r, 1] column, a
+    [1, c] row, a [1, 1] scalar) broadcast against the other's.
+    Returns: a new tensor of the broadcast shape; gradients are summed back to each shape.
+    Raises: ShapeError when the shapes neither match nor broadcast, DTypeError on mixed
+    dtypes."""
     if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
         return _out(_pg_add(A._handle(), B._handle()))
     a, b = _pair(A, B)
     return _out(_pg_add(a._handle(), b._handle()))
 
 
-def ag_sub(A, B):
-    """A - B, broadcasting as ag_add."""
+def ag_sub(A: ArrayLike, B: ArrayLike) -> Tensor:
+    """Elementwise A - B (also the ``-`` operator), broadcasting size-1 dims as ag_add.
+
+    Args: A, B: tensors or numeric data of equal or broadcastable shapes [rows, cols].
+    Returns: a new tensor of the broadcast shape; gradients g into A and -g into B.
+    Raises: ShapeError when the shapes do not broadcast, DTypeError on mixed dtypes."""
     if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
         return _out(_pg_sub(A._handle(), B._handle()))
     a, b = _pair(A, B)
     return _out(_pg_sub(a._handle(), b._handle()))
 
 
-def ag_mul(A, B):
-    """Elementwise A * B, broadcasting size-1 dims on either side."""
+def ag_mul(A: ArrayLike, B: ArrayLike) -> Tensor:
+    """Elementwise (Hadamard) A * B (also the ``*`` operator), broadcasting as ag_add.
+
+    Args: A, B: tensors or numeric data of equal or broadcastable shapes [rows, cols].
+    Returns: a new tensor of the broadcast shape; gradients g * B into A and g * A into B.
+    Raises: ShapeError when the shapes do not broadcast, DTypeError on mixed dtypes."""
     if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
         return _out(_pg_mul(A._handle(), B._handle()))
     a, b = _pair(A, B)
     return _out(_pg_mul(a._handle(), b._handle()))
 
 
-def ag_div(A, B):
-    """Elementwise A / B, broadcasting size-1 dims on either side."""
+def ag_div(A: ArrayLike, B: ArrayLike) -> Tensor:
+    """Elementwise A / B (also the ``/`` operator), broadcasting as ag_add; division by 0
+    gives inf / nan as IEEE does.
+
+    Args: A, B: tensors or numeric data of equal or broadcastable shapes [rows, cols].
+    Returns: a new tensor of the broadcast shape; gradients g / B into A, -g A / B^2 into B.
+    Raises: ShapeError when the shapes do not broadcast, DTypeError on mixed dtypes."""
     if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
         return _out(_pg_div(A._handle(), B._handle()))
     a, b = _pair(A, B)
@@ -106,14 +140,18 @@ def _scalar(v, name, arg):
     raise ArgumentError(f"{name}: '{arg}' must be a number, got {type(v).__name__}")
 
 
-def ag_scale(x, scalar):
-    """x * scalar (the scalar is a constant)."""
+def ag_scale(x: ArrayLike, scalar: float) -> Tensor:
+    """x * scalar, the scalar a constant (``x * 2.0`` uses it too).
+
+    Args: x: a tensor or numeric data [rows, cols]; scalar: a number.
+    Returns: a new tensor of x's shape and dtype; gradient scalar * g.
+    Raises: ArgumentError when scalar is not a number."""
     x = _unary_arg(x)  # keep the (possibly temporary) tensor alive across the C call
     return _wrap(lib.pg_scale(x._handle(), _scalar(scalar, "ag_scale", "scalar")))
 
 
-def _unary(code):
-    def op(x):
+def _unary(code: int) -> Callable[[ArrayLike], Tensor]:
+    def op(x: ArrayLike) -> Tensor:
         if x.__class__ is not Tensor:
             x = _const(x, None)
         return _out(_pg_unary(code, x._handle()))
@@ -122,40 +160,57 @@ def _unary(code):
 
 ag_relu = _unary(lib.PG_RELU)
 ag_relu.__name__ = "ag_relu"
-ag_relu.__doc__ = "max(x, 0); gradient 0 at x <= 0."
+ag_relu.__doc__ = ("Elementwise max(x, 0) (ReLU); gradient g where x > 0, 0 at x <= 0."
+                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
 ag_sigmoid = _unary(lib.PG_SIGMOID)
 ag_sigmoid.__name__ = "ag_sigmoid"
-ag_sigmoid.__doc__ = "Elementwise logistic 1 / (1 + exp(-x)); same shape as x; gradient s (1 - s)."
+ag_sigmoid.__doc__ = ("Elementwise logistic s = 1 / (1 + exp(-x)); gradient g s (1 - s)."
+                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
 ag_tanh = _unary(lib.PG_TANH)
 ag_tanh.__name__ = "ag_tanh"
-ag_tanh.__doc__ = "Elementwise tanh(x); same shape as x; gradient 1 - tanh(x)^2."
+ag_tanh.__doc__ = ("Elementwise tanh(x); gradient g (1 - tanh(x)^2)."
+                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
 ag_gelu = _unary(lib.PG_GELU)
 ag_gelu.__name__ = "ag_gelu"
-ag_gelu.__doc__ = "Exact GELU: 0.5 x (1 + erf(x / sqrt(2)))."
+ag_gelu.__doc__ = ("Elementwise exact GELU 0.5 x (1 + erf(x / sqrt(2))) (not the tanh approximation)."
+                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
 ag_softmax = _unary(lib.PG_SOFTMAX)
 ag_softmax.__name__ = "ag_softmax"
-ag_softmax.__doc__ = "Softmax down each column (classes are rows), max-subtracted."
+ag_softmax.__doc__ = ("Softmax down each column of x [classes, batch] (max-subtracted, so large logits do not overflow);\neach column of the result sums to 1."
+                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
 ag_log = _unary(lib.PG_LOG)
 ag_log.__name__ = "ag_log"
-ag_log.__doc__ = "Natural log, no clamping (log(0) = -inf)."
+ag_log.__doc__ = ("Elementwise natural log, no clamping: log(0) = -inf, log(x < 0) = nan; gradient g / x."
+                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
 ag_exp = _unary(lib.PG_EXP)
 ag_exp.__name__ = "ag_exp"
-ag_exp.__doc__ = "Elementwise exp(x); same shape as x; gradient exp(x) (overflow gives inf, as IEEE)."
+ag_exp.__doc__ = ("Elementwise exp(x); gradient g exp(x) (overflow gives inf, as IEEE)."
+                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
 ag_neg = _unary(lib.PG_NEG)
 ag_neg.__name__ = "ag_neg"
-ag_neg.__doc__ = "Elementwise negation -x (also the unary minus operator); gradient -g."
+ag_neg.__doc__ = ("Elementwise negation -x (also the unary minus operator); gradient -g."
+                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
 for _f in (ag_relu, ag_sigmoid, ag_tanh, ag_gelu, ag_softmax, ag_log, ag_exp, ag_neg):
     _f.__code__ = _f.__code__.replace(co_name=_f.__name__)  # error messages name the op (errors.caller_op)
 
 
-def ag_pow(x, p):
-    """x ** p for a constant scalar p."""
+def ag_pow(x: ArrayLike, p: float) -> Tensor:
+    """Elementwise x ** p for a constant scalar p (also the ``**`` operator).
+
+    Args: x: a tensor or numeric data [rows, cols]; p: a number (a fractional p of a negative
+    x gives nan, as IEEE).
+    Returns: a new tensor of x's shape; gradient g p x^(p - 1).
+    Raises: ArgumentError when p is not a number."""
     x = _unary_arg(x)
     return _wrap(lib.pg_pow(x._handle(), _scalar(p, "ag_pow", "p")))
 
 
-def ag_clamp(x, lo=-np.inf, hi=np.inf):
-    """min(max(x, lo), hi); gradient 1 strictly inside (lo, hi), 0 elsewhere."""
+def ag_clamp(x: ArrayLike, lo: float = -np.inf, hi: float = np.inf) -> Tensor:
+    """Elementwise min(max(x, lo), hi).
+
+    Args: x: a tensor or numeric data [rows, cols]; lo, hi: numbers (default: unbounded).
+    Returns: a new tensor of x's shape; gradient g strictly inside (lo, hi), 0 elsewhere.
+    Raises: ArgumentError when lo or hi is not a number."""
     x = _unary_arg(x)
     return _wrap(lib.pg_clamp(x._handle(), _scalar(lo, "ag_clamp", "lo"), _scalar(hi, "ag_clamp", "hi")))
 
@@ -168,28 +223,50 @@ def _dim(dim, name):
     raise PyggmlrValueError(f"{name}: dim must be None (all), 1 (per row) or 2 (per column), got {dim!r}")
 
 
-def ag_sum(x, dim=None, keepdim=False):
-    """Sum: dim=None -> [1,1]; dim=1 -> per row [nrow,1]; dim=2 -> per column [1,ncol]
-    (ggmlR's meaning of dim). Results are matrices, so the reduced axis is kept with size 1
-    whatever keepdim says."""
+def ag_sum(x: ArrayLike, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+    """Sum of x [rows, cols]: dim=None -> [1, 1]; dim=1 -> per row [rows, 1]; dim=2 -> per
+    column [1, cols] (ggmlR's meaning of dim). Results are matrices, so the reduced axis is
+    kept with size 1 whatever keepdim says.
+
+    Args: x: a tensor or numeric data; dim: None, 1 or 2; keepdim: accepted for ggmlR
+    compatibility, no effect.
+    Returns: a new tensor; the gradient broadcasts g back over the summed axis.
+    Raises: PyggmlrValueError when dim is not None, 1 or 2."""
     x = _unary_arg(x)
     return _wrap(lib.pg_sum(x._handle(), _dim(dim, "ag_sum")))
 
 
-def ag_mean(x, dim=None, keepdim=False):
-    """Mean with the same dims as ag_sum."""
+def ag_mean(x: ArrayLike, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+    """Mean of x [rows, cols] with the same dims as ag_sum: dim=None -> [1, 1], dim=1 -> per
+    row [rows, 1], dim=2 -> per column [1, cols].
+
+    Args: x: a tensor or numeric data; dim: None, 1 or 2; keepdim: no effect (ggmlR's
+    argument).
+    Returns: a new tensor; gradient g / n spread over the averaged entries.
+    Raises: PyggmlrValueError when dim is not None, 1 or 2."""
     x = _unary_arg(x)
     return _wrap(lib.pg_mean(x._handle(), _dim(dim, "ag_mean")))
 
 
-def ag_transpose(x):
-    """Transpose x [r, c] -> [c, r]; the gradient is transposed back. Returns a new tensor."""
+def ag_transpose(x: ArrayLike) -> Tensor:
+    """Transpose x [r, c] -> [c, r] (also the ``.T`` property); the gradient is transposed back.
+
+    Args: x: a tensor or numeric data.
+    Returns: a new tensor [c, r] (a copy, not a view).
+    Raises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor."""
     x = _unary_arg(x)
     return _wrap(lib.pg_transpose(x._handle()))
 
 
-def ag_reshape(x, nrow, ncol=-1):
-    """Column-major refill to [nrow, ncol]; one of them may be -1 (inferred)."""
+def ag_reshape(x: ArrayLike, nrow: Union[int, Sequence[int]], ncol: int = -1) -> Tensor:
+    """Column-major refill of x [r, c] to [nrow, ncol], as R's ``dim<-``.
+
+    Args: x: a tensor or numeric data; nrow, ncol: whole numbers, one of them may be -1
+    (inferred from x's size); or nrow = (nrow, ncol) as one pair.
+    Returns: a new tensor [nrow, ncol] holding x's values in column-major order; the gradient
+    is reshaped back to [r, c].
+    Raises: PyggmlrValueError when a size is not a whole number or a pair has not 2 entries,
+    ShapeError when nrow * ncol != r * c."""
     if isinstance(nrow, (tuple, list)):  # ag_reshape(x, (r, c)) as the ggmlR vignette writes it
         if len(nrow) != 2:
             raise PyggmlrValueError(f"ag_reshape: a shape must be (nrow, ncol), got {nrow!r}")
@@ -213,14 +290,25 @@ def _loss_pair(pred, target, name):
     return pred._handle(), target
 
 
-def ag_mse_loss(pred, target):
-    """sum((pred - target)^2) / numel -> 1x1."""
+def ag_mse_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
+    """Mean squared error sum((pred - target)^2) / numel.
+
+    Args: pred: predictions [outputs, batch]; target: the same shape (numeric data becomes a
+    constant).
+    Returns: a [1, 1] tensor; gradient 2 (pred - target) / numel into pred.
+    Raises: ShapeError when the shapes differ, DTypeError on mixed dtypes."""
     p, t = _loss_pair(pred, target, "ag_mse_loss")
     return _wrap(lib.pg_mse_loss(p, t._handle()))
 
 
-def ag_cross_entropy_loss(pred, target):
-    """-sum(target * log(clamp(pred, 1e-7, 1 - 1e-7))) / ncol(pred); pred are probabilities."""
+def ag_cross_entropy_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
+    """Cross-entropy of probabilities: -sum(target * log(clamp(pred, 1e-7, 1 - 1e-7))) / ncol(pred).
+
+    Args: pred: probabilities [classes, batch] (e.g. ag_softmax output); target: one-hot or
+    soft labels of the same shape.
+    Returns: a [1, 1] tensor (mean over the batch columns).
+    Raises: ShapeError when the shapes differ, DTypeError on mixed dtypes. For logits use
+    ag_softmax_cross_entropy_loss (fused and stable)."""
     p, t = _loss_pair(pred, target, "ag_cross_entropy_loss")
     return _wrap(lib.pg_cross_entropy_loss(p, t._handle()))
 
@@ -235,11 +323,16 @@ def _class_ids(a, name):
     return np.ascontiguousarray(a.reshape(-1, order="F"), dtype=np.int64)
 
 
-def ag_softmax_cross_entropy_loss(logits, target):
+def ag_softmax_cross_entropy_loss(logits: ArrayLike, target: ArrayLike) -> Tensor:
     """Fused, stable softmax + cross-entropy on logits [classes, batch].
 
-    target: a one-hot / soft-label matrix of the logits' shape, or 0-based class ids, one per
-    column (an integer array, a 1-D vector, or a [1, batch] row). Gradient (p - t) / batch."""
+    Args: logits: [classes, batch] (unnormalised scores); target: a one-hot / soft-label
+    matrix of the logits' shape, or 0-based class ids, one per column (an integer array or
+    tensor, a 1-D vector, or a [1, batch] row).
+    Returns: a [1, 1] tensor, the mean over the batch; gradient (softmax(logits) - t) / batch.
+    Raises: ShapeError when target is neither the logits' shape nor batch ids,
+    PyggmlrValueError for non-integer or out-of-range ids, ArgumentError for ids of a
+    non-numeric dtype."""
     name = "ag_softmax_cross_entropy_loss"
     logits = _unary_arg(logits)  # a plain array is a constant
     lp = logits._handle()

@@ -307,6 +307,12 @@ class Tensor:
     # operators are attached in ops.py
 
 
+#: What the ops accept as an operand: a Tensor, or numbers that become a constant of the other
+#: operand's dtype (a numpy array, a nested list / tuple of numbers, a scalar). 1-D data is a
+#: column [n, 1]; 2-D data keeps its shape [rows, cols] = [features, batch].
+ArrayLike = Union[Tensor, np.ndarray, Sequence[Any], float]
+
+
 def _unpickle(values, dtype, requires_grad):
     return ag_param(values, dtype=dtype) if requires_grad else ag_tensor(values, dtype=dtype)
 
