@@ -5,8 +5,11 @@ Forward and backward of the layer ops run in the C core (native/ops_layers.c); t
 holds the parameters, the initialisers (drawn from pyggmlr.random.ag_rng()) and the module
 plumbing: parameters() with ggmlR's names, buffers(), train/eval, repr, to_config().
 """
+from __future__ import annotations
+
 import math
 from collections import OrderedDict
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -14,7 +17,7 @@ from ._core import ffi, lib
 from .errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from .ops import _linear, ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
 from .random import ag_rng
-from .tensor import Tensor, _new_from, _wrap, ag_param, ag_tensor
+from .tensor import ArrayLike, Tensor, _new_from, _wrap, ag_param, ag_tensor
 
 __all__ = [
     "Module", "ag_linear", "ag_sequential", "ag_dropout", "ag_batch_norm", "ag_layer_norm",
@@ -44,15 +47,24 @@ def _int(v, name, arg):
     return int(v)
 
 
-def ag_slice_rows(x, from_, n):
-    """Rows ``from_ .. from_ + n - 1`` (0-based, as ggmlR's ag_slice_rows) of x -> [n, ncol];
-    the gradient flows back into those rows."""
+def ag_slice_rows(x: ArrayLike, from_: int, n: int) -> Tensor:
+    """Rows ``from_ .. from_ + n - 1`` (0-based, as ggmlR's ag_slice_rows) of x [rows, cols].
+
+    Args: x: a tensor or numeric data; from_: first row (0-based); n: number of rows.
+    Returns: a new tensor [n, cols]; the gradient flows back into those rows of x.
+    Raises: ArgumentError when from_ or n is not an integer (or x not a tensor / array),
+    PyggmlrValueError when the rows are out of range."""
     x = _as_tensor(x, "ag_slice_rows")
     return _wrap(lib.pg_slice_rows(x._p, _int(from_, "ag_slice_rows", "from"), _int(n, "ag_slice_rows", "n")))
 
 
-def ag_concat_rows(a, b):
-    """Stack a [Ra, C] on top of b [Rb, C] -> [Ra + Rb, C]."""
+def ag_concat_rows(a: ArrayLike, b: ArrayLike) -> Tensor:
+    """Stack a [Ra, C] on top of b [Rb, C] -> [Ra + Rb, C]; gradients split back by rows.
+
+    Args: a, b: tensors or numeric data with the same number of columns C.
+    Returns: a new tensor [Ra + Rb, C].
+    Raises: ShapeError when the column counts differ, DTypeError on mixed dtypes, ArgumentError
+    when an operand is not a tensor or numeric array."""
     a = _as_tensor(a, "ag_concat_rows", b if isinstance(b, Tensor) else None)
     b = _as_tensor(b, "ag_concat_rows", a)
     return _wrap(lib.pg_concat_rows(a._p, b._p))
@@ -144,47 +156,57 @@ class Module:
     kind = "module"
     training = True
 
-    def forward(self, x):
-        """Apply the layer to x [features, batch]; returns a tensor with one column per sample.
-        Subclasses implement it; raises NotImplementedError here."""
+    def forward(self, x: ArrayLike) -> Tensor:
+        """Apply the layer to x [features, batch] (one column per sample).
+
+        Returns: a tensor with one column per sample ([out_features, batch] for most layers).
+        Raises: NotImplementedError here (subclasses implement it); ShapeError in layers when x
+        has the wrong number of rows."""
         raise NotImplementedError(f"{type(self).__name__}.forward is not implemented")
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Tensor:
         return self.forward(*args, **kwargs)
 
-    def parameters(self):
-        """Ordered dict name -> parameter tensor (ggmlR's names)."""
+    def parameters(self) -> OrderedDict[str, Tensor]:
+        """The trainable tensors as an ordered dict name -> parameter tensor, with ggmlR's
+        names (``W``, ``b``; ``layer<i>_<name>`` in ag_sequential); empty for a layer without
+        parameters. The tensors are the layer's own (not copies)."""
         return OrderedDict()
 
-    def buffers(self):
-        """Ordered dict name -> non-trainable state tensor (batch-norm running stats)."""
+    def buffers(self) -> OrderedDict[str, Tensor]:
+        """Non-trainable state as an ordered dict name -> tensor (batch norm's running_mean and
+        running_var [F, 1]); empty for most layers. The tensors are the layer's own."""
         return OrderedDict()
 
-    def children(self):
-        """The direct sub-layers (for train/eval recursion); [] for a plain layer."""
+    def children(self) -> List[Any]:
+        """The direct sub-layers, as a list (used by the train/eval recursion); [] for a plain
+        layer. Sub-layers may be any objects with forward()."""
         return []
 
-    def train(self, mode=True):
+    def train(self, mode: bool = True) -> Module:
         """Set training mode (mode=True) or eval mode (False) on this module and, recursively,
-        its sub-layers; returns self."""
+        its sub-layers; returns self. Never raises."""
         self.training = bool(mode)
         for c in self.children():
             _set_mode(c, self.training)
         return self
 
-    def eval(self):
+    def eval(self) -> Module:
         """Evaluation mode (dropout off, batch norm uses running statistics): train(False);
-        returns self."""
+        returns self. Never raises."""
         return self.train(False)
 
     @property
-    def name(self):
-        """Short description used by print(model), e.g. 'linear(4, 16, relu)'."""
+    def name(self) -> str:
+        """Short description (a str) used by print(model), e.g. 'linear(4, 16, relu)'."""
         return self.kind
 
-    def to_config(self):
-        """The architecture as a JSON-able dict (rebuilt by ag_module_from_config and
-        ag_load_model); raises PyggmlrValueError for modules that cannot be described."""
+    def to_config(self) -> Dict[str, Any]:
+        """The architecture as a JSON-able dict ``{"type": kind, ...constructor arguments}``
+        (rebuilt, with fresh weights, by ag_module_from_config and ag_load_model).
+
+        Raises: PyggmlrValueError for modules that cannot be described (custom layers without
+        to_config())."""
         raise PyggmlrValueError(f"{type(self).__name__} has no to_config(); it cannot be saved as an architecture")
 
     def _n_params(self):
@@ -195,14 +217,21 @@ class Module:
         return f"ag_{self.kind}: {self.name} ({self._n_params()} parameters, {mode} mode)"
 
 
-def ag_train(model):
-    """Put model (and, recursively, its sub-layers) in training mode; returns model."""
+def ag_train(model: Any) -> Any:
+    """Put model (and, recursively, its sub-layers) in training mode.
+
+    Args: model: a Module, or a custom layer with train()/eval() or a ``training`` attribute.
+    Returns: model itself. Never raises (objects without a mode are left alone)."""
     _set_mode(model, True)
     return model
 
 
-def ag_eval(model):
-    """Put model (and, recursively, its sub-layers) in evaluation mode; returns model."""
+def ag_eval(model: Any) -> Any:
+    """Put model (and, recursively, its sub-layers) in evaluation mode (dropout off, batch norm
+    on running statistics).
+
+    Args: model: a Module, or a custom layer with train()/eval() or a ``training`` attribute.
+    Returns: model itself. Never raises (objects without a mode are left alone)."""
     _set_mode(model, False)
     return model
 
@@ -251,11 +280,19 @@ class ag_linear(Module):
     init: "glorot_uniform" (U(-a, a), a = gain * sqrt(6 / (in + out)); ggmlR's default),
     "orthogonal" (QR of a Gaussian with the sign fix, times gain), a callable
     ``(out, in) -> array`` or an [out, in] array. activation: "relu", "sigmoid", "tanh",
-    "softmax" (down each column), "gelu" or None (identity)."""
+    "softmax" (down each column), "gelu" or None (identity).
+
+    Args: in_features, out_features: integers >= 1; activation, init as above; gain: a number
+    scaling the initial weights. Weights are drawn from pyggmlr.random.ag_rng().
+    Raises: ArgumentError when a size is not an integer, PyggmlrValueError for sizes < 1 or an
+    unknown activation / init, ShapeError when an init array is not [out, in],
+    PyggmlrMemoryError when the weight cannot be allocated."""
 
     kind = "linear"
 
-    def __init__(self, in_features, out_features, activation=None, init="glorot_uniform", gain=1):
+    def __init__(self, in_features: int, out_features: int, activation: Optional[str] = None,
+                 init: Union[str, Callable[[int, int], Any], ArrayLike] = "glorot_uniform",
+                 gain: float = 1) -> None:
         n_in = _int(in_features, "ag_linear", "in_features")
         n_out = _int(out_features, "ag_linear", "out_features")
         if n_in < 1 or n_out < 1:
@@ -285,13 +322,14 @@ class ag_linear(Module):
         self.training = True
 
     @property
-    def name(self):
+    def name(self) -> str:
         act = f", {self.activation}" if self.activation else ""
         return f"linear({self.in_features}, {self.out_features}{act})"
 
-    def forward(self, x):
-        """act(W @ x + b) for x [in_features, batch] -> [out_features, batch]. Raises ShapeError
-        when x does not have in_features rows (with a hint when x looks row-major)."""
+    def forward(self, x: ArrayLike) -> Tensor:
+        """act(W @ x + b) for x [in_features, batch] -> [out_features, batch] (a new tensor).
+        Raises ShapeError when x does not have in_features rows (with a hint when x looks
+        row-major), DTypeError when x is a tensor of another dtype than the weights."""
         shape = getattr(x, "shape", None)
         if shape is not None and len(shape) == 2 and shape[0] != self.in_features:
             hint = ""
@@ -306,12 +344,14 @@ class ag_linear(Module):
         z = ag_add(ag_matmul(self.W, x), self.b)
         return _ACTIVATIONS[self.activation](z)
 
-    def parameters(self):
+    def parameters(self) -> OrderedDict[str, Tensor]:
+        """``W`` [out_features, in_features] and ``b`` [out_features, 1], the layer's own
+        tensors (also reachable as params(), ggmlR's name)."""
         return OrderedDict([("W", self.W), ("b", self.b)])
 
     params = parameters  # ggmlR's ag_linear calls it params()
 
-    def to_config(self):
+    def to_config(self) -> Dict[str, Any]:
         return {"type": "linear", "in_features": self.in_features, "out_features": self.out_features,
                 "activation": self.activation, "init": self.init, "gain": self.gain}
 
@@ -319,11 +359,15 @@ class ag_linear(Module):
 class ag_sequential(Module):
     """Layers applied in order. ``ag_sequential(l1, l2, ...)``, a single layer, or a single
     list of layers. parameters() names are ``layer<i>_<name>`` (1-based position; layers
-    without parameters still take an index)."""
+    without parameters still take an index).
+
+    Args: layers: Modules or custom objects with forward() (and optionally parameters()).
+    Raises: ArgumentError when a layer has no forward() method. Supports len(), indexing and
+    iteration over the layers."""
 
     kind = "sequential"
 
-    def __init__(self, *layers):
+    def __init__(self, *layers: Any) -> None:
         if len(layers) == 1 and isinstance(layers[0], (list, tuple)):
             layers = tuple(layers[0])
         for i, layer in enumerate(layers, 1):
@@ -332,35 +376,41 @@ class ag_sequential(Module):
         self.layers = list(layers)
         self.training = True
 
-    def forward(self, x):
+    def forward(self, x: ArrayLike) -> Tensor:
+        """Each layer's forward in order: x [in_features, batch] -> the last layer's output
+        [out_features, batch]. Raises what the layers raise (ShapeError for a wrong input
+        size, naming the layer)."""
         for layer in self.layers:
             x = layer.forward(x)
         return x
 
-    def children(self):
+    def children(self) -> List[Any]:
         return list(self.layers)
 
-    def parameters(self):
-        out = OrderedDict()
+    def parameters(self) -> OrderedDict[str, Tensor]:
+        """Every layer's parameters in order, named ``layer<i>_<name>`` (1-based position),
+        e.g. layer1_W, layer1_b, layer3_W; the layers' own tensors."""
+        out: OrderedDict[str, Tensor] = OrderedDict()
         for i, layer in enumerate(self.layers, 1):
             for n, t in _layer_params(layer):
                 out[f"layer{i}_{n}"] = t
         return out
 
-    def buffers(self):
-        out = OrderedDict()
+    def buffers(self) -> OrderedDict[str, Tensor]:
+        """Every layer's buffers in order, named ``layer<i>_<name>`` as parameters()."""
+        out: OrderedDict[str, Tensor] = OrderedDict()
         for i, layer in enumerate(self.layers, 1):
             for n, t in _layer_buffers(layer):
                 out[f"layer{i}_{n}"] = t
         return out
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.layers)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> Any:
         return self.layers[i]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self.layers)
 
     def __repr__(self):
@@ -369,7 +419,9 @@ class ag_sequential(Module):
         lines += [f"  [{i}] {_layer_name(layer)}" for i, layer in enumerate(self.layers, 1)]
         return "\n".join(lines)
 
-    def to_config(self):
+    def to_config(self) -> Dict[str, Any]:
+        """``{"type": "sequential", "layers": [each layer's to_config()]}``. Raises
+        PyggmlrValueError naming the first layer without to_config()."""
         cfgs = []
         for i, layer in enumerate(self.layers, 1):
             fn = getattr(layer, "to_config", None)
@@ -384,11 +436,15 @@ class ag_sequential(Module):
 
 class ag_dropout(Module):
     """Inverted dropout: in training, x * mask with mask = (u > rate) / (1 - rate), u ~ U(0, 1)
-    from ag_rng(); identity in eval mode or when rate == 0."""
+    from ag_rng(); identity in eval mode or when rate == 0.
+
+    Args: rate: the drop probability, 0 <= rate < 1.
+    Raises: ArgumentError when rate is not a number, PyggmlrValueError when it is out of
+    range."""
 
     kind = "dropout"
 
-    def __init__(self, rate):
+    def __init__(self, rate: float) -> None:
         try:
             rate = float(rate)
         except (TypeError, ValueError):
@@ -399,15 +455,17 @@ class ag_dropout(Module):
         self.training = True
 
     @property
-    def name(self):
+    def name(self) -> str:
         return f"dropout({_fmt_num(self.rate)})"
 
-    def forward(self, x):
+    def forward(self, x: ArrayLike) -> ArrayLike:  # type: ignore[override]
+        """x [rows, cols] times a fresh mask in training mode (a new tensor of x's shape); x
+        itself, unchanged (even when it is an array), in eval mode or when rate == 0."""
         if not self.training or self.rate == 0:
             return x
         return _dropout(x, self.rate)
 
-    def to_config(self):
+    def to_config(self) -> Dict[str, Any]:
         return {"type": "dropout", "rate": self.rate}
 
 
@@ -429,11 +487,15 @@ class ag_batch_norm(Module):
     gamma = ones, beta = zeros (parameters [F, 1]); running_mean = zeros, running_var = ones
     (buffers). Training: batch mean and biased variance, running <- (1 - momentum) * running +
     momentum * batch on every training forward. Eval: running stats. The input gradient is the
-    exact one (ggmlR uses a simplified g / sqrt(var + eps))."""
+    exact one (ggmlR uses a simplified g / sqrt(var + eps)).
+
+    Args: num_features: F >= 1; eps: >= 0, added to the variance; momentum: in [0, 1].
+    Raises: ArgumentError when num_features is not an integer, PyggmlrValueError when a value
+    is out of range."""
 
     kind = "batch_norm"
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1):
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1) -> None:
         F = _int(num_features, "ag_batch_norm", "num_features")
         if F < 1:
             raise PyggmlrValueError(f"ag_batch_norm: num_features must be >= 1, got {F}")
@@ -450,32 +512,40 @@ class ag_batch_norm(Module):
         self.training = True
 
     @property
-    def name(self):
+    def name(self) -> str:
         return f"batch_norm({self.num_features})"
 
-    def forward(self, x):
+    def forward(self, x: ArrayLike) -> Tensor:
+        """Normalise x [F, batch] per row -> a new tensor [F, batch] (updates the running
+        statistics in training mode). Raises ShapeError when x does not have F rows."""
         x = _as_tensor(x, "ag_batch_norm", self.gamma)
         return _wrap(lib.pg_batch_norm(x._p, self.gamma._p, self.beta._p, self.running_mean._p,
                                        self.running_var._p, self.eps, self.momentum, int(bool(self.training))))
 
-    def parameters(self):
+    def parameters(self) -> OrderedDict[str, Tensor]:
+        """``gamma`` and ``beta``, each [num_features, 1], the layer's own tensors."""
         return OrderedDict([("gamma", self.gamma), ("beta", self.beta)])
 
-    def buffers(self):
+    def buffers(self) -> OrderedDict[str, Tensor]:
+        """``running_mean`` and ``running_var``, each [num_features, 1]."""
         return OrderedDict([("running_mean", self.running_mean), ("running_var", self.running_var)])
 
-    def to_config(self):
+    def to_config(self) -> Dict[str, Any]:
         return {"type": "batch_norm", "num_features": self.num_features, "eps": self.eps,
                 "momentum": self.momentum}
 
 
 class ag_layer_norm(Module):
     """Layer normalisation: each column (sample) of x [F, B] normalised over its F features
-    (biased variance), then gamma * xhat + beta with gamma = ones, beta = zeros [F, 1]."""
+    (biased variance), then gamma * xhat + beta with gamma = ones, beta = zeros [F, 1].
+
+    Args: num_features: F >= 1; eps: >= 0, added to the variance.
+    Raises: ArgumentError when num_features is not an integer, PyggmlrValueError when a value
+    is out of range."""
 
     kind = "layer_norm"
 
-    def __init__(self, num_features, eps=1e-5):
+    def __init__(self, num_features: int, eps: float = 1e-5) -> None:
         F = _int(num_features, "ag_layer_norm", "num_features")
         if F < 1:
             raise PyggmlrValueError(f"ag_layer_norm: num_features must be >= 1, got {F}")
@@ -488,17 +558,20 @@ class ag_layer_norm(Module):
         self.training = True
 
     @property
-    def name(self):
+    def name(self) -> str:
         return f"layer_norm({self.num_features})"
 
-    def forward(self, x):
+    def forward(self, x: ArrayLike) -> Tensor:
+        """Normalise each column of x [F, batch] -> a new tensor [F, batch]. Raises ShapeError
+        when x does not have F rows."""
         x = _as_tensor(x, "ag_layer_norm", self.gamma)
         return _wrap(lib.pg_layer_norm(x._p, self.gamma._p, self.beta._p, self.eps))
 
-    def parameters(self):
+    def parameters(self) -> OrderedDict[str, Tensor]:
+        """``gamma`` and ``beta``, each [num_features, 1], the layer's own tensors."""
         return OrderedDict([("gamma", self.gamma), ("beta", self.beta)])
 
-    def to_config(self):
+    def to_config(self) -> Dict[str, Any]:
         return {"type": "layer_norm", "num_features": self.num_features, "eps": self.eps}
 
 
@@ -506,11 +579,14 @@ class ag_embedding(Module):
     """Lookup table weight [dim, vocab_size] ~ U(-sqrt(1/V), sqrt(1/V)).
 
     forward(idx): 0-based integer ids (tensor, array, list or int; matrices are flattened
-    column-major) -> [dim, len(idx)]. Backward scatter-adds into the used columns."""
+    column-major) -> [dim, len(idx)]. Backward scatter-adds into the used columns.
+
+    Args: vocab_size: V >= 1; dim: D >= 1.
+    Raises: ArgumentError when a size is not an integer, PyggmlrValueError when it is < 1."""
 
     kind = "embedding"
 
-    def __init__(self, vocab_size, dim):
+    def __init__(self, vocab_size: int, dim: int) -> None:
         V = _int(vocab_size, "ag_embedding", "vocab_size")
         D = _int(dim, "ag_embedding", "dim")
         if V < 1 or D < 1:
@@ -521,20 +597,24 @@ class ag_embedding(Module):
         self.training = True
 
     @property
-    def name(self):
+    def name(self) -> str:
         return f"embedding({self.vocab_size}, {self.dim})"
 
-    def forward(self, idx):
+    def forward(self, idx: ArrayLike) -> Tensor:
+        """Columns of weight for 0-based ids idx (n ids, flattened column-major) -> a new
+        tensor [dim, n]. Raises PyggmlrValueError for ids out of [0, vocab_size) or not whole
+        numbers, ArgumentError for a non-numeric dtype."""
         w = self.weight
         if isinstance(idx, Tensor):  # ids read in C on every run: a compiled graph refills them
             return _wrap(lib.pg_embedding_ids(w._p, idx._handle()))
         ids = _ids(idx, "ag_embedding")
         return _wrap(lib.pg_embedding(w._p, ffi.cast("int64_t *", ids.ctypes.data), ids.size))
 
-    def parameters(self):
+    def parameters(self) -> OrderedDict[str, Tensor]:
+        """``weight`` [dim, vocab_size], the layer's own tensor."""
         return OrderedDict([("weight", self.weight)])
 
-    def to_config(self):
+    def to_config(self) -> Dict[str, Any]:
         return {"type": "embedding", "vocab_size": self.vocab_size, "dim": self.dim}
 
 
@@ -546,11 +626,16 @@ class ag_multihead_attention(Module):
     k defaults to q and v to k. Per head h (rows h*d_k .. of Q = W_q q, K, V): scores =
     (q_h^T k_h) * scale, key j > query i masked when causal, softmax over keys, inverted
     dropout on the weights in training, head = v_h attn^T; heads stacked by rows,
-    out = W_o concat + b_o. Heads are taken with row slices (no selector matrices)."""
+    out = W_o concat + b_o. Heads are taken with row slices (no selector matrices).
+
+    Args: d_model: >= 1; n_heads: >= 1, dividing d_model; dropout: 0 <= dropout < 1 on the
+    attention weights; bias: whether b_o exists.
+    Raises: ArgumentError when a size is not an integer, PyggmlrValueError when a value is out
+    of range or n_heads does not divide d_model."""
 
     kind = "multihead_attention"
 
-    def __init__(self, d_model, n_heads, dropout=0.0, bias=True):
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
         d = _int(d_model, "ag_multihead_attention", "d_model")
         h = _int(n_heads, "ag_multihead_attention", "n_heads")
         if d < 1 or h < 1:
@@ -574,7 +659,7 @@ class ag_multihead_attention(Module):
         self.training = True
 
     @property
-    def name(self):
+    def name(self) -> str:
         return f"multihead_attention(d={self.d_model}, h={self.n_heads})"
 
     def _check(self, t, arg):
@@ -582,7 +667,12 @@ class ag_multihead_attention(Module):
             raise ShapeError(f"ag_multihead_attention: {arg} is {t._desc()} but d_model = {self.d_model}; "
                              f"inputs are [d_model, seq] (one column per token)")
 
-    def forward(self, q, k=None, v=None, causal_mask=False):
+    def forward(self, q: ArrayLike, k: Optional[ArrayLike] = None, v: Optional[ArrayLike] = None,
+                causal_mask: bool = False) -> Tensor:
+        """Attention of queries q [d_model, seq_q] over keys k and values v [d_model, seq_kv]
+        (k defaults to q, v to k) -> a new tensor [d_model, seq_q]. causal_mask hides key j > i
+        from query i. Raises ShapeError when an input does not have d_model rows or k and v
+        have different column counts."""
         q = _as_tensor(q, "ag_multihead_attention", self.W_q)
         k = q if k is None else _as_tensor(k, "ag_multihead_attention", self.W_q)
         v = k if v is None else _as_tensor(v, "ag_multihead_attention", self.W_q)
@@ -616,13 +706,15 @@ class ag_multihead_attention(Module):
             out = ag_add(out, self.b_o)
         return out
 
-    def parameters(self):
+    def parameters(self) -> OrderedDict[str, Tensor]:
+        """``W_q``, ``W_k``, ``W_v``, ``W_o`` [d_model, d_model] and, when bias, ``b_o``
+        [d_model, 1]; the layer's own tensors."""
         p = OrderedDict([("W_q", self.W_q), ("W_k", self.W_k), ("W_v", self.W_v), ("W_o", self.W_o)])
         if self.b_o is not None:
             p["b_o"] = self.b_o
         return p
 
-    def to_config(self):
+    def to_config(self) -> Dict[str, Any]:
         return {"type": "multihead_attention", "d_model": self.d_model, "n_heads": self.n_heads,
                 "dropout": self.dropout, "bias": self.bias}
 
@@ -640,9 +732,15 @@ _BUILDERS = {
 }
 
 
-def ag_register_layer(type_name, builder):
+def ag_register_layer(type_name: str, builder: Callable[[Dict[str, Any]], Any]) -> Callable[[Dict[str, Any]], Any]:
     """Make ag_module_from_config() rebuild custom layers whose to_config() returns
-    ``{"type": type_name, ...}``: builder(cfg) must return the layer (fresh weights)."""
+    ``{"type": type_name, ...}``: builder(cfg) must return the layer (fresh weights).
+
+    Args: type_name: a non-empty string, not a built-in layer type; builder: a callable
+    cfg dict -> layer.
+    Returns: builder (so it can be used as a decorator).
+    Raises: ArgumentError when type_name is not a non-empty string or builder is not callable,
+    PyggmlrValueError when type_name is a built-in type."""
     if not isinstance(type_name, str) or not type_name:
         raise ArgumentError("ag_register_layer: type_name must be a non-empty string")
     if type_name == "sequential" or type_name in _BUILDERS:
@@ -653,11 +751,19 @@ def ag_register_layer(type_name, builder):
     return builder
 
 
-_CUSTOM = {}
+_CUSTOM: Dict[str, Callable[[Dict[str, Any]], Any]] = {}
 
 
-def ag_module_from_config(cfg):
-    """Rebuild a module (fresh weights, default dtype) from the dict its to_config() returned."""
+def ag_module_from_config(cfg: Dict[str, Any]) -> Any:
+    """Rebuild a module (fresh weights drawn from ag_rng(), default dtype) from the dict its
+    to_config() returned.
+
+    Args: cfg: ``{"type": ..., ...}``; "sequential" configs hold a "layers" list.
+    Returns: the new module (a built-in layer, ag_sequential, or what a registered builder
+    returns).
+    Raises: PyggmlrValueError for a malformed dict, an unknown type (register custom ones with
+    ag_register_layer) or arguments the layer does not take, plus what the layer's constructor
+    raises for bad values."""
     if not isinstance(cfg, dict) or not isinstance(cfg.get("type"), str):
         raise PyggmlrValueError(f"ag_module_from_config: expected a dict with a 'type' key, got {cfg!r:.200}")
     kind = cfg["type"]
