@@ -13,9 +13,12 @@ Guarantees of the MPI path (see docs/distributed.md):
     samples: gradients are weighted by each rank's sample count, summed in one all-reduce and
     divided by the total count, which is the gradient of a per-sample mean loss over the union.
 """
+from __future__ import annotations
+
 import math
 import sys
 import zlib
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -24,7 +27,13 @@ from ._core import F32, F64, NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from .optim import Optimizer, clip_grad_norm, optimizer_adam, optimizer_sgd
 from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
-from .tensor import Tensor, ag_tensor
+from .tensor import ArrayLike, Tensor, ag_tensor
+
+#: A parameter list as the functions here accept it: a model (anything with parameters()), a
+#: dict name -> tensor, a single tensor or an iterable of tensors; matched by position.
+Params = Any
+#: An mpi4py communicator (mpi4py is optional, so it is not typed more precisely).
+Comm = Any
 
 __all__ = [
     "dp_train", "ag_average_gradients", "ag_copy_parameters",
@@ -134,13 +143,18 @@ def _unpack(arr, n, gh, what, flags, scale, buf):
 # ---------------------------------------------------------------------------------------------
 # in-process replicas (dp_train)
 
-def ag_average_gradients(replica_params, replica_grads):
+def ag_average_gradients(replica_params: Sequence[Params], replica_grads: Sequence[Optional[Gradients]]) -> None:
     """Average the gradients of several replicas into replica 0's (in C).
 
     replica_params: one parameter list (model, dict or list) per replica, matched by position
     (identity, never names). replica_grads: one gradient map (from backward()) or None (use
     .grad) per replica. Replica 0's gradient of each parameter becomes the mean over the
-    replicas (a replica without that gradient counts as zeros)."""
+    replicas (a replica without that gradient counts as zeros); gradients keep their
+    parameter's shape [rows, cols]. Returns None (works in place).
+
+    Raises: PyggmlrValueError when there are no replicas, the numbers of lists and maps differ,
+    or the replicas have different numbers of parameters; ShapeError / DTypeError from the core
+    when matched parameters differ in shape or dtype; ArgumentError for a non-tensor entry."""
     lists = [_tensors(p, "ag_average_gradients") for p in replica_params]
     if not lists:
         raise PyggmlrValueError("ag_average_gradients: no replicas")
@@ -156,8 +170,13 @@ def ag_average_gradients(replica_params, replica_grads):
     _core.check(lib.pg_dist_average_replicas(arr, n, len(lists), gh))
 
 
-def ag_copy_parameters(dst, src):
-    """Copy the values of src's parameters into dst's (matched by position; shapes must agree)."""
+def ag_copy_parameters(dst: Params, src: Params) -> None:
+    """Copy the values of src's parameters into dst's, in place (matched by position).
+
+    Args: dst, src: models, dicts or lists of tensors with the same layout.
+    Returns: None.
+    Raises: PyggmlrValueError when the parameter counts differ, ShapeError / DTypeError when a
+    matched pair differs in shape [rows, cols] or dtype."""
     d, s = _tensors(dst, "ag_copy_parameters"), _tensors(src, "ag_copy_parameters")
     if len(d) != len(s):
         raise PyggmlrValueError(f"ag_copy_parameters: destination has {len(d)} parameters, source has {len(s)}")
@@ -182,8 +201,12 @@ def _as_int(v, name, lo):
     return int(v)
 
 
-def dp_train(make_model, data, loss_fn=None, forward_fn=None, target_fn=None, n_replicas=None,
-             n_iter=10, lr=1e-3, max_norm=float("inf"), verbose=10):
+def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
+             loss_fn: Optional[Callable[[Tensor, Any], Tensor]] = None,
+             forward_fn: Optional[Callable[[Any, Any], Tensor]] = None,
+             target_fn: Optional[Callable[[Any], Any]] = None, n_replicas: Optional[int] = None,
+             n_iter: int = 10, lr: float = 1e-3, max_norm: float = float("inf"),
+             verbose: Union[bool, int, None] = 10) -> Dict[str, Any]:
     """Synchronous data-parallel training with replicas in one process (ggmlR's dp_train).
 
     make_model: called n_replicas times; each call must return a NEW model with ``forward`` and
@@ -202,6 +225,12 @@ def dp_train(make_model, data, loss_fn=None, forward_fn=None, target_fn=None, n_
 
     Returns a dict: ``params`` (replica 0's parameters()), ``loss_history`` (numpy array of
     n_iter values, each the mean of the replicas' losses ignoring NaN) and ``model`` (replica 0).
+
+    Raises: ArgumentError when make_model / loss_fn / forward_fn / target_fn are not callable,
+    data is not a sequence, a model lacks forward()/parameters() or the loss is not a tensor;
+    PyggmlrValueError for empty data, bad n_replicas / n_iter / max_norm / verbose, a model
+    without parameters, replicas of different sizes or sharing tensors; and whatever the
+    forward pass raises (ShapeError for a wrong sample shape).
     """
     if not callable(make_model):
         raise ArgumentError(f"dp_train: make_model must be a function returning a model, got {type(make_model).__name__}")
@@ -313,8 +342,8 @@ def _import_mpi():
     return MPI
 
 
-def mpi_available():
-    """True when mpi4py can be imported (does not initialise anything else)."""
+def mpi_available() -> bool:
+    """True when mpi4py can be imported (does not initialise anything else); never raises."""
     try:
         _import_mpi()
     except DistributedError:
@@ -338,12 +367,14 @@ def _abort_hook(exc_type, exc, tb):
             comm.Abort(1)
 
 
-def init(comm=None, abort_on_error=True):
+def init(comm: Optional[Comm] = None, abort_on_error: bool = True) -> Comm:
     """Start (or join) MPI and pick the communicator (default MPI.COMM_WORLD); returns it.
 
     abort_on_error: install a sys.excepthook that calls MPI Abort on an uncaught exception, so a
     failing rank ends the job (non-zero exit) rather than leaving the others hanging. Calling
-    init() again only changes the communicator when one is given."""
+    init() again only changes the communicator when one is given.
+    Raises: DistributedError (with install instructions) when mpi4py or the MPI library is
+    missing."""
     MPI = _import_mpi()
     if comm is not None or _state["comm"] is None:
         _state["comm"] = comm if comm is not None else MPI.COMM_WORLD
@@ -354,8 +385,9 @@ def init(comm=None, abort_on_error=True):
     return _state["comm"]
 
 
-def is_initialized():
-    """True once init() (ag_mpi_init) has set up the MPI communicator in this process."""
+def is_initialized() -> bool:
+    """True once init() (ag_mpi_init) has set up the MPI communicator in this process; never
+    raises."""
     return _state["comm"] is not None
 
 
@@ -366,27 +398,32 @@ def _comm(comm):
     return _state["comm"] if _state["comm"] is not None else init()
 
 
-def rank(comm=None):
-    """This process's rank (0-based) in the communicator."""
+def rank(comm: Optional[Comm] = None) -> int:
+    """This process's rank (0-based) in comm (default: the one from init, started on demand).
+    Raises DistributedError when MPI is not available."""
     return _comm(comm).Get_rank()
 
 
-def world_size(comm=None):
-    """Number of ranks in the communicator."""
+def world_size(comm: Optional[Comm] = None) -> int:
+    """Number of ranks in comm (default: the one from init, started on demand). Raises
+    DistributedError when MPI is not available."""
     return _comm(comm).Get_size()
 
 
-def barrier(comm=None):
-    """Block until every MPI rank of comm (default: the one from init) reaches this call."""
+def barrier(comm: Optional[Comm] = None) -> None:
+    """Block until every MPI rank of comm (default: the one from init) reaches this call.
+    Raises DistributedError when MPI is not available."""
     _comm(comm).Barrier()
 
 
 ag_mpi_init, ag_mpi_rank, ag_mpi_world_size, ag_mpi_barrier, ag_mpi_available = init, rank, world_size, barrier, mpi_available
 
 
-def ag_mpi_stats(reset=False):
+def ag_mpi_stats(reset: bool = False) -> Dict[str, int]:
     """Counters of this process's collectives: calls and bytes of the fused all-reduce buffers
-    and broadcasts (each rank contributes that many bytes per call)."""
+    and broadcasts (each rank contributes that many bytes per call), as a dict with
+    allreduce_calls, allreduce_bytes, bcast_calls, bcast_bytes, check_calls. reset=True zeroes
+    them after reading. Never raises; needs no MPI."""
     out = dict(_stats)
     if reset:
         for k in _stats:
@@ -417,9 +454,16 @@ def _check_layout(comm, tensors, op, extra=""):
                            f"the same model and call the same collectives in the same order")
 
 
-def ag_broadcast_parameters(model, root=0, comm=None, buffers=True):
+def ag_broadcast_parameters(model: Params, root: int = 0, comm: Optional[Comm] = None,
+                            buffers: bool = True) -> None:
     """Overwrite every rank's parameters (and, with buffers=True, the model's tensor buffers such
-    as batch-norm running statistics) with rank `root`'s values, in one fused broadcast."""
+    as batch-norm running statistics) with rank `root`'s values, in one fused broadcast.
+
+    Args: model: a model, dict or list of tensors (same layout on every rank); root: the rank
+    whose values win; comm: default the one from init.
+    Returns: None (tensors are overwritten in place).
+    Raises: DistributedError when MPI is missing or the ranks' layouts (count, shapes, dtypes)
+    differ (raised on every rank)."""
     comm = _comm(comm)
     tensors = _tensors(model, "ag_broadcast_parameters")
     if buffers and not isinstance(model, (dict, list, tuple, Tensor)):
@@ -440,7 +484,9 @@ def ag_broadcast_parameters(model, root=0, comm=None, buffers=True):
         _unpack(arr, n, NULL, _VALUE, 0, 1.0, buf)
 
 
-def ag_allreduce_gradients(params, grads=None, weight=1.0, comm=None, dtype=None, check=True):
+def ag_allreduce_gradients(params: Params, grads: Optional[Gradients] = None, weight: float = 1.0,
+                           comm: Optional[Comm] = None, dtype: Optional[str] = None,
+                           check: bool = True) -> float:
     """Average the gradients of `params` over all ranks, in place, with ONE fused all-reduce.
 
     params: model, dict or list (matched by position; every rank passes the same layout).
@@ -452,7 +498,10 @@ def ag_allreduce_gradients(params, grads=None, weight=1.0, comm=None, dtype=None
     gradient for stay without one. dtype: buffer precision (default: f64 if any parameter is
     f64, else f32). check: first verify with a tiny all-reduce that all ranks agree on the
     layout (a mismatch raises DistributedError on every rank instead of corrupting memory).
-    Returns the total weight."""
+    Returns the total weight (a float).
+    Raises: DistributedError (MPI missing, layouts differ), PyggmlrValueError for a negative or
+    non-finite weight or a dtype other than 'f32' / 'f64', ArgumentError when grads is not a
+    gradient map."""
     comm = _comm(comm)
     tensors = _tensors(params, "ag_allreduce_gradients")
     gh = _grads_handle(grads, "ag_allreduce_gradients")
@@ -478,9 +527,13 @@ def ag_allreduce_gradients(params, grads=None, weight=1.0, comm=None, dtype=None
     return total
 
 
-def ag_allreduce_mean(values, weight=1.0, comm=None):
+def ag_allreduce_mean(values: Union[float, Sequence[float], np.ndarray], weight: float = 1.0,
+                      comm: Optional[Comm] = None) -> Union[float, np.ndarray]:
     """Weighted mean over ranks of a number or array of numbers (f64):
-    sum_r(weight_r * v_r) / sum_r(weight_r). NaN when the total weight is 0."""
+    sum_r(weight_r * v_r) / sum_r(weight_r). NaN when the total weight is 0.
+
+    Returns: a float for a scalar values, else a flat f64 numpy array of values' size (every
+    rank must pass the same size). Raises DistributedError when MPI is missing."""
     comm = _comm(comm)
     MPI = _import_mpi()
     v = np.atleast_1d(np.asarray(values, dtype=np.float64))
@@ -491,9 +544,10 @@ def ag_allreduce_mean(values, weight=1.0, comm=None):
     return float(out[0]) if np.ndim(values) == 0 else out
 
 
-def ag_parameters_spread(model, comm=None):
+def ag_parameters_spread(model: Params, comm: Optional[Comm] = None) -> float:
     """Largest difference of any parameter element between ranks (0.0: bit-identical weights
-    everywhere). Every rank gets the same answer. Costs an all-reduce of twice the model."""
+    everywhere). Every rank gets the same answer. Costs an all-reduce of twice the model.
+    Raises DistributedError when MPI is missing or the ranks' layouts differ."""
     comm = _comm(comm)
     MPI = _import_mpi()
     tensors = _tensors(model, "ag_parameters_spread")
@@ -508,9 +562,10 @@ def ag_parameters_spread(model, comm=None):
     return float(np.max(buf[:L] + buf[L:])) if L else 0.0
 
 
-def ag_rank_slice(idx, comm=None):
+def ag_rank_slice(idx: Union[Sequence[int], np.ndarray], comm: Optional[Comm] = None) -> np.ndarray:
     """This rank's part of a global batch of indices: consecutive chunks, rank r gets chunk r
-    (sizes differ by at most one; equal when the batch is a multiple of the world size)."""
+    (sizes differ by at most one; equal when the batch is a multiple of the world size).
+    Returns a numpy array (a view of idx). Raises DistributedError when MPI is missing."""
     comm = _comm(comm)
     idx = np.asarray(idx)
     return np.array_split(idx, comm.Get_size())[comm.Get_rank()]
@@ -523,9 +578,15 @@ class DistributedOptimizer:
     ``grads = backward(loss); opt.step(grads, weight=n_samples_here)``. Everything else
     (lr, zero_grad, state, accumulate_steps, ...) goes to the wrapped optimizer. The layout is
     checked across ranks on the first step. max_norm: when finite, the averaged gradients are
-    clipped (clip_grad_norm) before the step, identically on every rank."""
+    clipped (clip_grad_norm) before the step, identically on every rank.
 
-    def __init__(self, optimizer, comm=None, dtype=None, max_norm=float("inf")):
+    Args: optimizer: an Optimizer; comm: default the one from init; dtype: the all-reduce
+    buffer precision ('f32' / 'f64'; default from the parameters); max_norm: a number.
+    Raises: ArgumentError when optimizer is not an Optimizer, DistributedError when MPI is
+    missing."""
+
+    def __init__(self, optimizer: Optimizer, comm: Optional[Comm] = None, dtype: Optional[str] = None,
+                 max_norm: float = float("inf")) -> None:
         if not isinstance(optimizer, Optimizer):
             raise ArgumentError(f"DistributedOptimizer: expected an optimizer (optimizer_adam / optimizer_sgd), got {type(optimizer).__name__}")
         object.__setattr__(self, "optimizer", optimizer)
@@ -534,9 +595,10 @@ class DistributedOptimizer:
         object.__setattr__(self, "_steps", 0)
         object.__setattr__(self, "max_norm", float(max_norm))
 
-    def step(self, grads=None, weight=1.0):
+    def step(self, grads: Optional[Gradients] = None, weight: float = 1.0) -> bool:
         """All-reduce the gradients across ranks (weighted by `weight`, e.g. this rank's sample
-        count), clip them when max_norm is finite, then step the wrapped optimizer. Returns its result."""
+        count), clip them when max_norm is finite, then step the wrapped optimizer. Returns its
+        result (True when the weights changed). Raises what ag_allreduce_gradients raises."""
         params = list(self.optimizer.params.values())
         ag_allreduce_gradients(params, grads, weight=weight, comm=self.comm, dtype=self.dtype,
                                check=self._steps == 0)
@@ -545,10 +607,10 @@ class DistributedOptimizer:
             clip_grad_norm(params, grads, self.max_norm)
         return self.optimizer.step(grads)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.optimizer, name)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         if name == "max_norm":
             object.__setattr__(self, name, float(value))
         else:
@@ -558,13 +620,17 @@ class DistributedOptimizer:
         return f"DistributedOptimizer(rank {self.comm.Get_rank()} of {self.comm.Get_size()}) over {self.optimizer!r}"
 
 
-def ag_distributed_setup(model, optimizer, batch_size, nbatch_logical=None, comm=None):
+def ag_distributed_setup(model: Params, optimizer: Optimizer, batch_size: int,
+                         nbatch_logical: Optional[int] = None, comm: Optional[Comm] = None
+                         ) -> Tuple[DistributedOptimizer, int, int, Callable[[Any], np.ndarray]]:
     """The hook a training loop needs to run data-parallel (what ag_fit(distributed=True) uses):
     broadcasts rank 0's weights and buffers, wraps the optimizer in DistributedOptimizer and
     scales the batch sizes to global ones. Returns (optimizer, global_batch_size,
     global_nbatch_logical, take) where take(global_batch_indices) gives this rank's part.
     With every global batch full, each rank's part has batch_size samples and opt.step(grads)
-    applies exactly the global batch's gradient."""
+    applies exactly the global batch's gradient.
+    Raises: DistributedError when MPI is missing or the ranks' models differ, ArgumentError
+    when optimizer is not an Optimizer."""
     comm = _comm(comm)
     W = comm.Get_size()
     ag_broadcast_parameters(model, comm=comm)
@@ -584,9 +650,12 @@ def _loss_callable(loss):
     raise PyggmlrValueError(f"ag_fit_distributed: loss must be 'mse', 'cross_entropy' or a callable(out, y), got {loss!r}")
 
 
-def ag_fit_distributed(model, x, y=None, loss="mse", optimizer="adam", lr=1e-3, nepoch=10,
-                       batch_size=32, shuffle=True, seed=0, max_norm=float("inf"), drop_last=False,
-                       verbose=True, comm=None):
+def ag_fit_distributed(model: Any, x: ArrayLike, y: Optional[ArrayLike] = None,
+                       loss: Union[str, Callable[..., Tensor]] = "mse",
+                       optimizer: Union[str, Optimizer] = "adam", lr: float = 1e-3, nepoch: int = 10,
+                       batch_size: int = 32, shuffle: bool = True, seed: int = 0,
+                       max_norm: float = float("inf"), drop_last: bool = False,
+                       verbose: Union[bool, int] = True, comm: Optional[Comm] = None) -> Dict[str, Any]:
     """Data-parallel training loop over MPI ranks; run the same call on every rank.
 
     Every rank holds the full x [features, n] / y (or the same view of it); each step takes a
@@ -598,7 +667,11 @@ def ag_fit_distributed(model, x, y=None, loss="mse", optimizer="adam", lr=1e-3, 
     0 first. loss: 'mse', 'cross_entropy' (logits; y class ids or one-hot) or a callable
     (out, y_batch) returning a per-sample MEAN. optimizer: 'adam', 'sgd' or an optimizer object
     on the model's parameters. Returns a dict: loss_history (per-epoch mean training loss over
-    all samples, the same on every rank), steps, rank, world_size, bytes_per_step."""
+    all samples, the same on every rank), steps, rank, world_size, bytes_per_step.
+    Raises: DistributedError when MPI is missing or the ranks' models differ;
+    PyggmlrValueError for an unknown loss / optimizer, nepoch or batch_size < 1, x and y with
+    different sample counts, a model without parameters; ShapeError from the model when x
+    has the wrong number of rows."""
     comm = _comm(comm)
     MPI = _import_mpi()
     lossfn = _loss_callable(loss)
