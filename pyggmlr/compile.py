@@ -30,7 +30,10 @@ ag_softmax_cross_entropy_loss as an array. Give per-step data as inputs: embeddi
 input tensor (ag_embedding reads a tensor's ids on every replay); ids given to ag_embedding as
 an array cannot be replayed and make ag_compile raise.
 """
+from __future__ import annotations
+
 import threading
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -39,12 +42,15 @@ from ._core import NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .optim import Optimizer
 from .random import ag_rng
-from .tensor import _SRC_CODE, Tensor, _as_matrix, _read, ag_tensor
+from .tensor import _SRC_CODE, ArrayLike, Tensor, _as_matrix, _read, ag_tensor
+
+if TYPE_CHECKING:
+    from .memory import MemoryReport
 
 __all__ = ["ag_compile", "CompiledStep"]
 
 _BUILDS = {"forward": lib.PG_BUILD_FORWARD, "grad": lib.PG_BUILD_GRAD, "opt": lib.PG_BUILD_OPT}
-_recording = []  # stack of dropout-mask lists of the graphs being recorded
+_recording: List[List[Tuple[Tensor, float]]] = []  # stack of dropout-mask lists of the graphs being recorded
 
 
 def _register_mask(mask, rate):
@@ -54,9 +60,18 @@ def _register_mask(mask, rate):
 
 
 class CompiledStep:
-    """A recorded step; call it with new input values (numpy arrays or tensors)."""
+    """A recorded step, made by ag_compile; call it with new input values (numpy arrays or
+    tensors), one per recorded input and of the recorded shape [rows, cols].
 
-    def __init__(self, g, inputs, out, build, optimizer, masks):
+    Calling returns, by ``build``: "forward" the output Tensor (the same object each call,
+    refilled); "grad" ``(loss, grads)`` with loss a float and grads a dict tensor id -> numpy
+    array of the parameter's shape; "opt" the loss as a float (after the optimizer step).
+    A call raises ArgumentError for the wrong number of inputs, ShapeError for an input of
+    another shape than recorded, DTypeError for non-numeric data. Calls are serialised (one
+    at a time per step); attributes: ``build``, ``optimizer``, ``n_nodes``, ``ops``."""
+
+    def __init__(self, g: Any, inputs: List[Tensor], out: Tensor, build: str, optimizer: Optional[Optimizer],
+                 masks: List[Tuple[Tensor, float]]) -> None:
         self._g = g
         # one call at a time: a call refills the step's inputs and masks, then replays
         self._lock = threading.Lock()
@@ -72,21 +87,27 @@ class CompiledStep:
             _free(g)
 
     @property
-    def n_nodes(self):
+    def n_nodes(self) -> int:
+        """Number of nodes (recorded ops) in the graph."""
         return lib.pg_graph_nodes(self._g)
 
     @property
-    def ops(self):
+    def ops(self) -> List[str]:
+        """The recorded ops' names (ag_* names), in execution order."""
         return [ffi.string(lib.pg_graph_node_op(self._g, i)).decode() for i in range(self.n_nodes)]
 
-    def memory(self, top=10, quiet=True):
+    def memory(self, top: int = 10, quiet: bool = True) -> MemoryReport:
         """The graph's memory as ag_tape_memory reports a tape (same fields, walk and text;
         printed unless quiet), for the buffers planned once and reused by every replay:
         ``nodes``, ``bytes_total``, ``bytes_snapshots`` (node outputs and saved buffers: the
         activations kept for every replay), ``bytes_inputs`` (operands no node produces:
         weights, data, constants), ``bytes_fields`` (node structs), ``by_op``; plus
         ``bytes_gradients`` (gradient buffers of build grad/opt, allocated at the first call),
-        ``outputs`` and ``saved`` (the activations split by kind) and ``build``."""
+        ``outputs`` and ``saved`` (the activations split by kind) and ``build``.
+
+        Args: top: how many ops the text lists (>= 0); quiet: do not print.
+        Returns: a pyggmlr.memory.MemoryReport.
+        Raises: PyggmlrValueError when top is not a whole number >= 0."""
         from .memory import MemoryReport, _check_count, _tape_text
         top = _check_count(top, "top", "memory()")
         n = max(self.n_nodes, 1)
@@ -107,7 +128,7 @@ class CompiledStep:
             print(rep._text)
         return rep
 
-    def __call__(self, *values):
+    def __call__(self, *values: Union[ArrayLike, Tensor]) -> Union[Tensor, float, Tuple[float, Dict[int, np.ndarray]]]:
         with self._lock:
             return self._call(values)
 
@@ -145,10 +166,20 @@ class CompiledStep:
                       for i in range(lib.pg_gradmap_size(m))}
 
 
-def ag_compile(fn, *inputs, build="opt", optimizer=None):
+def ag_compile(fn: Callable[..., Tensor], *inputs: ArrayLike, build: str = "opt",
+               optimizer: Optional[Optimizer] = None) -> CompiledStep:
     """Record ``fn(*inputs)`` once and return a CompiledStep replaying it in C (see the module
-    docstring). inputs: tensors (kept and refilled by each call) or arrays (become tensors of
-    the default dtype). build: "opt" (needs ``optimizer``), "grad" or "forward"."""
+    docstring).
+
+    Args: fn: a function of the input tensors returning a Tensor (the loss [1, 1] for build
+    "grad" / "opt"); inputs: tensors (kept and refilled by each call) or arrays (become
+    tensors of the default dtype), each [features, batch]; build: "opt" (needs
+    ``optimizer``), "grad" or "forward"; optimizer: optimizer_adam / optimizer_sgd on the
+    parameters fn uses.
+    Returns: a CompiledStep.
+    Raises: ArgumentError when fn is not callable or does not return a tensor, or build "opt"
+    has no optimizer; PyggmlrValueError for an unknown build or a graph that cannot be
+    replayed (e.g. embedding ids given as an array); whatever fn raises."""
     if not callable(fn):
         raise ArgumentError(f"ag_compile(): fn must be callable, got {type(fn).__name__}")
     if build not in _BUILDS:
