@@ -2,6 +2,58 @@
 
 .BUILDS <- c(forward = 0L, grad = 1L, opt = 2L)
 
+# Dropout masks of the graphs being recorded: a stack (one entry per ag_compile in progress) of
+# environments holding a list of masks. While a graph records, the dropout layers draw their mask
+# as in an eager step, put it in a tensor and register it here; every replay of the compiled step
+# draws each registered mask anew, in registration order (the order an eager step draws them).
+.compile_state <- new.env(parent = emptyenv())
+.compile_state$stack <- list()
+
+.recording <- function() length(.compile_state$stack) > 0L
+
+# mask: the ag_tensor the graph multiplies by; rate: the dropout rate; transpose: the mask is drawn
+# as the transpose of its shape (ggmlR's draw order for attention weights).
+.register_mask <- function(mask, rate, transpose = FALSE) {
+  n <- length(.compile_state$stack)
+  if (n) {
+    s <- .compile_state$stack[[n]]
+    s$masks[[length(s$masks) + 1L]] <- list(t = mask, rate = rate, transpose = transpose)
+  }
+  invisible()
+}
+
+# An inverted-dropout mask [nr, nc] as the eager layers draw it: (u > rate) / (1 - rate), u ~ runif
+# in column order; transpose: drawn as [nc, nr] and transposed.
+.draw_mask <- function(nr, nc, rate, transpose = FALSE) {
+  if (transpose) return(t(matrix((stats::runif(nr * nc) > rate) / (1 - rate), nc, nr)))
+  matrix((stats::runif(nr * nc) > rate) / (1 - rate), nr, nc)
+}
+
+# x * dropout mask. Eager: the mask is an R matrix (a constant of x's dtype); while ag_compile
+# records, a tensor registered with the recording so every replay redraws it.
+.dropout_mul <- function(x, rate, transpose = FALSE) {
+  x <- .as_t(x)
+  d <- dim(x)
+  m <- .draw_mask(d[1L], d[2L], rate, transpose)
+  if (!.recording()) return(ag_mul(x, m))
+  mt <- ag_tensor(m, dtype = x$dtype)
+  .register_mask(mt, rate, transpose)
+  ag_mul(x, mt)
+}
+
+# R's random stream, to put back after recording (recording draws nothing an eager step would)
+.rng_save <- function() {
+  g <- globalenv()
+  if (exists(".Random.seed", envir = g, inherits = FALSE)) get(".Random.seed", envir = g, inherits = FALSE)
+  else NULL
+}
+
+.rng_restore <- function(seed) {
+  g <- globalenv()
+  if (!is.null(seed)) assign(".Random.seed", seed, envir = g)
+  else if (exists(".Random.seed", envir = g, inherits = FALSE)) rm(".Random.seed", envir = g)
+}
+
 ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
   if (!is.function(fn)) stop("ag_compile(): fn must be a function", call. = FALSE)
   if (!is.character(build) || length(build) != 1L || !(build %in% names(.BUILDS)))
@@ -10,10 +62,18 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
   if (build == "opt" && !inherits(optimizer, c("ag_optimizer_sgd", "ag_optimizer_adam")))
     stop("ag_compile(): build = \"opt\" needs optimizer = (optimizer_adam / optimizer_sgd)", call. = FALSE)
   inputs <- lapply(list(...), function(x) if (is_ag_tensor(x)) x else ag_tensor(x))
+  rec <- new.env(parent = emptyenv())
+  rec$masks <- list()
+  seed <- .rng_save()
   .Call(R_pg_graph_record_begin)
+  depth <- length(.compile_state$stack)
+  .compile_state$stack[[depth + 1L]] <- rec
   out <- tryCatch(do.call(fn, inputs), error = function(e) {
     .Call(R_pg_graph_record_abort)
     stop(e)
+  }, finally = {
+    .compile_state$stack <- .compile_state$stack[seq_len(depth)]
+    .rng_restore(seed)
   })
   if (!is_ag_tensor(out)) {
     .Call(R_pg_graph_record_abort)
@@ -22,6 +82,7 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
   g <- .Call(R_pg_graph_record_end, out$.ptr, lapply(inputs, function(t) t$.ptr), .BUILDS[[build]],
              if (build == "opt") optimizer$.h else NULL)
   n_in <- length(inputs)
+  masks <- rec$masks
   step <- function(...) {
     vals <- list(...)
     if (length(vals) != n_in)
@@ -34,6 +95,10 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
       }
       .Call(R_pg_graph_set_input, g, i - 1L, v)
     }
+    for (m in masks) {  # new dropout masks, drawn as an eager step draws them
+      d <- dim(m$t)
+      m$t$data <- .draw_mask(d[1L], d[2L], m$rate, m$transpose)
+    }
     loss <- .Call(R_pg_graph_run, g)
     switch(build,
            forward = .Call(R_pg_graph_output, g),
@@ -41,13 +106,15 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
            opt = loss)
   }
   structure(step, class = "ag_compiled", build = build, graph = g, inputs = inputs,
-            output = out, optimizer = optimizer)
+            output = out, optimizer = optimizer, masks = masks)
 }
 
 print.ag_compiled <- function(x, ...) {
   m <- .Call(R_pg_graph_memory, attr(x, "graph"))
-  cat(sprintf("Compiled graph (%s): %d nodes, %.2f MB planned\n", attr(x, "build"), as.integer(m[1L]),
-              m[2L] / 1024^2))
+  nm <- length(attr(x, "masks"))
+  cat(sprintf("Compiled graph (%s): %d nodes, %.2f MB planned%s\n", attr(x, "build"), as.integer(m[1L]),
+              m[2L] / 1024^2, if (nm) sprintf(", %d dropout mask%s redrawn per call", nm, if (nm == 1L) "" else "s")
+              else ""))
   cat(sprintf("  operands (outlive the graph)    : %8.2f MB\n", m[5L] / 1024^2))
   cat(sprintf("  activations (planned buffers)   : %8.2f MB\n", m[3L] / 1024^2))
   cat(sprintf("  gradients (planned buffers)     : %8.2f MB\n", m[6L] / 1024^2))

@@ -77,9 +77,7 @@ ag_dropout <- function(rate) {
   e$rate <- rate
   e$forward <- function(x) {
     if (!isTRUE(e$training) || e$rate == 0) return(x)
-    d <- if (is_ag_tensor(x)) dim(x) else dim(as.matrix(x))
-    mask <- matrix((stats::runif(d[1L] * d[2L]) > e$rate) / (1 - e$rate), d[1L], d[2L])
-    ag_mul(x, mask)
+    .dropout_mul(x, e$rate)  # compile.R: a compiled step redraws the mask on every call
   }
   e$parameters <- function() list()
   e$to_config <- function() list(type = "dropout", rate = e$rate)
@@ -180,11 +178,8 @@ ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE)
       s <- .wrap(.Call(R_pg_matmul_t, kh$.ptr, qh$.ptr, TRUE, FALSE, e$scale))
       if (isTRUE(causal_mask)) s <- .wrap(.Call(R_pg_causal_mask, s$.ptr))
       attn <- ag_softmax(s)
-      if (isTRUE(e$training) && e$dropout > 0) {
-        d <- dim(attn)  # ggmlR draws its mask on the [queries, keys] matrix
-        m <- matrix((stats::runif(d[1L] * d[2L]) > e$dropout) / (1 - e$dropout), d[2L], d[1L])
-        attn <- ag_mul(attn, t(m))
-      }
+      # ggmlR draws its mask on the [queries, keys] matrix: drawn transposed
+      if (isTRUE(e$training) && e$dropout > 0) attn <- .dropout_mul(attn, e$dropout, transpose = TRUE)
       head <- ag_matmul(vh, attn)
       heads <- if (is.null(heads)) head else ag_concat_rows(heads, head)
     }

@@ -52,3 +52,135 @@ test_that("compiled grad and forward builds, shape errors, print", {
   expect_output(print(fw), "Compiled graph \\(forward\\): 2 nodes")
   expect_error(ag_compile(function(x) x, matrix(0, 1, 1)), "needs optimizer")
 })
+
+# A step with dropout (an ag_dropout layer and attention dropout, whose mask is drawn transposed)
+# run eagerly and compiled from the same set.seed: same masks, losses, weights and R stream.
+.dropout_pair <- function(dtype, steps = 8L) {
+  old <- ag_dtype(dtype)
+  on.exit(ag_dtype(old))
+  set.seed(9)
+  mk <- function() {
+    set.seed(21)
+    list(l1 = ag_linear(4, 6, "relu"), drop = ag_dropout(0.4), att = ag_multihead_attention(6, 2, dropout = 0.3),
+         l2 = ag_linear(6, 3))
+  }
+  params <- function(M) c(M$l1$params(), M$att$parameters(), M$l2$params())
+  f <- function(M, x, y) {
+    h <- M$drop$forward(M$l1$forward(x))
+    ag_softmax_cross_entropy_loss(M$l2$forward(M$att$forward(h)), y)
+  }
+  Me <- mk(); Mc <- mk()
+  set.seed(3)
+  data <- lapply(seq_len(steps), function(i) list(x = matrix(rnorm(20), 4, 5), y = matrix(sample(0:2, 5, TRUE), 1, 5)))
+  oe <- optimizer_adam(params(Me), lr = 0.02); oc <- optimizer_adam(params(Mc), lr = 0.02)
+  set.seed(77)
+  le <- numeric(steps)
+  for (i in seq_len(steps)) {
+    with_grad_tape(loss <- f(Me, ag_tensor(data[[i]]$x), ag_tensor(data[[i]]$y)))
+    oe$step(backward(loss))
+    oe$zero_grad()
+    le[i] <- as.numeric(loss$data)
+  }
+  seed_e <- .Random.seed
+  set.seed(77)
+  seed0 <- .Random.seed
+  step <- ag_compile(function(x, y) f(Mc, x, y), ag_tensor(data[[1]]$x), ag_tensor(data[[1]]$y), optimizer = oc)
+  seed_rec <- .Random.seed
+  lc <- vapply(seq_len(steps), function(i) step(data[[i]]$x, data[[i]]$y), 0)
+  list(le = le, lc = lc, Pe = lapply(params(Me), function(p) p$data), Pc = lapply(params(Mc), function(p) p$data),
+       seed0 = seed0, seed_rec = seed_rec, seed_e = seed_e, seed_c = .Random.seed, step = step)
+}
+
+test_that("dropout in compiled steps: new masks each replay in the eager order, bit-identical (f32/f64)", {
+  for (dt in c("f32", "f64")) {
+    r <- .dropout_pair(dt)
+    expect_identical(r$seed_rec, r$seed0)  # recording draws nothing an eager step would
+    expect_identical(r$le, r$lc)
+    expect_identical(r$Pe, r$Pc)
+    expect_identical(r$seed_c, r$seed_e)
+    expect_gt(length(unique(r$lc)), 1L)
+    # one ag_dropout mask and one attention mask per head
+    expect_length(attr(r$step, "masks"), 3L)
+    expect_output(print(r$step), "3 dropout masks redrawn per call")
+  }
+})
+
+test_that("compiled forward with dropout: each call draws a new mask, as eager forwards do", {
+  local_f64()
+  d <- ag_dropout(0.5)
+  x <- matrix(seq_len(40) / 10, 4, 10)
+  set.seed(4)
+  e1 <- d$forward(ag_tensor(x))$data
+  e2 <- d$forward(ag_tensor(x))$data
+  set.seed(4)
+  fw <- ag_compile(function(x) d$forward(x), ag_tensor(x), build = "forward")
+  c1 <- fw(x)$data
+  c2 <- fw(x)$data
+  expect_identical(c1, e1)
+  expect_identical(c2, e2)
+  expect_false(identical(c1, c2))
+  expect_true(all(c1 == 0 | abs(c1 - 2 * x) < 1e-12))
+  # without a stream yet, recording leaves none (the next draw seeds R's RNG afresh)
+  saved <- .Random.seed
+  on.exit(assign(".Random.seed", saved, envir = globalenv()))
+  rm(".Random.seed", envir = globalenv())
+  ag_compile(function(x) d$forward(x), ag_tensor(x), build = "forward")
+  expect_false(exists(".Random.seed", envir = globalenv(), inherits = FALSE))
+  # an error while recording also puts the stream back
+  set.seed(8)
+  s8 <- .Random.seed
+  expect_error(ag_compile(function(x) { d$forward(x); stop("boom") }, ag_tensor(x), build = "forward"), "boom")
+  expect_identical(.Random.seed, s8)
+  expect_false(pyggmlr:::.recording())
+})
+
+test_that("batch norm in compiled graphs updates its running statistics once per replay", {
+  for (dt in c("f32", "f64")) {
+    old <- ag_dtype(dt)
+    set.seed(6)
+    xs <- lapply(1:5, function(i) matrix(rnorm(15, mean = i, sd = i), 3, 5))
+    be <- ag_batch_norm(3, momentum = 0.2); bc <- ag_batch_norm(3, momentum = 0.2)
+    fw <- ag_compile(function(x) bc$forward(x), ag_tensor(xs[[1]]), build = "forward")
+    # recording is one training forward: one update, as an eager forward on the same batch
+    invisible(be$forward(ag_tensor(xs[[1]])))
+    expect_identical(bc$running_mean, be$running_mean)
+    expect_identical(bc$running_var, be$running_var)
+    rm <- as.double(be$running_mean); rv <- as.double(be$running_var)
+    for (i in 2:5) {
+      oc <- fw(xs[[i]])$data
+      oe <- be$forward(ag_tensor(xs[[i]]))$data
+      expect_identical(oc, oe)
+      expect_identical(bc$running_mean, be$running_mean)
+      expect_identical(bc$running_var, be$running_var)
+      # the update rule: running <- (1 - momentum) running + momentum batch (biased variance)
+      xm <- xs[[i]]
+      if (dt == "f32") xm <- as.matrix(ag_tensor(xm)$data)
+      rm <- 0.8 * rm + 0.2 * rowMeans(xm)
+      rv <- 0.8 * rv + 0.2 * rowMeans((xm - rowMeans(xm))^2)
+      tol <- if (dt == "f32") 1e-6 else 1e-13
+      expect_equal(as.double(bc$running_mean), rm, tolerance = tol)
+      expect_equal(as.double(bc$running_var), rv, tolerance = tol)
+    }
+    # an opt graph with batch norm, its statistics put back after recording: the eager trajectory
+    set.seed(2)
+    W0 <- matrix(rnorm(12), 3, 4)
+    mk <- function() list(W = ag_param(W0), bn = ag_batch_norm(3))
+    f <- function(M, x, y) ag_mse_loss(M$bn$forward(ag_matmul(M$W, x)), y)
+    Me <- mk(); Mc <- mk()
+    oe <- optimizer_sgd(list(Me$W, Me$bn$gamma, Me$bn$beta), lr = 0.1)
+    oc <- optimizer_sgd(list(Mc$W, Mc$bn$gamma, Mc$bn$beta), lr = 0.1)
+    data <- lapply(1:6, function(i) list(x = matrix(rnorm(24), 4, 6), y = matrix(rnorm(18), 3, 6)))
+    step <- ag_compile(function(x, y) f(Mc, x, y), ag_tensor(data[[1]]$x), ag_tensor(data[[1]]$y), optimizer = oc)
+    expect_false(identical(Mc$bn$running_mean, Me$bn$running_mean))  # recording updated them once
+    Mc$bn$running_mean <- matrix(0, 3, 1); Mc$bn$running_var <- matrix(1, 3, 1)
+    for (i in 1:6) {
+      with_grad_tape(loss <- f(Me, ag_tensor(data[[i]]$x), ag_tensor(data[[i]]$y)))
+      oe$step(backward(loss)); oe$zero_grad()
+      expect_identical(step(data[[i]]$x, data[[i]]$y), as.numeric(loss$data))
+      expect_identical(Mc$bn$running_mean, Me$bn$running_mean)
+      expect_identical(Mc$bn$running_var, Me$bn$running_var)
+    }
+    expect_identical(Mc$W$data, Me$W$data)
+    ag_dtype(old)
+  }
+})
