@@ -157,6 +157,64 @@
 }
 
 # ---------------------------------------------------------------------------------------------
+# static (compiled) steps
+
+# TRUE when every layer is a built-in one whose whole forward runs in ops a compiled graph
+# replays, so ag_fit compiles its step by default. ag_embedding is not among them in R: it
+# reads its ids in R, so a graph cannot refill them.
+.builtin_model <- function(model) {
+  if (is.environment(model)) {
+    if (inherits(model, "ag_sequential"))
+      return(length(model$layers) > 0L && all(vapply(model$layers, .builtin_model, logical(1))))
+    return(inherits(model, c("ag_dropout", "ag_batch_norm", "ag_layer_norm", "ag_multihead_attention")))
+  }
+  # ag_linear is a plain list
+  is.list(model) && !is.object(model) && identical(names(model), c("W", "b", "forward", "params", "to_config")) &&
+    is_ag_tensor(model$W) && is.function(model$to_config) && identical(model$to_config()$type, "linear")
+}
+
+# ag_fit's compiled graphs: one "opt" graph for the training batches (all of batch_size columns)
+# recorded in training mode at the first batch, and "forward" graphs for validation recorded in
+# eval mode, one per batch width (the full one and the last partial batch). Recording leaves the
+# model as it was: no optimizer step, no random draws (ag_compile restores R's stream) and the
+# buffers (batch-norm running statistics) put back, so the run equals the eager one bit for bit.
+.static_steps <- function(model, lossfn, opt, dtype, has_y) {
+  s <- new.env(parent = emptyenv())
+  s$train <- NULL
+  s$val <- list()
+  record <- function(xv, yv, build) {
+    holder <- new.env(parent = emptyenv())
+    fn <- function(x, y = NULL) {
+      out <- .fit_forward(model, x)
+      holder$out <- out
+      lossfn(out, y)
+    }
+    bufs <- lapply(.layer_buffers(model), function(t) t$data)
+    on.exit({
+      b <- .layer_buffers(model)
+      for (k in names(b)) if (!is.null(bufs[[k]])) b[[k]]$data <- bufs[[k]]
+    })
+    ins <- list(ag_tensor(xv, dtype = dtype))
+    if (has_y) ins[[2L]] <- ag_tensor(yv, dtype = dtype)
+    step <- do.call(ag_compile, c(list(fn), ins, list(build = build, optimizer = if (build == "opt") opt)))
+    list(step = step, out = holder$out)
+  }
+  run <- function(g, xv, yv) list(loss = if (has_y) g$step(xv, yv) else g$step(xv), out = g$out)
+  s$train_step <- function(xv, yv) {
+    if (is.null(s$train)) s$train <- record(xv, yv, "opt")
+    run(s$train, xv, yv)
+  }
+  s$val_step <- function(xv, yv) {
+    w <- as.character(ncol(xv))
+    if (is.null(s$val[[w]])) s$val[[w]] <- record(xv, yv, "forward")
+    r <- run(s$val[[w]], xv, yv)
+    r$loss <- as.matrix(r$loss$data)[1L, 1L]
+    r
+  }
+  s
+}
+
+# ---------------------------------------------------------------------------------------------
 # callbacks
 
 .fn_callback <- function(fn) list(on_epoch_end = fn)
@@ -315,7 +373,7 @@ plot.ag_history <- function(x, y, ...) {
 
 ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adamw", opt_params = NULL,
                    nepoch = 30L, batch_size = 32L, nbatch_logical = NULL, val_split = 0.0, shuffle = TRUE,
-                   callbacks = list(), silent = FALSE, seed = NULL, lr = 1e-3) {
+                   callbacks = list(), silent = FALSE, seed = NULL, lr = 1e-3, static = NULL) {
   L <- .fit_loss(loss)
   per_datapoint <- L$name != "sum"
   nepoch <- .fit_int(nepoch, "nepoch")
@@ -330,6 +388,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     .fit_stop("ag_fit: opt_params must be a function(epoch) returning a named list, or NULL")
   if (!is.null(seed) && (!is.numeric(seed) || length(seed) != 1L || is.na(seed)))
     .fit_stop("ag_fit: seed must be a single number or NULL")
+  if (!is.null(static) && (!is.logical(static) || length(static) != 1L || is.na(static)))
+    .fit_stop("ag_fit: static must be TRUE, FALSE or NULL")
 
   X <- .fit_cols(x, "x")
   n <- ncol(X)
@@ -352,6 +412,9 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     if ((is.environment(cb) || is.list(cb)) && is.function(cb$on_epoch_end)) return(cb)
     .fit_stop("ag_fit: callbacks must be ag_early_stopping() objects, lists/environments with on_epoch_end, or functions(epoch, logs)")
   })
+
+  if (is.null(static)) static <- is.character(loss) && .builtin_model(model)
+  ss <- if (static) .static_steps(model, L$fn, opt, dtype, !is.null(tg$Y)) else NULL
 
   n_val <- as.integer(round(val_split * n))
   if (val_split > 0 && n_val < 1L) n_val <- 1L
@@ -395,24 +458,32 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     pb <- if (!isTRUE(silent)) utils::txtProgressBar(min = 0, max = nb, style = 3) else NULL
     for (b in seq_len(nb)) {
       idx <- perm[((b - 1L) * batch_size + 1L):(b * batch_size)]
-      xb <- ag_tensor(X[, idx, drop = FALSE], dtype = dtype)
-      yb <- batch_y(idx)
-      with_grad_tape({
-        out <- .fit_forward(model, xb)
-        lv <- L$fn(out, yb)
-      })
-      if (!is_ag_tensor(lv)) .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor")
-      grads <- backward(lv)
-      opt$step(grads)
-      opt$zero_grad()
-      rm(grads)
-      losses[b] <- lv$data[1L, 1L]
+      if (!is.null(ss)) {  # one replay of the compiled step
+        r <- ss$train_step(X[, idx, drop = FALSE], if (is.null(tg$Y)) NULL else tg$Y[, idx, drop = FALSE])
+        losses[b] <- r$loss
+        out <- r$out
+        rm(r)
+      } else {
+        xb <- ag_tensor(X[, idx, drop = FALSE], dtype = dtype)
+        yb <- batch_y(idx)
+        with_grad_tape({
+          out <- .fit_forward(model, xb)
+          lv <- L$fn(out, yb)
+        })
+        if (!is_ag_tensor(lv)) .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor")
+        grads <- backward(lv)
+        opt$step(grads)
+        opt$zero_grad()
+        rm(grads)
+        losses[b] <- lv$data[1L, 1L]
+        rm(lv)
+      }
       if (classify) {
         ncorrect <- ncorrect + sum(.argmax_cols(out$data) == labels[idx])
         ndata <- ndata + length(idx)
       }
-      rm(out, lv)
-      ag_tape_clear()
+      rm(out)
+      if (is.null(ss)) ag_tape_clear()
       step <- step + 1L
       if (!is.null(pb)) utils::setTxtProgressBar(pb, b)
       for (cb in cbs) if (is.function(cb$on_batch_end))
@@ -431,8 +502,14 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
       ag_no_grad({
         for (s0 in seq(1L, n_val, by = batch_size)) {
           idx <- val_idx[s0:min(s0 + batch_size - 1L, n_val)]
-          out <- .fit_forward(model, ag_tensor(X[, idx, drop = FALSE], dtype = dtype))
-          vl <- c(vl, L$fn(out, batch_y(idx))$data[1L, 1L])
+          if (!is.null(ss)) {
+            r <- ss$val_step(X[, idx, drop = FALSE], if (is.null(tg$Y)) NULL else tg$Y[, idx, drop = FALSE])
+            out <- r$out
+            vl <- c(vl, r$loss)
+          } else {
+            out <- .fit_forward(model, ag_tensor(X[, idx, drop = FALSE], dtype = dtype))
+            vl <- c(vl, L$fn(out, batch_y(idx))$data[1L, 1L])
+          }
           vw <- c(vw, length(idx))
           if (classify) vc <- vc + sum(.argmax_cols(out$data) == labels[idx])
         }

@@ -181,3 +181,82 @@ test_that("ag_fit prints a progress bar and one line per epoch unless silent", {
   expect_match(txt, "epoch    2/2")
   expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50, silent = TRUE))
 })
+
+# ag_fit with dropout and batch norm, a validation split whose last batch is partial; returns
+# the history, weights, buffers and the next number of R's stream
+.fit_run <- function(static, dtype, accum, loss = "cross_entropy", onehot = FALSE, model = NULL) {
+  old <- ag_dtype(dtype)
+  on.exit(ag_dtype(old))
+  set.seed(1)
+  x <- matrix(rnorm(4 * 90), 4, 90)
+  y <- sample(0:2, 90, TRUE)
+  if (onehot) y <- sapply(y, function(k) as.numeric(0:2 == k))
+  if (loss == "mse") y <- matrix(rnorm(180), 2, 90)
+  set.seed(2)
+  m <- if (!is.null(model)) model() else
+    ag_sequential(ag_linear(4, 16, "relu"), ag_batch_norm(16), ag_dropout(0.3), ag_linear(16, if (loss == "mse") 2 else 3))
+  h <- ag_fit(m, x, y, loss = loss, nepoch = 3, batch_size = 8, nbatch_logical = 8 * accum, val_split = 0.2,
+              silent = TRUE, static = static, seed = 3)
+  list(h = unclass(h)[setdiff(names(unclass(h)), c("time_train", "time_val"))],
+       p = lapply(.layer_params_of(m), function(t) t$data), b = lapply(.buffers_of(m), function(t) t$data),
+       next_draw = runif(1))
+}
+.layer_params_of <- function(m) if (is.environment(m)) m$parameters() else m$params()
+.buffers_of <- function(m) if (is.environment(m) && is.function(m$buffers)) m$buffers() else list()
+
+.count_compiles <- function(expr) {
+  cnt <- new.env()
+  cnt$n <- 0L
+  suppressMessages(trace("ag_compile", tracer = bquote(assign("n", get("n", envir = .(cnt)) + 1L, envir = .(cnt))), where = asNamespace("pyggmlr"),
+                         print = FALSE))
+  on.exit(suppressMessages(untrace("ag_compile", where = asNamespace("pyggmlr"))))
+  force(expr)
+  cnt$n
+}
+
+test_that("ag_fit(static = TRUE) equals the eager ag_fit bit for bit (dropout, batch norm, f32/f64, accumulation)", {
+  for (dt in c("f32", "f64")) for (k in 1:2) {
+    n_c <- .count_compiles(rc <- .fit_run(TRUE, dt, k))
+    n_e <- .count_compiles(re <- .fit_run(FALSE, dt, k))
+    expect_identical(rc, re)
+    # one opt graph, forward graphs for validation widths 8 and 2 (18 held-out samples)
+    expect_equal(n_c, 3L)
+    expect_equal(n_e, 0L)
+    expect_gt(length(unique(rc$h$loss)), 1L)
+    expect_false(any(is.nan(rc$h$val_accuracy)))
+    expect_false(identical(rc$b[[1]], matrix(0, 16, 1)))  # the running statistics moved
+  }
+  # one-hot and mse targets, a mean loss without y
+  expect_identical(.fit_run(TRUE, "f32", 1L, onehot = TRUE), .fit_run(FALSE, "f32", 1L, onehot = TRUE))
+  expect_identical(.fit_run(TRUE, "f64", 2L, loss = "mse"), .fit_run(FALSE, "f64", 2L, loss = "mse"))
+})
+
+test_that("ag_fit(static = NULL) compiles built-in models with built-in losses, else runs eagerly", {
+  expect_equal(.count_compiles(rd <- .fit_run(NULL, "f32", 1L)), 3L)
+  expect_identical(rd, .fit_run(FALSE, "f32", 1L))
+  # a callable loss: eager by default, compiled when asked
+  ce <- function(out, y) ag_softmax_cross_entropy_loss(out, y)
+  fit_cl <- function(static) {
+    set.seed(1)
+    x <- matrix(rnorm(4 * 40), 4, 40); y <- sample(0:2, 40, TRUE)
+    m <- ag_sequential(ag_linear(4, 8, "tanh"), ag_linear(8, 3))
+    h <- ag_fit(m, x, y, loss = ce, nepoch = 2, batch_size = 8, silent = TRUE, static = static, seed = 1)
+    list(h$loss, m$parameters()[[1]]$data)
+  }
+  expect_equal(.count_compiles(a <- fit_cl(NULL)), 0L)
+  expect_equal(.count_compiles(b <- fit_cl(TRUE)), 1L)
+  expect_identical(a, b)
+  # a single ag_linear (a plain list) is built-in; a function model is not
+  expect_true(pyggmlr:::.builtin_model(ag_linear(2, 2)))
+  expect_false(pyggmlr:::.builtin_model(function(x) x))
+  expect_false(pyggmlr:::.builtin_model(ag_sequential(ag_embedding(5, 2), ag_linear(2, 2))))
+  expect_error(ag_fit(ag_linear(2, 2), matrix(0, 2, 4), 0:3 %% 2, static = NA), "static must be TRUE, FALSE or NULL")
+  # a model whose forward the graph cannot replay: static = TRUE raises, the default trains eagerly
+  set.seed(1)
+  emb <- ag_sequential(ag_embedding(6, 3), ag_linear(3, 2))
+  ids <- matrix(sample(0:5, 16, TRUE), 1, 16)
+  expect_error(ag_fit(emb, ids, sample(0:1, 16, TRUE), nepoch = 1, batch_size = 4, silent = TRUE, static = TRUE),
+               "cannot be replayed")
+  h <- ag_fit(emb, ids, sample(0:1, 16, TRUE), nepoch = 1, batch_size = 4, silent = TRUE)
+  expect_true(is.finite(h$loss))
+})
