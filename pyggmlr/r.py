@@ -36,21 +36,29 @@ The Python cffi module and the R package each hold their own copy of the core: t
 ids, default dtype, tape and live-object counters are separate (``r.call("ag_live_objects")``
 is R's). Embedded R is single-threaded: call this module from one thread only.
 """
+from __future__ import annotations
+
 import atexit
 import importlib.util
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 
 from .errors import PyggmlrError
+
+_T = TypeVar("_T")
 
 __all__ = ["available", "unavailable_reason", "start", "sync_blas", "to_r", "to_r_tensor", "from_r",
            "call", "run", "tape", "package_installed", "RObject", "RError", "r_live_objects", "r_gc"]
 
 
 class RError(PyggmlrError, RuntimeError):
-    """An error raised by R code (the message is R's condition message)."""
+    """An error raised by R code (the message is R's condition message).
 
-    def __init__(self, message, call=None):
+    Args: message: R's condition message (also ``r_message``); call: the R call that failed,
+    deparsed (``r_call``), or None."""
+
+    def __init__(self, message: str, call: Optional[str] = None) -> None:
         super().__init__(message)
         self.r_message = message
         self.r_call = call
@@ -92,13 +100,15 @@ local({
 """
 
 
-def available():
-    """True when rpy2 is importable and an R installation is found (starts nothing)."""
+def available() -> bool:
+    """True when rpy2 is importable and an R installation is found (starts nothing; never
+    raises). The R package itself is checked by start()."""
     return unavailable_reason() is None
 
 
-def unavailable_reason():
-    """Why the bridge cannot run (a message), or None when R and rpy2 are present."""
+def unavailable_reason() -> Optional[str]:
+    """Why the bridge cannot run (a message naming the missing piece and how to install it), or
+    None when R and rpy2 are present. Never raises."""
     if _st["started"]:
         return None
     if importlib.util.find_spec("rpy2") is None:
@@ -113,8 +123,9 @@ def unavailable_reason():
     return None
 
 
-def start():
-    """Start embedded R (once), load the R package pyggmlr and give it Python's BLAS.
+def start() -> None:
+    """Start embedded R (once; later calls do nothing), load the R package pyggmlr and give it
+    Python's BLAS. Every other function of this module starts R on demand.
 
     Raises RuntimeError when R, rpy2 or the R package is missing."""
     if _st["started"]:
@@ -164,11 +175,12 @@ def _bridge(name):
     return _st["b"].find(name)
 
 
-def sync_blas(force=False):
+def sync_blas(force: bool = False) -> Any:
     """Make R's copy of the core use the GEMM Python uses now (OpenBLAS from
     scipy-openblas32 via ``ag_use_openblas(path)``, or the built-in kernel), so both languages
     produce bit-identical products. Returns R's ag_blas_name(). Done again only when Python's
-    choice changed since the last call (or when `force`, e.g. after R code switched it)."""
+    choice changed since the last call (or when `force`, e.g. after R code switched it).
+    Raises RuntimeError when R is not available, RError when R fails to load the library."""
     from . import _core
     _ri()
     want = (_core.blas_name(), _core.blas_library_path())
@@ -188,35 +200,41 @@ class RObject:
     """A handle on an R object that has no natural Python form (environments, functions,
     data frames, lists of handles). ``obj.name`` / ``obj["name"]`` read ``obj[[name]]``
     (converted); ``obj.name = v`` assigns into an environment (active bindings included);
-    calling the handle calls the R function. Keeps the R object alive while referenced."""
+    calling the handle calls the R function. Keeps the R object alive while referenced.
+
+    Reading a missing element gives None (R's NULL); assigning into a non-environment raises
+    TypeError; R errors raise RError."""
 
     __slots__ = ("_sexp", "__weakref__")
 
-    def __init__(self, sexp):
+    def __init__(self, sexp: Any) -> None:
         object.__setattr__(self, "_sexp", sexp)
 
     @property
-    def sexp(self):
+    def sexp(self) -> Any:
         """The underlying rpy2.rinterface object."""
         return self._sexp
 
     @property
-    def rclass(self):
+    def rclass(self) -> Tuple[str, ...]:
+        """R's class(obj) as a tuple of strings, e.g. ('ag_tensor',)."""
         return tuple(self._sexp.rclass)
 
-    def is_tensor(self):
+    def is_tensor(self) -> bool:
+        """True when the object is an R ag_tensor (from_r() turns it into a Python Tensor)."""
         return "ag_tensor" in self._sexp.rclass
 
-    def names(self):
+    def names(self) -> List[str]:
+        """R's names(obj) as a list of strings ([] when the object has none)."""
         n = _bridge("names")(self._sexp)
         return [] if n.typeof == _ri().RTYPES.NILSXP else [str(v) for v in n]
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
         return self[name]
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Union[int, str]) -> Any:
         ri = _ri()
         if isinstance(key, int):
             key = ri.IntSexpVector([key + 1])  # 0-based from Python
@@ -224,18 +242,18 @@ class RObject:
             key = ri.StrSexpVector([str(key)])
         return _result(_bridge("get")(self._sexp, key))
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         if self._sexp.typeof != _ri().RTYPES.ENVSXP:
             raise TypeError("only R environments can be assigned into (R lists are values)")
         _result(_bridge("set")(self._sexp, _ri().StrSexpVector([name]), _to_sexp(value)))
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return _call_sexp(self._sexp, args, kwargs)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._sexp)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<RObject {'/'.join(self.rclass)}>"
 
 
@@ -346,12 +364,13 @@ def _result(s):
     return RObject(s)
 
 
-def from_r(obj):
+def from_r(obj: Any) -> Any:
     """Convert an R value (an RObject or an rpy2 object) to Python, as a copy.
 
     R matrix -> Fortran-ordered numpy array; R ag_tensor -> Python Tensor (same dtype,
     requires_grad kept); lists -> dict (named) / list, recursively; length-1 vectors ->
-    scalars; NULL -> None; anything else (environments, functions) -> RObject."""
+    scalars; NULL -> None; anything else (environments, functions) -> RObject. A plain
+    Python value is returned as given. Raises RuntimeError when R is not available."""
     ri = _ri()
     from rpy2.rinterface_lib.sexp import Sexp
     if isinstance(obj, RObject):
@@ -382,18 +401,21 @@ def from_r(obj):
     return RObject(s)
 
 
-def to_r(x):
+def to_r(x: Any) -> RObject:
     """Python -> R as an RObject (or a converted scalar when trivially round-trippable).
 
     A Tensor gives its values as an R double matrix ([rows, cols] as in Python); use
-    to_r_tensor() for an R ag_tensor."""
+    to_r_tensor() for an R ag_tensor. Raises RuntimeError when R is not available,
+    TypeError for a Python value with no R form."""
     return RObject(_to_sexp(x, tensors=False))
 
 
-def to_r_tensor(x, dtype=None, requires_grad=None):
+def to_r_tensor(x: Any, dtype: Optional[str] = None, requires_grad: Optional[bool] = None) -> RObject:
     """A Python Tensor or array -> an R ag_tensor (a copy). dtype defaults to the tensor's own
     dtype (for arrays: float32 -> "f32", anything else -> "f64"); requires_grad defaults to
-    the tensor's flag (False for arrays)."""
+    the tensor's flag (False for arrays). 0-D / 1-D data becomes an [n, 1] column; 2-D data
+    keeps [rows, cols]. Returns an RObject handle. Raises RuntimeError when R is not available,
+    RError when R rejects the values (e.g. an unknown dtype)."""
     from .tensor import Tensor
     ri = _ri()
     if isinstance(x, Tensor):
@@ -424,26 +446,30 @@ def _call_pkg(pkg, fname, args, kwargs):
     return _call_sexp(_to_sexp(fn), args, kwargs)
 
 
-def package_installed(pkg):
-    """Whether R can load the package `pkg` (e.g. the reference ``ggmlR``)."""
+def package_installed(pkg: str) -> bool:
+    """Whether R can load the package `pkg` (e.g. the reference ``ggmlR``). Starts R; raises
+    RuntimeError when R is not available."""
     return bool(_bridge("installed")(_ri().StrSexpVector([pkg]))[0])
 
 
-def call(fname, *args, **kwargs):
+def call(fname: Union[str, RObject], *args: Any, **kwargs: Any) -> Any:
     """Call an exported function of the R package (``ag_matmul``, ``optimizer_adam``,
     ``backward``, ...; other names are looked up from R's global environment, e.g. ``"get0"``;
     an RObject function works too) with converted arguments; returns the converted result (an R ag_tensor
-    stays an RObject handle: from_r() copies it into a Python Tensor)."""
+    stays an RObject handle: from_r() copies it into a Python Tensor). Raises RError with R's
+    message when the R function fails (or does not exist), RuntimeError when R is not
+    available."""
     if isinstance(fname, str):
         return _call_pkg("pyggmlr", fname, args, kwargs)
     return _call_sexp(_to_sexp(fname), args, kwargs)
 
 
-def run(code, **inputs):
+def run(code: str, **inputs: Any) -> Any:
     """Evaluate R code (an expression or a script; the value of its last expression is
     returned, converted with from_r) with `inputs` bound as R variables in a fresh local
     environment. Python tensors arrive as R ag_tensors of the same dtype, numpy arrays as R
-    matrices/vectors. The package's ag_* functions are in scope."""
+    matrices/vectors. The package's ag_* functions are in scope. Raises RError with R's
+    message when the code fails (parse or run time), RuntimeError when R is not available."""
     ri = _ri()
     env = _to_sexp(inputs) if inputs else ri.ListSexpVector([])
     if not inputs:
@@ -452,9 +478,11 @@ def run(code, **inputs):
     return from_r(out) if isinstance(out, RObject) else out
 
 
-def tape(fn, pkg="pyggmlr"):
+def tape(fn: Callable[[], _T], pkg: str = "pyggmlr") -> _T:
     """Run the Python callable fn under R's ``with_grad_tape()`` (fn typically calls R ops
-    through call()); returns fn's value (as given, not converted)."""
+    through call()); returns fn's value (as given, not converted). pkg: the R package whose
+    with_grad_tape is used ("pyggmlr" or "ggmlR"). Re-raises what fn raised (after R closed
+    the tape scope); RError when R fails."""
     ri = _ri()
     box = {"fn": fn}
 
@@ -477,12 +505,14 @@ def tape(fn, pkg="pyggmlr"):
     return value
 
 
-def r_live_objects():
-    """Live-object counter of R's copy of the core (after an R garbage collection)."""
+def r_live_objects() -> int:
+    """Live-object counter of R's copy of the core (after an R garbage collection), an int.
+    Raises RuntimeError when R is not available."""
     r_gc()
     return call("ag_live_objects")
 
 
-def r_gc():
-    """Run R's garbage collector (finalizers release R-held core tensors)."""
+def r_gc() -> None:
+    """Run R's garbage collector (finalizers release R-held core tensors). Raises RuntimeError
+    when R is not available."""
     _bridge("gc")()
