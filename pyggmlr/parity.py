@@ -29,10 +29,13 @@ runs through ggmlR's ag_* API in f64 and its max abs / rel difference from pyggm
 ``python -m pyggmlr parity [--dtype f64|f32] [--case SUBSTR] [--blas openblas|builtin]``
 prints the table and exits 1 on any mismatch (2 when R/rpy2/the R package is unavailable).
 """
+from __future__ import annotations
+
 import argparse
 import math
 import sys
 import zlib
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -40,9 +43,12 @@ __all__ = ["CASES", "Case", "run_case", "compare", "max_ulp", "main", "NOT_COVER
 
 DTYPES = ("f64", "f32")
 
+#: One step's values of a case: name -> numpy array (compared value by value).
+Record = Dict[str, np.ndarray]
+
 # rows printed for features the R package does not have (listed, not hidden); none at present:
 # ag_fit, dp_train, model files and ag_gradcheck have cases of their own
-NOT_COVERED = []
+NOT_COVERED: List[Tuple[str, str]] = []
 
 KNOWN_GGMLR_DIFFERENCES = [
     "s11.1  ggmlR's $grad is scaled by the number of consumers (the returned map is correct)",
@@ -59,89 +65,109 @@ KNOWN_GGMLR_DIFFERENCES = [
 
 class PySide:
     """The Python API as a side of a parity case: attributes are pyggmlr's functions, plus the
-    helpers both sides share (set_dtype, np, tape, grad, set, items, memory, live)."""
+    helpers both sides share (set_dtype, np, tape, grad, set, items, memory, live). Never
+    raises on construction (imports pyggmlr)."""
 
     name = "python"
 
-    def __init__(self):
+    def __init__(self) -> None:
         import pyggmlr
         self._pg = pyggmlr
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._pg, name)
 
-    def set_dtype(self, dtype):
+    def set_dtype(self, dtype: str) -> str:
+        """Set the default dtype ("f32" / "f64"); returns the previous one."""
         return self._pg.ag_dtype(dtype)
 
-    def np(self, x):
+    def np(self, x: Any) -> np.ndarray:
+        """A tensor's (or any array's) values as a numpy array [rows, cols]."""
         if isinstance(x, self._pg.Tensor):
             return x.numpy()
         return np.asarray(x)
 
-    def tape(self, fn):
+    def tape(self, fn: Callable[[], Any]) -> Any:
+        """Run fn() on a recording tape (with_grad_tape); returns fn's value."""
         return self._pg.with_grad_tape(fn)
 
-    def grad(self, grads, t):
+    def grad(self, grads: Any, t: Any) -> Any:
+        """The gradient of tensor t in the map grads (numpy, t's shape); raises
+        GradientKeyError when t has none."""
         return grads[t]
 
-    def set(self, t, value):
+    def set(self, t: Any, value: Any) -> None:
+        """Overwrite tensor t's values (same shape [rows, cols])."""
         t.data = value
 
-    def items(self, params):
+    def items(self, params: Any) -> List[Tuple[str, Any]]:
+        """(name, tensor) pairs of a parameters() dict, in order."""
         return list(params.items())
 
-    def memory(self):
+    def memory(self) -> Record:
+        """The tape memory report (after a garbage collection) as a comparable record."""
         import gc
         gc.collect()
         rep = self._pg.ag_tape_memory(quiet=True)
         return _mem_record(rep, [row["op"] for row in rep["by_op"]], [row["nodes"] for row in rep["by_op"]],
                            [row["mb"] for row in rep["by_op"]])
 
-    def live(self):
+    def live(self) -> int:
+        """Live core objects of this side (after a garbage collection)."""
         import gc
         gc.collect()
         return self._pg.ag_live_objects()
 
 
 class RSide:
-    """The R package (or ggmlR, for the optional column) as a side, through pyggmlr.r."""
+    """The R package (or ggmlR, for the optional column) as a side, through pyggmlr.r: an
+    attribute ``P.f`` calls the R function ``pkg::f`` with converted arguments. The helpers
+    mirror PySide's. Construction starts R: raises RuntimeError when R, rpy2 or the R package
+    is missing; calls raise pyggmlr.r.RError when R fails."""
 
-    def __init__(self, pkg="pyggmlr"):
+    def __init__(self, pkg: str = "pyggmlr") -> None:
         from . import r
         self._r = r
         self.pkg = pkg
         self.name = "R" if pkg == "pyggmlr" else pkg
         r.start()
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):
             raise AttributeError(name)
         r, pkg = self._r, self.pkg
         return lambda *a, **k: r._call_pkg(pkg, name, a, k)
 
-    def set_dtype(self, dtype):
+    def set_dtype(self, dtype: str) -> str:
+        """Set R's default dtype; returns the previous one."""
         return self._r._call_pkg(self.pkg, "ag_dtype", (dtype,), {})
 
-    def np(self, x):
+    def np(self, x: Any) -> np.ndarray:
+        """An R ag_tensor's values (in its dtype) or any value as a numpy array."""
         r = self._r
         if isinstance(x, r.RObject) and x.is_tensor():
             return _as_dtype(x.data, x.dtype)
         return np.asarray(x)
 
-    def tape(self, fn):
+    def tape(self, fn: Callable[[], Any]) -> Any:
+        """Run fn() under R's with_grad_tape; returns fn's value."""
         return self._r.tape(fn, pkg=self.pkg)
 
-    def grad(self, grads, t):
+    def grad(self, grads: Any, t: Any) -> Optional[np.ndarray]:
+        """The gradient of R tensor t in R's gradient map (numpy, t's dtype), or None."""
         g = self._r.call("get0", str(int(t.id)), grads, inherits=False)
         return None if g is None else _as_dtype(g, t.dtype)
 
-    def set(self, t, value):
+    def set(self, t: Any, value: Any) -> None:
+        """Overwrite R tensor t's values (same shape [rows, cols])."""
         t.data = value
 
-    def items(self, params):
+    def items(self, params: Any) -> List[Tuple[str, Any]]:
+        """(name, tensor) pairs of an R parameters() list, in order."""
         return [(n, params[n]) for n in params.names()]
 
-    def memory(self):
+    def memory(self) -> Record:
+        """R's tape memory report (after an R garbage collection) as a comparable record."""
         # R frees dropped intermediates only when its GC runs finalizers: until then they count
         # as operands held elsewhere (bytes_inputs), not as tape-only activations
         self._r.r_gc()
@@ -152,7 +178,8 @@ class RSide:
         rec = _mem_record(rep, ops, list(np.atleast_1d(by["nodes"])), list(np.atleast_1d(by["mb"])))
         return rec
 
-    def live(self):
+    def live(self) -> int:
+        """Live core objects of R's copy of the core (after an R garbage collection)."""
         return self._r.r_live_objects()
 
 
@@ -176,9 +203,16 @@ def _mem_record(rep, ops, nodes, mb):
 class Case:
     """One parity case: fn(side, inputs, steps) runs on a side (PySide or RSide) and returns
     the records compared after each step; inputs(rng) builds the shared numpy inputs, dtypes
-    are the dtypes it runs in, ggmlr says whether the optional ggmlR column applies."""
+    are the dtypes it runs in, ggmlr says whether the optional ggmlR column applies.
 
-    def __init__(self, name, group, fn, steps=1, inputs=None, dtypes=DTYPES, ggmlr=True):
+    Args: name: unique, shown in the table; group: a heading ("ops", "layers", ...); fn:
+    ``fn(side, inputs, steps) -> list of records`` (None for a ScriptCase); steps: >= 1;
+    inputs: ``inputs(rng) -> dict of numpy arrays`` (default: no inputs); dtypes: a tuple of
+    "f64" / "f32"; ggmlr: bool."""
+
+    def __init__(self, name: str, group: str, fn: Optional[Callable[[Any, Dict[str, Any], int], List[Record]]],
+                 steps: int = 1, inputs: Optional[Callable[[np.random.Generator], Dict[str, Any]]] = None,
+                 dtypes: Sequence[str] = DTYPES, ggmlr: bool = True) -> None:
         self.name, self.group, self.fn, self.steps = name, group, fn, steps
         self.inputs = inputs or (lambda rng: {})
         self.dtypes, self.ggmlr = dtypes, ggmlr
@@ -187,7 +221,7 @@ class Case:
         return f"Case({self.name!r}, {self.group!r}, steps={self.steps})"
 
 
-CASES = []
+CASES: List[Case] = []
 
 
 def _seed(name):
@@ -624,9 +658,15 @@ def _script_mlp_r(d, steps, dtype):
 
 
 class ScriptCase(Case):
-    """A case whose Python and R sides are separate programs (R code run with r.run)."""
+    """A case whose Python and R sides are separate programs (R code run with r.run).
 
-    def __init__(self, name, py, rr, steps, inputs, group="script"):
+    Args: name, steps, inputs, group: as Case; py, rr: ``f(inputs, steps, dtype) -> list of
+    records``, the Python program and the R one (which runs R code through pyggmlr.r). Never
+    runs in the ggmlR column."""
+
+    def __init__(self, name: str, py: Callable[[Dict[str, Any], int, str], List[Record]],
+                 rr: Callable[[Dict[str, Any], int, str], List[Record]], steps: int,
+                 inputs: Callable[[np.random.Generator], Dict[str, Any]], group: str = "script") -> None:
         super().__init__(name, group, None, steps, inputs, ggmlr=False)
         self.py, self.rr = py, rr
 
@@ -1174,12 +1214,99 @@ CASES.append(ScriptCase("ag_compile: compiled adam steps (accumulate 2)", _compi
                         _mlp_inputs, group="compile"))
 
 
+# ---- ag_fit(static = TRUE): the compiled training loop, R vs Python --------------------------
+# Both sides train through compiled graphs (one "opt" graph, "forward" graphs for the validation
+# widths 4 and 3), batch norm updating its running statistics on every replay, a rate-0 dropout
+# layer (the two RNGs differ by design) and layer norm; shuffle off (see the ag_fit cases).
+
+_FIT_STATIC_ARCH = 'ag_sequential(ag_linear(4, 8, "relu"), ag_batch_norm(8), ag_dropout(0), ag_layer_norm(8), ag_linear(8, 3))'
+_FIT_STATIC_PARAMS = {"layer1_W": (8, 4), "layer1_b": (8, 1), "layer2_gamma": (8, 1), "layer2_beta": (8, 1),
+                      "layer4_gamma": (8, 1), "layer4_beta": (8, 1), "layer5_W": (3, 8), "layer5_b": (3, 1)}
+
+_R_FIT_STATIC = """
+prev <- ag_dtype(dtype)
+m <- eval(parse(text = arch))
+p <- m$parameters(); for (k in names(init)) p[[k]]$data <- init[[k]]
+opt <- optimizer_adam(m$parameters(), lr = 0.02, weight_decay = 0.01)
+rec <- new.env()
+rec$w <- list(); rec$b <- list()
+cb <- list(on_epoch_end = function(epoch, logs) { rec$w[[epoch]] <- lapply(m$parameters(), function(t) t$data); NULL },
+           on_batch_end = function(step, logs) rec$b[[step]] <- c(logs$epoch, logs$loss))
+h <- ag_fit(m, x, y, loss = "cross_entropy", optimizer = opt, nepoch = nepoch, batch_size = 4L, nbatch_logical = 8L,
+            val_split = 0.25, shuffle = FALSE, callbacks = list(cb), silent = TRUE, static = TRUE)
+out <- list(h = unclass(h)[hist_keys], w = rec$w, b = do.call(rbind, rec$b), pred = ag_predict(m, x),
+            buffers = lapply(m$buffers(), function(t) t$data))
+ag_dtype(prev)
+out
+"""
+
+
+def _fit_static_inputs(rng):
+    init = {k: (_u(rng, *s, lo=0.5, hi=1.5) if k.endswith("gamma") else _u(rng, *s)) for k, s in _FIT_STATIC_PARAMS.items()}
+    return {"init": init, "x": _u(rng, 4, 28, lo=-2, hi=2), "y": rng.integers(0, 3, size=28)}
+
+
+def _fit_static_records(hist, weights, batches, pred, buffers):
+    out = []
+    for e in range(len(weights)):
+        rec = {f"history {k}": np.array([float(hist[k][e])]) for k in _HIST_KEYS}
+        rec["batch losses"] = np.array([lv for ep, lv in batches if ep == e + 1], dtype=np.float64)
+        rec.update({f"weights {k}": v for k, v in weights[e].items()})
+        out.append(rec)
+    out[-1]["ag_predict"] = pred
+    out[-1].update({f"buffer {k}": v for k, v in buffers.items()})
+    return out
+
+
+def _fit_static_py(d, steps, dtype):
+    import pyggmlr as pg
+    prev = pg.ag_dtype(dtype)
+    try:
+        m = eval(_FIT_STATIC_ARCH, {k: getattr(pg, k) for k in dir(pg) if k.startswith("ag_")})
+        ps = m.parameters()
+        for k, v in d["init"].items():
+            ps[k].data = v
+        opt = pg.optimizer_adam(m.parameters(), lr=0.02, weight_decay=0.01)
+        weights, batches = [], []
+
+        class Rec(pg.Callback):
+            def on_epoch_end(self, epoch, logs):
+                weights.append({k: t.numpy() for k, t in m.parameters().items()})
+
+            def on_batch_end(self, step, logs):
+                batches.append((logs["epoch"], logs["loss"]))
+
+        h = pg.ag_fit(m, d["x"], d["y"], loss="cross_entropy", optimizer=opt, nepoch=steps, batch_size=4,
+                      nbatch_logical=8, val_split=0.25, shuffle=False, callbacks=[Rec()], silent=True, static=True)
+        hist = {k: getattr(h, k) for k in _HIST_KEYS}
+        return _fit_static_records(hist, weights, batches, pg.ag_predict(m, d["x"]),
+                                   {k: t.numpy() for k, t in m.buffers().items()})
+    finally:
+        pg.ag_dtype(prev)
+
+
+def _fit_static_r(d, steps, dtype):
+    from . import r
+    res = r.run(_R_FIT_STATIC, dtype=dtype, arch=_FIT_STATIC_ARCH, init=d["init"], x=d["x"], y=d["y"], nepoch=steps,
+                hist_keys=np.array(_HIST_KEYS))
+    hist = {k: _r_values(v) for k, v in res["h"].items()}
+    weights = [{k: _r_values(v) for k, v in w.items()} for w in res["w"]]
+    b = np.asarray(res["b"], dtype=np.float64).reshape(-1, 2)
+    buffers = {k: _r_values(v) for k, v in res["buffers"].items()}
+    return _fit_static_records(hist, weights, [(int(ep), lv) for ep, lv in b], _r_values(res["pred"]), buffers)
+
+
+CASES.append(ScriptCase("ag_fit: static=TRUE (compiled steps, batch norm, layer norm, val 4+3)", _fit_static_py,
+                        _fit_static_r, 3, _fit_static_inputs, group="compile"))
+
+
 # ---------------------------------------------------------------------------------------------
 # comparison
 
-def max_ulp(a, b):
-    """Max distance in units in the last place between two float arrays of one dtype (0 when
-    identical; NaNs in the same places count as equal; a NaN against a number is inf)."""
+def max_ulp(a: Union[np.ndarray, Sequence[float], float], b: Union[np.ndarray, Sequence[float], float]) -> Union[int, float]:
+    """Max distance in units in the last place between two float arrays of one dtype and shape
+    (0 when identical; NaNs in the same places count as equal; a NaN against a number is inf).
+    Returns an int, or math.inf. Raises ValueError when the shapes do not broadcast."""
     a, b = np.asarray(a), np.asarray(b)
     if a.size == 0:
         return 0
@@ -1199,9 +1326,11 @@ def max_ulp(a, b):
     return int(d.max()) if d.size else 0
 
 
-def compare(ref, got):
-    """Compare two lists of step records. Returns (max_abs, max_ulp, first_mismatch) where
-    first_mismatch is None or a message naming the step and the value."""
+def compare(ref: List[Record], got: List[Optional[Dict[str, Any]]]) -> Tuple[float, Union[int, float], Optional[str]]:
+    """Compare two lists of step records (dicts name -> array, one per step). Returns
+    (max_abs, max_ulp, first_mismatch) where first_mismatch is None or a message naming the
+    step and the value; a different number of steps, a missing value or a shape difference
+    gives inf, inf and a message. Never raises for mismatches."""
     if len(ref) != len(got):
         return math.inf, math.inf, f"{len(ref)} steps on the Python side, {len(got)} on the other"
     worst_abs, worst_ulp, first = 0.0, 0, None
@@ -1229,8 +1358,10 @@ def compare(ref, got):
     return worst_abs, worst_ulp, first
 
 
-def run_case(case, dtype, side):
-    """Run one case on one side (PySide / RSide) in `dtype`; returns its step records."""
+def run_case(case: Case, dtype: str, side: Union[PySide, RSide]) -> List[Record]:
+    """Run one case on one side (PySide / RSide) in `dtype` ("f64" / "f32"); returns its step
+    records (dicts name -> numpy array). The side's default dtype and tape are restored
+    afterwards. Raises what the case raises (RError from R)."""
     d = case.inputs(np.random.default_rng(_seed(case.name)))
     if isinstance(case, ScriptCase):
         return case.py(d, case.steps, dtype) if isinstance(side, PySide) else case.rr(d, case.steps, dtype)
@@ -1242,9 +1373,10 @@ def run_case(case, dtype, side):
         side.ag_tape_clear()
 
 
-def check_case(case, dtype, py=None, rside=None):
-    """Run a case on both sides; returns a result dict (case, dtype, steps, max_abs, max_ulp,
-    status, detail)."""
+def check_case(case: Case, dtype: str, py: Optional[PySide] = None, rside: Optional[RSide] = None) -> Dict[str, Any]:
+    """Run a case on both sides; returns a result dict (case, group, dtype, steps, max_abs,
+    max_ulp, status "ok" / "MISMATCH" / "ERROR", detail). A side that raises is reported as
+    status "ERROR" (not raised); RSide() raises RuntimeError when R is missing."""
     py = py or PySide()
     rside = rside or RSide()
     rside._r.sync_blas()
@@ -1286,7 +1418,7 @@ def _fmt(v):
     return f"{v:.3g}" if isinstance(v, float) else str(v)
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     """Command line of ``python -m pyggmlr parity``: run every case (or those matching --case)
     in Python and in R, print the comparison table and return 0 when all agree bit for bit,
     1 on any mismatch, 2 when R, rpy2 or the R package is missing."""
