@@ -1296,7 +1296,7 @@ def _fit_static_r(d, steps, dtype):
     return _fit_static_records(hist, weights, [(int(ep), lv) for ep, lv in b], _r_values(res["pred"]), buffers)
 
 
-CASES.append(ScriptCase("ag_fit: static=TRUE (compiled steps, batch norm, layer norm, val 4+3)", _fit_static_py,
+CASES.append(ScriptCase("ag_fit: static=TRUE, batch/layer norm, val 4+3", _fit_static_py,
                         _fit_static_r, 3, _fit_static_inputs, group="compile"))
 
 
