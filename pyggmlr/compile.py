@@ -33,19 +33,17 @@ an array cannot be replayed and make ag_compile raise.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _core
 from ._core import NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
+from .memory import MemoryReport
 from .optim import Optimizer
 from .random import ag_rng
 from .tensor import _SRC_CODE, ArrayLike, Tensor, _as_matrix, _read, ag_tensor
-
-if TYPE_CHECKING:
-    from .memory import MemoryReport
 
 __all__ = ["ag_compile", "CompiledStep"]
 
