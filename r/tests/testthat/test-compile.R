@@ -122,7 +122,7 @@ test_that("compiled forward with dropout: each call draws a new mask, as eager f
   expect_true(all(c1 == 0 | abs(c1 - 2 * x) < 1e-12))
   # without a stream yet, recording leaves none (the next draw seeds R's RNG afresh)
   saved <- .Random.seed
-  on.exit(assign(".Random.seed", saved, envir = globalenv()))
+  on.exit(assign(".Random.seed", saved, envir = globalenv()), add = TRUE)
   rm(".Random.seed", envir = globalenv())
   ag_compile(function(x) d$forward(x), ag_tensor(x), build = "forward")
   expect_false(exists(".Random.seed", envir = globalenv(), inherits = FALSE))
@@ -135,8 +135,10 @@ test_that("compiled forward with dropout: each call draws a new mask, as eager f
 })
 
 test_that("batch norm in compiled graphs updates its running statistics once per replay", {
+  old <- ag_dtype()
+  on.exit(ag_dtype(old), add = TRUE)
   for (dt in c("f32", "f64")) {
-    old <- ag_dtype(dt)
+    ag_dtype(dt)
     set.seed(6)
     xs <- lapply(1:5, function(i) matrix(rnorm(15, mean = i, sd = i), 3, 5))
     be <- ag_batch_norm(3, momentum = 0.2); bc <- ag_batch_norm(3, momentum = 0.2)
@@ -181,6 +183,5 @@ test_that("batch norm in compiled graphs updates its running statistics once per
       expect_identical(Mc$bn$running_var, Me$bn$running_var)
     }
     expect_identical(Mc$W$data, Me$W$data)
-    ag_dtype(old)
   }
 })
