@@ -186,7 +186,7 @@ def ag_compile(fn: Callable[..., Tensor], *inputs: ArrayLike, build: str = "opt"
         raise ArgumentError("ag_compile(): build='opt' needs optimizer= (optimizer_adam / optimizer_sgd)")
     ts = [x if isinstance(x, Tensor) else ag_tensor(x) for x in inputs]
     state = ag_rng().bit_generator.state
-    masks = []
+    masks: List[Tuple[Tensor, float]] = []
     _core.check(lib.pg_graph_record_begin())
     _recording.append(masks)
     try:
@@ -202,7 +202,7 @@ def ag_compile(fn: Callable[..., Tensor], *inputs: ArrayLike, build: str = "opt"
         raise ArgumentError(f"ag_compile(): fn must return a tensor, got {type(out).__name__}")
     handles = ffi.new("pg_tensor *[]", [t._handle() for t in ts] or [NULL])
     g = lib.pg_graph_record_end(out._handle(), handles, len(ts), _BUILDS[build],
-                                optimizer._o if build == "opt" else NULL)
+                                optimizer._o if build == "opt" else NULL)  # type: ignore[union-attr]  # checked above
     if g == NULL:
         _core.raise_last()
     return CompiledStep(g, ts, out, build, optimizer if build == "opt" else None, masks)

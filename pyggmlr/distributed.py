@@ -258,7 +258,7 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
     n_par = len(plists[0])
     if n_par == 0:
         raise PyggmlrValueError("dp_train: the model has no parameters")
-    seen = {}
+    seen: Dict[int, int] = {}
     for r, lst in enumerate(plists):
         if len(lst) != n_par:
             raise PyggmlrValueError(f"dp_train: replica {r} has {len(lst)} parameters, replica 0 has {n_par}; make_model() must build the same architecture")
@@ -325,7 +325,7 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
 # ---------------------------------------------------------------------------------------------
 # MPI backend
 
-_state = {"comm": None, "MPI": None, "hook": False, "prev_hook": None}
+_state: Dict[str, Any] = {"comm": None, "MPI": None, "hook": False, "prev_hook": None}
 _stats = {"allreduce_calls": 0, "allreduce_bytes": 0, "bcast_calls": 0, "bcast_bytes": 0, "check_calls": 0}
 
 

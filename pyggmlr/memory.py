@@ -41,6 +41,7 @@ class MemoryReport(dict):
     the Python form of ggmlR's returned list. ``str()`` gives the printed report."""
 
     __slots__ = ("_text",)
+    _text: str
 
     def __getattr__(self, name):
         try:

@@ -29,7 +29,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 # functional layer ops (thin calls into the C core)
 
-def _as_tensor(x, name, like=None):
+def _as_tensor(x: Any, name: str, like: Optional[Tensor] = None) -> Tensor:
     """x as a Tensor; numpy data becomes a constant of like's dtype (default dtype if None)."""
     if isinstance(x, Tensor):
         return x
@@ -342,7 +342,7 @@ class ag_linear(Module):
         if fused is not None:  # one node, the same numbers as matmul -> add -> activation
             return _linear(self.W, x, self.b, fused)
         z = ag_add(ag_matmul(self.W, x), self.b)
-        return _ACTIVATIONS[self.activation](z)
+        return _ACTIVATIONS[self.activation](z)  # type: ignore[index]  # None is fused above
 
     def parameters(self) -> OrderedDict[str, Tensor]:
         """``W`` [out_features, in_features] and ``b`` [out_features, 1], the layer's own
@@ -382,7 +382,7 @@ class ag_sequential(Module):
         size, naming the layer)."""
         for layer in self.layers:
             x = layer.forward(x)
-        return x
+        return x  # type: ignore[return-value]  # x itself only for an empty sequential
 
     def children(self) -> List[Any]:
         return list(self.layers)
@@ -701,7 +701,7 @@ class ag_multihead_attention(Module):
                 p = _dropout(p, self.dropout)
             head = ag_matmul(vh, p)                            # [d_v, seq_q]
             concat = head if concat is None else ag_concat_rows(concat, head)
-        out = ag_matmul(self.W_o, concat)
+        out = ag_matmul(self.W_o, concat)  # type: ignore[arg-type]  # n_heads >= 1: never None
         if self.b_o is not None:
             out = ag_add(out, self.b_o)
         return out

@@ -10,7 +10,7 @@ numeric, ArgumentError when an argument is of the wrong kind (a freed tensor, a 
 number)."""
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -32,7 +32,7 @@ _raise_last = _core.raise_last
 _new_tensor = Tensor.__new__
 
 
-def _out(p):
+def _out(p: Any) -> Tensor:
     """_wrap without the extra call: own p as a Tensor, or raise the core's error."""
     if not p:
         _raise_last()
@@ -41,7 +41,7 @@ def _out(p):
     return t
 
 
-def _const(x, like):
+def _const(x: ArrayLike, like: Optional[Tensor]) -> Tensor:
     if isinstance(x, Tensor):
         return x
     code = lib.pg_tensor_dtype(like._handle()) if like is not None else lib.pg_default_dtype()
@@ -51,7 +51,7 @@ def _const(x, like):
         raise type(e)(f"{caller_op()}: {e}") from None
 
 
-def _pair(a, b):
+def _pair(a: ArrayLike, b: ArrayLike) -> Tuple[Tensor, Tensor]:
     if isinstance(a, Tensor):
         return a, (b if isinstance(b, Tensor) else _const(b, a))
     if isinstance(b, Tensor):
@@ -59,7 +59,7 @@ def _pair(a, b):
     return _const(a, None), _const(b, None)
 
 
-def _unary_arg(x):
+def _unary_arg(x: ArrayLike) -> Tensor:
     return x if isinstance(x, Tensor) else _const(x, None)
 
 
@@ -394,20 +394,21 @@ def _pow(self, p):
     return ag_pow(self, p)
 
 
-Tensor.__add__ = ag_add
-Tensor.__radd__ = lambda self, other: ag_add(other, self)
-Tensor.__sub__ = ag_sub
-Tensor.__rsub__ = _rsub
-Tensor.__mul__ = _mul
-Tensor.__rmul__ = _mul
-Tensor.__truediv__ = ag_div
-Tensor.__rtruediv__ = _rdiv
-Tensor.__matmul__ = ag_matmul
-Tensor.__rmatmul__ = lambda self, other: ag_matmul(other, self)
-Tensor.__neg__ = ag_neg
-Tensor.__pow__ = _pow
-Tensor.T = property(ag_transpose)
-Tensor.sum = ag_sum
-Tensor.mean = ag_mean
-Tensor.relu = ag_relu
-Tensor.reshape = ag_reshape
+# (declared for type checkers in Tensor's TYPE_CHECKING block, tensor.py)
+Tensor.__add__ = ag_add  # type: ignore[method-assign]
+Tensor.__radd__ = lambda self, other: ag_add(other, self)  # type: ignore[method-assign]
+Tensor.__sub__ = ag_sub  # type: ignore[method-assign]
+Tensor.__rsub__ = _rsub  # type: ignore[method-assign]
+Tensor.__mul__ = _mul  # type: ignore[method-assign]
+Tensor.__rmul__ = _mul  # type: ignore[method-assign]
+Tensor.__truediv__ = ag_div  # type: ignore[method-assign]
+Tensor.__rtruediv__ = _rdiv  # type: ignore[method-assign]
+Tensor.__matmul__ = ag_matmul  # type: ignore[method-assign]
+Tensor.__rmatmul__ = lambda self, other: ag_matmul(other, self)  # type: ignore[method-assign]
+Tensor.__neg__ = ag_neg  # type: ignore[method-assign]
+Tensor.__pow__ = _pow  # type: ignore[method-assign]
+Tensor.T = property(ag_transpose)  # type: ignore[assignment, method-assign]
+Tensor.sum = ag_sum  # type: ignore[method-assign, assignment]
+Tensor.mean = ag_mean  # type: ignore[method-assign, assignment]
+Tensor.relu = ag_relu  # type: ignore[method-assign, assignment]
+Tensor.reshape = ag_reshape  # type: ignore[method-assign, assignment]

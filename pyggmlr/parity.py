@@ -38,6 +38,7 @@ import zlib
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+from numpy import ndarray  # for hints inside the sides, whose np() method shadows the module
 
 __all__ = ["CASES", "Case", "run_case", "compare", "max_ulp", "main", "NOT_COVERED", "KNOWN_GGMLR_DIFFERENCES"]
 
@@ -81,7 +82,7 @@ class PySide:
         """Set the default dtype ("f32" / "f64"); returns the previous one."""
         return self._pg.ag_dtype(dtype)
 
-    def np(self, x: Any) -> np.ndarray:
+    def np(self, x: Any) -> ndarray:
         """A tensor's (or any array's) values as a numpy array [rows, cols]."""
         if isinstance(x, self._pg.Tensor):
             return x.numpy()
@@ -142,7 +143,7 @@ class RSide:
         """Set R's default dtype; returns the previous one."""
         return self._r._call_pkg(self.pkg, "ag_dtype", (dtype,), {})
 
-    def np(self, x: Any) -> np.ndarray:
+    def np(self, x: Any) -> ndarray:
         """An R ag_tensor's values (in its dtype) or any value as a numpy array."""
         r = self._r
         if isinstance(x, r.RObject) and x.is_tensor():
@@ -153,7 +154,7 @@ class RSide:
         """Run fn() under R's with_grad_tape; returns fn's value."""
         return self._r.tape(fn, pkg=self.pkg)
 
-    def grad(self, grads: Any, t: Any) -> Optional[np.ndarray]:
+    def grad(self, grads: Any, t: Any) -> Optional[ndarray]:
         """The gradient of R tensor t in R's gradient map (numpy, t's dtype), or None."""
         g = self._r.call("get0", str(int(t.id)), grads, inherits=False)
         return None if g is None else _as_dtype(g, t.dtype)
@@ -1310,6 +1311,7 @@ def max_ulp(a: Union[np.ndarray, Sequence[float], float], b: Union[np.ndarray, S
     a, b = np.asarray(a), np.asarray(b)
     if a.size == 0:
         return 0
+    lo: Union[int, np.int64]
     if a.dtype == np.float32:
         ia, ib = a.view(np.int32).astype(np.int64), b.view(np.int32).astype(np.int64)
         lo = np.int64(np.iinfo(np.int32).min)
@@ -1326,13 +1328,15 @@ def max_ulp(a: Union[np.ndarray, Sequence[float], float], b: Union[np.ndarray, S
     return int(d.max()) if d.size else 0
 
 
-def compare(ref: List[Record], got: List[Optional[Dict[str, Any]]]) -> Tuple[float, Union[int, float], Optional[str]]:
+def compare(ref: Sequence[Dict[str, Any]], got: Sequence[Dict[str, Any]]) -> Tuple[float, Union[int, float], Optional[str]]:
     """Compare two lists of step records (dicts name -> array, one per step). Returns
     (max_abs, max_ulp, first_mismatch) where first_mismatch is None or a message naming the
     step and the value; a different number of steps, a missing value or a shape difference
     gives inf, inf and a message. Never raises for mismatches."""
     if len(ref) != len(got):
         return math.inf, math.inf, f"{len(ref)} steps on the Python side, {len(got)} on the other"
+    worst_ulp: Union[int, float]
+    first: Optional[str]
     worst_abs, worst_ulp, first = 0.0, 0, None
     for step, (ra, rb) in enumerate(zip(ref, got), 1):
         if set(ra) != set(rb):
@@ -1367,7 +1371,7 @@ def run_case(case: Case, dtype: str, side: Union[PySide, RSide]) -> List[Record]
         return case.py(d, case.steps, dtype) if isinstance(side, PySide) else case.rr(d, case.steps, dtype)
     prev = side.set_dtype(dtype)
     try:
-        return case.fn(side, d, case.steps)
+        return case.fn(side, d, case.steps)  # type: ignore[misc]  # only a ScriptCase has no fn
     finally:
         side.set_dtype(prev)
         side.ag_tape_clear()

@@ -64,7 +64,7 @@ class RError(PyggmlrError, RuntimeError):
         self.r_call = call
 
 
-_st = {"started": False, "ri": None, "cv": None, "b": None, "reason": None}
+_st: Dict[str, Any] = {"started": False, "ri": None, "cv": None, "b": None, "reason": None}
 
 # R helpers, evaluated once into a private environment (never globalenv)
 _BRIDGE_R = r"""
@@ -484,7 +484,7 @@ def tape(fn: Callable[[], _T], pkg: str = "pyggmlr") -> _T:
     with_grad_tape is used ("pyggmlr" or "ggmlR"). Re-raises what fn raised (after R closed
     the tape scope); RError when R fails."""
     ri = _ri()
-    box = {"fn": fn}
+    box: Dict[str, Any] = {"fn": fn}
 
     @ri.rternalize
     def cb():
