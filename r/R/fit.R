@@ -160,13 +160,14 @@
 # static (compiled) steps
 
 # TRUE when every layer is a built-in one whose whole forward runs in ops a compiled graph
-# replays, so ag_fit compiles its step by default. ag_embedding is not among them in R: it
-# reads its ids in R, so a graph cannot refill them.
+# replays, so ag_fit compiles its step by default (ag_embedding reads its ids from the batch
+# tensor in the core, so a replay refills them).
 .builtin_model <- function(model) {
   if (is.environment(model)) {
     if (inherits(model, "ag_sequential"))
       return(length(model$layers) > 0L && all(vapply(model$layers, .builtin_model, logical(1))))
-    return(inherits(model, c("ag_dropout", "ag_batch_norm", "ag_layer_norm", "ag_multihead_attention")))
+    return(inherits(model, c("ag_dropout", "ag_batch_norm", "ag_layer_norm", "ag_multihead_attention",
+                              "ag_embedding")))
   }
   # ag_linear is a plain list
   is.list(model) && !is.object(model) && identical(names(model), c("W", "b", "forward", "params", "to_config")) &&

@@ -140,8 +140,9 @@ ag_embedding <- function(vocab_size, dim) {
   a <- sqrt(1 / V)
   e$weight <- ag_param(matrix(stats::runif(V * D, -a, a), D, V))
   e$forward <- function(idx) {
-    ids <- if (is_ag_tensor(idx)) idx$data else idx
-    .wrap(.Call(R_pg_embedding, e$weight$.ptr, as.integer(as.vector(ids))))
+    # ids in a tensor are read by the core on every run, so compiled graphs refill them
+    if (is_ag_tensor(idx)) return(.wrap(.Call(R_pg_embedding_ids, e$weight$.ptr, idx$.ptr)))
+    .wrap(.Call(R_pg_embedding, e$weight$.ptr, as.integer(as.vector(idx))))
   }
   e$parameters <- function() list(weight = e$weight)
   e$to_config <- function() list(type = "embedding", vocab_size = e$vocab_size, dim = e$dim)

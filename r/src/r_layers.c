@@ -32,6 +32,12 @@ SEXP R_pg_embedding(SEXP weight, SEXP ids)
     return r_wrap(pg_embedding(w, idx, (int64_t)n), R_TENSOR);
 }
 
+/* ids held in a tensor: read on every run, so a compiled graph refills them */
+SEXP R_pg_embedding_ids(SEXP weight, SEXP ids)
+{
+    return r_wrap(pg_embedding_ids(r_get(weight, R_TENSOR), r_get(ids, R_TENSOR)), R_TENSOR);
+}
+
 SEXP R_pg_slice_rows(SEXP x, SEXP from, SEXP n)
 {
     pg_tensor *xt = r_get(x, R_TENSOR);
