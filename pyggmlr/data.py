@@ -63,7 +63,10 @@ class ag_dataloader:
     def __init__(self, x: Any, y: Any = None, batch_size: int = 32, shuffle: bool = True, col_major: bool = True,
                  drop_last: bool = True, seed: Optional[int] = None) -> None:
         self.x, self._xdtype = _as_data(x, "x", col_major)
-        self.y, self._ydtype = (None, None) if y is None else _as_data(y, "y", col_major)
+        self.y: Optional[np.ndarray] = None
+        self._ydtype: Optional[str] = None
+        if y is not None:
+            self.y, self._ydtype = _as_data(y, "y", col_major)
         self.n = self.x.shape[1]
         if self.y is not None and self.y.shape[1] != self.n:
             hint = ""

@@ -9,7 +9,7 @@ ggml_opt_result_loss / ggml_opt_result_accuracy."""
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import json
 import math
@@ -198,8 +198,8 @@ class History:
     def __init__(self) -> None:
         for k in _KEYS:
             setattr(self, k, [])
-        self.stopped_epoch = None
-        self.best_epoch = None
+        self.stopped_epoch: Optional[int] = None
+        self.best_epoch: Optional[int] = None
 
     def _append(self, logs):
         for k in _KEYS:
@@ -403,7 +403,7 @@ class ag_checkpoint(Callback):
         if isinstance(every, bool) or int(every) != every or every < 1:
             raise PyggmlrValueError(f"ag_checkpoint: every must be an integer >= 1, got {every!r}")
         self.path, self.every = str(path), int(every)
-        self.saved = []
+        self.saved: List[str] = []
 
     def on_train_begin(self, fit):
         self._fit = fit
@@ -731,7 +731,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         if hasattr(cb, "on_train_begin"):
             cb.on_train_begin(fit)
     if resume is not None:
-        states = fs.get("callbacks") or []
+        states = (fs or {}).get("callbacks") or []
         for i, cb in enumerate(cbs):
             if i < len(states) and states[i] is not None and hasattr(cb, "load_state"):
                 arrays = resume["more"].get(i)

@@ -1,7 +1,7 @@
 """Finite-difference gradient check (ggmlR's ag_gradcheck, returning the details too)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
 import math
 
@@ -21,7 +21,7 @@ class GradcheckResult:
     analytical gradient is missing); max_err: the largest of them; analytical / numerical:
     dict name -> numpy gradient (analytical is None when missing)."""
 
-    def __init__(self, passed: bool, errors: Dict[str, float], analytical: Dict[str, np.ndarray],
+    def __init__(self, passed: bool, errors: Dict[str, float], analytical: Dict[str, Optional[np.ndarray]],
                  numerical: Dict[str, np.ndarray], per_input: Dict[str, bool]) -> None:
         self.passed = passed
         self.errors = errors
@@ -76,7 +76,9 @@ def ag_gradcheck(fn: Callable[[Any], Tensor], inputs: Any, eps: float = 1e-5, at
     for k, v in checked.items():  # backward() added into .grad: put back what was there
         v.grad = saved_grad[k]
 
-    errors, numerical, per_input = {}, {}, {}
+    errors: Dict[str, float] = {}
+    numerical: Dict[str, np.ndarray] = {}
+    per_input: Dict[str, bool] = {}
     originals = {name: t.data for name, t in checked.items()}  # exact copies in each tensor's dtype
     try:
         for name, t in checked.items():
@@ -113,7 +115,8 @@ def ag_gradcheck(fn: Callable[[Any], Tensor], inputs: Any, eps: float = 1e-5, at
             print(f"[gradcheck] '{name}': max_err = {errors[name]:.2e}  {'PASS' if per_input[name] else 'FAIL'}")
             if verbose:
                 print("  analytical:")
-                print(np.round(analytical[name], 6) if analytical[name] is not None else "  (none)")
+                a_name = analytical[name]
+                print(np.round(a_name, 6) if a_name is not None else "  (none)")
                 print("  numerical:")
                 print(np.round(numerical[name], 6))
         print(f"[gradcheck] Overall: {'PASS' if passed else 'FAIL'}")

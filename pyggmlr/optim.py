@@ -56,7 +56,7 @@ class Optimizer:
     (with a warning). Hyper-parameters are attributes (``opt.lr = 0.01``; schedulers write it).
     """
 
-    _kind = None
+    _kind: int = -1  # set by each subclass (enum of native/optim.c)
 
     def __init__(self, params: Any, **hyper: Any) -> None:
         cls = type(self).__name__
@@ -78,8 +78,8 @@ class Optimizer:
         if dropped[0]:
             warnings.warn(f"{cls}: {dropped[0]} duplicate parameter tensor(s) dropped (parameters are matched by identity)",
                           stacklevel=3)
-        for k, v in hyper.items():
-            setattr(self, k, v)
+        for hk, hv in hyper.items():
+            setattr(self, hk, hv)
 
     def __copy__(self):  # the C state has one owner: a copy would free it twice
         raise StateError(f"{type(self).__name__}: optimizers cannot be copied; save state() and load_state() it into a new one")

@@ -489,8 +489,8 @@ def _set_running(P, layer, d):
         layer.running_var = d["rv"]
 
 
-PySide.set_running = lambda self, layer, d: _set_running(self, layer, d)
-RSide.set_running = lambda self, layer, d: _set_running(self, layer, d)
+PySide.set_running = lambda self, layer, d: _set_running(self, layer, d)  # type: ignore[attr-defined]
+RSide.set_running = lambda self, layer, d: _set_running(self, layer, d)  # type: ignore[attr-defined]
 
 _layer_case("batch_norm train", _norm_build("ag_batch_norm"), lambda P, m, d: m.forward(d["x"]), _with_w(_bn_inputs), steps=4)
 _layer_case("batch_norm eval", _norm_build("ag_batch_norm", eval_mode=True), lambda P, m, d: m.forward(d["x"]),

@@ -1,7 +1,7 @@
 """The gradient tape and backward()."""
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 from collections.abc import Mapping
 
@@ -67,7 +67,7 @@ class Gradients(Mapping):
 
     def __init__(self, m: Any) -> None:
         self._m = m
-        self._cache = {}
+        self._cache: Dict[int, Any] = {}
 
     def __copy__(self):  # the C map has one owner: a copy would free it twice
         raise StateError("gradient maps cannot be copied; use {k: v for k, v in grads.items()} for numpy copies")
