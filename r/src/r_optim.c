@@ -1,19 +1,6 @@
 /* .Call glue: optimizers (state in the core) and gradient clipping. */
 #include "r_util.h"
 
-/* borrowed tensor pointers of an R list of handles; R_alloc'd (freed by R at .Call exit) */
-static pg_tensor **handle_array(SEXP lst, const char *op)
-{
-    R_xlen_t n = XLENGTH(lst);
-    pg_tensor **arr = (pg_tensor **)R_alloc(n > 0 ? n : 1, sizeof(pg_tensor *));
-    for (R_xlen_t i = 0; i < n; i++) {
-        SEXP h = VECTOR_ELT(lst, i);
-        if (TYPEOF(h) != EXTPTRSXP) Rf_error("%s: parameter %d is not a tensor", op, (int)i + 1);
-        arr[i] = r_get(h, R_TENSOR);
-    }
-    return arr;
-}
-
 static pg_gradmap *map_arg(SEXP grads)
 {
     return Rf_isNull(grads) ? NULL : (pg_gradmap *)r_get(grads, R_GRADMAP);
@@ -22,7 +9,7 @@ static pg_gradmap *map_arg(SEXP grads)
 /* returns list(handle, n_dropped) */
 SEXP R_pg_optim_new(SEXP kind, SEXP params)
 {
-    pg_tensor **arr = handle_array(params, "optimizer");
+    pg_tensor **arr = r_handle_array(params, "optimizer");
     int64_t dropped = 0;
     pg_optim *o = pg_optim_new(Rf_asInteger(kind), arr, XLENGTH(params), &dropped);
     SEXP h = PROTECT(r_wrap(o, R_OPTIM));
@@ -93,7 +80,7 @@ SEXP R_pg_optim_set_state(SEXP h, SEXP i, SEXP slot, SEXP value)
 
 SEXP R_pg_clip_grad_norm(SEXP params, SEXP grads, SEXP max_norm)
 {
-    pg_tensor **arr = handle_array(params, "clip_grad_norm");
+    pg_tensor **arr = r_handle_array(params, "clip_grad_norm");
     double norm = 0;
     r_check(pg_clip_grad_norm(arr, XLENGTH(params), map_arg(grads), r_num(max_norm, "clip_grad_norm: max_norm"),
                               &norm));

@@ -252,3 +252,16 @@ SEXP r_grad_env(SEXP map)
     UNPROTECT(4);
     return e;
 }
+
+pg_tensor **r_handle_array(SEXP lst, const char *op)
+{
+    if (TYPEOF(lst) != VECSXP) Rf_error("%s: expected a list of tensor handles", op);
+    R_xlen_t n = XLENGTH(lst);
+    pg_tensor **arr = (pg_tensor **)R_alloc(n > 0 ? n : 1, sizeof(pg_tensor *));
+    for (R_xlen_t i = 0; i < n; i++) {
+        SEXP h = VECTOR_ELT(lst, i);
+        if (TYPEOF(h) != EXTPTRSXP) Rf_error("%s: parameter %d is not a tensor", op, (int)i + 1);
+        arr[i] = r_get(h, R_TENSOR);
+    }
+    return arr;
+}

@@ -28,6 +28,8 @@ pg_tensor *r_new_tensor(SEXP x, int dtype, const char *op);
 /* values of a tensor as an R double matrix */
 SEXP r_matrix(pg_tensor *t);
 double r_num(SEXP x, const char *what);
+/* borrowed tensor pointers of an R list of tensor handles; R_alloc'd (freed by R at .Call exit) */
+pg_tensor **r_handle_array(SEXP lst, const char *op);
 
 /* ag_tensor environments, built here rather than in R (new.env + makeActiveBinding closures in R
  * were most of a small model's training step). r_tensor_env: the environment around a tensor
