@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import pyggmlr as pg
+from _fd import numeric_grad
 from pyggmlr.nn import _causal_mask, _matmul_t
 
-EPS = 1e-6
 
 
 def F(vals, r, c):
@@ -20,23 +20,6 @@ def F(vals, r, c):
 def mk(s):
     """The spec's mk(s) = matrix(((1:16)*s) %% 7 / 7 - 0.5, 4, 4)."""
     return F(((np.arange(1, 17) * s) % 7) / 7 - 0.5, 4, 4)
-
-
-def numeric_grad(loss_fn, x):
-    """Central differences of the scalar loss_fn() w.r.t. tensor x (restored exactly)."""
-    base = x.numpy().astype(np.float64)
-    g = np.zeros_like(base)
-    for idx in np.ndindex(base.shape):
-        a = base.copy()
-        a[idx] = base[idx] + EPS
-        x.data = a
-        up = loss_fn().item()
-        a[idx] = base[idx] - EPS
-        x.data = a
-        dn = loss_fn().item()
-        g[idx] = (up - dn) / (2 * EPS)
-    x.data = base
-    return g
 
 
 def gradcheck(loss_fn, tensors, atol=1e-6, rtol=1e-5):
