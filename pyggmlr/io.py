@@ -13,7 +13,7 @@ Reading never unpickles or evaluates anything; every size, offset, dtype and JSO
 checked, and any problem raises PyggmlrValueError."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Union
+from typing import Any, Callable, Dict, Optional, Union
 
 import json
 import math
@@ -442,15 +442,27 @@ def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False)
     return model, {"epoch": epoch, "extra": extra, "tensors": tensors, "meta": meta}
 
 
-def ag_load_model(path: Union[str, os.PathLike], model: Any = None, optimizer: Any = None) -> Any:
+def ag_load_model(path: Union[str, os.PathLike], model: Any = None, optimizer: Any = None,
+                  model_fn: Optional[Callable[[], Any]] = None) -> Any:
     """Load a file written by ag_save_model.
 
     model=None rebuilds the architecture from the file's JSON config (in the file's dtype); a
-    given model must have exactly the file's parameter and buffer names with the same shapes
+    builder (a function taking no arguments that returns the model, given as model= or, as in
+    ggmlR, model_fn=) is called first and its model filled; a given model must have exactly the file's parameter and buffer names with the same shapes
     (ggmlR's "parameter mismatch ... missing in file: / not in model:" and "shape mismatch for
     parameter 'x': model AxB vs file CxD" errors). optimizer: restore its moments and counters
     from the file too. Nothing is changed unless the whole file checks out. Returns the model,
     in eval mode. A truncated, corrupt or foreign file raises PyggmlrValueError."""
+    if model_fn is not None:
+        if model is not None:
+            raise ArgumentError("ag_load_model(): give model= or model_fn=, not both")
+        model = model_fn
+    if model is not None and callable(model) and not hasattr(model, "parameters"):
+        built = model()
+        if not hasattr(built, "parameters"):
+            raise ArgumentError(f"ag_load_model(): the builder returned a {type(built).__name__}, not a model "
+                                "(an object with forward and parameters)")
+        model = built
     return _load(path, model=model, optimizer=optimizer)[0]
 
 

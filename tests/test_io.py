@@ -291,3 +291,24 @@ def test_mutation_fuzz_only_raises_value_errors(tmp_path):
             except pg.PyggmlrValueError:
                 outcomes["error"] += 1
     assert outcomes["error"] > 600 and outcomes["ok"] > 20  # both paths exercised
+
+
+def test_load_with_a_builder_as_ggmlr_model_fn(tmp_path):
+    pg.ggml_set_seed(3)
+    m = pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_linear(6, 2))
+    path = tmp_path / "m.safetensors"
+    pg.ag_save_model(m, path)
+    x = pg.ag_tensor(np.arange(12.0).reshape(4, 3) / 10)
+    want = m(x).numpy()
+
+    def build():
+        return pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_linear(6, 2))
+
+    for got in (pg.ag_load_model(path, build), pg.ag_load_model(path, model_fn=build)):
+        assert np.array_equal(got(x).numpy(), want) and not got.training
+    with pytest.raises(pg.ArgumentError, match="not both"):
+        pg.ag_load_model(path, model=m, model_fn=build)
+    with pytest.raises(pg.ArgumentError, match="not a model"):
+        pg.ag_load_model(path, lambda: 42)
+    with pytest.raises(pg.PyggmlrValueError, match="mismatch"):
+        pg.ag_load_model(path, lambda: pg.ag_sequential(pg.ag_linear(4, 6)))
