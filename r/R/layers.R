@@ -54,9 +54,14 @@ ag_linear <- function(in_features, out_features, activation = NULL, init = "glor
   W <- ag_param(.init_weight(init, gain, out_features, in_features))
   b <- ag_param(matrix(0, out_features, 1L))
   act <- .act(activation)
+  # relu / sigmoid / tanh (or none) fuse with the matmul and bias into one node (as in Python)
+  fused <- if (is.null(activation)) -1L else switch(activation, relu = 0L, sigmoid = 1L, tanh = 2L, NA_integer_)
   init_name <- if (is.character(init)) init else "glorot_uniform"  # the weights themselves are saved
   list(W = W, b = b,
-       forward = function(x) act(ag_add(ag_matmul(W, x), b)),
+       forward = function(x) {
+         if (!is.na(fused)) return(.Call(R_pg_linear, W, x, b, fused))
+         act(ag_add(ag_matmul(W, x), b))
+       },
        params = function() list(W = W, b = b),
        to_config = function() list(type = "linear", in_features = in_features, out_features = out_features,
                                    activation = activation, init = init_name, gain = gain))

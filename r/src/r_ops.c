@@ -30,6 +30,19 @@ static SEXP binary(SEXP A, SEXP B, bin_fn f, const char *op, const char *na, con
 }
 
 SEXP R_pg_matmul(SEXP A, SEXP B) { return binary(A, B, pg_matmul, "ag_matmul", "A", "B"); }
+
+/* ag_linear's forward: act(W x + b) as one node (act -1: none; else PG_RELU / PG_SIGMOID /
+ * PG_TANH), the same numbers as matmul -> add -> activation; x may be R numbers */
+SEXP R_pg_linear(SEXP W, SEXP x, SEXP b, SEXP act)
+{
+    pg_tensor *w = r_get(r_handle(W), R_TENSOR), *bt = r_get(r_handle(b), R_TENSOR);
+    int tx = 0;
+    pg_tensor *xt = r_operand(x, pg_tensor_dtype(w), "ag_linear", "x", &tx);
+    if (xt == NULL) r_fail();
+    pg_tensor *out = pg_linear(w, xt, bt, Rf_asInteger(act));
+    if (tx) pg_tensor_release(xt);
+    return r_wrap_tensor(out);
+}
 SEXP R_pg_add(SEXP A, SEXP B) { return binary(A, B, pg_add, "ag_add", "A", "B"); }
 SEXP R_pg_sub(SEXP A, SEXP B) { return binary(A, B, pg_sub, "ag_sub", "A", "B"); }
 SEXP R_pg_mul(SEXP A, SEXP B) { return binary(A, B, pg_mul, "ag_mul", "A", "B"); }

@@ -135,3 +135,23 @@ test_that("layers train: 10 Adam steps lower the loss", {
   ag_eval(m)
   expect_lt(loss()$data[1, 1], first)
 })
+
+test_that("ag_linear fuses matmul, bias and relu/sigmoid/tanh into one node with the same numbers", {
+  local_f64()
+  set.seed(4)
+  x <- ag_tensor(matrix(rnorm(12), 4, 3))
+  for (act in list(NULL, "relu", "sigmoid", "tanh")) {
+    l <- ag_linear(4, 5, activation = act)
+    with_grad_tape(y <- l$forward(x))
+    expect_equal(ag_tape_memory(quiet = TRUE)$nodes, 1L)
+    expect_equal(ag_tape_memory(quiet = TRUE)$by_op$op, "linear")
+    ref <- ag_add(ag_matmul(l$W, x), l$b)
+    ref <- if (is.null(act)) ref else switch(act, relu = ag_relu(ref), sigmoid = ag_sigmoid(ref), tanh = ag_tanh(ref))
+    expect_identical(y$data, ref$data)
+  }
+  # softmax is not fused: matmul -> add -> softmax
+  l <- ag_linear(4, 3, activation = "softmax")
+  with_grad_tape(y <- l$forward(x))
+  expect_equal(ag_tape_memory(quiet = TRUE)$nodes, 3L)
+  expect_equal(colSums(y$data), rep(1, 3))
+})
