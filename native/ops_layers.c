@@ -387,9 +387,18 @@ static void rows_add(int dtype, void *dst, int64_t Rd, int64_t r0, const void *s
     });
 }
 
-/* dst [nr, C] = rows [r0, r0 + nr) of src [Rs, C] */
-static void rows_get(int dtype, void *dst, const void *src, int64_t Rs, int64_t r0, int64_t nr, int64_t C)
+/* dst [nr, C] (+)= rows [r0, r0 + nr) of src [Rs, C] */
+static void rows_get(int dtype, void *dst, const void *src, int64_t Rs, int64_t r0, int64_t nr, int64_t C, int acc)
 {
+    if (acc) {
+        PG_DISPATCH(dtype, {
+            T *d = dst;
+            const T *s = src;
+            for (int64_t j = 0; j < C; j++)
+                for (int64_t i = 0; i < nr; i++) d[i + j * nr] += s[r0 + i + j * Rs];
+        });
+        return;
+    }
     size_t es = pg_dtype_size(dtype);
     for (int64_t j = 0; j < C; j++)
         memcpy((char *)dst + (size_t)(j * nr) * es, (const char *)src + (size_t)(j * Rs + r0) * es, (size_t)nr * es);
@@ -410,7 +419,7 @@ static int slice_rows_bw(pg_node *n, pg_tensor *g)
 static int slice_rows_fw(pg_node *n)
 {
     pg_tensor *x = n->in[0];
-    rows_get(x->dtype, pg_data(n->out), pg_data(x), x->ne[0], n->ip[0], n->out->ne[0], x->ne[1]);
+    rows_get(x->dtype, pg_data(n->out), pg_data(x), x->ne[0], n->ip[0], n->out->ne[0], x->ne[1], 0);
     return 0;
 }
 
@@ -435,30 +444,12 @@ static int concat_rows_bw(pg_node *n, pg_tensor *g)
     if (pg_wants_grad(a)) {
         void *slot = pg_grad_slot(a, &acc);
         if (!slot) return -1;
-        if (acc) {
-            PG_DISPATCH(g->dtype, {
-                T *d = slot;
-                const T *gp = pg_data(g);
-                for (int64_t j = 0; j < C; j++)
-                    for (int64_t i = 0; i < Ra; i++) d[i + j * Ra] += gp[i + j * R];
-            });
-        } else {
-            rows_get(g->dtype, slot, pg_data(g), R, 0, Ra, C);
-        }
+        rows_get(g->dtype, slot, pg_data(g), R, 0, Ra, C, acc);
     }
     if (pg_wants_grad(b)) {
         void *slot = pg_grad_slot(b, &acc);
         if (!slot) return -1;
-        if (acc) {
-            PG_DISPATCH(g->dtype, {
-                T *d = slot;
-                const T *gp = pg_data(g);
-                for (int64_t j = 0; j < C; j++)
-                    for (int64_t i = 0; i < Rb; i++) d[i + j * Rb] += gp[Ra + i + j * R];
-            });
-        } else {
-            rows_get(g->dtype, slot, pg_data(g), R, Ra, Rb, C);
-        }
+        rows_get(g->dtype, slot, pg_data(g), R, Ra, Rb, C, acc);
     }
     return 0;
 }
