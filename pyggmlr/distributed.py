@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import sys
 import zlib
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from ._core import F32, F64, NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from .optim import Optimizer, clip_grad_norm, optimizer_adam, optimizer_sgd
 from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
-from .tensor import ArrayLike, Tensor, ag_tensor
+from .tensor import ArrayLike, Tensor, _unique_tensors, ag_tensor
 
 #: A parameter list as the functions here accept it: a model (anything with parameters()), a
 #: dict name -> tensor, a single tensor or an iterable of tensors; matched by position.
@@ -60,30 +60,7 @@ class DistributedError(PyggmlrError, RuntimeError):
 # ---------------------------------------------------------------------------------------------
 # parameter lists (identity, order kept)
 
-def _tensors(obj, name):
-    """The tensors of a model (parameters()), a dict or an iterable, de-duplicated by identity
-    (first occurrence kept), in order."""
-    if isinstance(obj, Tensor):
-        items = [obj]
-    else:
-        if hasattr(obj, "parameters") and callable(obj.parameters):
-            obj = obj.parameters()
-        if isinstance(obj, dict):
-            items = list(obj.values())
-        else:
-            try:
-                items = list(obj)
-            except TypeError:
-                raise ArgumentError(f"{name}: expected a model, a dict or a list of tensors, got {type(obj).__name__}") from None
-    out, seen = [], set()
-    for i, t in enumerate(items):
-        if not isinstance(t, Tensor):
-            raise ArgumentError(f"{name}: parameter {i + 1} is a {type(t).__name__}, not a tensor")
-        k = int(ffi.cast("intptr_t", t._handle()))
-        if k not in seen:
-            seen.add(k)
-            out.append(t)
-    return out
+_tensors = _unique_tensors
 
 
 def _buffer_tensors(model):
@@ -724,8 +701,7 @@ def ag_fit_distributed(model: Any, x: ArrayLike, y: Optional[ArrayLike] = None,
                     with with_grad_tape():
                         out = model.forward(xb)
                         lv = lossfn(out, yb) if yb is not None else lossfn(out)
-                    g = backward(lv)
-                    del g
+                    backward(lv)  # into .grad; the optimizer steps from .grad
                     lsum += (lv.item() * len(mine), len(mine))
                     del out, lv
                 ag_allreduce_gradients(params, None, weight=len(mine), comm=comm, check=first)

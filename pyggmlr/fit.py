@@ -9,7 +9,7 @@ ggml_opt_result_loss / ggml_opt_result_accuracy."""
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, List, Optional, Sequence, Union
 
 import json
 import math

@@ -23,9 +23,9 @@ import numbers
 import numpy as np
 
 from . import _core
-from ._core import F32, F64, NULL, ffi, lib
+from ._core import F32, NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError
-from .tensor import Tensor, _dtype_code, _new_from
+from .tensor import Tensor, _dtype_code, _new_from, _unique_tensors
 
 __all__ = [
     "ag_tape_memory", "ag_estimate_training_memory", "ag_memory_stats", "ag_memory_peak",
@@ -271,21 +271,9 @@ def _nbytes(p):
 
 
 def _model_params(model):
-    params = model.parameters() if hasattr(model, "parameters") and callable(model.parameters) else None
-    if params is None:
+    if not (hasattr(model, "parameters") and callable(model.parameters)):
         raise ArgumentError("ag_estimate_training_memory(): model must have a parameters() method")
-    if isinstance(params, Tensor):
-        params = [params]
-    tensors = list(params.values()) if isinstance(params, dict) else list(params)
-    uniq, seen = [], set()
-    for t in tensors:
-        if not isinstance(t, Tensor):
-            raise ArgumentError(f"ag_estimate_training_memory(): model.parameters() holds a {type(t).__name__}, not a tensor")
-        k = int(ffi.cast("intptr_t", t._handle()))
-        if k not in seen:
-            seen.add(k)
-            uniq.append(t)
-    return uniq
+    return _unique_tensors(model, "ag_estimate_training_memory(): model.parameters()")
 
 
 def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, static=False):

@@ -1,7 +1,7 @@
 """The gradient tape and backward()."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional
 
 from collections.abc import Mapping
 
