@@ -34,6 +34,19 @@ bash scripts/sanitize.sh
 if command -v Rscript >/dev/null 2>&1 && [ -d r/tests/testthat ]; then
     Rscript -e 'res <- testthat::test_dir("r/tests/testthat", package = "pyggmlr", load_package = "installed", reporter = "summary", stop_on_failure = TRUE)'
 fi
+if command -v R >/dev/null 2>&1; then
+    # R CMD check of the built package (its testthat suite included): errors or warnings fail
+    chk=$(mktemp -d)
+    root=$PWD
+    if ! (cd "$chk" && R CMD build --no-build-vignettes "$root/r" >build.log 2>&1 &&
+          _R_CHECK_FORCE_SUGGESTS_=false R CMD check --no-manual --ignore-vignettes pyggmlr_*.tar.gz >check.log 2>&1) ||
+       ! grep -Eq "^Status: (OK|[0-9]+ NOTEs?)$" "$chk/check.log"; then
+        cat "$chk"/build.log "$chk"/check.log 2>/dev/null | tail -60
+        echo "R CMD check failed"; exit 1
+    fi
+    grep "^Status:" "$chk/check.log" | sed 's/^/R CMD check: /'
+    rm -rf "$chk"
+fi
 if command -v Rscript >/dev/null 2>&1 && [ -d r/vignettes ]; then
     # R vignettes are executed too: a chunk that errors fails the run
     for v in r/vignettes/*.Rmd; do
