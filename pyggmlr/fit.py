@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from . import _core
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .ops import ag_mean, ag_mse_loss, ag_softmax_cross_entropy_loss, ag_sum
 from .optim import Optimizer, optimizer_adam, optimizer_sgd
@@ -157,21 +158,16 @@ def _loss_fn(loss):
 
 def _loss_stats(values, weights, per_datapoint):
     """Mean of per-batch losses (weighted by batch size; equal weights for full batches) and the
-    standard error of the per-batch values (ggml_opt_result_loss); a sum loss reports the total."""
-    v = np.asarray(values, dtype=np.float64)
-    nb = v.size
-    if nb == 0:
-        return math.nan, math.nan
-    w = np.asarray(weights, dtype=np.float64)
-    mean = float(np.sum(v * w) / np.sum(w))
-    if nb < 2:
-        return (mean if per_datapoint else float(v.sum())), math.nan
-    m = float(np.mean(v))
-    var = float(np.mean(v * v)) - m * m  # m * m: correctly rounded (libm pow(m, 2) is not always)
-    var = max(var, 0.0)
-    if per_datapoint:
-        return mean, math.sqrt(var / (nb - 1))
-    return float(v.sum()), math.sqrt(var * nb / (nb - 1))
+    standard error of the per-batch values (ggml_opt_result_loss); a sum loss reports the total.
+    Computed by the C core (pg_loss_stats), the same function R's ag_fit calls."""
+    v = np.ascontiguousarray(values, dtype=np.float64)
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    if v.shape != w.shape:
+        raise PyggmlrValueError(f"loss statistics: {v.size} values but {w.size} weights")
+    out = _core.ffi.new("double[2]")
+    _core.check(_core.lib.pg_loss_stats(_core.ffi.cast("double *", v.ctypes.data), _core.ffi.cast("double *", w.ctypes.data),
+                                        v.size, int(bool(per_datapoint)), out))
+    return out[0], out[1]
 
 
 def _acc_stats(ncorrect, ndata):

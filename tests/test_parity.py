@@ -5,6 +5,8 @@ in f64 and f32, and must agree bit for bit at every step.
 
 Skipped only when R or rpy2 is absent; the R package must be installed
 (``bash scripts/install-r-package.sh``), otherwise these tests fail."""
+import math
+
 import numpy as np
 import pytest
 
@@ -207,22 +209,23 @@ def test_gradcheck_case_sees_a_pass_and_a_fail(sides):
         assert rec["grad unset"].tolist() == [1.0, 1.0]
 
 
-def test_r_loss_statistics_sum_in_numpys_order():
-    """R's ag_fit sums the per-batch losses in numpy's pairwise float64 order, so its history
-    statistics equal Python's bit for bit (R's sum() accumulates in long double)."""
+def test_r_loss_statistics_come_from_the_core():
+    """R's ag_fit and Python's compute the per-epoch loss statistics with the core's one function
+    (pg_loss_stats), so their histories agree bit for bit, on values spanning many magnitudes
+    where R's own sum() (long double) and numpy's (pairwise) would round differently."""
     rng = np.random.default_rng(3)
+    from pyggmlr.fit import _loss_stats
     lens = list(range(1, 40)) + [127, 128, 129, 200, 257, 1000]
-    vals = [rng.standard_normal(n) * 10 ** rng.uniform(-3, 3, n) for n in lens]
-    got = r.run("vapply(vals, pyggmlr:::.pairwise_sum, 0)", vals=vals)
-    assert [float(g) for g in got] == [float(np.sum(v)) for v in vals]
-    # R's own sum() would not do: it rounds differently for some of these
-    assert sum(bool(x) for x in r.run("vapply(vals, sum, 0)", vals=vals) != np.array(got)) > 0
-    for n in (1, 2, 5, 9, 150):
-        v = rng.uniform(0.1, 3.0, n)
+    for n in lens:
+        v = rng.standard_normal(n) * 10 ** rng.uniform(-3, 3, n)
         w = rng.integers(1, 5, n).astype(float)
-        from pyggmlr.fit import _loss_stats
         for per in (True, False):
             want = _loss_stats(v, w, per)
             res = r.run("pyggmlr:::.loss_stats(v, w, per)", v=v, w=w, per=per)
             got = [float(x) for x in np.atleast_1d(res)]
             assert np.array_equal(np.array(got), np.array(want), equal_nan=True), (n, per, got, want)
+    # the mean really is weighted, the total is the plain sum, and one batch has no error bar
+    m, u = _loss_stats([1.0, 3.0], [1.0, 3.0], True)
+    assert m == 2.5 and u == 1.0
+    assert _loss_stats([1.0, 3.0], [1.0, 3.0], False)[0] == 4.0
+    assert math.isnan(_loss_stats([2.0], [1.0], True)[1])

@@ -72,42 +72,10 @@
                    loss))
 }
 
-# A double sum in numpy's float64 order (pairwise: blocks of up to 128 values summed with 8
-# accumulators), so the per-epoch statistics equal the Python package's (pyggmlr/fit.py) bit
-# for bit; R's sum() and mean() accumulate in long double and round differently in the last bits.
-.pairwise_sum <- function(a) {
-  n <- length(a)
-  if (n < 8L) {
-    s <- 0
-    for (v in a) s <- s + v
-    return(s)
-  }
-  if (n <= 128L) {
-    r <- a[1:8]
-    m <- n - n %% 8L
-    if (m > 8L) for (i in seq.int(9L, m, by = 8L)) r <- r + a[i:(i + 7L)]
-    s <- ((r[1L] + r[2L]) + (r[3L] + r[4L])) + ((r[5L] + r[6L]) + (r[7L] + r[8L]))
-    if (m < n) for (i in (m + 1L):n) s <- s + a[i]
-    return(s)
-  }
-  n2 <- n %/% 2L
-  n2 <- n2 - n2 %% 8L
-  .pairwise_sum(a[seq_len(n2)]) + .pairwise_sum(a[(n2 + 1L):n])
-}
-
-# loss statistics as ggml reports them: mean of the per-batch losses (weighted by batch size)
-# and the standard error of the per-batch values; a sum loss reports the total
-.loss_stats <- function(v, w, per_datapoint) {
-  v <- as.double(v); w <- as.double(w)
-  nb <- length(v)
-  if (nb == 0L) return(c(NaN, NaN))
-  mean_w <- .pairwise_sum(v * w) / .pairwise_sum(w)
-  total <- .pairwise_sum(v)
-  if (nb < 2L) return(c(if (per_datapoint) mean_w else total, NaN))
-  m <- total / nb
-  var <- max(.pairwise_sum(v * v) / nb - m * m, 0)
-  if (per_datapoint) c(mean_w, sqrt(var / (nb - 1))) else c(total, sqrt(var * nb / (nb - 1)))
-}
+# loss statistics as ggml reports them (mean of the per-batch losses weighted by batch size, or
+# the total for a sum loss, and the standard error of the per-batch values), computed by the core
+# (pg_loss_stats), the same function Python's ag_fit calls, so the histories agree to the bit
+.loss_stats <- function(v, w, per_datapoint) .Call(R_pg_loss_stats, as.double(v), as.double(w), isTRUE(per_datapoint))
 
 .acc_stats <- function(ncorrect, ndata) {
   if (is.null(ncorrect) || ndata == 0) return(c(NaN, NaN))

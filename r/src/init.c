@@ -9,6 +9,7 @@ extern SEXP R_pg_batch_norm(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_norm(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_embedding(SEXP, SEXP);
 extern SEXP R_pg_linear(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_loss_stats(SEXP, SEXP, SEXP);
 extern SEXP R_pg_embedding_ids(SEXP, SEXP);
 extern SEXP R_pg_slice_rows(SEXP, SEXP, SEXP);
 extern SEXP R_pg_concat_rows(SEXP, SEXP);
@@ -78,6 +79,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_layer_norm",           (DL_FUNC) &R_pg_layer_norm,           4},
     {"R_pg_embedding",            (DL_FUNC) &R_pg_embedding,            2},
     {"R_pg_linear",               (DL_FUNC) &R_pg_linear,               4},
+    {"R_pg_loss_stats",           (DL_FUNC) &R_pg_loss_stats,           3},
     {"R_pg_embedding_ids",        (DL_FUNC) &R_pg_embedding_ids,        2},
     {"R_pg_slice_rows",           (DL_FUNC) &R_pg_slice_rows,           3},
     {"R_pg_concat_rows",          (DL_FUNC) &R_pg_concat_rows,          2},
