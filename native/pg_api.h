@@ -113,6 +113,7 @@ int64_t pg_tape_nodes(void);
 pg_gradmap *pg_backward(pg_tensor *loss);
 int64_t pg_gradmap_size(pg_gradmap *m);
 int64_t pg_gradmap_key_id(pg_gradmap *m, int64_t i);      /* id of entry i's tensor (the map does not keep it alive) */
+int pg_gradmap_key_is_leaf(pg_gradmap *m, int64_t i);     /* 1 if no recorded op produced entry i's tensor, -1 out of range */
 pg_tensor *pg_gradmap_value(pg_gradmap *m, int64_t i);   /* borrowed */
 pg_tensor *pg_gradmap_get(pg_gradmap *m, pg_tensor *key);/* borrowed; NULL if absent (no error) */
 pg_tensor *pg_gradmap_get_id(pg_gradmap *m, int64_t id); /* borrowed; NULL if absent (no error) */

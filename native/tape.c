@@ -28,6 +28,7 @@ struct pg_gradmap {
      * new tensor never matches; keys are never dereferenced. */
     const pg_tensor **keys;
     int64_t *ids;
+    unsigned char *leaf; /* no recorded op produced the key (parameters, inputs): R binds these by name */
     pg_tensor **vals;   /* owned refs */
     int64_t hcap;       /* open-addressing index over keys: slot -> entry + 1 (0 empty) */
     int64_t *hidx;
@@ -266,6 +267,23 @@ pg_gradmap *pg_backward(pg_tensor *loss)
     return m;
 }
 
+/* an empty map with room for n entries (n set by the caller), NULL when out of memory */
+static pg_gradmap *gradmap_alloc(int64_t n)
+{
+    size_t k = (size_t)(n ? n : 1);
+    pg_gradmap *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->keys = malloc(k * sizeof *m->keys);
+    m->ids = malloc(k * sizeof *m->ids);
+    m->leaf = malloc(k);
+    m->vals = malloc(k * sizeof *m->vals);
+    if (!m->keys || !m->ids || !m->leaf || !m->vals) {
+        free(m->keys); free(m->ids); free(m->leaf); free(m->vals); free(m);
+        return NULL;
+    }
+    return m;
+}
+
 static pg_gradmap *backward_locked(pg_tensor *loss)
 {
     if (pg_ok(loss, "backward()", "loss")) return NULL;
@@ -286,14 +304,8 @@ static pg_gradmap *backward_locked(pg_tensor *loss)
         if (n->bw(n, out->bw_grad)) { reached_drop(); return NULL; }
     }
 
-    pg_gradmap *m = calloc(1, sizeof *m);
-    if (m) {
-        m->keys = malloc((size_t)(n_reached ? n_reached : 1) * sizeof *m->keys);
-        m->ids = malloc((size_t)(n_reached ? n_reached : 1) * sizeof *m->ids);
-        m->vals = malloc((size_t)(n_reached ? n_reached : 1) * sizeof *m->vals);
-    }
-    if (!m || !m->keys || !m->ids || !m->vals) {
-        if (m) { free(m->keys); free(m->ids); free(m->vals); free(m); }
+    pg_gradmap *m = gradmap_alloc(n_reached);
+    if (!m) {
         reached_drop();
         return pg_fail_null(PG_ERR_NOMEM, "backward(): out of memory building the gradient map");
     }
@@ -302,6 +314,7 @@ static pg_gradmap *backward_locked(pg_tensor *loss)
         pg_tensor *t = reached[i];
         m->keys[i] = t;
         m->ids[i] = t->id;
+        m->leaf[i] = t->node == NULL;
         m->vals[i] = t->bw_grad; /* takes over the ref held by bw_grad */
         t->bw_grad = NULL;
         if (t->requires_grad && !t->node && !fail) fail = leaf_accumulate(t, m->vals[i]);
@@ -320,6 +333,7 @@ static pg_gradmap *backward_locked(pg_tensor *loss)
 
 int64_t pg_gradmap_size(pg_gradmap *m) { return m ? m->n : 0; }
 int64_t pg_gradmap_key_id(pg_gradmap *m, int64_t i) { return (m && i >= 0 && i < m->n) ? m->ids[i] : -1; }
+int pg_gradmap_key_is_leaf(pg_gradmap *m, int64_t i) { return (m && i >= 0 && i < m->n) ? m->leaf[i] : -1; }
 pg_tensor *pg_gradmap_value(pg_gradmap *m, int64_t i) { return (m && i >= 0 && i < m->n) ? m->vals[i] : NULL; }
 
 pg_tensor *pg_gradmap_get(pg_gradmap *m, pg_tensor *key)
@@ -354,6 +368,7 @@ void pg_gradmap_free(pg_gradmap *m)
     for (int64_t i = 0; i < m->n; i++) pg_tensor_release(m->vals[i]);
     free(m->keys);
     free(m->ids);
+    free(m->leaf);
     free(m->vals);
     free(m->hidx);
     free(m);
@@ -439,18 +454,12 @@ uint64_t pg_tape_new_epoch(void)
 /* A gradient map over given keys / values (values retained; keys matched by address and id). */
 pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n)
 {
-    pg_gradmap *m = calloc(1, sizeof *m);
+    pg_gradmap *m = gradmap_alloc(n);
     if (!m) return pg_fail_null(PG_ERR_NOMEM, "out of memory");
-    m->keys = malloc((size_t)(n ? n : 1) * sizeof *m->keys);
-    m->ids = malloc((size_t)(n ? n : 1) * sizeof *m->ids);
-    m->vals = malloc((size_t)(n ? n : 1) * sizeof *m->vals);
-    if (!m->keys || !m->ids || !m->vals) {
-        free(m->keys); free(m->ids); free(m->vals); free(m);
-        return pg_fail_null(PG_ERR_NOMEM, "out of memory");
-    }
     for (int64_t i = 0; i < n; i++) {
         m->keys[i] = keys[i];
         m->ids[i] = keys[i]->id;
+        m->leaf[i] = keys[i]->node == NULL;
         m->vals[i] = vals[i];
         pg_tensor_retain(vals[i]);
     }

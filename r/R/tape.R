@@ -14,12 +14,44 @@ ag_no_grad <- function(expr) {
   eval.parent(substitute(expr))
 }
 
-# Gradient map: an environment keyed by as.character(id) whose entries read the core's map
-# lazily (active bindings made in C, src/r_util.c, from .gb_grad; their enclosure holds `.map`
-# and `.id`); the map handle lives in `.map` (optimizers and clip_grad_norm use it directly).
+# Gradient map: an environment of class "ag_grads" holding the core map's handle in `.map`, with
+# one active binding per leaf tensor (parameters, inputs), keyed by as.character(id) as in ggmlR,
+# that reads (and on assignment writes) the core's map lazily; made in C (src/r_util.c) from
+# .gb_grad, whose enclosure holds `.map` and `.id`. Every gradient in the map, op results'
+# included, is read with grads[[id]], grads[[tensor]] or grads$`id`.
 .gb_grad <- function(value) {
   if (missing(value)) .Call(R_pg_gradmap_get, .map, .id)
   else .Call(R_pg_gradmap_set, .map, .id, if (is_ag_tensor(value)) value$data else value)
+}
+
+.grad_key <- function(i) {
+  if (is_ag_tensor(i)) return(i$id)
+  if ((is.numeric(i) || is.character(i)) && length(i) == 1L) {
+    id <- suppressWarnings(as.numeric(i))
+    if (!is.na(id)) return(id)
+  }
+  NULL
+}
+
+`[[.ag_grads` <- function(x, i, ...) {
+  id <- .grad_key(i)
+  if (is.null(id)) return(get0(i, envir = x, inherits = FALSE))
+  .Call(R_pg_gradmap_get, get(".map", envir = x, inherits = FALSE), id)
+}
+`$.ag_grads` <- function(x, name) x[[name]]
+`[[<-.ag_grads` <- function(x, i, ..., value) {
+  id <- .grad_key(i)
+  if (is.null(id)) stop("gradients are keyed by tensor id (or the tensor itself)", call. = FALSE)
+  .Call(R_pg_gradmap_set, get(".map", envir = x, inherits = FALSE), id,
+        if (is_ag_tensor(value)) value$data else value)
+  x
+}
+`$<-.ag_grads` <- function(x, name, value) `[[<-.ag_grads`(x, name, value = value)
+print.ag_grads <- function(x, ...) {
+  ids <- .Call(R_pg_gradmap_ids, get(".map", envir = x, inherits = FALSE))
+  cat(sprintf("ag_grads: %d gradient(s), %d bound by id (leaves: %s)\n", length(ids),
+              length(ls(x)), paste(utils::head(ls(x), 8), collapse = ", ")))
+  invisible(x)
 }
 
 .map_handle <- function(grads, where) {

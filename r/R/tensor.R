@@ -10,28 +10,20 @@
 }
 .dtype_name <- function(code) if (code == 1L) "f64" else "f32"
 
-# Wrap a new core reference (an external pointer) as an ag_tensor environment: `.ptr`, `id`,
-# `dtype`, `device`, `grad_fn` and the active bindings `data`, `grad` and `requires_grad`, built
-# in C (src/r_util.c) from the three templates below (their enclosure there holds `.ptr`).
-# An ag_tensor passes through unchanged.
+# Wrap a new core reference (an external pointer) as an ag_tensor environment holding `.ptr`,
+# `id`, `dtype`, `device` and `grad_fn` (built in C, src/r_util.c). `data`, `grad` and
+# `requires_grad` are read and written through the `$`/`[[` methods below, straight from the
+# core. An ag_tensor passes through unchanged.
 .wrap <- function(ptr) .Call(R_pg_wrap, ptr)
-utils::globalVariables(c(".ptr", ".map", ".id")) # bound in the enclosures made in C
+utils::globalVariables(c(".map", ".id")) # bound in the enclosures made in C
 
-.tb_data <- function(value) {
-  if (missing(value)) .Call(R_pg_tensor_data, .ptr)
-  else .Call(R_pg_tensor_write, .ptr, if (is_ag_tensor(value)) value$data else value)
-}
-.tb_grad <- function(value) {
-  if (missing(value)) .Call(R_pg_tensor_grad, .ptr)
-  else .Call(R_pg_tensor_set_grad, .ptr, if (is_ag_tensor(value)) value$data else value)
-}
-.tb_requires_grad <- function(value) {
-  if (missing(value)) .Call(R_pg_tensor_requires_grad, .ptr, NULL)
-  else .Call(R_pg_tensor_requires_grad, .ptr, value)
-}
-
-# handle of a tensor, or the value itself (a constant) for anything else
-.h <- function(x) if (is_ag_tensor(x)) x$.ptr else x
+`$.ag_tensor` <- function(x, name) .Call(R_pg_tensor_field, x, name)
+`[[.ag_tensor` <- function(x, i, ...) .Call(R_pg_tensor_field, x, i)
+`$<-.ag_tensor` <- function(x, name, value) .Call(R_pg_tensor_field_set, x, name, value)
+`[[<-.ag_tensor` <- function(x, i, ..., value) .Call(R_pg_tensor_field_set, x, i, value)
+.TENSOR_FIELDS <- c("data", "grad", "requires_grad", "id", "dtype", "device", "grad_fn")
+names.ag_tensor <- function(x) union(.TENSOR_FIELDS, setdiff(ls(x, all.names = FALSE), .TENSOR_FIELDS))
+.DollarNames.ag_tensor <- function(x, pattern = "") grep(pattern, names(x), value = TRUE)
 
 .check_device <- function(device, where = "ag_tensor") {
   if (is.null(device) || identical(device, "cpu")) return(invisible())

@@ -36,6 +36,8 @@ extern SEXP R_pg_softmax_ce_loss_idx(SEXP, SEXP);
 extern SEXP R_pg_softmax_ce_tensors(SEXP, SEXP);
 extern SEXP R_pg_backward_env(SEXP);
 extern SEXP R_pg_wrap(SEXP);
+extern SEXP R_pg_tensor_field(SEXP, SEXP);
+extern SEXP R_pg_tensor_field_set(SEXP, SEXP, SEXP);
 extern SEXP R_pg_optim_new(SEXP, SEXP);
 extern SEXP R_pg_optim_get(SEXP, SEXP);
 extern SEXP R_pg_optim_set(SEXP, SEXP, SEXP);
@@ -106,6 +108,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_softmax_ce_tensors",   (DL_FUNC) &R_pg_softmax_ce_tensors,   2},
     {"R_pg_backward_env",         (DL_FUNC) &R_pg_backward_env,         1},
     {"R_pg_wrap",                 (DL_FUNC) &R_pg_wrap,                 1},
+    {"R_pg_tensor_field",         (DL_FUNC) &R_pg_tensor_field,         2},
+    {"R_pg_tensor_field_set",     (DL_FUNC) &R_pg_tensor_field_set,     3},
     {"R_pg_optim_new",            (DL_FUNC) &R_pg_optim_new,            2},
     {"R_pg_optim_get",            (DL_FUNC) &R_pg_optim_get,            2},
     {"R_pg_optim_set",            (DL_FUNC) &R_pg_optim_set,            3},

@@ -1,6 +1,7 @@
 /* .Call glue: tensors, the tape, backward and gradient maps, BLAS and global settings. */
 #define USE_FC_LEN_T
 #include "r_util.h"
+#include <string.h>
 #include <R_ext/BLAS.h>
 #ifndef FCONE
 #define FCONE
@@ -91,6 +92,34 @@ SEXP R_pg_tensor_set_grad(SEXP x, SEXP value)
     pg_tensor_release(g);
     if (rc) r_fail();
     return R_NilValue;
+}
+
+/* x$name and x[[name]] (see r_tensor_field) */
+SEXP R_pg_tensor_field(SEXP x, SEXP name) { return r_tensor_field(x, name); }
+
+/* x$name <- value: `data`, `grad` and `requires_grad` write the core tensor (an ag_tensor value
+ * gives its values); `.ptr`, `id` and `dtype` are read-only; other names are plain fields */
+SEXP R_pg_tensor_field_set(SEXP x, SEXP name, SEXP value)
+{
+    if (TYPEOF(x) != ENVSXP) Rf_error("ag_tensor field assignment: not an ag_tensor");
+    if (!Rf_isString(name) || XLENGTH(name) != 1) Rf_error("ag_tensor field assignment: the field name must be one string");
+    const char *nm = Rf_translateChar(STRING_ELT(name, 0));
+    int kind = r_tensor_field_is_computed(name);
+    if (kind) {
+        SEXP h = r_handle(x);
+        if (TYPEOF(value) == ENVSXP) value = R_pg_tensor_data(r_handle(value));
+        PROTECT(value);
+        if (kind == 1) R_pg_tensor_write(h, value);
+        else if (kind == 2) R_pg_tensor_set_grad(h, value);
+        else R_pg_tensor_requires_grad(h, Rf_isNull(value) ? Rf_ScalarLogical(NA_LOGICAL) : value);
+        UNPROTECT(1);
+        return x;
+    }
+    if (!strcmp(nm, ".ptr") || !strcmp(nm, "id") || !strcmp(nm, "dtype"))
+        Rf_error("ag_tensor: `%s` is read-only%s", nm,
+                 strcmp(nm, "dtype") ? "" : "; ag_tensor(x, dtype = ...) makes a copy of another dtype");
+    Rf_defineVar(Rf_installTrChar(STRING_ELT(name, 0)), value, x);
+    return x;
 }
 
 SEXP R_pg_tensor_op(SEXP x) { return Rf_mkString(pg_tensor_op(r_get(x, R_TENSOR))); }

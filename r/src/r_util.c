@@ -3,7 +3,12 @@
 
 static const char *kind_name[] = {"pg_tensor", "pg_gradmap", "pg_optim"};
 
-static SEXP kind_tag(int kind) { return Rf_install(kind_name[kind]); }
+static SEXP kind_tag(int kind)
+{
+    static SEXP tags[3]; /* symbols are never collected; looked up once (install hashes a string) */
+    if (!tags[kind]) tags[kind] = Rf_install(kind_name[kind]);
+    return tags[kind];
+}
 
 static void fin_tensor(SEXP x)
 {
@@ -137,8 +142,8 @@ double r_num(SEXP x, const char *what)
 
 /* ---- ag_tensor and gradient environments ---- */
 static SEXP s_ptr, s_id, s_dtype, s_device, s_grad_fn, s_data, s_grad, s_rg, s_map, s_gid;
-static SEXP c_class, c_f32, c_f64, c_cpu;  /* shared constants, preserved, not mutable */
-static SEXP t_data, t_grad, t_rg, t_gb;   /* binding templates from the namespace (tensor.R, tape.R) */
+static SEXP c_class, c_grads_class, c_f32, c_f64, c_cpu;  /* shared constants, preserved, not mutable */
+static SEXP t_gb;   /* gradient binding template from the namespace (tape.R) */
 static SEXP ns_env;
 
 static SEXP constant(SEXP x)
@@ -165,6 +170,7 @@ static void env_init(void)
     s_grad = Rf_install("grad"); s_rg = Rf_install("requires_grad"); s_map = Rf_install(".map");
     s_gid = Rf_install(".id");
     c_class = constant(Rf_mkString("ag_tensor"));
+    c_grads_class = constant(Rf_mkString("ag_grads"));
     c_f32 = constant(Rf_mkString("f32"));
     c_f64 = constant(Rf_mkString("f64"));
     c_cpu = constant(Rf_mkString("cpu"));
@@ -172,9 +178,6 @@ static void env_init(void)
     R_PreserveObject(ns);
     ns_env = ns;
     UNPROTECT(2);
-    t_data = template_fn(".tb_data");
-    t_grad = template_fn(".tb_grad");
-    t_rg = template_fn(".tb_requires_grad");
     t_gb = template_fn(".gb_grad");
 }
 
@@ -202,23 +205,48 @@ SEXP r_tensor_env(SEXP ptr)
     pg_tensor *t = r_get(ptr, R_TENSOR);
     env_init();
     PROTECT(ptr);
+    /* Plain bindings only: `data`, `grad` and `requires_grad` are served by the `$.ag_tensor`
+     * method (R_pg_tensor_field) from the core, so a tensor costs one small environment and no
+     * closures (per-tensor active-binding closures were most of a small model's R step). */
     SEXP e = PROTECT(R_NewEnv(R_EmptyEnv, FALSE, 0));
-    SEXP ce = PROTECT(R_NewEnv(ns_env, FALSE, 0)); /* the bindings' enclosure: .ptr, then the namespace */
-    Rf_defineVar(s_ptr, ptr, ce);
-    Rf_defineVar(s_ptr, ptr, e);
+    Rf_defineVar(s_grad_fn, R_NilValue, e);
+    Rf_defineVar(s_device, c_cpu, e);
+    Rf_defineVar(s_dtype, pg_tensor_dtype(t) == PG_F64 ? c_f64 : c_f32, e);
     SEXP id = PROTECT(Rf_ScalarReal((double)pg_tensor_id(t)));
     Rf_defineVar(s_id, id, e);
-    UNPROTECT(1);
-    Rf_defineVar(s_dtype, pg_tensor_dtype(t) == PG_F64 ? c_f64 : c_f32, e);
-    Rf_defineVar(s_device, c_cpu, e);
-    Rf_defineVar(s_grad_fn, R_NilValue, e);
-    SEXP f;
-    f = PROTECT(closure_in(t_data, ce)); R_MakeActiveBinding(s_data, f, e); UNPROTECT(1);
-    f = PROTECT(closure_in(t_grad, ce)); R_MakeActiveBinding(s_grad, f, e); UNPROTECT(1);
-    f = PROTECT(closure_in(t_rg, ce)); R_MakeActiveBinding(s_rg, f, e); UNPROTECT(1);
+    Rf_defineVar(s_ptr, ptr, e);
     Rf_setAttrib(e, R_ClassSymbol, c_class);
     UNPROTECT(3);
     return e;
+}
+
+/* `$` and `[[` on an ag_tensor: the computed fields from the core, anything else from the
+ * environment (NULL when unbound, as for a plain environment) */
+SEXP r_tensor_field(SEXP x, SEXP name)
+{
+    if (TYPEOF(x) != ENVSXP) Rf_error("ag_tensor field access: not an ag_tensor");
+    env_init();
+    SEXP sym = Rf_isString(name) && XLENGTH(name) == 1 ? Rf_installTrChar(STRING_ELT(name, 0))
+             : TYPEOF(name) == SYMSXP ? name : R_NilValue;
+    if (sym == R_NilValue) Rf_error("ag_tensor field access: the field name must be one string");
+    if (sym == s_data || sym == s_grad || sym == s_rg) {
+        pg_tensor *t = r_get(r_handle(x), R_TENSOR);
+        if (sym == s_data) return r_matrix(t);
+        if (sym == s_rg) return Rf_ScalarLogical(pg_tensor_requires_grad(t));
+        pg_tensor *g = pg_tensor_grad(t);
+        return g == NULL ? R_NilValue : r_matrix(g);
+    }
+    SEXP v = Rf_findVarInFrame(x, sym);
+    if (v == R_UnboundValue) return R_NilValue;
+    if (TYPEOF(v) == PROMSXP) v = Rf_eval(v, R_EmptyEnv);
+    return v;
+}
+
+int r_tensor_field_is_computed(SEXP name)
+{
+    env_init();
+    SEXP sym = Rf_isString(name) && XLENGTH(name) == 1 ? Rf_installTrChar(STRING_ELT(name, 0)) : name;
+    return sym == s_data ? 1 : sym == s_grad ? 2 : sym == s_rg ? 3 : 0;
 }
 
 SEXP r_wrap_tensor(pg_tensor *t)
@@ -234,22 +262,27 @@ SEXP r_grad_env(SEXP map)
     pg_gradmap *m = r_get(map, R_GRADMAP);
     env_init();
     PROTECT(map);
-    int64_t n = pg_gradmap_size(m);
-    SEXP e = PROTECT(R_NewEnv(R_EmptyEnv, TRUE, (int)(n + 1)));
+    int64_t n = pg_gradmap_size(m), nleaf = 0;
+    for (int64_t i = 0; i < n; i++) nleaf += pg_gradmap_key_is_leaf(m, i) == 1;
+    SEXP e = PROTECT(R_NewEnv(R_EmptyEnv, nleaf > 8, (int)(nleaf + 1)));
     Rf_defineVar(s_map, map, e);
-    SEXP ids = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)n));
-    for (int64_t i = 0; i < n; i++) REAL(ids)[i] = (double)pg_gradmap_key_id(m, i);
-    SEXP names = PROTECT(Rf_coerceVector(ids, STRSXP)); /* as.character(id), as R formats it */
+    /* Only leaves (parameters, inputs) get a binding: their ids are the same every step, so
+     * their symbols are made once. Op results have new ids every step, and a binding each would
+     * make R symbols, which R never frees (the step slowed down as a run went on); they are
+     * served by `[[.ag_grads`/`$.ag_grads` from the core's map instead. */
     for (int64_t i = 0; i < n; i++) {
+        if (pg_gradmap_key_is_leaf(m, i) != 1) continue;
         SEXP ce = PROTECT(R_NewEnv(ns_env, FALSE, 0));
         Rf_defineVar(s_map, map, ce);
-        SEXP id = PROTECT(Rf_ScalarReal(REAL(ids)[i]));
+        SEXP id = PROTECT(Rf_ScalarReal((double)pg_gradmap_key_id(m, i)));
         Rf_defineVar(s_gid, id, ce);
+        SEXP nm = PROTECT(Rf_coerceVector(id, STRSXP)); /* as.character(id), as R formats it */
         SEXP f = PROTECT(closure_in(t_gb, ce));
-        R_MakeActiveBinding(Rf_installChar(STRING_ELT(names, i)), f, e);
-        UNPROTECT(3);
+        R_MakeActiveBinding(Rf_installChar(STRING_ELT(nm, 0)), f, e);
+        UNPROTECT(4);
     }
-    UNPROTECT(4);
+    Rf_setAttrib(e, R_ClassSymbol, c_grads_class);
+    UNPROTECT(2);
     return e;
 }
 

@@ -38,7 +38,11 @@ pg_tensor **r_handle_array(SEXP lst, const char *op);
 SEXP r_tensor_env(SEXP ptr);
 SEXP r_wrap_tensor(pg_tensor *t);
 SEXP r_handle(SEXP x);
-/* backward()'s gradient environment: `.map` plus one active binding per tensor id */
+/* `$`/`[[` of an ag_tensor; r_tensor_field_is_computed: 1 data, 2 grad, 3 requires_grad, else 0 */
+SEXP r_tensor_field(SEXP x, SEXP name);
+int r_tensor_field_is_computed(SEXP name);
+/* backward()'s gradient environment (class ag_grads): `.map` plus one active binding per leaf
+ * tensor id; op results' gradients are read through `[[.ag_grads` */
 SEXP r_grad_env(SEXP map);
 
 #endif

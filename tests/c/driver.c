@@ -525,6 +525,13 @@ static void test_tape(void)
     REL(h); REL(l2);
     pg_tape_clear();
     CHECK(pg_gradmap_get_id(m, hid) != NULL);
+    /* leaf flags: w (a parameter) is a leaf; h and the loss were produced by recorded ops */
+    int leaves = 0, others = 0;
+    for (int64_t i = 0; i < pg_gradmap_size(m); i++) {
+        if (pg_gradmap_key_is_leaf(m, i) == 1) { leaves++; CHECK(pg_gradmap_key_id(m, i) == pg_tensor_id(w)); }
+        else { others++; CHECK(pg_gradmap_key_is_leaf(m, i) == 0); }
+    }
+    CHECK(leaves == 1 && others == 2 && pg_gradmap_key_is_leaf(m, 99) == -1 && pg_gradmap_key_is_leaf(NULL, 0) == -1);
     pg_gradmap_free(m);
     CHECK(pg_tensor_grad(w) != NULL);
     REL(w);

@@ -32,6 +32,34 @@ test_that("backward: map keyed by as.character(id), lazily read, writable", {
   expect_error(backward(ag_tensor(c(1, 2))), "")
 })
 
+test_that("the map binds leaves by id; op results' gradients are read with [[ (no symbol per step)", {
+  local_f64()
+  W <- ag_param(matrix(c(1, 2, 3, 4), 2, 2)); x <- ag_tensor(c(1, -1))
+  with_grad_tape({ h <- ag_matmul(W, x); l <- ag_sum(ag_mul(h, h)) })
+  g <- backward(l)
+  expect_s3_class(g, "ag_grads")
+  # bound: the parameter only (its id is the same every step, so its symbol is made once)
+  expect_setequal(ls(g), as.character(W$id))
+  expect_null(get0(as.character(h$id), envir = g, inherits = FALSE))
+  # every gradient through [[ / $, by id string, number or the tensor itself: d(sum h^2)/dh = 2h
+  hv <- W$data %*% c(1, -1)
+  expect_equal(g[[h]], 2 * hv)
+  expect_equal(g[[as.character(h$id)]], 2 * hv)
+  expect_equal(g[[h$id]], 2 * hv)
+  expect_equal(g[[W]], 2 * hv %*% t(c(1, -1)))
+  expect_equal(eval(call("$", g, as.character(W$id))), g[[W]])
+  expect_null(g[["999999999"]])
+  # writes go to the core map, so the optimizer sees them
+  g[[W]] <- matrix(1, 2, 2)
+  expect_equal(gradof(g, W), matrix(1, 2, 2))
+  opt <- optimizer_sgd(list(W), lr = 0.5)
+  before <- W$data
+  opt$step(g)
+  expect_equal(W$data, before - 0.5)
+  expect_error(g[["W"]] <- 1, "keyed by tensor id")
+  expect_output(print(g), "ag_grads: 4 gradient")
+})
+
 test_that("exact-fit MSE has zero loss and gradient; ops outside a tape are not recorded", {
   local_f64()
   W <- ag_param(diag(2)); x <- matrix(c(1, 2, 3, 4), 2, 2)

@@ -75,3 +75,30 @@ test_that("a serialized and restored tensor gives a clear error, not a crash", {
   saveRDS(t, f)
   expect_error(readRDS(f)$grad, "saveRDS")
 })
+
+test_that("tensor fields: data, grad and requires_grad read and write the core; id and dtype are read-only", {
+  local_f64()
+  W <- ag_param(matrix(1:4, 2, 2))
+  expect_equal(W$data, matrix(1:4, 2, 2))
+  expect_equal(W[["data"]], W$data)
+  W$data <- matrix(0, 2, 2)
+  expect_equal(W$data, matrix(0, 2, 2))
+  W[["data"]] <- ag_tensor(matrix(2, 2, 2))          # an ag_tensor gives its values
+  expect_equal(W$data, matrix(2, 2, 2))
+  expect_error(W$data <- matrix(0, 3, 3), "new value is \\[3x3\\]")
+  expect_null(W$grad)
+  W$grad <- matrix(5, 2, 2)
+  expect_equal(W$grad, matrix(5, 2, 2))
+  W$grad <- NULL
+  expect_null(W$grad)
+  expect_true(W$requires_grad)
+  W$requires_grad <- FALSE
+  expect_false(W$requires_grad)
+  expect_error(W$id <- 3, "`id` is read-only")
+  expect_error(W$dtype <- "f32", "read-only; ag_tensor\\(x, dtype")
+  W$label <- "first layer"                           # other fields are plain, as in an environment
+  expect_equal(W$label, "first layer")
+  expect_null(W$nothing)
+  expect_true(all(c("data", "grad", "requires_grad", "id", "dtype", "label") %in% names(W)))
+  expect_true(is.environment(W))
+})
