@@ -54,7 +54,7 @@
     })
   }
   for (nm in names(hyper)) assign(nm, hyper[[nm]], envir = e)
-  e$step <- function(grads = NULL) invisible(.Call(R_pg_optim_step, h, .map_handle(grads, "step")))
+  e$step <- function(grads = NULL) invisible(.Call(R_pg_optim_step, h, grads))
   e$zero_grad <- function() invisible(.Call(R_pg_optim_zero_grad, h))
   e$state <- function() {
     slots <- .SLOTS[[kind]]

@@ -3,7 +3,7 @@
 with_grad_tape <- function(expr) {
   .Call(R_pg_tape, 0L)          # outermost scope empties the tape; nested scopes keep it
   on.exit(.Call(R_pg_tape, 1L))
-  eval.parent(substitute(expr)) # evaluated in the caller's frame
+  expr                          # forcing the promise evaluates it in the caller's frame
 }
 
 ag_tape_clear <- function() invisible(.Call(R_pg_tape, 2L))
@@ -11,7 +11,7 @@ ag_tape_clear <- function() invisible(.Call(R_pg_tape, 2L))
 ag_no_grad <- function(expr) {
   prev <- .Call(R_pg_tape_set_enabled, FALSE)
   on.exit(.Call(R_pg_tape_set_enabled, prev))
-  eval.parent(substitute(expr))
+  expr
 }
 
 # Gradient map: an environment of class "ag_grads" holding the core map's handle in `.map`, with
@@ -63,7 +63,4 @@ print.ag_grads <- function(x, ...) {
   stop(sprintf("%s: grads must be the environment returned by backward() or NULL", where), call. = FALSE)
 }
 
-backward <- function(loss) {
-  if (!is_ag_tensor(loss)) stop("backward() requires an ag_tensor", call. = FALSE)
-  invisible(.Call(R_pg_backward_env, loss))
-}
+backward <- function(loss) invisible(.Call(R_pg_backward_env, loss))

@@ -1,10 +1,7 @@
 /* .Call glue: optimizers (state in the core) and gradient clipping. */
 #include "r_util.h"
 
-static pg_gradmap *map_arg(SEXP grads)
-{
-    return Rf_isNull(grads) ? NULL : (pg_gradmap *)r_get(grads, R_GRADMAP);
-}
+static pg_gradmap *map_arg(SEXP grads) { return r_map_arg(grads, "step"); }
 
 /* returns list(handle, n_dropped) */
 SEXP R_pg_optim_new(SEXP kind, SEXP params)

@@ -115,9 +115,10 @@ SEXP R_pg_tensor_field_set(SEXP x, SEXP name, SEXP value)
         UNPROTECT(1);
         return x;
     }
-    if (!strcmp(nm, ".ptr") || !strcmp(nm, "id") || !strcmp(nm, "dtype"))
+    if (!strcmp(nm, ".ptr") || !strcmp(nm, "id") || !strcmp(nm, "dtype") || !strcmp(nm, "device"))
         Rf_error("ag_tensor: `%s` is read-only%s", nm,
-                 strcmp(nm, "dtype") ? "" : "; ag_tensor(x, dtype = ...) makes a copy of another dtype");
+                 !strcmp(nm, "dtype") ? "; ag_tensor(x, dtype = ...) makes a copy of another dtype"
+                 : !strcmp(nm, "device") ? "; pyggmlr runs on the CPU" : "");
     Rf_defineVar(Rf_installTrChar(STRING_ELT(name, 0)), value, x);
     return x;
 }
@@ -205,6 +206,8 @@ SEXP R_pg_backward(SEXP loss) { return r_wrap(pg_backward(r_get(r_handle(loss), 
 /* backward() in one call: the gradient environment of the loss's tape */
 SEXP R_pg_backward_env(SEXP loss)
 {
+    SEXP h = r_handle(loss);
+    if (TYPEOF(h) != EXTPTRSXP) Rf_errorcall(R_NilValue, "backward() requires an ag_tensor");
     SEXP map = PROTECT(R_pg_backward(loss));
     SEXP e = r_grad_env(map);
     UNPROTECT(1);

@@ -141,7 +141,7 @@ double r_num(SEXP x, const char *what)
 }
 
 /* ---- ag_tensor and gradient environments ---- */
-static SEXP s_ptr, s_id, s_dtype, s_device, s_grad_fn, s_data, s_grad, s_rg, s_map, s_gid;
+static SEXP s_ptr, s_id, s_dtype, s_device, s_data, s_grad, s_rg, s_map, s_gid;
 static SEXP c_class, c_grads_class, c_f32, c_f64, c_cpu;  /* shared constants, preserved, not mutable */
 static SEXP t_gb;   /* gradient binding template from the namespace (tape.R) */
 static SEXP ns_env;
@@ -166,7 +166,7 @@ static void env_init(void)
 {
     if (ns_env) return;
     s_ptr = Rf_install(".ptr"); s_id = Rf_install("id"); s_dtype = Rf_install("dtype");
-    s_device = Rf_install("device"); s_grad_fn = Rf_install("grad_fn"); s_data = Rf_install("data");
+    s_device = Rf_install("device"); s_data = Rf_install("data");
     s_grad = Rf_install("grad"); s_rg = Rf_install("requires_grad"); s_map = Rf_install(".map");
     s_gid = Rf_install(".id");
     c_class = constant(Rf_mkString("ag_tensor"));
@@ -202,21 +202,17 @@ SEXP r_handle(SEXP x)
 SEXP r_tensor_env(SEXP ptr)
 {
     if (TYPEOF(ptr) == ENVSXP) return ptr;
-    pg_tensor *t = r_get(ptr, R_TENSOR);
+    r_get(ptr, R_TENSOR);
     env_init();
     PROTECT(ptr);
-    /* Plain bindings only: `data`, `grad` and `requires_grad` are served by the `$.ag_tensor`
-     * method (R_pg_tensor_field) from the core, so a tensor costs one small environment and no
-     * closures (per-tensor active-binding closures were most of a small model's R step). */
+    /* The environment holds only `.ptr`; every field (`data`, `grad`, `requires_grad`, `id`,
+     * `dtype`, `device`, `grad_fn`) is served by the `$.ag_tensor` method (r_tensor_field) from
+     * the core, so a tensor costs one small environment and one binding (R-side objects per op
+     * were most of a small model's R training step). */
     SEXP e = PROTECT(R_NewEnv(R_EmptyEnv, FALSE, 0));
-    Rf_defineVar(s_grad_fn, R_NilValue, e);
-    Rf_defineVar(s_device, c_cpu, e);
-    Rf_defineVar(s_dtype, pg_tensor_dtype(t) == PG_F64 ? c_f64 : c_f32, e);
-    SEXP id = PROTECT(Rf_ScalarReal((double)pg_tensor_id(t)));
-    Rf_defineVar(s_id, id, e);
     Rf_defineVar(s_ptr, ptr, e);
     Rf_setAttrib(e, R_ClassSymbol, c_class);
-    UNPROTECT(3);
+    UNPROTECT(2);
     return e;
 }
 
@@ -229,15 +225,18 @@ SEXP r_tensor_field(SEXP x, SEXP name)
     SEXP sym = Rf_isString(name) && XLENGTH(name) == 1 ? Rf_installTrChar(STRING_ELT(name, 0))
              : TYPEOF(name) == SYMSXP ? name : R_NilValue;
     if (sym == R_NilValue) Rf_error("ag_tensor field access: the field name must be one string");
-    if (sym == s_data || sym == s_grad || sym == s_rg) {
+    if (sym == s_data || sym == s_grad || sym == s_rg || sym == s_id || sym == s_dtype) {
         pg_tensor *t = r_get(r_handle(x), R_TENSOR);
         if (sym == s_data) return r_matrix(t);
         if (sym == s_rg) return Rf_ScalarLogical(pg_tensor_requires_grad(t));
+        if (sym == s_id) return Rf_ScalarReal((double)pg_tensor_id(t));
+        if (sym == s_dtype) return pg_tensor_dtype(t) == PG_F64 ? c_f64 : c_f32;
         pg_tensor *g = pg_tensor_grad(t);
         return g == NULL ? R_NilValue : r_matrix(g);
     }
+    if (sym == s_device) return c_cpu;
     SEXP v = Rf_findVarInFrame(x, sym);
-    if (v == R_UnboundValue) return R_NilValue;
+    if (v == R_UnboundValue) return R_NilValue;   /* grad_fn, unset fields: NULL as ggmlR */
     if (TYPEOF(v) == PROMSXP) v = Rf_eval(v, R_EmptyEnv);
     return v;
 }
@@ -247,6 +246,18 @@ int r_tensor_field_is_computed(SEXP name)
     env_init();
     SEXP sym = Rf_isString(name) && XLENGTH(name) == 1 ? Rf_installTrChar(STRING_ELT(name, 0)) : name;
     return sym == s_data ? 1 : sym == s_grad ? 2 : sym == s_rg ? 3 : 0;
+}
+
+pg_gradmap *r_map_arg(SEXP grads, const char *where)
+{
+    if (Rf_isNull(grads)) return NULL;
+    env_init();
+    if (TYPEOF(grads) == ENVSXP) {
+        SEXP m = Rf_findVarInFrame(grads, s_map);
+        if (TYPEOF(m) == EXTPTRSXP) return r_get(m, R_GRADMAP);
+    }
+    if (TYPEOF(grads) == EXTPTRSXP) return r_get(grads, R_GRADMAP);
+    Rf_errorcall(R_NilValue, "%s: grads must be the environment returned by backward() or NULL", where);
 }
 
 SEXP r_wrap_tensor(pg_tensor *t)

@@ -41,6 +41,8 @@ SEXP r_handle(SEXP x);
 /* `$`/`[[` of an ag_tensor; r_tensor_field_is_computed: 1 data, 2 grad, 3 requires_grad, else 0 */
 SEXP r_tensor_field(SEXP x, SEXP name);
 int r_tensor_field_is_computed(SEXP name);
+/* the core map of backward()'s environment (or of a map handle); NULL for NULL; R error else */
+pg_gradmap *r_map_arg(SEXP grads, const char *where);
 /* backward()'s gradient environment (class ag_grads): `.map` plus one active binding per leaf
  * tensor id; op results' gradients are read through `[[.ag_grads` */
 SEXP r_grad_env(SEXP map);

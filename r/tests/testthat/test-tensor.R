@@ -96,6 +96,11 @@ test_that("tensor fields: data, grad and requires_grad read and write the core; 
   expect_false(W$requires_grad)
   expect_error(W$id <- 3, "`id` is read-only")
   expect_error(W$dtype <- "f32", "read-only; ag_tensor\\(x, dtype")
+  expect_error(W$device <- "gpu", "`device` is read-only")
+  expect_equal(W$device, "cpu")
+  expect_null(W$grad_fn)
+  expect_equal(W$dtype, "f64")
+  expect_equal(W[["id"]], W$id)
   W$label <- "first layer"                           # other fields are plain, as in an environment
   expect_equal(W$label, "first layer")
   expect_null(W$nothing)
