@@ -3,6 +3,9 @@
 # Prints medians (µs) and, when bench/results/bench_train.json exists (run bench_train.py first,
 # same machine), the ratio R / Python. Run (same GEMM as Python):
 #   PYGGMLR_OPENBLAS=$(python -c 'import pyggmlr._core as c; print(c.blas_library_path())') Rscript bench/bench_train.R
+# As bench_train.py: drop OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set on some machines here to force
+# an older kernel) before OpenBLAS loads, unless BENCH_KEEP_OPENBLAS_ENV is set.
+if (!nzchar(Sys.getenv("BENCH_KEEP_OPENBLAS_ENV"))) Sys.unsetenv(c("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"))
 suppressPackageStartupMessages(library(pyggmlr))
 ag_set_threads(1L)
 Sys.setenv(OPENBLAS_NUM_THREADS = "1") # as bench_train.py: no idle OpenBLAS thread pool

@@ -8,11 +8,17 @@ thread) it times, in turns within this process:
   compiled  the same step recorded once by ag_compile and replayed in C (static graph)
 and prints medians (µs) and ratios. Writes bench/results/bench_train.json.
 
-Run with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset in the command (they force a slower
-OpenBLAS kernel on some machines here), e.g.
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/bench_train.py
+  gemm f64  the same GEMMs in f64: f64 GEMMs / f32 GEMMs bounds the step's f64/f32 ratio
+
+OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, which some machines here set to force an older (Haswell)
+OpenBLAS kernel, are removed before OpenBLAS loads so that it picks the CPU's own kernel; set
+BENCH_KEEP_OPENBLAS_ENV=1 to keep them. Run: python bench/bench_train.py
 """
 import os
+
+if not os.environ.get("BENCH_KEEP_OPENBLAS_ENV"):
+    for _v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        os.environ.pop(_v, None)
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS: one thread, like the rest
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -109,11 +115,11 @@ def torch_step(sizes, batch):
     return step
 
 
-def gemm_floor(sizes, batch):
+def gemm_floor(sizes, batch, dtype=np.float32):
     """Forward W·h, backward dW = g·hᵀ and dh = Wᵀ·g per layer (no dh for the first layer)."""
     Ws, x, _ = init(sizes, batch)
-    Ws = [np.asfortranarray(W, dtype=np.float32) for W in Ws]
-    hs = [np.asfortranarray(np.random.default_rng(1).normal(size=(n, batch)), dtype=np.float32) for n in sizes]
+    Ws = [np.asfortranarray(W, dtype=dtype) for W in Ws]
+    hs = [np.asfortranarray(np.random.default_rng(1).normal(size=(n, batch)), dtype=dtype) for n in sizes]
 
     def step():
         for k, W in enumerate(Ws):
@@ -145,10 +151,11 @@ def main():
     results = []
     print(f"pyggmlr {pg.__version__}, GEMM: {pg.blas_name()}, torch: {'yes' if have_torch else 'not installed'}")
     print(f"{'model':<24}{'pyggmlr f32':>12}{'f64':>10}{'torch':>10}{'gemm':>10}"
-          f"{'pg/torch':>10}{'pg/gemm':>9}{'f64/f32':>9}{'compiled':>10}{'cmp/torch':>10}")
+          f"{'pg/torch':>10}{'pg/gemm':>9}{'f64/f32':>9}{'gemm64/32':>10}{'compiled':>10}{'cmp/torch':>10}")
     for sizes, batch in CASES:
         peers = {"pyggmlr": pyggmlr_step(sizes, batch, "f32"), "pyggmlr_f64": pyggmlr_step(sizes, batch, "f64"),
-                 "gemm": gemm_floor(sizes, batch), "compiled": compiled_step(sizes, batch, "f32")}
+                 "gemm": gemm_floor(sizes, batch), "gemm_f64": gemm_floor(sizes, batch, np.float64),
+                 "compiled": compiled_step(sizes, batch, "f32")}
         if have_torch:
             peers["torch"] = torch_step(sizes, batch)
         n = 200 if batch < 100 and sizes[0] < 100 else 20
@@ -164,15 +171,17 @@ def main():
         row = {"model": "-".join(map(str, sizes)), "batch": batch, "median_us": med,
                "ratio_torch": med["pyggmlr"] / t if t else None,
                "ratio_gemm": med["pyggmlr"] / med["gemm"], "ratio_f64_f32": med["pyggmlr_f64"] / med["pyggmlr"],
+               "ratio_gemm_f64_f32": med["gemm_f64"] / med["gemm"],
                "ratio_compiled_torch": med["compiled"] / t if t else None}
         results.append(row)
         name = f"{row['model']} b{batch}"
         print(f"{name:<24}{med['pyggmlr']:>12.1f}{med['pyggmlr_f64']:>10.1f}{(t or float('nan')):>10.1f}"
               f"{med['gemm']:>10.1f}{(row['ratio_torch'] or float('nan')):>10.3f}{row['ratio_gemm']:>9.2f}"
-              f"{row['ratio_f64_f32']:>9.2f}{med['compiled']:>10.1f}{(row['ratio_compiled_torch'] or float('nan')):>10.3f}")
+              f"{row['ratio_f64_f32']:>9.2f}{row['ratio_gemm_f64_f32']:>10.2f}{med['compiled']:>10.1f}{(row['ratio_compiled_torch'] or float('nan')):>10.3f}")
     out = pathlib.Path(__file__).resolve().parent / "results" / "bench_train.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"blas": pg.blas_name(), "python": sys.version.split()[0], "cases": results}, indent=1))
+    out.write_text(json.dumps({"blas": pg.blas_name(), "python": sys.version.split()[0],
+                               "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"), "cases": results}, indent=1))
     print(f"wrote {out}")
 
 

@@ -117,10 +117,11 @@ ag_set_threads <- function(n) invisible(.Call(R_pg_set_threads, as.integer(n)))
 
 ag_blas_name <- function() .Call(R_pg_blas_name)
 
-ag_set_blas <- function(name = c("r", "builtin")) {
+ag_set_blas <- function(name = c("default", "r", "builtin")) {
   name <- match.arg(name)
+  if (name == "default") name <- if (.r_blas_optimised()) "r" else "builtin"
   if (name == "builtin") .Call(R_pg_set_blas, NULL, NULL, NULL, "builtin")
-  else .Call(R_pg_use_r_blas)
+  else .Call(R_pg_use_r_blas, .r_blas_lib())
 }
 
 ag_use_openblas <- function(path) {

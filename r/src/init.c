@@ -66,7 +66,7 @@ extern SEXP R_pg_gradmap_get(SEXP, SEXP);
 extern SEXP R_pg_gradmap_set(SEXP, SEXP, SEXP);
 extern SEXP R_pg_live_objects(void);
 extern SEXP R_pg_memory_stats(void);
-extern SEXP R_pg_use_r_blas(void);
+extern SEXP R_pg_use_r_blas(SEXP);
 extern SEXP R_pg_set_blas(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_blas_name(void);
 extern SEXP R_pg_set_threads(SEXP);
@@ -138,7 +138,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_gradmap_set",          (DL_FUNC) &R_pg_gradmap_set,          3},
     {"R_pg_live_objects",         (DL_FUNC) &R_pg_live_objects,         0},
     {"R_pg_memory_stats",         (DL_FUNC) &R_pg_memory_stats,         0},
-    {"R_pg_use_r_blas",           (DL_FUNC) &R_pg_use_r_blas,           0},
+    {"R_pg_use_r_blas",           (DL_FUNC) &R_pg_use_r_blas,           1},
     {"R_pg_set_blas",             (DL_FUNC) &R_pg_set_blas,             4},
     {"R_pg_blas_name",            (DL_FUNC) &R_pg_blas_name,            0},
     {"R_pg_set_threads",          (DL_FUNC) &R_pg_set_threads,          1},

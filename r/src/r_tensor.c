@@ -1,8 +1,14 @@
 /* .Call glue: tensors, the tape, backward and gradient maps, BLAS and global settings. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#endif
 #define USE_FC_LEN_T
 #include "r_util.h"
 #include <string.h>
 #include <R_ext/BLAS.h>
+#ifndef _WIN32
+#include <dlfcn.h>
+#endif
 #ifndef FCONE
 #define FCONE
 #endif
@@ -286,9 +292,32 @@ static void r_cblas_dgemm(int order, int ta, int tb, int m, int n, int k, double
     F77_CALL(dgemm)(tra, trb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc FCONE FCONE);
 }
 
-SEXP R_pg_use_r_blas(void)
+/* R's BLAS exports no sgemm in its headers, but every BLAS R links (reference, OpenBLAS, MKL,
+ * BLIS, ...) has the Fortran symbol; found at run time in the process's global scope */
+typedef void (*f77_sgemm_fn)(const char *, const char *, const int *, const int *, const int *,
+                             const float *, const float *, const int *, const float *, const int *,
+                             const float *, float *, const int *, FC_LEN_T, FC_LEN_T);
+static f77_sgemm_fn r_sgemm;
+
+static void r_cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
+                          int lda, const float *b, int ldb, float beta, float *c, int ldc)
 {
-    pg_set_blas(NULL, (void *)r_cblas_dgemm, NULL, "R BLAS (dgemm; f32: builtin)");
+    (void)order;
+    const char *tra = ta == 112 ? "T" : "N", *trb = tb == 112 ? "T" : "N";
+    r_sgemm(tra, trb, &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc, 1, 1);
+}
+
+/* GEMM from R's own BLAS: dgemm, and sgemm when the library has it (else the built-in kernel) */
+SEXP R_pg_use_r_blas(SEXP lib)
+{
+#ifndef _WIN32
+    if (!r_sgemm) r_sgemm = (f77_sgemm_fn)dlsym(RTLD_DEFAULT, "sgemm_");
+#endif
+    char name[160];
+    const char *l = Rf_isString(lib) && XLENGTH(lib) == 1 ? CHAR(STRING_ELT(lib, 0)) : "";
+    snprintf(name, sizeof name, "R BLAS%s%s%s%s", *l ? " (" : "", l, *l ? ")" : "",
+             r_sgemm ? "" : "; f32: builtin");
+    pg_set_blas(r_sgemm ? (void *)r_cblas_sgemm : NULL, (void *)r_cblas_dgemm, NULL, name);
     return Rf_mkString(pg_blas_name());
 }
 

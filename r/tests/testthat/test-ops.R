@@ -170,3 +170,22 @@ test_that("ggmlR's $grad bugs are fixed: the map value, once per leaf, accumulat
   expect_equal(gradof(g, A), matrix(c(2, 4, 6), 3, 1))
   expect_equal(A$grad, matrix(c(2, 4, 6), 3, 1))
 })
+
+test_that("GEMM backends: R's BLAS (dgemm and its sgemm) and the built-in kernel give the same products", {
+  prev <- ag_blas_name()
+  on.exit(if (grepl("^OpenBLAS", prev)) NULL else ag_set_blas("default"), add = TRUE)
+  set.seed(3)
+  A <- matrix(runif(37 * 53, -1, 1), 37, 53); B <- matrix(runif(53 * 29, -1, 1), 53, 29)
+  res <- list()
+  for (be in c("builtin", "r")) {
+    ag_set_blas(be)
+    res[[be]] <- list(f64 = ag_matmul(ag_tensor(A, dtype = "f64"), ag_tensor(B, dtype = "f64"))$data,
+                      f32 = ag_matmul(ag_tensor(A, dtype = "f32"), ag_tensor(B, dtype = "f32"))$data)
+  }
+  expect_equal(ag_set_blas("builtin"), "builtin")
+  expect_match(ag_set_blas("r"), "^R BLAS")
+  for (dt in c("f64", "f32")) for (be in names(res))
+    expect_equal(res[[be]][[dt]], A %*% B, tolerance = if (dt == "f64") 1e-12 else 1e-5)
+  # the default is R's BLAS when it is an optimised library, else the built-in kernel
+  expect_equal(ag_set_blas("default"), if (pyggmlr:::.r_blas_optimised()) ag_set_blas("r") else "builtin")
+})
