@@ -124,6 +124,14 @@ pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);   /*
  * C[m,n] = alpha * op(A) op(B) + beta * C, column-major, op = transpose when ta/tb. */
 void pg_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
              const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
+/* gemm_kernel.c: the built-in blocked kernel (k > 0); -1 if its buffers cannot be allocated
+ * (nothing written). pg_gemm_kernel_select: -1 auto (AVX2+FMA where the CPU has it), 0 portable,
+ * 1 AVX2 if available; returns the kernel now in use (tests). */
+int pg_gemm_blocked_float(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                          int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+int pg_gemm_blocked_double(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
+                           int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
+int pg_gemm_kernel_select(int which);
 
 /* Run the block once with T = float and once with T = double, picking by dtype at run time. */
 #define PG_DISPATCH(dt, ...)                      \

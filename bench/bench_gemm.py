@@ -1,0 +1,128 @@
+"""The built-in GEMM kernel (native/gemm_kernel.c) versus OpenBLAS (scipy-openblas32, through
+pg.use_blas) versus numpy's `@`, single-threaded, f32 and f64, on the GEMM shapes of the
+project's models (forward and backward of the MLP layers, the small demo network, a square).
+
+Each row: op(A) [m x k] times op(B) [k x n]; "tn" means A is stored [k x m] and transposed (the
+dX = W^T G of a layer's backward), "nt" that B is stored [n x k] and transposed (dW = G X^T).
+pyggmlr is timed through ag_matmul / the internal matmul_t op (outside a tape), so a few
+microseconds of call overhead (allocating the output) are included, as in numpy's `@`; on the
+tiny shapes that overhead is most of the time.
+
+Run: python bench/bench_gemm.py  (BENCH_SECONDS per measurement, default 0.15; medians of 7).
+Writes bench/results/bench_gemm.json (or $BENCH_OUT). Numbers are printed, never asserted."""
+import os
+
+os.environ["OPENBLAS_NUM_THREADS"] = "1"  # before numpy and pyggmlr load OpenBLAS
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import json  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import pyggmlr as pg  # noqa: E402
+from pyggmlr.nn import _matmul_t  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SECONDS = float(os.environ.get("BENCH_SECONDS", 0.15))
+REPEATS = 7
+
+# (name, m, k, n, layout)
+SHAPES = [
+    ("mlp fwd 256x784 * 784x64", 256, 784, 64, "nn"),
+    ("mlp fwd 256x784 * 784x256", 256, 784, 256, "nn"),
+    ("hidden 128x256 * 256x256", 128, 256, 256, "nn"),
+    ("demo 64x4 * 4x32", 64, 4, 32, "nn"),
+    ("bwd dX 784x256^T * 256x64", 784, 256, 64, "tn"),
+    ("bwd dW 256x64 * 784x64^T", 256, 64, 784, "nt"),
+    ("square 512", 512, 512, 512, "nn"),
+]
+
+
+def median_seconds(fn):
+    fn()
+    t = time.perf_counter()
+    fn()
+    one = max(time.perf_counter() - t, 1e-7)
+    reps = max(1, int(SECONDS / one))
+    times = []
+    for _ in range(REPEATS):
+        t = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        times.append((time.perf_counter() - t) / reps)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def operands(m, k, n, layout, dtype, rng):
+    a = rng.standard_normal((k, m) if layout == "tn" else (m, k)).astype(dtype)
+    b = rng.standard_normal((n, k) if layout == "nt" else (k, n)).astype(dtype)
+    return a, b
+
+
+def pyggmlr_fn(a, b, layout, dt):
+    ta, tb = pg.ag_tensor(a, dtype=dt), pg.ag_tensor(b, dtype=dt)
+    if layout == "nn":
+        return lambda: pg.ag_matmul(ta, tb)
+    return lambda: _matmul_t(ta, tb, ta=layout == "tn", tb=layout == "nt")
+
+
+def numpy_fn(a, b, layout):
+    a_op = a.T if layout == "tn" else a
+    b_op = b.T if layout == "nt" else b
+    return lambda: a_op @ b_op
+
+
+def main():
+    pg.ag_set_threads(1)
+    have_openblas = True
+    try:
+        pg.use_blas("openblas")
+    except RuntimeError:
+        have_openblas = False
+    rng = np.random.default_rng(0)
+    rows = []
+    print(f"single thread; medians of {REPEATS}; GFLOP/s = 2mnk / time")
+    head = f"{'shape':<30} {'dt':<4} {'builtin us':>11} {'GF/s':>6} {'openblas us':>12} {'GF/s':>6} " \
+           f"{'numpy us':>9} {'GF/s':>6} {'bi/ob':>6}"
+    print(head)
+    print("-" * len(head))
+    for dt, npdt in (("f32", np.float32), ("f64", np.float64)):
+        for name, m, k, n, layout in SHAPES:
+            a, b = operands(m, k, n, layout, npdt, rng)
+            flops = 2.0 * m * n * k
+            pg.use_blas("builtin")
+            t_bi = median_seconds(pyggmlr_fn(a, b, layout, dt))
+            t_ob = None
+            if have_openblas:
+                pg.use_blas("openblas")
+                t_ob = median_seconds(pyggmlr_fn(a, b, layout, dt))
+            t_np = median_seconds(numpy_fn(a, b, layout))
+            # same numbers from both backends (loose: f32 sums in different orders)
+            pg.use_blas("builtin")
+            ref = numpy_fn(a.astype(np.float64), b.astype(np.float64), layout)()
+            got = pyggmlr_fn(a, b, layout, dt)().numpy()
+            np.testing.assert_allclose(got, ref, rtol=1e-3 if dt == "f32" else 1e-10, atol=1e-3 if dt == "f32" else 1e-10)
+            row = {"shape": name, "m": m, "k": k, "n": n, "layout": layout, "dtype": dt,
+                   "builtin_s": t_bi, "openblas_s": t_ob, "numpy_s": t_np,
+                   "builtin_gflops": flops / t_bi / 1e9,
+                   "openblas_gflops": flops / t_ob / 1e9 if t_ob else None,
+                   "numpy_gflops": flops / t_np / 1e9,
+                   "ratio_builtin_openblas": t_bi / t_ob if t_ob else None}
+            rows.append(row)
+            ob = f"{t_ob * 1e6:12.1f} {row['openblas_gflops']:6.1f}" if t_ob else f"{'-':>12} {'-':>6}"
+            ratio = f"{row['ratio_builtin_openblas']:6.2f}" if t_ob else f"{'-':>6}"
+            print(f"{name:<30} {dt:<4} {t_bi * 1e6:11.1f} {row['builtin_gflops']:6.1f} {ob} "
+                  f"{t_np * 1e6:9.1f} {row['numpy_gflops']:6.1f} {ratio}")
+    if have_openblas:
+        pg.use_blas("openblas")
+    out = os.environ.get("BENCH_OUT", os.path.join(HERE, "results", "bench_gemm.json"))
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump({"threads": 1, "seconds_per_measurement": SECONDS, "repeats": REPEATS, "rows": rows}, f, indent=1)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

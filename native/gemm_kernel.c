@@ -1,0 +1,307 @@
+/* Built-in blocked GEMM (GotoBLAS / BLIS structure), used when no BLAS was handed in.
+ *
+ *   for jc over n in NC columns:                   B panel  (kc x nc) -> packed, NR-column slivers
+ *     for pc over k in KC:                         first k block applies beta, later ones add
+ *       for ic over m in MC rows:                  A block  (mc x kc) -> packed, MR-row slivers
+ *         for jr over nc in NR, ir over mc in MR:  micro-kernel: MR x NR tile held in registers
+ *
+ * Packing absorbs the transposes and the leading dimensions, and pads ragged slivers with
+ * zeros; a ragged tile of C goes through a small scratch tile, so the micro-kernel always runs
+ * the same instructions. Single-threaded (ag_set_threads does not split it).
+ *
+ * Determinism: each C element is  C = alpha * acc_0 + beta * C,  then  C = alpha * acc_b + C
+ * for every later k block b, where acc_b sums a[i,p] * b[p,j] over the block in increasing p,
+ * starting from 0. That order depends only on k and KC (fixed per dtype and kernel), never on
+ * the position of the element in a tile, on m or n, on the alignment of the inputs or on the
+ * optimisation level: the AVX2 kernel uses explicit FMA intrinsics; the portable one plain
+ * multiply and add, with contraction into FMA switched off for this file (GCC pragma below,
+ * STDC FP_CONTRACT for clang), so that R (-O2) and Python (-O3) builds give the same bits.
+ * The kernel is picked once per process by CPU (AVX2 + FMA, or portable), so results can
+ * differ between machines, not between runs or languages on one machine. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off")
+#endif
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pg.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define PG_GEMM_X86 1
+#define PG_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define PG_GEMM_X86 0
+#endif
+
+#define MAX_MR 16
+#define MAX_NR 6
+
+typedef void (*ukr_float)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha,
+                          float beta);
+typedef void (*ukr_double)(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, double alpha,
+                           double beta);
+typedef struct { ukr_float ukr; int mr, nr; int64_t mc, kc, nc; } kern_float;
+typedef struct { ukr_double ukr; int mr, nr; int64_t mc, kc, nc; } kern_double;
+
+/* ---- portable micro-kernels: GCC/clang vector extensions, 16-byte vectors (SSE2, NEON) ---- */
+typedef float v4f __attribute__((vector_size(16)));
+typedef double v2d __attribute__((vector_size(16)));
+
+/* Accumulators c<r><j>: row-vector r, column j. Loads from packed buffers (64-byte aligned,
+ * slivers a multiple of 16 bytes); C is accessed through memcpy (any alignment). */
+#define GV_LD(V, p) (*(const V *)(const void *)(p))
+#define GV_STORE_TILE(V, T, vl, nvec, acc, c, ldc, alpha, beta)                                 \
+    do {                                                                                       \
+        for (int j_ = 0; j_ < MAX_NR; j_++)                                                    \
+            for (int r_ = 0; r_ < (nvec); r_++) {                                              \
+                T *p_ = (c) + (int64_t)j_ * (ldc) + r_ * (vl);                                 \
+                V t_ = (acc)[r_][j_] * (alpha), o_;                                             \
+                if ((beta) != 0) {                                                             \
+                    memcpy(&o_, p_, sizeof o_);                                                \
+                    t_ = (beta) == 1 ? t_ + o_ : t_ + o_ * (beta);                             \
+                }                                                                              \
+                memcpy(p_, &t_, sizeof t_);                                                    \
+            }                                                                                  \
+    } while (0)
+
+/* f32: 8 x 6 (2 vectors x 6 columns = 12 accumulators) */
+static void ukr_generic_float(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha,
+                              float beta)
+{
+    v4f c00 = {0}, c01 = {0}, c02 = {0}, c03 = {0}, c04 = {0}, c05 = {0};
+    v4f c10 = {0}, c11 = {0}, c12 = {0}, c13 = {0}, c14 = {0}, c15 = {0};
+    for (int64_t p = 0; p < kc; p++, a += 8, b += 6) {
+        v4f a0 = GV_LD(v4f, a), a1 = GV_LD(v4f, a + 4), bj;
+#define GV_COL_F(j) bj = (v4f){b[j], b[j], b[j], b[j]}; c0##j += a0 * bj; c1##j += a1 * bj;
+        GV_COL_F(0) GV_COL_F(1) GV_COL_F(2) GV_COL_F(3) GV_COL_F(4) GV_COL_F(5)
+#undef GV_COL_F
+    }
+    v4f acc[2][6] = {{c00, c01, c02, c03, c04, c05}, {c10, c11, c12, c13, c14, c15}};
+    GV_STORE_TILE(v4f, float, 4, 2, acc, c, ldc, alpha, beta);
+}
+
+/* f64: 4 x 6 */
+static void ukr_generic_double(int64_t kc, const double *a, const double *b, double *c, int64_t ldc,
+                               double alpha, double beta)
+{
+    v2d c00 = {0}, c01 = {0}, c02 = {0}, c03 = {0}, c04 = {0}, c05 = {0};
+    v2d c10 = {0}, c11 = {0}, c12 = {0}, c13 = {0}, c14 = {0}, c15 = {0};
+    for (int64_t p = 0; p < kc; p++, a += 4, b += 6) {
+        v2d a0 = GV_LD(v2d, a), a1 = GV_LD(v2d, a + 2), bj;
+#define GV_COL_D(j) bj = (v2d){b[j], b[j]}; c0##j += a0 * bj; c1##j += a1 * bj;
+        GV_COL_D(0) GV_COL_D(1) GV_COL_D(2) GV_COL_D(3) GV_COL_D(4) GV_COL_D(5)
+#undef GV_COL_D
+    }
+    v2d acc[2][6] = {{c00, c01, c02, c03, c04, c05}, {c10, c11, c12, c13, c14, c15}};
+    GV_STORE_TILE(v2d, double, 2, 2, acc, c, ldc, alpha, beta);
+}
+
+#if PG_GEMM_X86
+/* ---- AVX2 + FMA micro-kernels: f32 16 x 6, f64 8 x 6 (12 ymm accumulators) ---- */
+#define AVX_STORE(SUF, V, acc, p, va, vb, mode)                                                 \
+    do {                                                                                       \
+        V t_ = _mm256_mul_##SUF(va, acc);                                                       \
+        if ((mode) == 1) t_ = _mm256_add_##SUF(t_, _mm256_loadu_##SUF(p));                      \
+        else if ((mode) == 2) t_ = _mm256_add_##SUF(t_, _mm256_mul_##SUF(vb, _mm256_loadu_##SUF(p))); \
+        _mm256_storeu_##SUF(p, t_);                                                             \
+    } while (0)
+
+PG_AVX2 static void ukr_avx2_float(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                                   float alpha, float beta)
+{
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c03 = c00, c04 = c00, c05 = c00;
+    __m256 c10 = c00, c11 = c00, c12 = c00, c13 = c00, c14 = c00, c15 = c00;
+    for (int64_t p = 0; p < kc; p++, a += 16, b += 6) {
+        __m256 a0 = _mm256_load_ps(a), a1 = _mm256_load_ps(a + 8), bj;
+#define AVX_COL_F(j)                                                                          \
+        bj = _mm256_broadcast_ss(b + j);                                                        \
+        c0##j = _mm256_fmadd_ps(a0, bj, c0##j);                                                 \
+        c1##j = _mm256_fmadd_ps(a1, bj, c1##j);
+        AVX_COL_F(0) AVX_COL_F(1) AVX_COL_F(2) AVX_COL_F(3) AVX_COL_F(4) AVX_COL_F(5)
+#undef AVX_COL_F
+    }
+    __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+    int mode = beta == 0 ? 0 : beta == 1 ? 1 : 2;
+#define AVX_ST_F(j)                                                                           \
+    AVX_STORE(ps, __m256, c0##j, c + j * ldc, va, vb, mode);                                   \
+    AVX_STORE(ps, __m256, c1##j, c + j * ldc + 8, va, vb, mode);
+    AVX_ST_F(0) AVX_ST_F(1) AVX_ST_F(2) AVX_ST_F(3) AVX_ST_F(4) AVX_ST_F(5)
+#undef AVX_ST_F
+}
+
+PG_AVX2 static void ukr_avx2_double(int64_t kc, const double *a, const double *b, double *c, int64_t ldc,
+                                    double alpha, double beta)
+{
+    __m256d c00 = _mm256_setzero_pd(), c01 = c00, c02 = c00, c03 = c00, c04 = c00, c05 = c00;
+    __m256d c10 = c00, c11 = c00, c12 = c00, c13 = c00, c14 = c00, c15 = c00;
+    for (int64_t p = 0; p < kc; p++, a += 8, b += 6) {
+        __m256d a0 = _mm256_load_pd(a), a1 = _mm256_load_pd(a + 4), bj;
+#define AVX_COL_D(j)                                                                          \
+        bj = _mm256_broadcast_sd(b + j);                                                        \
+        c0##j = _mm256_fmadd_pd(a0, bj, c0##j);                                                 \
+        c1##j = _mm256_fmadd_pd(a1, bj, c1##j);
+        AVX_COL_D(0) AVX_COL_D(1) AVX_COL_D(2) AVX_COL_D(3) AVX_COL_D(4) AVX_COL_D(5)
+#undef AVX_COL_D
+    }
+    __m256d va = _mm256_set1_pd(alpha), vb = _mm256_set1_pd(beta);
+    int mode = beta == 0 ? 0 : beta == 1 ? 1 : 2;
+#define AVX_ST_D(j)                                                                           \
+    AVX_STORE(pd, __m256d, c0##j, c + j * ldc, va, vb, mode);                                  \
+    AVX_STORE(pd, __m256d, c1##j, c + j * ldc + 4, va, vb, mode);
+    AVX_ST_D(0) AVX_ST_D(1) AVX_ST_D(2) AVX_ST_D(3) AVX_ST_D(4) AVX_ST_D(5)
+#undef AVX_ST_D
+}
+#endif
+
+/* Block sizes: the packed A block (MC x KC) stays in L2, a B sliver (KC x NR) in L1, the
+ * B panel (KC x NC) in L3. KC is part of the summation order (see the top of the file). */
+static const kern_float k_generic_f = {ukr_generic_float, 8, 6, 128, 256, 3072};
+static const kern_double k_generic_d = {ukr_generic_double, 4, 6, 64, 256, 3072};
+#if PG_GEMM_X86
+static const kern_float k_avx2_f = {ukr_avx2_float, 16, 6, 128, 256, 3072};
+static const kern_double k_avx2_d = {ukr_avx2_double, 8, 6, 64, 256, 3072};
+#endif
+
+static int kernel_sel = -1; /* -1: not chosen yet; 0: portable; 1: AVX2 + FMA */
+
+static int avx2_available(void)
+{
+#if PG_GEMM_X86
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+int pg_gemm_kernel_select(int which)
+{
+    if (which == 0) kernel_sel = 0;
+    else if (which == 1 || which < 0) kernel_sel = avx2_available();
+    else if (kernel_sel < 0) kernel_sel = avx2_available();
+    return kernel_sel;
+}
+
+/* ---- packing ----
+ * A block op(A)[i0 : i0+mc, p0 : p0+kc] -> slivers of mr rows: ap[s*kc*mr + p*mr + i].
+ * B panel op(B)[p0 : p0+kc, j0 : j0+nc] -> slivers of nr columns: bp[s*kc*nr + p*nr + j]. */
+#define GEMM_PACK(T)                                                                          \
+    static void pack_a_##T(int ta, const T *a, int64_t lda, int64_t i0, int64_t p0, int64_t mc,  \
+                           int64_t kc, int mr, T *ap)                                          \
+    {                                                                                          \
+        for (int64_t ir = 0; ir < mc; ir += mr, ap += kc * mr) {                               \
+            int64_t rows = mc - ir < mr ? mc - ir : mr;                                        \
+            if (!ta) {                                                                         \
+                for (int64_t p = 0; p < kc; p++) {                                             \
+                    const T *src = a + (i0 + ir) + (p0 + p) * lda;                             \
+                    T *dst = ap + p * mr;                                                      \
+                    int64_t i = 0;                                                             \
+                    for (; i < rows; i++) dst[i] = src[i];                                     \
+                    for (; i < mr; i++) dst[i] = 0;                                            \
+                }                                                                              \
+            } else {                                                                           \
+                for (int64_t i = 0; i < rows; i++) {                                           \
+                    const T *src = a + (p0) + (i0 + ir + i) * lda;                             \
+                    for (int64_t p = 0; p < kc; p++) ap[p * mr + i] = src[p];                  \
+                }                                                                              \
+                for (int64_t i = rows; i < mr; i++)                                            \
+                    for (int64_t p = 0; p < kc; p++) ap[p * mr + i] = 0;                       \
+            }                                                                                  \
+        }                                                                                      \
+    }                                                                                          \
+    static void pack_b_##T(int tb, const T *b, int64_t ldb, int64_t p0, int64_t j0, int64_t kc,  \
+                           int64_t nc, int nr, T *bp)                                          \
+    {                                                                                          \
+        for (int64_t jr = 0; jr < nc; jr += nr, bp += kc * nr) {                               \
+            int64_t cols = nc - jr < nr ? nc - jr : nr;                                        \
+            if (!tb) {                                                                         \
+                for (int64_t j = 0; j < cols; j++) {                                           \
+                    const T *src = b + (p0) + (j0 + jr + j) * ldb;                             \
+                    for (int64_t p = 0; p < kc; p++) bp[p * nr + j] = src[p];                  \
+                }                                                                              \
+                for (int64_t j = cols; j < nr; j++)                                            \
+                    for (int64_t p = 0; p < kc; p++) bp[p * nr + j] = 0;                       \
+            } else {                                                                           \
+                for (int64_t p = 0; p < kc; p++) {                                             \
+                    const T *src = b + (j0 + jr) + (p0 + p) * ldb;                             \
+                    T *dst = bp + p * nr;                                                      \
+                    int64_t j = 0;                                                             \
+                    for (; j < cols; j++) dst[j] = src[j];                                     \
+                    for (; j < nr; j++) dst[j] = 0;                                            \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }
+GEMM_PACK(float)
+GEMM_PACK(double)
+
+static int64_t round_up(int64_t x, int64_t r) { return (x + r - 1) / r * r; }
+
+/* Returns 0, or -1 (nothing written) when the packing buffers cannot be allocated. */
+#define GEMM_BLOCKED(T)                                                                       \
+    int pg_gemm_blocked_##T(int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, const T *a, \
+                            int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc)    \
+    {                                                                                          \
+        if (kernel_sel < 0) pg_gemm_kernel_select(-1);                                         \
+        const kern_##T *kr = &k_generic_##T;                                                   \
+        KERN_PICK_##T                                                                          \
+        const int mr = kr->mr, nr = kr->nr;                                                    \
+        int64_t kc_max = k < kr->kc ? k : kr->kc;                                              \
+        int64_t mc_max = round_up(m < kr->mc ? m : kr->mc, mr);                                \
+        int64_t nc_max = round_up(n < kr->nc ? n : kr->nc, nr);                                \
+        int64_t a_len = round_up(mc_max * kc_max, 64 / (int64_t)sizeof(T));                    \
+        size_t bytes = (size_t)(a_len + nc_max * kc_max) * sizeof(T) + 64;                     \
+        void *raw = malloc(bytes);                                                             \
+        if (!raw) return -1;                                                                   \
+        T *ap = (T *)(((uintptr_t)raw + 63) & ~(uintptr_t)63), *bp = ap + a_len;               \
+        T tile[MAX_MR * MAX_NR] = {0};                                                         \
+        for (int64_t jc = 0; jc < n; jc += kr->nc) {                                           \
+            int64_t nc = n - jc < kr->nc ? n - jc : kr->nc;                                    \
+            for (int64_t pc = 0; pc < k; pc += kr->kc) {                                       \
+                int64_t kc = k - pc < kr->kc ? k - pc : kr->kc;                                \
+                T bet = pc == 0 ? beta : (T)1;                                                 \
+                pack_b_##T(tb, b, ldb, pc, jc, kc, nc, nr, bp);                                \
+                for (int64_t ic = 0; ic < m; ic += kr->mc) {                                   \
+                    int64_t mc = m - ic < kr->mc ? m - ic : kr->mc;                            \
+                    pack_a_##T(ta, a, lda, ic, pc, mc, kc, mr, ap);                            \
+                    for (int64_t jr = 0; jr < nc; jr += nr) {                                  \
+                        int64_t cols = nc - jr < nr ? nc - jr : nr;                            \
+                        for (int64_t ir = 0; ir < mc; ir += mr) {                              \
+                            int64_t rows = mc - ir < mr ? mc - ir : mr;                        \
+                            T *cc = c + (ic + ir) + (jc + jr) * ldc;                           \
+                            const T *as = ap + ir * kc, *bs = bp + jr * kc;                    \
+                            if (rows == mr && cols == nr) {                                    \
+                                kr->ukr(kc, as, bs, cc, ldc, alpha, bet);                      \
+                                continue;                                                      \
+                            }                                                                  \
+                            /* ragged tile: same kernel on a scratch tile, then copy out */    \
+                            if (bet != 0)                                                      \
+                                for (int64_t j = 0; j < cols; j++)                             \
+                                    memcpy(tile + j * mr, cc + j * ldc, (size_t)rows * sizeof(T)); \
+                            kr->ukr(kc, as, bs, tile, mr, alpha, bet);                         \
+                            for (int64_t j = 0; j < cols; j++)                                 \
+                                memcpy(cc + j * ldc, tile + j * mr, (size_t)rows * sizeof(T)); \
+                        }                                                                      \
+                    }                                                                          \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+        free(raw);                                                                             \
+        return 0;                                                                              \
+    }
+
+#if PG_GEMM_X86
+#define KERN_PICK_float if (kernel_sel == 1) kr = &k_avx2_f;
+#define KERN_PICK_double if (kernel_sel == 1) kr = &k_avx2_d;
+#else
+#define KERN_PICK_float
+#define KERN_PICK_double
+#endif
+#define k_generic_float k_generic_f
+#define k_generic_double k_generic_d
+GEMM_BLOCKED(float)
+GEMM_BLOCKED(double)
