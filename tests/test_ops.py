@@ -571,13 +571,18 @@ def builtin_gemm():
         pg.use_blas("openblas")
 
 
-@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (3, 5, 2), (7, 4, 9), (64, 33, 17)])
+# 1x1x1 and the small ones run the plain loops; the rest the blocked kernel: sizes ragged against
+# the tiles (16x6 / 8x6), larger than the blocks (MC 128 / 64, KC 256: several k blocks add up in
+# C), more columns than NC (3072), and a single column (matrix-vector: the loops again).
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (3, 5, 2), (7, 4, 9), (64, 33, 17), (17, 33, 9), (100, 3, 257),
+                                   (300, 700, 130), (7, 5, 3100), (129, 300, 1)])
 def test_builtin_gemm_forward_and_grad(builtin_gemm, rng, m, k, n):
     assert pg.blas_name() == "builtin"
     A, B = R(rng, m, k), R(rng, k, n)
     np.testing.assert_allclose(pg.ag_matmul(pg.ag_tensor(A, dtype="f64"), pg.ag_tensor(B, dtype="f64")).numpy(),
                                A @ B, rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(pg.ag_matmul(pg.ag_tensor(A), pg.ag_tensor(B)).numpy(), A @ B, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(pg.ag_matmul(pg.ag_tensor(A), pg.ag_tensor(B)).numpy(), A @ B, rtol=1e-4,
+                               atol=2e-6 * math.sqrt(k))
     if m * k * n <= 200:
         gradcheck(lambda a, b: project(pg.ag_matmul(a, b)), A, B)
     else:  # large: compare backward with numpy's dA = G B^T, dB = A^T G (G = projection weights)
@@ -586,8 +591,8 @@ def test_builtin_gemm_forward_and_grad(builtin_gemm, rng, m, k, n):
         with pg.with_grad_tape():
             loss = project(pg.ag_matmul(a, b))
         g = pg.backward(loss)
-        np.testing.assert_allclose(g[a], G @ B.T, rtol=1e-12)
-        np.testing.assert_allclose(g[b], A.T @ G, rtol=1e-12)
+        np.testing.assert_allclose(g[a], G @ B.T, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(g[b], A.T @ G, rtol=1e-12, atol=1e-12)
 
 
 def test_builtin_gemm_ignores_nan_in_fresh_output(builtin_gemm):
@@ -595,3 +600,87 @@ def test_builtin_gemm_ignores_nan_in_fresh_output(builtin_gemm):
     for _ in range(3):
         out = pg.ag_matmul(pg.ag_tensor(np.ones((3, 2)), dtype="f64"), pg.ag_tensor(np.ones((2, 4)), dtype="f64"))
         np.testing.assert_array_equal(out.numpy(), np.full((3, 4), 2.0))
+
+
+def test_builtin_gemm_overwrites_garbage_in_blocked_output(builtin_gemm, rng):
+    # the blocked kernel with beta = 0: NaN left in a recycled buffer of the output's size must not leak
+    A, B = R(rng, 40, 50), R(rng, 50, 30)
+    for dt in ("f64", "f32"):
+        for _ in range(3):
+            junk = pg.ag_tensor(np.full((40, 30), np.nan), dtype=dt)
+            del junk
+            out = pg.ag_matmul(pg.ag_tensor(A, dtype=dt), pg.ag_tensor(B, dtype=dt)).numpy()
+            assert np.isfinite(out).all()
+            np.testing.assert_allclose(out, A @ B, rtol=1e-4 if dt == "f32" else 1e-12, atol=1e-5 if dt == "f32" else 0)
+
+
+def _op(X, t):
+    return X.T if t else X
+
+
+@pytest.mark.parametrize("ta,tb", [(0, 0), (0, 1), (1, 0), (1, 1)])
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (17, 33, 9), (100, 3, 257), (150, 300, 70)])
+def test_builtin_gemm_transposes_forward_and_grad(builtin_gemm, rng, ta, tb, m, k, n):
+    # matmul_t reaches pg_gemm with every (ta, tb) and alpha != 1 forward; its backward runs the
+    # transposed products dA = al G op(B)^T, dB = al op(A)^T G in their four layouts as well
+    from pyggmlr.nn import _matmul_t
+    al = -0.75
+    A = R(rng, k, m) if ta else R(rng, m, k)
+    B = R(rng, n, k) if tb else R(rng, k, n)
+    want = al * _op(A, ta) @ _op(B, tb)
+    out32 = _matmul_t(pg.ag_tensor(A), pg.ag_tensor(B), ta=ta, tb=tb, alpha=al).numpy()
+    np.testing.assert_allclose(out32, want, rtol=1e-4, atol=2e-6 * math.sqrt(k))
+    a, b = pg.ag_param(A, dtype="f64"), pg.ag_param(B, dtype="f64")
+    with pg.with_grad_tape():
+        out = _matmul_t(a, b, ta=ta, tb=tb, alpha=al)
+        loss = project(out)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-12, atol=1e-13)
+    g = pg.backward(loss)
+    G = np.random.default_rng(7).uniform(0.5, 1.5, (m, n))
+    d_opa, d_opb = al * G @ _op(B, tb).T, al * _op(A, ta).T @ G
+    np.testing.assert_allclose(g[a], _op(d_opa, ta), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(g[b], _op(d_opb, tb), rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("dt", ["f64", "f32"])
+def test_builtin_gemm_accumulates_gradients_of_reused_tensors(builtin_gemm, rng, dt):
+    # W used twice (dW = G1 x1^T + G2 x2^T) and x used twice (dx = W^T G1 + V^T G3): the second
+    # product into each gradient slot runs with beta = 1
+    W, V, x, x2 = R(rng, 70, 300), R(rng, 20, 300), R(rng, 300, 40), R(rng, 300, 25)
+    w, v, xs = pg.ag_param(W, dtype=dt), pg.ag_param(V, dtype=dt), pg.ag_param(x, dtype=dt)
+    with pg.with_grad_tape():
+        loss = pg.ag_add(pg.ag_add(project(pg.ag_matmul(w, xs), 7),
+                                   project(pg.ag_matmul(w, pg.ag_tensor(x2, dtype=dt)), 8)),
+                         project(pg.ag_matmul(v, xs), 9))
+    g = pg.backward(loss)
+    G1, G2, G3 = (np.random.default_rng(s).uniform(0.5, 1.5, sh) for s, sh in ((7, (70, 40)), (8, (70, 25)), (9, (20, 40))))
+    tol = dict(rtol=1e-12, atol=1e-12) if dt == "f64" else dict(rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(g[w], G1 @ x.T + G2 @ x2.T, **tol)
+    np.testing.assert_allclose(g[xs], W.T @ G1 + V.T @ G3, **tol)
+    np.testing.assert_allclose(g[v], G3 @ x.T, **tol)
+
+
+def _bits(arr):
+    return arr.view(np.uint32 if arr.dtype == np.float32 else np.uint64)
+
+
+@pytest.mark.parametrize("dt", ["f64", "f32"])
+def test_builtin_gemm_is_bit_reproducible(builtin_gemm, rng, dt):
+    # every element sums its products in one fixed order (k blocks of KC, in increasing k), whatever
+    # the run, the addresses (and so the alignment) of the inputs, the element's place in a tile or
+    # block, or the layout the operands come in: packing absorbs it
+    from pyggmlr.nn import _matmul_t
+    A, B = R(rng, 150, 300), R(rng, 300, 70)
+    ref = _bits(pg.ag_matmul(pg.ag_tensor(A, dtype=dt), pg.ag_tensor(B, dtype=dt)).numpy())
+    for extra in (1, 3, 7):
+        pad = [pg.ag_tensor(np.ones((extra, 1)), dtype=dt) for _ in range(extra)]  # shift later allocations
+        got = pg.ag_matmul(pg.ag_tensor(A.copy(), dtype=dt), pg.ag_tensor(B.copy(), dtype=dt)).numpy()
+        np.testing.assert_array_equal(_bits(got), ref)
+        del pad
+    sub = pg.ag_matmul(pg.ag_tensor(A[5:82], dtype=dt), pg.ag_tensor(B[:, 3:36], dtype=dt)).numpy()
+    np.testing.assert_array_equal(_bits(sub), ref[5:82, 3:36])
+    for ta in (0, 1):
+        for tb in (0, 1):
+            At, Bt = (A.T.copy() if ta else A), (B.T.copy() if tb else B)
+            got = _matmul_t(pg.ag_tensor(At, dtype=dt), pg.ag_tensor(Bt, dtype=dt), ta=ta, tb=tb).numpy()
+            np.testing.assert_array_equal(_bits(got), ref, err_msg=f"ta={ta} tb={tb}")
