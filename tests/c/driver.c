@@ -736,6 +736,94 @@ static void test_concurrent(void)
     REL(t); REL(l); REL(x);
 }
 
+/* ---- the built-in GEMM (no BLAS is handed in here), both micro-kernels, against a naive
+ * triple loop in double: every (ta, tb), leading dimensions beyond the rows (the padding holds
+ * NaN in A and B, which must never be read, and a sentinel in C, which must stay), alpha and
+ * beta (0 over NaN garbage, 1, 0.5), sizes on both sides of the blocked kernel's threshold,
+ * ragged against its tiles and larger than its blocks, and inputs moved by one element (other
+ * alignment): the same bits. Error bound: (k + 2) eps (|alpha| sum |a b| + |beta c|). ---- */
+static double gemm_get(int dt, const void *p, int64_t i) { return dt == PG_F32 ? ((const float *)p)[i] : ((const double *)p)[i]; }
+static void gemm_set(int dt, void *p, int64_t i, double v)
+{
+    if (dt == PG_F32) ((float *)p)[i] = (float)v;
+    else ((double *)p)[i] = v;
+}
+
+static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, double beta)
+{
+    size_t es = dt == PG_F32 ? sizeof(float) : sizeof(double);
+    int64_t ra = ta ? k : m, ca = ta ? m : k, rb = tb ? n : k, cb = tb ? k : n;
+    int64_t lda = ra + 3, ldb = rb + 2, ldc = m + 4;
+    /* one element more than needed: the second run moves every operand by one element */
+    char *A = malloc((size_t)(lda * ca + 1) * es), *B = malloc((size_t)(ldb * cb + 1) * es);
+    char *C0 = malloc((size_t)(ldc * n) * es), *C[2] = {malloc((size_t)(ldc * n + 1) * es), NULL};
+    C[1] = malloc((size_t)(ldc * n + 1) * es);
+    for (int64_t j = 0; j < ca; j++)
+        for (int64_t i = 0; i < lda; i++) gemm_set(dt, A, i + j * lda, i < ra ? urand() : NAN);
+    for (int64_t j = 0; j < cb; j++)
+        for (int64_t i = 0; i < ldb; i++) gemm_set(dt, B, i + j * ldb, i < rb ? urand() : NAN);
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < ldc; i++) gemm_set(dt, C0, i + j * ldc, i >= m ? 12345.0 : beta == 0 ? NAN : urand());
+    int bad = 0;
+    for (int run = 0; run < 2; run++) {
+        char *a = A, *b = B, *c = C[run] + run * es;
+        if (run) { /* shift the operands by one element */
+            memmove(A + es, A, (size_t)(lda * ca) * es);
+            memmove(B + es, B, (size_t)(ldb * cb) * es);
+            a += es, b += es;
+        }
+        memcpy(c, C0, (size_t)(ldc * n) * es);
+        pg_gemm(dt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        double eps = dt == PG_F32 ? 0x1p-24 : 0x1p-53;
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < ldc; i++) {
+                double got = gemm_get(dt, c, i + j * ldc), c0 = gemm_get(dt, C0, i + j * ldc);
+                if (i >= m) { bad += got != 12345.0; continue; }
+                double s = 0, mag = 0;
+                for (int64_t p = 0; p < k; p++) {
+                    double x = gemm_get(dt, a, ta ? p + i * lda : i + p * lda), y = gemm_get(dt, b, tb ? j + p * ldb : p + j * ldb);
+                    s += x * y, mag += fabs(x * y);
+                }
+                double want = alpha * s + (beta == 0 ? 0 : beta * c0);
+                mag = fabs(alpha) * mag + (beta == 0 ? 0 : fabs(beta * c0));
+                bad += !(fabs(got - want) <= (double)(k + 2) * eps * mag + 1e-300);
+            }
+    }
+    for (int64_t j = 0; j < n; j++) /* the same bits at the other alignment */
+        bad += memcmp(C[0] + (size_t)(j * ldc) * es, C[1] + (size_t)(j * ldc + 1) * es, (size_t)m * es) != 0;
+    if (bad)
+        fprintf(stderr, "gemm %s ta=%d tb=%d m=%lld n=%lld k=%lld alpha=%g beta=%g: %d bad\n", dt == PG_F32 ? "f32" : "f64",
+                ta, tb, (long long)m, (long long)n, (long long)k, alpha, beta, bad);
+    CHECK(bad == 0);
+    free(A); free(B); free(C0); free(C[0]); free(C[1]);
+}
+
+static void test_gemm(void)
+{
+    /* m, n, k: loops (tiny; a single column), blocked (ragged; m > MC, k > KC; n > NC) */
+    static const int64_t shapes[][3] = {{1, 1, 1}, {5, 3, 4}, {129, 1, 300}, {17, 33, 9}, {150, 40, 300}, {5, 3100, 7}};
+    static const double ab[][2] = {{1, 0}, {1, 1}, {-1.5, 0.5}, {0.25, 1}};
+    CHECK(pg_gemm_kernel_select(0) == 0);
+    for (int sel = 0; sel < 2; sel++) {
+        pg_gemm_kernel_select(sel); /* 1: AVX2 + FMA where the CPU has it, else the portable one again */
+        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+            for (int t = 0; t < 4; t++)
+                for (size_t c = 0; c < sizeof ab / sizeof *ab; c++)
+                    for (int dt = PG_F32; dt <= PG_F64; dt++)
+                        gemm_case(dt, t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2], ab[c][0], ab[c][1]);
+    }
+    pg_gemm_kernel_select(-1);
+    /* k == 0: C = beta C (beta 0 overwrites NaN garbage; 1 leaves C alone) */
+    for (int dt = PG_F32; dt <= PG_F64; dt++)
+        for (int bi = 0; bi < 3; bi++) {
+            double beta = bi == 0 ? 0 : bi == 1 ? 1 : 0.5, one = 1, c[6];
+            float cf[6];
+            for (int i = 0; i < 6; i++) c[i] = cf[i] = bi == 0 ? NAN : (float)(i + 1);
+            pg_gemm(dt, 0, 0, 3, 2, 0, 2.0, &one, 3, &one, 1, beta, dt == PG_F32 ? (void *)cf : (void *)c, 3);
+            for (int i = 0; i < 6; i++) CHECK((dt == PG_F32 ? cf[i] : c[i]) == beta * (i + 1));
+        }
+}
+
 /* each part leaves nothing alive behind it */
 static void run(const char *name, void (*fn)(void))
 {
@@ -753,6 +841,7 @@ int main(void)
     run("errors", test_errors);
     run("tape", test_tape);
     run("ops", test_ops);
+    run("gemm", test_gemm);
     run("optim", test_optim);
     run("memory", test_memory);
     run("dist", test_dist);
