@@ -87,8 +87,9 @@ local({
   }, error = err)
   e$installed <- function(pkg) suppressWarnings(requireNamespace(pkg, quietly = TRUE))
   e$get <- function(o, name) tryCatch(o[[name]], error = err)
-  e$set <- function(o, name, value) tryCatch({ assign(name, value, envir = o); invisible(NULL) }, error = err)
-  e$names <- function(o) if (is.environment(o)) ls(o, all.names = FALSE) else names(o)
+  # o[[name]] <- value: classed environments (ag_tensor's data/grad fields) dispatch to their method
+  e$set <- function(o, name, value) tryCatch({ o[[name]] <- value; invisible(NULL) }, error = err)
+  e$names <- function(o) if (is.environment(o) && !inherits(o, "ag_tensor")) ls(o, all.names = FALSE) else names(o)
   e$tensor_info <- function(t) list(t$data, t$dtype, isTRUE(t$requires_grad))
   e$tensor <- function(x, dtype, param) {
     if (param) pyggmlr::ag_param(x, dtype = dtype) else pyggmlr::ag_tensor(x, dtype = dtype)

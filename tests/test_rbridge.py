@@ -118,6 +118,14 @@ def test_objects_stay_in_r_and_can_be_driven(rng):
     assert np.array_equal(g, 2 * w0)
     opt.step(grads)
     assert np.array_equal(W.data, w0 - 0.25 * (2 * w0))
+    # an R tensor's fields are written through its `[[<-` method, into the core
+    W.data = np.ones((2, 3))
+    assert np.array_equal(W.data, np.ones((2, 3)))
+    W.requires_grad = False
+    assert W.requires_grad is False
+    with pytest.raises(r.RError, match="read-only"):
+        W.id = 3
+    assert "data" in W.names() and "grad" in W.names()
 
 
 def test_run_is_local_and_sees_inputs():
