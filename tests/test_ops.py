@@ -562,18 +562,35 @@ def test_pow_zero_exponent_grad_is_zero_at_zero(f64):
 
 # ---- the built-in GEMM kernel (used where no BLAS is available) ----
 
-@pytest.fixture
-def builtin_gemm():
+GEMM_KERNELS = {0: "portable", 1: "AVX2+FMA", 2: "AVX-512F"}
+
+
+def _select_kernel(which):
+    from pyggmlr._native import lib
+    return lib.pg_gemm_kernel_select(which)
+
+
+# every test below runs on each micro-kernel of the built-in GEMM: portable, AVX2 (16x6 / 8x6 tiles)
+# and AVX-512 (32x6 / 16x6); a kernel this CPU cannot run is skipped (saying so), never replaced
+@pytest.fixture(params=sorted(GEMM_KERNELS), ids=["portable", "avx2", "avx512"])
+def builtin_gemm(request):
     prev = pg.blas_name()
     pg.use_blas("builtin")
-    yield
-    if prev != "builtin":
-        pg.use_blas("openblas")
+    got = _select_kernel(request.param)
+    try:
+        if got != request.param:
+            pytest.skip(f"this CPU lacks {GEMM_KERNELS[request.param]}: the built-in GEMM's "
+                        f"{GEMM_KERNELS[request.param]} kernel cannot run here (it has {GEMM_KERNELS[got]})")
+        yield request.param
+    finally:
+        _select_kernel(-1)
+        if prev != "builtin":
+            pg.use_blas("openblas")
 
 
 # 1x1x1 and the small ones run the plain loops; the rest the blocked kernel: sizes ragged against
-# the tiles (16x6 / 8x6), larger than the blocks (MC 128 / 64, KC 256: several k blocks add up in
-# C), more columns than NC (3072), and a single column (matrix-vector: the loops again).
+# the tiles (32x6 / 16x6 / 8x6 / 4x6), larger than the blocks (MC 128 / 64, KC 256: several k
+# blocks add up in C), more columns than NC (3072), and a single column (matrix-vector: loops).
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (3, 5, 2), (7, 4, 9), (64, 33, 17), (17, 33, 9), (100, 3, 257),
                                    (300, 700, 130), (7, 5, 3100), (129, 300, 1)])
 def test_builtin_gemm_forward_and_grad(builtin_gemm, rng, m, k, n):
@@ -684,3 +701,43 @@ def test_builtin_gemm_is_bit_reproducible(builtin_gemm, rng, dt):
             At, Bt = (A.T.copy() if ta else A), (B.T.copy() if tb else B)
             got = _matmul_t(pg.ag_tensor(At, dtype=dt), pg.ag_tensor(Bt, dtype=dt), ta=ta, tb=tb).numpy()
             np.testing.assert_array_equal(_bits(got), ref, err_msg=f"ta={ta} tb={tb}")
+
+
+@pytest.mark.parametrize("dt", ["f64", "f32"])
+def test_builtin_gemm_avx2_and_avx512_kernels_give_identical_bits(rng, dt):
+    # the AVX-512 kernel sums every element in the AVX2 kernel's order (same k blocks, one FMA per k
+    # step from 0, then alpha * acc + C / + beta * C), so the two agree to the bit in every layout,
+    # with alpha != 1 and with accumulation (beta = 1 in backward); the portable kernel (no FMA)
+    # only agrees to rounding
+    from pyggmlr.nn import _matmul_t
+    prev = pg.blas_name()
+    pg.use_blas("builtin")
+    try:
+        if _select_kernel(2) != 2:
+            pytest.skip("this CPU lacks AVX-512F: the AVX-512 kernel cannot run here to compare with AVX2")
+        A, B = R(rng, 150, 600), R(rng, 600, 70)
+        outs = {}
+        for kern in (1, 2, 0):
+            assert _select_kernel(kern) == kern
+            res = []
+            for ta in (0, 1):
+                for tb in (0, 1):
+                    At, Bt = (A.T.copy() if ta else A), (B.T.copy() if tb else B)
+                    a, b = pg.ag_param(At, dtype=dt), pg.ag_param(Bt, dtype=dt)
+                    with pg.with_grad_tape():
+                        out = _matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75)
+                        loss = project(out, 7)
+                        if not tb:  # b used twice: its gradient slot accumulates (beta = 1)
+                            loss = pg.ag_add(loss, project(pg.ag_matmul(pg.ag_tensor(A[:40], dtype=dt), b), 8))
+                    g = pg.backward(loss)
+                    res += [out.numpy(), g[a], g[b]]
+            outs[kern] = res
+        for x1, x2, x0 in zip(outs[1], outs[2], outs[0]):
+            np.testing.assert_array_equal(_bits(x2), _bits(x1))
+            np.testing.assert_allclose(x0, x1, rtol=1e-4 if dt == "f32" else 1e-12, atol=1e-3 if dt == "f32" else 1e-11)
+        if dt == "f32":  # the comparison can fail: FMA and separate rounding differ somewhere here
+            assert any((_bits(x0) != _bits(x1)).any() for x0, x1 in zip(outs[0], outs[1]))
+    finally:
+        _select_kernel(-1)
+        if prev != "builtin":
+            pg.use_blas("openblas")

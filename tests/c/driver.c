@@ -804,13 +804,41 @@ static void test_gemm(void)
     static const int64_t shapes[][3] = {{1, 1, 1}, {5, 3, 4}, {129, 1, 300}, {17, 33, 9}, {150, 40, 300}, {5, 3100, 7}};
     static const double ab[][2] = {{1, 0}, {1, 1}, {-1.5, 0.5}, {0.25, 1}};
     CHECK(pg_gemm_kernel_select(0) == 0);
-    for (int sel = 0; sel < 2; sel++) {
-        pg_gemm_kernel_select(sel); /* 1: AVX2 + FMA where the CPU has it, else the portable one again */
+    int best = pg_gemm_kernel_select(-1);
+    CHECK(best >= 0 && best <= 2);
+    if (best < 2) fprintf(stderr, "gemm: this CPU lacks %s: kernels above %d not tested\n", best < 1 ? "AVX2+FMA" : "AVX-512F", best);
+    /* 0 portable, 1 AVX2 + FMA, 2 AVX-512F: each kernel this CPU has */
+    for (int sel = 0; sel <= best; sel++) {
+        CHECK(pg_gemm_kernel_select(sel) == sel);
         for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
             for (int t = 0; t < 4; t++)
                 for (size_t c = 0; c < sizeof ab / sizeof *ab; c++)
                     for (int dt = PG_F32; dt <= PG_F64; dt++)
                         gemm_case(dt, t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2], ab[c][0], ab[c][1]);
+    }
+    CHECK(pg_gemm_kernel_select(best + 1) == best); /* a kernel the CPU lacks: the best below it */
+    if (best == 2) { /* AVX2 and AVX-512 sum in the same order: the same bits, every layout */
+        int64_t m = 70, n = 45, k = 600; /* ragged against both tiles; k > KC */
+        double *A = malloc(sizeof(double) * (size_t)(m * k)), *B = malloc(sizeof(double) * (size_t)(k * n));
+        double *C = malloc(sizeof(double) * (size_t)(4 * m * n));
+        float *Af = malloc(sizeof(float) * (size_t)(m * k)), *Bf = malloc(sizeof(float) * (size_t)(k * n));
+        float *Cf = malloc(sizeof(float) * (size_t)(4 * m * n));
+        for (int64_t i = 0; i < m * k; i++) Af[i] = (float)(A[i] = urand());
+        for (int64_t i = 0; i < k * n; i++) Bf[i] = (float)(B[i] = urand());
+        for (int t = 0; t < 4; t++) {
+            int ta = t >> 1, tb = t & 1;
+            for (int sel = 1; sel <= 2; sel++) {
+                pg_gemm_kernel_select(sel);
+                double *c = C + (sel - 1) * m * n;
+                float *cf = Cf + (sel - 1) * m * n;
+                for (int64_t i = 0; i < m * n; i++) c[i] = cf[i] = (float)(i % 7) - 3;
+                pg_gemm(PG_F64, ta, tb, m, n, k, -0.75, A, ta ? k : m, B, tb ? n : k, 0.5, c, m);
+                pg_gemm(PG_F32, ta, tb, m, n, k, -0.75, Af, ta ? k : m, Bf, tb ? n : k, 0.5, cf, m);
+            }
+            CHECK(memcmp(C, C + m * n, sizeof(double) * (size_t)(m * n)) == 0);
+            CHECK(memcmp(Cf, Cf + m * n, sizeof(float) * (size_t)(m * n)) == 0);
+        }
+        free(A); free(B); free(C); free(Af); free(Bf); free(Cf);
     }
     pg_gemm_kernel_select(-1);
     /* k == 0: C = beta C (beta 0 overwrites NaN garbage; 1 leaves C alone) */
