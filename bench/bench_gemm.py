@@ -8,20 +8,37 @@ pyggmlr is timed through ag_matmul / the internal matmul_t op (outside a tape), 
 microseconds of call overhead (allocating the output) are included, as in numpy's `@`; on the
 tiny shapes that overhead is most of the time.
 
+The built-in column is the kernel the CPU gets by default (AVX-512F, AVX2+FMA or portable, see
+native/gemm_kernel.c); where that is AVX-512, an "avx2" column times the AVX2 kernel as well (forced
+through pg_gemm_kernel_select). The OpenBLAS core in use (e.g. SkylakeX = its AVX-512 kernels,
+Haswell = AVX2) is printed first.
+
+OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, which some machines here set to force OpenBLAS's older
+(Haswell, AVX2) kernels, are removed before OpenBLAS loads, so that it runs the CPU's own kernels
+(as bench/bench_train.py does); set BENCH_KEEP_OPENBLAS_ENV=1 to keep them.
+
 Run: python bench/bench_gemm.py  (BENCH_SECONDS per measurement, default 0.15; medians of 7).
 Writes bench/results/bench_gemm.json (or $BENCH_OUT). Numbers are printed, never asserted."""
 import os
 
+if not os.environ.get("BENCH_KEEP_OPENBLAS_ENV"):
+    for _v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        os.environ.pop(_v, None)
 os.environ["OPENBLAS_NUM_THREADS"] = "1"  # before numpy and pyggmlr load OpenBLAS
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import ctypes  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
+from pyggmlr import _core  # noqa: E402
+from pyggmlr._native import lib  # noqa: E402
 from pyggmlr.nn import _matmul_t  # noqa: E402
+
+KERNELS = {0: "portable", 1: "AVX2+FMA", 2: "AVX-512F"}
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SECONDS = float(os.environ.get("BENCH_SECONDS", 0.15))
@@ -74,6 +91,25 @@ def numpy_fn(a, b, layout):
     return lambda: a_op @ b_op
 
 
+def openblas_core():
+    """OpenBLAS's name for the kernels it picked (SkylakeX, Haswell, Zen, ...), or None."""
+    dll = getattr(_core, "_blas_dll", None)
+    fn = getattr(dll, "scipy_openblas_get_corename", None) if dll is not None else None
+    if fn is None:
+        return None
+    fn.restype = ctypes.c_char_p
+    return fn().decode()
+
+
+def builtin_time(fn, kernel):
+    pg.use_blas("builtin")
+    lib.pg_gemm_kernel_select(kernel)
+    try:
+        return median_seconds(fn)
+    finally:
+        lib.pg_gemm_kernel_select(-1)
+
+
 def main():
     pg.ag_set_threads(1)
     have_openblas = True
@@ -81,10 +117,13 @@ def main():
         pg.use_blas("openblas")
     except RuntimeError:
         have_openblas = False
+    best = lib.pg_gemm_kernel_select(-1)
     rng = np.random.default_rng(0)
     rows = []
-    print(f"single thread; medians of {REPEATS}; GFLOP/s = 2mnk / time")
-    head = f"{'shape':<30} {'dt':<4} {'builtin us':>11} {'GF/s':>6} {'openblas us':>12} {'GF/s':>6} " \
+    core = openblas_core() if have_openblas else None
+    print(f"single thread; medians of {REPEATS}; GFLOP/s = 2mnk / time; built-in kernel: {KERNELS[best]}; "
+          f"OpenBLAS core: {core or '-'} (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
+    head = f"{'shape':<30} {'dt':<4} {'builtin us':>11} {'GF/s':>6} {'avx2 us':>8} {'openblas us':>12} {'GF/s':>6} " \
            f"{'numpy us':>9} {'GF/s':>6} {'bi/ob':>6}"
     print(head)
     print("-" * len(head))
@@ -92,8 +131,9 @@ def main():
         for name, m, k, n, layout in SHAPES:
             a, b = operands(m, k, n, layout, npdt, rng)
             flops = 2.0 * m * n * k
-            pg.use_blas("builtin")
-            t_bi = median_seconds(pyggmlr_fn(a, b, layout, dt))
+            fn = pyggmlr_fn(a, b, layout, dt)
+            t_bi = builtin_time(fn, best)
+            t_avx2 = builtin_time(fn, 1) if best == 2 else None
             t_ob = None
             if have_openblas:
                 pg.use_blas("openblas")
@@ -105,7 +145,8 @@ def main():
             got = pyggmlr_fn(a, b, layout, dt)().numpy()
             np.testing.assert_allclose(got, ref, rtol=1e-3 if dt == "f32" else 1e-10, atol=1e-3 if dt == "f32" else 1e-10)
             row = {"shape": name, "m": m, "k": k, "n": n, "layout": layout, "dtype": dt,
-                   "builtin_s": t_bi, "openblas_s": t_ob, "numpy_s": t_np,
+                   "builtin_kernel": KERNELS[best], "builtin_s": t_bi, "builtin_avx2_s": t_avx2,
+                   "openblas_core": core, "openblas_s": t_ob, "numpy_s": t_np,
                    "builtin_gflops": flops / t_bi / 1e9,
                    "openblas_gflops": flops / t_ob / 1e9 if t_ob else None,
                    "numpy_gflops": flops / t_np / 1e9,
@@ -113,7 +154,8 @@ def main():
             rows.append(row)
             ob = f"{t_ob * 1e6:12.1f} {row['openblas_gflops']:6.1f}" if t_ob else f"{'-':>12} {'-':>6}"
             ratio = f"{row['ratio_builtin_openblas']:6.2f}" if t_ob else f"{'-':>6}"
-            print(f"{name:<30} {dt:<4} {t_bi * 1e6:11.1f} {row['builtin_gflops']:6.1f} {ob} "
+            avx2 = f"{t_avx2 * 1e6:8.1f}" if t_avx2 else f"{'-':>8}"
+            print(f"{name:<30} {dt:<4} {t_bi * 1e6:11.1f} {row['builtin_gflops']:6.1f} {avx2} {ob} "
                   f"{t_np * 1e6:9.1f} {row['numpy_gflops']:6.1f} {ratio}")
     if have_openblas:
         pg.use_blas("openblas")
