@@ -8,11 +8,15 @@ Both run in this process, interleaved in rounds; medians (µs) and the ratio pyg
 printed and written to bench/results/bench_step.json. Before timing, one step of each is
 compared (same start weights, same batch) so the two really compute the same thing.
 
-Run with OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE unset *in the command* (set in some shells here,
-they force a slower OpenBLAS kernel; the benchmark does not touch them in code):
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/bench_step.py
+OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set in some shells here to force an older OpenBLAS kernel)
+are removed before OpenBLAS loads, as in bench_train.py; BENCH_KEEP_OPENBLAS_ENV=1 keeps them.
+Run: python bench/bench_step.py
 """
 import os
+
+if not os.environ.get("BENCH_KEEP_OPENBLAS_ENV"):
+    for _v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        os.environ.pop(_v, None)
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS: one thread
 os.environ.setdefault("OMP_NUM_THREADS", "1")
