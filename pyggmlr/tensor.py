@@ -103,6 +103,25 @@ def _read(p):
     return out
 
 
+_NP_DTYPE = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
+
+
+class _View:
+    """Exposes a tensor's memory to numpy (__array_interface__) and keeps the tensor alive for
+    as long as an array made from it exists (the array's base is this object)."""
+
+    __slots__ = ("tensor", "__array_interface__")
+
+    def __init__(self, t):
+        p = t._handle()
+        nr, nc = lib.pg_tensor_nrow(p), lib.pg_tensor_ncol(p)
+        dt = _NP_DTYPE[t.dtype]
+        addr = int(ffi.cast("uintptr_t", lib.pg_tensor_data(p))) if nr * nc else 0
+        self.tensor = t
+        self.__array_interface__ = {"shape": (nr, nc), "typestr": dt.str, "version": 3,
+                                    "data": (addr, False), "strides": (dt.itemsize, dt.itemsize * nr)}
+
+
 class Tensor:
     """A tensor of the C core: a 2-D column-major matrix of f32 or f64 values.
 
@@ -245,11 +264,21 @@ class Tensor:
                                         _SRC_CODE[a.dtype], a.shape[0], a.shape[1],
                                         a.strides[0] // a.itemsize, a.strides[1] // a.itemsize))
 
-    def numpy(self):
-        """Values as a (Fortran-ordered) numpy array of shape (rows, cols); a copy."""
-        return _read(self._handle())
+    def numpy(self, copy: bool = True):
+        """Values as a (Fortran-ordered) numpy array of shape (rows, cols).
+
+        ``copy=True`` (default): an independent copy. ``copy=False``: a view of the tensor's own
+        memory, no copy: it keeps the tensor alive, sees later in-place updates (an optimizer
+        step, ``t.data = ...``) and writes to it change the tensor (as PyTorch's ``.numpy()``)."""
+        if copy:
+            return _read(self._handle())
+        return np.asarray(_View(self))
 
     def __array__(self, dtype=None, copy=None):
+        if copy is False:  # numpy >= 2: np.asarray(t, copy=False) asks for a view
+            if dtype is not None and np.dtype(dtype) != _NP_DTYPE[self.dtype]:
+                raise ValueError(f"a view of a {self.dtype} tensor cannot have dtype {np.dtype(dtype)}")
+            return self.numpy(copy=False)
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
 

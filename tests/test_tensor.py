@@ -237,3 +237,39 @@ def test_to_device_same_object():
         pg.ag_to_device(t, "gpu")
     with pytest.raises(TypeError):
         pg.ag_to_device(np.zeros(2), "cpu")
+
+
+def test_numpy_view_shares_memory_and_keeps_the_tensor_alive():
+    import gc
+    t = pg.ag_param(np.arange(6.0).reshape(2, 3), dtype="f64")
+    v = t.numpy(copy=False)
+    assert v.dtype == np.float64 and v.shape == (2, 3) and v.flags["F_CONTIGUOUS"]
+    np.testing.assert_array_equal(v, np.arange(6.0).reshape(2, 3))
+    # an optimizer step updates the tensor in place: the view sees it, a copy does not
+    c = t.numpy()
+    opt = pg.optimizer_sgd([t], lr=0.5)
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_mul(t, t))
+    opt.step(pg.backward(loss))
+    np.testing.assert_array_equal(v, c - 0.5 * 2 * c)
+    np.testing.assert_array_equal(c, np.arange(6.0).reshape(2, 3))
+    v[1, 2] = 42.0                        # writes reach the tensor
+    assert t.numpy()[1, 2] == 42.0
+    # the view keeps the core tensor alive after the Python handle is gone
+    del t, opt, loss
+    pg.ag_tape_clear()                    # the tape's nodes held the tensor too
+    gc.collect()
+    before = pg.ag_live_objects()
+    assert v[1, 2] == 42.0
+    del v, c
+    gc.collect()
+    assert pg.ag_live_objects() == before - 2  # the tensor and its accumulated .grad
+    # numpy's protocol: np.asarray(t, copy=False) is the view; a dtype change cannot be a view
+    t32 = pg.ag_tensor(np.ones((3, 2)))
+    a = np.asarray(t32, copy=False)
+    a[0, 0] = 5.0
+    assert t32.numpy()[0, 0] == 5.0
+    with pytest.raises(ValueError, match="cannot have dtype float64"):
+        np.asarray(t32, dtype=np.float64, copy=False)
+    assert np.asarray(t32, dtype=np.float64).dtype == np.float64  # a converted copy
+    assert pg.ag_tensor(np.zeros((0, 3))).numpy(copy=False).shape == (0, 3)
