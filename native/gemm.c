@@ -15,11 +15,11 @@
 #include <string.h>
 #include "pg.h"
 
-/* m * n * k from which the blocked kernel beats the loops (measured with AVX2: at 8x8x8 they
- * tie, at 4x4x4 the loops win by 1.2-2x, from 12x12x12 on the blocked kernel by 1.5-6x). A
- * single non-transposed column (n == 1, a matrix-vector product) stays with the vectorised
- * column AXPYs, about 3x faster there than a 6-column micro-kernel that wastes 5 columns. */
-#define GEMM_BLOCK_MIN 512.0
+/* A single non-transposed column (n == 1, a matrix-vector product) stays with the vectorised
+ * column AXPYs, about 2-3x faster there than a one-column micro-kernel (a single FMA chain per
+ * vector is latency-bound). Everything else with k > 0 goes to gemm_kernel.c, tiny products
+ * too: its direct path costs a few dozen nanoseconds there, and every product with k > 0 and
+ * n > 1 (or op(A) = A^T) then sums each element the same way (see gemm_kernel.c). */
 
 typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *,
                          int, float, float *, int);
@@ -57,18 +57,17 @@ int pg_set_threads(int n)
 
 int pg_get_threads(void) { return n_threads; }
 
-/* Built-in kernel: the blocked, packed, register-tiled kernel of gemm_kernel.c; for small
- * products (where packing costs more than it saves), matrix-vector products, k == 0, or when
- * its buffers cannot be allocated (rare), plain loops. The loop orders keep the innermost loop
- * contiguous so it vectorises: NN/NT are column AXPYs, TN/TT are dot products over contiguous
- * columns of A. Which of the two runs depends only on (m, n, k, ta), so results are
- * reproducible. Single-threaded: ag_set_threads() only reaches a BLAS handed in. */
+/* Built-in kernel: gemm_kernel.c (a direct path for small problems, the blocked packed one for
+ * large; identical bits); plain loops for matrix-vector products and k == 0. The loop orders
+ * keep the innermost loop contiguous so it vectorises: NN/NT are column AXPYs, TN/TT are dot
+ * products over contiguous columns of A. Which of the two runs depends only on (n, k, ta), so
+ * results are reproducible. Single-threaded: ag_set_threads() only reaches a BLAS handed in. */
 #define GEMM_BUILTIN(T)                                                                       \
     static void gemm_builtin_##T(int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha,     \
                                  const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c, \
                                  int64_t ldc)                                                  \
     {                                                                                          \
-        if (k > 0 && (double)m * (double)n * (double)k >= GEMM_BLOCK_MIN && (n > 1 || ta) &&   \
+        if (k > 0 && (n > 1 || ta) &&                                                          \
             pg_gemm_blocked_##T(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == 0)     \
             return;                                                                            \
         gemm_loops_##T(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);                  \

@@ -264,7 +264,7 @@ int pg_gemm_kernel_select(int which)
  * B panel op(B)[p0 : p0+kc, j0 : j0+nc] -> slivers of nr columns: bp[s*kc*nr + p*nr + j]. */
 #define GEMM_PACK(T)                                                                          \
     static void pack_a_##T(int ta, const T *a, int64_t lda, int64_t i0, int64_t p0, int64_t mc,  \
-                           int64_t kc, int mr, T *ap)                                          \
+                           int64_t kc, int mr, T *ap, int pad)                                 \
     {                                                                                          \
         for (int64_t ir = 0; ir < mc; ir += mr, ap += kc * mr) {                               \
             int64_t rows = mc - ir < mr ? mc - ir : mr;                                        \
@@ -281,7 +281,7 @@ int pg_gemm_kernel_select(int which)
                     const T *src = a + (p0) + (i0 + ir + i) * lda;                             \
                     for (int64_t p = 0; p < kc; p++) ap[p * mr + i] = src[p];                  \
                 }                                                                              \
-                for (int64_t i = rows; i < mr; i++)                                            \
+                for (int64_t i = rows; pad && i < mr; i++)                                     \
                     for (int64_t p = 0; p < kc; p++) ap[p * mr + i] = 0;                       \
             }                                                                                  \
         }                                                                                      \
@@ -318,7 +318,7 @@ GEMM_PACK(double)
  * (an AVX2 transpose; f64 4 x 4). The dX shape 784x256^T * 256x64 went from 1.25x to 1.0x the
  * time of the non-transposed product. Same values in the same places: no change in results. */
 PG_AVX2 static void pack_at_float_avx2(const float *a, int64_t lda, int64_t i0, int64_t p0, int64_t mc,
-                                       int64_t kc, int mr, float *ap)
+                                       int64_t kc, int mr, float *ap, int pad)
 {
     for (int64_t ir = 0; ir < mc; ir += mr, ap += kc * mr) {
         int64_t rows = mc - ir < mr ? mc - ir : mr, i = 0;
@@ -355,13 +355,13 @@ PG_AVX2 static void pack_at_float_avx2(const float *a, int64_t lda, int64_t i0, 
             const float *src = a + p0 + (i0 + ir + i) * lda;
             for (int64_t p = 0; p < kc; p++) ap[p * mr + i] = src[p];
         }
-        for (; i < mr; i++)
+        for (; pad && i < mr; i++)
             for (int64_t p = 0; p < kc; p++) ap[p * mr + i] = 0;
     }
 }
 /* f64: 4 x 4 blocks */
 PG_AVX2 static void pack_at_double_avx2(const double *a, int64_t lda, int64_t i0, int64_t p0, int64_t mc,
-                                        int64_t kc, int mr, double *ap)
+                                        int64_t kc, int mr, double *ap, int pad)
 {
     for (int64_t ir = 0; ir < mc; ir += mr, ap += kc * mr) {
         int64_t rows = mc - ir < mr ? mc - ir : mr, i = 0;
@@ -386,16 +386,16 @@ PG_AVX2 static void pack_at_double_avx2(const double *a, int64_t lda, int64_t i0
             const double *src = a + p0 + (i0 + ir + i) * lda;
             for (int64_t p = 0; p < kc; p++) ap[p * mr + i] = src[p];
         }
-        for (; i < mr; i++)
+        for (; pad && i < mr; i++)
             for (int64_t p = 0; p < kc; p++) ap[p * mr + i] = 0;
     }
 }
-#define PACK_A_float(ta, a, lda, i0, p0, mc, kc, mr, ap)                                       \
-    ((ta) && kernel_sel >= 1 ? pack_at_float_avx2(a, lda, i0, p0, mc, kc, mr, ap)             \
-                             : pack_a_float(ta, a, lda, i0, p0, mc, kc, mr, ap))
-#define PACK_A_double(ta, a, lda, i0, p0, mc, kc, mr, ap)                                      \
-    ((ta) && kernel_sel >= 1 ? pack_at_double_avx2(a, lda, i0, p0, mc, kc, mr, ap)            \
-                             : pack_a_double(ta, a, lda, i0, p0, mc, kc, mr, ap))
+#define PACK_A_float(ta, a, lda, i0, p0, mc, kc, mr, ap, pad)                                  \
+    ((ta) && kernel_sel >= 1 ? pack_at_float_avx2(a, lda, i0, p0, mc, kc, mr, ap, pad)        \
+                             : pack_a_float(ta, a, lda, i0, p0, mc, kc, mr, ap, pad))
+#define PACK_A_double(ta, a, lda, i0, p0, mc, kc, mr, ap, pad)                                 \
+    ((ta) && kernel_sel >= 1 ? pack_at_double_avx2(a, lda, i0, p0, mc, kc, mr, ap, pad)       \
+                             : pack_a_double(ta, a, lda, i0, p0, mc, kc, mr, ap, pad))
 #else
 #define PACK_A_float pack_a_float
 #define PACK_A_double pack_a_double
@@ -403,12 +403,288 @@ PG_AVX2 static void pack_at_double_avx2(const double *a, int64_t lda, int64_t i0
 
 static int64_t round_up(int64_t x, int64_t r) { return (x + r - 1) / r * r; }
 
+/* ---- direct path: small and thin products, no packing of B, no allocation ----
+ * A tile of the output, NV vectors (of VL rows) by NR columns, read from the operands in place:
+ * the "a side" (one vector per k step) must be contiguous along the tile's rows, the "b side"
+ * is broadcast one element at a time from any strides. op(A) untransposed is the a side as it
+ * is (rows of C along the vector, columns of A one k step apart); op(A) = A^T is transposed
+ * into a stack sliver of at most 2 VL rows x KC first (the only copy); where op(B) = B^T and
+ * n fills the vectors better than m (thin m: the output layer, dW = G X^T of a small layer),
+ * the roles swap: C^T = op(B)^T op(A)^T, rows of B^T along the vector, stored transposed.
+ * A ragged last vector is loaded and stored under a mask (AVX-512), a mask table (AVX2 loads)
+ * or a scratch copy; ragged columns have their own NR; no padding work, no tile copy-out.
+ *
+ * Summation: every element is the micro-kernels' one, exactly: acc = 0, acc = fma(a, b, acc)
+ * over the k block in increasing k (portable: acc = acc + a * b), blocks of the same KC, then
+ * C = alpha * acc (+ C, + beta * C on the first block; + C on later ones), with the same
+ * operations (fma and products are commutative bit for bit, so the swapped roles change
+ * nothing). The direct and the blocked paths therefore give identical bits for every shape
+ * and layout (AVX2 and AVX-512 too, as their blocked kernels do); which path runs is only a
+ * matter of speed. */
+#define DK_KC 256 /* the kc of every kern_* table above: part of the summation order */
+
+#define DK_KERNEL(PFX, T, ATTR, VT, VL, NV, NR, PART)                                          \
+    ATTR static void PFX##_##NV##_##NR##_##PART(int64_t kc, const T *a, int64_t sa, const T *b,   \
+                                               int64_t rsb, int64_t csb, T *c, int64_t rc,       \
+                                               int64_t cc, int rows, T alpha, T beta)            \
+    {                                                                                          \
+        VT acc[NV][NR];                                                                        \
+        const int lastn = rows - (NV - 1) * VL;                                                \
+        PFX##_MASKDECL(lastn)                                                                  \
+        _Pragma("GCC unroll 8") for (int j = 0; j < NR; j++)                                   \
+            _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) acc[v][j] = PFX##_ZERO();      \
+        for (int64_t p = 0; p < kc; p++, a += sa, b += rsb) {                                  \
+            VT av[NV];                                                                         \
+            _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++)                               \
+                av[v] = (PART && v == NV - 1) ? PFX##_LDP(a + v * VL, lastn) : PFX##_LD(a + v * VL); \
+            _Pragma("GCC unroll 8") for (int j = 0; j < NR; j++) {                             \
+                VT bj = PFX##_BC(b[j * csb]);                                                  \
+                _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++)                           \
+                    acc[v][j] = PFX##_FMA(av[v], bj, acc[v][j]);                               \
+            }                                                                                  \
+        }                                                                                      \
+        const VT va = PFX##_BC(alpha), vb = PFX##_BC(beta);                                    \
+        const int mode = beta == 0 ? 0 : beta == 1 ? 1 : 2;                                    \
+        _Pragma("GCC unroll 8") for (int j = 0; j < NR; j++)                                   \
+            _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) {                             \
+                const int n_ = (PART && v == NV - 1) ? lastn : VL;                             \
+                T *cp = c + (int64_t)v * VL * rc + j * cc;                                     \
+                VT t = PFX##_MUL(va, acc[v][j]), o;                                            \
+                if (rc == 1 && n_ == VL) {                                                     \
+                    if (mode) {                                                                \
+                        o = PFX##_LD(cp);                                                      \
+                        t = mode == 1 ? PFX##_ADD(t, o) : PFX##_ADD(t, PFX##_MUL(vb, o));      \
+                    }                                                                          \
+                    PFX##_ST(cp, t);                                                           \
+                } else if (rc == 1) {                                                          \
+                    if (mode) {                                                                \
+                        o = PFX##_LDP(cp, n_);                                                 \
+                        t = mode == 1 ? PFX##_ADD(t, o) : PFX##_ADD(t, PFX##_MUL(vb, o));      \
+                    }                                                                          \
+                    PFX##_STP(cp, t, n_);                                                      \
+                } else { /* transposed output: lanes ldc apart */                              \
+                    T tmp[VL] __attribute__((aligned(64)));                                    \
+                    if (mode) {                                                                \
+                        for (int l = 0; l < VL; l++) tmp[l] = l < n_ ? cp[l * rc] : 0;         \
+                        o = PFX##_LD(tmp);                                                     \
+                        t = mode == 1 ? PFX##_ADD(t, o) : PFX##_ADD(t, PFX##_MUL(vb, o));      \
+                    }                                                                          \
+                    PFX##_ST(tmp, t);                                                          \
+                    for (int l = 0; l < n_; l++) cp[l * rc] = tmp[l];                          \
+                }                                                                              \
+            }                                                                                  \
+    }
+
+typedef void (*dk_float)(int64_t, const float *, int64_t, const float *, int64_t, int64_t, float *, int64_t,
+                         int64_t, int, float, float);
+typedef void (*dk_double)(int64_t, const double *, int64_t, const double *, int64_t, int64_t, double *,
+                          int64_t, int64_t, int, double, double);
+
+/* NV = 1: up to 8 columns (8 accumulators: enough FMAs in flight); NV = 2: up to 6 (12) */
+#define DK_ALL(PFX, T, ATTR, VT, VL)                                                           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 1, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 1, 1)           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 2, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 2, 1)           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 3, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 3, 1)           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 4, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 4, 1)           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 5, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 5, 1)           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 6, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 6, 1)           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 7, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 7, 1)           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 8, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 1, 8, 1)           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 1, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 1, 1)           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 2, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 2, 1)           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 3, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 3, 1)           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 4, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 4, 1)           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 5, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 5, 1)           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 6, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 6, 1)           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 7, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 7, 1)           \
+    DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 8, 0) DK_KERNEL(PFX, T, ATTR, VT, VL, 2, 8, 1)           \
+    static const dk_##T PFX##_tab[2][8][2] = {                                                 \
+        {{PFX##_1_1_0, PFX##_1_1_1}, {PFX##_1_2_0, PFX##_1_2_1}, {PFX##_1_3_0, PFX##_1_3_1},   \
+         {PFX##_1_4_0, PFX##_1_4_1}, {PFX##_1_5_0, PFX##_1_5_1}, {PFX##_1_6_0, PFX##_1_6_1},   \
+         {PFX##_1_7_0, PFX##_1_7_1}, {PFX##_1_8_0, PFX##_1_8_1}},                              \
+        {{PFX##_2_1_0, PFX##_2_1_1}, {PFX##_2_2_0, PFX##_2_2_1}, {PFX##_2_3_0, PFX##_2_3_1},   \
+         {PFX##_2_4_0, PFX##_2_4_1}, {PFX##_2_5_0, PFX##_2_5_1}, {PFX##_2_6_0, PFX##_2_6_1},   \
+         {PFX##_2_7_0, PFX##_2_7_1}, {PFX##_2_8_0, PFX##_2_8_1}}};
+
+/* portable: 16-byte vector extensions; ragged loads / stores element by element */
+#define GVF_MASKDECL(n)
+#define GVF_ZERO() ((v4f){0, 0, 0, 0})
+#define GVF_LD(p) gv_ld_f(p)
+#define GVF_LDP(p, n) gv_ldp_f(p, n)
+#define GVF_BC(x) gv_bc_f(x)
+#define GVF_FMA(a, b, c) ((c) + (a) * (b))
+#define GVF_MUL(a, b) ((a) * (b))
+#define GVF_ADD(a, b) ((a) + (b))
+#define GVF_ST(p, v) gv_st_f(p, v)
+#define GVF_STP(p, v, n) gv_stp_f(p, v, n)
+static inline v4f gv_ld_f(const float *p) { v4f v; memcpy(&v, p, sizeof v); return v; }
+static inline v4f gv_ldp_f(const float *p, int n) { v4f v = {0, 0, 0, 0}; for (int l = 0; l < n; l++) v[l] = p[l]; return v; }
+static inline v4f gv_bc_f(float x) { return (v4f){x, x, x, x}; }
+static inline void gv_st_f(float *p, v4f v) { memcpy(p, &v, sizeof v); }
+static inline void gv_stp_f(float *p, v4f v, int n) { for (int l = 0; l < n; l++) p[l] = v[l]; }
+#define GVD_MASKDECL(n)
+#define GVD_ZERO() ((v2d){0, 0})
+#define GVD_LD(p) gv_ld_d(p)
+#define GVD_LDP(p, n) gv_ldp_d(p, n)
+#define GVD_BC(x) ((v2d){x, x})
+#define GVD_FMA(a, b, c) ((c) + (a) * (b))
+#define GVD_MUL(a, b) ((a) * (b))
+#define GVD_ADD(a, b) ((a) + (b))
+#define GVD_ST(p, v) gv_st_d(p, v)
+#define GVD_STP(p, v, n) gv_stp_d(p, v, n)
+static inline v2d gv_ld_d(const double *p) { v2d v; memcpy(&v, p, sizeof v); return v; }
+static inline v2d gv_ldp_d(const double *p, int n) { v2d v = {0, 0}; for (int l = 0; l < n; l++) v[l] = p[l]; return v; }
+static inline void gv_st_d(double *p, v2d v) { memcpy(p, &v, sizeof v); }
+static inline void gv_stp_d(double *p, v2d v, int n) { for (int l = 0; l < n; l++) p[l] = v[l]; }
+DK_ALL(GVF, float, , v4f, 4)
+DK_ALL(GVD, double, , v2d, 2)
+
+#if PG_GEMM_X86
+/* AVX2: ragged loads through a mask table (vmaskmov: no fault past the end), ragged stores
+ * through a scratch vector */
+static const int32_t dk_mask32[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+static const int64_t dk_mask64[8] = {-1, -1, -1, -1, 0, 0, 0, 0};
+#define AVF_MASKDECL(n) const __m256i mk_ = _mm256_loadu_si256((const __m256i *)(const void *)(dk_mask32 + 8 - (n)));
+#define AVF_ZERO() _mm256_setzero_ps()
+#define AVF_LD(p) _mm256_loadu_ps(p)
+#define AVF_LDP(p, n) _mm256_maskload_ps(p, mk_)
+#define AVF_BC(x) _mm256_set1_ps(x)
+#define AVF_FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define AVF_MUL(a, b) _mm256_mul_ps(a, b)
+#define AVF_ADD(a, b) _mm256_add_ps(a, b)
+#define AVF_ST(p, v) _mm256_storeu_ps(p, v)
+#define AVF_STP(p, v, n) do { float t_[8]; _mm256_storeu_ps(t_, v); memcpy(p, t_, sizeof(float) * (size_t)(n)); } while (0)
+#define AVD_MASKDECL(n) const __m256i mk_ = _mm256_loadu_si256((const __m256i *)(const void *)(dk_mask64 + 4 - (n)));
+#define AVD_ZERO() _mm256_setzero_pd()
+#define AVD_LD(p) _mm256_loadu_pd(p)
+#define AVD_LDP(p, n) _mm256_maskload_pd(p, mk_)
+#define AVD_BC(x) _mm256_set1_pd(x)
+#define AVD_FMA(a, b, c) _mm256_fmadd_pd(a, b, c)
+#define AVD_MUL(a, b) _mm256_mul_pd(a, b)
+#define AVD_ADD(a, b) _mm256_add_pd(a, b)
+#define AVD_ST(p, v) _mm256_storeu_pd(p, v)
+#define AVD_STP(p, v, n) do { double t_[4]; _mm256_storeu_pd(t_, v); memcpy(p, t_, sizeof(double) * (size_t)(n)); } while (0)
+DK_ALL(AVF, float, PG_AVX2, __m256, 8)
+DK_ALL(AVD, double, PG_AVX2, __m256d, 4)
+
+/* AVX-512: ragged rows under a k-mask, loads and stores alike */
+#define ZF_MASKDECL(n) const __mmask16 mk_ = (__mmask16)((1u << (n)) - 1u);
+#define ZF_ZERO() _mm512_setzero_ps()
+#define ZF_LD(p) _mm512_loadu_ps(p)
+#define ZF_LDP(p, n) _mm512_maskz_loadu_ps(mk_, p)
+#define ZF_BC(x) _mm512_set1_ps(x)
+#define ZF_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define ZF_MUL(a, b) _mm512_mul_ps(a, b)
+#define ZF_ADD(a, b) _mm512_add_ps(a, b)
+#define ZF_ST(p, v) _mm512_storeu_ps(p, v)
+#define ZF_STP(p, v, n) _mm512_mask_storeu_ps(p, mk_, v)
+#define ZD_MASKDECL(n) const __mmask8 mk_ = (__mmask8)((1u << (n)) - 1u);
+#define ZD_ZERO() _mm512_setzero_pd()
+#define ZD_LD(p) _mm512_loadu_pd(p)
+#define ZD_LDP(p, n) _mm512_maskz_loadu_pd(mk_, p)
+#define ZD_BC(x) _mm512_set1_pd(x)
+#define ZD_FMA(a, b, c) _mm512_fmadd_pd(a, b, c)
+#define ZD_MUL(a, b) _mm512_mul_pd(a, b)
+#define ZD_ADD(a, b) _mm512_add_pd(a, b)
+#define ZD_ST(p, v) _mm512_storeu_pd(p, v)
+#define ZD_STP(p, v, n) _mm512_mask_storeu_pd(p, mk_, v)
+DK_ALL(ZF, float, PG_AVX512, __m512, 16)
+DK_ALL(ZD, double, PG_AVX512, __m512d, 8)
+#define DK_PICK_float(vl) (kernel_sel == 2 ? (vl = 16, ZF_tab) : kernel_sel == 1 ? (vl = 8, AVF_tab) : (vl = 4, GVF_tab))
+#define DK_PICK_double(vl) (kernel_sel == 2 ? (vl = 8, ZD_tab) : kernel_sel == 1 ? (vl = 4, AVD_tab) : (vl = 2, GVD_tab))
+#else
+#define DK_PICK_float(vl) (vl = 4, GVF_tab)
+#define DK_PICK_double(vl) (vl = 2, GVD_tab)
+#endif
+
+/* Roles swapped (vectors along n) when that needs fewer vector FMAs, counting a packed
+ * (transposed) element as 0.25 of one in f32, 0.7 in f64 (4 x 4 transposes), and an element
+ * stored transposed as 2: the a side is packed when it is op(A) = A^T unswapped or op(B) = B
+ * (not transposed) swapped. Measured on Zen 5; depends on the shape and vector length only. */
+static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, size_t es)
+{
+    const double pack = es == 4 ? 0.25 : 0.7, tr = 2;
+    double keep = (double)((m + vl - 1) / vl) * (double)n * (double)k + (ta ? pack * (double)m * (double)k : 0);
+    double swap = (double)((n + vl - 1) / vl) * (double)m * (double)k + (!tb ? pack * (double)n * (double)k : 0) +
+                  tr * (double)m * (double)n;
+    return swap < keep;
+}
+
+/* The direct path over the whole product: k blocks of DK_KC (beta on the first), tiles of up
+ * to 2 VL rows (of the output, or of its transpose when swapped) by up to 8 / 6 columns. */
+#define GEMM_DIRECT(T)                                                                        \
+    static void gemm_direct_##T(int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, const T *a, \
+                                int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc) \
+    {                                                                                          \
+        int vl;                                                                                \
+        const dk_##T(*tab)[8][2] = DK_PICK_##T(vl);                                            \
+        int swap = direct_swap(ta, tb, m, n, k, vl, sizeof(T));                                           \
+        int64_t R, S, sa, rsb, csb, rc, cc;                                                    \
+        const T *as, *bs;                                                                      \
+        if (!swap) {                                                                           \
+            R = m, S = n, as = a, sa = lda, bs = b, rc = 1, cc = ldc;                          \
+            rsb = tb ? ldb : 1, csb = tb ? 1 : ldb;                                            \
+        } else {                                                                               \
+            R = n, S = m, as = b, sa = ldb, bs = a, rc = ldc, cc = 1;                          \
+            rsb = ta ? 1 : lda, csb = ta ? lda : 1;                                            \
+        }                                                                                      \
+        const int pack = swap ? !tb : ta, mrv = 2 * vl, nr2 = kernel_sel == 2 ? 8 : 6;          \
+        const T *pk = swap ? b : a;                                                            \
+        const int64_t ldp = swap ? ldb : lda;                                                  \
+        unsigned char buf_[32 * DK_KC * 4 + 64]; /* 2 VL rows x KC: 32 KiB either type */      \
+        T *buf = (T *)(((uintptr_t)buf_ + 63) & ~(uintptr_t)63);                               \
+        for (int64_t pc = 0; pc < k; pc += DK_KC) {                                            \
+            int64_t kc = k - pc < DK_KC ? k - pc : DK_KC;                                      \
+            T bet = pc == 0 ? beta : (T)1;                                                     \
+            for (int64_t r0 = 0; r0 < R; r0 += mrv) {                                          \
+                int rows = (int)(R - r0 < mrv ? R - r0 : mrv);                                 \
+                int nv = rows > vl ? 2 : 1, part = rows % vl != 0, nrmax = nv == 2 ? nr2 : 8;  \
+                const T *ar;                                                                   \
+                int64_t sar = sa;                                                              \
+                if (pack) {                                                                    \
+                    PACK_A_##T(1, pk, ldp, r0, pc, rows, kc, mrv, buf, 0);                     \
+                    ar = buf, sar = mrv;                                                       \
+                } else                                                                         \
+                    ar = as + r0 + pc * sa;                                                    \
+                /* columns in balanced tiles (10 = 5 + 5, not 8 + 2: few accumulators stall) */ \
+                int64_t nt = (S + nrmax - 1) / nrmax, q = S / nt, rem = S % nt;                 \
+                for (int64_t t = 0, s0 = 0; t < nt; t++) {                                     \
+                    int cols = (int)(q + (t < rem));                                           \
+                    tab[nv - 1][cols - 1][part](kc, ar, sar, bs + pc * rsb + s0 * csb, rsb, csb, \
+                                                c + r0 * rc + s0 * cc, rc, cc, rows, alpha, bet); \
+                    s0 += cols;                                                                \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }
+GEMM_DIRECT(float)
+GEMM_DIRECT(double)
+
+/* The direct path for everything whose operands and result fit in about 2 MiB (L2 size:
+ * measured on Zen 5 it beats packing there, 0.5-0.9x its time from 64x4x32 to 256x784x256 f32;
+ * packing only wins when B must be streamed from further out). Shape only, no alignment. */
+static int path_sel = -1; /* pg_gemm_path_select: -1 by size, 0 packed, 1 direct */
+int pg_gemm_path_select(int which)
+{
+    path_sel = which < 0 ? -1 : which > 1 ? 1 : which;
+    return path_sel;
+}
+static int direct_pays(int64_t m, int64_t n, int64_t k, size_t es)
+{
+    if (path_sel >= 0) return path_sel;
+    return ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n) * (double)es <= 2097152.0;
+}
+
 /* Returns 0, or -1 (nothing written) when the packing buffers cannot be allocated. */
 #define GEMM_BLOCKED(T)                                                                       \
     int pg_gemm_blocked_##T(int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, const T *a, \
                             int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc)    \
     {                                                                                          \
         if (kernel_sel < 0) pg_gemm_kernel_select(-1);                                         \
+        if (direct_pays(m, n, k, sizeof(T))) {                                         \
+            gemm_direct_##T(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);             \
+            return 0;                                                                          \
+        }                                                                                      \
         const kern_##T *kr = &k_generic_##T;                                                   \
         KERN_PICK_##T                                                                          \
         const int mr = kr->mr, nr = kr->nr;                                                    \
@@ -418,7 +694,10 @@ static int64_t round_up(int64_t x, int64_t r) { return (x + r - 1) / r * r; }
         int64_t a_len = round_up(mc_max * kc_max, 64 / (int64_t)sizeof(T));                    \
         size_t bytes = (size_t)(a_len + nc_max * kc_max) * sizeof(T) + 64;                     \
         void *raw = malloc(bytes);                                                             \
-        if (!raw) return -1;                                                                   \
+        if (!raw) { /* same bits, no buffers */                                                \
+            gemm_direct_##T(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);             \
+            return 0;                                                                          \
+        }                                                                                      \
         T *ap = (T *)(((uintptr_t)raw + 63) & ~(uintptr_t)63), *bp = ap + a_len;               \
         T tile[MAX_MR * MAX_NR];                                                               \
         memset(tile, 0, sizeof(T) * (size_t)(mr * nr)); /* rows past a ragged edge: defined */   \
@@ -430,7 +709,7 @@ static int64_t round_up(int64_t x, int64_t r) { return (x + r - 1) / r * r; }
                 pack_b_##T(tb, b, ldb, pc, jc, kc, nc, nr, bp);                                \
                 for (int64_t ic = 0; ic < m; ic += kr->mc) {                                   \
                     int64_t mc = m - ic < kr->mc ? m - ic : kr->mc;                            \
-                    PACK_A_##T(ta, a, lda, ic, pc, mc, kc, mr, ap);                               \
+                    PACK_A_##T(ta, a, lda, ic, pc, mc, kc, mr, ap, 1);                               \
                     for (int64_t jr = 0; jr < nc; jr += nr) {                                  \
                         int64_t cols = nc - jr < nr ? nc - jr : nr;                            \
                         for (int64_t ir = 0; ir < mc; ir += mr) {                              \

@@ -588,9 +588,11 @@ def builtin_gemm(request):
             pg.use_blas("openblas")
 
 
-# 1x1x1 and the small ones run the plain loops; the rest the blocked kernel: sizes ragged against
-# the tiles (32x6 / 16x6 / 8x6 / 4x6), larger than the blocks (MC 128 / 64, KC 256: several k
-# blocks add up in C), more columns than NC (3072), and a single column (matrix-vector: loops).
+# A single column (1x1x1, 129x300x1: matrix-vector) runs the plain loops; the rest the kernel's
+# direct path (operands up to about 2 MiB) or its packed blocked path (300x700x130 in f64): sizes
+# ragged against the tiles (32x6 / 16x6 / 8x6 / 4x6), larger than the blocks (MC 128 / 64, KC 256:
+# several k blocks add up in C), more columns than NC (3072). test_builtin_gemm_paths_give_identical_bits
+# runs both paths on each shape.
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (3, 5, 2), (7, 4, 9), (64, 33, 17), (17, 33, 9), (100, 3, 257),
                                    (300, 700, 130), (7, 5, 3100), (129, 300, 1)])
 def test_builtin_gemm_forward_and_grad(builtin_gemm, rng, m, k, n):
@@ -681,6 +683,70 @@ def _bits(arr):
     return arr.view(np.uint32 if arr.dtype == np.float32 else np.uint64)
 
 
+def _select_path(which):
+    from pyggmlr._native import lib
+    return lib.pg_gemm_path_select(which)
+
+
+# the small and thin products of small MLPs (forward m x k x n and their backward products), and
+# every m from 1 to 17 (ragged rows against 2, 4, 8 and 16 lanes; 1 to 2 vectors per tile)
+SMALL_GEMMS = [(64, 4, 32), (32, 64, 32), (3, 32, 32), (64, 32, 32), (10, 128, 64), (10, 128, 256), (64, 64, 64),
+               (128, 64, 64), (64, 32, 4), (4, 64, 32), (32, 3, 32), (10, 64, 128), (128, 10, 64), (2, 2, 2),
+               (5, 300, 7)] + [(m, 33, 19) for m in range(1, 18)]
+
+
+def _gemm_operands(rng, m, k, n, ta, tb):
+    return (R(rng, k, m) if ta else R(rng, m, k)), (R(rng, n, k) if tb else R(rng, k, n))
+
+
+@pytest.mark.parametrize("ta,tb", [(0, 0), (0, 1), (1, 0), (1, 1)])
+def test_builtin_gemm_small_and_thin_shapes(builtin_gemm, rng, ta, tb):
+    # forward against numpy with alpha != 1, then accumulation into a used output (beta = 1: the
+    # backward's gradient slots) through a tape, every layout, f64 and f32
+    from pyggmlr.nn import _matmul_t
+    al = -0.75
+    for m, k, n in SMALL_GEMMS:
+        A, B = _gemm_operands(rng, m, k, n, ta, tb)
+        want = al * _op(A, ta) @ _op(B, tb)
+        got = _matmul_t(pg.ag_tensor(A, dtype="f64"), pg.ag_tensor(B, dtype="f64"), ta=ta, tb=tb, alpha=al).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13, err_msg=f"f64 {m}x{k}x{n}")
+        got = _matmul_t(pg.ag_tensor(A), pg.ag_tensor(B), ta=ta, tb=tb, alpha=al).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-6 * math.sqrt(k), err_msg=f"f32 {m}x{k}x{n}")
+    for m, k, n in [(3, 32, 32), (10, 64, 128), (17, 33, 19)]:  # gradients: beta = 1 into a reused slot
+        A, B = _gemm_operands(rng, m, k, n, ta, tb)
+        a, b = pg.ag_param(A, dtype="f64"), pg.ag_param(B, dtype="f64")
+        with pg.with_grad_tape():
+            loss = pg.ag_add(project(_matmul_t(a, b, ta=ta, tb=tb, alpha=al), 7),
+                             project(_matmul_t(a, b, ta=ta, tb=tb, alpha=al), 8))
+        g = pg.backward(loss)
+        G = np.random.default_rng(7).uniform(0.5, 1.5, (m, n)) + np.random.default_rng(8).uniform(0.5, 1.5, (m, n))
+        np.testing.assert_allclose(g[a], _op(al * G @ _op(B, tb).T, ta), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(g[b], _op(al * _op(A, ta).T @ G, tb), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dt", ["f64", "f32"])
+def test_builtin_gemm_paths_give_identical_bits(builtin_gemm, rng, dt):
+    # the direct (unpacked) path and the packed blocked path sum every element in the same order
+    # with the same operations: identical bits, whichever the size picks, in every layout, with
+    # alpha != 1, k > KC (several k blocks) and n > NC (several B panels in the packed path)
+    from pyggmlr.nn import _matmul_t
+    shapes = SMALL_GEMMS[:14] + [(1, 33, 19), (9, 33, 19), (17, 33, 19), (70, 600, 45), (7, 5, 3100)]
+    try:
+        for m, k, n in shapes:
+            for ta in (0, 1):
+                for tb in (0, 1):
+                    A, B = _gemm_operands(rng, m, k, n, ta, tb)
+                    a, b = pg.ag_tensor(A, dtype=dt), pg.ag_tensor(B, dtype=dt)
+                    outs = []
+                    for path in (1, 0, -1):
+                        assert _select_path(path) == path
+                        outs.append(_bits(_matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75).numpy()))
+                    for o in outs[1:]:
+                        np.testing.assert_array_equal(o, outs[0], err_msg=f"{m}x{k}x{n} ta={ta} tb={tb}")
+    finally:
+        _select_path(-1)
+
+
 @pytest.mark.parametrize("dt", ["f64", "f32"])
 def test_builtin_gemm_is_bit_reproducible(builtin_gemm, rng, dt):
     # every element sums its products in one fixed order (k blocks of KC, in increasing k), whatever
@@ -737,7 +803,22 @@ def test_builtin_gemm_avx2_and_avx512_kernels_give_identical_bits(rng, dt):
             np.testing.assert_allclose(x0, x1, rtol=1e-4 if dt == "f32" else 1e-12, atol=1e-3 if dt == "f32" else 1e-11)
         if dt == "f32":  # the comparison can fail: FMA and separate rounding differ somewhere here
             assert any((_bits(x0) != _bits(x1)).any() for x0, x1 in zip(outs[0], outs[1]))
+        # the small and thin shapes (direct path: masked ragged rows, vectors along n for thin m,
+        # transposed stores), every layout, on both paths
+        for m, k, n in SMALL_GEMMS:
+            for ta in (0, 1):
+                for tb in (0, 1):
+                    A, B = _gemm_operands(rng, m, k, n, ta, tb)
+                    a, b = pg.ag_tensor(A, dtype=dt), pg.ag_tensor(B, dtype=dt)
+                    for path in (-1, 0):
+                        _select_path(path)
+                        got = {}
+                        for kern in (1, 2):
+                            _select_kernel(kern)
+                            got[kern] = _bits(_matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75).numpy())
+                        np.testing.assert_array_equal(got[2], got[1], err_msg=f"{m}x{k}x{n} ta={ta} tb={tb} path={path}")
     finally:
+        _select_path(-1)
         _select_kernel(-1)
         if prev != "builtin":
             pg.use_blas("openblas")

@@ -798,10 +798,57 @@ static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, d
     free(A); free(B); free(C0); free(C[0]); free(C[1]);
 }
 
+/* The direct and the packed paths of every kernel give the same bits, and so do the AVX2 and
+ * AVX-512 kernels (on both paths), on small / thin shapes (m = 1..17, vectors along n for thin
+ * m, ragged rows, transposed stores), every layout, alpha != 1 and beta 0, 1, 0.5, k > KC. */
+static void gemm_same_bits(int best)
+{
+    static const int64_t shp[][3] = {{64, 32, 4}, {3, 32, 32}, {10, 64, 128}, {4, 32, 64}, {32, 32, 3}, {10, 128, 64},
+                                     {13, 9, 300}, {70, 45, 600}};
+    const int64_t kmax = 600, dim = 128 + 4;
+    double *A = malloc(sizeof(double) * (size_t)(dim * kmax)), *B = malloc(sizeof(double) * (size_t)(dim * kmax));
+    double *C = malloc(sizeof(double) * (size_t)(4 * dim * dim));
+    float *Af = malloc(sizeof(float) * (size_t)(dim * kmax)), *Bf = malloc(sizeof(float) * (size_t)(dim * kmax));
+    float *Cf = malloc(sizeof(float) * (size_t)(4 * dim * dim));
+    for (int64_t i = 0; i < dim * kmax; i++) Af[i] = (float)(A[i] = urand()), Bf[i] = (float)(B[i] = urand());
+    for (size_t s = 0; s < sizeof shp / sizeof *shp; s++)
+        for (int t = 0; t < 4; t++)
+            for (int bi = 0; bi < 3; bi++) {
+                int64_t m = shp[s][0], n = shp[s][1], k = shp[s][2], ldc = m + 1, sz = ldc * n;
+                int ta = t >> 1, tb = t & 1;
+                double beta = bi == 0 ? 0 : bi == 1 ? 1 : 0.5;
+                int run = 0; /* runs: (kernel, path) = (0, packed), (0, direct), then AVX2 / AVX-512 likewise */
+                for (int sel = 0; sel <= best; sel++)
+                    for (int path = 0; path <= 1; path++, run++) {
+                        pg_gemm_kernel_select(sel);
+                        pg_gemm_path_select(path);
+                        double *c = C + (run % 4) * sz;
+                        float *cf = Cf + (run % 4) * sz;
+                        for (int64_t i = 0; i < sz; i++) c[i] = cf[i] = (float)(i % 7) - 3;
+                        pg_gemm(PG_F64, ta, tb, m, n, k, -0.75, A, (ta ? k : m) + 2, B, (tb ? n : k) + 3, beta, c, ldc);
+                        pg_gemm(PG_F32, ta, tb, m, n, k, -0.75, Af, (ta ? k : m) + 2, Bf, (tb ? n : k) + 3, beta, cf, ldc);
+                        if (path == 1) { /* direct == packed on this kernel */
+                            CHECK(memcmp(c, c - sz, sizeof(double) * (size_t)sz) == 0);
+                            CHECK(memcmp(cf, cf - sz, sizeof(float) * (size_t)sz) == 0);
+                        }
+                        if (sel == 2) { /* AVX-512 == AVX2 (runs 2, 3 kept at slots 2, 3; AVX-512 at 0, 1) */
+                            CHECK(memcmp(c, c + 2 * sz, sizeof(double) * (size_t)sz) == 0);
+                            CHECK(memcmp(cf, cf + 2 * sz, sizeof(float) * (size_t)sz) == 0);
+                        }
+                    }
+            }
+    pg_gemm_kernel_select(-1);
+    pg_gemm_path_select(-1);
+    free(A); free(B); free(C); free(Af); free(Bf); free(Cf);
+}
+
 static void test_gemm(void)
 {
-    /* m, n, k: loops (tiny; a single column), blocked (ragged; m > MC, k > KC; n > NC) */
-    static const int64_t shapes[][3] = {{1, 1, 1}, {5, 3, 4}, {129, 1, 300}, {17, 33, 9}, {150, 40, 300}, {5, 3100, 7}};
+    /* m, n, k: loops (a single column); the kernel (ragged; m > MC, k > KC; n > NC); the small
+     * and thin products of small MLPs; m = 1, 2, 3, 7, 9, 15, 16, 17 against 2 to 16 lanes */
+    static const int64_t shapes[][3] = {{1, 1, 1}, {5, 3, 4}, {129, 1, 300}, {17, 33, 9}, {150, 40, 300}, {5, 3100, 7},
+                                        {64, 32, 4}, {3, 32, 32}, {10, 64, 128}, {4, 32, 64}, {32, 32, 3}, {2, 2, 2},
+                                        {1, 19, 33}, {7, 19, 33}, {9, 19, 33}, {15, 19, 33}, {16, 19, 33}, {17, 19, 33}};
     static const double ab[][2] = {{1, 0}, {1, 1}, {-1.5, 0.5}, {0.25, 1}};
     CHECK(pg_gemm_kernel_select(0) == 0);
     int best = pg_gemm_kernel_select(-1);
@@ -810,15 +857,21 @@ static void test_gemm(void)
     /* 0 portable, 1 AVX2 + FMA, 2 AVX-512F: each kernel this CPU has */
     for (int sel = 0; sel <= best; sel++) {
         CHECK(pg_gemm_kernel_select(sel) == sel);
-        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-            for (int t = 0; t < 4; t++)
-                for (size_t c = 0; c < sizeof ab / sizeof *ab; c++)
-                    for (int dt = PG_F32; dt <= PG_F64; dt++)
-                        gemm_case(dt, t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2], ab[c][0], ab[c][1]);
+        for (int path = -1; path <= 1; path++) { /* by size, packed, direct */
+            CHECK(pg_gemm_path_select(path) == path);
+            for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+                for (int t = 0; t < 4; t++)
+                    for (size_t c = 0; c < sizeof ab / sizeof *ab; c++)
+                        for (int dt = PG_F32; dt <= PG_F64; dt++)
+                            gemm_case(dt, t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2], ab[c][0], ab[c][1]);
+        }
+        pg_gemm_path_select(-1);
     }
+    gemm_same_bits(best);
     CHECK(pg_gemm_kernel_select(best + 1) == best); /* a kernel the CPU lacks: the best below it */
     if (best == 2) { /* AVX2 and AVX-512 sum in the same order: the same bits, every layout */
         int64_t m = 70, n = 45, k = 600; /* ragged against both tiles; k > KC */
+        pg_gemm_path_select(0);
         double *A = malloc(sizeof(double) * (size_t)(m * k)), *B = malloc(sizeof(double) * (size_t)(k * n));
         double *C = malloc(sizeof(double) * (size_t)(4 * m * n));
         float *Af = malloc(sizeof(float) * (size_t)(m * k)), *Bf = malloc(sizeof(float) * (size_t)(k * n));
@@ -839,6 +892,7 @@ static void test_gemm(void)
             CHECK(memcmp(Cf, Cf + m * n, sizeof(float) * (size_t)(m * n)) == 0);
         }
         free(A); free(B); free(C); free(Af); free(Bf); free(Cf);
+        pg_gemm_path_select(-1);
     }
     pg_gemm_kernel_select(-1);
     /* k == 0: C = beta C (beta 0 overwrites NaN garbage; 1 leaves C alone) */
