@@ -7,7 +7,10 @@
  *
  * Packing absorbs the transposes and the leading dimensions, and pads ragged slivers with
  * zeros; a ragged tile of C goes through a small scratch tile, so the micro-kernel always runs
- * the same instructions. Single-threaded (ag_set_threads does not split it).
+ * the same instructions. Single-threaded (ag_set_threads does not split it). Problems whose
+ * operands fit in about 2 MiB take the direct path instead (further down: no packing of B, no
+ * allocation, masked ragged rows, vectors along n for thin m), which sums every element
+ * exactly as this one does: the two paths give identical bits.
  *
  * Determinism: each C element is  C = alpha * acc_0 + beta * C,  then  C = alpha * acc_b + C
  * for every later k block b, where acc_b sums a[i,p] * b[p,j] over the block in increasing p,
