@@ -9,6 +9,9 @@ thread) it times, in turns within this process:
 and prints medians (µs) and ratios. Writes bench/results/bench_train.json.
 
   gemm f64  the same GEMMs in f64: f64 GEMMs / f32 GEMMs bounds the step's f64/f32 ratio
+  builtin   the pyggmlr loop (f32 and f64) on the core's own blocked GEMM kernel instead of
+            OpenBLAS (pg.use_blas("builtin"); the R package's default where R's BLAS is the
+            reference one)
 
 OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, which some machines here set to force an older (Haswell)
 OpenBLAS kernel, are removed before OpenBLAS loads so that it picks the CPU's own kernel; set
@@ -151,21 +154,32 @@ def main():
     results = []
     print(f"pyggmlr {pg.__version__}, GEMM: {pg.blas_name()}, torch: {'yes' if have_torch else 'not installed'}")
     print(f"{'model':<24}{'pyggmlr f32':>12}{'f64':>10}{'torch':>10}{'gemm':>10}"
-          f"{'pg/torch':>10}{'pg/gemm':>9}{'f64/f32':>9}{'gemm64/32':>10}{'compiled':>10}{'cmp/torch':>10}")
+          f"{'pg/torch':>10}{'pg/gemm':>9}{'f64/f32':>9}{'gemm64/32':>10}{'compiled':>10}{'cmp/torch':>10}"
+          f"{'builtin':>9}{'bi f64':>9}")
     for sizes, batch in CASES:
         peers = {"pyggmlr": pyggmlr_step(sizes, batch, "f32"), "pyggmlr_f64": pyggmlr_step(sizes, batch, "f64"),
+                 "builtin": pyggmlr_step(sizes, batch, "f32"), "builtin_f64": pyggmlr_step(sizes, batch, "f64"),
                  "gemm": gemm_floor(sizes, batch), "gemm_f64": gemm_floor(sizes, batch, np.float64),
                  "compiled": compiled_step(sizes, batch, "f32")}
         if have_torch:
             peers["torch"] = torch_step(sizes, batch)
         n = 200 if batch < 100 and sizes[0] < 100 else 20
-        for f in peers.values():  # warm up
+        default = pg.blas_name()
+
+        def gemm_for(k):  # the builtin peers run on the core's kernel, the rest on the default
+            want = "builtin" if k.startswith("builtin") or default == "builtin" else "openblas"
+            if (pg.blas_name() == "builtin") != (want == "builtin"):
+                pg.use_blas(want)
+        for k, f in peers.items():  # warm up
+            gemm_for(k)
             for _ in range(5):
                 f()
         times = {k: [] for k in peers}
         for _ in range(ROUNDS):  # in turns, so load drifts hit every peer alike
             for k, f in peers.items():
+                gemm_for(k)
                 times[k] += median_us(f, n)
+        gemm_for("default")
         med = {k: float(np.median(v)) * 1e6 for k, v in times.items()}
         t = med.get("torch")
         row = {"model": "-".join(map(str, sizes)), "batch": batch, "median_us": med,
@@ -177,7 +191,8 @@ def main():
         name = f"{row['model']} b{batch}"
         print(f"{name:<24}{med['pyggmlr']:>12.1f}{med['pyggmlr_f64']:>10.1f}{(t or float('nan')):>10.1f}"
               f"{med['gemm']:>10.1f}{(row['ratio_torch'] or float('nan')):>10.3f}{row['ratio_gemm']:>9.2f}"
-              f"{row['ratio_f64_f32']:>9.2f}{row['ratio_gemm_f64_f32']:>10.2f}{med['compiled']:>10.1f}{(row['ratio_compiled_torch'] or float('nan')):>10.3f}")
+              f"{row['ratio_f64_f32']:>9.2f}{row['ratio_gemm_f64_f32']:>10.2f}{med['compiled']:>10.1f}{(row['ratio_compiled_torch'] or float('nan')):>10.3f}"
+              f"{med['builtin']:>9.1f}{med['builtin_f64']:>9.1f}")
     out = pathlib.Path(__file__).resolve().parent / "results" / "bench_train.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"blas": pg.blas_name(), "python": sys.version.split()[0],
