@@ -8,7 +8,7 @@
  * Packing absorbs the transposes and the leading dimensions, and pads ragged slivers with
  * zeros; a ragged tile of C goes through a small scratch tile, so the micro-kernel always runs
  * the same instructions. Single-threaded (ag_set_threads does not split it). Problems whose
- * operands fit in about 2 MiB take the direct path instead (further down: no packing of B, no
+ * operands fit in about 4 MiB take the direct path instead (further down: no packing of B, no
  * allocation, masked ragged rows, vectors along n for thin m), which sums every element
  * exactly as this one does: the two paths give identical bits.
  *
@@ -663,9 +663,10 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
 GEMM_DIRECT(float)
 GEMM_DIRECT(double)
 
-/* The direct path for everything whose operands and result fit in about 2 MiB (L2 size:
- * measured on Zen 5 it beats packing there, 0.5-0.9x its time from 64x4x32 to 256x784x256 f32;
- * packing only wins when B must be streamed from further out). Shape only, no alignment. */
+/* The direct path for everything whose operands and result fit in about 4 MiB: measured on
+ * Zen 5 it beats packing there, 0.5-0.9x its time from 64x4x32 to 256x784x256 f32 and 0.8-0.9x
+ * on the MLP's f64 products (256x784x64 .. 256x784x256, 3.7 MiB); packing wins from about
+ * 512x512x512 f64 (6 MiB), where B must be streamed from further out. Shape only. */
 static int path_sel = -1; /* pg_gemm_path_select: -1 by size, 0 packed, 1 direct */
 int pg_gemm_path_select(int which)
 {
@@ -675,7 +676,7 @@ int pg_gemm_path_select(int which)
 static int direct_pays(int64_t m, int64_t n, int64_t k, size_t es)
 {
     if (path_sel >= 0) return path_sel;
-    return ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n) * (double)es <= 2097152.0;
+    return ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n) * (double)es <= 4194304.0;
 }
 
 /* Returns 0, or -1 (nothing written) when the packing buffers cannot be allocated. */

@@ -9,7 +9,7 @@
 int pg_gemm_kernel_select(int which);
 
 /* Which path the built-in GEMM takes (for tests and benchmarks; process-wide like the above):
- * -1 by problem size (the default: the direct, unpacked path for operands of up to about 2 MiB,
+ * -1 by problem size (the default: the direct, unpacked path for operands of up to about 4 MiB,
  * the packed blocked path above), 0 always the packed path, 1 always the direct path. Both sum
  * every element in the same order with the same operations, so they give identical bits.
  * Returns the setting now in use. */
