@@ -1,8 +1,10 @@
 # Training-step speed of the R package's ggmlR-style loop (with_grad_tape -> backward ->
 # opt$step(grads) -> opt$zero_grad()), f32, Adam, one thread, on the models of bench_train.py.
 # Prints medians (µs) and, when bench/results/bench_train.json exists (run bench_train.py first,
-# same machine), the ratio R / Python. Run (same GEMM as Python):
+# same machine), the ratio R / Python on the same GEMM. Run with Python's OpenBLAS handed in:
 #   PYGGMLR_OPENBLAS=$(python -c 'import pyggmlr._core as c; print(c.blas_library_path())') Rscript bench/bench_train.R
+# or plain `Rscript bench/bench_train.R` for the R package's default GEMM (the built-in kernel where
+# R's BLAS is the reference one), compared with Python's loop on the built-in kernel.
 # As bench_train.py: drop OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set on some machines here to force
 # an older kernel) before OpenBLAS loads, unless BENCH_KEEP_OPENBLAS_ENV is set.
 if (!nzchar(Sys.getenv("BENCH_KEEP_OPENBLAS_ENV"))) Sys.unsetenv(c("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"))
@@ -13,6 +15,9 @@ Sys.setenv(OPENBLAS_NUM_THREADS = "1") # as bench_train.py: no idle OpenBLAS thr
 ob <- Sys.getenv("PYGGMLR_OPENBLAS", "")
 if (nzchar(ob)) ag_use_openblas(ob)
 cat("GEMM:", ag_blas_name(), "\n")
+# compare with Python on the same GEMM: its OpenBLAS loop, or its loop on the built-in kernel
+pycol <- if (identical(ag_blas_name(), "builtin")) "builtin" else "pyggmlr"
+cat("Python column:", if (pycol == "builtin") "pyggmlr on the built-in GEMM" else "pyggmlr on OpenBLAS", "\n")
 cases <- list(list(sizes = c(4, 64, 32, 3), batch = 32), list(sizes = c(784, 256, 128, 10), batch = 64),
               list(sizes = c(784, 256, 128, 10), batch = 256))
 rounds <- as.integer(Sys.getenv("BENCH_ROUNDS", "15"))
@@ -69,8 +74,8 @@ for (ci in seq_along(cases)) {
   }
   med <- median(ts$f32) * 1e6
   med64 <- median(ts$f64) * 1e6
-  pyt <- if (!is.null(py)) py$median_us$pyggmlr[ci] else NA
-  pyt64 <- if (!is.null(py)) py$median_us$pyggmlr_f64[ci] else NA
+  pyt <- if (!is.null(py) && !is.null(py$median_us[[pycol]])) py$median_us[[pycol]][ci] else NA
+  pyt64 <- if (!is.null(py) && !is.null(py$median_us[[paste0(pycol, "_f64")]])) py$median_us[[paste0(pycol, "_f64")]][ci] else NA
   cat(sprintf("%-24s%12.1f%12.1f%10.2f%12.1f%12.1f%10.2f%9.2f\n", paste(paste(cs$sizes, collapse = "-"), paste0("b", cs$batch)),
               med, pyt, med / pyt, med64, pyt64, med64 / pyt64, med64 / med))
   res[[ci]] <- list(model = paste(cs$sizes, collapse = "-"), batch = cs$batch, median_us = med, python_us = pyt,
@@ -78,4 +83,5 @@ for (ci in seq_along(cases)) {
                     ratio_r_py_f64 = med64 / pyt64, ratio_f64_f32 = med64 / med)
 }
 if (requireNamespace("jsonlite", quietly = TRUE))
-  writeLines(jsonlite::toJSON(res, auto_unbox = TRUE, pretty = TRUE), file.path("bench", "results", "bench_train_r.json"))
+  writeLines(jsonlite::toJSON(res, auto_unbox = TRUE, pretty = TRUE),
+             file.path("bench", "results", if (pycol == "builtin") "bench_train_r_builtin.json" else "bench_train_r.json"))
