@@ -52,6 +52,7 @@ int pg_set_threads(int n)
     if (n < 1) return pg_fail(PG_ERR_VALUE, "ag_set_threads(): n must be >= 1, got %d", n);
     n_threads = n;
     if (blas_threads) blas_threads(n);
+    pg_gemm_threads_hint(n);
     return 0;
 }
 
@@ -61,7 +62,9 @@ int pg_get_threads(void) { return n_threads; }
  * large; identical bits); plain loops for matrix-vector products and k == 0. The loop orders
  * keep the innermost loop contiguous so it vectorises: NN/NT are column AXPYs, TN/TT are dot
  * products over contiguous columns of A. Which of the two runs depends only on (n, k, ta), so
- * results are reproducible. Single-threaded: ag_set_threads() only reaches a BLAS handed in. */
+ * results are reproducible. ag_set_threads(n) reaches a BLAS handed in, or splits the built-in
+ * kernel's large products over n threads (gemm_kernel.c: same bits for every n); the plain
+ * loops stay single-threaded. */
 #define GEMM_BUILTIN(T)                                                                       \
     static void gemm_builtin_##T(int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha,     \
                                  const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c, \

@@ -136,6 +136,12 @@ int pg_gemm_blocked_double(int ta, int tb, int64_t m, int64_t n, int64_t k, doub
                            int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
 int pg_gemm_kernel_select(int which);
 int pg_gemm_path_select(int which);
+/* Threads (pg_api_gemm.h): pg_set_threads(n) tells the kernel's pool (stops workers beyond
+ * n - 1); the rest for tests, benchmarks and unload hooks. */
+void pg_gemm_threads_hint(int n);
+double pg_gemm_thread_min_flops(double flops);
+int pg_gemm_threads_live(void);
+int pg_gemm_threads_stop(void);
 
 /* Run the block once with T = float and once with T = double, picking by dtype at run time. */
 #define PG_DISPATCH(dt, ...)                      \

@@ -14,3 +14,16 @@ int pg_gemm_kernel_select(int which);
  * every element in the same order with the same operations, so they give identical bits.
  * Returns the setting now in use. */
 int pg_gemm_path_select(int which);
+
+/* Threads (ag_set_threads(n) with the built-in kernel): products are split over up to n
+ * threads, by rows or columns of C (never k: the same bits for every n), so that each thread
+ * gets at least `flops` (2 m n k / threads) in f64, twice that in f32. pg_gemm_thread_min_flops
+ * sets that minimum (process-wide, for tests and benchmarks; 0 splits every product that has
+ * enough rows or columns; a negative value restores the default, 2e6) and returns it. */
+double pg_gemm_thread_min_flops(double flops);
+/* Worker threads now started (n - 1 once a product was split; 0 before, and after a stop). */
+int pg_gemm_threads_live(void);
+/* Stops and joins the worker threads (they start again at the next split product); returns
+ * how many were stopped. Runs by itself at exit and when the library is unloaded; an R
+ * package may call it from its R_unload_<pkg> hook as well. Waits for a product in flight. */
+int pg_gemm_threads_stop(void);
