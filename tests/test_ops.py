@@ -769,6 +769,144 @@ def test_builtin_gemm_is_bit_reproducible(builtin_gemm, rng, dt):
             np.testing.assert_array_equal(_bits(got), ref, err_msg=f"ta={ta} tb={tb}")
 
 
+@pytest.fixture
+def gemm_threads():
+    # the thread count of the built-in GEMM (ag_set_threads) and its minimum work per thread;
+    # both restored afterwards (one thread, the default minimum)
+    from pyggmlr._native import lib
+    try:
+        yield lib
+    finally:
+        pg.ag_set_threads(1)
+        lib.pg_gemm_thread_min_flops(-1)
+
+
+@pytest.mark.parametrize("dt", ["f64", "f32"])
+def test_builtin_gemm_threads_give_identical_bits(builtin_gemm, gemm_threads, rng, dt):
+    # ag_set_threads(n) splits a product over rows or columns of C, never over k: threads 1, 2, 3
+    # and 4 give the same bits on shapes that take the direct path (small, thin m: vectors along
+    # n, thin n) and the packed one (forced, and by size), every layout, alpha != 1, beta 0 and
+    # 1 (accumulation through backward). The minimum work per thread is set to 0 so that even
+    # the small shapes are split (the rows or columns permitting).
+    from pyggmlr.nn import _matmul_t
+    assert gemm_threads.pg_gemm_thread_min_flops(0) == 0
+    shapes = [(64, 32, 4), (3, 32, 32), (10, 64, 128), (70, 600, 45), (7, 5, 310), (300, 40, 7), (150, 300, 70)]
+    try:
+        for path in (-1, 0):
+            _select_path(path)
+            for m, k, n in shapes:
+                for ta in (0, 1):
+                    for tb in (0, 1):
+                        A, B = _gemm_operands(rng, m, k, n, ta, tb)
+                        a, b = pg.ag_param(A, dtype=dt), pg.ag_param(B, dtype=dt)
+                        outs = []
+                        for t in (1, 2, 3, 4):
+                            pg.ag_set_threads(t)
+                            with pg.with_grad_tape():  # b used twice: its gradient slot accumulates
+                                out = _matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75)
+                                loss = pg.ag_add(project(out, 7), project(_matmul_t(a, b, ta=ta, tb=tb), 8))
+                            g = pg.backward(loss)
+                            outs.append([_bits(out.numpy()), _bits(g[a]), _bits(g[b])])
+                        for t, o in zip((2, 3, 4), outs[1:]):
+                            for x, x1 in zip(o, outs[0]):
+                                np.testing.assert_array_equal(x, x1, err_msg=f"{m}x{k}x{n} ta={ta} tb={tb} "
+                                                                             f"path={path} threads={t}")
+        want = (A.T if ta else A) @ (B.T if tb else B)  # and the numbers are right
+        np.testing.assert_allclose(_matmul_t(a, b, ta=ta, tb=tb).numpy(), want,
+                                   rtol=1e-4 if dt == "f32" else 1e-12, atol=1e-3 if dt == "f32" else 1e-11)
+    finally:
+        _select_path(-1)
+
+
+def test_builtin_gemm_threads_start_only_where_it_pays(builtin_gemm, gemm_threads, rng):
+    # with the default minimum work per thread a small product stays on the calling thread (no
+    # worker is started), a large one starts n - 1 workers, which stay for the next products;
+    # fewer threads stop the extra workers, and one thread stops them all
+    lib = gemm_threads
+    pg.ag_set_threads(1)
+    assert lib.pg_gemm_threads_live() == 0
+    small = [pg.ag_tensor(R(rng, 64, 64), dtype="f64") for _ in range(2)]
+    A, B = R(rng, 256, 300), R(rng, 300, 200)  # 30.7 MFLOP: 3 threads of >= 2 (f64), 3 of >= 4 (f32)
+    big = [pg.ag_tensor(A, dtype="f64"), pg.ag_tensor(B, dtype="f64")]
+    ref = _bits(pg.ag_matmul(*big).numpy())
+    pg.ag_set_threads(3)
+    pg.ag_matmul(*small)
+    assert lib.pg_gemm_threads_live() == 0
+    got = pg.ag_matmul(*big).numpy()
+    assert lib.pg_gemm_threads_live() == 2
+    np.testing.assert_array_equal(_bits(got), ref)
+    np.testing.assert_allclose(got, A @ B, rtol=1e-12, atol=1e-12)
+    big32 = [pg.ag_tensor(A), pg.ag_tensor(B)]
+    np.testing.assert_allclose(pg.ag_matmul(*big32).numpy(), A @ B, rtol=1e-4, atol=1e-3)
+    pg.ag_set_threads(2)
+    assert lib.pg_gemm_threads_live() == 1
+    np.testing.assert_array_equal(_bits(pg.ag_matmul(*big).numpy()), ref)
+    assert lib.pg_gemm_threads_live() == 1
+    assert lib.pg_gemm_threads_stop() == 1 and lib.pg_gemm_threads_live() == 0
+    np.testing.assert_array_equal(_bits(pg.ag_matmul(*big).numpy()), ref)  # restarts
+    assert lib.pg_gemm_threads_live() == 1
+    pg.ag_set_threads(1)
+    assert lib.pg_gemm_threads_live() == 0
+
+
+def test_builtin_gemm_threads_from_several_python_threads(builtin_gemm, gemm_threads, rng):
+    # products from 4 Python threads at once while the pool is active (cffi releases the GIL):
+    # one of them gets the pool, the others run single-threaded; every result has the bits of
+    # a single-threaded run
+    import threading
+    gemm_threads.pg_gemm_thread_min_flops(0)
+    ops = [(pg.ag_tensor(R(rng, 90, 120), dtype=dt), pg.ag_tensor(R(rng, 120, 70), dtype=dt)) for dt in ("f64", "f32")]
+    refs = [_bits(pg.ag_matmul(a, b).numpy()) for a, b in ops]
+    pg.ag_set_threads(2)
+    bad = []
+
+    def work(i):
+        a, b = ops[i % 2]
+        for _ in range(30):
+            if not np.array_equal(_bits(pg.ag_matmul(a, b).numpy()), refs[i % 2]):
+                bad.append(i)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert bad == []
+    assert gemm_threads.pg_gemm_threads_live() == 1
+
+
+def test_builtin_gemm_threads_at_exit_and_after_fork():
+    # a process that exits with the pool's workers asleep ends (the exit handler joins them); a
+    # fork()ed child, which has none of its parent's workers, splits its products on a pool of
+    # its own with the same bits
+    import os
+    import subprocess
+    import sys
+    code = """
+import os, numpy as np, pyggmlr as pg
+from pyggmlr._native import lib
+pg.use_blas("builtin")
+pg.ag_set_threads(2)
+a = pg.ag_tensor(np.arange(300 * 200.0).reshape(300, 200) % 7, dtype="f64")
+b = pg.ag_tensor(np.arange(200 * 150.0).reshape(200, 150) % 5, dtype="f64")
+ref = pg.ag_matmul(a, b).numpy()
+assert lib.pg_gemm_threads_live() == 1
+pid = os.fork()
+if pid == 0:
+    ok = np.array_equal(pg.ag_matmul(a, b).numpy(), ref) and lib.pg_gemm_threads_live() == 1
+    os._exit(0 if ok else 3)
+_, st = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(st) == 0, st
+assert np.array_equal(ref, (np.arange(300 * 200.0).reshape(300, 200) % 7) @ (np.arange(200 * 150.0).reshape(200, 150) % 5))
+print("ok", lib.pg_gemm_threads_live())
+"""
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork() on this platform: the fork half of this test cannot run")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["ok", "1"]
+
+
 @pytest.mark.parametrize("dt", ["f64", "f32"])
 def test_builtin_gemm_avx2_and_avx512_kernels_give_identical_bits(rng, dt):
     # the AVX-512 kernel sums every element in the AVX2 kernel's order (same k blocks, one FMA per k

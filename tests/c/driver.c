@@ -842,6 +842,105 @@ static void gemm_same_bits(int best)
     free(A); free(B); free(C); free(Af); free(Bf); free(Cf);
 }
 
+/* Threads: pg_set_threads(1..4) give the same bits on every kernel, both paths, every layout,
+ * f32 / f64, alpha and beta variants (the work split even on small shapes: minimum 0); then two
+ * application threads run products at once while the pool is active (one gets the pool, the
+ * other runs alone): right results, and the pool's workers are stopped at the end. */
+typedef struct { int dt; int64_t m, n, k; const void *a, *b, *ref; void *c; int bad; } gemm_conc;
+static void *gemm_conc_main(void *p)
+{
+    gemm_conc *g = p;
+    size_t es = g->dt == PG_F32 ? sizeof(float) : sizeof(double);
+    for (int r = 0; r < 40; r++) {
+        memset(g->c, 0, (size_t)(g->m * g->n) * es);
+        pg_gemm(g->dt, 0, 1, g->m, g->n, g->k, -0.75, g->a, g->m, g->b, g->n, 0, g->c, g->m);
+        g->bad += memcmp(g->c, g->ref, (size_t)(g->m * g->n) * es) != 0;
+    }
+    return NULL;
+}
+
+static void gemm_threads(int best)
+{
+    static const int64_t shp[][3] = {{64, 4, 32}, {3, 32, 32}, {10, 128, 64}, {70, 45, 600}, {300, 7, 40}, {13, 310, 9}};
+    static const double ab[][2] = {{1, 0}, {-0.75, 1}, {0.5, 0.5}};
+    const int64_t dim = 300 + 4, kmax = 600;
+    double *A = malloc(sizeof(double) * (size_t)(dim * kmax)), *B = malloc(sizeof(double) * (size_t)(dim * kmax));
+    float *Af = malloc(sizeof(float) * (size_t)(dim * kmax)), *Bf = malloc(sizeof(float) * (size_t)(dim * kmax));
+    double *C = malloc(sizeof(double) * (size_t)(2 * dim * dim));
+    float *Cf = malloc(sizeof(float) * (size_t)(2 * dim * dim));
+    for (int64_t i = 0; i < dim * kmax; i++) Af[i] = (float)(A[i] = urand()), Bf[i] = (float)(B[i] = urand());
+    CHECK(pg_gemm_thread_min_flops(0) == 0);
+    int bad = 0;
+    for (int sel = 0; sel <= best; sel++)
+        for (int path = -1; path <= 1; path++) {
+            pg_gemm_kernel_select(sel);
+            pg_gemm_path_select(path);
+            for (size_t s = 0; s < sizeof shp / sizeof *shp; s++)
+                for (int t = 0; t < 4; t++)
+                    for (size_t c = 0; c < sizeof ab / sizeof *ab; c++) {
+                        int64_t m = shp[s][0], n = shp[s][1], k = shp[s][2], ldc = m + 1, sz = ldc * n;
+                        int ta = t >> 1, tb = t & 1;
+                        for (int th = 1; th <= 4; th++) {
+                            double *cc = C + (th > 1) * sz;
+                            float *cf = Cf + (th > 1) * sz;
+                            for (int64_t i = 0; i < sz; i++) cc[i] = cf[i] = (float)(i % 7) - 3;
+                            CHECK(pg_set_threads(th) == 0);
+                            pg_gemm(PG_F64, ta, tb, m, n, k, ab[c][0], A, (ta ? k : m) + 2, B, (tb ? n : k) + 3, ab[c][1], cc, ldc);
+                            pg_gemm(PG_F32, ta, tb, m, n, k, ab[c][0], Af, (ta ? k : m) + 2, Bf, (tb ? n : k) + 3, ab[c][1], cf, ldc);
+                            if (th > 1) {
+                                int b1 = memcmp(C, C + sz, sizeof(double) * (size_t)sz) != 0;
+                                int b2 = memcmp(Cf, Cf + sz, sizeof(float) * (size_t)sz) != 0;
+                                if (b1 || b2)
+                                    fprintf(stderr, "gemm threads=%d kernel=%d path=%d %lldx%lldx%lld ta=%d tb=%d: %s differ\n", th,
+                                            sel, path, (long long)m, (long long)k, (long long)n, ta, tb, b1 ? "f64" : "f32");
+                                bad += b1 + b2;
+                            }
+                        }
+                    }
+        }
+    CHECK(bad == 0);
+    CHECK(pg_gemm_threads_live() == 3); /* the pool of 4 threads: 3 workers */
+    pg_gemm_kernel_select(-1);
+    pg_gemm_path_select(-1);
+    pg_gemm_thread_min_flops(-1);
+    /* two application threads at once, the pool active (2 threads; 150x300x200: split) */
+    CHECK(pg_set_threads(2) == 0);
+    CHECK(pg_gemm_threads_live() == 1);
+    int64_t m = 150, n = 200, k = 300;
+    gemm_conc g[2];
+    for (int i = 0; i < 2; i++) {
+        int dt = i ? PG_F32 : PG_F64;
+        size_t es = dt == PG_F32 ? sizeof(float) : sizeof(double);
+        void *ref = malloc((size_t)(m * n) * es);
+        CHECK(pg_set_threads(1) == 0);
+        pg_gemm(dt, 0, 1, m, n, k, -0.75, dt == PG_F32 ? (void *)Af : (void *)A, m, dt == PG_F32 ? (void *)Bf : (void *)B, n, 0, ref, m);
+        g[i] = (gemm_conc){dt, m, n, k, dt == PG_F32 ? (void *)Af : (void *)A, dt == PG_F32 ? (void *)Bf : (void *)B, ref,
+                           malloc((size_t)(m * n) * es), 0};
+    }
+    CHECK(pg_set_threads(2) == 0);
+    pg_gemm(PG_F64, 0, 1, m, n, k, -0.75, A, m, B, n, 0, g[0].c, m); /* starts the pool */
+    CHECK(pg_gemm_threads_live() == 1);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) CHECK(pthread_create(&th[i], NULL, gemm_conc_main, &g[i]) == 0);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        CHECK(g[i].bad == 0);
+        free((void *)g[i].ref), free(g[i].c);
+    }
+    /* the right numbers too (the single-threaded reference against a plain sum) */
+    CHECK(pg_set_threads(1) == 0);
+    CHECK(pg_gemm_threads_live() == 0);
+    CHECK(pg_set_threads(2) == 0);
+    gemm_case(PG_F64, 1, 0, 150, 200, 300, -0.75, 0.5);
+    gemm_case(PG_F32, 0, 1, 150, 200, 300, 1, 0);
+    CHECK(pg_gemm_threads_live() == 1);
+    CHECK(pg_gemm_threads_stop() == 1 && pg_gemm_threads_live() == 0);
+    gemm_case(PG_F64, 0, 0, 150, 200, 300, 1, 1); /* restarts the pool; the exit handler stops it */
+    CHECK(pg_gemm_threads_live() == 1);
+    CHECK(pg_set_threads(1) == 0);
+    free(A); free(B); free(Af); free(Bf); free(C); free(Cf);
+}
+
 static void test_gemm(void)
 {
     /* m, n, k: loops (a single column); the kernel (ragged; m > MC, k > KC; n > NC); the small
@@ -868,6 +967,7 @@ static void test_gemm(void)
         pg_gemm_path_select(-1);
     }
     gemm_same_bits(best);
+    gemm_threads(best);
     CHECK(pg_gemm_kernel_select(best + 1) == best); /* a kernel the CPU lacks: the best below it */
     if (best == 2) { /* AVX2 and AVX-512 sum in the same order: the same bits, every layout */
         int64_t m = 70, n = 45, k = 600; /* ragged against both tiles; k > KC */
