@@ -5,10 +5,15 @@ and nothing from the package is imported here.
 """
 import glob
 import os
+import sys
 
 from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# the core uses pthreads (per-thread tapes, the GEMM thread pool): glibc 2.34+ and macOS have
+# them in libc, older glibc needs -pthread; MSVC has no such flag
+PTHREAD = [] if sys.platform == "win32" else ["-pthread"]
 
 ffibuilder = FFI()
 # pg_api.h is the core; pg_api_<area>.h add one area each (all cdef-clean, see pg_api.h)
@@ -22,7 +27,8 @@ ffibuilder.set_source(
     '#include "pg.h"\n',
     sources=[os.path.relpath(s) for s in sources] if os.getcwd() == os.path.dirname(HERE) else sources,
     include_dirs=[HERE],
-    extra_compile_args=["-O3", "-std=gnu11", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"],
+    extra_compile_args=["-O3", "-std=gnu11", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"] + PTHREAD,
+    extra_link_args=PTHREAD,
     libraries=["m"],
 )
 
