@@ -17,6 +17,12 @@ OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, which some machines here set to force Open
 (Haswell, AVX2) kernels, are removed before OpenBLAS loads, so that it runs the CPU's own kernels
 (as bench/bench_train.py does); set BENCH_KEEP_OPENBLAS_ENV=1 to keep them.
 
+Threads: on the shapes large enough to split (2 m n k >= 8 MFLOP), the built-in kernel and
+OpenBLAS are timed with ag_set_threads(BENCH_THREADS, default 2) as well ("bi Nt us",
+"ob Nt us", and each one's speedup over its own single thread, "bi x" / "ob x"). The built-in
+kernel splits rows or columns of C over a persistent pool (same bits for every thread count);
+products run back to back here, so its workers are still awake from the previous one.
+
 Run: python bench/bench_gemm.py  (BENCH_SECONDS per measurement, default 0.15; medians of 7).
 Writes bench/results/bench_gemm.json (or $BENCH_OUT). Numbers are printed, never asserted."""
 import os
@@ -42,6 +48,8 @@ KERNELS = {0: "portable", 1: "AVX2+FMA", 2: "AVX-512F"}
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SECONDS = float(os.environ.get("BENCH_SECONDS", 0.15))
+THREADS = int(os.environ.get("BENCH_THREADS", 2))
+THREADED_MIN_FLOPS = 8e6
 REPEATS = 7
 
 # (name, m, k, n, layout)
@@ -116,13 +124,24 @@ def openblas_core():
     return fn().decode()
 
 
-def builtin_time(fn, kernel):
+def builtin_time(fn, kernel, threads=1):
     pg.use_blas("builtin")
     lib.pg_gemm_kernel_select(kernel)
+    pg.ag_set_threads(threads)
     try:
         return median_seconds(fn)
     finally:
+        pg.ag_set_threads(1)
         lib.pg_gemm_kernel_select(-1)
+
+
+def openblas_time(fn, threads=1):
+    pg.use_blas("openblas")
+    pg.ag_set_threads(threads)
+    try:
+        return median_seconds(fn)
+    finally:
+        pg.ag_set_threads(1)
 
 
 def main():
@@ -136,10 +155,12 @@ def main():
     rng = np.random.default_rng(0)
     rows = []
     core = openblas_core() if have_openblas else None
-    print(f"single thread; medians of {REPEATS}; GFLOP/s = 2mnk / time; built-in kernel: {KERNELS[best]}; "
+    print(f"single thread unless said ({THREADS} threads: shapes of >= {THREADED_MIN_FLOPS / 1e6:g} MFLOP); "
+          f"medians of {REPEATS}; GFLOP/s = 2mnk / time; built-in kernel: {KERNELS[best]}; "
           f"OpenBLAS core: {core or '-'} (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
     head = f"{'shape':<30} {'dt':<4} {'builtin us':>11} {'GF/s':>6} {'avx2 us':>8} {'openblas us':>12} {'GF/s':>6} " \
-           f"{'numpy us':>9} {'GF/s':>6} {'bi/ob':>6}"
+           f"{'numpy us':>9} {'GF/s':>6} {'bi/ob':>6} {f'bi {THREADS}t us':>10} {'bi x':>5} " \
+           f"{f'ob {THREADS}t us':>10} {'ob x':>5} {f'bi/ob {THREADS}t':>9}"
     print(head)
     print("-" * len(head))
     for dt, npdt in (("f32", np.float32), ("f64", np.float64)):
@@ -149,10 +170,13 @@ def main():
             fn = pyggmlr_fn(a, b, layout, dt)
             t_bi = builtin_time(fn, best)
             t_avx2 = builtin_time(fn, 1) if best == 2 else None
-            t_ob = None
+            t_ob = t_bi_n = t_ob_n = None
             if have_openblas:
-                pg.use_blas("openblas")
-                t_ob = median_seconds(pyggmlr_fn(a, b, layout, dt))
+                t_ob = openblas_time(pyggmlr_fn(a, b, layout, dt))
+            if flops >= THREADED_MIN_FLOPS and THREADS > 1:
+                t_bi_n = builtin_time(fn, best, THREADS)
+                if have_openblas:
+                    t_ob_n = openblas_time(pyggmlr_fn(a, b, layout, dt), THREADS)
             t_np = median_seconds(numpy_fn(a, b, layout))
             # same numbers from both backends (loose: f32 sums in different orders)
             pg.use_blas("builtin")
@@ -165,19 +189,25 @@ def main():
                    "builtin_gflops": flops / t_bi / 1e9,
                    "openblas_gflops": flops / t_ob / 1e9 if t_ob else None,
                    "numpy_gflops": flops / t_np / 1e9,
-                   "ratio_builtin_openblas": t_bi / t_ob if t_ob else None}
+                   "ratio_builtin_openblas": t_bi / t_ob if t_ob else None,
+                   "threads": THREADS, "builtin_threads_s": t_bi_n, "openblas_threads_s": t_ob_n,
+                   "builtin_threads_speedup": t_bi / t_bi_n if t_bi_n else None,
+                   "openblas_threads_speedup": t_ob / t_ob_n if t_ob_n else None}
             rows.append(row)
             ob = f"{t_ob * 1e6:12.1f} {row['openblas_gflops']:6.1f}" if t_ob else f"{'-':>12} {'-':>6}"
             ratio = f"{row['ratio_builtin_openblas']:6.2f}" if t_ob else f"{'-':>6}"
             avx2 = f"{t_avx2 * 1e6:8.1f}" if t_avx2 else f"{'-':>8}"
+            thr = f"{t_bi_n * 1e6:10.1f} {t_bi / t_bi_n:5.2f}" if t_bi_n else f"{'-':>10} {'-':>5}"
+            thr += f" {t_ob_n * 1e6:10.1f} {t_ob / t_ob_n:5.2f} {t_bi_n / t_ob_n:9.2f}" if t_ob_n and t_bi_n else \
+                f" {'-':>10} {'-':>5} {'-':>9}"
             print(f"{name:<30} {dt:<4} {t_bi * 1e6:11.1f} {row['builtin_gflops']:6.1f} {avx2} {ob} "
-                  f"{t_np * 1e6:9.1f} {row['numpy_gflops']:6.1f} {ratio}")
+                  f"{t_np * 1e6:9.1f} {row['numpy_gflops']:6.1f} {ratio} {thr}")
     if have_openblas:
         pg.use_blas("openblas")
     out = os.environ.get("BENCH_OUT", os.path.join(HERE, "results", "bench_gemm.json"))
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
-        json.dump({"threads": 1, "seconds_per_measurement": SECONDS, "repeats": REPEATS, "rows": rows}, f, indent=1)
+        json.dump({"threads": 1, "threads_columns": THREADS, "seconds_per_measurement": SECONDS, "repeats": REPEATS, "rows": rows}, f, indent=1)
     print(f"wrote {out}")
 
 
