@@ -771,7 +771,7 @@ GEMM_ONE(double)
  * the part that takes the rows duplicates the packing of B, the one that takes the columns
  * that of A: the smaller operand side is the one duplicated.
  *
- * Only where it pays: each thread gets at least PG_GEMM_MIN_FLOPS of work in f64 (2 m n k / n),
+ * Only where it pays: each thread gets at least PG_GEMM_MIN_FLOPS of work in f64 (2 m n k / threads),
  * twice that in f32 (twice as fast), else fewer threads, down to one; about 30 us of work.
  * Measured on 2 cores of a Zen 5 EPYC VM (AVX-512) with a worker that slept: 2 MFLOP per
  * thread in f64 ran 1.14x as fast as one thread (4 MFLOP f32 1.13x), 1 MFLOP 0.88x; with
@@ -780,7 +780,8 @@ GEMM_ONE(double)
  * The pool: n - 1 worker threads, started at the first threaded product (not before: the
  * default of one thread never starts any), resized when n changes. Workers sleep on a
  * condition variable between products, after a spin of at most 20 us; the calling thread
- * runs part 0 and then waits for the others (spinning up to 100 us, then asleep). One product at a time: a product that finds the pool busy (another
+ * runs part 0 and then waits for the others (spinning up to 100 us, then asleep). Up to 64
+ * threads. One product at a time: a product that finds the pool busy (another
  * application thread's product in flight) runs single-threaded at once instead of waiting
  * (same bits; no oversubscription of the cores). A thread that cannot be created: fewer
  * threads (down to single-threaded). Workers block all signals (the application's handlers
