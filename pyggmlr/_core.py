@@ -62,7 +62,10 @@ def _load_openblas():
 
 
 def use_blas(name: str = "openblas") -> str:
-    """Select the GEMM backend: "openblas" (the scipy-openblas32 wheel) or "builtin"."""
+    """Select the GEMM backend: "openblas" (the scipy-openblas32 wheel, the default) or
+    "builtin" (the core's blocked kernel: AVX-512, AVX2+FMA or portable micro-kernels picked by
+    CPU, threaded by ag_set_threads with the same bits for every thread count; the R package's
+    default where R's BLAS is the reference one). Returns blas_name()."""
     if name == "builtin":
         lib.pg_set_blas(NULL, NULL, NULL, b"builtin")
     elif name == "openblas":
