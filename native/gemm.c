@@ -1,19 +1,7 @@
 /* GEMM: a BLAS handed in at run time (cblas signature), or the built-in kernel.
  * Run-time hand-over lets Python pass OpenBLAS from its wheel and R pass its own BLAS without
  * link-time paths that break after installation. */
-/* R compiles with -O2, where GCC's "very cheap" vectoriser cost model leaves loops of unknown
- * trip count scalar (R CMD check warns about vectoriser flags in Makevars); ask for the -O3
- * model here, for this file only. Python builds with -O3 already: no change there. No
- * contraction of a * b + c into FMA (where the target has one, e.g. aarch64), so that both
- * builds round alike (see gemm_kernel.c). */
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off")
-#endif
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#endif
-#include <string.h>
-#include "pg.h"
+#include "gemm_internal.h" /* first: its pragmas (vectoriser, no FMA contraction) apply here */
 
 /* A single non-transposed column (n == 1, a matrix-vector product) stays with the vectorised
  * column AXPYs, about 2-3x faster there than a one-column micro-kernel (a single FMA chain per

@@ -9,6 +9,7 @@
 #include "pg_api_memory.h"
 #include "pg_api_dist.h"
 #include "pg_api_graph.h"
+#include "pg_api_gemm.h"
 
 #define PG_TENSOR_MAGIC 0x50475431u /* "PGT1": live tensor */
 #define PG_DEAD_MAGIC 0xDEADDEADu
@@ -124,24 +125,8 @@ pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);   /*
  * C[m,n] = alpha * op(A) op(B) + beta * C, column-major, op = transpose when ta/tb. */
 void pg_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
              const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
-/* gemm_kernel.c: the built-in kernel (k > 0): a direct (unpacked) path for small problems, the
- * packed blocked one for large ones, identical bits; returns 0 (it allocates nothing it cannot
- * do without). pg_gemm_kernel_select (also in pg_api_gemm.h, for tests): -1 auto (the best the
- * CPU has), 0 portable, 1 AVX2 + FMA, 2 AVX-512F; a kernel the CPU lacks falls back to the best
- * below it; returns the kernel now in use. pg_gemm_path_select (pg_api_gemm.h): -1 by size,
- * 0 packed, 1 direct. */
-int pg_gemm_blocked_float(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                          int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
-int pg_gemm_blocked_double(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
-                           int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
-int pg_gemm_kernel_select(int which);
-int pg_gemm_path_select(int which);
-/* Threads (pg_api_gemm.h): pg_set_threads(n) tells the kernel's pool (stops workers beyond
- * n - 1); the rest for tests, benchmarks and unload hooks. */
-void pg_gemm_threads_hint(int n);
-double pg_gemm_thread_min_flops(double flops);
-int pg_gemm_threads_live(void);
-int pg_gemm_threads_stop(void);
+/* The built-in kernel (gemm_kernel.c, gemm_ukernel.c, gemm_pool.c): gemm_internal.h; its
+ * selectors for tests and benchmarks: pg_api_gemm.h. */
 
 /* Run the block once with T = float and once with T = double, picking by dtype at run time. */
 #define PG_DISPATCH(dt, ...)                      \
