@@ -699,6 +699,16 @@ def _gemm_operands(rng, m, k, n, ta, tb):
     return (R(rng, k, m) if ta else R(rng, m, k)), (R(rng, n, k) if tb else R(rng, k, n))
 
 
+def _gemm_layouts(rng, shapes, dt, make=pg.ag_tensor):
+    """Each m x k x n in the four layouts: (m, k, n, ta, tb, a, b), a and b tensors (`make`)
+    of random operands stored transposed where ta / tb."""
+    for m, k, n in shapes:
+        for ta in (0, 1):
+            for tb in (0, 1):
+                A, B = _gemm_operands(rng, m, k, n, ta, tb)
+                yield m, k, n, ta, tb, make(A, dtype=dt), make(B, dtype=dt)
+
+
 @pytest.mark.parametrize("ta,tb", [(0, 0), (0, 1), (1, 0), (1, 1)])
 def test_builtin_gemm_small_and_thin_shapes(builtin_gemm, rng, ta, tb):
     # forward against numpy with alpha != 1, then accumulation into a used output (beta = 1: the
@@ -732,17 +742,13 @@ def test_builtin_gemm_paths_give_identical_bits(builtin_gemm, rng, dt):
     from pyggmlr.nn import _matmul_t
     shapes = SMALL_GEMMS[:14] + [(1, 33, 19), (9, 33, 19), (17, 33, 19), (70, 600, 45), (7, 5, 3100)]
     try:
-        for m, k, n in shapes:
-            for ta in (0, 1):
-                for tb in (0, 1):
-                    A, B = _gemm_operands(rng, m, k, n, ta, tb)
-                    a, b = pg.ag_tensor(A, dtype=dt), pg.ag_tensor(B, dtype=dt)
-                    outs = []
-                    for path in (1, 0, -1):
-                        assert _select_path(path) == path
-                        outs.append(_bits(_matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75).numpy()))
-                    for o in outs[1:]:
-                        np.testing.assert_array_equal(o, outs[0], err_msg=f"{m}x{k}x{n} ta={ta} tb={tb}")
+        for m, k, n, ta, tb, a, b in _gemm_layouts(rng, shapes, dt):
+            outs = []
+            for path in (1, 0, -1):
+                assert _select_path(path) == path
+                outs.append(_bits(_matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75).numpy()))
+            for o in outs[1:]:
+                np.testing.assert_array_equal(o, outs[0], err_msg=f"{m}x{k}x{n} ta={ta} tb={tb}")
     finally:
         _select_path(-1)
 
@@ -794,24 +800,20 @@ def test_builtin_gemm_threads_give_identical_bits(builtin_gemm, gemm_threads, rn
     try:
         for path in (-1, 0):
             _select_path(path)
-            for m, k, n in shapes:
-                for ta in (0, 1):
-                    for tb in (0, 1):
-                        A, B = _gemm_operands(rng, m, k, n, ta, tb)
-                        a, b = pg.ag_param(A, dtype=dt), pg.ag_param(B, dtype=dt)
-                        outs = []
-                        for t in (1, 2, 3, 4):
-                            pg.ag_set_threads(t)
-                            with pg.with_grad_tape():  # b used twice: its gradient slot accumulates
-                                out = _matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75)
-                                loss = pg.ag_add(project(out, 7), project(_matmul_t(a, b, ta=ta, tb=tb), 8))
-                            g = pg.backward(loss)
-                            outs.append([_bits(out.numpy()), _bits(g[a]), _bits(g[b])])
-                        for t, o in zip((2, 3, 4), outs[1:]):
-                            for x, x1 in zip(o, outs[0]):
-                                np.testing.assert_array_equal(x, x1, err_msg=f"{m}x{k}x{n} ta={ta} tb={tb} "
-                                                                             f"path={path} threads={t}")
-        want = (A.T if ta else A) @ (B.T if tb else B)  # and the numbers are right
+            for m, k, n, ta, tb, a, b in _gemm_layouts(rng, shapes, dt, make=pg.ag_param):
+                outs = []
+                for t in (1, 2, 3, 4):
+                    pg.ag_set_threads(t)
+                    with pg.with_grad_tape():  # b used twice: its gradient slot accumulates
+                        out = _matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75)
+                        loss = pg.ag_add(project(out, 7), project(_matmul_t(a, b, ta=ta, tb=tb), 8))
+                    g = pg.backward(loss)
+                    outs.append([_bits(out.numpy()), _bits(g[a]), _bits(g[b])])
+                for t, o in zip((2, 3, 4), outs[1:]):
+                    for x, x1 in zip(o, outs[0]):
+                        np.testing.assert_array_equal(x, x1, err_msg=f"{m}x{k}x{n} ta={ta} tb={tb} "
+                                                                     f"path={path} threads={t}")
+        want = _op(a.numpy(), ta) @ _op(b.numpy(), tb)  # and the numbers are right
         np.testing.assert_allclose(_matmul_t(a, b, ta=ta, tb=tb).numpy(), want,
                                    rtol=1e-4 if dt == "f32" else 1e-12, atol=1e-3 if dt == "f32" else 1e-11)
     finally:
@@ -943,18 +945,14 @@ def test_builtin_gemm_avx2_and_avx512_kernels_give_identical_bits(rng, dt):
             assert any((_bits(x0) != _bits(x1)).any() for x0, x1 in zip(outs[0], outs[1]))
         # the small and thin shapes (direct path: masked ragged rows, vectors along n for thin m,
         # transposed stores), every layout, on both paths
-        for m, k, n in SMALL_GEMMS:
-            for ta in (0, 1):
-                for tb in (0, 1):
-                    A, B = _gemm_operands(rng, m, k, n, ta, tb)
-                    a, b = pg.ag_tensor(A, dtype=dt), pg.ag_tensor(B, dtype=dt)
-                    for path in (-1, 0):
-                        _select_path(path)
-                        got = {}
-                        for kern in (1, 2):
-                            _select_kernel(kern)
-                            got[kern] = _bits(_matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75).numpy())
-                        np.testing.assert_array_equal(got[2], got[1], err_msg=f"{m}x{k}x{n} ta={ta} tb={tb} path={path}")
+        for m, k, n, ta, tb, a, b in _gemm_layouts(rng, SMALL_GEMMS, dt):
+            for path in (-1, 0):
+                _select_path(path)
+                got = {}
+                for kern in (1, 2):
+                    _select_kernel(kern)
+                    got[kern] = _bits(_matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75).numpy())
+                np.testing.assert_array_equal(got[2], got[1], err_msg=f"{m}x{k}x{n} ta={ta} tb={tb} path={path}")
     finally:
         _select_path(-1)
         _select_kernel(-1)
