@@ -53,8 +53,8 @@ static void job_run(const gemm_job *j, int p)
     int64_t ob = j->by_cols ? (j->tb ? s0 : s0 * j->ldb) : 0;
     int64_t oc = j->by_cols ? s0 * j->ldc : s0;
     if (j->dtype == PG_F32)
-        pg_gemm_one_float(j->direct, j->ta, j->tb, m, n, j->k, (float)j->alpha, (const float *)j->a + oa, j->lda,
-                          (const float *)j->b + ob, j->ldb, (float)j->beta, (float *)j->c + oc, j->ldc);
+        pg_gemm_one_float(j->direct, j->ta, j->tb, m, n, j->k, (float)j->alpha, (const float *)j->a + oa,
+                          j->lda, (const float *)j->b + ob, j->ldb, (float)j->beta, (float *)j->c + oc, j->ldc);
     else
         pg_gemm_one_double(j->direct, j->ta, j->tb, m, n, j->k, j->alpha, (const double *)j->a + oa, j->lda,
                            (const double *)j->b + ob, j->ldb, j->beta, (double *)j->c + oc, j->ldc);
