@@ -1,5 +1,5 @@
-"""The built-in GEMM kernel (native/gemm_kernel.c) versus OpenBLAS (scipy-openblas32, through
-pg.use_blas) versus numpy's `@`, single-threaded, f32 and f64, on the GEMM shapes of the
+"""The built-in GEMM kernel (native/gemm_kernel.c, micro-kernels in native/gemm_ukernel.c) versus
+OpenBLAS (scipy-openblas32, through pg.use_blas) versus numpy's `@`, single-threaded, f32 and f64, on the GEMM shapes of the
 project's models (forward and backward of the MLP layers, the small demo network, a square).
 
 Each row: op(A) [m x k] times op(B) [k x n]; "tn" means A is stored [k x m] and transposed (the
@@ -9,7 +9,7 @@ microseconds of call overhead (allocating the output) are included, as in numpy'
 tiny shapes that overhead (about 0.6 us) is most of the time.
 
 The built-in column is the kernel the CPU gets by default (AVX-512F, AVX2+FMA or portable, see
-native/gemm_kernel.c); where that is AVX-512, an "avx2" column times the AVX2 kernel as well (forced
+native/gemm_ukernel.c); where that is AVX-512, an "avx2" column times the AVX2 kernel as well (forced
 through pg_gemm_kernel_select). The OpenBLAS core in use (e.g. SkylakeX = its AVX-512 kernels,
 Haswell = AVX2) is printed first.
 
