@@ -31,9 +31,9 @@ double r_num(SEXP x, const char *what);
 /* borrowed tensor pointers of an R list of tensor handles; R_alloc'd (freed by R at .Call exit) */
 pg_tensor **r_handle_array(SEXP lst, const char *op);
 
-/* ag_tensor environments, built here rather than in R (new.env + makeActiveBinding closures in R
- * were most of a small model's training step). r_tensor_env: the environment around a tensor
- * handle (an environment passes through); r_wrap_tensor: r_wrap + r_tensor_env of a NEW
+/* ag_tensor environments, built here rather than in R (R-side construction was most of a small
+ * model's training step): one binding, `.ptr`; the fields are served by r_tensor_field.
+ * r_tensor_env: the environment around a tensor handle (an environment passes through); r_wrap_tensor: r_wrap + r_tensor_env of a NEW
  * reference; r_handle: an ag_tensor environment's `.ptr`, anything else unchanged. */
 SEXP r_tensor_env(SEXP ptr);
 SEXP r_wrap_tensor(pg_tensor *t);
