@@ -169,12 +169,18 @@ static void collect_if_due(void)
 {
     int64_t now = core_bytes();
     if (gc_base < 0) gc_base = now;
-    /* Small models (under 1 MB live after a collection) collect every 4 MB: the step's buffers
-     * are then reused while still in cache, and the collections stay rare (a 4-64-32-3 MLP: one
-     * in ~50 steps, the amortised step 18% faster than with 16 MB, measured). Larger models keep
-     * 16 MB or their own live size, where more frequent collections cost more than they save. */
+    /* A collection costs ~1-2 ms whatever it frees (measured, R 4.2), and until it runs every
+     * step writes to fresh buffers instead of reusing cached ones. Collecting about every 32
+     * steps balances the two for small and large models alike: the room is 32 times the largest
+     * growth seen between two steps since the last collection, at least 4 MB, at most 256 MB.
+     * Amortised step against the former fixed 16 MB (interleaved runs): 4-64-32-3 MLP -14%,
+     * 784-256-128-10 at batch 64 -6%, at batch 256 -8%. */
+    static int64_t prev = -1, step_max = 0;
+    if (prev >= 0 && now - prev > step_max) step_max = now - prev;
+    prev = now;
     const int64_t MB = (int64_t)1 << 20;
-    int64_t room = gc_base < MB ? 4 * MB : gc_base > 16 * MB ? gc_base : 16 * MB;
+    int64_t room = 32 * step_max;
+    room = room < 4 * MB ? 4 * MB : room > 256 * MB ? 256 * MB : room;
     if (now - gc_base <= room) {
         if (now < gc_base) gc_base = now;
         return;
@@ -186,7 +192,8 @@ static void collect_if_due(void)
     }
     Rf_eval(call, R_BaseEnv);
     R_RunPendingFinalizers();
-    gc_base = core_bytes();
+    gc_base = prev = core_bytes();
+    step_max = 0;
 }
 
 SEXP R_pg_tape(SEXP what)
