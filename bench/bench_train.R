@@ -62,8 +62,10 @@ for (ci in seq_along(cases)) {
   for (r in seq_len(rounds)) for (k in names(steps)) { # in turns, so load drifts hit both alike
     st <- steps[[k]]
     # blocks of `blk` steps: R's clock costs ~20 µs a reading (Sys.time() and difftime), which
-    # per-step timing would add to every step; per block it is ~1 µs a step
-    blk <- if (n >= 100L) 20L else 1L
+    # per-step timing would add to every step; and R frees a step's tensors only when its
+    # garbage collector runs (every ~10-50 steps here), so a block spans several collections
+    # and its time per step is the amortised cost, GC included, rather than the GC-free median
+    blk <- if (n >= 100L) 100L else 10L
     tk <- numeric(n %/% blk)
     for (i in seq_along(tk)) {
       t0 <- Sys.time()
