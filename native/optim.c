@@ -31,27 +31,35 @@
         w[k] -= m[k] * sc / den;                                                     \
     }
 
+/* The SSE2 body, written once for both dtypes: V the vector type, SUF the intrinsic suffix
+ * (ps / pd), W the lanes per vector. */
+#ifdef __SSE2__
+#define ADAM_SSE2(V, SUF, W)                                                                  \
+    const V B1 = _mm_set1_##SUF(b1), C1 = _mm_set1_##SUF(1 - b1), B2 = _mm_set1_##SUF(b2),      \
+            C2 = _mm_set1_##SUF(1 - b2), GS = _mm_set1_##SUF(gs), SC = _mm_set1_##SUF(sc),        \
+            RC2 = _mm_set1_##SUF(rc2), EPS = _mm_set1_##SUF(eps), DEC = _mm_set1_##SUF(decay);   \
+    for (; k + (W) <= n; k += (W)) {                                                           \
+        V gv = _mm_mul_##SUF(_mm_loadu_##SUF(g + k), GS);                                      \
+        V mk = _mm_add_##SUF(_mm_mul_##SUF(B1, _mm_loadu_##SUF(m + k)), _mm_mul_##SUF(C1, gv)); \
+        V vk = _mm_add_##SUF(_mm_mul_##SUF(B2, _mm_loadu_##SUF(v + k)),                        \
+                             _mm_mul_##SUF(_mm_mul_##SUF(C2, gv), gv));                        \
+        V den = _mm_add_##SUF(_mm_mul_##SUF(_mm_sqrt_##SUF(vk), RC2), EPS);                    \
+        V wk = _mm_loadu_##SUF(w + k);                                                         \
+        if (decay != 0) wk = _mm_sub_##SUF(wk, _mm_mul_##SUF(DEC, wk));                        \
+        wk = _mm_sub_##SUF(wk, _mm_div_##SUF(_mm_mul_##SUF(mk, SC), den));                     \
+        _mm_storeu_##SUF(m + k, mk);                                                           \
+        _mm_storeu_##SUF(v + k, vk);                                                           \
+        _mm_storeu_##SUF(w + k, wk);                                                           \
+    }
+#else
+#define ADAM_SSE2(V, SUF, W)
+#endif
+
 static void adam_f32(float *restrict w, float *restrict m, float *restrict v, const float *restrict g, int64_t n,
                      float b1, float b2, float eps, float gs, float sc, float rc2, float decay)
 {
     int64_t k = 0;
-#ifdef __SSE2__
-    const __m128 B1 = _mm_set1_ps(b1), C1 = _mm_set1_ps(1 - b1), B2 = _mm_set1_ps(b2), C2 = _mm_set1_ps(1 - b2),
-                 GS = _mm_set1_ps(gs), SC = _mm_set1_ps(sc), RC2 = _mm_set1_ps(rc2), EPS = _mm_set1_ps(eps),
-                 DEC = _mm_set1_ps(decay);
-    for (; k + 4 <= n; k += 4) {
-        __m128 gv = _mm_mul_ps(_mm_loadu_ps(g + k), GS);
-        __m128 mk = _mm_add_ps(_mm_mul_ps(B1, _mm_loadu_ps(m + k)), _mm_mul_ps(C1, gv));
-        __m128 vk = _mm_add_ps(_mm_mul_ps(B2, _mm_loadu_ps(v + k)), _mm_mul_ps(_mm_mul_ps(C2, gv), gv));
-        __m128 den = _mm_add_ps(_mm_mul_ps(_mm_sqrt_ps(vk), RC2), EPS);
-        __m128 wk = _mm_loadu_ps(w + k);
-        if (decay != 0) wk = _mm_sub_ps(wk, _mm_mul_ps(DEC, wk));
-        wk = _mm_sub_ps(wk, _mm_div_ps(_mm_mul_ps(mk, SC), den));
-        _mm_storeu_ps(m + k, mk);
-        _mm_storeu_ps(v + k, vk);
-        _mm_storeu_ps(w + k, wk);
-    }
-#endif
+    ADAM_SSE2(__m128, ps, 4)
     ADAM_SCALAR(float, sqrtf)
 }
 
@@ -59,23 +67,7 @@ static void adam_f64(double *restrict w, double *restrict m, double *restrict v,
                      int64_t n, double b1, double b2, double eps, double gs, double sc, double rc2, double decay)
 {
     int64_t k = 0;
-#ifdef __SSE2__
-    const __m128d B1 = _mm_set1_pd(b1), C1 = _mm_set1_pd(1 - b1), B2 = _mm_set1_pd(b2), C2 = _mm_set1_pd(1 - b2),
-                  GS = _mm_set1_pd(gs), SC = _mm_set1_pd(sc), RC2 = _mm_set1_pd(rc2), EPS = _mm_set1_pd(eps),
-                  DEC = _mm_set1_pd(decay);
-    for (; k + 2 <= n; k += 2) {
-        __m128d gv = _mm_mul_pd(_mm_loadu_pd(g + k), GS);
-        __m128d mk = _mm_add_pd(_mm_mul_pd(B1, _mm_loadu_pd(m + k)), _mm_mul_pd(C1, gv));
-        __m128d vk = _mm_add_pd(_mm_mul_pd(B2, _mm_loadu_pd(v + k)), _mm_mul_pd(_mm_mul_pd(C2, gv), gv));
-        __m128d den = _mm_add_pd(_mm_mul_pd(_mm_sqrt_pd(vk), RC2), EPS);
-        __m128d wk = _mm_loadu_pd(w + k);
-        if (decay != 0) wk = _mm_sub_pd(wk, _mm_mul_pd(DEC, wk));
-        wk = _mm_sub_pd(wk, _mm_div_pd(_mm_mul_pd(mk, SC), den));
-        _mm_storeu_pd(m + k, mk);
-        _mm_storeu_pd(v + k, vk);
-        _mm_storeu_pd(w + k, wk);
-    }
-#endif
+    ADAM_SSE2(__m128d, pd, 2)
     ADAM_SCALAR(double, sqrt)
 }
 

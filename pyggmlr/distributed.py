@@ -25,7 +25,7 @@ import numpy as np
 from . import _core
 from ._core import F32, F64, NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
-from .optim import Optimizer, clip_grad_norm, optimizer_adam, optimizer_sgd
+from .optim import Optimizer, _grads_handle, clip_grad_norm, optimizer_adam, optimizer_sgd
 from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
 from .tensor import ArrayLike, Tensor, _unique_tensors, ag_tensor
 
@@ -74,14 +74,6 @@ def _buffer_tensors(model):
 
 def _arr(tensors):
     return ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)
-
-
-def _grads_handle(grads, name):
-    if grads is None:
-        return NULL
-    if isinstance(grads, Gradients):
-        return grads._m
-    raise ArgumentError(f"{name}: grads must be the map returned by backward() or None (.grad), got {type(grads).__name__}")
 
 
 def _buf_dtype(tensors, dtype):

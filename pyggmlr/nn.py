@@ -15,7 +15,7 @@ import numpy as np
 
 from ._core import ffi, lib
 from .errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
-from .ops import _linear, ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
+from .ops import _class_ids, _linear, ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
 from .random import ag_rng
 from .tensor import ArrayLike, Tensor, _new_from, _wrap, ag_param, ag_tensor
 
@@ -78,20 +78,6 @@ def _matmul_t(a, b, ta=False, tb=False, alpha=1.0):
 def _causal_mask(scores_t):
     """scores laid out [n_keys, n_queries]: -inf where key index > query index."""
     return _wrap(lib.pg_causal_mask(scores_t._p))
-
-
-def _ids(idx, name):
-    """0-based integer ids, flattened column-major, as a contiguous int64 array."""
-    if isinstance(idx, Tensor):
-        a = idx.numpy()
-    else:
-        a = np.asarray(idx)
-    if a.dtype.kind == "f":
-        if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
-            raise PyggmlrValueError(f"{name}: ids must be whole numbers (0-based), got non-integer values")
-    elif a.dtype.kind not in "iub":
-        raise ArgumentError(f"{name}: ids must be integers, got dtype {a.dtype}")
-    return np.ascontiguousarray(np.asarray(a).reshape(-1, order="F"), dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -607,7 +593,7 @@ class ag_embedding(Module):
         w = self.weight
         if isinstance(idx, Tensor):  # ids read in C on every run: a compiled graph refills them
             return _wrap(lib.pg_embedding_ids(w._p, idx._handle()))
-        ids = _ids(idx, "ag_embedding")
+        ids = _class_ids(idx, "ag_embedding", "ids")
         return _wrap(lib.pg_embedding(w._p, ffi.cast("int64_t *", ids.ctypes.data), ids.size))
 
     def parameters(self) -> OrderedDict[str, Tensor]:

@@ -313,13 +313,15 @@ def ag_cross_entropy_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
     return _wrap(lib.pg_cross_entropy_loss(p, t._handle()))
 
 
-def _class_ids(a, name):
-    a = np.asarray(a)
+def _class_ids(a, name, what="class ids"):
+    """0-based integer ids (class ids, embedding rows), flattened column-major, as a contiguous
+    int64 array; a Tensor gives its values."""
+    a = a.numpy() if isinstance(a, Tensor) else np.asarray(a)
     if a.dtype.kind == "f":
         if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
-            raise PyggmlrValueError(f"{name}: class ids must be whole numbers (0-based), got non-integer values")
+            raise PyggmlrValueError(f"{name}: {what} must be whole numbers (0-based), got non-integer values")
     elif a.dtype.kind not in "iub":
-        raise ArgumentError(f"{name}: class ids must be integers, got dtype {a.dtype}")
+        raise ArgumentError(f"{name}: {what} must be integers, got dtype {a.dtype}")
     return np.ascontiguousarray(a.reshape(-1, order="F"), dtype=np.int64)
 
 

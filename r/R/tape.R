@@ -35,7 +35,11 @@ ag_no_grad <- function(expr) {
 
 `[[.ag_grads` <- function(x, i, ...) {
   id <- .grad_key(i)
-  if (is.null(id)) return(get0(i, envir = x, inherits = FALSE))
+  if (is.null(id)) {
+    if (!is.character(i) || length(i) != 1L || is.na(i))
+      stop("gradients are keyed by tensor id (one number or string) or the tensor itself", call. = FALSE)
+    return(get0(i, envir = x, inherits = FALSE))
+  }
   .Call(R_pg_gradmap_get, get(".map", envir = x, inherits = FALSE), id)
 }
 `$.ag_grads` <- function(x, name) x[[name]]

@@ -113,7 +113,11 @@ ggml_set_seed <- function(seed) {
   invisible(NULL)
 }
 
-ag_set_threads <- function(n) invisible(.Call(R_pg_set_threads, as.integer(n)))
+ag_set_threads <- function(n) {
+  if (!is.numeric(n) || length(n) != 1L || is.na(n) || n != round(n))
+    stop("ag_set_threads(): n must be one whole number", call. = FALSE)
+  invisible(.Call(R_pg_set_threads, as.integer(n)))
+}
 
 ag_blas_name <- function() .Call(R_pg_blas_name)
 

@@ -43,3 +43,10 @@ test_that("unloading the DLL with tensors alive and the GEMM pool running does n
   expect_null(attr(out, "status"))
   expect_true(any(grepl("^result 0 0 1 2", out)))
 })
+
+test_that("ag_set_threads needs one whole number", {
+  expect_error(ag_set_threads(NA), "one whole number")
+  expect_error(ag_set_threads(1.5), "one whole number")
+  expect_error(ag_set_threads("2"), "one whole number")
+  expect_error(ag_set_threads(-1), ">= 1")
+})

@@ -77,3 +77,12 @@ test_that("ag_no_grad suspends recording", {
   with_grad_tape({ y <- ag_no_grad(ag_scale(x, 2)); l <- ag_sum(y) })
   expect_null(gradof(backward(l), x))
 })
+
+test_that("the gradient map rejects keys that are not an id or a tensor", {
+  W <- ag_param(matrix(1:4, 2))
+  with_grad_tape(l <- ag_sum(ag_mul(W, W)))
+  g <- backward(l)
+  expect_error(g[[list(1)]], "keyed by tensor id")
+  expect_error(g[[NA]], "keyed by tensor id")
+  expect_null(g[["not-an-id"]])
+})
