@@ -87,6 +87,8 @@ static inline void *pg_data(const pg_tensor *t) { return t->st->data; }
 /* ---- pool.c: freed buffers of one size reused (NULL / 0 when not pooled) ---- */
 void *pg_pool_get(size_t sz);
 int pg_pool_put(void *p, size_t sz);
+void *pg_obj_new(size_t sz);          /* zeroed; sizes share the buffer cache */
+void pg_obj_free(void *p, size_t sz);
 
 /* ---- memory.c: the gradient lock ----
  * backward, .grad updates, optimizer steps and graph replays run one at a time, process-wide

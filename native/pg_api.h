@@ -151,8 +151,9 @@ pg_tensor *pg_linear(pg_tensor *w, pg_tensor *x, pg_tensor *b, int act);
 int pg_memory_stats(int64_t *out, int n);
 void pg_memory_reset_peak(void);
 int64_t pg_live_objects(void);        /* tensors + gradient maps + optimizers */
-/* Freed tensor buffers (>= 4 KB) are cached per size for reuse by later tensors of that size
- * (training loops allocate the same sizes every step). They are not counted above. */
+/* Freed tensor buffers, and the core's tensor and tape-node structs, are cached per size for
+ * reuse by later requests of that size (training loops allocate the same sizes every step).
+ * They are not counted above; pg_memory_cached tells the bytes held. */
 int64_t pg_memory_cached(void);
 void pg_memory_trim(void);          /* give the cached buffers back to the system */
 

@@ -43,7 +43,7 @@ void pg_node_free(pg_node *n)
     for (int i = 0; i < n->n_in; i++) pg_tensor_release(n->in[i]);
     for (int i = 0; i < n->n_saved; i++) pg_tensor_release(n->saved[i]);
     pg_tensor_release(n->out);
-    free(n);
+    pg_obj_free(n, sizeof *n);
     pg_count_nodes(-1);
 }
 
@@ -103,7 +103,7 @@ pg_node *pg_record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_ten
         tape.nodes = nn;
         tape.cap = cap;
     }
-    pg_node *n = calloc(1, sizeof *n);
+    pg_node *n = pg_obj_new(sizeof *n);
     if (!n) { *err = 1; pg_fail(PG_ERR_NOMEM, "%s: out of memory recording a tape node", op); return NULL; }
     n->op = op;
     n->bw = bw;

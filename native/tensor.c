@@ -111,10 +111,10 @@ size_t pg_dtype_size(int dtype)
 
 static pg_storage *storage_new(size_t nbytes, int category)
 {
-    pg_storage *s = malloc(sizeof *s);
+    pg_storage *s = pg_obj_new(sizeof *s);
     if (!s) return NULL;
     s->data = pg_alloc(nbytes, category);
-    if (!s->data) { free(s); return NULL; }
+    if (!s->data) { pg_obj_free(s, sizeof *s); return NULL; }
     s->refcount = 1;
     s->nbytes = nbytes;
     s->category = category;
@@ -125,7 +125,7 @@ static void storage_release(pg_storage *s)
 {
     if (s && __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) == 0) {
         pg_free(s->data, s->nbytes, s->category);
-        free(s);
+        pg_obj_free(s, sizeof *s);
     }
 }
 
@@ -140,7 +140,7 @@ void pg_set_category(pg_tensor *t, int category)
 
 static pg_tensor *tensor_wrap(int dtype, int64_t nrow, int64_t ncol, pg_storage *st, int with_id)
 {
-    pg_tensor *t = calloc(1, sizeof *t);
+    pg_tensor *t = pg_obj_new(sizeof *t);
     if (!t) return NULL;
     t->magic = PG_TENSOR_MAGIC;
     t->dtype = dtype;
@@ -209,7 +209,7 @@ void pg_tensor_release(pg_tensor *t)
     pg_tensor *bg = t->bw_grad;
     storage_release(t->st);
     t->magic = PG_DEAD_MAGIC;
-    free(t);
+    pg_obj_free(t, sizeof *t);
     ADD(live_tensors, -1);
     pg_tensor_release(g);
     pg_tensor_release(bg);

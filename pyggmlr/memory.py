@@ -77,8 +77,8 @@ def ag_memory_stats() -> Dict[str, Any]:
     ``other``) and for the ``total``, ``{"current": bytes, "peak": bytes}`` (a category's peak is
     its own maximum since the last :func:`ag_memory_reset_peak`; the total's peak is the
     maximum of the sum); plus ``live_tensors``, ``live_gradmaps``, ``live_optimizers`` and
-    ``tape_nodes`` (this thread's tape), and ``cached``: freed buffers kept for reuse by
-    tensors of the same size (not held by any tensor, so not in the totals; see
+    ``tape_nodes`` (this thread's tape), and ``cached``: freed buffers (and the core's small
+    tensor and node structs) kept for reuse by requests of the same size (not held by any tensor, so not in the totals; see
     :func:`ag_memory_trim`). Bytes are tensor storage; node structs are not counted."""
     v = _raw_stats()
     peaks = ffi.new("int64_t[5]")

@@ -700,11 +700,13 @@ def test_freed_buffers_are_reused_and_trim_releases_them():
     after_free = pg.ag_memory_stats()
     if after_free["cached"] == before["cached"] and os.environ.get("PYGGMLR_SANITIZED"):
         pytest.skip("the buffer cache is off in AddressSanitizer builds (reuse would hide use-after-free)")
-    assert after_free["cached"] == before["cached"] + 128 * 128 * 4
+    # the buffer, plus the tensor's and its storage's structs (a few hundred bytes)
+    freed = after_free["cached"] - before["cached"]
+    assert 128 * 128 * 4 < freed < 128 * 128 * 4 + 1024
     assert after_free["total"]["current"] == before["total"]["current"] - 128 * 128 * 4
     b = pg.ag_tensor(np.zeros((128, 128)), dtype="f32")
     assert int(pg._core.ffi.cast("intptr_t", lib.pg_tensor_data(b._p))) == addr
-    assert pg.ag_memory_stats()["cached"] == before["cached"]
+    assert pg.ag_memory_stats()["cached"] == before["cached"]   # the structs are reused too
     assert np.array_equal(b.numpy(), np.zeros((128, 128)))   # reused memory is rewritten
     b.free()
     assert pg.ag_memory_trim() >= 128 * 128 * 4
