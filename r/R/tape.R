@@ -16,13 +16,15 @@ ag_no_grad <- function(expr) {
 
 # Gradient map: an environment of class "ag_grads" holding the core map's handle in `.map`, with
 # one active binding per leaf tensor (parameters, inputs), keyed by as.character(id) as in ggmlR,
-# that reads (and on assignment writes) the core's map lazily; made in C (src/r_util.c) from
-# .gb_grad, whose enclosure holds `.map` and `.id`. Every gradient in the map, op results'
-# included, is read with grads[[id]], grads[[tensor]] or grads$`id`.
-.gb_grad <- function(value) {
-  if (missing(value)) .Call(R_pg_gradmap_get, .map, .id)
-  else .Call(R_pg_gradmap_set, .map, .id, if (is_ag_tensor(value)) value$data else value)
+# that reads (and on assignment writes) the core's map lazily. Made in C (src/r_util.c): each
+# binding is a `function(value)` whose body calls .gb_grad(.map, <id>, value) and whose enclosure
+# is the gradient environment. Every gradient in the map, op results' included, is read with
+# grads[[id]], grads[[tensor]] or grads$`id`.
+.gb_grad <- function(map, id, value) {
+  if (missing(value)) .Call(R_pg_gradmap_get, map, id)
+  else .Call(R_pg_gradmap_set, map, id, if (is_ag_tensor(value)) value$data else value)
 }
+.gb_formals <- function(value) NULL
 
 .grad_key <- function(i) {
   if (is_ag_tensor(i)) return(i$id)

@@ -141,9 +141,9 @@ double r_num(SEXP x, const char *what)
 }
 
 /* ---- ag_tensor and gradient environments ---- */
-static SEXP s_ptr, s_id, s_dtype, s_device, s_data, s_grad, s_rg, s_map, s_gid;
+static SEXP s_ptr, s_id, s_dtype, s_device, s_data, s_grad, s_rg, s_map;
 static SEXP c_class, c_grads_class, c_f32, c_f64, c_cpu;  /* shared constants, preserved, not mutable */
-static SEXP t_gb;   /* gradient binding template from the namespace (tape.R) */
+static SEXP t_gb, t_gbf; /* gradient binding function and formals template (tape.R) */
 static SEXP ns_env;
 
 static SEXP constant(SEXP x)
@@ -168,7 +168,6 @@ static void env_init(void)
     s_ptr = Rf_install(".ptr"); s_id = Rf_install("id"); s_dtype = Rf_install("dtype");
     s_device = Rf_install("device"); s_data = Rf_install("data");
     s_grad = Rf_install("grad"); s_rg = Rf_install("requires_grad"); s_map = Rf_install(".map");
-    s_gid = Rf_install(".id");
     c_class = constant(Rf_mkString("ag_tensor"));
     c_grads_class = constant(Rf_mkString("ag_grads"));
     c_f32 = constant(Rf_mkString("f32"));
@@ -179,16 +178,7 @@ static void env_init(void)
     ns_env = ns;
     UNPROTECT(2);
     t_gb = template_fn(".gb_grad");
-}
-
-/* a copy of template f whose enclosure is env */
-static SEXP closure_in(SEXP f, SEXP env)
-{
-    SEXP c = Rf_allocSExp(CLOSXP);
-    SET_FORMALS(c, FORMALS(f));
-    SET_BODY(c, BODY(f));
-    SET_CLOENV(c, env);
-    return c;
+    t_gbf = template_fn(".gb_formals");
 }
 
 SEXP r_handle(SEXP x)
@@ -268,23 +258,28 @@ SEXP r_wrap_tensor(pg_tensor *t)
     return e;
 }
 
-/* The symbol as.character(id) of a leaf id. Leaves keep their ids across steps, so a small cache
- * of id -> symbol skips R's number formatting (printf), which was ~5% of a small model's step.
- * Symbols are never collected, so the cache needs no protection. */
-static SEXP id_symbol(SEXP id)
+/* The binding of leaf id `id` in gradient environments: its symbol as.character(id) and the body
+ * .gb_grad(.map, id, value). Leaves keep their ids across steps, so both are cached per id (R's
+ * number formatting and the call's cells were ~10% of a small model's R step); every step then
+ * makes only one closure per leaf. Symbols are never collected; the bodies live in one
+ * preserved list. */
+static void leaf_binding(double v, SEXP *sym, SEXP *body)
 {
     enum { N = 1024 };
     static double ids[N];
-    static SEXP syms[N];
-    double v = REAL(id)[0];
+    static SEXP syms[N], bodies;
+    if (bodies == NULL) bodies = constant(Rf_allocVector(VECSXP, N));
     size_t k = (size_t)((uint64_t)v * 0x9E3779B97F4A7C15ull >> 54) & (N - 1);
-    if (syms[k] != NULL && ids[k] == v) return syms[k];
-    SEXP nm = PROTECT(Rf_coerceVector(id, STRSXP)); /* as.character(id), as R formats it */
-    SEXP sym = Rf_installChar(STRING_ELT(nm, 0));
-    UNPROTECT(1);
-    ids[k] = v;
-    syms[k] = sym;
-    return sym;
+    if (syms[k] == NULL || ids[k] != v) {
+        SEXP id = PROTECT(Rf_ScalarReal(v));
+        SEXP nm = PROTECT(Rf_coerceVector(id, STRSXP)); /* as.character(id), as R formats it */
+        syms[k] = Rf_installChar(STRING_ELT(nm, 0));
+        SET_VECTOR_ELT(bodies, k, Rf_lang4(t_gb, s_map, id, Rf_install("value")));
+        ids[k] = v;
+        UNPROTECT(2);
+    }
+    *sym = syms[k];
+    *body = VECTOR_ELT(bodies, k);
 }
 
 SEXP r_grad_env(SEXP map)
@@ -302,13 +297,14 @@ SEXP r_grad_env(SEXP map)
      * served by `[[.ag_grads`/`$.ag_grads` from the core's map instead. */
     for (int64_t i = 0; i < n; i++) {
         if (pg_gradmap_key_is_leaf(m, i) != 1) continue;
-        SEXP ce = PROTECT(R_NewEnv(ns_env, FALSE, 0));
-        Rf_defineVar(s_map, map, ce);
-        SEXP id = PROTECT(Rf_ScalarReal((double)pg_gradmap_key_id(m, i)));
-        Rf_defineVar(s_gid, id, ce);
-        SEXP f = PROTECT(closure_in(t_gb, ce));
-        R_MakeActiveBinding(id_symbol(id), f, e);
-        UNPROTECT(3);
+        SEXP sym, body;
+        leaf_binding((double)pg_gradmap_key_id(m, i), &sym, &body);
+        SEXP f = PROTECT(Rf_allocSExp(CLOSXP));
+        SET_FORMALS(f, FORMALS(t_gbf));
+        SET_BODY(f, body);
+        SET_CLOENV(f, e);
+        R_MakeActiveBinding(sym, f, e);
+        UNPROTECT(1);
     }
     Rf_setAttrib(e, R_ClassSymbol, c_grads_class);
     UNPROTECT(2);
