@@ -35,14 +35,9 @@
 #include <string.h>
 #include "pg.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define PG_GEMM_X86 1
-#define PG_AVX2 __attribute__((target("avx2,fma")))
-#define PG_AVX512 __attribute__((target("avx512f,avx2,fma")))
-#else
-#define PG_GEMM_X86 0
-#endif
+#define PG_GEMM_X86 PG_X86_SIMD /* pg.h */
+#define PG_AVX2 PG_TARGET_AVX2
+#define PG_AVX512 PG_TARGET_AVX512
 
 /* The built-in kernel (k > 0), for gemm.c: a direct (unpacked) path for small problems, the
  * packed blocked one for large ones, identical bits; returns 0 (it allocates nothing it cannot

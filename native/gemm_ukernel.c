@@ -217,8 +217,8 @@ KERN_GET(double)
 
 int pg_gemm_ksel = -1;
 
-/* the best kernel this CPU runs, at most `want` */
-static int kernel_available(int want)
+/* the widest SIMD level this CPU runs, at most `want` (GEMM kernels, Adam) */
+int pg_cpu_simd(int want)
 {
 #if PG_GEMM_X86
     __builtin_cpu_init();
@@ -236,6 +236,6 @@ static int kernel_available(int want)
  * falls back to the best below it); returns the kernel now in use. */
 int pg_gemm_kernel_select(int which)
 {
-    pg_gemm_ksel = kernel_available(which < 0 ? 2 : which);
+    pg_gemm_ksel = pg_cpu_simd(which < 0 ? 2 : which);
     return pg_gemm_ksel;
 }

@@ -5,22 +5,20 @@
  * trip count scalar (R CMD check warns about vectoriser flags in Makevars); ask for the -O3
  * model here, for this file only. Python builds with -O3 already: no change there. */
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off")
 #endif
 #include <tgmath.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pg.h"
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 /* Fused Adam update, one pass: m, v, then w (decoupled decay first). C's sqrt() may set errno,
- * which stops the compiler from vectorising a loop that calls it; SSE2's square root gives the
+ * which stops the compiler from vectorising a loop that calls it; the SIMD square root gives the
  * same correctly rounded result without that and needs no build flag (R and Python alike). The
- * vector body and the scalar tail do the same operations in the same order: identical results
- * whatever the compiler and its flags. */
+ * vector bodies (SSE2, AVX2, AVX-512: the widest the CPU has) and the scalar tail do the same
+ * correctly rounded operations in the same order, with no FMA: identical results whatever the
+ * width, the compiler and its flags. */
 #define ADAM_SCALAR(T, SQRT)                                                        \
     for (; k < n; k++) {                                                             \
         T gv = g[k] * gs;                                                            \
@@ -31,44 +29,61 @@
         w[k] -= m[k] * sc / den;                                                     \
     }
 
-/* The SSE2 body, written once for both dtypes: V the vector type, SUF the intrinsic suffix
- * (ps / pd), W the lanes per vector. */
-#ifdef __SSE2__
-#define ADAM_SSE2(V, SUF, W)                                                                  \
-    const V B1 = _mm_set1_##SUF(b1), C1 = _mm_set1_##SUF(1 - b1), B2 = _mm_set1_##SUF(b2),      \
-            C2 = _mm_set1_##SUF(1 - b2), GS = _mm_set1_##SUF(gs), SC = _mm_set1_##SUF(sc),        \
-            RC2 = _mm_set1_##SUF(rc2), EPS = _mm_set1_##SUF(eps), DEC = _mm_set1_##SUF(decay);   \
+/* The vector body, written once: V the vector type, P the intrinsic prefix (_mm, _mm256,
+ * _mm512), SUF the suffix (ps / pd), W the lanes per vector. */
+#define ADAM_SIMD(V, P, SUF, W)                                                               \
+    const V B1 = P##_set1_##SUF(b1), C1 = P##_set1_##SUF(1 - b1), B2 = P##_set1_##SUF(b2),      \
+            C2 = P##_set1_##SUF(1 - b2), GS = P##_set1_##SUF(gs), SC = P##_set1_##SUF(sc),        \
+            RC2 = P##_set1_##SUF(rc2), EPS = P##_set1_##SUF(eps), DEC = P##_set1_##SUF(decay);   \
     for (; k + (W) <= n; k += (W)) {                                                           \
-        V gv = _mm_mul_##SUF(_mm_loadu_##SUF(g + k), GS);                                      \
-        V mk = _mm_add_##SUF(_mm_mul_##SUF(B1, _mm_loadu_##SUF(m + k)), _mm_mul_##SUF(C1, gv)); \
-        V vk = _mm_add_##SUF(_mm_mul_##SUF(B2, _mm_loadu_##SUF(v + k)),                        \
-                             _mm_mul_##SUF(_mm_mul_##SUF(C2, gv), gv));                        \
-        V den = _mm_add_##SUF(_mm_mul_##SUF(_mm_sqrt_##SUF(vk), RC2), EPS);                    \
-        V wk = _mm_loadu_##SUF(w + k);                                                         \
-        if (decay != 0) wk = _mm_sub_##SUF(wk, _mm_mul_##SUF(DEC, wk));                        \
-        wk = _mm_sub_##SUF(wk, _mm_div_##SUF(_mm_mul_##SUF(mk, SC), den));                     \
-        _mm_storeu_##SUF(m + k, mk);                                                           \
-        _mm_storeu_##SUF(v + k, vk);                                                           \
-        _mm_storeu_##SUF(w + k, wk);                                                           \
+        V gv = P##_mul_##SUF(P##_loadu_##SUF(g + k), GS);                                      \
+        V mk = P##_add_##SUF(P##_mul_##SUF(B1, P##_loadu_##SUF(m + k)), P##_mul_##SUF(C1, gv)); \
+        V vk = P##_add_##SUF(P##_mul_##SUF(B2, P##_loadu_##SUF(v + k)),                        \
+                             P##_mul_##SUF(P##_mul_##SUF(C2, gv), gv));                        \
+        V den = P##_add_##SUF(P##_mul_##SUF(P##_sqrt_##SUF(vk), RC2), EPS);                    \
+        V wk = P##_loadu_##SUF(w + k);                                                         \
+        if (decay != 0) wk = P##_sub_##SUF(wk, P##_mul_##SUF(DEC, wk));                        \
+        wk = P##_sub_##SUF(wk, P##_div_##SUF(P##_mul_##SUF(mk, SC), den));                     \
+        P##_storeu_##SUF(m + k, mk);                                                           \
+        P##_storeu_##SUF(v + k, vk);                                                           \
+        P##_storeu_##SUF(w + k, wk);                                                           \
     }
+
+#define ADAM_ARGS(T)                                                                           \
+    (T *restrict w, T *restrict m, T *restrict v, const T *restrict g, int64_t n, T b1, T b2,   \
+     T eps, T gs, T sc, T rc2, T decay)
+#define ADAM_FN(NAME, T, SQRT, ATTR, BODY)                                                     \
+    ATTR static void NAME ADAM_ARGS(T)                                                         \
+    {                                                                                          \
+        int64_t k = 0;                                                                         \
+        BODY                                                                                   \
+        ADAM_SCALAR(T, SQRT)                                                                   \
+    }
+
+#if PG_X86_SIMD
+ADAM_FN(adam_f32_sse2, float, sqrtf, , ADAM_SIMD(__m128, _mm, ps, 4))
+ADAM_FN(adam_f64_sse2, double, sqrt, , ADAM_SIMD(__m128d, _mm, pd, 2))
+ADAM_FN(adam_f32_avx2, float, sqrtf, PG_TARGET_AVX2, ADAM_SIMD(__m256, _mm256, ps, 8))
+ADAM_FN(adam_f64_avx2, double, sqrt, PG_TARGET_AVX2, ADAM_SIMD(__m256d, _mm256, pd, 4))
+ADAM_FN(adam_f32_avx512, float, sqrtf, PG_TARGET_AVX512, ADAM_SIMD(__m512, _mm512, ps, 16))
+ADAM_FN(adam_f64_avx512, double, sqrt, PG_TARGET_AVX512, ADAM_SIMD(__m512d, _mm512, pd, 8))
 #else
-#define ADAM_SSE2(V, SUF, W)
+ADAM_FN(adam_f32_sse2, float, sqrtf, , )
+ADAM_FN(adam_f64_sse2, double, sqrt, , )
+#define adam_f32_avx2 adam_f32_sse2
+#define adam_f64_avx2 adam_f64_sse2
+#define adam_f32_avx512 adam_f32_sse2
+#define adam_f64_avx512 adam_f64_sse2
 #endif
 
-static void adam_f32(float *restrict w, float *restrict m, float *restrict v, const float *restrict g, int64_t n,
-                     float b1, float b2, float eps, float gs, float sc, float rc2, float decay)
-{
-    int64_t k = 0;
-    ADAM_SSE2(__m128, ps, 4)
-    ADAM_SCALAR(float, sqrtf)
-}
+static void (*const adam_f32[3]) ADAM_ARGS(float) = {adam_f32_sse2, adam_f32_avx2, adam_f32_avx512};
+static void (*const adam_f64[3]) ADAM_ARGS(double) = {adam_f64_sse2, adam_f64_avx2, adam_f64_avx512};
+static int adam_sel = -1;
 
-static void adam_f64(double *restrict w, double *restrict m, double *restrict v, const double *restrict g,
-                     int64_t n, double b1, double b2, double eps, double gs, double sc, double rc2, double decay)
+int pg_adam_kernel_select(int which)
 {
-    int64_t k = 0;
-    ADAM_SSE2(__m128d, pd, 2)
-    ADAM_SCALAR(double, sqrt)
+    adam_sel = pg_cpu_simd(which < 0 ? 2 : which);
+    return adam_sel;
 }
 
 static int step_locked(pg_optim *o, pg_gradmap *grads);
@@ -256,11 +271,12 @@ static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
         /* w -= lr * (m / bc1) / (sqrt(v / bc2) + eps), as  w -= m * (lr / bc1) / (sqrt(v) * bc2^-1/2 + eps):
          * one square root and one division per element. */
         double sc = o->lr / bc1, rc2 = 1 / sqrt(bc2), decay = o->lr * o->weight_decay;
+        if (adam_sel < 0) pg_adam_kernel_select(-1);
         if (p->dtype == PG_F32)
-            adam_f32(pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, (float)o->beta1, (float)o->beta2,
+            adam_f32[adam_sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, (float)o->beta1, (float)o->beta2,
                      (float)o->eps, (float)gscale, (float)sc, (float)rc2, (float)decay);
         else
-            adam_f64(pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, o->beta1, o->beta2, o->eps, gscale,
+            adam_f64[adam_sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, o->beta1, o->beta2, o->eps, gscale,
                      sc, rc2, decay);
     }
     return 0;

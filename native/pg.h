@@ -87,6 +87,16 @@ static inline void *pg_data(const pg_tensor *t) { return t->st->data; }
 /* ---- pool.c: freed buffers of one size reused (NULL / 0 when not pooled) ---- */
 void *pg_pool_get(size_t sz);
 int pg_pool_put(void *p, size_t sz);
+/* x86-64 SIMD levels, for kernels picked at run time by CPU (gemm_ukernel.c, optim.c) */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PG_X86_SIMD 1
+#include <immintrin.h>
+#define PG_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define PG_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
+#else
+#define PG_X86_SIMD 0
+#endif
+int pg_cpu_simd(int want); /* the widest level <= want the CPU runs: 2 AVX-512F, 1 AVX2 + FMA, 0 */
 void *pg_obj_new(size_t sz);          /* zeroed; sizes share the buffer cache */
 void pg_obj_free(void *p, size_t sz);
 

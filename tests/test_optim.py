@@ -103,6 +103,63 @@ def test_adamw_against_numpy(kw):
     np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-14)
 
 
+ADAM_KERNELS = {0: "SSE2", 1: "AVX2", 2: "AVX-512"}
+
+
+def np_adam_as_core(w, m, v, g, t, lr, b1, b2, eps, wd, dt):
+    # the core's update, operation for operation, in dtype dt (numpy rounds each op as C does):
+    # w -= m * (lr / bc1) / (sqrt(v) * bc2^-1/2 + eps), decay first
+    c = lambda x: dt.type(x)  # noqa: E731
+    bc1, bc2 = 1 - b1 ** t, 1 - b2 ** t
+    sc, rc2 = c(lr / bc1), c(1 / math.sqrt(bc2))
+    g = g * c(1.0)
+    m[:] = c(b1) * m + (c(1) - c(b1)) * g       # 1 - beta in the parameter's dtype, as in C
+    v[:] = c(b2) * v + (c(1) - c(b2)) * g * g
+    den = np.sqrt(v) * rc2 + c(eps)
+    if wd:
+        w -= c(lr * wd) * w
+    w -= m * sc / den
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_adam_vector_widths_give_identical_bits(dtype):
+    # Adam's SSE2, AVX2 and AVX-512 bodies and the scalar tail: the same bits, equal to numpy doing
+    # the same operations; sizes ragged against 2, 4, 8 and 16 lanes
+    from pyggmlr._native import lib
+    dt = np.dtype(np.float32 if dtype == "f32" else np.float64)
+    rng = np.random.default_rng(7)
+    shapes = [(1, 1), (3, 5), (17, 3), (31, 1), (64, 33)]
+    inits = [rng.normal(size=s) for s in shapes]
+    grads = [[rng.normal(size=s) * 10.0 ** rng.integers(-3, 3) for s in shapes] for _ in range(4)]
+    results = {}
+    try:
+        for which in sorted(ADAM_KERNELS):
+            if lib.pg_adam_kernel_select(which) != which:
+                continue  # this CPU lacks the width; the ones it has are still compared
+            ps = [pg.ag_param(w0, dtype=dtype) for w0 in inits]
+            opt = pg.optimizer_adam(ps, lr=0.01, weight_decay=0.1)
+            for gs in grads:
+                for p, g in zip(ps, gs):
+                    p.grad = g
+                opt.step()
+                opt.zero_grad()
+            results[which] = [p.numpy() for p in ps]
+    finally:
+        lib.pg_adam_kernel_select(-1)
+    assert 0 in results  # SSE2 runs on every x86-64 (and is the plain loop elsewhere)
+    for which, got in results.items():
+        for a, b in zip(got, results[0]):
+            assert a.tobytes() == b.tobytes(), ADAM_KERNELS[which]
+    ref = [w0.astype(dt) for w0 in inits]
+    ms = [np.zeros_like(w) for w in ref]
+    vs = [np.zeros_like(w) for w in ref]
+    for t, gs in enumerate(grads, 1):
+        for w, m, v, g in zip(ref, ms, vs, gs):
+            np_adam_as_core(w, m, v, g.astype(dt), t, 0.01, 0.9, 0.999, 1e-8, 0.1, dt)
+    for a, b in zip(results[0], ref):
+        assert a.tobytes() == b.tobytes()
+
+
 def test_adam_weight_decay_is_decoupled():
     # with a zero gradient, AdamW only shrinks the weights: w *= (1 - lr * wd) per step
     w = pg.ag_param([[2.0, -4.0]], dtype="f64")
