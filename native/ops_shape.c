@@ -82,21 +82,34 @@ pg_tensor *pg_mean(pg_tensor *x, int dim) { return reduce(x, dim, 1); }
 
 /* ---- transpose ---- */
 
+/* dst [C, R] = src [R, C]^T (or += with acc). Blocks of 8 source columns: each pass over the rows
+ * reads 8 contiguous streams and writes whole runs of 8 into dst, so only ~9 cache lines are live
+ * whatever the strides. Square tiles (the former 32x32) thrashed L1 when a column's stride was a
+ * multiple of 2 KB: 1024x1024 took 5.7 ms, and 784x256 in f64 5x its f32 time. */
+#define TRANSPOSE_LOOP(OP)                                                                     \
+    for (int64_t j0 = 0; j0 < C; j0 += 8) {                                                    \
+        const int64_t jn = C - j0 < 8 ? C - j0 : 8;                                            \
+        const T *sc = s + j0 * R;                                                              \
+        if (jn == 8)                                                                           \
+            for (int64_t i = 0; i < R; i++) {                                                  \
+                T *dr = d + j0 + i * C;                                                        \
+                for (int64_t j = 0; j < 8; j++) dr[j] OP sc[i + j * R];                        \
+            }                                                                                  \
+        else                                                                                   \
+            for (int64_t i = 0; i < R; i++)                                                    \
+                for (int64_t j = 0; j < jn; j++) d[j0 + j + i * C] OP sc[i + j * R];           \
+    }
+
 static void transpose_into(int dtype, const void *src, void *dst, int64_t R, int64_t C, int acc)
 {
-    /* dst is [C, R]; 32x32 tiles keep both sides in cache */
     PG_DISPATCH(dtype, {
         const T *s = src;
         T *d = dst;
-        for (int64_t j0 = 0; j0 < C; j0 += 32)
-            for (int64_t i0 = 0; i0 < R; i0 += 32)
-                for (int64_t j = j0; j < C && j < j0 + 32; j++)
-                    for (int64_t i = i0; i < R && i < i0 + 32; i++) {
-                        if (acc) d[j + i * C] += s[i + j * R];
-                        else d[j + i * C] = s[i + j * R];
-                    }
+        if (acc) TRANSPOSE_LOOP(+=)
+        else TRANSPOSE_LOOP(=)
     });
 }
+#undef TRANSPOSE_LOOP
 
 static int transpose_bw(pg_node *n, pg_tensor *g)
 {

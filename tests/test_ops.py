@@ -246,8 +246,27 @@ def test_sum_values_spec10():
 
 def test_transpose_grad_non_square(rng):
     gradcheck(lambda t: project(pg.ag_transpose(t)), R(rng, 5, 2))
-    x = R(rng, 40, 33)  # more than one 32x32 tile
+    x = R(rng, 40, 33)
     np.testing.assert_array_equal(pg.ag_transpose(pg.ag_tensor(x, dtype="f64")).numpy(), x.T)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("r,c", [(1, 1), (3, 7), (5, 8), (9, 9), (256, 17), (33, 1024), (1024, 3)])
+def test_transpose_blocks_forward_and_accumulated_grad(rng, dtype, r, c):
+    # whole and partial blocks of 8 columns, strides that are multiples of 4 KB; a tensor used by
+    # two transposes accumulates both gradients (the += path)
+    x = R(rng, r, c)
+    a, b = R(rng, c, r), R(rng, c, r)
+    t = pg.ag_param(x, dtype=dtype)
+    with pg.with_grad_tape():
+        loss = pg.ag_add(pg.ag_sum(pg.ag_mul(pg.ag_transpose(t), pg.ag_tensor(a, dtype=dtype))),
+                         pg.ag_sum(pg.ag_mul(pg.ag_transpose(t), pg.ag_tensor(b, dtype=dtype))))
+        tt = pg.ag_transpose(t)
+    dt = np.float32 if dtype == "f32" else np.float64
+    np.testing.assert_array_equal(tt.numpy(), x.astype(dt).T)
+    g = pg.backward(loss)[t]
+    ref = a.astype(dt).T + b.astype(dt).T  # each gradient is a transposed copy; one addition each
+    np.testing.assert_array_equal(g, ref)
 
 
 @pytest.mark.parametrize("shape,new", [((2, 6), (3, 4)), ((2, 6), (-1, 2)), ((2, 6), (4, -1)),
