@@ -523,6 +523,64 @@ def test_f32_sum_is_accurate():
     assert pg.ag_sum(pg.ag_tensor(x)).item() == pytest.approx(float(x.astype(np.float64).sum()), rel=1e-6)
 
 
+def _lane_sum(v):
+    # the core's order: 16 interleaved lanes in double, then added pairwise (8, 4, 2, 1)
+    a = [0.0] * 16
+    for i, x in enumerate(np.asarray(v, dtype=np.float64)):
+        a[i % 16] += float(x)
+    w = 8
+    while w >= 1:
+        for lane in range(w):
+            a[lane] += a[lane + w]
+        w //= 2
+    return a[0]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 47, 300])
+def test_sum_order_is_fixed_lanes(rng, dtype, n):
+    # whole sums and column sums follow one documented order: bit-exact against it, and close
+    # to the exactly rounded sum
+    dt = np.float32 if dtype == "f32" else np.float64
+    x = (rng.normal(size=(n, 3)) * 10.0 ** rng.integers(-4, 5, size=(n, 3))).astype(dt)
+    t = pg.ag_tensor(x, dtype=dtype)
+    assert pg.ag_sum(t).item() == dt(_lane_sum(x.ravel(order="F")))
+    cols = pg.ag_sum(t, 2).numpy()[0]
+    for j in range(3):
+        assert cols[j] == dt(_lane_sum(x[:, j]))
+        assert cols[j] == pytest.approx(math.fsum(map(float, x[:, j])), rel=1e-12 if dtype == "f64" else 1e-6)
+    assert pg.ag_mean(t).item() == dt(_lane_sum(x.ravel(order="F")) / (3 * n))
+
+
+def _c_pow(x, p):
+    # C99 pow: pow(-inf, 0.5) = +inf, pow(-0, 0.5) = +0, pow(+-0, -1) = +-inf (Python raises there)
+    if x == 0 and p < 0:
+        return math.copysign(math.inf, x) if p == int(p) and int(p) % 2 else math.inf
+    try:
+        return math.pow(x, p)
+    except ValueError:
+        return math.nan
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_pow_fast_powers_match_pow(dtype):
+    # p = 2, 1, -1, 0.5 skip libm's pow: same values as pow, signs of zero and infinities too
+    dt = np.float32 if dtype == "f32" else np.float64
+    x = np.array([[-np.inf, -2.5, -1.0, -0.0, 0.0, 1e-30, 0.3, 1.0, 7.0, 1e30, np.inf, np.nan]], dtype=dt)
+    for p in (2, 1, -1, 0.5):
+        got = pg.ag_pow(pg.ag_tensor(x, dtype=dtype), p).numpy()
+        with np.errstate(over="ignore"):  # 1e30 ** 2 is inf in f32, as in C
+            ref = np.array([[_c_pow(float(v), p) for v in x[0]]], dtype=dt)  # C's pow, not numpy's
+        np.testing.assert_array_equal(got, ref)
+        num = ~np.isnan(ref)  # a NaN's sign means nothing
+        np.testing.assert_array_equal(np.signbit(got[num]), np.signbit(ref[num]))
+    w = pg.ag_param(np.array([[-3.0, 0.5, 2.0]]), dtype=dtype)
+    for p, ref in ((2, [-6.0, 1.0, 4.0]), (1, [1.0, 1.0, 1.0])):
+        with pg.with_grad_tape():
+            loss = pg.ag_sum(pg.ag_pow(w, p))
+        np.testing.assert_array_equal(pg.backward(loss)[w][0], ref)
+
+
 # ---- Python operators ----
 
 def test_python_operators(f64, rng):
