@@ -240,8 +240,8 @@ static int linear_fw(pg_node *n)
             if (bp) for (int64_t i = 0; i < m; i++) oc[i] = oc[i] + bp[i];
             switch (act) {
             case PG_RELU: for (int64_t i = 0; i < m; i++) oc[i] = oc[i] < 0 ? (T)0 : oc[i]; break;
-            case PG_SIGMOID: for (int64_t i = 0; i < m; i++) oc[i] = 1 / (1 + exp(-oc[i])); break;
-            case PG_TANH: for (int64_t i = 0; i < m; i++) oc[i] = tanh(oc[i]); break;
+            case PG_SIGMOID: pg_vsigmoid(w->dtype, oc, oc, m); break;
+            case PG_TANH: pg_vtanh(w->dtype, oc, oc, m); break;
             default: break;
             }
         }

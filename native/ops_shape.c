@@ -33,26 +33,6 @@ static int reduce_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
-/* Sum in double over 16 interleaved lanes (element i goes to lane i % 16), lanes then added
- * pairwise in a fixed tree: a fixed order, so the same bits on every machine and compiler, and
- * independent chains the compiler can vectorise (a single running sum ran 4-7x slower than
- * numpy's). */
-#define SUM_LANES(T)                                                                           \
-    static double sum_lanes_##T(const T *x, int64_t n)                                         \
-    {                                                                                          \
-        double a[16] = {0};                                                                    \
-        int64_t i = 0;                                                                         \
-        for (; i + 16 <= n; i += 16)                                                           \
-            for (int l = 0; l < 16; l++) a[l] += x[i + l];                                     \
-        for (int l = 0; i + l < n; l++) a[l] += x[i + l];                                      \
-        for (int w = 8; w >= 1; w /= 2)                                                        \
-            for (int l = 0; l < w; l++) a[l] += a[l + w];                                      \
-        return a[0];                                                                           \
-    }
-SUM_LANES(float)
-SUM_LANES(double)
-#define sum_lanes(x, n) _Generic((x), const float *: sum_lanes_float, const double *: sum_lanes_double)(x, n)
-
 static int reduce_fw(pg_node *n)
 {
     pg_tensor *x = n->in[0], *out = n->out;
@@ -64,7 +44,7 @@ static int reduce_fw(pg_node *n)
         T *o = pg_data(out);
         /* accumulate in double: f32 sums keep their accuracy, and the order is fixed */
         if (dim == 0) {
-            double s = sum_lanes(xp, R * C);
+            double s = pg_vsum(x->dtype, xp, R * C);
             o[0] = (T)(mean ? s / count : s);
         } else if (dim == 1) {
             for (int64_t i = 0; i < R; i++) o[i] = 0;
@@ -72,7 +52,7 @@ static int reduce_fw(pg_node *n)
             if (mean) for (int64_t i = 0; i < R; i++) o[i] /= (T)count;
         } else {
             for (int64_t j = 0; j < C; j++) {
-                double s = sum_lanes(xp + j * R, R);
+                double s = pg_vsum(x->dtype, xp + j * R, R);
                 o[j] = (T)(mean ? s / count : s);
             }
         }

@@ -21,10 +21,19 @@ void pg_softmax_cols(int dtype, const void *x, void *p, int64_t R, int64_t C)
         for (int64_t j = 0; j < C; j++) {
             const T *xc = xp + j * R;
             T *pc = pp + j * R;
-            T mx = -INFINITY;
-            for (int64_t i = 0; i < R; i++) if (xc[i] > mx) mx = xc[i];
-            T s = 0;
-            for (int64_t i = 0; i < R; i++) { pc[i] = exp(xc[i] - mx); s += pc[i]; }
+            /* max over 16 lanes (exact in any order; NaNs skipped as before), exp, then the sum
+             * in double in pg_vsum's fixed order: the serial max and sum were most of its time */
+            T lm[16];
+            for (int l = 0; l < 16; l++) lm[l] = -INFINITY;
+            int64_t i0 = 0;
+            for (; i0 + 16 <= R; i0 += 16)
+                for (int l = 0; l < 16; l++) lm[l] = xc[i0 + l] > lm[l] ? xc[i0 + l] : lm[l];
+            for (int l = 0; i0 + l < R; l++) lm[l] = xc[i0 + l] > lm[l] ? xc[i0 + l] : lm[l];
+            T mx = lm[0];
+            for (int l = 1; l < 16; l++) mx = lm[l] > mx ? lm[l] : mx;
+            for (int64_t i = 0; i < R; i++) pc[i] = xc[i] - mx;
+            pg_vexp(dtype, pc, pc, R);
+            const T s = (T)pg_vsum(dtype, pc, R);
             for (int64_t i = 0; i < R; i++) pc[i] /= s;
         }
     });
@@ -82,11 +91,11 @@ static int unary_fw(pg_node *n)
         T *o = pg_data(out);
         switch (op) {
         case PG_RELU: for (int64_t i = 0; i < N; i++) o[i] = xp[i] < 0 ? (T)0 : xp[i]; break;
-        case PG_SIGMOID: for (int64_t i = 0; i < N; i++) o[i] = 1 / (1 + exp(-xp[i])); break;
-        case PG_TANH: for (int64_t i = 0; i < N; i++) o[i] = tanh(xp[i]); break;
+        case PG_SIGMOID: pg_vsigmoid(x->dtype, xp, o, N); break;
+        case PG_TANH: pg_vtanh(x->dtype, xp, o, N); break;
         case PG_GELU: for (int64_t i = 0; i < N; i++) o[i] = (T)0.5 * xp[i] * (1 + erf(xp[i] * (T)M_SQRT1_2)); break;
         case PG_LOG: for (int64_t i = 0; i < N; i++) o[i] = log(xp[i]); break;
-        case PG_EXP: for (int64_t i = 0; i < N; i++) o[i] = exp(xp[i]); break;
+        case PG_EXP: pg_vexp(x->dtype, xp, o, N); break;
         case PG_NEG: for (int64_t i = 0; i < N; i++) o[i] = -xp[i]; break;
         }
     });

@@ -78,13 +78,6 @@ ADAM_FN(adam_f64_sse2, double, sqrt, , )
 
 static void (*const adam_f32[3]) ADAM_ARGS(float) = {adam_f32_sse2, adam_f32_avx2, adam_f32_avx512};
 static void (*const adam_f64[3]) ADAM_ARGS(double) = {adam_f64_sse2, adam_f64_avx2, adam_f64_avx512};
-static int adam_sel = -1;
-
-int pg_adam_kernel_select(int which)
-{
-    adam_sel = pg_cpu_simd(which < 0 ? 2 : which);
-    return adam_sel;
-}
 
 static int step_locked(pg_optim *o, pg_gradmap *grads);
 static int zero_grad_locked(pg_optim *o);
@@ -271,12 +264,12 @@ static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
         /* w -= lr * (m / bc1) / (sqrt(v / bc2) + eps), as  w -= m * (lr / bc1) / (sqrt(v) * bc2^-1/2 + eps):
          * one square root and one division per element. */
         double sc = o->lr / bc1, rc2 = 1 / sqrt(bc2), decay = o->lr * o->weight_decay;
-        if (adam_sel < 0) pg_adam_kernel_select(-1);
+        const int sel = pg_simd_sel < 0 ? pg_simd_select(-1) : pg_simd_sel;
         if (p->dtype == PG_F32)
-            adam_f32[adam_sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, (float)o->beta1, (float)o->beta2,
+            adam_f32[sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, (float)o->beta1, (float)o->beta2,
                      (float)o->eps, (float)gscale, (float)sc, (float)rc2, (float)decay);
         else
-            adam_f64[adam_sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, o->beta1, o->beta2, o->eps, gscale,
+            adam_f64[sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, o->beta1, o->beta2, o->eps, gscale,
                      sc, rc2, decay);
     }
     return 0;

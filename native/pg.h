@@ -97,6 +97,12 @@ int pg_pool_put(void *p, size_t sz);
 #define PG_X86_SIMD 0
 #endif
 int pg_cpu_simd(int want); /* the widest level <= want the CPU runs: 2 AVX-512F, 1 AVX2 + FMA, 0 */
+extern int pg_simd_sel;    /* the level pg_simd_select (pg_api.h) chose; -1 before the first call */
+/* y[i] = f(x[i]) for i < n, vectorised (vmath.c); x and y may be the same buffer */
+void pg_vexp(int dtype, const void *x, void *y, int64_t n);
+void pg_vsigmoid(int dtype, const void *x, void *y, int64_t n);
+void pg_vtanh(int dtype, const void *x, void *y, int64_t n);
+double pg_vsum(int dtype, const void *x, int64_t n); /* in double, in a fixed order (vmath.c) */
 void *pg_obj_new(size_t sz);          /* zeroed; sizes share the buffer cache */
 void pg_obj_free(void *p, size_t sz);
 

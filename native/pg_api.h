@@ -175,9 +175,10 @@ double pg_optim_get(pg_optim *o, const char *name);            /* NaN + error if
  * accumulated, negative on error. */
 int pg_optim_step(pg_optim *o, pg_gradmap *grads);
 int pg_optim_zero_grad(pg_optim *o);                           /* clear params' .grad + tape */
-/* Adam's vector body: -1 the widest this CPU runs; 0 SSE2, 1 AVX2, 2 AVX-512 (one the CPU
- * lacks falls back to the widest below). All give identical bits. Returns the one now in use. */
-int pg_adam_kernel_select(int which);
+/* SIMD level of the elementwise kernels (Adam, exp, sigmoid, tanh): -1 the widest this CPU
+ * runs; 0 SSE2, 1 AVX2, 2 AVX-512 (one the CPU lacks falls back to the widest below). All give
+ * identical bits. Returns the level now in use. */
+int pg_simd_select(int which);
 /* State slots per parameter: SGD: 0 velocity, 1 accumulator; Adam: 0 m, 1 v, 2 accumulator.
  * Borrowed; NULL if the slot was never allocated. */
 pg_tensor *pg_optim_state(pg_optim *o, int64_t i, int slot);

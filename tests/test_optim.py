@@ -134,7 +134,7 @@ def test_adam_vector_widths_give_identical_bits(dtype):
     results = {}
     try:
         for which in sorted(ADAM_KERNELS):
-            if lib.pg_adam_kernel_select(which) != which:
+            if lib.pg_simd_select(which) != which:
                 continue  # this CPU lacks the width; the ones it has are still compared
             ps = [pg.ag_param(w0, dtype=dtype) for w0 in inits]
             opt = pg.optimizer_adam(ps, lr=0.01, weight_decay=0.1)
@@ -145,7 +145,7 @@ def test_adam_vector_widths_give_identical_bits(dtype):
                 opt.zero_grad()
             results[which] = [p.numpy() for p in ps]
     finally:
-        lib.pg_adam_kernel_select(-1)
+        lib.pg_simd_select(-1)
     assert 0 in results  # SSE2 runs on every x86-64 (and is the plain loop elsewhere)
     for which, got in results.items():
         for a, b in zip(got, results[0]):

@@ -1,0 +1,154 @@
+/* The vectorised elementwise math of vmath.c, written once and included there once per SIMD
+ * level: SUF names the level, ATTR is its target attribute. Every lane does the same IEEE
+ * operations (no FMA: vmath.c turns contraction off), so all levels give the same bits.
+ * Not a header of its own: include it only from vmath.c. */
+#define CAT_(a, b) a##_##b
+#define CAT(a, b) CAT_(a, b)
+#define F(name) CAT(name, SUF)
+
+/* this level's vector types (VBYTES wide) and helpers */
+typedef double F(vd) __attribute__((vector_size(VBYTES)));
+typedef long long F(vl) __attribute__((vector_size(VBYTES)));
+typedef unsigned long long F(vu) __attribute__((vector_size(VBYTES)));
+typedef float F(vs) __attribute__((vector_size(VBYTES)));
+typedef int F(vi) __attribute__((vector_size(VBYTES)));
+typedef unsigned F(vu32) __attribute__((vector_size(VBYTES)));
+#define vd F(vd)
+#define vl F(vl)
+#define vu F(vu)
+#define vs F(vs)
+#define vi F(vi)
+#define vu32 F(vu32)
+#define VD(c) ((vd){REP64(c)})
+#define VS(c) ((vs){REP32(c)})
+#define W64 (VBYTES / 8)
+#define W32 (VBYTES / 4)
+/* lanes of a where mask m (a comparison's result) is set, else of b */
+#define vsel(m, a, b) ((vd)(((vl)(m) & (vl)(a)) | (~(vl)(m) & (vl)(b))))
+#define vmin(a, b) vsel((a) < (b), (a), (b))
+#define vmax(a, b) vsel((a) > (b), (a), (b))
+#define vssel(m, a, b) ((vs)(((vi)(m) & (vi)(a)) | (~(vi)(m) & (vi)(b))))
+#define vsmin(a, b) vssel((a) < (b), (a), (b))
+#define vsmax(a, b) vssel((a) > (b), (a), (b))
+
+/* exp(x) for W64 doubles: x = n ln2 + r, |r| <= ln2 / 2 (n rounded with the 1.5 * 2^52 shift, ln2 in
+ * two parts as in fdlibm, so r is exact to ~2^-60), exp(r) = 1 + (r + r^2 s(r)) with s the Taylor
+ * series from r^2 / 2! to r^13 / 13! (next term < 5e-18 relative) in Estrin's scheme (a short
+ * dependency chain: Horner's 26 dependent operations ran at a third of the throughput), then
+ * times 2^n as 2^n1 * 2^n2 (both normal; one rounding, into subnormals too). Error < 1.5 ulp,
+ * mostly 0.5. */
+ATTR static inline __attribute__((always_inline)) vd F(exp_core)(vd x)
+{
+    const vd xc = vmin(vmax(x, VD(-746.0)), VD(710.0));
+    const vd t = xc * VD(0x1.71547652b82fep0) + VD(0x1.8p52);
+    const vd nd = t - VD(0x1.8p52);
+    const vd r = (xc - nd * VD(6.93147180369123816490e-01)) - nd * VD(1.90821492927058770002e-10);
+    const vd r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+    const vd e0 = VD(1.0 / 2) + VD(1.0 / 6) * r, e1 = VD(1.0 / 24) + VD(1.0 / 120) * r;
+    const vd e2 = VD(1.0 / 720) + VD(1.0 / 5040) * r, e3 = VD(1.0 / 40320) + VD(1.0 / 362880) * r;
+    const vd e4 = VD(1.0 / 3628800) + VD(1.0 / 39916800) * r;
+    const vd e5 = VD(1.0 / 479001600) + VD(1.0 / 6227020800.0) * r;
+    const vd f0 = e0 + e1 * r2, f1 = e2 + e3 * r2, f2 = e4 + e5 * r2;
+    const vd sr = (f0 + f1 * r4) + f2 * r8;
+    const vd p = VD(1.0) + (r + r2 * sr);
+    /* n = bits(t) - bits(shift); n1 = floor(n / 2) (shifted to stay non-negative), n2 = n - n1 */
+    const vl n = (vl)t - (vl)VD(0x1.8p52);
+    const vl n1 = (vl)(((vu)(n + 2048)) >> 1) - 1024, n2 = n - n1;
+    const vd s1 = (vd)((n1 + 1023) << 52), s2 = (vd)((n2 + 1023) << 52);
+    /* x clamped to 710 gives 2^1024 * p = inf, to -746 gives 0: overflow and underflow need no
+     * test of their own; a NaN x stays NaN */
+    return vsel(x != x, x, p * s1 * s2);
+}
+
+ATTR static inline __attribute__((always_inline)) vd F(sigmoid_core)(vd x)
+{
+    return VD(1.0) / (VD(1.0) + F(exp_core)(-x));
+}
+
+/* exp for W32 floats, in f32 (Cephes' expf): n ln2 + r with ln2 in two parts (n * C1 exact),
+ * exp(r) = 1 + r + r^2 P(r) with P of degree 5, times 2^n1 * 2^n2. Within 1 ulp but for
+ * results below FLT_MIN (measured over the whole range in the tests). */
+ATTR static inline __attribute__((always_inline)) vs F(expf_core)(vs x)
+{
+    const vs xc = vsmin(vsmax(x, VS(-104.0f)), VS(89.0f));
+    const vs t = xc * VS(0x1.715476p0f) + VS(0x1.8p23f);
+    const vs nd = t - VS(0x1.8p23f);
+    const vs r = (xc - nd * VS(0.693359375f)) - nd * VS(-2.12194440e-4f);
+    const vs r2 = r * r;
+    const vs e0 = VS(5.0000001201E-1f) + VS(1.6666665459E-1f) * r;
+    const vs e1 = VS(4.1665795894E-2f) + VS(8.3334519073E-3f) * r;
+    const vs e2 = VS(1.3981999507E-3f) + VS(1.9875691500E-4f) * r;
+    const vs q = e0 + (e1 + e2 * r2) * r2;
+    const vs p = (q * r2 + r) + VS(1.0f);
+    const vi n = (vi)t - (vi)VS(0x1.8p23f);
+    const vi n1 = (vi)(((vu32)(n + 256)) >> 1) - 128, n2 = n - n1;
+    const vs s1 = (vs)((n1 + 127) << 23), s2 = (vs)((n2 + 127) << 23);
+    return vssel(x != x, x, p * s1 * s2); /* clamped x gives inf / 0 at the ends */
+}
+
+ATTR static inline __attribute__((always_inline)) vs F(sigmoidf_core)(vs x)
+{
+    return VS(1.0f) / (VS(1.0f) + F(expf_core)(-x));
+}
+
+/* tanh for W32 floats: below |x| = 0.625 Cephes' odd polynomial (no cancellation), above it
+ * 1 - 2 / (exp(2|x|) + 1); x's sign put back */
+ATTR static inline __attribute__((always_inline)) vs F(tanhf_core)(vs x)
+{
+    const vi sign = (vi)x & (vi)VS(-0.0f);
+    const vs a = (vs)((vi)x & ~(vi)VS(-0.0f));
+    const vs z = a * a;
+    const vs e0 = VS(-5.70498872745E-3f) * z + VS(2.06390887954E-2f);
+    const vs e1 = VS(-5.37397155531E-2f) * z + VS(1.33314422036E-1f);
+    const vs z2 = z * z;
+    const vs poly = ((e0 * z2 + e1) * z + VS(-3.33332819422E-1f)) * z * a + a;
+    const vs big = VS(1.0f) - VS(2.0f) / (F(expf_core)(a + a) + VS(1.0f));
+    return (vs)((vi)vssel(a < VS(0.625f), poly, big) | sign);
+}
+
+/* y[i] = f(x[i]) over whole vectors of W lanes, then the tail through a zero-padded vector: the
+ * same lanes' arithmetic for every element */
+#define VMATH_LOOP(NAME, T, VT, W, CORE)                                                          \
+    ATTR static void F(NAME)(const T *x, T *y, int64_t n)                                      \
+    {                                                                                          \
+        int64_t i = 0;                                                                         \
+        VT v;                                                                                  \
+        for (; i + (W) <= n; i += (W)) {                                                       \
+            memcpy(&v, x + i, sizeof v);                                                       \
+            v = CORE(v);                                                                       \
+            memcpy(y + i, &v, sizeof v);                                                       \
+        }                                                                                      \
+        if (i < n) {                                                                           \
+            T buf[W] = {0};                                                                    \
+            memcpy(buf, x + i, (size_t)(n - i) * sizeof *x);                                   \
+            memcpy(&v, buf, sizeof v);                                                         \
+            v = CORE(v);                                                                       \
+            memcpy(buf, &v, sizeof v);                                                         \
+            memcpy(y + i, buf, (size_t)(n - i) * sizeof *y);                                   \
+        }                                                                                      \
+    }
+VMATH_LOOP(vexp_f64, double, vd, W64, F(exp_core))
+VMATH_LOOP(vexp_f32, float, vs, W32, F(expf_core))
+VMATH_LOOP(vsigmoid_f64, double, vd, W64, F(sigmoid_core))
+VMATH_LOOP(vsigmoid_f32, float, vs, W32, F(sigmoidf_core))
+VMATH_LOOP(vtanh_f32, float, vs, W32, F(tanhf_core))
+#undef VMATH_LOOP
+#undef vd
+#undef vl
+#undef vu
+#undef vs
+#undef vi
+#undef vu32
+#undef VD
+#undef VS
+#undef W64
+#undef W32
+#undef vsel
+#undef vmin
+#undef vmax
+#undef vssel
+#undef vsmin
+#undef vsmax
+#undef F
+#undef CAT
+#undef CAT_
