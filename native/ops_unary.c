@@ -94,7 +94,7 @@ static int unary_fw(pg_node *n)
         case PG_SIGMOID: pg_vsigmoid(x->dtype, xp, o, N); break;
         case PG_TANH: pg_vtanh(x->dtype, xp, o, N); break;
         case PG_GELU: for (int64_t i = 0; i < N; i++) o[i] = (T)0.5 * xp[i] * (1 + erf(xp[i] * (T)M_SQRT1_2)); break;
-        case PG_LOG: for (int64_t i = 0; i < N; i++) o[i] = log(xp[i]); break;
+        case PG_LOG: pg_vlog(x->dtype, xp, o, N); break;
         case PG_EXP: pg_vexp(x->dtype, xp, o, N); break;
         case PG_NEG: for (int64_t i = 0; i < N; i++) o[i] = -xp[i]; break;
         }

@@ -102,6 +102,7 @@ extern int pg_simd_sel;    /* the level pg_simd_select (pg_api.h) chose; -1 befo
 void pg_vexp(int dtype, const void *x, void *y, int64_t n);
 void pg_vsigmoid(int dtype, const void *x, void *y, int64_t n);
 void pg_vtanh(int dtype, const void *x, void *y, int64_t n);
+void pg_vlog(int dtype, const void *x, void *y, int64_t n);
 double pg_vsum(int dtype, const void *x, int64_t n); /* in double, in a fixed order (vmath.c) */
 void *pg_obj_new(size_t sz);          /* zeroed; sizes share the buffer cache */
 void pg_obj_free(void *p, size_t sz);

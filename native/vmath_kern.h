@@ -106,6 +106,68 @@ ATTR static inline __attribute__((always_inline)) vs F(tanhf_core)(vs x)
     return (vs)((vi)vssel(a < VS(0.625f), poly, big) | sign);
 }
 
+/* log for W64 doubles (fdlibm's e_log): x = 2^k m with m in [sqrt(1/2), sqrt(2)), f = m - 1,
+ * s = f / (2 + f), log(1 + f) = f - (f^2/2 - s (f^2/2 + R(s^2))), plus k ln2 in two parts.
+ * Subnormal x is scaled by 2^54 first. Within 1 ulp. */
+ATTR static inline __attribute__((always_inline)) vd F(log_core)(vd x)
+{
+    const vl sub = (vl)(x < VD(0x1p-1022));
+    const vd xs = vsel(sub, x * VD(0x1p54), x);
+    const vl bits = (vl)xs;
+    /* m's bits: x's mantissa under the exponent of [1, 2), then halved when m >= sqrt(2) */
+    vl k = ((vl)((vu)bits >> 52) & 0x7ff) - 1023 - (sub & 54);
+    vd m = (vd)((bits & 0x000fffffffffffffLL) | 0x3ff0000000000000LL);
+    const vl big = (vl)(m >= VD(0x1.6a09e667f3bcdp0));
+    m = vsel(big, m * VD(0.5), m);
+    k = k - big; /* big is -1 where set */
+    const vd kd = (vd)(k + (vl)VD(0x1.8p52)) - VD(0x1.8p52); /* exact; no int64 conversion before AVX-512DQ */
+    const vd f = m - VD(1.0);
+    const vd sv = f / (VD(2.0) + f);
+    const vd z = sv * sv, w = z * z;
+    const vd t1 = w * (VD(3.999999999940941908e-01) + w * (VD(2.222219843214978396e-01) + w * VD(1.531383769920937332e-01)));
+    const vd t2 = z * (VD(6.666666666666735130e-01) +
+                       w * (VD(2.857142874366239149e-01) + w * (VD(1.818357216161805012e-01) + w * VD(1.479819860511658591e-01))));
+    const vd R = t2 + t1, hfsq = VD(0.5) * f * f;
+    vd y = kd * VD(6.93147180369123816490e-01) -
+           ((hfsq - (sv * (hfsq + R) + kd * VD(1.90821492927058770002e-10))) - f);
+    y = vsel(x == VD(0.0), VD(-INFINITY), y);
+    y = vsel(x == VD(INFINITY), x, y);
+    return vsel(x < VD(0.0), VD(NAN), vsel(x != x, x, y));
+}
+
+/* log for W32 floats (Cephes' logf): x = 2^e m with m in [sqrt(1/2), sqrt(2)), log(m) by a
+ * degree-9 polynomial in m - 1, plus e ln2 in two parts. Subnormal x scaled by 2^25 first. */
+ATTR static inline __attribute__((always_inline)) vs F(logf_core)(vs x)
+{
+    const vi sub = (vi)(x < VS(0x1p-126f));
+    const vs xs = vssel(sub, x * VS(0x1p25f), x);
+    const vi bits = (vi)xs;
+    vi e = ((vi)((vu32)bits >> 23) & 0xff) - 127 - (sub & 25);
+    vs m = (vs)((bits & 0x007fffff) | 0x3f800000); /* [1, 2) */
+    const vi big = (vi)(m >= VS(0x1.6a09e6p0f));
+    m = vssel(big, m * VS(0.5f), m);
+    e = e - big;
+    const vs ef = __builtin_convertvector(e, vs);
+    const vs f = m - VS(1.0f);
+    const vs z = f * f;
+    vs p = VS(7.0376836292E-2f);
+    p = p * f + VS(-1.1514610310E-1f);
+    p = p * f + VS(1.1676998740E-1f);
+    p = p * f + VS(-1.2420140846E-1f);
+    p = p * f + VS(1.4249322787E-1f);
+    p = p * f + VS(-1.6668057665E-1f);
+    p = p * f + VS(2.0000714765E-1f);
+    p = p * f + VS(-2.4999993993E-1f);
+    p = p * f + VS(3.3333331174E-1f);
+    vs y = p * f * z;
+    y = y + ef * VS(-2.12194440e-4f);
+    y = y + VS(-0.5f) * z;
+    y = (f + y) + ef * VS(0.693359375f);
+    y = vssel(x == VS(0.0f), VS(-INFINITY), y);
+    y = vssel(x == VS(INFINITY), x, y);
+    return vssel(x < VS(0.0f), VS(NAN), vssel(x != x, x, y));
+}
+
 /* y[i] = f(x[i]) over whole vectors of W lanes, then the tail through a zero-padded vector: the
  * same lanes' arithmetic for every element */
 #define VMATH_LOOP(NAME, T, VT, W, CORE)                                                          \
@@ -132,6 +194,8 @@ VMATH_LOOP(vexp_f32, float, vs, W32, F(expf_core))
 VMATH_LOOP(vsigmoid_f64, double, vd, W64, F(sigmoid_core))
 VMATH_LOOP(vsigmoid_f32, float, vs, W32, F(sigmoidf_core))
 VMATH_LOOP(vtanh_f32, float, vs, W32, F(tanhf_core))
+VMATH_LOOP(vlog_f64, double, vd, W64, F(log_core))
+VMATH_LOOP(vlog_f32, float, vs, W32, F(logf_core))
 #undef VMATH_LOOP
 #undef vd
 #undef vl

@@ -1041,8 +1041,9 @@ def test_builtin_gemm_avx2_and_avx512_kernels_give_identical_bits(rng, dt):
 
 SIMD_LEVELS = {0: "SSE2", 1: "AVX2", 2: "AVX-512"}
 _VMATH_F32 = (("exp", pg.ag_exp, np.exp, 1), ("sigmoid", pg.ag_sigmoid, lambda v: 1 / (1 + np.exp(-v)), 2),
-              ("tanh", pg.ag_tanh, np.tanh, 1))
-_VMATH_F64 = (("exp", pg.ag_exp, np.exp, 1), ("sigmoid", pg.ag_sigmoid, lambda v: 1 / (1 + np.exp(-v)), 4))
+              ("tanh", pg.ag_tanh, np.tanh, 1), ("log", pg.ag_log, np.log, 1))
+_VMATH_F64 = (("exp", pg.ag_exp, np.exp, 1), ("sigmoid", pg.ag_sigmoid, lambda v: 1 / (1 + np.exp(-v)), 4),
+              ("log", pg.ag_log, np.log, 1))
 
 
 def _ulp_diff(a, b):
@@ -1054,14 +1055,17 @@ def _vmath_inputs(dt):
     lo, hi = (-110, 95) if dt == np.float32 else (-760, 720)
     specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 1e-300, 0.3, -0.3, 0.62, 0.63, 88.7, 89.0,
                 -103.9, -104.5, 709.7, 709.9, -745.1, -745.2, 1e30, -1e30]
+    fi = np.finfo(dt)
     with np.errstate(over="ignore"):
-        return np.concatenate([np.linspace(lo, hi, 300001), np.linspace(-1, 1, 100001), specials]).astype(dt)
+        positive = np.geomspace(fi.smallest_subnormal, fi.max, 200001)  # log's whole domain
+        return np.concatenate([np.linspace(lo, hi, 300001), np.linspace(-1, 1, 100001), positive,
+                               np.linspace(0.5, 2, 50001), specials]).astype(dt)
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 def test_vmath_accuracy_and_special_values(dtype):
-    # against numpy in double: f32 exp and tanh within 1 ulp, sigmoid 2 (normal results); f64 exp
-    # within 1, sigmoid 4; inf, NaN, signed zeros and the overflow/underflow edges as libm
+    # against numpy in double: f32 exp, tanh and log within 1 ulp, sigmoid 2 (normal results); f64
+    # exp and log within 1, sigmoid 4; inf, NaN, signed zeros and the overflow/underflow edges as libm
     dt = np.float32 if dtype == "f32" else np.float64
     x = _vmath_inputs(dt)
     for name, op, ref_fn, tol in (_VMATH_F32 if dtype == "f32" else _VMATH_F64):
