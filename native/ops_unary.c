@@ -12,7 +12,10 @@
 static const char *unary_name[] = {"ag_relu", "ag_sigmoid", "ag_tanh", "ag_gelu", "ag_log", "ag_exp", "ag_softmax", "ag_neg"};
 static const char *unary_label[] = {"relu", "sigmoid", "tanh", "gelu", "log", "exp", "softmax", "neg"};
 
-/* Column softmax with the column max subtracted (stable); also used by softmax-CE. */
+/* Column softmax with the column max subtracted (stable); also used by softmax-CE. Three
+ * passes: x - max per column (max over 16 lanes: exact in any order, NaNs skipped), one exp
+ * over the whole block (one call also for short columns), then per column the sum in double in
+ * pg_vsum's fixed order and the division. The serial max and sum were most of its time. */
 void pg_softmax_cols(int dtype, const void *x, void *p, int64_t R, int64_t C)
 {
     PG_DISPATCH(dtype, {
@@ -21,18 +24,23 @@ void pg_softmax_cols(int dtype, const void *x, void *p, int64_t R, int64_t C)
         for (int64_t j = 0; j < C; j++) {
             const T *xc = xp + j * R;
             T *pc = pp + j * R;
-            /* max over 16 lanes (exact in any order; NaNs skipped as before), exp, then the sum
-             * in double in pg_vsum's fixed order: the serial max and sum were most of its time */
-            T lm[16];
-            for (int l = 0; l < 16; l++) lm[l] = -INFINITY;
-            int64_t i0 = 0;
-            for (; i0 + 16 <= R; i0 += 16)
-                for (int l = 0; l < 16; l++) lm[l] = xc[i0 + l] > lm[l] ? xc[i0 + l] : lm[l];
-            for (int l = 0; i0 + l < R; l++) lm[l] = xc[i0 + l] > lm[l] ? xc[i0 + l] : lm[l];
-            T mx = lm[0];
-            for (int l = 1; l < 16; l++) mx = lm[l] > mx ? lm[l] : mx;
+            T mx = -INFINITY;
+            if (R < 16) {
+                for (int64_t i = 0; i < R; i++) mx = xc[i] > mx ? xc[i] : mx;
+            } else {
+                T lm[16];
+                for (int l = 0; l < 16; l++) lm[l] = -INFINITY;
+                int64_t i0 = 0;
+                for (; i0 + 16 <= R; i0 += 16)
+                    for (int l = 0; l < 16; l++) lm[l] = xc[i0 + l] > lm[l] ? xc[i0 + l] : lm[l];
+                for (int l = 0; i0 + l < R; l++) lm[l] = xc[i0 + l] > lm[l] ? xc[i0 + l] : lm[l];
+                for (int l = 0; l < 16; l++) mx = lm[l] > mx ? lm[l] : mx;
+            }
             for (int64_t i = 0; i < R; i++) pc[i] = xc[i] - mx;
-            pg_vexp(dtype, pc, pc, R);
+        }
+        pg_vexp(dtype, pp, pp, R * C);
+        for (int64_t j = 0; j < C; j++) {
+            T *pc = pp + j * R;
             const T s = (T)pg_vsum(dtype, pc, R);
             for (int64_t i = 0; i < R; i++) pc[i] /= s;
         }

@@ -110,6 +110,16 @@ void pg_vtanh(int dtype, const void *x, void *y, int64_t n)
     static double sum_lanes_##T(const T *x, int64_t n)                                         \
     {                                                                                          \
         double a[16] = {0};                                                                    \
+        if (n < 16) { /* the same tree, skipping the lanes still 0 (adding +0 changes nothing: \
+                         no lane is -0, as each starts 0.0 + x) */                             \
+            for (int l = 0; l < n; l++) a[l] = 0.0 + x[l];                                     \
+            int live = (int)n;                                                                 \
+            for (int w = 8; w >= 1; w /= 2) {                                                  \
+                for (int l = 0; l < w && l + w < live; l++) a[l] += a[l + w];                   \
+                if (live > w) live = w;                                                        \
+            }                                                                                  \
+            return n > 0 ? a[0] : 0.0;                                                         \
+        }                                                                                      \
         int64_t i = 0;                                                                         \
         for (; i + 16 <= n; i += 16)                                                           \
             for (int l = 0; l < 16; l++) a[l] += x[i + l];                                     \
