@@ -22,10 +22,14 @@ for header in ["pg_api.h"] + sorted(glob.glob(os.path.join(HERE, "pg_api_*.h")))
         ffibuilder.cdef(f.read())
 
 sources = sorted(glob.glob(os.path.join(HERE, "*.c")))
+# a changed header rebuilds every source (setuptools tracks only the sources otherwise)
+headers = sorted(glob.glob(os.path.join(HERE, "*.h")))
+rel = os.getcwd() == os.path.dirname(HERE)
 ffibuilder.set_source(
     "pyggmlr._native",
     '#include "pg.h"\n',
-    sources=[os.path.relpath(s) for s in sources] if os.getcwd() == os.path.dirname(HERE) else sources,
+    sources=[os.path.relpath(s) for s in sources] if rel else sources,
+    depends=[os.path.relpath(h) for h in headers] if rel else headers,
     include_dirs=[HERE],
     extra_compile_args=["-O3", "-std=gnu11", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"] + PTHREAD,
     extra_link_args=PTHREAD,

@@ -31,26 +31,30 @@ typedef unsigned F(vu32) __attribute__((vector_size(VBYTES)));
 #define vsmin(a, b) vssel((a) < (b), (a), (b))
 #define vsmax(a, b) vssel((a) > (b), (a), (b))
 
-/* exp(x) for W64 doubles: x = n ln2 + r, |r| <= ln2 / 2 (n rounded with the 1.5 * 2^52 shift, ln2 in
- * two parts as in fdlibm, so r is exact to ~2^-60), exp(r) = 1 + (r + r^2 s(r)) with s the Taylor
- * series from r^2 / 2! to r^13 / 13! (next term < 5e-18 relative) in Estrin's scheme (a short
- * dependency chain: Horner's 26 dependent operations ran at a third of the throughput), then
- * times 2^n as 2^n1 * 2^n2 (both normal; one rounding, into subnormals too). Error < 1.5 ulp,
- * mostly 0.5. */
-ATTR static inline __attribute__((always_inline)) vd F(exp_core)(vd x)
+/* expm1(r) = r + r^2 s(r) for |r| <= ln2 / 2, s the Taylor series from 1/2! to r^11/13! (next
+ * term < 5e-18 relative) in Estrin's scheme (a short dependency chain: Horner's 26 dependent
+ * operations ran at a third of the throughput). No cancellation: r is exact, r^2 s(r) small. */
+ATTR static inline __attribute__((always_inline)) vd F(expm1_series)(vd r)
 {
-    const vd xc = vmin(vmax(x, VD(-746.0)), VD(710.0));
-    const vd t = xc * VD(0x1.71547652b82fep0) + VD(0x1.8p52);
-    const vd nd = t - VD(0x1.8p52);
-    const vd r = (xc - nd * VD(6.93147180369123816490e-01)) - nd * VD(1.90821492927058770002e-10);
     const vd r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
     const vd e0 = VD(1.0 / 2) + VD(1.0 / 6) * r, e1 = VD(1.0 / 24) + VD(1.0 / 120) * r;
     const vd e2 = VD(1.0 / 720) + VD(1.0 / 5040) * r, e3 = VD(1.0 / 40320) + VD(1.0 / 362880) * r;
     const vd e4 = VD(1.0 / 3628800) + VD(1.0 / 39916800) * r;
     const vd e5 = VD(1.0 / 479001600) + VD(1.0 / 6227020800.0) * r;
     const vd f0 = e0 + e1 * r2, f1 = e2 + e3 * r2, f2 = e4 + e5 * r2;
-    const vd sr = (f0 + f1 * r4) + f2 * r8;
-    const vd p = VD(1.0) + (r + r2 * sr);
+    return r + r2 * ((f0 + f1 * r4) + f2 * r8);
+}
+
+/* exp(x) for W64 doubles: x = n ln2 + r, |r| <= ln2 / 2 (n rounded with the 1.5 * 2^52 shift, ln2 in
+ * two parts as in fdlibm, so r is exact to ~2^-60), exp(r) = 1 + expm1(r), then times 2^n as
+ * 2^n1 * 2^n2 (both normal; one rounding, into subnormals too). Within 1 ulp (tests). */
+ATTR static inline __attribute__((always_inline)) vd F(exp_core)(vd x)
+{
+    const vd xc = vmin(vmax(x, VD(-746.0)), VD(710.0));
+    const vd t = xc * VD(0x1.71547652b82fep0) + VD(0x1.8p52);
+    const vd nd = t - VD(0x1.8p52);
+    const vd r = (xc - nd * VD(6.93147180369123816490e-01)) - nd * VD(1.90821492927058770002e-10);
+    const vd p = VD(1.0) + F(expm1_series)(r);
     /* n = bits(t) - bits(shift); n1 = floor(n / 2) (shifted to stay non-negative), n2 = n - n1 */
     const vl n = (vl)t - (vl)VD(0x1.8p52);
     const vl n1 = (vl)(((vu)(n + 2048)) >> 1) - 1024, n2 = n - n1;
@@ -58,6 +62,22 @@ ATTR static inline __attribute__((always_inline)) vd F(exp_core)(vd x)
     /* x clamped to 710 gives 2^1024 * p = inf, to -746 gives 0: overflow and underflow need no
      * test of their own; a NaN x stays NaN */
     return vsel(x != x, x, p * s1 * s2);
+}
+
+/* tanh for W64 doubles: e / (e + 2) with e = expm1(2|x|) = 2^n expm1(r) + (2^n - 1) (r as in exp;
+ * both terms exact for these n, one rounding in the sum), x's sign put back; 1 beyond |x| = 20 */
+ATTR static inline __attribute__((always_inline)) vd F(tanh_core)(vd x)
+{
+    const vl sign = (vl)x & (vl)VD(-0.0);
+    const vd a = (vd)((vl)x & ~(vl)VD(-0.0));
+    const vd a2 = vmin(a + a, VD(40.0));
+    const vd t = a2 * VD(0x1.71547652b82fep0) + VD(0x1.8p52);
+    const vd nd = t - VD(0x1.8p52);
+    const vd r = (a2 - nd * VD(6.93147180369123816490e-01)) - nd * VD(1.90821492927058770002e-10);
+    const vd s = (vd)(((vl)t - (vl)VD(0x1.8p52) + 1023) << 52); /* 2^n, n in [0, 58] */
+    const vd em = s * F(expm1_series)(r) + (s - VD(1.0));
+    const vd th = vsel(a > VD(20.0), VD(1.0), em / (em + VD(2.0)));
+    return vsel(x != x, x, (vd)((vl)th | sign));
 }
 
 ATTR static inline __attribute__((always_inline)) vd F(sigmoid_core)(vd x)
@@ -194,6 +214,7 @@ VMATH_LOOP(vexp_f32, float, vs, W32, F(expf_core))
 VMATH_LOOP(vsigmoid_f64, double, vd, W64, F(sigmoid_core))
 VMATH_LOOP(vsigmoid_f32, float, vs, W32, F(sigmoidf_core))
 VMATH_LOOP(vtanh_f32, float, vs, W32, F(tanhf_core))
+VMATH_LOOP(vtanh_f64, double, vd, W64, F(tanh_core))
 VMATH_LOOP(vlog_f64, double, vd, W64, F(log_core))
 VMATH_LOOP(vlog_f32, float, vs, W32, F(logf_core))
 #undef VMATH_LOOP
