@@ -29,7 +29,7 @@
  * small chunks (measured); reuse here costs a lock and a list pop. */
 #define POOL_MIN ((size_t)64)
 #define POOL_CAP ((size_t)256 << 20)
-#define POOL_BINS 256 /* distinct sizes kept; a power of two */
+#define POOL_BINS 1024 /* distinct sizes kept (small sizes count too); a power of two */
 
 typedef struct block { struct block *next; } block;
 
