@@ -264,7 +264,7 @@ static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
         /* w -= lr * (m / bc1) / (sqrt(v / bc2) + eps), as  w -= m * (lr / bc1) / (sqrt(v) * bc2^-1/2 + eps):
          * one square root and one division per element. */
         double sc = o->lr / bc1, rc2 = 1 / sqrt(bc2), decay = o->lr * o->weight_decay;
-        const int sel = pg_simd_sel < 0 ? pg_simd_select(-1) : pg_simd_sel;
+        const int sel = pg_simd_level();
         if (p->dtype == PG_F32)
             adam_f32[sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, (float)o->beta1, (float)o->beta2,
                      (float)o->eps, (float)gscale, (float)sc, (float)rc2, (float)decay);

@@ -87,7 +87,7 @@ static inline void *pg_data(const pg_tensor *t) { return t->st->data; }
 /* ---- pool.c: freed buffers of one size reused (NULL / 0 when not pooled) ---- */
 void *pg_pool_get(size_t sz);
 int pg_pool_put(void *p, size_t sz);
-/* x86-64 SIMD levels, for kernels picked at run time by CPU (gemm_ukernel.c, optim.c) */
+/* x86-64 SIMD levels, for kernels picked at run time by CPU (gemm_ukernel.c, optim.c, vmath.c) */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PG_X86_SIMD 1
 #include <immintrin.h>
@@ -98,6 +98,7 @@ int pg_pool_put(void *p, size_t sz);
 #endif
 int pg_cpu_simd(int want); /* the widest level <= want the CPU runs: 2 AVX-512F, 1 AVX2 + FMA, 0 */
 extern int pg_simd_sel;    /* the level pg_simd_select (pg_api.h) chose; -1 before the first call */
+static inline int pg_simd_level(void) { return pg_simd_sel < 0 ? pg_simd_select(-1) : pg_simd_sel; }
 /* y[i] = f(x[i]) for i < n, vectorised (vmath.c); x and y may be the same buffer */
 void pg_vexp(int dtype, const void *x, void *y, int64_t n);
 void pg_vsigmoid(int dtype, const void *x, void *y, int64_t n);

@@ -175,7 +175,7 @@ double pg_optim_get(pg_optim *o, const char *name);            /* NaN + error if
  * accumulated, negative on error. */
 int pg_optim_step(pg_optim *o, pg_gradmap *grads);
 int pg_optim_zero_grad(pg_optim *o);                           /* clear params' .grad + tape */
-/* SIMD level of the elementwise kernels (Adam, exp, sigmoid, tanh): -1 the widest this CPU
+/* SIMD level of the elementwise kernels (Adam, exp, log, sigmoid, tanh): -1 the widest this CPU
  * runs; 0 SSE2, 1 AVX2, 2 AVX-512 (one the CPU lacks falls back to the widest below). All give
  * identical bits. Returns the level now in use. */
 int pg_simd_select(int which);

@@ -64,38 +64,28 @@ int pg_simd_select(int which)
     return pg_simd_sel;
 }
 
-typedef void (*fn32)(const float *, float *, int64_t);
-typedef void (*fn64)(const double *, double *, int64_t);
-static const fn32 exp32[3] = LEVELS(vexp_f32), sigmoid32[3] = LEVELS(vsigmoid_f32), tanh32[3] = LEVELS(vtanh_f32);
-static const fn64 exp64[3] = LEVELS(vexp_f64), sigmoid64[3] = LEVELS(vsigmoid_f64);
-static const fn32 log32[3] = LEVELS(vlog_f32);
-static const fn64 log64[3] = LEVELS(vlog_f64), tanh64[3] = LEVELS(vtanh_f64);
+typedef struct {
+    void (*f32[3])(const float *, float *, int64_t);
+    void (*f64[3])(const double *, double *, int64_t);
+} vfn; /* one function's loops, per dtype and SIMD level */
 
-static int level(void) { return pg_simd_sel < 0 ? pg_simd_select(-1) : pg_simd_sel; }
-
-void pg_vexp(int dtype, const void *x, void *y, int64_t n)
+static void apply(const vfn *f, int dtype, const void *x, void *y, int64_t n)
 {
-    if (dtype == PG_F32) exp32[level()](x, y, n);
-    else exp64[level()](x, y, n);
+    const int l = pg_simd_level();
+    if (dtype == PG_F32) f->f32[l](x, y, n);
+    else f->f64[l](x, y, n);
 }
 
-void pg_vsigmoid(int dtype, const void *x, void *y, int64_t n)
-{
-    if (dtype == PG_F32) sigmoid32[level()](x, y, n);
-    else sigmoid64[level()](x, y, n);
-}
-
-void pg_vlog(int dtype, const void *x, void *y, int64_t n)
-{
-    if (dtype == PG_F32) log32[level()](x, y, n);
-    else log64[level()](x, y, n);
-}
-
-void pg_vtanh(int dtype, const void *x, void *y, int64_t n)
-{
-    if (dtype == PG_F32) tanh32[level()](x, y, n);
-    else tanh64[level()](x, y, n);
-}
+#define VMATH_API(name)                                                                        \
+    void pg_v##name(int dtype, const void *x, void *y, int64_t n)                              \
+    {                                                                                          \
+        static const vfn f = {LEVELS(v##name##_f32), LEVELS(v##name##_f64)};                   \
+        apply(&f, dtype, x, y, n);                                                             \
+    }
+VMATH_API(exp)
+VMATH_API(sigmoid)
+VMATH_API(log)
+VMATH_API(tanh)
 
 /* Sum in double over 16 interleaved lanes (element i goes to lane i % 16), lanes then added
  * pairwise in a fixed tree: a fixed order, so the same bits on every machine and compiler, and

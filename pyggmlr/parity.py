@@ -1247,18 +1247,6 @@ def _fit_static_inputs(rng):
     return {"init": init, "x": _u(rng, 4, 28, lo=-2, hi=2), "y": rng.integers(0, 3, size=28)}
 
 
-def _fit_static_records(hist, weights, batches, pred, buffers):
-    out = []
-    for e in range(len(weights)):
-        rec = {f"history {k}": np.array([float(hist[k][e])]) for k in _HIST_KEYS}
-        rec["batch losses"] = np.array([lv for ep, lv in batches if ep == e + 1], dtype=np.float64)
-        rec.update({f"weights {k}": v for k, v in weights[e].items()})
-        out.append(rec)
-    out[-1]["ag_predict"] = pred
-    out[-1].update({f"buffer {k}": v for k, v in buffers.items()})
-    return out
-
-
 def _fit_static_py(d, steps, dtype):
     import pyggmlr as pg
     prev = pg.ag_dtype(dtype)
@@ -1280,7 +1268,7 @@ def _fit_static_py(d, steps, dtype):
         h = pg.ag_fit(m, d["x"], d["y"], loss="cross_entropy", optimizer=opt, nepoch=steps, batch_size=4,
                       nbatch_logical=8, val_split=0.25, shuffle=False, callbacks=[Rec()], silent=True, static=True)
         hist = {k: getattr(h, k) for k in _HIST_KEYS}
-        return _fit_static_records(hist, weights, batches, pg.ag_predict(m, d["x"]),
+        return _fit_records(hist, weights, batches, pg.ag_predict(m, d["x"]),
                                    {k: t.numpy() for k, t in m.buffers().items()})
     finally:
         pg.ag_dtype(prev)
@@ -1294,7 +1282,7 @@ def _fit_static_r(d, steps, dtype):
     weights = [{k: _r_values(v) for k, v in w.items()} for w in res["w"]]
     b = np.asarray(res["b"], dtype=np.float64).reshape(-1, 2)
     buffers = {k: _r_values(v) for k, v in res["buffers"].items()}
-    return _fit_static_records(hist, weights, [(int(ep), lv) for ep, lv in b], _r_values(res["pred"]), buffers)
+    return _fit_records(hist, weights, [(int(ep), lv) for ep, lv in b], _r_values(res["pred"]), buffers)
 
 
 CASES.append(ScriptCase("ag_fit: static=TRUE, batch/layer norm, val 4+3", _fit_static_py,
