@@ -1,0 +1,121 @@
+/* The layers' random draws, made once for R and Python: dropout masks and the orthogonal
+ * initialiser (pg_api_rng.h). Arithmetic in double, no FMA, so both languages get the same bits. */
+#pragma GCC optimize("fp-contract=off")
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pg.h"
+#include "rng_internal.h"
+
+/* one runif(n) turned into the inverted-dropout mask m (n doubles), in the eager draw order */
+static int draw_mask(pg_rng *r, int64_t n, double rate, double *m)
+{
+    if (!(rate >= 0.0 && rate < 1.0)) return pg_fail(PG_ERR_VALUE, "dropout: rate must be in [0, 1), got %g", rate);
+    if (!(r = pg_rng_lock(r, "dropout"))) return pg_last_status();
+    for (int64_t i = 0; i < n; i++) m[i] = pg_rng_runif1(r, 0.0, 1.0);   /* runif(length(x)) */
+    pg_rng_unlock(r);
+    double keep = 1.0 - rate;
+    for (int64_t i = 0; i < n; i++) m[i] = (double)(m[i] > rate) / keep;
+    return 0;
+}
+
+int pg_rng_dropout_fill(pg_rng *r, pg_tensor *mask, double rate, int transpose)
+{
+    if (pg_ok(mask, "dropout", "mask")) return pg_last_status();
+    if (mask->requires_grad) return pg_fail(PG_ERR_VALUE, "dropout: the mask %s must not require grad", pg_desc(mask));
+    int64_t nrow = mask->ne[0], ncol = mask->ne[1], n = nrow * ncol;
+    double *m = malloc((size_t)(n ? n : 1) * sizeof *m);
+    if (!m) return pg_fail(PG_ERR_NOMEM, "dropout: out of memory for a %s mask", pg_desc(mask));
+    int rc = draw_mask(r, n, rate, m);
+    /* element (i, j): m[i + j * nrow], or m[j + i * ncol] when drawn transposed */
+    if (!rc) rc = transpose ? pg_tensor_write(mask, m, PG_F64, nrow, ncol, ncol, 1)
+                            : pg_tensor_write(mask, m, PG_F64, nrow, ncol, 1, nrow);
+    free(m);
+    return rc;
+}
+
+pg_tensor *pg_rng_dropout_mask(pg_rng *r, int dtype, int64_t nrow, int64_t ncol, double rate, int transpose)
+{
+    if (dtype != PG_F32 && dtype != PG_F64)
+        return pg_fail_null(PG_ERR_DTYPE, "dropout: dtype must be f32 or f64, got %s", pg_dtype_name(dtype));
+    if (nrow < 0 || ncol < 0)
+        return pg_fail_null(PG_ERR_SHAPE, "dropout: shape [%lldx%lld] is negative", (long long)nrow, (long long)ncol);
+    if (!(rate >= 0.0 && rate < 1.0))
+        return pg_fail_null(PG_ERR_VALUE, "dropout: rate must be in [0, 1), got %g", rate);
+    pg_tensor *t = pg_tensor_new(dtype, nrow, ncol, NULL, PG_F64, 1, nrow);
+    if (t && pg_rng_dropout_fill(r, t, rate, transpose)) { pg_tensor_release(t); return NULL; }
+    return t;
+}
+
+/* Thin Householder QR of a [n, k] (n >= k, column-major, overwritten): q [n, k] gets Q with
+ * each column times sign(R_jj) (0 counts as +1), so the factorisation is the unique one with a
+ * positive diagonal. */
+static int householder_q(int64_t n, int64_t k, double *a, double *q)
+{
+    double *v = malloc((size_t)(n * k) * sizeof *v), *beta = malloc((size_t)k * 2 * sizeof *beta);
+    if (!v || !beta) { free(v); free(beta); return pg_fail(PG_ERR_NOMEM, "ag_linear: out of memory for the QR"); }
+    double *sgn = beta + k;
+    for (int64_t j = 0; j < k; j++) {
+        double *x = a + j * n + j, *vj = v + j * n;
+        int64_t m = n - j;
+        double ss = 0;
+        for (int64_t i = 0; i < m; i++) ss += x[i] * x[i];
+        double norm = sqrt(ss), alpha = x[0] >= 0 ? -norm : norm;   /* R_jj, away from cancellation */
+        memset(vj, 0, (size_t)j * sizeof *vj);
+        vj[j] = x[0] - alpha;
+        for (int64_t i = 1; i < m; i++) vj[j + i] = x[i];
+        double vv = 0;
+        for (int64_t i = j; i < n; i++) vv += vj[i] * vj[i];
+        beta[j] = vv > 0 ? 2.0 / vv : 0.0;
+        sgn[j] = alpha < 0 ? -1.0 : 1.0;
+        for (int64_t c = j; c < k; c++) {   /* A[j:, c] -= beta v (v . A[j:, c]) */
+            double *ac = a + c * n, d = 0;
+            for (int64_t i = j; i < n; i++) d += vj[i] * ac[i];
+            d *= beta[j];
+            for (int64_t i = j; i < n; i++) ac[i] -= d * vj[i];
+        }
+    }
+    memset(q, 0, (size_t)(n * k) * sizeof *q);
+    for (int64_t j = 0; j < k; j++) q[j * n + j] = 1.0;
+    for (int64_t j = k - 1; j >= 0; j--) {  /* Q = H_0 ... H_{k-1} [I_k; 0] */
+        double *vj = v + j * n;
+        for (int64_t c = 0; c < k; c++) {
+            double *qc = q + c * n, d = 0;
+            for (int64_t i = j; i < n; i++) d += vj[i] * qc[i];
+            d *= beta[j];
+            for (int64_t i = j; i < n; i++) qc[i] -= d * vj[i];
+        }
+    }
+    for (int64_t c = 0; c < k; c++)
+        if (sgn[c] < 0)
+            for (int64_t i = 0; i < n; i++) q[c * n + i] = -q[c * n + i];
+    free(v); free(beta);
+    return 0;
+}
+
+int pg_rng_orthogonal(pg_rng *r, int64_t out, int64_t in, double gain, double *w)
+{
+    if (out < 1 || in < 1)
+        return pg_fail(PG_ERR_VALUE, "ag_linear: orthogonal init needs out >= 1 and in >= 1, got [%lldx%lld]",
+                       (long long)out, (long long)in);
+    if (!isfinite(gain)) return pg_fail(PG_ERR_VALUE, "ag_linear: gain must be a single finite number");
+    if (!w) return pg_fail(PG_ERR_ARG, "ag_linear: w is NULL");
+    int64_t n = out > in ? out : in, k = out > in ? in : out;
+    double *g = malloc((size_t)(n * k) * 2 * sizeof *g);
+    if (!g) return pg_fail(PG_ERR_NOMEM, "ag_linear: out of memory for a [%lldx%lld] orthogonal init",
+                           (long long)out, (long long)in);
+    if (!(r = pg_rng_lock(r, "ag_linear"))) { free(g); return pg_last_status(); }
+    for (int64_t i = 0; i < n * k; i++) g[i] = pg_rng_rnorm1(r, 0.0, 1.0);   /* one rnorm(n * k) */
+    pg_rng_unlock(r);
+    double *q = g + n * k;
+    int rc = householder_q(n, k, g, q);
+    if (!rc) {
+        for (int64_t c = 0; c < in; c++)
+            for (int64_t i = 0; i < out; i++)   /* W = Q [out >= in] or t(Q) */
+                w[c * out + i] = out >= in ? q[c * n + i] : q[i * n + c];
+        if (gain != 1.0)
+            for (int64_t i = 0; i < out * in; i++) w[i] *= gain;
+    }
+    free(g);
+    return rc;
+}
