@@ -42,19 +42,19 @@ from ._core import NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .memory import MemoryReport
 from .optim import Optimizer
-from .random import ag_rng
+from .random import Generator
 from .tensor import _SRC_CODE, ArrayLike, Tensor, _as_matrix, _read, ag_tensor
 
 __all__ = ["ag_compile", "CompiledStep"]
 
 _BUILDS = {"forward": lib.PG_BUILD_FORWARD, "grad": lib.PG_BUILD_GRAD, "opt": lib.PG_BUILD_OPT}
-_recording: List[List[Tuple[Tensor, float]]] = []  # stack of dropout-mask lists of the graphs being recorded
+_recording: List[List[Tuple[Tensor, float, bool]]] = []  # dropout masks of the graphs being recorded
 
 
-def _register_mask(mask, rate):
-    """Called by dropout while a graph is recorded: the mask is refilled on each replay."""
+def _register_mask(mask, rate, transpose=False):
+    """Called by dropout: while a graph is recorded, the mask is redrawn on each replay."""
     if _recording:
-        _recording[-1].append((mask, rate))
+        _recording[-1].append((mask, rate, transpose))
 
 
 class CompiledStep:
@@ -69,7 +69,7 @@ class CompiledStep:
     at a time per step); attributes: ``build``, ``optimizer``, ``n_nodes``, ``ops``."""
 
     def __init__(self, g: Any, inputs: List[Tensor], out: Tensor, build: str, optimizer: Optional[Optimizer],
-                 masks: List[Tuple[Tensor, float]]) -> None:
+                 masks: List[Tuple[Tensor, float, bool]]) -> None:
         self._g = g
         # one call at a time: a call refills the step's inputs and masks, then replays
         self._lock = threading.Lock()
@@ -148,9 +148,8 @@ class CompiledStep:
             _core.check(lib.pg_graph_set_input(g, i, ffi.cast("void *", a.ctypes.data), _SRC_CODE[a.dtype],
                                                a.shape[0], a.shape[1], a.strides[0] // a.itemsize,
                                                a.strides[1] // a.itemsize))
-        for mask, rate in self._masks:  # new dropout masks, drawn as the eager ops draw them
-            r, c = mask.shape
-            mask.data = (ag_rng().uniform(size=r * c) > rate).reshape((r, c), order="F") / (1.0 - rate)
+        for mask, rate, transpose in self._masks:  # new dropout masks, drawn as the eager ops draw them
+            _core.check(lib.pg_rng_dropout_fill(ffi.NULL, mask._handle(), float(rate), int(transpose)))
         rc = lib.pg_graph_run(g)
         if rc < 0:
             _core.raise_last(-rc)
@@ -185,8 +184,9 @@ def ag_compile(fn: Callable[..., Tensor], *inputs: ArrayLike, build: str = "opt"
     if build == "opt" and not isinstance(optimizer, Optimizer):
         raise ArgumentError("ag_compile(): build='opt' needs optimizer= (optimizer_adam / optimizer_sgd)")
     ts = [x if isinstance(x, Tensor) else ag_tensor(x) for x in inputs]
-    state = ag_rng().bit_generator.state
-    masks: List[Tuple[Tensor, float]] = []
+    stream = Generator.current()
+    state = stream.get_state()
+    masks: List[Tuple[Tensor, float, bool]] = []
     _core.check(lib.pg_graph_record_begin())
     _recording.append(masks)
     try:
@@ -196,7 +196,7 @@ def ag_compile(fn: Callable[..., Tensor], *inputs: ArrayLike, build: str = "opt"
         raise
     finally:
         _recording.pop()
-        ag_rng().bit_generator.state = state  # recording draws nothing the eager loop would
+        stream.set_state(state)  # recording draws nothing the eager loop would
     if not isinstance(out, Tensor):
         lib.pg_graph_record_abort()
         raise ArgumentError(f"ag_compile(): fn must return a tensor, got {type(out).__name__}")

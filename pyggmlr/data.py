@@ -55,8 +55,9 @@ class ag_dataloader:
     n_batches(). Iterating (``for b in loader``) is one epoch: it resets first.
 
     drop_last=True (ggmlR) yields only complete batches; False also yields the last partial one.
-    Shuffles draw from pyggmlr.random.ag_rng() (reseeded by ggml_set_seed), or from a private
-    generator seeded with ``seed`` when given. Batches are non-grad tensors of the default dtype
+    Each reset() with shuffle draws R's sample(n) (ggmlR's draw) from the current random stream
+    (seeded by ggml_set_seed, as set.seed in R), or from a stream of the loader's own seeded as
+    set.seed(seed) would be when ``seed`` is given (the default stream is then left alone). Batches are non-grad tensors of the default dtype
     (or of x's dtype when x is a tensor).
     """
 
@@ -85,7 +86,8 @@ class ag_dataloader:
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
         self.drop_last = bool(drop_last)
-        self._gen = None if seed is None else np.random.default_rng(int(seed))
+        from .random import Generator
+        self._gen = None if seed is None else Generator(seed)
         self.order = np.arange(self.n)
         self.pos = 0
         self.reset()
@@ -93,12 +95,13 @@ class ag_dataloader:
     def _rng(self):
         if self._gen is not None:
             return self._gen
-        from .random import ag_rng
-        return ag_rng()
+        from .random import Generator
+        return Generator.current()
 
     def reset(self):
-        """Start a new epoch: a fresh permutation when shuffle, position back to the start."""
-        self.order = self._rng().permutation(self.n) if self.shuffle else np.arange(self.n)
+        """Start a new epoch: a fresh permutation when shuffle (0-based here: R's sample(n) - 1),
+        position back to the start."""
+        self.order = self._rng().sample_int(self.n) - 1 if self.shuffle else np.arange(self.n)
         self.pos = 0
         return self
 

@@ -629,7 +629,7 @@ def ag_fit_distributed(model: Any, x: ArrayLike, y: Optional[ArrayLike] = None,
 
     Every rank holds the full x [features, n] / y (or the same view of it); each step takes a
     global batch of batch_size * world_size samples (the same permutation on every rank, from
-    seed and the epoch), rank r trains on its slice r, the gradients are averaged over ranks in
+    a stream seeded as set.seed(seed), one sample.int(n) per epoch), rank r trains on its slice r, the gradients are averaged over ranks in
     one fused all-reduce weighted by the slice sizes, clipped when max_norm is finite, and every
     rank applies the same optimizer step. So N ranks with batch_size b follow exactly the
     trajectory of one rank with batch_size N*b (to round-off). Weights are broadcast from rank
@@ -672,9 +672,11 @@ def ag_fit_distributed(model: Any, x: ArrayLike, y: Optional[ArrayLike] = None,
     ag_broadcast_parameters(model, comm=comm)
     before = _stats["allreduce_bytes"]
     history, steps, first = [], 0, True
+    from .random import Generator
+    stream = Generator(seed)  # every rank draws the same permutations: R's sample.int(n) per epoch
     try:
         for epoch in range(1, int(nepoch) + 1):
-            perm = np.random.default_rng([int(seed), epoch]).permutation(n) if shuffle else np.arange(n)
+            perm = stream.sample_int(n) - 1 if shuffle else np.arange(n)
             lsum = np.zeros(2)
             for start in range(0, n, B):
                 gidx = perm[start:start + B]

@@ -1,7 +1,7 @@
 """ag_fit: the high-level training loop (ggml's ggml_opt_fit contract on the ag_* path).
 
-Per epoch: shuffle the training part (a permutation derived from the run's seed and the epoch
-number, so a resumed run repeats the same shuffles), walk it in logical batches of
+Per epoch: shuffle the training part (R's sample.int from the run's random stream, whose state
+a checkpoint keeps, so a resumed run repeats the same shuffles), walk it in logical batches of
 ``nbatch_logical`` samples made of ``nbatch_logical / batch_size`` micro-batches whose gradients
 the optimizer accumulates (its ``accumulate_steps``) and applies once per logical batch, then
 evaluate the held-out part in eval mode. Loss/accuracy and their uncertainties follow
@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from . import _core
+from ._core import lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .ops import ag_mean, ag_mse_loss, ag_softmax_cross_entropy_loss, ag_sum
 from .optim import Optimizer, optimizer_adam, optimizer_sgd
@@ -467,10 +468,10 @@ class _Fit:
         self.settings = settings
         self.callbacks = []
         self.stop = False
+        self.stream: Any = None  # the run's random stream (its state goes into checkpoints)
 
     def save_checkpoint(self, path, epoch):
         from .io import _save
-        from .random import ag_rng
         cb_states, cb_arrays = [], {}
         for i, cb in enumerate(self.callbacks):
             st = getattr(cb, "state", None)
@@ -486,13 +487,10 @@ class _Fit:
             else:
                 cb_states.append(None)
         extra = {"fit": {"settings": self.settings, "history": self.history.as_dict(),
-                         "rng_state": _rng_state_json(ag_rng()), "callbacks": cb_states}}
+                         "rng_state": self.stream.get_state().tolist(), "callbacks": cb_states}}
         _save(self.model, path, optimizer=self.optimizer, epoch=epoch, extra=extra, more=cb_arrays)
 
 
-def _rng_state_json(gen):
-    st = gen.bit_generator.state
-    return json.loads(json.dumps(st))
 
 
 def _make_optimizer(optimizer, params, lr):
@@ -519,10 +517,6 @@ def _apply_hyper(opt, hp, epoch):
         except AttributeError:
             raise PyggmlrValueError(f"ag_fit: opt_params returned unknown hyper-parameter {k!r} for {type(opt).__name__}") from None
         setattr(opt, name, v)
-
-
-def _epoch_perm(base, epoch, n):
-    return np.random.default_rng([base, epoch]).permutation(n)
 
 
 def _builtin_model(model):
@@ -603,8 +597,12 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     Training data that do not fill a whole logical batch are left out of that epoch (as ggml).
     val_split: fraction held out at the end of the data (after one shuffle when shuffle) and
     evaluated in eval mode after every epoch (all of it, in batches of batch_size).
-    shuffle: reshuffle the training part every epoch. seed: makes the run reproducible (seeds
-    the package's random stream with ggml_set_seed and derives every permutation from it).
+    shuffle: reshuffle the training part every epoch. seed: the run draws from a random stream
+    of its own, seeded as set.seed(seed) would be (the process-wide stream is left alone, and
+    fits in several threads are as reproducible as one after another); None: from the current
+    stream (ggml_set_seed). The draws, the same in R: sample.int(n) once when shuffle (the
+    training part is its first n - n_val entries, validation the rest), then per epoch
+    sample.int(n_train) over the training part, and the dropout masks of the forward passes.
     callbacks: ag_early_stopping, ag_checkpoint, Callback objects or functions fn(epoch, logs)
     (returning False stops). silent: no progress bar. resume_from: a checkpoint written by
     ag_checkpoint; training continues after its epoch exactly as the uninterrupted run would.
@@ -619,7 +617,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     is not distributed; otherwise eager. True: require it (raises when the step cannot be
     compiled or with distributed). False: the eager tape.
     The model is in train mode while training and in eval mode when ag_fit returns."""
-    from .random import ag_rng, ggml_set_seed
+    from .random import Generator, _seed_int
 
     lossfn, target_tensor = _loss_fn(loss)
     loss_name = loss if isinstance(loss, str) else "callable"
@@ -680,7 +678,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         raise PyggmlrValueError(f"ag_fit: {n_train} training samples do not fill one logical batch of {nbatch_logical}")
 
     settings = {"n": n, "batch_size": batch_size, "nbatch_logical": nbatch_logical, "val_split": val_split,
-                "shuffle": bool(shuffle), "loss": loss_name, "base_seed": None}
+                "shuffle": bool(shuffle), "loss": loss_name, "seed": None, "split_state": None}
     history = History()
     start_epoch = 1
     resume = None
@@ -694,26 +692,29 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         for k in ("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss"):
             if saved.get(k) != settings[k]:
                 raise PyggmlrValueError(f"ag_fit: cannot resume: {k} was {saved.get(k)!r} in the checkpoint, now {settings[k]!r}")
-        settings["base_seed"] = saved["base_seed"]
+        settings["seed"], settings["split_state"] = saved.get("seed"), saved.get("split_state")
         history = History.from_dict(fs["history"])
         start_epoch = int(resume["epoch"]) + 1
+        opt.accumulate_steps = accum
+    elif seed is not None:
+        settings["seed"] = _seed_int(seed, "ag_fit")
+    stream = Generator(settings["seed"]) if settings["seed"] is not None else Generator.current()
+    if resume is not None:  # redraw the split from the state it was drawn from, then go on
         try:
-            ag_rng().bit_generator.state = fs["rng_state"]
+            stream.set_state(settings["split_state"])
+        except (TypeError, ValueError):
+            raise PyggmlrValueError(f"ag_fit: {resume_from!r} holds an unusable random-stream state") from None
+    settings["split_state"] = stream.get_state().tolist()
+    order = stream.sample_int(n) - 1 if shuffle else np.arange(n)
+    train_idx, val_idx = order[:n_train], order[n_train:]
+    if resume is not None:
+        try:
+            stream.set_state(fs["rng_state"])  # type: ignore[index]  # fs is a dict when resuming
         except (TypeError, ValueError, KeyError):
             raise PyggmlrValueError(f"ag_fit: {resume_from!r} holds an unusable random-stream state") from None
-        opt.accumulate_steps = accum
-    else:
-        if seed is not None:
-            ggml_set_seed(seed)
-            settings["base_seed"] = int(seed)
-        else:
-            settings["base_seed"] = int(ag_rng().integers(0, 2**62))
-    base = settings["base_seed"]
-
-    order = _epoch_perm(base, 0, n) if shuffle else np.arange(n)
-    train_idx, val_idx = order[:n_train], order[n_train:]
 
     fit = _Fit(model, opt, history, nepoch, settings)
+    fit.stream = stream
     cbs = []
     for cb in callbacks if not callable(callbacks) else (callbacks,):
         if isinstance(cb, Callback) or hasattr(cb, "on_epoch_end"):
@@ -734,12 +735,13 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                 cb.load_state(states[i], arrays)
 
     step = 0
+    prev_stream = lib.pg_rng_use(stream._h)  # dropout and user code draw from the run's stream
     try:
         for epoch in range(start_epoch, nepoch + 1):
             if opt_params is not None:
                 _apply_hyper(opt, opt_params(epoch), epoch)
             logs = {"epoch": epoch, "lr": float(getattr(opt, "lr", math.nan))}
-            perm = train_idx[_epoch_perm(base, epoch, n_train)] if shuffle else train_idx
+            perm = train_idx[stream.sample_int(n_train) - 1] if shuffle else train_idx
             _set_mode(model, True)
             t0 = time.perf_counter()
             losses, ncorrect, ndata = [], 0, 0
@@ -815,6 +817,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
             if hasattr(cb, "on_train_end"):
                 cb.on_train_end(fit)
     finally:
+        lib.pg_rng_use(prev_stream)
         opt.zero_grad()
         ag_tape_clear()
         _set_mode(model, False)

@@ -2,7 +2,7 @@
 ag_embedding and ag_multihead_attention (plus ag_layer_norm).
 
 Forward and backward of the layer ops run in the C core (native/ops_layers.c); this module
-holds the parameters, the initialisers (drawn from pyggmlr.random.ag_rng()) and the module
+holds the parameters, the initialisers (drawn from the core's R-compatible stream, pyggmlr.random) and the module
 plumbing: parameters() with ggmlR's names, buffers(), train/eval, repr, to_config().
 """
 from __future__ import annotations
@@ -13,10 +13,11 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 
 import numpy as np
 
+from . import _core
 from ._core import ffi, lib
 from .errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from .ops import _class_ids, _linear, ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
-from .random import ag_rng
+from .random import runif
 from .tensor import ArrayLike, Tensor, _new_from, _wrap, ag_param, ag_tensor
 
 __all__ = [
@@ -226,9 +227,9 @@ def ag_eval(model: Any) -> Any:
 # initialisers
 
 def _uniform(a, rows, cols, op):
-    """U(-a, a) [rows, cols] drawn as one vector filled column-major (as ggmlR's runif)."""
+    """U(-a, a) [rows, cols]: one runif(rows * cols, -a, a) filled column-major (ggmlR's draw)."""
     try:
-        return ag_rng().uniform(-a, a, rows * cols).reshape((rows, cols), order="F")
+        return runif(rows * cols, -a, a).reshape((rows, cols), order="F")
     except MemoryError:
         raise PyggmlrMemoryError(f"{op}: out of memory drawing a [{rows}x{cols}] weight "
                                  f"({rows * cols * 8 / 2**30:.1f} GiB while initialising)") from None
@@ -239,17 +240,10 @@ def _glorot(rows, cols, a):
 
 
 def _orthogonal(rows, cols, gain):
-    g = ag_rng().standard_normal((rows, cols))
-    flip = rows < cols
-    if flip:
-        g = g.T
-    q, r = np.linalg.qr(g)
-    d = np.sign(np.diag(r))
-    d[d == 0] = 1
-    q = q * d
-    if flip:
-        q = q.T
-    return gain * q
+    """The core's orthogonal init: one rnorm(n * k), sign-fixed Householder QR (pg_api_rng.h)."""
+    w = np.empty((rows, cols), dtype=np.float64, order="F")
+    _core.check(lib.pg_rng_orthogonal(ffi.NULL, rows, cols, float(gain), ffi.cast("double *", w.ctypes.data)))
+    return w
 
 
 _FUSED = {None: -1, "relu": lib.PG_RELU, "sigmoid": lib.PG_SIGMOID, "tanh": lib.PG_TANH}
@@ -269,7 +263,7 @@ class ag_linear(Module):
     "softmax" (down each column), "gelu" or None (identity).
 
     Args: in_features, out_features: integers >= 1; activation, init as above; gain: a number
-    scaling the initial weights. Weights are drawn from pyggmlr.random.ag_rng().
+    scaling the initial weights. Weights are drawn from the current random stream (pyggmlr.random), as ggmlR draws them.
     Raises: ArgumentError when a size is not an integer, PyggmlrValueError for sizes < 1 or an
     unknown activation / init, ShapeError when an init array is not [out, in],
     PyggmlrMemoryError when the weight cannot be allocated."""
@@ -422,7 +416,7 @@ class ag_sequential(Module):
 
 class ag_dropout(Module):
     """Inverted dropout: in training, x * mask with mask = (u > rate) / (1 - rate), u ~ U(0, 1)
-    from ag_rng(); identity in eval mode or when rate == 0.
+    from the current random stream (pyggmlr.random); identity in eval mode or when rate == 0.
 
     Args: rate: the drop probability, 0 <= rate < 1.
     Raises: ArgumentError when rate is not a number, PyggmlrValueError when it is out of
@@ -455,15 +449,15 @@ class ag_dropout(Module):
         return {"type": "dropout", "rate": self.rate}
 
 
-def _dropout(x, rate):
+def _dropout(x, rate, transpose=False):
+    """x times an inverted-dropout mask drawn by the core from the current stream (one
+    runif(length(x)); transpose: drawn as ggmlR draws attention weights, [queries, keys])."""
     x = _as_tensor(x, "ag_dropout")
     r, c = x.shape
-    mask = (ag_rng().uniform(size=r * c) > rate).reshape((r, c), order="F") / (1.0 - rate)
-    from .compile import _recording, _register_mask
-    if _recording:  # a compiled graph refills this mask with a new draw on every replay
-        m = ag_tensor(mask, dtype=x.dtype)
-        _register_mask(m, rate)
-        return ag_mul(x, m)
+    mask = _wrap(lib.pg_rng_dropout_mask(ffi.NULL, lib.pg_tensor_dtype(x._handle()), r, c, float(rate),
+                                         int(transpose)))
+    from .compile import _register_mask
+    _register_mask(mask, rate, transpose)  # a compiled graph redraws it on every replay
     return ag_mul(x, mask)
 
 
@@ -684,7 +678,7 @@ class ag_multihead_attention(Module):
                 s = _causal_mask(s)
             p = ag_softmax(s)                                  # softmax over keys
             if self.training and self.dropout > 0:
-                p = _dropout(p, self.dropout)
+                p = _dropout(p, self.dropout, transpose=True)  # ggmlR's [queries, keys] draw
             head = ag_matmul(vh, p)                            # [d_v, seq_q]
             concat = head if concat is None else ag_concat_rows(concat, head)
         out = ag_matmul(self.W_o, concat)  # type: ignore[arg-type]  # n_heads >= 1: never None
@@ -741,7 +735,7 @@ _CUSTOM: Dict[str, Callable[[Dict[str, Any]], Any]] = {}
 
 
 def ag_module_from_config(cfg: Dict[str, Any]) -> Any:
-    """Rebuild a module (fresh weights drawn from ag_rng(), default dtype) from the dict its
+    """Rebuild a module (fresh weights drawn from the current random stream, default dtype) from the dict its
     to_config() returned.
 
     Args: cfg: ``{"type": ..., ...}``; "sequential" configs hold a "layers" list.

@@ -7,9 +7,10 @@ OpenBLAS, or both use the built-in kernel). Every case in :data:`CASES` is one P
 ``fn(P, d, steps)`` written once against a small *side* object ``P``: ``P.ag_matmul(...)``,
 ``P.optimizer_adam(...)``, ``layer.forward(x)``, ``opt.step(g)`` ... resolve to the Python
 API on the Python side and to the R package's exported functions and objects (called through
-rpy2) on the R side. Inputs, initial weights and hyper-parameters are generated once in Python
-(numpy, fixed seed) and handed to both sides; no result depends on either side's random
-numbers. A case returns one record per step (losses, outputs, gradients, weights,
+rpy2) on the R side. Most cases take their inputs, initial weights and hyper-parameters from
+Python (drawn from the core's R-compatible stream, seeded by the case name) and hand them to both
+sides; the ``seed:*`` cases (:mod:`pyggmlr.parity_seed`) instead seed both languages alone and
+let each draw its own weights, dropout masks and shuffles, which must then agree bit for bit. A case returns one record per step (losses, outputs, gradients, weights,
 optimizer/scheduler values); records are compared value by value: max abs difference and max
 ULP difference in the tensor's dtype (0 is required).
 
@@ -208,11 +209,11 @@ class Case:
 
     Args: name: unique, shown in the table; group: a heading ("ops", "layers", ...); fn:
     ``fn(side, inputs, steps) -> list of records`` (None for a ScriptCase); steps: >= 1;
-    inputs: ``inputs(rng) -> dict of numpy arrays`` (default: no inputs); dtypes: a tuple of
+    inputs: ``inputs(rng) -> dict of numpy arrays`` (rng: uniform / integers on the core's stream) (default: no inputs); dtypes: a tuple of
     "f64" / "f32"; ggmlr: bool."""
 
     def __init__(self, name: str, group: str, fn: Optional[Callable[[Any, Dict[str, Any], int], List[Record]]],
-                 steps: int = 1, inputs: Optional[Callable[[np.random.Generator], Dict[str, Any]]] = None,
+                 steps: int = 1, inputs: Optional[Callable[[Any], Dict[str, Any]]] = None,
                  dtypes: Sequence[str] = DTYPES, ggmlr: bool = True) -> None:
         self.name, self.group, self.fn, self.steps = name, group, fn, steps
         self.inputs = inputs or (lambda rng: {})
@@ -226,7 +227,26 @@ CASES: List[Case] = []
 
 
 def _seed(name):
-    return zlib.crc32(name.encode())
+    return zlib.crc32(name.encode()) % 2**31
+
+
+class _Draws:
+    """The two numpy-Generator calls the inputs use, on the core's R-compatible stream (R's
+    runif and sample.int), so no draw of the package bypasses it."""
+
+    def __init__(self, seed: int) -> None:
+        from .random import Generator
+        self._g = Generator(seed)
+
+    def uniform(self, low=0.0, high=1.0, size=None):
+        shape = () if size is None else (tuple(size) if isinstance(size, (tuple, list)) else (size,))
+        v = self._g.runif(int(np.prod(shape)), low, high)
+        return v.reshape(shape, order="F") if shape else float(v[0])
+
+    def integers(self, low, high, size=None):
+        n = 1 if size is None else int(np.prod(size))
+        v = self._g.sample_int(high - low, n, replace=True) - 1 + low
+        return v.reshape(size, order="F") if size is not None else int(v[0])
 
 
 def _add(name, group, steps=1, inputs=None, ggmlr=True):
@@ -667,7 +687,7 @@ class ScriptCase(Case):
 
     def __init__(self, name: str, py: Callable[[Dict[str, Any], int, str], List[Record]],
                  rr: Callable[[Dict[str, Any], int, str], List[Record]], steps: int,
-                 inputs: Callable[[np.random.Generator], Dict[str, Any]], group: str = "script") -> None:
+                 inputs: Callable[[Any], Dict[str, Any]], group: str = "script") -> None:
         super().__init__(name, group, None, steps, inputs, ggmlr=False)
         self.py, self.rr = py, rr
 
@@ -742,11 +762,9 @@ def _with_dtype(dtype, f):
 
 
 # ---- ag_fit: the whole training loop in each language ----------------------------------------
-# shuffle = FALSE everywhere: with shuffling the two implementations draw their permutations
-# from different generators by design (R: sample.int from R's RNG, as ggmlR; Python: numpy's
-# PCG64 seeded from the run's seed), so neither the batches nor the validation samples (the last
-# val_split of the shuffled order) could agree. Without shuffling both walk the columns in
-# order and hold out the last round(val_split * n) samples.
+# shuffle = FALSE here: these cases pin the loop itself (accumulation, schedules, statistics)
+# from given weights; shuffles, splits and dropout from the seed alone are the seed:* cases
+# (parity_seed.py).
 
 _HIST_KEYS = ("epoch", "loss", "loss_unc", "accuracy", "accuracy_unc", "val_loss", "val_loss_unc",
               "val_accuracy", "val_accuracy_unc", "lr")
@@ -1354,7 +1372,7 @@ def run_case(case: Case, dtype: str, side: Union[PySide, RSide]) -> List[Record]
     """Run one case on one side (PySide / RSide) in `dtype` ("f64" / "f32"); returns its step
     records (dicts name -> numpy array). The side's default dtype and tape are restored
     afterwards. Raises what the case raises (RError from R)."""
-    d = case.inputs(np.random.default_rng(_seed(case.name)))
+    d = case.inputs(_Draws(_seed(case.name)))
     if isinstance(case, ScriptCase):
         return case.py(d, case.steps, dtype) if isinstance(side, PySide) else case.rr(d, case.steps, dtype)
     prev = side.set_dtype(dtype)
@@ -1473,6 +1491,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"\n{n - bad}/{n} case runs identical" + (f", {bad} MISMATCH" if bad else " (max ULP 0 everywhere)"))
     return 1 if bad else 0
 
+
+from . import parity_seed  # noqa: E402,F401  (registers the seed:* cases)
 
 if __name__ == "__main__":
     sys.exit(main())

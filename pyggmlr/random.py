@@ -1,26 +1,249 @@
-"""The package's random stream (initialisers, dropout masks, shuffles).
+"""R's random streams, bit for bit, from the C core (native/rng.c).
 
-R's package draws from R's RNG (set.seed); Python draws from one numpy Generator, reseeded
-with ggml_set_seed(k). Results are reproducible within a language, not across languages:
-parity tests pass the same weights and masks to both sides explicitly."""
+Every draw of the package (initialisers, dropout masks, shuffles, validation splits) goes
+through this generator: R's default Mersenne-Twister, seeded as ``set.seed(k)`` seeds it,
+"Inversion" normals and "Rejection" integers. So ``pg.ggml_set_seed(k)`` in Python and
+``set.seed(k)`` in R start the same stream, and the same script gives the same numbers in both
+languages. The draws R users make themselves are here too, with R's arguments and results::
+
+    pg.ggml_set_seed(42)
+    pg.random.runif(3)        # 0.914806043496355, 0.937075413297862, 0.286139534786344
+    pg.random.sample(10)      # R's sample(10) after runif(3): 9 4 2 8 1 10 6 5 7 3
+
+A state is R's ``.Random.seed`` (626 integers), so it can move between R and Python. Module
+functions use the calling thread's current stream: the process-wide default, or a
+``Generator`` made current with ``with gen.active():`` (``ag_fit(seed=)`` runs on one of its own
+this way). Each stream has a lock: sharing one between threads never tears its state.
+"""
 from __future__ import annotations
 
-from typing import Optional
+import contextlib
+import numbers
+from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
-__all__ = ["ggml_set_seed", "ag_rng"]
+from . import _core
+from ._native import ffi, lib
+from .errors import ArgumentError, PyggmlrValueError
 
-_rng = np.random.default_rng()
+__all__ = ["ggml_set_seed", "set_seed", "ag_rng", "Generator", "runif", "rnorm", "sample",
+           "sample_int", "get_state", "set_state", "STATE_LEN"]
+
+STATE_LEN = lib.PG_RNG_STATE_LEN  # 626, as R's .Random.seed
+_INT_MAX = 2**31 - 1
 
 
-def ggml_set_seed(seed: Optional[int]) -> None:
-    """Reseed the stream used by initialisers, dropout and shuffling (None: no-op, as ggmlR)."""
-    global _rng
-    if seed is not None:
-        _rng = np.random.default_rng(int(seed))
+def _seed_int(seed: Any, fn: str) -> int:
+    """R's as.integer(seed) for set.seed: a whole number in R's integer range."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Real):
+        raise PyggmlrValueError(f"{fn}: `seed` must be a single non-NA integer (or None), got {seed!r}")
+    s = float(seed)
+    if not np.isfinite(s) or abs(s) > _INT_MAX:
+        raise PyggmlrValueError(f"{fn}: `seed` must be a single non-NA integer (or None), got {seed!r}")
+    return int(s)  # as.integer truncates toward zero
 
 
-def ag_rng() -> np.random.Generator:
-    """The current numpy Generator (draw from it to stay reproducible under ggml_set_seed)."""
-    return _rng
+def _count(n: Any, fn: str) -> int:
+    """R's n argument of runif/rnorm: a count, or a sequence whose length is the count."""
+    if isinstance(n, (np.ndarray, list, tuple)) and np.size(n) != 1:
+        return int(np.size(n))
+    if isinstance(n, (np.ndarray, list, tuple)):
+        n = np.asarray(n).reshape(-1)[0]
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Real) or not np.isfinite(float(n)) or n < 0:
+        raise PyggmlrValueError(f"{fn}: n must be a count >= 0 (or a sequence, whose length is used), got {n!r}")
+    return int(n)  # type: ignore[call-overload]  # a finite Real
+
+
+def _vec(v: Any, fn: str, name: str):
+    a = np.ascontiguousarray(np.asarray(v, dtype=np.float64).reshape(-1))
+    if a.size < 1:
+        raise PyggmlrValueError(f"{fn}: {name} must have at least one value")
+    return a
+
+
+class Generator:
+    """One stream of R's default generator, with R's draws as methods.
+
+    ``Generator(seed)`` is seeded as ``set.seed(seed)``; ``Generator()`` from the clock (as R
+    before any set.seed). ``Generator.default()`` is the process-wide stream that
+    ``ggml_set_seed`` seeds. ``with gen.active():`` makes it the calling thread's current stream,
+    which the package's layers and module functions draw from."""
+
+    def __init__(self, seed: Optional[int] = None) -> None:
+        if seed is None:
+            h = lib.pg_rng_new()
+        else:
+            h = lib.pg_rng_new_seeded(_seed_int(seed, "Generator"))
+        if h == ffi.NULL:
+            _core.raise_last()
+        self._h = ffi.gc(h, lib.pg_rng_free)
+
+    @classmethod
+    def default(cls) -> "Generator":
+        g = cls.__new__(cls)
+        g._h = lib.pg_rng_default()  # borrowed, lives for the process
+        return g
+
+    @classmethod
+    def current(cls) -> "Generator":
+        """The calling thread's current stream (the default unless one is active)."""
+        g = cls.__new__(cls)
+        g._h = lib.pg_rng_current()
+        return g
+
+    def seed(self, seed: int) -> None:
+        """Reseed exactly as set.seed(seed)."""
+        _core.check(lib.pg_rng_seed(self._h, _seed_int(seed, "seed")))
+
+    def get_state(self) -> np.ndarray:
+        """R's .Random.seed of this stream: int32 [626], 10403 first."""
+        out = np.empty(STATE_LEN, dtype=np.int32)
+        _core.check(lib.pg_rng_get_state(self._h, ffi.cast("int32_t *", out.ctypes.data)))
+        return out
+
+    def set_state(self, state: Union[Sequence[int], np.ndarray]) -> None:
+        """Load a .Random.seed (626 integers of R's default kinds, as get_state gives or R's
+        ``.Random.seed`` holds)."""
+        a = np.asarray(state)
+        if a.dtype.kind not in "iuf" or (a.dtype.kind == "f" and not np.all(np.isfinite(a))) \
+                or (a.dtype.kind == "f" and np.any(a != np.round(a))):
+            raise PyggmlrValueError(f"set_state: state must hold {STATE_LEN} integers (R's .Random.seed)")
+        if a.dtype.kind == "u" or a.dtype.kind == "f":
+            a = a.astype(np.int64)
+        if np.any(a < -2**31) or np.any(a > _INT_MAX):
+            raise PyggmlrValueError("set_state: state values must be 32-bit integers (R's .Random.seed)")
+        a = np.ascontiguousarray(a.astype(np.int32).reshape(-1))
+        _core.check(lib.pg_rng_set_state(self._h, ffi.cast("int32_t *", a.ctypes.data), a.size))
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator["Generator"]:
+        """Make this the calling thread's current stream inside the block."""
+        prev = lib.pg_rng_use(self._h)
+        try:
+            yield self
+        finally:
+            lib.pg_rng_use(prev)
+
+    def runif(self, n: Any, min: Any = 0.0, max: Any = 1.0) -> np.ndarray:
+        """R's runif(n, min, max): min + (max - min) * u per element, min and max recycled; NaN
+        (drawing nothing) where they are not finite or max < min; min where min == max."""
+        return _draw2(self._h, lib.pg_rng_runif, "runif", n, min, "min", max, "max")
+
+    def rnorm(self, n: Any, mean: Any = 0.0, sd: Any = 1.0) -> np.ndarray:
+        """R's rnorm(n, mean, sd) by inversion (two uniforms a normal); mean and sd recycled."""
+        return _draw2(self._h, lib.pg_rng_rnorm, "rnorm", n, mean, "mean", sd, "sd")
+
+    def sample_int(self, n: Any, size: Optional[int] = None, replace: bool = False,
+                   prob: Optional[Any] = None, use_hash: Optional[bool] = None) -> np.ndarray:
+        """R's sample.int(n, size, replace, prob, useHash): int64 values in 1..n (1-based, as R).
+        use_hash None is R's default (n > 1e7, no replacement, no prob, size <= n / 2)."""
+        return _sample_int(self._h, n, size, replace, prob, use_hash)
+
+    def sample(self, x: Any, size: Optional[int] = None, replace: bool = False,
+               prob: Optional[Any] = None) -> np.ndarray:
+        """R's sample(x, size, replace, prob): a single number x >= 1 samples 1..x (as
+        sample.int); otherwise the elements of x (a sequence or 1-D array) are drawn."""
+        if isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)) and np.isfinite(float(x)) and float(x) >= 1:
+            return _sample_int(self._h, x, size, replace, prob, None)
+        arr = np.asarray(x)
+        if arr.ndim == 0:
+            arr = arr.reshape(1)
+        arr = arr.reshape(-1)
+        idx = _sample_int(self._h, arr.size, arr.size if size is None else size, replace, prob, None)
+        return arr[idx - 1]
+
+
+def _draw2(h, cfn, fn, n, a, an, b, bn):
+    n = _count(n, fn)
+    out = np.empty(n, dtype=np.float64)
+    if n == 0:
+        return out
+    av, bv = _vec(a, fn, an), _vec(b, fn, bn)
+    nnan = ffi.new("int64_t *")
+    _core.check(cfn(h, n, ffi.cast("double *", av.ctypes.data), av.size, ffi.cast("double *", bv.ctypes.data),
+                    bv.size, ffi.cast("double *", out.ctypes.data), nnan))
+    if nnan[0]:
+        import warnings
+        warnings.warn(f"{fn}: NAs produced", RuntimeWarning, stacklevel=3)
+    return out
+
+
+def _sample_int(h, n, size, replace, prob, use_hash):
+    fn = "sample.int"
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Real):
+        raise PyggmlrValueError(f"{fn}: invalid first argument (n must be a number, got {n!r})")
+    dn = float(n)
+    if size is None:
+        size = dn
+    if isinstance(size, (bool, np.bool_)) or not isinstance(size, numbers.Real) or not np.isfinite(float(size)) \
+            or size < 0:
+        raise PyggmlrValueError(f"{fn}: invalid 'size' argument ({size!r})")
+    k = int(size)
+    if not isinstance(replace, (bool, np.bool_)):
+        raise ArgumentError(f"{fn}: replace must be True or False, got {replace!r}")
+    out = np.empty(k, dtype=np.float64)
+    pptr, plen, keep = ffi.NULL, 0, None
+    if prob is not None:
+        keep = np.ascontiguousarray(np.asarray(prob, dtype=np.float64).reshape(-1))
+        pptr, plen = ffi.cast("double *", keep.ctypes.data), keep.size
+    uh = -1 if use_hash is None else int(bool(use_hash))
+    _core.check(lib.pg_rng_sample(h, dn, k, int(bool(replace)), pptr, plen, uh,
+                                  ffi.cast("double *", out.ctypes.data)))
+    return out.astype(np.int64)
+
+
+# ---- the current stream (module functions, as R's calls on .Random.seed) ----
+
+def ggml_set_seed(seed: Optional[int]) -> Optional[int]:
+    """Seed the process-wide stream exactly as R's set.seed(seed) (ggmlR's ggml_set_seed):
+    None is a no-op (returns None), otherwise returns the seed as an int. Everything the package
+    draws (initialisers, dropout, shuffles) comes from this stream, so the same seed gives the
+    same numbers in R and Python."""
+    if seed is None:
+        return None
+    if isinstance(seed, (list, tuple, np.ndarray)):
+        raise PyggmlrValueError("ggml_set_seed: `seed` must be a single non-NA integer (or None).")
+    s = _seed_int(seed, "ggml_set_seed")
+    _core.check(lib.pg_rng_seed(lib.pg_rng_default(), s))
+    return s
+
+
+set_seed = ggml_set_seed
+
+
+def ag_rng() -> Generator:
+    """The calling thread's current stream as a Generator (the default one unless a
+    Generator is active)."""
+    return Generator.current()
+
+
+def runif(n: Any, min: Any = 0.0, max: Any = 1.0) -> np.ndarray:
+    """R's runif from the current stream (see Generator.runif)."""
+    return _draw2(ffi.NULL, lib.pg_rng_runif, "runif", n, min, "min", max, "max")
+
+
+def rnorm(n: Any, mean: Any = 0.0, sd: Any = 1.0) -> np.ndarray:
+    """R's rnorm from the current stream (see Generator.rnorm)."""
+    return _draw2(ffi.NULL, lib.pg_rng_rnorm, "rnorm", n, mean, "mean", sd, "sd")
+
+
+def sample_int(n: Any, size: Optional[int] = None, replace: bool = False, prob: Optional[Any] = None,
+               use_hash: Optional[bool] = None) -> np.ndarray:
+    """R's sample.int from the current stream (see Generator.sample_int)."""
+    return Generator.current().sample_int(n, size, replace, prob, use_hash)
+
+
+def sample(x: Any, size: Optional[int] = None, replace: bool = False, prob: Optional[Any] = None) -> np.ndarray:
+    """R's sample from the current stream (see Generator.sample)."""
+    return Generator.current().sample(x, size, replace, prob)
+
+
+def get_state() -> np.ndarray:
+    """The current stream's state as R's .Random.seed (int32 [626])."""
+    return Generator.current().get_state()
+
+
+def set_state(state: Union[Sequence[int], np.ndarray]) -> None:
+    """Load R's .Random.seed (626 integers) into the current stream."""
+    Generator.current().set_state(state)

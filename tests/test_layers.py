@@ -490,7 +490,7 @@ def test_mha_init_draw_order():
     pg.ggml_set_seed(42)
     m = pg.ag_multihead_attention(4, 2)
     pg.ggml_set_seed(42)
-    u = pg.ag_rng().uniform(-math.sqrt(6 / 8), math.sqrt(6 / 8), 64)
+    u = pg.random.runif(64, -math.sqrt(6 / 8), math.sqrt(6 / 8))
     for i, name in enumerate(["W_q", "W_k", "W_v", "W_o"]):
         np.testing.assert_allclose(m.parameters()[name].numpy(), u[16 * i:16 * (i + 1)].reshape((4, 4), order="F"),
                                    rtol=1e-6)
@@ -563,7 +563,7 @@ def test_linear_init_options():
     assert np.abs(lin.W.numpy()).max() <= 2 * math.sqrt(6 / 8)
     np.testing.assert_array_equal(lin.b.numpy(), 0)
     pg.ggml_set_seed(0)
-    u = pg.ag_rng().uniform(-2 * math.sqrt(6 / 8), 2 * math.sqrt(6 / 8), 15).reshape((5, 3), order="F")
+    u = pg.random.runif(15, -2 * math.sqrt(6 / 8), 2 * math.sqrt(6 / 8)).reshape((5, 3), order="F")
     np.testing.assert_allclose(lin.W.numpy(), u, rtol=1e-6)
     for shape in ((6, 3), (3, 6)):
         o = pg.ag_linear(shape[1], shape[0], init="orthogonal", gain=1.5).W.numpy().astype(np.float64)

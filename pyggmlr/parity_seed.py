@@ -1,0 +1,251 @@
+"""Parity cases run from a seed alone: nothing but the data crosses between the languages.
+
+Each case is one script written twice (Python here, R in a string) that seeds the package's
+stream with ``ggml_set_seed`` (R: the same function, which is ``set.seed``) and then draws its
+weights, masks and shuffles itself. Both languages draw through the C core's copy of R's
+generator, so every record must agree bit for bit; the last records of the initialiser case
+also check that R's own ``runif``/``sample`` after the package's draws see the stream the
+Python module sees.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+import numpy as np
+
+from .parity import CASES, Record, ScriptCase, _R_MODEL_HELPERS, _r_values, _u, _with_dtype
+
+_SEED = 20261201
+
+
+def _tensors(d: Dict[str, Any], prefix: str = "") -> Record:
+    return {f"{prefix}{k}": np.asarray(v, dtype=np.float64) for k, v in d.items()}
+
+
+def _r_rec(res, prefix=""):
+    return {f"{prefix}{k}": _r_values(v) for k, v in res.items()}
+
+
+# ---- initialisers and the stream after them --------------------------------------------------
+
+_R_INIT = """
+with_dtype <- function(dtype, f) { prev <- ag_dtype(dtype); tryCatch(f(), finally = ag_dtype(prev)) }
+with_dtype(dtype, function() {
+  ggml_set_seed(seed)
+  l1 <- ag_linear(5, 3)
+  l2 <- ag_linear(3, 5, init = "orthogonal")
+  l3 <- ag_linear(4, 2, init = "orthogonal", gain = 2)
+  e <- ag_embedding(7, 3)
+  a <- ag_multihead_attention(4, 2)
+  w <- list(l1_W = l1$W$data, l2_W = l2$W$data, l3_W = l3$W$data, emb = e$weight$data,
+            W_q = a$W_q$data, W_k = a$W_k$data, W_v = a$W_v$data, W_o = a$W_o$data)
+  c(w, list(after_runif = runif(3), after_sample = as.double(sample(10)), after_rnorm = rnorm(3)))
+})
+"""
+
+
+def _init_py(d, steps, dtype):
+    import pyggmlr as pg
+
+    def run():
+        pg.ggml_set_seed(_SEED)
+        l1 = pg.ag_linear(5, 3)
+        l2 = pg.ag_linear(3, 5, init="orthogonal")
+        l3 = pg.ag_linear(4, 2, init="orthogonal", gain=2)
+        e = pg.ag_embedding(7, 3)
+        a = pg.ag_multihead_attention(4, 2)
+        w = {"l1_W": l1.W.numpy(), "l2_W": l2.W.numpy(), "l3_W": l3.W.numpy(), "emb": e.weight.numpy(),
+             "W_q": a.W_q.numpy(), "W_k": a.W_k.numpy(), "W_v": a.W_v.numpy(), "W_o": a.W_o.numpy(),
+             "after_runif": pg.random.runif(3), "after_sample": pg.random.sample(10).astype(np.float64),
+             "after_rnorm": pg.random.rnorm(3)}
+        return [_tensors(w)]
+    return _with_dtype(dtype, run)
+
+
+def _init_r(d, steps, dtype):
+    from . import r
+    return [_r_rec(r.run(_R_INIT, dtype=dtype, seed=_SEED))]
+
+
+# ---- dataloader epochs: the default stream and a loader's own ---------------------------------
+
+_R_LOADER = """
+with_dtype <- function(dtype, f) { prev <- ag_dtype(dtype); tryCatch(f(), finally = ag_dtype(prev)) }
+with_dtype(dtype, function() {
+  ggml_set_seed(seed)
+  dl <- ag_dataloader(x, y, batch_size = 4L, shuffle = TRUE)
+  own <- ag_dataloader(x, y, batch_size = 4L, shuffle = TRUE, seed = 7L)
+  lapply(seq_len(steps), function(ep) {
+    out <- list()
+    for (which in c("dl", "own")) {
+      l <- if (which == "dl") dl else own
+      l$reset(); i <- 0L
+      while (l$has_next()) {
+        b <- l$next_batch()
+        out[[sprintf("%s x%d", which, i)]] <- b$x$data
+        out[[sprintf("%s y%d", which, i)]] <- b$y$data
+        i <- i + 1L
+      }
+    }
+    out
+  })
+})
+"""
+
+
+def _loader_py(d, steps, dtype):
+    import pyggmlr as pg
+
+    def run():
+        pg.ggml_set_seed(_SEED)
+        loaders = {"dl": pg.ag_dataloader(d["x"], d["y"], batch_size=4, shuffle=True),
+                   "own": pg.ag_dataloader(d["x"], d["y"], batch_size=4, shuffle=True, seed=7)}
+        out: List[Record] = []
+        for _ in range(steps):
+            rec: Record = {}
+            for which, dl in loaders.items():
+                dl.reset()
+                i = 0
+                while dl.has_next():
+                    b = dl.next_batch()
+                    rec[f"{which} x{i}"], rec[f"{which} y{i}"] = b["x"].numpy(), b["y"].numpy()
+                    i += 1
+            out.append(_tensors(rec))
+        return out
+    return _with_dtype(dtype, run)
+
+
+def _loader_r(d, steps, dtype):
+    from . import r
+    res = r.run(_R_LOADER, dtype=dtype, seed=_SEED, x=d["x"], y=d["y"], steps=steps)
+    return [_r_rec(e) for e in res]
+
+
+# ---- dropout in train mode: layers and attention, eager ----------------------------------------
+
+_R_DROPOUT = """
+with_dtype <- function(dtype, f) { prev <- ag_dtype(dtype); tryCatch(f(), finally = ag_dtype(prev)) }
+with_dtype(dtype, function() {
+  ggml_set_seed(seed)
+  m <- ag_sequential(ag_linear(4, 6, activation = "relu"), ag_dropout(0.4), ag_linear(6, 3))
+  a <- ag_multihead_attention(4, 2, dropout = 0.3)
+  lapply(seq_len(steps), function(s) list(seq = m$forward(ag_tensor(x))$data,
+                                          attn = a$forward(ag_tensor(x), causal_mask = TRUE)$data))
+})
+"""
+
+
+def _dropout_py(d, steps, dtype):
+    import pyggmlr as pg
+
+    def run():
+        pg.ggml_set_seed(_SEED)
+        m = pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_dropout(0.4), pg.ag_linear(6, 3))
+        a = pg.ag_multihead_attention(4, 2, dropout=0.3)
+        return [_tensors({"seq": m.forward(pg.ag_tensor(d["x"])).numpy(),
+                          "attn": a.forward(pg.ag_tensor(d["x"]), causal_mask=True).numpy()})
+                for _ in range(steps)]
+    return _with_dtype(dtype, run)
+
+
+def _dropout_r(d, steps, dtype):
+    from . import r
+    return [_r_rec(e) for e in r.run(_R_DROPOUT, dtype=dtype, seed=_SEED, x=d["x"], steps=steps)]
+
+
+# ---- a whole ag_fit: shuffle, validation split, dropout; eager and compiled -------------------
+
+_HIST = ("loss", "accuracy", "val_loss", "val_accuracy")
+
+_R_FIT = _R_MODEL_HELPERS + """
+with_dtype(dtype, function() {
+  ggml_set_seed(seed)
+  m <- ag_sequential(ag_linear(4, 8, activation = "relu"), ag_dropout(0.25), ag_linear(8, 3))
+  h <- ag_fit(m, x, y, loss = "cross_entropy", optimizer = "adamw", lr = 0.02, nepoch = nepoch,
+              batch_size = 5L, val_split = 0.25, shuffle = TRUE, seed = fit_seed, silent = TRUE,
+              static = static)
+  c(unclass(h)[hist_keys], values_of(m$parameters()), list(after = runif(2)))
+})
+"""
+
+
+def _fit_case(static, fit_seed):
+    def py(d, steps, dtype):
+        import pyggmlr as pg
+
+        def run():
+            pg.ggml_set_seed(_SEED)
+            m = pg.ag_sequential(pg.ag_linear(4, 8, "relu"), pg.ag_dropout(0.25), pg.ag_linear(8, 3))
+            h = pg.ag_fit(m, d["x"], d["y"], loss="cross_entropy", optimizer="adamw", lr=0.02, nepoch=steps,
+                          batch_size=5, val_split=0.25, shuffle=True, seed=fit_seed, silent=True, static=static)
+            rec = {k: np.asarray(getattr(h, k), dtype=np.float64) for k in _HIST}
+            rec.update({k: t.numpy() for k, t in m.parameters().items()})
+            rec["after"] = pg.random.runif(2)
+            return [_tensors(rec)]
+        return _with_dtype(dtype, run)
+
+    def rr(d, steps, dtype):
+        from . import r
+        res = r.run(_R_FIT, dtype=dtype, seed=_SEED, x=d["x"], y=d["y"], nepoch=steps, fit_seed=fit_seed,
+                    static=static, hist_keys=np.array(_HIST))
+        return [_r_rec(res)]
+
+    name = f"seed: ag_fit shuffle + val_split + dropout, {'compiled' if static else 'eager'}, " \
+           f"seed={'NULL' if fit_seed is None else fit_seed}"
+    return ScriptCase(name, py, rr, 3, _fit_inputs, group="seed")
+
+
+def _fit_inputs(rng):
+    return {"x": _u(rng, 4, 26, lo=-2, hi=2), "y": rng.integers(0, 3, size=26)}
+
+
+# ---- dp_train: replicas made from the stream ---------------------------------------------------
+
+_R_DP = _R_MODEL_HELPERS + """
+with_dtype(dtype, function() {
+  ggml_set_seed(seed)
+  make <- function() ag_sequential(ag_linear(4, 5, activation = "tanh"), ag_linear(5, 3))
+  data <- lapply(1:4, function(j) list(x = x[, (3 * j - 2):(3 * j), drop = FALSE],
+                                       y = y[, (3 * j - 2):(3 * j), drop = FALSE]))
+  res <- dp_train(make, data, loss_fn = ag_mse_loss, forward_fn = function(m, s) m$forward(ag_tensor(s$x)),
+                  target_fn = function(s) s$y, n_replicas = 2L, n_iter = n_iter, lr = 0.01, verbose = FALSE)
+  c(list(loss_history = res$loss_history), values_of(res$params))
+})
+"""
+
+
+def _dp_py(d, steps, dtype):
+    import pyggmlr as pg
+
+    def run():
+        pg.ggml_set_seed(_SEED)
+        data = [{"x": d["x"][:, 3 * j:3 * j + 3], "y": d["y"][:, 3 * j:3 * j + 3]} for j in range(4)]
+        res = pg.dp_train(lambda: pg.ag_sequential(pg.ag_linear(4, 5, "tanh"), pg.ag_linear(5, 3)), data,
+                          loss_fn=pg.ag_mse_loss, forward_fn=lambda m, s: m.forward(pg.ag_tensor(s["x"])),
+                          target_fn=lambda s: s["y"], n_replicas=2, n_iter=steps, lr=0.01, verbose=False)
+        params = res["params"]
+        params = params.items() if isinstance(params, dict) else res["model"].parameters().items()
+        rec = {"loss_history": np.asarray(res["loss_history"], dtype=np.float64)}
+        rec.update({k: t.numpy() for k, t in params})
+        return [_tensors(rec)]
+    return _with_dtype(dtype, run)
+
+
+def _dp_r(d, steps, dtype):
+    from . import r
+    return [_r_rec(r.run(_R_DP, dtype=dtype, seed=_SEED, x=d["x"], y=d["y"], n_iter=steps))]
+
+
+CASES.extend([
+    ScriptCase("seed: initialisers (glorot, orthogonal, embedding, attention) + R's draws after",
+               _init_py, _init_r, 1, lambda rng: {}, group="seed"),
+    ScriptCase("seed: dataloader epochs (default stream, seed = 7)", _loader_py, _loader_r, 2,
+               lambda rng: {"x": _u(rng, 3, 10), "y": _u(rng, 2, 10)}, group="seed"),
+    ScriptCase("seed: dropout in train mode (layer, attention)", _dropout_py, _dropout_r, 2,
+               lambda rng: {"x": _u(rng, 4, 5)}, group="seed"),
+    _fit_case(False, None),
+    _fit_case(False, 11),
+    _fit_case(True, 11),
+    ScriptCase("seed: dp_train (replicas drawn from the stream)", _dp_py, _dp_r, 4,
+               lambda rng: {"x": _u(rng, 4, 12, lo=-2, hi=2), "y": _u(rng, 3, 12)}, group="seed"),
+])
