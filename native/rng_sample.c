@@ -180,25 +180,30 @@ int pg_rng_sample(pg_rng *r, double dn, int64_t k, int replace, const double *pr
     if (!isfinite(dn) || dn < 0 || dn > 4.5e15 || (k > 0 && dn == 0))
         return pg_fail(PG_ERR_VALUE, FN ": invalid first argument");
     if (k < 0) return pg_fail(PG_ERR_VALUE, FN ": invalid 'size' argument");
+    if (use_hash) return sample_hash(r, dn, k, out);   /* R's sample2: its own size check */
     if (!replace && k > dn)
         return pg_fail(PG_ERR_VALUE, FN ": cannot take a sample larger than the population when 'replace = FALSE'");
-    if (use_hash) return sample_hash(r, dn, k, out);
     if (replace || k < 2) {
         if (!(r = pg_rng_lock(r, FN))) return pg_last_status();
         for (int64_t i = 0; i < k; i++) out[i] = pg_rng_index(r, dn) + 1;
         pg_rng_unlock(r);
         return 0;
     }
-    /* the pool: draw a position, emit it, move the last one into its place */
+    /* the pool: draw a position, emit it, move the last one into its place (32-bit entries
+     * while they fit: half the memory traffic of R's double pool, the same draws) */
     int64_t n = (int64_t)dn;
-    double *pool = malloc((size_t)n * sizeof *pool);
+    int small = n <= INT_MAX;
+    void *pool = malloc((size_t)n * (small ? sizeof(int32_t) : sizeof(double)));
     if (!pool) return pg_fail(PG_ERR_NOMEM, FN ": out of memory for a pool of %lld values", (long long)n);
-    for (int64_t i = 0; i < n; i++) pool[i] = (double)i;
+    int32_t *ip = pool;
+    double *dp = pool;
+    if (small) for (int64_t i = 0; i < n; i++) ip[i] = (int32_t)i;
+    else for (int64_t i = 0; i < n; i++) dp[i] = (double)i;
     if (!(r = pg_rng_lock(r, FN))) { free(pool); return pg_last_status(); }
     for (int64_t i = 0; i < k; i++) {
         int64_t j = (int64_t)pg_rng_index(r, (double)n);
-        out[i] = pool[j] + 1;
-        pool[j] = pool[--n];
+        if (small) { out[i] = ip[j] + 1.0; ip[j] = ip[--n]; }
+        else { out[i] = dp[j] + 1; dp[j] = dp[--n]; }
     }
     pg_rng_unlock(r);
     free(pool);

@@ -190,8 +190,7 @@ def _fit_case(static, fit_seed):
                     static=static, hist_keys=np.array(_HIST))
         return [_r_rec(res)]
 
-    name = f"seed: ag_fit shuffle + val_split + dropout, {'compiled' if static else 'eager'}, " \
-           f"seed={'NULL' if fit_seed is None else fit_seed}"
+    name = f"seed: ag_fit shuffle/val/dropout {'static' if static else 'eager'} seed={fit_seed}"
     return ScriptCase(name, py, rr, 3, _fit_inputs, group="seed")
 
 
@@ -237,15 +236,15 @@ def _dp_r(d, steps, dtype):
 
 
 CASES.extend([
-    ScriptCase("seed: initialisers (glorot, orthogonal, embedding, attention) + R's draws after",
+    ScriptCase("seed: initialisers, then R's own draws",
                _init_py, _init_r, 1, lambda rng: {}, group="seed"),
-    ScriptCase("seed: dataloader epochs (default stream, seed = 7)", _loader_py, _loader_r, 2,
+    ScriptCase("seed: dataloader epochs (stream; seed = 7)", _loader_py, _loader_r, 2,
                lambda rng: {"x": _u(rng, 3, 10), "y": _u(rng, 2, 10)}, group="seed"),
-    ScriptCase("seed: dropout in train mode (layer, attention)", _dropout_py, _dropout_r, 2,
+    ScriptCase("seed: dropout train mode (layer, attention)", _dropout_py, _dropout_r, 2,
                lambda rng: {"x": _u(rng, 4, 5)}, group="seed"),
     _fit_case(False, None),
     _fit_case(False, 11),
     _fit_case(True, 11),
-    ScriptCase("seed: dp_train (replicas drawn from the stream)", _dp_py, _dp_r, 4,
+    ScriptCase("seed: dp_train (replicas from the stream)", _dp_py, _dp_r, 4,
                lambda rng: {"x": _u(rng, 4, 12, lo=-2, hi=2), "y": _u(rng, 3, 12)}, group="seed"),
 ])

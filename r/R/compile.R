@@ -22,36 +22,39 @@
   invisible()
 }
 
-# An inverted-dropout mask [nr, nc] as the eager layers draw it: (u > rate) / (1 - rate), u ~ runif
-# in column order; transpose: drawn as [nc, nr] and transposed.
-.draw_mask <- function(nr, nc, rate, transpose = FALSE) {
-  if (transpose) return(t(matrix((stats::runif(nr * nc) > rate) / (1 - rate), nc, nr)))
-  matrix((stats::runif(nr * nc) > rate) / (1 - rate), nr, nc)
+# An inverted-dropout mask [nr, nc] of dtype as the eager layers draw it (the core's
+# pg_rng_dropout_mask): (u > rate) / (1 - rate), u = runif(nr * nc) in column order; transpose:
+# drawn as [nc, nr] and transposed. into: a mask tensor to refill instead of a new tensor.
+.draw_mask <- function(nr, nc, rate, dtype, transpose = FALSE, into = NULL) {
+  m <- .Call(R_pg_rng_dropout_mask, nr, nc, rate, .dtype_code(dtype), transpose, into)
+  if (is.null(into)) m else invisible(into)
 }
 
-# x * dropout mask. Eager: the mask is an R matrix (a constant of x's dtype); while ag_compile
-# records, a tensor registered with the recording so every replay redraws it.
+# x * dropout mask (a tensor of x's dtype, off the tape); while ag_compile records, the mask is
+# registered with the recording so every replay redraws it.
 .dropout_mul <- function(x, rate, transpose = FALSE) {
   x <- .as_t(x)
   d <- dim(x)
-  m <- .draw_mask(d[1L], d[2L], rate, transpose)
-  if (!.recording()) return(ag_mul(x, m))
-  mt <- ag_tensor(m, dtype = x$dtype)
-  .register_mask(mt, rate, transpose)
+  mt <- .draw_mask(d[1L], d[2L], rate, x$dtype, transpose)
+  if (.recording()) .register_mask(mt, rate, transpose)
   ag_mul(x, mt)
 }
 
-# R's random stream, to put back after recording (recording draws nothing an eager step would)
+# The stream draws come from, to put back after recording (recording draws nothing an eager step
+# would): the active run stream's state, else R's .Random.seed (NULL when unset).
 .rng_save <- function() {
+  s <- .Call(R_pg_rng_current)
+  if (!is.null(s)) return(list(stream = s, state = .Call(R_pg_rng_get_state, s)))
   g <- globalenv()
-  if (exists(".Random.seed", envir = g, inherits = FALSE)) get(".Random.seed", envir = g, inherits = FALSE)
-  else NULL
+  list(stream = NULL, state = get0(".Random.seed", envir = g, inherits = FALSE))
 }
 
-.rng_restore <- function(seed) {
+.rng_restore <- function(saved) {
+  if (!is.null(saved$stream)) return(invisible(.Call(R_pg_rng_set_state, saved$stream, saved$state)))
   g <- globalenv()
-  if (!is.null(seed)) assign(".Random.seed", seed, envir = g)
+  if (!is.null(saved$state)) assign(".Random.seed", saved$state, envir = g)
   else if (exists(".Random.seed", envir = g, inherits = FALSE)) rm(".Random.seed", envir = g)
+  invisible()
 }
 
 ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
@@ -97,7 +100,7 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
     }
     for (m in masks) {  # new dropout masks, drawn as an eager step draws them
       d <- dim(m$t)
-      m$t$data <- .draw_mask(d[1L], d[2L], m$rate, m$transpose)
+      .draw_mask(d[1L], d[2L], m$rate, m$t$dtype, m$transpose, into = m$t)
     }
     loss <- .Call(R_pg_graph_run, g)
     switch(build,

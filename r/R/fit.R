@@ -4,7 +4,8 @@
 # made of `nbatch_logical / batch_size` micro-batches whose gradients the optimizer accumulates
 # (its accumulate_steps) and applies once per logical batch, then evaluate the held-out part in
 # eval mode. Loss/accuracy and their uncertainties follow ggml_opt_result_loss /
-# ggml_opt_result_accuracy. Shuffles draw from R's RNG (set.seed / `seed`).
+# ggml_opt_result_accuracy. Shuffles and dropout draw from R's stream, or with `seed` from a run
+# stream of their own seeded as set.seed(seed) (R's .Random.seed is then left alone).
 
 .fit_stop <- function(...) stop(sprintf(...), call. = FALSE)
 
@@ -392,8 +393,11 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   if (n_logical < 1L)
     .fit_stop("ag_fit: %d training samples do not fill one logical batch of %d", n_train, nbatch_logical)
 
-  if (!is.null(seed)) set.seed(seed)
-  order <- if (isTRUE(shuffle)) sample.int(n) else seq_len(n)
+  if (!is.null(seed)) {  # the whole run (shuffles, dropout) on a stream of its own
+    prev_rng <- .Call(R_pg_rng_use, .rng_stream(.seed_int(seed)))
+    on.exit(.Call(R_pg_rng_use, prev_rng), add = TRUE)
+  }
+  order <- if (isTRUE(shuffle)) .rng_sample_int(n) else seq_len(n)
   train_idx <- order[seq_len(n_train)]
   val_idx <- order[n_train + seq_len(n_val)]
 
@@ -419,7 +423,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   for (epoch in seq_len(nepoch)) {
     if (!is.null(opt_params)) .apply_hyper(opt, opt_params(epoch), epoch)
     logs <- list(epoch = epoch, lr = as.double(opt$lr))
-    perm <- if (isTRUE(shuffle)) train_idx[sample.int(n_train)] else train_idx
+    perm <- if (isTRUE(shuffle)) train_idx[.rng_sample_int(n_train)] else train_idx
     ag_train(model)
     t0 <- proc.time()[["elapsed"]]
     losses <- numeric(nb)

@@ -1,4 +1,5 @@
-# Layers as R closures over core ops. Initialisers draw from R's RNG in ggmlR's order.
+# Layers as R closures over core ops. Initialisers draw in ggmlR's order, through the core's copy
+# of R's generator (random.R), from the one stream R's set.seed() seeds.
 
 .as_t <- function(x) if (is_ag_tensor(x)) x else ag_tensor(x)
 
@@ -10,7 +11,7 @@
 
 .glorot <- function(out, inp, gain = 1) {
   a <- gain * sqrt(6 / (inp + out))
-  matrix(stats::runif(out * inp, -a, a), out, inp)
+  matrix(.rng_runif(out * inp, -a, a), out, inp)
 }
 
 # init: "glorot_uniform" (U(-a, a), a = gain * sqrt(6 / (in + out)); ggmlR's default and draw
@@ -32,18 +33,9 @@
   w
 }
 
-.orthogonal <- function(out, inp, gain) {
-  g <- matrix(stats::rnorm(out * inp), out, inp)
-  flip <- out < inp
-  if (flip) g <- t(g)
-  q <- qr(g)
-  Q <- qr.Q(q)
-  d <- sign(diag(qr.R(q)))
-  d[d == 0] <- 1
-  Q <- sweep(Q, 2L, d, `*`)
-  if (flip) Q <- t(Q)
-  gain * Q
-}
+# G = matrix(rnorm(n * k), n, k), n = max(out, in), k = min; Q of its QR with the sign fix; W = Q
+# or t(Q), times gain (the core, so R and Python get the same bits).
+.orthogonal <- function(out, inp, gain) .Call(R_pg_rng_orthogonal, out, inp, gain)
 
 ag_linear <- function(in_features, out_features, activation = NULL, init = "glorot_uniform", gain = 1) {
   in_features <- as.integer(in_features); out_features <- as.integer(out_features)
@@ -143,7 +135,7 @@ ag_embedding <- function(vocab_size, dim) {
   e$vocab_size <- V
   e$dim <- D
   a <- sqrt(1 / V)
-  e$weight <- ag_param(matrix(stats::runif(V * D, -a, a), D, V))
+  e$weight <- ag_param(matrix(.rng_runif(V * D, -a, a), D, V))
   e$forward <- function(idx) {
     # ids in a tensor are read by the core on every run, so compiled graphs refill them
     if (is_ag_tensor(idx)) return(.wrap(.Call(R_pg_embedding_ids, e$weight$.ptr, idx$.ptr)))

@@ -108,9 +108,13 @@ ag_to_device <- function(tensor, device) {
   tensor
 }
 
+# set.seed(as.integer(seed)): R and the package draw from the one stream it seeds (random.R)
 ggml_set_seed <- function(seed) {
-  if (!is.null(seed)) set.seed(as.integer(seed))
-  invisible(NULL)
+  if (is.null(seed)) return(invisible(NULL))
+  if (length(seed) != 1L || is.na(seed)) stop("`seed` must be a single non-NA integer (or NULL).", call. = FALSE)
+  seed <- as.integer(seed)
+  set.seed(seed)
+  invisible(seed)
 }
 
 ag_set_threads <- function(n) {

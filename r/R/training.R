@@ -1,6 +1,9 @@
 # Training helpers: dataloader and finite-difference gradient check.
 
-ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_major = TRUE) {
+# seed: the loader shuffles from a stream of its own, seeded as set.seed(seed) would seed R's
+# (R's .Random.seed is left alone); NULL: from R's stream.
+ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_major = TRUE, seed = NULL) {
+  seed <- .seed_int(seed, "ag_dataloader(): seed")
   x <- as.matrix(if (is_ag_tensor(x)) x$data else x)
   if (!is.null(y)) y <- as.matrix(if (is_ag_tensor(y)) y$data else y)
   if (!isTRUE(col_major)) {
@@ -17,10 +20,12 @@ ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_maj
   e$n <- ncol(x)
   e$batch_size <- batch_size
   e$shuffle <- isTRUE(shuffle)
+  e$seed <- seed
+  e$.rng <- if (is.null(seed)) NULL else .rng_stream(seed)
   e$order <- seq_len(e$n)
   e$pos <- 1L
   e$reset <- function() {
-    e$order <- if (e$shuffle) sample(e$n) else seq_len(e$n)
+    e$order <- if (e$shuffle) .with_stream(e$.rng, .rng_sample_int(e$n)) else seq_len(e$n)
     e$pos <- 1L
     invisible(e)
   }

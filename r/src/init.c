@@ -84,6 +84,16 @@ extern SEXP R_pg_tape_memory(void);
 extern SEXP R_pg_dist_average(SEXP, SEXP, SEXP);
 extern SEXP R_pg_dist_copy(SEXP, SEXP);
 extern SEXP R_pg_dist_zero_grad(SEXP);
+extern SEXP R_pg_rng_runif(SEXP, SEXP, SEXP);
+extern SEXP R_pg_rng_rnorm(SEXP, SEXP, SEXP);
+extern SEXP R_pg_rng_sample(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_rng_dropout_mask(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_rng_orthogonal(SEXP, SEXP, SEXP);
+extern SEXP R_pg_rng_new(SEXP);
+extern SEXP R_pg_rng_use(SEXP);
+extern SEXP R_pg_rng_current(void);
+extern SEXP R_pg_rng_get_state(SEXP);
+extern SEXP R_pg_rng_set_state(SEXP, SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm",           (DL_FUNC) &R_pg_batch_norm,           8},
@@ -156,6 +166,16 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_dist_average",         (DL_FUNC) &R_pg_dist_average,         3},
     {"R_pg_dist_copy",            (DL_FUNC) &R_pg_dist_copy,            2},
     {"R_pg_dist_zero_grad",       (DL_FUNC) &R_pg_dist_zero_grad,       1},
+    {"R_pg_rng_runif",            (DL_FUNC) &R_pg_rng_runif,            3},
+    {"R_pg_rng_rnorm",            (DL_FUNC) &R_pg_rng_rnorm,            3},
+    {"R_pg_rng_sample",           (DL_FUNC) &R_pg_rng_sample,           5},
+    {"R_pg_rng_dropout_mask",     (DL_FUNC) &R_pg_rng_dropout_mask,     6},
+    {"R_pg_rng_orthogonal",       (DL_FUNC) &R_pg_rng_orthogonal,       3},
+    {"R_pg_rng_new",              (DL_FUNC) &R_pg_rng_new,              1},
+    {"R_pg_rng_use",              (DL_FUNC) &R_pg_rng_use,              1},
+    {"R_pg_rng_current",          (DL_FUNC) &R_pg_rng_current,          0},
+    {"R_pg_rng_get_state",        (DL_FUNC) &R_pg_rng_get_state,        1},
+    {"R_pg_rng_set_state",        (DL_FUNC) &R_pg_rng_set_state,        2},
     {NULL, NULL, 0}
 };
 
