@@ -3,6 +3,9 @@
  * Rejection integers, and sample.int's draws. Exactness needs no FMA contraction and libm's log,
  * log2 and sqrt, which R uses too. */
 #pragma GCC optimize("fp-contract=off")
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF /* clang ignores the GCC pragma: no fused multiply-adds there either */
+#endif
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>

@@ -2,6 +2,9 @@
  * hashed draw-until-new path (useHash), and the weighted paths (sorted cumulative weights,
  * Walker's alias table for many weights, successive removal without replacement). */
 #pragma GCC optimize("fp-contract=off")
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF /* clang ignores the GCC pragma: no fused multiply-adds there either */
+#endif
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>

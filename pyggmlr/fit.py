@@ -18,7 +18,6 @@ import time
 import numpy as np
 
 from . import _core
-from ._core import lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .ops import ag_mean, ag_mse_loss, ag_softmax_cross_entropy_loss, ag_sum
 from .optim import Optimizer, optimizer_adam, optimizer_sgd
@@ -735,7 +734,8 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                 cb.load_state(states[i], arrays)
 
     step = 0
-    prev_stream = lib.pg_rng_use(stream._h)  # dropout and user code draw from the run's stream
+    in_stream = stream.active()  # dropout and user code draw from the run's stream
+    in_stream.__enter__()
     try:
         for epoch in range(start_epoch, nepoch + 1):
             if opt_params is not None:
@@ -817,7 +817,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
             if hasattr(cb, "on_train_end"):
                 cb.on_train_end(fit)
     finally:
-        lib.pg_rng_use(prev_stream)
+        in_stream.__exit__(None, None, None)
         opt.zero_grad()
         ag_tape_clear()
         _set_mode(model, False)

@@ -164,7 +164,7 @@ with_dtype(dtype, function() {
   h <- ag_fit(m, x, y, loss = "cross_entropy", optimizer = "adamw", lr = 0.02, nepoch = nepoch,
               batch_size = 5L, val_split = 0.25, shuffle = TRUE, seed = fit_seed, silent = TRUE,
               static = static)
-  c(unclass(h)[hist_keys], values_of(m$parameters()), list(after = runif(2)))
+  c(unclass(h)[hist_keys], values_of(m$parameters()), list(pred = ag_predict(m, x), after = runif(2)))
 })
 """
 
@@ -180,6 +180,7 @@ def _fit_case(static, fit_seed):
                           batch_size=5, val_split=0.25, shuffle=True, seed=fit_seed, silent=True, static=static)
             rec = {k: np.asarray(getattr(h, k), dtype=np.float64) for k in _HIST}
             rec.update({k: t.numpy() for k, t in m.parameters().items()})
+            rec["pred"] = pg.ag_predict(m, d["x"])
             rec["after"] = pg.random.runif(2)
             return [_tensors(rec)]
         return _with_dtype(dtype, run)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import numbers
+import threading
 from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
@@ -32,6 +33,7 @@ __all__ = ["ggml_set_seed", "set_seed", "ag_rng", "Generator", "runif", "rnorm",
 
 STATE_LEN = lib.PG_RNG_STATE_LEN  # 626, as R's .Random.seed
 _INT_MAX = 2**31 - 1
+_active = threading.local()  # per thread: the Generators made current (kept alive while they are)
 
 
 def _seed_int(seed: Any, fn: str) -> int:
@@ -88,9 +90,8 @@ class Generator:
     @classmethod
     def current(cls) -> "Generator":
         """The calling thread's current stream (the default unless one is active)."""
-        g = cls.__new__(cls)
-        g._h = lib.pg_rng_current()
-        return g
+        stack = getattr(_active, "stack", None)
+        return stack[-1] if stack else cls.default()
 
     def seed(self, seed: int) -> None:
         """Reseed exactly as set.seed(seed)."""
@@ -119,10 +120,13 @@ class Generator:
     @contextlib.contextmanager
     def active(self) -> Iterator["Generator"]:
         """Make this the calling thread's current stream inside the block."""
+        stack = _active.__dict__.setdefault("stack", [])
         prev = lib.pg_rng_use(self._h)
+        stack.append(self)
         try:
             yield self
         finally:
+            stack.pop()
             lib.pg_rng_use(prev)
 
     def runif(self, n: Any, min: Any = 0.0, max: Any = 1.0) -> np.ndarray:
