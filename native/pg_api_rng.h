@@ -57,6 +57,11 @@ int pg_rng_rnorm(pg_rng *r, int64_t n, const double *mean, int64_t nm, const dou
  * 'replace = FALSE'", "invalid first argument", "too few positive probabilities", ...). */
 int pg_rng_sample(pg_rng *r, double n, int64_t size, int replace, const double *prob,
                   int64_t prob_len, int use_hash, double *out);
+/* 0 when n values of elem_size bytes fit in the memory available now, else PG_ERR_NOMEM naming
+ * fn. Front ends call it before allocating a draw's result, and the core before its pools (for
+ * the pool and the result together): an allocation the kernel grants lazily but cannot back
+ * would kill the process instead of failing. */
+int pg_rng_check_size(double n, int64_t elem_size, const char *fn);
 /* One unif_rand(), norm_rand() or R_unif_index(dn) (r NULL: the current stream). */
 double pg_rng_unif_rand(pg_rng *r);
 double pg_rng_norm_rand(pg_rng *r);

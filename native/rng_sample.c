@@ -150,6 +150,8 @@ static int sample_hash(pg_rng *r, double dn, int64_t k, double *out)
     if (k > dn / 2) return pg_fail(PG_ERR_VALUE, FN ": This algorithm is for size <= n/2");
     uint64_t cap = 16;
     while (cap < 2 * (uint64_t)k) cap <<= 1;
+    if (pg_rng_check_size((double)cap + (double)k, 8, FN " (the hash of a sample without replacement, and the result)"))
+        return PG_ERR_NOMEM;
     double *set = malloc(cap * sizeof *set);
     if (!set) return pg_fail(PG_ERR_NOMEM, FN ": out of memory for a hash of %lld values", (long long)k);
     for (uint64_t i = 0; i < cap; i++) set[i] = 0;   /* values are >= 1: 0 is empty */
@@ -196,6 +198,8 @@ int pg_rng_sample(pg_rng *r, double dn, int64_t k, int replace, const double *pr
      * while they fit: half the memory traffic of R's double pool, the same draws) */
     int64_t n = (int64_t)dn;
     int small = n <= INT_MAX;
+    if (pg_rng_check_size(dn * (small ? 4 : 8) + 8.0 * (double)k, 1, FN " (the pool of a sample without replacement, and the result)"))
+        return PG_ERR_NOMEM;
     void *pool = malloc((size_t)n * (small ? sizeof(int32_t) : sizeof(double)));
     if (!pool) return pg_fail(PG_ERR_NOMEM, FN ": out of memory for a pool of %lld values", (long long)n);
     int32_t *ip = pool;

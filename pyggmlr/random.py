@@ -57,9 +57,12 @@ def _count(n: Any, fn: str) -> int:
     return int(n)  # type: ignore[call-overload]  # a finite Real
 
 
-def _vec(v: Any, fn: str, name: str):
-    a = np.ascontiguousarray(np.asarray(v, dtype=np.float64).reshape(-1))
-    if a.size < 1:
+def _vec(v: Any, fn: str, name: str, empty_ok: bool = False):
+    try:
+        a = np.ascontiguousarray(np.asarray(v, dtype=np.float64).reshape(-1))
+    except (TypeError, ValueError):
+        raise PyggmlrValueError(f"{fn}: {name} must be numbers, got {v!r}") from None
+    if a.size < 1 and not empty_ok:
         raise PyggmlrValueError(f"{fn}: {name} must have at least one value")
     return a
 
@@ -158,9 +161,15 @@ class Generator:
         return arr[idx - 1]
 
 
+def _alloc(n, fn, copies=1):
+    """The result array of a draw, refused up front when it (and its copies) cannot fit in memory."""
+    _core.check(lib.pg_rng_check_size(float(n) * copies, 8, fn.encode()))
+    return np.empty(n, dtype=np.float64)
+
+
 def _draw2(h, cfn, fn, n, a, an, b, bn):
     n = _count(n, fn)
-    out = np.empty(n, dtype=np.float64)
+    out = _alloc(n, fn)
     if n == 0:
         return out
     av, bv = _vec(a, fn, an), _vec(b, fn, bn)
@@ -186,10 +195,10 @@ def _sample_int(h, n, size, replace, prob, use_hash):
     k = int(size)
     if not isinstance(replace, (bool, np.bool_)):
         raise ArgumentError(f"{fn}: replace must be True or False, got {replace!r}")
-    out = np.empty(k, dtype=np.float64)
+    out = _alloc(k, fn, copies=2)  # and its int64 copy
     pptr, plen, keep = ffi.NULL, 0, None
     if prob is not None:
-        keep = np.ascontiguousarray(np.asarray(prob, dtype=np.float64).reshape(-1))
+        keep = _vec(prob, fn, "prob", empty_ok=True)  # the core checks its length against n
         pptr, plen = ffi.cast("double *", keep.ctypes.data), keep.size
     uh = -1 if use_hash is None else int(bool(use_hash))
     _core.check(lib.pg_rng_sample(h, dn, k, int(bool(replace)), pptr, plen, uh,

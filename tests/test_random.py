@@ -301,3 +301,23 @@ def test_dataloader_draws_r_sample():
     np.testing.assert_array_equal(own.order + 1, [1, 5, 10, 8, 2, 4, 6, 9, 7, 3])
     own.reset()
     np.testing.assert_array_equal(pg.random.get_state(), st)  # a loader's own stream leaves the default alone
+
+
+def test_draws_too_large_for_memory_fail_instead_of_killing_the_process():
+    g = Generator(8)
+    st = g.get_state()
+    with pytest.raises(pg.PyggmlrMemoryError, match=r"runif: .* GiB needed, more than the .* GiB of memory available"):
+        g.runif(1e20)
+    with pytest.raises(pg.PyggmlrMemoryError, match="sample.int: .* GiB needed"):
+        g.sample_int(3e9, 2e9)  # the result alone
+    with pytest.raises(pg.PyggmlrMemoryError, match="the pool of a sample without replacement"):
+        g.sample_int(4e15, 3, use_hash=False)
+    with pytest.raises(pg.PyggmlrMemoryError, match="the hash of a sample without replacement"):
+        g.sample_int(4e15, 1.2e9)
+    with pytest.raises(pg.PyggmlrMemoryError, match="the pool of a sample without replacement, and the result"):
+        g.sample_int(4e9, 1e8, use_hash=False)  # the result fits, the pool beside it does not
+    with pytest.raises(pg.PyggmlrValueError, match="runif: min must be numbers"):
+        g.runif(3, "a")
+    with pytest.raises(pg.PyggmlrValueError, match="sample.int: prob must be numbers"):
+        g.sample_int(5, 2, prob="ab")
+    np.testing.assert_array_equal(g.get_state(), st)  # nothing was drawn

@@ -90,6 +90,7 @@ static SEXP random2(SEXP sn, SEXP sa, SEXP sb, int normal)
 {
     if (!Rf_isNumeric(sa) || !Rf_isNumeric(sb)) Rf_errorcall(R_NilValue, "invalid arguments");
     R_xlen_t n = result_length(sn), na = XLENGTH(sa), nb = XLENGTH(sb);
+    r_check(pg_rng_check_size((double)n, 8, normal ? "rnorm" : "runif"));  /* fail, not an OOM kill */
     SEXP x = PROTECT(Rf_allocVector(REALSXP, n));
     if (n == 0) { UNPROTECT(1); return x; }
     if (na < 1 || nb < 1) {   /* as R: all NA, no draw */
@@ -170,6 +171,7 @@ SEXP R_pg_rng_sample(SEXP sn, SEXP ssize, SEXP sreplace, SEXP sprob, SEXP shash)
     }
     PROTECT(prob);
     int as_int = !Rf_isNull(prob) || !(dn > INT_MAX);
+    if (k > 0) r_check(pg_rng_check_size((double)k, as_int ? 12 : 8, "sample.int"));
     SEXP y = PROTECT(Rf_allocVector(as_int ? INTSXP : REALSXP, k > 0 ? (R_xlen_t)k : 0));
     double *out = as_int ? (double *)R_alloc(k > 0 ? (size_t)k : 1, sizeof(double)) : REAL(y);
     draw_ctx c = draw_begin();

@@ -92,9 +92,14 @@ test_that("bad sample arguments give R's messages as R errors", {
   expect_error(sample_c(5, -1), "invalid 'size' argument")
   expect_error(sample_c(5, 2, replace = NA), "invalid 'replace' argument")
   expect_error(sample_c(5, 2, useHash = TRUE, replace = TRUE))     # stopifnot, as sample.int
+  # draws too large for memory fail (an R error, not an OOM kill of the session)
+  expect_error(pyggmlr:::.rng_runif(1e15), "runif: .* GiB needed, more than the .* GiB of memory available")
+  expect_error(sample_c(4e15, 3, useHash = FALSE), "the pool of a sample without replacement")
+  expect_error(sample_c(4e9, 1e8, useHash = FALSE), "the pool of a sample without replacement, and the result")
   # a failed call leaves the stream where it was
   set.seed(9); r0 <- .Random.seed
   try(sample_c(5, 10), silent = TRUE)
+  try(pyggmlr:::.rng_runif(1e15), silent = TRUE)
   expect_identical(.Random.seed, r0)
 })
 
