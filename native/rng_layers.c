@@ -104,6 +104,8 @@ int pg_rng_orthogonal(pg_rng *r, int64_t out, int64_t in, double gain, double *w
     if (!isfinite(gain)) return pg_fail(PG_ERR_VALUE, "ag_linear: gain must be a single finite number");
     if (!w) return pg_fail(PG_ERR_ARG, "ag_linear: w is NULL");
     int64_t n = out > in ? out : in, k = out > in ? in : out;
+    /* G and Q here, the reflectors in the QR: three [n, k] blocks of doubles */
+    if (pg_rng_check_size(3.0 * (double)n * (double)k, 8, "ag_linear (orthogonal init)")) return PG_ERR_NOMEM;
     double *g = malloc((size_t)(n * k) * 2 * sizeof *g);
     if (!g) return pg_fail(PG_ERR_NOMEM, "ag_linear: out of memory for a [%lldx%lld] orthogonal init",
                            (long long)out, (long long)in);

@@ -230,9 +230,8 @@ def _uniform(a, rows, cols, op):
     """U(-a, a) [rows, cols]: one runif(rows * cols, -a, a) filled column-major (ggmlR's draw)."""
     try:
         return runif(rows * cols, -a, a).reshape((rows, cols), order="F")
-    except MemoryError:
-        raise PyggmlrMemoryError(f"{op}: out of memory drawing a [{rows}x{cols}] weight "
-                                 f"({rows * cols * 8 / 2**30:.1f} GiB while initialising)") from None
+    except MemoryError as e:  # the same text as R's
+        raise PyggmlrMemoryError(f"{op}: out of memory drawing a [{rows}x{cols}] weight ({e})") from None
 
 
 def _glorot(rows, cols, a):
@@ -241,6 +240,7 @@ def _glorot(rows, cols, a):
 
 def _orthogonal(rows, cols, gain):
     """The core's orthogonal init: one rnorm(n * k), sign-fixed Householder QR (pg_api_rng.h)."""
+    _core.check(lib.pg_rng_check_size(float(rows) * cols, 8, b"ag_linear (orthogonal init)"))
     w = np.empty((rows, cols), dtype=np.float64, order="F")
     _core.check(lib.pg_rng_orthogonal(ffi.NULL, rows, cols, float(gain), ffi.cast("double *", w.ctypes.data)))
     return w

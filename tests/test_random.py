@@ -321,3 +321,7 @@ def test_draws_too_large_for_memory_fail_instead_of_killing_the_process():
     with pytest.raises(pg.PyggmlrValueError, match="sample.int: prob must be numbers"):
         g.sample_int(5, 2, prob="ab")
     np.testing.assert_array_equal(g.get_state(), st)  # nothing was drawn
+    with pytest.raises(pg.PyggmlrMemoryError, match=r"ag_linear \(orthogonal init\): .* GiB needed"):
+        pg.ag_linear(60000, 60000, init="orthogonal")
+    with pytest.raises(pg.PyggmlrMemoryError, match=r"ag_linear: out of memory drawing a \[1000000x1000000\] weight"):
+        pg.ag_linear(10**6, 10**6)

@@ -9,9 +9,18 @@
          gelu = ag_gelu, identity)
 }
 
+# U(-a, a) [rows, cols]: one runif(rows * cols, -a, a) filled column-major (ggmlR's draw); the
+# count in double (no integer overflow); a draw too large for memory names the layer
+.uniform_weight <- function(rows, cols, a, op) {
+  u <- tryCatch(.rng_runif(as.double(rows) * cols, -a, a), error = function(e)
+    stop(sprintf("%s: out of memory drawing a [%dx%d] weight (%s)", op, as.integer(rows), as.integer(cols),
+                 conditionMessage(e)), call. = FALSE))
+  matrix(u, rows, cols)
+}
+
 .glorot <- function(out, inp, gain = 1) {
   a <- gain * sqrt(6 / (inp + out))
-  matrix(.rng_runif(out * inp, -a, a), out, inp)
+  .uniform_weight(out, inp, a, "ag_linear")
 }
 
 # init: "glorot_uniform" (U(-a, a), a = gain * sqrt(6 / (in + out)); ggmlR's default and draw
@@ -135,7 +144,7 @@ ag_embedding <- function(vocab_size, dim) {
   e$vocab_size <- V
   e$dim <- D
   a <- sqrt(1 / V)
-  e$weight <- ag_param(matrix(.rng_runif(V * D, -a, a), D, V))
+  e$weight <- ag_param(.uniform_weight(D, V, a, "ag_embedding"))
   e$forward <- function(idx) {
     # ids in a tensor are read by the core on every run, so compiled graphs refill them
     if (is_ag_tensor(idx)) return(.wrap(.Call(R_pg_embedding_ids, e$weight$.ptr, idx$.ptr)))

@@ -220,6 +220,7 @@ SEXP R_pg_rng_orthogonal(SEXP sout, SEXP sin, SEXP sgain)
     double gain = r_num(sgain, "ag_linear: gain");
     if (!(out >= 1 && in >= 1 && out <= INT_MAX && in <= INT_MAX))
         Rf_errorcall(R_NilValue, "ag_linear: orthogonal init needs out >= 1 and in >= 1");
+    r_check(pg_rng_check_size(out * in, 8, "ag_linear (orthogonal init)"));
     SEXP w = PROTECT(Rf_allocMatrix(REALSXP, (int)out, (int)in));
     draw_ctx c = draw_begin();
     int rc = pg_rng_orthogonal(c.r, (int64_t)out, (int64_t)in, gain, REAL(w));
