@@ -68,14 +68,13 @@ double pg_rng_norm_rand(pg_rng *r);
 double pg_rng_unif_index(pg_rng *r, double dn);
 
 /* ---- draws of the package's layers (ggmlR's calls, in its order) ---- */
-/* Inverted-dropout mask [nrow, ncol] of dtype: one runif(nrow * ncol), column-major,
- * (u > rate) / (1 - rate) computed in double. 0 <= rate < 1. No gradient, not on the tape.
- * transpose != 0: the draw fills [ncol, nrow] and is transposed (ggmlR's order for attention
- * weights, which it holds as [queries, keys] where the core holds [keys, queries]). */
-pg_tensor *pg_rng_dropout_mask(pg_rng *r, int dtype, int64_t nrow, int64_t ncol, double rate, int transpose);
-/* The same draw written into an existing f32/f64 tensor (a compiled graph's mask, redrawn on
- * every replay); mask must not require grad. */
-int pg_rng_dropout_fill(pg_rng *r, pg_tensor *mask, double rate, int transpose);
+/* Inverted dropout as one op: out = x * mask, mask = (u > rate) / (1 - rate) of x's shape and
+ * dtype (computed in double), u one runif(length(x)) drawn column-major from the current stream
+ * when the op runs: eagerly, and again at every replay of a compiled graph, so no mask crosses
+ * to the host. transpose != 0: the draw fills [ncol, nrow] and is transposed (ggmlR's order for
+ * attention weights, which it holds as [queries, keys] where the core holds [keys, queries]).
+ * Backward: g * mask. 0 <= rate < 1. */
+pg_tensor *pg_dropout(pg_tensor *x, double rate, int transpose);
 /* Orthogonal initialiser: G = matrix(rnorm(n * k), n, k), n = max(out, in), k = min(out, in);
  * thin Householder QR of G, columns of Q times sign(R_jj) (0 counts as +1); w [out, in]
  * column-major = Q (out >= in) or t(Q), times gain. */

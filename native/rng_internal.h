@@ -10,5 +10,7 @@ double pg_rng_z(pg_rng *r);                         /* norm_rand() */
 double pg_rng_index(pg_rng *r, double dn);          /* R_unif_index(dn) */
 double pg_rng_runif1(pg_rng *r, double a, double b);  /* runif(1, a, b), NaN without a draw */
 double pg_rng_rnorm1(pg_rng *r, double mu, double sigma);
+/* rng_layers.c: pg_dropout's mask drawn into an existing f32/f64 tensor (locks the stream itself) */
+int pg_rng_dropout_fill(pg_rng *r, pg_tensor *mask, double rate, int transpose);
 
 #endif

@@ -1,4 +1,4 @@
-/* The layers' random draws, made once for R and Python: dropout masks and the orthogonal
+/* The layers' random draws, made once for R and Python: the dropout op and the orthogonal
  * initialiser (pg_api_rng.h). Arithmetic in double, no FMA, so both languages get the same bits. */
 #pragma GCC optimize("fp-contract=off")
 #ifdef __clang__
@@ -37,17 +37,51 @@ int pg_rng_dropout_fill(pg_rng *r, pg_tensor *mask, double rate, int transpose)
     return rc;
 }
 
-pg_tensor *pg_rng_dropout_mask(pg_rng *r, int dtype, int64_t nrow, int64_t ncol, double rate, int transpose)
+/* ---- dropout, one op: the mask is a saved buffer redrawn by every run of the node ---- */
+
+static int dropout_fw(pg_node *n)
 {
-    if (dtype != PG_F32 && dtype != PG_F64)
-        return pg_fail_null(PG_ERR_DTYPE, "dropout: dtype must be f32 or f64, got %s", pg_dtype_name(dtype));
-    if (nrow < 0 || ncol < 0)
-        return pg_fail_null(PG_ERR_SHAPE, "dropout: shape [%lldx%lld] is negative", (long long)nrow, (long long)ncol);
+    pg_tensor *x = n->in[0], *m = n->saved[0], *out = n->out;
+    if (pg_rng_dropout_fill(NULL, m, n->p[0], (int)n->ip[0])) return -1;
+    int64_t N = pg_numel(x);
+    PG_DISPATCH(x->dtype, {
+        const T *xp = pg_data(x), *mp = pg_data(m);
+        T *op = pg_data(out);
+        for (int64_t i = 0; i < N; i++) op[i] = xp[i] * mp[i];   /* ag_mul(x, mask)'s bits */
+    });
+    return 0;
+}
+
+static int dropout_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0], *m = n->saved[0];
+    int acc;
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    int64_t N = pg_numel(x);
+    PG_DISPATCH(x->dtype, {
+        T *d = slot;
+        const T *gp = pg_data(g), *mp = pg_data(m);
+        PG_STORE_LOOP(acc, N, d, gp[i] * mp[i]);
+    });
+    return 0;
+}
+
+pg_tensor *pg_dropout(pg_tensor *x, double rate, int transpose)
+{
+    if (pg_ok(x, "ag_dropout", "x")) return NULL;
     if (!(rate >= 0.0 && rate < 1.0))
-        return pg_fail_null(PG_ERR_VALUE, "dropout: rate must be in [0, 1), got %g", rate);
-    pg_tensor *t = pg_tensor_new(dtype, nrow, ncol, NULL, PG_F64, 1, nrow);
-    if (t && pg_rng_dropout_fill(r, t, rate, transpose)) { pg_tensor_release(t); return NULL; }
-    return t;
+        return pg_fail_null(PG_ERR_VALUE, "ag_dropout: rate must be in [0, 1), got %g", rate);
+    pg_tensor *out = pg_new_like(x, PG_MEM_OTHER), *mask = pg_new_like(x, PG_MEM_SAVED);
+    if (!out || !mask) {
+        if (out) pg_tensor_release(out);
+        if (mask) pg_tensor_release(mask);
+        return NULL;
+    }
+    pg_tensor *in[1] = {x};
+    double p[4] = {rate, 0, 0, 0};
+    int64_t ip[4] = {transpose != 0, 0, 0, 0};
+    return pg_op_run("dropout", dropout_fw, dropout_bw, out, 1, in, p, ip, 1, &mask);
 }
 
 /* Thin Householder QR of a [n, k] (n >= k, column-major, overwritten): q [n, k] gets Q with

@@ -48,13 +48,6 @@ from .tensor import _SRC_CODE, ArrayLike, Tensor, _as_matrix, _read, ag_tensor
 __all__ = ["ag_compile", "CompiledStep"]
 
 _BUILDS = {"forward": lib.PG_BUILD_FORWARD, "grad": lib.PG_BUILD_GRAD, "opt": lib.PG_BUILD_OPT}
-_recording: List[List[Tuple[Tensor, float, bool]]] = []  # dropout masks of the graphs being recorded
-
-
-def _register_mask(mask, rate, transpose=False):
-    """Called by dropout: while a graph is recorded, the mask is redrawn on each replay."""
-    if _recording:
-        _recording[-1].append((mask, rate, transpose))
 
 
 class CompiledStep:
@@ -68,16 +61,15 @@ class CompiledStep:
     another shape than recorded, DTypeError for non-numeric data. Calls are serialised (one
     at a time per step); attributes: ``build``, ``optimizer``, ``n_nodes``, ``ops``."""
 
-    def __init__(self, g: Any, inputs: List[Tensor], out: Tensor, build: str, optimizer: Optional[Optimizer],
-                 masks: List[Tuple[Tensor, float, bool]]) -> None:
+    def __init__(self, g: Any, inputs: List[Tensor], out: Tensor, build: str, optimizer: Optional[Optimizer]) -> None:
         self._g = g
-        # one call at a time: a call refills the step's inputs and masks, then replays
+        # one call at a time: a call refills the step's inputs, then replays (dropout nodes draw
+        # their masks from the current stream as they run)
         self._lock = threading.Lock()
         self._inputs = inputs
         self._out = out
         self.build = build
         self.optimizer = optimizer
-        self._masks = masks
 
     def __del__(self, _free=lib.pg_graph_free):
         g = self.__dict__.get("_g")
@@ -148,8 +140,6 @@ class CompiledStep:
             _core.check(lib.pg_graph_set_input(g, i, ffi.cast("void *", a.ctypes.data), _SRC_CODE[a.dtype],
                                                a.shape[0], a.shape[1], a.strides[0] // a.itemsize,
                                                a.strides[1] // a.itemsize))
-        for mask, rate, transpose in self._masks:  # new dropout masks, drawn as the eager ops draw them
-            _core.check(lib.pg_rng_dropout_fill(ffi.NULL, mask._handle(), float(rate), int(transpose)))
         rc = lib.pg_graph_run(g)
         if rc < 0:
             _core.raise_last(-rc)
@@ -186,16 +176,13 @@ def ag_compile(fn: Callable[..., Tensor], *inputs: ArrayLike, build: str = "opt"
     ts = [x if isinstance(x, Tensor) else ag_tensor(x) for x in inputs]
     stream = Generator.current()
     state = stream.get_state()
-    masks: List[Tuple[Tensor, float, bool]] = []
     _core.check(lib.pg_graph_record_begin())
-    _recording.append(masks)
     try:
         out = fn(*ts)
     except BaseException:
         lib.pg_graph_record_abort()
         raise
     finally:
-        _recording.pop()
         stream.set_state(state)  # recording draws nothing the eager loop would
     if not isinstance(out, Tensor):
         lib.pg_graph_record_abort()
@@ -205,4 +192,4 @@ def ag_compile(fn: Callable[..., Tensor], *inputs: ArrayLike, build: str = "opt"
                                 optimizer._o if build == "opt" else NULL)  # type: ignore[union-attr]  # checked above
     if g == NULL:
         _core.raise_last()
-    return CompiledStep(g, ts, out, build, optimizer if build == "opt" else None, masks)
+    return CompiledStep(g, ts, out, build, optimizer if build == "opt" else None)

@@ -450,15 +450,11 @@ class ag_dropout(Module):
 
 
 def _dropout(x, rate, transpose=False):
-    """x times an inverted-dropout mask drawn by the core from the current stream (one
-    runif(length(x)); transpose: drawn as ggmlR draws attention weights, [queries, keys])."""
+    """x times an inverted-dropout mask, one core op: the mask is drawn from the current random
+    stream when the op runs (one runif(length(x))), eagerly or at each replay of a compiled graph;
+    transpose: drawn as ggmlR draws attention weights, [queries, keys]."""
     x = _as_tensor(x, "ag_dropout")
-    r, c = x.shape
-    mask = _wrap(lib.pg_rng_dropout_mask(ffi.NULL, lib.pg_tensor_dtype(x._handle()), r, c, float(rate),
-                                         int(transpose)))
-    from .compile import _register_mask
-    _register_mask(mask, rate, transpose)  # a compiled graph redraws it on every replay
-    return ag_mul(x, mask)
+    return _wrap(lib.pg_dropout(x._handle(), float(rate), int(transpose)))
 
 
 class ag_batch_norm(Module):

@@ -325,3 +325,21 @@ def test_draws_too_large_for_memory_fail_instead_of_killing_the_process():
         pg.ag_linear(60000, 60000, init="orthogonal")
     with pytest.raises(pg.PyggmlrMemoryError, match=r"ag_linear: out of memory drawing a \[1000000x1000000\] weight"):
         pg.ag_linear(10**6, 10**6)
+
+
+def test_dropout_is_one_op_whose_backward_is_g_times_mask(f64):
+    x0 = np.arange(1.0, 13.0).reshape((3, 4), order="F")
+    w = np.linspace(-1, 1, 12).reshape((3, 4), order="F")
+    x = pg.ag_param(x0)
+    pg.ggml_set_seed(5)
+    with pg.with_grad_tape():
+        y = pg.ag_dropout(0.4).forward(x)
+        loss = pg.ag_sum(pg.ag_mul(y, w))
+    assert "dropout" in {r["op"] for r in pg.ag_tape_memory(quiet=True).by_op}
+    g = pg.backward(loss)
+    pg.ggml_set_seed(5)
+    mask = (pg.random.runif(12).reshape((3, 4), order="F") > 0.4) / 0.6
+    np.testing.assert_array_equal(y.numpy(), x0 * mask)
+    np.testing.assert_array_equal(g[x], w * mask)
+    with pytest.raises(pg.PyggmlrValueError, match=r"ag_dropout: rate must be in \[0, 1\)"):
+        pg.nn._dropout(x, 1.0)

@@ -87,8 +87,9 @@ extern SEXP R_pg_dist_zero_grad(SEXP);
 extern SEXP R_pg_rng_runif(SEXP, SEXP, SEXP);
 extern SEXP R_pg_rng_rnorm(SEXP, SEXP, SEXP);
 extern SEXP R_pg_rng_sample(SEXP, SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_rng_dropout_mask(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_rng_orthogonal(SEXP, SEXP, SEXP);
+extern SEXP R_pg_dropout(SEXP, SEXP, SEXP);
+extern SEXP R_pg_graph_ops(SEXP);
 extern SEXP R_pg_rng_new(SEXP);
 extern SEXP R_pg_rng_use(SEXP);
 extern SEXP R_pg_rng_current(void);
@@ -169,8 +170,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_rng_runif",            (DL_FUNC) &R_pg_rng_runif,            3},
     {"R_pg_rng_rnorm",            (DL_FUNC) &R_pg_rng_rnorm,            3},
     {"R_pg_rng_sample",           (DL_FUNC) &R_pg_rng_sample,           5},
-    {"R_pg_rng_dropout_mask",     (DL_FUNC) &R_pg_rng_dropout_mask,     6},
     {"R_pg_rng_orthogonal",       (DL_FUNC) &R_pg_rng_orthogonal,       3},
+    {"R_pg_dropout",              (DL_FUNC) &R_pg_dropout,              3},
+    {"R_pg_graph_ops",            (DL_FUNC) &R_pg_graph_ops,            1},
     {"R_pg_rng_new",              (DL_FUNC) &R_pg_rng_new,              1},
     {"R_pg_rng_use",              (DL_FUNC) &R_pg_rng_use,              1},
     {"R_pg_rng_current",          (DL_FUNC) &R_pg_rng_current,          0},

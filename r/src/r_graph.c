@@ -63,11 +63,25 @@ SEXP R_pg_graph_set_input(SEXP gp, SEXP i, SEXP value)
 SEXP R_pg_graph_run(SEXP gp)
 {
     pg_graph *g = graph_get(gp);
-    if (pg_graph_run(g) < 0) r_fail();
+    r_draw c = r_draw_enter();   /* dropout nodes draw from R's stream as they replay */
+    int rc = pg_graph_run(g);
+    r_draw_leave(c, rc >= 0);
+    if (rc < 0) r_fail();
     pg_tensor *o = pg_graph_output(g);
     if (pg_tensor_nrow(o) != 1 || pg_tensor_ncol(o) != 1) return R_NilValue;
     return Rf_ScalarReal(pg_tensor_dtype(o) == PG_F32 ? (double)*(const float *)pg_tensor_data(o)
                                                       : *(const double *)pg_tensor_data(o));
+}
+
+/* the recorded ops' names, in execution order */
+SEXP R_pg_graph_ops(SEXP gp)
+{
+    pg_graph *g = graph_get(gp);
+    int64_t n = pg_graph_nodes(g);
+    SEXP out = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)n));
+    for (int64_t i = 0; i < n; i++) SET_STRING_ELT(out, (R_xlen_t)i, Rf_mkChar(pg_graph_node_op(g, i)));
+    UNPROTECT(1);
+    return out;
 }
 
 /* the output tensor (reused by every replay) as an ag_tensor */

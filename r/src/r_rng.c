@@ -15,7 +15,7 @@ static pg_rng *r_ext;        /* R's own generator, for non-default kinds */
 static SEXP cur_stream;      /* R handle of the active run stream (preserved), NULL if none */
 
 enum { M_RUN, M_SYNC, M_EXT };
-typedef struct { pg_rng *r; int mode; } draw_ctx;
+typedef r_draw draw_ctx;
 
 static SEXP seed_sym(void)
 {
@@ -34,7 +34,7 @@ static SEXP seed_var(void)
 /* Pick the stream for one draw (may long-jump: nothing of the caller's must need freeing yet). */
 static draw_ctx draw_begin(void)
 {
-    draw_ctx c = { NULL, M_RUN };
+    draw_ctx c = { NULL, M_RUN, NULL };
     if (pg_rng_current() != pg_rng_default()) {
         c.r = pg_rng_current();
         return c;
@@ -72,6 +72,19 @@ static void draw_end(draw_ctx c, int ok)
         UNPROTECT(1);
         r_check(rc);
     }
+}
+
+r_draw r_draw_enter(void)
+{
+    draw_ctx c = draw_begin();
+    if (c.mode != M_RUN) c.prev = pg_rng_use(c.r);
+    return c;
+}
+
+void r_draw_leave(r_draw c, int ok)
+{
+    if (c.mode != M_RUN) pg_rng_use(c.prev);
+    draw_end(c, ok);
 }
 
 /* ---- runif / rnorm ---- */
@@ -187,32 +200,6 @@ SEXP R_pg_rng_sample(SEXP sn, SEXP ssize, SEXP sreplace, SEXP sprob, SEXP shash)
 
 /* ---- the layers' draws ---- */
 
-/* Inverted-dropout mask [nrow, ncol]: a new tensor of dtype, or written into `into` (a tensor of
- * that shape; compiled graphs refill their registered masks this way). */
-SEXP R_pg_rng_dropout_mask(SEXP snr, SEXP snc, SEXP srate, SEXP sdtype, SEXP stranspose, SEXP sinto)
-{
-    double nr = r_num(snr, "dropout: nrow"), nc = r_num(snc, "dropout: ncol");
-    double rate = r_num(srate, "dropout: rate");
-    int dtype = Rf_asInteger(sdtype), transpose = Rf_asLogical(stranspose) == 1;
-    pg_tensor *into = Rf_isNull(sinto) ? NULL : r_get(r_handle(sinto), R_TENSOR);
-    if (ISNAN(nr) || ISNAN(nc)) Rf_errorcall(R_NilValue, "dropout: nrow and ncol must be numbers");
-    draw_ctx c = draw_begin();
-    pg_tensor *m = pg_rng_dropout_mask(c.r, dtype, (int64_t)nr, (int64_t)nc, rate, transpose);
-    if (m == NULL) { draw_end(c, 0); r_fail(); }
-    if (into) {
-        int rc = pg_tensor_write(into, pg_tensor_data(m), pg_tensor_dtype(m), (int64_t)nr, (int64_t)nc,
-                                 1, (int64_t)nr);
-        pg_tensor_release(m);
-        draw_end(c, 1);
-        r_check(rc);
-        return R_NilValue;
-    }
-    SEXP t = PROTECT(r_wrap_tensor(m));   /* owned by R before anything else can long-jump */
-    draw_end(c, 1);
-    UNPROTECT(1);
-    return t;
-}
-
 /* Orthogonal initialiser -> numeric matrix [out, in] (one rnorm(max * min), Householder QR) */
 SEXP R_pg_rng_orthogonal(SEXP sout, SEXP sin, SEXP sgain)
 {
@@ -228,6 +215,19 @@ SEXP R_pg_rng_orthogonal(SEXP sout, SEXP sin, SEXP sgain)
     r_check(rc);
     UNPROTECT(1);
     return w;
+}
+
+/* Inverted dropout as one core op (pg_dropout): the mask is drawn from R's stream (or the run
+ * stream) as the op runs, and by every replay of a compiled graph holding it. */
+SEXP R_pg_dropout(SEXP sx, SEXP srate, SEXP stranspose)
+{
+    pg_tensor *x = r_get(r_handle(sx), R_TENSOR);
+    double rate = r_num(srate, "ag_dropout: rate");
+    int transpose = Rf_asLogical(stranspose) == 1;
+    r_draw c = r_draw_enter();
+    pg_tensor *out = pg_dropout(x, rate, transpose);
+    r_draw_leave(c, out != NULL);
+    return r_wrap_tensor(out);
 }
 
 /* ---- run streams: external pointers to pg_rng ---- */

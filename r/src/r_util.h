@@ -46,5 +46,12 @@ pg_gradmap *r_map_arg(SEXP grads, const char *where);
 /* backward()'s gradient environment (class ag_grads): `.map` plus one active binding per leaf
  * tensor id; op results' gradients are read through `[[.ag_grads` */
 SEXP r_grad_env(SEXP map);
+/* r_rng.c: core calls that draw from the current stream themselves (the dropout op, a compiled
+ * graph's replay) run between r_draw_enter and r_draw_leave: R's .Random.seed is loaded into the
+ * stream made current (or a run stream is used as it is) and written back after; ok == 0: the
+ * call failed before drawing. r_draw_enter may raise an R error (nothing to free yet). */
+typedef struct { pg_rng *r; int mode; pg_rng *prev; } r_draw;
+r_draw r_draw_enter(void);
+void r_draw_leave(r_draw c, int ok);
 
 #endif

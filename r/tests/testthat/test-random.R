@@ -181,6 +181,15 @@ test_that("dropout masks are (runif(n) > rate) / (1 - rate), attention's drawn t
   d <- ag_dropout(0.5); ag_train(d)
   set.seed(6); y <- d$forward(ag_tensor(matrix(2, 2, 5)))$data
   set.seed(6); expect_identical(y, 2 * matrix((runif(10) > 0.5) / 0.5, 2, 5))
+  # one op on the tape; its gradient is g * mask
+  x <- ag_param(matrix(1:12, 3, 4)); w <- matrix(seq(-1, 1, length.out = 12), 3, 4)
+  set.seed(5)
+  with_grad_tape({ y <- ag_dropout(0.4)$forward(x); loss <- ag_sum(ag_mul(y, w)) })
+  g <- backward(loss)
+  set.seed(5); mask <- matrix((runif(12) > 0.4) / 0.6, 3, 4)
+  expect_identical(y$data, matrix(1:12, 3, 4) * mask)
+  expect_identical(x$grad, w * mask)
+  expect_error(pyggmlr:::.dropout_mul(x, 1), "ag_dropout: rate must be in \\[0, 1\\)")
 })
 
 test_that("dataloader: reset() draws sample(n); with seed, from a stream of its own", {
