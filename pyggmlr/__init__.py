@@ -11,6 +11,7 @@ from .tensor import (DeviceError, Tensor, ag_default_device, ag_default_dtype, a
                      ag_dtype, ag_grad, ag_param, ag_tensor, ag_to_device, is_ag_tensor)
 from .tape import Gradients, ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from .ops import *  # noqa: F401,F403
+from .ops_select import *  # noqa: F401,F403  (argmax, log-softmax, gather, max, sampling)
 from .optim import (Optimizer, clip_grad_norm, lr_scheduler_cosine, lr_scheduler_step,
                     lr_scheduler_warmup, optimizer_adam, optimizer_sgd)
 from .random import ag_rng, ggml_set_seed

@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from .parity import CASES, Record, ScriptCase, _R_MODEL_HELPERS, _r_values, _u, _with_dtype
+from .parity import CASES, Record, ScriptCase, _R_MODEL_HELPERS, _op, _r_values, _u, _with_dtype
 
 _SEED = 20261201
 
@@ -236,7 +236,54 @@ def _dp_r(d, steps, dtype):
     return [_r_rec(r.run(_R_DP, dtype=dtype, seed=_SEED, x=d["x"], y=d["y"], n_iter=steps))]
 
 
+# ---- the 0.8.6 selection and sampling ops -----------------------------------------------------
+
+_R_SAMPLE = """
+with_dtype <- function(dtype, f) { prev <- ag_dtype(dtype); tryCatch(f(), finally = ag_dtype(prev)) }
+with_dtype(dtype, function() {
+  ggml_set_seed(seed)
+  lapply(seq_len(steps), function(s) {
+    cat1 <- ag_sample_categorical(x)
+    mu <- ag_param(x); ls <- ag_param(x[, 1, drop = FALSE] / 4)
+    with_grad_tape(loss <- ag_sum(ag_mul(ag_sample_normal(mu, ls), x)))
+    g <- backward(loss)
+    list(categorical = as.double(cat1), argmax = as.double(ag_argmax(x)), normal_grad_mu = mu$grad,
+         normal_grad_ls = ls$grad, loss = loss$data)
+  })
+})
+"""
+
+
+def _sample_py(d, steps, dtype):
+    import pyggmlr as pg
+
+    def run():
+        pg.ggml_set_seed(_SEED)
+        out: List[Record] = []
+        for _ in range(steps):
+            cat1 = pg.ag_sample_categorical(d["x"])
+            mu, ls = pg.ag_param(d["x"]), pg.ag_param(d["x"][:, :1] / 4)
+            with pg.with_grad_tape():
+                loss = pg.ag_sum(pg.ag_mul(pg.ag_sample_normal(mu, ls), d["x"]))
+            pg.backward(loss)
+            out.append(_tensors({"categorical": cat1, "argmax": pg.ag_argmax(d["x"]), "normal_grad_mu": mu.grad,
+                                 "normal_grad_ls": ls.grad, "loss": loss.numpy()}))
+        return out
+    return _with_dtype(dtype, run)
+
+
+def _sample_r(d, steps, dtype):
+    from . import r
+    return [_r_rec(e) for e in r.run(_R_SAMPLE, dtype=dtype, seed=_SEED, x=d["x"], steps=steps)]
+
+
+_op("log_softmax", [(3, 4)], lambda P, a: P.ag_log_softmax(a))
+_op("gather", [(3, 4)], lambda P, a: P.ag_gather(a, np.array([2.0, 0.0, 1.0, 1.0])))
+_op("max", [(3, 4)], lambda P, a: P.ag_max(a))
+
 CASES.extend([
+    ScriptCase("seed: sampling (categorical, normal + gradients)", _sample_py, _sample_r, 3,
+               lambda rng: {"x": _u(rng, 4, 6, lo=-2, hi=2)}, group="seed"),
     ScriptCase("seed: initialisers, then R's own draws",
                _init_py, _init_r, 1, lambda rng: {}, group="seed"),
     ScriptCase("seed: dataloader epochs (stream; seed = 7)", _loader_py, _loader_r, 2,

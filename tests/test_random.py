@@ -312,10 +312,8 @@ def test_draws_too_large_for_memory_fail_instead_of_killing_the_process():
         g.sample_int(3e9, 2e9)  # the result alone
     with pytest.raises(pg.PyggmlrMemoryError, match="the pool of a sample without replacement"):
         g.sample_int(4e15, 3, use_hash=False)
-    with pytest.raises(pg.PyggmlrMemoryError, match="the hash of a sample without replacement"):
-        g.sample_int(4e15, 1.2e9)
     with pytest.raises(pg.PyggmlrMemoryError, match="the pool of a sample without replacement, and the result"):
-        g.sample_int(4e9, 1e8, use_hash=False)  # the result fits, the pool beside it does not
+        g.sample_int(4e9, 10**6, use_hash=False)  # the result fits, the pool beside it does not
     with pytest.raises(pg.PyggmlrValueError, match="runif: min must be numbers"):
         g.runif(3, "a")
     with pytest.raises(pg.PyggmlrValueError, match="sample.int: prob must be numbers"):

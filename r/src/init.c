@@ -95,6 +95,12 @@ extern SEXP R_pg_rng_use(SEXP);
 extern SEXP R_pg_rng_current(void);
 extern SEXP R_pg_rng_get_state(SEXP);
 extern SEXP R_pg_rng_set_state(SEXP, SEXP);
+extern SEXP R_pg_argmax(SEXP);
+extern SEXP R_pg_log_softmax(SEXP);
+extern SEXP R_pg_gather(SEXP, SEXP);
+extern SEXP R_pg_colmax(SEXP);
+extern SEXP R_pg_sample_categorical(SEXP);
+extern SEXP R_pg_sample_normal(SEXP, SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm",           (DL_FUNC) &R_pg_batch_norm,           8},
@@ -178,6 +184,12 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_rng_current",          (DL_FUNC) &R_pg_rng_current,          0},
     {"R_pg_rng_get_state",        (DL_FUNC) &R_pg_rng_get_state,        1},
     {"R_pg_rng_set_state",        (DL_FUNC) &R_pg_rng_set_state,        2},
+    {"R_pg_argmax",               (DL_FUNC) &R_pg_argmax,               1},
+    {"R_pg_log_softmax",          (DL_FUNC) &R_pg_log_softmax,          1},
+    {"R_pg_gather",               (DL_FUNC) &R_pg_gather,               2},
+    {"R_pg_colmax",               (DL_FUNC) &R_pg_colmax,               1},
+    {"R_pg_sample_categorical",   (DL_FUNC) &R_pg_sample_categorical,   1},
+    {"R_pg_sample_normal",        (DL_FUNC) &R_pg_sample_normal,        2},
     {NULL, NULL, 0}
 };
 

@@ -95,7 +95,7 @@ test_that("bad sample arguments give R's messages as R errors", {
   # draws too large for memory fail (an R error, not an OOM kill of the session)
   expect_error(pyggmlr:::.rng_runif(1e15), "runif: .* GiB needed, more than the .* GiB of memory available")
   expect_error(sample_c(4e15, 3, useHash = FALSE), "the pool of a sample without replacement")
-  expect_error(sample_c(4e9, 1e8, useHash = FALSE), "the pool of a sample without replacement, and the result")
+  expect_error(sample_c(4e9, 1e6, useHash = FALSE), "the pool of a sample without replacement, and the result")
   expect_error(ag_linear(60000, 60000, init = "orthogonal"), "orthogonal init\\): .* GiB needed")
   expect_error(ag_linear(1e6, 1e6), "GiB needed")
   # a failed call leaves the stream where it was
