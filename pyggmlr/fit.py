@@ -20,6 +20,7 @@ import numpy as np
 from . import _core
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .ops import ag_mean, ag_mse_loss, ag_softmax_cross_entropy_loss, ag_sum
+from .ops_select import ag_argmax
 from .optim import Optimizer, optimizer_adam, optimizer_sgd
 from .tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from .tensor import Tensor, ag_default_dtype, ag_tensor
@@ -767,7 +768,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                     del lv
                 losses.append(lval)
                 if classify:
-                    ncorrect += int(np.sum(np.argmax(out.numpy(), axis=0) == targets.labels(idx)))
+                    ncorrect += int(np.sum(ag_argmax(out) == targets.labels(idx)))  # in C: no copy of out
                     ndata += len(idx)
                 del out
                 if static_steps is None:
@@ -797,7 +798,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                             vl.append(lossfn(out, targets.batch(idx, dtype, target_tensor)).item())
                         vw.append(len(idx))
                         if classify:
-                            vc += int(np.sum(np.argmax(out.numpy(), axis=0) == targets.labels(idx)))
+                            vc += int(np.sum(ag_argmax(out) == targets.labels(idx)))
                 _set_mode(model, True)
                 logs["val_loss"], logs["val_loss_unc"] = _loss_stats(vl, vw, per_datapoint)
                 logs["val_accuracy"], logs["val_accuracy_unc"] = _acc_stats(vc if classify else None, n_val)

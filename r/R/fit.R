@@ -452,7 +452,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         rm(lv)
       }
       if (classify) {
-        ncorrect <- ncorrect + sum(.argmax_cols(out$data) == labels[idx])
+        ncorrect <- ncorrect + sum(ag_argmax(out) == labels[idx])  # in C: no copy of out
         ndata <- ndata + length(idx)
       }
       rm(out)
@@ -484,7 +484,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
             vl <- c(vl, L$fn(out, batch_y(idx))$data[1L, 1L])
           }
           vw <- c(vw, length(idx))
-          if (classify) vc <- vc + sum(.argmax_cols(out$data) == labels[idx])
+          if (classify) vc <- vc + sum(ag_argmax(out) == labels[idx])
         }
       })
       rm(out)
