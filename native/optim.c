@@ -391,3 +391,72 @@ static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double 
     }
     return 0;
 }
+
+/* ---- clip_grad_value, check_grad_anomaly (ggmlR 0.8.3) ---- */
+
+static int clip_value_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double c, double *max_abs)
+{
+    if (n < 0 || (n > 0 && !params)) return pg_fail(PG_ERR_ARG, "clip_grad_value: bad parameter list");
+    if (!(isfinite(c) && c > 0)) return pg_fail(PG_ERR_VALUE, "clip_value must be a single positive finite number");
+    for (int64_t i = 0; i < n; i++)
+        if (pg_ok(params[i], "clip_grad_value", "params[i]")) return PG_ERR_ARG;
+    double mx = 0;
+    for (int64_t i = 0; i < n; i++) {
+        pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
+        if (!g) continue;
+        int64_t N = pg_numel(g);
+        PG_DISPATCH(g->dtype, {
+            T *gp = pg_data(g);
+            const T hi = (T)c, lo = (T)-c;
+            for (int64_t k = 0; k < N; k++) {
+                double a = fabs((double)gp[k]);
+                if (isfinite(a) && a > mx) mx = a;
+                if (gp[k] > hi) gp[k] = hi;          /* NaN compares false both ways: stays NaN */
+                else if (gp[k] < lo) gp[k] = lo;
+            }
+        });
+    }
+    if (max_abs) *max_abs = mx;
+    return 0;
+}
+
+int pg_clip_grad_value(pg_tensor **params, int64_t n, pg_gradmap *grads, double clip_value, double *max_abs)
+{
+    pg_grad_lock();
+    int rc = clip_value_locked(params, n, grads, clip_value, max_abs);
+    pg_grad_unlock();
+    return rc;
+}
+
+int pg_grad_anomaly(pg_tensor **params, int64_t n, pg_gradmap *grads, int *found, int64_t *n_nan,
+                    int64_t *n_inf, double *max_abs)
+{
+    if (n < 0 || (n > 0 && (!params || !found || !n_nan || !n_inf || !max_abs)))
+        return pg_fail(PG_ERR_ARG, "check_grad_anomaly: bad arguments");
+    for (int64_t i = 0; i < n; i++)
+        if (pg_ok(params[i], "check_grad_anomaly", "params[i]")) return PG_ERR_ARG;
+    pg_grad_lock();
+    for (int64_t i = 0; i < n; i++) {
+        pg_tensor *g = grad_of(params[i], grads);
+        found[i] = g != NULL;
+        n_nan[i] = n_inf[i] = 0;
+        max_abs[i] = NAN;
+        if (!g) continue;
+        int64_t N = pg_numel(g), nn = 0, ni = 0;
+        double mx = -1;
+        PG_DISPATCH(g->dtype, {
+            const T *gp = pg_data(g);
+            for (int64_t k = 0; k < N; k++) {
+                double v = (double)gp[k];
+                if (isnan(v)) nn++;
+                else if (isinf(v)) ni++;
+                else if (fabs(v) > mx) mx = fabs(v);
+            }
+        });
+        n_nan[i] = nn;
+        n_inf[i] = ni;
+        max_abs[i] = mx < 0 ? NAN : mx;
+    }
+    pg_grad_unlock();
+    return 0;
+}

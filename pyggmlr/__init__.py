@@ -12,8 +12,8 @@ from .tensor import (DeviceError, Tensor, ag_default_device, ag_default_dtype, a
 from .tape import Gradients, ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from .ops import *  # noqa: F401,F403
 from .ops_select import *  # noqa: F401,F403  (argmax, log-softmax, gather, max, sampling)
-from .optim import (Optimizer, clip_grad_norm, lr_scheduler_cosine, lr_scheduler_step,
-                    lr_scheduler_warmup, optimizer_adam, optimizer_sgd)
+from .optim import Optimizer, clip_grad_norm, optimizer_adam, optimizer_sgd
+from .sched import *  # noqa: F401,F403  (lr schedulers, clip_grad_value, check_grad_anomaly)
 from .random import ag_rng, ggml_set_seed
 from .nn import *  # noqa: F401,F403  (layers and modules)
 from .data import *  # noqa: F401,F403  (ag_dataloader, data sets)

@@ -12,8 +12,7 @@ from .errors import ArgumentError, PyggmlrValueError, StateError
 from .tape import Gradients
 from .tensor import Tensor, _read, _wrap
 
-__all__ = ["optimizer_sgd", "optimizer_adam", "Optimizer", "clip_grad_norm",
-           "lr_scheduler_step", "lr_scheduler_cosine", "lr_scheduler_warmup"]
+__all__ = ["optimizer_sgd", "optimizer_adam", "Optimizer", "clip_grad_norm"]  # schedulers: sched.py
 
 _SGD, _ADAM = 0, 1
 _SLOTS = {_SGD: ("velocity", "accum"), _ADAM: ("m", "v", "accum")}
@@ -232,90 +231,3 @@ def clip_grad_norm(params: Any, grads: Any = None, max_norm: float = 1.0) -> flo
         raise ArgumentError(f"clip_grad_norm: max_norm must be a number, got {type(max_norm).__name__}") from None
     _core.check(lib.pg_clip_grad_norm(arr, len(tensors), _grads_handle(grads, "clip_grad_norm"), mn, out))
     return out[0]
-
-
-class lr_scheduler_step:
-    """Multiply the optimizer's lr by gamma every step_size calls of step()."""
-
-    def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1) -> None:
-        self.optimizer, self.step_size, self.gamma, self.last_epoch = optimizer, int(step_size), float(gamma), 0
-        if self.step_size < 1:
-            raise PyggmlrValueError(f"lr_scheduler_step: step_size must be >= 1, got {step_size}")
-
-    def step(self):
-        """Count one step (usually one epoch); every step_size steps multiply the optimizer's
-        lr by gamma. Returns the new lr."""
-        self.last_epoch += 1
-        if self.last_epoch % self.step_size == 0:
-            self.optimizer.lr = self.optimizer.lr * self.gamma
-        return self.optimizer.lr
-
-    def get_lr(self):
-        """The optimizer's current learning rate."""
-        return self.optimizer.lr
-
-    def __repr__(self):
-        return (f"lr_scheduler_step | step_size={self.step_size} | gamma={self.gamma:.4f} | "
-                f"epoch={self.last_epoch} | lr={self.optimizer.lr:.6f}")
-
-
-class lr_scheduler_cosine:
-    """Cosine annealing from the optimizer's lr at construction down towards lr_min over T_max
-    steps (ggmlR's formula: the first step gives lr_max; without restart it stays at
-    t = T_max - 1)."""
-
-    def __init__(self, optimizer: Optimizer, T_max: int, lr_min: float = 0.0, restart: bool = False) -> None:
-        self.optimizer, self.T_max, self.lr_min, self.restart = optimizer, int(T_max), float(lr_min), bool(restart)
-        if self.T_max < 1:
-            raise PyggmlrValueError(f"lr_scheduler_cosine: T_max must be >= 1, got {T_max}")
-        self.lr_max = optimizer.lr
-        self.last_epoch = 0
-
-    def step(self):
-        """Count one step and set the optimizer's lr on the cosine curve from lr_max to lr_min
-        (the first step gives lr_max). Returns the new lr."""
-        self.last_epoch += 1
-        t = (self.last_epoch - 1) % self.T_max if self.restart else min(self.last_epoch - 1, self.T_max - 1)
-        lr = self.lr_min + 0.5 * (self.lr_max - self.lr_min) * (1 + math.cos(math.pi * t / self.T_max))
-        self.optimizer.lr = lr
-        return lr
-
-    def get_lr(self):
-        """The optimizer's current learning rate."""
-        return self.optimizer.lr
-
-    def __repr__(self):
-        return (f"lr_scheduler_cosine | T_max={self.T_max} | lr_max={self.lr_max:.6f} | lr_min={self.lr_min:.6f} | "
-                f"epoch={self.last_epoch} | lr={self.optimizer.lr:.6f}")
-
-
-class lr_scheduler_warmup:
-    """Linear warmup over warmup_steps calls (lr rising to the base lr), then hand over to
-    `after` (another scheduler built on the same optimizer), if given."""
-
-    def __init__(self, optimizer: Optimizer, warmup_steps: int, after: Any = None, start_factor: float = 0.0) -> None:
-        self.optimizer, self.warmup_steps, self.after = optimizer, int(warmup_steps), after
-        if self.warmup_steps < 1:
-            raise PyggmlrValueError(f"lr_scheduler_warmup: warmup_steps must be >= 1, got {warmup_steps}")
-        self.base_lr = after.lr_max if isinstance(after, lr_scheduler_cosine) else optimizer.lr
-        self.start_factor = float(start_factor)
-        self.last_epoch = 0
-        optimizer.lr = self.base_lr * self.start_factor
-
-    def step(self):
-        """Count one step: raise lr linearly during warmup_steps, then step the `after`
-        scheduler (if any). Returns the new lr."""
-        self.last_epoch += 1
-        if self.last_epoch <= self.warmup_steps:
-            f = self.start_factor + (1 - self.start_factor) * self.last_epoch / self.warmup_steps
-            self.optimizer.lr = self.base_lr * f
-        elif self.after is not None:
-            self.after.step()
-        return self.optimizer.lr
-
-    def get_lr(self):
-        """The optimizer's current learning rate."""
-        return self.optimizer.lr
-
-    def __repr__(self):
-        return f"lr_scheduler_warmup | warmup_steps={self.warmup_steps} | epoch={self.last_epoch} | lr={self.optimizer.lr:.6f}"

@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from .parity import CASES, Record, ScriptCase, _R_MODEL_HELPERS, _op, _r_values, _u, _with_dtype
+from .parity import CASES, Record, ScriptCase, _R_MODEL_HELPERS, _r_values, _u, _with_dtype
 
 _SEED = 20261201
 
@@ -276,10 +276,6 @@ def _sample_r(d, steps, dtype):
     from . import r
     return [_r_rec(e) for e in r.run(_R_SAMPLE, dtype=dtype, seed=_SEED, x=d["x"], steps=steps)]
 
-
-_op("log_softmax", [(3, 4)], lambda P, a: P.ag_log_softmax(a))
-_op("gather", [(3, 4)], lambda P, a: P.ag_gather(a, np.array([2.0, 0.0, 1.0, 1.0])))
-_op("max", [(3, 4)], lambda P, a: P.ag_max(a))
 
 CASES.extend([
     ScriptCase("seed: sampling (categorical, normal + gradients)", _sample_py, _sample_r, 3,

@@ -1,4 +1,4 @@
-# Optimizers (state and updates in the C core), gradient clipping, learning-rate schedulers.
+# Optimizers (state and updates in the C core) and gradient helpers; schedulers are in sched.R.
 
 .param_list <- function(params, where) {
   if (is.environment(params) && is.function(params$parameters)) params <- params$parameters()
@@ -134,52 +134,45 @@ clip_grad_norm <- function(params, grads, max_norm) {
   invisible(.Call(R_pg_clip_grad_norm, lapply(params, function(p) p$.ptr), m, max_norm))
 }
 
-lr_scheduler_step <- function(optimizer, step_size, gamma = 0.1) {
-  e <- new.env(parent = emptyenv())
-  e$optimizer <- optimizer
-  e$step_size <- as.integer(step_size)
-  if (is.na(e$step_size) || e$step_size < 1L) stop("lr_scheduler_step: step_size must be >= 1", call. = FALSE)
-  e$gamma <- gamma
-  e$last_epoch <- 0L
-  e$step <- function() {
-    e$last_epoch <- e$last_epoch + 1L
-    if (e$last_epoch %% e$step_size == 0L) e$optimizer$lr <- e$optimizer$lr * e$gamma
-    invisible(e$optimizer$lr)
+# The errors of a gradient helper's core call, raised with the helper's call (as ggmlR's stop())
+.core_with_call <- function(expr, call) {
+  tryCatch(expr, error = function(e) stop(simpleError(conditionMessage(e), call)))
+}
+
+clip_grad_value <- function(params, grads, clip_value) {
+  call <- sys.call()
+  if (!is.numeric(clip_value) || length(clip_value) != 1L)
+    stop("clip_value must be a single positive finite number")
+  params <- .param_list(params, "clip_grad_value")
+  m <- if (missing(grads)) NULL else .map_handle(grads, "clip_grad_value")
+  invisible(.core_with_call(.Call(R_pg_clip_grad_value, lapply(params, function(p) p$.ptr), m, clip_value), call))
+}
+
+check_grad_anomaly <- function(params, grads, action = c("warn", "stop", "silent"), max_abs = NULL) {
+  action <- match.arg(action)
+  if (!is.null(max_abs) && (!is.numeric(max_abs) || length(max_abs) != 1L || is.na(max_abs)))
+    stop("max_abs must be NULL or a single number")
+  params <- .param_list(params, "check_grad_anomaly")
+  m <- if (missing(grads)) NULL else .map_handle(grads, "check_grad_anomaly")
+  r <- .core_with_call(.Call(R_pg_grad_anomaly, lapply(params, function(p) p$.ptr), m), sys.call())
+  found <- r[[1L]]
+  n_nan <- ifelse(found, as.integer(r[[2L]]), NA_integer_)
+  n_inf <- ifelse(found, as.integer(r[[3L]]), NA_integer_)
+  mx <- r[[4L]]
+  mx[is.nan(mx)] <- NA_real_   # no finite entry (or no gradient): NA as ggmlR, not NaN
+  large <- if (is.null(max_abs)) logical(length(mx)) else !is.na(mx) & mx > max_abs
+  status <- ifelse(!found, "missing",
+            ifelse(n_nan > 0L & n_inf > 0L, "nan+inf",
+            ifelse(n_nan > 0L, "nan", ifelse(n_inf > 0L, "inf", ifelse(large, "large", "ok")))))
+  rep <- data.frame(param = as.character(names(params)), n_nan = as.integer(n_nan), n_inf = as.integer(n_inf),
+                    max_abs = as.numeric(mx), status = as.character(status), stringsAsFactors = FALSE)
+  bad <- !(rep$status %in% c("ok", "missing"))
+  if (any(bad) && action != "silent") {
+    b <- rep[bad, , drop = FALSE]
+    lines <- sprintf("  %-20s status=%-8s n_nan=%d n_inf=%d max_abs=%s", b$param, b$status, b$n_nan, b$n_inf,
+                     format(b$max_abs, digits = 4))
+    msg <- paste0(sprintf("gradient anomaly detected in %d parameter(s):\n", sum(bad)), paste(lines, collapse = "\n"))
+    if (action == "warn") warning(msg, call. = FALSE) else stop(msg, call. = FALSE)
   }
-  e$get_lr <- function() e$optimizer$lr
-  class(e) <- "lr_scheduler_step"
-  e
-}
-
-print.lr_scheduler_step <- function(x, ...) {
-  cat(sprintf("lr_scheduler_step | step_size=%d | gamma=%.4f | epoch=%d | lr=%.6f\n",
-              x$step_size, x$gamma, x$last_epoch, x$optimizer$lr))
-  invisible(x)
-}
-
-lr_scheduler_cosine <- function(optimizer, T_max, lr_min = 0, restart = FALSE) {
-  e <- new.env(parent = emptyenv())
-  e$optimizer <- optimizer
-  e$T_max <- as.integer(T_max)
-  if (is.na(e$T_max) || e$T_max < 1L) stop("lr_scheduler_cosine: T_max must be >= 1", call. = FALSE)
-  e$lr_min <- lr_min
-  e$lr_max <- optimizer$lr
-  e$restart <- restart
-  e$last_epoch <- 0L
-  e$step <- function() {
-    e$last_epoch <- e$last_epoch + 1L
-    t <- if (e$restart) (e$last_epoch - 1L) %% e$T_max else min(e$last_epoch - 1L, e$T_max - 1L)
-    lr <- e$lr_min + 0.5 * (e$lr_max - e$lr_min) * (1 + cos(pi * t / e$T_max))
-    e$optimizer$lr <- lr
-    invisible(lr)
-  }
-  e$get_lr <- function() e$optimizer$lr
-  class(e) <- "lr_scheduler_cosine"
-  e
-}
-
-print.lr_scheduler_cosine <- function(x, ...) {
-  cat(sprintf("lr_scheduler_cosine | T_max=%d | lr_max=%.6f | lr_min=%.6f | epoch=%d | lr=%.6f\n",
-              x$T_max, x$lr_max, x$lr_min, x$last_epoch, x$optimizer$lr))
-  invisible(x)
+  invisible(rep)
 }

@@ -55,6 +55,10 @@ extern SEXP R_pg_optim_zero_grad(SEXP);
 extern SEXP R_pg_optim_state(SEXP, SEXP, SEXP);
 extern SEXP R_pg_optim_set_state(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_clip_grad_norm(SEXP, SEXP, SEXP);
+extern SEXP R_pg_clip_grad_value(SEXP, SEXP, SEXP);
+extern SEXP R_pg_grad_anomaly(SEXP, SEXP);
+extern SEXP R_pg_sched_init(SEXP, SEXP, SEXP);
+extern SEXP R_pg_sched_step(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_tensor_new(SEXP, SEXP, SEXP);
 extern SEXP R_pg_tensor_cast(SEXP, SEXP);
 extern SEXP R_pg_tensor_data(SEXP);
@@ -144,6 +148,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_optim_state",          (DL_FUNC) &R_pg_optim_state,          3},
     {"R_pg_optim_set_state",      (DL_FUNC) &R_pg_optim_set_state,      4},
     {"R_pg_clip_grad_norm",       (DL_FUNC) &R_pg_clip_grad_norm,       3},
+    {"R_pg_clip_grad_value",      (DL_FUNC) &R_pg_clip_grad_value,      3},
+    {"R_pg_grad_anomaly",         (DL_FUNC) &R_pg_grad_anomaly,         2},
+    {"R_pg_sched_init",           (DL_FUNC) &R_pg_sched_init,           3},
+    {"R_pg_sched_step",           (DL_FUNC) &R_pg_sched_step,           4},
     {"R_pg_tensor_new",           (DL_FUNC) &R_pg_tensor_new,           3},
     {"R_pg_tensor_cast",          (DL_FUNC) &R_pg_tensor_cast,          2},
     {"R_pg_tensor_data",          (DL_FUNC) &R_pg_tensor_data,          1},

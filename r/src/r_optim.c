@@ -83,3 +83,33 @@ SEXP R_pg_clip_grad_norm(SEXP params, SEXP grads, SEXP max_norm)
                               &norm));
     return Rf_ScalarReal(norm);
 }
+
+SEXP R_pg_clip_grad_value(SEXP params, SEXP grads, SEXP clip_value)
+{
+    pg_tensor **arr = r_handle_array(params, "clip_grad_value");
+    double mx = 0;
+    r_check(pg_clip_grad_value(arr, XLENGTH(params), map_arg(grads), r_num(clip_value, "clip_value"), &mx));
+    return Rf_ScalarReal(mx);
+}
+
+/* check_grad_anomaly's counts: list(found, n_nan, n_inf, max_abs), one entry per parameter */
+SEXP R_pg_grad_anomaly(SEXP params, SEXP grads)
+{
+    pg_tensor **arr = r_handle_array(params, "check_grad_anomaly");
+    R_xlen_t n = XLENGTH(params);
+    int64_t *nn = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof *nn), *ni = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof *ni);
+    SEXP found = PROTECT(Rf_allocVector(LGLSXP, n)), mx = PROTECT(Rf_allocVector(REALSXP, n));
+    r_check(pg_grad_anomaly(arr, n, map_arg(grads), LOGICAL(found), nn, ni, REAL(mx)));
+    SEXP cn = PROTECT(Rf_allocVector(REALSXP, n)), ci = PROTECT(Rf_allocVector(REALSXP, n));
+    for (R_xlen_t i = 0; i < n; i++) {
+        REAL(cn)[i] = (double)nn[i];
+        REAL(ci)[i] = (double)ni[i];
+    }
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 4));
+    SET_VECTOR_ELT(out, 0, found);
+    SET_VECTOR_ELT(out, 1, cn);
+    SET_VECTOR_ELT(out, 2, ci);
+    SET_VECTOR_ELT(out, 3, mx);
+    UNPROTECT(5);
+    return out;
+}

@@ -1,0 +1,127 @@
+/* Learning-rate schedules as ggmlR 0.8.6 computes them (pg_api_sched.h): one definition for R and
+ * Python. Rounding as R's round() (halves to even: nearbyint in the default mode). */
+#pragma GCC optimize("fp-contract=off")
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF /* the same rates in every build */
+#endif
+#include <math.h>
+#include <string.h>
+#include "pg.h"
+
+static double anneal(int linear, double a, double b, double p)
+{
+    return linear ? a + (b - a) * p : b + (a - b) * (1 + cos(M_PI * p)) / 2;
+}
+
+static int whole_at_least(double v, double lo, const char *msg)
+{
+    return (isnan(v) || v < lo) ? pg_fail(PG_ERR_VALUE, "%s", msg) : 0;
+}
+
+int pg_sched_init(int kind, double *par, double *st, double cur_lr, double *lr0, double *mom0)
+{
+    if (!par || !st || !lr0 || !mom0) return pg_fail(PG_ERR_ARG, "lr_scheduler: NULL argument");
+    memset(st, 0, PG_SCHED_NSTATE * sizeof *st);
+    *lr0 = NAN;
+    *mom0 = NAN;
+    switch (kind) {
+    case PG_SCHED_STEP:
+        return whole_at_least(par[0], 1, "step_size must be >= 1");
+    case PG_SCHED_COSINE:
+        if (whole_at_least(par[0], 1, "T_max must be >= 1")) return PG_ERR_VALUE;
+        if (!(par[3] >= 1)) return pg_fail(PG_ERR_VALUE, "T_mult must be a single number >= 1");
+        par[4] = cur_lr;   /* lr_max */
+        st[1] = par[0];    /* T_cur */
+        return 0;
+    case PG_SCHED_CYCLIC:
+        if (whole_at_least(par[2], 1, "step_size_up must be >= 1")) return PG_ERR_VALUE;
+        if (whole_at_least(par[3], 1, "step_size_down must be >= 1")) return PG_ERR_VALUE;
+        if (!(par[1] >= par[0])) return pg_fail(PG_ERR_VALUE, "max_lr must be >= base_lr");
+        *lr0 = par[0];
+        return 0;
+    case PG_SCHED_ONECYCLE: {   /* in: max_lr, total, pct_start, div, final_div, anneal, base_m, max_m */
+        if (whole_at_least(par[1], 2, "total_steps must be >= 2")) return PG_ERR_VALUE;
+        if (!(par[2] > 0 && par[2] < 1)) return pg_fail(PG_ERR_VALUE, "pct_start must be in (0, 1)");
+        double up = nearbyint(par[2] * par[1]), div = par[3], fdiv = par[4];
+        par[2] = par[0] / div;                 /* initial */
+        par[3] = par[0] / fdiv;                /* final */
+        par[4] = up < 1 ? 1 : up;              /* step_up */
+        *lr0 = par[2];
+        *mom0 = par[7];
+        return 0;
+    }
+    case PG_SCHED_WARMUP_COSINE:
+        if (whole_at_least(par[0], 0, "warmup_steps must be >= 0")) return PG_ERR_VALUE;
+        if (!(par[1] > par[0])) return pg_fail(PG_ERR_VALUE, "total_steps must be > warmup_steps");
+        par[2] = cur_lr;   /* lr_max */
+        if (par[0] > 0) *lr0 = par[4];
+        return 0;
+    default:
+        return pg_fail(PG_ERR_VALUE, "lr_scheduler: unknown kind %d", kind);
+    }
+}
+
+int pg_sched_step(int kind, const double *par, double *st, double cur_lr, double *lr, double *mom)
+{
+    if (!par || !st || !lr || !mom) return pg_fail(PG_ERR_ARG, "lr_scheduler: NULL argument");
+    *mom = NAN;
+    switch (kind) {
+    case PG_SCHED_STEP:
+        st[0] += 1;
+        *lr = fmod(st[0], par[0]) == 0 ? cur_lr * par[1] : cur_lr;
+        return 0;
+    case PG_SCHED_COSINE: {
+        double T = par[0], lr_min = par[1], lr_max = par[4], t, period;
+        st[0] += 1;
+        if (par[2] != 0) {   /* restart: cycles of T_cur steps, each T_mult times the last */
+            t = st[2];
+            period = st[1];
+            st[2] += 1;
+            if (st[2] >= st[1]) {
+                double next = nearbyint(st[1] * par[3]);
+                st[2] = 0;
+                st[1] = next < 1 ? 1 : next;
+            }
+        } else {
+            t = st[0] - 1 < T - 1 ? st[0] - 1 : T - 1;
+            period = T;
+        }
+        *lr = lr_min + 0.5 * (lr_max - lr_min) * (1 + cos(M_PI * t / period));
+        return 0;
+    }
+    case PG_SCHED_CYCLIC: {
+        double base = par[0], up = par[2], down = par[3], s = (st[0] += 1);
+        double total = up + down, c = floor(s / total), pos = s - c * total;
+        double frac = pos <= up ? pos / up : 1 - (pos - up) / down, amp = par[1] - base;
+        if (par[4] == 1) amp = amp / pow(2, c);
+        else if (par[4] == 2) amp = amp * pow(par[5], s);
+        *lr = base + amp * frac;
+        return 0;
+    }
+    case PG_SCHED_ONECYCLE: {
+        double total = par[1], up = par[4], s = st[0] + 1 < total ? st[0] + 1 : total;
+        int lin = par[5] != 0;
+        st[0] = s;
+        if (s <= up) {
+            double p = s / up;
+            *lr = anneal(lin, par[2], par[0], p);
+            *mom = anneal(lin, par[7], par[6], p);
+        } else {
+            double d = total - up, p = (s - up) / (d < 1 ? 1 : d);
+            if (p > 1) p = 1;
+            *lr = anneal(lin, par[0], par[3], p);
+            *mom = anneal(lin, par[6], par[7], p);
+        }
+        return 0;
+    }
+    case PG_SCHED_WARMUP_COSINE: {
+        double w = par[0], total = par[1], s = st[0] + 1 < total ? st[0] + 1 : total;
+        st[0] = s;
+        if (s <= w) *lr = par[4] + (par[2] - par[4]) * s / w;
+        else *lr = par[3] + 0.5 * (par[2] - par[3]) * (1 + cos(M_PI * (s - w) / (total - w)));
+        return 0;
+    }
+    default:
+        return pg_fail(PG_ERR_VALUE, "lr_scheduler: unknown kind %d", kind);
+    }
+}

@@ -1,0 +1,44 @@
+"""Parity cases for what ggmlR 0.8.3-0.8.6 added (the 0.8.6 spec): the selection ops and the
+learning-rate schedules and gradient helpers, R against Python on the same inputs."""
+from __future__ import annotations
+
+import numpy as np
+
+from .parity import CASES, Case, _mlp_inputs, _mlp_loss, _mlp_params, _op, _opt_case
+
+_op("log_softmax", [(3, 4)], lambda P, a: P.ag_log_softmax(a))
+_op("gather", [(3, 4)], lambda P, a: P.ag_gather(a, np.array([2.0, 0.0, 1.0, 1.0])))
+_op("max", [(3, 4)], lambda P, a: P.ag_max(a))
+
+_opt_case("scheduler cosine restart T_mult 2", lambda P, p: P.optimizer_sgd(p, lr=0.1), steps=9,
+          sched=lambda P, o: P.lr_scheduler_cosine(o, 2, lr_min=0.01, restart=True, T_mult=2))
+_opt_case("scheduler cyclic triangular2", lambda P, p: P.optimizer_sgd(p, lr=0.1), steps=7,
+          sched=lambda P, o: P.lr_scheduler_cyclic(o, 0.01, 0.2, step_size_up=2, mode="triangular2"))
+_opt_case("scheduler cyclic exp_range", lambda P, p: P.optimizer_adam(p, lr=0.1), steps=6,
+          sched=lambda P, o: P.lr_scheduler_cyclic(o, 0.001, 0.05, step_size_up=2, step_size_down=1,
+                                                   mode="exp_range", gamma=0.9))
+_opt_case("scheduler onecycle sgd (momentum cycled)", lambda P, p: P.optimizer_sgd(p, lr=0.1), steps=8,
+          sched=lambda P, o: P.lr_scheduler_onecycle(o, 0.2, 7))
+_opt_case("scheduler onecycle adam linear (beta1 cycled)", lambda P, p: P.optimizer_adam(p, lr=0.1), steps=6,
+          sched=lambda P, o: P.lr_scheduler_onecycle(o, 0.05, 5, pct_start=0.4, anneal_strategy="linear"))
+_opt_case("scheduler warmup_cosine", lambda P, p: P.optimizer_adam(p, lr=0.05), steps=7,
+          sched=lambda P, o: P.lr_scheduler_warmup_cosine(o, 2, 6, lr_min=0.001, warmup_start_lr=0.01))
+
+
+def _clip_value(P, d, steps):
+    p = _mlp_params(P, d)
+    opt = P.optimizer_sgd(p, lr=0.3)
+    out = []
+    for _ in range(steps):
+        loss = P.tape(lambda: _mlp_loss(P, p, d))
+        g = P.backward(loss)
+        rec = {"loss": P.np(loss), "max_abs": np.array([float(P.clip_grad_value(p, g, 0.05))])}
+        for k, t in p.items():
+            rec[f"grad {k}"] = P.grad(g, t)
+        opt.step(g)
+        opt.zero_grad()
+        out.append(rec)
+    return out
+
+
+CASES.append(Case("clip_grad_value", "optim", _clip_value, 4, _mlp_inputs))

@@ -1,0 +1,167 @@
+# Learning-rate schedulers (ggmlR 0.8.6). The formulas and the value checks are the C core's
+# (sched.c, shared with Python); a scheduler keeps the core's `par` and `st` vectors and shows them
+# as ggmlR's named fields, refreshed after every step.
+
+.SCHED_KIND <- c(step = 0L, cosine = 1L, cyclic = 2L, onecycle = 3L, warmup_cosine = 4L)
+
+# ggmlR's fields per kind, read from par / st (layouts in native/pg_api_sched.h)
+.SCHED_SYNC <- list(
+  step = function(e) e$last_epoch <- as.integer(e$st[[1L]]),
+  cosine = function(e) {
+    e$last_epoch <- as.integer(e$st[[1L]])
+    e$T_cur <- as.integer(e$st[[2L]])
+    e$cycle_pos <- as.integer(e$st[[3L]])
+  },
+  cyclic = function(e) e$last_step <- as.integer(e$st[[1L]]),
+  onecycle = function(e) e$last_step <- as.integer(e$st[[1L]]),
+  warmup_cosine = function(e) e$last_step <- as.integer(e$st[[1L]]))
+
+# A count as ggmlR coerces it (as.integer). A wrong type or length becomes NA, which the core
+# rejects with ggmlR's message for that argument, in ggmlR's order of checks.
+.sched_count <- function(x) if (is.atomic(x) && length(x) == 1L) as.integer(x) else NA_integer_
+.sched_num <- function(x) if ((is.numeric(x) || is.logical(x)) && length(x) == 1L) as.numeric(x) else NA_real_
+
+# arguments ggmlR does not check (they would fail later, inside a step): checked here, up front
+.sched_need_num <- function(x, name, call) {
+  if (!is.numeric(x) || length(x) != 1L || is.na(x))
+    stop(simpleError(sprintf("%s must be a single number", name), call))
+  x
+}
+
+# pg_sched_init: checks par and fills the derived entries; its error is raised with the call of
+# the constructor, as ggmlR's stop() is
+.sched_init <- function(kind, par, optimizer, call) {
+  if (!is.environment(optimizer))
+    stop(simpleError("optimizer must be an optimizer (an environment with a field lr)", call))
+  par <- c(par, rep(0, 8L - length(par)))
+  r <- tryCatch(.Call(R_pg_sched_init, .SCHED_KIND[[kind]], par, optimizer$lr), error = function(e) e)
+  if (inherits(r, "error")) stop(simpleError(conditionMessage(r), call))
+  r
+}
+
+.sched_make <- function(kind, cls, optimizer, r, fields) {
+  e <- new.env(parent = emptyenv())
+  e$optimizer <- optimizer
+  for (nm in names(fields)) assign(nm, fields[[nm]], envir = e)
+  e$par <- r[[1L]]
+  e$st <- r[[2L]]
+  sync <- .SCHED_SYNC[[kind]]
+  k <- .SCHED_KIND[[kind]]
+  # the momentum (SGD) or beta1 (Adam) a one-cycle schedule drives; NULL: none
+  set_mom <- function(m) {
+    f <- get0("mom_field", envir = e, inherits = FALSE)
+    if (!is.null(f) && !is.nan(m)) e$optimizer[[f]] <- m
+  }
+  if (!is.nan(r[[3L]])) optimizer$lr <- r[[3L]]
+  set_mom(r[[4L]])
+  sync(e)
+  e$step <- function() {
+    out <- .Call(R_pg_sched_step, k, e$par, e$st, e$optimizer$lr)
+    e$st <- out[3:5]
+    e$optimizer$lr <- out[[1L]]
+    set_mom(out[[2L]])
+    sync(e)
+    invisible(out[[1L]])
+  }
+  e$get_lr <- function() e$optimizer$lr
+  class(e) <- cls
+  e
+}
+
+lr_scheduler_step <- function(optimizer, step_size, gamma = 0.1) {
+  call <- sys.call()
+  step_size <- .sched_count(step_size)
+  r <- .sched_init("step", c(step_size, .sched_num(gamma)), optimizer, call)
+  .sched_need_num(gamma, "gamma", call)
+  .sched_make("step", "lr_scheduler_step", optimizer, r, list(step_size = step_size, gamma = gamma))
+}
+
+print.lr_scheduler_step <- function(x, ...) {
+  cat(sprintf("lr_scheduler_step | step_size=%d | gamma=%.4f | epoch=%d | lr=%.6f\n",
+              x$step_size, x$gamma, x$last_epoch, x$optimizer$lr))
+  invisible(x)
+}
+
+lr_scheduler_cosine <- function(optimizer, T_max, lr_min = 0, restart = FALSE, T_mult = 1) {
+  call <- sys.call()
+  T_max <- .sched_count(T_max)
+  r <- .sched_init("cosine", c(T_max, .sched_num(lr_min), isTRUE(as.logical(restart)), .sched_num(T_mult)),
+                   optimizer, call)
+  .sched_need_num(lr_min, "lr_min", call)
+  .sched_make("cosine", "lr_scheduler_cosine", optimizer, r,
+              list(T_max = T_max, lr_min = lr_min, lr_max = r[[1L]][[5L]], restart = restart, T_mult = T_mult))
+}
+
+print.lr_scheduler_cosine <- function(x, ...) {
+  cat(sprintf("lr_scheduler_cosine | T_max=%d | lr_max=%.6f | lr_min=%.6f | epoch=%d | lr=%.6f\n",
+              x$T_max, x$lr_max, x$lr_min, x$last_epoch, x$optimizer$lr))
+  invisible(x)
+}
+
+lr_scheduler_cyclic <- function(optimizer, base_lr, max_lr, step_size_up = 2000L, step_size_down = NULL,
+                                mode = c("triangular", "triangular2", "exp_range"), gamma = 1) {
+  call <- sys.call()
+  mode <- match.arg(mode)
+  step_size_up <- .sched_count(step_size_up)
+  step_size_down <- if (is.null(step_size_down)) step_size_up else .sched_count(step_size_down)
+  par <- c(.sched_num(base_lr), .sched_num(max_lr), step_size_up, step_size_down,
+           match(mode, c("triangular", "triangular2", "exp_range")) - 1L, .sched_num(gamma))
+  r <- .sched_init("cyclic", par, optimizer, call)
+  .sched_need_num(gamma, "gamma", call)
+  .sched_make("cyclic", "lr_scheduler_cyclic", optimizer, r,
+              list(base_lr = base_lr, max_lr = max_lr, step_size_up = step_size_up,
+                   step_size_down = step_size_down, mode = mode, gamma = gamma))
+}
+
+print.lr_scheduler_cyclic <- function(x, ...) {
+  cat(sprintf("lr_scheduler_cyclic | mode=%s | base_lr=%.6f | max_lr=%.6f | step=%d | lr=%.6f\n",
+              x$mode, x$base_lr, x$max_lr, x$last_step, x$optimizer$lr))
+  invisible(x)
+}
+
+lr_scheduler_onecycle <- function(optimizer, max_lr, total_steps, pct_start = 0.3, div_factor = 25,
+                                  final_div_factor = 1e4, anneal_strategy = c("cos", "linear"),
+                                  cycle_momentum = TRUE, base_momentum = 0.85, max_momentum = 0.95) {
+  call <- sys.call()
+  anneal_strategy <- match.arg(anneal_strategy)
+  total_steps <- .sched_count(total_steps)
+  par <- c(.sched_num(max_lr), total_steps, .sched_num(pct_start), .sched_num(div_factor),
+           .sched_num(final_div_factor), anneal_strategy == "linear", .sched_num(base_momentum),
+           .sched_num(max_momentum))
+  r <- .sched_init("onecycle", par, optimizer, call)
+  for (nm in c("max_lr", "div_factor", "final_div_factor", "base_momentum", "max_momentum"))
+    .sched_need_num(get(nm), nm, call)
+  mom_field <- if (!isTRUE(cycle_momentum)) NULL
+               else if (inherits(optimizer, "ag_optimizer_sgd")) "momentum"
+               else if (inherits(optimizer, "ag_optimizer_adam")) "beta1"
+  p <- r[[1L]]
+  .sched_make("onecycle", "lr_scheduler_onecycle", optimizer, r,
+              list(max_lr = max_lr, total_steps = total_steps, initial_lr = p[[3L]], final_lr = p[[4L]],
+                   anneal_strategy = anneal_strategy, step_up = as.integer(p[[5L]]), mom_field = mom_field,
+                   base_momentum = base_momentum, max_momentum = max_momentum))
+}
+
+print.lr_scheduler_onecycle <- function(x, ...) {
+  cat(sprintf("lr_scheduler_onecycle | max_lr=%.6f | total_steps=%d | step=%d | lr=%.6f\n",
+              x$max_lr, x$total_steps, x$last_step, x$optimizer$lr))
+  invisible(x)
+}
+
+lr_scheduler_warmup_cosine <- function(optimizer, warmup_steps, total_steps, lr_min = 0, warmup_start_lr = 0) {
+  call <- sys.call()
+  warmup_steps <- .sched_count(warmup_steps)
+  total_steps <- .sched_count(total_steps)
+  r <- .sched_init("warmup_cosine", c(warmup_steps, total_steps, 0, .sched_num(lr_min), .sched_num(warmup_start_lr)),
+                   optimizer, call)
+  .sched_need_num(lr_min, "lr_min", call)
+  .sched_need_num(warmup_start_lr, "warmup_start_lr", call)
+  .sched_make("warmup_cosine", "lr_scheduler_warmup_cosine", optimizer, r,
+              list(warmup_steps = warmup_steps, total_steps = total_steps, lr_max = r[[1L]][[3L]],
+                   lr_min = lr_min, warmup_start_lr = warmup_start_lr))
+}
+
+print.lr_scheduler_warmup_cosine <- function(x, ...) {
+  cat(sprintf("lr_scheduler_warmup_cosine | warmup=%d | total=%d | lr_max=%.6f | step=%d | lr=%.6f\n",
+              x$warmup_steps, x$total_steps, x$lr_max, x$last_step, x$optimizer$lr))
+  invisible(x)
+}
