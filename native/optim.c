@@ -428,6 +428,14 @@ int pg_clip_grad_value(pg_tensor **params, int64_t n, pg_gradmap *grads, double 
     return rc;
 }
 
+/* R's NA_real_: a NaN whose low 32 bits are 1954 (R_IsNA); f64 keeps it, f32 cannot */
+static int is_r_na(double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    return isnan(v) && (uint32_t)bits == 1954u;
+}
+
 int pg_grad_anomaly(pg_tensor **params, int64_t n, pg_gradmap *grads, int *found, int64_t *n_nan,
                     int64_t *n_inf, double *max_abs)
 {
@@ -448,7 +456,7 @@ int pg_grad_anomaly(pg_tensor **params, int64_t n, pg_gradmap *grads, int *found
             const T *gp = pg_data(g);
             for (int64_t k = 0; k < N; k++) {
                 double v = (double)gp[k];
-                if (isnan(v)) nn++;
+                if (isnan(v)) nn += !is_r_na(v);   /* as ggmlR's is.nan(): R's NA is not NaN there */
                 else if (isinf(v)) ni++;
                 else if (fabs(v) > mx) mx = fabs(v);
             }

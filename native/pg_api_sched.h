@@ -26,7 +26,8 @@ int pg_sched_step(int kind, const double *par, double *st, double cur_lr, double
  * parameter listed twice once) clamped into [-c, c] (NaN stays NaN, +-Inf -> +-c); *max_abs =
  * the largest finite |g| before (0 if no gradient). c must be finite and > 0. */
 int pg_clip_grad_value(pg_tensor **params, int64_t n, pg_gradmap *grads, double clip_value, double *max_abs);
-/* check_grad_anomaly's counts for parameter i: found[i] 0 when it has no gradient, else n_nan[i],
- * n_inf[i] and max_abs[i] (the largest finite |g|, NaN if none). */
+/* check_grad_anomaly's counts for parameter i: found[i] 0 when it has no gradient, else n_nan[i]
+ * (R's NA excluded, as ggmlR's is.nan()), n_inf[i] and max_abs[i] (the largest finite |g|, NaN if
+ * none). */
 int pg_grad_anomaly(pg_tensor **params, int64_t n, pg_gradmap *grads, int *found, int64_t *n_nan,
                     int64_t *n_inf, double *max_abs);

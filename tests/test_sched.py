@@ -154,3 +154,10 @@ def test_check_grad_anomaly(f64):
         assert pg.check_grad_anomaly({"w": p["w"], "m": missing}, g)[1]["status"] == "missing"  # no warning
     assert pg.check_grad_anomaly({"w": p["w"]}, g, action="silent", max_abs=1.5)[0]["status"] == "large"
     assert pg.check_grad_anomaly([], g) == []
+
+
+def test_check_grad_anomaly_does_not_count_r_na_as_nan(f64):
+    r_na = np.frombuffer(np.array([0x7FF00000000007A2], dtype=np.uint64).tobytes(), dtype=np.float64)[0]
+    p, g = _grads({"w": [[r_na, 1.0, np.nan]]})
+    row = pg.check_grad_anomaly(p, g, action="silent")[0]
+    assert row["n_nan"] == 1 and row["max_abs"] == 1.0  # the plain NaN only, as ggmlR's is.nan()

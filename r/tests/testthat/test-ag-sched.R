@@ -213,6 +213,8 @@ test_that("check_grad_anomaly: ok, nan/inf/nan+inf, warn/stop/silent, large, mis
   a <- with_grad(c(1, -2))
   expect_silent(r <- check_grad_anomaly(list(w = a$w), a$g))
   expect_identical(r, data.frame(param = "w", n_nan = 0L, n_inf = 0L, max_abs = 2, status = "ok"))
+  na <- with_grad(c(NA, 1, NaN))  # R's NA is not NaN for ggmlR's is.nan(): only the NaN counts
+  expect_identical(check_grad_anomaly(list(w = na$w), na$g, action = "silent")$n_nan, 1L)
   n <- with_grad(c(NaN, pi))
   w <- tryCatch(check_grad_anomaly(list(w = n$w), n$g), warning = function(w) w)
   expect_s3_class(w, "simpleWarning")
