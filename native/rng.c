@@ -167,12 +167,12 @@ double pg_rng_z(pg_rng *r)
     return qnorm01(u / BIG27);
 }
 
-/* an integer below 2^bits from 16-bit chunks of uniforms */
+/* an integer below 2^bits from 16-bit chunks of uniforms (u > 0: the cast is R's floor) */
 static double rbits(pg_rng *r, int bits)
 {
     uint64_t v = 0;
     for (int n = 0; n <= bits; n += 16) {
-        int v1 = (int)floor(pg_rng_u01(r) * 65536);
+        int v1 = (int)(pg_rng_u01(r) * 65536);
         v = 65536 * v + (uint64_t)v1;
     }
     return (double)(v & ((UINT64_C(1) << bits) - 1));
@@ -182,7 +182,13 @@ double pg_rng_index(pg_rng *r, double dn)
 {
     if (r->ext_index) return r->ext_index(dn);
     if (dn <= 0) return 0.0;
-    int bits = (int)ceil(log2(dn));
+    int bits;
+    /* R takes ceil(log2(dn)); for whole dn <= 2^31 that is exactly the bit length of dn - 1
+     * (log2 is then far from an integer unless exact), without libm's log2 per draw */
+    if (dn <= 2147483648.0 && dn == (double)(int64_t)dn)
+        bits = dn <= 1 ? 0 : 64 - __builtin_clzll((unsigned long long)dn - 1);
+    else
+        bits = (int)ceil(log2(dn));
     double dv;
     do { dv = rbits(r, bits); } while (dn <= dv);
     return dv;
