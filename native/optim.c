@@ -351,6 +351,15 @@ static int listed_before(pg_tensor **params, int64_t i)
     return 0;
 }
 
+/* the gradient helpers' parameter list: n >= 0 live tensors (fn names the helper) */
+static int check_param_list(pg_tensor **params, int64_t n, const char *fn)
+{
+    if (n < 0 || (n > 0 && !params)) return pg_fail(PG_ERR_ARG, "%s: bad parameter list", fn);
+    for (int64_t i = 0; i < n; i++)
+        if (pg_ok(params[i], fn, "params[i]")) return PG_ERR_ARG;
+    return 0;
+}
+
 int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out)
 {
     pg_grad_lock();
@@ -361,10 +370,8 @@ int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double m
 
 static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out)
 {
-    if (n < 0 || (n > 0 && !params)) return pg_fail(PG_ERR_ARG, "clip_grad_norm: bad parameter list");
+    if (check_param_list(params, n, "clip_grad_norm")) return pg_last_status();
     if (isnan(max_norm) || max_norm < 0) return pg_fail(PG_ERR_VALUE, "clip_grad_norm: max_norm must be >= 0, got %g", max_norm);
-    for (int64_t i = 0; i < n; i++)
-        if (pg_ok(params[i], "clip_grad_norm", "params[i]")) return PG_ERR_ARG;
     double ss = 0;
     for (int64_t i = 0; i < n; i++) {
         pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
@@ -396,10 +403,8 @@ static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double 
 
 static int clip_value_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double c, double *max_abs)
 {
-    if (n < 0 || (n > 0 && !params)) return pg_fail(PG_ERR_ARG, "clip_grad_value: bad parameter list");
+    if (check_param_list(params, n, "clip_grad_value")) return pg_last_status();
     if (!(isfinite(c) && c > 0)) return pg_fail(PG_ERR_VALUE, "clip_value must be a single positive finite number");
-    for (int64_t i = 0; i < n; i++)
-        if (pg_ok(params[i], "clip_grad_value", "params[i]")) return PG_ERR_ARG;
     double mx = 0;
     for (int64_t i = 0; i < n; i++) {
         pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
@@ -439,10 +444,8 @@ static int is_r_na(double v)
 int pg_grad_anomaly(pg_tensor **params, int64_t n, pg_gradmap *grads, int *found, int64_t *n_nan,
                     int64_t *n_inf, double *max_abs)
 {
-    if (n < 0 || (n > 0 && (!params || !found || !n_nan || !n_inf || !max_abs)))
-        return pg_fail(PG_ERR_ARG, "check_grad_anomaly: bad arguments");
-    for (int64_t i = 0; i < n; i++)
-        if (pg_ok(params[i], "check_grad_anomaly", "params[i]")) return PG_ERR_ARG;
+    if (n > 0 && (!found || !n_nan || !n_inf || !max_abs)) return pg_fail(PG_ERR_ARG, "check_grad_anomaly: NULL output");
+    if (check_param_list(params, n, "check_grad_anomaly")) return pg_last_status();
     pg_grad_lock();
     for (int64_t i = 0; i < n; i++) {
         pg_tensor *g = grad_of(params[i], grads);
