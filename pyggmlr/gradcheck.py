@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from . import _core
+from ._core import NULL, ffi, lib
 from .errors import ArgumentError
 from .tape import ag_no_grad, backward, with_grad_tape
 from .tensor import Tensor
@@ -46,16 +48,41 @@ def _value(fn, inputs):
     return float(out.item())
 
 
-def ag_gradcheck(fn: Callable[[Any], Tensor], inputs: Any, eps: float = 1e-5, atol: float = 1e-4, rtol: float = 0.0,
-                 verbose: bool = False, quiet: bool = False) -> GradcheckResult:
+def _defaults(checked, eps, atol, rtol):
+    """The C core's dtype-aware defaults for what the caller left None (the least precise
+    checked dtype decides: any f32 input gives the f32 defaults)."""
+    codes = [lib.pg_tensor_dtype(t._handle()) for t in checked.values()]
+    code = lib.PG_F32 if lib.PG_F32 in codes else lib.PG_F64
+    d = ffi.new("double[3]")
+    _core.check(lib.pg_gradcheck_defaults(code, d, d + 1, d + 2))
+    vals = []
+    for v, dv, nm in ((eps, d[0], "eps"), (atol, d[1], "atol"), (rtol, d[2], "rtol")):
+        if v is None:
+            vals.append(dv)
+            continue
+        if isinstance(v, (bool, str, bytes)):
+            raise ArgumentError(f"ag_gradcheck(): {nm} must be a number or None, got {type(v).__name__}")
+        try:
+            vals.append(float(v))
+        except (TypeError, ValueError):
+            raise ArgumentError(f"ag_gradcheck(): {nm} must be a number or None, got {type(v).__name__}") from None
+    return code, vals[0], vals[1], vals[2]
+
+
+def ag_gradcheck(fn: Callable[[Any], Tensor], inputs: Any, eps: Optional[float] = None, atol: Optional[float] = None,
+                 rtol: Optional[float] = None, verbose: bool = False, quiet: bool = False) -> GradcheckResult:
     """Compare backward()'s gradients with central differences.
 
     fn(inputs) -> 1x1 loss tensor; inputs: dict name -> tensor. Every tensor input with
-    requires_grad is checked element by element: (f(x + eps) - f(x - eps)) / (2 eps), writing
-    the perturbed value into the tensor and writing the saved original back afterwards (inputs
-    end bit-for-bit unchanged; their .grad is also left as it was). An input passes iff
-    |a - n| <= atol + rtol * |n| for every element; a missing analytical gradient fails.
-    Use f64 tensors: f32 rounding swamps eps-sized differences.
+    requires_grad is checked element by element: (f(x+) - f(x-)) / (x+ - x-), x+- = x +- eps
+    as the tensor stores them, writing the perturbed value into the tensor and writing the
+    saved original back afterwards (inputs end bit-for-bit unchanged; their .grad is also left
+    as it was). An element passes iff |a - n| <= atol + rtol * |n| + the rounding noise of the
+    two loss values; a missing analytical gradient fails.
+
+    eps, atol, rtol: None takes the defaults of the checked dtype (the C core's): f64 gets
+    ggmlR's eps = 1e-5, atol = 1e-4, rtol = 0; f32 gets eps = 5e-3, atol = 1e-3, rtol = 1e-2,
+    so f32 models check with the defaults too.
 
     Prints "[gradcheck] '<name>': max_err = ...  PASS|FAIL" per input and an overall line unless
     quiet (verbose adds both gradients). Returns a GradcheckResult (truthy iff all passed)."""
@@ -63,8 +90,8 @@ def ag_gradcheck(fn: Callable[[Any], Tensor], inputs: Any, eps: float = 1e-5, at
         raise ArgumentError(f"ag_gradcheck(): inputs must be a dict name -> tensor, got {type(inputs).__name__}")
     if not callable(fn):
         raise ArgumentError("ag_gradcheck(): fn must be callable")
-    eps, atol, rtol = float(eps), float(atol), float(rtol)
     checked = {k: v for k, v in inputs.items() if isinstance(v, Tensor) and v.requires_grad}
+    code, eps, atol, rtol = _defaults(checked, eps, atol, rtol)
     saved_grad = {k: v.grad for k, v in checked.items()}
 
     with with_grad_tape():
@@ -80,31 +107,39 @@ def ag_gradcheck(fn: Callable[[Any], Tensor], inputs: Any, eps: float = 1e-5, at
     numerical: Dict[str, np.ndarray] = {}
     per_input: Dict[str, bool] = {}
     originals = {name: t.data for name, t in checked.items()}  # exact copies in each tensor's dtype
+    pts = ffi.new("double[2]")
     try:
         for name, t in checked.items():
             orig = originals[name]
-            num = np.zeros(orig.shape, dtype=np.float64)
+            dt = lib.pg_tensor_dtype(t._handle())
+            fp, fm, xp, xm = (np.zeros(orig.size) for _ in range(4))
             work = orig.copy(order="F")
             for j in range(orig.shape[1]):
                 for i in range(orig.shape[0]):
-                    x0 = float(orig[i, j])
-                    work[i, j] = x0 + eps
+                    k = i + j * orig.shape[0]
+                    _core.check(lib.pg_gradcheck_points(dt, float(orig[i, j]), eps, pts, pts + 1))
+                    xp[k], xm[k] = pts[0], pts[1]
+                    work[i, j] = xp[k]
                     t.data = work
-                    fp = _value(fn, inputs)
-                    work[i, j] = x0 - eps
+                    fp[k] = _value(fn, inputs)
+                    work[i, j] = xm[k]
                     t.data = work
-                    fm = _value(fn, inputs)
+                    fm[k] = _value(fn, inputs)
                     work[i, j] = orig[i, j]
-                    num[i, j] = (fp - fm) / (2 * eps)
             t.data = orig
-            numerical[name] = num
             a = analytical[name]
-            if a is None or a.shape != num.shape:
-                errors[name], per_input[name] = math.inf, False
-            else:
-                diff = np.abs(a - num)
-                errors[name] = float(diff.max()) if diff.size else 0.0
-                per_input[name] = bool(np.all(diff <= atol + rtol * np.abs(num)))
+            if a is not None and a.shape != orig.shape:
+                a = None
+            num = np.zeros(orig.size)
+            err = ffi.new("double *")
+            a_flat = None if a is None else np.ascontiguousarray(a.ravel(order="F"))
+            rc = lib.pg_gradcheck_judge(dt, NULL if a_flat is None else ffi.from_buffer("double[]", a_flat),
+                                        *(ffi.from_buffer("double[]", v) for v in (fp, fm, xp, xm)), orig.size,
+                                        atol, rtol, ffi.from_buffer("double[]", num), err)
+            if rc < 0:
+                _core.raise_last(-rc)
+            numerical[name] = num.reshape(orig.shape, order="F")
+            errors[name], per_input[name] = err[0], rc == 1
     finally:
         for name, t in checked.items():  # write the saved values back, whatever happened
             t.data = originals[name]

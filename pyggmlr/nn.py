@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 import numpy as np
 
 from . import _core
-from ._core import ffi, lib
+from ._core import NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from .ops import _class_ids, _linear, ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
 from .random import runif
@@ -23,7 +23,7 @@ from .tensor import ArrayLike, Tensor, _new_from, _wrap, ag_param, ag_tensor
 __all__ = [
     "Module", "ag_linear", "ag_sequential", "ag_dropout", "ag_batch_norm", "ag_layer_norm",
     "ag_embedding", "ag_multihead_attention", "ag_train", "ag_eval", "ag_slice_rows",
-    "ag_concat_rows", "ag_module_from_config", "ag_register_layer",
+    "ag_concat_rows", "ag_module_from_config", "ag_to_config", "ag_register_layer",
 ]
 
 
@@ -246,6 +246,24 @@ def _orthogonal(rows, cols, gain):
     return w
 
 
+_INITS = ("glorot_uniform", "orthogonal")
+
+
+def _init_matrix(w, n_out, n_in):
+    """A function's or caller's init as ggmlR checks it: a numeric [out, in] matrix, finite."""
+    if isinstance(w, Tensor):
+        w = w.numpy()
+    a = np.asarray(w) if isinstance(w, (np.ndarray, list, tuple)) else None
+    if a is None or a.ndim != 2 or a.dtype.kind not in "iuf":
+        raise PyggmlrValueError("ag_linear: init must be \"glorot_uniform\", \"orthogonal\", a function(out, in) or a numeric matrix")
+    if a.shape != (n_out, n_in):
+        raise ShapeError(f"ag_linear: init matrix is {a.shape[0]}x{a.shape[1]}, expected {n_out}x{n_in} (out x in)")
+    a = a.astype(np.float64)
+    if not np.isfinite(a).all():
+        raise PyggmlrValueError("ag_linear: init matrix contains NA, NaN or Inf")
+    return a
+
+
 _FUSED = {None: -1, "relu": lib.PG_RELU, "sigmoid": lib.PG_SIGMOID, "tanh": lib.PG_TANH}
 _ACTIVATIONS = {"relu": ag_relu, "sigmoid": ag_sigmoid, "tanh": ag_tanh, "softmax": ag_softmax,
                 "gelu": ag_gelu}
@@ -279,20 +297,26 @@ class ag_linear(Module):
             raise PyggmlrValueError(f"ag_linear: in_features and out_features must be >= 1, got {n_in} and {n_out}")
         if activation is not None and activation not in _ACTIVATIONS:
             raise PyggmlrValueError(f"ag_linear: activation must be one of {sorted(_ACTIVATIONS)} or None, got {activation!r}")
+        # ggmlR 0.8.6's order: gain, then init (validated before any draw)
+        if isinstance(gain, (bool, np.bool_)) or not isinstance(gain, (int, float, np.integer, np.floating)) or \
+                not math.isfinite(gain):
+            raise PyggmlrValueError(f"ag_linear: gain must be a single finite number, got {gain!r}")
         gain = float(gain)
         if isinstance(init, str):
-            if init == "glorot_uniform":
-                w = _glorot(n_out, n_in, gain * math.sqrt(6.0 / (n_in + n_out)))
-            elif init == "orthogonal":
-                w = _orthogonal(n_out, n_in, gain)
-            else:
-                raise PyggmlrValueError(f"ag_linear: init must be 'glorot_uniform', 'orthogonal', a callable (out, in) -> array or an array, got {init!r}")
+            # R's match.arg: a unique prefix ("orth") names an init
+            hits = [k for k in _INITS if k.startswith(init)] if init else []
+            if init not in _INITS and len(hits) != 1:
+                raise PyggmlrValueError(f"ag_linear: init must be one of 'glorot_uniform', 'orthogonal', a callable (out, in) -> array "
+                                        f"or a numeric array, got {init!r}")
+            init = init if init in _INITS else hits[0]
+            w = _glorot(n_out, n_in, math.sqrt(6.0 / (n_in + n_out))) if init == "glorot_uniform" else _orthogonal(n_out, n_in, 1.0)
+            if gain != 1:  # ggmlR scales after the draw: gain = 1 keeps the bits
+                w = w * gain
             self.init = init
         else:
-            w = init(n_out, n_in) if callable(init) else init
-            w = w.numpy() if isinstance(w, Tensor) else np.asarray(w, dtype=np.float64)
-            if w.shape != (n_out, n_in):
-                raise ShapeError(f"ag_linear: init gave an array of shape {w.shape}, expected ({n_out}, {n_in}) = [out_features, in_features]")
+            if gain != 1:
+                raise PyggmlrValueError("ag_linear: gain applies to string inits only; scale a function or matrix init yourself")
+            w = _init_matrix(init(n_out, n_in) if callable(init) else init, n_out, n_in)
             self.init = "glorot_uniform"  # for to_config: the weights themselves are saved
         self.in_features, self.out_features = n_in, n_out
         self.activation = activation
@@ -512,43 +536,69 @@ class ag_batch_norm(Module):
 
 
 class ag_layer_norm(Module):
-    """Layer normalisation: each column (sample) of x [F, B] normalised over its F features
-    (biased variance), then gamma * xhat + beta with gamma = ones, beta = zeros [F, 1].
+    """Layer normalisation (ggmlR 0.8.3): each column (sample) of x [d, B] normalised over its
+    d features (biased variance), then gamma * xhat + beta with gamma = ones, beta = zeros
+    [d, 1] when elementwise_affine (no parameters otherwise). No running statistics: training
+    and eval give the same numbers.
 
-    Args: num_features: F >= 1; eps: >= 0, added to the variance.
-    Raises: ArgumentError when num_features is not an integer, PyggmlrValueError when a value
-    is out of range."""
+    Args: normalized_shape: d >= 1 (``num_features``, this package's older name, is accepted
+    as a keyword); eps: >= 0, added to the variance; elementwise_affine: learn gamma and beta.
+    Raises: PyggmlrValueError "normalized_shape must be a single positive integer" (ggmlR's
+    text) or for eps < 0."""
 
     kind = "layer_norm"
 
-    def __init__(self, num_features: int, eps: float = 1e-5) -> None:
-        F = _int(num_features, "ag_layer_norm", "num_features")
-        if F < 1:
-            raise PyggmlrValueError(f"ag_layer_norm: num_features must be >= 1, got {F}")
+    def __init__(self, normalized_shape: Any = None, eps: float = 1e-5, elementwise_affine: bool = True,
+                 num_features: Any = None) -> None:
+        if normalized_shape is None:
+            normalized_shape = num_features
+        F = normalized_shape
+        if isinstance(F, (list, tuple, np.ndarray)) and len(F) == 1:
+            F = F[0]
+        if isinstance(F, (bool, np.bool_)) or not isinstance(F, (int, float, np.integer, np.floating)) or \
+                not math.isfinite(F) or int(F) < 1:
+            raise PyggmlrValueError(f"ag_layer_norm: normalized_shape must be a single positive integer, got {normalized_shape!r}")
+        F = int(F)  # as.integer truncates, as in ggmlR
         eps = float(eps)
         if not eps >= 0:
             raise PyggmlrValueError(f"ag_layer_norm: eps must be >= 0, got {eps}")
-        self.num_features, self.eps = F, eps
-        self.gamma = ag_param(np.ones((F, 1)))
-        self.beta = ag_param(np.zeros((F, 1)))
+        self.normalized_shape, self.eps = F, eps
+        self.elementwise_affine = bool(elementwise_affine)
+        self.gamma = ag_param(np.ones((F, 1))) if self.elementwise_affine else None
+        self.beta = ag_param(np.zeros((F, 1))) if self.elementwise_affine else None
         self.training = True
 
     @property
+    def num_features(self) -> int:
+        """normalized_shape under this package's older name."""
+        return self.normalized_shape
+
+    @property
     def name(self) -> str:
-        return f"layer_norm({self.num_features})"
+        return f"layer_norm({self.normalized_shape})"
+
+    def __repr__(self) -> str:
+        return f"ag_layer_norm({self.normalized_shape}) | eps={self.eps:g} | affine={'TRUE' if self.elementwise_affine else 'FALSE'}"
 
     def forward(self, x: ArrayLike) -> Tensor:
-        """Normalise each column of x [F, batch] -> a new tensor [F, batch]. Raises ShapeError
-        when x does not have F rows."""
+        """Normalise each column of x [d, batch] -> a new tensor [d, batch]. Raises ShapeError
+        "ag_layer_norm: expected d features, got n" when x does not have d rows."""
         x = _as_tensor(x, "ag_layer_norm", self.gamma)
-        return _wrap(lib.pg_layer_norm(x._p, self.gamma._p, self.beta._p, self.eps))
+        if x.shape[0] != self.normalized_shape:
+            raise ShapeError(f"ag_layer_norm: expected {self.normalized_shape} features, got {x.shape[0]}")
+        g = self.gamma._p if self.gamma is not None else NULL
+        b = self.beta._p if self.beta is not None else NULL
+        return _wrap(lib.pg_layer_norm(x._p, g, b, self.eps))
 
     def parameters(self) -> OrderedDict[str, Tensor]:
-        """``gamma`` and ``beta``, each [num_features, 1], the layer's own tensors."""
+        """``gamma`` and ``beta``, each [d, 1], the layer's own tensors; empty without affine."""
+        if self.gamma is None or self.beta is None:
+            return OrderedDict()
         return OrderedDict([("gamma", self.gamma), ("beta", self.beta)])
 
     def to_config(self) -> Dict[str, Any]:
-        return {"type": "layer_norm", "num_features": self.num_features, "eps": self.eps}
+        return {"type": "layer_norm", "normalized_shape": self.normalized_shape, "eps": self.eps,
+                "elementwise_affine": self.elementwise_affine}
 
 
 class ag_embedding(Module):
@@ -728,6 +778,16 @@ def ag_register_layer(type_name: str, builder: Callable[[Dict[str, Any]], Any]) 
 
 
 _CUSTOM: Dict[str, Callable[[Dict[str, Any]], Any]] = {}
+
+
+def ag_to_config(model: Any) -> Dict[str, Any]:
+    """The architecture dict of a model (R's ag_to_config): what model.to_config() returns.
+
+    Raises: ArgumentError when the model has no to_config()."""
+    fn = getattr(model, "to_config", None)
+    if not callable(fn):
+        raise ArgumentError(f"ag_to_config: the model has no to_config() (got {type(model).__name__})")
+    return fn()
 
 
 def ag_module_from_config(cfg: Dict[str, Any]) -> Any:

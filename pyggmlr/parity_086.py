@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .parity import CASES, Case, _mlp_inputs, _mlp_loss, _mlp_params, _op, _opt_case
+from .parity import CASES, Case, _layer_case, _mlp_inputs, _mlp_loss, _mlp_params, _op, _opt_case, _u, _with_w
 
 _op("log_softmax", [(3, 4)], lambda P, a: P.ag_log_softmax(a))
 _op("gather", [(3, 4)], lambda P, a: P.ag_gather(a, np.array([2.0, 0.0, 1.0, 1.0])))
@@ -42,3 +42,28 @@ def _clip_value(P, d, steps):
 
 
 CASES.append(Case("clip_grad_value", "optim", _clip_value, 4, _mlp_inputs))
+
+
+def _ln_plain_build(P, d):
+    """A linear layer into a layer norm without affine parameters (0.8.3's elementwise_affine)."""
+    lin = P.ag_linear(4, 5, "tanh")
+    P.set(lin.W, d["W"])
+    P.set(lin.b, d["b"])
+    return (lin, P.ag_layer_norm(5, eps=1e-3, elementwise_affine=False)), lin.params()
+
+
+_layer_case("layer_norm no affine", _ln_plain_build, lambda P, m, d: m[1].forward(m[0].forward(d["x"])),
+            _with_w(lambda rng: {"W": _u(rng, 5, 4), "b": _u(rng, 5, 1), "x": _u(rng, 4, 6, lo=-2, hi=2)}))
+
+
+def _lin_gain_build(init):
+    def build(P, d):
+        P.ggml_set_seed(11)  # the weights themselves are the case: drawn in both languages
+        lin = P.ag_linear(4, 3, init=init, gain=1.7)
+        return lin, lin.params()
+    return build
+
+
+for _init in ("glorot_uniform", "orthogonal"):
+    _layer_case(f"linear {_init} gain", _lin_gain_build(_init), lambda P, m, d: m.forward(d["x"]),
+                _with_w(lambda rng: {"x": _u(rng, 4, 6, lo=-2, hi=2)}))

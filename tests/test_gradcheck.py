@@ -124,3 +124,53 @@ def test_bad_arguments():
         pg.ag_gradcheck(lambda d: d, [pg.ag_param(np.ones((1, 1)))])
     with pytest.raises(pg.ArgumentError):
         pg.ag_gradcheck(lambda d: 1.0, {"W": pg.ag_param(np.ones((1, 1)))}, quiet=True)
+
+
+# ---- f32 models with the default arguments (the core's dtype-aware defaults) -------------------
+
+def _f32_inputs(shape, seed):
+    pg.ggml_set_seed(seed)
+    return pg.ag_param(pg.random.rnorm(shape[0] * shape[1]).reshape(shape, order="F"))
+
+
+def test_gradcheck_f32_defaults_pass_on_correct_gradients():
+    W = _f32_inputs((4, 3), 1)
+    assert W.dtype == "f32"
+    assert pg.ag_gradcheck(lambda i: pg.ag_sum(pg.ag_relu(i["W"])), {"W": W}, quiet=True)
+    W1, W2 = _f32_inputs((6, 4), 2), _f32_inputs((3, 6), 3)
+    x = np.linspace(-1, 1, 20).reshape(4, 5)
+    y = np.array([0, 2, 1, 1, 0])
+
+    def mlp(i):
+        return pg.ag_softmax_cross_entropy_loss(pg.ag_matmul(i["W2"], pg.ag_tanh(pg.ag_matmul(i["W1"], x))), y)
+    res = pg.ag_gradcheck(mlp, {"W1": W1, "W2": W2}, quiet=True)
+    assert res and res.max_err < 1e-3
+    big = _f32_inputs((6, 6), 4)  # a loss in the thousands: the rounding-noise term keeps it passing
+    assert pg.ag_gradcheck(lambda i: pg.ag_sum(pg.ag_exp(pg.ag_mul(i["B"], 3.0))), {"B": big}, quiet=True)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_gradcheck_defaults_fail_on_a_wrong_gradient(dtype):
+    pg.ag_dtype(dtype)
+    try:
+        W = _f32_inputs((3, 3), 5)
+        # f(W) = sum(W * W) but the second factor is a constant copy: backward gives W, not 2W
+        res = pg.ag_gradcheck(lambda i: pg.ag_sum(pg.ag_mul(i["W"], pg.ag_tensor(i["W"].data))), {"W": W}, quiet=True)
+        assert not res and res.max_err > 0.1
+        half = pg.ag_gradcheck(lambda i: pg.ag_sum(pg.ag_mul(pg.ag_mul(i["W"], i["W"]), 1.02)), {"W": W}, quiet=True)
+        assert half  # a correct gradient next to it passes
+    finally:
+        pg.ag_dtype("f32")
+
+
+def test_gradcheck_defaults_by_dtype_and_bad_eps():
+    d = pg._core.ffi.new("double[3]")
+    lib = pg._core.lib
+    assert lib.pg_gradcheck_defaults(lib.PG_F64, d, d + 1, d + 2) == 0 and list(d) == [1e-5, 1e-4, 0.0]
+    assert lib.pg_gradcheck_defaults(lib.PG_F32, d, d + 1, d + 2) == 0 and list(d) == [5e-3, 1e-3, 1e-2]
+    W = _f32_inputs((2, 2), 6)
+    with pytest.raises(pg.PyggmlrValueError, match="eps must be a finite number > 0"):
+        pg.ag_gradcheck(lambda i: pg.ag_sum(i["W"]), {"W": W}, eps=0, quiet=True)
+    with pytest.raises(pg.PyggmlrValueError, match="below the resolution of f32"):
+        pg.ag_gradcheck(lambda i: pg.ag_sum(i["W"]), {"W": W}, eps=1e-12, quiet=True)
+    np.testing.assert_array_equal(W.data, _f32_inputs((2, 2), 6).data)  # restored after the refusal

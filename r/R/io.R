@@ -544,8 +544,13 @@ ag_register_layer <- function(type, builder) {
   batch_norm = list(args = c("num_features", "eps", "momentum"), build = function(a)
     ag_batch_norm(.cfg_int(a$num_features, "num_features"), eps = if (is.null(a$eps)) 1e-5 else .cfg_num(a$eps, "eps"),
                   momentum = if (is.null(a$momentum)) 0.1 else .cfg_num(a$momentum, "momentum"))),
-  layer_norm = list(args = c("num_features", "eps"), build = function(a)
-    ag_layer_norm(.cfg_int(a$num_features, "num_features"), eps = if (is.null(a$eps)) 1e-5 else .cfg_num(a$eps, "eps"))),
+  layer_norm = list(args = c("normalized_shape", "num_features", "eps", "elementwise_affine"), build = function(a) {
+    aff <- if (is.null(a$elementwise_affine)) TRUE else a$elementwise_affine
+    if (!is.logical(aff) || length(aff) != 1L || is.na(aff)) stop("elementwise_affine must be true or false", call. = FALSE)
+    d <- if (is.null(a$normalized_shape)) a$num_features else a$normalized_shape  # num_features: older files
+    ag_layer_norm(.cfg_int(d, "normalized_shape"), eps = if (is.null(a$eps)) 1e-5 else .cfg_num(a$eps, "eps"),
+                  elementwise_affine = aff)
+  }),
   embedding = list(args = c("vocab_size", "dim"), build = function(a)
     ag_embedding(.cfg_int(a$vocab_size, "vocab_size"), .cfg_int(a$dim, "dim"))),
   multihead_attention = list(args = c("d_model", "n_heads", "dropout", "bias"), build = function(a) {

@@ -23,22 +23,25 @@
   .uniform_weight(out, inp, a, "ag_linear")
 }
 
-# init: "glorot_uniform" (U(-a, a), a = gain * sqrt(6 / (in + out)); ggmlR's default and draw
-# order), "orthogonal" (QR of a Gaussian with the sign fix, times gain), a function
-# (out, in) -> matrix, or an [out, in] matrix.
+# init: "glorot_uniform" (one runif(out * in, -a, a), a = sqrt(6 / (in + out)); ggmlR's default and
+# draw order), "orthogonal" (QR of a Gaussian with the sign fix), a function (out, in) -> matrix, or
+# an [out, in] matrix; checked in ggmlR 0.8.6's order and texts, before any draw.
 .init_weight <- function(init, gain, out, inp) {
-  if (is.character(init) && length(init) == 1L) {
-    if (init == "glorot_uniform") return(.glorot(out, inp, gain))
-    if (init == "orthogonal") return(.orthogonal(out, inp, gain))
-    stop(sprintf("ag_linear(): init must be \"glorot_uniform\", \"orthogonal\", a function (out, in) or a matrix, got \"%s\"",
-                 init), call. = FALSE)
+  if (is.character(init)) {
+    init <- match.arg(init, c("glorot_uniform", "orthogonal"))
+    w <- if (init == "glorot_uniform") .glorot(out, inp) else .orthogonal(out, inp, 1)
+    return(if (gain != 1) w * gain else w)  # scaled after the draw: gain = 1 keeps the bits
   }
+  if (gain != 1)
+    stop("ag_linear: gain applies to string inits only; scale a function or matrix init yourself", call. = FALSE)
   w <- if (is.function(init)) init(out, inp) else init
   if (is_ag_tensor(w)) w <- w$data
-  w <- as.matrix(w)
-  if (!is.numeric(w) || !identical(dim(w), c(out, inp)))
-    stop(sprintf("ag_linear(): init gave a [%s] object, expected a numeric [%dx%d] = [out_features, in_features] matrix",
-                 paste(dim(w), collapse = "x"), out, inp), call. = FALSE)
+  if (!is.matrix(w) || !is.numeric(w))
+    stop("ag_linear: init must be \"glorot_uniform\", \"orthogonal\", a function(out, in) or a numeric matrix", call. = FALSE)
+  if (!identical(dim(w), c(out, inp)))
+    stop(sprintf("ag_linear: init matrix is %dx%d, expected %dx%d (out x in)", nrow(w), ncol(w), out, inp), call. = FALSE)
+  if (!all(is.finite(w))) stop("ag_linear: init matrix contains NA, NaN or Inf", call. = FALSE)
+  storage.mode(w) <- "double"
   w
 }
 
@@ -50,14 +53,15 @@ ag_linear <- function(in_features, out_features, activation = NULL, init = "glor
   in_features <- as.integer(in_features); out_features <- as.integer(out_features)
   if (is.na(in_features) || is.na(out_features) || in_features < 1L || out_features < 1L)
     stop("ag_linear(): in_features and out_features must be positive integers", call. = FALSE)
+  if (!is.numeric(gain) || length(gain) != 1L || !is.finite(gain))
+    stop("ag_linear: gain must be a single finite number", call. = FALSE)
   gain <- as.double(gain)
-  if (length(gain) != 1L || !is.finite(gain)) stop("ag_linear(): gain must be a single finite number", call. = FALSE)
   W <- ag_param(.init_weight(init, gain, out_features, in_features))
   b <- ag_param(matrix(0, out_features, 1L))
   act <- .act(activation)
   # relu / sigmoid / tanh (or none) fuse with the matmul and bias into one node (as in Python)
   fused <- if (is.null(activation)) -1L else switch(activation, relu = 0L, sigmoid = 1L, tanh = 2L, NA_integer_)
-  init_name <- if (is.character(init)) init else "glorot_uniform"  # the weights themselves are saved
+  init_name <- if (is.character(init)) match.arg(init, c("glorot_uniform", "orthogonal")) else "glorot_uniform"
   list(W = W, b = b,
        forward = function(x) {
          if (!is.na(fused)) return(.Call(R_pg_linear, W, x, b, fused))
@@ -119,21 +123,34 @@ ag_batch_norm <- function(num_features, eps = 1e-5, momentum = 0.1) {
   e
 }
 
-ag_layer_norm <- function(num_features, eps = 1e-5) {
-  F <- as.integer(num_features)
-  if (is.na(F) || F < 1L) stop("ag_layer_norm(): num_features must be a positive integer", call. = FALSE)
-  e <- .layer("layer_norm", sprintf("layer_norm(%d)", F))
-  e$num_features <- F
+# ggmlR 0.8.3's layer norm: per column over its d features; gamma/beta only when affine
+ag_layer_norm <- function(normalized_shape, eps = 1e-5, elementwise_affine = TRUE, num_features = NULL) {
+  if (missing(normalized_shape) && !is.null(num_features)) normalized_shape <- num_features  # older name
+  d <- suppressWarnings(as.integer(normalized_shape))
+  if (length(d) != 1L || is.na(d) || d < 1L)
+    stop("normalized_shape must be a single positive integer", call. = FALSE)
+  e <- .layer("layer_norm", sprintf("layer_norm(%d)", d))
+  e$normalized_shape <- d
+  e$num_features <- d
   e$eps <- eps
-  e$gamma <- ag_param(matrix(1, F, 1L))
-  e$beta <- ag_param(matrix(0, F, 1L))
+  e$elementwise_affine <- isTRUE(elementwise_affine)
+  e$gamma <- if (e$elementwise_affine) ag_param(matrix(1, d, 1L)) else NULL
+  e$beta <- if (e$elementwise_affine) ag_param(matrix(0, d, 1L)) else NULL
   e$forward <- function(x) {
-    x <- .as_t(x)
-    .wrap(.Call(R_pg_layer_norm, x$.ptr, e$gamma$.ptr, e$beta$.ptr, e$eps))
+    x <- .as_t(if (is.null(dim(x)) && is.numeric(x)) matrix(x, ncol = 1L) else x)
+    if (dim(x)[1L] != d) stop(sprintf("ag_layer_norm: expected %d features, got %d", d, dim(x)[1L]), call. = FALSE)
+    .wrap(.Call(R_pg_layer_norm, x$.ptr, if (is.null(e$gamma)) NULL else e$gamma$.ptr,
+                if (is.null(e$beta)) NULL else e$beta$.ptr, e$eps))
   }
-  e$parameters <- function() list(gamma = e$gamma, beta = e$beta)
-  e$to_config <- function() list(type = "layer_norm", num_features = e$num_features, eps = e$eps)
+  e$parameters <- function() if (e$elementwise_affine) list(gamma = e$gamma, beta = e$beta) else list()
+  e$to_config <- function() list(type = "layer_norm", normalized_shape = d, eps = e$eps,
+                                 elementwise_affine = e$elementwise_affine)
   e
+}
+
+print.ag_layer_norm <- function(x, ...) {
+  cat(sprintf("ag_layer_norm(%d) | eps=%g | affine=%s\n", x$normalized_shape, x$eps, x$elementwise_affine))
+  invisible(x)
 }
 
 ag_embedding <- function(vocab_size, dim) {

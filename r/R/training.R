@@ -62,37 +62,53 @@ print.ag_dataloader <- function(x, ...) {
   out$data[1L, 1L]
 }
 
-# Central differences for every named input that requires grad; inputs are restored exactly
-# (the saved values are written back) and their $grad is left as it was.
-ag_gradcheck <- function(fn, inputs, eps = 1e-5, atol = 1e-4, verbose = FALSE, quiet = FALSE) {
+# Central differences for every named input that requires grad; the step, the quotient and the
+# pass rule are the core's (gradcheck.c, shared with Python). eps / atol / rtol NULL: the checked
+# dtype's defaults (f64: ggmlR's 1e-5 / 1e-4 / 0; f32: 5e-3 / 1e-3 / 1e-2). Inputs are restored
+# exactly (the saved values are written back) and their $grad is left as it was.
+ag_gradcheck <- function(fn, inputs, eps = NULL, atol = NULL, verbose = FALSE, quiet = FALSE, rtol = NULL) {
   if (!is.function(fn)) stop("ag_gradcheck(): fn must be a function", call. = FALSE)
   if (!is.list(inputs)) stop("ag_gradcheck(): inputs must be a named list", call. = FALSE)
   nms <- names(inputs)
   if (is.null(nms)) nms <- rep("", length(inputs))
   check <- which(nms != "" & vapply(inputs, function(v) is_ag_tensor(v) && isTRUE(v$requires_grad), logical(1)))
+  codes <- vapply(inputs[check], function(v) .dtype_code(v$dtype), integer(1))
+  code <- if (any(codes == 0L)) 0L else 1L  # any f32 input: the f32 defaults
+  d <- .Call(R_pg_gradcheck_defaults, code)
+  num1 <- function(v, nm, dflt) {
+    if (is.null(v)) return(dflt)
+    if (!is.numeric(v) || length(v) != 1L) stop(sprintf("ag_gradcheck(): %s must be a single number or NULL", nm), call. = FALSE)
+    as.double(v)
+  }
+  eps <- num1(eps, "eps", d[1L]); atol <- num1(atol, "atol", d[2L]); rtol <- num1(rtol, "rtol", d[3L])
   saved_grad <- lapply(inputs[check], function(v) v$grad)
   loss <- with_grad_tape(fn(inputs))
   if (!is_ag_tensor(loss)) stop("ag_gradcheck(): fn must return a 1x1 ag_tensor", call. = FALSE)
   grads <- backward(loss)
   analytical <- lapply(inputs[check], function(v) get0(as.character(v$id), envir = grads, inherits = FALSE))
   for (k in seq_along(check)) inputs[[check[k]]]$grad <- saved_grad[[k]]
+  originals <- lapply(inputs[check], function(v) v$data)
+  on.exit(for (k in seq_along(check)) inputs[[check[k]]]$data <- originals[[k]], add = TRUE)
   ok_all <- TRUE
   for (k in seq_along(check)) {
     tt <- inputs[[check[k]]]
     nm <- nms[check[k]]
-    orig <- tt$data
-    num <- matrix(0, nrow(orig), ncol(orig))
+    orig <- originals[[k]]
+    storage.mode(orig) <- "double"
+    pts <- .Call(R_pg_gradcheck_points, codes[[k]], as.vector(orig), eps)
+    fp <- fm <- numeric(length(orig))
     work <- orig
-    for (j in seq_len(ncol(orig))) for (i in seq_len(nrow(orig))) {
-      work[i, j] <- orig[i, j] + eps; tt$data <- work; fp <- .loss_value(fn, inputs)
-      work[i, j] <- orig[i, j] - eps; tt$data <- work; fm <- .loss_value(fn, inputs)
-      work[i, j] <- orig[i, j]
-      num[i, j] <- (fp - fm) / (2 * eps)
+    for (e in seq_along(orig)) {
+      work[e] <- pts[[1L]][e]; tt$data <- work; fp[e] <- .loss_value(fn, inputs)
+      work[e] <- pts[[2L]][e]; tt$data <- work; fm[e] <- .loss_value(fn, inputs)
+      work[e] <- orig[e]
     }
-    tt$data <- orig
+    tt$data <- originals[[k]]
     a <- analytical[[k]]
-    err <- if (is.null(a) || !identical(dim(a), dim(num))) Inf else max(abs(a - num))
-    ok <- is.finite(err) && err < atol
+    if (!is.null(a) && !identical(dim(a), dim(orig))) a <- NULL
+    j <- .Call(R_pg_gradcheck_judge, codes[[k]], if (is.null(a)) NULL else as.double(a), fp, fm, pts[[1L]], pts[[2L]],
+               atol, rtol)
+    ok <- j[[1L]]; err <- j[[2L]]; num <- matrix(j[[3L]], nrow(orig), ncol(orig))
     ok_all <- ok_all && ok
     if (!quiet) {
       cat(sprintf("[gradcheck] '%s': max_err = %.2e  %s\n", nm, err, if (ok) "PASS" else "FAIL"))

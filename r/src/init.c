@@ -58,6 +58,9 @@ extern SEXP R_pg_clip_grad_norm(SEXP, SEXP, SEXP);
 extern SEXP R_pg_clip_grad_value(SEXP, SEXP, SEXP);
 extern SEXP R_pg_grad_anomaly(SEXP, SEXP);
 extern SEXP R_pg_sched_init(SEXP, SEXP, SEXP);
+extern SEXP R_pg_gradcheck_defaults(SEXP);
+extern SEXP R_pg_gradcheck_points(SEXP, SEXP, SEXP);
+extern SEXP R_pg_gradcheck_judge(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_sched_step(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_tensor_new(SEXP, SEXP, SEXP);
 extern SEXP R_pg_tensor_cast(SEXP, SEXP);
@@ -151,6 +154,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_clip_grad_value",      (DL_FUNC) &R_pg_clip_grad_value,      3},
     {"R_pg_grad_anomaly",         (DL_FUNC) &R_pg_grad_anomaly,         2},
     {"R_pg_sched_init",           (DL_FUNC) &R_pg_sched_init,           3},
+    {"R_pg_gradcheck_defaults",   (DL_FUNC) &R_pg_gradcheck_defaults,   1},
+    {"R_pg_gradcheck_points",     (DL_FUNC) &R_pg_gradcheck_points,     3},
+    {"R_pg_gradcheck_judge",      (DL_FUNC) &R_pg_gradcheck_judge,      8},
     {"R_pg_sched_step",           (DL_FUNC) &R_pg_sched_step,           4},
     {"R_pg_tensor_new",           (DL_FUNC) &R_pg_tensor_new,           3},
     {"R_pg_tensor_cast",          (DL_FUNC) &R_pg_tensor_cast,          2},
