@@ -23,6 +23,7 @@ from .io import *  # noqa: F401,F403  (ag_save_model, ag_load_model)
 from .distributed import (dp_train, ag_mpi_init, ag_mpi_rank, ag_mpi_world_size, ag_mpi_barrier, ag_mpi_available, ag_broadcast_parameters, ag_allreduce_gradients, DistributedOptimizer, ag_fit_distributed)  # noqa: F401  (MPI optional, imported on use)
 from .compile import ag_compile  # noqa: F401  (static graphs)
 from .gpu import *  # noqa: F401,F403  (ggmlR's GPU switches and probes: no GPU here)
+from .capture import *  # noqa: F401,F403  (ggmlR's captured functions and steps, eager on the CPU)
 from .memory import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory, ...)
 
 __version__ = "0.1.0"

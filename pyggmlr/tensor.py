@@ -419,7 +419,8 @@ def _check_device(device):
     if device is None or device == "cpu":
         return
     if device == "gpu":
-        raise DeviceError("device 'gpu' is not available: pyggmlr runs on the CPU; use device='cpu'")
+        # ggmlR's text without a GPU backend (0.8.6 spec §11): scripts catch it to stay on the CPU
+        raise DeviceError("No ggml backend available. Install Vulkan drivers or use device='cpu'.")
     raise PyggmlrValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
 
 

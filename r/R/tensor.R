@@ -28,8 +28,7 @@ names.ag_tensor <- function(x) union(.TENSOR_FIELDS, setdiff(ls(x, all.names = F
 .check_device <- function(device, where = "ag_tensor") {
   if (is.null(device) || identical(device, "cpu")) return(invisible())
   if (identical(device, "gpu"))
-    stop(sprintf("%s(): device \"gpu\" is not available: pyggmlr runs on the CPU; use device = \"cpu\"", where),
-         call. = FALSE)
+    stop("No ggml backend available. Install Vulkan drivers or use device='cpu'.", call. = FALSE)  # ggmlR's text
   stop(sprintf("%s(): device must be \"cpu\" or \"gpu\", got %s", where, paste(format(device), collapse = " ")),
        call. = FALSE)
 }

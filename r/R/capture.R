@@ -1,0 +1,95 @@
+# ggmlR 0.8.6's captured functions and steps (spec §11). On a GPU ggmlR records them into a
+# replayable graph; this engine computes on the CPU, so a captured function runs fn eagerly with
+# ggmlR's argument handling, checks and outputs (its `captures` environment stays empty).
+
+.capture_params <- function(params, where) {
+  if (!is.null(params) && (!is.list(params) || !all(vapply(params, is_ag_tensor, logical(1)))))
+    stop(sprintf("%s: params must be a list of ag_tensors", where), call. = FALSE)
+}
+
+# named, unique arguments -> ag_tensors of double matrices (a vector is one column)
+.capture_args <- function(args, where) {
+  nm <- names(args)
+  if (length(args) && (is.null(nm) || any(nm == "") || anyDuplicated(nm)))
+    stop(sprintf("%s: call the captured function with named arguments", where), call. = FALSE)
+  lapply(args, function(a) {
+    m <- if (is_ag_tensor(a)) as.matrix(a) else if (is.null(dim(a))) matrix(a, ncol = 1L) else as.matrix(a)
+    storage.mode(m) <- "double"
+    ag_tensor(m)
+  })
+}
+
+.capture_out <- function(v) if (is_ag_tensor(v)) as.matrix(v) else v
+
+ag_capture <- function(fn, params = NULL) {
+  stopifnot(is.function(fn))
+  .capture_params(params, "ag_capture")
+  f <- function(...) {
+    out <- do.call(fn, .capture_args(list(...), "ag_capture"))
+    if (is_ag_tensor(out)) as.matrix(out) else lapply(out, .capture_out)
+  }
+  structure(f, class = c("ag_captured", "function"), captures = new.env(parent = emptyenv()))
+}
+
+.check_max_norm <- function(v) {
+  if (!is.null(v) && !(is.numeric(v) && length(v) == 1L && is.finite(v) && v > 0))
+    stop("max_grad_norm must be one positive finite number", call. = FALSE)
+  v
+}
+
+.shape_list <- function(args) paste(sprintf("%s:%s", names(args), vapply(args, function(a) paste(dim(a), collapse = "x"),
+                                                                          character(1))), collapse = ", ")
+
+ag_capture_step <- function(fn, params = NULL, optimizer, max_grad_norm = NULL) {
+  .check_max_norm(max_grad_norm)
+  .capture_params(params, "ag_capture_step")
+  if (missing(optimizer) || !inherits(optimizer, "ag_optimizer_adam"))
+    stop("ag_capture_step: only optimizer_adam() is supported", call. = FALSE)
+  st <- new.env(parent = emptyenv())
+  st$limit <- max_grad_norm
+  st$clipping <- !is.null(max_grad_norm)
+  st$shapes <- NULL
+  f <- function(...) {
+    args <- .capture_args(list(...), "ag_capture_step")
+    shapes <- .shape_list(args)
+    if (is.null(st$shapes)) st$shapes <- shapes
+    else if (!identical(shapes, st$shapes))
+      stop(sprintf("ag_capture_step: inputs (%s) differ from the first call (%s); shapes are fixed by the recording -- pad the batch or run this step uncaptured",
+                   shapes, st$shapes), call. = FALSE)
+    optimizer$zero_grad()
+    res <- with_grad_tape(do.call(fn, args))
+    loss <- if (is_ag_tensor(res)) res else if (is.list(res) && is_ag_tensor(res$loss)) res$loss else
+      stop("ag_capture_step: fn must return the loss, or a named list with an element 'loss'", call. = FALSE)
+    grads <- backward(loss)
+    outs <- if (is_ag_tensor(res)) list(loss = res) else res
+    if (st$clipping) {
+      norm <- clip_grad_norm(optimizer$params, grads, Inf)
+      if (!is.finite(norm))
+        stop("ag_capture_step: the gradient norm is NaN; the update was not applied (weights, moments and the step counter are unchanged)",
+             call. = FALSE)
+      clip_grad_norm(optimizer$params, grads, st$limit)
+      outs$grad_norm <- matrix(norm, 1L, 1L)
+    }
+    optimizer$step(grads)
+    if (is_ag_tensor(res) && !st$clipping) return(as.matrix(res))
+    lapply(outs, .capture_out)
+  }
+  structure(f, class = c("ag_captured", "function"), captures = new.env(parent = emptyenv()), ag_capture_step = st)
+}
+
+ag_capture_set <- function(f, max_grad_norm) {
+  st <- attr(f, "ag_capture_step", exact = TRUE)
+  if (!is.function(f) || !is.environment(st)) stop("ag_capture_set: not a function from ag_capture_step()", call. = FALSE)
+  if (!st$clipping)
+    stop("ag_capture_set: this step was created without max_grad_norm; create it with one to clip", call. = FALSE)
+  st$limit <- .check_max_norm(max_grad_norm)
+  if (is.null(st$limit)) stop("max_grad_norm must be one positive finite number", call. = FALSE)
+  invisible(f)
+}
+
+ag_capture_free <- function(f) {
+  caps <- attr(f, "captures", exact = TRUE)
+  if (!is.environment(caps)) stop("ag_capture_free: not a captured function", call. = FALSE)
+  rm(list = ls(caps, all.names = TRUE), envir = caps)
+  invisible(f)
+}
