@@ -150,15 +150,18 @@ ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch 
   invisible()
 }
 
-# R serialization (saveRDS: gzip, bzip2, xz or none) rather than safetensors
+# R serialization (saveRDS: gzip, bzip2, xz or none) rather than safetensors: a plausible
+# safetensors start (header length within the file, then "{") wins; bytes compared as raw
 .is_rds_file <- function(path) {
   if (!is.character(path) || length(path) != 1L || is.na(path) || !file.exists(path) || dir.exists(path)) return(FALSE)
-  b <- readBin(path, "raw", n = 6L)
-  if (length(b) < 2L) return(FALSE)
-  (b[1] == as.raw(0x1f) && b[2] == as.raw(0x8b)) ||
-    (length(b) >= 3L && identical(rawToChar(b[1:3]), "BZh")) ||
-    (length(b) == 6L && identical(b, as.raw(c(0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00)))) ||
-    (b[2] == as.raw(0x0a) && rawToChar(b[1]) %in% c("X", "A", "B"))
+  b <- readBin(path, "raw", n = 9L)
+  if (length(b) < 6L) return(FALSE)
+  size <- file.info(path)$size
+  hlen <- sum(as.numeric(b[1:8]) * 256^(0:7))
+  if (length(b) == 9L && hlen <= .IO_MAX_HEADER && 8 + hlen <= size && b[9] == charToRaw("{")) return(FALSE)
+  is <- function(...) identical(b[seq_along(c(...))], as.raw(c(...)))
+  is(0x1f, 0x8b) || is(0x42, 0x5a, 0x68) || is(0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00) ||
+    is(0x58, 0x0a, 0, 0, 0) || is(0x41, 0x0a) || is(0x42, 0x0a)
 }
 
 ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, model = NULL, optimizer = NULL) {

@@ -205,9 +205,14 @@ test_that("ag_load_model reads a ggmlR RDS container (ggmlR's layout and message
   expect_error(ag_load_model(f), "ag_load_model(): unsupported container version 2 (this ggmlR supports version 1).", fixed = TRUE)
   saveRDS(list(format = "other"), f)
   expect_error(ag_load_model(f), "ag_load_model(): file is not a ggmlR ag_state container.", fixed = TRUE)
-  saveRDS(ggmlr_container(m), f, compress = FALSE)  # uncompressed RDS too; and as a state dict
+  for (cmp in list(FALSE, "bzip2", "xz")) {  # every saveRDS compression is recognised
+    saveRDS(ggmlr_container(m, build), f, compress = cmp)
+    expect_identical(weights(ag_load_model(f)), weights(ag_load_model(f, model = sd_build(8L))))
+  }
+  saveRDS(ggmlr_container(m), f, ascii = TRUE)
+  expect_identical(ag_state_dict(ag_load_model(f, build))$buffers, ag_state_dict(m)$buffers)
   m3 <- sd_build(9L)
-  ag_load_state_dict(m3, readRDS(f))
+  ag_load_state_dict(m3, readRDS(f))  # ggmlR's test: a container loads as a state dict
   expect_identical(weights(m3), weights(m))
 })
 
