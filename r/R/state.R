@@ -235,6 +235,18 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
   model
 }
 
+# a ggmlR container read with readRDS prints as in ggmlR (its cat() calls, spacing included)
+print.ggmlR_ag_state <- function(x, ...) {
+  cat("<ggmlR ag_state>\n")
+  cat("  format:        ", x$format, " v", x$version, "\n", sep = "")
+  cat("  parameters:    ", length(x$parameters), "\n", sep = "")
+  cat("  buffers:       ", length(x$buffers), "\n", sep = "")
+  cat("  model_fn saved:", !is.null(x$model_fn), "\n")
+  cat("  ggmlR version: ", format(x$ggmlR_version), "\n", sep = "")
+  cat("  created:       ", format(x$created), "\n", sep = "")
+  invisible(x)
+}
+
 # ---------------------------------------------------------------------------------------------
 # internals ggmlR's examples and tests reach with ggmlR:::
 

@@ -175,6 +175,10 @@ test_that("ag_load_model reads a ggmlR RDS container (ggmlR's layout and message
   box$parameters$layer1_W <- box$parameters$layer1_W + 1e-12
   f <- tempfile(fileext = ".rds"); on.exit(unlink(f))
   saveRDS(box, f)
+  out <- capture.output(print(readRDS(f)))
+  expect_identical(out[1:5], c("<ggmlR ag_state>", "  format:        ggmlR.ag_state v1", "  parameters:    6",
+                               "  buffers:       2", "  model_fn saved: TRUE "))
+  expect_identical(out[6], "  ggmlR version: 0.8.6")
   got <- ag_load_model(f)                        # the stored model_fn
   expect_s3_class(got, "ag_sequential"); expect_false(got$training)
   expect_identical(got$parameters()$layer1_W$dtype, "f32")
