@@ -223,6 +223,10 @@ def test_save_load_model_fn_device_dtype(tmp_path):
         pg.ag_load_model(f, device="gpu")
     assert pg.ag_default_device() == "cpu"
     m2 = build()
+    before = weights(m2)
+    with pytest.raises(pg.PyggmlrValueError, match="was asked for"):
+        pg.ag_load_model(f, model=m2, dtype="f64")
+    assert same(weights(m2), before)  # a failing load changes nothing
     pg.ag_load_model(f, m2)  # a model object in second place is filled
     assert same(weights(m2), weights(d32))
 

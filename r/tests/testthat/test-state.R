@@ -205,6 +205,13 @@ test_that("ag_load_model reads a ggmlR RDS container (ggmlR's layout and message
   bad <- ggmlr_container(m, build); bad$parameters$layer3_b[1] <- NA
   saveRDS(bad, f)
   expect_error(ag_load_model(f), "parameter 'layer3_b' in the file contains NA, NaN or Inf", fixed = TRUE)
+  into <- sd_build(12L); before <- weights(into)
+  expect_error(ag_load_model(f, model = into), "contains NA, NaN or Inf", fixed = TRUE)
+  expect_identical(weights(into), before)  # a failing load changes nothing
+  bad$parameters$layer3_b[1] <- 0; bad$buffers$layer2_running_mean <- matrix(0, 3, 1); saveRDS(bad, f)
+  expect_error(ag_load_model(f, model = into), "shape mismatch for buffer 'layer2_running_mean': model 8x1 vs file 3x1.",
+               fixed = TRUE)
+  expect_identical(weights(into), before)
   bad$version <- 2L; saveRDS(bad, f)
   expect_error(ag_load_model(f), "ag_load_model(): unsupported container version 2 (this ggmlR supports version 1).", fixed = TRUE)
   saveRDS(list(format = "other"), f)
