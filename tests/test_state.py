@@ -257,3 +257,22 @@ def test_dp_train_n_gpu_is_n_replicas():
 
 def test_ggml_version_is_the_core_version():
     assert pg.ggml_version() == "0.1.0" == pg.__version__
+
+
+def test_load_twice_is_idempotent_and_nested_batch_norms_survive_save_load(tmp_path):
+    m = build(1)
+    train(m, pg.optimizer_adam(m.parameters(), lr=0.01), 2)
+    sd = pg.ag_state_dict(m)
+    m3 = build(7)
+    pg.ag_load_state_dict(m3, sd)
+    once = weights(m3)
+    pg.ag_load_state_dict(m3, sd)
+    assert same(weights(m3), once)
+    nest = pg.ag_sequential(pg.ag_linear(4, 4, "tanh"), pg.ag_sequential(pg.ag_batch_norm(4), pg.ag_linear(4, 2)))
+    with pg.with_grad_tape():
+        nest.forward(pg.ag_tensor(X))
+    pg.ag_tape_clear()
+    assert np.any(pg.ag_state_dict(nest)["buffers"]["layer2_layer1_running_mean"] != 0)
+    pg.ag_save_model(nest, tmp_path / "n.safetensors")
+    back = pg.ag_load_model(tmp_path / "n.safetensors")
+    assert same(weights(back), weights(nest))
