@@ -13,8 +13,8 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from .parity import (CASES, ScriptCase, _ARCHS, _R_MODEL_HELPERS, _arch_inputs, _as_dtype, _io_train_py,
-                     _py_model, _u, _with_dtype)
+from .parity import (CASES, ScriptCase, _ARCHS, _R_DP, _R_MODEL_HELPERS, _arch_inputs, _as_dtype, _dp_record,
+                     _io_train_py, _py_model, _r_values, _u, _with_dtype)
 
 Record = Dict[str, np.ndarray]
 
@@ -119,3 +119,38 @@ for _arch in ("bn", "io"):
                             group="state"))
     CASES.append(ScriptCase(f"state dict: Python -> R ({_arch}, adam)", _reference, _py_to_r, 3, _inputs(_arch),
                             group="state"))
+
+
+# ---- dp_train(n_gpu = 2): ggmlR's name for the replica count, in both languages (s10.2) ------
+
+def _dp_ngpu_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
+    import pyggmlr as pg
+
+    def run():
+        per = d["x"].shape[1] // 4
+        data = [{"x": d["x"][:, j * per:(j + 1) * per], "y": d["y"][:, j * per:(j + 1) * per]} for j in range(4)]
+        res = pg.dp_train(lambda: _py_model(d["arch"], d["init"], d["binit"]), data, loss_fn=pg.ag_mse_loss,
+                          forward_fn=lambda m, smp: m.forward(pg.ag_tensor(smp["x"])), target_fn=lambda smp: smp["y"],
+                          n_gpu=2, n_iter=steps, lr=0.02, max_norm=0.5, verbose=False)
+        return _dp_record(res["loss_history"], {k: t.numpy() for k, t in res["params"].items()},
+                          {k: t.numpy() for k, t in res["model"].buffers().items()})
+    return _with_dtype(dtype, run)
+
+
+def _dp_ngpu_r(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
+    from . import r
+    code = _R_DP.replace("n_replicas = 2L", "n_gpu = 2L")
+    assert code != _R_DP
+    res = r.run(code, dtype=dtype, arch=_ARCHS[d["arch"]][0], init=d["init"], binit=d["binit"], x=d["x"], y=d["y"],
+                n_samples=4, per=d["x"].shape[1] // 4, n_iter=steps, lr=0.02, max_norm=0.5)
+    return _dp_record(_r_values(res["loss_history"]), {k: _r_values(v) for k, v in res["params"].items()},
+                      {k: _r_values(v) for k, v in (res["buffers"] or {}).items()})
+
+
+def _dp_inputs(rng: Any) -> Dict[str, Any]:
+    init, binit = _arch_inputs(rng, "bn")
+    return {"init": init, "binit": binit, "x": _u(rng, 4, 12, lo=-2, hi=2), "y": _u(rng, 3, 12), "arch": "bn"}
+
+
+CASES.append(ScriptCase("dp_train: n_gpu = 2 (CPU replicas), batch_norm", _dp_ngpu_py, _dp_ngpu_r, 4, _dp_inputs,
+                        group="dp"))
