@@ -20,6 +20,7 @@ from .data import *  # noqa: F401,F403  (ag_dataloader, data sets)
 from .gradcheck import *  # noqa: F401,F403
 from .fit import *  # noqa: F401,F403  (ag_fit, callbacks, history)
 from .io import *  # noqa: F401,F403  (ag_save_model, ag_load_model)
+from .state import *  # noqa: F401,F403  (ag_state_dict, ag_load_state_dict, ag_save_model, ag_load_model, ggml_version)
 from .distributed import (dp_train, ag_mpi_init, ag_mpi_rank, ag_mpi_world_size, ag_mpi_barrier, ag_mpi_available, ag_broadcast_parameters, ag_allreduce_gradients, DistributedOptimizer, ag_fit_distributed)  # noqa: F401  (MPI optional, imported on use)
 from .compile import ag_compile  # noqa: F401  (static graphs)
 from .gpu import *  # noqa: F401,F403  (ggmlR's GPU switches and probes: no GPU here)

@@ -175,7 +175,7 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
              forward_fn: Optional[Callable[[Any, Any], Tensor]] = None,
              target_fn: Optional[Callable[[Any], Any]] = None, n_replicas: Optional[int] = None,
              n_iter: int = 10, lr: float = 1e-3, max_norm: float = float("inf"),
-             verbose: Union[bool, int, None] = 10) -> Dict[str, Any]:
+             verbose: Union[bool, int, None] = 10, n_gpu: Optional[int] = None) -> Dict[str, Any]:
     """Synchronous data-parallel training with replicas in one process (ggmlR's dp_train).
 
     make_model: called n_replicas times; each call must return a NEW model with ``forward`` and
@@ -188,7 +188,9 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
     The replicas' gradients are averaged into replica 0's (matched by position, not by name),
     clipped to max_norm when it is finite (clip_grad_norm), and one Adam step (lr) is applied to
     replica 0; then every replica's gradients are cleared (ggmlR 0.8.2 clears only replica 0's).
-    n_replicas: None means 1 (the CPU build has no GPUs to spread over).
+    n_replicas: None means 1 (the CPU build has no GPUs to spread over). n_gpu: ggmlR's name
+    for the same count (0.8.6 spec s10.2): n_gpu=2 runs two replicas on the CPU; giving both
+    with different values is an error.
     verbose: prints ``[dp_train] iter %4d / %d  loss = %.6f`` at iteration 1 and every
     ``verbose`` iterations (True: every iteration; False/0: silent).
 
@@ -207,6 +209,12 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
         raise ArgumentError(f"dp_train: data must be a sequence (list) of samples, got {type(data).__name__}")
     if len(data) == 0:
         raise PyggmlrValueError("dp_train: data is empty")
+    if n_gpu is not None:  # ggmlR's name for the replica count
+        n_gpu = _as_int(n_gpu, "n_gpu", 1)
+        if n_replicas is not None and _as_int(n_replicas, "n_replicas", 1) != n_gpu:
+            raise PyggmlrValueError(f"dp_train: n_gpu ({n_gpu}) and n_replicas ({n_replicas}) both give the number "
+                                    "of replicas; pass one")
+        n_replicas = n_gpu
     n_rep = 1 if n_replicas is None else _as_int(n_replicas, "n_replicas", 1)
     n_iter = _as_int(n_iter, "n_iter", 0)
     every = _verbose_every(verbose)

@@ -26,7 +26,7 @@ from ._core import ffi
 from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from .tensor import Tensor
 
-__all__ = ["ag_save_model", "ag_load_model", "ag_model_info"]
+__all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: state.py
 
 FORMAT = "pyggmlr.ag_model"
 FORMAT_VERSION = "1"
@@ -262,13 +262,7 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
     return _write_safetensors(path, tensors, meta)
 
 
-def ag_save_model(model: Any, path: Union[str, os.PathLike], optimizer: Any = None, epoch: Optional[int] = None,
-                  extra: Any = None) -> Union[str, os.PathLike]:
-    """Save the model's parameters and buffers (batch-norm running statistics) by their ggmlR
-    names to a safetensors file, with its architecture (to_config()) as JSON so that
-    ag_load_model(path) can rebuild it; optionally the optimizer's state, the epoch and an
-    `extra` JSON-able dict (for resuming). The write is atomic. Returns path."""
-    return _save(model, path, optimizer=optimizer, epoch=epoch, extra=extra)
+# ag_save_model / ag_load_model (ggmlR's arguments): pyggmlr/state.py
 
 
 def _meta_json(meta, key, path, kind):
@@ -316,15 +310,18 @@ def _check_config(cfg, path, depth=0, budget=None):
         raise _bad(path, f"architecture config has an implausible size {cfg!r}")
 
 
-def _rebuild(meta, tensors, pnames, path):
+def _files_dtype(tensors, pnames):
+    dts = {tensors[n].dtype for n in (tensors if pnames is None else pnames)}
+    return "f64" if dts == {np.dtype(np.float64)} else "f32"
+
+
+def _rebuild(meta, tensors, pnames, path, dtype=None):
     from .tensor import ag_dtype
     cfg = _meta_json(meta, "config", path, dict)
     if cfg is None:
         raise _bad(path, "the file has no architecture (metadata 'config'); pass model= to load its weights into a model")
     _check_config(cfg, path, budget=16 * sum(int(a.size) for a in tensors.values()) + 65536)
-    dts = {tensors[n].dtype for n in (pnames or [])}
-    dtype = "f64" if dts == {np.dtype(np.float64)} else "f32"
-    prev = ag_dtype(dtype)
+    prev = ag_dtype(dtype or _files_dtype(tensors, pnames or []))
     try:
         from .nn import ag_module_from_config
         model = ag_module_from_config(cfg)
@@ -391,7 +388,7 @@ def _opt_state(meta, tensors, optimizer, params, path):
             "hyper": {k: v for k, v in hyper.items() if v is not None}, "params": per}
 
 
-def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False):
+def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False, builder=None, dtype=None):
     import warnings
     tensors, meta = _read_safetensors(path)
     fmt = meta.get("format")
@@ -399,7 +396,7 @@ def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False)
         raise _bad(path, f"not a pyggmlr model file (format {fmt!r})")
     if fmt is not None and meta.get("format_version") != FORMAT_VERSION:
         raise _bad(path, f"unsupported model file version {meta.get('format_version')!r} (this pyggmlr reads {FORMAT_VERSION})")
-    if fmt is None and model is None:
+    if fmt is None and model is None and builder is None:
         raise _bad(path, "not a pyggmlr model file (no 'format' metadata); pass model= to load its tensors by name")
     pnames = _names(meta, "parameters", tensors, path)
     bnames = _names(meta, "buffers", tensors, path)
@@ -411,14 +408,21 @@ def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False)
     elif need_epoch:
         raise _bad(path, "not a training checkpoint (no epoch; write checkpoints with ag_checkpoint)")
     extra = _meta_json(meta, "extra", path, (dict, list, str, int, float, bool, type(None)))
-    if model is None:
-        model = _rebuild(meta, tensors, pnames, path)
+    if model is None and builder is not None:  # built in dtype, else the file's (ggmlR: param_dtypes)
+        from .state import _build
+        model = _build(builder, dtype or _files_dtype(tensors, pnames))
+        params, bufs = _model_parts(model)
+    elif model is None:
+        model = _rebuild(meta, tensors, pnames, path, dtype)
         try:
             params, bufs = _model_parts(model)
         except PyggmlrError as e:
             raise _bad(path, f"the rebuilt model is not usable: {e}") from None
     else:
         params, bufs = _model_parts(model)
+    if dtype is not None:
+        from .state import _check_built_dtype
+        _check_built_dtype(params, dtype)
     if pnames is None:  # a foreign safetensors file: take the model's names
         pnames = [k for k in params if k in tensors] if set(params) <= set(tensors) else list(tensors)
     if bnames is None:
@@ -440,30 +444,6 @@ def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False)
     from .fit import _set_mode
     _set_mode(model, False)
     return model, {"epoch": epoch, "extra": extra, "tensors": tensors, "meta": meta}
-
-
-def ag_load_model(path: Union[str, os.PathLike], model: Any = None, optimizer: Any = None,
-                  model_fn: Optional[Callable[[], Any]] = None) -> Any:
-    """Load a file written by ag_save_model.
-
-    model=None rebuilds the architecture from the file's JSON config (in the file's dtype); a
-    builder (a function taking no arguments that returns the model, given as model= or, as in
-    ggmlR, model_fn=) is called first and its model filled; a given model must have exactly the file's parameter and buffer names with the same shapes
-    (ggmlR's "parameter mismatch ... missing in file: / not in model:" and "shape mismatch for
-    parameter 'x': model AxB vs file CxD" errors). optimizer: restore its moments and counters
-    from the file too. Nothing is changed unless the whole file checks out. Returns the model,
-    in eval mode. A truncated, corrupt or foreign file raises PyggmlrValueError."""
-    if model_fn is not None:
-        if model is not None:
-            raise ArgumentError("ag_load_model(): give model= or model_fn=, not both")
-        model = model_fn
-    if model is not None and callable(model) and not hasattr(model, "parameters"):
-        built = model()
-        if not hasattr(built, "parameters"):
-            raise ArgumentError(f"ag_load_model(): the builder returned a {type(built).__name__}, not a model "
-                                "(an object with forward and parameters)")
-        model = built
-    return _load(path, model=model, optimizer=optimizer)[0]
 
 
 def _load_checkpoint(path, model, optimizer):

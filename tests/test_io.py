@@ -308,7 +308,7 @@ def test_load_with_a_builder_as_ggmlr_model_fn(tmp_path):
         assert np.array_equal(got(x).numpy(), want) and not got.training
     with pytest.raises(pg.ArgumentError, match="not both"):
         pg.ag_load_model(path, model=m, model_fn=build)
-    with pytest.raises(pg.ArgumentError, match="not a model"):
-        pg.ag_load_model(path, lambda: 42)
+    with pytest.raises(pg.ArgumentError, match=r"`model_fn` must return an ag_sequential or ag_\* layer \(got class: int\)"):
+        pg.ag_load_model(path, lambda: 42)  # ggmlR's text
     with pytest.raises(pg.PyggmlrValueError, match="mismatch"):
         pg.ag_load_model(path, lambda: pg.ag_sequential(pg.ag_linear(4, 6)))

@@ -50,7 +50,8 @@ def test_table_covers_the_api():
                   "adam accumulate", "scheduler step", "scheduler cosine", "clip_grad_norm",
                   "dataloader no shuffle", "ag_tape_memory", "script:", "ag_fit: sgd", "ag_fit: adamw",
                   "val 0.", "accum", "dp_train: 2 replicas", "model file: R saves, Python loads",
-                  "model file: Python saves, R loads", "Python resumes", "R resumes", "ag_gradcheck:"):
+                  "model file: Python saves, R loads", "Python resumes", "R resumes", "ag_gradcheck:",
+                  "state dict: R -> Python", "state dict: Python -> R"):
         assert other in names, other
     assert all(set(c.dtypes) == {"f64", "f32"} for c in parity.CASES)
     assert parity.NOT_COVERED == []

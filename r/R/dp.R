@@ -25,7 +25,14 @@ dp_train <- function(make_model, data, loss_fn = NULL, forward_fn = NULL, target
   if (!is.list(data) || is.data.frame(data))
     stop(sprintf("dp_train: data must be a list of samples, got %s", class(data)[[1L]]), call. = FALSE)
   if (!length(data)) stop("dp_train: data is empty", call. = FALSE)
-  if (is.null(n_replicas)) n_replicas <- n_gpu
+  # ggmlR's n_gpu is the number of replicas (0.8.6 spec s10.2); on the CPU they are CPU replicas
+  if (!is.null(n_gpu)) {
+    n_gpu <- .dp_int(n_gpu, "n_gpu", 1L)
+    if (!is.null(n_replicas) && !identical(.dp_int(n_replicas, "n_replicas", 1L), n_gpu))
+      stop(sprintf("dp_train: n_gpu (%d) and n_replicas (%s) both give the number of replicas; pass one", n_gpu,
+                   format(n_replicas)), call. = FALSE)
+    n_replicas <- n_gpu
+  }
   n_rep <- if (is.null(n_replicas)) 1L else .dp_int(n_replicas, "n_replicas", 1L)
   n_iter <- .dp_int(n_iter, "n_iter", 0L)
   every <- .dp_every(verbose)

@@ -318,9 +318,7 @@
   .write_safetensors(path, tensors, as.list(meta))
 }
 
-ag_save_model <- function(model, path, optimizer = NULL, epoch = NULL, extra = NULL) {
-  invisible(.save_model(model, path, optimizer = optimizer, epoch = epoch, extra = extra))
-}
+# ag_save_model(): state.R (ggmlR's arguments)
 
 # ---------------------------------------------------------------------------------------------
 # loading
@@ -355,13 +353,17 @@ ag_save_model <- function(model, path, optimizer = NULL, epoch = NULL, extra = N
   invisible()
 }
 
-.rebuild <- function(meta, tensors, pnames, path) {
+.files_dtype <- function(tensors, pnames) {
+  dts <- unique(vapply(if (is.null(pnames)) names(tensors) else pnames, function(n) attr(tensors[[n]], "dtype"), ""))
+  if (length(dts) == 1L && dts == "F64") "f64" else "f32"
+}
+
+.rebuild <- function(meta, tensors, pnames, path, dtype = NULL) {
   cfg <- .meta_json(meta, "config", path, .is_obj, "an object")
   if (is.null(cfg))
     .io_bad(path, "the file has no architecture (metadata 'config'); pass model = or model_fn = to load its weights into a model")
   .check_config(cfg, path)
-  dts <- unique(vapply(pnames, function(n) attr(tensors[[n]], "dtype"), ""))
-  prev <- ag_dtype(if (length(dts) == 1L && dts == "F64") "f64" else "f32")
+  prev <- ag_dtype(if (is.null(dtype)) .files_dtype(tensors, pnames) else dtype)
   on.exit(ag_dtype(prev), add = TRUE)
   tryCatch(ag_module_from_config(cfg), error = function(e)
     .io_bad(path, sprintf("cannot rebuild the model from its architecture config: %s", conditionMessage(e))))
@@ -427,7 +429,7 @@ ag_save_model <- function(model, path, optimizer = NULL, epoch = NULL, extra = N
   list(format = "ggmlR.ag_opt_state", version = 1L, kind = kind, t = t, accum_count = ac, hyper = hyper, params = per)
 }
 
-.load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL) {
+.load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL, dtype = NULL) {
   if (!is.null(model_fn) && !is.function(model_fn))
     stop("ag_load_model(): model_fn must be a function returning the model, or NULL", call. = FALSE)
   if (!is.null(optimizer) && !.is_optimizer(optimizer))
@@ -450,18 +452,20 @@ ag_save_model <- function(model, path, optimizer = NULL, epoch = NULL, extra = N
     epoch <- as.numeric(epoch)
   }
   extra <- .meta_json(meta, "extra", path)
-  if (is.null(model) && !is.null(model_fn)) {
-    model <- model_fn()
+  if (is.null(model) && !is.null(model_fn)) {  # built in `dtype`, else the file's (ggmlR: param_dtypes)
+    model <- .with_dtype(if (is.null(dtype)) .files_dtype(tensors, pnames) else dtype, model_fn)
     if (!.is_model(model))
-      stop("ag_load_model(): model_fn() must return an ag_sequential or ag_* layer", call. = FALSE)
+      stop(sprintf("ag_load_model(): `model_fn` must return an ag_sequential or ag_* layer (got class: %s).",
+                   paste(class(model), collapse = "/")), call. = FALSE)
   }
   if (is.null(model)) {
-    model <- .rebuild(meta, tensors, pnames, path)
+    model <- .rebuild(meta, tensors, pnames, path, dtype)
     params <- tryCatch(.model_params(model, "ag_load_model()"), error = function(e)
       .io_bad(path, sprintf("the rebuilt model is not usable: %s", conditionMessage(e))))
   } else {
     params <- .model_params(model, "ag_load_model()")
   }
+  .check_built_dtype(params, dtype)
   bufs <- .model_buffers(model, "ag_load_model()")
   if (is.null(pnames))  # a foreign safetensors file: take the model's names
     pnames <- if (all(names(params) %in% names(tensors))) intersect(names(params), names(tensors)) else names(tensors)
@@ -478,11 +482,7 @@ ag_save_model <- function(model, path, optimizer = NULL, epoch = NULL, extra = N
   list(model = model, epoch = epoch, extra = extra, tensors = tensors, meta = meta)
 }
 
-ag_load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL) {
-  # ggmlR's signature is (path, model_fn = NULL, device = NULL): a function in second place is a builder
-  if (is.function(model) && is.null(model_fn)) { model_fn <- model; model <- NULL }
-  .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer)$model
-}
+# ag_load_model(): state.R (ggmlR's arguments, and ggmlR's RDS containers)
 
 ag_model_info <- function(path) {
   f <- .read_safetensors(path)

@@ -285,10 +285,8 @@ ag_sequential <- function(...) {
 }
 
 # buffers (non-trainable state tensors, e.g. batch-norm running statistics) of a layer
-.layer_buffers <- function(l) {
-  if ((is.environment(l) || is.list(l)) && is.function(l$buffers)) return(l$buffers())
-  list()
-}
+# (state.R: a layer's buffers(), else those of its layer-like $layers with ggmlR 0.8.5's nested keys)
+.layer_buffers <- function(l) .state_buffers(l)
 
 .layer_label <- function(l) {
   if (is.environment(l) && !is.null(l$name)) l$name else class(l)[[1L]]

@@ -1,0 +1,263 @@
+# ggmlR 0.8.6's model-state API (0.8.6 spec s9): in-memory state dicts, ggmlR's ag_save_model /
+# ag_load_model arguments over this package's safetensors files (io.R), the import of a ggmlR
+# RDS container, and the internals ggmlR's examples reach with `:::`.
+
+.SD_FORMAT <- "ggmlR.ag_state_dict"
+.RDS_FORMAT <- "ggmlR.ag_state"
+
+# `[[` rather than `$`: a list's `$` matches partially (a field "params_x" would answer $params)
+.fn_field <- function(x, nm) {
+  if (is_ag_tensor(x) || !(is.environment(x) || is.list(x))) return(NULL)
+  f <- x[[nm]]
+  if (is.function(f)) f else NULL
+}
+
+# parameters() first, else params() (a bare ag_linear, list(params = function() ...))
+.state_params <- function(model, caller) {
+  f <- .fn_field(model, "parameters")
+  if (is.null(f)) f <- .fn_field(model, "params")
+  if (is.null(f)) stop(caller, ": `model` has no parameters() / params() method", call. = FALSE)
+  p <- f()
+  if (is.null(p)) p <- list()
+  if (!is.list(p)) stop(sprintf("%s: parameters() returned a %s, not a list of ag_tensors", caller, class(p)[[1L]]), call. = FALSE)
+  for (i in seq_along(p)) if (!is_ag_tensor(p[[i]]))
+    stop(sprintf("%s: parameter %d (%s) is a %s, not an ag_tensor", caller, i,
+                 if (is.null(names(p)) || !nzchar(names(p)[i])) "unnamed" else names(p)[i], class(p[[i]])[[1L]]),
+         call. = FALSE)
+  p
+}
+
+# ggmlR's test for a sub-layer list (so the fields of a lone ag_linear are not descended)
+.is_layer_like <- function(x) {
+  if (is.environment(x)) return(inherits(x, "ag_layer") || is.function(x[["forward"]]))
+  is.list(x) && (is.function(x[["params"]]) || is.function(x[["parameters"]]))
+}
+
+# Buffers (batch-norm running statistics) as named tensors, with ggmlR 0.8.5's nested keys: a
+# layer's own buffers() (ag_batch_norm, ag_sequential: already nested), else the `layer<i>_`
+# prefixed buffers of its $layers when every element is layer-like.
+.state_buffers <- function(model, prefix = "", depth = 0L) {
+  f <- .fn_field(model, "buffers")
+  if (!is.null(f)) {
+    b <- f()
+    if (length(b)) names(b) <- paste0(prefix, names(b))
+    return(if (is.null(b)) list() else b)
+  }
+  layers <- if (is.environment(model) || is.list(model)) model[["layers"]] else NULL
+  if (depth > 64L || !is.list(layers) || !length(layers) || !all(vapply(layers, .is_layer_like, logical(1))))
+    return(list())
+  out <- list()
+  for (i in seq_along(layers)) out <- c(out, .state_buffers(layers[[i]], paste0(prefix, "layer", i, "_"), depth + 1L))
+  out
+}
+
+ag_state_dict <- function(model) {
+  params <- .state_params(model, "ag_state_dict()")
+  bufs <- .state_buffers(model)
+  list(format = .SD_FORMAT, version = 1L,
+       parameters = lapply(params, function(p) p$data),
+       param_dtypes = vapply(params, function(p) { d <- p$dtype; if (is.null(d)) "f32" else d }, character(1L)),
+       buffers = lapply(bufs, function(b) b$data))
+}
+
+.dim_str <- function(v) if (is.null(dim(v))) as.character(length(v)) else paste(dim(v), collapse = "x")
+
+# Every used entry numeric, of the model's dims, finite (ggmlR's texts); returns the value to write
+.sd_value <- function(caller, nm, model_dim, val) {
+  if (is_ag_tensor(val)) val <- val$data
+  if (!is.numeric(val) || !identical(as.integer(dim(val)), as.integer(model_dim)))
+    stop(sprintf("%s: shape mismatch for '%s': model %s, state %s", caller, nm, paste(model_dim, collapse = "x"),
+                 .dim_str(val)), call. = FALSE)
+  if (!all(is.finite(val))) stop(sprintf("%s: '%s' contains NA, NaN or Inf", caller, nm), call. = FALSE)
+  storage.mode(val) <- "double"
+  val
+}
+
+.distinct_names <- function(lst, caller, what) {
+  nm <- names(lst)
+  if (length(lst) && (is.null(nm) || any(is.na(nm) | !nzchar(nm)) || anyDuplicated(nm)))
+    stop(sprintf("%s: the model's %s need distinct names to be matched with a state (got %s)", caller, what,
+                 if (is.null(nm)) "an unnamed list" else paste(nm, collapse = ", ")), call. = FALSE)
+  if (is.null(nm)) character(0) else nm
+}
+
+ag_load_state_dict <- function(model, state, strict = TRUE) {
+  caller <- "ag_load_state_dict()"
+  if (!is.list(state) || !is.list(state[["parameters"]]))
+    stop(caller, ": `state` is not a state dict (no $parameters)", call. = FALSE)
+  if (!is.logical(strict) || length(strict) != 1L || is.na(strict))
+    stop(caller, ": `strict` must be TRUE or FALSE", call. = FALSE)
+  params <- .state_params(model, caller)
+  bufs <- .state_buffers(model)
+  sp <- state[["parameters"]]
+  sb <- state[["buffers"]]
+  if (is.null(sb)) sb <- list()
+  if (!is.list(sb)) stop(caller, ": `state` is not a state dict ($buffers is not a list)", call. = FALSE)
+  used <- function(have, saved, what) {
+    hn <- .distinct_names(have, caller, paste0(what, "s"))
+    sn <- names(saved)
+    if (is.null(sn)) sn <- rep("", length(saved))
+    missing <- setdiff(hn, sn); extra <- setdiff(sn, hn)
+    if (strict && (length(missing) || length(extra)))
+      stop(caller, ": ", what, " names differ (strict = TRUE)", "\n  missing in state: ", paste(missing, collapse = ", "),
+           "\n  not in model: ", paste(extra, collapse = ", "), call. = FALSE)
+    intersect(hn, sn)
+  }
+  pn <- used(params, sp, "parameter")
+  bn <- used(bufs, sb, "buffer")
+  # every check before the first write: a failing load changes nothing
+  pv <- lapply(pn, function(nm) .sd_value(caller, nm, dim(params[[nm]]), sp[[nm]]))
+  bv <- lapply(bn, function(nm) .sd_value(caller, nm, dim(bufs[[nm]]), sb[[nm]]))
+  for (i in seq_along(pn)) params[[pn[i]]]$data <- pv[[i]]  # in place: optimizers stay bound
+  for (i in seq_along(bn)) bufs[[bn[i]]]$data <- bv[[i]]
+  invisible(model)
+}
+
+# ---------------------------------------------------------------------------------------------
+# ag_save_model / ag_load_model with ggmlR's arguments (the file format is io.R's)
+
+ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch = NULL, extra = NULL) {
+  if (!.is_model(model)) .model_params(model, "ag_save_model()")  # its error
+  if (!is.null(model_fn) && !is.function(model_fn))
+    stop("ag_save_model(): `model_fn` must be a function or NULL.", call. = FALSE)
+  # model_fn is checked, not stored: a safetensors file holds no code (the architecture is its
+  # JSON config); pass the builder again to ag_load_model for models without to_config()
+  invisible(.save_model(model, path, optimizer = optimizer, epoch = epoch, extra = extra))
+}
+
+# NULL, or "f32" / "f64" (ggmlR's f16 / bf16 are metadata there and not kept by the CPU engine)
+.load_dtype <- function(dtype) {
+  if (is.null(dtype)) return(NULL)
+  dtype <- match.arg(dtype, c("f32", "f64", "f16", "bf16"))
+  if (dtype %in% c("f16", "bf16"))
+    stop(sprintf("ag_load_model(): dtype \"%s\" is not supported by the CPU engine; use \"f32\" or \"f64\"", dtype),
+         call. = FALSE)
+  dtype
+}
+
+.with_dtype <- function(dtype, f) {
+  prev <- ag_dtype(dtype)
+  on.exit(ag_dtype(prev), add = TRUE)
+  f()
+}
+
+# the parameters' dtype must be the one asked for (a builder may hard-code its own)
+.check_built_dtype <- function(params, dtype) {
+  if (is.null(dtype)) return(invisible())
+  for (nm in names(params)) if (!identical(params[[nm]]$dtype, dtype))
+    stop(sprintf("ag_load_model(): dtype = \"%s\" was asked for, but the model's parameter '%s' is %s (does model_fn fix its own dtype?)",
+                 dtype, nm, params[[nm]]$dtype), call. = FALSE)
+  invisible()
+}
+
+# R serialization (saveRDS: gzip, bzip2, xz or none) rather than safetensors: a plausible
+# safetensors start (header length within the file, then "{") wins; bytes compared as raw
+.is_rds_file <- function(path) {
+  if (!is.character(path) || length(path) != 1L || is.na(path) || !file.exists(path) || dir.exists(path)) return(FALSE)
+  b <- readBin(path, "raw", n = 9L)
+  if (length(b) < 6L) return(FALSE)
+  size <- file.info(path)$size
+  hlen <- sum(as.numeric(b[1:8]) * 256^(0:7))
+  if (length(b) == 9L && hlen <= .IO_MAX_HEADER && 8 + hlen <= size && b[9] == charToRaw("{")) return(FALSE)
+  is <- function(...) identical(b[seq_along(c(...))], as.raw(c(...)))
+  is(0x1f, 0x8b) || is(0x42, 0x5a, 0x68) || is(0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00) ||
+    is(0x58, 0x0a, 0, 0, 0) || is(0x41, 0x0a) || is(0x42, 0x0a)
+}
+
+ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, model = NULL, optimizer = NULL) {
+  # pyggmlr's earlier ag_load_model(path, model): a model object where ggmlR has model_fn
+  if (!is.null(model_fn) && !is.function(model_fn) && is.null(model) && .is_model(model_fn)) {
+    model <- model_fn
+    model_fn <- NULL
+  }
+  if (!is.null(model) && !is.null(model_fn))
+    stop("ag_load_model(): give model or model_fn, not both", call. = FALSE)
+  if (!is.null(device)) {
+    old <- ag_default_device()
+    on.exit(ag_device(old), add = TRUE)
+    ag_device(device)
+  }
+  if (.is_rds_file(path)) return(.load_ggmlr_container(path, model_fn, dtype, model))
+  .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer, dtype = .load_dtype(dtype))$model
+}
+
+# A ggmlR ag_save_model() file (s9.3 / s9.4): readRDS (it may hold a closure, which is run as
+# the builder: read only files you trust, as with any .rds), checks with ggmlR's messages, then
+# everything validated before the first write.
+.load_ggmlr_container <- function(path, model_fn, dtype, model) {
+  box <- tryCatch(readRDS(path), error = function(e)
+    stop(sprintf("ag_load_model(): cannot read '%s' as an R data file (%s)", path, conditionMessage(e)), call. = FALSE))
+  if (!is.list(box) || !identical(box[["format"]], .RDS_FORMAT))
+    stop("ag_load_model(): file is not a ggmlR ag_state container.", call. = FALSE)
+  if (!identical(box[["version"]], 1L))
+    stop("ag_load_model(): unsupported container version ", paste(format(box[["version"]]), collapse = " "),
+         " (this ggmlR supports version 1).", call. = FALSE)
+  builder <- if (!is.null(model_fn)) model_fn else box[["model_fn"]]
+  if (is.null(model) && (is.null(builder) || !is.function(builder)))
+    stop("ag_load_model(): no `model_fn` available. Pass one via the `model_fn` argument, or re-save the model ",
+         "with `model_fn` so it is stored in the file.", call. = FALSE)
+  dtype <- .load_dtype(dtype)
+  saved <- box[["parameters"]]
+  if (!is.list(saved)) stop("ag_load_model(): the container's parameters are not a list", call. = FALSE)
+  pd <- box[["param_dtypes"]]
+  # ggmlR's "f32" is a label over R doubles; only an all-"f64" file builds in f64 by itself
+  target <- if (!is.null(dtype)) dtype else if (length(pd) && all(pd %in% "f64")) "f64" else "f32"
+  if (is.null(model)) {
+    model <- .with_dtype(target, builder)
+    if (!.is_model(model))
+      stop(sprintf("ag_load_model(): `model_fn` must return an ag_sequential or ag_* layer (got class: %s).",
+                   paste(class(model), collapse = "/")), call. = FALSE)
+  }
+  params <- .model_params(model, "ag_load_model()")
+  miss <- setdiff(names(params), names(saved)); extra <- setdiff(names(saved), names(params))
+  if (length(miss) || length(extra))
+    stop("ag_load_model(): parameter mismatch between saved state and rebuilt model.\n  missing in file: ",
+         paste(miss, collapse = ", "), "\n  not in model: ", paste(extra, collapse = ", "),
+         "\nThe `model_fn` architecture must match the saved one.", call. = FALSE)
+  value <- function(kind, nm, d, v) {
+    if (!is.numeric(v) || !identical(as.integer(dim(v)), as.integer(d)))
+      stop(sprintf("ag_load_model(): shape mismatch for %s '%s': model %s vs file %s.", kind, nm,
+                   paste(d, collapse = "x"), .dim_str(v)), call. = FALSE)
+    if (!all(is.finite(v))) stop(sprintf("ag_load_model(): %s '%s' in the file contains NA, NaN or Inf", kind, nm),
+                                 call. = FALSE)
+    storage.mode(v) <- "double"
+    v
+  }
+  pv <- lapply(names(params), function(nm) value("parameter", nm, dim(params[[nm]]), saved[[nm]]))
+  .check_built_dtype(params, dtype)
+  bufs <- .state_buffers(model)
+  sb <- box[["buffers"]]
+  bn <- if (is.list(sb)) intersect(names(bufs), names(sb)) else character(0)  # missing keys: skipped (ggmlR)
+  bv <- lapply(bn, function(nm) value("buffer", nm, dim(bufs[[nm]]), sb[[nm]]))
+  for (i in seq_along(params)) params[[i]]$data <- pv[[i]]
+  for (i in seq_along(bn)) bufs[[bn[i]]]$data <- bv[[i]]
+  ag_eval(model)
+  model
+}
+
+# a ggmlR container read with readRDS prints as in ggmlR (its cat() calls, spacing included)
+print.ggmlR_ag_state <- function(x, ...) {
+  cat("<ggmlR ag_state>\n")
+  cat("  format:        ", x$format, " v", x$version, "\n", sep = "")
+  cat("  parameters:    ", length(x$parameters), "\n", sep = "")
+  cat("  buffers:       ", length(x$buffers), "\n", sep = "")
+  cat("  model_fn saved:", !is.null(x$model_fn), "\n")
+  cat("  ggmlR version: ", format(x$ggmlR_version), "\n", sep = "")
+  cat("  created:       ", format(x$created), "\n", sep = "")
+  invisible(x)
+}
+
+# ---------------------------------------------------------------------------------------------
+# internals ggmlR's examples and tests reach with ggmlR:::
+
+.ag_data <- function(t) if (is_ag_tensor(t)) t$data else t
+.ag_as_matrix <- function(x) x  # ggmlR: a GPU handle -> its matrix; there are no handles here
+.ag_row_slice <- function(x, from, to) ag_slice_rows(x, from - 1L, to - from + 1L)  # rows from..to, 1-based
+.ag_row_concat <- function(tensors) {
+  if (length(tensors) == 1L) return(tensors[[1L]])
+  Reduce(ag_concat_rows, tensors)
+}
+
+# ggmlR returns the vendored ggml library's version; this is the C core's (pg_version()), the
+# same string in R and Python
+ggml_version <- function() .Call(R_pg_version)
