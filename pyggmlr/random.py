@@ -210,13 +210,19 @@ def _sample_int(h, n, size, replace, prob, use_hash):
 
 def ggml_set_seed(seed: Optional[int]) -> Optional[int]:
     """Seed the process-wide stream exactly as R's set.seed(seed) (ggmlR's ggml_set_seed):
-    None is a no-op (returns None), otherwise returns the seed as an int. Everything the package
+    None is a no-op (returns None), otherwise returns the seed as an int (R's as.integer: 3.9
+    and "3.9" give 3, "42" gives 42). Everything the package
     draws (initialisers, dropout, shuffles) comes from this stream, so the same seed gives the
     same numbers in R and Python."""
     if seed is None:
         return None
     if isinstance(seed, (list, tuple, np.ndarray)):
         raise PyggmlrValueError("ggml_set_seed: `seed` must be a single non-NA integer (or None).")
+    if isinstance(seed, str):  # ggmlR's as.integer("42") is 42; a non-number fails in set.seed
+        try:
+            seed = float(seed.strip())
+        except ValueError:
+            raise PyggmlrValueError(f"ggml_set_seed: supplied seed is not a valid integer: {seed!r}") from None
     s = _seed_int(seed, "ggml_set_seed")
     _core.check(lib.pg_rng_seed(lib.pg_rng_default(), s))
     return s
