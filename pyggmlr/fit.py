@@ -115,31 +115,6 @@ def _row_major_hint(X, Y):
             f"with one column per sample, so pass {what}.T")
 
 
-class _Targets:
-    """y sliced per batch: class ids (cross-entropy with one row of ids) or a matrix."""
-
-    def __init__(self, y, loss):
-        self.y = y
-        self.ids = None
-        if loss == "cross_entropy" and y is not None and y.shape[0] == 1:
-            if np.any(y != np.round(y)) or np.any(y < 0):
-                raise PyggmlrValueError("ag_fit: cross_entropy targets must be 0-based class ids (whole numbers >= 0) or a one-hot matrix")
-            self.ids = y[0].astype(np.int64)
-
-    def batch(self, idx, dtype, as_tensor):
-        if self.y is None:
-            return None
-        if self.ids is not None and not as_tensor:
-            return self.ids[idx]
-        return ag_tensor(self.y[:, idx], dtype=dtype)
-
-    def labels(self, idx):
-        """Class ids of the samples idx (cross-entropy), for accuracy."""
-        if self.ids is not None:
-            return self.ids[idx]
-        return np.argmax(self.y[:, idx], axis=0)
-
-
 def _loss_fn(loss):
     if callable(loss):
         return loss, True
@@ -172,11 +147,12 @@ def _loss_stats(values, weights, per_datapoint):
 
 
 def _acc_stats(ncorrect, ndata):
-    if ncorrect is None or ndata == 0:
+    """Accuracy and its standard error (ggml_opt_result_accuracy), from the core (pg_acc_stats)."""
+    if ncorrect is None:
         return math.nan, math.nan
-    acc = ncorrect / ndata
-    unc = math.sqrt(acc * (1 - acc) / (ndata - 1)) if ndata >= 2 else math.nan
-    return acc, unc
+    out = _core.ffi.new("double[2]")
+    _core.check(_core.lib.pg_acc_stats(int(ncorrect), int(ndata), out))
+    return out[0], out[1]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -537,8 +513,8 @@ class _StaticSteps:
     random draws and the buffers (batch-norm running statistics) put back, so the run equals
     the eager one bit for bit."""
 
-    def __init__(self, model, lossfn, opt, dtype, has_y):
-        self.model, self.lossfn, self.opt, self.dtype, self.has_y = model, lossfn, opt, dtype, has_y
+    def __init__(self, model, lossfn, opt, has_y):
+        self.model, self.lossfn, self.opt, self.has_y = model, lossfn, opt, has_y
         self.train = None
         self.val = {}
 
@@ -551,7 +527,7 @@ class _StaticSteps:
             holder["out"] = out
             return self.lossfn(out, y)
         bufs = {k: t.data for k, t in _buffers(self.model).items() if isinstance(t, Tensor)}
-        ins = [ag_tensor(xv, dtype=self.dtype)] + ([ag_tensor(yv, dtype=self.dtype)] if self.has_y else [])
+        ins = [xv] + ([yv] if self.has_y else [])  # the plan's batch tensors: each gather refills the graph's inputs
         try:
             step = ag_compile(fn, *ins, build=build, optimizer=self.opt if build == "opt" else None)
         finally:
@@ -568,7 +544,7 @@ class _StaticSteps:
         return (step(xv, yv) if self.has_y else step(xv)), out
 
     def val_step(self, xv, yv):
-        w = xv.shape[1]
+        w = xv.shape[1]  # one graph per width (and per batch tensor: the plan reuses one per width)
         if w not in self.val:
             self.val[w] = self._record(xv, yv, "forward")
         step, out = self.val[w]
@@ -617,9 +593,10 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     is not distributed; otherwise eager. True: require it (raises when the step cannot be
     compiled or with distributed). False: the eager tape.
     The model is in train mode while training and in eval mode when ag_fit returns."""
+    from .fit_plan import FitPlan
     from .random import Generator, _seed_int
 
-    lossfn, target_tensor = _loss_fn(loss)
+    lossfn, _ = _loss_fn(loss)
     loss_name = loss if isinstance(loss, str) else "callable"
     per_datapoint = loss_name != "sum"
     for name, v in (("nepoch", nepoch), ("batch_size", batch_size)):
@@ -647,7 +624,6 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     Y = None if y is None else _as_cols(y, "y")
     if Y is not None and Y.shape[1] != n:
         raise ShapeError(f"ag_fit: x has {n} samples (columns) but y has {Y.shape[1]}" + _row_major_hint(X, Y))
-    targets = _Targets(Y, loss_name)
     classify = loss_name == "cross_entropy"
 
     params = _params(model)
@@ -667,15 +643,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         static = not distributed and isinstance(loss, str) and _builtin_model(model)
     elif static and distributed:
         raise PyggmlrValueError("ag_fit: static=True cannot be combined with distributed=True (the compiled step has no gradient all-reduce)")
-    static_steps = _StaticSteps(model, lossfn, opt, dtype, Y is not None) if static else None
-
-    n_val = int(round(val_split * n))
-    if val_split > 0 and n_val < 1:
-        n_val = 1
-    n_train = n - n_val
-    n_logical = n_train // nbatch_logical
-    if n_logical < 1:
-        raise PyggmlrValueError(f"ag_fit: {n_train} training samples do not fill one logical batch of {nbatch_logical}")
+    static_steps = _StaticSteps(model, lossfn, opt, Y is not None) if static else None
 
     settings = {"n": n, "batch_size": batch_size, "nbatch_logical": nbatch_logical, "val_split": val_split,
                 "shuffle": bool(shuffle), "loss": loss_name, "seed": None, "split_state": None}
@@ -699,14 +667,19 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     elif seed is not None:
         settings["seed"] = _seed_int(seed, "ag_fit")
     stream = Generator(settings["seed"]) if settings["seed"] is not None else Generator.current()
-    if resume is not None:  # redraw the split from the state it was drawn from, then go on
-        try:
-            stream.set_state(settings["split_state"])
-        except (TypeError, ValueError):
+    # the split, the shuffles and the batches live in the core (fit_plan.py, native/fit.c)
+    try:
+        plan = FitPlan(ag_tensor(X, dtype=dtype), None if Y is None else ag_tensor(Y, dtype=dtype), classify,
+                       batch_size, nbatch_logical, val_split, shuffle, stream,
+                       settings["split_state"] if resume is not None else None)
+    except (TypeError, ValueError) as e:
+        if resume is not None and "state" in str(e).lower():
             raise PyggmlrValueError(f"ag_fit: {resume_from!r} holds an unusable random-stream state") from None
-    settings["split_state"] = stream.get_state().tolist()
-    order = stream.sample_int(n) - 1 if shuffle else np.arange(n)
-    train_idx, val_idx = order[:n_train], order[n_train:]
+        raise
+    if take is not None:
+        from .distributed import ag_mpi_rank, ag_mpi_world_size
+        plan.shard(ag_mpi_rank(), ag_mpi_world_size())
+    settings["split_state"] = plan.split_state()
     if resume is not None:
         try:
             stream.set_state(fs["rng_state"])  # type: ignore[index]  # fs is a dict when resuming
@@ -742,21 +715,15 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
             if opt_params is not None:
                 _apply_hyper(opt, opt_params(epoch), epoch)
             logs = {"epoch": epoch, "lr": float(getattr(opt, "lr", math.nan))}
-            perm = train_idx[stream.sample_int(n_train) - 1] if shuffle else train_idx
+            plan.epoch_begin()
             _set_mode(model, True)
             t0 = time.perf_counter()
-            losses, ncorrect, ndata = [], 0, 0
-            nb = n_logical * accum
-            prog = _Progress(nb, epoch, nepoch, silent)
-            for b in range(nb):
-                idx = perm[b * batch_size:(b + 1) * batch_size]
-                if take is not None:
-                    idx = take(idx)
+            prog = _Progress(plan.n_batches, epoch, nepoch, silent)
+            for b in range(plan.n_batches):
+                xb, yb = plan.batch(False, b)
                 if static_steps is not None:
-                    lval, out = static_steps.train_step(X[:, idx], None if Y is None else Y[:, idx])
+                    lval, out = static_steps.train_step(xb, yb)
                 else:
-                    xb = ag_tensor(X[:, idx], dtype=dtype)
-                    yb = targets.batch(idx, dtype, target_tensor)
                     with with_grad_tape():
                         out = _forward(model, xb)
                         lv = lossfn(out, yb)
@@ -766,44 +733,30 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                     del grads
                     lval = lv.item()
                     del lv
-                losses.append(lval)
-                if classify:
-                    ncorrect += int(np.sum(ag_argmax(out) == targets.labels(idx)))  # in C: no copy of out
-                    ndata += len(idx)
+                plan.record(False, lval, out)  # accuracy: arg-max in C, no copy of out
                 del out
                 if static_steps is None:
                     ag_tape_clear()
                 step += 1
-                acc_run = ncorrect / ndata if classify and ndata else math.nan
-                prog.update(float(np.mean(losses)), acc_run)
+                prog.update(*plan.running())
                 for cb in cbs:
                     if hasattr(cb, "on_batch_end"):
                         cb.on_batch_end(step, {"epoch": epoch, "batch": b + 1, "loss": lval})
-            logs["loss"], logs["loss_unc"] = _loss_stats(losses, [1] * len(losses), per_datapoint)
-            logs["accuracy"], logs["accuracy_unc"] = _acc_stats(ncorrect if classify else None, ndata)
             logs["time_train"] = time.perf_counter() - t0
             t1 = time.perf_counter()
-            if n_val:
+            if plan.n_val:
                 _set_mode(model, False)
-                vl, vw, vc = [], [], 0
                 with ag_no_grad():
-                    for s in range(0, n_val, batch_size):
-                        idx = val_idx[s:s + batch_size]
+                    for b in range(plan.n_val_batches):
+                        xb, yb = plan.batch(True, b)
                         if static_steps is not None:
-                            lval, out = static_steps.val_step(X[:, idx], None if Y is None else Y[:, idx])
-                            vl.append(lval)
+                            lval, out = static_steps.val_step(xb, yb)
                         else:
-                            xb = ag_tensor(X[:, idx], dtype=dtype)
                             out = _forward(model, xb)
-                            vl.append(lossfn(out, targets.batch(idx, dtype, target_tensor)).item())
-                        vw.append(len(idx))
-                        if classify:
-                            vc += int(np.sum(ag_argmax(out) == targets.labels(idx)))
+                            lval = lossfn(out, yb).item()
+                        plan.record(True, lval, out)
                 _set_mode(model, True)
-                logs["val_loss"], logs["val_loss_unc"] = _loss_stats(vl, vw, per_datapoint)
-                logs["val_accuracy"], logs["val_accuracy_unc"] = _acc_stats(vc if classify else None, n_val)
-            else:
-                logs["val_loss"] = logs["val_loss_unc"] = logs["val_accuracy"] = logs["val_accuracy_unc"] = math.nan
+            logs.update(plan.epoch_end(per_datapoint))
             logs["time_val"] = time.perf_counter() - t1
             history._append(logs)
             prog.close(logs)

@@ -1,0 +1,47 @@
+/* pyggmlr C core: ag_fit's data plan and statistics (fit.c), ggml-opt's dataset model, once for
+ * R and Python. cdef-clean like pg_api.h; named to sort after pg_api_rng.h (it uses pg_rng).
+ *
+ * A pg_fit holds the data as core tensors (x [F, n], y [K, n] or none, in the model's dtype),
+ * draws the split and the shuffles from a stream of the core's generator in ggmlR's order
+ * (sample.int(n) once when shuffling; sample.int(n_train) per epoch), gathers each batch into
+ * reused tensors (no copy through the host) and keeps the per-epoch statistics of
+ * ggml_opt_result_loss / ggml_opt_result_accuracy. The host runs the model, the loss and the
+ * optimizer between pg_fit_batch and pg_fit_record. */
+typedef struct pg_fit pg_fit;
+
+/* x, y: retained (y may be NULL). classify: targets are class ids (K == 1: whole numbers >= 0,
+ * checked) or one-hot columns, and accuracy is counted. nbatch_logical: a multiple of
+ * batch_size. val_split in [0, 1): round(val_split * n) samples (at least 1 when > 0) held out
+ * at the end of the order. rng: the stream to draw from (NULL: the current one; borrowed, must
+ * outlive the fit). split_state: NULL, or a state (PG_RNG_STATE_LEN) loaded into rng before
+ * the split is drawn (resuming). Errors name ag_fit and the argument. */
+pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, int classify, int64_t batch_size, int64_t nbatch_logical,
+                   double val_split, int shuffle, pg_rng *rng, const int32_t *split_state);
+void pg_fit_free(pg_fit *f);
+/* Data parallelism: batch b of every rank is the same global batch; this rank takes chunk
+ * `rank` of `world` consecutive chunks (sizes differ by at most one, as numpy's array_split). */
+int pg_fit_shard(pg_fit *f, int64_t rank, int64_t world);
+/* out[0] n, [1] n_train, [2] n_val, [3] training batches per epoch, [4] micro-batches per
+ * logical batch, [5] validation batches. */
+int pg_fit_sizes(const pg_fit *f, int64_t *out);
+/* The stream's state just before the split was drawn (PG_RNG_STATE_LEN integers). */
+int pg_fit_split_state(const pg_fit *f, int32_t *out);
+/* Start an epoch: a new order of the training part when shuffling; clears the statistics. */
+int pg_fit_epoch_begin(pg_fit *f);
+/* Batch b (0-based) of the training part (val 0) or the validation part (val 1), gathered into
+ * tensors the fit owns and reuses (new references; their values change at the next call of the
+ * same width). *yb is NULL without y. Returns the batch's width (samples on this rank), < 0 on
+ * error. */
+int64_t pg_fit_batch(pg_fit *f, int val, int64_t b, pg_tensor **xb, pg_tensor **yb);
+/* Record the loss of the batch just gathered and, when classifying, the number of columns of
+ * out [C, width] whose arg-max is the batch's class. */
+int pg_fit_record(pg_fit *f, int val, double loss, pg_tensor *out);
+/* For the progress display: out[0] the mean training loss so far, out[1] the accuracy so far
+ * (NaN when not classifying or nothing recorded). */
+int pg_fit_running(const pg_fit *f, double *out);
+/* The epoch's statistics: out[0..3] loss, loss_unc, accuracy, accuracy_unc of the training
+ * batches, out[4..7] the same for validation (NaN without). per_datapoint 0: a sum loss
+ * (ggml's totals). */
+int pg_fit_epoch_end(const pg_fit *f, int per_datapoint, double *out);
+/* accuracy and its standard error from counts (ggml_opt_result_accuracy); NaN when ndata == 0 */
+int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *out);

@@ -1,0 +1,81 @@
+"""The Python face of the core's fit plan (native/fit.c, pg_api_fit.h): the split, the
+shuffles, the batches and the per-epoch statistics of ag_fit live once in C; ag_fit (fit.py)
+runs the model, the loss and the optimizer between batch() and record()."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import _core
+from ._core import NULL, ffi, lib
+from .random import Generator
+from .tensor import Tensor, _wrap
+
+__all__: List[str] = []
+
+
+class FitPlan:
+    """x, y: tensors in the model's dtype (y None: no targets); stream: the Generator the split
+    and the shuffles draw from; split_state: a 626-integer state loaded before the split
+    (resuming) or None."""
+
+    def __init__(self, x: Tensor, y: Optional[Tensor], classify: bool, batch_size: int, nbatch_logical: int,
+                 val_split: float, shuffle: bool, stream: Generator, split_state: Optional[List[int]] = None) -> None:
+        st = NULL if split_state is None else ffi.new("int32_t[]", [int(v) for v in split_state])
+        p = lib.pg_fit_new(x._handle(), NULL if y is None else y._handle(), int(classify), batch_size, nbatch_logical,
+                           val_split, int(shuffle), stream._h, st)
+        if p == NULL:
+            _core.raise_last()
+        self._p = ffi.gc(p, lib.pg_fit_free)
+        self._stream = stream  # the plan borrows its stream: keep it alive
+        self._wrappers: Dict[int, Tensor] = {}  # one Tensor per reused batch tensor, so compiled steps see the same inputs
+        s = ffi.new("int64_t[6]")
+        _core.check(lib.pg_fit_sizes(self._p, s))
+        self.n, self.n_train, self.n_val, self.n_batches, self.accum, self.n_val_batches = (int(v) for v in s)
+
+    def shard(self, rank: int, world: int) -> None:
+        """This rank's chunk of every global training batch (data parallelism)."""
+        _core.check(lib.pg_fit_shard(self._p, rank, world))
+
+    def split_state(self) -> List[int]:
+        out = ffi.new("int32_t[]", lib.PG_RNG_STATE_LEN)
+        _core.check(lib.pg_fit_split_state(self._p, out))
+        return list(out)
+
+    def epoch_begin(self) -> None:
+        _core.check(lib.pg_fit_epoch_begin(self._p))
+
+    def _tensor(self, p: Any) -> Optional[Tensor]:
+        if p == NULL:
+            return None
+        key = int(ffi.cast("intptr_t", p))
+        t = self._wrappers.get(key)
+        if t is not None:
+            lib.pg_tensor_release(p)  # the extra reference the core handed out
+            return t
+        t = _wrap(p)
+        self._wrappers[key] = t
+        return t
+
+    def batch(self, val: bool, b: int) -> Tuple[Tensor, Optional[Tensor]]:
+        """Batch b gathered in the core: (x [F, w], y [K, w] or None), reused tensors."""
+        xb, yb = ffi.new("pg_tensor **"), ffi.new("pg_tensor **")
+        w = lib.pg_fit_batch(self._p, int(val), b, xb, yb)
+        if w < 0:
+            _core.raise_last(-w)
+        x = self._tensor(xb[0])
+        assert x is not None
+        return x, self._tensor(yb[0])
+
+    def record(self, val: bool, loss: float, out: Tensor) -> None:
+        _core.check(lib.pg_fit_record(self._p, int(val), float(loss), out._handle()))
+
+    def running(self) -> Tuple[float, float]:
+        o = ffi.new("double[2]")
+        _core.check(lib.pg_fit_running(self._p, o))
+        return o[0], o[1]
+
+    def epoch_end(self, per_datapoint: bool) -> Dict[str, float]:
+        o = ffi.new("double[8]")
+        _core.check(lib.pg_fit_epoch_end(self._p, int(per_datapoint), o))
+        keys = ("loss", "loss_unc", "accuracy", "accuracy_unc", "val_loss", "val_loss_unc", "val_accuracy", "val_accuracy_unc")
+        return dict(zip(keys, (float(o[i]) for i in range(8))))
