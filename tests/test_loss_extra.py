@@ -324,3 +324,12 @@ def test_against_torch(data):
         lt.backward()
         assert v == pytest.approx(lt.item(), rel=1e-12)
         np.testing.assert_allclose(g, ta.grad.numpy(), rtol=1e-10, atol=1e-15)
+
+
+def test_every_new_loss_and_fit_name_has_a_parity_case():
+    from pyggmlr import parity, parity_loss  # noqa: F401  (registers the cases)
+    names = " ".join(c.name for c in parity.CASES)
+    for op in pg.ops_loss.__all__:
+        assert "loss:" + op[3:-5] in names, f"{op} has no parity case"
+    for loss in ("bce,", "bce_with_logits", "huber", "mae"):
+        assert "ag_fit: " + loss in names, loss
