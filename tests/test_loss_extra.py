@@ -333,3 +333,23 @@ def test_every_new_loss_and_fit_name_has_a_parity_case():
         assert "loss:" + op[3:-5] in names, f"{op} has no parity case"
     for loss in ("bce,", "bce_with_logits", "huber", "mae"):
         assert "ag_fit: " + loss in names, loss
+
+
+@pytest.mark.parametrize("bad", [None, "a", [1, [2]], object(), 1j, {"a": 1}])
+def test_bad_input_raises_typed_errors_and_frees_everything(bad):
+    from pyggmlr.errors import PyggmlrError
+    gc_live = pg.ag_live_objects()
+    t = pg.ag_tensor(np.full((2, 2), 0.5))
+    fns = [pg.ag_binary_cross_entropy_loss, pg.ag_bce_with_logits_loss, pg.ag_huber_loss, pg.ag_mae_loss,
+           lambda a, b: pg.ag_weighted_mse_loss(a, b, 1.0),
+           lambda a, b: pg.ag_weighted_mse_loss(a, np.full((2, 2), 0.5), b)]
+    for f in fns:
+        for args in ((t, bad), (bad, t)):
+            with pytest.raises(PyggmlrError):
+                f(*args)
+    with pytest.raises(PyggmlrValueError, match="ag_huber_loss: delta"):
+        pg.ag_huber_loss(t, t, bad)
+    del t, args
+    import gc
+    gc.collect()
+    assert pg.ag_live_objects() == gc_live

@@ -171,3 +171,22 @@ test_that("ag_fit trains with each new loss name; static equals eager", {
   expect_error(ag_fit(ag_linear(4, 2), d$x * 10, d$y, loss = "binary_cross_entropy", nepoch = 1, silent = TRUE, static = FALSE),
                "pred must lie in .* ag_bce_with_logits_loss")
 })
+
+test_that("bad input gives R errors, never a crash, and frees what it made", {
+  live <- function() { ag_tape_clear(); invisible(gc()); invisible(gc()); ag_live_objects() }
+  start <- live()
+  t <- ag_tensor(matrix(0.5, 2, 2))
+  fns <- list(bce = ag_binary_cross_entropy_loss, bcel = ag_bce_with_logits_loss, huber = ag_huber_loss,
+              mae = ag_mae_loss, wmse = function(a, b) ag_weighted_mse_loss(a, b, 1),
+              wmse_w = function(a, b) ag_weighted_mse_loss(a, matrix(0.5, 2, 2), b))
+  for (bad in list(NULL, "a", list(1, 2), function(x) x, new.env(), 1i, as.raw(1:3), array(1, c(2, 2, 2)))) {
+    for (nm in names(fns)) {
+      expect_error(fns[[nm]](t, bad), info = nm)
+      expect_error(fns[[nm]](bad, t), info = nm)
+    }
+    if (!is.null(bad)) expect_error(ag_huber_loss(t, t, bad), "ag_huber_loss: delta")
+  }
+  expect_error(ag_huber_loss(t, t, c(1, 2)), "ag_huber_loss: delta")
+  expect_true(is.nan(ag_mae_loss(ag_tensor(matrix(NaN), dtype = "f64"), 0)$data[1, 1]))
+  rm(t); expect_identical(live(), start)
+})
