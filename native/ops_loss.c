@@ -294,3 +294,9 @@ pg_tensor *pg_softmax_ce_loss_ids(pg_tensor *logits, pg_tensor *ids)
     double sc[4] = {1.0 / (double)B, 0, 0, 0};
     return pg_op_run("softmax_ce_loss", sce_ids_fw, sce_ids_bw, out, 2, in, sc, NULL, 1, &p);
 }
+
+/* the shared pred/target checks, for the losses of ops_loss2.c (same messages) */
+int pg_loss_check_target(const char *op, pg_tensor *pred, pg_tensor *target)
+{
+    return check_target(op, pred, target);
+}

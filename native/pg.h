@@ -15,6 +15,7 @@
 #include "pg_api_sched.h"
 #include "pg_api_train.h"
 #include "pg_api_gradcheck.h"
+#include "pg_api_loss.h"
 
 #define PG_TENSOR_MAGIC 0x50475431u /* "PGT1": live tensor */
 #define PG_DEAD_MAGIC 0xDEADDEADu

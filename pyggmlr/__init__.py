@@ -12,6 +12,7 @@ from .tensor import (DeviceError, Tensor, ag_default_device, ag_default_dtype, a
 from .tape import Gradients, ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from .ops import *  # noqa: F401,F403
 from .ops_select import *  # noqa: F401,F403  (argmax, log-softmax, gather, max, sampling)
+from .ops_loss import *  # noqa: F401,F403  (bce, bce with logits, huber, mae, weighted mse)
 from .optim import Optimizer, clip_grad_norm, optimizer_adam, optimizer_sgd
 from .sched import *  # noqa: F401,F403  (lr schedulers, clip_grad_value, check_grad_anomaly)
 from .random import ag_rng, ggml_set_seed

@@ -20,6 +20,7 @@ import numpy as np
 from . import _core
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .ops import ag_mean, ag_mse_loss, ag_softmax_cross_entropy_loss, ag_sum
+from .ops_loss import ag_bce_with_logits_loss, ag_binary_cross_entropy_loss, ag_huber_loss, ag_mae_loss
 from .ops_select import ag_argmax
 from .optim import Optimizer, optimizer_adam, optimizer_sgd
 from .tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
@@ -126,7 +127,15 @@ def _loss_fn(loss):
         return (lambda out, y: ag_mean(out)), True
     if loss == "sum":
         return (lambda out, y: ag_sum(out)), True
-    raise PyggmlrValueError(f"ag_fit: unknown loss {loss!r}; use 'cross_entropy', 'mse', 'mean', 'sum' or a callable(output, y) -> 1x1 tensor")
+    if isinstance(loss, str) and loss in _EXTRA_LOSSES:
+        return _EXTRA_LOSSES[loss], True
+    raise PyggmlrValueError(f"ag_fit: unknown loss {loss!r}; use 'cross_entropy', 'mse', 'mean', 'sum', "
+                            f"{', '.join(repr(k) for k in _EXTRA_LOSSES)} or a callable(output, y) -> 1x1 tensor")
+
+
+# the losses beyond ggml-opt's (ops_loss.py), each against y of the output's shape
+_EXTRA_LOSSES = {"binary_cross_entropy": ag_binary_cross_entropy_loss, "bce_with_logits": ag_bce_with_logits_loss,
+                 "huber": ag_huber_loss, "mae": ag_mae_loss}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -561,7 +570,10 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
 
     loss: "cross_entropy" (fused softmax + CE on the model's logits; y are 0-based class ids, a
     vector of n, or a one-hot [classes, n] matrix), "mse" (y [outputs, n]), "mean" / "sum" (of the
-    model's output; y unused) or a callable(output, y_batch_tensor) -> 1x1 tensor.
+    model's output; y unused), "binary_cross_entropy" (the output are probabilities: end the model
+    in a sigmoid), "bce_with_logits", "huber" (delta 1), "mae" (ag_binary_cross_entropy_loss ...
+    ag_mae_loss against y [outputs, n]; no accuracy) or a callable(output, y_batch_tensor) -> 1x1
+    tensor (e.g. lambda out, y: ag_weighted_mse_loss(out, y, w) for a weighted MSE).
     optimizer: "adamw" (optimizer_adam with decoupled weight decay, default 0 as in ggml),
     "sgd", or an optimizer object built on the model's parameters (lr is then ignored; ag_fit
     sets its accumulate_steps to nbatch_logical / batch_size).
@@ -619,7 +631,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
 
     X = _as_cols(x, "x")
     n = X.shape[1]
-    if y is None and loss_name in ("cross_entropy", "mse"):
+    if y is None and loss_name in ("cross_entropy", "mse", *_EXTRA_LOSSES):
         raise PyggmlrValueError(f"ag_fit: loss {loss_name!r} needs targets y")
     Y = None if y is None else _as_cols(y, "y")
     if Y is not None and Y.shape[1] != n:

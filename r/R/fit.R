@@ -69,9 +69,16 @@
          mse = list(fn = ag_mse_loss, tensor = TRUE, name = loss),
          mean = list(fn = function(out, y) ag_mean(out), tensor = TRUE, name = loss),
          sum = list(fn = function(out, y) ag_sum(out), tensor = TRUE, name = loss),
-         .fit_stop("ag_fit: unknown loss \"%s\"; use \"cross_entropy\", \"mse\", \"mean\", \"sum\" or a function(output, y) returning a 1x1 ag_tensor",
-                   loss))
+         if (loss %in% names(.FIT_EXTRA_LOSSES)) list(fn = .FIT_EXTRA_LOSSES[[loss]], tensor = TRUE, name = loss)
+         else .fit_stop("ag_fit: unknown loss \"%s\"; use \"cross_entropy\", \"mse\", \"mean\", \"sum\", %s or a function(output, y) returning a 1x1 ag_tensor",
+                        loss, paste0("\"", names(.FIT_EXTRA_LOSSES), "\"", collapse = ", ")))
 }
+
+# the losses beyond ggml-opt's (loss.R), each against y of the output's shape
+.FIT_EXTRA_LOSSES <- list(binary_cross_entropy = function(out, y) ag_binary_cross_entropy_loss(out, y),
+                          bce_with_logits = function(out, y) ag_bce_with_logits_loss(out, y),
+                          huber = function(out, y) ag_huber_loss(out, y),
+                          mae = function(out, y) ag_mae_loss(out, y))
 
 # loss statistics as ggml reports them (mean of the per-batch losses weighted by batch size, or
 # the total for a sum loss, and the standard error of the per-batch values), computed by the core
@@ -363,7 +370,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
 
   X <- .fit_cols(x, "x")
   n <- ncol(X)
-  if (is.null(y) && L$name %in% c("cross_entropy", "mse")) .fit_stop("ag_fit: loss \"%s\" needs targets y", L$name)
+  if (is.null(y) && L$name %in% c("cross_entropy", "mse", names(.FIT_EXTRA_LOSSES))) .fit_stop("ag_fit: loss \"%s\" needs targets y", L$name)
   tg <- .fit_targets(y, L$name, n)
   classify <- L$name == "cross_entropy"
   labels <- if (!classify) NULL else if (!is.null(tg$ids)) tg$ids else .argmax_cols(tg$Y)

@@ -108,6 +108,11 @@ extern SEXP R_pg_gather(SEXP, SEXP);
 extern SEXP R_pg_colmax(SEXP);
 extern SEXP R_pg_sample_categorical(SEXP);
 extern SEXP R_pg_sample_normal(SEXP, SEXP);
+extern SEXP R_pg_bce_loss(SEXP, SEXP);
+extern SEXP R_pg_bce_logits_loss(SEXP, SEXP);
+extern SEXP R_pg_huber_loss(SEXP, SEXP, SEXP);
+extern SEXP R_pg_mae_loss(SEXP, SEXP);
+extern SEXP R_pg_weighted_mse_loss(SEXP, SEXP, SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm",           (DL_FUNC) &R_pg_batch_norm,           8},
@@ -204,6 +209,11 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_colmax",               (DL_FUNC) &R_pg_colmax,               1},
     {"R_pg_sample_categorical",   (DL_FUNC) &R_pg_sample_categorical,   1},
     {"R_pg_sample_normal",        (DL_FUNC) &R_pg_sample_normal,        2},
+    {"R_pg_bce_loss",             (DL_FUNC) &R_pg_bce_loss,             2},
+    {"R_pg_bce_logits_loss",      (DL_FUNC) &R_pg_bce_logits_loss,      2},
+    {"R_pg_huber_loss",           (DL_FUNC) &R_pg_huber_loss,           3},
+    {"R_pg_mae_loss",             (DL_FUNC) &R_pg_mae_loss,             2},
+    {"R_pg_weighted_mse_loss",    (DL_FUNC) &R_pg_weighted_mse_loss,    3},
     {NULL, NULL, 0}
 };
 

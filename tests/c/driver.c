@@ -195,6 +195,26 @@ static pg_tensor *f_sce(pg_tensor **in, const void *c)
     REL(t);
     return o;
 }
+/* the losses of ops_loss2.c: probabilities and [0, 1] targets through a sigmoid (constants) */
+static pg_tensor *f_bce(pg_tensor **in, const void *c)
+{
+    (void)c;
+    pg_tensor *p = pg_unary(PG_SIGMOID, in[0]), *t = pg_unary(PG_SIGMOID, in[1]);
+    pg_tensor *o = pg_bce_loss(p, t);
+    REL(p); REL(t);
+    return o;
+}
+static pg_tensor *f_bcel(pg_tensor **in, const void *c)
+{
+    (void)c;
+    pg_tensor *t = pg_unary(PG_SIGMOID, in[1]);
+    pg_tensor *o = pg_bce_logits_loss(in[0], t);
+    REL(t);
+    return o;
+}
+static pg_tensor *f_huber(pg_tensor **in, const void *c) { (void)c; return pg_huber_loss(in[0], in[1], 0.3); }
+static pg_tensor *f_mae(pg_tensor **in, const void *c) { (void)c; return pg_mae_loss(in[0], in[1]); }
+static pg_tensor *f_wmse(pg_tensor **in, const void *c) { (void)c; return pg_weighted_mse_loss(in[0], in[1], in[2]); }
 static pg_tensor *f_sce_idx(pg_tensor **in, const void *c)
 {
     (void)c;
@@ -277,6 +297,12 @@ static void test_ops(void)
         gradcheck("cross_entropy", f_ce, NULL, 2, ss, 1, 1, dt);
         gradcheck("softmax_ce", f_sce, NULL, 2, ss, 2, 1, dt);
         gradcheck("softmax_ce_idx", f_sce_idx, NULL, 1, s34, 0, 1, dt);
+        gradcheck("bce", f_bce, NULL, 2, ss, 0, 1, dt);
+        gradcheck("bce_with_logits", f_bcel, NULL, 2, ss, 0, 1, dt);
+        gradcheck("huber", f_huber, NULL, 2, ss, 0, 1, dt);
+        gradcheck("mae", f_mae, NULL, 2, ss, 0, 1, dt);
+        int64_t wsh[][6] = {{3, 4, 3, 4, 3, 4}, {3, 4, 3, 4, 3, 1}, {3, 4, 3, 4, 1, 4}, {3, 4, 3, 4, 1, 1}};
+        for (int k = 0; k < 4; k++) gradcheck("weighted_mse", f_wmse, NULL, 3, wsh[k], 4, 1, dt); /* weight > 0 */
         int64_t bnsh[] = {3, 5, 3, 1, 3, 1};
         gradcheck("batch_norm train", f_bn_train, NULL, 3, bnsh, 0, 7, dt);
         gradcheck("batch_norm eval", f_bn_eval, NULL, 3, bnsh, 0, 7, dt);
@@ -376,6 +402,10 @@ static void test_errors(void)
         CHECK_ERR(pg_mse_loss(x, a) == NULL, PG_ERR_ARG, badmsg[k]);
         CHECK_ERR(pg_cross_entropy_loss(a, x) == NULL, PG_ERR_ARG, badmsg[k]);
         CHECK_ERR(pg_softmax_ce_loss(x, a) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_bce_loss(x, a) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_bce_logits_loss(a, x) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_huber_loss(x, a, 1.0) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_weighted_mse_loss(a, a, x) == NULL, PG_ERR_ARG, badmsg[k]);
         int64_t ids[3] = {0, 0, 0};
         CHECK_ERR(pg_softmax_ce_loss_idx(x, ids, 3) == NULL, PG_ERR_ARG, badmsg[k]);
         CHECK_ERR(pg_batch_norm(x, NULL, NULL, NULL, NULL, 1e-5, 0.1, 1) == NULL, PG_ERR_ARG, badmsg[k]);
@@ -410,6 +440,13 @@ static void test_errors(void)
     CHECK_ERR(pg_add(a, c) == NULL, PG_ERR_DTYPE, "dtype mismatch");
     CHECK_ERR(pg_matmul(a, c) == NULL, PG_ERR_DTYPE, "dtype mismatch");
     CHECK_ERR(pg_mse_loss(a, b) == NULL, PG_ERR_SHAPE, "ag_mse_loss");
+    CHECK_ERR(pg_bce_loss(a, b) == NULL, PG_ERR_SHAPE, "ag_binary_cross_entropy_loss");
+    CHECK_ERR(pg_bce_logits_loss(a, c) == NULL, PG_ERR_DTYPE, "ag_bce_with_logits_loss: dtype mismatch");
+    CHECK_ERR(pg_huber_loss(a, a, 0.0) == NULL, PG_ERR_VALUE, "ag_huber_loss: delta must be");
+    CHECK_ERR(pg_huber_loss(a, a, NAN) == NULL, PG_ERR_VALUE, "ag_huber_loss: delta must be");
+    CHECK_ERR(pg_mae_loss(a, NULL) == NULL, PG_ERR_ARG, "ag_mae_loss");
+    CHECK_ERR(pg_weighted_mse_loss(a, a, b) == NULL, PG_ERR_SHAPE, "ag_weighted_mse_loss");
+    CHECK_ERR(pg_weighted_mse_loss(a, a, NULL) == NULL, PG_ERR_ARG, "ag_weighted_mse_loss");
     CHECK_ERR(pg_unary(99, a) == NULL, PG_ERR_VALUE, "op code");
     CHECK_ERR(pg_unary(-1, a) == NULL, PG_ERR_VALUE, "op code");
     CHECK_ERR(pg_sum(a, 3) == NULL, PG_ERR_VALUE, "ag_sum");

@@ -1,0 +1,301 @@
+/* Losses beyond ggmlR's three (pg_api_loss.h): binary cross-entropy on probabilities and on
+ * logits, Huber, mean absolute error, weighted MSE, with PyTorch's definitions. Each is one tape
+ * node with a forward rule (ag_compile replays it) and the exact derivative of its forward. The
+ * target (and weight) are kept by reference and read again by backward and every replay. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off")
+#endif
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF /* R and Python builds must round alike: no fused multiply-adds */
+#endif
+#include <tgmath.h>
+#include "pg.h"
+
+int pg_loss_check_target(const char *op, pg_tensor *pred, pg_tensor *target); /* ops_loss.c */
+
+#define BCE_LOG_MIN (-100.0) /* torch's BCELoss clamps each log to >= -100 */
+
+static void store1(pg_tensor *out, double value)
+{
+    PG_DISPATCH(out->dtype, { *(T *)pg_data(out) = (T)value; });
+}
+
+/* Every value of t in [0, 1] (NaN fails), else an error naming the first one outside. Run by the
+ * forward rule, before anything is written, so a replay with bad data changes nothing. */
+static int check_unit(const char *op, const char *arg, const pg_tensor *t, const char *hint)
+{
+    int64_t R = t->ne[0], N = pg_numel(t);
+    PG_DISPATCH(t->dtype, {
+        const T *v = pg_data(t);
+        for (int64_t i = 0; i < N; i++)
+            if (!(v[i] >= 0 && v[i] <= 1))
+                return pg_fail(PG_ERR_VALUE, "%s: %s must lie in [0, 1], got %g at [%lld, %lld] (0-based) of %s%s",
+                               op, arg, (double)v[i], (long long)(i % R), (long long)(i / R), pg_desc(t), hint);
+    });
+    return 0;
+}
+
+/* the usual op: out 1x1, pred the one input, target (+ weight) kept; takes no refs from caller */
+static pg_tensor *run_loss(const char *label, pg_fw_fn fw, pg_bw_fn bw, pg_tensor *pred, pg_tensor *target,
+                           pg_tensor *weight, double p0, double p1)
+{
+    pg_tensor *out = pg_new(pred->dtype, 1, 1, PG_MEM_OTHER);
+    if (!out) return NULL;
+    pg_tensor *saved[2] = {target, weight};
+    pg_tensor_retain(target);
+    if (weight) pg_tensor_retain(weight);
+    double p[4] = {p0, p1, 0, 0};
+    return pg_op_run(label, fw, bw, out, 1, &pred, p, NULL, weight ? 2 : 1, saved);
+}
+
+/* ---- binary cross-entropy on probabilities ---- */
+
+static int bce_fw(pg_node *n)
+{
+    const char *op = "ag_binary_cross_entropy_loss";
+    pg_tensor *pred = n->in[0], *target = n->saved[0];
+    if (check_unit(op, "pred", pred, "; pred are probabilities (for logits use ag_bce_with_logits_loss)") ||
+        check_unit(op, "target", target, "")) return -1;
+    int64_t N = pg_numel(pred);
+    double s = 0;
+    PG_DISPATCH(pred->dtype, {
+        const T *p = pg_data(pred), *t = pg_data(target);
+        const T lo = (T)BCE_LOG_MIN;
+        for (int64_t i = 0; i < N; i++) {
+            T l1 = log(p[i]), l0 = log((T)1 - p[i]);
+            l1 = l1 > lo ? l1 : lo;
+            l0 = l0 > lo ? l0 : lo;
+            s -= (double)t[i] * (double)l1 + (double)((T)1 - t[i]) * (double)l0;
+        }
+    });
+    store1(n->out, s / (double)N); /* as mse: one division of the double sum */
+    return 0;
+}
+
+static int bce_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0], *target = n->saved[0];
+    if (!pg_wants_grad(x)) return 0;
+    int acc;
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    int64_t N = pg_numel(x);
+    PG_DISPATCH(x->dtype, {
+        T *d = slot;
+        const T *p = pg_data(x), *t = pg_data(target);
+        const T s = (T)n->p[0] * *(const T *)pg_data(g), lo = (T)BCE_LOG_MIN;
+        /* a clamped log is constant in p: its term contributes nothing */
+        PG_STORE_LOOP(acc, N, d,
+                      ((log(p[i]) > lo ? -t[i] / p[i] : (T)0) +
+                       (log((T)1 - p[i]) > lo ? ((T)1 - t[i]) / ((T)1 - p[i]) : (T)0)) * s);
+    });
+    return 0;
+}
+
+pg_tensor *pg_bce_loss(pg_tensor *pred, pg_tensor *target)
+{
+    if (pg_loss_check_target("ag_binary_cross_entropy_loss", pred, target)) return NULL;
+    return run_loss("bce_loss", bce_fw, bce_bw, pred, target, NULL, 1.0 / (double)pg_numel(pred), 0);
+}
+
+/* ---- binary cross-entropy on logits ---- */
+
+static int bcel_fw(pg_node *n)
+{
+    pg_tensor *x = n->in[0], *target = n->saved[0];
+    if (check_unit("ag_bce_with_logits_loss", "target", target, "")) return -1;
+    int64_t N = pg_numel(x);
+    double s = 0;
+    PG_DISPATCH(x->dtype, {
+        const T *z = pg_data(x), *t = pg_data(target);
+        for (int64_t i = 0; i < N; i++) {
+            T m = z[i] > 0 ? z[i] : (T)0;
+            s += (double)(m - z[i] * t[i] + log1p(exp(-fabs(z[i]))));
+        }
+    });
+    store1(n->out, s / (double)N); /* as mse: one division of the double sum */
+    return 0;
+}
+
+static int bcel_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0], *target = n->saved[0];
+    if (!pg_wants_grad(x)) return 0;
+    int acc;
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    int64_t N = pg_numel(x);
+    PG_DISPATCH(x->dtype, {
+        T *d = slot;
+        const T *z = pg_data(x), *t = pg_data(target);
+        const T s = (T)n->p[0] * *(const T *)pg_data(g);
+        for (int64_t i = 0; i < N; i++) {
+            T e = exp(-fabs(z[i]));
+            T sig = z[i] >= 0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e); /* no overflow either side */
+            T v = (sig - t[i]) * s;
+            if (acc) d[i] += v; else d[i] = v;
+        }
+    });
+    return 0;
+}
+
+pg_tensor *pg_bce_logits_loss(pg_tensor *logits, pg_tensor *target)
+{
+    if (pg_loss_check_target("ag_bce_with_logits_loss", logits, target)) return NULL;
+    return run_loss("bce_logits_loss", bcel_fw, bcel_bw, logits, target, NULL, 1.0 / (double)pg_numel(logits), 0);
+}
+
+/* ---- Huber ---- */
+
+static int huber_fw(pg_node *n)
+{
+    pg_tensor *pred = n->in[0], *target = n->saved[0];
+    int64_t N = pg_numel(pred);
+    double s = 0;
+    PG_DISPATCH(pred->dtype, {
+        const T *p = pg_data(pred), *t = pg_data(target);
+        const T dl = (T)n->p[1], half = (T)0.5;
+        for (int64_t i = 0; i < N; i++) {
+            T d = p[i] - t[i], a = fabs(d);
+            s += (double)(a < dl ? half * d * d : dl * (a - half * dl));
+        }
+    });
+    store1(n->out, s / (double)N); /* as mse: one division of the double sum */
+    return 0;
+}
+
+static int huber_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0], *target = n->saved[0];
+    if (!pg_wants_grad(x)) return 0;
+    int acc;
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    int64_t N = pg_numel(x);
+    PG_DISPATCH(x->dtype, {
+        T *d = slot;
+        const T *p = pg_data(x), *t = pg_data(target);
+        const T s = (T)n->p[0] * *(const T *)pg_data(g), dl = (T)n->p[1];
+        PG_STORE_LOOP(acc, N, d, (p[i] - t[i] > dl ? dl : (p[i] - t[i] < -dl ? -dl : p[i] - t[i])) * s);
+    });
+    return 0;
+}
+
+pg_tensor *pg_huber_loss(pg_tensor *pred, pg_tensor *target, double delta)
+{
+    const char *op = "ag_huber_loss";
+    if (!(isfinite(delta) && delta > 0))
+        return pg_fail_null(PG_ERR_VALUE, "%s: delta must be a finite number > 0, got %g", op, delta);
+    if (pg_loss_check_target(op, pred, target)) return NULL;
+    return run_loss("huber_loss", huber_fw, huber_bw, pred, target, NULL, 1.0 / (double)pg_numel(pred), delta);
+}
+
+/* ---- mean absolute error ---- */
+
+static int mae_fw(pg_node *n)
+{
+    pg_tensor *pred = n->in[0], *target = n->saved[0];
+    int64_t N = pg_numel(pred);
+    double s = 0;
+    PG_DISPATCH(pred->dtype, {
+        const T *p = pg_data(pred), *t = pg_data(target);
+        for (int64_t i = 0; i < N; i++) s += (double)fabs(p[i] - t[i]);
+    });
+    store1(n->out, s / (double)N); /* as mse: one division of the double sum */
+    return 0;
+}
+
+static int mae_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0], *target = n->saved[0];
+    if (!pg_wants_grad(x)) return 0;
+    int acc;
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    int64_t N = pg_numel(x);
+    PG_DISPATCH(x->dtype, {
+        T *d = slot;
+        const T *p = pg_data(x), *t = pg_data(target);
+        const T s = (T)n->p[0] * *(const T *)pg_data(g);
+        /* sign(d), 0 at d == 0 (torch's L1Loss subgradient); a NaN difference stays NaN */
+        PG_STORE_LOOP(acc, N, d, (p[i] > t[i] ? s : (p[i] < t[i] ? -s : (p[i] - t[i]) * (T)0)));
+    });
+    return 0;
+}
+
+pg_tensor *pg_mae_loss(pg_tensor *pred, pg_tensor *target)
+{
+    if (pg_loss_check_target("ag_mae_loss", pred, target)) return NULL;
+    return run_loss("mae_loss", mae_fw, mae_bw, pred, target, NULL, 1.0 / (double)pg_numel(pred), 0);
+}
+
+/* ---- weighted MSE ---- */
+
+/* element strides of weight against pred's (i, j): 0 along a broadcast (size-1) dim */
+static void w_strides(const pg_tensor *w, int64_t *sr, int64_t *sc)
+{
+    *sr = w->ne[0] == 1 ? 0 : 1;
+    *sc = w->ne[1] == 1 ? 0 : w->ne[0];
+}
+
+static int wmse_fw(pg_node *n)
+{
+    const char *op = "ag_weighted_mse_loss";
+    pg_tensor *pred = n->in[0], *target = n->saved[0], *w = n->saved[1];
+    int64_t R = pred->ne[0], C = pred->ne[1], sr, sc;
+    w_strides(w, &sr, &sc);
+    PG_DISPATCH(w->dtype, {
+        const T *wv = pg_data(w);
+        for (int64_t i = 0; i < pg_numel(w); i++)
+            if (!(wv[i] >= 0 && isfinite(wv[i])))
+                return pg_fail(PG_ERR_VALUE, "%s: weight must be finite and >= 0, got %g at [%lld, %lld] (0-based) of %s",
+                               op, (double)wv[i], (long long)(i % w->ne[0]), (long long)(i / w->ne[0]), pg_desc(w));
+    });
+    double s = 0;
+    PG_DISPATCH(pred->dtype, {
+        const T *p = pg_data(pred), *t = pg_data(target), *wv = pg_data(w);
+        for (int64_t j = 0; j < C; j++)
+            for (int64_t i = 0; i < R; i++) {
+                T d = p[i + j * R] - t[i + j * R];
+                s += (double)wv[i * sr + j * sc] * ((double)d * (double)d); /* weight 1: mse's terms */
+            }
+    });
+    store1(n->out, s / (double)pg_numel(pred));
+    return 0;
+}
+
+static int wmse_bw(pg_node *n, pg_tensor *g)
+{
+    pg_tensor *x = n->in[0], *target = n->saved[0], *w = n->saved[1];
+    if (!pg_wants_grad(x)) return 0;
+    int acc;
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    int64_t R = x->ne[0], C = x->ne[1], sr, sc;
+    w_strides(w, &sr, &sc);
+    PG_DISPATCH(x->dtype, {
+        T *d = slot;
+        const T *p = pg_data(x), *t = pg_data(target), *wv = pg_data(w);
+        const T s = (T)n->p[0] * *(const T *)pg_data(g);
+        for (int64_t j = 0; j < C; j++) {
+            T *dc = d + j * R;
+            const T *pc = p + j * R, *tc = t + j * R, *wc = wv + j * sc;
+            PG_STORE_LOOP(acc, R, dc, s * (wc[i * sr] * (pc[i] - tc[i])));
+        }
+    });
+    return 0;
+}
+
+pg_tensor *pg_weighted_mse_loss(pg_tensor *pred, pg_tensor *target, pg_tensor *weight)
+{
+    const char *op = "ag_weighted_mse_loss";
+    if (pg_loss_check_target(op, pred, target) || pg_ok(weight, op, "weight")) return NULL;
+    if (weight->dtype != pred->dtype)
+        return pg_fail_null(PG_ERR_DTYPE, "%s: dtype mismatch: pred is %s, weight is %s", op, pg_desc(pred), pg_desc(weight));
+    if ((weight->ne[0] != 1 && weight->ne[0] != pred->ne[0]) || (weight->ne[1] != 1 && weight->ne[1] != pred->ne[1]))
+        return pg_fail_null(PG_ERR_SHAPE, "%s: pred is %s but weight is %s; weight must have pred's shape, or be a [%lld, 1] column, a [1, %lld] row or [1, 1], broadcast over pred",
+                            op, pg_desc(pred), pg_desc(weight), (long long)pred->ne[0], (long long)pred->ne[1]);
+    if (weight->requires_grad)
+        return pg_fail_null(PG_ERR_VALUE, "%s: weight must not require grad (it is a constant: no gradient flows into it)", op);
+    return run_loss("weighted_mse_loss", wmse_fw, wmse_bw, pred, target, weight, 2.0 / (double)pg_numel(pred), 0);
+}

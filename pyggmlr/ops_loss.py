@@ -1,0 +1,94 @@
+"""Losses beyond ggmlR's (and ggml-opt's) mse / cross-entropy, with PyTorch's definitions: binary
+cross-entropy on probabilities and on logits, Huber, mean absolute error, weighted MSE. Thin calls
+into native/ops_loss2.c (forward, exact backward and the compiled-graph replay live there).
+
+Each returns a [1, 1] tensor: the mean over all elements of pred (the reduction of ag_mse_loss).
+Only pred / logits receive a gradient; target (and weight) are constants: numeric data become
+tensors of pred's dtype. Errors: ShapeError when target's shape is not pred's, DTypeError on
+mixed dtypes, PyggmlrValueError for values outside a loss's domain (the message names the
+function, the argument, the element and the shape)."""
+from __future__ import annotations
+
+import numbers
+
+from ._core import lib
+from .errors import PyggmlrValueError
+from .ops import _out, _pair
+from .tensor import ArrayLike, Tensor
+
+__all__ = ["ag_binary_cross_entropy_loss", "ag_bce_with_logits_loss", "ag_huber_loss", "ag_mae_loss",
+           "ag_weighted_mse_loss"]
+
+
+def ag_binary_cross_entropy_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
+    """Binary cross-entropy of probabilities, torch's BCELoss (mean):
+    mean(-(t * log(p) + (1 - t) * log(1 - p))) with each log clamped to >= -100 (so p = 0 or 1
+    gives a finite loss of at most 100 per element).
+
+    Args: pred: probabilities in [0, 1] (e.g. ag_sigmoid output), any shape; target: the same
+    shape, values in [0, 1] (hard 0/1 or soft labels).
+    Returns: a [1, 1] tensor; gradient (-t / p + (1 - t) / (1 - p)) / numel into pred, each term 0
+    where its log is clamped (the exact derivative of the clamped loss).
+    Raises: PyggmlrValueError when a pred or target value is outside [0, 1] or NaN (for logits use
+    ag_bce_with_logits_loss), ShapeError / DTypeError as the other losses."""
+    p, t = _pair(pred, target)
+    return _out(lib.pg_bce_loss(p._handle(), t._handle()))
+
+
+def ag_bce_with_logits_loss(logits: ArrayLike, target: ArrayLike) -> Tensor:
+    """Binary cross-entropy on logits, torch's BCEWithLogitsLoss (mean), in the stable form
+    mean(max(x, 0) - x * t + log1p(exp(-|x|))) (no overflow for any finite x).
+
+    Args: logits: raw scores x, any shape; target: the same shape, values in [0, 1].
+    Returns: a [1, 1] tensor; gradient (sigmoid(x) - t) / numel into logits.
+    Raises: PyggmlrValueError for a target value outside [0, 1] or NaN, ShapeError /
+    DTypeError as the other losses."""
+    x, t = _pair(logits, target)
+    return _out(lib.pg_bce_logits_loss(x._handle(), t._handle()))
+
+
+def _delta(delta) -> float:
+    """A number goes to the core, which checks it (finite, > 0) with R's message."""
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real):
+        raise PyggmlrValueError(f"ag_huber_loss: delta must be a finite number > 0, got {delta!r}")
+    return float(delta)
+
+
+def ag_huber_loss(pred: ArrayLike, target: ArrayLike, delta: float = 1.0) -> Tensor:
+    """Huber loss, torch's HuberLoss (mean): with d = pred - target, 0.5 * d^2 where |d| < delta
+    and delta * (|d| - 0.5 * delta) elsewhere.
+
+    Args: pred, target: the same shape; delta: the switch point, a finite number > 0.
+    Returns: a [1, 1] tensor; gradient clip(d, -delta, delta) / numel into pred.
+    Raises: PyggmlrValueError for a non-finite or non-positive delta, ShapeError / DTypeError as
+    the other losses."""
+    d = _delta(delta)
+    p, t = _pair(pred, target)
+    return _out(lib.pg_huber_loss(p._handle(), t._handle(), d))
+
+
+def ag_mae_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
+    """Mean absolute error, torch's L1Loss (mean): mean(|pred - target|).
+
+    Args: pred, target: the same shape.
+    Returns: a [1, 1] tensor; gradient sign(pred - target) / numel into pred, 0 where they are
+    equal (torch's subgradient).
+    Raises: ShapeError / DTypeError as the other losses."""
+    p, t = _pair(pred, target)
+    return _out(lib.pg_mae_loss(p._handle(), t._handle()))
+
+
+def ag_weighted_mse_loss(pred: ArrayLike, target: ArrayLike, weight: ArrayLike) -> Tensor:
+    """Weighted mean squared error sum(weight * (pred - target)^2) / numel(pred): ag_mse_loss's
+    reduction (divided by the element count, not by sum(weight)); weight 1 gives ag_mse_loss's
+    bits.
+
+    Args: pred, target: the same shape [rows, cols]; weight: pred's shape, a [rows, 1] column
+    (per output), a [1, cols] row (per sample) or [1, 1], broadcast over pred; finite, >= 0, a
+    constant (numeric data or a tensor that does not require grad).
+    Returns: a [1, 1] tensor; gradient 2 * weight * (pred - target) / numel into pred.
+    Raises: ShapeError when weight neither matches nor broadcasts, PyggmlrValueError for a
+    negative or non-finite weight or a weight that requires grad, DTypeError on mixed dtypes."""
+    p, t = _pair(pred, target)
+    w = weight if isinstance(weight, Tensor) else _pair(p, weight)[1]
+    return _out(lib.pg_weighted_mse_loss(p._handle(), t._handle(), w._handle()))
