@@ -13,6 +13,7 @@
 #include "pg_api_rng.h"
 #include "pg_api_select.h"
 #include "pg_api_sched.h"
+#include "pg_api_attention.h"
 
 #define PG_TENSOR_MAGIC 0x50475431u /* "PGT1": live tensor */
 #define PG_DEAD_MAGIC 0xDEADDEADu
