@@ -105,6 +105,7 @@ extern SEXP R_pg_gather(SEXP, SEXP);
 extern SEXP R_pg_colmax(SEXP);
 extern SEXP R_pg_sample_categorical(SEXP);
 extern SEXP R_pg_sample_normal(SEXP, SEXP);
+extern SEXP R_pg_flash_attention(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm",           (DL_FUNC) &R_pg_batch_norm,           8},
@@ -198,6 +199,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_colmax",               (DL_FUNC) &R_pg_colmax,               1},
     {"R_pg_sample_categorical",   (DL_FUNC) &R_pg_sample_categorical,   1},
     {"R_pg_sample_normal",        (DL_FUNC) &R_pg_sample_normal,        2},
+    {"R_pg_flash_attention",      (DL_FUNC) &R_pg_flash_attention,      7},
     {NULL, NULL, 0}
 };
 
