@@ -41,8 +41,9 @@ typedef struct {
     const void *mask; /* [Skv, Sq] or NULL */
 } att;
 
-/* Queries per block: 64, fewer when [Skv, 64] scores would pass 2 MiB (a function of the shapes
- * only, so every run blocks alike). */
+/* Queries per block: about 16384 scores per block (64-128 KiB, cache-sized), at least 32 queries;
+ * under causal 32, so the keys no query of a block sees are skipped (measured best). A function
+ * of the shapes only: every run blocks alike. */
 static att att_of(const pg_node *n)
 {
     att a;
@@ -56,10 +57,8 @@ static att att_of(const pg_node *n)
     a.scale = n->p[0];
     a.causal = (int)n->ip[1];
     a.mask = n->n_saved > 1 ? pg_data(n->saved[1]) : NULL;
-    const int64_t cap = (int64_t)((size_t)2 << 20) / (int64_t)pg_dtype_size(a.dt);
-    int64_t nb = 64;
-    if (a.Skv > 0 && nb * a.Skv > cap) nb = cap / a.Skv;
-    if (nb < 8) nb = 8;
+    int64_t nb = a.Skv > 0 ? 16384 / a.Skv : 64;
+    if (nb < 32 || a.causal) nb = 32;
     if (nb > a.Sq) nb = a.Sq;
     a.nb = nb < 1 ? 1 : nb;
     return a;
@@ -82,6 +81,13 @@ static att att_of(const pg_node *n)
         }                                                                                        \
     } while (0)
 
+/* Keys a block of queries j0 .. j0 + bn - 1 can see: all of them, or under causal only the first
+ * j0 + bn (the rest would be exact zeros in P: skipped by every product). */
+static int64_t keys_of(const att *a, int64_t j0, int64_t bn)
+{
+    return a->causal && j0 + bn < a->Skv ? j0 + bn : a->Skv;
+}
+
 /* P[Skv, bn] of head h for queries j0 .. j0 + bn - 1: St = scale k_h^T q_h + mask (causal: -Inf
  * past the query), then exp(St - max) / sum per column. The forward (fw) stores each column's
  * max and sum in st ([2H, Sq]: rows 2h, 2h + 1); the backward reads them back, so it repeats the
@@ -89,7 +95,7 @@ static att att_of(const pg_node *n)
 static void block_probs(const att *a, int64_t h, int64_t j0, int64_t bn, const void *q, const void *k,
                         void *P, void *st, int fw)
 {
-    const int64_t D = a->D, dh = a->dh, R = a->Skv, H2 = 2 * a->H;
+    const int64_t D = a->D, dh = a->dh, R = keys_of(a, j0, bn), H2 = 2 * a->H;
     PG_DISPATCH(a->dt, {
         T *S = P, *sv = st;
         pg_gemm(a->dt, 1, 0, R, bn, dh, a->scale, (const T *)k + h * dh, D, (const T *)q + h * dh + j0 * D, D,
@@ -98,7 +104,7 @@ static void block_probs(const att *a, int64_t h, int64_t j0, int64_t bn, const v
             T *c = S + jj * R;
             const int64_t j = j0 + jj;
             if (a->mask) {
-                const T *mc = (const T *)a->mask + j * R;
+                const T *mc = (const T *)a->mask + j * a->Skv; /* Re = Skv: no causal */
                 for (int64_t i = 0; i < R; i++) c[i] += mc[i];
             }
             if (a->causal)
@@ -142,9 +148,10 @@ static int flash_fw(pg_node *n)
     for (int64_t h = 0; h < a.H; h++)
         for (int64_t j0 = 0; j0 < a.Sq; j0 += a.nb) {
             const int64_t bn = a.Sq - j0 < a.nb ? a.Sq - j0 : a.nb;
+            const int64_t Re = keys_of(&a, j0, bn);
             block_probs(&a, h, j0, bn, q, k, P, st, 1);
             PG_DISPATCH(a.dt, {
-                pg_gemm(a.dt, 0, 0, a.dh, bn, a.Skv, 1.0, (const T *)v + h * a.dh, a.D, P, a.Skv, 0.0,
+                pg_gemm(a.dt, 0, 0, a.dh, bn, Re, 1.0, (const T *)v + h * a.dh, a.D, P, Re, 0.0,
                         (T *)out + h * a.dh + j0 * a.D, a.D);
             });
         }
@@ -175,10 +182,10 @@ static int flash_bw(pg_node *n, pg_tensor *g)
     const void *q = pg_data(n->in[0]), *k = pg_data(n->in[1]), *v = pg_data(n->in[2]);
     void *st = pg_data(n->saved[0]);
     const size_t esz = pg_dtype_size(a.dt);
-    const int64_t R = a.Skv, D = a.D, dh = a.dh;
-    char *buf = pg_scratch((size_t)(2 * R * a.nb) * esz);
+    const int64_t D = a.D, dh = a.dh;
+    char *buf = pg_scratch((size_t)(2 * a.Skv * a.nb) * esz);
     if (!buf) return -1;
-    void *P = buf, *dS = buf + (size_t)(R * a.nb) * esz;
+    void *P = buf, *dS = buf + (size_t)(a.Skv * a.nb) * esz;
     PG_DISPATCH(a.dt, {
         const T *gp = pg_data(g), *op = pg_data(n->out);
         T *ds = dS;
@@ -187,6 +194,7 @@ static int flash_bw(pg_node *n, pg_tensor *g)
             for (int64_t j0 = 0; j0 < a.Sq; j0 += a.nb) {
                 const int64_t bn = a.Sq - j0 < a.nb ? a.Sq - j0 : a.nb;
                 const T *G = gp + h * dh + j0 * D;
+                const int64_t R = keys_of(&a, j0, bn);
                 block_probs(&a, h, j0, bn, q, k, P, st, 0);
                 if (dv) /* dV_h += G P^T */
                     pg_gemm(a.dt, 0, 1, dh, R, bn, 1.0, G, D, P, R, 1.0, (T *)dv + h * dh, D);

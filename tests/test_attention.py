@@ -68,6 +68,7 @@ def test_goldens(f64):
 CASES = [  # (D, Sq, Skv, H, kind)
     (8, 4, 4, 1, "plain"), (8, 4, 4, 2, "plain"), (16, 6, 6, 4, "causal"), (12, 3, 5, 3, "mask"),
     (8, 5, 3, 2, "causal"), (16, 150, 70, 4, "mask"), (8, 130, 130, 2, "causal"), (6, 7, 9, 3, "scale"),
+    (8, 40, 100, 2, "causal"), (8, 100, 40, 4, "causal"),
 ]
 
 
