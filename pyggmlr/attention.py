@@ -14,7 +14,7 @@ import numpy as np
 from . import _core
 from ._core import ffi, lib
 from .errors import ArgumentError
-from .ops import _const, _out
+from .ops import _const, _out, _scalar
 from .tensor import ArrayLike, Tensor
 
 __all__ = ["ag_flash_attention"]
@@ -75,11 +75,14 @@ def ag_flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, n_heads: Any, s
     elif isinstance(mask, Tensor):
         nd, (mr, mc) = 2, mask.shape
     else:
-        shp = np.shape(mask)
+        try:
+            shp = np.shape(mask)
+        except ValueError:  # ragged nested lists: not a matrix
+            shp = ()
         nd = len(shp) if len(shp) == 2 else 1
         mr, mc = (shp if nd == 2 else (0, 0))
     _core.check(lib.pg_flash_attention_check(qt._handle(), kt._handle(), vt._handle(), h, nd, mr, mc, causal))
     mt = _mask_tensor(mask, qt) if mask is not None else None
-    s = math.nan if scale is None else float(scale)
+    s = math.nan if scale is None else _scalar(scale, "ag_flash_attention", "scale")
     return _out(lib.pg_flash_attention(qt._handle(), kt._handle(), vt._handle(), h, s,
                                        mt._handle() if mt is not None else ffi.NULL, causal))

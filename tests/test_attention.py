@@ -264,3 +264,22 @@ def test_compile_replay_equals_eager(f64, masked):
         g = pg.backward(el)
         assert loss == float(el.numpy()[0, 0])
         np.testing.assert_array_equal(grads[Wq.id], g[Wq])
+
+
+def test_bad_inputs_raise_typed_errors(f64):
+    q, k = np.zeros((8, 3)), np.zeros((8, 5))
+    with pytest.raises(pg.ShapeError, match="to be a matrix"):
+        FA(q, k, k, 2, mask=[[1, 2], [3]])
+    with pytest.raises(pg.ShapeError, match="to be a matrix"):
+        FA(q, k, k, 2, mask=np.zeros((5, 3, 1)))
+    with pytest.raises(pg.DTypeError):
+        FA(q, k, k, 2, mask=np.array([["a"] * 3] * 5))
+    with pytest.raises(pg.ArgumentError, match="scale"):
+        FA(q, k, k, 2, scale="a")
+    with pytest.raises(pg.PyggmlrValueError, match=r"\(8 %% 0 != 0\)"):
+        FA(q, k, k, 0)
+    t = pg.ag_tensor(q)
+    t.free()
+    with pytest.raises(pg.ArgumentError):
+        FA(t, k, k, 2)
+    assert FA(np.zeros((8, 0)), k, k, 2).shape == (8, 0)

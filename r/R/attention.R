@@ -6,6 +6,8 @@
 # A query with every key blocked gives 0. scale defaults to 1/sqrt(d_head).
 ag_flash_attention <- function(q, k, v, n_heads, scale = NULL, mask = NULL, causal = FALSE) {
   n_heads <- suppressWarnings(as.integer(n_heads))
+  if (!is.null(scale) && (!is.numeric(scale) || length(scale) != 1L))
+    stop("ag_flash_attention: scale must be a number (or NULL for 1/sqrt(d_head))", call. = FALSE)
   scale <- if (is.null(scale)) NA_real_ else as.double(scale)
   .Call(R_pg_flash_attention, q, k, v, n_heads, scale, mask, isTRUE(causal))
 }

@@ -171,3 +171,14 @@ test_that("ag_flash_attention: ag_compile replay equals the eager step", {
     expect_identical(r$grads[[1]], gradof(g, Wq))
   }
 })
+
+test_that("ag_flash_attention: bad input raises R errors, never crashes", {
+  q <- matrix(0, 8, 3); k <- matrix(0, 8, 5)
+  expect_error(ag_flash_attention(q, k, k, 2, mask = data.frame(a = 1:5, b = 1:5, c = 1:5)), "to be a matrix")
+  expect_error(ag_flash_attention(q, k, k, 2, mask = array(0, c(5, 3, 1))), "to be a matrix")
+  expect_error(ag_flash_attention(q, k, k, 2, mask = matrix("a", 5, 3)), "numeric")
+  expect_error(ag_flash_attention(q, k, k, NA), "(8 %% 0 != 0)", fixed = TRUE)
+  expect_error(ag_flash_attention(q, k, k, 2, scale = "a"), "scale must be a number")
+  expect_error(ag_flash_attention(NULL, k, k, 2), "numeric")
+  expect_equal(dim(ag_flash_attention(matrix(0, 8, 0), k, k, 2)$data), c(8L, 0L))
+})
