@@ -283,3 +283,25 @@ def test_bad_inputs_raise_typed_errors(f64):
     with pytest.raises(pg.ArgumentError):
         FA(t, k, k, 2)
     assert FA(np.zeros((8, 0)), k, k, 2).shape == (8, 0)
+
+
+def test_no_leaks_and_memory_report(f64):
+    import gc
+    rng = np.random.default_rng(12)
+    q, k, G = rng.normal(size=(8, 6)), rng.normal(size=(8, 7)), rng.normal(size=(8, 6))
+    m = rng.random((7, 6)) < 0.8
+    gc.collect()
+    live = pg.ag_live_objects()
+    for kw in ({}, {"causal": True}, {"mask": m}, {"mask": pg.ag_tensor(np.where(m, 0, -np.inf))}):
+        _run(q, k, k, 2, G, **kw)
+    del kw  # the last one holds a mask tensor
+    pg.ag_tape_clear()
+    gc.collect()
+    assert pg.ag_live_objects() == live
+    Q = pg.ag_param(q)
+    with pg.with_grad_tape():
+        FA(Q, k, k, 2, mask=m)
+        rep = pg.ag_tape_memory(quiet=True)
+    # the node holds q, k, v, the output [8, 6], the mask [7, 6] and 2 x 2 stats per query
+    assert rep["nodes"] == 1
+    assert rep["by_op"][0]["nodes"] == 1
