@@ -58,19 +58,22 @@ SEXP R_pg_flash_attention(SEXP Q, SEXP K, SEXP V, SEXP n_heads, SEXP scale, SEXP
     const int c = Rf_asLogical(causal) == TRUE;
     int nd = 0;
     int64_t mr = 0, mc = 0;
-    if (M != R_NilValue) {
-        pg_tensor *mt = borrowed(M);
+    int mask_ok = 1;
+    if (v && M != R_NilValue) { /* after q, k, v: their errors come first */
         SEXP dim = Rf_getAttrib(M, R_DimSymbol);
         if (is_handle(M)) {
+            int t0 = 0;
+            pg_tensor *mt = r_operand(M, dt, op, "mask", &t0); /* borrowed: a handle; NULL + error if dead */
             nd = 2;
-            if (mt && pg_tensor_check(mt) == 0) { mr = pg_tensor_nrow(mt); mc = pg_tensor_ncol(mt); }
+            mask_ok = mt != NULL;
+            if (mt) { mr = pg_tensor_nrow(mt); mc = pg_tensor_ncol(mt); }
         } else if (TYPEOF(dim) == INTSXP && Rf_length(dim) == 2) {
             nd = 2; mr = INTEGER(dim)[0]; mc = INTEGER(dim)[1];
         } else {
             nd = 1;
         }
     }
-    if (v && pg_flash_attention_check(q, k, v, h, nd, mr, mc, c) == 0) {
+    if (v && mask_ok && pg_flash_attention_check(q, k, v, h, nd, mr, mc, c) == 0) {
         if (nd) m = mask_tensor(M, pg_tensor_dtype(q), &tm);
         if (!nd || m) out = pg_flash_attention(q, k, v, h, sc, m, c);
     }
