@@ -104,7 +104,7 @@ static void block_probs(const att *a, int64_t h, int64_t j0, int64_t bn, const v
             T *c = S + jj * R;
             const int64_t j = j0 + jj;
             if (a->mask) {
-                const T *mc = (const T *)a->mask + j * a->Skv; /* Re = Skv: no causal */
+                const T *mc = (const T *)a->mask + j * a->Skv; /* R = Skv: a mask excludes causal */
                 for (int64_t i = 0; i < R; i++) c[i] += mc[i];
             }
             if (a->causal)
