@@ -16,6 +16,7 @@
 #include "pg_api_train.h"
 #include "pg_api_gradcheck.h"
 #include "pg_api_loss.h"
+#include "pg_api_attention.h"
 
 #define PG_TENSOR_MAGIC 0x50475431u /* "PGT1": live tensor */
 #define PG_DEAD_MAGIC 0xDEADDEADu

@@ -27,5 +27,6 @@ from .compile import ag_compile  # noqa: F401  (static graphs)
 from .gpu import *  # noqa: F401,F403  (ggmlR's GPU switches and probes: no GPU here)
 from .capture import *  # noqa: F401,F403  (ggmlR's captured functions and steps, eager on the CPU)
 from .memory import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory, ...)
+from .attention import *  # noqa: F401,F403  (ag_flash_attention)
 
 __version__ = "0.1.0"

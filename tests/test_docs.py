@@ -84,7 +84,7 @@ def test_public_method_has_docstring(name):
 
 TYPED_MODULES = ("tensor", "tape", "fit", "data", "memory", "io", "random", "gradcheck", "optim", "_core",
                  "ops", "ops_select", "sched", "gpu", "nn", "distributed", "r", "parity", "parity_086", "parity_seed", "compile",
-                 "capture", "state", "parity_state", "fit_plan")
+                 "capture", "state", "parity_state", "fit_plan", "attention", "parity_attention")
 TYPED_MODULES += ("ops_loss", "parity_loss")
 
 

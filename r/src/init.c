@@ -113,6 +113,7 @@ extern SEXP R_pg_bce_logits_loss(SEXP, SEXP);
 extern SEXP R_pg_huber_loss(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mae_loss(SEXP, SEXP);
 extern SEXP R_pg_weighted_mse_loss(SEXP, SEXP, SEXP);
+extern SEXP R_pg_flash_attention(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm",           (DL_FUNC) &R_pg_batch_norm,           8},
@@ -214,6 +215,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_huber_loss",           (DL_FUNC) &R_pg_huber_loss,           3},
     {"R_pg_mae_loss",             (DL_FUNC) &R_pg_mae_loss,             2},
     {"R_pg_weighted_mse_loss",    (DL_FUNC) &R_pg_weighted_mse_loss,    3},
+    {"R_pg_flash_attention",      (DL_FUNC) &R_pg_flash_attention,      7},
     {NULL, NULL, 0}
 };
 

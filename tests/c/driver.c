@@ -261,6 +261,27 @@ static pg_tensor *f_causal(pg_tensor **in, const void *c)
     return s;
 }
 
+/* ag_flash_attention: ctx = {n_heads, mode}: mode 0 plain, 1 causal, 2 a mask blocking key
+ * (i + j) % 3 == 2 (key 0 always kept) and the whole of query 1 */
+static pg_tensor *f_flash(pg_tensor **in, const void *c)
+{
+    const int *m = c;
+    pg_tensor *mask = NULL;
+    if (m[1] == 2) {
+        int64_t R = pg_tensor_ncol(in[1]), C = pg_tensor_ncol(in[0]);
+        mask = pg_tensor_full(pg_tensor_dtype(in[0]), R, C, 0.0);
+        if (!mask) return NULL;
+        double *md = malloc((size_t)(R * C) * sizeof *md);
+        for (int64_t j = 0; j < C; j++)
+            for (int64_t i = 0; i < R; i++) md[i + j * R] = (j == 1 || (i > 0 && (i + j) % 3 == 2)) ? -INFINITY : 0.0;
+        pg_tensor_write(mask, md, PG_F64, R, C, 1, R);
+        free(md);
+    }
+    pg_tensor *out = pg_flash_attention(in[0], in[1], in[2], m[0], NAN, mask, m[1] == 1);
+    REL(mask);
+    return out;
+}
+
 static void test_ops(void)
 {
     for (int dt = PG_F32; dt <= PG_F64; dt++) {
@@ -318,6 +339,12 @@ static void test_ops(void)
         for (int k = 0; k < 4; k++) gradcheck("matmul_t", f_matmul_t, tt[k], 2, mts[k], 0, 3, dt);
         int64_t sq[] = {4, 4};
         gradcheck("causal_mask", f_causal, NULL, 1, sq, 0, 1, dt);
+        int64_t fa[] = {8, 5, 8, 7, 8, 7}, fb[] = {4, 40, 4, 35, 4, 35}, fs[] = {6, 4, 6, 4, 6, 4};
+        int fm[][2] = {{1, 0}, {2, 0}, {2, 1}, {4, 2}};
+        for (int k = 0; k < 4; k++) gradcheck("flash_attention", f_flash, fm[k], 3, fa, 0, 7, dt);
+        int fc[] = {2, 1}, fq[] = {3, 0};
+        gradcheck("flash_attention blocks", f_flash, fc, 3, fb, 0, 7, dt);
+        gradcheck("flash_attention q only", f_flash, fq, 3, fs, 0, 1, dt);
     }
 }
 

@@ -1,0 +1,140 @@
+"""ag_flash_attention (one fused core node) against the ag_multihead_attention composition it
+replaces, forward + backward, one thread.
+
+The composition is ag_multihead_attention's attention core without its projections (there are
+none in ag_flash_attention): per head ag_slice_rows of q, k, v, the transposed scores product,
+the causal mask, ag_softmax, ag_matmul with v_h, ag_concat_rows of the heads. Both run on a tape,
+then backward of sum(out * G). Cases: d_model 256, 4 heads, seq 128 and d_model 32, 4 heads, seq
+16, plain and causal, f32 and f64; the results are checked against each other first.
+PyTorch's scaled_dot_product_attention runs beside them when torch is importable (it is not
+installed for this: the column then shows "-"). Medians (µs) of BENCH_ROUNDS rounds in turns,
+the ratio fused / composition (below 1: the fused op is faster) and the CPU are printed and
+written to bench/results/bench_flash.json. Run: python bench/bench_flash.py
+"""
+import os
+
+if not os.environ.get("BENCH_KEEP_OPENBLAS_ENV"):
+    for _v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        os.environ.pop(_v, None)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import json  # noqa: E402
+import pathlib  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import pyggmlr as pg  # noqa: E402
+from pyggmlr.nn import _causal_mask, _matmul_t  # noqa: E402
+
+try:
+    import torch  # noqa: E402
+    torch.set_num_threads(1)
+except ImportError:
+    torch = None
+
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", 15))
+CASES = [(256, 4, 128), (32, 4, 16)]  # (d_model, n_heads, seq)
+
+
+def _cpu():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def composition(Q, K, V, H, causal):
+    dh = Q.nrow // H
+    cat = None
+    for h in range(H):
+        qh, kh, vh = (pg.ag_slice_rows(t, h * dh, dh) for t in (Q, K, V))
+        s = _matmul_t(kh, qh, ta=True, alpha=1 / np.sqrt(dh))
+        if causal:
+            s = _causal_mask(s)
+        head = pg.ag_matmul(vh, pg.ag_softmax(s))
+        cat = head if cat is None else pg.ag_concat_rows(cat, head)
+    return cat
+
+
+def fused(Q, K, V, H, causal):
+    return pg.ag_flash_attention(Q, K, V, H, causal=causal)
+
+
+def step(f, Q, K, V, G, H, causal):
+    with pg.with_grad_tape():
+        out = f(Q, K, V, H, causal)
+        loss = pg.ag_sum(pg.ag_mul(out, G))
+    g = pg.backward(loss)
+    return out, g
+
+
+def torch_step(q, k, v, g, H, causal):
+    """q, k, v [seq, d_model] leaves (torch's row = our column), heads split from the features."""
+    S, D = q.shape
+    split = lambda t: t.reshape(S, H, D // H).transpose(0, 1)  # [H, seq, d_head]
+    out = torch.nn.functional.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=causal)
+    out = out.transpose(0, 1).reshape(S, D)
+    (out * g).sum().backward()
+    return out
+
+
+def median_us(fn, n=5):
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts)) * 1e6
+
+
+def main():
+    rng = np.random.default_rng(0)
+    res = {"cpu": _cpu(), "blas": pg.blas_name(), "rounds": ROUNDS, "torch": torch.__version__ if torch else None,
+           "cases": {}}
+    print(f"pyggmlr {pg.__version__}, GEMM {pg.blas_name()}, one thread, CPU: {res['cpu']}, torch: {'yes' if torch else 'no'}")
+    print("forward + backward (µs, median); ratio = fused / composition")
+    print(f"{'case':28s}{'dtype':>6s}{'fused':>10s}{'compos.':>10s}{'torch':>10s}{'ratio':>8s}{'f/torch':>9s}")
+    for D, H, S in CASES:
+        for causal in (False, True):
+            for dt in ("f32", "f64"):
+                q, k, v, g = (rng.normal(size=(D, S)) for _ in range(4))
+                Q, K, V = (pg.ag_param(x, dtype=dt) for x in (q, k, v))
+                G = pg.ag_tensor(g, dtype=dt)
+                o1, g1 = step(fused, Q, K, V, G, H, causal)
+                o2, g2 = step(composition, Q, K, V, G, H, causal)
+                tol = 1e-4 if dt == "f32" else 1e-10
+                np.testing.assert_allclose(o1.numpy(), o2.numpy(), atol=tol)
+                for t in (Q, K, V):
+                    np.testing.assert_allclose(g1[t], g2[t], atol=tol)
+                tt = None
+                if torch:
+                    tdt = torch.float32 if dt == "f32" else torch.float64
+                    tt = [torch.tensor(x.T.copy(), dtype=tdt, requires_grad=True) for x in (q, k, v)]
+                    tg = torch.tensor(g.T.copy(), dtype=tdt)
+                t = {"fused": [], "composition": [], "torch": []}
+                for _ in range(ROUNDS):  # in turns, so drifts in load hit all alike
+                    t["fused"].append(median_us(lambda: step(fused, Q, K, V, G, H, causal)))
+                    t["composition"].append(median_us(lambda: step(composition, Q, K, V, G, H, causal)))
+                    if torch:
+                        t["torch"].append(median_us(lambda: torch_step(*tt, tg, H, causal)))
+                m = {k2: float(np.median(v2)) if v2 else None for k2, v2 in t.items()}
+                name = f"d{D} h{H} seq{S}{' causal' if causal else ''}"
+                res["cases"][f"{name} {dt}"] = m
+                tor = f"{m['torch']:10.1f}" if m["torch"] else f"{'-':>10s}"
+                rto = f"{m['fused'] / m['torch']:9.2f}" if m["torch"] else f"{'-':>9s}"
+                print(f"{name:28s}{dt:>6s}{m['fused']:10.1f}{m['composition']:10.1f}{tor}"
+                      f"{m['fused'] / m['composition']:8.2f}{rto}")
+    out = pathlib.Path(__file__).resolve().parent / "results" / "bench_flash.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(res, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,27 @@
+/* pyggmlr C core: fused multi-head attention (ops_attention.c; ggmlR 0.8.6 §3,
+ * ag_flash_attention). cdef-clean like pg_api.h.
+ *
+ * q [d_model, seq_q], k and v [d_model, seq_kv] (one dtype); head h is the row block
+ * h*d_head .. (h+1)*d_head - 1, d_head = d_model / n_heads. Per head, with keys on the rows:
+ * St = scale k_h^T q_h + M ([seq_kv, seq_q]), P = softmax down each column (over the keys),
+ * out_h = v_h P ([d_head, seq_q]); heads stacked by rows -> [d_model, seq_q]. One tape node with
+ * inputs q, k, v (the mask gets no gradient), replayable by a compiled graph. */
+
+/* ggmlR's argument checks, in its order and with its texts: n_heads divides d_model, q, k, v share
+ * d_model, k and v share seq_kv, mask xor causal, mask is a matrix, mask is [seq_kv, seq_q].
+ * mask_nd: 0 no mask, 2 a matrix [mask_nrow, mask_ncol], any other value a mask that is not a
+ * matrix (front ends call this to report that one in its place). 0 or a status with the
+ * message set. */
+int pg_flash_attention_check(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n_heads, int mask_nd,
+                             int64_t mask_nrow, int64_t mask_ncol, int causal);
+
+/* The attention above. scale: NaN means 1 / sqrt(d_head). mask: NULL or a [seq_kv, seq_q]
+ * tensor of q's dtype added to the scaled scores (0 attend, -Inf blocked; its current values are
+ * read by every run, so a compiled graph may refill it); causal != 0 blocks key r > query j
+ * (0-based; queries past seq_kv see every key). A query whose keys are all blocked gives 0 (and
+ * no gradient). The forward works one block of queries at a time (never more than
+ * [seq_kv, block] scores) and keeps only each query's max and sum of exp per head; the backward
+ * recomputes P from q, k, v: dV = G P^T, dPt = v^T G, dSt = P (dPt - colsum(G out)),
+ * dQ = scale k dSt, dK = scale q dSt^T (per head, with keys on the rows). */
+pg_tensor *pg_flash_attention(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n_heads, double scale,
+                              pg_tensor *mask, int causal);

@@ -1,0 +1,13 @@
+# ag_flash_attention (ggmlR 0.8.6 §3): multi-head scaled dot-product attention over every head in
+# one tape node; a thin .Call wrapper over the C core (native/ops_attention.c), which checks the
+# arguments in ggmlR's order with its texts. q [d_model, seq_q], k and v [d_model, seq_kv];
+# head h is the row block (h-1)*d_head+1 .. h*d_head. The mask is [seq_kv, seq_q] (keys index
+# the ROWS): logical (TRUE attend) or numeric (0 / -Inf, added as is), a matrix or an ag_tensor.
+# A query with every key blocked gives 0. scale defaults to 1/sqrt(d_head).
+ag_flash_attention <- function(q, k, v, n_heads, scale = NULL, mask = NULL, causal = FALSE) {
+  n_heads <- suppressWarnings(as.integer(n_heads))
+  if (!is.null(scale) && (!is.numeric(scale) || length(scale) != 1L))
+    stop("ag_flash_attention: scale must be a number (or NULL for 1/sqrt(d_head))", call. = FALSE)
+  scale <- if (is.null(scale)) NA_real_ else as.double(scale)
+  .Call(R_pg_flash_attention, q, k, v, n_heads, scale, mask, isTRUE(causal))
+}
