@@ -84,6 +84,7 @@ def test_public_method_has_docstring(name):
 
 TYPED_MODULES = ("tensor", "tape", "fit", "data", "memory", "io", "random", "gradcheck", "optim", "_core",
                  "ops", "ops_select", "sched", "gpu", "nn", "distributed", "r", "parity", "parity_086", "parity_seed", "compile")
+TYPED_MODULES += ("checkpoint", "parity_ckpt")
 
 
 def _typed_objects():

@@ -105,6 +105,10 @@ extern SEXP R_pg_gather(SEXP, SEXP);
 extern SEXP R_pg_colmax(SEXP);
 extern SEXP R_pg_sample_categorical(SEXP);
 extern SEXP R_pg_sample_normal(SEXP, SEXP);
+extern SEXP R_pg_ckpt_record(SEXP, SEXP, SEXP);
+extern SEXP R_pg_ckpt_replay(SEXP);
+extern SEXP R_pg_ckpt_tape(SEXP);
+extern SEXP R_pg_ckpt_segment(SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm",           (DL_FUNC) &R_pg_batch_norm,           8},
@@ -198,6 +202,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_colmax",               (DL_FUNC) &R_pg_colmax,               1},
     {"R_pg_sample_categorical",   (DL_FUNC) &R_pg_sample_categorical,   1},
     {"R_pg_sample_normal",        (DL_FUNC) &R_pg_sample_normal,        2},
+    {"R_pg_ckpt_record",          (DL_FUNC) &R_pg_ckpt_record,          3},
+    {"R_pg_ckpt_replay",          (DL_FUNC) &R_pg_ckpt_replay,          1},
+    {"R_pg_ckpt_tape",            (DL_FUNC) &R_pg_ckpt_tape,            1},
+    {"R_pg_ckpt_segment",         (DL_FUNC) &R_pg_ckpt_segment,         1},
     {NULL, NULL, 0}
 };
 
