@@ -1493,6 +1493,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 from . import parity_086, parity_seed  # noqa: E402,F401  (register the 0.8.6-API and seed:* cases)
+from . import parity_ckpt  # noqa: E402,F401  (ag_checkpoint)
 
 if __name__ == "__main__":
     sys.exit(main())
