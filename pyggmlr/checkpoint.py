@@ -59,8 +59,8 @@ class _Segment:
             _rng_load(caller)
 
 
-@ffi.def_extern()
-def pyggmlr_host_bw(ctx):
+@ffi.def_extern(name="pyggmlr_host_bw")
+def _host_bw(ctx):
     try:
         ffi.from_handle(ctx).replay()
         return 0
@@ -70,8 +70,8 @@ def pyggmlr_host_bw(ctx):
         return -1
 
 
-@ffi.def_extern()
-def pyggmlr_host_free(ctx):
+@ffi.def_extern(name="pyggmlr_host_free")
+def _host_free(ctx):
     _live.pop(int(ffi.cast("uintptr_t", ctx)), None)
 
 
