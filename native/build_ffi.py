@@ -21,7 +21,8 @@ for header in ["pg_api.h"] + sorted(glob.glob(os.path.join(HERE, "pg_api_*.h")))
     with open(os.path.join(HERE, header)) as f:
         ffibuilder.cdef(f.read())
 # host-node callbacks implemented in Python (pyggmlr/checkpoint.py, @ffi.def_extern)
-ffibuilder.cdef('extern "Python" { int pyggmlr_host_bw(void *ctx); void pyggmlr_host_free(void *ctx); }')
+with open(os.path.join(HERE, "ffi_callbacks.cdef")) as f:
+    ffibuilder.cdef(f.read())
 
 sources = sorted(glob.glob(os.path.join(HERE, "*.c")))
 # a changed header rebuilds every source (setuptools tracks only the sources otherwise)
