@@ -348,6 +348,8 @@ static pg_gradmap *gradmap_alloc(int64_t n)
 static pg_gradmap *backward_locked(pg_tensor *loss)
 {
     if (pg_ok(loss, "backward()", "loss")) return NULL;
+    if (pg_host_depth() > 0) /* the running walk owns the epoch and the reached set */
+        return pg_fail_null(PG_ERR_STATE, "backward(): cannot run inside an ag_checkpoint segment while backward() replays it");
     if (loss->ne[0] != 1 || loss->ne[1] != 1)
         return pg_fail_null(PG_ERR_SHAPE, "backward(): loss must be a 1x1 tensor, got %s (reduce it with ag_sum or ag_mean first)",
                             pg_desc(loss));

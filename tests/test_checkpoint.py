@@ -344,3 +344,34 @@ def test_parity_case_checkpointed_run_equals_plain_run():
         recs = parity_ckpt._ckpt_py(d, 3, dtype)
         assert all(not np.any(r["plain - checkpointed"]) for r in recs)
         assert recs[0]["loss"] != recs[2]["loss"]
+
+
+def test_backward_inside_a_replay_is_refused_and_threads_work():
+    W = pg.ag_param(_rs(1, 3, 3), dtype="f64")
+    x = pg.ag_tensor(_rs(2, 3, 2), dtype="f64")
+    calls = []
+    def seg(v):
+        y = pg.ag_tanh(pg.ag_matmul(W, v))
+        calls.append(1)
+        if len(calls) == 2:
+            with pg.with_grad_tape():
+                pg.backward(pg.ag_sum(pg.ag_matmul(W, v)))
+        return y
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_checkpoint(seg, x))
+    with pytest.raises(pg.StateError, match="cannot run inside an ag_checkpoint segment"):
+        pg.backward(loss)
+    assert W.grad is None
+    # a checkpoint on another thread's tape gives the same gradients as here
+    import threading
+    with pg.with_grad_tape():
+        ref = pg.backward(pg.ag_sum(pg.ag_checkpoint(lambda v: pg.ag_tanh(pg.ag_matmul(W, v)), x)))[W]
+    out = {}
+    def work():
+        with pg.with_grad_tape():
+            out["g"] = pg.backward(pg.ag_sum(pg.ag_checkpoint(lambda v: pg.ag_tanh(pg.ag_matmul(W, v)), x)))[W]
+        pg.ag_tape_clear()
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert np.array_equal(out["g"], ref)

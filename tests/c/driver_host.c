@@ -26,6 +26,7 @@ static int seg_bw(void *p)
     seg_ctx *c = p;
     if (++c->calls == c->fail_at) return pg_host_fail(PG_ERR_VALUE, "segment says no");
     CHECK(pg_tape_enabled() && pg_tape_nodes() == 0 && pg_host_depth() >= 1);
+    CHECK_ERR(pg_backward(c->w) == NULL, PG_ERR_STATE, "cannot run inside an ag_checkpoint");
     pg_tensor *y = c->bad_shape ? pg_transpose(c->w) : seg_run(c);
     int rc = y ? pg_host_replay(y) : -1;
     REL(y);

@@ -226,3 +226,18 @@ test_that("the segment may call with_grad_tape without touching the outer tape",
   })
   expect_identical(gradof(g, W), matrix(2))
 })
+
+test_that("backward() inside a segment's replay is refused, nothing changes", {
+  local_f64()
+  W <- ag_param(matrix(rnorm(9), 3, 3)); x <- ag_tensor(matrix(rnorm(6), 3, 2))
+  calls <- 0
+  seg <- function(v) {
+    calls <<- calls + 1
+    if (calls == 2) with_grad_tape(backward(ag_sum(ag_matmul(W, v))))
+    ag_tanh(ag_matmul(W, v))
+  }
+  with_grad_tape(l <- ag_sum(ag_checkpoint(seg, x)))
+  expect_error(backward(l), "cannot run inside an ag_checkpoint segment")
+  expect_null(W$grad)
+  expect_true(is.environment(backward(l)))
+})
