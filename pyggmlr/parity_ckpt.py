@@ -109,3 +109,71 @@ def _ckpt_inputs(rng: Any) -> Dict[str, Any]:
 
 CASES.append(ScriptCase("ag_checkpoint: nested segments with dropout, sgd momentum", _ckpt_py, _ckpt_r, 4,
                         _ckpt_inputs, group="checkpoint"))
+
+
+# ---- the tape report: what a checkpoint saves, measured by the core in each language ---------
+
+_R_MEM = """
+with_dtype <- function(dtype, f) { prev <- ag_dtype(dtype); tryCatch(f(), finally = ag_dtype(prev)) }
+with_dtype(dtype, function() {
+  p <- list(W1 = ag_param(W1), W2 = ag_param(W2))
+  body <- function(h) ag_relu(ag_matmul(p$W2, ag_tanh(ag_matmul(p$W1, h))))
+  lapply(c(FALSE, TRUE), function(ck) {
+    with_grad_tape({
+      h <- ag_scale(ag_tensor(x), 2)
+      l <- ag_sum(if (ck) ag_checkpoint(body, h) else body(h))
+    })
+    gc()
+    r <- ag_tape_memory(quiet = TRUE)
+    rec <- r[c("nodes", "bytes_total", "bytes_snapshots", "bytes_fields", "bytes_inputs")]
+    rec$by_op.nodes <- r$by_op$nodes
+    rec$by_op.op <- vapply(r$by_op$op, function(s) sum(utf8ToInt(s) * seq_along(utf8ToInt(s))), 0)
+    rec$grad_W1 <- backward(l)[[p$W1]]
+    ag_tape_clear()
+    rec
+  })
+})
+"""
+
+
+def _op_code(s: str) -> float:
+    return float(sum(c * (i + 1) for i, c in enumerate(s.encode())))
+
+
+def _mem_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
+    import gc
+    import pyggmlr as pg
+
+    def run():
+        p = {"W1": pg.ag_param(d["W1"]), "W2": pg.ag_param(d["W2"])}
+
+        def body(h):
+            return pg.ag_relu(pg.ag_matmul(p["W2"], pg.ag_tanh(pg.ag_matmul(p["W1"], h))))
+
+        out: List[Record] = []
+        for ck in (False, True):
+            with pg.with_grad_tape():
+                h = pg.ag_scale(pg.ag_tensor(d["x"]), 2.0)
+                loss = pg.ag_sum(pg.ag_checkpoint(body, h) if ck else body(h))
+            gc.collect()
+            r = pg.ag_tape_memory(quiet=True)
+            rec: Record = {k: np.array([float(r[k])]) for k in ("nodes", "bytes_total", "bytes_snapshots",
+                                                                 "bytes_fields", "bytes_inputs")}
+            rec["by_op.nodes"] = np.array([float(row["nodes"]) for row in r["by_op"]])
+            rec["by_op.op"] = np.array([_op_code(row["op"]) for row in r["by_op"]])
+            rec["grad_W1"] = np.asarray(pg.backward(loss)[p["W1"]], dtype=np.float64)
+            pg.ag_tape_clear()
+            out.append(rec)
+        return out
+    return _with_dtype(dtype, run)
+
+
+def _mem_r(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
+    from . import r
+    res = r.run(_R_MEM, dtype=dtype, **d)
+    return [{k: _r_values(v) for k, v in rec.items()} for rec in res]
+
+
+CASES.append(ScriptCase("ag_checkpoint: tape memory report, plain vs checkpointed", _mem_py, _mem_r, 2,
+                        lambda rng: {"W1": _u(rng, 16, 8), "W2": _u(rng, 4, 16), "x": _u(rng, 8, 32)},
+                        group="checkpoint"))
