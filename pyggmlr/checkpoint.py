@@ -99,15 +99,17 @@ def _checkpoint(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     if not isinstance(value, Tensor):
         _rng_load(state)
         raise ArgumentError(f"ag_checkpoint(): fn must return an ag_tensor, got {type(value).__name__}")
-    seg = _Segment(fn, args, kwargs, state, inputs)
-    h = ffi.new_handle(seg)
-    _live[int(ffi.cast("uintptr_t", h))] = (h, seg)
-    ins = ffi.new("pg_tensor *[]", handles) if handles else NULL
-    p = lib.pg_host_record(value._handle(), ins, len(handles), b"checkpoint",
-                           lib.pyggmlr_host_bw, h, lib.pyggmlr_host_free)
-    if p == NULL:
+    try:
+        vh = value._handle()
+        seg = _Segment(fn, args, kwargs, state, inputs)
+        h = ffi.new_handle(seg)
+        _live[int(ffi.cast("uintptr_t", h))] = (h, seg)  # popped by pyggmlr_host_free
+        ins = ffi.new("pg_tensor *[]", handles) if handles else NULL
+        return _wrap(lib.pg_host_record(vh, ins, len(handles), b"checkpoint",
+                                        lib.pyggmlr_host_bw, h, lib.pyggmlr_host_free))
+    except BaseException:
         _rng_load(state)
-    return _wrap(p)
+        raise
 
 
 def ag_checkpoint(*args: Any, **kwargs: Any) -> Any:
