@@ -241,3 +241,12 @@ test_that("backward() inside a segment's replay is refused, nothing changes", {
   expect_null(W$grad)
   expect_true(is.environment(backward(l)))
 })
+
+test_that("ag_gradcheck sees the segment's parameters", {
+  local_f64()
+  p <- ck_mlp(5)
+  l0 <- ck_layer(p, 0, ag_tanh); l1 <- ck_layer(p, 1, ag_tanh)
+  ok <- ag_gradcheck(function(inp) ag_sum(l1(ag_checkpoint(l0, inp$x))),
+                     list(x = p$x, W0 = p$W0, b0 = p$b0), quiet = TRUE)
+  expect_true(ok)
+})
