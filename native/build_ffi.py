@@ -20,6 +20,9 @@ ffibuilder = FFI()
 for header in ["pg_api.h"] + sorted(glob.glob(os.path.join(HERE, "pg_api_*.h"))):
     with open(os.path.join(HERE, header)) as f:
         ffibuilder.cdef(f.read())
+# host-node callbacks implemented in Python (pyggmlr/checkpoint.py, @ffi.def_extern)
+with open(os.path.join(HERE, "ffi_callbacks.cdef")) as f:
+    ffibuilder.cdef(f.read())
 
 sources = sorted(glob.glob(os.path.join(HERE, "*.c")))
 # a changed header rebuilds every source (setuptools tracks only the sources otherwise)

@@ -73,6 +73,11 @@ pg_graph *pg_graph_record_end(pg_tensor *out, pg_tensor **inputs, int64_t n_inpu
     }
     for (int64_t k = 0; k < pg_tape_nodes(); k++) {
         pg_node *nd = pg_tape_node(k);
+        if (nd->host) { /* its backward is front-end code: nothing a graph could replay */
+            pg_tape_clear();
+            return pg_fail_null(PG_ERR_VALUE, "%s: fn calls ag_checkpoint(), whose segment a compiled graph cannot replay (it re-runs R/Python code in backward); compile a step without ag_checkpoint (a compiled graph keeps its activations in planned buffers) or run it eagerly",
+                                op);
+        }
         if (!nd->fw) {
             const char *name = nd->op;
             pg_tape_clear();

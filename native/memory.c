@@ -160,8 +160,8 @@ static int mark_dying(walk *w, int64_t nn)
     int64_t nq = 0, capq = 0;
     for (int64_t k = 0; k < nn; k++) {
         pg_node *n = pg_tape_node(k);
-        for (int i = 0; i < n->n_in; i++)
-            if (n->in[i] && ref_internal(w, n->in[i], &q, &nq, &capq)) goto fail;
+        for (int64_t i = 0; i < pg_node_n_inputs(n); i++) /* a host node may have more than PG_MAX_IN */
+            if (pg_node_input(n, i) && ref_internal(w, pg_node_input(n, i), &q, &nq, &capq)) goto fail;
         for (int i = 0; i < n->n_saved; i++)
             if (n->saved[i] && ref_internal(w, n->saved[i], &q, &nq, &capq)) goto fail;
         if (n->out && ref_internal(w, n->out, &q, &nq, &capq)) goto fail;
@@ -241,8 +241,8 @@ int64_t pg_tape_memory(int64_t *totals, const char **op_label, int64_t *op_nodes
     for (int64_t k = 0; k < nn; k++) {
         pg_node *n = pg_tape_node(k);
         int64_t b = field;
-        for (int i = 0; i < n->n_in; i++) {
-            int64_t c = charge(&w, n->in[i], 0);
+        for (int64_t i = 0; i < pg_node_n_inputs(n); i++) {
+            int64_t c = charge(&w, pg_node_input(n, i), 0);
             if (c < 0) goto oom;
             b += c;
         }

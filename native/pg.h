@@ -17,6 +17,7 @@
 #include "pg_api_gradcheck.h"
 #include "pg_api_loss.h"
 #include "pg_api_attention.h"
+#include "pg_api_host.h"
 
 #define PG_TENSOR_MAGIC 0x50475431u /* "PGT1": live tensor */
 #define PG_DEAD_MAGIC 0xDEADDEADu
@@ -65,6 +66,7 @@ struct pg_node {
     pg_tensor *saved[PG_MAX_SAVED]; /* owned refs to buffers kept for backward */
     double p[4];
     int64_t ip[4];
+    struct pg_host *host;   /* host nodes only (host.c): the front end's backward; NULL otherwise */
 };
 
 /* ---- error.c ---- */
@@ -146,6 +148,17 @@ pg_node *pg_tape_node(int64_t i);
 void pg_node_free(pg_node *n);
 pg_node **pg_tape_take(int64_t *n);   /* graph.c: take over the recorded nodes */
 uint64_t pg_tape_new_epoch(void);     /* graph.c: start a backward pass */
+/* host.c support: record even when no input requires grad (out then requires grad); walk the
+ * current tape seeded with gout at out, into the running backward; drop from the walk's reached
+ * set the entries from index r0 on whose tensors were made at or after id `mark`. */
+pg_node *pg_record_forced(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in, int *err);
+int pg_tape_walk_from(pg_tensor *out, pg_tensor *gout);
+int64_t pg_reached_count(void);
+void pg_reached_drop_since(int64_t r0, int64_t mark);
+int64_t pg_tensor_next_id(void);                  /* tensor.c: the id the next tensor gets */
+void pg_host_free(struct pg_host *h);             /* host.c: called by pg_node_free */
+int64_t pg_node_n_inputs(const pg_node *n);       /* n_in plus a host node's further inputs */
+pg_tensor *pg_node_input(const pg_node *n, int64_t i);
 pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);   /* node i in recording order (borrowed), NULL if out of range */
 
 /* ---- gemm.c ----

@@ -43,6 +43,7 @@ void pg_node_free(pg_node *n)
     for (int i = 0; i < n->n_in; i++) pg_tensor_release(n->in[i]);
     for (int i = 0; i < n->n_saved; i++) pg_tensor_release(n->saved[i]);
     pg_tensor_release(n->out);
+    if (n->host) pg_host_free(n->host);
     pg_obj_free(n, sizeof *n);
     pg_count_nodes(-1);
 }
@@ -89,10 +90,10 @@ int pg_tape_set_enabled(int flag)
     return prev;
 }
 
-pg_node *pg_record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in, int *err)
+static pg_node *record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in, int *err, int force)
 {
     *err = 0;
-    int any = 0;
+    int any = force;
     for (int i = 0; i < n_in; i++) any |= pg_wants_grad(in[i]);
     out->requires_grad = any;
     if (!tape.enabled || (!any && !tape.record_all)) return NULL;
@@ -115,6 +116,16 @@ pg_node *pg_record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_ten
     tape.nodes[tape.n++] = n;
     pg_count_nodes(1);
     return n;
+}
+
+pg_node *pg_record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in, int *err)
+{
+    return record(op, bw, out, n_in, in, err, 0);
+}
+
+pg_node *pg_record_forced(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in, int *err)
+{
+    return record(op, bw, out, n_in, in, err, 1);
 }
 
 int pg_tape_record_all(int flag)
@@ -259,6 +270,56 @@ static int leaf_accumulate(pg_tensor *t, pg_tensor *g)
 
 static pg_gradmap *backward_locked(pg_tensor *loss);
 
+/* The reverse walk over this thread's tape. A host node's rule (host.c) walks a private tape
+ * with this same function, re-entrantly: the loop re-reads `tape` after each rule. */
+static int walk(void)
+{
+    for (int64_t k = tape.n - 1; k >= 0; k--) {
+        pg_node *n = tape.nodes[k];
+        pg_tensor *out = n->out;
+        if (out->bw_epoch != tape.epoch || !out->bw_grad) continue;
+        if (n->bw(n, out->bw_grad)) return -1;
+    }
+    return 0;
+}
+
+/* A replay's walk (host.c): gout is added into out's slot of the running backward, then the
+ * current (private) tape is walked; gradients land in the same slots as the outer walk's. */
+int pg_tape_walk_from(pg_tensor *out, pg_tensor *gout)
+{
+    int acc;
+    void *s = pg_grad_slot(out, &acc);
+    if (!s) return -1;
+    int64_t n = pg_numel(out);
+    PG_DISPATCH(out->dtype, {
+        T *d = s;
+        const T *g = pg_data(gout);
+        PG_STORE_LOOP(acc, n, d, g[i]);
+    });
+    return walk();
+}
+
+int64_t pg_reached_count(void) { return n_reached; }
+
+/* Tensors a replay made (id >= mark) leave the walk: they die with the private tape, and
+ * their gradients are no one's (the caller's inputs and the segment's parameters stay). */
+void pg_reached_drop_since(int64_t r0, int64_t mark)
+{
+    int64_t w = r0;
+    for (int64_t i = r0; i < n_reached; i++) {
+        pg_tensor *t = reached[i];
+        if (t->id >= mark) {
+            pg_tensor_release(t->bw_grad);
+            t->bw_grad = NULL;
+            t->bw_epoch = 0;
+            pg_tensor_release(t);
+        } else {
+            reached[w++] = t;
+        }
+    }
+    n_reached = w;
+}
+
 pg_gradmap *pg_backward(pg_tensor *loss)
 {
     pg_grad_lock();
@@ -287,6 +348,8 @@ static pg_gradmap *gradmap_alloc(int64_t n)
 static pg_gradmap *backward_locked(pg_tensor *loss)
 {
     if (pg_ok(loss, "backward()", "loss")) return NULL;
+    if (pg_host_depth() > 0) /* the running walk owns the epoch and the reached set */
+        return pg_fail_null(PG_ERR_STATE, "backward(): cannot run inside an ag_checkpoint segment while backward() replays it");
     if (loss->ne[0] != 1 || loss->ne[1] != 1)
         return pg_fail_null(PG_ERR_SHAPE, "backward(): loss must be a 1x1 tensor, got %s (reduce it with ag_sum or ag_mean first)",
                             pg_desc(loss));
@@ -296,13 +359,7 @@ static pg_gradmap *backward_locked(pg_tensor *loss)
     void *seed = pg_grad_slot(loss, &acc);
     if (!seed) return NULL;
     PG_DISPATCH(loss->dtype, { *(T *)seed = 1; });
-
-    for (int64_t k = tape.n - 1; k >= 0; k--) {
-        pg_node *n = tape.nodes[k];
-        pg_tensor *out = n->out;
-        if (out->bw_epoch != tape.epoch || !out->bw_grad) continue;
-        if (n->bw(n, out->bw_grad)) { reached_drop(); return NULL; }
-    }
+    if (walk()) { reached_drop(); return NULL; }
 
     pg_gradmap *m = gradmap_alloc(n_reached);
     if (!m) {

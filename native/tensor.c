@@ -89,6 +89,7 @@ int pg_memory_category_peaks(int64_t *out, int n)
 int64_t pg_live_objects(void) { return LOAD(live_tensors) + LOAD(live_gradmaps) + LOAD(live_optims); }
 
 int pg_default_dtype(void) { return default_dtype; }
+int64_t pg_tensor_next_id(void) { return LOAD(next_id); }
 
 int pg_set_default_dtype(int dtype)
 {

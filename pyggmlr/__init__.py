@@ -28,5 +28,6 @@ from .gpu import *  # noqa: F401,F403  (ggmlR's GPU switches and probes: no GPU 
 from .capture import *  # noqa: F401,F403  (ggmlR's captured functions and steps, eager on the CPU)
 from .memory import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory, ...)
 from .attention import *  # noqa: F401,F403  (ag_flash_attention)
+from .checkpoint import ag_checkpoint  # noqa: F401  (gradient checkpointing; old callback alias)
 
 __version__ = "0.1.0"

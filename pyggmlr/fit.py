@@ -27,7 +27,7 @@ from .tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from .tensor import Tensor, ag_default_dtype, ag_tensor
 
 __all__ = ["ag_fit", "ag_predict", "ag_accuracy", "History", "Callback", "ag_early_stopping",
-           "ag_checkpoint"]
+           "ag_model_checkpoint"]
 
 _LOSSES = ("cross_entropy", "mse", "mean", "sum")
 # opt_params keys: ggml's names are accepted as aliases of the optimizer attributes
@@ -376,14 +376,14 @@ class ag_early_stopping(Callback):
         return f"ag_early_stopping | patience={self.patience} | min_delta={self.min_delta:g} | restore_best={self.restore_best}"
 
 
-class ag_checkpoint(Callback):
+class ag_model_checkpoint(Callback):
     """Save model + optimizer state + epoch (+ everything ag_fit needs to resume: the run's seed,
     the random stream, history, callback states) to `path` every `every` epochs and at the last
     one. Continue with ag_fit(..., resume_from=path). `path` may contain "{epoch}"."""
 
     def __init__(self, path: Union[str, os.PathLike], every: int = 1) -> None:
         if isinstance(every, bool) or int(every) != every or every < 1:
-            raise PyggmlrValueError(f"ag_checkpoint: every must be an integer >= 1, got {every!r}")
+            raise PyggmlrValueError(f"ag_model_checkpoint: every must be an integer >= 1, got {every!r}")
         self.path, self.every = str(path), int(every)
         self.saved: List[str] = []
 
@@ -398,7 +398,7 @@ class ag_checkpoint(Callback):
         return None
 
     def __repr__(self):
-        return f"ag_checkpoint | path={self.path} | every={self.every}"
+        return f"ag_model_checkpoint | path={self.path} | every={self.every}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -591,9 +591,9 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     stream (ggml_set_seed). The draws, the same in R: sample.int(n) once when shuffle (the
     training part is its first n - n_val entries, validation the rest), then per epoch
     sample.int(n_train) over the training part, and the dropout masks of the forward passes.
-    callbacks: ag_early_stopping, ag_checkpoint, Callback objects or functions fn(epoch, logs)
+    callbacks: ag_early_stopping, ag_model_checkpoint, Callback objects or functions fn(epoch, logs)
     (returning False stops). silent: no progress bar. resume_from: a checkpoint written by
-    ag_checkpoint; training continues after its epoch exactly as the uninterrupted run would.
+    ag_model_checkpoint; training continues after its epoch exactly as the uninterrupted run would.
     distributed: data-parallel over MPI ranks (launch with mpirun; see docs/distributed.md):
     batch_size and nbatch_logical are per rank, rank 0's weights are broadcast first, gradients
     are averaged every step, and only rank 0 prints.

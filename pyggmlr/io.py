@@ -406,7 +406,7 @@ def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False,
             raise _bad(path, f"metadata 'epoch' is not a non-negative integer: {epoch[:20]!r}")
         epoch = int(epoch)
     elif need_epoch:
-        raise _bad(path, "not a training checkpoint (no epoch; write checkpoints with ag_checkpoint)")
+        raise _bad(path, "not a training checkpoint (no epoch; write checkpoints with ag_model_checkpoint)")
     extra = _meta_json(meta, "extra", path, (dict, list, str, int, float, bool, type(None)))
     if model is None and builder is not None:  # built in dtype, else the file's (ggmlR: param_dtypes)
         from .state import _build

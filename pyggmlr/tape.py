@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Optional
 
 from collections.abc import Mapping
+import threading
 
 from . import _core
 from ._core import NULL, ffi, lib
@@ -11,6 +12,18 @@ from .errors import ArgumentError, GradientKeyError, StateError
 from .tensor import Tensor, _read
 
 __all__ = ["with_grad_tape", "backward", "Gradients", "ag_no_grad", "ag_tape_clear"]
+
+
+# An exception raised by Python code the core called back during backward() (an ag_checkpoint
+# replay), kept per thread until the call into the core returns, then raised unchanged.
+_pending = threading.local()
+
+
+def _raise_pending() -> None:
+    exc = getattr(_pending, "exc", None)
+    if exc is not None:
+        _pending.exc = None
+        raise exc
 
 
 class _TapeScope:
@@ -139,7 +152,9 @@ def backward(loss: Tensor) -> Gradients:
     PyTorch). Raises ShapeError if loss is not 1x1."""
     if not isinstance(loss, Tensor):
         raise ArgumentError(f"backward() requires an ag_tensor, got {type(loss).__name__}")
+    _pending.exc = None
     m = lib.pg_backward(loss._handle())
     if m == NULL:
+        _raise_pending()  # an error inside an ag_checkpoint segment's replay, as raised
         _core.raise_last()
     return Gradients(m)

@@ -55,6 +55,8 @@ ffi = FFI()
 for h in ["pg_api.h"] + sorted(os.path.basename(p) for p in glob.glob(os.path.join(here, "pg_api_*.h"))):
     with open(os.path.join(here, h)) as f:
         ffi.cdef(f.read())
+with open(os.path.join(here, "ffi_callbacks.cdef")) as f:  # ag_checkpoint's Python callbacks
+    ffi.cdef(f.read())
 san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=undefined"]
 ffi.set_source("pyggmlr._native", '#include "pg.h"\n', sources=sorted(glob.glob(os.path.join(here, "*.c"))),
                include_dirs=[here], extra_compile_args=["-O1", "-g", "-std=gnu11", "-Wno-unused-function"] + san,

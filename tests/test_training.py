@@ -239,7 +239,7 @@ def test_checkpoint_resume_is_bit_exact(tmp_path):
 
     first = _mlp(seed=1, dropout=0.2, bn=True)
     path = tmp_path / "ckpt.safetensors"
-    ck = pg.ag_checkpoint(str(path), every=3)
+    ck = pg.ag_model_checkpoint(str(path), every=3)
     pg.ag_fit(first, x, y, nepoch=3, callbacks=[ck], **kw)
     assert ck.saved == [str(path)] and pg.ag_model_info(path)["epoch"] == 3
     pg.ggml_set_seed(999)  # disturb the global stream: resuming must restore it
@@ -262,7 +262,7 @@ def test_checkpoint_resume_is_bit_exact(tmp_path):
 def test_resume_rejects_other_settings(tmp_path):
     x, y = _iris()
     path = str(tmp_path / "c.safetensors")
-    pg.ag_fit(_mlp(), x, y, nepoch=1, batch_size=10, callbacks=[pg.ag_checkpoint(path)], silent=True)
+    pg.ag_fit(_mlp(), x, y, nepoch=1, batch_size=10, callbacks=[pg.ag_model_checkpoint(path)], silent=True)
     with pytest.raises(pg.PyggmlrValueError, match="batch_size"):
         pg.ag_fit(_mlp(), x, y, nepoch=2, batch_size=20, resume_from=path, silent=True)
     plain = str(tmp_path / "plain.safetensors")
@@ -273,7 +273,7 @@ def test_resume_rejects_other_settings(tmp_path):
 
 def test_checkpoint_every_and_epoch_pattern(tmp_path):
     x, y = _iris()
-    ck = pg.ag_checkpoint(str(tmp_path / "e{epoch}.safetensors"), every=2)
+    ck = pg.ag_model_checkpoint(str(tmp_path / "e{epoch}.safetensors"), every=2)
     pg.ag_fit(_mlp(), x, y, nepoch=5, callbacks=[ck], silent=True)
     assert [p.rsplit("/", 1)[1] for p in ck.saved] == ["e2.safetensors", "e4.safetensors", "e5.safetensors"]
     m = pg.ag_load_model(ck.saved[-1])

@@ -114,6 +114,10 @@ extern SEXP R_pg_huber_loss(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mae_loss(SEXP, SEXP);
 extern SEXP R_pg_weighted_mse_loss(SEXP, SEXP, SEXP);
 extern SEXP R_pg_flash_attention(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_ckpt_record(SEXP, SEXP, SEXP);
+extern SEXP R_pg_ckpt_replay(SEXP);
+extern SEXP R_pg_ckpt_tape(SEXP);
+extern SEXP R_pg_ckpt_segment(SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm",           (DL_FUNC) &R_pg_batch_norm,           8},
@@ -216,6 +220,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mae_loss",             (DL_FUNC) &R_pg_mae_loss,             2},
     {"R_pg_weighted_mse_loss",    (DL_FUNC) &R_pg_weighted_mse_loss,    3},
     {"R_pg_flash_attention",      (DL_FUNC) &R_pg_flash_attention,      7},
+    {"R_pg_ckpt_record",          (DL_FUNC) &R_pg_ckpt_record,          3},
+    {"R_pg_ckpt_replay",          (DL_FUNC) &R_pg_ckpt_replay,          1},
+    {"R_pg_ckpt_tape",            (DL_FUNC) &R_pg_ckpt_tape,            1},
+    {"R_pg_ckpt_segment",         (DL_FUNC) &R_pg_ckpt_segment,         1},
     {NULL, NULL, 0}
 };
 

@@ -220,7 +220,12 @@ SEXP R_pg_tape_set_enabled(SEXP flag)
     return Rf_ScalarLogical(pg_tape_set_enabled(Rf_asLogical(flag) == TRUE));
 }
 
-SEXP R_pg_backward(SEXP loss) { return r_wrap(pg_backward(r_get(r_handle(loss), R_TENSOR)), R_GRADMAP); }
+SEXP R_pg_backward(SEXP loss)
+{
+    pg_gradmap *m = pg_backward(r_get(r_handle(loss), R_TENSOR));
+    if (!m) r_host_rethrow();   /* an R error in an ag_checkpoint replay goes on unchanged */
+    return r_wrap(m, R_GRADMAP);
+}
 
 /* backward() in one call: the gradient environment of the loss's tape */
 SEXP R_pg_backward_env(SEXP loss)

@@ -18,6 +18,8 @@ void *r_get(SEXP x, int kind);
 /* raise the core's last error as an R error (long-jumps) */
 void r_fail(void) __attribute__((noreturn));
 static inline void r_check(int rc) { if (rc != 0) r_fail(); }
+/* r_host.c: resume an R jump caught in an ag_checkpoint replay, if one is pending */
+void r_host_rethrow(void);
 
 /* A tensor for an operand: an ag_tensor handle (borrowed) or R numbers (a temporary tensor of
  * `dtype`, *tmp set so the caller releases it). Never long-jumps: returns NULL with the core's

@@ -1070,6 +1070,8 @@ static void test_gemm(void)
         }
 }
 
+#include "driver_host.c"
+
 /* each part leaves nothing alive behind it */
 static void run(const char *name, void (*fn)(void))
 {
@@ -1093,6 +1095,7 @@ int main(void)
     run("dist", test_dist);
     run("threads", test_threads);
     run("concurrent", test_concurrent);
+    run("host", test_host);
     pg_tape_clear();
     int64_t st[11];
     pg_memory_stats(st, 11);

@@ -1,0 +1,140 @@
+"""Gradient checkpointing: ``ag_checkpoint(fn, *args, **kwargs)`` (ggmlR 0.8.5).
+
+Under a recording tape the segment ``fn(*args, **kwargs)`` runs without recording, so its
+activations are freed at once; the tape keeps one node (the tensor arguments and the value).
+When backward() reaches that node, the core opens a private tape and calls back here: the
+random stream is set to the state the forward pass started from, fn runs again (recorded), and
+the core walks the replay into backward()'s own gradients. The caller's inputs and the
+segment's parameters get exactly the gradients a plain tape gives them, in backward()'s map and
+in ``.grad``. Outside a tape, ``fn(*args)`` is returned as is.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Callable, Dict, List, Tuple
+
+from . import _core
+from ._core import NULL, ffi, lib
+from .errors import ArgumentError
+from .tape import _pending, _raise_pending
+from .tensor import Tensor, _wrap
+
+__all__ = ["ag_checkpoint"]
+
+# segments alive on some tape, by their handle's address: the core holds only the void *
+_live: Dict[int, Tuple[Any, "_Segment"]] = {}
+
+
+def _rng_state() -> Any:
+    st = ffi.new("int32_t[]", lib.PG_RNG_STATE_LEN)
+    _core.check(lib.pg_rng_get_state(lib.pg_rng_current(), st))
+    return st
+
+
+def _rng_load(st: Any) -> None:
+    _core.check(lib.pg_rng_set_state(lib.pg_rng_current(), st, lib.PG_RNG_STATE_LEN))
+
+
+class _Segment:
+    __slots__ = ("fn", "args", "kwargs", "state", "inputs")
+
+    def __init__(self, fn, args, kwargs, state, inputs):
+        self.fn, self.args, self.kwargs, self.state = fn, args, kwargs, state
+        self.inputs: Dict[str, Tensor] = inputs  # x1, x2, ... by position, keywords by name
+
+    def replay(self) -> None:
+        """Run fn again from the forward's random state, on the core's private tape; the
+        caller's random state comes back afterwards, also on error."""
+        caller = _rng_state()
+        try:
+            _rng_load(self.state)
+            y = self.fn(*self.args, **self.kwargs)
+            if not isinstance(y, Tensor):
+                raise ArgumentError(f"ag_checkpoint(): fn returned {type(y).__name__} when replayed in backward(); it must return an ag_tensor")
+            if lib.pg_host_replay(y._handle()) != 0:
+                _raise_pending()  # a nested segment's exception goes on unchanged
+                _core.raise_last()
+        finally:
+            _rng_load(caller)
+
+
+@ffi.def_extern(name="pyggmlr_host_bw")
+def _host_bw(ctx):
+    try:
+        ffi.from_handle(ctx).replay()
+        return 0
+    except BaseException as e:  # the core must unwind first: raised again by backward()
+        _pending.exc = e
+        lib.pg_host_fail(lib.PG_ERR_STATE, f"ag_checkpoint: the segment raised {type(e).__name__} when replayed in backward(): {e}".encode("utf-8", "replace"))
+        return -1
+
+
+@ffi.def_extern(name="pyggmlr_host_free")
+def _host_free(ctx):
+    _live.pop(int(ffi.cast("uintptr_t", ctx)), None)
+
+
+def _inputs(args, kwargs) -> Dict[str, Tensor]:
+    named = {f"x{i + 1}": a for i, a in enumerate(args) if isinstance(a, Tensor)}
+    named.update((k, v) for k, v in kwargs.items() if isinstance(v, Tensor))
+    return named
+
+
+def _checkpoint(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    if not lib.pg_tape_enabled():
+        return fn(*args, **kwargs)
+    state = _rng_state()
+    inputs = _inputs(args, kwargs)
+    handles = [t._handle() for t in inputs.values()]  # dead handles raise before anything runs
+    _core.check(lib.pg_tape_stash())  # fn runs on an empty tape that does not record
+    ok = False
+    try:
+        value = fn(*args, **kwargs)
+        ok = True
+    finally:
+        lib.pg_tape_unstash()
+        if not ok:
+            _rng_load(state)  # a failed call leaves the random stream where it was
+    if not isinstance(value, Tensor):
+        _rng_load(state)
+        raise ArgumentError(f"ag_checkpoint(): fn must return an ag_tensor, got {type(value).__name__}")
+    try:
+        vh = value._handle()
+        seg = _Segment(fn, args, kwargs, state, inputs)
+        h = ffi.new_handle(seg)
+        _live[int(ffi.cast("uintptr_t", h))] = (h, seg)  # popped by pyggmlr_host_free
+        ins = ffi.new("pg_tensor *[]", handles) if handles else NULL
+        return _wrap(lib.pg_host_record(vh, ins, len(handles), b"checkpoint",
+                                        lib.pyggmlr_host_bw, h, lib.pyggmlr_host_free))
+    except BaseException:
+        _rng_load(state)
+        raise
+
+
+def ag_checkpoint(*args: Any, **kwargs: Any) -> Any:
+    """Gradient checkpointing: ``ag_checkpoint(fn, *args, **kwargs)`` returns
+    ``fn(*args, **kwargs)``; under a tape its activations are not kept but rebuilt in
+    backward() by running fn again with the same random state (a dropout mask is the same).
+    Gradients are the plain tape's, bit for bit, in backward()'s map and ``.grad`` alike; the
+    random stream advances as a plain call would. Nests; raises ArgumentError when the first
+    argument is not a function. fn must be reproducible (a replay runs it later).
+
+    Deprecated: ``ag_checkpoint(path, every=1)`` (a str or path first, or ``path=``) is the
+    ag_fit callback now named ag_model_checkpoint; it warns and returns that callback."""
+    first = args[0] if args else kwargs.get("path")
+    if isinstance(first, (str, os.PathLike)) and (not args or "path" not in kwargs):
+        from .fit import ag_model_checkpoint
+        warnings.warn("ag_checkpoint(path, every) is deprecated: the ag_fit callback is ag_model_checkpoint(path, every); "
+                      "ag_checkpoint(fn, ...) is gradient checkpointing", DeprecationWarning, stacklevel=2)
+        return ag_model_checkpoint(*args, **kwargs)
+    if not args or not callable(args[0]):
+        raise ArgumentError("ag_checkpoint() expects a function as its first argument.")
+    return _checkpoint(args[0], args[1:], kwargs)
+
+
+def _segment_inputs(t: Tensor) -> List[str]:
+    """Names of the inputs of the checkpoint node that made t (x1, x2, ... by position, keywords
+    by name); [] when no checkpoint made it. For tests and debugging."""
+    ctx = lib.pg_host_context(t._handle())
+    return [] if ctx == NULL else list(ffi.from_handle(ctx).inputs)

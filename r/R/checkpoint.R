@@ -1,0 +1,83 @@
+# Gradient checkpointing (ggmlR 0.8.5): ag_checkpoint(fn, ...) runs fn(...) without recording and
+# replays it in backward() on the core's host node (src/r_host.c, native/host.c). The core walks
+# the replay into backward()'s own gradients, so the caller's inputs and the segment's
+# parameters get the plain tape's gradients, in the returned environment and in $grad.
+
+# The state of the stream the next draw uses: a run stream (ag_fit(seed =)) or .Random.seed
+# (made as a draw would make it, without drawing).
+.ckpt_rng_state <- function() {
+  s <- .Call(R_pg_rng_current)
+  if (!is.null(s)) return(.Call(R_pg_rng_get_state, s))
+  .Call(R_pg_ckpt_tape, 2L)
+  get(".Random.seed", envir = globalenv(), inherits = FALSE)
+}
+
+.ckpt_rng_load <- function(state) {
+  s <- .Call(R_pg_rng_current)
+  if (!is.null(s)) .Call(R_pg_rng_set_state, s, state)
+  else assign(".Random.seed", state, envir = globalenv())
+  invisible(NULL)
+}
+
+# Called by the core (through src/r_host.c) when backward() reaches the segment's node: fn again,
+# from the forward's random state, on the core's private tape; the caller's state is put back.
+.ckpt_replay <- function(seg) {
+  caller <- .ckpt_rng_state()
+  on.exit(.ckpt_rng_load(caller))
+  .ckpt_rng_load(seg$rng)
+  y <- do.call(seg$fn, seg$args, quote = TRUE)
+  if (!is_ag_tensor(y))
+    stop("ag_checkpoint(): fn must return an ag_tensor (it returned ", class(y)[1L],
+         " when replayed in backward())", call. = FALSE)
+  .Call(R_pg_ckpt_replay, y)
+  invisible(NULL)
+}
+
+ag_checkpoint <- function(fn, ...) {
+  if (missing(fn) || !is.function(fn))
+    stop("ag_checkpoint() expects a function as its first argument.", call. = FALSE)
+  if (!.Call(R_pg_tape, 5L)) return(fn(...))
+  args <- list(...)
+  nm <- names(args)
+  if (is.null(nm)) nm <- character(length(args))
+  nm[nm == ""] <- paste0("x", seq_along(args))[nm == ""]   # unnamed: x1, x2, ... by position
+  is_t <- vapply(args, is_ag_tensor, logical(1))
+  inputs <- stats::setNames(args[is_t], nm[is_t])
+  handles <- lapply(inputs, function(t) t$.ptr)
+  rng <- .ckpt_rng_state()
+  value <- .ckpt_forward(fn, args, rng)
+  seg <- new.env(parent = emptyenv())
+  seg$fn <- fn
+  seg$args <- args
+  seg$rng <- rng
+  seg$inputs <- names(inputs)
+  seg$replay <- function() .ckpt_replay(seg)
+  environment(seg$replay) <- list2env(list(seg = seg), parent = asNamespace("pyggmlr"))
+  ok <- FALSE
+  on.exit(if (!ok) .ckpt_rng_load(rng))   # a failed call leaves the stream where it was
+  out <- .Call(R_pg_ckpt_record, value, unname(handles), seg)
+  ok <- TRUE
+  out
+}
+
+# fn(...) on an empty tape that records nothing; the caller's tape (and, on error, the random
+# stream) is given back on the way out.
+.ckpt_forward <- function(fn, args, rng) {
+  .Call(R_pg_ckpt_tape, 0L)
+  ok <- FALSE
+  on.exit({
+    .Call(R_pg_ckpt_tape, 1L)
+    if (!ok) .ckpt_rng_load(rng)
+  })
+  value <- do.call(fn, args, quote = TRUE)
+  if (!is_ag_tensor(value))
+    stop("ag_checkpoint(): fn must return an ag_tensor, got ", class(value)[1L], call. = FALSE)
+  ok <- TRUE
+  value
+}
+
+# Names of the inputs of the checkpoint node that made t (tests, debugging); NULL if none.
+.ckpt_inputs <- function(t) {
+  seg <- .Call(R_pg_ckpt_segment, t$.ptr)
+  if (is.null(seg)) NULL else seg$inputs
+}
