@@ -107,7 +107,7 @@ def _ckpt_inputs(rng: Any) -> Dict[str, Any]:
             "x": _u(rng, 4, 8, lo=-2, hi=2), "y": _u(rng, 3, 8)}
 
 
-CASES.append(ScriptCase("ag_checkpoint: nested segments with dropout, sgd momentum", _ckpt_py, _ckpt_r, 4,
+CASES.append(ScriptCase("ag_checkpoint: nested, dropout, sgd momentum", _ckpt_py, _ckpt_r, 4,
                         _ckpt_inputs, group="checkpoint"))
 
 
@@ -174,6 +174,6 @@ def _mem_r(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
     return [{k: _r_values(v) for k, v in rec.items()} for rec in res]
 
 
-CASES.append(ScriptCase("ag_checkpoint: tape memory report, plain vs checkpointed", _mem_py, _mem_r, 2,
+CASES.append(ScriptCase("ag_checkpoint: tape memory, plain vs checkpointed", _mem_py, _mem_r, 2,
                         lambda rng: {"W1": _u(rng, 16, 8), "W2": _u(rng, 4, 16), "x": _u(rng, 8, 32)},
                         group="checkpoint"))

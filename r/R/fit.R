@@ -86,12 +86,10 @@
 .loss_stats <- function(v, w, per_datapoint) .Call(R_pg_loss_stats, as.double(v), as.double(w), isTRUE(per_datapoint))
 
 .acc_stats <- function(ncorrect, ndata) {
-  if (is.null(ncorrect) || ndata == 0) return(c(NaN, NaN))
-  acc <- ncorrect / ndata
-  c(acc, if (ndata >= 2) sqrt(acc * (1 - acc) / (ndata - 1)) else NaN)
+  if (is.null(ncorrect)) return(c(NaN, NaN))
+  .Call(R_pg_acc_stats, ncorrect, ndata)  # ggml_opt_result_accuracy, the core's (fit.c)
 }
 
-.argmax_cols <- function(m) max.col(t(m), ties.method = "first") - 1L
 
 .snapshot <- function(model) {
   list(params = lapply(.layer_params(model), function(t) t$data),
@@ -155,7 +153,7 @@
 # eval mode, one per batch width (the full one and the last partial batch). Recording leaves the
 # model as it was: no optimizer step, no random draws (ag_compile restores R's stream) and the
 # buffers (batch-norm running statistics) put back, so the run equals the eager one bit for bit.
-.static_steps <- function(model, lossfn, opt, dtype, has_y) {
+.static_steps <- function(model, lossfn, opt, has_y) {
   s <- new.env(parent = emptyenv())
   s$train <- NULL
   s$val <- list()
@@ -171,8 +169,8 @@
       b <- .layer_buffers(model)
       for (k in names(b)) if (!is.null(bufs[[k]])) b[[k]]$data <- bufs[[k]]
     })
-    ins <- list(ag_tensor(xv, dtype = dtype))
-    if (has_y) ins[[2L]] <- ag_tensor(yv, dtype = dtype)
+    ins <- list(xv)  # the plan's batch tensors: each gather refills the graph's inputs
+    if (has_y) ins[[2L]] <- yv
     step <- do.call(ag_compile, c(list(fn), ins, list(build = build, optimizer = if (build == "opt") opt)))
     list(step = step, out = holder$out)
   }
@@ -182,7 +180,7 @@
     run(s$train, xv, yv)
   }
   s$val_step <- function(xv, yv) {
-    w <- as.character(ncol(xv))
+    w <- as.character(dim(xv)[2L])
     if (is.null(s$val[[w]])) s$val[[w]] <- record(xv, yv, "forward")
     r <- run(s$val[[w]], xv, yv)
     r$loss <- as.matrix(r$loss$data)[1L, 1L]
@@ -373,7 +371,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   if (is.null(y) && L$name %in% c("cross_entropy", "mse", names(.FIT_EXTRA_LOSSES))) .fit_stop("ag_fit: loss \"%s\" needs targets y", L$name)
   tg <- .fit_targets(y, L$name, n)
   classify <- L$name == "cross_entropy"
-  labels <- if (!classify) NULL else if (!is.null(tg$ids)) tg$ids else .argmax_cols(tg$Y)
 
   params <- .layer_params(model)
   if (!length(params)) .fit_stop("ag_fit: the model has no parameters to train")
@@ -391,28 +388,17 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   })
 
   if (is.null(static)) static <- is.character(loss) && .builtin_model(model)
-  ss <- if (static) .static_steps(model, L$fn, opt, dtype, !is.null(tg$Y)) else NULL
-
-  n_val <- as.integer(round(val_split * n))
-  if (val_split > 0 && n_val < 1L) n_val <- 1L
-  n_train <- n - n_val
-  n_logical <- n_train %/% nbatch_logical
-  if (n_logical < 1L)
-    .fit_stop("ag_fit: %d training samples do not fill one logical batch of %d", n_train, nbatch_logical)
+  ss <- if (static) .static_steps(model, L$fn, opt, !is.null(tg$Y)) else NULL
 
   if (!is.null(seed)) {  # the whole run (shuffles, dropout) on a stream of its own
     prev_rng <- .Call(R_pg_rng_use, .rng_stream(.seed_int(seed)))
     on.exit(.Call(R_pg_rng_use, prev_rng), add = TRUE)
   }
-  order <- if (isTRUE(shuffle)) .rng_sample_int(n) else seq_len(n)
-  train_idx <- order[seq_len(n_train)]
-  val_idx <- order[n_train + seq_len(n_val)]
-
-  batch_y <- function(idx) {
-    if (is.null(tg$Y)) return(NULL)
-    if (!is.null(tg$ids) && !L$tensor) return(tg$ids[idx])
-    ag_tensor(tg$Y[, idx, drop = FALSE], dtype = dtype)
-  }
+  # the split, the shuffles, the batches and the statistics live in the core (native/fit.c)
+  plan <- .Call(R_pg_fit_new, ag_tensor(X, dtype = dtype)$.ptr, if (is.null(tg$Y)) NULL else ag_tensor(tg$Y, dtype = dtype)$.ptr,
+                classify, batch_size, nbatch_logical, val_split, isTRUE(shuffle), NULL)
+  sz <- .Call(R_pg_fit_sizes, plan)
+  n_val <- sz[[3L]]; nb <- sz[[4L]]; n_valb <- sz[[6L]]
 
   fit <- new.env(parent = emptyenv())
   fit$model <- model; fit$optimizer <- opt; fit$nepoch <- nepoch; fit$stop <- FALSE
@@ -425,84 +411,66 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     ag_eval(model)
   }, add = TRUE)
   stopped <- NULL
-  nb <- n_logical * accum
   step <- 0L
   for (epoch in seq_len(nepoch)) {
     if (!is.null(opt_params)) .apply_hyper(opt, opt_params(epoch), epoch)
     logs <- list(epoch = epoch, lr = as.double(opt$lr))
-    perm <- if (isTRUE(shuffle)) train_idx[.rng_sample_int(n_train)] else train_idx
+    .Call(R_pg_fit_epoch_begin, plan)
     ag_train(model)
     t0 <- proc.time()[["elapsed"]]
-    losses <- numeric(nb)
-    ncorrect <- 0; ndata <- 0
     pb <- if (!isTRUE(silent)) utils::txtProgressBar(min = 0, max = nb, style = 3) else NULL
     for (b in seq_len(nb)) {
-      idx <- perm[((b - 1L) * batch_size + 1L):(b * batch_size)]
+      bt <- .Call(R_pg_fit_batch, plan, FALSE, b - 1L)
       if (!is.null(ss)) {  # one replay of the compiled step
-        r <- ss$train_step(X[, idx, drop = FALSE], if (is.null(tg$Y)) NULL else tg$Y[, idx, drop = FALSE])
-        losses[b] <- r$loss
+        r <- ss$train_step(bt[[1L]], bt[[2L]])
+        lval <- r$loss
         out <- r$out
         rm(r)
       } else {
-        xb <- ag_tensor(X[, idx, drop = FALSE], dtype = dtype)
-        yb <- batch_y(idx)
         with_grad_tape({
-          out <- .fit_forward(model, xb)
-          lv <- L$fn(out, yb)
+          out <- .fit_forward(model, bt[[1L]])
+          lv <- L$fn(out, bt[[2L]])
         })
         if (!is_ag_tensor(lv)) .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor")
         grads <- backward(lv)
         opt$step(grads)
         opt$zero_grad()
         rm(grads)
-        losses[b] <- lv$data[1L, 1L]
+        lval <- lv$data[1L, 1L]
         rm(lv)
       }
-      if (classify) {
-        ncorrect <- ncorrect + sum(ag_argmax(out) == labels[idx])  # in C: no copy of out
-        ndata <- ndata + length(idx)
-      }
-      rm(out)
+      .Call(R_pg_fit_record, plan, FALSE, lval, out)  # accuracy: arg-max in C, no copy of out
+      rm(out, bt)
       if (is.null(ss)) ag_tape_clear()
       step <- step + 1L
       if (!is.null(pb)) utils::setTxtProgressBar(pb, b)
       for (cb in cbs) if (is.function(cb$on_batch_end))
-        cb$on_batch_end(step, list(epoch = epoch, batch = b, loss = losses[b]))
+        cb$on_batch_end(step, list(epoch = epoch, batch = b, loss = lval))
     }
     if (!is.null(pb)) close(pb)
-    s <- .loss_stats(losses, rep(1, nb), per_datapoint)
-    logs$loss <- s[1L]; logs$loss_unc <- s[2L]
-    a <- .acc_stats(if (classify) ncorrect else NULL, ndata)
-    logs$accuracy <- a[1L]; logs$accuracy_unc <- a[2L]
     logs$time_train <- proc.time()[["elapsed"]] - t0
     t1 <- proc.time()[["elapsed"]]
     if (n_val > 0L) {
       ag_eval(model)
-      vl <- numeric(0); vw <- numeric(0); vc <- 0
       ag_no_grad({
-        for (s0 in seq(1L, n_val, by = batch_size)) {
-          idx <- val_idx[s0:min(s0 + batch_size - 1L, n_val)]
+        for (b in seq_len(n_valb)) {
+          bt <- .Call(R_pg_fit_batch, plan, TRUE, b - 1L)
           if (!is.null(ss)) {
-            r <- ss$val_step(X[, idx, drop = FALSE], if (is.null(tg$Y)) NULL else tg$Y[, idx, drop = FALSE])
-            out <- r$out
-            vl <- c(vl, r$loss)
+            r <- ss$val_step(bt[[1L]], bt[[2L]])
+            out <- r$out; lval <- r$loss
           } else {
-            out <- .fit_forward(model, ag_tensor(X[, idx, drop = FALSE], dtype = dtype))
-            vl <- c(vl, L$fn(out, batch_y(idx))$data[1L, 1L])
+            out <- .fit_forward(model, bt[[1L]])
+            lval <- L$fn(out, bt[[2L]])$data[1L, 1L]
           }
-          vw <- c(vw, length(idx))
-          if (classify) vc <- vc + sum(ag_argmax(out) == labels[idx])
+          .Call(R_pg_fit_record, plan, TRUE, lval, out)
         }
       })
-      rm(out)
+      rm(out, bt)
       ag_train(model)
-      s <- .loss_stats(vl, vw, per_datapoint)
-      logs$val_loss <- s[1L]; logs$val_loss_unc <- s[2L]
-      a <- .acc_stats(if (classify) vc else NULL, n_val)
-      logs$val_accuracy <- a[1L]; logs$val_accuracy_unc <- a[2L]
-    } else {
-      logs$val_loss <- logs$val_loss_unc <- logs$val_accuracy <- logs$val_accuracy_unc <- NaN
     }
+    st <- .Call(R_pg_fit_epoch_end, plan, per_datapoint)
+    logs$loss <- st[1L]; logs$loss_unc <- st[2L]; logs$accuracy <- st[3L]; logs$accuracy_unc <- st[4L]
+    logs$val_loss <- st[5L]; logs$val_loss_unc <- st[6L]; logs$val_accuracy <- st[7L]; logs$val_accuracy_unc <- st[8L]
     logs$time_val <- proc.time()[["elapsed"]] - t1
     fit$logs[[length(fit$logs) + 1L]] <- logs
     if (!isTRUE(silent)) {

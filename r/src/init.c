@@ -58,6 +58,15 @@ extern SEXP R_pg_clip_grad_norm(SEXP, SEXP, SEXP);
 extern SEXP R_pg_clip_grad_value(SEXP, SEXP, SEXP);
 extern SEXP R_pg_grad_anomaly(SEXP, SEXP);
 extern SEXP R_pg_sched_init(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_sizes(SEXP);
+extern SEXP R_pg_fit_split_state(SEXP);
+extern SEXP R_pg_fit_epoch_begin(SEXP);
+extern SEXP R_pg_fit_batch(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_record(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_running(SEXP);
+extern SEXP R_pg_fit_epoch_end(SEXP, SEXP);
+extern SEXP R_pg_acc_stats(SEXP, SEXP);
 extern SEXP R_pg_gradcheck_defaults(SEXP);
 extern SEXP R_pg_gradcheck_points(SEXP, SEXP, SEXP);
 extern SEXP R_pg_gradcheck_judge(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -164,6 +173,15 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_clip_grad_value",      (DL_FUNC) &R_pg_clip_grad_value,      3},
     {"R_pg_grad_anomaly",         (DL_FUNC) &R_pg_grad_anomaly,         2},
     {"R_pg_sched_init",           (DL_FUNC) &R_pg_sched_init,           3},
+    {"R_pg_fit_new",              (DL_FUNC) &R_pg_fit_new,              8},
+    {"R_pg_fit_sizes",            (DL_FUNC) &R_pg_fit_sizes,            1},
+    {"R_pg_fit_split_state",      (DL_FUNC) &R_pg_fit_split_state,      1},
+    {"R_pg_fit_epoch_begin",      (DL_FUNC) &R_pg_fit_epoch_begin,      1},
+    {"R_pg_fit_batch",            (DL_FUNC) &R_pg_fit_batch,            3},
+    {"R_pg_fit_record",           (DL_FUNC) &R_pg_fit_record,           4},
+    {"R_pg_fit_running",          (DL_FUNC) &R_pg_fit_running,          1},
+    {"R_pg_fit_epoch_end",        (DL_FUNC) &R_pg_fit_epoch_end,        2},
+    {"R_pg_acc_stats",            (DL_FUNC) &R_pg_acc_stats,            2},
     {"R_pg_gradcheck_defaults",   (DL_FUNC) &R_pg_gradcheck_defaults,   1},
     {"R_pg_gradcheck_points",     (DL_FUNC) &R_pg_gradcheck_points,     3},
     {"R_pg_gradcheck_judge",      (DL_FUNC) &R_pg_gradcheck_judge,      8},

@@ -1,0 +1,117 @@
+/* .Call glue: ag_fit's data plan (the core's fit.c). Draws (the split, each epoch's shuffle) run
+ * between r_draw_enter and r_draw_leave, so they come from R's .Random.seed or the run stream. */
+#include <string.h>
+#include "r_util.h"
+
+static SEXP fit_tag(void)
+{
+    static SEXP s;
+    if (!s) s = Rf_install("pg_fit");
+    return s;
+}
+
+static void fin_fit(SEXP x)
+{
+    pg_fit_free(R_ExternalPtrAddr(x));
+    R_ClearExternalPtr(x);
+}
+
+static pg_fit *fit_get(SEXP x)
+{
+    if (TYPEOF(x) != EXTPTRSXP || R_ExternalPtrTag(x) != fit_tag() || !R_ExternalPtrAddr(x))
+        Rf_error("ag_fit: expected a live fit plan");
+    return R_ExternalPtrAddr(x);
+}
+
+SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP bs, SEXP nbl, SEXP val_split, SEXP shuffle, SEXP split_state)
+{
+    pg_tensor *xt = r_get(x, R_TENSOR), *yt = Rf_isNull(y) ? NULL : r_get(y, R_TENSOR);
+    const int32_t *st = NULL;
+    if (!Rf_isNull(split_state)) {
+        if (TYPEOF(split_state) != INTSXP || XLENGTH(split_state) != PG_RNG_STATE_LEN)
+            Rf_error("ag_fit: the checkpoint's split state must be %d integers", (int)PG_RNG_STATE_LEN);
+        st = (const int32_t *)INTEGER(split_state);
+    }
+    const double b = r_num(bs, "ag_fit: batch_size"), l = r_num(nbl, "ag_fit: nbatch_logical");
+    const double v = r_num(val_split, "ag_fit: val_split");
+    r_draw c = r_draw_enter();
+    pg_fit *f = pg_fit_new(xt, yt, Rf_asLogical(classify) == 1, (int64_t)b, (int64_t)l, v, Rf_asLogical(shuffle) == 1, NULL, st);
+    r_draw_leave(c, f != NULL);
+    if (!f) r_fail();
+    SEXP p = PROTECT(R_MakeExternalPtr(f, fit_tag(), R_NilValue));
+    R_RegisterCFinalizerEx(p, fin_fit, TRUE);
+    UNPROTECT(1);
+    return p;
+}
+
+/* c(n, n_train, n_val, training batches, micro-batches per logical batch, validation batches) */
+SEXP R_pg_fit_sizes(SEXP fp)
+{
+    int64_t s[6];
+    r_check(pg_fit_sizes(fit_get(fp), s));
+    SEXP v = Rf_allocVector(REALSXP, 6);
+    for (int i = 0; i < 6; i++) REAL(v)[i] = (double)s[i];
+    return v;
+}
+
+SEXP R_pg_fit_split_state(SEXP fp)
+{
+    SEXP v = PROTECT(Rf_allocVector(INTSXP, PG_RNG_STATE_LEN));
+    r_check(pg_fit_split_state(fit_get(fp), (int32_t *)INTEGER(v)));
+    UNPROTECT(1);
+    return v;
+}
+
+SEXP R_pg_fit_epoch_begin(SEXP fp)
+{
+    pg_fit *f = fit_get(fp);
+    r_draw c = r_draw_enter();
+    int rc = pg_fit_epoch_begin(f);
+    r_draw_leave(c, rc == 0);
+    if (rc) r_fail();
+    return R_NilValue;
+}
+
+/* list(x, y) of batch b (0-based) as ag_tensors (the plan's reused tensors); y NULL without */
+SEXP R_pg_fit_batch(SEXP fp, SEXP val, SEXP b)
+{
+    pg_tensor *xb = NULL, *yb = NULL;
+    if (pg_fit_batch(fit_get(fp), Rf_asLogical(val) == 1, (int64_t)r_num(b, "ag_fit: batch"), &xb, &yb) < 0) r_fail();
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 2));
+    SET_VECTOR_ELT(out, 0, r_wrap_tensor(xb));
+    if (yb) SET_VECTOR_ELT(out, 1, r_wrap_tensor(yb));
+    UNPROTECT(1);
+    return out;
+}
+
+SEXP R_pg_fit_record(SEXP fp, SEXP val, SEXP loss, SEXP out)
+{
+    pg_tensor *o = r_get(r_handle(out), R_TENSOR);
+    r_check(pg_fit_record(fit_get(fp), Rf_asLogical(val) == 1, r_num(loss, "ag_fit: loss"), o));
+    return R_NilValue;
+}
+
+SEXP R_pg_fit_running(SEXP fp)
+{
+    SEXP v = PROTECT(Rf_allocVector(REALSXP, 2));
+    r_check(pg_fit_running(fit_get(fp), REAL(v)));
+    UNPROTECT(1);
+    return v;
+}
+
+/* c(loss, loss_unc, accuracy, accuracy_unc, val_loss, val_loss_unc, val_accuracy, val_accuracy_unc) */
+SEXP R_pg_fit_epoch_end(SEXP fp, SEXP per_datapoint)
+{
+    SEXP v = PROTECT(Rf_allocVector(REALSXP, 8));
+    r_check(pg_fit_epoch_end(fit_get(fp), Rf_asLogical(per_datapoint) == 1, REAL(v)));
+    UNPROTECT(1);
+    return v;
+}
+
+SEXP R_pg_acc_stats(SEXP ncorrect, SEXP ndata)
+{
+    SEXP v = PROTECT(Rf_allocVector(REALSXP, 2));
+    r_check(pg_acc_stats((int64_t)r_num(ncorrect, "accuracy"), (int64_t)r_num(ndata, "accuracy"), REAL(v)));
+    UNPROTECT(1);
+    return v;
+}
