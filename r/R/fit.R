@@ -240,6 +240,13 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
       .restore(fit$model, e$best_weights)
     e$fit <- NULL
   }
+  e$state <- function() list(js = list(best = e$best, best_epoch = e$best_epoch, wait = e$wait), arrays = e$best_weights)
+  e$load_state <- function(st, arrays = NULL) {  # from a checkpoint (either language's)
+    e$best <- if (is.null(st$best)) Inf else as.double(st$best)
+    e$best_epoch <- if (is.null(st$best_epoch)) NULL else as.integer(st$best_epoch)
+    e$wait <- if (is.null(st$wait)) 0L else as.integer(st$wait)
+    if (!is.null(arrays)) e$best_weights <- arrays
+  }
   class(e) <- c("ag_early_stopping", "ag_callback")
   e
 }
@@ -348,7 +355,7 @@ plot.ag_history <- function(x, y, ...) {
 
 ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adamw", opt_params = NULL,
                    nepoch = 30L, batch_size = 32L, nbatch_logical = NULL, val_split = 0.0, shuffle = TRUE,
-                   callbacks = list(), silent = FALSE, seed = NULL, lr = 1e-3, static = NULL) {
+                   callbacks = list(), silent = FALSE, seed = NULL, lr = 1e-3, resume_from = NULL, static = NULL) {
   L <- .fit_loss(loss)
   per_datapoint <- L$name != "sum"
   nepoch <- .fit_int(nepoch, "nepoch")
@@ -390,20 +397,40 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   if (is.null(static)) static <- is.character(loss) && .builtin_model(model)
   ss <- if (static) .static_steps(model, L$fn, opt, !is.null(tg$Y)) else NULL
 
-  if (!is.null(seed)) {  # the whole run (shuffles, dropout) on a stream of its own
-    prev_rng <- .Call(R_pg_rng_use, .rng_stream(.seed_int(seed)))
+  settings <- list(n = n, batch_size = batch_size, nbatch_logical = nbatch_logical, val_split = val_split,
+                   shuffle = isTRUE(shuffle), loss = L$name, seed = if (is.null(seed)) NULL else .seed_int(seed),
+                   split_state = NULL)
+  res <- NULL
+  if (!is.null(resume_from)) {  # weights, optimizer, then the run's own state from the checkpoint
+    if (!is.character(resume_from) || length(resume_from) != 1L) .fit_stop("ag_fit: resume_from must be a file name")
+    res <- .fit_resume(resume_from, model, opt, settings)
+    opt$accumulate_steps <- accum
+    settings$seed <- if (is.null(res$fit$settings$seed)) NULL else as.integer(res$fit$settings$seed)
+  }
+  if (!is.null(settings$seed)) {  # the whole run (shuffles, dropout) on a stream of its own
+    prev_rng <- .Call(R_pg_rng_use, .rng_stream(settings$seed))
     on.exit(.Call(R_pg_rng_use, prev_rng), add = TRUE)
   }
   # the split, the shuffles, the batches and the statistics live in the core (native/fit.c)
   plan <- .Call(R_pg_fit_new, ag_tensor(X, dtype = dtype)$.ptr, if (is.null(tg$Y)) NULL else ag_tensor(tg$Y, dtype = dtype)$.ptr,
-                classify, batch_size, nbatch_logical, val_split, isTRUE(shuffle), NULL)
+                classify, batch_size, nbatch_logical, val_split, isTRUE(shuffle),
+                if (is.null(res)) NULL else as.integer(.num_vec(res$fit$settings$split_state)))
+  settings$split_state <- as.list(.Call(R_pg_fit_split_state, plan))
+  if (!is.null(res)) .ckpt_rng_load(as.integer(.num_vec(res$fit$rng_state)))
   sz <- .Call(R_pg_fit_sizes, plan)
   n_val <- sz[[3L]]; nb <- sz[[4L]]; n_valb <- sz[[6L]]
 
   fit <- new.env(parent = emptyenv())
   fit$model <- model; fit$optimizer <- opt; fit$nepoch <- nepoch; fit$stop <- FALSE
-  fit$logs <- list(); fit$best_epoch <- NULL
+  fit$logs <- if (is.null(res)) list() else .history_logs(res$fit$history); fit$best_epoch <- NULL
+  fit$file_dtype <- if (identical(dtype, "f64")) "F64" else "F32"
+  fit$save_checkpoint <- .fit_saver(fit, function() settings, cbs)
   for (cb in cbs) if (is.function(cb$on_train_begin)) cb$on_train_begin(fit)
+  if (!is.null(res)) for (i in seq_along(cbs)) {
+    st <- res$fit$callbacks[i]
+    if (length(st) && !is.null(st[[1L]]) && is.function(cbs[[i]]$load_state))
+      cbs[[i]]$load_state(st[[1L]], .fit_cb_arrays(res$tensors, i))
+  }
 
   on.exit({
     opt$zero_grad()
@@ -412,7 +439,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   }, add = TRUE)
   stopped <- NULL
   step <- 0L
-  for (epoch in seq_len(nepoch)) {
+  for (epoch in seq(if (is.null(res)) 1L else res$epoch + 1L, length.out = max(0L, nepoch - (if (is.null(res)) 0L else res$epoch)))) {
     if (!is.null(opt_params)) .apply_hyper(opt, opt_params(epoch), epoch)
     logs <- list(epoch = epoch, lr = as.double(opt$lr))
     .Call(R_pg_fit_epoch_begin, plan)

@@ -33,17 +33,27 @@
   }
   if (is.double(v)) {
     v <- as.list(v)
-    v <- lapply(v, function(x) if (is.finite(x)) x else NULL)
+    v <- lapply(v, function(x) if (is.finite(x)) .json_num(x) else NULL)
     return(if (length(v) == 1L) v[[1L]] else v)
   }
   v
+}
+
+# A finite double as the shortest of 15-17 significant digits that reads back as the same double
+# (jsonlite stops at 15, so histories and hyper-parameters lost their last bits); written verbatim.
+.json_num <- function(x) {
+  for (d in 15:17) {
+    s <- sprintf("%.*g", d, x)
+    if (as.numeric(s) == x) break
+  }
+  structure(s, class = "json")
 }
 
 # config / extra / optimizer info -> JSON text. Named lists are objects, unnamed lists arrays,
 # length-1 atomic vectors scalars, longer atomic vectors arrays.
 .to_json <- function(v) {
   as.character(jsonlite::toJSON(.json_clean(v), auto_unbox = TRUE, null = "null", na = "null",
-                                digits = NA))
+                                digits = NA, json_verbatim = TRUE))
 }
 
 .json_names <- function(x) as.character(jsonlite::toJSON(as.character(x)))  # always an array
@@ -263,7 +273,7 @@
 
 .file_dtype <- function(t) if (identical(t$dtype, "f64")) "F64" else "F32"
 
-.save_model <- function(model, path, optimizer = NULL, epoch = NULL, extra = NULL) {
+.save_model <- function(model, path, optimizer = NULL, epoch = NULL, extra = NULL, more = list()) {
   if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
     stop("ag_save_model(): path must be a single file name", call. = FALSE)
   params <- .model_params(model, "ag_save_model()")
@@ -315,7 +325,7 @@
       stop(sprintf("ag_save_model(): extra must be JSON-serialisable (%s)", conditionMessage(e)), call. = FALSE))
     meta[["extra"]] <- js
   }
-  .write_safetensors(path, tensors, as.list(meta))
+  .write_safetensors(path, c(tensors, more), as.list(meta))  # more: ag_fit's callback arrays
 }
 
 # ag_save_model(): state.R (ggmlR's arguments)

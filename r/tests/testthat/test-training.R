@@ -237,3 +237,27 @@ test_that("ag_fit(static = NULL) compiles built-in models with built-in losses, 
   h <- ag_fit(model, ids, lab, nepoch = 1, batch_size = 4, silent = TRUE)
   expect_true(is.finite(h$loss))
 })
+
+test_that("ag_fit(resume_from =) continues a checkpointed run exactly (shuffle, val split, dropout, early stopping)", {
+  local_f64()
+  set.seed(3)
+  x <- matrix(rnorm(4 * 60), 4, 60); y <- as.integer(colSums(x[1:2, ]) > 0)
+  mk <- function() { set.seed(11); ag_sequential(ag_linear(4, 8, "relu"), ag_dropout(0.2), ag_linear(8, 2)) }
+  run <- function(m, nepoch, cbs, resume = NULL)
+    ag_fit(m, x, y, nepoch = nepoch, batch_size = 8L, nbatch_logical = 16L, val_split = 0.2, seed = 5L, lr = 0.01,
+           callbacks = cbs, silent = TRUE, resume_from = resume)
+  full <- run(mk(), 6L, list(ag_early_stopping(patience = 10L, restore_best = FALSE)))
+  f <- tempfile(fileext = ".safetensors")
+  m1 <- mk()
+  part <- run(m1, 3L, list(ag_early_stopping(patience = 10L, restore_best = FALSE), ag_model_checkpoint(f)))
+  expect_true(file.exists(f))
+  m2 <- ag_sequential(ag_linear(4, 8, "relu"), ag_dropout(0.2), ag_linear(8, 2))  # other weights: all from the file
+  rest <- run(m2, 6L, list(ag_early_stopping(patience = 10L, restore_best = FALSE)), resume = f)
+  expect_identical(rest$loss, full$loss)
+  expect_identical(rest$val_accuracy, full$val_accuracy)
+  expect_identical(rest$epoch, 1:6)
+  expect_error(ag_fit(m2, x, y, nepoch = 6L, batch_size = 4L, nbatch_logical = 16L, val_split = 0.2, seed = 5L,
+                      silent = TRUE, resume_from = f), "cannot resume: batch_size was 8 in the checkpoint, now 4", fixed = TRUE)
+  expect_error(ag_model_checkpoint(f, every = 0), "every must be an integer >= 1", fixed = TRUE)
+  expect_output(print(ag_model_checkpoint("a.safetensors", 2)), "ag_model_checkpoint | path=a.safetensors | every=2", fixed = TRUE)
+})

@@ -1,0 +1,101 @@
+# ag_fit's checkpoints: ag_model_checkpoint() and ag_fit(resume_from =). A checkpoint is a model
+# file (weights, optimizer state, epoch) whose `extra` holds the run's settings, history, random
+# state and callback states in the same layout as Python's, so a run saved by either language
+# resumes in the other, exactly as the uninterrupted run would continue.
+
+ag_model_checkpoint <- function(path, every = 1L) {
+  if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
+    stop("ag_model_checkpoint: path must be a single file name", call. = FALSE)
+  if (!is.numeric(every) || length(every) != 1L || is.na(every) || every != floor(every) || every < 1)
+    stop(sprintf("ag_model_checkpoint: every must be an integer >= 1, got %s", paste(format(every), collapse = " ")),
+         call. = FALSE)
+  e <- new.env(parent = emptyenv())
+  e$path <- path; e$every <- as.integer(every); e$saved <- character(0); e$fit <- NULL
+  e$on_train_begin <- function(fit) e$fit <- fit
+  e$on_epoch_end <- function(epoch, logs) {
+    if (epoch %% e$every == 0L || epoch == e$fit$nepoch) {
+      p <- gsub("{epoch}", epoch, e$path, fixed = TRUE)  # as Python's path.format(epoch=)
+      e$fit$save_checkpoint(p, epoch)
+      e$saved <- c(e$saved, p)
+    }
+    NULL
+  }
+  class(e) <- c("ag_model_checkpoint", "ag_callback")
+  e
+}
+
+print.ag_model_checkpoint <- function(x, ...) {
+  cat(sprintf("ag_model_checkpoint | path=%s | every=%d\n", x$path, x$every))
+  invisible(x)
+}
+
+# JSON arrays (lists with NULL for NaN) <-> R vectors
+.num_vec <- function(v) vapply(v, function(x) if (is.null(x)) NaN else as.double(x), 0)
+
+.history_dict <- function(logs, stopped, best) {
+  d <- lapply(.HIST_KEYS, function(k) as.list(vapply(logs, function(l) as.double(l[[k]]), 0)))
+  names(d) <- .HIST_KEYS
+  c(d, list(stopped_epoch = stopped, best_epoch = best))
+}
+
+.history_logs <- function(d) {
+  cols <- lapply(.HIST_KEYS, function(k) .num_vec(d[[k]]))
+  names(cols) <- .HIST_KEYS
+  lapply(seq_along(cols$epoch), function(i) {
+    l <- lapply(cols, `[[`, i)
+    l$epoch <- as.integer(l$epoch)
+    l
+  })
+}
+
+# the run's state for the checkpoint callback: fit$save_checkpoint(path, epoch)
+.fit_saver <- function(fit, settings, cbs) {
+  function(path, epoch) {
+    states <- list(); more <- list()
+    for (i in seq_along(cbs)) {
+      st <- if (is.function(cbs[[i]]$state)) cbs[[i]]$state() else NULL
+      states[i] <- list(st$js)
+      for (kind in c("params", "buffers")) for (k in names(st$arrays[[kind]])) {
+        a <- st$arrays[[kind]][[k]]
+        more[[length(more) + 1L]] <- list(name = sprintf("callback%d.%s.%s", i - 1L, substr(kind, 1L, nchar(kind) - 1L), k),
+                                          value = a, dtype = fit$file_dtype)
+      }
+    }
+    extra <- list(fit = list(settings = settings(), history = .history_dict(fit$logs, NULL, NULL),
+                             rng_state = as.list(.ckpt_rng_state()), callbacks = states))
+    .save_model(fit$model, path, optimizer = fit$optimizer, epoch = epoch, extra = extra, more = more)
+  }
+}
+
+# Load a checkpoint into model and opt and check it belongs to this run; returns what ag_fit
+# needs to go on: list(epoch, fit = the saved fit state, tensors).
+.fit_resume <- function(path, model, opt, settings) {
+  r <- .load_model(path, model = model, optimizer = opt)
+  fs <- if (is.list(r$extra)) r$extra$fit else NULL
+  if (!is.list(fs) || !is.list(fs$settings))
+    .fit_stop("ag_fit: %s is not an ag_fit checkpoint (no training state)", path)
+  for (k in c("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss")) {
+    was <- fs$settings[[k]]; now <- settings[[k]]
+    same <- if (is.numeric(now)) is.numeric(was) && isTRUE(as.double(was) == as.double(now)) else identical(was, now)
+    if (!same)
+      .fit_stop("ag_fit: cannot resume: %s was %s in the checkpoint, now %s", k,
+                if (is.null(was)) "None" else format(was), format(now))
+  }
+  if (is.null(r$epoch)) .fit_stop("ag_fit: %s is not a training checkpoint (no epoch)", path)
+  list(epoch = as.integer(r$epoch), fit = fs, tensors = r$tensors)
+}
+
+# callback i's arrays saved in the checkpoint: list(params, buffers) or NULL
+.fit_cb_arrays <- function(tensors, i) {
+  pre <- sprintf("callback%d.", i - 1L)
+  keys <- names(tensors)[startsWith(names(tensors), pre)]
+  if (!length(keys)) return(NULL)
+  out <- list(params = list(), buffers = list())
+  for (k in keys) {
+    rest <- substring(k, nchar(pre) + 1L)
+    kind <- sub("\\..*$", "", rest); nm <- sub("^[^.]*\\.", "", rest)
+    a <- tensors[[k]]; attr(a, "dtype") <- NULL
+    if (kind == "param") out$params[[nm]] <- a else if (kind == "buffer") out$buffers[[nm]] <- a
+  }
+  out
+}
