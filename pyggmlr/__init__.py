@@ -24,5 +24,6 @@ from .distributed import (dp_train, ag_mpi_init, ag_mpi_rank, ag_mpi_world_size,
 from .compile import ag_compile  # noqa: F401  (static graphs)
 from .gpu import *  # noqa: F401,F403  (ggmlR's GPU switches and probes: no GPU here)
 from .memory import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory, ...)
+from .optim_state import OptimizerHyperWarning  # noqa: F401  (load_state's hyper-parameter warning)
 
 __version__ = "0.1.0"

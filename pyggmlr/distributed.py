@@ -564,7 +564,7 @@ class DistributedOptimizer:
         object.__setattr__(self, "_steps", 0)
         object.__setattr__(self, "max_norm", float(max_norm))
 
-    def step(self, grads: Optional[Gradients] = None, weight: float = 1.0) -> bool:
+    def step(self, grads: Optional[Gradients] = None, weight: float = 1.0, sum_grads: bool = False) -> bool:
         """All-reduce the gradients across ranks (weighted by `weight`, e.g. this rank's sample
         count), clip them when max_norm is finite, then step the wrapped optimizer. Returns its
         result (True when the weights changed). Raises what ag_allreduce_gradients raises."""
@@ -574,7 +574,7 @@ class DistributedOptimizer:
         object.__setattr__(self, "_steps", self._steps + 1)
         if math.isfinite(self.max_norm):
             clip_grad_norm(params, grads, self.max_norm)
-        return self.optimizer.step(grads)
+        return self.optimizer.step(grads, sum_grads=sum_grads)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.optimizer, name)

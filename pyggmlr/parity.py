@@ -1492,7 +1492,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 1 if bad else 0
 
 
-from . import parity_086, parity_seed  # noqa: E402,F401  (register the 0.8.6-API and seed:* cases)
+from . import parity_086, parity_seed, parity_opt  # noqa: E402,F401  (register the 0.8.6-API, seed:* and opt: cases)
 
 if __name__ == "__main__":
     sys.exit(main())

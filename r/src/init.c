@@ -105,6 +105,9 @@ extern SEXP R_pg_gather(SEXP, SEXP);
 extern SEXP R_pg_colmax(SEXP);
 extern SEXP R_pg_sample_categorical(SEXP);
 extern SEXP R_pg_sample_normal(SEXP, SEXP);
+extern SEXP R_pg_optim_step_sum(SEXP, SEXP);
+extern SEXP R_pg_gradmap_build(SEXP, SEXP);
+extern SEXP R_pg_optim_load(SEXP, SEXP, SEXP, SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm",           (DL_FUNC) &R_pg_batch_norm,           8},
@@ -198,6 +201,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_colmax",               (DL_FUNC) &R_pg_colmax,               1},
     {"R_pg_sample_categorical",   (DL_FUNC) &R_pg_sample_categorical,   1},
     {"R_pg_sample_normal",        (DL_FUNC) &R_pg_sample_normal,        2},
+    {"R_pg_optim_step_sum",       (DL_FUNC) &R_pg_optim_step_sum,       2},
+    {"R_pg_gradmap_build",        (DL_FUNC) &R_pg_gradmap_build,        2},
+    {"R_pg_optim_load",           (DL_FUNC) &R_pg_optim_load,           4},
     {NULL, NULL, 0}
 };
 
