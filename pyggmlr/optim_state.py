@@ -2,7 +2,7 @@
 same texts as the R front end), plus the layout this project's model files store."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, NoReturn, Optional
 
 from collections.abc import Mapping, Sequence
 import math
@@ -75,7 +75,10 @@ def _hyper(opt) -> Dict[str, Any]:
     return h
 
 
-def state(opt) -> Dict[str, Any]:
+def state(opt: Any) -> Dict[str, Any]:
+    """Optimizer.state(): ggmlR 0.8.6's state list of optimizer opt (copies). Warns (UserWarning)
+    when taken mid-accumulation. Returns a dict (format, version, type, t, accum_count, names,
+    slots, hyper)."""
     t = _type(opt)
     ac = opt.accum_count
     if ac > 0:
@@ -87,7 +90,7 @@ def state(opt) -> Dict[str, Any]:
             "names": list(opt.params) if opt._named else None, "slots": slots, "hyper": _hyper(opt)}
 
 
-def _fail(msg: str):
+def _fail(msg: str) -> NoReturn:
     raise PyggmlrValueError("optimizer load_state(): " + msg)
 
 
@@ -129,7 +132,7 @@ def _all_equal(cur, st) -> bool:
     return (diff / abs(c) if c != 0 else diff) <= 1.5e-8
 
 
-def _hyper_warn(opt, sh, stacklevel=4):
+def _hyper_warn(opt: Any, sh: Any, stacklevel: int = 4) -> None:
     t = _type(opt)
     sh = sh if isinstance(sh, Mapping) else {}
     changed: Dict[str, Dict[str, Any]] = {}
@@ -146,7 +149,10 @@ def _hyper_warn(opt, sh, stacklevel=4):
                                             "NOT restored: " + ", ".join(parts), changed), stacklevel=stacklevel)
 
 
-def load_state(opt, st) -> bool:
+def load_state(opt: Any, st: Any) -> bool:
+    """Optimizer.load_state(st): ggmlR 0.8.6's eight checks in order (PyggmlrValueError with
+    ggmlR's text on the first that fails, nothing written), the hyper-parameter comparison
+    (OptimizerHyperWarning), then moments and counters written at once. Returns True."""
     t = _type(opt)
     # 1-3: what it is
     if not isinstance(st, Mapping) or not (isinstance(st.get("format"), str) and st.get("format") == FORMAT):
@@ -195,7 +201,10 @@ def load_state(opt, st) -> bool:
 
 # ---- the layout of this project's model files (ag_save_model(optimizer =), ag_fit checkpoints) ----
 
-def file_state(opt) -> Dict[str, Any]:
+def file_state(opt: Any) -> Dict[str, Any]:
+    """The optimizer state in this project's model-file layout (kind, t, accum_count, every
+    hyper-parameter, per-parameter dicts of slot arrays incl. the sum_grads accumulator, None
+    when unused), for io.py."""
     t = _type(opt)
     per = []
     for i in range(lib.pg_optim_nparams(opt._o)):
@@ -213,7 +222,7 @@ def _core_read(p):
     return _read(p)
 
 
-def load_file_state(opt, st) -> None:
+def load_file_state(opt: Any, st: Dict[str, Any]) -> None:
     """Moments, accumulators and counters from a model file (checked by io.py first)."""
     from .optim import _f64
     from .tensor import _wrap

@@ -83,7 +83,8 @@ def test_public_method_has_docstring(name):
 
 
 TYPED_MODULES = ("tensor", "tape", "fit", "data", "memory", "io", "random", "gradcheck", "optim", "_core",
-                 "ops", "ops_select", "sched", "gpu", "nn", "distributed", "r", "parity", "parity_086", "parity_seed", "compile")
+                 "ops", "ops_select", "sched", "gpu", "nn", "distributed", "r", "parity", "parity_086", "parity_seed", "compile",
+                 "optim_state", "parity_opt")
 
 
 def _typed_objects():
