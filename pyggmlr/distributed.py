@@ -566,8 +566,9 @@ class DistributedOptimizer:
 
     def step(self, grads: Optional[Gradients] = None, weight: float = 1.0, sum_grads: bool = False) -> bool:
         """All-reduce the gradients across ranks (weighted by `weight`, e.g. this rank's sample
-        count), clip them when max_norm is finite, then step the wrapped optimizer. Returns its
-        result (True when the weights changed). Raises what ag_allreduce_gradients raises."""
+        count), clip them when max_norm is finite, then step the wrapped optimizer (sum_grads:
+        passed on, see Optimizer.step). Returns its result (True when the weights changed).
+        Raises what ag_allreduce_gradients raises."""
         params = list(self.optimizer.params.values())
         ag_allreduce_gradients(params, grads, weight=weight, comm=self.comm, dtype=self.dtype,
                                check=self._steps == 0)
@@ -702,7 +703,7 @@ def ag_fit_distributed(model: Any, x: ArrayLike, y: Optional[ArrayLike] = None,
                 first = False
                 if math.isfinite(max_norm):
                     clip_grad_norm(params, None, max_norm)
-                opt.step(None)
+                opt.step(None, sum_grads=True)  # .grad is cleared per batch: the optimizer sums (accumulate_steps)
                 ag_tape_clear()
                 steps += 1
             comm.Allreduce(MPI.IN_PLACE, lsum, op=MPI.SUM)
