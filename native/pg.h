@@ -144,6 +144,7 @@ pg_node **pg_tape_take(int64_t *n);   /* graph.c: take over the recorded nodes *
 uint64_t pg_tape_new_epoch(void);     /* graph.c: start a backward pass */
 pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);
 pg_tensor *pg_gradmap_get_own(pg_gradmap *m, pg_tensor *key); /* unshared from .grad first */
+pg_tensor *pg_gradmap_own_value(pg_gradmap *m, pg_tensor *g);  /* same, for a value in hand */
 pg_tensor *pg_grad_own(pg_tensor *t);                          /* .grad unshared from maps first */   /* node i in recording order (borrowed), NULL if out of range */
 
 /* ---- gemm.c ----

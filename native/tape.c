@@ -272,7 +272,12 @@ static int loss_is_input(const pg_tensor *loss)
  * map gets its own copy first, so .grad stays untouched as in ggmlR. NULL if absent or OOM. */
 pg_tensor *pg_gradmap_get_own(pg_gradmap *m, pg_tensor *key)
 {
-    pg_tensor *g = pg_gradmap_get(m, key);
+    return pg_gradmap_own_value(m, pg_gradmap_get(m, key));
+}
+
+/* the map's value g (NULL passes through), unshared as above */
+pg_tensor *pg_gradmap_own_value(pg_gradmap *m, pg_tensor *g)
+{
     if (!g || (g->refcount <= 1 && g->st->refcount <= 1)) return g;
     pg_tensor *c = pg_new(g->dtype, g->ne[0], g->ne[1], PG_MEM_GRAD);
     if (!c) return NULL;

@@ -44,6 +44,9 @@ test_that("clip_grad_norm on the environment leaves $grad untouched (7.1)", {
   clip_grad_norm(list(W), g, 1)
   expect_equal(W$grad, 2 * W22)
   expect_equal(sqrt(sum(g[[W]]^2)), 1, tolerance = 1e-6)
+  g[[W]] <- matrix(0, 2, 2)  # writing the environment leaves $grad alone too
+  expect_equal(W$grad, 2 * W22)
+  expect_equal(g[[W]], matrix(0, 2, 2))
 })
 
 .accum <- function(avg, env) {
