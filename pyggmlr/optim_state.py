@@ -157,6 +157,9 @@ def load_state(opt: Any, st: Any) -> bool:
     # 1-3: what it is
     if not isinstance(st, Mapping) or not (isinstance(st.get("format"), str) and st.get("format") == FORMAT):
         _fail("not an optimizer state (from opt$state())")
+    if "type" not in st and "kind" in st and isinstance(st.get("params"), list):
+        load_file_state(opt, _check_legacy(opt, st))  # a state() of pyggmlr before ggmlR 0.8.6's layout
+        return True
     ver = st.get("version")
     if not (isinstance(ver, numbers.Integral) and not isinstance(ver, (bool, np.bool_)) and ver == 1):
         _fail(f"unsupported state version {'NULL' if ver is None else r_format(ver)} (this ggmlR reads version 1)")
@@ -220,6 +223,24 @@ def file_state(opt: Any) -> Dict[str, Any]:
 def _core_read(p):
     from .tensor import _read
     return _read(p)
+
+
+def _check_legacy(opt: Any, st: Any) -> Dict[str, Any]:
+    """The earlier state() layout, checked before anything is written."""
+    t = _type(opt)
+    if st.get("kind") != t:
+        _fail(f"state is for a '{st.get('kind')}' optimizer, this one is '{t}'")
+    params = list(opt.params.values())
+    if len(st["params"]) != len(params):
+        _fail(f"state has {len(st['params'])} parameters, optimizer has {len(params)}")
+    for i, (p, entry) in enumerate(zip(params, st["params"])):
+        for nm in _LEGACY_SLOTS[t]:
+            v = entry.get(nm) if isinstance(entry, Mapping) else None
+            if v is not None and _num_matrix(v, p.shape) is None:
+                _fail(f"slot '{nm}' of parameter {i + 1} has shape {_shape(v)}, expected {p.shape[0]}x{p.shape[1]}")
+    if not (_is_count(st.get("t", 0)) and _is_count(st.get("accum_count", 0))):
+        _fail("t / accum_count are not counts")
+    return st
 
 
 def load_file_state(opt: Any, st: Dict[str, Any]) -> None:

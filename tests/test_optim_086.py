@@ -332,7 +332,7 @@ def test_load_state_checks_in_order(f64):
         for a, c in zip(before["slots"][k], after["slots"][k]):
             assert a.tobytes() == c.tobytes()
     # an unnamed side skips the names check
-    assert pg.optimizer_adam([W, b]).load_state(good) is True
+    assert pg.optimizer_adam([W, b], lr=0.01).load_state(good) is True
 
 
 def test_hyper_warning_class_and_changed(f64):
@@ -399,3 +399,13 @@ def test_state_through_pickle_continues_identically(f64, rng, kind):
     train(P2, opt2, range(3, 6))
     for a, b in zip(P, P2):
         assert a.numpy().tobytes() == b.numpy().tobytes()
+
+
+def test_earlier_pyggmlr_state_layout_still_loads(f64):
+    opt, W, b = _trained_adam()
+    old = opt._file_state()  # the layout state() had before ggmlR 0.8.6's
+    assert old["kind"] == "adam" and "type" not in old
+    o2 = pg.optimizer_adam({"W": W, "b": b}, lr=0.01)
+    assert o2.load_state(old) is True
+    assert pickle.dumps(o2.state()) == pickle.dumps(opt.state())
+    _err(pg.optimizer_sgd([W, b]), old, "state is for a 'adam' optimizer, this one is 'sgd'")

@@ -57,6 +57,21 @@
   kind <- e$kind
   if (!is.list(state) || !identical(state[["format"]], "ggmlR.ag_opt_state"))
     .ls_fail("not an optimizer state (from opt$state())")
+  if (is.null(state[["type"]]) && !is.null(state[["kind"]]) && is.list(state[["params"]])) {
+    # a state() of pyggmlr before ggmlR 0.8.6's layout: checked, then loaded as a model file's
+    if (!identical(state[["kind"]], kind))
+      .ls_fail(sprintf("state is for a '%s' optimizer, this one is '%s'", paste(format(state[["kind"]]), collapse = " "), kind))
+    if (length(state$params) != length(e$params))
+      .ls_fail(sprintf("state has %d parameters, optimizer has %d", length(state$params), length(e$params)))
+    for (i in seq_along(state$params)) for (s in .SLOTS[[kind]]) {
+      v <- state$params[[i]][[s]]
+      if (!is.null(v) && (!is.numeric(v) || !identical(as.integer(dim(v)), as.integer(dim(e$params[[i]]$data)))))
+        .ls_fail(sprintf("slot '%s' of parameter %d has shape %s, expected %s", s, i, paste(dim(v), collapse = "x"),
+                         paste(dim(e$params[[i]]$data), collapse = "x")))
+    }
+    .opt_load_file_state(e, state)
+    return(invisible(TRUE))
+  }
   ver <- state[["version"]]
   if (!identical(ver, 1L))
     .ls_fail(sprintf("unsupported state version %s (this ggmlR reads version 1)",

@@ -250,3 +250,13 @@ test_that("hyper-parameter warning: class, call, changed; the load goes on (6.5)
   o4 <- optimizer_adam(list(W = r$W, b = r$b), lr = 0.01); o4$load_state(st); s1 <- o4$state(); o4$load_state(st)
   expect_identical(o4$state(), s1)
 })
+
+test_that("a state() of the earlier pyggmlr layout still loads", {
+  local_f64()
+  r <- .trained(); old <- pyggmlr:::.opt_file_state(r$o)
+  expect_identical(old$kind, "adam")
+  o2 <- optimizer_adam(list(W = r$W, b = r$b), lr = 0.01)
+  expect_true(o2$load_state(old))
+  expect_identical(o2$state(), r$o$state())
+  expect_error(optimizer_sgd(list(r$W, r$b))$load_state(old), "state is for a 'adam' optimizer, this one is 'sgd'", fixed = TRUE)
+})
