@@ -163,6 +163,8 @@ class Optimizer:
         if o == NULL:
             _core.raise_last()
         object.__setattr__(self, "_o", o)
+        if not named:  # positions of the kept list
+            uniq = [(str(i + 1), t) for i, (_, t) in enumerate(uniq)]
         object.__setattr__(self, "params", dict(uniq))
         object.__setattr__(self, "_named", named)
         for hk, hv in hyper.items():

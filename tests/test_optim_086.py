@@ -230,6 +230,9 @@ def test_duplicate_tensor_kept_once_with_ggmlr_warning(f64):
     assert [str(w.message) for w in rec] == [
         "optimizer: 1 parameter(s) listed more than once (same tensor); keeping the first occurrence of each."]
     assert len(opt.params) == 1
+    b = pg.ag_param(np.ones((2, 1)))
+    with pytest.warns(UserWarning, match="listed more than once"):
+        assert list(pg.optimizer_sgd([W, W, b]).params) == ["1", "2"]  # positions of the kept list
     W.grad = np.ones((2, 2))
     opt.step()
     np.testing.assert_allclose(W.numpy(), W22 - 0.1)  # stepped once
