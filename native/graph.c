@@ -214,7 +214,7 @@ static int graph_run(pg_graph *g)
     }
     unhook(g);
     if (g->build == PG_BUILD_GRAD) return 0;
-    return pg_optim_step(g->opt, g->map);
+    return pg_optim_step_sum(g->opt, g->map); /* one map per replay: the summing variant */
 }
 
 pg_tensor *pg_graph_output(pg_graph *g) { return g ? g->out : NULL; }

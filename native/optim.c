@@ -1,6 +1,8 @@
 /* Optimizers (SGD with momentum/Nesterov/L2, Adam with decoupled weight decay) and gradient
- * clipping. One pass over each parameter per update; gradient accumulation over
- * accumulate_steps micro-steps restarts from zero after every applied update. */
+ * clipping. One pass over each parameter per update. Accumulation as ggmlR 0.8.6: calls 1..k-1
+ * of a period only count, call k reads the gradients (the summing happens in .grad, by
+ * backward()); pg_optim_step_sum keeps the project's own accumulator for compiled graphs and
+ * ag_fit, which hand over one map per micro-batch. */
 /* R compiles with -O2, where GCC's "very cheap" vectoriser cost model leaves loops of unknown
  * trip count scalar (R CMD check warns about vectoriser flags in Makevars); ask for the -O3
  * model here, for this file only. Python builds with -O3 already: no change there. */
@@ -21,7 +23,7 @@
  * width, the compiler and its flags. */
 #define ADAM_SCALAR(T, SQRT)                                                        \
     for (; k < n; k++) {                                                             \
-        T gv = g[k] * gs;                                                            \
+        T gv = g[k] / gs;                                                            \
         m[k] = b1 * m[k] + (1 - b1) * gv;                                            \
         v[k] = b2 * v[k] + (1 - b2) * gv * gv;                                       \
         T den = SQRT(v[k]) * rc2 + eps;                                              \
@@ -36,7 +38,7 @@
             C2 = P##_set1_##SUF(1 - b2), GS = P##_set1_##SUF(gs), SC = P##_set1_##SUF(sc),        \
             RC2 = P##_set1_##SUF(rc2), EPS = P##_set1_##SUF(eps), DEC = P##_set1_##SUF(decay);   \
     for (; k + (W) <= n; k += (W)) {                                                           \
-        V gv = P##_mul_##SUF(P##_loadu_##SUF(g + k), GS);                                      \
+        V gv = P##_div_##SUF(P##_loadu_##SUF(g + k), GS);                                      \
         V mk = P##_add_##SUF(P##_mul_##SUF(B1, P##_loadu_##SUF(m + k)), P##_mul_##SUF(C1, gv)); \
         V vk = P##_add_##SUF(P##_mul_##SUF(B2, P##_loadu_##SUF(v + k)),                        \
                              P##_mul_##SUF(P##_mul_##SUF(C2, gv), gv));                        \
@@ -79,9 +81,8 @@ ADAM_FN(adam_f64_sse2, double, sqrt, , )
 static void (*const adam_f32[3]) ADAM_ARGS(float) = {adam_f32_sse2, adam_f32_avx2, adam_f32_avx512};
 static void (*const adam_f64[3]) ADAM_ARGS(double) = {adam_f64_sse2, adam_f64_avx2, adam_f64_avx512};
 
-static int step_locked(pg_optim *o, pg_gradmap *grads);
+static int step_locked(pg_optim *o, pg_gradmap *grads, int sum);
 static int zero_grad_locked(pg_optim *o);
-static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out);
 
 enum { OPT_SGD = 0, OPT_ADAM = 1 };
 #define N_SLOTS 3
@@ -97,6 +98,7 @@ struct pg_optim {
 };
 
 static int acc_slot(const pg_optim *o) { return o->kind == OPT_ADAM ? 2 : 1; }
+static void drop_accumulators(pg_optim *o);
 
 pg_optim *pg_optim_new(int kind, pg_tensor **params, int64_t n, int64_t *n_dropped)
 {
@@ -228,12 +230,55 @@ int pg_optim_set_state(pg_optim *o, int64_t i, int s, pg_tensor *value)
     return pg_tensor_write(d, pg_data(value), value->dtype, value->ne[0], value->ne[1], 1, value->ne[0]);
 }
 
+/* load_state's write, all or nothing: vals[s * n + i] is slot s of parameter i (column-major
+ * doubles of the parameter's shape; SGD 1 slot, Adam 2). The accumulators are dropped: they are
+ * not part of a state. */
+int pg_optim_load(pg_optim *o, const double *const *vals, int64_t n_vals, double t, double accum_count)
+{
+    if (!o) return pg_fail(PG_ERR_ARG, "optimizer load_state(): NULL optimizer");
+    int ns = o->kind == OPT_ADAM ? 2 : 1;
+    if (n_vals != ns * o->n || (n_vals > 0 && !vals))
+        return pg_fail(PG_ERR_ARG, "optimizer load_state(): %lld slot values for %lld parameters", (long long)n_vals, (long long)o->n);
+    if (!(t >= 0 && t <= 1e15 && t == floor(t) && accum_count >= 0 && accum_count <= 1e15 && accum_count == floor(accum_count)))
+        return pg_fail(PG_ERR_VALUE, "optimizer load_state(): t / accum_count are not counts");
+    for (int64_t j = 0; j < n_vals; j++) {
+        if (!vals[j]) return pg_fail(PG_ERR_ARG, "optimizer load_state(): missing slot value");
+        int64_t N = pg_numel(o->params[j % (o->n ? o->n : 1)]);
+        for (int64_t e = 0; e < N; e++)
+            if (!isfinite(vals[j][e]))
+                return pg_fail(PG_ERR_VALUE, "optimizer load_state(): slot '%s' of parameter %lld is not finite",
+                               o->kind == OPT_ADAM ? (j < o->n ? "m" : "v") : "velocity", (long long)(j % o->n) + 1);
+    }
+    pg_tensor **fresh = calloc((size_t)(n_vals > 0 ? n_vals : 1), sizeof *fresh);
+    if (!fresh) return pg_fail(PG_ERR_NOMEM, "optimizer load_state(): out of memory");
+    for (int64_t j = 0; j < n_vals; j++) {
+        pg_tensor *p = o->params[j % o->n];
+        fresh[j] = pg_new(p->dtype, p->ne[0], p->ne[1], PG_MEM_OPTIM);
+        if (!fresh[j] || pg_tensor_write(fresh[j], vals[j], PG_F64, p->ne[0], p->ne[1], 1, p->ne[0])) {
+            for (int64_t q = 0; q <= j; q++) pg_tensor_release(fresh[q]);
+            free(fresh);
+            return pg_fail(PG_ERR_NOMEM, "optimizer load_state(): out of memory");
+        }
+    }
+    for (int64_t j = 0; j < n_vals; j++) {
+        int64_t i = j % o->n, s = j / o->n;
+        pg_tensor_release(o->state[i][s]);
+        o->state[i][s] = fresh[j];
+    }
+    free(fresh);
+    drop_accumulators(o);
+    if (o->kind == OPT_ADAM) o->t = (int64_t)t;
+    o->accum_count = (int64_t)accum_count;
+    return 0;
+}
+
 static pg_tensor *grad_of(pg_tensor *p, pg_gradmap *grads)
 {
     return grads ? pg_gradmap_get(grads, p) : p->grad;
 }
 
-/* Applies one update to parameter i with gradient g (scaled by gscale, for averaging). */
+/* Applies one update to parameter i with gradient g / gdiv (gdiv: k when averaging k calls, else 1;
+ * ggmlR divides, and a division by 1 is exact). */
 static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
 {
     pg_tensor *p = o->params[i];
@@ -246,12 +291,12 @@ static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
             const T *gp = pg_data(g);
             const T lr = (T)o->lr, wd = (T)o->weight_decay, mu = (T)o->momentum, gs = (T)gscale;
             if (!v) {
-                for (int64_t k = 0; k < N; k++) w[k] -= lr * (gp[k] * gs + wd * w[k]);
+                for (int64_t k = 0; k < N; k++) w[k] -= lr * (gp[k] / gs + wd * w[k]);
             } else {
                 T *vp = pg_data(v);
                 int nest = o->nesterov != 0;
                 for (int64_t k = 0; k < N; k++) {
-                    T gk = gp[k] * gs + wd * w[k];
+                    T gk = gp[k] / gs + wd * w[k];
                     vp[k] = mu * vp[k] + gk;
                     w[k] -= lr * (nest ? gk + mu * vp[k] : vp[k]);
                 }
@@ -278,52 +323,76 @@ static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
 int pg_optim_step(pg_optim *o, pg_gradmap *grads)
 {
     pg_grad_lock();
-    int rc = step_locked(o, grads);
+    int rc = step_locked(o, grads, 0);
     pg_grad_unlock();
     return rc;
 }
 
-static int step_locked(pg_optim *o, pg_gradmap *grads)
+int pg_optim_step_sum(pg_optim *o, pg_gradmap *grads)
 {
-    if (!o) return -pg_fail(PG_ERR_ARG, "optimizer step: NULL optimizer");
+    pg_grad_lock();
+    int rc = step_locked(o, grads, 1);
+    pg_grad_unlock();
+    return rc;
+}
+
+static void drop_accumulators(pg_optim *o)
+{
+    int as = acc_slot(o);
+    for (int64_t i = 0; i < o->n; i++) { pg_tensor_release(o->state[i][as]); o->state[i][as] = NULL; }
+}
+
+static int check_grads(pg_optim *o, pg_gradmap *grads)
+{
     for (int64_t i = 0; i < o->n; i++) {
         pg_tensor *g = grad_of(o->params[i], grads);
         if (g && (g->ne[0] != o->params[i]->ne[0] || g->ne[1] != o->params[i]->ne[1] || g->dtype != o->params[i]->dtype))
-            return -pg_fail(PG_ERR_SHAPE, "optimizer step: gradient %s does not match parameter %lld %s",
-                            pg_desc(g), (long long)i, pg_desc(o->params[i]));
+            return pg_fail(PG_ERR_SHAPE, "optimizer step: gradient %s does not match parameter %lld %s",
+                           pg_desc(g), (long long)i + 1, pg_desc(o->params[i]));
     }
-    if (o->accumulate_steps <= 1) {
-        if (o->kind == OPT_ADAM) o->t++;
-        for (int64_t i = 0; i < o->n; i++) {
+    return 0;
+}
+
+/* sum: add this call's gradients into the accumulator (the first of a period is copied, so the
+ * sum has the bits of backward()'s .grad sums) before counting; the k-th call applies it. */
+static int step_locked(pg_optim *o, pg_gradmap *grads, int sum)
+{
+    if (!o) return -pg_fail(PG_ERR_ARG, "optimizer step: NULL optimizer");
+    const int64_t k = o->accumulate_steps;
+    const int as = acc_slot(o);
+    if (sum && k > 1) {
+        if (check_grads(o, grads)) return -pg_last_status();
+        for (int64_t i = 0; i < o->n; i++) { /* allocate first: a failed call changes nothing */
             pg_tensor *g = grad_of(o->params[i], grads);
-            if (g && update(o, i, g, 1.0)) return -PG_ERR_NOMEM;
+            if (g && !o->state[i][as] && !slot(o, i, as))
+                return -pg_fail(PG_ERR_NOMEM, "optimizer: out of memory for the accumulator");
         }
-        return 1;
+        for (int64_t i = 0; i < o->n; i++) {
+            pg_tensor *g = grad_of(o->params[i], grads), *a = o->state[i][as];
+            if (!g) continue;
+            int64_t N = pg_numel(a);
+            int fresh = o->accum_count == 0;
+            PG_DISPATCH(a->dtype, {
+                T *ap = pg_data(a);
+                const T *gp = pg_data(g);
+                if (fresh) memcpy(ap, gp, (size_t)N * sizeof(T));
+                else for (int64_t e = 0; e < N; e++) ap[e] += gp[e];
+            });
+        }
     }
-    /* accumulate this micro-step */
-    int as = acc_slot(o);
-    for (int64_t i = 0; i < o->n; i++) {
-        pg_tensor *g = grad_of(o->params[i], grads);
-        if (!g) continue;
-        pg_tensor *a = slot(o, i, as);
-        if (!a) return -pg_fail(PG_ERR_NOMEM, "optimizer: out of memory for the accumulator");
-        int64_t N = pg_numel(a);
-        PG_DISPATCH(a->dtype, {
-            T *ap = pg_data(a);
-            const T *gp = pg_data(g);
-            for (int64_t k = 0; k < N; k++) ap[k] += gp[k];
-        });
+    if (k > 1 && o->accum_count + 1 < k) { /* ggmlR: count only, read nothing */
+        o->accum_count++;
+        return 0;
     }
-    if (++o->accum_count < o->accumulate_steps) return 0;
+    if (!sum && check_grads(o, grads)) return -pg_last_status();
+    double div = (k > 1 && o->average) ? (double)k : 1.0;
     if (o->kind == OPT_ADAM) o->t++;
-    double gs = o->average ? 1.0 / (double)o->accumulate_steps : 1.0;
     for (int64_t i = 0; i < o->n; i++) {
-        pg_tensor *a = o->state[i][as];
-        if (!a) continue;
-        if (update(o, i, a, gs)) return -PG_ERR_NOMEM;
-        memset(pg_data(a), 0, a->st->nbytes); /* the next period starts from zero */
+        pg_tensor *g = (sum && k > 1) ? o->state[i][as] : grad_of(o->params[i], grads);
+        if (g && update(o, i, g, div)) return -PG_ERR_NOMEM;
     }
-    o->accum_count = 0;
+    if (k > 1) o->accum_count = 0;
+    drop_accumulators(o);
     return 1;
 }
 
@@ -340,134 +409,5 @@ static int zero_grad_locked(pg_optim *o)
     if (!o) return pg_fail(PG_ERR_ARG, "zero_grad: NULL optimizer");
     for (int64_t i = 0; i < o->n; i++) pg_tensor_set_grad(o->params[i], NULL);
     pg_tape_clear();
-    return 0;
-}
-
-/* params[i] listed earlier too: counted and scaled once */
-static int listed_before(pg_tensor **params, int64_t i)
-{
-    for (int64_t k = 0; k < i; k++)
-        if (params[k] == params[i]) return 1;
-    return 0;
-}
-
-/* the gradient helpers' parameter list: n >= 0 live tensors (fn names the helper) */
-static int check_param_list(pg_tensor **params, int64_t n, const char *fn)
-{
-    if (n < 0 || (n > 0 && !params)) return pg_fail(PG_ERR_ARG, "%s: bad parameter list", fn);
-    for (int64_t i = 0; i < n; i++)
-        if (pg_ok(params[i], fn, "params[i]")) return PG_ERR_ARG;
-    return 0;
-}
-
-int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out)
-{
-    pg_grad_lock();
-    int rc = clip_locked(params, n, grads, max_norm, norm_out);
-    pg_grad_unlock();
-    return rc;
-}
-
-static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out)
-{
-    if (check_param_list(params, n, "clip_grad_norm")) return pg_last_status();
-    if (isnan(max_norm) || max_norm < 0) return pg_fail(PG_ERR_VALUE, "clip_grad_norm: max_norm must be >= 0, got %g", max_norm);
-    double ss = 0;
-    for (int64_t i = 0; i < n; i++) {
-        pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
-        if (!g) continue;
-        int64_t N = pg_numel(g);
-        PG_DISPATCH(g->dtype, {
-            const T *gp = pg_data(g);
-            for (int64_t k = 0; k < N; k++) ss += (double)gp[k] * (double)gp[k];
-        });
-    }
-    double norm = sqrt(ss);
-    if (norm_out) *norm_out = norm;
-    if (!(norm > max_norm)) return 0;
-    double f = max_norm / (norm + 1e-6);
-    for (int64_t i = 0; i < n; i++) {
-        pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
-        if (!g) continue;
-        int64_t N = pg_numel(g);
-        PG_DISPATCH(g->dtype, {
-            T *gp = pg_data(g);
-            const T s = (T)f;
-            for (int64_t k = 0; k < N; k++) gp[k] *= s;
-        });
-    }
-    return 0;
-}
-
-/* ---- clip_grad_value, check_grad_anomaly (ggmlR 0.8.3) ---- */
-
-static int clip_value_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double c, double *max_abs)
-{
-    if (check_param_list(params, n, "clip_grad_value")) return pg_last_status();
-    if (!(isfinite(c) && c > 0)) return pg_fail(PG_ERR_VALUE, "clip_value must be a single positive finite number");
-    double mx = 0;
-    for (int64_t i = 0; i < n; i++) {
-        pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
-        if (!g) continue;
-        int64_t N = pg_numel(g);
-        PG_DISPATCH(g->dtype, {
-            T *gp = pg_data(g);
-            const T hi = (T)c, lo = (T)-c;
-            for (int64_t k = 0; k < N; k++) {
-                double a = fabs((double)gp[k]);
-                if (isfinite(a) && a > mx) mx = a;
-                if (gp[k] > hi) gp[k] = hi;          /* NaN compares false both ways: stays NaN */
-                else if (gp[k] < lo) gp[k] = lo;
-            }
-        });
-    }
-    if (max_abs) *max_abs = mx;
-    return 0;
-}
-
-int pg_clip_grad_value(pg_tensor **params, int64_t n, pg_gradmap *grads, double clip_value, double *max_abs)
-{
-    pg_grad_lock();
-    int rc = clip_value_locked(params, n, grads, clip_value, max_abs);
-    pg_grad_unlock();
-    return rc;
-}
-
-/* R's NA_real_: a NaN whose low 32 bits are 1954 (R_IsNA); f64 keeps it, f32 cannot */
-static int is_r_na(double v)
-{
-    uint64_t bits;
-    memcpy(&bits, &v, sizeof bits);
-    return isnan(v) && (uint32_t)bits == 1954u;
-}
-
-int pg_grad_anomaly(pg_tensor **params, int64_t n, pg_gradmap *grads, int *found, int64_t *n_nan,
-                    int64_t *n_inf, double *max_abs)
-{
-    if (n > 0 && (!found || !n_nan || !n_inf || !max_abs)) return pg_fail(PG_ERR_ARG, "check_grad_anomaly: NULL output");
-    if (check_param_list(params, n, "check_grad_anomaly")) return pg_last_status();
-    pg_grad_lock();
-    for (int64_t i = 0; i < n; i++) {
-        pg_tensor *g = grad_of(params[i], grads);
-        found[i] = g != NULL;
-        n_nan[i] = n_inf[i] = 0;
-        max_abs[i] = NAN;
-        if (!g) continue;
-        int64_t N = pg_numel(g), nn = 0, ni = 0;
-        double mx = -1;
-        PG_DISPATCH(g->dtype, {
-            const T *gp = pg_data(g);
-            for (int64_t k = 0; k < N; k++) {
-                double v = (double)gp[k];
-                if (isnan(v)) nn += !is_r_na(v);   /* as ggmlR's is.nan(): R's NA is not NaN there */
-                else if (isinf(v)) ni++;
-                else if (fabs(v) > mx) mx = fabs(v);
-            }
-        });
-        n_nan[i] = nn;
-        n_inf[i] = ni;
-        max_abs[i] = mx < 0 ? NAN : mx;
-    }
-    pg_grad_unlock();
     return 0;
 }

@@ -159,7 +159,10 @@ int64_t pg_tensor_next_id(void);                  /* tensor.c: the id the next t
 void pg_host_free(struct pg_host *h);             /* host.c: called by pg_node_free */
 int64_t pg_node_n_inputs(const pg_node *n);       /* n_in plus a host node's further inputs */
 pg_tensor *pg_node_input(const pg_node *n, int64_t i);
-pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);   /* node i in recording order (borrowed), NULL if out of range */
+pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);
+pg_tensor *pg_gradmap_get_own(pg_gradmap *m, pg_tensor *key); /* unshared from .grad first */
+pg_tensor *pg_gradmap_own_value(pg_gradmap *m, pg_tensor *g);  /* same, for a value in hand */
+pg_tensor *pg_grad_own(pg_tensor *t);                          /* .grad unshared from maps first */
 
 /* ---- gemm.c ----
  * C[m,n] = alpha * op(A) op(B) + beta * C, column-major, op = transpose when ta/tb. */

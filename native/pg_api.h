@@ -169,11 +169,17 @@ int64_t pg_optim_nparams(pg_optim *o);
 pg_tensor *pg_optim_param(pg_optim *o, int64_t i);            /* borrowed */
 int pg_optim_set(pg_optim *o, const char *name, double value);
 double pg_optim_get(pg_optim *o, const char *name);            /* NaN + error if unknown */
-/* One optimizer call. grads: a gradient map, or NULL to read each parameter's .grad.
- * With accumulate_steps k, calls 1..k-1 only accumulate; call k applies the sum (or mean when
- * average) and starts the next period from zero. Returns 1 if weights changed, 0 if it only
- * accumulated, negative on error. */
+/* One optimizer call, as ggmlR 0.8.6's $step(). grads: a gradient map, or NULL to read each
+ * parameter's .grad. With accumulate_steps k > 1, calls 1..k-1 of a period only count (nothing
+ * read or written); call k reads the gradients, divides them by k when average, applies and
+ * restarts the count (the sum over micro-batches is backward()'s .grad accumulation). Returns 1
+ * if weights changed, 0 if it only counted, negative on error. */
 int pg_optim_step(pg_optim *o, pg_gradmap *grads);
+/* The project's own accumulation: every call adds its gradients (map or .grad) into the
+ * optimizer's accumulator, call k applies the sum (mean when average). Compiled graphs and
+ * ag_fit hand over one map per micro-batch and use this; the result has the bits of the ggmlR
+ * idiom (backward() into .grad, step(), zero_grad() after an applied step). */
+int pg_optim_step_sum(pg_optim *o, pg_gradmap *grads);
 int pg_optim_zero_grad(pg_optim *o);                           /* clear params' .grad + tape */
 /* SIMD level of the elementwise kernels (Adam, exp, log, sigmoid, tanh): -1 the widest this CPU
  * runs; 0 SSE2, 1 AVX2, 2 AVX-512 (one the CPU lacks falls back to the widest below). All give
@@ -183,6 +189,12 @@ int pg_simd_select(int which);
  * Borrowed; NULL if the slot was never allocated. */
 pg_tensor *pg_optim_state(pg_optim *o, int64_t i, int slot);
 int pg_optim_set_state(pg_optim *o, int64_t i, int slot, pg_tensor *value); /* copies values */
+/* load_state's write, all or nothing after checking finiteness and the counts: vals[s * n + i]
+ * is slot s of parameter i as column-major doubles of its shape (SGD: velocity; Adam: m, v).
+ * Adam's t is set, accum_count on both; accumulators dropped. */
+int pg_optim_load(pg_optim *o, const double *const *vals, int64_t n_vals, double t, double accum_count);
+/* A gradient map over keys -> vals (vals retained, copied by nobody: a user-built map). */
+pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);
 
 /* clip_grad_norm: global L2 norm of the params' gradients (from grads, or .grad when grads is
  * NULL); if norm > max_norm scales them by max_norm / (norm + 1e-6). Writes the pre-clip norm. */

@@ -318,6 +318,46 @@ void pg_reached_drop_since(int64_t r0, int64_t mark)
         }
     }
     n_reached = w;
+static int loss_is_input(const pg_tensor *loss)
+{
+    for (int64_t k = 0; k < tape.n; k++)
+        for (int i = 0; i < tape.nodes[k]->n_in; i++)
+            if (tape.nodes[k]->in[i] == loss) return 1;
+    return 0;
+}
+
+/* A map value about to be changed in place (clip_grad_norm / clip_grad_value on a map): when it
+ * shares its buffer with a tensor's .grad (backward() hands the first gradient to both), the
+ * map gets its own copy first, so .grad stays untouched as in ggmlR. NULL if absent or OOM. */
+pg_tensor *pg_gradmap_get_own(pg_gradmap *m, pg_tensor *key)
+{
+    return pg_gradmap_own_value(m, pg_gradmap_get(m, key));
+}
+
+/* the map's value g (NULL passes through), unshared as above */
+pg_tensor *pg_gradmap_own_value(pg_gradmap *m, pg_tensor *g)
+{
+    if (!g || (g->refcount <= 1 && g->st->refcount <= 1)) return g;
+    pg_tensor *c = pg_new(g->dtype, g->ne[0], g->ne[1], PG_MEM_GRAD);
+    if (!c) return NULL;
+    memcpy(pg_data(c), pg_data(g), (size_t)pg_numel(g) * pg_dtype_size(g->dtype));
+    for (int64_t i = 0; i < m->n; i++)
+        if (m->vals[i] == g) { m->vals[i] = c; break; }
+    pg_tensor_release(g);
+    return c;
+}
+
+/* Same for a tensor's .grad changed in place (the helpers with grads = NULL): the map keeps its values. */
+pg_tensor *pg_grad_own(pg_tensor *t)
+{
+    pg_tensor *g = t->grad;
+    if (!g || (g->refcount <= 1 && g->st->refcount <= 1)) return g;
+    pg_tensor *c = pg_new(g->dtype, g->ne[0], g->ne[1], PG_MEM_GRAD);
+    if (!c) return NULL;
+    memcpy(pg_data(c), pg_data(g), (size_t)pg_numel(g) * pg_dtype_size(g->dtype));
+    t->grad = c;
+    pg_tensor_release(g);
+    return c;
 }
 
 pg_gradmap *pg_backward(pg_tensor *loss)
@@ -374,7 +414,9 @@ static pg_gradmap *backward_locked(pg_tensor *loss)
         m->leaf[i] = t->node == NULL;
         m->vals[i] = t->bw_grad; /* takes over the ref held by bw_grad */
         t->bw_grad = NULL;
-        if (t->requires_grad && !t->node && !fail) fail = leaf_accumulate(t, m->vals[i]);
+        /* ggmlR 0.8.5+: every requires-grad input of a recorded node gets the map total once
+         * (intermediates too); the loss only when it is itself some node's input */
+        if (t->requires_grad && !fail && (t != loss || loss_is_input(loss))) fail = leaf_accumulate(t, m->vals[i]);
         pg_tensor_release(t);    /* the ref held by `reached` */
     }
     m->n = n_reached;

@@ -29,5 +29,6 @@ from .capture import *  # noqa: F401,F403  (ggmlR's captured functions and steps
 from .memory import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory, ...)
 from .attention import *  # noqa: F401,F403  (ag_flash_attention)
 from .checkpoint import ag_checkpoint  # noqa: F401  (gradient checkpointing; old callback alias)
+from .optim_state import OptimizerHyperWarning  # noqa: F401  (load_state's hyper-parameter warning)
 
 __version__ = "0.1.0"

@@ -7,11 +7,12 @@ values into the recorded input tensors and replays the whole graph in one C call
 - build "forward": the forward rules only; returns the output (a Tensor, reused each call);
 - build "grad": forward and backward into gradient buffers planned at the first call;
   returns ``(loss, grads)`` with grads a dict tensor id -> numpy array;
-- build "opt": forward, backward and ``optimizer.step`` (with its accumulate_steps); returns
-  the loss as a float.
+- build "opt": forward, backward and ``optimizer.step(grads, sum_grads=True)`` (its
+  accumulate_steps summing one replay's gradients per call); returns the loss as a float.
 
 Replays run the same kernels in the same order as the eager loop (with_grad_tape -> backward
--> opt.step(grads) -> zero_grad), so losses, gradients and weights are bit-identical. Inputs
+-> ``if opt.step(): opt.zero_grad()``, ggmlR's .grad idiom), so losses, gradients and weights
+are bit-identical. Inputs
 keep their recorded shapes: another shape raises ShapeError naming both (compile again for
 it).
 

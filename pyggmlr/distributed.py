@@ -572,17 +572,18 @@ class DistributedOptimizer:
         object.__setattr__(self, "_steps", 0)
         object.__setattr__(self, "max_norm", float(max_norm))
 
-    def step(self, grads: Optional[Gradients] = None, weight: float = 1.0) -> bool:
+    def step(self, grads: Optional[Gradients] = None, weight: float = 1.0, sum_grads: bool = False) -> bool:
         """All-reduce the gradients across ranks (weighted by `weight`, e.g. this rank's sample
-        count), clip them when max_norm is finite, then step the wrapped optimizer. Returns its
-        result (True when the weights changed). Raises what ag_allreduce_gradients raises."""
+        count), clip them when max_norm is finite, then step the wrapped optimizer (sum_grads:
+        passed on, see Optimizer.step). Returns its result (True when the weights changed).
+        Raises what ag_allreduce_gradients raises."""
         params = list(self.optimizer.params.values())
         ag_allreduce_gradients(params, grads, weight=weight, comm=self.comm, dtype=self.dtype,
                                check=self._steps == 0)
         object.__setattr__(self, "_steps", self._steps + 1)
         if math.isfinite(self.max_norm):
             clip_grad_norm(params, grads, self.max_norm)
-        return self.optimizer.step(grads)
+        return self.optimizer.step(grads, sum_grads=sum_grads)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.optimizer, name)
@@ -710,7 +711,7 @@ def ag_fit_distributed(model: Any, x: ArrayLike, y: Optional[ArrayLike] = None,
                 first = False
                 if math.isfinite(max_norm):
                     clip_grad_norm(params, None, max_norm)
-                opt.step(None)
+                opt.step(None, sum_grads=True)  # .grad is cleared per batch: the optimizer sums (accumulate_steps)
                 ag_tape_clear()
                 steps += 1
             comm.Allreduce(MPI.IN_PLACE, lsum, op=MPI.SUM)

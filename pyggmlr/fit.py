@@ -740,7 +740,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                         out = _forward(model, xb)
                         lv = lossfn(out, yb)
                     grads = backward(lv)
-                    opt.step(grads)
+                    opt.step(grads, sum_grads=True)  # one map per micro-batch: the optimizer sums them
                     opt.zero_grad()
                     del grads
                     lval = lv.item()

@@ -243,7 +243,7 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
     if optimizer is not None:
         if not isinstance(optimizer, Optimizer):
             raise ArgumentError(f"ag_save_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}")
-        st = optimizer.state()
+        st = optimizer._file_state()  # this file's layout (ggmlR's state() has another)
         names = _opt_names(optimizer, params)
         slots = sorted({s for entry in st["params"] for s in entry})
         meta["optimizer"] = json.dumps(_clean({"kind": st["kind"], "t": st["t"], "accum_count": st["accum_count"],
@@ -440,7 +440,7 @@ def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False,
         with warnings.catch_warnings():
             if quiet_hyper:
                 warnings.simplefilter("ignore")
-            optimizer.load_state(ostate)
+            optimizer._load_file_state(ostate)
     from .fit import _set_mode
     _set_mode(model, False)
     return model, {"epoch": epoch, "extra": extra, "tensors": tensors, "meta": meta}

@@ -1,18 +1,23 @@
 """Optimizers, gradient clipping and learning-rate schedulers. Updates run in the C core."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Dict
 
+from collections.abc import Mapping
 import math
 import warnings
+
+import numpy as np
 
 from . import _core
 from ._core import NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, StateError
 from .tape import Gradients
-from .tensor import Tensor, _read, _wrap
+from .tensor import Tensor, _read, _wrap, ag_tensor
 
-__all__ = ["optimizer_sgd", "optimizer_adam", "Optimizer", "clip_grad_norm"]  # schedulers: sched.py
+__all__ = ["optimizer_sgd", "optimizer_adam", "Optimizer", "clip_grad_norm", "OptimizerHyperWarning"]  # schedulers: sched.py
+
+from .optim_state import OptimizerHyperWarning  # noqa: E402  (re-exported)
 
 _SGD, _ADAM = 0, 1
 _SLOTS = {_SGD: ("velocity", "accum"), _ADAM: ("m", "v", "accum")}
@@ -21,13 +26,21 @@ _HYPER = {_SGD: ("lr", "momentum", "nesterov", "weight_decay", "accumulate_steps
 
 
 def _param_list(params, name):
-    """dict name -> tensor, or any iterable of tensors (a model's parameters() works too)."""
+    """(names, tensors): see _named_params."""
+    names, tensors, _ = _named_params(params, name)
+    return names, tensors
+
+
+def _named_params(params, name):
+    """(names, tensors, named): a dict name -> tensor (named), or any iterable of tensors (a
+    model's parameters() works too); walked by position, as ggmlR 0.8.6."""
     if hasattr(params, "parameters") and callable(params.parameters):
         params = params.parameters()
     if isinstance(params, Tensor):
         params = [params]
-    if isinstance(params, dict):
-        names, tensors = list(params.keys()), list(params.values())
+    named = isinstance(params, Mapping)
+    if named:
+        names, tensors = [str(k) for k in params.keys()], list(params.values())
     else:
         try:
             tensors = list(params)
@@ -37,7 +50,67 @@ def _param_list(params, name):
     for n, t in zip(names, tensors):
         if not isinstance(t, Tensor):
             raise ArgumentError(f"{name}: parameter {n!r} is a {type(t).__name__}, not a tensor")
-    return names, tensors
+    return names, tensors, named
+
+
+def _ptr(t):
+    return int(ffi.cast("intptr_t", t._handle()))
+
+
+def _lookup(grads, t):
+    """The entry of a user mapping for tensor t: keyed by the tensor, its id or str(id)."""
+    try:
+        if t in grads:
+            return grads[t]
+    except TypeError:
+        pass
+    for k in (t.id, str(t.id)):
+        if k in grads:
+            return grads[k]
+    p = _ptr(t)
+    for k, v in grads.items():
+        if isinstance(k, Tensor) and k._p is not None and _ptr(k) == p:
+            return v
+    return None
+
+
+class _Map:
+    """A C gradient map for step(): backward()'s own, or one built from a user mapping (values
+    converted to each parameter's dtype; freed on exit)."""
+
+    def __init__(self, grads, tensors, name):
+        self.m, self.own, self.keep = NULL, False, []
+        if grads is None:
+            return
+        if isinstance(grads, Gradients):
+            self.m = grads._m
+            return
+        if not isinstance(grads, Mapping):
+            raise ArgumentError(f"{name}: grads must be a mapping (the map returned by backward(), or a dict keyed by "
+                                f"tensor id or tensor) or None, got {type(grads).__name__}")
+        keys, vals = [], []
+        for t in tensors:
+            v = _lookup(grads, t)
+            if v is None:
+                continue
+            if not (isinstance(v, Tensor) and v.dtype == t.dtype):
+                v = ag_tensor(v.numpy() if isinstance(v, Tensor) else v, dtype=t.dtype)
+            self.keep.append(v)
+            keys.append(t._handle())
+            vals.append(v._handle())
+        self.keep.append((ka := ffi.new("pg_tensor *[]", keys or 1), va := ffi.new("pg_tensor *[]", vals or 1)))
+        m = lib.pg_gradmap_make(ka, va, len(keys))
+        if m == NULL:
+            _core.raise_last()
+        self.m, self.own = m, True
+
+    def __enter__(self):
+        return self.m
+
+    def __exit__(self, *exc):
+        if self.own:
+            lib.pg_gradmap_free(self.m)
+        return False
 
 
 def _grads_handle(grads, name):
@@ -48,35 +121,52 @@ def _grads_handle(grads, name):
     raise ArgumentError(f"{name}: grads must be the map returned by backward() or None, got {type(grads).__name__}")
 
 
+def _accum_steps(v):
+    """as.integer() truncation; NA / < 1 -> ggmlR's error."""
+    try:
+        k = int(float(v)) if not isinstance(v, bool) else int(v)
+    except (TypeError, ValueError, OverflowError):
+        k = 0
+    if k < 1:
+        raise PyggmlrValueError("accumulate_steps must be a positive integer")
+    return k
+
+
 class Optimizer:
     """Common base of optimizer_sgd / optimizer_adam (state lives in the C core).
 
-    Parameters are matched by identity, never by name; a tensor listed twice is kept once
-    (with a warning). Hyper-parameters are attributes (``opt.lr = 0.01``; schedulers write it).
+    Parameters are walked by position (ggmlR 0.8.6); a tensor listed twice is kept once with
+    ggmlR's warning. Hyper-parameters are attributes (``opt.lr = 0.01``; schedulers write it).
     """
 
     _kind: int = -1  # set by each subclass (enum of native/optim.c)
 
     def __init__(self, params: Any, **hyper: Any) -> None:
         cls = type(self).__name__
-        names, tensors = _param_list(params, cls)
-        arr = ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)
-        dropped = ffi.new("int64_t *")
-        o = lib.pg_optim_new(self._kind, arr, len(tensors), dropped)
-        if o == NULL:
-            _core.raise_last()
-        object.__setattr__(self, "_o", o)
-        # identity by C pointer (two Python handles can share one tensor)
-        uniq, ptrs = [], set()
+        names, tensors, named = _named_params(params, cls)
+        uniq, ptrs = [], set()  # identity by C pointer (two Python handles can share one tensor)
         for n, t in zip(names, tensors):
-            k = int(ffi.cast("intptr_t", t._p))
+            k = _ptr(t)
             if k not in ptrs:
                 ptrs.add(k)
                 uniq.append((n, t))
+        if len(uniq) < len(tensors):
+            warnings.warn(f"optimizer: {len(tensors) - len(uniq)} parameter(s) listed more than once (same tensor); "
+                          "keeping the first occurrence of each.", stacklevel=3)
+        if "accumulate_steps" in hyper:
+            hyper["accumulate_steps"] = _accum_steps(hyper["accumulate_steps"])
+        if "average" in hyper:  # isTRUE(average)
+            a = hyper["average"]
+            hyper["average"] = a is True or (isinstance(a, np.bool_) and bool(a))
+        arr = ffi.new("pg_tensor *[]", [t._handle() for _, t in uniq] or 1)
+        o = lib.pg_optim_new(self._kind, arr, len(uniq), NULL)
+        if o == NULL:
+            _core.raise_last()
+        object.__setattr__(self, "_o", o)
+        if not named:  # positions of the kept list
+            uniq = [(str(i + 1), t) for i, (_, t) in enumerate(uniq)]
         object.__setattr__(self, "params", dict(uniq))
-        if dropped[0]:
-            warnings.warn(f"{cls}: {dropped[0]} duplicate parameter tensor(s) dropped (parameters are matched by identity)",
-                          stacklevel=3)
+        object.__setattr__(self, "_named", named)
         for hk, hv in hyper.items():
             setattr(self, hk, hv)
 
@@ -114,59 +204,56 @@ class Optimizer:
         else:
             object.__setattr__(self, name, value)
 
-    def step(self, grads=None):
-        """Update the parameters from the map returned by backward(), or from each parameter's
-        .grad when grads is None. With accumulate_steps = k, calls 1..k-1 only accumulate and
-        call k applies the sum (mean if average) of exactly those k gradients.
-        Returns True when the weights changed."""
-        rc = lib.pg_optim_step(self._o, _grads_handle(grads, "step"))
+    def _slot(self, s):
+        """Slot s of every parameter as float64 numpy (zeros when never used), by name."""
+        out = {}
+        for i, (n, p) in enumerate(self.params.items()):
+            t = lib.pg_optim_state(self._o, i, s)
+            out[n] = np.zeros(p.shape, order="F") if t == NULL else _read(t).astype(np.float64, order="F")
+        return out
+
+    def step(self, grads: Any = None, sum_grads: bool = False) -> bool:
+        """ggmlR 0.8.6's step: from each parameter's .grad (grads None) or a mapping keyed like
+        backward()'s result (that map, or a dict keyed by tensor id / tensor). With
+        accumulate_steps = k, calls 1..k-1 only count and return False (nothing read, t
+        unchanged); call k applies the gradients / k (average) and returns True. Accumulate k
+        micro-batches with backward() (which adds into .grad), ``if opt.step(): opt.zero_grad()``.
+        sum_grads=True (this project's): every call adds grads into the optimizer's own
+        accumulator and call k applies their sum (mean), for loops that pass one map per call."""
+        tensors = list(self.params.values())
+        k = self.accumulate_steps
+        if not sum_grads and k > 1 and self.accum_count + 1 < k:
+            grads = None  # a counting call reads nothing, as ggmlR
+        with _Map(grads, tensors, "step") as m:
+            rc = (lib.pg_optim_step_sum if sum_grads else lib.pg_optim_step)(self._o, m)
         if rc < 0:
             _core.raise_last(-rc)
         return rc == 1
 
     def zero_grad(self):
-        """Clear the parameters' .grad and the tape."""
+        """Set every parameter's .grad to None (by position) and empty the tape."""
         _core.check(lib.pg_optim_zero_grad(self._o))
 
-    def state(self):
-        """Checkpointable state: format, step counters and per-parameter moments (numpy)."""
-        slots = _SLOTS[self._kind]
-        per = []
-        for i in range(lib.pg_optim_nparams(self._o)):
-            entry = {}
-            for s, nm in enumerate(slots):
-                t = lib.pg_optim_state(self._o, i, s)
-                entry[nm] = None if t == NULL else _read(t)
-            per.append(entry)
-        return {"format": "ggmlR.ag_opt_state", "version": 1, "kind": "adam" if self._kind == _ADAM else "sgd",
-                "t": self.t, "accum_count": self.accum_count,
-                "hyper": {k: getattr(self, k) for k in _HYPER[self._kind]}, "params": per}
+    def state(self) -> Dict[str, Any]:
+        """ggmlR 0.8.6's optimizer state: format, version 1, type, t, accum_count, names (None
+        for an unnamed list), slots (velocity / m, v: float64 arrays by position), hyper."""
+        from .optim_state import state
+        return state(self)
 
-    def load_state(self, state):
-        """Restore moments and counters from state(); hyper-parameters are kept (warns if they differ)."""
-        if not isinstance(state, dict) or state.get("format") != "ggmlR.ag_opt_state":
-            raise PyggmlrValueError("load_state(): not an optimizer state (format 'ggmlR.ag_opt_state')")
-        kind = "adam" if self._kind == _ADAM else "sgd"
-        if state.get("kind", kind) != kind:
-            raise PyggmlrValueError(f"load_state(): state is for {state.get('kind')}, this optimizer is {kind}")
-        per = state["params"]
-        n = lib.pg_optim_nparams(self._o)
-        if len(per) != n:
-            raise PyggmlrValueError(f"load_state(): state has {len(per)} parameters, optimizer has {n}")
-        diff = [k for k, v in state.get("hyper", {}).items() if k in _HYPER[self._kind] and getattr(self, k) != v]
-        if diff:
-            warnings.warn(f"load_state(): hyper-parameters differ from the saved ones and are kept: {', '.join(diff)}", stacklevel=2)
-        for i, entry in enumerate(per):
-            for s, nm in enumerate(_SLOTS[self._kind]):
-                v = entry.get(nm)
-                if v is None:
-                    _core.check(lib.pg_optim_set_state(self._o, i, s, NULL))
-                else:
-                    a = _f64(v)  # keep the array alive across the C call
-                    t = _wrap(lib.pg_tensor_new(lib.PG_F64, a.shape[0], a.shape[1], ffi.cast("void *", a.ctypes.data), lib.PG_F64, 1, a.shape[0]))
-                    _core.check(lib.pg_optim_set_state(self._o, i, s, t._p))
-        self.t = state.get("t", 0)
-        self.accum_count = state.get("accum_count", 0)
+    def load_state(self, state: Any) -> bool:
+        """Restore moments and counters from state() (ggmlR 0.8.6's checks, in order; nothing is
+        written unless all pass). Hyper-parameters are not restored: OptimizerHyperWarning when
+        they differ."""
+        from .optim_state import load_state
+        return load_state(self, state)
+
+    def _file_state(self):
+        from .optim_state import file_state
+        return file_state(self)
+
+    def _load_file_state(self, st):
+        from .optim_state import load_file_state
+        load_file_state(self, st)
 
 
 def _f64(v):
@@ -186,15 +273,15 @@ class optimizer_sgd(Optimizer):
 
     _kind = _SGD
 
-    def __init__(self, params: Any, lr: float = 0.01, momentum: float = 0.0, nesterov: bool = False,
-                 weight_decay: float = 0.0, accumulate_steps: int = 1, average: bool = True) -> None:
+    def __init__(self, params: Any, lr: float = 0.01, momentum: float = 0.0, accumulate_steps: int = 1,
+                 average: bool = True, nesterov: bool = False, weight_decay: float = 0.0) -> None:
         super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
                          accumulate_steps=accumulate_steps, average=average)
 
     @property
-    def velocity(self):
-        """The momentum buffers as a dict name -> numpy array (copies)."""
-        return {n: self.state()["params"][i]["velocity"] for i, n in enumerate(self.params)}
+    def velocity(self) -> Dict[str, np.ndarray]:
+        """The momentum buffers as a dict name -> float64 numpy array (copies; zeros before use)."""
+        return self._slot(0)
 
     def __repr__(self):
         return f"SGD optimizer | lr = {self.lr:g} | momentum = {self.momentum:g} | params: {len(self.params)} "
@@ -207,9 +294,21 @@ class optimizer_adam(Optimizer):
     _kind = _ADAM
 
     def __init__(self, params: Any, lr: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
-                 weight_decay: float = 0.0, accumulate_steps: int = 1, average: bool = True) -> None:
+                 accumulate_steps: int = 1, average: bool = True, weight_decay: float = 0.0) -> None:
         super().__init__(params, lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
                          accumulate_steps=accumulate_steps, average=average)
+
+    @property
+    def m(self) -> Dict[str, np.ndarray]:
+        """First moments, dict name -> float64 numpy array (copies; zeros before the first step)."""
+        return self._slot(0)
+
+    @property
+    def v(self) -> Dict[str, np.ndarray]:
+        """Second moments, dict name -> float64 numpy array (copies)."""
+        return self._slot(1)
+
+    resident = False  # ggmlR's GPU-resident moments: never, on the CPU
 
     def __repr__(self):
         return (f"Adam optimizer | lr = {self.lr:g} | beta1 = {self.beta1:g} | beta2 = {self.beta2:g} | "

@@ -394,9 +394,9 @@ def ag_param(data: Any, device: Optional[str] = None, dtype: Optional[str] = Non
 
 
 def ag_grad(x: Tensor) -> Optional[np.ndarray]:
-    """The accumulated gradient of x as numpy, or None."""
+    """The accumulated gradient of x (its .grad, not a backward() map) as numpy, or None."""
     if not isinstance(x, Tensor):
-        raise ArgumentError(f"ag_grad(): expected a tensor, got {type(x).__name__}")
+        raise ArgumentError("ag_grad(): `x` must be an ag_tensor")
     return x.grad
 
 

@@ -122,8 +122,9 @@ def _run_pair(model, opt_cls, dtype, steps=12, accumulate=1, **hyper):
     for x, y in data:
         with pg.with_grad_tape():
             le = loss_of(Pe, pg.ag_tensor(x, dtype=dtype), pg.ag_tensor(y, dtype=dtype))
-        oe.step(pg.backward(le))
-        oe.zero_grad()
+        pg.backward(le)  # ggmlR's idiom: .grad sums the micro-batches, step() reads it
+        if oe.step():
+            oe.zero_grad()
         lc = step(x, y)
         assert np.float64(le.item()) == np.float64(lc)
     for a, b in zip(Pe, Pc):

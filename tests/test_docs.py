@@ -84,7 +84,7 @@ def test_public_method_has_docstring(name):
 
 TYPED_MODULES = ("tensor", "tape", "fit", "data", "memory", "io", "random", "gradcheck", "optim", "_core",
                  "ops", "ops_select", "sched", "gpu", "nn", "distributed", "r", "parity", "parity_086", "parity_seed", "compile",
-                 "capture", "state", "parity_state", "fit_plan", "attention", "parity_attention")
+                 "capture", "state", "parity_state", "fit_plan", "attention", "parity_attention", "optim_state", "parity_opt")
 TYPED_MODULES += ("ops_loss", "parity_loss")
 TYPED_MODULES += ("checkpoint", "parity_ckpt")
 

@@ -71,7 +71,7 @@ def _scenario_model_and_io(tmp_path):
     path = tmp_path / "m.safetensors"
     pg.ag_save_model(m, path, optimizer=opt, epoch=2)
     m2 = pg.ag_load_model(path)
-    with pytest.warns(UserWarning, match="hyper-parameters differ.*lr"):  # saved lr 0.01, this one 1e-3
+    with pytest.warns(UserWarning, match="hyperparameters differ.*lr"):  # saved lr 0.01, this one 1e-3
         pg.ag_load_model(path, model=m2, optimizer=pg.optimizer_adam(m2.parameters()))
     bad = tmp_path / "bad.safetensors"
     bad.write_bytes(path.read_bytes()[:-7])

@@ -460,7 +460,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         })
         if (!is_ag_tensor(lv)) .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor")
         grads <- backward(lv)
-        opt$step(grads)
+        opt$step(grads, sum_grads = TRUE)  # one environment per micro-batch: the optimizer sums them
         opt$zero_grad()
         rm(grads)
         lval <- lv$data[1L, 1L]

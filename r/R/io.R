@@ -304,7 +304,7 @@
   if (!is.null(optimizer)) {
     if (!.is_optimizer(optimizer))
       stop(sprintf("ag_save_model(): optimizer must be an optimizer object, got %s", class(optimizer)[[1L]]), call. = FALSE)
-    st <- optimizer$state()
+    st <- .opt_file_state(optimizer)  # this file's layout (ggmlR's state() has another)
     names_o <- .opt_names(optimizer, params)
     slots <- sort(unique(unlist(lapply(st$params, function(e) names(e)[!vapply(e, is.null, logical(1))]))))
     hyper <- lapply(st$hyper, function(v) if (is.logical(v)) v else as.double(v))
@@ -487,7 +487,7 @@
     attr(a, "dtype") <- NULL
     w$t$data <- a
   }
-  if (!is.null(ostate)) optimizer$load_state(ostate)
+  if (!is.null(ostate)) .opt_load_file_state(optimizer, ostate)
   ag_eval(model)
   list(model = model, epoch = epoch, extra = extra, tensors = tensors, meta = meta)
 }

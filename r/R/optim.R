@@ -27,21 +27,63 @@
   params[keep]
 }
 
+# the layout of this project's model files (io.R): slots incl. the accumulator, all hyper-parameters
 .SLOTS <- list(sgd = c("velocity", "accum"), adam = c("m", "v", "accum"))
 .HYPER <- list(sgd = c("lr", "momentum", "nesterov", "weight_decay", "accumulate_steps", "average"),
                adam = c("lr", "beta1", "beta2", "eps", "weight_decay", "accumulate_steps", "average"))
 
+# ggmlR 0.8.6: params must be a list (a model or one tensor accepted too), walked by position,
+# names kept as given (NULL, empty or duplicated); the same tensor twice is kept once.
+.opt_params <- function(params, where) {
+  if (is.environment(params) && is.function(params$parameters)) params <- params$parameters()
+  if (is_ag_tensor(params)) params <- list(params)
+  if (!is.list(params)) stop("is.list(params) is not TRUE", call. = FALSE)
+  for (i in seq_along(params))
+    if (!is_ag_tensor(params[[i]]))
+      stop(sprintf("%s: parameter %d is not an ag_tensor", where, i), call. = FALSE)
+  keep <- logical(length(params))
+  seen <- list()
+  for (i in seq_along(params)) {
+    p <- params[[i]]$.ptr
+    dup <- FALSE
+    for (q in seen) if (.Call(R_pg_same_tensor, p, q)) { dup <- TRUE; break }
+    keep[i] <- !dup
+    if (!dup) seen[[length(seen) + 1L]] <- p
+  }
+  if (any(!keep))
+    warning(sprintf("optimizer: %d parameter(s) listed more than once (same tensor); keeping the first occurrence of each.",
+                    sum(!keep)), call. = FALSE)
+  params[keep]
+}
+
+# step()'s gradients as a core map: backward()'s environment as it is; any other environment
+# keyed by as.character(id) (a user-built one) copied into a new map
+.step_map <- function(grads, params) {
+  if (is.null(grads)) return(NULL)
+  if (!is.environment(grads))
+    stop("step: grads must be an environment keyed by tensor id (as backward() returns) or NULL", call. = FALSE)
+  m <- get0(".map", envir = grads, inherits = FALSE)
+  if (!is.null(m)) return(m)
+  vals <- lapply(params, function(p) {
+    v <- get0(as.character(p$id), envir = grads, inherits = FALSE)
+    if (is_ag_tensor(v)) v$data else v
+  })
+  has <- !vapply(vals, is.null, logical(1))
+  .Call(R_pg_gradmap_build, lapply(params[has], function(p) p$.ptr), vals[has])
+}
+
 .make_optimizer <- function(kind, params, hyper, cls, where) {
-  params <- .param_list(params, where)
+  params <- .opt_params(params, where)
+  k <- suppressWarnings(as.integer(hyper$accumulate_steps))
+  if (length(k) != 1L || is.na(k) || k < 1L) stop("accumulate_steps must be a positive integer", call. = FALSE)
+  hyper$accumulate_steps <- k
+  hyper$average <- isTRUE(hyper$average)
   res <- .Call(R_pg_optim_new, if (kind == "sgd") 0L else 1L, lapply(params, function(p) p$.ptr))
   h <- res[[1L]]
-  if (res[[2L]] > 0)
-    warning(sprintf("%s: %d duplicate parameter tensor(s) dropped (parameters are matched by identity)",
-                    where, as.integer(res[[2L]])), call. = FALSE)
   e <- new.env(parent = emptyenv())
   e$.h <- h
   e$kind <- kind
-  e$params <- .dedup(params)
+  e$params <- params
   for (nm in c(.HYPER[[kind]], "t", "accum_count")) {
     local({
       key <- nm
@@ -53,64 +95,50 @@
       }, e)
     })
   }
-  for (nm in names(hyper)) assign(nm, hyper[[nm]], envir = e)
-  e$step <- function(grads = NULL) invisible(.Call(R_pg_optim_step, h, grads))
-  e$zero_grad <- function() invisible(.Call(R_pg_optim_zero_grad, h))
-  e$state <- function() {
-    slots <- .SLOTS[[kind]]
-    per <- lapply(seq_along(e$params), function(i) {
-      s <- lapply(seq_along(slots), function(k) .Call(R_pg_optim_state, h, i - 1, k - 1L))
-      names(s) <- slots
-      s
+  # moments / velocity: one double matrix per parameter, by position, named like params (zeros before use)
+  slot_list <- function(s) {
+    v <- lapply(seq_along(e$params), function(i) {
+      m <- .Call(R_pg_optim_state, h, i - 1, s)
+      if (is.null(m)) matrix(0, nrow(e$params[[i]]$data), ncol(e$params[[i]]$data)) else m
     })
-    names(per) <- names(e$params)
-    hp <- lapply(.HYPER[[kind]], function(k) get(k, envir = e))
-    names(hp) <- .HYPER[[kind]]
-    list(format = "ggmlR.ag_opt_state", version = 1L, kind = kind, t = e$t,
-         accum_count = e$accum_count, hyper = hp, params = per)
+    names(v) <- names(e$params)
+    v
   }
-  e$load_state <- function(state) {
-    if (!is.list(state) || !identical(state$format, "ggmlR.ag_opt_state"))
-      stop("load_state(): not an optimizer state (format 'ggmlR.ag_opt_state')", call. = FALSE)
-    if (!is.null(state$kind) && !identical(state$kind, kind))
-      stop(sprintf("load_state(): state is for %s, this optimizer is %s", state$kind, kind), call. = FALSE)
-    per <- state$params
-    if (length(per) != length(e$params))
-      stop(sprintf("load_state(): state has %d parameters, optimizer has %d", length(per), length(e$params)),
-           call. = FALSE)
-    hp <- state$hyper
-    diff <- names(hp)[vapply(names(hp), function(k)
-      k %in% .HYPER[[kind]] && !isTRUE(all.equal(as.numeric(get(k, envir = e)), as.numeric(hp[[k]]))), logical(1))]
-    if (length(diff))
-      warning(sprintf("load_state(): hyper-parameters differ from the saved ones and are kept: %s",
-                      paste(diff, collapse = ", ")), call. = FALSE)
-    slots <- .SLOTS[[kind]]
-    for (i in seq_along(per)) for (k in seq_along(slots))
-      .Call(R_pg_optim_set_state, h, i - 1, k - 1L, per[[i]][[slots[[k]]]])
-    e$t <- if (is.null(state$t)) 0 else state$t
-    e$accum_count <- if (is.null(state$accum_count)) 0 else state$accum_count
-    invisible(e)
+  e$.slot <- slot_list
+  if (kind == "sgd") makeActiveBinding("velocity", function() slot_list(0L), e)
+  else {
+    makeActiveBinding("m", function() slot_list(0L), e)
+    makeActiveBinding("v", function() slot_list(1L), e)
+    e$resident <- FALSE
   }
+  for (nm in names(hyper)) assign(nm, hyper[[nm]], envir = e)
+  # ggmlR 0.8.6: with accumulate_steps k, calls 1..k-1 only count (nothing read); call k reads
+  # grads (or each $grad) / k and applies. sum_grads = TRUE (this project's): every call's grads
+  # are summed by the optimizer, for loops that pass one environment per micro-batch.
+  e$step <- function(grads = NULL, sum_grads = FALSE) {
+    sum_grads <- isTRUE(sum_grads)
+    k <- e$accumulate_steps
+    if (!sum_grads && k > 1L && e$accum_count + 1L < k) grads <- NULL
+    m <- .step_map(grads, e$params)
+    invisible(.Call(if (sum_grads) R_pg_optim_step_sum else R_pg_optim_step, h, m))
+  }
+  e$zero_grad <- function() invisible(.Call(R_pg_optim_zero_grad, h))
+  e$state <- function() .opt_state(e)
+  e$load_state <- function(state) .opt_load_state(e, state)
   class(e) <- cls
   e
 }
 
-optimizer_sgd <- function(params, lr = 0.01, momentum = 0.0, nesterov = FALSE, weight_decay = 0,
-                          accumulate_steps = 1L, average = TRUE) {
-  o <- .make_optimizer("sgd", params,
-                       list(lr = lr, momentum = momentum, nesterov = nesterov, weight_decay = weight_decay,
-                            accumulate_steps = accumulate_steps, average = average),
-                       "ag_optimizer_sgd", "optimizer_sgd")
-  makeActiveBinding("velocity", function() {
-    v <- lapply(seq_along(o$params), function(i) .Call(R_pg_optim_state, o$.h, i - 1, 0L))
-    names(v) <- names(o$params)
-    v
-  }, o)
-  o
+optimizer_sgd <- function(params, lr = 0.01, momentum = 0.0, accumulate_steps = 1L, average = TRUE,
+                          nesterov = FALSE, weight_decay = 0) {
+  .make_optimizer("sgd", params,
+                  list(lr = lr, momentum = momentum, nesterov = nesterov, weight_decay = weight_decay,
+                       accumulate_steps = accumulate_steps, average = average),
+                  "ag_optimizer_sgd", "optimizer_sgd")
 }
 
-optimizer_adam <- function(params, lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0,
-                           accumulate_steps = 1L, average = TRUE) {
+optimizer_adam <- function(params, lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, accumulate_steps = 1L,
+                           average = TRUE, weight_decay = 0) {
   .make_optimizer("adam", params,
                   list(lr = lr, beta1 = beta1, beta2 = beta2, eps = eps, weight_decay = weight_decay,
                        accumulate_steps = accumulate_steps, average = average),

@@ -50,7 +50,7 @@ ag_param <- function(data, device = ag_default_device(), dtype = ag_default_dtyp
 is_ag_tensor <- function(x) inherits(x, "ag_tensor")
 
 ag_grad <- function(x) {
-  if (!is_ag_tensor(x)) stop("ag_grad(): expected an ag_tensor", call. = FALSE)
+  if (!is_ag_tensor(x)) stop("ag_grad(): `x` must be an ag_tensor", call. = FALSE)
   x$grad
 }
 

@@ -127,6 +127,9 @@ extern SEXP R_pg_ckpt_record(SEXP, SEXP, SEXP);
 extern SEXP R_pg_ckpt_replay(SEXP);
 extern SEXP R_pg_ckpt_tape(SEXP);
 extern SEXP R_pg_ckpt_segment(SEXP);
+extern SEXP R_pg_optim_step_sum(SEXP, SEXP);
+extern SEXP R_pg_gradmap_build(SEXP, SEXP);
+extern SEXP R_pg_optim_load(SEXP, SEXP, SEXP, SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm",           (DL_FUNC) &R_pg_batch_norm,           8},
@@ -242,6 +245,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_ckpt_replay",          (DL_FUNC) &R_pg_ckpt_replay,          1},
     {"R_pg_ckpt_tape",            (DL_FUNC) &R_pg_ckpt_tape,            1},
     {"R_pg_ckpt_segment",         (DL_FUNC) &R_pg_ckpt_segment,         1},
+    {"R_pg_optim_step_sum",       (DL_FUNC) &R_pg_optim_step_sum,       2},
+    {"R_pg_gradmap_build",        (DL_FUNC) &R_pg_gradmap_build,        2},
+    {"R_pg_optim_load",           (DL_FUNC) &R_pg_optim_load,           4},
     {NULL, NULL, 0}
 };
 

@@ -113,3 +113,50 @@ SEXP R_pg_grad_anomaly(SEXP params, SEXP grads)
     UNPROTECT(5);
     return out;
 }
+
+/* ---- ggmlR 0.8.6 accumulation and state (optim.R, optim_state.R) ---- */
+
+SEXP R_pg_optim_step_sum(SEXP h, SEXP grads)
+{
+    pg_optim *o = r_get(h, R_OPTIM);
+    int rc = pg_optim_step_sum(o, map_arg(grads));
+    if (rc < 0) r_fail();
+    return Rf_ScalarLogical(rc == 1);
+}
+
+/* a gradient map from a user-built environment's entries: params (handles) -> vals (numbers,
+ * converted to each parameter's dtype) */
+SEXP R_pg_gradmap_build(SEXP params, SEXP vals)
+{
+    pg_tensor **keys = r_handle_array(params, "step");
+    R_xlen_t n = XLENGTH(params);
+    if (TYPEOF(vals) != VECSXP || XLENGTH(vals) != n) Rf_error("step: one gradient per parameter expected");
+    pg_tensor **tv = (pg_tensor **)R_alloc(n > 0 ? n : 1, sizeof *tv);
+    for (R_xlen_t i = 0; i < n; i++) {
+        tv[i] = r_new_tensor(VECTOR_ELT(vals, i), pg_tensor_dtype(keys[i]), "step");
+        if (!tv[i]) {
+            for (R_xlen_t k = 0; k < i; k++) pg_tensor_release(tv[k]);
+            r_fail();
+        }
+    }
+    pg_gradmap *m = pg_gradmap_make(keys, tv, (int64_t)n);
+    for (R_xlen_t k = 0; k < n; k++) pg_tensor_release(tv[k]); /* the map holds its own refs */
+    return r_wrap(m, R_GRADMAP);
+}
+
+/* load_state's write: vals = slot-major list of double matrices (checked in R), t, accum_count */
+SEXP R_pg_optim_load(SEXP h, SEXP vals, SEXP t, SEXP ac)
+{
+    pg_optim *o = r_get(h, R_OPTIM);
+    R_xlen_t n = XLENGTH(vals), np = pg_optim_nparams(o);
+    const double **v = (const double **)R_alloc(n > 0 ? n : 1, sizeof *v);
+    for (R_xlen_t j = 0; j < n; j++) {
+        SEXP x = VECTOR_ELT(vals, j);
+        pg_tensor *p = pg_optim_param(o, np > 0 ? j % np : 0);
+        if (TYPEOF(x) != REALSXP || !p || XLENGTH(x) != (R_xlen_t)pg_tensor_nrow(p) * pg_tensor_ncol(p))
+            Rf_error("optimizer load_state(): slot value %lld is not a double matrix of its parameter's size", (long long)j + 1);
+        v[j] = REAL(x);
+    }
+    r_check(pg_optim_load(o, v, (int64_t)n, Rf_asReal(t), Rf_asReal(ac)));
+    return R_NilValue;
+}

@@ -265,6 +265,8 @@ SEXP R_pg_gradmap_set(SEXP map, SEXP id, SEXP value)
     pg_gradmap *m = r_get(map, R_GRADMAP);
     pg_tensor *g = pg_gradmap_get_id(m, (int64_t)Rf_asReal(id));
     if (g == NULL) Rf_error("no gradient with id %.0f in this map", Rf_asReal(id));
+    g = pg_gradmap_own_value(m, g); /* the environment only: $grad keeps its values, as in ggmlR */
+    if (g == NULL) Rf_error("gradient<-: out of memory");
     pg_tensor *src = r_new_tensor(value, PG_F64, "gradient<-");
     if (src == NULL) r_fail();
     int rc = pg_tensor_write(g, pg_tensor_data(src), PG_F64, pg_tensor_nrow(src), pg_tensor_ncol(src), 1,

@@ -525,6 +525,8 @@ static void test_errors(void)
     CHECK_ERR(pg_optim_set(NULL, "lr", 1) != 0, PG_ERR_ARG, "NULL");
     CHECK_ERR(isnan(pg_optim_get(NULL, "lr")), PG_ERR_ARG, "NULL");
     CHECK_ERR(pg_optim_step(NULL, NULL) < 0, PG_ERR_ARG, "NULL");
+    CHECK_ERR(pg_optim_step_sum(NULL, NULL) < 0, PG_ERR_ARG, "NULL");
+    CHECK_ERR(pg_optim_load(NULL, NULL, 0, 0, 0) != 0, PG_ERR_ARG, "NULL");
     CHECK_ERR(pg_optim_zero_grad(NULL) != 0, PG_ERR_ARG, "NULL");
     CHECK(pg_optim_state(NULL, 0, 0) == NULL);
     CHECK_ERR(pg_optim_set_state(NULL, 0, 0, a) != 0, PG_ERR_VALUE, "no slot");

@@ -19,8 +19,8 @@
   le <- lc <- numeric(steps)
   for (i in seq_len(steps)) {
     with_grad_tape(loss <- f(Pe, ag_tensor(data[[i]]$x), ag_tensor(data[[i]]$y)))
-    oe$step(backward(loss))
-    oe$zero_grad()
+    backward(loss)  # ggmlR's idiom: $grad sums the micro-batches, step() reads it
+    if (oe$step()) oe$zero_grad()
     le[i] <- as.numeric(loss$data)
     lc[i] <- step(data[[i]]$x, data[[i]]$y)
   }
@@ -77,8 +77,8 @@ test_that("compiled grad and forward builds, shape errors, print", {
   le <- numeric(steps)
   for (i in seq_len(steps)) {
     with_grad_tape(loss <- f(Me, ag_tensor(data[[i]]$x), ag_tensor(data[[i]]$y)))
-    oe$step(backward(loss))
-    oe$zero_grad()
+    backward(loss)  # ggmlR's idiom: $grad sums the micro-batches, step() reads it
+    if (oe$step()) oe$zero_grad()
     le[i] <- as.numeric(loss$data)
   }
   seed_e <- .Random.seed

@@ -154,7 +154,7 @@ test_that("optimizer state is saved and restored (Adam moments, t)", {
   opt2 <- optimizer_adam(m2$parameters(), lr = 0.01)
   ag_load_model(f, model = m2, optimizer = opt2)
   expect_equal(opt2$t, 3L)
-  expect_identical(opt2$state()$params, opt$state()$params)
+  expect_identical(opt2$state()$slots, opt$state()$slots)
   # both continue identically
   for (o in list(list(m, opt), list(m2, opt2))) {
     with_grad_tape(l <- ag_mse_loss(o[[1]]$forward(x), y)); o[[2]]$step(backward(l)); o[[2]]$zero_grad()
@@ -288,14 +288,14 @@ test_that("files cross between R and Python in both directions", {
     "        l = p.ag_mean(m.forward(x))",
     "    opt.step(p.backward(l)); opt.zero_grad()",
     "p.ag_save_model(m, %s, optimizer=opt, epoch=2)",
-    "print(repr(float(opt.state()['params'][0]['m'][1, 0])))", sep = "\n"), shQuote(h)))
+    "print(repr(float(opt.state()['slots']['m'][0][1, 0])))", sep = "\n"), shQuote(h)))
   expect_equal(res$status, 0L, info = paste(res$out, collapse = "\n"))
   local_f64()
   m3 <- ag_sequential(ag_linear(2, 3, "tanh"), ag_linear(3, 1))
   o3 <- optimizer_adam(m3$parameters(), lr = 0.1)
   ag_load_model(h, model = m3, optimizer = o3)
   expect_equal(o3$t, 2L)
-  expect_equal(o3$state()$params$layer1_W$m[2, 1], as.numeric(res$out[length(res$out)]), tolerance = 1e-15)
-  expect_true(o3$state()$params$layer1_W$m[2, 1] != 0)
+  expect_equal(o3$state()$slots$m$layer1_W[2, 1], as.numeric(res$out[length(res$out)]), tolerance = 1e-15)
+  expect_true(o3$state()$slots$m$layer1_W[2, 1] != 0)
   expect_equal(ag_model_info(h)$epoch, 2)
 })
