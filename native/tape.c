@@ -318,6 +318,8 @@ void pg_reached_drop_since(int64_t r0, int64_t mark)
         }
     }
     n_reached = w;
+}
+
 static int loss_is_input(const pg_tensor *loss)
 {
     for (int64_t k = 0; k < tape.n; k++)
