@@ -151,7 +151,7 @@ def _case(name: str, kind: str, k: int, avg: bool = True, trap: bool = False, re
 
 _case("opt: $grad accumulation idiom, sgd momentum k=4", "sgd", 4)
 _case("opt: $grad accumulation idiom, adam k=2", "adam", 2)
-_case("opt: $grad accumulation idiom, adam k=3 average=FALSE", "adam", 3, avg=False, steps=9)
+_case("opt: $grad accumulation, adam k=3 average=FALSE", "adam", 3, avg=False, steps=9)
 _case("opt: step(backward()) trap, sgd k=2", "sgd", 2, trap=True)
-_case("opt: state/load_state through a file continues identically, adam k=2", "adam", 2, resume=True, steps=4)
-_case("opt: state/load_state through a file continues identically, sgd k=1", "sgd", 1, resume=True, steps=3)
+_case("opt: state/load_state via a file, adam k=2", "adam", 2, resume=True, steps=4)
+_case("opt: state/load_state via a file, sgd k=1", "sgd", 1, resume=True, steps=3)
