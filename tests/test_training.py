@@ -376,3 +376,38 @@ def test_demo_command(tmp_path, capsys):
     else:
         assert f"loss curve: {png}" in out and png.read_bytes()[:4] == b"\x89PNG"
     assert main([]) == 1 and "demo" in capsys.readouterr().out
+
+
+def test_a_run_checkpointed_in_r_resumes_in_python_exactly(tmp_path):
+    """ag_model_checkpoint in R, ag_fit(resume_from=) in Python: the same file layout, so the
+    resumed run equals Python's uninterrupted one bit for bit (skips only without R)."""
+    import shutil
+    import subprocess
+    if shutil.which("Rscript") is None:
+        pytest.skip("R is not installed: the cross-language resume needs Rscript")
+    if subprocess.run(["Rscript", "-e", "library(pyggmlr)"], capture_output=True, timeout=120).returncode:
+        pytest.skip("the R package pyggmlr is not installed")
+    f = tmp_path / "r_run.safetensors"
+    script = f"""library(pyggmlr); ag_dtype("f64")
+set.seed(3); x <- matrix(rnorm(160), 4, 40); y <- as.integer(colSums(x[1:2, ]) > 0)
+set.seed(11); m <- ag_sequential(ag_linear(4, 6, "relu"), ag_dropout(0.1), ag_linear(6, 2))
+invisible(ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, val_split = 0.25, seed = 1L, lr = 0.02, silent = TRUE,
+                 callbacks = list(ag_model_checkpoint("{f}"))))"""
+    p = subprocess.run(["Rscript", "-e", script], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    pg.ag_dtype("f64")
+    try:
+        pg.ggml_set_seed(3)
+        x = pg.random.rnorm(160).reshape((4, 40), order="F")
+        y = (x[0] + x[1] > 0).astype(int)
+
+        def model():
+            pg.ggml_set_seed(11)
+            return pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_dropout(0.1), pg.ag_linear(6, 2))
+        kw = dict(batch_size=8, val_split=0.25, seed=1, lr=0.02, silent=True)
+        full = pg.ag_fit(model(), x, y, nepoch=4, **kw)
+        rest = pg.ag_fit(pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_dropout(0.1), pg.ag_linear(6, 2)), x, y,
+                         nepoch=4, resume_from=str(f), **kw)
+        assert rest.loss == full.loss and rest.val_loss == full.val_loss and rest.epoch == [1, 2, 3, 4]
+    finally:
+        pg.ag_dtype("f32")

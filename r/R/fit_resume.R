@@ -70,8 +70,8 @@ print.ag_model_checkpoint <- function(x, ...) {
 # Load a checkpoint into model and opt and check it belongs to this run; returns what ag_fit
 # needs to go on: list(epoch, fit = the saved fit state, tensors).
 .fit_resume <- function(path, model, opt, settings) {
-  r <- .load_model(path, model = model, optimizer = opt)
-  fs <- if (is.list(r$extra)) r$extra$fit else NULL
+  extra <- .meta_json(.read_safetensors(path)$meta, "extra", path)  # checked before anything is written
+  fs <- if (is.list(extra)) extra$fit else NULL
   if (!is.list(fs) || !is.list(fs$settings))
     .fit_stop("ag_fit: %s is not an ag_fit checkpoint (no training state)", path)
   for (k in c("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss")) {
@@ -81,6 +81,9 @@ print.ag_model_checkpoint <- function(x, ...) {
       .fit_stop("ag_fit: cannot resume: %s was %s in the checkpoint, now %s", k,
                 if (is.null(was)) "None" else format(was), format(now))
   }
+  # this run's hyper-parameters stay (as in Python): no warning that the file's differ
+  r <- withCallingHandlers(.load_model(path, model = model, optimizer = opt),
+                           ggmlR_opt_hyper_warning = function(w) invokeRestart("muffleWarning"))
   if (is.null(r$epoch)) .fit_stop("ag_fit: %s is not a training checkpoint (no epoch)", path)
   list(epoch = as.integer(r$epoch), fit = fs, tensors = r$tensors)
 }

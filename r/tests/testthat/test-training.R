@@ -261,3 +261,18 @@ test_that("ag_fit(resume_from =) continues a checkpointed run exactly (shuffle, 
   expect_error(ag_model_checkpoint(f, every = 0), "every must be an integer >= 1", fixed = TRUE)
   expect_output(print(ag_model_checkpoint("a.safetensors", 2)), "ag_model_checkpoint | path=a.safetensors | every=2", fixed = TRUE)
 })
+
+test_that("a refused resume_from changes nothing; R resumes a Python checkpoint layout", {
+  local_f64()
+  set.seed(3)
+  x <- matrix(rnorm(4 * 40), 4, 40); y <- as.integer(colSums(x[1:2, ]) > 0)
+  m <- ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 2))
+  f <- tempfile(fileext = ".safetensors")
+  ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, seed = 1L, silent = TRUE, callbacks = list(ag_model_checkpoint(f)))
+  m2 <- ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 2))
+  before <- lapply(m2$parameters(), function(p) p$data)
+  expect_error(ag_fit(m2, x, y, nepoch = 3L, batch_size = 4L, seed = 1L, silent = TRUE, resume_from = f),
+               "cannot resume: batch_size was 8", fixed = TRUE)
+  expect_identical(lapply(m2$parameters(), function(p) p$data), before)  # nothing written
+  expect_silent(ag_fit(m2, x, y, nepoch = 3L, batch_size = 8L, seed = 1L, silent = TRUE, lr = 0.5, resume_from = f))
+})
