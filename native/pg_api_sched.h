@@ -10,7 +10,8 @@ enum pg_sched_kind {
     PG_SCHED_CYCLIC = 2,         /* par: base_lr, max_lr, up, down, mode (0 triangular, 1 triangular2, 2 exp_range), gamma; st: last_step */
     PG_SCHED_ONECYCLE = 3,       /* par: max_lr, total, initial, final, step_up, anneal (0 cos, 1 linear), base_m, max_m; st: last_step */
     PG_SCHED_WARMUP_COSINE = 4,  /* par: warmup, total, lr_max, lr_min, warmup_start_lr; st: last_step */
-    PG_SCHED_COUNT = 5
+    PG_SCHED_WARMUP = 5,         /* par: warmup_steps, base_lr, start_factor; st: last_epoch (step's lr NaN after: hand over) */
+    PG_SCHED_COUNT = 6
 };
 enum pg_sched_sizes { PG_SCHED_NPAR = 8, PG_SCHED_NSTATE = 3 };
 

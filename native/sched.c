@@ -56,6 +56,10 @@ int pg_sched_init(int kind, double *par, double *st, double cur_lr, double *lr0,
         par[2] = cur_lr;   /* lr_max */
         if (par[0] > 0) *lr0 = par[4];
         return 0;
+    case PG_SCHED_WARMUP:  /* par[1] base_lr: the front end's (the optimizer's, or the next schedule's lr_max) */
+        if (whole_at_least(par[0], 1, "warmup_steps must be >= 1")) return PG_ERR_VALUE;
+        *lr0 = par[1] * par[2];
+        return 0;
     default:
         return pg_fail(PG_ERR_VALUE, "lr_scheduler: unknown kind %d", kind);
     }
@@ -119,6 +123,11 @@ int pg_sched_step(int kind, const double *par, double *st, double cur_lr, double
         st[0] = s;
         if (s <= w) *lr = par[4] + (par[2] - par[4]) * s / w;
         else *lr = par[3] + 0.5 * (par[2] - par[3]) * (1 + cos(M_PI * (s - w) / (total - w)));
+        return 0;
+    }
+    case PG_SCHED_WARMUP: {  /* linear from base * start_factor to base; then NaN: the next schedule's turn */
+        const double s = ++st[0];
+        *lr = s <= par[0] ? par[1] * (par[2] + (1 - par[2]) * s / par[0]) : NAN;
         return 0;
     }
     default:

@@ -21,6 +21,8 @@ _opt_case("scheduler onecycle sgd (momentum cycled)", lambda P, p: P.optimizer_s
           sched=lambda P, o: P.lr_scheduler_onecycle(o, 0.2, 7))
 _opt_case("scheduler onecycle adam linear (beta1 cycled)", lambda P, p: P.optimizer_adam(p, lr=0.1), steps=6,
           sched=lambda P, o: P.lr_scheduler_onecycle(o, 0.05, 5, pct_start=0.4, anneal_strategy="linear"))
+_opt_case("scheduler warmup then cosine", lambda P, p: P.optimizer_sgd(p, lr=0.1, momentum=0.5), steps=7,
+          sched=lambda P, o: P.lr_scheduler_warmup(o, 3, after=P.lr_scheduler_cosine(o, 4, lr_min=0.01), start_factor=0.2))
 _opt_case("scheduler warmup_cosine", lambda P, p: P.optimizer_adam(p, lr=0.05), steps=7,
           sched=lambda P, o: P.lr_scheduler_warmup_cosine(o, 2, 6, lr_min=0.001, warmup_start_lr=0.01))
 

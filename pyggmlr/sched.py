@@ -219,33 +219,33 @@ class lr_scheduler_warmup_cosine(_Schedule):
                 f"lr_max={self.lr_max:.6f} | step={self.last_step} | lr={self.optimizer.lr:.6f}")
 
 
-class lr_scheduler_warmup:
-    """Linear warmup over warmup_steps calls (lr rising to the base lr), then hand over to
-    `after` (another scheduler built on the same optimizer), if given."""
+class lr_scheduler_warmup(_Schedule):
+    """Linear warmup over warmup_steps calls, from base_lr * start_factor up to base_lr (the
+    optimizer's lr, or `after`'s lr_max when `after` is a cosine schedule), then hand over to
+    `after` (another schedule on the same optimizer), if given. The formula is the core's
+    (pg_api_sched.h), the same in R."""
+
+    _kind, _name = lib.PG_SCHED_WARMUP, "lr_scheduler_warmup"
 
     def __init__(self, optimizer: Optimizer, warmup_steps: int, after: Any = None, start_factor: float = 0.0) -> None:
-        self.optimizer, self.warmup_steps, self.after = optimizer, int(warmup_steps), after
-        if self.warmup_steps < 1:
-            raise PyggmlrValueError(f"lr_scheduler_warmup: warmup_steps must be >= 1, got {warmup_steps}")
-        self.base_lr = after.lr_max if isinstance(after, lr_scheduler_cosine) else optimizer.lr
-        self.start_factor = float(start_factor)
-        self.last_epoch = 0
-        optimizer.lr = self.base_lr * self.start_factor
+        self.after = after
+        base = after.lr_max if isinstance(after, lr_scheduler_cosine) else getattr(optimizer, "lr", math.nan)
+        self.start_factor = _num(start_factor, self._name, "start_factor")
+        self._init(optimizer, [_whole(warmup_steps, self._name, "warmup_steps"), float(base), self.start_factor])
+        self.warmup_steps, self.base_lr = int(self._par[0]), float(self._par[1])
 
-    def step(self):
+    @property
+    def last_epoch(self) -> int:
+        """The number of step() calls so far."""
+        return int(self._st[0])
+
+    def step(self) -> float:
         """Count one step: raise lr linearly during warmup_steps, then step the `after`
-        scheduler (if any). Returns the new lr."""
-        self.last_epoch += 1
-        if self.last_epoch <= self.warmup_steps:
-            f = self.start_factor + (1 - self.start_factor) * self.last_epoch / self.warmup_steps
-            self.optimizer.lr = self.base_lr * f
-        elif self.after is not None:
+        schedule (if any). Returns the new lr."""
+        super().step()
+        if self.last_epoch > self.warmup_steps and self.after is not None:
             self.after.step()
-        return self.optimizer.lr
-
-    def get_lr(self):
-        """The optimizer's current learning rate."""
-        return self.optimizer.lr
+        return float(self.optimizer.lr)
 
     def __repr__(self):
         return f"lr_scheduler_warmup | warmup_steps={self.warmup_steps} | epoch={self.last_epoch} | lr={self.optimizer.lr:.6f}"

@@ -2,7 +2,7 @@
 # (sched.c, shared with Python); a scheduler keeps the core's `par` and `st` vectors and shows them
 # as ggmlR's named fields, refreshed after every step.
 
-.SCHED_KIND <- c(step = 0L, cosine = 1L, cyclic = 2L, onecycle = 3L, warmup_cosine = 4L)
+.SCHED_KIND <- c(step = 0L, cosine = 1L, cyclic = 2L, onecycle = 3L, warmup_cosine = 4L, warmup = 5L)
 
 # ggmlR's fields per kind, read from par / st (layouts in native/pg_api_sched.h)
 .SCHED_SYNC <- list(
@@ -14,7 +14,8 @@
   },
   cyclic = function(e) e$last_step <- as.integer(e$st[[1L]]),
   onecycle = function(e) e$last_step <- as.integer(e$st[[1L]]),
-  warmup_cosine = function(e) e$last_step <- as.integer(e$st[[1L]]))
+  warmup_cosine = function(e) e$last_step <- as.integer(e$st[[1L]]),
+  warmup = function(e) e$last_epoch <- as.integer(e$st[[1L]]))
 
 # A count as ggmlR coerces it (as.integer). A wrong type or length becomes NA, which the core
 # rejects with ggmlR's message for that argument, in ggmlR's order of checks.
@@ -58,7 +59,7 @@
   e$step <- function() {
     out <- .Call(R_pg_sched_step, k, e$par, e$st, e$optimizer$lr)
     e$st <- out[3:5]
-    e$optimizer$lr <- out[[1L]]
+    if (!is.nan(out[[1L]])) e$optimizer$lr <- out[[1L]]  # NaN: the schedule leaves the rate (warmup's hand-over)
     set_mom(out[[2L]])
     sync(e)
     invisible(out[[1L]])
@@ -163,5 +164,30 @@ lr_scheduler_warmup_cosine <- function(optimizer, warmup_steps, total_steps, lr_
 print.lr_scheduler_warmup_cosine <- function(x, ...) {
   cat(sprintf("lr_scheduler_warmup_cosine | warmup=%d | total=%d | lr_max=%.6f | step=%d | lr=%.6f\n",
               x$warmup_steps, x$total_steps, x$lr_max, x$last_step, x$optimizer$lr))
+  invisible(x)
+}
+
+# Linear warmup over warmup_steps calls from base_lr * start_factor to base_lr (the optimizer's lr,
+# or `after`'s lr_max when it is a cosine schedule), then `after` steps (if given); the same
+# formula as Python's, in the core.
+lr_scheduler_warmup <- function(optimizer, warmup_steps, after = NULL, start_factor = 0) {
+  call <- sys.call()
+  warmup_steps <- .sched_count(warmup_steps)
+  base <- if (inherits(after, "lr_scheduler_cosine")) after$lr_max else if (is.environment(optimizer)) optimizer$lr else NA
+  r <- .sched_init("warmup", c(warmup_steps, .sched_num(base), .sched_num(start_factor)), optimizer, call)
+  .sched_need_num(start_factor, "start_factor", call)
+  e <- .sched_make("warmup", "lr_scheduler_warmup", optimizer, r,
+                   list(warmup_steps = warmup_steps, after = after, start_factor = start_factor, base_lr = base))
+  warm <- e$step
+  e$step <- function() {
+    warm()
+    if (e$last_epoch > e$warmup_steps && !is.null(e$after)) e$after$step()
+    invisible(e$optimizer$lr)
+  }
+  e
+}
+
+print.lr_scheduler_warmup <- function(x, ...) {
+  cat(sprintf("lr_scheduler_warmup | warmup_steps=%d | epoch=%d | lr=%.6f\n", x$warmup_steps, x$last_epoch, x$optimizer$lr))
   invisible(x)
 }
