@@ -300,3 +300,25 @@ int pg_loss_check_target(const char *op, pg_tensor *pred, pg_tensor *target)
 {
     return check_target(op, pred, target);
 }
+
+int pg_softmax_ce_target_kind(const pg_tensor *logits, const pg_tensor *target)
+{
+    if (!logits || !target) return -1;
+    const int64_t K = logits->ne[0], B = logits->ne[1], tr = target->ne[0], tc = target->ne[1];
+    if (tr == K && tc == B && !(K == 1 && B > 1)) return 0;
+    if ((tr == 1 || tc == 1) && tr * tc == B && !target->requires_grad) return 1;
+    return -1;
+}
+
+pg_tensor *pg_softmax_ce_loss_any(pg_tensor *logits, pg_tensor *target)
+{
+    const char *op = "ag_softmax_cross_entropy_loss";
+    if (pg_ok(logits, op, "logits") || pg_ok(target, op, "target")) return NULL;
+    switch (pg_softmax_ce_target_kind(logits, target)) {
+    case 0: return pg_softmax_ce_loss(logits, target);
+    case 1: return pg_softmax_ce_loss_ids(logits, target);
+    default:
+        return pg_fail_null(PG_ERR_SHAPE, "%s: logits are [%lldx%lld] but target is [%lldx%lld]; give a one-hot matrix of the logits' shape or one class id per column",
+                            op, (long long)logits->ne[0], (long long)logits->ne[1], (long long)target->ne[0], (long long)target->ne[1]);
+    }
+}

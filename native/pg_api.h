@@ -140,6 +140,12 @@ pg_tensor *pg_softmax_ce_loss_idx(pg_tensor *logits, const int64_t *idx, int64_t
 /* Same with the 0-based class ids in a tensor (f32/f64 whole numbers, [1, B] or [B, 1]): no copy
  * through the caller, and a compiled graph reads new ids on every replay. */
 pg_tensor *pg_softmax_ce_loss_ids(pg_tensor *logits, pg_tensor *ids);
+/* The one rule for a tensor target: the logits' shape (not [1, B>1]) is one-hot / soft labels
+ * (kind 0), a [1, B] / [B, 1] tensor that does not require grad holds class ids (kind 1), else
+ * -1 (the front ends then read the target's values as ids). _any applies the rule (NULL with a
+ * PG_ERR_SHAPE message for kind -1). */
+int pg_softmax_ce_target_kind(const pg_tensor *logits, const pg_tensor *target);
+pg_tensor *pg_softmax_ce_loss_any(pg_tensor *logits, pg_tensor *target);
 /* Fused linear layer act(W x + b) as one node: W [m, k], x [k, B], b [m, 1] or NULL;
  * act: -1 none, PG_RELU, PG_SIGMOID or PG_TANH. Same results as matmul -> add -> activation. */
 pg_tensor *pg_linear(pg_tensor *w, pg_tensor *x, pg_tensor *b, int act);

@@ -64,7 +64,7 @@ def _unary_arg(x: ArrayLike) -> Tensor:
 
 
 _pg_matmul, _pg_add, _pg_sub, _pg_mul, _pg_div = lib.pg_matmul, lib.pg_add, lib.pg_sub, lib.pg_mul, lib.pg_div
-_pg_unary, _pg_sce_ids = lib.pg_unary, lib.pg_softmax_ce_loss_ids
+_pg_unary = lib.pg_unary
 
 
 def ag_matmul(A: ArrayLike, B: ArrayLike) -> Tensor:
@@ -342,11 +342,8 @@ def ag_softmax_cross_entropy_loss(logits: ArrayLike, target: ArrayLike) -> Tenso
     if isinstance(target, Tensor):
         tp = target._handle()
         tr, tc = lib.pg_tensor_nrow(tp), lib.pg_tensor_ncol(tp)
-        if tr == K and tc == B and not (K == 1 and B > 1):
-            return _out(lib.pg_softmax_ce_loss(lp, tp))
-        if (tr == 1 or tc == 1) and tr * tc == B and not lib.pg_tensor_requires_grad(tp):
-            # class ids held in a tensor: checked and used in C, no copy through numpy
-            return _out(_pg_sce_ids(lp, tp))
+        if lib.pg_softmax_ce_target_kind(lp, tp) >= 0:  # the core's rule: one-hot, or ids in a tensor (no copy)
+            return _out(lib.pg_softmax_ce_loss_any(lp, tp))
         if tr == 1 or tc == 1:
             ids = _class_ids(target.numpy(), name)
         else:

@@ -104,17 +104,13 @@ SEXP R_pg_softmax_ce_loss_idx(SEXP L, SEXP ids)
     return r_wrap_tensor(pg_softmax_ce_loss_idx(l, idx, (int64_t)n));
 }
 
-/* softmax-CE with both operands ag_tensors: a one-hot / soft target of the logits' shape, or a
- * [1, batch] / [batch, 1] tensor of class ids read in C (no copy through R). NULL when neither
- * applies (R then gives its messages). */
+/* softmax-CE with both operands ag_tensors: the core's rule (pg_softmax_ce_loss_any). NULL when
+ * no rule applies (R then tries the target's values as ids and gives its messages). */
 SEXP R_pg_softmax_ce_tensors(SEXP L, SEXP T)
 {
     SEXP lh = r_handle(L), th = r_handle(T);
     if (TYPEOF(lh) != EXTPTRSXP || TYPEOF(th) != EXTPTRSXP) return R_NilValue;
     pg_tensor *l = r_get(lh, R_TENSOR), *t = r_get(th, R_TENSOR);
-    int64_t K = pg_tensor_nrow(l), B = pg_tensor_ncol(l), tr = pg_tensor_nrow(t), tc = pg_tensor_ncol(t);
-    if (tr == K && tc == B && !(K == 1 && B > 1)) return r_wrap_tensor(pg_softmax_ce_loss(l, t));
-    if ((tr == 1 || tc == 1) && tr * tc == B && !pg_tensor_requires_grad(t))
-        return r_wrap_tensor(pg_softmax_ce_loss_ids(l, t));
-    return R_NilValue;
+    if (pg_softmax_ce_target_kind(l, t) < 0) return R_NilValue;
+    return r_wrap_tensor(pg_softmax_ce_loss_any(l, t));
 }
