@@ -273,3 +273,22 @@ int pg_fit_epoch_end(const pg_fit *f, int per_datapoint, double *out)
     }
     return 0;
 }
+
+int64_t pg_fit_run_static(pg_fit *f, int val, int64_t b0, int64_t b1, pg_graph *g, pg_tensor *out)
+{
+    if (!f || !g) return pg_fail(PG_ERR_ARG, "%s: NULL fit or compiled step", OP);
+    for (int64_t b = b0; b < b1; b++) {
+        pg_tensor *xb = NULL, *yb = NULL;
+        if (pg_fit_batch(f, val, b, &xb, &yb) < 0) return -1;
+        /* the step must read the tensors the plan gathers into: no copy per batch */
+        const int same = pg_graph_input(g, 0) == xb && (!yb || pg_graph_input(g, 1) == yb);
+        pg_tensor_release(xb);
+        pg_tensor_release(yb);
+        if (!same) return pg_fail(PG_ERR_STATE, "%s: the compiled step was not recorded on the plan's batch tensors", OP);
+        if (pg_graph_run(g) < 0) return -1;
+        const pg_tensor *o = pg_graph_output(g);
+        const double loss = o->dtype == PG_F32 ? (double)*(const float *)pg_data(o) : *(const double *)pg_data(o);
+        if (pg_fit_record(f, val, loss, out)) return -1;
+    }
+    return b1 - b0;
+}

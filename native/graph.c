@@ -218,6 +218,7 @@ static int graph_run(pg_graph *g)
 }
 
 pg_tensor *pg_graph_output(pg_graph *g) { return g ? g->out : NULL; }
+pg_tensor *pg_graph_input(pg_graph *g, int64_t i) { return (g && i >= 0 && i < g->n_in) ? g->in[i] : NULL; }
 pg_gradmap *pg_graph_grads(pg_graph *g) { return g ? g->map : NULL; }
 int64_t pg_graph_nodes(pg_graph *g) { return g ? g->n : -1; }
 const char *pg_graph_node_op(pg_graph *g, int64_t i) { return (g && i >= 0 && i < g->n) ? g->nodes[i]->op : ""; }

@@ -26,6 +26,7 @@ int pg_graph_set_input(pg_graph *g, int64_t i, const void *src, int src_dtype, i
 /* One replay: returns 0, or 1 when an OPT step changed the weights; negative on error. */
 int pg_graph_run(pg_graph *g);
 pg_tensor *pg_graph_output(pg_graph *g);          /* borrowed */
+pg_tensor *pg_graph_input(pg_graph *g, int64_t i); /* borrowed: the i-th recorded input; NULL out of range */
 /* GRAD/OPT: gradients of the last run by parameter (leaf requiring grad); borrowed, NULL before
  * the first run. */
 pg_gradmap *pg_graph_grads(pg_graph *g);

@@ -43,5 +43,10 @@ int pg_fit_running(const pg_fit *f, double *out);
  * batches, out[4..7] the same for validation (NaN without). per_datapoint 0: a sum loss
  * (ggml's totals). */
 int pg_fit_epoch_end(const pg_fit *f, int per_datapoint, double *out);
+/* Batches b0 .. b1 - 1 of a part through a compiled step g (ag_compile) recorded on the plan's
+ * batch tensors of their width (inputs 0 and 1: x and y), all in C: gather, replay, record the
+ * loss and, when classifying, the arg-max of out (the graph's model output). Returns the count
+ * run, < 0 on error (the batches before it stay recorded). */
+int64_t pg_fit_run_static(pg_fit *f, int val, int64_t b0, int64_t b1, pg_graph *g, pg_tensor *out);
 /* accuracy and its standard error from counts (ggml_opt_result_accuracy); NaN when ndata == 0 */
 int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *out);

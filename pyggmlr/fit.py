@@ -416,13 +416,13 @@ class _Progress:
         if tqdm is not None:
             self.bar = tqdm(total=total, desc=f"epoch {epoch}/{nepoch}", unit="batch", leave=True, dynamic_ncols=True)
 
-    def update(self, loss, acc):
+    def update(self, loss, acc, n=1):
         if self.bar is not None:
             post = {"loss": f"{loss:.4f}"}
             if not math.isnan(acc):
                 post["acc"] = f"{acc:.3f}"
             self.bar.set_postfix(post, refresh=False)
-            self.bar.update(1)
+            self.bar.update(n)
 
     def close(self, logs):
         if self.silent:
@@ -731,7 +731,16 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
             _set_mode(model, True)
             t0 = time.perf_counter()
             prog = _Progress(plan.n_batches, epoch, nepoch, silent)
-            for b in range(plan.n_batches):
+            batch_cbs = any(hasattr(cb, "on_batch_end") for cb in cbs)
+            chunk = plan.n_batches if silent else max(1, plan.n_batches // 20)  # C runs between bar updates
+            b = 0
+            while b < plan.n_batches:
+                if static_steps is not None and static_steps.train is not None and not batch_cbs:
+                    # recorded: the next batches replay in C (gather, step, statistics)
+                    n = plan.run_static(False, b, min(plan.n_batches, b + chunk), *static_steps.train)
+                    b, step = b + n, step + n
+                    prog.update(*plan.running(), n=n)
+                    continue
                 xb, yb = plan.batch(False, b)
                 if static_steps is not None:
                     lval, out = static_steps.train_step(xb, yb)
@@ -754,12 +763,17 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                 for cb in cbs:
                     if hasattr(cb, "on_batch_end"):
                         cb.on_batch_end(step, {"epoch": epoch, "batch": b + 1, "loss": lval})
+                b += 1
             logs["time_train"] = time.perf_counter() - t0
             t1 = time.perf_counter()
             if plan.n_val:
                 _set_mode(model, False)
                 with ag_no_grad():
                     for b in range(plan.n_val_batches):
+                        w = min(batch_size, plan.n_val - b * batch_size)
+                        if static_steps is not None and w in static_steps.val:  # recorded: in C
+                            plan.run_static(True, b, b + 1, *static_steps.val[w])
+                            continue
                         xb, yb = plan.batch(True, b)
                         if static_steps is not None:
                             lval, out = static_steps.val_step(xb, yb)

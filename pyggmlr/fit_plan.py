@@ -69,6 +69,14 @@ class FitPlan:
     def record(self, val: bool, loss: float, out: Tensor) -> None:
         _core.check(lib.pg_fit_record(self._p, int(val), float(loss), out._handle()))
 
+    def run_static(self, val: bool, b0: int, b1: int, step: Any, out: Tensor) -> int:
+        """Batches b0 .. b1 - 1 through a compiled step (recorded on this plan's batch tensors),
+        all in C; returns how many ran."""
+        n = lib.pg_fit_run_static(self._p, int(val), b0, b1, step._g, out._handle())
+        if n < 0:
+            _core.raise_last(-n)
+        return int(n)
+
     def running(self) -> Tuple[float, float]:
         o = ffi.new("double[2]")
         _core.check(lib.pg_fit_running(self._p, o))

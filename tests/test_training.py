@@ -411,3 +411,27 @@ invisible(ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, val_split = 0.25, seed =
         assert rest.loss == full.loss and rest.val_loss == full.val_loss and rest.epoch == [1, 2, 3, 4]
     finally:
         pg.ag_dtype("f32")
+
+
+def test_static_epochs_replayed_in_c_equal_the_per_batch_loop():
+    """With no per-batch callback a compiled ag_fit runs whole chunks of batches in C
+    (pg_fit_run_static); an on_batch_end callback makes it return to Python per batch: the
+    histories and weights must be the same bits."""
+    pg.ggml_set_seed(1)
+    x = pg.random.rnorm(4 * 300).reshape((4, 300), order="F")
+    y = (x[0] > 0).astype(int) + (x[1] > 0)
+
+    class PerBatch(pg.Callback):
+        def on_batch_end(self, step, logs):
+            self.n = getattr(self, "n", 0) + 1
+
+    def run(cbs):
+        pg.ggml_set_seed(2)
+        m = pg.ag_sequential(pg.ag_linear(4, 16, "relu"), pg.ag_dropout(0.2), pg.ag_linear(16, 3))
+        h = pg.ag_fit(m, x, y, nepoch=3, batch_size=16, val_split=0.15, silent=True, seed=3, static=True, callbacks=cbs)
+        return h, [t.numpy() for t in m.parameters().values()]
+    cb = PerBatch()
+    (h1, w1), (h2, w2) = run([]), run([cb])
+    assert cb.n == 3 * (255 // 16)
+    assert h1.loss == h2.loss and h1.val_loss == h2.val_loss and h1.val_accuracy == h2.val_accuracy
+    assert all(np.array_equal(a, b) for a, b in zip(w1, w2))
