@@ -67,6 +67,7 @@ extern SEXP R_pg_fit_record(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_running(SEXP);
 extern SEXP R_pg_fit_epoch_end(SEXP, SEXP);
 extern SEXP R_pg_acc_stats(SEXP, SEXP);
+extern SEXP R_pg_fit_run_static(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_gradcheck_defaults(SEXP);
 extern SEXP R_pg_gradcheck_points(SEXP, SEXP, SEXP);
 extern SEXP R_pg_gradcheck_judge(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -185,6 +186,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_running",          (DL_FUNC) &R_pg_fit_running,          1},
     {"R_pg_fit_epoch_end",        (DL_FUNC) &R_pg_fit_epoch_end,        2},
     {"R_pg_acc_stats",            (DL_FUNC) &R_pg_acc_stats,            2},
+    {"R_pg_fit_run_static",       (DL_FUNC) &R_pg_fit_run_static,       6},
     {"R_pg_gradcheck_defaults",   (DL_FUNC) &R_pg_gradcheck_defaults,   1},
     {"R_pg_gradcheck_points",     (DL_FUNC) &R_pg_gradcheck_points,     3},
     {"R_pg_gradcheck_judge",      (DL_FUNC) &R_pg_gradcheck_judge,      8},

@@ -115,3 +115,19 @@ SEXP R_pg_acc_stats(SEXP ncorrect, SEXP ndata)
     UNPROTECT(1);
     return v;
 }
+
+/* batches b0 .. b1 - 1 (0-based) through a compiled step recorded on the plan's batch tensors, in
+ * C; the replays' dropout draws come from R's stream (or the run stream) */
+SEXP R_pg_fit_run_static(SEXP fp, SEXP val, SEXP b0, SEXP b1, SEXP gp, SEXP out)
+{
+    pg_fit *f = fit_get(fp);
+    if (TYPEOF(gp) != EXTPTRSXP || R_ExternalPtrTag(gp) != Rf_install("pg_graph") || !R_ExternalPtrAddr(gp))
+        Rf_error("ag_fit: not a live compiled step");
+    pg_tensor *o = r_get(r_handle(out), R_TENSOR);
+    const int64_t lo = (int64_t)r_num(b0, "ag_fit: batch"), hi = (int64_t)r_num(b1, "ag_fit: batch");
+    r_draw c = r_draw_enter();
+    int64_t n = pg_fit_run_static(f, Rf_asLogical(val) == 1, lo, hi, R_ExternalPtrAddr(gp), o);
+    r_draw_leave(c, n >= 0);
+    if (n < 0) r_fail();
+    return Rf_ScalarReal((double)n);
+}
