@@ -92,6 +92,11 @@ extern SEXP R_pg_gradmap_get(SEXP, SEXP);
 extern SEXP R_pg_gradmap_set(SEXP, SEXP, SEXP);
 extern SEXP R_pg_live_objects(void);
 extern SEXP R_pg_memory_stats(void);
+extern SEXP R_pg_memory_category_peaks(void);
+extern SEXP R_pg_memory_cached(void);
+extern SEXP R_pg_memory_trim(void);
+extern SEXP R_pg_memory_reset_peak(void);
+extern SEXP R_pg_get_threads(void);
 extern SEXP R_pg_use_r_blas(SEXP);
 extern SEXP R_pg_set_blas(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_blas_name(void);
@@ -211,6 +216,11 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_gradmap_set",          (DL_FUNC) &R_pg_gradmap_set,          3},
     {"R_pg_live_objects",         (DL_FUNC) &R_pg_live_objects,         0},
     {"R_pg_memory_stats",         (DL_FUNC) &R_pg_memory_stats,         0},
+    {"R_pg_memory_category_peaks", (DL_FUNC) &R_pg_memory_category_peaks, 0},
+    {"R_pg_memory_cached",        (DL_FUNC) &R_pg_memory_cached,        0},
+    {"R_pg_memory_trim",          (DL_FUNC) &R_pg_memory_trim,          0},
+    {"R_pg_memory_reset_peak",    (DL_FUNC) &R_pg_memory_reset_peak,    0},
+    {"R_pg_get_threads",          (DL_FUNC) &R_pg_get_threads,          0},
     {"R_pg_use_r_blas",           (DL_FUNC) &R_pg_use_r_blas,           1},
     {"R_pg_set_blas",             (DL_FUNC) &R_pg_set_blas,             4},
     {"R_pg_blas_name",            (DL_FUNC) &R_pg_blas_name,            0},
