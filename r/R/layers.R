@@ -3,10 +3,14 @@
 
 .as_t <- function(x) if (is_ag_tensor(x)) x else ag_tensor(x)
 
+# NULL is the identity; an unknown name is an error (ggmlR silently used the identity), as in Python
 .act <- function(activation) {
   if (is.null(activation)) return(identity)
-  switch(activation, relu = ag_relu, sigmoid = ag_sigmoid, tanh = ag_tanh, softmax = ag_softmax,
-         gelu = ag_gelu, identity)
+  acts <- list(gelu = ag_gelu, relu = ag_relu, sigmoid = ag_sigmoid, softmax = ag_softmax, tanh = ag_tanh)
+  if (!is.character(activation) || length(activation) != 1L || !activation %in% names(acts))
+    stop(sprintf("ag_linear: activation must be one of %s or NULL, got %s", paste(sprintf("'%s'", names(acts)), collapse = ", "),
+                 paste(deparse(activation), collapse = " ")), call. = FALSE)
+  acts[[activation]]
 }
 
 # U(-a, a) [rows, cols]: one runif(rows * cols, -a, a) filled column-major (ggmlR's draw); the
@@ -56,9 +60,9 @@ ag_linear <- function(in_features, out_features, activation = NULL, init = "glor
   if (!is.numeric(gain) || length(gain) != 1L || !is.finite(gain))
     stop("ag_linear: gain must be a single finite number", call. = FALSE)
   gain <- as.double(gain)
+  act <- .act(activation)  # refused before anything is drawn
   W <- ag_param(.init_weight(init, gain, out_features, in_features))
   b <- ag_param(matrix(0, out_features, 1L))
-  act <- .act(activation)
   # relu / sigmoid / tanh (or none) fuse with the matmul and bias into one node (as in Python)
   fused <- if (is.null(activation)) -1L else switch(activation, relu = 0L, sigmoid = 1L, tanh = 2L, NA_integer_)
   init_name <- if (is.character(init)) match.arg(init, c("glorot_uniform", "orthogonal")) else "glorot_uniform"

@@ -92,3 +92,13 @@ test_that("ag_linear: ggmlR 0.8.6's refusals, before any draw", {
   expect_identical(seen, c(2L, 3L)); expect_identical(.Random.seed, before)
   expect_equal(l$W$data, matrix(as.double(1:6), 2, 3))
 })
+
+test_that("an unknown activation name is an error, before any draw (as in Python)", {
+  for (bad in list("Relu", "swish", 1, c("relu", "tanh"))) {
+    set.seed(2); before <- .Random.seed
+    expect_error(ag_linear(3, 2, activation = bad), "ag_linear: activation must be one of 'gelu', 'relu', 'sigmoid', 'softmax', 'tanh' or NULL",
+                 fixed = TRUE)
+    expect_identical(.Random.seed, before)
+  }
+  expect_silent(ag_linear(3, 2, activation = "gelu"))
+})
