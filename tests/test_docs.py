@@ -86,7 +86,7 @@ TYPED_MODULES = ("tensor", "tape", "fit", "data", "memory", "io", "random", "gra
                  "ops", "ops_select", "sched", "gpu", "nn", "distributed", "r", "parity", "parity_086", "parity_seed", "compile",
                  "capture", "state", "parity_state", "fit_plan", "attention", "parity_attention", "optim_state", "parity_opt")
 TYPED_MODULES += ("ops_loss", "parity_loss")
-TYPED_MODULES += ("checkpoint", "parity_ckpt", "parity_capture")
+TYPED_MODULES += ("checkpoint", "parity_ckpt", "parity_capture", "nn_layers")
 
 
 def _typed_objects():
