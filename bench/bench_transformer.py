@@ -1,0 +1,150 @@
+"""One transformer block's training step: pyggmlr eager, pyggmlr compiled (ag_compile), PyTorch's
+idiomatic loop (when torch is importable) and the step's GEMMs alone (numpy), in one process.
+
+Block: embedding, causal multi-head attention (with dropout 0), residual, layer norm, a GELU MLP
+(width 4d), residual, layer norm, the vocabulary head, softmax cross-entropy, Adam; f32, one
+thread. Sizes: large (vocabulary 1000, width 256, 4 heads, 128 tokens) and small (64, 32, 4,
+16). Medians of BENCH_ROUNDS rounds; ratios against PyTorch and against the GEMM floor; the CPU
+is printed. Run: python bench/bench_transformer.py. Numbers are printed, never asserted."""
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import pyggmlr as pg  # noqa: E402
+
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", 7))
+SIZES = {"large": (1000, 256, 4, 128), "small": (64, 32, 4, 16)}
+
+
+def _cpu():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def _block(V, D, H):
+    emb, att = pg.ag_embedding(V, D), pg.ag_multihead_attention(D, H)
+    ln1, ln2 = pg.ag_layer_norm(D), pg.ag_layer_norm(D)
+    f1, f2, head = pg.ag_linear(D, 4 * D, "gelu"), pg.ag_linear(4 * D, D), pg.ag_linear(D, V)
+    layers = (emb, att, ln1, f1, f2, ln2, head)
+    params = {}
+    for i, m in enumerate(layers):
+        for k, t in m.parameters().items():
+            params[f"l{i}_{k}"] = t
+
+    def loss(ids, tgt):
+        h = emb(ids)
+        h = ln1(pg.ag_add(h, att.forward(h, causal_mask=True)))
+        h = ln2(pg.ag_add(h, f2(f1(h))))
+        return pg.ag_softmax_cross_entropy_loss(head(h), tgt)
+    return params, loss
+
+
+def pyggmlr_steps(V, D, H, T):
+    pg.ggml_set_seed(1)
+    params, loss = _block(V, D, H)
+    ids = pg.ag_tensor((pg.random.sample_int(V, T, replace=True) - 1).reshape(1, T).astype(float))
+    tgt = pg.ag_tensor((pg.random.sample_int(V, T, replace=True) - 1).reshape(1, T).astype(float))
+    opt = pg.optimizer_adam(params, lr=1e-3)
+
+    def eager():
+        with pg.with_grad_tape():
+            lv = loss(ids, tgt)
+        opt.step(pg.backward(lv))
+        opt.zero_grad()
+
+    pg.ggml_set_seed(1)
+    params2, loss2 = _block(V, D, H)
+    opt2 = pg.optimizer_adam(params2, lr=1e-3)
+    step = pg.ag_compile(loss2, ids, tgt, build="opt", optimizer=opt2)
+    return eager, lambda: step(ids, tgt)
+
+
+def torch_step(V, D, H, T):
+    import torch
+    torch.set_num_threads(1)
+    torch.manual_seed(1)
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(V, D)
+            self.att = torch.nn.MultiheadAttention(D, H, batch_first=True)
+            self.ln1, self.ln2 = torch.nn.LayerNorm(D), torch.nn.LayerNorm(D)
+            self.mlp = torch.nn.Sequential(torch.nn.Linear(D, 4 * D), torch.nn.GELU(), torch.nn.Linear(4 * D, D))
+            self.head = torch.nn.Linear(D, V)
+
+        def forward(self, ids):
+            h = self.emb(ids)
+            mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+            h = self.ln1(h + self.att(h, h, h, attn_mask=mask, need_weights=False)[0])
+            h = self.ln2(h + self.mlp(h))
+            return self.head(h)
+    m = Block()
+    opt = torch.optim.Adam(m.parameters(), lr=1e-3)
+    ids, tgt = torch.randint(0, V, (1, T)), torch.randint(0, V, (T,))
+    lossf = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        lossf(m(ids)[0], tgt).backward()
+        opt.step()
+    return step
+
+
+def gemm_floor(V, D, H, T):
+    """The step's GEMMs alone: each forward product and its two backward products."""
+    rng = np.random.default_rng(0)  # bench inputs only (timing, not numbers)
+    dh = D // H
+    shapes = [(D, D, T)] * 4 + [(T, dh, T)] * H + [(dh, T, T)] * H + [(4 * D, D, T), (D, 4 * D, T), (V, D, T)]
+    mats = [(rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32),
+             rng.standard_normal((m, n), dtype=np.float32)) for m, k, n in shapes]
+
+    def step():
+        for a, b, g in mats:
+            a @ b
+            g @ b.T
+            a.T @ g
+    return step
+
+
+def median_ms(fn, reps):
+    fn()  # warm up (and record buffers)
+    out = []
+    for _ in range(ROUNDS):
+        t = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        out.append((time.perf_counter() - t) / reps * 1e3)
+    out.sort()
+    return out[len(out) // 2]
+
+
+def main():
+    pg.ag_set_threads(1)
+    print(f"pyggmlr {pg.__version__}, GEMM: {pg.blas_name()}, CPU: {_cpu()}, f32, 1 thread, medians of {ROUNDS}")
+    print(f"{'size':<7}{'eager ms':>10}{'compiled':>10}{'torch':>9}{'GEMMs':>9}{'eager/torch':>13}{'compiled/torch':>16}"
+          f"{'compiled/GEMMs':>16}")
+    for name, (V, D, H, T) in SIZES.items():
+        reps = 5 if name == "large" else 200
+        eager, compiled = pyggmlr_steps(V, D, H, T)
+        e, c, g = median_ms(eager, reps), median_ms(compiled, reps), median_ms(gemm_floor(V, D, H, T), reps)
+        try:
+            t = median_ms(torch_step(V, D, H, T), reps)
+        except ImportError:
+            t = float("nan")
+        print(f"{name:<7}{e:>10.3f}{c:>10.3f}{t:>9.3f}{g:>9.3f}{e / t:>13.2f}{c / t:>16.2f}{c / g:>16.2f}")
+    print("(torch columns: NaN when torch is not installed; pip install torch==2.13.0 takes a local CPU wheel)")
+
+
+if __name__ == "__main__":
+    main()
