@@ -355,8 +355,10 @@ plot.ag_history <- function(x, y, ...) {
 
 ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adamw", opt_params = NULL,
                    nepoch = 30L, batch_size = 32L, nbatch_logical = NULL, val_split = 0.0, shuffle = TRUE,
-                   callbacks = list(), silent = FALSE, seed = NULL, lr = 1e-3, resume_from = NULL, static = NULL) {
+                   callbacks = list(), silent = FALSE, seed = NULL, lr = 1e-3, resume_from = NULL, static = NULL,
+                   progress = "auto") {
   L <- .fit_loss(loss)
+  pmode <- .fit_progress_mode(progress, silent)
   per_datapoint <- L$name != "sum"
   nepoch <- .fit_int(nepoch, "nepoch")
   batch_size <- .fit_int(batch_size, "batch_size")
@@ -439,13 +441,17 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   }, add = TRUE)
   stopped <- NULL
   step <- 0L
-  for (epoch in seq(if (is.null(res)) 1L else res$epoch + 1L, length.out = max(0L, nepoch - (if (is.null(res)) 0L else res$epoch)))) {
+  first <- if (is.null(res)) 1L else res$epoch + 1L
+  todo <- max(0L, nepoch - first + 1L)
+  prog <- .fit_progress(pmode, plan, todo * nb, nepoch)
+  on.exit(prog$close(), add = TRUE)
+  for (epoch in seq(first, length.out = todo)) {
     if (!is.null(opt_params)) .apply_hyper(opt, opt_params(epoch), epoch)
     logs <- list(epoch = epoch, lr = as.double(opt$lr))
     .Call(R_pg_fit_epoch_begin, plan)
     ag_train(model)
     t0 <- proc.time()[["elapsed"]]
-    pb <- if (!isTRUE(silent)) utils::txtProgressBar(min = 0, max = nb, style = 3) else NULL
+    prog$epoch_begin(epoch)
     for (b in seq_len(nb)) {
       bt <- .Call(R_pg_fit_batch, plan, FALSE, b - 1L)
       if (!is.null(ss)) {  # one replay of the compiled step
@@ -470,11 +476,10 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
       rm(out, bt)
       if (is.null(ss)) ag_tape_clear()
       step <- step + 1L
-      if (!is.null(pb)) utils::setTxtProgressBar(pb, b)
+      prog$tick()
       for (cb in cbs) if (is.function(cb$on_batch_end))
         cb$on_batch_end(step, list(epoch = epoch, batch = b, loss = lval))
     }
-    if (!is.null(pb)) close(pb)
     logs$time_train <- proc.time()[["elapsed"]] - t0
     t1 <- proc.time()[["elapsed"]]
     if (n_val > 0L) {
@@ -500,14 +505,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     logs$val_loss <- st[5L]; logs$val_loss_unc <- st[6L]; logs$val_accuracy <- st[7L]; logs$val_accuracy_unc <- st[8L]
     logs$time_val <- proc.time()[["elapsed"]] - t1
     fit$logs[[length(fit$logs) + 1L]] <- logs
-    if (!isTRUE(silent)) {
-      parts <- sprintf("loss=%.5f", logs$loss)
-      if (!is.nan(logs$accuracy)) parts <- c(parts, sprintf("acc=%.4f", logs$accuracy))
-      if (!is.nan(logs$val_loss)) parts <- c(parts, sprintf("val_loss=%.5f", logs$val_loss))
-      if (!is.nan(logs$val_accuracy)) parts <- c(parts, sprintf("val_acc=%.4f", logs$val_accuracy))
-      cat(sprintf("epoch %4d/%d  %s  (%.2fs)\n", epoch, nepoch, paste(parts, collapse = "  "),
-                  logs$time_train + logs$time_val))
-    }
+    prog$epoch_end(logs)
     stop_now <- FALSE
     for (cb in cbs) if (identical(cb$on_epoch_end(epoch, logs), FALSE)) stop_now <- TRUE
     if (stop_now || isTRUE(fit$stop)) {

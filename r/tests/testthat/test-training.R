@@ -135,15 +135,27 @@ test_that("ag_early_stopping stops and restores the best weights; function callb
                       opt_params = function(e) list(bogus = 1)), "unknown hyper-parameter 'bogus'")
 })
 
-test_that("ag_fit prints a progress bar and one line per epoch unless silent", {
+test_that("ag_fit shows one cli bar for the run with progress = \"bar\", a line per epoch matching the history", {
   x <- iris_x()
+  old <- options(cli.progress_show_after = 0)
+  on.exit(options(old))
+  msgs <- character()
   set.seed(6)
-  out <- capture.output(h <- ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 2, batch_size = 50, val_split = 0.2))
-  txt <- paste(out, collapse = "\n")
-  expect_match(txt, "100%")
-  expect_match(txt, "epoch    1/2  loss=[0-9.]+  acc=[0-9.]+  val_loss=[0-9.]+  val_acc=[0-9.]+")
-  expect_match(txt, "epoch    2/2")
-  expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50, silent = TRUE))
+  out <- capture.output(h <- withCallingHandlers(
+    ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 2, batch_size = 50, val_split = 0.2, progress = "bar"),
+    message = function(m) { msgs <<- c(msgs, conditionMessage(m)); invokeRestart("muffleMessage") }))
+  expect_identical(out, character())  # cli writes to the message stream
+  txt <- paste(msgs, collapse = "")
+  for (e in 1:2)
+    expect_true(grepl(sprintf("epoch %d/2 loss=%.5f acc=%.4f val_loss=%.5f val_acc=%.4f", e, h$loss[e], h$accuracy[e],
+                              h$val_loss[e], h$val_accuracy[e]), txt, fixed = TRUE))
+  expect_match(txt, "4/4 | loss [0-9.]+ acc [0-9.]+ | val_lo")  # one bar over 2 epochs x 2 batches
+  # "auto" (the default) is quiet outside interactive sessions; silent and "none" always
+  expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50))
+  expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50, silent = TRUE, progress = "bar"))
+  expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50, progress = "none"))
+  expect_error(ag_fit(ag_linear(4, 3), x, iris$Species, progress = "yes"),
+               "ag_fit: progress must be \"auto\", \"bar\" or \"none\", got yes", fixed = TRUE)
 })
 
 # ag_fit with dropout and batch norm, a validation split whose last batch is partial; returns
