@@ -314,14 +314,28 @@ def test_predict_and_accuracy():
 
 
 def test_progress_output(capsys):
+    """progress="bar": one bar for the run and a line per epoch (on stderr) with the history's
+    values; "auto" is quiet outside a terminal (pytest captures stderr); silent / "none" never print."""
     x, y = _iris()
-    pg.ag_fit(_mlp(), x, y, nepoch=2, val_split=0.2)
+    h = pg.ag_fit(_mlp(), x, y, nepoch=2, val_split=0.2, progress="bar")
     err = capsys.readouterr()
-    text = err.err + err.out
-    assert "epoch 1/2" in text and "epoch 2/2" in text and "val_acc=" in text
-    pg.ag_fit(_mlp(), x, y, nepoch=2, silent=True)
-    err = capsys.readouterr()
-    assert err.err == "" and err.out == ""
+    assert err.out == ""
+    for e in (0, 1):
+        line = (f"epoch {e + 1}/2 loss={h.loss[e]:.5f} acc={h.accuracy[e]:.4f} "
+                f"val_loss={h.val_loss[e]:.5f} val_acc={h.val_accuracy[e]:.4f}")
+        assert line in err.err
+    try:
+        import tqdm  # noqa: F401
+    except ImportError:
+        pass
+    else:  # one bar over 2 epochs x 3 batches, its postfix the running values and the last val
+        assert "epoch 2/2" in err.err and "6/6" in err.err and "| val_loss " in err.err
+    for kw in ({}, {"silent": True}, {"silent": True, "progress": "bar"}, {"progress": "none"}):
+        pg.ag_fit(_mlp(), x, y, nepoch=2, **kw)
+        err = capsys.readouterr()
+        assert err.err == "" and err.out == "", kw
+    with pytest.raises(pg.PyggmlrValueError, match='ag_fit: progress must be "auto", "bar" or "none", got yes'):
+        pg.ag_fit(_mlp(), x, y, progress="yes")
 
 
 def test_history_plot(tmp_path):
