@@ -1,0 +1,134 @@
+"""ag_fit end to end: R's loop against Python's, in this process (R embedded through rpy2, on
+Python's GEMM: pyggmlr.r.start() hands R the same OpenBLAS or the built-in kernel).
+
+Models (f32, one thread, ReLU MLPs, AdamW lr 1e-3, cross-entropy on 0-based class ids):
+4-64-32-3 (n = 2048, batch 32: 64 steps an epoch) and 784-256-128-10 (n = 1024, batch 64: 16
+steps), EPOCHS epochs, silent, shuffled, seeded, static (compiled step replays) and eager
+(tape). The data come from the core's generator (rnorm / sample_int, seed 1: the numbers R's
+set.seed(1) would give). Each round times one whole ag_fit in Python, then the same in R (timed
+inside R, so no rpy2 conversion is counted); medians over BENCH_ROUNDS rounds and the ratio
+R / Python are printed and written to bench/results/bench_fit.json. Before timing, one run of
+each is compared: both histories must be equal bit for bit. The goal: R within 1.1x of Python.
+Run: python bench/bench_fit.py   (needs R, rpy2 and the R package; R_LIBS for a local library)
+"""
+import os
+
+if not os.environ.get("BENCH_KEEP_OPENBLAS_ENV"):
+    for _v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        os.environ.pop(_v, None)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import json  # noqa: E402
+import pathlib  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import pyggmlr as pg  # noqa: E402
+
+CASES = [((4, 64, 32, 3), 2048, 32), ((784, 256, 128, 10), 1024, 64)]
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", 7))
+EPOCHS = int(os.environ.get("BENCH_EPOCHS", 3))
+
+_R = r"""
+ag_set_threads(1L)
+ag_dtype("f32")
+make <- function() {
+  ggml_set_seed(3L)
+  L <- length(sizes) - 1L
+  ls <- lapply(seq_len(L), function(i) ag_linear(sizes[i], sizes[i + 1L], if (i < L) "relu" else NULL))
+  do.call(ag_sequential, ls)
+}
+y <- as.integer(y)
+times <- numeric(rounds)
+h <- NULL
+for (r in seq_len(rounds)) {
+  m <- make()
+  t0 <- Sys.time()
+  h <- ag_fit(m, x, y, nepoch = epochs, batch_size = batch, lr = 1e-3, seed = 1L, silent = TRUE, static = static)
+  times[r] <- as.double(Sys.time() - t0, units = "secs")
+}
+list(times = times, loss = h$loss, accuracy = h$accuracy)
+"""
+
+
+def _cpu():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _data(sizes, n):
+    g = pg.random.Generator(1)
+    x = np.asfortranarray(np.asarray(g.rnorm(sizes[0] * n)).reshape(sizes[0], n, order="F"))
+    y = np.asarray(g.sample_int(sizes[-1], n, replace=True)) - 1  # 0-based class ids
+    return x, y
+
+
+def _py_make(sizes):
+    pg.ggml_set_seed(3)
+    L = len(sizes) - 1
+    return pg.ag_sequential(*[pg.ag_linear(sizes[i], sizes[i + 1], "relu" if i < L - 1 else None) for i in range(L)])
+
+
+def _py_fit(sizes, x, y, batch, static):
+    m = _py_make(sizes)
+    t0 = time.perf_counter()
+    h = pg.ag_fit(m, x, y, nepoch=EPOCHS, batch_size=batch, lr=1e-3, seed=1, silent=True, static=static)
+    return time.perf_counter() - t0, h
+
+
+def _r_fit(r, sizes, x, y, batch, static, rounds):
+    res = r.run(_R, sizes=np.asarray(sizes, dtype=np.float64), x=x, y=y.astype(np.float64), batch=batch,
+                epochs=EPOCHS, static=static, rounds=rounds)
+    return list(np.atleast_1d(res["times"])), res
+
+
+def main():
+    from pyggmlr import r
+    if not r.available():
+        raise SystemExit(f"bench_fit: R is not available: {r.unavailable_reason()}")
+    pg.ag_set_threads(1)
+    pg.ag_dtype("f32")
+    r.start()
+    print(f"pyggmlr {pg.__version__}: ag_fit, {EPOCHS} epochs, median of {ROUNDS}, one thread, "
+          f"GEMM {pg.blas_name()} (R: {r.call('ag_blas_name')}), CPU: {_cpu()}")
+    print(f"{'model':>16s} {'mode':>7s} {'steps':>6s} {'Python ms':>10s} {'R ms':>9s} {'R/Python':>9s}"
+          f" {'Py µs/step':>11s} {'R µs/step':>10s}")
+    results = []
+    for sizes, n, batch in CASES:
+        x, y = _data(sizes, n)
+        for static in (True, False):
+            _, h = _py_fit(sizes, x, y, batch, static)  # warm up, and the bit-for-bit check
+            _, rres = _r_fit(r, sizes, x, y, batch, static, 1)
+            if list(np.atleast_1d(rres["loss"])) != list(h.loss) or \
+                    list(np.atleast_1d(rres["accuracy"])) != list(h.accuracy):
+                raise SystemExit(f"bench_fit: R's and Python's histories differ: {rres['loss']} vs {h.loss}")
+            tp, tr = [], []
+            for _ in range(ROUNDS):  # interleaved, so drift in the machine's load hits both
+                tp.append(_py_fit(sizes, x, y, batch, static)[0])
+                tr += _r_fit(r, sizes, x, y, batch, static, 1)[0]
+            mp, mr = float(np.median(tp)), float(np.median(tr))
+            steps = EPOCHS * (n // batch)
+            row = {"model": "-".join(map(str, sizes)), "n": n, "batch": batch, "static": static, "epochs": EPOCHS,
+                   "steps": steps, "median_s": {"python": mp, "r": mr}, "ratio_r_over_python": mr / mp,
+                   "times_s": {"python": tp, "r": tr}}
+            results.append(row)
+            print(f"{row['model']:>16s} {'static' if static else 'eager':>7s} {steps:6d} {mp * 1e3:10.1f} "
+                  f"{mr * 1e3:9.1f} {mr / mp:9.2f} {mp / steps * 1e6:11.1f} {mr / steps * 1e6:10.1f}")
+    out = {"benchmark": "bench_fit", "cpu": _cpu(), "blas": pg.blas_name(), "rounds": ROUNDS, "threads": 1,
+           "results": results}
+    path = pathlib.Path(__file__).resolve().parent / "results" / "bench_fit.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
