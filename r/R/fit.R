@@ -36,8 +36,9 @@
   }
   if (length(dim(v)) != 2L) .fit_stop("ag_fit: %s must be a [features, n] matrix (samples are columns)", name)
   if (!is.numeric(v) && !is.logical(v)) .fit_stop("ag_fit: %s must be numeric", name)
-  storage.mode(v) <- "double"
-  dimnames(v) <- NULL
+  # touched only when needed: either would copy the whole data set (pages faulted in every run)
+  if (!is.double(v)) storage.mode(v) <- "double"
+  if (!is.null(dimnames(v))) dimnames(v) <- NULL
   v
 }
 
@@ -175,9 +176,10 @@
     list(step = step, out = holder$out)
   }
   run <- function(g, xv, yv) list(loss = if (has_y) g$step(xv, yv) else g$step(xv), out = g$out)
+  # the loss of one replayed training step; its output tensor (a reused buffer) is s$train$out
   s$train_step <- function(xv, yv) {
     if (is.null(s$train)) s$train <- record(xv, yv, "opt")
-    run(s$train, xv, yv)
+    if (has_y) s$train$step(xv, yv) else s$train$step(xv)
   }
   s$val_step <- function(xv, yv) {
     w <- as.character(dim(xv)[2L])
@@ -456,10 +458,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     for (b in seq_len(nb)) {
       bt <- .Call(R_pg_fit_batch, plan, FALSE, b - 1L)
       if (!is.null(ss)) {  # one replay of the compiled step
-        r <- ss$train_step(bt[[1L]], bt[[2L]])
-        lval <- r$loss
-        out <- r$out
-        r <- NULL
+        lval <- ss$train_step(bt[[1L]], bt[[2L]])
+        out <- ss$train$out
       } else {
         with_grad_tape({
           out <- .fit_forward(model, bt[[1L]])
