@@ -273,3 +273,31 @@ int pg_fit_epoch_end(const pg_fit *f, int per_datapoint, double *out)
     }
     return 0;
 }
+
+/* The host's per-batch loop of a compiled training step, in one call: for runs with nothing to
+ * do between batches (no batch callbacks, no progress bar) the replays then cost no host-language
+ * work per batch, so R's and Python's loops run equally fast. */
+int64_t pg_fit_replay(pg_fit *f, pg_graph *g, pg_tensor *xin, pg_tensor *yin, pg_tensor *out, int64_t b0, int64_t b1)
+{
+    if (!f || !g || !xin || !out) return pg_fail(PG_ERR_ARG, "%s: NULL fit, graph, input or output", OP);
+    if (b0 < 0 || b1 > f->n_batches || b0 > b1)
+        return pg_fail(PG_ERR_VALUE, "%s: training batches [%lld, %lld) are not in [0, %lld)", OP, (long long)b0,
+                       (long long)b1, (long long)f->n_batches);
+    int64_t done = 0;
+    for (int64_t b = b0; b < b1; b++) {
+        pg_tensor *xb = NULL, *yb = NULL;
+        if (pg_fit_batch(f, 0, b, &xb, &yb) < 0) return -1;
+        /* the recorded inputs must be the tensors each gather refills (a compiled step reads them) */
+        const int same = xb == xin && yb == yin;
+        pg_tensor_release(xb);
+        if (yb) pg_tensor_release(yb);
+        if (!same) return pg_fail(PG_ERR_ARG, "%s: the compiled step was not recorded on this plan's batch tensors", OP);
+        if (pg_graph_run(g) < 0) return -1;
+        pg_tensor *o = pg_graph_output(g);
+        if (o->ne[0] != 1 || o->ne[1] != 1) return pg_fail(PG_ERR_SHAPE, "%s: the compiled step's loss is %s, not 1x1", OP, pg_desc(o));
+        const double loss = o->dtype == PG_F32 ? (double)*(const float *)pg_data(o) : *(const double *)pg_data(o);
+        if (pg_fit_record(f, 0, loss, out) < 0) return -1;
+        done++;
+    }
+    return done;
+}

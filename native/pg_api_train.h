@@ -43,5 +43,11 @@ int pg_fit_running(const pg_fit *f, double *out);
  * batches, out[4..7] the same for validation (NaN without). per_datapoint 0: a sum loss
  * (ggml's totals). */
 int pg_fit_epoch_end(const pg_fit *f, int per_datapoint, double *out);
+/* Training batches [b0, b1) replayed through g, a compiled OPT graph recorded on this plan's
+ * training batch tensors (xin, yin: its inputs, yin NULL without y; checked to be the tensors
+ * each gather refills): gather, run, record the graph's 1x1 output as the loss and out (the
+ * model's output in the graph) for the accuracy, as the host's loop does batch by batch.
+ * Returns the number of batches replayed, < 0 on error. */
+int64_t pg_fit_replay(pg_fit *f, pg_graph *g, pg_tensor *xin, pg_tensor *yin, pg_tensor *out, int64_t b0, int64_t b1);
 /* accuracy and its standard error from counts (ggml_opt_result_accuracy); NaN when ndata == 0 */
 int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *out);

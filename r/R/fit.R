@@ -448,6 +448,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   prog <- .fit_progress(pmode, plan, todo * nb, nepoch)
   on.exit(prog$close(), add = TRUE)
   batch_cbs <- Filter(function(cb) is.function(cb$on_batch_end), cbs)
+  replay <- !is.null(ss) && !prog$on && !length(batch_cbs)
   for (epoch in seq(first, length.out = todo)) {
     if (!is.null(opt_params)) .apply_hyper(opt, opt_params(epoch), epoch)
     logs <- list(epoch = epoch, lr = as.double(opt$lr))
@@ -456,6 +457,13 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     t0 <- proc.time()[["elapsed"]]
     prog$epoch_begin(epoch)
     for (b in seq_len(nb)) {
+      if (replay && !is.null(ss$train)) {  # nothing to do between batches: the rest of the epoch in one core call
+        g <- ss$train$step
+        ins <- attr(g, "inputs")
+        .Call(R_pg_fit_replay, plan, attr(g, "graph"), ins[[1L]], if (length(ins) > 1L) ins[[2L]], ss$train$out, b - 1L, nb)
+        step <- step + (nb - b + 1L)
+        break
+      }
       bt <- .Call(R_pg_fit_batch, plan, FALSE, b - 1L)
       if (!is.null(ss)) {  # one replay of the compiled step
         lval <- ss$train_step(bt[[1L]], bt[[2L]])

@@ -65,6 +65,7 @@ extern SEXP R_pg_fit_epoch_begin(SEXP);
 extern SEXP R_pg_fit_batch(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_record(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_running(SEXP);
+extern SEXP R_pg_fit_replay(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_epoch_end(SEXP, SEXP);
 extern SEXP R_pg_acc_stats(SEXP, SEXP);
 extern SEXP R_pg_gradcheck_defaults(SEXP);
@@ -183,6 +184,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_batch",            (DL_FUNC) &R_pg_fit_batch,            3},
     {"R_pg_fit_record",           (DL_FUNC) &R_pg_fit_record,           4},
     {"R_pg_fit_running",          (DL_FUNC) &R_pg_fit_running,          1},
+    {"R_pg_fit_replay",           (DL_FUNC) &R_pg_fit_replay,           7},
     {"R_pg_fit_epoch_end",        (DL_FUNC) &R_pg_fit_epoch_end,        2},
     {"R_pg_acc_stats",            (DL_FUNC) &R_pg_acc_stats,            2},
     {"R_pg_gradcheck_defaults",   (DL_FUNC) &R_pg_gradcheck_defaults,   1},

@@ -115,3 +115,21 @@ SEXP R_pg_acc_stats(SEXP ncorrect, SEXP ndata)
     UNPROTECT(1);
     return v;
 }
+
+/* Training batches [b0, b1) (0-based) replayed through ag_fit's compiled opt graph in one call
+ * (pg_fit_replay); dropout masks are drawn from R's stream or the run stream, as in
+ * R_pg_graph_run. Returns the number of batches replayed. */
+SEXP R_pg_fit_replay(SEXP fp, SEXP gp, SEXP xin, SEXP yin, SEXP out, SEXP b0, SEXP b1)
+{
+    pg_fit *f = fit_get(fp);
+    if (TYPEOF(gp) != EXTPTRSXP || R_ExternalPtrTag(gp) != Rf_install("pg_graph") || !R_ExternalPtrAddr(gp))
+        Rf_error("ag_fit: expected a live compiled graph");
+    pg_tensor *x = r_get(r_handle(xin), R_TENSOR), *y = Rf_isNull(yin) ? NULL : r_get(r_handle(yin), R_TENSOR);
+    pg_tensor *o = r_get(r_handle(out), R_TENSOR);
+    const int64_t lo = (int64_t)r_num(b0, "ag_fit: batch"), hi = (int64_t)r_num(b1, "ag_fit: batch");
+    r_draw c = r_draw_enter();
+    int64_t n = pg_fit_replay(f, R_ExternalPtrAddr(gp), x, y, o, lo, hi);
+    r_draw_leave(c, n >= 0);
+    if (n < 0) r_fail();
+    return Rf_ScalarReal((double)n);
+}

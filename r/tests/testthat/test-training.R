@@ -160,7 +160,8 @@ test_that("ag_fit shows one cli bar for the run with progress = \"bar\", a line 
 
 # ag_fit with dropout and batch norm, a validation split whose last batch is partial; returns
 # the history, weights, buffers and the next number of R's stream
-.fit_run <- function(static, dtype, accum, loss = "cross_entropy", onehot = FALSE, model = NULL) {
+.fit_run <- function(static, dtype, accum, loss = "cross_entropy", onehot = FALSE, model = NULL, callbacks = list(),
+                     seed = 3) {
   old <- ag_dtype(dtype)
   on.exit(ag_dtype(old))
   set.seed(1)
@@ -172,7 +173,7 @@ test_that("ag_fit shows one cli bar for the run with progress = \"bar\", a line 
   m <- if (!is.null(model)) model() else
     ag_sequential(ag_linear(4, 16, "relu"), ag_batch_norm(16), ag_dropout(0.3), ag_linear(16, if (loss == "mse") 2 else 3))
   h <- ag_fit(m, x, y, loss = loss, nepoch = 3, batch_size = 8, nbatch_logical = 8 * accum, val_split = 0.2,
-              silent = TRUE, static = static, seed = 3)
+              silent = TRUE, static = static, seed = seed, callbacks = callbacks)
   list(h = unclass(h)[setdiff(names(unclass(h)), c("time_train", "time_val"))],
        p = lapply(.layer_params_of(m), function(t) t$data), b = lapply(.buffers_of(m), function(t) t$data),
        next_draw = runif(1))
@@ -189,6 +190,15 @@ test_that("ag_fit shows one cli bar for the run with progress = \"bar\", a line 
   force(expr)
   cnt$n
 }
+
+test_that("ag_fit(static = TRUE) replays an epoch in one core call (pg_fit_replay) exactly as batch by batch", {
+  n <- 0L
+  per_batch <- list(on_epoch_end = function(epoch, logs) NULL, on_batch_end = function(step, logs) n <<- n + 1L)
+  for (seed in list(3, NULL)) {  # a run stream, R's stream (.Random.seed written back once per epoch)
+    expect_identical(.fit_run(TRUE, "f32", 2L, seed = seed), .fit_run(TRUE, "f32", 2L, seed = seed, callbacks = list(per_batch)))
+  }
+  expect_equal(n, 2L * 3L * 8L)  # the batch-by-batch runs: 3 epochs of 8 micro-batches (72 samples)
+})
 
 test_that("ag_fit(static = TRUE) equals the eager ag_fit bit for bit (dropout, batch norm, f32/f64, accumulation)", {
   for (dt in c("f32", "f64")) for (k in 1:2) {
