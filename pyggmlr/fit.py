@@ -685,6 +685,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                 cb.load_state(states[i], arrays)
 
     step = 0
+    replay = static_steps is not None and pmode == "none" and not any(hasattr(cb, "on_batch_end") for cb in cbs)
     prog = FitProgress(pmode, plan.running, max(0, nepoch - start_epoch + 1) * plan.n_batches, nepoch,
                        start_epoch)
     in_stream = stream.active()  # dropout and user code draw from the run's stream
@@ -699,6 +700,9 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
             t0 = time.perf_counter()
             prog.epoch_begin(epoch)
             for b in range(plan.n_batches):
+                if replay and static_steps.train is not None:  # nothing between batches: the rest in one core call
+                    step += plan.replay(static_steps.train[0], static_steps.train[1], b, plan.n_batches)
+                    break
                 xb, yb = plan.batch(False, b)
                 if static_steps is not None:
                     lval, out = static_steps.train_step(xb, yb)

@@ -69,6 +69,16 @@ class FitPlan:
     def record(self, val: bool, loss: float, out: Tensor) -> None:
         _core.check(lib.pg_fit_record(self._p, int(val), float(loss), out._handle()))
 
+    def replay(self, step: Any, out: Tensor, b0: int, b1: int) -> int:
+        """Training batches [b0, b1) through the compiled opt step recorded on this plan's batch
+        tensors, in one core call (pg_fit_replay: gather, run, record per batch)."""
+        ins = step._inputs
+        n = lib.pg_fit_replay(self._p, step._g, ins[0]._handle(), ins[1]._handle() if len(ins) > 1 else NULL,
+                              out._handle(), b0, b1)
+        if n < 0:
+            _core.raise_last(-n)
+        return int(n)
+
     def running(self) -> Tuple[float, float]:
         o = ffi.new("double[2]")
         _core.check(lib.pg_fit_running(self._p, o))
