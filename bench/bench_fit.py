@@ -11,6 +11,7 @@ is this thread's CPU time, see CLOCK); medians over BENCH_ROUNDS rounds and the 
 R / Python are printed and written to bench/results/bench_fit.json. Before timing, one run of
 each is compared: both histories must be equal bit for bit. The goal: R within 1.1x of Python.
 Run: python bench/bench_fit.py   (needs R, rpy2 and the R package; R_LIBS for a local library)
+     BENCH_R=rscript python bench/bench_fit.py   (R in Rscript processes instead of embedded)
 """
 import os
 
@@ -35,6 +36,7 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", 7))
 EPOCHS = int(os.environ.get("BENCH_EPOCHS", 3))
 # CPU time of this thread (R runs embedded in it): the machines here are shared, and wall time
 # mostly measured the neighbours; BENCH_CLOCK=wall for time.perf_counter
+RSCRIPT = os.environ.get("BENCH_R") == "rscript"
 CLOCK = time.perf_counter if os.environ.get("BENCH_CLOCK") == "wall" else time.thread_time
 
 # R's side lives in one environment of globalenv (.bench_fit): the data are handed over once, the
@@ -98,6 +100,55 @@ def _r_fit(r, batch, static):
     return CLOCK() - t0, r.run(_R_HIST)
 
 
+# BENCH_R=rscript: R in a process of its own (no rpy2 in its interpreter loop), the same data
+# (R's set.seed(1) draws are the core generator's), CPU time of INNER fits on prebuilt models per round
+_RSCRIPT = r"""
+suppressPackageStartupMessages(library(pyggmlr))
+a <- commandArgs(TRUE)
+sizes <- as.numeric(strsplit(a[1], "-")[[1]]); n <- as.integer(a[2]); batch <- as.integer(a[3])
+static <- as.logical(a[4]); epochs <- as.integer(a[5]); rounds <- as.integer(a[6]); inner <- as.integer(a[7])
+ag_set_threads(1L); ag_dtype("f32")
+invisible(if (isTRUE(nzchar(a[8]))) ag_use_openblas(a[8]) else ag_set_blas("builtin"))
+set.seed(1); x <- matrix(rnorm(sizes[1] * n), sizes[1], n); y <- sample.int(sizes[length(sizes)], n, replace = TRUE) - 1L
+make <- function() {
+  ggml_set_seed(3L); L <- length(sizes) - 1L
+  do.call(ag_sequential, lapply(seq_len(L), function(i) ag_linear(sizes[i], sizes[i + 1L], if (i < L) "relu" else NULL)))
+}
+fit <- function(m) ag_fit(m, x, y, nepoch = epochs, batch_size = batch, lr = 1e-3, seed = 1L, silent = TRUE, static = static)
+h <- fit(make())
+cpu <- function() sum(proc.time()[c("user.self", "sys.self")])
+for (r in seq_len(rounds)) {
+  ms <- lapply(seq_len(inner), function(i) make()); invisible(gc(FALSE))
+  t0 <- cpu(); for (m in ms) fit(m); cat(sprintf("%.6f\n", (cpu() - t0) / inner))
+}
+cat("H", sprintf("%a", c(h$loss, h$accuracy)), "\n")
+"""
+
+
+def _rscript_times(sizes, n, batch, static, h):
+    import shutil
+    import subprocess
+    import tempfile
+    from pyggmlr import _core
+    rs = shutil.which("Rscript")
+    if rs is None:
+        raise SystemExit("bench_fit: BENCH_R=rscript needs Rscript")
+    inner = int(os.environ.get("BENCH_INNER", 10))
+    blas = _core.blas_library_path() if pg.blas_name() != "builtin" else ""
+    with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as f:
+        f.write(_RSCRIPT)
+    try:
+        out = subprocess.run([rs, f.name, "-".join(map(str, sizes)), str(n), str(batch), "TRUE" if static else "FALSE",
+                              str(EPOCHS), str(ROUNDS), str(inner), blas or ""],
+                             capture_output=True, text=True, check=True, timeout=600).stdout.split("\n")
+    finally:
+        os.unlink(f.name)
+    hist = [float.fromhex(v) for v in next(line for line in out if line.startswith("H ")).split()[1:]]
+    if hist != list(h.loss) + list(h.accuracy):
+        raise SystemExit(f"bench_fit: R's and Python's histories differ: {hist} vs {h.loss + h.accuracy}")
+    return [float(v) for v in out if v and not v.startswith("H")]
+
+
 def _bridge_cost(r):
     """Median seconds of an rpy2 call like the timed one but running nothing (included in R's
     times, printed so that it can be taken off)."""
@@ -134,7 +185,10 @@ def main():
                     list(np.atleast_1d(rres["accuracy"])) != list(h.accuracy):
                 raise SystemExit(f"bench_fit: R's and Python's histories differ: {rres['loss']} vs {h.loss}")
             tp, tr = [], []
-            for k in range(ROUNDS):  # interleaved, the order alternating, so drift and caches hit both
+            if RSCRIPT:
+                tr = _rscript_times(sizes, n, batch, static, h)
+                tp = [_py_fit(sizes, x, y, batch, static)[0] for _ in range(ROUNDS)]
+            for k in range(0 if RSCRIPT else ROUNDS):  # interleaved, the order alternating, so drift and caches hit both
                 if k % 2:
                     tr.append(_r_fit(r, batch, static)[0])
                 tp.append(_py_fit(sizes, x, y, batch, static)[0])
@@ -148,7 +202,10 @@ def main():
             results.append(row)
             print(f"{row['model']:>16s} {'static' if static else 'eager':>7s} {steps:6d} {mp * 1e3:10.1f} "
                   f"{mr * 1e3:9.1f} {mr / mp:9.2f} {mp / steps * 1e6:11.1f} {mr / steps * 1e6:10.1f}")
-    print(f"R's times include the rpy2 call itself: {bridge * 1e3:.2f} ms a call (a call running nothing)")
+    if RSCRIPT:
+        print("R ran in Rscript processes of its own (BENCH_R=rscript; CPU time, 1 ms clock over BENCH_INNER fits)")
+    else:
+        print(f"R's times include the rpy2 call itself: {bridge * 1e3:.2f} ms a call (a call running nothing)")
     out = {"benchmark": "bench_fit", "cpu": _cpu(), "clock": CLOCK.__name__, "bridge_call_s": bridge, "blas": pg.blas_name(), "rounds": ROUNDS, "threads": 1,
            "results": results}
     path = pathlib.Path(__file__).resolve().parent / "results" / "bench_fit.json"
