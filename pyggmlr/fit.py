@@ -700,7 +700,8 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
             t0 = time.perf_counter()
             prog.epoch_begin(epoch)
             for b in range(plan.n_batches):
-                if replay and static_steps.train is not None:  # nothing between batches: the rest in one core call
+                if replay and static_steps is not None and static_steps.train is not None:
+                    # nothing runs between batches: the rest of the epoch in one core call
                     step += plan.replay(static_steps.train[0], static_steps.train[1], b, plan.n_batches)
                     break
                 xb, yb = plan.batch(False, b)

@@ -425,3 +425,32 @@ invisible(ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, val_split = 0.25, seed =
         assert rest.loss == full.loss and rest.val_loss == full.val_loss and rest.epoch == [1, 2, 3, 4]
     finally:
         pg.ag_dtype("f32")
+
+
+def test_static_epoch_replayed_in_one_core_call_equals_batch_by_batch():
+    """With nothing to run between batches ag_fit replays an epoch in one pg_fit_replay call;
+    a batch callback forces the batch-by-batch loop: the same history and weights, bit for bit."""
+    x, y = _iris()
+
+    class Count:
+        n = 0
+
+        def on_epoch_end(self, epoch, logs):
+            return None
+
+        def on_batch_end(self, step, logs):
+            Count.n += 1
+
+    def run(cbs, seed):
+        if seed is None:
+            pg.ggml_set_seed(5)
+        m = _mlp(dropout=0.2)
+        h = pg.ag_fit(m, x, y, nepoch=3, batch_size=10, nbatch_logical=20, val_split=0.2, seed=seed, silent=True,
+                      static=True, callbacks=cbs)
+        return [h.loss, h.accuracy, h.val_loss], {k: t.numpy() for k, t in m.parameters().items()}
+    for seed in (4, None):
+        (ha, wa), (hb, wb) = run([], seed), run([Count()], seed)
+        assert ha == hb
+        for k in wa:
+            assert np.array_equal(wa[k], wb[k])
+    assert Count.n == 2 * 3 * 12  # 120 training samples in micro-batches of 10, 3 epochs
