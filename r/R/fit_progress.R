@@ -50,7 +50,7 @@
       p$id <- cli::cli_progress_bar(
         total = total, clear = FALSE, .auto_close = FALSE, .envir = p,
         format = paste("epoch {epoch}/{nepoch} {cli::pb_bar} {cli::pb_current}/{cli::pb_total}",
-                       "| {status()} | ETA {cli::pb_eta}"))
+                       "ETA {cli::pb_eta} | {status()}"))  # the ETA before what a narrow console cuts
   }
   p$epoch_end <- function(logs) {
     if (!p$on) return(invisible())

@@ -149,7 +149,7 @@ test_that("ag_fit shows one cli bar for the run with progress = \"bar\", a line 
   for (e in 1:2)
     expect_true(grepl(sprintf("epoch %d/2 loss=%.5f acc=%.4f val_loss=%.5f val_acc=%.4f", e, h$loss[e], h$accuracy[e],
                               h$val_loss[e], h$val_accuracy[e]), txt, fixed = TRUE))
-  expect_match(txt, "4/4 | loss [0-9.]+ acc [0-9.]+ | val_lo")  # one bar over 2 epochs x 2 batches
+  expect_match(txt, "4/4 ETA +[0-9]+s | loss [0-9.]+ acc [0-9.]+ | val_lo")  # one bar over 2 epochs x 2 batches
   # "auto" (the default) is quiet outside interactive sessions; silent and "none" always
   expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50))
   expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50, silent = TRUE, progress = "bar"))
