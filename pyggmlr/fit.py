@@ -402,47 +402,6 @@ class ag_model_checkpoint(Callback):
 
 
 # ---------------------------------------------------------------------------------------------
-# progress
-
-class _Progress:
-    def __init__(self, total, epoch, nepoch, silent):
-        self.silent, self.bar, self.epoch, self.nepoch = silent, None, epoch, nepoch
-        if silent:
-            return
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:
-            tqdm = None
-        if tqdm is not None:
-            self.bar = tqdm(total=total, desc=f"epoch {epoch}/{nepoch}", unit="batch", leave=True, dynamic_ncols=True)
-
-    def update(self, loss, acc, n=1):
-        if self.bar is not None:
-            post = {"loss": f"{loss:.4f}"}
-            if not math.isnan(acc):
-                post["acc"] = f"{acc:.3f}"
-            self.bar.set_postfix(post, refresh=False)
-            self.bar.update(n)
-
-    def close(self, logs):
-        if self.silent:
-            return
-        parts = [f"loss={logs['loss']:.5f}"]
-        if not math.isnan(logs["accuracy"]):
-            parts.append(f"acc={logs['accuracy']:.4f}")
-        if not math.isnan(logs["val_loss"]):
-            parts.append(f"val_loss={logs['val_loss']:.5f}")
-        if not math.isnan(logs["val_accuracy"]):
-            parts.append(f"val_acc={logs['val_accuracy']:.4f}")
-        if self.bar is not None:
-            self.bar.set_postfix_str(", ".join(parts))
-            self.bar.close()
-        else:
-            print(f"epoch {self.epoch:4d}/{self.nepoch}  " + "  ".join(parts) +
-                  f"  ({logs['time_train'] + logs['time_val']:.2f}s)", flush=True)
-
-
-# ---------------------------------------------------------------------------------------------
 # the loop
 
 class _Fit:
@@ -565,7 +524,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
            nepoch: int = 30, batch_size: int = 32, nbatch_logical: Optional[int] = None, val_split: float = 0.0,
            shuffle: bool = True, callbacks: Sequence[Any] = (), silent: bool = False, seed: Optional[int] = None,
            lr: float = 1e-3, resume_from: Optional[Union[str, os.PathLike]] = None, distributed: bool = False,
-           static: Optional[bool] = None) -> History:
+           static: Optional[bool] = None, progress: str = "auto") -> History:
     """Train `model` on x [features, n] (samples are columns) and y; returns a History.
 
     loss: "cross_entropy" (fused softmax + CE on the model's logits; y are 0-based class ids, a
@@ -592,7 +551,11 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     training part is its first n - n_val entries, validation the rest), then per epoch
     sample.int(n_train) over the training part, and the dropout masks of the forward passes.
     callbacks: ag_early_stopping, ag_model_checkpoint, Callback objects or functions fn(epoch, logs)
-    (returning False stops). silent: no progress bar. resume_from: a checkpoint written by
+    (returning False stops). silent: no progress display (the same as progress="none"; it wins).
+    progress: "auto" (default): one bar for the whole run (tqdm when installed; epoch, running
+    loss / accuracy, the last epoch's val_loss / val_acc, ETA) and a compact line per finished
+    epoch above it, on stderr, shown only in interactive sessions (a terminal on stderr, IPython);
+    "bar": always; "none": never (as R's ag_fit). resume_from: a checkpoint written by
     ag_model_checkpoint; training continues after its epoch exactly as the uninterrupted run would.
     distributed: data-parallel over MPI ranks (launch with mpirun; see docs/distributed.md):
     batch_size and nbatch_logical are per rank, rank 0's weights are broadcast first, gradients
@@ -606,8 +569,10 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     compiled or with distributed). False: the eager tape.
     The model is in train mode while training and in eval mode when ag_fit returns."""
     from .fit_plan import FitPlan
+    from .fit_progress import FitProgress, progress_mode
     from .random import Generator, _seed_int
 
+    pmode = progress_mode(progress, silent)
     lossfn, _ = _loss_fn(loss)
     loss_name = loss if isinstance(loss, str) else "callable"
     per_datapoint = loss_name != "sum"
@@ -649,7 +614,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     if distributed:
         from .distributed import ag_distributed_setup, rank
         opt, batch_size, nbatch_logical, take = ag_distributed_setup(model, opt, batch_size, nbatch_logical)
-        silent = silent or rank() != 0
+        pmode = "none" if rank() != 0 else pmode  # only rank 0 prints
 
     if static is None:
         static = not distributed and isinstance(loss, str) and _builtin_model(model)
@@ -720,6 +685,9 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                 cb.load_state(states[i], arrays)
 
     step = 0
+    replay = static_steps is not None and pmode == "none" and not any(hasattr(cb, "on_batch_end") for cb in cbs)
+    prog = FitProgress(pmode, plan.running, max(0, nepoch - start_epoch + 1) * plan.n_batches, nepoch,
+                       start_epoch)
     in_stream = stream.active()  # dropout and user code draw from the run's stream
     in_stream.__enter__()
     try:
@@ -730,17 +698,12 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
             plan.epoch_begin()
             _set_mode(model, True)
             t0 = time.perf_counter()
-            prog = _Progress(plan.n_batches, epoch, nepoch, silent)
-            batch_cbs = any(hasattr(cb, "on_batch_end") for cb in cbs)
-            chunk = plan.n_batches if silent else max(1, plan.n_batches // 20)  # C runs between bar updates
-            b = 0
-            while b < plan.n_batches:
-                if static_steps is not None and static_steps.train is not None and not batch_cbs:
-                    # recorded: the next batches replay in C (gather, step, statistics)
-                    n = plan.run_static(False, b, min(plan.n_batches, b + chunk), *static_steps.train)
-                    b, step = b + n, step + n
-                    prog.update(*plan.running(), n=n)
-                    continue
+            prog.epoch_begin(epoch)
+            for b in range(plan.n_batches):
+                if replay and static_steps is not None and static_steps.train is not None:
+                    # nothing runs between batches: the rest of the epoch in one core call
+                    step += plan.run_static(False, b, plan.n_batches, *static_steps.train)
+                    break
                 xb, yb = plan.batch(False, b)
                 if static_steps is not None:
                     lval, out = static_steps.train_step(xb, yb)
@@ -759,7 +722,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                 if static_steps is None:
                     ag_tape_clear()
                 step += 1
-                prog.update(*plan.running())
+                prog.tick()
                 for cb in cbs:
                     if hasattr(cb, "on_batch_end"):
                         cb.on_batch_end(step, {"epoch": epoch, "batch": b + 1, "loss": lval})
@@ -785,7 +748,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
             logs.update(plan.epoch_end(per_datapoint))
             logs["time_val"] = time.perf_counter() - t1
             history._append(logs)
-            prog.close(logs)
+            prog.epoch_end(logs)
             stop = False
             for cb in cbs:
                 if cb.on_epoch_end(epoch, dict(logs)) is False:
@@ -797,6 +760,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
             if hasattr(cb, "on_train_end"):
                 cb.on_train_end(fit)
     finally:
+        prog.close()
         in_stream.__exit__(None, None, None)
         opt.zero_grad()
         ag_tape_clear()

@@ -3,7 +3,7 @@
 set -euo pipefail
 need=""
 command -v R >/dev/null 2>&1 || need="r-base-core r-base-dev"
-for p in testthat jsonlite knitr rmarkdown; do
+for p in testthat jsonlite cli knitr rmarkdown; do
     Rscript -e "quit(status = !requireNamespace('$p', quietly = TRUE))" >/dev/null 2>&1 || need="$need r-cran-$p"
 done
 if [ -n "$need" ]; then

@@ -314,14 +314,28 @@ def test_predict_and_accuracy():
 
 
 def test_progress_output(capsys):
+    """progress="bar": one bar for the run and a line per epoch (on stderr) with the history's
+    values; "auto" is quiet outside a terminal (pytest captures stderr); silent / "none" never print."""
     x, y = _iris()
-    pg.ag_fit(_mlp(), x, y, nepoch=2, val_split=0.2)
+    h = pg.ag_fit(_mlp(), x, y, nepoch=2, val_split=0.2, progress="bar")
     err = capsys.readouterr()
-    text = err.err + err.out
-    assert "epoch 1/2" in text and "epoch 2/2" in text and "val_acc=" in text
-    pg.ag_fit(_mlp(), x, y, nepoch=2, silent=True)
-    err = capsys.readouterr()
-    assert err.err == "" and err.out == ""
+    assert err.out == ""
+    for e in (0, 1):
+        line = (f"epoch {e + 1}/2 loss={h.loss[e]:.5f} acc={h.accuracy[e]:.4f} "
+                f"val_loss={h.val_loss[e]:.5f} val_acc={h.val_accuracy[e]:.4f}")
+        assert line in err.err
+    try:
+        import tqdm  # noqa: F401
+    except ImportError:
+        pass
+    else:  # one bar over 2 epochs x 3 batches, its postfix the running values and the last val
+        assert "epoch 2/2" in err.err and "6/6" in err.err and "| val_loss " in err.err
+    for kw in ({}, {"silent": True}, {"silent": True, "progress": "bar"}, {"progress": "none"}):
+        pg.ag_fit(_mlp(), x, y, nepoch=2, **kw)
+        err = capsys.readouterr()
+        assert err.err == "" and err.out == "", kw
+    with pytest.raises(pg.PyggmlrValueError, match='ag_fit: progress must be "auto", "bar" or "none", got yes'):
+        pg.ag_fit(_mlp(), x, y, progress="yes")
 
 
 def test_history_plot(tmp_path):
@@ -435,3 +449,30 @@ def test_static_epochs_replayed_in_c_equal_the_per_batch_loop():
     assert cb.n == 3 * (255 // 16)
     assert h1.loss == h2.loss and h1.val_loss == h2.val_loss and h1.val_accuracy == h2.val_accuracy
     assert all(np.array_equal(a, b) for a, b in zip(w1, w2))
+def test_static_epoch_replayed_in_one_core_call_equals_batch_by_batch():
+    """With nothing to run between batches ag_fit replays an epoch in one pg_fit_run_static call;
+    a batch callback forces the batch-by-batch loop: the same history and weights, bit for bit."""
+    x, y = _iris()
+
+    class Count:
+        n = 0
+
+        def on_epoch_end(self, epoch, logs):
+            return None
+
+        def on_batch_end(self, step, logs):
+            Count.n += 1
+
+    def run(cbs, seed):
+        if seed is None:
+            pg.ggml_set_seed(5)
+        m = _mlp(dropout=0.2)
+        h = pg.ag_fit(m, x, y, nepoch=3, batch_size=10, nbatch_logical=20, val_split=0.2, seed=seed, silent=True,
+                      static=True, callbacks=cbs)
+        return [h.loss, h.accuracy, h.val_loss], {k: t.numpy() for k, t in m.parameters().items()}
+    for seed in (4, None):
+        (ha, wa), (hb, wb) = run([], seed), run([Count()], seed)
+        assert ha == hb
+        for k in wa:
+            assert np.array_equal(wa[k], wb[k])
+    assert Count.n == 2 * 3 * 12  # 120 training samples in micro-batches of 10, 3 epochs

@@ -47,14 +47,16 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
   g <- .Call(R_pg_graph_record_end, out$.ptr, lapply(inputs, function(t) t$.ptr), .BUILDS[[build]],
              if (build == "opt") optimizer$.h else NULL)
   n_in <- length(inputs)
+  # the recorded inputs' handles, read once: a replay fed its own input tensors (ag_fit's batch
+  # tensors, refilled in the core) copies nothing, and the check costs no `$` dispatch per call
+  in_ptrs <- lapply(inputs, function(t) .subset2(t, ".ptr"))
   step <- function(...) {
-    vals <- list(...)
-    if (length(vals) != n_in)
-      stop(sprintf("compiled step: expected %d inputs, got %d", n_in, length(vals)), call. = FALSE)
+    if (...length() != n_in)
+      stop(sprintf("compiled step: expected %d inputs, got %d", n_in, ...length()), call. = FALSE)
     for (i in seq_len(n_in)) {
-      v <- vals[[i]]
-      if (is_ag_tensor(v)) {
-        if (identical(v$.ptr, inputs[[i]]$.ptr)) next
+      v <- ...elt(i)
+      if (inherits(v, "ag_tensor")) {
+        if (identical(.subset2(v, ".ptr"), in_ptrs[[i]])) next
         v <- v$data
       }
       .Call(R_pg_graph_set_input, g, i - 1L, v)

@@ -36,8 +36,9 @@
   }
   if (length(dim(v)) != 2L) .fit_stop("ag_fit: %s must be a [features, n] matrix (samples are columns)", name)
   if (!is.numeric(v) && !is.logical(v)) .fit_stop("ag_fit: %s must be numeric", name)
-  storage.mode(v) <- "double"
-  dimnames(v) <- NULL
+  # touched only when needed: either would copy the whole data set (pages faulted in every run)
+  if (!is.double(v)) storage.mode(v) <- "double"
+  if (!is.null(dimnames(v))) dimnames(v) <- NULL
   v
 }
 
@@ -175,9 +176,10 @@
     list(step = step, out = holder$out)
   }
   run <- function(g, xv, yv) list(loss = if (has_y) g$step(xv, yv) else g$step(xv), out = g$out)
+  # the loss of one replayed training step; its output tensor (a reused buffer) is s$train$out
   s$train_step <- function(xv, yv) {
     if (is.null(s$train)) s$train <- record(xv, yv, "opt")
-    run(s$train, xv, yv)
+    if (has_y) s$train$step(xv, yv) else s$train$step(xv)
   }
   s$val_step <- function(xv, yv) {
     w <- as.character(dim(xv)[2L])
@@ -355,8 +357,10 @@ plot.ag_history <- function(x, y, ...) {
 
 ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adamw", opt_params = NULL,
                    nepoch = 30L, batch_size = 32L, nbatch_logical = NULL, val_split = 0.0, shuffle = TRUE,
-                   callbacks = list(), silent = FALSE, seed = NULL, lr = 1e-3, resume_from = NULL, static = NULL) {
+                   callbacks = list(), silent = FALSE, seed = NULL, lr = 1e-3, resume_from = NULL, static = NULL,
+                   progress = "auto") {
   L <- .fit_loss(loss)
+  pmode <- .fit_progress_mode(progress, silent)
   per_datapoint <- L$name != "sum"
   nepoch <- .fit_int(nepoch, "nepoch")
   batch_size <- .fit_int(batch_size, "batch_size")
@@ -439,20 +443,29 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   }, add = TRUE)
   stopped <- NULL
   step <- 0L
-  for (epoch in seq(if (is.null(res)) 1L else res$epoch + 1L, length.out = max(0L, nepoch - (if (is.null(res)) 0L else res$epoch)))) {
+  first <- if (is.null(res)) 1L else res$epoch + 1L
+  todo <- max(0L, nepoch - first + 1L)
+  prog <- .fit_progress(pmode, plan, todo * nb, nepoch)
+  on.exit(prog$close(), add = TRUE)
+  batch_cbs <- Filter(function(cb) is.function(cb$on_batch_end), cbs)
+  replay <- !is.null(ss) && !prog$on && !length(batch_cbs)
+  for (epoch in seq(first, length.out = todo)) {
     if (!is.null(opt_params)) .apply_hyper(opt, opt_params(epoch), epoch)
     logs <- list(epoch = epoch, lr = as.double(opt$lr))
     .Call(R_pg_fit_epoch_begin, plan)
     ag_train(model)
     t0 <- proc.time()[["elapsed"]]
-    pb <- if (!isTRUE(silent)) utils::txtProgressBar(min = 0, max = nb, style = 3) else NULL
+    prog$epoch_begin(epoch)
     for (b in seq_len(nb)) {
+      if (replay && !is.null(ss$train)) {  # nothing to do between batches: the rest of the epoch in one core call
+        .Call(R_pg_fit_run_static, plan, FALSE, b - 1L, nb, attr(ss$train$step, "graph"), ss$train$out)
+        step <- step + (nb - b + 1L)
+        break
+      }
       bt <- .Call(R_pg_fit_batch, plan, FALSE, b - 1L)
       if (!is.null(ss)) {  # one replay of the compiled step
-        r <- ss$train_step(bt[[1L]], bt[[2L]])
-        lval <- r$loss
-        out <- r$out
-        rm(r)
+        lval <- ss$train_step(bt[[1L]], bt[[2L]])
+        out <- ss$train$out
       } else {
         with_grad_tape({
           out <- .fit_forward(model, bt[[1L]])
@@ -462,25 +475,28 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         grads <- backward(lv)
         opt$step(grads, sum_grads = TRUE)  # one environment per micro-batch: the optimizer sums them
         opt$zero_grad()
-        rm(grads)
+        grads <- NULL
         lval <- lv$data[1L, 1L]
-        rm(lv)
+        lv <- NULL
       }
       .Call(R_pg_fit_record, plan, FALSE, lval, out)  # accuracy: arg-max in C, no copy of out
-      rm(out, bt)
+      out <- bt <- NULL  # drop the references (rm() itself costs ~10 us a call, a step's worth)
       if (is.null(ss)) ag_tape_clear()
       step <- step + 1L
-      if (!is.null(pb)) utils::setTxtProgressBar(pb, b)
-      for (cb in cbs) if (is.function(cb$on_batch_end))
-        cb$on_batch_end(step, list(epoch = epoch, batch = b, loss = lval))
+      if (prog$on) prog$tick()
+      for (cb in batch_cbs) cb$on_batch_end(step, list(epoch = epoch, batch = b, loss = lval))
     }
-    if (!is.null(pb)) close(pb)
     logs$time_train <- proc.time()[["elapsed"]] - t0
     t1 <- proc.time()[["elapsed"]]
     if (n_val > 0L) {
       ag_eval(model)
       ag_no_grad({
         for (b in seq_len(n_valb)) {
+          w <- as.character(min(batch_size, n_val - (b - 1L) * batch_size))
+          if (!is.null(ss) && !is.null(ss$val[[w]])) {  # recorded: gather, replay and record in C
+            .Call(R_pg_fit_run_static, plan, TRUE, b - 1L, b, attr(ss$val[[w]]$step, "graph"), ss$val[[w]]$out)
+            next
+          }
           bt <- .Call(R_pg_fit_batch, plan, TRUE, b - 1L)
           if (!is.null(ss)) {
             r <- ss$val_step(bt[[1L]], bt[[2L]])
@@ -492,7 +508,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
           .Call(R_pg_fit_record, plan, TRUE, lval, out)
         }
       })
-      rm(out, bt)
+      out <- bt <- NULL
       ag_train(model)
     }
     st <- .Call(R_pg_fit_epoch_end, plan, per_datapoint)
@@ -500,14 +516,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     logs$val_loss <- st[5L]; logs$val_loss_unc <- st[6L]; logs$val_accuracy <- st[7L]; logs$val_accuracy_unc <- st[8L]
     logs$time_val <- proc.time()[["elapsed"]] - t1
     fit$logs[[length(fit$logs) + 1L]] <- logs
-    if (!isTRUE(silent)) {
-      parts <- sprintf("loss=%.5f", logs$loss)
-      if (!is.nan(logs$accuracy)) parts <- c(parts, sprintf("acc=%.4f", logs$accuracy))
-      if (!is.nan(logs$val_loss)) parts <- c(parts, sprintf("val_loss=%.5f", logs$val_loss))
-      if (!is.nan(logs$val_accuracy)) parts <- c(parts, sprintf("val_acc=%.4f", logs$val_accuracy))
-      cat(sprintf("epoch %4d/%d  %s  (%.2fs)\n", epoch, nepoch, paste(parts, collapse = "  "),
-                  logs$time_train + logs$time_val))
-    }
+    prog$epoch_end(logs)
     stop_now <- FALSE
     for (cb in cbs) if (identical(cb$on_epoch_end(epoch, logs), FALSE)) stop_now <- TRUE
     if (stop_now || isTRUE(fit$stop)) {

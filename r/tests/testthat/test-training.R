@@ -135,20 +135,33 @@ test_that("ag_early_stopping stops and restores the best weights; function callb
                       opt_params = function(e) list(bogus = 1)), "unknown hyper-parameter 'bogus'")
 })
 
-test_that("ag_fit prints a progress bar and one line per epoch unless silent", {
+test_that("ag_fit shows one cli bar for the run with progress = \"bar\", a line per epoch matching the history", {
   x <- iris_x()
+  old <- options(cli.progress_show_after = 0)
+  on.exit(options(old))
+  msgs <- character()
   set.seed(6)
-  out <- capture.output(h <- ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 2, batch_size = 50, val_split = 0.2))
-  txt <- paste(out, collapse = "\n")
-  expect_match(txt, "100%")
-  expect_match(txt, "epoch    1/2  loss=[0-9.]+  acc=[0-9.]+  val_loss=[0-9.]+  val_acc=[0-9.]+")
-  expect_match(txt, "epoch    2/2")
-  expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50, silent = TRUE))
+  out <- capture.output(h <- withCallingHandlers(
+    ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 2, batch_size = 50, val_split = 0.2, progress = "bar"),
+    message = function(m) { msgs <<- c(msgs, conditionMessage(m)); invokeRestart("muffleMessage") }))
+  expect_identical(out, character())  # cli writes to the message stream
+  txt <- paste(msgs, collapse = "")
+  for (e in 1:2)
+    expect_true(grepl(sprintf("epoch %d/2 loss=%.5f acc=%.4f val_loss=%.5f val_acc=%.4f", e, h$loss[e], h$accuracy[e],
+                              h$val_loss[e], h$val_accuracy[e]), txt, fixed = TRUE))
+  expect_match(txt, "4/4 ETA +[0-9]+s | loss [0-9.]+ acc [0-9.]+ | val_lo")  # one bar over 2 epochs x 2 batches
+  # "auto" (the default) is quiet outside interactive sessions; silent and "none" always
+  expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50))
+  expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50, silent = TRUE, progress = "bar"))
+  expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50, progress = "none"))
+  expect_error(ag_fit(ag_linear(4, 3), x, iris$Species, progress = "yes"),
+               "ag_fit: progress must be \"auto\", \"bar\" or \"none\", got yes", fixed = TRUE)
 })
 
 # ag_fit with dropout and batch norm, a validation split whose last batch is partial; returns
 # the history, weights, buffers and the next number of R's stream
-.fit_run <- function(static, dtype, accum, loss = "cross_entropy", onehot = FALSE, model = NULL) {
+.fit_run <- function(static, dtype, accum, loss = "cross_entropy", onehot = FALSE, model = NULL, callbacks = list(),
+                     seed = 3) {
   old <- ag_dtype(dtype)
   on.exit(ag_dtype(old))
   set.seed(1)
@@ -160,7 +173,7 @@ test_that("ag_fit prints a progress bar and one line per epoch unless silent", {
   m <- if (!is.null(model)) model() else
     ag_sequential(ag_linear(4, 16, "relu"), ag_batch_norm(16), ag_dropout(0.3), ag_linear(16, if (loss == "mse") 2 else 3))
   h <- ag_fit(m, x, y, loss = loss, nepoch = 3, batch_size = 8, nbatch_logical = 8 * accum, val_split = 0.2,
-              silent = TRUE, static = static, seed = 3)
+              silent = TRUE, static = static, seed = seed, callbacks = callbacks)
   list(h = unclass(h)[setdiff(names(unclass(h)), c("time_train", "time_val"))],
        p = lapply(.layer_params_of(m), function(t) t$data), b = lapply(.buffers_of(m), function(t) t$data),
        next_draw = runif(1))
@@ -177,6 +190,15 @@ test_that("ag_fit prints a progress bar and one line per epoch unless silent", {
   force(expr)
   cnt$n
 }
+
+test_that("ag_fit(static = TRUE) replays an epoch in one core call (pg_fit_run_static) exactly as batch by batch", {
+  n <- 0L
+  per_batch <- list(on_epoch_end = function(epoch, logs) NULL, on_batch_end = function(step, logs) n <<- n + 1L)
+  for (seed in list(3, NULL)) {  # a run stream, R's stream (.Random.seed written back once per epoch)
+    expect_identical(.fit_run(TRUE, "f32", 2L, seed = seed), .fit_run(TRUE, "f32", 2L, seed = seed, callbacks = list(per_batch)))
+  }
+  expect_equal(n, 2L * 3L * 8L)  # the batch-by-batch runs: 3 epochs of 8 micro-batches (72 samples)
+})
 
 test_that("ag_fit(static = TRUE) equals the eager ag_fit bit for bit (dropout, batch norm, f32/f64, accumulation)", {
   for (dt in c("f32", "f64")) for (k in 1:2) {

@@ -1,0 +1,73 @@
+# ag_fit's progress display: one cli bar for the whole run (epochs x batches) whose status shows
+# the epoch, the running loss / accuracy (from the core's plan), the last epoch's validation
+# values and the ETA, plus one compact line per finished epoch printed above the bar (as keras).
+# "auto" shows it only in interactive sessions, so scripts, tests and R CMD check stay quiet.
+
+.FIT_PROGRESS <- c("auto", "bar", "none")
+
+.fit_progress_mode <- function(progress, silent) {
+  if (!is.character(progress) || length(progress) != 1L || is.na(progress) || !progress %in% .FIT_PROGRESS)
+    .fit_stop("ag_fit: progress must be \"auto\", \"bar\" or \"none\", got %s", paste(format(progress), collapse = " "))
+  if (isTRUE(silent) || progress == "none" || (progress == "auto" && !interactive())) "none" else "bar"
+}
+
+# the compact per-epoch line, shared by the bar and its fallback
+.fit_epoch_line <- function(logs, nepoch) {
+  parts <- sprintf("loss=%.5f", logs$loss)
+  if (!is.nan(logs$accuracy)) parts <- c(parts, sprintf("acc=%.4f", logs$accuracy))
+  if (!is.nan(logs$val_loss)) parts <- c(parts, sprintf("val_loss=%.5f", logs$val_loss))
+  if (!is.nan(logs$val_accuracy)) parts <- c(parts, sprintf("val_acc=%.4f", logs$val_accuracy))
+  sprintf("epoch %4d/%d  %s  (%.2fs)", logs$epoch, nepoch, paste(parts, collapse = "  "),
+          logs$time_train + logs$time_val)
+}
+
+# p$tick() after every training batch, p$epoch_begin(epoch) / p$epoch_end(logs) around an epoch,
+# p$close() when the run ends (also on error). All no-ops when the mode is "none".
+.fit_progress <- function(mode, plan, total, nepoch) {
+  p <- new.env(parent = baseenv())
+  p$on <- identical(mode, "bar") && total > 0L
+  p$epoch <- 0L
+  p$nepoch <- nepoch
+  p$val <- ""
+  p$id <- NULL
+  # evaluated by cli only when it redraws (its own throttle), so a batch costs one update call
+  p$status <- function() {
+    r <- .Call(R_pg_fit_running, plan)
+    s <- if (is.nan(r[1L])) "" else sprintf("loss %.4f", r[1L])
+    if (!is.nan(r[2L])) s <- paste0(s, sprintf(" acc %.3f", r[2L]))
+    paste0(s, p$val)
+  }
+  p$n <- 0L
+  # the run's last batch is counted in close(): cli ends a bar that reaches its total, and the
+  # last epoch's line still has to go above it
+  p$tick <- function() {
+    p$n <- p$n + 1L
+    if (!is.null(p$id) && p$n < total) cli::cli_progress_update(id = p$id, .envir = p)
+  }
+  p$epoch_begin <- function(epoch) {
+    p$epoch <- epoch
+    if (p$on && is.null(p$id))
+      p$id <- cli::cli_progress_bar(
+        total = total, clear = FALSE, .auto_close = FALSE, .envir = p,
+        format = paste("epoch {epoch}/{nepoch} {cli::pb_bar} {cli::pb_current}/{cli::pb_total}",
+                       "ETA {cli::pb_eta} | {status()}"))  # the ETA before what a narrow console cuts
+  }
+  p$epoch_end <- function(logs) {
+    if (!p$on) return(invisible())
+    v <- character()
+    if (!is.nan(logs$val_loss)) v <- sprintf("val_loss %.4f", logs$val_loss)
+    if (!is.nan(logs$val_accuracy)) v <- c(v, sprintf("val_acc %.3f", logs$val_accuracy))
+    p$val <- if (length(v)) paste0(" | ", paste(v, collapse = " ")) else ""
+    p$line <- .fit_epoch_line(logs, nepoch)
+    if (!is.null(p$id)) cli::cli_progress_output("{line}", id = p$id, .envir = p)
+    invisible()
+  }
+  p$close <- function() {
+    if (!is.null(p$id)) {
+      if (p$n >= total) cli::cli_progress_update(id = p$id, set = total, force = TRUE, .envir = p)
+      else cli::cli_progress_done(id = p$id, .envir = p)
+    }
+    p$id <- NULL
+  }
+  p
+}
