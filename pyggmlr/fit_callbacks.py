@@ -1,0 +1,128 @@
+"""ag_fit's callbacks: Callback, ag_early_stopping, ag_model_checkpoint."""
+from __future__ import annotations
+
+import os
+from typing import List, Optional, Union
+
+import math
+
+
+from .errors import PyggmlrValueError
+from .fit_util import _restore, _snapshot
+
+__all__ = ["Callback", "ag_early_stopping", "ag_model_checkpoint"]
+
+
+# ---------------------------------------------------------------------------------------------
+# callbacks
+
+class Callback:
+    """Base class. ag_fit calls on_train_begin(fit), on_batch_end(step, logs),
+    on_epoch_end(epoch, logs) (return False to stop) and on_train_end(fit); ``fit`` exposes
+    model, optimizer, history, nepoch and stop (set True to stop after this epoch). Callbacks
+    with state(): dict / load_state(dict) are saved in checkpoints and restored on resume."""
+
+    def on_train_begin(self, fit):
+        """Called once before the first epoch with the run state ``fit`` (model, optimizer,
+        history, nepoch, stop)."""
+        pass
+
+    def on_batch_end(self, step, logs):
+        """Called after every optimizer micro-step with the global step number and
+        {epoch, batch, loss}."""
+        pass
+
+    def on_epoch_end(self, epoch, logs):
+        """Called after each epoch's validation with the 1-based epoch and its logs (loss,
+        accuracy, val_loss, val_accuracy, lr, times); return False to stop training."""
+        return None
+
+    def on_train_end(self, fit):
+        """Called once when training ends (also after an early stop), before ag_fit returns."""
+        pass
+
+
+class _FnCallback(Callback):
+    def __init__(self, fn):
+        self.fn = fn
+
+    def on_epoch_end(self, epoch, logs):
+        return self.fn(epoch, logs)
+
+
+class ag_early_stopping(Callback):
+    """Stop when the monitored loss (val_loss with a validation split, else the training loss)
+    has not improved by more than min_delta for `patience` epochs; with restore_best the model
+    gets the weights (and batch-norm buffers) of the best epoch back at the end of training."""
+
+    def __init__(self, patience: int = 5, min_delta: float = 0.0, restore_best: bool = True,
+                 monitor: Optional[str] = None) -> None:
+        if isinstance(patience, bool) or int(patience) != patience or patience < 1:
+            raise PyggmlrValueError(f"ag_early_stopping: patience must be an integer >= 1, got {patience!r}")
+        self.patience, self.min_delta, self.restore_best = int(patience), float(min_delta), bool(restore_best)
+        self.monitor = monitor
+        self.best, self.best_epoch, self.wait, self.stopped_epoch = math.inf, None, 0, None
+        self._best_weights = None
+
+    def on_train_begin(self, fit):
+        self._fit = fit
+
+    def on_epoch_end(self, epoch, logs):
+        key = self.monitor or ("val_loss" if not math.isnan(logs.get("val_loss", math.nan)) else "loss")
+        v = logs.get(key, math.nan)
+        if v < self.best - self.min_delta:
+            self.best, self.best_epoch, self.wait = v, epoch, 0
+            if self.restore_best:
+                self._best_weights = _snapshot(self._fit.model)
+        else:
+            self.wait += 1
+            if self.wait >= self.patience:
+                self.stopped_epoch = epoch
+                return False
+        return None
+
+    def on_train_end(self, fit):
+        fit.history.best_epoch = self.best_epoch
+        last = fit.history.epoch[-1] if fit.history.epoch else None
+        if self.restore_best and self._best_weights is not None and self.best_epoch != last:
+            _restore(fit.model, self._best_weights)
+
+    def state(self):
+        """(JSON-able counters, best weights or None): what a checkpoint saves for resuming."""
+        return {"best": self.best, "best_epoch": self.best_epoch, "wait": self.wait}, (
+            self._best_weights if self._best_weights is not None else None)
+
+    def load_state(self, st, arrays=None):
+        """Restore the counters (and best weights, when given) saved by state()."""
+        self.best = math.inf if st.get("best") is None else float(st["best"])
+        self.best_epoch, self.wait = st.get("best_epoch"), int(st.get("wait", 0))
+        if arrays is not None:
+            self._best_weights = arrays
+
+    def __repr__(self):
+        return f"ag_early_stopping | patience={self.patience} | min_delta={self.min_delta:g} | restore_best={self.restore_best}"
+
+
+class ag_model_checkpoint(Callback):
+    """Save model + optimizer state + epoch (+ everything ag_fit needs to resume: the run's seed,
+    the random stream, history, callback states) to `path` every `every` epochs and at the last
+    one. Continue with ag_fit(..., resume_from=path). `path` may contain "{epoch}"."""
+
+    def __init__(self, path: Union[str, os.PathLike], every: int = 1) -> None:
+        if isinstance(every, bool) or int(every) != every or every < 1:
+            raise PyggmlrValueError(f"ag_model_checkpoint: every must be an integer >= 1, got {every!r}")
+        self.path, self.every = str(path), int(every)
+        self.saved: List[str] = []
+
+    def on_train_begin(self, fit):
+        self._fit = fit
+
+    def on_epoch_end(self, epoch, logs):
+        if epoch % self.every == 0 or epoch == self._fit.nepoch:
+            p = self.path.format(epoch=epoch)
+            self._fit.save_checkpoint(p, epoch)
+            self.saved.append(p)
+        return None
+
+    def __repr__(self):
+        return f"ag_model_checkpoint | path={self.path} | every={self.every}"

@@ -1,0 +1,206 @@
+"""ag_fit's helpers: the model walk (parameters, buffers, mode, snapshots), the data and loss
+arguments, the optimizer set-up and the compiled steps (fit.py runs the loop)."""
+from __future__ import annotations
+
+from typing import List
+
+
+import numpy as np
+
+from .errors import ArgumentError, PyggmlrValueError, ShapeError
+from .ops import ag_mean, ag_mse_loss, ag_softmax_cross_entropy_loss, ag_sum
+from .ops_loss import ag_bce_with_logits_loss, ag_binary_cross_entropy_loss, ag_huber_loss, ag_mae_loss
+from .optim import Optimizer, optimizer_adam, optimizer_sgd
+from .tensor import Tensor, ag_default_dtype
+
+__all__: List[str] = []
+
+_LOSSES = ("cross_entropy", "mse", "mean", "sum")
+# opt_params keys: ggml's names are accepted as aliases of the optimizer attributes
+_HYPER_ALIASES = {"alpha": "lr", "wd": "weight_decay"}
+
+
+# ---------------------------------------------------------------------------------------------
+# model helpers (work with nn modules and with any object with forward/parameters)
+
+def _forward(model, x):
+    if hasattr(model, "forward"):
+        return model.forward(x)
+    if callable(model):
+        return model(x)
+    raise ArgumentError(f"ag_fit: model must have forward(x), got {type(model).__name__}")
+
+
+def _params(model):
+    if not hasattr(model, "parameters"):
+        raise ArgumentError(f"model must have parameters(), got {type(model).__name__}")
+    p = model.parameters()
+    return dict(p) if isinstance(p, dict) else {str(i + 1): t for i, t in enumerate(p)}
+
+
+def _buffers(model):
+    b = getattr(model, "buffers", None)
+    return dict(b()) if callable(b) else {}
+
+
+def _set_mode(model, training):
+    from . import nn
+    fn = getattr(nn, "ag_train" if training else "ag_eval", None)
+    if fn is not None:
+        fn(model)
+    elif hasattr(model, "training"):
+        model.training = training
+
+
+def _model_dtype(model):
+    for t in _params(model).values():
+        return t.dtype
+    return ag_default_dtype()
+
+
+def _snapshot(model):
+    """Exact copies of the parameters and buffers (numpy, own dtype)."""
+    return ({k: t.data for k, t in _params(model).items()},
+            {k: (t.data if isinstance(t, Tensor) else np.array(t)) for k, t in _buffers(model).items()})
+
+
+def _restore(model, snap):
+    ps, bs = snap
+    for k, t in _params(model).items():
+        t.data = ps[k]
+    for k, t in _buffers(model).items():
+        if isinstance(t, Tensor):
+            t.data = bs[k]
+
+
+# ---------------------------------------------------------------------------------------------
+# data
+
+def _as_cols(v, name):
+    a = v.numpy() if isinstance(v, Tensor) else np.asarray(v)
+    if a.dtype.kind not in "biuf":
+        raise ArgumentError(f"ag_fit: {name} must be numeric, got dtype {a.dtype}")
+    if a.ndim == 1:
+        a = a.reshape(1, -1)
+    elif a.ndim != 2:
+        raise ShapeError(f"ag_fit: {name} must be a [features, n] matrix (samples are columns), got shape {a.shape}")
+    return np.asfortranarray(a)
+
+
+def _row_major_hint(X, Y):
+    """A hint for the common mistake of passing row-major [samples, features] data."""
+    if X.shape[0] == Y.shape[1]:
+        what, rows = "x", X.shape[0]
+    elif Y.shape[0] == X.shape[1] and Y.shape[0] != Y.shape[1]:
+        what, rows = "y", Y.shape[0]
+    elif X.shape[0] == Y.shape[0]:
+        return (f"; x and y look row-major ({X.shape[0]} rows each, one per sample): pyggmlr data are "
+                f"[features, samples] with one column per sample, so pass x.T and y.T")
+    else:
+        return ""
+    return (f"; {what} looks row-major ({rows} rows, one per sample): pyggmlr data are [features, samples] "
+            f"with one column per sample, so pass {what}.T")
+
+
+def _loss_fn(loss):
+    if callable(loss):
+        return loss, True
+    if loss == "cross_entropy":
+        return ag_softmax_cross_entropy_loss, False
+    if loss == "mse":
+        return ag_mse_loss, True
+    if loss == "mean":
+        return (lambda out, y: ag_mean(out)), True
+    if loss == "sum":
+        return (lambda out, y: ag_sum(out)), True
+    if isinstance(loss, str) and loss in _EXTRA_LOSSES:
+        return _EXTRA_LOSSES[loss], True
+    raise PyggmlrValueError(f"ag_fit: unknown loss {loss!r}; use 'cross_entropy', 'mse', 'mean', 'sum', "
+                            f"{', '.join(repr(k) for k in _EXTRA_LOSSES)} or a callable(output, y) -> 1x1 tensor")
+
+
+# the losses beyond ggml-opt's (ops_loss.py), each against y of the output's shape
+_EXTRA_LOSSES = {"binary_cross_entropy": ag_binary_cross_entropy_loss, "bce_with_logits": ag_bce_with_logits_loss,
+                 "huber": ag_huber_loss, "mae": ag_mae_loss}
+
+
+def _make_optimizer(optimizer, params, lr):
+    if isinstance(optimizer, Optimizer):
+        return optimizer
+    if isinstance(optimizer, str):
+        o = optimizer.lower()
+        if o in ("adamw", "adam"):
+            return optimizer_adam(params, lr=lr)
+        if o == "sgd":
+            return optimizer_sgd(params, lr=lr)
+    raise PyggmlrValueError(f"ag_fit: unknown optimizer {optimizer!r}; use 'adamw', 'sgd' or an optimizer object")
+
+
+def _apply_hyper(opt, hp, epoch):
+    if hp is None:
+        return
+    if not isinstance(hp, dict):
+        raise ArgumentError(f"ag_fit: opt_params(epoch) must return a dict, got {type(hp).__name__} at epoch {epoch}")
+    for k, v in hp.items():
+        name = _HYPER_ALIASES.get(k, k)
+        try:
+            getattr(opt, name)
+        except AttributeError:
+            raise PyggmlrValueError(f"ag_fit: opt_params returned unknown hyper-parameter {k!r} for {type(opt).__name__}") from None
+        setattr(opt, name, v)
+
+
+def _builtin_model(model):
+    """True when every layer is a built-in pyggmlr layer (whose whole forward runs in C ops a
+    compiled graph replays), so ag_fit can compile its step by default."""
+    from . import nn
+    if isinstance(model, nn.ag_sequential):
+        return all(_builtin_model(m) for m in model.layers)
+    return type(model) in (nn.ag_linear, nn.ag_dropout, nn.ag_batch_norm, nn.ag_layer_norm, nn.ag_embedding,
+                           nn.ag_multihead_attention)
+
+
+class _StaticSteps:
+    """ag_fit's compiled graphs: one "opt" graph for the training batches (all of batch_size
+    columns: a partial last batch is never trained on) recorded in training mode, and
+    "forward" graphs for validation recorded in eval mode, one per batch width (the full one
+    and the last partial batch). Recording leaves the model as it was: no optimizer step, no
+    random draws and the buffers (batch-norm running statistics) put back, so the run equals
+    the eager one bit for bit."""
+
+    def __init__(self, model, lossfn, opt, has_y):
+        self.model, self.lossfn, self.opt, self.has_y = model, lossfn, opt, has_y
+        self.train = None
+        self.val = {}
+
+    def _record(self, xv, yv, build):
+        from .compile import ag_compile
+        holder = {}
+
+        def fn(x, y=None):
+            out = _forward(self.model, x)
+            holder["out"] = out
+            return self.lossfn(out, y)
+        bufs = {k: t.data for k, t in _buffers(self.model).items() if isinstance(t, Tensor)}
+        ins = [xv] + ([yv] if self.has_y else [])  # the plan's batch tensors: each gather refills the graph's inputs
+        try:
+            step = ag_compile(fn, *ins, build=build, optimizer=self.opt if build == "opt" else None)
+        finally:
+            for k, t in _buffers(self.model).items():
+                if k in bufs:
+                    t.data = bufs[k]
+        return step, holder["out"]
+
+    def train_step(self, xv, yv):
+        """Loss of one replayed training step, and the model output tensor (reused buffer)."""
+        if self.train is None:
+            self.train = self._record(xv, yv, "opt")
+        step, out = self.train
+        return (step(xv, yv) if self.has_y else step(xv)), out
+
+    def val_step(self, xv, yv):
+        w = xv.shape[1]  # one graph per width (and per batch tensor: the plan reuses one per width)
+        if w not in self.val:
+            self.val[w] = self._record(xv, yv, "forward")
+        step, out = self.val[w]
+        return (step(xv, yv) if self.has_y else step(xv)).item(), out
