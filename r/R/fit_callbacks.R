@@ -1,0 +1,67 @@
+# ag_fit's callbacks (ag_early_stopping; ag_model_checkpoint is in fit_resume.R).
+
+
+.fn_callback <- function(fn) list(on_epoch_end = fn)
+
+ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE, monitor = NULL) {
+  if (!is.numeric(patience) || length(patience) != 1L || is.na(patience) || patience != floor(patience) || patience < 1)
+    stop(sprintf("ag_early_stopping: patience must be an integer >= 1, got %s", paste(format(patience), collapse = " ")),
+         call. = FALSE)
+  if (!is.numeric(min_delta) || length(min_delta) != 1L || is.na(min_delta))
+    stop("ag_early_stopping: min_delta must be a number", call. = FALSE)
+  if (!is.null(monitor) && (!is.character(monitor) || length(monitor) != 1L))
+    stop("ag_early_stopping: monitor must be NULL or the name of a logged value (\"loss\", \"val_loss\", ...)", call. = FALSE)
+  e <- new.env(parent = emptyenv())
+  e$patience <- as.integer(patience)
+  e$min_delta <- as.double(min_delta)
+  e$restore_best <- isTRUE(restore_best)
+  e$monitor <- monitor
+  e$best <- Inf
+  e$best_epoch <- NULL
+  e$wait <- 0L
+  e$stopped_epoch <- NULL
+  e$best_weights <- NULL
+  e$fit <- NULL
+  e$on_train_begin <- function(fit) {
+    e$fit <- fit
+    e$best <- Inf; e$best_epoch <- NULL; e$wait <- 0L; e$stopped_epoch <- NULL; e$best_weights <- NULL
+  }
+  e$on_epoch_end <- function(epoch, logs) {
+    key <- if (!is.null(e$monitor)) e$monitor else if (!is.nan(logs$val_loss)) "val_loss" else "loss"
+    v <- logs[[key]]
+    if (is.null(v)) stop(sprintf("ag_early_stopping: nothing logged under '%s'", key), call. = FALSE)
+    if (!is.na(v) && v < e$best - e$min_delta) {
+      e$best <- v; e$best_epoch <- epoch; e$wait <- 0L
+      if (e$restore_best) e$best_weights <- .snapshot(e$fit$model)
+    } else {
+      e$wait <- e$wait + 1L
+      if (e$wait >= e$patience) {
+        e$stopped_epoch <- epoch
+        return(FALSE)
+      }
+    }
+    NULL
+  }
+  e$on_train_end <- function(fit) {
+    fit$best_epoch <- e$best_epoch
+    last <- if (length(fit$logs)) fit$logs[[length(fit$logs)]]$epoch else NULL
+    if (e$restore_best && !is.null(e$best_weights) && !identical(e$best_epoch, last))
+      .restore(fit$model, e$best_weights)
+    e$fit <- NULL
+  }
+  e$state <- function() list(js = list(best = e$best, best_epoch = e$best_epoch, wait = e$wait), arrays = e$best_weights)
+  e$load_state <- function(st, arrays = NULL) {  # from a checkpoint (either language's)
+    e$best <- if (is.null(st$best)) Inf else as.double(st$best)
+    e$best_epoch <- if (is.null(st$best_epoch)) NULL else as.integer(st$best_epoch)
+    e$wait <- if (is.null(st$wait)) 0L else as.integer(st$wait)
+    if (!is.null(arrays)) e$best_weights <- arrays
+  }
+  class(e) <- c("ag_early_stopping", "ag_callback")
+  e
+}
+
+print.ag_early_stopping <- function(x, ...) {
+  cat(sprintf("ag_early_stopping | patience=%d | min_delta=%s | restore_best=%s\n", x$patience,
+              format(x$min_delta), if (x$restore_best) "TRUE" else "FALSE"))
+  invisible(x)
+}

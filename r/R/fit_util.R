@@ -1,0 +1,186 @@
+# ag_fit's helpers: argument checks, data and targets, losses, snapshots, the optimizer set-up
+# and the compiled steps (fit.R runs the loop).
+
+.fit_stop <- function(...) stop(sprintf(...), call. = FALSE)
+
+.fit_int <- function(v, name, lo = 1L) {
+  if (!is.numeric(v) || length(v) != 1L || is.na(v) || v != floor(v) || v < lo)
+    .fit_stop("ag_fit: %s must be an integer >= %d, got %s", name, lo, paste(format(v), collapse = " "))
+  as.integer(v)
+}
+
+.fit_forward <- function(model, x) {
+  if ((is.environment(model) || is.list(model)) && is.function(model$forward)) return(model$forward(x))
+  if (is.function(model)) return(model(x))
+  .fit_stop("ag_fit: model must have a forward(x) function")
+}
+
+# x, y as [features, n] double matrices (samples are columns). A data.frame has one row per
+# sample and is transposed; a vector is one row.
+.fit_cols <- function(v, name) {
+  if (is_ag_tensor(v)) v <- v$data
+  if (is.data.frame(v)) {
+    ok <- vapply(v, function(col) is.numeric(col) || is.logical(col), logical(1))
+    if (!all(ok)) .fit_stop("ag_fit: %s: data.frame column '%s' is not numeric", name, names(v)[!ok][1L])
+    v <- t(as.matrix(v))
+  }
+  if (is.null(dim(v))) {
+    if (!is.numeric(v) && !is.logical(v)) .fit_stop("ag_fit: %s must be numeric", name)
+    v <- matrix(as.double(v), nrow = 1L)
+  }
+  if (length(dim(v)) != 2L) .fit_stop("ag_fit: %s must be a [features, n] matrix (samples are columns)", name)
+  if (!is.numeric(v) && !is.logical(v)) .fit_stop("ag_fit: %s must be numeric", name)
+  # touched only when needed: either would copy the whole data set (pages faulted in every run)
+  if (!is.double(v)) storage.mode(v) <- "double"
+  if (!is.null(dimnames(v))) dimnames(v) <- NULL
+  v
+}
+
+.fit_targets <- function(y, loss, n) {
+  if (is.null(y)) return(list(Y = NULL, ids = NULL))
+  if (is.factor(y)) {
+    if (loss != "cross_entropy") .fit_stop("ag_fit: a factor y needs loss = \"cross_entropy\"")
+    if (anyNA(y)) .fit_stop("ag_fit: y has missing values")
+    y <- as.integer(y) - 1L  # levels in order -> 0-based class ids
+  }
+  Y <- .fit_cols(y, "y")
+  if (ncol(Y) != n) .fit_stop("ag_fit: x has %d samples (columns) but y has %d", n, ncol(Y))
+  if (anyNA(Y)) .fit_stop("ag_fit: y has missing values")
+  ids <- NULL
+  if (loss == "cross_entropy" && nrow(Y) == 1L) {
+    if (any(Y != round(Y)) || any(Y < 0))
+      .fit_stop("ag_fit: cross_entropy targets must be 0-based class ids (whole numbers >= 0), a factor or a one-hot matrix")
+    ids <- as.integer(Y[1L, ])
+  }
+  list(Y = Y, ids = ids)
+}
+
+.fit_loss <- function(loss) {
+  if (is.function(loss)) return(list(fn = loss, tensor = TRUE, name = "callable"))
+  if (!is.character(loss) || length(loss) != 1L)
+    .fit_stop("ag_fit: loss must be \"cross_entropy\", \"mse\", \"mean\", \"sum\" or a function(output, y)")
+  switch(loss,
+         cross_entropy = list(fn = ag_softmax_cross_entropy_loss, tensor = FALSE, name = loss),
+         mse = list(fn = ag_mse_loss, tensor = TRUE, name = loss),
+         mean = list(fn = function(out, y) ag_mean(out), tensor = TRUE, name = loss),
+         sum = list(fn = function(out, y) ag_sum(out), tensor = TRUE, name = loss),
+         if (loss %in% names(.FIT_EXTRA_LOSSES)) list(fn = .FIT_EXTRA_LOSSES[[loss]], tensor = TRUE, name = loss)
+         else .fit_stop("ag_fit: unknown loss \"%s\"; use \"cross_entropy\", \"mse\", \"mean\", \"sum\", %s or a function(output, y) returning a 1x1 ag_tensor",
+                        loss, paste0("\"", names(.FIT_EXTRA_LOSSES), "\"", collapse = ", ")))
+}
+
+# the losses beyond ggml-opt's (loss.R), each against y of the output's shape
+.FIT_EXTRA_LOSSES <- list(binary_cross_entropy = function(out, y) ag_binary_cross_entropy_loss(out, y),
+                          bce_with_logits = function(out, y) ag_bce_with_logits_loss(out, y),
+                          huber = function(out, y) ag_huber_loss(out, y),
+                          mae = function(out, y) ag_mae_loss(out, y))
+
+# loss statistics as ggml reports them (mean of the per-batch losses weighted by batch size, or
+# the total for a sum loss, and the standard error of the per-batch values), computed by the core
+# (pg_loss_stats), the same function Python's ag_fit calls, so the histories agree to the bit
+.loss_stats <- function(v, w, per_datapoint) .Call(R_pg_loss_stats, as.double(v), as.double(w), isTRUE(per_datapoint))
+
+.acc_stats <- function(ncorrect, ndata) {
+  if (is.null(ncorrect)) return(c(NaN, NaN))
+  .Call(R_pg_acc_stats, ncorrect, ndata)  # ggml_opt_result_accuracy, the core's (fit.c)
+}
+
+
+.snapshot <- function(model) {
+  list(params = lapply(.layer_params(model), function(t) t$data),
+       buffers = lapply(.layer_buffers(model), function(t) t$data))
+}
+
+.restore <- function(model, snap) {
+  p <- .layer_params(model)
+  for (k in names(p)) p[[k]]$data <- snap$params[[k]]
+  b <- .layer_buffers(model)
+  for (k in names(b)) b[[k]]$data <- snap$buffers[[k]]
+  invisible(model)
+}
+
+.HYPER_ALIASES <- c(alpha = "lr", wd = "weight_decay")
+
+.apply_hyper <- function(opt, hp, epoch) {
+  if (is.null(hp)) return(invisible())
+  if (!is.list(hp) || (length(hp) && is.null(names(hp))))
+    .fit_stop("ag_fit: opt_params(epoch) must return a named list, got %s at epoch %d", class(hp)[[1L]], epoch)
+  for (k in names(hp)) {
+    nm <- if (k %in% names(.HYPER_ALIASES)) .HYPER_ALIASES[[k]] else k
+    if (!nm %in% .HYPER[[opt$kind]])
+      .fit_stop("ag_fit: opt_params returned unknown hyper-parameter '%s' for %s", k, class(opt)[[1L]])
+    assign(nm, hp[[k]], envir = opt)
+  }
+  invisible()
+}
+
+.make_fit_optimizer <- function(optimizer, params, lr) {
+  if (.is_optimizer(optimizer)) return(optimizer)
+  if (is.character(optimizer) && length(optimizer) == 1L) {
+    o <- tolower(optimizer)
+    if (o %in% c("adamw", "adam")) return(optimizer_adam(params, lr = lr))
+    if (o == "sgd") return(optimizer_sgd(params, lr = lr))
+  }
+  .fit_stop("ag_fit: unknown optimizer %s; use \"adamw\", \"sgd\" or an optimizer object",
+            paste(format(optimizer), collapse = " "))
+}
+
+# ---------------------------------------------------------------------------------------------
+# static (compiled) steps
+
+# TRUE when every layer is a built-in one whose whole forward runs in ops a compiled graph
+# replays, so ag_fit compiles its step by default (ag_embedding reads its ids from the batch
+# tensor in the core, so a replay refills them).
+.builtin_model <- function(model) {
+  if (is.environment(model)) {
+    if (inherits(model, "ag_sequential"))
+      return(length(model$layers) > 0L && all(vapply(model$layers, .builtin_model, logical(1))))
+    return(inherits(model, c("ag_dropout", "ag_batch_norm", "ag_layer_norm", "ag_multihead_attention",
+                              "ag_embedding")))
+  }
+  # ag_linear is a plain list
+  is.list(model) && !is.object(model) && identical(names(model), c("W", "b", "forward", "params", "to_config")) &&
+    is_ag_tensor(model$W) && is.function(model$to_config) && identical(model$to_config()$type, "linear")
+}
+
+# ag_fit's compiled graphs: one "opt" graph for the training batches (all of batch_size columns)
+# recorded in training mode at the first batch, and "forward" graphs for validation recorded in
+# eval mode, one per batch width (the full one and the last partial batch). Recording leaves the
+# model as it was: no optimizer step, no random draws (ag_compile restores R's stream) and the
+# buffers (batch-norm running statistics) put back, so the run equals the eager one bit for bit.
+.static_steps <- function(model, lossfn, opt, has_y) {
+  s <- new.env(parent = emptyenv())
+  s$train <- NULL
+  s$val <- list()
+  record <- function(xv, yv, build) {
+    holder <- new.env(parent = emptyenv())
+    fn <- function(x, y = NULL) {
+      out <- .fit_forward(model, x)
+      holder$out <- out
+      lossfn(out, y)
+    }
+    bufs <- lapply(.layer_buffers(model), function(t) t$data)
+    on.exit({
+      b <- .layer_buffers(model)
+      for (k in names(b)) if (!is.null(bufs[[k]])) b[[k]]$data <- bufs[[k]]
+    })
+    ins <- list(xv)  # the plan's batch tensors: each gather refills the graph's inputs
+    if (has_y) ins[[2L]] <- yv
+    step <- do.call(ag_compile, c(list(fn), ins, list(build = build, optimizer = if (build == "opt") opt)))
+    list(step = step, out = holder$out)
+  }
+  run <- function(g, xv, yv) list(loss = if (has_y) g$step(xv, yv) else g$step(xv), out = g$out)
+  # the loss of one replayed training step; its output tensor (a reused buffer) is s$train$out
+  s$train_step <- function(xv, yv) {
+    if (is.null(s$train)) s$train <- record(xv, yv, "opt")
+    if (has_y) s$train$step(xv, yv) else s$train$step(xv)
+  }
+  s$val_step <- function(xv, yv) {
+    w <- as.character(dim(xv)[2L])
+    if (is.null(s$val[[w]])) s$val[[w]] <- record(xv, yv, "forward")
+    r <- run(s$val[[w]], xv, yv)
+    r$loss <- as.matrix(r$loss$data)[1L, 1L]
+    r
+  }
+  s
+}
