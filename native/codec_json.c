@@ -289,9 +289,16 @@ int pj_parse(const char *text, int64_t n, const pj_limits *lim, pj_doc *doc, cha
     for (int pass = 0; pass < 2; pass++) {
         p.i = 0; p.nn = 0; p.pp = 0;
         ws(&p);
-        if (value(&p, 0) < 0) { pj_free(doc); return PG_ERR_VALUE; }
-        ws(&p);
-        if (p.i != n) { perr(&p, "extra data after the value"); pj_free(doc); return PG_ERR_VALUE; }
+        int64_t r = value(&p, 0);
+        if (r >= 0) {
+            ws(&p);
+            if (p.i != n) r = perr(&p, "extra data after the value");
+        }
+        if (r < 0) {
+            free(p.scratch);
+            pj_free(doc);
+            return PG_ERR_VALUE;
+        }
         if (pass == 0) {  /* sizes known and within the limits: allocate exactly */
             doc->nodes = malloc((size_t)p.nn * sizeof(pj_node));
             doc->pool = malloc((size_t)p.pp + 1);
