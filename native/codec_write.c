@@ -22,8 +22,8 @@
 
 #define ST_MAX_HEADER (100LL * 1024 * 1024)
 
-static int fault_stage;
-static char trace[128];
+static _Thread_local int fault_stage;  /* test hooks: per thread, as the errors are */
+static _Thread_local char trace[128];
 
 void pg_codec_test_fault(int stage) { fault_stage = stage; }
 const char *pg_codec_trace(void) { return trace; }
@@ -135,7 +135,7 @@ static int header(buf *o, const pg_st_tensor *t, int64_t n, const char **keys, c
     return 0;
 }
 
-static int nwrites, write_fault;
+static _Thread_local int nwrites, write_fault;
 
 static int write_all(int fd, const void *p, int64_t n)
 {
