@@ -330,3 +330,35 @@ test_that("hostile config sizes are refused before building, as in Python (the g
     expect_error(ag_load_model(f), case[[2]])
   }
 })
+
+test_that("mutated files (bit flips, truncation, byte edits) only ever give file errors; a refused load changes nothing", {
+  set.seed(11)
+  m <- mlp()
+  opt <- optimizer_adam(m$parameters(), lr = 0.01)
+  f <- tempfile(fileext = ".safetensors")
+  ag_save_model(m, f, optimizer = opt, epoch = 3, extra = list(note = "fuzz"))
+  raw <- readBin(f, "raw", file.info(f)$size)
+  n <- sum(as.numeric(raw[1:8]) * 256^(0:7))
+  bad <- tempfile(fileext = ".safetensors")
+  target <- mlp()
+  before <- lapply(target$parameters(), function(p) p$data)
+  refused <- 0L
+  for (i in 1:300) {
+    b <- raw
+    kind <- i %% 4L
+    if (kind == 0L) b <- b[seq_len(sample.int(length(b), 1L) - 1L)]
+    else if (kind == 1L) { k <- sample.int(8L + n, 1L); b[k] <- xor(b[k], as.raw(2^sample(0:7, 1L))) }
+    else if (kind == 2L) { k <- sample.int(8L + n, 2L); b[k] <- as.raw(sample(0:255, 2L)) }
+    else b[sample.int(8L, 1L)] <- as.raw(sample(0:255, 1L))
+    writeBin(b, bad)
+    r <- tryCatch({ ag_load_model(bad, model = target); "loaded" }, error = function(e) conditionMessage(e))
+    if (!identical(r, "loaded")) {
+      refused <- refused + 1L
+      expect_true(startsWith(r, bad) || grepl("mismatch", r), info = r)
+      expect_identical(lapply(target$parameters(), function(p) p$data), before)
+    } else {
+      before <- lapply(target$parameters(), function(p) p$data)
+    }
+  }
+  expect_gt(refused, 150L)
+})
