@@ -18,11 +18,10 @@ from typing import Any, Callable, Dict, Optional, Union
 import json
 import math
 import os
-import tempfile
 
 import numpy as np
 
-from ._core import ffi
+from ._core import check, ffi, lib
 from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from .tensor import Tensor
 
@@ -30,84 +29,59 @@ __all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: state.py
 
 FORMAT = "pyggmlr.ag_model"
 FORMAT_VERSION = "1"
-MAX_HEADER = 100 * 1024 * 1024  # bytes of JSON header accepted when reading
+MAX_HEADER = 100 * 1024 * 1024  # bytes of JSON header the core accepts when reading (native/codec.c)
 _DT = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
-_MAX_CONFIG_INT = 10 ** 8  # an architecture asking for more units than this is not ours
 
 
 # ---------------------------------------------------------------------------------------------
-# safetensors writer / reader
-
-def _fsync_dir(d):
-    try:
-        fd = os.open(d, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
+# safetensors writer / reader: the C core's codec (native/codec*.c), shared with the R package
 
 def _write_safetensors(path, tensors, metadata):
     """tensors: list of (name, 2-D numpy float32/float64 array); metadata: dict str -> str.
-    Written atomically: a temp file in the same directory, flushed and fsynced, then
-    os.replace()d over path."""
-    header = {"__metadata__": dict(metadata)}
-    blobs, off = [], 0
-    for name, a in tensors:
-        if name in header:
-            raise PyggmlrValueError(f"ag_save_model(): duplicate tensor name {name!r}")
-        a = np.asarray(a)
-        code = "F64" if a.dtype == np.float64 else "F32"
-        raw = np.ascontiguousarray(a, dtype=_DT[code]).tobytes()
-        header[name] = {"dtype": code, "shape": [int(s) for s in a.shape], "data_offsets": [off, off + len(raw)]}
-        blobs.append(raw)
-        off += len(raw)
-    hb = json.dumps(header, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    hb += b" " * (-len(hb) % 8)
+    The core writes it atomically: a temp file in the same directory, fsynced, renamed over
+    path, the directory fsynced."""
     path = os.fspath(path)
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(len(hb).to_bytes(8, "little"))
-            f.write(hb)
-            for b in blobs:
-                f.write(b)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    _fsync_dir(d)
+    keep, arr = [], ffi.new("pg_st_tensor[]", max(len(tensors), 1))
+    for i, (name, a) in enumerate(tensors):
+        a = np.asarray(a)
+        code = lib.PG_ST_F64 if a.dtype == np.float64 else lib.PG_ST_F32
+        raw = np.ascontiguousarray(a, dtype=_DT["F64" if code == lib.PG_ST_F64 else "F32"])
+        if raw.ndim > 2:
+            raise PyggmlrValueError(f"ag_save_model(): tensor {name!r} has {raw.ndim} dimensions (at most 2)")
+        nm = ffi.new("char[]", str(name).encode("utf-8", "surrogatepass"))
+        keep += [nm, raw]
+        e = arr[i]
+        e.name, e.dtype, e.ndim = nm, code, raw.ndim
+        e.rows = raw.shape[0] if raw.ndim else 1
+        e.cols = raw.shape[1] if raw.ndim == 2 else 1
+        e.data = ffi.from_buffer(raw) if raw.size else ffi.NULL
+    ks = [ffi.new("char[]", str(k).encode("utf-8", "surrogatepass")) for k in metadata]
+    vs = [ffi.new("char[]", str(v).encode("utf-8", "surrogatepass")) for v in metadata.values()]
+    rc = lib.pg_st_write(path.encode("utf-8", "surrogateescape"), arr, len(tensors),
+                         ffi.new("char *[]", ks or [ffi.NULL]), ffi.new("char *[]", vs or [ffi.NULL]), len(ks))
+    if rc == lib.PG_ERR_IO:
+        raise OSError(_last_msg())
+    check(rc)
     return path
+
+
+def _last_msg():
+    msg = ffi.string(lib.pg_last_error()).decode("utf-8", "replace")
+    lib.pg_clear_error()
+    return msg
 
 
 def _bad(path, msg):
     return PyggmlrValueError(f"{os.fspath(path)!s}: {msg}")
 
 
-def _no_dup_keys(pairs):
-    d = {}
-    for k, v in pairs:
-        if k in d:
-            raise ValueError(f"duplicate key {k!r}")
-        d[k] = v
-    return d
-
-
-def _json(text, what, path):
-    try:
-        return json.loads(text, object_pairs_hook=_no_dup_keys)
-    except (ValueError, RecursionError, TypeError) as e:
-        raise _bad(path, f"{what} is not valid JSON ({str(e)[:120]})") from None
+def _json(text, what, path, budget=0):
+    """Parse a metadata JSON text: the core checks it first (strict syntax, limits, no duplicate
+    keys; with budget, the architecture's plausible sizes), then the json module reads it."""
+    raw = text.encode("utf-8", "surrogatepass")
+    if lib.pg_json_check(raw, len(raw), what.encode("utf-8", "replace"), budget) != 0:
+        raise _bad(path, _last_msg())
+    return json.loads(text)
 
 
 def _is_int(v):
@@ -115,63 +89,33 @@ def _is_int(v):
 
 
 def _read_safetensors(path):
-    """Validate and read a safetensors file: returns (dict name -> 2-D C-ordered numpy array
-    in file order, metadata dict str -> str)."""
-    with open(path, "rb") as f:
-        data = f.read()
-    size = len(data)
-    if size < 8:
-        raise _bad(path, f"not a safetensors model file: {size} bytes, shorter than the 8-byte header length (truncated?)")
-    hlen = int.from_bytes(data[:8], "little")
-    if hlen < 2:
-        raise _bad(path, f"not a safetensors model file: header length {hlen} is too small")
-    if hlen > MAX_HEADER:
-        raise _bad(path, f"not a safetensors model file: header length {hlen} exceeds the {MAX_HEADER}-byte limit")
-    if 8 + hlen > size:
-        raise _bad(path, f"truncated file: the header says {hlen} bytes but only {size - 8} follow")
+    """Validate and read a safetensors file (the core checks everything before any tensor is
+    read): returns (dict name -> 2-D C-ordered numpy array in file order, metadata dict)."""
+    with open(path, "rb"):  # the language's ordinary errors for a missing file or a directory
+        pass
+    h = ffi.new("pg_st_file **")
+    rc = lib.pg_st_open(os.fsencode(path), h)
+    if rc != 0:
+        msg = _last_msg()
+        if rc == lib.PG_ERR_IO:
+            raise OSError(msg)
+        if rc == lib.PG_ERR_NOMEM:
+            raise MemoryError(msg)
+        raise _bad(path, msg)
+    f = h[0]
     try:
-        text = data[8:8 + hlen].decode("utf-8")
-    except UnicodeDecodeError:
-        raise _bad(path, "not a safetensors model file: the header is not UTF-8 text") from None
-    if not text.lstrip().startswith("{"):
-        raise _bad(path, "not a safetensors model file: the header is not a JSON object")
-    header = _json(text, "the header", path)
-    if not isinstance(header, dict):
-        raise _bad(path, "the header is not a JSON object")
-    meta = header.pop("__metadata__", {})
-    if meta is None:
-        meta = {}
-    if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
-        raise _bad(path, "__metadata__ must map strings to strings")
-    base = 8 + hlen
-    dlen = size - base
-    spans = []
-    for name, e in header.items():
-        if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
-            raise _bad(path, f"tensor {name!r}: entry must have exactly dtype, shape and data_offsets")
-        dt, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
-        if not isinstance(dt, str) or dt not in _DT:
-            raise _bad(path, f"tensor {name!r}: unsupported dtype {dt!r} (pyggmlr reads F32 and F64)")
-        if not isinstance(shape, list) or len(shape) > 2 or not all(_is_int(s) and s >= 0 for s in shape):
-            raise _bad(path, f"tensor {name!r}: shape must be a list of at most 2 non-negative integers, got {shape!r}")
-        if not isinstance(offs, list) or len(offs) != 2 or not all(_is_int(o) for o in offs):
-            raise _bad(path, f"tensor {name!r}: data_offsets must be two integers, got {offs!r}")
-        b, en = offs
-        if not 0 <= b <= en <= dlen:
-            raise _bad(path, f"tensor {name!r}: data_offsets [{b}, {en}] lie outside the {dlen} data bytes (truncated or corrupt file)")
-        numel = math.prod(shape)
-        if en - b != numel * _DT[dt].itemsize:
-            raise _bad(path, f"tensor {name!r}: data_offsets span {en - b} bytes but shape {shape} of {dt} needs {numel * _DT[dt].itemsize}")
-        spans.append((b, en, name))
-    spans.sort()
-    for (b0, e0, n0), (b1, e1, n1) in zip(spans, spans[1:]):
-        if b1 < e0:
-            raise _bad(path, f"tensors {n0!r} and {n1!r} overlap in the data section")
-    out = {}
-    for name, e in header.items():
-        dt, shape, (b, en) = _DT[e["dtype"]], e["shape"], e["data_offsets"]
-        r, c = (1, 1) if len(shape) == 0 else ((shape[0], 1) if len(shape) == 1 else tuple(shape))
-        out[name] = np.frombuffer(data, dtype=dt, count=r * c, offset=base + b).reshape(r, c).astype(dt.newbyteorder("="))
+        out = {}
+        for i in range(lib.pg_st_count(f)):
+            dt = _DT["F64" if lib.pg_st_dtype(f, i) == lib.PG_ST_F64 else "F32"]
+            r, c = lib.pg_st_rows(f, i), lib.pg_st_cols(f, i)
+            a = np.empty((r, c), dtype=dt.newbyteorder("="))
+            if a.nbytes and lib.pg_st_read(f, i, ffi.from_buffer(a), a.nbytes) != 0:
+                raise _bad(path, _last_msg())
+            out[ffi.string(lib.pg_st_name(f, i)).decode("utf-8")] = a
+        meta = {ffi.string(lib.pg_st_meta_key(f, i)).decode("utf-8"): ffi.string(lib.pg_st_meta_value(f, i)).decode("utf-8")
+                for i in range(lib.pg_st_meta_count(f))}
+    finally:
+        lib.pg_st_close(f)
     return out, meta
 
 
@@ -265,10 +209,10 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
 # ag_save_model / ag_load_model (ggmlR's arguments): pyggmlr/state.py
 
 
-def _meta_json(meta, key, path, kind):
+def _meta_json(meta, key, path, kind, budget=0):
     if key not in meta:
         return None
-    v = _json(meta[key], f"metadata {key!r}", path)
+    v = _json(meta[key], f"metadata {key!r}", path, budget)
     if not isinstance(v, kind):
         raise _bad(path, f"metadata {key!r} has the wrong type ({type(v).__name__})")
     return v
@@ -286,30 +230,6 @@ def _names(meta, key, tensors, path):
     return v
 
 
-def _check_config(cfg, path, depth=0, budget=None):
-    """Plausible sizes only. budget: the most elements one layer may ask for (the product of a
-    layer's integer fields, e.g. in_features * out_features), derived from the file's own
-    tensors, so a hostile config cannot make the rebuild allocate gigabytes before the shapes
-    are compared with the file."""
-    if depth > 64:
-        raise _bad(path, "architecture config is nested too deeply")
-    if isinstance(cfg, dict):
-        if budget is not None:
-            prod = 1
-            for v in cfg.values():
-                if _is_int(v) and v > 1:
-                    prod *= v
-            if prod > budget:
-                raise _bad(path, f"architecture config has an implausible layer size ({prod} elements; the file holds far fewer values)")
-        for v in cfg.values():
-            _check_config(v, path, depth + 1, budget)
-    elif isinstance(cfg, list):
-        for v in cfg:
-            _check_config(v, path, depth + 1, budget)
-    elif isinstance(cfg, (int, float)) and not isinstance(cfg, bool) and abs(cfg) > _MAX_CONFIG_INT:
-        raise _bad(path, f"architecture config has an implausible size {cfg!r}")
-
-
 def _files_dtype(tensors, pnames):
     dts = {tensors[n].dtype for n in (tensors if pnames is None else pnames)}
     return "f64" if dts == {np.dtype(np.float64)} else "f32"
@@ -317,10 +237,12 @@ def _files_dtype(tensors, pnames):
 
 def _rebuild(meta, tensors, pnames, path, dtype=None):
     from .tensor import ag_dtype
-    cfg = _meta_json(meta, "config", path, dict)
+    # the budget: the most elements one layer may ask for (the product of its integer fields),
+    # from the file's own tensors, so a hostile config cannot make the rebuild allocate gigabytes
+    budget = 16 * sum(int(a.size) for a in tensors.values()) + 65536
+    cfg = _meta_json(meta, "config", path, dict, budget)
     if cfg is None:
         raise _bad(path, "the file has no architecture (metadata 'config'); pass model= to load its weights into a model")
-    _check_config(cfg, path, budget=16 * sum(int(a.size) for a in tensors.values()) + 65536)
     prev = ag_dtype(dtype or _files_dtype(tensors, pnames or []))
     try:
         from .nn import ag_module_from_config

@@ -142,68 +142,27 @@ def test_hostile_payloads_are_data_not_code(tmp_path, no_code_execution):
 # ---------------------------------------------------------------------------------------------
 # atomic, durable saves
 
-def test_save_fsyncs_file_and_directory_then_renames(tmp_path, monkeypatch):
+def test_save_fsyncs_file_and_directory_then_renames(tmp_path):
+    """The core writes model files (native/codec_write.c): its trace says what the last save
+    did, in order: the data written, the temp file fsynced, renamed, the directory fsynced."""
+    from pyggmlr._core import ffi, lib
     path, m = _saved(tmp_path)
-    events = []
-    real_fsync, real_replace = os.fsync, os.replace
-
-    def fsync(fd):
-        events.append(("fsync", os.path.isdir(f"/proc/self/fd/{fd}") if os.path.exists("/proc/self/fd") else None))
-        return real_fsync(fd)
-
-    def replace(a, b):
-        events.append(("replace", os.path.dirname(os.fspath(a)) == os.path.dirname(os.fspath(b))))
-        return real_replace(a, b)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(os, "replace", replace)
     pg.ag_save_model(m, path)
-    kinds = [e[0] for e in events]
-    assert kinds == ["fsync", "replace", "fsync"], events  # file data, rename, directory entry
-    assert events[1][1] is True  # the temp file lives next to the target: rename is atomic
-    if events[0][1] is not None:
-        assert events[0][1] is False and events[2][1] is True
+    assert ffi.string(lib.pg_codec_trace()).decode() == "write fsync rename fsync-dir"
     assert sorted(os.listdir(tmp_path)) == [path.name]
 
 
 @pytest.mark.parametrize("fail_at", ["write", "fsync", "replace"])
-def test_failed_save_keeps_the_old_file(tmp_path, monkeypatch, fail_at):
+def test_failed_save_keeps_the_old_file(tmp_path, fail_at):
+    from pyggmlr._core import lib
     path, m = _saved(tmp_path)
     good = path.read_bytes()
     m2 = _model(seed=7)
-
-    def boom(*a, **k):
-        raise OSError(f"injected failure in {fail_at}")
-
-    if fail_at == "write":  # the disk fills up part-way through the tensors
-        real_fdopen = os.fdopen
-
-        class Failing:
-            def __init__(self, f):
-                self.f, self.n = f, 0
-
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *exc):
-                self.f.close()
-                return False
-
-            def write(self, b):
-                self.n += 1
-                if self.n == 3:
-                    raise OSError("injected failure in write (disk full)")
-                return self.f.write(b)
-
-            def __getattr__(self, name):
-                return getattr(self.f, name)
-
-        monkeypatch.setattr(os, "fdopen", lambda *a, **k: Failing(real_fdopen(*a, **k)))
-    else:
-        monkeypatch.setattr(os, fail_at, boom)
+    # the core's test hook: the third write fails (the disk fills up part-way through the
+    # tensors), or the fsync, or the rename
+    lib.pg_codec_test_fault({"write": 1, "fsync": 2, "replace": 3}[fail_at])
     with pytest.raises(OSError, match="injected"):
         pg.ag_save_model(m2, path)
-    monkeypatch.undo()
     assert path.read_bytes() == good
     assert sorted(os.listdir(tmp_path)) == [path.name]  # no temp file left behind
     pg.ag_load_model(path)

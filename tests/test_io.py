@@ -166,14 +166,11 @@ def test_atomic_save_leaves_no_temp_files(tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == ["m.safetensors"]
     good = path.read_bytes()
 
-    def boom(src, dst):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(OSError, match="disk full"):
+    from pyggmlr._core import lib  # the core writes the file: its test hook fails the rename
+    lib.pg_codec_test_fault(3)
+    with pytest.raises(OSError, match="injected failure in replace"):
         pg.ag_save_model(_model(seed=4), path)
     assert os.listdir(tmp_path) == ["m.safetensors"] and path.read_bytes() == good
-    monkeypatch.undo()
     with pytest.raises(pg.ArgumentError, match="JSON"):
         pg.ag_save_model(m, tmp_path / "x.safetensors", extra={"f": object()})
     assert os.listdir(tmp_path) == ["m.safetensors"]
@@ -312,3 +309,40 @@ def test_load_with_a_builder_as_ggmlr_model_fn(tmp_path):
         pg.ag_load_model(path, lambda: 42)  # ggmlR's text
     with pytest.raises(pg.PyggmlrValueError, match="mismatch"):
         pg.ag_load_model(path, lambda: pg.ag_sequential(pg.ag_linear(4, 6)))
+
+
+# The exact bytes of a small file: r/tests/testthat/test-io.R checks that R writes the same ones
+# (both go through the core's writer, native/codec_write.c).
+_GOLDEN_FILE = ("d0000000000000007b225f5f6d657461646174615f5f223a7b22666f726d6174223a22707967676d6c722e61675f6d6f64656c222c22636f6e666967"
+                "223a227b5c22615c223a5c225c75303066635c227d227d2c226c61796572315f57223a7b226474797065223a22463332222c227368617065223a5b32"
+                "2c335d2c22646174615f6f666673657473223a5b302c32345d7d2c226361665c7530306539223a7b226474797065223a22463634222c227368617065"
+                "223a5b322c315d2c22646174615f6f666673657473223a5b32342c34305d7d7d202020200000803f0000004000004040000080400000a0400000c040"
+                "000000000000e03f00000000000000c0")
+
+
+def test_writer_bytes_are_the_ones_r_writes(tmp_path):
+    from pyggmlr import io
+    p = tmp_path / "g.safetensors"
+    w = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.float32)
+    io._write_safetensors(p, [("layer1_W", w), ("caf\u00e9", np.array([[0.5], [-2.0]]))],
+                          {"format": "pyggmlr.ag_model", "config": '{"a":"\u00fc"}'})
+    assert p.read_bytes().hex() == _GOLDEN_FILE
+    t, meta = io._read_safetensors(p)
+    assert t["layer1_W"].tobytes() == w.tobytes() and t["caf\u00e9"].dtype == np.float64
+    assert meta == {"format": "pyggmlr.ag_model", "config": '{"a":"\u00fc"}'}
+
+
+@pytest.mark.parametrize("cfg, msg", [
+    ({"type": "linear", "in_features": 50000, "out_features": 50000}, "implausible layer size"),
+    ({"type": "sequential", "layers": [{"type": "linear", "in_features": 4, "out_features": 1e9}]}, "implausible size"),
+    ({"type": "linear", "in_features": 2, "out_features": 2, "x": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}, "nested too deeply"),
+])
+def test_hostile_config_sizes_are_refused_before_building(tmp_path, cfg, msg):
+    """The guard lives in the core (native/codec_meta.c), so R refuses the same configs."""
+    p = tmp_path / "c.safetensors"
+    meta = {"format": "pyggmlr.ag_model", "format_version": "1", "parameters": "[]", "buffers": "[]",
+            "config": json.dumps(cfg)}
+    from pyggmlr import io
+    io._write_safetensors(p, [], meta)
+    with pytest.raises(pg.PyggmlrValueError, match=msg):
+        pg.ag_load_model(p)

@@ -10,9 +10,7 @@
 
 .IO_FORMAT <- "pyggmlr.ag_model"
 .IO_VERSION <- "1"
-.IO_MAX_HEADER <- 100 * 1024 * 1024
-.IO_MAX_CONFIG <- 1e8
-.IO_ITEMSIZE <- c(F32 = 4L, F64 = 8L)
+.IO_MAX_HEADER <- 100 * 1024 * 1024  # the core's limit (native/codec.c); state.R sniffs files with it
 
 .io_bad <- function(path, msg) stop(sprintf("%s: %s", path, msg), call. = FALSE)
 
@@ -58,29 +56,13 @@
 
 .json_names <- function(x) as.character(jsonlite::toJSON(as.character(x)))  # always an array
 
-# duplicate keys anywhere (jsonlite keeps both copies; the format forbids them)
-.json_dups <- function(x, depth = 0L) {
-  if (depth > 200L) return("nested too deeply")
-  if (!is.list(x)) return(NULL)
-  nm <- names(x)
-  if (!is.null(nm)) {
-    d <- nm[duplicated(nm)]
-    if (length(d)) return(sprintf("duplicate key %s", .json_str(d[[1L]])))
-  }
-  for (el in x) {
-    r <- .json_dups(el, depth + 1L)
-    if (!is.null(r)) return(r)
-  }
-  NULL
-}
-
-.parse_json <- function(text, what, path) {
-  v <- tryCatch(jsonlite::parse_json(text, simplifyVector = FALSE),
-                error = function(e) .io_bad(path, sprintf("%s is not valid JSON (%s)", what,
-                                                          substr(conditionMessage(e), 1L, 120L))))
-  d <- .json_dups(v)
-  if (!is.null(d)) .io_bad(path, sprintf("%s is not valid JSON (%s)", what, d))
-  v
+# A metadata JSON text: the core checks it first (strict syntax, limits, no duplicate keys;
+# with budget, the architecture's plausible sizes: native/codec_meta.c), then jsonlite reads it.
+.parse_json <- function(text, what, path, budget = 0) {
+  bad <- .Call(R_pg_json_check, enc2utf8(text), what, as.double(budget))
+  if (!is.null(bad)) .io_bad(path, bad)
+  tryCatch(jsonlite::parse_json(text, simplifyVector = FALSE),
+           error = function(e) .io_bad(path, sprintf("%s is not valid JSON (%s)", what, substr(conditionMessage(e), 1L, 120L))))
 }
 
 .is_obj <- function(v) is.list(v) && (length(v) == 0L || (!is.null(names(v)) && all(names(v) != "")))
@@ -95,52 +77,28 @@
 }
 
 # ---------------------------------------------------------------------------------------------
-# safetensors writer / reader
+# safetensors writer / reader: the C core's codec (native/codec*.c, r/src/r_codec.c), shared
+# with the Python package, so both write the same bytes and refuse the same files
 
-.u64_le <- function(n) as.raw((n %/% 256^(0:7)) %% 256)
+# the core's answer list(status, message): a file's content (PG_ERR_VALUE = 3) names the file
+.codec_fail <- function(res, path) {
+  if (identical(res$status, 3L)) .io_bad(path, res$message)
+  stop(res$message, call. = FALSE)
+}
 
-# tensors: list of list(name, matrix, dtype "F32"/"F64"); metadata: named character.
+# tensors: list of list(name, matrix, dtype "F32"/"F64"); metadata: named character or list.
+# Written atomically by the core: a temp file in the same directory, fsynced, renamed over path.
 .write_safetensors <- function(path, tensors, metadata) {
-  nms <- vapply(tensors, function(t) t$name, "")
-  if (anyDuplicated(c("__metadata__", nms)))
-    stop(sprintf("ag_save_model(): duplicate tensor name %s", .json_str(c("__metadata__", nms)[anyDuplicated(c("__metadata__", nms))])),
-         call. = FALSE)
-  meta_json <- paste0("{", paste0(vapply(names(metadata), .json_str, ""), ":",
-                                  vapply(metadata, .json_str, ""), collapse = ","), "}")
-  entries <- character(length(tensors))
-  off <- 0
-  sizes <- numeric(length(tensors))
-  for (i in seq_along(tensors)) {
-    t <- tensors[[i]]
-    d <- dim(t$value)
-    nbytes <- as.double(d[1L]) * d[2L] * .IO_ITEMSIZE[[t$dtype]]
-    entries[i] <- sprintf("%s:{\"dtype\":\"%s\",\"shape\":[%d,%d],\"data_offsets\":[%.0f,%.0f]}",
-                          .json_str(t$name), t$dtype, d[1L], d[2L], off, off + nbytes)
-    off <- off + nbytes
-  }
-  header <- paste0("{\"__metadata__\":", meta_json, if (length(entries)) ",", paste(entries, collapse = ","), "}")
-  hb <- charToRaw(enc2utf8(header))
-  pad <- (-length(hb)) %% 8L
-  if (pad) hb <- c(hb, rep(charToRaw(" "), pad))
   path <- path.expand(path)
-  dir <- dirname(path)
-  if (!dir.exists(dir)) stop(sprintf("ag_save_model(): directory '%s' does not exist", dir), call. = FALSE)
-  tmp <- tempfile(pattern = paste0(".", basename(path), "."), tmpdir = dir, fileext = ".tmp")
-  ok <- FALSE
-  on.exit(if (!ok) unlink(tmp), add = TRUE)
-  con <- file(tmp, "wb")
-  tryCatch({
-    writeBin(.u64_le(length(hb)), con)
-    writeBin(hb, con)
-    for (t in tensors)
-      writeBin(as.vector(t(t$value)), con, size = .IO_ITEMSIZE[[t$dtype]], endian = "little")
-    flush(con)
-  }, finally = close(con))
-  if (!isTRUE(file.info(tmp)$size == 8 + length(hb) + off))
-    stop(sprintf("ag_save_model(): writing '%s' failed (disk full?)", path), call. = FALSE)
-  if (!file.rename(tmp, path))
-    stop(sprintf("ag_save_model(): cannot move the temporary file over '%s'", path), call. = FALSE)
-  ok <- TRUE
+  values <- lapply(tensors, function(t) {
+    v <- as.matrix(t$value)
+    if (!is.double(v)) storage.mode(v) <- "double"
+    v
+  })
+  res <- .Call(R_pg_st_write, path, vapply(tensors, function(t) enc2utf8(as.character(t$name)), ""),
+               vapply(tensors, function(t) identical(t$dtype, "F64"), logical(1)), values,
+               enc2utf8(as.character(names(metadata))), enc2utf8(vapply(metadata, as.character, "")))
+  if (!identical(res$status, 0L)) stop(res$message, call. = FALSE)
   invisible(path)
 }
 
@@ -151,82 +109,9 @@
     stop("ag_load_model(): path must be a single file name", call. = FALSE)
   if (!file.exists(path)) stop(sprintf("cannot open file '%s': No such file or directory", path), call. = FALSE)
   if (dir.exists(path)) stop(sprintf("ag_load_model(): '%s' is a directory", path), call. = FALSE)
-  size <- file.info(path)$size
-  data <- readBin(path, "raw", n = size)
-  size <- length(data)
-  if (size < 8)
-    .io_bad(path, sprintf("not a safetensors model file: %d bytes, shorter than the 8-byte header length (truncated?)", size))
-  hb <- as.numeric(data[1:8])
-  hlen <- sum(hb * 256^(0:7))
-  if (hlen < 2) .io_bad(path, sprintf("not a safetensors model file: header length %.0f is too small", hlen))
-  if (hlen > .IO_MAX_HEADER)
-    .io_bad(path, sprintf("not a safetensors model file: header length %.0f exceeds the %.0f-byte limit", hlen, .IO_MAX_HEADER))
-  if (8 + hlen > size)
-    .io_bad(path, sprintf("truncated file: the header says %.0f bytes but only %.0f follow", hlen, size - 8))
-  raw_h <- data[9:(8 + hlen)]
-  if (any(raw_h == as.raw(0))) .io_bad(path, "not a safetensors model file: the header is not UTF-8 text")
-  text <- rawToChar(raw_h)
-  Encoding(text) <- "UTF-8"
-  if (!validUTF8(text)) .io_bad(path, "not a safetensors model file: the header is not UTF-8 text")
-  if (!startsWith(sub("^[ \t\r\n]+", "", text), "{"))
-    .io_bad(path, "not a safetensors model file: the header is not a JSON object")
-  header <- .parse_json(text, "the header", path)
-  if (!.is_obj(header)) .io_bad(path, "the header is not a JSON object")
-  meta <- header[["__metadata__"]]
-  header[names(header) == "__metadata__"] <- NULL
-  if (is.null(meta)) meta <- list()
-  if (!.is_obj(meta) || !all(vapply(meta, .is_str, logical(1))))
-    .io_bad(path, "__metadata__ must map strings to strings")
-  base <- 8 + hlen
-  dlen <- size - base
-  spans <- data.frame(b = numeric(0), e = numeric(0), name = character(0), stringsAsFactors = FALSE)
-  for (name in names(header)) {
-    e <- header[[name]]
-    qn <- .json_str(name)
-    if (!.is_obj(e) || !setequal(names(e), c("dtype", "shape", "data_offsets")) || length(e) != 3L)
-      .io_bad(path, sprintf("tensor %s: entry must have exactly dtype, shape and data_offsets", qn))
-    dt <- e$dtype; shape <- e$shape; offs <- e$data_offsets
-    if (!.is_str(dt) || !dt %in% names(.IO_ITEMSIZE))
-      .io_bad(path, sprintf("tensor %s: unsupported dtype %s (pyggmlr reads F32 and F64)", qn,
-                            substr(.to_json(dt), 1L, 40L)))
-    if (!.is_arr(shape) || length(shape) > 2L || !all(vapply(shape, function(s) .is_int(s) && s >= 0, logical(1))))
-      .io_bad(path, sprintf("tensor %s: shape must be a list of at most 2 non-negative integers, got %s", qn,
-                            substr(.to_json(shape), 1L, 60L)))
-    if (!.is_arr(offs) || length(offs) != 2L || !all(vapply(offs, .is_int, logical(1))))
-      .io_bad(path, sprintf("tensor %s: data_offsets must be two integers, got %s", qn, substr(.to_json(offs), 1L, 60L)))
-    b <- as.double(offs[[1L]]); en <- as.double(offs[[2L]])
-    if (!(0 <= b && b <= en && en <= dlen))
-      .io_bad(path, sprintf("tensor %s: data_offsets [%.0f, %.0f] lie outside the %.0f data bytes (truncated or corrupt file)",
-                            qn, b, en, dlen))
-    numel <- prod(as.double(unlist(shape)))
-    need <- numel * .IO_ITEMSIZE[[dt]]
-    if (en - b != need)
-      .io_bad(path, sprintf("tensor %s: data_offsets span %.0f bytes but shape %s of %s needs %.0f", qn, en - b,
-                            .to_json(shape), dt, need))
-    spans[nrow(spans) + 1L, ] <- list(b, en, name)
-  }
-  if (nrow(spans) > 1L) {
-    s <- spans[order(spans$b, spans$e), ]
-    for (i in seq_len(nrow(s) - 1L))
-      if (s$b[i + 1L] < s$e[i])
-        .io_bad(path, sprintf("tensors %s and %s overlap in the data section", .json_str(s$name[i]), .json_str(s$name[i + 1L])))
-  }
-  out <- vector("list", length(header))
-  names(out) <- names(header)
-  for (name in names(header)) {
-    e <- header[[name]]
-    shape <- as.integer(unlist(e$shape))
-    rc <- if (length(shape) == 0L) c(1L, 1L) else if (length(shape) == 1L) c(shape, 1L) else shape
-    n <- rc[1L] * rc[2L]
-    isz <- .IO_ITEMSIZE[[e$dtype]]
-    b <- as.double(e$data_offsets[[1L]])
-    v <- if (n == 0) double(0) else
-      readBin(data[(base + b + 1):(base + b + n * isz)], "double", n = n, size = isz, endian = "little")
-    m <- matrix(v, rc[1L], rc[2L], byrow = TRUE)
-    attr(m, "dtype") <- e$dtype
-    out[[name]] <- m
-  }
-  list(tensors = out, meta = meta)
+  res <- .Call(R_pg_st_read, path.expand(path))
+  if (!is.null(res$status)) .codec_fail(res, path)
+  res
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -333,9 +218,9 @@
 # ---------------------------------------------------------------------------------------------
 # loading
 
-.meta_json <- function(meta, key, path, check = NULL, what = NULL) {
+.meta_json <- function(meta, key, path, check = NULL, what = NULL, budget = 0) {
   if (is.null(meta[[key]])) return(NULL)
-  v <- .parse_json(meta[[key]], sprintf("metadata '%s'", key), path)
+  v <- .parse_json(meta[[key]], sprintf("metadata '%s'", key), path, budget)
   if (!is.null(check) && !check(v)) .io_bad(path, sprintf("metadata '%s' has the wrong type (%s expected)", key, what))
   v
 }
@@ -353,26 +238,18 @@
   v
 }
 
-.check_config <- function(cfg, path, depth = 0L) {
-  if (depth > 64L) .io_bad(path, "architecture config is nested too deeply")
-  if (is.list(cfg)) {
-    for (v in cfg) .check_config(v, path, depth + 1L)
-  } else if (is.numeric(cfg) && length(cfg) == 1L && !is.na(cfg) && abs(cfg) > .IO_MAX_CONFIG) {
-    .io_bad(path, sprintf("architecture config has an implausible size %s", format(cfg)))
-  }
-  invisible()
-}
-
 .files_dtype <- function(tensors, pnames) {
   dts <- unique(vapply(if (is.null(pnames)) names(tensors) else pnames, function(n) attr(tensors[[n]], "dtype"), ""))
   if (length(dts) == 1L && dts == "F64") "f64" else "f32"
 }
 
 .rebuild <- function(meta, tensors, pnames, path, dtype = NULL) {
-  cfg <- .meta_json(meta, "config", path, .is_obj, "an object")
+  # the budget: the most elements one layer may ask for (the product of its integer fields), from
+  # the file's own tensors, so a hostile config cannot make the rebuild allocate gigabytes
+  budget <- 16 * sum(vapply(tensors, length, numeric(1))) + 65536
+  cfg <- .meta_json(meta, "config", path, .is_obj, "an object", budget = budget)
   if (is.null(cfg))
     .io_bad(path, "the file has no architecture (metadata 'config'); pass model = or model_fn = to load its weights into a model")
-  .check_config(cfg, path)
   prev <- ag_dtype(if (is.null(dtype)) .files_dtype(tensors, pnames) else dtype)
   on.exit(ag_dtype(prev), add = TRUE)
   tryCatch(ag_module_from_config(cfg), error = function(e)

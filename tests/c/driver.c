@@ -1073,6 +1073,7 @@ static void test_gemm(void)
 }
 
 #include "driver_host.c"
+#include "driver_codec.c"
 
 /* each part leaves nothing alive behind it */
 static void run(const char *name, void (*fn)(void))
@@ -1098,6 +1099,7 @@ int main(void)
     run("threads", test_threads);
     run("concurrent", test_concurrent);
     run("host", test_host);
+    run("codec", test_codec);
     pg_tape_clear();
     int64_t st[11];
     pg_memory_stats(st, 11);

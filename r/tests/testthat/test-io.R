@@ -299,3 +299,66 @@ test_that("files cross between R and Python in both directions", {
   expect_true(o3$state()$slots$m$layer1_W[2, 1] != 0)
   expect_equal(ag_model_info(h)$epoch, 2)
 })
+
+test_that("R writes the same bytes as Python for the same input (one writer, in the core)", {
+  gold <- paste0("d0000000000000007b225f5f6d657461646174615f5f223a7b22666f726d6174223a22707967676d6c722e61675f6d6f64656c222c22636f6e666967",
+                 "223a227b5c22615c223a5c225c75303066635c227d227d2c226c61796572315f57223a7b226474797065223a22463332222c227368617065223a5b32",
+                 "2c335d2c22646174615f6f666673657473223a5b302c32345d7d2c226361665c7530306539223a7b226474797065223a22463634222c227368617065",
+                 "223a5b322c315d2c22646174615f6f666673657473223a5b32342c34305d7d7d202020200000803f0000004000004040000080400000a0400000c040",
+                 "000000000000e03f00000000000000c0")  # tests/test_io.py's _GOLDEN_FILE
+  f <- tempfile(fileext = ".safetensors")
+  w <- matrix(c(1, 2, 3, 4, 5, 6), 2, 3, byrow = TRUE)
+  pyggmlr:::.write_safetensors(f, list(list(name = "layer1_W", value = w, dtype = "F32"),
+                                       list(name = "caf\u00e9", value = matrix(c(0.5, -2), 2, 1), dtype = "F64")),
+                               list(format = "pyggmlr.ag_model", config = "{\"a\":\"\u00fc\"}"))
+  expect_identical(paste(as.character(readBin(f, "raw", file.info(f)$size)), collapse = ""), gold)
+  r <- pyggmlr:::.read_safetensors(f)
+  expect_identical(unname(r$tensors$layer1_W[, ]), w)
+  expect_identical(attr(r$tensors[["caf\u00e9"]], "dtype"), "F64")
+  expect_identical(r$meta$config, "{\"a\":\"\u00fc\"}")
+})
+
+test_that("hostile config sizes are refused before building, as in Python (the guard is in the core)", {
+  f <- tempfile(fileext = ".safetensors")
+  deep <- paste0(strrep("[", 70), "1", strrep("]", 70))
+  for (case in list(c("{\"type\":\"linear\",\"in_features\":50000,\"out_features\":50000}", "implausible layer size"),
+                    c("{\"type\":\"linear\",\"in_features\":4,\"out_features\":1e9}", "implausible size"),
+                    c(paste0("{\"type\":\"linear\",\"x\":", deep, "}"), "nested too deeply"),
+                    c("{\"type\":\"linear\",\"a\":1,\"a\":2}", "duplicate key"))) {
+    pyggmlr:::.write_safetensors(f, list(), list(format = "pyggmlr.ag_model", format_version = "1", parameters = "[]",
+                                                 buffers = "[]", config = case[[1]]))
+    expect_error(ag_load_model(f), case[[2]])
+  }
+})
+
+test_that("mutated files (bit flips, truncation, byte edits) only ever give file errors; a refused load changes nothing", {
+  set.seed(11)
+  m <- mlp()
+  opt <- optimizer_adam(m$parameters(), lr = 0.01)
+  f <- tempfile(fileext = ".safetensors")
+  ag_save_model(m, f, optimizer = opt, epoch = 3, extra = list(note = "fuzz"))
+  raw <- readBin(f, "raw", file.info(f)$size)
+  n <- sum(as.numeric(raw[1:8]) * 256^(0:7))
+  bad <- tempfile(fileext = ".safetensors")
+  target <- mlp()
+  before <- lapply(target$parameters(), function(p) p$data)
+  refused <- 0L
+  for (i in 1:300) {
+    b <- raw
+    kind <- i %% 4L
+    if (kind == 0L) b <- b[seq_len(sample.int(length(b), 1L) - 1L)]
+    else if (kind == 1L) { k <- sample.int(8L + n, 1L); b[k] <- xor(b[k], as.raw(2^sample(0:7, 1L))) }
+    else if (kind == 2L) { k <- sample.int(8L + n, 2L); b[k] <- as.raw(sample(0:255, 2L)) }
+    else b[sample.int(8L, 1L)] <- as.raw(sample(0:255, 1L))
+    writeBin(b, bad)
+    r <- tryCatch({ ag_load_model(bad, model = target); "loaded" }, error = function(e) conditionMessage(e))
+    if (!identical(r, "loaded")) {
+      refused <- refused + 1L
+      expect_true(startsWith(r, bad) || grepl("mismatch", r), info = r)
+      expect_identical(lapply(target$parameters(), function(p) p$data), before)
+    } else {
+      before <- lapply(target$parameters(), function(p) p$data)
+    }
+  }
+  expect_gt(refused, 150L)
+})
