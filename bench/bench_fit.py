@@ -24,12 +24,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import gc  # noqa: E402
 import json  # noqa: E402
 import pathlib  # noqa: E402
-import platform  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
+from bench_common import cpu_name  # noqa: E402
 
 CASES = [((4, 64, 32, 3), 2048, 32), ((784, 256, 128, 10), 1024, 64)]
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 7))
@@ -60,16 +60,6 @@ _R_FIT = ("e <- .bench_fit; e$h <- ag_fit(e$m, e$x, e$y, nepoch = epochs, batch_
           "silent = TRUE, static = static); NULL")  # the history is fetched outside the clock
 _R_HIST = "list(loss = .bench_fit$h$loss, accuracy = .bench_fit$h$accuracy)"
 _R_NOOP = "e <- .bench_fit; e$h0 <- NULL; NULL"  # the bridge's own cost of such a call (parse, eval, return)
-
-
-def _cpu():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _data(sizes, n):
@@ -168,7 +158,7 @@ def main():
     pg.ag_dtype("f32")
     r.start()
     print(f"pyggmlr {pg.__version__}: ag_fit, {EPOCHS} epochs, median of {ROUNDS} ({CLOCK.__name__}), one thread, "
-          f"GEMM {pg.blas_name()} (R: {r.call('ag_blas_name')}), CPU: {_cpu()}")
+          f"GEMM {pg.blas_name()} (R: {r.call('ag_blas_name')}), CPU: {cpu_name()}")
     print(f"{'model':>16s} {'mode':>7s} {'steps':>6s} {'Python ms':>10s} {'R ms':>9s} {'R/Python':>9s}"
           f" {'Py µs/step':>11s} {'R µs/step':>10s}")
     results = []
@@ -206,7 +196,7 @@ def main():
         print("R ran in Rscript processes of its own (BENCH_R=rscript; CPU time, 1 ms clock over BENCH_INNER fits)")
     else:
         print(f"R's times include the rpy2 call itself: {bridge * 1e3:.2f} ms a call (a call running nothing)")
-    out = {"benchmark": "bench_fit", "cpu": _cpu(), "clock": CLOCK.__name__, "bridge_call_s": bridge, "blas": pg.blas_name(), "rounds": ROUNDS, "threads": 1,
+    out = {"benchmark": "bench_fit", "cpu": cpu_name(), "clock": CLOCK.__name__, "bridge_call_s": bridge, "blas": pg.blas_name(), "rounds": ROUNDS, "threads": 1,
            "results": results}
     path = pathlib.Path(__file__).resolve().parent / "results" / "bench_fit.json"
     path.parent.mkdir(parents=True, exist_ok=True)

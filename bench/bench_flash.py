@@ -21,12 +21,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import json  # noqa: E402
 import pathlib  # noqa: E402
-import platform  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
+from bench_common import cpu_name  # noqa: E402
 from pyggmlr.nn import _causal_mask, _matmul_t  # noqa: E402
 
 try:
@@ -37,16 +37,6 @@ except ImportError:
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 15))
 CASES = [(256, 4, 128), (32, 4, 16)]  # (d_model, n_heads, seq)
-
-
-def _cpu():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def composition(Q, K, V, H, causal):
@@ -95,7 +85,7 @@ def median_us(fn, n=5):
 
 def main():
     rng = np.random.default_rng(0)
-    res = {"cpu": _cpu(), "blas": pg.blas_name(), "rounds": ROUNDS, "torch": torch.__version__ if torch else None,
+    res = {"cpu": cpu_name(), "blas": pg.blas_name(), "rounds": ROUNDS, "torch": torch.__version__ if torch else None,
            "cases": {}}
     print(f"pyggmlr {pg.__version__}, GEMM {pg.blas_name()}, one thread, CPU: {res['cpu']}, torch: {'yes' if torch else 'no'}")
     print("forward + backward (µs, median); ratio = fused / composition")

@@ -9,7 +9,6 @@ Writes bench/results/bench_rng.json. Run: python bench/bench_rng.py
 import json
 import os
 import pathlib
-import platform
 import shutil
 import subprocess
 import tempfile
@@ -18,6 +17,7 @@ import time
 import numpy as np
 
 import pyggmlr as pg
+from bench_common import cpu_name
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 9))
 N = int(os.environ.get("BENCH_N", 1_000_000))
@@ -39,16 +39,6 @@ def _median(fn):
         fn()
         ts.append(time.perf_counter() - t0)
     return float(np.median(ts))
-
-
-def _cpu():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _r_times():
@@ -79,11 +69,11 @@ def main():
     nump = {"runif": _median(lambda: npg.random(N)), "rnorm": _median(lambda: npg.standard_normal(N)),
             "sample.int": _median(lambda: npg.permutation(N))}
     rt, why = _r_times()
-    print(f"pyggmlr {pg.__version__}: {N:,} draws, median of {ROUNDS}, CPU: {_cpu()}")
+    print(f"pyggmlr {pg.__version__}: {N:,} draws, median of {ROUNDS}, CPU: {cpu_name()}")
     if why:
         print(f"R column: skipped ({why})")
     print(f"{'draw':12s}{'core Mdraw/s':>14s}{'numpy':>10s}{'R':>10s}{'core/numpy time':>17s}{'core/R time':>13s}")
-    res = {"n": N, "rounds": ROUNDS, "cpu": _cpu(), "seconds": {"core": core, "numpy": nump, "R": rt}}
+    res = {"n": N, "rounds": ROUNDS, "cpu": cpu_name(), "seconds": {"core": core, "numpy": nump, "R": rt}}
     for k in core:
         r = f"{N / rt[k] / 1e6:10.1f}" if rt else f"{'-':>10s}"
         rr = f"{core[k] / rt[k]:13.2f}" if rt else f"{'-':>13s}"

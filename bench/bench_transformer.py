@@ -16,19 +16,10 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
+from bench_common import cpu_name  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 7))
 SIZES = {"large": (1000, 256, 4, 128), "small": (64, 32, 4, 16)}
-
-
-def _cpu():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def _block(V, D, H):
@@ -131,7 +122,7 @@ def median_ms(fn, reps):
 
 def main():
     pg.ag_set_threads(1)
-    print(f"pyggmlr {pg.__version__}, GEMM: {pg.blas_name()}, CPU: {_cpu()}, f32, 1 thread, medians of {ROUNDS}")
+    print(f"pyggmlr {pg.__version__}, GEMM: {pg.blas_name()}, CPU: {cpu_name()}, f32, 1 thread, medians of {ROUNDS}")
     print(f"{'size':<7}{'eager ms':>10}{'compiled':>10}{'torch':>9}{'GEMMs':>9}{'eager/torch':>13}{'compiled/torch':>16}"
           f"{'compiled/GEMMs':>16}")
     for name, (V, D, H, T) in SIZES.items():
