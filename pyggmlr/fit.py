@@ -45,26 +45,8 @@ class _Fit:
         self.stream: Any = None  # the run's random stream (its state goes into checkpoints)
 
     def save_checkpoint(self, path, epoch):
-        from .io import _save
-        cb_states, cb_arrays = [], {}
-        for i, cb in enumerate(self.callbacks):
-            st = getattr(cb, "state", None)
-            if callable(st):
-                js, arrays = st()
-                cb_states.append(js)
-                if arrays is not None:
-                    ps, bs = arrays
-                    for k, v in ps.items():
-                        cb_arrays[f"callback{i}.param.{k}"] = v
-                    for k, v in bs.items():
-                        cb_arrays[f"callback{i}.buffer.{k}"] = v
-            else:
-                cb_states.append(None)
-        extra = {"fit": {"settings": self.settings, "history": self.history.as_dict(),
-                         "rng_state": self.stream.get_state().tolist(), "callbacks": cb_states}}
-        _save(self.model, path, optimizer=self.optimizer, epoch=epoch, extra=extra, more=cb_arrays)
-
-
+        from .fit_resume import save_checkpoint
+        save_checkpoint(self, path, epoch)
 
 
 def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor, Any], Tensor]] = "cross_entropy",
@@ -176,15 +158,9 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     start_epoch = 1
     resume = None
     if resume_from is not None:
-        from .io import _load_checkpoint
-        resume = _load_checkpoint(resume_from, model, opt)
-        fs = resume["extra"].get("fit") if isinstance(resume["extra"], dict) else None
-        if not isinstance(fs, dict):
-            raise PyggmlrValueError(f"ag_fit: {resume_from!r} is not an ag_fit checkpoint (no training state)")
+        from .fit_resume import load_checkpoint
+        resume, fs = load_checkpoint(resume_from, model, opt, settings)  # checked before anything is written
         saved = fs["settings"]
-        for k in ("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss"):
-            if saved.get(k) != settings[k]:
-                raise PyggmlrValueError(f"ag_fit: cannot resume: {k} was {saved.get(k)!r} in the checkpoint, now {settings[k]!r}")
         settings["seed"], settings["split_state"] = saved.get("seed"), saved.get("split_state")
         history = History.from_dict(fs["history"])
         start_epoch = int(resume["epoch"]) + 1
@@ -207,7 +183,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     settings["split_state"] = plan.split_state()
     if resume is not None:
         try:
-            stream.set_state(fs["rng_state"])  # type: ignore[index]  # fs is a dict when resuming
+            stream.set_state(fs["rng_state"])
         except (TypeError, ValueError, KeyError):
             raise PyggmlrValueError(f"ag_fit: {resume_from!r} holds an unusable random-stream state") from None
 

@@ -87,7 +87,7 @@ TYPED_MODULES = ("tensor", "tape", "fit", "data", "memory", "io", "random", "gra
                  "capture", "state", "parity_state", "fit_plan", "attention", "parity_attention", "optim_state", "parity_opt")
 TYPED_MODULES += ("ops_loss", "parity_loss")
 TYPED_MODULES += ("checkpoint", "parity_ckpt", "parity_capture", "nn_layers")
-TYPED_MODULES += ("fit_progress", "fit_util", "fit_history", "fit_callbacks")
+TYPED_MODULES += ("fit_progress", "fit_util", "fit_history", "fit_callbacks", "fit_resume")
 
 
 def _typed_objects():

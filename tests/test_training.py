@@ -476,3 +476,17 @@ def test_static_epoch_replayed_in_one_core_call_equals_batch_by_batch():
         for k in wa:
             assert np.array_equal(wa[k], wb[k])
     assert Count.n == 2 * 3 * 12  # 120 training samples in micro-batches of 10, 3 epochs
+
+
+def test_a_refused_resume_changes_nothing(tmp_path):
+    pg.ggml_set_seed(1)
+    x = pg.random.rnorm(4 * 40).reshape((4, 40), order="F")
+    y = (x[0] > 0).astype(int)
+    f = str(tmp_path / "run.safetensors")
+    m = pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_linear(6, 2))
+    pg.ag_fit(m, x, y, nepoch=2, batch_size=8, seed=1, silent=True, callbacks=[pg.ag_model_checkpoint(f)])
+    m2 = pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_linear(6, 2))
+    before = {k: t.numpy() for k, t in m2.parameters().items()}
+    with pytest.raises(pg.PyggmlrValueError, match="cannot resume: batch_size was 8 in the checkpoint, now 4"):
+        pg.ag_fit(m2, x, y, nepoch=3, batch_size=4, seed=1, silent=True, resume_from=f)
+    assert all(np.array_equal(t.numpy(), before[k]) for k, t in m2.parameters().items())  # nothing written
