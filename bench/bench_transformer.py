@@ -82,7 +82,9 @@ def torch_step(V, D, H, T):
             return self.head(h)
     m = Block()
     opt = torch.optim.Adam(m.parameters(), lr=1e-3)
-    ids, tgt = torch.randint(0, V, (1, T)), torch.randint(0, V, (T,))
+    pg.ggml_set_seed(1)  # the same token ids as pyggmlr's step, from the core's generator
+    ids = torch.tensor(pg.random.sample_int(V, T, replace=True) - 1).reshape(1, T)
+    tgt = torch.tensor(pg.random.sample_int(V, T, replace=True) - 1)
     lossf = torch.nn.CrossEntropyLoss()
 
     def step():
@@ -94,11 +96,13 @@ def torch_step(V, D, H, T):
 
 def gemm_floor(V, D, H, T):
     """The step's GEMMs alone: each forward product and its two backward products."""
-    rng = np.random.default_rng(0)  # bench inputs only (timing, not numbers)
+    pg.ggml_set_seed(0)  # inputs from the core's generator, as everything else
+
+    def normal(r, c):
+        return pg.random.rnorm(r * c).reshape((r, c), order="F").astype(np.float32)
     dh = D // H
     shapes = [(D, D, T)] * 4 + [(T, dh, T)] * H + [(dh, T, T)] * H + [(4 * D, D, T), (D, 4 * D, T), (V, D, T)]
-    mats = [(rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32),
-             rng.standard_normal((m, n), dtype=np.float32)) for m, k, n in shapes]
+    mats = [(normal(m, k), normal(k, n), normal(m, n)) for m, k, n in shapes]
 
     def step():
         for a, b, g in mats:
