@@ -286,9 +286,7 @@ int64_t pg_fit_run_static(pg_fit *f, int val, int64_t b0, int64_t b1, pg_graph *
         pg_tensor_release(yb);
         if (!same) return pg_fail(PG_ERR_STATE, "%s: the compiled step was not recorded on the plan's batch tensors", OP);
         if (pg_graph_run(g) < 0) return -1;
-        const pg_tensor *o = pg_graph_output(g);
-        const double loss = o->dtype == PG_F32 ? (double)*(const float *)pg_data(o) : *(const double *)pg_data(o);
-        if (pg_fit_record(f, val, loss, out)) return -1;
+        if (pg_fit_record(f, val, pg_scalar_get(pg_graph_output(g)), out)) return -1;
     }
     return b1 - b0;
 }

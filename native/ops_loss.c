@@ -33,11 +33,6 @@ static int check_target(const char *op, pg_tensor *pred, pg_tensor *target)
     return 0;
 }
 
-static void loss_store(pg_tensor *out, double value)
-{
-    PG_DISPATCH(out->dtype, { *(T *)pg_data(out) = (T)value; });
-}
-
 /* ---- mse: sum((pred - target)^2) / numel ---- */
 
 static int mse_bw(pg_node *n, pg_tensor *g)
@@ -66,7 +61,7 @@ static int mse_fw(pg_node *n)
         T *df = pg_data(diff);
         for (int64_t i = 0; i < N; i++) { df[i] = p[i] - t[i]; s += (double)df[i] * (double)df[i]; }
     });
-    loss_store(n->out, s / (double)N);
+    pg_scalar_set(n->out, s / (double)N);
     return 0;
 }
 
@@ -123,7 +118,7 @@ static int ce_fw(pg_node *n)
             s -= (double)t[i] * (double)log(pc);
         }
     });
-    loss_store(n->out, s / (double)B);
+    pg_scalar_set(n->out, s / (double)B);
     return 0;
 }
 
@@ -167,7 +162,7 @@ static int sce_fw(pg_node *n)
         for (int64_t i = 0; i < N; i++)
             if (t[i] != 0) s -= (double)t[i] * (double)log(pp[i] < lo ? lo : pp[i]);
     });
-    loss_store(n->out, s / (double)B);
+    pg_scalar_set(n->out, s / (double)B);
     return 0;
 }
 
@@ -249,7 +244,7 @@ static int sce_ids_fw(pg_node *n)
             s -= (double)(T)1 * (double)log(v < lo ? lo : v);
         }
     });
-    loss_store(n->out, s / (double)B);
+    pg_scalar_set(n->out, s / (double)B);
     return 0;
 }
 

@@ -15,11 +15,6 @@ int pg_loss_check_target(const char *op, pg_tensor *pred, pg_tensor *target); /*
 
 #define BCE_LOG_MIN (-100.0) /* torch's BCELoss clamps each log to >= -100 */
 
-static void store1(pg_tensor *out, double value)
-{
-    PG_DISPATCH(out->dtype, { *(T *)pg_data(out) = (T)value; });
-}
-
 /* Every value of t in [0, 1] (NaN fails), else an error naming the first one outside. Run by the
  * forward rule, before anything is written, so a replay with bad data changes nothing. */
 static int check_unit(const char *op, const char *arg, const pg_tensor *t, const char *hint)
@@ -68,7 +63,7 @@ static int bce_fw(pg_node *n)
             s -= (double)t[i] * (double)l1 + (double)((T)1 - t[i]) * (double)l0;
         }
     });
-    store1(n->out, s / (double)N); /* as mse: one division of the double sum */
+    pg_scalar_set(n->out, s / (double)N); /* as mse: one division of the double sum */
     return 0;
 }
 
@@ -113,7 +108,7 @@ static int bcel_fw(pg_node *n)
             s += (double)(m - z[i] * t[i] + log1p(exp(-fabs(z[i]))));
         }
     });
-    store1(n->out, s / (double)N); /* as mse: one division of the double sum */
+    pg_scalar_set(n->out, s / (double)N); /* as mse: one division of the double sum */
     return 0;
 }
 
@@ -160,7 +155,7 @@ static int huber_fw(pg_node *n)
             s += (double)(a < dl ? half * d * d : dl * (a - half * dl));
         }
     });
-    store1(n->out, s / (double)N); /* as mse: one division of the double sum */
+    pg_scalar_set(n->out, s / (double)N); /* as mse: one division of the double sum */
     return 0;
 }
 
@@ -201,7 +196,7 @@ static int mae_fw(pg_node *n)
         const T *p = pg_data(pred), *t = pg_data(target);
         for (int64_t i = 0; i < N; i++) s += (double)fabs(p[i] - t[i]);
     });
-    store1(n->out, s / (double)N); /* as mse: one division of the double sum */
+    pg_scalar_set(n->out, s / (double)N); /* as mse: one division of the double sum */
     return 0;
 }
 
@@ -260,7 +255,7 @@ static int wmse_fw(pg_node *n)
                 s += (double)wv[i * sr + j * sc] * ((double)d * (double)d); /* weight 1: mse's terms */
             }
     });
-    store1(n->out, s / (double)pg_numel(pred));
+    pg_scalar_set(n->out, s / (double)pg_numel(pred));
     return 0;
 }
 

@@ -184,6 +184,13 @@ void pg_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double 
         }                                         \
     } while (0)
 
+/* The first value of a tensor (a 1x1 loss) written / read as a double, in its dtype. */
+static inline void pg_scalar_set(pg_tensor *t, double v) { PG_DISPATCH(t->dtype, { *(T *)pg_data(t) = (T)v; }); }
+static inline double pg_scalar_get(const pg_tensor *t)
+{
+    return t->dtype == PG_F32 ? (double)*(const float *)pg_data(t) : *(const double *)pg_data(t);
+}
+
 /* dst[i] (+)= expr for i in [0, n): two loops so each vectorises. */
 #define PG_STORE_LOOP(acc, n, dst, expr)                                   \
     do {                                                                   \

@@ -14,7 +14,8 @@
   params
 }
 
-.dedup <- function(params) {
+# TRUE at the first occurrence of each tensor (by identity, not by name)
+.first_of_each <- function(params) {
   keep <- logical(length(params))
   seen <- list()
   for (i in seq_along(params)) {
@@ -24,8 +25,10 @@
     keep[i] <- !dup
     if (!dup) seen[[length(seen) + 1L]] <- p
   }
-  params[keep]
+  keep
 }
+
+.dedup <- function(params) params[.first_of_each(params)]
 
 # the layout of this project's model files (io.R): slots incl. the accumulator, all hyper-parameters
 .SLOTS <- list(sgd = c("velocity", "accum"), adam = c("m", "v", "accum"))
@@ -41,15 +44,7 @@
   for (i in seq_along(params))
     if (!is_ag_tensor(params[[i]]))
       stop(sprintf("%s: parameter %d is not an ag_tensor", where, i), call. = FALSE)
-  keep <- logical(length(params))
-  seen <- list()
-  for (i in seq_along(params)) {
-    p <- params[[i]]$.ptr
-    dup <- FALSE
-    for (q in seen) if (.Call(R_pg_same_tensor, p, q)) { dup <- TRUE; break }
-    keep[i] <- !dup
-    if (!dup) seen[[length(seen) + 1L]] <- p
-  }
+  keep <- .first_of_each(params)
   if (any(!keep))
     warning(sprintf("optimizer: %d parameter(s) listed more than once (same tensor); keeping the first occurrence of each.",
                     sum(!keep)), call. = FALSE)
