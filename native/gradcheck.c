@@ -43,9 +43,9 @@ int pg_gradcheck_judge(int dtype, const double *a, const double *fp, const doubl
 {
     if (check_dtype(dtype)) return -1;
     if (n < 0 || (n > 0 && (!fp || !fm || !xp || !xm || !num)) || !max_err)
-        return pg_fail(PG_ERR_ARG, "ag_gradcheck: NULL array or negative count");
+        return -pg_fail(PG_ERR_ARG, "ag_gradcheck: NULL array or negative count");
     if (!(atol >= 0) || !(rtol >= 0))
-        return pg_fail(PG_ERR_VALUE, "ag_gradcheck: atol and rtol must be >= 0, got %g and %g", atol, rtol);
+        return -pg_fail(PG_ERR_VALUE, "ag_gradcheck: atol and rtol must be >= 0, got %g and %g", atol, rtol);
     const double u = dtype == PG_F32 ? 0x1p-24 : 0x1p-53;
     int pass = a != NULL;
     double worst = a ? 0.0 : INFINITY;

@@ -25,8 +25,11 @@ def _check_params(params: Any, where: str) -> None:
         raise ArgumentError(f"{where}: params must be a list of ag_tensors")
 
 
-def _matrix(v: Any) -> Tensor:
-    a = v.numpy() if isinstance(v, Tensor) else np.asarray(v, dtype=np.float64)
+def _matrix(v: Any, where: str, name: str) -> Tensor:
+    try:
+        a = v.numpy() if isinstance(v, Tensor) else np.asarray(v, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{where}: argument {name!r} must be numeric (a matrix or a vector), got {type(v).__name__}") from None
     if a.ndim == 0:
         a = a.reshape(1, 1)
     elif a.ndim == 1:
@@ -58,7 +61,7 @@ class Captured:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if args:
             raise ArgumentError(f"{self._where}: call the captured function with named arguments")
-        tensors = {k: _matrix(v) for k, v in kwargs.items()}
+        tensors = {k: _matrix(v, self._where, k) for k, v in kwargs.items()}
         if self._step is None:
             out = self._fn(**tensors)
             if isinstance(out, Tensor):
@@ -69,9 +72,7 @@ class Captured:
 
 def _run_step(st: Dict[str, Any], fn: Callable[..., Any], tensors: Dict[str, Tensor]) -> Any:
     shapes = ", ".join(f"{k}:{t.shape[0]}x{t.shape[1]}" for k, t in tensors.items())
-    if st["shapes"] is None:
-        st["shapes"] = shapes
-    elif shapes != st["shapes"]:
+    if st["shapes"] is not None and shapes != st["shapes"]:
         raise ShapeError(f"ag_capture_step: inputs ({shapes}) differ from the first call ({st['shapes']}); shapes are "
                          "fixed by the recording -- pad the batch or run this step uncaptured")
     opt = st["optimizer"]
@@ -94,6 +95,8 @@ def _run_step(st: Dict[str, Any], fn: Callable[..., Any], tensors: Dict[str, Ten
         clip_grad_norm(opt.params, grads, st["limit"])
         outs["grad_norm"] = np.array([[norm]])
     opt.step(grads)
+    if st["shapes"] is None:  # fixed by the first call that succeeds (a failed one records nothing)
+        st["shapes"] = shapes
     if isinstance(res, Tensor) and not st["clipping"]:
         return res.numpy()
     return {k: _out(v) for k, v in outs.items()}

@@ -71,3 +71,22 @@ def test_capture_step_equals_plain_adam_and_checks(f64):
         ns(x=x)
     np.testing.assert_array_equal(W4.numpy(), before)
     assert o4.t == 0
+
+
+def test_capture_step_failed_call_fixes_no_shape_and_bad_arguments_are_typed():
+    W = pg.ag_param(np.ones((3, 4)))
+    opt = pg.optimizer_adam([W], lr=0.1)
+    st = pg.ag_capture_step(lambda x: pg.ag_sum(pg.ag_matmul(W, x)), optimizer=opt)
+    with pytest.raises(pg.ShapeError, match="ag_matmul"):
+        st(x=np.ones((5, 2)))            # fails inside fn: records no shape
+    st(x=np.ones((4, 2)))                # so this is the first call
+    with pytest.raises(pg.ShapeError, match=r"differ from the first call \(x:4x2\)"):
+        st(x=np.ones((4, 3)))
+    with pytest.raises(pg.ArgumentError, match="argument 'x' must be numeric"):
+        st(x="abc")
+
+
+def test_gradcheck_negative_tolerance_is_refused():
+    W = pg.ag_param(np.ones((2, 2)))
+    with pytest.raises(pg.PyggmlrValueError, match="atol and rtol must be >= 0"):
+        pg.ag_gradcheck(lambda i: pg.ag_sum(i["W"]), {"W": W}, atol=-1, quiet=True)

@@ -12,11 +12,16 @@
   nm <- names(args)
   if (length(args) && (is.null(nm) || any(nm == "") || anyDuplicated(nm)))
     stop(sprintf("%s: call the captured function with named arguments", where), call. = FALSE)
-  lapply(args, function(a) {
+  out <- lapply(names(args), function(nm) {
+    a <- args[[nm]]
+    if (!is_ag_tensor(a) && !is.numeric(a) && !is.logical(a))
+      stop(sprintf("%s: argument '%s' must be numeric (a matrix or a vector), got %s", where, nm, class(a)[[1L]]), call. = FALSE)
     m <- if (is_ag_tensor(a)) as.matrix(a) else if (is.null(dim(a))) matrix(a, ncol = 1L) else as.matrix(a)
     storage.mode(m) <- "double"
     ag_tensor(m)
   })
+  names(out) <- names(args)
+  out
 }
 
 .capture_out <- function(v) if (is_ag_tensor(v)) as.matrix(v) else v
@@ -52,8 +57,7 @@ ag_capture_step <- function(fn, params = NULL, optimizer, max_grad_norm = NULL) 
   f <- function(...) {
     args <- .capture_args(list(...), "ag_capture_step")
     shapes <- .shape_list(args)
-    if (is.null(st$shapes)) st$shapes <- shapes
-    else if (!identical(shapes, st$shapes))
+    if (!is.null(st$shapes) && !identical(shapes, st$shapes))
       stop(sprintf("ag_capture_step: inputs (%s) differ from the first call (%s); shapes are fixed by the recording -- pad the batch or run this step uncaptured",
                    shapes, st$shapes), call. = FALSE)
     optimizer$zero_grad()
@@ -71,6 +75,7 @@ ag_capture_step <- function(fn, params = NULL, optimizer, max_grad_norm = NULL) 
       outs$grad_norm <- matrix(norm, 1L, 1L)
     }
     optimizer$step(grads)
+    if (is.null(st$shapes)) st$shapes <- shapes  # fixed by the first call that succeeds
     if (is_ag_tensor(res) && !st$clipping) return(as.matrix(res))
     lapply(outs, .capture_out)
   }

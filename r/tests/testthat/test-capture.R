@@ -57,3 +57,14 @@ test_that("ag_capture_step equals the plain Adam step; clipping; fixed shapes; e
   expect_error(ns(x = x), "ag_capture_step: the gradient norm is NaN; the update was not applied", fixed = TRUE)
   expect_identical(W4$data, before); expect_identical(o4$t, 0L)
 })
+
+test_that("a failed captured step fixes no shape; non-numeric arguments and negative tolerances are refused", {
+  W <- ag_param(matrix(1, 3, 4)); opt <- optimizer_adam(list(W = W), lr = 0.1)
+  st <- ag_capture_step(function(x) ag_sum(ag_matmul(W, x)), optimizer = opt)
+  expect_error(st(x = matrix(1, 5, 2)), "ag_matmul")
+  expect_error(st(x = matrix(1, 4, 2)), NA)
+  expect_error(st(x = matrix(1, 4, 3)), "differ from the first call (x:4x2)", fixed = TRUE)
+  expect_error(st(x = "abc"), "argument 'x' must be numeric", fixed = TRUE)
+  expect_error(ag_gradcheck(function(i) ag_sum(i$W), list(W = ag_param(matrix(1, 2, 2))), atol = -1, quiet = TRUE),
+               "atol and rtol must be >= 0", fixed = TRUE)
+})
