@@ -39,6 +39,20 @@ int64_t pg_dist_flat_len(pg_tensor **params, int64_t n, int flags)
     return total + (flags ? n : 0);
 }
 
+int pg_dist_layout_sig(pg_tensor **params, int64_t n, uint32_t *out)
+{
+    if (!out) return pg_fail(PG_ERR_ARG, "pg_dist_layout_sig: NULL output");
+    if (check_list(params, n, "pg_dist_layout_sig")) return -1;
+    uint32_t h = 2166136261u; /* FNV-1a over the shape and dtype of each entry */
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t v[5] = {params[i]->ne[0], params[i]->ne[1], params[i]->ne[2], params[i]->ne[3], params[i]->dtype};
+        const unsigned char *b = (const unsigned char *)v;
+        for (size_t k = 0; k < sizeof v; k++) h = (h ^ b[k]) * 16777619u;
+    }
+    *out = h;
+    return 0;
+}
+
 /* dst (dtype dd) <- src (dtype sd) * scale, n elements */
 static void copy_scaled(void *dst, int dd, const void *src, int sd, int64_t n, double scale)
 {

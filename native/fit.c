@@ -233,8 +233,42 @@ int pg_fit_record(pg_fit *f, int val, double loss, pg_tensor *out)
         s->ndata += w;
     }
     s->loss[s->n] = loss;
-    s->w[s->n] = val ? (double)w : 1.0; /* training batches weigh equally (all full), validation ones by width */
+    /* training batches weigh equally (all full), validation ones by width; a shard keeps its
+     * width until pg_fit_stats_import merges the ranks' global batches */
+    s->w[s->n] = (val || f->world > 1) ? (double)w : 1.0;
     s->n++;
+    return 0;
+}
+
+int64_t pg_fit_stats_len(const pg_fit *f)
+{
+    if (!f) return pg_fail(PG_ERR_ARG, "%s: NULL fit", OP);
+    return 2 * f->st[0].n + 2;
+}
+
+int pg_fit_stats_export(const pg_fit *f, double *buf, int64_t len)
+{
+    if (!f || !buf) return pg_fail(PG_ERR_ARG, "%s: NULL fit or buffer", OP);
+    const fit_stats *s = &f->st[0];
+    if (len != 2 * s->n + 2)
+        return pg_fail(PG_ERR_SHAPE, "%s: statistics buffer has %lld values, the epoch needs %lld", OP, (long long)len, (long long)(2 * s->n + 2));
+    for (int64_t i = 0; i < s->n; i++) { buf[i] = s->w[i] * s->loss[i]; buf[s->n + i] = s->w[i]; }
+    buf[2 * s->n] = (double)s->ncorrect;
+    buf[2 * s->n + 1] = (double)s->ndata;
+    return 0;
+}
+
+int pg_fit_stats_import(pg_fit *f, const double *buf, int64_t len)
+{
+    if (!f || !buf) return pg_fail(PG_ERR_ARG, "%s: NULL fit or buffer", OP);
+    fit_stats *s = &f->st[0];
+    if (len != 2 * s->n + 2)
+        return pg_fail(PG_ERR_SHAPE, "%s: statistics buffer has %lld values, the epoch needs %lld", OP, (long long)len, (long long)(2 * s->n + 2));
+    for (int64_t i = 0; i < s->n; i++)
+        if (!(buf[s->n + i] > 0)) return pg_fail(PG_ERR_VALUE, "%s: global batch %lld has no samples", OP, (long long)i);
+    for (int64_t i = 0; i < s->n; i++) { s->loss[i] = buf[i] / buf[s->n + i]; s->w[i] = 1.0; }
+    s->ncorrect = (int64_t)buf[2 * s->n];
+    s->ndata = (int64_t)buf[2 * s->n + 1];
     return 0;
 }
 

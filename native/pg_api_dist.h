@@ -18,6 +18,10 @@ enum pg_dist_what { PG_DIST_GRAD = 0, PG_DIST_VALUE = 1 };
 /* Elements the flat layout needs: sum of numel (+ n when flags). -1 + error on a bad list. */
 int64_t pg_dist_flat_len(pg_tensor **params, int64_t n, int flags);
 
+/* *out: a 32-bit hash of the list's layout (each entry's shape and dtype, in order) that ranks
+ * compare before a collective. */
+int pg_dist_layout_sig(pg_tensor **params, int64_t n, uint32_t *out);
+
 /* Pack into buf (buf_len elements of buf_dtype) the gradients (a missing one packs as zeros)
  * or the values of params, each element multiplied by scale, followed by the presence flags
  * (not scaled) when flags. Elements of buf past the layout are left untouched. */

@@ -48,5 +48,13 @@ int pg_fit_epoch_end(const pg_fit *f, int per_datapoint, double *out);
  * loss and, when classifying, the arg-max of out (the graph's model output). Returns the count
  * run, < 0 on error (the batches before it stay recorded). */
 int64_t pg_fit_run_static(pg_fit *f, int val, int64_t b0, int64_t b1, pg_graph *g, pg_tensor *out);
+/* Data parallelism: the epoch's training statistics as sums to all-reduce (SUM) across ranks,
+ * then read back, so every rank's epoch_end describes all ranks' samples (each global batch's
+ * loss the width-weighted mean of its shards'). Layout (pg_fit_stats_len values): per batch
+ * width * loss, then per batch width, then correct count, sample count. Import refuses a
+ * buffer of another length or a global batch without samples. */
+int64_t pg_fit_stats_len(const pg_fit *f);
+int pg_fit_stats_export(const pg_fit *f, double *buf, int64_t len);
+int pg_fit_stats_import(pg_fit *f, const double *buf, int64_t len);
 /* accuracy and its standard error from counts (ggml_opt_result_accuracy); NaN when ndata == 0 */
 int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *out);

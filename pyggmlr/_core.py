@@ -39,8 +39,6 @@ def _load_openblas():
     Symbols are resolved at run time (not linked at build time): an isolated build
     environment's copy of the wheel is not the one installed next to us."""
     global _blas_dll, _blas_path
-    if os.environ.get("PYGGMLR_BLAS", "").lower() == "builtin":
-        return False
     try:
         import scipy_openblas32
     except ImportError:
@@ -62,10 +60,11 @@ def _load_openblas():
 
 
 def use_blas(name: str = "openblas") -> str:
-    """Select the GEMM backend: "openblas" (the scipy-openblas32 wheel, the default) or
-    "builtin" (the core's blocked kernel: AVX-512, AVX2+FMA or portable micro-kernels picked by
-    CPU, threaded by ag_set_threads with the same bits for every thread count; the R package's
-    default where R's BLAS is the reference one). Returns blas_name()."""
+    """Select the GEMM backend: "builtin" (the default, in R too: the core's blocked kernel,
+    AVX-512, AVX2+FMA or portable micro-kernels picked by CPU, threaded by ag_set_threads with
+    the same bits for every thread count) or "openblas" (the scipy-openblas32 wheel; it rounds
+    differently, so R must use it too for equal bits: pyggmlr.r does that). Returns
+    blas_name()."""
     if name == "builtin":
         lib.pg_set_blas(NULL, NULL, NULL, b"builtin")
     elif name == "openblas":
@@ -87,7 +86,10 @@ def blas_library_path() -> Optional[str]:
     return _blas_path if blas_name() != "builtin" else None
 
 
-_load_openblas()
+# The built-in kernel is the default in Python and R alike, so one script gives the same bits in
+# both; PYGGMLR_BLAS=openblas (or use_blas("openblas")) opts into OpenBLAS.
+if os.environ.get("PYGGMLR_BLAS", "").lower() == "openblas":
+    _load_openblas()
 
 
 def ag_set_threads(n: int) -> int:

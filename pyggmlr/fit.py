@@ -88,8 +88,9 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     "bar": always; "none": never (as R's ag_fit). resume_from: a checkpoint written by
     ag_model_checkpoint; training continues after its epoch exactly as the uninterrupted run would.
     distributed: data-parallel over MPI ranks (launch with mpirun; see docs/distributed.md):
-    batch_size and nbatch_logical are per rank, rank 0's weights are broadcast first, gradients
-    are averaged every step, and only rank 0 prints.
+    batch_size and nbatch_logical are per rank, rank 0's weights are broadcast first, every
+    micro-batch's gradients are averaged over the global batch (an f64 all-reduce weighted by
+    each rank's samples), the history covers all ranks' samples and only rank 0 prints.
     static: run each training step as one replay of a compiled graph (ag_compile, build
     "opt") and validation through compiled "forward" graphs (one per batch width: the last,
     partial validation batch gets its own), with exactly the eager results (same kernels, same
@@ -140,11 +141,12 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     opt = _make_optimizer(optimizer, params, lr)
     opt.accumulate_steps = accum
     opt.accum_count = 0
-    take = None
-    if distributed:
-        from .distributed import ag_distributed_setup, rank
-        opt, batch_size, nbatch_logical, take = ag_distributed_setup(model, opt, batch_size, nbatch_logical)
-        pmode = "none" if rank() != 0 else pmode  # only rank 0 prints
+    sync = None
+    if distributed:  # the same collectives as R's ag_fit (distributed_fit.py)
+        from .distributed_fit import FitSync
+        sync = FitSync(model, params)
+        batch_size, nbatch_logical = batch_size * sync.world, nbatch_logical * sync.world
+        pmode = pmode if sync.rank == 0 else "none"  # only rank 0 prints
 
     if static is None:
         static = not distributed and isinstance(loss, str) and _builtin_model(model)
@@ -177,9 +179,8 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         if resume is not None and "state" in str(e).lower():
             raise PyggmlrValueError(f"ag_fit: {resume_from!r} holds an unusable random-stream state") from None
         raise
-    if take is not None:
-        from .distributed import ag_mpi_rank, ag_mpi_world_size
-        plan.shard(ag_mpi_rank(), ag_mpi_world_size())
+    if sync is not None:
+        plan.shard(sync.rank, sync.world)
     settings["split_state"] = plan.split_state()
     if resume is not None:
         try:
@@ -236,6 +237,8 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                         out = _forward(model, xb)
                         lv = lossfn(out, yb)
                     grads = backward(lv)
+                    if sync is not None:
+                        sync.grads(grads, xb.shape[1])
                     opt.step(grads, sum_grads=True)  # one map per micro-batch: the optimizer sums them
                     opt.zero_grad()
                     del grads
@@ -251,6 +254,8 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                     if hasattr(cb, "on_batch_end"):
                         cb.on_batch_end(step, {"epoch": epoch, "batch": b + 1, "loss": lval})
                 b += 1
+            if sync is not None:
+                sync.stats(plan)
             logs["time_train"] = time.perf_counter() - t0
             t1 = time.perf_counter()
             if plan.n_val:

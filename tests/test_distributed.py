@@ -444,3 +444,37 @@ def test_mpi_layout_mismatch_is_an_error_on_every_rank(tmp_path):
     assert r.returncode != 0
     assert "the ranks pass different parameter lists" in r.stderr
     assert "should not happen" not in r.stdout
+
+
+_RSCRIPT = shutil.which("Rscript")
+
+
+def _have_rmpi():
+    if not _RSCRIPT:
+        return False
+    r = subprocess.run([_RSCRIPT, "-e", "quit(status = !requireNamespace('Rmpi', quietly = TRUE))"], capture_output=True)
+    return r.returncode == 0
+
+
+@needs_mpi
+def test_mpi_ag_fit_same_bits_in_r_and_python(tmp_path):
+    """ag_fit(distributed=TRUE), 2 ranks, dropout, shuffles, a validation split and accumulation:
+    the Python ranks and the R ranks (Rmpi), each a standalone process, give identical histories
+    and weights; the history counts both ranks' samples."""
+    py = str(tmp_path / "py.json")
+    r, _ = _mpirun("fit_parity.py", py)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.load(open(py))
+    assert rep["spread"] == 0.0
+    # 72 training samples, logical batches of 2 ranks x 16: 64 samples counted per epoch, on rank 0
+    assert all(abs(a * 64 - round(a * 64)) < 1e-12 for a in rep["accuracy"])
+    assert rep["loss"][-1] < rep["loss"][0] and len(rep["weights"]) == 4 * 8 + 8 + 8 * 3 + 3
+    if not _have_rmpi():
+        pytest.skip("this machine has no R with Rmpi (apt-get install r-base-core r-cran-rmpi): the R half cannot run")
+    rout = str(tmp_path / "r.json")
+    env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none")
+    rr = subprocess.run([_MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2", _RSCRIPT,
+                         os.path.join(HERE, "mpi", "fit_parity.R"), rout], capture_output=True, text=True,
+                        timeout=120, env=env)
+    assert rr.returncode == 0, rr.stdout + rr.stderr
+    assert json.load(open(rout)) == rep

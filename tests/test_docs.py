@@ -88,6 +88,7 @@ TYPED_MODULES = ("tensor", "tape", "fit", "data", "memory", "io", "random", "gra
 TYPED_MODULES += ("ops_loss", "parity_loss")
 TYPED_MODULES += ("checkpoint", "parity_ckpt", "parity_capture", "nn_layers")
 TYPED_MODULES += ("fit_progress", "fit_util", "fit_history", "fit_callbacks", "fit_resume")
+TYPED_MODULES += ("distributed_fit",)
 
 
 def _typed_objects():
@@ -103,7 +104,7 @@ def _typed_objects():
 
 
 TYPED = _typed_objects()
-METHOD_TYPED_MODULES = ("ops", "nn", "distributed", "r", "parity", "compile")
+METHOD_TYPED_MODULES = ("ops", "nn", "distributed", "distributed_fit", "r", "parity", "compile")
 
 
 def _missing_hints(fn):

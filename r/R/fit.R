@@ -13,7 +13,7 @@
 ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adamw", opt_params = NULL,
                    nepoch = 30L, batch_size = 32L, nbatch_logical = NULL, val_split = 0.0, shuffle = TRUE,
                    callbacks = list(), silent = FALSE, seed = NULL, lr = 1e-3, resume_from = NULL, static = NULL,
-                   progress = "auto") {
+                   progress = "auto", distributed = FALSE) {
   L <- .fit_loss(loss)
   pmode <- .fit_progress_mode(progress, silent)
   per_datapoint <- L$name != "sum"
@@ -29,6 +29,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     .fit_stop("ag_fit: opt_params must be a function(epoch) returning a named list, or NULL")
   if (!is.null(seed) && (!is.numeric(seed) || length(seed) != 1L || is.na(seed)))
     .fit_stop("ag_fit: seed must be a single number or NULL")
+  if (!is.logical(distributed) || length(distributed) != 1L || is.na(distributed))
+    .fit_stop("ag_fit: distributed must be TRUE or FALSE")
   if (!is.null(static) && (!is.logical(static) || length(static) != 1L || is.na(static)))
     .fit_stop("ag_fit: static must be TRUE, FALSE or NULL")
 
@@ -53,6 +55,15 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     .fit_stop("ag_fit: callbacks must be ag_early_stopping() objects, lists/environments with on_epoch_end, or functions(epoch, logs)")
   })
 
+  sync <- NULL
+  if (isTRUE(distributed)) {  # MPI over Rmpi: the same collectives as Python's (distributed.R)
+    if (isTRUE(static))
+      .fit_stop("ag_fit: static=TRUE cannot be combined with distributed=TRUE (the compiled step has no gradient all-reduce)")
+    static <- FALSE
+    sync <- .fit_sync(model, params)
+    batch_size <- batch_size * sync$world; nbatch_logical <- nbatch_logical * sync$world
+    if (sync$rank != 0L) pmode <- "none"  # only rank 0 prints
+  }
   if (is.null(static)) static <- is.character(loss) && .builtin_model(model)
   ss <- if (static) .static_steps(model, L$fn, opt, !is.null(tg$Y)) else NULL
 
@@ -74,6 +85,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   plan <- .Call(R_pg_fit_new, ag_tensor(X, dtype = dtype)$.ptr, if (is.null(tg$Y)) NULL else ag_tensor(tg$Y, dtype = dtype)$.ptr,
                 classify, batch_size, nbatch_logical, val_split, isTRUE(shuffle),
                 if (is.null(res)) NULL else as.integer(.num_vec(res$fit$settings$split_state)))
+  if (!is.null(sync)) .Call(R_pg_fit_shard, plan, sync$rank, sync$world)
   settings$split_state <- as.list(.Call(R_pg_fit_split_state, plan))
   if (!is.null(res)) .ckpt_rng_load(as.integer(.num_vec(res$fit$rng_state)))
   sz <- .Call(R_pg_fit_sizes, plan)
@@ -128,6 +140,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         })
         if (!is_ag_tensor(lv)) .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor")
         grads <- backward(lv)
+        if (!is.null(sync)) sync$grads(grads, ncol(bt[[1L]]))
         opt$step(grads, sum_grads = TRUE)  # one environment per micro-batch: the optimizer sums them
         opt$zero_grad()
         grads <- NULL
@@ -141,6 +154,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
       if (prog$on) prog$tick()
       for (cb in batch_cbs) cb$on_batch_end(step, list(epoch = epoch, batch = b, loss = lval))
     }
+    if (!is.null(sync)) sync$stats(plan)
     logs$time_train <- proc.time()[["elapsed"]] - t0
     t1 <- proc.time()[["elapsed"]]
     if (n_val > 0L) {

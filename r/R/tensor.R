@@ -126,7 +126,7 @@ ag_blas_name <- function() .Call(R_pg_blas_name)
 
 ag_set_blas <- function(name = c("default", "r", "builtin")) {
   name <- match.arg(name)
-  if (name == "default") name <- if (.r_blas_optimised()) "r" else "builtin"
+  if (name == "default") name <- "builtin"  # as Python's default: the same bits in both languages
   if (name == "builtin") .Call(R_pg_set_blas, NULL, NULL, NULL, "builtin")
   else .Call(R_pg_use_r_blas, .r_blas_lib())
 }

@@ -4,10 +4,9 @@
 .pg$blas_dll <- NULL
 
 .onLoad <- function(libname, pkgname) {
-  # GEMM: R's own BLAS when it is an optimised one (OpenBLAS, MKL, BLIS, ...), for f64 and, through
-  # its sgemm, f32; otherwise (R's reference BLAS) the core's blocked built-in kernel, which is
-  # several times faster than reference dgemm. ag_set_blas() / ag_use_openblas() change it.
-  if (.r_blas_optimised()) .Call(R_pg_use_r_blas, .r_blas_lib()) else .Call(R_pg_set_blas, NULL, NULL, NULL, "builtin")
+  # GEMM: the core's blocked built-in kernel, as in Python, so one script gives the same bits in
+  # both languages (another GEMM rounds differently); ag_set_blas("r") / ag_use_openblas() opt out.
+  .Call(R_pg_set_blas, NULL, NULL, NULL, "builtin")
   invisible()
 }
 

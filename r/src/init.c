@@ -106,6 +106,12 @@ extern SEXP R_pg_tape_memory(void);
 extern SEXP R_pg_dist_average(SEXP, SEXP, SEXP);
 extern SEXP R_pg_dist_copy(SEXP, SEXP);
 extern SEXP R_pg_dist_zero_grad(SEXP);
+extern SEXP R_pg_dist_sig(SEXP);
+extern SEXP R_pg_dist_pack(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_dist_unpack(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_shard(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_stats_get(SEXP);
+extern SEXP R_pg_fit_stats_set(SEXP, SEXP);
 extern SEXP R_pg_rng_runif(SEXP, SEXP, SEXP);
 extern SEXP R_pg_rng_rnorm(SEXP, SEXP, SEXP);
 extern SEXP R_pg_rng_sample(SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -233,6 +239,12 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_dist_average",         (DL_FUNC) &R_pg_dist_average,         3},
     {"R_pg_dist_copy",            (DL_FUNC) &R_pg_dist_copy,            2},
     {"R_pg_dist_zero_grad",       (DL_FUNC) &R_pg_dist_zero_grad,       1},
+    {"R_pg_dist_sig",             (DL_FUNC) &R_pg_dist_sig,             1},
+    {"R_pg_dist_pack",            (DL_FUNC) &R_pg_dist_pack,            6},
+    {"R_pg_dist_unpack",          (DL_FUNC) &R_pg_dist_unpack,          6},
+    {"R_pg_fit_shard",            (DL_FUNC) &R_pg_fit_shard,            3},
+    {"R_pg_fit_stats_get",        (DL_FUNC) &R_pg_fit_stats_get,        1},
+    {"R_pg_fit_stats_set",        (DL_FUNC) &R_pg_fit_stats_set,        2},
     {"R_pg_rng_runif",            (DL_FUNC) &R_pg_rng_runif,            3},
     {"R_pg_rng_rnorm",            (DL_FUNC) &R_pg_rng_rnorm,            3},
     {"R_pg_rng_sample",           (DL_FUNC) &R_pg_rng_sample,           5},

@@ -1,4 +1,5 @@
 /* .Call glue: the data-parallel helpers of native/pg_api_dist.h used by dp_train(). */
+#include <string.h>
 #include "r_util.h"
 
 /* params: n_rep * n handles (replica r's parameter i at r * n + i); grads: list of n_rep gradient
@@ -33,5 +34,41 @@ SEXP R_pg_dist_zero_grad(SEXP params)
 {
     pg_tensor **arr = r_handle_array(params, "dp_train");
     r_check(pg_dist_zero_grad(arr, (int64_t)XLENGTH(params)));
+    return R_NilValue;
+}
+
+/* MPI data parallelism (r/R/distributed.R): the fused buffers as R doubles, which Rmpi moves */
+SEXP R_pg_dist_sig(SEXP params)
+{
+    pg_tensor **arr = r_handle_array(params, "ag_allreduce_gradients");
+    uint32_t sig = 0;
+    r_check(pg_dist_layout_sig(arr, (int64_t)XLENGTH(params), &sig));
+    return Rf_ScalarReal((double)sig);
+}
+
+/* the flat layout of pg_dist_pack plus `extra` trailing zeros (room for a weight) */
+SEXP R_pg_dist_pack(SEXP params, SEXP grads, SEXP what, SEXP flags, SEXP scale, SEXP extra)
+{
+    pg_tensor **arr = r_handle_array(params, "ag_allreduce_gradients");
+    const int64_t n = (int64_t)XLENGTH(params);
+    pg_gradmap *m = r_map_arg(grads, "ag_allreduce_gradients");
+    const int fl = Rf_asLogical(flags) == 1;
+    const int64_t L = pg_dist_flat_len(arr, n, fl);
+    if (L < 0) r_fail();
+    SEXP out = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)(L + Rf_asInteger(extra))));
+    memset(REAL(out), 0, (size_t)XLENGTH(out) * sizeof(double));
+    int rc = pg_dist_pack(arr, n, m, Rf_asInteger(what), fl, Rf_asReal(scale), REAL(out), PG_F64, XLENGTH(out));
+    UNPROTECT(1);
+    r_check(rc);
+    return out;
+}
+
+SEXP R_pg_dist_unpack(SEXP params, SEXP grads, SEXP what, SEXP flags, SEXP scale, SEXP buf)
+{
+    pg_tensor **arr = r_handle_array(params, "ag_allreduce_gradients");
+    pg_gradmap *m = r_map_arg(grads, "ag_allreduce_gradients");
+    if (TYPEOF(buf) != REALSXP) Rf_error("ag_allreduce_gradients: the reduced buffer must be doubles");
+    r_check(pg_dist_unpack(arr, (int64_t)XLENGTH(params), m, Rf_asInteger(what), Rf_asLogical(flags) == 1,
+                           Rf_asReal(scale), REAL(buf), PG_F64, XLENGTH(buf)));
     return R_NilValue;
 }

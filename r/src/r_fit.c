@@ -131,3 +131,28 @@ SEXP R_pg_fit_run_static(SEXP fp, SEXP val, SEXP b0, SEXP b1, SEXP gp, SEXP out)
     if (n < 0) r_fail();
     return Rf_ScalarReal((double)n);
 }
+
+/* data parallelism: this rank's chunk of every training batch; the epoch's statistics as sums */
+SEXP R_pg_fit_shard(SEXP fp, SEXP rank, SEXP world)
+{
+    r_check(pg_fit_shard(fit_get(fp), (int64_t)r_num(rank, "ag_fit: rank"), (int64_t)r_num(world, "ag_fit: world")));
+    return R_NilValue;
+}
+
+SEXP R_pg_fit_stats_get(SEXP fp)
+{
+    pg_fit *f = fit_get(fp);
+    const int64_t n = pg_fit_stats_len(f);
+    if (n < 0) r_fail();
+    SEXP v = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)n));
+    r_check(pg_fit_stats_export(f, REAL(v), n));
+    UNPROTECT(1);
+    return v;
+}
+
+SEXP R_pg_fit_stats_set(SEXP fp, SEXP buf)
+{
+    if (TYPEOF(buf) != REALSXP) Rf_error("ag_fit: the reduced statistics must be doubles");
+    r_check(pg_fit_stats_import(fit_get(fp), REAL(buf), XLENGTH(buf)));
+    return R_NilValue;
+}

@@ -1,0 +1,113 @@
+# MPI data parallelism over Rmpi (launched with `mpirun -np N Rscript train.R`), the R face of
+# pyggmlr.distributed: the same fused buffers (packed and unpacked in the core, native/dist.c),
+# the same collectives in the same order, so N ranks give the numbers the Python ranks give.
+# Rmpi is optional (Suggests): nothing here loads it before an MPI function is called.
+
+.MPI_HINT <- paste0("MPI support needs an MPI library and Rmpi. On Debian/Ubuntu:\n",
+                    "    apt-get install -y openmpi-bin r-cran-rmpi\n",
+                    "then launch with: mpirun -np 2 Rscript your_script.R ",
+                    "(as root add --allow-run-as-root; on a machine with fewer cores than ranks add --oversubscribe)")
+
+.mpi_stop <- function(fmt, ...) {
+  msg <- sprintf(fmt, ...)
+  stop(structure(class = c("pyggmlr_distributed_error", "pyggmlr_error", "error", "condition"),
+                 list(message = msg, call = NULL)))
+}
+
+.mpi <- function() {
+  if (!requireNamespace("Rmpi", quietly = TRUE)) .mpi_stop("pyggmlr: MPI is not available (package Rmpi is not installed).\n%s", .MPI_HINT)
+  asNamespace("Rmpi")
+}
+
+ag_mpi_available <- function() requireNamespace("Rmpi", quietly = TRUE)
+
+# Rmpi's communicator 0 is MPI_COMM_WORLD under mpirun
+ag_mpi_init <- function() {
+  .mpi()
+  invisible(0L)
+}
+ag_mpi_rank <- function() .mpi()$mpi.comm.rank(0L)
+ag_mpi_world_size <- function() .mpi()$mpi.comm.size(0L)
+ag_mpi_barrier <- function() invisible(.mpi()$mpi.barrier(0L))
+
+# every tensor handle of a model, a named list or one tensor, the same tensor once (Python's order)
+.mpi_tensors <- function(model, where) {
+  p <- if (is_ag_tensor(model)) list(model) else if (.is_model(model)) .layer_params(model) else model
+  if (!is.list(p)) .mpi_stop("%s: expected a model, a list of ag_tensors or an ag_tensor, got %s", where, class(model)[[1L]])
+  for (i in seq_along(p)) if (!is_ag_tensor(p[[i]])) .mpi_stop("%s: entry %d is not an ag_tensor", where, i)
+  unname(.dedup(p))
+}
+
+.mpi_handles <- function(ts) lapply(ts, function(t) t$.ptr)
+
+# all ranks must pass the same layout: one tiny all-reduce (max) of (n, sig, -n, -sig)
+.mpi_check_layout <- function(h, where) {
+  sig <- .Call(R_pg_dist_sig, h)
+  mine <- c(length(h), sig)
+  b <- .mpi()$mpi.allreduce(c(mine, -mine), type = 2L, op = "max", comm = 0L)
+  if (b[1L] != -b[3L]) {
+    .mpi_stop("%s: the ranks pass different parameter lists: different numbers of tensors (%d to %d); every rank must build the same model and call the same collectives in the same order", where, as.integer(-b[3L]), as.integer(b[1L]))
+  }
+  if (b[2L] != -b[4L]) {
+    .mpi_stop("%s: the ranks pass different parameter lists: %d tensors each, but with different shapes or dtypes; every rank must build the same model and call the same collectives in the same order", where, as.integer(b[1L]))
+  }
+  invisible(TRUE)
+}
+
+ag_broadcast_parameters <- function(model, root = 0L, buffers = TRUE) {
+  ts <- .mpi_tensors(model, "ag_broadcast_parameters")
+  if (isTRUE(buffers) && .is_model(model)) ts <- unname(.dedup(c(ts, unname(.layer_buffers(model)))))
+  if (ag_mpi_world_size() == 1L) return(invisible(NULL))
+  h <- .mpi_handles(ts)
+  .mpi_check_layout(h, "ag_broadcast_parameters")
+  buf <- .Call(R_pg_dist_pack, h, NULL, 1L, FALSE, 1.0, 0L)
+  buf <- .mpi()$mpi.bcast(buf, type = 2L, rank = as.integer(root), comm = 0L)
+  if (ag_mpi_rank() != root) .Call(R_pg_dist_unpack, h, NULL, 1L, FALSE, 1.0, buf)
+  invisible(NULL)
+}
+
+# sum_r(weight_r * g_r) / sum_r(weight_r) in place, in one all-reduce of an f64 buffer
+# (gradients * weight | presence flags | weight); returns the total weight
+ag_allreduce_gradients <- function(params, grads = NULL, weight = 1, check = TRUE) {
+  if (!is.numeric(weight) || length(weight) != 1L || !is.finite(weight) || weight < 0)
+    .mpi_stop("ag_allreduce_gradients: weight must be finite and >= 0, got %s", paste(format(weight), collapse = " "))
+  h <- .mpi_handles(.mpi_tensors(params, "ag_allreduce_gradients"))
+  W <- ag_mpi_world_size()
+  if (isTRUE(check) && W > 1L) .mpi_check_layout(h, "ag_allreduce_gradients")
+  buf <- .Call(R_pg_dist_pack, h, grads, 0L, TRUE, as.double(weight), 1L)
+  buf[length(buf)] <- as.double(weight)
+  if (W > 1L) buf <- .mpi()$mpi.allreduce(buf, type = 2L, op = "sum", comm = 0L)
+  total <- buf[length(buf)]
+  if (total > 0) .Call(R_pg_dist_unpack, h, grads, 0L, TRUE, 1 / total, buf[-length(buf)])
+  total
+}
+
+# largest difference of any parameter element between ranks (0: identical weights everywhere)
+ag_parameters_spread <- function(model) {
+  h <- .mpi_handles(.mpi_tensors(model, "ag_parameters_spread"))
+  v <- .Call(R_pg_dist_pack, h, NULL, 1L, FALSE, 1.0, 0L)
+  if (!length(v)) return(0)
+  if (ag_mpi_world_size() > 1L) {
+    .mpi_check_layout(h, "ag_parameters_spread")
+    b <- .mpi()$mpi.allreduce(c(v, -v), type = 2L, op = "max", comm = 0L)
+    return(max(b[seq_along(v)] + b[length(v) + seq_along(v)]))
+  }
+  0
+}
+
+# ag_fit(distributed = TRUE)'s collectives, in the order Python's FitSync runs them
+.fit_sync <- function(model, params) {
+  s <- new.env(parent = emptyenv())
+  s$rank <- ag_mpi_rank(); s$world <- ag_mpi_world_size(); s$first <- TRUE
+  ag_broadcast_parameters(model)
+  s$grads <- function(grads, width) {
+    ag_allreduce_gradients(params, grads, weight = width, check = s$first)
+    s$first <- FALSE
+  }
+  s$stats <- function(plan) {
+    b <- .Call(R_pg_fit_stats_get, plan)
+    if (s$world > 1L) b <- .mpi()$mpi.allreduce(b, type = 2L, op = "sum", comm = 0L)
+    .Call(R_pg_fit_stats_set, plan, b)
+  }
+  s
+}
