@@ -408,6 +408,6 @@ static int zero_grad_locked(pg_optim *o)
 {
     if (!o) return pg_fail(PG_ERR_ARG, "zero_grad: NULL optimizer");
     for (int64_t i = 0; i < o->n; i++) pg_tensor_set_grad(o->params[i], NULL);
-    pg_tape_clear();
+    pg_tape_clear_used();
     return 0;
 }

@@ -68,6 +68,7 @@ struct pg_node {
     double p[4];
     int64_t ip[4];
     struct pg_host *host;   /* host nodes only (host.c): the front end's backward; NULL otherwise */
+    const void *tape;       /* the (thread's) tape that recorded it */
 };
 
 /* ---- error.c ---- */
@@ -141,6 +142,7 @@ void *pg_scratch(size_t nbytes);
 /* Record every op, even those no gradient needs (compiled graphs replay them); returns the
  * previous setting; flag < 0 only reads it. */
 int pg_tape_record_all(int flag);
+void pg_tape_clear_used(void);       /* zero_grad: clear unless recorded since the last backward */
 /* Gradient buffer of t in the running backward: *acc = 1 when it already holds a partial sum
  * (add into it), 0 when fresh (overwrite it). NULL on allocation failure. */
 void *pg_grad_slot(pg_tensor *t, int *acc);

@@ -12,6 +12,7 @@ typedef struct {
     unsigned char *saved_enabled; /* recording flag at each open scope's begin, restored at end */
     int saved_cap;
     uint64_t epoch; /* increments per backward call; tags valid bw_grad fields */
+    int used;       /* backward() ran since the last node was recorded (zero_grad may clear) */
 } pg_tape;
 
 static _Thread_local pg_tape tape;
@@ -53,6 +54,15 @@ void pg_tape_clear(void)
     /* newest first, so an output's node pointer is reset before older nodes drop inputs */
     for (int64_t i = tape.n - 1; i >= 0; i--) node_free(tape.nodes[i]);
     tape.n = 0;
+    tape.used = 0;
+}
+
+/* zero_grad()'s clear: a tape recorded since the last backward() is kept for the backward()
+ * that follows (PyTorch's order: loss, zero_grad, backward, step); a used one is emptied (ggmlR's
+ * order: backward, step, zero_grad). */
+void pg_tape_clear_used(void)
+{
+    if (tape.used || tape.n == 0) pg_tape_clear();
 }
 
 int pg_tape_begin(void)
@@ -113,7 +123,9 @@ static pg_node *record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg
     n->out = out;
     pg_tensor_retain(out);
     out->node = n;
+    n->tape = &tape;
     tape.nodes[tape.n++] = n;
+    tape.used = 0;
     pg_count_nodes(1);
     return n;
 }
@@ -395,6 +407,17 @@ static pg_gradmap *backward_locked(pg_tensor *loss)
     if (loss->ne[0] != 1 || loss->ne[1] != 1)
         return pg_fail_null(PG_ERR_SHAPE, "backward(): loss must be a 1x1 tensor, got %s (reduce it with ag_sum or ag_mean first)",
                             pg_desc(loss));
+    /* a loss no op of this thread's tape produced would give a map with the loss alone */
+    if (!loss->node && !loss->requires_grad)
+        return pg_fail_null(PG_ERR_STATE, "backward(): the loss %s does not require grad: nothing it was computed from "
+                            "requires grad (ag_param), or it was computed under ag_no_grad()", pg_desc(loss));
+    if (!loss->node)
+        return pg_fail_null(PG_ERR_STATE, "backward(): the loss %s is not on the current tape: compute it inside "
+                            "with_grad_tape(), and call backward() before the tape is cleared (ag_tape_clear(), "
+                            "the next with_grad_tape(), or zero_grad() after a backward())", pg_desc(loss));
+    if (loss->node->tape != &tape)
+        return pg_fail_null(PG_ERR_STATE, "backward(): the loss %s was recorded on another thread's tape: call "
+                            "backward() in the thread that computed it", pg_desc(loss));
     tape.epoch = __atomic_add_fetch(&backward_calls, 1, __ATOMIC_RELAXED); /* unique across threads */
     n_reached = 0;
     int acc;
@@ -423,6 +446,7 @@ static pg_gradmap *backward_locked(pg_tensor *loss)
     }
     m->n = n_reached;
     n_reached = 0;
+    tape.used = 1;
     gradmap_index(m);
     pg_count_object(0, 1);
     if (fail) {

@@ -45,8 +45,10 @@ def test_ops_outside_tape_not_recorded(f64):
     out = pg.ag_sum(pg.ag_scale(w, 2.0))
     assert nodes() == 0
     assert out.requires_grad and out.is_leaf  # requires_grad follows the inputs, as in ggmlR
-    g = pg.backward(out)
-    assert w not in g and len(g) == 1 and w.grad is None
+    # backward() on it would return a map with the loss alone: an error that says why (issue 20)
+    with pytest.raises(pg.StateError, match=r"backward\(\): the loss \[1x1\] f64 is not on the current tape: compute it inside with_grad_tape\(\)"):
+        pg.backward(out)
+    assert w.grad is None
 
 
 def test_nested_tapes_keep_outer(f64):
@@ -107,11 +109,59 @@ def test_no_grad_survives_nested_tape(f64):
 def test_backward_on_empty_tape(f64):
     pg.ag_tape_clear()
     w = pg.ag_param([[2.0]])
-    g = pg.backward(w)
-    assert len(g) == 1 and list(g) == [w.id]
-    np.testing.assert_array_equal(g[w], [[1.0]])
-    t = pg.ag_tensor([[2.0]])
-    assert len(pg.backward(t)) == 1
+    with pytest.raises(pg.StateError, match="is not on the current tape"):  # a leaf: no recorded op produced it
+        pg.backward(w)
+    with pytest.raises(pg.StateError, match=r"the loss \[1x1\] f64 does not require grad: nothing it was computed from"):
+        pg.backward(pg.ag_tensor([[2.0]]))
+    assert w.grad is None
+
+
+def test_backward_after_the_tape_was_cleared_or_in_another_thread(f64):
+    import threading
+    w = pg.ag_param([[1.0, 2.0]])
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_pow(w, 2))
+    pg.ag_tape_clear()
+    with pytest.raises(pg.StateError, match="is not on the current tape"):
+        loss.backward()
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_pow(w, 2))
+    with pg.with_grad_tape():  # the next tape scope empties the tape
+        pass
+    with pytest.raises(pg.StateError, match="is not on the current tape"):
+        pg.backward(loss)
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_pow(w, 2))
+    errs = []
+
+    def other():
+        try:
+            pg.backward(loss)
+        except pg.StateError as e:
+            errs.append(str(e))
+    th = threading.Thread(target=other)
+    th.start()
+    th.join()
+    assert errs and "recorded on another thread's tape" in errs[0]
+    g = pg.backward(loss)  # its own thread still can
+    np.testing.assert_array_equal(g[w], [[2.0, 4.0]])
+
+
+def test_pytorch_order_zero_grad_before_backward_trains(f64):
+    """loss = f(); opt.zero_grad(); loss.backward(); opt.step(): zero_grad keeps a tape that no
+    backward() has used yet, and empties a used one (ggmlR's order) as before."""
+    w = pg.ag_param([[1.0, -2.0]])
+    opt = pg.optimizer_sgd([w], lr=0.1)
+    for _ in range(3):
+        with pg.with_grad_tape():
+            loss = pg.ag_sum(pg.ag_pow(w, 2))
+        opt.zero_grad()
+        loss.backward()
+        assert opt.step()
+    np.testing.assert_allclose(w.numpy(), [[1.0 * 0.8 ** 3, -2.0 * 0.8 ** 3]], rtol=1e-15)
+    assert nodes() > 0
+    opt.zero_grad()  # after the backward: empties the tape, as ggmlR's zero_grad
+    assert nodes() == 0
 
 
 def test_backward_twice_accumulates_grad(f64):

@@ -69,7 +69,28 @@ test_that("exact-fit MSE has zero loss and gradient; ops outside a tape are not 
   W2 <- ag_param(diag(2))
   l2 <- ag_sum(W2)
   expect_true(l2$requires_grad)
-  expect_null(gradof(backward(l2), W2))
+  # backward() on it would return a map with the loss alone: an error that says why (issue 20)
+  expect_error(backward(l2), "backward(): the loss [1x1] f64 is not on the current tape: compute it inside with_grad_tape()",
+               fixed = TRUE)
+  expect_null(W2$grad)
+  with_grad_tape(l3 <- ag_sum(ag_scale(W2, 2)))
+  ag_tape_clear()
+  expect_error(backward(l3), "is not on the current tape", fixed = TRUE)
+})
+
+test_that("PyTorch's order (loss, zero_grad, backward, step) trains; zero_grad after a backward empties the tape", {
+  local_f64()
+  w <- ag_param(matrix(c(1, -2), 1, 2))
+  opt <- optimizer_sgd(list(w = w), lr = 0.1)
+  for (i in 1:3) {
+    with_grad_tape(loss <- ag_sum(ag_pow(w, 2)))
+    opt$zero_grad()
+    backward(loss)
+    expect_true(opt$step())
+  }
+  expect_equal(w$data, matrix(c(1, -2) * 0.8^3, 1, 2), tolerance = 1e-15)
+  opt$zero_grad()
+  expect_equal(ag_tape_memory(quiet = TRUE)$nodes, 0L)
 })
 
 test_that("ag_no_grad suspends recording", {
