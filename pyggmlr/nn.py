@@ -374,6 +374,8 @@ class ag_sequential(Module):
     def __init__(self, *layers: Any) -> None:
         if len(layers) == 1 and isinstance(layers[0], (list, tuple)):
             layers = tuple(layers[0])
+        if not layers:  # a model that returns its input and has no parameters is a mistake
+            raise ArgumentError("ag_sequential: needs at least one layer, got none")
         for i, layer in enumerate(layers, 1):
             if not callable(getattr(layer, "forward", None)):
                 raise ArgumentError(f"ag_sequential: layer {i} ({type(layer).__name__}) has no forward() method")
@@ -550,7 +552,11 @@ def ag_module_from_config(cfg: Dict[str, Any]) -> Any:
             raise PyggmlrValueError("ag_module_from_config: a sequential config is {'type': 'sequential', 'layers': [...]}")
         return ag_sequential([ag_module_from_config(c) for c in layers])
     if kind in _CUSTOM:
-        return _CUSTOM[kind](cfg)
+        layer = _CUSTOM[kind](cfg)
+        if not callable(getattr(layer, "forward", None)):
+            raise ArgumentError(f"ag_module_from_config: the builder registered for {kind!r} returned a "
+                                f"{type(layer).__name__}, not a layer with forward()")
+        return layer
     cls = _BUILDERS.get(kind)
     if cls is None:
         raise PyggmlrValueError(f"ag_module_from_config: unknown layer type {kind!r} (built-in: "

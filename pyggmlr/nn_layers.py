@@ -11,7 +11,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from ._core import NULL, ffi, lib
-from .errors import PyggmlrValueError, ShapeError
+from .errors import PyggmlrValueError, ShapeError, check_num
 from .ops import _class_ids, ag_add, ag_matmul, ag_softmax
 from .tensor import ArrayLike, Tensor, _wrap, ag_param, ag_tensor
 from .nn import Module, _as_tensor, _causal_mask, _dropout, _glorot, _int, _matmul_t, _uniform, ag_concat_rows, ag_slice_rows
@@ -37,11 +37,8 @@ class ag_batch_norm(Module):
         F = _int(num_features, "ag_batch_norm", "num_features")
         if F < 1:
             raise PyggmlrValueError(f"ag_batch_norm: num_features must be >= 1, got {F}")
-        eps, momentum = float(eps), float(momentum)
-        if not eps >= 0:
-            raise PyggmlrValueError(f"ag_batch_norm: eps must be >= 0, got {eps}")
-        if not 0 <= momentum <= 1:
-            raise PyggmlrValueError(f"ag_batch_norm: momentum must be in [0, 1], got {momentum}")
+        eps = check_num(eps, "ag_batch_norm", "eps", 0)
+        momentum = check_num(momentum, "ag_batch_norm", "momentum", 0, 1)
         self.num_features, self.eps, self.momentum = F, eps, momentum
         self.gamma = ag_param(np.ones((F, 1)))
         self.beta = ag_param(np.zeros((F, 1)))
@@ -97,9 +94,7 @@ class ag_layer_norm(Module):
                 not math.isfinite(F) or int(F) < 1:
             raise PyggmlrValueError(f"ag_layer_norm: normalized_shape must be a single positive integer, got {normalized_shape!r}")
         F = int(F)  # as.integer truncates, as in ggmlR
-        eps = float(eps)
-        if not eps >= 0:
-            raise PyggmlrValueError(f"ag_layer_norm: eps must be >= 0, got {eps}")
+        eps = check_num(eps, "ag_layer_norm", "eps", 0)
         self.normalized_shape, self.eps = F, eps
         self.elementwise_affine = bool(elementwise_affine)
         self.gamma = ag_param(np.ones((F, 1))) if self.elementwise_affine else None
@@ -206,9 +201,7 @@ class ag_multihead_attention(Module):
             raise PyggmlrValueError(f"ag_multihead_attention: d_model and n_heads must be >= 1, got {d} and {h}")
         if d % h:
             raise PyggmlrValueError(f"ag_multihead_attention: d_model ({d}) must be divisible by n_heads ({h})")
-        dropout = float(dropout)
-        if not 0 <= dropout < 1:
-            raise PyggmlrValueError(f"ag_multihead_attention: dropout must satisfy 0 <= dropout < 1, got {dropout}")
+        dropout = check_num(dropout, "ag_multihead_attention", "dropout", 0, 1, hi_open=True)
         self.d_model, self.n_heads = d, h
         self.d_k = self.d_v = d // h
         self.scale = 1.0 / math.sqrt(self.d_k)

@@ -196,6 +196,8 @@ class Optimizer:
 
     def __setattr__(self, name, value):
         if name in _HYPER[self._kind] or name in ("t", "accum_count"):
+            if isinstance(value, (bool, np.bool_)) and name not in ("nesterov", "average"):
+                raise ArgumentError(f"{type(self).__name__}: {name} must be a number, got {value!r}")
             try:
                 v = float(value)
             except (TypeError, ValueError):
