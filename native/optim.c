@@ -181,7 +181,10 @@ int pg_optim_set(pg_optim *o, const char *name, double v)
         else o->accum_count = (int64_t)v;
     }
     else return pg_fail(PG_ERR_VALUE, "%s: unknown setting '%s'", fn, name);
-    if (want) return pg_fail(PG_ERR_VALUE, "%s: %s must be %s, got %g", fn, name, want, v);
+    if (want) {
+        char got[32];
+        return pg_fail(PG_ERR_VALUE, "%s: %s must be %s, got %s", fn, name, want, pg_fmt_num(got, sizeof got, v));
+    }
     return 0;
 }
 

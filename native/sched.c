@@ -22,7 +22,8 @@ static int whole_at_least(double v, double lo, const char *msg)
 static int in_range(double v, double lo, int lo_open, double hi, int hi_open, const char *msg)
 {
     int ok = isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
-    return ok ? 0 : pg_fail(PG_ERR_VALUE, "%s, got %g", msg, v);
+    char got[32];
+    return ok ? 0 : pg_fail(PG_ERR_VALUE, "%s, got %s", msg, pg_fmt_num(got, sizeof got, v));
 }
 #define RATE(v, nm) in_range(v, 0, 0, INFINITY, 0, nm " must be a single finite number >= 0")
 #define FACTOR(v, nm) in_range(v, 0, 1, INFINITY, 0, nm " must be a single finite number > 0")
@@ -41,7 +42,7 @@ int pg_sched_init(int kind, double *par, double *st, double cur_lr, double *lr0,
     case PG_SCHED_COSINE:
         if (whole_at_least(par[0], 1, "T_max must be >= 1")) return PG_ERR_VALUE;
         if (!(par[3] >= 1)) return pg_fail(PG_ERR_VALUE, "T_mult must be a single number >= 1");
-        if (!isfinite(par[3])) return pg_fail(PG_ERR_VALUE, "T_mult must be a single finite number >= 1, got %g", par[3]);
+        if (!isfinite(par[3])) return pg_fail(PG_ERR_VALUE, "T_mult must be a single finite number >= 1, got Inf");
         if (RATE(par[1], "lr_min")) return PG_ERR_VALUE;
         par[4] = cur_lr;   /* lr_max */
         st[1] = par[0];    /* T_cur */

@@ -185,7 +185,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
 
 ag_predict <- function(model, x, batch_size = 256L) {
   X <- .fit_cols(x, "x")
-  batch_size <- .fit_int(batch_size, "batch_size")
+  batch_size <- .fit_int(batch_size, "batch_size", fn = "ag_predict")
   if (ncol(X) == 0L) stop("ag_predict: x has no samples", call. = FALSE)
   p <- .layer_params(model)
   dtype <- if (length(p)) p[[1L]]$dtype else ag_default_dtype()

@@ -34,6 +34,8 @@ ag_estimate_training_memory <- function(shapes, batch_size = 32L, optimizer = c(
     if (!is.numeric(s) || length(s) == 0L || any(!is.finite(s)) || any(s <= 0))
       stop("ggmlR: each shape must be a vector of positive dimensions.", call. = FALSE)
   optimizer <- match.arg(optimizer)
+  batch_size <- .arg_int(batch_size, "ag_estimate_training_memory", "batch_size", 0L)
+  activation_frac <- .arg_num(activation_frac, "ag_estimate_training_memory", "activation_frac", 0)
   k <- switch(optimizer, adam = 2, sgd = 1, sgd_plain = 0)
   params <- sum(vapply(shapes, function(s) prod(as.double(s)), numeric(1)))
   weights <- 8 * params
