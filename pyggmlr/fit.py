@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from .errors import ArgumentError, PyggmlrValueError, ShapeError, check_int, check_num
+from .errors import ArgumentError, PyggmlrValueError, ShapeError, check_flag, check_int, check_num
 from .optim import Optimizer
 from .tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from .tensor import Tensor, ag_tensor
@@ -110,6 +110,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise PyggmlrValueError(f"ag_fit: {name} must be an integer >= 1, got {v!r}")
     nepoch, batch_size = int(nepoch), int(batch_size)
+    shuffle = check_flag(shuffle, "ag_fit", "shuffle")
     if nbatch_logical is None:
         nbatch_logical = batch_size
     if isinstance(nbatch_logical, bool) or not isinstance(nbatch_logical, (int, np.integer)) or nbatch_logical < 1:

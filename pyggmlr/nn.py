@@ -295,7 +295,7 @@ class ag_linear(Module):
         n_out = _int(out_features, "ag_linear", "out_features")
         if n_in < 1 or n_out < 1:
             raise PyggmlrValueError(f"ag_linear: in_features and out_features must be >= 1, got {n_in} and {n_out}")
-        if activation is not None and activation not in _ACTIVATIONS:
+        if activation is not None and (not isinstance(activation, str) or activation not in _ACTIVATIONS):
             raise PyggmlrValueError(f"ag_linear: activation must be one of {sorted(_ACTIVATIONS)} or None, got {activation!r}")
         # ggmlR 0.8.6's order: gain, then init (validated before any draw)
         if isinstance(gain, (bool, np.bool_)) or not isinstance(gain, (int, float, np.integer, np.floating)) or \

@@ -19,6 +19,11 @@ from .nn import Module, _as_tensor, _causal_mask, _dropout, _glorot, _int, _matm
 __all__ = ["ag_batch_norm", "ag_layer_norm", "ag_embedding", "ag_multihead_attention"]
 
 
+def _is_true(v: Any) -> bool:
+    """R's isTRUE: only True (numpy's too) is True; "no", 1 and None are False."""
+    return v is True or (isinstance(v, np.bool_) and bool(v))
+
+
 class ag_batch_norm(Module):
     """Batch normalisation over the batch (columns) per feature (row) of x [F, B].
 
@@ -96,7 +101,7 @@ class ag_layer_norm(Module):
         F = int(F)  # as.integer truncates, as in ggmlR
         eps = check_num(eps, "ag_layer_norm", "eps", 0)
         self.normalized_shape, self.eps = F, eps
-        self.elementwise_affine = bool(elementwise_affine)
+        self.elementwise_affine = _is_true(elementwise_affine)  # isTRUE, as ggmlR (spec 5.1)
         self.gamma = ag_param(np.ones((F, 1))) if self.elementwise_affine else None
         self.beta = ag_param(np.zeros((F, 1))) if self.elementwise_affine else None
         self.training = True
@@ -206,7 +211,7 @@ class ag_multihead_attention(Module):
         self.d_k = self.d_v = d // h
         self.scale = 1.0 / math.sqrt(self.d_k)
         self.dropout = dropout
-        self.bias = bool(bias)
+        self.bias = _is_true(bias)  # isTRUE, as R
         a = math.sqrt(6.0 / (2 * d))
         self.W_q = ag_param(_glorot(d, d, a))
         self.W_k = ag_param(_glorot(d, d, a))

@@ -218,7 +218,7 @@ def ag_clamp(x: ArrayLike, lo: float = -np.inf, hi: float = np.inf) -> Tensor:
 def _dim(dim, name):
     if dim is None:
         return 0
-    if dim in (1, 2) and not isinstance(dim, bool):
+    if isinstance(dim, (int, np.integer)) and not isinstance(dim, (bool, np.bool_)) and dim in (1, 2):
         return int(dim)
     raise PyggmlrValueError(f"{name}: dim must be None (all), 1 (per row) or 2 (per column), got {dim!r}")
 

@@ -205,12 +205,11 @@ def test_negative_second_moments_are_refused_and_nothing_is_written():
     opt.step()
     st = opt.state()
     m_before, v_before = opt.m, opt.v
-    k = next(iter(st["slots"]["v"]))
-    st["slots"]["v"][k] = -np.ones((2, 2))
+    st["slots"]["v"][0] = -np.ones((2, 2))  # slots by position
     with pytest.raises(pg.PyggmlrValueError, match="slot 'v' of parameter 1 has a negative entry"):
         opt.load_state(st)
     for a, b in ((opt.m, m_before), (opt.v, v_before)):
-        np.testing.assert_array_equal(a[k], b[k])
+        np.testing.assert_array_equal(a["1"], b["1"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,13 +226,52 @@ def test_accumulate_steps_is_truncated_as_r_does():
     assert pg.optimizer_sgd([_w()], accumulate_steps=1.9).accumulate_steps == 1
 
 
+def test_spec_flags_go_through_istrue():
+    # ggmlR's isTRUE flags (layer norm's elementwise_affine, attention's bias, the optimizers'
+    # average): only True is true, in both languages
+    assert pg.ag_layer_norm(3, elementwise_affine="no").elementwise_affine is False
+    assert pg.ag_multihead_attention(4, 2, bias="yes").b_o is None
+    assert pg.optimizer_adam([_w()], average="no").average is False
+
+
+def test_r_counts_are_truncated_as_r_does():
+    pg.ggml_set_seed(3)
+    a = pg.random.runif(2.5)  # R's runif(2.5) draws 2
+    pg.ggml_set_seed(3)
+    np.testing.assert_array_equal(a, pg.random.runif(2))
+
+
+def test_flags_and_names_of_the_wrong_kind():
+    for call, fn, arg in ((lambda: pg.ag_fit(_model(), X4, np.ones((3, 4)), loss="mse", shuffle="no", silent=True),
+                           "ag_fit", "shuffle"),
+                          (lambda: pg.check_grad_anomaly([_w()], max_abs="x"), "check_grad_anomaly", "max_abs"),
+                          (lambda: pg.check_grad_anomaly([_w()], action=np.array(["warn"])), "check_grad_anomaly", "action"),
+                          (lambda: pg.lr_scheduler_cyclic(_opt(), 0.1, 1, mode=["triangular"]), "lr_scheduler_cyclic", "mode"),
+                          (lambda: pg.ag_linear(2, 3, activation=np.array(["relu"])), "ag_linear", "activation"),
+                          (lambda: pg.ag_sum(pg.ag_tensor(np.ones((3, 2))), dim=np.array([1])), "ag_sum", "dim")):
+        with pytest.raises(pg.PyggmlrError) as ei:
+            call()
+        assert fn in str(ei.value) and arg in str(ei.value), str(ei.value)
+
+
+def test_malformed_optimizer_states_are_refused():
+    o = pg.optimizer_adam({"W": _w()})
+    for key, val, pat in (("names", 42, "names must be NULL"), ("type", np.array(["adam"]), "state is for"),
+                          ("t", 1.5, "not counts"), ("slots", None, "state has 0 parameters")):
+        st = o.state()
+        st[key] = val
+        with pytest.raises(pg.PyggmlrValueError, match=pat):
+            o.load_state(st)
+
+
 # ---------------------------------------------------------------------------------------------
 # the shared validators, by property
 
 @settings(max_examples=200, deadline=None)
 @given(v=st.one_of(st.integers(-2**40, 2**40), st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
                    st.text(max_size=3), st.none()))
-def test_check_int_accepts_exactly_whole_numbers_in_range(v, lo=1):
+def test_check_int_accepts_exactly_whole_numbers_in_range(v):
+    lo = 1
     whole = not isinstance(v, (bool, str, type(None))) and math.isfinite(v) and float(v).is_integer()
     try:
         got = check_int(v, "f", "n", lo)
