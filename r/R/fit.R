@@ -23,6 +23,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   if (nbatch_logical %% batch_size != 0L)
     .fit_stop("ag_fit: nbatch_logical (%d) must be a multiple of batch_size (%d)", nbatch_logical, batch_size)
   accum <- nbatch_logical %/% batch_size
+  shuffle <- .arg_flag(shuffle, "ag_fit", "shuffle")
   if (!is.numeric(val_split) || length(val_split) != 1L || is.na(val_split) || val_split < 0 || val_split >= 1)
     .fit_stop("ag_fit: val_split must be in [0, 1), got %s", paste(format(val_split), collapse = " "))
   if (!is.null(opt_params) && !is.function(opt_params))
@@ -184,7 +185,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
 }
 
 ag_predict <- function(model, x, batch_size = 256L) {
-  X <- .fit_cols(x, "x")
+  X <- .fit_cols(x, "x", "ag_predict")
   batch_size <- .fit_int(batch_size, "batch_size", fn = "ag_predict")
   if (ncol(X) == 0L) stop("ag_predict: x has no samples", call. = FALSE)
   p <- .layer_params(model)

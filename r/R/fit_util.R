@@ -64,19 +64,19 @@
 
 # x, y as [features, n] double matrices (samples are columns). A data.frame has one row per
 # sample and is transposed; a vector is one row.
-.fit_cols <- function(v, name) {
+.fit_cols <- function(v, name, fn = "ag_fit") {
   if (is_ag_tensor(v)) v <- v$data
   if (is.data.frame(v)) {
     ok <- vapply(v, function(col) is.numeric(col) || is.logical(col), logical(1))
-    if (!all(ok)) .fit_stop("ag_fit: %s: data.frame column '%s' is not numeric", name, names(v)[!ok][1L])
+    if (!all(ok)) .fit_stop("%s: %s: data.frame column '%s' is not numeric", fn, name, names(v)[!ok][1L])
     v <- t(as.matrix(v))
   }
   if (is.null(dim(v))) {
-    if (!is.numeric(v) && !is.logical(v)) .fit_stop("ag_fit: %s must be numeric", name)
+    if (!is.numeric(v) && !is.logical(v)) .fit_stop("%s: %s must be numeric", fn, name)
     v <- matrix(as.double(v), nrow = 1L)
   }
-  if (length(dim(v)) != 2L) .fit_stop("ag_fit: %s must be a [features, n] matrix (samples are columns)", name)
-  if (!is.numeric(v) && !is.logical(v)) .fit_stop("ag_fit: %s must be numeric", name)
+  if (length(dim(v)) != 2L) .fit_stop("%s: %s must be a [features, n] matrix (samples are columns)", fn, name)
+  if (!is.numeric(v) && !is.logical(v)) .fit_stop("%s: %s must be numeric", fn, name)
   # touched only when needed: either would copy the whole data set (pages faulted in every run)
   if (!is.double(v)) storage.mode(v) <- "double"
   if (!is.null(dimnames(v))) dimnames(v) <- NULL

@@ -188,7 +188,8 @@ ag_embedding <- function(vocab_size, dim) {
   e
 }
 
-ag_slice_rows <- function(x, from, n) .wrap(.Call(R_pg_slice_rows, .as_t(x)$.ptr, from, n))
+ag_slice_rows <- function(x, from, n)  # whole numbers (1.5 was truncated), as Python's
+  .wrap(.Call(R_pg_slice_rows, .as_t(x)$.ptr, .arg_int(from, "ag_slice_rows", "from"), .arg_int(n, "ag_slice_rows", "n")))
 ag_concat_rows <- function(a, b) .wrap(.Call(R_pg_concat_rows, .as_t(a)$.ptr, .as_t(b)$.ptr))
 
 ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE) {

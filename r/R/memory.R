@@ -1,6 +1,7 @@
 # Memory reports: what the tape holds (measured by the core) and a training budget estimate.
 
 ag_tape_memory <- function(top = 10L, quiet = FALSE) {
+  top <- .arg_int(top, "ag_tape_memory", "top", 0L)  # as Python's: a whole number >= 0
   r <- .Call(R_pg_tape_memory)
   tot <- r[[1L]]
   by_op <- data.frame(op = r[[2L]], nodes = r[[3L]], mb = r[[4L]] / 1024^2, stringsAsFactors = FALSE)

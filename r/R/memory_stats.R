@@ -30,7 +30,7 @@ ag_accuracy <- function(model, x, y, batch_size = 256L) {
   if (is.factor(y)) y <- as.integer(y) - 1L
   if (is.logical(y) && is.null(dim(y)))
     .arg_fail("argument", "ag_accuracy: y must be 0-based class ids or a one-hot matrix, got booleans")
-  Y <- .fit_cols(y, "y")
+  Y <- .fit_cols(y, "y", "ag_accuracy")
   out <- ag_predict(model, x, batch_size = batch_size)
   if (ncol(Y) != ncol(out)) stop(sprintf("ag_accuracy: x has %d samples but y has %d", ncol(out), ncol(Y)), call. = FALSE)
   if (nrow(Y) == 1L) {  # class ids: whole numbers in [0, classes), never silently "wrong"

@@ -72,7 +72,15 @@ X4 <- matrix(1, 2, 4)
                               "pyggmlr_argument_error", "ag_module_from_config", "builder"),
   "accuracy id 7 of 3" = list(quote(ag_accuracy(.m(), X4, c(0, 1, 7, 2))), "pyggmlr_value_error", "ag_accuracy", "y"),
   "accuracy id -1" = list(quote(ag_accuracy(.m(), X4, c(0, 1, -1, 2))), "pyggmlr_value_error", "ag_accuracy", "y"),
-  "accuracy logical" = list(quote(ag_accuracy(.m(), X4, rep(TRUE, 4))), "pyggmlr_argument_error", "ag_accuracy", "y")
+  "accuracy logical" = list(quote(ag_accuracy(.m(), X4, rep(TRUE, 4))), "pyggmlr_argument_error", "ag_accuracy", "y"),
+  "accuracy id 0.5" = list(quote(ag_accuracy(.m(), X4, c(0, 1, 0.5, 2))), "pyggmlr_value_error", "ag_accuracy", "y"),
+  "fit shuffle 'no'" = list(quote(ag_fit(.m(), X4, matrix(1, 3, 4), loss = "mse", shuffle = "no", silent = TRUE)),
+                            "pyggmlr_argument_error", "ag_fit", "shuffle"),
+  "predict ragged list" = list(quote(ag_predict(.m(), list(1:2, 3))), "error", "ag_predict", "x"),
+  "slice_rows 1.5" = list(quote(ag_slice_rows(ag_tensor(matrix(1, 3, 2)), 1.5, 1)), "pyggmlr_value_error", "ag_slice_rows", "from"),
+  "tape_memory top 1.5" = list(quote(ag_tape_memory(top = 1.5, quiet = TRUE)), "pyggmlr_value_error", "ag_tape_memory", "top"),
+  "estimate batch_size 2.5" = list(quote(ag_estimate_training_memory(list(c(4, 4)), batch_size = 2.5, quiet = TRUE)),
+                                   "pyggmlr_value_error", "ag_estimate_training_memory", "batch_size")
 )
 
 test_that("hostile arguments are refused with a classed condition naming the function and the argument", {
@@ -143,4 +151,10 @@ test_that("documented coercions from the ggmlR spec: the seed and accumulate_ste
   a <- runif(3); set.seed(1)
   expect_identical(a, runif(3))
   expect_identical(optimizer_sgd(list(.w()), accumulate_steps = 1.9)$accumulate_steps, 1L)
+  set.seed(3); a <- runif(2.5); set.seed(3)
+  expect_identical(a, runif(2))
+  # the spec's isTRUE flags: anything but TRUE is FALSE (Python does the same)
+  expect_false(ag_layer_norm(3, elementwise_affine = "no")$elementwise_affine)
+  expect_null(ag_multihead_attention(4, 2, bias = "yes")$b_o)
+  expect_false(optimizer_adam(list(.w()), average = "no")$average)
 })
