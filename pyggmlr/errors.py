@@ -1,4 +1,4 @@
-"""Exception types. Every error raised by the C core maps onto one of these; each also
+"""Exception types (and the shared argument checks, at the end). Every error raised by the C core maps onto one of these; each also
 inherits the matching builtin so ``except ValueError`` keeps working."""
 
 
@@ -144,3 +144,12 @@ def as_numeric(v, fn, arg):
     if a.dtype.kind not in "biuf":
         raise ArgumentError(f"{fn}: {arg} must be numeric, got dtype {a.dtype}")
     return a
+
+
+def as_flag(v, fn, arg):
+    """bool(v) for a single value (Python's truthiness, as before), but a container or an array is
+    an ArgumentError naming fn and arg instead of numpy's "truth value is ambiguous"."""
+    import numpy as np
+    if isinstance(v, (list, tuple, dict, set, np.ndarray)):
+        raise ArgumentError(f"{fn}: {arg} must be True or False, got {type(v).__name__}")
+    return bool(v)

@@ -7,7 +7,7 @@ from typing import List, Optional, Union
 import math
 
 
-from .errors import ArgumentError, PyggmlrValueError, check_int, check_num
+from .errors import ArgumentError, PyggmlrValueError, as_flag, check_int, check_num
 from .fit_util import _restore, _snapshot
 
 __all__ = ["Callback", "ag_early_stopping", "ag_model_checkpoint"]
@@ -59,7 +59,7 @@ class ag_early_stopping(Callback):
                  monitor: Optional[str] = None) -> None:
         self.patience = check_int(patience, "ag_early_stopping", "patience", 1)
         self.min_delta = check_num(min_delta, "ag_early_stopping", "min_delta", 0)
-        self.restore_best = bool(restore_best)
+        self.restore_best = as_flag(restore_best, "ag_early_stopping", "restore_best")
         if monitor is not None and not isinstance(monitor, str):
             raise ArgumentError(f"ag_early_stopping: monitor must be None or a log name such as 'val_loss', got {monitor!r}")
         self.monitor = monitor

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _core
 from ._core import F32, NULL, ffi, lib
-from .errors import ArgumentError, PyggmlrValueError, check_int, check_num
+from .errors import ArgumentError, PyggmlrValueError, as_flag, check_int, check_num
 from .tensor import Tensor, _dtype_code, _new_from, _unique_tensors
 
 __all__ = [
@@ -481,6 +481,6 @@ def ag_estimate_training_memory(shapes: Any = None, batch_size: float = 32,
         f"  total           : {total / _MB:8.2f} MB",
         f"  note: {note}",
     ])
-    if not quiet:
+    if not as_flag(quiet, fn, "quiet"):
         print(rep._text)
     return rep

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _core
 from ._core import ffi, lib
-from .errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
+from .errors import INT_MAX, ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from .ops import _linear, ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
 from .random import runif
 from .tensor import ArrayLike, Tensor, _new_from, _wrap, ag_param
@@ -43,8 +43,11 @@ def _as_tensor(x: Any, name: str, like: Optional[Tensor] = None) -> Tensor:
 def _int(v, name, arg):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         if isinstance(v, (float, np.floating)) and float(v).is_integer():
-            return int(v)
-        raise ArgumentError(f"{name}: '{arg}' must be an integer, got {v!r}")
+            v = int(v)
+        else:
+            raise ArgumentError(f"{name}: '{arg}' must be an integer, got {v!r}")
+    if abs(int(v)) > INT_MAX:  # R's integer range in both languages (numpy's "maximum dimension" else)
+        raise PyggmlrValueError(f"{name}: '{arg}' must be an integer of at most {INT_MAX} in size (R's integer range), got {v!r}")
     return int(v)
 
 
@@ -253,7 +256,10 @@ def _init_matrix(w, n_out, n_in):
     """A function's or caller's init as ggmlR checks it: a numeric [out, in] matrix, finite."""
     if isinstance(w, Tensor):
         w = w.numpy()
-    a = np.asarray(w) if isinstance(w, (np.ndarray, list, tuple)) else None
+    try:  # a ragged list: the spec's text, not numpy's "inhomogeneous shape"
+        a = np.asarray(w) if isinstance(w, (np.ndarray, list, tuple)) else None
+    except (ValueError, TypeError, OverflowError):
+        a = None
     if a is None or a.ndim != 2 or a.dtype.kind not in "iuf":
         raise PyggmlrValueError("ag_linear: init must be \"glorot_uniform\", \"orthogonal\", a function(out, in) or a numeric matrix")
     if a.shape != (n_out, n_in):

@@ -11,7 +11,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from ._core import NULL, ffi, lib
-from .errors import PyggmlrValueError, ShapeError, check_num
+from .errors import INT_MAX, PyggmlrValueError, ShapeError, check_num
 from .ops import _class_ids, ag_add, ag_matmul, ag_softmax
 from .tensor import ArrayLike, Tensor, _wrap, ag_param, ag_tensor
 from .nn import Module, _as_tensor, _causal_mask, _dropout, _glorot, _int, _matmul_t, _uniform, ag_concat_rows, ag_slice_rows
@@ -96,7 +96,7 @@ class ag_layer_norm(Module):
         if isinstance(F, (list, tuple, np.ndarray)) and len(F) == 1:
             F = F[0]
         if isinstance(F, (bool, np.bool_)) or not isinstance(F, (int, float, np.integer, np.floating)) or \
-                not math.isfinite(F) or int(F) < 1:
+                not math.isfinite(F) or int(F) < 1 or F > INT_MAX:
             raise PyggmlrValueError(f"ag_layer_norm: normalized_shape must be a single positive integer, got {normalized_shape!r}")
         F = int(F)  # as.integer truncates, as in ggmlR
         eps = check_num(eps, "ag_layer_norm", "eps", 0)
