@@ -297,6 +297,8 @@ def ag_predict(model: Any, x: Any, batch_size: int = 256) -> np.ndarray:
     """The model's outputs for x [features, n] in eval mode, without a tape, as a numpy
     [outputs, n] array (computed in batches of batch_size columns). The model's mode is put
     back afterwards."""
+    if not (hasattr(model, "forward") or callable(model)):
+        raise ArgumentError(f"ag_predict: model must have forward(x), got {type(model).__name__}")
     X = _as_cols(x, "x", "ag_predict")
     bs = check_int(batch_size, "ag_predict", "batch_size", 1)
     dtype = _model_dtype(model)

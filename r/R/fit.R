@@ -185,6 +185,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
 }
 
 ag_predict <- function(model, x, batch_size = 256L) {
+  if (!(((is.environment(model) || is.list(model)) && is.function(model$forward)) || is.function(model)))
+    .arg_fail("argument", "ag_predict: model must have a forward(x) function, got %s", class(model)[[1L]])
   X <- .fit_cols(x, "x", "ag_predict")
   batch_size <- .fit_int(batch_size, "batch_size", fn = "ag_predict")
   if (ncol(X) == 0L) stop("ag_predict: x has no samples", call. = FALSE)

@@ -158,3 +158,40 @@ test_that("documented coercions from the ggmlR spec: the seed and accumulate_ste
   expect_null(ag_multihead_attention(4, 2, bias = "yes")$b_o)
   expect_false(optimizer_adam(list(.w()), average = "no")$average)
 })
+
+test_that("a small fuzzer: every argument replaced by each hostile value gives an error naming the function", {
+  hostile <- list(NULL, "x", TRUE, 2.5, -1, NaN, Inf, 1e19, list(1, list(2)), c(1, 2), factor("a"),
+                  array(1, c(1, 1, 1)), NA)
+  W <- ag_param(matrix(1, 2, 2)); t2 <- ag_tensor(matrix(1, 2, 2))
+  calls <- list(
+    ag_linear = list(in_features = 2, out_features = 3, gain = 1),
+    ag_batch_norm = list(num_features = 2, eps = 1e-5, momentum = 0.1),
+    ag_embedding = list(vocab_size = 4, dim = 2),
+    ag_multihead_attention = list(d_model = 4, n_heads = 2, dropout = 0),
+    ag_dropout = list(rate = 0.1),
+    ag_slice_rows = list(x = t2, from = 0, n = 1),
+    ag_reshape = list(x = t2, nrow = 4, ncol = 1),
+    ag_clamp = list(x = t2, lo = 0, hi = 1),
+    optimizer_sgd = list(params = list(W), lr = 0.1, momentum = 0.5, weight_decay = 0),
+    optimizer_adam = list(params = list(W), lr = 0.1, beta1 = 0.9, beta2 = 0.99, eps = 1e-8),
+    clip_grad_norm = list(params = list(W), max_norm = 1),
+    lr_scheduler_step = list(optimizer = optimizer_sgd(list(W)), step_size = 2, gamma = 0.5),
+    lr_scheduler_onecycle = list(optimizer = optimizer_sgd(list(W)), max_lr = 0.1, total_steps = 10, pct_start = 0.3),
+    ag_early_stopping = list(patience = 2, min_delta = 0),
+    ag_dataloader = list(x = matrix(1, 2, 4), batch_size = 2, shuffle = FALSE, col_major = TRUE),
+    ag_predict = list(model = ag_sequential(ag_linear(2, 3)), x = matrix(1, 2, 4), batch_size = 2),
+    ag_estimate_training_memory = list(shapes = list(c(2, 2)), batch_size = 2, activation_frac = 0.01, quiet = TRUE),
+    ag_tape_memory = list(top = 1, quiet = TRUE))
+  spec_texts <- "is.list\\(params\\) is not TRUE|is not an ag_tensor|^ggmlR: "  # ggmlR's own texts
+  n <- 0L
+  for (fn in names(calls)) for (arg in names(calls[[fn]])) for (bad in hostile) {
+    kw <- calls[[fn]]
+    if (is.null(bad)) kw[arg] <- list(NULL) else kw[[arg]] <- bad
+    e <- tryCatch({ suppressWarnings(do.call(fn, kw)); NULL }, error = function(e) e)
+    n <- n + 1L
+    if (is.null(e) || inherits(e, "pyggmlr_error") || grepl(spec_texts, conditionMessage(e))) next
+    where <- paste(conditionMessage(e), paste(deparse(conditionCall(e)), collapse = " "))
+    expect_true(grepl(fn, where, fixed = TRUE), info = sprintf("%s(%s = %s): %s", fn, arg, deparse(bad)[1L], where))
+  }
+  expect_gt(n, 600L)
+})
