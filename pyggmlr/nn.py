@@ -237,8 +237,8 @@ def _uniform(a, rows, cols, op):
         raise PyggmlrMemoryError(f"{op}: out of memory drawing a [{rows}x{cols}] weight ({e})") from None
 
 
-def _glorot(rows, cols, a):
-    return _uniform(a, rows, cols, "ag_linear")
+def _glorot(rows, cols, a, op="ag_linear"):
+    return _uniform(a, rows, cols, op)
 
 
 def _orthogonal(rows, cols, gain):

@@ -213,10 +213,10 @@ class ag_multihead_attention(Module):
         self.dropout = dropout
         self.bias = _is_true(bias)  # isTRUE, as R
         a = math.sqrt(6.0 / (2 * d))
-        self.W_q = ag_param(_glorot(d, d, a))
-        self.W_k = ag_param(_glorot(d, d, a))
-        self.W_v = ag_param(_glorot(d, d, a))
-        self.W_o = ag_param(_glorot(d, d, a))
+        self.W_q = ag_param(_glorot(d, d, a, "ag_multihead_attention"))
+        self.W_k = ag_param(_glorot(d, d, a, "ag_multihead_attention"))
+        self.W_v = ag_param(_glorot(d, d, a, "ag_multihead_attention"))
+        self.W_o = ag_param(_glorot(d, d, a, "ag_multihead_attention"))
         self.b_o = ag_param(np.zeros((d, 1))) if self.bias else None
         self.training = True
 

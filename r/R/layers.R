@@ -30,14 +30,14 @@
 # count in double (no integer overflow); a draw too large for memory names the layer
 .uniform_weight <- function(rows, cols, a, op) {
   u <- tryCatch(.rng_runif(as.double(rows) * cols, -a, a), error = function(e)
-    stop(sprintf("%s: out of memory drawing a [%dx%d] weight (%s)", op, as.integer(rows), as.integer(cols),
-                 conditionMessage(e)), call. = FALSE))
+    .arg_fail("memory", "%s: out of memory drawing a [%dx%d] weight (%s)", op, as.integer(rows), as.integer(cols),
+              conditionMessage(e)))
   matrix(u, rows, cols)
 }
 
-.glorot <- function(out, inp, gain = 1) {
+.glorot <- function(out, inp, gain = 1, op = "ag_linear") {
   a <- gain * sqrt(6 / (inp + out))
-  .uniform_weight(out, inp, a, "ag_linear")
+  .uniform_weight(out, inp, a, op)
 }
 
 # init: "glorot_uniform" (one runif(out * in, -a, a), a = sqrt(6 / (in + out)); ggmlR's default and
@@ -205,10 +205,10 @@ ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE)
   e$d_v <- e$d_k
   e$scale <- 1 / sqrt(e$d_k)
   e$dropout <- as.double(dropout)
-  e$W_q <- ag_param(.glorot(d_model, d_model))
-  e$W_k <- ag_param(.glorot(d_model, d_model))
-  e$W_v <- ag_param(.glorot(d_model, d_model))
-  e$W_o <- ag_param(.glorot(d_model, d_model))
+  e$W_q <- ag_param(.glorot(d_model, d_model, op = "ag_multihead_attention"))
+  e$W_k <- ag_param(.glorot(d_model, d_model, op = "ag_multihead_attention"))
+  e$W_v <- ag_param(.glorot(d_model, d_model, op = "ag_multihead_attention"))
+  e$W_o <- ag_param(.glorot(d_model, d_model, op = "ag_multihead_attention"))
   e$b_o <- if (isTRUE(bias)) ag_param(matrix(0, d_model, 1L)) else NULL
   e$forward <- function(q, k = q, v = k, causal_mask = FALSE) {
     q <- .as_t(q); k <- .as_t(k); v <- .as_t(v)
