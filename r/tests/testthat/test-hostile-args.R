@@ -195,3 +195,13 @@ test_that("a small fuzzer: every argument replaced by each hostile value gives a
   }
   expect_gt(n, 600L)
 })
+
+test_that("core errors are classed by their status, as Python's exception types", {
+  a <- ag_tensor(matrix(1, 2, 3)); b <- ag_tensor(matrix(1, 4, 5))
+  expect_error(ag_matmul(a, b), class = "pyggmlr_shape_error")
+  expect_error(ag_matmul(a, b), class = "pyggmlr_error")
+  expect_error(ag_clamp(a, 2, 1), class = "pyggmlr_value_error")
+  e <- tryCatch(ag_matmul(a, b), error = function(e) e)
+  expect_null(conditionCall(e))  # no call, as before
+  expect_match(conditionMessage(e), "ag_matmul")
+})
