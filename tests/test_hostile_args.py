@@ -169,12 +169,15 @@ def test_step_with_another_models_map_is_an_error():
     assert opt.accum_count == 0
 
 
-def test_fit_with_another_models_optimizer_is_an_error():
+@pytest.mark.parametrize("static", [None, False])
+@pytest.mark.parametrize("nbatch_logical", [2, 4])
+def test_fit_with_another_models_optimizer_is_an_error(static, nbatch_logical):
     m, other = _model(), pg.ag_linear(2, 3)
     before = {k: t.numpy() for k, t in m.parameters().items()}
     opt = pg.optimizer_adam(other.parameters())
     with pytest.raises(pg.StateError, match="no gradient for any"):
-        pg.ag_fit(m, X4, np.ones((3, 4)), loss="mse", optimizer=opt, batch_size=2, nepoch=1, silent=True)
+        pg.ag_fit(m, X4, np.ones((3, 4)), loss="mse", optimizer=opt, batch_size=2, nbatch_logical=nbatch_logical,
+                  nepoch=1, silent=True, static=static)
     assert opt.t == 0
     for k, t in m.parameters().items():
         np.testing.assert_array_equal(t.numpy(), before[k])

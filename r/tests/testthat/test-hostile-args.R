@@ -118,8 +118,9 @@ test_that("ag_fit with another model's optimizer is an error and changes nothing
   m <- .m(); other <- ag_linear(2, 3)
   before <- lapply(m$parameters(), function(p) p$data)
   o <- optimizer_adam(other$params())
-  expect_error(ag_fit(m, X4, matrix(1, 3, 4), loss = "mse", optimizer = o, batch_size = 2L, nepoch = 1L, silent = TRUE),
-               class = "pyggmlr_state_error")
+  for (static in list(NULL, FALSE)) for (nbl in c(2L, 4L))
+    expect_error(ag_fit(m, X4, matrix(1, 3, 4), loss = "mse", optimizer = o, batch_size = 2L, nbatch_logical = nbl,
+                        nepoch = 1L, silent = TRUE, static = static), class = "pyggmlr_state_error")
   expect_identical(o$t, 0L)
   expect_identical(lapply(m$parameters(), function(p) p$data), before)
 })
