@@ -35,6 +35,15 @@ void *pg_fail_null(int status, const char *fmt, ...)
     return NULL;
 }
 
+const char *pg_fmt_num(char *buf, size_t n, double v)
+{
+    if (v != v) snprintf(buf, n, "NaN");
+    else if (v > 1.7976931348623157e308) snprintf(buf, n, "Inf");
+    else if (v < -1.7976931348623157e308) snprintf(buf, n, "-Inf");
+    else snprintf(buf, n, "%g", v);
+    return buf;
+}
+
 const char *pg_dtype_name(int dtype)
 {
     switch (dtype) {

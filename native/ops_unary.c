@@ -182,6 +182,8 @@ static pg_tensor *scalar_op(int kind, pg_tensor *x, double p0, double p1)
     static const char *names[] = {"ag_scale", "ag_pow", "ag_clamp"};
     static const char *labels[] = {"scale", "pow", "clamp"};
     if (pg_ok(x, names[kind], "x")) return NULL;
+    if (kind == SC_CLAMP && (isnan(p0) || isnan(p1))) /* a NaN bound would silently be ignored */
+        return pg_fail_null(PG_ERR_VALUE, "ag_clamp: %s must be a number or +/-Inf, not NaN", isnan(p0) ? "lo" : "hi");
     if (kind == SC_CLAMP && p0 > p1)
         return pg_fail_null(PG_ERR_VALUE, "ag_clamp: lo (%g) must be <= hi (%g)", p0, p1);
     pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);

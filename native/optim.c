@@ -153,33 +153,39 @@ int pg_optim_kind(pg_optim *o) { return o ? o->kind : -1; }
 int64_t pg_optim_nparams(pg_optim *o) { return o ? o->n : -1; }
 pg_tensor *pg_optim_param(pg_optim *o, int64_t i) { return (o && i >= 0 && i < o->n) ? o->params[i] : NULL; }
 
+/* Hyper-parameter ranges (issue 19): each refusal names the optimizer, the setting and the
+ * accepted range; nothing is written on refusal. Rates and moments must be finite. */
 int pg_optim_set(pg_optim *o, const char *name, double v)
 {
     if (!o || !name) return pg_fail(PG_ERR_ARG, "optimizer: NULL handle or name");
-    if (isnan(v)) return pg_fail(PG_ERR_VALUE, "optimizer: %s must not be NaN", name);
-    if (!strcmp(name, "lr")) { if (v < 0) goto neg; o->lr = v; }
-    else if (!strcmp(name, "momentum")) { if (v < 0) goto neg; o->momentum = v; }
-    else if (!strcmp(name, "nesterov")) o->nesterov = v != 0;
-    else if (!strcmp(name, "weight_decay")) { if (v < 0) goto neg; o->weight_decay = v; }
-    else if (!strcmp(name, "beta1")) { if (v < 0 || v >= 1) goto range; o->beta1 = v; }
-    else if (!strcmp(name, "beta2")) { if (v < 0 || v >= 1) goto range; o->beta2 = v; }
-    else if (!strcmp(name, "eps")) { if (v < 0) goto neg; o->eps = v; }
-    else if (!strcmp(name, "accumulate_steps")) {
-        if (v < 1 || v != floor(v) || v > 1e15) /* also keeps the int64 conversion defined */
-            return pg_fail(PG_ERR_VALUE, "optimizer: accumulate_steps must be an integer in [1, 1e15], got %g", v);
-        o->accumulate_steps = (int64_t)v;
+    const char *fn = o->kind == OPT_ADAM ? "optimizer_adam" : "optimizer_sgd";
+    const char *want = NULL;
+    if (!strcmp(name, "lr")) { if (!(v >= 0 && isfinite(v))) want = "a finite number >= 0"; else o->lr = v; }
+    else if (!strcmp(name, "momentum")) { if (!(v >= 0 && v < 1)) want = "in [0, 1)"; else o->momentum = v; }
+    else if (!strcmp(name, "nesterov")) { if (isnan(v)) want = "TRUE or FALSE"; else o->nesterov = v != 0; }
+    else if (!strcmp(name, "weight_decay")) {
+        if (!(v >= 0 && isfinite(v))) want = "a finite number >= 0"; else o->weight_decay = v;
     }
-    else if (!strcmp(name, "average")) o->average = v != 0;
-    else if (!strcmp(name, "t")) { if (v < 0 || v > 1e15) goto count; o->t = (int64_t)v; }
-    else if (!strcmp(name, "accum_count")) { if (v < 0 || v > 1e15) goto count; o->accum_count = (int64_t)v; }
-    else return pg_fail(PG_ERR_VALUE, "optimizer: unknown setting '%s'", name);
+    else if (!strcmp(name, "beta1")) { if (!(v >= 0 && v < 1)) want = "in [0, 1)"; else o->beta1 = v; }
+    else if (!strcmp(name, "beta2")) { if (!(v >= 0 && v < 1)) want = "in [0, 1)"; else o->beta2 = v; }
+    else if (!strcmp(name, "eps")) { if (!(v > 0 && isfinite(v))) want = "a finite number > 0"; else o->eps = v; }
+    else if (!strcmp(name, "accumulate_steps")) {
+        if (!(v >= 1 && v == floor(v) && v <= 1e15)) /* also keeps the int64 conversion defined */
+            want = "an integer in [1, 1e15]";
+        else o->accumulate_steps = (int64_t)v;
+    }
+    else if (!strcmp(name, "average")) { if (isnan(v)) want = "TRUE or FALSE"; else o->average = v != 0; }
+    else if (!strcmp(name, "t") || !strcmp(name, "accum_count")) {
+        if (!(v >= 0 && v <= 1e15 && v == floor(v))) want = "a count in [0, 1e15]";
+        else if (name[0] == 't') o->t = (int64_t)v;
+        else o->accum_count = (int64_t)v;
+    }
+    else return pg_fail(PG_ERR_VALUE, "%s: unknown setting '%s'", fn, name);
+    if (want) {
+        char got[32];
+        return pg_fail(PG_ERR_VALUE, "%s: %s must be %s, got %s", fn, name, want, pg_fmt_num(got, sizeof got, v));
+    }
     return 0;
-neg:
-    return pg_fail(PG_ERR_VALUE, "optimizer: %s must be >= 0, got %g", name, v);
-range:
-    return pg_fail(PG_ERR_VALUE, "optimizer: %s must be in [0, 1), got %g", name, v);
-count:
-    return pg_fail(PG_ERR_VALUE, "optimizer: %s must be a count in [0, 1e15], got %g", name, v);
 }
 
 double pg_optim_get(pg_optim *o, const char *name)
@@ -245,9 +251,14 @@ int pg_optim_load(pg_optim *o, const double *const *vals, int64_t n_vals, double
         if (!vals[j]) return pg_fail(PG_ERR_ARG, "optimizer load_state(): missing slot value");
         int64_t N = pg_numel(o->params[j % (o->n ? o->n : 1)]);
         for (int64_t e = 0; e < N; e++)
+        {
             if (!isfinite(vals[j][e]))
                 return pg_fail(PG_ERR_VALUE, "optimizer load_state(): slot '%s' of parameter %lld is not finite",
                                o->kind == OPT_ADAM ? (j < o->n ? "m" : "v") : "velocity", (long long)(j % o->n) + 1);
+            if (o->kind == OPT_ADAM && j >= o->n && vals[j][e] < 0) /* Adam's v is a mean of squares */
+                return pg_fail(PG_ERR_VALUE, "optimizer load_state(): slot 'v' of parameter %lld has a negative "
+                               "entry (%g); second moments must be >= 0", (long long)(j % o->n) + 1, vals[j][e]);
+        }
     }
     pg_tensor **fresh = calloc((size_t)(n_vals > 0 ? n_vals : 1), sizeof *fresh);
     if (!fresh) return pg_fail(PG_ERR_NOMEM, "optimizer load_state(): out of memory");
@@ -353,6 +364,19 @@ static int check_grads(pg_optim *o, pg_gradmap *grads)
     return 0;
 }
 
+/* An update that would change nothing must not report success nor count (issue 19): a loss
+ * computed off the tape, or another model's optimizer. Gradients for some parameters are fine
+ * (frozen or unused parameters keep their values). An empty optimizer has nothing to miss. */
+static int no_grads(pg_optim *o, pg_gradmap *grads)
+{
+    if (o->n == 0) return 0;
+    for (int64_t i = 0; i < o->n; i++)
+        if (grad_of(o->params[i], grads)) return 0;
+    return pg_fail(PG_ERR_STATE, "%s step(): no gradient for any of its %lld parameter(s): nothing to update (was the "
+                   "loss computed on a tape from these parameters, and backward() called? is this the model's optimizer?)",
+                   o->kind == OPT_ADAM ? "optimizer_adam" : "optimizer_sgd", (long long)o->n);
+}
+
 /* sum: add this call's gradients into the accumulator (the first of a period is copied, so the
  * sum has the bits of backward()'s .grad sums) before counting; the k-th call applies it. */
 static int step_locked(pg_optim *o, pg_gradmap *grads, int sum)
@@ -361,7 +385,7 @@ static int step_locked(pg_optim *o, pg_gradmap *grads, int sum)
     const int64_t k = o->accumulate_steps;
     const int as = acc_slot(o);
     if (sum && k > 1) {
-        if (check_grads(o, grads)) return -pg_last_status();
+        if (check_grads(o, grads) || no_grads(o, grads)) return -pg_last_status();
         for (int64_t i = 0; i < o->n; i++) { /* allocate first: a failed call changes nothing */
             pg_tensor *g = grad_of(o->params[i], grads);
             if (g && !o->state[i][as] && !slot(o, i, as))
@@ -385,6 +409,7 @@ static int step_locked(pg_optim *o, pg_gradmap *grads, int sum)
         return 0;
     }
     if (!sum && check_grads(o, grads)) return -pg_last_status();
+    if (!(sum && k > 1) && no_grads(o, grads)) return -pg_last_status();
     double div = (k > 1 && o->average) ? (double)k : 1.0;
     if (o->kind == OPT_ADAM) o->t++;
     for (int64_t i = 0; i < o->n; i++) {

@@ -75,6 +75,8 @@ struct pg_node {
 int pg_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void *pg_fail_null(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *pg_dtype_name(int dtype);
+/* a number for messages as both front ends print it: NaN, Inf, -Inf, else %g; returns buf */
+const char *pg_fmt_num(char *buf, size_t n, double v);
 /* "[2x3] f32" description of a tensor for messages; rotates through a few static buffers */
 const char *pg_desc(const pg_tensor *t);
 

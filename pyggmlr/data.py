@@ -12,7 +12,7 @@ from importlib import resources
 
 import numpy as np
 
-from .errors import ArgumentError, PyggmlrValueError, ShapeError, StateError
+from .errors import ArgumentError, PyggmlrValueError, ShapeError, StateError, as_numeric, check_flag, check_int
 from .tensor import Tensor, ag_tensor
 
 __all__ = ["ag_dataloader", "load_iris"]
@@ -34,9 +34,7 @@ def _as_data(v, name, col_major):
         a = v.numpy()
     else:
         dtype = None
-        a = np.asarray(v)
-        if a.dtype.kind not in "biuf":
-            raise ArgumentError(f"ag_dataloader: {name} must be numeric, got dtype {a.dtype}")
+        a = as_numeric(v, "ag_dataloader", name)
     if a.ndim == 1:
         a = a.reshape(1, -1)  # a vector: one value (e.g. a class id) per sample
     elif a.ndim == 2:
@@ -63,6 +61,7 @@ class ag_dataloader:
 
     def __init__(self, x: Any, y: Any = None, batch_size: int = 32, shuffle: bool = True, col_major: bool = True,
                  drop_last: bool = True, seed: Optional[int] = None) -> None:
+        col_major = check_flag(col_major, "ag_dataloader", "col_major")
         self.x, self._xdtype = _as_data(x, "x", col_major)
         self.y: Optional[np.ndarray] = None
         self._ydtype: Optional[str] = None
@@ -81,11 +80,9 @@ class ag_dataloader:
                         "col_major=False")
             raise ShapeError("x and y must have the same number of samples (columns in col-major): "
                              f"x has {self.n}, y has {self.y.shape[1]}{hint}")
-        if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
-            raise PyggmlrValueError(f"ag_dataloader: batch_size must be an integer >= 1, got {batch_size!r}")
-        self.batch_size = int(batch_size)
-        self.shuffle = bool(shuffle)
-        self.drop_last = bool(drop_last)
+        self.batch_size = check_int(batch_size, "ag_dataloader", "batch_size", 1)
+        self.shuffle = check_flag(shuffle, "ag_dataloader", "shuffle")
+        self.drop_last = check_flag(drop_last, "ag_dataloader", "drop_last")
         from .random import Generator
         self._gen = None if seed is None else Generator(seed)
         self.order = np.arange(self.n)

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from .errors import ArgumentError, PyggmlrValueError, ShapeError
+from .errors import ArgumentError, PyggmlrValueError, ShapeError, check_flag, check_int, check_num
 from .optim import Optimizer
 from .tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from .tensor import Tensor, ag_tensor
@@ -111,6 +111,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise PyggmlrValueError(f"ag_fit: {name} must be an integer >= 1, got {v!r}")
     nepoch, batch_size = int(nepoch), int(batch_size)
+    shuffle = check_flag(shuffle, "ag_fit", "shuffle")
     if nbatch_logical is None:
         nbatch_logical = batch_size
     if isinstance(nbatch_logical, bool) or not isinstance(nbatch_logical, (int, np.integer)) or nbatch_logical < 1:
@@ -119,7 +120,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     if nbatch_logical % batch_size:
         raise PyggmlrValueError(f"ag_fit: nbatch_logical ({nbatch_logical}) must be a multiple of batch_size ({batch_size})")
     accum = nbatch_logical // batch_size
-    val_split = float(val_split)
+    val_split = check_num(val_split, "ag_fit", "val_split") if not isinstance(val_split, float) else val_split
     if not 0.0 <= val_split < 1.0:
         raise PyggmlrValueError(f"ag_fit: val_split must be in [0, 1), got {val_split}")
     if opt_params is not None and not callable(opt_params):
@@ -301,15 +302,18 @@ def ag_predict(model: Any, x: Any, batch_size: int = 256) -> np.ndarray:
     """The model's outputs for x [features, n] in eval mode, without a tape, as a numpy
     [outputs, n] array (computed in batches of batch_size columns). The model's mode is put
     back afterwards."""
-    X = _as_cols(x, "x")
+    if not (hasattr(model, "forward") or callable(model)):
+        raise ArgumentError(f"ag_predict: model must have forward(x), got {type(model).__name__}")
+    X = _as_cols(x, "x", "ag_predict")
+    bs = check_int(batch_size, "ag_predict", "batch_size", 1)
     dtype = _model_dtype(model)
     was_training = bool(getattr(model, "training", False))
     _set_mode(model, False)
     outs = []
     try:
         with ag_no_grad():
-            for s in range(0, X.shape[1], int(batch_size)):
-                xb = ag_tensor(X[:, s:s + int(batch_size)], dtype=dtype)
+            for s in range(0, X.shape[1], bs):
+                xb = ag_tensor(X[:, s:s + bs], dtype=dtype)
                 outs.append(_forward(model, xb).numpy())
     finally:
         if was_training:
@@ -321,9 +325,17 @@ def ag_predict(model: Any, x: Any, batch_size: int = 256) -> np.ndarray:
 
 def ag_accuracy(model: Any, x: Any, y: Any, batch_size: int = 256) -> float:
     """Fraction of samples whose arg-max output row equals y (0-based ids or one-hot columns)."""
+    Y = _as_cols(y, "y", "ag_accuracy")
     out = ag_predict(model, x, batch_size=batch_size)
-    Y = _as_cols(y, "y")
     if Y.shape[1] != out.shape[1]:
         raise ShapeError(f"ag_accuracy: x has {out.shape[1]} samples but y has {Y.shape[1]}")
+    if Y.shape[0] == 1:  # class ids: whole numbers in [0, classes), never silently "wrong"
+        if Y.dtype.kind == "b":
+            raise ArgumentError("ag_accuracy: y must be 0-based class ids or a one-hot matrix, got booleans")
+        bad = ~np.isfinite(Y[0]) | (Y[0] != np.round(Y[0])) | (Y[0] < 0) | (Y[0] >= out.shape[0])
+        if bad.any():
+            j = int(np.argmax(bad))
+            raise PyggmlrValueError(f"ag_accuracy: y must be 0-based class ids in [0, {out.shape[0]}) (the model has "
+                                    f"{out.shape[0]} outputs), got {float(Y[0, j]):g} at position {j}")
     labels = Y[0].astype(np.int64) if Y.shape[0] == 1 else np.argmax(Y, axis=0)
     return float(np.mean(np.argmax(out, axis=0) == labels))

@@ -7,7 +7,7 @@ from typing import List, Optional, Union
 import math
 
 
-from .errors import PyggmlrValueError
+from .errors import ArgumentError, PyggmlrValueError, as_flag, check_int, check_num
 from .fit_util import _restore, _snapshot
 
 __all__ = ["Callback", "ag_early_stopping", "ag_model_checkpoint"]
@@ -57,9 +57,11 @@ class ag_early_stopping(Callback):
 
     def __init__(self, patience: int = 5, min_delta: float = 0.0, restore_best: bool = True,
                  monitor: Optional[str] = None) -> None:
-        if isinstance(patience, bool) or int(patience) != patience or patience < 1:
-            raise PyggmlrValueError(f"ag_early_stopping: patience must be an integer >= 1, got {patience!r}")
-        self.patience, self.min_delta, self.restore_best = int(patience), float(min_delta), bool(restore_best)
+        self.patience = check_int(patience, "ag_early_stopping", "patience", 1)
+        self.min_delta = check_num(min_delta, "ag_early_stopping", "min_delta", 0)
+        self.restore_best = as_flag(restore_best, "ag_early_stopping", "restore_best")
+        if monitor is not None and not isinstance(monitor, str):
+            raise ArgumentError(f"ag_early_stopping: monitor must be None or a log name such as 'val_loss', got {monitor!r}")
         self.monitor = monitor
         self.best, self.best_epoch, self.wait, self.stopped_epoch = math.inf, None, 0, None
         self._best_weights = None
@@ -109,9 +111,8 @@ class ag_model_checkpoint(Callback):
     one. Continue with ag_fit(..., resume_from=path). `path` may contain "{epoch}"."""
 
     def __init__(self, path: Union[str, os.PathLike], every: int = 1) -> None:
-        if isinstance(every, bool) or int(every) != every or every < 1:
-            raise PyggmlrValueError(f"ag_model_checkpoint: every must be an integer >= 1, got {every!r}")
-        self.path, self.every = str(path), int(every)
+        self.every = check_int(every, "ag_model_checkpoint", "every", 1)
+        self.path = str(path)
         self.saved: List[str] = []
 
     def on_train_begin(self, fit):

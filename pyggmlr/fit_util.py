@@ -7,7 +7,7 @@ from typing import List
 
 import numpy as np
 
-from .errors import ArgumentError, PyggmlrValueError, ShapeError
+from .errors import ArgumentError, PyggmlrValueError, ShapeError, as_numeric
 from .ops import ag_mean, ag_mse_loss, ag_softmax_cross_entropy_loss, ag_sum
 from .ops_loss import ag_bce_with_logits_loss, ag_binary_cross_entropy_loss, ag_huber_loss, ag_mae_loss
 from .optim import Optimizer, optimizer_adam, optimizer_sgd
@@ -76,14 +76,12 @@ def _restore(model, snap):
 # ---------------------------------------------------------------------------------------------
 # data
 
-def _as_cols(v, name):
-    a = v.numpy() if isinstance(v, Tensor) else np.asarray(v)
-    if a.dtype.kind not in "biuf":
-        raise ArgumentError(f"ag_fit: {name} must be numeric, got dtype {a.dtype}")
+def _as_cols(v, name, fn="ag_fit"):
+    a = v.numpy() if isinstance(v, Tensor) else as_numeric(v, fn, name)
     if a.ndim == 1:
         a = a.reshape(1, -1)
     elif a.ndim != 2:
-        raise ShapeError(f"ag_fit: {name} must be a [features, n] matrix (samples are columns), got shape {a.shape}")
+        raise ShapeError(f"{fn}: {name} must be a [features, n] matrix (samples are columns), got shape {a.shape}")
     return np.asfortranarray(a)
 
 

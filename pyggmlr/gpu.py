@@ -36,7 +36,7 @@ def ag_graph_mode(on: Any = _UNSET, check: Optional[bool] = None) -> bool:
 
 
 def _precision(p: Any, fn: str) -> str:
-    if p not in _PRECISIONS:
+    if not isinstance(p, str) or p not in _PRECISIONS:
         raise PyggmlrValueError(f"{fn}: 'precision' should be one of \"default\", \"f32\", got {p!r}")
     return str(p)
 

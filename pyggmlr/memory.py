@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _core
 from ._core import F32, NULL, ffi, lib
-from .errors import ArgumentError, PyggmlrValueError
+from .errors import ArgumentError, PyggmlrValueError, as_flag, check_int, check_num
 from .tensor import Tensor, _dtype_code, _new_from, _unique_tensors
 
 __all__ = [
@@ -439,10 +439,8 @@ def ag_estimate_training_memory(shapes: Any = None, batch_size: float = 32,
         if shapes is None:
             raise PyggmlrValueError(f"{fn}: `shapes` must be a non-empty list of dimension vectors (or give model= and x=)")
         dcode = _dtype_code(dtype)
-    if not _is_number(batch_size) or not math.isfinite(batch_size) or batch_size < 0:
-        raise PyggmlrValueError(f"{fn}: batch_size must be a non-negative number, got {batch_size!r}")
-    if not _is_number(activation_frac) or not math.isfinite(activation_frac) or activation_frac < 0:
-        raise PyggmlrValueError(f"{fn}: activation_frac must be a non-negative number, got {activation_frac!r}")
+    batch_size = check_int(batch_size, fn, "batch_size", 0)
+    activation_frac = check_num(activation_frac, fn, "activation_frac", 0)
     bps = 4 if dcode == F32 else 8
     dname = "f32" if dcode == F32 else "f64"
     precision = "single" if dcode == F32 else "double"
@@ -483,6 +481,6 @@ def ag_estimate_training_memory(shapes: Any = None, batch_size: float = 32,
         f"  total           : {total / _MB:8.2f} MB",
         f"  note: {note}",
     ])
-    if not quiet:
+    if not as_flag(quiet, fn, "quiet"):
         print(rep._text)
     return rep

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _core
 from ._core import ffi, lib
-from .errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
+from .errors import INT_MAX, ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from .ops import _linear, ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
 from .random import runif
 from .tensor import ArrayLike, Tensor, _new_from, _wrap, ag_param
@@ -43,8 +43,11 @@ def _as_tensor(x: Any, name: str, like: Optional[Tensor] = None) -> Tensor:
 def _int(v, name, arg):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         if isinstance(v, (float, np.floating)) and float(v).is_integer():
-            return int(v)
-        raise ArgumentError(f"{name}: '{arg}' must be an integer, got {v!r}")
+            v = int(v)
+        else:
+            raise ArgumentError(f"{name}: '{arg}' must be an integer, got {v!r}")
+    if abs(int(v)) > INT_MAX:  # R's integer range in both languages (numpy's "maximum dimension" else)
+        raise PyggmlrValueError(f"{name}: '{arg}' must be an integer of at most {INT_MAX} in size (R's integer range), got {v!r}")
     return int(v)
 
 
@@ -234,8 +237,8 @@ def _uniform(a, rows, cols, op):
         raise PyggmlrMemoryError(f"{op}: out of memory drawing a [{rows}x{cols}] weight ({e})") from None
 
 
-def _glorot(rows, cols, a):
-    return _uniform(a, rows, cols, "ag_linear")
+def _glorot(rows, cols, a, op="ag_linear"):
+    return _uniform(a, rows, cols, op)
 
 
 def _orthogonal(rows, cols, gain):
@@ -253,7 +256,10 @@ def _init_matrix(w, n_out, n_in):
     """A function's or caller's init as ggmlR checks it: a numeric [out, in] matrix, finite."""
     if isinstance(w, Tensor):
         w = w.numpy()
-    a = np.asarray(w) if isinstance(w, (np.ndarray, list, tuple)) else None
+    try:  # a ragged list: the spec's text, not numpy's "inhomogeneous shape"
+        a = np.asarray(w) if isinstance(w, (np.ndarray, list, tuple)) else None
+    except (ValueError, TypeError, OverflowError):
+        a = None
     if a is None or a.ndim != 2 or a.dtype.kind not in "iuf":
         raise PyggmlrValueError("ag_linear: init must be \"glorot_uniform\", \"orthogonal\", a function(out, in) or a numeric matrix")
     if a.shape != (n_out, n_in):
@@ -295,7 +301,7 @@ class ag_linear(Module):
         n_out = _int(out_features, "ag_linear", "out_features")
         if n_in < 1 or n_out < 1:
             raise PyggmlrValueError(f"ag_linear: in_features and out_features must be >= 1, got {n_in} and {n_out}")
-        if activation is not None and activation not in _ACTIVATIONS:
+        if activation is not None and (not isinstance(activation, str) or activation not in _ACTIVATIONS):
             raise PyggmlrValueError(f"ag_linear: activation must be one of {sorted(_ACTIVATIONS)} or None, got {activation!r}")
         # ggmlR 0.8.6's order: gain, then init (validated before any draw)
         if isinstance(gain, (bool, np.bool_)) or not isinstance(gain, (int, float, np.integer, np.floating)) or \
@@ -374,6 +380,8 @@ class ag_sequential(Module):
     def __init__(self, *layers: Any) -> None:
         if len(layers) == 1 and isinstance(layers[0], (list, tuple)):
             layers = tuple(layers[0])
+        if not layers:  # a model that returns its input and has no parameters is a mistake
+            raise ArgumentError("ag_sequential: needs at least one layer, got none")
         for i, layer in enumerate(layers, 1):
             if not callable(getattr(layer, "forward", None)):
                 raise ArgumentError(f"ag_sequential: layer {i} ({type(layer).__name__}) has no forward() method")
@@ -550,7 +558,11 @@ def ag_module_from_config(cfg: Dict[str, Any]) -> Any:
             raise PyggmlrValueError("ag_module_from_config: a sequential config is {'type': 'sequential', 'layers': [...]}")
         return ag_sequential([ag_module_from_config(c) for c in layers])
     if kind in _CUSTOM:
-        return _CUSTOM[kind](cfg)
+        layer = _CUSTOM[kind](cfg)
+        if not callable(getattr(layer, "forward", None)):
+            raise ArgumentError(f"ag_module_from_config: the builder registered for {kind!r} returned a "
+                                f"{type(layer).__name__}, not a layer with forward()")
+        return layer
     cls = _BUILDERS.get(kind)
     if cls is None:
         raise PyggmlrValueError(f"ag_module_from_config: unknown layer type {kind!r} (built-in: "

@@ -11,12 +11,17 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from ._core import NULL, ffi, lib
-from .errors import PyggmlrValueError, ShapeError
+from .errors import INT_MAX, PyggmlrValueError, ShapeError, check_num
 from .ops import _class_ids, ag_add, ag_matmul, ag_softmax
 from .tensor import ArrayLike, Tensor, _wrap, ag_param, ag_tensor
 from .nn import Module, _as_tensor, _causal_mask, _dropout, _glorot, _int, _matmul_t, _uniform, ag_concat_rows, ag_slice_rows
 
 __all__ = ["ag_batch_norm", "ag_layer_norm", "ag_embedding", "ag_multihead_attention"]
+
+
+def _is_true(v: Any) -> bool:
+    """R's isTRUE: only True (numpy's too) is True; "no", 1 and None are False."""
+    return v is True or (isinstance(v, np.bool_) and bool(v))
 
 
 class ag_batch_norm(Module):
@@ -37,11 +42,8 @@ class ag_batch_norm(Module):
         F = _int(num_features, "ag_batch_norm", "num_features")
         if F < 1:
             raise PyggmlrValueError(f"ag_batch_norm: num_features must be >= 1, got {F}")
-        eps, momentum = float(eps), float(momentum)
-        if not eps >= 0:
-            raise PyggmlrValueError(f"ag_batch_norm: eps must be >= 0, got {eps}")
-        if not 0 <= momentum <= 1:
-            raise PyggmlrValueError(f"ag_batch_norm: momentum must be in [0, 1], got {momentum}")
+        eps = check_num(eps, "ag_batch_norm", "eps", 0)
+        momentum = check_num(momentum, "ag_batch_norm", "momentum", 0, 1)
         self.num_features, self.eps, self.momentum = F, eps, momentum
         self.gamma = ag_param(np.ones((F, 1)))
         self.beta = ag_param(np.zeros((F, 1)))
@@ -94,14 +96,12 @@ class ag_layer_norm(Module):
         if isinstance(F, (list, tuple, np.ndarray)) and len(F) == 1:
             F = F[0]
         if isinstance(F, (bool, np.bool_)) or not isinstance(F, (int, float, np.integer, np.floating)) or \
-                not math.isfinite(F) or int(F) < 1:
+                not math.isfinite(F) or int(F) < 1 or F > INT_MAX:
             raise PyggmlrValueError(f"ag_layer_norm: normalized_shape must be a single positive integer, got {normalized_shape!r}")
         F = int(F)  # as.integer truncates, as in ggmlR
-        eps = float(eps)
-        if not eps >= 0:
-            raise PyggmlrValueError(f"ag_layer_norm: eps must be >= 0, got {eps}")
+        eps = check_num(eps, "ag_layer_norm", "eps", 0)
         self.normalized_shape, self.eps = F, eps
-        self.elementwise_affine = bool(elementwise_affine)
+        self.elementwise_affine = _is_true(elementwise_affine)  # isTRUE, as ggmlR (spec 5.1)
         self.gamma = ag_param(np.ones((F, 1))) if self.elementwise_affine else None
         self.beta = ag_param(np.zeros((F, 1))) if self.elementwise_affine else None
         self.training = True
@@ -206,19 +206,17 @@ class ag_multihead_attention(Module):
             raise PyggmlrValueError(f"ag_multihead_attention: d_model and n_heads must be >= 1, got {d} and {h}")
         if d % h:
             raise PyggmlrValueError(f"ag_multihead_attention: d_model ({d}) must be divisible by n_heads ({h})")
-        dropout = float(dropout)
-        if not 0 <= dropout < 1:
-            raise PyggmlrValueError(f"ag_multihead_attention: dropout must satisfy 0 <= dropout < 1, got {dropout}")
+        dropout = check_num(dropout, "ag_multihead_attention", "dropout", 0, 1, hi_open=True)
         self.d_model, self.n_heads = d, h
         self.d_k = self.d_v = d // h
         self.scale = 1.0 / math.sqrt(self.d_k)
         self.dropout = dropout
-        self.bias = bool(bias)
+        self.bias = _is_true(bias)  # isTRUE, as R
         a = math.sqrt(6.0 / (2 * d))
-        self.W_q = ag_param(_glorot(d, d, a))
-        self.W_k = ag_param(_glorot(d, d, a))
-        self.W_v = ag_param(_glorot(d, d, a))
-        self.W_o = ag_param(_glorot(d, d, a))
+        self.W_q = ag_param(_glorot(d, d, a, "ag_multihead_attention"))
+        self.W_k = ag_param(_glorot(d, d, a, "ag_multihead_attention"))
+        self.W_v = ag_param(_glorot(d, d, a, "ag_multihead_attention"))
+        self.W_o = ag_param(_glorot(d, d, a, "ag_multihead_attention"))
         self.b_o = ag_param(np.zeros((d, 1))) if self.bias else None
         self.training = True
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _core
 from ._core import lib
-from .errors import ArgumentError, PyggmlrError, PyggmlrValueError, ShapeError, caller_op
+from .errors import ArgumentError, PyggmlrError, PyggmlrValueError, ShapeError, as_numeric, caller_op
 from .tensor import ArrayLike, Tensor, _new_from, _wrap
 
 __all__ = [
@@ -218,7 +218,7 @@ def ag_clamp(x: ArrayLike, lo: float = -np.inf, hi: float = np.inf) -> Tensor:
 def _dim(dim, name):
     if dim is None:
         return 0
-    if dim in (1, 2) and not isinstance(dim, bool):
+    if isinstance(dim, (int, np.integer)) and not isinstance(dim, (bool, np.bool_)) and dim in (1, 2):
         return int(dim)
     raise PyggmlrValueError(f"{name}: dim must be None (all), 1 (per row) or 2 (per column), got {dim!r}")
 
@@ -316,11 +316,13 @@ def ag_cross_entropy_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
 def _class_ids(a, name, what="class ids"):
     """0-based integer ids (class ids, embedding rows), flattened column-major, as a contiguous
     int64 array; a Tensor gives its values."""
-    a = a.numpy() if isinstance(a, Tensor) else np.asarray(a)
+    a = a.numpy() if isinstance(a, Tensor) else as_numeric(a, name, what)
     if a.dtype.kind == "f":
         if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
             raise PyggmlrValueError(f"{name}: {what} must be whole numbers (0-based), got non-integer values")
-    elif a.dtype.kind not in "iub":
+    elif a.dtype.kind == "b":  # True / False are not row or class numbers (issue 19)
+        raise ArgumentError(f"{name}: {what} must be 0-based integers, got booleans")
+    elif a.dtype.kind not in "iu":
         raise ArgumentError(f"{name}: {what} must be integers, got dtype {a.dtype}")
     return np.ascontiguousarray(a.reshape(-1, order="F"), dtype=np.int64)
 

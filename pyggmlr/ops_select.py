@@ -49,7 +49,10 @@ def ag_log_softmax(x: ArrayLike) -> Tensor:
 
 def _gather_index(index: Any, ncol: int) -> np.ndarray:
     """ggmlR's checks of ag_gather's index, in its order and with its messages."""
-    a = np.asarray(index)
+    try:
+        a = np.asarray(index)
+    except (ValueError, TypeError, OverflowError):  # a ragged list: ggmlR's first message
+        raise PyggmlrValueError("ag_gather: index must be numeric (0-based integers)") from None
     if a.dtype.kind not in "iuf" or isinstance(index, (bool, np.bool_)):
         raise PyggmlrValueError("ag_gather: index must be numeric (0-based integers)")
     a = a.reshape(-1)

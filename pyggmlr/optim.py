@@ -196,6 +196,8 @@ class Optimizer:
 
     def __setattr__(self, name, value):
         if name in _HYPER[self._kind] or name in ("t", "accum_count"):
+            if isinstance(value, (bool, np.bool_)) and name not in ("nesterov", "average"):
+                raise ArgumentError(f"{type(self).__name__}: {name} must be a number, got {value!r}")
             try:
                 v = float(value)
             except (TypeError, ValueError):
@@ -220,6 +222,7 @@ class Optimizer:
         micro-batches with backward() (which adds into .grad), ``if opt.step(): opt.zero_grad()``.
         sum_grads=True (this project's): every call adds grads into the optimizer's own
         accumulator and call k applies their sum (mean), for loops that pass one map per call."""
+        sum_grads = sum_grads is True or (isinstance(sum_grads, np.bool_) and bool(sum_grads))  # isTRUE, as R
         tensors = list(self.params.values())
         k = self.accumulate_steps
         if not sum_grads and k > 1 and self.accum_count + 1 < k:

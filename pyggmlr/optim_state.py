@@ -163,7 +163,7 @@ def load_state(opt: Any, st: Any) -> bool:
     ver = st.get("version")
     if not (isinstance(ver, numbers.Integral) and not isinstance(ver, (bool, np.bool_)) and ver == 1):
         _fail(f"unsupported state version {'NULL' if ver is None else r_format(ver)} (this ggmlR reads version 1)")
-    if st.get("type") != t:
+    if not isinstance(st.get("type"), str) or st.get("type") != t:
         _fail(f"state is for a '{st.get('type')}' optimizer, this one is '{t}'")
     # 4: one entry per parameter in every slot
     slots = st.get("slots")
@@ -179,6 +179,8 @@ def load_state(opt: Any, st: Any) -> bool:
         lists[nm] = lst
     # 5: names, when both sides have them
     sn = st.get("names")
+    if sn is not None and (isinstance(sn, (str, bytes, Mapping)) or not isinstance(sn, (Sequence, np.ndarray))):
+        _fail(f"names must be NULL or one name per parameter, got {type(sn).__name__}")
     if opt._named and sn is not None and [str(x) for x in sn] != list(opt.params):
         _fail("parameter names differ from the state's (position is the key, names are the check)"
               f"\n  optimizer: {', '.join(opt.params)}\n  state:     {', '.join(str(x) for x in sn)}")

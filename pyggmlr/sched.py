@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _core
 from ._core import ffi, lib
-from .errors import PyggmlrValueError
+from .errors import PyggmlrValueError, as_flag, check_num
 from .optim import Optimizer, _grads_handle, _param_list, optimizer_adam, optimizer_sgd
 
 __all__ = ["lr_scheduler_step", "lr_scheduler_cosine", "lr_scheduler_warmup", "lr_scheduler_cyclic",
@@ -105,7 +105,7 @@ class lr_scheduler_cosine(_Schedule):
 
     def __init__(self, optimizer: Optimizer, T_max: int, lr_min: float = 0.0, restart: bool = False,
                  T_mult: float = 1) -> None:
-        self.lr_min, self.restart, self.T_mult = _num(lr_min, self._name, "lr_min"), bool(restart), \
+        self.lr_min, self.restart, self.T_mult = _num(lr_min, self._name, "lr_min"), as_flag(restart, self._name, "restart"), \
             _num(T_mult, self._name, "T_mult")
         self._init(optimizer, [_whole(T_max, self._name, "T_max"), self.lr_min, float(self.restart), self.T_mult])
         self.T_max, self.lr_max = int(self._par[0]), float(self._par[4])
@@ -140,7 +140,7 @@ class lr_scheduler_cyclic(_Schedule):
 
     def __init__(self, optimizer: Optimizer, base_lr: float, max_lr: float, step_size_up: int = 2000,
                  step_size_down: Optional[int] = None, mode: str = "triangular", gamma: float = 1) -> None:
-        if mode not in self._MODES:
+        if not isinstance(mode, str) or mode not in self._MODES:
             raise PyggmlrValueError(f"{self._name}: mode must be one of {self._MODES}, got {mode!r}")
         up = _whole(step_size_up, self._name, "step_size_up")
         down = up if step_size_down is None else _whole(step_size_down, self._name, "step_size_down")
@@ -170,9 +170,9 @@ class lr_scheduler_onecycle(_Schedule):
     def __init__(self, optimizer: Optimizer, max_lr: float, total_steps: int, pct_start: float = 0.3,
                  div_factor: float = 25, final_div_factor: float = 1e4, anneal_strategy: str = "cos",
                  cycle_momentum: bool = True, base_momentum: float = 0.85, max_momentum: float = 0.95) -> None:
-        if anneal_strategy not in ("cos", "linear"):
+        if not isinstance(anneal_strategy, str) or anneal_strategy not in ("cos", "linear"):
             raise PyggmlrValueError(f"{self._name}: anneal_strategy must be 'cos' or 'linear', got {anneal_strategy!r}")
-        if cycle_momentum:
+        if as_flag(cycle_momentum, self._name, "cycle_momentum"):
             self._mom_field = ("momentum" if isinstance(optimizer, optimizer_sgd) else
                                "beta1" if isinstance(optimizer, optimizer_adam) else None)
         n = self._name
@@ -273,7 +273,9 @@ def check_grad_anomaly(params: Any, grads: Any = None, action: str = "warn",
     counts None). Rows other than ok/missing make a message "gradient anomaly detected in k
     parameter(s):" that action "warn" warns (RuntimeWarning), "stop" raises
     (PyggmlrValueError) and "silent" keeps to itself. ggmlR 0.8.3."""
-    if action not in ("warn", "stop", "silent"):
+    if max_abs is not None:
+        max_abs = check_num(max_abs, "check_grad_anomaly", "max_abs")
+    if not isinstance(action, str) or action not in ("warn", "stop", "silent"):
         raise PyggmlrValueError(f"check_grad_anomaly: action must be 'warn', 'stop' or 'silent', got {action!r}")
     names, tensors = _param_list(params, "check_grad_anomaly")
     n = len(tensors)

@@ -416,6 +416,8 @@ def ag_default_dtype() -> str:
 
 
 def _check_device(device):
+    if device is not None and not isinstance(device, str):  # an array would compare elementwise
+        raise PyggmlrValueError(f"device must be 'cpu' or 'gpu', got {type(device).__name__} {device!r:.60}")
     if device is None or device == "cpu":
         return
     if device == "gpu":
@@ -428,7 +430,7 @@ def _check_device(device):
 def ag_device(device: str) -> str:
     """Set the default device; returns the previous one. Only "cpu" is available."""
     global _device
-    if device not in ("cpu", "gpu"):
+    if not isinstance(device, str) or device not in ("cpu", "gpu"):
         raise PyggmlrValueError(f"ag_device(): device must be 'cpu' or 'gpu', got {device!r}")
     _check_device(device)
     prev, _device = _device, device

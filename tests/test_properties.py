@@ -451,8 +451,13 @@ def test_optimizer_on_tensors_without_gradients(kind, shape, dtype, hyper):
     else:
         opt = pg.optimizer_adam([p, q], lr=0.1, weight_decay=hyper["wd"], accumulate_steps=hyper["acc"])
     for _ in range(3):
-        opt.step()
-        opt.step(None)
+        for call in (opt.step, lambda: opt.step(None)):
+            t0 = opt.t if kind == "adam" else None
+            try:
+                assert call() is False  # a counting call (accumulate_steps > 1) reads nothing
+            except pg.StateError as e:  # an applying call with nothing to apply (issue 19)
+                assert "no gradient for any" in str(e)
+                assert t0 is None or opt.t == t0
         opt.zero_grad()
     close(p.numpy(), x, dtype)
     close(q.numpy(), x, dtype)
@@ -476,7 +481,9 @@ def test_optimizer_hyper_parameters(lr, name):
         assert_typed(e, name)
         assert isinstance(e, pg.PyggmlrValueError)
         assert math.isnan(lr) or lr < 0 or (name.startswith("beta") and lr >= 1) or \
-            (name == "accumulate_steps" and (not math.isfinite(lr) or lr < 1 or lr != int(lr) or lr > 1e15))
+            (name == "accumulate_steps" and (not math.isfinite(lr) or lr < 1 or lr != int(lr) or lr > 1e15)) or \
+            (name in ("lr", "weight_decay", "eps") and not math.isfinite(lr)) or (name == "momentum" and lr >= 1) or \
+            (name == "eps" and lr <= 0)
     else:
         assert getattr(opt, name) == (int(lr) if name == "accumulate_steps" else lr)
 

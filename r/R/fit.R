@@ -23,6 +23,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   if (nbatch_logical %% batch_size != 0L)
     .fit_stop("ag_fit: nbatch_logical (%d) must be a multiple of batch_size (%d)", nbatch_logical, batch_size)
   accum <- nbatch_logical %/% batch_size
+  shuffle <- .arg_flag(shuffle, "ag_fit", "shuffle")
   if (!is.numeric(val_split) || length(val_split) != 1L || is.na(val_split) || val_split < 0 || val_split >= 1)
     .fit_stop("ag_fit: val_split must be in [0, 1), got %s", paste(format(val_split), collapse = " "))
   if (!is.null(opt_params) && !is.function(opt_params))
@@ -198,8 +199,10 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
 }
 
 ag_predict <- function(model, x, batch_size = 256L) {
-  X <- .fit_cols(x, "x")
-  batch_size <- .fit_int(batch_size, "batch_size")
+  if (!(((is.environment(model) || is.list(model)) && is.function(model$forward)) || is.function(model)))
+    .arg_fail("argument", "ag_predict: model must have a forward(x) function, got %s", class(model)[[1L]])
+  X <- .fit_cols(x, "x", "ag_predict")
+  batch_size <- .fit_int(batch_size, "batch_size", fn = "ag_predict")
   if (ncol(X) == 0L) stop("ag_predict: x has no samples", call. = FALSE)
   p <- .layer_params(model)
   dtype <- if (length(p)) p[[1L]]$dtype else ag_default_dtype()

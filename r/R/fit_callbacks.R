@@ -4,11 +4,8 @@
 .fn_callback <- function(fn) list(on_epoch_end = fn)
 
 ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE, monitor = NULL) {
-  if (!is.numeric(patience) || length(patience) != 1L || is.na(patience) || patience != floor(patience) || patience < 1)
-    stop(sprintf("ag_early_stopping: patience must be an integer >= 1, got %s", paste(format(patience), collapse = " ")),
-         call. = FALSE)
-  if (!is.numeric(min_delta) || length(min_delta) != 1L || is.na(min_delta))
-    stop("ag_early_stopping: min_delta must be a number", call. = FALSE)
+  patience <- .arg_int(patience, "ag_early_stopping", "patience", 1L)
+  min_delta <- .arg_num(min_delta, "ag_early_stopping", "min_delta", 0)
   if (!is.null(monitor) && (!is.character(monitor) || length(monitor) != 1L))
     stop("ag_early_stopping: monitor must be NULL or the name of a logged value (\"loss\", \"val_loss\", ...)", call. = FALSE)
   e <- new.env(parent = emptyenv())

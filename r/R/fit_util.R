@@ -3,10 +3,57 @@
 
 .fit_stop <- function(...) stop(sprintf(...), call. = FALSE)
 
-.fit_int <- function(v, name, lo = 1L) {
-  if (!is.numeric(v) || length(v) != 1L || is.na(v) || v != floor(v) || v < lo)
-    .fit_stop("ag_fit: %s must be an integer >= %d, got %s", name, lo, paste(format(v), collapse = " "))
+.fit_int <- function(v, name, lo = 1L, fn = "ag_fit") .arg_int(v, fn, name, lo)
+
+# Argument checks shared by the R front end (issue 19), as Python's check_int / check_num /
+# check_flag (pyggmlr/errors.py): the same texts, raised as classed conditions
+# (pyggmlr_argument_error for the wrong kind, pyggmlr_value_error for a bad value).
+.arg_fail <- function(kind, fmt, ...)
+  stop(structure(class = c(paste0("pyggmlr_", kind, "_error"), "pyggmlr_error", "error", "condition"),
+                 list(message = sprintf(fmt, ...), call = NULL)))
+
+.arg_show <- function(v) {
+  s <- if (is.factor(v)) sprintf("factor %s", paste(deparse(as.character(v)), collapse = " "))
+       else paste(deparse(v, width.cutoff = 60L), collapse = " ")
+  if (nchar(s) > 80L) paste0(substr(s, 1L, 77L), "...") else s
+}
+
+.INT_MAX <- .Machine$integer.max
+
+# one whole number in [lo, hi] as an integer; logicals, factors, strings, arrays and vectors of
+# length != 1 are the wrong kind; fractions, NA, +/-Inf and out-of-range values bad values
+.arg_int <- function(v, fn, arg, lo = NULL, hi = .INT_MAX) {
+  rng <- if (!is.null(lo) && identical(hi, .INT_MAX)) sprintf("an integer >= %d", as.integer(lo))
+         else sprintf("an integer in [%s, %s]", if (is.null(lo)) "-Inf" else format(lo), format(hi))
+  if (!is.numeric(v) || is.factor(v) || length(v) != 1L || length(dim(v)) > 1L)
+    .arg_fail("argument", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
+  if (is.na(v) || !is.finite(v) || v != floor(v))
+    .arg_fail("value", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
+  if ((!is.null(lo) && v < lo) || (!is.null(hi) && v > hi)) {
+    if (identical(hi, .INT_MAX) && v > hi) rng <- sprintf("%s and <= %d (R's integer range)", rng, .INT_MAX)
+    .arg_fail("value", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
+  }
   as.integer(v)
+}
+
+# one finite number in the range (open or closed at each end; NULL: unbounded) as a double
+.arg_num <- function(v, fn, arg, lo = NULL, hi = NULL, lo_open = FALSE, hi_open = FALSE) {
+  rng <- if (is.null(hi)) paste0("a finite number", if (is.null(lo)) "" else sprintf(" %s %s", if (lo_open) ">" else ">=", format(lo)))
+         else sprintf("a finite number in %s%s, %s%s", if (lo_open) "(" else "[", if (is.null(lo)) "-Inf" else format(lo),
+                      format(hi), if (hi_open) ")" else "]")
+  if (!is.numeric(v) || is.factor(v) || length(v) != 1L || length(dim(v)) > 1L)
+    .arg_fail("argument", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
+  ok <- is.finite(v) && (is.null(lo) || (if (lo_open) v > lo else v >= lo)) &&
+        (is.null(hi) || (if (hi_open) v < hi else v <= hi))
+  if (!ok) .arg_fail("value", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
+  as.double(v)
+}
+
+# TRUE or FALSE (not "no", 1, NA or a vector)
+.arg_flag <- function(v, fn, arg) {
+  if (!is.logical(v) || length(v) != 1L || is.na(v) || length(dim(v)) > 1L)
+    .arg_fail("argument", "%s: %s must be TRUE or FALSE, got %s", fn, arg, .arg_show(v))
+  v
 }
 
 .fit_forward <- function(model, x) {
@@ -17,19 +64,19 @@
 
 # x, y as [features, n] double matrices (samples are columns). A data.frame has one row per
 # sample and is transposed; a vector is one row.
-.fit_cols <- function(v, name) {
+.fit_cols <- function(v, name, fn = "ag_fit") {
   if (is_ag_tensor(v)) v <- v$data
   if (is.data.frame(v)) {
     ok <- vapply(v, function(col) is.numeric(col) || is.logical(col), logical(1))
-    if (!all(ok)) .fit_stop("ag_fit: %s: data.frame column '%s' is not numeric", name, names(v)[!ok][1L])
+    if (!all(ok)) .fit_stop("%s: %s: data.frame column '%s' is not numeric", fn, name, names(v)[!ok][1L])
     v <- t(as.matrix(v))
   }
   if (is.null(dim(v))) {
-    if (!is.numeric(v) && !is.logical(v)) .fit_stop("ag_fit: %s must be numeric", name)
+    if (!is.numeric(v) && !is.logical(v)) .fit_stop("%s: %s must be numeric", fn, name)
     v <- matrix(as.double(v), nrow = 1L)
   }
-  if (length(dim(v)) != 2L) .fit_stop("ag_fit: %s must be a [features, n] matrix (samples are columns)", name)
-  if (!is.numeric(v) && !is.logical(v)) .fit_stop("ag_fit: %s must be numeric", name)
+  if (length(dim(v)) != 2L) .fit_stop("%s: %s must be a [features, n] matrix (samples are columns)", fn, name)
+  if (!is.numeric(v) && !is.logical(v)) .fit_stop("%s: %s must be numeric", fn, name)
   # touched only when needed: either would copy the whole data set (pages faulted in every run)
   if (!is.double(v)) storage.mode(v) <- "double"
   if (!is.null(dimnames(v))) dimnames(v) <- NULL

@@ -465,7 +465,13 @@ ag_module_from_config <- function(cfg) {
     return(ag_sequential(lapply(layers, ag_module_from_config)))
   }
   custom <- .pg$layer_builders[[kind]]
-  if (!is.null(custom)) return(custom(cfg))
+  if (!is.null(custom)) {
+    layer <- custom(cfg)
+    if (!((is.environment(layer) || is.list(layer)) && is.function(layer$forward)))
+      .arg_fail("argument", "ag_module_from_config: the builder registered for \"%s\" returned a %s, not a layer with forward()",
+                kind, class(layer)[[1L]])
+    return(layer)
+  }
   b <- .BUILDERS[[kind]]
   if (is.null(b))
     stop(sprintf("ag_module_from_config(): unknown layer type \"%s\" (built-in: %s; register custom ones with ag_register_layer)",

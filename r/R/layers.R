@@ -3,6 +3,19 @@
 
 .as_t <- function(x) if (is_ag_tensor(x)) x else ag_tensor(x)
 
+# 0-based row / class ids as integers: numbers with whole values only (as.integer would take 1.5
+# as 1, TRUE as 1 and 0.9 as 0); Python's _class_ids (ops.py) has the same texts
+.ids <- function(v, fn, what) {
+  if (is.logical(v)) .arg_fail("argument", "%s: %s must be 0-based integers, got booleans", fn, what)
+  if (!is.numeric(v) || is.factor(v)) .arg_fail("argument", "%s: %s must be numeric, got %s", fn, what, class(v)[[1L]])
+  v <- as.vector(v)
+  if (is.double(v) && (anyNA(v) || any(!is.finite(v)) || any(v != round(v))))
+    .arg_fail("value", "%s: %s must be whole numbers (0-based), got non-integer values", fn, what)
+  if (is.double(v) && any(abs(v) > .INT_MAX))
+    .arg_fail("value", "%s: %s are out of R's integer range", fn, what)
+  as.integer(v)
+}
+
 # NULL is the identity; an unknown name is an error (ggmlR silently used the identity), as in Python
 .act <- function(activation) {
   if (is.null(activation)) return(identity)
@@ -17,14 +30,14 @@
 # count in double (no integer overflow); a draw too large for memory names the layer
 .uniform_weight <- function(rows, cols, a, op) {
   u <- tryCatch(.rng_runif(as.double(rows) * cols, -a, a), error = function(e)
-    stop(sprintf("%s: out of memory drawing a [%dx%d] weight (%s)", op, as.integer(rows), as.integer(cols),
-                 conditionMessage(e)), call. = FALSE))
+    .arg_fail("memory", "%s: out of memory drawing a [%dx%d] weight (%s)", op, as.integer(rows), as.integer(cols),
+              conditionMessage(e)))
   matrix(u, rows, cols)
 }
 
-.glorot <- function(out, inp, gain = 1) {
+.glorot <- function(out, inp, gain = 1, op = "ag_linear") {
   a <- gain * sqrt(6 / (inp + out))
-  .uniform_weight(out, inp, a, "ag_linear")
+  .uniform_weight(out, inp, a, op)
 }
 
 # init: "glorot_uniform" (one runif(out * in, -a, a), a = sqrt(6 / (in + out)); ggmlR's default and
@@ -54,9 +67,8 @@
 .orthogonal <- function(out, inp, gain) .Call(R_pg_rng_orthogonal, out, inp, gain)
 
 ag_linear <- function(in_features, out_features, activation = NULL, init = "glorot_uniform", gain = 1) {
-  in_features <- as.integer(in_features); out_features <- as.integer(out_features)
-  if (is.na(in_features) || is.na(out_features) || in_features < 1L || out_features < 1L)
-    stop("ag_linear(): in_features and out_features must be positive integers", call. = FALSE)
+  in_features <- .arg_int(in_features, "ag_linear", "in_features", 1L)
+  out_features <- .arg_int(out_features, "ag_linear", "out_features", 1L)
   if (!is.numeric(gain) || length(gain) != 1L || !is.finite(gain))
     stop("ag_linear: gain must be a single finite number", call. = FALSE)
   gain <- as.double(gain)
@@ -85,8 +97,7 @@ ag_linear <- function(in_features, out_features, activation = NULL, init = "glor
 }
 
 ag_dropout <- function(rate) {
-  rate <- as.double(rate)
-  stopifnot(length(rate) == 1L, !is.na(rate), rate >= 0, rate < 1)
+  rate <- .arg_num(rate, "ag_dropout", "rate", 0, 1, hi_open = TRUE)
   e <- .layer("dropout", sprintf("dropout(%s)", format(rate)))
   e$rate <- rate
   e$forward <- function(x) {
@@ -99,8 +110,9 @@ ag_dropout <- function(rate) {
 }
 
 ag_batch_norm <- function(num_features, eps = 1e-5, momentum = 0.1) {
-  F <- as.integer(num_features)
-  if (is.na(F) || F < 1L) stop("ag_batch_norm(): num_features must be a positive integer", call. = FALSE)
+  F <- .arg_int(num_features, "ag_batch_norm", "num_features", 1L)
+  eps <- .arg_num(eps, "ag_batch_norm", "eps", 0)
+  momentum <- .arg_num(momentum, "ag_batch_norm", "momentum", 0, 1)
   e <- .layer("batch_norm", sprintf("batch_norm(%d)", F))
   e$num_features <- F
   e$eps <- eps
@@ -133,6 +145,7 @@ ag_layer_norm <- function(normalized_shape, eps = 1e-5, elementwise_affine = TRU
   d <- suppressWarnings(as.integer(normalized_shape))
   if (length(d) != 1L || is.na(d) || d < 1L)
     stop("normalized_shape must be a single positive integer", call. = FALSE)
+  eps <- .arg_num(eps, "ag_layer_norm", "eps", 0)
   e <- .layer("layer_norm", sprintf("layer_norm(%d)", d))
   e$normalized_shape <- d
   e$num_features <- d
@@ -158,9 +171,8 @@ print.ag_layer_norm <- function(x, ...) {
 }
 
 ag_embedding <- function(vocab_size, dim) {
-  V <- as.integer(vocab_size); D <- as.integer(dim)
-  if (is.na(V) || is.na(D) || V < 1L || D < 1L)
-    stop("ag_embedding(): vocab_size and dim must be positive integers", call. = FALSE)
+  V <- .arg_int(vocab_size, "ag_embedding", "vocab_size", 1L)
+  D <- .arg_int(dim, "ag_embedding", "dim", 1L)
   e <- .layer("embedding", sprintf("embedding(%d, %d)", V, D))
   e$vocab_size <- V
   e$dim <- D
@@ -169,19 +181,23 @@ ag_embedding <- function(vocab_size, dim) {
   e$forward <- function(idx) {
     # ids in a tensor are read by the core on every run, so compiled graphs refill them
     if (is_ag_tensor(idx)) return(.wrap(.Call(R_pg_embedding_ids, e$weight$.ptr, idx$.ptr)))
-    .wrap(.Call(R_pg_embedding, e$weight$.ptr, as.integer(as.vector(idx))))
+    .wrap(.Call(R_pg_embedding, e$weight$.ptr, .ids(idx, "ag_embedding", "ids")))
   }
   e$parameters <- function() list(weight = e$weight)
   e$to_config <- function() list(type = "embedding", vocab_size = e$vocab_size, dim = e$dim)
   e
 }
 
-ag_slice_rows <- function(x, from, n) .wrap(.Call(R_pg_slice_rows, .as_t(x)$.ptr, from, n))
+ag_slice_rows <- function(x, from, n)  # whole numbers (1.5 was truncated), as Python's
+  .wrap(.Call(R_pg_slice_rows, .as_t(x)$.ptr, .arg_int(from, "ag_slice_rows", "from"), .arg_int(n, "ag_slice_rows", "n")))
 ag_concat_rows <- function(a, b) .wrap(.Call(R_pg_concat_rows, .as_t(a)$.ptr, .as_t(b)$.ptr))
 
 ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE) {
-  d_model <- as.integer(d_model); n_heads <- as.integer(n_heads)
-  stopifnot(d_model >= 1L, n_heads >= 1L, d_model %% n_heads == 0L)
+  d_model <- .arg_int(d_model, "ag_multihead_attention", "d_model", 1L)
+  n_heads <- .arg_int(n_heads, "ag_multihead_attention", "n_heads", 1L)
+  if (d_model %% n_heads != 0L)  # Python's text (ggmlR's is a stopifnot)
+    .arg_fail("value", "ag_multihead_attention: d_model (%d) must be divisible by n_heads (%d)", d_model, n_heads)
+  dropout <- .arg_num(dropout, "ag_multihead_attention", "dropout", 0, 1, hi_open = TRUE)
   e <- .layer("multihead_attention", sprintf("multihead_attention(d=%d, h=%d)", d_model, n_heads))
   e$d_model <- d_model
   e$n_heads <- n_heads
@@ -189,10 +205,10 @@ ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE)
   e$d_v <- e$d_k
   e$scale <- 1 / sqrt(e$d_k)
   e$dropout <- as.double(dropout)
-  e$W_q <- ag_param(.glorot(d_model, d_model))
-  e$W_k <- ag_param(.glorot(d_model, d_model))
-  e$W_v <- ag_param(.glorot(d_model, d_model))
-  e$W_o <- ag_param(.glorot(d_model, d_model))
+  e$W_q <- ag_param(.glorot(d_model, d_model, op = "ag_multihead_attention"))
+  e$W_k <- ag_param(.glorot(d_model, d_model, op = "ag_multihead_attention"))
+  e$W_v <- ag_param(.glorot(d_model, d_model, op = "ag_multihead_attention"))
+  e$W_o <- ag_param(.glorot(d_model, d_model, op = "ag_multihead_attention"))
   e$b_o <- if (isTRUE(bias)) ag_param(matrix(0, d_model, 1L)) else NULL
   e$forward <- function(q, k = q, v = k, causal_mask = FALSE) {
     q <- .as_t(q); k <- .as_t(k); v <- .as_t(v)
@@ -243,6 +259,7 @@ ag_sequential <- function(...) {
   if (length(layers) == 1L && is.list(layers[[1L]]) && !is.environment(layers[[1L]]) &&
       !is.function(layers[[1L]]$forward))
     layers <- layers[[1L]]
+  if (!length(layers)) .arg_fail("argument", "ag_sequential: needs at least one layer, got none")
   for (i in seq_along(layers))
     if (!is.function(layers[[i]]$forward))
       stop(sprintf("ag_sequential(): layer %d has no forward function", i), call. = FALSE)

@@ -1,6 +1,8 @@
 # Memory reports: what the tape holds (measured by the core) and a training budget estimate.
 
 ag_tape_memory <- function(top = 10L, quiet = FALSE) {
+  top <- .arg_int(top, "ag_tape_memory", "top", 0L)  # as Python's: a whole number >= 0
+  quiet <- .arg_flag(quiet, "ag_tape_memory", "quiet")
   r <- .Call(R_pg_tape_memory)
   tot <- r[[1L]]
   by_op <- data.frame(op = r[[2L]], nodes = r[[3L]], mb = r[[4L]] / 1024^2, stringsAsFactors = FALSE)
@@ -34,6 +36,9 @@ ag_estimate_training_memory <- function(shapes, batch_size = 32L, optimizer = c(
     if (!is.numeric(s) || length(s) == 0L || any(!is.finite(s)) || any(s <= 0))
       stop("ggmlR: each shape must be a vector of positive dimensions.", call. = FALSE)
   optimizer <- match.arg(optimizer)
+  batch_size <- .arg_int(batch_size, "ag_estimate_training_memory", "batch_size", 0L)
+  activation_frac <- .arg_num(activation_frac, "ag_estimate_training_memory", "activation_frac", 0)
+  quiet <- .arg_flag(quiet, "ag_estimate_training_memory", "quiet")
   k <- switch(optimizer, adam = 2, sgd = 1, sgd_plain = 0)
   params <- sum(vapply(shapes, function(s) prod(as.double(s)), numeric(1)))
   weights <- 8 * params

@@ -10,7 +10,15 @@ ag_div <- function(A, B) .Call(R_pg_div, A, B)
 
 .num1 <- function(v, op, arg) {
   if ((!is.numeric(v) && !is.logical(v)) || length(v) != 1L || is.na(v))
-    stop(sprintf("%s: '%s' must be a single number", op, arg), call. = FALSE)
+    .arg_fail(if (length(v) == 1L && (is.numeric(v) || is.logical(v))) "value" else "argument",
+              "%s: '%s' must be a single number", op, arg)
+  as.double(v)
+}
+
+# a whole number (or -1), as Python's _size: 2.5 was truncated to 2 (issue 19)
+.reshape_size <- function(v, arg) {
+  if (!is.numeric(v) || is.factor(v) || length(v) != 1L || !is.finite(v) || v != floor(v) || abs(v) >= 2^62)
+    .arg_fail("value", "ag_reshape: %s must be a whole number (or -1), got %s", arg, .arg_show(v))
   as.double(v)
 }
 
@@ -42,7 +50,7 @@ ag_mean <- function(x, dim = NULL, keepdim = FALSE) .un(104L, x, "ag_mean", .dim
 ag_transpose <- function(x) .un(105L, x, "ag_transpose")
 ag_reshape <- function(x, nrow, ncol = -1) {
   if (missing(ncol) && length(nrow) == 2L) { ncol <- nrow[[2L]]; nrow <- nrow[[1L]] }
-  .un(106L, x, "ag_reshape", .num1(nrow, "ag_reshape", "nrow"), .num1(ncol, "ag_reshape", "ncol"))
+  .un(106L, x, "ag_reshape", .reshape_size(nrow, "nrow"), .reshape_size(ncol, "ncol"))
 }
 
 .need_tensor <- function(x, op, arg) {
@@ -86,7 +94,8 @@ ag_softmax_cross_entropy_loss <- function(logits, target) {
   if (!is.null(td) && !(td[1L] == 1L || td[2L] == 1L))
     stop(sprintf("%s: logits are [%dx%d] but target is [%dx%d]; give a one-hot matrix of the logits' shape or one class id per column",
                  op, K, B, td[1L], td[2L]), call. = FALSE)
-  if (!is.numeric(ids) && !is.logical(ids))
+  if (is.logical(ids)) .arg_fail("argument", "%s: class ids must be 0-based integers, got booleans", op)
+  if (!is.numeric(ids) || is.factor(ids))
     stop(sprintf("%s: target must be numeric", op), call. = FALSE)
   .Call(R_pg_softmax_ce_loss_idx, logits, as.vector(ids))
 }

@@ -86,7 +86,11 @@
               else if (key %in% c("t", "accum_count", "accumulate_steps")) as.integer else identity
       makeActiveBinding(key, function(value) {
         if (missing(value)) conv(.Call(R_pg_optim_get, h, key))
-        else .Call(R_pg_optim_set, h, key, value)
+        else {
+          if ((!is.numeric(value) && !is.logical(value)) || length(value) != 1L)  # the core checks the range
+            .arg_fail("argument", "%s: %s must be a single number, got %s", where, key, .arg_show(value))
+          .Call(R_pg_optim_set, h, key, value)
+        }
       }, e)
     })
   }

@@ -32,11 +32,15 @@
 # pg_sched_init: checks par and fills the derived entries; its error is raised with the call of
 # the constructor, as ggmlR's stop() is
 .sched_init <- function(kind, par, optimizer, call) {
-  if (!is.environment(optimizer))
-    stop(simpleError("optimizer must be an optimizer (an environment with a field lr)", call))
+  # a tensor is an environment too, but without lr (issue 19: it was taken as an optimizer)
+  if (!is.environment(optimizer) || is_ag_tensor(optimizer) || is.null(get0("lr", envir = optimizer, inherits = FALSE)))
+    stop(structure(class = c("pyggmlr_argument_error", "pyggmlr_error", "error", "condition"),
+                   list(message = sprintf("optimizer must be an optimizer (an environment with a field lr), got %s",
+                                          if (is_ag_tensor(optimizer)) "an ag_tensor" else class(optimizer)[[1L]]),
+                        call = call)))
   par <- c(par, rep(0, 8L - length(par)))
   r <- tryCatch(.Call(R_pg_sched_init, .SCHED_KIND[[kind]], par, optimizer$lr), error = function(e) e)
-  if (inherits(r, "error")) stop(simpleError(conditionMessage(r), call))
+  if (inherits(r, "error")) { r$call <- call; stop(r) }  # the core's classed condition, with the call
   r
 }
 

@@ -1,19 +1,32 @@
 # Training helpers: dataloader and finite-difference gradient check.
 
+# a numeric matrix (a vector becomes as.matrix's one column, as before), never a 3-D array
+# flattened nor a list (as.matrix of a ragged list is a list matrix): as Python's _as_data
+.loader_data <- function(v, name) {
+  if (is_ag_tensor(v)) return(v$data)
+  if (length(dim(v)) > 2L)
+    .arg_fail("shape", "ag_dataloader: %s must be a matrix or a vector, got a %s array", name, paste(dim(v), collapse = "x"))
+  if (is.data.frame(v)) v <- as.matrix(v)
+  if (!(is.numeric(v) || is.logical(v)) || is.factor(v))
+    .arg_fail("argument", "ag_dataloader: %s must be numeric, got %s", name, class(v)[[1L]])
+  as.matrix(v)
+}
+
 # seed: the loader shuffles from a stream of its own, seeded as set.seed(seed) would seed R's
 # (R's .Random.seed is left alone); NULL: from R's stream.
 ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_major = TRUE, seed = NULL) {
   seed <- .seed_int(seed, "ag_dataloader(): seed")
-  x <- as.matrix(if (is_ag_tensor(x)) x$data else x)
-  if (!is.null(y)) y <- as.matrix(if (is_ag_tensor(y)) y$data else y)
-  if (!isTRUE(col_major)) {
+  col_major <- .arg_flag(col_major, "ag_dataloader", "col_major")
+  shuffle <- .arg_flag(shuffle, "ag_dataloader", "shuffle")
+  x <- .loader_data(x, "x")
+  if (!is.null(y)) y <- .loader_data(y, "y")
+  if (!col_major) {
     x <- t(x)
     if (!is.null(y)) y <- t(y)
   }
   if (!is.null(y) && ncol(x) != ncol(y))
     stop("x and y must have the same number of samples (columns in col-major)", call. = FALSE)
-  batch_size <- as.integer(batch_size)
-  if (is.na(batch_size) || batch_size < 1L) stop("ag_dataloader(): batch_size must be >= 1", call. = FALSE)
+  batch_size <- .arg_int(batch_size, "ag_dataloader", "batch_size", 1L)
   e <- new.env(parent = emptyenv())
   e$x <- x
   e$y <- y

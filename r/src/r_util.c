@@ -34,13 +34,36 @@ static void fin_optim(SEXP x)
     R_ClearExternalPtr(x);
 }
 
+/* The core's error as a classed R condition (no call), as Python's typed exceptions: class
+ * c("pyggmlr_<kind>_error", "pyggmlr_error", "error", "condition") from the core's status. */
 void r_fail(void)
 {
+    static const char *kinds[] = {"pyggmlr_error", "pyggmlr_shape_error", "pyggmlr_dtype_error",
+                                  "pyggmlr_value_error", "pyggmlr_memory_error", "pyggmlr_state_error",
+                                  "pyggmlr_argument_error"};
     const char *msg = pg_last_error();
+    int st = pg_last_status();
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", (msg && *msg) ? msg : "pyggmlr: unknown error in the C core");
     pg_clear_error();
-    Rf_errorcall(R_NilValue, "%s", buf);
+    SEXP cond = PROTECT(Rf_allocVector(VECSXP, 2));
+    SET_VECTOR_ELT(cond, 0, Rf_mkString(buf));
+    SEXP nms = PROTECT(Rf_allocVector(STRSXP, 2));
+    SET_STRING_ELT(nms, 0, Rf_mkChar("message"));
+    SET_STRING_ELT(nms, 1, Rf_mkChar("call"));
+    Rf_setAttrib(cond, R_NamesSymbol, nms);
+    int specific = st >= 1 && st <= 6;
+    SEXP cls = PROTECT(Rf_allocVector(STRSXP, specific ? 4 : 3));
+    int j = 0;
+    if (specific) SET_STRING_ELT(cls, j++, Rf_mkChar(kinds[st]));
+    SET_STRING_ELT(cls, j++, Rf_mkChar("pyggmlr_error"));
+    SET_STRING_ELT(cls, j++, Rf_mkChar("error"));
+    SET_STRING_ELT(cls, j, Rf_mkChar("condition"));
+    Rf_setAttrib(cond, R_ClassSymbol, cls);
+    SEXP call = PROTECT(Rf_lang2(Rf_install("stop"), cond));
+    Rf_eval(call, R_BaseEnv);  /* long-jumps */
+    UNPROTECT(4);
+    Rf_errorcall(R_NilValue, "%s", buf); /* not reached */
 }
 
 SEXP r_wrap(void *p, int kind)

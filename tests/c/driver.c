@@ -671,6 +671,23 @@ static void test_optim(void)
     pg_optim *e = pg_optim_new(1, NULL, 0, NULL); /* no parameters at all */
     CHECK(e && pg_optim_step(e, NULL) == 1 && pg_optim_zero_grad(e) == 0);
     pg_optim_free(e);
+    /* issue 19: no gradient for any parameter is an error that counts nothing; ranges name the optimizer */
+    pg_tensor *w = rnd(PG_F64, 2, 2, 0);
+    pg_optim *a = pg_optim_new(1, &w, 1, NULL);
+    CHECK(a != NULL);
+    CHECK_ERR(pg_optim_step(a, NULL) == -PG_ERR_STATE, PG_ERR_STATE, "optimizer_adam step(): no gradient for any");
+    CHECK_ERR(pg_optim_step_sum(a, NULL) == -PG_ERR_STATE, PG_ERR_STATE, "no gradient for any");
+    CHECK(pg_optim_get(a, "t") == 0);
+    CHECK_ERR(pg_optim_set(a, "lr", INFINITY) != 0, PG_ERR_VALUE, "optimizer_adam: lr must be a finite number >= 0, got Inf");
+    CHECK_ERR(pg_optim_set(a, "eps", 0) != 0, PG_ERR_VALUE, "eps must be a finite number > 0");
+    CHECK_ERR(pg_optim_set(a, "momentum", 1) != 0, PG_ERR_VALUE, "[0, 1)");
+    double neg[4] = {1, 1, 1, -1}, zero[4] = {0, 0, 0, 0};
+    const double *vals[2] = {zero, neg};
+    CHECK_ERR(pg_optim_load(a, vals, 2, 1, 0) != 0, PG_ERR_VALUE, "negative entry");
+    CHECK(pg_optim_state(a, 0, 0) == NULL && pg_optim_get(a, "t") == 0); /* nothing written */
+    CHECK_ERR(pg_clamp(w, NAN, 1) == NULL, PG_ERR_VALUE, "ag_clamp: lo must be");
+    pg_optim_free(a);
+    REL(w);
 }
 
 /* ---- memory reports and counters ---- */

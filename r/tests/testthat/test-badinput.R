@@ -162,13 +162,13 @@ test_that("an error inside with_grad_tape closes the scope and leaves a usable e
   expect_false(.Call(pyggmlr:::R_pg_tape, 5L))
 })
 
-test_that("optimizers on tensors without gradients leave them unchanged", {
+test_that("optimizers on tensors without gradients refuse to step and leave them unchanged", {
   p <- ag_param(matrix(1:6, 2, 3))
   q <- ag_tensor(matrix(1, 1, 1))
   for (o in list(optimizer_sgd(list(p, q), lr = 0.1, momentum = 0.9),
                  optimizer_adam(list(p, q), lr = 0.1, weight_decay = 0.5))) {
-    o$step()
-    o$step(NULL)
+    expect_error(o$step(), class = "pyggmlr_state_error")  # nothing to apply (issue 19)
+    expect_error(o$step(NULL), "no gradient for any of its 2 parameter")
     o$zero_grad()
   }
   expect_equal(p$data, matrix(as.numeric(1:6), 2, 3))

@@ -71,7 +71,8 @@ test_that("accumulation goldens: FALSE then TRUE, average, sum, the env trap (6.
   expect_equal(r[[2]]$W, matrix(c(0.95, 1.9, 2.85, 3.8), 2, 2), tolerance = 1e-15)
   expect_equal(.accum(FALSE, FALSE)[[2]]$W, matrix(c(0.9, 1.8, 2.7, 3.6), 2, 2), tolerance = 1e-15)
   expect_equal(.accum(TRUE, TRUE)[[2]]$W, matrix(c(1, 2, 2.85, 3.8), 2, 2), tolerance = 1e-15)
-  expect_invisible(optimizer_sgd(list(ag_param(1)))$step())
+  p1 <- ag_param(1); p1$grad <- matrix(1)
+  expect_invisible(optimizer_sgd(list(p1))$step())
 })
 
 test_that("Adam's t counts applied steps; counting calls read nothing", {
@@ -81,6 +82,10 @@ test_that("Adam's t counts applied steps; counting calls read nothing", {
   ts <- integer(0)
   for (i in 1:6) { W$grad <- matrix(1, 2, 2); o$step(); ts <- c(ts, o$t) }
   expect_identical(ts, c(0L, 0L, 1L, 1L, 1L, 2L))
+  # no gradient anywhere: an error, t unchanged (ggmlR quirk 14.5 advanced t; issue 19)
+  o3 <- optimizer_adam(list(ag_tensor(W22)))
+  expect_error(o3$step(), class = "pyggmlr_state_error", regexp = "optimizer_adam step\\(\\): no gradient for any")
+  expect_identical(o3$t, 0L)
   e <- new.env(); e[[as.character(W$id)]] <- "not a gradient"
   o2 <- optimizer_sgd(list(W), lr = 0.1, accumulate_steps = 2L)
   expect_false(o2$step(e))
