@@ -158,12 +158,13 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     start_epoch = 1
     resume = None
     if resume_from is not None:
-        from .fit_resume import load_checkpoint
-        resume, fs = load_checkpoint(resume_from, model, opt, settings)  # checked before anything is written
+        from .fit_resume import load_weights, read_checkpoint
+        ck_epoch, fs = read_checkpoint(resume_from, settings)  # checked; nothing written yet
         saved = fs["settings"]
         settings["seed"], settings["split_state"] = saved.get("seed"), saved.get("split_state")
         history = History.from_dict(fs["history"])
-        start_epoch = int(resume["epoch"]) + 1
+        start_epoch = ck_epoch + 1
+        resume = {}
         opt.accumulate_steps = accum
     elif seed is not None:
         settings["seed"] = _seed_int(seed, "ag_fit")
@@ -181,7 +182,9 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         from .distributed import ag_mpi_rank, ag_mpi_world_size
         plan.shard(ag_mpi_rank(), ag_mpi_world_size())
     settings["split_state"] = plan.split_state()
-    if resume is not None:
+    if resume is not None:  # the run is set up: now the weights, then the stream (both checked)
+        resume = load_weights(resume_from, model, opt)
+        opt.accumulate_steps = accum
         try:
             stream.set_state(fs["rng_state"])
         except (TypeError, ValueError, KeyError):

@@ -179,11 +179,12 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
                           "load with ag_load_model(path, model=...)", stacklevel=3)
         else:
             meta["config"] = json.dumps(_clean(cfg), allow_nan=False)
+            from .io_check import check_config
+            check_config(meta["config"], params, bufs)  # whatever is saved must load
     tensors = [(k, t.numpy()) for k, t in params.items()] + [(k, t.numpy()) for k, t in bufs.items()]
     if epoch is not None:
-        if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
-            raise PyggmlrValueError(f"ag_save_model(): epoch must be an integer >= 0, got {epoch!r}")
-        meta["epoch"] = str(int(epoch))
+        from .io_check import check_epoch
+        meta["epoch"] = str(check_epoch(epoch))
     if optimizer is not None:
         if not isinstance(optimizer, Optimizer):
             raise ArgumentError(f"ag_save_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}")
@@ -356,6 +357,16 @@ def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False,
         if not isinstance(optimizer, Optimizer):
             raise ArgumentError(f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}")
         ostate = _opt_state(meta, tensors, optimizer, params, path)
+        try:
+            optimizer._load_file_state(ostate, check_only=True)
+        except PyggmlrValueError as e:
+            raise _bad(path, str(e)) from None
+    from .io_check import check_fits
+    for (t, a), k in zip(writes, list(params) + list(bufs)):
+        try:
+            check_fits(t, a, f"tensor '{k}'")
+        except PyggmlrValueError as e:
+            raise _bad(path, str(e)) from None
     for t, a in writes:  # everything checked: now write
         t.data = np.asfortranarray(a)
     if ostate is not None:
