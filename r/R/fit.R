@@ -62,8 +62,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   res <- NULL
   if (!is.null(resume_from)) {  # weights, optimizer, then the run's own state from the checkpoint
     if (!is.character(resume_from) || length(resume_from) != 1L) .fit_stop("ag_fit: resume_from must be a file name")
-    res <- .fit_resume(resume_from, model, opt, settings)
-    opt$accumulate_steps <- accum
+    res <- .fit_resume(resume_from, settings)  # checked; nothing written yet
     settings$seed <- if (is.null(res$fit$settings$seed)) NULL else as.integer(res$fit$settings$seed)
   }
   if (!is.null(settings$seed)) {  # the whole run (shuffles, dropout) on a stream of its own
@@ -75,7 +74,11 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
                 classify, batch_size, nbatch_logical, val_split, isTRUE(shuffle),
                 if (is.null(res)) NULL else as.integer(.num_vec(res$fit$settings$split_state)))
   settings$split_state <- as.list(.Call(R_pg_fit_split_state, plan))
-  if (!is.null(res)) .ckpt_rng_load(as.integer(.num_vec(res$fit$rng_state)))
+  if (!is.null(res)) {  # the run is set up: now the weights and optimizer, then the stream (all checked)
+    res$tensors <- .fit_resume_load(resume_from, model, opt)
+    opt$accumulate_steps <- accum
+    .ckpt_rng_load(as.integer(.num_vec(res$fit$rng_state)))
+  }
   sz <- .Call(R_pg_fit_sizes, plan)
   n_val <- sz[[3L]]; nb <- sz[[4L]]; n_valb <- sz[[6L]]
 

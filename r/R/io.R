@@ -177,15 +177,14 @@
                       conditionMessage(e)), call. = FALSE)
       NULL
     })
-    if (!is.null(cfg)) meta[["config"]] <- .to_json(cfg)
+    if (!is.null(cfg)) {
+      meta[["config"]] <- .to_json(cfg)
+      .check_save_config(meta[["config"]], params, bufs)  # whatever is saved must load
+    }
   }
   tensors <- c(lapply(names(params), function(k) list(name = k, value = params[[k]]$data, dtype = .file_dtype(params[[k]]))),
                lapply(names(bufs), function(k) list(name = k, value = bufs[[k]]$data, dtype = .file_dtype(bufs[[k]]))))
-  if (!is.null(epoch)) {
-    if (!is.numeric(epoch) || length(epoch) != 1L || is.na(epoch) || epoch < 0 || epoch != floor(epoch) || epoch > 1e12)
-      stop(sprintf("ag_save_model(): epoch must be an integer >= 0, got %s", format(epoch)), call. = FALSE)
-    meta[["epoch"]] <- sprintf("%.0f", epoch)
-  }
+  if (!is.null(epoch)) meta[["epoch"]] <- .check_save_epoch(epoch)
   if (!is.null(optimizer)) {
     if (!.is_optimizer(optimizer))
       stop(sprintf("ag_save_model(): optimizer must be an optimizer object, got %s", class(optimizer)[[1L]]), call. = FALSE)
@@ -359,6 +358,13 @@
   if (is.null(bnames)) bnames <- intersect(names(bufs), names(tensors))
   writes <- c(.match_tensors("parameter", params, pnames, tensors), .match_tensors("buffer", bufs, bnames, tensors))
   ostate <- if (!is.null(optimizer)) .opt_state_from_file(meta, tensors, optimizer, params, path) else NULL
+  if (!is.null(ostate))
+    tryCatch(.opt_load_file_state(optimizer, ostate, check_only = TRUE), error = function(e) .io_bad(path, conditionMessage(e)))
+  wn <- c(names(params), names(bufs))
+  for (i in seq_along(writes)) {
+    bad <- .check_fits(writes[[i]]$t, writes[[i]]$a, sprintf("tensor '%s'", wn[[i]]))
+    if (!is.null(bad)) .io_bad(path, bad)
+  }
   for (w in writes) {  # everything checked: now write
     a <- w$a
     attr(a, "dtype") <- NULL
