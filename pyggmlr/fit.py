@@ -9,7 +9,7 @@ ggml_opt_result_loss / ggml_opt_result_accuracy."""
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import math
 import time
@@ -156,7 +156,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                 "shuffle": bool(shuffle), "loss": loss_name, "seed": None, "split_state": None}
     history = History()
     start_epoch = 1
-    resume = None
+    resume: Optional[Dict[str, Any]] = None
     if resume_from is not None:
         from .fit_resume import load_weights, read_checkpoint
         ck_epoch, fs = read_checkpoint(resume_from, settings)  # checked; nothing written yet

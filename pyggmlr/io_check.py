@@ -23,7 +23,7 @@ def _msg() -> str:
     return m
 
 
-def config_budget(sizes) -> int:
+def config_budget(sizes: Any) -> int:
     """The most elements one layer of a file's config may ask for (io._rebuild's bound)."""
     return 16 * int(sum(sizes)) + 65536
 

@@ -88,6 +88,7 @@ TYPED_MODULES = ("tensor", "tape", "fit", "data", "memory", "io", "random", "gra
 TYPED_MODULES += ("ops_loss", "parity_loss")
 TYPED_MODULES += ("checkpoint", "parity_ckpt", "parity_capture", "nn_layers")
 TYPED_MODULES += ("fit_progress", "fit_util", "fit_history", "fit_callbacks", "fit_resume")
+TYPED_MODULES += ("io_check",)
 
 
 def _typed_objects():

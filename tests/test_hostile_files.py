@@ -339,3 +339,13 @@ def test_checkpoint_path_checked_at_construction(tmp_path):
     finally:
         os.chmod(ro, 0o700)
     assert pg.ag_model_checkpoint(str(tmp_path / "m_{epoch}.st")).path.endswith("m_{epoch}.st")
+
+
+def test_refused_capture_set_keeps_the_limit():
+    W = pg.ag_param(np.full((2, 3), 0.5))
+    opt = pg.optimizer_adam({"W": W}, lr=0.1)
+    cs = pg.ag_capture_step(lambda x, y: pg.ag_mse_loss(pg.ag_matmul(W, x), y), optimizer=opt, max_grad_norm=0.01)
+    for bad in (None, -1, float("nan"), [1, 2]):
+        with pytest.raises((PyggmlrValueError, pg.ArgumentError, TypeError)):
+            pg.ag_capture_set(cs, bad)
+    assert cs._step["limit"] == 0.01

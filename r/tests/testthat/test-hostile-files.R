@@ -204,3 +204,12 @@ test_that("checkpoint paths are checked when the callback is made", {
   expect_error(ag_model_checkpoint(file.path(d, "missing", "m_{epoch}.st")), "does not exist", fixed = TRUE)
   expect_s3_class(ag_model_checkpoint(file.path(d, "m_{epoch}.st")), "ag_model_checkpoint")
 })
+
+test_that("a refused ag_capture_set keeps the step's clipping limit", {
+  W <- ag_param(matrix(0.5, 2, 3))
+  o <- optimizer_adam(list(W = W), lr = 0.1)
+  cs <- ag_capture_step(function(x, y) ag_mse_loss(ag_matmul(W, x), y), optimizer = o, max_grad_norm = 0.01)
+  for (bad in list(NULL, -1, NaN, c(1, 2)))
+    expect_error(ag_capture_set(cs, bad), "max_grad_norm must be one positive finite number", fixed = TRUE)
+  expect_identical(attr(cs, "ag_capture_step", exact = TRUE)$limit, 0.01)
+})
