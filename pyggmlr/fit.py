@@ -154,12 +154,23 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
 
     settings = {"n": n, "batch_size": batch_size, "nbatch_logical": nbatch_logical, "val_split": val_split,
                 "shuffle": bool(shuffle), "loss": loss_name, "seed": None, "split_state": None}
+    cbs = []
+    for cb in callbacks if not callable(callbacks) else (callbacks,):
+        if isinstance(cb, Callback) or hasattr(cb, "on_epoch_end"):
+            cbs.append(cb)
+        elif callable(cb):
+            cbs.append(_FnCallback(cb))
+        else:
+            raise ArgumentError(f"ag_fit: callbacks must be Callback objects or functions, got {type(cb).__name__}")
     history = History()
     start_epoch = 1
     resume: Optional[Dict[str, Any]] = None
     if resume_from is not None:
         from .fit_resume import load_weights, read_checkpoint
         ck_epoch, fs = read_checkpoint(resume_from, settings)  # checked; nothing written yet
+        for cb, cst in zip(cbs, fs.get("callbacks") or []):  # the callbacks' saved states too
+            if cst is not None and callable(getattr(cb, "check_state", None)):
+                cb.check_state(cst)
         saved = fs["settings"]
         settings["seed"], settings["split_state"] = saved.get("seed"), saved.get("split_state")
         history = History.from_dict(fs["history"])
@@ -192,14 +203,6 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
 
     fit = _Fit(model, opt, history, nepoch, settings)
     fit.stream = stream
-    cbs = []
-    for cb in callbacks if not callable(callbacks) else (callbacks,):
-        if isinstance(cb, Callback) or hasattr(cb, "on_epoch_end"):
-            cbs.append(cb)
-        elif callable(cb):
-            cbs.append(_FnCallback(cb))
-        else:
-            raise ArgumentError(f"ag_fit: callbacks must be Callback objects or functions, got {type(cb).__name__}")
     fit.callbacks = cbs
     for cb in cbs:
         if hasattr(cb, "on_train_begin"):

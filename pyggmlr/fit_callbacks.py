@@ -92,9 +92,9 @@ class ag_early_stopping(Callback):
         return {"best": self.best, "best_epoch": self.best_epoch, "wait": self.wait}, (
             self._best_weights if self._best_weights is not None else None)
 
-    def load_state(self, st, arrays=None):
-        """Restore the counters (and best weights, when given) saved by state(); all checked
-        before the first is set."""
+    def check_state(self, st):
+        """Raise PyggmlrValueError unless st is a state load_state() takes (ag_fit asks before
+        it writes anything on resume)."""
         b, be, w = (st.get(k) for k in ("best", "best_epoch", "wait")) if isinstance(st, dict) else (0, 0, "?")
         num = (int, float)
         if not ((b is None or (isinstance(b, num) and not isinstance(b, bool)))
@@ -102,6 +102,12 @@ class ag_early_stopping(Callback):
                 and (w is None or (isinstance(w, int) and not isinstance(w, bool) and w >= 0))):
             raise PyggmlrValueError("ag_early_stopping: the checkpoint's callback state is not usable "
                                     f"(best, best_epoch, wait = {b!r}, {be!r}, {w!r})")
+
+    def load_state(self, st, arrays=None):
+        """Restore the counters (and best weights, when given) saved by state(); all checked
+        before the first is set."""
+        self.check_state(st)
+        b, be, w = st.get("best"), st.get("best_epoch"), st.get("wait")
         self.best = math.inf if b is None else float(b)
         self.best_epoch, self.wait = be, int(w or 0)
         if arrays is not None:

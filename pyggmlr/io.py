@@ -88,9 +88,10 @@ def _is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _read_safetensors(path):
+def _read_safetensors(path, fn="ag_load_model()"):
     """Validate and read a safetensors file (the core checks everything before any tensor is
-    read): returns (dict name -> 2-D C-ordered numpy array in file order, metadata dict)."""
+    read): returns (dict name -> 2-D C-ordered numpy array in file order, metadata dict). A file
+    refused on its framing or header names fn too ("ag_load_model(): <path>: header length ...")."""
     with open(path, "rb"):  # the language's ordinary errors for a missing file or a directory
         pass
     h = ffi.new("pg_st_file **")
@@ -100,8 +101,8 @@ def _read_safetensors(path):
         if rc == lib.PG_ERR_IO:
             raise OSError(msg)
         if rc == lib.PG_ERR_NOMEM:
-            raise MemoryError(msg)
-        raise _bad(path, msg)
+            raise MemoryError(f"{fn}: {msg}")
+        raise PyggmlrValueError(f"{fn}: {os.fspath(path)!s}: {msg}")
     f = h[0]
     try:
         out = {}
@@ -396,7 +397,7 @@ def ag_model_info(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     """What a model file holds, without building anything: a dict with format, parameter and
     buffer names with their shapes and dtypes, config (dict or None), epoch, optimizer kind and
     extra."""
-    tensors, meta = _read_safetensors(path)
+    tensors, meta = _read_safetensors(path, "ag_model_info()")
     pn = _names(meta, "parameters", tensors, path) or []
     bn = _names(meta, "buffers", tensors, path) or []
     opt = _meta_json(meta, "optimizer", path, dict)

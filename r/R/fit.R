@@ -63,6 +63,10 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   if (!is.null(resume_from)) {  # weights, optimizer, then the run's own state from the checkpoint
     if (!is.character(resume_from) || length(resume_from) != 1L) .fit_stop("ag_fit: resume_from must be a file name")
     res <- .fit_resume(resume_from, settings)  # checked; nothing written yet
+    for (i in seq_along(cbs)) {  # the callbacks' saved states too
+      st <- res$fit$callbacks[i]
+      if (length(st) && !is.null(st[[1L]]) && is.function(cbs[[i]]$check_state)) cbs[[i]]$check_state(st[[1L]])
+    }
     settings$seed <- if (is.null(res$fit$settings$seed)) NULL else as.integer(res$fit$settings$seed)
   }
   if (!is.null(settings$seed)) {  # the whole run (shuffles, dropout) on a stream of its own

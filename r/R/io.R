@@ -81,8 +81,8 @@
 # with the Python package, so both write the same bytes and refuse the same files
 
 # the core's answer list(status, message): a file's content (PG_ERR_VALUE = 3) names the file
-.codec_fail <- function(res, path) {
-  if (identical(res$status, 3L)) .io_bad(path, res$message)
+.codec_fail <- function(res, path, fn = NULL) {
+  if (identical(res$status, 3L)) .io_bad(if (is.null(fn)) path else sprintf("%s: %s", fn, path), res$message)
   stop(res$message, call. = FALSE)
 }
 
@@ -104,13 +104,14 @@
 
 # Validate and read a safetensors file: list(tensors = named list of matrices (file order) with
 # attribute "dtype" ("F32"/"F64"), meta = named list of strings).
-.read_safetensors <- function(path) {
+# A file refused on its framing or header names fn too ("ag_load_model(): <path>: header length ...").
+.read_safetensors <- function(path, fn = "ag_load_model()") {
   if (!is.character(path) || length(path) != 1L || is.na(path))
     stop("ag_load_model(): path must be a single file name", call. = FALSE)
   if (!file.exists(path)) stop(sprintf("cannot open file '%s': No such file or directory", path), call. = FALSE)
   if (dir.exists(path)) stop(sprintf("ag_load_model(): '%s' is a directory", path), call. = FALSE)
   res <- .Call(R_pg_st_read, path.expand(path))
-  if (!is.null(res$status)) .codec_fail(res, path)
+  if (!is.null(res$status)) .codec_fail(res, path, fn)
   res
 }
 
@@ -378,7 +379,7 @@
 # ag_load_model(): state.R (ggmlR's arguments, and ggmlR's RDS containers)
 
 ag_model_info <- function(path) {
-  f <- .read_safetensors(path)
+  f <- .read_safetensors(path, "ag_model_info()")
   tensors <- f$tensors; meta <- f$meta
   desc <- function(nms) {
     out <- lapply(nms, function(k) list(shape = dim(tensors[[k]]),

@@ -93,19 +93,23 @@ test_that("a refused resume_from changes nothing (batch size, tampered state, ne
   set.seed(0)
   x <- matrix(runif(24), 3, 8); y <- matrix(runif(16), 2, 8)
   fitit <- function(m, opt, ...) ag_fit(m, x, y, loss = "mse", optimizer = opt, silent = TRUE, ...)
-  for (tamper in c("batch_size", "rng", "history", "neg_v")) {
+  for (tamper in c("batch_size", "rng", "history", "neg_v", "callback")) {
     f <- tempfile(fileext = ".st")
     a <- hf_trained()
-    fitit(a$m, a$opt, nepoch = 1, batch_size = 4, callbacks = list(ag_model_checkpoint(f)))
-    if (tamper %in% c("rng", "history")) hf_edit(f, function(h, body) {
+    cbs <- function() list(ag_model_checkpoint(f), ag_early_stopping(patience = 5))
+    fitit(a$m, a$opt, nepoch = 1, batch_size = 4, callbacks = cbs())
+    if (tamper %in% c("rng", "history", "callback")) hf_edit(f, function(h, body) {
       ex <- jsonlite::parse_json(h$`__metadata__`$extra, simplifyVector = FALSE)
-      if (tamper == "rng") ex$fit$rng_state <- list("x") else ex$fit$history$loss <- list("nope")
+      if (tamper == "rng") ex$fit$rng_state <- list("x")
+      else if (tamper == "callback") ex$fit$callbacks[[2]]$wait <- "soon"
+      else ex$fit$history$loss <- list("nope")
       h$`__metadata__`$extra <- as.character(jsonlite::toJSON(ex, auto_unbox = TRUE, null = "null", digits = NA))
       list(h = h, body = body)
     })
     if (tamper == "neg_v") hf_edit(f, hf_poke(grep("^optimizer\\.v\\.", hf_names(f), value = TRUE)[[1]], -1))
     b <- hf_trained(2); before <- hf_snap(b$m, b$opt)
-    expect_error(fitit(b$m, b$opt, nepoch = 2, batch_size = if (tamper == "batch_size") 2 else 4, resume_from = f))
+    expect_error(fitit(b$m, b$opt, nepoch = 2, batch_size = if (tamper == "batch_size") 2 else 4, resume_from = f,
+                       callbacks = cbs()))
     expect_identical(hf_snap(b$m, b$opt), before, info = tamper)
   }
 })
@@ -175,7 +179,8 @@ test_that("saving through a symlink writes the target; modes are kept or follow 
 
 test_that("device, sparse and huge-claim files fail on their header, naming path and limit", {
   skip_on_os("windows")
-  expect_error(ag_load_model("/dev/zero"), "/dev/zero: .*not a regular file")
+  expect_error(ag_load_model("/dev/zero"), "^ag_load_model\\(\\): /dev/zero: .*not a regular file")
+  expect_error(ag_model_info("/dev/zero"), "^ag_model_info\\(\\): /dev/zero: .*not a regular file")
   f <- tempfile(fileext = ".st")
   system2("truncate", c("-s", "8G", shQuote(f)))
   skip_if_not(file.exists(f))
