@@ -169,14 +169,14 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         from .fit_resume import load_weights, read_checkpoint
         ck_epoch, fs = read_checkpoint(resume_from, settings)  # checked; nothing written yet
         for cb, cst in zip(cbs, fs.get("callbacks") or []):  # the callbacks' saved states too
-            if cst is not None and callable(getattr(cb, "check_state", None)):
-                cb.check_state(cst)
+            check = getattr(cb, "check_state", None)
+            if cst is not None and callable(check):
+                check(cst)
         saved = fs["settings"]
         settings["seed"], settings["split_state"] = saved.get("seed"), saved.get("split_state")
         history = History.from_dict(fs["history"])
         start_epoch = ck_epoch + 1
         resume = {}
-        opt.accumulate_steps = accum
     elif seed is not None:
         settings["seed"] = _seed_int(seed, "ag_fit")
     stream = Generator(settings["seed"]) if settings["seed"] is not None else Generator.current()
