@@ -138,6 +138,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         raise PyggmlrValueError("ag_fit: the model has no parameters to train")
     dtype = _model_dtype(model)
     opt = _make_optimizer(optimizer, params, lr)
+    opt_before = (opt.accumulate_steps, opt.accum_count)  # put back when a resume is refused
     opt.accumulate_steps = accum
     opt.accum_count = 0
     take = None
@@ -167,11 +168,15 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     resume: Optional[Dict[str, Any]] = None
     if resume_from is not None:
         from .fit_resume import load_weights, read_checkpoint
-        ck_epoch, fs = read_checkpoint(resume_from, settings)  # checked; nothing written yet
-        for cb, cst in zip(cbs, fs.get("callbacks") or []):  # the callbacks' saved states too
-            check = getattr(cb, "check_state", None)
-            if cst is not None and callable(check):
-                check(cst)
+        try:
+            ck_epoch, fs = read_checkpoint(resume_from, settings)  # checked; nothing written yet
+            for cb, cst in zip(cbs, fs.get("callbacks") or []):  # the callbacks' saved states too
+                check = getattr(cb, "check_state", None)
+                if cst is not None and callable(check):
+                    check(cst)
+        except BaseException:
+            opt.accumulate_steps, opt.accum_count = opt_before
+            raise
         saved = fs["settings"]
         settings["seed"], settings["split_state"] = saved.get("seed"), saved.get("split_state")
         history = History.from_dict(fs["history"])
@@ -186,6 +191,8 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                        batch_size, nbatch_logical, val_split, shuffle, stream,
                        settings["split_state"] if resume is not None else None)
     except (TypeError, ValueError) as e:
+        if resume is not None:
+            opt.accumulate_steps, opt.accum_count = opt_before
         if resume is not None and "state" in str(e).lower():
             raise PyggmlrValueError(f"ag_fit: {resume_from!r} holds an unusable random-stream state") from None
         raise
@@ -194,7 +201,11 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         plan.shard(ag_mpi_rank(), ag_mpi_world_size())
     settings["split_state"] = plan.split_state()
     if resume is not None:  # the run is set up: now the weights, then the stream (both checked)
-        resume = load_weights(resume_from, model, opt)
+        try:
+            resume = load_weights(resume_from, model, opt)
+        except BaseException:
+            opt.accumulate_steps, opt.accum_count = opt_before
+            raise
         opt.accumulate_steps = accum
         try:
             stream.set_state(fs["rng_state"])
