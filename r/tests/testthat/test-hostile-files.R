@@ -220,3 +220,18 @@ test_that("a refused ag_capture_set keeps the step's clipping limit", {
     expect_error(ag_capture_set(cs, bad), "max_grad_norm must be one positive finite number", fixed = TRUE)
   expect_identical(attr(cs, "ag_capture_step", exact = TRUE)$limit, 0.01)
 })
+
+test_that("a ggmlR RDS container with a bad entry changes nothing", {
+  sd <- ag_state_dict(hf_model(2))
+  target <- hf_model(3); before <- hf_snap(target)
+  for (bad in list(1e300, NaN, "shape")) {
+    p <- sd$parameters
+    k <- names(p)[length(p)]
+    p[[k]] <- if (identical(bad, "shape")) matrix(0, 5, 5) else p[[k]] * 0 + bad
+    f <- tempfile(fileext = ".rds")
+    saveRDS(list(format = "ggmlR.ag_state", version = 1L, parameters = p, param_dtypes = sd$param_dtypes,
+                 buffers = sd$buffers, model_fn = NULL), f)
+    expect_error(ag_load_model(f, model = target), "outside the f32 range|NA, NaN or Inf|shape mismatch")
+    expect_identical(hf_snap(target), before)
+  }
+})
