@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "pg.h"
 #include "codec_internal.h"
 
@@ -208,6 +209,13 @@ int pg_st_open(const char *path, pg_st_file **out)
     unsigned char lb[8];
     f->fp = fopen(path, "rb");
     if (!f->fp) { rc = pg_fail(PG_ERR_IO, "cannot open file '%s': %s", path, strerror(errno)); goto fail; }
+#ifndef _WIN32
+    struct stat fst;  /* a device (/dev/zero) or pipe has no size to check the header against */
+    if (!fstat(fileno(f->fp), &fst) && !S_ISREG(fst.st_mode)) {
+        rc = pg_fail(PG_ERR_VALUE, "not a safetensors model file: not a regular file (a device, pipe or socket)");
+        goto fail;
+    }
+#endif
     int64_t size;
     if (fseeko(f->fp, 0, SEEK_END) || (size = (int64_t)ftello(f->fp)) < 0 || fseeko(f->fp, 0, SEEK_SET)) {
         rc = pg_fail(PG_ERR_IO, "cannot read '%s': %s", path, strerror(errno));

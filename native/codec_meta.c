@@ -2,6 +2,7 @@
  * lists), before a front end's JSON library sees them: the bounded parser's limits and strict
  * syntax, and for the architecture the plausibility guard that keeps a hostile config from
  * making the rebuild allocate gigabytes before the shapes are compared with the file. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +34,13 @@ static int check_cfg(const pj_doc *d, int64_t node, int depth, int64_t budget)
         int over = 0;
         for (int64_t c = x->first; c >= 0 && !over; c = d->nodes[c].next) {
             const pj_node *v = &d->nodes[c];
-            if (v->type != PJ_NUM || !v->is_int || (!v->big && v->ival <= 1) || (v->big && d->text[v->start] == '-')) continue;
-            if (v->big || prod > budget / v->ival) over = 1;
-            else prod *= v->ival;
+            if (v->type != PJ_NUM) continue;
+            /* a whole number written as a float (3e7, 30000000.0) is a size to a front end that
+             * takes whole doubles as integers (R), so it counts as one */
+            double fv = num_value(d, v);
+            if (!(fv > 1) || fv != floor(fv) || (!v->is_int && fv > CFG_MAX_SIZE)) continue;  /* the latter: below */
+            if (fv > 9e18 || prod > budget / (int64_t)fv) over = 1;
+            else prod *= (int64_t)fv;
         }
         if (over || prod > budget) {
             if (over)

@@ -164,6 +164,44 @@ static void fsync_dir(const char *dir)
 #endif
 }
 
+/* Saving through a symbolic link writes its target (as editors and cp do): the rename replaces
+ * the file the link names, and the link stays. Dangling links name the file to create. */
+static char *resolve_links(const char *path)
+{
+    char *cur = strdup(path);
+#ifndef _WIN32
+    for (int hops = 0; cur && hops < 40; hops++) {
+        struct stat ls;
+        if (lstat(cur, &ls) || !S_ISLNK(ls.st_mode)) break;
+        char link[4096];
+        ssize_t k = readlink(cur, link, sizeof link - 1);
+        if (k <= 0) break;
+        link[k] = 0;
+        const char *sl = strrchr(cur, '/');
+        size_t dl = link[0] == '/' || !sl ? 0 : (size_t)(sl - cur) + 1;
+        char *next = malloc(dl + (size_t)k + 1);
+        if (!next) { free(cur); return NULL; }
+        memcpy(next, cur, dl);
+        memcpy(next + dl, link, (size_t)k + 1);
+        free(cur);
+        cur = next;
+    }
+#endif
+    return cur;
+}
+
+/* The temporary file gets the replaced file's permission bits (a new file keeps what open()
+ * gave it: 0666 less the umask), so a save never widens or narrows who can read the model. */
+static void keep_mode(int fd, const char *path)
+{
+#ifndef _WIN32
+    struct stat st;
+    if (!stat(path, &st) && S_ISREG(st.st_mode)) (void)fchmod(fd, st.st_mode & 07777);
+#else
+    (void)fd; (void)path;
+#endif
+}
+
 int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char **keys, const char **values, int64_t n_meta)
 {
     int stage = fault_stage, rc;
@@ -173,6 +211,10 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
     if ((rc = check_inputs(t, n, keys, values, n_meta))) return rc;
     buf h = {0};
     if ((rc = header(&h, t, n, keys, values, n_meta))) { free(h.b); return rc; }
+    const char *given = path;
+    char *target = resolve_links(path);
+    if (!target) { free(h.b); return pg_fail(PG_ERR_NOMEM, "ag_save_model(): out of memory"); }
+    path = target;
     size_t L = strlen(path);
     const char *slash = strrchr(path, '/');
 #ifdef _WIN32
@@ -180,7 +222,7 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
     if (bs && (!slash || bs > slash)) slash = bs;
 #endif
     char *dir = malloc(L + 2), *tmp = malloc(L + 48);
-    if (!dir || !tmp) { free(dir); free(tmp); free(h.b); return pg_fail(PG_ERR_NOMEM, "ag_save_model(): out of memory"); }
+    if (!dir || !tmp) { free(dir); free(tmp); free(h.b); free(target); return pg_fail(PG_ERR_NOMEM, "ag_save_model(): out of memory"); }
     size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
     if (dl) memcpy(dir, path, dl);
     else { dir[0] = '.'; dir[1] = '/'; dl = 2; }
@@ -189,7 +231,7 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
     if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
         dir[dl > 1 ? dl - 1 : dl] = 0;
         rc = pg_fail(PG_ERR_IO, "ag_save_model(): directory '%s' does not exist", dir);
-        free(dir); free(tmp); free(h.b);
+        free(dir); free(tmp); free(h.b); free(target);
         return rc;
     }
     const char *base = slash ? slash + 1 : path;
@@ -209,10 +251,11 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
-        rc = pg_fail(PG_ERR_IO, "ag_save_model(): cannot create a temporary file next to '%s': %s", path, strerror(errno));
-        free(dir); free(tmp); free(h.b);
+        rc = pg_fail(PG_ERR_IO, "ag_save_model(): cannot create a temporary file next to '%s': %s", given, strerror(errno));
+        free(dir); free(tmp); free(h.b); free(target);
         return rc;
     }
+    keep_mode(fd, path);
     unsigned char lb[8];
     for (int k = 0; k < 8; k++) lb[k] = (unsigned char)((uint64_t)h.n >> (8 * k));
     nwrites = 0;
@@ -236,12 +279,12 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
         else step("rename");
     }
     if (fail) {
-        rc = pg_fail(PG_ERR_IO, "ag_save_model(): writing '%s' failed (%s)", path, fail);
+        rc = pg_fail(PG_ERR_IO, "ag_save_model(): writing '%s' failed (%s)", given, fail);
         remove(tmp);
     } else {
         fsync_dir(dir);
         step("fsync-dir");
     }
-    free(dir); free(tmp); free(h.b);
+    free(dir); free(tmp); free(h.b); free(target);
     return rc;
 }

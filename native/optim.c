@@ -9,6 +9,7 @@
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
 #pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off")
 #endif
+#include <float.h>
 #include <tgmath.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,6 +237,73 @@ int pg_optim_set_state(pg_optim *o, int64_t i, int s, pg_tensor *value)
     return pg_tensor_write(d, pg_data(value), value->dtype, value->ne[0], value->ne[1], 1, value->ne[0]);
 }
 
+/* One slot value's checks (shared by load_state and the model files): finite, within the
+ * parameter dtype's range (a double beyond FLT_MAX would become Inf in an f32 slot), and >= 0
+ * for Adam's second moments (their square root divides the step). */
+static int check_slot(const pg_optim *o, int64_t i, int s, const double *v, const char *where)
+{
+    const pg_tensor *p = o->params[i];
+    int64_t N = pg_numel(p);
+    const char *nm = o->kind == OPT_ADAM ? (s == 0 ? "m" : s == 1 ? "v" : "accum") : (s == 0 ? "velocity" : "accum");
+    for (int64_t e = 0; e < N; e++) {
+        if (!isfinite(v[e]))
+            return pg_fail(PG_ERR_VALUE, "%s: slot '%s' of parameter %lld is not finite", where, nm, (long long)i + 1);
+        if (p->dtype == PG_F32 && fabs(v[e]) > FLT_MAX)
+            return pg_fail(PG_ERR_VALUE, "%s: slot '%s' of parameter %lld holds %g, outside the f32 range", where, nm,
+                           (long long)i + 1, v[e]);
+        if (o->kind == OPT_ADAM && s == 1 && v[e] < 0)
+            return pg_fail(PG_ERR_VALUE, "%s: slot 'v' of parameter %lld has a negative entry (%g); second moments must be >= 0",
+                           where, (long long)i + 1, v[e]);
+    }
+    return 0;
+}
+
+static int is_count(double x) { return x >= 0 && x <= 1e15 && x == floor(x); }
+
+/* Checks every value, then swaps all the slots in at once: vals[j] for slot slots[j] of
+ * parameter params_of[j] (NULL: the slot is emptied). A failure changes nothing. */
+static int load_slots(pg_optim *o, const double *const *vals, int64_t n_vals, int per, int with_null, double t,
+                      double accum_count, int check_only, const char *where)
+{
+    if (!(is_count(t) && is_count(accum_count)))
+        return pg_fail(PG_ERR_VALUE, "%s: t / accum_count are not counts", where);
+    for (int64_t j = 0; j < n_vals; j++) {
+        int64_t i = with_null ? j / per : j % o->n;
+        int s = with_null ? (int)(j % per) : (int)(j / o->n);
+        if (!vals[j]) {
+            if (!with_null) return pg_fail(PG_ERR_ARG, "%s: missing slot value", where);
+            continue;
+        }
+        int rc = check_slot(o, i, s, vals[j], where);
+        if (rc) return rc;
+    }
+    if (check_only) return 0;
+    pg_tensor **fresh = calloc((size_t)(n_vals > 0 ? n_vals : 1), sizeof *fresh);
+    if (!fresh) return pg_fail(PG_ERR_NOMEM, "%s: out of memory", where);
+    for (int64_t j = 0; j < n_vals; j++) {
+        int64_t i = with_null ? j / per : j % o->n;
+        if (!vals[j]) continue;
+        pg_tensor *p = o->params[i];
+        fresh[j] = pg_new(p->dtype, p->ne[0], p->ne[1], PG_MEM_OPTIM);
+        if (!fresh[j] || pg_tensor_write(fresh[j], vals[j], PG_F64, p->ne[0], p->ne[1], 1, p->ne[0])) {
+            for (int64_t q = 0; q <= j; q++) pg_tensor_release(fresh[q]);
+            free(fresh);
+            return pg_fail(PG_ERR_NOMEM, "%s: out of memory", where);
+        }
+    }
+    if (!with_null) drop_accumulators(o);
+    for (int64_t j = 0; j < n_vals; j++) {
+        int64_t i = with_null ? j / per : j % o->n;
+        int s = with_null ? (int)(j % per) : (int)(j / o->n);
+        pg_tensor_release(o->state[i][s]);
+        o->state[i][s] = fresh[j];
+    }
+    free(fresh);
+    if (o->kind == OPT_ADAM || with_null) o->t = (int64_t)t;
+    o->accum_count = (int64_t)accum_count;
+    return 0;
+}
+
 /* load_state's write, all or nothing: vals[s * n + i] is slot s of parameter i (column-major
  * doubles of the parameter's shape; SGD 1 slot, Adam 2). The accumulators are dropped: they are
  * not part of a state. */
@@ -245,41 +313,26 @@ int pg_optim_load(pg_optim *o, const double *const *vals, int64_t n_vals, double
     int ns = o->kind == OPT_ADAM ? 2 : 1;
     if (n_vals != ns * o->n || (n_vals > 0 && !vals))
         return pg_fail(PG_ERR_ARG, "optimizer load_state(): %lld slot values for %lld parameters", (long long)n_vals, (long long)o->n);
-    if (!(t >= 0 && t <= 1e15 && t == floor(t) && accum_count >= 0 && accum_count <= 1e15 && accum_count == floor(accum_count)))
-        return pg_fail(PG_ERR_VALUE, "optimizer load_state(): t / accum_count are not counts");
-    for (int64_t j = 0; j < n_vals; j++) {
-        if (!vals[j]) return pg_fail(PG_ERR_ARG, "optimizer load_state(): missing slot value");
-        int64_t N = pg_numel(o->params[j % (o->n ? o->n : 1)]);
-        for (int64_t e = 0; e < N; e++)
-        {
-            if (!isfinite(vals[j][e]))
-                return pg_fail(PG_ERR_VALUE, "optimizer load_state(): slot '%s' of parameter %lld is not finite",
-                               o->kind == OPT_ADAM ? (j < o->n ? "m" : "v") : "velocity", (long long)(j % o->n) + 1);
-            if (o->kind == OPT_ADAM && j >= o->n && vals[j][e] < 0) /* Adam's v is a mean of squares */
-                return pg_fail(PG_ERR_VALUE, "optimizer load_state(): slot 'v' of parameter %lld has a negative "
-                               "entry (%g); second moments must be >= 0", (long long)(j % o->n) + 1, vals[j][e]);
-        }
-    }
-    pg_tensor **fresh = calloc((size_t)(n_vals > 0 ? n_vals : 1), sizeof *fresh);
-    if (!fresh) return pg_fail(PG_ERR_NOMEM, "optimizer load_state(): out of memory");
-    for (int64_t j = 0; j < n_vals; j++) {
-        pg_tensor *p = o->params[j % o->n];
-        fresh[j] = pg_new(p->dtype, p->ne[0], p->ne[1], PG_MEM_OPTIM);
-        if (!fresh[j] || pg_tensor_write(fresh[j], vals[j], PG_F64, p->ne[0], p->ne[1], 1, p->ne[0])) {
-            for (int64_t q = 0; q <= j; q++) pg_tensor_release(fresh[q]);
-            free(fresh);
-            return pg_fail(PG_ERR_NOMEM, "optimizer load_state(): out of memory");
-        }
-    }
-    for (int64_t j = 0; j < n_vals; j++) {
-        int64_t i = j % o->n, s = j / o->n;
-        pg_tensor_release(o->state[i][s]);
-        o->state[i][s] = fresh[j];
-    }
-    free(fresh);
-    drop_accumulators(o);
-    if (o->kind == OPT_ADAM) o->t = (int64_t)t;
-    o->accum_count = (int64_t)accum_count;
+    return load_slots(o, vals, n_vals, ns, 0, t, accum_count, 0, "optimizer load_state()");
+}
+
+int pg_optim_load_file(pg_optim *o, const double *const *vals, int64_t n_vals, double t, double accum_count, int check_only)
+{
+    if (!o) return pg_fail(PG_ERR_ARG, "optimizer state: NULL optimizer");
+    int per = o->kind == OPT_ADAM ? 3 : 2;
+    if (n_vals != per * o->n || (n_vals > 0 && !vals))
+        return pg_fail(PG_ERR_ARG, "optimizer state: %lld slot values for %lld parameters", (long long)n_vals, (long long)o->n);
+    return load_slots(o, vals, n_vals, per, 1, t, accum_count, check_only, "optimizer state");
+}
+
+int pg_values_fit(const double *v, int64_t n, int dtype, const char *what)
+{
+    if (n > 0 && !v) return pg_fail(PG_ERR_ARG, "pg_values_fit(): NULL values");
+    if (dtype != PG_F32) return 0;
+    for (int64_t e = 0; e < n; e++)
+        if (isfinite(v[e]) && fabs(v[e]) > FLT_MAX)
+            return pg_fail(PG_ERR_VALUE, "%s holds %g (element %lld), outside the f32 range (magnitude at most %.8g)",
+                           what ? what : "the value", v[e], (long long)e + 1, (double)FLT_MAX);
     return 0;
 }
 

@@ -199,6 +199,15 @@ int pg_optim_set_state(pg_optim *o, int64_t i, int slot, pg_tensor *value); /* c
  * is slot s of parameter i as column-major doubles of its shape (SGD: velocity; Adam: m, v).
  * Adam's t is set, accum_count on both; accumulators dropped. */
 int pg_optim_load(pg_optim *o, const double *const *vals, int64_t n_vals, double t, double accum_count);
+/* A model file's optimizer state, all or nothing: vals[i * N + s] is slot s of parameter i
+ * (N = 2 for SGD: velocity, accumulator; 3 for Adam: m, v, accumulator) as column-major doubles
+ * of its shape, NULL for an empty slot; t and accum_count set. Every value is checked first
+ * (finite, within the dtype's range, Adam's v >= 0); check_only: the checks and no write. */
+int pg_optim_load_file(pg_optim *o, const double *const *vals, int64_t n_vals, double t, double accum_count,
+                       int check_only);
+/* 0 when n doubles fit dtype (for PG_F32: no finite value beyond FLT_MAX, which would become
+ * Inf); else PG_ERR_VALUE naming what. The loaders call it before writing anything. */
+int pg_values_fit(const double *v, int64_t n, int dtype, const char *what);
 /* A gradient map over keys -> vals (vals retained, copied by nobody: a user-built map). */
 pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);
 

@@ -9,7 +9,7 @@ ggml_opt_result_loss / ggml_opt_result_accuracy."""
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import math
 import time
@@ -140,6 +140,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         raise PyggmlrValueError("ag_fit: the model has no parameters to train")
     dtype = _model_dtype(model)
     opt = _make_optimizer(optimizer, params, lr)
+    opt_before = (opt.accumulate_steps, opt.accum_count)  # put back when a resume is refused
     opt.accumulate_steps = accum
     opt.accum_count = 0
     sync = None
@@ -157,17 +158,33 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
 
     settings = {"n": n, "batch_size": batch_size, "nbatch_logical": nbatch_logical, "val_split": val_split,
                 "shuffle": bool(shuffle), "loss": loss_name, "seed": None, "split_state": None}
+    cbs = []
+    for cb in callbacks if not callable(callbacks) else (callbacks,):
+        if isinstance(cb, Callback) or hasattr(cb, "on_epoch_end"):
+            cbs.append(cb)
+        elif callable(cb):
+            cbs.append(_FnCallback(cb))
+        else:
+            raise ArgumentError(f"ag_fit: callbacks must be Callback objects or functions, got {type(cb).__name__}")
     history = History()
     start_epoch = 1
-    resume = None
+    resume: Optional[Dict[str, Any]] = None
     if resume_from is not None:
-        from .fit_resume import load_checkpoint
-        resume, fs = load_checkpoint(resume_from, model, opt, settings)  # checked before anything is written
+        from .fit_resume import load_weights, read_checkpoint
+        try:
+            ck_epoch, fs = read_checkpoint(resume_from, settings)  # checked; nothing written yet
+            for cb, cst in zip(cbs, fs.get("callbacks") or []):  # the callbacks' saved states too
+                check = getattr(cb, "check_state", None)
+                if cst is not None and callable(check):
+                    check(cst)
+        except BaseException:
+            opt.accumulate_steps, opt.accum_count = opt_before
+            raise
         saved = fs["settings"]
         settings["seed"], settings["split_state"] = saved.get("seed"), saved.get("split_state")
         history = History.from_dict(fs["history"])
-        start_epoch = int(resume["epoch"]) + 1
-        opt.accumulate_steps = accum
+        start_epoch = ck_epoch + 1
+        resume = {}
     elif seed is not None:
         settings["seed"] = _seed_int(seed, "ag_fit")
     stream = Generator(settings["seed"]) if settings["seed"] is not None else Generator.current()
@@ -177,13 +194,21 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                        batch_size, nbatch_logical, val_split, shuffle, stream,
                        settings["split_state"] if resume is not None else None)
     except (TypeError, ValueError) as e:
+        if resume is not None:
+            opt.accumulate_steps, opt.accum_count = opt_before
         if resume is not None and "state" in str(e).lower():
             raise PyggmlrValueError(f"ag_fit: {resume_from!r} holds an unusable random-stream state") from None
         raise
     if sync is not None:
         plan.shard(sync.rank, sync.world)
     settings["split_state"] = plan.split_state()
-    if resume is not None:
+    if resume is not None:  # the run is set up: now the weights, then the stream (both checked)
+        try:
+            resume = load_weights(resume_from, model, opt)
+        except BaseException:
+            opt.accumulate_steps, opt.accum_count = opt_before
+            raise
+        opt.accumulate_steps = accum
         try:
             stream.set_state(fs["rng_state"])
         except (TypeError, ValueError, KeyError):
@@ -191,14 +216,6 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
 
     fit = _Fit(model, opt, history, nepoch, settings)
     fit.stream = stream
-    cbs = []
-    for cb in callbacks if not callable(callbacks) else (callbacks,):
-        if isinstance(cb, Callback) or hasattr(cb, "on_epoch_end"):
-            cbs.append(cb)
-        elif callable(cb):
-            cbs.append(_FnCallback(cb))
-        else:
-            raise ArgumentError(f"ag_fit: callbacks must be Callback objects or functions, got {type(cb).__name__}")
     fit.callbacks = cbs
     for cb in cbs:
         if hasattr(cb, "on_train_begin"):

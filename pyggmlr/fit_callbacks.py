@@ -94,15 +94,48 @@ class ag_early_stopping(Callback):
         return {"best": self.best, "best_epoch": self.best_epoch, "wait": self.wait}, (
             self._best_weights if self._best_weights is not None else None)
 
+    def check_state(self, st):
+        """Raise PyggmlrValueError unless st is a state load_state() takes (ag_fit asks before
+        it writes anything on resume)."""
+        b, be, w = (st.get(k) for k in ("best", "best_epoch", "wait")) if isinstance(st, dict) else (0, 0, "?")
+        num = (int, float)
+        if not ((b is None or (isinstance(b, num) and not isinstance(b, bool)))
+                and (be is None or (isinstance(be, int) and not isinstance(be, bool)))
+                and (w is None or (isinstance(w, int) and not isinstance(w, bool) and w >= 0))):
+            raise PyggmlrValueError("ag_early_stopping: the checkpoint's callback state is not usable "
+                                    f"(best, best_epoch, wait = {b!r}, {be!r}, {w!r})")
+
     def load_state(self, st, arrays=None):
-        """Restore the counters (and best weights, when given) saved by state()."""
-        self.best = math.inf if st.get("best") is None else float(st["best"])
-        self.best_epoch, self.wait = st.get("best_epoch"), int(st.get("wait", 0))
+        """Restore the counters (and best weights, when given) saved by state(); all checked
+        before the first is set."""
+        self.check_state(st)
+        b, be, w = st.get("best"), st.get("best_epoch"), st.get("wait")
+        self.best = math.inf if b is None else float(b)
+        self.best_epoch, self.wait = be, int(w or 0)
         if arrays is not None:
             self._best_weights = arrays
 
     def __repr__(self):
         return f"ag_early_stopping | patience={self.patience} | min_delta={self.min_delta:g} | restore_best={self.restore_best}"
+
+
+def _checkpoint_path(path) -> str:
+    """ag_model_checkpoint's path, checked now rather than after the first epoch: a string with
+    no placeholder but {epoch}, in a directory that exists and can be written."""
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise PyggmlrValueError(f"ag_model_checkpoint: path must be a file name, got {type(path).__name__}")
+    p = os.fspath(path)
+    try:
+        first = p.format(epoch=1)
+    except (KeyError, IndexError, ValueError) as e:
+        raise PyggmlrValueError(f"ag_model_checkpoint: path {p!r} has a placeholder other than {{epoch}} "
+                                f"({type(e).__name__}: {e}); write a literal brace as {{{{ or }}}}") from None
+    d = os.path.dirname(first) or "."
+    if not os.path.isdir(d):
+        raise PyggmlrValueError(f"ag_model_checkpoint: directory {d!r} of path {p!r} does not exist")
+    if not os.access(d, os.W_OK | os.X_OK):
+        raise PyggmlrValueError(f"ag_model_checkpoint: directory {d!r} of path {p!r} is not writable")
+    return p
 
 
 class ag_model_checkpoint(Callback):
@@ -112,7 +145,7 @@ class ag_model_checkpoint(Callback):
 
     def __init__(self, path: Union[str, os.PathLike], every: int = 1) -> None:
         self.every = check_int(every, "ag_model_checkpoint", "every", 1)
-        self.path = str(path)
+        self.path = _checkpoint_path(path)
         self.saved: List[str] = []
 
     def on_train_begin(self, fit):

@@ -33,17 +33,37 @@ def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
     _save(fit.model, path, optimizer=fit.optimizer, epoch=epoch, extra=extra, more=cb_arrays)
 
 
-def load_checkpoint(path: Any, model: Any, opt: Any, settings: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """The checkpoint's run state, checked against this run's settings before the weights and
-    the optimizer are loaded (a refused checkpoint changes nothing). Returns (the loaded
-    checkpoint, its fit state)."""
-    from .io import _load_checkpoint, ag_model_info
-    extra = ag_model_info(path)["extra"]
+def read_checkpoint(path: Any, settings: Dict[str, Any]) -> Tuple[int, Dict[str, Any]]:
+    """The checkpoint's run state, checked against this run's settings; its history and random
+    state are checked too. Writes nothing (the weights come later, from load_weights, once the
+    run is set up: a refused checkpoint changes nothing). Returns (epoch, fit state)."""
+    from .fit_history import History
+    from .io import ag_model_info
+    from .random import Generator
+    info = ag_model_info(path)
+    extra = info["extra"]
     fs = extra.get("fit") if isinstance(extra, dict) else None
-    if not isinstance(fs, dict) or not isinstance(fs.get("settings"), dict):
+    if not isinstance(fs, dict) or not isinstance(fs.get("settings"), dict) or info["epoch"] is None:
         raise PyggmlrValueError(f"ag_fit: {path!r} is not an ag_fit checkpoint (no training state)")
     saved = fs["settings"]
     for k in _SETTINGS:
         if saved.get(k) != settings[k]:
             raise PyggmlrValueError(f"ag_fit: cannot resume: {k} was {saved.get(k)!r} in the checkpoint, now {settings[k]!r}")
-    return _load_checkpoint(path, model, opt), fs
+    h = fs.get("history")
+    ok = isinstance(h, dict) and all(isinstance(v, list) and all(x is None or (isinstance(x, (int, float))
+                                                                                and not isinstance(x, bool)) for x in v)
+                                     for k, v in h.items() if k not in ("stopped_epoch", "best_epoch"))
+    try:
+        History.from_dict(h) if ok else None
+        Generator(0).set_state(fs["rng_state"])  # a throwaway stream: the check alone
+    except (TypeError, ValueError, KeyError):
+        ok = False
+    if not ok:
+        raise PyggmlrValueError(f"ag_fit: {path!r} holds an unusable training state (history or random stream)")
+    return int(info["epoch"]), fs
+
+
+def load_weights(path: Any, model: Any, opt: Any) -> Dict[str, Any]:
+    """The checkpoint's weights and optimizer state (all checked before the first write)."""
+    from .io import _load_checkpoint
+    return _load_checkpoint(path, model, opt)

@@ -88,9 +88,10 @@ def _is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _read_safetensors(path):
+def _read_safetensors(path, fn="ag_load_model()"):
     """Validate and read a safetensors file (the core checks everything before any tensor is
-    read): returns (dict name -> 2-D C-ordered numpy array in file order, metadata dict)."""
+    read): returns (dict name -> 2-D C-ordered numpy array in file order, metadata dict). A file
+    refused on its framing or header names fn too ("ag_load_model(): <path>: header length ...")."""
     with open(path, "rb"):  # the language's ordinary errors for a missing file or a directory
         pass
     h = ffi.new("pg_st_file **")
@@ -100,8 +101,8 @@ def _read_safetensors(path):
         if rc == lib.PG_ERR_IO:
             raise OSError(msg)
         if rc == lib.PG_ERR_NOMEM:
-            raise MemoryError(msg)
-        raise _bad(path, msg)
+            raise MemoryError(f"{fn}: {msg}")
+        raise PyggmlrValueError(f"{fn}: {os.fspath(path)!s}: {msg}")
     f = h[0]
     try:
         out = {}
@@ -179,11 +180,12 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
                           "load with ag_load_model(path, model=...)", stacklevel=3)
         else:
             meta["config"] = json.dumps(_clean(cfg), allow_nan=False)
+            from .io_check import check_config
+            check_config(meta["config"], params, bufs)  # whatever is saved must load
     tensors = [(k, t.numpy()) for k, t in params.items()] + [(k, t.numpy()) for k, t in bufs.items()]
     if epoch is not None:
-        if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or epoch < 0:
-            raise PyggmlrValueError(f"ag_save_model(): epoch must be an integer >= 0, got {epoch!r}")
-        meta["epoch"] = str(int(epoch))
+        from .io_check import check_epoch
+        meta["epoch"] = str(check_epoch(epoch))
     if optimizer is not None:
         if not isinstance(optimizer, Optimizer):
             raise ArgumentError(f"ag_save_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}")
@@ -356,6 +358,16 @@ def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False,
         if not isinstance(optimizer, Optimizer):
             raise ArgumentError(f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}")
         ostate = _opt_state(meta, tensors, optimizer, params, path)
+        try:
+            optimizer._load_file_state(ostate, check_only=True)
+        except PyggmlrValueError as e:
+            raise _bad(path, str(e)) from None
+    from .io_check import check_fits
+    for (t, a), k in zip(writes, list(params) + list(bufs)):
+        try:
+            check_fits(t, a, f"tensor '{k}'")
+        except PyggmlrValueError as e:
+            raise _bad(path, str(e)) from None
     for t, a in writes:  # everything checked: now write
         t.data = np.asfortranarray(a)
     if ostate is not None:
@@ -385,7 +397,7 @@ def ag_model_info(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     """What a model file holds, without building anything: a dict with format, parameter and
     buffer names with their shapes and dtypes, config (dict or None), epoch, optimizer kind and
     extra."""
-    tensors, meta = _read_safetensors(path)
+    tensors, meta = _read_safetensors(path, "ag_model_info()")
     pn = _names(meta, "parameters", tensors, path) or []
     bn = _names(meta, "buffers", tensors, path) or []
     opt = _meta_json(meta, "optimizer", path, dict)

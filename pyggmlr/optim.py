@@ -254,9 +254,9 @@ class Optimizer:
         from .optim_state import file_state
         return file_state(self)
 
-    def _load_file_state(self, st):
+    def _load_file_state(self, st, check_only=False):
         from .optim_state import load_file_state
-        load_file_state(self, st)
+        load_file_state(self, st, check_only)
 
 
 def _f64(v):

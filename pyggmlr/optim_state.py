@@ -245,22 +245,28 @@ def _check_legacy(opt: Any, st: Any) -> Dict[str, Any]:
     return st
 
 
-def load_file_state(opt: Any, st: Dict[str, Any]) -> None:
-    """Moments, accumulators and counters from a model file (checked by io.py first)."""
-    from .optim import _f64
-    from .tensor import _wrap
+def load_file_state(opt: Any, st: Dict[str, Any], check_only: bool = False) -> None:
+    """Moments, accumulators and counters from a model file (shapes checked by io.py first):
+    the core checks every value (finite, within the dtype's range, Adam's v >= 0) and the
+    counters, then swaps all the slots in at once; check_only: the checks alone, nothing
+    written (io.py runs them before it writes any weight)."""
     t = _type(opt)
-    _hyper_warn(opt, {k: v for k, v in st.get("hyper", {}).items() if k in _HYPER[t] or k in dict(_EXTRA[t])},
-                stacklevel=5)
-    for i, entry in enumerate(st["params"]):
-        for s, nm in enumerate(_LEGACY_SLOTS[t]):
-            v = entry.get(nm)
+    keep, ptrs = [], []
+    for entry in st["params"]:
+        for nm in _LEGACY_SLOTS[t]:
+            v = entry.get(nm) if isinstance(entry, Mapping) else None
             if v is None:
-                _core.check(lib.pg_optim_set_state(opt._o, i, s, NULL))
-            else:
-                a = _f64(v)  # keep the array alive across the C call
-                tt = _wrap(lib.pg_tensor_new(lib.PG_F64, a.shape[0], a.shape[1], ffi.cast("void *", a.ctypes.data),
-                                             lib.PG_F64, 1, a.shape[0]))
-                _core.check(lib.pg_optim_set_state(opt._o, i, s, tt._p))
-    opt.t = st.get("t", 0)
-    opt.accum_count = st.get("accum_count", 0)
+                ptrs.append(NULL)
+                continue
+            a = np.asfortranarray(v, dtype=np.float64)  # kept alive across the C call
+            keep.append(a)
+            ptrs.append(ffi.cast("double *", a.ctypes.data))
+    cnt = [st.get("t", 0), st.get("accum_count", 0)]
+    if not all(_is_count(c) for c in cnt):
+        _fail("t / accum_count are not counts")
+    arr = ffi.new("double *[]", ptrs or [NULL])
+    if not check_only:
+        _core.check(lib.pg_optim_load_file(opt._o, arr, len(ptrs), float(cnt[0]), float(cnt[1]), 1))
+        _hyper_warn(opt, {k: v for k, v in st.get("hyper", {}).items() if k in _HYPER[t] or k in dict(_EXTRA[t])},
+                    stacklevel=5)
+    _core.check(lib.pg_optim_load_file(opt._o, arr, len(ptrs), float(cnt[0]), float(cnt[1]), int(check_only)))

@@ -147,6 +147,9 @@ def ag_load_state_dict(model: Any, state: Mapping, strict: bool = True) -> Any:
     pt, bt = dict(params), dict(bufs)
     pv = [(pt[k], _value(caller, k, pt[k].shape, sp[k])) for k in pn]
     bv = [(bt[k], _value(caller, k, bt[k].shape, sb[k])) for k in bn]
+    from .io_check import check_fits
+    for (t, a), k in zip(pv + bv, pn + bn):  # a finite double beyond f32 would become Inf
+        check_fits(t, np.asarray(a, dtype=np.float64), f"{caller}: '{k}'")
     for t, a in pv + bv:  # all checked: now write
         t.data = a
     return model

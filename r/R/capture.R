@@ -87,8 +87,9 @@ ag_capture_set <- function(f, max_grad_norm) {
   if (!is.function(f) || !is.environment(st)) stop("ag_capture_set: not a function from ag_capture_step()", call. = FALSE)
   if (!st$clipping)
     stop("ag_capture_set: this step was created without max_grad_norm; create it with one to clip", call. = FALSE)
-  st$limit <- .check_max_norm(max_grad_norm)
-  if (is.null(st$limit)) stop("max_grad_norm must be one positive finite number", call. = FALSE)
+  v <- .check_max_norm(max_grad_norm)  # checked before it replaces the limit: a refusal changes nothing
+  if (is.null(v)) stop("max_grad_norm must be one positive finite number", call. = FALSE)
+  st$limit <- v
   invisible(f)
 }
 

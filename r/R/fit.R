@@ -45,6 +45,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   if (!length(params)) .fit_stop("ag_fit: the model has no parameters to train")
   dtype <- params[[1L]]$dtype
   opt <- .make_fit_optimizer(optimizer, params, lr)
+  opt_before <- c(opt$accumulate_steps, opt$accum_count)  # put back when a resume is refused
+  undo <- function(e) { opt$accumulate_steps <- opt_before[[1]]; opt$accum_count <- opt_before[[2]]; stop(e) }
   opt$accumulate_steps <- accum
   opt$accum_count <- 0
 
@@ -74,8 +76,14 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   res <- NULL
   if (!is.null(resume_from)) {  # weights, optimizer, then the run's own state from the checkpoint
     if (!is.character(resume_from) || length(resume_from) != 1L) .fit_stop("ag_fit: resume_from must be a file name")
-    res <- .fit_resume(resume_from, model, opt, settings)
-    opt$accumulate_steps <- accum
+    res <- tryCatch({
+      r <- .fit_resume(resume_from, settings)  # checked; nothing written yet
+      for (i in seq_along(cbs)) {  # the callbacks' saved states too
+        st <- r$fit$callbacks[i]
+        if (length(st) && !is.null(st[[1L]]) && is.function(cbs[[i]]$check_state)) cbs[[i]]$check_state(st[[1L]])
+      }
+      r
+    }, error = undo)
     settings$seed <- if (is.null(res$fit$settings$seed)) NULL else as.integer(res$fit$settings$seed)
   }
   if (!is.null(settings$seed)) {  # the whole run (shuffles, dropout) on a stream of its own
@@ -83,12 +91,17 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     on.exit(.Call(R_pg_rng_use, prev_rng), add = TRUE)
   }
   # the split, the shuffles, the batches and the statistics live in the core (native/fit.c)
-  plan <- .Call(R_pg_fit_new, ag_tensor(X, dtype = dtype)$.ptr, if (is.null(tg$Y)) NULL else ag_tensor(tg$Y, dtype = dtype)$.ptr,
+  plan <- tryCatch(.Call(R_pg_fit_new, ag_tensor(X, dtype = dtype)$.ptr, if (is.null(tg$Y)) NULL else ag_tensor(tg$Y, dtype = dtype)$.ptr,
                 classify, batch_size, nbatch_logical, val_split, isTRUE(shuffle),
-                if (is.null(res)) NULL else as.integer(.num_vec(res$fit$settings$split_state)))
+                if (is.null(res)) NULL else as.integer(.num_vec(res$fit$settings$split_state))),
+                   error = function(e) if (is.null(res)) stop(e) else undo(e))
   if (!is.null(sync)) .Call(R_pg_fit_shard, plan, sync$rank, sync$world)
   settings$split_state <- as.list(.Call(R_pg_fit_split_state, plan))
-  if (!is.null(res)) .ckpt_rng_load(as.integer(.num_vec(res$fit$rng_state)))
+  if (!is.null(res)) {  # the run is set up: now the weights and optimizer, then the stream (all checked)
+    res$tensors <- tryCatch(.fit_resume_load(resume_from, model, opt), error = undo)
+    opt$accumulate_steps <- accum
+    .ckpt_rng_load(as.integer(.num_vec(res$fit$rng_state)))
+  }
   sz <- .Call(R_pg_fit_sizes, plan)
   n_val <- sz[[3L]]; nb <- sz[[4L]]; n_valb <- sz[[6L]]
 

@@ -47,7 +47,13 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
     e$fit <- NULL
   }
   e$state <- function() list(js = list(best = e$best, best_epoch = e$best_epoch, wait = e$wait), arrays = e$best_weights)
-  e$load_state <- function(st, arrays = NULL) {  # from a checkpoint (either language's)
+  e$check_state <- function(st) {  # ag_fit asks before it writes anything on resume
+    one <- function(v, lo = -Inf) is.null(v) || (is.numeric(v) && length(v) == 1L && !is.na(v) && v >= lo)
+    if (!is.list(st) || !one(st$best) || !one(st$best_epoch, 0) || !one(st$wait, 0))
+      stop("ag_early_stopping: the checkpoint's callback state is not usable (best, best_epoch, wait)", call. = FALSE)
+  }
+  e$load_state <- function(st, arrays = NULL) {  # from a checkpoint (either language's), checked first
+    e$check_state(st)
     e$best <- if (is.null(st$best)) Inf else as.double(st$best)
     e$best_epoch <- if (is.null(st$best_epoch)) NULL else as.integer(st$best_epoch)
     e$wait <- if (is.null(st$wait)) 0L else as.integer(st$wait)

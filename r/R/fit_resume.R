@@ -9,6 +9,7 @@ ag_model_checkpoint <- function(path, every = 1L) {
   if (!is.numeric(every) || length(every) != 1L || is.na(every) || every != floor(every) || every < 1)
     stop(sprintf("ag_model_checkpoint: every must be an integer >= 1, got %s", paste(format(every), collapse = " ")),
          call. = FALSE)
+  .ckpt_path_check(path)
   e <- new.env(parent = emptyenv())
   e$path <- path; e$every <- as.integer(every); e$saved <- character(0); e$fit <- NULL
   e$on_train_begin <- function(fit) e$fit <- fit
@@ -22,6 +23,19 @@ ag_model_checkpoint <- function(path, every = 1L) {
   }
   class(e) <- c("ag_model_checkpoint", "ag_callback")
   e
+}
+
+# The path is checked now rather than after the first epoch: no placeholder but {epoch}, in a
+# directory that exists and can be written (Python's texts).
+.ckpt_path_check <- function(path) {
+  first <- gsub("{epoch}", "1", path, fixed = TRUE)
+  if (grepl("[{}]", gsub("{{", "", gsub("}}", "", first, fixed = TRUE), fixed = TRUE)))
+    stop(sprintf("ag_model_checkpoint: path '%s' has a placeholder other than {epoch}", path), call. = FALSE)
+  d <- dirname(path.expand(first))
+  if (!dir.exists(d)) stop(sprintf("ag_model_checkpoint: directory '%s' of path '%s' does not exist", d, path), call. = FALSE)
+  if (file.access(d, 2L) != 0L || file.access(d, 1L) != 0L)
+    stop(sprintf("ag_model_checkpoint: directory '%s' of path '%s' is not writable", d, path), call. = FALSE)
+  invisible(path)
 }
 
 print.ag_model_checkpoint <- function(x, ...) {
@@ -67,11 +81,12 @@ print.ag_model_checkpoint <- function(x, ...) {
   }
 }
 
-# Load a checkpoint into model and opt and check it belongs to this run; returns what ag_fit
-# needs to go on: list(epoch, fit = the saved fit state, tensors).
-.fit_resume <- function(path, model, opt, settings) {
-  extra <- .meta_json(.read_safetensors(path)$meta, "extra", path)  # checked before anything is written
-  fs <- if (is.list(extra)) extra$fit else NULL
+# Check a checkpoint against this run, writing nothing: its settings, epoch, history and random
+# state. Returns list(epoch, fit = the saved fit state); .fit_resume_load writes the weights and
+# the optimizer later, once the run is set up (a refused checkpoint changes nothing).
+.fit_resume <- function(path, settings) {
+  info <- ag_model_info(path)
+  fs <- if (is.list(info$extra)) info$extra$fit else NULL
   if (!is.list(fs) || !is.list(fs$settings))
     .fit_stop("ag_fit: %s is not an ag_fit checkpoint (no training state)", path)
   for (k in c("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss")) {
@@ -81,11 +96,24 @@ print.ag_model_checkpoint <- function(x, ...) {
       .fit_stop("ag_fit: cannot resume: %s was %s in the checkpoint, now %s", k,
                 if (is.null(was)) "None" else format(was), format(now))
   }
+  if (is.null(info$epoch)) .fit_stop("ag_fit: %s is not a training checkpoint (no epoch)", path)
+  num_list <- function(v) is.list(v) && all(vapply(v, function(x) is.null(x) || (is.numeric(x) && length(x) == 1L), logical(1)))
+  h <- fs$history
+  ok <- is.list(h) && all(vapply(.HIST_KEYS, function(k) is.null(h[[k]]) || num_list(h[[k]]), logical(1))) &&
+    num_list(fs$rng_state) && isTRUE(tryCatch({
+      .Call(R_pg_rng_set_state, .rng_stream(1L), as.integer(.num_vec(fs$rng_state)))  # a throwaway stream
+      TRUE
+    }, error = function(e) FALSE, warning = function(w) FALSE))
+  if (!ok) .fit_stop("ag_fit: %s holds an unusable training state (history or random stream)", path)
+  list(epoch = as.integer(info$epoch), fit = fs)
+}
+
+# The checkpoint's weights and optimizer state (all checked before the first write); its tensors.
+.fit_resume_load <- function(path, model, opt) {
   # this run's hyper-parameters stay (as in Python): no warning that the file's differ
   r <- withCallingHandlers(.load_model(path, model = model, optimizer = opt),
                            ggmlR_opt_hyper_warning = function(w) invokeRestart("muffleWarning"))
-  if (is.null(r$epoch)) .fit_stop("ag_fit: %s is not a training checkpoint (no epoch)", path)
-  list(epoch = as.integer(r$epoch), fit = fs, tensors = r$tensors)
+  r$tensors
 }
 
 # callback i's arrays saved in the checkpoint: list(params, buffers) or NULL

@@ -81,8 +81,8 @@
 # with the Python package, so both write the same bytes and refuse the same files
 
 # the core's answer list(status, message): a file's content (PG_ERR_VALUE = 3) names the file
-.codec_fail <- function(res, path) {
-  if (identical(res$status, 3L)) .io_bad(path, res$message)
+.codec_fail <- function(res, path, fn = NULL) {
+  if (identical(res$status, 3L)) .io_bad(if (is.null(fn)) path else sprintf("%s: %s", fn, path), res$message)
   stop(res$message, call. = FALSE)
 }
 
@@ -104,13 +104,14 @@
 
 # Validate and read a safetensors file: list(tensors = named list of matrices (file order) with
 # attribute "dtype" ("F32"/"F64"), meta = named list of strings).
-.read_safetensors <- function(path) {
+# A file refused on its framing or header names fn too ("ag_load_model(): <path>: header length ...").
+.read_safetensors <- function(path, fn = "ag_load_model()") {
   if (!is.character(path) || length(path) != 1L || is.na(path))
     stop("ag_load_model(): path must be a single file name", call. = FALSE)
   if (!file.exists(path)) stop(sprintf("cannot open file '%s': No such file or directory", path), call. = FALSE)
   if (dir.exists(path)) stop(sprintf("ag_load_model(): '%s' is a directory", path), call. = FALSE)
   res <- .Call(R_pg_st_read, path.expand(path))
-  if (!is.null(res$status)) .codec_fail(res, path)
+  if (!is.null(res$status)) .codec_fail(res, path, fn)
   res
 }
 
@@ -177,15 +178,14 @@
                       conditionMessage(e)), call. = FALSE)
       NULL
     })
-    if (!is.null(cfg)) meta[["config"]] <- .to_json(cfg)
+    if (!is.null(cfg)) {
+      meta[["config"]] <- .to_json(cfg)
+      .check_save_config(meta[["config"]], params, bufs)  # whatever is saved must load
+    }
   }
   tensors <- c(lapply(names(params), function(k) list(name = k, value = params[[k]]$data, dtype = .file_dtype(params[[k]]))),
                lapply(names(bufs), function(k) list(name = k, value = bufs[[k]]$data, dtype = .file_dtype(bufs[[k]]))))
-  if (!is.null(epoch)) {
-    if (!is.numeric(epoch) || length(epoch) != 1L || is.na(epoch) || epoch < 0 || epoch != floor(epoch) || epoch > 1e12)
-      stop(sprintf("ag_save_model(): epoch must be an integer >= 0, got %s", format(epoch)), call. = FALSE)
-    meta[["epoch"]] <- sprintf("%.0f", epoch)
-  }
+  if (!is.null(epoch)) meta[["epoch"]] <- .check_save_epoch(epoch)
   if (!is.null(optimizer)) {
     if (!.is_optimizer(optimizer))
       stop(sprintf("ag_save_model(): optimizer must be an optimizer object, got %s", class(optimizer)[[1L]]), call. = FALSE)
@@ -359,6 +359,13 @@
   if (is.null(bnames)) bnames <- intersect(names(bufs), names(tensors))
   writes <- c(.match_tensors("parameter", params, pnames, tensors), .match_tensors("buffer", bufs, bnames, tensors))
   ostate <- if (!is.null(optimizer)) .opt_state_from_file(meta, tensors, optimizer, params, path) else NULL
+  if (!is.null(ostate))
+    tryCatch(.opt_load_file_state(optimizer, ostate, check_only = TRUE), error = function(e) .io_bad(path, conditionMessage(e)))
+  wn <- c(names(params), names(bufs))
+  for (i in seq_along(writes)) {
+    bad <- .check_fits(writes[[i]]$t, writes[[i]]$a, sprintf("tensor '%s'", wn[[i]]))
+    if (!is.null(bad)) .io_bad(path, bad)
+  }
   for (w in writes) {  # everything checked: now write
     a <- w$a
     attr(a, "dtype") <- NULL
@@ -372,7 +379,7 @@
 # ag_load_model(): state.R (ggmlR's arguments, and ggmlR's RDS containers)
 
 ag_model_info <- function(path) {
-  f <- .read_safetensors(path)
+  f <- .read_safetensors(path, "ag_model_info()")
   tensors <- f$tensors; meta <- f$meta
   desc <- function(nms) {
     out <- lapply(nms, function(k) list(shape = dim(tensors[[k]]),

@@ -123,15 +123,25 @@
        hyper = hp, params = per)
 }
 
-.opt_load_file_state <- function(e, state) {
+# The core checks every value (finite, within the dtype's range, Adam's v >= 0) and the counters,
+# then swaps all the slots in at once; check_only: the checks alone (io.R runs them before it
+# writes any weight). Shapes were checked by the caller.
+.opt_load_file_state <- function(e, state, check_only = FALSE) {
   kind <- e$kind
-  hp <- state$hyper
-  .opt_hyper_warn(e, hp[intersect(names(hp), c(.ST_HYPER[[kind]], names(.ST_EXTRA[[kind]])))])
   slots <- .SLOTS[[kind]]
-  per <- state$params
-  for (i in seq_along(per)) for (k in seq_along(slots))
-    .Call(R_pg_optim_set_state, e$.h, i - 1, k - 1L, per[[i]][[slots[[k]]]])
-  e$t <- if (is.null(state$t)) 0 else state$t
-  e$accum_count <- if (is.null(state$accum_count)) 0 else state$accum_count
+  vals <- list()
+  for (i in seq_along(state$params)) for (k in seq_along(slots)) {
+    v <- state$params[[i]][[slots[[k]]]]
+    if (!is.null(v)) storage.mode(v) <- "double"
+    vals[length(vals) + 1L] <- list(v)
+  }
+  t <- if (is.null(state$t)) 0 else as.double(state$t)
+  ac <- if (is.null(state$accum_count)) 0 else as.double(state$accum_count)
+  if (!check_only) {
+    .Call(R_pg_optim_load_file, e$.h, vals, t, ac, TRUE)
+    hp <- state$hyper
+    .opt_hyper_warn(e, hp[intersect(names(hp), c(.ST_HYPER[[kind]], names(.ST_EXTRA[[kind]])))])
+  }
+  .Call(R_pg_optim_load_file, e$.h, vals, t, ac, check_only)
   invisible(e)
 }

@@ -73,6 +73,14 @@ ag_state_dict <- function(model) {
   val
 }
 
+# a finite double beyond the f32 range would become Inf in an f32 tensor: refused before any write
+.fits_all <- function(caller, tensors, values, nms) {
+  for (i in seq_along(values)) {
+    bad <- .check_fits(tensors[[i]], values[[i]], sprintf("%s: '%s'", caller, nms[[i]]))
+    if (!is.null(bad)) stop(bad, call. = FALSE)
+  }
+}
+
 .distinct_names <- function(lst, caller, what) {
   nm <- names(lst)
   if (length(lst) && (is.null(nm) || any(is.na(nm) | !nzchar(nm)) || anyDuplicated(nm)))
@@ -108,6 +116,7 @@ ag_load_state_dict <- function(model, state, strict = TRUE) {
   # every check before the first write: a failing load changes nothing
   pv <- lapply(pn, function(nm) .sd_value(caller, nm, dim(params[[nm]]), sp[[nm]]))
   bv <- lapply(bn, function(nm) .sd_value(caller, nm, dim(bufs[[nm]]), sb[[nm]]))
+  .fits_all(caller, c(params[pn], bufs[bn]), c(pv, bv), c(pn, bn))
   for (i in seq_along(pn)) params[[pn[i]]]$data <- pv[[i]]  # in place: optimizers stay bound
   for (i in seq_along(bn)) bufs[[bn[i]]]$data <- bv[[i]]
   invisible(model)
@@ -154,7 +163,7 @@ ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch 
 # safetensors start (header length within the file, then "{") wins; bytes compared as raw
 .is_rds_file <- function(path) {
   if (!is.character(path) || length(path) != 1L || is.na(path) || !file.exists(path) || dir.exists(path)) return(FALSE)
-  b <- readBin(path, "raw", n = 9L)
+  b <- tryCatch(suppressWarnings(readBin(path, "raw", n = 9L)), error = function(e) raw(0))  # a device: the core says
   if (length(b) < 6L) return(FALSE)
   size <- file.info(path)$size
   hlen <- sum(as.numeric(b[1:8]) * 256^(0:7))
@@ -229,6 +238,7 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
   sb <- box[["buffers"]]
   bn <- if (is.list(sb)) intersect(names(bufs), names(sb)) else character(0)  # missing keys: skipped (ggmlR)
   bv <- lapply(bn, function(nm) value("buffer", nm, dim(bufs[[nm]]), sb[[nm]]))
+  .fits_all("ag_load_model()", c(params, bufs[bn]), c(pv, bv), c(names(params), bn))
   for (i in seq_along(params)) params[[i]]$data <- pv[[i]]
   for (i in seq_along(bn)) bufs[[bn[i]]]$data <- bv[[i]]
   ag_eval(model)

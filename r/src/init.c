@@ -142,6 +142,8 @@ extern SEXP R_pg_ckpt_segment(SEXP);
 extern SEXP R_pg_optim_step_sum(SEXP, SEXP);
 extern SEXP R_pg_gradmap_build(SEXP, SEXP);
 extern SEXP R_pg_optim_load(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_optim_load_file(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_values_fit(SEXP, SEXP, SEXP);
 extern SEXP R_pg_st_read(SEXP);
 extern SEXP R_pg_st_write(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_json_check(SEXP, SEXP, SEXP);
@@ -275,6 +277,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_optim_step_sum",       (DL_FUNC) &R_pg_optim_step_sum,       2},
     {"R_pg_gradmap_build",        (DL_FUNC) &R_pg_gradmap_build,        2},
     {"R_pg_optim_load",           (DL_FUNC) &R_pg_optim_load,           4},
+    {"R_pg_optim_load_file",      (DL_FUNC) &R_pg_optim_load_file,      5},
+    {"R_pg_values_fit",           (DL_FUNC) &R_pg_values_fit,           3},
     {"R_pg_st_read",              (DL_FUNC) &R_pg_st_read,              1},
     {"R_pg_st_write",             (DL_FUNC) &R_pg_st_write,             6},
     {"R_pg_json_check",           (DL_FUNC) &R_pg_json_check,           3},

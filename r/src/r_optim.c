@@ -160,3 +160,34 @@ SEXP R_pg_optim_load(SEXP h, SEXP vals, SEXP t, SEXP ac)
     r_check(pg_optim_load(o, v, (int64_t)n, Rf_asReal(t), Rf_asReal(ac)));
     return R_NilValue;
 }
+
+/* A model file's optimizer state, all or nothing (pg_optim_load_file): vals = parameter-major
+ * list of NULL or double matrices of the parameter's size (N slots each; shapes checked in R). */
+SEXP R_pg_optim_load_file(SEXP h, SEXP vals, SEXP t, SEXP ac, SEXP check_only)
+{
+    pg_optim *o = r_get(h, R_OPTIM);
+    R_xlen_t n = XLENGTH(vals), np = pg_optim_nparams(o), per = np > 0 ? n / np : 1;
+    const double **v = (const double **)R_alloc(n > 0 ? n : 1, sizeof *v);
+    for (R_xlen_t j = 0; j < n; j++) {
+        SEXP x = VECTOR_ELT(vals, j);
+        pg_tensor *p = pg_optim_param(o, per > 0 ? j / per : 0);
+        if (Rf_isNull(x)) { v[j] = NULL; continue; }
+        if (TYPEOF(x) != REALSXP || !p || XLENGTH(x) != (R_xlen_t)pg_tensor_nrow(p) * pg_tensor_ncol(p))
+            Rf_error("optimizer state: slot value %lld is not a double matrix of its parameter's size", (long long)j + 1);
+        v[j] = REAL(x);
+    }
+    r_check(pg_optim_load_file(o, v, (int64_t)n, Rf_asReal(t), Rf_asReal(ac), Rf_asLogical(check_only) == TRUE));
+    return R_NilValue;
+}
+
+/* NULL when the doubles v fit a tensor of dtype f32 (f32 TRUE) or f64, else the message. */
+SEXP R_pg_values_fit(SEXP v, SEXP f32, SEXP what)
+{
+    if (TYPEOF(v) != REALSXP || !Rf_isString(what) || XLENGTH(what) != 1) Rf_error("internal: bad arguments to pg_values_fit");
+    int rc = pg_values_fit(REAL(v), (int64_t)XLENGTH(v), Rf_asLogical(f32) == TRUE ? PG_F32 : PG_F64,
+                           Rf_translateCharUTF8(STRING_ELT(what, 0)));
+    if (!rc) return R_NilValue;
+    SEXP out = Rf_ScalarString(Rf_mkCharCE(pg_last_error(), CE_UTF8));
+    pg_clear_error();
+    return out;
+}
