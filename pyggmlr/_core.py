@@ -98,8 +98,8 @@ def ag_set_threads(n: int) -> int:
     prev = lib.pg_get_threads()
     if isinstance(n, bool) or not isinstance(n, int) and not (isinstance(n, float) and n.is_integer()):
         raise error_for_status(6, f"ag_set_threads(): n must be a whole number, got {n!r}")
-    if not -2 ** 31 <= int(n) < 2 ** 31:
-        raise error_for_status(3, f"ag_set_threads(): n must be between 1 and the number of cores, got {n!r}")
+    if not 1 <= int(n) <= lib.PG_MAX_THREADS:
+        raise error_for_status(3, f"ag_set_threads(): n must be between 1 and {lib.PG_MAX_THREADS}, got {n!r}")
     check(lib.pg_set_threads(int(n)))
     return prev
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._core import F32, F64, NULL, ffi, lib
+from ._core import F32, F64, NULL, check, ffi, lib
 from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from .optim import Optimizer, _grads_handle, clip_grad_norm, optimizer_adam, optimizer_sgd
 from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
@@ -216,6 +216,8 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
                                     "of replicas; pass one")
         n_replicas = n_gpu
     n_rep = 1 if n_replicas is None else _as_int(n_replicas, "n_replicas", 1)
+    if n_rep > lib.PG_DP_MAX_REPLICAS:  # each replica is a whole model: 10**9 of them never end
+        check(lib.pg_check_count(b"dp_train", b"n_replicas", float(min(n_rep, 2 ** 62)), 1, lib.PG_DP_MAX_REPLICAS))
     n_iter = _as_int(n_iter, "n_iter", 0)
     every = _verbose_every(verbose)
     max_norm = float(max_norm)
