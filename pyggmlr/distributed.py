@@ -211,6 +211,7 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
         raise PyggmlrValueError("dp_train: data is empty")
     if n_gpu is not None:  # ggmlR's name for the replica count
         n_gpu = _as_int(n_gpu, "n_gpu", 1)
+        check(lib.pg_check_count(b"dp_train", b"n_gpu", float(min(n_gpu, 2 ** 62)), 1, lib.PG_DP_MAX_REPLICAS))
         if n_replicas is not None and _as_int(n_replicas, "n_replicas", 1) != n_gpu:
             raise PyggmlrValueError(f"dp_train: n_gpu ({n_gpu}) and n_replicas ({n_replicas}) both give the number "
                                     "of replicas; pass one")

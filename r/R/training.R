@@ -4,6 +4,8 @@
 # (R's .Random.seed is left alone); NULL: from R's stream.
 ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_major = TRUE, seed = NULL) {
   seed <- .seed_int(seed, "ag_dataloader(): seed")
+  .check_dims(x, "ag_dataloader", "x")  # a tampered dim must not reach as.matrix / `[`
+  if (!is.null(y)) .check_dims(y, "ag_dataloader", "y")
   x <- as.matrix(if (is_ag_tensor(x)) x$data else x)
   if (!is.null(y)) y <- as.matrix(if (is_ag_tensor(y)) y$data else y)
   if (!isTRUE(col_major)) {
