@@ -181,9 +181,9 @@ def test_fork_with_busy_thread_does_not_deadlock():
 # ---- unbounded requests ----
 
 def test_set_threads_bound():
-    with pytest.raises(PyggmlrValueError, match="between 1 and 1024"):
+    with pytest.raises(PyggmlrValueError, match="<= 1024"):
         pg.ag_set_threads(10 ** 6)
-    with pytest.raises(PyggmlrValueError, match="between 1 and 1024"):
+    with pytest.raises(PyggmlrValueError, match="<= 1024"):
         pg.ag_set_threads(1e6)
     prev = pg.ag_set_threads(1)
     assert pg.ag_get_threads() == 1
@@ -191,7 +191,7 @@ def test_set_threads_bound():
 
 
 def test_dp_train_replica_bound():
-    with pytest.raises(PyggmlrValueError, match="n_replicas must be a whole number between 1 and 1024"):
+    with pytest.raises(PyggmlrValueError, match="n_replicas must be a whole number >= 1 and <= 1024"):
         pg.dp_train(lambda: pg.ag_linear(1, 1), [np.ones((1, 1))], n_replicas=10 ** 9)
     with pytest.raises(PyggmlrValueError, match="n_replicas"):
         pg.dp_train(lambda: pg.ag_linear(1, 1), [np.ones((1, 1))], n_replicas=1e9)
