@@ -115,3 +115,21 @@ test_that("unbounded requests are refused up front naming the bound", {
   prev <- ag_set_threads(1L)
   ag_set_threads(prev)
 })
+
+test_that("forked children (parallel::mcparallel) with the GEMM pool running do not hang", {
+  skip_on_os("windows")
+  r <- run_child(c(
+    "ag_set_threads(2L); ag_set_blas('builtin')",
+    "W <- ag_tensor(matrix(runif(256 * 256), 256)); invisible(ag_matmul(W, W))",
+    "ok <- 0L",
+    "for (k in 1:20) {",
+    "  job <- parallel::mcparallel({ p <- ag_param(matrix(1, 2, 2)); l <- with_grad_tape(ag_sum(ag_matmul(p, p)));",
+    "    g <- backward(l); ag_set_threads(1L); ag_memory_trim(); sum(ag_matmul(W, W)$data) > 0 })",
+    "  res <- parallel::mccollect(job, wait = FALSE, timeout = 10)",
+    "  if (isTRUE(res[[1]])) ok <- ok + 1L else { tools::pskill(job$pid, 9L); break }",
+    "  invisible(ag_matmul(W, W))",
+    "}",
+    "cat('children ok', ok, '\\n')"), timeout = 120)
+  expect_equal(r$status, 0L, info = paste(r$out, collapse = "\n"))
+  expect_true(any(grepl("children ok 20", r$out)), info = paste(r$out, collapse = "\n"))
+})
