@@ -19,7 +19,9 @@
 # sample and is transposed; a vector is one row.
 .fit_cols <- function(v, name) {
   if (is_ag_tensor(v)) v <- v$data
-  .check_dims(v, "ag_fit", name)  # a tampered dim must not reach R's `[` (it trusts dim)
+  # a tampered dim must not reach R's `[` (it trusts dim); named after the public caller
+  fn <- tryCatch(as.character(sys.call(-1L)[[1L]])[1L], error = function(e) "")
+  .check_dims(v, if (length(fn) == 1L && !is.na(fn) && startsWith(fn, "ag_")) fn else "ag_fit", name)
   if (is.data.frame(v)) {
     ok <- vapply(v, function(col) is.numeric(col) || is.logical(col), logical(1))
     if (!all(ok)) .fit_stop("ag_fit: %s: data.frame column '%s' is not numeric", name, names(v)[!ok][1L])

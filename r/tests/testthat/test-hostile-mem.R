@@ -40,7 +40,7 @@ test_that("a tampered dim is a classed error naming the function and argument, i
   expect_error(ag_mse_loss(w, x), "prod(dim)", fixed = TRUE)
   expect_error(ag_dataloader(x), "ag_dataloader: argument 'x' has dim", class = "pyggmlr_shape_error")
   expect_error(ag_dataloader(matrix(1, 2, 2), x), "ag_dataloader: argument 'y'", class = "pyggmlr_shape_error")
-  expect_error(ag_predict(ag_linear(1000, 2), x), "ag_fit: argument 'x' has dim", class = "pyggmlr_shape_error")
+  expect_error(ag_predict(ag_linear(1000, 2), x), "ag_predict: argument 'x' has dim", class = "pyggmlr_shape_error")
   expect_error(ag_flash_attention(matrix(1, 4, 2), matrix(1, 4, 2), matrix(1, 4, 2), n_heads = 1L, mask = bad_lgl()),
                "mask", class = "pyggmlr_error")
 })
