@@ -37,7 +37,7 @@ static void test_hostile(void)
     CHECK_ERR(pg_check_count("dp_train", "n_replicas", 2.5, 1, 4) != 0, PG_ERR_VALUE, "whole number");
     CHECK_ERR(pg_check_count("f", "n", NAN, 1, 4) != 0, PG_ERR_VALUE, "f: n must be");
     CHECK(pg_check_count("f", "n", 4, 1, 4) == 0);
-    CHECK_ERR(pg_set_threads(PG_MAX_THREADS + 1) != 0, PG_ERR_VALUE, "ag_set_threads(): n must be between 1 and 1024");
+    CHECK_ERR(pg_set_threads(PG_MAX_THREADS + 1) != 0, PG_ERR_VALUE, "ag_set_threads(): n must be a whole number >= 1 and <= 1024");
     CHECK(pg_physical_memory() > 0);
 
     char fifo[64];
