@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#if !defined(_WIN32)
+#include <fcntl.h>
+#include <unistd.h>
+#endif
 #include "pg.h"
 #include "codec_internal.h"
 
@@ -207,15 +211,26 @@ int pg_st_open(const char *path, pg_st_file **out)
     if (!f) return pg_fail(PG_ERR_NOMEM, "out of memory opening '%s'", path);
     int rc = 0;
     unsigned char lb[8];
-    f->fp = fopen(path, "rb");
-    if (!f->fp) { rc = pg_fail(PG_ERR_IO, "cannot open file '%s': %s", path, strerror(errno)); goto fail; }
-#ifndef _WIN32
-    struct stat fst;  /* a device (/dev/zero) or pipe has no size to check the header against */
-    if (!fstat(fileno(f->fp), &fst) && !S_ISREG(fst.st_mode)) {
-        rc = pg_fail(PG_ERR_VALUE, "not a safetensors model file: not a regular file (a device, pipe or socket)");
+#if !defined(_WIN32)
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses anything but a
+     * regular file (a FIFO, /dev/zero, a terminal would block or never end), and the open file
+     * is the one checked (no race with a rename between a stat and the open) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) { rc = pg_fail(PG_ERR_IO, "cannot open file '%s': %s", path, strerror(errno)); goto fail; }
+    struct stat sb;
+    if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        rc = pg_fail(PG_ERR_VALUE, "not a regular file (%s): model files are regular files",
+                     S_ISDIR(sb.st_mode) ? "a directory" : "a FIFO, device or socket");
         goto fail;
     }
-#endif
+    int fl = fcntl(fd, F_GETFL);
+    if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    f->fp = fdopen(fd, "rb");
+    if (!f->fp) { rc = pg_fail(PG_ERR_IO, "cannot open file '%s': %s", path, strerror(errno)); close(fd); goto fail; }
+#else
+    f->fp = fopen(path, "rb");
+    if (!f->fp) { rc = pg_fail(PG_ERR_IO, "cannot open file '%s': %s", path, strerror(errno)); goto fail; }
     int64_t size;
     if (fseeko(f->fp, 0, SEEK_END) || (size = (int64_t)ftello(f->fp)) < 0 || fseeko(f->fp, 0, SEEK_SET)) {
         rc = pg_fail(PG_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
@@ -251,6 +266,13 @@ int pg_st_open(const char *path, pg_st_file **out)
 fail:
     pg_st_close(f);
     return rc;
+}
+
+int pg_file_kind(const char *path)
+{
+    struct stat sb;
+    if (!path || stat(path, &sb)) return 0; /* stat never opens: a FIFO does not block it */
+    return S_ISREG(sb.st_mode) ? 1 : S_ISDIR(sb.st_mode) ? 2 : 3;
 }
 
 #define VALID(f, i) ((f) && (i) >= 0 && (i) < (f)->n)

@@ -234,6 +234,13 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
         free(dir); free(tmp); free(h.b); free(target);
         return rc;
     }
+    /* renaming over a FIFO, a device or a directory would replace it (or fail late): refuse */
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        rc = pg_fail(PG_ERR_VALUE, "ag_save_model(): '%s' exists and is not a regular file (%s)", path,
+                     S_ISDIR(st.st_mode) ? "a directory" : "a FIFO, device or socket");
+        free(dir); free(tmp); free(h.b);
+        return rc;
+    }
     const char *base = slash ? slash + 1 : path;
     int fd = -1;
     static unsigned long counter;

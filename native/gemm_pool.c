@@ -199,6 +199,27 @@ void pg_gemm_threads_hint(int n)
     pthread_mutex_unlock(&job_mu);
 }
 
+/* fork.c: 0 before fork: wait for a product in flight (job_mu) and take the fields' lock, so no
+ * product or resize is half done; 1 parent: release both; 2 child: fresh locks and condition
+ * variables, no workers (they stayed in the parent) */
+void pg_gemm_fork(int phase)
+{
+    if (phase == 0) {
+        pthread_mutex_lock(&job_mu);
+        pthread_mutex_lock(&mu);
+    } else if (phase == 1) {
+        pthread_mutex_unlock(&mu);
+        pthread_mutex_unlock(&job_mu);
+    } else {
+        pthread_mutex_init(&job_mu, NULL);
+        pthread_mutex_init(&mu, NULL);
+        pthread_cond_init(&work_cv, NULL);
+        pthread_cond_init(&done_cv, NULL);
+        nworkers = 0, keep = 0, pending = 0;
+        pool_pid = getpid();
+    }
+}
+
 /* exit and dlclose: no worker may outlive the code it runs. If a product is in flight on
  * another thread at exit, leave the workers alone (exit ends them) rather than wait. */
 __attribute__((destructor)) static void pool_fini(void)
@@ -234,6 +255,7 @@ static int pool_run(gemm_job *j, int threads)
     return 1;
 }
 #else
+void pg_gemm_fork(int phase) { (void)phase; }
 int pg_gemm_threads_stop(void) { return 0; }
 int pg_gemm_threads_live(void) { return 0; }
 void pg_gemm_threads_hint(int n) { (void)n; }

@@ -56,6 +56,14 @@ void pg_grad_lock(void)
 
 void pg_grad_unlock(void) { pthread_mutex_unlock(&grad_mu); }
 
+/* fork.c: 0 before fork (take it), 1 parent (release), 2 child (a fresh lock, unlocked) */
+void pg_grad_fork(int phase)
+{
+    if (phase == 0) pg_grad_lock();
+    else if (phase == 1) pg_grad_unlock();
+    else make_grad_mu();
+}
+
 void pg_thread_watch(void)
 {
     static _Thread_local int watched;

@@ -16,6 +16,12 @@ typedef struct pg_st_file pg_st_file;
  * elements * itemsize, no overlaps, no gaps, no trailing bytes). On success *out holds the
  * open file; on failure *out is NULL and nothing stays open. */
 int pg_st_open(const char *path, pg_st_file **out);
+/* What path is, without opening it (a FIFO or device must not block a reader): 0 missing (or
+ * not reachable), 1 regular file, 2 directory, 3 anything else (FIFO, device, socket). Model
+ * files are read only from regular files (pg_st_open refuses the rest, checking the file it
+ * opened); the front ends ask first to give their own errors and to keep R's readBin/readRDS
+ * off FIFOs and devices. */
+int pg_file_kind(const char *path);
 void pg_st_close(pg_st_file *f);
 
 int64_t pg_st_count(const pg_st_file *f);            /* tensors, in header order */

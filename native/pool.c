@@ -102,6 +102,14 @@ int64_t pg_memory_cached(void)
     return (int64_t)c;
 }
 
+/* fork.c: 0 before fork (take the lock), 1 parent (release), 2 child (a fresh lock) */
+void pg_pool_fork(int phase)
+{
+    if (phase == 0) pthread_mutex_lock(&mu);
+    else if (phase == 1) pthread_mutex_unlock(&mu);
+    else pthread_mutex_init(&mu, NULL);
+}
+
 void pg_memory_trim(void)
 {
     pthread_mutex_lock(&mu);

@@ -31,10 +31,13 @@ struct pg_rng {
     double (*ext_unif)(void);    /* external generator (R with another RNGkind), else NULL */
     double (*ext_norm)(void);
     double (*ext_index)(double);
+    struct pg_rng *prev, *next;  /* the list of streams pg_rng_fork locks (default not in it) */
 };
 
 static pg_rng default_rng = { RNG_MAGIC, 1, PTHREAD_MUTEX_INITIALIZER, MT_N + 1, {0}, NULL, NULL, NULL };
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t streams_mu = PTHREAD_MUTEX_INITIALIZER; /* the list below */
+static pg_rng *streams;
 static _Thread_local pg_rng *current_rng;
 
 /* ---- Mersenne-Twister, as R drives it ---- */
@@ -246,7 +249,35 @@ static pg_rng *rng_alloc(void)
     if (!r) return pg_fail_null(PG_ERR_NOMEM, "pg_rng_new: out of memory");
     r->magic = RNG_MAGIC;
     pthread_mutex_init(&r->mu, NULL);
+    pthread_mutex_lock(&streams_mu);
+    r->next = streams;
+    if (streams) streams->prev = r;
+    streams = r;
+    pthread_mutex_unlock(&streams_mu);
     return r;
+}
+
+/* fork.c: 0 before fork (take the list's lock and every stream's, so no draw is half done),
+ * 1 parent (release them), 2 child (fresh locks) */
+void pg_rng_fork(int phase)
+{
+    if (phase == 0) {
+        pthread_mutex_lock(&streams_mu);
+        pthread_mutex_lock(&default_rng.mu);
+        for (pg_rng *r = streams; r; r = r->next) pthread_mutex_lock(&r->mu);
+        return;
+    }
+    for (pg_rng *r = streams; r; r = r->next) {
+        if (phase == 1) pthread_mutex_unlock(&r->mu);
+        else pthread_mutex_init(&r->mu, NULL);
+    }
+    if (phase == 1) {
+        pthread_mutex_unlock(&default_rng.mu);
+        pthread_mutex_unlock(&streams_mu);
+    } else {
+        pthread_mutex_init(&default_rng.mu, NULL);
+        pthread_mutex_init(&streams_mu, NULL);
+    }
 }
 
 pg_rng *pg_rng_new(void)
@@ -278,6 +309,11 @@ void pg_rng_free(pg_rng *r)
     if (!r || r->is_default || r->magic != RNG_MAGIC) return;
     if (current_rng == r) current_rng = NULL;
     r->magic = 0;
+    pthread_mutex_lock(&streams_mu);
+    if (r->prev) r->prev->next = r->next;
+    else streams = r->next;
+    if (r->next) r->next->prev = r->prev;
+    pthread_mutex_unlock(&streams_mu);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }

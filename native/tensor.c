@@ -166,6 +166,13 @@ pg_tensor *pg_new(int dtype, int64_t nrow, int64_t ncol, int category)
     if (ncol > 0 && nrow > (INT64_MAX / 8) / ncol)
         return pg_fail_null(PG_ERR_VALUE, "tensor [%lldx%lld] is too large", (long long)nrow, (long long)ncol);
     size_t nbytes = (size_t)(nrow * ncol) * pg_dtype_size(dtype);
+    /* beyond the machine's memory: refused without trying (an overcommitting OS may say yes) */
+    static int64_t phys_cache = -1; /* any thread may fill it: the same value each time */
+    int64_t phys = nbytes > ((size_t)1 << 30) ? LOAD(phys_cache) : 0;
+    if (phys < 0) __atomic_store_n(&phys_cache, phys = pg_physical_memory(), __ATOMIC_RELAXED);
+    if (phys > 0 && (int64_t)nbytes > phys)
+        return pg_fail_null(PG_ERR_NOMEM, "out of memory allocating a [%lldx%lld] %s tensor (%zu bytes, more than this machine's %lld)",
+                            (long long)nrow, (long long)ncol, pg_dtype_name(dtype), nbytes, (long long)phys);
     pg_storage *st = storage_new(nbytes, category);
     if (!st) return pg_fail_null(PG_ERR_NOMEM, "out of memory allocating a [%lldx%lld] %s tensor (%zu bytes)",
                                  (long long)nrow, (long long)ncol, pg_dtype_name(dtype), nbytes);

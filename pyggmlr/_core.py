@@ -100,8 +100,8 @@ def ag_set_threads(n: int) -> int:
     prev = lib.pg_get_threads()
     if isinstance(n, bool) or not isinstance(n, int) and not (isinstance(n, float) and n.is_integer()):
         raise error_for_status(6, f"ag_set_threads(): n must be a whole number, got {n!r}")
-    if not -2 ** 31 <= int(n) < 2 ** 31:
-        raise error_for_status(3, f"ag_set_threads(): n must be between 1 and the number of cores, got {n!r}")
+    # the core's bound and message (R's too); huge ints clamped so float() cannot overflow
+    check(lib.pg_check_count(b"ag_set_threads()", b"n", float(max(min(int(n), 2 ** 62), -2 ** 62)), 1, lib.PG_MAX_THREADS))
     check(lib.pg_set_threads(int(n)))
     return prev
 

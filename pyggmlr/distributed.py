@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import numpy as np
 
 from . import _core
-from ._core import F32, F64, NULL, ffi, lib
+from ._core import F32, F64, NULL, check, ffi, lib
 from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from .optim import _grads_handle, clip_grad_norm, optimizer_adam
 from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
@@ -210,11 +210,14 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
         raise PyggmlrValueError("dp_train: data is empty")
     if n_gpu is not None:  # ggmlR's name for the replica count
         n_gpu = _as_int(n_gpu, "n_gpu", 1)
+        check(lib.pg_check_count(b"dp_train", b"n_gpu", float(min(n_gpu, 2 ** 62)), 1, lib.PG_DP_MAX_REPLICAS))
         if n_replicas is not None and _as_int(n_replicas, "n_replicas", 1) != n_gpu:
             raise PyggmlrValueError(f"dp_train: n_gpu ({n_gpu}) and n_replicas ({n_replicas}) both give the number "
                                     "of replicas; pass one")
         n_replicas = n_gpu
     n_rep = 1 if n_replicas is None else _as_int(n_replicas, "n_replicas", 1)
+    if n_rep > lib.PG_DP_MAX_REPLICAS:  # each replica is a whole model: 10**9 of them never end
+        check(lib.pg_check_count(b"dp_train", b"n_replicas", float(min(n_rep, 2 ** 62)), 1, lib.PG_DP_MAX_REPLICAS))
     n_iter = _as_int(n_iter, "n_iter", 0)
     every = _verbose_every(verbose)
     max_norm = float(max_norm)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Optional, Union
 
+import errno
 import json
 import math
 import os
@@ -40,7 +41,7 @@ def _write_safetensors(path, tensors, metadata):
     """tensors: list of (name, 2-D numpy float32/float64 array); metadata: dict str -> str.
     The core writes it atomically: a temp file in the same directory, fsynced, renamed over
     path, the directory fsynced."""
-    path = os.fspath(path)
+    path = _path_arg(path, "ag_save_model()")
     keep, arr = [], ffi.new("pg_st_tensor[]", max(len(tensors), 1))
     for i, (name, a) in enumerate(tensors):
         a = np.asarray(a)
@@ -88,12 +89,32 @@ def _is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _path_arg(path, fn):
+    """path as str/bytes; an int or bool is refused (open() would take it as a file descriptor:
+    ag_load_model(0) read stdin and closed it), as is anything else that is not a path."""
+    if isinstance(path, (bool, int)) or not isinstance(path, (str, bytes, os.PathLike)):
+        raise ArgumentError(f"{fn}: path must be a file name (str, bytes or os.PathLike), got {type(path).__name__} {path!r:.40}")
+    return os.fspath(path)
+
+
+def _regular_file(path, fn):
+    """The language's ordinary errors for a missing file or a directory; a FIFO, device or
+    socket is refused before anything opens it (reading one would block or never end)."""
+    kind = lib.pg_file_kind(os.fsencode(path))
+    if kind == 0:
+        os.stat(path)  # FileNotFoundError / PermissionError with the system's text
+    if kind == 2:
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if kind != 1:
+        raise _bad(path, f"{fn}: not a regular file (a FIFO, device or socket): model files are regular files")
+
+
 def _read_safetensors(path, fn="ag_load_model()"):
     """Validate and read a safetensors file (the core checks everything before any tensor is
     read): returns (dict name -> 2-D C-ordered numpy array in file order, metadata dict). A file
     refused on its framing or header names fn too ("ag_load_model(): <path>: header length ...")."""
-    with open(path, "rb"):  # the language's ordinary errors for a missing file or a directory
-        pass
+    path = _path_arg(path, fn)
+    _regular_file(path, fn)
     h = ffi.new("pg_st_file **")
     rc = lib.pg_st_open(os.fsencode(path), h)
     if rc != 0:
@@ -163,6 +184,7 @@ def _clean(v):
 
 def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
     from . import __version__
+    _path_arg(path, "ag_save_model()")
     from .optim import Optimizer
     params, bufs = _model_parts(model)
     clash = set(params) & set(bufs)

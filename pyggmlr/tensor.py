@@ -107,19 +107,28 @@ _NP_DTYPE = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
 
 
 class _View:
-    """Exposes a tensor's memory to numpy (__array_interface__) and keeps the tensor alive for
-    as long as an array made from it exists (the array's base is this object)."""
+    """Exposes a tensor's memory to numpy (__array_interface__). It holds its own core
+    reference (not the Python handle), so the array's memory stays valid after ``t.free()``,
+    ``del t`` or ``ag_memory_trim()``: the storage is released, and leaves the memory counters,
+    when the last array made from it is collected (the array's base is this object)."""
 
-    __slots__ = ("tensor", "__array_interface__")
+    __slots__ = ("_p", "__array_interface__")
 
     def __init__(self, t):
         p = t._handle()
         nr, nc = lib.pg_tensor_nrow(p), lib.pg_tensor_ncol(p)
         dt = _NP_DTYPE[t.dtype]
         addr = int(ffi.cast("uintptr_t", lib.pg_tensor_data(p))) if nr * nc else 0
-        self.tensor = t
+        lib.pg_tensor_retain(p)
+        self._p = p
         self.__array_interface__ = {"shape": (nr, nc), "typestr": dt.str, "version": 3,
                                     "data": (addr, False), "strides": (dt.itemsize, dt.itemsize * nr)}
+
+    def __del__(self, _release=lib.pg_tensor_release):
+        p = getattr(self, "_p", None)
+        if p is not None:
+            self._p = None
+            _release(p)
 
 
 class Tensor:

@@ -7,6 +7,7 @@
   if (!is.numeric(v) || length(v) != 1L || is.na(v) || v != floor(v) || v < lo)
     stop(sprintf("dp_train: %s must be an integer >= %d, got %s", name, lo, paste(format(v), collapse = " ")),
          call. = FALSE)
+  if (name %in% c("n_replicas", "n_gpu")) .check_count(v, "dp_train", name, lo, .PG_DP_MAX_REPLICAS)  # each one a model
   as.integer(v)
 }
 

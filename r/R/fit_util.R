@@ -66,6 +66,9 @@
 # sample and is transposed; a vector is one row.
 .fit_cols <- function(v, name, fn = "ag_fit") {
   if (is_ag_tensor(v)) v <- v$data
+  # a tampered dim must not reach R's `[` (it trusts dim); named after the public caller
+  fn <- tryCatch(as.character(sys.call(-1L)[[1L]])[1L], error = function(e) "")
+  .check_dims(v, if (length(fn) == 1L && !is.na(fn) && startsWith(fn, "ag_")) fn else "ag_fit", name)
   if (is.data.frame(v)) {
     ok <- vapply(v, function(col) is.numeric(col) || is.logical(col), logical(1))
     if (!all(ok)) .fit_stop("%s: %s: data.frame column '%s' is not numeric", fn, name, names(v)[!ok][1L])

@@ -108,8 +108,7 @@
 .read_safetensors <- function(path, fn = "ag_load_model()") {
   if (!is.character(path) || length(path) != 1L || is.na(path))
     stop("ag_load_model(): path must be a single file name", call. = FALSE)
-  if (!file.exists(path)) stop(sprintf("cannot open file '%s': No such file or directory", path), call. = FALSE)
-  if (dir.exists(path)) stop(sprintf("ag_load_model(): '%s' is a directory", path), call. = FALSE)
+  .model_path(path, "ag_load_model()")
   res <- .Call(R_pg_st_read, path.expand(path))
   if (!is.null(res$status)) .codec_fail(res, path, fn)
   res
@@ -379,6 +378,7 @@
 # ag_load_model(): state.R (ggmlR's arguments, and ggmlR's RDS containers)
 
 ag_model_info <- function(path) {
+  .model_path(path, "ag_model_info()")
   f <- .read_safetensors(path, "ag_model_info()")
   tensors <- f$tensors; meta <- f$meta
   desc <- function(nms) {

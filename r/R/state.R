@@ -126,6 +126,8 @@ ag_load_state_dict <- function(model, state, strict = TRUE) {
 # ag_save_model / ag_load_model with ggmlR's arguments (the file format is io.R's)
 
 ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch = NULL, extra = NULL) {
+  if (!is.character(path) || length(path) != 1L || is.na(path))
+    .pg_stop("argument", sprintf("ag_save_model(): path must be a file name (a single string), got %s", paste(class(path), collapse = "/")))
   if (!.is_model(model)) .model_params(model, "ag_save_model()")  # its error
   if (!is.null(model_fn) && !is.function(model_fn))
     stop("ag_save_model(): `model_fn` must be a function or NULL.", call. = FALSE)
@@ -186,6 +188,7 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
     on.exit(ag_device(old), add = TRUE)
     ag_device(device)
   }
+  .model_path(path, "ag_load_model()")  # 0L / TRUE / a FIFO or device: refused before any read
   if (.is_rds_file(path)) return(.load_ggmlr_container(path, model_fn, dtype, model))
   .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer, dtype = .load_dtype(dtype))$model
 }

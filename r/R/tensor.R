@@ -119,6 +119,7 @@ ggml_set_seed <- function(seed) {
 ag_set_threads <- function(n) {
   if (!is.numeric(n) || length(n) != 1L || is.na(n) || n != round(n))
     stop("ag_set_threads(): n must be one whole number", call. = FALSE)
+  .check_count(n, "ag_set_threads()", "n", 1L, .PG_MAX_THREADS)
   invisible(.Call(R_pg_set_threads, as.integer(n)))
 }
 

@@ -18,6 +18,8 @@ ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_maj
   seed <- .seed_int(seed, "ag_dataloader(): seed")
   col_major <- .arg_flag(col_major, "ag_dataloader", "col_major")
   shuffle <- .arg_flag(shuffle, "ag_dataloader", "shuffle")
+  .check_dims(x, "ag_dataloader", "x")  # a tampered dim must not reach as.matrix / `[`
+  if (!is.null(y)) .check_dims(y, "ag_dataloader", "y")
   x <- .loader_data(x, "x")
   if (!is.null(y)) y <- .loader_data(y, "y")
   if (!col_major) {

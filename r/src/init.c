@@ -147,6 +147,10 @@ extern SEXP R_pg_values_fit(SEXP, SEXP, SEXP);
 extern SEXP R_pg_st_read(SEXP);
 extern SEXP R_pg_st_write(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_json_check(SEXP, SEXP, SEXP);
+extern SEXP R_pg_check_dims(SEXP, SEXP, SEXP);
+extern SEXP R_pg_gc_room(SEXP);
+extern SEXP R_pg_file_kind(SEXP);
+extern SEXP R_pg_check_count(SEXP, SEXP, SEXP, SEXP, SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm",           (DL_FUNC) &R_pg_batch_norm,           8},
@@ -282,6 +286,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_st_read",              (DL_FUNC) &R_pg_st_read,              1},
     {"R_pg_st_write",             (DL_FUNC) &R_pg_st_write,             6},
     {"R_pg_json_check",           (DL_FUNC) &R_pg_json_check,           3},
+    {"R_pg_check_dims",           (DL_FUNC) &R_pg_check_dims,           3},
+    {"R_pg_gc_room",              (DL_FUNC) &R_pg_gc_room,              1},
+    {"R_pg_file_kind",            (DL_FUNC) &R_pg_file_kind,            1},
+    {"R_pg_check_count",          (DL_FUNC) &R_pg_check_count,          5},
     {NULL, NULL, 0}
 };
 

@@ -24,8 +24,8 @@ static pg_tensor *mask_tensor(SEXP M, int dt, int *tmp)
         return pg_tensor_cast(m, dt);
     }
     if (TYPEOF(M) == LGLSXP) {
-        SEXP dim = Rf_getAttrib(M, R_DimSymbol);
-        int64_t nr = INTEGER(dim)[0], nc = INTEGER(dim)[1];
+        int64_t nr, nc;
+        if (r_matrix_dims(M, "ag_flash_attention", "mask", &nr, &nc)) return NULL; /* length == prod(dim) */
         double *buf = (double *)R_alloc((size_t)(nr * nc > 0 ? nr * nc : 1), sizeof(double));
         const int *lg = LOGICAL(M);
         for (int64_t i = 0; i < nr * nc; i++) buf[i] = lg[i] == NA_LOGICAL ? NAN : lg[i] ? 0.0 : -INFINITY;
@@ -68,7 +68,8 @@ SEXP R_pg_flash_attention(SEXP Q, SEXP K, SEXP V, SEXP n_heads, SEXP scale, SEXP
             mask_ok = mt != NULL;
             if (mt) { mr = pg_tensor_nrow(mt); mc = pg_tensor_ncol(mt); }
         } else if (TYPEOF(dim) == INTSXP && Rf_length(dim) == 2) {
-            nd = 2; mr = INTEGER(dim)[0]; mc = INTEGER(dim)[1];
+            nd = 2;
+            mask_ok = r_matrix_dims(M, op, "mask", &mr, &mc) == 0;
         } else {
             nd = 1;
         }

@@ -89,7 +89,9 @@ SEXP R_pg_st_write(SEXP path, SEXP names, SEXP f64, SEXP values, SEXP keys, SEXP
     pg_st_tensor *t = (pg_st_tensor *)R_alloc((size_t)n + 1, sizeof(pg_st_tensor));
     for (R_xlen_t i = 0; i < n; i++) {
         SEXP v = VECTOR_ELT(values, i), dim = Rf_getAttrib(v, R_DimSymbol);
-        if (TYPEOF(v) != REALSXP || XLENGTH(dim) != 2) Rf_error("ag_save_model(): internal: tensor %ld is not a double matrix", (long)i);
+        if (TYPEOF(v) != REALSXP || TYPEOF(dim) != INTSXP || XLENGTH(dim) != 2
+            || (double)INTEGER(dim)[0] * INTEGER(dim)[1] != (double)XLENGTH(v))
+            Rf_error("ag_save_model(): internal: tensor %ld is not a double matrix whose length matches its dim", (long)i);
         int r = INTEGER(dim)[0], c = INTEGER(dim)[1], dbl = LOGICAL(f64)[i] == TRUE;
         const double *x = REAL(v);
         char *buf = R_alloc((size_t)r * (size_t)c + 1, dbl ? 8 : 4);

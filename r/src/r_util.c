@@ -1,5 +1,6 @@
 /* External pointers (one creator, one getter, quiet finalizers) and conversions. */
 #include "r_util.h"
+#include <string.h>
 
 static const char *kind_name[] = {"pg_tensor", "pg_gradmap", "pg_optim"};
 
@@ -34,41 +35,22 @@ static void fin_optim(SEXP x)
     R_ClearExternalPtr(x);
 }
 
-/* The core's error as a classed R condition (no call), as Python's typed exceptions: class
- * c("pyggmlr_<kind>_error", "pyggmlr_error", "error", "condition") from the core's status. */
+/* The core's error as a classed R condition (no call), as Python's typed exceptions
+ * (r_guard.c: the class from the core's status). */
 void r_fail(void)
 {
-    static const char *kinds[] = {"pyggmlr_error", "pyggmlr_shape_error", "pyggmlr_dtype_error",
-                                  "pyggmlr_value_error", "pyggmlr_memory_error", "pyggmlr_state_error",
-                                  "pyggmlr_argument_error"};
     const char *msg = pg_last_error();
-    int st = pg_last_status();
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", (msg && *msg) ? msg : "pyggmlr: unknown error in the C core");
+    int status = pg_last_status();
     pg_clear_error();
-    SEXP cond = PROTECT(Rf_allocVector(VECSXP, 2));
-    SET_VECTOR_ELT(cond, 0, Rf_mkString(buf));
-    SEXP nms = PROTECT(Rf_allocVector(STRSXP, 2));
-    SET_STRING_ELT(nms, 0, Rf_mkChar("message"));
-    SET_STRING_ELT(nms, 1, Rf_mkChar("call"));
-    Rf_setAttrib(cond, R_NamesSymbol, nms);
-    int specific = st >= 1 && st <= 6;
-    SEXP cls = PROTECT(Rf_allocVector(STRSXP, specific ? 4 : 3));
-    int j = 0;
-    if (specific) SET_STRING_ELT(cls, j++, Rf_mkChar(kinds[st]));
-    SET_STRING_ELT(cls, j++, Rf_mkChar("pyggmlr_error"));
-    SET_STRING_ELT(cls, j++, Rf_mkChar("error"));
-    SET_STRING_ELT(cls, j, Rf_mkChar("condition"));
-    Rf_setAttrib(cond, R_ClassSymbol, cls);
-    SEXP call = PROTECT(Rf_lang2(Rf_install("stop"), cond));
-    Rf_eval(call, R_BaseEnv);  /* long-jumps */
-    UNPROTECT(4);
-    Rf_errorcall(R_NilValue, "%s", buf); /* not reached */
+    r_stop_status(status, buf);
 }
 
 SEXP r_wrap(void *p, int kind)
 {
     if (p == NULL) r_fail();
+    if (kind == R_TENSOR) r_gc_pressure(); /* R's collector cannot see the core's bytes */
     SEXP x = PROTECT(R_MakeExternalPtr(p, kind_tag(kind), R_NilValue));
     R_RegisterCFinalizerEx(x, kind == R_TENSOR ? fin_tensor : kind == R_GRADMAP ? fin_gradmap : fin_optim,
                            TRUE);
@@ -88,7 +70,14 @@ void *r_get(SEXP x, int kind)
     return p;
 }
 
+static pg_tensor *new_tensor_arg(SEXP x, int dtype, const char *op, const char *arg);
+
 pg_tensor *r_new_tensor(SEXP x, int dtype, const char *op)
+{
+    return new_tensor_arg(x, dtype, op, strcmp(op, "ag_tensor") ? "value" : "data");
+}
+
+static pg_tensor *new_tensor_arg(SEXP x, int dtype, const char *op, const char *arg)
 {
     int src;
     const void *ptr;
@@ -112,17 +101,8 @@ pg_tensor *r_new_tensor(SEXP x, int dtype, const char *op)
         return pg_fail_null(PG_ERR_DTYPE, "%s: expected a numeric matrix, vector or ag_tensor, got %s",
                             op, Rf_type2char(TYPEOF(x)));
     }
-    int64_t nr = XLENGTH(x), nc = 1;
-    SEXP dim = Rf_getAttrib(x, R_DimSymbol);
-    if (!Rf_isNull(dim)) {
-        if (XLENGTH(dim) == 2) {
-            nr = INTEGER(dim)[0];
-            nc = INTEGER(dim)[1];
-        } else if (XLENGTH(dim) != 1) {
-            return pg_fail_null(PG_ERR_SHAPE, "%s: tensors are 2-D matrices [features, batch]; got an array with %d dims",
-                                op, (int)XLENGTH(dim));
-        }
-    }
+    int64_t nr, nc;
+    if (r_matrix_dims(x, op, arg, &nr, &nc)) return NULL; /* length == prod(dim), or an error */
     return pg_tensor_new(dtype, nr, nc, ptr, src, 1, nr);
 }
 
@@ -138,7 +118,7 @@ pg_tensor *r_operand(SEXP x, int dtype, const char *op, const char *arg, int *tm
             return pg_fail_null(PG_ERR_STATE, "%s: argument '%s': tensor handle is dead (was it saved with saveRDS?)", op, arg);
         return t;
     }
-    pg_tensor *t = r_new_tensor(x, dtype, op);
+    pg_tensor *t = new_tensor_arg(x, dtype, op, arg);
     if (t) *tmp = 1;
     return t;
 }

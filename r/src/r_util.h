@@ -56,4 +56,11 @@ typedef struct { pg_rng *r; int mode; pg_rng *prev; } r_draw;
 r_draw r_draw_enter(void);
 void r_draw_leave(r_draw c, int ok);
 
+/* r_guard.c: raise msg as a classed R error for a core status (pyggmlr_<kind>_error,
+ * pyggmlr_error, simpleError); a matrix's dims checked against its length (0, or -1 with the
+ * core's error set); a full collection when the core's live bytes outgrew the limit */
+void r_stop_status(int status, const char *msg) __attribute__((noreturn));
+int r_matrix_dims(SEXP x, const char *op, const char *arg, int64_t *nr, int64_t *nc);
+void r_gc_pressure(void);
+
 #endif

@@ -1092,6 +1092,7 @@ static void test_gemm(void)
 #include "driver_host.c"
 #include "driver_codec.c"
 #include "driver_lost.c"
+#include "driver_hostile.c"
 
 /* each part leaves nothing alive behind it */
 static void run(const char *name, void (*fn)(void))
@@ -1119,6 +1120,7 @@ int main(void)
     run("host", test_host);
     run("codec", test_codec);
     run("lost", test_lost);
+    run("hostile", test_hostile);
     pg_tape_clear();
     int64_t st[11];
     pg_memory_stats(st, 11);

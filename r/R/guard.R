@@ -1,0 +1,37 @@
+# Hostile input (issue 19): classed errors raised from R, data arguments whose dim disagrees
+# with their length, model paths that are not regular files, bounded counts. The checks
+# themselves are the core's (native/pg_api_bounds.h, pg_file_kind) where there is one.
+
+.pg_stop <- function(kind, msg)
+  stop(structure(class = c(sprintf("pyggmlr_%s_error", kind), "pyggmlr_error", "simpleError", "error", "condition"),
+                 list(message = msg, call = NULL)))
+
+# x's dim against its length (R's own `[` trusts dim: a tampered serialize() payload would make
+# it read past the end); data frames and lists pass through
+.check_dims <- function(x, fn, arg) {
+  if (is.atomic(x) && !is.null(attr(x, "dim"))) .Call(R_pg_check_dims, x, fn, arg)
+  invisible(x)
+}
+
+# a model file path: one string naming a regular file (0L / TRUE are not paths; a FIFO or a
+# device would block readBin/readRDS or never end; a directory is refused as such)
+.model_path <- function(path, fn) {
+  if (!is.character(path) || length(path) != 1L || is.na(path))
+    .pg_stop("argument", sprintf("%s: path must be a file name (a single string), got %s", fn,
+                                 paste(class(path), collapse = "/")))
+  kind <- .Call(R_pg_file_kind, path)
+  if (kind == 0L) stop(sprintf("cannot open file '%s': No such file or directory", path), call. = FALSE)
+  if (kind == 2L) stop(sprintf("%s: '%s' is a directory", fn, path), call. = FALSE)
+  if (kind != 1L)
+    .pg_stop("value", sprintf("%s: %s: not a regular file (a FIFO, device or socket): model files are regular files", path, fn))
+  invisible(path)
+}
+
+# whole number in [lo, hi], checked in double before as.integer() could make NA of it
+.check_count <- function(v, fn, arg, lo, hi) {
+  .Call(R_pg_check_count, fn, arg, if (is.numeric(v) && length(v) == 1L) as.double(v) else NA_real_, as.double(lo), as.double(hi))
+  invisible(v)
+}
+
+.PG_MAX_THREADS <- 1024L
+.PG_DP_MAX_REPLICAS <- 1024L

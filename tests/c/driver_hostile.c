@@ -1,0 +1,89 @@
+/* Hostile use (issue 19), included by driver.c: bounds on counts, what a path is (a FIFO must
+ * not block the reader), fork() while another thread runs backward passes and draws. */
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile int hostile_stop;
+
+static void *hostile_busy(void *arg)
+{
+    (void)arg;
+    double wv[64 * 64];
+    for (int i = 0; i < 64 * 64; i++) wv[i] = (i % 7) * 0.01;
+    pg_tensor *w = pg_tensor_new(PG_F64, 64, 64, wv, PG_F64, 1, 64);
+    pg_tensor_set_requires_grad(w, 1);
+    double u[8], lo = 0, hi = 1;
+    while (!hostile_stop) {
+        pg_tape_begin();
+        pg_tensor *y = pg_matmul(w, w), *s = y ? pg_sum(y, 0) : NULL;
+        pg_tape_end();
+        pg_gradmap *g = s ? pg_backward(s) : NULL;
+        pg_gradmap_free(g);
+        REL(s);
+        REL(y);
+        pg_tape_clear();
+        pg_rng_runif(NULL, 8, &lo, 1, &hi, 1, u, NULL);
+    }
+    REL(w);
+    return NULL;
+}
+
+static void test_hostile(void)
+{
+    CHECK_ERR(pg_check_count("ag_set_threads()", "n", 1e6, 1, PG_MAX_THREADS) != 0, PG_ERR_VALUE, "<= 1024, got 1000000");
+    CHECK_ERR(pg_check_count("dp_train", "n_replicas", 2.5, 1, 4) != 0, PG_ERR_VALUE, "whole number");
+    CHECK_ERR(pg_check_count("f", "n", NAN, 1, 4) != 0, PG_ERR_VALUE, "f: n must be");
+    CHECK(pg_check_count("f", "n", 4, 1, 4) == 0);
+    CHECK_ERR(pg_set_threads(PG_MAX_THREADS + 1) != 0, PG_ERR_VALUE, "ag_set_threads(): n must be a whole number >= 1 and <= 1024");
+    CHECK(pg_physical_memory() > 0);
+
+    char fifo[64];
+    snprintf(fifo, sizeof fifo, "/tmp/pg_driver_%d.fifo", (int)getpid());
+    CHECK(pg_file_kind("/dev/null") == 3);
+    CHECK(pg_file_kind("/tmp") == 2);
+    CHECK(pg_file_kind("/nonexistent/x") == 0);
+    if (mkfifo(fifo, 0600) == 0) {
+        pg_st_file *f = NULL;
+        CHECK(pg_file_kind(fifo) == 3);
+        CHECK_ERR(pg_st_open(fifo, &f) != 0, PG_ERR_VALUE, "not a regular file");
+        CHECK(f == NULL);
+        unlink(fifo);
+    }
+
+    /* fork while a thread runs backward passes, products and draws: no child may hang */
+    pthread_t th;
+    hostile_stop = 0;
+    if (pthread_create(&th, NULL, hostile_busy, NULL) != 0) return;
+    int hung = 0, bad = 0;
+    for (int k = 0; k < 40 && !hung; k++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            double one[4] = {1, 1, 1, 1}, u[2], lo = 0, hi = 1;
+            pg_tensor *a = pg_tensor_new(PG_F64, 2, 2, one, PG_F64, 1, 2);
+            pg_tensor_set_requires_grad(a, 1);
+            pg_tape_begin();
+            pg_tensor *y = pg_matmul(a, a), *s = pg_sum(y, 0);
+            pg_tape_end();
+            pg_gradmap *g = pg_backward(s);
+            pg_rng_runif(NULL, 2, &lo, 1, &hi, 1, u, NULL);
+            pg_memory_trim();
+            _exit(g && pg_scalar_get(s) == 8.0 ? 0 : 3);
+        }
+        if (pid < 0) break;
+        int st = 0;
+        struct timespec nap = {0, 2000000};
+        for (int w = 0; w < 2500; w++) { /* 5 s */
+            if (waitpid(pid, &st, WNOHANG) == pid) break;
+            nanosleep(&nap, NULL);
+            if (w == 2499) { hung = 1; kill(pid, SIGKILL); waitpid(pid, &st, 0); }
+        }
+        if (!hung && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) bad++;
+    }
+    hostile_stop = 1;
+    pthread_join(th, NULL);
+    CHECK(!hung);
+    CHECK(bad == 0);
+}
