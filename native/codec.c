@@ -231,6 +231,7 @@ int pg_st_open(const char *path, pg_st_file **out)
 #else
     f->fp = fopen(path, "rb");
     if (!f->fp) { rc = pg_fail(PG_ERR_IO, "cannot open file '%s': %s", path, strerror(errno)); goto fail; }
+#endif
     int64_t size;
     if (fseeko(f->fp, 0, SEEK_END) || (size = (int64_t)ftello(f->fp)) < 0 || fseeko(f->fp, 0, SEEK_SET)) {
         rc = pg_fail(PG_ERR_IO, "cannot read '%s': %s", path, strerror(errno));

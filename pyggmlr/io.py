@@ -106,7 +106,7 @@ def _regular_file(path, fn):
     if kind == 2:
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
     if kind != 1:
-        raise _bad(path, f"{fn}: not a regular file (a FIFO, device or socket): model files are regular files")
+        raise PyggmlrValueError(f"{fn}: {os.fspath(path)!s}: not a regular file (a FIFO, device or socket): model files are regular files")
 
 
 def _read_safetensors(path, fn="ag_load_model()"):

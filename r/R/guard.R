@@ -23,7 +23,7 @@
   if (kind == 0L) stop(sprintf("cannot open file '%s': No such file or directory", path), call. = FALSE)
   if (kind == 2L) stop(sprintf("%s: '%s' is a directory", fn, path), call. = FALSE)
   if (kind != 1L)
-    .pg_stop("value", sprintf("%s: %s: not a regular file (a FIFO, device or socket): model files are regular files", path, fn))
+    .pg_stop("value", sprintf("%s: %s: not a regular file (a FIFO, device or socket): model files are regular files", fn, path))
   invisible(path)
 }
 
