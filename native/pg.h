@@ -19,6 +19,7 @@
 #include "pg_api_attention.h"
 #include "pg_api_host.h"
 #include "pg_api_codec.h"
+#include "pg_api_version.h"
 
 #define PG_TENSOR_MAGIC 0x50475431u /* "PGT1": live tensor */
 #define PG_DEAD_MAGIC 0xDEADDEADu
@@ -31,6 +32,13 @@ typedef struct pg_storage {
     size_t nbytes;
     int category;
     void *data;
+    /* version: bumped by every write after creation (pg_bump); the tape records it per input
+     * and backward refuses a node whose input changed since. exposed: a front end handed out a
+     * writable view (numpy), whose writes the core cannot see: hash, taken when observed, stands
+     * in for them (tape.c, pg_version_observe). */
+    uint64_t version;
+    uint64_t hash;
+    int exposed, hash_ok;
 } pg_storage;
 
 typedef struct pg_node pg_node;
@@ -68,6 +76,8 @@ struct pg_node {
     double p[4];
     int64_t ip[4];
     struct pg_host *host;   /* host nodes only (host.c): the front end's backward; NULL otherwise */
+    uint64_t ver[PG_MAX_IN + 1]; /* storage versions of in[] and (last) out when recorded */
+    unsigned ver_skip;      /* bit i: backward never reads in[i] (batch norm's running buffers) */
 };
 
 /* ---- error.c ---- */
@@ -124,6 +134,16 @@ void pg_obj_free(void *p, size_t sz);
 void pg_grad_lock(void);
 void pg_grad_unlock(void);
 
+/* ---- versions (tape.c) ----
+ * pg_bump: t's values were overwritten in place (every write path into an existing tensor calls
+ * it). pg_version_observe: t's version now, first counting a write through an exposed view. */
+static inline void pg_bump(pg_tensor *t)
+{
+    __atomic_add_fetch(&t->st->version, 1, __ATOMIC_RELAXED);
+    t->st->hash_ok = 0;
+}
+uint64_t pg_version_observe(pg_tensor *t);
+
 /* ---- tape.c ---- */
 /* Sets out->requires_grad from the inputs and, when the tape records and some input requires
  * grad, appends a node owning refs to inputs and out. Returns the node, NULL when nothing was
@@ -158,6 +178,8 @@ int64_t pg_reached_count(void);
 void pg_reached_drop_since(int64_t r0, int64_t mark);
 int64_t pg_tensor_next_id(void);                  /* tensor.c: the id the next tensor gets */
 void pg_host_free(struct pg_host *h);             /* host.c: called by pg_node_free */
+int pg_host_check_versions(const pg_node *n);     /* host.c: the further inputs' versions (tape.c's walk) */
+int pg_version_mismatch(const pg_node *n, pg_tensor *t, uint64_t want, int64_t slot); /* tape.c: 0 or the error */
 int64_t pg_node_n_inputs(const pg_node *n);       /* n_in plus a host node's further inputs */
 pg_tensor *pg_node_input(const pg_node *n, int64_t i);
 pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);

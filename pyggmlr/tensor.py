@@ -117,6 +117,9 @@ class _View:
         nr, nc = lib.pg_tensor_nrow(p), lib.pg_tensor_ncol(p)
         dt = _NP_DTYPE[t.dtype]
         addr = int(ffi.cast("uintptr_t", lib.pg_tensor_data(p))) if nr * nc else 0
+        # writes through the view bypass the core: from now on backward() checks this buffer by
+        # a hash of its bytes (pg_api_version.h), so a changed saved input is refused, not used
+        _core.check(lib.pg_tensor_expose(p))
         self.tensor = t
         self.__array_interface__ = {"shape": (nr, nc), "typestr": dt.str, "version": 3,
                                     "data": (addr, False), "strides": (dt.itemsize, dt.itemsize * nr)}

@@ -1,6 +1,9 @@
 # Memory reports: what the tape holds (measured by the core) and a training budget estimate.
 
 ag_tape_memory <- function(top = 10L, quiet = FALSE) {
+  # handles R no longer reaches still hold their tensors until collected: collect first, so the
+  # core's count of what only the tape keeps alive is exactly what ag_tape_clear() frees
+  invisible(gc(verbose = FALSE, full = TRUE))
   r <- .Call(R_pg_tape_memory)
   tot <- r[[1L]]
   by_op <- data.frame(op = r[[2L]], nodes = r[[3L]], mb = r[[4L]] / 1024^2, stringsAsFactors = FALSE)

@@ -34,12 +34,35 @@ static void fin_optim(SEXP x)
     R_ClearExternalPtr(x);
 }
 
+/* stop(cond) with cond of class c(cls, "error", "condition"), message msg, no call */
+static void stop_classed(const char *cls, const char *msg) __attribute__((noreturn));
+static void stop_classed(const char *cls, const char *msg)
+{
+    SEXP cond = PROTECT(Rf_allocVector(VECSXP, 2));
+    SET_VECTOR_ELT(cond, 0, Rf_mkString(msg));
+    SEXP nm = PROTECT(Rf_allocVector(STRSXP, 2));
+    SET_STRING_ELT(nm, 0, Rf_mkChar("message"));
+    SET_STRING_ELT(nm, 1, Rf_mkChar("call"));
+    Rf_setAttrib(cond, R_NamesSymbol, nm);
+    SEXP cl = PROTECT(Rf_allocVector(STRSXP, 3));
+    SET_STRING_ELT(cl, 0, Rf_mkChar(cls));
+    SET_STRING_ELT(cl, 1, Rf_mkChar("error"));
+    SET_STRING_ELT(cl, 2, Rf_mkChar("condition"));
+    Rf_setAttrib(cond, R_ClassSymbol, cl);
+    SEXP call = PROTECT(Rf_lang2(Rf_install("stop"), cond));
+    Rf_eval(call, R_BaseEnv);
+    Rf_error("%s", msg); /* not reached: stop() does not return */
+}
+
 void r_fail(void)
 {
     const char *msg = pg_last_error();
+    int status = pg_last_status();
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", (msg && *msg) ? msg : "pyggmlr: unknown error in the C core");
     pg_clear_error();
+    /* backward() over a tensor changed since it was recorded: a condition callers can catch */
+    if (status == PG_ERR_MODIFIED) stop_classed("ag_modified_error", buf);
     Rf_errorcall(R_NilValue, "%s", buf);
 }
 
