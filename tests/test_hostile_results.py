@@ -161,6 +161,30 @@ def test_every_scope_closes_on_abnormal_exit(kind):
     clean_after()
 
 
+@pytest.mark.parametrize("kind", sorted(LEAVES))
+def test_checkpoint_replay_left_abnormally_inside_backward(kind):
+    w = pg.ag_param(np.full((2, 2), 0.5))
+    x = pg.ag_tensor(np.arange(1.0, 5.0).reshape(2, 2, order="F") / 4)
+    calls = []
+
+    def seg(a):
+        calls.append(1)
+        if len(calls) == 2:  # the replay, inside backward()
+            LEAVES[kind]()
+        return pg.ag_relu(pg.ag_matmul(w, a))
+
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_checkpoint(seg, x))
+    with pytest.raises(BaseException):
+        pg.backward(loss)
+    assert w.grad is None
+    clean_after()
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_matmul(w, x))
+    pg.backward(loss)
+    np.testing.assert_array_equal(w.grad, [[1.0, 1.5], [1.0, 1.5]])
+
+
 def test_abandoned_generator_closes_its_scope_when_closed():
     w = pg.ag_param(np.ones((2, 2)))
 

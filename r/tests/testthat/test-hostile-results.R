@@ -132,6 +132,25 @@ for (kind in names(exits)) {
   })
 }
 
+test_that("an ag_checkpoint replay left abnormally inside backward() leaves no private tape behind", {
+  w <- ag_param(matrix(0.5, 2, 2))
+  x <- ag_tensor(matrix(1:4 / 4, 2, 2))
+  for (kind in names(exits)) {
+    n <- 0L
+    with_grad_tape(loss <- ag_sum(ag_checkpoint(function(a) {
+      n <<- n + 1L
+      if (n == 2L) leave_now()   # the replay, inside backward()
+      ag_relu(ag_matmul(w, a))
+    }, x)))
+    exits[[kind]](function(leave) { leave_now <<- leave; backward(loss) })
+    expect_identical(.Call(pyggmlr:::R_pg_scope, 2L, 0L), 0L)
+    expect_null(w$grad)
+    clean_after()
+  }
+  g <- backward(with_grad_tape(ag_sum(ag_matmul(w, x))))
+  expect_equal(as.matrix(w$grad), matrix(c(1, 1, 1.5, 1.5), 2, 2))
+})
+
 test_that("a static ag_fit runs after every kind of abnormal compile exit", {
   set.seed(4)
   x <- matrix(rnorm(40), 4, 10); y <- matrix(rnorm(20), 2, 10)
