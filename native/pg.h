@@ -134,7 +134,7 @@ void pg_obj_free(void *p, size_t sz);
 void pg_grad_lock(void);
 void pg_grad_unlock(void);
 
-/* ---- versions (tape.c) ----
+/* ---- versions (version.c) ----
  * pg_bump: t's values were overwritten in place (every write path into an existing tensor calls
  * it). pg_version_observe: t's version now, first counting a write through an exposed view. */
 static inline void pg_bump(pg_tensor *t)
@@ -179,7 +179,8 @@ void pg_reached_drop_since(int64_t r0, int64_t mark);
 int64_t pg_tensor_next_id(void);                  /* tensor.c: the id the next tensor gets */
 void pg_host_free(struct pg_host *h);             /* host.c: called by pg_node_free */
 int pg_host_check_versions(const pg_node *n);     /* host.c: the further inputs' versions (tape.c's walk) */
-int pg_version_mismatch(const pg_node *n, pg_tensor *t, uint64_t want, int64_t slot); /* tape.c: 0 or the error */
+int pg_version_mismatch(const pg_node *n, pg_tensor *t, uint64_t want, int64_t slot); /* version.c: 0 or the error */
+int pg_node_check_versions(const pg_node *n);    /* version.c: every input and the output as recorded */
 int64_t pg_node_n_inputs(const pg_node *n);       /* n_in plus a host node's further inputs */
 pg_tensor *pg_node_input(const pg_node *n, int64_t i);
 pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);

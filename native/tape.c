@@ -1,5 +1,4 @@
 /* The gradient tape (one per thread) and reverse-mode backward over it. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pg.h"
@@ -279,78 +278,6 @@ static int leaf_accumulate(pg_tensor *t, pg_tensor *g)
 
 static pg_gradmap *backward_locked(pg_tensor *loss);
 
-/* ---- versions (pg_api_version.h) ---- */
-
-static uint64_t data_hash(const pg_storage *s)
-{
-    const unsigned char *p = s->data;
-    size_t n = s->nbytes, i = 0;
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0x100000001B3ull;
-        h ^= h >> 29;
-    }
-    for (; i < n; i++) h = (h ^ p[i]) * 0x100000001B3ull;
-    return h;
-}
-
-uint64_t pg_version_observe(pg_tensor *t)
-{
-    pg_storage *s = t->st;
-    if (s->exposed) { /* a view's writes since the last look count as one write */
-        uint64_t h = data_hash(s);
-        if (s->hash_ok && h != s->hash) __atomic_add_fetch(&s->version, 1, __ATOMIC_RELAXED);
-        s->hash = h;
-        s->hash_ok = 1;
-    }
-    return __atomic_load_n(&s->version, __ATOMIC_RELAXED);
-}
-
-int64_t pg_tensor_version(pg_tensor *t) { return pg_ok(t, "version", "t") ? -1 : (int64_t)pg_version_observe(t); }
-
-int pg_tensor_expose(pg_tensor *t)
-{
-    if (pg_ok(t, "expose", "t")) return PG_ERR_ARG;
-    pg_version_observe(t); /* hash the values the view starts from */
-    if (!t->st->exposed) {
-        t->st->exposed = 1;
-        t->st->hash = data_hash(t->st);
-        t->st->hash_ok = 1;
-    }
-    return 0;
-}
-
-int pg_tensor_bump_version(pg_tensor *t)
-{
-    if (pg_ok(t, "bump_version", "t")) return PG_ERR_ARG;
-    pg_bump(t);
-    return 0;
-}
-
-/* 0 when tensor `t` (input `slot` of node n, -1 its output) is still at the version recorded, else the error. */
-int pg_version_mismatch(const pg_node *n, pg_tensor *t, uint64_t want, int64_t slot)
-{
-    uint64_t now = pg_version_observe(t);
-    if (now == want) return 0;
-    char where[48];
-    if (slot < 0) snprintf(where, sizeof where, "output");
-    else snprintf(where, sizeof where, "input %lld", (long long)slot + 1);
-    return pg_fail(PG_ERR_MODIFIED,
-                   "backward(): one of the variables needed for gradient computation has been modified by an inplace operation: "
-                   "tensor %s (%s of %s) is at version %llu; expected version %llu. Write new values after backward(), or record the forward pass again",
-                   pg_desc(t), where, n->op && n->op[0] ? n->op : "a node", (unsigned long long)now, (unsigned long long)want);
-}
-
-static int check_versions(const pg_node *n)
-{
-    for (int i = 0; i < n->n_in; i++)
-        if (n->in[i] && !(n->ver_skip & (1u << i)) && pg_version_mismatch(n, n->in[i], n->ver[i], i)) return -1;
-    if (n->host && pg_host_check_versions(n)) return -1;
-    return pg_version_mismatch(n, n->out, n->ver[PG_MAX_IN], -1);
-}
-
 /* The reverse walk over this thread's tape. A host node's rule (host.c) walks a private tape
  * with this same function, re-entrantly: the loop re-reads `tape` after each rule. */
 static int walk(void)
@@ -359,7 +286,7 @@ static int walk(void)
         pg_node *n = tape.nodes[k];
         pg_tensor *out = n->out;
         if (out->bw_epoch != tape.epoch || !out->bw_grad) continue;
-        if (check_versions(n) || n->bw(n, out->bw_grad)) return -1;
+        if (pg_node_check_versions(n) || n->bw(n, out->bw_grad)) return -1;
     }
     return 0;
 }
