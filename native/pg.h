@@ -34,8 +34,8 @@ typedef struct pg_storage {
     void *data;
     /* version: bumped by every write after creation (pg_bump); the tape records it per input
      * and backward refuses a node whose input changed since. exposed: a front end handed out a
-     * writable view (numpy), whose writes the core cannot see: hash, taken when observed, stands
-     * in for them (tape.c, pg_version_observe). */
+     * writable view (numpy; a count of live views), whose writes the core cannot see: hash,
+     * taken when observed, stands in for them (version.c, pg_version_observe). */
     uint64_t version;
     uint64_t hash;
     int exposed, hash_ok;

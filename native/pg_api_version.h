@@ -12,8 +12,10 @@
 
 /* The version of t's buffer (0 when never written after creation), -1 for a dead handle. */
 int64_t pg_tensor_version(pg_tensor *t);
-/* t's buffer is about to be written outside the core (a writable view): hashed from now on. */
+/* t's buffer is about to be written outside the core (a writable view): hashed while at least
+ * one view is exposed; unexpose when a view dies (its writes are counted first). */
 int pg_tensor_expose(pg_tensor *t);
+int pg_tensor_unexpose(pg_tensor *t);
 /* For front ends writing through pg_tensor_data(): count one write. */
 int pg_tensor_bump_version(pg_tensor *t);
 

@@ -317,7 +317,7 @@ int pg_tensor_write(pg_tensor *t, const void *src, int src_dtype, int64_t nrow, 
         return pg_fail(PG_ERR_SHAPE, "assigning data: tensor is %s but the new value is [%lldx%lld]",
                        pg_desc(t), (long long)nrow, (long long)ncol);
     int rc = copy_in(t->dtype, pg_data(t), nrow, ncol, src, src_dtype, rstride, cstride);
-    pg_bump(t); /* even a failed copy may have written a prefix */
+    if (rc == 0) pg_bump(t); /* copy_in refuses a dtype before writing anything */
     return rc;
 }
 

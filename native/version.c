@@ -36,12 +36,21 @@ int64_t pg_tensor_version(pg_tensor *t) { return pg_ok(t, "version", "t") ? -1 :
 int pg_tensor_expose(pg_tensor *t)
 {
     if (pg_ok(t, "expose", "t")) return PG_ERR_ARG;
-    pg_version_observe(t); /* hash the values the view starts from */
-    if (!t->st->exposed) {
-        t->st->exposed = 1;
-        t->st->hash = data_hash(t->st);
-        t->st->hash_ok = 1;
+    pg_storage *s = t->st;
+    if (s->exposed++ == 0) { /* hash the values the first view starts from */
+        s->hash = data_hash(s);
+        s->hash_ok = 1;
     }
+    return 0;
+}
+
+int pg_tensor_unexpose(pg_tensor *t)
+{
+    if (pg_ok(t, "unexpose", "t")) return PG_ERR_ARG;
+    pg_storage *s = t->st;
+    if (s->exposed <= 0) return 0;
+    pg_version_observe(t); /* the last view's writes count before hashing stops */
+    if (--s->exposed == 0) s->hash_ok = 0;
     return 0;
 }
 

@@ -124,6 +124,12 @@ class _View:
         self.__array_interface__ = {"shape": (nr, nc), "typestr": dt.str, "version": 3,
                                     "data": (addr, False), "strides": (dt.itemsize, dt.itemsize * nr)}
 
+    def __del__(self):
+        # the last view gone: its writes are counted, then the buffer is no longer hashed
+        p = getattr(getattr(self, "tensor", None), "_p", None)
+        if p is not None and lib is not None:
+            lib.pg_tensor_unexpose(p)
+
 
 class Tensor:
     """A tensor of the C core: a 2-D column-major matrix of f32 or f64 values.
@@ -272,7 +278,9 @@ class Tensor:
 
         ``copy=True`` (default): an independent copy. ``copy=False``: a view of the tensor's own
         memory, no copy: it keeps the tensor alive, sees later in-place updates (an optimizer
-        step, ``t.data = ...``) and writes to it change the tensor (as PyTorch's ``.numpy()``)."""
+        step, ``t.data = ...``) and writes to it change the tensor (as PyTorch's ``.numpy()``). Such a
+        write between a recorded forward pass and backward() makes backward() raise
+        ModifiedTensorError (the buffer is hash-checked from the first view on)."""
         if copy:
             return _read(self._handle())
         return np.asarray(_View(self))

@@ -60,6 +60,15 @@ def test_numpy_view_write_is_refused_and_an_unchanged_view_is_not():
         loss = pg.ag_sum(pg.ag_matmul(w, x))
     wv[0, 0] += 1.0
     refused(loss, modified_msg("[2x3] f32", "input 1", "matmul", 1, 0))
+    # a view written and dropped before backward: its writes were counted when it went
+    del v, wv
+    gc.collect()
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_matmul(w, x))
+    v2 = x.numpy(copy=False)
+    v2[0, 1] = -1.0
+    del v2
+    refused(loss, modified_msg("[3x2] f32", "input 2", "matmul", 2, 1))
 
 
 def test_optimizer_step_before_backward_is_refused_and_the_usual_loop_is_not():

@@ -1102,6 +1102,7 @@ int main(void)
     run("host", test_host);
     run("codec", test_codec);
     run("versions", test_versions);
+    run("views", test_views);
     pg_tape_clear();
     int64_t st[11];
     pg_memory_stats(st, 11);

@@ -86,3 +86,18 @@ static void test_versions(void)
     pg_tape_clear();
     REL(w); REL(x);
 }
+
+/* views: hashed while any is alive; the last one's writes still count when it goes */
+static void test_views(void)
+{
+    double v[2] = {1, 2};
+    pg_tensor *t = pg_tensor_new(PG_F64, 2, 1, v, PG_F64, 1, 2);
+    CHECK(pg_tensor_expose(t) == 0 && pg_tensor_expose(t) == 0);
+    ((double *)pg_tensor_data(t))[1] = 5;
+    CHECK(pg_tensor_unexpose(t) == 0 && pg_tensor_version(t) == 1);
+    ((double *)pg_tensor_data(t))[1] = 6;
+    CHECK(pg_tensor_unexpose(t) == 0 && pg_tensor_version(t) == 2);
+    ((double *)pg_tensor_data(t))[1] = 7; /* no view left: a raw C write is the caller's to bump */
+    CHECK(pg_tensor_version(t) == 2 && pg_tensor_unexpose(t) == 0);
+    REL(t);
+}
