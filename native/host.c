@@ -12,6 +12,9 @@ struct pg_host {
     int64_t n_xin;          /* inputs beyond the node's PG_MAX_IN slots (owned refs) */
     pg_tensor **xin;
     uint64_t *xver;         /* their versions when recorded */
+    int64_t n_par;          /* the segment's weights seen by its forward (version.c), owned refs */
+    pg_tensor **par;
+    uint64_t *pver;
     char label[32];
 };
 
@@ -29,10 +32,15 @@ void pg_host_free(struct pg_host *h)
     for (int64_t i = 0; i < h->n_xin; i++) pg_tensor_release(h->xin[i]);
     free(h->xin);
     free(h->xver);
+    for (int64_t i = 0; i < h->n_par; i++) pg_tensor_release(h->par[i]);
+    free(h->par);
+    free(h->pver);
     if (h->destroy) h->destroy(h->ctx);
     free(h);
 }
 
+/* a host node's inputs: its slots, then the further arguments (not the segment's weights in
+ * par: fn's closure keeps them alive anyway, and ag_tape_memory reports them as ggmlR does) */
 int64_t pg_node_n_inputs(const pg_node *n) { return n->n_in + (n->host ? n->host->n_xin : 0); }
 
 pg_tensor *pg_node_input(const pg_node *n, int64_t i)
@@ -48,6 +56,8 @@ int pg_host_check_versions(const pg_node *n)
     const struct pg_host *h = n->host;
     for (int64_t i = 0; i < h->n_xin; i++)
         if (pg_version_mismatch(n, h->xin[i], h->xver[i], PG_MAX_IN + i)) return -1;
+    for (int64_t i = 0; i < h->n_par; i++)
+        if (pg_version_mismatch(n, h->par[i], h->pver[i], -2)) return -1;
     return 0;
 }
 
@@ -139,6 +149,7 @@ pg_tensor *pg_host_record(pg_tensor *value, pg_tensor **in, int64_t n_in, const 
         h->xver[i] = pg_version_observe(h->xin[i]);
     }
     n->op = h->label;
+    h->n_par = pg_seg_log_take(&h->par, &h->pver); /* the forward's weights, if it was stashed */
     h->bw = bw;
     h->destroy = destroy;
     h->ctx = ctx;

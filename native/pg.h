@@ -181,6 +181,14 @@ void pg_host_free(struct pg_host *h);             /* host.c: called by pg_node_f
 int pg_host_check_versions(const pg_node *n);     /* host.c: the further inputs' versions (tape.c's walk) */
 int pg_version_mismatch(const pg_node *n, pg_tensor *t, uint64_t want, int64_t slot); /* version.c: 0 or the error */
 int pg_node_check_versions(const pg_node *n);    /* version.c: every input and the output as recorded */
+/* version.c: a checkpoint segment's parameter log (begun/ended by stash/unstash at that depth,
+ * fed by every op while its tape is current, taken by pg_host_record, dropped by clear) */
+void pg_seg_log_begin(int depth);
+void pg_seg_log_end(int depth);
+void pg_seg_log_drop(void);
+void pg_seg_log_unclaimed_drop(void);
+void pg_seg_touch(pg_tensor **in, int n_in, int depth);
+int64_t pg_seg_log_take(pg_tensor ***t, uint64_t **ver);
 int64_t pg_node_n_inputs(const pg_node *n);       /* n_in plus a host node's further inputs */
 pg_tensor *pg_node_input(const pg_node *n, int64_t i);
 pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);

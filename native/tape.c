@@ -15,6 +15,7 @@ typedef struct {
 } pg_tape;
 
 static _Thread_local pg_tape tape;
+static _Thread_local int n_stashed; /* tapes set aside by pg_tape_stash */
 static uint64_t backward_calls; /* process-wide: backward epochs never repeat, even across threads */
 
 /* Tensors that received a gradient in the running backward, in first-reached order. */
@@ -53,6 +54,7 @@ void pg_tape_clear(void)
     /* newest first, so an output's node pointer is reset before older nodes drop inputs */
     for (int64_t i = tape.n - 1; i >= 0; i--) node_free(tape.nodes[i]);
     tape.n = 0;
+    pg_seg_log_unclaimed_drop();
 }
 
 int pg_tape_begin(void)
@@ -99,6 +101,7 @@ int pg_tape_set_enabled(int flag)
 static pg_node *record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in, int *err, int force)
 {
     *err = 0;
+    pg_seg_touch(in, n_in, n_stashed); /* a checkpoint forward's weights (version.c) */
     int any = force;
     for (int i = 0; i < n_in; i++) any |= pg_wants_grad(in[i]);
     out->requires_grad = any;
@@ -494,7 +497,6 @@ typedef struct pg_tape_saved {
     struct pg_tape_saved *prev;
 } pg_tape_saved;
 static _Thread_local pg_tape_saved *stashed;
-static _Thread_local int n_stashed;
 
 int pg_tape_stash_depth(void) { return n_stashed; }
 
@@ -512,7 +514,7 @@ int pg_tape_stash(void)
     s->t = tape;
     s->prev = stashed;
     stashed = s;
-    n_stashed++;
+    pg_seg_log_begin(++n_stashed);
     uint64_t epoch = tape.epoch;
     memset(&tape, 0, sizeof tape);
     tape.epoch = epoch;
@@ -530,7 +532,7 @@ int pg_tape_unstash(void)
     tape = s->t;
     if (tape.epoch < epoch) tape.epoch = epoch;
     stashed = s->prev;
-    n_stashed--;
+    pg_seg_log_end(n_stashed--);
     free(s);
     return 0;
 }
@@ -542,6 +544,7 @@ void pg_tape_thread_exit(void)
 {
     while (stashed) pg_tape_unstash();
     pg_tape_clear();
+    pg_seg_log_drop();
     free(tape.nodes);
     free(tape.saved_enabled);
     memset(&tape, 0, sizeof tape);

@@ -110,6 +110,15 @@ def test_checkpoint_input_changed_is_refused():
         loss = pg.ag_sum(pg.ag_checkpoint(lambda a: pg.ag_relu(pg.ag_matmul(w, a)), x))
     x.data = np.ones((2, 2))
     refused(loss, modified_msg("[2x2] f32", "input 1", "checkpoint", 1, 0))
+    # a weight only the segment's closure uses: logged by the forward, checked by the node
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_checkpoint(lambda a: pg.ag_relu(pg.ag_matmul(w, a)), x))
+    w.data = np.ones((2, 2))
+    refused(loss, modified_msg("[2x2] f32", "a parameter", "checkpoint", 1, 0))
+    with pg.with_grad_tape():
+        loss = pg.ag_sum(pg.ag_checkpoint(lambda a: pg.ag_relu(pg.ag_matmul(w, a)), x))
+    pg.backward(loss)
+    np.testing.assert_array_equal(w.grad, np.full((2, 2), 2.0))
 
 
 def test_batch_norm_used_twice_and_compiled_replays_pass():

@@ -63,6 +63,14 @@ test_that("a checkpoint segment's input changed before backward is refused", {
   with_grad_tape(loss <- ag_sum(ag_checkpoint(function(a) ag_relu(ag_matmul(w, a)), x)))
   x$data <- matrix(1, 2, 2)
   expect_error(backward(loss), modified_msg("[2x2] f32", "input 1", "checkpoint", 1L, 0L), fixed = TRUE)
+  # a weight only the segment's closure uses: logged by the forward, checked by the node
+  with_grad_tape(loss <- ag_sum(ag_checkpoint(function(a) ag_relu(ag_matmul(w, a)), x)))
+  w$data <- matrix(1, 2, 2)
+  expect_error(backward(loss), modified_msg("[2x2] f32", "a parameter", "checkpoint", 1L, 0L), fixed = TRUE,
+               class = "ag_modified_error")
+  with_grad_tape(loss <- ag_sum(ag_checkpoint(function(a) ag_relu(ag_matmul(w, a)), x)))
+  g <- backward(loss)
+  expect_equal(as.matrix(w$grad), matrix(2, 2, 2))
 })
 
 test_that("a batch-norm layer used twice in one forward is fine (its running buffers are not read by backward)", {
