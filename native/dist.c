@@ -155,6 +155,7 @@ int pg_dist_unpack(pg_tensor **params, int64_t n, pg_gradmap *grads, int what, i
             if (!dst) return pg_fail(PG_ERR_NOMEM, "%s: out of memory for the gradient of parameter %lld", op, (long long)i);
         }
         copy_scaled(pg_data(dst), dst->dtype, src, buf_dtype, N, scale);
+        pg_bump(dst);
     }
     return 0;
 }
@@ -204,6 +205,7 @@ int pg_dist_average_replicas(pg_tensor **params, int64_t n, int64_t n_rep, pg_gr
         }
         int64_t N = pg_numel(p0);
         double inv = 1.0 / (double)n_rep;
+        pg_bump(g0);
         PG_DISPATCH(p0->dtype, {
             T *d = pg_data(g0);
             for (int64_t r = 1; r < n_rep; r++) {
@@ -230,6 +232,7 @@ int pg_dist_copy_values(pg_tensor **dst, pg_tensor **src, int64_t n)
     for (int64_t i = 0; i < n; i++) {
         if (dst[i] == src[i] || dst[i]->st == src[i]->st) continue;
         copy_scaled(pg_data(dst[i]), dst[i]->dtype, pg_data(src[i]), src[i]->dtype, pg_numel(src[i]), 1.0);
+        pg_bump(dst[i]);
     }
     return 0;
 }

@@ -163,6 +163,7 @@ static void gather(const pg_tensor *src, pg_tensor *dst, const int64_t *idx, int
     const char *s = pg_data(src);
     char *d = pg_data(dst);
     for (int64_t j = 0; j < w; j++) memcpy(d + (size_t)j * col, s + (size_t)idx[j] * col, col);
+    pg_bump(dst);
 }
 
 static void labels(const pg_fit *f, int64_t w)

@@ -11,6 +11,10 @@ struct pg_host {
     void *ctx;
     int64_t n_xin;          /* inputs beyond the node's PG_MAX_IN slots (owned refs) */
     pg_tensor **xin;
+    uint64_t *xver;         /* their versions when recorded */
+    int64_t n_par;          /* the segment's weights seen by its forward (version.c), owned refs */
+    pg_tensor **par;
+    uint64_t *pver;
     char label[32];
 };
 
@@ -27,10 +31,16 @@ void pg_host_free(struct pg_host *h)
 {
     for (int64_t i = 0; i < h->n_xin; i++) pg_tensor_release(h->xin[i]);
     free(h->xin);
+    free(h->xver);
+    for (int64_t i = 0; i < h->n_par; i++) pg_tensor_release(h->par[i]);
+    free(h->par);
+    free(h->pver);
     if (h->destroy) h->destroy(h->ctx);
     free(h);
 }
 
+/* a host node's inputs: its slots, then the further arguments (not the segment's weights in
+ * par: fn's closure keeps them alive anyway, and ag_tape_memory reports them as ggmlR does) */
 int64_t pg_node_n_inputs(const pg_node *n) { return n->n_in + (n->host ? n->host->n_xin : 0); }
 
 pg_tensor *pg_node_input(const pg_node *n, int64_t i)
@@ -40,6 +50,16 @@ pg_tensor *pg_node_input(const pg_node *n, int64_t i)
 }
 
 int pg_host_depth(void) { return depth; }
+
+int pg_host_check_versions(const pg_node *n)
+{
+    const struct pg_host *h = n->host;
+    for (int64_t i = 0; i < h->n_xin; i++)
+        if (pg_version_mismatch(n, h->xin[i], h->xver[i], PG_MAX_IN + i)) return -1;
+    for (int64_t i = 0; i < h->n_par; i++)
+        if (pg_version_mismatch(n, h->par[i], h->pver[i], -2)) return -1;
+    return 0;
+}
 
 void *pg_host_context(pg_tensor *t)
 {
@@ -112,7 +132,8 @@ pg_tensor *pg_host_record(pg_tensor *value, pg_tensor **in, int64_t n_in, const 
     if (!h) { pg_fail(PG_ERR_NOMEM, "%s: out of memory", op); goto fail; }
     snprintf(h->label, sizeof h->label, "%s", op);
     h->n_xin = n_in > PG_MAX_IN ? n_in - PG_MAX_IN : 0;
-    if (h->n_xin && !(h->xin = malloc((size_t)h->n_xin * sizeof *h->xin))) {
+    if (h->n_xin && (!(h->xin = malloc((size_t)h->n_xin * sizeof *h->xin)) ||
+                     !(h->xver = malloc((size_t)h->n_xin * sizeof *h->xver)))) {
         pg_fail(PG_ERR_NOMEM, "%s: out of memory", op);
         goto fail;
     }
@@ -122,15 +143,20 @@ pg_tensor *pg_host_record(pg_tensor *value, pg_tensor **in, int64_t n_in, const 
     int n_slot = n_in > PG_MAX_IN ? PG_MAX_IN : (int)n_in;
     pg_node *n = pg_record_forced(h->label, host_bw, out, n_slot, in, &err);
     if (!n) { if (!err) pg_fail(PG_ERR_STATE, "%s: the tape is not recording", op); goto fail; }
-    for (int64_t i = 0; i < h->n_xin; i++) { h->xin[i] = in[PG_MAX_IN + i]; pg_tensor_retain(h->xin[i]); }
+    for (int64_t i = 0; i < h->n_xin; i++) {
+        h->xin[i] = in[PG_MAX_IN + i];
+        pg_tensor_retain(h->xin[i]);
+        h->xver[i] = pg_version_observe(h->xin[i]);
+    }
     n->op = h->label;
+    h->n_par = pg_seg_log_take(&h->par, &h->pver); /* the forward's weights, if it was stashed */
     h->bw = bw;
     h->destroy = destroy;
     h->ctx = ctx;
     n->host = h;
     return out;
 fail:
-    if (h) { free(h->xin); free(h); }
+    if (h) { free(h->xin); free(h->xver); free(h); }
     pg_tensor_release(out);
     if (destroy) destroy(ctx);
     return NULL;

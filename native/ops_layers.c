@@ -128,6 +128,8 @@ static int batch_norm_fw(pg_node *n)
     const double eps = n->p[0], momentum = n->p[1];
     const int training = (int)n->ip[0];
     int64_t F = x->ne[0], B = x->ne[1];
+    if (training && running_mean) pg_bump(running_mean);
+    if (training && running_var) pg_bump(running_var);
     double *mu = pg_scratch((size_t)(2 * F + 1) * sizeof *mu), *var = mu + F;
     if (!mu) return -1;
     memset(mu, 0, (size_t)(2 * F + 1) * sizeof *mu);
@@ -191,7 +193,11 @@ pg_tensor *pg_batch_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, pg_ten
     pg_tensor *in[5] = {x, gamma, beta, running_mean, running_var}, *saved[2] = {xhat, invstd};
     double p[4] = {eps, momentum, 0, 0};
     int64_t ip[4] = {training != 0, 0, 0, 0};
-    return pg_op_run("batch_norm", batch_norm_fw, batch_norm_bw, out, 5, in, p, ip, 2, saved);
+    pg_tensor *r = pg_op_run("batch_norm", batch_norm_fw, batch_norm_bw, out, 5, in, p, ip, 2, saved);
+    /* backward reads xhat and invstd, never the running buffers: a later use of the same layer
+     * updating them (a shared layer, a checkpoint replay) must not fail the check */
+    if (r && r->node && r->node->out == r) r->node->ver_skip = (1u << 3) | (1u << 4);
+    return r;
 }
 
 /* ---- layer norm ---- */

@@ -347,6 +347,7 @@ static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
 {
     pg_tensor *p = o->params[i];
     int64_t N = pg_numel(p);
+    pg_bump(p); /* a tape recorded before this step no longer matches the weights */
     if (o->kind == OPT_SGD) {
         pg_tensor *v = o->momentum > 0 ? slot(o, i, 0) : NULL;
         if (o->momentum > 0 && !v) return pg_fail(PG_ERR_NOMEM, "optimizer_sgd: out of memory");

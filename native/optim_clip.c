@@ -77,6 +77,7 @@ static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double 
         pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
         if (!g) continue;
         int64_t N = pg_numel(g);
+        pg_bump(g);
         PG_DISPATCH(g->dtype, {
             T *gp = pg_data(g);
             const T s = (T)f;
@@ -100,6 +101,7 @@ static int clip_value_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, d
         pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
         if (!g) continue;
         int64_t N = pg_numel(g);
+        pg_bump(g);
         PG_DISPATCH(g->dtype, {
             T *gp = pg_data(g);
             const T hi = (T)c, lo = (T)-c;

@@ -20,6 +20,7 @@
 #include "pg_api_host.h"
 #include "pg_api_codec.h"
 #include "pg_api_bounds.h"
+#include "pg_api_version.h"
 
 #define PG_TENSOR_MAGIC 0x50475431u /* "PGT1": live tensor */
 #define PG_DEAD_MAGIC 0xDEADDEADu
@@ -32,6 +33,13 @@ typedef struct pg_storage {
     size_t nbytes;
     int category;
     void *data;
+    /* version: bumped by every write after creation (pg_bump); the tape records it per input
+     * and backward refuses a node whose input changed since. exposed: a front end handed out a
+     * writable view (numpy; a count of live views), whose writes the core cannot see: hash,
+     * taken when observed, stands in for them (version.c, pg_version_observe). */
+    uint64_t version;
+    uint64_t hash;
+    int exposed, hash_ok;
 } pg_storage;
 
 typedef struct pg_node pg_node;
@@ -70,6 +78,8 @@ struct pg_node {
     int64_t ip[4];
     struct pg_host *host;   /* host nodes only (host.c): the front end's backward; NULL otherwise */
     const void *tape;       /* the (thread's) tape that recorded it */
+    uint64_t ver[PG_MAX_IN + 1]; /* storage versions of in[] and (last) out when recorded */
+    unsigned ver_skip;      /* bit i: backward never reads in[i] (batch norm's running buffers) */
 };
 
 /* ---- error.c ---- */
@@ -128,6 +138,16 @@ void pg_obj_free(void *p, size_t sz);
 void pg_grad_lock(void);
 void pg_grad_unlock(void);
 
+/* ---- versions (version.c) ----
+ * pg_bump: t's values were overwritten in place (every write path into an existing tensor calls
+ * it). pg_version_observe: t's version now, first counting a write through an exposed view. */
+static inline void pg_bump(pg_tensor *t)
+{
+    __atomic_add_fetch(&t->st->version, 1, __ATOMIC_RELAXED);
+    t->st->hash_ok = 0;
+}
+uint64_t pg_version_observe(pg_tensor *t);
+
 /* ---- tape.c ---- */
 /* Sets out->requires_grad from the inputs and, when the tape records and some input requires
  * grad, appends a node owning refs to inputs and out. Returns the node, NULL when nothing was
@@ -163,6 +183,17 @@ int64_t pg_reached_count(void);
 void pg_reached_drop_since(int64_t r0, int64_t mark);
 int64_t pg_tensor_next_id(void);                  /* tensor.c: the id the next tensor gets */
 void pg_host_free(struct pg_host *h);             /* host.c: called by pg_node_free */
+int pg_host_check_versions(const pg_node *n);     /* host.c: the further inputs' versions (tape.c's walk) */
+int pg_version_mismatch(const pg_node *n, pg_tensor *t, uint64_t want, int64_t slot); /* version.c: 0 or the error */
+int pg_node_check_versions(const pg_node *n);    /* version.c: every input and the output as recorded */
+/* version.c: a checkpoint segment's parameter log (begun/ended by stash/unstash at that depth,
+ * fed by every op while its tape is current, taken by pg_host_record, dropped by clear) */
+void pg_seg_log_begin(int depth);
+void pg_seg_log_end(int depth);
+void pg_seg_log_drop(void);
+void pg_seg_log_unclaimed_drop(void);
+void pg_seg_touch(pg_tensor **in, int n_in, int depth);
+int64_t pg_seg_log_take(pg_tensor ***t, uint64_t **ver);
 int64_t pg_node_n_inputs(const pg_node *n);       /* n_in plus a host node's further inputs */
 pg_tensor *pg_node_input(const pg_node *n, int64_t i);
 pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);

@@ -25,7 +25,8 @@ enum pg_status {
     PG_ERR_VALUE = 3,   /* bad argument value (index out of range, negative size, ...) */
     PG_ERR_NOMEM = 4,   /* allocation failed */
     PG_ERR_STATE = 5,   /* call not valid now (dead handle, tape misuse, ...) */
-    PG_ERR_ARG = 6      /* NULL or foreign pointer */
+    PG_ERR_ARG = 6,     /* NULL or foreign pointer */
+    PG_ERR_MODIFIED = 8 /* backward(): a tensor it needs was overwritten after being recorded (7: PG_ERR_IO, pg_api_codec.h) */
 };
 
 /* memory categories for accounting (pg_memory_stats) */

@@ -16,6 +16,7 @@ typedef struct {
 } pg_tape;
 
 static _Thread_local pg_tape tape;
+static _Thread_local int n_stashed; /* tapes set aside by pg_tape_stash */
 static uint64_t backward_calls; /* process-wide: backward epochs never repeat, even across threads */
 
 /* Tensors that received a gradient in the running backward, in first-reached order. */
@@ -55,6 +56,7 @@ void pg_tape_clear(void)
     for (int64_t i = tape.n - 1; i >= 0; i--) node_free(tape.nodes[i]);
     tape.n = 0;
     tape.used = 0;
+    pg_seg_log_unclaimed_drop();
 }
 
 /* zero_grad()'s clear: a tape recorded since the last backward() is kept for the backward()
@@ -90,6 +92,12 @@ int pg_tape_end(void)
 }
 
 int pg_tape_depth(void) { return tape.depth; }
+
+int pg_tape_end_to(int depth)
+{
+    while (tape.depth > (depth < 0 ? 0 : depth)) pg_tape_end();
+    return tape.depth;
+}
 int pg_tape_enabled(void) { return tape.enabled; }
 int64_t pg_tape_nodes(void) { return tape.n; }
 
@@ -103,6 +111,7 @@ int pg_tape_set_enabled(int flag)
 static pg_node *record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in, int *err, int force)
 {
     *err = 0;
+    pg_seg_touch(in, n_in, n_stashed); /* a checkpoint forward's weights (version.c) */
     int any = force;
     for (int i = 0; i < n_in; i++) any |= pg_wants_grad(in[i]);
     out->requires_grad = any;
@@ -124,6 +133,8 @@ static pg_node *record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg
     pg_tensor_retain(out);
     out->node = n;
     n->tape = &tape;
+    for (int i = 0; i < n_in; i++) n->ver[i] = in[i] ? pg_version_observe(in[i]) : 0;
+    n->ver[PG_MAX_IN] = pg_version_observe(out);
     tape.nodes[tape.n++] = n;
     tape.used = 0;
     pg_count_nodes(1);
@@ -290,7 +301,7 @@ static int walk(void)
         pg_node *n = tape.nodes[k];
         pg_tensor *out = n->out;
         if (out->bw_epoch != tape.epoch || !out->bw_grad) continue;
-        if (n->bw(n, out->bw_grad)) return -1;
+        if (pg_node_check_versions(n) || n->bw(n, out->bw_grad)) return -1;
     }
     return 0;
 }
@@ -511,6 +522,15 @@ typedef struct pg_tape_saved {
 } pg_tape_saved;
 static _Thread_local pg_tape_saved *stashed;
 
+int pg_tape_stash_depth(void) { return n_stashed; }
+
+int pg_tape_unstash_to(int n)
+{
+    while (n_stashed > (n < 0 ? 0 : n))
+        if (pg_tape_unstash()) return -1;
+    return 0;
+}
+
 int pg_tape_stash(void)
 {
     pg_tape_saved *s = malloc(sizeof *s);
@@ -518,6 +538,7 @@ int pg_tape_stash(void)
     s->t = tape;
     s->prev = stashed;
     stashed = s;
+    pg_seg_log_begin(++n_stashed);
     uint64_t epoch = tape.epoch;
     memset(&tape, 0, sizeof tape);
     tape.epoch = epoch;
@@ -535,6 +556,7 @@ int pg_tape_unstash(void)
     tape = s->t;
     if (tape.epoch < epoch) tape.epoch = epoch;
     stashed = s->prev;
+    pg_seg_log_end(n_stashed--);
     free(s);
     return 0;
 }
@@ -546,6 +568,7 @@ void pg_tape_thread_exit(void)
 {
     while (stashed) pg_tape_unstash();
     pg_tape_clear();
+    pg_seg_log_drop();
     free(tape.nodes);
     free(tape.saved_enabled);
     memset(&tape, 0, sizeof tape);

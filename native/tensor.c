@@ -323,7 +323,9 @@ int pg_tensor_write(pg_tensor *t, const void *src, int src_dtype, int64_t nrow, 
     if (nrow != t->ne[0] || ncol != t->ne[1])
         return pg_fail(PG_ERR_SHAPE, "assigning data: tensor is %s but the new value is [%lldx%lld]",
                        pg_desc(t), (long long)nrow, (long long)ncol);
-    return copy_in(t->dtype, pg_data(t), nrow, ncol, src, src_dtype, rstride, cstride);
+    int rc = copy_in(t->dtype, pg_data(t), nrow, ncol, src, src_dtype, rstride, cstride);
+    if (rc == 0) pg_bump(t); /* copy_in refuses a dtype before writing anything */
+    return rc;
 }
 
 pg_tensor *pg_tensor_grad(pg_tensor *t) { return pg_ok(t, "grad", "t") ? NULL : t->grad; }

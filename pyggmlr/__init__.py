@@ -32,3 +32,4 @@ from .checkpoint import ag_checkpoint  # noqa: F401  (gradient checkpointing; ol
 from .optim_state import OptimizerHyperWarning  # noqa: F401  (load_state's hyper-parameter warning)
 
 __version__ = "0.1.0"
+from .errors import ModifiedTensorError  # noqa: F401  (backward over a tensor overwritten after recording)

@@ -87,13 +87,14 @@ def _checkpoint(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     state = _rng_state()
     inputs = _inputs(args, kwargs)
     handles = [t._handle() for t in inputs.values()]  # dead handles raise before anything runs
-    _core.check(lib.pg_tape_stash())  # fn runs on an empty tape that does not record
     ok = False
+    stashed = lib.pg_tape_stash_depth()
     try:
+        _core.check(lib.pg_tape_stash())  # fn runs on an empty tape that does not record
         value = fn(*args, **kwargs)
         ok = True
     finally:
-        lib.pg_tape_unstash()
+        lib.pg_tape_unstash_to(stashed)  # ours, if it was set aside, whatever way fn left
         if not ok:
             _rng_load(state)  # a failed call leaves the random stream where it was
     if not isinstance(value, Tensor):

@@ -177,11 +177,13 @@ def ag_compile(fn: Callable[..., Tensor], *inputs: ArrayLike, build: str = "opt"
     ts = [x if isinstance(x, Tensor) else ag_tensor(x) for x in inputs]
     stream = Generator.current()
     state = stream.get_state()
-    _core.check(lib.pg_graph_record_begin())
+    depth = lib.pg_tape_depth()
     try:
+        _core.check(lib.pg_graph_record_begin())  # inside: an interrupt just after it is covered
         out = fn(*ts)
     except BaseException:
-        lib.pg_graph_record_abort()
+        if lib.pg_tape_depth() > depth:  # only a recording this call opened (begin may have refused)
+            lib.pg_graph_record_abort()
         raise
     finally:
         stream.set_state(state)  # recording draws nothing the eager loop would

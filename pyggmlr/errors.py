@@ -34,6 +34,12 @@ class GradientKeyError(PyggmlrError, KeyError):
     """A gradient map has no entry for that tensor or id (a KeyError, as Mapping lookups need)."""
 
 
+class ModifiedTensorError(StateError):
+    """backward() needs a tensor whose values were overwritten after the forward pass recorded
+    it (``x.data = ...``, a write through a numpy view, an optimizer step): the message names
+    the tensor, the op and both versions (as PyTorch's in-place modification error)."""
+
+
 # C status code -> exception type (see enum pg_status in native/pg_api.h)
 _BY_STATUS = {
     1: ShapeError,
@@ -42,6 +48,7 @@ _BY_STATUS = {
     4: PyggmlrMemoryError,
     5: StateError,
     6: ArgumentError,
+    8: ModifiedTensorError,
 }
 
 

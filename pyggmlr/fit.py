@@ -325,9 +325,9 @@ def ag_predict(model: Any, x: Any, batch_size: int = 256) -> np.ndarray:
     bs = check_int(batch_size, "ag_predict", "batch_size", 1)
     dtype = _model_dtype(model)
     was_training = bool(getattr(model, "training", False))
-    _set_mode(model, False)
     outs = []
     try:
+        _set_mode(model, False)  # inside: the mode comes back on every exit path
         with ag_no_grad():
             for s in range(0, X.shape[1], bs):
                 xb = ag_tensor(X[:, s:s + bs], dtype=dtype)

@@ -147,6 +147,7 @@ def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> 
             raise ArgumentError(f"ag_tape_memory(): compiled must be a step from ag_compile, got {type(compiled).__name__}")
         return compiled.memory(top=top, quiet=quiet)
     top = _check_count(top, "top", "ag_tape_memory()")
+    gc.collect()  # unreachable cycles holding tensors go first: the count is what ag_tape_clear() frees
     n_nodes = lib.pg_tape_nodes()
     cap = max(n_nodes, 1)
     totals = ffi.new("int64_t[5]")
@@ -306,8 +307,9 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
             lib.pg_tensor_retain(g)
         saved_grads.append(g)
         _core.check(lib.pg_tensor_set_grad(t._p, NULL))
-    _core.check(lib.pg_tape_stash())
+    stashed = lib.pg_tape_stash_depth()
     try:
+        _core.check(lib.pg_tape_stash())
         gc.collect()
         base = _raw_stats()[5]
         lib.pg_memory_reset_peak()
@@ -375,7 +377,7 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
                     gradients += _nbytes(g)
             del grads, loss, out, yt, xt
     finally:
-        lib.pg_tape_unstash()
+        lib.pg_tape_unstash_to(stashed)
         for t, values in buffers:
             t.data = values
         for t, g in zip(params, saved_grads):

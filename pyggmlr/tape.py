@@ -30,11 +30,16 @@ class _TapeScope:
     __slots__ = ()
 
     def __enter__(self):
-        _core.check(lib.pg_tape_begin())
+        d = lib.pg_tape_depth()
+        try:
+            _core.check(lib.pg_tape_begin())
+        except BaseException:  # an interrupt right after the begin: the scope is not left open
+            lib.pg_tape_end_to(d)
+            raise
         return self
 
     def __exit__(self, *exc):
-        lib.pg_tape_end()
+        lib.pg_tape_end()  # a refused second close (depth 0) changes nothing
         return False
 
 
@@ -42,7 +47,8 @@ class ag_no_grad:
     """Context manager: ops inside are not recorded on the tape."""
 
     def __enter__(self):
-        self._prev = lib.pg_tape_set_enabled(0)
+        self._prev = lib.pg_tape_enabled()  # read first: nothing changed until __exit__ is due
+        lib.pg_tape_set_enabled(0)
         return self
 
     def __exit__(self, *exc):

@@ -119,15 +119,20 @@ class _View:
         nr, nc = lib.pg_tensor_nrow(p), lib.pg_tensor_ncol(p)
         dt = _NP_DTYPE[t.dtype]
         addr = int(ffi.cast("uintptr_t", lib.pg_tensor_data(p))) if nr * nc else 0
-        lib.pg_tensor_retain(p)
+        # writes through the view bypass the core: from now on backward() checks this buffer by
+        # a hash of its bytes (pg_api_version.h), so a changed saved input is refused, not used
+        _core.check(lib.pg_tensor_expose(p))
+        lib.pg_tensor_retain(p)  # the view's own reference: its memory outlives t.free()
         self._p = p
         self.__array_interface__ = {"shape": (nr, nc), "typestr": dt.str, "version": 3,
                                     "data": (addr, False), "strides": (dt.itemsize, dt.itemsize * nr)}
 
-    def __del__(self, _release=lib.pg_tensor_release):
+    def __del__(self, _release=lib.pg_tensor_release, _unexpose=lib.pg_tensor_unexpose):
+        # the last view gone: its writes are counted, then the buffer is no longer hashed
         p = getattr(self, "_p", None)
         if p is not None:
             self._p = None
+            _unexpose(p)
             _release(p)
 
 
@@ -278,7 +283,9 @@ class Tensor:
 
         ``copy=True`` (default): an independent copy. ``copy=False``: a view of the tensor's own
         memory, no copy: it keeps the tensor alive, sees later in-place updates (an optimizer
-        step, ``t.data = ...``) and writes to it change the tensor (as PyTorch's ``.numpy()``)."""
+        step, ``t.data = ...``) and writes to it change the tensor (as PyTorch's ``.numpy()``). Such a
+        write between a recorded forward pass and backward() makes backward() raise
+        ModifiedTensorError (the buffer is hash-checked from the first view on)."""
         if copy:
             return _read(self._handle())
         return np.asarray(_View(self))

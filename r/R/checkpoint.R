@@ -63,12 +63,13 @@ ag_checkpoint <- function(fn, ...) {
 # fn(...) on an empty tape that records nothing; the caller's tape (and, on error, the random
 # stream) is given back on the way out.
 .ckpt_forward <- function(fn, args, rng) {
-  .Call(R_pg_ckpt_tape, 0L)
   ok <- FALSE
+  s <- .Call(R_pg_scope, 2L, 0L)   # tapes set aside before ours: give back down to these
   on.exit({
-    .Call(R_pg_ckpt_tape, 1L)
+    .Call(R_pg_scope, 3L, s)
     if (!ok) .ckpt_rng_load(rng)
   })
+  .Call(R_pg_ckpt_tape, 0L)
   value <- do.call(fn, args, quote = TRUE)
   if (!is_ag_tensor(value))
     stop("ag_checkpoint(): fn must return an ag_tensor, got ", class(value)[1L], call. = FALSE)

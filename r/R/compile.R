@@ -35,15 +35,19 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
     stop("ag_compile(): build = \"opt\" needs optimizer = (optimizer_adam / optimizer_sgd)", call. = FALSE)
   inputs <- lapply(list(...), function(x) if (is_ag_tensor(x)) x else ag_tensor(x))
   seed <- .rng_save()
+  # whatever way fn leaves (error, interrupt, a caught warning's unwinding, invokeRestart,
+  # callCC), the recorder is closed and the tape emptied: the handler is registered before the
+  # recorder opens and aborts only a recording opened above the depth seen here
+  d <- .Call(R_pg_scope, 0L, 0L)
+  on.exit({
+    .Call(R_pg_scope, 4L, d)
+    .rng_restore(seed)
+  })
   .Call(R_pg_graph_record_begin)
-  out <- tryCatch(do.call(fn, inputs), error = function(e) {
-    .Call(R_pg_graph_record_abort)
-    stop(e)
-  }, finally = .rng_restore(seed))
-  if (!is_ag_tensor(out)) {
-    .Call(R_pg_graph_record_abort)
+  out <- do.call(fn, inputs)
+  .rng_restore(seed)
+  if (!is_ag_tensor(out))
     stop(sprintf("ag_compile(): fn must return an ag_tensor, got %s", class(out)[1L]), call. = FALSE)
-  }
   g <- .Call(R_pg_graph_record_end, out$.ptr, lapply(inputs, function(t) t$.ptr), .BUILDS[[build]],
              if (build == "opt") optimizer$.h else NULL)
   n_in <- length(inputs)

@@ -87,8 +87,10 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     settings$seed <- if (is.null(res$fit$settings$seed)) NULL else as.integer(res$fit$settings$seed)
   }
   if (!is.null(settings$seed)) {  # the whole run (shuffles, dropout) on a stream of its own
-    prev_rng <- .Call(R_pg_rng_use, .rng_stream(settings$seed))
+    run_rng <- .rng_stream(settings$seed)
+    prev_rng <- .Call(R_pg_rng_current)   # restore registered before the switch
     on.exit(.Call(R_pg_rng_use, prev_rng), add = TRUE)
+    .Call(R_pg_rng_use, run_rng)
   }
   # the split, the shuffles, the batches and the statistics live in the core (native/fit.c)
   plan <- tryCatch(.Call(R_pg_fit_new, ag_tensor(X, dtype = dtype)$.ptr, if (is.null(tg$Y)) NULL else ag_tensor(tg$Y, dtype = dtype)$.ptr,
@@ -220,8 +222,8 @@ ag_predict <- function(model, x, batch_size = 256L) {
   p <- .layer_params(model)
   dtype <- if (length(p)) p[[1L]]$dtype else ag_default_dtype()
   was_training <- (is.environment(model) && isTRUE(model$training))
-  ag_eval(model)
   on.exit(if (was_training) ag_train(model), add = TRUE)
+  ag_eval(model)
   outs <- list()
   ag_no_grad({
     for (s0 in seq(1L, ncol(X), by = batch_size)) {

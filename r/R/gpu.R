@@ -36,10 +36,12 @@ ag_local_mode <- function(graph = NULL, matmul_precision = NULL, envir = parent.
   if (!is.null(graph) && !.is_flag(graph))
     stop("ag_local_mode(): `graph` must be TRUE, FALSE or NULL", call. = FALSE)
   if (!is.null(matmul_precision)) matmul_precision <- match.arg(matmul_precision, c("default", "f32"))
-  prev <- list()
-  if (!is.null(matmul_precision)) prev$matmul_precision <- ag_matmul_precision(matmul_precision)
-  if (!is.null(graph)) prev$graph <- ag_graph_mode(graph)
+  prev <- list()  # read, restore registered, then set: no exit path keeps the new modes
+  if (!is.null(matmul_precision)) prev$matmul_precision <- ag_matmul_precision()
+  if (!is.null(graph)) prev$graph <- ag_graph_mode()
   do.call(on.exit, list(as.call(list(.gpu_restore, prev)), add = TRUE), envir = envir)
+  if (!is.null(matmul_precision)) ag_matmul_precision(matmul_precision)
+  if (!is.null(graph)) ag_graph_mode(graph)
   invisible(prev)
 }
 

@@ -249,8 +249,10 @@
   cfg <- .meta_json(meta, "config", path, .is_obj, "an object", budget = budget)
   if (is.null(cfg))
     .io_bad(path, "the file has no architecture (metadata 'config'); pass model = or model_fn = to load its weights into a model")
-  prev <- ag_dtype(if (is.null(dtype)) .files_dtype(tensors, pnames) else dtype)
+  want <- if (is.null(dtype)) .files_dtype(tensors, pnames) else dtype
+  prev <- ag_default_dtype()
   on.exit(ag_dtype(prev), add = TRUE)
+  ag_dtype(want)
   tryCatch(ag_module_from_config(cfg), error = function(e)
     .io_bad(path, sprintf("cannot rebuild the model from its architecture config: %s", conditionMessage(e))))
 }

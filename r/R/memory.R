@@ -3,6 +3,9 @@
 ag_tape_memory <- function(top = 10L, quiet = FALSE) {
   top <- .arg_int(top, "ag_tape_memory", "top", 0L)  # as Python's: a whole number >= 0
   quiet <- .arg_flag(quiet, "ag_tape_memory", "quiet")
+  # handles R no longer reaches still hold their tensors until collected: collect first, so the
+  # core's count of what only the tape keeps alive is exactly what ag_tape_clear() frees
+  invisible(gc(verbose = FALSE, full = TRUE))
   r <- .Call(R_pg_tape_memory)
   tot <- r[[1L]]
   by_op <- data.frame(op = r[[2L]], nodes = r[[3L]], mb = r[[4L]] / 1024^2, stringsAsFactors = FALSE)

@@ -147,8 +147,9 @@ ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch 
 }
 
 .with_dtype <- function(dtype, f) {
-  prev <- ag_dtype(dtype)
+  prev <- ag_default_dtype()
   on.exit(ag_dtype(prev), add = TRUE)
+  ag_dtype(dtype)
   f()
 }
 

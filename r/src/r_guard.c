@@ -8,11 +8,11 @@
  * "condition"), the kind from the core status (as Python's typed exceptions), call NULL ---- */
 static const char *status_class[] = {"pyggmlr_error", "pyggmlr_shape_error", "pyggmlr_dtype_error",
                                      "pyggmlr_value_error", "pyggmlr_memory_error", "pyggmlr_state_error",
-                                     "pyggmlr_argument_error", "pyggmlr_io_error"};
+                                     "pyggmlr_argument_error", "pyggmlr_io_error", "pyggmlr_modified_error"};
 
 void r_stop_status(int status, const char *msg)
 {
-    const char *k = status >= 1 && status <= 7 ? status_class[status] : NULL;
+    const char *k = status >= 1 && status <= 8 ? status_class[status] : NULL;
     SEXP cond = PROTECT(Rf_allocVector(VECSXP, 2));
     SET_VECTOR_ELT(cond, 0, Rf_mkString(msg));
     SEXP nm = PROTECT(Rf_allocVector(STRSXP, 2));

@@ -1093,6 +1093,7 @@ static void test_gemm(void)
 #include "driver_codec.c"
 #include "driver_lost.c"
 #include "driver_hostile.c"
+#include "driver_version.c"
 
 /* each part leaves nothing alive behind it */
 static void run(const char *name, void (*fn)(void))
@@ -1121,6 +1122,8 @@ int main(void)
     run("codec", test_codec);
     run("lost", test_lost);
     run("hostile", test_hostile);
+    run("versions", test_versions);
+    run("views", test_views);
     pg_tape_clear();
     int64_t st[11];
     pg_memory_stats(st, 11);
