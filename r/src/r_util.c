@@ -40,7 +40,6 @@ static void fin_optim(SEXP x)
 void r_fail(void)
 {
     const char *msg = pg_last_error();
-    int status = pg_last_status();
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", (msg && *msg) ? msg : "pyggmlr: unknown error in the C core");
     int status = pg_last_status();
