@@ -65,7 +65,7 @@ ag_cross_entropy_loss <- function(pred, target) {
 # matrix).
 ag_softmax_cross_entropy_loss <- function(logits, target) {
   if (is_ag_tensor(target) && is_ag_tensor(logits)) { # the common case, decided in C
-    out <- .Call(R_pg_softmax_ce_tensors, logits, target)
+    out <- .with_label_hint(.Call(R_pg_softmax_ce_tensors, logits, target), target, dim(logits)[1L])
     if (!is.null(out)) return(out)
   }
   op <- "ag_softmax_cross_entropy_loss"
@@ -88,5 +88,5 @@ ag_softmax_cross_entropy_loss <- function(logits, target) {
                  op, K, B, td[1L], td[2L]), call. = FALSE)
   if (!is.numeric(ids) && !is.logical(ids))
     stop(sprintf("%s: target must be numeric", op), call. = FALSE)
-  .Call(R_pg_softmax_ce_loss_idx, logits, as.vector(ids))
+  .with_label_hint(.Call(R_pg_softmax_ce_loss_idx, logits, as.vector(ids)), ids, K)  # fit_hints.R
 }

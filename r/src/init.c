@@ -145,6 +145,7 @@ extern SEXP R_pg_optim_load(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_st_read(SEXP);
 extern SEXP R_pg_st_write(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_json_check(SEXP, SEXP, SEXP);
+extern SEXP R_pg_tape_stash(SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm",           (DL_FUNC) &R_pg_batch_norm,           8},
@@ -278,6 +279,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_st_read",              (DL_FUNC) &R_pg_st_read,              1},
     {"R_pg_st_write",             (DL_FUNC) &R_pg_st_write,             6},
     {"R_pg_json_check",           (DL_FUNC) &R_pg_json_check,           3},
+    {"R_pg_tape_stash",           (DL_FUNC) &R_pg_tape_stash,           1},
     {NULL, NULL, 0}
 };
 
