@@ -1,13 +1,15 @@
 """Parity cases for R's operators on tensors (r/R/ops_generics.R: Ops / Math / Summary, mean, t,
 %*%) against Python's operators on the same inputs: value, loss and every input's gradient, 0
-ULP. The R side calls the operators themselves (``+``, ``%*%``, ``exp`` ... dispatching on
+ULP; and ag_estimate_training_memory(model =) measuring the same bytes in both. The R side calls the operators themselves (``+``, ``%*%``, ``exp`` ... dispatching on
 ag_tensor), so a change in the R mapping shows here. No ggmlR column: ggmlR has no operators."""
 from __future__ import annotations
 
 import operator
-from typing import Any, Callable
+from typing import Any, Callable, Dict, List
 
-from .parity import CASES, RSide, _op
+import numpy as np
+
+from .parity import CASES, Case, Record, RSide, _op
 
 
 def _r_or_py(sym: str, py: Callable[..., Any]) -> Callable[..., Any]:
@@ -50,3 +52,14 @@ _case("sum(a * b) + mean(a)", [(3, 4), (3, 4)], lambda P, a, b: _add(P, _sum(P, 
 _case("exp log sqrt tanh abs", [(3, 4)],
       lambda P, a: _add(P, _add(P, _exp(P, a), _log(P, a)), _add(P, _sqrt(P, a), _mul(P, _tanh(P, a), _abs(P, a)))),
       positive=(0,))
+
+
+def _memory_model(P: Any, d: Dict[str, Any], steps: int) -> List[Record]:
+    """The measured budget of one model in each language: every figure, bytes."""
+    m = P.ag_sequential(P.ag_linear(20, 64, "relu"), P.ag_dropout(0.2), P.ag_batch_norm(64), P.ag_linear(64, 5))
+    e = P.ag_estimate_training_memory(model=m, input_shape=[20, 32], quiet=True)
+    keys = ("params", "weights", "gradients", "optimizer", "activations", "total", "bytes_per_scalar")
+    return [{"budget": np.array([float(e[k]) for k in keys])}]
+
+
+CASES.append(Case("memory: ag_estimate_training_memory(model =)", "memory", _memory_model, 1, ggmlr=False))

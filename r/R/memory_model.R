@@ -30,7 +30,7 @@
   if (is.null(loss_fn)) loss_fn <- ag_mse_loss
   extra <- 0  # caller-owned input / target: live in training, allocated before the measurement
   if (is.null(x)) {
-    shp <- input_shape
+    shp <- if (is.list(input_shape) && all(vapply(input_shape, is.numeric, logical(1)))) unlist(input_shape) else input_shape
     if (length(shp) == 1L) shp <- c(shp, batch_size)
     if (!is.numeric(shp) || length(shp) != 2L || anyNA(shp) || any(shp <= 0) || any(shp != round(shp)))
       stop(sprintf("%s: input_shape must be c(features) or c(features, batch) with positive whole numbers, got %s",

@@ -63,7 +63,7 @@ Summary.ag_tensor <- function(..., na.rm = FALSE) {
 
 .as_column <- function(x) { d <- dim(x); if (d[2L] == 1L) x else ag_reshape(x, d[1L] * d[2L], 1) }
 
-mean.ag_tensor <- function(x, ...) ag_mean(x)
+mean.ag_tensor <- function(x, dim = NULL, ...) ag_mean(x, dim)  # dim as ag_mean: NULL all, 1 rows, 2 columns
 
 t.ag_tensor <- function(x) ag_transpose(x)
 

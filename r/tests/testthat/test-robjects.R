@@ -95,6 +95,7 @@ test_that("operators record the same ops as the ag_* calls (bit for bit)", {
   same_bits(exp(A), ag_exp(A)); same_bits(tanh(A), ag_tanh(A)); same_bits(sum(A), ag_sum(A))
   same_bits(mean(A), ag_mean(A)); same_bits(abs(A) * 1, ag_add(ag_relu(A), ag_relu(-A)))
   expect_equal(abs(A)$data, abs(A$data), tolerance = 1e-7)
+  same_bits(mean(A, dim = 2), ag_mean(A, dim = 2))
   expect_equal(dim(t(A)), c(3L, 2L))
   expect_equal((A > 0), A$data > 0)
   expect_equal(max(A)$data, matrix(max(A$data)), tolerance = 1e-7)
@@ -201,6 +202,10 @@ test_that("ag_estimate_training_memory(model =) measures one step and changes no
   ag_memory_reset_peak()
   with_grad_tape(L <- ag_mse_loss(m$forward(x), y)); opt$step(backward(L))
   expect_lt(abs(e$total / (ag_memory_peak() - base) - 1), 0.02)
+  # the numbers Python's ag_estimate_training_memory gives for this model (parity_robj.py)
+  pm <- ag_sequential(ag_linear(20, 64, "relu"), ag_dropout(0.2), ag_batch_norm(64), ag_linear(64, 5))
+  expect_equal(unlist(ag_estimate_training_memory(model = pm, input_shape = list(20, 32), quiet = TRUE)[1:6]),
+               c(params = 1797, weights = 7188, gradients = 7188, optimizer = 14376, activations = 70920, total = 99672))
   bn <- ag_sequential(ag_linear(3, 4), ag_batch_norm(4))
   before <- bn$layers[[2]]$running_mean
   ag_estimate_training_memory(model = bn, x = matrix(rnorm(18), 3, 6), quiet = TRUE)
