@@ -67,7 +67,13 @@ mean.ag_tensor <- function(x, dim = NULL, ...) ag_mean(x, dim)  # dim as ag_mean
 
 t.ag_tensor <- function(x) ag_transpose(x)
 
-# matrixOps (R >= 4.3) cannot be used on R 4.2: a package-level %*% that sends tensors to
+# R >= 4.3: base's %*% dispatches here (NAMESPACE registers it only there), nothing is masked
+matrixOps.ag_tensor <- function(x, y) {
+  if (.Generic == "%*%") return(ag_matmul(x, y))
+  stop(sprintf("ag_tensor: %s() is not defined for tensors; use ag_matmul(ag_transpose(x), y)", .Generic), call. = FALSE)
+}
+
+# R 4.2 has no matrixOps group: a package-level %*% (exported there) that sends tensors to
 # ag_matmul and everything else to base's, unchanged
 `%*%` <- function(x, y) {
   if (is_ag_tensor(x) || is_ag_tensor(y)) ag_matmul(x, y) else base::`%*%`(x, y)
