@@ -1494,6 +1494,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 from . import parity_086, parity_seed, parity_state, parity_loss, parity_attention  # noqa: E402,F401  (register the 0.8.6-API, seed:*, state-dict, extra-loss and attention cases)
 from . import parity_ckpt, parity_opt, parity_capture  # noqa: E402,F401  (ag_checkpoint; optimizers as ggmlR 0.8.6; captured steps)
+from . import parity_robj  # noqa: E402,F401  (R operators on tensors)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -90,6 +90,7 @@ TYPED_MODULES += ("checkpoint", "parity_ckpt", "parity_capture", "nn_layers")
 TYPED_MODULES += ("fit_progress", "fit_util", "fit_history", "fit_callbacks", "fit_resume")
 TYPED_MODULES += ("distributed_fit",)
 TYPED_MODULES += ("io_check",)
+TYPED_MODULES += ("parity_robj",)
 
 
 def _typed_objects():

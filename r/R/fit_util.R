@@ -86,7 +86,7 @@
   v
 }
 
-.fit_targets <- function(y, loss, n) {
+.fit_targets <- function(y, loss, n, X = NULL) {
   if (is.null(y)) return(list(Y = NULL, ids = NULL))
   if (is.factor(y)) {
     if (loss != "cross_entropy") .fit_stop("ag_fit: a factor y needs loss = \"cross_entropy\"")
@@ -94,7 +94,8 @@
     y <- as.integer(y) - 1L  # levels in order -> 0-based class ids
   }
   Y <- .fit_cols(y, "y")
-  if (ncol(Y) != n) .fit_stop("ag_fit: x has %d samples (columns) but y has %d", n, ncol(Y))
+  if (ncol(Y) != n)  # fit_hints.R: Python's row-major hint
+    .fit_stop("ag_fit: x has %d samples (columns) but y has %d%s", n, ncol(Y), if (is.null(X)) "" else .row_major_hint(X, Y))
   if (anyNA(Y)) .fit_stop("ag_fit: y has missing values")
   ids <- NULL
   if (loss == "cross_entropy" && nrow(Y) == 1L) {
@@ -188,8 +189,8 @@
     return(inherits(model, c("ag_dropout", "ag_batch_norm", "ag_layer_norm", "ag_multihead_attention",
                               "ag_embedding")))
   }
-  # ag_linear is a plain list
-  is.list(model) && !is.object(model) && identical(names(model), c("W", "b", "forward", "params", "to_config")) &&
+  # ag_linear is a (classed) list
+  is.list(model) && (!is.object(model) || inherits(model, "ag_linear")) && identical(names(model), c("W", "b", "forward", "params", "to_config")) &&
     is_ag_tensor(model$W) && is.function(model$to_config) && identical(model$to_config()$type, "linear")
 }
 

@@ -78,14 +78,16 @@ ag_linear <- function(in_features, out_features, activation = NULL, init = "glor
   # relu / sigmoid / tanh (or none) fuse with the matmul and bias into one node (as in Python)
   fused <- if (is.null(activation)) -1L else switch(activation, relu = 0L, sigmoid = 1L, tanh = 2L, NA_integer_)
   init_name <- if (is.character(init)) match.arg(init, c("glorot_uniform", "orthogonal")) else "glorot_uniform"
-  list(W = W, b = b,
+  # a classed list (ggmlR's was a plain list): $W, $forward, is.list() as before, R-like print
+  structure(list(W = W, b = b,
        forward = function(x) {
          if (!is.na(fused)) return(.Call(R_pg_linear, W, x, b, fused))
          act(ag_add(ag_matmul(W, x), b))
        },
        params = function() list(W = W, b = b),
        to_config = function() list(type = "linear", in_features = in_features, out_features = out_features,
-                                   activation = activation, init = init_name, gain = gain))
+                                   activation = activation, init = init_name, gain = gain)),
+       class = c("ag_linear", "list"))
 }
 
 .layer <- function(kind, name, training = TRUE) {
@@ -310,7 +312,9 @@ ag_sequential <- function(...) {
 .layer_buffers <- function(l) .state_buffers(l)
 
 .layer_label <- function(l) {
-  if (is.environment(l) && !is.null(l$name)) l$name else class(l)[[1L]]
+  if (is.environment(l) && !is.null(l$name)) l$name
+  else if (inherits(l, "ag_linear")) .linear_label(l)  # print.R: Python's name, linear(4, 16, relu)
+  else class(l)[[1L]]
 }
 
 print.ag_sequential <- function(x, ...) {

@@ -30,30 +30,56 @@ ag_tape_memory <- function(top = 10L, quiet = FALSE) {
   invisible(res)
 }
 
-ag_estimate_training_memory <- function(shapes, batch_size = 32L, optimizer = c("adam", "sgd", "sgd_plain"),
-                                        activation_frac = 0.01, quiet = FALSE) {
-  if (is.numeric(shapes) && !is.list(shapes)) shapes <- list(shapes)
-  if (!is.list(shapes) || length(shapes) == 0L)
-    stop("ggmlR: `shapes` must be a non-empty list of dimension vectors.", call. = FALSE)
-  for (s in shapes)
-    if (!is.numeric(s) || length(s) == 0L || any(!is.finite(s)) || any(s <= 0))
-      stop("ggmlR: each shape must be a vector of positive dimensions.", call. = FALSE)
-  optimizer <- match.arg(optimizer)
+# ggmlR's budget from shapes, counted at the dtype the core stores (4 bytes f32, 8 f64), or with
+# model = measured (memory_model.R); the texts are Python's (pyggmlr/memory.py)
+ag_estimate_training_memory <- function(shapes = NULL, batch_size = 32L, optimizer = c("adam", "sgd", "sgd_plain"),
+                                        activation_frac = 0.01, quiet = FALSE, dtype = NULL, model = NULL,
+                                        x = NULL, input_shape = NULL, y = NULL, loss_fn = NULL) {
+  fn <- "ag_estimate_training_memory()"
+  ok <- .optimizer_k(optimizer)
+  k <- ok$k
+  if (!is.null(model)) {
+    if (is.null(x) && is.null(input_shape)) stop(sprintf("%s: with model =, give x = (a batch) or input_shape =", fn), call. = FALSE)
+    if (is.null(dtype)) {
+      p <- .mem_model_params(model)
+      dtype <- if (length(p)) p[[1L]]$dtype else ag_default_dtype()
+    }
+  } else {
+    if (is.numeric(shapes) && !is.list(shapes)) shapes <- list(shapes)
+    if (!is.list(shapes) || length(shapes) == 0L)
+      stop("ggmlR: `shapes` must be a non-empty list of dimension vectors.", call. = FALSE)
+    for (s in shapes)
+      if (!is.numeric(s) || length(s) == 0L || any(!is.finite(s)) || any(s <= 0))
+        stop("ggmlR: each shape must be a vector of positive dimensions.", call. = FALSE)
+  }
+  dtype <- .dtype_name(.dtype_code(dtype))
   batch_size <- .arg_int(batch_size, "ag_estimate_training_memory", "batch_size", 0L)
   activation_frac <- .arg_num(activation_frac, "ag_estimate_training_memory", "activation_frac", 0)
   quiet <- .arg_flag(quiet, "ag_estimate_training_memory", "quiet")
-  k <- switch(optimizer, adam = 2, sgd = 1, sgd_plain = 0)
-  params <- sum(vapply(shapes, function(s) prod(as.double(s)), numeric(1)))
-  weights <- 8 * params
-  res <- list(params = params, weights = weights, gradients = 8 * params, optimizer = 8 * params * k,
-              activations = weights * activation_frac * batch_size)
+  bps <- if (dtype == "f32") 4 else 8
+  store <- sprintf("weights, gradients and optimizer state are counted at %s, the dtype the core stores them in (%d bytes per scalar, %s precision)",
+                   dtype, as.integer(bps), if (dtype == "f32") "single" else "double")
+  if (!is.null(model)) {
+    m <- .measure_step(model, x, input_shape, y, loss_fn, as.integer(batch_size), dtype)
+    res <- list(params = m$params, weights = m$weights, gradients = m$gradients, optimizer = m$gradients * k,
+                activations = m$activations)
+    note <- sprintf("%s; activations measured from one forward and backward pass on a batch of %d (tape, gradients of intermediates, loss, input and target).",
+                    store, as.integer(m$batch))
+    batch_size <- m$batch
+  } else {
+    params <- sum(vapply(shapes, function(s) prod(as.double(s)), numeric(1)))
+    weights <- bps * params
+    res <- list(params = params, weights = weights, gradients = bps * params, optimizer = bps * params * k,
+                activations = weights * activation_frac * batch_size)
+    note <- sprintf("%s; activations are a guess: activation_frac x weights per unit of batch.", store)
+  }
   res$total <- res$weights + res$gradients + res$optimizer + res$activations
-  res$bytes_per_scalar <- 8
-  res$note <- "path B stores gradients and optimizer state as R double (8 bytes); an f32 estimate would be half this. ag_dtype() does not apply."
+  res$bytes_per_scalar <- bps
+  res$note <- note
   if (!quiet) {
     mb <- function(x) sprintf("%8.2f MB", x / 1024^2)
-    cat(sprintf("Training memory estimate (%s, batch %d)\n", optimizer, as.integer(batch_size)))
-    cat("  parameters      : ", format(params, big.mark = " "), "\n", sep = "")
+    cat(sprintf("Training memory estimate (%s, batch %d)\n", ok$name, as.integer(batch_size)))
+    cat("  parameters      : ", format(res$params, big.mark = " "), "\n", sep = "")
     cat("  weights         : ", mb(res$weights), "\n", sep = "")
     cat("  gradients       : ", mb(res$gradients), "\n", sep = "")
     cat(sprintf("  optimizer (x%d)  : %s\n", as.integer(k), mb(res$optimizer)))

@@ -73,7 +73,7 @@ ag_cross_entropy_loss <- function(pred, target) {
 # matrix).
 ag_softmax_cross_entropy_loss <- function(logits, target) {
   if (is_ag_tensor(target) && is_ag_tensor(logits)) { # the common case, decided in C
-    out <- .Call(R_pg_softmax_ce_tensors, logits, target)
+    out <- .with_label_hint(.Call(R_pg_softmax_ce_tensors, logits, target), target, dim(logits)[1L])
     if (!is.null(out)) return(out)
   }
   op <- "ag_softmax_cross_entropy_loss"
@@ -97,5 +97,5 @@ ag_softmax_cross_entropy_loss <- function(logits, target) {
   if (is.logical(ids)) .arg_fail("argument", "%s: class ids must be 0-based integers, got booleans", op)
   if (!is.numeric(ids) || is.factor(ids))
     stop(sprintf("%s: target must be numeric", op), call. = FALSE)
-  .Call(R_pg_softmax_ce_loss_idx, logits, as.vector(ids))
+  .with_label_hint(.Call(R_pg_softmax_ce_loss_idx, logits, as.vector(ids)), ids, K)  # fit_hints.R
 }

@@ -72,11 +72,11 @@ print.ag_tensor <- function(x, ...) {
   if (!identical(x$dtype, "f32")) hdr <- paste0(hdr, " [", x$dtype, "]")
   if (isTRUE(x$requires_grad)) hdr <- paste0(hdr, " (requires_grad)")
   cat(hdr, "\n", sep = "")
-  print(x$data)
+  .print_values(x$data, x$dtype, x$requires_grad)  # print.R: large tensors abbreviated
   g <- x$grad
   if (!is.null(g)) {
     cat("  grad:\n")
-    print(g)
+    .print_values(g, x$dtype, NULL)
   }
   invisible(x)
 }

@@ -152,6 +152,7 @@ extern SEXP R_pg_check_dims(SEXP, SEXP, SEXP);
 extern SEXP R_pg_gc_room(SEXP);
 extern SEXP R_pg_file_kind(SEXP);
 extern SEXP R_pg_check_count(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_tape_stash(SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm",           (DL_FUNC) &R_pg_batch_norm,           8},
@@ -292,6 +293,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_gc_room",              (DL_FUNC) &R_pg_gc_room,              1},
     {"R_pg_file_kind",            (DL_FUNC) &R_pg_file_kind,            1},
     {"R_pg_check_count",          (DL_FUNC) &R_pg_check_count,          5},
+    {"R_pg_tape_stash",           (DL_FUNC) &R_pg_tape_stash,           1},
     {NULL, NULL, 0}
 };
 

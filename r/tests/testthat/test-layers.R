@@ -22,7 +22,7 @@ test_that("ag_sequential: shapes, parameter names, single ag_linear (ggmlR bug 3
   lst <- ag_sequential(list(ag_linear(2, 3), ag_dropout(0.1)))
   expect_equal(length(lst$layers), 2L)
   out <- capture.output(print(m))
-  expect_equal(out, c("ag_sequential (2 layers, train mode)", "  [1] list", "  [2] list"))
+  expect_equal(out, c("ag_sequential (2 layers, train mode)", "  [1] linear(4, 8, relu)", "  [2] linear(8, 3)"))  # Python's names (ggmlR printed "list")
 })
 
 test_that("train/eval propagate (recursively) and dropout behaves", {

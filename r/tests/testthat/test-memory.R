@@ -1,5 +1,6 @@
 test_that("ag_estimate_training_memory: formulas, errors, print", {
-  r <- ag_estimate_training_memory(list(c(100, 100)), quiet = TRUE)
+  # ggmlR's numbers are R doubles: f64 here (f32, the default, halves them: test-robjects.R)
+  r <- ag_estimate_training_memory(list(c(100, 100)), quiet = TRUE, dtype = "f64")
   expect_equal(c(r$params, r$weights, r$gradients, r$optimizer, r$activations, r$total),
                c(10000, 80000, 80000, 160000, 25600, 345600))
   expect_equal(ag_estimate_training_memory(list(c(10, 10), c(10, 10), c(10)), quiet = TRUE)$params, 210)
@@ -9,7 +10,7 @@ test_that("ag_estimate_training_memory: formulas, errors, print", {
   expect_error(ag_estimate_training_memory(list(c(-1, 4))), "positive")
   expect_error(ag_estimate_training_memory(list(c(4, NA))), "positive")
   expect_error(ag_estimate_training_memory(list(c(4, 4)), optimizer = "rmsprop"))
-  out <- capture.output(ag_estimate_training_memory(rep(list(c(512, 512)), 3), batch_size = 64))
+  out <- capture.output(ag_estimate_training_memory(rep(list(c(512, 512)), 3), batch_size = 64, dtype = "f64"))
   expect_equal(out[2], "  parameters      : 786 432")
   expect_equal(out[7], "  total           :    27.84 MB")
 })

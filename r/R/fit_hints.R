@@ -1,0 +1,40 @@
+# Hints for the two commonest data mistakes, with Python's texts (pyggmlr/fit_util.py
+# _row_major_hint): row-major data (one row per sample) and 1-based class labels.
+
+# "" or "; x looks row-major ..." for X [features, n] and Y [k, m] whose columns disagree
+.row_major_hint <- function(X, Y) {
+  if (nrow(X) == ncol(Y)) { what <- "x"; rows <- nrow(X) }
+  else if (nrow(Y) == ncol(X) && nrow(Y) != ncol(Y)) { what <- "y"; rows <- nrow(Y) }
+  else if (nrow(X) == nrow(Y))
+    return(sprintf(paste0("; x and y look row-major (%d rows each, one per sample): pyggmlr data are ",
+                          "[features, samples] with one column per sample, so pass t(x) and t(y)"), nrow(X)))
+  else return("")
+  sprintf(paste0("; %s looks row-major (%d rows, one per sample): pyggmlr data are [features, samples] ",
+                 "with one column per sample, so pass t(%s)"), what, rows, what)
+}
+
+.ONE_BASED_HINT <- "class ids are 0-based: pass as.integer(f) - 1L, or the factor itself"
+
+# TRUE when ids look like R's 1-based labels for k classes (min 1, max k)
+.one_based <- function(ids, k) {
+  length(ids) > 0L && !is.na(k) && is.numeric(ids) && !anyNA(ids) && min(ids) == 1 && max(ids) == k
+}
+
+# ag_fit: refuse 1-based ids up front when the model says how many classes it outputs
+.check_class_ids <- function(ids, model, features) {
+  if (is.null(ids)) return(invisible())
+  k <- tryCatch(.out_rows(model, features), error = function(e) NA_integer_)
+  if (.one_based(ids, k))
+    .fit_stop("ag_fit: y holds class ids 1..%d but the model has %d outputs; %s", as.integer(k), as.integer(k), .ONE_BASED_HINT)
+  invisible()
+}
+
+# ag_softmax_cross_entropy_loss: an out-of-range error on 1-based ids gets the hint (the
+# condition keeps its class); ids are read only when the call failed
+.with_label_hint <- function(expr, target, k) {
+  tryCatch(expr, error = function(e) {
+    ids <- tryCatch(as.vector(if (is_ag_tensor(target)) target$data else target), error = function(e2) NULL)
+    if (.one_based(ids, k)) e$message <- paste0(conditionMessage(e), "; ", .ONE_BASED_HINT)
+    stop(e)
+  })
+}
