@@ -98,4 +98,4 @@ def _getitem(self: Tensor, key: Any) -> Tensor:
     return _wrap(lib.pg_take(self._handle(), ptr, int(pos.size), int(nr), int(nc)))
 
 
-Tensor.__getitem__ = _getitem  # type: ignore[attr-defined]
+Tensor.__getitem__ = _getitem  # type: ignore[method-assign]

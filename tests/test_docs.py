@@ -89,6 +89,7 @@ TYPED_MODULES += ("ops_loss", "parity_loss")
 TYPED_MODULES += ("checkpoint", "parity_ckpt", "parity_capture", "nn_layers")
 TYPED_MODULES += ("fit_progress", "fit_util", "fit_history", "fit_callbacks", "fit_resume")
 TYPED_MODULES += ("distributed_fit",)
+TYPED_MODULES += ("nn_module", "tensor_index", "fit_data")
 
 
 def _typed_objects():
