@@ -349,3 +349,10 @@ def test_verbose_levels(capsys):
     assert "epoch 2/2 loss=" in err and "batch" in err  # tqdm's bar (installed here) and the lines
     with pytest.raises(pg.PyggmlrValueError, match="verbose must be 0"):
         pg.ag_fit(_model(), x, y, verbose=3)
+
+
+def test_indexing_replays_in_a_compiled_graph():
+    x = pg.ag_param(np.ones((2, 3)))
+    step = pg.ag_compile(lambda v: pg.ag_sum(v[0:1, [2, 0, 2]]), x, build="forward")
+    y = np.arange(6.0).reshape(2, 3)
+    assert step(pg.ag_tensor(y)).item() == y[0, [2, 0, 2]].sum()  # the positions are saved with the node
