@@ -1074,6 +1074,7 @@ static void test_gemm(void)
 
 #include "driver_host.c"
 #include "driver_codec.c"
+#include "driver_index.c"
 
 /* each part leaves nothing alive behind it */
 static void run(const char *name, void (*fn)(void))
@@ -1100,6 +1101,7 @@ int main(void)
     run("concurrent", test_concurrent);
     run("host", test_host);
     run("codec", test_codec);
+    run("index", test_index);
     pg_tape_clear();
     int64_t st[11];
     pg_memory_stats(st, 11);
