@@ -356,3 +356,30 @@ def test_indexing_replays_in_a_compiled_graph():
     step = pg.ag_compile(lambda v: pg.ag_sum(v[0:1, [2, 0, 2]]), x, build="forward")
     y = np.arange(6.0).reshape(2, 3)
     assert step(pg.ag_tensor(y)).item() == y[0, [2, 0, 2]].sum()  # the positions are saved with the node
+
+
+def test_indexing_matches_numpy_on_random_keys():
+    rs = np.random.default_rng(4)
+
+    def part(n):
+        k = rs.integers(4)
+        if k == 0:
+            return int(rs.integers(-n, n))
+        if k == 1:
+            lo, hi = sorted(rs.integers(-n, n + 1, size=2))
+            return slice(int(lo), int(hi), int(rs.choice([1, 2, -1])))
+        if k == 2:
+            return [int(i) for i in rs.integers(-n, n, size=rs.integers(1, 4))]
+        return rs.random(n) < 0.5
+
+    t = pg.ag_param(A)
+    for _ in range(200):
+        key = (part(4), part(5))
+        if not isinstance(key[0], (int, slice)) and not isinstance(key[1], (int, slice)):
+            rows = np.flatnonzero(key[0]) if np.asarray(key[0]).dtype == bool else np.asarray(key[0])
+            cols = np.flatnonzero(key[1]) if np.asarray(key[1]).dtype == bool else np.asarray(key[1])
+            if rows.size != cols.size:
+                with pytest.raises(PyggmlrIndexError, match="pair up"):
+                    t[key]
+                continue
+        assert np.array_equal(t[key].numpy(), _as_ours(A[key], key)), key
