@@ -325,3 +325,12 @@ int64_t pg_fit_run_static(pg_fit *f, int val, int64_t b0, int64_t b1, pg_graph *
     }
     return b1 - b0;
 }
+
+/* ag_fit's validation_data: the plan is made without shuffling (the validation part is the last
+ * columns as given), then shuffles its training part every epoch from here on. */
+int pg_fit_set_shuffle(pg_fit *f, int shuffle)
+{
+    if (!f) return pg_fail(PG_ERR_ARG, "%s: NULL fit", OP);
+    f->shuffle = shuffle != 0;
+    return 0;
+}

@@ -28,6 +28,9 @@ int pg_fit_sizes(const pg_fit *f, int64_t *out);
 int pg_fit_split_state(const pg_fit *f, int32_t *out);
 /* Start an epoch: a new order of the training part when shuffling; clears the statistics. */
 int pg_fit_epoch_begin(pg_fit *f);
+/* Turn the per-epoch shuffle of the training part on or off after pg_fit_new (ag_fit's
+ * validation_data: made unshuffled so the split is the columns as given, then shuffled per epoch). */
+int pg_fit_set_shuffle(pg_fit *f, int shuffle);
 /* Batch b (0-based) of the training part (val 0) or the validation part (val 1), gathered into
  * tensors the fit owns and reuses (new references; their values change at the next call of the
  * same width). *yb is NULL without y. Returns the batch's width (samples on this rank), < 0 on

@@ -85,6 +85,7 @@ class ag_dataloader:
         self.drop_last = check_flag(drop_last, "ag_dataloader", "drop_last")
         from .random import Generator
         self._gen = None if seed is None else Generator(seed)
+        self.seed = seed  # ag_fit(loader) runs on it when it has no seed of its own (fit_data.py)
         self.order = np.arange(self.n)
         self.pos = 0
         self.reset()

@@ -30,7 +30,6 @@ __all__ = ["ag_fit", "ag_predict", "ag_accuracy", "History", "Callback", "ag_ear
            "ag_model_checkpoint"]
 
 
-
 # ---------------------------------------------------------------------------------------------
 # the loop
 
@@ -40,8 +39,7 @@ class _Fit:
     def __init__(self, model, optimizer, history, nepoch, settings):
         self.model, self.optimizer, self.history, self.nepoch = model, optimizer, history, nepoch
         self.settings = settings
-        self.callbacks = []
-        self.stop = False
+        self.callbacks, self.stop = [], False
         self.stream: Any = None  # the run's random stream (its state goes into checkpoints)
 
     def save_checkpoint(self, path, epoch):
@@ -54,8 +52,9 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
            nepoch: int = 30, batch_size: int = 32, nbatch_logical: Optional[int] = None, val_split: float = 0.0,
            shuffle: bool = True, callbacks: Sequence[Any] = (), silent: bool = False, seed: Optional[int] = None,
            lr: float = 1e-3, resume_from: Optional[Union[str, os.PathLike]] = None, distributed: bool = False,
-           static: Optional[bool] = None, progress: str = "auto") -> History:
-    """Train `model` on x [features, n] (samples are columns) and y; returns a History.
+           static: Optional[bool] = None, progress: str = "auto", validation_data: Any = None, verbose: Optional[int] = None) -> History:
+    """Train `model` on x [features, n] (samples are columns) and y; returns a History. Keras' forms
+    (rules in pyggmlr.fit_data): x an ag_dataloader, validation_data=(x_val, y_val), verbose 0/1/2.
 
     loss: "cross_entropy" (fused softmax + CE on the model's logits; y are 0-based class ids, a
     vector of n, or a one-hot [classes, n] matrix), "mse" (y [outputs, n]), "mean" / "sum" (of the
@@ -99,7 +98,9 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     is not distributed; otherwise eager. True: require it (raises when the step cannot be
     compiled or with distributed). False: the eager tape.
     The model is in train mode while training and in eval mode when ag_fit returns."""
-    from .fit_plan import FitPlan
+    from .fit_plan import FitPlan, prepare  # prepare: fit_data.py (loaders, validation_data, verbose)
+    x, y, batch_size, shuffle, seed, val_split, fixed, progress, silent = prepare(
+        x, y, validation_data, batch_size, shuffle, seed, val_split, verbose, progress, silent)
     from .fit_progress import FitProgress, progress_mode
     from .random import Generator, _seed_int
 
@@ -192,7 +193,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     try:
         plan = FitPlan(ag_tensor(X, dtype=dtype), None if Y is None else ag_tensor(Y, dtype=dtype), classify,
                        batch_size, nbatch_logical, val_split, shuffle, stream,
-                       settings["split_state"] if resume is not None else None)
+                       settings["split_state"] if resume is not None else None, fixed_split=fixed)
     except (TypeError, ValueError) as e:
         if resume is not None:
             opt.accumulate_steps, opt.accum_count = opt_before
@@ -271,7 +272,6 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                 for cb in cbs:
                     if hasattr(cb, "on_batch_end"):
                         cb.on_batch_end(step, {"epoch": epoch, "batch": b + 1, "loss": lval})
-                b += 1
             if sync is not None:
                 sync.stats(plan)
             logs["time_train"] = time.perf_counter() - t0

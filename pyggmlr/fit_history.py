@@ -1,7 +1,7 @@
 """ag_fit's History (per-epoch results, table, plot) and the statistics as ggml reports them."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
 import math
 
@@ -52,11 +52,27 @@ class History:
     val_accuracy_unc (NaN where not applicable), lr, time_train, time_val (seconds).
     stopped_epoch: the epoch early stopping (or a callback) ended the run at, else None."""
 
+    # declared for type checkers (set in __init__ from _KEYS): ``hist.val_accuracy[-1]`` is a float
+    epoch: List[int]
+    loss: List[float]
+    loss_unc: List[float]
+    accuracy: List[float]
+    accuracy_unc: List[float]
+    val_loss: List[float]
+    val_loss_unc: List[float]
+    val_accuracy: List[float]
+    val_accuracy_unc: List[float]
+    lr: List[float]
+    time_train: List[float]
+    time_val: List[float]
+    stopped_epoch: Optional[int]
+    best_epoch: Optional[int]
+
     def __init__(self) -> None:
         for k in _KEYS:
             setattr(self, k, [])
-        self.stopped_epoch: Optional[int] = None
-        self.best_epoch: Optional[int] = None
+        self.stopped_epoch = None
+        self.best_epoch = None
 
     def _append(self, logs):
         for k in _KEYS:

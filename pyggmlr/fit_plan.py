@@ -9,6 +9,7 @@ from . import _core
 from ._core import NULL, ffi, lib
 from .random import Generator
 from .tensor import Tensor, _wrap
+from .fit_data import prepare  # noqa: F401  (ag_fit imports it from here with FitPlan)
 
 __all__: List[str] = []
 
@@ -16,16 +17,20 @@ __all__: List[str] = []
 class FitPlan:
     """x, y: tensors in the model's dtype (y None: no targets); stream: the Generator the split
     and the shuffles draw from; split_state: a 626-integer state loaded before the split
-    (resuming) or None."""
+    (resuming) or None; fixed_split: the validation part is the last columns as given (ag_fit's
+    validation_data): no initial shuffle of the split, the training part still reshuffled per epoch."""
 
     def __init__(self, x: Tensor, y: Optional[Tensor], classify: bool, batch_size: int, nbatch_logical: int,
-                 val_split: float, shuffle: bool, stream: Generator, split_state: Optional[List[int]] = None) -> None:
+                 val_split: float, shuffle: bool, stream: Generator, split_state: Optional[List[int]] = None,
+                 fixed_split: bool = False) -> None:
         st = NULL if split_state is None else ffi.new("int32_t[]", [int(v) for v in split_state])
         p = lib.pg_fit_new(x._handle(), NULL if y is None else y._handle(), int(classify), batch_size, nbatch_logical,
-                           val_split, int(shuffle), stream._h, st)
+                           val_split, int(shuffle and not fixed_split), stream._h, st)
         if p == NULL:
             _core.raise_last()
         self._p = ffi.gc(p, lib.pg_fit_free)
+        if fixed_split and shuffle:
+            _core.check(lib.pg_fit_set_shuffle(self._p, 1))
         self._stream = stream  # the plan borrows its stream: keep it alive
         self._wrappers: Dict[int, Tensor] = {}  # one Tensor per reused batch tensor, so compiled steps see the same inputs
         s = ffi.new("int64_t[6]")

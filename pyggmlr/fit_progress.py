@@ -29,6 +29,8 @@ def _interactive() -> bool:
 
 def progress_mode(progress: Any, silent: bool) -> str:
     """"bar" or "none" for ag_fit's progress= and silent= (silent wins)."""
+    if progress == "lines" and isinstance(progress, str):  # verbose=2 (fit_data.verbosity): epoch lines, no bar
+        return "none" if silent else "lines"
     if not isinstance(progress, str) or progress not in PROGRESS_MODES:
         raise PyggmlrValueError(f'ag_fit: progress must be "auto", "bar" or "none", got {progress}')
     if silent or progress == "none" or (progress == "auto" and not _interactive()):
@@ -57,7 +59,8 @@ class FitProgress:
 
     def __init__(self, mode: str, running: Callable[[], Tuple[float, float]], total: int, nepoch: int,
                  first: int = 1) -> None:
-        self.on = mode == "bar" and total > 0
+        self.on = mode in ("bar", "lines") and total > 0
+        self._use_bar = mode == "bar"  # "lines": the per-epoch lines only
         self.running, self.total, self.nepoch, self._first = running, total, nepoch, first
         self.epoch, self.val, self.bar, self._t = 0, "", None, 0.0
 
@@ -71,7 +74,7 @@ class FitProgress:
     def epoch_begin(self, epoch: int) -> None:
         self.epoch = epoch
         desc = f"epoch {epoch}/{self.nepoch}"
-        if self.on and self.bar is None and epoch == self._first:
+        if self.on and self._use_bar and self.bar is None and epoch == self._first:
             try:
                 from tqdm.auto import tqdm
             except ImportError:

@@ -19,6 +19,7 @@ from .errors import INT_MAX, ArgumentError, PyggmlrMemoryError, PyggmlrValueErro
 from .ops import _linear, ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
 from .random import runif
 from .tensor import ArrayLike, Tensor, _new_from, _wrap, ag_param
+from . import nn_module as _reg
 
 __all__ = [
     "Module", "ag_linear", "ag_sequential", "ag_dropout", "ag_batch_norm", "ag_layer_norm",
@@ -136,9 +137,14 @@ def _set_mode(obj, training):
             pass
 
 
-class Module:
+class Module(_reg.StateMethods):
     """Base class of the built-in layers; custom layers need not derive from it (any object
     with ``forward`` and ``parameters`` works inside ag_sequential).
+
+    A subclass registers, as torch.nn.Module does, the layers, parameter tensors (ag_param)
+    and lists / tuples / dicts of them it holds as attributes: parameters() walks them in
+    assignment order (names ``fc1.W``, ``blocks.0.b``), train()/eval() reach the layers, repr
+    lists them, state_dict() / load_state_dict() save and load them (pyggmlr.nn_module).
 
     ``training`` starts True; ``train()`` / ``eval()`` (or ag_train / ag_eval) set it on the
     module and, recursively, on its sub-layers."""
@@ -160,18 +166,21 @@ class Module:
     def parameters(self) -> OrderedDict[str, Tensor]:
         """The trainable tensors as an ordered dict name -> parameter tensor, with ggmlR's
         names (``W``, ``b``; ``layer<i>_<name>`` in ag_sequential); empty for a layer without
-        parameters. The tensors are the layer's own (not copies)."""
-        return OrderedDict()
+        parameters. The tensors are the layer's own (not copies). For a subclass: its
+        registered attributes in assignment order (see the class docstring)."""
+        return _reg.collect(self, "parameters")
 
     def buffers(self) -> OrderedDict[str, Tensor]:
         """Non-trainable state as an ordered dict name -> tensor (batch norm's running_mean and
-        running_var [F, 1]); empty for most layers. The tensors are the layer's own."""
-        return OrderedDict()
+        running_var [F, 1]); empty for most layers. The tensors are the layer's own. For a
+        subclass: its registered layers' buffers, named as parameters()."""
+        return _reg.collect(self, "buffers")
 
     def children(self) -> List[Any]:
         """The direct sub-layers, as a list (used by the train/eval recursion); [] for a plain
-        layer. Sub-layers may be any objects with forward()."""
-        return []
+        layer. Sub-layers may be any objects with forward(). For a subclass: the layers held
+        as attributes (or in lists / dicts), in assignment order."""
+        return _reg.children(self)
 
     def train(self, mode: bool = True) -> Module:
         """Set training mode (mode=True) or eval mode (False) on this module and, recursively,
@@ -204,7 +213,9 @@ class Module:
 
     def __repr__(self):
         mode = "train" if self.training else "eval"
-        return f"ag_{self.kind}: {self.name} ({self._n_params()} parameters, {mode} mode)"
+        if type(self).kind != "module":  # a built-in layer
+            return _reg.describe(self, f"ag_{self.kind}: {self.name} ({self._n_params()} parameters, {mode} mode)")
+        return _reg.describe(self, f"{type(self).__name__} ({self._n_params()} parameters, {mode} mode)")
 
 
 def ag_train(model: Any) -> Any:

@@ -144,6 +144,9 @@ class Optimizer:
     def __init__(self, params: Any, **hyper: Any) -> None:
         cls = type(self).__name__
         names, tensors, named = _named_params(params, cls)
+        if not tensors:  # torch's ValueError too: an optimizer over nothing would train nothing silently
+            raise PyggmlrValueError(f"{cls}: got no parameters to optimize (an empty model or list); pass the "
+                                    "model's parameters(), e.g. register layers and ag_param tensors as attributes of a Module")
         uniq, ptrs = [], set()  # identity by C pointer (two Python handles can share one tensor)
         for n, t in zip(names, tensors):
             k = _ptr(t)

@@ -1,7 +1,7 @@
 """Tensors: Python handles on C-core tensors (column-major, shape = R's dim())."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -193,23 +193,23 @@ class Tensor:
 
     # ---- properties ----
     @property
-    def shape(self):
+    def shape(self) -> Tuple[int, int]:
         """(rows, cols) as R's dim(): (features, batch) for data; a vector is (n, 1)."""
         p = self._handle()
         return (lib.pg_tensor_nrow(p), lib.pg_tensor_ncol(p))
 
     @property
-    def nrow(self):
+    def nrow(self) -> int:
         """Number of rows (R's nrow(); features for data)."""
         return lib.pg_tensor_nrow(self._handle())
 
     @property
-    def ncol(self):
+    def ncol(self) -> int:
         """Number of columns (R's ncol(); samples for data)."""
         return lib.pg_tensor_ncol(self._handle())
 
     @property
-    def size(self):
+    def size(self) -> int:
         """Number of elements, nrow * ncol."""
         return lib.pg_tensor_numel(self._handle())
 
@@ -369,6 +369,7 @@ class Tensor:
         def mean(self, dim: Optional[int] = None, keepdim: bool = False) -> Tensor: ...
         def relu(self) -> Tensor: ...
         def reshape(self, nrow: Union[int, Sequence[int]], ncol: int = -1) -> Tensor: ...
+        def __getitem__(self, key: Any) -> Tensor: ...  # tensor_index.py
 
 
 #: What the ops accept as an operand: a Tensor, or numbers that become a constant of the other

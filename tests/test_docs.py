@@ -91,6 +91,7 @@ TYPED_MODULES += ("fit_progress", "fit_util", "fit_history", "fit_callbacks", "f
 TYPED_MODULES += ("distributed_fit",)
 TYPED_MODULES += ("io_check",)
 TYPED_MODULES += ("parity_robj",)
+TYPED_MODULES += ("nn_module", "tensor_index", "fit_data")
 
 
 def _typed_objects():

@@ -1094,6 +1094,7 @@ static void test_gemm(void)
 #include "driver_lost.c"
 #include "driver_hostile.c"
 #include "driver_version.c"
+#include "driver_index.c"
 
 /* each part leaves nothing alive behind it */
 static void run(const char *name, void (*fn)(void))
@@ -1124,6 +1125,7 @@ int main(void)
     run("hostile", test_hostile);
     run("versions", test_versions);
     run("views", test_views);
+    run("index", test_index);
     pg_tape_clear();
     int64_t st[11];
     pg_memory_stats(st, 11);
