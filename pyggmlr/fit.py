@@ -14,17 +14,17 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import math
 import time
 
-import numpy as np
-
-from .errors import ArgumentError, PyggmlrValueError, ShapeError, check_flag, check_int, check_num
+from .errors import PyggmlrValueError, ShapeError
 from .optim import Optimizer
-from .tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
+from .tape import ag_tape_clear, backward, with_grad_tape
 from .tensor import Tensor, ag_tensor
 from .fit_util import (_EXTRA_LOSSES, _LOSSES, _StaticSteps, _apply_hyper, _as_cols, _buffers,  # noqa: F401
                        _builtin_model, _forward, _loss_fn, _make_optimizer, _model_dtype, _params, _restore,
                        _row_major_hint, _set_mode, _snapshot)  # (some re-exported: io.py)
 from .fit_history import History, _acc_stats, _loss_stats  # noqa: F401  (re-exported)
-from .fit_callbacks import Callback, _FnCallback, ag_early_stopping, ag_model_checkpoint  # noqa: F401  (re-exported)
+from .fit_callbacks import Callback, ag_early_stopping, ag_model_checkpoint  # noqa: F401  (re-exported)
+from .fit_args import check_args, make_callbacks, validate
+from .predict import ag_accuracy, ag_predict  # noqa: F401  (re-exported)
 
 __all__ = ["ag_fit", "ag_predict", "ag_accuracy", "History", "Callback", "ag_early_stopping",
            "ag_model_checkpoint"]
@@ -108,24 +108,8 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     lossfn, _ = _loss_fn(loss)
     loss_name = loss if isinstance(loss, str) else "callable"
     per_datapoint = loss_name != "sum"
-    for name, v in (("nepoch", nepoch), ("batch_size", batch_size)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise PyggmlrValueError(f"ag_fit: {name} must be an integer >= 1, got {v!r}")
-    nepoch, batch_size = int(nepoch), int(batch_size)
-    shuffle = check_flag(shuffle, "ag_fit", "shuffle")
-    if nbatch_logical is None:
-        nbatch_logical = batch_size
-    if isinstance(nbatch_logical, bool) or not isinstance(nbatch_logical, (int, np.integer)) or nbatch_logical < 1:
-        raise PyggmlrValueError(f"ag_fit: nbatch_logical must be an integer >= 1, got {nbatch_logical!r}")
-    nbatch_logical = int(nbatch_logical)
-    if nbatch_logical % batch_size:
-        raise PyggmlrValueError(f"ag_fit: nbatch_logical ({nbatch_logical}) must be a multiple of batch_size ({batch_size})")
-    accum = nbatch_logical // batch_size
-    val_split = check_num(val_split, "ag_fit", "val_split") if not isinstance(val_split, float) else val_split
-    if not 0.0 <= val_split < 1.0:
-        raise PyggmlrValueError(f"ag_fit: val_split must be in [0, 1), got {val_split}")
-    if opt_params is not None and not callable(opt_params):
-        raise ArgumentError("ag_fit: opt_params must be a callable(epoch) -> dict or None")
+    nepoch, batch_size, shuffle, nbatch_logical, accum, val_split = check_args(
+        nepoch, batch_size, shuffle, nbatch_logical, val_split, opt_params)
 
     X = _as_cols(x, "x")
     n = X.shape[1]
@@ -159,14 +143,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
 
     settings = {"n": n, "batch_size": batch_size, "nbatch_logical": nbatch_logical, "val_split": val_split,
                 "shuffle": bool(shuffle), "loss": loss_name, "seed": None, "split_state": None}
-    cbs = []
-    for cb in callbacks if not callable(callbacks) else (callbacks,):
-        if isinstance(cb, Callback) or hasattr(cb, "on_epoch_end"):
-            cbs.append(cb)
-        elif callable(cb):
-            cbs.append(_FnCallback(cb))
-        else:
-            raise ArgumentError(f"ag_fit: callbacks must be Callback objects or functions, got {type(cb).__name__}")
+    cbs = make_callbacks(callbacks)
     history = History()
     start_epoch = 1
     resume: Optional[Dict[str, Any]] = None
@@ -277,21 +254,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
             logs["time_train"] = time.perf_counter() - t0
             t1 = time.perf_counter()
             if plan.n_val:
-                _set_mode(model, False)
-                with ag_no_grad():
-                    for b in range(plan.n_val_batches):
-                        w = min(batch_size, plan.n_val - b * batch_size)
-                        if static_steps is not None and w in static_steps.val:  # recorded: in C
-                            plan.run_static(True, b, b + 1, *static_steps.val[w])
-                            continue
-                        xb, yb = plan.batch(True, b)
-                        if static_steps is not None:
-                            lval, out = static_steps.val_step(xb, yb)
-                        else:
-                            out = _forward(model, xb)
-                            lval = lossfn(out, yb).item()
-                        plan.record(True, lval, out)
-                _set_mode(model, True)
+                validate(plan, model, static_steps, lossfn, batch_size)
             logs.update(plan.epoch_end(per_datapoint))
             logs["time_val"] = time.perf_counter() - t1
             history._append(logs)
@@ -313,46 +276,3 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         ag_tape_clear()
         _set_mode(model, False)
     return history
-
-
-def ag_predict(model: Any, x: Any, batch_size: int = 256) -> np.ndarray:
-    """The model's outputs for x [features, n] in eval mode, without a tape, as a numpy
-    [outputs, n] array (computed in batches of batch_size columns). The model's mode is put
-    back afterwards."""
-    if not (hasattr(model, "forward") or callable(model)):
-        raise ArgumentError(f"ag_predict: model must have forward(x), got {type(model).__name__}")
-    X = _as_cols(x, "x", "ag_predict")
-    bs = check_int(batch_size, "ag_predict", "batch_size", 1)
-    dtype = _model_dtype(model)
-    was_training = bool(getattr(model, "training", False))
-    outs = []
-    try:
-        _set_mode(model, False)  # inside: the mode comes back on every exit path
-        with ag_no_grad():
-            for s in range(0, X.shape[1], bs):
-                xb = ag_tensor(X[:, s:s + bs], dtype=dtype)
-                outs.append(_forward(model, xb).numpy())
-    finally:
-        if was_training:
-            _set_mode(model, True)
-    if not outs:
-        raise ShapeError("ag_predict: x has no samples")
-    return np.asfortranarray(np.concatenate(outs, axis=1))
-
-
-def ag_accuracy(model: Any, x: Any, y: Any, batch_size: int = 256) -> float:
-    """Fraction of samples whose arg-max output row equals y (0-based ids or one-hot columns)."""
-    Y = _as_cols(y, "y", "ag_accuracy")
-    out = ag_predict(model, x, batch_size=batch_size)
-    if Y.shape[1] != out.shape[1]:
-        raise ShapeError(f"ag_accuracy: x has {out.shape[1]} samples but y has {Y.shape[1]}")
-    if Y.shape[0] == 1:  # class ids: whole numbers in [0, classes), never silently "wrong"
-        if Y.dtype.kind == "b":
-            raise ArgumentError("ag_accuracy: y must be 0-based class ids or a one-hot matrix, got booleans")
-        bad = ~np.isfinite(Y[0]) | (Y[0] != np.round(Y[0])) | (Y[0] < 0) | (Y[0] >= out.shape[0])
-        if bad.any():
-            j = int(np.argmax(bad))
-            raise PyggmlrValueError(f"ag_accuracy: y must be 0-based class ids in [0, {out.shape[0]}) (the model has "
-                                    f"{out.shape[0]} outputs), got {float(Y[0, j]):g} at position {j}")
-    labels = Y[0].astype(np.int64) if Y.shape[0] == 1 else np.argmax(Y, axis=0)
-    return float(np.mean(np.argmax(out, axis=0) == labels))

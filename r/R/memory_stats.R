@@ -33,14 +33,7 @@ ag_accuracy <- function(model, x, y, batch_size = 256L) {
   Y <- .fit_cols(y, "y", "ag_accuracy")
   out <- ag_predict(model, x, batch_size = batch_size)
   if (ncol(Y) != ncol(out)) stop(sprintf("ag_accuracy: x has %d samples but y has %d", ncol(out), ncol(Y)), call. = FALSE)
-  if (nrow(Y) == 1L) {  # class ids: whole numbers in [0, classes), never silently "wrong"
-    bad <- !is.finite(Y[1L, ]) | Y[1L, ] != round(Y[1L, ]) | Y[1L, ] < 0 | Y[1L, ] >= nrow(out)
-    if (any(bad)) {
-      j <- which(bad)[[1L]]
-      .arg_fail("value", "ag_accuracy: y must be 0-based class ids in [0, %d) (the model has %d outputs), got %s at position %d",
-                nrow(out), nrow(out), format(Y[1L, j]), j - 1L)
-    }
-  }
-  labels <- if (nrow(Y) == 1L) as.integer(Y[1L, ]) else max.col(t(Y), ties.method = "first") - 1L
-  mean(max.col(t(out), ties.method = "first") - 1L == labels)
+  storage.mode(Y) <- "double"
+  storage.mode(out) <- "double"
+  .Call(R_pg_accuracy_count, out, Y) / ncol(out)  # counted in the core, as Python's
 }

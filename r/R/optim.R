@@ -41,6 +41,8 @@
   if (is.environment(params) && is.function(params$parameters)) params <- params$parameters()
   if (is_ag_tensor(params)) params <- list(params)
   if (!is.list(params)) stop("is.list(params) is not TRUE", call. = FALSE)
+  if (!length(params))  # as Python's (and torch's): an optimizer over nothing would train nothing silently
+    .arg_fail("value", "%s: got no parameters to optimize (an empty model or list); pass the model's parameters()", where)
   for (i in seq_along(params))
     if (!is_ag_tensor(params[[i]]))
       stop(sprintf("%s: parameter %d is not an ag_tensor", where, i), call. = FALSE)

@@ -156,3 +156,17 @@ SEXP R_pg_fit_stats_set(SEXP fp, SEXP buf)
     r_check(pg_fit_stats_import(fit_get(fp), REAL(buf), XLENGTH(buf)));
     return R_NilValue;
 }
+
+/* ag_accuracy's count in the core: out [classes, n] and y (ids [1, n] or one-hot) as doubles */
+SEXP R_pg_accuracy_count(SEXP out, SEXP y)
+{
+    SEXP od = Rf_getAttrib(out, R_DimSymbol), yd = Rf_getAttrib(y, R_DimSymbol);
+    if (TYPEOF(out) != REALSXP || TYPEOF(y) != REALSXP || XLENGTH(od) != 2 || XLENGTH(yd) != 2)
+        Rf_error("ag_accuracy: outputs and targets must be double matrices");
+    const int64_t c = INTEGER(od)[0], n = INTEGER(od)[1], k = INTEGER(yd)[0];
+    if ((int64_t)INTEGER(yd)[1] != n || XLENGTH(out) != c * n || XLENGTH(y) != k * n)
+        Rf_error("ag_accuracy: outputs and targets disagree in their number of samples");
+    int64_t hit = 0;
+    r_check(pg_accuracy_count(REAL(out), c, n, REAL(y), k, &hit));
+    return Rf_ScalarReal((double)hit);
+}

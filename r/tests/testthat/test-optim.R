@@ -123,3 +123,9 @@ test_that("schedulers: exact ggmlR formulas and prints", {
   expect_equal(lrs, c(0.1, 0.09045085, 0.06545085, 0.03454915, 0.00954915, 0.1, 0.09045085), tolerance = 1e-7)
   expect_match(capture.output(print(c2)), "^lr_scheduler_cosine \\| T_max=5 \\| lr_max=0.100000 \\| lr_min=0.000000 \\| epoch=7")
 })
+
+test_that("an optimizer over no parameters is an error (as Python's and torch's), not a silent no-op", {
+  for (f in list(optimizer_sgd, optimizer_adam))
+    expect_error(f(list()), class = "pyggmlr_value_error", regexp = "got no parameters to optimize")
+  expect_error(optimizer_adam(list(), lr = 0.1), "optimizer_adam: got no parameters to optimize", fixed = TRUE)
+})

@@ -1,0 +1,69 @@
+"""ag_fit's argument checks, its callback list and its validation pass (fit.py keeps the loop)."""
+from __future__ import annotations
+
+from typing import Any, Callable, List, Tuple
+
+import numpy as np
+
+from .errors import ArgumentError, PyggmlrValueError, check_flag, check_num
+from .fit_callbacks import Callback, _FnCallback
+from .fit_util import _forward, _set_mode
+from .tape import ag_no_grad
+
+__all__: List[str] = []
+
+
+def _count(v: Any, name: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise PyggmlrValueError(f"ag_fit: {name} must be an integer >= 1, got {v!r}")
+    return int(v)
+
+
+def check_args(nepoch: Any, batch_size: Any, shuffle: Any, nbatch_logical: Any, val_split: Any,
+               opt_params: Any) -> Tuple[int, int, bool, int, int, float]:
+    """(nepoch, batch_size, shuffle, nbatch_logical, micro-batches per logical batch, val_split),
+    or the error naming ag_fit and the argument."""
+    nepoch, batch_size = _count(nepoch, "nepoch"), _count(batch_size, "batch_size")
+    shuffle = check_flag(shuffle, "ag_fit", "shuffle")
+    nbl = _count(batch_size if nbatch_logical is None else nbatch_logical, "nbatch_logical")
+    if nbl % batch_size:
+        raise PyggmlrValueError(f"ag_fit: nbatch_logical ({nbl}) must be a multiple of batch_size ({batch_size})")
+    val_split = check_num(val_split, "ag_fit", "val_split") if not isinstance(val_split, float) else val_split
+    if not 0.0 <= val_split < 1.0:
+        raise PyggmlrValueError(f"ag_fit: val_split must be in [0, 1), got {val_split}")
+    if opt_params is not None and not callable(opt_params):
+        raise ArgumentError("ag_fit: opt_params must be a callable(epoch) -> dict or None")
+    return nepoch, batch_size, shuffle, nbl, nbl // batch_size, val_split
+
+
+def make_callbacks(callbacks: Any) -> List[Any]:
+    """Callback objects (anything with on_epoch_end) as they are, functions wrapped."""
+    cbs = []
+    for cb in callbacks if not callable(callbacks) else (callbacks,):
+        if isinstance(cb, Callback) or hasattr(cb, "on_epoch_end"):
+            cbs.append(cb)
+        elif callable(cb):
+            cbs.append(_FnCallback(cb))
+        else:
+            raise ArgumentError(f"ag_fit: callbacks must be Callback objects or functions, got {type(cb).__name__}")
+    return cbs
+
+
+def validate(plan: Any, model: Any, static_steps: Any, lossfn: Callable[..., Any], batch_size: int) -> None:
+    """The held-out part in eval mode, without a tape: each batch recorded in the plan (a
+    recorded width replays in C)."""
+    _set_mode(model, False)
+    with ag_no_grad():
+        for b in range(plan.n_val_batches):
+            w = min(batch_size, plan.n_val - b * batch_size)
+            if static_steps is not None and w in static_steps.val:
+                plan.run_static(True, b, b + 1, *static_steps.val[w])
+                continue
+            xb, yb = plan.batch(True, b)
+            if static_steps is not None:
+                lval, out = static_steps.val_step(xb, yb)
+            else:
+                out = _forward(model, xb)
+                lval = lossfn(out, yb).item()
+            plan.record(True, lval, out)
+    _set_mode(model, True)
