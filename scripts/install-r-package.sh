@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Copy the shared C core into the R package and install it.
+# Install the R package the way a user's R tools do: R CMD build (the tarball carries the C core
+# through r/src's links to native/, and the built vignette), then R CMD INSTALL of the tarball.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d r ] || exit 0
-bash scripts/sync-native.sh
-R CMD INSTALL --preclean --no-test-load r >/tmp/pyggmlr-r-install.log 2>&1 || { cat /tmp/pyggmlr-r-install.log; exit 1; }
+bash scripts/sync-native.sh   # a clean clone has the links already; this repairs a stale tree
+root=$PWD
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+(cd "$tmp" && R CMD build "$root/r" >build.log 2>&1) || { cat "$tmp/build.log"; exit 1; }
+R CMD INSTALL "$tmp"/pyggmlr_*.tar.gz >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }

@@ -46,6 +46,10 @@ if command -v R >/dev/null 2>&1; then
     fi
     grep "^Status:" "$chk/check.log" | sed 's/^/R CMD check: /'
     rm -rf "$chk"
+    # R's own install tools from the clone (issue: no project script needed): remotes::install_local
+    lib=$(mktemp -d)
+    Rscript -e 'lib <- commandArgs(TRUE)[1]; remotes::install_local("r", lib = lib, upgrade = "never", dependencies = FALSE, quiet = TRUE, build_vignettes = FALSE, force = TRUE); library(pyggmlr, lib.loc = lib); stopifnot(identical(ag_tensor(matrix(1:4, 2))$data, matrix(c(1, 2, 3, 4), 2))); cat("remotes::install_local(\"r\"): ok\n")' "$lib"
+    rm -rf "$lib"
 fi
 if command -v Rscript >/dev/null 2>&1 && [ -d r/vignettes ]; then
     # R vignettes are executed too: a chunk that errors fails the run

@@ -1,0 +1,1 @@
+../../native/gemm_internal.h

@@ -1,0 +1,1 @@
+../../native/gemm_pool.c

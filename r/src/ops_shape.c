@@ -1,0 +1,1 @@
+../../native/ops_shape.c

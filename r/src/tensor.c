@@ -1,0 +1,1 @@
+../../native/tensor.c
