@@ -8,8 +8,10 @@ ag_sub <- function(A, B) .Call(R_pg_sub, A, B)
 ag_mul <- function(A, B) .Call(R_pg_mul, A, B)
 ag_div <- function(A, B) .Call(R_pg_div, A, B)
 
+# one number; NaN passes to the core as in Python (x * NaN is NaN; ag_clamp refuses a NaN bound
+# there), R's NA (missing) is refused
 .num1 <- function(v, op, arg) {
-  if ((!is.numeric(v) && !is.logical(v)) || length(v) != 1L || is.na(v))
+  if ((!is.numeric(v) && !is.logical(v)) || length(v) != 1L || (is.na(v) && !is.nan(v)))
     .arg_fail(if (length(v) == 1L && (is.numeric(v) || is.logical(v))) "value" else "argument",
               "%s: '%s' must be a single number", op, arg)
   as.double(v)

@@ -206,3 +206,11 @@ test_that("core errors are classed by their status, as Python's exception types"
   expect_null(conditionCall(e))  # no call, as before
   expect_match(conditionMessage(e), "ag_matmul")
 })
+
+test_that("a NaN scalar passes to the core as in Python (x * NaN is NaN); NA and a NaN clamp bound are refused", {
+  x <- ag_tensor(matrix(c(1, 2), 1, 2))
+  expect_true(all(is.nan(ag_scale(x, NaN)$data)))
+  expect_identical(ag_pow(x, NaN)$data, matrix(c(1, NaN), 1, 2))  # IEEE pow(1, NaN) is 1, as Python
+  expect_error(ag_scale(x, NA), "ag_scale: 'scalar' must be a single number", fixed = TRUE)
+  expect_error(ag_clamp(x, NaN, 1), class = "pyggmlr_value_error")
+})
