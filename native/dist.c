@@ -9,7 +9,7 @@ static int check_list(pg_tensor **params, int64_t n, const char *op)
     if (n < 0 || (n > 0 && !params)) return pg_fail(PG_ERR_ARG, "%s: bad parameter list (n = %lld)", op, (long long)n);
     for (int64_t i = 0; i < n; i++) {
         char arg[40];
-        snprintf(arg, sizeof arg, "params[%lld]", (long long)i);
+        snprintf(arg, sizeof arg, "params[%lld]", (long long)(i + pg_index_base()));
         if (pg_ok(params[i], op, arg)) return PG_ERR_ARG;
     }
     return 0;

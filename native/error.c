@@ -35,6 +35,12 @@ void *pg_fail_null(int status, const char *fmt, ...)
     return NULL;
 }
 
+/* the first position messages print: 0 (Python), 1 (R sets it at load: each language has its
+ * own copy of the core) */
+static int index_base;
+int pg_set_index_base(int base) { int prev = index_base; if (base == 0 || base == 1) index_base = base; return prev; }
+int pg_index_base(void) { return index_base; }
+
 const char *pg_fmt_num(char *buf, size_t n, double v)
 {
     if (v != v) snprintf(buf, n, "NaN");

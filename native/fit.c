@@ -351,7 +351,7 @@ int pg_accuracy_count(const double *out, int64_t classes, int64_t n, const doubl
             if (!(t[0] >= 0 && t[0] < (double)classes && t[0] == floor(t[0]))) {
                 char b[40];
                 return pg_fail(PG_ERR_VALUE, "%s: y must be 0-based class ids in [0, %lld) (the model has %lld outputs), got %s at position %lld",
-                               F, (long long)classes, (long long)classes, pg_fmt_num(b, sizeof b, t[0]), (long long)j);
+                               F, (long long)classes, (long long)classes, pg_fmt_num(b, sizeof b, t[0]), (long long)(j + pg_index_base()));
             }
             lab = (int64_t)t[0];
         } else {

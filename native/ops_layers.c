@@ -324,7 +324,7 @@ pg_tensor *pg_embedding(pg_tensor *weight, const int64_t *idx, int64_t n)
     for (int64_t k = 0; k < n; k++)
         if (idx[k] < 0 || idx[k] >= V)
             return pg_fail_null(PG_ERR_VALUE, "%s: id %lld at position %lld is out of range: ids are 0-based and must be in [0, %lld) for weight %s",
-                                op, (long long)idx[k], (long long)k, (long long)V, pg_desc(weight));
+                                op, (long long)idx[k], (long long)(k + pg_index_base()), (long long)V, pg_desc(weight));
     pg_tensor *out = pg_new(weight->dtype, D, n, PG_MEM_OTHER);
     if (!out) return NULL;
     PG_DISPATCH(weight->dtype, {
@@ -355,7 +355,7 @@ static int embedding_ids_fw(pg_node *n)
             T v = id[k];
             if (!(v >= 0 && v < (T)V) || v != (T)(int64_t)v)
                 return pg_fail(PG_ERR_VALUE, "ag_embedding: id %g at position %lld is not a whole number in [0, %lld) for weight %s (ids are 0-based)",
-                               (double)v, (long long)k, (long long)V, pg_desc(weight));
+                               (double)v, (long long)(k + pg_index_base()), (long long)V, pg_desc(weight));
         }
     });
     PG_DISPATCH(weight->dtype, {

@@ -196,7 +196,7 @@ pg_tensor *pg_softmax_ce_loss_idx(pg_tensor *logits, const int64_t *idx, int64_t
     for (int64_t j = 0; j < n; j++)
         if (idx[j] < 0 || idx[j] >= K)
             return pg_fail_null(PG_ERR_VALUE, "%s: class id %lld at position %lld is out of range [0, %lld) for logits %s",
-                                op, (long long)idx[j], (long long)j, (long long)K, pg_desc(logits));
+                                op, (long long)idx[j], (long long)(j + pg_index_base()), (long long)K, pg_desc(logits));
     pg_tensor *t = pg_new_zeros(logits->dtype, K, B, PG_MEM_SAVED);
     if (!t) return NULL;
     PG_DISPATCH(logits->dtype, {
@@ -221,7 +221,7 @@ static int ids_check(pg_tensor *logits, pg_tensor *ids)
             T v = id[j];
             if (!(v >= 0 && v < (T)K) || v != (T)(int64_t)v)
                 return pg_fail(PG_ERR_VALUE, "%s: class id %g at position %lld is not a whole number in [0, %lld) for logits %s",
-                               op, (double)v, (long long)j, (long long)K, pg_desc(logits));
+                               op, (double)v, (long long)(j + pg_index_base()), (long long)K, pg_desc(logits));
         }
     });
     return 0;

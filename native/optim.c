@@ -108,7 +108,7 @@ pg_optim *pg_optim_new(int kind, pg_tensor **params, int64_t n, int64_t *n_dropp
     if (n < 0 || (n > 0 && !params)) return pg_fail_null(PG_ERR_ARG, "%s: bad parameter list", name);
     for (int64_t i = 0; i < n; i++) {
         char arg[32];
-        snprintf(arg, sizeof arg, "params[%lld]", (long long)i);
+        snprintf(arg, sizeof arg, "params[%lld]", (long long)(i + pg_index_base()));
         if (pg_ok(params[i], name, arg)) return NULL;
     }
     pg_optim *o = calloc(1, sizeof *o);

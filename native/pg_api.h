@@ -103,6 +103,10 @@ int pg_tensor_set_grad(pg_tensor *t, pg_tensor *g);
 int pg_tape_begin(void);
 int pg_tape_end(void);
 void pg_tape_clear(void);
+/* Positions in error messages ("at position k", "params[k]") count from base: 0 (the default,
+ * Python's) or 1 (R's). Returns the previous base; other values are ignored. */
+int pg_set_index_base(int base);
+int pg_index_base(void);
 int pg_tape_depth(void);
 int pg_tape_enabled(void);
 int pg_tape_set_enabled(int flag);   /* returns previous; for no-grad sections */

@@ -362,3 +362,12 @@ def test_fuzz_arguments_only_typed_errors_escape():
     pg.ag_device("cpu")
     pg.ag_matmul_precision("default")
     assert n > 800
+
+
+def test_core_messages_count_positions_from_0_in_python():
+    """R's copy of the core counts from 1 (test-hostile-args.R); Python's from 0."""
+    with pytest.raises(pg.PyggmlrValueError, match=r"class id 3 at position 1 is out of range \[0, 3\)"):
+        pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(np.zeros((3, 2))), [0, 3])
+    m = pg.ag_sequential(pg.ag_linear(2, 3))
+    with pytest.raises(pg.PyggmlrValueError, match="got 5 at position 1"):
+        pg.ag_accuracy(m, np.zeros((2, 2)), [0, 5])

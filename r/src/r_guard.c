@@ -153,3 +153,9 @@ SEXP R_pg_check_count(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP hi)
     r_check(pg_check_count(CHAR(STRING_ELT(fn, 0)), CHAR(STRING_ELT(arg, 0)), x, Rf_asReal(lo), Rf_asReal(hi)));
     return R_NilValue;
 }
+
+/* R counts positions from 1: the core's messages say "at position 1" for the first entry */
+SEXP R_pg_set_index_base(SEXP base)
+{
+    return Rf_ScalarInteger(pg_set_index_base(Rf_asInteger(base)));
+}

@@ -214,3 +214,11 @@ test_that("a NaN scalar passes to the core as in Python (x * NaN is NaN); NA and
   expect_error(ag_scale(x, NA), "ag_scale: 'scalar' must be a single number", fixed = TRUE)
   expect_error(ag_clamp(x, NaN, 1), class = "pyggmlr_value_error")
 })
+
+test_that("the core's messages count positions from 1 in R (Python's count from 0)", {
+  expect_error(ag_softmax_cross_entropy_loss(ag_tensor(matrix(0, 3, 2)), c(0, 3)),
+               "class id 3 at position 2 is out of range [0, 3)", fixed = TRUE)
+  expect_error(ag_embedding(4, 2)$forward(c(0, 1, 4)), "id 4 at position 3", fixed = TRUE)
+  m <- ag_sequential(ag_linear(2, 3))
+  expect_error(ag_accuracy(m, matrix(0, 2, 2), c(0, 5)), "got 5 at position 2", fixed = TRUE)
+})
