@@ -3,10 +3,10 @@
 .dtype_code <- function(dtype) {
   if (is.null(dtype)) return(.Call(R_pg_default_dtype, NULL))
   if (!is.character(dtype) || length(dtype) != 1L)
-    stop("dtype must be \"f32\" or \"f64\"", call. = FALSE)
-  switch(tolower(dtype), f32 = 0L, f64 = 1L,
-         f16 = , bf16 = stop(sprintf("dtype \"%s\" is not supported by the CPU engine; use \"f32\" or \"f64\"", dtype), call. = FALSE),
-         stop(sprintf("dtype must be \"f32\" or \"f64\", got \"%s\"", dtype), call. = FALSE))
+    .arg_fail("dtype", "dtype must be \"f32\" or \"f64\"")
+  switch(tolower(dtype), f32 = 0L, f64 = 1L,  # classed as Python's DTypeError
+         f16 = , bf16 = .arg_fail("dtype", "dtype \"%s\" is not supported by the CPU engine; use \"f32\" or \"f64\"", dtype),
+         .arg_fail("dtype", "dtype must be \"f32\" or \"f64\", got \"%s\"", dtype))
 }
 .dtype_name <- function(code) if (code == 1L) "f64" else "f32"
 
@@ -27,10 +27,9 @@ names.ag_tensor <- function(x) union(.TENSOR_FIELDS, setdiff(ls(x, all.names = F
 
 .check_device <- function(device, where = "ag_tensor") {
   if (is.null(device) || identical(device, "cpu")) return(invisible())
-  if (identical(device, "gpu"))
-    stop("No ggml backend available. Install Vulkan drivers or use device='cpu'.", call. = FALSE)  # ggmlR's text
-  stop(sprintf("%s(): device must be \"cpu\" or \"gpu\", got %s", where, paste(format(device), collapse = " ")),
-       call. = FALSE)
+  if (identical(device, "gpu"))  # ggmlR's text, classed as Python's DeviceError
+    .arg_fail("device", "No ggml backend available. Install Vulkan drivers or use device='cpu'.")
+  .arg_fail("device", "%s(): device must be \"cpu\" or \"gpu\", got %s", where, paste(format(device), collapse = " "))
 }
 
 ag_tensor <- function(data, device = ag_default_device(), dtype = ag_default_dtype()) {

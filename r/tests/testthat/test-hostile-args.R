@@ -222,3 +222,10 @@ test_that("the core's messages count positions from 1 in R (Python's count from 
   m <- ag_sequential(ag_linear(2, 3))
   expect_error(ag_accuracy(m, matrix(0, 2, 2), c(0, 5)), "got 5 at position 2", fixed = TRUE)
 })
+
+test_that("dtype and device errors are classed, as Python's DTypeError and DeviceError", {
+  expect_error(ag_tensor(1, dtype = "f16"), class = "pyggmlr_dtype_error", regexp = "not supported by the CPU engine")
+  expect_error(ag_tensor(1, dtype = "int8"), class = "pyggmlr_dtype_error")
+  expect_error(ag_tensor(1, device = "gpu"), class = "pyggmlr_device_error", regexp = "No ggml backend available")
+  expect_error(ag_param(1, device = "tpu"), class = "pyggmlr_device_error", regexp = "ag_param(): device must be", fixed = TRUE)
+})
