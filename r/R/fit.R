@@ -13,9 +13,13 @@
 ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adamw", opt_params = NULL,
                    nepoch = 30L, batch_size = 32L, nbatch_logical = NULL, val_split = 0.0, shuffle = TRUE,
                    callbacks = list(), silent = FALSE, seed = NULL, lr = 1e-3, resume_from = NULL, static = NULL,
-                   progress = "auto", distributed = FALSE) {
+                   progress = "auto", distributed = FALSE, validation_data = NULL, verbose = NULL) {
+  v <- .fit_verbosity(verbose, progress, silent)  # fit_data.R: loaders, validation_data, verbose (as Python's)
+  d <- .fit_data(x, y, validation_data, batch_size, shuffle, seed, val_split,
+                 !isTRUE(all.equal(batch_size, 32)) || !isTRUE(shuffle))
+  x <- d$x; y <- d$y; batch_size <- d$batch_size; shuffle <- d$shuffle; seed <- d$seed; val_split <- d$val_split
   L <- .fit_loss(loss)
-  pmode <- .fit_progress_mode(progress, silent)
+  pmode <- .fit_progress_mode(v$progress, v$silent)
   per_datapoint <- L$name != "sum"
   nepoch <- .fit_int(nepoch, "nepoch")
   batch_size <- .fit_int(batch_size, "batch_size")
@@ -95,9 +99,10 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   }
   # the split, the shuffles, the batches and the statistics live in the core (native/fit.c)
   plan <- tryCatch(.Call(R_pg_fit_new, ag_tensor(X, dtype = dtype)$.ptr, if (is.null(tg$Y)) NULL else ag_tensor(tg$Y, dtype = dtype)$.ptr,
-                classify, batch_size, nbatch_logical, val_split, isTRUE(shuffle),
+                classify, batch_size, nbatch_logical, val_split, isTRUE(shuffle) && !d$fixed,
                 if (is.null(res)) NULL else as.integer(.num_vec(res$fit$settings$split_state))),
                    error = function(e) if (is.null(res)) stop(e) else undo(e))
+  if (d$fixed && isTRUE(shuffle)) .Call(R_pg_fit_set_shuffle, plan, TRUE)  # validation_data stays put
   if (!is.null(sync)) .Call(R_pg_fit_shard, plan, sync$rank, sync$world)
   settings$split_state <- as.list(.Call(R_pg_fit_split_state, plan))
   if (!is.null(res)) {  # the run is set up: now the weights and optimizer, then the stream (all checked)

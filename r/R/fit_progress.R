@@ -3,12 +3,13 @@
 # values and the ETA, plus one compact line per finished epoch printed above the bar (as keras).
 # "auto" shows it only in interactive sessions, so scripts, tests and R CMD check stay quiet.
 
-.FIT_PROGRESS <- c("auto", "bar", "none")
+.FIT_PROGRESS <- c("auto", "bar", "none", "lines")  # "lines": verbose = 2, the epoch lines only
 
 .fit_progress_mode <- function(progress, silent) {
   if (!is.character(progress) || length(progress) != 1L || is.na(progress) || !progress %in% .FIT_PROGRESS)
     .fit_stop("ag_fit: progress must be \"auto\", \"bar\" or \"none\", got %s", paste(format(progress), collapse = " "))
-  if (isTRUE(silent) || progress == "none" || (progress == "auto" && !interactive())) "none" else "bar"
+  if (isTRUE(silent) || progress == "none" || (progress == "auto" && !interactive())) "none"
+  else if (progress == "lines") "lines" else "bar"
 }
 
 # the compact per-epoch line, shared by the bar and its fallback
@@ -25,7 +26,8 @@
 # p$close() when the run ends (also on error). All no-ops when the mode is "none".
 .fit_progress <- function(mode, plan, total, nepoch) {
   p <- new.env(parent = baseenv())
-  p$on <- identical(mode, "bar") && total > 0L
+  p$on <- mode %in% c("bar", "lines") && total > 0L
+  p$lines <- identical(mode, "lines")  # one line per epoch on stderr, no bar (verbose = 2)
   p$epoch <- 0L
   p$nepoch <- nepoch
   p$val <- ""
@@ -46,7 +48,7 @@
   }
   p$epoch_begin <- function(epoch) {
     p$epoch <- epoch
-    if (p$on && is.null(p$id))
+    if (p$on && !p$lines && is.null(p$id))
       p$id <- cli::cli_progress_bar(
         total = total, clear = FALSE, .auto_close = FALSE, .envir = p,
         format = paste("epoch {epoch}/{nepoch} {cli::pb_bar} {cli::pb_current}/{cli::pb_total}",
@@ -59,6 +61,7 @@
     if (!is.nan(logs$val_accuracy)) v <- c(v, sprintf("val_acc %.3f", logs$val_accuracy))
     p$val <- if (length(v)) paste0(" | ", paste(v, collapse = " ")) else ""
     p$line <- .fit_epoch_line(logs, nepoch)
+    if (p$lines) message(p$line)
     if (!is.null(p$id)) cli::cli_progress_output("{line}", id = p$id, .envir = p)
     invisible()
   }

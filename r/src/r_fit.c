@@ -170,3 +170,10 @@ SEXP R_pg_accuracy_count(SEXP out, SEXP y)
     r_check(pg_accuracy_count(REAL(out), c, n, REAL(y), k, &hit));
     return Rf_ScalarReal((double)hit);
 }
+
+/* validation_data: the plan was made unshuffled; its training part reshuffles per epoch from now */
+SEXP R_pg_fit_set_shuffle(SEXP fp, SEXP shuffle)
+{
+    r_check(pg_fit_set_shuffle(fit_get(fp), Rf_asLogical(shuffle) == 1));
+    return R_NilValue;
+}
