@@ -125,85 +125,89 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         raise PyggmlrValueError("ag_fit: the model has no parameters to train")
     dtype = _model_dtype(model)
     opt = _make_optimizer(optimizer, params, lr)
-    opt_before = (opt.accumulate_steps, opt.accum_count)  # put back when a resume is refused
-    opt.accumulate_steps = accum
-    opt.accum_count = 0
-    sync = None
-    if distributed:  # the same collectives as R's ag_fit (distributed_fit.py)
-        from .distributed_fit import FitSync
-        sync = FitSync(model, params)
-        batch_size, nbatch_logical = batch_size * sync.world, nbatch_logical * sync.world
-        pmode = pmode if sync.rank == 0 else "none"  # only rank 0 prints
-
-    if static is None:
-        static = not distributed and isinstance(loss, str) and _builtin_model(model)
-    elif static and distributed:
-        raise PyggmlrValueError("ag_fit: static=True cannot be combined with distributed=True (the compiled step has no gradient all-reduce)")
-    static_steps = _StaticSteps(model, lossfn, opt, Y is not None) if static else None
-
-    settings = {"n": n, "batch_size": batch_size, "nbatch_logical": nbatch_logical, "val_split": val_split,
-                "shuffle": bool(shuffle), "loss": loss_name, "seed": None, "split_state": None}
-    cbs = make_callbacks(callbacks)
-    history = History()
-    start_epoch = 1
-    resume: Optional[Dict[str, Any]] = None
-    if resume_from is not None:
-        from .fit_resume import load_weights, read_checkpoint
-        try:
-            ck_epoch, fs = read_checkpoint(resume_from, settings)  # checked; nothing written yet
-            for cb, cst in zip(cbs, fs.get("callbacks") or []):  # the callbacks' saved states too
-                check = getattr(cb, "check_state", None)
-                if cst is not None and callable(check):
-                    check(cst)
-        except BaseException:
-            opt.accumulate_steps, opt.accum_count = opt_before
-            raise
-        saved = fs["settings"]
-        settings["seed"], settings["split_state"] = saved.get("seed"), saved.get("split_state")
-        history = History.from_dict(fs["history"])
-        start_epoch = ck_epoch + 1
-        resume = {}
-    elif seed is not None:
-        settings["seed"] = _seed_int(seed, "ag_fit")
-    stream = Generator(settings["seed"]) if settings["seed"] is not None else Generator.current()
-    # the split, the shuffles and the batches live in the core (fit_plan.py, native/fit.c)
-    try:
-        plan = FitPlan(ag_tensor(X, dtype=dtype), None if Y is None else ag_tensor(Y, dtype=dtype), classify,
-                       batch_size, nbatch_logical, val_split, shuffle, stream,
-                       settings["split_state"] if resume is not None else None, fixed_split=fixed)
-    except (TypeError, ValueError) as e:
-        if resume is not None:
-            opt.accumulate_steps, opt.accum_count = opt_before
-        if resume is not None and "state" in str(e).lower():
-            raise PyggmlrValueError(f"ag_fit: {resume_from!r} holds an unusable random-stream state") from None
-        raise
-    if sync is not None:
-        plan.shard(sync.rank, sync.world)
-    settings["split_state"] = plan.split_state()
-    if resume is not None:  # the run is set up: now the weights, then the stream (both checked)
-        try:
-            resume = load_weights(resume_from, model, opt)
-        except BaseException:
-            opt.accumulate_steps, opt.accum_count = opt_before
-            raise
+    opt_before = (opt.accumulate_steps, opt.accum_count)  # put back when the setup fails
+    try:  # a setup that fails (bad ids, a refused resume, ...) leaves the optimizer as it was
         opt.accumulate_steps = accum
-        try:
-            stream.set_state(fs["rng_state"])
-        except (TypeError, ValueError, KeyError):
-            raise PyggmlrValueError(f"ag_fit: {resume_from!r} holds an unusable random-stream state") from None
+        opt.accum_count = 0
+        sync = None
+        if distributed:  # the same collectives as R's ag_fit (distributed_fit.py)
+            from .distributed_fit import FitSync
+            sync = FitSync(model, params)
+            batch_size, nbatch_logical = batch_size * sync.world, nbatch_logical * sync.world
+            pmode = pmode if sync.rank == 0 else "none"  # only rank 0 prints
 
-    fit = _Fit(model, opt, history, nepoch, settings)
-    fit.stream = stream
-    fit.callbacks = cbs
-    for cb in cbs:
-        if hasattr(cb, "on_train_begin"):
-            cb.on_train_begin(fit)
-    if resume is not None:
-        states = (fs or {}).get("callbacks") or []
-        for i, cb in enumerate(cbs):
-            if i < len(states) and states[i] is not None and hasattr(cb, "load_state"):
-                arrays = resume["more"].get(i)
-                cb.load_state(states[i], arrays)
+        if static is None:
+            static = not distributed and isinstance(loss, str) and _builtin_model(model)
+        elif static and distributed:
+            raise PyggmlrValueError("ag_fit: static=True cannot be combined with distributed=True (the compiled step has no gradient all-reduce)")
+        static_steps = _StaticSteps(model, lossfn, opt, Y is not None) if static else None
+
+        settings = {"n": n, "batch_size": batch_size, "nbatch_logical": nbatch_logical, "val_split": val_split,
+                    "shuffle": bool(shuffle), "loss": loss_name, "seed": None, "split_state": None}
+        cbs = make_callbacks(callbacks)
+        history = History()
+        start_epoch = 1
+        resume: Optional[Dict[str, Any]] = None
+        if resume_from is not None:
+            from .fit_resume import load_weights, read_checkpoint
+            try:
+                ck_epoch, fs = read_checkpoint(resume_from, settings)  # checked; nothing written yet
+                for cb, cst in zip(cbs, fs.get("callbacks") or []):  # the callbacks' saved states too
+                    check = getattr(cb, "check_state", None)
+                    if cst is not None and callable(check):
+                        check(cst)
+            except BaseException:
+                opt.accumulate_steps, opt.accum_count = opt_before
+                raise
+            saved = fs["settings"]
+            settings["seed"], settings["split_state"] = saved.get("seed"), saved.get("split_state")
+            history = History.from_dict(fs["history"])
+            start_epoch = ck_epoch + 1
+            resume = {}
+        elif seed is not None:
+            settings["seed"] = _seed_int(seed, "ag_fit")
+        stream = Generator(settings["seed"]) if settings["seed"] is not None else Generator.current()
+        # the split, the shuffles and the batches live in the core (fit_plan.py, native/fit.c)
+        try:
+            plan = FitPlan(ag_tensor(X, dtype=dtype), None if Y is None else ag_tensor(Y, dtype=dtype), classify,
+                           batch_size, nbatch_logical, val_split, shuffle, stream,
+                           settings["split_state"] if resume is not None else None, fixed_split=fixed)
+        except (TypeError, ValueError) as e:
+            if resume is not None:
+                opt.accumulate_steps, opt.accum_count = opt_before
+            if resume is not None and "state" in str(e).lower():
+                raise PyggmlrValueError(f"ag_fit: {resume_from!r} holds an unusable random-stream state") from None
+            raise
+        if sync is not None:
+            plan.shard(sync.rank, sync.world)
+        settings["split_state"] = plan.split_state()
+        if resume is not None:  # the run is set up: now the weights, then the stream (both checked)
+            try:
+                resume = load_weights(resume_from, model, opt)
+            except BaseException:
+                opt.accumulate_steps, opt.accum_count = opt_before
+                raise
+            opt.accumulate_steps = accum
+            try:
+                stream.set_state(fs["rng_state"])
+            except (TypeError, ValueError, KeyError):
+                raise PyggmlrValueError(f"ag_fit: {resume_from!r} holds an unusable random-stream state") from None
+
+        fit = _Fit(model, opt, history, nepoch, settings)
+        fit.stream = stream
+        fit.callbacks = cbs
+        for cb in cbs:
+            if hasattr(cb, "on_train_begin"):
+                cb.on_train_begin(fit)
+        if resume is not None:
+            states = (fs or {}).get("callbacks") or []
+            for i, cb in enumerate(cbs):
+                if i < len(states) and states[i] is not None and hasattr(cb, "load_state"):
+                    arrays = resume["more"].get(i)
+                    cb.load_state(states[i], arrays)
+    except BaseException:
+        opt.accumulate_steps, opt.accum_count = opt_before
+        raise
 
     step = 0
     replay = static_steps is not None and pmode == "none" and not any(hasattr(cb, "on_batch_end") for cb in cbs)

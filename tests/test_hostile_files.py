@@ -374,3 +374,15 @@ def test_refused_capture_set_keeps_the_limit():
         with pytest.raises((PyggmlrValueError, pg.ArgumentError, TypeError)):
             pg.ag_capture_set(cs, bad)
     assert cs._step["limit"] == 0.01
+
+
+def test_ag_fit_that_fails_in_setup_leaves_the_optimizer_as_it_was():
+    """Bad class ids are found by the core's plan, after ag_fit configured the optimizer: the
+    optimizer's accumulate_steps / accum_count are put back (a failed call changes nothing)."""
+    m = pg.ag_sequential(pg.ag_linear(2, 3))
+    opt = pg.optimizer_adam(m, lr=0.01, accumulate_steps=3)
+    opt.accum_count = 1
+    with pytest.raises(pg.PyggmlrValueError):
+        pg.ag_fit(m, np.zeros((2, 8)), np.array([0, 1, 2, 7, 0, 1, 2, 0.5]), optimizer=opt, nbatch_logical=8,
+                  batch_size=4, nepoch=1, silent=True)
+    assert (opt.accumulate_steps, opt.accum_count) == (3, 1)

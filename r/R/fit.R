@@ -52,6 +52,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   opt <- .make_fit_optimizer(optimizer, params, lr)
   opt_before <- c(opt$accumulate_steps, opt$accum_count)  # put back when a resume is refused
   undo <- function(e) { opt$accumulate_steps <- opt_before[[1]]; opt$accum_count <- opt_before[[2]]; stop(e) }
+  started <- FALSE  # a setup that fails (bad ids, a refused resume, ...) leaves the optimizer as it was
+  on.exit(if (!started) { opt$accumulate_steps <- opt_before[[1]]; opt$accum_count <- opt_before[[2]] }, add = TRUE)
   opt$accumulate_steps <- accum
   opt$accum_count <- 0
 
@@ -138,6 +140,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   on.exit(prog$close(), add = TRUE)
   batch_cbs <- Filter(function(cb) is.function(cb$on_batch_end), cbs)
   replay <- !is.null(ss) && !prog$on && !length(batch_cbs)
+  started <- TRUE
   for (epoch in seq(first, length.out = todo)) {
     if (!is.null(opt_params)) .apply_hyper(opt, opt_params(epoch), epoch)
     logs <- list(epoch = epoch, lr = as.double(opt$lr))

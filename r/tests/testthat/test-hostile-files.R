@@ -235,3 +235,12 @@ test_that("a ggmlR RDS container with a bad entry changes nothing", {
     expect_identical(hf_snap(target), before)
   }
 })
+
+test_that("ag_fit that fails in its setup leaves the optimizer as it was (a failed call changes nothing)", {
+  m <- ag_sequential(ag_linear(2, 3))
+  opt <- optimizer_adam(m$parameters(), lr = 0.01, accumulate_steps = 3L)
+  opt$accum_count <- 1
+  expect_error(ag_fit(m, matrix(0, 2, 8), c(0, 1, 2, 7, 0, 1, 2, 0.5), optimizer = opt, nbatch_logical = 8L,
+                      batch_size = 4L, nepoch = 1L, silent = TRUE))
+  expect_equal(c(opt$accumulate_steps, opt$accum_count), c(3, 1))
+})
