@@ -163,6 +163,15 @@ def _verbose_every(verbose):
     return max(v, 0)
 
 
+def _real(v, fn, arg):
+    """v as a float when it is a real number (Inf and NaN pass: the callers decide); a typed
+    error naming the function and the argument otherwise (not float()'s bare TypeError)."""
+    import numbers
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise ArgumentError(f"{fn}: {arg} must be a number, got {type(v).__name__} {v!r}"[:200])
+    return float(v)
+
+
 def _as_int(v, name, lo):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
         raise PyggmlrValueError(f"dp_train: {name} must be an integer >= {lo}, got {v!r}")
@@ -220,7 +229,7 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
         check(lib.pg_check_count(b"dp_train", b"n_replicas", float(min(n_rep, 2 ** 62)), 1, lib.PG_DP_MAX_REPLICAS))
     n_iter = _as_int(n_iter, "n_iter", 0)
     every = _verbose_every(verbose)
-    max_norm = float(max_norm)
+    max_norm = _real(max_norm, "dp_train", "max_norm")
     if math.isnan(max_norm) or max_norm < 0:
         raise PyggmlrValueError(f"dp_train: max_norm must be >= 0 (Inf: no clipping), got {max_norm}")
     for name, f in (("loss_fn", loss_fn), ("forward_fn", forward_fn), ("target_fn", target_fn)):
@@ -485,7 +494,7 @@ def ag_allreduce_gradients(params: Params, grads: Optional[Gradients] = None, we
     comm = _comm(comm)
     tensors = _tensors(params, "ag_allreduce_gradients")
     gh = _grads_handle(grads, "ag_allreduce_gradients")
-    weight = float(weight)
+    weight = _real(weight, "ag_allreduce_gradients", "weight")
     if not math.isfinite(weight) or weight < 0:
         raise PyggmlrValueError(f"ag_allreduce_gradients: weight must be finite and >= 0, got {weight}")
     MPI = _import_mpi()

@@ -371,3 +371,12 @@ def test_core_messages_count_positions_from_0_in_python():
     m = pg.ag_sequential(pg.ag_linear(2, 3))
     with pytest.raises(pg.PyggmlrValueError, match="got 5 at position 1"):
         pg.ag_accuracy(m, np.zeros((2, 2)), [0, 5])
+
+
+def test_distributed_numbers_of_the_wrong_kind_are_typed_errors():
+    from pyggmlr import distributed as dist
+    m = pg.ag_sequential(pg.ag_linear(2, 2))
+    with pytest.raises(pg.ArgumentError, match="dp_train: max_norm must be a number, got NoneType"):
+        pg.dp_train(lambda: pg.ag_sequential(pg.ag_linear(2, 2)), [(np.zeros((2, 1)), np.zeros((2, 1)))], max_norm=None)
+    with pytest.raises(pg.ArgumentError, match="DistributedOptimizer: max_norm must be a number"):
+        dist.DistributedOptimizer(pg.optimizer_sgd(m, lr=0.1), comm=object(), max_norm="big")
