@@ -10,7 +10,7 @@ static int check_list(pg_tensor **params, int64_t n, const char *op)
     for (int64_t i = 0; i < n; i++) {
         char arg[40];
         snprintf(arg, sizeof arg, "params[%lld]", (long long)(i + pg_index_base()));
-        if (pg_ok(params[i], op, arg)) return PG_ERR_ARG;
+        if (pg_not_live(params[i], op, arg)) return PG_ERR_ARG;
     }
     return 0;
 }

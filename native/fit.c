@@ -68,7 +68,7 @@ static int check_ids(const pg_tensor *y)
 pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, int classify, int64_t batch_size, int64_t nbatch_logical,
                    double val_split, int shuffle, pg_rng *rng, const int32_t *split_state)
 {
-    if (pg_ok(x, OP, "x") || (y && pg_ok(y, OP, "y"))) return NULL;
+    if (pg_not_live(x, OP, "x") || (y && pg_not_live(y, OP, "y"))) return NULL;
     const int64_t n = x->ne[1];
     if (y && y->ne[1] != n)
         return pg_fail_null(PG_ERR_SHAPE, "%s: x has %lld samples (columns) but y has %lld", OP, (long long)n, (long long)y->ne[1]);
@@ -226,7 +226,7 @@ int pg_fit_record(pg_fit *f, int val, double loss, pg_tensor *out)
         s->w = ww; s->cap = cap;
     }
     if (f->classify && f->y) {
-        if (pg_ok(out, OP, "the model's output")) return -1;
+        if (pg_not_live(out, OP, "the model's output")) return -1;
         if (out->ne[1] != w)
             return pg_fail(PG_ERR_SHAPE, "%s: the model's output is %s for a batch of %lld samples", OP, pg_desc(out), (long long)w);
         if (pg_argmax(out, f->am)) return -1;

@@ -60,8 +60,8 @@ pg_graph *pg_graph_record_end(pg_tensor *out, pg_tensor **inputs, int64_t n_inpu
     if (pg_tape_depth() > 0) pg_tape_end();
     const char *op = "ag_compile";
     if (build < PG_BUILD_FORWARD || build > PG_BUILD_OPT) { pg_tape_clear(); return pg_fail_null(PG_ERR_VALUE, "%s: unknown build %d", op, build); }
-    if (pg_ok(out, op, "fn's value")) { pg_tape_clear(); return NULL; }
-    for (int64_t i = 0; i < n_inputs; i++) if (pg_ok(inputs[i], op, "input")) { pg_tape_clear(); return NULL; }
+    if (pg_not_live(out, op, "fn's value")) { pg_tape_clear(); return NULL; }
+    for (int64_t i = 0; i < n_inputs; i++) if (pg_not_live(inputs[i], op, "input")) { pg_tape_clear(); return NULL; }
     if (build != PG_BUILD_FORWARD && (out->ne[0] != 1 || out->ne[1] != 1)) {
         pg_tape_clear();
         return pg_fail_null(PG_ERR_SHAPE, "%s: build 'grad'/'opt' needs fn to return a 1x1 loss, got %s", op, pg_desc(out));

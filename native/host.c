@@ -108,7 +108,7 @@ int pg_host_replay(pg_tensor *out)
     frame *f = top;
     if (!f) return pg_fail(PG_ERR_STATE, "pg_host_replay: only valid inside a host node's backward");
     if (f->walked) return pg_fail(PG_ERR_STATE, "pg_host_replay: called twice in one replay");
-    if (pg_ok(out, "ag_checkpoint", "the replay's value")) return PG_ERR_ARG;
+    if (pg_not_live(out, "ag_checkpoint", "the replay's value")) return PG_ERR_ARG;
     if (out->dtype != f->gout->dtype || out->ne[0] != f->gout->ne[0] || out->ne[1] != f->gout->ne[1])
         return pg_fail(PG_ERR_SHAPE, "ag_checkpoint: the segment returned %s when replayed in backward() but %s in the forward pass (fn must be reproducible)",
                        pg_desc(out), pg_desc(f->gout));
@@ -123,10 +123,10 @@ pg_tensor *pg_host_record(pg_tensor *value, pg_tensor **in, int64_t n_in, const 
     pg_tensor *out = NULL;
     const char *op = label && label[0] ? label : "host node";
     if (!bw) { pg_fail(PG_ERR_ARG, "%s: NULL backward callback", op); goto fail; }
-    if (pg_ok(value, op, "fn's value")) goto fail;
+    if (pg_not_live(value, op, "fn's value")) goto fail;
     if (n_in < 0 || (n_in > 0 && !in)) { pg_fail(PG_ERR_ARG, "%s: bad input list", op); goto fail; }
     for (int64_t i = 0; i < n_in; i++)
-        if (pg_ok(in[i], op, "input")) goto fail;
+        if (pg_not_live(in[i], op, "input")) goto fail;
     if (!pg_tape_enabled()) { pg_fail(PG_ERR_STATE, "%s: the tape is not recording", op); goto fail; }
     h = calloc(1, sizeof *h);
     if (!h) { pg_fail(PG_ERR_NOMEM, "%s: out of memory", op); goto fail; }

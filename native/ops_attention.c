@@ -13,7 +13,7 @@ static const char *const OP = "ag_flash_attention";
 int pg_flash_attention_check(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n_heads, int mask_nd,
                              int64_t mask_nrow, int64_t mask_ncol, int causal)
 {
-    if (pg_ok(q, OP, "q") || pg_ok(k, OP, "k") || pg_ok(v, OP, "v")) return -1;
+    if (pg_not_live(q, OP, "q") || pg_not_live(k, OP, "k") || pg_not_live(v, OP, "v")) return -1;
     const long long d = (long long)q->ne[0], sq = (long long)q->ne[1];
     if (n_heads < 1 || q->ne[0] % n_heads)
         return pg_fail(PG_ERR_VALUE, "ggmlR: ag_flash_attention() needs n_heads to divide d_model (%lld %%%% %lld != 0).",
@@ -223,7 +223,7 @@ static int flash_bw(pg_node *n, pg_tensor *g)
 pg_tensor *pg_flash_attention(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n_heads, double scale,
                               pg_tensor *mask, int causal)
 {
-    if (mask && pg_ok(mask, OP, "mask")) return NULL;
+    if (mask && pg_not_live(mask, OP, "mask")) return NULL;
     if (pg_flash_attention_check(q, k, v, n_heads, mask ? 2 : 0, mask ? mask->ne[0] : 0, mask ? mask->ne[1] : 0,
                                  causal))
         return NULL;

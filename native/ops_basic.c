@@ -47,7 +47,7 @@ static int matmul_fw(pg_node *n)
 
 pg_tensor *pg_matmul(pg_tensor *a, pg_tensor *b)
 {
-    if (pg_ok(a, "ag_matmul", "A") || pg_ok(b, "ag_matmul", "B") || same_dtype("ag_matmul", a, b)) return NULL;
+    if (pg_not_live(a, "ag_matmul", "A") || pg_not_live(b, "ag_matmul", "B") || same_dtype("ag_matmul", a, b)) return NULL;
     if (a->ne[1] != b->ne[0])
         return pg_fail_null(PG_ERR_SHAPE,
                             "ag_matmul: A is %s and B is %s: ncol(A) = %lld must equal nrow(B) = %lld%s",
@@ -204,7 +204,7 @@ static int bin_fw(pg_node *n)
 static pg_tensor *binary(int kind, pg_tensor *a, pg_tensor *b)
 {
     const char *name = bin_name[kind];
-    if (pg_ok(a, name, "A") || pg_ok(b, name, "B") || same_dtype(name, a, b)) return NULL;
+    if (pg_not_live(a, name, "A") || pg_not_live(b, name, "B") || same_dtype(name, a, b)) return NULL;
     int64_t R, C;
     if (bcast_dim(a->ne[0], b->ne[0], &R) || bcast_dim(a->ne[1], b->ne[1], &C))
         return pg_fail_null(PG_ERR_SHAPE,
@@ -299,8 +299,8 @@ static int linear_bw(pg_node *n, pg_tensor *g)
 pg_tensor *pg_linear(pg_tensor *w, pg_tensor *x, pg_tensor *b, int act)
 {
     const char *op = "ag_linear";
-    if (pg_ok(w, op, "W") || pg_ok(x, op, "x") || same_dtype(op, w, x)) return NULL;
-    if (b && (pg_ok(b, op, "b") || same_dtype(op, w, b))) return NULL;
+    if (pg_not_live(w, op, "W") || pg_not_live(x, op, "x") || same_dtype(op, w, x)) return NULL;
+    if (b && (pg_not_live(b, op, "b") || same_dtype(op, w, b))) return NULL;
     if (act != -1 && act != PG_RELU && act != PG_SIGMOID && act != PG_TANH)
         return pg_fail_null(PG_ERR_VALUE, "%s: fused activation code %d is not supported (relu, sigmoid, tanh or -1 for none)", op, act);
     if (w->ne[1] != x->ne[0])

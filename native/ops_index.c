@@ -35,7 +35,7 @@ static int take_bw(pg_node *n, pg_tensor *g)
 
 pg_tensor *pg_take(pg_tensor *x, const int64_t *pos, int64_t n, int64_t nrow, int64_t ncol)
 {
-    if (pg_ok(x, "indexing", "x")) return NULL;
+    if (pg_not_live(x, "indexing", "x")) return NULL;
     if (nrow < 0 || ncol < 0 || n != nrow * ncol)
         return pg_fail_null(PG_ERR_SHAPE, "indexing: %lld positions for a [%lldx%lld] result", (long long)n,
                             (long long)nrow, (long long)ncol);

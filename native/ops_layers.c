@@ -16,7 +16,7 @@ static int same_dtype(const char *op, const char *an, const pg_tensor *a, const 
 static int check_vec(const char *op, const char *name, const pg_tensor *v, const pg_tensor *x)
 {
     if (!v) return 0;
-    if (pg_ok(v, op, name) || same_dtype(op, "x", x, name, v)) return -1;
+    if (pg_not_live(v, op, name) || same_dtype(op, "x", x, name, v)) return -1;
     if (v->ne[0] != x->ne[0] || v->ne[1] != 1)
         return pg_fail(PG_ERR_SHAPE, "%s: %s is %s but x is %s; it must be [%lldx1] (one value per feature row)",
                        op, name, pg_desc(v), pg_desc(x), (long long)x->ne[0]);
@@ -168,7 +168,7 @@ pg_tensor *pg_batch_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, pg_ten
                          pg_tensor *running_var, double eps, double momentum, int training)
 {
     const char *op = "ag_batch_norm";
-    if (pg_ok(x, op, "x")) return NULL;
+    if (pg_not_live(x, op, "x")) return NULL;
     if (check_vec(op, "gamma", gamma, x) || check_vec(op, "beta", beta, x) ||
         check_vec(op, "running_mean", running_mean, x) || check_vec(op, "running_var", running_var, x))
         return NULL;
@@ -268,7 +268,7 @@ static int layer_norm_fw(pg_node *n)
 pg_tensor *pg_layer_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, double eps)
 {
     const char *op = "ag_layer_norm";
-    if (pg_ok(x, op, "x")) return NULL;
+    if (pg_not_live(x, op, "x")) return NULL;
     if (check_vec(op, "gamma", gamma, x) || check_vec(op, "beta", beta, x)) return NULL;
     if (!(eps >= 0)) return pg_fail_null(PG_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
     int64_t F = x->ne[0], B = x->ne[1];
@@ -317,7 +317,7 @@ static int embedding_bw(pg_node *n, pg_tensor *g)
 pg_tensor *pg_embedding(pg_tensor *weight, const int64_t *idx, int64_t n)
 {
     const char *op = "ag_embedding";
-    if (pg_ok(weight, op, "weight")) return NULL;
+    if (pg_not_live(weight, op, "weight")) return NULL;
     if (n < 0) return pg_fail_null(PG_ERR_VALUE, "%s: number of ids must be >= 0, got %lld", op, (long long)n);
     if (n > 0 && !idx) return pg_fail_null(PG_ERR_ARG, "%s: ids pointer is NULL", op);
     int64_t D = weight->ne[0], V = weight->ne[1];
@@ -369,7 +369,7 @@ static int embedding_ids_fw(pg_node *n)
 pg_tensor *pg_embedding_ids(pg_tensor *weight, pg_tensor *ids)
 {
     const char *op = "ag_embedding";
-    if (pg_ok(weight, op, "weight") || pg_ok(ids, op, "ids")) return NULL;
+    if (pg_not_live(weight, op, "weight") || pg_not_live(ids, op, "ids")) return NULL;
     if (ids->requires_grad) return pg_fail_null(PG_ERR_VALUE, "%s: ids %s must not require grad", op, pg_desc(ids));
     pg_tensor *out = pg_new(weight->dtype, weight->ne[0], pg_numel(ids), PG_MEM_OTHER);
     if (!out) return NULL;
@@ -432,7 +432,7 @@ static int slice_rows_fw(pg_node *n)
 pg_tensor *pg_slice_rows(pg_tensor *x, int64_t from, int64_t n)
 {
     const char *op = "ag_slice_rows";
-    if (pg_ok(x, op, "x")) return NULL;
+    if (pg_not_live(x, op, "x")) return NULL;
     if (from < 0 || n < 0 || from > x->ne[0] - n)
         return pg_fail_null(PG_ERR_VALUE, "%s: rows from = %lld (0-based), n = %lld do not fit in x %s",
                             op, (long long)from, (long long)n, pg_desc(x));
@@ -472,7 +472,7 @@ static int concat_rows_fw(pg_node *n)
 pg_tensor *pg_concat_rows(pg_tensor *a, pg_tensor *b)
 {
     const char *op = "ag_concat_rows";
-    if (pg_ok(a, op, "a") || pg_ok(b, op, "b") || same_dtype(op, "a", a, "b", b)) return NULL;
+    if (pg_not_live(a, op, "a") || pg_not_live(b, op, "b") || same_dtype(op, "a", a, "b", b)) return NULL;
     if (a->ne[1] != b->ne[1])
         return pg_fail_null(PG_ERR_SHAPE, "%s: a is %s and b is %s; they must have the same number of columns",
                             op, pg_desc(a), pg_desc(b));
@@ -524,7 +524,7 @@ static int matmul_t_fw(pg_node *n)
 pg_tensor *pg_matmul_t(pg_tensor *a, pg_tensor *b, int ta, int tb, double alpha)
 {
     const char *op = "ag_matmul_t";
-    if (pg_ok(a, op, "A") || pg_ok(b, op, "B") || same_dtype(op, "A", a, "B", b)) return NULL;
+    if (pg_not_live(a, op, "A") || pg_not_live(b, op, "B") || same_dtype(op, "A", a, "B", b)) return NULL;
     ta = ta != 0;
     tb = tb != 0;
     int64_t m = ta ? a->ne[1] : a->ne[0], k = ta ? a->ne[0] : a->ne[1];
@@ -577,7 +577,7 @@ static int causal_mask_fw(pg_node *n)
 
 pg_tensor *pg_causal_mask(pg_tensor *x)
 {
-    if (pg_ok(x, "ag_causal_mask", "x")) return NULL;
+    if (pg_not_live(x, "ag_causal_mask", "x")) return NULL;
     pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
     if (!out) return NULL;
     return pg_op_run("causal_mask", causal_mask_fw, causal_mask_bw, out, 1, &x, NULL, NULL, 0, NULL);

@@ -24,7 +24,7 @@ static int check_nonempty(const char *op, pg_tensor *pred)
 
 static int check_target(const char *op, pg_tensor *pred, pg_tensor *target)
 {
-    if (pg_ok(pred, op, "pred") || pg_ok(target, op, "target") || check_nonempty(op, pred)) return -1;
+    if (pg_not_live(pred, op, "pred") || pg_not_live(target, op, "target") || check_nonempty(op, pred)) return -1;
     if (pred->dtype != target->dtype)
         return pg_fail(PG_ERR_DTYPE, "%s: dtype mismatch: pred is %s, target is %s", op, pg_desc(pred), pg_desc(target));
     if (pred->ne[0] != target->ne[0] || pred->ne[1] != target->ne[1])
@@ -187,7 +187,7 @@ pg_tensor *pg_softmax_ce_loss(pg_tensor *logits, pg_tensor *target)
 pg_tensor *pg_softmax_ce_loss_idx(pg_tensor *logits, const int64_t *idx, int64_t n)
 {
     const char *op = "ag_softmax_cross_entropy_loss";
-    if (pg_ok(logits, op, "logits") || check_nonempty(op, logits)) return NULL;
+    if (pg_not_live(logits, op, "logits") || check_nonempty(op, logits)) return NULL;
     int64_t K = logits->ne[0], B = logits->ne[1];
     if (n != B)
         return pg_fail_null(PG_ERR_SHAPE, "%s: logits are %s (%lld columns) but %lld class ids were given; give one 0-based id per column",
@@ -275,7 +275,7 @@ static int sce_ids_bw(pg_node *n, pg_tensor *g)
 pg_tensor *pg_softmax_ce_loss_ids(pg_tensor *logits, pg_tensor *ids)
 {
     const char *op = "ag_softmax_cross_entropy_loss";
-    if (pg_ok(logits, op, "logits") || pg_ok(ids, op, "ids") || check_nonempty(op, logits)) return NULL;
+    if (pg_not_live(logits, op, "logits") || pg_not_live(ids, op, "ids") || check_nonempty(op, logits)) return NULL;
     int64_t B = logits->ne[1];
     if (pg_numel(ids) != B || (ids->ne[0] != 1 && ids->ne[1] != 1))
         return pg_fail_null(PG_ERR_SHAPE, "%s: logits are %s (%lld columns) but the class ids are %s; give one 0-based id per column",
@@ -308,7 +308,7 @@ int pg_softmax_ce_target_kind(const pg_tensor *logits, const pg_tensor *target)
 pg_tensor *pg_softmax_ce_loss_any(pg_tensor *logits, pg_tensor *target)
 {
     const char *op = "ag_softmax_cross_entropy_loss";
-    if (pg_ok(logits, op, "logits") || pg_ok(target, op, "target")) return NULL;
+    if (pg_not_live(logits, op, "logits") || pg_not_live(target, op, "target")) return NULL;
     switch (pg_softmax_ce_target_kind(logits, target)) {
     case 0: return pg_softmax_ce_loss(logits, target);
     case 1: return pg_softmax_ce_loss_ids(logits, target);

@@ -284,7 +284,7 @@ static int wmse_bw(pg_node *n, pg_tensor *g)
 pg_tensor *pg_weighted_mse_loss(pg_tensor *pred, pg_tensor *target, pg_tensor *weight)
 {
     const char *op = "ag_weighted_mse_loss";
-    if (pg_loss_check_target(op, pred, target) || pg_ok(weight, op, "weight")) return NULL;
+    if (pg_loss_check_target(op, pred, target) || pg_not_live(weight, op, "weight")) return NULL;
     if (weight->dtype != pred->dtype)
         return pg_fail_null(PG_ERR_DTYPE, "%s: dtype mismatch: pred is %s, weight is %s", op, pg_desc(pred), pg_desc(weight));
     if ((weight->ne[0] != 1 && weight->ne[0] != pred->ne[0]) || (weight->ne[1] != 1 && weight->ne[1] != pred->ne[1]))

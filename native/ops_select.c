@@ -24,7 +24,7 @@
 
 int pg_argmax(pg_tensor *x, int64_t *out)
 {
-    if (pg_ok(x, "ag_argmax", "x")) return pg_last_status();
+    if (pg_not_live(x, "ag_argmax", "x")) return pg_last_status();
     int64_t R = x->ne[0], C = x->ne[1];
     if (C && !out) return pg_fail(PG_ERR_ARG, "ag_argmax: out is NULL");
     PG_DISPATCH(x->dtype, {
@@ -83,7 +83,7 @@ static int log_softmax_bw(pg_node *n, pg_tensor *g)
 
 pg_tensor *pg_log_softmax(pg_tensor *x)
 {
-    if (pg_ok(x, "ag_log_softmax", "x")) return NULL;
+    if (pg_not_live(x, "ag_log_softmax", "x")) return NULL;
     pg_tensor *y = pg_new_like(x, PG_MEM_OTHER);
     if (!y) return NULL;
     pg_tensor *in[1] = {x};
@@ -124,7 +124,7 @@ static int gather_bw(pg_node *n, pg_tensor *g)
 
 pg_tensor *pg_gather(pg_tensor *x, const int64_t *idx, int64_t n)
 {
-    if (pg_ok(x, "ag_gather", "x")) return NULL;
+    if (pg_not_live(x, "ag_gather", "x")) return NULL;
     int64_t R = x->ne[0], C = x->ne[1];
     if (n != C)
         return pg_fail_null(PG_ERR_SHAPE, "ag_gather: index has length %lld, x has %lld columns", (long long)n, (long long)C);
@@ -164,7 +164,7 @@ static int colmax_fw(pg_node *n)
 
 pg_tensor *pg_colmax(pg_tensor *x)
 {
-    if (pg_ok(x, "ag_max", "x")) return NULL;
+    if (pg_not_live(x, "ag_max", "x")) return NULL;
     int64_t C = x->ne[1];
     if (x->ne[0] < 1) return pg_fail_null(PG_ERR_SHAPE, "ag_max: x %s has no rows", pg_desc(x));
     pg_tensor *out = pg_new(x->dtype, 1, C, PG_MEM_OTHER), *ids = pg_new(PG_F64, 1, C, PG_MEM_SAVED);
@@ -181,7 +181,7 @@ pg_tensor *pg_colmax(pg_tensor *x)
 
 int pg_sample_categorical(pg_rng *r, pg_tensor *x, int64_t *out)
 {
-    if (pg_ok(x, "ag_sample_categorical", "x")) return pg_last_status();
+    if (pg_not_live(x, "ag_sample_categorical", "x")) return pg_last_status();
     int64_t R = x->ne[0], C = x->ne[1], N = R * C;
     if (C && !out) return pg_fail(PG_ERR_ARG, "ag_sample_categorical: out is NULL");
     double *z = malloc((size_t)(N ? N : 1) * sizeof *z);
@@ -216,7 +216,7 @@ static int randn_bw(pg_node *n, pg_tensor *g) { (void)n; (void)g; return 0; }   
 
 pg_tensor *pg_sample_normal(pg_tensor *mu, pg_tensor *log_std)
 {
-    if (pg_ok(mu, "ag_sample_normal", "mu") || pg_ok(log_std, "ag_sample_normal", "log_std")) return NULL;
+    if (pg_not_live(mu, "ag_sample_normal", "mu") || pg_not_live(log_std, "ag_sample_normal", "log_std")) return NULL;
     int64_t R = mu->ne[0], C = mu->ne[1];
     if (log_std->ne[0] != R || (log_std->ne[1] != C && log_std->ne[1] != 1))
         return pg_fail_null(PG_ERR_SHAPE, "ag_sample_normal: log_std is [%lld, %lld], expected [%lld, %lld] or [%lld, 1]",

@@ -63,7 +63,7 @@ static int reduce_fw(pg_node *n)
 static pg_tensor *reduce(pg_tensor *x, int dim, int mean)
 {
     const char *name = mean ? "ag_mean" : "ag_sum";
-    if (pg_ok(x, name, "x")) return NULL;
+    if (pg_not_live(x, name, "x")) return NULL;
     if (dim < 0 || dim > 2) return pg_fail_null(PG_ERR_VALUE, "%s: dim must be NULL/None, 1 or 2, got %d", name, dim);
     int64_t R = x->ne[0], C = x->ne[1];
     int64_t orow = dim == 1 ? R : 1, ocol = dim == 2 ? C : 1;
@@ -128,7 +128,7 @@ static int transpose_fw(pg_node *n)
 
 pg_tensor *pg_transpose(pg_tensor *x)
 {
-    if (pg_ok(x, "ag_transpose", "x")) return NULL;
+    if (pg_not_live(x, "ag_transpose", "x")) return NULL;
     pg_tensor *out = pg_new(x->dtype, x->ne[1], x->ne[0], PG_MEM_OTHER);
     if (!out) return NULL;
     return pg_op_run("transpose", transpose_fw, transpose_bw, out, 1, &x, NULL, NULL, 0, NULL);
@@ -160,7 +160,7 @@ static int reshape_fw(pg_node *n)
 
 pg_tensor *pg_reshape(pg_tensor *x, int64_t nrow, int64_t ncol)
 {
-    if (pg_ok(x, "ag_reshape", "x")) return NULL;
+    if (pg_not_live(x, "ag_reshape", "x")) return NULL;
     int64_t N = pg_numel(x);
     if (nrow == -1 && ncol == -1) return pg_fail_null(PG_ERR_VALUE, "ag_reshape: only one of nrow, ncol may be -1");
     if (nrow == -1) nrow = ncol > 0 ? N / ncol : 0;

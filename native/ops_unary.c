@@ -113,7 +113,7 @@ static int unary_fw(pg_node *n)
 pg_tensor *pg_unary(int op, pg_tensor *x)
 {
     if (op < 0 || op > PG_NEG) return pg_fail_null(PG_ERR_VALUE, "pg_unary: unknown op code %d", op);
-    if (pg_ok(x, unary_name[op], "x")) return NULL;
+    if (pg_not_live(x, unary_name[op], "x")) return NULL;
     pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
     if (!out) return NULL;
     int64_t ip[4] = {op, 0, 0, 0};
@@ -181,7 +181,7 @@ static pg_tensor *scalar_op(int kind, pg_tensor *x, double p0, double p1)
 {
     static const char *names[] = {"ag_scale", "ag_pow", "ag_clamp"};
     static const char *labels[] = {"scale", "pow", "clamp"};
-    if (pg_ok(x, names[kind], "x")) return NULL;
+    if (pg_not_live(x, names[kind], "x")) return NULL;
     if (kind == SC_CLAMP && (isnan(p0) || isnan(p1))) /* a NaN bound would silently be ignored */
         return pg_fail_null(PG_ERR_VALUE, "ag_clamp: %s must be a number or +/-Inf, not NaN", isnan(p0) ? "lo" : "hi");
     if (kind == SC_CLAMP && p0 > p1)

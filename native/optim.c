@@ -109,7 +109,7 @@ pg_optim *pg_optim_new(int kind, pg_tensor **params, int64_t n, int64_t *n_dropp
     for (int64_t i = 0; i < n; i++) {
         char arg[32];
         snprintf(arg, sizeof arg, "params[%lld]", (long long)(i + pg_index_base()));
-        if (pg_ok(params[i], name, arg)) return NULL;
+        if (pg_not_live(params[i], name, arg)) return NULL;
     }
     pg_optim *o = calloc(1, sizeof *o);
     if (!o) return pg_fail_null(PG_ERR_NOMEM, "%s: out of memory", name);
@@ -227,7 +227,7 @@ int pg_optim_set_state(pg_optim *o, int64_t i, int s, pg_tensor *value)
     if (!o || i < 0 || i >= o->n || s < 0 || s >= N_SLOTS)
         return pg_fail(PG_ERR_VALUE, "optimizer state: no slot %d for parameter %lld", s, (long long)i);
     if (!value) { pg_tensor_release(o->state[i][s]); o->state[i][s] = NULL; return 0; }
-    if (pg_ok(value, "optimizer state", "value")) return PG_ERR_ARG;
+    if (pg_not_live(value, "optimizer state", "value")) return PG_ERR_ARG;
     pg_tensor *p = o->params[i];
     if (value->ne[0] != p->ne[0] || value->ne[1] != p->ne[1])
         return pg_fail(PG_ERR_SHAPE, "optimizer state: slot %d of parameter %lld is %s, the parameter is %s",

@@ -40,7 +40,7 @@ static int check_param_list(pg_tensor **params, int64_t n, const char *fn)
 {
     if (n < 0 || (n > 0 && !params)) return pg_fail(PG_ERR_ARG, "%s: bad parameter list", fn);
     for (int64_t i = 0; i < n; i++)
-        if (pg_ok(params[i], fn, "params[i]")) return PG_ERR_ARG;
+        if (pg_not_live(params[i], fn, "params[i]")) return PG_ERR_ARG;
     return 0;
 }
 

@@ -99,7 +99,8 @@ pg_tensor *pg_new(int dtype, int64_t nrow, int64_t ncol, int category); /* unini
 pg_tensor *pg_new_zeros(int dtype, int64_t nrow, int64_t ncol, int category);
 pg_tensor *pg_new_like(const pg_tensor *t, int category);
 void pg_set_category(pg_tensor *t, int category);
-int pg_ok(const pg_tensor *t, const char *op, const char *arg); /* validate a handle */
+/* non-zero (PG_ERR_ARG, naming op and arg) when t is NULL or not a live tensor; 0 when usable */
+int pg_not_live(const pg_tensor *t, const char *op, const char *arg);
 size_t pg_dtype_size(int dtype);
 void pg_count_object(int kind, int delta);              /* 0 gradmap, 1 optim */
 void pg_count_nodes(int64_t delta);

@@ -24,7 +24,7 @@ static int draw_mask(pg_rng *r, int64_t n, double rate, double *m)
 
 int pg_rng_dropout_fill(pg_rng *r, pg_tensor *mask, double rate, int transpose)
 {
-    if (pg_ok(mask, "dropout", "mask")) return pg_last_status();
+    if (pg_not_live(mask, "dropout", "mask")) return pg_last_status();
     if (mask->requires_grad) return pg_fail(PG_ERR_VALUE, "dropout: the mask %s must not require grad", pg_desc(mask));
     int64_t nrow = mask->ne[0], ncol = mask->ne[1], n = nrow * ncol;
     double *m = malloc((size_t)(n ? n : 1) * sizeof *m);
@@ -69,7 +69,7 @@ static int dropout_bw(pg_node *n, pg_tensor *g)
 
 pg_tensor *pg_dropout(pg_tensor *x, double rate, int transpose)
 {
-    if (pg_ok(x, "ag_dropout", "x")) return NULL;
+    if (pg_not_live(x, "ag_dropout", "x")) return NULL;
     if (!(rate >= 0.0 && rate < 1.0))
         return pg_fail_null(PG_ERR_VALUE, "ag_dropout: rate must be in [0, 1), got %g", rate);
     pg_tensor *out = pg_new_like(x, PG_MEM_OTHER), *mask = pg_new_like(x, PG_MEM_SAVED);

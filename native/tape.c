@@ -348,7 +348,7 @@ pg_gradmap *pg_backward(pg_tensor *loss)
 
 static pg_gradmap *backward_locked(pg_tensor *loss)
 {
-    if (pg_ok(loss, "backward()", "loss")) return NULL;
+    if (pg_not_live(loss, "backward()", "loss")) return NULL;
     if (pg_host_depth() > 0) /* the running walk owns the epoch and the reached set */
         return pg_fail_null(PG_ERR_STATE, "backward(): cannot run inside an ag_checkpoint segment while backward() replays it");
     if (loss->ne[0] != 1 || loss->ne[1] != 1)

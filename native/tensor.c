@@ -193,7 +193,7 @@ pg_tensor *pg_new_like(const pg_tensor *t, int category)
     return pg_new(t->dtype, t->ne[0], t->ne[1], category);
 }
 
-int pg_ok(const pg_tensor *t, const char *op, const char *arg)
+int pg_not_live(const pg_tensor *t, const char *op, const char *arg)
 {
     if (!t) return pg_fail(PG_ERR_ARG, "%s: argument '%s' is NULL", op, arg);
     if (t->magic != PG_TENSOR_MAGIC)
@@ -201,7 +201,7 @@ int pg_ok(const pg_tensor *t, const char *op, const char *arg)
     return 0;
 }
 
-int pg_tensor_check(pg_tensor *t) { return pg_ok(t, "tensor", "t"); }
+int pg_tensor_check(pg_tensor *t) { return pg_not_live(t, "tensor", "t"); }
 
 void pg_tensor_retain(pg_tensor *t)
 {
@@ -276,29 +276,29 @@ pg_tensor *pg_tensor_full(int dtype, int64_t nrow, int64_t ncol, double value)
 
 pg_tensor *pg_tensor_cast(pg_tensor *t, int dtype)
 {
-    if (pg_ok(t, "pg_tensor_cast", "t")) return NULL;
+    if (pg_not_live(t, "pg_tensor_cast", "t")) return NULL;
     return pg_tensor_new(dtype, t->ne[0], t->ne[1], pg_data(t), t->dtype, 1, t->ne[0]);
 }
 
 pg_tensor *pg_tensor_clone(pg_tensor *t)
 {
-    if (pg_ok(t, "pg_tensor_clone", "t")) return NULL;
+    if (pg_not_live(t, "pg_tensor_clone", "t")) return NULL;
     return pg_tensor_cast(t, t->dtype);
 }
 
-int64_t pg_tensor_id(pg_tensor *t) { return pg_ok(t, "id", "t") ? -1 : t->id; }
-int pg_tensor_dtype(pg_tensor *t) { return pg_ok(t, "dtype", "t") ? -1 : t->dtype; }
-int64_t pg_tensor_nrow(pg_tensor *t) { return pg_ok(t, "nrow", "t") ? -1 : t->ne[0]; }
-int64_t pg_tensor_ncol(pg_tensor *t) { return pg_ok(t, "ncol", "t") ? -1 : t->ne[1]; }
-int64_t pg_tensor_numel(pg_tensor *t) { return pg_ok(t, "numel", "t") ? -1 : pg_numel(t); }
-void *pg_tensor_data(pg_tensor *t) { return pg_ok(t, "data", "t") ? NULL : pg_data(t); }
-int pg_tensor_requires_grad(pg_tensor *t) { return pg_ok(t, "requires_grad", "t") ? -1 : t->requires_grad; }
-int pg_tensor_is_leaf(pg_tensor *t) { return pg_ok(t, "is_leaf", "t") ? -1 : t->node == NULL; }
-const char *pg_tensor_op(pg_tensor *t) { return (pg_ok(t, "op", "t") || !t->node) ? "" : t->node->op; }
+int64_t pg_tensor_id(pg_tensor *t) { return pg_not_live(t, "id", "t") ? -1 : t->id; }
+int pg_tensor_dtype(pg_tensor *t) { return pg_not_live(t, "dtype", "t") ? -1 : t->dtype; }
+int64_t pg_tensor_nrow(pg_tensor *t) { return pg_not_live(t, "nrow", "t") ? -1 : t->ne[0]; }
+int64_t pg_tensor_ncol(pg_tensor *t) { return pg_not_live(t, "ncol", "t") ? -1 : t->ne[1]; }
+int64_t pg_tensor_numel(pg_tensor *t) { return pg_not_live(t, "numel", "t") ? -1 : pg_numel(t); }
+void *pg_tensor_data(pg_tensor *t) { return pg_not_live(t, "data", "t") ? NULL : pg_data(t); }
+int pg_tensor_requires_grad(pg_tensor *t) { return pg_not_live(t, "requires_grad", "t") ? -1 : t->requires_grad; }
+int pg_tensor_is_leaf(pg_tensor *t) { return pg_not_live(t, "is_leaf", "t") ? -1 : t->node == NULL; }
+const char *pg_tensor_op(pg_tensor *t) { return (pg_not_live(t, "op", "t") || !t->node) ? "" : t->node->op; }
 
 int pg_tensor_set_requires_grad(pg_tensor *t, int flag)
 {
-    if (pg_ok(t, "set_requires_grad", "t")) return PG_ERR_ARG;
+    if (pg_not_live(t, "set_requires_grad", "t")) return PG_ERR_ARG;
     t->requires_grad = flag != 0;
     /* A leaf that requires grad is a parameter for the memory report. */
     if (flag && !t->node && t->st->category == PG_MEM_OTHER) pg_set_category(t, PG_MEM_PARAM);
@@ -308,7 +308,7 @@ int pg_tensor_set_requires_grad(pg_tensor *t, int flag)
 
 int pg_tensor_read(pg_tensor *t, void *dst, int dst_dtype)
 {
-    if (pg_ok(t, "read", "t")) return PG_ERR_ARG;
+    if (pg_not_live(t, "read", "t")) return PG_ERR_ARG;
     if (!dst) return pg_fail(PG_ERR_ARG, "read: NULL destination");
     if (dst_dtype != PG_F32 && dst_dtype != PG_F64)
         return pg_fail(PG_ERR_DTYPE, "read: destination dtype must be f32 or f64");
@@ -318,7 +318,7 @@ int pg_tensor_read(pg_tensor *t, void *dst, int dst_dtype)
 int pg_tensor_write(pg_tensor *t, const void *src, int src_dtype, int64_t nrow, int64_t ncol,
                     int64_t rstride, int64_t cstride)
 {
-    if (pg_ok(t, "write", "t")) return PG_ERR_ARG;
+    if (pg_not_live(t, "write", "t")) return PG_ERR_ARG;
     if (!src && nrow * ncol > 0) return pg_fail(PG_ERR_ARG, "write: NULL source");
     if (nrow != t->ne[0] || ncol != t->ne[1])
         return pg_fail(PG_ERR_SHAPE, "assigning data: tensor is %s but the new value is [%lldx%lld]",
@@ -328,7 +328,7 @@ int pg_tensor_write(pg_tensor *t, const void *src, int src_dtype, int64_t nrow, 
     return rc;
 }
 
-pg_tensor *pg_tensor_grad(pg_tensor *t) { return pg_ok(t, "grad", "t") ? NULL : t->grad; }
+pg_tensor *pg_tensor_grad(pg_tensor *t) { return pg_not_live(t, "grad", "t") ? NULL : t->grad; }
 
 static int set_grad_locked(pg_tensor *t, pg_tensor *g);
 
@@ -342,9 +342,9 @@ int pg_tensor_set_grad(pg_tensor *t, pg_tensor *g)
 
 static int set_grad_locked(pg_tensor *t, pg_tensor *g)
 {
-    if (pg_ok(t, "set_grad", "t")) return PG_ERR_ARG;
+    if (pg_not_live(t, "set_grad", "t")) return PG_ERR_ARG;
     if (g) {
-        if (pg_ok(g, "set_grad", "g")) return PG_ERR_ARG;
+        if (pg_not_live(g, "set_grad", "g")) return PG_ERR_ARG;
         if (g->ne[0] != t->ne[0] || g->ne[1] != t->ne[1] || g->dtype != t->dtype)
             return pg_fail(PG_ERR_SHAPE, "set_grad: gradient %s does not match tensor %s", pg_desc(g), pg_desc(t));
         pg_tensor_retain(g);

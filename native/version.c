@@ -32,11 +32,11 @@ uint64_t pg_version_observe(pg_tensor *t)
     return __atomic_load_n(&s->version, __ATOMIC_RELAXED);
 }
 
-int64_t pg_tensor_version(pg_tensor *t) { return pg_ok(t, "version", "t") ? -1 : (int64_t)pg_version_observe(t); }
+int64_t pg_tensor_version(pg_tensor *t) { return pg_not_live(t, "version", "t") ? -1 : (int64_t)pg_version_observe(t); }
 
 int pg_tensor_expose(pg_tensor *t)
 {
-    if (pg_ok(t, "expose", "t")) return PG_ERR_ARG;
+    if (pg_not_live(t, "expose", "t")) return PG_ERR_ARG;
     pg_storage *s = t->st;
     if (s->exposed++ == 0) { /* hash the values the first view starts from */
         s->hash = data_hash(s);
@@ -47,7 +47,7 @@ int pg_tensor_expose(pg_tensor *t)
 
 int pg_tensor_unexpose(pg_tensor *t)
 {
-    if (pg_ok(t, "unexpose", "t")) return PG_ERR_ARG;
+    if (pg_not_live(t, "unexpose", "t")) return PG_ERR_ARG;
     pg_storage *s = t->st;
     if (s->exposed <= 0) return 0;
     pg_version_observe(t); /* the last view's writes count before hashing stops */
@@ -57,7 +57,7 @@ int pg_tensor_unexpose(pg_tensor *t)
 
 int pg_tensor_bump_version(pg_tensor *t)
 {
-    if (pg_ok(t, "bump_version", "t")) return PG_ERR_ARG;
+    if (pg_not_live(t, "bump_version", "t")) return PG_ERR_ARG;
     pg_bump(t);
     return 0;
 }
