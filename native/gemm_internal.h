@@ -24,12 +24,7 @@
 #ifndef PG_GEMM_INTERNAL_H
 #define PG_GEMM_INTERNAL_H
 
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off")
-#endif
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#endif
+#include "pg_fp.h" /* the vectoriser and no-contraction pragmas, as every floating-point file */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,9 +1,6 @@
 /* ag_gradcheck's arithmetic (pg_api_gradcheck.h): the step, the difference quotient and the
  * pass rule, one definition for R and Python. */
-#pragma GCC optimize("fp-contract=off")
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF /* the same verdicts in every build */
-#endif
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <math.h>
 #include "pg.h"
 

@@ -1,11 +1,6 @@
 /* Losses: mse, cross-entropy on probabilities, fused softmax + cross-entropy. Each returns 1x1;
  * only the prediction receives a gradient, targets are constants kept for backward. */
-/* R compiles with -O2, where GCC's "very cheap" vectoriser cost model leaves loops of unknown
- * trip count scalar (R CMD check warns about vectoriser flags in Makevars); ask for the -O3
- * model here, for this file only. Python builds with -O3 already: no change there. */
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
-#endif
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <tgmath.h>
 #include <string.h>
 #include "pg.h"

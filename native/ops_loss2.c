@@ -2,12 +2,7 @@
  * logits, Huber, mean absolute error, weighted MSE, with PyTorch's definitions. Each is one tape
  * node with a forward rule (ag_compile replays it) and the exact derivative of its forward. The
  * target (and weight) are kept by reference and read again by backward and every replay. */
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off")
-#endif
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF /* R and Python builds must round alike: no fused multiply-adds */
-#endif
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <tgmath.h>
 #include "pg.h"
 

@@ -1,10 +1,7 @@
 /* Selection and sampling down each column (pg_api_select.h): argmax, log-softmax, gather, column
  * max, categorical and normal sampling as ggmlR 0.8.6 defines them, with their draws from the
  * core's R-compatible stream. */
-#pragma GCC optimize("fp-contract=off")
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF /* the sampling arithmetic must match in every build */
-#endif
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <math.h>
 #include <stdlib.h>
 #include "pg.h"

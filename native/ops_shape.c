@@ -1,10 +1,5 @@
 /* Reductions (sum, mean), transpose and reshape. */
-/* R compiles with -O2, where GCC's "very cheap" vectoriser cost model leaves loops of unknown
- * trip count scalar (R CMD check warns about vectoriser flags in Makevars); ask for the -O3
- * model here, for this file only. Python builds with -O3 already: no change there. */
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic")
-#endif
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <string.h>
 #include "pg.h"
 

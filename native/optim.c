@@ -3,12 +3,7 @@
  * of a period only count, call k reads the gradients (the summing happens in .grad, by
  * backward()); pg_optim_step_sum keeps the project's own accumulator for compiled graphs and
  * ag_fit, which hand over one map per micro-batch. */
-/* R compiles with -O2, where GCC's "very cheap" vectoriser cost model leaves loops of unknown
- * trip count scalar (R CMD check warns about vectoriser flags in Makevars); ask for the -O3
- * model here, for this file only. Python builds with -O3 already: no change there. */
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off")
-#endif
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <float.h>
 #include <tgmath.h>
 #include <stdio.h>

@@ -1,9 +1,6 @@
 /* Gradient helpers over a parameter list (ggmlR's clip_grad_norm, 0.8.3's clip_grad_value and
  * check_grad_anomaly): on a gradient map, or on each parameter's .grad when the map is NULL. */
-/* as optim.c: the -O3 vectoriser cost model under R's -O2, and no FMA contraction either way */
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=dynamic", "fp-contract=off")
-#endif
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>

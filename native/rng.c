@@ -2,10 +2,7 @@
  * Mersenne-Twister with R's seeding and (0, 1) fix-up, Inversion normals (Wichura's AS 241),
  * Rejection integers, and sample.int's draws. Exactness needs no FMA contraction and libm's log,
  * log2 and sqrt, which R uses too. */
-#pragma GCC optimize("fp-contract=off")
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF /* clang ignores the GCC pragma: no fused multiply-adds there either */
-#endif
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -1,9 +1,6 @@
 /* The layers' random draws, made once for R and Python: the dropout op and the orthogonal
  * initialiser (pg_api_rng.h). Arithmetic in double, no FMA, so both languages get the same bits. */
-#pragma GCC optimize("fp-contract=off")
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF /* clang ignores the GCC pragma: no fused multiply-adds there either */
-#endif
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,7 @@
 /* sample.int() as R computes it (R >= 3.6, "Rejection"): the shrinking-pool permutation, the
  * hashed draw-until-new path (useHash), and the weighted paths (sorted cumulative weights,
  * Walker's alias table for many weights, successive removal without replacement). */
-#pragma GCC optimize("fp-contract=off")
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF /* clang ignores the GCC pragma: no fused multiply-adds there either */
-#endif
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>

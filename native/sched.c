@@ -1,9 +1,6 @@
 /* Learning-rate schedules as ggmlR 0.8.6 computes them (pg_api_sched.h): one definition for R and
  * Python. Rounding as R's round() (halves to even: nearbyint in the default mode). */
-#pragma GCC optimize("fp-contract=off")
-#ifdef __clang__
-#pragma STDC FP_CONTRACT OFF /* the same rates in every build */
-#endif
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <math.h>
 #include <string.h>
 #include "pg.h"

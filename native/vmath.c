@@ -5,12 +5,7 @@
  * identical bits on SSE2, AVX2 and AVX-512, in R and in Python. Accuracy (tests/test_ops.py):
  * f32 exp, log, tanh within 1 ulp, f64 exp and log within 1, f64 tanh 3, sigmoid 2 (f32) and
  * 4 (f64). */
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
-#pragma GCC optimize("fp-contract=off")
-#endif
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#endif
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <math.h>
 #include <string.h>
 #include "pg.h"
