@@ -26,18 +26,18 @@ ag_div <- function(A, B) .Call(R_pg_div, A, B)
 
 .un <- function(kind, x, op, p1 = 0, p2 = 0) .Call(R_pg_unary, kind, x, p1, p2, op)
 
-ag_relu <- function(x) .Call(R_pg_unary, 0L, x, 0, 0, "ag_relu")
-ag_sigmoid <- function(x) .un(1L, x, "ag_sigmoid")
-ag_tanh <- function(x) .un(2L, x, "ag_tanh")
-ag_gelu <- function(x) .un(3L, x, "ag_gelu")
-ag_log <- function(x) .un(4L, x, "ag_log")
-ag_exp <- function(x) .un(5L, x, "ag_exp")
-ag_softmax <- function(x) .un(6L, x, "ag_softmax")
-ag_neg <- function(x) .un(7L, x, "ag_neg")
-ag_scale <- function(x, scalar) .un(100L, x, "ag_scale", .num1(scalar, "ag_scale", "scalar"))
-ag_pow <- function(x, p) .un(101L, x, "ag_pow", .num1(p, "ag_pow", "p"))
+ag_relu <- function(x) .Call(R_pg_unary, .pg$op[["RELU"]], x, 0, 0, "ag_relu")
+ag_sigmoid <- function(x) .un(.pg$op[["SIGMOID"]], x, "ag_sigmoid")
+ag_tanh <- function(x) .un(.pg$op[["TANH"]], x, "ag_tanh")
+ag_gelu <- function(x) .un(.pg$op[["GELU"]], x, "ag_gelu")
+ag_log <- function(x) .un(.pg$op[["LOG"]], x, "ag_log")
+ag_exp <- function(x) .un(.pg$op[["EXP"]], x, "ag_exp")
+ag_softmax <- function(x) .un(.pg$op[["SOFTMAX"]], x, "ag_softmax")
+ag_neg <- function(x) .un(.pg$op[["NEG"]], x, "ag_neg")
+ag_scale <- function(x, scalar) .un(.pg$op[["SCALE"]], x, "ag_scale", .num1(scalar, "ag_scale", "scalar"))
+ag_pow <- function(x, p) .un(.pg$op[["POW"]], x, "ag_pow", .num1(p, "ag_pow", "p"))
 ag_clamp <- function(x, lo = -Inf, hi = Inf)
-  .un(102L, x, "ag_clamp", .num1(lo, "ag_clamp", "lo"), .num1(hi, "ag_clamp", "hi"))
+  .un(.pg$op[["CLAMP"]], x, "ag_clamp", .num1(lo, "ag_clamp", "lo"), .num1(hi, "ag_clamp", "hi"))
 
 .dim_code <- function(dim, op) {
   if (is.null(dim)) return(0)
@@ -47,12 +47,12 @@ ag_clamp <- function(x, lo = -Inf, hi = Inf)
 
 # dim = NULL: all -> [1,1]; dim = 1: per row -> [nrow,1]; dim = 2: per column -> [1,ncol].
 # keepdim is accepted for compatibility: results are always matrices.
-ag_sum <- function(x, dim = NULL, keepdim = FALSE) .un(103L, x, "ag_sum", .dim_code(dim, "ag_sum"))
-ag_mean <- function(x, dim = NULL, keepdim = FALSE) .un(104L, x, "ag_mean", .dim_code(dim, "ag_mean"))
-ag_transpose <- function(x) .un(105L, x, "ag_transpose")
+ag_sum <- function(x, dim = NULL, keepdim = FALSE) .un(.pg$op[["SUM"]], x, "ag_sum", .dim_code(dim, "ag_sum"))
+ag_mean <- function(x, dim = NULL, keepdim = FALSE) .un(.pg$op[["MEAN"]], x, "ag_mean", .dim_code(dim, "ag_mean"))
+ag_transpose <- function(x) .un(.pg$op[["TRANSPOSE"]], x, "ag_transpose")
 ag_reshape <- function(x, nrow, ncol = -1) {
   if (missing(ncol) && length(nrow) == 2L) { ncol <- nrow[[2L]]; nrow <- nrow[[1L]] }
-  .un(106L, x, "ag_reshape", .reshape_size(nrow, "nrow"), .reshape_size(ncol, "ncol"))
+  .un(.pg$op[["RESHAPE"]], x, "ag_reshape", .reshape_size(nrow, "nrow"), .reshape_size(ncol, "ncol"))
 }
 
 .need_tensor <- function(x, op, arg) {

@@ -57,6 +57,24 @@ SEXP R_pg_softmax_ce_loss(SEXP l, SEXP t)
     return binary(l, t, pg_softmax_ce_loss, "ag_softmax_cross_entropy_loss", "logits", "target");
 }
 
+/* R_pg_unary's kinds: the core's pg_unary_op values, then the glue's own ops with parameters */
+enum { R_OP_SCALE = 100, R_OP_POW, R_OP_CLAMP, R_OP_SUM, R_OP_MEAN, R_OP_TRANSPOSE, R_OP_RESHAPE };
+
+/* the kinds by name, read once at load (r/R/zzz.R), so R holds no enum values of its own */
+SEXP R_pg_op_codes(void)
+{
+    static const char *nm[] = {"RELU", "SIGMOID", "TANH", "GELU", "LOG", "EXP", "SOFTMAX", "NEG",
+                               "SCALE", "POW", "CLAMP", "SUM", "MEAN", "TRANSPOSE", "RESHAPE"};
+    const int v[] = {PG_RELU, PG_SIGMOID, PG_TANH, PG_GELU, PG_LOG, PG_EXP, PG_SOFTMAX, PG_NEG,
+                     R_OP_SCALE, R_OP_POW, R_OP_CLAMP, R_OP_SUM, R_OP_MEAN, R_OP_TRANSPOSE, R_OP_RESHAPE};
+    const int n = (int)(sizeof v / sizeof v[0]);
+    SEXP out = PROTECT(Rf_allocVector(INTSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));
+    for (int i = 0; i < n; i++) { INTEGER(out)[i] = v[i]; SET_STRING_ELT(names, i, Rf_mkChar(nm[i])); }
+    Rf_setAttrib(out, R_NamesSymbol, names);
+    UNPROTECT(2);
+    return out;
+}
+
 /* unary ops with up to two scalar parameters: kind selects the C function */
 SEXP R_pg_unary(SEXP kind, SEXP X, SEXP p1, SEXP p2, SEXP name)
 {
@@ -67,13 +85,13 @@ SEXP R_pg_unary(SEXP kind, SEXP X, SEXP p1, SEXP p2, SEXP name)
     if (x == NULL) r_fail();
     pg_tensor *out;
     switch (k) {
-    case 100: out = pg_scale(x, a); break;
-    case 101: out = pg_pow(x, a); break;
-    case 102: out = pg_clamp(x, a, b); break;
-    case 103: out = pg_sum(x, (int)a); break;
-    case 104: out = pg_mean(x, (int)a); break;
-    case 105: out = pg_transpose(x); break;
-    case 106: out = pg_reshape(x, (int64_t)a, (int64_t)b); break;
+    case R_OP_SCALE: out = pg_scale(x, a); break;
+    case R_OP_POW: out = pg_pow(x, a); break;
+    case R_OP_CLAMP: out = pg_clamp(x, a, b); break;
+    case R_OP_SUM: out = pg_sum(x, (int)a); break;
+    case R_OP_MEAN: out = pg_mean(x, (int)a); break;
+    case R_OP_TRANSPOSE: out = pg_transpose(x); break;
+    case R_OP_RESHAPE: out = pg_reshape(x, (int64_t)a, (int64_t)b); break;
     default: out = pg_unary(k, x); break;
     }
     if (tmp) pg_tensor_release(x);

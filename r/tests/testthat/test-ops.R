@@ -189,3 +189,12 @@ test_that("GEMM backends: R's BLAS (dgemm and its sgemm) and the built-in kernel
   # the default is the built-in kernel, as in Python: the same bits in both languages
   expect_equal(ag_set_blas("default"), "builtin")
 })
+
+test_that("the op kinds come from the core at load (no literal enum values in R)", {
+  op <- pyggmlr:::.pg$op
+  expect_true(all(c("RELU", "SIGMOID", "TANH", "GELU", "LOG", "EXP", "SOFTMAX", "NEG", "SCALE", "RESHAPE") %in% names(op)))
+  expect_false(anyDuplicated(unname(op)) > 0)
+  x <- ag_tensor(matrix(c(-1, 0.5), 1, 2), dtype = "f64")
+  expect_equal(ag_sigmoid(x)$data, 1 / (1 + exp(-x$data)), tolerance = 1e-15)
+  expect_equal(ag_neg(x)$data, -x$data)
+})
