@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _core
 from ._core import F32, F64, NULL, check, ffi, lib
-from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
+from .errors import ArgumentError, PyggmlrError, PyggmlrValueError, check_int
 from .optim import _grads_handle, clip_grad_norm, optimizer_adam
 from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
 from .tensor import ArrayLike, Tensor, _unique_tensors, ag_tensor
@@ -454,6 +454,8 @@ def ag_broadcast_parameters(model: Params, root: int = 0, comm: Optional[Comm] =
     Raises: DistributedError when MPI is missing or the ranks' layouts (count, shapes, dtypes)
     differ (raised on every rank)."""
     comm = _comm(comm)
+    # an invalid root reaches MPI_Bcast, whose default error handler may abort the process
+    root = check_int(root, "ag_broadcast_parameters", "root", 0, comm.Get_size() - 1)
     tensors = _tensors(model, "ag_broadcast_parameters")
     if buffers and not isinstance(model, (dict, list, tuple, Tensor)):
         ids = {int(ffi.cast("intptr_t", t._p)) for t in tensors}

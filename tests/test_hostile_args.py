@@ -380,3 +380,14 @@ def test_distributed_numbers_of_the_wrong_kind_are_typed_errors():
         pg.dp_train(lambda: pg.ag_sequential(pg.ag_linear(2, 2)), [(np.zeros((2, 1)), np.zeros((2, 1)))], max_norm=None)
     with pytest.raises(pg.ArgumentError, match="DistributedOptimizer: max_norm must be a number"):
         dist.DistributedOptimizer(pg.optimizer_sgd(m, lr=0.1), comm=object(), max_norm="big")
+
+
+def test_broadcast_root_out_of_range_is_refused_before_mpi():
+    from pyggmlr import distributed as dist
+
+    class OneRank:  # a stand-in communicator: the check must happen before any collective
+        def Get_size(self):
+            return 1
+
+    with pytest.raises(pg.PyggmlrValueError, match="ag_broadcast_parameters: root"):
+        dist.ag_broadcast_parameters(pg.ag_sequential(pg.ag_linear(2, 2)), root=3, comm=OneRank())

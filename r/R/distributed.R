@@ -55,9 +55,13 @@ ag_mpi_barrier <- function() invisible(.mpi()$mpi.barrier(0L))
 }
 
 ag_broadcast_parameters <- function(model, root = 0L, buffers = TRUE) {
+  W <- ag_mpi_world_size()
+  # an invalid root reaches MPI_Bcast, whose default error handler aborts the process
+  if (!is.numeric(root) || length(root) != 1L || is.na(root) || root != floor(root) || root < 0 || root >= W)
+    .mpi_stop("ag_broadcast_parameters: root must be a rank in [0, %d), got %s", W, paste(format(root), collapse = " "))
   ts <- .mpi_tensors(model, "ag_broadcast_parameters")
   if (isTRUE(buffers) && .is_model(model)) ts <- unname(.dedup(c(ts, unname(.layer_buffers(model)))))
-  if (ag_mpi_world_size() == 1L) return(invisible(NULL))
+  if (W == 1L) return(invisible(NULL))
   h <- .mpi_handles(ts)
   .mpi_check_layout(h, "ag_broadcast_parameters")
   buf <- .Call(R_pg_dist_pack, h, NULL, 1L, FALSE, 1.0, 0L)
@@ -71,7 +75,11 @@ ag_broadcast_parameters <- function(model, root = 0L, buffers = TRUE) {
 ag_allreduce_gradients <- function(params, grads = NULL, weight = 1, check = TRUE) {
   if (!is.numeric(weight) || length(weight) != 1L || !is.finite(weight) || weight < 0)
     .mpi_stop("ag_allreduce_gradients: weight must be finite and >= 0, got %s", paste(format(weight), collapse = " "))
-  h <- .mpi_handles(.mpi_tensors(params, "ag_allreduce_gradients"))
+  .mpi_allreduce(.mpi_handles(.mpi_tensors(params, "ag_allreduce_gradients")), grads, weight, check)
+}
+
+# the all-reduce on handles already collected (ag_fit collects them once per run, not per step)
+.mpi_allreduce <- function(h, grads, weight, check) {
   W <- ag_mpi_world_size()
   if (isTRUE(check) && W > 1L) .mpi_check_layout(h, "ag_allreduce_gradients")
   buf <- .Call(R_pg_dist_pack, h, grads, 0L, TRUE, as.double(weight), 1L)
@@ -100,8 +108,9 @@ ag_parameters_spread <- function(model) {
   s <- new.env(parent = emptyenv())
   s$rank <- ag_mpi_rank(); s$world <- ag_mpi_world_size(); s$first <- TRUE
   ag_broadcast_parameters(model)
+  h <- .mpi_handles(.mpi_tensors(params, "ag_fit"))
   s$grads <- function(grads, width) {
-    ag_allreduce_gradients(params, grads, weight = width, check = s$first)
+    .mpi_allreduce(h, grads, as.double(width), s$first)
     s$first <- FALSE
   }
   s$stats <- function(plan) {

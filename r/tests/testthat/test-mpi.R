@@ -27,6 +27,8 @@ test_that("one MPI rank: ag_fit(distributed = TRUE) equals the plain run, and th
     "m <- ag_linear(2, 3); cat('spread:', ag_parameters_spread(m), '\\n')",
     "e <- tryCatch(ag_allreduce_gradients(m, weight = -1), error = function(e) e)",
     "cat('class:', inherits(e, 'pyggmlr_distributed_error'), conditionMessage(e), '\\n')",
+    "e2 <- tryCatch(ag_broadcast_parameters(m, root = 5), error = function(e) e)",
+    "cat('root:', inherits(e2, 'pyggmlr_distributed_error'), conditionMessage(e2), '\\n')",
     "invisible(Rmpi::mpi.finalize())"), script)
   out <- suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), script, stdout = TRUE, stderr = TRUE))
   out <- paste(out, collapse = "\n")
@@ -34,4 +36,5 @@ test_that("one MPI rank: ag_fit(distributed = TRUE) equals the plain run, and th
   expect_match(out, "rank: 0 world: 1", fixed = TRUE)
   expect_match(out, "spread: 0", fixed = TRUE)
   expect_match(out, "class: TRUE ag_allreduce_gradients: weight must be finite and >= 0, got -1", fixed = TRUE)
+  expect_match(out, "root: TRUE ag_broadcast_parameters: root must be a rank in [0, 1), got 5", fixed = TRUE)
 })
