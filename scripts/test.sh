@@ -19,6 +19,12 @@ if command -v mpicc >/dev/null 2>&1; then
     $PY -m pip install -q --disable-pip-version-check mpi4py || echo "warning: mpi4py did not install; MPI tests will skip"
 fi
 # ---- end of the MPI block
+# ---- the linters' C formatter (clang-format, from Debian); scripts/lint.sh fails without it
+if ! command -v clang-format >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang-format >/dev/null
+fi
+bash scripts/lint.sh
+
 if command -v R >/dev/null 2>&1; then
     # with R present the parity tier must run: a failed rpy2 install fails the run
     $PY -m pip install -q --disable-pip-version-check "rpy2>=3.5,<3.6"
