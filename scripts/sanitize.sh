@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The C core under AddressSanitizer + LeakSanitizer + UndefinedBehaviorSanitizer, in two steps:
 #
-#  1. tests/c/driver.c (every op forward/backward with gradient checks, optimizers, gradient
-#     maps, tape, layer ops, memory reports, data-parallel helpers, threads, error paths) linked
-#     against native/*.c built with -fsanitize=address,undefined; leaks detected; any report
-#     stops it with a non-zero status.
+#  1. The C driver (tests/c: the runner main.c, check.c and one test_<topic>.c a topic: every
+#     op forward/backward with gradient checks, optimizers, gradient maps, tape, layer ops,
+#     memory reports, data-parallel helpers, threads, error paths) linked against native/*.c
+#     built with -fsanitize=address,undefined; leaks detected; any report stops it with a
+#     non-zero status.
 #  2. The Python test suite against a copy of the extension built with the same flags in a
 #     temporary directory (the installed extension is not touched), libasan preloaded. Python
 #     itself is not instrumented, so leak detection is off here (step 1 and the core's own
@@ -39,7 +40,7 @@ if ! probe; then
 fi
 
 echo "== sanitize 1/2: C driver (ASan + LSan + UBSan)"
-$CC -std=gnu11 -g -O1 $SAN -Wall -Wno-unused-function -Inative native/*.c tests/c/driver.c \
+$CC -std=gnu11 -g -O1 $SAN -Wall -Wno-unused-function -Inative native/*.c tests/c/*.c \
     -lm -lpthread -o "$tmp/driver"
 "$tmp/driver"
 
