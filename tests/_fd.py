@@ -3,6 +3,7 @@ pytest)."""
 import numpy as np
 
 import pyggmlr as pg
+from pyggmlr.nn import _causal_mask, _matmul_t
 
 EPS = 1e-6
 
@@ -60,3 +61,17 @@ def np_softmax(x):
     """Column-wise softmax in numpy (the reference for ag_softmax)."""
     e = np.exp(x - x.max(axis=0, keepdims=True))
     return e / e.sum(axis=0, keepdims=True)
+
+
+def attention_composition(Q, K, V, H, causal):
+    """ag_multihead_attention's core without the projections: slices, scores, mask, softmax."""
+    dh = Q.nrow // H
+    cat = None
+    for h in range(H):
+        qh, kh, vh = (pg.ag_slice_rows(t, h * dh, dh) for t in (Q, K, V))
+        s = _matmul_t(kh, qh, ta=True, alpha=1 / np.sqrt(dh))
+        if causal:
+            s = _causal_mask(s)
+        head = pg.ag_matmul(vh, pg.ag_softmax(s))
+        cat = head if cat is None else pg.ag_concat_rows(cat, head)
+    return cat
