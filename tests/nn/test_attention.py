@@ -94,7 +94,7 @@ def test_matches_reference_f64(f64, D, Sq, Skv, H, kind):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_matches_multiheadattention_composition(f64, causal):
+def test_matches_multihead_composition(f64, causal):
     rng = np.random.default_rng(7)
     q, k, v, G = rng.normal(size=(16, 9)), rng.normal(size=(16, 11)), rng.normal(size=(16, 11)), rng.normal(size=(16, 9))
     res = []
