@@ -9,8 +9,8 @@ test:
 
 # the property tests and the file / crash fuzzers with many more cases (minutes, not seconds)
 fuzz:
-	HYPOTHESIS_PROFILE=fuzz PYGGMLR_FUZZ_CASES=20000 $(PYTHON) -m pytest -q tests/test_properties.py tests/test_fuzz_files.py tests/test_crash.py
+	HYPOTHESIS_PROFILE=fuzz PYGGMLR_FUZZ_CASES=20000 $(PYTHON) -m pytest -q tests/core/test_properties.py tests/io/test_fuzz_files.py tests/hostile/test_crash.py
 
-# the C core under ASan + LSan + UBSan: tests/c/driver.c, then the Python suite
+# the C core under ASan + LSan + UBSan: the C driver (tests/c), then the Python suite
 sanitize:
 	bash scripts/sanitize.sh

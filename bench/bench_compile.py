@@ -10,12 +10,12 @@ Run: python bench/bench_compile.py  (BENCH_ROUNDS, default 15 rounds of 2000 ste
 Numbers are printed, never asserted."""
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_train as bt  # noqa: E402  (shares the model, the data and the peers)
 
 import pyggmlr as pg  # noqa: E402
+from bench_common import median_per_call  # noqa: E402
 
 SIZES, BATCH = (4, 64, 32, 3), 32
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 15))
@@ -23,14 +23,7 @@ STEPS = 2000
 
 
 def per_step_us(fn):
-    best = []
-    for _ in range(ROUNDS):
-        t = time.perf_counter()
-        for _ in range(STEPS):
-            fn()
-        best.append((time.perf_counter() - t) / STEPS * 1e6)
-    best.sort()
-    return best[len(best) // 2]
+    return median_per_call(fn, ROUNDS, STEPS) * 1e6
 
 
 def main():

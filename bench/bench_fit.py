@@ -15,21 +15,17 @@ Run: python bench/bench_fit.py   (needs R, rpy2 and the R package; R_LIBS for a 
 """
 import os
 
-if not os.environ.get("BENCH_KEEP_OPENBLAS_ENV"):
-    for _v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        os.environ.pop(_v, None)
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+from bench_common import pin_blas_env
+
+pin_blas_env()  # before numpy and pyggmlr load OpenBLAS
 
 import gc  # noqa: E402
-import json  # noqa: E402
-import pathlib  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
-from bench_common import cpu_name  # noqa: E402
+from bench_common import cpu_name, write_results  # noqa: E402
 
 CASES = [((4, 64, 32, 3), 2048, 32), ((784, 256, 128, 10), 1024, 64)]
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 7))
@@ -198,10 +194,7 @@ def main():
         print(f"R's times include the rpy2 call itself: {bridge * 1e3:.2f} ms a call (a call running nothing)")
     out = {"benchmark": "bench_fit", "cpu": cpu_name(), "clock": CLOCK.__name__, "bridge_call_s": bridge, "blas": pg.blas_name(), "rounds": ROUNDS, "threads": 1,
            "results": results}
-    path = pathlib.Path(__file__).resolve().parent / "results" / "bench_fit.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {path}")
+    write_results("bench_fit", out, indent=2)
 
 
 if __name__ == "__main__":

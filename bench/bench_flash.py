@@ -13,21 +13,20 @@ written to bench/results/bench_flash.json. Run: python bench/bench_flash.py
 """
 import os
 
-if not os.environ.get("BENCH_KEEP_OPENBLAS_ENV"):
-    for _v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        os.environ.pop(_v, None)
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+from bench_common import pin_blas_env
 
-import json  # noqa: E402
+pin_blas_env()
+
 import pathlib  # noqa: E402
-import time  # noqa: E402
+import sys  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
-from bench_common import cpu_name  # noqa: E402
-from pyggmlr.nn import _causal_mask, _matmul_t  # noqa: E402
+from bench_common import cell, cpu_name, median_us, write_results  # noqa: E402
+# the composition, shared with tests/test_attention.py (which checks it against numpy)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+from _fd import attention_composition as composition  # noqa: E402
 
 try:
     import torch  # noqa: E402
@@ -37,19 +36,6 @@ except ImportError:
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 15))
 CASES = [(256, 4, 128), (32, 4, 16)]  # (d_model, n_heads, seq)
-
-
-def composition(Q, K, V, H, causal):
-    dh = Q.nrow // H
-    cat = None
-    for h in range(H):
-        qh, kh, vh = (pg.ag_slice_rows(t, h * dh, dh) for t in (Q, K, V))
-        s = _matmul_t(kh, qh, ta=True, alpha=1 / np.sqrt(dh))
-        if causal:
-            s = _causal_mask(s)
-        head = pg.ag_matmul(vh, pg.ag_softmax(s))
-        cat = head if cat is None else pg.ag_concat_rows(cat, head)
-    return cat
 
 
 def fused(Q, K, V, H, causal):
@@ -72,15 +58,6 @@ def torch_step(q, k, v, g, H, causal):
     out = out.transpose(0, 1).reshape(S, D)
     (out * g).sum().backward()
     return out
-
-
-def median_us(fn, n=5):
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts)) * 1e6
 
 
 def main():
@@ -116,14 +93,11 @@ def main():
                 m = {k2: float(np.median(v2)) if v2 else None for k2, v2 in t.items()}
                 name = f"d{D} h{H} seq{S}{' causal' if causal else ''}"
                 res["cases"][f"{name} {dt}"] = m
-                tor = f"{m['torch']:10.1f}" if m["torch"] else f"{'-':>10s}"
-                rto = f"{m['fused'] / m['torch']:9.2f}" if m["torch"] else f"{'-':>9s}"
+                tor = cell(m["torch"], 10)
+                rto = cell(m["torch"] and m["fused"] / m["torch"], 9, ".2f")
                 print(f"{name:28s}{dt:>6s}{m['fused']:10.1f}{m['composition']:10.1f}{tor}"
                       f"{m['fused'] / m['composition']:8.2f}{rto}")
-    out = pathlib.Path(__file__).resolve().parent / "results" / "bench_flash.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(res, indent=1))
-    print(f"wrote {out}")
+    write_results("bench_flash", res)
 
 
 if __name__ == "__main__":

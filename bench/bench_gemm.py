@@ -27,11 +27,9 @@ Run: python bench/bench_gemm.py  (BENCH_SECONDS per measurement, default 0.15; m
 Writes bench/results/bench_gemm.json (or $BENCH_OUT). Numbers are printed, never asserted."""
 import os
 
-if not os.environ.get("BENCH_KEEP_OPENBLAS_ENV"):
-    for _v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        os.environ.pop(_v, None)
-os.environ["OPENBLAS_NUM_THREADS"] = "1"  # before numpy and pyggmlr load OpenBLAS
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+from bench_common import pin_blas_env
+
+pin_blas_env(force_one_thread=True)  # before numpy and pyggmlr load OpenBLAS
 
 import ctypes  # noqa: E402
 import json  # noqa: E402
@@ -40,6 +38,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
+from bench_common import median_per_call  # noqa: E402
 from pyggmlr import _core  # noqa: E402
 from pyggmlr._native import lib  # noqa: E402
 from pyggmlr.nn import _matmul_t  # noqa: E402
@@ -84,15 +83,7 @@ def median_seconds(fn):
     t = time.perf_counter()
     fn()
     one = max(time.perf_counter() - t, 1e-7)
-    reps = max(1, int(SECONDS / one))
-    times = []
-    for _ in range(REPEATS):
-        t = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        times.append((time.perf_counter() - t) / reps)
-    times.sort()
-    return times[len(times) // 2]
+    return median_per_call(fn, REPEATS, max(1, int(SECONDS / one)))
 
 
 def operands(m, k, n, layout, dtype, rng):

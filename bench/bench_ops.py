@@ -13,19 +13,14 @@ As the other scripts: OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are dropped before Op
 """
 import os
 
-if not os.environ.get("BENCH_KEEP_OPENBLAS_ENV"):
-    for _v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        os.environ.pop(_v, None)
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+from bench_common import pin_blas_env
 
-import json  # noqa: E402
-import pathlib  # noqa: E402
-import time  # noqa: E402
+pin_blas_env()
 
 import numpy as np  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
+from bench_common import cell, median_us, write_results  # noqa: E402
 
 try:
     import torch  # noqa: E402
@@ -65,15 +60,6 @@ def cases(a, b, col):
     ]
 
 
-def median_us(fn, n=5):
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts)) * 1e6
-
-
 def main():
     rng = np.random.default_rng(0)
     res = {"shape": list(SHAPE), "rounds": ROUNDS, "torch": torch.__version__ if torch else None, "cases": {}}
@@ -96,13 +82,10 @@ def main():
                     t["torch"].append(median_us(lambda: fto(*tt)))
             m = {k: float(np.median(v)) if v else None for k, v in t.items()}
             res["cases"][f"{name} {dt}"] = m
-            tor = f"{m['torch']:10.1f}" if m["torch"] else f"{'-':>10s}"
-            rto = f"{m['pyggmlr'] / m['torch']:9.2f}" if m["torch"] else f"{'-':>9s}"
+            tor = cell(m["torch"], 10)
+            rto = cell(m["torch"] and m["pyggmlr"] / m["torch"], 9, ".2f")
             print(f"{name:22s}{dt:>6s}{m['pyggmlr']:10.1f}{m['numpy']:10.1f}{tor}{m['pyggmlr'] / m['numpy']:8.2f}{rto}")
-    out = pathlib.Path(__file__).resolve().parent / "results" / "bench_ops.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(res, indent=1))
-    print(f"wrote {out}")
+    write_results("bench_ops", res)
 
 
 if __name__ == "__main__":

@@ -6,18 +6,15 @@ The core and R must give the same numbers (checked first when R is there); numpy
 numbers, shown only as the speed a Python user is used to. The goal: no slower than R.
 Writes bench/results/bench_rng.json. Run: python bench/bench_rng.py
 """
-import json
 import os
-import pathlib
 import shutil
 import subprocess
 import tempfile
-import time
 
 import numpy as np
 
 import pyggmlr as pg
-from bench_common import cpu_name
+from bench_common import cell, cpu_name, median_seconds, write_results
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 9))
 N = int(os.environ.get("BENCH_N", 1_000_000))
@@ -33,12 +30,7 @@ cat(sprintf("%a", c(u, z, s)), "\n")
 
 
 def _median(fn):
-    ts = []
-    for _ in range(ROUNDS):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
+    return median_seconds(fn, ROUNDS)
 
 
 def _r_times():
@@ -75,13 +67,10 @@ def main():
     print(f"{'draw':12s}{'core Mdraw/s':>14s}{'numpy':>10s}{'R':>10s}{'core/numpy time':>17s}{'core/R time':>13s}")
     res = {"n": N, "rounds": ROUNDS, "cpu": cpu_name(), "seconds": {"core": core, "numpy": nump, "R": rt}}
     for k in core:
-        r = f"{N / rt[k] / 1e6:10.1f}" if rt else f"{'-':>10s}"
-        rr = f"{core[k] / rt[k]:13.2f}" if rt else f"{'-':>13s}"
+        r = cell(rt and N / rt[k] / 1e6, 10)
+        rr = cell(rt and core[k] / rt[k], 13, ".2f")
         print(f"{k:12s}{N / core[k] / 1e6:14.1f}{N / nump[k] / 1e6:10.1f}{r}{core[k] / nump[k]:17.2f}{rr}")
-    out = pathlib.Path(__file__).resolve().parent / "results" / "bench_rng.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(res, indent=1))
-    print(f"wrote {out}")
+    write_results("bench_rng", res)
 
 
 if __name__ == "__main__":

@@ -14,20 +14,16 @@ Run: python bench/bench_step.py
 """
 import os
 
-if not os.environ.get("BENCH_KEEP_OPENBLAS_ENV"):
-    for _v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        os.environ.pop(_v, None)
+from bench_common import pin_blas_env
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS: one thread
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+pin_blas_env()  # before numpy and pyggmlr load OpenBLAS
 
-import json  # noqa: E402
-import pathlib  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
+from bench_common import write_results  # noqa: E402
 
 CASES = [((4, 64, 32, 3), 32), ((784, 256, 128, 10), 64)]
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 20))
@@ -153,10 +149,7 @@ def main():
     out = {"benchmark": "bench_step", "blas": pg.blas_name(), "numpy": np.__version__, "threads": 1,
            "env": {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS")},
            "results": results}
-    path = pathlib.Path(__file__).resolve().parent / "results" / "bench_step.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {path}")
+    write_results("bench_step", out, indent=2)
 
 
 if __name__ == "__main__":

@@ -19,21 +19,18 @@ BENCH_KEEP_OPENBLAS_ENV=1 to keep them. Run: python bench/bench_train.py
 """
 import os
 
-if not os.environ.get("BENCH_KEEP_OPENBLAS_ENV"):
-    for _v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        os.environ.pop(_v, None)
+from bench_common import pin_blas_env
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS: one thread, like the rest
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+pin_blas_env()  # before numpy and pyggmlr load OpenBLAS
 
 import json  # noqa: E402
 import pathlib  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
+from bench_common import call_times  # noqa: E402
 
 CASES = [((4, 64, 32, 3), 32), ((784, 256, 128, 10), 64), ((784, 256, 128, 10), 256)]
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 15))
@@ -135,15 +132,6 @@ def gemm_floor(sizes, batch, dtype=np.float32):
     return step
 
 
-def median_us(fn, n):
-    ts = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return ts
-
-
 def main():
     try:
         import torch  # noqa: F401
@@ -178,7 +166,7 @@ def main():
         for _ in range(ROUNDS):  # in turns, so load drifts hit every peer alike
             for k, f in peers.items():
                 gemm_for(k)
-                times[k] += median_us(f, n)
+                times[k] += call_times(f, n)
         gemm_for("default")
         med = {k: float(np.median(v)) * 1e6 for k, v in times.items()}
         t = med.get("torch")

@@ -11,12 +11,11 @@ import os
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
-from bench_common import cpu_name  # noqa: E402
+from bench_common import cpu_name, median_per_call  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 7))
 SIZES = {"large": (1000, 256, 4, 128), "small": (64, 32, 4, 16)}
@@ -114,14 +113,7 @@ def gemm_floor(V, D, H, T):
 
 def median_ms(fn, reps):
     fn()  # warm up (and record buffers)
-    out = []
-    for _ in range(ROUNDS):
-        t = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        out.append((time.perf_counter() - t) / reps * 1e3)
-    out.sort()
-    return out[len(out) // 2]
+    return median_per_call(fn, ROUNDS, reps) * 1e3
 
 
 def main():

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The C core under AddressSanitizer + LeakSanitizer + UndefinedBehaviorSanitizer, in two steps:
 #
-#  1. tests/c/driver.c (every op forward/backward with gradient checks, optimizers, gradient
-#     maps, tape, layer ops, memory reports, data-parallel helpers, threads, error paths) linked
-#     against native/*.c built with -fsanitize=address,undefined; leaks detected; any report
-#     stops it with a non-zero status.
+#  1. The C driver (tests/c: the runner main.c, check.c and one test_<topic>.c a topic: every
+#     op forward/backward with gradient checks, optimizers, gradient maps, tape, layer ops,
+#     memory reports, data-parallel helpers, threads, error paths) linked against native/*.c
+#     built with -fsanitize=address,undefined; leaks detected; any report stops it with a
+#     non-zero status.
 #  2. The Python test suite against a copy of the extension built with the same flags in a
 #     temporary directory (the installed extension is not touched), libasan preloaded. Python
 #     itself is not instrumented, so leak detection is off here (step 1 and the core's own
-#     counters, tests/test_leaks.py, cover leaks); memory errors and undefined behaviour in
+#     counters, tests/core/test_leaks.py, cover leaks); memory errors and undefined behaviour in
 #     the core stop the run. Tests that embed R (rpy2: the demo's parity line, the R bridge and parity
 #     tests, the R vignette) are left out: R's own stack checks do not run under ASan.
 #
@@ -39,7 +40,7 @@ if ! probe; then
 fi
 
 echo "== sanitize 1/2: C driver (ASan + LSan + UBSan)"
-$CC -std=gnu11 -g -O1 $SAN -Wall -Wno-unused-function -Inative native/*.c tests/c/driver.c \
+$CC -std=gnu11 -g -O1 $SAN -Wall -Wno-unused-function -Inative native/*.c tests/c/*.c \
     -lm -lpthread -o "$tmp/driver"
 "$tmp/driver"
 
@@ -74,6 +75,6 @@ PYTHONPATH="$tmp/pkg" LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS/detect_
     "import pyggmlr, sys; f = pyggmlr._native.__file__; sys.exit(0 if f.startswith('$tmp') else 'not the sanitized build: ' + f)"
 PYTHONPATH="$tmp/pkg" LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}:allocator_may_return_null=1:max_allocation_size_mb=2048" \
     PYGGMLR_SANITIZED=1 "$PY" -m pytest -q -p no:cacheprovider --rootdir "$root" -c "$root/pyproject.toml" \
-    "$root/tests" --ignore="$root/tests/test_demo.py" --ignore="$root/tests/test_parity.py" \
-    --ignore="$root/tests/test_rbridge.py" -k "not r-interop and not test_demo_command" -m "not parity" "$@"
+    "$root/tests" --ignore="$root/tests/docs/test_demo.py" --ignore="$root/tests/test_parity.py" \
+    --ignore="$root/tests/r/test_rbridge.py" -k "not r-interop and not test_demo_command" -m "not parity" "$@"
 echo "sanitize: clean"

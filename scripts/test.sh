@@ -9,7 +9,7 @@ PY=${PYTHON:-python3}
 bash scripts/install-r.sh
 $PY -m pip install -q --disable-pip-version-check -e ".[test,progress,plot]"
 
-# ---- optional: MPI for the data-parallel tests (tests/test_distributed.py skips them without it);
+# ---- optional: MPI for the data-parallel tests (tests/mpi/test_distributed.py skips them without it);
 # ---- never fails the install
 if ! command -v mpirun >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \

@@ -34,6 +34,15 @@ def live_counts():
     return pg._core.lib.pg_live_objects()
 
 
+def current_bytes():
+    """Bytes the core holds now (its allocator's count)."""
+    return pg.ag_memory_stats()["total"]["current"]
+
+
+def itemsize():
+    return 4 if pg.ag_default_dtype() == "f32" else 8
+
+
 # ---- leak check (tests/test_leaks.py documents it): after each test module, with its objects
 # ---- deleted and gc.collect(), the core's live objects and current bytes are back where the
 # ---- module started. PYGGMLR_LEAK_CHECK=0 turns it off.

@@ -1,6 +1,6 @@
 # Hostile and careless arguments (issue 19): each refused with a classed condition whose message
 # names the function and the argument, or documented behaviour asserted here (docs/reliability.md,
-# "## Arguments"); the same cases as tests/test_hostile_args.py.
+# "## Arguments"); the same cases as tests/hostile/test_hostile_args.py.
 
 .w <- function() ag_param(matrix(1, 2, 2))
 .o <- function() optimizer_sgd(list(.w()))

@@ -305,7 +305,7 @@ test_that("R writes the same bytes as Python for the same input (one writer, in 
                  "223a227b5c22615c223a5c225c75303066635c227d227d2c226c61796572315f57223a7b226474797065223a22463332222c227368617065223a5b32",
                  "2c335d2c22646174615f6f666673657473223a5b302c32345d7d2c226361665c7530306539223a7b226474797065223a22463634222c227368617065",
                  "223a5b322c315d2c22646174615f6f666673657473223a5b32342c34305d7d7d202020200000803f0000004000004040000080400000a0400000c040",
-                 "000000000000e03f00000000000000c0")  # tests/test_io.py's _GOLDEN_FILE
+                 "000000000000e03f00000000000000c0")  # tests/io/test_io.py's _GOLDEN_FILE
   f <- tempfile(fileext = ".safetensors")
   w <- matrix(c(1, 2, 3, 4, 5, 6), 2, 3, byrow = TRUE)
   pyggmlr:::.write_safetensors(f, list(list(name = "layer1_W", value = w, dtype = "F32"),

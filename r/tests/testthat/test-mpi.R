@@ -1,5 +1,5 @@
 # ag_fit(distributed = TRUE) over Rmpi. The 2-rank run against Python's, bit for bit, is
-# tests/test_distributed.py (it needs mpirun for both languages); here one rank, in a child R
+# tests/mpi/test_distributed.py (it needs mpirun for both languages); here one rank, in a child R
 # process because Rmpi initialises MPI for the rest of the process.
 
 test_that("ag_fit(distributed = TRUE) argument checks", {

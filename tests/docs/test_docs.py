@@ -16,7 +16,7 @@ import pytest
 
 import pyggmlr as pg
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 MIN_DOC = 30  # characters: more than a restatement of the name
 
 
@@ -316,7 +316,7 @@ def test_package_type_checks_with_mypy():
     import subprocess
     import sys
 
-    root = pathlib.Path(__file__).resolve().parent.parent
+    root = pathlib.Path(__file__).resolve().parents[2]
     if shutil.which("mypy") is None and subprocess.run([sys.executable, "-c", "import mypy"]).returncode:
         pytest.fail("mypy is a test dependency (pip install -e '.[test]')")
     r = subprocess.run([sys.executable, "-m", "mypy"], cwd=root, capture_output=True, text=True, timeout=300)

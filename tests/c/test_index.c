@@ -1,5 +1,7 @@
-/* Indexing (native/ops_index.c), included by driver.c: pg_take's forward, its scatter-add
+/* Indexing (native/ops_index.c): pg_take's forward, its scatter-add
  * backward (repeated positions add up) checked by central differences, and its refusals. */
+#include <string.h>
+#include "check.h"
 
 static pg_tensor *f_take(pg_tensor **in, const void *c)
 {
@@ -8,7 +10,7 @@ static pg_tensor *f_take(pg_tensor **in, const void *c)
     return pg_take(in[0], pos, 6, 3, 2);
 }
 
-static void test_index(void)
+void test_index(void)
 {
     for (int dt = PG_F32; dt <= PG_F64; dt++) {
         int64_t s34[] = {3, 4};

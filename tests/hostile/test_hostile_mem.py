@@ -12,7 +12,7 @@ import pytest
 import pyggmlr as pg
 from pyggmlr.errors import ArgumentError, PyggmlrValueError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _child(code, timeout=60):

@@ -166,15 +166,28 @@ def test_error_in_fn_leaves_tape_and_stream_intact():
     assert np.array_equal(pg.backward(loss)[x], np.full((3, 2), 2.0))
 
 
-def test_error_in_replay_leaves_tape_stream_and_grads_intact():
-    W = pg.ag_param(_rs(1, 3, 3), dtype="f64")
-    x = pg.ag_tensor(_rs(2, 3, 2), dtype="f64")
+def _w_x():
+    """A 3x3 f64 parameter and a 3x2 f64 input."""
+    return pg.ag_param(_rs(1, 3, 3), dtype="f64"), pg.ag_tensor(_rs(2, 3, 2), dtype="f64")
+
+
+def _raising_on_call(n, exc, fn):
+    """fn, except that its n-th call raises exc."""
     calls = []
+
     def seg(v):
         calls.append(1)
-        if len(calls) == 2:
-            raise KeyError("replay failed")
+        if len(calls) == n:
+            raise exc
+        return fn(v)
+    return seg
+
+
+def test_error_in_replay_leaves_tape_stream_and_grads_intact():
+    W, x = _w_x()
+    def segment(v):
         return pg.ag_tanh(pg.ag_matmul(W, pg.ag_checkpoint(lambda u: pg.ag_matmul(W, u), v)))
+    seg = _raising_on_call(2, KeyError("replay failed"), segment)
     pg.ggml_set_seed(5)
     with pg.with_grad_tape():
         loss = pg.ag_sum(pg.ag_checkpoint(seg, x))
@@ -191,14 +204,9 @@ def test_error_in_replay_leaves_tape_stream_and_grads_intact():
 
 
 def test_error_in_nested_replay_propagates_unchanged():
-    W = pg.ag_param(_rs(1, 3, 3), dtype="f64")
-    x = pg.ag_tensor(_rs(2, 3, 2), dtype="f64")
-    n_inner = []
-    def inner(v):
-        n_inner.append(1)
-        if len(n_inner) == 3:  # forward, outer replay's forward, then its own replay
-            raise ZeroDivisionError("inner replay")
-        return pg.ag_matmul(W, v)
+    W, x = _w_x()
+    # calls: the forward, the outer replay's forward, then its own replay (which fails)
+    inner = _raising_on_call(3, ZeroDivisionError("inner replay"), lambda v: pg.ag_matmul(W, v))
     with pg.with_grad_tape():
         loss = pg.ag_sum(pg.ag_checkpoint(lambda v: pg.ag_tanh(pg.ag_checkpoint(inner, v)), x))
     with pytest.raises(ZeroDivisionError, match="inner replay"):

@@ -1,10 +1,14 @@
-/* The model-file codec (native/codec*.c), included by driver.c: round trip and exact bytes of
+/* The model-file codec (native/codec*.c): round trip and exact bytes of
  * the writer, its failure paths (atomic: the old file stays, no temp file), then a fuzzer that
  * feeds mutated files through the reader (every truncation, every single-bit flip of the header,
  * random byte edits, huge declared lengths, deep nesting, overlapping / gapped offsets, hostile
  * JSON). Under ASan/UBSan (scripts/sanitize.sh) any bad access or leak fails the run. */
 #include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+#include "check.h"
 
 static char cdir[256];
 
@@ -100,7 +104,7 @@ static void expect_refused(const char *json, size_t nbody, const char *needle)
 static uint64_t rs = 0x9E3779B97F4A7C15ull;
 static uint64_t crnd(void) { rs ^= rs << 13; rs ^= rs >> 7; rs ^= rs << 17; return rs; }
 
-static void test_codec(void)
+void test_codec(void)
 {
     snprintf(cdir, sizeof cdir, "/tmp/pg-codec-XXXXXX");
     if (!mkdtemp(cdir)) { CHECK(0); return; }

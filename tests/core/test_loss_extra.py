@@ -149,11 +149,16 @@ LOSSES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(LOSSES))
-def test_finite_difference_gradients_f64(data, name):
+def _case(data, name):
+    """The loss, its first argument (probabilities or logits, as the loss takes) and the target."""
     f, arg = LOSSES[name]
     p, t, x = data
-    a = {"p": p, "x": x}[arg]
+    return f, {"p": p, "x": x}[arg], t
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_finite_difference_gradients_f64(data, name):
+    f, a, t = _case(data, name)
     _, g = _run(f, a, t)
     eps = 1e-6
     fd = np.zeros_like(a)
@@ -169,9 +174,7 @@ def test_finite_difference_gradients_f64(data, name):
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
 def test_f32_agrees_with_f64(data, name):
-    f, arg = LOSSES[name]
-    p, t, x = data
-    a = {"p": p, "x": x}[arg]
+    f, a, t = _case(data, name)
     v64, g64 = _run(f, a, t)
     v32, g32 = _run(f, a, t, dtype="f32")
     assert g32.dtype == np.float32

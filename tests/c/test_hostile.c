@@ -1,10 +1,16 @@
-/* Hostile use (issue 19), included by driver.c: bounds on counts, what a path is (a FIFO must
+/* Hostile use (issue 19): bounds on counts, what a path is (a FIFO must
  * not block the reader), fork() while another thread runs backward passes and draws. */
+#include <math.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "check.h"
 
 static volatile int hostile_stop;
 
@@ -31,7 +37,7 @@ static void *hostile_busy(void *arg)
     return NULL;
 }
 
-static void test_hostile(void)
+void test_hostile(void)
 {
     CHECK_ERR(pg_check_count("ag_set_threads()", "n", 1e6, 1, PG_MAX_THREADS) != 0, PG_ERR_VALUE, "<= 1024, got 1000000");
     CHECK_ERR(pg_check_count("dp_train", "n_replicas", 2.5, 1, 4) != 0, PG_ERR_VALUE, "whole number");

@@ -5,7 +5,7 @@ import subprocess
 import sys
 import tarfile
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_sdist_ships_the_core_and_package_data(tmp_path):

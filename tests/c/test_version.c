@@ -1,8 +1,13 @@
-/* Tensor versions and scope repair (native/pg_api_version.h), included by driver.c: every write
+/* Tensor versions and scope repair (native/pg_api_version.h): every write
  * path bumps, backward refuses a changed input / output / host input and changes nothing, an
  * exposed buffer is checked by hash, double closes are harmless. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
 
-static void test_versions(void)
+void test_versions(void)
 {
     double wv[6] = {1, 2, 3, 4, 5, 6}, xv[6] = {1, 0, 2, 0, 3, 1}, z[6] = {0};
     pg_tensor *w = pg_tensor_new(PG_F64, 2, 3, wv, PG_F64, 1, 2);
@@ -88,7 +93,7 @@ static void test_versions(void)
 }
 
 /* views: hashed while any is alive; the last one's writes still count when it goes */
-static void test_views(void)
+void test_views(void)
 {
     double v[2] = {1, 2};
     pg_tensor *t = pg_tensor_new(PG_F64, 2, 1, v, PG_F64, 1, 2);

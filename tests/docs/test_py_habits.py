@@ -16,7 +16,7 @@ import pytest
 import pyggmlr as pg
 from pyggmlr.tensor_index import PyggmlrIndexError
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ import pyggmlr as pg
 from pyggmlr import distributed as dist
 from pyggmlr._core import NULL
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "mpi"))
+HERE = os.path.dirname(os.path.abspath(__file__))  # tests/mpi: this test and the scripts it runs
+sys.path.insert(0, HERE)
 from _common import MLP, regression_data  # noqa: E402
 
 
@@ -393,7 +393,7 @@ needs_mpi = pytest.mark.skipif(
 
 def _mpirun(script, *args, np_=2, timeout=120):
     cmd = [_MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", str(np_), sys.executable,
-           os.path.join(HERE, "mpi", script), *args]
+           os.path.join(HERE, script), *args]
     env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none", PYTHONUNBUFFERED="1")
     t0 = time.monotonic()
     try:
@@ -474,7 +474,7 @@ def test_mpi_ag_fit_same_bits_in_r_and_python(tmp_path):
     rout = str(tmp_path / "r.json")
     env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none")
     rr = subprocess.run([_MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2", _RSCRIPT,
-                         os.path.join(HERE, "mpi", "fit_parity.R"), rout], capture_output=True, text=True,
+                         os.path.join(HERE, "fit_parity.R"), rout], capture_output=True, text=True,
                         timeout=120, env=env)
     assert rr.returncode == 0, rr.stdout + rr.stderr
     assert json.load(open(rout)) == rep

@@ -1,7 +1,13 @@
-/* Issue 19, "nothing lost" (included by driver.c): the optimizer loaders check every value before
+/* Issue 19, "nothing lost": the optimizer loaders check every value before
  * any write (Adam's v >= 0, the f32 range, counts; check_only writes nothing), pg_values_fit, and
  * the writer through a symlink (the link stays, the target's mode is kept), a device refused. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include "check.h"
 
 static void slot_values(pg_optim *o, int64_t i, int s, double *out)
 {
@@ -10,7 +16,7 @@ static void slot_values(pg_optim *o, int64_t i, int s, double *out)
     else out[0] = -12345;
 }
 
-static void test_lost(void)
+void test_lost(void)
 {
     pg_tensor *p = rnd(PG_F32, 2, 2, 0), *q = rnd(PG_F64, 1, 2, 0);
     pg_tensor *ps[2] = {p, q};

@@ -11,7 +11,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-VIGNETTES = sorted(pathlib.Path(__file__).resolve().parent.parent.joinpath("vignettes").glob("*.md"))
+VIGNETTES = sorted(pathlib.Path(__file__).resolve().parents[2].joinpath("vignettes").glob("*.md"))
 FENCE = re.compile(r"^```python[ \t]*(\S*)[ \t]*\n(.*?)^```", re.S | re.M)
 
 

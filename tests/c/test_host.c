@@ -1,6 +1,9 @@
-/* Host nodes (native/host.c), included by driver.c: a C "front end" replays the segment
+/* Host nodes (native/host.c): a C "front end" replays the segment
  * y = tanh(W (W x)) on the private tape (optionally with W x as an inner host node); gradients
  * must equal the plain tape's bit for bit, failures must leave the tape as it was. */
+#include <math.h>
+#include <string.h>
+#include "check.h"
 
 typedef struct {
     pg_tensor *w, *x;  /* borrowed */
@@ -93,7 +96,7 @@ static void host_grads(pg_tensor *w, pg_tensor *u, pg_tensor *v, int mode, seg_c
     pg_tape_clear();
 }
 
-static void test_host(void)
+void test_host(void)
 {
     pg_tensor *w = rnd(PG_F64, 3, 3, 0), *u = rnd(PG_F64, 3, 2, 0), *v = rnd(PG_F64, 3, 2, 0);
     pg_tensor_set_requires_grad(w, 1);

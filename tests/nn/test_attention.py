@@ -4,9 +4,9 @@ ag_multihead_attention composition, finite differences, f32, masks in every form
 text in ggmlR's order, one tape node, determinism and ag_compile replay."""
 import numpy as np
 import pytest
+from _fd import attention_composition
 
 import pyggmlr as pg
-from pyggmlr.nn import _causal_mask, _matmul_t
 
 FA = pg.ag_flash_attention
 
@@ -93,26 +93,12 @@ def test_matches_reference_f64(f64, D, Sq, Skv, H, kind):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
-def _composition(Q, K, V, H, causal):
-    """ag_multihead_attention's core without the projections: slices, scores, mask, softmax."""
-    dh = Q.nrow // H
-    cat = None
-    for h in range(H):
-        qh, kh, vh = (pg.ag_slice_rows(t, h * dh, dh) for t in (Q, K, V))
-        s = _matmul_t(kh, qh, ta=True, alpha=1 / np.sqrt(dh))
-        if causal:
-            s = _causal_mask(s)
-        head = pg.ag_matmul(vh, pg.ag_softmax(s))
-        cat = head if cat is None else pg.ag_concat_rows(cat, head)
-    return cat
-
-
 @pytest.mark.parametrize("causal", [False, True])
 def test_matches_multihead_composition(f64, causal):
     rng = np.random.default_rng(7)
     q, k, v, G = rng.normal(size=(16, 9)), rng.normal(size=(16, 11)), rng.normal(size=(16, 11)), rng.normal(size=(16, 9))
     res = []
-    for f in (lambda Q, K, V: FA(Q, K, V, 4, causal=causal), lambda Q, K, V: _composition(Q, K, V, 4, causal)):
+    for f in (lambda Q, K, V: FA(Q, K, V, 4, causal=causal), lambda Q, K, V: attention_composition(Q, K, V, 4, causal)):
         Q, K, V = pg.ag_param(q), pg.ag_param(k), pg.ag_param(v)
         with pg.with_grad_tape():
             out = f(Q, K, V)
