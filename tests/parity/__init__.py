@@ -35,19 +35,12 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-# the cases register themselves in CASES, in table order
-from . import cases_api, cases_models, cases_io, cases_compile  # noqa: F401  (isort: skip)
-from . import (  # noqa: F401  # noqa: F401
-    cases_086,
-    cases_attention,
-    cases_capture,
-    cases_ckpt,
-    cases_loss,
-    cases_opt,
-    cases_robj,
-    cases_seed,
-    cases_state,
-)
+# the cases register themselves in CASES when imported: this order is the table's
+# isort: off
+from . import cases_api, cases_models, cases_io, cases_compile  # noqa: F401
+from . import cases_086, cases_seed, cases_state, cases_loss, cases_attention  # noqa: F401
+from . import cases_ckpt, cases_opt, cases_capture, cases_robj  # noqa: F401
+# isort: on
 from .cases_models import py_model as _py_model
 from .core import (
     CASES,
