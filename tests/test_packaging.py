@@ -11,8 +11,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def _build(kind, out):
-    r = subprocess.run([sys.executable, "-m", "build", f"--{kind}", "--no-isolation", "-o", str(out), str(ROOT)],
-                       capture_output=True, text=True, timeout=600)
+    cmd = [sys.executable, "-m", "build", f"--{kind}", "--no-isolation", "-o", str(out), str(ROOT)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
 
 
@@ -37,7 +37,7 @@ def test_wheel_holds_the_package_without_the_parity_harness(tmp_path):
     _build("wheel", tmp_path)
     (wheel,) = tmp_path.glob("pyggmlr-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    for f in ("pyggmlr/__init__.py", "pyggmlr/__main__.py", "pyggmlr/r.py", "pyggmlr/data/iris.csv"):
+    for f in ("pyggmlr/__init__.py", "pyggmlr/__main__.py", "pyggmlr/data/iris.csv"):
         assert f in names, f
     assert any(n.startswith("pyggmlr/_native") for n in names)
     _no_harness(names)
@@ -45,7 +45,8 @@ def test_wheel_holds_the_package_without_the_parity_harness(tmp_path):
     # harness lives, in one line, and fails
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    r = subprocess.run([sys.executable, "-m", "pyggmlr", "parity"], cwd=tmp_path, capture_output=True,
-                       text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)})
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)}
+    r = subprocess.run([sys.executable, "-m", "pyggmlr", "parity"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
     assert r.stderr.count("\n") == 1 and "tests/parity of the source checkout" in r.stderr, r.stderr

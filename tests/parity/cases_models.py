@@ -56,7 +56,8 @@ def _script_mlp_r(d, steps, dtype):
 
 
 CASES.append(ScriptCase("script: R training loop (adamw, step lr, clipping)", _script_mlp_py,
-                        _script_mlp_r, 5, lambda rng: {**_mlp_inputs(rng), "ytarget": _u(rng, 3, 8)}))
+                        _script_mlp_r, 5,
+                        lambda rng: {**_mlp_inputs(rng), "ytarget": _u(rng, 3, 8)}))
 
 
 # ---- models shared by the ag_fit, dp_train and model-file cases -----------------------------
@@ -206,7 +207,8 @@ def _fit_case(name, epochs, n, **settings):
 
 
 _fit_case("sgd, class ids, accum 2x4, lr schedule", 3, 24, arch="mlp", opt_kind="sgd",
-          lr=0.1, schedule=True, loss="cross_entropy", batch_size=4, nbatch_logical=8, val_split=0.0)
+          lr=0.1, schedule=True, loss="cross_entropy", batch_size=4, nbatch_logical=8,
+          val_split=0.0)
 # 28 samples, val_split 0.25: 7 held out (batches of 4 + 3, weighted), 21 train -> 2 logical
 # batches of 8 (5 samples left out, as ggml)
 _fit_case("adamw object, class ids, accum 2x4, val 0.25", 3, 28, arch="mlp", opt_kind="adamw",
@@ -232,7 +234,8 @@ def dp_py(d, steps, n_samples, **kwargs):
     data = [{"x": d["x"][:, j * per:(j + 1) * per], "y": d["y"][:, j * per:(j + 1) * per]}
             for j in range(n_samples)]
     res = pg.dp_train(lambda: py_model(d["arch"], d["init"], d["binit"]), data,
-                      loss_fn=pg.ag_mse_loss, forward_fn=lambda m, smp: m.forward(pg.ag_tensor(smp["x"])),
+                      loss_fn=pg.ag_mse_loss,
+                      forward_fn=lambda m, smp: m.forward(pg.ag_tensor(smp["x"])),
                       target_fn=lambda smp: smp["y"], n_iter=steps, verbose=False, **kwargs)
     params = res["params"]
     params = params.items() if isinstance(params, dict) else res["model"].parameters().items()

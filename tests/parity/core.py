@@ -150,7 +150,8 @@ class RSide:
         by = rep["by_op"]
         ops = by["op"] if by is not None else []
         ops = [ops] if isinstance(ops, str) else list(ops)
-        return _mem_record(rep, ops, list(np.atleast_1d(by["nodes"])), list(np.atleast_1d(by["mb"])))
+        nodes, mb = list(np.atleast_1d(by["nodes"])), list(np.atleast_1d(by["mb"]))
+        return _mem_record(rep, ops, nodes, mb)
 
     def live(self) -> int:
         """Live core objects of R's copy of the core (after an R garbage collection)."""
@@ -257,7 +258,10 @@ class _Draws:
         self._g = Generator(seed)
 
     def uniform(self, low=0.0, high=1.0, size=None):
-        shape = () if size is None else (tuple(size) if isinstance(size, (tuple, list)) else (size,))
+        if size is None:
+            shape: tuple = ()
+        else:
+            shape = tuple(size) if isinstance(size, (tuple, list)) else (size,)
         v = self._g.runif(int(np.prod(shape)), low, high)
         return v.reshape(shape, order="F") if shape else float(v[0])
 
