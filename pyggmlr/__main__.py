@@ -6,7 +6,8 @@ Commands:
          measured peak, save a loss-curve PNG and, when R is available, run the same training
          through the R package (rpy2) and print one parity line (no network; a few seconds).
   parity run every cross-language parity case in Python and in R (through rpy2), print the
-         table and exit non-zero on any mismatch (pyggmlr.parity; needs R and rpy2)."""
+         table and exit non-zero on any mismatch (the harness in tests/parity of a source
+         checkout, not installed with the package; needs R and rpy2)."""
 import argparse
 import gc
 import os
@@ -138,7 +139,6 @@ def _r_parity(pg, weights, hist, x, y, args):
 
 
 def _cmd_demo(args):
-    import numpy as np
 
     import pyggmlr as pg
 
@@ -211,17 +211,34 @@ def _parser():
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.add_argument("--no-r", action="store_true", help="skip the R parity run")
     d.set_defaults(func=_cmd_demo)
-    # listed for --help; main() hands `parity ...` to pyggmlr.parity.main (its own options)
+    # listed for --help; main() hands `parity ...` to _parity (the harness has its own options)
     sub.add_parser("parity", add_help=False, help="compare Python and R (rpy2) case by case, bit for bit")
     return p
+
+
+def _parity(argv):
+    """`parity ...`: run tests/parity's main() from the source checkout this package sits in;
+    exits 2 with one line saying where the harness lives when there is none (an install)."""
+    tests = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
+    if not os.path.isfile(os.path.join(tests, "parity", "__init__.py")):
+        print("pyggmlr parity: the parity harness is not installed with the package; it lives in "
+              "tests/parity of the source checkout (run python -m pyggmlr parity there)",
+              file=sys.stderr)
+        return 2
+    import importlib
+    sys.path.insert(0, tests)
+    try:
+        parity = importlib.import_module("parity")
+    finally:
+        sys.path.remove(tests)
+    return parity.main(argv)
 
 
 def main(argv=None):
     """Run the command line (``argv`` defaults to ``sys.argv[1:]``); returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["parity"]:
-        from . import parity
-        return parity.main(argv[1:])
+        return _parity(argv[1:])
     p = _parser()
     args = p.parse_args(argv)
     if not getattr(args, "func", None):

@@ -1,6 +1,7 @@
-"""Cross-language parity tier: every case of pyggmlr.parity's table (ops, losses, optimizers,
-schedulers, clipping, layers, dataloader, memory report, an R-written training loop, ag_fit,
-dp_train, model files crossing languages, ag_gradcheck) runs in Python and in R through rpy2,
+"""Cross-language parity tier: every case of the parity harness's table (tests/parity: ops,
+losses, optimizers, schedulers, clipping, layers, dataloader, memory report, an R-written
+training loop, ag_fit, dp_train, model files crossing languages, ag_gradcheck) runs in Python
+and in R through rpy2,
 in f64 and f32, and must agree bit for bit at every step.
 
 Skipped only when R or rpy2 is absent; the R package must be installed
@@ -15,7 +16,8 @@ from pyggmlr import r
 if not r.available():
     pytest.skip(f"R bridge unavailable: {r.unavailable_reason()}", allow_module_level=True)
 
-from pyggmlr import parity  # noqa: E402
+import parity  # noqa: E402  (tests/parity, on the path with the tests)
+
 import pyggmlr as pg  # noqa: E402
 
 pytestmark = pytest.mark.parity
@@ -56,6 +58,23 @@ def test_table_covers_the_api():
     assert all(set(c.dtypes) == {"f64", "f32"} for c in parity.CASES)
     assert parity.NOT_COVERED == []
     assert max(len(c.name) for c in parity.CASES) <= 52  # the table's name column
+
+
+def test_r_halves_are_r_files_that_run_alone():
+    """The R halves are .R files (lintr: tests/parity/.lintr), each runnable alone with Rscript
+    (it attaches pyggmlr and defines its functions); the harness's Python holds no R code but
+    the one line that sources them."""
+    import os
+    import pathlib
+    import subprocess
+    here = pathlib.Path(parity.__file__).parent
+    assert sorted(p.name for p in here.glob("*.R")) == sorted(parity.core.R_FILES)
+    rscript = os.path.join(r.run("R.home('bin')"), "Rscript")
+    for f in parity.core.R_FILES:
+        res = subprocess.run([rscript, str(here / f)], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0 and res.stdout == "", (f, res.stdout, res.stderr[-500:])
+    lines = [ln for p in here.glob("*.py") for ln in p.read_text().splitlines() if "<-" in ln]
+    assert len(lines) == 1 and "sys.source" in lines[0], lines
 
 
 def test_multi_step_cases_compare_every_step(sides):

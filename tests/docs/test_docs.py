@@ -42,7 +42,7 @@ OBJECTS = _public_objects()
 
 def test_public_api_is_large_enough_to_mean_something():
     assert len(OBJECTS) > 150
-    for name in ("pyggmlr.ag_fit", "pyggmlr.ag_tensor", "pyggmlr.Tensor", "pyggmlr.r.call", "pyggmlr.parity.main"):
+    for name in ("pyggmlr.ag_fit", "pyggmlr.ag_tensor", "pyggmlr.Tensor", "pyggmlr.r.call"):
         assert name in OBJECTS
 
 
@@ -83,14 +83,13 @@ def test_public_method_has_docstring(name):
 
 
 TYPED_MODULES = ("tensor", "tape", "fit", "data", "memory", "io", "random", "gradcheck", "optim", "_core",
-                 "ops", "ops_select", "sched", "gpu", "nn", "distributed", "r", "parity", "parity_086", "parity_seed", "compile",
-                 "capture", "state", "parity_state", "fit_plan", "attention", "parity_attention", "optim_state", "parity_opt")
-TYPED_MODULES += ("ops_loss", "parity_loss")
-TYPED_MODULES += ("checkpoint", "parity_ckpt", "parity_capture", "nn_layers")
+                 "ops", "ops_select", "sched", "gpu", "nn", "distributed", "r", "compile",
+                 "capture", "state", "fit_plan", "attention", "optim_state")
+TYPED_MODULES += ("ops_loss",)
+TYPED_MODULES += ("checkpoint", "nn_layers")
 TYPED_MODULES += ("fit_progress", "fit_util", "fit_history", "fit_callbacks", "fit_resume")
 TYPED_MODULES += ("distributed_fit", "fit_args", "predict")
 TYPED_MODULES += ("io_check",)
-TYPED_MODULES += ("parity_robj",)
 TYPED_MODULES += ("nn_module", "tensor_index", "fit_data")
 
 
@@ -107,7 +106,7 @@ def _typed_objects():
 
 
 TYPED = _typed_objects()
-METHOD_TYPED_MODULES = ("ops", "nn", "distributed", "distributed_fit", "r", "parity", "compile")
+METHOD_TYPED_MODULES = ("ops", "nn", "distributed", "distributed_fit", "r", "compile")
 
 
 def _missing_hints(fn):
@@ -121,7 +120,7 @@ def test_typed_list_covers_every_public_module():
     untyped = mods - set(TYPED_MODULES) - {"errors", "__main__"}  # exception classes only; the CLI
     assert not untyped, f"public modules without type hints: {sorted(untyped)}"
     assert {"pyggmlr.ag_matmul", "pyggmlr.ag_relu", "pyggmlr.ag_linear", "pyggmlr.r.call",
-            "pyggmlr.parity.compare", "pyggmlr.ag_compile", "pyggmlr.dp_train"} <= set(TYPED)
+            "pyggmlr.ag_compile", "pyggmlr.dp_train"} <= set(TYPED)
 
 
 @pytest.mark.parametrize("name", sorted(TYPED))

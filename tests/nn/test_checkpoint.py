@@ -345,11 +345,10 @@ def test_tape_clear_releases_the_segment():
 def test_parity_case_checkpointed_run_equals_plain_run():
     """The parity case's Python side: the checkpointed loop (dropout, nesting, momentum) is the
     plain loop bit for bit, and its masks really drop."""
-    from pyggmlr import parity_ckpt
-    from pyggmlr.parity import _Draws
-    d = parity_ckpt._ckpt_inputs(_Draws(1))
+    from parity import _Draws, cases_ckpt  # tests/parity
+    d = cases_ckpt._ckpt_inputs(_Draws(1))
     for dtype in ("f64", "f32"):
-        recs = parity_ckpt._ckpt_py(d, 3, dtype)
+        recs = cases_ckpt._ckpt_py(d, 3, dtype)
         assert all(not np.any(r["plain - checkpointed"]) for r in recs)
         assert recs[0]["loss"] != recs[2]["loss"]
 

@@ -202,7 +202,7 @@ test_that("ag_estimate_training_memory(model =) measures one step and changes no
   ag_memory_reset_peak()
   with_grad_tape(L <- ag_mse_loss(m$forward(x), y)); opt$step(backward(L))
   expect_lt(abs(e$total / (ag_memory_peak() - base) - 1), 0.02)
-  # the numbers Python's ag_estimate_training_memory gives for this model (parity_robj.py)
+  # the numbers Python's ag_estimate_training_memory gives for this model (tests/parity/cases_robj.py)
   pm <- ag_sequential(ag_linear(20, 64, "relu"), ag_dropout(0.2), ag_batch_norm(64), ag_linear(64, 5))
   expect_equal(unlist(ag_estimate_training_memory(model = pm, input_shape = list(20, 32), quiet = TRUE)[1:6]),
                c(params = 1797, weights = 7188, gradients = 7188, optimizer = 14376, activations = 70920, total = 99672))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .parity import CASES, Case, _layer_case, _mlp_inputs, _mlp_loss, _mlp_params, _op, _opt_case, _u, _with_w
+from .cases_api import _layer_case, _mlp_inputs, _mlp_params, _op, _opt_case, _with_w, mlp_step
+from .core import CASES, Case, _u
 
 _op("log_softmax", [(3, 4)], lambda P, a: P.ag_log_softmax(a))
 _op("gather", [(3, 4)], lambda P, a: P.ag_gather(a, np.array([2.0, 0.0, 1.0, 1.0])))
@@ -32,11 +33,7 @@ def _clip_value(P, d, steps):
     opt = P.optimizer_sgd(p, lr=0.3)
     out = []
     for _ in range(steps):
-        loss = P.tape(lambda: _mlp_loss(P, p, d))
-        g = P.backward(loss)
-        rec = {"loss": P.np(loss), "max_abs": np.array([float(P.clip_grad_value(p, g, 0.05))])}
-        for k, t in p.items():
-            rec[f"grad {k}"] = P.grad(g, t)
+        g, rec = mlp_step(P, p, d, lambda g: {"max_abs": np.array([float(P.clip_grad_value(p, g, 0.05))])})
         opt.step(g)
         opt.zero_grad()
         out.append(rec)

@@ -9,7 +9,8 @@ from typing import Any, Callable, Dict, List
 
 import numpy as np
 
-from .parity import CASES, Case, Record, RSide, _op
+from .cases_api import _op
+from .core import CASES, Case, Record, RSide
 
 
 def _r_or_py(sym: str, py: Callable[..., Any]) -> Callable[..., Any]:

@@ -1,29 +1,12 @@
 """Parity cases for ggmlR 0.8.6's captured steps (ag_capture_step with clipping, ag_capture):
-the same Adam steps, clipping and outputs in R and Python from the same inputs."""
+the same Adam steps, clipping and outputs in R (capture.R) and Python from the same inputs."""
 from __future__ import annotations
 
 from typing import Any, Dict, List
 
 import numpy as np
 
-from .parity import CASES, ScriptCase, _u
-
-_R = """
-prev <- ag_dtype(dtype)
-W <- ag_param(W0); b <- ag_param(b0)
-opt <- optimizer_adam(list(W = W, b = b), lr = 0.05)
-step <- ag_capture_step(function(x, y) list(loss = ag_mse_loss(ag_add(ag_matmul(W, x), b), y), out = ag_matmul(W, x)),
-                        optimizer = opt, max_grad_norm = 0.5)
-fwd <- ag_capture(function(x) ag_tanh(ag_add(ag_matmul(W, x), b)))
-out <- list()
-for (s in seq_len(steps)) {
-  if (s == 3L) ag_capture_set(step, 0.05)
-  r <- step(x = x, y = y)
-  out[[s]] <- list(loss = r$loss, out = r$out, grad_norm = r$grad_norm, W = W$data, b = b$data, fwd = fwd(x = x))
-}
-ag_dtype(prev)
-out
-"""
+from .core import CASES, ScriptCase, _u, call_r
 
 
 def _py(d: Dict[str, Any], steps: int, dtype: str) -> List[Dict[str, np.ndarray]]:
@@ -48,8 +31,7 @@ def _py(d: Dict[str, Any], steps: int, dtype: str) -> List[Dict[str, np.ndarray]
 
 
 def _rr(d: Dict[str, Any], steps: int, dtype: str) -> List[Dict[str, np.ndarray]]:
-    from . import r
-    res = r.run(_R, dtype=dtype, steps=steps, **d)
+    res = call_r("parity_capture", dtype=dtype, steps=steps, **d)
     return [{k: np.asarray(v) for k, v in rec.items()} for rec in res]
 
 

@@ -7,7 +7,9 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from .parity import CASES, ScriptCase, _as_dtype, _op, _u
+from .cases_api import _op
+from .cases_models import r_record
+from .core import CASES, ScriptCase, _u, call_r
 
 _M = np.array([[1, 1, 0, 1], [0, 1, 1, 1], [1, 0, 1, 1], [1, 1, 1, 0], [0, 1, 1, 1]], dtype=bool)  # [seq_kv 5, seq_q 4]
 _B = _M.copy()
@@ -31,19 +33,7 @@ _op("flash_attention blocks 70 vs 66 causal", [(16, 70), (16, 66), (16, 66)],
 
 
 # ---- ag_compile: Adam steps through a compiled graph holding the fused node, R vs Python ------
-
-_R_COMPILE_FA = """
-prev <- ag_dtype(dtype)
-Wq <- ag_param(Wq_0)
-opt <- optimizer_adam(list(Wq = Wq), lr = 0.02)
-f <- function(x, y) ag_mse_loss(ag_flash_attention(ag_matmul(Wq, x), x, x, 2, causal = TRUE), y)
-step <- ag_compile(f, x, y, optimizer = opt)
-out <- list()
-for (s in seq_len(steps)) out[[s]] <- list(loss = step(x * (1 + 0.1 * s), y), Wq = Wq$data)
-ag_dtype(prev)
-out
-"""
-
+# (the R half: compile.R's parity_compile_flash)
 
 def _fa_inputs(rng: Any) -> Dict[str, np.ndarray]:
     return {"Wq": _u(rng, 8, 8), "x": _u(rng, 8, 6), "y": _u(rng, 8, 6)}
@@ -63,9 +53,8 @@ def _compile_fa_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Dict[str, 
 
 
 def _compile_fa_r(d: Dict[str, Any], steps: int, dtype: str) -> List[Dict[str, np.ndarray]]:
-    from . import r
-    res = r.run(_R_COMPILE_FA, dtype=dtype, steps=steps, x=d["x"], y=d["y"], Wq_0=d["Wq"])
-    return [{k: (np.array([v]) if np.ndim(v) == 0 else _as_dtype(v, dtype)) for k, v in rec.items()} for rec in res]
+    res = call_r("parity_compile_flash", dtype=dtype, steps=steps, x=d["x"], y=d["y"], Wq_0=d["Wq"])
+    return [r_record(dtype, rec) for rec in res]
 
 
 CASES.append(ScriptCase("ag_compile: flash_attention adam steps", _compile_fa_py, _compile_fa_r, 4, _fa_inputs,

@@ -1,5 +1,5 @@
 """Parity cases for gradient checkpointing (ag_checkpoint, ggmlR 0.8.5): the same training loop
-written in Python and in R, with a checkpointed segment holding a dropout (its mask drawn from
+written in Python and in R (checkpoint.R), with a checkpointed segment holding a dropout (its mask drawn from
 the seed, replayed in backward()) and a nested checkpoint, then a plain layer. Every record
 (losses, gradients from backward()'s map, weights after the step, the stream after each step)
 must agree bit for bit, and equal a plain tape's run in the same language (the record
@@ -10,47 +10,11 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from .parity import CASES, Record, ScriptCase, _r_values, _u, _with_dtype
+from .core import CASES, Record, ScriptCase, _u, call_r, r_values, with_dtype
 
 _SEED = 20261202
 _KEYS = ("W1", "b1", "W2", "b2", "W3", "b3")
 
-_R_CKPT = """
-with_dtype <- function(dtype, f) { prev <- ag_dtype(dtype); tryCatch(f(), finally = ag_dtype(prev)) }
-with_dtype(dtype, function() {
-  run <- function(ck) {
-    ggml_set_seed(seed)
-    p <- list(W1 = ag_param(W1), b1 = ag_param(b1), W2 = ag_param(W2), b2 = ag_param(b2),
-              W3 = ag_param(W3), b3 = ag_param(b3))
-    drop <- ag_dropout(0.3)
-    l1 <- function(h) ag_tanh(ag_add(ag_matmul(p$W1, h), p$b1))
-    seg <- function(h, scale) {
-      a <- if (ck) ag_checkpoint(l1, h) else l1(h)
-      drop$forward(ag_scale(ag_relu(ag_add(ag_matmul(p$W2, a), p$b2)), scale))
-    }
-    opt <- optimizer_sgd(p, lr = 0.1, momentum = 0.9)
-    lapply(seq_len(steps), function(s) {
-      with_grad_tape({
-        h <- if (ck) ag_checkpoint(seg, ag_tensor(x), scale = 1.5) else seg(ag_tensor(x), 1.5)
-        loss <- ag_mse_loss(ag_add(ag_matmul(p$W3, h), p$b3), y)
-      })
-      g <- backward(loss)
-      rec <- list(loss = loss$data)
-      for (k in names(p)) rec[[paste("grad", k)]] <- g[[p[[k]]]]
-      opt$step(g)
-      opt$zero_grad()
-      for (k in names(p)) rec[[k]] <- p[[k]]$data
-      rec$stream <- runif(2)
-      rec
-    })
-  }
-  ck <- run(TRUE)
-  plain <- run(FALSE)
-  for (s in seq_along(ck))
-    ck[[s]][["plain - checkpointed"]] <- unlist(Map(function(a, b) as.vector(a - b), plain[[s]], ck[[s]]))
-  ck
-})
-"""
 
 
 def _run_py(d: Dict[str, Any], steps: int, ck: bool) -> List[Record]:
@@ -92,13 +56,12 @@ def _ckpt_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
         for c, q in zip(ck, plain):
             c["plain - checkpointed"] = np.concatenate([(q[k] - c[k]).ravel(order="F") for k in q])
         return [{k: np.asarray(v, dtype=np.float64) for k, v in rec.items()} for rec in ck]
-    return _with_dtype(dtype, run)
+    return with_dtype(dtype, run)
 
 
 def _ckpt_r(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
-    from . import r
-    res = r.run(_R_CKPT, dtype=dtype, seed=_SEED, steps=steps, **d)
-    return [{k: _r_values(v) for k, v in rec.items()} for rec in res]
+    res = call_r("parity_ckpt", dtype=dtype, seed=_SEED, steps=steps, **d)
+    return [{k: r_values(v) for k, v in rec.items()} for rec in res]
 
 
 def _ckpt_inputs(rng: Any) -> Dict[str, Any]:
@@ -113,27 +76,6 @@ CASES.append(ScriptCase("ag_checkpoint: nested, dropout, sgd momentum", _ckpt_py
 
 # ---- the tape report: what a checkpoint saves, measured by the core in each language ---------
 
-_R_MEM = """
-with_dtype <- function(dtype, f) { prev <- ag_dtype(dtype); tryCatch(f(), finally = ag_dtype(prev)) }
-with_dtype(dtype, function() {
-  p <- list(W1 = ag_param(W1), W2 = ag_param(W2))
-  body <- function(h) ag_relu(ag_matmul(p$W2, ag_tanh(ag_matmul(p$W1, h))))
-  lapply(c(FALSE, TRUE), function(ck) {
-    with_grad_tape({
-      h <- ag_scale(ag_tensor(x), 2)
-      l <- ag_sum(if (ck) ag_checkpoint(body, h) else body(h))
-    })
-    gc()
-    r <- ag_tape_memory(quiet = TRUE)
-    rec <- r[c("nodes", "bytes_total", "bytes_snapshots", "bytes_fields", "bytes_inputs")]
-    rec$by_op.nodes <- r$by_op$nodes
-    rec$by_op.op <- vapply(r$by_op$op, function(s) sum(utf8ToInt(s) * seq_along(utf8ToInt(s))), 0)
-    rec$grad_W1 <- backward(l)[[p$W1]]
-    ag_tape_clear()
-    rec
-  })
-})
-"""
 
 
 def _op_code(s: str) -> float:
@@ -142,6 +84,7 @@ def _op_code(s: str) -> float:
 
 def _mem_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
     import gc
+
     import pyggmlr as pg
 
     def run():
@@ -165,13 +108,12 @@ def _mem_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
             pg.ag_tape_clear()
             out.append(rec)
         return out
-    return _with_dtype(dtype, run)
+    return with_dtype(dtype, run)
 
 
 def _mem_r(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
-    from . import r
-    res = r.run(_R_MEM, dtype=dtype, **d)
-    return [{k: _r_values(v) for k, v in rec.items()} for rec in res]
+    res = call_r("parity_ckpt_memory", dtype=dtype, **d)
+    return [{k: r_values(v) for k, v in rec.items()} for rec in res]
 
 
 CASES.append(ScriptCase("ag_checkpoint: tape memory, plain vs checkpointed", _mem_py, _mem_r, 2,

@@ -1,6 +1,6 @@
 """Parity cases run from a seed alone: nothing but the data crosses between the languages.
 
-Each case is one script written twice (Python here, R in a string) that seeds the package's
+Each case is one script written twice (Python here, R in seed.R) that seeds the package's
 stream with ``ggml_set_seed`` (R: the same function, which is ``set.seed``) and then draws its
 weights, masks and shuffles itself. Both languages draw through the C core's copy of R's
 generator, so every record must agree bit for bit; the last records of the initialiser case
@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from .parity import CASES, Record, ScriptCase, _R_MODEL_HELPERS, _r_values, _u, _with_dtype
+from .core import CASES, Record, ScriptCase, _u, call_r, r_values, with_dtype
 
 _SEED = 20261201
 
@@ -23,25 +23,11 @@ def _tensors(d: Dict[str, Any], prefix: str = "") -> Record:
 
 
 def _r_rec(res, prefix=""):
-    return {f"{prefix}{k}": _r_values(v) for k, v in res.items()}
+    return {f"{prefix}{k}": r_values(v) for k, v in res.items()}
 
 
 # ---- initialisers and the stream after them --------------------------------------------------
 
-_R_INIT = """
-with_dtype <- function(dtype, f) { prev <- ag_dtype(dtype); tryCatch(f(), finally = ag_dtype(prev)) }
-with_dtype(dtype, function() {
-  ggml_set_seed(seed)
-  l1 <- ag_linear(5, 3)
-  l2 <- ag_linear(3, 5, init = "orthogonal")
-  l3 <- ag_linear(4, 2, init = "orthogonal", gain = 2)
-  e <- ag_embedding(7, 3)
-  a <- ag_multihead_attention(4, 2)
-  w <- list(l1_W = l1$W$data, l2_W = l2$W$data, l3_W = l3$W$data, emb = e$weight$data,
-            W_q = a$W_q$data, W_k = a$W_k$data, W_v = a$W_v$data, W_o = a$W_o$data)
-  c(w, list(after_runif = runif(3), after_sample = as.double(sample(10)), after_rnorm = rnorm(3)))
-})
-"""
 
 
 def _init_py(d, steps, dtype):
@@ -59,38 +45,15 @@ def _init_py(d, steps, dtype):
              "after_runif": pg.random.runif(3), "after_sample": pg.random.sample(10).astype(np.float64),
              "after_rnorm": pg.random.rnorm(3)}
         return [_tensors(w)]
-    return _with_dtype(dtype, run)
+    return with_dtype(dtype, run)
 
 
 def _init_r(d, steps, dtype):
-    from . import r
-    return [_r_rec(r.run(_R_INIT, dtype=dtype, seed=_SEED))]
+    return [_r_rec(call_r("parity_seed_init", dtype=dtype, seed=_SEED))]
 
 
 # ---- dataloader epochs: the default stream and a loader's own ---------------------------------
 
-_R_LOADER = """
-with_dtype <- function(dtype, f) { prev <- ag_dtype(dtype); tryCatch(f(), finally = ag_dtype(prev)) }
-with_dtype(dtype, function() {
-  ggml_set_seed(seed)
-  dl <- ag_dataloader(x, y, batch_size = 4L, shuffle = TRUE)
-  own <- ag_dataloader(x, y, batch_size = 4L, shuffle = TRUE, seed = 7L)
-  lapply(seq_len(steps), function(ep) {
-    out <- list()
-    for (which in c("dl", "own")) {
-      l <- if (which == "dl") dl else own
-      l$reset(); i <- 0L
-      while (l$has_next()) {
-        b <- l$next_batch()
-        out[[sprintf("%s x%d", which, i)]] <- b$x$data
-        out[[sprintf("%s y%d", which, i)]] <- b$y$data
-        i <- i + 1L
-      }
-    }
-    out
-  })
-})
-"""
 
 
 def _loader_py(d, steps, dtype):
@@ -112,27 +75,16 @@ def _loader_py(d, steps, dtype):
                     i += 1
             out.append(_tensors(rec))
         return out
-    return _with_dtype(dtype, run)
+    return with_dtype(dtype, run)
 
 
 def _loader_r(d, steps, dtype):
-    from . import r
-    res = r.run(_R_LOADER, dtype=dtype, seed=_SEED, x=d["x"], y=d["y"], steps=steps)
+    res = call_r("parity_seed_loader", dtype=dtype, seed=_SEED, x=d["x"], y=d["y"], steps=steps)
     return [_r_rec(e) for e in res]
 
 
 # ---- dropout in train mode: layers and attention, eager ----------------------------------------
 
-_R_DROPOUT = """
-with_dtype <- function(dtype, f) { prev <- ag_dtype(dtype); tryCatch(f(), finally = ag_dtype(prev)) }
-with_dtype(dtype, function() {
-  ggml_set_seed(seed)
-  m <- ag_sequential(ag_linear(4, 6, activation = "relu"), ag_dropout(0.4), ag_linear(6, 3))
-  a <- ag_multihead_attention(4, 2, dropout = 0.3)
-  lapply(seq_len(steps), function(s) list(seq = m$forward(ag_tensor(x))$data,
-                                          attn = a$forward(ag_tensor(x), causal_mask = TRUE)$data))
-})
-"""
 
 
 def _dropout_py(d, steps, dtype):
@@ -145,28 +97,18 @@ def _dropout_py(d, steps, dtype):
         return [_tensors({"seq": m.forward(pg.ag_tensor(d["x"])).numpy(),
                           "attn": a.forward(pg.ag_tensor(d["x"]), causal_mask=True).numpy()})
                 for _ in range(steps)]
-    return _with_dtype(dtype, run)
+    return with_dtype(dtype, run)
 
 
 def _dropout_r(d, steps, dtype):
-    from . import r
-    return [_r_rec(e) for e in r.run(_R_DROPOUT, dtype=dtype, seed=_SEED, x=d["x"], steps=steps)]
+    res = call_r("parity_seed_dropout", dtype=dtype, seed=_SEED, x=d["x"], steps=steps)
+    return [_r_rec(e) for e in res]
 
 
 # ---- a whole ag_fit: shuffle, validation split, dropout; eager and compiled -------------------
 
 _HIST = ("loss", "accuracy", "val_loss", "val_accuracy")
 
-_R_FIT = _R_MODEL_HELPERS + """
-with_dtype(dtype, function() {
-  ggml_set_seed(seed)
-  m <- ag_sequential(ag_linear(4, 8, activation = "relu"), ag_dropout(0.25), ag_linear(8, 3))
-  h <- ag_fit(m, x, y, loss = "cross_entropy", optimizer = "adamw", lr = 0.02, nepoch = nepoch,
-              batch_size = 5L, val_split = 0.25, shuffle = TRUE, seed = fit_seed, silent = TRUE,
-              static = static)
-  c(unclass(h)[hist_keys], values_of(m$parameters()), list(pred = ag_predict(m, x), after = runif(2)))
-})
-"""
 
 
 def _fit_case(static, fit_seed):
@@ -183,12 +125,11 @@ def _fit_case(static, fit_seed):
             rec["pred"] = pg.ag_predict(m, d["x"])
             rec["after"] = pg.random.runif(2)
             return [_tensors(rec)]
-        return _with_dtype(dtype, run)
+        return with_dtype(dtype, run)
 
     def rr(d, steps, dtype):
-        from . import r
-        res = r.run(_R_FIT, dtype=dtype, seed=_SEED, x=d["x"], y=d["y"], nepoch=steps, fit_seed=fit_seed,
-                    static=static, hist_keys=np.array(_HIST))
+        res = call_r("parity_seed_fit", dtype=dtype, seed=_SEED, x=d["x"], y=d["y"], nepoch=steps,
+                     fit_seed=fit_seed, static=static, hist_keys=np.array(_HIST))
         return [_r_rec(res)]
 
     name = f"seed: ag_fit shuffle/val/dropout {'static' if static else 'eager'} seed={fit_seed}"
@@ -201,17 +142,6 @@ def _fit_inputs(rng):
 
 # ---- dp_train: replicas made from the stream ---------------------------------------------------
 
-_R_DP = _R_MODEL_HELPERS + """
-with_dtype(dtype, function() {
-  ggml_set_seed(seed)
-  make <- function() ag_sequential(ag_linear(4, 5, activation = "tanh"), ag_linear(5, 3))
-  data <- lapply(1:4, function(j) list(x = x[, (3 * j - 2):(3 * j), drop = FALSE],
-                                       y = y[, (3 * j - 2):(3 * j), drop = FALSE]))
-  res <- dp_train(make, data, loss_fn = ag_mse_loss, forward_fn = function(m, s) m$forward(ag_tensor(s$x)),
-                  target_fn = function(s) s$y, n_replicas = 2L, n_iter = n_iter, lr = 0.01, verbose = FALSE)
-  c(list(loss_history = res$loss_history), values_of(res$params))
-})
-"""
 
 
 def _dp_py(d, steps, dtype):
@@ -228,30 +158,15 @@ def _dp_py(d, steps, dtype):
         rec = {"loss_history": np.asarray(res["loss_history"], dtype=np.float64)}
         rec.update({k: t.numpy() for k, t in params})
         return [_tensors(rec)]
-    return _with_dtype(dtype, run)
+    return with_dtype(dtype, run)
 
 
 def _dp_r(d, steps, dtype):
-    from . import r
-    return [_r_rec(r.run(_R_DP, dtype=dtype, seed=_SEED, x=d["x"], y=d["y"], n_iter=steps))]
+    return [_r_rec(call_r("parity_seed_dp", dtype=dtype, seed=_SEED, x=d["x"], y=d["y"], n_iter=steps))]
 
 
 # ---- the 0.8.6 selection and sampling ops -----------------------------------------------------
 
-_R_SAMPLE = """
-with_dtype <- function(dtype, f) { prev <- ag_dtype(dtype); tryCatch(f(), finally = ag_dtype(prev)) }
-with_dtype(dtype, function() {
-  ggml_set_seed(seed)
-  lapply(seq_len(steps), function(s) {
-    cat1 <- ag_sample_categorical(x)
-    mu <- ag_param(x); ls <- ag_param(x[, 1, drop = FALSE] / 4)
-    with_grad_tape(loss <- ag_sum(ag_mul(ag_sample_normal(mu, ls), x)))
-    g <- backward(loss)
-    list(categorical = as.double(cat1), argmax = as.double(ag_argmax(x)), normal_grad_mu = mu$grad,
-         normal_grad_ls = ls$grad, loss = loss$data)
-  })
-})
-"""
 
 
 def _sample_py(d, steps, dtype):
@@ -269,12 +184,12 @@ def _sample_py(d, steps, dtype):
             out.append(_tensors({"categorical": cat1, "argmax": pg.ag_argmax(d["x"]), "normal_grad_mu": mu.grad,
                                  "normal_grad_ls": ls.grad, "loss": loss.numpy()}))
         return out
-    return _with_dtype(dtype, run)
+    return with_dtype(dtype, run)
 
 
 def _sample_r(d, steps, dtype):
-    from . import r
-    return [_r_rec(e) for e in r.run(_R_SAMPLE, dtype=dtype, seed=_SEED, x=d["x"], steps=steps)]
+    res = call_r("parity_seed_sample", dtype=dtype, seed=_SEED, x=d["x"], steps=steps)
+    return [_r_rec(e) for e in res]
 
 
 CASES.extend([

@@ -1,80 +1,35 @@
 """Parity cases for ggmlR 0.8.6's optimizer semantics: the $grad accumulation idiom (backward()
 into .grad, ``if (opt$step()) opt$zero_grad()``), the step(backward()) trap with
 accumulate_steps > 1, and state() / load_state() continuing a run, R against Python; each side
-is a program of its own language (ScriptCase), written as a ggmlR user writes it."""
+is a program of its own language (ScriptCase; R: optim.R), written as a ggmlR user writes it."""
 from __future__ import annotations
 
 from typing import Any, Dict, List
 
 import numpy as np
 
-from .parity import CASES, ScriptCase, _as_dtype, _mlp_inputs, _u
+from .cases_api import _mlp_inputs
+from .core import CASES, ScriptCase, _u, as_dtype, call_r
 
 _Record = Dict[str, np.ndarray]
 _NAMES = ("W1", "b1", "W2", "b2")
 _MICRO = [[0, 1], [2, 3], [4, 5], [6, 7]]  # column blocks of x: one micro-batch each
 
-# optimizer constructors, the same expression in both languages (p: the named parameter list)
+# optimizer constructors (p: the named parameter list); optim.R's make_optimizer is the R twin
 _OPTS = {
-    "sgd": ("optimizer_sgd(p, lr = 0.1, momentum = 0.9, accumulate_steps = {k}, average = {avg})",
-            lambda pg, p, k, avg: pg.optimizer_sgd(p, lr=0.1, momentum=0.9, accumulate_steps=k, average=avg)),
-    "adam": ("optimizer_adam(p, lr = 0.01, accumulate_steps = {k}, average = {avg})",
-             lambda pg, p, k, avg: pg.optimizer_adam(p, lr=0.01, accumulate_steps=k, average=avg)),
+    "sgd": lambda pg, p, k, avg: pg.optimizer_sgd(p, lr=0.1, momentum=0.9, accumulate_steps=k,
+                                                  average=avg),
+    "adam": lambda pg, p, k, avg: pg.optimizer_adam(p, lr=0.01, accumulate_steps=k, average=avg),
 }
-
-_R_LOOP = """
-prev <- ag_dtype(dtype)
-p <- list(W1 = ag_param(W1_0), b1 = ag_param(b1_0), W2 = ag_param(W2_0), b2 = ag_param(b2_0))
-opt <- {ctor}
-micro <- list(c(1, 2), c(3, 4), c(5, 6), c(7, 8))
-lossf <- function(p, cols) {{
-  h <- ag_tanh(ag_add(ag_matmul(p$W1, ag_tensor(x[, cols, drop = FALSE])), p$b1))
-  ag_mse_loss(ag_add(ag_matmul(p$W2, h), p$b2), ag_tensor(y[, cols, drop = FALSE]))
-}}
-run <- function(p, opt, steps) {{
-  out <- list()
-  for (s in seq_len(steps)) {{
-    cols <- micro[[(s - 1) %% 4 + 1]]
-    with_grad_tape(loss <- lossf(p, cols))
-    if ({trap}) applied <- opt$step(backward(loss))
-    else {{
-      backward(loss)
-      applied <- opt$step()
-      if (applied) opt$zero_grad()
-    }}
-    rec <- list(loss = loss$data, applied = as.numeric(applied), accum_count = as.numeric(opt$accum_count))
-    if (inherits(opt, "ag_optimizer_adam")) rec$t <- as.numeric(opt$t)
-    for (nm in names(p)) rec[[nm]] <- p[[nm]]$data
-    out[[length(out) + 1L]] <- rec
-  }}
-  out
-}}
-out <- run(p, opt, steps)
-if ({resume}) {{
-  snap <- list(w = lapply(p, function(t) t$data), st = opt$state())
-  f <- tempfile(fileext = ".rds"); saveRDS(snap, f); snap <- readRDS(f); unlink(f)
-  out <- c(out, run(p, opt, steps))
-  p2 <- lapply(p, function(t) ag_param(t$data * 0 + 7))
-  opt2 <- {ctor2}
-  for (nm in names(p2)) p2[[nm]]$data <- snap$w[[nm]]
-  opt2$load_state(snap$st)
-  out <- c(out, run(p2, opt2, steps))
-  slots <- opt2$state()$slots
-  rec <- list()
-  for (s in names(slots)) for (nm in names(p)) rec[[paste(s, nm)]] <- slots[[s]][[nm]]
-  out[[length(out) + 1L]] <- rec
-}}
-ag_dtype(prev)
-out
-"""
 
 
 def _py(kind: str, k: int, avg: bool, trap: bool, resume: bool):
     def run_case(d: Dict[str, Any], steps: int, dtype: str) -> List[_Record]:
         import pickle
+
         import pyggmlr as pg
         prev = pg.ag_dtype(dtype)
-        make = _OPTS[kind][1]
+        make = _OPTS[kind]
 
         def lossf(p, cols):
             h = pg.ag_tanh(pg.ag_add(pg.ag_matmul(p["W1"], pg.ag_tensor(d["x"][:, cols])), p["b1"]))
@@ -124,15 +79,14 @@ def _py(kind: str, k: int, avg: bool, trap: bool, resume: bool):
 
 def _rr(kind: str, k: int, avg: bool, trap: bool, resume: bool):
     def run_case(d: Dict[str, Any], steps: int, dtype: str) -> List[_Record]:
-        from . import r
-        ctor = _OPTS[kind][0].format(k=k, avg="TRUE" if avg else "FALSE")
-        code = _R_LOOP.format(ctor=ctor, ctor2=ctor.replace("(p,", "(p2,"), trap="TRUE" if trap else "FALSE",
-                              resume="TRUE" if resume else "FALSE")
-        res = r.run(code, dtype=dtype, steps=steps, x=d["x"], y=d["y"], **{f"{nm}_0": d[nm + "_0"] for nm in _NAMES})
+        # k as an R double, as in R code written by hand (accumulate_steps = 4)
+        res = call_r("parity_opt", dtype=dtype, steps=steps, x=d["x"], y=d["y"], kind=kind,
+                     k=float(k), avg=avg, trap=trap, resume=resume,
+                     **{f"{nm}_0": d[nm + "_0"] for nm in _NAMES})
         out = []
         for rec in res:
             out.append({key: (np.array([float(v)]) if np.ndim(v) == 0 else
-                              (_as_dtype(v, dtype) if key in _NAMES or key == "loss" else np.asarray(v, dtype=np.float64)))
+                              (as_dtype(v, dtype) if key in _NAMES or key == "loss" else np.asarray(v, dtype=np.float64)))
                         for key, v in rec.items()})
         return out
     return run_case

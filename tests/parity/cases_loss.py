@@ -7,7 +7,8 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from .parity import _ARCHS, CASES, Case, Record, ScriptCase, _arch_inputs, _fit_py, _fit_r, _u
+from .cases_models import ARCHS, arch_inputs, fit_case
+from .core import CASES, Case, Record, _u
 
 
 def _inputs(rng: Any) -> Dict[str, Any]:
@@ -41,19 +42,19 @@ _case("weighted_mse row", lambda P, x, d: P.ag_weighted_mse_loss(x, d["target"],
 _case("weighted_mse scalar", lambda P, x, d: P.ag_weighted_mse_loss(x, d["target"], 0.3))
 
 
-# ---- ag_fit with each new loss name: the whole loop in each language (parity.py's ag_fit cases)
+# ---- ag_fit with each new loss name: the whole loop in each language (cases_models' ag_fit)
 
-_ARCHS.setdefault("mlp_sigmoid", ('ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 3, "sigmoid"))',
+ARCHS.setdefault("mlp_sigmoid", ('ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 3, "sigmoid"))',
                                   {"layer1_W": (6, 4), "layer1_b": (6, 1), "layer2_W": (3, 6), "layer2_b": (3, 1)}, {}))
 
 
 def _fit_case(name: str, epochs: int, n: int, **settings: Any) -> None:
     def inputs(rng: Any) -> Dict[str, Any]:
-        init, binit = _arch_inputs(rng, settings["arch"])
+        init, binit = arch_inputs(rng, settings["arch"])
         x = _u(rng, 4, n, lo=-2, hi=2)
         y = rng.uniform(0.0, 1.0, size=(3, n))  # in [0, 1]: a valid target of every loss here
         return {"init": init, "binit": binit, "x": x, "y": y, "settings": settings}
-    CASES.append(ScriptCase(f"ag_fit: {name}", _fit_py, _fit_r, epochs, inputs, group="fit"))
+    fit_case(name, epochs, inputs)
 
 
 _fit_case("bce, sigmoid output, adamw, val 0.25", 3, 24, arch="mlp_sigmoid", opt_kind="adamw",

@@ -1,0 +1,276 @@
+"""Cases whose two sides are separate programs (ScriptCase; the R halves are models.R): a
+hand-written training loop, ag_fit (the whole loop per epoch: history row, per-batch losses,
+weights; then ag_predict and buffers; accumulation, validation split, SGD/AdamW, schedules)
+and dp_train (2 replicas); the models they share."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .cases_api import _mlp_inputs
+from .core import CASES, ScriptCase, _u, as_dtype, call_r, r_values, with_dtype
+
+# ---- a training loop written in R vs the same loop in Python ---------------------------------
+
+MLP = ("W1", "b1", "W2", "b2")
+
+
+def r_record(dtype, rec):
+    """An R record: length-1 values as 1-element arrays, the others in the dtype."""
+    return {k: (np.array([v]) if np.ndim(v) == 0 else as_dtype(v, dtype)) for k, v in rec.items()}
+
+
+def _script_mlp_py(d, steps, dtype):
+    import pyggmlr as pg
+
+    def run():
+        p = {k: pg.ag_param(d[k]) for k in MLP}
+        opt = pg.optimizer_adam(p, lr=0.01, weight_decay=0.05)
+        sched = pg.lr_scheduler_step(opt, step_size=2, gamma=0.5)
+        out = []
+        for _ in range(steps):
+            with pg.with_grad_tape():
+                h = pg.ag_tanh(pg.ag_add(pg.ag_matmul(p["W1"], d["x"]), p["b1"]))
+                loss = pg.ag_mse_loss(pg.ag_add(pg.ag_matmul(p["W2"], h), p["b2"]), d["ytarget"])
+            g = pg.backward(loss)
+            rec = {"loss": loss.numpy()}
+            for k, t in p.items():
+                rec[f"grad {k}"] = g[t]
+            rec["norm"] = np.array([pg.clip_grad_norm(p, g, 0.5)])
+            opt.step(g)
+            opt.zero_grad()
+            rec["lr"] = np.array([sched.step()])
+            for k, t in p.items():
+                rec[k] = t.numpy()
+            out.append(rec)
+        return out
+    return with_dtype(dtype, run)
+
+
+def _script_mlp_r(d, steps, dtype):
+    res = call_r("parity_script_mlp", dtype=dtype, steps=steps, x=d["x"], y=d["ytarget"],
+                 **{f"{k}_0": d[k] for k in MLP})
+    return [r_record(dtype, rec) for rec in res]
+
+
+CASES.append(ScriptCase("script: R training loop (adamw, step lr, clipping)", _script_mlp_py,
+                        _script_mlp_r, 5,
+                        lambda rng: {**_mlp_inputs(rng), "ytarget": _u(rng, 3, 8)}))
+
+
+# ---- models shared by the ag_fit, dp_train and model-file cases -----------------------------
+# An architecture is built by the same expression in each language; its weights (and batch-norm
+# running statistics) are then set by name from values drawn in Python.
+
+ARCHS = {
+    "mlp": ('ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 3))',
+            {"layer1_W": (6, 4), "layer1_b": (6, 1), "layer2_W": (3, 6), "layer2_b": (3, 1)}, {}),
+    "bn": ('ag_sequential(ag_linear(4, 6, "tanh"), ag_batch_norm(6), ag_linear(6, 3))',
+           {"layer1_W": (6, 4), "layer1_b": (6, 1), "layer2_gamma": (6, 1), "layer2_beta": (6, 1),
+            "layer3_W": (3, 6), "layer3_b": (3, 1)},
+           {"layer2_running_mean": (6, 1), "layer2_running_var": (6, 1)}),
+    "io": ('ag_sequential(ag_linear(4, 6, "relu"), ag_batch_norm(6), ag_dropout(0.25), '
+           'ag_linear(6, 3, "tanh"))',
+           {"layer1_W": (6, 4), "layer1_b": (6, 1), "layer2_gamma": (6, 1), "layer2_beta": (6, 1),
+            "layer4_W": (3, 6), "layer4_b": (3, 1)},
+           {"layer2_running_mean": (6, 1), "layer2_running_var": (6, 1)}),
+}
+
+
+def arch_inputs(rng, arch):
+    """Initial parameters and buffers of an architecture, by name."""
+    _, ps, bs = ARCHS[arch]
+    init = {}
+    for k, s in ps.items():
+        init[k] = _u(rng, *s, lo=0.5, hi=1.5) if k.endswith("gamma") else _u(rng, *s)
+    binit = {k: (_u(rng, *s, lo=0.5, hi=2.0) if k.endswith("var") else _u(rng, *s, lo=-0.3, hi=0.3))
+             for k, s in bs.items()}
+    return init, binit
+
+
+def eval_arch(expr):
+    """A model built from an architecture expression, ag_* names resolved in pyggmlr."""
+    import pyggmlr as pg
+    return eval(expr, {k: getattr(pg, k) for k in dir(pg) if k.startswith("ag_")})
+
+
+def py_model(arch, init, binit):
+    """The architecture built in Python with its values set."""
+    m = eval_arch(ARCHS[arch][0])
+    ps, bs = m.parameters(), m.buffers()
+    for k, v in init.items():
+        ps[k].data = v
+    for k, v in binit.items():
+        bs[k].data = v
+    return m
+
+
+def r_dict(lst):
+    return {k: r_values(v) for k, v in (lst or {}).items()}
+
+
+def tensor_values(ts):
+    return {k: t.numpy() for k, t in ts.items()}
+
+
+# ---- ag_fit: the whole training loop in each language ----------------------------------------
+# shuffle = FALSE here: these cases pin the loop itself (accumulation, schedules, statistics)
+# from given weights; shuffles, splits and dropout from the seed alone are the seed:* cases.
+
+HIST_KEYS = ("epoch", "loss", "loss_unc", "accuracy", "accuracy_unc", "val_loss", "val_loss_unc",
+             "val_accuracy", "val_accuracy_unc", "lr")
+
+
+def fit_records(hist, weights, batches, pred, buffers):
+    """Per-epoch records: the history row, that epoch's per-batch losses, the weights at the end
+    of the epoch; the last one adds ag_predict's outputs and the buffers."""
+    out = []
+    for e in range(len(weights)):
+        rec = {f"history {k}": np.array([float(hist[k][e])]) for k in HIST_KEYS}
+        rec["batch losses"] = np.array([lv for ep, lv in batches if ep == e + 1], dtype=np.float64)
+        rec.update({f"weights {k}": v for k, v in weights[e].items()})
+        out.append(rec)
+    out[-1]["ag_predict"] = pred
+    out[-1].update({f"buffer {k}": v for k, v in buffers.items()})
+    return out
+
+
+def fit_py(m, x, y, **kwargs):
+    """Python's ag_fit(m, x, y, shuffle=False, **kwargs) recorded as fit_records."""
+    import pyggmlr as pg
+    weights, batches = [], []
+
+    class Rec(pg.Callback):
+        def on_epoch_end(self, epoch, logs):
+            weights.append(tensor_values(m.parameters()))
+
+        def on_batch_end(self, step, logs):
+            batches.append((logs["epoch"], logs["loss"]))
+
+    h = pg.ag_fit(m, x, y, shuffle=False, callbacks=[Rec()], silent=True, **kwargs)
+    hist = {k: getattr(h, k) for k in HIST_KEYS}
+    return fit_records(hist, weights, batches, pg.ag_predict(m, x), tensor_values(m.buffers()))
+
+
+def fit_r_records(res):
+    """R's fit_records() list as fit_records."""
+    b = np.asarray(res["b"], dtype=np.float64).reshape(-1, 2)
+    return fit_records(r_dict(res["h"]), [r_dict(w) for w in res["w"]],
+                       [(int(ep), lv) for ep, lv in b], r_values(res["pred"]),
+                       r_dict(res["buffers"]))
+
+
+def _fit_py(d, steps, dtype):
+    import pyggmlr as pg
+
+    def run():
+        s = d["settings"]
+        m = py_model(s["arch"], d["init"], d["binit"])
+        opt: Any = {"sgd": "sgd", "adamw_str": "adamw"}.get(s["opt_kind"])
+        if s["opt_kind"] == "adamw":
+            opt = pg.optimizer_adam(m.parameters(), lr=s["lr"], weight_decay=s["wd"])
+        lr = s["lr"]
+        return fit_py(m, d["x"], d["y"], loss=s["loss"], optimizer=opt,
+                      opt_params=(lambda e: {"lr": lr / e}) if s["schedule"] else None,
+                      nepoch=steps, batch_size=s["batch_size"], nbatch_logical=s["nbatch_logical"],
+                      val_split=s["val_split"], lr=lr)
+    return with_dtype(dtype, run)
+
+
+def _fit_r(d, steps, dtype):
+    s = d["settings"]
+    res = call_r("parity_fit", dtype=dtype, arch=ARCHS[s["arch"]][0], init=d["init"],
+                 binit=d["binit"], x=d["x"], y=d["y"], opt_kind=s["opt_kind"], lr=s["lr"],
+                 wd=s.get("wd", 0.0), schedule=s["schedule"], loss=s["loss"], nepoch=steps,
+                 batch_size=s["batch_size"], nbatch_logical=s["nbatch_logical"],
+                 val_split=s["val_split"], hist_keys=np.array(HIST_KEYS))
+    return fit_r_records(res)
+
+
+def fit_case(name, epochs, inputs):
+    """An ag_fit case (history per epoch) on inputs(rng) -> init, binit, x, y, settings."""
+    CASES.append(ScriptCase(f"ag_fit: {name}", _fit_py, _fit_r, epochs, inputs, group="fit"))
+
+
+def _fit_case(name, epochs, n, **settings):
+    def inputs(rng):
+        init, binit = arch_inputs(rng, settings["arch"])
+        x = _u(rng, 4, n, lo=-2, hi=2)
+        if settings["loss"] == "cross_entropy":
+            y = rng.integers(0, 3, size=n)
+        else:
+            y = _u(rng, 3, n)
+        return {"init": init, "binit": binit, "x": x, "y": y, "settings": settings}
+    fit_case(name, epochs, inputs)
+
+
+_fit_case("sgd, class ids, accum 2x4, lr schedule", 3, 24, arch="mlp", opt_kind="sgd",
+          lr=0.1, schedule=True, loss="cross_entropy", batch_size=4, nbatch_logical=8,
+          val_split=0.0)
+# 28 samples, val_split 0.25: 7 held out (batches of 4 + 3, weighted), 21 train -> 2 logical
+# batches of 8 (5 samples left out, as ggml)
+_fit_case("adamw object, class ids, accum 2x4, val 0.25", 3, 28, arch="mlp", opt_kind="adamw",
+          lr=0.01, wd=0.05, schedule=False, loss="cross_entropy", batch_size=4, nbatch_logical=8,
+          val_split=0.25)
+_fit_case("'adamw', mse, batch_norm, accum 3x2, val 0.2", 3, 30, arch="bn", opt_kind="adamw_str",
+          lr=0.02, schedule=False, loss="mse", batch_size=2, nbatch_logical=6, val_split=0.2)
+
+
+# ---- dp_train: 2 replicas in one process, gradients averaged in C ----------------------------
+
+def dp_record(hist, params, buffers):
+    rec = {"loss_history": np.asarray(hist, dtype=np.float64)}
+    rec.update({f"replica 1 {k}": v for k, v in params.items()})
+    rec.update({f"replica 1 buffer {k}": v for k, v in buffers.items()})
+    return [rec]
+
+
+def dp_py(d, steps, n_samples, **kwargs):
+    """Python's dp_train on d's model and n_samples column blocks of x, y, as dp_record."""
+    import pyggmlr as pg
+    per = d["x"].shape[1] // n_samples
+    data = [{"x": d["x"][:, j * per:(j + 1) * per], "y": d["y"][:, j * per:(j + 1) * per]}
+            for j in range(n_samples)]
+    res = pg.dp_train(lambda: py_model(d["arch"], d["init"], d["binit"]), data,
+                      loss_fn=pg.ag_mse_loss,
+                      forward_fn=lambda m, smp: m.forward(pg.ag_tensor(smp["x"])),
+                      target_fn=lambda smp: smp["y"], n_iter=steps, verbose=False, **kwargs)
+    params = res["params"]
+    params = params.items() if isinstance(params, dict) else res["model"].parameters().items()
+    return dp_record(res["loss_history"], {k: t.numpy() for k, t in params},
+                     tensor_values(res["model"].buffers()))
+
+
+def dp_r(d, steps, n_samples, **kwargs):
+    """R's parity_dp_train on the same inputs, as dp_record."""
+    res = call_r("parity_dp_train", arch=ARCHS[d["arch"]][0], init=d["init"], binit=d["binit"],
+                 x=d["x"], y=d["y"], n_samples=n_samples, per=d["x"].shape[1] // n_samples,
+                 n_iter=steps, **kwargs)
+    return dp_record(r_values(res["loss_history"]), r_dict(res["params"]), r_dict(res["buffers"]))
+
+
+def _dp_py(d, steps, dtype):
+    s = d["settings"]
+    return with_dtype(dtype, lambda: dp_py(d, steps, s["n_samples"], n_replicas=2, lr=s["lr"],
+                                           max_norm=s["max_norm"]))
+
+
+def _dp_r(d, steps, dtype):
+    s = d["settings"]
+    return dp_r(d, steps, s["n_samples"], dtype=dtype, lr=s["lr"], max_norm=s["max_norm"])
+
+
+def _dp_case(name, n_iter, **settings):
+    def inputs(rng):
+        init, binit = arch_inputs(rng, settings["arch"])
+        n = 3 * settings["n_samples"]
+        return {"init": init, "binit": binit, "x": _u(rng, 4, n, lo=-2, hi=2), "y": _u(rng, 3, n),
+                "arch": settings["arch"], "settings": settings}
+    CASES.append(ScriptCase(f"dp_train: {name}", _dp_py, _dp_r, n_iter, inputs, group="dp"))
+
+
+# 5 samples of 3 columns, 2 replicas: iterations see samples (1,2), (3,4), (5,1), ...
+_dp_case("2 replicas, mlp, mse", 4, arch="mlp", n_samples=5, lr=0.01, max_norm=math.inf)
+_dp_case("2 replicas, batch_norm, max_norm 0.5", 4, arch="bn", n_samples=4, lr=0.02, max_norm=0.5)
