@@ -75,6 +75,6 @@ PYTHONPATH="$tmp/pkg" LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS/detect_
     "import pyggmlr, sys; f = pyggmlr._native.__file__; sys.exit(0 if f.startswith('$tmp') else 'not the sanitized build: ' + f)"
 PYTHONPATH="$tmp/pkg" LD_PRELOAD="$preload" ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}:allocator_may_return_null=1:max_allocation_size_mb=2048" \
     PYGGMLR_SANITIZED=1 "$PY" -m pytest -q -p no:cacheprovider --rootdir "$root" -c "$root/pyproject.toml" \
-    "$root/tests" --ignore="$root/tests/docs/test_demo.py" --ignore="$root/tests/test_parity.py" \
+    "$root/tests" --ignore="$root/tests/docs/test_demo.py" --ignore="$root/tests/parity" \
     --ignore="$root/tests/r/test_rbridge.py" -k "not r-interop and not test_demo_command" -m "not parity" "$@"
 echo "sanitize: clean"

@@ -65,4 +65,4 @@ if command -v Rscript >/dev/null 2>&1 && [ -d r/vignettes ]; then
     done
 fi
 # the cross-language parity table (R through rpy2 vs Python) ran once, inside pytest
-# (tests/test_parity.py, every case in f32 and f64); `python -m pyggmlr parity` prints it by hand
+# (tests/parity/test_parity.py, every case in f32 and f64); `python -m pyggmlr parity` prints it by hand

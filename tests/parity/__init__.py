@@ -1,6 +1,6 @@
 """Cross-language parity: the same work in Python and in R (through rpy2) must give the same
 numbers, bit for bit. The harness lives with the tests (it is not part of the wheel); pytest runs
-it as tests/test_parity.py, ``python -m pyggmlr parity`` prints its table from a checkout.
+it as tests/parity/test_parity.py, ``python -m pyggmlr parity`` prints its table from a checkout.
 
 Both languages run one C core (the cffi module and the R package's .so are two compiled
 copies of ``native/``), with the same GEMM (:func:`pyggmlr.r.sync_blas` hands R Python's
