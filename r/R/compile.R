@@ -1,6 +1,6 @@
 # Static graphs: record a step once, replay it in the C core (ggml-opt's static mode).
 
-.BUILDS <- c(forward = 0L, grad = 1L, opt = 2L)
+.BUILDS <- c("forward", "grad", "opt")  # the core's codes by name: .pg$code$build
 
 # x * an inverted-dropout mask, one core op (pg_dropout): the mask is drawn from R's stream (or a
 # run stream) when the op runs, eagerly or at every replay of a compiled graph; transpose: drawn
@@ -28,7 +28,7 @@
 
 ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
   if (!is.function(fn)) stop("ag_compile(): fn must be a function", call. = FALSE)
-  if (!is.character(build) || length(build) != 1L || !(build %in% names(.BUILDS)))
+  if (!is.character(build) || length(build) != 1L || !(build %in% .BUILDS))
     stop(sprintf("ag_compile(): build must be \"opt\", \"grad\" or \"forward\", got %s",
                  paste(deparse(build), collapse = "")), call. = FALSE)
   if (build == "opt" && !inherits(optimizer, c("ag_optimizer_sgd", "ag_optimizer_adam")))
@@ -38,9 +38,9 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
   # whatever way fn leaves (error, interrupt, a caught warning's unwinding, invokeRestart,
   # callCC), the recorder is closed and the tape emptied: the handler is registered before the
   # recorder opens and aborts only a recording opened above the depth seen here
-  d <- .Call(R_pg_scope, 0L, 0L)
+  d <- .Call(R_pg_scope, .pg$code$scope[["DEPTH"]], 0L)
   on.exit({
-    .Call(R_pg_scope, 4L, d)
+    .Call(R_pg_scope, .pg$code$scope[["ABORT"]], d)
     .rng_restore(seed)
   })
   .Call(R_pg_graph_record_begin)
@@ -48,7 +48,7 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
   .rng_restore(seed)
   if (!is_ag_tensor(out))
     stop(sprintf("ag_compile(): fn must return an ag_tensor, got %s", class(out)[1L]), call. = FALSE)
-  g <- .Call(R_pg_graph_record_end, out$.ptr, lapply(inputs, function(t) t$.ptr), .BUILDS[[build]],
+  g <- .Call(R_pg_graph_record_end, out$.ptr, lapply(inputs, function(t) t$.ptr), .pg$code$build[[toupper(build)]],
              if (build == "opt") optimizer$.h else NULL)
   n_in <- length(inputs)
   # the recorded inputs' handles, read once: a replay fed its own input tensors (ag_fit's batch

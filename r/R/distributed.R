@@ -64,9 +64,9 @@ ag_broadcast_parameters <- function(model, root = 0L, buffers = TRUE) {
   if (W == 1L) return(invisible(NULL))
   h <- .mpi_handles(ts)
   .mpi_check_layout(h, "ag_broadcast_parameters")
-  buf <- .Call(R_pg_dist_pack, h, NULL, 1L, FALSE, 1.0, 0L)
+  buf <- .Call(R_pg_dist_pack, h, NULL, .pg$code$dist[["VALUE"]], FALSE, 1.0, 0L)
   buf <- .mpi()$mpi.bcast(buf, type = 2L, rank = as.integer(root), comm = 0L)
-  if (ag_mpi_rank() != root) .Call(R_pg_dist_unpack, h, NULL, 1L, FALSE, 1.0, buf)
+  if (ag_mpi_rank() != root) .Call(R_pg_dist_unpack, h, NULL, .pg$code$dist[["VALUE"]], FALSE, 1.0, buf)
   invisible(NULL)
 }
 
@@ -82,18 +82,19 @@ ag_allreduce_gradients <- function(params, grads = NULL, weight = 1, check = TRU
 .mpi_allreduce <- function(h, grads, weight, check) {
   W <- ag_mpi_world_size()
   if (isTRUE(check) && W > 1L) .mpi_check_layout(h, "ag_allreduce_gradients")
-  buf <- .Call(R_pg_dist_pack, h, grads, 0L, TRUE, as.double(weight), 1L)
+  buf <- .Call(R_pg_dist_pack, h, grads, .pg$code$dist[["GRAD"]], TRUE, as.double(weight), 1L)
   buf[length(buf)] <- as.double(weight)
   if (W > 1L) buf <- .mpi()$mpi.allreduce(buf, type = 2L, op = "sum", comm = 0L)
   total <- buf[length(buf)]
-  if (total > 0) .Call(R_pg_dist_unpack, h, grads, 0L, TRUE, 1 / total, buf[-length(buf)])
+  if (total > 0) .Call(R_pg_dist_unpack, h, grads, .pg$code$dist[["GRAD"]], TRUE, 1 / total,
+                            buf[-length(buf)])
   total
 }
 
 # largest difference of any parameter element between ranks (0: identical weights everywhere)
 ag_parameters_spread <- function(model) {
   h <- .mpi_handles(.mpi_tensors(model, "ag_parameters_spread"))
-  v <- .Call(R_pg_dist_pack, h, NULL, 1L, FALSE, 1.0, 0L)
+  v <- .Call(R_pg_dist_pack, h, NULL, .pg$code$dist[["VALUE"]], FALSE, 1.0, 0L)
   if (!length(v)) return(0)
   if (ag_mpi_world_size() > 1L) {
     .mpi_check_layout(h, "ag_parameters_spread")

@@ -20,9 +20,9 @@
     .pg_stop("argument", sprintf("%s: path must be a file name (a single string), got %s", fn,
                                  paste(class(path), collapse = "/")))
   kind <- .Call(R_pg_file_kind, path)
-  if (kind == 0L) stop(sprintf("cannot open file '%s': No such file or directory", path), call. = FALSE)
-  if (kind == 2L) stop(sprintf("%s: '%s' is a directory", fn, path), call. = FALSE)
-  if (kind != 1L)
+  if (kind == .pg$code$file[["MISSING"]]) stop(sprintf("cannot open file '%s': No such file or directory", path), call. = FALSE)
+  if (kind == .pg$code$file[["DIR"]]) stop(sprintf("%s: '%s' is a directory", fn, path), call. = FALSE)
+  if (kind != .pg$code$file[["REGULAR"]])
     .pg_stop("value", sprintf("%s: %s: not a regular file (a FIFO, device or socket): model files are regular files", fn, path))
   invisible(path)
 }

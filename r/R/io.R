@@ -80,9 +80,9 @@
 # safetensors writer / reader: the C core's codec (native/codec*.c, r/src/r_codec.c), shared
 # with the Python package, so both write the same bytes and refuse the same files
 
-# the core's answer list(status, message): a file's content (PG_ERR_VALUE = 3) names the file
+# the core's answer list(status, message): a file's content (status VALUE) names the file
 .codec_fail <- function(res, path, fn = NULL) {
-  if (identical(res$status, 3L)) .io_bad(if (is.null(fn)) path else sprintf("%s: %s", fn, path), res$message)
+  if (identical(res$status, .pg$code$status[["VALUE"]])) .io_bad(if (is.null(fn)) path else sprintf("%s: %s", fn, path), res$message)
   stop(res$message, call. = FALSE)
 }
 
@@ -98,7 +98,7 @@
   res <- .Call(R_pg_st_write, path, vapply(tensors, function(t) enc2utf8(as.character(t$name)), ""),
                vapply(tensors, function(t) identical(t$dtype, "F64"), logical(1)), values,
                enc2utf8(as.character(names(metadata))), enc2utf8(vapply(metadata, as.character, "")))
-  if (!identical(res$status, 0L)) stop(res$message, call. = FALSE)
+  if (!identical(res$status, .pg$code$status[["OK"]])) stop(res$message, call. = FALSE)
   invisible(path)
 }
 

@@ -76,8 +76,7 @@ ag_linear <- function(in_features, out_features, activation = NULL, init = "glor
   W <- ag_param(.init_weight(init, gain, out_features, in_features))
   b <- ag_param(matrix(0, out_features, 1L))
   # relu / sigmoid / tanh (or none) fuse with the matmul and bias into one node (as in Python)
-  fused <- if (is.null(activation)) -1L else switch(activation, relu = .pg$op[["RELU"]], sigmoid = .pg$op[["SIGMOID"]],
-                                                     tanh = .pg$op[["TANH"]], NA_integer_)
+  fused <- if (is.null(activation)) .pg$code$act[["NONE"]] else .pg$code$act[toupper(activation)][[1L]]
   init_name <- if (is.character(init)) match.arg(init, c("glorot_uniform", "orthogonal")) else "glorot_uniform"
   # a classed list (ggmlR's was a plain list): $W, $forward, is.list() as before, R-like print
   structure(list(W = W, b = b,

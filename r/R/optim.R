@@ -75,7 +75,7 @@
   if (length(k) != 1L || is.na(k) || k < 1L) stop("accumulate_steps must be a positive integer", call. = FALSE)
   hyper$accumulate_steps <- k
   hyper$average <- isTRUE(hyper$average)
-  res <- .Call(R_pg_optim_new, if (kind == "sgd") 0L else 1L, lapply(params, function(p) p$.ptr))
+  res <- .Call(R_pg_optim_new, .pg$code$optim[[toupper(kind)]], lapply(params, function(p) p$.ptr))
   h <- res[[1L]]
   e <- new.env(parent = emptyenv())
   e$.h <- h

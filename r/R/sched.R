@@ -2,7 +2,6 @@
 # (sched.c, shared with Python); a scheduler keeps the core's `par` and `st` vectors and shows them
 # as ggmlR's named fields, refreshed after every step.
 
-.SCHED_KIND <- c(step = 0L, cosine = 1L, cyclic = 2L, onecycle = 3L, warmup_cosine = 4L, warmup = 5L)
 
 # ggmlR's fields per kind, read from par / st (layouts in native/pg_api_sched.h)
 .SCHED_SYNC <- list(
@@ -38,8 +37,8 @@
                    list(message = sprintf("optimizer must be an optimizer (an environment with a field lr), got %s",
                                           if (is_ag_tensor(optimizer)) "an ag_tensor" else class(optimizer)[[1L]]),
                         call = call)))
-  par <- c(par, rep(0, 8L - length(par)))
-  r <- tryCatch(.Call(R_pg_sched_init, .SCHED_KIND[[kind]], par, optimizer$lr), error = function(e) e)
+  par <- c(par, rep(0, .pg$code$sched[["NPAR"]] - length(par)))
+  r <- tryCatch(.Call(R_pg_sched_init, .pg$code$sched[[toupper(kind)]], par, optimizer$lr), error = function(e) e)
   if (inherits(r, "error")) { r$call <- call; stop(r) }  # the core's classed condition, with the call
   r
 }
@@ -51,7 +50,7 @@
   e$par <- r[[1L]]
   e$st <- r[[2L]]
   sync <- .SCHED_SYNC[[kind]]
-  k <- .SCHED_KIND[[kind]]
+  k <- .pg$code$sched[[toupper(kind)]]
   # the momentum (SGD) or beta1 (Adam) a one-cycle schedule drives; NULL: none
   set_mom <- function(m) {
     f <- get0("mom_field", envir = e, inherits = FALSE)

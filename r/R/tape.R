@@ -4,16 +4,17 @@ with_grad_tape <- function(expr) {
   # the exit handler exists before the scope does and closes every scope above the depth seen
   # on entry: an interrupt, restart or callCC at any point leaves no scope open, and closing
   # twice is harmless (pg_tape_end_to)
-  d <- .Call(R_pg_scope, 0L, 0L)
-  on.exit(.Call(R_pg_scope, 1L, d))
-  .Call(R_pg_tape, 0L)          # outermost scope empties the tape; nested scopes keep it
-  expr                          # forcing the promise evaluates it in the caller's frame
+  d <- .Call(R_pg_scope, .pg$code$scope[["DEPTH"]], 0L)
+  on.exit(.Call(R_pg_scope, .pg$code$scope[["END_TO"]], d))
+  .Call(R_pg_tape, .pg$code$tape[["BEGIN"]])  # the outermost scope empties the tape, nested ones keep it
+  expr  # forcing the promise evaluates it in the caller's frame
 }
 
-ag_tape_clear <- function() invisible(.Call(R_pg_tape, 2L))
+ag_tape_clear <- function() invisible(.Call(R_pg_tape, .pg$code$tape[["CLEAR"]]))
 
 ag_no_grad <- function(expr) {
-  prev <- .Call(R_pg_tape, 5L)  # read first: the restore is registered before anything changes
+  # read first: the restore is registered before anything changes
+  prev <- .Call(R_pg_tape, .pg$code$tape[["ENABLED"]])
   on.exit(.Call(R_pg_tape_set_enabled, prev))
   .Call(R_pg_tape_set_enabled, FALSE)
   expr

@@ -4,11 +4,11 @@
   if (is.null(dtype)) return(.Call(R_pg_default_dtype, NULL))
   if (!is.character(dtype) || length(dtype) != 1L)
     .arg_fail("dtype", "dtype must be \"f32\" or \"f64\"")
-  switch(tolower(dtype), f32 = 0L, f64 = 1L,  # classed as Python's DTypeError
+  switch(tolower(dtype), f32 = .pg$code$dtype[["F32"]], f64 = .pg$code$dtype[["F64"]],  # classed as Python's DTypeError
          f16 = , bf16 = .arg_fail("dtype", "dtype \"%s\" is not supported by the CPU engine; use \"f32\" or \"f64\"", dtype),
          .arg_fail("dtype", "dtype must be \"f32\" or \"f64\", got \"%s\"", dtype))
 }
-.dtype_name <- function(code) if (code == 1L) "f64" else "f32"
+.dtype_name <- function(code) if (code == .pg$code$dtype[["F64"]]) "f64" else "f32"
 
 # Wrap a new core reference (an external pointer) as an ag_tensor environment holding `.ptr`,
 # `id`, `dtype`, `device` and `grad_fn` (built in C, src/r_util.c). `data`, `grad` and

@@ -88,7 +88,8 @@ ag_gradcheck <- function(fn, inputs, eps = NULL, atol = NULL, verbose = FALSE, q
   if (is.null(nms)) nms <- rep("", length(inputs))
   check <- which(nms != "" & vapply(inputs, function(v) is_ag_tensor(v) && isTRUE(v$requires_grad), logical(1)))
   codes <- vapply(inputs[check], function(v) .dtype_code(v$dtype), integer(1))
-  code <- if (any(codes == 0L)) 0L else 1L  # any f32 input: the f32 defaults
+  f32 <- .pg$code$dtype[["F32"]]
+  code <- if (any(codes == f32)) f32 else .pg$code$dtype[["F64"]]  # any f32 input: f32 defaults
   d <- .Call(R_pg_gradcheck_defaults, code)
   num1 <- function(v, nm, dflt) {
     if (is.null(v)) return(dflt)

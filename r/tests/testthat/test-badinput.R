@@ -150,16 +150,16 @@ test_that("an error inside with_grad_tape closes the scope and leaves a usable e
     h <- ag_relu(p)
     ag_matmul(h, matrix(1, 3, 3))
   }), "ag_matmul")
-  expect_equal(.Call(pyggmlr:::R_pg_tape, 3L), 0L)  # depth back to 0
-  expect_false(.Call(pyggmlr:::R_pg_tape, 5L))      # not recording
+  expect_equal(.Call(pyggmlr:::R_pg_tape, pyggmlr:::.pg$code$tape[["DEPTH"]]), 0L)  # depth back to 0
+  expect_false(.Call(pyggmlr:::R_pg_tape, pyggmlr:::.pg$code$tape[["ENABLED"]]))      # not recording
   expect_error(with_grad_tape(stop("user error")), "user error")
   expect_error(with_grad_tape(with_grad_tape(stop("inner"))), "inner")
-  expect_equal(.Call(pyggmlr:::R_pg_tape, 3L), 0L)
+  expect_equal(.Call(pyggmlr:::R_pg_tape, pyggmlr:::.pg$code$tape[["DEPTH"]]), 0L)
   with_grad_tape(l <- ag_sum(ag_mul(p, p)))
   g <- backward(l)
   expect_equal(p$grad, matrix(2, 2, 2))
   expect_error(ag_no_grad(stop("x")), "x")
-  expect_false(.Call(pyggmlr:::R_pg_tape, 5L))
+  expect_false(.Call(pyggmlr:::R_pg_tape, pyggmlr:::.pg$code$tape[["ENABLED"]]))
 })
 
 test_that("optimizers on tensors without gradients refuse to step and leave them unchanged", {

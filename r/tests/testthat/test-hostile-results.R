@@ -1,9 +1,9 @@
 # Issue 19, "Wrong results": backward over a tensor changed since the forward pass is refused,
 # every scope closes on every exit path, ag_tape_memory reports what ag_tape_clear frees.
 
-depth <- function() .Call(pyggmlr:::R_pg_tape, 3L)
-n_nodes <- function() .Call(pyggmlr:::R_pg_tape, 4L)
-recording <- function() .Call(pyggmlr:::R_pg_tape, 5L)
+depth <- function() .Call(pyggmlr:::R_pg_tape, pyggmlr:::.pg$code$tape[["DEPTH"]])
+n_nodes <- function() .Call(pyggmlr:::R_pg_tape, pyggmlr:::.pg$code$tape[["NODES"]])
+recording <- function() .Call(pyggmlr:::R_pg_tape, pyggmlr:::.pg$code$tape[["ENABLED"]])
 modified_msg <- function(desc, where, op, now, want)
   sprintf("backward(): one of the variables needed for gradient computation has been modified by an inplace operation: tensor %s (%s of %s) is at version %d; expected version %d. Write new values after backward(), or record the forward pass again",
           desc, where, op, now, want)
@@ -134,7 +134,7 @@ for (kind in names(exits)) {
       expect_true(recording())                    # the enclosing tape records again
       exits[[kind]](function(leave) ag_checkpoint(function(a) { leave(); ag_relu(a) }, w))
       expect_true(recording())
-      expect_identical(.Call(pyggmlr:::R_pg_scope, 2L, 0L), 0L)  # the stashed tape came back
+      expect_identical(.Call(pyggmlr:::R_pg_scope, pyggmlr:::.pg$code$scope[["STASHED"]], 0L), 0L)  # the stashed tape came back
     })
     clean_after()
   })
@@ -151,7 +151,7 @@ test_that("an ag_checkpoint replay left abnormally inside backward() leaves no p
       ag_relu(ag_matmul(w, a))
     }, x)))
     exits[[kind]](function(leave) { leave_now <<- leave; backward(loss) })
-    expect_identical(.Call(pyggmlr:::R_pg_scope, 2L, 0L), 0L)
+    expect_identical(.Call(pyggmlr:::R_pg_scope, pyggmlr:::.pg$code$scope[["STASHED"]], 0L), 0L)
     expect_null(w$grad)
     clean_after()
   }
@@ -173,9 +173,9 @@ test_that("a static ag_fit runs after every kind of abnormal compile exit", {
 })
 
 test_that("closing a scope twice is harmless in the core", {
-  expect_identical(.Call(pyggmlr:::R_pg_scope, 1L, 0L), 0L)
-  .Call(pyggmlr:::R_pg_scope, 3L, 0L)
-  .Call(pyggmlr:::R_pg_scope, 4L, 0L)
+  expect_identical(.Call(pyggmlr:::R_pg_scope, pyggmlr:::.pg$code$scope[["END_TO"]], 0L), 0L)
+  .Call(pyggmlr:::R_pg_scope, pyggmlr:::.pg$code$scope[["UNSTASH_TO"]], 0L)
+  .Call(pyggmlr:::R_pg_scope, pyggmlr:::.pg$code$scope[["ABORT"]], 0L)
   expect_identical(depth(), 0L)
 })
 

@@ -198,3 +198,24 @@ test_that("the op kinds come from the core at load (no literal enum values in R)
   expect_equal(ag_sigmoid(x)$data, 1 / (1 + exp(-x$data)), tolerance = 1e-15)
   expect_equal(ag_neg(x)$data, -x$data)
 })
+
+test_that("the other codes come from the core and the glue by name (R_pg_codes)", {
+  code <- pyggmlr:::.pg$code
+  expect_setequal(names(code), c("dtype", "status", "optim", "sched", "build", "dist", "act",
+                                 "file", "tape", "scope", "ckpt"))
+  for (g in names(code)) {
+    expect_true(is.integer(code[[g]]) && !is.null(names(code[[g]])), info = g)
+    expect_false(anyDuplicated(names(code[[g]])) > 0, info = g)
+  }
+  expect_identical(code$act[["RELU"]], pyggmlr:::.pg$op[["RELU"]])
+  # the codes mean what R uses them for: a tensor's dtype, the tape's depth, a file's kind
+  expect_identical(ag_tensor(1, dtype = "f64")$dtype, "f64")
+  expect_identical(pyggmlr:::.dtype_code("f64"), code$dtype[["F64"]])
+  depth <- function() .Call(pyggmlr:::R_pg_tape, code$tape[["DEPTH"]])
+  d0 <- depth()
+  with_grad_tape(expect_identical(depth(), d0 + 1L))
+  expect_identical(.Call(pyggmlr:::R_pg_file_kind, tempdir()), code$file[["DIR"]])
+  expect_identical(.Call(pyggmlr:::R_pg_file_kind, tempfile()), code$file[["MISSING"]])
+  err <- tryCatch(ag_reshape(ag_tensor(matrix(1, 2, 2)), 3, 1), error = function(e) e)
+  expect_s3_class(err, "pyggmlr_shape_error")
+})
