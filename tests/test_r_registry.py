@@ -1,0 +1,115 @@
+"""scripts/check-r-registry.py: the R package's init.c table and NAMESPACE agree with its
+sources, here and on copies with one defect each (so the checker is known to catch it)."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "check-r-registry.py")
+
+
+def run(root):
+    r = subprocess.run([sys.executable, SCRIPT, root], capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+def test_the_tree_passes():
+    rc, out = run(ROOT)
+    assert rc == 0, out
+    assert out == ""
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A copy of what the checker reads: r/R, r/tests, r/man, r/NAMESPACE and r/src's glue."""
+    r = tmp_path / "r"
+    for d in ("R", "tests", "man", "vignettes"):
+        shutil.copytree(os.path.join(ROOT, "r", d), r / d)
+    shutil.copy(os.path.join(ROOT, "r", "NAMESPACE"), r / "NAMESPACE")
+    (r / "src").mkdir()
+    src = os.path.join(ROOT, "r", "src")
+    for b in os.listdir(src):
+        p = os.path.join(src, b)
+        if b.endswith(".c") and not os.path.islink(p):
+            shutil.copy(p, r / "src" / b)
+    assert run(str(tmp_path))[0] == 0
+    return tmp_path
+
+
+def edit(path, old, new):
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1))
+
+
+def fails_with(tree, *needles):
+    rc, out = run(str(tree))
+    assert rc == 1, out
+    for n in needles:
+        assert n in out, out
+
+
+def test_unregistered_entry_point(tree):
+    with open(tree / "r" / "src" / "r_scope.c", "a") as f:
+        f.write("\nSEXP R_pg_new_thing(SEXP a, SEXP b) { return a; }\n")
+    fails_with(tree, "R_pg_new_thing (2 args) is not registered")
+
+
+def test_wrong_argument_count(tree):
+    edit(tree / "r" / "src" / "init.c", '(DL_FUNC) &R_pg_scope,                2}',
+         '(DL_FUNC) &R_pg_scope,                3}')
+    fails_with(tree, "R_pg_scope registered with 3 args, r_scope.c takes 2")
+
+
+def test_extern_declaration_count(tree):
+    edit(tree / "r" / "src" / "init.c", "extern SEXP R_pg_scope(SEXP, SEXP);",
+         "extern SEXP R_pg_scope(SEXP);")
+    fails_with(tree, "extern R_pg_scope declares 1 args")
+
+
+def test_registered_but_not_defined(tree):
+    edit(tree / "r" / "src" / "r_scope.c", "SEXP R_pg_scope(SEXP what, SEXP n)",
+         "SEXP R_pg_scope2(SEXP what, SEXP n)")
+    fails_with(tree, "R_pg_scope is registered but defined in no glue file",
+               "R_pg_scope2 (2 args) is not registered")
+
+
+def test_call_of_an_unregistered_name(tree):
+    with open(tree / "r" / "R" / "tape.R", "a") as f:
+        f.write("\n.nothing <- function() .Call(R_pg_nothing, 1)\n")
+    fails_with(tree, ".Call(R_pg_nothing) is not registered")
+
+
+def test_call_with_another_argument_count(tree):
+    with open(tree / "r" / "R" / "tape.R", "a") as f:
+        f.write('\n.depth <- function() .Call(R_pg_scope, .pg$code$scope[["DEPTH"]])\n')
+    fails_with(tree, ".Call(R_pg_scope) passes 1 args, init.c registers 2")
+
+
+def test_call_with_a_literal_code(tree):
+    with open(tree / "r" / "R" / "tape.R", "a") as f:
+        f.write("\n.depth <- function() .Call(R_pg_tape, 3L)\n")
+    fails_with(tree, "passes 3L for the code 'what'")
+
+
+def test_export_without_definition_or_rd(tree):
+    with open(tree / "r" / "NAMESPACE", "a") as f:
+        f.write("export(ag_not_there)\n")
+    fails_with(tree, "export ag_not_there is not defined in r/R",
+               "export ag_not_there has no \\alias in r/man")
+
+
+def test_public_function_not_exported(tree):
+    with open(tree / "r" / "R" / "tape.R", "a") as f:
+        f.write("\nag_forgotten <- function(x) x\n")
+    fails_with(tree, "ag_forgotten is public-looking but neither exported nor in INTERNAL")
+
+
+def test_s3_method_without_function(tree):
+    with open(tree / "r" / "NAMESPACE", "a") as f:
+        f.write("S3method(print, ag_nothing)\n")
+    fails_with(tree, "S3method print.ag_nothing has no function in r/R")
