@@ -4,7 +4,8 @@ Mirrors ggmlR's ag_* API (ag_tensor, ag_param, with_grad_tape, backward, ag_matm
 optimizer_adam, ag_sequential, ag_fit). Tensors are column-major [features, batch] matrices:
 ``shape`` is R's ``dim()``.
 """
-from ._core import ag_get_threads, ag_set_threads, blas_name, blas_library_path, use_blas
+from ._core import (ag_blas_name, ag_get_threads, ag_set_blas, ag_set_threads, blas_library_path,
+                    blas_name, use_blas)
 from .errors import (ArgumentError, DTypeError, GradientKeyError, PyggmlrError, PyggmlrMemoryError,
                      PyggmlrValueError, ShapeError, StateError)
 from .tensor import (DeviceError, Tensor, ag_default_device, ag_default_dtype, ag_device,
@@ -43,7 +44,8 @@ __all__ = [
     'Optimizer', 'OptimizerHyperWarning', 'PyggmlrError', 'PyggmlrIndexError', 'PyggmlrMemoryError',
     'PyggmlrValueError', 'ShapeError', 'StateError', 'Tensor', 'ag_accuracy', 'ag_add',
     'ag_allreduce_gradients', 'ag_argmax', 'ag_batch_norm', 'ag_bce_with_logits_loss',
-    'ag_binary_cross_entropy_loss', 'ag_broadcast_parameters', 'ag_capture', 'ag_capture_free',
+    'ag_binary_cross_entropy_loss', 'ag_blas_name', 'ag_broadcast_parameters', 'ag_capture',
+    'ag_capture_free',
     'ag_capture_set', 'ag_capture_step', 'ag_checkpoint', 'ag_clamp', 'ag_compile', 'ag_concat_rows',
     'ag_cross_entropy_loss', 'ag_dataloader', 'ag_default_device', 'ag_default_dtype', 'ag_device',
     'ag_div', 'ag_dropout', 'ag_dtype', 'ag_early_stopping', 'ag_embedding',
@@ -57,7 +59,8 @@ __all__ = [
     'ag_mpi_world_size', 'ag_mse_loss', 'ag_mul', 'ag_multihead_attention', 'ag_neg', 'ag_no_grad',
     'ag_param', 'ag_pow', 'ag_predict', 'ag_register_layer', 'ag_relu', 'ag_reshape', 'ag_rng',
     'ag_sample_categorical', 'ag_sample_normal', 'ag_save_model', 'ag_scale', 'ag_sequential',
-    'ag_set_threads', 'ag_sigmoid', 'ag_slice_rows', 'ag_softmax', 'ag_softmax_cross_entropy_loss',
+    'ag_set_blas', 'ag_set_threads', 'ag_sigmoid', 'ag_slice_rows', 'ag_softmax',
+    'ag_softmax_cross_entropy_loss',
     'ag_state_dict', 'ag_sub', 'ag_sum', 'ag_tanh', 'ag_tape_clear', 'ag_tape_memory', 'ag_tensor',
     'ag_to_config', 'ag_to_device', 'ag_train', 'ag_transpose', 'ag_weighted_mse_loss', 'backward',
     'blas_library_path', 'blas_name', 'check_grad_anomaly', 'clip_grad_norm', 'clip_grad_value',

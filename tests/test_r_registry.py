@@ -113,3 +113,24 @@ def test_s3_method_without_function(tree):
     with open(tree / "r" / "NAMESPACE", "a") as f:
         f.write("S3method(print, ag_nothing)\n")
     fails_with(tree, "S3method print.ag_nothing has no function in r/R")
+
+
+def test_blas_names_are_one_pair_in_both_languages():
+    """ag_set_blas / ag_blas_name in Python and R; use_blas, blas_name (Python) and
+    ag_use_openblas (R) stay as aliases."""
+    import pyggmlr as pg
+
+    ns = open(os.path.join(ROOT, "r", "NAMESPACE")).read()
+    for name in ("ag_set_blas", "ag_blas_name", "ag_use_openblas"):
+        assert f"export({name})" in ns
+    prev = pg.ag_blas_name()
+    try:
+        assert pg.ag_set_blas("builtin") == "builtin" == pg.blas_name() == pg.ag_blas_name()
+        assert pg.ag_set_blas() == "builtin"  # the default, as R's ag_set_blas()
+        assert pg.use_blas("builtin") == "builtin"
+        with pytest.raises(ValueError, match=r"^use_blas\(\): name must be"):
+            pg.use_blas("mkl")
+        with pytest.raises(ValueError, match=r"^ag_set_blas\(\): name must be"):
+            pg.ag_set_blas("mkl")
+    finally:
+        pg.ag_set_blas("openblas" if prev.startswith("OpenBLAS") else "builtin")

@@ -124,16 +124,21 @@ ag_set_threads <- function(n) {
 
 ag_blas_name <- function() .Call(R_pg_blas_name)
 
-ag_set_blas <- function(name = c("default", "r", "builtin")) {
+# The GEMM backend, by the name Python uses too (pyggmlr.ag_set_blas): "default" / "builtin" the
+# core's kernel, "r" R's own BLAS, "openblas" the libscipy_openblas at path (ag_use_openblas)
+ag_set_blas <- function(name = c("default", "r", "builtin", "openblas"), path = NULL) {
   name <- match.arg(name)
   if (name == "default") name <- "builtin"  # as Python's default: the same bits in both languages
+  if (name == "openblas") return(.use_openblas(path, "ag_set_blas()"))
   if (name == "builtin") .Call(R_pg_set_blas, NULL, NULL, NULL, "builtin")
   else .Call(R_pg_use_r_blas, .r_blas_lib())
 }
 
-ag_use_openblas <- function(path) {
+ag_use_openblas <- function(path) .use_openblas(path, "ag_use_openblas()")  # ag_set_blas's alias
+
+.use_openblas <- function(path, fn) {
   if (!is.character(path) || length(path) != 1L || !file.exists(path))
-    stop("ag_use_openblas(): path must name an existing libscipy_openblas shared library", call. = FALSE)
+    stop(fn, ": path must name an existing libscipy_openblas shared library", call. = FALSE)
   dll <- dyn.load(path, local = TRUE, now = TRUE)
   sym <- function(nm) getNativeSymbolInfo(nm, dll)$address
   .pg$blas_dll <- dll

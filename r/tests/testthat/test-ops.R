@@ -190,6 +190,12 @@ test_that("GEMM backends: R's BLAS (dgemm and its sgemm) and the built-in kernel
   expect_equal(ag_set_blas("default"), "builtin")
 })
 
+test_that("ag_set_blas(\"openblas\", path) is ag_use_openblas(path) under Python's name", {
+  expect_error(ag_set_blas("openblas"), "^ag_set_blas\\(\\): path must name an existing libscipy_openblas")
+  expect_error(ag_use_openblas(tempfile()), "^ag_use_openblas\\(\\): path must name an existing")
+  expect_identical(ag_blas_name(), "builtin")  # a refused switch leaves the backend as it was
+})
+
 test_that("the op kinds come from the core at load (no literal enum values in R)", {
   op <- pyggmlr:::.pg$op
   expect_true(all(c("RELU", "SIGMOID", "TANH", "GELU", "LOG", "EXP", "SOFTMAX", "NEG", "SCALE", "RESHAPE") %in% names(op)))
