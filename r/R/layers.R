@@ -271,10 +271,11 @@ ag_sequential <- function(...) {
     for (l in e$layers) x <- l$forward(x)
     x
   }
-  e$parameters <- function() {
+  # the layers' parameters (or buffers) in order, named layer<i>_<name>
+  per_layer <- function(get) {
     out <- list()
     for (i in seq_along(e$layers)) {
-      p <- .layer_params(e$layers[[i]])
+      p <- get(e$layers[[i]])
       if (length(p)) {
         names(p) <- paste0("layer", i, "_", names(p))
         out <- c(out, p)
@@ -282,17 +283,8 @@ ag_sequential <- function(...) {
     }
     out
   }
-  e$buffers <- function() {
-    out <- list()
-    for (i in seq_along(e$layers)) {
-      p <- .layer_buffers(e$layers[[i]])
-      if (length(p)) {
-        names(p) <- paste0("layer", i, "_", names(p))
-        out <- c(out, p)
-      }
-    }
-    out
-  }
+  e$parameters <- function() per_layer(.layer_params)
+  e$buffers <- function() per_layer(.layer_buffers)
   e$to_config <- function() {
     cfgs <- lapply(seq_along(e$layers), function(i) {
       l <- e$layers[[i]]

@@ -17,6 +17,16 @@ ck_layer <- function(p, i, act) {
   force(i); force(act)
   function(h) act(ag_add(ag_matmul(p[[paste0("W", i)]], h), p[[paste0("b", i)]]))
 }
+# a segment v -> body(v) whose second call (backward()'s replay) runs fail(v) first
+ck_fails_on_replay <- function(fail, body) {
+  calls <- 0
+  function(v) {
+    calls <<- calls + 1
+    if (calls == 2) fail(v)
+    body(v)
+  }
+}
+
 ck_grads <- function(p, forward) {
   for (t in p) t$grad <- NULL
   with_grad_tape(loss <- ag_sum(forward(p$x)))
@@ -118,12 +128,8 @@ test_that("an error inside fn leaves the tape enabled, its nodes and .Random.see
 test_that("an R error in the replay unwinds through the core and leaves everything intact", {
   local_f64()
   W <- ag_param(matrix(rnorm(9), 3, 3)); x <- ag_tensor(matrix(rnorm(6), 3, 2))
-  calls <- 0
-  seg <- function(v) {
-    calls <<- calls + 1
-    if (calls == 2) stop("replay failed")
-    ag_tanh(ag_matmul(W, ag_checkpoint(function(u) ag_matmul(W, u), v)))
-  }
+  seg <- ck_fails_on_replay(function(v) stop("replay failed"),
+                            function(v) ag_tanh(ag_matmul(W, ag_checkpoint(function(u) ag_matmul(W, u), v))))
   with_grad_tape(l <- ag_sum(ag_checkpoint(seg, x)))
   n <- ag_tape_memory(quiet = TRUE)$nodes
   s <- .Random.seed
@@ -230,12 +236,8 @@ test_that("the segment may call with_grad_tape without touching the outer tape",
 test_that("backward() inside a segment's replay is refused, nothing changes", {
   local_f64()
   W <- ag_param(matrix(rnorm(9), 3, 3)); x <- ag_tensor(matrix(rnorm(6), 3, 2))
-  calls <- 0
-  seg <- function(v) {
-    calls <<- calls + 1
-    if (calls == 2) with_grad_tape(backward(ag_sum(ag_matmul(W, v))))
-    ag_tanh(ag_matmul(W, v))
-  }
+  seg <- ck_fails_on_replay(function(v) with_grad_tape(backward(ag_sum(ag_matmul(W, v)))),
+                            function(v) ag_tanh(ag_matmul(W, v)))
   with_grad_tape(l <- ag_sum(ag_checkpoint(seg, x)))
   expect_error(backward(l), "cannot run inside an ag_checkpoint segment")
   expect_null(W$grad)
