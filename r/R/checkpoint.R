@@ -64,7 +64,8 @@ ag_checkpoint <- function(fn, ...) {
 # stream) is given back on the way out.
 .ckpt_forward <- function(fn, args, rng) {
   ok <- FALSE
-  s <- .Call(R_pg_scope, .pg$code$scope[["STASHED"]], 0L)   # tapes set aside before ours: give back down to these
+  # tapes set aside before ours: give back down to these
+  s <- .Call(R_pg_scope, .pg$code$scope[["STASHED"]], 0L)
   on.exit({
     .Call(R_pg_scope, .pg$code$scope[["UNSTASH_TO"]], s)
     if (!ok) .ckpt_rng_load(rng)

@@ -19,7 +19,8 @@
 }
 
 .rng_restore <- function(saved) {
-  if (!is.null(saved$stream)) return(invisible(.Call(R_pg_rng_set_state, saved$stream, saved$state)))
+  if (!is.null(saved$stream)) return(invisible(.Call(R_pg_rng_set_state, saved$stream,
+                                                     saved$state)))
   g <- globalenv()
   if (!is.null(saved$state)) assign(".Random.seed", saved$state, envir = g)
   else if (exists(".Random.seed", envir = g, inherits = FALSE)) rm(".Random.seed", envir = g)
@@ -32,7 +33,8 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
     stop(sprintf("ag_compile(): build must be \"opt\", \"grad\" or \"forward\", got %s",
                  paste(deparse(build), collapse = "")), call. = FALSE)
   if (build == "opt" && !inherits(optimizer, c("ag_optimizer_sgd", "ag_optimizer_adam")))
-    stop("ag_compile(): build = \"opt\" needs optimizer = (optimizer_adam / optimizer_sgd)", call. = FALSE)
+    stop("ag_compile(): build = \"opt\" needs optimizer = (optimizer_adam / optimizer_sgd)",
+         call. = FALSE)
   inputs <- lapply(list(...), function(x) if (is_ag_tensor(x)) x else ag_tensor(x))
   seed <- .rng_save()
   # whatever way fn leaves (error, interrupt, a caught warning's unwinding, invokeRestart,
@@ -47,8 +49,10 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
   out <- do.call(fn, inputs)
   .rng_restore(seed)
   if (!is_ag_tensor(out))
-    stop(sprintf("ag_compile(): fn must return an ag_tensor, got %s", class(out)[1L]), call. = FALSE)
-  g <- .Call(R_pg_graph_record_end, out$.ptr, lapply(inputs, function(t) t$.ptr), .pg$code$build[[toupper(build)]],
+    stop(sprintf("ag_compile(): fn must return an ag_tensor, got %s", class(out)[1L]),
+         call. = FALSE)
+  g <- .Call(R_pg_graph_record_end, out$.ptr, lapply(inputs, function(t) t$.ptr),
+             .pg$code$build[[toupper(build)]],
              if (build == "opt") optimizer$.h else NULL)
   n_in <- length(inputs)
   # the recorded inputs' handles, read once: a replay fed its own input tensors (ag_fit's batch
@@ -78,8 +82,10 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
 print.ag_compiled <- function(x, ...) {
   m <- .Call(R_pg_graph_memory, attr(x, "graph"))
   nm <- sum(.Call(R_pg_graph_ops, attr(x, "graph")) == "dropout")  # each replay redraws their masks
-  cat(sprintf("Compiled graph (%s): %d nodes, %.2f MB planned%s\n", attr(x, "build"), as.integer(m[1L]),
-              m[2L] / 1024^2, if (nm) sprintf(", %d dropout mask%s redrawn per call", nm, if (nm == 1L) "" else "s")
+  cat(sprintf("Compiled graph (%s): %d nodes, %.2f MB planned%s\n", attr(x, "build"),
+              as.integer(m[1L]),
+              m[2L] / 1024^2,
+              if (nm) sprintf(", %d dropout mask%s redrawn per call", nm, if (nm == 1L) "" else "s")
               else ""))
   cat(sprintf("  operands (outlive the graph)    : %8.2f MB\n", m[5L] / 1024^2))
   cat(sprintf("  activations (planned buffers)   : %8.2f MB\n", m[3L] / 1024^2))
