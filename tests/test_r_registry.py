@@ -78,41 +78,29 @@ def test_registered_but_not_defined(tree):
                "R_pg_scope2 (2 args) is not registered")
 
 
-def test_call_of_an_unregistered_name(tree):
-    with open(tree / "r" / "R" / "tape.R", "a") as f:
-        f.write("\n.nothing <- function() .Call(R_pg_nothing, 1)\n")
-    fails_with(tree, ".Call(R_pg_nothing) is not registered")
+APPENDED = [
+    ("R/tape.R", "\n.nothing <- function() .Call(R_pg_nothing, 1)\n",
+     [".Call(R_pg_nothing) is not registered"]),
+    ("R/tape.R", '\n.depth <- function() .Call(R_pg_scope, .pg$code$scope[["DEPTH"]])\n',
+     [".Call(R_pg_scope) passes 1 args, init.c registers 2"]),
+    ("R/tape.R", "\n.depth <- function() .Call(R_pg_tape, 3L)\n",
+     ["passes 3L for the code 'what'"]),
+    ("NAMESPACE", "export(ag_not_there)\n",
+     ["export ag_not_there is not defined in r/R", "export ag_not_there has no \\alias in r/man"]),
+    ("R/tape.R", "\nag_forgotten <- function(x) x\n",
+     ["ag_forgotten is public-looking but neither exported nor in INTERNAL"]),
+    ("NAMESPACE", "S3method(print, ag_nothing)\n",
+     ["S3method print.ag_nothing has no function in r/R"]),
+]
 
 
-def test_call_with_another_argument_count(tree):
-    with open(tree / "r" / "R" / "tape.R", "a") as f:
-        f.write('\n.depth <- function() .Call(R_pg_scope, .pg$code$scope[["DEPTH"]])\n')
-    fails_with(tree, ".Call(R_pg_scope) passes 1 args, init.c registers 2")
-
-
-def test_call_with_a_literal_code(tree):
-    with open(tree / "r" / "R" / "tape.R", "a") as f:
-        f.write("\n.depth <- function() .Call(R_pg_tape, 3L)\n")
-    fails_with(tree, "passes 3L for the code 'what'")
-
-
-def test_export_without_definition_or_rd(tree):
-    with open(tree / "r" / "NAMESPACE", "a") as f:
-        f.write("export(ag_not_there)\n")
-    fails_with(tree, "export ag_not_there is not defined in r/R",
-               "export ag_not_there has no \\alias in r/man")
-
-
-def test_public_function_not_exported(tree):
-    with open(tree / "r" / "R" / "tape.R", "a") as f:
-        f.write("\nag_forgotten <- function(x) x\n")
-    fails_with(tree, "ag_forgotten is public-looking but neither exported nor in INTERNAL")
-
-
-def test_s3_method_without_function(tree):
-    with open(tree / "r" / "NAMESPACE", "a") as f:
-        f.write("S3method(print, ag_nothing)\n")
-    fails_with(tree, "S3method print.ag_nothing has no function in r/R")
+@pytest.mark.parametrize("rel, text, needles", APPENDED,
+                         ids=["unregistered-call", "call-arg-count", "literal-code",
+                              "export-undefined", "public-not-exported", "s3-without-function"])
+def test_appended_defect(tree, rel, text, needles):
+    with open(tree / "r" / rel, "a") as f:
+        f.write(text)
+    fails_with(tree, *needles)
 
 
 def test_blas_names_are_one_pair_in_both_languages():

@@ -30,6 +30,11 @@ numeric_grad <- function(f, x, eps = 1e-5) {
 
 causal_mask <- function(skv, sq) { m <- matrix(0, skv, sq); m[row(m) > col(m)] <- -Inf; m }
 
+# q, k, v and a weight W, each [d, s], drawn in that order
+rand_qkvw <- function(d, s) {
+  lapply(c(q = 1, k = 2, v = 3, W = 4), function(i) matrix(rnorm(d * s), d, s))
+}
+
 test_that("flash attention matches the reference for (d, s, h) = (8,4,1), (8,4,2), (16,6,4)", {
   set.seed(42)
   for (cfg in list(c(8, 4, 1), c(8, 4, 2), c(16, 6, 4))) {
@@ -47,13 +52,8 @@ test_that("flash attention matches the reference for (d, s, h) = (8,4,1), (8,4,2
 
 test_that("dq, dk, dv match finite differences", {
   set.seed(1)
-  d <- 8
-  s <- 4
-  h <- 2
-  q <- matrix(rnorm(d * s), d, s)
-  k <- matrix(rnorm(d * s), d, s)
-  v <- matrix(rnorm(d * s), d, s)
-  W <- matrix(rnorm(d * s), d, s)
+  d <- 8; s <- 4; h <- 2
+  list2env(rand_qkvw(d, s), environment())
   qt <- ag_param(q)
   kt <- ag_param(k)
   vt <- ag_param(v)
@@ -105,13 +105,8 @@ test_that("causal = TRUE equals the explicit lower-triangular mask", {
 
 test_that("masked gradients match finite differences", {
   set.seed(5)
-  d <- 8
-  s <- 5
-  h <- 2
-  q <- matrix(rnorm(d * s), d, s)
-  k <- matrix(rnorm(d * s), d, s)
-  v <- matrix(rnorm(d * s), d, s)
-  W <- matrix(rnorm(d * s), d, s)
+  d <- 8; s <- 5; h <- 2
+  list2env(rand_qkvw(d, s), environment())
   m <- causal_mask(s, s)
   qt <- ag_param(q)
   kt <- ag_param(k)
