@@ -7,6 +7,8 @@ Fails (exit 1, one line per problem) when:
   - a .Call(R_*) in r/R, r/tests or r/vignettes names an entry point that is not registered,
     passes another number of arguments, or passes a literal number for a code (a C parameter
     named what, kind, dtype, build or act; R reads codes by name: .pg$op, .pg$code);
+  - a code read by name in R (.pg$code$<group>[["NAME"]], .pg$op[["NAME"]]) is not in the tables
+    of r/src/r_codes.c (R_pg_codes) or r/src/r_ops.c (R_pg_op_codes);
   - a NAMESPACE export is not defined in r/R or has no \\alias in r/man;
   - an S3method() of NAMESPACE has no function <generic>.<class> in r/R;
   - a public function of r/R (a top-level `name <- function`, name not starting with ".") is
@@ -33,6 +35,8 @@ FUN_RE = re.compile(r"^(`[^`]+`|[A-Za-z.][\w.]*)\s*(?:<-|=)\s*function\b", re.M)
 ASSIGN_RE = re.compile(r"^(`[^`]+`|[A-Za-z.][\w.]*)\s*(?:<-|=)", re.M)
 EXPORT_RE = re.compile(r'export\(\s*"?([^")\s]+)"?\s*\)')
 S3_RE = re.compile(r'S3method\(\s*"?([^",\s]+)"?\s*,\s*([\w.]+)\s*\)')
+CODE_USE_RE = re.compile(r'\.pg\$code\$(\w+)\[\["(\w+)"\]\]')
+OP_USE_RE = re.compile(r'\.pg\$op\[\["(\w+)"\]\]')
 ALIAS_RE = re.compile(r"\\alias\{([^}]+)\}")
 
 
@@ -91,6 +95,25 @@ def read(path: str) -> str:
         return f.read()
 
 
+def code_tables(src: str):
+    """R_pg_codes' groups {group: {names}} (r_codes.c: static const r_code <group>[] = {...};
+    listed in GROUP(...)) and R_pg_op_codes' names (r_ops.c: the nm[] array)."""
+    groups = {}
+    path = os.path.join(src, "r_codes.c")
+    if os.path.exists(path):
+        text = strip_c_comments(read(path))
+        listed = set(re.findall(r"GROUP\((\w+)\)", text))
+        for g, body in re.findall(r"r_code\s+(\w+)\[\]\s*=\s*\{(.*?)\};", text, re.S):
+            if g in listed:
+                groups[g] = set(re.findall(r'\{\s*"(\w+)"', body))
+    ops = set()
+    path = os.path.join(src, "r_ops.c")
+    if os.path.exists(path):
+        m = re.search(r"\*nm\[\]\s*=\s*\{(.*?)\};", strip_c_comments(read(path)), re.S)
+        ops = set(re.findall(r'"(\w+)"', m.group(1))) if m else set()
+    return groups, ops
+
+
 def check(root: str) -> list:
     problems = []
     src = os.path.join(root, "r", "src")
@@ -113,17 +136,28 @@ def check(root: str) -> list:
         if name not in registered:
             problems.append(f"{where}: {name} ({n} args) is not registered in init.c")
         elif registered[name] != n:
-            problems.append(f"init.c: {name} registered with {registered[name]} args, {where} takes {n}")
+            problems.append(f"init.c: {name} registered with {registered[name]} args, "
+                            f"{where} takes {n}")
         if name in registered and declared.get(name) != n:
-            problems.append(f"init.c: extern {name} declares {declared.get(name)} args, {where} takes {n}")
+            problems.append(f"init.c: extern {name} declares {declared.get(name)} args, "
+                            f"{where} takes {n}")
     for name in sorted(set(registered) - set(defined)):
         problems.append(f"init.c: {name} is registered but defined in no glue file")
 
     r_files = sorted(glob.glob(os.path.join(root, "r", "R", "*.R")))
-    users = r_files + sorted(glob.glob(os.path.join(root, "r", "tests", "**", "*.R"), recursive=True))
+    tests = os.path.join(root, "r", "tests", "**", "*.R")
+    users = r_files + sorted(glob.glob(tests, recursive=True))
     users += sorted(glob.glob(os.path.join(root, "r", "vignettes", "*.Rmd")))
+    groups, ops = code_tables(src)
     for p in users:
         text, rel = read(p), os.path.relpath(p, root)
+        for g, name in CODE_USE_RE.findall(text):
+            if name not in groups.get(g, ()):
+                problems.append(f"{rel}: .pg$code${g}[[\"{name}\"]] is not in R_pg_codes "
+                                "(r_codes.c)")
+        for name in OP_USE_RE.findall(text):
+            if name not in ops:
+                problems.append(f"{rel}: .pg$op[[\"{name}\"]] is not in R_pg_op_codes (r_ops.c)")
         for m in CALL_RE.finditer(text):
             name, line = m.group(1), text.count("\n", 0, m.start()) + 1
             if name not in registered:
@@ -143,7 +177,8 @@ def check(root: str) -> list:
         text = read(p)
         funs.update(n.strip("`") for n in FUN_RE.findall(text))
         assigned.update(n.strip("`") for n in ASSIGN_RE.findall(text))
-    ns = "\n".join(line.split("#")[0] for line in read(os.path.join(root, "r", "NAMESPACE")).splitlines())
+    ns_lines = read(os.path.join(root, "r", "NAMESPACE")).splitlines()
+    ns = "\n".join(line.split("#")[0] for line in ns_lines)
     exports = set(EXPORT_RE.findall(ns))
     s3 = {f"{g}.{c}" for g, c in S3_RE.findall(ns)}
     aliases = set()
@@ -170,7 +205,8 @@ def check(root: str) -> list:
 
 
 def main() -> int:
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = sys.argv[1] if len(sys.argv) > 1 else here
     problems = check(root)
     for line in problems:
         print(line)

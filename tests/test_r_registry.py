@@ -91,12 +91,17 @@ APPENDED = [
      ["ag_forgotten is public-looking but neither exported nor in INTERNAL"]),
     ("NAMESPACE", "S3method(print, ag_nothing)\n",
      ["S3method print.ag_nothing has no function in r/R"]),
+    ("R/tape.R", '\n.d <- function() .Call(R_pg_tape, .pg$code$tape[["DEPHT"]])\n',
+     ['.pg$code$tape[["DEPHT"]] is not in R_pg_codes']),
+    ("R/tape.R", '\n.s <- function(x) .Call(R_pg_unary, .pg$op[["SIGMA"]], x, 0, 0, "s")\n',
+     ['.pg$op[["SIGMA"]] is not in R_pg_op_codes']),
 ]
 
 
 @pytest.mark.parametrize("rel, text, needles", APPENDED,
                          ids=["unregistered-call", "call-arg-count", "literal-code",
-                              "export-undefined", "public-not-exported", "s3-without-function"])
+                              "export-undefined", "public-not-exported", "s3-without-function",
+                              "unknown-code", "unknown-op"])
 def test_appended_defect(tree, rel, text, needles):
     with open(tree / "r" / rel, "a") as f:
         f.write(text)
