@@ -24,6 +24,7 @@ from .fit import *  # noqa: F401,F403  (ag_fit, callbacks, history)
 from .io import *  # noqa: F401,F403  (ag_save_model, ag_load_model)
 from .state import *  # noqa: F401,F403  (ag_state_dict, ag_load_state_dict, ag_save_model, ag_load_model, ggml_version)
 from .distributed import (dp_train, ag_mpi_init, ag_mpi_rank, ag_mpi_world_size, ag_mpi_barrier, ag_mpi_available, ag_broadcast_parameters, ag_allreduce_gradients, DistributedOptimizer, ag_fit_distributed)  # noqa: F401  (MPI optional, imported on use)
+from .distributed import ag_parameters_spread  # noqa: F401  (top level as in R)
 from .compile import ag_compile  # noqa: F401  (static graphs)
 from .gpu import *  # noqa: F401,F403  (ggmlR's GPU switches and probes: no GPU here)
 from .capture import *  # noqa: F401,F403  (ggmlR's captured functions and steps, eager on the CPU)
@@ -57,7 +58,8 @@ __all__ = [
     'ag_memory_stats', 'ag_memory_trim', 'ag_model_checkpoint', 'ag_model_info',
     'ag_module_from_config', 'ag_mpi_available', 'ag_mpi_barrier', 'ag_mpi_init', 'ag_mpi_rank',
     'ag_mpi_world_size', 'ag_mse_loss', 'ag_mul', 'ag_multihead_attention', 'ag_neg', 'ag_no_grad',
-    'ag_param', 'ag_pow', 'ag_predict', 'ag_register_layer', 'ag_relu', 'ag_reshape', 'ag_rng',
+    'ag_param', 'ag_parameters_spread', 'ag_pow', 'ag_predict', 'ag_register_layer', 'ag_relu',
+    'ag_reshape', 'ag_rng',
     'ag_sample_categorical', 'ag_sample_normal', 'ag_save_model', 'ag_scale', 'ag_sequential',
     'ag_set_blas', 'ag_set_threads', 'ag_sigmoid', 'ag_slice_rows', 'ag_softmax',
     'ag_softmax_cross_entropy_loss',

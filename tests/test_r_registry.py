@@ -127,3 +127,30 @@ def test_blas_names_are_one_pair_in_both_languages():
             pg.ag_set_blas("mkl")
     finally:
         pg.ag_set_blas("openblas" if prev.startswith("OpenBLAS") else "builtin")
+
+
+# names one language has and the other has not, and why (everything else is in both)
+PY_ONLY = {
+    "ag_fit_distributed": "Python's MPI entry; R runs it as ag_fit(distributed = TRUE)",
+    "ag_rng": "a numpy Generator on the shared stream; R draws with set.seed / runif",
+    "blas_library_path": "what pyggmlr.r hands R's ag_set_blas('openblas', path)",
+    "blas_name": "alias of ag_blas_name",
+    "use_blas": "alias of ag_set_blas",
+    "load_iris": "R has datasets::iris",
+}
+R_ONLY = {
+    "%*%": "R's operator (R < 4.3 dispatch)",
+    "ag_use_openblas": "alias of ag_set_blas('openblas', path)",
+}
+
+
+def test_one_name_per_capability_in_python_and_r():
+    import re
+
+    import pyggmlr as pg
+
+    ns = open(os.path.join(ROOT, "r", "NAMESPACE")).read()
+    r_names = set(re.findall(r'export\(\s*"?([^")\s]+)"?\s*\)', ns))
+    py_names = {n for n in pg.__all__ if not n[0].isupper()}  # classes have no R counterpart
+    assert py_names - r_names == set(PY_ONLY)
+    assert r_names - py_names == set(R_ONLY)
