@@ -4,7 +4,8 @@ Mirrors ggmlR's ag_* API (ag_tensor, ag_param, with_grad_tape, backward, ag_matm
 optimizer_adam, ag_sequential, ag_fit). Tensors are column-major [features, batch] matrices:
 ``shape`` is R's ``dim()``.
 """
-from ._core import ag_get_threads, ag_set_threads, blas_name, blas_library_path, use_blas
+from ._core import (ag_blas_name, ag_get_threads, ag_set_blas, ag_set_threads, blas_library_path,
+                    blas_name, use_blas)
 from .errors import (ArgumentError, DTypeError, GradientKeyError, PyggmlrError, PyggmlrMemoryError,
                      PyggmlrValueError, ShapeError, StateError)
 from .tensor import (DeviceError, Tensor, ag_default_device, ag_default_dtype, ag_device,
@@ -23,6 +24,7 @@ from .fit import *  # noqa: F401,F403  (ag_fit, callbacks, history)
 from .io import *  # noqa: F401,F403  (ag_save_model, ag_load_model)
 from .state import *  # noqa: F401,F403  (ag_state_dict, ag_load_state_dict, ag_save_model, ag_load_model, ggml_version)
 from .distributed import (dp_train, ag_mpi_init, ag_mpi_rank, ag_mpi_world_size, ag_mpi_barrier, ag_mpi_available, ag_broadcast_parameters, ag_allreduce_gradients, DistributedOptimizer, ag_fit_distributed)  # noqa: F401  (MPI optional, imported on use)
+from .distributed import ag_parameters_spread  # noqa: F401  (top level as in R)
 from .compile import ag_compile  # noqa: F401  (static graphs)
 from .gpu import *  # noqa: F401,F403  (ggmlR's GPU switches and probes: no GPU here)
 from .capture import *  # noqa: F401,F403  (ggmlR's captured functions and steps, eager on the CPU)
@@ -43,7 +45,8 @@ __all__ = [
     'Optimizer', 'OptimizerHyperWarning', 'PyggmlrError', 'PyggmlrIndexError', 'PyggmlrMemoryError',
     'PyggmlrValueError', 'ShapeError', 'StateError', 'Tensor', 'ag_accuracy', 'ag_add',
     'ag_allreduce_gradients', 'ag_argmax', 'ag_batch_norm', 'ag_bce_with_logits_loss',
-    'ag_binary_cross_entropy_loss', 'ag_broadcast_parameters', 'ag_capture', 'ag_capture_free',
+    'ag_binary_cross_entropy_loss', 'ag_blas_name', 'ag_broadcast_parameters', 'ag_capture',
+    'ag_capture_free',
     'ag_capture_set', 'ag_capture_step', 'ag_checkpoint', 'ag_clamp', 'ag_compile', 'ag_concat_rows',
     'ag_cross_entropy_loss', 'ag_dataloader', 'ag_default_device', 'ag_default_dtype', 'ag_device',
     'ag_div', 'ag_dropout', 'ag_dtype', 'ag_early_stopping', 'ag_embedding',
@@ -55,9 +58,11 @@ __all__ = [
     'ag_memory_stats', 'ag_memory_trim', 'ag_model_checkpoint', 'ag_model_info',
     'ag_module_from_config', 'ag_mpi_available', 'ag_mpi_barrier', 'ag_mpi_init', 'ag_mpi_rank',
     'ag_mpi_world_size', 'ag_mse_loss', 'ag_mul', 'ag_multihead_attention', 'ag_neg', 'ag_no_grad',
-    'ag_param', 'ag_pow', 'ag_predict', 'ag_register_layer', 'ag_relu', 'ag_reshape', 'ag_rng',
+    'ag_param', 'ag_parameters_spread', 'ag_pow', 'ag_predict', 'ag_register_layer', 'ag_relu',
+    'ag_reshape', 'ag_rng',
     'ag_sample_categorical', 'ag_sample_normal', 'ag_save_model', 'ag_scale', 'ag_sequential',
-    'ag_set_threads', 'ag_sigmoid', 'ag_slice_rows', 'ag_softmax', 'ag_softmax_cross_entropy_loss',
+    'ag_set_blas', 'ag_set_threads', 'ag_sigmoid', 'ag_slice_rows', 'ag_softmax',
+    'ag_softmax_cross_entropy_loss',
     'ag_state_dict', 'ag_sub', 'ag_sum', 'ag_tanh', 'ag_tape_clear', 'ag_tape_memory', 'ag_tensor',
     'ag_to_config', 'ag_to_device', 'ag_train', 'ag_transpose', 'ag_weighted_mse_loss', 'backward',
     'blas_library_path', 'blas_name', 'check_grad_anomaly', 'clip_grad_norm', 'clip_grad_value',

@@ -59,25 +59,37 @@ def _load_openblas():
     return True
 
 
-def use_blas(name: str = "openblas") -> str:
-    """Select the GEMM backend: "builtin" (the default, in R too: the core's blocked kernel,
-    AVX-512, AVX2+FMA or portable micro-kernels picked by CPU, threaded by ag_set_threads with
-    the same bits for every thread count) or "openblas" (the scipy-openblas32 wheel; it rounds
-    differently, so R must use it too for equal bits: pyggmlr.r does that). Returns
-    blas_name()."""
-    if name == "builtin":
+def _set_blas(name: str, fn: str) -> str:
+    if name in ("builtin", "default"):
         lib.pg_set_blas(NULL, NULL, NULL, b"builtin")
     elif name == "openblas":
         if not _load_openblas():
             raise RuntimeError("OpenBLAS is not available: pip install scipy-openblas32")
     else:
-        raise ValueError(f"use_blas(): name must be 'openblas' or 'builtin', got {name!r}")
+        raise ValueError(f"{fn}(): name must be 'openblas' or 'builtin', got {name!r}")
     return blas_name()
+
+
+def ag_set_blas(name: str = "default") -> str:
+    """Select the GEMM backend (R has the same name): "builtin" or "default" (the default, in R
+    too: the core's blocked kernel, AVX-512, AVX2+FMA or portable micro-kernels picked by CPU,
+    threaded by ag_set_threads with the same bits for every thread count) or "openblas" (the
+    scipy-openblas32 wheel; it rounds differently, so R must use it too for equal bits: pyggmlr.r
+    does that). Returns ag_blas_name()."""
+    return _set_blas(name, "ag_set_blas")
+
+
+def use_blas(name: str = "openblas") -> str:
+    """Alias of ag_set_blas, kept for existing scripts (its default here: "openblas")."""
+    return _set_blas(name, "use_blas")
 
 
 def blas_name() -> str:
     """Name of the GEMM the core uses now: "OpenBLAS (scipy-openblas32)" or "builtin"."""
     return ffi.string(lib.pg_blas_name()).decode()
+
+
+ag_blas_name = blas_name  # R's name; blas_name stays
 
 
 def blas_library_path() -> Optional[str]:
@@ -87,7 +99,7 @@ def blas_library_path() -> Optional[str]:
 
 
 # The built-in kernel is the default in Python and R alike, so one script gives the same bits in
-# both; PYGGMLR_BLAS=openblas (or use_blas("openblas")) opts into OpenBLAS.
+# both; PYGGMLR_BLAS=openblas (or ag_set_blas("openblas")) opts into OpenBLAS.
 if os.environ.get("PYGGMLR_BLAS", "").lower() == "openblas":
     _load_openblas()
 

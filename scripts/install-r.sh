@@ -3,8 +3,8 @@
 set -euo pipefail
 need=""
 command -v R >/dev/null 2>&1 || need="r-base-core r-base-dev"
-# Rmpi: R's side of ag_fit(distributed = TRUE) (it brings OpenMPI with it)
-for p in testthat jsonlite cli knitr rmarkdown remotes Rmpi; do
+# Rmpi: R's side of ag_fit(distributed = TRUE) (it brings OpenMPI with it); lintr: scripts/lint-r.sh
+for p in testthat jsonlite cli knitr rmarkdown remotes Rmpi lintr; do
     Rscript -e "quit(status = !requireNamespace('$p', quietly = TRUE))" >/dev/null 2>&1 || need="$need r-cran-$(echo $p | tr A-Z a-z)"
 done
 if [ -n "$need" ]; then

@@ -15,8 +15,10 @@
   out <- lapply(names(args), function(nm) {
     a <- args[[nm]]
     if (!is_ag_tensor(a) && !is.numeric(a) && !is.logical(a))
-      stop(sprintf("%s: argument '%s' must be numeric (a matrix or a vector), got %s", where, nm, class(a)[[1L]]), call. = FALSE)
-    m <- if (is_ag_tensor(a)) as.matrix(a) else if (is.null(dim(a))) matrix(a, ncol = 1L) else as.matrix(a)
+      stop(sprintf("%s: argument '%s' must be numeric (a matrix or a vector), got %s", where, nm,
+                   class(a)[[1L]]), call. = FALSE)
+    m <- if (is_ag_tensor(a)) as.matrix(a) else if (is.null(dim(a))) matrix(a,
+        ncol = 1L) else as.matrix(a)
     storage.mode(m) <- "double"
     ag_tensor(m)
   })
@@ -42,8 +44,10 @@ ag_capture <- function(fn, params = NULL) {
   v
 }
 
-.shape_list <- function(args) paste(sprintf("%s:%s", names(args), vapply(args, function(a) paste(dim(a), collapse = "x"),
-                                                                          character(1))), collapse = ", ")
+.shape_list <- function(args) paste(sprintf("%s:%s", names(args),
+                                            vapply(args, function(a) paste(dim(a), collapse = "x"),
+                                                                          character(1))),
+                                    collapse = ", ")
 
 ag_capture_step <- function(fn, params = NULL, optimizer, max_grad_norm = NULL) {
   .check_max_norm(max_grad_norm)
@@ -58,18 +62,23 @@ ag_capture_step <- function(fn, params = NULL, optimizer, max_grad_norm = NULL) 
     args <- .capture_args(list(...), "ag_capture_step")
     shapes <- .shape_list(args)
     if (!is.null(st$shapes) && !identical(shapes, st$shapes))
-      stop(sprintf("ag_capture_step: inputs (%s) differ from the first call (%s); shapes are fixed by the recording -- pad the batch or run this step uncaptured",
+      stop(sprintf(paste0("ag_capture_step: inputs (%s) differ from the first call (%s); shapes ",
+                          "are fixed by the recording -- pad the batch or run this step ",
+                          "uncaptured"),
                    shapes, st$shapes), call. = FALSE)
     optimizer$zero_grad()
     res <- with_grad_tape(do.call(fn, args))
-    loss <- if (is_ag_tensor(res)) res else if (is.list(res) && is_ag_tensor(res$loss)) res$loss else
-      stop("ag_capture_step: fn must return the loss, or a named list with an element 'loss'", call. = FALSE)
+    loss <- if (is_ag_tensor(res)) res else if (is.list(res) &&
+                                                is_ag_tensor(res$loss)) res$loss else
+      stop("ag_capture_step: fn must return the loss, or a named list with an element 'loss'",
+           call. = FALSE)
     grads <- backward(loss)
     outs <- if (is_ag_tensor(res)) list(loss = res) else res
     if (st$clipping) {
       norm <- clip_grad_norm(optimizer$params, grads, Inf)
       if (!is.finite(norm))
-        stop("ag_capture_step: the gradient norm is NaN; the update was not applied (weights, moments and the step counter are unchanged)",
+        stop(paste0("ag_capture_step: the gradient norm is NaN; the update was not applied ",
+                    "(weights, moments and the step counter are unchanged)"),
              call. = FALSE)
       clip_grad_norm(optimizer$params, grads, st$limit)
       outs$grad_norm <- matrix(norm, 1L, 1L)
@@ -79,15 +88,20 @@ ag_capture_step <- function(fn, params = NULL, optimizer, max_grad_norm = NULL) 
     if (is_ag_tensor(res) && !st$clipping) return(as.matrix(res))
     lapply(outs, .capture_out)
   }
-  structure(f, class = c("ag_captured", "function"), captures = new.env(parent = emptyenv()), ag_capture_step = st)
+  structure(f, class = c("ag_captured", "function"), captures = new.env(parent = emptyenv()),
+            ag_capture_step = st)
 }
 
 ag_capture_set <- function(f, max_grad_norm) {
   st <- attr(f, "ag_capture_step", exact = TRUE)
-  if (!is.function(f) || !is.environment(st)) stop("ag_capture_set: not a function from ag_capture_step()", call. = FALSE)
+  if (!is.function(f) ||
+      !is.environment(st)) stop("ag_capture_set: not a function from ag_capture_step()",
+                                call. = FALSE)
   if (!st$clipping)
-    stop("ag_capture_set: this step was created without max_grad_norm; create it with one to clip", call. = FALSE)
-  v <- .check_max_norm(max_grad_norm)  # checked before it replaces the limit: a refusal changes nothing
+    stop("ag_capture_set: this step was created without max_grad_norm; create it with one to clip",
+         call. = FALSE)
+  # checked before it replaces the limit: a refusal changes nothing
+  v <- .check_max_norm(max_grad_norm)
   if (is.null(v)) stop("max_grad_norm must be one positive finite number", call. = FALSE)
   st$limit <- v
   invisible(f)

@@ -8,7 +8,7 @@
 .ckpt_rng_state <- function() {
   s <- .Call(R_pg_rng_current)
   if (!is.null(s)) return(.Call(R_pg_rng_get_state, s))
-  .Call(R_pg_ckpt_tape, 2L)
+  .Call(R_pg_ckpt_tape, .pg$code$ckpt[["SEED"]])
   get(".Random.seed", envir = globalenv(), inherits = FALSE)
 }
 
@@ -36,7 +36,7 @@
 ag_checkpoint <- function(fn, ...) {
   if (missing(fn) || !is.function(fn))
     stop("ag_checkpoint() expects a function as its first argument.", call. = FALSE)
-  if (!.Call(R_pg_tape, 5L)) return(fn(...))
+  if (!.Call(R_pg_tape, .pg$code$tape[["ENABLED"]])) return(fn(...))
   args <- list(...)
   nm <- names(args)
   if (is.null(nm)) nm <- character(length(args))
@@ -64,12 +64,13 @@ ag_checkpoint <- function(fn, ...) {
 # stream) is given back on the way out.
 .ckpt_forward <- function(fn, args, rng) {
   ok <- FALSE
-  s <- .Call(R_pg_scope, 2L, 0L)   # tapes set aside before ours: give back down to these
+  # tapes set aside before ours: give back down to these
+  s <- .Call(R_pg_scope, .pg$code$scope[["STASHED"]], 0L)
   on.exit({
-    .Call(R_pg_scope, 3L, s)
+    .Call(R_pg_scope, .pg$code$scope[["UNSTASH_TO"]], s)
     if (!ok) .ckpt_rng_load(rng)
   })
-  .Call(R_pg_ckpt_tape, 0L)
+  .Call(R_pg_ckpt_tape, .pg$code$ckpt[["STASH"]])
   value <- do.call(fn, args, quote = TRUE)
   if (!is_ag_tensor(value))
     stop("ag_checkpoint(): fn must return an ag_tensor, got ", class(value)[1L], call. = FALSE)

@@ -1,6 +1,6 @@
 # Static graphs: record a step once, replay it in the C core (ggml-opt's static mode).
 
-.BUILDS <- c(forward = 0L, grad = 1L, opt = 2L)
+.BUILDS <- c("forward", "grad", "opt")  # the core's codes by name: .pg$code$build
 
 # x * an inverted-dropout mask, one core op (pg_dropout): the mask is drawn from R's stream (or a
 # run stream) when the op runs, eagerly or at every replay of a compiled graph; transpose: drawn
@@ -19,7 +19,8 @@
 }
 
 .rng_restore <- function(saved) {
-  if (!is.null(saved$stream)) return(invisible(.Call(R_pg_rng_set_state, saved$stream, saved$state)))
+  if (!is.null(saved$stream)) return(invisible(.Call(R_pg_rng_set_state, saved$stream,
+                                                     saved$state)))
   g <- globalenv()
   if (!is.null(saved$state)) assign(".Random.seed", saved$state, envir = g)
   else if (exists(".Random.seed", envir = g, inherits = FALSE)) rm(".Random.seed", envir = g)
@@ -28,27 +29,30 @@
 
 ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
   if (!is.function(fn)) stop("ag_compile(): fn must be a function", call. = FALSE)
-  if (!is.character(build) || length(build) != 1L || !(build %in% names(.BUILDS)))
+  if (!is.character(build) || length(build) != 1L || !(build %in% .BUILDS))
     stop(sprintf("ag_compile(): build must be \"opt\", \"grad\" or \"forward\", got %s",
                  paste(deparse(build), collapse = "")), call. = FALSE)
   if (build == "opt" && !inherits(optimizer, c("ag_optimizer_sgd", "ag_optimizer_adam")))
-    stop("ag_compile(): build = \"opt\" needs optimizer = (optimizer_adam / optimizer_sgd)", call. = FALSE)
+    stop("ag_compile(): build = \"opt\" needs optimizer = (optimizer_adam / optimizer_sgd)",
+         call. = FALSE)
   inputs <- lapply(list(...), function(x) if (is_ag_tensor(x)) x else ag_tensor(x))
   seed <- .rng_save()
   # whatever way fn leaves (error, interrupt, a caught warning's unwinding, invokeRestart,
   # callCC), the recorder is closed and the tape emptied: the handler is registered before the
   # recorder opens and aborts only a recording opened above the depth seen here
-  d <- .Call(R_pg_scope, 0L, 0L)
+  d <- .Call(R_pg_scope, .pg$code$scope[["DEPTH"]], 0L)
   on.exit({
-    .Call(R_pg_scope, 4L, d)
+    .Call(R_pg_scope, .pg$code$scope[["ABORT"]], d)
     .rng_restore(seed)
   })
   .Call(R_pg_graph_record_begin)
   out <- do.call(fn, inputs)
   .rng_restore(seed)
   if (!is_ag_tensor(out))
-    stop(sprintf("ag_compile(): fn must return an ag_tensor, got %s", class(out)[1L]), call. = FALSE)
-  g <- .Call(R_pg_graph_record_end, out$.ptr, lapply(inputs, function(t) t$.ptr), .BUILDS[[build]],
+    stop(sprintf("ag_compile(): fn must return an ag_tensor, got %s", class(out)[1L]),
+         call. = FALSE)
+  g <- .Call(R_pg_graph_record_end, out$.ptr, lapply(inputs, function(t) t$.ptr),
+             .pg$code$build[[toupper(build)]],
              if (build == "opt") optimizer$.h else NULL)
   n_in <- length(inputs)
   # the recorded inputs' handles, read once: a replay fed its own input tensors (ag_fit's batch
@@ -78,8 +82,10 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
 print.ag_compiled <- function(x, ...) {
   m <- .Call(R_pg_graph_memory, attr(x, "graph"))
   nm <- sum(.Call(R_pg_graph_ops, attr(x, "graph")) == "dropout")  # each replay redraws their masks
-  cat(sprintf("Compiled graph (%s): %d nodes, %.2f MB planned%s\n", attr(x, "build"), as.integer(m[1L]),
-              m[2L] / 1024^2, if (nm) sprintf(", %d dropout mask%s redrawn per call", nm, if (nm == 1L) "" else "s")
+  cat(sprintf("Compiled graph (%s): %d nodes, %.2f MB planned%s\n", attr(x, "build"),
+              as.integer(m[1L]),
+              m[2L] / 1024^2,
+              if (nm) sprintf(", %d dropout mask%s redrawn per call", nm, if (nm == 1L) "" else "s")
               else ""))
   cat(sprintf("  operands (outlive the graph)    : %8.2f MB\n", m[5L] / 1024^2))
   cat(sprintf("  activations (planned buffers)   : %8.2f MB\n", m[3L] / 1024^2))

@@ -6,7 +6,8 @@
 .MPI_HINT <- paste0("MPI support needs an MPI library and Rmpi. On Debian/Ubuntu:\n",
                     "    apt-get install -y openmpi-bin r-cran-rmpi\n",
                     "then launch with: mpirun -np 2 Rscript your_script.R ",
-                    "(as root add --allow-run-as-root; on a machine with fewer cores than ranks add --oversubscribe)")
+                    "(as root add --allow-run-as-root; on a machine with fewer cores than ",
+                    "ranks add --oversubscribe)")
 
 .mpi_stop <- function(fmt, ...) {
   msg <- sprintf(fmt, ...)
@@ -15,7 +16,10 @@
 }
 
 .mpi <- function() {
-  if (!requireNamespace("Rmpi", quietly = TRUE)) .mpi_stop("pyggmlr: MPI is not available (package Rmpi is not installed).\n%s", .MPI_HINT)
+  if (!requireNamespace("Rmpi",
+                        quietly = TRUE)) .mpi_stop(paste0("pyggmlr: MPI is not available ",
+                                                          "(package Rmpi is not installed).\n%s"),
+                                                   .MPI_HINT)
   asNamespace("Rmpi")
 }
 
@@ -32,9 +36,12 @@ ag_mpi_barrier <- function() invisible(.mpi()$mpi.barrier(0L))
 
 # every tensor handle of a model, a named list or one tensor, the same tensor once (Python's order)
 .mpi_tensors <- function(model, where) {
-  p <- if (is_ag_tensor(model)) list(model) else if (.is_model(model)) .layer_params(model) else model
-  if (!is.list(p)) .mpi_stop("%s: expected a model, a list of ag_tensors or an ag_tensor, got %s", where, class(model)[[1L]])
-  for (i in seq_along(p)) if (!is_ag_tensor(p[[i]])) .mpi_stop("%s: entry %d is not an ag_tensor", where, i)
+  p <- if (is_ag_tensor(model)) list(model)
+       else if (.is_model(model)) .layer_params(model) else model
+  if (!is.list(p)) .mpi_stop("%s: expected a model, a list of ag_tensors or an ag_tensor, got %s",
+                             where, class(model)[[1L]])
+  for (i in seq_along(p)) if (!is_ag_tensor(p[[i]])) .mpi_stop("%s: entry %d is not an ag_tensor",
+      where, i)
   unname(.dedup(p))
 }
 
@@ -46,10 +53,14 @@ ag_mpi_barrier <- function() invisible(.mpi()$mpi.barrier(0L))
   mine <- c(length(h), sig)
   b <- .mpi()$mpi.allreduce(c(mine, -mine), type = 2L, op = "max", comm = 0L)
   if (b[1L] != -b[3L]) {
-    .mpi_stop("%s: the ranks pass different parameter lists: different numbers of tensors (%d to %d); every rank must build the same model and call the same collectives in the same order", where, as.integer(-b[3L]), as.integer(b[1L]))
+    .mpi_stop(paste0("%s: the ranks pass different parameter lists: different numbers of tensors ",
+                     "(%d to %d); every rank must build the same model and call the same ",
+                     "collectives in the same order"), where, as.integer(-b[3L]), as.integer(b[1L]))
   }
   if (b[2L] != -b[4L]) {
-    .mpi_stop("%s: the ranks pass different parameter lists: %d tensors each, but with different shapes or dtypes; every rank must build the same model and call the same collectives in the same order", where, as.integer(b[1L]))
+    .mpi_stop(paste0("%s: the ranks pass different parameter lists: %d tensors each, but with ",
+                     "different shapes or dtypes; every rank must build the same model ",
+                     "and call the same collectives in the same order"), where, as.integer(b[1L]))
   }
   invisible(TRUE)
 }
@@ -57,16 +68,20 @@ ag_mpi_barrier <- function() invisible(.mpi()$mpi.barrier(0L))
 ag_broadcast_parameters <- function(model, root = 0L, buffers = TRUE) {
   W <- ag_mpi_world_size()
   # an invalid root reaches MPI_Bcast, whose default error handler aborts the process
-  if (!is.numeric(root) || length(root) != 1L || is.na(root) || root != floor(root) || root < 0 || root >= W)
-    .mpi_stop("ag_broadcast_parameters: root must be a rank in [0, %d), got %s", W, paste(format(root), collapse = " "))
+  if (!is.numeric(root) || length(root) != 1L || is.na(root) || root != floor(root) || root < 0 ||
+      root >= W)
+    .mpi_stop("ag_broadcast_parameters: root must be a rank in [0, %d), got %s", W,
+              paste(format(root), collapse = " "))
   ts <- .mpi_tensors(model, "ag_broadcast_parameters")
-  if (isTRUE(buffers) && .is_model(model)) ts <- unname(.dedup(c(ts, unname(.layer_buffers(model)))))
+  if (isTRUE(buffers) &&
+      .is_model(model)) ts <- unname(.dedup(c(ts, unname(.layer_buffers(model)))))
   if (W == 1L) return(invisible(NULL))
   h <- .mpi_handles(ts)
   .mpi_check_layout(h, "ag_broadcast_parameters")
-  buf <- .Call(R_pg_dist_pack, h, NULL, 1L, FALSE, 1.0, 0L)
+  buf <- .Call(R_pg_dist_pack, h, NULL, .pg$code$dist[["VALUE"]], FALSE, 1.0, 0L)
   buf <- .mpi()$mpi.bcast(buf, type = 2L, rank = as.integer(root), comm = 0L)
-  if (ag_mpi_rank() != root) .Call(R_pg_dist_unpack, h, NULL, 1L, FALSE, 1.0, buf)
+  if (ag_mpi_rank() != root) .Call(R_pg_dist_unpack, h, NULL, .pg$code$dist[["VALUE"]], FALSE, 1.0,
+                                   buf)
   invisible(NULL)
 }
 
@@ -74,7 +89,8 @@ ag_broadcast_parameters <- function(model, root = 0L, buffers = TRUE) {
 # (gradients * weight | presence flags | weight); returns the total weight
 ag_allreduce_gradients <- function(params, grads = NULL, weight = 1, check = TRUE) {
   if (!is.numeric(weight) || length(weight) != 1L || !is.finite(weight) || weight < 0)
-    .mpi_stop("ag_allreduce_gradients: weight must be finite and >= 0, got %s", paste(format(weight), collapse = " "))
+    .mpi_stop("ag_allreduce_gradients: weight must be finite and >= 0, got %s",
+              paste(format(weight), collapse = " "))
   .mpi_allreduce(.mpi_handles(.mpi_tensors(params, "ag_allreduce_gradients")), grads, weight, check)
 }
 
@@ -82,18 +98,19 @@ ag_allreduce_gradients <- function(params, grads = NULL, weight = 1, check = TRU
 .mpi_allreduce <- function(h, grads, weight, check) {
   W <- ag_mpi_world_size()
   if (isTRUE(check) && W > 1L) .mpi_check_layout(h, "ag_allreduce_gradients")
-  buf <- .Call(R_pg_dist_pack, h, grads, 0L, TRUE, as.double(weight), 1L)
+  buf <- .Call(R_pg_dist_pack, h, grads, .pg$code$dist[["GRAD"]], TRUE, as.double(weight), 1L)
   buf[length(buf)] <- as.double(weight)
   if (W > 1L) buf <- .mpi()$mpi.allreduce(buf, type = 2L, op = "sum", comm = 0L)
   total <- buf[length(buf)]
-  if (total > 0) .Call(R_pg_dist_unpack, h, grads, 0L, TRUE, 1 / total, buf[-length(buf)])
+  if (total > 0) .Call(R_pg_dist_unpack, h, grads, .pg$code$dist[["GRAD"]], TRUE, 1 / total,
+                            buf[-length(buf)])
   total
 }
 
 # largest difference of any parameter element between ranks (0: identical weights everywhere)
 ag_parameters_spread <- function(model) {
   h <- .mpi_handles(.mpi_tensors(model, "ag_parameters_spread"))
-  v <- .Call(R_pg_dist_pack, h, NULL, 1L, FALSE, 1.0, 0L)
+  v <- .Call(R_pg_dist_pack, h, NULL, .pg$code$dist[["VALUE"]], FALSE, 1.0, 0L)
   if (!length(v)) return(0)
   if (ag_mpi_world_size() > 1L) {
     .mpi_check_layout(h, "ag_parameters_spread")
@@ -106,7 +123,9 @@ ag_parameters_spread <- function(model) {
 # ag_fit(distributed = TRUE)'s collectives, in the order Python's FitSync runs them
 .fit_sync <- function(model, params) {
   s <- new.env(parent = emptyenv())
-  s$rank <- ag_mpi_rank(); s$world <- ag_mpi_world_size(); s$first <- TRUE
+  s$rank <- ag_mpi_rank()
+  s$world <- ag_mpi_world_size()
+  s$first <- TRUE
   ag_broadcast_parameters(model)
   h <- .mpi_handles(.mpi_tensors(params, "ag_fit"))
   s$grads <- function(grads, width) {

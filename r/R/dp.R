@@ -5,9 +5,11 @@
 
 .dp_int <- function(v, name, lo) {
   if (!is.numeric(v) || length(v) != 1L || is.na(v) || v != floor(v) || v < lo)
-    stop(sprintf("dp_train: %s must be an integer >= %d, got %s", name, lo, paste(format(v), collapse = " ")),
+    stop(sprintf("dp_train: %s must be an integer >= %d, got %s", name, lo,
+                 paste(format(v), collapse = " ")),
          call. = FALSE)
-  if (name %in% c("n_replicas", "n_gpu")) .check_count(v, "dp_train", name, lo, .PG_DP_MAX_REPLICAS)  # each one a model
+  # each one a model
+  if (name %in% c("n_replicas", "n_gpu")) .check_count(v, "dp_train", name, lo, .PG_DP_MAX_REPLICAS)
   as.integer(v)
 }
 
@@ -19,18 +21,21 @@
   max(as.integer(verbose), 0L)
 }
 
-dp_train <- function(make_model, data, loss_fn = NULL, forward_fn = NULL, target_fn = NULL, n_replicas = NULL,
+dp_train <- function(make_model, data, loss_fn = NULL, forward_fn = NULL, target_fn = NULL,
+                     n_replicas = NULL,
                      n_iter = 10L, lr = 1e-3, max_norm = Inf, verbose = 10L, n_gpu = NULL) {
   if (!is.function(make_model))
     stop("dp_train: make_model must be a function returning a model", call. = FALSE)
   if (!is.list(data) || is.data.frame(data))
-    stop(sprintf("dp_train: data must be a list of samples, got %s", class(data)[[1L]]), call. = FALSE)
+    stop(sprintf("dp_train: data must be a list of samples, got %s", class(data)[[1L]]),
+         call. = FALSE)
   if (!length(data)) stop("dp_train: data is empty", call. = FALSE)
   # ggmlR's n_gpu is the number of replicas (0.8.6 spec s10.2); on the CPU they are CPU replicas
   if (!is.null(n_gpu)) {
     n_gpu <- .dp_int(n_gpu, "n_gpu", 1L)
     if (!is.null(n_replicas) && !identical(.dp_int(n_replicas, "n_replicas", 1L), n_gpu))
-      stop(sprintf("dp_train: n_gpu (%d) and n_replicas (%s) both give the number of replicas; pass one", n_gpu,
+      stop(sprintf(paste0("dp_train: n_gpu (%d) and n_replicas (%s) both give the number of ",
+                          "replicas; pass one"), n_gpu,
                    format(n_replicas)), call. = FALSE)
     n_replicas <- n_gpu
   }
@@ -42,17 +47,20 @@ dp_train <- function(make_model, data, loss_fn = NULL, forward_fn = NULL, target
   fns <- list(loss_fn = loss_fn, forward_fn = forward_fn, target_fn = target_fn)
   for (nm in names(fns)) {
     f <- fns[[nm]]
-    if (!is.null(f) && !is.function(f)) stop(sprintf("dp_train: %s must be a function or NULL", nm), call. = FALSE)
+    if (!is.null(f) && !is.function(f)) stop(sprintf("dp_train: %s must be a function or NULL", nm),
+                                             call. = FALSE)
   }
 
   replicas <- lapply(seq_len(n_rep), function(i) make_model())
   plists <- lapply(seq_len(n_rep), function(r) {
     m <- replicas[[r]]
     if (is.null(forward_fn) && !((is.environment(m) || is.list(m)) && is.function(m$forward)))
-      stop(sprintf("dp_train: make_model() must return a model with $forward (replica %d is a %s); or give forward_fn",
+      stop(sprintf(paste0("dp_train: make_model() must return a model with $forward (replica %d ",
+                          "is a %s); or give forward_fn"),
                    r, class(m)[[1L]]), call. = FALSE)
     if (!.is_model(m))
-      stop(sprintf("dp_train: make_model() must return a model with $parameters() (replica %d is a %s)",
+      stop(sprintf(paste0("dp_train: make_model() must return a model with $parameters() ",
+                          "(replica %d is a %s)"),
                    r, class(m)[[1L]]), call. = FALSE)
     p <- .layer_params(m)
     for (i in seq_along(p)) if (!is_ag_tensor(p[[i]]))
@@ -63,15 +71,18 @@ dp_train <- function(make_model, data, loss_fn = NULL, forward_fn = NULL, target
   if (n_par == 0L) stop("dp_train: the model has no parameters", call. = FALSE)
   for (r in seq_len(n_rep)) {
     if (length(plists[[r]]) != n_par)
-      stop(sprintf("dp_train: replica %d has %d parameters, replica 1 has %d; make_model() must build the same architecture",
+      stop(sprintf(paste0("dp_train: replica %d has %d parameters, replica 1 has %d; ",
+                          "make_model() must build the same architecture"),
                    r, length(plists[[r]]), n_par), call. = FALSE)
     if (r > 1L) for (t in plists[[r]]) for (q in plists[[1L]]) if (.same(t, q))
-      stop(sprintf("dp_train: replicas 1 and %d share a parameter tensor; make_model() must return a new model each call", r),
+      stop(sprintf(paste0("dp_train: replicas 1 and %d share a parameter tensor; make_model() ",
+                          "must return a new model each call"), r),
            call. = FALSE)
   }
   handles <- lapply(plists, function(l) lapply(l, function(t) t$.ptr))
   flat <- unlist(handles, recursive = FALSE)
-  sync <- function() for (r in seq_len(n_rep)[-1L]) .Call(R_pg_dist_copy, handles[[r]], handles[[1L]])
+  sync <- function() for (r in seq_len(n_rep)[-1L]) .Call(R_pg_dist_copy, handles[[r]],
+                                                          handles[[1L]])
 
   sync()
   opt <- optimizer_adam(plists[[1L]], lr = lr)
@@ -86,8 +97,10 @@ dp_train <- function(make_model, data, loss_fn = NULL, forward_fn = NULL, target
       model <- replicas[[i]]
       s <- data[[(base + i - 1L) %% nd + 1L]]
       with_grad_tape({
-        out <- if (!is.null(forward_fn)) forward_fn(model, s) else model$forward(if (is_ag_tensor(s)) s else ag_tensor(s))
-        loss <- if (!is.null(loss_fn)) loss_fn(out, if (!is.null(target_fn)) target_fn(s) else s) else out
+        out <- if (!is.null(forward_fn)) forward_fn(model, s)
+               else model$forward(if (is_ag_tensor(s)) s else ag_tensor(s))
+        loss <- if (!is.null(loss_fn)) loss_fn(out, if (!is.null(target_fn)) target_fn(s) else s)
+                else out
       })
       if (!is_ag_tensor(loss)) stop("dp_train: the loss must be an ag_tensor", call. = FALSE)
       grads[[i]] <- backward(loss)

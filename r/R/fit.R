@@ -10,26 +10,39 @@
 # ---------------------------------------------------------------------------------------------
 # the loop
 
-ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adamw", opt_params = NULL,
-                   nepoch = 30L, batch_size = 32L, nbatch_logical = NULL, val_split = 0.0, shuffle = TRUE,
-                   callbacks = list(), silent = FALSE, seed = NULL, lr = 1e-3, resume_from = NULL, static = NULL,
+ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adamw",
+                   opt_params = NULL,
+                   nepoch = 30L, batch_size = 32L, nbatch_logical = NULL, val_split = 0.0,
+                   shuffle = TRUE,
+                   callbacks = list(), silent = FALSE, seed = NULL, lr = 1e-3, resume_from = NULL,
+                   static = NULL,
                    progress = "auto", distributed = FALSE, validation_data = NULL, verbose = NULL) {
-  v <- .fit_verbosity(verbose, progress, silent)  # fit_data.R: loaders, validation_data, verbose (as Python's)
+  # fit_data.R: loaders, validation_data, verbose (as Python's)
+  v <- .fit_verbosity(verbose, progress, silent)
   d <- .fit_data(x, y, validation_data, batch_size, shuffle, seed, val_split,
                  !isTRUE(all.equal(batch_size, 32)) || !isTRUE(shuffle))
-  x <- d$x; y <- d$y; batch_size <- d$batch_size; shuffle <- d$shuffle; seed <- d$seed; val_split <- d$val_split
+  x <- d$x
+  y <- d$y
+  batch_size <- d$batch_size
+  shuffle <- d$shuffle
+  seed <- d$seed
+  val_split <- d$val_split
   L <- .fit_loss(loss)
   pmode <- .fit_progress_mode(v$progress, v$silent)
   per_datapoint <- L$name != "sum"
   nepoch <- .fit_int(nepoch, "nepoch")
   batch_size <- .fit_int(batch_size, "batch_size")
-  nbatch_logical <- if (is.null(nbatch_logical)) batch_size else .fit_int(nbatch_logical, "nbatch_logical")
+  nbatch_logical <- if (is.null(nbatch_logical)) batch_size else .fit_int(nbatch_logical,
+      "nbatch_logical")
   if (nbatch_logical %% batch_size != 0L)
-    .fit_stop("ag_fit: nbatch_logical (%d) must be a multiple of batch_size (%d)", nbatch_logical, batch_size)
+    .fit_stop("ag_fit: nbatch_logical (%d) must be a multiple of batch_size (%d)", nbatch_logical,
+              batch_size)
   accum <- nbatch_logical %/% batch_size
   shuffle <- .arg_flag(shuffle, "ag_fit", "shuffle")
-  if (!is.numeric(val_split) || length(val_split) != 1L || is.na(val_split) || val_split < 0 || val_split >= 1)
-    .fit_stop("ag_fit: val_split must be in [0, 1), got %s", paste(format(val_split), collapse = " "))
+  if (!is.numeric(val_split) || length(val_split) != 1L || is.na(val_split) || val_split < 0 ||
+      val_split >= 1)
+    .fit_stop("ag_fit: val_split must be in [0, 1), got %s",
+              paste(format(val_split), collapse = " "))
   if (!is.null(opt_params) && !is.function(opt_params))
     .fit_stop("ag_fit: opt_params must be a function(epoch) returning a named list, or NULL")
   if (!is.null(seed) && (!is.numeric(seed) || length(seed) != 1L || is.na(seed)))
@@ -41,7 +54,10 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
 
   X <- .fit_cols(x, "x")
   n <- ncol(X)
-  if (is.null(y) && L$name %in% c("cross_entropy", "mse", names(.FIT_EXTRA_LOSSES))) .fit_stop("ag_fit: loss \"%s\" needs targets y", L$name)
+  if (is.null(y) &&
+      L$name %in% c("cross_entropy", "mse",
+                    names(.FIT_EXTRA_LOSSES))) .fit_stop("ag_fit: loss \"%s\" needs targets y",
+                                                         L$name)
   tg <- .fit_targets(y, L$name, n, X)
   .check_class_ids(tg$ids, model, nrow(X))  # fit_hints.R: 1-based labels
   classify <- L$name == "cross_entropy"
@@ -51,9 +67,17 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   dtype <- params[[1L]]$dtype
   opt <- .make_fit_optimizer(optimizer, params, lr)
   opt_before <- c(opt$accumulate_steps, opt$accum_count)  # put back when a resume is refused
-  undo <- function(e) { opt$accumulate_steps <- opt_before[[1]]; opt$accum_count <- opt_before[[2]]; stop(e) }
-  started <- FALSE  # a setup that fails (bad ids, a refused resume, ...) leaves the optimizer as it was
-  on.exit(if (!started) { opt$accumulate_steps <- opt_before[[1]]; opt$accum_count <- opt_before[[2]] }, add = TRUE)
+  restore <- function() {
+    opt$accumulate_steps <- opt_before[[1]]
+    opt$accum_count <- opt_before[[2]]
+  }
+  undo <- function(e) {
+    restore()
+    stop(e)
+  }
+  # a setup that fails (bad ids, a refused resume, ...) leaves the optimizer as it was
+  started <- FALSE
+  on.exit(if (!started) restore(), add = TRUE)
   opt$accumulate_steps <- accum
   opt$accum_count <- 0
 
@@ -62,32 +86,39 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   cbs <- lapply(callbacks, function(cb) {
     if (is.function(cb)) return(.fn_callback(cb))
     if ((is.environment(cb) || is.list(cb)) && is.function(cb$on_epoch_end)) return(cb)
-    .fit_stop("ag_fit: callbacks must be ag_early_stopping() objects, lists/environments with on_epoch_end, or functions(epoch, logs)")
+    .fit_stop(paste0("ag_fit: callbacks must be ag_early_stopping() objects, lists/environments ",
+                     "with on_epoch_end, or functions(epoch, logs)"))
   })
 
   sync <- NULL
   if (isTRUE(distributed)) {  # MPI over Rmpi: the same collectives as Python's (distributed.R)
     if (isTRUE(static))
-      .fit_stop("ag_fit: static=TRUE cannot be combined with distributed=TRUE (the compiled step has no gradient all-reduce)")
+      .fit_stop(paste0("ag_fit: static=TRUE cannot be combined with distributed=TRUE (the ",
+                       "compiled step has no gradient all-reduce)"))
     static <- FALSE
     sync <- .fit_sync(model, params)
-    batch_size <- batch_size * sync$world; nbatch_logical <- nbatch_logical * sync$world
+    batch_size <- batch_size * sync$world
+    nbatch_logical <- nbatch_logical * sync$world
     if (sync$rank != 0L) pmode <- "none"  # only rank 0 prints
   }
   if (is.null(static)) static <- is.character(loss) && .builtin_model(model)
   ss <- if (static) .static_steps(model, L$fn, opt, !is.null(tg$Y)) else NULL
 
-  settings <- list(n = n, batch_size = batch_size, nbatch_logical = nbatch_logical, val_split = val_split,
-                   shuffle = isTRUE(shuffle), loss = L$name, seed = if (is.null(seed)) NULL else .seed_int(seed),
+  settings <- list(n = n, batch_size = batch_size, nbatch_logical = nbatch_logical,
+                   val_split = val_split,
+                   shuffle = isTRUE(shuffle), loss = L$name,
+                   seed = if (is.null(seed)) NULL else .seed_int(seed),
                    split_state = NULL)
   res <- NULL
   if (!is.null(resume_from)) {  # weights, optimizer, then the run's own state from the checkpoint
-    if (!is.character(resume_from) || length(resume_from) != 1L) .fit_stop("ag_fit: resume_from must be a file name")
+    if (!is.character(resume_from) ||
+        length(resume_from) != 1L) .fit_stop("ag_fit: resume_from must be a file name")
     res <- tryCatch({
       r <- .fit_resume(resume_from, settings)  # checked; nothing written yet
       for (i in seq_along(cbs)) {  # the callbacks' saved states too
         st <- r$fit$callbacks[i]
-        if (length(st) && !is.null(st[[1L]]) && is.function(cbs[[i]]$check_state)) cbs[[i]]$check_state(st[[1L]])
+        if (length(st) && !is.null(st[[1L]]) &&
+            is.function(cbs[[i]]$check_state)) cbs[[i]]$check_state(st[[1L]])
       }
       r
     }, error = undo)
@@ -100,24 +131,33 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     .Call(R_pg_rng_use, run_rng)
   }
   # the split, the shuffles, the batches and the statistics live in the core (native/fit.c)
-  plan <- tryCatch(.Call(R_pg_fit_new, ag_tensor(X, dtype = dtype)$.ptr, if (is.null(tg$Y)) NULL else ag_tensor(tg$Y, dtype = dtype)$.ptr,
+  plan <- tryCatch(.Call(R_pg_fit_new, ag_tensor(X, dtype = dtype)$.ptr,
+                         if (is.null(tg$Y)) NULL else ag_tensor(tg$Y, dtype = dtype)$.ptr,
                 classify, batch_size, nbatch_logical, val_split, isTRUE(shuffle) && !d$fixed,
                 if (is.null(res)) NULL else as.integer(.num_vec(res$fit$settings$split_state))),
                    error = function(e) if (is.null(res)) stop(e) else undo(e))
-  if (d$fixed && isTRUE(shuffle)) .Call(R_pg_fit_set_shuffle, plan, TRUE)  # validation_data stays put
+  # validation_data stays put
+  if (d$fixed && isTRUE(shuffle)) .Call(R_pg_fit_set_shuffle, plan, TRUE)
   if (!is.null(sync)) .Call(R_pg_fit_shard, plan, sync$rank, sync$world)
   settings$split_state <- as.list(.Call(R_pg_fit_split_state, plan))
-  if (!is.null(res)) {  # the run is set up: now the weights and optimizer, then the stream (all checked)
+  # the run is set up: now the weights and optimizer, then the stream (all checked)
+  if (!is.null(res)) {
     res$tensors <- tryCatch(.fit_resume_load(resume_from, model, opt), error = undo)
     opt$accumulate_steps <- accum
     .ckpt_rng_load(as.integer(.num_vec(res$fit$rng_state)))
   }
   sz <- .Call(R_pg_fit_sizes, plan)
-  n_val <- sz[[3L]]; nb <- sz[[4L]]; n_valb <- sz[[6L]]
+  n_val <- sz[[3L]]
+  nb <- sz[[4L]]
+  n_valb <- sz[[6L]]
 
   fit <- new.env(parent = emptyenv())
-  fit$model <- model; fit$optimizer <- opt; fit$nepoch <- nepoch; fit$stop <- FALSE
-  fit$logs <- if (is.null(res)) list() else .history_logs(res$fit$history); fit$best_epoch <- NULL
+  fit$model <- model
+  fit$optimizer <- opt
+  fit$nepoch <- nepoch
+  fit$stop <- FALSE
+  fit$logs <- if (is.null(res)) list() else .history_logs(res$fit$history)
+  fit$best_epoch <- NULL
   fit$file_dtype <- if (identical(dtype, "f64")) "F64" else "F32"
   fit$save_checkpoint <- .fit_saver(fit, function() settings, cbs)
   for (cb in cbs) if (is.function(cb$on_train_begin)) cb$on_train_begin(fit)
@@ -149,8 +189,10 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     t0 <- proc.time()[["elapsed"]]
     prog$epoch_begin(epoch)
     for (b in seq_len(nb)) {
-      if (replay && !is.null(ss$train)) {  # nothing to do between batches: the rest of the epoch in one core call
-        .Call(R_pg_fit_run_static, plan, FALSE, b - 1L, nb, attr(ss$train$step, "graph"), ss$train$out)
+      # nothing to do between batches: the rest of the epoch in one core call
+      if (replay && !is.null(ss$train)) {
+        .Call(R_pg_fit_run_static, plan, FALSE, b - 1L, nb, attr(ss$train$step, "graph"),
+              ss$train$out)
         step <- step + (nb - b + 1L)
         break
       }
@@ -166,7 +208,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         if (!is_ag_tensor(lv)) .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor")
         grads <- backward(lv)
         if (!is.null(sync)) sync$grads(grads, ncol(bt[[1L]]))
-        opt$step(grads, sum_grads = TRUE)  # one environment per micro-batch: the optimizer sums them
+        # one environment per micro-batch: the optimizer sums them
+        opt$step(grads, sum_grads = TRUE)
         opt$zero_grad()
         grads <- NULL
         lval <- lv$data[1L, 1L]
@@ -188,13 +231,15 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         for (b in seq_len(n_valb)) {
           w <- as.character(min(batch_size, n_val - (b - 1L) * batch_size))
           if (!is.null(ss) && !is.null(ss$val[[w]])) {  # recorded: gather, replay and record in C
-            .Call(R_pg_fit_run_static, plan, TRUE, b - 1L, b, attr(ss$val[[w]]$step, "graph"), ss$val[[w]]$out)
+            .Call(R_pg_fit_run_static, plan, TRUE, b - 1L, b, attr(ss$val[[w]]$step, "graph"),
+                  ss$val[[w]]$out)
             next
           }
           bt <- .Call(R_pg_fit_batch, plan, TRUE, b - 1L)
           if (!is.null(ss)) {
             r <- ss$val_step(bt[[1L]], bt[[2L]])
-            out <- r$out; lval <- r$loss
+            out <- r$out
+            lval <- r$loss
           } else {
             out <- .fit_forward(model, bt[[1L]])
             lval <- L$fn(out, bt[[2L]])$data[1L, 1L]
@@ -206,8 +251,14 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
       ag_train(model)
     }
     st <- .Call(R_pg_fit_epoch_end, plan, per_datapoint)
-    logs$loss <- st[1L]; logs$loss_unc <- st[2L]; logs$accuracy <- st[3L]; logs$accuracy_unc <- st[4L]
-    logs$val_loss <- st[5L]; logs$val_loss_unc <- st[6L]; logs$val_accuracy <- st[7L]; logs$val_accuracy_unc <- st[8L]
+    logs$loss <- st[1L]
+    logs$loss_unc <- st[2L]
+    logs$accuracy <- st[3L]
+    logs$accuracy_unc <- st[4L]
+    logs$val_loss <- st[5L]
+    logs$val_loss_unc <- st[6L]
+    logs$val_accuracy <- st[7L]
+    logs$val_accuracy_unc <- st[8L]
     logs$time_val <- proc.time()[["elapsed"]] - t1
     fit$logs[[length(fit$logs) + 1L]] <- logs
     prog$epoch_end(logs)
@@ -223,8 +274,10 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
 }
 
 ag_predict <- function(model, x, batch_size = 256L) {
-  if (!(((is.environment(model) || is.list(model)) && is.function(model$forward)) || is.function(model)))
-    .arg_fail("argument", "ag_predict: model must have a forward(x) function, got %s", class(model)[[1L]])
+  if (!(((is.environment(model) || is.list(model)) && is.function(model$forward)) ||
+        is.function(model)))
+    .arg_fail("argument", "ag_predict: model must have a forward(x) function, got %s",
+              class(model)[[1L]])
   X <- .fit_cols(x, "x", "ag_predict")
   batch_size <- .fit_int(batch_size, "batch_size", fn = "ag_predict")
   if (ncol(X) == 0L) stop("ag_predict: x has no samples", call. = FALSE)
@@ -237,7 +290,9 @@ ag_predict <- function(model, x, batch_size = 256L) {
   ag_no_grad({
     for (s0 in seq(1L, ncol(X), by = batch_size)) {
       idx <- s0:min(s0 + batch_size - 1L, ncol(X))
-      outs[[length(outs) + 1L]] <- .fit_forward(model, ag_tensor(X[, idx, drop = FALSE], dtype = dtype))$data
+      outs[[length(outs) + 1L]] <- .fit_forward(model,
+                                                ag_tensor(X[, idx, drop = FALSE],
+                                                          dtype = dtype))$data
     }
   })
   do.call(cbind, outs)

@@ -6,10 +6,13 @@
   if (nrow(X) == ncol(Y)) { what <- "x"; rows <- nrow(X) }
   else if (nrow(Y) == ncol(X) && nrow(Y) != ncol(Y)) { what <- "y"; rows <- nrow(Y) }
   else if (nrow(X) == nrow(Y))
-    return(sprintf(paste0("; x and y look row-major (%d rows each, one per sample): pyggmlr data are ",
-                          "[features, samples] with one column per sample, so pass t(x) and t(y)"), nrow(X)))
+    return(sprintf(paste0("; x and y look row-major (%d rows each, one per sample): ",
+                          "pyggmlr data are ",
+                          "[features, samples] with one column per sample, so pass t(x) and t(y)"),
+                   nrow(X)))
   else return("")
-  sprintf(paste0("; %s looks row-major (%d rows, one per sample): pyggmlr data are [features, samples] ",
+  sprintf(paste0("; %s looks row-major (%d rows, one per sample): pyggmlr data are ",
+                 "[features, samples] ",
                  "with one column per sample, so pass t(%s)"), what, rows, what)
 }
 
@@ -25,7 +28,8 @@
   if (is.null(ids)) return(invisible())
   k <- tryCatch(.out_rows(model, features), error = function(e) NA_integer_)
   if (.one_based(ids, k))
-    .fit_stop("ag_fit: y holds class ids 1..%d but the model has %d outputs; %s", as.integer(k), as.integer(k), .ONE_BASED_HINT)
+    .fit_stop("ag_fit: y holds class ids 1..%d but the model has %d outputs; %s", as.integer(k),
+              as.integer(k), .ONE_BASED_HINT)
   invisible()
 }
 
@@ -33,7 +37,8 @@
 # condition keeps its class); ids are read only when the call failed
 .with_label_hint <- function(expr, target, k) {
   tryCatch(expr, error = function(e) {
-    ids <- tryCatch(as.vector(if (is_ag_tensor(target)) target$data else target), error = function(e2) NULL)
+    ids <- tryCatch(as.vector(if (is_ag_tensor(target)) target$data else target),
+                    error = function(e2) NULL)
     if (.one_based(ids, k)) e$message <- paste0(conditionMessage(e), "; ", .ONE_BASED_HINT)
     stop(e)
   })

@@ -20,7 +20,8 @@ as.data.frame.ag_history <- function(x, ...) as.data.frame(unclass(x)[.HIST_KEYS
 
 .pm <- function(v, u) {
   if (is.nan(v) || is.na(v)) return(formatC("-", width = 18))
-  if (is.na(u)) sprintf("%9.5f%9s", v, "") else paste0(sprintf("%9.5f", v), .pm_sym(), formatC(sprintf("%.5f", u), width = -7))
+  if (is.na(u)) sprintf("%9.5f%9s", v, "") else paste0(sprintf("%9.5f", v), .pm_sym(),
+                                                       formatC(sprintf("%.5f", u), width = -7))
 }
 
 .pm_pct <- function(v, u) {
@@ -34,7 +35,8 @@ print.ag_history <- function(x, ...) {
   has_val <- any(!is.nan(x$val_loss))
   has_acc <- any(!is.nan(x$accuracy))
   cat(sprintf("<ag_history: %d epoch%s%s>\n", n, if (n == 1L) "" else "s",
-              if (!is.null(x$stopped_epoch)) sprintf(", stopped at epoch %d", x$stopped_epoch) else ""))
+              if (!is.null(x$stopped_epoch)) sprintf(", stopped at epoch %d",
+                                                     x$stopped_epoch) else ""))
   head <- sprintf("%5s  %18s", "epoch", "loss")
   if (has_acc) head <- paste0(head, sprintf("  %17s", "accuracy"))
   if (has_val) {
@@ -69,21 +71,26 @@ plot.ag_history <- function(x, y, ...) {
       graphics::polygon(c(ep[ok], rev(ep[ok])), c(v[ok] - u[ok], rev(v[ok] + u[ok])),
                         col = grDevices::adjustcolor(col, alpha.f = 0.2), border = NA)
   }
-  lo <- c(x$loss - ifelse(is.na(x$loss_unc), 0, x$loss_unc), if (has_val) x$val_loss - ifelse(is.na(x$val_loss_unc), 0, x$val_loss_unc))
-  hi <- c(x$loss + ifelse(is.na(x$loss_unc), 0, x$loss_unc), if (has_val) x$val_loss + ifelse(is.na(x$val_loss_unc), 0, x$val_loss_unc))
+  lo <- c(x$loss - ifelse(is.na(x$loss_unc), 0, x$loss_unc),
+          if (has_val) x$val_loss - ifelse(is.na(x$val_loss_unc), 0, x$val_loss_unc))
+  hi <- c(x$loss + ifelse(is.na(x$loss_unc), 0, x$loss_unc),
+          if (has_val) x$val_loss + ifelse(is.na(x$val_loss_unc), 0, x$val_loss_unc))
   graphics::plot(ep, x$loss, type = "l", col = "steelblue", lwd = 2, xlab = "epoch", ylab = "loss",
                  ylim = range(c(lo, hi), finite = TRUE), main = "loss", ...)
   band(x$loss, x$loss_unc, "steelblue")
-  leg <- "train"; cols <- "steelblue"
+  leg <- "train"
+  cols <- "steelblue"
   if (has_val) {
     graphics::lines(ep, x$val_loss, col = "darkorange", lwd = 2)
     band(x$val_loss, x$val_loss_unc, "darkorange")
-    leg <- c(leg, "validation"); cols <- c(cols, "darkorange")
+    leg <- c(leg, "validation")
+    cols <- c(cols, "darkorange")
   }
   graphics::legend("topright", legend = leg, col = cols, lwd = 2, bty = "n")
   if (has_acc) {
     yl <- range(c(x$accuracy, if (has_val) x$val_accuracy), finite = TRUE)
-    graphics::plot(ep, x$accuracy, type = "l", col = "steelblue", lwd = 2, xlab = "epoch", ylab = "accuracy",
+    graphics::plot(ep, x$accuracy, type = "l", col = "steelblue", lwd = 2, xlab = "epoch",
+                   ylab = "accuracy",
                    ylim = yl, main = "accuracy")
     if (has_val) graphics::lines(ep, x$val_accuracy, col = "darkorange", lwd = 2)
     graphics::legend("bottomright", legend = leg, col = cols, lwd = 2, bty = "n")

@@ -6,8 +6,10 @@
 .FIT_PROGRESS <- c("auto", "bar", "none", "lines")  # "lines": verbose = 2, the epoch lines only
 
 .fit_progress_mode <- function(progress, silent) {
-  if (!is.character(progress) || length(progress) != 1L || is.na(progress) || !progress %in% .FIT_PROGRESS)
-    .fit_stop("ag_fit: progress must be \"auto\", \"bar\" or \"none\", got %s", paste(format(progress), collapse = " "))
+  if (!is.character(progress) || length(progress) != 1L || is.na(progress) ||
+      !progress %in% .FIT_PROGRESS)
+    .fit_stop("ag_fit: progress must be \"auto\", \"bar\" or \"none\", got %s",
+              paste(format(progress), collapse = " "))
   if (isTRUE(silent) || progress == "none" || (progress == "auto" && !interactive())) "none"
   else if (progress == "lines") "lines" else "bar"
 }
@@ -52,7 +54,8 @@
       p$id <- cli::cli_progress_bar(
         total = total, clear = FALSE, .auto_close = FALSE, .envir = p,
         format = paste("epoch {epoch}/{nepoch} {cli::pb_bar} {cli::pb_current}/{cli::pb_total}",
-                       "ETA {cli::pb_eta} | {status()}"))  # the ETA before what a narrow console cuts
+                       # the ETA before what a narrow console cuts
+                       "ETA {cli::pb_eta} | {status()}"))
   }
   p$epoch_end <- function(logs) {
     if (!p$on) return(invisible())

@@ -6,12 +6,17 @@
 ag_model_checkpoint <- function(path, every = 1L) {
   if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
     stop("ag_model_checkpoint: path must be a single file name", call. = FALSE)
-  if (!is.numeric(every) || length(every) != 1L || is.na(every) || every != floor(every) || every < 1)
-    stop(sprintf("ag_model_checkpoint: every must be an integer >= 1, got %s", paste(format(every), collapse = " ")),
+  if (!is.numeric(every) || length(every) != 1L || is.na(every) || every != floor(every) ||
+      every < 1)
+    stop(sprintf("ag_model_checkpoint: every must be an integer >= 1, got %s",
+                 paste(format(every), collapse = " ")),
          call. = FALSE)
   .ckpt_path_check(path)
   e <- new.env(parent = emptyenv())
-  e$path <- path; e$every <- as.integer(every); e$saved <- character(0); e$fit <- NULL
+  e$path <- path
+  e$every <- as.integer(every)
+  e$saved <- character(0)
+  e$fit <- NULL
   e$on_train_begin <- function(fit) e$fit <- fit
   e$on_epoch_end <- function(epoch, logs) {
     if (epoch %% e$every == 0L || epoch == e$fit$nepoch) {
@@ -30,11 +35,15 @@ ag_model_checkpoint <- function(path, every = 1L) {
 .ckpt_path_check <- function(path) {
   first <- gsub("{epoch}", "1", path, fixed = TRUE)
   if (grepl("[{}]", gsub("{{", "", gsub("}}", "", first, fixed = TRUE), fixed = TRUE)))
-    stop(sprintf("ag_model_checkpoint: path '%s' has a placeholder other than {epoch}", path), call. = FALSE)
+    stop(sprintf("ag_model_checkpoint: path '%s' has a placeholder other than {epoch}", path),
+         call. = FALSE)
   d <- dirname(path.expand(first))
-  if (!dir.exists(d)) stop(sprintf("ag_model_checkpoint: directory '%s' of path '%s' does not exist", d, path), call. = FALSE)
+  if (!dir.exists(d))
+    stop(sprintf("ag_model_checkpoint: directory '%s' of path '%s' does not exist", d, path),
+         call. = FALSE)
   if (file.access(d, 2L) != 0L || file.access(d, 1L) != 0L)
-    stop(sprintf("ag_model_checkpoint: directory '%s' of path '%s' is not writable", d, path), call. = FALSE)
+    stop(sprintf("ag_model_checkpoint: directory '%s' of path '%s' is not writable", d, path),
+         call. = FALSE)
   invisible(path)
 }
 
@@ -65,19 +74,22 @@ print.ag_model_checkpoint <- function(x, ...) {
 # the run's state for the checkpoint callback: fit$save_checkpoint(path, epoch)
 .fit_saver <- function(fit, settings, cbs) {
   function(path, epoch) {
-    states <- list(); more <- list()
+    states <- list()
+    more <- list()
     for (i in seq_along(cbs)) {
       st <- if (is.function(cbs[[i]]$state)) cbs[[i]]$state() else NULL
       states[i] <- list(st$js)
       for (kind in c("params", "buffers")) for (k in names(st$arrays[[kind]])) {
         a <- st$arrays[[kind]][[k]]
-        more[[length(more) + 1L]] <- list(name = sprintf("callback%d.%s.%s", i - 1L, substr(kind, 1L, nchar(kind) - 1L), k),
+        more[[length(more) + 1L]] <- list(name = sprintf("callback%d.%s.%s", i - 1L,
+                                                         substr(kind, 1L, nchar(kind) - 1L), k),
                                           value = a, dtype = fit$file_dtype)
       }
     }
     extra <- list(fit = list(settings = settings(), history = .history_dict(fit$logs, NULL, NULL),
                              rng_state = as.list(.ckpt_rng_state()), callbacks = states))
-    .save_model(fit$model, path, optimizer = fit$optimizer, epoch = epoch, extra = extra, more = more)
+    .save_model(fit$model, path, optimizer = fit$optimizer, epoch = epoch, extra = extra,
+                more = more)
   }
 }
 
@@ -90,18 +102,23 @@ print.ag_model_checkpoint <- function(x, ...) {
   if (!is.list(fs) || !is.list(fs$settings))
     .fit_stop("ag_fit: %s is not an ag_fit checkpoint (no training state)", path)
   for (k in c("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss")) {
-    was <- fs$settings[[k]]; now <- settings[[k]]
-    same <- if (is.numeric(now)) is.numeric(was) && isTRUE(as.double(was) == as.double(now)) else identical(was, now)
+    was <- fs$settings[[k]]
+    now <- settings[[k]]
+    same <- if (is.numeric(now)) is.numeric(was) && isTRUE(as.double(was) == as.double(now))
+            else identical(was, now)
     if (!same)
       .fit_stop("ag_fit: cannot resume: %s was %s in the checkpoint, now %s", k,
                 if (is.null(was)) "None" else format(was), format(now))
   }
   if (is.null(info$epoch)) .fit_stop("ag_fit: %s is not a training checkpoint (no epoch)", path)
-  num_list <- function(v) is.list(v) && all(vapply(v, function(x) is.null(x) || (is.numeric(x) && length(x) == 1L), logical(1)))
+  num_list <- function(v) is.list(v) && all(vapply(v, function(x) is.null(x) ||
+                                                   (is.numeric(x) && length(x) == 1L), logical(1)))
   h <- fs$history
-  ok <- is.list(h) && all(vapply(.HIST_KEYS, function(k) is.null(h[[k]]) || num_list(h[[k]]), logical(1))) &&
+  ok <- is.list(h) && all(vapply(.HIST_KEYS, function(k) is.null(h[[k]]) || num_list(h[[k]]),
+                                 logical(1))) &&
     num_list(fs$rng_state) && isTRUE(tryCatch({
-      .Call(R_pg_rng_set_state, .rng_stream(1L), as.integer(.num_vec(fs$rng_state)))  # a throwaway stream
+      # a throwaway stream
+      .Call(R_pg_rng_set_state, .rng_stream(1L), as.integer(.num_vec(fs$rng_state)))
       TRUE
     }, error = function(e) FALSE, warning = function(w) FALSE))
   if (!ok) .fit_stop("ag_fit: %s holds an unusable training state (history or random stream)", path)
@@ -124,8 +141,10 @@ print.ag_model_checkpoint <- function(x, ...) {
   out <- list(params = list(), buffers = list())
   for (k in keys) {
     rest <- substring(k, nchar(pre) + 1L)
-    kind <- sub("\\..*$", "", rest); nm <- sub("^[^.]*\\.", "", rest)
-    a <- tensors[[k]]; attr(a, "dtype") <- NULL
+    kind <- sub("\\..*$", "", rest)
+    nm <- sub("^[^.]*\\.", "", rest)
+    a <- tensors[[k]]
+    attr(a, "dtype") <- NULL
     if (kind == "param") out$params[[nm]] <- a else if (kind == "buffer") out$buffers[[nm]] <- a
   }
   out

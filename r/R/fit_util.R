@@ -9,7 +9,8 @@
 # check_flag (pyggmlr/errors.py): the same texts, raised as classed conditions
 # (pyggmlr_argument_error for the wrong kind, pyggmlr_value_error for a bad value).
 .arg_fail <- function(kind, fmt, ...)
-  stop(structure(class = c(paste0("pyggmlr_", kind, "_error"), "pyggmlr_error", "error", "condition"),
+  stop(structure(class = c(paste0("pyggmlr_", kind, "_error"), "pyggmlr_error", "error",
+                           "condition"),
                  list(message = sprintf(fmt, ...), call = NULL)))
 
 .arg_show <- function(v) {
@@ -30,7 +31,8 @@
   if (is.na(v) || !is.finite(v) || v != floor(v))
     .arg_fail("value", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
   if ((!is.null(lo) && v < lo) || (!is.null(hi) && v > hi)) {
-    if (identical(hi, .INT_MAX) && v > hi) rng <- sprintf("%s and <= %d (R's integer range)", rng, .INT_MAX)
+    if (identical(hi, .INT_MAX) && v > hi) rng <- sprintf("%s and <= %d (R's integer range)", rng,
+                                                          .INT_MAX)
     .arg_fail("value", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
   }
   as.integer(v)
@@ -38,8 +40,11 @@
 
 # one finite number in the range (open or closed at each end; NULL: unbounded) as a double
 .arg_num <- function(v, fn, arg, lo = NULL, hi = NULL, lo_open = FALSE, hi_open = FALSE) {
-  rng <- if (is.null(hi)) paste0("a finite number", if (is.null(lo)) "" else sprintf(" %s %s", if (lo_open) ">" else ">=", format(lo)))
-         else sprintf("a finite number in %s%s, %s%s", if (lo_open) "(" else "[", if (is.null(lo)) "-Inf" else format(lo),
+  rng <- if (is.null(hi)) paste0("a finite number",
+                                 if (is.null(lo)) "" else sprintf(" %s %s",
+                                     if (lo_open) ">" else ">=", format(lo)))
+         else sprintf("a finite number in %s%s, %s%s", if (lo_open) "(" else "[",
+                      if (is.null(lo)) "-Inf" else format(lo),
                       format(hi), if (hi_open) ")" else "]")
   if (!is.numeric(v) || is.factor(v) || length(v) != 1L || length(dim(v)) > 1L)
     .arg_fail("argument", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
@@ -57,7 +62,8 @@
 }
 
 .fit_forward <- function(model, x) {
-  if ((is.environment(model) || is.list(model)) && is.function(model$forward)) return(model$forward(x))
+  if ((is.environment(model) || is.list(model)) &&
+      is.function(model$forward)) return(model$forward(x))
   if (is.function(model)) return(model(x))
   .fit_stop("ag_fit: model must have a forward(x) function")
 }
@@ -68,17 +74,20 @@
   if (is_ag_tensor(v)) v <- v$data
   # a tampered dim must not reach R's `[` (it trusts dim); named after the public caller
   fn <- tryCatch(as.character(sys.call(-1L)[[1L]])[1L], error = function(e) "")
-  .check_dims(v, if (length(fn) == 1L && !is.na(fn) && startsWith(fn, "ag_")) fn else "ag_fit", name)
+  .check_dims(v, if (length(fn) == 1L && !is.na(fn) && startsWith(fn, "ag_")) fn else "ag_fit",
+              name)
   if (is.data.frame(v)) {
     ok <- vapply(v, function(col) is.numeric(col) || is.logical(col), logical(1))
-    if (!all(ok)) .fit_stop("%s: %s: data.frame column '%s' is not numeric", fn, name, names(v)[!ok][1L])
+    if (!all(ok)) .fit_stop("%s: %s: data.frame column '%s' is not numeric", fn, name,
+                            names(v)[!ok][1L])
     v <- t(as.matrix(v))
   }
   if (is.null(dim(v))) {
     if (!is.numeric(v) && !is.logical(v)) .fit_stop("%s: %s must be numeric", fn, name)
     v <- matrix(as.double(v), nrow = 1L)
   }
-  if (length(dim(v)) != 2L) .fit_stop("%s: %s must be a [features, n] matrix (samples are columns)", fn, name)
+  if (length(dim(v)) != 2L) .fit_stop("%s: %s must be a [features, n] matrix (samples are columns)",
+                                      fn, name)
   if (!is.numeric(v) && !is.logical(v)) .fit_stop("%s: %s must be numeric", fn, name)
   # touched only when needed: either would copy the whole data set (pages faulted in every run)
   if (!is.double(v)) storage.mode(v) <- "double"
@@ -95,12 +104,14 @@
   }
   Y <- .fit_cols(y, "y")
   if (ncol(Y) != n)  # fit_hints.R: Python's row-major hint
-    .fit_stop("ag_fit: x has %d samples (columns) but y has %d%s", n, ncol(Y), if (is.null(X)) "" else .row_major_hint(X, Y))
+    .fit_stop("ag_fit: x has %d samples (columns) but y has %d%s", n, ncol(Y),
+              if (is.null(X)) "" else .row_major_hint(X, Y))
   if (anyNA(Y)) .fit_stop("ag_fit: y has missing values")
   ids <- NULL
   if (loss == "cross_entropy" && nrow(Y) == 1L) {
     if (any(Y != round(Y)) || any(Y < 0))
-      .fit_stop("ag_fit: cross_entropy targets must be 0-based class ids (whole numbers >= 0), a factor or a one-hot matrix")
+      .fit_stop(paste0("ag_fit: cross_entropy targets must be 0-based class ids (whole numbers ",
+                       ">= 0), a factor or a one-hot matrix"))
     ids <- as.integer(Y[1L, ])
   }
   list(Y = Y, ids = ids)
@@ -109,19 +120,24 @@
 .fit_loss <- function(loss) {
   if (is.function(loss)) return(list(fn = loss, tensor = TRUE, name = "callable"))
   if (!is.character(loss) || length(loss) != 1L)
-    .fit_stop("ag_fit: loss must be \"cross_entropy\", \"mse\", \"mean\", \"sum\" or a function(output, y)")
+    .fit_stop(paste0("ag_fit: loss must be \"cross_entropy\", \"mse\", \"mean\", \"sum\" or a ",
+                     "function(output, y)"))
   switch(loss,
          cross_entropy = list(fn = ag_softmax_cross_entropy_loss, tensor = FALSE, name = loss),
          mse = list(fn = ag_mse_loss, tensor = TRUE, name = loss),
          mean = list(fn = function(out, y) ag_mean(out), tensor = TRUE, name = loss),
          sum = list(fn = function(out, y) ag_sum(out), tensor = TRUE, name = loss),
-         if (loss %in% names(.FIT_EXTRA_LOSSES)) list(fn = .FIT_EXTRA_LOSSES[[loss]], tensor = TRUE, name = loss)
-         else .fit_stop("ag_fit: unknown loss \"%s\"; use \"cross_entropy\", \"mse\", \"mean\", \"sum\", %s or a function(output, y) returning a 1x1 ag_tensor",
+         if (loss %in% names(.FIT_EXTRA_LOSSES)) list(fn = .FIT_EXTRA_LOSSES[[loss]], tensor = TRUE,
+                                                      name = loss)
+         else .fit_stop(paste0("ag_fit: unknown loss \"%s\"; use \"cross_entropy\", \"mse\", ",
+                               "\"mean\", \"sum\", %s or a function(output, y) returning ",
+                               "a 1x1 ag_tensor"),
                         loss, paste0("\"", names(.FIT_EXTRA_LOSSES), "\"", collapse = ", ")))
 }
 
 # the losses beyond ggml-opt's (loss.R), each against y of the output's shape
-.FIT_EXTRA_LOSSES <- list(binary_cross_entropy = function(out, y) ag_binary_cross_entropy_loss(out, y),
+.FIT_EXTRA_LOSSES <- list(binary_cross_entropy = function(out, y) ag_binary_cross_entropy_loss(out,
+    y),
                           bce_with_logits = function(out, y) ag_bce_with_logits_loss(out, y),
                           huber = function(out, y) ag_huber_loss(out, y),
                           mae = function(out, y) ag_mae_loss(out, y))
@@ -129,7 +145,8 @@
 # loss statistics as ggml reports them (mean of the per-batch losses weighted by batch size, or
 # the total for a sum loss, and the standard error of the per-batch values), computed by the core
 # (pg_loss_stats), the same function Python's ag_fit calls, so the histories agree to the bit
-.loss_stats <- function(v, w, per_datapoint) .Call(R_pg_loss_stats, as.double(v), as.double(w), isTRUE(per_datapoint))
+.loss_stats <- function(v, w, per_datapoint) .Call(R_pg_loss_stats, as.double(v), as.double(w),
+                                                   isTRUE(per_datapoint))
 
 .acc_stats <- function(ncorrect, ndata) {
   if (is.null(ncorrect)) return(c(NaN, NaN))
@@ -155,11 +172,13 @@
 .apply_hyper <- function(opt, hp, epoch) {
   if (is.null(hp)) return(invisible())
   if (!is.list(hp) || (length(hp) && is.null(names(hp))))
-    .fit_stop("ag_fit: opt_params(epoch) must return a named list, got %s at epoch %d", class(hp)[[1L]], epoch)
+    .fit_stop("ag_fit: opt_params(epoch) must return a named list, got %s at epoch %d",
+              class(hp)[[1L]], epoch)
   for (k in names(hp)) {
     nm <- if (k %in% names(.HYPER_ALIASES)) .HYPER_ALIASES[[k]] else k
     if (!nm %in% .HYPER[[opt$kind]])
-      .fit_stop("ag_fit: opt_params returned unknown hyper-parameter '%s' for %s", k, class(opt)[[1L]])
+      .fit_stop("ag_fit: opt_params returned unknown hyper-parameter '%s' for %s", k,
+                class(opt)[[1L]])
     assign(nm, hp[[k]], envir = opt)
   }
   invisible()
@@ -186,12 +205,15 @@
   if (is.environment(model)) {
     if (inherits(model, "ag_sequential"))
       return(length(model$layers) > 0L && all(vapply(model$layers, .builtin_model, logical(1))))
-    return(inherits(model, c("ag_dropout", "ag_batch_norm", "ag_layer_norm", "ag_multihead_attention",
+    return(inherits(model,
+                    c("ag_dropout", "ag_batch_norm", "ag_layer_norm", "ag_multihead_attention",
                               "ag_embedding")))
   }
   # ag_linear is a (classed) list
-  is.list(model) && (!is.object(model) || inherits(model, "ag_linear")) && identical(names(model), c("W", "b", "forward", "params", "to_config")) &&
-    is_ag_tensor(model$W) && is.function(model$to_config) && identical(model$to_config()$type, "linear")
+  is.list(model) && (!is.object(model) || inherits(model, "ag_linear")) && identical(names(model),
+      c("W", "b", "forward", "params", "to_config")) &&
+    is_ag_tensor(model$W) && is.function(model$to_config) && identical(model$to_config()$type,
+        "linear")
 }
 
 # ag_fit's compiled graphs: one "opt" graph for the training batches (all of batch_size columns)
@@ -217,7 +239,8 @@
     })
     ins <- list(xv)  # the plan's batch tensors: each gather refills the graph's inputs
     if (has_y) ins[[2L]] <- yv
-    step <- do.call(ag_compile, c(list(fn), ins, list(build = build, optimizer = if (build == "opt") opt)))
+    step <- do.call(ag_compile,
+                    c(list(fn), ins, list(build = build, optimizer = if (build == "opt") opt)))
     list(step = step, out = holder$out)
   }
   run <- function(g, xv, yv) list(loss = if (has_y) g$step(xv, yv) else g$step(xv), out = g$out)

@@ -35,7 +35,8 @@ ag_matmul_precision <- function(precision) {
 ag_local_mode <- function(graph = NULL, matmul_precision = NULL, envir = parent.frame()) {
   if (!is.null(graph) && !.is_flag(graph))
     stop("ag_local_mode(): `graph` must be TRUE, FALSE or NULL", call. = FALSE)
-  if (!is.null(matmul_precision)) matmul_precision <- match.arg(matmul_precision, c("default", "f32"))
+  if (!is.null(matmul_precision)) matmul_precision <- match.arg(matmul_precision,
+      c("default", "f32"))
   prev <- list()  # read, restore registered, then set: no exit path keeps the new modes
   if (!is.null(matmul_precision)) prev$matmul_precision <- ag_matmul_precision()
   if (!is.null(graph)) prev$graph <- ag_graph_mode()

@@ -3,7 +3,8 @@
 # themselves are the core's (native/pg_api_bounds.h, pg_file_kind) where there is one.
 
 .pg_stop <- function(kind, msg)
-  stop(structure(class = c(sprintf("pyggmlr_%s_error", kind), "pyggmlr_error", "simpleError", "error", "condition"),
+  stop(structure(class = c(sprintf("pyggmlr_%s_error", kind), "pyggmlr_error", "simpleError",
+                           "error", "condition"),
                  list(message = msg, call = NULL)))
 
 # x's dim against its length (R's own `[` trusts dim: a tampered serialize() payload would make
@@ -20,16 +21,21 @@
     .pg_stop("argument", sprintf("%s: path must be a file name (a single string), got %s", fn,
                                  paste(class(path), collapse = "/")))
   kind <- .Call(R_pg_file_kind, path)
-  if (kind == 0L) stop(sprintf("cannot open file '%s': No such file or directory", path), call. = FALSE)
-  if (kind == 2L) stop(sprintf("%s: '%s' is a directory", fn, path), call. = FALSE)
-  if (kind != 1L)
-    .pg_stop("value", sprintf("%s: %s: not a regular file (a FIFO, device or socket): model files are regular files", fn, path))
+  if (kind == .pg$code$file[["MISSING"]]) stop(sprintf(paste0("cannot open file '%s': No such ",
+      "file or directory"), path), call. = FALSE)
+  if (kind == .pg$code$file[["DIR"]]) stop(sprintf("%s: '%s' is a directory", fn, path),
+                                           call. = FALSE)
+  if (kind != .pg$code$file[["REGULAR"]])
+    .pg_stop("value",
+             sprintf(paste0("%s: %s: not a regular file (a FIFO, device or socket): model files ",
+                            "are regular files"), fn, path))
   invisible(path)
 }
 
 # whole number in [lo, hi], checked in double before as.integer() could make NA of it
 .check_count <- function(v, fn, arg, lo, hi) {
-  .Call(R_pg_check_count, fn, arg, if (is.numeric(v) && length(v) == 1L) as.double(v) else NA_real_, as.double(lo), as.double(hi))
+  .Call(R_pg_check_count, fn, arg, if (is.numeric(v) && length(v) == 1L) as.double(v) else NA_real_,
+        as.double(lo), as.double(hi))
   invisible(v)
 }
 

@@ -10,7 +10,8 @@
 
 .IO_FORMAT <- "pyggmlr.ag_model"
 .IO_VERSION <- "1"
-.IO_MAX_HEADER <- 100 * 1024 * 1024  # the core's limit (native/codec.c); state.R sniffs files with it
+# the core's limit (native/codec.c); state.R sniffs files with it
+.IO_MAX_HEADER <- 100 * 1024 * 1024
 
 .io_bad <- function(path, msg) stop(sprintf("%s: %s", path, msg), call. = FALSE)
 
@@ -21,7 +22,8 @@
 
 .json_clean <- function(v) {
   if (is.factor(v)) v <- as.character(v)
-  if (!is.null(v) && !(is.list(v) && !is.data.frame(v)) && !is.logical(v) && !is.numeric(v) && !is.character(v))
+  if (!is.null(v) && !(is.list(v) && !is.data.frame(v)) && !is.logical(v) && !is.numeric(v) &&
+      !is.character(v))
     stop(sprintf("a %s cannot be written as JSON", class(v)[[1L]]), call. = FALSE)
   if (is.list(v)) {
     nm <- names(v)
@@ -62,10 +64,13 @@
   bad <- .Call(R_pg_json_check, enc2utf8(text), what, as.double(budget))
   if (!is.null(bad)) .io_bad(path, bad)
   tryCatch(jsonlite::parse_json(text, simplifyVector = FALSE),
-           error = function(e) .io_bad(path, sprintf("%s is not valid JSON (%s)", what, substr(conditionMessage(e), 1L, 120L))))
+           error = function(e) .io_bad(path,
+                                       sprintf("%s is not valid JSON (%s)", what,
+                                               substr(conditionMessage(e), 1L, 120L))))
 }
 
-.is_obj <- function(v) is.list(v) && (length(v) == 0L || (!is.null(names(v)) && all(names(v) != "")))
+.is_obj <- function(v) is.list(v) && (length(v) == 0L ||
+                                      (!is.null(names(v)) && all(names(v) != "")))
 .is_arr <- function(v) is.list(v) && is.null(names(v))
 .is_str <- function(v) is.character(v) && length(v) == 1L && !is.na(v)
 # a JSON integer: jsonlite gives integers for small whole numbers written without a fraction,
@@ -80,9 +85,11 @@
 # safetensors writer / reader: the C core's codec (native/codec*.c, r/src/r_codec.c), shared
 # with the Python package, so both write the same bytes and refuse the same files
 
-# the core's answer list(status, message): a file's content (PG_ERR_VALUE = 3) names the file
+# the core's answer list(status, message): a file's content (status VALUE) names the file
 .codec_fail <- function(res, path, fn = NULL) {
-  if (identical(res$status, 3L)) .io_bad(if (is.null(fn)) path else sprintf("%s: %s", fn, path), res$message)
+  if (identical(res$status,
+                .pg$code$status[["VALUE"]])) .io_bad(if (is.null(fn)) path else sprintf("%s: %s",
+                    fn, path), res$message)
   stop(res$message, call. = FALSE)
 }
 
@@ -97,14 +104,16 @@
   })
   res <- .Call(R_pg_st_write, path, vapply(tensors, function(t) enc2utf8(as.character(t$name)), ""),
                vapply(tensors, function(t) identical(t$dtype, "F64"), logical(1)), values,
-               enc2utf8(as.character(names(metadata))), enc2utf8(vapply(metadata, as.character, "")))
-  if (!identical(res$status, 0L)) stop(res$message, call. = FALSE)
+               enc2utf8(as.character(names(metadata))),
+               enc2utf8(vapply(metadata, as.character, "")))
+  if (!identical(res$status, .pg$code$status[["OK"]])) stop(res$message, call. = FALSE)
   invisible(path)
 }
 
 # Validate and read a safetensors file: list(tensors = named list of matrices (file order) with
 # attribute "dtype" ("F32"/"F64"), meta = named list of strings).
-# A file refused on its framing or header names fn too ("ag_load_model(): <path>: header length ...").
+# A file refused on its framing or header names fn too ("ag_load_model(): <path>: header length
+# ...").
 .read_safetensors <- function(path, fn = "ag_load_model()") {
   if (!is.character(path) || length(path) != 1L || is.na(path))
     stop("ag_load_model(): path must be a single file name", call. = FALSE)
@@ -119,18 +128,22 @@
 
 .is_model <- function(model) {
   (is.environment(model) && is.function(model$parameters)) ||
-    (is.list(model) && !is.environment(model) && (is.function(model$params) || is.function(model$parameters)))
+    (is.list(model) && !is.environment(model) &&
+     (is.function(model$params) || is.function(model$parameters)))
 }
 
 .model_params <- function(model, where) {
   if (!.is_model(model))
-    stop(sprintf("%s: `model` must be an ag_sequential or ag_* layer (an object with parameters()), got %s",
+    stop(sprintf(paste0("%s: `model` must be an ag_sequential or ag_* layer (an object with ",
+                        "parameters()), got %s"),
                  where, class(model)[[1L]]), call. = FALSE)
   p <- .layer_params(model)
   .check_named_tensors(p, where, "parameter")
 }
 
-.model_buffers <- function(model, where = "ag_save_model()") .check_named_tensors(.layer_buffers(model), where, "buffer")
+.model_buffers <- function(model,
+                           where = "ag_save_model()") .check_named_tensors(.layer_buffers(model),
+                               where, "buffer")
 
 .check_named_tensors <- function(p, where, kind) {
   if (!length(p)) return(list())
@@ -138,7 +151,8 @@
   if (is.null(nm) || any(is.na(nm) | nm == ""))
     stop(sprintf("%s: every %s needs a name", where, kind), call. = FALSE)
   for (k in nm) if (!is_ag_tensor(p[[k]]))
-    stop(sprintf("%s: model entry '%s' is a %s, not an ag_tensor", where, k, class(p[[k]])[[1L]]), call. = FALSE)
+    stop(sprintf("%s: model entry '%s' is a %s, not an ag_tensor", where, k, class(p[[k]])[[1L]]),
+         call. = FALSE)
   if (anyDuplicated(nm))
     stop(sprintf("%s: duplicate %s name '%s'", where, kind, nm[anyDuplicated(nm)]), call. = FALSE)
   p
@@ -165,7 +179,8 @@
   bufs <- .model_buffers(model)
   clash <- intersect(names(params), names(bufs))
   if (length(clash))
-    stop(sprintf("ag_save_model(): names used by both a parameter and a buffer: %s", paste(clash, collapse = ", ")),
+    stop(sprintf("ag_save_model(): names used by both a parameter and a buffer: %s",
+                 paste(clash, collapse = ", ")),
          call. = FALSE)
   meta <- c(format = .IO_FORMAT, format_version = .IO_VERSION,
             created_by = sprintf("pyggmlr (R) %s", as.character(utils::packageVersion("pyggmlr"))),
@@ -173,7 +188,8 @@
   tc <- if (is.function(model$to_config)) model$to_config else NULL
   if (!is.null(tc)) {
     cfg <- tryCatch(tc(), error = function(e) {
-      warning(sprintf("ag_save_model(): saving the weights without the architecture (%s); load with ag_load_model(path, model = ...)",
+      warning(sprintf(paste0("ag_save_model(): saving the weights without the architecture (%s); ",
+                             "load with ag_load_model(path, model = ...)"),
                       conditionMessage(e)), call. = FALSE)
       NULL
     })
@@ -182,31 +198,40 @@
       .check_save_config(meta[["config"]], params, bufs)  # whatever is saved must load
     }
   }
-  tensors <- c(lapply(names(params), function(k) list(name = k, value = params[[k]]$data, dtype = .file_dtype(params[[k]]))),
-               lapply(names(bufs), function(k) list(name = k, value = bufs[[k]]$data, dtype = .file_dtype(bufs[[k]]))))
+  tensors <- c(lapply(names(params),
+                      function(k) list(name = k, value = params[[k]]$data,
+                                       dtype = .file_dtype(params[[k]]))),
+               lapply(names(bufs),
+                      function(k) list(name = k, value = bufs[[k]]$data,
+                                       dtype = .file_dtype(bufs[[k]]))))
   if (!is.null(epoch)) meta[["epoch"]] <- .check_save_epoch(epoch)
   if (!is.null(optimizer)) {
     if (!.is_optimizer(optimizer))
-      stop(sprintf("ag_save_model(): optimizer must be an optimizer object, got %s", class(optimizer)[[1L]]), call. = FALSE)
+      stop(sprintf("ag_save_model(): optimizer must be an optimizer object, got %s",
+                   class(optimizer)[[1L]]), call. = FALSE)
     st <- .opt_file_state(optimizer)  # this file's layout (ggmlR's state() has another)
     names_o <- .opt_names(optimizer, params)
-    slots <- sort(unique(unlist(lapply(st$params, function(e) names(e)[!vapply(e, is.null, logical(1))]))))
+    slots <- sort(unique(unlist(lapply(st$params,
+                                       function(e) names(e)[!vapply(e, is.null, logical(1))]))))
     hyper <- lapply(st$hyper, function(v) if (is.logical(v)) v else as.double(v))
-    info <- list(kind = st$kind, t = as.integer(st$t), accum_count = as.integer(st$accum_count), hyper = hyper,
+    info <- list(kind = st$kind, t = as.integer(st$t), accum_count = as.integer(st$accum_count),
+                 hyper = hyper,
                  params = as.list(names_o), slots = as.list(as.character(slots)))
     meta[["optimizer"]] <- .to_json(info)
     for (i in seq_along(names_o)) {
       dt <- .file_dtype(optimizer$params[[i]])
       for (s in names(st$params[[i]])) {
         v <- st$params[[i]][[s]]
-        if (!is.null(v)) tensors[[length(tensors) + 1L]] <- list(name = sprintf("optimizer.%s.%s", s, names_o[[i]]),
+        if (!is.null(v)) tensors[[length(tensors) + 1L]] <- list(name = sprintf("optimizer.%s.%s",
+            s, names_o[[i]]),
                                                                  value = as.matrix(v), dtype = dt)
       }
     }
   }
   if (!is.null(extra)) {
     js <- tryCatch(.to_json(extra), error = function(e)
-      stop(sprintf("ag_save_model(): extra must be JSON-serialisable (%s)", conditionMessage(e)), call. = FALSE))
+      stop(sprintf("ag_save_model(): extra must be JSON-serialisable (%s)", conditionMessage(e)),
+           call. = FALSE))
     meta[["extra"]] <- js
   }
   .write_safetensors(path, c(tensors, more), as.list(meta))  # more: ag_fit's callback arrays
@@ -220,7 +245,8 @@
 .meta_json <- function(meta, key, path, check = NULL, what = NULL, budget = 0) {
   if (is.null(meta[[key]])) return(NULL)
   v <- .parse_json(meta[[key]], sprintf("metadata '%s'", key), path, budget)
-  if (!is.null(check) && !check(v)) .io_bad(path, sprintf("metadata '%s' has the wrong type (%s expected)", key, what))
+  if (!is.null(check) && !check(v))
+    .io_bad(path, sprintf("metadata '%s' has the wrong type (%s expected)", key, what))
   v
 }
 
@@ -238,7 +264,8 @@
 }
 
 .files_dtype <- function(tensors, pnames) {
-  dts <- unique(vapply(if (is.null(pnames)) names(tensors) else pnames, function(n) attr(tensors[[n]], "dtype"), ""))
+  dts <- unique(vapply(if (is.null(pnames)) names(tensors) else pnames,
+                       function(n) attr(tensors[[n]], "dtype"), ""))
   if (length(dts) == 1L && dts == "F64") "f64" else "f32"
 }
 
@@ -248,13 +275,17 @@
   budget <- 16 * sum(vapply(tensors, length, numeric(1))) + 65536
   cfg <- .meta_json(meta, "config", path, .is_obj, "an object", budget = budget)
   if (is.null(cfg))
-    .io_bad(path, "the file has no architecture (metadata 'config'); pass model = or model_fn = to load its weights into a model")
+    .io_bad(path,
+            paste0("the file has no architecture (metadata 'config'); pass model = or model_fn = ",
+                   "to load its weights into a model"))
   want <- if (is.null(dtype)) .files_dtype(tensors, pnames) else dtype
   prev <- ag_default_dtype()
   on.exit(ag_dtype(prev), add = TRUE)
   ag_dtype(want)
   tryCatch(ag_module_from_config(cfg), error = function(e)
-    .io_bad(path, sprintf("cannot rebuild the model from its architecture config: %s", conditionMessage(e))))
+    .io_bad(path,
+            sprintf("cannot rebuild the model from its architecture config: %s",
+                    conditionMessage(e))))
 }
 
 .shape_str <- function(d) sprintf("%dx%d", d[1L], d[2L])
@@ -262,8 +293,10 @@
 .match_tensors <- function(kind, model_d, file_names, tensors) {
   m <- names(model_d)
   if (!setequal(m, file_names)) {
-    miss <- setdiff(m, file_names); extra <- setdiff(file_names, m)
-    stop(sprintf("%s mismatch between saved state and model. missing in file: %s; not in model: %s", kind,
+    miss <- setdiff(m, file_names)
+    extra <- setdiff(file_names, m)
+    stop(sprintf("%s mismatch between saved state and model. missing in file: %s; not in model: %s",
+                 kind,
                  if (length(miss)) paste(miss, collapse = ", ") else "(none)",
                  if (length(extra)) paste(extra, collapse = ", ") else "(none)"), call. = FALSE)
   }
@@ -271,7 +304,8 @@
     a <- tensors[[k]]
     d <- dim(model_d[[k]])
     if (!identical(as.integer(d), as.integer(dim(a))))
-      stop(sprintf("shape mismatch for %s '%s': model %s vs file %s", kind, k, .shape_str(d), .shape_str(dim(a))),
+      stop(sprintf("shape mismatch for %s '%s': model %s vs file %s", kind, k, .shape_str(d),
+                   .shape_str(dim(a))),
            call. = FALSE)
     list(t = model_d[[k]], a = a)
   })
@@ -280,16 +314,21 @@
 .opt_state_from_file <- function(meta, tensors, optimizer, params, path) {
   info <- .meta_json(meta, "optimizer", path, .is_obj, "an object")
   if (is.null(info)) .io_bad(path, "the file has no optimizer state")
-  names_f <- info$params; slots <- info$slots
+  names_f <- info$params
+  slots <- info$slots
   if (!.is_arr(names_f) || !all(vapply(names_f, .is_str, logical(1))) ||
       !.is_arr(slots) || !all(vapply(slots, .is_str, logical(1))))
     .io_bad(path, "optimizer metadata: params and slots must be lists of names")
-  names_f <- as.character(unlist(names_f)); slots <- as.character(unlist(slots))
-  t <- info$t; ac <- info$accum_count
+  names_f <- as.character(unlist(names_f))
+  slots <- as.character(unlist(slots))
+  t <- info$t
+  ac <- info$accum_count
   if (!(.is_int(t) && t >= 0 && .is_int(ac) && ac >= 0))
     .io_bad(path, "optimizer metadata: t and accum_count must be integers >= 0")
   hyper <- if (is.null(info$hyper)) list() else info$hyper
-  if (!.is_obj(hyper) || !all(vapply(hyper, function(v) is.null(v) || ((is.numeric(v) || is.logical(v)) && length(v) == 1L), logical(1))))
+  if (!.is_obj(hyper) ||
+      !all(vapply(hyper, function(v) is.null(v) ||
+                  ((is.numeric(v) || is.logical(v)) && length(v) == 1L), logical(1))))
     .io_bad(path, "optimizer metadata: hyper must map names to numbers")
   kind <- info$kind
   if (!identical(kind, optimizer$kind))
@@ -306,7 +345,9 @@
     for (s in .SLOTS[[optimizer$kind]]) {
       a <- if (s %in% slots) tensors[[sprintf("optimizer.%s.%s", s, nm)]] else NULL
       if (!is.null(a) && !identical(as.integer(dim(a)), as.integer(dim(p))))
-        .io_bad(path, sprintf("optimizer state '%s' for '%s' is %s, the parameter is %s", s, nm, .shape_str(dim(a)),
+        .io_bad(path,
+                sprintf("optimizer state '%s' for '%s' is %s, the parameter is %s", s, nm,
+                        .shape_str(dim(a)),
                               .shape_str(dim(p))))
       if (!is.null(a)) attr(a, "dtype") <- NULL
       entry[s] <- list(a)
@@ -314,36 +355,48 @@
     entry
   })
   hyper <- hyper[!vapply(hyper, is.null, logical(1))]
-  list(format = "ggmlR.ag_opt_state", version = 1L, kind = kind, t = t, accum_count = ac, hyper = hyper, params = per)
+  list(format = "ggmlR.ag_opt_state", version = 1L, kind = kind, t = t, accum_count = ac,
+       hyper = hyper, params = per)
 }
 
 .load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL, dtype = NULL) {
   if (!is.null(model_fn) && !is.function(model_fn))
     stop("ag_load_model(): model_fn must be a function returning the model, or NULL", call. = FALSE)
   if (!is.null(optimizer) && !.is_optimizer(optimizer))
-    stop(sprintf("ag_load_model(): optimizer must be an optimizer object, got %s", class(optimizer)[[1L]]), call. = FALSE)
+    stop(sprintf("ag_load_model(): optimizer must be an optimizer object, got %s",
+                 class(optimizer)[[1L]]), call. = FALSE)
   f <- .read_safetensors(path)
-  tensors <- f$tensors; meta <- f$meta
+  tensors <- f$tensors
+  meta <- f$meta
   fmt <- meta$format
-  if (!is.null(fmt) && fmt != .IO_FORMAT) .io_bad(path, sprintf("not a pyggmlr model file (format %s)", .json_str(fmt)))
+  if (!is.null(fmt) && fmt != .IO_FORMAT) .io_bad(path,
+                                                  sprintf("not a pyggmlr model file (format %s)",
+                                                          .json_str(fmt)))
   if (!is.null(fmt) && !identical(meta$format_version, .IO_VERSION))
     .io_bad(path, sprintf("unsupported model file version %s (this pyggmlr reads %s)",
-                          if (is.null(meta$format_version)) "None" else .json_str(meta$format_version), .IO_VERSION))
+                          if (is.null(meta$format_version)) "None"
+                          else .json_str(meta$format_version), .IO_VERSION))
   if (is.null(fmt) && is.null(model) && is.null(model_fn))
-    .io_bad(path, "not a pyggmlr model file (no 'format' metadata); pass model = (or model_fn =) to load its tensors by name")
+    .io_bad(path,
+            paste0("not a pyggmlr model file (no 'format' metadata); pass model = (or model_fn ",
+                   "=) to load its tensors by name"))
   pnames <- .meta_names(meta, "parameters", tensors, path)
   bnames <- .meta_names(meta, "buffers", tensors, path)
   epoch <- meta$epoch
   if (!is.null(epoch)) {
     if (!grepl("^[0-9]{1,12}$", epoch))
-      .io_bad(path, sprintf("metadata 'epoch' is not a non-negative integer: %s", .json_str(substr(epoch, 1L, 20L))))
+      .io_bad(path,
+              sprintf("metadata 'epoch' is not a non-negative integer: %s",
+                      .json_str(substr(epoch, 1L, 20L))))
     epoch <- as.numeric(epoch)
   }
   extra <- .meta_json(meta, "extra", path)
-  if (is.null(model) && !is.null(model_fn)) {  # built in `dtype`, else the file's (ggmlR: param_dtypes)
+  # built in `dtype`, else the file's (ggmlR: param_dtypes)
+  if (is.null(model) && !is.null(model_fn)) {
     model <- .with_dtype(if (is.null(dtype)) .files_dtype(tensors, pnames) else dtype, model_fn)
     if (!.is_model(model))
-      stop(sprintf("ag_load_model(): `model_fn` must return an ag_sequential or ag_* layer (got class: %s).",
+      stop(sprintf(paste0("ag_load_model(): `model_fn` must return an ag_sequential or ag_* ",
+                          "layer (got class: %s)."),
                    paste(class(model), collapse = "/")), call. = FALSE)
   }
   if (is.null(model)) {
@@ -356,12 +409,16 @@
   .check_built_dtype(params, dtype)
   bufs <- .model_buffers(model, "ag_load_model()")
   if (is.null(pnames))  # a foreign safetensors file: take the model's names
-    pnames <- if (all(names(params) %in% names(tensors))) intersect(names(params), names(tensors)) else names(tensors)
+    pnames <- if (all(names(params) %in% names(tensors))) intersect(names(params),
+        names(tensors)) else names(tensors)
   if (is.null(bnames)) bnames <- intersect(names(bufs), names(tensors))
-  writes <- c(.match_tensors("parameter", params, pnames, tensors), .match_tensors("buffer", bufs, bnames, tensors))
-  ostate <- if (!is.null(optimizer)) .opt_state_from_file(meta, tensors, optimizer, params, path) else NULL
+  writes <- c(.match_tensors("parameter", params, pnames, tensors),
+              .match_tensors("buffer", bufs, bnames, tensors))
+  ostate <- if (!is.null(optimizer)) .opt_state_from_file(meta, tensors, optimizer, params,
+                                                          path) else NULL
   if (!is.null(ostate))
-    tryCatch(.opt_load_file_state(optimizer, ostate, check_only = TRUE), error = function(e) .io_bad(path, conditionMessage(e)))
+    tryCatch(.opt_load_file_state(optimizer, ostate, check_only = TRUE),
+             error = function(e) .io_bad(path, conditionMessage(e)))
   wn <- c(names(params), names(bufs))
   for (i in seq_along(writes)) {
     bad <- .check_fits(writes[[i]]$t, writes[[i]]$a, sprintf("tensor '%s'", wn[[i]]))
@@ -382,10 +439,12 @@
 ag_model_info <- function(path) {
   .model_path(path, "ag_model_info()")
   f <- .read_safetensors(path, "ag_model_info()")
-  tensors <- f$tensors; meta <- f$meta
+  tensors <- f$tensors
+  meta <- f$meta
   desc <- function(nms) {
     out <- lapply(nms, function(k) list(shape = dim(tensors[[k]]),
-                                        dtype = if (attr(tensors[[k]], "dtype") == "F64") "f64" else "f32"))
+                                        dtype = if (attr(tensors[[k]],
+                                                         "dtype") == "F64") "f64" else "f32"))
     names(out) <- nms
     out
   }
@@ -393,7 +452,8 @@ ag_model_info <- function(path) {
   bn <- .meta_names(meta, "buffers", tensors, path)
   opt <- .meta_json(meta, "optimizer", path, .is_obj, "an object")
   ep <- meta$epoch
-  list(format = meta$format, format_version = meta$format_version, parameters = desc(pn), buffers = desc(bn),
+  list(format = meta$format, format_version = meta$format_version, parameters = desc(pn),
+       buffers = desc(bn),
        config = .meta_json(meta, "config", path, .is_obj, "an object"),
        epoch = if (!is.null(ep) && grepl("^[0-9]{1,12}$", ep)) as.numeric(ep) else NULL,
        optimizer = if (is.null(opt)) NULL else opt$kind, extra = .meta_json(meta, "extra", path))
@@ -403,10 +463,12 @@ ag_model_info <- function(path) {
 # architectures
 
 ag_register_layer <- function(type, builder) {
-  if (!.is_str(type) || !nzchar(type)) stop("ag_register_layer(): type must be a non-empty string", call. = FALSE)
+  if (!.is_str(type) || !nzchar(type)) stop("ag_register_layer(): type must be a non-empty string",
+                                            call. = FALSE)
   if (type %in% c("sequential", names(.BUILDERS)))
     stop(sprintf("ag_register_layer(): \"%s\" is a built-in layer type", type), call. = FALSE)
-  if (!is.function(builder)) stop("ag_register_layer(): builder must be a function (cfg) -> layer", call. = FALSE)
+  if (!is.function(builder)) stop("ag_register_layer(): builder must be a function (cfg) -> layer",
+                                  call. = FALSE)
   .pg$layer_builders[[type]] <- builder
   invisible(builder)
 }
@@ -417,80 +479,105 @@ ag_register_layer <- function(type, builder) {
   as.integer(v)
 }
 .cfg_num <- function(v, what) {
-  if (!is.numeric(v) || length(v) != 1L || is.na(v)) stop(sprintf("%s must be a number, got %s", what, .to_json(v)), call. = FALSE)
+  if (!is.numeric(v) || length(v) != 1L ||
+      is.na(v)) stop(sprintf("%s must be a number, got %s", what, .to_json(v)), call. = FALSE)
   as.double(v)
 }
 
 .BUILDERS <- list(
-  linear = list(args = c("in_features", "out_features", "activation", "init", "gain"), build = function(a) {
+  linear = list(args = c("in_features", "out_features", "activation", "init", "gain"),
+                build = function(a) {
     act <- a$activation
-    if (!is.null(act) && (!.is_str(act) || !act %in% c("relu", "sigmoid", "tanh", "softmax", "gelu")))
-      stop(sprintf("activation must be one of gelu, relu, sigmoid, softmax, tanh or null, got %s", .to_json(act)), call. = FALSE)
+    if (!is.null(act) &&
+        (!.is_str(act) || !act %in% c("relu", "sigmoid", "tanh", "softmax", "gelu")))
+      stop(sprintf("activation must be one of gelu, relu, sigmoid, softmax, tanh or null, got %s",
+                   .to_json(act)), call. = FALSE)
     init <- if (is.null(a$init)) "glorot_uniform" else a$init
     if (!.is_str(init) || !init %in% c("glorot_uniform", "orthogonal"))
-      stop(sprintf("init must be \"glorot_uniform\" or \"orthogonal\", got %s", .to_json(init)), call. = FALSE)
-    ag_linear(.cfg_int(a$in_features, "in_features"), .cfg_int(a$out_features, "out_features"), act, init = init,
+      stop(sprintf("init must be \"glorot_uniform\" or \"orthogonal\", got %s", .to_json(init)),
+           call. = FALSE)
+    ag_linear(.cfg_int(a$in_features, "in_features"), .cfg_int(a$out_features, "out_features"), act,
+              init = init,
               gain = if (is.null(a$gain)) 1 else .cfg_num(a$gain, "gain"))
   }),
   dropout = list(args = "rate", build = function(a) {
     r <- .cfg_num(a$rate, "rate")
-    if (r < 0 || r >= 1) stop(sprintf("rate must satisfy 0 <= rate < 1, got %s", format(r)), call. = FALSE)
+    if (r < 0 || r >= 1) stop(sprintf("rate must satisfy 0 <= rate < 1, got %s", format(r)),
+                              call. = FALSE)
     ag_dropout(r)
   }),
   batch_norm = list(args = c("num_features", "eps", "momentum"), build = function(a)
-    ag_batch_norm(.cfg_int(a$num_features, "num_features"), eps = if (is.null(a$eps)) 1e-5 else .cfg_num(a$eps, "eps"),
+    ag_batch_norm(.cfg_int(a$num_features, "num_features"),
+                  eps = if (is.null(a$eps)) 1e-5 else .cfg_num(a$eps, "eps"),
                   momentum = if (is.null(a$momentum)) 0.1 else .cfg_num(a$momentum, "momentum"))),
-  layer_norm = list(args = c("normalized_shape", "num_features", "eps", "elementwise_affine"), build = function(a) {
+  layer_norm = list(args = c("normalized_shape", "num_features", "eps", "elementwise_affine"),
+                    build = function(a) {
     aff <- if (is.null(a$elementwise_affine)) TRUE else a$elementwise_affine
-    if (!is.logical(aff) || length(aff) != 1L || is.na(aff)) stop("elementwise_affine must be true or false", call. = FALSE)
-    d <- if (is.null(a$normalized_shape)) a$num_features else a$normalized_shape  # num_features: older files
-    ag_layer_norm(.cfg_int(d, "normalized_shape"), eps = if (is.null(a$eps)) 1e-5 else .cfg_num(a$eps, "eps"),
+    if (!is.logical(aff) || length(aff) != 1L ||
+        is.na(aff)) stop("elementwise_affine must be true or false", call. = FALSE)
+    # num_features: older files
+    d <- if (is.null(a$normalized_shape)) a$num_features else a$normalized_shape
+    ag_layer_norm(.cfg_int(d, "normalized_shape"),
+                  eps = if (is.null(a$eps)) 1e-5 else .cfg_num(a$eps, "eps"),
                   elementwise_affine = aff)
   }),
   embedding = list(args = c("vocab_size", "dim"), build = function(a)
     ag_embedding(.cfg_int(a$vocab_size, "vocab_size"), .cfg_int(a$dim, "dim"))),
-  multihead_attention = list(args = c("d_model", "n_heads", "dropout", "bias"), build = function(a) {
-    d <- .cfg_int(a$d_model, "d_model"); h <- .cfg_int(a$n_heads, "n_heads")
+  multihead_attention = list(args = c("d_model", "n_heads", "dropout", "bias"),
+                             build = function(a) {
+    d <- .cfg_int(a$d_model, "d_model")
+    h <- .cfg_int(a$n_heads, "n_heads")
     if (d < 1L || h < 1L || d %% h != 0L)
       stop(sprintf("d_model (%d) must be a positive multiple of n_heads (%d)", d, h), call. = FALSE)
     bias <- if (is.null(a$bias)) TRUE else a$bias
-    if (!is.logical(bias) || length(bias) != 1L || is.na(bias)) stop("bias must be true or false", call. = FALSE)
-    ag_multihead_attention(d, h, dropout = if (is.null(a$dropout)) 0 else .cfg_num(a$dropout, "dropout"), bias = bias)
+    if (!is.logical(bias) || length(bias) != 1L || is.na(bias)) stop("bias must be true or false",
+        call. = FALSE)
+    ag_multihead_attention(d, h,
+                           dropout = if (is.null(a$dropout)) 0 else .cfg_num(a$dropout, "dropout"),
+                           bias = bias)
   }))
 
 ag_module_from_config <- function(cfg) {
   if (is.character(cfg) && length(cfg) == 1L)
     cfg <- tryCatch(jsonlite::parse_json(cfg, simplifyVector = FALSE), error = function(e)
-      stop(sprintf("ag_module_from_config(): cfg is not valid JSON (%s)", conditionMessage(e)), call. = FALSE))
+      stop(sprintf("ag_module_from_config(): cfg is not valid JSON (%s)", conditionMessage(e)),
+           call. = FALSE))
   if (!.is_obj(cfg) || !.is_str(cfg$type))
     stop(sprintf("ag_module_from_config(): expected a list with a 'type' entry, got %s",
-                 substr(tryCatch(.to_json(cfg), error = function(e) class(cfg)[[1L]]), 1L, 200L)), call. = FALSE)
+                 substr(tryCatch(.to_json(cfg), error = function(e) class(cfg)[[1L]]), 1L, 200L)),
+         call. = FALSE)
   kind <- cfg$type
   args <- cfg[names(cfg) != "type"]
   if (kind == "sequential") {
     layers <- args$layers
     if (!is.list(layers) || !is.null(names(layers)) || length(args) != 1L)
-      stop("ag_module_from_config(): a sequential config is list(type = \"sequential\", layers = list(...))", call. = FALSE)
+      stop(paste0("ag_module_from_config(): a sequential config is list(type = \"sequential\", ",
+                  "layers = list(...))"), call. = FALSE)
     return(ag_sequential(lapply(layers, ag_module_from_config)))
   }
   custom <- .pg$layer_builders[[kind]]
   if (!is.null(custom)) {
     layer <- custom(cfg)
     if (!((is.environment(layer) || is.list(layer)) && is.function(layer$forward)))
-      .arg_fail("argument", "ag_module_from_config: the builder registered for \"%s\" returned a %s, not a layer with forward()",
+      .arg_fail("argument",
+                paste0("ag_module_from_config: the builder registered for \"%s\" returned a %s, ",
+                       "not a layer with forward()"),
                 kind, class(layer)[[1L]])
     return(layer)
   }
   b <- .BUILDERS[[kind]]
   if (is.null(b))
-    stop(sprintf("ag_module_from_config(): unknown layer type \"%s\" (built-in: %s; register custom ones with ag_register_layer)",
-                 kind, paste(c("sequential", sort(names(.BUILDERS))), collapse = ", ")), call. = FALSE)
+    stop(sprintf(paste0("ag_module_from_config(): unknown layer type \"%s\" (built-in: %s; ",
+                        "register custom ones with ag_register_layer)"),
+                 kind, paste(c("sequential", sort(names(.BUILDERS))), collapse = ", ")),
+         call. = FALSE)
   bad <- setdiff(names(args), b$args)
   if (length(bad))
     stop(sprintf("ag_module_from_config(): bad arguments for a \"%s\" layer: unknown %s", kind,
                  paste(bad, collapse = ", ")), call. = FALSE)
   tryCatch(b$build(args), error = function(e)
-    stop(sprintf("ag_module_from_config(): bad arguments for a \"%s\" layer: %s", kind, conditionMessage(e)), call. = FALSE))
+    stop(sprintf("ag_module_from_config(): bad arguments for a \"%s\" layer: %s", kind,
+                 conditionMessage(e)), call. = FALSE))
 }
 
 ag_to_config <- function(model) {

@@ -6,9 +6,11 @@
 .MAX_EPOCH <- 1e12  # the loader reads at most 12 digits (.load_model)
 
 .check_save_epoch <- function(epoch) {
-  if (!is.numeric(epoch) || length(epoch) != 1L || is.na(epoch) || epoch < 0 || epoch != floor(epoch) ||
+  if (!is.numeric(epoch) || length(epoch) != 1L || is.na(epoch) || epoch < 0 ||
+      epoch != floor(epoch) ||
       epoch >= .MAX_EPOCH)
-    stop(sprintf("ag_save_model(): epoch must be an integer in [0, 1e12) (what ag_load_model reads back), got %s",
+    stop(sprintf(paste0("ag_save_model(): epoch must be an integer in [0, 1e12) (what ",
+                        "ag_load_model reads back), got %s"),
                  paste(format(epoch), collapse = " ")), call. = FALSE)
   sprintf("%.0f", epoch)
 }
@@ -24,7 +26,8 @@
   had <- exists(".Random.seed", envir = globalenv(), inherits = FALSE)
   old <- if (had) get(".Random.seed", envir = globalenv(), inherits = FALSE) else NULL
   on.exit(if (had) assign(".Random.seed", old, envir = globalenv())
-          else if (exists(".Random.seed", envir = globalenv(), inherits = FALSE)) rm(".Random.seed", envir = globalenv()),
+          else if (exists(".Random.seed", envir = globalenv(), inherits = FALSE)) rm(".Random.seed",
+              envir = globalenv()),
           add = TRUE)
   expr
 }
@@ -35,9 +38,12 @@
 .check_save_config <- function(text, params, bufs) {
   pre <- "ag_save_model(): the model's architecture config would not load back"
   all_t <- c(params, bufs)
-  key <- paste(text, paste(names(all_t), vapply(all_t, function(t) paste(c(dim(t), t$dtype), collapse = "x"), ""),
+  key <- paste(text,
+               paste(names(all_t),
+                     vapply(all_t, function(t) paste(c(dim(t), t$dtype), collapse = "x"), ""),
                            collapse = ";"), sep = "\n")
-  if (key %in% .pg$checked_configs) return(invisible(NULL))  # ag_fit's checkpoints save it every epoch
+  # ag_fit's checkpoints save it every epoch
+  if (key %in% .pg$checked_configs) return(invisible(NULL))
   budget <- 16 * sum(vapply(all_t, function(t) prod(dim(t)), numeric(1))) + 65536
   bad <- .Call(R_pg_json_check, enc2utf8(text), "metadata 'config'", as.double(budget))
   if (!is.null(bad)) stop(sprintf("%s (%s); nothing was written", pre, bad), call. = FALSE)
@@ -45,7 +51,8 @@
   built <- tryCatch(.keep_rng(.with_dtype(if (identical(dts, "f64")) "f64" else "f32", function() {
     m <- ag_module_from_config(jsonlite::parse_json(text, simplifyVector = FALSE))
     list(p = .model_params(m, "ag_save_model()"), b = .model_buffers(m))
-  })), error = function(e) stop(sprintf("%s (%s); nothing was written", pre, conditionMessage(e)), call. = FALSE))
+  })), error = function(e) stop(sprintf("%s (%s); nothing was written", pre, conditionMessage(e)),
+                                call. = FALSE))
   shapes <- function(l) {
     if (!length(l)) return(character(0))
     v <- vapply(l, function(t) paste(dim(t), collapse = "x"), "")
@@ -56,7 +63,8 @@
     back <- shapes(if (kind == "parameter") built$p else built$b)
     if (!identical(mine, back))
       stop(sprintf("%s: it rebuilds %ss %s, the model has %s; nothing was written", pre, kind,
-                   paste(names(back), back, collapse = ", "), paste(names(mine), mine, collapse = ", ")), call. = FALSE)
+                   paste(names(back), back, collapse = ", "),
+                   paste(names(mine), mine, collapse = ", ")), call. = FALSE)
   }
   .pg$checked_configs <- utils::tail(c(.pg$checked_configs, key), 16L)
   invisible(NULL)

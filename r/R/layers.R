@@ -6,8 +6,10 @@
 # 0-based row / class ids as integers: numbers with whole values only (as.integer would take 1.5
 # as 1, TRUE as 1 and 0.9 as 0); Python's _class_ids (ops.py) has the same texts
 .ids <- function(v, fn, what) {
-  if (is.logical(v)) .arg_fail("argument", "%s: %s must be 0-based integers, got booleans", fn, what)
-  if (!is.numeric(v) || is.factor(v)) .arg_fail("argument", "%s: %s must be numeric, got %s", fn, what, class(v)[[1L]])
+  if (is.logical(v)) .arg_fail("argument", "%s: %s must be 0-based integers, got booleans", fn,
+                               what)
+  if (!is.numeric(v) || is.factor(v)) .arg_fail("argument", "%s: %s must be numeric, got %s", fn,
+                                                what, class(v)[[1L]])
   v <- as.vector(v)
   if (is.double(v) && (anyNA(v) || any(!is.finite(v)) || any(v != round(v))))
     .arg_fail("value", "%s: %s must be whole numbers (0-based), got non-integer values", fn, what)
@@ -19,9 +21,11 @@
 # NULL is the identity; an unknown name is an error (ggmlR silently used the identity), as in Python
 .act <- function(activation) {
   if (is.null(activation)) return(identity)
-  acts <- list(gelu = ag_gelu, relu = ag_relu, sigmoid = ag_sigmoid, softmax = ag_softmax, tanh = ag_tanh)
+  acts <- list(gelu = ag_gelu, relu = ag_relu, sigmoid = ag_sigmoid, softmax = ag_softmax,
+               tanh = ag_tanh)
   if (!is.character(activation) || length(activation) != 1L || !activation %in% names(acts))
-    stop(sprintf("ag_linear: activation must be one of %s or NULL, got %s", paste(sprintf("'%s'", names(acts)), collapse = ", "),
+    stop(sprintf("ag_linear: activation must be one of %s or NULL, got %s",
+                 paste(sprintf("'%s'", names(acts)), collapse = ", "),
                  paste(deparse(activation), collapse = " ")), call. = FALSE)
   acts[[activation]]
 }
@@ -30,7 +34,8 @@
 # count in double (no integer overflow); a draw too large for memory names the layer
 .uniform_weight <- function(rows, cols, a, op) {
   u <- tryCatch(.rng_runif(as.double(rows) * cols, -a, a), error = function(e)
-    .arg_fail("memory", "%s: out of memory drawing a [%dx%d] weight (%s)", op, as.integer(rows), as.integer(cols),
+    .arg_fail("memory", "%s: out of memory drawing a [%dx%d] weight (%s)", op, as.integer(rows),
+              as.integer(cols),
               conditionMessage(e)))
   matrix(u, rows, cols)
 }
@@ -50,13 +55,16 @@
     return(if (gain != 1) w * gain else w)  # scaled after the draw: gain = 1 keeps the bits
   }
   if (gain != 1)
-    stop("ag_linear: gain applies to string inits only; scale a function or matrix init yourself", call. = FALSE)
+    stop("ag_linear: gain applies to string inits only; scale a function or matrix init yourself",
+         call. = FALSE)
   w <- if (is.function(init)) init(out, inp) else init
   if (is_ag_tensor(w)) w <- w$data
   if (!is.matrix(w) || !is.numeric(w))
-    stop("ag_linear: init must be \"glorot_uniform\", \"orthogonal\", a function(out, in) or a numeric matrix", call. = FALSE)
+    stop(paste0("ag_linear: init must be \"glorot_uniform\", \"orthogonal\", a function(out, in) ",
+                "or a numeric matrix"), call. = FALSE)
   if (!identical(dim(w), c(out, inp)))
-    stop(sprintf("ag_linear: init matrix is %dx%d, expected %dx%d (out x in)", nrow(w), ncol(w), out, inp), call. = FALSE)
+    stop(sprintf("ag_linear: init matrix is %dx%d, expected %dx%d (out x in)", nrow(w), ncol(w),
+                 out, inp), call. = FALSE)
   if (!all(is.finite(w))) stop("ag_linear: init matrix contains NA, NaN or Inf", call. = FALSE)
   storage.mode(w) <- "double"
   w
@@ -66,7 +74,8 @@
 # or t(Q), times gain (the core, so R and Python get the same bits).
 .orthogonal <- function(out, inp, gain) .Call(R_pg_rng_orthogonal, out, inp, gain)
 
-ag_linear <- function(in_features, out_features, activation = NULL, init = "glorot_uniform", gain = 1) {
+ag_linear <- function(in_features, out_features, activation = NULL, init = "glorot_uniform",
+                      gain = 1) {
   in_features <- .arg_int(in_features, "ag_linear", "in_features", 1L)
   out_features <- .arg_int(out_features, "ag_linear", "out_features", 1L)
   if (!is.numeric(gain) || length(gain) != 1L || !is.finite(gain))
@@ -76,9 +85,11 @@ ag_linear <- function(in_features, out_features, activation = NULL, init = "glor
   W <- ag_param(.init_weight(init, gain, out_features, in_features))
   b <- ag_param(matrix(0, out_features, 1L))
   # relu / sigmoid / tanh (or none) fuse with the matmul and bias into one node (as in Python)
-  fused <- if (is.null(activation)) -1L else switch(activation, relu = .pg$op[["RELU"]], sigmoid = .pg$op[["SIGMOID"]],
-                                                     tanh = .pg$op[["TANH"]], NA_integer_)
-  init_name <- if (is.character(init)) match.arg(init, c("glorot_uniform", "orthogonal")) else "glorot_uniform"
+  fused <- if (is.null(activation)) .pg$code$act[["NONE"]]
+           else .pg$code$act[toupper(activation)][[1L]]
+  init_name <- if (is.character(init)) match.arg(init,
+                                                 c("glorot_uniform",
+                                                   "orthogonal")) else "glorot_uniform"
   # a classed list (ggmlR's was a plain list): $W, $forward, is.list() as before, R-like print
   structure(list(W = W, b = b,
        forward = function(x) {
@@ -86,7 +97,8 @@ ag_linear <- function(in_features, out_features, activation = NULL, init = "glor
          act(ag_add(ag_matmul(W, x), b))
        },
        params = function() list(W = W, b = b),
-       to_config = function() list(type = "linear", in_features = in_features, out_features = out_features,
+       to_config = function() list(type = "linear", in_features = in_features,
+                                   out_features = out_features,
                                    activation = activation, init = init_name, gain = gain)),
        class = c("ag_linear", "list"))
 }
@@ -113,17 +125,17 @@ ag_dropout <- function(rate) {
 }
 
 ag_batch_norm <- function(num_features, eps = 1e-5, momentum = 0.1) {
-  F <- .arg_int(num_features, "ag_batch_norm", "num_features", 1L)
+  n_feat <- .arg_int(num_features, "ag_batch_norm", "num_features", 1L)
   eps <- .arg_num(eps, "ag_batch_norm", "eps", 0)
   momentum <- .arg_num(momentum, "ag_batch_norm", "momentum", 0, 1)
-  e <- .layer("batch_norm", sprintf("batch_norm(%d)", F))
-  e$num_features <- F
+  e <- .layer("batch_norm", sprintf("batch_norm(%d)", n_feat))
+  e$num_features <- n_feat
   e$eps <- eps
   e$momentum <- momentum
-  e$gamma <- ag_param(matrix(1, F, 1L))
-  e$beta <- ag_param(matrix(0, F, 1L))
-  e$.running_mean <- ag_tensor(matrix(0, F, 1L))
-  e$.running_var <- ag_tensor(matrix(1, F, 1L))
+  e$gamma <- ag_param(matrix(1, n_feat, 1L))
+  e$beta <- ag_param(matrix(0, n_feat, 1L))
+  e$.running_mean <- ag_tensor(matrix(0, n_feat, 1L))
+  e$.running_var <- ag_tensor(matrix(1, n_feat, 1L))
   makeActiveBinding("running_mean", function(value) {
     if (missing(value)) e$.running_mean$data else e$.running_mean$data <- value
   }, e)
@@ -143,8 +155,10 @@ ag_batch_norm <- function(num_features, eps = 1e-5, momentum = 0.1) {
 }
 
 # ggmlR 0.8.3's layer norm: per column over its d features; gamma/beta only when affine
-ag_layer_norm <- function(normalized_shape, eps = 1e-5, elementwise_affine = TRUE, num_features = NULL) {
-  if (missing(normalized_shape) && !is.null(num_features)) normalized_shape <- num_features  # older name
+ag_layer_norm <- function(normalized_shape, eps = 1e-5, elementwise_affine = TRUE,
+                          num_features = NULL) {
+  # older name
+  if (missing(normalized_shape) && !is.null(num_features)) normalized_shape <- num_features
   d <- suppressWarnings(as.integer(normalized_shape))
   if (length(d) != 1L || is.na(d) || d < 1L)
     stop("normalized_shape must be a single positive integer", call. = FALSE)
@@ -158,18 +172,21 @@ ag_layer_norm <- function(normalized_shape, eps = 1e-5, elementwise_affine = TRU
   e$beta <- if (e$elementwise_affine) ag_param(matrix(0, d, 1L)) else NULL
   e$forward <- function(x) {
     x <- .as_t(if (is.null(dim(x)) && is.numeric(x)) matrix(x, ncol = 1L) else x)
-    if (dim(x)[1L] != d) stop(sprintf("ag_layer_norm: expected %d features, got %d", d, dim(x)[1L]), call. = FALSE)
+    if (dim(x)[1L] != d) stop(sprintf("ag_layer_norm: expected %d features, got %d", d, dim(x)[1L]),
+                              call. = FALSE)
     .wrap(.Call(R_pg_layer_norm, x$.ptr, if (is.null(e$gamma)) NULL else e$gamma$.ptr,
                 if (is.null(e$beta)) NULL else e$beta$.ptr, e$eps))
   }
-  e$parameters <- function() if (e$elementwise_affine) list(gamma = e$gamma, beta = e$beta) else list()
+  e$parameters <- function() if (e$elementwise_affine) list(gamma = e$gamma,
+                                                            beta = e$beta) else list()
   e$to_config <- function() list(type = "layer_norm", normalized_shape = d, eps = e$eps,
                                  elementwise_affine = e$elementwise_affine)
   e
 }
 
 print.ag_layer_norm <- function(x, ...) {
-  cat(sprintf("ag_layer_norm(%d) | eps=%g | affine=%s\n", x$normalized_shape, x$eps, x$elementwise_affine))
+  cat(sprintf("ag_layer_norm(%d) | eps=%g | affine=%s\n", x$normalized_shape, x$eps,
+              x$elementwise_affine))
   invisible(x)
 }
 
@@ -192,14 +209,16 @@ ag_embedding <- function(vocab_size, dim) {
 }
 
 ag_slice_rows <- function(x, from, n)  # whole numbers (1.5 was truncated), as Python's
-  .wrap(.Call(R_pg_slice_rows, .as_t(x)$.ptr, .arg_int(from, "ag_slice_rows", "from"), .arg_int(n, "ag_slice_rows", "n")))
+  .wrap(.Call(R_pg_slice_rows, .as_t(x)$.ptr, .arg_int(from, "ag_slice_rows", "from"),
+              .arg_int(n, "ag_slice_rows", "n")))
 ag_concat_rows <- function(a, b) .wrap(.Call(R_pg_concat_rows, .as_t(a)$.ptr, .as_t(b)$.ptr))
 
 ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE) {
   d_model <- .arg_int(d_model, "ag_multihead_attention", "d_model", 1L)
   n_heads <- .arg_int(n_heads, "ag_multihead_attention", "n_heads", 1L)
   if (d_model %% n_heads != 0L)  # Python's text (ggmlR's is a stopifnot)
-    .arg_fail("value", "ag_multihead_attention: d_model (%d) must be divisible by n_heads (%d)", d_model, n_heads)
+    .arg_fail("value", "ag_multihead_attention: d_model (%d) must be divisible by n_heads (%d)",
+              d_model, n_heads)
   dropout <- .arg_num(dropout, "ag_multihead_attention", "dropout", 0, 1, hi_open = TRUE)
   e <- .layer("multihead_attention", sprintf("multihead_attention(d=%d, h=%d)", d_model, n_heads))
   e$d_model <- d_model
@@ -214,19 +233,26 @@ ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE)
   e$W_o <- ag_param(.glorot(d_model, d_model, op = "ag_multihead_attention"))
   e$b_o <- if (isTRUE(bias)) ag_param(matrix(0, d_model, 1L)) else NULL
   e$forward <- function(q, k = q, v = k, causal_mask = FALSE) {
-    q <- .as_t(q); k <- .as_t(k); v <- .as_t(v)
-    Q <- ag_matmul(e$W_q, q); K <- ag_matmul(e$W_k, k); Vv <- ag_matmul(e$W_v, v)
+    q <- .as_t(q)
+    k <- .as_t(k)
+    v <- .as_t(v)
+    Q <- ag_matmul(e$W_q, q)
+    K <- ag_matmul(e$W_k, k)
+    Vv <- ag_matmul(e$W_v, v)
     dk <- e$d_k
     heads <- NULL
     for (h in seq_len(e$n_heads)) {
       from <- (h - 1L) * dk
-      qh <- ag_slice_rows(Q, from, dk); kh <- ag_slice_rows(K, from, dk); vh <- ag_slice_rows(Vv, from, dk)
+      qh <- ag_slice_rows(Q, from, dk)
+      kh <- ag_slice_rows(K, from, dk)
+      vh <- ag_slice_rows(Vv, from, dk)
       # scores laid out [keys, queries] so the column softmax is ggmlR's row softmax, transposed
       s <- .wrap(.Call(R_pg_matmul_t, kh$.ptr, qh$.ptr, TRUE, FALSE, e$scale))
       if (isTRUE(causal_mask)) s <- .wrap(.Call(R_pg_causal_mask, s$.ptr))
       attn <- ag_softmax(s)
       # ggmlR draws its mask on the [queries, keys] matrix: drawn transposed
-      if (isTRUE(e$training) && e$dropout > 0) attn <- .dropout_mul(attn, e$dropout, transpose = TRUE)
+      if (isTRUE(e$training) && e$dropout > 0) attn <- .dropout_mul(attn, e$dropout,
+          transpose = TRUE)
       head <- ag_matmul(vh, attn)
       heads <- if (is.null(heads)) head else ag_concat_rows(heads, head)
     }
@@ -239,7 +265,8 @@ ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE)
     if (!is.null(e$b_o)) p$b_o <- e$b_o
     p
   }
-  e$to_config <- function() list(type = "multihead_attention", d_model = e$d_model, n_heads = e$n_heads,
+  e$to_config <- function() list(type = "multihead_attention", d_model = e$d_model,
+                                 n_heads = e$n_heads,
                                  dropout = e$dropout, bias = !is.null(e$b_o))
   e
 }
@@ -272,10 +299,11 @@ ag_sequential <- function(...) {
     for (l in e$layers) x <- l$forward(x)
     x
   }
-  e$parameters <- function() {
+  # the layers' parameters (or buffers) in order, named layer<i>_<name>
+  per_layer <- function(get) {
     out <- list()
     for (i in seq_along(e$layers)) {
-      p <- .layer_params(e$layers[[i]])
+      p <- get(e$layers[[i]])
       if (length(p)) {
         names(p) <- paste0("layer", i, "_", names(p))
         out <- c(out, p)
@@ -283,24 +311,18 @@ ag_sequential <- function(...) {
     }
     out
   }
-  e$buffers <- function() {
-    out <- list()
-    for (i in seq_along(e$layers)) {
-      p <- .layer_buffers(e$layers[[i]])
-      if (length(p)) {
-        names(p) <- paste0("layer", i, "_", names(p))
-        out <- c(out, p)
-      }
-    }
-    out
-  }
+  e$parameters <- function() per_layer(.layer_params)
+  e$buffers <- function() per_layer(.layer_buffers)
   e$to_config <- function() {
     cfgs <- lapply(seq_along(e$layers), function(i) {
       l <- e$layers[[i]]
       if (!is.function(l$to_config))
-        stop(sprintf(paste0("ag_sequential to_config: layer %d (%s) has no to_config(); give custom layers ",
-                            "to_config() and register a builder with ag_register_layer(), or rebuild the model ",
-                            "yourself and load only the weights"), i, .layer_label(l)), call. = FALSE)
+        stop(sprintf(paste0("ag_sequential to_config: layer %d (%s) has no to_config(); ",
+                            "give custom layers ",
+                            "to_config() and register a builder with ag_register_layer(), ",
+                            "or rebuild the model ",
+                            "yourself and load only the weights"), i, .layer_label(l)),
+             call. = FALSE)
       l$to_config()
     })
     list(type = "sequential", layers = cfgs)
@@ -309,7 +331,8 @@ ag_sequential <- function(...) {
 }
 
 # buffers (non-trainable state tensors, e.g. batch-norm running statistics) of a layer
-# (state.R: a layer's buffers(), else those of its layer-like $layers with ggmlR 0.8.5's nested keys)
+# (state.R: a layer's buffers(), else those of its layer-like $layers with ggmlR 0.8.5's nested
+# keys)
 .layer_buffers <- function(l) .state_buffers(l)
 
 .layer_label <- function(l) {
@@ -328,7 +351,8 @@ print.ag_sequential <- function(x, ...) {
 print.ag_layer <- function(x, ...) {
   p <- x$parameters()
   cat(sprintf("%s (%s, %s mode, %d parameter tensor%s)\n", class(x)[[1L]], x$name,
-              if (isTRUE(x$training)) "train" else "eval", length(p), if (length(p) == 1L) "" else "s"))
+              if (isTRUE(x$training)) "train" else "eval", length(p),
+              if (length(p) == 1L) "" else "s"))
   for (nm in names(p)) { d <- dim(p[[nm]]); cat(sprintf("  %s: [%dx%d]\n", nm, d[1L], d[2L])) }
   invisible(x)
 }

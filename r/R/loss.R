@@ -3,7 +3,8 @@
 # native/ops_loss2.c). Each is a 1x1 ag_tensor, the mean over all elements of pred (ag_mse_loss's
 # reduction); only pred / logits get a gradient, target and weight are constants.
 
-# torch's BCELoss: -(t log p + (1 - t) log(1 - p)), each log clamped to >= -100; pred and target in [0, 1]
+# torch's BCELoss: -(t log p + (1 - t) log(1 - p)), each log clamped to >= -100; pred and target in
+# [0, 1]
 ag_binary_cross_entropy_loss <- function(pred, target) .Call(R_pg_bce_loss, pred, target)
 
 # torch's BCEWithLogitsLoss: max(x, 0) - x t + log1p(exp(-|x|)); target in [0, 1]
@@ -13,7 +14,8 @@ ag_bce_with_logits_loss <- function(logits, target) .Call(R_pg_bce_logits_loss, 
 ag_huber_loss <- function(pred, target, delta = 1) {
   # a number goes to the core, which checks it (finite, > 0) with Python's message
   if (!is.numeric(delta) || length(delta) != 1L)
-    stop(sprintf("ag_huber_loss: delta must be a finite number > 0, got %s", deparse(delta)[1L]), call. = FALSE)
+    stop(sprintf("ag_huber_loss: delta must be a finite number > 0, got %s", deparse(delta)[1L]),
+         call. = FALSE)
   .Call(R_pg_huber_loss, pred, target, as.double(delta))
 }
 
@@ -21,4 +23,5 @@ ag_huber_loss <- function(pred, target, delta = 1) {
 ag_mae_loss <- function(pred, target) .Call(R_pg_mae_loss, pred, target)
 
 # sum(weight (pred - target)^2) / length(pred); weight: pred's shape, [rows, 1], [1, cols] or [1, 1]
-ag_weighted_mse_loss <- function(pred, target, weight) .Call(R_pg_weighted_mse_loss, pred, target, weight)
+ag_weighted_mse_loss <- function(pred, target, weight) .Call(R_pg_weighted_mse_loss, pred, target,
+                                                             weight)

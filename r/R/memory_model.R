@@ -7,7 +7,8 @@
 # (name, state multiplier) from a name or an optimizer object (+1 with gradient accumulation)
 .optimizer_k <- function(optimizer) {
   if (inherits(optimizer, c("ag_optimizer_adam", "ag_optimizer_sgd"))) {
-    nm <- if (inherits(optimizer, "ag_optimizer_adam")) "adam" else if (optimizer$momentum > 0) "sgd" else "sgd_plain"
+    nm <- if (inherits(optimizer, "ag_optimizer_adam")) "adam"
+          else if (optimizer$momentum > 0) "sgd" else "sgd_plain"
     return(list(name = nm, k = .OPT_K[[nm]] + if (optimizer$accumulate_steps > 1L) 1 else 0))
   }
   nm <- match.arg(optimizer, names(.OPT_K))
@@ -17,8 +18,10 @@
 .nbytes <- function(t) prod(as.double(dim(t))) * if (identical(t$dtype, "f32")) 4 else 8
 
 .mem_model_params <- function(model) {
-  if (!(is.environment(model) || is.list(model)) || !(is.function(model$parameters) || is.function(model$params)))
-    stop("ag_estimate_training_memory(): model must have a parameters() (or params()) function", call. = FALSE)
+  if (!(is.environment(model) || is.list(model)) ||
+      !(is.function(model$parameters) || is.function(model$params)))
+    stop("ag_estimate_training_memory(): model must have a parameters() (or params()) function",
+         call. = FALSE)
   .dedup(.layer_params(model))
 }
 
@@ -30,10 +33,14 @@
   if (is.null(loss_fn)) loss_fn <- ag_mse_loss
   extra <- 0  # caller-owned input / target: live in training, allocated before the measurement
   if (is.null(x)) {
-    shp <- if (is.list(input_shape) && all(vapply(input_shape, is.numeric, logical(1)))) unlist(input_shape) else input_shape
+    shp <- if (is.list(input_shape) &&
+               all(vapply(input_shape, is.numeric,
+                          logical(1)))) unlist(input_shape) else input_shape
     if (length(shp) == 1L) shp <- c(shp, batch_size)
-    if (!is.numeric(shp) || length(shp) != 2L || anyNA(shp) || any(shp <= 0) || any(shp != round(shp)))
-      stop(sprintf("%s: input_shape must be c(features) or c(features, batch) with positive whole numbers, got %s",
+    if (!is.numeric(shp) || length(shp) != 2L || anyNA(shp) || any(shp <= 0) ||
+        any(shp != round(shp)))
+      stop(sprintf(paste0("%s: input_shape must be c(features) or c(features, batch) with ",
+                          "positive whole numbers, got %s"),
                    fn, paste(deparse(input_shape), collapse = " ")), call. = FALSE)
   }
   buffers <- lapply(.layer_buffers(model), function(t) list(t = t, v = t$data))
@@ -49,20 +56,26 @@
   base <- .Call(R_pg_memory_stats)[[6L]]
   .Call(R_pg_memory_reset_peak)
   if (!is.null(x)) {
-    if (is_ag_tensor(x)) { xt <- x; extra <- extra + .nbytes(x) } else xt <- ag_tensor(x, dtype = dtype)
+    if (is_ag_tensor(x)) { xt <- x; extra <- extra + .nbytes(x) } else xt <- ag_tensor(x,
+        dtype = dtype)
   } else xt <- ag_tensor(matrix(0, shp[1L], shp[2L]), dtype = dtype)
   batch <- dim(xt)[2L]
   with_grad_tape({
     out <- .fit_forward(model, xt)
-    if (!is_ag_tensor(out)) stop(sprintf("%s: model forward returned a %s, not a tensor", fn, class(out)[[1L]]), call. = FALSE)
+    if (!is_ag_tensor(out)) stop(sprintf("%s: model forward returned a %s, not a tensor", fn,
+                                         class(out)[[1L]]), call. = FALSE)
     od <- dim(out)
     yt <- if (is.null(y)) ag_tensor(matrix(0, od[1L], od[2L]), dtype = out$dtype)
-          else if (is_ag_tensor(y)) { extra <- extra + .nbytes(y); y } else ag_tensor(y, dtype = out$dtype)
+          else if (is_ag_tensor(y)) { extra <- extra + .nbytes(y); y } else ag_tensor(y,
+              dtype = out$dtype)
     loss <- loss_fn(out, yt)
   })
   grads <- backward(loss)
   peak <- .Call(R_pg_memory_stats)[[7L]] - base
   m <- get(".map", envir = grads, inherits = FALSE)
-  gradients <- sum(vapply(params, function(t) if (is.null(.Call(R_pg_gradmap_get, m, t$id))) 0 else .nbytes(t), numeric(1)))
-  list(weights = weights, gradients = gradients, activations = peak - gradients + extra, batch = batch, params = n_params)
+  gradients <- sum(vapply(params,
+                          function(t) if (is.null(.Call(R_pg_gradmap_get, m,
+                                                        t$id))) 0 else .nbytes(t), numeric(1)))
+  list(weights = weights, gradients = gradients, activations = peak - gradients + extra,
+       batch = batch, params = n_params)
 }

@@ -19,7 +19,8 @@ ag_div <- function(A, B) .Call(R_pg_div, A, B)
 
 # a whole number (or -1), as Python's _size: 2.5 was truncated to 2 (issue 19)
 .reshape_size <- function(v, arg) {
-  if (!is.numeric(v) || is.factor(v) || length(v) != 1L || !is.finite(v) || v != floor(v) || abs(v) >= 2^62)
+  if (!is.numeric(v) || is.factor(v) || length(v) != 1L || !is.finite(v) || v != floor(v) ||
+      abs(v) >= 2^62)
     .arg_fail("value", "ag_reshape: %s must be a whole number (or -1), got %s", arg, .arg_show(v))
   as.double(v)
 }
@@ -34,25 +35,30 @@ ag_log <- function(x) .un(.pg$op[["LOG"]], x, "ag_log")
 ag_exp <- function(x) .un(.pg$op[["EXP"]], x, "ag_exp")
 ag_softmax <- function(x) .un(.pg$op[["SOFTMAX"]], x, "ag_softmax")
 ag_neg <- function(x) .un(.pg$op[["NEG"]], x, "ag_neg")
-ag_scale <- function(x, scalar) .un(.pg$op[["SCALE"]], x, "ag_scale", .num1(scalar, "ag_scale", "scalar"))
+ag_scale <- function(x, scalar) .un(.pg$op[["SCALE"]], x, "ag_scale",
+                                    .num1(scalar, "ag_scale", "scalar"))
 ag_pow <- function(x, p) .un(.pg$op[["POW"]], x, "ag_pow", .num1(p, "ag_pow", "p"))
 ag_clamp <- function(x, lo = -Inf, hi = Inf)
   .un(.pg$op[["CLAMP"]], x, "ag_clamp", .num1(lo, "ag_clamp", "lo"), .num1(hi, "ag_clamp", "hi"))
 
 .dim_code <- function(dim, op) {
   if (is.null(dim)) return(0)
-  if ((is.numeric(dim)) && length(dim) == 1L && !is.na(dim) && dim %in% c(1, 2)) return(as.double(dim))
+  if ((is.numeric(dim)) && length(dim) == 1L && !is.na(dim) &&
+      dim %in% c(1, 2)) return(as.double(dim))
   stop(sprintf("%s: dim must be NULL (all), 1 (per row) or 2 (per column)", op), call. = FALSE)
 }
 
 # dim = NULL: all -> [1,1]; dim = 1: per row -> [nrow,1]; dim = 2: per column -> [1,ncol].
 # keepdim is accepted for compatibility: results are always matrices.
-ag_sum <- function(x, dim = NULL, keepdim = FALSE) .un(.pg$op[["SUM"]], x, "ag_sum", .dim_code(dim, "ag_sum"))
-ag_mean <- function(x, dim = NULL, keepdim = FALSE) .un(.pg$op[["MEAN"]], x, "ag_mean", .dim_code(dim, "ag_mean"))
+ag_sum <- function(x, dim = NULL, keepdim = FALSE) .un(.pg$op[["SUM"]], x, "ag_sum",
+                                                       .dim_code(dim, "ag_sum"))
+ag_mean <- function(x, dim = NULL, keepdim = FALSE) .un(.pg$op[["MEAN"]], x, "ag_mean",
+                                                        .dim_code(dim, "ag_mean"))
 ag_transpose <- function(x) .un(.pg$op[["TRANSPOSE"]], x, "ag_transpose")
 ag_reshape <- function(x, nrow, ncol = -1) {
   if (missing(ncol) && length(nrow) == 2L) { ncol <- nrow[[2L]]; nrow <- nrow[[1L]] }
-  .un(.pg$op[["RESHAPE"]], x, "ag_reshape", .reshape_size(nrow, "nrow"), .reshape_size(ncol, "ncol"))
+  .un(.pg$op[["RESHAPE"]], x, "ag_reshape", .reshape_size(nrow, "nrow"),
+      .reshape_size(ncol, "ncol"))
 }
 
 .need_tensor <- function(x, op, arg) {
@@ -71,7 +77,8 @@ ag_cross_entropy_loss <- function(pred, target) {
 }
 
 # target: a one-hot / soft-label matrix of the logits' shape (any storage, integer one-hot
-# included), or 0-based class ids, one per column (a vector, a 1-D array, or a [1, batch] / [batch, 1]
+# included), or 0-based class ids, one per column (a vector, a 1-D array, or a [1, batch] / [batch,
+# 1]
 # matrix).
 ag_softmax_cross_entropy_loss <- function(logits, target) {
   if (is_ag_tensor(target) && is_ag_tensor(logits)) { # the common case, decided in C
@@ -81,12 +88,14 @@ ag_softmax_cross_entropy_loss <- function(logits, target) {
   op <- "ag_softmax_cross_entropy_loss"
   logits <- .need_tensor(logits)
   d <- dim(logits)
-  K <- d[1L]; B <- d[2L]
+  K <- d[1L]
+  B <- d[2L]
   td <- dim(target)
   if (!is.null(td) && length(td) != 2L) {
     # a 1-D array (e.g. from as.array() or rpy2) or an array with one non-unit extent: class ids
     if (sum(td != 1L) > 1L)
-      stop(sprintf("%s: logits are [%dx%d] but target is a %s array; give a one-hot matrix of the logits' shape or one class id per column",
+      stop(sprintf(paste0("%s: logits are [%dx%d] but target is a %s array; give a one-hot ",
+                          "matrix of the logits' shape or one class id per column"),
                    op, K, B, paste(td, collapse = "x")), call. = FALSE)
     td <- NULL
   }
@@ -94,9 +103,11 @@ ag_softmax_cross_entropy_loss <- function(logits, target) {
     return(.Call(R_pg_softmax_ce_loss, logits, target))
   ids <- if (is_ag_tensor(target)) target$data else target
   if (!is.null(td) && !(td[1L] == 1L || td[2L] == 1L))
-    stop(sprintf("%s: logits are [%dx%d] but target is [%dx%d]; give a one-hot matrix of the logits' shape or one class id per column",
+    stop(sprintf(paste0("%s: logits are [%dx%d] but target is [%dx%d]; give a one-hot matrix of ",
+                        "the logits' shape or one class id per column"),
                  op, K, B, td[1L], td[2L]), call. = FALSE)
-  if (is.logical(ids)) .arg_fail("argument", "%s: class ids must be 0-based integers, got booleans", op)
+  if (is.logical(ids)) .arg_fail("argument", "%s: class ids must be 0-based integers, got booleans",
+                                 op)
   if (!is.numeric(ids) || is.factor(ids))
     stop(sprintf("%s: target must be numeric", op), call. = FALSE)
   .with_label_hint(.Call(R_pg_softmax_ce_loss_idx, logits, as.vector(ids)), ids, K)  # fit_hints.R

@@ -2,24 +2,32 @@
 # operators call (pyggmlr/ops.py), so `W %*% x + b` records the nodes ag_add(ag_matmul(W, x), b)
 # would and gives the same bits. A number or matrix on either side is a constant.
 
-.is_scalar_num <- function(v) (is.numeric(v) || is.logical(v)) && length(v) == 1L && is.null(dim(v)) && !is_ag_tensor(v)
+.is_scalar_num <- function(v) {
+  (is.numeric(v) || is.logical(v)) && length(v) == 1L && is.null(dim(v)) && !is_ag_tensor(v)
+}
+
+# .Generic is bound by R's group-generic dispatch, which lintr cannot see
+# nolint start: object_usage_linter.
 
 Ops.ag_tensor <- function(e1, e2) {
   if (missing(e2)) {  # unary
     if (.Generic == "-") return(ag_neg(e1))
     if (.Generic == "+") return(e1)
-    stop(sprintf("ag_tensor: unary '%s' is not defined for tensors; use as.matrix(x) for plain values", .Generic),
+    stop(sprintf(paste0("ag_tensor: unary '%s' is not defined for tensors; use as.matrix(x) for ",
+                        "plain values"), .Generic),
          call. = FALSE)
   }
   switch(.Generic,
          "+" = ag_add(e1, e2),
          "-" = ag_sub(e1, e2),
          # a plain number scales (one node, as Python's x * 2 does); anything else multiplies
-         "*" = if (.is_scalar_num(e2)) ag_scale(e1, e2) else if (.is_scalar_num(e1)) ag_scale(e2, e1) else ag_mul(e1, e2),
+         "*" = if (.is_scalar_num(e2)) ag_scale(e1, e2) else if (.is_scalar_num(e1)) ag_scale(e2,
+             e1) else ag_mul(e1, e2),
          "/" = ag_div(e1, e2),
          "^" = {
            if (!is_ag_tensor(e1) || is_ag_tensor(e2) || !.is_scalar_num(e2))
-             stop("ag_tensor: '^' needs a tensor base and a single-number exponent (x ^ p); for b ^ x use ag_exp(x * log(b))",
+             stop(paste0("ag_tensor: '^' needs a tensor base and a single-number exponent (x ^ ",
+                         "p); for b ^ x use ag_exp(x * log(b))"),
                   call. = FALSE)
            ag_pow(e1, e2)
          },
@@ -29,7 +37,8 @@ Ops.ag_tensor <- function(e1, e2) {
            v2 <- if (is_ag_tensor(e2)) e2$data else e2
            get(.Generic, envir = baseenv())(v1, v2)
          },
-         stop(sprintf("ag_tensor: '%s' is not defined for tensors; use as.matrix(x) for plain values", .Generic),
+         stop(sprintf(paste0("ag_tensor: '%s' is not defined for tensors; use as.matrix(x) for ",
+                             "plain values"), .Generic),
               call. = FALSE))
 }
 
@@ -38,19 +47,22 @@ Math.ag_tensor <- function(x, ...) {
          exp = ag_exp(x),
          log = {
            a <- list(...)
-           if (!length(a)) ag_log(x) else ag_scale(ag_log(x), 1 / log(.num1(a[[1L]], "log", "base")))
+           if (!length(a)) ag_log(x) else ag_scale(ag_log(x),
+                                                   1 / log(.num1(a[[1L]], "log", "base")))
          },
          sqrt = ag_pow(x, 0.5),
          tanh = ag_tanh(x),
          abs = ag_add(ag_relu(x), ag_relu(ag_neg(x))),  # exact |x|; gradient sign(x), 0 at 0
-         stop(sprintf("ag_tensor: %s() has no differentiable op; use as.matrix(x) for plain values, or exp, log, sqrt, tanh, abs",
+         stop(sprintf(paste0("ag_tensor: %s() has no differentiable op; use as.matrix(x) for ",
+                             "plain values, or exp, log, sqrt, tanh, abs"),
                       .Generic), call. = FALSE))
 }
 
 Summary.ag_tensor <- function(..., na.rm = FALSE) {
   args <- list(...)
   if (length(args) != 1L)
-    stop(sprintf("ag_tensor: %s() takes one tensor (combine tensors with ag_concat_rows first)", .Generic), call. = FALSE)
+    stop(sprintf("ag_tensor: %s() takes one tensor (combine tensors with ag_concat_rows first)",
+                 .Generic), call. = FALSE)
   x <- args[[1L]]
   switch(.Generic,
          sum = ag_sum(x),
@@ -63,14 +75,16 @@ Summary.ag_tensor <- function(..., na.rm = FALSE) {
 
 .as_column <- function(x) { d <- dim(x); if (d[2L] == 1L) x else ag_reshape(x, d[1L] * d[2L], 1) }
 
-mean.ag_tensor <- function(x, dim = NULL, ...) ag_mean(x, dim)  # dim as ag_mean: NULL all, 1 rows, 2 columns
+# dim as ag_mean: NULL all, 1 rows, 2 columns
+mean.ag_tensor <- function(x, dim = NULL, ...) ag_mean(x, dim)
 
 t.ag_tensor <- function(x) ag_transpose(x)
 
 # R >= 4.3: base's %*% dispatches here (NAMESPACE registers it only there), nothing is masked
-matrixOps.ag_tensor <- function(x, y) {
+matrixOps.ag_tensor <- function(x, y) { # nolint: object_name_linter. (base R >= 4.3 group)
   if (.Generic == "%*%") return(ag_matmul(x, y))
-  stop(sprintf("ag_tensor: %s() is not defined for tensors; use ag_matmul(ag_transpose(x), y)", .Generic), call. = FALSE)
+  stop(sprintf("ag_tensor: %s() is not defined for tensors; use ag_matmul(ag_transpose(x), y)",
+               .Generic), call. = FALSE)
 }
 
 # R 4.2 has no matrixOps group: a package-level %*% (exported there) that sends tensors to
@@ -78,3 +92,4 @@ matrixOps.ag_tensor <- function(x, y) {
 `%*%` <- function(x, y) {
   if (is_ag_tensor(x) || is_ag_tensor(y)) ag_matmul(x, y) else base::`%*%`(x, y)
 }
+# nolint end

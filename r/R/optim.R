@@ -3,7 +3,8 @@
 .param_list <- function(params, where) {
   if (is.environment(params) && is.function(params$parameters)) params <- params$parameters()
   if (is_ag_tensor(params)) params <- list(params)
-  if (!is.list(params)) stop(sprintf("%s: params must be a list of ag_tensors", where), call. = FALSE)
+  if (!is.list(params)) stop(sprintf("%s: params must be a list of ag_tensors", where),
+                             call. = FALSE)
   nms <- names(params)
   if (is.null(nms)) nms <- rep("", length(params))
   nms[nms == ""] <- as.character(seq_along(params))[nms == ""]
@@ -33,7 +34,8 @@
 # the layout of this project's model files (io.R): slots incl. the accumulator, all hyper-parameters
 .SLOTS <- list(sgd = c("velocity", "accum"), adam = c("m", "v", "accum"))
 .HYPER <- list(sgd = c("lr", "momentum", "nesterov", "weight_decay", "accumulate_steps", "average"),
-               adam = c("lr", "beta1", "beta2", "eps", "weight_decay", "accumulate_steps", "average"))
+               adam = c("lr", "beta1", "beta2", "eps", "weight_decay", "accumulate_steps",
+                        "average"))
 
 # ggmlR 0.8.6: params must be a list (a model or one tensor accepted too), walked by position,
 # names kept as given (NULL, empty or duplicated); the same tensor twice is kept once.
@@ -41,14 +43,18 @@
   if (is.environment(params) && is.function(params$parameters)) params <- params$parameters()
   if (is_ag_tensor(params)) params <- list(params)
   if (!is.list(params)) stop("is.list(params) is not TRUE", call. = FALSE)
-  if (!length(params))  # as Python's (and torch's): an optimizer over nothing would train nothing silently
-    .arg_fail("value", "%s: got no parameters to optimize (an empty model or list); pass the model's parameters()", where)
+  # as Python's (and torch's): an optimizer over nothing would train nothing silently
+  if (!length(params))
+    .arg_fail("value",
+              paste0("%s: got no parameters to optimize (an empty model or list); pass the ",
+                     "model's parameters()"), where)
   for (i in seq_along(params))
     if (!is_ag_tensor(params[[i]]))
       stop(sprintf("%s: parameter %d is not an ag_tensor", where, i), call. = FALSE)
   keep <- .first_of_each(params)
   if (any(!keep))
-    warning(sprintf("optimizer: %d parameter(s) listed more than once (same tensor); keeping the first occurrence of each.",
+    warning(sprintf(paste0("optimizer: %d parameter(s) listed more than once (same tensor); ",
+                           "keeping the first occurrence of each."),
                     sum(!keep)), call. = FALSE)
   params[keep]
 }
@@ -58,7 +64,8 @@
 .step_map <- function(grads, params) {
   if (is.null(grads)) return(NULL)
   if (!is.environment(grads))
-    stop("step: grads must be an environment keyed by tensor id (as backward() returns) or NULL", call. = FALSE)
+    stop("step: grads must be an environment keyed by tensor id (as backward() returns) or NULL",
+         call. = FALSE)
   m <- get0(".map", envir = grads, inherits = FALSE)
   if (!is.null(m)) return(m)
   vals <- lapply(params, function(p) {
@@ -72,10 +79,11 @@
 .make_optimizer <- function(kind, params, hyper, cls, where) {
   params <- .opt_params(params, where)
   k <- suppressWarnings(as.integer(hyper$accumulate_steps))
-  if (length(k) != 1L || is.na(k) || k < 1L) stop("accumulate_steps must be a positive integer", call. = FALSE)
+  if (length(k) != 1L || is.na(k) || k < 1L) stop("accumulate_steps must be a positive integer",
+                                                  call. = FALSE)
   hyper$accumulate_steps <- k
   hyper$average <- isTRUE(hyper$average)
-  res <- .Call(R_pg_optim_new, if (kind == "sgd") 0L else 1L, lapply(params, function(p) p$.ptr))
+  res <- .Call(R_pg_optim_new, .pg$code$optim[[toupper(kind)]], lapply(params, function(p) p$.ptr))
   h <- res[[1L]]
   e <- new.env(parent = emptyenv())
   e$.h <- h
@@ -89,14 +97,17 @@
       makeActiveBinding(key, function(value) {
         if (missing(value)) conv(.Call(R_pg_optim_get, h, key))
         else {
-          if ((!is.numeric(value) && !is.logical(value)) || length(value) != 1L)  # the core checks the range
-            .arg_fail("argument", "%s: %s must be a single number, got %s", where, key, .arg_show(value))
+          # the core checks the range
+          if ((!is.numeric(value) && !is.logical(value)) || length(value) != 1L)
+            .arg_fail("argument", "%s: %s must be a single number, got %s", where, key,
+                      .arg_show(value))
           .Call(R_pg_optim_set, h, key, value)
         }
       }, e)
     })
   }
-  # moments / velocity: one double matrix per parameter, by position, named like params (zeros before use)
+  # moments / velocity: one double matrix per parameter, by position, named like params (zeros
+  # before use)
   slot_list <- function(s) {
     v <- lapply(seq_along(e$params), function(i) {
       m <- .Call(R_pg_optim_state, h, i - 1, s)
@@ -133,15 +144,18 @@
 optimizer_sgd <- function(params, lr = 0.01, momentum = 0.0, accumulate_steps = 1L, average = TRUE,
                           nesterov = FALSE, weight_decay = 0) {
   .make_optimizer("sgd", params,
-                  list(lr = lr, momentum = momentum, nesterov = nesterov, weight_decay = weight_decay,
+                  list(lr = lr, momentum = momentum, nesterov = nesterov,
+                       weight_decay = weight_decay,
                        accumulate_steps = accumulate_steps, average = average),
                   "ag_optimizer_sgd", "optimizer_sgd")
 }
 
-optimizer_adam <- function(params, lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, accumulate_steps = 1L,
+optimizer_adam <- function(params, lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8,
+                           accumulate_steps = 1L,
                            average = TRUE, weight_decay = 0) {
   .make_optimizer("adam", params,
-                  list(lr = lr, beta1 = beta1, beta2 = beta2, eps = eps, weight_decay = weight_decay,
+                  list(lr = lr, beta1 = beta1, beta2 = beta2, eps = eps,
+                       weight_decay = weight_decay,
                        accumulate_steps = accumulate_steps, average = average),
                   "ag_optimizer_adam", "optimizer_adam")
 }
@@ -174,10 +188,12 @@ clip_grad_value <- function(params, grads, clip_value) {
     stop("clip_value must be a single positive finite number")
   params <- .param_list(params, "clip_grad_value")
   m <- if (missing(grads)) NULL else .map_handle(grads, "clip_grad_value")
-  invisible(.core_with_call(.Call(R_pg_clip_grad_value, lapply(params, function(p) p$.ptr), m, clip_value), call))
+  invisible(.core_with_call(.Call(R_pg_clip_grad_value, lapply(params, function(p) p$.ptr), m,
+                                  clip_value), call))
 }
 
-check_grad_anomaly <- function(params, grads, action = c("warn", "stop", "silent"), max_abs = NULL) {
+check_grad_anomaly <- function(params, grads, action = c("warn", "stop", "silent"),
+                               max_abs = NULL) {
   action <- match.arg(action)
   if (!is.null(max_abs) && (!is.numeric(max_abs) || length(max_abs) != 1L || is.na(max_abs)))
     stop("max_abs must be NULL or a single number")
@@ -193,14 +209,18 @@ check_grad_anomaly <- function(params, grads, action = c("warn", "stop", "silent
   status <- ifelse(!found, "missing",
             ifelse(n_nan > 0L & n_inf > 0L, "nan+inf",
             ifelse(n_nan > 0L, "nan", ifelse(n_inf > 0L, "inf", ifelse(large, "large", "ok")))))
-  rep <- data.frame(param = as.character(names(params)), n_nan = as.integer(n_nan), n_inf = as.integer(n_inf),
-                    max_abs = as.numeric(mx), status = as.character(status), stringsAsFactors = FALSE)
+  rep <- data.frame(param = as.character(names(params)), n_nan = as.integer(n_nan),
+                    n_inf = as.integer(n_inf),
+                    max_abs = as.numeric(mx), status = as.character(status),
+                    stringsAsFactors = FALSE)
   bad <- !(rep$status %in% c("ok", "missing"))
   if (any(bad) && action != "silent") {
     b <- rep[bad, , drop = FALSE]
-    lines <- sprintf("  %-20s status=%-8s n_nan=%d n_inf=%d max_abs=%s", b$param, b$status, b$n_nan, b$n_inf,
+    lines <- sprintf("  %-20s status=%-8s n_nan=%d n_inf=%d max_abs=%s", b$param, b$status, b$n_nan,
+                     b$n_inf,
                      format(b$max_abs, digits = 4))
-    msg <- paste0(sprintf("gradient anomaly detected in %d parameter(s):\n", sum(bad)), paste(lines, collapse = "\n"))
+    msg <- paste0(sprintf("gradient anomaly detected in %d parameter(s):\n", sum(bad)),
+                  paste(lines, collapse = "\n"))
     if (action == "warn") warning(msg, call. = FALSE) else stop(msg, call. = FALSE)
   }
   invisible(rep)

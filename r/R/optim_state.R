@@ -10,7 +10,9 @@
   h <- lapply(.ST_HYPER[[e$kind]], function(k) get(k, envir = e))
   names(h) <- .ST_HYPER[[e$kind]]
   ex <- .ST_EXTRA[[e$kind]]
-  for (k in names(ex)) { v <- get(k, envir = e); if (!identical(as.numeric(v), as.numeric(ex[[k]]))) h[[k]] <- v }
+  for (k in names(ex)) { v <- get(k,
+                                  envir = e)
+                                  if (!identical(as.numeric(v), as.numeric(ex[[k]]))) h[[k]] <- v }
   h
 }
 
@@ -18,11 +20,14 @@
   kind <- e$kind
   ac <- e$accum_count
   if (ac > 0L)
-    warning(sprintf("optimizer state(): taken mid-accumulation (%d of %d backward passes); the accumulated gradients live in the parameters' $grad and are not part of the state",
+    warning(sprintf(paste0("optimizer state(): taken mid-accumulation (%d of %d backward ",
+                           "passes); the accumulated gradients live in the parameters' ",
+                           "$grad and are not part of the state"),
                     ac, e$accumulate_steps), call. = FALSE)
   slots <- lapply(seq_along(.ST_SLOTS[[kind]]), function(s) e$.slot(s - 1L))
   names(slots) <- .ST_SLOTS[[kind]]
-  list(format = "ggmlR.ag_opt_state", version = 1L, type = kind, t = if (kind == "adam") e$t else 0L,
+  list(format = "ggmlR.ag_opt_state", version = 1L, type = kind,
+       t = if (kind == "adam") e$t else 0L,
        accum_count = ac, names = names(e$params), slots = slots, hyper = .opt_hyper(e))
 }
 
@@ -43,11 +48,14 @@
     if (!isTRUE(all.equal(cur, sv))) changed[[k]] <- list(current = cur, state = sv)
   }
   if (length(changed)) {
-    parts <- vapply(names(changed), function(k) sprintf("%s = %s (state %s)", k, format(changed[[k]]$current),
+    parts <- vapply(names(changed),
+                    function(k) sprintf("%s = %s (state %s)", k, format(changed[[k]]$current),
                                                          format(changed[[k]]$state)), "")
     w <- structure(class = c("ggmlR_opt_hyper_warning", "warning", "condition"),
-                   list(message = paste0("optimizer load_state(): hyperparameters differ from the state's and are NOT restored: ",
-                                         paste(parts, collapse = ", ")), call = NULL, changed = changed))
+                   list(message = paste0("optimizer load_state(): hyperparameters differ ",
+                                         "from the state's and are NOT restored: ",
+                                         paste(parts, collapse = ", ")), call = NULL,
+                        changed = changed))
     warning(w)
   }
 }
@@ -60,13 +68,17 @@
   if (is.null(state[["type"]]) && !is.null(state[["kind"]]) && is.list(state[["params"]])) {
     # a state() of pyggmlr before ggmlR 0.8.6's layout: checked, then loaded as a model file's
     if (!identical(state[["kind"]], kind))
-      .ls_fail(sprintf("state is for a '%s' optimizer, this one is '%s'", paste(format(state[["kind"]]), collapse = " "), kind))
+      .ls_fail(sprintf("state is for a '%s' optimizer, this one is '%s'",
+                       paste(format(state[["kind"]]), collapse = " "), kind))
     if (length(state$params) != length(e$params))
-      .ls_fail(sprintf("state has %d parameters, optimizer has %d", length(state$params), length(e$params)))
+      .ls_fail(sprintf("state has %d parameters, optimizer has %d", length(state$params),
+                       length(e$params)))
     for (i in seq_along(state$params)) for (s in .SLOTS[[kind]]) {
       v <- state$params[[i]][[s]]
-      if (!is.null(v) && (!is.numeric(v) || !identical(as.integer(dim(v)), as.integer(dim(e$params[[i]]$data)))))
-        .ls_fail(sprintf("slot '%s' of parameter %d has shape %s, expected %s", s, i, paste(dim(v), collapse = "x"),
+      if (!is.null(v) &&
+          (!is.numeric(v) || !identical(as.integer(dim(v)), as.integer(dim(e$params[[i]]$data)))))
+        .ls_fail(sprintf("slot '%s' of parameter %d has shape %s, expected %s", s, i,
+                         paste(dim(v), collapse = "x"),
                          paste(dim(e$params[[i]]$data), collapse = "x")))
     }
     .opt_load_file_state(e, state)
@@ -85,28 +97,34 @@
     len <- length(if (is.list(sl)) sl[[s]] else NULL)
     if (len != n) .ls_fail(sprintf("state has %d parameters, optimizer has %d", len, n))
   }
-  mine <- names(e$params); theirs <- state[["names"]]
+  mine <- names(e$params)
+  theirs <- state[["names"]]
   if (!is.null(mine) && !is.null(theirs) && !identical(as.character(theirs), mine))
-    .ls_fail(paste0("parameter names differ from the state's (position is the key, names are the check)",
-                    "\n  optimizer: ", paste(mine, collapse = ", "), "\n  state:     ", paste(theirs, collapse = ", ")))
+    .ls_fail(paste0("parameter names differ from the state's (position is the key, names ",
+                    "are the check)",
+                    "\n  optimizer: ", paste(mine, collapse = ", "), "\n  state:     ",
+                    paste(theirs, collapse = ", ")))
   vals <- list()
   for (s in .ST_SLOTS[[kind]]) for (i in seq_len(n)) {
     v <- sl[[s]][[i]]
     d <- dim(e$params[[i]]$data)
     if (!is.numeric(v) || !identical(as.integer(dim(v)), as.integer(d)) || length(dim(v)) != 2L)
-      .ls_fail(sprintf("slot '%s' of parameter %d has shape %s, expected %s", s, i, paste(dim(v), collapse = "x"),
+      .ls_fail(sprintf("slot '%s' of parameter %d has shape %s, expected %s", s, i,
+                       paste(dim(v), collapse = "x"),
                        paste(d, collapse = "x")))
     if (!all(is.finite(v))) .ls_fail(sprintf("slot '%s' of parameter %d is not finite", s, i))
     storage.mode(v) <- "double"
     vals[[length(vals) + 1L]] <- v
   }
-  if (!.is_count(state[["t"]]) || !.is_count(state[["accum_count"]])) .ls_fail("t / accum_count are not counts")
+  if (!.is_count(state[["t"]]) ||
+      !.is_count(state[["accum_count"]])) .ls_fail("t / accum_count are not counts")
   .opt_hyper_warn(e, state[["hyper"]])
   .Call(R_pg_optim_load, e$.h, vals, as.double(state[["t"]]), as.double(state[["accum_count"]]))
   invisible(TRUE)
 }
 
-# ---- the layout of this project's model files (ag_save_model(optimizer =), ag_fit checkpoints) ----
+# ---- the layout of this project's model files (ag_save_model(optimizer =), ag_fit checkpoints)
+# ----
 
 .opt_file_state <- function(e) {
   kind <- e$kind
@@ -119,7 +137,8 @@
   names(per) <- names(e$params)
   hp <- lapply(.HYPER[[kind]], function(k) get(k, envir = e))
   names(hp) <- .HYPER[[kind]]
-  list(format = "ggmlR.ag_opt_state", version = 1L, kind = kind, t = e$t, accum_count = e$accum_count,
+  list(format = "ggmlR.ag_opt_state", version = 1L, kind = kind, t = e$t,
+       accum_count = e$accum_count,
        hyper = hp, params = per)
 }
 

@@ -17,28 +17,34 @@
 }
 
 print.ag_linear <- function(x, ...) {
-  cat(sprintf("ag_linear: %s (%s parameters)\n", .linear_label(x), format(.n_params(x), scientific = FALSE)))
+  cat(sprintf("ag_linear: %s (%s parameters)\n", .linear_label(x),
+              format(.n_params(x), scientific = FALSE)))
   invisible(x)
 }
 
 # str(): one short line each (the default walks every closure and environment)
 str.ag_linear <- function(object, ...) {
-  cat(sprintf("ag_linear %s: List of %d (W [%s], b [%s], forward, params, to_config)\n", .linear_label(object),
-              length(object), paste(dim(object$W), collapse = "x"), paste(dim(object$b), collapse = "x")))
+  cat(sprintf("ag_linear %s: List of %d (W [%s], b [%s], forward, params, to_config)\n",
+              .linear_label(object),
+              length(object), paste(dim(object$W), collapse = "x"),
+              paste(dim(object$b), collapse = "x")))
   invisible()
 }
 
 str.ag_layer <- function(object, ...) {
   n <- if (inherits(object, "ag_sequential")) sprintf(", %d layers", length(object$layers)) else ""
   cat(sprintf("%s %s%s: %s parameters, %s mode\n", class(object)[[1L]], .layer_label(object), n,
-              format(.n_params(object), scientific = FALSE), if (isTRUE(object$training)) "train" else "eval"))
+              format(.n_params(object), scientific = FALSE),
+              if (isTRUE(object$training)) "train" else "eval"))
   invisible()
 }
 
 .tensor_desc <- function(x) {
-  if (isTRUE(.Call(R_pg_xptr_is_null, get0(".ptr", envir = x, inherits = FALSE)))) return("ag_tensor <dead handle>")
+  if (isTRUE(.Call(R_pg_xptr_is_null,
+                   get0(".ptr", envir = x, inherits = FALSE)))) return("ag_tensor <dead handle>")
   d <- dim(x)
-  sprintf("ag_tensor [%dx%d] %s, requires_grad = %s", d[1L], d[2L], x$dtype, isTRUE(x$requires_grad))
+  sprintf("ag_tensor [%dx%d] %s, requires_grad = %s", d[1L], d[2L], x$dtype,
+          isTRUE(x$requires_grad))
 }
 
 str.ag_tensor <- function(object, ...) {
@@ -53,11 +59,14 @@ str.ag_tensor <- function(object, ...) {
     print(m)
     return(invisible())
   }
-  r <- min(nrow(m), .PRINT_MAX); k <- min(ncol(m), .PRINT_MAX)
+  r <- min(nrow(m), .PRINT_MAX)
+  k <- min(ncol(m), .PRINT_MAX)
   sub <- m[seq_len(r), seq_len(k), drop = FALSE]
-  if (is.null(dimnames(sub))) dimnames(sub) <- list(sprintf("[%d,]", seq_len(r)), sprintf("[,%d]", seq_len(k)))
+  if (is.null(dimnames(sub))) dimnames(sub) <- list(sprintf("[%d,]", seq_len(r)),
+                                                    sprintf("[,%d]", seq_len(k)))
   print(sub)
-  state <- if (is.null(requires_grad)) dtype else sprintf("%s, requires_grad = %s", dtype, isTRUE(requires_grad))
+  state <- if (is.null(requires_grad)) dtype else sprintf("%s, requires_grad = %s", dtype,
+                                                          isTRUE(requires_grad))
   cat(sprintf("... [%d of %d rows, %d of %d columns shown; %s]\n", r, nrow(m), k, ncol(m), state))
   invisible()
 }

@@ -2,7 +2,6 @@
 # (sched.c, shared with Python); a scheduler keeps the core's `par` and `st` vectors and shows them
 # as ggmlR's named fields, refreshed after every step.
 
-.SCHED_KIND <- c(step = 0L, cosine = 1L, cyclic = 2L, onecycle = 3L, warmup_cosine = 4L, warmup = 5L)
 
 # ggmlR's fields per kind, read from par / st (layouts in native/pg_api_sched.h)
 .SCHED_SYNC <- list(
@@ -20,7 +19,8 @@
 # A count as ggmlR coerces it (as.integer). A wrong type or length becomes NA, which the core
 # rejects with ggmlR's message for that argument, in ggmlR's order of checks.
 .sched_count <- function(x) if (is.atomic(x) && length(x) == 1L) as.integer(x) else NA_integer_
-.sched_num <- function(x) if ((is.numeric(x) || is.logical(x)) && length(x) == 1L) as.numeric(x) else NA_real_
+.sched_num <- function(x) if ((is.numeric(x) || is.logical(x)) &&
+                              length(x) == 1L) as.numeric(x) else NA_real_
 
 # arguments ggmlR does not check (they would fail later, inside a step): checked here, up front
 .sched_need_num <- function(x, name, call) {
@@ -33,14 +33,19 @@
 # the constructor, as ggmlR's stop() is
 .sched_init <- function(kind, par, optimizer, call) {
   # a tensor is an environment too, but without lr (issue 19: it was taken as an optimizer)
-  if (!is.environment(optimizer) || is_ag_tensor(optimizer) || is.null(get0("lr", envir = optimizer, inherits = FALSE)))
+  if (!is.environment(optimizer) || is_ag_tensor(optimizer) ||
+      is.null(get0("lr", envir = optimizer, inherits = FALSE)))
     stop(structure(class = c("pyggmlr_argument_error", "pyggmlr_error", "error", "condition"),
-                   list(message = sprintf("optimizer must be an optimizer (an environment with a field lr), got %s",
-                                          if (is_ag_tensor(optimizer)) "an ag_tensor" else class(optimizer)[[1L]]),
+                   list(message = sprintf(paste0("optimizer must be an optimizer (an environment ",
+                                                 "with a field lr), got %s"),
+                                          if (is_ag_tensor(optimizer)) "an ag_tensor"
+                                          else class(optimizer)[[1L]]),
                         call = call)))
-  par <- c(par, rep(0, 8L - length(par)))
-  r <- tryCatch(.Call(R_pg_sched_init, .SCHED_KIND[[kind]], par, optimizer$lr), error = function(e) e)
-  if (inherits(r, "error")) { r$call <- call; stop(r) }  # the core's classed condition, with the call
+  par <- c(par, rep(0, .pg$code$sched[["NPAR"]] - length(par)))
+  r <- tryCatch(.Call(R_pg_sched_init, .pg$code$sched[[toupper(kind)]], par, optimizer$lr),
+                error = function(e) e)
+  # the core's classed condition, with the call
+  if (inherits(r, "error")) { r$call <- call; stop(r) }
   r
 }
 
@@ -51,7 +56,7 @@
   e$par <- r[[1L]]
   e$st <- r[[2L]]
   sync <- .SCHED_SYNC[[kind]]
-  k <- .SCHED_KIND[[kind]]
+  k <- .pg$code$sched[[toupper(kind)]]
   # the momentum (SGD) or beta1 (Adam) a one-cycle schedule drives; NULL: none
   set_mom <- function(m) {
     f <- get0("mom_field", envir = e, inherits = FALSE)
@@ -63,7 +68,8 @@
   e$step <- function() {
     out <- .Call(R_pg_sched_step, k, e$par, e$st, e$optimizer$lr)
     e$st <- out[3:5]
-    if (!is.nan(out[[1L]])) e$optimizer$lr <- out[[1L]]  # NaN: the schedule leaves the rate (warmup's hand-over)
+    # NaN: the schedule leaves the rate (warmup's hand-over)
+    if (!is.nan(out[[1L]])) e$optimizer$lr <- out[[1L]]
     set_mom(out[[2L]])
     sync(e)
     invisible(out[[1L]])
@@ -87,14 +93,18 @@ print.lr_scheduler_step <- function(x, ...) {
   invisible(x)
 }
 
+# nolint start: object_name_linter. (T_max, T_mult: ggmlR's argument names)
 lr_scheduler_cosine <- function(optimizer, T_max, lr_min = 0, restart = FALSE, T_mult = 1) {
   call <- sys.call()
   T_max <- .sched_count(T_max)
-  r <- .sched_init("cosine", c(T_max, .sched_num(lr_min), isTRUE(as.logical(restart)), .sched_num(T_mult)),
+  # nolint end
+  r <- .sched_init("cosine",
+                   c(T_max, .sched_num(lr_min), isTRUE(as.logical(restart)), .sched_num(T_mult)),
                    optimizer, call)
   .sched_need_num(lr_min, "lr_min", call)
   .sched_make("cosine", "lr_scheduler_cosine", optimizer, r,
-              list(T_max = T_max, lr_min = lr_min, lr_max = r[[1L]][[5L]], restart = restart, T_mult = T_mult))
+              list(T_max = T_max, lr_min = lr_min, lr_max = r[[1L]][[5L]], restart = restart,
+                   T_mult = T_mult))
 }
 
 print.lr_scheduler_cosine <- function(x, ...) {
@@ -103,7 +113,8 @@ print.lr_scheduler_cosine <- function(x, ...) {
   invisible(x)
 }
 
-lr_scheduler_cyclic <- function(optimizer, base_lr, max_lr, step_size_up = 2000L, step_size_down = NULL,
+lr_scheduler_cyclic <- function(optimizer, base_lr, max_lr, step_size_up = 2000L,
+                                step_size_down = NULL,
                                 mode = c("triangular", "triangular2", "exp_range"), gamma = 1) {
   call <- sys.call()
   mode <- match.arg(mode)
@@ -126,7 +137,8 @@ print.lr_scheduler_cyclic <- function(x, ...) {
 
 lr_scheduler_onecycle <- function(optimizer, max_lr, total_steps, pct_start = 0.3, div_factor = 25,
                                   final_div_factor = 1e4, anneal_strategy = c("cos", "linear"),
-                                  cycle_momentum = TRUE, base_momentum = 0.85, max_momentum = 0.95) {
+                                  cycle_momentum = TRUE, base_momentum = 0.85,
+                                  max_momentum = 0.95) {
   call <- sys.call()
   anneal_strategy <- match.arg(anneal_strategy)
   total_steps <- .sched_count(total_steps)
@@ -141,8 +153,10 @@ lr_scheduler_onecycle <- function(optimizer, max_lr, total_steps, pct_start = 0.
                else if (inherits(optimizer, "ag_optimizer_adam")) "beta1"
   p <- r[[1L]]
   .sched_make("onecycle", "lr_scheduler_onecycle", optimizer, r,
-              list(max_lr = max_lr, total_steps = total_steps, initial_lr = p[[3L]], final_lr = p[[4L]],
-                   anneal_strategy = anneal_strategy, step_up = as.integer(p[[5L]]), mom_field = mom_field,
+              list(max_lr = max_lr, total_steps = total_steps, initial_lr = p[[3L]],
+                   final_lr = p[[4L]],
+                   anneal_strategy = anneal_strategy, step_up = as.integer(p[[5L]]),
+                   mom_field = mom_field,
                    base_momentum = base_momentum, max_momentum = max_momentum))
 }
 
@@ -152,11 +166,13 @@ print.lr_scheduler_onecycle <- function(x, ...) {
   invisible(x)
 }
 
-lr_scheduler_warmup_cosine <- function(optimizer, warmup_steps, total_steps, lr_min = 0, warmup_start_lr = 0) {
+lr_scheduler_warmup_cosine <- function(optimizer, warmup_steps, total_steps, lr_min = 0,
+                                       warmup_start_lr = 0) {
   call <- sys.call()
   warmup_steps <- .sched_count(warmup_steps)
   total_steps <- .sched_count(total_steps)
-  r <- .sched_init("warmup_cosine", c(warmup_steps, total_steps, 0, .sched_num(lr_min), .sched_num(warmup_start_lr)),
+  r <- .sched_init("warmup_cosine",
+                   c(warmup_steps, total_steps, 0, .sched_num(lr_min), .sched_num(warmup_start_lr)),
                    optimizer, call)
   .sched_need_num(lr_min, "lr_min", call)
   .sched_need_num(warmup_start_lr, "warmup_start_lr", call)
@@ -166,7 +182,8 @@ lr_scheduler_warmup_cosine <- function(optimizer, warmup_steps, total_steps, lr_
 }
 
 print.lr_scheduler_warmup_cosine <- function(x, ...) {
-  cat(sprintf("lr_scheduler_warmup_cosine | warmup=%d | total=%d | lr_max=%.6f | step=%d | lr=%.6f\n",
+  cat(sprintf(paste0("lr_scheduler_warmup_cosine | warmup=%d | total=%d | lr_max=%.6f | step=%d ",
+                     "| lr=%.6f\n"),
               x$warmup_steps, x$total_steps, x$lr_max, x$last_step, x$optimizer$lr))
   invisible(x)
 }
@@ -177,11 +194,14 @@ print.lr_scheduler_warmup_cosine <- function(x, ...) {
 lr_scheduler_warmup <- function(optimizer, warmup_steps, after = NULL, start_factor = 0) {
   call <- sys.call()
   warmup_steps <- .sched_count(warmup_steps)
-  base <- if (inherits(after, "lr_scheduler_cosine")) after$lr_max else if (is.environment(optimizer)) optimizer$lr else NA
-  r <- .sched_init("warmup", c(warmup_steps, .sched_num(base), .sched_num(start_factor)), optimizer, call)
+  base <- if (inherits(after, "lr_scheduler_cosine")) after$lr_max
+          else if (is.environment(optimizer)) optimizer$lr else NA
+  r <- .sched_init("warmup", c(warmup_steps, .sched_num(base), .sched_num(start_factor)), optimizer,
+                   call)
   .sched_need_num(start_factor, "start_factor", call)
   e <- .sched_make("warmup", "lr_scheduler_warmup", optimizer, r,
-                   list(warmup_steps = warmup_steps, after = after, start_factor = start_factor, base_lr = base))
+                   list(warmup_steps = warmup_steps, after = after, start_factor = start_factor,
+                        base_lr = base))
   warm <- e$step
   e$step <- function() {
     warm()
@@ -192,6 +212,7 @@ lr_scheduler_warmup <- function(optimizer, warmup_steps, after = NULL, start_fac
 }
 
 print.lr_scheduler_warmup <- function(x, ...) {
-  cat(sprintf("lr_scheduler_warmup | warmup_steps=%d | epoch=%d | lr=%.6f\n", x$warmup_steps, x$last_epoch, x$optimizer$lr))
+  cat(sprintf("lr_scheduler_warmup | warmup_steps=%d | epoch=%d | lr=%.6f\n", x$warmup_steps,
+              x$last_epoch, x$optimizer$lr))
   invisible(x)
 }

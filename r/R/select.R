@@ -17,11 +17,14 @@ ag_gather <- function(x, index) {
     stop("ag_gather: index must be numeric (0-based integers)", call. = FALSE)
   index <- as.vector(index)
   if (length(index) != d[2L])
-    stop(sprintf("ag_gather: index has length %d, x has %d columns", length(index), d[2L]), call. = FALSE)
+    stop(sprintf("ag_gather: index has length %d, x has %d columns", length(index), d[2L]),
+         call. = FALSE)
   if (anyNA(index)) stop("ag_gather: index contains NA", call. = FALSE)
-  if (any(index != round(index))) stop("ag_gather: index must be whole numbers (0-based)", call. = FALSE)
+  if (any(index != round(index))) stop("ag_gather: index must be whole numbers (0-based)",
+                                       call. = FALSE)
   if (any(index < 0 | index > d[1L] - 1))
-    stop(sprintf("ag_gather: index out of range 0..%d (indices are 0-based)", d[1L] - 1L), call. = FALSE)
+    stop(sprintf("ag_gather: index out of range 0..%d (indices are 0-based)", d[1L] - 1L),
+         call. = FALSE)
   .Call(R_pg_gather, x, index)
 }
 

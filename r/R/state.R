@@ -19,10 +19,12 @@
   if (is.null(f)) stop(caller, ": `model` has no parameters() / params() method", call. = FALSE)
   p <- f()
   if (is.null(p)) p <- list()
-  if (!is.list(p)) stop(sprintf("%s: parameters() returned a %s, not a list of ag_tensors", caller, class(p)[[1L]]), call. = FALSE)
+  if (!is.list(p)) stop(sprintf("%s: parameters() returned a %s, not a list of ag_tensors", caller,
+                                class(p)[[1L]]), call. = FALSE)
   for (i in seq_along(p)) if (!is_ag_tensor(p[[i]]))
     stop(sprintf("%s: parameter %d (%s) is a %s, not an ag_tensor", caller, i,
-                 if (is.null(names(p)) || !nzchar(names(p)[i])) "unnamed" else names(p)[i], class(p[[i]])[[1L]]),
+                 if (is.null(names(p)) || !nzchar(names(p)[i])) "unnamed" else names(p)[i],
+                 class(p[[i]])[[1L]]),
          call. = FALSE)
   p
 }
@@ -44,10 +46,13 @@
     return(if (is.null(b)) list() else b)
   }
   layers <- if (is.environment(model) || is.list(model)) model[["layers"]] else NULL
-  if (depth > 64L || !is.list(layers) || !length(layers) || !all(vapply(layers, .is_layer_like, logical(1))))
+  if (depth > 64L || !is.list(layers) || !length(layers) ||
+      !all(vapply(layers, .is_layer_like, logical(1))))
     return(list())
   out <- list()
-  for (i in seq_along(layers)) out <- c(out, .state_buffers(layers[[i]], paste0(prefix, "layer", i, "_"), depth + 1L))
+  for (i in seq_along(layers)) out <- c(out,
+                                        .state_buffers(layers[[i]], paste0(prefix, "layer", i, "_"),
+                                                       depth + 1L))
   out
 }
 
@@ -56,19 +61,23 @@ ag_state_dict <- function(model) {
   bufs <- .state_buffers(model)
   list(format = .SD_FORMAT, version = 1L,
        parameters = lapply(params, function(p) p$data),
-       param_dtypes = vapply(params, function(p) { d <- p$dtype; if (is.null(d)) "f32" else d }, character(1L)),
+       param_dtypes = vapply(params, function(p) { d <- p$dtype; if (is.null(d)) "f32" else d },
+                             character(1L)),
        buffers = lapply(bufs, function(b) b$data))
 }
 
-.dim_str <- function(v) if (is.null(dim(v))) as.character(length(v)) else paste(dim(v), collapse = "x")
+.dim_str <- function(v) if (is.null(dim(v))) as.character(length(v)) else paste(dim(v),
+    collapse = "x")
 
 # Every used entry numeric, of the model's dims, finite (ggmlR's texts); returns the value to write
 .sd_value <- function(caller, nm, model_dim, val) {
   if (is_ag_tensor(val)) val <- val$data
   if (!is.numeric(val) || !identical(as.integer(dim(val)), as.integer(model_dim)))
-    stop(sprintf("%s: shape mismatch for '%s': model %s, state %s", caller, nm, paste(model_dim, collapse = "x"),
+    stop(sprintf("%s: shape mismatch for '%s': model %s, state %s", caller, nm,
+                 paste(model_dim, collapse = "x"),
                  .dim_str(val)), call. = FALSE)
-  if (!all(is.finite(val))) stop(sprintf("%s: '%s' contains NA, NaN or Inf", caller, nm), call. = FALSE)
+  if (!all(is.finite(val))) stop(sprintf("%s: '%s' contains NA, NaN or Inf", caller, nm),
+                                 call. = FALSE)
   storage.mode(val) <- "double"
   val
 }
@@ -84,7 +93,8 @@ ag_state_dict <- function(model) {
 .distinct_names <- function(lst, caller, what) {
   nm <- names(lst)
   if (length(lst) && (is.null(nm) || any(is.na(nm) | !nzchar(nm)) || anyDuplicated(nm)))
-    stop(sprintf("%s: the model's %s need distinct names to be matched with a state (got %s)", caller, what,
+    stop(sprintf("%s: the model's %s need distinct names to be matched with a state (got %s)",
+                 caller, what,
                  if (is.null(nm)) "an unnamed list" else paste(nm, collapse = ", ")), call. = FALSE)
   if (is.null(nm)) character(0) else nm
 }
@@ -100,14 +110,17 @@ ag_load_state_dict <- function(model, state, strict = TRUE) {
   sp <- state[["parameters"]]
   sb <- state[["buffers"]]
   if (is.null(sb)) sb <- list()
-  if (!is.list(sb)) stop(caller, ": `state` is not a state dict ($buffers is not a list)", call. = FALSE)
+  if (!is.list(sb)) stop(caller, ": `state` is not a state dict ($buffers is not a list)",
+                         call. = FALSE)
   used <- function(have, saved, what) {
     hn <- .distinct_names(have, caller, paste0(what, "s"))
     sn <- names(saved)
     if (is.null(sn)) sn <- rep("", length(saved))
-    missing <- setdiff(hn, sn); extra <- setdiff(sn, hn)
+    missing <- setdiff(hn, sn)
+    extra <- setdiff(sn, hn)
     if (strict && (length(missing) || length(extra)))
-      stop(caller, ": ", what, " names differ (strict = TRUE)", "\n  missing in state: ", paste(missing, collapse = ", "),
+      stop(caller, ": ", what, " names differ (strict = TRUE)", "\n  missing in state: ",
+           paste(missing, collapse = ", "),
            "\n  not in model: ", paste(extra, collapse = ", "), call. = FALSE)
     intersect(hn, sn)
   }
@@ -125,9 +138,12 @@ ag_load_state_dict <- function(model, state, strict = TRUE) {
 # ---------------------------------------------------------------------------------------------
 # ag_save_model / ag_load_model with ggmlR's arguments (the file format is io.R's)
 
-ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch = NULL, extra = NULL) {
+ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch = NULL,
+                          extra = NULL) {
   if (!is.character(path) || length(path) != 1L || is.na(path))
-    .pg_stop("argument", sprintf("ag_save_model(): path must be a file name (a single string), got %s", paste(class(path), collapse = "/")))
+    .pg_stop("argument",
+             sprintf("ag_save_model(): path must be a file name (a single string), got %s",
+                     paste(class(path), collapse = "/")))
   if (!.is_model(model)) .model_params(model, "ag_save_model()")  # its error
   if (!is.null(model_fn) && !is.function(model_fn))
     stop("ag_save_model(): `model_fn` must be a function or NULL.", call. = FALSE)
@@ -141,7 +157,8 @@ ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch 
   if (is.null(dtype)) return(NULL)
   dtype <- match.arg(dtype, c("f32", "f64", "f16", "bf16"))
   if (dtype %in% c("f16", "bf16"))
-    stop(sprintf("ag_load_model(): dtype \"%s\" is not supported by the CPU engine; use \"f32\" or \"f64\"", dtype),
+    stop(sprintf(paste0("ag_load_model(): dtype \"%s\" is not supported by the CPU engine; use ",
+                        "\"f32\" or \"f64\""), dtype),
          call. = FALSE)
   dtype
 }
@@ -157,7 +174,8 @@ ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch 
 .check_built_dtype <- function(params, dtype) {
   if (is.null(dtype)) return(invisible())
   for (nm in names(params)) if (!identical(params[[nm]]$dtype, dtype))
-    stop(sprintf("ag_load_model(): dtype = \"%s\" was asked for, but the model's parameter '%s' is %s (does model_fn fix its own dtype?)",
+    stop(sprintf(paste0("ag_load_model(): dtype = \"%s\" was asked for, but the model's ",
+                        "parameter '%s' is %s (does model_fn fix its own dtype?)"),
                  dtype, nm, params[[nm]]$dtype), call. = FALSE)
   invisible()
 }
@@ -165,18 +183,22 @@ ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch 
 # R serialization (saveRDS: gzip, bzip2, xz or none) rather than safetensors: a plausible
 # safetensors start (header length within the file, then "{") wins; bytes compared as raw
 .is_rds_file <- function(path) {
-  if (!is.character(path) || length(path) != 1L || is.na(path) || !file.exists(path) || dir.exists(path)) return(FALSE)
-  b <- tryCatch(suppressWarnings(readBin(path, "raw", n = 9L)), error = function(e) raw(0))  # a device: the core says
+  if (!is.character(path) || length(path) != 1L || is.na(path) || !file.exists(path) ||
+      dir.exists(path)) return(FALSE)
+  # a device: the core says
+  b <- tryCatch(suppressWarnings(readBin(path, "raw", n = 9L)), error = function(e) raw(0))
   if (length(b) < 6L) return(FALSE)
   size <- file.info(path)$size
   hlen <- sum(as.numeric(b[1:8]) * 256^(0:7))
-  if (length(b) == 9L && hlen <= .IO_MAX_HEADER && 8 + hlen <= size && b[9] == charToRaw("{")) return(FALSE)
+  if (length(b) == 9L && hlen <= .IO_MAX_HEADER && 8 + hlen <= size &&
+      b[9] == charToRaw("{")) return(FALSE)
   is <- function(...) identical(b[seq_along(c(...))], as.raw(c(...)))
   is(0x1f, 0x8b) || is(0x42, 0x5a, 0x68) || is(0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00) ||
     is(0x58, 0x0a, 0, 0, 0) || is(0x41, 0x0a) || is(0x42, 0x0a)
 }
 
-ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, model = NULL, optimizer = NULL) {
+ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, model = NULL,
+                          optimizer = NULL) {
   # pyggmlr's earlier ag_load_model(path, model): a model object where ggmlR has model_fn
   if (!is.null(model_fn) && !is.function(model_fn) && is.null(model) && .is_model(model_fn)) {
     model <- model_fn
@@ -191,7 +213,8 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
   }
   .model_path(path, "ag_load_model()")  # 0L / TRUE / a FIFO or device: refused before any read
   if (.is_rds_file(path)) return(.load_ggmlr_container(path, model_fn, dtype, model))
-  .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer, dtype = .load_dtype(dtype))$model
+  .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer,
+              dtype = .load_dtype(dtype))$model
 }
 
 # A ggmlR ag_save_model() file (s9.3 / s9.4): readRDS (it may hold a closure, which is run as
@@ -199,39 +222,47 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
 # everything validated before the first write.
 .load_ggmlr_container <- function(path, model_fn, dtype, model) {
   box <- tryCatch(readRDS(path), error = function(e)
-    stop(sprintf("ag_load_model(): cannot read '%s' as an R data file (%s)", path, conditionMessage(e)), call. = FALSE))
+    stop(sprintf("ag_load_model(): cannot read '%s' as an R data file (%s)", path,
+                 conditionMessage(e)), call. = FALSE))
   if (!is.list(box) || !identical(box[["format"]], .RDS_FORMAT))
     stop("ag_load_model(): file is not a ggmlR ag_state container.", call. = FALSE)
   if (!identical(box[["version"]], 1L))
-    stop("ag_load_model(): unsupported container version ", paste(format(box[["version"]]), collapse = " "),
+    stop("ag_load_model(): unsupported container version ",
+         paste(format(box[["version"]]), collapse = " "),
          " (this ggmlR supports version 1).", call. = FALSE)
   builder <- if (!is.null(model_fn)) model_fn else box[["model_fn"]]
   if (is.null(model) && (is.null(builder) || !is.function(builder)))
-    stop("ag_load_model(): no `model_fn` available. Pass one via the `model_fn` argument, or re-save the model ",
+    stop(paste0("ag_load_model(): no `model_fn` available. Pass one via the `model_fn` argument, ",
+                "or re-save the model "),
          "with `model_fn` so it is stored in the file.", call. = FALSE)
   dtype <- .load_dtype(dtype)
   saved <- box[["parameters"]]
-  if (!is.list(saved)) stop("ag_load_model(): the container's parameters are not a list", call. = FALSE)
+  if (!is.list(saved)) stop("ag_load_model(): the container's parameters are not a list",
+                            call. = FALSE)
   pd <- box[["param_dtypes"]]
   # ggmlR's "f32" is a label over R doubles; only an all-"f64" file builds in f64 by itself
   target <- if (!is.null(dtype)) dtype else if (length(pd) && all(pd %in% "f64")) "f64" else "f32"
   if (is.null(model)) {
     model <- .with_dtype(target, builder)
     if (!.is_model(model))
-      stop(sprintf("ag_load_model(): `model_fn` must return an ag_sequential or ag_* layer (got class: %s).",
+      stop(sprintf(paste0("ag_load_model(): `model_fn` must return an ag_sequential or ag_* ",
+                          "layer (got class: %s)."),
                    paste(class(model), collapse = "/")), call. = FALSE)
   }
   params <- .model_params(model, "ag_load_model()")
-  miss <- setdiff(names(params), names(saved)); extra <- setdiff(names(saved), names(params))
+  miss <- setdiff(names(params), names(saved))
+  extra <- setdiff(names(saved), names(params))
   if (length(miss) || length(extra))
-    stop("ag_load_model(): parameter mismatch between saved state and rebuilt model.\n  missing in file: ",
+    stop(paste0("ag_load_model(): parameter mismatch between saved state and rebuilt model.\n  ",
+                "missing in file: "),
          paste(miss, collapse = ", "), "\n  not in model: ", paste(extra, collapse = ", "),
          "\nThe `model_fn` architecture must match the saved one.", call. = FALSE)
   value <- function(kind, nm, d, v) {
     if (!is.numeric(v) || !identical(as.integer(dim(v)), as.integer(d)))
       stop(sprintf("ag_load_model(): shape mismatch for %s '%s': model %s vs file %s.", kind, nm,
                    paste(d, collapse = "x"), .dim_str(v)), call. = FALSE)
-    if (!all(is.finite(v))) stop(sprintf("ag_load_model(): %s '%s' in the file contains NA, NaN or Inf", kind, nm),
+    if (!all(is.finite(v))) stop(sprintf(paste0("ag_load_model(): %s '%s' in the file contains ",
+                                                "NA, NaN or Inf"), kind, nm),
                                  call. = FALSE)
     storage.mode(v) <- "double"
     v
@@ -240,7 +271,8 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
   .check_built_dtype(params, dtype)
   bufs <- .state_buffers(model)
   sb <- box[["buffers"]]
-  bn <- if (is.list(sb)) intersect(names(bufs), names(sb)) else character(0)  # missing keys: skipped (ggmlR)
+  # missing keys: skipped (ggmlR)
+  bn <- if (is.list(sb)) intersect(names(bufs), names(sb)) else character(0)
   bv <- lapply(bn, function(nm) value("buffer", nm, dim(bufs[[nm]]), sb[[nm]]))
   .fits_all("ag_load_model()", c(params, bufs[bn]), c(pv, bv), c(names(params), bn))
   for (i in seq_along(params)) params[[i]]$data <- pv[[i]]
@@ -266,7 +298,8 @@ print.ggmlR_ag_state <- function(x, ...) {
 
 .ag_data <- function(t) if (is_ag_tensor(t)) t$data else t
 .ag_as_matrix <- function(x) x  # ggmlR: a GPU handle -> its matrix; there are no handles here
-.ag_row_slice <- function(x, from, to) ag_slice_rows(x, from - 1L, to - from + 1L)  # rows from..to, 1-based
+# rows from..to, 1-based
+.ag_row_slice <- function(x, from, to) ag_slice_rows(x, from - 1L, to - from + 1L)
 .ag_row_concat <- function(tensors) {
   if (length(tensors) == 1L) return(tensors[[1L]])
   Reduce(ag_concat_rows, tensors)

@@ -35,12 +35,14 @@
 
 .summary_model <- function(object, layers, title) {
   tab <- .summary_table(layers)
-  structure(list(title = title, layers = tab, total = sum(tab$params), non_trainable = sum(tab$buffers)),
+  structure(list(title = title, layers = tab, total = sum(tab$params),
+                 non_trainable = sum(tab$buffers)),
             class = "summary.ag_sequential")
 }
 
 summary.ag_sequential <- function(object, ...) {
-  .summary_model(object, object$layers, sprintf("ag_sequential (%d layers, %s mode)", length(object$layers),
+  .summary_model(object, object$layers,
+                 sprintf("ag_sequential (%d layers, %s mode)", length(object$layers),
                                                 if (isTRUE(object$training)) "train" else "eval"))
 }
 
@@ -53,7 +55,9 @@ print.summary.ag_sequential <- function(x, ...) {
   lab <- c("Layer (type)", sprintf("%d %s (%s)", seq_len(nrow(tab)), tab$layer, tab$type))
   shp <- c("Output shape", tab$output_shape)
   par <- c("Param #", num(tab$params))
-  w1 <- max(nchar(lab)); w2 <- max(nchar(shp)); w3 <- max(nchar(par))
+  w1 <- max(nchar(lab))
+  w2 <- max(nchar(shp))
+  w3 <- max(nchar(par))
   line <- function(ch) strrep(ch, w1 + w2 + w3 + 4L)
   row <- function(i) sprintf("%-*s  %-*s  %*s", w1, lab[i], w2, shp[i], w3, par[i])
   cat(x$title, "\n", sep = "")

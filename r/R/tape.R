@@ -4,16 +4,18 @@ with_grad_tape <- function(expr) {
   # the exit handler exists before the scope does and closes every scope above the depth seen
   # on entry: an interrupt, restart or callCC at any point leaves no scope open, and closing
   # twice is harmless (pg_tape_end_to)
-  d <- .Call(R_pg_scope, 0L, 0L)
-  on.exit(.Call(R_pg_scope, 1L, d))
-  .Call(R_pg_tape, 0L)          # outermost scope empties the tape; nested scopes keep it
-  expr                          # forcing the promise evaluates it in the caller's frame
+  d <- .Call(R_pg_scope, .pg$code$scope[["DEPTH"]], 0L)
+  on.exit(.Call(R_pg_scope, .pg$code$scope[["END_TO"]], d))
+  # the outermost scope empties the tape, nested ones keep it
+  .Call(R_pg_tape, .pg$code$tape[["BEGIN"]])
+  expr  # forcing the promise evaluates it in the caller's frame
 }
 
-ag_tape_clear <- function() invisible(.Call(R_pg_tape, 2L))
+ag_tape_clear <- function() invisible(.Call(R_pg_tape, .pg$code$tape[["CLEAR"]]))
 
 ag_no_grad <- function(expr) {
-  prev <- .Call(R_pg_tape, 5L)  # read first: the restore is registered before anything changes
+  # read first: the restore is registered before anything changes
+  prev <- .Call(R_pg_tape, .pg$code$tape[["ENABLED"]])
   on.exit(.Call(R_pg_tape_set_enabled, prev))
   .Call(R_pg_tape_set_enabled, FALSE)
   expr
@@ -44,7 +46,8 @@ ag_no_grad <- function(expr) {
   id <- .grad_key(i)
   if (is.null(id)) {
     if (!is.character(i) || length(i) != 1L || is.na(i))
-      stop("gradients are keyed by tensor id (one number or string) or the tensor itself", call. = FALSE)
+      stop("gradients are keyed by tensor id (one number or string) or the tensor itself",
+           call. = FALSE)
     return(get0(i, envir = x, inherits = FALSE))
   }
   .Call(R_pg_gradmap_get, get(".map", envir = x, inherits = FALSE), id)
@@ -57,7 +60,9 @@ ag_no_grad <- function(expr) {
         if (is_ag_tensor(value)) value$data else value)
   x
 }
+# nolint start: object_name_linter. (an S3 method of a symbol generic)
 `$<-.ag_grads` <- function(x, name, value) `[[<-.ag_grads`(x, name, value = value)
+# nolint end
 print.ag_grads <- function(x, ...) {
   ids <- .Call(R_pg_gradmap_ids, get(".map", envir = x, inherits = FALSE))
   cat(sprintf("ag_grads: %d gradient(s), %d bound by id (leaves: %s)\n", length(ids),
@@ -71,7 +76,8 @@ print.ag_grads <- function(x, ...) {
     m <- get0(".map", envir = grads, inherits = FALSE)
     if (!is.null(m)) return(m)
   }
-  stop(sprintf("%s: grads must be the environment returned by backward() or NULL", where), call. = FALSE)
+  stop(sprintf("%s: grads must be the environment returned by backward() or NULL", where),
+       call. = FALSE)
 }
 
 backward <- function(loss) invisible(.Call(R_pg_backward_env, loss))

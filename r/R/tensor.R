@@ -4,11 +4,14 @@
   if (is.null(dtype)) return(.Call(R_pg_default_dtype, NULL))
   if (!is.character(dtype) || length(dtype) != 1L)
     .arg_fail("dtype", "dtype must be \"f32\" or \"f64\"")
-  switch(tolower(dtype), f32 = 0L, f64 = 1L,  # classed as Python's DTypeError
-         f16 = , bf16 = .arg_fail("dtype", "dtype \"%s\" is not supported by the CPU engine; use \"f32\" or \"f64\"", dtype),
+  # classed as Python's DTypeError
+  switch(tolower(dtype), f32 = .pg$code$dtype[["F32"]], f64 = .pg$code$dtype[["F64"]],
+         f16 = , bf16 = .arg_fail("dtype",
+                                  paste0("dtype \"%s\" is not supported by the CPU engine; use ",
+                                         "\"f32\" or \"f64\""), dtype),
          .arg_fail("dtype", "dtype must be \"f32\" or \"f64\", got \"%s\"", dtype))
 }
-.dtype_name <- function(code) if (code == 1L) "f64" else "f32"
+.dtype_name <- function(code) if (code == .pg$code$dtype[["F64"]]) "f64" else "f32"
 
 # Wrap a new core reference (an external pointer) as an ag_tensor environment holding `.ptr`,
 # `id`, `dtype`, `device` and `grad_fn` (built in C, src/r_util.c). `data`, `grad` and
@@ -19,17 +22,23 @@ utils::globalVariables(c(".map", ".id")) # bound in the enclosures made in C
 
 `$.ag_tensor` <- function(x, name) .Call(R_pg_tensor_field, x, name)
 `[[.ag_tensor` <- function(x, i, ...) .Call(R_pg_tensor_field, x, i)
+# nolint start: object_name_linter. (an S3 method of a symbol generic)
 `$<-.ag_tensor` <- function(x, name, value) .Call(R_pg_tensor_field_set, x, name, value)
+# nolint end
 `[[<-.ag_tensor` <- function(x, i, ..., value) .Call(R_pg_tensor_field_set, x, i, value)
 .TENSOR_FIELDS <- c("data", "grad", "requires_grad", "id", "dtype", "device", "grad_fn")
-names.ag_tensor <- function(x) union(.TENSOR_FIELDS, setdiff(ls(x, all.names = FALSE), .TENSOR_FIELDS))
-.DollarNames.ag_tensor <- function(x, pattern = "") grep(pattern, names(x), value = TRUE)
+names.ag_tensor <- function(x) union(.TENSOR_FIELDS,
+                                     setdiff(ls(x, all.names = FALSE), .TENSOR_FIELDS))
+.DollarNames.ag_tensor <- function(x, pattern = "") { # nolint: object_name_linter.
+  grep(pattern, names(x), value = TRUE)
+}
 
 .check_device <- function(device, where = "ag_tensor") {
   if (is.null(device) || identical(device, "cpu")) return(invisible())
   if (identical(device, "gpu"))  # ggmlR's text, classed as Python's DeviceError
     .arg_fail("device", "No ggml backend available. Install Vulkan drivers or use device='cpu'.")
-  .arg_fail("device", "%s(): device must be \"cpu\" or \"gpu\", got %s", where, paste(format(device), collapse = " "))
+  .arg_fail("device", "%s(): device must be \"cpu\" or \"gpu\", got %s", where,
+            paste(format(device), collapse = " "))
 }
 
 ag_tensor <- function(data, device = ag_default_device(), dtype = ag_default_dtype()) {
@@ -89,7 +98,8 @@ ag_dtype <- function(dtype) {
 ag_default_dtype <- function() .dtype_name(.Call(R_pg_default_dtype, NULL))
 
 ag_device <- function(device) {
-  if (missing(device)) stop("ag_device(): argument \"device\" is missing, with no default", call. = FALSE)
+  if (missing(device)) stop("ag_device(): argument \"device\" is missing, with no default",
+                            call. = FALSE)
   if (!is.character(device) || length(device) != 1L || !device %in% c("cpu", "gpu"))
     stop("ag_device(): device must be \"cpu\" or \"gpu\"", call. = FALSE)
   .check_device(device, "ag_device")
@@ -109,7 +119,8 @@ ag_to_device <- function(tensor, device) {
 # set.seed(as.integer(seed)): R and the package draw from the one stream it seeds (random.R)
 ggml_set_seed <- function(seed) {
   if (is.null(seed)) return(invisible(NULL))
-  if (length(seed) != 1L || is.na(seed)) stop("`seed` must be a single non-NA integer (or NULL).", call. = FALSE)
+  if (length(seed) != 1L || is.na(seed)) stop("`seed` must be a single non-NA integer (or NULL).",
+                                              call. = FALSE)
   seed <- as.integer(seed)
   set.seed(seed)
   invisible(seed)
@@ -124,16 +135,21 @@ ag_set_threads <- function(n) {
 
 ag_blas_name <- function() .Call(R_pg_blas_name)
 
-ag_set_blas <- function(name = c("default", "r", "builtin")) {
+# The GEMM backend, by the name Python uses too (pyggmlr.ag_set_blas): "default" / "builtin" the
+# core's kernel, "r" R's own BLAS, "openblas" the libscipy_openblas at path (ag_use_openblas)
+ag_set_blas <- function(name = c("default", "r", "builtin", "openblas"), path = NULL) {
   name <- match.arg(name)
   if (name == "default") name <- "builtin"  # as Python's default: the same bits in both languages
+  if (name == "openblas") return(.use_openblas(path, "ag_set_blas()"))
   if (name == "builtin") .Call(R_pg_set_blas, NULL, NULL, NULL, "builtin")
   else .Call(R_pg_use_r_blas, .r_blas_lib())
 }
 
-ag_use_openblas <- function(path) {
+ag_use_openblas <- function(path) .use_openblas(path, "ag_use_openblas()")  # ag_set_blas's alias
+
+.use_openblas <- function(path, fn) {
   if (!is.character(path) || length(path) != 1L || !file.exists(path))
-    stop("ag_use_openblas(): path must name an existing libscipy_openblas shared library", call. = FALSE)
+    stop(fn, ": path must name an existing libscipy_openblas shared library", call. = FALSE)
   dll <- dyn.load(path, local = TRUE, now = TRUE)
   sym <- function(nm) getNativeSymbolInfo(nm, dll)$address
   .pg$blas_dll <- dll

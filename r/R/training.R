@@ -5,7 +5,8 @@
 .loader_data <- function(v, name) {
   if (is_ag_tensor(v)) return(v$data)
   if (length(dim(v)) > 2L)
-    .arg_fail("shape", "ag_dataloader: %s must be a matrix or a vector, got a %s array", name, paste(dim(v), collapse = "x"))
+    .arg_fail("shape", "ag_dataloader: %s must be a matrix or a vector, got a %s array", name,
+              paste(dim(v), collapse = "x"))
   if (is.data.frame(v)) v <- as.matrix(v)
   if (!(is.numeric(v) || is.logical(v)) || is.factor(v))
     .arg_fail("argument", "ag_dataloader: %s must be numeric, got %s", name, class(v)[[1L]])
@@ -14,7 +15,8 @@
 
 # seed: the loader shuffles from a stream of its own, seeded as set.seed(seed) would seed R's
 # (R's .Random.seed is left alone); NULL: from R's stream.
-ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_major = TRUE, seed = NULL) {
+ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_major = TRUE,
+                          seed = NULL) {
   seed <- .seed_int(seed, "ag_dataloader(): seed")
   col_major <- .arg_flag(col_major, "ag_dataloader", "col_major")
   shuffle <- .arg_flag(shuffle, "ag_dataloader", "shuffle")
@@ -81,26 +83,34 @@ print.ag_dataloader <- function(x, ...) {
 # pass rule are the core's (gradcheck.c, shared with Python). eps / atol / rtol NULL: the checked
 # dtype's defaults (f64: ggmlR's 1e-5 / 1e-4 / 0; f32: 5e-3 / 1e-3 / 1e-2). Inputs are restored
 # exactly (the saved values are written back) and their $grad is left as it was.
-ag_gradcheck <- function(fn, inputs, eps = NULL, atol = NULL, verbose = FALSE, quiet = FALSE, rtol = NULL) {
+ag_gradcheck <- function(fn, inputs, eps = NULL, atol = NULL, verbose = FALSE, quiet = FALSE,
+                         rtol = NULL) {
   if (!is.function(fn)) stop("ag_gradcheck(): fn must be a function", call. = FALSE)
   if (!is.list(inputs)) stop("ag_gradcheck(): inputs must be a named list", call. = FALSE)
   nms <- names(inputs)
   if (is.null(nms)) nms <- rep("", length(inputs))
-  check <- which(nms != "" & vapply(inputs, function(v) is_ag_tensor(v) && isTRUE(v$requires_grad), logical(1)))
+  check <- which(nms != "" & vapply(inputs, function(v) is_ag_tensor(v) && isTRUE(v$requires_grad),
+                                    logical(1)))
   codes <- vapply(inputs[check], function(v) .dtype_code(v$dtype), integer(1))
-  code <- if (any(codes == 0L)) 0L else 1L  # any f32 input: the f32 defaults
+  f32 <- .pg$code$dtype[["F32"]]
+  code <- if (any(codes == f32)) f32 else .pg$code$dtype[["F64"]]  # any f32 input: f32 defaults
   d <- .Call(R_pg_gradcheck_defaults, code)
   num1 <- function(v, nm, dflt) {
     if (is.null(v)) return(dflt)
-    if (!is.numeric(v) || length(v) != 1L) stop(sprintf("ag_gradcheck(): %s must be a single number or NULL", nm), call. = FALSE)
+    if (!is.numeric(v) ||
+        length(v) != 1L) stop(sprintf("ag_gradcheck(): %s must be a single number or NULL", nm),
+                              call. = FALSE)
     as.double(v)
   }
-  eps <- num1(eps, "eps", d[1L]); atol <- num1(atol, "atol", d[2L]); rtol <- num1(rtol, "rtol", d[3L])
+  eps <- num1(eps, "eps", d[1L])
+  atol <- num1(atol, "atol", d[2L])
+  rtol <- num1(rtol, "rtol", d[3L])
   saved_grad <- lapply(inputs[check], function(v) v$grad)
   loss <- with_grad_tape(fn(inputs))
   if (!is_ag_tensor(loss)) stop("ag_gradcheck(): fn must return a 1x1 ag_tensor", call. = FALSE)
   grads <- backward(loss)
-  analytical <- lapply(inputs[check], function(v) get0(as.character(v$id), envir = grads, inherits = FALSE))
+  analytical <- lapply(inputs[check],
+                       function(v) get0(as.character(v$id), envir = grads, inherits = FALSE))
   for (k in seq_along(check)) inputs[[check[k]]]$grad <- saved_grad[[k]]
   originals <- lapply(inputs[check], function(v) v$data)
   on.exit(for (k in seq_along(check)) inputs[[check[k]]]$data <- originals[[k]], add = TRUE)
@@ -114,22 +124,31 @@ ag_gradcheck <- function(fn, inputs, eps = NULL, atol = NULL, verbose = FALSE, q
     fp <- fm <- numeric(length(orig))
     work <- orig
     for (e in seq_along(orig)) {
-      work[e] <- pts[[1L]][e]; tt$data <- work; fp[e] <- .loss_value(fn, inputs)
-      work[e] <- pts[[2L]][e]; tt$data <- work; fm[e] <- .loss_value(fn, inputs)
+      work[e] <- pts[[1L]][e]
+      tt$data <- work
+      fp[e] <- .loss_value(fn, inputs)
+      work[e] <- pts[[2L]][e]
+      tt$data <- work
+      fm[e] <- .loss_value(fn, inputs)
       work[e] <- orig[e]
     }
     tt$data <- originals[[k]]
     a <- analytical[[k]]
     if (!is.null(a) && !identical(dim(a), dim(orig))) a <- NULL
-    j <- .Call(R_pg_gradcheck_judge, codes[[k]], if (is.null(a)) NULL else as.double(a), fp, fm, pts[[1L]], pts[[2L]],
+    j <- .Call(R_pg_gradcheck_judge, codes[[k]], if (is.null(a)) NULL else as.double(a), fp, fm,
+               pts[[1L]], pts[[2L]],
                atol, rtol)
-    ok <- j[[1L]]; err <- j[[2L]]; num <- matrix(j[[3L]], nrow(orig), ncol(orig))
+    ok <- j[[1L]]
+    err <- j[[2L]]
+    num <- matrix(j[[3L]], nrow(orig), ncol(orig))
     ok_all <- ok_all && ok
     if (!quiet) {
       cat(sprintf("[gradcheck] '%s': max_err = %.2e  %s\n", nm, err, if (ok) "PASS" else "FAIL"))
       if (verbose) {
-        cat("  analytical:\n"); print(if (is.null(a)) NULL else round(a, 6))
-        cat("  numerical:\n"); print(round(num, 6))
+        cat("  analytical:\n")
+        print(if (is.null(a)) NULL else round(a, 6))
+        cat("  numerical:\n")
+        print(round(num, 6))
       }
     }
   }

@@ -116,6 +116,7 @@ extern SEXP R_pg_accuracy_count(SEXP, SEXP);
 extern SEXP R_pg_set_index_base(SEXP);
 extern SEXP R_pg_fit_set_shuffle(SEXP, SEXP);
 extern SEXP R_pg_op_codes(void);
+extern SEXP R_pg_codes(void);
 extern SEXP R_pg_rng_runif(SEXP, SEXP, SEXP);
 extern SEXP R_pg_rng_rnorm(SEXP, SEXP, SEXP);
 extern SEXP R_pg_rng_sample(SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -261,6 +262,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_set_index_base",       (DL_FUNC) &R_pg_set_index_base,       1},
     {"R_pg_fit_set_shuffle",      (DL_FUNC) &R_pg_fit_set_shuffle,      2},
     {"R_pg_op_codes",             (DL_FUNC) &R_pg_op_codes,             0},
+    {"R_pg_codes",                (DL_FUNC) &R_pg_codes,                0},
     {"R_pg_rng_runif",            (DL_FUNC) &R_pg_rng_runif,            3},
     {"R_pg_rng_rnorm",            (DL_FUNC) &R_pg_rng_rnorm,            3},
     {"R_pg_rng_sample",           (DL_FUNC) &R_pg_rng_sample,           5},

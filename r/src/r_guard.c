@@ -6,13 +6,16 @@
 
 /* ---- classed errors: c("pyggmlr_<kind>_error", "pyggmlr_error", "simpleError", "error",
  * "condition"), the kind from the core status (as Python's typed exceptions), call NULL ---- */
-static const char *status_class[] = {"pyggmlr_error", "pyggmlr_shape_error", "pyggmlr_dtype_error",
-                                     "pyggmlr_value_error", "pyggmlr_memory_error", "pyggmlr_state_error",
-                                     "pyggmlr_argument_error", "pyggmlr_io_error", "pyggmlr_modified_error"};
+static const char *status_class[] = {
+    [PG_ERR_SHAPE] = "pyggmlr_shape_error", [PG_ERR_DTYPE] = "pyggmlr_dtype_error",
+    [PG_ERR_VALUE] = "pyggmlr_value_error", [PG_ERR_NOMEM] = "pyggmlr_memory_error",
+    [PG_ERR_STATE] = "pyggmlr_state_error", [PG_ERR_ARG] = "pyggmlr_argument_error",
+    [PG_ERR_IO] = "pyggmlr_io_error", [PG_ERR_MODIFIED] = "pyggmlr_modified_error"};
 
 void r_stop_status(int status, const char *msg)
 {
-    const char *k = status >= 1 && status <= 8 ? status_class[status] : NULL;
+    const int n_class = (int)(sizeof status_class / sizeof status_class[0]);
+    const char *k = status > PG_OK && status < n_class ? status_class[status] : NULL;
     SEXP cond = PROTECT(Rf_allocVector(VECSXP, 2));
     SET_VECTOR_ELT(cond, 0, Rf_mkString(msg));
     SEXP nm = PROTECT(Rf_allocVector(STRSXP, 2));

@@ -81,13 +81,14 @@ SEXP R_pg_ckpt_segment(SEXP t)
 /* backward() with a pending jump from a replay resumes it; otherwise the core's error. */
 void r_host_rethrow(void) { rethrow(); }
 
-/* 0 stash the tape, 1 give it back, 2 make .Random.seed exist as a draw would (no draw) */
+/* what (enum r_ckpt_req): stash the tape, give it back, make .Random.seed exist as a draw would
+ * (no draw) */
 SEXP R_pg_ckpt_tape(SEXP what)
 {
     switch (Rf_asInteger(what)) {
-    case 0: r_check(pg_tape_stash()); break;
-    case 1: r_check(pg_tape_unstash()); break;
-    case 2:
+    case R_CKPT_STASH: r_check(pg_tape_stash()); break;
+    case R_CKPT_UNSTASH: r_check(pg_tape_unstash()); break;
+    case R_CKPT_SEED:
         if (Rf_findVarInFrame(R_GlobalEnv, Rf_install(".Random.seed")) == R_UnboundValue) {
             GetRNGstate();
             PutRNGstate();

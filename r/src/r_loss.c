@@ -35,20 +35,22 @@ static SEXP done(r_ops3 *o, pg_tensor *out)
 static const char *PT[3] = {"pred", "target", "weight"};
 static const char *LT[2] = {"logits", "target"};
 
-SEXP R_pg_bce_loss(SEXP p, SEXP t)
+typedef pg_tensor *(*loss2_fn)(pg_tensor *, pg_tensor *);
+
+/* a loss of two operands: a, b as operands named names[0], names[1] */
+static SEXP loss2(SEXP a, SEXP b, const char **names, const char *op, loss2_fn f)
 {
-    SEXP x[2] = {p, t};
+    SEXP x[2] = {a, b};
     r_ops3 o;
-    ops_get(&o, x, PT, 2, "ag_binary_cross_entropy_loss");
-    return done(&o, pg_bce_loss(o.t[0], o.t[1]));
+    ops_get(&o, x, names, 2, op);
+    return done(&o, f(o.t[0], o.t[1]));
 }
+
+SEXP R_pg_bce_loss(SEXP p, SEXP t) { return loss2(p, t, PT, "ag_binary_cross_entropy_loss", pg_bce_loss); }
 
 SEXP R_pg_bce_logits_loss(SEXP l, SEXP t)
 {
-    SEXP x[2] = {l, t};
-    r_ops3 o;
-    ops_get(&o, x, LT, 2, "ag_bce_with_logits_loss");
-    return done(&o, pg_bce_logits_loss(o.t[0], o.t[1]));
+    return loss2(l, t, LT, "ag_bce_with_logits_loss", pg_bce_logits_loss);
 }
 
 SEXP R_pg_huber_loss(SEXP p, SEXP t, SEXP delta)
@@ -59,13 +61,7 @@ SEXP R_pg_huber_loss(SEXP p, SEXP t, SEXP delta)
     return done(&o, pg_huber_loss(o.t[0], o.t[1], Rf_asReal(delta)));
 }
 
-SEXP R_pg_mae_loss(SEXP p, SEXP t)
-{
-    SEXP x[2] = {p, t};
-    r_ops3 o;
-    ops_get(&o, x, PT, 2, "ag_mae_loss");
-    return done(&o, pg_mae_loss(o.t[0], o.t[1]));
-}
+SEXP R_pg_mae_loss(SEXP p, SEXP t) { return loss2(p, t, PT, "ag_mae_loss", pg_mae_loss); }
 
 SEXP R_pg_weighted_mse_loss(SEXP p, SEXP t, SEXP w)
 {

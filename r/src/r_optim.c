@@ -36,13 +36,16 @@ SEXP R_pg_optim_set(SEXP h, SEXP name, SEXP value)
     return R_NilValue;
 }
 
-SEXP R_pg_optim_step(SEXP h, SEXP grads)
+/* a step (pg_optim_step or pg_optim_step_sum): TRUE when the parameters moved (1), FALSE when
+ * the step only accumulated (0); an R error on failure */
+static SEXP step_with(SEXP h, SEXP grads, int (*f)(pg_optim *, pg_gradmap *))
 {
-    pg_optim *o = r_get(h, R_OPTIM);
-    int rc = pg_optim_step(o, map_arg(grads));
+    int rc = f(r_get(h, R_OPTIM), map_arg(grads));
     if (rc < 0) r_fail();
     return Rf_ScalarLogical(rc == 1);
 }
+
+SEXP R_pg_optim_step(SEXP h, SEXP grads) { return step_with(h, grads, pg_optim_step); }
 
 SEXP R_pg_optim_zero_grad(SEXP h)
 {
@@ -116,13 +119,7 @@ SEXP R_pg_grad_anomaly(SEXP params, SEXP grads)
 
 /* ---- ggmlR 0.8.6 accumulation and state (optim.R, optim_state.R) ---- */
 
-SEXP R_pg_optim_step_sum(SEXP h, SEXP grads)
-{
-    pg_optim *o = r_get(h, R_OPTIM);
-    int rc = pg_optim_step_sum(o, map_arg(grads));
-    if (rc < 0) r_fail();
-    return Rf_ScalarLogical(rc == 1);
-}
+SEXP R_pg_optim_step_sum(SEXP h, SEXP grads) { return step_with(h, grads, pg_optim_step_sum); }
 
 /* a gradient map from a user-built environment's entries: params (handles) -> vals (numbers,
  * converted to each parameter's dtype) */

@@ -201,15 +201,15 @@ SEXP R_pg_tape(SEXP what)
 {
     int w = Rf_asInteger(what);
     switch (w) {
-    case 0:
+    case R_TAPE_BEGIN:
         if (pg_tape_depth() == 0) collect_if_due();
         r_check(pg_tape_begin());
         break;
-    case 1: r_check(pg_tape_end()); break;
-    case 2: pg_tape_clear(); break;
-    case 3: return Rf_ScalarInteger(pg_tape_depth());
-    case 4: return Rf_ScalarReal((double)pg_tape_nodes());
-    case 5: return Rf_ScalarLogical(pg_tape_enabled());
+    case R_TAPE_END: r_check(pg_tape_end()); break;
+    case R_TAPE_CLEAR: pg_tape_clear(); break;
+    case R_TAPE_DEPTH: return Rf_ScalarInteger(pg_tape_depth());
+    case R_TAPE_NODES: return Rf_ScalarReal((double)pg_tape_nodes());
+    case R_TAPE_ENABLED: return Rf_ScalarLogical(pg_tape_enabled());
     default: Rf_error("bad tape request %d", w);
     }
     return R_NilValue;

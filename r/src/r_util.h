@@ -10,6 +10,15 @@
 /* kinds of handle wrapped in an external pointer (the tag says which) */
 enum r_kind { R_TENSOR = 0, R_GRADMAP = 1, R_OPTIM = 2 };
 
+/* requests of the glue's multiplexed entry points (R_pg_tape, R_pg_scope, R_pg_ckpt_tape), and
+ * pg_optim_new's kinds and pg_file_kind's results, which the core documents without an enum;
+ * R reads all of them by name (R_pg_codes, r_codes.c) */
+enum r_tape_req { R_TAPE_BEGIN, R_TAPE_END, R_TAPE_CLEAR, R_TAPE_DEPTH, R_TAPE_NODES, R_TAPE_ENABLED };
+enum r_scope_req { R_SCOPE_DEPTH, R_SCOPE_END_TO, R_SCOPE_STASHED, R_SCOPE_UNSTASH_TO, R_SCOPE_ABORT };
+enum r_ckpt_req { R_CKPT_STASH, R_CKPT_UNSTASH, R_CKPT_SEED };
+enum r_optim_kind { R_OPTIM_SGD = 0, R_OPTIM_ADAM = 1 };
+enum r_file_kind { R_FILE_MISSING = 0, R_FILE_REGULAR = 1, R_FILE_DIR = 2, R_FILE_OTHER = 3 };
+
 /* the one creator: wraps a NEW reference (ownership passes to R); NULL p -> R error with the
  * core's message */
 SEXP r_wrap(void *p, int kind);

@@ -1,7 +1,6 @@
 # Golden-value setup of spec section 13 and small helpers.
 local_f64 <- function(env = parent.frame()) {
   prev <- ag_dtype("f64")
-  withr_defer <- function() ag_dtype(prev)
   do.call(on.exit, list(quote(pyggmlr::ag_dtype(prev)), add = TRUE), envir = env)
   assign("prev", prev, envir = env)
   invisible(prev)

@@ -3,17 +3,21 @@
 
 nodes <- function() ag_tape_memory(quiet = TRUE)$nodes
 # .Random.seed after set.seed(s) and then `draw` (evaluated lazily, after the seed)
+# nolint start: object_usage_linter.
 seed_after <- function(s, draw) { set.seed(s); force(draw); .Random.seed }
+# nolint end
 
 test_that("ag_argmax: first index on ties, NaN/NA as -Inf, +Inf wins, empty column 0", {
   local_f64()
   expect_identical(ag_argmax(matrix(c(1, 3, 3, 5, 2, 5), 3, 2)), c(1L, 0L))
   expect_identical(ag_argmax(ag_tensor(matrix(c(1, 3, 3, 5, 2, 5), 3, 2))), c(1L, 0L))
-  x <- matrix(c(NaN, 2, 1,  -Inf, -Inf, -Inf,  NaN, -Inf, NaN,  1, Inf, Inf,  NA, 0, 0,  -1e4, 1e4, 1e4), 3)
+  x <- matrix(c(NaN, 2, 1,  -Inf, -Inf, -Inf,  NaN, -Inf, NaN,  1, Inf, Inf,  NA, 0, 0,  -1e4, 1e4,
+                1e4), 3)
   expect_identical(ag_argmax(x), c(1L, 0L, 0L, 1L, 1L, 1L))
   expect_identical(ag_argmax(c(0.5, 2, -1)), 1L)                 # a vector is one column
   expect_identical(ag_argmax(matrix(c(1L, NA, 7L, 7L), 2)), c(0L, 0L))
-  expect_identical(ag_argmax(matrix(c(1, 1 + 1e-12), 2)), 1L)     # f64 default: no rounding to a tie
+  # f64 default: no rounding to a tie
+  expect_identical(ag_argmax(matrix(c(1, 1 + 1e-12), 2)), 1L)
   # against R's own max.col over sizes 1..1000, with ties, NaN and -Inf mixed in
   set.seed(3)
   s0 <- .Random.seed
@@ -45,9 +49,11 @@ test_that("ag_log_softmax: golden values and gradient", {
   expect_false(isTRUE(ag_log_softmax(matrix(1:3))$requires_grad))
   with_grad_tape(l <- ag_sum(ag_mul(ag_log_softmax(x), W)))
   g <- backward(l)
-  expect_equal(gradof(g, x), rbind(c(0.9099694268, -0.5), c(-0.2447284711, 0.5), c(-0.6652409558, 0)),
+  expect_equal(gradof(g, x),
+               rbind(c(0.9099694268, -0.5), c(-0.2447284711, 0.5), c(-0.6652409558, 0)),
                tolerance = 1e-9)
-  expect_equal(colSums(exp(ag_log_softmax(matrix(c(3, -2, 0.5, 1e3, 1e3 + 1, -1e3), 3))$data)), c(1, 1),
+  expect_equal(colSums(exp(ag_log_softmax(matrix(c(3, -2, 0.5, 1e3, 1e3 + 1, -1e3), 3))$data)),
+               c(1, 1),
                tolerance = 1e-12)
   expect_equal(ag_log_softmax(matrix(c(5, -7), 1))$data, matrix(0, 1, 2))   # one row
   # masking: -1e4 stays finite (an all-masked column is uniform); -Inf gives -Inf, all -Inf NaN
@@ -69,8 +75,10 @@ test_that("ag_log_softmax backward matches central differences (h 1e-6, tol 1e-6
   h <- 1e-6
   num <- x0
   for (i in seq_along(x0)) {
-    p <- x0; p[i] <- p[i] + h
-    m <- x0; m[i] <- m[i] - h
+    p <- x0
+    p[i] <- p[i] + h
+    m <- x0
+    m[i] <- m[i] - h
     num[i] <- (f(p) - f(m)) / (2 * h)
   }
   expect_lt(max(abs(an - num)), 1e-6)
@@ -89,13 +97,17 @@ test_that("ag_gather: golden values, gradient at the picked entries, ggmlR's che
   want[cbind(idx + 1, 1:4)] <- w
   expect_equal(gradof(backward(l), x), want, tolerance = 1e-9)
   x2 <- matrix(1:6, 3, 2)
-  expect_error(ag_gather(x2, c(TRUE, FALSE)), "^ag_gather: index must be numeric \\(0-based integers\\)$")
+  expect_error(ag_gather(x2, c(TRUE, FALSE)),
+               "^ag_gather: index must be numeric \\(0-based integers\\)$")
   expect_error(ag_gather(x2, c("0", "1")), "index must be numeric", fixed = TRUE)
   expect_error(ag_gather(x2, "0"), "index must be numeric", fixed = TRUE)          # 1 before 2
   expect_error(ag_gather(x2, 1), "ag_gather: index has length 1, x has 2 columns", fixed = TRUE)
-  expect_error(ag_gather(x2, c(NA, 9.5)), "ag_gather: index contains NA", fixed = TRUE)   # 3 before 4
-  expect_error(ag_gather(x2, c(0.5, 9)), "ag_gather: index must be whole numbers (0-based)", fixed = TRUE)
-  expect_error(ag_gather(x2, c(3, 0)), "ag_gather: index out of range 0..2 (indices are 0-based)", fixed = TRUE)
+  # 3 before 4
+  expect_error(ag_gather(x2, c(NA, 9.5)), "ag_gather: index contains NA", fixed = TRUE)
+  expect_error(ag_gather(x2, c(0.5, 9)), "ag_gather: index must be whole numbers (0-based)",
+               fixed = TRUE)
+  expect_error(ag_gather(x2, c(3, 0)), "ag_gather: index out of range 0..2 (indices are 0-based)",
+               fixed = TRUE)
   expect_error(ag_gather(x2, c(0, -1)), "out of range 0..2", fixed = TRUE)
   expect_error(ag_gather(x2, c(0, 1e300)), "out of range 0..2", fixed = TRUE)
   expect_error(ag_gather(ag_tensor(x2), 1:3), "index has length 3, x has 2 columns", fixed = TRUE)
@@ -157,7 +169,8 @@ test_that("ag_sample_normal: golden, gradients, shape error draws nothing, f32",
   local_f64()
   set.seed(1)
   out <- ag_sample_normal(matrix(0, 2, 3), matrix(log(0.5), 2, 1))
-  eps <- rbind(c(-0.6264538107, -0.8356286124, 0.3295077718), c(0.1836433242, 1.5952808021, -0.8204683841))
+  eps <- rbind(c(-0.6264538107, -0.8356286124, 0.3295077718),
+               c(0.1836433242, 1.5952808021, -0.8204683841))
   expect_equal(out$data, 0.5 * eps, tolerance = 1e-9)
   expect_equal(out$data, rbind(c(-0.3132269054, -0.4178143062, 0.1647538859),
                               c(0.0918216621, 0.7976404011, -0.4102341921)), tolerance = 1e-9)
@@ -185,7 +198,8 @@ test_that("ag_sample_normal: golden, gradients, shape error draws nothing, f32",
   expect_error(ag_sample_normal(matrix(0, 2, 3), matrix(0, 3, 1)),
                "ag_sample_normal: log_std is [3, 1], expected [2, 3] or [2, 1]", fixed = TRUE)
   expect_identical(.Random.seed, s3)
-  expect_error(ag_sample_normal(ag_tensor(matrix(0, 2, 3)), ag_tensor(matrix(0, 2, 2))), "log_std is [2, 2]",
+  expect_error(ag_sample_normal(ag_tensor(matrix(0, 2, 3)), ag_tensor(matrix(0, 2, 2))),
+               "log_std is [2, 2]",
                fixed = TRUE)
   expect_identical(.Random.seed, s3)
   # f32 works too
@@ -196,7 +210,8 @@ test_that("ag_sample_normal: golden, gradients, shape error draws nothing, f32",
   expect_equal(o32$data, 0.5 * eps, tolerance = 1e-6)
   expect_identical(.Random.seed, seed_after(1, rnorm(6)))
   set.seed(1)
-  expect_identical(ag_sample_categorical(ag_tensor(matrix(c(0, 0, -1e4, 5, 0, 0), 3, 2))), c(1L, 0L))
+  expect_identical(ag_sample_categorical(ag_tensor(matrix(c(0, 0, -1e4, 5, 0, 0), 3, 2))),
+                   c(1L, 0L))
 })
 
 test_that("a compiled forward with ag_sample_normal redraws eps from R's stream each replay", {
@@ -214,6 +229,8 @@ test_that("a compiled forward with ag_sample_normal redraws eps from R's stream 
 })
 
 test_that("plain numbers of the integer-result ops are read as doubles, as ggmlR ranks them", {
-  old <- ag_dtype("f32"); on.exit(ag_dtype(old), add = TRUE)
-  expect_identical(ag_argmax(matrix(c(1, 1 + 1e-12), 2, 1)), 1L)   # a tie in f32, not in R's doubles
+  old <- ag_dtype("f32")
+  on.exit(ag_dtype(old), add = TRUE)
+  # a tie in f32, not in R's doubles
+  expect_identical(ag_argmax(matrix(c(1, 1 + 1e-12), 2, 1)), 1L)
 })

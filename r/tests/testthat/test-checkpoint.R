@@ -14,9 +14,20 @@ ck_mlp <- function(seed = 0) {
   p
 }
 ck_layer <- function(p, i, act) {
-  force(i); force(act)
+  force(i)
+  force(act)
   function(h) act(ag_add(ag_matmul(p[[paste0("W", i)]], h), p[[paste0("b", i)]]))
 }
+# a segment v -> body(v) whose second call (backward()'s replay) runs fail(v) first
+ck_fails_on_replay <- function(fail, body) {
+  calls <- 0
+  function(v) {
+    calls <<- calls + 1
+    if (calls == 2) fail(v)
+    body(v)
+  }
+}
+
 ck_grads <- function(p, forward) {
   for (t in p) t$grad <- NULL
   with_grad_tape(loss <- ag_sum(forward(p$x)))
@@ -27,7 +38,9 @@ ck_grads <- function(p, forward) {
 test_that("plain, checkpointed, nested and sequential models give the same gradients bit for bit", {
   local_f64()
   p <- ck_mlp()
-  l0 <- ck_layer(p, 0, ag_tanh); l1 <- ck_layer(p, 1, ag_relu); l2 <- ck_layer(p, 2, ag_tanh)
+  l0 <- ck_layer(p, 0, ag_tanh)
+  l1 <- ck_layer(p, 1, ag_relu)
+  l2 <- ck_layer(p, 2, ag_tanh)
   ref <- ck_grads(p, function(x) l2(l1(l0(x))))
   fws <- list(
     checkpointed = function(x) l2(ag_checkpoint(function(h) l1(l0(h)), x)),
@@ -44,7 +57,8 @@ test_that("plain, checkpointed, nested and sequential models give the same gradi
 
 test_that("a parameter used twice in a segment gets its gradient once, in the map and $grad", {
   local_f64()
-  W <- ag_param(rows(c(1, 2), c(3, 4))); x <- ag_tensor(matrix(1, 2, 1))
+  W <- ag_param(rows(c(1, 2), c(3, 4)))
+  x <- ag_tensor(matrix(1, 2, 1))
   seg <- function(v) ag_matmul(W, ag_matmul(W, v))
   with_grad_tape(l <- ag_sum(ag_checkpoint(seg, x)))
   g <- backward(l)
@@ -57,7 +71,8 @@ test_that("opt$step(backward(loss)) trains the segment's parameters as the plain
   final <- list()
   for (ck in c(FALSE, TRUE)) {
     p <- ck_mlp(3)
-    l0 <- ck_layer(p, 0, ag_tanh); l1 <- ck_layer(p, 1, ag_relu)
+    l0 <- ck_layer(p, 0, ag_tanh)
+    l1 <- ck_layer(p, 1, ag_relu)
     opt <- optimizer_sgd(p[c("W0", "b0", "W1", "b1")], lr = 0.1)
     for (s in 1:3) {
       with_grad_tape(loss <- ag_sum(l1(if (ck) ag_checkpoint(l0, p$x) else l0(p$x))))
@@ -107,7 +122,7 @@ test_that("an error inside fn leaves the tape enabled, its nodes and .Random.see
     n <- ag_tape_memory(quiet = TRUE)$nodes
     s <- .Random.seed
     expect_error(ag_checkpoint(bad, y), "boom in segment")
-    expect_true(.Call(pyggmlr:::R_pg_tape, 5L))
+    expect_true(.Call(pyggmlr:::R_pg_tape, pyggmlr:::.pg$code$tape[["ENABLED"]]))
     expect_identical(ag_tape_memory(quiet = TRUE)$nodes, n)
     expect_identical(.Random.seed, s)
     l <- ag_sum(y)
@@ -117,13 +132,12 @@ test_that("an error inside fn leaves the tape enabled, its nodes and .Random.see
 
 test_that("an R error in the replay unwinds through the core and leaves everything intact", {
   local_f64()
-  W <- ag_param(matrix(rnorm(9), 3, 3)); x <- ag_tensor(matrix(rnorm(6), 3, 2))
-  calls <- 0
-  seg <- function(v) {
-    calls <<- calls + 1
-    if (calls == 2) stop("replay failed")
-    ag_tanh(ag_matmul(W, ag_checkpoint(function(u) ag_matmul(W, u), v)))
-  }
+  W <- ag_param(matrix(rnorm(9), 3, 3))
+  x <- ag_tensor(matrix(rnorm(6), 3, 2))
+  seg <- ck_fails_on_replay(function(v) stop("replay failed"),
+                            function(v) ag_tanh(ag_matmul(W,
+                                                          ag_checkpoint(function(u) ag_matmul(W, u),
+                                                              v))))
   with_grad_tape(l <- ag_sum(ag_checkpoint(seg, x)))
   n <- ag_tape_memory(quiet = TRUE)$nodes
   s <- .Random.seed
@@ -149,7 +163,8 @@ test_that("the tape holds less with a checkpoint (ag_tape_memory)", {
   set.seed(1)
   W <- lapply(1:4, function(i) ag_param(matrix(rnorm(256 * 256), 256, 256)))
   x <- ag_tensor(matrix(rnorm(256 * 64), 256, 64))
-  body <- function(h) ag_relu(ag_matmul(W[[4]], ag_relu(ag_matmul(W[[3]], ag_relu(ag_matmul(W[[2]], h))))))
+  body <- function(h) ag_relu(ag_matmul(W[[4]],
+                                        ag_relu(ag_matmul(W[[3]], ag_relu(ag_matmul(W[[2]], h))))))
   rep <- list()
   for (ck in c(FALSE, TRUE)) {
     with_grad_tape({
@@ -179,7 +194,9 @@ test_that("outside a tape ag_checkpoint returns fn(...) unchanged", {
 
 test_that("arguments: unnamed ones are x1, x2, ... by position, named ones keep their names", {
   local_f64()
-  a <- ag_param(matrix(c(1, 2), 1)); b <- ag_param(matrix(c(3, 4), 1)); w <- ag_param(matrix(c(5, 6), 1))
+  a <- ag_param(matrix(c(1, 2), 1))
+  b <- ag_param(matrix(c(3, 4), 1))
+  w <- ag_param(matrix(c(5, 6), 1))
   fn <- function(u, k, v, w = NULL) ag_add(ag_scale(ag_sub(u, v), k), ag_scale(w, 10))
   with_grad_tape({
     y <- ag_checkpoint(fn, a, 2, b, w = w)
@@ -205,23 +222,27 @@ test_that("error texts, and ag_compile refuses a checkpoint naming it", {
   msg <- "ag_checkpoint() expects a function as its first argument."
   expect_error(ag_checkpoint(), msg, fixed = TRUE)
   expect_error(ag_checkpoint(3), msg, fixed = TRUE)
-  expect_error(ag_checkpoint("ckpt.safetensors"), msg, fixed = TRUE)   # R has no model-checkpoint callback
+  # R has no model-checkpoint callback
+  expect_error(ag_checkpoint("ckpt.safetensors"), msg, fixed = TRUE)
   expect_error(with_grad_tape(ag_checkpoint(function() 3)), "must return an ag_tensor")
-  W <- ag_param(matrix(rnorm(9), 3, 3)); x <- ag_tensor(matrix(rnorm(6), 3, 2))
-  expect_error(ag_compile(function(v) ag_sum(ag_checkpoint(function(u) ag_matmul(W, u), v)), x, build = "grad"),
+  W <- ag_param(matrix(rnorm(9), 3, 3))
+  x <- ag_tensor(matrix(rnorm(6), 3, 2))
+  expect_error(ag_compile(function(v) ag_sum(ag_checkpoint(function(u) ag_matmul(W, u), v)), x,
+                          build = "grad"),
                "ag_checkpoint")
   expect_identical(ag_tape_memory(quiet = TRUE)$nodes, 0L)
 })
 
 test_that("the segment may call with_grad_tape without touching the outer tape", {
   local_f64()
-  W <- ag_param(matrix(3)); x <- ag_tensor(matrix(2))
+  W <- ag_param(matrix(3))
+  x <- ag_tensor(matrix(2))
   with_grad_tape({
     h <- ag_scale(x, 1)
     n <- ag_tape_memory(quiet = TRUE)$nodes
     y <- ag_checkpoint(function(v) with_grad_tape(ag_matmul(W, v)), h)
     expect_identical(ag_tape_memory(quiet = TRUE)$nodes, n + 1L)
-    expect_true(.Call(pyggmlr:::R_pg_tape, 5L))
+    expect_true(.Call(pyggmlr:::R_pg_tape, pyggmlr:::.pg$code$tape[["ENABLED"]]))
     g <- backward(ag_sum(y))
   })
   expect_identical(gradof(g, W), matrix(2))
@@ -229,13 +250,10 @@ test_that("the segment may call with_grad_tape without touching the outer tape",
 
 test_that("backward() inside a segment's replay is refused, nothing changes", {
   local_f64()
-  W <- ag_param(matrix(rnorm(9), 3, 3)); x <- ag_tensor(matrix(rnorm(6), 3, 2))
-  calls <- 0
-  seg <- function(v) {
-    calls <<- calls + 1
-    if (calls == 2) with_grad_tape(backward(ag_sum(ag_matmul(W, v))))
-    ag_tanh(ag_matmul(W, v))
-  }
+  W <- ag_param(matrix(rnorm(9), 3, 3))
+  x <- ag_tensor(matrix(rnorm(6), 3, 2))
+  seg <- ck_fails_on_replay(function(v) with_grad_tape(backward(ag_sum(ag_matmul(W, v)))),
+                            function(v) ag_tanh(ag_matmul(W, v)))
   with_grad_tape(l <- ag_sum(ag_checkpoint(seg, x)))
   expect_error(backward(l), "cannot run inside an ag_checkpoint segment")
   expect_null(W$grad)
@@ -245,7 +263,8 @@ test_that("backward() inside a segment's replay is refused, nothing changes", {
 test_that("ag_gradcheck sees the segment's parameters", {
   local_f64()
   p <- ck_mlp(5)
-  l0 <- ck_layer(p, 0, ag_tanh); l1 <- ck_layer(p, 1, ag_tanh)
+  l0 <- ck_layer(p, 0, ag_tanh)
+  l1 <- ck_layer(p, 1, ag_tanh)
   ok <- ag_gradcheck(function(inp) ag_sum(l1(ag_checkpoint(l0, inp$x))),
                      list(x = p$x, W0 = p$W0, b0 = p$b0), quiet = TRUE)
   expect_true(ok)

@@ -12,10 +12,13 @@
     ag_softmax_cross_entropy_loss(ag_add(ag_matmul(P[[3]], h), P[[4]]), y)
   }
   mk <- function() c(lapply(P0, ag_param), list(ln = ag_layer_norm(6)))
-  Pe <- mk(); Pc <- mk()
+  Pe <- mk()
+  Pc <- mk()
   params <- function(P) c(P[1:4], unname(P$ln$parameters()))
-  oe <- opt_fn(params(Pe), accumulate); oc <- opt_fn(params(Pc), accumulate)
-  step <- ag_compile(function(x, y) f(Pc, x, y), ag_tensor(data[[1]]$x), ag_tensor(data[[1]]$y), optimizer = oc)
+  oe <- opt_fn(params(Pe), accumulate)
+  oc <- opt_fn(params(Pc), accumulate)
+  step <- ag_compile(function(x, y) f(Pc, x, y), ag_tensor(data[[1]]$x), ag_tensor(data[[1]]$y),
+                     optimizer = oc)
   le <- lc <- numeric(steps)
   for (i in seq_len(steps)) {
     with_grad_tape(loss <- f(Pe, ag_tensor(data[[i]]$x), ag_tensor(data[[i]]$y)))
@@ -24,7 +27,8 @@
     le[i] <- as.numeric(loss$data)
     lc[i] <- step(data[[i]]$x, data[[i]]$y)
   }
-  list(le = le, lc = lc, Pe = lapply(params(Pe), function(p) p$data), Pc = lapply(params(Pc), function(p) p$data), step = step)
+  list(le = le, lc = lc, Pe = lapply(params(Pe), function(p) p$data),
+       Pc = lapply(params(Pc), function(p) p$data), step = step)
 }
 
 test_that("compiled and eager trajectories are bit-identical (f32/f64, adam/sgd, accumulation)", {
@@ -40,15 +44,18 @@ test_that("compiled and eager trajectories are bit-identical (f32/f64, adam/sgd,
 
 test_that("compiled grad and forward builds, shape errors, print", {
   W <- ag_param(matrix(c(1, -2, 3, 0.5, 1, -1), 2, 3), dtype = "f64")
-  g <- ag_compile(function(x) ag_sum(ag_mul(ag_matmul(W, x), ag_matmul(W, x))), ag_tensor(matrix(0, 3, 4), dtype = "f64"),
+  g <- ag_compile(function(x) ag_sum(ag_mul(ag_matmul(W, x), ag_matmul(W, x))),
+                  ag_tensor(matrix(0, 3, 4), dtype = "f64"),
                   build = "grad")
   x <- matrix(seq(-1, 1, length.out = 12), 3, 4)
   r <- g(x)
   expect_equal(r$loss, sum((as.matrix(W$data) %*% x)^2))
   expect_equal(r$grads[[1]], 2 * (as.matrix(W$data) %*% x) %*% t(x))
-  fw <- ag_compile(function(x) ag_relu(ag_matmul(W, x)), ag_tensor(matrix(0, 3, 4), dtype = "f64"), build = "forward")
+  fw <- ag_compile(function(x) ag_relu(ag_matmul(W, x)), ag_tensor(matrix(0, 3, 4), dtype = "f64"),
+                   build = "forward")
   expect_equal(as.matrix(fw(x)$data), pmax(as.matrix(W$data) %*% x, 0))
-  expect_error(fw(matrix(0, 3, 5)), "input 1 was recorded as \\[3x4\\] f64 but the new value is \\[3x5\\]")
+  expect_error(fw(matrix(0, 3, 5)),
+               "input 1 was recorded as \\[3x4\\] f64 but the new value is \\[3x5\\]")
   expect_output(print(fw), "Compiled graph \\(forward\\): 2 nodes")
   expect_error(ag_compile(function(x) x, matrix(0, 1, 1)), "needs optimizer")
 })
@@ -61,7 +68,8 @@ test_that("compiled grad and forward builds, shape errors, print", {
   set.seed(9)
   mk <- function() {
     set.seed(21)
-    list(l1 = ag_linear(4, 6, "relu"), drop = ag_dropout(0.4), att = ag_multihead_attention(6, 2, dropout = 0.3),
+    list(l1 = ag_linear(4, 6, "relu"), drop = ag_dropout(0.4),
+         att = ag_multihead_attention(6, 2, dropout = 0.3),
          l2 = ag_linear(6, 3))
   }
   params <- function(M) c(M$l1$params(), M$att$parameters(), M$l2$params())
@@ -69,10 +77,14 @@ test_that("compiled grad and forward builds, shape errors, print", {
     h <- M$drop$forward(M$l1$forward(x))
     ag_softmax_cross_entropy_loss(M$l2$forward(M$att$forward(h)), y)
   }
-  Me <- mk(); Mc <- mk()
+  Me <- mk()
+  Mc <- mk()
   set.seed(3)
-  data <- lapply(seq_len(steps), function(i) list(x = matrix(rnorm(20), 4, 5), y = matrix(sample(0:2, 5, TRUE), 1, 5)))
-  oe <- optimizer_adam(params(Me), lr = 0.02); oc <- optimizer_adam(params(Mc), lr = 0.02)
+  data <- lapply(seq_len(steps),
+                 function(i) list(x = matrix(rnorm(20), 4, 5),
+                                  y = matrix(sample(0:2, 5, TRUE), 1, 5)))
+  oe <- optimizer_adam(params(Me), lr = 0.02)
+  oc <- optimizer_adam(params(Mc), lr = 0.02)
   set.seed(77)
   le <- numeric(steps)
   for (i in seq_len(steps)) {
@@ -81,17 +93,22 @@ test_that("compiled grad and forward builds, shape errors, print", {
     if (oe$step()) oe$zero_grad()
     le[i] <- as.numeric(loss$data)
   }
-  seed_e <- .Random.seed
+  seed_e <- .Random.seed  # nolint: object_usage_linter.
   set.seed(77)
-  seed0 <- .Random.seed
-  step <- ag_compile(function(x, y) f(Mc, x, y), ag_tensor(data[[1]]$x), ag_tensor(data[[1]]$y), optimizer = oc)
-  seed_rec <- .Random.seed
+  seed0 <- .Random.seed  # nolint: object_usage_linter.
+  step <- ag_compile(function(x, y) f(Mc, x, y), ag_tensor(data[[1]]$x), ag_tensor(data[[1]]$y),
+                     optimizer = oc)
+  seed_rec <- .Random.seed  # nolint: object_usage_linter.
   lc <- vapply(seq_len(steps), function(i) step(data[[i]]$x, data[[i]]$y), 0)
-  list(le = le, lc = lc, Pe = lapply(params(Me), function(p) p$data), Pc = lapply(params(Mc), function(p) p$data),
+  list(le = le, lc = lc, Pe = lapply(params(Me), function(p) p$data),
+       Pc = lapply(params(Mc), function(p) p$data),
+       # nolint start: object_usage_linter.
        seed0 = seed0, seed_rec = seed_rec, seed_e = seed_e, seed_c = .Random.seed, step = step)
+       # nolint end
 }
 
-test_that("dropout in compiled steps: new masks each replay in the eager order, bit-identical (f32/f64)", {
+test_that(paste0("dropout in compiled steps: new masks each replay in the eager order, ",
+                 "bit-identical (f32/f64)"), {
   for (dt in c("f32", "f64")) {
     r <- .dropout_pair(dt)
     expect_identical(r$seed_rec, r$seed0)  # recording draws nothing an eager step would
@@ -129,9 +146,11 @@ test_that("compiled forward with dropout: each call draws a new mask, as eager f
   # an error while recording also puts the stream back
   set.seed(8)
   s8 <- .Random.seed
-  expect_error(ag_compile(function(x) { d$forward(x); stop("boom") }, ag_tensor(x), build = "forward"), "boom")
+  expect_error(ag_compile(function(x) { d$forward(x); stop("boom") }, ag_tensor(x),
+                          build = "forward"), "boom")
   expect_identical(.Random.seed, s8)
-  expect_s3_class(ag_compile(function(x) d$forward(x), ag_tensor(x), build = "forward"), "ag_compiled")  # recording closed
+  expect_s3_class(ag_compile(function(x) d$forward(x), ag_tensor(x), build = "forward"),
+                  "ag_compiled")  # recording closed
 })
 
 test_that("batch norm in compiled graphs updates its running statistics once per replay", {
@@ -141,13 +160,15 @@ test_that("batch norm in compiled graphs updates its running statistics once per
     ag_dtype(dt)
     set.seed(6)
     xs <- lapply(1:5, function(i) matrix(rnorm(15, mean = i, sd = i), 3, 5))
-    be <- ag_batch_norm(3, momentum = 0.2); bc <- ag_batch_norm(3, momentum = 0.2)
+    be <- ag_batch_norm(3, momentum = 0.2)
+    bc <- ag_batch_norm(3, momentum = 0.2)
     fw <- ag_compile(function(x) bc$forward(x), ag_tensor(xs[[1]]), build = "forward")
     # recording is one training forward: one update, as an eager forward on the same batch
     invisible(be$forward(ag_tensor(xs[[1]])))
     expect_identical(bc$running_mean, be$running_mean)
     expect_identical(bc$running_var, be$running_var)
-    rm <- as.double(be$running_mean); rv <- as.double(be$running_var)
+    rm <- as.double(be$running_mean)
+    rv <- as.double(be$running_var)
     for (i in 2:5) {
       oc <- fw(xs[[i]])$data
       oe <- be$forward(ag_tensor(xs[[i]]))$data
@@ -168,16 +189,20 @@ test_that("batch norm in compiled graphs updates its running statistics once per
     W0 <- matrix(rnorm(12), 3, 4)
     mk <- function() list(W = ag_param(W0), bn = ag_batch_norm(3))
     f <- function(M, x, y) ag_mse_loss(M$bn$forward(ag_matmul(M$W, x)), y)
-    Me <- mk(); Mc <- mk()
+    Me <- mk()
+    Mc <- mk()
     oe <- optimizer_sgd(list(Me$W, Me$bn$gamma, Me$bn$beta), lr = 0.1)
     oc <- optimizer_sgd(list(Mc$W, Mc$bn$gamma, Mc$bn$beta), lr = 0.1)
     data <- lapply(1:6, function(i) list(x = matrix(rnorm(24), 4, 6), y = matrix(rnorm(18), 3, 6)))
-    step <- ag_compile(function(x, y) f(Mc, x, y), ag_tensor(data[[1]]$x), ag_tensor(data[[1]]$y), optimizer = oc)
+    step <- ag_compile(function(x, y) f(Mc, x, y), ag_tensor(data[[1]]$x), ag_tensor(data[[1]]$y),
+                       optimizer = oc)
     expect_false(identical(Mc$bn$running_mean, Me$bn$running_mean))  # recording updated them once
-    Mc$bn$running_mean <- matrix(0, 3, 1); Mc$bn$running_var <- matrix(1, 3, 1)
+    Mc$bn$running_mean <- matrix(0, 3, 1)
+    Mc$bn$running_var <- matrix(1, 3, 1)
     for (i in 1:6) {
       with_grad_tape(loss <- f(Me, ag_tensor(data[[i]]$x), ag_tensor(data[[i]]$y)))
-      oe$step(backward(loss)); oe$zero_grad()
+      oe$step(backward(loss))
+      oe$zero_grad()
       expect_identical(step(data[[i]]$x, data[[i]]$y), as.numeric(loss$data))
       expect_identical(Mc$bn$running_mean, Me$bn$running_mean)
       expect_identical(Mc$bn$running_var, Me$bn$running_var)

@@ -11,7 +11,8 @@ test_that("bad inputs raise R errors with the core's message (never crash R)", {
   expect_error(ag_reshape(ag_tensor(1:6), -1, -1), "")
   expect_error(ag_mse_loss(ag_tensor(matrix(1, 2, 2)), matrix(1, 3, 3)), "ag_mse_loss")
   expect_error(ag_softmax_cross_entropy_loss(ag_tensor(matrix(0, 3, 2)), c(0.5, 1)), "whole")
-  expect_error(ag_softmax_cross_entropy_loss(ag_tensor(matrix(0, 3, 2)), matrix(0, 2, 2)), "one-hot")
+  expect_error(ag_softmax_cross_entropy_loss(ag_tensor(matrix(0, 3, 2)), matrix(0, 2, 2)),
+               "one-hot")
   expect_error(optimizer_sgd(list(1, 2)), "not an ag_tensor")
   p <- ag_param(1)
   o <- optimizer_sgd(list(p))
@@ -39,7 +40,8 @@ test_that("unloading the DLL with tensors alive and the GEMM pool running does n
     "rm(x, W, Z); invisible(gc())",
     "library(pyggmlr); z <- ag_relu(ag_tensor(matrix(-1:2, 2)))",
     "cat('result', z$data, '\\n')"), script)
-  out <- suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), script, stdout = TRUE, stderr = TRUE))
+  out <- suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), script, stdout = TRUE,
+                                  stderr = TRUE))
   expect_null(attr(out, "status"))
   expect_true(any(grepl("^result 0 0 1 2", out)))
 })

@@ -1,7 +1,8 @@
 # A training script as a ggmlR 0.8.6 user writes it (gradient accumulation with the $grad idiom,
 # a checkpoint of weights + optimizer state through saveRDS, resume), run unchanged here.
 
-test_that("ggmlR 0.8.6 script: accumulate 4 micro-batches = one batch; checkpoint and resume continue identically", {
+test_that(paste0("ggmlR 0.8.6 script: accumulate 4 micro-batches = one batch; checkpoint and ",
+                 "resume continue identically"), {
   set.seed(42)
   n <- 64
   X <- matrix(rnorm(4 * n), 4, n)
@@ -21,8 +22,10 @@ test_that("ggmlR 0.8.6 script: accumulate 4 micro-batches = one batch; checkpoin
   }
   weights <- function(model) lapply(model$parameters(), function(p) p$data)
 
-  set.seed(1); m_big <- make_model()
-  set.seed(1); m_acc <- make_model()
+  set.seed(1)
+  m_big <- make_model()
+  set.seed(1)
+  m_acc <- make_model()
   opt_big <- optimizer_adam(m_big$parameters(), lr = 0.01)
   opt_acc <- optimizer_adam(m_acc$parameters(), lr = 0.01, accumulate_steps = 4L)
   train_epoch(m_big, opt_big, 16)
@@ -38,7 +41,8 @@ test_that("ggmlR 0.8.6 script: accumulate 4 micro-batches = one batch; checkpoin
   final <- weights(m_acc)
 
   # resume in a fresh model with other weights
-  set.seed(99); m2 <- make_model()
+  set.seed(99)
+  m2 <- make_model()
   ck <- readRDS(f)
   p2 <- m2$parameters()
   for (nm in names(p2)) p2[[nm]]$data <- ck$weights[[nm]]

@@ -9,7 +9,9 @@ test_that("ggmlR-style script: one-cycle SGD + clip_grad_value + check_grad_anom
   model <- ag_sequential(ag_linear(4, 16, activation = "relu"), ag_linear(16, 2))
   opt <- optimizer_sgd(model$parameters(), lr = 0.01, momentum = 0.9)
   sched <- lr_scheduler_onecycle(opt, max_lr = 0.2, total_steps = 40)
-  lrs <- numeric(0); moms <- numeric(0); losses <- numeric(0)
+  lrs <- numeric(0)
+  moms <- numeric(0)
+  losses <- numeric(0)
   for (step in 1:40) {
     with_grad_tape({
       logits <- model$forward(ag_tensor(x))
@@ -22,7 +24,9 @@ test_that("ggmlR-style script: one-cycle SGD + clip_grad_value + check_grad_anom
     opt$step(grads)
     opt$zero_grad()
     sched$step()
-    lrs <- c(lrs, opt$lr); moms <- c(moms, opt$momentum); losses <- c(losses, loss$data[1, 1])
+    lrs <- c(lrs, opt$lr)
+    moms <- c(moms, opt$momentum)
+    losses <- c(losses, loss$data[1, 1])
   }
   # ggmlR's one-cycle: starts at max_lr / 25, peaks at step 12 (30% of 40), ends at max_lr / 1e4
   expect_equal(max(lrs), 0.2, tolerance = 1e-12)
@@ -42,7 +46,9 @@ test_that("ggmlR-style script: warm-up cosine Adam and cyclic rates", {
   lrs <- numeric(0)
   for (i in 1:20) {
     with_grad_tape(loss <- ag_mse_loss(ag_matmul(W, matrix(1, 3, 4)), matrix(0, 2, 4)))
-    opt$step(backward(loss)); opt$zero_grad(); sched$step()
+    opt$step(backward(loss))
+    opt$zero_grad()
+    sched$step()
     lrs <- c(lrs, opt$lr)
   }
   expect_equal(lrs[5], 0.05, tolerance = 1e-12)       # the end of the warm-up is the peak
@@ -51,5 +57,6 @@ test_that("ggmlR-style script: warm-up cosine Adam and cyclic rates", {
   opt2 <- optimizer_sgd(list(W = W), lr = 0.1)
   cyc <- lr_scheduler_cyclic(opt2, base_lr = 0.01, max_lr = 0.1, step_size_up = 4)
   r <- vapply(1:8, function(i) { cyc$step(); opt2$lr }, numeric(1))
-  expect_equal(r[4], 0.1, tolerance = 1e-12); expect_equal(r[8], 0.01, tolerance = 1e-12)
+  expect_equal(r[4], 0.1, tolerance = 1e-12)
+  expect_equal(r[8], 0.01, tolerance = 1e-12)
 })

@@ -55,7 +55,8 @@ test_that("a ggmlR checkpoint script resumes exactly", {
   online <- build(3L)
   target <- build(4L)
   ag_load_state_dict(target, ag_state_dict(online))
-  ag_eval(online); ag_eval(target)
+  ag_eval(online)
+  ag_eval(target)
   expect_identical(target$forward(ag_tensor(x))$data, online$forward(ag_tensor(x))$data)
 
   # ggmlR's save/load with a stored builder keeps working on a ggmlR-style path

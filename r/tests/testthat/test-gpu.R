@@ -26,7 +26,8 @@ test_that("ag_graph_mode and ag_matmul_precision get, set and validate", {
 
 test_that("ag_local_mode restores on exit and on error", {
   ag_graph_mode(FALSE)
-  f <- function() { ag_local_mode(graph = TRUE, matmul_precision = "f32"); c(ag_graph_mode(), ag_matmul_precision()) }
+  f <- function() { ag_local_mode(graph = TRUE, matmul_precision = "f32"); c(ag_graph_mode(),
+      ag_matmul_precision()) }
   expect_identical(f(), c("TRUE", "f32"))
   expect_false(ag_graph_mode())
   expect_identical(ag_matmul_precision(), "default")

@@ -1,10 +1,11 @@
 # Hostile use, crashes / memory / hangs (issue 19). Cases that could crash or hang R run in a
 # child Rscript with a timeout.
 
-run_child <- function(lines, timeout = 60) {
+run_child <- function(lines, timeout = 60) {  # nolint: object_usage_linter.
   script <- tempfile(fileext = ".R")
   writeLines(c("suppressMessages(library(pyggmlr))", lines), script)
-  out <- suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), shQuote(script), stdout = TRUE,
+  out <- suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), shQuote(script),
+                                  stdout = TRUE,
                                   stderr = TRUE, timeout = timeout))
   list(out = out, status = attr(out, "status") %||% 0L)
 }
@@ -16,10 +17,14 @@ tamper <- function(x, from, to) {
   stopifnot(grepl(from, s, fixed = TRUE))
   unserialize(charToRaw(sub(from, to, s, fixed = TRUE)))
 }
-bad_big <- function() tamper(structure(c(1, 2, 3, 4), dim = c(2L, 2L)), "13\n2\n2\n2\n", "13\n2\n1000\n1000\n")
-bad_dbl <- function() tamper(structure(c(1, 2, 3, 4), dim = c(2L, 2L)), "13\n2\n2\n2\n", "14\n2\n2\n2\n")
-bad_na <- function() tamper(structure(c(1, 2, 3, 4), dim = c(2L, 2L)), "13\n2\n2\n2\n", "13\n2\nNA\n2\n")
-bad_lgl <- function() tamper(structure(c(TRUE, FALSE, TRUE, TRUE), dim = c(2L, 2L)), "13\n2\n2\n2\n", "13\n2\n9\n9\n")
+bad_big <- function() tamper(structure(c(1, 2, 3, 4), dim = c(2L, 2L)), "13\n2\n2\n2\n",
+                             "13\n2\n1000\n1000\n")
+bad_dbl <- function() tamper(structure(c(1, 2, 3, 4), dim = c(2L, 2L)), "13\n2\n2\n2\n",
+                             "14\n2\n2\n2\n")
+bad_na <- function() tamper(structure(c(1, 2, 3, 4), dim = c(2L, 2L)), "13\n2\n2\n2\n",
+                            "13\n2\nNA\n2\n")
+bad_lgl <- function() tamper(structure(c(TRUE, FALSE, TRUE, TRUE), dim = c(2L, 2L)),
+                             "13\n2\n2\n2\n", "13\n2\n9\n9\n")
 
 test_that("a tampered dim is a classed error naming the function and argument, in every entry", {
   x <- bad_big()
@@ -28,9 +33,11 @@ test_that("a tampered dim is a classed error naming the function and argument, i
   e <- tryCatch(ag_tensor(x), error = identity)
   expect_s3_class(e, "pyggmlr_shape_error")
   expect_s3_class(e, "pyggmlr_error")
-  expect_match(conditionMessage(e), "ag_tensor: argument 'data' has dim c(1000, 1000) but 4 values", fixed = TRUE)
+  expect_match(conditionMessage(e), "ag_tensor: argument 'data' has dim c(1000, 1000) but 4 values",
+               fixed = TRUE)
   expect_error(ag_param(x), "length != prod(dim)", fixed = TRUE, class = "pyggmlr_shape_error")
-  expect_error(ag_tensor(bad_dbl()), "corrupt dim attribute (double", fixed = TRUE, class = "pyggmlr_error")
+  expect_error(ag_tensor(bad_dbl()), "corrupt dim attribute (double", fixed = TRUE,
+               class = "pyggmlr_error")
   expect_error(ag_tensor(bad_na()), "entry 1 is NA", class = "pyggmlr_error")
   w <- ag_param(matrix(1, 2, 2))
   expect_error(ag_add(w, x), "ag_add: argument '[bB]' has dim", class = "pyggmlr_shape_error")
@@ -38,20 +45,28 @@ test_that("a tampered dim is a classed error naming the function and argument, i
   expect_error(w$data <- x, "length != prod(dim)", fixed = TRUE)
   expect_equal(w$data, matrix(1, 2, 2))  # a failed call changes nothing
   expect_error(ag_mse_loss(w, x), "prod(dim)", fixed = TRUE)
-  expect_error(ag_dataloader(x), "ag_dataloader: argument 'x' has dim", class = "pyggmlr_shape_error")
-  expect_error(ag_dataloader(matrix(1, 2, 2), x), "ag_dataloader: argument 'y'", class = "pyggmlr_shape_error")
-  expect_error(ag_predict(ag_linear(1000, 2), x), "ag_predict: argument 'x' has dim", class = "pyggmlr_shape_error")
-  expect_error(ag_flash_attention(matrix(1, 4, 2), matrix(1, 4, 2), matrix(1, 4, 2), n_heads = 1L, mask = bad_lgl()),
+  expect_error(ag_dataloader(x), "ag_dataloader: argument 'x' has dim",
+               class = "pyggmlr_shape_error")
+  expect_error(ag_dataloader(matrix(1, 2, 2), x), "ag_dataloader: argument 'y'",
+               class = "pyggmlr_shape_error")
+  expect_error(ag_predict(ag_linear(1000, 2), x), "ag_predict: argument 'x' has dim",
+               class = "pyggmlr_shape_error")
+  expect_error(ag_flash_attention(matrix(1, 4, 2), matrix(1, 4, 2), matrix(1, 4, 2), n_heads = 1L,
+                                  mask = bad_lgl()),
                "mask", class = "pyggmlr_error")
 })
 
 test_that("tampered objects never crash a child R (ag_tensor, ops, loaders, backward)", {
   r <- run_child(c(
-    "tamper <- function(x, from, to) unserialize(charToRaw(sub(from, to, rawToChar(serialize(x, NULL, ascii = TRUE)), fixed = TRUE)))",
-    "x <- tamper(structure(c(1, 2, 3, 4), dim = c(2L, 2L)), '13\\n2\\n2\\n2\\n', '13\\n2\\n100000\\n100000\\n')",
+    paste0("tamper <- function(x, from, to) unserialize(charToRaw(sub(from, to, ",
+           "rawToChar(serialize(x, NULL, ascii = TRUE)), fixed = TRUE)))"),
+    paste0("x <- tamper(structure(c(1, 2, 3, 4), dim = c(2L, 2L)), '13\\n2\\n2\\n2\\n', ",
+           "'13\\n2\\n100000\\n100000\\n')"),
     "w <- ag_param(matrix(1, 2, 2)); n <- 0L",
-    "for (f in list(function() ag_tensor(x), function() ag_param(x), function() ag_relu(x), function() ag_add(w, x),",
-    "               function() ag_mse_loss(w, x), function() { w$data <- x }, function() ag_dataloader(x),",
+    paste0("for (f in list(function() ag_tensor(x), function() ag_param(x), function() ",
+           "ag_relu(x), function() ag_add(w, x),"),
+    paste0("               function() ag_mse_loss(w, x), function() { w$data <- x }, function() ",
+           "ag_dataloader(x),"),
     "               function() ag_fit(ag_linear(2, 2), x, x, nepoch = 1L, silent = TRUE)))",
     "  n <- n + inherits(tryCatch(f(), error = identity), 'pyggmlr_error')",
     "cat('refused', n, '\\n')"))
@@ -60,7 +75,8 @@ test_that("tampered objects never crash a child R (ag_tensor, ops, loaders, back
 })
 
 test_that("core errors are classed by status in R too", {
-  expect_error(ag_matmul(ag_tensor(matrix(1, 2, 3)), ag_tensor(matrix(1, 2, 2))), class = "pyggmlr_shape_error")
+  expect_error(ag_matmul(ag_tensor(matrix(1, 2, 3)), ag_tensor(matrix(1, 2, 2))),
+               class = "pyggmlr_shape_error")
   e <- tryCatch(ag_relu("a"), error = identity)
   expect_s3_class(e, "pyggmlr_dtype_error")
   expect_s3_class(e, "simpleError")
@@ -84,10 +100,13 @@ test_that("tensors made outside a tape in a loop keep core memory bounded", {
   invisible(gc())
 })
 
-test_that("ag_load_model and ag_model_info refuse integers, booleans, FIFOs, devices and directories", {
+test_that(paste0("ag_load_model and ag_model_info refuse integers, booleans, FIFOs, devices and ",
+                 "directories"), {
   for (bad in list(0L, 1L, TRUE, 1.5, NULL, c("a", "b"), NA_character_)) {
-    expect_error(ag_load_model(bad), "ag_load_model\\(\\): path must be a file name", class = "pyggmlr_argument_error")
-    expect_error(ag_model_info(bad), "ag_model_info\\(\\): path must be a file name", class = "pyggmlr_argument_error")
+    expect_error(ag_load_model(bad), "ag_load_model\\(\\): path must be a file name",
+                 class = "pyggmlr_argument_error")
+    expect_error(ag_model_info(bad), "ag_model_info\\(\\): path must be a file name",
+                 class = "pyggmlr_argument_error")
   }
   expect_error(ag_save_model(ag_linear(2, 1), 1L), "ag_save_model\\(\\): path must be a file name")
   expect_error(ag_load_model(tempdir()), "is a directory")
@@ -98,7 +117,8 @@ test_that("ag_load_model and ag_model_info refuse integers, booleans, FIFOs, dev
     sprintf("fifo <- '%s'", fifo),
     "for (p in c(fifo, '/dev/zero', '/dev/null')) for (f in list(ag_load_model, ag_model_info)) {",
     "  e <- tryCatch(f(p), error = identity); cat(conditionMessage(e), '\\n') }",
-    "e <- tryCatch(ag_save_model(ag_linear(2, 1), fifo), error = identity); cat(conditionMessage(e), '\\n')"), timeout = 30)
+    paste0("e <- tryCatch(ag_save_model(ag_linear(2, 1), fifo), error = identity); ",
+           "cat(conditionMessage(e), '\\n')")), timeout = 30)
   expect_equal(r$status, 0L, info = paste(r$out, collapse = "\n"))
   expect_equal(sum(grepl("not a regular file", r$out)), 7L, info = paste(r$out, collapse = "\n"))
   expect_true(file.exists(fifo))
@@ -106,7 +126,8 @@ test_that("ag_load_model and ag_model_info refuse integers, booleans, FIFOs, dev
 })
 
 test_that("unbounded requests are refused up front naming the bound", {
-  expect_error(ag_set_threads(1e6), "ag_set_threads\\(\\): n must be a whole number >= 1 and <= 1024, got 1000000",
+  expect_error(ag_set_threads(1e6),
+               "ag_set_threads\\(\\): n must be a whole number >= 1 and <= 1024, got 1000000",
                class = "pyggmlr_value_error")
   expect_error(ag_set_threads(1e10), "<= 1024")
   expect_error(dp_train(function() ag_linear(1, 1), list(matrix(1)), n_replicas = 1e9),
@@ -123,7 +144,8 @@ test_that("forked children (parallel::mcparallel) with the GEMM pool running do 
     "W <- ag_tensor(matrix(runif(256 * 256), 256)); invisible(ag_matmul(W, W))",
     "ok <- 0L",
     "for (k in 1:20) {",
-    "  job <- parallel::mcparallel({ p <- ag_param(matrix(1, 2, 2)); l <- with_grad_tape(ag_sum(ag_matmul(p, p)));",
+    paste0("  job <- parallel::mcparallel({ p <- ag_param(matrix(1, 2, 2)); l <- ",
+           "with_grad_tape(ag_sum(ag_matmul(p, p)));"),
     "    g <- backward(l); ag_set_threads(1L); ag_memory_trim(); sum(ag_matmul(W, W)$data) > 0 })",
     "  res <- parallel::mccollect(job, wait = FALSE, timeout = 10)",
     "  if (isTRUE(res[[1]])) ok <- ok + 1L else { tools::pskill(job$pid, 9L); break }",

@@ -1,11 +1,14 @@
 # Issue 19, "Wrong results": backward over a tensor changed since the forward pass is refused,
 # every scope closes on every exit path, ag_tape_memory reports what ag_tape_clear frees.
 
-depth <- function() .Call(pyggmlr:::R_pg_tape, 3L)
-n_nodes <- function() .Call(pyggmlr:::R_pg_tape, 4L)
-recording <- function() .Call(pyggmlr:::R_pg_tape, 5L)
+depth <- function() .Call(pyggmlr:::R_pg_tape, pyggmlr:::.pg$code$tape[["DEPTH"]])
+n_nodes <- function() .Call(pyggmlr:::R_pg_tape, pyggmlr:::.pg$code$tape[["NODES"]])
+recording <- function() .Call(pyggmlr:::R_pg_tape, pyggmlr:::.pg$code$tape[["ENABLED"]])
 modified_msg <- function(desc, where, op, now, want)
-  sprintf("backward(): one of the variables needed for gradient computation has been modified by an inplace operation: tensor %s (%s of %s) is at version %d; expected version %d. Write new values after backward(), or record the forward pass again",
+  sprintf(paste0("backward(): one of the variables needed for gradient computation has been ",
+                 "modified by an inplace operation: tensor %s (%s of %s) is at version ",
+                 "%d; expected version %d. Write new values after backward(), or record ",
+                 "the forward pass again"),
           desc, where, op, now, want)
 
 # ---- versions --------------------------------------------------------------------------------
@@ -62,18 +65,21 @@ test_that("a checkpoint segment's input changed before backward is refused", {
   x <- ag_tensor(matrix(1:4 / 4, 2, 2))
   with_grad_tape(loss <- ag_sum(ag_checkpoint(function(a) ag_relu(ag_matmul(w, a)), x)))
   x$data <- matrix(1, 2, 2)
-  expect_error(backward(loss), modified_msg("[2x2] f32", "input 1", "checkpoint", 1L, 0L), fixed = TRUE)
+  expect_error(backward(loss), modified_msg("[2x2] f32", "input 1", "checkpoint", 1L, 0L),
+               fixed = TRUE)
   # a weight only the segment's closure uses: logged by the forward, checked by the node
   with_grad_tape(loss <- ag_sum(ag_checkpoint(function(a) ag_relu(ag_matmul(w, a)), x)))
   w$data <- matrix(1, 2, 2)
-  expect_error(backward(loss), modified_msg("[2x2] f32", "a parameter", "checkpoint", 1L, 0L), fixed = TRUE,
+  expect_error(backward(loss), modified_msg("[2x2] f32", "a parameter", "checkpoint", 1L, 0L),
+               fixed = TRUE,
                class = "pyggmlr_modified_error")
   with_grad_tape(loss <- ag_sum(ag_checkpoint(function(a) ag_relu(ag_matmul(w, a)), x)))
   g <- backward(loss)
   expect_equal(as.matrix(w$grad), matrix(2, 2, 2))
 })
 
-test_that("a batch-norm layer used twice in one forward is fine (its running buffers are not read by backward)", {
+test_that(paste0("a batch-norm layer used twice in one forward is fine (its running buffers are ",
+                 "not read by backward)"), {
   set.seed(3)
   bn <- ag_batch_norm(3)
   x <- ag_tensor(matrix(rnorm(12), 3, 4))
@@ -95,22 +101,24 @@ test_that("compiled replays rewrite their inputs every step without tripping the
 # ---- scopes on abnormal exits ---------------------------------------------------------------
 
 clean_after <- function() {
-  expect_identical(depth(), 0L)
-  expect_false(recording())
+  expect_identical(depth(), 0L)  # nolint: object_usage_linter.
+  expect_false(recording())  # nolint: object_usage_linter.
   w <- ag_param(matrix(0.5, 2, 3))
   x <- ag_tensor(matrix(1:6 / 6, 3, 2))
   before <- n_nodes()
-  h <- ag_relu(ag_matmul(w, x))                   # outside any tape: nothing recorded
-  expect_identical(n_nodes(), before)
-  step <- ag_compile(function(x) ag_sum(ag_matmul(w, x)), x, build = "grad")  # a later compile works
-  expect_equal(step(x)$loss, sum(0.5 * matrix(1:6 / 6, 3, 2)) * 2)
+  ag_relu(ag_matmul(w, x))  # outside any tape: nothing recorded
+  expect_identical(n_nodes(), before)  # nolint: object_usage_linter.
+  # a later compile works
+  step <- ag_compile(function(x) ag_sum(ag_matmul(w, x)), x, build = "grad")
+  expect_equal(step(x)$loss, sum(0.5 * matrix(1:6 / 6, 3, 2)) * 2)  # nolint: object_usage_linter.
 }
 
 exits <- list(
   error = function(body) tryCatch(body(function() stop("boom")), error = function(e) "caught"),
   warning = function(body) tryCatch(body(function() warning("w")), warning = function(e) "caught"),
   message = function(body) tryCatch(body(function() message("m")), message = function(e) "caught"),
-  restart = function(body) withRestarts(body(function() invokeRestart("out")), out = function() "restarted"),
+  restart = function(body) withRestarts(body(function() invokeRestart("out")),
+                                        out = function() "restarted"),
   callCC = function(body) callCC(function(k) body(function() k("jumped"))),
   interrupt = function(body) tryCatch(body(function() {
     tools::pskill(Sys.getpid(), tools::SIGINT)
@@ -121,11 +129,13 @@ exits <- list(
 for (kind in names(exits)) {
   test_that(sprintf("ag_compile left by %s closes the recorder and the tape scope", kind), {
     x <- ag_tensor(matrix(1, 3, 2))
-    r <- exits[[kind]](function(leave) ag_compile(function(x) { leave(); ag_sum(x) }, x, build = "forward"))
+    r <- exits[[kind]](function(leave) ag_compile(function(x) { leave(); ag_sum(x) }, x,
+                                                  build = "forward"))
     expect_false(identical(r, NULL))
     clean_after()
   })
-  test_that(sprintf("with_grad_tape / ag_no_grad / ag_checkpoint left by %s close their scopes", kind), {
+  test_that(sprintf("with_grad_tape / ag_no_grad / ag_checkpoint left by %s close their scopes",
+                    kind), {
     w <- ag_param(matrix(0.5, 2, 2))
     exits[[kind]](function(leave) with_grad_tape({ ag_scale(w, 2); leave() }))
     clean_after()
@@ -134,13 +144,15 @@ for (kind in names(exits)) {
       expect_true(recording())                    # the enclosing tape records again
       exits[[kind]](function(leave) ag_checkpoint(function(a) { leave(); ag_relu(a) }, w))
       expect_true(recording())
-      expect_identical(.Call(pyggmlr:::R_pg_scope, 2L, 0L), 0L)  # the stashed tape came back
+      # the stashed tape came back
+      expect_identical(.Call(pyggmlr:::R_pg_scope, pyggmlr:::.pg$code$scope[["STASHED"]], 0L), 0L)
     })
     clean_after()
   })
 }
 
-test_that("an ag_checkpoint replay left abnormally inside backward() leaves no private tape behind", {
+test_that("an ag_checkpoint replay left abnormally inside backward() leaves no private tape behind",
+          {
   w <- ag_param(matrix(0.5, 2, 2))
   x <- ag_tensor(matrix(1:4 / 4, 2, 2))
   for (kind in names(exits)) {
@@ -151,7 +163,7 @@ test_that("an ag_checkpoint replay left abnormally inside backward() leaves no p
       ag_relu(ag_matmul(w, a))
     }, x)))
     exits[[kind]](function(leave) { leave_now <<- leave; backward(loss) })
-    expect_identical(.Call(pyggmlr:::R_pg_scope, 2L, 0L), 0L)
+    expect_identical(.Call(pyggmlr:::R_pg_scope, pyggmlr:::.pg$code$scope[["STASHED"]], 0L), 0L)
     expect_null(w$grad)
     clean_after()
   }
@@ -161,21 +173,24 @@ test_that("an ag_checkpoint replay left abnormally inside backward() leaves no p
 
 test_that("a static ag_fit runs after every kind of abnormal compile exit", {
   set.seed(4)
-  x <- matrix(rnorm(40), 4, 10); y <- matrix(rnorm(20), 2, 10)
+  x <- matrix(rnorm(40), 4, 10)
+  y <- matrix(rnorm(20), 2, 10)
   xt <- ag_tensor(matrix(1, 3, 2))
   for (kind in names(exits))
-    exits[[kind]](function(leave) ag_compile(function(x) { leave(); ag_sum(x) }, xt, build = "forward"))
+    exits[[kind]](function(leave) ag_compile(function(x) { leave(); ag_sum(x) }, xt,
+                                             build = "forward"))
   m <- ag_sequential(ag_linear(4, 3, activation = "relu"), ag_linear(3, 2))
-  h <- ag_fit(m, x, y, loss = "mse", nepoch = 2L, batch_size = 5L, silent = TRUE, seed = 1L, static = TRUE)
+  h <- ag_fit(m, x, y, loss = "mse", nepoch = 2L, batch_size = 5L, silent = TRUE, seed = 1L,
+              static = TRUE)
   expect_length(h$loss, 2L)
   expect_true(all(is.finite(h$loss)))
   clean_after()
 })
 
 test_that("closing a scope twice is harmless in the core", {
-  expect_identical(.Call(pyggmlr:::R_pg_scope, 1L, 0L), 0L)
-  .Call(pyggmlr:::R_pg_scope, 3L, 0L)
-  .Call(pyggmlr:::R_pg_scope, 4L, 0L)
+  expect_identical(.Call(pyggmlr:::R_pg_scope, pyggmlr:::.pg$code$scope[["END_TO"]], 0L), 0L)
+  .Call(pyggmlr:::R_pg_scope, pyggmlr:::.pg$code$scope[["UNSTASH_TO"]], 0L)
+  .Call(pyggmlr:::R_pg_scope, pyggmlr:::.pg$code$scope[["ABORT"]], 0L)
   expect_identical(depth(), 0L)
 })
 
@@ -194,8 +209,8 @@ clear_matches_report <- function(model, x, y) {
   before <- ag_memory_stats()$total$current
   ag_tape_clear()
   freed <- before - ag_memory_stats()$total$current
-  expect_gt(r$bytes_snapshots, 0)
-  expect_identical(freed, r$bytes_snapshots)
+  expect_gt(r$bytes_snapshots, 0)  # nolint: object_usage_linter.
+  expect_identical(freed, r$bytes_snapshots)  # nolint: object_usage_linter.
 }
 
 test_that("ag_tape_memory after an MLP step reports exactly the bytes ag_tape_clear frees", {
@@ -208,7 +223,8 @@ test_that("... and with batch norm, dropout and attention", {
   set.seed(6)
   m <- ag_sequential(ag_linear(8, 16, activation = "relu"), ag_batch_norm(16), ag_dropout(0.2),
                      ag_linear(16, 8))
-  clear_matches_report(m, ag_tensor(matrix(rnorm(128), 8, 16)), ag_tensor(matrix(rnorm(128), 8, 16)))
+  clear_matches_report(m, ag_tensor(matrix(rnorm(128), 8, 16)),
+                       ag_tensor(matrix(rnorm(128), 8, 16)))
   att <- ag_multihead_attention(8, 2)
   clear_matches_report(att, ag_tensor(matrix(rnorm(48), 8, 6)), ag_tensor(matrix(rnorm(48), 8, 6)))
 })

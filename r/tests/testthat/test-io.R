@@ -18,7 +18,8 @@ have_python_pyggmlr <- function() {
   identical(r$status, 0L)
 }
 
-mlp <- function() ag_sequential(ag_linear(4, 6, "relu"), ag_batch_norm(6), ag_dropout(0.2), ag_linear(6, 3))
+mlp <- function() ag_sequential(ag_linear(4, 6, "relu"), ag_batch_norm(6), ag_dropout(0.2),
+                                ag_linear(6, 3))
 
 # put the batch-norm running statistics somewhere other than their initial values
 warm_up <- function(m, x) { ag_train(m); with_grad_tape(m$forward(x)); ag_tape_clear(); ag_eval(m) }
@@ -86,18 +87,27 @@ test_that("model = and model_fn = load into a given model; ggmlR's mismatch erro
   expect_identical(out, target)
   expect_identical(target$parameters()$layer1_W$data, m$parameters()$layer1_W$data)
   via_fn <- ag_load_model(f, model_fn = mlp)
-  expect_identical(ag_load_model(f, mlp)$parameters()$layer2_gamma$data, m$parameters()$layer2_gamma$data)  # ggmlR's order
+  expect_identical(ag_load_model(f, mlp)$parameters()$layer2_gamma$data,
+                   m$parameters()$layer2_gamma$data)  # ggmlR's order
   expect_identical(via_fn$parameters()$layer4_b$data, m$parameters()$layer4_b$data)
   expect_error(ag_load_model(f, model = ag_sequential(ag_linear(4, 6), ag_linear(6, 3))),
-               "parameter mismatch between saved state and model. missing in file: layer2_W, layer2_b; not in model: layer2_gamma, layer2_beta, layer4_W, layer4_b")
-  expect_error(ag_load_model(f, model = ag_sequential(ag_linear(4, 5, "relu"), ag_batch_norm(5), ag_dropout(0.2), ag_linear(5, 3))),
+               paste0("parameter mismatch between saved state and model. missing in file: ",
+                      "layer2_W, layer2_b; not in model: layer2_gamma, layer2_beta, ",
+                      "layer4_W, layer4_b"))
+  expect_error(ag_load_model(f,
+                             model = ag_sequential(ag_linear(4, 5, "relu"), ag_batch_norm(5),
+                                                   ag_dropout(0.2), ag_linear(5, 3))),
                "shape mismatch for parameter 'layer1_W': model 5x4 vs file 6x4", fixed = TRUE)
   nobn <- ag_sequential(ag_linear(4, 6, "relu"), ag_layer_norm(6), ag_dropout(0.2), ag_linear(6, 3))
-  expect_error(ag_load_model(f, model = nobn), paste0("buffer mismatch between saved state and model. missing in file: (none); ",
-                                                      "not in model: layer2_running_mean, layer2_running_var"), fixed = TRUE)
+  expect_error(ag_load_model(f, model = nobn),
+               paste0("buffer mismatch between saved state and model. missing in file: (none); ",
+                                                      "not in model: layer2_running_mean, ",
+                      "layer2_running_var"), fixed = TRUE)
   # all or nothing: a failed load changes nothing
   before <- target$parameters()$layer1_W$data
-  expect_error(ag_load_model(f, model = ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 6), ag_dropout(0.2), ag_linear(6, 3))))
+  expect_error(ag_load_model(f,
+                             model = ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 6),
+                                                   ag_dropout(0.2), ag_linear(6, 3))))
   expect_identical(target$parameters()$layer1_W$data, before)
   expect_error(ag_save_model(list(a = 1), f), "ag_sequential")
   expect_error(ag_load_model(f, model_fn = 3), "model_fn")
@@ -137,16 +147,21 @@ test_that("custom layers round-trip through ag_register_layer", {
   expect_equal(m2$layers[[2]]$s$data, matrix(c(1, 2, 3), 3, 1))
   expect_error(ag_register_layer("linear", function(cfg) NULL), "built-in")
   expect_error(ag_module_from_config(list(type = "nope")), "unknown layer type")
-  expect_error(ag_module_from_config(list(type = "linear", in_features = 2, out_features = 3, bogus = 1)), "bogus")
+  expect_error(ag_module_from_config(list(type = "linear", in_features = 2, out_features = 3,
+                                          bogus = 1)), "bogus")
 })
 
 test_that("optimizer state is saved and restored (Adam moments, t)", {
   local_f64()
   set.seed(7)
   m <- ag_sequential(ag_linear(3, 4, "tanh"), ag_linear(4, 2))
-  x <- matrix(rnorm(12), 3, 4); y <- matrix(rnorm(8), 2, 4)
+  x <- matrix(rnorm(12), 3, 4)
+  y <- matrix(rnorm(8), 2, 4)
   opt <- optimizer_adam(m$parameters(), lr = 0.01)
-  for (i in 1:3) { with_grad_tape(l <- ag_mse_loss(m$forward(x), y)); opt$step(backward(l)); opt$zero_grad() }
+  for (i in 1:3) { with_grad_tape(l <- ag_mse_loss(m$forward(x),
+                                                   y))
+                                                   opt$step(backward(l))
+                                                   opt$zero_grad() }
   f <- tempfile(fileext = ".safetensors")
   ag_save_model(m, f, optimizer = opt)
   set.seed(8)
@@ -157,7 +172,9 @@ test_that("optimizer state is saved and restored (Adam moments, t)", {
   expect_identical(opt2$state()$slots, opt$state()$slots)
   # both continue identically
   for (o in list(list(m, opt), list(m2, opt2))) {
-    with_grad_tape(l <- ag_mse_loss(o[[1]]$forward(x), y)); o[[2]]$step(backward(l)); o[[2]]$zero_grad()
+    with_grad_tape(l <- ag_mse_loss(o[[1]]$forward(x), y))
+    o[[2]]$step(backward(l))
+    o[[2]]$zero_grad()
   }
   expect_identical(m2$parameters()$layer2_W$data, m$parameters()$layer2_W$data)
   sgd <- optimizer_sgd(m2$parameters())
@@ -181,24 +198,33 @@ test_that("truncated, corrupt and foreign files give clear errors", {
   expect_error(ag_load_model(put(raw[1:(length(raw) - 4)])), "outside the .* data bytes")
   hdr <- rawToChar(raw[9:(8 + n)])
   with_header <- function(h) {
-    hb <- charToRaw(h); hb <- c(hb, rep(charToRaw(" "), (-length(hb)) %% 8))
+    hb <- charToRaw(h)
+    hb <- c(hb, rep(charToRaw(" "), (-length(hb)) %% 8))
     c(as.raw((length(hb) %/% 256^(0:7)) %% 256), hb, raw[(9 + n):length(raw)])
   }
   expect_error(ag_load_model(put(with_header(sub("}$", "", trimws(hdr))))), "not valid JSON")
   expect_error(ag_load_model(put(with_header(sub("\"F32\"", "\"I64\"", hdr)))), "unsupported dtype")
-  expect_error(ag_load_model(put(with_header(sub("\"shape\":\\[6,4\\]", "\"shape\":[6,5]", hdr)))), "needs")
-  expect_error(ag_load_model(put(with_header(sub("\"shape\":\\[6,4\\]", "\"shape\":[6.0,4]", hdr)))), "shape must be")
-  expect_error(ag_load_model(put(with_header(sub("pyggmlr.ag_model", "other.thing", hdr)))), "not a pyggmlr model file")
-  expect_error(ag_load_model(put(with_header(sub("\"data_offsets\":\\[96,120\\]", "\"data_offsets\":[0,24]", hdr)))), "overlap")
-  dup <- sub("\\{\"__metadata__\"", "{\"layer1_b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"__metadata__\"", hdr)
+  expect_error(ag_load_model(put(with_header(sub("\"shape\":\\[6,4\\]", "\"shape\":[6,5]", hdr)))),
+               "needs")
+  expect_error(ag_load_model(put(with_header(sub("\"shape\":\\[6,4\\]", "\"shape\":[6.0,4]",
+                                                 hdr)))), "shape must be")
+  expect_error(ag_load_model(put(with_header(sub("pyggmlr.ag_model", "other.thing", hdr)))),
+               "not a pyggmlr model file")
+  expect_error(ag_load_model(put(with_header(sub("\"data_offsets\":\\[96,120\\]",
+                                                 "\"data_offsets\":[0,24]", hdr)))), "overlap")
+  dup <- sub("\\{\"__metadata__\"",
+             paste0("{\"layer1_b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},",
+                    "\"__metadata__\""), hdr)
   expect_error(ag_load_model(put(with_header(dup))), "duplicate key")
   # an R serialization file is read as a ggmlR container (test-state.R) and checked as one
   rds <- tempfile(fileext = ".rds")
   saveRDS(list(format = "ggmlR.ag_state", parameters = list()), rds)
   expect_error(ag_load_model(rds), "unsupported container version", fixed = TRUE)
-  txt <- tempfile(); writeLines(c("hello world, not a model", "x"), txt)
+  txt <- tempfile()
+  writeLines(c("hello world, not a model", "x"), txt)
   expect_error(ag_load_model(txt), "not a safetensors model file|truncated")
-  expect_error(ag_load_model(file.path(tempdir(), "does-not-exist.safetensors")), "cannot open file")
+  expect_error(ag_load_model(file.path(tempdir(), "does-not-exist.safetensors")),
+               "cannot open file")
   # a plain safetensors file without our metadata loads only into a given model
   h <- jsonlite::parse_json(hdr)
   h[["__metadata__"]] <- NULL
@@ -212,7 +238,8 @@ test_that("truncated, corrupt and foreign files give clear errors", {
 test_that("writes are atomic: a failed save leaves the old file and no temporary file", {
   set.seed(10)
   m <- mlp()
-  d <- tempfile("savedir"); dir.create(d)
+  d <- tempfile("savedir")
+  dir.create(d)
   f <- file.path(d, "m.safetensors")
   ag_save_model(m, f)
   before <- readBin(f, "raw", file.info(f)$size)
@@ -224,11 +251,13 @@ test_that("writes are atomic: a failed save leaves the old file and no temporary
 })
 
 test_that("architectures: to_config matches Python's to_config JSON and rebuilds", {
-  m <- ag_sequential(ag_linear(4, 8, "relu", init = "orthogonal", gain = 2), ag_batch_norm(8, momentum = 0.2),
+  m <- ag_sequential(ag_linear(4, 8, "relu", init = "orthogonal", gain = 2),
+                     ag_batch_norm(8, momentum = 0.2),
                      ag_dropout(0.1), ag_layer_norm(8), ag_multihead_attention(8, 2, bias = FALSE),
                      ag_linear(8, 3))
   cfg <- ag_to_config(m)
-  expect_equal(cfg$layers[[1]], list(type = "linear", in_features = 4L, out_features = 8L, activation = "relu",
+  expect_equal(cfg$layers[[1]],
+               list(type = "linear", in_features = 4L, out_features = 8L, activation = "relu",
                                      init = "orthogonal", gain = 2))
   expect_null(cfg$layers[[6]]$activation)
   expect_true("activation" %in% names(cfg$layers[[6]]))
@@ -295,21 +324,25 @@ test_that("files cross between R and Python in both directions", {
   o3 <- optimizer_adam(m3$parameters(), lr = 0.1)
   ag_load_model(h, model = m3, optimizer = o3)
   expect_equal(o3$t, 2L)
-  expect_equal(o3$state()$slots$m$layer1_W[2, 1], as.numeric(res$out[length(res$out)]), tolerance = 1e-15)
+  expect_equal(o3$state()$slots$m$layer1_W[2, 1], as.numeric(res$out[length(res$out)]),
+               tolerance = 1e-15)
   expect_true(o3$state()$slots$m$layer1_W[2, 1] != 0)
   expect_equal(ag_model_info(h)$epoch, 2)
 })
 
 test_that("R writes the same bytes as Python for the same input (one writer, in the core)", {
+  # nolint start: line_length_linter. (the golden file's bytes, as in tests/test_io.py)
   gold <- paste0("d0000000000000007b225f5f6d657461646174615f5f223a7b22666f726d6174223a22707967676d6c722e61675f6d6f64656c222c22636f6e666967",
                  "223a227b5c22615c223a5c225c75303066635c227d227d2c226c61796572315f57223a7b226474797065223a22463332222c227368617065223a5b32",
                  "2c335d2c22646174615f6f666673657473223a5b302c32345d7d2c226361665c7530306539223a7b226474797065223a22463634222c227368617065",
                  "223a5b322c315d2c22646174615f6f666673657473223a5b32342c34305d7d7d202020200000803f0000004000004040000080400000a0400000c040",
                  "000000000000e03f00000000000000c0")  # tests/io/test_io.py's _GOLDEN_FILE
+  # nolint end
   f <- tempfile(fileext = ".safetensors")
   w <- matrix(c(1, 2, 3, 4, 5, 6), 2, 3, byrow = TRUE)
   pyggmlr:::.write_safetensors(f, list(list(name = "layer1_W", value = w, dtype = "F32"),
-                                       list(name = "caf\u00e9", value = matrix(c(0.5, -2), 2, 1), dtype = "F64")),
+                                       list(name = "caf\u00e9", value = matrix(c(0.5, -2), 2, 1),
+                                            dtype = "F64")),
                                list(format = "pyggmlr.ag_model", config = "{\"a\":\"\u00fc\"}"))
   expect_identical(paste(as.character(readBin(f, "raw", file.info(f)$size)), collapse = ""), gold)
   r <- pyggmlr:::.read_safetensors(f)
@@ -318,20 +351,26 @@ test_that("R writes the same bytes as Python for the same input (one writer, in 
   expect_identical(r$meta$config, "{\"a\":\"\u00fc\"}")
 })
 
-test_that("hostile config sizes are refused before building, as in Python (the guard is in the core)", {
+test_that(paste0("hostile config sizes are refused before building, as in Python (the guard is ",
+                 "in the core)"), {
   f <- tempfile(fileext = ".safetensors")
   deep <- paste0(strrep("[", 70), "1", strrep("]", 70))
-  for (case in list(c("{\"type\":\"linear\",\"in_features\":50000,\"out_features\":50000}", "implausible layer size"),
-                    c("{\"type\":\"linear\",\"in_features\":4,\"out_features\":1e9}", "implausible size"),
+  for (case in list(c("{\"type\":\"linear\",\"in_features\":50000,\"out_features\":50000}",
+                      "implausible layer size"),
+                    c("{\"type\":\"linear\",\"in_features\":4,\"out_features\":1e9}",
+                      "implausible size"),
                     c(paste0("{\"type\":\"linear\",\"x\":", deep, "}"), "nested too deeply"),
                     c("{\"type\":\"linear\",\"a\":1,\"a\":2}", "duplicate key"))) {
-    pyggmlr:::.write_safetensors(f, list(), list(format = "pyggmlr.ag_model", format_version = "1", parameters = "[]",
+    pyggmlr:::.write_safetensors(f, list(),
+                                 list(format = "pyggmlr.ag_model", format_version = "1",
+                                      parameters = "[]",
                                                  buffers = "[]", config = case[[1]]))
     expect_error(ag_load_model(f), case[[2]])
   }
 })
 
-test_that("mutated files (bit flips, truncation, byte edits) only ever give file errors; a refused load changes nothing", {
+test_that(paste0("mutated files (bit flips, truncation, byte edits) only ever give file errors; ",
+                 "a refused load changes nothing"), {
   set.seed(11)
   m <- mlp()
   opt <- optimizer_adam(m$parameters(), lr = 0.01)
@@ -347,14 +386,17 @@ test_that("mutated files (bit flips, truncation, byte edits) only ever give file
     b <- raw
     kind <- i %% 4L
     if (kind == 0L) b <- b[seq_len(sample.int(length(b), 1L) - 1L)]
-    else if (kind == 1L) { k <- sample.int(8L + n, 1L); b[k] <- xor(b[k], as.raw(2^sample(0:7, 1L))) }
+    else if (kind == 1L) { k <- sample.int(8L + n, 1L); b[k] <- xor(b[k],
+        as.raw(2^sample(0:7, 1L))) }
     else if (kind == 2L) { k <- sample.int(8L + n, 2L); b[k] <- as.raw(sample(0:255, 2L)) }
     else b[sample.int(8L, 1L)] <- as.raw(sample(0:255, 1L))
     writeBin(b, bad)
-    r <- tryCatch({ ag_load_model(bad, model = target); "loaded" }, error = function(e) conditionMessage(e))
+    r <- tryCatch({ ag_load_model(bad, model = target); "loaded" },
+                  error = function(e) conditionMessage(e))
     if (!identical(r, "loaded")) {
       refused <- refused + 1L
-      expect_true(startsWith(r, bad) || startsWith(r, paste0("ag_load_model(): ", bad)) || grepl("mismatch", r), info = r)
+      expect_true(startsWith(r, bad) || startsWith(r, paste0("ag_load_model(): ", bad)) ||
+                  grepl("mismatch", r), info = r)
       expect_identical(lapply(target$parameters(), function(p) p$data), before)
     } else {
       before <- lapply(target$parameters(), function(p) p$data)

@@ -22,7 +22,9 @@ test_that("ag_sequential: shapes, parameter names, single ag_linear (ggmlR bug 3
   lst <- ag_sequential(list(ag_linear(2, 3), ag_dropout(0.1)))
   expect_equal(length(lst$layers), 2L)
   out <- capture.output(print(m))
-  expect_equal(out, c("ag_sequential (2 layers, train mode)", "  [1] linear(4, 8, relu)", "  [2] linear(8, 3)"))  # Python's names (ggmlR printed "list")
+  expect_equal(out,
+               c("ag_sequential (2 layers, train mode)", "  [1] linear(4, 8, relu)",
+                 "  [2] linear(8, 3)"))  # Python's names (ggmlR printed "list")
 })
 
 test_that("train/eval propagate (recursively) and dropout behaves", {
@@ -43,7 +45,8 @@ test_that("train/eval propagate (recursively) and dropout behaves", {
   expect_error(ag_dropout(1))
   local_f64()
   p <- ag_param(matrix(c(1, 2, 3, 4), 2, 2))
-  expect_true(ag_gradcheck(function(i) ag_sum(ag_mul(ag_dropout(0)$forward(i$p), i$p)), list(p = p), quiet = TRUE))
+  expect_true(ag_gradcheck(function(i) ag_sum(ag_mul(ag_dropout(0)$forward(i$p), i$p)), list(p = p),
+                           quiet = TRUE))
 })
 
 test_that("batch norm: golden forward, running stats, exact gradient, eval", {
@@ -61,7 +64,8 @@ test_that("batch norm: golden forward, running stats, exact gradient, eval", {
   # exact (not ggmlR's simplified) input gradient: finite differences
   bn2 <- ag_batch_norm(2, momentum = 0)
   expect_true(ag_gradcheck(function(i) ag_sum(ag_mul(bn2$forward(i$x), matrix(1:6, 2, 3))),
-                           list(x = ag_param(matrix(c(1, 2, 3, 5, 6, 11), 2, 3))), eps = 1e-6, atol = 1e-6, quiet = TRUE))
+                           list(x = ag_param(matrix(c(1, 2, 3, 5, 6, 11), 2, 3))), eps = 1e-6,
+                           atol = 1e-6, quiet = TRUE))
   ag_eval(bn)
   e1 <- bn$forward(ag_tensor(c(1, 2)))$data
   expect_equal(e1, matrix(c(0.5797688433, 0.9231306560), 2, 1), tolerance = 1e-9)
@@ -92,7 +96,8 @@ test_that("layer norm normalises columns, gradcheck", {
   o <- ln$forward(ag_tensor(matrix(c(1, 2, 4, 0, 5, 1), 3, 2)))$data
   expect_equal(colMeans(o), c(0, 0), tolerance = 1e-10)
   expect_true(ag_gradcheck(function(i) ag_sum(ag_mul(ln$forward(i$x), matrix(1:6, 3, 2))),
-                           list(x = ag_param(matrix(c(1, 2, 4, 0, 5, 1), 3, 2))), eps = 1e-6, atol = 1e-6, quiet = TRUE))
+                           list(x = ag_param(matrix(c(1, 2, 4, 0, 5, 1), 3, 2))), eps = 1e-6,
+                           atol = 1e-6, quiet = TRUE))
 })
 
 test_that("multi-head attention: golden values, fields, params, causal", {
@@ -101,9 +106,13 @@ test_that("multi-head attention: golden values, fields, params, causal", {
   mha <- ag_multihead_attention(4, 2)
   expect_equal(c(mha$d_model, mha$n_heads, mha$d_k), c(4L, 2L, 2L))
   expect_equal(names(mha$parameters()), c("W_q", "W_k", "W_v", "W_o", "b_o"))
-  expect_equal(names(ag_multihead_attention(4, 2, bias = FALSE)$parameters()), c("W_q", "W_k", "W_v", "W_o"))
+  expect_equal(names(ag_multihead_attention(4, 2, bias = FALSE)$parameters()),
+               c("W_q", "W_k", "W_v", "W_o"))
   expect_error(ag_multihead_attention(65, 8))
-  mha$W_q$data <- mk(1); mha$W_k$data <- mk(2); mha$W_v$data <- mk(3); mha$W_o$data <- mk(5)
+  mha$W_q$data <- mk(1)
+  mha$W_k$data <- mk(2)
+  mha$W_v$data <- mk(3)
+  mha$W_o$data <- mk(5)
   mha$b_o$data <- c(0.1, 0, -0.1, 0.2)
   x <- matrix(c(0.5, -1, 0.25, 2, 1, 0, -0.5, 0.3, -0.2, 0.4, 1, -1), 4, 3)
   out <- mha$forward(ag_tensor(x))$data
@@ -112,12 +121,15 @@ test_that("multi-head attention: golden values, fields, params, causal", {
                              0.09726010962, -0.02213049155, -0.1066382735,
                              0.19396328683, 0.21408657216, 0.2362071922), 4), tolerance = 1e-9)
   co <- mha$forward(ag_tensor(x), causal_mask = TRUE)$data
-  expect_equal(co[, 1], c(-0.04285714286, -0.34693877551, 0.45612244898, 0.15918367347), tolerance = 1e-9)
-  expect_equal(co[, 2], c(-0.02384720269, -0.25702328518, 0.14538786889, 0.14274083856), tolerance = 1e-9)
+  expect_equal(co[, 1], c(-0.04285714286, -0.34693877551, 0.45612244898, 0.15918367347),
+               tolerance = 1e-9)
+  expect_equal(co[, 2], c(-0.02384720269, -0.25702328518, 0.14538786889, 0.14274083856),
+               tolerance = 1e-9)
   expect_equal(co[, 3], out[, 3], tolerance = 1e-12)
   expect_equal(dim(mha$forward(ag_tensor(x), ag_tensor(matrix(1, 4, 9)))$data), c(4L, 3L))
   p <- ag_param(x)
-  expect_true(ag_gradcheck(function(i) ag_sum(ag_mul(mha$forward(i$p, causal_mask = TRUE), matrix(1:12, 4, 3))),
+  expect_true(ag_gradcheck(function(i) ag_sum(ag_mul(mha$forward(i$p, causal_mask = TRUE),
+                                                     matrix(1:12, 4, 3))),
                            list(p = p), eps = 1e-6, atol = 1e-6, quiet = TRUE))
   with_grad_tape(l <- ag_mse_loss(mha$forward(ag_tensor(x)), matrix(0, 4, 3)))
   g <- backward(l)
@@ -127,7 +139,8 @@ test_that("multi-head attention: golden values, fields, params, causal", {
 test_that("layers train: 10 Adam steps lower the loss", {
   set.seed(42)
   m <- ag_sequential(ag_linear(4, 16, "relu"), ag_batch_norm(16), ag_dropout(0.1), ag_linear(16, 3))
-  x <- matrix(rnorm(4 * 32), 4, 32); y <- sample(0:2, 32, TRUE)
+  x <- matrix(rnorm(4 * 32), 4, 32)
+  y <- sample(0:2, 32, TRUE)
   opt <- optimizer_adam(m$parameters(), lr = 0.01)
   loss <- function() { with_grad_tape(l <- ag_softmax_cross_entropy_loss(m$forward(x), y)); l }
   first <- loss()$data[1, 1]
@@ -136,7 +149,8 @@ test_that("layers train: 10 Adam steps lower the loss", {
   expect_lt(loss()$data[1, 1], first)
 })
 
-test_that("ag_linear fuses matmul, bias and relu/sigmoid/tanh into one node with the same numbers", {
+test_that("ag_linear fuses matmul, bias and relu/sigmoid/tanh into one node with the same numbers",
+          {
   local_f64()
   set.seed(4)
   x <- ag_tensor(matrix(rnorm(12), 4, 3))
@@ -146,7 +160,8 @@ test_that("ag_linear fuses matmul, bias and relu/sigmoid/tanh into one node with
     expect_equal(ag_tape_memory(quiet = TRUE)$nodes, 1L)
     expect_equal(ag_tape_memory(quiet = TRUE)$by_op$op, "linear")
     ref <- ag_add(ag_matmul(l$W, x), l$b)
-    ref <- if (is.null(act)) ref else switch(act, relu = ag_relu(ref), sigmoid = ag_sigmoid(ref), tanh = ag_tanh(ref))
+    ref <- if (is.null(act)) ref else switch(act, relu = ag_relu(ref), sigmoid = ag_sigmoid(ref),
+                                             tanh = ag_tanh(ref))
     expect_identical(y$data, ref$data)
   }
   # softmax is not fused: matmul -> add -> softmax

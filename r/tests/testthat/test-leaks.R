@@ -1,6 +1,7 @@
 test_that("the core's live-object count returns to its start after rm(); gc()", {
   ag_tape_clear() # the tape of an earlier test still holds its tensors
-  invisible(gc()); invisible(gc())
+  invisible(gc())
+  invisible(gc())
   start <- ag_live_objects()
   local({
     W <- ag_param(matrix(1, 4, 4))
@@ -13,7 +14,8 @@ test_that("the core's live-object count returns to its start after rm(); gc()", 
     expect_gt(ag_live_objects(), start)
   })
   ag_tape_clear()
-  invisible(gc()); invisible(gc())
+  invisible(gc())
+  invisible(gc())
   expect_equal(ag_live_objects(), start)
 })
 
@@ -24,6 +26,7 @@ test_that("models and dead handles are collected without errors", {
   t <- ag_tensor(1:3)
   t2 <- unserialize(serialize(t, NULL))
   rm(m, t, t2)
-  invisible(gc()); invisible(gc())
+  invisible(gc())
+  invisible(gc())
   expect_equal(ag_live_objects(), start)
 })

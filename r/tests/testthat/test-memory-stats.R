@@ -1,15 +1,18 @@
 # The allocator's counters and ag_accuracy, the same functions Python has.
 
 test_that("ag_memory_stats / peak / reset / trim read the core's counters", {
-  gc(); ag_tape_clear()
+  gc()
+  ag_tape_clear()
   p0 <- ag_memory_reset_peak()
   expect_identical(p0, ag_memory_stats()$total$current)
   x <- ag_tensor(matrix(1, 200, 50))          # f32: 40000 bytes of storage
   s <- ag_memory_stats()
   expect_gte(ag_memory_peak(), p0 + 200 * 50 * 4)
-  expect_true(all(c("param", "grad", "optim", "saved", "other", "total", "live_tensors", "cached") %in% names(s)))
+  expect_true(all(c("param", "grad", "optim", "saved", "other", "total", "live_tensors",
+                    "cached") %in% names(s)))
   expect_gte(s$live_tensors, 1)
-  rm(x); gc()
+  rm(x)
+  gc()
   expect_gte(ag_memory_trim(), 0)
   expect_identical(ag_memory_stats()$cached, 0)
   expect_gte(ag_get_threads(), 1L)

@@ -3,14 +3,16 @@ test_that("ag_estimate_training_memory: formulas, errors, print", {
   r <- ag_estimate_training_memory(list(c(100, 100)), quiet = TRUE, dtype = "f64")
   expect_equal(c(r$params, r$weights, r$gradients, r$optimizer, r$activations, r$total),
                c(10000, 80000, 80000, 160000, 25600, 345600))
-  expect_equal(ag_estimate_training_memory(list(c(10, 10), c(10, 10), c(10)), quiet = TRUE)$params, 210)
+  expect_equal(ag_estimate_training_memory(list(c(10, 10), c(10, 10), c(10)), quiet = TRUE)$params,
+               210)
   expect_equal(ag_estimate_training_memory(c(10, 10), quiet = TRUE)$params, 100)
   expect_match(r$note, "double")
   expect_error(ag_estimate_training_memory(list()), "non-empty")
   expect_error(ag_estimate_training_memory(list(c(-1, 4))), "positive")
   expect_error(ag_estimate_training_memory(list(c(4, NA))), "positive")
   expect_error(ag_estimate_training_memory(list(c(4, 4)), optimizer = "rmsprop"))
-  out <- capture.output(ag_estimate_training_memory(rep(list(c(512, 512)), 3), batch_size = 64, dtype = "f64"))
+  out <- capture.output(ag_estimate_training_memory(rep(list(c(512, 512)), 3), batch_size = 64,
+                                                    dtype = "f64"))
   expect_equal(out[2], "  parameters      : 786 432")
   expect_equal(out[7], "  total           :    27.84 MB")
 })
@@ -18,7 +20,8 @@ test_that("ag_estimate_training_memory: formulas, errors, print", {
 test_that("ag_tape_memory counts nodes and bytes of the current tape", {
   ag_tape_clear()
   expect_equal(ag_tape_memory(quiet = TRUE)$nodes, 0L)
-  w <- ag_param(matrix(0.1, 64, 64)); x <- ag_tensor(matrix(1, 64, 64))
+  w <- ag_param(matrix(0.1, 64, 64))
+  x <- ag_tensor(matrix(1, 64, 64))
   with_grad_tape(l <- ag_mse_loss(ag_relu(ag_matmul(w, x)), matrix(0, 64, 64)))
   r <- ag_tape_memory(quiet = TRUE)
   expect_equal(r$nodes, 3L)

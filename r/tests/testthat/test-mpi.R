@@ -4,23 +4,29 @@
 
 test_that("ag_fit(distributed = TRUE) argument checks", {
   x <- matrix(rnorm(8), 2, 4)
-  expect_error(ag_fit(ag_linear(2, 2), x, x, loss = "mse", nepoch = 1L, silent = TRUE, distributed = "yes"),
+  expect_error(ag_fit(ag_linear(2, 2), x, x, loss = "mse", nepoch = 1L, silent = TRUE,
+                      distributed = "yes"),
                "ag_fit: distributed must be TRUE or FALSE", fixed = TRUE)
-  expect_error(ag_fit(ag_linear(2, 2), x, x, loss = "mse", nepoch = 1L, silent = TRUE, static = TRUE, distributed = TRUE),
+  expect_error(ag_fit(ag_linear(2, 2), x, x, loss = "mse", nepoch = 1L, silent = TRUE,
+                      static = TRUE, distributed = TRUE),
                "static=TRUE cannot be combined with distributed=TRUE", fixed = TRUE)
 })
 
-test_that("one MPI rank: ag_fit(distributed = TRUE) equals the plain run, and the collectives check their input", {
+test_that(paste0("one MPI rank: ag_fit(distributed = TRUE) equals the plain run, and the ",
+                 "collectives check their input"), {
   skip_if_not(requireNamespace("Rmpi", quietly = TRUE),
               "Rmpi is not installed (apt-get install r-cran-rmpi): the MPI path cannot run here")
   script <- tempfile(fileext = ".R")
   writeLines(c(
     "suppressMessages(library(pyggmlr))",
-    "run <- function(d) { set.seed(4); x <- matrix(rnorm(4 * 40), 4, 40); y <- floor(runif(40) * 3)",
+    "run <- function(d) { set.seed(4); x <- matrix(rnorm(4 * 40), 4, 40)",
+    "  y <- floor(runif(40) * 3)",
     "  ggml_set_seed(2); m <- ag_sequential(ag_linear(4, 6, activation = 'tanh'), ag_linear(6, 3))",
-    "  h <- ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, nbatch_logical = 16L, val_split = 0.2, seed = 9L,",
+    paste0("  h <- ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, nbatch_logical = 16L, val_split ",
+           "= 0.2, seed = 9L,"),
     "              silent = TRUE, static = FALSE, distributed = d)",
-    "  list(h = unclass(h)[c('loss', 'accuracy', 'val_loss')], w = lapply(m$parameters(), function(t) t$data)) }",
+    paste0("  list(h = unclass(h)[c('loss', 'accuracy', 'val_loss')], w = lapply(m$parameters(), ",
+           "function(t) t$data)) }"),
     "a <- run(FALSE); b <- run(TRUE)",
     "cat('same:', identical(a, b), '\\n')",
     "cat('rank:', ag_mpi_rank(), 'world:', ag_mpi_world_size(), '\\n')",
@@ -30,11 +36,14 @@ test_that("one MPI rank: ag_fit(distributed = TRUE) equals the plain run, and th
     "e2 <- tryCatch(ag_broadcast_parameters(m, root = 5), error = function(e) e)",
     "cat('root:', inherits(e2, 'pyggmlr_distributed_error'), conditionMessage(e2), '\\n')",
     "invisible(Rmpi::mpi.finalize())"), script)
-  out <- suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), script, stdout = TRUE, stderr = TRUE))
+  out <- suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), script, stdout = TRUE,
+                                  stderr = TRUE))
   out <- paste(out, collapse = "\n")
   expect_match(out, "same: TRUE", fixed = TRUE)
   expect_match(out, "rank: 0 world: 1", fixed = TRUE)
   expect_match(out, "spread: 0", fixed = TRUE)
-  expect_match(out, "class: TRUE ag_allreduce_gradients: weight must be finite and >= 0, got -1", fixed = TRUE)
-  expect_match(out, "root: TRUE ag_broadcast_parameters: root must be a rank in [0, 1), got 5", fixed = TRUE)
+  expect_match(out, "class: TRUE ag_allreduce_gradients: weight must be finite and >= 0, got -1",
+               fixed = TRUE)
+  expect_match(out, "root: TRUE ag_broadcast_parameters: root must be a rank in [0, 1), got 5",
+               fixed = TRUE)
 })

@@ -65,10 +65,12 @@ test_that("losses: mse, cross-entropy, softmax-CE values and target forms", {
   expect_equal(ag_mse_loss(p, matrix(0, 2, 2))$data[1, 1], 30 / 4)
   pr <- matrix(c(0.7, 0.3, 0.2, 0.8), 2, 2)
   y <- matrix(c(1, 0, 0, 1), 2, 2)
-  expect_equal(ag_cross_entropy_loss(ag_tensor(pr), y)$data[1, 1], -(log(0.7) + log(0.8)) / 2, tolerance = 1e-12)
+  expect_equal(ag_cross_entropy_loss(ag_tensor(pr), y)$data[1, 1], -(log(0.7) + log(0.8)) / 2,
+               tolerance = 1e-12)
   logits <- ag_param(matrix(c(1, 2, 0.5, -1, 0, 3, 2, 2, 2, 0, 1, 0), 3, 4))
   ids <- c(1L, 2L, 0L, 1L)
-  oh <- matrix(0, 3, 4); oh[cbind(ids + 1, 1:4)] <- 1
+  oh <- matrix(0, 3, 4)
+  oh[cbind(ids + 1, 1:4)] <- 1
   l1 <- ag_softmax_cross_entropy_loss(logits, ids)$data
   expect_equal(ag_softmax_cross_entropy_loss(logits, oh)$data, l1, tolerance = 1e-12)
   expect_equal(ag_softmax_cross_entropy_loss(logits, c(1, 2, 0, 1))$data, l1, tolerance = 1e-12)
@@ -78,7 +80,8 @@ test_that("losses: mse, cross-entropy, softmax-CE values and target forms", {
   expect_equal(ag_softmax_cross_entropy_loss(logits, ohi)$data, l1, tolerance = 1e-12)
   u <- ag_softmax_cross_entropy_loss(ag_tensor(matrix(0, 8, 5)), rep(3L, 5))$data[1, 1]
   expect_equal(u, log(8), tolerance = 1e-12)
-  expect_lt(ag_softmax_cross_entropy_loss(ag_tensor(matrix(c(20, 0, 0, 20), 2, 2)), c(0L, 1L))$data[1, 1], 0.01)
+  expect_lt(ag_softmax_cross_entropy_loss(ag_tensor(matrix(c(20, 0, 0, 20), 2, 2)),
+                                          c(0L, 1L))$data[1, 1], 0.01)
   expect_error(ag_softmax_cross_entropy_loss(logits, c(5L, 0L, 0L, 0L)), "")
 })
 
@@ -100,13 +103,15 @@ test_that("softmax-CE takes class ids as a 1-D R array (dim of length 1), same l
   expect_equal(ref$data[1, 1], -mean(log(p[cbind(ids + 1L, 1:4)])), tolerance = 1e-12)
   expect_error(ag_softmax_cross_entropy_loss(ag_tensor(z), array(0L, dim = c(2L, 2L, 1L))),
                "target is a 2x2x1 array")
-  expect_error(ag_softmax_cross_entropy_loss(ag_tensor(z), array(c(0L, 1L))), "")  # 2 ids for 4 columns
+  # 2 ids for 4 columns
+  expect_error(ag_softmax_cross_entropy_loss(ag_tensor(z), array(c(0L, 1L))), "")
 })
 
 test_that("golden values of spec section 13 (f64, 1e-10)", {
   local_f64()
   G <- gold()
-  W <- ag_param(G$W); b <- ag_param(G$b)
+  W <- ag_param(G$W)
+  b <- ag_param(G$b)
   with_grad_tape({
     z <- ag_add(ag_matmul(W, G$x), b)
     loss <- ag_softmax_cross_entropy_loss(z, G$y)
@@ -115,9 +120,11 @@ test_that("golden values of spec section 13 (f64, 1e-10)", {
   expect_equal(loss$data[1, 1], 1.048581214203, tolerance = 1e-10)
   g <- backward(loss)
   expect_equal(gradof(g, W), byrow(c(-0.550479903252, -0.832018385134, -1.11355686702,
-                                      0.550479903252, 0.832018385134, 1.11355686702), 2), tolerance = 1e-10)
+                                      0.550479903252, 0.832018385134, 1.11355686702), 2),
+               tolerance = 1e-10)
   expect_equal(gradof(g, b), matrix(c(-0.281538481882, 0.281538481882), 2, 1), tolerance = 1e-10)
-  W2 <- ag_param(G$W); b2 <- ag_param(G$b)
+  W2 <- ag_param(G$W)
+  b2 <- ag_param(G$b)
   with_grad_tape(l2 <- ag_mse_loss(ag_sigmoid(ag_add(ag_matmul(W2, G$x), b2)), G$y))
   expect_equal(l2$data[1, 1], 0.305307684932, tolerance = 1e-10)
   expect_equal(gradof(backward(l2), W2),
@@ -131,15 +138,20 @@ test_that("finite-difference gradchecks of every op (f64)", {
   X <- matrix(runif(6, 0.5, 2), 2, 3)
   chk <- function(f, x = X) {
     p <- ag_param(x)
-    expect_true(ag_gradcheck(function(inp) f(inp$x), list(x = p), eps = 1e-6, atol = 1e-6, quiet = TRUE))
+    expect_true(ag_gradcheck(function(inp) f(inp$x), list(x = p), eps = 1e-6, atol = 1e-6,
+                             quiet = TRUE))
   }
-  chk(function(x) ag_sum(x)); chk(function(x) ag_sum(ag_mul(ag_sum(x, 1), c(1, 2))))
+  chk(function(x) ag_sum(x))
+  chk(function(x) ag_sum(ag_mul(ag_sum(x, 1), c(1, 2))))
   chk(function(x) ag_sum(ag_mul(ag_sum(x, 2), matrix(1:3, 1, 3))))
-  chk(function(x) ag_mean(ag_mul(x, x))); chk(function(x) ag_sum(ag_log(x))); chk(function(x) ag_sum(ag_exp(x)))
+  chk(function(x) ag_mean(ag_mul(x, x)))
+  chk(function(x) ag_sum(ag_log(x)))
+  chk(function(x) ag_sum(ag_exp(x)))
   chk(function(x) ag_sum(ag_mul(ag_reshape(x, 3, 2), matrix(1:6, 3, 2))))
   chk(function(x) ag_sum(ag_mul(ag_transpose(x), matrix(1:6, 3, 2))))
   chk(function(x) ag_sum(ag_clamp(x, 0.6, 1.9)))
-  chk(function(x) ag_sum(ag_pow(x, 2))); chk(function(x) ag_sum(ag_pow(x, 0.5)))
+  chk(function(x) ag_sum(ag_pow(x, 2)))
+  chk(function(x) ag_sum(ag_pow(x, 0.5)))
   chk(function(x) ag_sum(ag_relu(ag_matmul(matrix(c(1, -1, 2, 0.5), 2, 2), x))))
   chk(function(x) ag_sum(ag_add(x, matrix(c(1, 2), 2, 1))))
   chk(function(x) ag_cross_entropy_loss(ag_sigmoid(x), matrix(c(1, 0, 0, 1, 1, 0), 2, 3)))
@@ -171,16 +183,20 @@ test_that("ggmlR's $grad bugs are fixed: the map value, once per leaf, accumulat
   expect_equal(A$grad, matrix(c(2, 4, 6), 3, 1))
 })
 
-test_that("GEMM backends: R's BLAS (dgemm and its sgemm) and the built-in kernel give the same products", {
+test_that(paste0("GEMM backends: R's BLAS (dgemm and its sgemm) and the built-in kernel give the ",
+                 "same products"), {
   prev <- ag_blas_name()
   on.exit(if (grepl("^OpenBLAS", prev)) NULL else ag_set_blas("default"), add = TRUE)
   set.seed(3)
-  A <- matrix(runif(37 * 53, -1, 1), 37, 53); B <- matrix(runif(53 * 29, -1, 1), 53, 29)
+  A <- matrix(runif(37 * 53, -1, 1), 37, 53)
+  B <- matrix(runif(53 * 29, -1, 1), 53, 29)
   res <- list()
   for (be in c("builtin", "r")) {
     ag_set_blas(be)
-    res[[be]] <- list(f64 = ag_matmul(ag_tensor(A, dtype = "f64"), ag_tensor(B, dtype = "f64"))$data,
-                      f32 = ag_matmul(ag_tensor(A, dtype = "f32"), ag_tensor(B, dtype = "f32"))$data)
+    res[[be]] <- list(f64 = ag_matmul(ag_tensor(A, dtype = "f64"),
+                                      ag_tensor(B, dtype = "f64"))$data,
+                      f32 = ag_matmul(ag_tensor(A, dtype = "f32"),
+                                      ag_tensor(B, dtype = "f32"))$data)
   }
   expect_equal(ag_set_blas("builtin"), "builtin")
   expect_match(ag_set_blas("r"), "^R BLAS")
@@ -190,11 +206,40 @@ test_that("GEMM backends: R's BLAS (dgemm and its sgemm) and the built-in kernel
   expect_equal(ag_set_blas("default"), "builtin")
 })
 
+test_that("ag_set_blas(\"openblas\", path) is ag_use_openblas(path) under Python's name", {
+  expect_error(ag_set_blas("openblas"),
+               "^ag_set_blas\\(\\): path must name an existing libscipy_openblas")
+  expect_error(ag_use_openblas(tempfile()), "^ag_use_openblas\\(\\): path must name an existing")
+  expect_identical(ag_blas_name(), "builtin")  # a refused switch leaves the backend as it was
+})
+
 test_that("the op kinds come from the core at load (no literal enum values in R)", {
   op <- pyggmlr:::.pg$op
-  expect_true(all(c("RELU", "SIGMOID", "TANH", "GELU", "LOG", "EXP", "SOFTMAX", "NEG", "SCALE", "RESHAPE") %in% names(op)))
+  expect_true(all(c("RELU", "SIGMOID", "TANH", "GELU", "LOG", "EXP", "SOFTMAX", "NEG", "SCALE",
+                    "RESHAPE") %in% names(op)))
   expect_false(anyDuplicated(unname(op)) > 0)
   x <- ag_tensor(matrix(c(-1, 0.5), 1, 2), dtype = "f64")
   expect_equal(ag_sigmoid(x)$data, 1 / (1 + exp(-x$data)), tolerance = 1e-15)
   expect_equal(ag_neg(x)$data, -x$data)
+})
+
+test_that("the other codes come from the core and the glue by name (R_pg_codes)", {
+  code <- pyggmlr:::.pg$code
+  expect_setequal(names(code), c("dtype", "status", "optim", "sched", "build", "dist", "act",
+                                 "file", "tape", "scope", "ckpt"))
+  for (g in names(code)) {
+    expect_true(is.integer(code[[g]]) && !is.null(names(code[[g]])), info = g)
+    expect_false(anyDuplicated(names(code[[g]])) > 0, info = g)
+  }
+  expect_identical(code$act[["RELU"]], pyggmlr:::.pg$op[["RELU"]])
+  # the codes mean what R uses them for: a tensor's dtype, the tape's depth, a file's kind
+  expect_identical(ag_tensor(1, dtype = "f64")$dtype, "f64")
+  expect_identical(pyggmlr:::.dtype_code("f64"), code$dtype[["F64"]])
+  depth <- function() .Call(pyggmlr:::R_pg_tape, code$tape[["DEPTH"]])
+  d0 <- depth()
+  with_grad_tape(expect_identical(depth(), d0 + 1L))
+  expect_identical(.Call(pyggmlr:::R_pg_file_kind, tempdir()), code$file[["DIR"]])
+  expect_identical(.Call(pyggmlr:::R_pg_file_kind, tempfile()), code$file[["MISSING"]])
+  err <- tryCatch(ag_reshape(ag_tensor(matrix(1, 2, 2)), 3, 1), error = function(e) e)
+  expect_s3_class(err, "pyggmlr_shape_error")
 })

@@ -11,7 +11,8 @@ sd_train <- function(m, opt, k) {
   ag_train(m)
   for (i in seq_len(k)) {
     with_grad_tape(loss <- ag_mse_loss(m$forward(ag_tensor(sd_x)), sd_y))
-    opt$step(backward(loss)); opt$zero_grad()
+    opt$step(backward(loss))
+    opt$zero_grad()
   }
   invisible(m)
 }
@@ -31,11 +32,13 @@ test_that("ag_state_dict: ggmlR's layout, names, dtypes, nested buffer keys; cop
   expect_identical(sd$buffers$layer2_running_mean, m$layers[[2]]$running_mean)
   expect_true(any(sd$buffers$layer2_running_mean != 0))
   w0 <- sd$parameters$layer1_W
-  p <- m$parameters(); p$layer1_W$data <- w0 * 0
+  p <- m$parameters()
+  p$layer1_W$data <- w0 * 0
   expect_identical(sd$parameters$layer1_W, w0)  # a copy
   # nested sequential (0.8.5 keys), a bare batch norm, a bare ag_linear, list(params = ...)
   nest <- ag_sequential(ag_linear(4, 4), ag_sequential(ag_batch_norm(4), ag_linear(4, 2)))
-  expect_identical(names(ag_state_dict(nest)$buffers), c("layer2_layer1_running_mean", "layer2_layer1_running_var"))
+  expect_identical(names(ag_state_dict(nest)$buffers),
+                   c("layer2_layer1_running_mean", "layer2_layer1_running_var"))
   expect_identical(names(ag_state_dict(ag_batch_norm(3))$buffers), c("running_mean", "running_var"))
   lin <- ag_linear(3, 2)
   expect_identical(names(ag_state_dict(lin)$parameters), c("W", "b"))
@@ -43,28 +46,37 @@ test_that("ag_state_dict: ggmlR's layout, names, dtypes, nested buffer keys; cop
   custom <- list(params = function() list(W = lin$W))
   expect_identical(ag_state_dict(custom)$parameters$W, lin$W$data)
   # a custom container with $layers: descended as ggmlR does
-  box <- new.env(); box$layers <- list(ag_linear(2, 2), ag_batch_norm(2)); box$parameters <- function() list()
-  expect_identical(names(ag_state_dict(box)$buffers), c("layer2_running_mean", "layer2_running_var"))
-  expect_error(ag_state_dict(list(a = 1)), "ag_state_dict(): `model` has no parameters() / params() method", fixed = TRUE)
-  ag_dtype("f64"); on.exit(ag_dtype("f32"))
+  box <- new.env()
+  box$layers <- list(ag_linear(2, 2), ag_batch_norm(2))
+  box$parameters <- function() list()
+  expect_identical(names(ag_state_dict(box)$buffers),
+                   c("layer2_running_mean", "layer2_running_var"))
+  expect_error(ag_state_dict(list(a = 1)),
+               "ag_state_dict(): `model` has no parameters() / params() method", fixed = TRUE)
+  ag_dtype("f64")
+  on.exit(ag_dtype("f32"))
   expect_identical(unname(ag_state_dict(ag_linear(2, 2))$param_dtypes), c("f64", "f64"))
 })
 
 test_that("ag_load_state_dict: round trip in place, forward identical, optimizer stays bound", {
-  src <- sd_build(1L); sd_train(src, optimizer_adam(src$parameters(), lr = 0.01), 3L)
+  src <- sd_build(1L)
+  sd_train(src, optimizer_adam(src$parameters(), lr = 0.01), 3L)
   dst <- sd_build(2L)
   p_before <- dst$parameters()
   opt <- optimizer_adam(dst$parameters(), lr = 0.01)
-  with_grad_tape(l <- ag_mse_loss(dst$forward(ag_tensor(sd_x)), sd_y)); backward(l)
+  with_grad_tape(l <- ag_mse_loss(dst$forward(ag_tensor(sd_x)), sd_y))
+  backward(l)
   g <- dst$parameters()$layer1_W$grad
   expect_invisible(ag_load_state_dict(dst, ag_state_dict(src)))
   expect_identical(weights(dst), weights(src))
   expect_identical(dst$parameters()$layer1_W$grad, g)  # $grad untouched
   for (k in names(p_before)) expect_true(pyggmlr:::.same(p_before[[k]], dst$parameters()[[k]]))
-  ag_eval(src); ag_eval(dst)
+  ag_eval(src)
+  ag_eval(dst)
   expect_identical(ag_predict(dst, sd_x), ag_predict(src, sd_x))
   # the optimizer built before the load trains the loaded weights
-  opt$zero_grad(); sd_train(dst, opt, 1L)
+  opt$zero_grad()
+  sd_train(dst, opt, 1L)
   expect_false(identical(weights(dst)$layer1_W, weights(src)$layer1_W))
 })
 
@@ -72,32 +84,54 @@ test_that("ag_load_state_dict checks everything before writing (ggmlR's texts)",
   m <- sd_build(1L)
   sd <- ag_state_dict(sd_build(2L))
   before <- weights(m)
-  bad <- sd; bad$parameters$layer1_b <- matrix(0, 3, 3)  # first entry fine, second not
-  expect_error(ag_load_state_dict(m, bad), "ag_load_state_dict(): shape mismatch for 'layer1_b': model 8x1, state 3x3",
+  bad <- sd
+  bad$parameters$layer1_b <- matrix(0, 3, 3)  # first entry fine, second not
+  expect_error(ag_load_state_dict(m, bad),
+               "ag_load_state_dict(): shape mismatch for 'layer1_b': model 8x1, state 3x3",
                fixed = TRUE)
   expect_identical(weights(m), before)
-  bad <- sd; bad$parameters$layer3_b <- c(1, 2)
-  expect_error(ag_load_state_dict(m, bad), "shape mismatch for 'layer3_b': model 2x1, state 2", fixed = TRUE)
-  bad <- sd; bad$parameters[[1L]][1, 1] <- NaN
-  expect_error(ag_load_state_dict(m, bad), "ag_load_state_dict(): 'layer1_W' contains NA, NaN or Inf", fixed = TRUE)
-  bad <- sd; bad$buffers$layer2_running_var[2] <- Inf
-  expect_error(ag_load_state_dict(m, bad), "'layer2_running_var' contains NA, NaN or Inf", fixed = TRUE)
-  bad <- sd; bad$buffers$layer2_running_mean <- matrix("a", 8, 1)
-  expect_error(ag_load_state_dict(m, bad), "shape mismatch for 'layer2_running_mean': model 8x1, state 8x1", fixed = TRUE)
-  bad <- sd; bad$parameters$extra_W <- matrix(0, 1, 1)
-  expect_error(ag_load_state_dict(m, bad), paste0("ag_load_state_dict(): parameter names differ (strict = TRUE)\n",
-                                                  "  missing in state: \n  not in model: extra_W"), fixed = TRUE)
-  bad <- sd; bad$parameters[[1L]] <- NULL
-  expect_error(ag_load_state_dict(m, bad), "parameter names differ (strict = TRUE)\n  missing in state: layer1_W\n",
+  bad <- sd
+  bad$parameters$layer3_b <- c(1, 2)
+  expect_error(ag_load_state_dict(m, bad), "shape mismatch for 'layer3_b': model 2x1, state 2",
                fixed = TRUE)
-  bad <- sd; bad$buffers$layer2_running_var <- NULL; bad$buffers$bn_x <- matrix(0, 8, 1)
-  expect_error(ag_load_state_dict(m, bad), paste0("ag_load_state_dict(): buffer names differ (strict = TRUE)\n",
-                                                  "  missing in state: layer2_running_var\n  not in model: bn_x"), fixed = TRUE)
+  bad <- sd
+  bad$parameters[[1L]][1, 1] <- NaN
+  expect_error(ag_load_state_dict(m, bad),
+               "ag_load_state_dict(): 'layer1_W' contains NA, NaN or Inf", fixed = TRUE)
+  bad <- sd
+  bad$buffers$layer2_running_var[2] <- Inf
+  expect_error(ag_load_state_dict(m, bad), "'layer2_running_var' contains NA, NaN or Inf",
+               fixed = TRUE)
+  bad <- sd
+  bad$buffers$layer2_running_mean <- matrix("a", 8, 1)
+  expect_error(ag_load_state_dict(m, bad),
+               "shape mismatch for 'layer2_running_mean': model 8x1, state 8x1", fixed = TRUE)
+  bad <- sd
+  bad$parameters$extra_W <- matrix(0, 1, 1)
+  expect_error(ag_load_state_dict(m, bad),
+               paste0("ag_load_state_dict(): parameter names differ (strict = TRUE)\n",
+                                                  "  missing in state: \n  not in model: extra_W"),
+               fixed = TRUE)
+  bad <- sd
+  bad$parameters[[1L]] <- NULL
+  expect_error(ag_load_state_dict(m, bad),
+               "parameter names differ (strict = TRUE)\n  missing in state: layer1_W\n",
+               fixed = TRUE)
+  bad <- sd
+  bad$buffers$layer2_running_var <- NULL
+  bad$buffers$bn_x <- matrix(0, 8, 1)
+  expect_error(ag_load_state_dict(m, bad),
+               paste0("ag_load_state_dict(): buffer names differ (strict = TRUE)\n",
+                                                  "  missing in state: ",
+                      "layer2_running_var\n  not in model: bn_x"), fixed = TRUE)
   expect_identical(weights(m), before)
-  expect_error(ag_load_state_dict(m, list(1)), "ag_load_state_dict(): `state` is not a state dict (no $parameters)",
+  expect_error(ag_load_state_dict(m, list(1)),
+               "ag_load_state_dict(): `state` is not a state dict (no $parameters)",
                fixed = TRUE)
-  expect_error(ag_load_state_dict(m, sd, strict = NA), "`strict` must be TRUE or FALSE", fixed = TRUE)
-  expect_error(ag_load_state_dict(sd_build(1L, h = 6L), sd), "shape mismatch for 'layer1_W': model 6x4, state 8x4",
+  expect_error(ag_load_state_dict(m, sd, strict = NA), "`strict` must be TRUE or FALSE",
+               fixed = TRUE)
+  expect_error(ag_load_state_dict(sd_build(1L, h = 6L), sd),
+               "shape mismatch for 'layer1_W': model 6x4, state 8x4",
                fixed = TRUE)
   expect_identical(weights(m), before)
 })
@@ -106,15 +140,20 @@ test_that("strict = FALSE uses only shared names, still checks them; missing $bu
   m <- sd_build(1L)
   sd <- ag_state_dict(sd_build(2L))
   before <- weights(m)
-  part <- sd; part$parameters <- part$parameters[1L]; part$parameters$extra_W <- matrix(0, 1, 1); part$buffers <- NULL
+  part <- sd
+  part$parameters <- part$parameters[1L]
+  part$parameters$extra_W <- matrix(0, 1, 1)
+  part$buffers <- NULL
   ag_load_state_dict(m, part, strict = FALSE)
   w <- weights(m)
   expect_identical(w[[1L]], sd$parameters[[1L]])
   expect_identical(w[-1L], before[-1L])
   part$parameters[[1L]] <- matrix(0, 2, 2)
-  expect_error(ag_load_state_dict(m, part, strict = FALSE), "shape mismatch for 'layer1_W'", fixed = TRUE)
+  expect_error(ag_load_state_dict(m, part, strict = FALSE), "shape mismatch for 'layer1_W'",
+               fixed = TRUE)
   expect_identical(weights(m)[[1L]], sd$parameters[[1L]])
-  nobuf <- sd; nobuf$buffers <- NULL
+  nobuf <- sd
+  nobuf$buffers <- NULL
   expect_error(ag_load_state_dict(m, nobuf), "buffer names differ", fixed = TRUE)
   bn <- ag_sequential(ag_linear(4, 8, "relu"), ag_batch_norm(8), ag_linear(8, 2))
   ag_load_state_dict(bn, sd)  # the format field is not needed
@@ -123,16 +162,20 @@ test_that("strict = FALSE uses only shared names, still checks them; missing $bu
 })
 
 test_that("ag_save_model / ag_load_model take ggmlR's arguments: model_fn, device, dtype", {
-  m <- sd_build(3L); sd_train(m, optimizer_sgd(m$parameters(), lr = 0.05), 2L)
-  f <- tempfile(fileext = ".safetensors"); on.exit(unlink(f))
+  m <- sd_build(3L)
+  sd_train(m, optimizer_sgd(m$parameters(), lr = 0.05), 2L)
+  f <- tempfile(fileext = ".safetensors")
+  on.exit(unlink(f))
   build <- function() ag_sequential(ag_linear(4L, 8L, "relu"), ag_batch_norm(8L), ag_linear(8L, 2L))
   expect_identical(ag_save_model(m, f, model_fn = build), f)
-  expect_error(ag_save_model(m, f, model_fn = 3), "ag_save_model(): `model_fn` must be a function or NULL.", fixed = TRUE)
+  expect_error(ag_save_model(m, f, model_fn = 3),
+               "ag_save_model(): `model_fn` must be a function or NULL.", fixed = TRUE)
   expect_error(ag_save_model(list(a = 1), f), "ag_sequential")
   a <- ag_load_model(f, build)                  # positional builder, ggmlR's order
   b <- ag_load_model(f, model_fn = build, device = "cpu")
   expect_false(a$training)
-  expect_identical(weights(a), weights(m)); expect_identical(weights(b), weights(m))
+  expect_identical(weights(a), weights(m))
+  expect_identical(weights(b), weights(m))
   expect_identical(ag_default_device(), "cpu")
   d64 <- ag_load_model(f, dtype = "f64")
   expect_identical(d64$parameters()$layer1_W$dtype, "f64")
@@ -143,17 +186,21 @@ test_that("ag_save_model / ag_load_model take ggmlR's arguments: model_fn, devic
   d32 <- ag_load_model(f, build, dtype = "f32")
   expect_identical(d32$parameters()$layer1_W$dtype, "f32")
   expect_identical(ag_load_model(f, build)$parameters()$layer1_W$dtype, "f64")  # the file's dtype
-  expect_error(ag_load_model(f, dtype = "f16"), "dtype \"f16\" is not supported by the CPU engine", fixed = TRUE)
+  expect_error(ag_load_model(f, dtype = "f16"), "dtype \"f16\" is not supported by the CPU engine",
+               fixed = TRUE)
   expect_error(ag_load_model(f, dtype = "f8"), "should be one of")
   expect_error(ag_load_model(f, function() ag_sequential(ag_linear(4, 8, "relu"))), "mismatch")
   fixed32 <- function() { prev <- ag_dtype("f32"); on.exit(ag_dtype(prev)); build() }
   expect_error(ag_load_model(f, fixed32, dtype = "f64"),
-               "dtype = \"f64\" was asked for, but the model's parameter 'layer1_W' is f32", fixed = TRUE)
-  expect_error(ag_load_model(f, function() 42), "`model_fn` must return an ag_sequential or ag_* layer (got class: numeric).",
+               "dtype = \"f64\" was asked for, but the model's parameter 'layer1_W' is f32",
+               fixed = TRUE)
+  expect_error(ag_load_model(f, function() 42),
+               "`model_fn` must return an ag_sequential or ag_* layer (got class: numeric).",
                fixed = TRUE)
   expect_error(ag_load_model(f, device = "gpu"), "No ggml backend available", fixed = TRUE)
   expect_identical(ag_default_device(), "cpu")
-  m2 <- build(); ag_load_model(f, m2)           # a model object in second place fills it
+  m2 <- build()
+  ag_load_model(f, m2)           # a model object in second place fills it
   expect_identical(weights(m2), weights(d32))
 })
 
@@ -161,7 +208,8 @@ ggmlr_container <- function(model, model_fn = NULL, dtypes = NULL) {
   sd <- ag_state_dict(model)
   box <- list(format = "ggmlR.ag_state", version = 1L, parameters = sd$parameters,
               param_dtypes = if (is.null(dtypes)) sd$param_dtypes else dtypes, buffers = sd$buffers,
-              model_fn = model_fn, ggmlR_version = package_version("0.8.6"), R_version = getRversion(),
+              model_fn = model_fn, ggmlR_version = package_version("0.8.6"),
+              R_version = getRversion(),
               created = Sys.time())
   class(box) <- "ggmlR_ag_state"
   box
@@ -169,53 +217,78 @@ ggmlr_container <- function(model, model_fn = NULL, dtypes = NULL) {
 
 test_that("ag_load_model reads a ggmlR RDS container (ggmlR's layout and messages)", {
   build <- function() ag_sequential(ag_linear(4L, 8L, "relu"), ag_batch_norm(8L), ag_linear(8L, 2L))
-  m <- sd_build(4L); sd_train(m, optimizer_sgd(m$parameters(), lr = 0.05), 2L)
+  m <- sd_build(4L)
+  sd_train(m, optimizer_sgd(m$parameters(), lr = 0.05), 2L)
   box <- ggmlr_container(m, model_fn = build)
   # ggmlR holds doubles: give the weights more bits than f32 has
   box$parameters$layer1_W <- box$parameters$layer1_W + 1e-12
-  f <- tempfile(fileext = ".rds"); on.exit(unlink(f))
+  f <- tempfile(fileext = ".rds")
+  on.exit(unlink(f))
   saveRDS(box, f)
   out <- capture.output(print(readRDS(f)))
-  expect_identical(out[1:5], c("<ggmlR ag_state>", "  format:        ggmlR.ag_state v1", "  parameters:    6",
+  expect_identical(out[1:5],
+                   c("<ggmlR ag_state>", "  format:        ggmlR.ag_state v1", "  parameters:    6",
                                "  buffers:       2", "  model_fn saved: TRUE "))
   expect_identical(out[6], "  ggmlR version: 0.8.6")
   got <- ag_load_model(f)                        # the stored model_fn
-  expect_s3_class(got, "ag_sequential"); expect_false(got$training)
+  expect_s3_class(got, "ag_sequential")
+  expect_false(got$training)
   expect_identical(got$parameters()$layer1_W$dtype, "f32")
   expect_equal(got$parameters()$layer1_W$data, box$parameters$layer1_W, tolerance = 1e-6)
   expect_identical(ag_state_dict(got)$buffers, box$buffers)
   exact <- ag_load_model(f, dtype = "f64")
   expect_identical(ag_state_dict(exact)$parameters, box$parameters)
-  expect_identical(ag_load_model(f, model_fn = build, dtype = "f64")$parameters()$layer1_W$data, box$parameters$layer1_W)
+  expect_identical(ag_load_model(f, model_fn = build, dtype = "f64")$parameters()$layer1_W$data,
+                   box$parameters$layer1_W)
   saveRDS(ggmlr_container(m, dtypes = setNames(rep("f64", 6), names(box$parameters))), f)
-  expect_error(ag_load_model(f), paste0("ag_load_model(): no `model_fn` available. Pass one via the `model_fn` argument, ",
-                                        "or re-save the model with `model_fn` so it is stored in the file."), fixed = TRUE)
-  expect_identical(ag_load_model(f, build)$parameters()$layer1_W$dtype, "f64")  # param_dtypes all f64
+  expect_error(ag_load_model(f),
+               paste0("ag_load_model(): no `model_fn` available. Pass one via the ",
+                      "`model_fn` argument, ",
+                                        "or re-save the model with `model_fn` so it is ",
+                      "stored in the file."), fixed = TRUE)
+  # param_dtypes all f64
+  expect_identical(ag_load_model(f, build)$parameters()$layer1_W$dtype, "f64")
   other <- function() ag_sequential(ag_linear(4L, 8L, "relu"), ag_linear(8L, 2L))
-  expect_error(ag_load_model(f, other), paste0("ag_load_model(): parameter mismatch between saved state and rebuilt model.\n",
-                                               "  missing in file: layer2_W, layer2_b\n  not in model: layer2_gamma, layer2_beta, layer3_W, layer3_b\n",
-                                               "The `model_fn` architecture must match the saved one."), fixed = TRUE)
+  expect_error(ag_load_model(f, other),
+               paste0("ag_load_model(): parameter mismatch between saved state and rebuilt ",
+                      "model.\n",
+                      "  missing in file: layer2_W, layer2_b\n  ",
+                      "not in model: layer2_gamma, layer2_beta, layer3_W, layer3_b\n",
+                      "The `model_fn` architecture must match ",
+                      "the saved one."), fixed = TRUE)
   wide <- function() ag_sequential(ag_linear(4L, 6L, "relu"), ag_batch_norm(6L), ag_linear(6L, 2L))
-  expect_error(ag_load_model(f, wide), "ag_load_model(): shape mismatch for parameter 'layer1_W': model 6x4 vs file 8x4.",
+  expect_error(ag_load_model(f, wide),
+               "ag_load_model(): shape mismatch for parameter 'layer1_W': model 6x4 vs file 8x4.",
                fixed = TRUE)
   expect_error(ag_load_model(f, function() list(1)), "(got class: list)", fixed = TRUE)
-  bad <- ggmlr_container(m, build); bad$buffers$layer2_running_var <- NULL  # missing keys are skipped
+  bad <- ggmlr_container(m, build)
+  bad$buffers$layer2_running_var <- NULL  # missing keys are skipped
   saveRDS(bad, f)
   expect_identical(ag_state_dict(ag_load_model(f))$buffers$layer2_running_var, matrix(1, 8, 1))
-  bad <- ggmlr_container(m, build); bad$parameters$layer3_b[1] <- NA
+  bad <- ggmlr_container(m, build)
+  bad$parameters$layer3_b[1] <- NA
   saveRDS(bad, f)
-  expect_error(ag_load_model(f), "parameter 'layer3_b' in the file contains NA, NaN or Inf", fixed = TRUE)
-  into <- sd_build(12L); before <- weights(into)
+  expect_error(ag_load_model(f), "parameter 'layer3_b' in the file contains NA, NaN or Inf",
+               fixed = TRUE)
+  into <- sd_build(12L)
+  before <- weights(into)
   expect_error(ag_load_model(f, model = into), "contains NA, NaN or Inf", fixed = TRUE)
   expect_identical(weights(into), before)  # a failing load changes nothing
-  bad$parameters$layer3_b[1] <- 0; bad$buffers$layer2_running_mean <- matrix(0, 3, 1); saveRDS(bad, f)
-  expect_error(ag_load_model(f, model = into), "shape mismatch for buffer 'layer2_running_mean': model 8x1 vs file 3x1.",
+  bad$parameters$layer3_b[1] <- 0
+  bad$buffers$layer2_running_mean <- matrix(0, 3, 1)
+  saveRDS(bad, f)
+  expect_error(ag_load_model(f, model = into),
+               "shape mismatch for buffer 'layer2_running_mean': model 8x1 vs file 3x1.",
                fixed = TRUE)
   expect_identical(weights(into), before)
-  bad$version <- 2L; saveRDS(bad, f)
-  expect_error(ag_load_model(f), "ag_load_model(): unsupported container version 2 (this ggmlR supports version 1).", fixed = TRUE)
+  bad$version <- 2L
+  saveRDS(bad, f)
+  expect_error(ag_load_model(f),
+               "ag_load_model(): unsupported container version 2 (this ggmlR supports version 1).",
+               fixed = TRUE)
   saveRDS(list(format = "other"), f)
-  expect_error(ag_load_model(f), "ag_load_model(): file is not a ggmlR ag_state container.", fixed = TRUE)
+  expect_error(ag_load_model(f), "ag_load_model(): file is not a ggmlR ag_state container.",
+               fixed = TRUE)
   for (cmp in list(FALSE, "bzip2", "xz")) {  # every saveRDS compression is recognised
     saveRDS(ggmlr_container(m, build), f, compress = cmp)
     expect_identical(weights(ag_load_model(f)), weights(ag_load_model(f, model = sd_build(8L))))
@@ -231,9 +304,13 @@ test_that("dp_train(n_gpu =) runs that many CPU replicas, the same as n_replicas
   set.seed(7)
   data <- lapply(1:5, function(i) list(x = matrix(rnorm(12), 4, 3), y = matrix(rnorm(6), 2, 3)))
   make <- function() { set.seed(11); ag_sequential(ag_linear(4, 5, "tanh"), ag_linear(5, 2)) }
-  run <- function(...) dp_train(make, data, loss_fn = ag_mse_loss, forward_fn = function(m, s) m$forward(ag_tensor(s$x)),
-                                target_fn = function(s) s$y, n_iter = 4L, lr = 0.01, verbose = FALSE, ...)
-  a <- run(n_gpu = 2L); b <- run(n_replicas = 2L); one <- run()
+  run <- function(...) dp_train(make, data, loss_fn = ag_mse_loss,
+                                forward_fn = function(m, s) m$forward(ag_tensor(s$x)),
+                                target_fn = function(s) s$y, n_iter = 4L, lr = 0.01,
+                                verbose = FALSE, ...)
+  a <- run(n_gpu = 2L)
+  b <- run(n_replicas = 2L)
+  one <- run()
   expect_identical(a$loss_history, b$loss_history)
   expect_identical(lapply(a$params, function(t) t$data), lapply(b$params, function(t) t$data))
   expect_false(identical(a$loss_history, one$loss_history))
@@ -249,28 +326,36 @@ test_that("ggmlR's ::: internals and ggml_version()", {
   expect_identical(pyggmlr:::.ag_as_matrix(x$data), x$data)
   s <- pyggmlr:::.ag_row_slice(x, 2L, 3L)
   expect_identical(s$data, x$data[2:3, ])
-  cc <- pyggmlr:::.ag_row_concat(list(pyggmlr:::.ag_row_slice(x, 1L, 1L), s, pyggmlr:::.ag_row_slice(x, 4L, 4L)))
+  cc <- pyggmlr:::.ag_row_concat(list(pyggmlr:::.ag_row_slice(x, 1L, 1L), s,
+                                      pyggmlr:::.ag_row_slice(x, 4L, 4L)))
   expect_identical(cc$data, x$data)
   expect_identical(pyggmlr:::.ag_row_concat(list(s)), s)
   G <- matrix(seq(-1, 1, length.out = 12), 4, 3)
-  with_grad_tape(l <- ag_sum(ag_mul(pyggmlr:::.ag_row_concat(list(pyggmlr:::.ag_row_slice(x, 1L, 2L),
-                                                                   pyggmlr:::.ag_row_slice(x, 3L, 4L))), G)))
+  with_grad_tape(l <- ag_sum(ag_mul(pyggmlr:::.ag_row_concat(list(pyggmlr:::.ag_row_slice(x, 1L,
+      2L),
+                                                                   pyggmlr:::.ag_row_slice(x, 3L,
+                                                                       4L))), G)))
   expect_equal(gradof(backward(l), x), G, tolerance = 1e-7)  # identity with gradient G
   expect_identical(ggml_version(), "0.1.0")
   expect_identical(ggml_version(), as.character(utils::packageVersion("pyggmlr")))
 })
 
 test_that("loading twice is idempotent; nested batch norms survive save/load (0.8.5 fix)", {
-  m <- sd_build(1L); sd_train(m, optimizer_adam(m$parameters(), lr = 0.01), 2L)
+  m <- sd_build(1L)
+  sd_train(m, optimizer_adam(m$parameters(), lr = 0.01), 2L)
   sd <- ag_state_dict(m)
   m3 <- sd_build(7L)
-  ag_load_state_dict(m3, sd); once <- weights(m3)
+  ag_load_state_dict(m3, sd)
+  once <- weights(m3)
   ag_load_state_dict(m3, sd)
   expect_identical(weights(m3), once)
   nest <- ag_sequential(ag_linear(4, 4, "tanh"), ag_sequential(ag_batch_norm(4), ag_linear(4, 2)))
-  ag_train(nest); with_grad_tape(nest$forward(ag_tensor(sd_x))); ag_tape_clear()
+  ag_train(nest)
+  with_grad_tape(nest$forward(ag_tensor(sd_x)))
+  ag_tape_clear()
   expect_true(any(ag_state_dict(nest)$buffers$layer2_layer1_running_mean != 0))
-  f <- tempfile(fileext = ".safetensors"); on.exit(unlink(f))
+  f <- tempfile(fileext = ".safetensors")
+  on.exit(unlink(f))
   ag_save_model(nest, f)
   back <- ag_load_model(f)
   expect_identical(ag_state_dict(back)$buffers, ag_state_dict(nest)$buffers)

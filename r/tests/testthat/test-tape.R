@@ -19,7 +19,8 @@ test_that("nested tapes keep the outer nodes (ggmlR bug 9 fixed)", {
 
 test_that("backward: map keyed by as.character(id), lazily read, writable", {
   local_f64()
-  W <- ag_param(diag(2)); x <- c(2, 3)
+  W <- ag_param(diag(2))
+  x <- c(2, 3)
   with_grad_tape(l <- ag_mse_loss(ag_matmul(W, x), c(0, 0)))
   g <- backward(l)
   expect_true(is.environment(g))
@@ -32,9 +33,11 @@ test_that("backward: map keyed by as.character(id), lazily read, writable", {
   expect_error(backward(ag_tensor(c(1, 2))), "")
 })
 
-test_that("the map binds leaves by id; op results' gradients are read with [[ (no symbol per step)", {
+test_that("the map binds leaves by id; op results' gradients are read with [[ (no symbol per step)",
+          {
   local_f64()
-  W <- ag_param(matrix(c(1, 2, 3, 4), 2, 2)); x <- ag_tensor(c(1, -1))
+  W <- ag_param(matrix(c(1, 2, 3, 4), 2, 2))
+  x <- ag_tensor(c(1, -1))
   with_grad_tape({ h <- ag_matmul(W, x); l <- ag_sum(ag_mul(h, h)) })
   g <- backward(l)
   expect_s3_class(g, "ag_grads")
@@ -62,7 +65,8 @@ test_that("the map binds leaves by id; op results' gradients are read with [[ (n
 
 test_that("exact-fit MSE has zero loss and gradient; ops outside a tape are not recorded", {
   local_f64()
-  W <- ag_param(diag(2)); x <- matrix(c(1, 2, 3, 4), 2, 2)
+  W <- ag_param(diag(2))
+  x <- matrix(c(1, 2, 3, 4), 2, 2)
   with_grad_tape(l <- ag_mse_loss(ag_matmul(W, x), x))
   expect_lt(abs(l$data[1, 1]), 1e-10)
   expect_lt(max(abs(gradof(backward(l), W))), 1e-10)
@@ -70,7 +74,9 @@ test_that("exact-fit MSE has zero loss and gradient; ops outside a tape are not 
   l2 <- ag_sum(W2)
   expect_true(l2$requires_grad)
   # backward() on it would return a map with the loss alone: an error that says why (issue 20)
-  expect_error(backward(l2), "backward(): the loss [1x1] f64 is not on the current tape: compute it inside with_grad_tape()",
+  expect_error(backward(l2),
+               paste0("backward(): the loss [1x1] f64 is not on the current tape: compute it ",
+                      "inside with_grad_tape()"),
                fixed = TRUE)
   expect_null(W2$grad)
   with_grad_tape(l3 <- ag_sum(ag_scale(W2, 2)))
@@ -78,7 +84,8 @@ test_that("exact-fit MSE has zero loss and gradient; ops outside a tape are not 
   expect_error(backward(l3), "is not on the current tape", fixed = TRUE)
 })
 
-test_that("PyTorch's order (loss, zero_grad, backward, step) trains; zero_grad after a backward empties the tape", {
+test_that(paste0("PyTorch's order (loss, zero_grad, backward, step) trains; zero_grad after a ",
+                 "backward empties the tape"), {
   local_f64()
   w <- ag_param(matrix(c(1, -2), 1, 2))
   opt <- optimizer_sgd(list(w = w), lr = 0.1)

@@ -48,7 +48,9 @@ test_that("dtypes: f64 keeps doubles exactly, f32 rounds, bad dtypes error", {
 test_that("devices: cpu is the default; gpu gives a clear error", {
   expect_equal(ag_default_device(), "cpu")
   expect_equal(ag_device("cpu"), "cpu")
-  expect_error(ag_device("gpu"), "No ggml backend available. Install Vulkan drivers or use device='cpu'.", fixed = TRUE)
+  expect_error(ag_device("gpu"),
+               "No ggml backend available. Install Vulkan drivers or use device='cpu'.",
+               fixed = TRUE)
   expect_error(ag_tensor(1, device = "gpu"), "No ggml backend available", fixed = TRUE)
   t <- ag_tensor(1:3)
   expect_identical(ag_to_device(t, "cpu")$id, t$id)
@@ -76,7 +78,8 @@ test_that("a serialized and restored tensor gives a clear error, not a crash", {
   expect_error(readRDS(f)$grad, "saveRDS")
 })
 
-test_that("tensor fields: data, grad and requires_grad read and write the core; id and dtype are read-only", {
+test_that(paste0("tensor fields: data, grad and requires_grad read and write the core; id and ",
+                 "dtype are read-only"), {
   local_f64()
   W <- ag_param(matrix(1:4, 2, 2))
   expect_equal(W$data, matrix(1:4, 2, 2))

@@ -1,19 +1,24 @@
 test_that("ggml_set_seed seeds R's RNG", {
-  ggml_set_seed(5); a <- runif(3)
-  set.seed(5); expect_equal(a, runif(3))
+  ggml_set_seed(5)
+  a <- runif(3)
+  set.seed(5)
+  expect_equal(a, runif(3))
   expect_null(ggml_set_seed(NULL))
 })
 
 test_that("XOR-ish training loop lowers the loss", {
   set.seed(1)
-  x <- matrix(c(0, 0, 0, 1, 1, 0, 1, 1), 2, 4); y <- matrix(c(0, 1, 1, 0), 1, 4)
-  l1 <- ag_linear(2, 8, "tanh"); l2 <- ag_linear(8, 1, "sigmoid")
+  x <- matrix(c(0, 0, 0, 1, 1, 0, 1, 1), 2, 4)
+  y <- matrix(c(0, 1, 1, 0), 1, 4)
+  l1 <- ag_linear(2, 8, "tanh")
+  l2 <- ag_linear(8, 1, "sigmoid")
   opt <- optimizer_adam(c(l1$params(), l2$params()), lr = 0.05)
   losses <- numeric(50)
   for (i in 1:50) {
     with_grad_tape(l <- ag_mse_loss(l2$forward(l1$forward(x)), y))
     losses[i] <- l$data[1, 1]
-    opt$step(backward(l)); opt$zero_grad()
+    opt$step(backward(l))
+    opt$zero_grad()
   }
   expect_lt(mean(losses[41:50]), mean(losses[1:10]))
 })
@@ -23,11 +28,13 @@ test_that("XOR-ish training loop lowers the loss", {
 
 iris_x <- function() t(scale(as.matrix(iris[, 1:4])))
 
-test_that("ag_fit: iris MLP reaches >= 0.95 validation accuracy; the split follows set.seed(seed)", {
+test_that("ag_fit: iris MLP reaches >= 0.95 validation accuracy; the split follows set.seed(seed)",
+          {
   x <- iris_x()
   set.seed(1)
   m <- ag_sequential(ag_linear(4, 16, "relu"), ag_linear(16, 3))
-  h <- ag_fit(m, x, iris$Species, nepoch = 50, batch_size = 16, val_split = 0.2, seed = 1, lr = 0.01, silent = TRUE)
+  h <- ag_fit(m, x, iris$Species, nepoch = 50, batch_size = 16, val_split = 0.2, seed = 1,
+              lr = 0.01, silent = TRUE)
   expect_s3_class(h, "ag_history")
   expect_equal(h$epoch, 1:50)
   expect_gte(h$val_accuracy[50], 0.95)
@@ -56,16 +63,21 @@ test_that("ag_fit: iris MLP reaches >= 0.95 validation accuracy; the split follo
 test_that("ag_fit: loss statistics are ggml's (mean and standard error of the batch losses)", {
   local_f64()
   set.seed(2)
-  x <- matrix(rnorm(3 * 12), 3, 12); y <- matrix(rnorm(2 * 12), 2, 12)
+  x <- matrix(rnorm(3 * 12), 3, 12)
+  y <- matrix(rnorm(2 * 12), 2, 12)
   m <- ag_linear(3, 2)
-  h <- ag_fit(m, x, y, loss = "mse", optimizer = "sgd", lr = 0, nepoch = 1, batch_size = 4, shuffle = FALSE,
+  h <- ag_fit(m, x, y, loss = "mse", optimizer = "sgd", lr = 0, nepoch = 1, batch_size = 4,
+              shuffle = FALSE,
               silent = TRUE)
-  per <- sapply(0:2, function(b) { i <- b * 4 + 1:4; mean((m$W$data %*% x[, i] + c(m$b$data) - y[, i])^2) })
+  per <- sapply(0:2,
+                function(b) { i <- b * 4 + 1:4; mean((m$W$data %*% x[, i] + c(m$b$data) - y[,
+                    i])^2) })
   expect_equal(h$loss, mean(per), tolerance = 1e-12)
   expect_equal(h$loss_unc, sqrt((mean(per^2) - mean(per)^2) / 2), tolerance = 1e-12)
   expect_true(is.nan(h$accuracy))
   expect_true(is.nan(h$val_loss))
-  hs <- ag_fit(m, x, loss = "sum", optimizer = "sgd", lr = 0, nepoch = 1, batch_size = 4, shuffle = FALSE, silent = TRUE)
+  hs <- ag_fit(m, x, loss = "sum", optimizer = "sgd", lr = 0, nepoch = 1, batch_size = 4,
+               shuffle = FALSE, silent = TRUE)
   tot <- sapply(0:2, function(b) sum(m$W$data %*% x[, b * 4 + 1:4] + c(m$b$data)))
   expect_equal(hs$loss, sum(tot), tolerance = 1e-12)
 })
@@ -76,22 +88,28 @@ test_that("ag_fit: batch_size b with nbatch_logical 4b equals batch_size 4b (SGD
   x <- matrix(rnorm(5 * 64), 5, 64)
   y <- sample(0:2, 64, replace = TRUE)
   make <- function() { set.seed(30); ag_sequential(ag_linear(5, 7, "tanh"), ag_linear(7, 3)) }
-  a <- make(); b <- make()
+  a <- make()
+  b <- make()
   expect_identical(a$parameters()$layer1_W$data, b$parameters()$layer1_W$data)
-  ha <- ag_fit(a, x, y, optimizer = "sgd", lr = 0.5, nepoch = 3, batch_size = 4, nbatch_logical = 16,
+  ha <- ag_fit(a, x, y, optimizer = "sgd", lr = 0.5, nepoch = 3, batch_size = 4,
+               nbatch_logical = 16,
                shuffle = FALSE, silent = TRUE)
-  hb <- ag_fit(b, x, y, optimizer = "sgd", lr = 0.5, nepoch = 3, batch_size = 16, shuffle = FALSE, silent = TRUE)
-  pa <- a$parameters(); pb <- b$parameters()
+  hb <- ag_fit(b, x, y, optimizer = "sgd", lr = 0.5, nepoch = 3, batch_size = 16, shuffle = FALSE,
+               silent = TRUE)
+  pa <- a$parameters()
+  pb <- b$parameters()
   for (k in names(pa)) expect_equal(pa[[k]]$data, pb[[k]]$data, tolerance = 1e-12, info = k)
   start <- make()$parameters()$layer2_W$data
   expect_gt(max(abs(pa$layer2_W$data - start)), 1e-3)  # 12 steps actually moved the weights
   # the optimizer object route: its accumulate_steps is set by ag_fit
   c3 <- make()
   o <- optimizer_sgd(c3$parameters(), lr = 0.5)
-  ag_fit(c3, x, y, optimizer = o, nepoch = 3, batch_size = 4, nbatch_logical = 16, shuffle = FALSE, silent = TRUE)
+  ag_fit(c3, x, y, optimizer = o, nepoch = 3, batch_size = 4, nbatch_logical = 16, shuffle = FALSE,
+         silent = TRUE)
   expect_equal(o$accumulate_steps, 4L)
   expect_equal(c3$parameters()$layer2_W$data, pb$layer2_W$data, tolerance = 1e-12)
-  expect_error(ag_fit(make(), x, y, batch_size = 4, nbatch_logical = 10, silent = TRUE), "multiple of batch_size")
+  expect_error(ag_fit(make(), x, y, batch_size = 4, nbatch_logical = 10, silent = TRUE),
+               "multiple of batch_size")
   expect_error(ag_fit(make(), x, y[1:10], silent = TRUE), "64 samples .* 10")
 })
 
@@ -109,19 +127,22 @@ test_that("ag_early_stopping stops and restores the best weights; function callb
   # min_delta so large that nothing improves after epoch 1: stops at epoch 1 + patience
   es <- ag_early_stopping(patience = 2, min_delta = 1e9)
   expect_output(print(es), "ag_early_stopping \\| patience=2")
-  h <- ag_fit(m, x, iris$Species, nepoch = 20, batch_size = 25, val_split = 0.2, seed = 4, lr = 0.05,
+  h <- ag_fit(m, x, iris$Species, nepoch = 20, batch_size = 25, val_split = 0.2, seed = 4,
+              lr = 0.05,
               callbacks = list(record, es), silent = TRUE)
   expect_equal(length(h$epoch), 3L)
   expect_equal(h$stopped_epoch, 3L)
   expect_equal(h$best_epoch, 1L)
   expect_false(isTRUE(all.equal(seen[[3]]$p$layer1_W, seen[[1]]$p$layer1_W)))
-  for (k in names(m$parameters())) expect_identical(m$parameters()[[k]]$data, seen[[1]]$p[[k]], info = k)
+  for (k in names(m$parameters())) expect_identical(m$parameters()[[k]]$data, seen[[1]]$p[[k]],
+                                                    info = k)
   for (k in names(m$buffers())) expect_identical(m$buffers()[[k]]$data, seen[[1]]$b[[k]], info = k)
   expect_equal(seen[[2]]$logs$val_loss, h$val_loss[2])
   # ordinary early stopping on the validation loss picks the epoch of the minimum
   set.seed(5)
   m2 <- ag_sequential(ag_linear(4, 16, "relu"), ag_linear(16, 3))
-  h2 <- ag_fit(m2, x, iris$Species, nepoch = 200, batch_size = 8, val_split = 0.3, seed = 5, lr = 0.05,
+  h2 <- ag_fit(m2, x, iris$Species, nepoch = 200, batch_size = 8, val_split = 0.3, seed = 5,
+               lr = 0.05,
                callbacks = list(ag_early_stopping(patience = 3)), silent = TRUE)
   expect_lt(length(h2$epoch), 200L)
   expect_equal(h2$best_epoch, which.min(h2$val_loss))
@@ -135,32 +156,41 @@ test_that("ag_early_stopping stops and restores the best weights; function callb
                       opt_params = function(e) list(bogus = 1)), "unknown hyper-parameter 'bogus'")
 })
 
-test_that("ag_fit shows one cli bar for the run with progress = \"bar\", a line per epoch matching the history", {
+test_that(paste0("ag_fit shows one cli bar for the run with progress = \"bar\", a line per epoch ",
+                 "matching the history"), {
   x <- iris_x()
   old <- options(cli.progress_show_after = 0)
   on.exit(options(old))
   msgs <- character()
   set.seed(6)
   out <- capture.output(h <- withCallingHandlers(
-    ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 2, batch_size = 50, val_split = 0.2, progress = "bar"),
-    message = function(m) { msgs <<- c(msgs, conditionMessage(m)); invokeRestart("muffleMessage") }))
+    ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 2, batch_size = 50, val_split = 0.2,
+           progress = "bar"),
+    message = function(m) { msgs <<- c(msgs,
+                                       conditionMessage(m))
+                                       invokeRestart("muffleMessage") }))
   expect_identical(out, character())  # cli writes to the message stream
   txt <- paste(msgs, collapse = "")
   for (e in 1:2)
-    expect_true(grepl(sprintf("epoch %d/2 loss=%.5f acc=%.4f val_loss=%.5f val_acc=%.4f", e, h$loss[e], h$accuracy[e],
+    expect_true(grepl(sprintf("epoch %d/2 loss=%.5f acc=%.4f val_loss=%.5f val_acc=%.4f", e,
+                              h$loss[e], h$accuracy[e],
                               h$val_loss[e], h$val_accuracy[e]), txt, fixed = TRUE))
-  expect_match(txt, "4/4 ETA +[0-9]+s | loss [0-9.]+ acc [0-9.]+ | val_lo")  # one bar over 2 epochs x 2 batches
+  # one bar over 2 epochs x 2 batches
+  expect_match(txt, "4/4 ETA +[0-9]+s | loss [0-9.]+ acc [0-9.]+ | val_lo")
   # "auto" (the default) is quiet outside interactive sessions; silent and "none" always
   expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50))
-  expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50, silent = TRUE, progress = "bar"))
-  expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50, progress = "none"))
+  expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50, silent = TRUE,
+                       progress = "bar"))
+  expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50,
+                       progress = "none"))
   expect_error(ag_fit(ag_linear(4, 3), x, iris$Species, progress = "yes"),
                "ag_fit: progress must be \"auto\", \"bar\" or \"none\", got yes", fixed = TRUE)
 })
 
 # ag_fit with dropout and batch norm, a validation split whose last batch is partial; returns
 # the history, weights, buffers and the next number of R's stream
-.fit_run <- function(static, dtype, accum, loss = "cross_entropy", onehot = FALSE, model = NULL, callbacks = list(),
+.fit_run <- function(static, dtype, accum, loss = "cross_entropy", onehot = FALSE, model = NULL,
+                     callbacks = list(),
                      seed = 3) {
   old <- ag_dtype(dtype)
   on.exit(ag_dtype(old))
@@ -171,11 +201,14 @@ test_that("ag_fit shows one cli bar for the run with progress = \"bar\", a line 
   if (loss == "mse") y <- matrix(rnorm(180), 2, 90)
   set.seed(2)
   m <- if (!is.null(model)) model() else
-    ag_sequential(ag_linear(4, 16, "relu"), ag_batch_norm(16), ag_dropout(0.3), ag_linear(16, if (loss == "mse") 2 else 3))
-  h <- ag_fit(m, x, y, loss = loss, nepoch = 3, batch_size = 8, nbatch_logical = 8 * accum, val_split = 0.2,
+    ag_sequential(ag_linear(4, 16, "relu"), ag_batch_norm(16), ag_dropout(0.3),
+                  ag_linear(16, if (loss == "mse") 2 else 3))
+  h <- ag_fit(m, x, y, loss = loss, nepoch = 3, batch_size = 8, nbatch_logical = 8 * accum,
+              val_split = 0.2,
               silent = TRUE, static = static, seed = seed, callbacks = callbacks)
   list(h = unclass(h)[setdiff(names(unclass(h)), c("time_train", "time_val"))],
-       p = lapply(.layer_params_of(m), function(t) t$data), b = lapply(.buffers_of(m), function(t) t$data),
+       p = lapply(.layer_params_of(m), function(t) t$data),
+       b = lapply(.buffers_of(m), function(t) t$data),
        next_draw = runif(1))
 }
 .layer_params_of <- function(m) if (is.environment(m)) m$parameters() else m$params()
@@ -184,23 +217,30 @@ test_that("ag_fit shows one cli bar for the run with progress = \"bar\", a line 
 .count_compiles <- function(expr) {
   cnt <- new.env()
   cnt$n <- 0L
-  suppressMessages(trace("ag_compile", tracer = bquote(assign("n", get("n", envir = .(cnt)) + 1L, envir = .(cnt))), where = asNamespace("pyggmlr"),
+  suppressMessages(trace("ag_compile",
+                         tracer = bquote(assign("n", get("n", envir = .(cnt)) + 1L,
+                                                envir = .(cnt))), where = asNamespace("pyggmlr"),
                          print = FALSE))
   on.exit(suppressMessages(untrace("ag_compile", where = asNamespace("pyggmlr"))))
   force(expr)
   cnt$n
 }
 
-test_that("ag_fit(static = TRUE) replays an epoch in one core call (pg_fit_run_static) exactly as batch by batch", {
+test_that(paste0("ag_fit(static = TRUE) replays an epoch in one core call (pg_fit_run_static) ",
+                 "exactly as batch by batch"), {
   n <- 0L
-  per_batch <- list(on_epoch_end = function(epoch, logs) NULL, on_batch_end = function(step, logs) n <<- n + 1L)
-  for (seed in list(3, NULL)) {  # a run stream, R's stream (.Random.seed written back once per epoch)
-    expect_identical(.fit_run(TRUE, "f32", 2L, seed = seed), .fit_run(TRUE, "f32", 2L, seed = seed, callbacks = list(per_batch)))
+  per_batch <- list(on_epoch_end = function(epoch, logs) NULL,
+                    on_batch_end = function(step, logs) n <<- n + 1L)
+  # a run stream, R's stream (.Random.seed written back once per epoch)
+  for (seed in list(3, NULL)) {
+    expect_identical(.fit_run(TRUE, "f32", 2L, seed = seed),
+                     .fit_run(TRUE, "f32", 2L, seed = seed, callbacks = list(per_batch)))
   }
   expect_equal(n, 2L * 3L * 8L)  # the batch-by-batch runs: 3 epochs of 8 micro-batches (72 samples)
 })
 
-test_that("ag_fit(static = TRUE) equals the eager ag_fit bit for bit (dropout, batch norm, f32/f64, accumulation)", {
+test_that(paste0("ag_fit(static = TRUE) equals the eager ag_fit bit for bit (dropout, batch ",
+                 "norm, f32/f64, accumulation)"), {
   for (dt in c("f32", "f64")) for (k in 1:2) {
     n_c <- .count_compiles(rc <- .fit_run(TRUE, dt, k))
     n_e <- .count_compiles(re <- .fit_run(FALSE, dt, k))
@@ -213,20 +253,25 @@ test_that("ag_fit(static = TRUE) equals the eager ag_fit bit for bit (dropout, b
     expect_false(identical(rc$b[[1]], matrix(0, 16, 1)))  # the running statistics moved
   }
   # one-hot and mse targets, a mean loss without y
-  expect_identical(.fit_run(TRUE, "f32", 1L, onehot = TRUE), .fit_run(FALSE, "f32", 1L, onehot = TRUE))
-  expect_identical(.fit_run(TRUE, "f64", 2L, loss = "mse"), .fit_run(FALSE, "f64", 2L, loss = "mse"))
+  expect_identical(.fit_run(TRUE, "f32", 1L, onehot = TRUE),
+                   .fit_run(FALSE, "f32", 1L, onehot = TRUE))
+  expect_identical(.fit_run(TRUE, "f64", 2L, loss = "mse"),
+                   .fit_run(FALSE, "f64", 2L, loss = "mse"))
 })
 
-test_that("ag_fit(static = NULL) compiles built-in models with built-in losses, else runs eagerly", {
+test_that("ag_fit(static = NULL) compiles built-in models with built-in losses, else runs eagerly",
+          {
   expect_equal(.count_compiles(rd <- .fit_run(NULL, "f32", 1L)), 3L)
   expect_identical(rd, .fit_run(FALSE, "f32", 1L))
   # a callable loss: eager by default, compiled when asked
   ce <- function(out, y) ag_softmax_cross_entropy_loss(out, y)
   fit_cl <- function(static) {
     set.seed(1)
-    x <- matrix(rnorm(4 * 40), 4, 40); y <- sample(0:2, 40, TRUE)
+    x <- matrix(rnorm(4 * 40), 4, 40)
+    y <- sample(0:2, 40, TRUE)
     m <- ag_sequential(ag_linear(4, 8, "tanh"), ag_linear(8, 3))
-    h <- ag_fit(m, x, y, loss = ce, nepoch = 2, batch_size = 8, silent = TRUE, static = static, seed = 1)
+    h <- ag_fit(m, x, y, loss = ce, nepoch = 2, batch_size = 8, silent = TRUE, static = static,
+                seed = 1)
     list(h$loss, m$parameters()[[1]]$data)
   }
   expect_equal(.count_compiles(a <- fit_cl(NULL)), 0L)
@@ -236,7 +281,8 @@ test_that("ag_fit(static = NULL) compiles built-in models with built-in losses, 
   expect_true(pyggmlr:::.builtin_model(ag_linear(2, 2)))
   expect_false(pyggmlr:::.builtin_model(function(x) x))
   expect_true(pyggmlr:::.builtin_model(ag_sequential(ag_embedding(5, 2), ag_linear(2, 2))))
-  expect_error(ag_fit(ag_linear(2, 2), matrix(0, 2, 4), 0:3 %% 2, static = NA), "static must be TRUE, FALSE or NULL")
+  expect_error(ag_fit(ag_linear(2, 2), matrix(0, 2, 4), 0:3 %% 2, static = NA),
+               "static must be TRUE, FALSE or NULL")
   # an embedding reads its ids from the batch tensor in the core: compiled equals eager
   set.seed(1)
   ids <- matrix(sample(0:5, 16, TRUE), 1, 16)
@@ -244,7 +290,8 @@ test_that("ag_fit(static = NULL) compiles built-in models with built-in losses, 
   fit_emb <- function(static) {
     set.seed(2)
     m <- ag_sequential(ag_embedding(6, 3), ag_linear(3, 2))
-    h <- ag_fit(m, ids, lab, nepoch = 2, batch_size = 4, shuffle = FALSE, silent = TRUE, static = static)
+    h <- ag_fit(m, ids, lab, nepoch = 2, batch_size = 4, shuffle = FALSE, silent = TRUE,
+                static = static)
     list(h$loss, m$parameters()$layer1_weight$data, m$parameters()$layer2_W$data)
   }
   expect_equal(.count_compiles(e1 <- fit_emb(TRUE)), 1L)
@@ -252,7 +299,8 @@ test_that("ag_fit(static = NULL) compiles built-in models with built-in losses, 
   # a custom layer whose forward the graph cannot replay (ids read back into R): static = TRUE
   # raises, the default trains eagerly
   emb <- ag_embedding(6, 3)
-  custom <- list(forward = function(x) emb$forward(as.integer(x$data)), parameters = function() list(weight = emb$weight))
+  custom <- list(forward = function(x) emb$forward(as.integer(x$data)),
+                 parameters = function() list(weight = emb$weight))
   model <- ag_sequential(custom, ag_linear(3, 2))
   expect_error(ag_fit(model, ids, lab, nepoch = 1, batch_size = 4, silent = TRUE, static = TRUE),
                "cannot be replayed")
@@ -260,41 +308,54 @@ test_that("ag_fit(static = NULL) compiles built-in models with built-in losses, 
   expect_true(is.finite(h$loss))
 })
 
-test_that("ag_fit(resume_from =) continues a checkpointed run exactly (shuffle, val split, dropout, early stopping)", {
+test_that(paste0("ag_fit(resume_from =) continues a checkpointed run exactly (shuffle, val ",
+                 "split, dropout, early stopping)"), {
   local_f64()
   set.seed(3)
-  x <- matrix(rnorm(4 * 60), 4, 60); y <- as.integer(colSums(x[1:2, ]) > 0)
-  mk <- function() { set.seed(11); ag_sequential(ag_linear(4, 8, "relu"), ag_dropout(0.2), ag_linear(8, 2)) }
+  x <- matrix(rnorm(4 * 60), 4, 60)
+  y <- as.integer(colSums(x[1:2, ]) > 0)
+  mk <- function() { set.seed(11); ag_sequential(ag_linear(4, 8, "relu"), ag_dropout(0.2),
+                                                 ag_linear(8, 2)) }
   run <- function(m, nepoch, cbs, resume = NULL)
-    ag_fit(m, x, y, nepoch = nepoch, batch_size = 8L, nbatch_logical = 16L, val_split = 0.2, seed = 5L, lr = 0.01,
+    ag_fit(m, x, y, nepoch = nepoch, batch_size = 8L, nbatch_logical = 16L, val_split = 0.2,
+           seed = 5L, lr = 0.01,
            callbacks = cbs, silent = TRUE, resume_from = resume)
   full <- run(mk(), 6L, list(ag_early_stopping(patience = 10L, restore_best = FALSE)))
   f <- tempfile(fileext = ".safetensors")
   m1 <- mk()
-  part <- run(m1, 3L, list(ag_early_stopping(patience = 10L, restore_best = FALSE), ag_model_checkpoint(f)))
+  part <- run(m1, 3L,
+              list(ag_early_stopping(patience = 10L, restore_best = FALSE), ag_model_checkpoint(f)))
   expect_true(file.exists(f))
-  m2 <- ag_sequential(ag_linear(4, 8, "relu"), ag_dropout(0.2), ag_linear(8, 2))  # other weights: all from the file
+  # other weights: all from the file
+  m2 <- ag_sequential(ag_linear(4, 8, "relu"), ag_dropout(0.2), ag_linear(8, 2))
   rest <- run(m2, 6L, list(ag_early_stopping(patience = 10L, restore_best = FALSE)), resume = f)
   expect_identical(rest$loss, full$loss)
   expect_identical(rest$val_accuracy, full$val_accuracy)
   expect_identical(rest$epoch, 1:6)
-  expect_error(ag_fit(m2, x, y, nepoch = 6L, batch_size = 4L, nbatch_logical = 16L, val_split = 0.2, seed = 5L,
-                      silent = TRUE, resume_from = f), "cannot resume: batch_size was 8 in the checkpoint, now 4", fixed = TRUE)
+  expect_error(ag_fit(m2, x, y, nepoch = 6L, batch_size = 4L, nbatch_logical = 16L, val_split = 0.2,
+                      seed = 5L,
+                      silent = TRUE, resume_from = f),
+               "cannot resume: batch_size was 8 in the checkpoint, now 4", fixed = TRUE)
   expect_error(ag_model_checkpoint(f, every = 0), "every must be an integer >= 1", fixed = TRUE)
-  expect_output(print(ag_model_checkpoint("a.safetensors", 2)), "ag_model_checkpoint | path=a.safetensors | every=2", fixed = TRUE)
+  expect_output(print(ag_model_checkpoint("a.safetensors", 2)),
+                "ag_model_checkpoint | path=a.safetensors | every=2", fixed = TRUE)
 })
 
 test_that("a refused resume_from changes nothing; R resumes a Python checkpoint layout", {
   local_f64()
   set.seed(3)
-  x <- matrix(rnorm(4 * 40), 4, 40); y <- as.integer(colSums(x[1:2, ]) > 0)
+  x <- matrix(rnorm(4 * 40), 4, 40)
+  y <- as.integer(colSums(x[1:2, ]) > 0)
   m <- ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 2))
   f <- tempfile(fileext = ".safetensors")
-  ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, seed = 1L, silent = TRUE, callbacks = list(ag_model_checkpoint(f)))
+  ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, seed = 1L, silent = TRUE,
+         callbacks = list(ag_model_checkpoint(f)))
   m2 <- ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 2))
   before <- lapply(m2$parameters(), function(p) p$data)
-  expect_error(ag_fit(m2, x, y, nepoch = 3L, batch_size = 4L, seed = 1L, silent = TRUE, resume_from = f),
+  expect_error(ag_fit(m2, x, y, nepoch = 3L, batch_size = 4L, seed = 1L, silent = TRUE,
+                      resume_from = f),
                "cannot resume: batch_size was 8", fixed = TRUE)
   expect_identical(lapply(m2$parameters(), function(p) p$data), before)  # nothing written
-  expect_silent(ag_fit(m2, x, y, nepoch = 3L, batch_size = 8L, seed = 1L, silent = TRUE, lr = 0.5, resume_from = f))
+  expect_silent(ag_fit(m2, x, y, nepoch = 3L, batch_size = 8L, seed = 1L, silent = TRUE, lr = 0.5,
+                       resume_from = f))
 })

@@ -1,0 +1,63 @@
+/* The codes R passes to (or gets from) .Call, by name: the core's enum values and the glue's own
+ * requests, read once at load (r/R/zzz.R: .pg$code), so R holds no literal codes. */
+#include "r_util.h"
+
+typedef struct { const char *name; int value; } r_code;
+
+static SEXP code_vector(const r_code *c, int n)
+{
+    SEXP out = PROTECT(Rf_allocVector(INTSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));
+    for (int i = 0; i < n; i++) {
+        INTEGER(out)[i] = c[i].value;
+        SET_STRING_ELT(names, i, Rf_mkChar(c[i].name));
+    }
+    Rf_setAttrib(out, R_NamesSymbol, names);
+    UNPROTECT(2);
+    return out;
+}
+
+#define GROUP(g) {#g, g, (int)(sizeof g / sizeof g[0])}
+
+/* a named list of named integer vectors: .pg$code$dtype[["F64"]], .pg$code$tape[["DEPTH"]], ... */
+SEXP R_pg_codes(void)
+{
+    static const r_code dtype[] = {{"F32", PG_F32}, {"F64", PG_F64}, {"I32", PG_I32},
+                                   {"I64", PG_I64}, {"U8", PG_U8}};
+    static const r_code status[] = {{"OK", PG_OK}, {"SHAPE", PG_ERR_SHAPE}, {"DTYPE", PG_ERR_DTYPE},
+                                    {"VALUE", PG_ERR_VALUE}, {"NOMEM", PG_ERR_NOMEM},
+                                    {"STATE", PG_ERR_STATE}, {"ARG", PG_ERR_ARG}, {"IO", PG_ERR_IO},
+                                    {"MODIFIED", PG_ERR_MODIFIED}};
+    static const r_code optim[] = {{"SGD", R_OPTIM_SGD}, {"ADAM", R_OPTIM_ADAM}};
+    static const r_code sched[] = {{"STEP", PG_SCHED_STEP}, {"COSINE", PG_SCHED_COSINE},
+                                   {"CYCLIC", PG_SCHED_CYCLIC}, {"ONECYCLE", PG_SCHED_ONECYCLE},
+                                   {"WARMUP_COSINE", PG_SCHED_WARMUP_COSINE},
+                                   {"WARMUP", PG_SCHED_WARMUP}, {"NPAR", PG_SCHED_NPAR}};
+    static const r_code build[] = {{"FORWARD", PG_BUILD_FORWARD}, {"GRAD", PG_BUILD_GRAD},
+                                   {"OPT", PG_BUILD_OPT}};
+    static const r_code dist[] = {{"GRAD", PG_DIST_GRAD}, {"VALUE", PG_DIST_VALUE}};
+    /* pg_linear's activation: none, or one of the unary kinds it fuses */
+    static const r_code act[] = {{"NONE", -1}, {"RELU", PG_RELU}, {"SIGMOID", PG_SIGMOID},
+                                 {"TANH", PG_TANH}};
+    static const r_code file[] = {{"MISSING", R_FILE_MISSING}, {"REGULAR", R_FILE_REGULAR},
+                                  {"DIR", R_FILE_DIR}, {"OTHER", R_FILE_OTHER}};
+    static const r_code tape[] = {{"BEGIN", R_TAPE_BEGIN}, {"END", R_TAPE_END},
+                                  {"CLEAR", R_TAPE_CLEAR}, {"DEPTH", R_TAPE_DEPTH},
+                                  {"NODES", R_TAPE_NODES}, {"ENABLED", R_TAPE_ENABLED}};
+    static const r_code scope[] = {{"DEPTH", R_SCOPE_DEPTH}, {"END_TO", R_SCOPE_END_TO},
+                                   {"STASHED", R_SCOPE_STASHED}, {"UNSTASH_TO", R_SCOPE_UNSTASH_TO},
+                                   {"ABORT", R_SCOPE_ABORT}};
+    static const r_code ckpt[] = {{"STASH", R_CKPT_STASH}, {"UNSTASH", R_CKPT_UNSTASH},
+                                  {"SEED", R_CKPT_SEED}};
+    static const struct { const char *name; const r_code *c; int n; } g[] = {
+        GROUP(dtype), GROUP(status), GROUP(optim), GROUP(sched), GROUP(build), GROUP(dist),
+        GROUP(act), GROUP(file), GROUP(tape), GROUP(scope), GROUP(ckpt)};
+    const int n = (int)(sizeof g / sizeof g[0]);
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));
+    for (int i = 0; i < n; i++) {
+        SET_VECTOR_ELT(out, i, code_vector(g[i].c, g[i].n));
+        SET_STRING_ELT(names, i, Rf_mkChar(g[i].name));
+    }
+    Rf_setAttrib(out, R_NamesSymbol, names);
+    UNPROTECT(2);
+    return out;
+}
