@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# lintr on the R package (r/R, r/tests and the vignettes' code; settings in r/.lintr): prints
+# lintr on the R package (r/R, r/tests and the vignettes' code; settings in r/.lintr) and the
+# parity harness's R halves (tests/parity, its own .lintr): prints
 # every lint and exits non-zero when there is one. Needs lintr (scripts/install-r.sh) and the
 # package installed where R finds it (object_usage_linter resolves the package's own names).
 # r/.lintr departs from lintr's defaults only where the code's style is deliberate:
@@ -14,7 +15,7 @@ Rscript -e '
 if (!requireNamespace("lintr", quietly = TRUE)) {
   message("lintr is not installed (apt-get install r-cran-lintr)"); quit(status = 2)
 }
-lints <- lintr::lint_package("r")
+lints <- c(lintr::lint_package("r"), lintr::lint_dir("tests/parity"))  # parity: tests/parity/.lintr
 print(lints)
 n <- length(lints)
 cat(sprintf("lint-r: %d lint%s\n", n, if (n == 1L) "" else "s"))

@@ -23,13 +23,13 @@ fi
 if ! command -v clang-format >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang-format >/dev/null
 fi
-bash scripts/lint.sh
 
 if command -v R >/dev/null 2>&1; then
     # with R present the parity tier must run: a failed rpy2 install fails the run
     $PY -m pip install -q --disable-pip-version-check "rpy2>=3.5,<3.6"
     bash scripts/install-r-package.sh
 fi
+bash scripts/lint.sh   # after the R package's install: lintr resolves the package's own names
 
 $PY -m pytest -q "$@"
 

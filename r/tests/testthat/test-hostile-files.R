@@ -1,4 +1,4 @@
-# Issue 19, "nothing lost" and hostile files (as tests/hostile/test_hostile_files.py): a load that fails
+# Issue 19, "nothing lost" and hostile files (as test_hostile_files.py): a load that fails
 # leaves the model and the optimizer bit-identical; a save the loader would refuse is refused
 # before the old file is touched; whatever saves loads back identically; symlinks and modes;
 # huge or odd files fail on their header; checkpoint paths are checked at construction.
