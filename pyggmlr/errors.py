@@ -52,21 +52,6 @@ _BY_STATUS = {
 }
 
 
-def caller_op(depth=2):
-    """Name of the nearest ag_* function up the stack from the caller's caller (for messages
-    raised by shared helpers on their failure paths only); "pyggmlr" if there is none."""
-    import sys
-    f = sys._getframe(depth)
-    for _ in range(5):
-        if f is None:
-            break
-        name = f.f_code.co_name
-        if name.startswith("ag_") or name in ("backward", "clip_grad_norm", "with_grad_tape"):
-            return name
-        f = f.f_back
-    return "pyggmlr"
-
-
 def error_for_status(status, message):
     """The typed exception (not raised) for a C status code and message: ShapeError for 1,
     DTypeError, ...; PyggmlrError for an unknown code."""

@@ -326,7 +326,7 @@ def clip_grad_norm(params: Any, grads: Any = None, max_norm: float = 1.0) -> flo
     max_norm / (norm + 1e-6)), in the map (or the .grad of each parameter when grads is None).
     Returns the norm before clipping."""
     _, tensors = _param_list(params, "clip_grad_norm")
-    arr = ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)
+    arr = ffi.new("pg_tensor *[]", [t._handle("clip_grad_norm") for t in tensors] or 1)
     out = ffi.new("double *")
     if isinstance(max_norm, (str, bytes, bool)):
         raise ArgumentError(f"clip_grad_norm: max_norm must be a number, got {type(max_norm).__name__}")

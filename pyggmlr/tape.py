@@ -159,7 +159,7 @@ def backward(loss: Tensor) -> Gradients:
     if not isinstance(loss, Tensor):
         raise ArgumentError(f"backward() requires an ag_tensor, got {type(loss).__name__}")
     _pending.exc = None
-    m = lib.pg_backward(loss._handle())
+    m = lib.pg_backward(loss._handle("backward"))
     if m == NULL:
         _raise_pending()  # an error inside an ag_checkpoint segment's replay, as raised
         _core.raise_last()

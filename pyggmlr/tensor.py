@@ -1,7 +1,7 @@
 """Tensors: Python handles on C-core tensors (column-major, shape = R's dim())."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -160,11 +160,11 @@ class Tensor:
             _release(p)
 
     # ---- handle ----
-    def _handle(self):
+    def _handle(self, op: str = "pyggmlr"):
+        """The C handle; op names the public function in the error for a freed tensor."""
         p = self._p
         if p is None:
-            from .errors import caller_op
-            raise ArgumentError(f"{caller_op()}: tensor handle is empty (freed)")
+            raise ArgumentError(f"{op}: tensor handle is empty (freed)")
         return p
 
     # copies: the C pointer is never duplicated without its own reference (a shared pointer
@@ -349,27 +349,66 @@ class Tensor:
         from .tape import backward
         return backward(self)
 
-    # operators are attached in ops.py; declared here for type checkers only
-    if TYPE_CHECKING:
-        def __add__(self, other: ArrayLike) -> Tensor: ...
-        def __radd__(self, other: ArrayLike) -> Tensor: ...
-        def __sub__(self, other: ArrayLike) -> Tensor: ...
-        def __rsub__(self, other: ArrayLike) -> Tensor: ...
-        def __mul__(self, other: ArrayLike) -> Tensor: ...
-        def __rmul__(self, other: ArrayLike) -> Tensor: ...
-        def __truediv__(self, other: ArrayLike) -> Tensor: ...
-        def __rtruediv__(self, other: ArrayLike) -> Tensor: ...
-        def __matmul__(self, other: ArrayLike) -> Tensor: ...
-        def __rmatmul__(self, other: ArrayLike) -> Tensor: ...
-        def __neg__(self) -> Tensor: ...
-        def __pow__(self, p: float) -> Tensor: ...
-        @property
-        def T(self) -> Tensor: ...
-        def sum(self, dim: Optional[int] = None, keepdim: bool = False) -> Tensor: ...
-        def mean(self, dim: Optional[int] = None, keepdim: bool = False) -> Tensor: ...
-        def relu(self) -> Tensor: ...
-        def reshape(self, nrow: Union[int, Sequence[int]], ncol: int = -1) -> Tensor: ...
-        def __getitem__(self, key: Any) -> Tensor: ...  # tensor_index.py
+    # ---- operators: the ops of ops.py (imported at the end of this module, which it needs) ----
+    def __add__(self, other: ArrayLike) -> Tensor:
+        return _ops.ag_add(self, other)
+
+    def __radd__(self, other: ArrayLike) -> Tensor:
+        return _ops.ag_add(other, self)
+
+    def __sub__(self, other: ArrayLike) -> Tensor:
+        return _ops.ag_sub(self, other)
+
+    def __rsub__(self, other: ArrayLike) -> Tensor:
+        return _ops._rsub(self, other)
+
+    def __mul__(self, other: ArrayLike) -> Tensor:
+        return _ops._mul(self, other)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: ArrayLike) -> Tensor:
+        return _ops.ag_div(self, other)
+
+    def __rtruediv__(self, other: ArrayLike) -> Tensor:
+        return _ops._rdiv(self, other)
+
+    def __matmul__(self, other: ArrayLike) -> Tensor:
+        return _ops.ag_matmul(self, other)
+
+    def __rmatmul__(self, other: ArrayLike) -> Tensor:
+        return _ops.ag_matmul(other, self)
+
+    def __neg__(self) -> Tensor:
+        return _ops.ag_neg(self)
+
+    def __pow__(self, p: float) -> Tensor:
+        return _ops.ag_pow(self, p)
+
+    @property
+    def T(self) -> Tensor:
+        """The transpose [c, r] (ag_transpose)."""
+        return _ops.ag_transpose(self)
+
+    def sum(self, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+        """ag_sum(self, dim, keepdim)."""
+        return _ops.ag_sum(self, dim, keepdim)
+
+    def mean(self, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+        """ag_mean(self, dim, keepdim)."""
+        return _ops.ag_mean(self, dim, keepdim)
+
+    def relu(self) -> Tensor:
+        """ag_relu(self)."""
+        return _ops.ag_relu(self)
+
+    def reshape(self, nrow: Union[int, Sequence[int]], ncol: int = -1) -> Tensor:
+        """ag_reshape(self, nrow, ncol)."""
+        return _ops.ag_reshape(self, nrow, ncol)
+
+    def __getitem__(self, key: Any) -> Tensor:
+        """t[i, j], slices, masks (tensor_index.py)."""
+        return _index._getitem(self, key)
 
 
 #: What the ops accept as an operand: a Tensor, or numbers that become a constant of the other
@@ -398,8 +437,8 @@ def ag_tensor(data: Any, device: Optional[str] = None, dtype: Optional[str] = No
     code = _dtype_code(dtype)
     if isinstance(data, Tensor):
         if dtype is None:
-            code = lib.pg_tensor_dtype(data._handle())
-        return _wrap(lib.pg_tensor_cast(data._handle(), code))
+            code = lib.pg_tensor_dtype(data._handle("ag_tensor"))
+        return _wrap(lib.pg_tensor_cast(data._handle("ag_tensor"), code))
     return _new_from(data, code)
 
 
@@ -493,3 +532,9 @@ def _unique_tensors(obj: Any, name: str) -> List["Tensor"]:
             seen.add(k)
             out.append(t)
     return out
+
+
+# the operators above call these modules, which import Tensor from this one: imported last, once
+# every name they take from here exists
+from . import ops as _ops  # noqa: E402
+from . import tensor_index as _index  # noqa: E402
