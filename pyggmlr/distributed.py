@@ -22,11 +22,12 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import numpy as np
 
 from . import _core
+from . import params as _walk
 from ._core import F32, F64, NULL, check, ffi, lib
 from .errors import ArgumentError, PyggmlrError, PyggmlrValueError, check_int
 from .optim import _grads_handle, clip_grad_norm, optimizer_adam
 from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
-from .tensor import ArrayLike, Tensor, _unique_tensors, ag_tensor
+from .tensor import ArrayLike, Tensor, ag_tensor
 
 #: A parameter list as the functions here accept it: a model (anything with parameters()), a
 #: dict name -> tensor, a single tensor or an iterable of tensors; matched by position.
@@ -59,16 +60,11 @@ class DistributedError(PyggmlrError, RuntimeError):
 # ---------------------------------------------------------------------------------------------
 # parameter lists (identity, order kept)
 
-_tensors = _unique_tensors
+_tensors = _walk.tensors
 
 
 def _buffer_tensors(model):
-    b = getattr(model, "buffers", None)
-    if not callable(b):
-        return []
-    bufs = b()
-    vals = list(bufs.values()) if isinstance(bufs, dict) else list(bufs)
-    return [t for t in vals if isinstance(t, Tensor)]
+    return [t for _, t in _walk.items(model, "buffers", own=False) if isinstance(t, Tensor)]
 
 
 def _arr(tensors):
@@ -251,7 +247,7 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
         if len(lst) != n_par:
             raise PyggmlrValueError(f"dp_train: replica {r} has {len(lst)} parameters, replica 0 has {n_par}; make_model() must build the same architecture")
         for t in lst:
-            k = int(ffi.cast("intptr_t", t._p))
+            k = t.id
             if seen.setdefault(k, r) != r:
                 raise PyggmlrValueError(f"dp_train: replicas {seen[k]} and {r} share a parameter tensor; make_model() must return a new model each call")
     flat = [t for lst in plists for t in lst]
@@ -458,8 +454,8 @@ def ag_broadcast_parameters(model: Params, root: int = 0, comm: Optional[Comm] =
     root = check_int(root, "ag_broadcast_parameters", "root", 0, comm.Get_size() - 1)
     tensors = _tensors(model, "ag_broadcast_parameters")
     if buffers and not isinstance(model, (dict, list, tuple, Tensor)):
-        ids = {int(ffi.cast("intptr_t", t._p)) for t in tensors}
-        tensors += [t for t in _buffer_tensors(model) if int(ffi.cast("intptr_t", t._p)) not in ids]
+        ids = {t.id for t in tensors}
+        tensors += [t for t in _buffer_tensors(model) if t.id not in ids]
     if comm.Get_size() == 1:
         return
     _check_layout(comm, tensors, "ag_broadcast_parameters")

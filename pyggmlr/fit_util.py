@@ -7,6 +7,7 @@ from typing import List
 
 import numpy as np
 
+from . import params as _walk
 from .errors import ArgumentError, PyggmlrValueError, ShapeError, as_numeric
 from .ops import ag_mean, ag_mse_loss, ag_softmax_cross_entropy_loss, ag_sum
 from .ops_loss import ag_bce_with_logits_loss, ag_binary_cross_entropy_loss, ag_huber_loss, ag_mae_loss
@@ -34,13 +35,11 @@ def _forward(model, x):
 def _params(model):
     if not hasattr(model, "parameters"):
         raise ArgumentError(f"model must have parameters(), got {type(model).__name__}")
-    p = model.parameters()
-    return dict(p) if isinstance(p, dict) else {str(i + 1): t for i, t in enumerate(p)}
+    return dict(_walk.items(model))
 
 
 def _buffers(model):
-    b = getattr(model, "buffers", None)
-    return dict(b()) if callable(b) else {}
+    return dict(_walk.items(model, "buffers", own=False))
 
 
 def _set_mode(model, training):

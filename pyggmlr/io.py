@@ -144,10 +144,6 @@ def _read_safetensors(path, fn="ag_load_model()"):
 # ---------------------------------------------------------------------------------------------
 # model <-> file
 
-def _ptr(t):
-    return int(ffi.cast("intptr_t", t._handle()))
-
-
 def _model_parts(model):
     from .fit import _buffers, _params
     try:
@@ -164,8 +160,8 @@ def _model_parts(model):
 
 
 def _opt_names(opt, params):
-    by_ptr = {_ptr(t): k for k, t in params.items()}
-    return [by_ptr.get(_ptr(t), f"#{i + 1}") for i, t in enumerate(opt.params.values())]
+    by_id = {t.id: k for k, t in params.items()}
+    return [by_id.get(t.id, f"#{i + 1}") for i, t in enumerate(opt.params.values())]
 
 
 def _clean(v):

@@ -23,9 +23,10 @@ import numbers
 import numpy as np
 
 from . import _core
+from . import params as _walk
 from ._core import F32, NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, as_flag, check_int, check_num
-from .tensor import Tensor, _dtype_code, _new_from, _unique_tensors
+from .tensor import Tensor, _dtype_code, _new_from
 
 __all__ = [
     "ag_tape_memory", "ag_estimate_training_memory", "ag_memory_stats", "ag_memory_peak",
@@ -274,7 +275,7 @@ def _nbytes(p):
 def _model_params(model):
     if not (hasattr(model, "parameters") and callable(model.parameters)):
         raise ArgumentError("ag_estimate_training_memory(): model must have a parameters() method")
-    return _unique_tensors(model, "ag_estimate_training_memory(): model.parameters()")
+    return _walk.tensors(model, "ag_estimate_training_memory(): model.parameters()")
 
 
 def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, static=False):

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 import numpy as np
 
 from . import _core
+from . import params as _walk
 from ._core import ffi, lib
 from .errors import INT_MAX, ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from .ops import _linear, ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
@@ -95,27 +96,11 @@ def _fmt_num(v):
 
 def _layer_params(layer):
     """A layer's parameters as (name, tensor) pairs: parameters() or ggmlR's params()."""
-    fn = getattr(layer, "parameters", None)
-    if not callable(fn):
-        fn = getattr(layer, "params", None)
-    if not callable(fn):
-        return []
-    p = fn()
-    if p is None:
-        return []
-    if isinstance(p, dict):
-        return list(p.items())
-    if isinstance(p, Tensor):
-        return [("1", p)]
-    return [(str(i + 1), t) for i, t in enumerate(p)]
+    return _walk.items(layer, "parameters", alt="params", own=False)
 
 
 def _layer_buffers(layer):
-    fn = getattr(layer, "buffers", None)
-    if not callable(fn):
-        return []
-    b = fn()
-    return list(b.items()) if b else []
+    return _walk.items(layer, "buffers", own=False)
 
 
 def _layer_name(layer):

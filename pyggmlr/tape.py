@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import threading
 
 from . import _core
-from ._core import NULL, ffi, lib
+from ._core import NULL, lib
 from .errors import ArgumentError, GradientKeyError, StateError
 from .tensor import Tensor, _read
 
@@ -119,7 +119,7 @@ class Gradients(Mapping):
         g = self._lookup(key)
         if g == NULL:
             raise GradientKeyError(key)
-        k = int(ffi.cast("intptr_t", g))
+        k = lib.pg_tensor_id(g)
         v = self._cache.get(k)
         if v is None:
             v = self._cache[k] = _read(g)

@@ -1,7 +1,7 @@
 """Tensors: Python handles on C-core tensors (column-major, shape = R's dim())."""
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -504,34 +504,6 @@ def ag_to_device(tensor: Tensor, device: str) -> Tensor:
         raise ArgumentError(f"ag_to_device(): expected a tensor, got {type(tensor).__name__}")
     _check_device(device)
     return tensor
-
-
-def _unique_tensors(obj: Any, name: str) -> List["Tensor"]:
-    """The tensors of a model (parameters()), a dict or an iterable, de-duplicated by identity
-    (first occurrence kept), in order."""
-    if isinstance(obj, Tensor):
-        items = [obj]
-    else:
-        if hasattr(obj, "parameters") and callable(obj.parameters):
-            obj = obj.parameters()
-        if isinstance(obj, Tensor):
-            items = [obj]
-        elif isinstance(obj, dict):
-            items = list(obj.values())
-        else:
-            try:
-                items = list(obj)
-            except TypeError:
-                raise ArgumentError(f"{name}: expected a model, a dict or a list of tensors, got {type(obj).__name__}") from None
-    out, seen = [], set()
-    for i, t in enumerate(items):
-        if not isinstance(t, Tensor):
-            raise ArgumentError(f"{name}: parameter {i + 1} is a {type(t).__name__}, not a tensor")
-        k = int(ffi.cast("intptr_t", t._handle()))
-        if k not in seen:
-            seen.add(k)
-            out.append(t)
-    return out
 
 
 # the operators above call these modules, which import Tensor from this one: imported last, once
