@@ -1,7 +1,7 @@
 """ag_fit's History (per-epoch results, table, plot) and the statistics as ggml reports them."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 import math
 
@@ -83,7 +83,7 @@ class History:
 
     def as_dict(self):
         """All per-epoch lists plus stopped_epoch and best_epoch as a plain dict (JSON-able)."""
-        d = {k: list(getattr(self, k)) for k in _KEYS}
+        d: Dict[str, Any] = {k: list(getattr(self, k)) for k in _KEYS}
         d["stopped_epoch"], d["best_epoch"] = self.stopped_epoch, self.best_epoch
         return d
 

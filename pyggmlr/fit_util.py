@@ -139,7 +139,7 @@ def _apply_hyper(opt, hp, epoch):
     if not isinstance(hp, dict):
         raise ArgumentError(f"ag_fit: opt_params(epoch) must return a dict, got {type(hp).__name__} at epoch {epoch}")
     for k, v in hp.items():
-        name = _HYPER_ALIASES.get(k, k)
+        name = _HYPER_ALIASES[k] if k in _HYPER_ALIASES else k
         try:
             getattr(opt, name)
         except AttributeError:

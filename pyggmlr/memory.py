@@ -14,7 +14,7 @@ Every number comes from the C core's allocator, which counts each tensor storage
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, SupportsInt, Union, cast
 
 import gc
 import math
@@ -121,9 +121,11 @@ def ag_live_objects() -> int:
 # ag_tape_memory
 
 def _check_count(v, name, fn):
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0 or v != int(v):
+    # numbers.Real does not declare __int__ to type checkers, though every Real has one
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0 \
+            or v != int(cast(SupportsInt, v)):
         raise PyggmlrValueError(f"{fn}: {name} must be a non-negative whole number, got {v!r}")
-    return int(v)
+    return int(cast(SupportsInt, v))
 
 
 def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> MemoryReport:
@@ -214,11 +216,10 @@ def _shape_list(shapes):
         shapes = [shapes]  # one bare vector, as R's c(64, 64)
     out = []
     for s in shapes:
-        dims = [s] if _is_number(s) or isinstance(s, np.generic) else s
         try:
-            dims = list(dims)
+            dims = [s] if _is_number(s) or isinstance(s, np.generic) else list(s)
         except TypeError:
-            dims = None
+            dims = []
         ok = bool(dims) and all(_is_number(d) and not isinstance(d, (bool, np.bool_)) and math.isfinite(d) and d > 0
                                 for d in dims)
         if not ok:
@@ -260,7 +261,7 @@ def _r_format_count(v):
         return fixed
     neg = fixed.startswith("-")
     digits = fixed.lstrip("-")
-    groups = []
+    groups: List[str] = []
     while digits:
         groups.insert(0, digits[-3:])
         digits = digits[:-3]

@@ -1,7 +1,7 @@
 """Optimizers, gradient clipping and learning-rate schedulers. Updates run in the C core."""
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from collections.abc import Mapping
 import math
@@ -54,7 +54,8 @@ class _Map:
     converted to each parameter's dtype; freed on exit)."""
 
     def __init__(self, grads, tensors, name):
-        self.m, self.own, self.keep = NULL, False, []
+        self.m, self.own = NULL, False
+        self.keep: List[Any] = []  # what the C map points into, alive until exit
         if grads is None:
             return
         if isinstance(grads, Gradients):

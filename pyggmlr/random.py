@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import numbers
 import threading
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Iterator, Optional, Sequence, SupportsInt, Union, cast
 
 import numpy as np
 
@@ -192,7 +192,7 @@ def _sample_int(h, n, size, replace, prob, use_hash):
     if isinstance(size, (bool, np.bool_)) or not isinstance(size, numbers.Real) or not np.isfinite(float(size)) \
             or size < 0:
         raise PyggmlrValueError(f"{fn}: invalid 'size' argument ({size!r})")
-    k = int(size)
+    k = int(cast(SupportsInt, size))  # a Real (typeshed's Real declares no __int__)
     if not isinstance(replace, (bool, np.bool_)):
         raise ArgumentError(f"{fn}: replace must be True or False, got {replace!r}")
     out = _alloc(k, fn, copies=2)  # and its int64 copy

@@ -1,7 +1,7 @@
 """Tensors: Python handles on C-core tensors (column-major, shape = R's dim())."""
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -103,7 +103,7 @@ def _read(p):
     return out
 
 
-_NP_DTYPE = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
+_NP_DTYPE: Dict[str, np.dtype] = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
 
 
 class _View:
