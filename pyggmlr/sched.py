@@ -75,6 +75,13 @@ class _Schedule:
         """The optimizer's current learning rate."""
         return float(self.optimizer.lr)
 
+    def _steps(self) -> int:  # last_epoch / last_step (the subclasses keep ggmlR's two names)
+        return int(self._st[0])
+
+    def _repr(self, fields: str, count: str) -> str:
+        """"<name> | <fields> | <count>=<steps> | lr=<lr>", each schedule's print line."""
+        return f"{self._name} | {fields} | {count}={self._steps()} | lr={self.optimizer.lr:.6f}"
+
 
 class lr_scheduler_step(_Schedule):
     """Multiply the optimizer's lr by gamma every step_size calls of step()."""
@@ -86,14 +93,10 @@ class lr_scheduler_step(_Schedule):
         self._init(optimizer, [_whole(step_size, self._name, "step_size"), self.gamma])
         self.step_size = int(self._par[0])
 
-    @property
-    def last_epoch(self) -> int:
-        """Steps taken so far."""
-        return int(self._st[0])
+    last_epoch = property(_Schedule._steps, doc="Steps taken so far.")
 
     def __repr__(self):
-        return (f"lr_scheduler_step | step_size={self.step_size} | gamma={self.gamma:.4f} | "
-                f"epoch={self.last_epoch} | lr={self.optimizer.lr:.6f}")
+        return self._repr(f"step_size={self.step_size} | gamma={self.gamma:.4f}", "epoch")
 
 
 class lr_scheduler_cosine(_Schedule):
@@ -110,10 +113,7 @@ class lr_scheduler_cosine(_Schedule):
         self._init(optimizer, [_whole(T_max, self._name, "T_max"), self.lr_min, float(self.restart), self.T_mult])
         self.T_max, self.lr_max = int(self._par[0]), float(self._par[4])
 
-    @property
-    def last_epoch(self) -> int:
-        """Steps taken so far."""
-        return int(self._st[0])
+    last_epoch = property(_Schedule._steps, doc="Steps taken so far.")
 
     @property
     def T_cur(self) -> int:
@@ -126,8 +126,8 @@ class lr_scheduler_cosine(_Schedule):
         return int(self._st[2])
 
     def __repr__(self):
-        return (f"lr_scheduler_cosine | T_max={self.T_max} | lr_max={self.lr_max:.6f} | lr_min={self.lr_min:.6f} | "
-                f"epoch={self.last_epoch} | lr={self.optimizer.lr:.6f}")
+        return self._repr(f"T_max={self.T_max} | lr_max={self.lr_max:.6f} | lr_min={self.lr_min:.6f}",
+                          "epoch")
 
 
 class lr_scheduler_cyclic(_Schedule):
@@ -149,14 +149,11 @@ class lr_scheduler_cyclic(_Schedule):
         self._init(optimizer, [self.base_lr, self.max_lr, up, down, float(self._MODES.index(mode)), self.gamma])
         self.step_size_up, self.step_size_down = int(up), int(down)
 
-    @property
-    def last_step(self) -> int:
-        """Steps taken so far."""
-        return int(self._st[0])
+    last_step = property(_Schedule._steps, doc="Steps taken so far.")
 
     def __repr__(self):
-        return (f"lr_scheduler_cyclic | mode={self.mode} | base_lr={self.base_lr:.6f} | max_lr={self.max_lr:.6f} | "
-                f"step={self.last_step} | lr={self.optimizer.lr:.6f}")
+        return self._repr(f"mode={self.mode} | base_lr={self.base_lr:.6f} | max_lr={self.max_lr:.6f}",
+                          "step")
 
 
 class lr_scheduler_onecycle(_Schedule):
@@ -185,14 +182,10 @@ class lr_scheduler_onecycle(_Schedule):
         self.step_up = int(self._par[4])
         self.mom_field = self._mom_field  # "momentum" (SGD), "beta1" (Adam) or None: the field it cycles
 
-    @property
-    def last_step(self) -> int:
-        """Steps taken so far."""
-        return int(self._st[0])
+    last_step = property(_Schedule._steps, doc="Steps taken so far.")
 
     def __repr__(self):
-        return (f"lr_scheduler_onecycle | max_lr={self.max_lr:.6f} | total_steps={self.total_steps} | "
-                f"step={self.last_step} | lr={self.optimizer.lr:.6f}")
+        return self._repr(f"max_lr={self.max_lr:.6f} | total_steps={self.total_steps}", "step")
 
 
 class lr_scheduler_warmup_cosine(_Schedule):
@@ -209,14 +202,11 @@ class lr_scheduler_warmup_cosine(_Schedule):
                                self.lr_min, self.warmup_start_lr])
         self.warmup_steps, self.total_steps, self.lr_max = int(self._par[0]), int(self._par[1]), float(self._par[2])
 
-    @property
-    def last_step(self) -> int:
-        """Steps taken so far."""
-        return int(self._st[0])
+    last_step = property(_Schedule._steps, doc="Steps taken so far.")
 
     def __repr__(self):
-        return (f"lr_scheduler_warmup_cosine | warmup={self.warmup_steps} | total={self.total_steps} | "
-                f"lr_max={self.lr_max:.6f} | step={self.last_step} | lr={self.optimizer.lr:.6f}")
+        return self._repr(f"warmup={self.warmup_steps} | total={self.total_steps} | "
+                          f"lr_max={self.lr_max:.6f}", "step")
 
 
 class lr_scheduler_warmup(_Schedule):
@@ -234,10 +224,7 @@ class lr_scheduler_warmup(_Schedule):
         self._init(optimizer, [_whole(warmup_steps, self._name, "warmup_steps"), float(base), self.start_factor])
         self.warmup_steps, self.base_lr = int(self._par[0]), float(self._par[1])
 
-    @property
-    def last_epoch(self) -> int:
-        """The number of step() calls so far."""
-        return int(self._st[0])
+    last_epoch = property(_Schedule._steps, doc="The number of step() calls so far.")
 
     def step(self) -> float:
         """Count one step: raise lr linearly during warmup_steps, then step the `after`
@@ -248,7 +235,7 @@ class lr_scheduler_warmup(_Schedule):
         return float(self.optimizer.lr)
 
     def __repr__(self):
-        return f"lr_scheduler_warmup | warmup_steps={self.warmup_steps} | epoch={self.last_epoch} | lr={self.optimizer.lr:.6f}"
+        return self._repr(f"warmup_steps={self.warmup_steps}", "epoch")
 
 
 def clip_grad_value(params: Any, grads: Any = None, clip_value: float = 1.0) -> float:
