@@ -99,8 +99,9 @@ class CompiledStep:
         Args: top: how many ops the text lists (>= 0); quiet: do not print.
         Returns: a pyggmlr.memory.MemoryReport.
         Raises: PyggmlrValueError when top is not a whole number >= 0."""
-        from .memory import MemoryReport, _check_count, _tape_text
-        top = _check_count(top, "top", "memory()")
+        from ._args import check_count
+        from .memory import MemoryReport, _tape_text
+        top = check_count(top, "memory()", "top")
         n = max(self.n_nodes, 1)
         totals = ffi.new("int64_t[6]")
         labels, nodes, nbytes = ffi.new("const char *[]", n), ffi.new("int64_t[]", n), ffi.new("int64_t[]", n)

@@ -22,9 +22,10 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import numpy as np
 
 from . import _core
-from . import params as _walk
+from . import _walk
 from ._core import F32, F64, NULL, check, ffi, lib
-from .errors import ArgumentError, PyggmlrError, PyggmlrValueError, check_int
+from ._args import check_int, check_min_int
+from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from .optim import _grads_handle, clip_grad_norm, optimizer_adam
 from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
 from .tensor import ArrayLike, Tensor, ag_tensor
@@ -168,12 +169,6 @@ def _real(v, fn, arg):
     return float(v)
 
 
-def _as_int(v, name, lo):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-        raise PyggmlrValueError(f"dp_train: {name} must be an integer >= {lo}, got {v!r}")
-    return int(v)
-
-
 def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
              loss_fn: Optional[Callable[[Tensor, Any], Tensor]] = None,
              forward_fn: Optional[Callable[[Any, Any], Tensor]] = None,
@@ -214,16 +209,16 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
     if len(data) == 0:
         raise PyggmlrValueError("dp_train: data is empty")
     if n_gpu is not None:  # ggmlR's name for the replica count
-        n_gpu = _as_int(n_gpu, "n_gpu", 1)
+        n_gpu = check_min_int(n_gpu, "dp_train", "n_gpu", 1)
         check(lib.pg_check_count(b"dp_train", b"n_gpu", float(min(n_gpu, 2 ** 62)), 1, lib.PG_DP_MAX_REPLICAS))
-        if n_replicas is not None and _as_int(n_replicas, "n_replicas", 1) != n_gpu:
+        if n_replicas is not None and check_min_int(n_replicas, "dp_train", "n_replicas", 1) != n_gpu:
             raise PyggmlrValueError(f"dp_train: n_gpu ({n_gpu}) and n_replicas ({n_replicas}) both give the number "
                                     "of replicas; pass one")
         n_replicas = n_gpu
-    n_rep = 1 if n_replicas is None else _as_int(n_replicas, "n_replicas", 1)
+    n_rep = 1 if n_replicas is None else check_min_int(n_replicas, "dp_train", "n_replicas", 1)
     if n_rep > lib.PG_DP_MAX_REPLICAS:  # each replica is a whole model: 10**9 of them never end
         check(lib.pg_check_count(b"dp_train", b"n_replicas", float(min(n_rep, 2 ** 62)), 1, lib.PG_DP_MAX_REPLICAS))
-    n_iter = _as_int(n_iter, "n_iter", 0)
+    n_iter = check_min_int(n_iter, "dp_train", "n_iter", 0)
     every = _verbose_every(verbose)
     max_norm = _real(max_norm, "dp_train", "max_norm")
     if math.isnan(max_norm) or max_norm < 0:

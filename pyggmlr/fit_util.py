@@ -7,8 +7,9 @@ from typing import List
 
 import numpy as np
 
-from . import params as _walk
-from .errors import ArgumentError, PyggmlrValueError, ShapeError, as_numeric
+from . import _walk
+from ._args import as_numeric
+from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .ops import ag_mean, ag_mse_loss, ag_softmax_cross_entropy_loss, ag_sum
 from .ops_loss import ag_bce_with_logits_loss, ag_binary_cross_entropy_loss, ag_huber_loss, ag_mae_loss
 from .optim import Optimizer, optimizer_adam, optimizer_sgd

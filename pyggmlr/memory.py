@@ -14,7 +14,7 @@ Every number comes from the C core's allocator, which counts each tensor storage
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, SupportsInt, Union, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import gc
 import math
@@ -23,9 +23,10 @@ import numbers
 import numpy as np
 
 from . import _core
-from . import params as _walk
+from . import _walk
 from ._core import F32, NULL, ffi, lib
-from .errors import ArgumentError, PyggmlrValueError, as_flag, check_int, check_num
+from ._args import as_flag, check_count, check_int, check_num
+from .errors import ArgumentError, PyggmlrValueError
 from .tensor import Tensor, _dtype_code, _new_from
 
 __all__ = [
@@ -120,14 +121,6 @@ def ag_live_objects() -> int:
 # ---------------------------------------------------------------------------------------------
 # ag_tape_memory
 
-def _check_count(v, name, fn):
-    # numbers.Real does not declare __int__ to type checkers, though every Real has one
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0 \
-            or v != int(cast(SupportsInt, v)):
-        raise PyggmlrValueError(f"{fn}: {name} must be a non-negative whole number, got {v!r}")
-    return int(cast(SupportsInt, v))
-
-
 def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> MemoryReport:
     """How many nodes the current tape holds and the memory they keep alive.
 
@@ -149,7 +142,7 @@ def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> 
         if not isinstance(compiled, CompiledStep):
             raise ArgumentError(f"ag_tape_memory(): compiled must be a step from ag_compile, got {type(compiled).__name__}")
         return compiled.memory(top=top, quiet=quiet)
-    top = _check_count(top, "top", "ag_tape_memory()")
+    top = check_count(top, "ag_tape_memory()", "top")
     gc.collect()  # unreachable cycles holding tensors go first: the count is what ag_tape_clear() frees
     n_nodes = lib.pg_tape_nodes()
     cap = max(n_nodes, 1)

@@ -14,9 +14,10 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 import numpy as np
 
 from . import _core
-from . import params as _walk
+from . import _walk
 from ._core import ffi, lib
-from .errors import INT_MAX, ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
+from ._args import check_r_int
+from .errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from .ops import _linear, ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
 from .random import runif
 from .tensor import ArrayLike, Tensor, _new_from, _wrap, ag_param
@@ -42,17 +43,6 @@ def _as_tensor(x: Any, name: str, like: Optional[Tensor] = None) -> Tensor:
     raise ArgumentError(f"{name}: expected a tensor (or numeric array), got {type(x).__name__}")
 
 
-def _int(v, name, arg):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        if isinstance(v, (float, np.floating)) and float(v).is_integer():
-            v = int(v)
-        else:
-            raise ArgumentError(f"{name}: '{arg}' must be an integer, got {v!r}")
-    if abs(int(v)) > INT_MAX:  # R's integer range in both languages (numpy's "maximum dimension" else)
-        raise PyggmlrValueError(f"{name}: '{arg}' must be an integer of at most {INT_MAX} in size (R's integer range), got {v!r}")
-    return int(v)
-
-
 def ag_slice_rows(x: ArrayLike, from_: int, n: int) -> Tensor:
     """Rows ``from_ .. from_ + n - 1`` (0-based, as ggmlR's ag_slice_rows) of x [rows, cols].
 
@@ -61,7 +51,7 @@ def ag_slice_rows(x: ArrayLike, from_: int, n: int) -> Tensor:
     Raises: ArgumentError when from_ or n is not an integer (or x not a tensor / array),
     PyggmlrValueError when the rows are out of range."""
     x = _as_tensor(x, "ag_slice_rows")
-    return _wrap(lib.pg_slice_rows(x._p, _int(from_, "ag_slice_rows", "from"), _int(n, "ag_slice_rows", "n")))
+    return _wrap(lib.pg_slice_rows(x._p, check_r_int(from_, "ag_slice_rows", "from"), check_r_int(n, "ag_slice_rows", "n")))
 
 
 def ag_concat_rows(a: ArrayLike, b: ArrayLike) -> Tensor:
@@ -293,8 +283,8 @@ class ag_linear(Module):
     def __init__(self, in_features: int, out_features: int, activation: Optional[str] = None,
                  init: Union[str, Callable[[int, int], Any], ArrayLike] = "glorot_uniform",
                  gain: float = 1) -> None:
-        n_in = _int(in_features, "ag_linear", "in_features")
-        n_out = _int(out_features, "ag_linear", "out_features")
+        n_in = check_r_int(in_features, "ag_linear", "in_features")
+        n_out = check_r_int(out_features, "ag_linear", "out_features")
         if n_in < 1 or n_out < 1:
             raise PyggmlrValueError(f"ag_linear: in_features and out_features must be >= 1, got {n_in} and {n_out}")
         if activation is not None and (not isinstance(activation, str) or activation not in _ACTIVATIONS):

@@ -16,7 +16,8 @@ import numpy as np
 
 from . import _core
 from ._core import lib
-from .errors import ArgumentError, PyggmlrError, PyggmlrValueError, ShapeError, as_numeric
+from ._args import as_numeric
+from .errors import ArgumentError, PyggmlrError, PyggmlrValueError, ShapeError
 from .tensor import ArrayLike, Tensor, _new_from, _wrap
 
 __all__ = [

@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from . import _core
-from . import params as _walk
+from . import _walk
 from ._core import NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, StateError
 from .tape import Gradients

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from . import params as _walk
+from . import _walk
 from ._core import ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .tensor import Tensor, ag_device, ag_dtype
