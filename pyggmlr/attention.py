@@ -14,8 +14,8 @@ import numpy as np
 from . import _core
 from ._core import ffi, lib
 from .errors import ArgumentError
-from .ops import _const, _out, _scalar
-from .tensor import ArrayLike, Tensor
+from .ops import _out, _scalar
+from .tensor import ArrayLike, Tensor, _as_tensor
 
 __all__ = ["ag_flash_attention"]
 
@@ -43,7 +43,7 @@ def _mask_tensor(mask: Any, like: Tensor) -> Tensor:
     a = np.asarray(mask)
     if a.dtype == np.bool_:
         a = np.where(a, 0.0, -np.inf)
-    return _const(a, like, "ag_flash_attention")
+    return _as_tensor(a, "ag_flash_attention", like)
 
 
 def ag_flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, n_heads: Any, scale: Optional[float] = None,
@@ -67,8 +67,8 @@ def ag_flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, n_heads: Any, s
     DTypeError when q, k and v tensors have different dtypes."""
     op = "ag_flash_attention"
     like = next((t for t in (q, k, v) if isinstance(t, Tensor)), None)
-    qt = _const(q, like, op)
-    kt, vt = _const(k, qt, op), _const(v, qt, op)
+    qt = _as_tensor(q, op, like)
+    kt, vt = _as_tensor(k, op, qt), _as_tensor(v, op, qt)
     h = _heads(n_heads)
     causal = bool(causal)
     if mask is None:

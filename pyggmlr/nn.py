@@ -20,7 +20,8 @@ from ._args import check_r_int
 from .errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from .ops import _linear, ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
 from .random import runif
-from .tensor import ArrayLike, Tensor, _new_from, _wrap, ag_param
+from . import tensor as _tensor
+from .tensor import ArrayLike, Tensor, _wrap, ag_param
 from . import nn_module as _reg
 
 __all__ = [
@@ -38,8 +39,7 @@ def _as_tensor(x: Any, name: str, like: Optional[Tensor] = None) -> Tensor:
     if isinstance(x, Tensor):
         return x
     if isinstance(x, (np.ndarray, list, tuple, int, float)):
-        code = lib.pg_tensor_dtype(like._handle()) if like is not None else lib.pg_default_dtype()
-        return _new_from(x, code)
+        return _tensor._as_tensor(x, name, like, prefix=False)
     raise ArgumentError(f"{name}: expected a tensor (or numeric array), got {type(x).__name__}")
 
 

@@ -17,8 +17,8 @@ import numpy as np
 from . import _core
 from ._core import lib
 from ._args import as_numeric
-from .errors import ArgumentError, PyggmlrError, PyggmlrValueError, ShapeError
-from .tensor import ArrayLike, Tensor, _new_from, _wrap
+from .errors import ArgumentError, PyggmlrValueError, ShapeError
+from .tensor import ArrayLike, Tensor, _as_tensor, _wrap
 
 __all__ = [
     "ag_matmul", "ag_add", "ag_sub", "ag_mul", "ag_div", "ag_scale", "ag_neg", "ag_relu",
@@ -42,28 +42,16 @@ def _out(p: Any) -> Tensor:
     return t
 
 
-def _const(x: ArrayLike, like: Optional[Tensor], op: str) -> Tensor:
-    """x itself if a tensor, else a constant of like's dtype (the default dtype without one);
-    op names the public function in the error for data that is not a matrix of numbers."""
-    if isinstance(x, Tensor):
-        return x
-    code = lib.pg_tensor_dtype(like._handle(op)) if like is not None else lib.pg_default_dtype()
-    try:
-        return _new_from(x, code)
-    except PyggmlrError as e:  # name the op the bad operand was given to (slow path only)
-        raise type(e)(f"{op}: {e}") from None
-
-
 def _pair(a: ArrayLike, b: ArrayLike, op: str) -> Tuple[Tensor, Tensor]:
     if isinstance(a, Tensor):
-        return a, (b if isinstance(b, Tensor) else _const(b, a, op))
+        return a, (b if isinstance(b, Tensor) else _as_tensor(b, op, a))
     if isinstance(b, Tensor):
-        return _const(a, b, op), b
-    return _const(a, None, op), _const(b, None, op)
+        return _as_tensor(a, op, b), b
+    return _as_tensor(a, op, None), _as_tensor(b, op, None)
 
 
 def _unary_arg(x: ArrayLike, op: str) -> Tensor:
-    return x if isinstance(x, Tensor) else _const(x, None, op)
+    return x if isinstance(x, Tensor) else _as_tensor(x, op, None)
 
 
 def _binary(fn: Callable[[Any, Any], Any], A: ArrayLike, B: ArrayLike, op: str) -> Tensor:
@@ -156,7 +144,7 @@ def _unary(code: int, name: str, doc: str) -> Callable[[ArrayLike], Tensor]:
     """The elementwise op `name` (pg_unary with code); its errors name it."""
     def op(x: ArrayLike) -> Tensor:
         if x.__class__ is not Tensor:
-            x = _const(x, None, name)
+            x = _as_tensor(x, name, None)
         return _out(_pg_unary(code, x._handle(name)))
     op.__name__ = op.__qualname__ = name
     op.__doc__ = doc + _UNARY_DOC
@@ -352,7 +340,7 @@ def ag_softmax_cross_entropy_loss(logits: ArrayLike, target: ArrayLike) -> Tenso
         except (ValueError, TypeError, OverflowError) as e:  # ragged lists and the like
             raise PyggmlrValueError(f"{name}: target is not a matrix or a vector of class ids ({e})") from None
         if a.ndim == 2 and a.shape == (K, B) and K > 1:
-            t = _const(a, logits, name)
+            t = _as_tensor(a, name, logits)
             return _wrap(lib.pg_softmax_ce_loss(lp, t._handle(name)))
         if a.ndim <= 1 or (a.ndim == 2 and (a.shape[0] == 1 or a.shape[1] == 1)):
             ids = _class_ids(a, name)
@@ -384,6 +372,6 @@ def _linear(W, x, b, act=-1):
     the same numbers as ag_matmul -> ag_add -> activation. b may be None."""
     op = "ag_linear"
     if x.__class__ is not Tensor:
-        x = _const(x, W, op)
+        x = _as_tensor(x, op, W)
     bp = _NULL if b is None else b._handle(op)
     return _out(lib.pg_linear(W._handle(op), x._handle(op), bp, act))

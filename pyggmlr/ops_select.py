@@ -14,7 +14,7 @@ from . import _core
 from ._core import ffi, lib
 from .errors import PyggmlrValueError
 from .ops import _out, _pair, _unary_arg
-from .tensor import ArrayLike, Tensor, _new_from
+from .tensor import ArrayLike, Tensor, _as_tensor
 
 __all__ = ["ag_argmax", "ag_log_softmax", "ag_gather", "ag_max", "ag_sample_categorical", "ag_sample_normal"]
 
@@ -26,7 +26,7 @@ def _ids_out(x: Tensor):
 def _f64_arg(x: ArrayLike) -> Tensor:
     """Ops with integer results read plain data as f64, as ggmlR ranks R's doubles themselves (an
     f32 copy could turn a near tie into a tie)."""
-    return x if isinstance(x, Tensor) else _new_from(x, lib.PG_F64)
+    return _as_tensor(x, code=lib.PG_F64, prefix=False)
 
 
 def ag_argmax(x: ArrayLike) -> np.ndarray:

@@ -84,6 +84,23 @@ def _new_from(data, code):
     return _wrap(p)
 
 
+def _as_tensor(x: Any, op: str = "pyggmlr", like: Optional["Tensor"] = None,
+               code: Optional[int] = None, prefix: bool = True) -> "Tensor":
+    """The one value-to-tensor conversion: x itself when a Tensor, else a constant made from
+    numeric data with dtype code, else like's dtype, else the default. op names the public
+    function in errors (prefix=False: conversion errors keep the bare text)."""
+    if isinstance(x, Tensor):
+        return x
+    if code is None:
+        code = lib.pg_tensor_dtype(like._handle(op)) if like is not None else lib.pg_default_dtype()
+    if not prefix:
+        return _new_from(x, code)
+    try:
+        return _new_from(x, code)
+    except PyggmlrError as e:  # name the op the bad operand was given to (slow path only)
+        raise type(e)(f"{op}: {e}") from None
+
+
 def _wrap(p):
     """Own a new C reference as a Tensor; raise the core's error if p is NULL."""
     if p == NULL:
