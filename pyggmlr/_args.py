@@ -11,7 +11,6 @@ import numpy as np
 
 from .errors import ArgumentError, PyggmlrValueError
 
-
 INT_MAX = 2**31 - 1  # R's integer range: the same bound in both languages
 
 
