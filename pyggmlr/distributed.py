@@ -64,10 +64,6 @@ class DistributedError(PyggmlrError, RuntimeError):
 _tensors = _walk.tensors
 
 
-def _buffer_tensors(model):
-    return [t for _, t in _walk.items(model, "buffers", own=False) if isinstance(t, Tensor)]
-
-
 def _arr(tensors):
     return ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)
 
@@ -450,7 +446,8 @@ def ag_broadcast_parameters(model: Params, root: int = 0, comm: Optional[Comm] =
     tensors = _tensors(model, "ag_broadcast_parameters")
     if buffers and not isinstance(model, (dict, list, tuple, Tensor)):
         ids = {t.id for t in tensors}
-        tensors += [t for t in _buffer_tensors(model) if t.id not in ids]
+        bufs = [t for _, t in _walk.items(model, "buffers", own=False) if isinstance(t, Tensor)]
+        tensors += [t for t in bufs if t.id not in ids]
     if comm.Get_size() == 1:
         return
     _check_layout(comm, tensors, "ag_broadcast_parameters")

@@ -84,15 +84,6 @@ def _fmt_num(v):
     return f"{float(v):.15g}"
 
 
-def _layer_params(layer):
-    """A layer's parameters as (name, tensor) pairs: parameters() or ggmlR's params()."""
-    return _walk.items(layer, "parameters", alt="params", own=False)
-
-
-def _layer_buffers(layer):
-    return _walk.items(layer, "buffers", own=False)
-
-
 def _layer_name(layer):
     name = getattr(layer, "name", None)
     if isinstance(name, str) and name:
@@ -390,7 +381,7 @@ class ag_sequential(Module):
         e.g. layer1_W, layer1_b, layer3_W; the layers' own tensors."""
         out: OrderedDict[str, Tensor] = OrderedDict()
         for i, layer in enumerate(self.layers, 1):
-            for n, t in _layer_params(layer):
+            for n, t in _walk.items(layer, "parameters", alt="params", own=False):
                 out[f"layer{i}_{n}"] = t
         return out
 
@@ -398,7 +389,7 @@ class ag_sequential(Module):
         """Every layer's buffers in order, named ``layer<i>_<name>`` as parameters()."""
         out: OrderedDict[str, Tensor] = OrderedDict()
         for i, layer in enumerate(self.layers, 1):
-            for n, t in _layer_buffers(layer):
+            for n, t in _walk.items(layer, "buffers", own=False):
                 out[f"layer{i}_{n}"] = t
         return out
 
