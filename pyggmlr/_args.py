@@ -131,3 +131,11 @@ def check_number(v: Any, fn: str, arg: str) -> float:
         return float(v)
     except (TypeError, ValueError):
         raise PyggmlrValueError(f"{fn}: {arg} must be a single number, got {v!r}") from None
+
+
+def check_real(v, fn, arg):
+    """v as a float when it is a real number (Inf and NaN pass: the callers decide); a typed
+    error naming the function and the argument otherwise (not float()'s bare TypeError)."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise ArgumentError(f"{fn}: {arg} must be a number, got {type(v).__name__} {v!r}"[:200])
+    return float(v)

@@ -24,7 +24,7 @@ import numpy as np
 from . import _core
 from . import _walk
 from ._core import F32, F64, NULL, check, ffi, lib
-from ._args import check_int, check_min_int
+from ._args import check_int, check_min_int, check_real
 from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from .optim import _grads_handle, clip_grad_norm, optimizer_adam
 from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
@@ -156,15 +156,6 @@ def _verbose_every(verbose):
     return max(v, 0)
 
 
-def _real(v, fn, arg):
-    """v as a float when it is a real number (Inf and NaN pass: the callers decide); a typed
-    error naming the function and the argument otherwise (not float()'s bare TypeError)."""
-    import numbers
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        raise ArgumentError(f"{fn}: {arg} must be a number, got {type(v).__name__} {v!r}"[:200])
-    return float(v)
-
-
 def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
              loss_fn: Optional[Callable[[Tensor, Any], Tensor]] = None,
              forward_fn: Optional[Callable[[Any, Any], Tensor]] = None,
@@ -216,7 +207,7 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
         check(lib.pg_check_count(b"dp_train", b"n_replicas", float(min(n_rep, 2 ** 62)), 1, lib.PG_DP_MAX_REPLICAS))
     n_iter = check_min_int(n_iter, "dp_train", "n_iter", 0)
     every = _verbose_every(verbose)
-    max_norm = _real(max_norm, "dp_train", "max_norm")
+    max_norm = check_real(max_norm, "dp_train", "max_norm")
     if math.isnan(max_norm) or max_norm < 0:
         raise PyggmlrValueError(f"dp_train: max_norm must be >= 0 (Inf: no clipping), got {max_norm}")
     for name, f in (("loss_fn", loss_fn), ("forward_fn", forward_fn), ("target_fn", target_fn)):
@@ -484,7 +475,7 @@ def ag_allreduce_gradients(params: Params, grads: Optional[Gradients] = None, we
     comm = _comm(comm)
     tensors = _tensors(params, "ag_allreduce_gradients")
     gh = _grads_handle(grads, "ag_allreduce_gradients")
-    weight = _real(weight, "ag_allreduce_gradients", "weight")
+    weight = check_real(weight, "ag_allreduce_gradients", "weight")
     if not math.isfinite(weight) or weight < 0:
         raise PyggmlrValueError(f"ag_allreduce_gradients: weight must be finite and >= 0, got {weight}")
     MPI = _import_mpi()
