@@ -373,16 +373,28 @@ class Tensor:
     def __radd__(self, other: ArrayLike) -> Tensor:
         return _ops.ag_add(other, self)
 
+    @property
+    def T(self) -> Tensor:
+        """The transpose [c, r] (ag_transpose)."""
+        return _ops.ag_transpose(self)
+
     def __sub__(self, other: ArrayLike) -> Tensor:
         return _ops.ag_sub(self, other)
 
     def __rsub__(self, other: ArrayLike) -> Tensor:
         return _ops._rsub(self, other)
 
+    def sum(self, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+        """ag_sum(self, dim, keepdim)."""
+        return _ops.ag_sum(self, dim, keepdim)
+
     def __mul__(self, other: ArrayLike) -> Tensor:
         return _ops._mul(self, other)
 
     __rmul__ = __mul__
+
+    def __pow__(self, p: float) -> Tensor:
+        return _ops.ag_pow(self, p)
 
     def __truediv__(self, other: ArrayLike) -> Tensor:
         return _ops.ag_div(self, other)
@@ -390,38 +402,26 @@ class Tensor:
     def __rtruediv__(self, other: ArrayLike) -> Tensor:
         return _ops._rdiv(self, other)
 
+    def reshape(self, nrow: Union[int, Sequence[int]], ncol: int = -1) -> Tensor:
+        """ag_reshape(self, nrow, ncol)."""
+        return _ops.ag_reshape(self, nrow, ncol)
+
     def __matmul__(self, other: ArrayLike) -> Tensor:
         return _ops.ag_matmul(self, other)
 
     def __rmatmul__(self, other: ArrayLike) -> Tensor:
         return _ops.ag_matmul(other, self)
 
-    def __neg__(self) -> Tensor:
-        return _ops.ag_neg(self)
-
-    def __pow__(self, p: float) -> Tensor:
-        return _ops.ag_pow(self, p)
-
-    @property
-    def T(self) -> Tensor:
-        """The transpose [c, r] (ag_transpose)."""
-        return _ops.ag_transpose(self)
-
-    def sum(self, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
-        """ag_sum(self, dim, keepdim)."""
-        return _ops.ag_sum(self, dim, keepdim)
+    def relu(self) -> Tensor:
+        """ag_relu(self)."""
+        return _ops.ag_relu(self)
 
     def mean(self, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
         """ag_mean(self, dim, keepdim)."""
         return _ops.ag_mean(self, dim, keepdim)
 
-    def relu(self) -> Tensor:
-        """ag_relu(self)."""
-        return _ops.ag_relu(self)
-
-    def reshape(self, nrow: Union[int, Sequence[int]], ncol: int = -1) -> Tensor:
-        """ag_reshape(self, nrow, ncol)."""
-        return _ops.ag_reshape(self, nrow, ncol)
+    def __neg__(self) -> Tensor:
+        return _ops.ag_neg(self)
 
     def __getitem__(self, key: Any) -> Tensor:
         """t[i, j], slices, masks (tensor_index.py)."""
