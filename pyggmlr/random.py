@@ -54,7 +54,7 @@ def _count(n: Any, fn: str) -> int:
         n = np.asarray(n).reshape(-1)[0]
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Real) or not np.isfinite(float(n)) or n < 0:
         raise PyggmlrValueError(f"{fn}: n must be a count >= 0 (or a sequence, whose length is used), got {n!r}")
-    return int(n)  # type: ignore[call-overload]  # a finite Real
+    return int(cast(SupportsInt, n))  # a finite Real (typeshed's Real declares no __int__)
 
 
 def _vec(v: Any, fn: str, name: str, empty_ok: bool = False):
