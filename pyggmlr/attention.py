@@ -14,8 +14,8 @@ import numpy as np
 from . import _core
 from ._core import ffi, lib
 from .errors import ArgumentError
-from .ops import _const, _out, _scalar
-from .tensor import ArrayLike, Tensor
+from .ops import _out, _scalar
+from .tensor import ArrayLike, Tensor, _as_tensor
 
 __all__ = ["ag_flash_attention"]
 
@@ -43,7 +43,7 @@ def _mask_tensor(mask: Any, like: Tensor) -> Tensor:
     a = np.asarray(mask)
     if a.dtype == np.bool_:
         a = np.where(a, 0.0, -np.inf)
-    return _const(a, like)
+    return _as_tensor(a, "ag_flash_attention", like)
 
 
 def ag_flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, n_heads: Any, scale: Optional[float] = None,
@@ -65,9 +65,10 @@ def ag_flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, n_heads: Any, s
     ShapeError when q, k, v do not share d_model or k, v a sequence length, PyggmlrValueError for
     both mask and causal, ShapeError when the mask is not a matrix or not [seq_kv, seq_q];
     DTypeError when q, k and v tensors have different dtypes."""
+    op = "ag_flash_attention"
     like = next((t for t in (q, k, v) if isinstance(t, Tensor)), None)
-    qt = _const(q, like)
-    kt, vt = _const(k, qt), _const(v, qt)
+    qt = _as_tensor(q, op, like)
+    kt, vt = _as_tensor(k, op, qt), _as_tensor(v, op, qt)
     h = _heads(n_heads)
     causal = bool(causal)
     if mask is None:
@@ -81,8 +82,9 @@ def ag_flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, n_heads: Any, s
             shp = ()
         nd = len(shp) if len(shp) == 2 else 1
         mr, mc = (shp if nd == 2 else (0, 0))
-    _core.check(lib.pg_flash_attention_check(qt._handle(), kt._handle(), vt._handle(), h, nd, mr, mc, causal))
+    _core.check(lib.pg_flash_attention_check(qt._handle(op), kt._handle(op), vt._handle(op),
+                                             h, nd, mr, mc, causal))
     mt = _mask_tensor(mask, qt) if mask is not None else None
     s = math.nan if scale is None else _scalar(scale, "ag_flash_attention", "scale")
-    return _out(lib.pg_flash_attention(qt._handle(), kt._handle(), vt._handle(), h, s,
-                                       mt._handle() if mt is not None else ffi.NULL, causal))
+    return _out(lib.pg_flash_attention(qt._handle(op), kt._handle(op), vt._handle(op), h, s,
+                                       mt._handle(op) if mt is not None else ffi.NULL, causal))

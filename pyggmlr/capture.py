@@ -12,7 +12,7 @@ import numpy as np
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .optim import clip_grad_norm, optimizer_adam
 from .tape import backward, with_grad_tape
-from .tensor import Tensor, ag_tensor
+from .tensor import Tensor, _as_tensor
 
 __all__ = ["ag_capture", "ag_capture_step", "ag_capture_set", "ag_capture_free", "Captured"]
 
@@ -34,7 +34,7 @@ def _matrix(v: Any, where: str, name: str) -> Tensor:
         a = a.reshape(1, 1)
     elif a.ndim == 1:
         a = a.reshape(-1, 1)  # a vector is one column
-    return ag_tensor(np.asarray(a, dtype=np.float64))
+    return _as_tensor(np.asarray(a, dtype=np.float64), where, prefix=False)
 
 
 def _out(v: Any) -> Any:

@@ -99,8 +99,9 @@ class CompiledStep:
         Args: top: how many ops the text lists (>= 0); quiet: do not print.
         Returns: a pyggmlr.memory.MemoryReport.
         Raises: PyggmlrValueError when top is not a whole number >= 0."""
-        from .memory import MemoryReport, _check_count, _tape_text
-        top = _check_count(top, "top", "memory()")
+        from ._args import check_count
+        from .memory import MemoryReport, _tape_text
+        top = check_count(top, "memory()", "top")
         n = max(self.n_nodes, 1)
         totals = ffi.new("int64_t[6]")
         labels, nodes, nbytes = ffi.new("const char *[]", n), ffi.new("int64_t[]", n), ffi.new("int64_t[]", n)
@@ -168,6 +169,7 @@ def ag_compile(fn: Callable[..., Tensor], *inputs: ArrayLike, build: str = "opt"
     Raises: ArgumentError when fn is not callable or does not return a tensor, or build "opt"
     has no optimizer; PyggmlrValueError for an unknown build or a graph that cannot be
     replayed (e.g. embedding ids given as an array); whatever fn raises."""
+    op = "ag_compile"
     if not callable(fn):
         raise ArgumentError(f"ag_compile(): fn must be callable, got {type(fn).__name__}")
     if build not in _BUILDS:
@@ -190,8 +192,8 @@ def ag_compile(fn: Callable[..., Tensor], *inputs: ArrayLike, build: str = "opt"
     if not isinstance(out, Tensor):
         lib.pg_graph_record_abort()
         raise ArgumentError(f"ag_compile(): fn must return a tensor, got {type(out).__name__}")
-    handles = ffi.new("pg_tensor *[]", [t._handle() for t in ts] or [NULL])
-    g = lib.pg_graph_record_end(out._handle(), handles, len(ts), _BUILDS[build],
+    handles = ffi.new("pg_tensor *[]", [t._handle(op) for t in ts] or [NULL])
+    g = lib.pg_graph_record_end(out._handle(op), handles, len(ts), _BUILDS[build],
                                 optimizer._o if build == "opt" else NULL)  # type: ignore[union-attr]  # checked above
     if g == NULL:
         _core.raise_last()

@@ -12,7 +12,8 @@ from importlib import resources
 
 import numpy as np
 
-from .errors import ArgumentError, PyggmlrValueError, ShapeError, StateError, as_numeric, check_flag, check_int
+from ._args import as_numeric, check_flag, check_int
+from .errors import ArgumentError, PyggmlrValueError, ShapeError, StateError
 from .tensor import Tensor, ag_tensor
 
 __all__ = ["ag_dataloader", "load_iris"]

@@ -22,11 +22,13 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import numpy as np
 
 from . import _core
+from . import _walk
 from ._core import F32, F64, NULL, check, ffi, lib
-from .errors import ArgumentError, PyggmlrError, PyggmlrValueError, check_int
+from ._args import check_int, check_min_int, check_real
+from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from .optim import _grads_handle, clip_grad_norm, optimizer_adam
 from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
-from .tensor import ArrayLike, Tensor, _unique_tensors, ag_tensor
+from .tensor import ArrayLike, Tensor, ag_tensor
 
 #: A parameter list as the functions here accept it: a model (anything with parameters()), a
 #: dict name -> tensor, a single tensor or an iterable of tensors; matched by position.
@@ -59,16 +61,7 @@ class DistributedError(PyggmlrError, RuntimeError):
 # ---------------------------------------------------------------------------------------------
 # parameter lists (identity, order kept)
 
-_tensors = _unique_tensors
-
-
-def _buffer_tensors(model):
-    b = getattr(model, "buffers", None)
-    if not callable(b):
-        return []
-    bufs = b()
-    vals = list(bufs.values()) if isinstance(bufs, dict) else list(bufs)
-    return [t for t in vals if isinstance(t, Tensor)]
+_tensors = _walk.tensors
 
 
 def _arr(tensors):
@@ -163,21 +156,6 @@ def _verbose_every(verbose):
     return max(v, 0)
 
 
-def _real(v, fn, arg):
-    """v as a float when it is a real number (Inf and NaN pass: the callers decide); a typed
-    error naming the function and the argument otherwise (not float()'s bare TypeError)."""
-    import numbers
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        raise ArgumentError(f"{fn}: {arg} must be a number, got {type(v).__name__} {v!r}"[:200])
-    return float(v)
-
-
-def _as_int(v, name, lo):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-        raise PyggmlrValueError(f"dp_train: {name} must be an integer >= {lo}, got {v!r}")
-    return int(v)
-
-
 def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
              loss_fn: Optional[Callable[[Tensor, Any], Tensor]] = None,
              forward_fn: Optional[Callable[[Any, Any], Tensor]] = None,
@@ -218,18 +196,18 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
     if len(data) == 0:
         raise PyggmlrValueError("dp_train: data is empty")
     if n_gpu is not None:  # ggmlR's name for the replica count
-        n_gpu = _as_int(n_gpu, "n_gpu", 1)
+        n_gpu = check_min_int(n_gpu, "dp_train", "n_gpu", 1)
         check(lib.pg_check_count(b"dp_train", b"n_gpu", float(min(n_gpu, 2 ** 62)), 1, lib.PG_DP_MAX_REPLICAS))
-        if n_replicas is not None and _as_int(n_replicas, "n_replicas", 1) != n_gpu:
+        if n_replicas is not None and check_min_int(n_replicas, "dp_train", "n_replicas", 1) != n_gpu:
             raise PyggmlrValueError(f"dp_train: n_gpu ({n_gpu}) and n_replicas ({n_replicas}) both give the number "
                                     "of replicas; pass one")
         n_replicas = n_gpu
-    n_rep = 1 if n_replicas is None else _as_int(n_replicas, "n_replicas", 1)
+    n_rep = 1 if n_replicas is None else check_min_int(n_replicas, "dp_train", "n_replicas", 1)
     if n_rep > lib.PG_DP_MAX_REPLICAS:  # each replica is a whole model: 10**9 of them never end
         check(lib.pg_check_count(b"dp_train", b"n_replicas", float(min(n_rep, 2 ** 62)), 1, lib.PG_DP_MAX_REPLICAS))
-    n_iter = _as_int(n_iter, "n_iter", 0)
+    n_iter = check_min_int(n_iter, "dp_train", "n_iter", 0)
     every = _verbose_every(verbose)
-    max_norm = _real(max_norm, "dp_train", "max_norm")
+    max_norm = check_real(max_norm, "dp_train", "max_norm")
     if math.isnan(max_norm) or max_norm < 0:
         raise PyggmlrValueError(f"dp_train: max_norm must be >= 0 (Inf: no clipping), got {max_norm}")
     for name, f in (("loss_fn", loss_fn), ("forward_fn", forward_fn), ("target_fn", target_fn)):
@@ -251,7 +229,7 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
         if len(lst) != n_par:
             raise PyggmlrValueError(f"dp_train: replica {r} has {len(lst)} parameters, replica 0 has {n_par}; make_model() must build the same architecture")
         for t in lst:
-            k = int(ffi.cast("intptr_t", t._p))
+            k = t.id
             if seen.setdefault(k, r) != r:
                 raise PyggmlrValueError(f"dp_train: replicas {seen[k]} and {r} share a parameter tensor; make_model() must return a new model each call")
     flat = [t for lst in plists for t in lst]
@@ -458,8 +436,9 @@ def ag_broadcast_parameters(model: Params, root: int = 0, comm: Optional[Comm] =
     root = check_int(root, "ag_broadcast_parameters", "root", 0, comm.Get_size() - 1)
     tensors = _tensors(model, "ag_broadcast_parameters")
     if buffers and not isinstance(model, (dict, list, tuple, Tensor)):
-        ids = {int(ffi.cast("intptr_t", t._p)) for t in tensors}
-        tensors += [t for t in _buffer_tensors(model) if int(ffi.cast("intptr_t", t._p)) not in ids]
+        ids = {t.id for t in tensors}
+        bufs = [t for _, t in _walk.items(model, "buffers", own=False) if isinstance(t, Tensor)]
+        tensors += [t for t in bufs if t.id not in ids]
     if comm.Get_size() == 1:
         return
     _check_layout(comm, tensors, "ag_broadcast_parameters")
@@ -496,7 +475,7 @@ def ag_allreduce_gradients(params: Params, grads: Optional[Gradients] = None, we
     comm = _comm(comm)
     tensors = _tensors(params, "ag_allreduce_gradients")
     gh = _grads_handle(grads, "ag_allreduce_gradients")
-    weight = _real(weight, "ag_allreduce_gradients", "weight")
+    weight = check_real(weight, "ag_allreduce_gradients", "weight")
     if not math.isfinite(weight) or weight < 0:
         raise PyggmlrValueError(f"ag_allreduce_gradients: weight must be finite and >= 0, got {weight}")
     MPI = _import_mpi()

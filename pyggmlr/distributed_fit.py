@@ -9,8 +9,9 @@ from typing import Any, Callable, Dict, Optional, Tuple, Union
 import numpy as np
 
 from . import _core
+from ._args import check_min_int, check_real
 from ._core import ffi, lib
-from .distributed import (Comm, Params, _comm, _import_mpi, _real, _stats, _tensors, ag_allreduce_gradients,
+from .distributed import (Comm, Params, _comm, _import_mpi, _stats, _tensors, ag_allreduce_gradients,
                           ag_broadcast_parameters, ag_rank_slice)
 from .errors import ArgumentError, PyggmlrValueError
 from .optim import Optimizer, clip_grad_norm, optimizer_adam, optimizer_sgd
@@ -71,7 +72,7 @@ class DistributedOptimizer:
         object.__setattr__(self, "comm", _comm(comm))
         object.__setattr__(self, "dtype", dtype)
         object.__setattr__(self, "_steps", 0)
-        object.__setattr__(self, "max_norm", _real(max_norm, "DistributedOptimizer", "max_norm"))
+        object.__setattr__(self, "max_norm", check_real(max_norm, "DistributedOptimizer", "max_norm"))
 
     def step(self, grads: Optional[Gradients] = None, weight: float = 1.0, sum_grads: bool = False) -> bool:
         """All-reduce the gradients across ranks (weighted by `weight`, e.g. this rank's sample
@@ -154,9 +155,8 @@ def ag_fit_distributed(model: Any, x: ArrayLike, y: Optional[ArrayLike] = None,
     comm = _comm(comm)
     MPI = _import_mpi()
     lossfn = _loss_callable(loss)
-    for name, v in (("nepoch", nepoch), ("batch_size", batch_size)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise PyggmlrValueError(f"ag_fit_distributed: {name} must be an integer >= 1, got {v!r}")
+    nepoch = check_min_int(nepoch, "ag_fit_distributed", "nepoch", 1)
+    batch_size = check_min_int(batch_size, "ag_fit_distributed", "batch_size", 1)
     X = np.asarray(x)
     if X.ndim == 1:
         X = X.reshape(1, -1)
@@ -176,7 +176,7 @@ def ag_fit_distributed(model: Any, x: ArrayLike, y: Optional[ArrayLike] = None,
         opt = optimizer_sgd(params, lr=lr)
     else:
         raise PyggmlrValueError(f"ag_fit_distributed: optimizer must be 'adam', 'sgd' or an optimizer object, got {optimizer!r}")
-    max_norm = _real(max_norm, "ag_fit_distributed", "max_norm")
+    max_norm = check_real(max_norm, "ag_fit_distributed", "max_norm")
     W, r = comm.Get_size(), comm.Get_rank()
     B = int(batch_size) * W
     ag_broadcast_parameters(model, comm=comm)

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Tuple
 
-import numpy as np
-
-from .errors import ArgumentError, PyggmlrValueError, check_flag, check_num
+from ._args import check_flag, check_min_int, check_num
+from .errors import ArgumentError, PyggmlrValueError
 from .fit_callbacks import Callback, _FnCallback
 from .fit_util import _forward, _set_mode
 from .tape import ag_no_grad
@@ -13,19 +12,14 @@ from .tape import ag_no_grad
 __all__: List[str] = []
 
 
-def _count(v: Any, name: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise PyggmlrValueError(f"ag_fit: {name} must be an integer >= 1, got {v!r}")
-    return int(v)
-
-
 def check_args(nepoch: Any, batch_size: Any, shuffle: Any, nbatch_logical: Any, val_split: Any,
                opt_params: Any) -> Tuple[int, int, bool, int, int, float]:
     """(nepoch, batch_size, shuffle, nbatch_logical, micro-batches per logical batch, val_split),
     or the error naming ag_fit and the argument."""
-    nepoch, batch_size = _count(nepoch, "nepoch"), _count(batch_size, "batch_size")
+    nepoch = check_min_int(nepoch, "ag_fit", "nepoch", 1)
+    batch_size = check_min_int(batch_size, "ag_fit", "batch_size", 1)
     shuffle = check_flag(shuffle, "ag_fit", "shuffle")
-    nbl = _count(batch_size if nbatch_logical is None else nbatch_logical, "nbatch_logical")
+    nbl = check_min_int(batch_size if nbatch_logical is None else nbatch_logical, "ag_fit", "nbatch_logical", 1)
     if nbl % batch_size:
         raise PyggmlrValueError(f"ag_fit: nbatch_logical ({nbl}) must be a multiple of batch_size ({batch_size})")
     val_split = check_num(val_split, "ag_fit", "val_split") if not isinstance(val_split, float) else val_split

@@ -7,7 +7,8 @@ from typing import List, Optional, Union
 import math
 
 
-from .errors import ArgumentError, PyggmlrValueError, as_flag, check_int, check_num
+from ._args import as_flag, check_int, check_num
+from .errors import ArgumentError, PyggmlrValueError
 from .fit_util import _restore, _snapshot
 
 __all__ = ["Callback", "ag_early_stopping", "ag_model_checkpoint"]

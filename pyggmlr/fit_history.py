@@ -1,7 +1,7 @@
 """ag_fit's History (per-epoch results, table, plot) and the statistics as ggml reports them."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 import math
 
@@ -83,7 +83,7 @@ class History:
 
     def as_dict(self):
         """All per-epoch lists plus stopped_epoch and best_epoch as a plain dict (JSON-able)."""
-        d = {k: list(getattr(self, k)) for k in _KEYS}
+        d: Dict[str, Any] = {k: list(getattr(self, k)) for k in _KEYS}
         d["stopped_epoch"], d["best_epoch"] = self.stopped_epoch, self.best_epoch
         return d
 
@@ -100,25 +100,19 @@ class History:
         uncertainty, columns only when present) and the epoch's time."""
         has_val = any(not math.isnan(v) for v in self.val_loss)
         has_acc = any(not math.isnan(v) for v in self.accuracy)
-        head = f"{'epoch':>5}  {'loss':>18}"
+        # (title, width, cell text of epoch i): loss, then accuracy / val_* when recorded
+        cols = [("loss", 18, lambda i: _pm(self.loss[i], self.loss_unc[i]))]
         if has_acc:
-            head += f"  {'accuracy':>17}"
+            cols.append(("accuracy", 17, lambda i: _pm_pct(self.accuracy[i], self.accuracy_unc[i])))
         if has_val:
-            head += f"  {'val_loss':>18}"
+            cols.append(("val_loss", 18, lambda i: _pm(self.val_loss[i], self.val_loss_unc[i])))
             if has_acc:
-                head += f"  {'val_accuracy':>17}"
-        head += f"  {'time':>7}"
-        lines = [head]
+                cols.append(("val_accuracy", 17,
+                             lambda i: _pm_pct(self.val_accuracy[i], self.val_accuracy_unc[i])))
+        lines = [f"{'epoch':>5}" + "".join(f"  {t:>{w}}" for t, w, _ in cols) + f"  {'time':>7}"]
         for i, e in enumerate(self.epoch):
-            s = f"{e:>5}  {_pm(self.loss[i], self.loss_unc[i])}"
-            if has_acc:
-                s += f"  {_pm_pct(self.accuracy[i], self.accuracy_unc[i])}"
-            if has_val:
-                s += f"  {_pm(self.val_loss[i], self.val_loss_unc[i])}"
-                if has_acc:
-                    s += f"  {_pm_pct(self.val_accuracy[i], self.val_accuracy_unc[i])}"
-            s += f"  {self.time_train[i] + self.time_val[i]:6.2f}s"
-            lines.append(s)
+            cells = "".join(f"  {cell(i)}" for _, _, cell in cols)
+            lines.append(f"{e:>5}{cells}  {self.time_train[i] + self.time_val[i]:6.2f}s")
         return "\n".join(lines)
 
     def __repr__(self):

@@ -52,7 +52,7 @@ class FitPlan:
     def _tensor(self, p: Any) -> Optional[Tensor]:
         if p == NULL:
             return None
-        key = int(ffi.cast("intptr_t", p))
+        key = lib.pg_tensor_id(p)
         t = self._wrappers.get(key)
         if t is not None:
             lib.pg_tensor_release(p)  # the extra reference the core handed out

@@ -7,7 +7,9 @@ from typing import List
 
 import numpy as np
 
-from .errors import ArgumentError, PyggmlrValueError, ShapeError, as_numeric
+from . import _walk
+from ._args import as_numeric
+from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .ops import ag_mean, ag_mse_loss, ag_softmax_cross_entropy_loss, ag_sum
 from .ops_loss import ag_bce_with_logits_loss, ag_binary_cross_entropy_loss, ag_huber_loss, ag_mae_loss
 from .optim import Optimizer, optimizer_adam, optimizer_sgd
@@ -34,13 +36,11 @@ def _forward(model, x):
 def _params(model):
     if not hasattr(model, "parameters"):
         raise ArgumentError(f"model must have parameters(), got {type(model).__name__}")
-    p = model.parameters()
-    return dict(p) if isinstance(p, dict) else {str(i + 1): t for i, t in enumerate(p)}
+    return dict(_walk.items(model))
 
 
 def _buffers(model):
-    b = getattr(model, "buffers", None)
-    return dict(b()) if callable(b) else {}
+    return dict(_walk.items(model, "buffers", own=False))
 
 
 def _set_mode(model, training):
@@ -140,7 +140,7 @@ def _apply_hyper(opt, hp, epoch):
     if not isinstance(hp, dict):
         raise ArgumentError(f"ag_fit: opt_params(epoch) must return a dict, got {type(hp).__name__} at epoch {epoch}")
     for k, v in hp.items():
-        name = _HYPER_ALIASES.get(k, k)
+        name = _HYPER_ALIASES[k] if k in _HYPER_ALIASES else k
         try:
             getattr(opt, name)
         except AttributeError:

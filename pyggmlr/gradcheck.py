@@ -111,7 +111,7 @@ def ag_gradcheck(fn: Callable[[Any], Tensor], inputs: Any, eps: Optional[float] 
     try:
         for name, t in checked.items():
             orig = originals[name]
-            dt = lib.pg_tensor_dtype(t._handle())
+            dt = lib.pg_tensor_dtype(t._handle("ag_gradcheck"))
             fp, fm, xp, xm = (np.zeros(orig.size) for _ in range(4))
             work = orig.copy(order="F")
             for j in range(orig.shape[1]):

@@ -13,7 +13,7 @@ Reading never unpickles or evaluates anything; every size, offset, dtype and JSO
 checked, and any problem raises PyggmlrValueError."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import errno
 import json
@@ -31,7 +31,7 @@ __all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: state.py
 FORMAT = "pyggmlr.ag_model"
 FORMAT_VERSION = "1"
 MAX_HEADER = 100 * 1024 * 1024  # bytes of JSON header the core accepts when reading (native/codec.c)
-_DT = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
+_DT: Dict[str, np.dtype] = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,10 +144,6 @@ def _read_safetensors(path, fn="ag_load_model()"):
 # ---------------------------------------------------------------------------------------------
 # model <-> file
 
-def _ptr(t):
-    return int(ffi.cast("intptr_t", t._handle()))
-
-
 def _model_parts(model):
     from .fit import _buffers, _params
     try:
@@ -164,8 +160,8 @@ def _model_parts(model):
 
 
 def _opt_names(opt, params):
-    by_ptr = {_ptr(t): k for k, t in params.items()}
-    return [by_ptr.get(_ptr(t), f"#{i + 1}") for i, t in enumerate(opt.params.values())]
+    by_id = {t.id: k for k, t in params.items()}
+    return [by_id.get(t.id, f"#{i + 1}") for i, t in enumerate(opt.params.values())]
 
 
 def _clean(v):
@@ -404,7 +400,7 @@ def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False,
 
 def _load_checkpoint(path, model, optimizer):
     model, info = _load(path, model=model, optimizer=optimizer, quiet_hyper=True, need_epoch=True)
-    more = {}
+    more: Dict[int, Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]] = {}  # i: (params, bufs)
     for k, a in info["tensors"].items():
         if k.startswith("callback"):
             head, _, rest = k.partition(".")

@@ -14,7 +14,7 @@ Every number comes from the C core's allocator, which counts each tensor storage
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import gc
 import math
@@ -23,9 +23,11 @@ import numbers
 import numpy as np
 
 from . import _core
+from . import _walk
 from ._core import F32, NULL, ffi, lib
-from .errors import ArgumentError, PyggmlrValueError, as_flag, check_int, check_num
-from .tensor import Tensor, _dtype_code, _new_from, _unique_tensors
+from ._args import as_flag, check_count, check_int, check_num
+from .errors import ArgumentError, PyggmlrValueError
+from .tensor import Tensor, _dtype_code, _new_from
 
 __all__ = [
     "ag_tape_memory", "ag_estimate_training_memory", "ag_memory_stats", "ag_memory_peak",
@@ -119,12 +121,6 @@ def ag_live_objects() -> int:
 # ---------------------------------------------------------------------------------------------
 # ag_tape_memory
 
-def _check_count(v, name, fn):
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0 or v != int(v):
-        raise PyggmlrValueError(f"{fn}: {name} must be a non-negative whole number, got {v!r}")
-    return int(v)
-
-
 def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> MemoryReport:
     """How many nodes the current tape holds and the memory they keep alive.
 
@@ -146,7 +142,7 @@ def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> 
         if not isinstance(compiled, CompiledStep):
             raise ArgumentError(f"ag_tape_memory(): compiled must be a step from ag_compile, got {type(compiled).__name__}")
         return compiled.memory(top=top, quiet=quiet)
-    top = _check_count(top, "top", "ag_tape_memory()")
+    top = check_count(top, "ag_tape_memory()", "top")
     gc.collect()  # unreachable cycles holding tensors go first: the count is what ag_tape_clear() frees
     n_nodes = lib.pg_tape_nodes()
     cap = max(n_nodes, 1)
@@ -213,11 +209,10 @@ def _shape_list(shapes):
         shapes = [shapes]  # one bare vector, as R's c(64, 64)
     out = []
     for s in shapes:
-        dims = [s] if _is_number(s) or isinstance(s, np.generic) else s
         try:
-            dims = list(dims)
+            dims = [s] if _is_number(s) or isinstance(s, np.generic) else list(s)
         except TypeError:
-            dims = None
+            dims = []
         ok = bool(dims) and all(_is_number(d) and not isinstance(d, (bool, np.bool_)) and math.isfinite(d) and d > 0
                                 for d in dims)
         if not ok:
@@ -259,7 +254,7 @@ def _r_format_count(v):
         return fixed
     neg = fixed.startswith("-")
     digits = fixed.lstrip("-")
-    groups = []
+    groups: List[str] = []
     while digits:
         groups.insert(0, digits[-3:])
         digits = digits[:-3]
@@ -274,7 +269,7 @@ def _nbytes(p):
 def _model_params(model):
     if not (hasattr(model, "parameters") and callable(model.parameters)):
         raise ArgumentError("ag_estimate_training_memory(): model must have a parameters() method")
-    return _unique_tensors(model, "ag_estimate_training_memory(): model.parameters()")
+    return _walk.tensors(model, "ag_estimate_training_memory(): model.parameters()")
 
 
 def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, static=False):

@@ -14,11 +14,14 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 import numpy as np
 
 from . import _core
+from . import _walk
 from ._core import ffi, lib
-from .errors import INT_MAX, ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
+from ._args import check_r_int
+from .errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from .ops import _linear, ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
 from .random import runif
-from .tensor import ArrayLike, Tensor, _new_from, _wrap, ag_param
+from . import tensor as _tensor
+from .tensor import ArrayLike, Tensor, _wrap, ag_param
 from . import nn_module as _reg
 
 __all__ = [
@@ -36,20 +39,8 @@ def _as_tensor(x: Any, name: str, like: Optional[Tensor] = None) -> Tensor:
     if isinstance(x, Tensor):
         return x
     if isinstance(x, (np.ndarray, list, tuple, int, float)):
-        code = lib.pg_tensor_dtype(like._handle()) if like is not None else lib.pg_default_dtype()
-        return _new_from(x, code)
+        return _tensor._as_tensor(x, name, like, prefix=False)
     raise ArgumentError(f"{name}: expected a tensor (or numeric array), got {type(x).__name__}")
-
-
-def _int(v, name, arg):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        if isinstance(v, (float, np.floating)) and float(v).is_integer():
-            v = int(v)
-        else:
-            raise ArgumentError(f"{name}: '{arg}' must be an integer, got {v!r}")
-    if abs(int(v)) > INT_MAX:  # R's integer range in both languages (numpy's "maximum dimension" else)
-        raise PyggmlrValueError(f"{name}: '{arg}' must be an integer of at most {INT_MAX} in size (R's integer range), got {v!r}")
-    return int(v)
 
 
 def ag_slice_rows(x: ArrayLike, from_: int, n: int) -> Tensor:
@@ -60,7 +51,7 @@ def ag_slice_rows(x: ArrayLike, from_: int, n: int) -> Tensor:
     Raises: ArgumentError when from_ or n is not an integer (or x not a tensor / array),
     PyggmlrValueError when the rows are out of range."""
     x = _as_tensor(x, "ag_slice_rows")
-    return _wrap(lib.pg_slice_rows(x._p, _int(from_, "ag_slice_rows", "from"), _int(n, "ag_slice_rows", "n")))
+    return _wrap(lib.pg_slice_rows(x._p, check_r_int(from_, "ag_slice_rows", "from"), check_r_int(n, "ag_slice_rows", "n")))
 
 
 def ag_concat_rows(a: ArrayLike, b: ArrayLike) -> Tensor:
@@ -91,31 +82,6 @@ def _causal_mask(scores_t):
 def _fmt_num(v):
     """Numbers as R prints them in layer names: 0.5, 0, 0.1, 1e-05."""
     return f"{float(v):.15g}"
-
-
-def _layer_params(layer):
-    """A layer's parameters as (name, tensor) pairs: parameters() or ggmlR's params()."""
-    fn = getattr(layer, "parameters", None)
-    if not callable(fn):
-        fn = getattr(layer, "params", None)
-    if not callable(fn):
-        return []
-    p = fn()
-    if p is None:
-        return []
-    if isinstance(p, dict):
-        return list(p.items())
-    if isinstance(p, Tensor):
-        return [("1", p)]
-    return [(str(i + 1), t) for i, t in enumerate(p)]
-
-
-def _layer_buffers(layer):
-    fn = getattr(layer, "buffers", None)
-    if not callable(fn):
-        return []
-    b = fn()
-    return list(b.items()) if b else []
 
 
 def _layer_name(layer):
@@ -308,8 +274,8 @@ class ag_linear(Module):
     def __init__(self, in_features: int, out_features: int, activation: Optional[str] = None,
                  init: Union[str, Callable[[int, int], Any], ArrayLike] = "glorot_uniform",
                  gain: float = 1) -> None:
-        n_in = _int(in_features, "ag_linear", "in_features")
-        n_out = _int(out_features, "ag_linear", "out_features")
+        n_in = check_r_int(in_features, "ag_linear", "in_features")
+        n_out = check_r_int(out_features, "ag_linear", "out_features")
         if n_in < 1 or n_out < 1:
             raise PyggmlrValueError(f"ag_linear: in_features and out_features must be >= 1, got {n_in} and {n_out}")
         if activation is not None and (not isinstance(activation, str) or activation not in _ACTIVATIONS):
@@ -415,7 +381,7 @@ class ag_sequential(Module):
         e.g. layer1_W, layer1_b, layer3_W; the layers' own tensors."""
         out: OrderedDict[str, Tensor] = OrderedDict()
         for i, layer in enumerate(self.layers, 1):
-            for n, t in _layer_params(layer):
+            for n, t in _walk.items(layer, "parameters", alt="params", own=False):
                 out[f"layer{i}_{n}"] = t
         return out
 
@@ -423,7 +389,7 @@ class ag_sequential(Module):
         """Every layer's buffers in order, named ``layer<i>_<name>`` as parameters()."""
         out: OrderedDict[str, Tensor] = OrderedDict()
         for i, layer in enumerate(self.layers, 1):
-            for n, t in _layer_buffers(layer):
+            for n, t in _walk.items(layer, "buffers", own=False):
                 out[f"layer{i}_{n}"] = t
         return out
 

@@ -11,10 +11,11 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from ._core import NULL, ffi, lib
-from .errors import INT_MAX, PyggmlrValueError, ShapeError, check_num
+from ._args import INT_MAX, check_num, check_r_int
+from .errors import PyggmlrValueError, ShapeError
 from .ops import _class_ids, ag_add, ag_matmul, ag_softmax
 from .tensor import ArrayLike, Tensor, _wrap, ag_param, ag_tensor
-from .nn import Module, _as_tensor, _causal_mask, _dropout, _glorot, _int, _matmul_t, _uniform, ag_concat_rows, ag_slice_rows
+from .nn import Module, _as_tensor, _causal_mask, _dropout, _glorot, _matmul_t, _uniform, ag_concat_rows, ag_slice_rows
 
 __all__ = ["ag_batch_norm", "ag_layer_norm", "ag_embedding", "ag_multihead_attention"]
 
@@ -39,7 +40,7 @@ class ag_batch_norm(Module):
     kind = "batch_norm"
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1) -> None:
-        F = _int(num_features, "ag_batch_norm", "num_features")
+        F = check_r_int(num_features, "ag_batch_norm", "num_features")
         if F < 1:
             raise PyggmlrValueError(f"ag_batch_norm: num_features must be >= 1, got {F}")
         eps = check_num(eps, "ag_batch_norm", "eps", 0)
@@ -151,8 +152,8 @@ class ag_embedding(Module):
     kind = "embedding"
 
     def __init__(self, vocab_size: int, dim: int) -> None:
-        V = _int(vocab_size, "ag_embedding", "vocab_size")
-        D = _int(dim, "ag_embedding", "dim")
+        V = check_r_int(vocab_size, "ag_embedding", "vocab_size")
+        D = check_r_int(dim, "ag_embedding", "dim")
         if V < 1 or D < 1:
             raise PyggmlrValueError(f"ag_embedding: vocab_size and dim must be >= 1, got {V} and {D}")
         self.vocab_size, self.dim = V, D
@@ -200,8 +201,8 @@ class ag_multihead_attention(Module):
     kind = "multihead_attention"
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
-        d = _int(d_model, "ag_multihead_attention", "d_model")
-        h = _int(n_heads, "ag_multihead_attention", "n_heads")
+        d = check_r_int(d_model, "ag_multihead_attention", "d_model")
+        h = check_r_int(n_heads, "ag_multihead_attention", "n_heads")
         if d < 1 or h < 1:
             raise PyggmlrValueError(f"ag_multihead_attention: d_model and n_heads must be >= 1, got {d} and {h}")
         if d % h:

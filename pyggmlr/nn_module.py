@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Dict, List, Mapping, Tuple
 
+from ._walk import items as _items
 from .tensor import Tensor
 
 __all__: List[str] = []
@@ -61,8 +62,8 @@ def registered(obj: Any) -> List[Tuple[str, str, Any]]:
 
 
 def _layer_items(layer: Any, what: str) -> List[Tuple[str, Tensor]]:
-    from .nn import _layer_buffers, _layer_params
-    return _layer_params(layer) if what == "parameters" else _layer_buffers(layer)
+    """A layer's parameters (parameters(), else ggmlR's params()) or buffers, (name, tensor)."""
+    return _items(layer, what, alt="params" if what == "parameters" else None, own=False)
 
 
 def collect(obj: Any, what: str) -> "OrderedDict[str, Tensor]":

@@ -16,8 +16,9 @@ import numpy as np
 
 from . import _core
 from ._core import lib
-from .errors import ArgumentError, PyggmlrError, PyggmlrValueError, ShapeError, as_numeric, caller_op
-from .tensor import ArrayLike, Tensor, _new_from, _wrap
+from ._args import as_numeric
+from .errors import ArgumentError, PyggmlrValueError, ShapeError
+from .tensor import ArrayLike, Tensor, _as_tensor, _wrap
 
 __all__ = [
     "ag_matmul", "ag_add", "ag_sub", "ag_mul", "ag_div", "ag_scale", "ag_neg", "ag_relu",
@@ -41,26 +42,24 @@ def _out(p: Any) -> Tensor:
     return t
 
 
-def _const(x: ArrayLike, like: Optional[Tensor]) -> Tensor:
-    if isinstance(x, Tensor):
-        return x
-    code = lib.pg_tensor_dtype(like._handle()) if like is not None else lib.pg_default_dtype()
-    try:
-        return _new_from(x, code)
-    except PyggmlrError as e:  # name the op the bad operand was given to (slow path only)
-        raise type(e)(f"{caller_op()}: {e}") from None
-
-
-def _pair(a: ArrayLike, b: ArrayLike) -> Tuple[Tensor, Tensor]:
+def _pair(a: ArrayLike, b: ArrayLike, op: str) -> Tuple[Tensor, Tensor]:
     if isinstance(a, Tensor):
-        return a, (b if isinstance(b, Tensor) else _const(b, a))
+        return a, (b if isinstance(b, Tensor) else _as_tensor(b, op, a))
     if isinstance(b, Tensor):
-        return _const(a, b), b
-    return _const(a, None), _const(b, None)
+        return _as_tensor(a, op, b), b
+    return _as_tensor(a, op, None), _as_tensor(b, op, None)
 
 
-def _unary_arg(x: ArrayLike) -> Tensor:
-    return x if isinstance(x, Tensor) else _const(x, None)
+def _unary_arg(x: ArrayLike, op: str) -> Tensor:
+    return x if isinstance(x, Tensor) else _as_tensor(x, op, None)
+
+
+def _binary(fn: Callable[[Any, Any], Any], A: ArrayLike, B: ArrayLike, op: str) -> Tensor:
+    """fn(A, B) for two tensors, or after turning data into constants of the other's dtype."""
+    if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
+        return _out(fn(A._handle(op), B._handle(op)))
+    a, b = _pair(A, B, op)
+    return _out(fn(a._handle(op), b._handle(op)))
 
 
 _pg_matmul, _pg_add, _pg_sub, _pg_mul, _pg_div = lib.pg_matmul, lib.pg_add, lib.pg_sub, lib.pg_mul, lib.pg_div
@@ -74,10 +73,7 @@ def ag_matmul(A: ArrayLike, B: ArrayLike) -> Tensor:
     Returns: a new tensor [m, n]; gradients g @ B^T into A and A^T @ g into B.
     Raises: ShapeError when ncol(A) != nrow(B) (the message names both shapes and suggests the
     transpose that fits), DTypeError when A and B have different dtypes."""
-    if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
-        return _out(_pg_matmul(A._handle(), B._handle()))
-    a, b = _pair(A, B)
-    return _out(_pg_matmul(a._handle(), b._handle()))
+    return _binary(_pg_matmul, A, B, "ag_matmul")
 
 
 def ag_add(A: ArrayLike, B: ArrayLike) -> Tensor:
@@ -88,10 +84,7 @@ def ag_add(A: ArrayLike, B: ArrayLike) -> Tensor:
     Returns: a new tensor of the broadcast shape; gradients are summed back to each shape.
     Raises: ShapeError when the shapes neither match nor broadcast, DTypeError on mixed
     dtypes."""
-    if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
-        return _out(_pg_add(A._handle(), B._handle()))
-    a, b = _pair(A, B)
-    return _out(_pg_add(a._handle(), b._handle()))
+    return _binary(_pg_add, A, B, "ag_add")
 
 
 def ag_sub(A: ArrayLike, B: ArrayLike) -> Tensor:
@@ -100,10 +93,7 @@ def ag_sub(A: ArrayLike, B: ArrayLike) -> Tensor:
     Args: A, B: tensors or numeric data of equal or broadcastable shapes [rows, cols].
     Returns: a new tensor of the broadcast shape; gradients g into A and -g into B.
     Raises: ShapeError when the shapes do not broadcast, DTypeError on mixed dtypes."""
-    if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
-        return _out(_pg_sub(A._handle(), B._handle()))
-    a, b = _pair(A, B)
-    return _out(_pg_sub(a._handle(), b._handle()))
+    return _binary(_pg_sub, A, B, "ag_sub")
 
 
 def ag_mul(A: ArrayLike, B: ArrayLike) -> Tensor:
@@ -112,10 +102,7 @@ def ag_mul(A: ArrayLike, B: ArrayLike) -> Tensor:
     Args: A, B: tensors or numeric data of equal or broadcastable shapes [rows, cols].
     Returns: a new tensor of the broadcast shape; gradients g * B into A and g * A into B.
     Raises: ShapeError when the shapes do not broadcast, DTypeError on mixed dtypes."""
-    if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
-        return _out(_pg_mul(A._handle(), B._handle()))
-    a, b = _pair(A, B)
-    return _out(_pg_mul(a._handle(), b._handle()))
+    return _binary(_pg_mul, A, B, "ag_mul")
 
 
 def ag_div(A: ArrayLike, B: ArrayLike) -> Tensor:
@@ -125,10 +112,7 @@ def ag_div(A: ArrayLike, B: ArrayLike) -> Tensor:
     Args: A, B: tensors or numeric data of equal or broadcastable shapes [rows, cols].
     Returns: a new tensor of the broadcast shape; gradients g / B into A, -g A / B^2 into B.
     Raises: ShapeError when the shapes do not broadcast, DTypeError on mixed dtypes."""
-    if A.__class__ is Tensor and B.__class__ is Tensor:  # fast path: no conversions
-        return _out(_pg_div(A._handle(), B._handle()))
-    a, b = _pair(A, B)
-    return _out(_pg_div(a._handle(), b._handle()))
+    return _binary(_pg_div, A, B, "ag_div")
 
 
 def _scalar(v, name, arg):
@@ -146,52 +130,44 @@ def ag_scale(x: ArrayLike, scalar: float) -> Tensor:
     Args: x: a tensor or numeric data [rows, cols]; scalar: a number.
     Returns: a new tensor of x's shape and dtype; gradient scalar * g.
     Raises: ArgumentError when scalar is not a number."""
-    x = _unary_arg(x)  # keep the (possibly temporary) tensor alive across the C call
-    return _wrap(lib.pg_scale(x._handle(), _scalar(scalar, "ag_scale", "scalar")))
+    op = "ag_scale"
+    x = _unary_arg(x, op)  # keep the (possibly temporary) tensor alive across the C call
+    return _wrap(lib.pg_scale(x._handle(op), _scalar(scalar, "ag_scale", "scalar")))
 
 
-def _unary(code: int) -> Callable[[ArrayLike], Tensor]:
+_UNARY_DOC = ("\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the"
+              " default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError"
+              " when x is not numeric, ArgumentError when x is a freed tensor.")
+
+
+def _unary(code: int, name: str, doc: str) -> Callable[[ArrayLike], Tensor]:
+    """The elementwise op `name` (pg_unary with code); its errors name it."""
     def op(x: ArrayLike) -> Tensor:
         if x.__class__ is not Tensor:
-            x = _const(x, None)
-        return _out(_pg_unary(code, x._handle()))
+            x = _as_tensor(x, name, None)
+        return _out(_pg_unary(code, x._handle(name)))
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc + _UNARY_DOC
     return op
 
 
-ag_relu = _unary(lib.PG_RELU)
-ag_relu.__name__ = "ag_relu"
-ag_relu.__doc__ = ("Elementwise max(x, 0) (ReLU); gradient g where x > 0, 0 at x <= 0."
-                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
-ag_sigmoid = _unary(lib.PG_SIGMOID)
-ag_sigmoid.__name__ = "ag_sigmoid"
-ag_sigmoid.__doc__ = ("Elementwise logistic s = 1 / (1 + exp(-x)); gradient g s (1 - s)."
-                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
-ag_tanh = _unary(lib.PG_TANH)
-ag_tanh.__name__ = "ag_tanh"
-ag_tanh.__doc__ = ("Elementwise tanh(x); gradient g (1 - tanh(x)^2)."
-                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
-ag_gelu = _unary(lib.PG_GELU)
-ag_gelu.__name__ = "ag_gelu"
-ag_gelu.__doc__ = ("Elementwise exact GELU 0.5 x (1 + erf(x / sqrt(2))) (not the tanh approximation)."
-                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
-ag_softmax = _unary(lib.PG_SOFTMAX)
-ag_softmax.__name__ = "ag_softmax"
-ag_softmax.__doc__ = ("Softmax down each column of x [classes, batch] (max-subtracted, so large logits do not overflow);\neach column of the result sums to 1."
-                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
-ag_log = _unary(lib.PG_LOG)
-ag_log.__name__ = "ag_log"
-ag_log.__doc__ = ("Elementwise natural log, no clamping: log(0) = -inf, log(x < 0) = nan; gradient g / x."
-                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
-ag_exp = _unary(lib.PG_EXP)
-ag_exp.__name__ = "ag_exp"
-ag_exp.__doc__ = ("Elementwise exp(x); gradient g exp(x) (overflow gives inf, as IEEE)."
-                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
-ag_neg = _unary(lib.PG_NEG)
-ag_neg.__name__ = "ag_neg"
-ag_neg.__doc__ = ("Elementwise negation -x (also the unary minus operator); gradient -g."
-                  "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
-for _f in (ag_relu, ag_sigmoid, ag_tanh, ag_gelu, ag_softmax, ag_log, ag_exp, ag_neg):
-    _f.__code__ = _f.__code__.replace(co_name=_f.__name__)  # error messages name the op (errors.caller_op)
+# one row an op: (C code, name, the first lines of its docstring)
+ag_relu = _unary(lib.PG_RELU, "ag_relu",
+                 "Elementwise max(x, 0) (ReLU); gradient g where x > 0, 0 at x <= 0.")
+ag_sigmoid = _unary(lib.PG_SIGMOID, "ag_sigmoid",
+                    "Elementwise logistic s = 1 / (1 + exp(-x)); gradient g s (1 - s).")
+ag_tanh = _unary(lib.PG_TANH, "ag_tanh", "Elementwise tanh(x); gradient g (1 - tanh(x)^2).")
+ag_gelu = _unary(lib.PG_GELU, "ag_gelu", "Elementwise exact GELU 0.5 x (1 + erf(x / sqrt(2)))"
+                 " (not the tanh approximation).")
+ag_softmax = _unary(lib.PG_SOFTMAX, "ag_softmax",
+                    "Softmax down each column of x [classes, batch] (max-subtracted, so large"
+                    " logits do not overflow);\neach column of the result sums to 1.")
+ag_log = _unary(lib.PG_LOG, "ag_log", "Elementwise natural log, no clamping: log(0) = -inf,"
+                " log(x < 0) = nan; gradient g / x.")
+ag_exp = _unary(lib.PG_EXP, "ag_exp",
+                "Elementwise exp(x); gradient g exp(x) (overflow gives inf, as IEEE).")
+ag_neg = _unary(lib.PG_NEG, "ag_neg",
+                "Elementwise negation -x (also the unary minus operator); gradient -g.")
 
 
 def ag_pow(x: ArrayLike, p: float) -> Tensor:
@@ -201,8 +177,9 @@ def ag_pow(x: ArrayLike, p: float) -> Tensor:
     x gives nan, as IEEE).
     Returns: a new tensor of x's shape; gradient g p x^(p - 1).
     Raises: ArgumentError when p is not a number."""
-    x = _unary_arg(x)
-    return _wrap(lib.pg_pow(x._handle(), _scalar(p, "ag_pow", "p")))
+    op = "ag_pow"
+    x = _unary_arg(x, op)
+    return _wrap(lib.pg_pow(x._handle(op), _scalar(p, "ag_pow", "p")))
 
 
 def ag_clamp(x: ArrayLike, lo: float = -np.inf, hi: float = np.inf) -> Tensor:
@@ -211,8 +188,9 @@ def ag_clamp(x: ArrayLike, lo: float = -np.inf, hi: float = np.inf) -> Tensor:
     Args: x: a tensor or numeric data [rows, cols]; lo, hi: numbers (default: unbounded).
     Returns: a new tensor of x's shape; gradient g strictly inside (lo, hi), 0 elsewhere.
     Raises: ArgumentError when lo or hi is not a number."""
-    x = _unary_arg(x)
-    return _wrap(lib.pg_clamp(x._handle(), _scalar(lo, "ag_clamp", "lo"), _scalar(hi, "ag_clamp", "hi")))
+    op = "ag_clamp"
+    x = _unary_arg(x, op)
+    return _wrap(lib.pg_clamp(x._handle(op), _scalar(lo, op, "lo"), _scalar(hi, op, "hi")))
 
 
 def _dim(dim, name):
@@ -232,8 +210,9 @@ def ag_sum(x: ArrayLike, dim: Optional[int] = None, keepdim: bool = False) -> Te
     compatibility, no effect.
     Returns: a new tensor; the gradient broadcasts g back over the summed axis.
     Raises: PyggmlrValueError when dim is not None, 1 or 2."""
-    x = _unary_arg(x)
-    return _wrap(lib.pg_sum(x._handle(), _dim(dim, "ag_sum")))
+    op = "ag_sum"
+    x = _unary_arg(x, op)
+    return _wrap(lib.pg_sum(x._handle(op), _dim(dim, op)))
 
 
 def ag_mean(x: ArrayLike, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
@@ -244,8 +223,9 @@ def ag_mean(x: ArrayLike, dim: Optional[int] = None, keepdim: bool = False) -> T
     argument).
     Returns: a new tensor; gradient g / n spread over the averaged entries.
     Raises: PyggmlrValueError when dim is not None, 1 or 2."""
-    x = _unary_arg(x)
-    return _wrap(lib.pg_mean(x._handle(), _dim(dim, "ag_mean")))
+    op = "ag_mean"
+    x = _unary_arg(x, op)
+    return _wrap(lib.pg_mean(x._handle(op), _dim(dim, op)))
 
 
 def ag_transpose(x: ArrayLike) -> Tensor:
@@ -254,8 +234,9 @@ def ag_transpose(x: ArrayLike) -> Tensor:
     Args: x: a tensor or numeric data.
     Returns: a new tensor [c, r] (a copy, not a view).
     Raises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor."""
-    x = _unary_arg(x)
-    return _wrap(lib.pg_transpose(x._handle()))
+    op = "ag_transpose"
+    x = _unary_arg(x, op)
+    return _wrap(lib.pg_transpose(x._handle(op)))
 
 
 def ag_reshape(x: ArrayLike, nrow: Union[int, Sequence[int]], ncol: int = -1) -> Tensor:
@@ -267,12 +248,13 @@ def ag_reshape(x: ArrayLike, nrow: Union[int, Sequence[int]], ncol: int = -1) ->
     is reshaped back to [r, c].
     Raises: PyggmlrValueError when a size is not a whole number or a pair has not 2 entries,
     ShapeError when nrow * ncol != r * c."""
+    op = "ag_reshape"
     if isinstance(nrow, (tuple, list)):  # ag_reshape(x, (r, c)) as the ggmlR vignette writes it
         if len(nrow) != 2:
             raise PyggmlrValueError(f"ag_reshape: a shape must be (nrow, ncol), got {nrow!r}")
         nrow, ncol = nrow
-    x = _unary_arg(x)
-    return _wrap(lib.pg_reshape(x._handle(), _size(nrow, "nrow"), _size(ncol, "ncol")))
+    x = _unary_arg(x, op)
+    return _wrap(lib.pg_reshape(x._handle(op), _size(nrow, "nrow"), _size(ncol, "ncol")))
 
 
 def _size(v, arg):
@@ -286,8 +268,8 @@ def _size(v, arg):
 
 
 def _loss_pair(pred, target, name):
-    pred, target = _pair(pred, target)
-    return pred._handle(), target
+    pred, target = _pair(pred, target, name)
+    return pred._handle(name), target
 
 
 def ag_mse_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
@@ -297,8 +279,9 @@ def ag_mse_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
     constant).
     Returns: a [1, 1] tensor; gradient 2 (pred - target) / numel into pred.
     Raises: ShapeError when the shapes differ, DTypeError on mixed dtypes."""
-    p, t = _loss_pair(pred, target, "ag_mse_loss")
-    return _wrap(lib.pg_mse_loss(p, t._handle()))
+    op = "ag_mse_loss"
+    p, t = _loss_pair(pred, target, op)
+    return _wrap(lib.pg_mse_loss(p, t._handle(op)))
 
 
 def ag_cross_entropy_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
@@ -309,8 +292,9 @@ def ag_cross_entropy_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
     Returns: a [1, 1] tensor (mean over the batch columns).
     Raises: ShapeError when the shapes differ, DTypeError on mixed dtypes. For logits use
     ag_softmax_cross_entropy_loss (fused and stable)."""
-    p, t = _loss_pair(pred, target, "ag_cross_entropy_loss")
-    return _wrap(lib.pg_cross_entropy_loss(p, t._handle()))
+    op = "ag_cross_entropy_loss"
+    p, t = _loss_pair(pred, target, op)
+    return _wrap(lib.pg_cross_entropy_loss(p, t._handle(op)))
 
 
 def _class_ids(a, name, what="class ids"):
@@ -338,11 +322,11 @@ def ag_softmax_cross_entropy_loss(logits: ArrayLike, target: ArrayLike) -> Tenso
     PyggmlrValueError for non-integer or out-of-range ids, ArgumentError for ids of a
     non-numeric dtype."""
     name = "ag_softmax_cross_entropy_loss"
-    logits = _unary_arg(logits)  # a plain array is a constant
-    lp = logits._handle()
+    logits = _unary_arg(logits, name)  # a plain array is a constant
+    lp = logits._handle(name)
     K, B = lib.pg_tensor_nrow(lp), lib.pg_tensor_ncol(lp)
     if isinstance(target, Tensor):
-        tp = target._handle()
+        tp = target._handle(name)
         tr, tc = lib.pg_tensor_nrow(tp), lib.pg_tensor_ncol(tp)
         if lib.pg_softmax_ce_target_kind(lp, tp) >= 0:  # the core's rule: one-hot, or ids in a tensor (no copy)
             return _out(lib.pg_softmax_ce_loss_any(lp, tp))
@@ -356,8 +340,8 @@ def ag_softmax_cross_entropy_loss(logits: ArrayLike, target: ArrayLike) -> Tenso
         except (ValueError, TypeError, OverflowError) as e:  # ragged lists and the like
             raise PyggmlrValueError(f"{name}: target is not a matrix or a vector of class ids ({e})") from None
         if a.ndim == 2 and a.shape == (K, B) and K > 1:
-            t = _const(a, logits)
-            return _wrap(lib.pg_softmax_ce_loss(lp, t._handle()))
+            t = _as_tensor(a, name, logits)
+            return _wrap(lib.pg_softmax_ce_loss(lp, t._handle(name)))
         if a.ndim <= 1 or (a.ndim == 2 and (a.shape[0] == 1 or a.shape[1] == 1)):
             ids = _class_ids(a, name)
         else:
@@ -365,19 +349,19 @@ def ag_softmax_cross_entropy_loss(logits: ArrayLike, target: ArrayLike) -> Tenso
     return _wrap(lib.pg_softmax_ce_loss_idx(lp, _core.ffi.cast("int64_t *", ids.ctypes.data), ids.size))
 
 
-# ---- Python operators ----
+# ---- Python operators (Tensor's methods, tensor.py); their errors name no op ----
 
-def _rsub(self, other):
-    a, b = _pair(other, self)
+def _rsub(self: Tensor, other: ArrayLike) -> Tensor:
+    a, b = _pair(other, self, "pyggmlr")
     return _wrap(lib.pg_sub(a._handle(), b._handle()))
 
 
-def _rdiv(self, other):
-    a, b = _pair(other, self)
+def _rdiv(self: Tensor, other: ArrayLike) -> Tensor:
+    a, b = _pair(other, self, "pyggmlr")
     return _wrap(lib.pg_div(a._handle(), b._handle()))
 
 
-def _mul(self, other):
+def _mul(self: Tensor, other: ArrayLike) -> Tensor:
     if isinstance(other, (int, float)) and not isinstance(other, bool):
         return _out(lib.pg_scale(self._handle(), float(other)))
     return ag_mul(self, other)
@@ -386,30 +370,8 @@ def _mul(self, other):
 def _linear(W, x, b, act=-1):
     """Fused act(W @ x + b) as one node (act: -1 none, or lib.PG_RELU / PG_SIGMOID / PG_TANH);
     the same numbers as ag_matmul -> ag_add -> activation. b may be None."""
+    op = "ag_linear"
     if x.__class__ is not Tensor:
-        x = _const(x, W)
-    return _out(lib.pg_linear(W._handle(), x._handle(), _NULL if b is None else b._handle(), act))
-
-
-def _pow(self, p):
-    return ag_pow(self, p)
-
-
-# (declared for type checkers in Tensor's TYPE_CHECKING block, tensor.py)
-Tensor.__add__ = ag_add  # type: ignore[method-assign]
-Tensor.__radd__ = lambda self, other: ag_add(other, self)  # type: ignore[method-assign]
-Tensor.__sub__ = ag_sub  # type: ignore[method-assign]
-Tensor.__rsub__ = _rsub  # type: ignore[method-assign]
-Tensor.__mul__ = _mul  # type: ignore[method-assign]
-Tensor.__rmul__ = _mul  # type: ignore[method-assign]
-Tensor.__truediv__ = ag_div  # type: ignore[method-assign]
-Tensor.__rtruediv__ = _rdiv  # type: ignore[method-assign]
-Tensor.__matmul__ = ag_matmul  # type: ignore[method-assign]
-Tensor.__rmatmul__ = lambda self, other: ag_matmul(other, self)  # type: ignore[method-assign]
-Tensor.__neg__ = ag_neg  # type: ignore[method-assign]
-Tensor.__pow__ = _pow  # type: ignore[method-assign]
-Tensor.T = property(ag_transpose)  # type: ignore[assignment, method-assign]
-Tensor.sum = ag_sum  # type: ignore[method-assign, assignment]
-Tensor.mean = ag_mean  # type: ignore[method-assign, assignment]
-Tensor.relu = ag_relu  # type: ignore[method-assign, assignment]
-Tensor.reshape = ag_reshape  # type: ignore[method-assign, assignment]
+        x = _as_tensor(x, op, W)
+    bp = _NULL if b is None else b._handle(op)
+    return _out(lib.pg_linear(W._handle(op), x._handle(op), bp, act))

@@ -31,8 +31,9 @@ def ag_binary_cross_entropy_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
     where its log is clamped (the exact derivative of the clamped loss).
     Raises: PyggmlrValueError when a pred or target value is outside [0, 1] or NaN (for logits use
     ag_bce_with_logits_loss), ShapeError / DTypeError as the other losses."""
-    p, t = _pair(pred, target)
-    return _out(lib.pg_bce_loss(p._handle(), t._handle()))
+    op = "ag_binary_cross_entropy_loss"
+    p, t = _pair(pred, target, op)
+    return _out(lib.pg_bce_loss(p._handle(op), t._handle(op)))
 
 
 def ag_bce_with_logits_loss(logits: ArrayLike, target: ArrayLike) -> Tensor:
@@ -43,8 +44,9 @@ def ag_bce_with_logits_loss(logits: ArrayLike, target: ArrayLike) -> Tensor:
     Returns: a [1, 1] tensor; gradient (sigmoid(x) - t) / numel into logits.
     Raises: PyggmlrValueError for a target value outside [0, 1] or NaN, ShapeError /
     DTypeError as the other losses."""
-    x, t = _pair(logits, target)
-    return _out(lib.pg_bce_logits_loss(x._handle(), t._handle()))
+    op = "ag_bce_with_logits_loss"
+    x, t = _pair(logits, target, op)
+    return _out(lib.pg_bce_logits_loss(x._handle(op), t._handle(op)))
 
 
 def _delta(delta) -> float:
@@ -62,9 +64,10 @@ def ag_huber_loss(pred: ArrayLike, target: ArrayLike, delta: float = 1.0) -> Ten
     Returns: a [1, 1] tensor; gradient clip(d, -delta, delta) / numel into pred.
     Raises: PyggmlrValueError for a non-finite or non-positive delta, ShapeError / DTypeError as
     the other losses."""
+    op = "ag_huber_loss"
     d = _delta(delta)
-    p, t = _pair(pred, target)
-    return _out(lib.pg_huber_loss(p._handle(), t._handle(), d))
+    p, t = _pair(pred, target, op)
+    return _out(lib.pg_huber_loss(p._handle(op), t._handle(op), d))
 
 
 def ag_mae_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
@@ -74,8 +77,9 @@ def ag_mae_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
     Returns: a [1, 1] tensor; gradient sign(pred - target) / numel into pred, 0 where they are
     equal (torch's subgradient).
     Raises: ShapeError / DTypeError as the other losses."""
-    p, t = _pair(pred, target)
-    return _out(lib.pg_mae_loss(p._handle(), t._handle()))
+    op = "ag_mae_loss"
+    p, t = _pair(pred, target, op)
+    return _out(lib.pg_mae_loss(p._handle(op), t._handle(op)))
 
 
 def ag_weighted_mse_loss(pred: ArrayLike, target: ArrayLike, weight: ArrayLike) -> Tensor:
@@ -89,6 +93,7 @@ def ag_weighted_mse_loss(pred: ArrayLike, target: ArrayLike, weight: ArrayLike) 
     Returns: a [1, 1] tensor; gradient 2 * weight * (pred - target) / numel into pred.
     Raises: ShapeError when weight neither matches nor broadcasts, PyggmlrValueError for a
     negative or non-finite weight or a weight that requires grad, DTypeError on mixed dtypes."""
-    p, t = _pair(pred, target)
-    w = weight if isinstance(weight, Tensor) else _pair(p, weight)[1]
-    return _out(lib.pg_weighted_mse_loss(p._handle(), t._handle(), w._handle()))
+    op = "ag_weighted_mse_loss"
+    p, t = _pair(pred, target, op)
+    w = weight if isinstance(weight, Tensor) else _pair(p, weight, op)[1]
+    return _out(lib.pg_weighted_mse_loss(p._handle(op), t._handle(op), w._handle(op)))

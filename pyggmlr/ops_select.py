@@ -14,7 +14,7 @@ from . import _core
 from ._core import ffi, lib
 from .errors import PyggmlrValueError
 from .ops import _out, _pair, _unary_arg
-from .tensor import ArrayLike, Tensor, _new_from
+from .tensor import ArrayLike, Tensor, _as_tensor
 
 __all__ = ["ag_argmax", "ag_log_softmax", "ag_gather", "ag_max", "ag_sample_categorical", "ag_sample_normal"]
 
@@ -26,7 +26,7 @@ def _ids_out(x: Tensor):
 def _f64_arg(x: ArrayLike) -> Tensor:
     """Ops with integer results read plain data as f64, as ggmlR ranks R's doubles themselves (an
     f32 copy could turn a near tie into a tie)."""
-    return x if isinstance(x, Tensor) else _new_from(x, lib.PG_F64)
+    return _as_tensor(x, code=lib.PG_F64, prefix=False)
 
 
 def ag_argmax(x: ArrayLike) -> np.ndarray:
@@ -35,7 +35,7 @@ def ag_argmax(x: ArrayLike) -> np.ndarray:
     gives 0. Not differentiable: records and draws nothing."""
     t = _f64_arg(x)
     out = _ids_out(t)
-    _core.check(lib.pg_argmax(t._handle(), ffi.cast("int64_t *", out.ctypes.data)))
+    _core.check(lib.pg_argmax(t._handle("ag_argmax"), ffi.cast("int64_t *", out.ctypes.data)))
     return out
 
 
@@ -43,8 +43,9 @@ def ag_log_softmax(x: ArrayLike) -> Tensor:
     """Per column y = z - log(sum(exp(z))), z = x - max(x), one tape node; backward
     dx = g - exp(y) * colSums(g). Mask entries with a large finite negative number (-1e4) to keep
     p * log(p) finite."""
-    t = _unary_arg(x)  # held: a temporary's handle would be freed before the call
-    return _out(lib.pg_log_softmax(t._handle()))
+    op = "ag_log_softmax"
+    t = _unary_arg(x, op)  # held: a temporary's handle would be freed before the call
+    return _out(lib.pg_log_softmax(t._handle(op)))
 
 
 def _gather_index(index: Any, ncol: int) -> np.ndarray:
@@ -71,16 +72,18 @@ def _gather_index(index: Any, ncol: int) -> np.ndarray:
 def ag_gather(x: ArrayLike, index: Any) -> Tensor:
     """out[0, j] = x[index[j], j] (0-based), a [1, batch] tensor; the gradient of column j lands on
     the picked entry only. index: one whole number per column, in 0..nrow-1."""
-    t = _unary_arg(x)
+    op = "ag_gather"
+    t = _unary_arg(x, op)
     idx = _gather_index(index, t.shape[1])
-    return _out(lib.pg_gather(t._handle(), ffi.cast("int64_t *", idx.ctypes.data), idx.size))
+    return _out(lib.pg_gather(t._handle(op), ffi.cast("int64_t *", idx.ctypes.data), idx.size))
 
 
 def ag_max(x: ArrayLike) -> Tensor:
     """Column maxima [1, batch] (ag_gather at ag_argmax), differentiable: the whole gradient goes
     to the first maximum."""
-    t = _unary_arg(x)
-    return _out(lib.pg_colmax(t._handle()))
+    op = "ag_max"
+    t = _unary_arg(x, op)
+    return _out(lib.pg_colmax(t._handle(op)))
 
 
 def ag_sample_categorical(x: ArrayLike) -> np.ndarray:
@@ -90,7 +93,8 @@ def ag_sample_categorical(x: ArrayLike) -> np.ndarray:
     never drawn while another is not."""
     t = _f64_arg(x)
     out = _ids_out(t)
-    _core.check(lib.pg_sample_categorical(ffi.NULL, t._handle(), ffi.cast("int64_t *", out.ctypes.data)))
+    ids = ffi.cast("int64_t *", out.ctypes.data)
+    _core.check(lib.pg_sample_categorical(ffi.NULL, t._handle("ag_sample_categorical"), ids))
     return out
 
 
@@ -98,5 +102,6 @@ def ag_sample_normal(mu: ArrayLike, log_std: ArrayLike) -> Tensor:
     """mu + eps * exp(log_std) with eps one rnorm(n * batch) from the current stream, drawn after
     the shape check (log_std is [n, batch] or [n, 1]); differentiable in mu and log_std
     (reparameterisation). In a compiled graph every replay draws a new eps."""
-    m, s = _pair(mu, log_std)  # plain data take the other operand's dtype, as in R
-    return _out(lib.pg_sample_normal(m._handle(), s._handle()))
+    op = "ag_sample_normal"
+    m, s = _pair(mu, log_std, op)  # plain data take the other operand's dtype, as in R
+    return _out(lib.pg_sample_normal(m._handle(op), s._handle(op)))

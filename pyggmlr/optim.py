@@ -1,7 +1,7 @@
 """Optimizers, gradient clipping and learning-rate schedulers. Updates run in the C core."""
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from collections.abc import Mapping
 import math
@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 
 from . import _core
+from . import _walk
 from ._core import NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, StateError
 from .tape import Gradients
@@ -26,35 +27,9 @@ _HYPER = {_SGD: ("lr", "momentum", "nesterov", "weight_decay", "accumulate_steps
 
 
 def _param_list(params, name):
-    """(names, tensors): see _named_params."""
-    names, tensors, _ = _named_params(params, name)
+    """(names, tensors): see params.named."""
+    names, tensors, _ = _walk.named(params, name)
     return names, tensors
-
-
-def _named_params(params, name):
-    """(names, tensors, named): a dict name -> tensor (named), or any iterable of tensors (a
-    model's parameters() works too); walked by position, as ggmlR 0.8.6."""
-    if hasattr(params, "parameters") and callable(params.parameters):
-        params = params.parameters()
-    if isinstance(params, Tensor):
-        params = [params]
-    named = isinstance(params, Mapping)
-    if named:
-        names, tensors = [str(k) for k in params.keys()], list(params.values())
-    else:
-        try:
-            tensors = list(params)
-        except TypeError:
-            raise ArgumentError(f"{name}: params must be a dict of tensors or a list of tensors, got {type(params).__name__}") from None
-        names = [str(i + 1) for i in range(len(tensors))]
-    for n, t in zip(names, tensors):
-        if not isinstance(t, Tensor):
-            raise ArgumentError(f"{name}: parameter {n!r} is a {type(t).__name__}, not a tensor")
-    return names, tensors, named
-
-
-def _ptr(t):
-    return int(ffi.cast("intptr_t", t._handle()))
 
 
 def _lookup(grads, t):
@@ -67,9 +42,9 @@ def _lookup(grads, t):
     for k in (t.id, str(t.id)):
         if k in grads:
             return grads[k]
-    p = _ptr(t)
+    p = t.id
     for k, v in grads.items():
-        if isinstance(k, Tensor) and k._p is not None and _ptr(k) == p:
+        if isinstance(k, Tensor) and k._p is not None and k.id == p:
             return v
     return None
 
@@ -79,7 +54,8 @@ class _Map:
     converted to each parameter's dtype; freed on exit)."""
 
     def __init__(self, grads, tensors, name):
-        self.m, self.own, self.keep = NULL, False, []
+        self.m, self.own = NULL, False
+        self.keep: List[Any] = []  # what the C map points into, alive until exit
         if grads is None:
             return
         if isinstance(grads, Gradients):
@@ -143,16 +119,11 @@ class Optimizer:
 
     def __init__(self, params: Any, **hyper: Any) -> None:
         cls = type(self).__name__
-        names, tensors, named = _named_params(params, cls)
+        names, tensors, named = _walk.named(params, cls)
         if not tensors:  # torch's ValueError too: an optimizer over nothing would train nothing silently
             raise PyggmlrValueError(f"{cls}: got no parameters to optimize (an empty model or list); pass the "
                                     "model's parameters(), e.g. register layers and ag_param tensors as attributes of a Module")
-        uniq, ptrs = [], set()  # identity by C pointer (two Python handles can share one tensor)
-        for n, t in zip(names, tensors):
-            k = _ptr(t)
-            if k not in ptrs:
-                ptrs.add(k)
-                uniq.append((n, t))
+        uniq = _walk.unique(zip(names, tensors), lambda nt: nt[1])  # by id, not handle
         if len(uniq) < len(tensors):
             warnings.warn(f"optimizer: {len(tensors) - len(uniq)} parameter(s) listed more than once (same tensor); "
                           "keeping the first occurrence of each.", stacklevel=3)
@@ -326,7 +297,7 @@ def clip_grad_norm(params: Any, grads: Any = None, max_norm: float = 1.0) -> flo
     max_norm / (norm + 1e-6)), in the map (or the .grad of each parameter when grads is None).
     Returns the norm before clipping."""
     _, tensors = _param_list(params, "clip_grad_norm")
-    arr = ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)
+    arr = ffi.new("pg_tensor *[]", [t._handle("clip_grad_norm") for t in tensors] or 1)
     out = ffi.new("double *")
     if isinstance(max_norm, (str, bytes, bool)):
         raise ArgumentError(f"clip_grad_norm: max_norm must be a number, got {type(max_norm).__name__}")

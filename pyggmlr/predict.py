@@ -8,7 +8,8 @@ import numpy as np
 
 from . import _core
 from ._core import ffi, lib
-from .errors import ArgumentError, ShapeError, check_int
+from ._args import check_int
+from .errors import ArgumentError, ShapeError
 from .fit_util import _as_cols, _forward, _model_dtype, _set_mode
 from .tape import ag_no_grad
 from .tensor import ag_tensor

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import numbers
 import threading
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Iterator, Optional, Sequence, SupportsInt, Union, cast
 
 import numpy as np
 
@@ -54,7 +54,7 @@ def _count(n: Any, fn: str) -> int:
         n = np.asarray(n).reshape(-1)[0]
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Real) or not np.isfinite(float(n)) or n < 0:
         raise PyggmlrValueError(f"{fn}: n must be a count >= 0 (or a sequence, whose length is used), got {n!r}")
-    return int(n)  # type: ignore[call-overload]  # a finite Real
+    return int(cast(SupportsInt, n))  # a finite Real (typeshed's Real declares no __int__)
 
 
 def _vec(v: Any, fn: str, name: str, empty_ok: bool = False):
@@ -192,7 +192,7 @@ def _sample_int(h, n, size, replace, prob, use_hash):
     if isinstance(size, (bool, np.bool_)) or not isinstance(size, numbers.Real) or not np.isfinite(float(size)) \
             or size < 0:
         raise PyggmlrValueError(f"{fn}: invalid 'size' argument ({size!r})")
-    k = int(size)
+    k = int(cast(SupportsInt, size))  # a Real (typeshed's Real declares no __int__)
     if not isinstance(replace, (bool, np.bool_)):
         raise ArgumentError(f"{fn}: replace must be True or False, got {replace!r}")
     out = _alloc(k, fn, copies=2)  # and its int64 copy

@@ -14,25 +14,17 @@ import numpy as np
 
 from . import _core
 from ._core import ffi, lib
-from .errors import PyggmlrValueError, as_flag, check_num
+from ._args import as_flag, check_num, check_number
+from .errors import PyggmlrValueError
 from .optim import Optimizer, _grads_handle, _param_list, optimizer_adam, optimizer_sgd
 
 __all__ = ["lr_scheduler_step", "lr_scheduler_cosine", "lr_scheduler_warmup", "lr_scheduler_cyclic",
            "lr_scheduler_onecycle", "lr_scheduler_warmup_cosine", "clip_grad_value", "check_grad_anomaly"]
 
 
-def _num(v: Any, fn: str, name: str) -> float:
-    if isinstance(v, (bool, np.bool_, str, bytes)) or v is None:
-        raise PyggmlrValueError(f"{fn}: {name} must be a single number, got {v!r}")
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        raise PyggmlrValueError(f"{fn}: {name} must be a single number, got {v!r}") from None
-
-
 def _whole(v: Any, fn: str, name: str) -> float:
     """R's as.integer: truncated toward zero (NaN stays NaN: the core refuses it)."""
-    x = _num(v, fn, name)
+    x = check_number(v, fn, name)
     return float(math.trunc(x)) if math.isfinite(x) else math.nan
 
 
@@ -75,6 +67,13 @@ class _Schedule:
         """The optimizer's current learning rate."""
         return float(self.optimizer.lr)
 
+    def _steps(self) -> int:  # last_epoch / last_step (the subclasses keep ggmlR's two names)
+        return int(self._st[0])
+
+    def _repr(self, fields: str, count: str) -> str:
+        """"<name> | <fields> | <count>=<steps> | lr=<lr>", each schedule's print line."""
+        return f"{self._name} | {fields} | {count}={self._steps()} | lr={self.optimizer.lr:.6f}"
+
 
 class lr_scheduler_step(_Schedule):
     """Multiply the optimizer's lr by gamma every step_size calls of step()."""
@@ -82,18 +81,14 @@ class lr_scheduler_step(_Schedule):
     _kind, _name = lib.PG_SCHED_STEP, "lr_scheduler_step"
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1) -> None:
-        self.gamma = _num(gamma, self._name, "gamma")
+        self.gamma = check_number(gamma, self._name, "gamma")
         self._init(optimizer, [_whole(step_size, self._name, "step_size"), self.gamma])
         self.step_size = int(self._par[0])
 
-    @property
-    def last_epoch(self) -> int:
-        """Steps taken so far."""
-        return int(self._st[0])
+    last_epoch = property(_Schedule._steps, doc="Steps taken so far.")
 
     def __repr__(self):
-        return (f"lr_scheduler_step | step_size={self.step_size} | gamma={self.gamma:.4f} | "
-                f"epoch={self.last_epoch} | lr={self.optimizer.lr:.6f}")
+        return self._repr(f"step_size={self.step_size} | gamma={self.gamma:.4f}", "epoch")
 
 
 class lr_scheduler_cosine(_Schedule):
@@ -105,15 +100,12 @@ class lr_scheduler_cosine(_Schedule):
 
     def __init__(self, optimizer: Optimizer, T_max: int, lr_min: float = 0.0, restart: bool = False,
                  T_mult: float = 1) -> None:
-        self.lr_min, self.restart, self.T_mult = _num(lr_min, self._name, "lr_min"), as_flag(restart, self._name, "restart"), \
-            _num(T_mult, self._name, "T_mult")
+        self.lr_min, self.restart, self.T_mult = check_number(lr_min, self._name, "lr_min"), as_flag(restart, self._name, "restart"), \
+            check_number(T_mult, self._name, "T_mult")
         self._init(optimizer, [_whole(T_max, self._name, "T_max"), self.lr_min, float(self.restart), self.T_mult])
         self.T_max, self.lr_max = int(self._par[0]), float(self._par[4])
 
-    @property
-    def last_epoch(self) -> int:
-        """Steps taken so far."""
-        return int(self._st[0])
+    last_epoch = property(_Schedule._steps, doc="Steps taken so far.")
 
     @property
     def T_cur(self) -> int:
@@ -126,8 +118,8 @@ class lr_scheduler_cosine(_Schedule):
         return int(self._st[2])
 
     def __repr__(self):
-        return (f"lr_scheduler_cosine | T_max={self.T_max} | lr_max={self.lr_max:.6f} | lr_min={self.lr_min:.6f} | "
-                f"epoch={self.last_epoch} | lr={self.optimizer.lr:.6f}")
+        return self._repr(f"T_max={self.T_max} | lr_max={self.lr_max:.6f} | lr_min={self.lr_min:.6f}",
+                          "epoch")
 
 
 class lr_scheduler_cyclic(_Schedule):
@@ -144,19 +136,17 @@ class lr_scheduler_cyclic(_Schedule):
             raise PyggmlrValueError(f"{self._name}: mode must be one of {self._MODES}, got {mode!r}")
         up = _whole(step_size_up, self._name, "step_size_up")
         down = up if step_size_down is None else _whole(step_size_down, self._name, "step_size_down")
-        self.base_lr, self.max_lr, self.mode = _num(base_lr, self._name, "base_lr"), _num(max_lr, self._name, "max_lr"), mode
-        self.gamma = _num(gamma, self._name, "gamma")
+        self.base_lr = check_number(base_lr, self._name, "base_lr")
+        self.max_lr, self.mode = check_number(max_lr, self._name, "max_lr"), mode
+        self.gamma = check_number(gamma, self._name, "gamma")
         self._init(optimizer, [self.base_lr, self.max_lr, up, down, float(self._MODES.index(mode)), self.gamma])
         self.step_size_up, self.step_size_down = int(up), int(down)
 
-    @property
-    def last_step(self) -> int:
-        """Steps taken so far."""
-        return int(self._st[0])
+    last_step = property(_Schedule._steps, doc="Steps taken so far.")
 
     def __repr__(self):
-        return (f"lr_scheduler_cyclic | mode={self.mode} | base_lr={self.base_lr:.6f} | max_lr={self.max_lr:.6f} | "
-                f"step={self.last_step} | lr={self.optimizer.lr:.6f}")
+        return self._repr(f"mode={self.mode} | base_lr={self.base_lr:.6f} | max_lr={self.max_lr:.6f}",
+                          "step")
 
 
 class lr_scheduler_onecycle(_Schedule):
@@ -176,23 +166,20 @@ class lr_scheduler_onecycle(_Schedule):
             self._mom_field = ("momentum" if isinstance(optimizer, optimizer_sgd) else
                                "beta1" if isinstance(optimizer, optimizer_adam) else None)
         n = self._name
-        self.max_lr, self.anneal_strategy = _num(max_lr, n, "max_lr"), anneal_strategy
-        self.base_momentum, self.max_momentum = _num(base_momentum, n, "base_momentum"), _num(max_momentum, n, "max_momentum")
-        self._init(optimizer, [self.max_lr, _whole(total_steps, n, "total_steps"), _num(pct_start, n, "pct_start"),
-                               _num(div_factor, n, "div_factor"), _num(final_div_factor, n, "final_div_factor"),
+        self.max_lr, self.anneal_strategy = check_number(max_lr, n, "max_lr"), anneal_strategy
+        self.base_momentum = check_number(base_momentum, n, "base_momentum")
+        self.max_momentum = check_number(max_momentum, n, "max_momentum")
+        self._init(optimizer, [self.max_lr, _whole(total_steps, n, "total_steps"), check_number(pct_start, n, "pct_start"),
+                               check_number(div_factor, n, "div_factor"), check_number(final_div_factor, n, "final_div_factor"),
                                float(anneal_strategy == "linear"), self.base_momentum, self.max_momentum])
         self.total_steps, self.initial_lr, self.final_lr = int(self._par[1]), float(self._par[2]), float(self._par[3])
         self.step_up = int(self._par[4])
         self.mom_field = self._mom_field  # "momentum" (SGD), "beta1" (Adam) or None: the field it cycles
 
-    @property
-    def last_step(self) -> int:
-        """Steps taken so far."""
-        return int(self._st[0])
+    last_step = property(_Schedule._steps, doc="Steps taken so far.")
 
     def __repr__(self):
-        return (f"lr_scheduler_onecycle | max_lr={self.max_lr:.6f} | total_steps={self.total_steps} | "
-                f"step={self.last_step} | lr={self.optimizer.lr:.6f}")
+        return self._repr(f"max_lr={self.max_lr:.6f} | total_steps={self.total_steps}", "step")
 
 
 class lr_scheduler_warmup_cosine(_Schedule):
@@ -204,19 +191,16 @@ class lr_scheduler_warmup_cosine(_Schedule):
     def __init__(self, optimizer: Optimizer, warmup_steps: int, total_steps: int, lr_min: float = 0,
                  warmup_start_lr: float = 0) -> None:
         n = self._name
-        self.lr_min, self.warmup_start_lr = _num(lr_min, n, "lr_min"), _num(warmup_start_lr, n, "warmup_start_lr")
+        self.lr_min, self.warmup_start_lr = check_number(lr_min, n, "lr_min"), check_number(warmup_start_lr, n, "warmup_start_lr")
         self._init(optimizer, [_whole(warmup_steps, n, "warmup_steps"), _whole(total_steps, n, "total_steps"), 0.0,
                                self.lr_min, self.warmup_start_lr])
         self.warmup_steps, self.total_steps, self.lr_max = int(self._par[0]), int(self._par[1]), float(self._par[2])
 
-    @property
-    def last_step(self) -> int:
-        """Steps taken so far."""
-        return int(self._st[0])
+    last_step = property(_Schedule._steps, doc="Steps taken so far.")
 
     def __repr__(self):
-        return (f"lr_scheduler_warmup_cosine | warmup={self.warmup_steps} | total={self.total_steps} | "
-                f"lr_max={self.lr_max:.6f} | step={self.last_step} | lr={self.optimizer.lr:.6f}")
+        return self._repr(f"warmup={self.warmup_steps} | total={self.total_steps} | "
+                          f"lr_max={self.lr_max:.6f}", "step")
 
 
 class lr_scheduler_warmup(_Schedule):
@@ -230,14 +214,11 @@ class lr_scheduler_warmup(_Schedule):
     def __init__(self, optimizer: Optimizer, warmup_steps: int, after: Any = None, start_factor: float = 0.0) -> None:
         self.after = after
         base = after.lr_max if isinstance(after, lr_scheduler_cosine) else getattr(optimizer, "lr", math.nan)
-        self.start_factor = _num(start_factor, self._name, "start_factor")
+        self.start_factor = check_number(start_factor, self._name, "start_factor")
         self._init(optimizer, [_whole(warmup_steps, self._name, "warmup_steps"), float(base), self.start_factor])
         self.warmup_steps, self.base_lr = int(self._par[0]), float(self._par[1])
 
-    @property
-    def last_epoch(self) -> int:
-        """The number of step() calls so far."""
-        return int(self._st[0])
+    last_epoch = property(_Schedule._steps, doc="The number of step() calls so far.")
 
     def step(self) -> float:
         """Count one step: raise lr linearly during warmup_steps, then step the `after`
@@ -248,7 +229,7 @@ class lr_scheduler_warmup(_Schedule):
         return float(self.optimizer.lr)
 
     def __repr__(self):
-        return f"lr_scheduler_warmup | warmup_steps={self.warmup_steps} | epoch={self.last_epoch} | lr={self.optimizer.lr:.6f}"
+        return self._repr(f"warmup_steps={self.warmup_steps}", "epoch")
 
 
 def clip_grad_value(params: Any, grads: Any = None, clip_value: float = 1.0) -> float:

@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
+from . import _walk
 from ._core import ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .tensor import Tensor, ag_device, ag_dtype
@@ -26,13 +27,10 @@ SD_FORMAT = "ggmlR.ag_state_dict"
 
 def _state_params(model: Any, caller: str) -> List[Tuple[str, Tensor]]:
     """parameters() first, else params() (ggmlR's bare ag_linear); (name, tensor) pairs."""
-    fn = getattr(model, "parameters", None)
-    if not callable(fn):
-        fn = getattr(model, "params", None)
-    if not callable(fn) or isinstance(model, Tensor):
+    has = callable(getattr(model, "parameters", None)) or callable(getattr(model, "params", None))
+    if not has or isinstance(model, Tensor):
         raise ArgumentError(f"{caller}: `model` has no parameters() / params() method")
-    p = fn()
-    items = list(p.items()) if isinstance(p, Mapping) else [(str(i + 1), t) for i, t in enumerate(p or [])]
+    items = _walk.items(model, "parameters", alt="params", own=False)
     for i, (k, t) in enumerate(items, 1):
         if not isinstance(t, Tensor):
             raise ArgumentError(f"{caller}: parameter {i} ({k}) is a {type(t).__name__}, not a tensor")
@@ -48,10 +46,8 @@ def _state_buffers(model: Any, prefix: str = "", depth: int = 0) -> List[Tuple[s
     """ggmlR 0.8.5's buffer keys: a layer's own buffers() (batch norm; ag_sequential, already
     nested ``layer2_layer1_running_mean``), else the ``layer<i>_`` prefixed buffers of its
     ``layers`` when every one is layer-like."""
-    fn = getattr(model, "buffers", None)
-    if callable(fn):
-        b = fn() or {}
-        return [(prefix + str(k), t) for k, t in b.items()]
+    if callable(getattr(model, "buffers", None)):
+        return [(prefix + str(k), t) for k, t in _walk.items(model, "buffers", own=False)]
     layers = getattr(model, "layers", None)
     if depth > 64 or not isinstance(layers, (list, tuple)) or not layers or not all(map(_is_layer_like, layers)):
         return []

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import threading
 
 from . import _core
-from ._core import NULL, ffi, lib
+from ._core import NULL, lib
 from .errors import ArgumentError, GradientKeyError, StateError
 from .tensor import Tensor, _read
 
@@ -119,7 +119,7 @@ class Gradients(Mapping):
         g = self._lookup(key)
         if g == NULL:
             raise GradientKeyError(key)
-        k = int(ffi.cast("intptr_t", g))
+        k = lib.pg_tensor_id(g)
         v = self._cache.get(k)
         if v is None:
             v = self._cache[k] = _read(g)
@@ -159,7 +159,7 @@ def backward(loss: Tensor) -> Gradients:
     if not isinstance(loss, Tensor):
         raise ArgumentError(f"backward() requires an ag_tensor, got {type(loss).__name__}")
     _pending.exc = None
-    m = lib.pg_backward(loss._handle())
+    m = lib.pg_backward(loss._handle("backward"))
     if m == NULL:
         _raise_pending()  # an error inside an ag_checkpoint segment's replay, as raised
         _core.raise_last()

@@ -1,7 +1,7 @@
 """Tensors: Python handles on C-core tensors (column-major, shape = R's dim())."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -84,6 +84,23 @@ def _new_from(data, code):
     return _wrap(p)
 
 
+def _as_tensor(x: Any, op: str = "pyggmlr", like: Optional["Tensor"] = None,
+               code: Optional[int] = None, prefix: bool = True) -> "Tensor":
+    """The one value-to-tensor conversion: x itself when a Tensor, else a constant made from
+    numeric data with dtype code, else like's dtype, else the default. op names the public
+    function in errors (prefix=False: conversion errors keep the bare text)."""
+    if isinstance(x, Tensor):
+        return x
+    if code is None:
+        code = lib.pg_tensor_dtype(like._handle(op)) if like is not None else lib.pg_default_dtype()
+    if not prefix:
+        return _new_from(x, code)
+    try:
+        return _new_from(x, code)
+    except PyggmlrError as e:  # name the op the bad operand was given to (slow path only)
+        raise type(e)(f"{op}: {e}") from None
+
+
 def _wrap(p):
     """Own a new C reference as a Tensor; raise the core's error if p is NULL."""
     if p == NULL:
@@ -103,7 +120,7 @@ def _read(p):
     return out
 
 
-_NP_DTYPE = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
+_NP_DTYPE: Dict[str, np.dtype] = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
 
 
 class _View:
@@ -160,11 +177,11 @@ class Tensor:
             _release(p)
 
     # ---- handle ----
-    def _handle(self):
+    def _handle(self, op: str = "pyggmlr"):
+        """The C handle; op names the public function in the error for a freed tensor."""
         p = self._p
         if p is None:
-            from .errors import caller_op
-            raise ArgumentError(f"{caller_op()}: tensor handle is empty (freed)")
+            raise ArgumentError(f"{op}: tensor handle is empty (freed)")
         return p
 
     # copies: the C pointer is never duplicated without its own reference (a shared pointer
@@ -349,27 +366,66 @@ class Tensor:
         from .tape import backward
         return backward(self)
 
-    # operators are attached in ops.py; declared here for type checkers only
-    if TYPE_CHECKING:
-        def __add__(self, other: ArrayLike) -> Tensor: ...
-        def __radd__(self, other: ArrayLike) -> Tensor: ...
-        def __sub__(self, other: ArrayLike) -> Tensor: ...
-        def __rsub__(self, other: ArrayLike) -> Tensor: ...
-        def __mul__(self, other: ArrayLike) -> Tensor: ...
-        def __rmul__(self, other: ArrayLike) -> Tensor: ...
-        def __truediv__(self, other: ArrayLike) -> Tensor: ...
-        def __rtruediv__(self, other: ArrayLike) -> Tensor: ...
-        def __matmul__(self, other: ArrayLike) -> Tensor: ...
-        def __rmatmul__(self, other: ArrayLike) -> Tensor: ...
-        def __neg__(self) -> Tensor: ...
-        def __pow__(self, p: float) -> Tensor: ...
-        @property
-        def T(self) -> Tensor: ...
-        def sum(self, dim: Optional[int] = None, keepdim: bool = False) -> Tensor: ...
-        def mean(self, dim: Optional[int] = None, keepdim: bool = False) -> Tensor: ...
-        def relu(self) -> Tensor: ...
-        def reshape(self, nrow: Union[int, Sequence[int]], ncol: int = -1) -> Tensor: ...
-        def __getitem__(self, key: Any) -> Tensor: ...  # tensor_index.py
+    # ---- operators: the ops of ops.py (imported at the end of this module, which it needs) ----
+    def __add__(self, other: ArrayLike) -> Tensor:
+        return _ops.ag_add(self, other)
+
+    def __radd__(self, other: ArrayLike) -> Tensor:
+        return _ops.ag_add(other, self)
+
+    @property
+    def T(self) -> Tensor:
+        """The transpose [c, r] (ag_transpose)."""
+        return _ops.ag_transpose(self)
+
+    def __sub__(self, other: ArrayLike) -> Tensor:
+        return _ops.ag_sub(self, other)
+
+    def __rsub__(self, other: ArrayLike) -> Tensor:
+        return _ops._rsub(self, other)
+
+    def sum(self, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+        """ag_sum(self, dim, keepdim)."""
+        return _ops.ag_sum(self, dim, keepdim)
+
+    def __mul__(self, other: ArrayLike) -> Tensor:
+        return _ops._mul(self, other)
+
+    __rmul__ = __mul__
+
+    def __pow__(self, p: float) -> Tensor:
+        return _ops.ag_pow(self, p)
+
+    def __truediv__(self, other: ArrayLike) -> Tensor:
+        return _ops.ag_div(self, other)
+
+    def __rtruediv__(self, other: ArrayLike) -> Tensor:
+        return _ops._rdiv(self, other)
+
+    def reshape(self, nrow: Union[int, Sequence[int]], ncol: int = -1) -> Tensor:
+        """ag_reshape(self, nrow, ncol)."""
+        return _ops.ag_reshape(self, nrow, ncol)
+
+    def __matmul__(self, other: ArrayLike) -> Tensor:
+        return _ops.ag_matmul(self, other)
+
+    def __rmatmul__(self, other: ArrayLike) -> Tensor:
+        return _ops.ag_matmul(other, self)
+
+    def relu(self) -> Tensor:
+        """ag_relu(self)."""
+        return _ops.ag_relu(self)
+
+    def mean(self, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
+        """ag_mean(self, dim, keepdim)."""
+        return _ops.ag_mean(self, dim, keepdim)
+
+    def __neg__(self) -> Tensor:
+        return _ops.ag_neg(self)
+
+    def __getitem__(self, key: Any) -> Tensor:
+        """t[i, j], slices, masks (tensor_index.py)."""
+        return _index._getitem(self, key)
 
 
 #: What the ops accept as an operand: a Tensor, or numbers that become a constant of the other
@@ -398,8 +454,8 @@ def ag_tensor(data: Any, device: Optional[str] = None, dtype: Optional[str] = No
     code = _dtype_code(dtype)
     if isinstance(data, Tensor):
         if dtype is None:
-            code = lib.pg_tensor_dtype(data._handle())
-        return _wrap(lib.pg_tensor_cast(data._handle(), code))
+            code = lib.pg_tensor_dtype(data._handle("ag_tensor"))
+        return _wrap(lib.pg_tensor_cast(data._handle("ag_tensor"), code))
     return _new_from(data, code)
 
 
@@ -467,29 +523,7 @@ def ag_to_device(tensor: Tensor, device: str) -> Tensor:
     return tensor
 
 
-def _unique_tensors(obj: Any, name: str) -> List["Tensor"]:
-    """The tensors of a model (parameters()), a dict or an iterable, de-duplicated by identity
-    (first occurrence kept), in order."""
-    if isinstance(obj, Tensor):
-        items = [obj]
-    else:
-        if hasattr(obj, "parameters") and callable(obj.parameters):
-            obj = obj.parameters()
-        if isinstance(obj, Tensor):
-            items = [obj]
-        elif isinstance(obj, dict):
-            items = list(obj.values())
-        else:
-            try:
-                items = list(obj)
-            except TypeError:
-                raise ArgumentError(f"{name}: expected a model, a dict or a list of tensors, got {type(obj).__name__}") from None
-    out, seen = [], set()
-    for i, t in enumerate(items):
-        if not isinstance(t, Tensor):
-            raise ArgumentError(f"{name}: parameter {i + 1} is a {type(t).__name__}, not a tensor")
-        k = int(ffi.cast("intptr_t", t._handle()))
-        if k not in seen:
-            seen.add(k)
-            out.append(t)
-    return out
+# the operators above call these modules, which import Tensor from this one: imported last, once
+# every name they take from here exists
+from . import ops as _ops  # noqa: E402
+from . import tensor_index as _index  # noqa: E402

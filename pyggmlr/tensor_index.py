@@ -87,8 +87,9 @@ def _positions(t: Tensor, key: Any) -> Tuple[np.ndarray, int, int]:
 
 
 def _getitem(self: Tensor, key: Any) -> Tensor:
-    """t[key]: the selected entries as a new 2-D tensor; differentiable (the gradient flows back
-    to the selected entries of t, summed where one is selected more than once).
+    """Tensor.__getitem__ (t[key]): the selected entries as a new 2-D tensor; differentiable
+    (the gradient flows back to the selected entries of t, summed where one is selected more
+    than once).
 
     Raises: PyggmlrIndexError (an IndexError) for an index out of range or a mask of the wrong
     size, ArgumentError for a key of another kind (None, ..., floats, 3 indices)."""
@@ -97,5 +98,3 @@ def _getitem(self: Tensor, key: Any) -> Tensor:
     ptr = ffi.cast("int64_t *", pos.ctypes.data) if pos.size else ffi.NULL
     return _wrap(lib.pg_take(self._handle(), ptr, int(pos.size), int(nr), int(nc)))
 
-
-Tensor.__getitem__ = _getitem  # type: ignore[method-assign]
