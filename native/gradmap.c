@@ -32,7 +32,7 @@ pg_tensor *pg_gradmap_get_own(pg_gradmap *m, pg_tensor *key)
 pg_tensor *pg_gradmap_own_value(pg_gradmap *m, pg_tensor *g)
 {
     if (!g || (g->refcount <= 1 && g->st->refcount <= 1)) return g;
-    pg_tensor *c = pg_new(g->dtype, g->ne[0], g->ne[1], PG_MEM_GRAD);
+    pg_tensor *c = pg_new(g->dtype, g->ne[0], g->ne[1], PG_MEM_CATEGORY_GRAD);
     if (!c) return NULL;
     memcpy(pg_data(c), pg_data(g), (size_t)pg_numel(g) * pg_dtype_size(g->dtype));
     for (int64_t i = 0; i < m->n; i++)
@@ -106,7 +106,7 @@ void pg_gradmap_free(pg_gradmap *m)
 pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n)
 {
     pg_gradmap *m = pg_gradmap_alloc(n);
-    if (!m) return pg_fail_null(PG_ERR_NOMEM, "out of memory");
+    if (!m) return pg_fail_null(PG_STATUS_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i < n; i++) {
         m->keys[i] = keys[i];
         m->ids[i] = keys[i]->id;

@@ -235,9 +235,9 @@ int64_t pg_tape_node_bytes(void) { return (int64_t)sizeof(pg_node); }
 int64_t pg_tape_memory(int64_t *totals, const char **op_label, int64_t *op_nodes,
                        int64_t *op_bytes, int64_t max_ops)
 {
-    if (!totals) return -pg_fail(PG_ERR_ARG, "ag_tape_memory: NULL totals");
+    if (!totals) return -pg_fail(PG_STATUS_ERR_ARG, "ag_tape_memory: NULL totals");
     if (max_ops < 0 || (max_ops > 0 && (!op_label || !op_nodes || !op_bytes)))
-        return -pg_fail(PG_ERR_ARG, "ag_tape_memory: bad per-op output arrays");
+        return -pg_fail(PG_STATUS_ERR_ARG, "ag_tape_memory: bad per-op output arrays");
     int64_t nn = pg_tape_nodes();
     walk w;
     memset(&w, 0, sizeof w);
@@ -303,5 +303,5 @@ oom:
     pm_free(&w.tensors);
     pm_free(&w.storages);
     pm_free(&w.seen);
-    return -pg_fail(PG_ERR_NOMEM, "ag_tape_memory: out of memory walking a tape of %lld nodes", (long long)nn);
+    return -pg_fail(PG_STATUS_ERR_NOMEM, "ag_tape_memory: out of memory walking a tape of %lld nodes", (long long)nn);
 }

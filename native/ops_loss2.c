@@ -19,7 +19,7 @@ static int check_unit(const char *op, const char *arg, const pg_tensor *t, const
         const T *v = pg_data(t);
         for (int64_t i = 0; i < N; i++)
             if (!(v[i] >= 0 && v[i] <= 1))
-                return pg_fail(PG_ERR_VALUE, "%s: %s must lie in [0, 1], got %g at [%lld, %lld] (0-based) of %s%s",
+                return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s must lie in [0, 1], got %g at [%lld, %lld] (0-based) of %s%s",
                                op, arg, (double)v[i], (long long)(i % R), (long long)(i / R), pg_desc(t), hint);
     });
     return 0;
@@ -29,7 +29,7 @@ static int check_unit(const char *op, const char *arg, const pg_tensor *t, const
 static pg_tensor *run_loss(const char *label, pg_fw_fn fw, pg_bw_fn bw, pg_tensor *pred, pg_tensor *target,
                            pg_tensor *weight, double p0, double p1)
 {
-    pg_tensor *out = pg_new(pred->dtype, 1, 1, PG_MEM_OTHER);
+    pg_tensor *out = pg_new(pred->dtype, 1, 1, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     pg_tensor *saved[2] = {target, weight};
     pg_tensor_retain(target);
@@ -175,7 +175,7 @@ pg_tensor *pg_huber_loss(pg_tensor *pred, pg_tensor *target, double delta)
 {
     const char *op = "ag_huber_loss";
     if (!(isfinite(delta) && delta > 0))
-        return pg_fail_null(PG_ERR_VALUE, "%s: delta must be a finite number > 0, got %g", op, delta);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: delta must be a finite number > 0, got %g", op, delta);
     if (pg_loss_check_target(op, pred, target)) return NULL;
     return run_loss("huber_loss", huber_fw, huber_bw, pred, target, NULL, 1.0 / (double)pg_numel(pred), delta);
 }
@@ -238,7 +238,7 @@ static int wmse_fw(pg_node *n)
         const T *wv = pg_data(w);
         for (int64_t i = 0; i < pg_numel(w); i++)
             if (!(wv[i] >= 0 && isfinite(wv[i])))
-                return pg_fail(PG_ERR_VALUE, "%s: weight must be finite and >= 0, got %g at [%lld, %lld] (0-based) of %s",
+                return pg_fail(PG_STATUS_ERR_VALUE, "%s: weight must be finite and >= 0, got %g at [%lld, %lld] (0-based) of %s",
                                op, (double)wv[i], (long long)(i % w->ne[0]), (long long)(i / w->ne[0]), pg_desc(w));
     });
     double s = 0;
@@ -281,11 +281,11 @@ pg_tensor *pg_weighted_mse_loss(pg_tensor *pred, pg_tensor *target, pg_tensor *w
     const char *op = "ag_weighted_mse_loss";
     if (pg_loss_check_target(op, pred, target) || pg_not_live(weight, op, "weight")) return NULL;
     if (weight->dtype != pred->dtype)
-        return pg_fail_null(PG_ERR_DTYPE, "%s: dtype mismatch: pred is %s, weight is %s", op, pg_desc(pred), pg_desc(weight));
+        return pg_fail_null(PG_STATUS_ERR_DTYPE, "%s: dtype mismatch: pred is %s, weight is %s", op, pg_desc(pred), pg_desc(weight));
     if ((weight->ne[0] != 1 && weight->ne[0] != pred->ne[0]) || (weight->ne[1] != 1 && weight->ne[1] != pred->ne[1]))
-        return pg_fail_null(PG_ERR_SHAPE, "%s: pred is %s but weight is %s; weight must have pred's shape, or be a [%lld, 1] column, a [1, %lld] row or [1, 1], broadcast over pred",
+        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: pred is %s but weight is %s; weight must have pred's shape, or be a [%lld, 1] column, a [1, %lld] row or [1, 1], broadcast over pred",
                             op, pg_desc(pred), pg_desc(weight), (long long)pred->ne[0], (long long)pred->ne[1]);
     if (weight->requires_grad)
-        return pg_fail_null(PG_ERR_VALUE, "%s: weight must not require grad (it is a constant: no gradient flows into it)", op);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: weight must not require grad (it is a constant: no gradient flows into it)", op);
     return run_loss("weighted_mse_loss", wmse_fw, wmse_bw, pred, target, weight, 2.0 / (double)pg_numel(pred), 0);
 }

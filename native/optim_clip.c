@@ -35,9 +35,9 @@ static int listed_before(pg_tensor **params, int64_t i)
 /* the gradient helpers' parameter list: n >= 0 live tensors (fn names the helper) */
 static int check_param_list(pg_tensor **params, int64_t n, const char *fn)
 {
-    if (n < 0 || (n > 0 && !params)) return pg_fail(PG_ERR_ARG, "%s: bad parameter list", fn);
+    if (n < 0 || (n > 0 && !params)) return pg_fail(PG_STATUS_ERR_ARG, "%s: bad parameter list", fn);
     for (int64_t i = 0; i < n; i++)
-        if (pg_not_live(params[i], fn, "params[i]")) return PG_ERR_ARG;
+        if (pg_not_live(params[i], fn, "params[i]")) return PG_STATUS_ERR_ARG;
     return 0;
 }
 
@@ -52,7 +52,7 @@ int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double m
 static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out)
 {
     if (check_param_list(params, n, "clip_grad_norm")) return pg_last_status();
-    if (isnan(max_norm) || max_norm < 0) return pg_fail(PG_ERR_VALUE, "clip_grad_norm: max_norm must be >= 0, got %g", max_norm);
+    if (isnan(max_norm) || max_norm < 0) return pg_fail(PG_STATUS_ERR_VALUE, "clip_grad_norm: max_norm must be >= 0, got %g", max_norm);
     double ss = 0;
     for (int64_t i = 0; i < n; i++) {
         pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
@@ -69,7 +69,7 @@ static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double 
     double f = max_norm / (norm + 1e-6);
     int oom = 0;
     for (int64_t i = 0; i < n && !oom; i++) if (!listed_before(params, i)) grad_mut(params[i], grads, &oom);
-    if (oom) return pg_fail(PG_ERR_NOMEM, "clip_grad_norm: out of memory");
+    if (oom) return pg_fail(PG_STATUS_ERR_NOMEM, "clip_grad_norm: out of memory");
     for (int64_t i = 0; i < n; i++) {
         pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
         if (!g) continue;
@@ -89,11 +89,11 @@ static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double 
 static int clip_value_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double c, double *max_abs)
 {
     if (check_param_list(params, n, "clip_grad_value")) return pg_last_status();
-    if (!(isfinite(c) && c > 0)) return pg_fail(PG_ERR_VALUE, "clip_value must be a single positive finite number");
+    if (!(isfinite(c) && c > 0)) return pg_fail(PG_STATUS_ERR_VALUE, "clip_value must be a single positive finite number");
     double mx = 0;
     int oom = 0;
     for (int64_t i = 0; i < n && !oom; i++) if (!listed_before(params, i)) grad_mut(params[i], grads, &oom);
-    if (oom) return pg_fail(PG_ERR_NOMEM, "clip_grad_value: out of memory");
+    if (oom) return pg_fail(PG_STATUS_ERR_NOMEM, "clip_grad_value: out of memory");
     for (int64_t i = 0; i < n; i++) {
         pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
         if (!g) continue;
@@ -133,7 +133,7 @@ static int is_r_na(double v)
 int pg_grad_anomaly(pg_tensor **params, int64_t n, pg_gradmap *grads, int *found, int64_t *n_nan,
                     int64_t *n_inf, double *max_abs)
 {
-    if (n > 0 && (!found || !n_nan || !n_inf || !max_abs)) return pg_fail(PG_ERR_ARG, "check_grad_anomaly: NULL output");
+    if (n > 0 && (!found || !n_nan || !n_inf || !max_abs)) return pg_fail(PG_STATUS_ERR_ARG, "check_grad_anomaly: NULL output");
     if (check_param_list(params, n, "check_grad_anomaly")) return pg_last_status();
     pg_grad_lock();
     for (int64_t i = 0; i < n; i++) {

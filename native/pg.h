@@ -47,7 +47,7 @@ typedef struct pg_node pg_node;
 
 struct pg_tensor {
     uint32_t magic;
-    int32_t dtype;          /* PG_F32 or PG_F64 */
+    int32_t dtype;          /* PG_DTYPE_F32 or PG_DTYPE_F64 */
     int64_t refcount;
     int64_t id;             /* process-wide, from 1; 0 for internal buffers */
     int64_t ne[4];
@@ -99,7 +99,7 @@ pg_tensor *pg_new(int dtype, int64_t nrow, int64_t ncol, int category); /* unini
 pg_tensor *pg_new_zeros(int dtype, int64_t nrow, int64_t ncol, int category);
 pg_tensor *pg_new_like(const pg_tensor *t, int category);
 void pg_set_category(pg_tensor *t, int category);
-/* non-zero (PG_ERR_ARG, naming op and arg) when t is NULL or not a live tensor; 0 when usable */
+/* non-zero (PG_STATUS_ERR_ARG, naming op and arg) when t is NULL or not a live tensor; 0 when usable */
 int pg_not_live(const pg_tensor *t, const char *op, const char *arg);
 size_t pg_dtype_size(int dtype);
 void pg_count_object(int kind, int delta);              /* 0 gradmap, 1 optim */
@@ -213,7 +213,7 @@ void pg_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double 
 /* Run the block once with T = float and once with T = double, picking by dtype at run time. */
 #define PG_DISPATCH(dt, ...)                      \
     do {                                          \
-        if ((dt) == PG_F32) {                     \
+        if ((dt) == PG_DTYPE_F32) {                     \
             typedef float T;                      \
             __VA_ARGS__                           \
         } else {                                  \
@@ -226,7 +226,7 @@ void pg_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double 
 static inline void pg_scalar_set(pg_tensor *t, double v) { PG_DISPATCH(t->dtype, { *(T *)pg_data(t) = (T)v; }); }
 static inline double pg_scalar_get(const pg_tensor *t)
 {
-    return t->dtype == PG_F32 ? (double)*(const float *)pg_data(t) : *(const double *)pg_data(t);
+    return t->dtype == PG_DTYPE_F32 ? (double)*(const float *)pg_data(t) : *(const double *)pg_data(t);
 }
 
 /* dst[i] (+)= expr for i in [0, n): two loops so each vectorises. */

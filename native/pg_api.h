@@ -16,33 +16,53 @@ typedef struct pg_tensor pg_tensor;
 typedef struct pg_gradmap pg_gradmap;
 typedef struct pg_optim pg_optim;
 
-enum pg_dtype { PG_F32 = 0, PG_F64 = 1, PG_I32 = 2, PG_I64 = 3, PG_U8 = 4 };
+enum pg_dtype {
+    PG_DTYPE_F32 = 0,
+    PG_DTYPE_F64 = 1,
+    PG_DTYPE_I32 = 2,
+    PG_DTYPE_I64 = 3,
+    PG_DTYPE_U8 = 4,
+    PG_DTYPE_COUNT
+};
 
 enum pg_status {
-    PG_OK = 0,
-    PG_ERR_SHAPE = 1,   /* shapes do not fit the op */
-    PG_ERR_DTYPE = 2,   /* dtype not allowed or operands disagree */
-    PG_ERR_VALUE = 3,   /* bad argument value (index out of range, negative size, ...) */
-    PG_ERR_NOMEM = 4,   /* allocation failed */
-    PG_ERR_STATE = 5,   /* call not valid now (dead handle, tape misuse, ...) */
-    PG_ERR_ARG = 6,     /* NULL or foreign pointer */
-    PG_ERR_MODIFIED = 8 /* backward(): a tensor it needs was overwritten after being recorded (7: PG_ERR_IO, pg_api_codec.h) */
+    PG_STATUS_OK = 0,
+    PG_STATUS_ERR_SHAPE = 1,    /* shapes do not fit the op */
+    PG_STATUS_ERR_DTYPE = 2,    /* dtype not allowed or operands disagree */
+    PG_STATUS_ERR_VALUE = 3,    /* bad argument value (index out of range, negative size, ...) */
+    PG_STATUS_ERR_NOMEM = 4,    /* allocation failed */
+    PG_STATUS_ERR_STATE = 5,    /* call not valid now (dead handle, tape misuse, ...) */
+    PG_STATUS_ERR_ARG = 6,      /* NULL or foreign pointer */
+    PG_STATUS_ERR_IO = 7,       /* a file could not be opened, read or written (codec) */
+    PG_STATUS_ERR_MODIFIED = 8, /* backward(): a needed tensor was overwritten after recording */
+    PG_STATUS_COUNT
 };
 
 /* memory categories for accounting (pg_memory_stats) */
-enum pg_category {
-    PG_MEM_PARAM = 0,   /* leaf tensors that require grad (weights) */
-    PG_MEM_GRAD = 1,    /* .grad of leaves and gradient maps */
-    PG_MEM_OPTIM = 2,   /* optimizer state (moments, velocity, accumulators) */
-    PG_MEM_SAVED = 3,   /* buffers ops keep only for backward (masks, probabilities, diffs) */
-    PG_MEM_OTHER = 4    /* everything else: data, activations */
+enum pg_mem_category {
+    PG_MEM_CATEGORY_PARAM = 0, /* leaf tensors that require grad (weights) */
+    PG_MEM_CATEGORY_GRAD = 1,  /* .grad of leaves and gradient maps */
+    PG_MEM_CATEGORY_OPTIM = 2, /* optimizer state (moments, velocity, accumulators) */
+    PG_MEM_CATEGORY_SAVED = 3, /* buffers ops keep only for backward (masks, probabilities) */
+    PG_MEM_CATEGORY_OTHER = 4, /* everything else: data, activations */
+    PG_MEM_CATEGORY_COUNT
 };
 
 /* unary op codes for pg_unary */
 enum pg_unary_op {
-    PG_RELU = 0, PG_SIGMOID = 1, PG_TANH = 2, PG_GELU = 3, PG_LOG = 4, PG_EXP = 5,
-    PG_SOFTMAX = 6, PG_NEG = 7
+    PG_UNARY_OP_RELU = 0,
+    PG_UNARY_OP_SIGMOID = 1,
+    PG_UNARY_OP_TANH = 2,
+    PG_UNARY_OP_GELU = 3,
+    PG_UNARY_OP_LOG = 4,
+    PG_UNARY_OP_EXP = 5,
+    PG_UNARY_OP_SOFTMAX = 6,
+    PG_UNARY_OP_NEG = 7,
+    PG_UNARY_OP_COUNT
 };
+
+/* optimizer kinds for pg_optim_new */
+enum pg_optim_kind { PG_OPTIM_KIND_SGD = 0, PG_OPTIM_KIND_ADAM = 1, PG_OPTIM_KIND_COUNT };
 
 /* ---- errors and build info ---- */
 const char *pg_last_error(void);
@@ -86,7 +106,7 @@ int pg_tensor_set_requires_grad(pg_tensor *t, int flag);
 int pg_tensor_is_leaf(pg_tensor *t);                /* no recorded node produced it */
 const char *pg_tensor_op(pg_tensor *t);             /* label of the producing node, or "" */
 
-/* Copy values out to dst (column-major, converted to dst_dtype: PG_F32 or PG_F64). */
+/* Copy values out to dst (column-major, converted to dst_dtype: PG_DTYPE_F32 or PG_DTYPE_F64). */
 int pg_tensor_read(pg_tensor *t, void *dst, int dst_dtype);
 /* Overwrite values in place from src (same strided reading as pg_tensor_new); shape must match. */
 int pg_tensor_write(pg_tensor *t, const void *src, int src_dtype, int64_t nrow, int64_t ncol,
@@ -148,11 +168,11 @@ pg_tensor *pg_softmax_ce_loss_ids(pg_tensor *logits, pg_tensor *ids);
 /* The one rule for a tensor target: the logits' shape (not [1, B>1]) is one-hot / soft labels
  * (kind 0), a [1, B] / [B, 1] tensor that does not require grad holds class ids (kind 1), else
  * -1 (the front ends then read the target's values as ids). _any applies the rule (NULL with a
- * PG_ERR_SHAPE message for kind -1). */
+ * PG_STATUS_ERR_SHAPE message for kind -1). */
 int pg_softmax_ce_target_kind(const pg_tensor *logits, const pg_tensor *target);
 pg_tensor *pg_softmax_ce_loss_any(pg_tensor *logits, pg_tensor *target);
 /* Fused linear layer act(W x + b) as one node: W [m, k], x [k, B], b [m, 1] or NULL;
- * act: -1 none, PG_RELU, PG_SIGMOID or PG_TANH. Same results as matmul -> add -> activation. */
+ * act: -1 none, PG_UNARY_OP_RELU, PG_UNARY_OP_SIGMOID or PG_UNARY_OP_TANH. Same results as matmul -> add -> activation. */
 pg_tensor *pg_linear(pg_tensor *w, pg_tensor *x, pg_tensor *b, int act);
 
 /* ---- memory accounting ----
@@ -169,7 +189,7 @@ int64_t pg_memory_cached(void);
 void pg_memory_trim(void);          /* give the cached buffers back to the system */
 
 /* ---- optimizers (optim.c) ----
- * kind: 0 = SGD, 1 = Adam. params are matched by identity; duplicates are dropped and counted in
+ * kind: a pg_optim_kind. params are matched by identity; duplicates are dropped and counted in
  * *n_dropped. Hyper-parameters by name: "lr", "momentum", "nesterov", "weight_decay", "beta1",
  * "beta2", "eps", "accumulate_steps", "average"; counters: "t" (Adam updates applied),
  * "accum_count" (micro-steps accumulated since the last update). */
@@ -210,8 +230,8 @@ int pg_optim_load(pg_optim *o, const double *const *vals, int64_t n_vals, double
  * (finite, within the dtype's range, Adam's v >= 0); check_only: the checks and no write. */
 int pg_optim_load_file(pg_optim *o, const double *const *vals, int64_t n_vals, double t, double accum_count,
                        int check_only);
-/* 0 when n doubles fit dtype (for PG_F32: no finite value beyond FLT_MAX, which would become
- * Inf); else PG_ERR_VALUE naming what. The loaders call it before writing anything. */
+/* 0 when n doubles fit dtype (for PG_DTYPE_F32: no finite value beyond FLT_MAX, which would become
+ * Inf); else PG_STATUS_ERR_VALUE naming what. The loaders call it before writing anything. */
 int pg_values_fit(const double *v, int64_t n, int dtype, const char *what);
 /* A gradient map over keys -> vals (vals retained, copied by nobody: a user-built map). */
 pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);

@@ -12,7 +12,12 @@
 
 typedef struct pg_graph pg_graph;
 
-enum pg_graph_build { PG_BUILD_FORWARD = 0, PG_BUILD_GRAD = 1, PG_BUILD_OPT = 2 };
+enum pg_graph_build {
+    PG_GRAPH_BUILD_FORWARD = 0,
+    PG_GRAPH_BUILD_GRAD = 1,
+    PG_GRAPH_BUILD_OPT = 2,
+    PG_GRAPH_BUILD_COUNT
+};
 
 int pg_graph_record_begin(void);
 void pg_graph_record_abort(void);

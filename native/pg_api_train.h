@@ -60,7 +60,7 @@ int64_t pg_fit_stats_len(const pg_fit *f);
 int pg_fit_stats_export(const pg_fit *f, double *buf, int64_t len);
 int pg_fit_stats_import(pg_fit *f, const double *buf, int64_t len);
 /* ag_accuracy's count: columns of out [classes, n] (column-major doubles) whose first maximum is
- * y's class; y is [1, n] 0-based class ids (whole numbers in [0, classes), else PG_ERR_VALUE
+ * y's class; y is [1, n] 0-based class ids (whole numbers in [0, classes), else PG_STATUS_ERR_VALUE
  * naming the position) or [classes, n] one-hot / scores (their first maximum). */
 int pg_accuracy_count(const double *out, int64_t classes, int64_t n, const double *y, int64_t krows, int64_t *ncorrect);
 /* accuracy and its standard error from counts (ggml_opt_result_accuracy); NaN when ndata == 0 */

@@ -5,10 +5,10 @@
 
 int pg_loss_stats(const double *v, const double *w, int64_t n, int per_datapoint, double *out)
 {
-    if (!out) return pg_fail(PG_ERR_ARG, "loss statistics: NULL output");
+    if (!out) return pg_fail(PG_STATUS_ERR_ARG, "loss statistics: NULL output");
     out[0] = out[1] = NAN;
     if (n <= 0) return 0;
-    if (!v || !w) return pg_fail(PG_ERR_ARG, "loss statistics: NULL values or weights");
+    if (!v || !w) return pg_fail(PG_STATUS_ERR_ARG, "loss statistics: NULL values or weights");
     double sw = 0, swv = 0, s = 0, s2 = 0; /* one pass, in order */
     for (int64_t i = 0; i < n; i++) {
         swv += v[i] * w[i];

@@ -48,7 +48,7 @@ from .tensor import _SRC_CODE, ArrayLike, Tensor, _as_matrix, _read, ag_tensor
 
 __all__ = ["ag_compile", "CompiledStep"]
 
-_BUILDS = {"forward": lib.PG_BUILD_FORWARD, "grad": lib.PG_BUILD_GRAD, "opt": lib.PG_BUILD_OPT}
+_BUILDS = {"forward": lib.PG_GRAPH_BUILD_FORWARD, "grad": lib.PG_GRAPH_BUILD_GRAD, "opt": lib.PG_GRAPH_BUILD_OPT}
 
 
 class CompiledStep:

@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 _MB = 1024.0 ** 2
-_CATEGORIES = ("param", "grad", "optim", "saved", "other")  # enum pg_category order
+_CATEGORIES = ("param", "grad", "optim", "saved", "other")  # enum pg_mem_category order
 
 
 class MemoryReport(dict):

@@ -158,35 +158,35 @@ def _unary(code: int) -> Callable[[ArrayLike], Tensor]:
     return op
 
 
-ag_relu = _unary(lib.PG_RELU)
+ag_relu = _unary(lib.PG_UNARY_OP_RELU)
 ag_relu.__name__ = "ag_relu"
 ag_relu.__doc__ = ("Elementwise max(x, 0) (ReLU); gradient g where x > 0, 0 at x <= 0."
                   "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
-ag_sigmoid = _unary(lib.PG_SIGMOID)
+ag_sigmoid = _unary(lib.PG_UNARY_OP_SIGMOID)
 ag_sigmoid.__name__ = "ag_sigmoid"
 ag_sigmoid.__doc__ = ("Elementwise logistic s = 1 / (1 + exp(-x)); gradient g s (1 - s)."
                   "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
-ag_tanh = _unary(lib.PG_TANH)
+ag_tanh = _unary(lib.PG_UNARY_OP_TANH)
 ag_tanh.__name__ = "ag_tanh"
 ag_tanh.__doc__ = ("Elementwise tanh(x); gradient g (1 - tanh(x)^2)."
                   "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
-ag_gelu = _unary(lib.PG_GELU)
+ag_gelu = _unary(lib.PG_UNARY_OP_GELU)
 ag_gelu.__name__ = "ag_gelu"
 ag_gelu.__doc__ = ("Elementwise exact GELU 0.5 x (1 + erf(x / sqrt(2))) (not the tanh approximation)."
                   "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
-ag_softmax = _unary(lib.PG_SOFTMAX)
+ag_softmax = _unary(lib.PG_UNARY_OP_SOFTMAX)
 ag_softmax.__name__ = "ag_softmax"
 ag_softmax.__doc__ = ("Softmax down each column of x [classes, batch] (max-subtracted, so large logits do not overflow);\neach column of the result sums to 1."
                   "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
-ag_log = _unary(lib.PG_LOG)
+ag_log = _unary(lib.PG_UNARY_OP_LOG)
 ag_log.__name__ = "ag_log"
 ag_log.__doc__ = ("Elementwise natural log, no clamping: log(0) = -inf, log(x < 0) = nan; gradient g / x."
                   "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
-ag_exp = _unary(lib.PG_EXP)
+ag_exp = _unary(lib.PG_UNARY_OP_EXP)
 ag_exp.__name__ = "ag_exp"
 ag_exp.__doc__ = ("Elementwise exp(x); gradient g exp(x) (overflow gives inf, as IEEE)."
                   "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
-ag_neg = _unary(lib.PG_NEG)
+ag_neg = _unary(lib.PG_UNARY_OP_NEG)
 ag_neg.__name__ = "ag_neg"
 ag_neg.__doc__ = ("Elementwise negation -x (also the unary minus operator); gradient -g."
                   "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError when x is not numeric, ArgumentError when x is a freed tensor.")
@@ -384,7 +384,7 @@ def _mul(self, other):
 
 
 def _linear(W, x, b, act=-1):
-    """Fused act(W @ x + b) as one node (act: -1 none, or lib.PG_RELU / PG_SIGMOID / PG_TANH);
+    """Fused act(W @ x + b) as one node (act: -1 none, or lib.PG_UNARY_OP_RELU / PG_UNARY_OP_SIGMOID / PG_UNARY_OP_TANH);
     the same numbers as ag_matmul -> ag_add -> activation. b may be None."""
     if x.__class__ is not Tensor:
         x = _const(x, W)

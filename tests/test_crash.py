@@ -1,7 +1,7 @@
 """Crash-prone cases, each in a fresh subprocess: a segfault or abort is a failed test here,
 not a dead test runner. The raw C entry points (pyggmlr._core.lib) get NULL and foreign
 pointers where the API promises a check, huge and negative sizes, and 10^9-element requests
-under an address-space limit (so they must fail allocation cleanly, with PG_ERR_NOMEM, instead of
+under an address-space limit (so they must fail allocation cleanly, with PG_STATUS_ERR_NOMEM, instead of
 being granted by overcommit). Each child prints one line per case; the parent checks the
 status, that the child ran to its end, and the expected error text."""
 import json

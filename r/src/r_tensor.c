@@ -16,7 +16,7 @@
 static int dtype_arg(SEXP dtype)
 {
     int d = Rf_asInteger(dtype);
-    if (d != PG_F32 && d != PG_F64) Rf_error("dtype must be 'f32' or 'f64'");
+    if (d != PG_DTYPE_F32 && d != PG_DTYPE_F64) Rf_error("dtype must be 'f32' or 'f64'");
     return d;
 }
 
@@ -41,7 +41,7 @@ SEXP R_pg_tensor_data(SEXP x) { return r_matrix(r_get(x, R_TENSOR)); }
 SEXP R_pg_tensor_write(SEXP x, SEXP value)
 {
     pg_tensor *t = r_get(x, R_TENSOR);
-    pg_tensor *src = r_new_tensor(value, PG_F64, "$data<-");
+    pg_tensor *src = r_new_tensor(value, PG_DTYPE_F64, "$data<-");
     if (src == NULL) r_fail();
     int64_t nr = pg_tensor_nrow(src), nc = pg_tensor_ncol(src);
     if (nr != pg_tensor_nrow(t) || nc != pg_tensor_ncol(t)) {
@@ -49,7 +49,7 @@ SEXP R_pg_tensor_write(SEXP x, SEXP value)
         Rf_error("$data<-: new value is [%lldx%lld] but the tensor is %s", (long long)nr, (long long)nc,
                  pg_desc(t));
     }
-    int rc = pg_tensor_write(t, pg_tensor_data(src), PG_F64, nr, nc, 1, nr);
+    int rc = pg_tensor_write(t, pg_tensor_data(src), PG_DTYPE_F64, nr, nc, 1, nr);
     pg_tensor_release(src);
     if (rc) r_fail();
     return R_NilValue;
@@ -267,9 +267,9 @@ SEXP R_pg_gradmap_set(SEXP map, SEXP id, SEXP value)
     if (g == NULL) Rf_error("no gradient with id %.0f in this map", Rf_asReal(id));
     g = pg_gradmap_own_value(m, g); /* the environment only: $grad keeps its values, as in ggmlR */
     if (g == NULL) Rf_error("gradient<-: out of memory");
-    pg_tensor *src = r_new_tensor(value, PG_F64, "gradient<-");
+    pg_tensor *src = r_new_tensor(value, PG_DTYPE_F64, "gradient<-");
     if (src == NULL) r_fail();
-    int rc = pg_tensor_write(g, pg_tensor_data(src), PG_F64, pg_tensor_nrow(src), pg_tensor_ncol(src), 1,
+    int rc = pg_tensor_write(g, pg_tensor_data(src), PG_DTYPE_F64, pg_tensor_nrow(src), pg_tensor_ncol(src), 1,
                              pg_tensor_nrow(src));
     pg_tensor_release(src);
     if (rc) r_fail();

@@ -56,14 +56,14 @@ static pg_tensor *rnd(int dtype, int64_t r, int64_t c, double lo_abs)
         double x = urand();
         v[i] = x >= 0 ? x + lo_abs : x - lo_abs; /* keep away from 0 when asked (div, log, pow) */
     }
-    pg_tensor *t = pg_tensor_new(dtype, r, c, v, PG_F64, 1, r);
+    pg_tensor *t = pg_tensor_new(dtype, r, c, v, PG_DTYPE_F64, 1, r);
     free(v);
     return t;
 }
 
 static pg_tensor *rnd_pos(int dtype, int64_t r, int64_t c)
 {
-    pg_tensor *t = rnd(PG_F64, r, c, 0.2);
+    pg_tensor *t = rnd(PG_DTYPE_F64, r, c, 0.2);
     double *d = pg_tensor_data(t);
     for (int64_t i = 0; i < r * c; i++) d[i] = fabs(d[i]) + 0.1;
     pg_tensor *o = pg_tensor_cast(t, dtype);
@@ -74,7 +74,7 @@ static pg_tensor *rnd_pos(int dtype, int64_t r, int64_t c)
 static double read1(pg_tensor *t)
 {
     double v = NAN;
-    pg_tensor_read(t, &v, PG_F64);
+    pg_tensor_read(t, &v, PG_DTYPE_F64);
     return v;
 }
 
@@ -116,7 +116,7 @@ static void gradcheck(const char *name, op_fn f, const void *ctx, int n_in, cons
     CHECK(loss != NULL);
     pg_gradmap *gm = loss ? pg_backward(loss) : NULL;
     CHECK(gm != NULL);
-    if (gm && dtype == PG_F64) {
+    if (gm && dtype == PG_DTYPE_F64) {
         int old = pg_tape_set_enabled(0);
         for (int i = 0; i < n_in; i++) {
             if (!(grad_mask >> i & 1)) continue;
@@ -182,7 +182,7 @@ static pg_tensor *f_mse(pg_tensor **in, const void *c) { (void)c; return pg_mse_
 static pg_tensor *f_ce(pg_tensor **in, const void *c)
 {
     (void)c;
-    pg_tensor *p = pg_unary(PG_SIGMOID, in[0]);
+    pg_tensor *p = pg_unary(PG_UNARY_OP_SIGMOID, in[0]);
     pg_tensor *o = pg_cross_entropy_loss(p, in[1]);
     REL(p);
     return o;
@@ -190,7 +190,7 @@ static pg_tensor *f_ce(pg_tensor **in, const void *c)
 static pg_tensor *f_sce(pg_tensor **in, const void *c)
 {
     (void)c;
-    pg_tensor *t = pg_unary(PG_SOFTMAX, in[1]);
+    pg_tensor *t = pg_unary(PG_UNARY_OP_SOFTMAX, in[1]);
     pg_tensor *o = pg_softmax_ce_loss(in[0], t);
     REL(t);
     return o;
@@ -199,7 +199,7 @@ static pg_tensor *f_sce(pg_tensor **in, const void *c)
 static pg_tensor *f_bce(pg_tensor **in, const void *c)
 {
     (void)c;
-    pg_tensor *p = pg_unary(PG_SIGMOID, in[0]), *t = pg_unary(PG_SIGMOID, in[1]);
+    pg_tensor *p = pg_unary(PG_UNARY_OP_SIGMOID, in[0]), *t = pg_unary(PG_UNARY_OP_SIGMOID, in[1]);
     pg_tensor *o = pg_bce_loss(p, t);
     REL(p); REL(t);
     return o;
@@ -207,7 +207,7 @@ static pg_tensor *f_bce(pg_tensor **in, const void *c)
 static pg_tensor *f_bcel(pg_tensor **in, const void *c)
 {
     (void)c;
-    pg_tensor *t = pg_unary(PG_SIGMOID, in[1]);
+    pg_tensor *t = pg_unary(PG_UNARY_OP_SIGMOID, in[1]);
     pg_tensor *o = pg_bce_logits_loss(in[0], t);
     REL(t);
     return o;
@@ -256,7 +256,7 @@ static pg_tensor *f_causal(pg_tensor **in, const void *c)
     /* -inf entries times a weight would give NaN in the loss: mask, then clamp them away */
     pg_tensor *m = pg_causal_mask(in[0]);
     if (!m) return NULL;
-    pg_tensor *s = pg_unary(PG_SOFTMAX, m);
+    pg_tensor *s = pg_unary(PG_UNARY_OP_SOFTMAX, m);
     REL(m);
     return s;
 }
@@ -274,7 +274,7 @@ static pg_tensor *f_flash(pg_tensor **in, const void *c)
         double *md = malloc((size_t)(R * C) * sizeof *md);
         for (int64_t j = 0; j < C; j++)
             for (int64_t i = 0; i < R; i++) md[i + j * R] = (j == 1 || (i > 0 && (i + j) % 3 == 2)) ? -INFINITY : 0.0;
-        pg_tensor_write(mask, md, PG_F64, R, C, 1, R);
+        pg_tensor_write(mask, md, PG_DTYPE_F64, R, C, 1, R);
         free(md);
     }
     pg_tensor *out = pg_flash_attention(in[0], in[1], in[2], m[0], NAN, mask, m[1] == 1);
@@ -284,7 +284,7 @@ static pg_tensor *f_flash(pg_tensor **in, const void *c)
 
 static void test_ops(void)
 {
-    for (int dt = PG_F32; dt <= PG_F64; dt++) {
+    for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++) {
         int64_t s23_34[] = {2, 3, 3, 4};
         gradcheck("matmul", f_matmul, NULL, 2, s23_34, 0, 3, dt);
         int64_t s30_04[] = {3, 0, 0, 4}; /* k = 0: a zero [3x4] result */
@@ -299,9 +299,9 @@ static void test_ops(void)
                 gradcheck(bn[k], bins[k], NULL, 2, bshapes[s], k == 3 ? 2 : 0, 3, dt);
         int64_t s34[] = {3, 4}, s11[] = {1, 1}, s04[] = {0, 4};
         gradcheck("scale", f_scale, NULL, 1, s34, 0, 1, dt);
-        for (int u = PG_RELU; u <= PG_NEG; u++) {
-            gradcheck("unary", f_unary, &u, 1, s34, u == PG_LOG ? 1 : 0, 1, dt);
-            gradcheck("unary 1x1", f_unary, &u, 1, s11, u == PG_LOG ? 1 : 0, 1, dt);
+        for (int u = PG_UNARY_OP_RELU; u <= PG_UNARY_OP_NEG; u++) {
+            gradcheck("unary", f_unary, &u, 1, s34, u == PG_UNARY_OP_LOG ? 1 : 0, 1, dt);
+            gradcheck("unary 1x1", f_unary, &u, 1, s11, u == PG_UNARY_OP_LOG ? 1 : 0, 1, dt);
             gradcheck("unary empty", f_unary, &u, 1, s04, 0, 1, dt);
         }
         double pw[] = {2.0, 0.5, -1.0, 3.0};
@@ -358,54 +358,54 @@ static void test_tensors(void)
     int64_t i64[6] = {1, 2, 3, 4, 5, 6};
     uint8_t u8[6] = {1, 2, 3, 4, 5, 6};
     const void *srcs[] = {f, d, i32, i64, u8};
-    for (int s = PG_F32; s <= PG_U8; s++)
-        for (int dt = PG_F32; dt <= PG_F64; dt++) {
+    for (int s = PG_DTYPE_F32; s <= PG_DTYPE_U8; s++)
+        for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++) {
             pg_tensor *t = pg_tensor_new(dt, 2, 3, srcs[s], s, 3, 1);
             CHECK(t != NULL);
             double out[6];
-            CHECK(pg_tensor_read(t, out, PG_F64) == 0);
+            CHECK(pg_tensor_read(t, out, PG_DTYPE_F64) == 0);
             CHECK(out[0] == 1 && out[1] == 4 && out[2] == 2 && out[5] == 6);
             REL(t);
         }
     /* negative strides (a reversed view) */
-    pg_tensor *rv = pg_tensor_new(PG_F64, 6, 1, d + 5, PG_F64, -1, 6);
+    pg_tensor *rv = pg_tensor_new(PG_DTYPE_F64, 6, 1, d + 5, PG_DTYPE_F64, -1, 6);
     double o6[6];
-    pg_tensor_read(rv, o6, PG_F64);
+    pg_tensor_read(rv, o6, PG_DTYPE_F64);
     CHECK(o6[0] == 6 && o6[5] == 1);
     /* write, clone, cast, full, grad set / clear */
-    CHECK(pg_tensor_write(rv, d, PG_F64, 6, 1, 1, 6) == 0);
-    pg_tensor *cl = pg_tensor_clone(rv), *ca = pg_tensor_cast(rv, PG_F32), *fu = pg_tensor_full(PG_F32, 6, 1, 2.5);
+    CHECK(pg_tensor_write(rv, d, PG_DTYPE_F64, 6, 1, 1, 6) == 0);
+    pg_tensor *cl = pg_tensor_clone(rv), *ca = pg_tensor_cast(rv, PG_DTYPE_F32), *fu = pg_tensor_full(PG_DTYPE_F32, 6, 1, 2.5);
     CHECK(cl && ca && fu && pg_tensor_id(cl) != pg_tensor_id(rv));
-    CHECK(pg_tensor_dtype(ca) == PG_F32 && pg_tensor_numel(fu) == 6 && pg_tensor_is_leaf(fu) == 1);
+    CHECK(pg_tensor_dtype(ca) == PG_DTYPE_F32 && pg_tensor_numel(fu) == 6 && pg_tensor_is_leaf(fu) == 1);
     CHECK(pg_tensor_set_grad(rv, cl) == 0 && pg_tensor_grad(rv) == cl);
     CHECK(pg_tensor_set_grad(rv, NULL) == 0 && pg_tensor_grad(rv) == NULL);
-    CHECK_ERR(pg_tensor_set_grad(rv, ca) != 0, PG_ERR_SHAPE, "does not match");
-    CHECK_ERR(pg_tensor_write(rv, d, PG_F64, 2, 3, 1, 2) != 0, PG_ERR_SHAPE, "assigning data");
-    CHECK_ERR(pg_tensor_write(rv, d, 99, 6, 1, 1, 6) != 0, PG_ERR_DTYPE, "dtype");
-    CHECK_ERR(pg_tensor_read(rv, o6, PG_I32) != 0, PG_ERR_DTYPE, "read");
+    CHECK_ERR(pg_tensor_set_grad(rv, ca) != 0, PG_STATUS_ERR_SHAPE, "does not match");
+    CHECK_ERR(pg_tensor_write(rv, d, PG_DTYPE_F64, 2, 3, 1, 2) != 0, PG_STATUS_ERR_SHAPE, "assigning data");
+    CHECK_ERR(pg_tensor_write(rv, d, 99, 6, 1, 1, 6) != 0, PG_STATUS_ERR_DTYPE, "dtype");
+    CHECK_ERR(pg_tensor_read(rv, o6, PG_DTYPE_I32) != 0, PG_STATUS_ERR_DTYPE, "read");
     CHECK(pg_tensor_set_requires_grad(rv, 1) == 0 && pg_tensor_requires_grad(rv) == 1);
     CHECK(pg_tensor_set_requires_grad(rv, 0) == 0 && pg_tensor_requires_grad(rv) == 0);
     CHECK(strcmp(pg_tensor_op(rv), "") == 0);
     REL(rv); REL(cl); REL(ca); REL(fu);
     /* empty tensors in every position */
-    pg_tensor *e = pg_tensor_new(PG_F32, 0, 5, NULL, PG_F32, 1, 0), *e2 = pg_tensor_full(PG_F64, 4, 0, 1.0);
+    pg_tensor *e = pg_tensor_new(PG_DTYPE_F32, 0, 5, NULL, PG_DTYPE_F32, 1, 0), *e2 = pg_tensor_full(PG_DTYPE_F64, 4, 0, 1.0);
     CHECK(e && e2 && pg_tensor_numel(e) == 0 && pg_tensor_numel(e2) == 0);
     pg_tensor *es = pg_sum(e, 0), *et = pg_transpose(e2);
     CHECK(es && read1(es) == 0 && et && pg_tensor_nrow(et) == 0);
     REL(e); REL(e2); REL(es); REL(et);
     /* defaults */
-    CHECK(pg_set_default_dtype(PG_F64) == PG_F32 && pg_default_dtype() == PG_F64);
-    CHECK(pg_set_default_dtype(PG_F32) == PG_F64);
-    CHECK_ERR(pg_set_default_dtype(PG_I32) != 0 && pg_default_dtype() == PG_F32, PG_ERR_DTYPE, "ag_dtype");
+    CHECK(pg_set_default_dtype(PG_DTYPE_F64) == PG_DTYPE_F32 && pg_default_dtype() == PG_DTYPE_F64);
+    CHECK(pg_set_default_dtype(PG_DTYPE_F32) == PG_DTYPE_F64);
+    CHECK_ERR(pg_set_default_dtype(PG_DTYPE_I32) != 0 && pg_default_dtype() == PG_DTYPE_F32, PG_STATUS_ERR_DTYPE, "ag_dtype");
     CHECK(strcmp(pg_version(), "") != 0 && strcmp(pg_blas_name(), "builtin") == 0);
     CHECK(pg_set_threads(2) == 0 && pg_get_threads() == 2 && pg_set_threads(1) == 0);
-    CHECK_ERR(pg_set_threads(0) != 0, PG_ERR_VALUE, "ag_set_threads");
+    CHECK_ERR(pg_set_threads(0) != 0, PG_STATUS_ERR_VALUE, "ag_set_threads");
 }
 
 /* ---- error paths: NULL, foreign pointers, bad shapes / dtypes / values, huge sizes ---- */
 static void test_errors(void)
 {
-    pg_tensor *a = rnd(PG_F32, 2, 3, 0), *b = rnd(PG_F32, 4, 5, 0), *c = rnd(PG_F64, 2, 3, 0);
+    pg_tensor *a = rnd(PG_DTYPE_F32, 2, 3, 0), *b = rnd(PG_DTYPE_F32, 4, 5, 0), *c = rnd(PG_DTYPE_F64, 2, 3, 0);
     /* a foreign object: zeroed memory the size of a tensor (wrong magic), never dereferenced further */
     static uint64_t junk[64];
     pg_tensor *fo = (pg_tensor *)junk;
@@ -413,153 +413,153 @@ static void test_errors(void)
     const char *badmsg[] = {"is NULL", "not a live tensor"};
     for (int k = 0; k < 2; k++) {
         pg_tensor *x = bad[k];
-        CHECK_ERR(pg_matmul(x, a) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_add(a, x) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_sub(x, a) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_mul(a, x) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_div(x, a) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_scale(x, 2) == NULL, PG_ERR_ARG, badmsg[k]);
-        for (int u = PG_RELU; u <= PG_NEG; u++) CHECK_ERR(pg_unary(u, x) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_pow(x, 2) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_clamp(x, 0, 1) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_sum(x, 0) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_mean(x, 1) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_transpose(x) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_reshape(x, 1, -1) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_mse_loss(x, a) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_cross_entropy_loss(a, x) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_softmax_ce_loss(x, a) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_bce_loss(x, a) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_bce_logits_loss(a, x) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_huber_loss(x, a, 1.0) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_weighted_mse_loss(a, a, x) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_matmul(x, a) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_add(a, x) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_sub(x, a) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_mul(a, x) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_div(x, a) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_scale(x, 2) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        for (int u = PG_UNARY_OP_RELU; u <= PG_UNARY_OP_NEG; u++) CHECK_ERR(pg_unary(u, x) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_pow(x, 2) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_clamp(x, 0, 1) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_sum(x, 0) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_mean(x, 1) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_transpose(x) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_reshape(x, 1, -1) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_mse_loss(x, a) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_cross_entropy_loss(a, x) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_softmax_ce_loss(x, a) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_bce_loss(x, a) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_bce_logits_loss(a, x) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_huber_loss(x, a, 1.0) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_weighted_mse_loss(a, a, x) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
         int64_t ids[3] = {0, 0, 0};
-        CHECK_ERR(pg_softmax_ce_loss_idx(x, ids, 3) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_batch_norm(x, NULL, NULL, NULL, NULL, 1e-5, 0.1, 1) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_layer_norm(x, NULL, NULL, 1e-5) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_embedding(x, ids, 3) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_slice_rows(x, 0, 1) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_concat_rows(a, x) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_matmul_t(x, a, 0, 1, 1) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_causal_mask(x) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_backward(x) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_tensor_clone(x) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_tensor_cast(x, PG_F64) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_tensor_check(x) != 0, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_tensor_numel(x) == -1, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_tensor_data(x) == NULL, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_tensor_read(x, junk, PG_F64) != 0, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_tensor_set_grad(x, NULL) != 0, PG_ERR_ARG, badmsg[k]);
-        CHECK_ERR(pg_tensor_set_grad(a, x) != 0 || x == NULL, x ? PG_ERR_ARG : 0, x ? badmsg[k] : "");
-        CHECK_ERR(pg_tensor_set_requires_grad(x, 1) != 0, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_softmax_ce_loss_idx(x, ids, 3) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_batch_norm(x, NULL, NULL, NULL, NULL, 1e-5, 0.1, 1) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_layer_norm(x, NULL, NULL, 1e-5) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_embedding(x, ids, 3) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_slice_rows(x, 0, 1) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_concat_rows(a, x) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_matmul_t(x, a, 0, 1, 1) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_causal_mask(x) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_backward(x) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_clone(x) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_cast(x, PG_DTYPE_F64) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_check(x) != 0, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_numel(x) == -1, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_data(x) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_read(x, junk, PG_DTYPE_F64) != 0, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_set_grad(x, NULL) != 0, PG_STATUS_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_tensor_set_grad(a, x) != 0 || x == NULL, x ? PG_STATUS_ERR_ARG : 0, x ? badmsg[k] : "");
+        CHECK_ERR(pg_tensor_set_requires_grad(x, 1) != 0, PG_STATUS_ERR_ARG, badmsg[k]);
         pg_tensor *pl[2] = {a, x};
-        CHECK_ERR(pg_optim_new(1, pl, 2, NULL) == NULL, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_optim_new(1, pl, 2, NULL) == NULL, PG_STATUS_ERR_ARG, badmsg[k]);
         double nrm;
-        CHECK_ERR(pg_clip_grad_norm(pl, 2, NULL, 1.0, &nrm) != 0, PG_ERR_ARG, badmsg[k]);
+        CHECK_ERR(pg_clip_grad_norm(pl, 2, NULL, 1.0, &nrm) != 0, PG_STATUS_ERR_ARG, badmsg[k]);
         pg_tensor_retain(x);  /* both ignore what is not a live tensor */
         pg_tensor_release(x);
         CHECK(pg_gradmap_get(NULL, x) == NULL);
     }
     /* shapes, dtypes, values */
-    CHECK_ERR(pg_matmul(a, b) == NULL, PG_ERR_SHAPE, "ag_matmul");
-    CHECK_ERR(pg_add(a, b) == NULL, PG_ERR_SHAPE, "ag_add");
-    CHECK_ERR(pg_div(a, b) == NULL, PG_ERR_SHAPE, "ag_div");
-    CHECK_ERR(pg_add(a, c) == NULL, PG_ERR_DTYPE, "dtype mismatch");
-    CHECK_ERR(pg_matmul(a, c) == NULL, PG_ERR_DTYPE, "dtype mismatch");
-    CHECK_ERR(pg_mse_loss(a, b) == NULL, PG_ERR_SHAPE, "ag_mse_loss");
-    CHECK_ERR(pg_bce_loss(a, b) == NULL, PG_ERR_SHAPE, "ag_binary_cross_entropy_loss");
-    CHECK_ERR(pg_bce_logits_loss(a, c) == NULL, PG_ERR_DTYPE, "ag_bce_with_logits_loss: dtype mismatch");
-    CHECK_ERR(pg_huber_loss(a, a, 0.0) == NULL, PG_ERR_VALUE, "ag_huber_loss: delta must be");
-    CHECK_ERR(pg_huber_loss(a, a, NAN) == NULL, PG_ERR_VALUE, "ag_huber_loss: delta must be");
-    CHECK_ERR(pg_mae_loss(a, NULL) == NULL, PG_ERR_ARG, "ag_mae_loss");
-    CHECK_ERR(pg_weighted_mse_loss(a, a, b) == NULL, PG_ERR_SHAPE, "ag_weighted_mse_loss");
-    CHECK_ERR(pg_weighted_mse_loss(a, a, NULL) == NULL, PG_ERR_ARG, "ag_weighted_mse_loss");
-    CHECK_ERR(pg_unary(99, a) == NULL, PG_ERR_VALUE, "op code");
-    CHECK_ERR(pg_unary(-1, a) == NULL, PG_ERR_VALUE, "op code");
-    CHECK_ERR(pg_sum(a, 3) == NULL, PG_ERR_VALUE, "ag_sum");
-    CHECK_ERR(pg_reshape(a, -1, -1) == NULL, PG_ERR_VALUE, "ag_reshape");
-    CHECK_ERR(pg_reshape(a, 4, 2) == NULL, PG_ERR_SHAPE, "ag_reshape");
-    CHECK_ERR(pg_reshape(a, -3, -2) == NULL, PG_ERR_SHAPE, "ag_reshape");
+    CHECK_ERR(pg_matmul(a, b) == NULL, PG_STATUS_ERR_SHAPE, "ag_matmul");
+    CHECK_ERR(pg_add(a, b) == NULL, PG_STATUS_ERR_SHAPE, "ag_add");
+    CHECK_ERR(pg_div(a, b) == NULL, PG_STATUS_ERR_SHAPE, "ag_div");
+    CHECK_ERR(pg_add(a, c) == NULL, PG_STATUS_ERR_DTYPE, "dtype mismatch");
+    CHECK_ERR(pg_matmul(a, c) == NULL, PG_STATUS_ERR_DTYPE, "dtype mismatch");
+    CHECK_ERR(pg_mse_loss(a, b) == NULL, PG_STATUS_ERR_SHAPE, "ag_mse_loss");
+    CHECK_ERR(pg_bce_loss(a, b) == NULL, PG_STATUS_ERR_SHAPE, "ag_binary_cross_entropy_loss");
+    CHECK_ERR(pg_bce_logits_loss(a, c) == NULL, PG_STATUS_ERR_DTYPE, "ag_bce_with_logits_loss: dtype mismatch");
+    CHECK_ERR(pg_huber_loss(a, a, 0.0) == NULL, PG_STATUS_ERR_VALUE, "ag_huber_loss: delta must be");
+    CHECK_ERR(pg_huber_loss(a, a, NAN) == NULL, PG_STATUS_ERR_VALUE, "ag_huber_loss: delta must be");
+    CHECK_ERR(pg_mae_loss(a, NULL) == NULL, PG_STATUS_ERR_ARG, "ag_mae_loss");
+    CHECK_ERR(pg_weighted_mse_loss(a, a, b) == NULL, PG_STATUS_ERR_SHAPE, "ag_weighted_mse_loss");
+    CHECK_ERR(pg_weighted_mse_loss(a, a, NULL) == NULL, PG_STATUS_ERR_ARG, "ag_weighted_mse_loss");
+    CHECK_ERR(pg_unary(99, a) == NULL, PG_STATUS_ERR_VALUE, "op code");
+    CHECK_ERR(pg_unary(-1, a) == NULL, PG_STATUS_ERR_VALUE, "op code");
+    CHECK_ERR(pg_sum(a, 3) == NULL, PG_STATUS_ERR_VALUE, "ag_sum");
+    CHECK_ERR(pg_reshape(a, -1, -1) == NULL, PG_STATUS_ERR_VALUE, "ag_reshape");
+    CHECK_ERR(pg_reshape(a, 4, 2) == NULL, PG_STATUS_ERR_SHAPE, "ag_reshape");
+    CHECK_ERR(pg_reshape(a, -3, -2) == NULL, PG_STATUS_ERR_SHAPE, "ag_reshape");
     /* products that overflow int64 must not wrap around to the element count */
-    CHECK_ERR(pg_reshape(a, INT64_C(3074457345618258603), 2) == NULL, PG_ERR_SHAPE, "ag_reshape");
-    CHECK_ERR(pg_reshape(a, (INT64_C(1) << 62) + 3, 4) == NULL, PG_ERR_SHAPE, "ag_reshape");
-    CHECK_ERR(pg_reshape(a, INT64_MAX, INT64_MAX) == NULL, PG_ERR_SHAPE, "ag_reshape");
-    CHECK_ERR(pg_reshape(a, -1, 0) == NULL, PG_ERR_SHAPE, "ag_reshape");
+    CHECK_ERR(pg_reshape(a, INT64_C(3074457345618258603), 2) == NULL, PG_STATUS_ERR_SHAPE, "ag_reshape");
+    CHECK_ERR(pg_reshape(a, (INT64_C(1) << 62) + 3, 4) == NULL, PG_STATUS_ERR_SHAPE, "ag_reshape");
+    CHECK_ERR(pg_reshape(a, INT64_MAX, INT64_MAX) == NULL, PG_STATUS_ERR_SHAPE, "ag_reshape");
+    CHECK_ERR(pg_reshape(a, -1, 0) == NULL, PG_STATUS_ERR_SHAPE, "ag_reshape");
     int64_t ids[3] = {0, 5, -1};
-    CHECK_ERR(pg_softmax_ce_loss_idx(a, ids, 3) == NULL, PG_ERR_VALUE, "out of range");
-    CHECK_ERR(pg_softmax_ce_loss_idx(a, ids, 2) == NULL, PG_ERR_SHAPE, "class ids");
-    CHECK_ERR(pg_softmax_ce_loss_idx(a, NULL, 3) == NULL, PG_ERR_ARG, "NULL");
-    CHECK_ERR(pg_embedding(a, ids, 3) == NULL, PG_ERR_VALUE, "ag_embedding");
-    CHECK_ERR(pg_embedding(a, NULL, 2) == NULL, PG_ERR_ARG, "ag_embedding");
-    CHECK_ERR(pg_embedding(a, ids, -1) == NULL, PG_ERR_VALUE, "ag_embedding");
-    CHECK_ERR(pg_slice_rows(a, 1, 2) == NULL, PG_ERR_VALUE, "ag_slice_rows");
-    CHECK_ERR(pg_slice_rows(a, -1, 1) == NULL, PG_ERR_VALUE, "ag_slice_rows");
-    CHECK_ERR(pg_slice_rows(a, INT64_MAX, INT64_MAX) == NULL, PG_ERR_VALUE, "ag_slice_rows");
-    CHECK_ERR(pg_slice_rows(a, 1, INT64_MAX) == NULL, PG_ERR_VALUE, "ag_slice_rows");
-    CHECK_ERR(pg_concat_rows(a, b) == NULL, PG_ERR_SHAPE, "ag_concat_rows");
-    CHECK_ERR(pg_matmul_t(a, a, 0, 0, 1) == NULL, PG_ERR_SHAPE, "");
-    CHECK_ERR(pg_batch_norm(a, b, NULL, NULL, NULL, 1e-5, 0.1, 1) == NULL, PG_ERR_SHAPE, "gamma");
-    CHECK_ERR(pg_batch_norm(a, NULL, NULL, NULL, NULL, -1, 0.1, 1) == NULL, PG_ERR_VALUE, "eps");
-    CHECK_ERR(pg_batch_norm(a, NULL, NULL, NULL, NULL, NAN, 0.1, 1) == NULL, PG_ERR_VALUE, "eps");
-    CHECK_ERR(pg_batch_norm(a, NULL, NULL, NULL, NULL, 1e-5, 2, 1) == NULL, PG_ERR_VALUE, "momentum");
-    CHECK_ERR(pg_batch_norm(a, NULL, NULL, NULL, NULL, 1e-5, 0.1, 0) == NULL, PG_ERR_ARG, "running");
-    CHECK_ERR(pg_layer_norm(a, c, NULL, 1e-5) == NULL, PG_ERR_DTYPE, "dtype");
-    CHECK_ERR(pg_backward(a) == NULL, PG_ERR_SHAPE, "1x1");
+    CHECK_ERR(pg_softmax_ce_loss_idx(a, ids, 3) == NULL, PG_STATUS_ERR_VALUE, "out of range");
+    CHECK_ERR(pg_softmax_ce_loss_idx(a, ids, 2) == NULL, PG_STATUS_ERR_SHAPE, "class ids");
+    CHECK_ERR(pg_softmax_ce_loss_idx(a, NULL, 3) == NULL, PG_STATUS_ERR_ARG, "NULL");
+    CHECK_ERR(pg_embedding(a, ids, 3) == NULL, PG_STATUS_ERR_VALUE, "ag_embedding");
+    CHECK_ERR(pg_embedding(a, NULL, 2) == NULL, PG_STATUS_ERR_ARG, "ag_embedding");
+    CHECK_ERR(pg_embedding(a, ids, -1) == NULL, PG_STATUS_ERR_VALUE, "ag_embedding");
+    CHECK_ERR(pg_slice_rows(a, 1, 2) == NULL, PG_STATUS_ERR_VALUE, "ag_slice_rows");
+    CHECK_ERR(pg_slice_rows(a, -1, 1) == NULL, PG_STATUS_ERR_VALUE, "ag_slice_rows");
+    CHECK_ERR(pg_slice_rows(a, INT64_MAX, INT64_MAX) == NULL, PG_STATUS_ERR_VALUE, "ag_slice_rows");
+    CHECK_ERR(pg_slice_rows(a, 1, INT64_MAX) == NULL, PG_STATUS_ERR_VALUE, "ag_slice_rows");
+    CHECK_ERR(pg_concat_rows(a, b) == NULL, PG_STATUS_ERR_SHAPE, "ag_concat_rows");
+    CHECK_ERR(pg_matmul_t(a, a, 0, 0, 1) == NULL, PG_STATUS_ERR_SHAPE, "");
+    CHECK_ERR(pg_batch_norm(a, b, NULL, NULL, NULL, 1e-5, 0.1, 1) == NULL, PG_STATUS_ERR_SHAPE, "gamma");
+    CHECK_ERR(pg_batch_norm(a, NULL, NULL, NULL, NULL, -1, 0.1, 1) == NULL, PG_STATUS_ERR_VALUE, "eps");
+    CHECK_ERR(pg_batch_norm(a, NULL, NULL, NULL, NULL, NAN, 0.1, 1) == NULL, PG_STATUS_ERR_VALUE, "eps");
+    CHECK_ERR(pg_batch_norm(a, NULL, NULL, NULL, NULL, 1e-5, 2, 1) == NULL, PG_STATUS_ERR_VALUE, "momentum");
+    CHECK_ERR(pg_batch_norm(a, NULL, NULL, NULL, NULL, 1e-5, 0.1, 0) == NULL, PG_STATUS_ERR_ARG, "running");
+    CHECK_ERR(pg_layer_norm(a, c, NULL, 1e-5) == NULL, PG_STATUS_ERR_DTYPE, "dtype");
+    CHECK_ERR(pg_backward(a) == NULL, PG_STATUS_ERR_SHAPE, "1x1");
     /* sizes */
-    CHECK_ERR(pg_tensor_new(PG_F32, -1, 3, NULL, PG_F32, 1, 1) == NULL, PG_ERR_VALUE, ">= 0");
-    CHECK_ERR(pg_tensor_new(PG_F32, 3, -1, NULL, PG_F32, 1, 1) == NULL, PG_ERR_VALUE, ">= 0");
-    CHECK_ERR(pg_tensor_new(PG_F32, INT64_MAX, INT64_MAX, NULL, PG_F32, 1, 1) == NULL, PG_ERR_VALUE, "too large");
-    CHECK_ERR(pg_tensor_full(PG_F64, INT64_C(1) << 40, INT64_C(1) << 40, 0) == NULL, PG_ERR_VALUE, "too large");
-    CHECK_ERR(pg_tensor_new(PG_I32, 2, 2, NULL, PG_F32, 1, 1) == NULL, PG_ERR_DTYPE, "dtype");
-    CHECK_ERR(pg_tensor_new(PG_F32, 2, 2, junk, 42, 1, 2) == NULL, PG_ERR_DTYPE, "dtype");
-    CHECK_ERR(pg_tensor_cast(a, 7) == NULL, PG_ERR_DTYPE, "dtype");
+    CHECK_ERR(pg_tensor_new(PG_DTYPE_F32, -1, 3, NULL, PG_DTYPE_F32, 1, 1) == NULL, PG_STATUS_ERR_VALUE, ">= 0");
+    CHECK_ERR(pg_tensor_new(PG_DTYPE_F32, 3, -1, NULL, PG_DTYPE_F32, 1, 1) == NULL, PG_STATUS_ERR_VALUE, ">= 0");
+    CHECK_ERR(pg_tensor_new(PG_DTYPE_F32, INT64_MAX, INT64_MAX, NULL, PG_DTYPE_F32, 1, 1) == NULL, PG_STATUS_ERR_VALUE, "too large");
+    CHECK_ERR(pg_tensor_full(PG_DTYPE_F64, INT64_C(1) << 40, INT64_C(1) << 40, 0) == NULL, PG_STATUS_ERR_VALUE, "too large");
+    CHECK_ERR(pg_tensor_new(PG_DTYPE_I32, 2, 2, NULL, PG_DTYPE_F32, 1, 1) == NULL, PG_STATUS_ERR_DTYPE, "dtype");
+    CHECK_ERR(pg_tensor_new(PG_DTYPE_F32, 2, 2, junk, 42, 1, 2) == NULL, PG_STATUS_ERR_DTYPE, "dtype");
+    CHECK_ERR(pg_tensor_cast(a, 7) == NULL, PG_STATUS_ERR_DTYPE, "dtype");
     /* tape misuse */
-    CHECK_ERR(pg_tape_end() != 0, PG_ERR_STATE, "without a matching begin");
-    CHECK_ERR(pg_tape_unstash() != 0, PG_ERR_STATE, "no tape");
+    CHECK_ERR(pg_tape_end() != 0, PG_STATUS_ERR_STATE, "without a matching begin");
+    CHECK_ERR(pg_tape_unstash() != 0, PG_STATUS_ERR_STATE, "no tape");
     /* NULL handles of the other object kinds */
     CHECK(pg_gradmap_size(NULL) == 0 && pg_gradmap_key_id(NULL, 0) == -1 && pg_gradmap_value(NULL, 0) == NULL);
     CHECK(pg_gradmap_get_id(NULL, 1) == NULL);
     pg_gradmap_free(NULL);
     pg_optim_free(NULL);
     CHECK(pg_optim_kind(NULL) == -1 && pg_optim_nparams(NULL) == -1 && pg_optim_param(NULL, 0) == NULL);
-    CHECK_ERR(pg_optim_set(NULL, "lr", 1) != 0, PG_ERR_ARG, "NULL");
-    CHECK_ERR(isnan(pg_optim_get(NULL, "lr")), PG_ERR_ARG, "NULL");
-    CHECK_ERR(pg_optim_step(NULL, NULL) < 0, PG_ERR_ARG, "NULL");
-    CHECK_ERR(pg_optim_step_sum(NULL, NULL) < 0, PG_ERR_ARG, "NULL");
-    CHECK_ERR(pg_optim_load(NULL, NULL, 0, 0, 0) != 0, PG_ERR_ARG, "NULL");
-    CHECK_ERR(pg_optim_zero_grad(NULL) != 0, PG_ERR_ARG, "NULL");
+    CHECK_ERR(pg_optim_set(NULL, "lr", 1) != 0, PG_STATUS_ERR_ARG, "NULL");
+    CHECK_ERR(isnan(pg_optim_get(NULL, "lr")), PG_STATUS_ERR_ARG, "NULL");
+    CHECK_ERR(pg_optim_step(NULL, NULL) < 0, PG_STATUS_ERR_ARG, "NULL");
+    CHECK_ERR(pg_optim_step_sum(NULL, NULL) < 0, PG_STATUS_ERR_ARG, "NULL");
+    CHECK_ERR(pg_optim_load(NULL, NULL, 0, 0, 0) != 0, PG_STATUS_ERR_ARG, "NULL");
+    CHECK_ERR(pg_optim_zero_grad(NULL) != 0, PG_STATUS_ERR_ARG, "NULL");
     CHECK(pg_optim_state(NULL, 0, 0) == NULL);
-    CHECK_ERR(pg_optim_set_state(NULL, 0, 0, a) != 0, PG_ERR_VALUE, "no slot");
-    CHECK_ERR(pg_optim_new(9, NULL, 0, NULL) == NULL, PG_ERR_VALUE, "kind");
-    CHECK_ERR(pg_optim_new(0, NULL, 2, NULL) == NULL, PG_ERR_ARG, "parameter list");
-    CHECK_ERR(pg_optim_new(0, &a, -1, NULL) == NULL, PG_ERR_ARG, "parameter list");
-    CHECK_ERR(pg_clip_grad_norm(NULL, 2, NULL, 1, NULL) != 0, PG_ERR_ARG, "parameter list");
-    CHECK_ERR(pg_clip_grad_norm(&a, 1, NULL, -1, NULL) != 0, PG_ERR_VALUE, "max_norm");
-    CHECK_ERR(pg_clip_grad_norm(&a, 1, NULL, NAN, NULL) != 0, PG_ERR_VALUE, "max_norm");
-    CHECK_ERR(pg_memory_stats(NULL, 11) != 0, PG_ERR_ARG, "NULL");
-    CHECK_ERR(pg_memory_category_peaks(NULL, 5) != 0, PG_ERR_ARG, "NULL");
-    CHECK_ERR(pg_tape_memory(NULL, NULL, NULL, NULL, 0) < 0, PG_ERR_ARG, "NULL");
+    CHECK_ERR(pg_optim_set_state(NULL, 0, 0, a) != 0, PG_STATUS_ERR_VALUE, "no slot");
+    CHECK_ERR(pg_optim_new(9, NULL, 0, NULL) == NULL, PG_STATUS_ERR_VALUE, "kind");
+    CHECK_ERR(pg_optim_new(0, NULL, 2, NULL) == NULL, PG_STATUS_ERR_ARG, "parameter list");
+    CHECK_ERR(pg_optim_new(0, &a, -1, NULL) == NULL, PG_STATUS_ERR_ARG, "parameter list");
+    CHECK_ERR(pg_clip_grad_norm(NULL, 2, NULL, 1, NULL) != 0, PG_STATUS_ERR_ARG, "parameter list");
+    CHECK_ERR(pg_clip_grad_norm(&a, 1, NULL, -1, NULL) != 0, PG_STATUS_ERR_VALUE, "max_norm");
+    CHECK_ERR(pg_clip_grad_norm(&a, 1, NULL, NAN, NULL) != 0, PG_STATUS_ERR_VALUE, "max_norm");
+    CHECK_ERR(pg_memory_stats(NULL, 11) != 0, PG_STATUS_ERR_ARG, "NULL");
+    CHECK_ERR(pg_memory_category_peaks(NULL, 5) != 0, PG_STATUS_ERR_ARG, "NULL");
+    CHECK_ERR(pg_tape_memory(NULL, NULL, NULL, NULL, 0) < 0, PG_STATUS_ERR_ARG, "NULL");
     REL(a); REL(b); REL(c);
 }
 
 /* ---- tape: nesting, no-grad, stash, clear with live outputs ---- */
 static void test_tape(void)
 {
-    pg_tensor *w = rnd(PG_F64, 3, 3, 0);
+    pg_tensor *w = rnd(PG_DTYPE_F64, 3, 3, 0);
     pg_tensor_set_requires_grad(w, 1);
     CHECK(pg_tape_begin() == 0 && pg_tape_depth() == 1 && pg_tape_enabled());
-    pg_tensor *y1 = pg_unary(PG_TANH, w);
+    pg_tensor *y1 = pg_unary(PG_UNARY_OP_TANH, w);
     CHECK(pg_tape_nodes() == 1 && strcmp(pg_tensor_op(y1), "") != 0 && pg_tensor_is_leaf(y1) == 0);
     CHECK(pg_tape_begin() == 0 && pg_tape_depth() == 2 && pg_tape_nodes() == 1); /* nested: kept */
     int prev = pg_tape_set_enabled(0);
-    pg_tensor *y2 = pg_unary(PG_EXP, y1); /* not recorded */
+    pg_tensor *y2 = pg_unary(PG_UNARY_OP_EXP, y1); /* not recorded */
     CHECK(pg_tape_nodes() == 1);
     pg_tape_set_enabled(prev);
     CHECK(pg_tape_end() == 0 && pg_tape_enabled());
     CHECK(pg_tape_stash() == 0 && pg_tape_nodes() == 0 && pg_tape_depth() == 0);
-    pg_tensor *y3 = pg_unary(PG_SIGMOID, w); /* recording is off on the private tape */
+    pg_tensor *y3 = pg_unary(PG_UNARY_OP_SIGMOID, w); /* recording is off on the private tape */
     CHECK(pg_tape_begin() == 0);
-    pg_tensor *y4 = pg_unary(PG_SIGMOID, w);
+    pg_tensor *y4 = pg_unary(PG_UNARY_OP_SIGMOID, w);
     CHECK(pg_tape_nodes() == 1);
     CHECK(pg_tape_unstash() == 0 && pg_tape_nodes() == 1 && pg_tape_depth() == 1);
     CHECK(pg_tape_end() == 0 && !pg_tape_enabled());
@@ -577,12 +577,12 @@ static void test_tape(void)
     /* a backward over a loss no recorded op produced: an error saying why, no map, no .grad */
     pg_tensor *l = pg_sum(w, 0);
     pg_gradmap *m = NULL;
-    CHECK_ERR((m = pg_backward(l)) == NULL, PG_ERR_STATE, "is not on the current tape");
+    CHECK_ERR((m = pg_backward(l)) == NULL, PG_STATUS_ERR_STATE, "is not on the current tape");
     CHECK(pg_tensor_grad(w) == NULL);
     REL(l);
     /* a map outlives its keys and the tape; looking up a dead key's address finds nothing */
     CHECK(pg_tape_begin() == 0);
-    pg_tensor *h = pg_unary(PG_RELU, w), *l2 = pg_sum(h, 0);
+    pg_tensor *h = pg_unary(PG_UNARY_OP_RELU, w), *l2 = pg_sum(h, 0);
     pg_tape_end();
     m = pg_backward(l2);
     int64_t hid = pg_tensor_id(h);
@@ -605,7 +605,7 @@ static void test_tape(void)
 /* ---- optimizers ---- */
 static void test_optim(void)
 {
-    for (int dt = PG_F32; dt <= PG_F64; dt++)
+    for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++)
         for (int kind = 0; kind <= 1; kind++)
             for (int variant = 0; variant < 4; variant++) {
                 pg_tensor *p = rnd(dt, 3, 2, 0), *q = rnd(dt, 1, 2, 0), *nog = rnd(dt, 2, 2, 0);
@@ -620,17 +620,17 @@ static void test_optim(void)
                 if (variant == 1) CHECK(pg_optim_set(o, kind ? "weight_decay" : "momentum", 0.5) == 0);
                 if (variant == 2) { CHECK(pg_optim_set(o, "nesterov", 1) == 0); pg_optim_set(o, "momentum", 0.9); }
                 if (variant == 3) CHECK(pg_optim_set(o, "accumulate_steps", 2) == 0);
-                CHECK_ERR(pg_optim_set(o, "lr", NAN) != 0, PG_ERR_VALUE, "NaN");
-                CHECK_ERR(pg_optim_set(o, "lr", -1) != 0, PG_ERR_VALUE, ">= 0");
-                CHECK_ERR(pg_optim_set(o, "beta1", 1) != 0, PG_ERR_VALUE, "[0, 1)");
-                CHECK_ERR(pg_optim_set(o, "accumulate_steps", 1.5) != 0, PG_ERR_VALUE, "integer");
-                CHECK_ERR(pg_optim_set(o, "bogus", 1) != 0, PG_ERR_VALUE, "unknown");
-                CHECK_ERR(isnan(pg_optim_get(o, "bogus")), PG_ERR_VALUE, "unknown");
+                CHECK_ERR(pg_optim_set(o, "lr", NAN) != 0, PG_STATUS_ERR_VALUE, "NaN");
+                CHECK_ERR(pg_optim_set(o, "lr", -1) != 0, PG_STATUS_ERR_VALUE, ">= 0");
+                CHECK_ERR(pg_optim_set(o, "beta1", 1) != 0, PG_STATUS_ERR_VALUE, "[0, 1)");
+                CHECK_ERR(pg_optim_set(o, "accumulate_steps", 1.5) != 0, PG_STATUS_ERR_VALUE, "integer");
+                CHECK_ERR(pg_optim_set(o, "bogus", 1) != 0, PG_STATUS_ERR_VALUE, "unknown");
+                CHECK_ERR(isnan(pg_optim_get(o, "bogus")), PG_STATUS_ERR_VALUE, "unknown");
                 double before[4], after[4];
-                pg_tensor_read(nog, before, PG_F64);
+                pg_tensor_read(nog, before, PG_DTYPE_F64);
                 for (int step = 0; step < 4; step++) {
                     CHECK(pg_tape_begin() == 0);
-                    pg_tensor *pq = pg_mul(p, q), *t = pg_unary(PG_TANH, pq), *l = pg_mean(t, 0);
+                    pg_tensor *pq = pg_mul(p, q), *t = pg_unary(PG_UNARY_OP_TANH, pq), *l = pg_mean(t, 0);
                     pg_tape_end();
                     pg_gradmap *m = pg_backward(l);
                     CHECK(m != NULL);
@@ -643,7 +643,7 @@ static void test_optim(void)
                     pg_gradmap_free(m);
                     REL(pq); REL(t); REL(l);
                 }
-                pg_tensor_read(nog, after, PG_F64);
+                pg_tensor_read(nog, after, PG_DTYPE_F64);
                 /* no gradient: skipped entirely (not even decoupled weight decay) */
                 CHECK(memcmp(after, before, sizeof after) == 0);
                 CHECK(pg_optim_get(o, "t") == (kind ? (variant == 3 ? 2 : 4) : 0));
@@ -651,9 +651,9 @@ static void test_optim(void)
                 pg_tensor *st = pg_optim_state(o, 0, 0);
                 if (st) CHECK(pg_optim_set_state(o, 0, 0, st) == 0);
                 pg_tensor *wrong = rnd(dt, 5, 5, 0);
-                CHECK_ERR(pg_optim_set_state(o, 0, 0, wrong) != 0, PG_ERR_SHAPE, "optimizer state");
-                CHECK_ERR(pg_optim_set_state(o, 7, 0, wrong) != 0, PG_ERR_VALUE, "no slot");
-                CHECK_ERR(pg_optim_set_state(o, 0, 3, wrong) != 0, PG_ERR_VALUE, "no slot");
+                CHECK_ERR(pg_optim_set_state(o, 0, 0, wrong) != 0, PG_STATUS_ERR_SHAPE, "optimizer state");
+                CHECK_ERR(pg_optim_set_state(o, 7, 0, wrong) != 0, PG_STATUS_ERR_VALUE, "no slot");
+                CHECK_ERR(pg_optim_set_state(o, 0, 3, wrong) != 0, PG_STATUS_ERR_VALUE, "no slot");
                 CHECK(pg_optim_set_state(o, 1, 0, NULL) == 0 && pg_optim_state(o, 1, 0) == NULL);
                 CHECK(pg_optim_param(o, 0) == p && pg_optim_param(o, 3) == NULL && pg_optim_state(o, 0, 9) == NULL);
                 /* a .grad of the wrong shape is refused before anything changes */
@@ -671,20 +671,20 @@ static void test_optim(void)
     CHECK(e && pg_optim_step(e, NULL) == 1 && pg_optim_zero_grad(e) == 0);
     pg_optim_free(e);
     /* issue 19: no gradient for any parameter is an error that counts nothing; ranges name the optimizer */
-    pg_tensor *w = rnd(PG_F64, 2, 2, 0);
+    pg_tensor *w = rnd(PG_DTYPE_F64, 2, 2, 0);
     pg_optim *a = pg_optim_new(1, &w, 1, NULL);
     CHECK(a != NULL);
-    CHECK_ERR(pg_optim_step(a, NULL) == -PG_ERR_STATE, PG_ERR_STATE, "optimizer_adam step(): no gradient for any");
-    CHECK_ERR(pg_optim_step_sum(a, NULL) == -PG_ERR_STATE, PG_ERR_STATE, "no gradient for any");
+    CHECK_ERR(pg_optim_step(a, NULL) == -PG_STATUS_ERR_STATE, PG_STATUS_ERR_STATE, "optimizer_adam step(): no gradient for any");
+    CHECK_ERR(pg_optim_step_sum(a, NULL) == -PG_STATUS_ERR_STATE, PG_STATUS_ERR_STATE, "no gradient for any");
     CHECK(pg_optim_get(a, "t") == 0);
-    CHECK_ERR(pg_optim_set(a, "lr", INFINITY) != 0, PG_ERR_VALUE, "optimizer_adam: lr must be a finite number >= 0, got Inf");
-    CHECK_ERR(pg_optim_set(a, "eps", 0) != 0, PG_ERR_VALUE, "eps must be a finite number > 0");
-    CHECK_ERR(pg_optim_set(a, "momentum", 1) != 0, PG_ERR_VALUE, "[0, 1)");
+    CHECK_ERR(pg_optim_set(a, "lr", INFINITY) != 0, PG_STATUS_ERR_VALUE, "optimizer_adam: lr must be a finite number >= 0, got Inf");
+    CHECK_ERR(pg_optim_set(a, "eps", 0) != 0, PG_STATUS_ERR_VALUE, "eps must be a finite number > 0");
+    CHECK_ERR(pg_optim_set(a, "momentum", 1) != 0, PG_STATUS_ERR_VALUE, "[0, 1)");
     double neg[4] = {1, 1, 1, -1}, zero[4] = {0, 0, 0, 0};
     const double *vals[2] = {zero, neg};
-    CHECK_ERR(pg_optim_load(a, vals, 2, 1, 0) != 0, PG_ERR_VALUE, "negative entry");
+    CHECK_ERR(pg_optim_load(a, vals, 2, 1, 0) != 0, PG_STATUS_ERR_VALUE, "negative entry");
     CHECK(pg_optim_state(a, 0, 0) == NULL && pg_optim_get(a, "t") == 0); /* nothing written */
-    CHECK_ERR(pg_clamp(w, NAN, 1) == NULL, PG_ERR_VALUE, "ag_clamp: lo must be");
+    CHECK_ERR(pg_clamp(w, NAN, 1) == NULL, PG_STATUS_ERR_VALUE, "ag_clamp: lo must be");
     pg_optim_free(a);
     REL(w);
 }
@@ -695,11 +695,11 @@ static void test_memory(void)
     int64_t st[11], peaks[5];
     CHECK(pg_memory_stats(st, 11) == 0);
     pg_memory_reset_peak();
-    pg_tensor *big = pg_tensor_full(PG_F64, 100, 100, 1.0);
+    pg_tensor *big = pg_tensor_full(PG_DTYPE_F64, 100, 100, 1.0);
     CHECK(pg_memory_stats(st, 11) == 0 && st[6] >= 80000 && st[4] >= 80000);
-    CHECK(pg_memory_category_peaks(peaks, 5) == 0 && peaks[PG_MEM_OTHER] >= 80000);
+    CHECK(pg_memory_category_peaks(peaks, 5) == 0 && peaks[PG_MEM_CATEGORY_OTHER] >= 80000);
     pg_tensor_set_requires_grad(big, 1);
-    CHECK(pg_memory_stats(st, 11) == 0 && st[PG_MEM_PARAM] >= 80000);
+    CHECK(pg_memory_stats(st, 11) == 0 && st[PG_MEM_CATEGORY_PARAM] >= 80000);
     REL(big);
     CHECK(pg_memory_stats(st, 3) == 0 && pg_memory_stats(st, 0) == 0);
 }
@@ -707,7 +707,7 @@ static void test_memory(void)
 /* ---- data-parallel helpers ---- */
 static void test_dist(void)
 {
-    for (int dt = PG_F32; dt <= PG_F64; dt++) {
+    for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++) {
         pg_tensor *a0 = rnd(dt, 2, 3, 0), *b0 = rnd(dt, 4, 1, 0), *a1 = rnd(dt, 2, 3, 0), *b1 = rnd(dt, 4, 1, 0);
         pg_tensor *ps[4] = {a0, b0, a1, b1};
         for (int i = 0; i < 4; i++) pg_tensor_set_requires_grad(ps[i], 1);
@@ -718,12 +718,12 @@ static void test_dist(void)
         int64_t len = pg_dist_flat_len(ps, 2, 1);
         CHECK(len == 6 + 4 + 2);
         double buf[12] = {0};
-        CHECK(pg_dist_pack(ps, 2, NULL, PG_DIST_GRAD, 1, 0.5, buf, PG_F64, 12) == 0);
+        CHECK(pg_dist_pack(ps, 2, NULL, PG_DIST_WHAT_GRAD, 1, 0.5, buf, PG_DTYPE_F64, 12) == 0);
         CHECK(buf[10] == 1 && buf[11] == 0);
-        CHECK(pg_dist_unpack(ps, 2, NULL, PG_DIST_GRAD, 1, 2.0, buf, PG_F64, 12) == 0);
-        CHECK(pg_dist_pack(ps, 2, NULL, PG_DIST_VALUE, 0, 1.0, buf, PG_F64, 12) == 0);
-        CHECK_ERR(pg_dist_pack(ps, 2, NULL, PG_DIST_VALUE, 0, 1.0, buf, PG_F64, 3) != 0, PG_ERR_SHAPE, "buffer");
-        CHECK_ERR(pg_dist_average_replicas(ps, 2, 2, NULL) != 0, PG_ERR_ARG, "NULL");
+        CHECK(pg_dist_unpack(ps, 2, NULL, PG_DIST_WHAT_GRAD, 1, 2.0, buf, PG_DTYPE_F64, 12) == 0);
+        CHECK(pg_dist_pack(ps, 2, NULL, PG_DIST_WHAT_VALUE, 0, 1.0, buf, PG_DTYPE_F64, 12) == 0);
+        CHECK_ERR(pg_dist_pack(ps, 2, NULL, PG_DIST_WHAT_VALUE, 0, 1.0, buf, PG_DTYPE_F64, 3) != 0, PG_STATUS_ERR_SHAPE, "buffer");
+        CHECK_ERR(pg_dist_average_replicas(ps, 2, 2, NULL) != 0, PG_STATUS_ERR_ARG, "NULL");
         pg_gradmap *none[2] = {NULL, NULL};
         CHECK(pg_dist_average_replicas(ps, 2, 2, none) == 0);
         CHECK(pg_tensor_grad(b0) != NULL); /* made from replica 1's gradient */
@@ -740,13 +740,13 @@ static void test_dist(void)
 static void train(double *out)
 {
     lcg = 7;
-    pg_tensor *w = rnd(PG_F64, 4, 3, 0), *x = rnd(PG_F64, 3, 8, 0), *y = rnd(PG_F64, 4, 8, 0);
+    pg_tensor *w = rnd(PG_DTYPE_F64, 4, 3, 0), *x = rnd(PG_DTYPE_F64, 3, 8, 0), *y = rnd(PG_DTYPE_F64, 4, 8, 0);
     pg_tensor_set_requires_grad(w, 1);
     pg_optim *o = pg_optim_new(1, &w, 1, NULL);
     pg_optim_set(o, "lr", 0.01);
     for (int s = 0; s < 50; s++) {
         pg_tape_begin();
-        pg_tensor *h = pg_matmul(w, x), *a = pg_unary(PG_TANH, h), *l = pg_mse_loss(a, y);
+        pg_tensor *h = pg_matmul(w, x), *a = pg_unary(PG_UNARY_OP_TANH, h), *l = pg_mse_loss(a, y);
         pg_tape_end();
         pg_gradmap *m = pg_backward(l);
         pg_optim_step(o, m);
@@ -754,10 +754,10 @@ static void train(double *out)
         pg_optim_zero_grad(o);
         REL(h); REL(a); REL(l);
     }
-    pg_tensor_read(w, out, PG_F64);
+    pg_tensor_read(w, out, PG_DTYPE_F64);
     /* leave nodes on this thread's tape on purpose: thread exit must free them */
     pg_tape_begin();
-    pg_tensor *h = pg_unary(PG_RELU, w);
+    pg_tensor *h = pg_unary(PG_UNARY_OP_RELU, w);
     pg_tape_end();
     REL(h);
     pg_optim_free(o);
@@ -792,7 +792,7 @@ static void *conc_main(void *p)
     conc_arg *c = p;
     for (int s = 0; s < 200; s++) {
         pg_tape_begin();
-        pg_tensor *t = pg_unary(PG_TANH, c->x), *l = pg_sum(t, 0);
+        pg_tensor *t = pg_unary(PG_UNARY_OP_TANH, c->x), *l = pg_sum(t, 0);
         pg_tape_end();
         pg_gradmap *m = pg_backward(l);
         c->out = read1(l);
@@ -805,7 +805,7 @@ static void *conc_main(void *p)
 
 static void test_concurrent(void)
 {
-    pg_tensor *x = rnd(PG_F64, 16, 16, 0);
+    pg_tensor *x = rnd(PG_DTYPE_F64, 16, 16, 0);
     pg_tensor_set_requires_grad(x, 1);
     conc_arg a = {x, 0}, b = {x, 0};
     pthread_t t1, t2;
@@ -813,7 +813,7 @@ static void test_concurrent(void)
     CHECK(pthread_create(&t2, NULL, conc_main, &b) == 0);
     pthread_join(t1, NULL);
     pthread_join(t2, NULL);
-    pg_tensor *t = pg_unary(PG_TANH, x), *l = pg_sum(t, 0);
+    pg_tensor *t = pg_unary(PG_UNARY_OP_TANH, x), *l = pg_sum(t, 0);
     CHECK(a.out == read1(l) && b.out == read1(l));
     REL(t); REL(l); REL(x);
 }
@@ -824,16 +824,16 @@ static void test_concurrent(void)
  * beta (0 over NaN garbage, 1, 0.5), sizes on both sides of the blocked kernel's threshold,
  * ragged against its tiles and larger than its blocks, and inputs moved by one element (other
  * alignment): the same bits. Error bound: (k + 2) eps (|alpha| sum |a b| + |beta c|). ---- */
-static double gemm_get(int dt, const void *p, int64_t i) { return dt == PG_F32 ? ((const float *)p)[i] : ((const double *)p)[i]; }
+static double gemm_get(int dt, const void *p, int64_t i) { return dt == PG_DTYPE_F32 ? ((const float *)p)[i] : ((const double *)p)[i]; }
 static void gemm_set(int dt, void *p, int64_t i, double v)
 {
-    if (dt == PG_F32) ((float *)p)[i] = (float)v;
+    if (dt == PG_DTYPE_F32) ((float *)p)[i] = (float)v;
     else ((double *)p)[i] = v;
 }
 
 static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, double beta)
 {
-    size_t es = dt == PG_F32 ? sizeof(float) : sizeof(double);
+    size_t es = dt == PG_DTYPE_F32 ? sizeof(float) : sizeof(double);
     int64_t ra = ta ? k : m, ca = ta ? m : k, rb = tb ? n : k, cb = tb ? k : n;
     int64_t lda = ra + 3, ldb = rb + 2, ldc = m + 4;
     /* one element more than needed: the second run moves every operand by one element */
@@ -856,7 +856,7 @@ static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, d
         }
         memcpy(c, C0, (size_t)(ldc * n) * es);
         pg_gemm(dt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        double eps = dt == PG_F32 ? 0x1p-24 : 0x1p-53;
+        double eps = dt == PG_DTYPE_F32 ? 0x1p-24 : 0x1p-53;
         for (int64_t j = 0; j < n; j++)
             for (int64_t i = 0; i < ldc; i++) {
                 double got = gemm_get(dt, c, i + j * ldc), c0 = gemm_get(dt, C0, i + j * ldc);
@@ -874,7 +874,7 @@ static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, d
     for (int64_t j = 0; j < n; j++) /* the same bits at the other alignment */
         bad += memcmp(C[0] + (size_t)(j * ldc) * es, C[1] + (size_t)(j * ldc + 1) * es, (size_t)m * es) != 0;
     if (bad)
-        fprintf(stderr, "gemm %s ta=%d tb=%d m=%lld n=%lld k=%lld alpha=%g beta=%g: %d bad\n", dt == PG_F32 ? "f32" : "f64",
+        fprintf(stderr, "gemm %s ta=%d tb=%d m=%lld n=%lld k=%lld alpha=%g beta=%g: %d bad\n", dt == PG_DTYPE_F32 ? "f32" : "f64",
                 ta, tb, (long long)m, (long long)n, (long long)k, alpha, beta, bad);
     CHECK(bad == 0);
     free(A); free(B); free(C0); free(C[0]); free(C[1]);
@@ -907,8 +907,8 @@ static void gemm_same_bits(int best)
                         double *c = C + (run % 4) * sz;
                         float *cf = Cf + (run % 4) * sz;
                         for (int64_t i = 0; i < sz; i++) c[i] = cf[i] = (float)(i % 7) - 3;
-                        pg_gemm(PG_F64, ta, tb, m, n, k, -0.75, A, (ta ? k : m) + 2, B, (tb ? n : k) + 3, beta, c, ldc);
-                        pg_gemm(PG_F32, ta, tb, m, n, k, -0.75, Af, (ta ? k : m) + 2, Bf, (tb ? n : k) + 3, beta, cf, ldc);
+                        pg_gemm(PG_DTYPE_F64, ta, tb, m, n, k, -0.75, A, (ta ? k : m) + 2, B, (tb ? n : k) + 3, beta, c, ldc);
+                        pg_gemm(PG_DTYPE_F32, ta, tb, m, n, k, -0.75, Af, (ta ? k : m) + 2, Bf, (tb ? n : k) + 3, beta, cf, ldc);
                         if (path == 1) { /* direct == packed on this kernel */
                             CHECK(memcmp(c, c - sz, sizeof(double) * (size_t)sz) == 0);
                             CHECK(memcmp(cf, cf - sz, sizeof(float) * (size_t)sz) == 0);
@@ -932,7 +932,7 @@ typedef struct { int dt; int64_t m, n, k; const void *a, *b, *ref; void *c; int 
 static void *gemm_conc_main(void *p)
 {
     gemm_conc *g = p;
-    size_t es = g->dt == PG_F32 ? sizeof(float) : sizeof(double);
+    size_t es = g->dt == PG_DTYPE_F32 ? sizeof(float) : sizeof(double);
     for (int r = 0; r < 40; r++) {
         memset(g->c, 0, (size_t)(g->m * g->n) * es);
         pg_gemm(g->dt, 0, 1, g->m, g->n, g->k, -0.75, g->a, g->m, g->b, g->n, 0, g->c, g->m);
@@ -967,8 +967,8 @@ static void gemm_threads(int best)
                             float *cf = Cf + (th > 1) * sz;
                             for (int64_t i = 0; i < sz; i++) cc[i] = cf[i] = (float)(i % 7) - 3;
                             CHECK(pg_set_threads(th) == 0);
-                            pg_gemm(PG_F64, ta, tb, m, n, k, ab[c][0], A, (ta ? k : m) + 2, B, (tb ? n : k) + 3, ab[c][1], cc, ldc);
-                            pg_gemm(PG_F32, ta, tb, m, n, k, ab[c][0], Af, (ta ? k : m) + 2, Bf, (tb ? n : k) + 3, ab[c][1], cf, ldc);
+                            pg_gemm(PG_DTYPE_F64, ta, tb, m, n, k, ab[c][0], A, (ta ? k : m) + 2, B, (tb ? n : k) + 3, ab[c][1], cc, ldc);
+                            pg_gemm(PG_DTYPE_F32, ta, tb, m, n, k, ab[c][0], Af, (ta ? k : m) + 2, Bf, (tb ? n : k) + 3, ab[c][1], cf, ldc);
                             if (th > 1) {
                                 int b1 = memcmp(C, C + sz, sizeof(double) * (size_t)sz) != 0;
                                 int b2 = memcmp(Cf, Cf + sz, sizeof(float) * (size_t)sz) != 0;
@@ -991,16 +991,16 @@ static void gemm_threads(int best)
     int64_t m = 150, n = 200, k = 300;
     gemm_conc g[2];
     for (int i = 0; i < 2; i++) {
-        int dt = i ? PG_F32 : PG_F64;
-        size_t es = dt == PG_F32 ? sizeof(float) : sizeof(double);
+        int dt = i ? PG_DTYPE_F32 : PG_DTYPE_F64;
+        size_t es = dt == PG_DTYPE_F32 ? sizeof(float) : sizeof(double);
         void *ref = malloc((size_t)(m * n) * es);
         CHECK(pg_set_threads(1) == 0);
-        pg_gemm(dt, 0, 1, m, n, k, -0.75, dt == PG_F32 ? (void *)Af : (void *)A, m, dt == PG_F32 ? (void *)Bf : (void *)B, n, 0, ref, m);
-        g[i] = (gemm_conc){dt, m, n, k, dt == PG_F32 ? (void *)Af : (void *)A, dt == PG_F32 ? (void *)Bf : (void *)B, ref,
+        pg_gemm(dt, 0, 1, m, n, k, -0.75, dt == PG_DTYPE_F32 ? (void *)Af : (void *)A, m, dt == PG_DTYPE_F32 ? (void *)Bf : (void *)B, n, 0, ref, m);
+        g[i] = (gemm_conc){dt, m, n, k, dt == PG_DTYPE_F32 ? (void *)Af : (void *)A, dt == PG_DTYPE_F32 ? (void *)Bf : (void *)B, ref,
                            malloc((size_t)(m * n) * es), 0};
     }
     CHECK(pg_set_threads(2) == 0);
-    pg_gemm(PG_F64, 0, 1, m, n, k, -0.75, A, m, B, n, 0, g[0].c, m); /* starts the pool */
+    pg_gemm(PG_DTYPE_F64, 0, 1, m, n, k, -0.75, A, m, B, n, 0, g[0].c, m); /* starts the pool */
     CHECK(pg_gemm_threads_live() == 1);
     pthread_t th[2];
     for (int i = 0; i < 2; i++) CHECK(pthread_create(&th[i], NULL, gemm_conc_main, &g[i]) == 0);
@@ -1013,11 +1013,11 @@ static void gemm_threads(int best)
     CHECK(pg_set_threads(1) == 0);
     CHECK(pg_gemm_threads_live() == 0);
     CHECK(pg_set_threads(2) == 0);
-    gemm_case(PG_F64, 1, 0, 150, 200, 300, -0.75, 0.5);
-    gemm_case(PG_F32, 0, 1, 150, 200, 300, 1, 0);
+    gemm_case(PG_DTYPE_F64, 1, 0, 150, 200, 300, -0.75, 0.5);
+    gemm_case(PG_DTYPE_F32, 0, 1, 150, 200, 300, 1, 0);
     CHECK(pg_gemm_threads_live() == 1);
     CHECK(pg_gemm_threads_stop() == 1 && pg_gemm_threads_live() == 0);
-    gemm_case(PG_F64, 0, 0, 150, 200, 300, 1, 1); /* restarts the pool; the exit handler stops it */
+    gemm_case(PG_DTYPE_F64, 0, 0, 150, 200, 300, 1, 1); /* restarts the pool; the exit handler stops it */
     CHECK(pg_gemm_threads_live() == 1);
     CHECK(pg_set_threads(1) == 0);
     free(A); free(B); free(Af); free(Bf); free(C); free(Cf);
@@ -1043,7 +1043,7 @@ static void test_gemm(void)
             for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
                 for (int t = 0; t < 4; t++)
                     for (size_t c = 0; c < sizeof ab / sizeof *ab; c++)
-                        for (int dt = PG_F32; dt <= PG_F64; dt++)
+                        for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++)
                             gemm_case(dt, t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2], ab[c][0], ab[c][1]);
         }
         pg_gemm_path_select(-1);
@@ -1067,8 +1067,8 @@ static void test_gemm(void)
                 double *c = C + (sel - 1) * m * n;
                 float *cf = Cf + (sel - 1) * m * n;
                 for (int64_t i = 0; i < m * n; i++) c[i] = cf[i] = (float)(i % 7) - 3;
-                pg_gemm(PG_F64, ta, tb, m, n, k, -0.75, A, ta ? k : m, B, tb ? n : k, 0.5, c, m);
-                pg_gemm(PG_F32, ta, tb, m, n, k, -0.75, Af, ta ? k : m, Bf, tb ? n : k, 0.5, cf, m);
+                pg_gemm(PG_DTYPE_F64, ta, tb, m, n, k, -0.75, A, ta ? k : m, B, tb ? n : k, 0.5, c, m);
+                pg_gemm(PG_DTYPE_F32, ta, tb, m, n, k, -0.75, Af, ta ? k : m, Bf, tb ? n : k, 0.5, cf, m);
             }
             CHECK(memcmp(C, C + m * n, sizeof(double) * (size_t)(m * n)) == 0);
             CHECK(memcmp(Cf, Cf + m * n, sizeof(float) * (size_t)(m * n)) == 0);
@@ -1078,13 +1078,13 @@ static void test_gemm(void)
     }
     pg_gemm_kernel_select(-1);
     /* k == 0: C = beta C (beta 0 overwrites NaN garbage; 1 leaves C alone) */
-    for (int dt = PG_F32; dt <= PG_F64; dt++)
+    for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++)
         for (int bi = 0; bi < 3; bi++) {
             double beta = bi == 0 ? 0 : bi == 1 ? 1 : 0.5, one = 1, c[6];
             float cf[6];
             for (int i = 0; i < 6; i++) c[i] = cf[i] = bi == 0 ? NAN : (float)(i + 1);
-            pg_gemm(dt, 0, 0, 3, 2, 0, 2.0, &one, 3, &one, 1, beta, dt == PG_F32 ? (void *)cf : (void *)c, 3);
-            for (int i = 0; i < 6; i++) CHECK((dt == PG_F32 ? cf[i] : c[i]) == beta * (i + 1));
+            pg_gemm(dt, 0, 0, 3, 2, 0, 2.0, &one, 3, &one, 1, beta, dt == PG_DTYPE_F32 ? (void *)cf : (void *)c, 3);
+            for (int i = 0; i < 6; i++) CHECK((dt == PG_DTYPE_F32 ? cf[i] : c[i]) == beta * (i + 1));
         }
 }
 
