@@ -119,10 +119,15 @@ int pg_fit_shard(pg_fit *f, int64_t rank, int64_t world)
     return 0;
 }
 
-int pg_fit_sizes(const pg_fit *f, int64_t *out)
+int pg_fit_sizes(const pg_fit *f, pg_fit_dims *out)
 {
     if (!f || !out) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit or output", OP);
-    out[0] = f->n; out[1] = f->n_train; out[2] = f->n_val; out[3] = f->n_batches; out[4] = f->accum; out[5] = f->n_valb;
+    out->n = f->n;
+    out->n_train = f->n_train;
+    out->n_val = f->n_val;
+    out->n_batches = f->n_batches;
+    out->accum = f->accum;
+    out->n_val_batches = f->n_valb;
     return 0;
 }
 
@@ -273,38 +278,39 @@ int pg_fit_stats_import(pg_fit *f, const double *buf, int64_t len)
     return 0;
 }
 
-int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *out)
+int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *acc, double *unc)
 {
-    if (!out) return pg_fail(PG_STATUS_ERR_ARG, "accuracy statistics: NULL output");
-    out[0] = out[1] = NAN;
+    if (!acc || !unc) return pg_fail(PG_STATUS_ERR_ARG, "accuracy statistics: NULL output");
+    *acc = *unc = NAN;
     if (ndata <= 0) return 0;
-    const double acc = (double)ncorrect / (double)ndata;
-    out[0] = acc;
-    if (ndata >= 2) out[1] = sqrt(acc * (1 - acc) / (double)(ndata - 1));
+    const double a = (double)ncorrect / (double)ndata;
+    *acc = a;
+    if (ndata >= 2) *unc = sqrt(a * (1 - a) / (double)(ndata - 1));
     return 0;
 }
 
-int pg_fit_running(const pg_fit *f, double *out)
+int pg_fit_running(const pg_fit *f, double *loss, double *accuracy)
 {
-    if (!f || !out) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit or output", OP);
+    if (!f || !loss || !accuracy) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit or output", OP);
     const fit_stats *s = &f->st[0];
     double sum = 0;
     for (int64_t i = 0; i < s->n; i++) sum += s->loss[i];
-    out[0] = s->n ? sum / (double)s->n : NAN;
-    out[1] = (f->classify && f->y && s->ndata) ? (double)s->ncorrect / (double)s->ndata : NAN;
+    *loss = s->n ? sum / (double)s->n : NAN;
+    *accuracy = (f->classify && f->y && s->ndata) ? (double)s->ncorrect / (double)s->ndata : NAN;
     return 0;
 }
 
-int pg_fit_epoch_end(const pg_fit *f, int per_datapoint, double *out)
+int pg_fit_epoch_end(const pg_fit *f, int per_datapoint, pg_fit_result *train, pg_fit_result *val)
 {
-    if (!f || !out) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit or output", OP);
+    if (!f || !train || !val) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit or output", OP);
     for (int k = 0; k < 2; k++) {
         const fit_stats *s = &f->st[k];
-        double *o = out + 4 * k;
-        o[0] = o[1] = o[2] = o[3] = NAN;
+        pg_fit_result *o = k ? val : train;
+        o->loss = o->loss_unc = o->accuracy = o->accuracy_unc = NAN;
         if (k == 1 && !f->n_val) continue;
-        if (pg_loss_stats(s->loss, s->w, s->n, per_datapoint, o)) return -1;
-        if (f->classify && f->y && pg_acc_stats(s->ncorrect, s->ndata, o + 2)) return -1;
+        if (pg_loss_stats(s->loss, s->w, s->n, per_datapoint, &o->loss, &o->loss_unc)) return -1;
+        if (f->classify && f->y && pg_acc_stats(s->ncorrect, s->ndata, &o->accuracy, &o->accuracy_unc))
+            return -1;
     }
     return 0;
 }

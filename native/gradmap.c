@@ -4,6 +4,7 @@
 #include <string.h>
 #include "pg.h"
 #include "gradmap_internal.h"
+#include "ptrmap.h"
 
 void pg_gradmap_index(pg_gradmap *m)
 {
@@ -13,7 +14,7 @@ void pg_gradmap_index(pg_gradmap *m)
     if (!m->hidx) return; /* lookups fall back to a scan */
     m->hcap = cap;
     for (int64_t i = 0; i < m->n; i++) {
-        uint64_t h = ((uintptr_t)m->keys[i] >> 4) * 0x9E3779B97F4A7C15ull;
+        uint64_t h = pg_ptr_hash(m->keys[i]);
         int64_t s = (int64_t)(h & (uint64_t)(cap - 1));
         while (m->hidx[s]) s = (s + 1) & (cap - 1);
         m->hidx[s] = i + 1;
@@ -67,7 +68,7 @@ pg_tensor *pg_gradmap_get(pg_gradmap *m, pg_tensor *key)
 {
     if (!m || !key) return NULL;
     if (m->hidx) {
-        uint64_t h = ((uintptr_t)key >> 4) * 0x9E3779B97F4A7C15ull;
+        uint64_t h = pg_ptr_hash(key);
         int64_t s = (int64_t)(h & (uint64_t)(m->hcap - 1));
         while (m->hidx[s]) {
             int64_t e = m->hidx[s] - 1;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pg.h"
+#include "ptrmap.h"
 
 struct pg_graph {
     int build;
@@ -223,116 +224,66 @@ pg_gradmap *pg_graph_grads(pg_graph *g) { return g ? g->map : NULL; }
 int64_t pg_graph_nodes(pg_graph *g) { return g ? g->n : -1; }
 const char *pg_graph_node_op(pg_graph *g, int64_t i) { return (g && i >= 0 && i < g->n) ? g->nodes[i]->op : ""; }
 
-int pg_graph_memory(pg_graph *g, int64_t *out, int n)
+/* bytes of the planned gradient buffers: the sizes they have (or will have at the first run) */
+static int64_t grad_bytes(const pg_graph *g)
+{
+    int64_t b = 0;
+    for (int64_t i = 0; i < g->n_gt; i++) b += pg_numel(g->gt[i]) * (int64_t)pg_dtype_size(g->gt[i]->dtype);
+    return b;
+}
+
+int pg_graph_memory(pg_graph *g, pg_graph_buffers *out)
 {
     if (!g || !out) return pg_fail(PG_STATUS_ERR_ARG, "compiled graph memory: NULL argument");
-    int64_t v[5] = {0, 0, 0, g->n, g->n_gt};
+    out->bytes_outputs = out->bytes_saved = 0;
     for (int64_t k = 0; k < g->n; k++) {
         pg_node *nd = g->nodes[k];
-        v[0] += (int64_t)nd->out->st->nbytes;
-        for (int i = 0; i < nd->n_saved; i++) if (nd->saved[i] && !has(g->in, g->n_in, nd->saved[i])) v[1] += (int64_t)nd->saved[i]->st->nbytes;
+        out->bytes_outputs += (int64_t)nd->out->st->nbytes;
+        for (int i = 0; i < nd->n_saved; i++)
+            if (nd->saved[i] && !has(g->in, g->n_in, nd->saved[i])) out->bytes_saved += (int64_t)nd->saved[i]->st->nbytes;
     }
-    for (int64_t i = 0; i < g->n_gt; i++) v[2] += (int64_t)(pg_numel(g->gt[i]) * (int64_t)pg_dtype_size(g->gt[i]->dtype));
-    for (int i = 0; i < n && i < 5; i++) out[i] = v[i];
+    out->bytes_gradients = grad_bytes(g);
+    out->nodes = g->n;
+    out->gradients = g->n_gt;
     return 0;
 }
 
-/* ---- memory report (pg_graph_memory_report) ---- */
+/* ---- memory report (pg_graph_memory_report): memory.c's walk, each storage charged once ---- */
 
-typedef struct { const void **k; int64_t cap, n; } pset;
+typedef struct {
+    pg_ptrmap seen;
+    int64_t operands, planned;
+} graph_walk;
 
-/* 1 if p was added, 0 if already there, -1 out of memory */
-static int pset_add(pset *s, const void *p)
+/* inputs made by no node of the graph are operands (weights, data, constants); node outputs and
+ * saved buffers are the graph's planned buffers */
+static int64_t graph_charge(void *ctx, pg_tensor *t, int input)
 {
-    if (2 * (s->n + 1) > s->cap) {
-        int64_t cap = s->cap ? s->cap * 2 : 256;
-        const void **k = calloc((size_t)cap, sizeof *k);
-        if (!k) return -1;
-        for (int64_t i = 0; i < s->cap; i++) {
-            if (!s->k[i]) continue;
-            int64_t j = (int64_t)((((uintptr_t)s->k[i] >> 4) * 0x9E3779B97F4A7C15ull) & (uint64_t)(cap - 1));
-            while (k[j]) j = (j + 1) & (cap - 1);
-            k[j] = s->k[i];
-        }
-        free(s->k);
-        s->k = k;
-        s->cap = cap;
-    }
-    int64_t j = (int64_t)((((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) & (uint64_t)(s->cap - 1));
-    while (s->k[j]) {
-        if (s->k[j] == p) return 0;
-        j = (j + 1) & (s->cap - 1);
-    }
-    s->k[j] = p;
-    s->n++;
-    return 1;
+    graph_walk *w = ctx;
+    int r = pg_ptrmap_add(&w->seen, t->st);
+    if (r <= 0) return r;
+    int64_t b = (int64_t)t->st->nbytes;
+    if (input) w->operands += b;
+    else w->planned += b;
+    return b;
 }
 
-typedef struct { const char *label; int64_t nodes, bytes; } grow_row;
-
-static int grow_cmp(const void *a, const void *b)
-{
-    const grow_row *x = a, *y = b;
-    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
-    return strcmp(x->label, y->label);
-}
-
-int64_t pg_graph_memory_report(pg_graph *g, int64_t *totals, const char **op_label, int64_t *op_nodes,
+int64_t pg_graph_memory_report(pg_graph *g, pg_memory_totals *totals, const char **op_label, int64_t *op_nodes,
                                int64_t *op_bytes, int64_t max_ops)
 {
     if (!g || !totals) return -pg_fail(PG_STATUS_ERR_ARG, "compiled graph memory: NULL argument");
     if (max_ops < 0 || (max_ops > 0 && (!op_label || !op_nodes || !op_bytes)))
         return -pg_fail(PG_STATUS_ERR_ARG, "compiled graph memory: bad per-op output arrays");
-    pset seen = {0};
-    grow_row *rows = calloc((size_t)(g->n + 1), sizeof *rows);
-    int64_t nrows = 0, operands = 0, planned = 0, grads = 0;
-    const int64_t field = (int64_t)sizeof(pg_node);
-    if (!rows) goto oom;
-    for (int64_t k = 0; k < g->n; k++) {
-        pg_node *nd = g->nodes[k];
-        int64_t b = field;
-        /* inputs made by no node of the graph are operands (weights, data, constants); node
-         * outputs and saved buffers are the graph's planned buffers */
-        for (int i = 0; i < nd->n_in; i++) {
-            pg_tensor *t = nd->in[i];
-            if (!t) continue;
-            int r = pset_add(&seen, t->st);
-            if (r < 0) goto oom;
-            if (r) { b += (int64_t)t->st->nbytes; operands += (int64_t)t->st->nbytes; }
-        }
-        for (int i = 0; i <= nd->n_saved; i++) {
-            pg_tensor *t = i < nd->n_saved ? nd->saved[i] : nd->out;
-            if (!t) continue;
-            int r = pset_add(&seen, t->st);
-            if (r < 0) goto oom;
-            if (r) { b += (int64_t)t->st->nbytes; planned += (int64_t)t->st->nbytes; }
-        }
-        const char *label = (nd->op && nd->op[0]) ? nd->op : "<closure only>";
-        grow_row *row = NULL;
-        for (int64_t j = 0; j < nrows && !row; j++) if (!strcmp(rows[j].label, label)) row = &rows[j];
-        if (!row) { row = &rows[nrows++]; row->label = label; }
-        row->nodes++;
-        row->bytes += b;
-    }
-    for (int64_t i = 0; i < g->n_gt; i++) /* planned at the first run: the sizes they will have */
-        grads += pg_numel(g->gt[i]) * (int64_t)pg_dtype_size(g->gt[i]->dtype);
-    if (nrows > 1) qsort(rows, (size_t)nrows, sizeof *rows, grow_cmp);
-    for (int64_t j = 0; j < nrows && j < max_ops; j++) {
-        op_label[j] = rows[j].label;
-        op_nodes[j] = rows[j].nodes;
-        op_bytes[j] = rows[j].bytes;
-    }
-    totals[0] = g->n;
-    totals[2] = planned;
-    totals[3] = g->n * field;
-    totals[4] = operands;
-    totals[5] = grads;
-    totals[1] = planned + totals[3] + operands + grads;
-    free(rows);
-    free(seen.k);
+    graph_walk w = {{0}, 0, 0};
+    int64_t nrows = pg_memory_walk(g->nodes, g->n, graph_charge, &w, op_label, op_nodes, op_bytes, max_ops);
+    pg_ptrmap_free(&w.seen);
+    if (nrows < 0)
+        return -pg_fail(PG_STATUS_ERR_NOMEM, "compiled graph memory: out of memory walking %lld nodes", (long long)g->n);
+    totals->nodes = g->n;
+    totals->bytes_snapshots = w.planned;
+    totals->bytes_fields = g->n * (int64_t)sizeof(pg_node);
+    totals->bytes_inputs = w.operands;
+    totals->bytes_gradients = grad_bytes(g);
+    totals->bytes_total = w.planned + totals->bytes_fields + w.operands + totals->bytes_gradients;
     return nrows;
-oom:
-    free(rows);
-    free(seen.k);
-    return -pg_fail(PG_STATUS_ERR_NOMEM, "compiled graph memory: out of memory walking %lld nodes", (long long)g->n);
 }

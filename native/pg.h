@@ -198,6 +198,15 @@ void pg_seg_touch(pg_tensor **in, int n_in, int depth);
 int64_t pg_seg_log_take(pg_tensor ***t, uint64_t **ver);
 int64_t pg_node_n_inputs(const pg_node *n);       /* n_in plus a host node's further inputs */
 pg_tensor *pg_node_input(const pg_node *n, int64_t i);
+/* memory.c: a node's tensors in walk order (inputs, saved, output; entries may be NULL), and the
+ * one walk behind the memory reports: fn gives the bytes to charge to the node for each tensor
+ * (-1: out of memory; input: one of its inputs); rows as pg_tape_memory. nodes NULL: the tape's.
+ * Returns the number of labels, -1 out of memory. */
+int64_t pg_node_n_tensors(const pg_node *n);
+pg_tensor *pg_node_tensor(const pg_node *n, int64_t j);
+typedef int64_t (*pg_walk_charge)(void *ctx, pg_tensor *t, int input);
+int64_t pg_memory_walk(pg_node *const *nodes, int64_t nn, pg_walk_charge fn, void *ctx,
+                       const char **op_label, int64_t *op_nodes, int64_t *op_bytes, int64_t max_ops);
 pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);
 pg_tensor *pg_gradmap_get_own(pg_gradmap *m, pg_tensor *key); /* unshared from .grad first */
 pg_tensor *pg_gradmap_own_value(pg_gradmap *m, pg_tensor *g);  /* same, for a value in hand */

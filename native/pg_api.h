@@ -175,11 +175,28 @@ pg_tensor *pg_softmax_ce_loss_any(pg_tensor *logits, pg_tensor *target);
  * act: -1 none, PG_UNARY_OP_RELU, PG_UNARY_OP_SIGMOID or PG_UNARY_OP_TANH. Same results as matmul -> add -> activation. */
 pg_tensor *pg_linear(pg_tensor *w, pg_tensor *x, pg_tensor *b, int act);
 
-/* ---- memory accounting ----
- * out[0..4]: current bytes per pg_category; out[5]: current total; out[6]: peak total since the
- * last reset; out[7]: live tensors; out[8]: live gradient maps; out[9]: live optimizers;
- * out[10]: tape nodes (this thread). n = length of out (up to 11 filled). */
-int pg_memory_stats(int64_t *out, int n);
+/* ---- memory accounting ---- */
+/* The allocator's counters (bytes are tensor storage). */
+typedef struct pg_memory_counts {
+    int64_t current[5];    /* bytes now, per pg_mem_category (PG_MEM_CATEGORY_COUNT of them) */
+    int64_t total;         /* bytes now, all categories */
+    int64_t peak;          /* peak of total since the last pg_memory_reset_peak */
+    int64_t live_tensors;
+    int64_t live_gradmaps;
+    int64_t live_optims;
+    int64_t tape_nodes;    /* this thread's tape */
+} pg_memory_counts;
+int pg_memory_stats(pg_memory_counts *out);
+/* Totals of a memory walk over nodes (pg_tape_memory, pg_api_memory.h;
+ * pg_graph_memory_report, pg_api_graph.h). */
+typedef struct pg_memory_totals {
+    int64_t nodes;
+    int64_t bytes_total;     /* the sum of the four below */
+    int64_t bytes_snapshots; /* tape: storage only it keeps alive; graph: its planned buffers */
+    int64_t bytes_fields;    /* node structs (nodes x pg_tape_node_bytes()) */
+    int64_t bytes_inputs;    /* storage that outlives the tape or graph (weights, data, ...) */
+    int64_t bytes_gradients; /* graph: planned gradient buffers; tape: 0 */
+} pg_memory_totals;
 void pg_memory_reset_peak(void);
 int64_t pg_live_objects(void);        /* tensors + gradient maps + optimizers */
 /* Freed tensor buffers, and the core's tensor and tape-node structs, are cached per size for
@@ -242,7 +259,8 @@ int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double m
                       double *norm_out);
 
 /* ---- training statistics (stats.c) ----
- * Per-epoch loss report of ag_fit (ggml_opt_result_loss): out[0] = mean of the n per-batch losses
- * v weighted by w (the total of v when per_datapoint is 0), out[1] = its standard error from the
+ * Per-epoch loss report of ag_fit (ggml_opt_result_loss): *loss = mean of the n per-batch losses
+ * v weighted by w (the total of v when per_datapoint is 0), *unc = its standard error from the
  * unweighted per-batch values (NaN below two batches). Both languages call this one function. */
-int pg_loss_stats(const double *v, const double *w, int64_t n, int per_datapoint, double *out);
+int pg_loss_stats(const double *v, const double *w, int64_t n, int per_datapoint, double *loss,
+                  double *unc);

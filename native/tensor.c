@@ -58,18 +58,19 @@ void pg_count_object(int kind, int delta)
 
 void pg_count_nodes(int64_t delta) { tape_nodes_live += delta; }
 
-int pg_memory_stats(int64_t *out, int n)
+_Static_assert(sizeof(((pg_memory_counts *)0)->current) == PG_MEM_CATEGORY_COUNT * sizeof(int64_t),
+               "pg_memory_counts.current: one slot per category");
+
+int pg_memory_stats(pg_memory_counts *out)
 {
     if (!out) return pg_fail(PG_STATUS_ERR_ARG, "pg_memory_stats: NULL output");
-    int64_t v[11];
-    for (int c = 0; c < 5; c++) v[c] = LOAD(mem_cur[c]);
-    v[5] = LOAD(mem_total);
-    v[6] = LOAD(mem_peak);
-    v[7] = LOAD(live_tensors);
-    v[8] = LOAD(live_gradmaps);
-    v[9] = LOAD(live_optims);
-    v[10] = tape_nodes_live;
-    for (int i = 0; i < n && i < 11; i++) out[i] = v[i];
+    for (int c = 0; c < PG_MEM_CATEGORY_COUNT; c++) out->current[c] = LOAD(mem_cur[c]);
+    out->total = LOAD(mem_total);
+    out->peak = LOAD(mem_peak);
+    out->live_tensors = LOAD(live_tensors);
+    out->live_gradmaps = LOAD(live_gradmaps);
+    out->live_optims = LOAD(live_optims);
+    out->tape_nodes = tape_nodes_live;
     return 0;
 }
 

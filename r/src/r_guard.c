@@ -112,9 +112,9 @@ static int64_t gc_room = (int64_t)256 << 20, gc_limit = -1;
 
 static int64_t core_live(void)
 {
-    int64_t v[6] = {0};
-    pg_memory_stats(v, 6);
-    return v[5];
+    pg_memory_counts c = {{0}};
+    pg_memory_stats(&c);
+    return c.total;
 }
 
 void r_gc_pressure(void)

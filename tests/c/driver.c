@@ -536,7 +536,7 @@ static void test_errors(void)
     CHECK_ERR(pg_clip_grad_norm(NULL, 2, NULL, 1, NULL) != 0, PG_STATUS_ERR_ARG, "parameter list");
     CHECK_ERR(pg_clip_grad_norm(&a, 1, NULL, -1, NULL) != 0, PG_STATUS_ERR_VALUE, "max_norm");
     CHECK_ERR(pg_clip_grad_norm(&a, 1, NULL, NAN, NULL) != 0, PG_STATUS_ERR_VALUE, "max_norm");
-    CHECK_ERR(pg_memory_stats(NULL, 11) != 0, PG_STATUS_ERR_ARG, "NULL");
+    CHECK_ERR(pg_memory_stats(NULL) != 0, PG_STATUS_ERR_ARG, "NULL");
     CHECK_ERR(pg_memory_category_peaks(NULL, 5) != 0, PG_STATUS_ERR_ARG, "NULL");
     CHECK_ERR(pg_tape_memory(NULL, NULL, NULL, NULL, 0) < 0, PG_STATUS_ERR_ARG, "NULL");
     REL(a); REL(b); REL(c);
@@ -563,10 +563,11 @@ static void test_tape(void)
     CHECK(pg_tape_nodes() == 1);
     CHECK(pg_tape_unstash() == 0 && pg_tape_nodes() == 1 && pg_tape_depth() == 1);
     CHECK(pg_tape_end() == 0 && !pg_tape_enabled());
-    int64_t tot[5], nodes[8], bytes[8];
+    pg_memory_totals tot;
+    int64_t nodes[8], bytes[8];
     const char *lab[8];
-    int64_t nlab = pg_tape_memory(tot, lab, nodes, bytes, 8);
-    CHECK(nlab == 1 && tot[0] == 1 && nodes[0] == 1 && strcmp(lab[0], "tanh") == 0);
+    int64_t nlab = pg_tape_memory(&tot, lab, nodes, bytes, 8);
+    CHECK(nlab == 1 && tot.nodes == 1 && nodes[0] == 1 && strcmp(lab[0], "tanh") == 0);
     CHECK(pg_tape_node_bytes() > 0);
     /* the tape keeps y1 alive after its handle goes; clearing it frees everything */
     pg_tensor *s = pg_sum(y1, 0);
@@ -692,16 +693,16 @@ static void test_optim(void)
 /* ---- memory reports and counters ---- */
 static void test_memory(void)
 {
-    int64_t st[11], peaks[5];
-    CHECK(pg_memory_stats(st, 11) == 0);
+    pg_memory_counts st;
+    int64_t peaks[5];
+    CHECK(pg_memory_stats(&st) == 0);
     pg_memory_reset_peak();
     pg_tensor *big = pg_tensor_full(PG_DTYPE_F64, 100, 100, 1.0);
-    CHECK(pg_memory_stats(st, 11) == 0 && st[6] >= 80000 && st[4] >= 80000);
+    CHECK(pg_memory_stats(&st) == 0 && st.peak >= 80000 && st.current[PG_MEM_CATEGORY_OTHER] >= 80000);
     CHECK(pg_memory_category_peaks(peaks, 5) == 0 && peaks[PG_MEM_CATEGORY_OTHER] >= 80000);
     pg_tensor_set_requires_grad(big, 1);
-    CHECK(pg_memory_stats(st, 11) == 0 && st[PG_MEM_CATEGORY_PARAM] >= 80000);
+    CHECK(pg_memory_stats(&st) == 0 && st.current[PG_MEM_CATEGORY_PARAM] >= 80000);
     REL(big);
-    CHECK(pg_memory_stats(st, 3) == 0 && pg_memory_stats(st, 0) == 0);
 }
 
 /* ---- data-parallel helpers ---- */
@@ -1098,10 +1099,9 @@ static void test_gemm(void)
 /* each part leaves nothing alive behind it */
 static void run(const char *name, void (*fn)(void))
 {
-    int64_t before = pg_live_objects(), st[11];
+    int64_t before = pg_live_objects();
     fn();
     pg_tape_clear();
-    pg_memory_stats(st, 11);
     if (pg_live_objects() != before) fprintf(stderr, "%s: %lld objects left alive\n", name, (long long)(pg_live_objects() - before));
     CHECK(pg_live_objects() == before);
 }
@@ -1126,13 +1126,14 @@ int main(void)
     run("views", test_views);
     run("index", test_index);
     pg_tape_clear();
-    int64_t st[11];
-    pg_memory_stats(st, 11);
+    pg_memory_counts st;
+    pg_memory_stats(&st);
     CHECK(pg_live_objects() == 0);
-    CHECK(st[5] == 0);
-    if (pg_live_objects() != 0 || st[5] != 0)
-        fprintf(stderr, "left alive: %lld tensors, %lld maps, %lld optimizers, %lld bytes\n", (long long)st[7],
-                (long long)st[8], (long long)st[9], (long long)st[5]);
+    CHECK(st.total == 0);
+    if (pg_live_objects() != 0 || st.total != 0)
+        fprintf(stderr, "left alive: %lld tensors, %lld maps, %lld optimizers, %lld bytes\n",
+                (long long)st.live_tensors, (long long)st.live_gradmaps, (long long)st.live_optims,
+                (long long)st.total);
     printf("driver: %d checks, %d failed\n", n_checks, n_failed);
     return n_failed != 0;
 }
