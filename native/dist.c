@@ -67,15 +67,24 @@ static void copy_scaled(void *dst, int dd, const void *src, int sd, int64_t n, d
     }
 }
 
+/* pack's and unpack's checks (fn names the C function, op the caller's view): the flat length,
+ * -1 with the error set */
+static int64_t check_call(pg_tensor **params, int64_t n, int what, int flags, const void *buf, int buf_dtype,
+                          int64_t buf_len, const char *fn, const char *op)
+{
+    if (what < 0 || what >= PG_DIST_WHAT_COUNT) return (pg_fail(PG_STATUS_ERR_VALUE, "%s: unknown what = %d", fn, what), -1);
+    if (what == PG_DIST_WHAT_VALUE && flags) return (pg_fail(PG_STATUS_ERR_VALUE, "%s: presence flags apply to gradients only", op), -1);
+    int64_t need = pg_dist_flat_len(params, n, flags);
+    if (need < 0 || check_buf(buf, buf_dtype, buf_len, need, op)) return -1;
+    return need;
+}
+
 int pg_dist_pack(pg_tensor **params, int64_t n, pg_gradmap *grads, int what, int flags,
                  double scale, void *buf, int buf_dtype, int64_t buf_len)
 {
     const char *op = what == PG_DIST_WHAT_VALUE ? "ag_broadcast_parameters (pack)" : "ag_allreduce_gradients (pack)";
-    if (what != PG_DIST_WHAT_GRAD && what != PG_DIST_WHAT_VALUE) return pg_fail(PG_STATUS_ERR_VALUE, "pg_dist_pack: unknown what = %d", what);
-    if (what == PG_DIST_WHAT_VALUE && flags) return pg_fail(PG_STATUS_ERR_VALUE, "%s: presence flags apply to gradients only", op);
-    int64_t need = pg_dist_flat_len(params, n, flags);
+    int64_t need = check_call(params, n, what, flags, buf, buf_dtype, buf_len, "pg_dist_pack", op);
     if (need < 0) return pg_last_status();
-    if (check_buf(buf, buf_dtype, buf_len, need, op)) return pg_last_status();
     size_t es = pg_dtype_size(buf_dtype);
     char *out = buf;
     int64_t off = 0;
@@ -117,11 +126,8 @@ int pg_dist_unpack(pg_tensor **params, int64_t n, pg_gradmap *grads, int what, i
                    double scale, const void *buf, int buf_dtype, int64_t buf_len)
 {
     const char *op = what == PG_DIST_WHAT_VALUE ? "ag_broadcast_parameters (unpack)" : "ag_allreduce_gradients (unpack)";
-    if (what != PG_DIST_WHAT_GRAD && what != PG_DIST_WHAT_VALUE) return pg_fail(PG_STATUS_ERR_VALUE, "pg_dist_unpack: unknown what = %d", what);
-    if (what == PG_DIST_WHAT_VALUE && flags) return pg_fail(PG_STATUS_ERR_VALUE, "%s: presence flags apply to gradients only", op);
-    int64_t need = pg_dist_flat_len(params, n, flags);
+    int64_t need = check_call(params, n, what, flags, buf, buf_dtype, buf_len, "pg_dist_unpack", op);
     if (need < 0) return pg_last_status();
-    if (check_buf(buf, buf_dtype, buf_len, need, op)) return pg_last_status();
     /* validate everything before writing anything */
     for (int64_t i = 0; i < n; i++) {
         pg_tensor *p = params[i];

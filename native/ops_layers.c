@@ -296,10 +296,9 @@ static int64_t emb_id(const pg_tensor *ids, int64_t k)
 static int embedding_bw(pg_node *n, pg_tensor *g)
 {
     pg_tensor *w = n->in[0], *ids = n->n_in > 1 ? n->in[1] : n->saved[0];
-    if (!pg_wants_grad(w)) return 0;
-    int acc;
-    void *slot = pg_grad_slot(w, &acc);
-    if (!slot) return -1;
+    void *slot;
+    int acc, r = pg_grad_slot_for(w, &slot, &acc);
+    if (r <= 0) return r;
     int64_t D = w->ne[0], N = g->ne[1];
     PG_DISPATCH(w->dtype, {
         T *d = slot;

@@ -246,10 +246,9 @@ static int sce_ids_fw(pg_node *n)
 static int sce_ids_bw(pg_node *n, pg_tensor *g)
 {
     pg_tensor *x = n->in[0], *ids = n->in[1], *p = n->saved[0];
-    if (!pg_wants_grad(x)) return 0;
-    int acc;
-    void *slot = pg_grad_slot(x, &acc);
-    if (!slot) return -1;
+    void *slot;
+    int acc, r = pg_grad_slot_for(x, &slot, &acc);
+    if (r <= 0) return r;
     int64_t K = x->ne[0], B = x->ne[1];
     PG_DISPATCH(x->dtype, {
         T *d = slot;

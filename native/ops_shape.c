@@ -131,20 +131,7 @@ pg_tensor *pg_transpose(pg_tensor *x)
 
 /* ---- reshape: column-major refill, so elements keep their order ---- */
 
-static int reshape_bw(pg_node *n, pg_tensor *g)
-{
-    pg_tensor *x = n->in[0];
-    int acc;
-    void *slot = pg_grad_slot(x, &acc);
-    if (!slot) return -1;
-    int64_t N = pg_numel(x);
-    PG_DISPATCH(x->dtype, {
-        T *d = slot;
-        const T *gp = pg_data(g);
-        PG_STORE_LOOP(acc, N, d, gp[i]);
-    });
-    return 0;
-}
+static int reshape_bw(pg_node *n, pg_tensor *g) { return pg_grad_add(n->in[0], g); }
 
 static int reshape_fw(pg_node *n)
 {

@@ -32,6 +32,22 @@ static int listed_before(pg_tensor **params, int64_t i)
     return 0;
 }
 
+/* Unshares every listed gradient before any is rewritten (out of memory: nothing changed). */
+static int unshare_grads(pg_tensor **params, int64_t n, pg_gradmap *grads, const char *fn)
+{
+    int oom = 0;
+    for (int64_t i = 0; i < n && !oom; i++) if (!listed_before(params, i)) grad_mut(params[i], grads, &oom);
+    return oom ? pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory", fn) : 0;
+}
+
+/* params[i]'s gradient to rewrite in place (its version bumped); NULL: none, or listed before */
+static pg_tensor *grad_to_write(pg_tensor **params, int64_t i, pg_gradmap *grads)
+{
+    pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
+    if (g) pg_bump(g);
+    return g;
+}
+
 /* the gradient helpers' parameter list: n >= 0 live tensors (fn names the helper) */
 static int check_param_list(pg_tensor **params, int64_t n, const char *fn)
 {
@@ -67,14 +83,12 @@ static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double 
     if (norm_out) *norm_out = norm;
     if (!(norm > max_norm)) return 0;
     double f = max_norm / (norm + 1e-6);
-    int oom = 0;
-    for (int64_t i = 0; i < n && !oom; i++) if (!listed_before(params, i)) grad_mut(params[i], grads, &oom);
-    if (oom) return pg_fail(PG_STATUS_ERR_NOMEM, "clip_grad_norm: out of memory");
+    int rc = unshare_grads(params, n, grads, "clip_grad_norm");
+    if (rc) return rc;
     for (int64_t i = 0; i < n; i++) {
-        pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
+        pg_tensor *g = grad_to_write(params, i, grads);
         if (!g) continue;
         int64_t N = pg_numel(g);
-        pg_bump(g);
         PG_DISPATCH(g->dtype, {
             T *gp = pg_data(g);
             const T s = (T)f;
@@ -91,14 +105,12 @@ static int clip_value_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, d
     if (check_param_list(params, n, "clip_grad_value")) return pg_last_status();
     if (!(isfinite(c) && c > 0)) return pg_fail(PG_STATUS_ERR_VALUE, "clip_value must be a single positive finite number");
     double mx = 0;
-    int oom = 0;
-    for (int64_t i = 0; i < n && !oom; i++) if (!listed_before(params, i)) grad_mut(params[i], grads, &oom);
-    if (oom) return pg_fail(PG_STATUS_ERR_NOMEM, "clip_grad_value: out of memory");
+    int rc = unshare_grads(params, n, grads, "clip_grad_value");
+    if (rc) return rc;
     for (int64_t i = 0; i < n; i++) {
-        pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
+        pg_tensor *g = grad_to_write(params, i, grads);
         if (!g) continue;
         int64_t N = pg_numel(g);
-        pg_bump(g);
         PG_DISPATCH(g->dtype, {
             T *gp = pg_data(g);
             const T hi = (T)c, lo = (T)-c;

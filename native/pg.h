@@ -171,7 +171,17 @@ void pg_tape_clear_used(void);       /* zero_grad: clear unless recorded since t
 /* Gradient buffer of t in the running backward: *acc = 1 when it already holds a partial sum
  * (add into it), 0 when fresh (overwrite it). NULL on allocation failure. */
 void *pg_grad_slot(pg_tensor *t, int *acc);
+/* adds g (t's element count and dtype, any shape) into t's gradient slot; -1 out of memory */
+int pg_grad_add(pg_tensor *t, const pg_tensor *g);
 static inline int pg_wants_grad(const pg_tensor *t) { return t != NULL && t->requires_grad; }
+/* The start of most backward rules: 1 with x's gradient slot in *slot (and *acc, as
+ * pg_grad_slot); 0 when x wants no gradient; -1 out of memory. */
+static inline int pg_grad_slot_for(pg_tensor *x, void **slot, int *acc)
+{
+    if (!pg_wants_grad(x)) return 0;
+    *slot = pg_grad_slot(x, acc);
+    return *slot ? 1 : -1;
+}
 pg_node *pg_tape_node(int64_t i);
 void pg_node_free(pg_node *n);
 pg_node **pg_tape_take(int64_t *n);   /* graph.c: take over the recorded nodes */

@@ -406,14 +406,14 @@ static int check_vec(const char *fn, int64_t n, const double *a, int64_t na, con
     return 0;
 }
 
-int pg_rng_runif(pg_rng *r, int64_t n, const double *a, int64_t na, const double *b, int64_t nb,
-                 double *out, int64_t *n_nan)
+/* n draws of draw1(a[i % na], b[i % nb]) (R's recycling), NaN results counted */
+static int draw_vec(pg_rng *r, const char *fn, double (*draw1)(pg_rng *, double, double), int64_t n,
+                    const double *a, int64_t na, const double *b, int64_t nb, double *out, int64_t *n_nan)
 {
-    if (check_vec("runif", n, a, na, "min", b, nb, "max", out)) return pg_last_status();
-    if (!(r = pg_rng_lock(r, "runif"))) return pg_last_status();
+    if (!(r = pg_rng_lock(r, fn))) return pg_last_status();
     int64_t bad = 0;
     for (int64_t i = 0; i < n; i++) {
-        out[i] = pg_rng_runif1(r, a[i % na], b[i % nb]);
+        out[i] = draw1(r, a[i % na], b[i % nb]);
         bad += isnan(out[i]);
     }
     pg_rng_unlock(r);
@@ -421,19 +421,18 @@ int pg_rng_runif(pg_rng *r, int64_t n, const double *a, int64_t na, const double
     return 0;
 }
 
+int pg_rng_runif(pg_rng *r, int64_t n, const double *a, int64_t na, const double *b, int64_t nb,
+                 double *out, int64_t *n_nan)
+{
+    if (check_vec("runif", n, a, na, "min", b, nb, "max", out)) return pg_last_status();
+    return draw_vec(r, "runif", pg_rng_runif1, n, a, na, b, nb, out, n_nan);
+}
+
 int pg_rng_rnorm(pg_rng *r, int64_t n, const double *mean, int64_t nm, const double *sd, int64_t ns,
                  double *out, int64_t *n_nan)
 {
     if (check_vec("rnorm", n, mean, nm, "mean", sd, ns, "sd", out)) return pg_last_status();
-    if (!(r = pg_rng_lock(r, "rnorm"))) return pg_last_status();
-    int64_t bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        out[i] = pg_rng_rnorm1(r, mean[i % nm], sd[i % ns]);
-        bad += isnan(out[i]);
-    }
-    pg_rng_unlock(r);
-    if (n_nan) *n_nan = bad;
-    return 0;
+    return draw_vec(r, "rnorm", pg_rng_rnorm1, n, mean, nm, sd, ns, out, n_nan);
 }
 
 double pg_rng_unif_rand(pg_rng *r)

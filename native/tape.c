@@ -284,16 +284,21 @@ static int walk(void)
  * current (private) tape is walked; gradients land in the same slots as the outer walk's. */
 int pg_tape_walk_from(pg_tensor *out, pg_tensor *gout)
 {
+    return pg_grad_add(out, gout) ? -1 : walk();
+}
+
+int pg_grad_add(pg_tensor *x, const pg_tensor *g)
+{
     int acc;
-    void *s = pg_grad_slot(out, &acc);
-    if (!s) return -1;
-    int64_t n = pg_numel(out);
-    PG_DISPATCH(out->dtype, {
-        T *d = s;
-        const T *g = pg_data(gout);
-        PG_STORE_LOOP(acc, n, d, g[i]);
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    int64_t n = pg_numel(x);
+    PG_DISPATCH(x->dtype, {
+        T *d = slot;
+        const T *gp = pg_data(g);
+        PG_STORE_LOOP(acc, n, d, gp[i]);
     });
-    return walk();
+    return 0;
 }
 
 int64_t pg_reached_count(void) { return n_reached; }
