@@ -160,10 +160,7 @@ static int graph_run(pg_graph *g);
  * shared parameters (or mixing replays with eager steps) never interleave. */
 int pg_graph_run(pg_graph *g)
 {
-    pg_grad_lock();
-    int rc = graph_run(g);
-    pg_grad_unlock();
-    return rc;
+    PG_GRAD_LOCKED(graph_run(g));
 }
 
 static int graph_run(pg_graph *g)

@@ -381,18 +381,12 @@ static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
 
 int pg_optim_step(pg_optim *o, pg_gradmap *grads)
 {
-    pg_grad_lock();
-    int rc = step_locked(o, grads, 0);
-    pg_grad_unlock();
-    return rc;
+    PG_GRAD_LOCKED(step_locked(o, grads, 0));
 }
 
 int pg_optim_step_sum(pg_optim *o, pg_gradmap *grads)
 {
-    pg_grad_lock();
-    int rc = step_locked(o, grads, 1);
-    pg_grad_unlock();
-    return rc;
+    PG_GRAD_LOCKED(step_locked(o, grads, 1));
 }
 
 static void drop_accumulators(pg_optim *o)
@@ -471,10 +465,7 @@ static int step_locked(pg_optim *o, pg_gradmap *grads, int sum)
 
 int pg_optim_zero_grad(pg_optim *o)
 {
-    pg_grad_lock();
-    int rc = zero_grad_locked(o);
-    pg_grad_unlock();
-    return rc;
+    PG_GRAD_LOCKED(zero_grad_locked(o));
 }
 
 static int zero_grad_locked(pg_optim *o)

@@ -139,6 +139,14 @@ void pg_obj_free(void *p, size_t sz);
  * (recursive, so zero_grad may call set_grad). */
 void pg_grad_lock(void);
 void pg_grad_unlock(void);
+/* the body of a public entry point that runs `call` (an int) under the gradient lock */
+#define PG_GRAD_LOCKED(call)          \
+    do {                              \
+        pg_grad_lock();               \
+        int pg_rc_ = (call);          \
+        pg_grad_unlock();             \
+        return pg_rc_;                \
+    } while (0)
 
 /* ---- versions (version.c) ----
  * pg_bump: t's values were overwritten in place (every write path into an existing tensor calls

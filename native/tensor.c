@@ -335,10 +335,7 @@ static int set_grad_locked(pg_tensor *t, pg_tensor *g);
 
 int pg_tensor_set_grad(pg_tensor *t, pg_tensor *g)
 {
-    pg_grad_lock();
-    int rc = set_grad_locked(t, g);
-    pg_grad_unlock();
-    return rc;
+    PG_GRAD_LOCKED(set_grad_locked(t, g));
 }
 
 static int set_grad_locked(pg_tensor *t, pg_tensor *g)
