@@ -284,8 +284,8 @@ int pj_parse(const char *text, int64_t n, const pj_limits *lim, pj_doc *doc, cha
     memset(doc, 0, sizeof *doc);
     if (!lim) lim = &pj_default_limits;
     P p = {(const unsigned char *)text, n, 0, lim, NULL, 0, 0, NULL, why, why_cap};
-    if (n > lim->max_bytes) { snprintf(why, why_cap, "longer than %lld bytes", (long long)lim->max_bytes); return PG_ERR_VALUE; }
-    if (!pj_utf8_ok(p.s, n)) { snprintf(why, why_cap, "not UTF-8 text"); return PG_ERR_VALUE; }
+    if (n > lim->max_bytes) { snprintf(why, why_cap, "longer than %lld bytes", (long long)lim->max_bytes); return PG_STATUS_ERR_VALUE; }
+    if (!pj_utf8_ok(p.s, n)) { snprintf(why, why_cap, "not UTF-8 text"); return PG_STATUS_ERR_VALUE; }
     for (int pass = 0; pass < 2; pass++) {
         p.i = 0; p.nn = 0; p.pp = 0;
         ws(&p);
@@ -297,7 +297,7 @@ int pj_parse(const char *text, int64_t n, const pj_limits *lim, pj_doc *doc, cha
         if (r < 0) {
             free(p.scratch);
             pj_free(doc);
-            return PG_ERR_VALUE;
+            return PG_STATUS_ERR_VALUE;
         }
         if (pass == 0) {  /* sizes known and within the limits: allocate exactly */
             doc->nodes = malloc((size_t)p.nn * sizeof(pj_node));
@@ -307,7 +307,7 @@ int pj_parse(const char *text, int64_t n, const pj_limits *lim, pj_doc *doc, cha
                 free(p.scratch);
                 pj_free(doc);
                 snprintf(why, why_cap, "out of memory");
-                return PG_ERR_NOMEM;
+                return PG_STATUS_ERR_NOMEM;
             }
             p.d = doc;
         }

@@ -28,7 +28,7 @@ static double num_value(const pj_doc *d, const pj_node *x)
 static int check_cfg(const pj_doc *d, int64_t node, int depth, int64_t budget)
 {
     const pj_node *x = &d->nodes[node];
-    if (depth > CFG_MAX_DEPTH) return pg_fail(PG_ERR_VALUE, "architecture config is nested too deeply");
+    if (depth > CFG_MAX_DEPTH) return pg_fail(PG_STATUS_ERR_VALUE, "architecture config is nested too deeply");
     if (x->type == PJ_OBJ) {
         int64_t prod = 1;
         int over = 0;
@@ -44,9 +44,9 @@ static int check_cfg(const pj_doc *d, int64_t node, int depth, int64_t budget)
         }
         if (over || prod > budget) {
             if (over)
-                return pg_fail(PG_ERR_VALUE, "architecture config has an implausible layer size (more than %lld elements; "
+                return pg_fail(PG_STATUS_ERR_VALUE, "architecture config has an implausible layer size (more than %lld elements; "
                                              "the file holds far fewer values)", (long long)budget);
-            return pg_fail(PG_ERR_VALUE, "architecture config has an implausible layer size (%lld elements; the file holds "
+            return pg_fail(PG_STATUS_ERR_VALUE, "architecture config has an implausible layer size (%lld elements; the file holds "
                                          "far fewer values)", (long long)prod);
         }
     }
@@ -60,7 +60,7 @@ static int check_cfg(const pj_doc *d, int64_t node, int depth, int64_t budget)
         if (v > CFG_MAX_SIZE || v < -CFG_MAX_SIZE) {
             char s[80];
             pj_snippet(d, node, 40, s, sizeof s);
-            return pg_fail(PG_ERR_VALUE, "architecture config has an implausible size %s", s);
+            return pg_fail(PG_STATUS_ERR_VALUE, "architecture config has an implausible size %s", s);
         }
     }
     return 0;
@@ -68,13 +68,13 @@ static int check_cfg(const pj_doc *d, int64_t node, int depth, int64_t budget)
 
 int pg_json_check(const char *text, int64_t len, const char *what, int64_t config_budget)
 {
-    if (!text || len < 0) return pg_fail(PG_ERR_ARG, "pg_json_check(): text is NULL");
+    if (!text || len < 0) return pg_fail(PG_STATUS_ERR_ARG, "pg_json_check(): text is NULL");
     if (!what) what = "the JSON text";
     char why[480];
     pj_doc d;
     int rc = pj_parse(text, len, NULL, &d, why, sizeof why);
-    if (rc == PG_ERR_NOMEM) return pg_fail(rc, "out of memory reading %s", what);
-    if (rc) return pg_fail(PG_ERR_VALUE, "%s is not valid JSON (%s)", what, why);
+    if (rc == PG_STATUS_ERR_NOMEM) return pg_fail(rc, "out of memory reading %s", what);
+    if (rc) return pg_fail(PG_STATUS_ERR_VALUE, "%s is not valid JSON (%s)", what, why);
     if (config_budget > 0) rc = check_cfg(&d, 0, 0, config_budget);
     pj_free(&d);
     return rc;

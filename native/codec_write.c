@@ -65,24 +65,24 @@ static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *
 static int check_inputs(const pg_st_tensor *t, int64_t n, const char **keys, const char **values, int64_t n_meta)
 {
     if (n < 0 || n_meta < 0 || (n && !t) || (n_meta && (!keys || !values)))
-        return pg_fail(PG_ERR_ARG, "ag_save_model(): bad tensor or metadata list");
+        return pg_fail(PG_STATUS_ERR_ARG, "ag_save_model(): bad tensor or metadata list");
     for (int64_t i = 0; i < n_meta; i++)
         if (!keys[i] || !values[i] || !pj_utf8_ok((const unsigned char *)keys[i], (int64_t)strlen(keys[i]))
             || !pj_utf8_ok((const unsigned char *)values[i], (int64_t)strlen(values[i])))
-            return pg_fail(PG_ERR_VALUE, "ag_save_model(): metadata must be UTF-8 strings");
+            return pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): metadata must be UTF-8 strings");
     const char **names = malloc((size_t)(n + 1) * sizeof(char *));
-    if (!names) return pg_fail(PG_ERR_NOMEM, "ag_save_model(): out of memory");
+    if (!names) return pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory");
     names[0] = "__metadata__";
     int rc = 0;
     for (int64_t i = 0; i < n && !rc; i++) {
         const pg_st_tensor *x = &t[i];
         names[i + 1] = x->name;
         if (!x->name || !pj_utf8_ok((const unsigned char *)x->name, (int64_t)strlen(x->name)))
-            rc = pg_fail(PG_ERR_VALUE, "ag_save_model(): tensor names must be UTF-8 strings");
-        else if ((x->dtype != PG_ST_F32 && x->dtype != PG_ST_F64) || x->ndim < 0 || x->ndim > 2 || x->rows < 0 || x->cols < 0
+            rc = pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): tensor names must be UTF-8 strings");
+        else if ((x->dtype != PG_ST_DTYPE_F32 && x->dtype != PG_ST_DTYPE_F64) || x->ndim < 0 || x->ndim > 2 || x->rows < 0 || x->cols < 0
                  || (x->ndim < 2 && x->cols != 1) || (x->ndim == 0 && x->rows != 1)
                  || (x->cols && x->rows > INT64_MAX / 8 / x->cols) || (x->rows * x->cols != 0 && !x->data))
-            rc = pg_fail(PG_ERR_VALUE, "ag_save_model(): tensor '%s': bad dtype, shape or data", x->name);
+            rc = pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): tensor '%s': bad dtype, shape or data", x->name);
     }
     if (!rc) {
         qsort(names, (size_t)(n + 1), sizeof(char *), cmp_name);
@@ -90,14 +90,14 @@ static int check_inputs(const pg_st_tensor *t, int64_t n, const char **keys, con
             if (!strcmp(names[i - 1], names[i])) {
                 char q[400];
                 pj_qname(names[i], q, sizeof q);
-                rc = pg_fail(PG_ERR_VALUE, "ag_save_model(): duplicate tensor name %s", q);
+                rc = pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): duplicate tensor name %s", q);
             }
     }
     free(names);
     return rc;
 }
 
-static int64_t nbytes_of(const pg_st_tensor *x) { return x->rows * x->cols * (x->dtype == PG_ST_F64 ? 8 : 4); }
+static int64_t nbytes_of(const pg_st_tensor *x) { return x->rows * x->cols * (x->dtype == PG_ST_DTYPE_F64 ? 8 : 4); }
 
 static int header(buf *o, const pg_st_tensor *t, int64_t n, const char **keys, const char **values, int64_t n_meta)
 {
@@ -121,16 +121,16 @@ static int header(buf *o, const pg_st_tensor *t, int64_t n, const char **keys, c
         else if (x->ndim == 1) snprintf(shape, sizeof shape, "[%lld]", (long long)x->rows);
         else snprintf(shape, sizeof shape, "[]");
         int k = snprintf(tmp, sizeof tmp, ":{\"dtype\":\"%s\",\"shape\":%s,\"data_offsets\":[%lld,%lld]}",
-                         x->dtype == PG_ST_F64 ? "F64" : "F32", shape, (long long)off, (long long)(off + nb));
+                         x->dtype == PG_ST_DTYPE_F64 ? "F64" : "F32", shape, (long long)off, (long long)(off + nb));
         add(o, tmp, k);
-        if (nb > INT64_MAX - off) return pg_fail(PG_ERR_VALUE, "ag_save_model(): the tensors are too large");
+        if (nb > INT64_MAX - off) return pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): the tensors are too large");
         off += nb;
     }
     add(o, "}", 1);
     while (!o->oom && o->n % 8) add(o, " ", 1);
-    if (o->oom) return pg_fail(PG_ERR_NOMEM, "ag_save_model(): out of memory building the header");
+    if (o->oom) return pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory building the header");
     if (o->n > ST_MAX_HEADER)
-        return pg_fail(PG_ERR_VALUE, "ag_save_model(): the header would be %lld bytes, over the %lld-byte limit readers accept",
+        return pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): the header would be %lld bytes, over the %lld-byte limit readers accept",
                        (long long)o->n, (long long)ST_MAX_HEADER);
     return 0;
 }
@@ -207,13 +207,13 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
     int stage = fault_stage, rc;
     fault_stage = 0;
     trace[0] = 0;
-    if (!path || !*path) return pg_fail(PG_ERR_ARG, "ag_save_model(): path must be a single file name");
+    if (!path || !*path) return pg_fail(PG_STATUS_ERR_ARG, "ag_save_model(): path must be a single file name");
     if ((rc = check_inputs(t, n, keys, values, n_meta))) return rc;
     buf h = {0};
     if ((rc = header(&h, t, n, keys, values, n_meta))) { free(h.b); return rc; }
     const char *given = path;
     char *target = resolve_links(path);
-    if (!target) { free(h.b); return pg_fail(PG_ERR_NOMEM, "ag_save_model(): out of memory"); }
+    if (!target) { free(h.b); return pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory"); }
     path = target;
     size_t L = strlen(path);
     const char *slash = strrchr(path, '/');
@@ -222,7 +222,7 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
     if (bs && (!slash || bs > slash)) slash = bs;
 #endif
     char *dir = malloc(L + 2), *tmp = malloc(L + 48);
-    if (!dir || !tmp) { free(dir); free(tmp); free(h.b); free(target); return pg_fail(PG_ERR_NOMEM, "ag_save_model(): out of memory"); }
+    if (!dir || !tmp) { free(dir); free(tmp); free(h.b); free(target); return pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory"); }
     size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
     if (dl) memcpy(dir, path, dl);
     else { dir[0] = '.'; dir[1] = '/'; dl = 2; }
@@ -230,13 +230,13 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
     struct stat st;
     if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
         dir[dl > 1 ? dl - 1 : dl] = 0;
-        rc = pg_fail(PG_ERR_IO, "ag_save_model(): directory '%s' does not exist", dir);
+        rc = pg_fail(PG_STATUS_ERR_IO, "ag_save_model(): directory '%s' does not exist", dir);
         free(dir); free(tmp); free(h.b); free(target);
         return rc;
     }
     /* renaming over a FIFO, a device or a directory would replace it (or fail late): refuse */
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        rc = pg_fail(PG_ERR_VALUE, "ag_save_model(): '%s' exists and is not a regular file (%s)", path,
+        rc = pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): '%s' exists and is not a regular file (%s)", path,
                      S_ISDIR(st.st_mode) ? "a directory" : "a FIFO, device or socket");
         free(dir); free(tmp); free(h.b);
         return rc;
@@ -258,7 +258,7 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
-        rc = pg_fail(PG_ERR_IO, "ag_save_model(): cannot create a temporary file next to '%s': %s", given, strerror(errno));
+        rc = pg_fail(PG_STATUS_ERR_IO, "ag_save_model(): cannot create a temporary file next to '%s': %s", given, strerror(errno));
         free(dir); free(tmp); free(h.b); free(target);
         return rc;
     }
@@ -286,7 +286,7 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
         else step("rename");
     }
     if (fail) {
-        rc = pg_fail(PG_ERR_IO, "ag_save_model(): writing '%s' failed (%s)", given, fail);
+        rc = pg_fail(PG_STATUS_ERR_IO, "ag_save_model(): writing '%s' failed (%s)", given, fail);
         remove(tmp);
     } else {
         fsync_dir(dir);

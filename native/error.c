@@ -53,11 +53,11 @@ const char *pg_fmt_num(char *buf, size_t n, double v)
 const char *pg_dtype_name(int dtype)
 {
     switch (dtype) {
-    case PG_F32: return "f32";
-    case PG_F64: return "f64";
-    case PG_I32: return "i32";
-    case PG_I64: return "i64";
-    case PG_U8: return "u8";
+    case PG_DTYPE_F32: return "f32";
+    case PG_DTYPE_F64: return "f64";
+    case PG_DTYPE_I32: return "i32";
+    case PG_DTYPE_I64: return "i64";
+    case PG_DTYPE_U8: return "u8";
     default: return "?";
     }
 }

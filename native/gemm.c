@@ -38,7 +38,7 @@ const char *pg_blas_name(void) { return blas_name; }
 int pg_set_threads(int n)
 {
     if (n < 1 || n > PG_MAX_THREADS)
-        return pg_fail(PG_ERR_VALUE, "ag_set_threads(): n must be a whole number >= 1 and <= %d, got %d", PG_MAX_THREADS, n);
+        return pg_fail(PG_STATUS_ERR_VALUE, "ag_set_threads(): n must be a whole number >= 1 and <= %d, got %d", PG_MAX_THREADS, n);
     n_threads = n;
     if (blas_threads) blas_threads(n);
     pg_gemm_threads_hint(n);
@@ -103,7 +103,7 @@ void pg_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double 
     if (lda < 1) lda = 1;
     if (ldb < 1) ldb = 1;
     if (ldc < 1) ldc = 1;
-    if (dtype == PG_F32) {
+    if (dtype == PG_DTYPE_F32) {
         if (blas_sgemm && m < INT32_MAX && n < INT32_MAX && k < INT32_MAX)
             blas_sgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                        (int)m, (int)n, (int)k, (float)alpha, a, (int)lda, b, (int)ldb, (float)beta, c, (int)ldc);

@@ -311,5 +311,5 @@ GEMM_PACKED(double)
         pg_gemm_one_##T(direct, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);         \
         return 0;                                                                              \
     }
-GEMM_ENTRY(float, PG_F32)
-GEMM_ENTRY(double, PG_F64)
+GEMM_ENTRY(float, PG_DTYPE_F32)
+GEMM_ENTRY(double, PG_DTYPE_F64)

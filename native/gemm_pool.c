@@ -52,7 +52,7 @@ static void job_run(const gemm_job *j, int p)
     int64_t oa = j->by_cols ? 0 : (j->ta ? s0 * j->lda : s0);
     int64_t ob = j->by_cols ? (j->tb ? s0 : s0 * j->ldb) : 0;
     int64_t oc = j->by_cols ? s0 * j->ldc : s0;
-    if (j->dtype == PG_F32)
+    if (j->dtype == PG_DTYPE_F32)
         pg_gemm_one_float(j->direct, j->ta, j->tb, m, n, j->k, (float)j->alpha, (const float *)j->a + oa,
                           j->lda, (const float *)j->b + ob, j->ldb, (float)j->beta, (float *)j->c + oc, j->ldc);
     else
@@ -268,7 +268,7 @@ int pg_gemm_split(gemm_job *j)
 {
     int threads = pg_get_threads();
     double work = 2.0 * (double)j->m * (double)j->n * (double)j->k;
-    double most = min_flops > 0 ? work / (min_flops * (j->dtype == PG_F32 ? 2 : 1)) : (double)threads;
+    double most = min_flops > 0 ? work / (min_flops * (j->dtype == PG_DTYPE_F32 ? 2 : 1)) : (double)threads;
     int parts = most < (double)threads ? (int)most : threads;
     int64_t units = ((j->by_cols ? j->n : j->m) + j->unit - 1) / j->unit;
     if (parts > units) parts = (int)units;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "pg.h"
 #include "gradmap_internal.h"
+#include "ptrmap.h"
 
 void pg_gradmap_index(pg_gradmap *m)
 {
@@ -13,7 +14,7 @@ void pg_gradmap_index(pg_gradmap *m)
     if (!m->hidx) return; /* lookups fall back to a scan */
     m->hcap = cap;
     for (int64_t i = 0; i < m->n; i++) {
-        uint64_t h = ((uintptr_t)m->keys[i] >> 4) * 0x9E3779B97F4A7C15ull;
+        uint64_t h = pg_ptr_hash(m->keys[i]);
         int64_t s = (int64_t)(h & (uint64_t)(cap - 1));
         while (m->hidx[s]) s = (s + 1) & (cap - 1);
         m->hidx[s] = i + 1;
@@ -32,7 +33,7 @@ pg_tensor *pg_gradmap_get_own(pg_gradmap *m, pg_tensor *key)
 pg_tensor *pg_gradmap_own_value(pg_gradmap *m, pg_tensor *g)
 {
     if (!g || (g->refcount <= 1 && g->st->refcount <= 1)) return g;
-    pg_tensor *c = pg_new(g->dtype, g->ne[0], g->ne[1], PG_MEM_GRAD);
+    pg_tensor *c = pg_new(g->dtype, g->ne[0], g->ne[1], PG_MEM_CATEGORY_GRAD);
     if (!c) return NULL;
     memcpy(pg_data(c), pg_data(g), (size_t)pg_numel(g) * pg_dtype_size(g->dtype));
     for (int64_t i = 0; i < m->n; i++)
@@ -67,7 +68,7 @@ pg_tensor *pg_gradmap_get(pg_gradmap *m, pg_tensor *key)
 {
     if (!m || !key) return NULL;
     if (m->hidx) {
-        uint64_t h = ((uintptr_t)key >> 4) * 0x9E3779B97F4A7C15ull;
+        uint64_t h = pg_ptr_hash(key);
         int64_t s = (int64_t)(h & (uint64_t)(m->hcap - 1));
         while (m->hidx[s]) {
             int64_t e = m->hidx[s] - 1;
@@ -106,7 +107,7 @@ void pg_gradmap_free(pg_gradmap *m)
 pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n)
 {
     pg_gradmap *m = pg_gradmap_alloc(n);
-    if (!m) return pg_fail_null(PG_ERR_NOMEM, "out of memory");
+    if (!m) return pg_fail_null(PG_STATUS_ERR_NOMEM, "out of memory");
     for (int64_t i = 0; i < n; i++) {
         m->keys[i] = keys[i];
         m->ids[i] = keys[i]->id;

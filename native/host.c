@@ -69,7 +69,7 @@ void *pg_host_context(pg_tensor *t)
 
 int pg_host_fail(int status, const char *msg)
 {
-    return pg_fail(status > 0 ? status : PG_ERR_STATE, "%s", msg ? msg : "host node failed");
+    return pg_fail(status > 0 ? status : PG_STATUS_ERR_STATE, "%s", msg ? msg : "host node failed");
 }
 
 /* The node's backward rule: the front end replays on a private tape; whatever it leaves behind
@@ -92,25 +92,25 @@ static int host_bw(pg_node *n, pg_tensor *gout)
     pg_reached_drop_since(r0, mark);
     /* message first: unstash frees the replay's nodes, which may run front-end destructors */
     if (rc == 0 && !f.walked)
-        rc = pg_fail(PG_ERR_STATE, "%s: the replay in backward() did not call pg_host_replay", h->label);
+        rc = pg_fail(PG_STATUS_ERR_STATE, "%s: the replay in backward() did not call pg_host_replay", h->label);
     else if (rc != 0 && !pg_last_status())
-        pg_fail(PG_ERR_STATE, "%s: the segment failed when replayed in backward()", h->label);
+        pg_fail(PG_STATUS_ERR_STATE, "%s: the segment failed when replayed in backward()", h->label);
     char msg[1024];
     int st = pg_last_status();
     if (rc) snprintf(msg, sizeof msg, "%s", pg_last_error());
     pg_tape_unstash();
-    if (rc) { pg_fail(st ? st : PG_ERR_STATE, "%s", msg); return -1; }
+    if (rc) { pg_fail(st ? st : PG_STATUS_ERR_STATE, "%s", msg); return -1; }
     return 0;
 }
 
 int pg_host_replay(pg_tensor *out)
 {
     frame *f = top;
-    if (!f) return pg_fail(PG_ERR_STATE, "pg_host_replay: only valid inside a host node's backward");
-    if (f->walked) return pg_fail(PG_ERR_STATE, "pg_host_replay: called twice in one replay");
-    if (pg_not_live(out, "ag_checkpoint", "the replay's value")) return PG_ERR_ARG;
+    if (!f) return pg_fail(PG_STATUS_ERR_STATE, "pg_host_replay: only valid inside a host node's backward");
+    if (f->walked) return pg_fail(PG_STATUS_ERR_STATE, "pg_host_replay: called twice in one replay");
+    if (pg_not_live(out, "ag_checkpoint", "the replay's value")) return PG_STATUS_ERR_ARG;
     if (out->dtype != f->gout->dtype || out->ne[0] != f->gout->ne[0] || out->ne[1] != f->gout->ne[1])
-        return pg_fail(PG_ERR_SHAPE, "ag_checkpoint: the segment returned %s when replayed in backward() but %s in the forward pass (fn must be reproducible)",
+        return pg_fail(PG_STATUS_ERR_SHAPE, "ag_checkpoint: the segment returned %s when replayed in backward() but %s in the forward pass (fn must be reproducible)",
                        pg_desc(out), pg_desc(f->gout));
     f->walked = 1;
     return pg_tape_walk_from(out, f->gout) ? -1 : 0;
@@ -122,19 +122,19 @@ pg_tensor *pg_host_record(pg_tensor *value, pg_tensor **in, int64_t n_in, const 
     struct pg_host *h = NULL;
     pg_tensor *out = NULL;
     const char *op = label && label[0] ? label : "host node";
-    if (!bw) { pg_fail(PG_ERR_ARG, "%s: NULL backward callback", op); goto fail; }
+    if (!bw) { pg_fail(PG_STATUS_ERR_ARG, "%s: NULL backward callback", op); goto fail; }
     if (pg_not_live(value, op, "fn's value")) goto fail;
-    if (n_in < 0 || (n_in > 0 && !in)) { pg_fail(PG_ERR_ARG, "%s: bad input list", op); goto fail; }
+    if (n_in < 0 || (n_in > 0 && !in)) { pg_fail(PG_STATUS_ERR_ARG, "%s: bad input list", op); goto fail; }
     for (int64_t i = 0; i < n_in; i++)
         if (pg_not_live(in[i], op, "input")) goto fail;
-    if (!pg_tape_enabled()) { pg_fail(PG_ERR_STATE, "%s: the tape is not recording", op); goto fail; }
+    if (!pg_tape_enabled()) { pg_fail(PG_STATUS_ERR_STATE, "%s: the tape is not recording", op); goto fail; }
     h = calloc(1, sizeof *h);
-    if (!h) { pg_fail(PG_ERR_NOMEM, "%s: out of memory", op); goto fail; }
+    if (!h) { pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory", op); goto fail; }
     snprintf(h->label, sizeof h->label, "%s", op);
     h->n_xin = n_in > PG_MAX_IN ? n_in - PG_MAX_IN : 0;
     if (h->n_xin && (!(h->xin = malloc((size_t)h->n_xin * sizeof *h->xin)) ||
                      !(h->xver = malloc((size_t)h->n_xin * sizeof *h->xver)))) {
-        pg_fail(PG_ERR_NOMEM, "%s: out of memory", op);
+        pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory", op);
         goto fail;
     }
     out = pg_tensor_clone(value);
@@ -142,7 +142,7 @@ pg_tensor *pg_host_record(pg_tensor *value, pg_tensor **in, int64_t n_in, const 
     int err;
     int n_slot = n_in > PG_MAX_IN ? PG_MAX_IN : (int)n_in;
     pg_node *n = pg_record_forced(h->label, host_bw, out, n_slot, in, &err);
-    if (!n) { if (!err) pg_fail(PG_ERR_STATE, "%s: the tape is not recording", op); goto fail; }
+    if (!n) { if (!err) pg_fail(PG_STATUS_ERR_STATE, "%s: the tape is not recording", op); goto fail; }
     for (int64_t i = 0; i < h->n_xin; i++) {
         h->xin[i] = in[PG_MAX_IN + i];
         pg_tensor_retain(h->xin[i]);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pg.h"
+#include "ptrmap.h"
 
 /* ---- thread exit: free what a finished thread leaves on its tape ----
  * The tape is per thread (tape.c). pg_thread_watch() (called by tensor.c's pg_new the first
@@ -73,92 +74,40 @@ void pg_thread_watch(void)
     if (exit_key_ok) pthread_setspecific(exit_key, &watched); /* any non-NULL value */
 }
 
-/* ---- a small open-addressing map: pointer -> (count, flag) ---- */
-
-typedef struct {
-    const void *key;
-    int64_t count;
-    int flag;
-} pm_ent;
-
-typedef struct {
-    pm_ent *e;
-    int64_t cap, n;
-} pmap;
-
-static uint64_t pm_hash(const void *k) { return ((uintptr_t)k >> 4) * 0x9E3779B97F4A7C15ull; }
-
-static int pm_grow(pmap *m)
-{
-    int64_t cap = m->cap ? m->cap * 2 : 256;
-    pm_ent *e = calloc((size_t)cap, sizeof *e);
-    if (!e) return -1;
-    for (int64_t i = 0; i < m->cap; i++) {
-        if (!m->e[i].key) continue;
-        int64_t s = (int64_t)(pm_hash(m->e[i].key) & (uint64_t)(cap - 1));
-        while (e[s].key) s = (s + 1) & (cap - 1);
-        e[s] = m->e[i];
-    }
-    free(m->e);
-    m->e = e;
-    m->cap = cap;
-    return 0;
-}
-
-/* Entry for k; created (zeroed) when absent and create is set. NULL: absent, or out of memory
- * (*oom set). Entries stay valid until the next insertion. */
-static pm_ent *pm_get(pmap *m, const void *k, int create, int *oom)
-{
-    if (m->cap) {
-        int64_t s = (int64_t)(pm_hash(k) & (uint64_t)(m->cap - 1));
-        while (m->e[s].key) {
-            if (m->e[s].key == k) return &m->e[s];
-            s = (s + 1) & (m->cap - 1);
-        }
-    }
-    if (!create) return NULL;
-    if (2 * (m->n + 1) > m->cap && pm_grow(m)) { *oom = 1; return NULL; }
-    int64_t s = (int64_t)(pm_hash(k) & (uint64_t)(m->cap - 1));
-    while (m->e[s].key) s = (s + 1) & (m->cap - 1);
-    m->e[s].key = k;
-    m->n++;
-    return &m->e[s];
-}
-
-static void pm_free(pmap *m) { free(m->e); m->e = NULL; m->cap = m->n = 0; }
-
 /* ---- the report ---- */
 
 typedef struct {
-    const char *label;
-    int64_t nodes, bytes;
-} op_row;
-
-typedef struct {
-    pmap tensors;   /* tensor -> count: references from the tape and from dying tensors; flag: dies */
-    pmap storages;  /* storage -> count: references from dying tensors; flag: dies */
-    pmap seen;      /* storages already charged */
-    int oom;
+    pg_ptrmap tensors;  /* tensor -> count: references from the tape and from dying tensors; flag: dies */
+    pg_ptrmap storages; /* storage -> count: references from dying tensors; flag: dies */
+    pg_ptrmap seen;     /* storages already charged */
     int64_t inputs, snapshots;
 } walk;
-
-static const char *node_label(const pg_node *n) { return (n->op && n->op[0]) ? n->op : "<closure only>"; }
 
 /* Adds one internal reference to t and queues it for the dying check. */
 static int ref_internal(walk *w, pg_tensor *t, pg_tensor ***queue, int64_t *nq, int64_t *capq)
 {
-    pm_ent *e = pm_get(&w->tensors, t, 1, &w->oom);
+    pg_ptrmap_ent *e = pg_ptrmap_get(&w->tensors, t, 1);
     if (!e) return -1;
     e->count++;
     if (*nq == *capq) {
         int64_t cap = *capq ? *capq * 2 : 256;
         pg_tensor **q = realloc(*queue, (size_t)cap * sizeof *q);
-        if (!q) { w->oom = 1; return -1; }
+        if (!q) return -1;
         *queue = q;
         *capq = cap;
     }
     (*queue)[(*nq)++] = t;
     return 0;
+}
+
+int64_t pg_node_n_tensors(const pg_node *n) { return pg_node_n_inputs(n) + n->n_saved + 1; }
+
+pg_tensor *pg_node_tensor(const pg_node *n, int64_t j)
+{
+    int64_t ni = pg_node_n_inputs(n); /* a host node may have more than PG_MAX_IN */
+    if (j < ni) return pg_node_input(n, j);
+    j -= ni;
+    return j < n->n_saved ? n->saved[j] : n->out;
 }
 
 /* Marks the tensors and storages that pg_tape_clear() would free. */
@@ -168,27 +117,26 @@ static int mark_dying(walk *w, int64_t nn)
     int64_t nq = 0, capq = 0;
     for (int64_t k = 0; k < nn; k++) {
         pg_node *n = pg_tape_node(k);
-        for (int64_t i = 0; i < pg_node_n_inputs(n); i++) /* a host node may have more than PG_MAX_IN */
-            if (pg_node_input(n, i) && ref_internal(w, pg_node_input(n, i), &q, &nq, &capq)) goto fail;
-        for (int i = 0; i < n->n_saved; i++)
-            if (n->saved[i] && ref_internal(w, n->saved[i], &q, &nq, &capq)) goto fail;
-        if (n->out && ref_internal(w, n->out, &q, &nq, &capq)) goto fail;
+        for (int64_t j = 0; j < pg_node_n_tensors(n); j++) {
+            pg_tensor *t = pg_node_tensor(n, j);
+            if (t && ref_internal(w, t, &q, &nq, &capq)) goto fail;
+        }
     }
     /* Counts only grow, so a tensor found dying stays dying; a newly dying tensor adds a
      * reference to its .grad (and a backward scratch buffer, if any), queued again. */
     for (int64_t i = 0; i < nq; i++) {
         pg_tensor *t = q[i];
-        pm_ent *e = pm_get(&w->tensors, t, 0, &w->oom);
+        pg_ptrmap_ent *e = pg_ptrmap_get(&w->tensors, t, 0);
         if (e->flag || e->count != t->refcount) continue;
         e->flag = 1;
-        pm_ent *s = pm_get(&w->storages, t->st, 1, &w->oom);
+        pg_ptrmap_ent *s = pg_ptrmap_get(&w->storages, t->st, 1);
         if (!s) goto fail;
         s->count++;
         if (t->grad && ref_internal(w, t->grad, &q, &nq, &capq)) goto fail;
         if (t->bw_grad && ref_internal(w, t->bw_grad, &q, &nq, &capq)) goto fail;
     }
     for (int64_t i = 0; i < w->storages.cap; i++) {
-        pm_ent *s = &w->storages.e[i];
+        pg_ptrmap_ent *s = &w->storages.e[i];
         if (s->key) s->flag = s->count == ((const pg_storage *)s->key)->refcount;
     }
     free(q);
@@ -204,17 +152,16 @@ static int64_t charge(walk *w, pg_tensor *t, int depth)
 {
     if (!t || depth > 8) return 0;
     int64_t bytes = 0;
-    pm_ent *seen = pm_get(&w->seen, t->st, 0, &w->oom);
-    if (!seen) {
-        pm_ent *s = pm_get(&w->storages, t->st, 0, &w->oom);
+    if (!pg_ptrmap_get(&w->seen, t->st, 0)) {
+        pg_ptrmap_ent *s = pg_ptrmap_get(&w->storages, t->st, 0);
         int dies = s && s->flag;
         if (depth > 0 && !dies) return 0; /* a grad kept by a gradient map is not the tape's */
-        if (!pm_get(&w->seen, t->st, 1, &w->oom)) return -1;
+        if (!pg_ptrmap_get(&w->seen, t->st, 1)) return -1;
         bytes = (int64_t)t->st->nbytes;
         if (dies) w->snapshots += bytes;
         else w->inputs += bytes;
     }
-    pm_ent *e = pm_get(&w->tensors, t, 0, &w->oom);
+    pg_ptrmap_ent *e = pg_ptrmap_get(&w->tensors, t, 0);
     if (e && e->flag) {
         int64_t b1 = charge(w, t->grad, depth + 1), b2 = charge(w, t->bw_grad, depth + 1);
         if (b1 < 0 || b2 < 0) return -1;
@@ -222,6 +169,19 @@ static int64_t charge(walk *w, pg_tensor *t, int depth)
     }
     return bytes;
 }
+
+static int64_t tape_charge(void *ctx, pg_tensor *t, int input)
+{
+    (void)input;
+    return charge(ctx, t, 0);
+}
+
+/* ---- the walk shared by the tape's and a compiled graph's reports ---- */
+
+typedef struct {
+    const char *label;
+    int64_t nodes, bytes;
+} op_row;
 
 static int row_cmp(const void *a, const void *b)
 {
@@ -232,38 +192,23 @@ static int row_cmp(const void *a, const void *b)
 
 int64_t pg_tape_node_bytes(void) { return (int64_t)sizeof(pg_node); }
 
-int64_t pg_tape_memory(int64_t *totals, const char **op_label, int64_t *op_nodes,
-                       int64_t *op_bytes, int64_t max_ops)
+int64_t pg_memory_walk(pg_node *const *nodes, int64_t nn, pg_walk_charge fn, void *ctx,
+                       const char **op_label, int64_t *op_nodes, int64_t *op_bytes, int64_t max_ops)
 {
-    if (!totals) return -pg_fail(PG_ERR_ARG, "ag_tape_memory: NULL totals");
-    if (max_ops < 0 || (max_ops > 0 && (!op_label || !op_nodes || !op_bytes)))
-        return -pg_fail(PG_ERR_ARG, "ag_tape_memory: bad per-op output arrays");
-    int64_t nn = pg_tape_nodes();
-    walk w;
-    memset(&w, 0, sizeof w);
     op_row *rows = NULL;
     int64_t nrows = 0, caprows = 0;
-    if (mark_dying(&w, nn)) goto oom;
-
-    const int64_t field = (int64_t)sizeof(pg_node);
     for (int64_t k = 0; k < nn; k++) {
-        pg_node *n = pg_tape_node(k);
-        int64_t b = field;
-        for (int64_t i = 0; i < pg_node_n_inputs(n); i++) {
-            int64_t c = charge(&w, pg_node_input(n, i), 0);
+        pg_node *n = nodes ? nodes[k] : pg_tape_node(k);
+        int64_t b = (int64_t)sizeof(pg_node);
+        int64_t ni = pg_node_n_inputs(n);
+        for (int64_t j = 0; j < pg_node_n_tensors(n); j++) {
+            pg_tensor *t = pg_node_tensor(n, j);
+            if (!t) continue;
+            int64_t c = fn(ctx, t, j < ni);
             if (c < 0) goto oom;
             b += c;
         }
-        for (int i = 0; i < n->n_saved; i++) {
-            int64_t c = charge(&w, n->saved[i], 0);
-            if (c < 0) goto oom;
-            b += c;
-        }
-        int64_t c = charge(&w, n->out, 0);
-        if (c < 0) goto oom;
-        b += c;
-
-        const char *label = node_label(n);
+        const char *label = (n->op && n->op[0]) ? n->op : "<closure only>";
         op_row *r = NULL;
         for (int64_t j = 0; j < nrows && !r; j++)
             if (rows[j].label == label || !strcmp(rows[j].label, label)) r = &rows[j];
@@ -288,20 +233,36 @@ int64_t pg_tape_memory(int64_t *totals, const char **op_label, int64_t *op_nodes
         op_nodes[j] = rows[j].nodes;
         op_bytes[j] = rows[j].bytes;
     }
-    totals[0] = nn;
-    totals[2] = w.snapshots;
-    totals[3] = nn * field;
-    totals[4] = w.inputs;
-    totals[1] = totals[2] + totals[3] + totals[4];
     free(rows);
-    pm_free(&w.tensors);
-    pm_free(&w.storages);
-    pm_free(&w.seen);
     return nrows;
 oom:
     free(rows);
-    pm_free(&w.tensors);
-    pm_free(&w.storages);
-    pm_free(&w.seen);
-    return -pg_fail(PG_ERR_NOMEM, "ag_tape_memory: out of memory walking a tape of %lld nodes", (long long)nn);
+    return -1;
+}
+
+int64_t pg_tape_memory(pg_memory_totals *totals, const char **op_label, int64_t *op_nodes,
+                       int64_t *op_bytes, int64_t max_ops)
+{
+    if (!totals) return -pg_fail(PG_STATUS_ERR_ARG, "ag_tape_memory: NULL totals");
+    if (max_ops < 0 || (max_ops > 0 && (!op_label || !op_nodes || !op_bytes)))
+        return -pg_fail(PG_STATUS_ERR_ARG, "ag_tape_memory: bad per-op output arrays");
+    int64_t nn = pg_tape_nodes();
+    walk w;
+    memset(&w, 0, sizeof w);
+    int64_t nrows = -1;
+    if (!mark_dying(&w, nn))
+        nrows = pg_memory_walk(NULL, nn, tape_charge, &w, op_label, op_nodes, op_bytes, max_ops);
+    pg_ptrmap_free(&w.tensors);
+    pg_ptrmap_free(&w.storages);
+    pg_ptrmap_free(&w.seen);
+    if (nrows < 0)
+        return -pg_fail(PG_STATUS_ERR_NOMEM, "ag_tape_memory: out of memory walking a tape of %lld nodes",
+                        (long long)nn);
+    totals->nodes = nn;
+    totals->bytes_snapshots = w.snapshots;
+    totals->bytes_fields = nn * (int64_t)sizeof(pg_node);
+    totals->bytes_inputs = w.inputs;
+    totals->bytes_gradients = 0;
+    totals->bytes_total = totals->bytes_snapshots + totals->bytes_fields + totals->bytes_inputs;
+    return nrows;
 }

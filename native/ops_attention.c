@@ -16,19 +16,19 @@ int pg_flash_attention_check(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n
     if (pg_not_live(q, OP, "q") || pg_not_live(k, OP, "k") || pg_not_live(v, OP, "v")) return -1;
     const long long d = (long long)q->ne[0], sq = (long long)q->ne[1];
     if (n_heads < 1 || q->ne[0] % n_heads)
-        return pg_fail(PG_ERR_VALUE, "ggmlR: ag_flash_attention() needs n_heads to divide d_model (%lld %%%% %lld != 0).",
+        return pg_fail(PG_STATUS_ERR_VALUE, "ggmlR: ag_flash_attention() needs n_heads to divide d_model (%lld %%%% %lld != 0).",
                        d, (long long)n_heads);
     if (k->ne[0] != q->ne[0] || v->ne[0] != q->ne[0])
-        return pg_fail(PG_ERR_SHAPE, "ggmlR: ag_flash_attention() needs q, k and v to share d_model (got %lld, %lld, %lld).",
+        return pg_fail(PG_STATUS_ERR_SHAPE, "ggmlR: ag_flash_attention() needs q, k and v to share d_model (got %lld, %lld, %lld).",
                        d, (long long)k->ne[0], (long long)v->ne[0]);
     if (k->ne[1] != v->ne[1])
-        return pg_fail(PG_ERR_SHAPE, "ggmlR: ag_flash_attention() needs k and v to share a sequence length (got %lld and %lld).",
+        return pg_fail(PG_STATUS_ERR_SHAPE, "ggmlR: ag_flash_attention() needs k and v to share a sequence length (got %lld and %lld).",
                        (long long)k->ne[1], (long long)v->ne[1]);
     if (mask_nd == 0) return 0;
-    if (causal) return pg_fail(PG_ERR_VALUE, "ggmlR: ag_flash_attention() takes either `mask` or `causal`, not both.");
-    if (mask_nd != 2) return pg_fail(PG_ERR_SHAPE, "ggmlR: ag_flash_attention() needs `mask` to be a matrix.");
+    if (causal) return pg_fail(PG_STATUS_ERR_VALUE, "ggmlR: ag_flash_attention() takes either `mask` or `causal`, not both.");
+    if (mask_nd != 2) return pg_fail(PG_STATUS_ERR_SHAPE, "ggmlR: ag_flash_attention() needs `mask` to be a matrix.");
     if (mask_nrow != k->ne[1] || mask_ncol != q->ne[1])
-        return pg_fail(PG_ERR_SHAPE, "ggmlR: ag_flash_attention() needs `mask` to be [seq_kv, seq_q] = [%lld, %lld], got [%lld, %lld]. Note the orientation: keys index the ROWS, queries the columns.",
+        return pg_fail(PG_STATUS_ERR_SHAPE, "ggmlR: ag_flash_attention() needs `mask` to be [seq_kv, seq_q] = [%lld, %lld], got [%lld, %lld]. Note the orientation: keys index the ROWS, queries the columns.",
                        (long long)k->ne[1], sq, (long long)mask_nrow, (long long)mask_ncol);
     return 0;
 }
@@ -228,14 +228,14 @@ pg_tensor *pg_flash_attention(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t 
                                  causal))
         return NULL;
     if (k->dtype != q->dtype || v->dtype != q->dtype)
-        return pg_fail_null(PG_ERR_DTYPE, "%s: q is %s, k is %s and v is %s; they need one dtype", OP, pg_desc(q),
+        return pg_fail_null(PG_STATUS_ERR_DTYPE, "%s: q is %s, k is %s and v is %s; they need one dtype", OP, pg_desc(q),
                             pg_desc(k), pg_desc(v));
     if (mask && mask->dtype != q->dtype)
-        return pg_fail_null(PG_ERR_DTYPE, "%s: mask is %s but q is %s; it needs q's dtype", OP, pg_desc(mask), pg_desc(q));
+        return pg_fail_null(PG_STATUS_ERR_DTYPE, "%s: mask is %s but q is %s; it needs q's dtype", OP, pg_desc(mask), pg_desc(q));
     const int64_t H = n_heads, dh = q->ne[0] / H;
     if (isnan(scale)) scale = 1.0 / sqrt((double)dh);
-    pg_tensor *out = pg_new(q->dtype, q->ne[0], q->ne[1], PG_MEM_OTHER);
-    pg_tensor *st = pg_new(q->dtype, 2 * H, q->ne[1], PG_MEM_SAVED);
+    pg_tensor *out = pg_new(q->dtype, q->ne[0], q->ne[1], PG_MEM_CATEGORY_OTHER);
+    pg_tensor *st = pg_new(q->dtype, 2 * H, q->ne[1], PG_MEM_CATEGORY_SAVED);
     if (!out || !st) {
         pg_tensor_release(out);
         pg_tensor_release(st);

@@ -7,7 +7,7 @@
 static int same_dtype(const char *op, const pg_tensor *a, const pg_tensor *b)
 {
     if (a->dtype != b->dtype)
-        return pg_fail(PG_ERR_DTYPE, "%s: dtype mismatch: A is %s, B is %s (convert one with ag_tensor(x, dtype=...))",
+        return pg_fail(PG_STATUS_ERR_DTYPE, "%s: dtype mismatch: A is %s, B is %s (convert one with ag_tensor(x, dtype=...))",
                        op, pg_desc(a), pg_desc(b));
     return 0;
 }
@@ -44,12 +44,12 @@ pg_tensor *pg_matmul(pg_tensor *a, pg_tensor *b)
 {
     if (pg_not_live(a, "ag_matmul", "A") || pg_not_live(b, "ag_matmul", "B") || same_dtype("ag_matmul", a, b)) return NULL;
     if (a->ne[1] != b->ne[0])
-        return pg_fail_null(PG_ERR_SHAPE,
+        return pg_fail_null(PG_STATUS_ERR_SHAPE,
                             "ag_matmul: A is %s and B is %s: ncol(A) = %lld must equal nrow(B) = %lld%s",
                             pg_desc(a), pg_desc(b), (long long)a->ne[1], (long long)b->ne[0],
                             a->ne[0] == b->ne[0] ? " (did you mean ag_matmul(ag_transpose(A), B)?)" :
                             a->ne[1] == b->ne[1] ? " (did you mean ag_matmul(A, ag_transpose(B)); data in row-major [batch, features] layout must be transposed to [features, batch])" : "");
-    pg_tensor *out = pg_new(a->dtype, a->ne[0], b->ne[1], PG_MEM_OTHER);
+    pg_tensor *out = pg_new(a->dtype, a->ne[0], b->ne[1], PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     pg_tensor *in[2] = {a, b};
     return pg_op_run("matmul", matmul_fw, matmul_bw, out, 2, in, NULL, NULL, 0, NULL);
@@ -202,10 +202,10 @@ static pg_tensor *binary(int kind, pg_tensor *a, pg_tensor *b)
     if (pg_not_live(a, name, "A") || pg_not_live(b, name, "B") || same_dtype(name, a, b)) return NULL;
     int64_t R, C;
     if (bcast_dim(a->ne[0], b->ne[0], &R) || bcast_dim(a->ne[1], b->ne[1], &C))
-        return pg_fail_null(PG_ERR_SHAPE,
+        return pg_fail_null(PG_STATUS_ERR_SHAPE,
                             "%s: shapes A %s and B %s do not broadcast (each dim must match or be 1)",
                             name, pg_desc(a), pg_desc(b));
-    pg_tensor *out = pg_new(a->dtype, R, C, PG_MEM_OTHER);
+    pg_tensor *out = pg_new(a->dtype, R, C, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     pg_tensor *in[2] = {a, b};
     int64_t ip[4] = {kind, 0, 0, 0};
@@ -234,9 +234,9 @@ static int linear_fw(pg_node *n)
             T *oc = o + j * m;
             if (bp) for (int64_t i = 0; i < m; i++) oc[i] = oc[i] + bp[i];
             switch (act) {
-            case PG_RELU: for (int64_t i = 0; i < m; i++) oc[i] = oc[i] < 0 ? (T)0 : oc[i]; break;
-            case PG_SIGMOID: pg_vsigmoid(w->dtype, oc, oc, m); break;
-            case PG_TANH: pg_vtanh(w->dtype, oc, oc, m); break;
+            case PG_UNARY_OP_RELU: for (int64_t i = 0; i < m; i++) oc[i] = oc[i] < 0 ? (T)0 : oc[i]; break;
+            case PG_UNARY_OP_SIGMOID: pg_vsigmoid(w->dtype, oc, oc, m); break;
+            case PG_UNARY_OP_TANH: pg_vtanh(w->dtype, oc, oc, m); break;
             default: break;
             }
         }
@@ -257,8 +257,8 @@ static int linear_bw(pg_node *n, pg_tensor *g)
             T *d = s;
             const T *gp = pg_data(g), *op = pg_data(o);
             switch (act) {
-            case PG_RELU: for (int64_t i = 0; i < N; i++) { T gv = gp[i]; d[i] = op[i] > 0 ? gv : (T)0; } break;
-            case PG_SIGMOID: for (int64_t i = 0; i < N; i++) d[i] = gp[i] * op[i] * (1 - op[i]); break;
+            case PG_UNARY_OP_RELU: for (int64_t i = 0; i < N; i++) { T gv = gp[i]; d[i] = op[i] > 0 ? gv : (T)0; } break;
+            case PG_UNARY_OP_SIGMOID: for (int64_t i = 0; i < N; i++) d[i] = gp[i] * op[i] * (1 - op[i]); break;
             default: for (int64_t i = 0; i < N; i++) d[i] = gp[i] * (1 - op[i] * op[i]); break;
             }
         });
@@ -296,15 +296,15 @@ pg_tensor *pg_linear(pg_tensor *w, pg_tensor *x, pg_tensor *b, int act)
     const char *op = "ag_linear";
     if (pg_not_live(w, op, "W") || pg_not_live(x, op, "x") || same_dtype(op, w, x)) return NULL;
     if (b && (pg_not_live(b, op, "b") || same_dtype(op, w, b))) return NULL;
-    if (act != -1 && act != PG_RELU && act != PG_SIGMOID && act != PG_TANH)
-        return pg_fail_null(PG_ERR_VALUE, "%s: fused activation code %d is not supported (relu, sigmoid, tanh or -1 for none)", op, act);
+    if (act != -1 && act != PG_UNARY_OP_RELU && act != PG_UNARY_OP_SIGMOID && act != PG_UNARY_OP_TANH)
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: fused activation code %d is not supported (relu, sigmoid, tanh or -1 for none)", op, act);
     if (w->ne[1] != x->ne[0])
-        return pg_fail_null(PG_ERR_SHAPE, "%s: W is %s and x is %s: ncol(W) = %lld must equal nrow(x) = %lld",
+        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: W is %s and x is %s: ncol(W) = %lld must equal nrow(x) = %lld",
                             op, pg_desc(w), pg_desc(x), (long long)w->ne[1], (long long)x->ne[0]);
     if (b && (b->ne[0] != w->ne[0] || b->ne[1] != 1))
-        return pg_fail_null(PG_ERR_SHAPE, "%s: b is %s but W is %s; b must be [%lldx1]",
+        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: b is %s but W is %s; b must be [%lldx1]",
                             op, pg_desc(b), pg_desc(w), (long long)w->ne[0]);
-    pg_tensor *out = pg_new(w->dtype, w->ne[0], x->ne[1], PG_MEM_OTHER);
+    pg_tensor *out = pg_new(w->dtype, w->ne[0], x->ne[1], PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     pg_tensor *in[3] = {w, x, b};
     int64_t ip[4] = {act, 0, 0, 0};

@@ -8,7 +8,7 @@
 static int same_dtype(const char *op, const char *an, const pg_tensor *a, const char *bn, const pg_tensor *b)
 {
     if (a->dtype != b->dtype)
-        return pg_fail(PG_ERR_DTYPE, "%s: dtype mismatch: %s is %s, %s is %s", op, an, pg_desc(a), bn, pg_desc(b));
+        return pg_fail(PG_STATUS_ERR_DTYPE, "%s: dtype mismatch: %s is %s, %s is %s", op, an, pg_desc(a), bn, pg_desc(b));
     return 0;
 }
 
@@ -18,7 +18,7 @@ static int check_vec(const char *op, const char *name, const pg_tensor *v, const
     if (!v) return 0;
     if (pg_not_live(v, op, name) || same_dtype(op, "x", x, name, v)) return -1;
     if (v->ne[0] != x->ne[0] || v->ne[1] != 1)
-        return pg_fail(PG_ERR_SHAPE, "%s: %s is %s but x is %s; it must be [%lldx1] (one value per feature row)",
+        return pg_fail(PG_STATUS_ERR_SHAPE, "%s: %s is %s but x is %s; it must be [%lldx1] (one value per feature row)",
                        op, name, pg_desc(v), pg_desc(x), (long long)x->ne[0]);
     return 0;
 }
@@ -52,7 +52,7 @@ static int affine_param_grads(pg_node *n, pg_tensor *g, pg_tensor *xhat)
     if (!wg && !wb) return 0;
     int64_t F = g->ne[0], B = g->ne[1];
     double *sg = calloc((size_t)(2 * F + 1), sizeof *sg), *sb = sg + F;
-    if (!sg) return pg_fail(PG_ERR_NOMEM, "%s backward: out of memory", n->op);
+    if (!sg) return pg_fail(PG_STATUS_ERR_NOMEM, "%s backward: out of memory", n->op);
     PG_DISPATCH(g->dtype, {
         const T *gp = pg_data(g), *xh = pg_data(xhat);
         for (int64_t j = 0; j < B; j++) /* column by column: contiguous reads */
@@ -91,7 +91,7 @@ static int batch_norm_bw(pg_node *n, pg_tensor *g)
         if (!slot) return -1;
         /* per row: k[i] = gamma * invstd, m1 = mean(dxh), m2 = mean(dxh * xhat), dxh = g * gamma */
         double *k = calloc((size_t)(3 * F + 1), sizeof *k), *m1 = k + F, *m2 = k + 2 * F;
-        if (!k) return pg_fail(PG_ERR_NOMEM, "batch_norm backward: out of memory");
+        if (!k) return pg_fail(PG_STATUS_ERR_NOMEM, "batch_norm backward: out of memory");
         PG_DISPATCH(x->dtype, {
             T *d = slot;
             const T *gp = pg_data(g), *xh = pg_data(xhat), *is = pg_data(invstd);
@@ -172,19 +172,19 @@ pg_tensor *pg_batch_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, pg_ten
     if (check_vec(op, "gamma", gamma, x) || check_vec(op, "beta", beta, x) ||
         check_vec(op, "running_mean", running_mean, x) || check_vec(op, "running_var", running_var, x))
         return NULL;
-    if (!(eps >= 0)) return pg_fail_null(PG_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
+    if (!(eps >= 0)) return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
     if (training && !(momentum >= 0 && momentum <= 1))
-        return pg_fail_null(PG_ERR_VALUE, "%s: momentum must be in [0, 1], got %g", op, momentum);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: momentum must be in [0, 1], got %g", op, momentum);
     if (!training && (!running_mean || !running_var))
-        return pg_fail_null(PG_ERR_ARG, "%s: eval mode needs running_mean and running_var", op);
+        return pg_fail_null(PG_STATUS_ERR_ARG, "%s: eval mode needs running_mean and running_var", op);
     if ((running_mean && pg_wants_grad(running_mean)) || (running_var && pg_wants_grad(running_var)))
-        return pg_fail_null(PG_ERR_VALUE, "%s: running_mean / running_var are buffers and must not require grad", op);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: running_mean / running_var are buffers and must not require grad", op);
     int64_t F = x->ne[0], B = x->ne[1];
     if (training && B < 1)
-        return pg_fail_null(PG_ERR_SHAPE, "%s: training mode needs at least one column (sample), x is %s", op, pg_desc(x));
-    pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
-    pg_tensor *xhat = pg_new_like(x, PG_MEM_SAVED);
-    pg_tensor *invstd = pg_new(x->dtype, F, 1, PG_MEM_SAVED);
+        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: training mode needs at least one column (sample), x is %s", op, pg_desc(x));
+    pg_tensor *out = pg_new_like(x, PG_MEM_CATEGORY_OTHER);
+    pg_tensor *xhat = pg_new_like(x, PG_MEM_CATEGORY_SAVED);
+    pg_tensor *invstd = pg_new(x->dtype, F, 1, PG_MEM_CATEGORY_SAVED);
     if (!out || !xhat || !invstd) {
         pg_tensor_release(out); pg_tensor_release(xhat); pg_tensor_release(invstd);
         return NULL;
@@ -270,12 +270,12 @@ pg_tensor *pg_layer_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, double
     const char *op = "ag_layer_norm";
     if (pg_not_live(x, op, "x")) return NULL;
     if (check_vec(op, "gamma", gamma, x) || check_vec(op, "beta", beta, x)) return NULL;
-    if (!(eps >= 0)) return pg_fail_null(PG_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
+    if (!(eps >= 0)) return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
     int64_t F = x->ne[0], B = x->ne[1];
-    if (F < 1) return pg_fail_null(PG_ERR_SHAPE, "%s: x is %s; it needs at least one feature row", op, pg_desc(x));
-    pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
-    pg_tensor *xhat = pg_new_like(x, PG_MEM_SAVED);
-    pg_tensor *invstd = pg_new(x->dtype, 1, B, PG_MEM_SAVED);
+    if (F < 1) return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: x is %s; it needs at least one feature row", op, pg_desc(x));
+    pg_tensor *out = pg_new_like(x, PG_MEM_CATEGORY_OTHER);
+    pg_tensor *xhat = pg_new_like(x, PG_MEM_CATEGORY_SAVED);
+    pg_tensor *invstd = pg_new(x->dtype, 1, B, PG_MEM_CATEGORY_SAVED);
     if (!out || !xhat || !invstd) {
         pg_tensor_release(out); pg_tensor_release(xhat); pg_tensor_release(invstd);
         return NULL;
@@ -290,16 +290,15 @@ pg_tensor *pg_layer_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, double
 /* The ids of node n: saved[0] (f64, copied from a caller's array) or in[1] (an ids tensor). */
 static int64_t emb_id(const pg_tensor *ids, int64_t k)
 {
-    return ids->dtype == PG_F32 ? (int64_t)((const float *)pg_data(ids))[k] : (int64_t)((const double *)pg_data(ids))[k];
+    return ids->dtype == PG_DTYPE_F32 ? (int64_t)((const float *)pg_data(ids))[k] : (int64_t)((const double *)pg_data(ids))[k];
 }
 
 static int embedding_bw(pg_node *n, pg_tensor *g)
 {
     pg_tensor *w = n->in[0], *ids = n->n_in > 1 ? n->in[1] : n->saved[0];
-    if (!pg_wants_grad(w)) return 0;
-    int acc;
-    void *slot = pg_grad_slot(w, &acc);
-    if (!slot) return -1;
+    void *slot;
+    int acc, r = pg_grad_slot_for(w, &slot, &acc);
+    if (r <= 0) return r;
     int64_t D = w->ne[0], N = g->ne[1];
     PG_DISPATCH(w->dtype, {
         T *d = slot;
@@ -318,14 +317,14 @@ pg_tensor *pg_embedding(pg_tensor *weight, const int64_t *idx, int64_t n)
 {
     const char *op = "ag_embedding";
     if (pg_not_live(weight, op, "weight")) return NULL;
-    if (n < 0) return pg_fail_null(PG_ERR_VALUE, "%s: number of ids must be >= 0, got %lld", op, (long long)n);
-    if (n > 0 && !idx) return pg_fail_null(PG_ERR_ARG, "%s: ids pointer is NULL", op);
+    if (n < 0) return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: number of ids must be >= 0, got %lld", op, (long long)n);
+    if (n > 0 && !idx) return pg_fail_null(PG_STATUS_ERR_ARG, "%s: ids pointer is NULL", op);
     int64_t D = weight->ne[0], V = weight->ne[1];
     for (int64_t k = 0; k < n; k++)
         if (idx[k] < 0 || idx[k] >= V)
-            return pg_fail_null(PG_ERR_VALUE, "%s: id %lld at position %lld is out of range: ids are 0-based and must be in [0, %lld) for weight %s",
+            return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: id %lld at position %lld is out of range: ids are 0-based and must be in [0, %lld) for weight %s",
                                 op, (long long)idx[k], (long long)(k + pg_index_base()), (long long)V, pg_desc(weight));
-    pg_tensor *out = pg_new(weight->dtype, D, n, PG_MEM_OTHER);
+    pg_tensor *out = pg_new(weight->dtype, D, n, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     PG_DISPATCH(weight->dtype, {
         const T *w = pg_data(weight);
@@ -334,7 +333,7 @@ pg_tensor *pg_embedding(pg_tensor *weight, const int64_t *idx, int64_t n)
     });
     pg_tensor *ids = NULL;
     if (pg_wants_grad(weight) && pg_tape_enabled()) {
-        ids = pg_new(PG_F64, 1, n, PG_MEM_SAVED); /* exact for ids < 2^53 */
+        ids = pg_new(PG_DTYPE_F64, 1, n, PG_MEM_CATEGORY_SAVED); /* exact for ids < 2^53 */
         if (!ids) { pg_tensor_release(out); return NULL; }
         double *ip = pg_data(ids);
         for (int64_t k = 0; k < n; k++) ip[k] = (double)idx[k];
@@ -354,7 +353,7 @@ static int embedding_ids_fw(pg_node *n)
         for (int64_t k = 0; k < N; k++) {
             T v = id[k];
             if (!(v >= 0 && v < (T)V) || v != (T)(int64_t)v)
-                return pg_fail(PG_ERR_VALUE, "ag_embedding: id %g at position %lld is not a whole number in [0, %lld) for weight %s (ids are 0-based)",
+                return pg_fail(PG_STATUS_ERR_VALUE, "ag_embedding: id %g at position %lld is not a whole number in [0, %lld) for weight %s (ids are 0-based)",
                                (double)v, (long long)(k + pg_index_base()), (long long)V, pg_desc(weight));
         }
     });
@@ -370,8 +369,8 @@ pg_tensor *pg_embedding_ids(pg_tensor *weight, pg_tensor *ids)
 {
     const char *op = "ag_embedding";
     if (pg_not_live(weight, op, "weight") || pg_not_live(ids, op, "ids")) return NULL;
-    if (ids->requires_grad) return pg_fail_null(PG_ERR_VALUE, "%s: ids %s must not require grad", op, pg_desc(ids));
-    pg_tensor *out = pg_new(weight->dtype, weight->ne[0], pg_numel(ids), PG_MEM_OTHER);
+    if (ids->requires_grad) return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: ids %s must not require grad", op, pg_desc(ids));
+    pg_tensor *out = pg_new(weight->dtype, weight->ne[0], pg_numel(ids), PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     pg_tensor *in[2] = {weight, ids};
     return pg_op_run("embedding", embedding_ids_fw, embedding_bw, out, 2, in, NULL, NULL, 0, NULL);
@@ -434,9 +433,9 @@ pg_tensor *pg_slice_rows(pg_tensor *x, int64_t from, int64_t n)
     const char *op = "ag_slice_rows";
     if (pg_not_live(x, op, "x")) return NULL;
     if (from < 0 || n < 0 || from > x->ne[0] - n)
-        return pg_fail_null(PG_ERR_VALUE, "%s: rows from = %lld (0-based), n = %lld do not fit in x %s",
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: rows from = %lld (0-based), n = %lld do not fit in x %s",
                             op, (long long)from, (long long)n, pg_desc(x));
-    pg_tensor *out = pg_new(x->dtype, n, x->ne[1], PG_MEM_OTHER);
+    pg_tensor *out = pg_new(x->dtype, n, x->ne[1], PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     int64_t ip[4] = {from, 0, 0, 0};
     return pg_op_run("slice_rows", slice_rows_fw, slice_rows_bw, out, 1, &x, NULL, ip, 0, NULL);
@@ -474,9 +473,9 @@ pg_tensor *pg_concat_rows(pg_tensor *a, pg_tensor *b)
     const char *op = "ag_concat_rows";
     if (pg_not_live(a, op, "a") || pg_not_live(b, op, "b") || same_dtype(op, "a", a, "b", b)) return NULL;
     if (a->ne[1] != b->ne[1])
-        return pg_fail_null(PG_ERR_SHAPE, "%s: a is %s and b is %s; they must have the same number of columns",
+        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: a is %s and b is %s; they must have the same number of columns",
                             op, pg_desc(a), pg_desc(b));
-    pg_tensor *out = pg_new(a->dtype, a->ne[0] + b->ne[0], a->ne[1], PG_MEM_OTHER);
+    pg_tensor *out = pg_new(a->dtype, a->ne[0] + b->ne[0], a->ne[1], PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     pg_tensor *in[2] = {a, b};
     return pg_op_run("concat_rows", concat_rows_fw, concat_rows_bw, out, 2, in, NULL, NULL, 0, NULL);
@@ -530,10 +529,10 @@ pg_tensor *pg_matmul_t(pg_tensor *a, pg_tensor *b, int ta, int tb, double alpha)
     int64_t m = ta ? a->ne[1] : a->ne[0], k = ta ? a->ne[0] : a->ne[1];
     int64_t kb = tb ? b->ne[1] : b->ne[0], c = tb ? b->ne[0] : b->ne[1];
     if (k != kb)
-        return pg_fail_null(PG_ERR_SHAPE, "%s: op(A) = %s%s and op(B) = %s%s: inner dims %lld and %lld differ",
+        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: op(A) = %s%s and op(B) = %s%s: inner dims %lld and %lld differ",
                             op, pg_desc(a), ta ? " transposed" : "", pg_desc(b), tb ? " transposed" : "",
                             (long long)k, (long long)kb);
-    pg_tensor *out = pg_new(a->dtype, m, c, PG_MEM_OTHER);
+    pg_tensor *out = pg_new(a->dtype, m, c, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     pg_tensor *in[2] = {a, b};
     double p[4] = {alpha, 0, 0, 0};
@@ -578,7 +577,7 @@ static int causal_mask_fw(pg_node *n)
 pg_tensor *pg_causal_mask(pg_tensor *x)
 {
     if (pg_not_live(x, "ag_causal_mask", "x")) return NULL;
-    pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
+    pg_tensor *out = pg_new_like(x, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     return pg_op_run("causal_mask", causal_mask_fw, causal_mask_bw, out, 1, &x, NULL, NULL, 0, NULL);
 }

@@ -19,7 +19,7 @@ static int check_unit(const char *op, const char *arg, const pg_tensor *t, const
         const T *v = pg_data(t);
         for (int64_t i = 0; i < N; i++)
             if (!(v[i] >= 0 && v[i] <= 1))
-                return pg_fail(PG_ERR_VALUE, "%s: %s must lie in [0, 1], got %g at [%lld, %lld] (0-based) of %s%s",
+                return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s must lie in [0, 1], got %g at [%lld, %lld] (0-based) of %s%s",
                                op, arg, (double)v[i], (long long)(i % R), (long long)(i / R), pg_desc(t), hint);
     });
     return 0;
@@ -29,7 +29,7 @@ static int check_unit(const char *op, const char *arg, const pg_tensor *t, const
 static pg_tensor *run_loss(const char *label, pg_fw_fn fw, pg_bw_fn bw, pg_tensor *pred, pg_tensor *target,
                            pg_tensor *weight, double p0, double p1)
 {
-    pg_tensor *out = pg_new(pred->dtype, 1, 1, PG_MEM_OTHER);
+    pg_tensor *out = pg_new(pred->dtype, 1, 1, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     pg_tensor *saved[2] = {target, weight};
     pg_tensor_retain(target);
@@ -38,185 +38,127 @@ static pg_tensor *run_loss(const char *label, pg_fw_fn fw, pg_bw_fn bw, pg_tenso
     return pg_op_run(label, fw, bw, out, 1, &pred, p, NULL, weight ? 2 : 1, saved);
 }
 
-/* ---- binary cross-entropy on probabilities ---- */
+/* ---- the elementwise losses: mean over i of l(pred[i], target[i]) ----
+ * One forward and one backward loop per kind (the same per-element expressions, in the same
+ * order, as separate rules would have); the kind rides in the node's ip[0]. */
 
-static int bce_fw(pg_node *n)
+enum { EL_BCE, EL_BCE_LOGITS, EL_HUBER, EL_MAE };
+
+static int elem_fw(pg_node *n)
 {
-    const char *op = "ag_binary_cross_entropy_loss";
     pg_tensor *pred = n->in[0], *target = n->saved[0];
-    if (check_unit(op, "pred", pred, "; pred are probabilities (for logits use ag_bce_with_logits_loss)") ||
-        check_unit(op, "target", target, "")) return -1;
+    const int kind = (int)n->ip[0];
+    if (kind == EL_BCE) {
+        const char *op = "ag_binary_cross_entropy_loss";
+        if (check_unit(op, "pred", pred, "; pred are probabilities (for logits use ag_bce_with_logits_loss)") ||
+            check_unit(op, "target", target, "")) return -1;
+    } else if (kind == EL_BCE_LOGITS && check_unit("ag_bce_with_logits_loss", "target", target, "")) {
+        return -1;
+    }
     int64_t N = pg_numel(pred);
     double s = 0;
     PG_DISPATCH(pred->dtype, {
         const T *p = pg_data(pred), *t = pg_data(target);
-        const T lo = (T)BCE_LOG_MIN;
-        for (int64_t i = 0; i < N; i++) {
-            T l1 = log(p[i]), l0 = log((T)1 - p[i]);
-            l1 = l1 > lo ? l1 : lo;
-            l0 = l0 > lo ? l0 : lo;
-            s -= (double)t[i] * (double)l1 + (double)((T)1 - t[i]) * (double)l0;
+        const T lo = (T)BCE_LOG_MIN, dl = (T)n->p[1], half = (T)0.5;
+        switch (kind) {
+        case EL_BCE:
+            for (int64_t i = 0; i < N; i++) {
+                T l1 = log(p[i]), l0 = log((T)1 - p[i]);
+                l1 = l1 > lo ? l1 : lo;
+                l0 = l0 > lo ? l0 : lo;
+                s -= (double)t[i] * (double)l1 + (double)((T)1 - t[i]) * (double)l0;
+            }
+            break;
+        case EL_BCE_LOGITS: /* p holds the logits z */
+            for (int64_t i = 0; i < N; i++) {
+                T m = p[i] > 0 ? p[i] : (T)0;
+                s += (double)(m - p[i] * t[i] + log1p(exp(-fabs(p[i]))));
+            }
+            break;
+        case EL_HUBER:
+            for (int64_t i = 0; i < N; i++) {
+                T d = p[i] - t[i], a = fabs(d);
+                s += (double)(a < dl ? half * d * d : dl * (a - half * dl));
+            }
+            break;
+        default: /* EL_MAE */
+            for (int64_t i = 0; i < N; i++) s += (double)fabs(p[i] - t[i]);
+            break;
         }
     });
     pg_scalar_set(n->out, s / (double)N); /* as mse: one division of the double sum */
     return 0;
 }
 
-static int bce_bw(pg_node *n, pg_tensor *g)
+static int elem_bw(pg_node *n, pg_tensor *g)
 {
     pg_tensor *x = n->in[0], *target = n->saved[0];
-    if (!pg_wants_grad(x)) return 0;
-    int acc;
-    void *slot = pg_grad_slot(x, &acc);
-    if (!slot) return -1;
+    void *slot;
+    int acc, r = pg_grad_slot_for(x, &slot, &acc);
+    if (r <= 0) return r;
     int64_t N = pg_numel(x);
+    const int kind = (int)n->ip[0];
     PG_DISPATCH(x->dtype, {
         T *d = slot;
         const T *p = pg_data(x), *t = pg_data(target);
-        const T s = (T)n->p[0] * *(const T *)pg_data(g), lo = (T)BCE_LOG_MIN;
-        /* a clamped log is constant in p: its term contributes nothing */
-        PG_STORE_LOOP(acc, N, d,
-                      ((log(p[i]) > lo ? -t[i] / p[i] : (T)0) +
-                       (log((T)1 - p[i]) > lo ? ((T)1 - t[i]) / ((T)1 - p[i]) : (T)0)) * s);
+        const T s = (T)n->p[0] * *(const T *)pg_data(g), lo = (T)BCE_LOG_MIN, dl = (T)n->p[1];
+        switch (kind) {
+        case EL_BCE: /* a clamped log is constant in p: its term contributes nothing */
+            PG_STORE_LOOP(acc, N, d,
+                          ((log(p[i]) > lo ? -t[i] / p[i] : (T)0) +
+                           (log((T)1 - p[i]) > lo ? ((T)1 - t[i]) / ((T)1 - p[i]) : (T)0)) * s);
+            break;
+        case EL_BCE_LOGITS:
+            for (int64_t i = 0; i < N; i++) {
+                T e = exp(-fabs(p[i]));
+                T sig = p[i] >= 0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e); /* no overflow either side */
+                T v = (sig - t[i]) * s;
+                if (acc) d[i] += v; else d[i] = v;
+            }
+            break;
+        case EL_HUBER:
+            PG_STORE_LOOP(acc, N, d, (p[i] - t[i] > dl ? dl : (p[i] - t[i] < -dl ? -dl : p[i] - t[i])) * s);
+            break;
+        default: /* EL_MAE: sign(d), 0 at d == 0 (torch's L1Loss subgradient); NaN stays NaN */
+            PG_STORE_LOOP(acc, N, d, (p[i] > t[i] ? s : (p[i] < t[i] ? -s : (p[i] - t[i]) * (T)0)));
+            break;
+        }
     });
     return 0;
+}
+
+static pg_tensor *run_elem(const char *op, const char *label, int kind, pg_tensor *pred, pg_tensor *target,
+                           double p1)
+{
+    if (pg_loss_check_target(op, pred, target)) return NULL;
+    pg_tensor *out = pg_new(pred->dtype, 1, 1, PG_MEM_CATEGORY_OTHER);
+    if (!out) return NULL;
+    pg_tensor_retain(target);
+    double p[4] = {1.0 / (double)pg_numel(pred), p1, 0, 0};
+    int64_t ip[4] = {kind, 0, 0, 0};
+    return pg_op_run(label, elem_fw, elem_bw, out, 1, &pred, p, ip, 1, &target);
 }
 
 pg_tensor *pg_bce_loss(pg_tensor *pred, pg_tensor *target)
 {
-    if (pg_loss_check_target("ag_binary_cross_entropy_loss", pred, target)) return NULL;
-    return run_loss("bce_loss", bce_fw, bce_bw, pred, target, NULL, 1.0 / (double)pg_numel(pred), 0);
-}
-
-/* ---- binary cross-entropy on logits ---- */
-
-static int bcel_fw(pg_node *n)
-{
-    pg_tensor *x = n->in[0], *target = n->saved[0];
-    if (check_unit("ag_bce_with_logits_loss", "target", target, "")) return -1;
-    int64_t N = pg_numel(x);
-    double s = 0;
-    PG_DISPATCH(x->dtype, {
-        const T *z = pg_data(x), *t = pg_data(target);
-        for (int64_t i = 0; i < N; i++) {
-            T m = z[i] > 0 ? z[i] : (T)0;
-            s += (double)(m - z[i] * t[i] + log1p(exp(-fabs(z[i]))));
-        }
-    });
-    pg_scalar_set(n->out, s / (double)N); /* as mse: one division of the double sum */
-    return 0;
-}
-
-static int bcel_bw(pg_node *n, pg_tensor *g)
-{
-    pg_tensor *x = n->in[0], *target = n->saved[0];
-    if (!pg_wants_grad(x)) return 0;
-    int acc;
-    void *slot = pg_grad_slot(x, &acc);
-    if (!slot) return -1;
-    int64_t N = pg_numel(x);
-    PG_DISPATCH(x->dtype, {
-        T *d = slot;
-        const T *z = pg_data(x), *t = pg_data(target);
-        const T s = (T)n->p[0] * *(const T *)pg_data(g);
-        for (int64_t i = 0; i < N; i++) {
-            T e = exp(-fabs(z[i]));
-            T sig = z[i] >= 0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e); /* no overflow either side */
-            T v = (sig - t[i]) * s;
-            if (acc) d[i] += v; else d[i] = v;
-        }
-    });
-    return 0;
+    return run_elem("ag_binary_cross_entropy_loss", "bce_loss", EL_BCE, pred, target, 0);
 }
 
 pg_tensor *pg_bce_logits_loss(pg_tensor *logits, pg_tensor *target)
 {
-    if (pg_loss_check_target("ag_bce_with_logits_loss", logits, target)) return NULL;
-    return run_loss("bce_logits_loss", bcel_fw, bcel_bw, logits, target, NULL, 1.0 / (double)pg_numel(logits), 0);
-}
-
-/* ---- Huber ---- */
-
-static int huber_fw(pg_node *n)
-{
-    pg_tensor *pred = n->in[0], *target = n->saved[0];
-    int64_t N = pg_numel(pred);
-    double s = 0;
-    PG_DISPATCH(pred->dtype, {
-        const T *p = pg_data(pred), *t = pg_data(target);
-        const T dl = (T)n->p[1], half = (T)0.5;
-        for (int64_t i = 0; i < N; i++) {
-            T d = p[i] - t[i], a = fabs(d);
-            s += (double)(a < dl ? half * d * d : dl * (a - half * dl));
-        }
-    });
-    pg_scalar_set(n->out, s / (double)N); /* as mse: one division of the double sum */
-    return 0;
-}
-
-static int huber_bw(pg_node *n, pg_tensor *g)
-{
-    pg_tensor *x = n->in[0], *target = n->saved[0];
-    if (!pg_wants_grad(x)) return 0;
-    int acc;
-    void *slot = pg_grad_slot(x, &acc);
-    if (!slot) return -1;
-    int64_t N = pg_numel(x);
-    PG_DISPATCH(x->dtype, {
-        T *d = slot;
-        const T *p = pg_data(x), *t = pg_data(target);
-        const T s = (T)n->p[0] * *(const T *)pg_data(g), dl = (T)n->p[1];
-        PG_STORE_LOOP(acc, N, d, (p[i] - t[i] > dl ? dl : (p[i] - t[i] < -dl ? -dl : p[i] - t[i])) * s);
-    });
-    return 0;
+    return run_elem("ag_bce_with_logits_loss", "bce_logits_loss", EL_BCE_LOGITS, logits, target, 0);
 }
 
 pg_tensor *pg_huber_loss(pg_tensor *pred, pg_tensor *target, double delta)
 {
-    const char *op = "ag_huber_loss";
     if (!(isfinite(delta) && delta > 0))
-        return pg_fail_null(PG_ERR_VALUE, "%s: delta must be a finite number > 0, got %g", op, delta);
-    if (pg_loss_check_target(op, pred, target)) return NULL;
-    return run_loss("huber_loss", huber_fw, huber_bw, pred, target, NULL, 1.0 / (double)pg_numel(pred), delta);
-}
-
-/* ---- mean absolute error ---- */
-
-static int mae_fw(pg_node *n)
-{
-    pg_tensor *pred = n->in[0], *target = n->saved[0];
-    int64_t N = pg_numel(pred);
-    double s = 0;
-    PG_DISPATCH(pred->dtype, {
-        const T *p = pg_data(pred), *t = pg_data(target);
-        for (int64_t i = 0; i < N; i++) s += (double)fabs(p[i] - t[i]);
-    });
-    pg_scalar_set(n->out, s / (double)N); /* as mse: one division of the double sum */
-    return 0;
-}
-
-static int mae_bw(pg_node *n, pg_tensor *g)
-{
-    pg_tensor *x = n->in[0], *target = n->saved[0];
-    if (!pg_wants_grad(x)) return 0;
-    int acc;
-    void *slot = pg_grad_slot(x, &acc);
-    if (!slot) return -1;
-    int64_t N = pg_numel(x);
-    PG_DISPATCH(x->dtype, {
-        T *d = slot;
-        const T *p = pg_data(x), *t = pg_data(target);
-        const T s = (T)n->p[0] * *(const T *)pg_data(g);
-        /* sign(d), 0 at d == 0 (torch's L1Loss subgradient); a NaN difference stays NaN */
-        PG_STORE_LOOP(acc, N, d, (p[i] > t[i] ? s : (p[i] < t[i] ? -s : (p[i] - t[i]) * (T)0)));
-    });
-    return 0;
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: delta must be a finite number > 0, got %g", "ag_huber_loss", delta);
+    return run_elem("ag_huber_loss", "huber_loss", EL_HUBER, pred, target, delta);
 }
 
 pg_tensor *pg_mae_loss(pg_tensor *pred, pg_tensor *target)
 {
-    if (pg_loss_check_target("ag_mae_loss", pred, target)) return NULL;
-    return run_loss("mae_loss", mae_fw, mae_bw, pred, target, NULL, 1.0 / (double)pg_numel(pred), 0);
+    return run_elem("ag_mae_loss", "mae_loss", EL_MAE, pred, target, 0);
 }
 
 /* ---- weighted MSE ---- */
@@ -238,7 +180,7 @@ static int wmse_fw(pg_node *n)
         const T *wv = pg_data(w);
         for (int64_t i = 0; i < pg_numel(w); i++)
             if (!(wv[i] >= 0 && isfinite(wv[i])))
-                return pg_fail(PG_ERR_VALUE, "%s: weight must be finite and >= 0, got %g at [%lld, %lld] (0-based) of %s",
+                return pg_fail(PG_STATUS_ERR_VALUE, "%s: weight must be finite and >= 0, got %g at [%lld, %lld] (0-based) of %s",
                                op, (double)wv[i], (long long)(i % w->ne[0]), (long long)(i / w->ne[0]), pg_desc(w));
     });
     double s = 0;
@@ -257,10 +199,9 @@ static int wmse_fw(pg_node *n)
 static int wmse_bw(pg_node *n, pg_tensor *g)
 {
     pg_tensor *x = n->in[0], *target = n->saved[0], *w = n->saved[1];
-    if (!pg_wants_grad(x)) return 0;
-    int acc;
-    void *slot = pg_grad_slot(x, &acc);
-    if (!slot) return -1;
+    void *slot;
+    int acc, r = pg_grad_slot_for(x, &slot, &acc);
+    if (r <= 0) return r;
     int64_t R = x->ne[0], C = x->ne[1], sr, sc;
     w_strides(w, &sr, &sc);
     PG_DISPATCH(x->dtype, {
@@ -281,11 +222,11 @@ pg_tensor *pg_weighted_mse_loss(pg_tensor *pred, pg_tensor *target, pg_tensor *w
     const char *op = "ag_weighted_mse_loss";
     if (pg_loss_check_target(op, pred, target) || pg_not_live(weight, op, "weight")) return NULL;
     if (weight->dtype != pred->dtype)
-        return pg_fail_null(PG_ERR_DTYPE, "%s: dtype mismatch: pred is %s, weight is %s", op, pg_desc(pred), pg_desc(weight));
+        return pg_fail_null(PG_STATUS_ERR_DTYPE, "%s: dtype mismatch: pred is %s, weight is %s", op, pg_desc(pred), pg_desc(weight));
     if ((weight->ne[0] != 1 && weight->ne[0] != pred->ne[0]) || (weight->ne[1] != 1 && weight->ne[1] != pred->ne[1]))
-        return pg_fail_null(PG_ERR_SHAPE, "%s: pred is %s but weight is %s; weight must have pred's shape, or be a [%lld, 1] column, a [1, %lld] row or [1, 1], broadcast over pred",
+        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: pred is %s but weight is %s; weight must have pred's shape, or be a [%lld, 1] column, a [1, %lld] row or [1, 1], broadcast over pred",
                             op, pg_desc(pred), pg_desc(weight), (long long)pred->ne[0], (long long)pred->ne[1]);
     if (weight->requires_grad)
-        return pg_fail_null(PG_ERR_VALUE, "%s: weight must not require grad (it is a constant: no gradient flows into it)", op);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: weight must not require grad (it is a constant: no gradient flows into it)", op);
     return run_loss("weighted_mse_loss", wmse_fw, wmse_bw, pred, target, weight, 2.0 / (double)pg_numel(pred), 0);
 }

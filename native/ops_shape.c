@@ -59,11 +59,11 @@ static pg_tensor *reduce(pg_tensor *x, int dim, int mean)
 {
     const char *name = mean ? "ag_mean" : "ag_sum";
     if (pg_not_live(x, name, "x")) return NULL;
-    if (dim < 0 || dim > 2) return pg_fail_null(PG_ERR_VALUE, "%s: dim must be NULL/None, 1 or 2, got %d", name, dim);
+    if (dim < 0 || dim > 2) return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: dim must be NULL/None, 1 or 2, got %d", name, dim);
     int64_t R = x->ne[0], C = x->ne[1];
     int64_t orow = dim == 1 ? R : 1, ocol = dim == 2 ? C : 1;
     int64_t count = dim == 0 ? R * C : dim == 1 ? C : R;
-    pg_tensor *out = pg_new(x->dtype, orow, ocol, PG_MEM_OTHER);
+    pg_tensor *out = pg_new(x->dtype, orow, ocol, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     double p[4] = {mean ? 1.0 / (double)count : 1.0, (double)count, 0, 0};
     int64_t ip[4] = {dim, mean, 0, 0};
@@ -124,27 +124,14 @@ static int transpose_fw(pg_node *n)
 pg_tensor *pg_transpose(pg_tensor *x)
 {
     if (pg_not_live(x, "ag_transpose", "x")) return NULL;
-    pg_tensor *out = pg_new(x->dtype, x->ne[1], x->ne[0], PG_MEM_OTHER);
+    pg_tensor *out = pg_new(x->dtype, x->ne[1], x->ne[0], PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     return pg_op_run("transpose", transpose_fw, transpose_bw, out, 1, &x, NULL, NULL, 0, NULL);
 }
 
 /* ---- reshape: column-major refill, so elements keep their order ---- */
 
-static int reshape_bw(pg_node *n, pg_tensor *g)
-{
-    pg_tensor *x = n->in[0];
-    int acc;
-    void *slot = pg_grad_slot(x, &acc);
-    if (!slot) return -1;
-    int64_t N = pg_numel(x);
-    PG_DISPATCH(x->dtype, {
-        T *d = slot;
-        const T *gp = pg_data(g);
-        PG_STORE_LOOP(acc, N, d, gp[i]);
-    });
-    return 0;
-}
+static int reshape_bw(pg_node *n, pg_tensor *g) { return pg_grad_add(n->in[0], g); }
 
 static int reshape_fw(pg_node *n)
 {
@@ -157,13 +144,13 @@ pg_tensor *pg_reshape(pg_tensor *x, int64_t nrow, int64_t ncol)
 {
     if (pg_not_live(x, "ag_reshape", "x")) return NULL;
     int64_t N = pg_numel(x);
-    if (nrow == -1 && ncol == -1) return pg_fail_null(PG_ERR_VALUE, "ag_reshape: only one of nrow, ncol may be -1");
+    if (nrow == -1 && ncol == -1) return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_reshape: only one of nrow, ncol may be -1");
     if (nrow == -1) nrow = ncol > 0 ? N / ncol : 0;
     if (ncol == -1) ncol = nrow > 0 ? N / nrow : 0;
     if (nrow < 0 || ncol < 0 || (ncol > 0 && nrow > N / ncol) || nrow * ncol != N) /* no int64 overflow */
-        return pg_fail_null(PG_ERR_SHAPE, "ag_reshape: cannot reshape %s (%lld elements) to [%lldx%lld]",
+        return pg_fail_null(PG_STATUS_ERR_SHAPE, "ag_reshape: cannot reshape %s (%lld elements) to [%lldx%lld]",
                             pg_desc(x), (long long)N, (long long)nrow, (long long)ncol);
-    pg_tensor *out = pg_new(x->dtype, nrow, ncol, PG_MEM_OTHER);
+    pg_tensor *out = pg_new(x->dtype, nrow, ncol, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     return pg_op_run("reshape", reshape_fw, reshape_bw, out, 1, &x, NULL, NULL, 0, NULL);
 }

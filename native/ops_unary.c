@@ -53,20 +53,20 @@ static int unary_bw(pg_node *n, pg_tensor *g)
         T *d = slot;
         const T *gp = pg_data(g), *xp = pg_data(x), *op = pg_data(o);
         switch ((int)n->ip[0]) {
-        case PG_RELU: /* both loads unconditional, so the select vectorises */
+        case PG_UNARY_OP_RELU: /* both loads unconditional, so the select vectorises */
             if (acc) for (int64_t i = 0; i < N; i++) { T gv = gp[i]; d[i] += op[i] > 0 ? gv : (T)0; }
             else for (int64_t i = 0; i < N; i++) { T gv = gp[i]; d[i] = op[i] > 0 ? gv : (T)0; }
             break;
-        case PG_SIGMOID: PG_STORE_LOOP(acc, N, d, gp[i] * op[i] * (1 - op[i])); break;
-        case PG_TANH: PG_STORE_LOOP(acc, N, d, gp[i] * (1 - op[i] * op[i])); break;
-        case PG_GELU:
+        case PG_UNARY_OP_SIGMOID: PG_STORE_LOOP(acc, N, d, gp[i] * op[i] * (1 - op[i])); break;
+        case PG_UNARY_OP_TANH: PG_STORE_LOOP(acc, N, d, gp[i] * (1 - op[i] * op[i])); break;
+        case PG_UNARY_OP_GELU:
             PG_STORE_LOOP(acc, N, d, gp[i] * ((T)0.5 * (1 + erf(xp[i] * (T)M_SQRT1_2)) +
                                               xp[i] * exp((T)-0.5 * xp[i] * xp[i]) * (T)(0.5 * M_2_SQRTPI * M_SQRT1_2)));
             break;
-        case PG_LOG: PG_STORE_LOOP(acc, N, d, gp[i] / xp[i]); break;
-        case PG_EXP: PG_STORE_LOOP(acc, N, d, gp[i] * op[i]); break;
-        case PG_NEG: PG_STORE_LOOP(acc, N, d, -gp[i]); break;
-        case PG_SOFTMAX:
+        case PG_UNARY_OP_LOG: PG_STORE_LOOP(acc, N, d, gp[i] / xp[i]); break;
+        case PG_UNARY_OP_EXP: PG_STORE_LOOP(acc, N, d, gp[i] * op[i]); break;
+        case PG_UNARY_OP_NEG: PG_STORE_LOOP(acc, N, d, -gp[i]); break;
+        case PG_UNARY_OP_SOFTMAX:
             for (int64_t j = 0; j < C; j++) {
                 const T *pc = op + j * R, *gc = gp + j * R;
                 T *dc = d + j * R;
@@ -85,7 +85,7 @@ static int unary_fw(pg_node *n)
     pg_tensor *x = n->in[0], *out = n->out;
     int op = (int)n->ip[0];
     int64_t N = pg_numel(x);
-    if (op == PG_SOFTMAX) {
+    if (op == PG_UNARY_OP_SOFTMAX) {
         pg_softmax_cols(x->dtype, pg_data(x), pg_data(out), x->ne[0], x->ne[1]);
         return 0;
     }
@@ -93,13 +93,13 @@ static int unary_fw(pg_node *n)
         const T *xp = pg_data(x);
         T *o = pg_data(out);
         switch (op) {
-        case PG_RELU: for (int64_t i = 0; i < N; i++) o[i] = xp[i] < 0 ? (T)0 : xp[i]; break;
-        case PG_SIGMOID: pg_vsigmoid(x->dtype, xp, o, N); break;
-        case PG_TANH: pg_vtanh(x->dtype, xp, o, N); break;
-        case PG_GELU: for (int64_t i = 0; i < N; i++) o[i] = (T)0.5 * xp[i] * (1 + erf(xp[i] * (T)M_SQRT1_2)); break;
-        case PG_LOG: pg_vlog(x->dtype, xp, o, N); break;
-        case PG_EXP: pg_vexp(x->dtype, xp, o, N); break;
-        case PG_NEG: for (int64_t i = 0; i < N; i++) o[i] = -xp[i]; break;
+        case PG_UNARY_OP_RELU: for (int64_t i = 0; i < N; i++) o[i] = xp[i] < 0 ? (T)0 : xp[i]; break;
+        case PG_UNARY_OP_SIGMOID: pg_vsigmoid(x->dtype, xp, o, N); break;
+        case PG_UNARY_OP_TANH: pg_vtanh(x->dtype, xp, o, N); break;
+        case PG_UNARY_OP_GELU: for (int64_t i = 0; i < N; i++) o[i] = (T)0.5 * xp[i] * (1 + erf(xp[i] * (T)M_SQRT1_2)); break;
+        case PG_UNARY_OP_LOG: pg_vlog(x->dtype, xp, o, N); break;
+        case PG_UNARY_OP_EXP: pg_vexp(x->dtype, xp, o, N); break;
+        case PG_UNARY_OP_NEG: for (int64_t i = 0; i < N; i++) o[i] = -xp[i]; break;
         }
     });
     return 0;
@@ -107,9 +107,9 @@ static int unary_fw(pg_node *n)
 
 pg_tensor *pg_unary(int op, pg_tensor *x)
 {
-    if (op < 0 || op > PG_NEG) return pg_fail_null(PG_ERR_VALUE, "pg_unary: unknown op code %d", op);
+    if (op < 0 || op >= PG_UNARY_OP_COUNT) return pg_fail_null(PG_STATUS_ERR_VALUE, "pg_unary: unknown op code %d", op);
     if (pg_not_live(x, unary_name[op], "x")) return NULL;
-    pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
+    pg_tensor *out = pg_new_like(x, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     int64_t ip[4] = {op, 0, 0, 0};
     return pg_op_run(unary_label[op], unary_fw, unary_bw, out, 1, &x, NULL, ip, 0, NULL);
@@ -178,10 +178,10 @@ static pg_tensor *scalar_op(int kind, pg_tensor *x, double p0, double p1)
     static const char *labels[] = {"scale", "pow", "clamp"};
     if (pg_not_live(x, names[kind], "x")) return NULL;
     if (kind == SC_CLAMP && (isnan(p0) || isnan(p1))) /* a NaN bound would silently be ignored */
-        return pg_fail_null(PG_ERR_VALUE, "ag_clamp: %s must be a number or +/-Inf, not NaN", isnan(p0) ? "lo" : "hi");
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_clamp: %s must be a number or +/-Inf, not NaN", isnan(p0) ? "lo" : "hi");
     if (kind == SC_CLAMP && p0 > p1)
-        return pg_fail_null(PG_ERR_VALUE, "ag_clamp: lo (%g) must be <= hi (%g)", p0, p1);
-    pg_tensor *out = pg_new_like(x, PG_MEM_OTHER);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_clamp: lo (%g) must be <= hi (%g)", p0, p1);
+    pg_tensor *out = pg_new_like(x, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     double p[4] = {p0, p1, 0, 0};
     int64_t ip[4] = {kind, 0, 0, 0};

@@ -80,7 +80,6 @@ static void (*const adam_f64[3]) ADAM_ARGS(double) = {adam_f64_sse2, adam_f64_av
 static int step_locked(pg_optim *o, pg_gradmap *grads, int sum);
 static int zero_grad_locked(pg_optim *o);
 
-enum { OPT_SGD = 0, OPT_ADAM = 1 };
 #define N_SLOTS 3
 
 struct pg_optim {
@@ -93,26 +92,26 @@ struct pg_optim {
     int average;
 };
 
-static int acc_slot(const pg_optim *o) { return o->kind == OPT_ADAM ? 2 : 1; }
+static int acc_slot(const pg_optim *o) { return o->kind == PG_OPTIM_KIND_ADAM ? 2 : 1; }
 static void drop_accumulators(pg_optim *o);
 
 pg_optim *pg_optim_new(int kind, pg_tensor **params, int64_t n, int64_t *n_dropped)
 {
-    const char *name = kind == OPT_ADAM ? "optimizer_adam" : "optimizer_sgd";
-    if (kind != OPT_SGD && kind != OPT_ADAM) return pg_fail_null(PG_ERR_VALUE, "unknown optimizer kind %d", kind);
-    if (n < 0 || (n > 0 && !params)) return pg_fail_null(PG_ERR_ARG, "%s: bad parameter list", name);
+    const char *name = kind == PG_OPTIM_KIND_ADAM ? "optimizer_adam" : "optimizer_sgd";
+    if (kind < 0 || kind >= PG_OPTIM_KIND_COUNT) return pg_fail_null(PG_STATUS_ERR_VALUE, "unknown optimizer kind %d", kind);
+    if (n < 0 || (n > 0 && !params)) return pg_fail_null(PG_STATUS_ERR_ARG, "%s: bad parameter list", name);
     for (int64_t i = 0; i < n; i++) {
         char arg[32];
         snprintf(arg, sizeof arg, "params[%lld]", (long long)(i + pg_index_base()));
         if (pg_not_live(params[i], name, arg)) return NULL;
     }
     pg_optim *o = calloc(1, sizeof *o);
-    if (!o) return pg_fail_null(PG_ERR_NOMEM, "%s: out of memory", name);
+    if (!o) return pg_fail_null(PG_STATUS_ERR_NOMEM, "%s: out of memory", name);
     o->params = calloc((size_t)(n ? n : 1), sizeof *o->params);
     o->state = calloc((size_t)(n ? n : 1), sizeof *o->state);
     if (!o->params || !o->state) {
         free(o->params); free(o->state); free(o);
-        return pg_fail_null(PG_ERR_NOMEM, "%s: out of memory", name);
+        return pg_fail_null(PG_STATUS_ERR_NOMEM, "%s: out of memory", name);
     }
     int64_t dropped = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -124,7 +123,7 @@ pg_optim *pg_optim_new(int kind, pg_tensor **params, int64_t n, int64_t *n_dropp
     }
     if (n_dropped) *n_dropped = dropped;
     o->kind = kind;
-    o->lr = kind == OPT_ADAM ? 1e-3 : 0.01;
+    o->lr = kind == PG_OPTIM_KIND_ADAM ? 1e-3 : 0.01;
     o->beta1 = 0.9; o->beta2 = 0.999; o->eps = 1e-8;
     o->accumulate_steps = 1;
     o->average = 1;
@@ -153,8 +152,8 @@ pg_tensor *pg_optim_param(pg_optim *o, int64_t i) { return (o && i >= 0 && i < o
  * accepted range; nothing is written on refusal. Rates and moments must be finite. */
 int pg_optim_set(pg_optim *o, const char *name, double v)
 {
-    if (!o || !name) return pg_fail(PG_ERR_ARG, "optimizer: NULL handle or name");
-    const char *fn = o->kind == OPT_ADAM ? "optimizer_adam" : "optimizer_sgd";
+    if (!o || !name) return pg_fail(PG_STATUS_ERR_ARG, "optimizer: NULL handle or name");
+    const char *fn = o->kind == PG_OPTIM_KIND_ADAM ? "optimizer_adam" : "optimizer_sgd";
     const char *want = NULL;
     if (!strcmp(name, "lr")) { if (!(v >= 0 && isfinite(v))) want = "a finite number >= 0"; else o->lr = v; }
     else if (!strcmp(name, "momentum")) { if (!(v >= 0 && v < 1)) want = "in [0, 1)"; else o->momentum = v; }
@@ -176,17 +175,17 @@ int pg_optim_set(pg_optim *o, const char *name, double v)
         else if (name[0] == 't') o->t = (int64_t)v;
         else o->accum_count = (int64_t)v;
     }
-    else return pg_fail(PG_ERR_VALUE, "%s: unknown setting '%s'", fn, name);
+    else return pg_fail(PG_STATUS_ERR_VALUE, "%s: unknown setting '%s'", fn, name);
     if (want) {
         char got[32];
-        return pg_fail(PG_ERR_VALUE, "%s: %s must be %s, got %s", fn, name, want, pg_fmt_num(got, sizeof got, v));
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s must be %s, got %s", fn, name, want, pg_fmt_num(got, sizeof got, v));
     }
     return 0;
 }
 
 double pg_optim_get(pg_optim *o, const char *name)
 {
-    if (!o || !name) { pg_fail(PG_ERR_ARG, "optimizer: NULL handle or name"); return NAN; }
+    if (!o || !name) { pg_fail(PG_STATUS_ERR_ARG, "optimizer: NULL handle or name"); return NAN; }
     if (!strcmp(name, "lr")) return o->lr;
     if (!strcmp(name, "momentum")) return o->momentum;
     if (!strcmp(name, "nesterov")) return o->nesterov;
@@ -198,7 +197,7 @@ double pg_optim_get(pg_optim *o, const char *name)
     if (!strcmp(name, "average")) return o->average;
     if (!strcmp(name, "t")) return (double)o->t;
     if (!strcmp(name, "accum_count")) return (double)o->accum_count;
-    pg_fail(PG_ERR_VALUE, "optimizer: unknown setting '%s'", name);
+    pg_fail(PG_STATUS_ERR_VALUE, "optimizer: unknown setting '%s'", name);
     return NAN;
 }
 
@@ -206,7 +205,7 @@ static pg_tensor *slot(pg_optim *o, int64_t i, int s)
 {
     if (!o->state[i][s]) {
         pg_tensor *p = o->params[i];
-        o->state[i][s] = pg_new_zeros(p->dtype, p->ne[0], p->ne[1], PG_MEM_OPTIM);
+        o->state[i][s] = pg_new_zeros(p->dtype, p->ne[0], p->ne[1], PG_MEM_CATEGORY_OPTIM);
     }
     return o->state[i][s];
 }
@@ -220,15 +219,15 @@ pg_tensor *pg_optim_state(pg_optim *o, int64_t i, int s)
 int pg_optim_set_state(pg_optim *o, int64_t i, int s, pg_tensor *value)
 {
     if (!o || i < 0 || i >= o->n || s < 0 || s >= N_SLOTS)
-        return pg_fail(PG_ERR_VALUE, "optimizer state: no slot %d for parameter %lld", s, (long long)i);
+        return pg_fail(PG_STATUS_ERR_VALUE, "optimizer state: no slot %d for parameter %lld", s, (long long)i);
     if (!value) { pg_tensor_release(o->state[i][s]); o->state[i][s] = NULL; return 0; }
-    if (pg_not_live(value, "optimizer state", "value")) return PG_ERR_ARG;
+    if (pg_not_live(value, "optimizer state", "value")) return PG_STATUS_ERR_ARG;
     pg_tensor *p = o->params[i];
     if (value->ne[0] != p->ne[0] || value->ne[1] != p->ne[1])
-        return pg_fail(PG_ERR_SHAPE, "optimizer state: slot %d of parameter %lld is %s, the parameter is %s",
+        return pg_fail(PG_STATUS_ERR_SHAPE, "optimizer state: slot %d of parameter %lld is %s, the parameter is %s",
                        s, (long long)i, pg_desc(value), pg_desc(p));
     pg_tensor *d = slot(o, i, s);
-    if (!d) return PG_ERR_NOMEM;
+    if (!d) return PG_STATUS_ERR_NOMEM;
     return pg_tensor_write(d, pg_data(value), value->dtype, value->ne[0], value->ne[1], 1, value->ne[0]);
 }
 
@@ -239,15 +238,15 @@ static int check_slot(const pg_optim *o, int64_t i, int s, const double *v, cons
 {
     const pg_tensor *p = o->params[i];
     int64_t N = pg_numel(p);
-    const char *nm = o->kind == OPT_ADAM ? (s == 0 ? "m" : s == 1 ? "v" : "accum") : (s == 0 ? "velocity" : "accum");
+    const char *nm = o->kind == PG_OPTIM_KIND_ADAM ? (s == 0 ? "m" : s == 1 ? "v" : "accum") : (s == 0 ? "velocity" : "accum");
     for (int64_t e = 0; e < N; e++) {
         if (!isfinite(v[e]))
-            return pg_fail(PG_ERR_VALUE, "%s: slot '%s' of parameter %lld is not finite", where, nm, (long long)i + 1);
-        if (p->dtype == PG_F32 && fabs(v[e]) > FLT_MAX)
-            return pg_fail(PG_ERR_VALUE, "%s: slot '%s' of parameter %lld holds %g, outside the f32 range", where, nm,
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s: slot '%s' of parameter %lld is not finite", where, nm, (long long)i + 1);
+        if (p->dtype == PG_DTYPE_F32 && fabs(v[e]) > FLT_MAX)
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s: slot '%s' of parameter %lld holds %g, outside the f32 range", where, nm,
                            (long long)i + 1, v[e]);
-        if (o->kind == OPT_ADAM && s == 1 && v[e] < 0)
-            return pg_fail(PG_ERR_VALUE, "%s: slot 'v' of parameter %lld has a negative entry (%g); second moments must be >= 0",
+        if (o->kind == PG_OPTIM_KIND_ADAM && s == 1 && v[e] < 0)
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s: slot 'v' of parameter %lld has a negative entry (%g); second moments must be >= 0",
                            where, (long long)i + 1, v[e]);
     }
     return 0;
@@ -261,12 +260,12 @@ static int load_slots(pg_optim *o, const double *const *vals, int64_t n_vals, in
                       double accum_count, int check_only, const char *where)
 {
     if (!(is_count(t) && is_count(accum_count)))
-        return pg_fail(PG_ERR_VALUE, "%s: t / accum_count are not counts", where);
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: t / accum_count are not counts", where);
     for (int64_t j = 0; j < n_vals; j++) {
         int64_t i = with_null ? j / per : j % o->n;
         int s = with_null ? (int)(j % per) : (int)(j / o->n);
         if (!vals[j]) {
-            if (!with_null) return pg_fail(PG_ERR_ARG, "%s: missing slot value", where);
+            if (!with_null) return pg_fail(PG_STATUS_ERR_ARG, "%s: missing slot value", where);
             continue;
         }
         int rc = check_slot(o, i, s, vals[j], where);
@@ -274,16 +273,16 @@ static int load_slots(pg_optim *o, const double *const *vals, int64_t n_vals, in
     }
     if (check_only) return 0;
     pg_tensor **fresh = calloc((size_t)(n_vals > 0 ? n_vals : 1), sizeof *fresh);
-    if (!fresh) return pg_fail(PG_ERR_NOMEM, "%s: out of memory", where);
+    if (!fresh) return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory", where);
     for (int64_t j = 0; j < n_vals; j++) {
         int64_t i = with_null ? j / per : j % o->n;
         if (!vals[j]) continue;
         pg_tensor *p = o->params[i];
-        fresh[j] = pg_new(p->dtype, p->ne[0], p->ne[1], PG_MEM_OPTIM);
-        if (!fresh[j] || pg_tensor_write(fresh[j], vals[j], PG_F64, p->ne[0], p->ne[1], 1, p->ne[0])) {
+        fresh[j] = pg_new(p->dtype, p->ne[0], p->ne[1], PG_MEM_CATEGORY_OPTIM);
+        if (!fresh[j] || pg_tensor_write(fresh[j], vals[j], PG_DTYPE_F64, p->ne[0], p->ne[1], 1, p->ne[0])) {
             for (int64_t q = 0; q <= j; q++) pg_tensor_release(fresh[q]);
             free(fresh);
-            return pg_fail(PG_ERR_NOMEM, "%s: out of memory", where);
+            return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory", where);
         }
     }
     if (!with_null) drop_accumulators(o);
@@ -294,7 +293,7 @@ static int load_slots(pg_optim *o, const double *const *vals, int64_t n_vals, in
         o->state[i][s] = fresh[j];
     }
     free(fresh);
-    if (o->kind == OPT_ADAM || with_null) o->t = (int64_t)t;
+    if (o->kind == PG_OPTIM_KIND_ADAM || with_null) o->t = (int64_t)t;
     o->accum_count = (int64_t)accum_count;
     return 0;
 }
@@ -304,29 +303,29 @@ static int load_slots(pg_optim *o, const double *const *vals, int64_t n_vals, in
  * not part of a state. */
 int pg_optim_load(pg_optim *o, const double *const *vals, int64_t n_vals, double t, double accum_count)
 {
-    if (!o) return pg_fail(PG_ERR_ARG, "optimizer load_state(): NULL optimizer");
-    int ns = o->kind == OPT_ADAM ? 2 : 1;
+    if (!o) return pg_fail(PG_STATUS_ERR_ARG, "optimizer load_state(): NULL optimizer");
+    int ns = o->kind == PG_OPTIM_KIND_ADAM ? 2 : 1;
     if (n_vals != ns * o->n || (n_vals > 0 && !vals))
-        return pg_fail(PG_ERR_ARG, "optimizer load_state(): %lld slot values for %lld parameters", (long long)n_vals, (long long)o->n);
+        return pg_fail(PG_STATUS_ERR_ARG, "optimizer load_state(): %lld slot values for %lld parameters", (long long)n_vals, (long long)o->n);
     return load_slots(o, vals, n_vals, ns, 0, t, accum_count, 0, "optimizer load_state()");
 }
 
 int pg_optim_load_file(pg_optim *o, const double *const *vals, int64_t n_vals, double t, double accum_count, int check_only)
 {
-    if (!o) return pg_fail(PG_ERR_ARG, "optimizer state: NULL optimizer");
-    int per = o->kind == OPT_ADAM ? 3 : 2;
+    if (!o) return pg_fail(PG_STATUS_ERR_ARG, "optimizer state: NULL optimizer");
+    int per = o->kind == PG_OPTIM_KIND_ADAM ? 3 : 2;
     if (n_vals != per * o->n || (n_vals > 0 && !vals))
-        return pg_fail(PG_ERR_ARG, "optimizer state: %lld slot values for %lld parameters", (long long)n_vals, (long long)o->n);
+        return pg_fail(PG_STATUS_ERR_ARG, "optimizer state: %lld slot values for %lld parameters", (long long)n_vals, (long long)o->n);
     return load_slots(o, vals, n_vals, per, 1, t, accum_count, check_only, "optimizer state");
 }
 
 int pg_values_fit(const double *v, int64_t n, int dtype, const char *what)
 {
-    if (n > 0 && !v) return pg_fail(PG_ERR_ARG, "pg_values_fit(): NULL values");
-    if (dtype != PG_F32) return 0;
+    if (n > 0 && !v) return pg_fail(PG_STATUS_ERR_ARG, "pg_values_fit(): NULL values");
+    if (dtype != PG_DTYPE_F32) return 0;
     for (int64_t e = 0; e < n; e++)
         if (isfinite(v[e]) && fabs(v[e]) > FLT_MAX)
-            return pg_fail(PG_ERR_VALUE, "%s holds %g (element %lld), outside the f32 range (magnitude at most %.8g)",
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s holds %g (element %lld), outside the f32 range (magnitude at most %.8g)",
                            what ? what : "the value", v[e], (long long)e + 1, (double)FLT_MAX);
     return 0;
 }
@@ -343,9 +342,9 @@ static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
     pg_tensor *p = o->params[i];
     int64_t N = pg_numel(p);
     pg_bump(p); /* a tape recorded before this step no longer matches the weights */
-    if (o->kind == OPT_SGD) {
+    if (o->kind == PG_OPTIM_KIND_SGD) {
         pg_tensor *v = o->momentum > 0 ? slot(o, i, 0) : NULL;
-        if (o->momentum > 0 && !v) return pg_fail(PG_ERR_NOMEM, "optimizer_sgd: out of memory");
+        if (o->momentum > 0 && !v) return pg_fail(PG_STATUS_ERR_NOMEM, "optimizer_sgd: out of memory");
         PG_DISPATCH(p->dtype, {
             T *w = pg_data(p);
             const T *gp = pg_data(g);
@@ -364,13 +363,13 @@ static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
         });
     } else {
         pg_tensor *m = slot(o, i, 0), *v = slot(o, i, 1);
-        if (!m || !v) return pg_fail(PG_ERR_NOMEM, "optimizer_adam: out of memory");
+        if (!m || !v) return pg_fail(PG_STATUS_ERR_NOMEM, "optimizer_adam: out of memory");
         double bc1 = 1 - pow(o->beta1, (double)o->t), bc2 = 1 - pow(o->beta2, (double)o->t);
         /* w -= lr * (m / bc1) / (sqrt(v / bc2) + eps), as  w -= m * (lr / bc1) / (sqrt(v) * bc2^-1/2 + eps):
          * one square root and one division per element. */
         double sc = o->lr / bc1, rc2 = 1 / sqrt(bc2), decay = o->lr * o->weight_decay;
         const int sel = pg_simd_level();
-        if (p->dtype == PG_F32)
+        if (p->dtype == PG_DTYPE_F32)
             adam_f32[sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, (float)o->beta1, (float)o->beta2,
                      (float)o->eps, (float)gscale, (float)sc, (float)rc2, (float)decay);
         else
@@ -382,18 +381,12 @@ static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
 
 int pg_optim_step(pg_optim *o, pg_gradmap *grads)
 {
-    pg_grad_lock();
-    int rc = step_locked(o, grads, 0);
-    pg_grad_unlock();
-    return rc;
+    PG_GRAD_LOCKED(step_locked(o, grads, 0));
 }
 
 int pg_optim_step_sum(pg_optim *o, pg_gradmap *grads)
 {
-    pg_grad_lock();
-    int rc = step_locked(o, grads, 1);
-    pg_grad_unlock();
-    return rc;
+    PG_GRAD_LOCKED(step_locked(o, grads, 1));
 }
 
 static void drop_accumulators(pg_optim *o)
@@ -407,7 +400,7 @@ static int check_grads(pg_optim *o, pg_gradmap *grads)
     for (int64_t i = 0; i < o->n; i++) {
         pg_tensor *g = grad_of(o->params[i], grads);
         if (g && (g->ne[0] != o->params[i]->ne[0] || g->ne[1] != o->params[i]->ne[1] || g->dtype != o->params[i]->dtype))
-            return pg_fail(PG_ERR_SHAPE, "optimizer step: gradient %s does not match parameter %lld %s",
+            return pg_fail(PG_STATUS_ERR_SHAPE, "optimizer step: gradient %s does not match parameter %lld %s",
                            pg_desc(g), (long long)i + 1, pg_desc(o->params[i]));
     }
     return 0;
@@ -421,16 +414,16 @@ static int no_grads(pg_optim *o, pg_gradmap *grads)
     if (o->n == 0) return 0;
     for (int64_t i = 0; i < o->n; i++)
         if (grad_of(o->params[i], grads)) return 0;
-    return pg_fail(PG_ERR_STATE, "%s step(): no gradient for any of its %lld parameter(s): nothing to update (was the "
+    return pg_fail(PG_STATUS_ERR_STATE, "%s step(): no gradient for any of its %lld parameter(s): nothing to update (was the "
                    "loss computed on a tape from these parameters, and backward() called? is this the model's optimizer?)",
-                   o->kind == OPT_ADAM ? "optimizer_adam" : "optimizer_sgd", (long long)o->n);
+                   o->kind == PG_OPTIM_KIND_ADAM ? "optimizer_adam" : "optimizer_sgd", (long long)o->n);
 }
 
 /* sum: add this call's gradients into the accumulator (the first of a period is copied, so the
  * sum has the bits of backward()'s .grad sums) before counting; the k-th call applies it. */
 static int step_locked(pg_optim *o, pg_gradmap *grads, int sum)
 {
-    if (!o) return -pg_fail(PG_ERR_ARG, "optimizer step: NULL optimizer");
+    if (!o) return -pg_fail(PG_STATUS_ERR_ARG, "optimizer step: NULL optimizer");
     const int64_t k = o->accumulate_steps;
     const int as = acc_slot(o);
     if (sum && k > 1) {
@@ -438,7 +431,7 @@ static int step_locked(pg_optim *o, pg_gradmap *grads, int sum)
         for (int64_t i = 0; i < o->n; i++) { /* allocate first: a failed call changes nothing */
             pg_tensor *g = grad_of(o->params[i], grads);
             if (g && !o->state[i][as] && !slot(o, i, as))
-                return -pg_fail(PG_ERR_NOMEM, "optimizer: out of memory for the accumulator");
+                return -pg_fail(PG_STATUS_ERR_NOMEM, "optimizer: out of memory for the accumulator");
         }
         for (int64_t i = 0; i < o->n; i++) {
             pg_tensor *g = grad_of(o->params[i], grads), *a = o->state[i][as];
@@ -460,10 +453,10 @@ static int step_locked(pg_optim *o, pg_gradmap *grads, int sum)
     if (!sum && check_grads(o, grads)) return -pg_last_status();
     if (!(sum && k > 1) && no_grads(o, grads)) return -pg_last_status();
     double div = (k > 1 && o->average) ? (double)k : 1.0;
-    if (o->kind == OPT_ADAM) o->t++;
+    if (o->kind == PG_OPTIM_KIND_ADAM) o->t++;
     for (int64_t i = 0; i < o->n; i++) {
         pg_tensor *g = (sum && k > 1) ? o->state[i][as] : grad_of(o->params[i], grads);
-        if (g && update(o, i, g, div)) return -PG_ERR_NOMEM;
+        if (g && update(o, i, g, div)) return -PG_STATUS_ERR_NOMEM;
     }
     if (k > 1) o->accum_count = 0;
     drop_accumulators(o);
@@ -472,15 +465,12 @@ static int step_locked(pg_optim *o, pg_gradmap *grads, int sum)
 
 int pg_optim_zero_grad(pg_optim *o)
 {
-    pg_grad_lock();
-    int rc = zero_grad_locked(o);
-    pg_grad_unlock();
-    return rc;
+    PG_GRAD_LOCKED(zero_grad_locked(o));
 }
 
 static int zero_grad_locked(pg_optim *o)
 {
-    if (!o) return pg_fail(PG_ERR_ARG, "zero_grad: NULL optimizer");
+    if (!o) return pg_fail(PG_STATUS_ERR_ARG, "zero_grad: NULL optimizer");
     for (int64_t i = 0; i < o->n; i++) pg_tensor_set_grad(o->params[i], NULL);
     pg_tape_clear_used();
     return 0;

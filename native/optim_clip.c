@@ -32,27 +32,72 @@ static int listed_before(pg_tensor **params, int64_t i)
     return 0;
 }
 
+/* Rewrites each listed gradient in place, once, in list order: all are unshared first (out of
+ * memory: nothing changed), then each gets its version bumped and fn(g, ctx). */
+static int rewrite_grads(pg_tensor **params, int64_t n, pg_gradmap *grads, const char *name,
+                         void (*fn)(pg_tensor *g, void *ctx), void *ctx)
+{
+    int oom = 0;
+    for (int64_t i = 0; i < n && !oom; i++) if (!listed_before(params, i)) grad_mut(params[i], grads, &oom);
+    if (oom) return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory", name);
+    for (int64_t i = 0; i < n; i++) {
+        pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
+        if (!g) continue;
+        pg_bump(g);
+        fn(g, ctx);
+    }
+    return 0;
+}
+
+static void scale_grad(pg_tensor *g, void *ctx)
+{
+    const double f = *(const double *)ctx;
+    int64_t N = pg_numel(g);
+    PG_DISPATCH(g->dtype, {
+        T *gp = pg_data(g);
+        const T s = (T)f;
+        for (int64_t k = 0; k < N; k++) gp[k] *= s;
+    });
+}
+
+typedef struct { double c, mx; } clamp_ctx; /* mx: the largest finite |value| seen */
+
+static void clamp_grad(pg_tensor *g, void *ctx)
+{
+    clamp_ctx *cc = ctx;
+    int64_t N = pg_numel(g);
+    double mx = cc->mx;
+    PG_DISPATCH(g->dtype, {
+        T *gp = pg_data(g);
+        const T hi = (T)cc->c, lo = (T)-cc->c;
+        for (int64_t k = 0; k < N; k++) {
+            double a = fabs((double)gp[k]);
+            if (isfinite(a) && a > mx) mx = a;
+            if (gp[k] > hi) gp[k] = hi;          /* NaN compares false both ways: stays NaN */
+            else if (gp[k] < lo) gp[k] = lo;
+        }
+    });
+    cc->mx = mx;
+}
+
 /* the gradient helpers' parameter list: n >= 0 live tensors (fn names the helper) */
 static int check_param_list(pg_tensor **params, int64_t n, const char *fn)
 {
-    if (n < 0 || (n > 0 && !params)) return pg_fail(PG_ERR_ARG, "%s: bad parameter list", fn);
+    if (n < 0 || (n > 0 && !params)) return pg_fail(PG_STATUS_ERR_ARG, "%s: bad parameter list", fn);
     for (int64_t i = 0; i < n; i++)
-        if (pg_not_live(params[i], fn, "params[i]")) return PG_ERR_ARG;
+        if (pg_not_live(params[i], fn, "params[i]")) return PG_STATUS_ERR_ARG;
     return 0;
 }
 
 int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out)
 {
-    pg_grad_lock();
-    int rc = clip_locked(params, n, grads, max_norm, norm_out);
-    pg_grad_unlock();
-    return rc;
+    PG_GRAD_LOCKED(clip_locked(params, n, grads, max_norm, norm_out));
 }
 
 static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out)
 {
     if (check_param_list(params, n, "clip_grad_norm")) return pg_last_status();
-    if (isnan(max_norm) || max_norm < 0) return pg_fail(PG_ERR_VALUE, "clip_grad_norm: max_norm must be >= 0, got %g", max_norm);
+    if (isnan(max_norm) || max_norm < 0) return pg_fail(PG_STATUS_ERR_VALUE, "clip_grad_norm: max_norm must be >= 0, got %g", max_norm);
     double ss = 0;
     for (int64_t i = 0; i < n; i++) {
         pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
@@ -67,21 +112,7 @@ static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double 
     if (norm_out) *norm_out = norm;
     if (!(norm > max_norm)) return 0;
     double f = max_norm / (norm + 1e-6);
-    int oom = 0;
-    for (int64_t i = 0; i < n && !oom; i++) if (!listed_before(params, i)) grad_mut(params[i], grads, &oom);
-    if (oom) return pg_fail(PG_ERR_NOMEM, "clip_grad_norm: out of memory");
-    for (int64_t i = 0; i < n; i++) {
-        pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
-        if (!g) continue;
-        int64_t N = pg_numel(g);
-        pg_bump(g);
-        PG_DISPATCH(g->dtype, {
-            T *gp = pg_data(g);
-            const T s = (T)f;
-            for (int64_t k = 0; k < N; k++) gp[k] *= s;
-        });
-    }
-    return 0;
+    return rewrite_grads(params, n, grads, "clip_grad_norm", scale_grad, &f);
 }
 
 /* ---- clip_grad_value, check_grad_anomaly (ggmlR 0.8.3) ---- */
@@ -89,37 +120,17 @@ static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double 
 static int clip_value_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double c, double *max_abs)
 {
     if (check_param_list(params, n, "clip_grad_value")) return pg_last_status();
-    if (!(isfinite(c) && c > 0)) return pg_fail(PG_ERR_VALUE, "clip_value must be a single positive finite number");
-    double mx = 0;
-    int oom = 0;
-    for (int64_t i = 0; i < n && !oom; i++) if (!listed_before(params, i)) grad_mut(params[i], grads, &oom);
-    if (oom) return pg_fail(PG_ERR_NOMEM, "clip_grad_value: out of memory");
-    for (int64_t i = 0; i < n; i++) {
-        pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
-        if (!g) continue;
-        int64_t N = pg_numel(g);
-        pg_bump(g);
-        PG_DISPATCH(g->dtype, {
-            T *gp = pg_data(g);
-            const T hi = (T)c, lo = (T)-c;
-            for (int64_t k = 0; k < N; k++) {
-                double a = fabs((double)gp[k]);
-                if (isfinite(a) && a > mx) mx = a;
-                if (gp[k] > hi) gp[k] = hi;          /* NaN compares false both ways: stays NaN */
-                else if (gp[k] < lo) gp[k] = lo;
-            }
-        });
-    }
-    if (max_abs) *max_abs = mx;
+    if (!(isfinite(c) && c > 0)) return pg_fail(PG_STATUS_ERR_VALUE, "clip_value must be a single positive finite number");
+    clamp_ctx cc = {c, 0};
+    int rc = rewrite_grads(params, n, grads, "clip_grad_value", clamp_grad, &cc);
+    if (rc) return rc;
+    if (max_abs) *max_abs = cc.mx;
     return 0;
 }
 
 int pg_clip_grad_value(pg_tensor **params, int64_t n, pg_gradmap *grads, double clip_value, double *max_abs)
 {
-    pg_grad_lock();
-    int rc = clip_value_locked(params, n, grads, clip_value, max_abs);
-    pg_grad_unlock();
-    return rc;
+    PG_GRAD_LOCKED(clip_value_locked(params, n, grads, clip_value, max_abs));
 }
 
 /* R's NA_real_: a NaN whose low 32 bits are 1954 (R_IsNA); f64 keeps it, f32 cannot */
@@ -133,7 +144,7 @@ static int is_r_na(double v)
 int pg_grad_anomaly(pg_tensor **params, int64_t n, pg_gradmap *grads, int *found, int64_t *n_nan,
                     int64_t *n_inf, double *max_abs)
 {
-    if (n > 0 && (!found || !n_nan || !n_inf || !max_abs)) return pg_fail(PG_ERR_ARG, "check_grad_anomaly: NULL output");
+    if (n > 0 && (!found || !n_nan || !n_inf || !max_abs)) return pg_fail(PG_STATUS_ERR_ARG, "check_grad_anomaly: NULL output");
     if (check_param_list(params, n, "check_grad_anomaly")) return pg_last_status();
     pg_grad_lock();
     for (int64_t i = 0; i < n; i++) {

@@ -47,7 +47,7 @@ typedef struct pg_node pg_node;
 
 struct pg_tensor {
     uint32_t magic;
-    int32_t dtype;          /* PG_F32 or PG_F64 */
+    int32_t dtype;          /* PG_DTYPE_F32 or PG_DTYPE_F64 */
     int64_t refcount;
     int64_t id;             /* process-wide, from 1; 0 for internal buffers */
     int64_t ne[4];
@@ -99,7 +99,7 @@ pg_tensor *pg_new(int dtype, int64_t nrow, int64_t ncol, int category); /* unini
 pg_tensor *pg_new_zeros(int dtype, int64_t nrow, int64_t ncol, int category);
 pg_tensor *pg_new_like(const pg_tensor *t, int category);
 void pg_set_category(pg_tensor *t, int category);
-/* non-zero (PG_ERR_ARG, naming op and arg) when t is NULL or not a live tensor; 0 when usable */
+/* non-zero (PG_STATUS_ERR_ARG, naming op and arg) when t is NULL or not a live tensor; 0 when usable */
 int pg_not_live(const pg_tensor *t, const char *op, const char *arg);
 size_t pg_dtype_size(int dtype);
 void pg_count_object(int kind, int delta);              /* 0 gradmap, 1 optim */
@@ -139,6 +139,14 @@ void pg_obj_free(void *p, size_t sz);
  * (recursive, so zero_grad may call set_grad). */
 void pg_grad_lock(void);
 void pg_grad_unlock(void);
+/* the body of a public entry point that runs `call` (an int) under the gradient lock */
+#define PG_GRAD_LOCKED(call)          \
+    do {                              \
+        pg_grad_lock();               \
+        int pg_rc_ = (call);          \
+        pg_grad_unlock();             \
+        return pg_rc_;                \
+    } while (0)
 
 /* ---- versions (version.c) ----
  * pg_bump: t's values were overwritten in place (every write path into an existing tensor calls
@@ -171,7 +179,17 @@ void pg_tape_clear_used(void);       /* zero_grad: clear unless recorded since t
 /* Gradient buffer of t in the running backward: *acc = 1 when it already holds a partial sum
  * (add into it), 0 when fresh (overwrite it). NULL on allocation failure. */
 void *pg_grad_slot(pg_tensor *t, int *acc);
+/* adds g (t's element count and dtype, any shape) into t's gradient slot; -1 out of memory */
+int pg_grad_add(pg_tensor *t, const pg_tensor *g);
 static inline int pg_wants_grad(const pg_tensor *t) { return t != NULL && t->requires_grad; }
+/* The start of most backward rules: 1 with x's gradient slot in *slot (and *acc, as
+ * pg_grad_slot); 0 when x wants no gradient; -1 out of memory. */
+static inline int pg_grad_slot_for(pg_tensor *x, void **slot, int *acc)
+{
+    if (!pg_wants_grad(x)) return 0;
+    *slot = pg_grad_slot(x, acc);
+    return *slot ? 1 : -1;
+}
 pg_node *pg_tape_node(int64_t i);
 void pg_node_free(pg_node *n);
 pg_node **pg_tape_take(int64_t *n);   /* graph.c: take over the recorded nodes */
@@ -198,6 +216,15 @@ void pg_seg_touch(pg_tensor **in, int n_in, int depth);
 int64_t pg_seg_log_take(pg_tensor ***t, uint64_t **ver);
 int64_t pg_node_n_inputs(const pg_node *n);       /* n_in plus a host node's further inputs */
 pg_tensor *pg_node_input(const pg_node *n, int64_t i);
+/* memory.c: a node's tensors in walk order (inputs, saved, output; entries may be NULL), and the
+ * one walk behind the memory reports: fn gives the bytes to charge to the node for each tensor
+ * (-1: out of memory; input: one of its inputs); rows as pg_tape_memory. nodes NULL: the tape's.
+ * Returns the number of labels, -1 out of memory. */
+int64_t pg_node_n_tensors(const pg_node *n);
+pg_tensor *pg_node_tensor(const pg_node *n, int64_t j);
+typedef int64_t (*pg_walk_charge)(void *ctx, pg_tensor *t, int input);
+int64_t pg_memory_walk(pg_node *const *nodes, int64_t nn, pg_walk_charge fn, void *ctx,
+                       const char **op_label, int64_t *op_nodes, int64_t *op_bytes, int64_t max_ops);
 pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);
 pg_tensor *pg_gradmap_get_own(pg_gradmap *m, pg_tensor *key); /* unshared from .grad first */
 pg_tensor *pg_gradmap_own_value(pg_gradmap *m, pg_tensor *g);  /* same, for a value in hand */
@@ -213,7 +240,7 @@ void pg_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double 
 /* Run the block once with T = float and once with T = double, picking by dtype at run time. */
 #define PG_DISPATCH(dt, ...)                      \
     do {                                          \
-        if ((dt) == PG_F32) {                     \
+        if ((dt) == PG_DTYPE_F32) {                     \
             typedef float T;                      \
             __VA_ARGS__                           \
         } else {                                  \
@@ -226,7 +253,7 @@ void pg_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double 
 static inline void pg_scalar_set(pg_tensor *t, double v) { PG_DISPATCH(t->dtype, { *(T *)pg_data(t) = (T)v; }); }
 static inline double pg_scalar_get(const pg_tensor *t)
 {
-    return t->dtype == PG_F32 ? (double)*(const float *)pg_data(t) : *(const double *)pg_data(t);
+    return t->dtype == PG_DTYPE_F32 ? (double)*(const float *)pg_data(t) : *(const double *)pg_data(t);
 }
 
 /* dst[i] (+)= expr for i in [0, n): two loops so each vectorises. */

@@ -16,33 +16,53 @@ typedef struct pg_tensor pg_tensor;
 typedef struct pg_gradmap pg_gradmap;
 typedef struct pg_optim pg_optim;
 
-enum pg_dtype { PG_F32 = 0, PG_F64 = 1, PG_I32 = 2, PG_I64 = 3, PG_U8 = 4 };
+enum pg_dtype {
+    PG_DTYPE_F32 = 0,
+    PG_DTYPE_F64 = 1,
+    PG_DTYPE_I32 = 2,
+    PG_DTYPE_I64 = 3,
+    PG_DTYPE_U8 = 4,
+    PG_DTYPE_COUNT
+};
 
 enum pg_status {
-    PG_OK = 0,
-    PG_ERR_SHAPE = 1,   /* shapes do not fit the op */
-    PG_ERR_DTYPE = 2,   /* dtype not allowed or operands disagree */
-    PG_ERR_VALUE = 3,   /* bad argument value (index out of range, negative size, ...) */
-    PG_ERR_NOMEM = 4,   /* allocation failed */
-    PG_ERR_STATE = 5,   /* call not valid now (dead handle, tape misuse, ...) */
-    PG_ERR_ARG = 6,     /* NULL or foreign pointer */
-    PG_ERR_MODIFIED = 8 /* backward(): a tensor it needs was overwritten after being recorded (7: PG_ERR_IO, pg_api_codec.h) */
+    PG_STATUS_OK = 0,
+    PG_STATUS_ERR_SHAPE = 1,    /* shapes do not fit the op */
+    PG_STATUS_ERR_DTYPE = 2,    /* dtype not allowed or operands disagree */
+    PG_STATUS_ERR_VALUE = 3,    /* bad argument value (index out of range, negative size, ...) */
+    PG_STATUS_ERR_NOMEM = 4,    /* allocation failed */
+    PG_STATUS_ERR_STATE = 5,    /* call not valid now (dead handle, tape misuse, ...) */
+    PG_STATUS_ERR_ARG = 6,      /* NULL or foreign pointer */
+    PG_STATUS_ERR_IO = 7,       /* a file could not be opened, read or written (codec) */
+    PG_STATUS_ERR_MODIFIED = 8, /* backward(): a needed tensor was overwritten after recording */
+    PG_STATUS_COUNT
 };
 
 /* memory categories for accounting (pg_memory_stats) */
-enum pg_category {
-    PG_MEM_PARAM = 0,   /* leaf tensors that require grad (weights) */
-    PG_MEM_GRAD = 1,    /* .grad of leaves and gradient maps */
-    PG_MEM_OPTIM = 2,   /* optimizer state (moments, velocity, accumulators) */
-    PG_MEM_SAVED = 3,   /* buffers ops keep only for backward (masks, probabilities, diffs) */
-    PG_MEM_OTHER = 4    /* everything else: data, activations */
+enum pg_mem_category {
+    PG_MEM_CATEGORY_PARAM = 0, /* leaf tensors that require grad (weights) */
+    PG_MEM_CATEGORY_GRAD = 1,  /* .grad of leaves and gradient maps */
+    PG_MEM_CATEGORY_OPTIM = 2, /* optimizer state (moments, velocity, accumulators) */
+    PG_MEM_CATEGORY_SAVED = 3, /* buffers ops keep only for backward (masks, probabilities) */
+    PG_MEM_CATEGORY_OTHER = 4, /* everything else: data, activations */
+    PG_MEM_CATEGORY_COUNT
 };
 
 /* unary op codes for pg_unary */
 enum pg_unary_op {
-    PG_RELU = 0, PG_SIGMOID = 1, PG_TANH = 2, PG_GELU = 3, PG_LOG = 4, PG_EXP = 5,
-    PG_SOFTMAX = 6, PG_NEG = 7
+    PG_UNARY_OP_RELU = 0,
+    PG_UNARY_OP_SIGMOID = 1,
+    PG_UNARY_OP_TANH = 2,
+    PG_UNARY_OP_GELU = 3,
+    PG_UNARY_OP_LOG = 4,
+    PG_UNARY_OP_EXP = 5,
+    PG_UNARY_OP_SOFTMAX = 6,
+    PG_UNARY_OP_NEG = 7,
+    PG_UNARY_OP_COUNT
 };
+
+/* optimizer kinds for pg_optim_new */
+enum pg_optim_kind { PG_OPTIM_KIND_SGD = 0, PG_OPTIM_KIND_ADAM = 1, PG_OPTIM_KIND_COUNT };
 
 /* ---- errors and build info ---- */
 const char *pg_last_error(void);
@@ -86,7 +106,7 @@ int pg_tensor_set_requires_grad(pg_tensor *t, int flag);
 int pg_tensor_is_leaf(pg_tensor *t);                /* no recorded node produced it */
 const char *pg_tensor_op(pg_tensor *t);             /* label of the producing node, or "" */
 
-/* Copy values out to dst (column-major, converted to dst_dtype: PG_F32 or PG_F64). */
+/* Copy values out to dst (column-major, converted to dst_dtype: PG_DTYPE_F32 or PG_DTYPE_F64). */
 int pg_tensor_read(pg_tensor *t, void *dst, int dst_dtype);
 /* Overwrite values in place from src (same strided reading as pg_tensor_new); shape must match. */
 int pg_tensor_write(pg_tensor *t, const void *src, int src_dtype, int64_t nrow, int64_t ncol,
@@ -148,18 +168,35 @@ pg_tensor *pg_softmax_ce_loss_ids(pg_tensor *logits, pg_tensor *ids);
 /* The one rule for a tensor target: the logits' shape (not [1, B>1]) is one-hot / soft labels
  * (kind 0), a [1, B] / [B, 1] tensor that does not require grad holds class ids (kind 1), else
  * -1 (the front ends then read the target's values as ids). _any applies the rule (NULL with a
- * PG_ERR_SHAPE message for kind -1). */
+ * PG_STATUS_ERR_SHAPE message for kind -1). */
 int pg_softmax_ce_target_kind(const pg_tensor *logits, const pg_tensor *target);
 pg_tensor *pg_softmax_ce_loss_any(pg_tensor *logits, pg_tensor *target);
 /* Fused linear layer act(W x + b) as one node: W [m, k], x [k, B], b [m, 1] or NULL;
- * act: -1 none, PG_RELU, PG_SIGMOID or PG_TANH. Same results as matmul -> add -> activation. */
+ * act: -1 none, PG_UNARY_OP_RELU, PG_UNARY_OP_SIGMOID or PG_UNARY_OP_TANH. Same results as matmul -> add -> activation. */
 pg_tensor *pg_linear(pg_tensor *w, pg_tensor *x, pg_tensor *b, int act);
 
-/* ---- memory accounting ----
- * out[0..4]: current bytes per pg_category; out[5]: current total; out[6]: peak total since the
- * last reset; out[7]: live tensors; out[8]: live gradient maps; out[9]: live optimizers;
- * out[10]: tape nodes (this thread). n = length of out (up to 11 filled). */
-int pg_memory_stats(int64_t *out, int n);
+/* ---- memory accounting ---- */
+/* The allocator's counters (bytes are tensor storage). */
+typedef struct pg_memory_counts {
+    int64_t current[5];    /* bytes now, per pg_mem_category (PG_MEM_CATEGORY_COUNT of them) */
+    int64_t total;         /* bytes now, all categories */
+    int64_t peak;          /* peak of total since the last pg_memory_reset_peak */
+    int64_t live_tensors;
+    int64_t live_gradmaps;
+    int64_t live_optims;
+    int64_t tape_nodes;    /* this thread's tape */
+} pg_memory_counts;
+int pg_memory_stats(pg_memory_counts *out);
+/* Totals of a memory walk over nodes (pg_tape_memory, pg_api_memory.h;
+ * pg_graph_memory_report, pg_api_graph.h). */
+typedef struct pg_memory_totals {
+    int64_t nodes;
+    int64_t bytes_total;     /* the sum of the four below */
+    int64_t bytes_snapshots; /* tape: storage only it keeps alive; graph: its planned buffers */
+    int64_t bytes_fields;    /* node structs (nodes x pg_tape_node_bytes()) */
+    int64_t bytes_inputs;    /* storage that outlives the tape or graph (weights, data, ...) */
+    int64_t bytes_gradients; /* graph: planned gradient buffers; tape: 0 */
+} pg_memory_totals;
 void pg_memory_reset_peak(void);
 int64_t pg_live_objects(void);        /* tensors + gradient maps + optimizers */
 /* Freed tensor buffers, and the core's tensor and tape-node structs, are cached per size for
@@ -169,7 +206,7 @@ int64_t pg_memory_cached(void);
 void pg_memory_trim(void);          /* give the cached buffers back to the system */
 
 /* ---- optimizers (optim.c) ----
- * kind: 0 = SGD, 1 = Adam. params are matched by identity; duplicates are dropped and counted in
+ * kind: a pg_optim_kind. params are matched by identity; duplicates are dropped and counted in
  * *n_dropped. Hyper-parameters by name: "lr", "momentum", "nesterov", "weight_decay", "beta1",
  * "beta2", "eps", "accumulate_steps", "average"; counters: "t" (Adam updates applied),
  * "accum_count" (micro-steps accumulated since the last update). */
@@ -210,8 +247,8 @@ int pg_optim_load(pg_optim *o, const double *const *vals, int64_t n_vals, double
  * (finite, within the dtype's range, Adam's v >= 0); check_only: the checks and no write. */
 int pg_optim_load_file(pg_optim *o, const double *const *vals, int64_t n_vals, double t, double accum_count,
                        int check_only);
-/* 0 when n doubles fit dtype (for PG_F32: no finite value beyond FLT_MAX, which would become
- * Inf); else PG_ERR_VALUE naming what. The loaders call it before writing anything. */
+/* 0 when n doubles fit dtype (for PG_DTYPE_F32: no finite value beyond FLT_MAX, which would become
+ * Inf); else PG_STATUS_ERR_VALUE naming what. The loaders call it before writing anything. */
 int pg_values_fit(const double *v, int64_t n, int dtype, const char *what);
 /* A gradient map over keys -> vals (vals retained, copied by nobody: a user-built map). */
 pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);
@@ -222,7 +259,8 @@ int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double m
                       double *norm_out);
 
 /* ---- training statistics (stats.c) ----
- * Per-epoch loss report of ag_fit (ggml_opt_result_loss): out[0] = mean of the n per-batch losses
- * v weighted by w (the total of v when per_datapoint is 0), out[1] = its standard error from the
+ * Per-epoch loss report of ag_fit (ggml_opt_result_loss): *loss = mean of the n per-batch losses
+ * v weighted by w (the total of v when per_datapoint is 0), *unc = its standard error from the
  * unweighted per-batch values (NaN below two batches). Both languages call this one function. */
-int pg_loss_stats(const double *v, const double *w, int64_t n, int per_datapoint, double *out);
+int pg_loss_stats(const double *v, const double *w, int64_t n, int per_datapoint, double *loss,
+                  double *unc);

@@ -4,7 +4,7 @@
 
 enum { PG_MAX_THREADS = 1024, PG_DP_MAX_REPLICAS = 1024 };
 
-/* v must be a whole number in [lo, hi] (NaN, Inf and fractions refused): PG_ERR_VALUE
+/* v must be a whole number in [lo, hi] (NaN, Inf and fractions refused): PG_STATUS_ERR_VALUE
  * "<fn>: <arg> must be a whole number >= <lo> and <= <hi>, got <v>". */
 int pg_check_count(const char *fn, const char *arg, double v, double lo, double hi);
 

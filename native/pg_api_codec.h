@@ -1,11 +1,11 @@
 /* pyggmlr C core: the model-file codec (safetensors with a JSON header; docs/model-format.md),
  * one implementation for both front ends (codec.c reads, codec_write.c writes, codec_json.c
  * parses). cdef-clean like pg_api.h. Messages (pg_last_error) never name the file: the front
- * end prefixes "<path>: " to content errors (PG_ERR_VALUE). PG_ERR_IO: the operating system
+ * end prefixes "<path>: " to content errors (PG_STATUS_ERR_VALUE). PG_STATUS_ERR_IO: the operating system
  * refused a read or write (its text in the message). */
 
-enum { PG_ERR_IO = 7 };
-enum { PG_ST_F32 = 0, PG_ST_F64 = 1 };
+/* a tensor's dtype in a safetensors file */
+enum pg_st_dtype { PG_ST_DTYPE_F32 = 0, PG_ST_DTYPE_F64 = 1, PG_ST_DTYPE_COUNT };
 
 typedef struct pg_st_file pg_st_file;
 
@@ -26,7 +26,7 @@ void pg_st_close(pg_st_file *f);
 
 int64_t pg_st_count(const pg_st_file *f);            /* tensors, in header order */
 const char *pg_st_name(const pg_st_file *f, int64_t i);  /* UTF-8, borrowed */
-int pg_st_dtype(const pg_st_file *f, int64_t i);     /* PG_ST_F32 or PG_ST_F64, -1 bad i */
+int pg_st_dtype(const pg_st_file *f, int64_t i);     /* PG_ST_DTYPE_F32 or PG_ST_DTYPE_F64, -1 bad i */
 int64_t pg_st_rows(const pg_st_file *f, int64_t i);
 int64_t pg_st_cols(const pg_st_file *f, int64_t i);
 int64_t pg_st_nbytes(const pg_st_file *f, int64_t i);

@@ -7,13 +7,13 @@
  *
  * Parameter lists are matched by POSITION: entry i of one list corresponds to entry i of the
  * other (never by name). `grads` is a gradient map from pg_backward(), or NULL to use each
- * parameter's .grad. Buffers hold PG_F32 or PG_F64 elements.
+ * parameter's .grad. Buffers hold PG_DTYPE_F32 or PG_DTYPE_F64 elements.
  *
- * Flat layout (what = PG_DIST_GRAD or PG_DIST_VALUE): the elements of params[0] (column-major),
+ * Flat layout (what = PG_DIST_WHAT_GRAD or PG_DIST_WHAT_VALUE): the elements of params[0] (column-major),
  * then params[1], ...: sum of numel elements in all; with flags != 0 (gradients only), n more
  * elements follow: 1 where params[i] has a gradient on this process, 0 where it has none. */
 
-enum pg_dist_what { PG_DIST_GRAD = 0, PG_DIST_VALUE = 1 };
+enum pg_dist_what { PG_DIST_WHAT_GRAD = 0, PG_DIST_WHAT_VALUE = 1, PG_DIST_WHAT_COUNT };
 
 /* Elements the flat layout needs: sum of numel (+ n when flags). -1 + error on a bad list. */
 int64_t pg_dist_flat_len(pg_tensor **params, int64_t n, int flags);
@@ -28,10 +28,10 @@ int pg_dist_layout_sig(pg_tensor **params, int64_t n, uint32_t *out);
 int pg_dist_pack(pg_tensor **params, int64_t n, pg_gradmap *grads, int what, int flags,
                  double scale, void *buf, int buf_dtype, int64_t buf_len);
 
-/* Inverse of pg_dist_pack: writes buf[k] * scale into each gradient (what = PG_DIST_GRAD) or
- * value (PG_DIST_VALUE). Gradients with flags: a parameter whose flag is 0 (no process had a
+/* Inverse of pg_dist_pack: writes buf[k] * scale into each gradient (what = PG_DIST_WHAT_GRAD) or
+ * value (PG_DIST_WHAT_VALUE). Gradients with flags: a parameter whose flag is 0 (no process had a
  * gradient) is left without one; one whose flag is > 0 but that has no local gradient gets a
- * new .grad when grads is NULL, and is an error (PG_ERR_STATE) with a map, which cannot grow.
+ * new .grad when grads is NULL, and is an error (PG_STATUS_ERR_STATE) with a map, which cannot grow.
  * Without flags every parameter must have a local gradient. Gradients are written in place
  * (a map's entries and a first-backward .grad share storage, so both see the result). */
 int pg_dist_unpack(pg_tensor **params, int64_t n, pg_gradmap *grads, int what, int flags,
@@ -41,7 +41,7 @@ int pg_dist_unpack(pg_tensor **params, int64_t n, pg_gradmap *grads, int what, i
  * parameter i at params[r * n + i]; grads[r] is replica r's gradient map (NULL entry: .grad).
  * For each i, replica 0's gradient of parameter i becomes the sum over replicas divided by
  * n_rep (a replica without that gradient contributes zeros). When replica 0 has none but
- * another replica has one: a new .grad is made if grads[0] is NULL, PG_ERR_STATE otherwise.
+ * another replica has one: a new .grad is made if grads[0] is NULL, PG_STATUS_ERR_STATE otherwise.
  * Shapes and dtypes must agree across replicas. */
 int pg_dist_average_replicas(pg_tensor **params, int64_t n, int64_t n_rep, pg_gradmap **grads);
 

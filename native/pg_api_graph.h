@@ -12,7 +12,12 @@
 
 typedef struct pg_graph pg_graph;
 
-enum pg_graph_build { PG_BUILD_FORWARD = 0, PG_BUILD_GRAD = 1, PG_BUILD_OPT = 2 };
+enum pg_graph_build {
+    PG_GRAPH_BUILD_FORWARD = 0,
+    PG_GRAPH_BUILD_GRAD = 1,
+    PG_GRAPH_BUILD_OPT = 2,
+    PG_GRAPH_BUILD_COUNT
+};
 
 int pg_graph_record_begin(void);
 void pg_graph_record_abort(void);
@@ -32,16 +37,21 @@ pg_tensor *pg_graph_input(pg_graph *g, int64_t i); /* borrowed: the i-th recorde
 pg_gradmap *pg_graph_grads(pg_graph *g);
 int64_t pg_graph_nodes(pg_graph *g);
 const char *pg_graph_node_op(pg_graph *g, int64_t i);
-/* out[0]: bytes of node outputs, out[1]: saved buffers, out[2]: planned gradient buffers,
- * out[3]: nodes, out[4]: gradient buffers. */
-int pg_graph_memory(pg_graph *g, int64_t *out, int n);
+/* A compiled graph's buffers by kind. */
+typedef struct pg_graph_buffers {
+    int64_t bytes_outputs;   /* node outputs */
+    int64_t bytes_saved;     /* saved buffers (not graph inputs) */
+    int64_t bytes_gradients; /* planned gradient buffers */
+    int64_t nodes;
+    int64_t gradients;       /* number of gradient buffers */
+} pg_graph_buffers;
+int pg_graph_memory(pg_graph *g, pg_graph_buffers *out);
 /* The graph's memory in ag_tape_memory's terms (same walk: each storage counted once, charged
  * to the first node that meets it: a node's inputs, then its saved buffers, then its output).
- * totals (6 values): nodes, bytes_total, bytes_planned (node outputs and saved buffers: the
- * activations the graph keeps for every replay), bytes_fields (node structs), bytes_operands
- * (inputs no node of the graph produces: weights, data, constants), bytes_gradients (the planned
- * gradient buffers, allocated at the first GRAD/OPT run, of every tensor that carries a
- * gradient). Per-op rows as pg_tape_memory; returns the number of labels or -status. */
-int64_t pg_graph_memory_report(pg_graph *g, int64_t *totals, const char **op_label, int64_t *op_nodes,
+ * totals (pg_api.h): bytes_snapshots = the planned buffers (node outputs and saved
+ * buffers: the activations the graph keeps for every replay), bytes_inputs = the operands (inputs
+ * no node of the graph produces: weights, data, constants), bytes_gradients = the planned
+ * gradient buffers, allocated at the first GRAD/OPT run, of every tensor that carries a gradient. Per-op rows as pg_tape_memory; returns the number of labels or -status. */
+int64_t pg_graph_memory_report(pg_graph *g, pg_memory_totals *totals, const char **op_label, int64_t *op_nodes,
                                int64_t *op_bytes, int64_t max_ops);
 void pg_graph_free(pg_graph *g);

@@ -15,7 +15,7 @@ typedef void (*pg_host_free_fn)(void *ctx);
 /* Appends a host node: its output is a new copy of `value` (requires grad), its inputs in[0..n_in)
  * (retained, no NULLs; they need not require grad), `label` its op name (copied, at most 31
  * bytes used). The node owns ctx from this call on: destroy(ctx) runs when the node is freed,
- * and before returning when this call fails. The tape must be recording (PG_ERR_STATE if not).
+ * and before returning when this call fails. The tape must be recording (PG_STATUS_ERR_STATE if not).
  * Returns the output (new reference) or NULL. */
 pg_tensor *pg_host_record(pg_tensor *value, pg_tensor **in, int64_t n_in, const char *label,
                           pg_host_bw_fn bw, void *ctx, pg_host_free_fn destroy);
@@ -30,5 +30,5 @@ void *pg_host_context(pg_tensor *t);
 /* Host rules running on this thread (0 outside backward's replays). */
 int pg_host_depth(void);
 
-/* For a front end's rule: record its failure message (status PG_ERR_STATE when status <= 0). */
+/* For a front end's rule: record its failure message (status PG_STATUS_ERR_STATE when status <= 0). */
 int pg_host_fail(int status, const char *msg);

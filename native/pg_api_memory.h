@@ -16,12 +16,12 @@
  *    optimizer, a gradient map, ...): it outlives the tape.
  *  - fields: the node structs' own bytes (nodes x pg_tape_node_bytes()); not allocator-counted.
  *
- * totals (5 values): nodes, bytes_total, bytes_snapshots, bytes_fields, bytes_inputs.
+ * totals: the walk's pg_memory_totals (bytes_gradients 0).
  * Per-op rows: one per distinct op label ("<closure only>" for an unlabelled node), sorted by
  * bytes descending, ties by label ascending; at most max_ops rows are written (any of the row
  * arrays may be NULL when max_ops is 0). Labels are borrowed static strings. Returns the number
  * of distinct labels (which may exceed max_ops), or -status on failure. */
-int64_t pg_tape_memory(int64_t *totals, const char **op_label, int64_t *op_nodes,
+int64_t pg_tape_memory(pg_memory_totals *totals, const char **op_label, int64_t *op_nodes,
                        int64_t *op_bytes, int64_t max_ops);
 
 /* Bytes of one tape node's bookkeeping (the "fields" charge per node). */

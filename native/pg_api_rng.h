@@ -39,7 +39,7 @@ pg_rng *pg_rng_new_external(double (*unif)(void), double (*norm)(void), double (
 int pg_rng_seed(pg_rng *r, int32_t seed);                /* exactly set.seed(seed) (seed mod 2^32) */
 int pg_rng_get_state(pg_rng *r, int32_t *out);           /* writes PG_RNG_STATE_LEN integers */
 /* Load a .Random.seed. len must be PG_RNG_STATE_LEN and state[0] PG_RNG_KIND_DEFAULT (another
- * kind is PG_ERR_VALUE: the core reproduces R's default kinds only); as R, a position outside
+ * kind is PG_STATUS_ERR_VALUE: the core reproduces R's default kinds only); as R, a position outside
  * 1..624 is read as 624, and an all-zero state reseeds from the clock. */
 int pg_rng_set_state(pg_rng *r, const int32_t *state, int64_t len);
 
@@ -57,7 +57,7 @@ int pg_rng_rnorm(pg_rng *r, int64_t n, const double *mean, int64_t nm, const dou
  * 'replace = FALSE'", "invalid first argument", "too few positive probabilities", ...). */
 int pg_rng_sample(pg_rng *r, double n, int64_t size, int replace, const double *prob,
                   int64_t prob_len, int use_hash, double *out);
-/* 0 when n values of elem_size bytes fit in the memory available now, else PG_ERR_NOMEM naming
+/* 0 when n values of elem_size bytes fit in the memory available now, else PG_STATUS_ERR_NOMEM naming
  * fn. Front ends call it before allocating a draw's result, and the core before its pools (for
  * the pool and the result together): an allocation the kernel grants lazily but cannot back
  * would kill the process instead of failing. */

@@ -21,9 +21,14 @@ void pg_fit_free(pg_fit *f);
 /* Data parallelism: batch b of every rank is the same global batch; this rank takes chunk
  * `rank` of `world` consecutive chunks (sizes differ by at most one, as numpy's array_split). */
 int pg_fit_shard(pg_fit *f, int64_t rank, int64_t world);
-/* out[0] n, [1] n_train, [2] n_val, [3] training batches per epoch, [4] micro-batches per
- * logical batch, [5] validation batches. */
-int pg_fit_sizes(const pg_fit *f, int64_t *out);
+/* The plan's sizes. */
+typedef struct pg_fit_dims {
+    int64_t n, n_train, n_val;
+    int64_t n_batches;     /* training batches per epoch */
+    int64_t accum;         /* micro-batches per logical batch */
+    int64_t n_val_batches; /* validation batches */
+} pg_fit_dims;
+int pg_fit_sizes(const pg_fit *f, pg_fit_dims *out);
 /* The stream's state just before the split was drawn (PG_RNG_STATE_LEN integers). */
 int pg_fit_split_state(const pg_fit *f, int32_t *out);
 /* Start an epoch: a new order of the training part when shuffling; clears the statistics. */
@@ -39,13 +44,16 @@ int64_t pg_fit_batch(pg_fit *f, int val, int64_t b, pg_tensor **xb, pg_tensor **
 /* Record the loss of the batch just gathered and, when classifying, the number of columns of
  * out [C, width] whose arg-max is the batch's class. */
 int pg_fit_record(pg_fit *f, int val, double loss, pg_tensor *out);
-/* For the progress display: out[0] the mean training loss so far, out[1] the accuracy so far
+/* For the progress display: *loss the mean training loss so far, *accuracy the accuracy so far
  * (NaN when not classifying or nothing recorded). */
-int pg_fit_running(const pg_fit *f, double *out);
-/* The epoch's statistics: out[0..3] loss, loss_unc, accuracy, accuracy_unc of the training
- * batches, out[4..7] the same for validation (NaN without). per_datapoint 0: a sum loss
- * (ggml's totals). */
-int pg_fit_epoch_end(const pg_fit *f, int per_datapoint, double *out);
+int pg_fit_running(const pg_fit *f, double *loss, double *accuracy);
+/* One part's epoch statistics (NaN where not measured). */
+typedef struct pg_fit_result {
+    double loss, loss_unc, accuracy, accuracy_unc;
+} pg_fit_result;
+/* The epoch's statistics of the training batches and of validation (NaN without).
+ * per_datapoint 0: a sum loss (ggml's totals). */
+int pg_fit_epoch_end(const pg_fit *f, int per_datapoint, pg_fit_result *train, pg_fit_result *val);
 /* Batches b0 .. b1 - 1 of a part through a compiled step g (ag_compile) recorded on the plan's
  * batch tensors of their width (inputs 0 and 1: x and y), all in C: gather, replay, record the
  * loss and, when classifying, the arg-max of out (the graph's model output). Returns the count
@@ -60,8 +68,8 @@ int64_t pg_fit_stats_len(const pg_fit *f);
 int pg_fit_stats_export(const pg_fit *f, double *buf, int64_t len);
 int pg_fit_stats_import(pg_fit *f, const double *buf, int64_t len);
 /* ag_accuracy's count: columns of out [classes, n] (column-major doubles) whose first maximum is
- * y's class; y is [1, n] 0-based class ids (whole numbers in [0, classes), else PG_ERR_VALUE
+ * y's class; y is [1, n] 0-based class ids (whole numbers in [0, classes), else PG_STATUS_ERR_VALUE
  * naming the position) or [classes, n] one-hot / scores (their first maximum). */
 int pg_accuracy_count(const double *out, int64_t classes, int64_t n, const double *y, int64_t krows, int64_t *ncorrect);
 /* accuracy and its standard error from counts (ggml_opt_result_accuracy); NaN when ndata == 0 */
-int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *out);
+int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *acc, double *unc);

@@ -3,7 +3,7 @@
  * Every tensor buffer has a version counter, bumped by every write into an existing tensor
  * (pg_tensor_write, optimizer updates, clipping, replica copies, batch norm's running
  * buffers, ag_fit's batch refills). Recording a node stores its inputs' and output's versions;
- * backward() refuses (PG_ERR_MODIFIED, naming the tensor and both versions) to run a node whose
+ * backward() refuses (PG_STATUS_ERR_MODIFIED, naming the tensor and both versions) to run a node whose
  * tensor changed since: the gradient would silently mix old and new values.
  *
  * A writable view handed to a front end (numpy) is "exposed": its writes bypass the core, so

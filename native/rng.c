@@ -232,7 +232,7 @@ pg_rng *pg_rng_use(pg_rng *r)
 pg_rng *pg_rng_lock(pg_rng *r, const char *fn)
 {
     if (!r) r = pg_rng_current();
-    else if (r->magic != RNG_MAGIC) return pg_fail_null(PG_ERR_ARG, "%s: not a live random stream", fn);
+    else if (r->magic != RNG_MAGIC) return pg_fail_null(PG_STATUS_ERR_ARG, "%s: not a live random stream", fn);
     if (r->is_default) pthread_once(&default_once, default_init);
     pthread_mutex_lock(&r->mu);
     return r;
@@ -243,7 +243,7 @@ void pg_rng_unlock(pg_rng *r) { pthread_mutex_unlock(&r->mu); }
 static pg_rng *rng_alloc(void)
 {
     pg_rng *r = calloc(1, sizeof *r);
-    if (!r) return pg_fail_null(PG_ERR_NOMEM, "pg_rng_new: out of memory");
+    if (!r) return pg_fail_null(PG_STATUS_ERR_NOMEM, "pg_rng_new: out of memory");
     r->magic = RNG_MAGIC;
     pthread_mutex_init(&r->mu, NULL);
     pthread_mutex_lock(&streams_mu);
@@ -294,7 +294,7 @@ pg_rng *pg_rng_new_seeded(int32_t seed)
 pg_rng *pg_rng_new_external(double (*unif)(void), double (*norm)(void), double (*index)(double))
 {
     if (!unif || !norm || !index)
-        return pg_fail_null(PG_ERR_ARG, "pg_rng_new_external: unif, norm and index must all be given");
+        return pg_fail_null(PG_STATUS_ERR_ARG, "pg_rng_new_external: unif, norm and index must all be given");
     pg_rng *r = rng_alloc();
     if (!r) return NULL;
     r->ext_unif = unif; r->ext_norm = norm; r->ext_index = index;
@@ -319,7 +319,7 @@ int pg_rng_seed(pg_rng *r, int32_t seed)
 {
     if (!(r = pg_rng_lock(r, "ggml_set_seed"))) return pg_last_status();
     int rc = 0;
-    if (r->ext_unif) rc = pg_fail(PG_ERR_STATE, "ggml_set_seed: this stream draws from an external generator");
+    if (r->ext_unif) rc = pg_fail(PG_STATUS_ERR_STATE, "ggml_set_seed: this stream draws from an external generator");
     else seed_words(r, (uint32_t)seed);
     pg_rng_unlock(r);
     return rc;
@@ -327,11 +327,11 @@ int pg_rng_seed(pg_rng *r, int32_t seed)
 
 int pg_rng_get_state(pg_rng *r, int32_t *out)
 {
-    if (!out) return pg_fail(PG_ERR_ARG, "get_state: out is NULL");
+    if (!out) return pg_fail(PG_STATUS_ERR_ARG, "get_state: out is NULL");
     if (!(r = pg_rng_lock(r, "get_state"))) return pg_last_status();
     int rc = 0;
     if (r->ext_unif) {
-        rc = pg_fail(PG_ERR_STATE, "get_state: this stream draws from an external generator and has no state");
+        rc = pg_fail(PG_STATUS_ERR_STATE, "get_state: this stream draws from an external generator and has no state");
     } else {
         out[0] = PG_RNG_KIND_DEFAULT;
         out[1] = r->mti;
@@ -343,17 +343,17 @@ int pg_rng_get_state(pg_rng *r, int32_t *out)
 
 int pg_rng_set_state(pg_rng *r, const int32_t *state, int64_t len)
 {
-    if (!state) return pg_fail(PG_ERR_ARG, "set_state: state is NULL");
+    if (!state) return pg_fail(PG_STATUS_ERR_ARG, "set_state: state is NULL");
     if (len != PG_RNG_STATE_LEN)
-        return pg_fail(PG_ERR_VALUE, "set_state: a state has %d integers (R's .Random.seed), got %lld",
+        return pg_fail(PG_STATUS_ERR_VALUE, "set_state: a state has %d integers (R's .Random.seed), got %lld",
                        PG_RNG_STATE_LEN, (long long)len);
     if (state[0] != PG_RNG_KIND_DEFAULT)
-        return pg_fail(PG_ERR_VALUE, "set_state: state[0] is %d; only R's default kinds (10403: "
+        return pg_fail(PG_STATUS_ERR_VALUE, "set_state: state[0] is %d; only R's default kinds (10403: "
                        "Mersenne-Twister, Inversion, Rejection) are reproduced", (int)state[0]);
     if (!(r = pg_rng_lock(r, "set_state"))) return pg_last_status();
     int rc = 0;
     if (r->ext_unif) {
-        rc = pg_fail(PG_ERR_STATE, "set_state: this stream draws from an external generator");
+        rc = pg_fail(PG_STATUS_ERR_STATE, "set_state: this stream draws from an external generator");
     } else {
         memcpy(r->mt, state + 2, sizeof r->mt);
         r->mti = state[1] <= 0 ? MT_N : state[1];   /* as R's FixupSeeds */
@@ -389,7 +389,7 @@ int pg_rng_check_size(double n, int64_t elem_size, const char *fn)
     if (bytes < 268435456.0) return 0;   /* under 256 MiB: not worth reading /proc */
     double avail = mem_available();
     if (bytes > avail)
-        return pg_fail(PG_ERR_NOMEM, "%s: %.1f GiB needed, more than the %.1f GiB of memory available",
+        return pg_fail(PG_STATUS_ERR_NOMEM, "%s: %.1f GiB needed, more than the %.1f GiB of memory available",
                        fn, bytes / 1073741824.0, avail / 1073741824.0);
     return 0;
 }
@@ -399,10 +399,25 @@ int pg_rng_check_size(double n, int64_t elem_size, const char *fn)
 static int check_vec(const char *fn, int64_t n, const double *a, int64_t na, const char *an,
                      const double *b, int64_t nb, const char *bn, const double *out)
 {
-    if (n < 0) return pg_fail(PG_ERR_VALUE, "%s: n must be >= 0, got %lld", fn, (long long)n);
-    if (n && !out) return pg_fail(PG_ERR_ARG, "%s: out is NULL", fn);
-    if (n && (!a || na < 1)) return pg_fail(PG_ERR_VALUE, "%s: %s must have at least one value", fn, an);
-    if (n && (!b || nb < 1)) return pg_fail(PG_ERR_VALUE, "%s: %s must have at least one value", fn, bn);
+    if (n < 0) return pg_fail(PG_STATUS_ERR_VALUE, "%s: n must be >= 0, got %lld", fn, (long long)n);
+    if (n && !out) return pg_fail(PG_STATUS_ERR_ARG, "%s: out is NULL", fn);
+    if (n && (!a || na < 1)) return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s must have at least one value", fn, an);
+    if (n && (!b || nb < 1)) return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s must have at least one value", fn, bn);
+    return 0;
+}
+
+/* n draws of draw1(a[i % na], b[i % nb]) (R's recycling), NaN results counted */
+static int draw_vec(pg_rng *r, const char *fn, double (*draw1)(pg_rng *, double, double), int64_t n,
+                    const double *a, int64_t na, const double *b, int64_t nb, double *out, int64_t *n_nan)
+{
+    if (!(r = pg_rng_lock(r, fn))) return pg_last_status();
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        out[i] = draw1(r, a[i % na], b[i % nb]);
+        bad += isnan(out[i]);
+    }
+    pg_rng_unlock(r);
+    if (n_nan) *n_nan = bad;
     return 0;
 }
 
@@ -410,30 +425,14 @@ int pg_rng_runif(pg_rng *r, int64_t n, const double *a, int64_t na, const double
                  double *out, int64_t *n_nan)
 {
     if (check_vec("runif", n, a, na, "min", b, nb, "max", out)) return pg_last_status();
-    if (!(r = pg_rng_lock(r, "runif"))) return pg_last_status();
-    int64_t bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        out[i] = pg_rng_runif1(r, a[i % na], b[i % nb]);
-        bad += isnan(out[i]);
-    }
-    pg_rng_unlock(r);
-    if (n_nan) *n_nan = bad;
-    return 0;
+    return draw_vec(r, "runif", pg_rng_runif1, n, a, na, b, nb, out, n_nan);
 }
 
 int pg_rng_rnorm(pg_rng *r, int64_t n, const double *mean, int64_t nm, const double *sd, int64_t ns,
                  double *out, int64_t *n_nan)
 {
     if (check_vec("rnorm", n, mean, nm, "mean", sd, ns, "sd", out)) return pg_last_status();
-    if (!(r = pg_rng_lock(r, "rnorm"))) return pg_last_status();
-    int64_t bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        out[i] = pg_rng_rnorm1(r, mean[i % nm], sd[i % ns]);
-        bad += isnan(out[i]);
-    }
-    pg_rng_unlock(r);
-    if (n_nan) *n_nan = bad;
-    return 0;
+    return draw_vec(r, "rnorm", pg_rng_rnorm1, n, mean, nm, sd, ns, out, n_nan);
 }
 
 double pg_rng_unif_rand(pg_rng *r)

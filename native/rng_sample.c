@@ -108,24 +108,24 @@ static int sample_prob(pg_rng *r, double dn, int64_t k, int replace, const doubl
                        int64_t plen, double *out)
 {
     if (!(dn >= 0 && dn <= INT_MAX) || (k > 0 && (int)dn == 0))
-        return pg_fail(PG_ERR_VALUE, FN ": invalid first argument");
+        return pg_fail(PG_STATUS_ERR_VALUE, FN ": invalid first argument");
     int n = (int)dn;
-    if (k < 0 || k > INT_MAX) return pg_fail(PG_ERR_VALUE, FN ": invalid 'size' argument");
+    if (k < 0 || k > INT_MAX) return pg_fail(PG_STATUS_ERR_VALUE, FN ": invalid 'size' argument");
     if (!replace && k > n)
-        return pg_fail(PG_ERR_VALUE, FN ": cannot take a sample larger than the population when 'replace = FALSE'");
-    if (plen != n) return pg_fail(PG_ERR_VALUE, FN ": incorrect number of probabilities");
+        return pg_fail(PG_STATUS_ERR_VALUE, FN ": cannot take a sample larger than the population when 'replace = FALSE'");
+    if (plen != n) return pg_fail(PG_STATUS_ERR_VALUE, FN ": incorrect number of probabilities");
     double sum = 0;
     int npos = 0;
     for (int i = 0; i < n; i++) {
-        if (!isfinite(prob[i])) return pg_fail(PG_ERR_VALUE, FN ": NA in probability vector");
-        if (prob[i] < 0.0) return pg_fail(PG_ERR_VALUE, FN ": negative probability");
+        if (!isfinite(prob[i])) return pg_fail(PG_STATUS_ERR_VALUE, FN ": NA in probability vector");
+        if (prob[i] < 0.0) return pg_fail(PG_STATUS_ERR_VALUE, FN ": negative probability");
         if (prob[i] > 0.0) { npos++; sum += prob[i]; }
     }
     if (npos == 0 || (!replace && k > npos))
-        return pg_fail(PG_ERR_VALUE, FN ": too few positive probabilities");
+        return pg_fail(PG_STATUS_ERR_VALUE, FN ": too few positive probabilities");
     double *p = malloc((size_t)(n ? n : 1) * 2 * sizeof *p);
     int *iw = malloc((size_t)(n ? n : 1) * 2 * sizeof *iw);
-    if (!p || !iw) { free(p); free(iw); return pg_fail(PG_ERR_NOMEM, FN ": out of memory for %d weights", n); }
+    if (!p || !iw) { free(p); free(iw); return pg_fail(PG_STATUS_ERR_NOMEM, FN ": out of memory for %d weights", n); }
     for (int i = 0; i < n; i++) p[i] = prob[i] / sum;
     if (!(r = pg_rng_lock(r, FN))) { free(p); free(iw); return pg_last_status(); }
     if (replace) {
@@ -144,13 +144,13 @@ static int sample_prob(pg_rng *r, double dn, int64_t k, int replace, const doubl
 /* draw until the value is new (at most 100 tries, as R), remembered in an open-addressing set */
 static int sample_hash(pg_rng *r, double dn, int64_t k, double *out)
 {
-    if (k > dn / 2) return pg_fail(PG_ERR_VALUE, FN ": This algorithm is for size <= n/2");
+    if (k > dn / 2) return pg_fail(PG_STATUS_ERR_VALUE, FN ": This algorithm is for size <= n/2");
     uint64_t cap = 16;
     while (cap < 2 * (uint64_t)k) cap <<= 1;
     if (pg_rng_check_size((double)cap + (double)k, 8, FN " (the hash of a sample without replacement, and the result)"))
-        return PG_ERR_NOMEM;
+        return PG_STATUS_ERR_NOMEM;
     double *set = malloc(cap * sizeof *set);
-    if (!set) return pg_fail(PG_ERR_NOMEM, FN ": out of memory for a hash of %lld values", (long long)k);
+    if (!set) return pg_fail(PG_STATUS_ERR_NOMEM, FN ": out of memory for a hash of %lld values", (long long)k);
     for (uint64_t i = 0; i < cap; i++) set[i] = 0;   /* values are >= 1: 0 is empty */
     if (!(r = pg_rng_lock(r, FN))) { free(set); return pg_last_status(); }
     for (int64_t i = 0; i < k; i++) {
@@ -172,19 +172,19 @@ static int sample_hash(pg_rng *r, double dn, int64_t k, double *out)
 int pg_rng_sample(pg_rng *r, double dn, int64_t k, int replace, const double *prob, int64_t plen,
                   int use_hash, double *out)
 {
-    if (k > 0 && !out) return pg_fail(PG_ERR_ARG, FN ": out is NULL");
+    if (k > 0 && !out) return pg_fail(PG_STATUS_ERR_ARG, FN ": out is NULL");
     if (r && !pg_rng_lock(r, FN)) return pg_last_status();   /* a dead handle fails first */
     if (r) pg_rng_unlock(r);
     if (use_hash < 0) use_hash = dn > 1e7 && !replace && !prob && k <= dn / 2;
     if (use_hash && (replace || prob))
-        return pg_fail(PG_ERR_VALUE, FN ": useHash = TRUE needs replace = FALSE and no prob");
+        return pg_fail(PG_STATUS_ERR_VALUE, FN ": useHash = TRUE needs replace = FALSE and no prob");
     if (prob) return sample_prob(r, dn, k, replace, prob, plen, out);
     if (!isfinite(dn) || dn < 0 || dn > 4.5e15 || (k > 0 && dn == 0))
-        return pg_fail(PG_ERR_VALUE, FN ": invalid first argument");
-    if (k < 0) return pg_fail(PG_ERR_VALUE, FN ": invalid 'size' argument");
+        return pg_fail(PG_STATUS_ERR_VALUE, FN ": invalid first argument");
+    if (k < 0) return pg_fail(PG_STATUS_ERR_VALUE, FN ": invalid 'size' argument");
     if (use_hash) return sample_hash(r, dn, k, out);   /* R's sample2: its own size check */
     if (!replace && k > dn)
-        return pg_fail(PG_ERR_VALUE, FN ": cannot take a sample larger than the population when 'replace = FALSE'");
+        return pg_fail(PG_STATUS_ERR_VALUE, FN ": cannot take a sample larger than the population when 'replace = FALSE'");
     if (replace || k < 2) {
         if (!(r = pg_rng_lock(r, FN))) return pg_last_status();
         for (int64_t i = 0; i < k; i++) out[i] = pg_rng_index(r, dn) + 1;
@@ -196,9 +196,9 @@ int pg_rng_sample(pg_rng *r, double dn, int64_t k, int replace, const double *pr
     int64_t n = (int64_t)dn;
     int small = n <= INT_MAX;
     if (pg_rng_check_size(dn * (small ? 4 : 8) + 8.0 * (double)k, 1, FN " (the pool of a sample without replacement, and the result)"))
-        return PG_ERR_NOMEM;
+        return PG_STATUS_ERR_NOMEM;
     void *pool = malloc((size_t)n * (small ? sizeof(int32_t) : sizeof(double)));
-    if (!pool) return pg_fail(PG_ERR_NOMEM, FN ": out of memory for a pool of %lld values", (long long)n);
+    if (!pool) return pg_fail(PG_STATUS_ERR_NOMEM, FN ": out of memory for a pool of %lld values", (long long)n);
     int32_t *ip = pool;
     double *dp = pool;
     if (small) for (int64_t i = 0; i < n; i++) ip[i] = (int32_t)i;

@@ -3,12 +3,13 @@
 #include <math.h>
 #include "pg.h"
 
-int pg_loss_stats(const double *v, const double *w, int64_t n, int per_datapoint, double *out)
+int pg_loss_stats(const double *v, const double *w, int64_t n, int per_datapoint, double *loss,
+                  double *unc)
 {
-    if (!out) return pg_fail(PG_ERR_ARG, "loss statistics: NULL output");
-    out[0] = out[1] = NAN;
+    if (!loss || !unc) return pg_fail(PG_STATUS_ERR_ARG, "loss statistics: NULL output");
+    *loss = *unc = NAN;
     if (n <= 0) return 0;
-    if (!v || !w) return pg_fail(PG_ERR_ARG, "loss statistics: NULL values or weights");
+    if (!v || !w) return pg_fail(PG_STATUS_ERR_ARG, "loss statistics: NULL values or weights");
     double sw = 0, swv = 0, s = 0, s2 = 0; /* one pass, in order */
     for (int64_t i = 0; i < n; i++) {
         swv += v[i] * w[i];
@@ -16,11 +17,11 @@ int pg_loss_stats(const double *v, const double *w, int64_t n, int per_datapoint
         s += v[i];
         s2 += v[i] * v[i];
     }
-    out[0] = per_datapoint ? swv / sw : s;
+    *loss = per_datapoint ? swv / sw : s;
     if (n < 2) return 0;
     double m = s / (double)n;
     double var = s2 / (double)n - m * m;
     if (var < 0) var = 0;
-    out[1] = per_datapoint ? sqrt(var / (double)(n - 1)) : sqrt(var * (double)n / (double)(n - 1));
+    *unc = per_datapoint ? sqrt(var / (double)(n - 1)) : sqrt(var * (double)n / (double)(n - 1));
     return 0;
 }

@@ -61,7 +61,7 @@ int pg_tape_begin(void)
     if (tape.depth == tape.saved_cap) {
         int cap = tape.saved_cap ? tape.saved_cap * 2 : 16;
         unsigned char *p = realloc(tape.saved_enabled, (size_t)cap);
-        if (!p) return pg_fail(PG_ERR_NOMEM, "with_grad_tape: out of memory");
+        if (!p) return pg_fail(PG_STATUS_ERR_NOMEM, "with_grad_tape: out of memory");
         tape.saved_enabled = p;
         tape.saved_cap = cap;
     }
@@ -73,7 +73,7 @@ int pg_tape_begin(void)
 
 int pg_tape_end(void)
 {
-    if (tape.depth <= 0) return pg_fail(PG_ERR_STATE, "with_grad_tape: end without a matching begin");
+    if (tape.depth <= 0) return pg_fail(PG_STATUS_ERR_STATE, "with_grad_tape: end without a matching begin");
     /* back to the state before the matching begin: an outer scope keeps recording, an
      * enclosing no-grad section stays off, and the outermost end stops recording */
     tape.enabled = --tape.depth ? tape.saved_enabled[tape.depth] : 0;
@@ -108,12 +108,12 @@ static pg_node *record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg
     if (tape.n == tape.cap) {
         int64_t cap = tape.cap ? tape.cap * 2 : 64;
         pg_node **nn = realloc(tape.nodes, (size_t)cap * sizeof *nn);
-        if (!nn) { *err = 1; pg_fail(PG_ERR_NOMEM, "%s: out of memory growing the tape", op); return NULL; }
+        if (!nn) { *err = 1; pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory growing the tape", op); return NULL; }
         tape.nodes = nn;
         tape.cap = cap;
     }
     pg_node *n = pg_obj_new(sizeof *n);
-    if (!n) { *err = 1; pg_fail(PG_ERR_NOMEM, "%s: out of memory recording a tape node", op); return NULL; }
+    if (!n) { *err = 1; pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory recording a tape node", op); return NULL; }
     n->op = op;
     n->bw = bw;
     n->n_in = n_in;
@@ -188,7 +188,7 @@ void *pg_scratch(size_t nbytes)
     if (nbytes > scratch_cap) {
         size_t cap = nbytes < 4096 ? 4096 : nbytes * 2;
         void *p = realloc(scratch, cap);
-        if (!p) { pg_fail(PG_ERR_NOMEM, "out of memory (scratch of %zu bytes)", nbytes); return NULL; }
+        if (!p) { pg_fail(PG_STATUS_ERR_NOMEM, "out of memory (scratch of %zu bytes)", nbytes); return NULL; }
         scratch = p;
         scratch_cap = cap;
     }
@@ -197,7 +197,7 @@ void *pg_scratch(size_t nbytes)
 
 int pg_node_save(pg_node *n, pg_tensor *t)
 {
-    if (n->n_saved >= PG_MAX_SAVED) return pg_fail(PG_ERR_STATE, "%s: too many saved tensors", n->op);
+    if (n->n_saved >= PG_MAX_SAVED) return pg_fail(PG_STATUS_ERR_STATE, "%s: too many saved tensors", n->op);
     pg_tensor_retain(t);
     n->saved[n->n_saved++] = t;
     return 0;
@@ -225,9 +225,9 @@ void *pg_grad_slot(pg_tensor *t, int *acc)
         *acc = 0;
         return pg_data(t->bw_grad);
     }
-    pg_tensor *g = pg_new(t->dtype, t->ne[0], t->ne[1], PG_MEM_GRAD);
+    pg_tensor *g = pg_new(t->dtype, t->ne[0], t->ne[1], PG_MEM_CATEGORY_GRAD);
     if (!g) return NULL;
-    if (reach(t)) { pg_tensor_release(g); pg_fail(PG_ERR_NOMEM, "backward: out of memory"); return NULL; }
+    if (reach(t)) { pg_tensor_release(g); pg_fail(PG_STATUS_ERR_NOMEM, "backward: out of memory"); return NULL; }
     pg_tensor_release(t->bw_grad); /* stale buffer from an earlier, failed backward */
     t->bw_grad = g;
     t->bw_epoch = tape.epoch;
@@ -251,7 +251,7 @@ static void reached_drop(void)
 static int leaf_accumulate(pg_tensor *t, pg_tensor *g)
 {
     if (!t->grad) { pg_tensor_retain(g); t->grad = g; return 0; }
-    pg_tensor *sum = pg_new(t->dtype, t->ne[0], t->ne[1], PG_MEM_GRAD);
+    pg_tensor *sum = pg_new(t->dtype, t->ne[0], t->ne[1], PG_MEM_CATEGORY_GRAD);
     if (!sum) return -1;
     int64_t n = pg_numel(t);
     PG_DISPATCH(t->dtype, {
@@ -284,16 +284,21 @@ static int walk(void)
  * current (private) tape is walked; gradients land in the same slots as the outer walk's. */
 int pg_tape_walk_from(pg_tensor *out, pg_tensor *gout)
 {
+    return pg_grad_add(out, gout) ? -1 : walk();
+}
+
+int pg_grad_add(pg_tensor *x, const pg_tensor *g)
+{
     int acc;
-    void *s = pg_grad_slot(out, &acc);
-    if (!s) return -1;
-    int64_t n = pg_numel(out);
-    PG_DISPATCH(out->dtype, {
-        T *d = s;
-        const T *g = pg_data(gout);
-        PG_STORE_LOOP(acc, n, d, g[i]);
+    void *slot = pg_grad_slot(x, &acc);
+    if (!slot) return -1;
+    int64_t n = pg_numel(x);
+    PG_DISPATCH(x->dtype, {
+        T *d = slot;
+        const T *gp = pg_data(g);
+        PG_STORE_LOOP(acc, n, d, gp[i]);
     });
-    return walk();
+    return 0;
 }
 
 int64_t pg_reached_count(void) { return n_reached; }
@@ -330,7 +335,7 @@ pg_tensor *pg_grad_own(pg_tensor *t)
 {
     pg_tensor *g = t->grad;
     if (!g || (g->refcount <= 1 && g->st->refcount <= 1)) return g;
-    pg_tensor *c = pg_new(g->dtype, g->ne[0], g->ne[1], PG_MEM_GRAD);
+    pg_tensor *c = pg_new(g->dtype, g->ne[0], g->ne[1], PG_MEM_CATEGORY_GRAD);
     if (!c) return NULL;
     memcpy(pg_data(c), pg_data(g), (size_t)pg_numel(g) * pg_dtype_size(g->dtype));
     t->grad = c;
@@ -350,20 +355,20 @@ static pg_gradmap *backward_locked(pg_tensor *loss)
 {
     if (pg_not_live(loss, "backward()", "loss")) return NULL;
     if (pg_host_depth() > 0) /* the running walk owns the epoch and the reached set */
-        return pg_fail_null(PG_ERR_STATE, "backward(): cannot run inside an ag_checkpoint segment while backward() replays it");
+        return pg_fail_null(PG_STATUS_ERR_STATE, "backward(): cannot run inside an ag_checkpoint segment while backward() replays it");
     if (loss->ne[0] != 1 || loss->ne[1] != 1)
-        return pg_fail_null(PG_ERR_SHAPE, "backward(): loss must be a 1x1 tensor, got %s (reduce it with ag_sum or ag_mean first)",
+        return pg_fail_null(PG_STATUS_ERR_SHAPE, "backward(): loss must be a 1x1 tensor, got %s (reduce it with ag_sum or ag_mean first)",
                             pg_desc(loss));
     /* a loss no op of this thread's tape produced would give a map with the loss alone */
     if (!loss->node && !loss->requires_grad)
-        return pg_fail_null(PG_ERR_STATE, "backward(): the loss %s does not require grad: nothing it was computed from "
+        return pg_fail_null(PG_STATUS_ERR_STATE, "backward(): the loss %s does not require grad: nothing it was computed from "
                             "requires grad (ag_param), or it was computed under ag_no_grad()", pg_desc(loss));
     if (!loss->node)
-        return pg_fail_null(PG_ERR_STATE, "backward(): the loss %s is not on the current tape: compute it inside "
+        return pg_fail_null(PG_STATUS_ERR_STATE, "backward(): the loss %s is not on the current tape: compute it inside "
                             "with_grad_tape(), and call backward() before the tape is cleared (ag_tape_clear(), "
                             "the next with_grad_tape(), or zero_grad() after a backward())", pg_desc(loss));
     if (loss->node->tape != &tape)
-        return pg_fail_null(PG_ERR_STATE, "backward(): the loss %s was recorded on another thread's tape: call "
+        return pg_fail_null(PG_STATUS_ERR_STATE, "backward(): the loss %s was recorded on another thread's tape: call "
                             "backward() in the thread that computed it", pg_desc(loss));
     tape.epoch = __atomic_add_fetch(&backward_calls, 1, __ATOMIC_RELAXED); /* unique across threads */
     n_reached = 0;
@@ -376,7 +381,7 @@ static pg_gradmap *backward_locked(pg_tensor *loss)
     pg_gradmap *m = pg_gradmap_alloc(n_reached);
     if (!m) {
         reached_drop();
-        return pg_fail_null(PG_ERR_NOMEM, "backward(): out of memory building the gradient map");
+        return pg_fail_null(PG_STATUS_ERR_NOMEM, "backward(): out of memory building the gradient map");
     }
     int fail = 0;
     for (int64_t i = 0; i < n_reached; i++) {
@@ -398,7 +403,7 @@ static pg_gradmap *backward_locked(pg_tensor *loss)
     pg_count_object(0, 1);
     if (fail) {
         pg_gradmap_free(m);
-        return pg_fail_null(PG_ERR_NOMEM, "backward(): out of memory accumulating .grad");
+        return pg_fail_null(PG_STATUS_ERR_NOMEM, "backward(): out of memory accumulating .grad");
     }
     return m;
 }
@@ -426,7 +431,7 @@ int pg_tape_unstash_to(int n)
 int pg_tape_stash(void)
 {
     pg_tape_saved *s = malloc(sizeof *s);
-    if (!s) return pg_fail(PG_ERR_NOMEM, "tape stash: out of memory");
+    if (!s) return pg_fail(PG_STATUS_ERR_NOMEM, "tape stash: out of memory");
     s->t = tape;
     s->prev = stashed;
     stashed = s;
@@ -440,7 +445,7 @@ int pg_tape_stash(void)
 int pg_tape_unstash(void)
 {
     pg_tape_saved *s = stashed;
-    if (!s) return pg_fail(PG_ERR_STATE, "tape unstash: no tape was set aside");
+    if (!s) return pg_fail(PG_STATUS_ERR_STATE, "tape unstash: no tape was set aside");
     pg_tape_clear();
     free(tape.nodes);
     free(tape.saved_enabled);

@@ -11,7 +11,7 @@ static int64_t mem_cat_peak[5];   /* each category's own maximum since the last 
 static int64_t live_tensors, live_gradmaps, live_optims;
 static _Thread_local int64_t tape_nodes_live;
 static int64_t next_id = 1;
-static int default_dtype = PG_F32;
+static int default_dtype = PG_DTYPE_F32;
 
 #define ADD(var, d) __atomic_add_fetch(&(var), (d), __ATOMIC_RELAXED)
 #define LOAD(var) __atomic_load_n(&(var), __ATOMIC_RELAXED)
@@ -58,18 +58,19 @@ void pg_count_object(int kind, int delta)
 
 void pg_count_nodes(int64_t delta) { tape_nodes_live += delta; }
 
-int pg_memory_stats(int64_t *out, int n)
+_Static_assert(sizeof(((pg_memory_counts *)0)->current) == PG_MEM_CATEGORY_COUNT * sizeof(int64_t),
+               "pg_memory_counts.current: one slot per category");
+
+int pg_memory_stats(pg_memory_counts *out)
 {
-    if (!out) return pg_fail(PG_ERR_ARG, "pg_memory_stats: NULL output");
-    int64_t v[11];
-    for (int c = 0; c < 5; c++) v[c] = LOAD(mem_cur[c]);
-    v[5] = LOAD(mem_total);
-    v[6] = LOAD(mem_peak);
-    v[7] = LOAD(live_tensors);
-    v[8] = LOAD(live_gradmaps);
-    v[9] = LOAD(live_optims);
-    v[10] = tape_nodes_live;
-    for (int i = 0; i < n && i < 11; i++) out[i] = v[i];
+    if (!out) return pg_fail(PG_STATUS_ERR_ARG, "pg_memory_stats: NULL output");
+    for (int c = 0; c < PG_MEM_CATEGORY_COUNT; c++) out->current[c] = LOAD(mem_cur[c]);
+    out->total = LOAD(mem_total);
+    out->peak = LOAD(mem_peak);
+    out->live_tensors = LOAD(live_tensors);
+    out->live_gradmaps = LOAD(live_gradmaps);
+    out->live_optims = LOAD(live_optims);
+    out->tape_nodes = tape_nodes_live;
     return 0;
 }
 
@@ -81,7 +82,7 @@ void pg_memory_reset_peak(void)
 
 int pg_memory_category_peaks(int64_t *out, int n)
 {
-    if (!out) return pg_fail(PG_ERR_ARG, "pg_memory_category_peaks: NULL output");
+    if (!out) return pg_fail(PG_STATUS_ERR_ARG, "pg_memory_category_peaks: NULL output");
     for (int c = 0; c < n && c < 5; c++) out[c] = LOAD(mem_cat_peak[c]);
     return 0;
 }
@@ -93,8 +94,8 @@ int64_t pg_tensor_next_id(void) { return LOAD(next_id); }
 
 int pg_set_default_dtype(int dtype)
 {
-    if (dtype != PG_F32 && dtype != PG_F64)
-        return pg_fail(PG_ERR_DTYPE, "ag_dtype(): dtype must be f32 or f64, got %s", pg_dtype_name(dtype));
+    if (dtype != PG_DTYPE_F32 && dtype != PG_DTYPE_F64)
+        return pg_fail(PG_STATUS_ERR_DTYPE, "ag_dtype(): dtype must be f32 or f64, got %s", pg_dtype_name(dtype));
     int prev = default_dtype;
     default_dtype = dtype;
     return prev;
@@ -103,9 +104,9 @@ int pg_set_default_dtype(int dtype)
 size_t pg_dtype_size(int dtype)
 {
     switch (dtype) {
-    case PG_F32: case PG_I32: return 4;
-    case PG_F64: case PG_I64: return 8;
-    case PG_U8: return 1;
+    case PG_DTYPE_F32: case PG_DTYPE_I32: return 4;
+    case PG_DTYPE_F64: case PG_DTYPE_I64: return 8;
+    case PG_DTYPE_U8: return 1;
     default: return 0;
     }
 }
@@ -158,26 +159,26 @@ void pg_thread_watch(void); /* memory.c: frees this thread's tape when it exits 
 pg_tensor *pg_new(int dtype, int64_t nrow, int64_t ncol, int category)
 {
     pg_thread_watch();
-    if (dtype != PG_F32 && dtype != PG_F64)
-        return pg_fail_null(PG_ERR_DTYPE, "tensor dtype must be f32 or f64, got %s", pg_dtype_name(dtype));
+    if (dtype != PG_DTYPE_F32 && dtype != PG_DTYPE_F64)
+        return pg_fail_null(PG_STATUS_ERR_DTYPE, "tensor dtype must be f32 or f64, got %s", pg_dtype_name(dtype));
     if (nrow < 0 || ncol < 0)
-        return pg_fail_null(PG_ERR_VALUE, "tensor dims must be >= 0, got [%lldx%lld]",
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "tensor dims must be >= 0, got [%lldx%lld]",
                             (long long)nrow, (long long)ncol);
     if (ncol > 0 && nrow > (INT64_MAX / 8) / ncol)
-        return pg_fail_null(PG_ERR_VALUE, "tensor [%lldx%lld] is too large", (long long)nrow, (long long)ncol);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "tensor [%lldx%lld] is too large", (long long)nrow, (long long)ncol);
     size_t nbytes = (size_t)(nrow * ncol) * pg_dtype_size(dtype);
     /* beyond the machine's memory: refused without trying (an overcommitting OS may say yes) */
     static int64_t phys_cache = -1; /* any thread may fill it: the same value each time */
     int64_t phys = nbytes > ((size_t)1 << 30) ? LOAD(phys_cache) : 0;
     if (phys < 0) __atomic_store_n(&phys_cache, phys = pg_physical_memory(), __ATOMIC_RELAXED);
     if (phys > 0 && (int64_t)nbytes > phys)
-        return pg_fail_null(PG_ERR_NOMEM, "out of memory allocating a [%lldx%lld] %s tensor (%zu bytes, more than this machine's %lld)",
+        return pg_fail_null(PG_STATUS_ERR_NOMEM, "out of memory allocating a [%lldx%lld] %s tensor (%zu bytes, more than this machine's %lld)",
                             (long long)nrow, (long long)ncol, pg_dtype_name(dtype), nbytes, (long long)phys);
     pg_storage *st = storage_new(nbytes, category);
-    if (!st) return pg_fail_null(PG_ERR_NOMEM, "out of memory allocating a [%lldx%lld] %s tensor (%zu bytes)",
+    if (!st) return pg_fail_null(PG_STATUS_ERR_NOMEM, "out of memory allocating a [%lldx%lld] %s tensor (%zu bytes)",
                                  (long long)nrow, (long long)ncol, pg_dtype_name(dtype), nbytes);
     pg_tensor *t = tensor_wrap(dtype, nrow, ncol, st, 1);
-    if (!t) { storage_release(st); return pg_fail_null(PG_ERR_NOMEM, "out of memory"); }
+    if (!t) { storage_release(st); return pg_fail_null(PG_STATUS_ERR_NOMEM, "out of memory"); }
     return t;
 }
 
@@ -195,9 +196,9 @@ pg_tensor *pg_new_like(const pg_tensor *t, int category)
 
 int pg_not_live(const pg_tensor *t, const char *op, const char *arg)
 {
-    if (!t) return pg_fail(PG_ERR_ARG, "%s: argument '%s' is NULL", op, arg);
+    if (!t) return pg_fail(PG_STATUS_ERR_ARG, "%s: argument '%s' is NULL", op, arg);
     if (t->magic != PG_TENSOR_MAGIC)
-        return pg_fail(PG_ERR_ARG, "%s: argument '%s' is not a live tensor (freed or foreign object)", op, arg);
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: argument '%s' is not a live tensor (freed or foreign object)", op, arg);
     return 0;
 }
 
@@ -236,12 +237,12 @@ static int copy_in(int dtype, void *dst, int64_t nrow, int64_t ncol, const void 
     PG_DISPATCH(dtype, {
         T *d = (T *)dst;
         switch (src_dtype) {
-        case PG_F32: PG_COPY_FROM(float); break;
-        case PG_F64: PG_COPY_FROM(double); break;
-        case PG_I32: PG_COPY_FROM(int32_t); break;
-        case PG_I64: PG_COPY_FROM(int64_t); break;
-        case PG_U8: PG_COPY_FROM(uint8_t); break;
-        default: return pg_fail(PG_ERR_DTYPE, "unsupported source dtype %d", src_dtype);
+        case PG_DTYPE_F32: PG_COPY_FROM(float); break;
+        case PG_DTYPE_F64: PG_COPY_FROM(double); break;
+        case PG_DTYPE_I32: PG_COPY_FROM(int32_t); break;
+        case PG_DTYPE_I64: PG_COPY_FROM(int64_t); break;
+        case PG_DTYPE_U8: PG_COPY_FROM(uint8_t); break;
+        default: return pg_fail(PG_STATUS_ERR_DTYPE, "unsupported source dtype %d", src_dtype);
         }
     });
 #undef PG_COPY_FROM
@@ -251,7 +252,7 @@ static int copy_in(int dtype, void *dst, int64_t nrow, int64_t ncol, const void 
 pg_tensor *pg_tensor_new(int dtype, int64_t nrow, int64_t ncol, const void *src, int src_dtype,
                          int64_t rstride, int64_t cstride)
 {
-    pg_tensor *t = pg_new(dtype, nrow, ncol, PG_MEM_OTHER);
+    pg_tensor *t = pg_new(dtype, nrow, ncol, PG_MEM_CATEGORY_OTHER);
     if (!t) return NULL;
     if (!src) {
         memset(t->st->data, 0, t->st->nbytes);
@@ -264,7 +265,7 @@ pg_tensor *pg_tensor_new(int dtype, int64_t nrow, int64_t ncol, const void *src,
 
 pg_tensor *pg_tensor_full(int dtype, int64_t nrow, int64_t ncol, double value)
 {
-    pg_tensor *t = pg_new(dtype, nrow, ncol, PG_MEM_OTHER);
+    pg_tensor *t = pg_new(dtype, nrow, ncol, PG_MEM_CATEGORY_OTHER);
     if (!t) return NULL;
     int64_t n = pg_numel(t);
     PG_DISPATCH(dtype, {
@@ -298,30 +299,30 @@ const char *pg_tensor_op(pg_tensor *t) { return (pg_not_live(t, "op", "t") || !t
 
 int pg_tensor_set_requires_grad(pg_tensor *t, int flag)
 {
-    if (pg_not_live(t, "set_requires_grad", "t")) return PG_ERR_ARG;
+    if (pg_not_live(t, "set_requires_grad", "t")) return PG_STATUS_ERR_ARG;
     t->requires_grad = flag != 0;
     /* A leaf that requires grad is a parameter for the memory report. */
-    if (flag && !t->node && t->st->category == PG_MEM_OTHER) pg_set_category(t, PG_MEM_PARAM);
-    else if (!flag && t->st->category == PG_MEM_PARAM) pg_set_category(t, PG_MEM_OTHER);
+    if (flag && !t->node && t->st->category == PG_MEM_CATEGORY_OTHER) pg_set_category(t, PG_MEM_CATEGORY_PARAM);
+    else if (!flag && t->st->category == PG_MEM_CATEGORY_PARAM) pg_set_category(t, PG_MEM_CATEGORY_OTHER);
     return 0;
 }
 
 int pg_tensor_read(pg_tensor *t, void *dst, int dst_dtype)
 {
-    if (pg_not_live(t, "read", "t")) return PG_ERR_ARG;
-    if (!dst) return pg_fail(PG_ERR_ARG, "read: NULL destination");
-    if (dst_dtype != PG_F32 && dst_dtype != PG_F64)
-        return pg_fail(PG_ERR_DTYPE, "read: destination dtype must be f32 or f64");
+    if (pg_not_live(t, "read", "t")) return PG_STATUS_ERR_ARG;
+    if (!dst) return pg_fail(PG_STATUS_ERR_ARG, "read: NULL destination");
+    if (dst_dtype != PG_DTYPE_F32 && dst_dtype != PG_DTYPE_F64)
+        return pg_fail(PG_STATUS_ERR_DTYPE, "read: destination dtype must be f32 or f64");
     return copy_in(dst_dtype, dst, t->ne[0], t->ne[1], pg_data(t), t->dtype, 1, t->ne[0]);
 }
 
 int pg_tensor_write(pg_tensor *t, const void *src, int src_dtype, int64_t nrow, int64_t ncol,
                     int64_t rstride, int64_t cstride)
 {
-    if (pg_not_live(t, "write", "t")) return PG_ERR_ARG;
-    if (!src && nrow * ncol > 0) return pg_fail(PG_ERR_ARG, "write: NULL source");
+    if (pg_not_live(t, "write", "t")) return PG_STATUS_ERR_ARG;
+    if (!src && nrow * ncol > 0) return pg_fail(PG_STATUS_ERR_ARG, "write: NULL source");
     if (nrow != t->ne[0] || ncol != t->ne[1])
-        return pg_fail(PG_ERR_SHAPE, "assigning data: tensor is %s but the new value is [%lldx%lld]",
+        return pg_fail(PG_STATUS_ERR_SHAPE, "assigning data: tensor is %s but the new value is [%lldx%lld]",
                        pg_desc(t), (long long)nrow, (long long)ncol);
     int rc = copy_in(t->dtype, pg_data(t), nrow, ncol, src, src_dtype, rstride, cstride);
     if (rc == 0) pg_bump(t); /* copy_in refuses a dtype before writing anything */
@@ -334,19 +335,16 @@ static int set_grad_locked(pg_tensor *t, pg_tensor *g);
 
 int pg_tensor_set_grad(pg_tensor *t, pg_tensor *g)
 {
-    pg_grad_lock();
-    int rc = set_grad_locked(t, g);
-    pg_grad_unlock();
-    return rc;
+    PG_GRAD_LOCKED(set_grad_locked(t, g));
 }
 
 static int set_grad_locked(pg_tensor *t, pg_tensor *g)
 {
-    if (pg_not_live(t, "set_grad", "t")) return PG_ERR_ARG;
+    if (pg_not_live(t, "set_grad", "t")) return PG_STATUS_ERR_ARG;
     if (g) {
-        if (pg_not_live(g, "set_grad", "g")) return PG_ERR_ARG;
+        if (pg_not_live(g, "set_grad", "g")) return PG_STATUS_ERR_ARG;
         if (g->ne[0] != t->ne[0] || g->ne[1] != t->ne[1] || g->dtype != t->dtype)
-            return pg_fail(PG_ERR_SHAPE, "set_grad: gradient %s does not match tensor %s", pg_desc(g), pg_desc(t));
+            return pg_fail(PG_STATUS_ERR_SHAPE, "set_grad: gradient %s does not match tensor %s", pg_desc(g), pg_desc(t));
         pg_tensor_retain(g);
     }
     pg_tensor *old = t->grad;

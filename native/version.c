@@ -36,7 +36,7 @@ int64_t pg_tensor_version(pg_tensor *t) { return pg_not_live(t, "version", "t") 
 
 int pg_tensor_expose(pg_tensor *t)
 {
-    if (pg_not_live(t, "expose", "t")) return PG_ERR_ARG;
+    if (pg_not_live(t, "expose", "t")) return PG_STATUS_ERR_ARG;
     pg_storage *s = t->st;
     if (s->exposed++ == 0) { /* hash the values the first view starts from */
         s->hash = data_hash(s);
@@ -47,7 +47,7 @@ int pg_tensor_expose(pg_tensor *t)
 
 int pg_tensor_unexpose(pg_tensor *t)
 {
-    if (pg_not_live(t, "unexpose", "t")) return PG_ERR_ARG;
+    if (pg_not_live(t, "unexpose", "t")) return PG_STATUS_ERR_ARG;
     pg_storage *s = t->st;
     if (s->exposed <= 0) return 0;
     pg_version_observe(t); /* the last view's writes count before hashing stops */
@@ -57,7 +57,7 @@ int pg_tensor_unexpose(pg_tensor *t)
 
 int pg_tensor_bump_version(pg_tensor *t)
 {
-    if (pg_not_live(t, "bump_version", "t")) return PG_ERR_ARG;
+    if (pg_not_live(t, "bump_version", "t")) return PG_STATUS_ERR_ARG;
     pg_bump(t);
     return 0;
 }
@@ -71,7 +71,7 @@ int pg_version_mismatch(const pg_node *n, pg_tensor *t, uint64_t want, int64_t s
     if (slot == -2) snprintf(where, sizeof where, "a parameter");
     else if (slot < 0) snprintf(where, sizeof where, "output");
     else snprintf(where, sizeof where, "input %lld", (long long)slot + 1);
-    return pg_fail(PG_ERR_MODIFIED,
+    return pg_fail(PG_STATUS_ERR_MODIFIED,
                    "backward(): one of the variables needed for gradient computation has been modified by an inplace operation: "
                    "tensor %s (%s of %s) is at version %llu; expected version %llu. Write new values after backward(), or record the forward pass again",
                    pg_desc(t), where, n->op && n->op[0] ? n->op : "a node", (unsigned long long)now, (unsigned long long)want);

@@ -67,7 +67,7 @@ typedef struct {
 static void apply(const vfn *f, int dtype, const void *x, void *y, int64_t n)
 {
     const int l = pg_simd_level();
-    if (dtype == PG_F32) f->f32[l](x, y, n);
+    if (dtype == PG_DTYPE_F32) f->f32[l](x, y, n);
     else f->f64[l](x, y, n);
 }
 
@@ -113,5 +113,5 @@ SUM_LANES(double)
 
 double pg_vsum(int dtype, const void *x, int64_t n)
 {
-    return dtype == PG_F32 ? sum_lanes_float(x, n) : sum_lanes_double(x, n);
+    return dtype == PG_DTYPE_F32 ? sum_lanes_float(x, n) : sum_lanes_double(x, n);
 }

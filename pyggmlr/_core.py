@@ -10,7 +10,7 @@ import os
 from ._native import ffi, lib
 from .errors import error_for_status
 
-F32, F64 = lib.PG_F32, lib.PG_F64
+F32, F64 = lib.PG_DTYPE_F32, lib.PG_DTYPE_F64
 DTYPE_CODE = {"f32": F32, "f64": F64}
 DTYPE_NAME = {F32: "f32", F64: "f64"}
 NULL = ffi.NULL

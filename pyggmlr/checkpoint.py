@@ -66,7 +66,7 @@ def _host_bw(ctx):
         return 0
     except BaseException as e:  # the core must unwind first: raised again by backward()
         _pending.exc = e
-        lib.pg_host_fail(lib.PG_ERR_STATE, f"ag_checkpoint: the segment raised {type(e).__name__} when replayed in backward(): {e}".encode("utf-8", "replace"))
+        lib.pg_host_fail(lib.PG_STATUS_ERR_STATE, f"ag_checkpoint: the segment raised {type(e).__name__} when replayed in backward(): {e}".encode("utf-8", "replace"))
         return -1
 
 

@@ -48,7 +48,7 @@ from .tensor import _SRC_CODE, ArrayLike, Tensor, _as_matrix, _read, ag_tensor
 
 __all__ = ["ag_compile", "CompiledStep"]
 
-_BUILDS = {"forward": lib.PG_BUILD_FORWARD, "grad": lib.PG_BUILD_GRAD, "opt": lib.PG_BUILD_OPT}
+_BUILDS = {"forward": lib.PG_GRAPH_BUILD_FORWARD, "grad": lib.PG_GRAPH_BUILD_GRAD, "opt": lib.PG_GRAPH_BUILD_OPT}
 
 
 class CompiledStep:
@@ -103,18 +103,20 @@ class CompiledStep:
         from .memory import MemoryReport, _tape_text
         top = check_count(top, "memory()", "top")
         n = max(self.n_nodes, 1)
-        totals = ffi.new("int64_t[6]")
+        totals = ffi.new("pg_memory_totals *")
         labels, nodes, nbytes = ffi.new("const char *[]", n), ffi.new("int64_t[]", n), ffi.new("int64_t[]", n)
         nrows = lib.pg_graph_memory_report(self._g, totals, labels, nodes, nbytes, n)
         if nrows < 0:
             _core.raise_last(-nrows)
-        v = ffi.new("int64_t[5]")
-        _core.check(lib.pg_graph_memory(self._g, v, 5))
+        v = ffi.new("pg_graph_buffers *")
+        _core.check(lib.pg_graph_memory(self._g, v))
         by_op = [{"op": ffi.string(labels[i]).decode(), "nodes": nodes[i], "mb": nbytes[i] / 1024.0 ** 2,
                   "bytes": nbytes[i]} for i in range(nrows)]
-        rep = MemoryReport(nodes=totals[0], bytes_total=totals[1], bytes_snapshots=totals[2],
-                           bytes_fields=totals[3], bytes_inputs=totals[4], bytes_gradients=totals[5],
-                           by_op=by_op, outputs=v[0], saved=v[1], gradients=v[2], build=self.build)
+        t = totals
+        rep = MemoryReport(nodes=t.nodes, bytes_total=t.bytes_total, bytes_snapshots=t.bytes_snapshots,
+                           bytes_fields=t.bytes_fields, bytes_inputs=t.bytes_inputs, bytes_gradients=t.bytes_gradients,
+                           by_op=by_op, outputs=v.bytes_outputs, saved=v.bytes_saved, gradients=v.bytes_gradients,
+                           build=self.build)
         rep._text = _tape_text(rep, top, compiled=self.build)
         if not quiet:
             print(rep._text)

@@ -45,7 +45,7 @@ __all__ = [
     "ag_distributed_setup",
 ]
 
-_GRAD, _VALUE = lib.PG_DIST_GRAD, lib.PG_DIST_VALUE
+_GRAD, _VALUE = lib.PG_DIST_WHAT_GRAD, lib.PG_DIST_WHAT_VALUE
 
 INSTALL_HINT = ("MPI support needs an MPI library and mpi4py. On Debian/Ubuntu:\n"
                 "    apt-get install -y openmpi-bin libopenmpi-dev\n"

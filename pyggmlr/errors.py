@@ -2,6 +2,8 @@
 inherits the matching builtin so ``except ValueError`` keeps working."""
 from typing import Any
 
+from ._native import lib as _lib  # the core's status codes (enum pg_status)
+
 
 class PyggmlrError(Exception):
     """Base class of all pyggmlr errors."""
@@ -41,15 +43,15 @@ class ModifiedTensorError(StateError):
     the tensor, the op and both versions (as PyTorch's in-place modification error)."""
 
 
-# C status code -> exception type (see enum pg_status in native/pg_api.h)
+# C status code -> exception type (enum pg_status in native/pg_api.h)
 _BY_STATUS = {
-    1: ShapeError,
-    2: DTypeError,
-    3: PyggmlrValueError,
-    4: PyggmlrMemoryError,
-    5: StateError,
-    6: ArgumentError,
-    8: ModifiedTensorError,
+    _lib.PG_STATUS_ERR_SHAPE: ShapeError,
+    _lib.PG_STATUS_ERR_DTYPE: DTypeError,
+    _lib.PG_STATUS_ERR_VALUE: PyggmlrValueError,
+    _lib.PG_STATUS_ERR_NOMEM: PyggmlrMemoryError,
+    _lib.PG_STATUS_ERR_STATE: StateError,
+    _lib.PG_STATUS_ERR_ARG: ArgumentError,
+    _lib.PG_STATUS_ERR_MODIFIED: ModifiedTensorError,
 }
 
 

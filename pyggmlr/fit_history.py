@@ -26,7 +26,7 @@ def _loss_stats(values, weights, per_datapoint):
         raise PyggmlrValueError(f"loss statistics: {v.size} values but {w.size} weights")
     out = _core.ffi.new("double[2]")
     _core.check(_core.lib.pg_loss_stats(_core.ffi.cast("double *", v.ctypes.data), _core.ffi.cast("double *", w.ctypes.data),
-                                        v.size, int(bool(per_datapoint)), out))
+                                        v.size, int(bool(per_datapoint)), out, out + 1))
     return out[0], out[1]
 
 
@@ -35,7 +35,7 @@ def _acc_stats(ncorrect, ndata):
     if ncorrect is None:
         return math.nan, math.nan
     out = _core.ffi.new("double[2]")
-    _core.check(_core.lib.pg_acc_stats(int(ncorrect), int(ndata), out))
+    _core.check(_core.lib.pg_acc_stats(int(ncorrect), int(ndata), out, out + 1))
     return out[0], out[1]
 
 

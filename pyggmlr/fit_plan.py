@@ -33,9 +33,10 @@ class FitPlan:
             _core.check(lib.pg_fit_set_shuffle(self._p, 1))
         self._stream = stream  # the plan borrows its stream: keep it alive
         self._wrappers: Dict[int, Tensor] = {}  # one Tensor per reused batch tensor, so compiled steps see the same inputs
-        s = ffi.new("int64_t[6]")
+        s = ffi.new("pg_fit_dims *")
         _core.check(lib.pg_fit_sizes(self._p, s))
-        self.n, self.n_train, self.n_val, self.n_batches, self.accum, self.n_val_batches = (int(v) for v in s)
+        self.n, self.n_train, self.n_val = int(s.n), int(s.n_train), int(s.n_val)
+        self.n_batches, self.accum, self.n_val_batches = int(s.n_batches), int(s.accum), int(s.n_val_batches)
 
     def shard(self, rank: int, world: int) -> None:
         """This rank's chunk of every global training batch (data parallelism)."""
@@ -84,11 +85,13 @@ class FitPlan:
 
     def running(self) -> Tuple[float, float]:
         o = ffi.new("double[2]")
-        _core.check(lib.pg_fit_running(self._p, o))
+        _core.check(lib.pg_fit_running(self._p, o, o + 1))
         return o[0], o[1]
 
     def epoch_end(self, per_datapoint: bool) -> Dict[str, float]:
-        o = ffi.new("double[8]")
-        _core.check(lib.pg_fit_epoch_end(self._p, int(per_datapoint), o))
-        keys = ("loss", "loss_unc", "accuracy", "accuracy_unc", "val_loss", "val_loss_unc", "val_accuracy", "val_accuracy_unc")
-        return dict(zip(keys, (float(o[i]) for i in range(8))))
+        tr, va = ffi.new("pg_fit_result *"), ffi.new("pg_fit_result *")
+        _core.check(lib.pg_fit_epoch_end(self._p, int(per_datapoint), tr, va))
+        keys = ("loss", "loss_unc", "accuracy", "accuracy_unc")
+        res = {k: float(getattr(tr, k)) for k in keys}
+        res.update({"val_" + k: float(getattr(va, k)) for k in keys})
+        return res

@@ -52,7 +52,7 @@ def _defaults(checked, eps, atol, rtol):
     """The C core's dtype-aware defaults for what the caller left None (the least precise
     checked dtype decides: any f32 input gives the f32 defaults)."""
     codes = [lib.pg_tensor_dtype(t._handle()) for t in checked.values()]
-    code = lib.PG_F32 if lib.PG_F32 in codes else lib.PG_F64
+    code = lib.PG_DTYPE_F32 if lib.PG_DTYPE_F32 in codes else lib.PG_DTYPE_F64
     d = ffi.new("double[3]")
     _core.check(lib.pg_gradcheck_defaults(code, d, d + 1, d + 2))
     vals = []

@@ -45,8 +45,8 @@ def _write_safetensors(path, tensors, metadata):
     keep, arr = [], ffi.new("pg_st_tensor[]", max(len(tensors), 1))
     for i, (name, a) in enumerate(tensors):
         a = np.asarray(a)
-        code = lib.PG_ST_F64 if a.dtype == np.float64 else lib.PG_ST_F32
-        raw = np.ascontiguousarray(a, dtype=_DT["F64" if code == lib.PG_ST_F64 else "F32"])
+        code = lib.PG_ST_DTYPE_F64 if a.dtype == np.float64 else lib.PG_ST_DTYPE_F32
+        raw = np.ascontiguousarray(a, dtype=_DT["F64" if code == lib.PG_ST_DTYPE_F64 else "F32"])
         if raw.ndim > 2:
             raise PyggmlrValueError(f"ag_save_model(): tensor {name!r} has {raw.ndim} dimensions (at most 2)")
         nm = ffi.new("char[]", str(name).encode("utf-8", "surrogatepass"))
@@ -60,7 +60,7 @@ def _write_safetensors(path, tensors, metadata):
     vs = [ffi.new("char[]", str(v).encode("utf-8", "surrogatepass")) for v in metadata.values()]
     rc = lib.pg_st_write(path.encode("utf-8", "surrogateescape"), arr, len(tensors),
                          ffi.new("char *[]", ks or [ffi.NULL]), ffi.new("char *[]", vs or [ffi.NULL]), len(ks))
-    if rc == lib.PG_ERR_IO:
+    if rc == lib.PG_STATUS_ERR_IO:
         raise OSError(_last_msg())
     check(rc)
     return path
@@ -119,16 +119,16 @@ def _read_safetensors(path, fn="ag_load_model()"):
     rc = lib.pg_st_open(os.fsencode(path), h)
     if rc != 0:
         msg = _last_msg()
-        if rc == lib.PG_ERR_IO:
+        if rc == lib.PG_STATUS_ERR_IO:
             raise OSError(msg)
-        if rc == lib.PG_ERR_NOMEM:
+        if rc == lib.PG_STATUS_ERR_NOMEM:
             raise MemoryError(f"{fn}: {msg}")
         raise PyggmlrValueError(f"{fn}: {os.fspath(path)!s}: {msg}")
     f = h[0]
     try:
         out = {}
         for i in range(lib.pg_st_count(f)):
-            dt = _DT["F64" if lib.pg_st_dtype(f, i) == lib.PG_ST_F64 else "F32"]
+            dt = _DT["F64" if lib.pg_st_dtype(f, i) == lib.PG_ST_DTYPE_F64 else "F32"]
             r, c = lib.pg_st_rows(f, i), lib.pg_st_cols(f, i)
             a = np.empty((r, c), dtype=dt.newbyteorder("="))
             if a.nbytes and lib.pg_st_read(f, i, ffi.from_buffer(a), a.nbytes) != 0:

@@ -79,5 +79,5 @@ def check_fits(t: Any, a: np.ndarray, what: str) -> None:
     """Values for tensor t: a finite double beyond the f32 range would become Inf there."""
     if a.size and a.dtype == np.float64 and t.dtype == "f32":
         b = np.ascontiguousarray(a)
-        if lib.pg_values_fit(ffi.cast("double *", b.ctypes.data), b.size, lib.PG_F32, what.encode("utf-8", "replace")):
+        if lib.pg_values_fit(ffi.cast("double *", b.ctypes.data), b.size, lib.PG_DTYPE_F32, what.encode("utf-8", "replace")):
             raise PyggmlrValueError(_msg())

@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 _MB = 1024.0 ** 2
-_CATEGORIES = ("param", "grad", "optim", "saved", "other")  # enum pg_category order
+_CATEGORIES = ("param", "grad", "optim", "saved", "other")  # enum pg_mem_category order
 
 
 class MemoryReport(dict):
@@ -69,9 +69,9 @@ class MemoryReport(dict):
 # raw counters
 
 def _raw_stats():
-    out = ffi.new("int64_t[11]")
-    _core.check(lib.pg_memory_stats(out, 11))
-    return list(out)
+    out = ffi.new("pg_memory_counts *")
+    _core.check(lib.pg_memory_stats(out))
+    return out
 
 
 def ag_memory_stats() -> Dict[str, Any]:
@@ -85,9 +85,10 @@ def ag_memory_stats() -> Dict[str, Any]:
     v = _raw_stats()
     peaks = ffi.new("int64_t[5]")
     _core.check(lib.pg_memory_category_peaks(peaks, 5))
-    res = {name: {"current": v[i], "peak": peaks[i]} for i, name in enumerate(_CATEGORIES)}
-    res["total"] = {"current": v[5], "peak": v[6]}
-    res["live_tensors"], res["live_gradmaps"], res["live_optimizers"], res["tape_nodes"] = v[7:11]
+    res = {name: {"current": v.current[i], "peak": peaks[i]} for i, name in enumerate(_CATEGORIES)}
+    res["total"] = {"current": v.total, "peak": v.peak}
+    res["live_tensors"], res["live_gradmaps"] = v.live_tensors, v.live_gradmaps
+    res["live_optimizers"], res["tape_nodes"] = v.live_optims, v.tape_nodes
     res["cached"] = lib.pg_memory_cached()
     return res
 
@@ -103,13 +104,13 @@ def ag_memory_trim() -> int:
 
 def ag_memory_peak() -> int:
     """Peak bytes held by the core (all tensor storage) since the last ag_memory_reset_peak()."""
-    return _raw_stats()[6]
+    return _raw_stats().peak
 
 
 def ag_memory_reset_peak() -> int:
     """Start a new peak window: the peak becomes the bytes held now. Returns that value."""
     lib.pg_memory_reset_peak()
-    return _raw_stats()[6]
+    return _raw_stats().peak
 
 
 def ag_live_objects() -> int:
@@ -146,7 +147,7 @@ def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> 
     gc.collect()  # unreachable cycles holding tensors go first: the count is what ag_tape_clear() frees
     n_nodes = lib.pg_tape_nodes()
     cap = max(n_nodes, 1)
-    totals = ffi.new("int64_t[5]")
+    totals = ffi.new("pg_memory_totals *")
     labels = ffi.new("const char *[]", cap)
     nodes = ffi.new("int64_t[]", cap)
     nbytes = ffi.new("int64_t[]", cap)
@@ -155,8 +156,8 @@ def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> 
         _core.raise_last(-nrows)
     by_op = [{"op": ffi.string(labels[i]).decode(), "nodes": nodes[i], "mb": nbytes[i] / _MB,
               "bytes": nbytes[i]} for i in range(nrows)]
-    rep = MemoryReport(nodes=totals[0], bytes_total=totals[1], bytes_snapshots=totals[2],
-                       bytes_fields=totals[3], bytes_inputs=totals[4], by_op=by_op)
+    rep = MemoryReport(nodes=totals.nodes, bytes_total=totals.bytes_total, bytes_snapshots=totals.bytes_snapshots,
+                       bytes_fields=totals.bytes_fields, bytes_inputs=totals.bytes_inputs, by_op=by_op)
     rep._text = _tape_text(rep, top)
     if not quiet:
         print(rep._text)
@@ -306,7 +307,7 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
     try:
         _core.check(lib.pg_tape_stash())
         gc.collect()
-        base = _raw_stats()[5]
+        base = _raw_stats().total
         lib.pg_memory_reset_peak()
         if x is not None:
             if isinstance(x, Tensor):
@@ -339,7 +340,7 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
                 return loss_fn(out, ya)
             step = ag_compile(step_fn, xt, *([] if y is None else [yt]), build="grad")
             _core.check(max(lib.pg_graph_run(step._g), 0))
-            peak = _raw_stats()[6] - base
+            peak = _raw_stats().peak - base
             m = lib.pg_graph_grads(step._g)
             gradients = 0
             for t in params:
@@ -364,7 +365,7 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
                     yt = _new_from(y, lib.pg_tensor_dtype(out._p))
                 loss = loss_fn(out, yt)
             grads = backward(loss)
-            peak = _raw_stats()[6] - base
+            peak = _raw_stats().peak - base
             gradients = 0
             for t in params:
                 g = lib.pg_gradmap_get(grads._m, t._p)

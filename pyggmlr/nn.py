@@ -247,7 +247,7 @@ def _init_matrix(w, n_out, n_in):
     return a
 
 
-_FUSED = {None: -1, "relu": lib.PG_RELU, "sigmoid": lib.PG_SIGMOID, "tanh": lib.PG_TANH}
+_FUSED = {None: -1, "relu": lib.PG_UNARY_OP_RELU, "sigmoid": lib.PG_UNARY_OP_SIGMOID, "tanh": lib.PG_UNARY_OP_TANH}
 _ACTIVATIONS = {"relu": ag_relu, "sigmoid": ag_sigmoid, "tanh": ag_tanh, "softmax": ag_softmax,
                 "gelu": ag_gelu}
 

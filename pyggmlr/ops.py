@@ -152,21 +152,21 @@ def _unary(code: int, name: str, doc: str) -> Callable[[ArrayLike], Tensor]:
 
 
 # one row an op: (C code, name, the first lines of its docstring)
-ag_relu = _unary(lib.PG_RELU, "ag_relu",
+ag_relu = _unary(lib.PG_UNARY_OP_RELU, "ag_relu",
                  "Elementwise max(x, 0) (ReLU); gradient g where x > 0, 0 at x <= 0.")
-ag_sigmoid = _unary(lib.PG_SIGMOID, "ag_sigmoid",
+ag_sigmoid = _unary(lib.PG_UNARY_OP_SIGMOID, "ag_sigmoid",
                     "Elementwise logistic s = 1 / (1 + exp(-x)); gradient g s (1 - s).")
-ag_tanh = _unary(lib.PG_TANH, "ag_tanh", "Elementwise tanh(x); gradient g (1 - tanh(x)^2).")
-ag_gelu = _unary(lib.PG_GELU, "ag_gelu", "Elementwise exact GELU 0.5 x (1 + erf(x / sqrt(2)))"
+ag_tanh = _unary(lib.PG_UNARY_OP_TANH, "ag_tanh", "Elementwise tanh(x); gradient g (1 - tanh(x)^2).")
+ag_gelu = _unary(lib.PG_UNARY_OP_GELU, "ag_gelu", "Elementwise exact GELU 0.5 x (1 + erf(x / sqrt(2)))"
                  " (not the tanh approximation).")
-ag_softmax = _unary(lib.PG_SOFTMAX, "ag_softmax",
+ag_softmax = _unary(lib.PG_UNARY_OP_SOFTMAX, "ag_softmax",
                     "Softmax down each column of x [classes, batch] (max-subtracted, so large"
                     " logits do not overflow);\neach column of the result sums to 1.")
-ag_log = _unary(lib.PG_LOG, "ag_log", "Elementwise natural log, no clamping: log(0) = -inf,"
+ag_log = _unary(lib.PG_UNARY_OP_LOG, "ag_log", "Elementwise natural log, no clamping: log(0) = -inf,"
                 " log(x < 0) = nan; gradient g / x.")
-ag_exp = _unary(lib.PG_EXP, "ag_exp",
+ag_exp = _unary(lib.PG_UNARY_OP_EXP, "ag_exp",
                 "Elementwise exp(x); gradient g exp(x) (overflow gives inf, as IEEE).")
-ag_neg = _unary(lib.PG_NEG, "ag_neg",
+ag_neg = _unary(lib.PG_UNARY_OP_NEG, "ag_neg",
                 "Elementwise negation -x (also the unary minus operator); gradient -g.")
 
 
@@ -368,7 +368,7 @@ def _mul(self: Tensor, other: ArrayLike) -> Tensor:
 
 
 def _linear(W, x, b, act=-1):
-    """Fused act(W @ x + b) as one node (act: -1 none, or lib.PG_RELU / PG_SIGMOID / PG_TANH);
+    """Fused act(W @ x + b) as one node (act: -1 none, or lib.PG_UNARY_OP_RELU / PG_UNARY_OP_SIGMOID / PG_UNARY_OP_TANH);
     the same numbers as ag_matmul -> ag_add -> activation. b may be None."""
     op = "ag_linear"
     if x.__class__ is not Tensor:

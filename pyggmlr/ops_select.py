@@ -26,7 +26,7 @@ def _ids_out(x: Tensor):
 def _f64_arg(x: ArrayLike) -> Tensor:
     """Ops with integer results read plain data as f64, as ggmlR ranks R's doubles themselves (an
     f32 copy could turn a near tie into a tie)."""
-    return _as_tensor(x, code=lib.PG_F64, prefix=False)
+    return _as_tensor(x, code=lib.PG_DTYPE_F64, prefix=False)
 
 
 def ag_argmax(x: ArrayLike) -> np.ndarray:

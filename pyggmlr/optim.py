@@ -20,7 +20,7 @@ __all__ = ["optimizer_sgd", "optimizer_adam", "Optimizer", "clip_grad_norm", "Op
 
 from .optim_state import OptimizerHyperWarning  # noqa: E402  (re-exported)
 
-_SGD, _ADAM = 0, 1
+_SGD, _ADAM = lib.PG_OPTIM_KIND_SGD, lib.PG_OPTIM_KIND_ADAM  # enum pg_optim_kind
 _SLOTS = {_SGD: ("velocity", "accum"), _ADAM: ("m", "v", "accum")}
 _HYPER = {_SGD: ("lr", "momentum", "nesterov", "weight_decay", "accumulate_steps", "average"),
           _ADAM: ("lr", "beta1", "beta2", "eps", "weight_decay", "accumulate_steps", "average")}
@@ -115,7 +115,7 @@ class Optimizer:
     ggmlR's warning. Hyper-parameters are attributes (``opt.lr = 0.01``; schedulers write it).
     """
 
-    _kind: int = -1  # set by each subclass (enum of native/optim.c)
+    _kind: int = -1  # set by each subclass (enum pg_optim_kind)
 
     def __init__(self, params: Any, **hyper: Any) -> None:
         cls = type(self).__name__

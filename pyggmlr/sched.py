@@ -78,7 +78,7 @@ class _Schedule:
 class lr_scheduler_step(_Schedule):
     """Multiply the optimizer's lr by gamma every step_size calls of step()."""
 
-    _kind, _name = lib.PG_SCHED_STEP, "lr_scheduler_step"
+    _kind, _name = lib.PG_SCHED_KIND_STEP, "lr_scheduler_step"
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1) -> None:
         self.gamma = check_number(gamma, self._name, "gamma")
@@ -96,7 +96,7 @@ class lr_scheduler_cosine(_Schedule):
     steps (the first step gives lr_max; without restart it stays at t = T_max - 1). restart: warm
     restarts, each cycle T_mult times longer than the last (rounded as R rounds)."""
 
-    _kind, _name = lib.PG_SCHED_COSINE, "lr_scheduler_cosine"
+    _kind, _name = lib.PG_SCHED_KIND_COSINE, "lr_scheduler_cosine"
 
     def __init__(self, optimizer: Optimizer, T_max: int, lr_min: float = 0.0, restart: bool = False,
                  T_mult: float = 1) -> None:
@@ -127,7 +127,7 @@ class lr_scheduler_cyclic(_Schedule):
     down for step_size_down (default: the same); mode "triangular", "triangular2" (the amplitude
     halves every cycle) or "exp_range" (times gamma ** step). Sets the optimizer's lr to base_lr."""
 
-    _kind, _name = lib.PG_SCHED_CYCLIC, "lr_scheduler_cyclic"
+    _kind, _name = lib.PG_SCHED_KIND_CYCLIC, "lr_scheduler_cyclic"
     _MODES = ("triangular", "triangular2", "exp_range")
 
     def __init__(self, optimizer: Optimizer, base_lr: float, max_lr: float, step_size_up: int = 2000,
@@ -155,7 +155,7 @@ class lr_scheduler_onecycle(_Schedule):
     "linear"); with cycle_momentum the momentum (SGD) or beta1 (Adam) cycles the other way between
     max_momentum and base_momentum (set to max_momentum at construction, as ggmlR does)."""
 
-    _kind, _name = lib.PG_SCHED_ONECYCLE, "lr_scheduler_onecycle"
+    _kind, _name = lib.PG_SCHED_KIND_ONECYCLE, "lr_scheduler_onecycle"
 
     def __init__(self, optimizer: Optimizer, max_lr: float, total_steps: int, pct_start: float = 0.3,
                  div_factor: float = 25, final_div_factor: float = 1e4, anneal_strategy: str = "cos",
@@ -186,7 +186,7 @@ class lr_scheduler_warmup_cosine(_Schedule):
     """Linear warmup from warmup_start_lr to the optimizer's lr over warmup_steps, then cosine
     decay to lr_min at total_steps, where it stays (ggmlR 0.8.3)."""
 
-    _kind, _name = lib.PG_SCHED_WARMUP_COSINE, "lr_scheduler_warmup_cosine"
+    _kind, _name = lib.PG_SCHED_KIND_WARMUP_COSINE, "lr_scheduler_warmup_cosine"
 
     def __init__(self, optimizer: Optimizer, warmup_steps: int, total_steps: int, lr_min: float = 0,
                  warmup_start_lr: float = 0) -> None:
@@ -209,7 +209,7 @@ class lr_scheduler_warmup(_Schedule):
     `after` (another schedule on the same optimizer), if given. The formula is the core's
     (pg_api_sched.h), the same in R."""
 
-    _kind, _name = lib.PG_SCHED_WARMUP, "lr_scheduler_warmup"
+    _kind, _name = lib.PG_SCHED_KIND_WARMUP, "lr_scheduler_warmup"
 
     def __init__(self, optimizer: Optimizer, warmup_steps: int, after: Any = None, start_factor: float = 0.0) -> None:
         self.after = after

@@ -23,11 +23,11 @@ _device = "cpu"
 
 # numpy dtype -> (C source dtype code, itemsize); anything else is converted to float64
 _SRC_CODE = {
-    np.dtype(np.float32): lib.PG_F32,
-    np.dtype(np.float64): lib.PG_F64,
-    np.dtype(np.int32): lib.PG_I32,
-    np.dtype(np.int64): lib.PG_I64,
-    np.dtype(np.uint8): lib.PG_U8,
+    np.dtype(np.float32): lib.PG_DTYPE_F32,
+    np.dtype(np.float64): lib.PG_DTYPE_F64,
+    np.dtype(np.int32): lib.PG_DTYPE_I32,
+    np.dtype(np.int64): lib.PG_DTYPE_I64,
+    np.dtype(np.uint8): lib.PG_DTYPE_U8,
 }
 
 

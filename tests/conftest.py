@@ -53,10 +53,10 @@ def _core_counts():
     for _ in range(3):
         gc.collect()
     pg.ag_tape_clear()
-    st = pg._core.ffi.new("int64_t[11]")
-    pg._core.lib.pg_memory_stats(st, 11)
-    return {"live objects": pg._core.lib.pg_live_objects(), "bytes": st[5], "tensors": st[7],
-            "gradient maps": st[8], "optimizers": st[9]}
+    st = pg._core.ffi.new("pg_memory_counts *")
+    pg._core.lib.pg_memory_stats(st)
+    return {"live objects": pg._core.lib.pg_live_objects(), "bytes": st.total, "tensors": st.live_tensors,
+            "gradient maps": st.live_gradmaps, "optimizers": st.live_optims}
 
 
 @pytest.fixture(scope="module", autouse=True)

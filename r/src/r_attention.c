@@ -29,7 +29,7 @@ static pg_tensor *mask_tensor(SEXP M, int dt, int *tmp)
         double *buf = (double *)R_alloc((size_t)(nr * nc > 0 ? nr * nc : 1), sizeof(double));
         const int *lg = LOGICAL(M);
         for (int64_t i = 0; i < nr * nc; i++) buf[i] = lg[i] == NA_LOGICAL ? NAN : lg[i] ? 0.0 : -INFINITY;
-        pg_tensor *m = pg_tensor_new(dt, nr, nc, buf, PG_F64, 1, nr);
+        pg_tensor *m = pg_tensor_new(dt, nr, nc, buf, PG_DTYPE_F64, 1, nr);
         *tmp = m != NULL;
         return m;
     }

@@ -41,10 +41,10 @@ SEXP R_pg_st_read(SEXP path)
     for (int64_t i = 0; i < n; i++) {
         int64_t r = pg_st_rows(f, i), c = pg_st_cols(f, i);
         if (r > INT_MAX || c > INT_MAX) {
-            pg_fail(PG_ERR_VALUE, "tensor %s is too large for an R matrix", pg_st_name(f, i));
+            pg_fail(PG_STATUS_ERR_VALUE, "tensor %s is too large for an R matrix", pg_st_name(f, i));
             pg_st_close(f);
             UNPROTECT(2);
-            return status_list(PG_ERR_VALUE);
+            return status_list(PG_STATUS_ERR_VALUE);
         }
         SEXP m = PROTECT(Rf_allocMatrix(REALSXP, (int)r, (int)c));
         rc = pg_st_read_colmajor_f64(f, i, REAL(m), r * c);
@@ -53,7 +53,7 @@ SEXP R_pg_st_read(SEXP path)
             UNPROTECT(3);
             return status_list(rc);
         }
-        Rf_setAttrib(m, dsym, Rf_mkString(pg_st_dtype(f, i) == PG_ST_F64 ? "F64" : "F32"));
+        Rf_setAttrib(m, dsym, Rf_mkString(pg_st_dtype(f, i) == PG_ST_DTYPE_F64 ? "F64" : "F32"));
         SET_VECTOR_ELT(tens, (R_xlen_t)i, m);
         SET_STRING_ELT(tn, (R_xlen_t)i, Rf_mkCharCE(pg_st_name(f, i), CE_UTF8));
         UNPROTECT(1);
@@ -103,7 +103,7 @@ SEXP R_pg_st_write(SEXP path, SEXP names, SEXP f64, SEXP values, SEXP keys, SEXP
                 else { float z = (float)y; memcpy(buf + 4 * k, &z, 4); }
             }
         t[i].name = Rf_translateCharUTF8(STRING_ELT(names, i));
-        t[i].dtype = dbl ? PG_ST_F64 : PG_ST_F32;
+        t[i].dtype = dbl ? PG_ST_DTYPE_F64 : PG_ST_DTYPE_F32;
         t[i].ndim = 2;
         t[i].rows = r;
         t[i].cols = c;

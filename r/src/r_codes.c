@@ -21,23 +21,23 @@ static SEXP code_vector(const r_code *c, int n)
 /* a named list of named integer vectors: .pg$code$dtype[["F64"]], .pg$code$tape[["DEPTH"]], ... */
 SEXP R_pg_codes(void)
 {
-    static const r_code dtype[] = {{"F32", PG_F32}, {"F64", PG_F64}, {"I32", PG_I32},
-                                   {"I64", PG_I64}, {"U8", PG_U8}};
-    static const r_code status[] = {{"OK", PG_OK}, {"SHAPE", PG_ERR_SHAPE}, {"DTYPE", PG_ERR_DTYPE},
-                                    {"VALUE", PG_ERR_VALUE}, {"NOMEM", PG_ERR_NOMEM},
-                                    {"STATE", PG_ERR_STATE}, {"ARG", PG_ERR_ARG}, {"IO", PG_ERR_IO},
-                                    {"MODIFIED", PG_ERR_MODIFIED}};
+    static const r_code dtype[] = {{"F32", PG_DTYPE_F32}, {"F64", PG_DTYPE_F64}, {"I32", PG_DTYPE_I32},
+                                   {"I64", PG_DTYPE_I64}, {"U8", PG_DTYPE_U8}};
+    static const r_code status[] = {{"OK", PG_STATUS_OK}, {"SHAPE", PG_STATUS_ERR_SHAPE}, {"DTYPE", PG_STATUS_ERR_DTYPE},
+                                    {"VALUE", PG_STATUS_ERR_VALUE}, {"NOMEM", PG_STATUS_ERR_NOMEM},
+                                    {"STATE", PG_STATUS_ERR_STATE}, {"ARG", PG_STATUS_ERR_ARG}, {"IO", PG_STATUS_ERR_IO},
+                                    {"MODIFIED", PG_STATUS_ERR_MODIFIED}};
     static const r_code optim[] = {{"SGD", R_OPTIM_SGD}, {"ADAM", R_OPTIM_ADAM}};
-    static const r_code sched[] = {{"STEP", PG_SCHED_STEP}, {"COSINE", PG_SCHED_COSINE},
-                                   {"CYCLIC", PG_SCHED_CYCLIC}, {"ONECYCLE", PG_SCHED_ONECYCLE},
-                                   {"WARMUP_COSINE", PG_SCHED_WARMUP_COSINE},
-                                   {"WARMUP", PG_SCHED_WARMUP}, {"NPAR", PG_SCHED_NPAR}};
-    static const r_code build[] = {{"FORWARD", PG_BUILD_FORWARD}, {"GRAD", PG_BUILD_GRAD},
-                                   {"OPT", PG_BUILD_OPT}};
-    static const r_code dist[] = {{"GRAD", PG_DIST_GRAD}, {"VALUE", PG_DIST_VALUE}};
+    static const r_code sched[] = {{"STEP", PG_SCHED_KIND_STEP}, {"COSINE", PG_SCHED_KIND_COSINE},
+                                   {"CYCLIC", PG_SCHED_KIND_CYCLIC}, {"ONECYCLE", PG_SCHED_KIND_ONECYCLE},
+                                   {"WARMUP_COSINE", PG_SCHED_KIND_WARMUP_COSINE},
+                                   {"WARMUP", PG_SCHED_KIND_WARMUP}, {"NPAR", PG_SCHED_NPAR}};
+    static const r_code build[] = {{"FORWARD", PG_GRAPH_BUILD_FORWARD}, {"GRAD", PG_GRAPH_BUILD_GRAD},
+                                   {"OPT", PG_GRAPH_BUILD_OPT}};
+    static const r_code dist[] = {{"GRAD", PG_DIST_WHAT_GRAD}, {"VALUE", PG_DIST_WHAT_VALUE}};
     /* pg_linear's activation: none, or one of the unary kinds it fuses */
-    static const r_code act[] = {{"NONE", -1}, {"RELU", PG_RELU}, {"SIGMOID", PG_SIGMOID},
-                                 {"TANH", PG_TANH}};
+    static const r_code act[] = {{"NONE", -1}, {"RELU", PG_UNARY_OP_RELU}, {"SIGMOID", PG_UNARY_OP_SIGMOID},
+                                 {"TANH", PG_UNARY_OP_TANH}};
     static const r_code file[] = {{"MISSING", R_FILE_MISSING}, {"REGULAR", R_FILE_REGULAR},
                                   {"DIR", R_FILE_DIR}, {"OTHER", R_FILE_OTHER}};
     static const r_code tape[] = {{"BEGIN", R_TAPE_BEGIN}, {"END", R_TAPE_END},

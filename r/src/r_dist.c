@@ -57,7 +57,7 @@ SEXP R_pg_dist_pack(SEXP params, SEXP grads, SEXP what, SEXP flags, SEXP scale, 
     if (L < 0) r_fail();
     SEXP out = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)(L + Rf_asInteger(extra))));
     memset(REAL(out), 0, (size_t)XLENGTH(out) * sizeof(double));
-    int rc = pg_dist_pack(arr, n, m, Rf_asInteger(what), fl, Rf_asReal(scale), REAL(out), PG_F64, XLENGTH(out));
+    int rc = pg_dist_pack(arr, n, m, Rf_asInteger(what), fl, Rf_asReal(scale), REAL(out), PG_DTYPE_F64, XLENGTH(out));
     UNPROTECT(1);
     r_check(rc);
     return out;
@@ -69,6 +69,6 @@ SEXP R_pg_dist_unpack(SEXP params, SEXP grads, SEXP what, SEXP flags, SEXP scale
     pg_gradmap *m = r_map_arg(grads, "ag_allreduce_gradients");
     if (TYPEOF(buf) != REALSXP) Rf_error("ag_allreduce_gradients: the reduced buffer must be doubles");
     r_check(pg_dist_unpack(arr, (int64_t)XLENGTH(params), m, Rf_asInteger(what), Rf_asLogical(flags) == 1,
-                           Rf_asReal(scale), REAL(buf), PG_F64, XLENGTH(buf)));
+                           Rf_asReal(scale), REAL(buf), PG_DTYPE_F64, XLENGTH(buf)));
     return R_NilValue;
 }

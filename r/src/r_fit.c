@@ -47,8 +47,9 @@ SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP bs, SEXP nbl, SEXP val_spl
 /* c(n, n_train, n_val, training batches, micro-batches per logical batch, validation batches) */
 SEXP R_pg_fit_sizes(SEXP fp)
 {
-    int64_t s[6];
-    r_check(pg_fit_sizes(fit_get(fp), s));
+    pg_fit_dims d;
+    r_check(pg_fit_sizes(fit_get(fp), &d));
+    const int64_t s[6] = {d.n, d.n_train, d.n_val, d.n_batches, d.accum, d.n_val_batches};
     SEXP v = Rf_allocVector(REALSXP, 6);
     for (int i = 0; i < 6; i++) REAL(v)[i] = (double)s[i];
     return v;
@@ -94,7 +95,7 @@ SEXP R_pg_fit_record(SEXP fp, SEXP val, SEXP loss, SEXP out)
 SEXP R_pg_fit_running(SEXP fp)
 {
     SEXP v = PROTECT(Rf_allocVector(REALSXP, 2));
-    r_check(pg_fit_running(fit_get(fp), REAL(v)));
+    r_check(pg_fit_running(fit_get(fp), REAL(v), REAL(v) + 1));
     UNPROTECT(1);
     return v;
 }
@@ -103,7 +104,14 @@ SEXP R_pg_fit_running(SEXP fp)
 SEXP R_pg_fit_epoch_end(SEXP fp, SEXP per_datapoint)
 {
     SEXP v = PROTECT(Rf_allocVector(REALSXP, 8));
-    r_check(pg_fit_epoch_end(fit_get(fp), Rf_asLogical(per_datapoint) == 1, REAL(v)));
+    pg_fit_result r[2];
+    r_check(pg_fit_epoch_end(fit_get(fp), Rf_asLogical(per_datapoint) == 1, &r[0], &r[1]));
+    for (int k = 0; k < 2; k++) {
+        REAL(v)[4 * k] = r[k].loss;
+        REAL(v)[4 * k + 1] = r[k].loss_unc;
+        REAL(v)[4 * k + 2] = r[k].accuracy;
+        REAL(v)[4 * k + 3] = r[k].accuracy_unc;
+    }
     UNPROTECT(1);
     return v;
 }
@@ -111,7 +119,8 @@ SEXP R_pg_fit_epoch_end(SEXP fp, SEXP per_datapoint)
 SEXP R_pg_acc_stats(SEXP ncorrect, SEXP ndata)
 {
     SEXP v = PROTECT(Rf_allocVector(REALSXP, 2));
-    r_check(pg_acc_stats((int64_t)r_num(ncorrect, "accuracy"), (int64_t)r_num(ndata, "accuracy"), REAL(v)));
+    r_check(pg_acc_stats((int64_t)r_num(ncorrect, "accuracy"), (int64_t)r_num(ndata, "accuracy"), REAL(v),
+                         REAL(v) + 1));
     UNPROTECT(1);
     return v;
 }

@@ -50,10 +50,10 @@ SEXP R_pg_graph_record_end(SEXP out, SEXP inputs, SEXP build, SEXP opt)
 SEXP R_pg_graph_set_input(SEXP gp, SEXP i, SEXP value)
 {
     pg_graph *g = graph_get(gp);
-    pg_tensor *src = r_new_tensor(value, PG_F64, "compiled step");
+    pg_tensor *src = r_new_tensor(value, PG_DTYPE_F64, "compiled step");
     if (!src) r_fail();
     int64_t nr = pg_tensor_nrow(src), nc = pg_tensor_ncol(src);
-    int rc = pg_graph_set_input(g, (int64_t)Rf_asInteger(i), pg_tensor_data(src), PG_F64, nr, nc, 1, nr);
+    int rc = pg_graph_set_input(g, (int64_t)Rf_asInteger(i), pg_tensor_data(src), PG_DTYPE_F64, nr, nc, 1, nr);
     pg_tensor_release(src);
     if (rc) r_fail();
     return R_NilValue;
@@ -69,7 +69,7 @@ SEXP R_pg_graph_run(SEXP gp)
     if (rc < 0) r_fail();
     pg_tensor *o = pg_graph_output(g);
     if (pg_tensor_nrow(o) != 1 || pg_tensor_ncol(o) != 1) return R_NilValue;
-    return Rf_ScalarReal(pg_tensor_dtype(o) == PG_F32 ? (double)*(const float *)pg_tensor_data(o)
+    return Rf_ScalarReal(pg_tensor_dtype(o) == PG_DTYPE_F32 ? (double)*(const float *)pg_tensor_data(o)
                                                       : *(const double *)pg_tensor_data(o));
 }
 
@@ -113,8 +113,10 @@ SEXP R_pg_graph_grads(SEXP gp)
 /* c(nodes, bytes_total, bytes_planned, bytes_fields, bytes_operands, bytes_gradients) */
 SEXP R_pg_graph_memory(SEXP gp)
 {
-    int64_t t[6];
-    if (pg_graph_memory_report(graph_get(gp), t, NULL, NULL, NULL, 0) < 0) r_fail();
+    pg_memory_totals m;
+    if (pg_graph_memory_report(graph_get(gp), &m, NULL, NULL, NULL, 0) < 0) r_fail();
+    const int64_t t[6] = {m.nodes, m.bytes_total, m.bytes_snapshots, m.bytes_fields, m.bytes_inputs,
+                          m.bytes_gradients};
     SEXP out = PROTECT(Rf_allocVector(REALSXP, 6));
     for (int i = 0; i < 6; i++) REAL(out)[i] = (double)t[i];
     UNPROTECT(1);

@@ -7,15 +7,15 @@
 /* ---- classed errors: c("pyggmlr_<kind>_error", "pyggmlr_error", "simpleError", "error",
  * "condition"), the kind from the core status (as Python's typed exceptions), call NULL ---- */
 static const char *status_class[] = {
-    [PG_ERR_SHAPE] = "pyggmlr_shape_error", [PG_ERR_DTYPE] = "pyggmlr_dtype_error",
-    [PG_ERR_VALUE] = "pyggmlr_value_error", [PG_ERR_NOMEM] = "pyggmlr_memory_error",
-    [PG_ERR_STATE] = "pyggmlr_state_error", [PG_ERR_ARG] = "pyggmlr_argument_error",
-    [PG_ERR_IO] = "pyggmlr_io_error", [PG_ERR_MODIFIED] = "pyggmlr_modified_error"};
+    [PG_STATUS_ERR_SHAPE] = "pyggmlr_shape_error", [PG_STATUS_ERR_DTYPE] = "pyggmlr_dtype_error",
+    [PG_STATUS_ERR_VALUE] = "pyggmlr_value_error", [PG_STATUS_ERR_NOMEM] = "pyggmlr_memory_error",
+    [PG_STATUS_ERR_STATE] = "pyggmlr_state_error", [PG_STATUS_ERR_ARG] = "pyggmlr_argument_error",
+    [PG_STATUS_ERR_IO] = "pyggmlr_io_error", [PG_STATUS_ERR_MODIFIED] = "pyggmlr_modified_error"};
 
 void r_stop_status(int status, const char *msg)
 {
     const int n_class = (int)(sizeof status_class / sizeof status_class[0]);
-    const char *k = status > PG_OK && status < n_class ? status_class[status] : NULL;
+    const char *k = status > PG_STATUS_OK && status < n_class ? status_class[status] : NULL;
     SEXP cond = PROTECT(Rf_allocVector(VECSXP, 2));
     SET_VECTOR_ELT(cond, 0, Rf_mkString(msg));
     SEXP nm = PROTECT(Rf_allocVector(STRSXP, 2));
@@ -36,7 +36,7 @@ void r_stop_status(int status, const char *msg)
 
 /* ---- dims: a matrix made by unserialize() of a tampered payload (or structure() hacks) may
  * carry a dim that disagrees with its length; reading nrow * ncol values would run past the
- * end. 0 with *nr, *nc set, or -1 with the core's error set (PG_ERR_SHAPE, naming op/arg). */
+ * end. 0 with *nr, *nc set, or -1 with the core's error set (PG_STATUS_ERR_SHAPE, naming op/arg). */
 int r_matrix_dims(SEXP x, const char *op, const char *arg, int64_t *nr, int64_t *nc)
 {
     R_xlen_t len = XLENGTH(x);
@@ -46,19 +46,19 @@ int r_matrix_dims(SEXP x, const char *op, const char *arg, int64_t *nr, int64_t 
     if (Rf_isNull(dim)) return 0;
     R_xlen_t nd = XLENGTH(dim);
     if (TYPEOF(dim) != INTSXP || nd < 1) {
-        pg_fail(PG_ERR_SHAPE, "%s: argument '%s' has a corrupt dim attribute (%s of length %lld; a damaged saveRDS/serialize object?)",
+        pg_fail(PG_STATUS_ERR_SHAPE, "%s: argument '%s' has a corrupt dim attribute (%s of length %lld; a damaged saveRDS/serialize object?)",
                 op, arg, Rf_type2char(TYPEOF(dim)), (long long)nd);
         return -1;
     }
     if (nd > 2) {
-        pg_fail(PG_ERR_SHAPE, "%s: tensors are 2-D matrices [features, batch]; got an array with %d dims", op, (int)nd);
+        pg_fail(PG_STATUS_ERR_SHAPE, "%s: tensors are 2-D matrices [features, batch]; got an array with %d dims", op, (int)nd);
         return -1;
     }
     const int *d = INTEGER(dim);
     double prod = 1;
     for (R_xlen_t i = 0; i < nd; i++) {
         if (d[i] == NA_INTEGER || d[i] < 0) {
-            pg_fail(PG_ERR_SHAPE, "%s: argument '%s' has a corrupt dim attribute (entry %d is %s; a damaged saveRDS/serialize object?)",
+            pg_fail(PG_STATUS_ERR_SHAPE, "%s: argument '%s' has a corrupt dim attribute (entry %d is %s; a damaged saveRDS/serialize object?)",
                     op, arg, (int)i + 1, d[i] == NA_INTEGER ? "NA" : "negative");
             return -1;
         }
@@ -68,7 +68,7 @@ int r_matrix_dims(SEXP x, const char *op, const char *arg, int64_t *nr, int64_t 
         char buf[64];
         if (nd == 2) snprintf(buf, sizeof buf, "c(%d, %d)", d[0], d[1]);
         else snprintf(buf, sizeof buf, "%d", d[0]);
-        pg_fail(PG_ERR_SHAPE, "%s: argument '%s' has dim %s but %lld values: length != prod(dim) (a damaged saveRDS/serialize object?)",
+        pg_fail(PG_STATUS_ERR_SHAPE, "%s: argument '%s' has dim %s but %lld values: length != prod(dim) (a damaged saveRDS/serialize object?)",
                 op, arg, buf, (long long)len);
         return -1;
     }
@@ -96,7 +96,7 @@ SEXP R_pg_check_dims(SEXP x, SEXP op, SEXP arg)
                 prod *= (double)INTEGER(dim)[i];
             }
             if (ok && prod == (double)XLENGTH(x)) { pg_clear_error(); return R_NilValue; }
-            pg_fail(PG_ERR_SHAPE, "%s: argument '%s' has a dim attribute that disagrees with its %lld values: length != prod(dim) (a damaged saveRDS/serialize object?)",
+            pg_fail(PG_STATUS_ERR_SHAPE, "%s: argument '%s' has a dim attribute that disagrees with its %lld values: length != prod(dim) (a damaged saveRDS/serialize object?)",
                     o, a, (long long)XLENGTH(x));
         }
         r_fail();
@@ -115,9 +115,9 @@ static int64_t gc_room = (int64_t)256 << 20, gc_limit = -1;
 
 static int64_t core_live(void)
 {
-    int64_t v[6] = {0};
-    pg_memory_stats(v, 6);
-    return v[5];
+    pg_memory_counts c = {{0}};
+    pg_memory_stats(&c);
+    return c.total;
 }
 
 void r_gc_pressure(void)

@@ -36,7 +36,7 @@ static int host_bw(void *seg)
     jmp_buf jb;
     if (setjmp(jb)) {
         jumped = 1;
-        return pg_host_fail(PG_ERR_STATE, "ag_checkpoint: the segment failed when replayed in backward()");
+        return pg_host_fail(PG_STATUS_ERR_STATE, "ag_checkpoint: the segment failed when replayed in backward()");
     }
     R_UnwindProtect(replay_body, seg, replay_clean, &jb, token);
     return 0;

@@ -31,8 +31,8 @@ static SEXP binary(SEXP A, SEXP B, bin_fn f, const char *op, const char *na, con
 
 SEXP R_pg_matmul(SEXP A, SEXP B) { return binary(A, B, pg_matmul, "ag_matmul", "A", "B"); }
 
-/* ag_linear's forward: act(W x + b) as one node (act -1: none; else PG_RELU / PG_SIGMOID /
- * PG_TANH), the same numbers as matmul -> add -> activation; x may be R numbers */
+/* ag_linear's forward: act(W x + b) as one node (act -1: none; else PG_UNARY_OP_RELU / PG_UNARY_OP_SIGMOID /
+ * PG_UNARY_OP_TANH), the same numbers as matmul -> add -> activation; x may be R numbers */
 SEXP R_pg_linear(SEXP W, SEXP x, SEXP b, SEXP act)
 {
     pg_tensor *w = r_get(r_handle(W), R_TENSOR), *bt = r_get(r_handle(b), R_TENSOR);
@@ -65,7 +65,7 @@ SEXP R_pg_op_codes(void)
 {
     static const char *nm[] = {"RELU", "SIGMOID", "TANH", "GELU", "LOG", "EXP", "SOFTMAX", "NEG",
                                "SCALE", "POW", "CLAMP", "SUM", "MEAN", "TRANSPOSE", "RESHAPE"};
-    const int v[] = {PG_RELU, PG_SIGMOID, PG_TANH, PG_GELU, PG_LOG, PG_EXP, PG_SOFTMAX, PG_NEG,
+    const int v[] = {PG_UNARY_OP_RELU, PG_UNARY_OP_SIGMOID, PG_UNARY_OP_TANH, PG_UNARY_OP_GELU, PG_UNARY_OP_LOG, PG_UNARY_OP_EXP, PG_UNARY_OP_SOFTMAX, PG_UNARY_OP_NEG,
                      R_OP_SCALE, R_OP_POW, R_OP_CLAMP, R_OP_SUM, R_OP_MEAN, R_OP_TRANSPOSE, R_OP_RESHAPE};
     const int n = (int)(sizeof v / sizeof v[0]);
     SEXP out = PROTECT(Rf_allocVector(INTSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));

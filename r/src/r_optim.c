@@ -70,7 +70,7 @@ SEXP R_pg_optim_set_state(SEXP h, SEXP i, SEXP slot, SEXP value)
         r_check(pg_optim_set_state(o, k, Rf_asInteger(slot), NULL));
         return R_NilValue;
     }
-    pg_tensor *t = r_new_tensor(value, PG_F64, "load_state");
+    pg_tensor *t = r_new_tensor(value, PG_DTYPE_F64, "load_state");
     if (t == NULL) r_fail();
     int rc = pg_optim_set_state(o, k, Rf_asInteger(slot), t);
     pg_tensor_release(t);
@@ -181,7 +181,7 @@ SEXP R_pg_optim_load_file(SEXP h, SEXP vals, SEXP t, SEXP ac, SEXP check_only)
 SEXP R_pg_values_fit(SEXP v, SEXP f32, SEXP what)
 {
     if (TYPEOF(v) != REALSXP || !Rf_isString(what) || XLENGTH(what) != 1) Rf_error("internal: bad arguments to pg_values_fit");
-    int rc = pg_values_fit(REAL(v), (int64_t)XLENGTH(v), Rf_asLogical(f32) == TRUE ? PG_F32 : PG_F64,
+    int rc = pg_values_fit(REAL(v), (int64_t)XLENGTH(v), Rf_asLogical(f32) == TRUE ? PG_DTYPE_F32 : PG_DTYPE_F64,
                            Rf_translateCharUTF8(STRING_ELT(what, 0)));
     if (!rc) return R_NilValue;
     SEXP out = Rf_ScalarString(Rf_mkCharCE(pg_last_error(), CE_UTF8));

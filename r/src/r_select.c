@@ -8,7 +8,7 @@
  * (an f32 copy could turn a near tie into a tie). */
 static pg_tensor *int_operand(SEXP x, const char *op, int *tmp)
 {
-    return r_operand(x, PG_F64, op, "x", tmp);
+    return r_operand(x, PG_DTYPE_F64, op, "x", tmp);
 }
 
 /* the core's int64 results as an R integer vector (indices < nrow, so they fit) */

@@ -16,7 +16,7 @@
 static int dtype_arg(SEXP dtype)
 {
     int d = Rf_asInteger(dtype);
-    if (d != PG_F32 && d != PG_F64) Rf_error("dtype must be 'f32' or 'f64'");
+    if (d != PG_DTYPE_F32 && d != PG_DTYPE_F64) Rf_error("dtype must be 'f32' or 'f64'");
     return d;
 }
 
@@ -41,7 +41,7 @@ SEXP R_pg_tensor_data(SEXP x) { return r_matrix(r_get(x, R_TENSOR)); }
 SEXP R_pg_tensor_write(SEXP x, SEXP value)
 {
     pg_tensor *t = r_get(x, R_TENSOR);
-    pg_tensor *src = r_new_tensor(value, PG_F64, "$data<-");
+    pg_tensor *src = r_new_tensor(value, PG_DTYPE_F64, "$data<-");
     if (src == NULL) r_fail();
     int64_t nr = pg_tensor_nrow(src), nc = pg_tensor_ncol(src);
     if (nr != pg_tensor_nrow(t) || nc != pg_tensor_ncol(t)) {
@@ -49,7 +49,7 @@ SEXP R_pg_tensor_write(SEXP x, SEXP value)
         Rf_error("$data<-: new value is [%lldx%lld] but the tensor is %s", (long long)nr, (long long)nc,
                  pg_desc(t));
     }
-    int rc = pg_tensor_write(t, pg_tensor_data(src), PG_F64, nr, nc, 1, nr);
+    int rc = pg_tensor_write(t, pg_tensor_data(src), PG_DTYPE_F64, nr, nc, 1, nr);
     pg_tensor_release(src);
     if (rc) r_fail();
     return R_NilValue;
@@ -160,9 +160,9 @@ static int64_t gc_base = -1;
 
 static int64_t core_bytes(void)
 {
-    int64_t v[6] = {0};
-    pg_memory_stats(v, 6);
-    return v[5];
+    pg_memory_counts c = {{0}};
+    pg_memory_stats(&c);
+    return c.total;
 }
 
 static void collect_if_due(void)
@@ -267,9 +267,9 @@ SEXP R_pg_gradmap_set(SEXP map, SEXP id, SEXP value)
     if (g == NULL) Rf_error("no gradient with id %.0f in this map", Rf_asReal(id));
     g = pg_gradmap_own_value(m, g); /* the environment only: $grad keeps its values, as in ggmlR */
     if (g == NULL) Rf_error("gradient<-: out of memory");
-    pg_tensor *src = r_new_tensor(value, PG_F64, "gradient<-");
+    pg_tensor *src = r_new_tensor(value, PG_DTYPE_F64, "gradient<-");
     if (src == NULL) r_fail();
-    int rc = pg_tensor_write(g, pg_tensor_data(src), PG_F64, pg_tensor_nrow(src), pg_tensor_ncol(src), 1,
+    int rc = pg_tensor_write(g, pg_tensor_data(src), PG_DTYPE_F64, pg_tensor_nrow(src), pg_tensor_ncol(src), 1,
                              pg_tensor_nrow(src));
     pg_tensor_release(src);
     if (rc) r_fail();
@@ -282,7 +282,8 @@ SEXP R_pg_loss_stats(SEXP v, SEXP w, SEXP per)
     if (TYPEOF(v) != REALSXP || TYPEOF(w) != REALSXP || XLENGTH(v) != XLENGTH(w))
         Rf_error("loss statistics: values and weights must be double vectors of one length");
     SEXP out = PROTECT(Rf_allocVector(REALSXP, 2));
-    int rc = pg_loss_stats(REAL(v), REAL(w), (int64_t)XLENGTH(v), Rf_asLogical(per) == TRUE, REAL(out));
+    int rc = pg_loss_stats(REAL(v), REAL(w), (int64_t)XLENGTH(v), Rf_asLogical(per) == TRUE, REAL(out),
+                           REAL(out) + 1);
     UNPROTECT(1);
     if (rc) r_fail();
     return out;
@@ -293,8 +294,11 @@ SEXP R_pg_live_objects(void) { return Rf_ScalarReal((double)pg_live_objects()); 
 
 SEXP R_pg_memory_stats(void)
 {
-    int64_t v[11] = {0};
-    r_check(pg_memory_stats(v, 11));
+    pg_memory_counts c;
+    r_check(pg_memory_stats(&c));
+    /* c(current bytes per category, total, peak, live tensors, maps, optimizers, tape nodes) */
+    const int64_t v[11] = {c.current[0], c.current[1], c.current[2], c.current[3], c.current[4], c.total,
+                           c.peak, c.live_tensors, c.live_gradmaps, c.live_optims, c.tape_nodes};
     SEXP out = PROTECT(Rf_allocVector(REALSXP, 11));
     for (int i = 0; i < 11; i++) REAL(out)[i] = (double)v[i];
     UNPROTECT(1);
@@ -363,17 +367,18 @@ SEXP R_pg_version(void) { return Rf_mkString(pg_version()); }
 /* tape memory report: list(totals[5], labels, nodes, bytes) */
 SEXP R_pg_tape_memory(void)
 {
-    int64_t tot[5] = {0};
-    int64_t n = pg_tape_memory(tot, NULL, NULL, NULL, 0);
+    pg_memory_totals tt;
+    int64_t n = pg_tape_memory(&tt, NULL, NULL, NULL, 0);
     if (n < 0) r_fail();
     const char **lab = (const char **)R_alloc(n > 0 ? n : 1, sizeof(char *));
     int64_t *nn = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
     int64_t *nb = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
-    n = pg_tape_memory(tot, lab, nn, nb, n);
+    n = pg_tape_memory(&tt, lab, nn, nb, n);
     if (n < 0) r_fail();
     SEXP out = PROTECT(Rf_allocVector(VECSXP, 4));
     SEXP t = PROTECT(Rf_allocVector(REALSXP, 5)), l = PROTECT(Rf_allocVector(STRSXP, n)),
          a = PROTECT(Rf_allocVector(INTSXP, n)), b = PROTECT(Rf_allocVector(REALSXP, n));
+    const int64_t tot[5] = {tt.nodes, tt.bytes_total, tt.bytes_snapshots, tt.bytes_fields, tt.bytes_inputs};
     for (int i = 0; i < 5; i++) REAL(t)[i] = (double)tot[i];
     for (int64_t i = 0; i < n; i++) {
         SET_STRING_ELT(l, i, Rf_mkChar(lab[i]));

@@ -82,23 +82,23 @@ static pg_tensor *new_tensor_arg(SEXP x, int dtype, const char *op, const char *
     int src;
     const void *ptr;
     if (Rf_isFactor(x))
-        return pg_fail_null(PG_ERR_DTYPE, "%s: a factor is not numeric (use as.integer() for its codes)", op);
+        return pg_fail_null(PG_STATUS_ERR_DTYPE, "%s: a factor is not numeric (use as.integer() for its codes)", op);
     switch (TYPEOF(x)) {
-    case REALSXP: src = PG_F64; ptr = REAL(x); break;
+    case REALSXP: src = PG_DTYPE_F64; ptr = REAL(x); break;
     case INTSXP: case LGLSXP: {
         /* NA_integer_ / NA (INT_MIN) must become NA_real_, not -2147483648 */
         const int *iv = TYPEOF(x) == INTSXP ? INTEGER(x) : LOGICAL(x);
         R_xlen_t n = XLENGTH(x), k = 0;
         while (k < n && iv[k] != NA_INTEGER) k++;
-        if (k == n) { src = PG_I32; ptr = iv; break; }
+        if (k == n) { src = PG_DTYPE_I32; ptr = iv; break; }
         double *dv = (double *)R_alloc((size_t)n, sizeof(double)); /* freed when the .Call returns */
         for (R_xlen_t i = 0; i < n; i++) dv[i] = iv[i] == NA_INTEGER ? NA_REAL : (double)iv[i];
-        src = PG_F64;
+        src = PG_DTYPE_F64;
         ptr = dv;
         break;
     }
     default:
-        return pg_fail_null(PG_ERR_DTYPE, "%s: expected a numeric matrix, vector or ag_tensor, got %s",
+        return pg_fail_null(PG_STATUS_ERR_DTYPE, "%s: expected a numeric matrix, vector or ag_tensor, got %s",
                             op, Rf_type2char(TYPEOF(x)));
     }
     int64_t nr, nc;
@@ -112,10 +112,10 @@ pg_tensor *r_operand(SEXP x, int dtype, const char *op, const char *arg, int *tm
     x = r_handle(x);
     if (TYPEOF(x) == EXTPTRSXP) {
         if (R_ExternalPtrTag(x) != kind_tag(R_TENSOR))
-            return pg_fail_null(PG_ERR_ARG, "%s: argument '%s' is not a tensor handle", op, arg);
+            return pg_fail_null(PG_STATUS_ERR_ARG, "%s: argument '%s' is not a tensor handle", op, arg);
         pg_tensor *t = R_ExternalPtrAddr(x);
         if (t == NULL)
-            return pg_fail_null(PG_ERR_STATE, "%s: argument '%s': tensor handle is dead (was it saved with saveRDS?)", op, arg);
+            return pg_fail_null(PG_STATUS_ERR_STATE, "%s: argument '%s': tensor handle is dead (was it saved with saveRDS?)", op, arg);
         return t;
     }
     pg_tensor *t = new_tensor_arg(x, dtype, op, arg);
@@ -127,7 +127,7 @@ SEXP r_matrix(pg_tensor *t)
 {
     int64_t nr = pg_tensor_nrow(t), nc = pg_tensor_ncol(t);
     SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)nr, (int)nc));
-    if (nr * nc > 0 && pg_tensor_read(t, REAL(out), PG_F64) != 0) {
+    if (nr * nc > 0 && pg_tensor_read(t, REAL(out), PG_DTYPE_F64) != 0) {
         UNPROTECT(1);
         r_fail();
     }
@@ -223,7 +223,7 @@ SEXP r_tensor_field(SEXP x, SEXP name)
         if (sym == s_data) return r_matrix(t);
         if (sym == s_rg) return Rf_ScalarLogical(pg_tensor_requires_grad(t));
         if (sym == s_id) return Rf_ScalarReal((double)pg_tensor_id(t));
-        if (sym == s_dtype) return pg_tensor_dtype(t) == PG_F64 ? c_f64 : c_f32;
+        if (sym == s_dtype) return pg_tensor_dtype(t) == PG_DTYPE_F64 ? c_f64 : c_f32;
         pg_tensor *g = pg_tensor_grad(t);
         return g == NULL ? R_NilValue : r_matrix(g);
     }

@@ -33,14 +33,14 @@ pg_tensor *rnd(int dtype, int64_t r, int64_t c, double lo_abs)
         double x = urand();
         v[i] = x >= 0 ? x + lo_abs : x - lo_abs; /* keep away from 0 when asked (div, log, pow) */
     }
-    pg_tensor *t = pg_tensor_new(dtype, r, c, v, PG_F64, 1, r);
+    pg_tensor *t = pg_tensor_new(dtype, r, c, v, PG_DTYPE_F64, 1, r);
     free(v);
     return t;
 }
 
 pg_tensor *rnd_pos(int dtype, int64_t r, int64_t c)
 {
-    pg_tensor *t = rnd(PG_F64, r, c, 0.2);
+    pg_tensor *t = rnd(PG_DTYPE_F64, r, c, 0.2);
     double *d = pg_tensor_data(t);
     for (int64_t i = 0; i < r * c; i++) d[i] = fabs(d[i]) + 0.1;
     pg_tensor *o = pg_tensor_cast(t, dtype);
@@ -51,7 +51,7 @@ pg_tensor *rnd_pos(int dtype, int64_t r, int64_t c)
 double read1(pg_tensor *t)
 {
     double v = NAN;
-    pg_tensor_read(t, &v, PG_F64);
+    pg_tensor_read(t, &v, PG_DTYPE_F64);
     return v;
 }
 
@@ -90,7 +90,7 @@ void gradcheck(const char *name, op_fn f, const void *ctx, int n_in, const int64
     CHECK(loss != NULL);
     pg_gradmap *gm = loss ? pg_backward(loss) : NULL;
     CHECK(gm != NULL);
-    if (gm && dtype == PG_F64) {
+    if (gm && dtype == PG_DTYPE_F64) {
         int old = pg_tape_set_enabled(0);
         for (int i = 0; i < n_in; i++) {
             if (!(grad_mask >> i & 1)) continue;

@@ -15,10 +15,9 @@
 /* each part leaves nothing alive behind it */
 static void run(const char *name, void (*fn)(void))
 {
-    int64_t before = pg_live_objects(), st[11];
+    int64_t before = pg_live_objects();
     fn();
     pg_tape_clear();
-    pg_memory_stats(st, 11);
     if (pg_live_objects() != before) fprintf(stderr, "%s: %lld objects left alive\n", name, (long long)(pg_live_objects() - before));
     CHECK(pg_live_objects() == before);
 }
@@ -43,13 +42,14 @@ int main(void)
     run("views", test_views);
     run("index", test_index);
     pg_tape_clear();
-    int64_t st[11];
-    pg_memory_stats(st, 11);
+    pg_memory_counts st;
+    pg_memory_stats(&st);
     CHECK(pg_live_objects() == 0);
-    CHECK(st[5] == 0);
-    if (pg_live_objects() != 0 || st[5] != 0)
-        fprintf(stderr, "left alive: %lld tensors, %lld maps, %lld optimizers, %lld bytes\n", (long long)st[7],
-                (long long)st[8], (long long)st[9], (long long)st[5]);
+    CHECK(st.total == 0);
+    if (pg_live_objects() != 0 || st.total != 0)
+        fprintf(stderr, "left alive: %lld tensors, %lld maps, %lld optimizers, %lld bytes\n",
+                (long long)st.live_tensors, (long long)st.live_gradmaps, (long long)st.live_optims,
+                (long long)st.total);
     printf("driver: %d checks, %d failed\n", n_checks, n_failed);
     return n_failed != 0;
 }

@@ -72,7 +72,7 @@ static int try_open(const char *path)
     }
     for (int64_t i = 0; i < pg_st_count(f); i++) {
         int64_t nb = pg_st_nbytes(f, i), n = pg_st_rows(f, i) * pg_st_cols(f, i);
-        CHECK(nb == n * (pg_st_dtype(f, i) == PG_ST_F64 ? 8 : 4));
+        CHECK(nb == n * (pg_st_dtype(f, i) == PG_ST_DTYPE_F64 ? 8 : 4));
         void *b = malloc(nb ? (size_t)nb : 1);
         double *d = malloc(n ? (size_t)n * 8 : 8);
         CHECK(pg_st_read(f, i, b, nb) == 0);
@@ -95,7 +95,7 @@ static void expect_refused(const char *json, size_t nbody, const char *needle)
     pg_st_file *f = NULL;
     pg_clear_error();
     int rc = pg_st_open(p, &f);
-    CHECK(rc == PG_ERR_VALUE && f == NULL);
+    CHECK(rc == PG_STATUS_ERR_VALUE && f == NULL);
     if (!strstr(pg_last_error(), needle)) fprintf(stderr, "codec case %s: got \"%s\", wanted \"%s\"\n", json, pg_last_error(), needle);
     CHECK(strstr(pg_last_error(), needle) != NULL);
     pg_clear_error();
@@ -114,8 +114,8 @@ void test_codec(void)
     /* round trip, and the exact header bytes Python's json.dumps gave */
     float a[6] = {1, 2, 3, 4, 5, 6};
     double b[2] = {0.5, -1e300};
-    pg_st_tensor t[3] = {{"layer1_W", PG_ST_F32, 2, 2, 3, a}, {"caf\xc3\xa9\"", PG_ST_F64, 1, 2, 1, b},
-                         {"empty", PG_ST_F32, 2, 0, 4, NULL}};
+    pg_st_tensor t[3] = {{"layer1_W", PG_ST_DTYPE_F32, 2, 2, 3, a}, {"caf\xc3\xa9\"", PG_ST_DTYPE_F64, 1, 2, 1, b},
+                         {"empty", PG_ST_DTYPE_F32, 2, 0, 4, NULL}};
     const char *keys[2] = {"format", "config"}, *vals[2] = {"pyggmlr.ag_model", "{\"a\": [1, 2.5]}"};
     CHECK(pg_st_write(path, t, 3, keys, vals, 2) == 0);
     CHECK(!strcmp(pg_codec_trace(), "write fsync rename fsync-dir"));
@@ -131,39 +131,39 @@ void test_codec(void)
     CHECK(pg_st_open(path, &f) == 0);
     if (f) {
         CHECK(pg_st_count(f) == 3 && pg_st_meta_count(f) == 2);
-        CHECK(!strcmp(pg_st_name(f, 1), "caf\xc3\xa9\"") && pg_st_dtype(f, 1) == PG_ST_F64);
+        CHECK(!strcmp(pg_st_name(f, 1), "caf\xc3\xa9\"") && pg_st_dtype(f, 1) == PG_ST_DTYPE_F64);
         CHECK(pg_st_rows(f, 1) == 2 && pg_st_cols(f, 1) == 1 && pg_st_rows(f, 2) == 0 && pg_st_cols(f, 2) == 4);
         CHECK(!strcmp(pg_st_meta_value(f, 1), vals[1]));
         float ra[6];
         double cm[6];
         CHECK(pg_st_read(f, 0, ra, 24) == 0 && !memcmp(ra, a, 24));
         CHECK(pg_st_read_colmajor_f64(f, 0, cm, 6) == 0 && cm[0] == 1 && cm[1] == 4 && cm[2] == 2 && cm[5] == 6);
-        CHECK_ERR(pg_st_read(f, 0, ra, 20) != 0, PG_ERR_VALUE, "bytes");
-        CHECK_ERR(pg_st_read(f, 7, ra, 24) != 0, PG_ERR_ARG, "no tensor");
+        CHECK_ERR(pg_st_read(f, 0, ra, 20) != 0, PG_STATUS_ERR_VALUE, "bytes");
+        CHECK_ERR(pg_st_read(f, 7, ra, 24) != 0, PG_STATUS_ERR_ARG, "no tensor");
         CHECK(pg_st_name(f, 3) == NULL && pg_st_dtype(f, -1) == -1);
         pg_st_close(f);
     }
 
     /* the writer's refusals and failures: the old file stays, no temp file is left */
-    pg_st_tensor dup[2] = {{"x", PG_ST_F32, 2, 1, 1, a}, {"x", PG_ST_F32, 2, 1, 1, a}};
-    CHECK_ERR(pg_st_write(path, dup, 2, NULL, NULL, 0) != 0, PG_ERR_VALUE, "duplicate tensor name \"x\"");
-    pg_st_tensor meta_name = {"__metadata__", PG_ST_F32, 2, 1, 1, a};
-    CHECK_ERR(pg_st_write(path, &meta_name, 1, NULL, NULL, 0) != 0, PG_ERR_VALUE, "duplicate tensor name");
-    pg_st_tensor badshape = {"y", PG_ST_F32, 3, 1, 1, a};
-    CHECK_ERR(pg_st_write(path, &badshape, 1, NULL, NULL, 0) != 0, PG_ERR_VALUE, "bad dtype, shape or data");
+    pg_st_tensor dup[2] = {{"x", PG_ST_DTYPE_F32, 2, 1, 1, a}, {"x", PG_ST_DTYPE_F32, 2, 1, 1, a}};
+    CHECK_ERR(pg_st_write(path, dup, 2, NULL, NULL, 0) != 0, PG_STATUS_ERR_VALUE, "duplicate tensor name \"x\"");
+    pg_st_tensor meta_name = {"__metadata__", PG_ST_DTYPE_F32, 2, 1, 1, a};
+    CHECK_ERR(pg_st_write(path, &meta_name, 1, NULL, NULL, 0) != 0, PG_STATUS_ERR_VALUE, "duplicate tensor name");
+    pg_st_tensor badshape = {"y", PG_ST_DTYPE_F32, 3, 1, 1, a};
+    CHECK_ERR(pg_st_write(path, &badshape, 1, NULL, NULL, 0) != 0, PG_STATUS_ERR_VALUE, "bad dtype, shape or data");
     cpath(p2, sizeof p2, "no/such/dir.safetensors");
-    CHECK_ERR(pg_st_write(p2, t, 1, NULL, NULL, 0) != 0, PG_ERR_IO, "does not exist");
+    CHECK_ERR(pg_st_write(p2, t, 1, NULL, NULL, 0) != 0, PG_STATUS_ERR_IO, "does not exist");
     for (int stage = 1; stage <= 3; stage++) {
         pg_codec_test_fault(stage);
-        CHECK_ERR(pg_st_write(path, t, 3, NULL, NULL, 0) != 0, PG_ERR_IO, "injected failure");
+        CHECK_ERR(pg_st_write(path, t, 3, NULL, NULL, 0) != 0, PG_STATUS_ERR_IO, "injected failure");
         size_t n2;
         unsigned char *now = get_file(path, &n2);
         CHECK(now && n2 == n && !memcmp(now, good, n));
         free(now);
         CHECK(n_dir_entries() == 1);
     }
-    CHECK_ERR(pg_st_open(p2, &f) != 0, PG_ERR_IO, "cannot open file");
-    CHECK_ERR(pg_st_open(NULL, &f) != 0, PG_ERR_ARG, "NULL");
+    CHECK_ERR(pg_st_open(p2, &f) != 0, PG_STATUS_ERR_IO, "cannot open file");
+    CHECK_ERR(pg_st_open(NULL, &f) != 0, PG_STATUS_ERR_ARG, "NULL");
 
     /* hand-made hostile headers, each with the message both front ends give */
     expect_refused("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,1],\"data_offsets\":[0,8]},"
@@ -211,10 +211,10 @@ void test_codec(void)
         hb[8] = '{';
         put_file(p2, hb, 64);
         pg_clear_error();
-        CHECK(pg_st_open(p2, &f) == PG_ERR_VALUE && strstr(pg_last_error(), lmsg[k]));
+        CHECK(pg_st_open(p2, &f) == PG_STATUS_ERR_VALUE && strstr(pg_last_error(), lmsg[k]));
     }
     put_file(p2, hb, 5);
-    CHECK_ERR(pg_st_open(p2, &f) != 0, PG_ERR_VALUE, "shorter than the 8-byte header");
+    CHECK_ERR(pg_st_open(p2, &f) != 0, PG_STATUS_ERR_VALUE, "shorter than the 8-byte header");
 
     /* deep nesting: far beyond the limit, refused before any allocation */
     size_t deep = 200000;
@@ -225,20 +225,20 @@ void test_codec(void)
     unsigned char *db = malloc(deep * 2 + 64);
     size_t dn = blob(db, deep * 2 + 64, dj, 0);
     put_file(p2, db, dn);
-    CHECK_ERR(pg_st_open(p2, &f) != 0, PG_ERR_VALUE, "nested deeper than 128");
-    CHECK_ERR(pg_json_check(dj + 5, (int64_t)deep, "metadata 'config'", 0) != 0, PG_ERR_VALUE, "metadata 'config' is not valid JSON");
+    CHECK_ERR(pg_st_open(p2, &f) != 0, PG_STATUS_ERR_VALUE, "nested deeper than 128");
+    CHECK_ERR(pg_json_check(dj + 5, (int64_t)deep, "metadata 'config'", 0) != 0, PG_STATUS_ERR_VALUE, "metadata 'config' is not valid JSON");
     free(dj);
     free(db);
 
     /* metadata JSON: the config guard */
     const char *c1 = "{\"type\":\"linear\",\"in_features\":1000000000000,\"out_features\":2}";
-    CHECK_ERR(pg_json_check(c1, (int64_t)strlen(c1), "metadata 'config'", 1000) != 0, PG_ERR_VALUE, "implausible");
+    CHECK_ERR(pg_json_check(c1, (int64_t)strlen(c1), "metadata 'config'", 1000) != 0, PG_STATUS_ERR_VALUE, "implausible");
     const char *c2 = "{\"type\":\"linear\",\"in_features\":5000,\"out_features\":5000}";
-    CHECK_ERR(pg_json_check(c2, (int64_t)strlen(c2), "metadata 'config'", 100000) != 0, PG_ERR_VALUE, "implausible layer size");
+    CHECK_ERR(pg_json_check(c2, (int64_t)strlen(c2), "metadata 'config'", 100000) != 0, PG_STATUS_ERR_VALUE, "implausible layer size");
     CHECK(pg_json_check(c2, (int64_t)strlen(c2), "metadata 'config'", 0) == 0);
     CHECK(pg_json_check("[1e999]", 7, "x", 0) == 0);
-    CHECK_ERR(pg_json_check("[1e999]", 7, "x", 10) != 0, PG_ERR_VALUE, "implausible size 1e999");
-    CHECK_ERR(pg_json_check("{\"a\":{\"b\":1,\"b\":2}}", 19, "x", 0) != 0, PG_ERR_VALUE, "duplicate key \"b\"");
+    CHECK_ERR(pg_json_check("[1e999]", 7, "x", 10) != 0, PG_STATUS_ERR_VALUE, "implausible size 1e999");
+    CHECK_ERR(pg_json_check("{\"a\":{\"b\":1,\"b\":2}}", 19, "x", 0) != 0, PG_STATUS_ERR_VALUE, "duplicate key \"b\"");
 
     /* the fuzzer: every truncation, every bit of the header flipped, random edits */
     cpath(p2, sizeof p2, "fuzz.safetensors");

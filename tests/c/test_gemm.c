@@ -11,16 +11,16 @@
 #include <string.h>
 #include "check.h"
 
-static double gemm_get(int dt, const void *p, int64_t i) { return dt == PG_F32 ? ((const float *)p)[i] : ((const double *)p)[i]; }
+static double gemm_get(int dt, const void *p, int64_t i) { return dt == PG_DTYPE_F32 ? ((const float *)p)[i] : ((const double *)p)[i]; }
 static void gemm_set(int dt, void *p, int64_t i, double v)
 {
-    if (dt == PG_F32) ((float *)p)[i] = (float)v;
+    if (dt == PG_DTYPE_F32) ((float *)p)[i] = (float)v;
     else ((double *)p)[i] = v;
 }
 
 static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, double beta)
 {
-    size_t es = dt == PG_F32 ? sizeof(float) : sizeof(double);
+    size_t es = dt == PG_DTYPE_F32 ? sizeof(float) : sizeof(double);
     int64_t ra = ta ? k : m, ca = ta ? m : k, rb = tb ? n : k, cb = tb ? k : n;
     int64_t lda = ra + 3, ldb = rb + 2, ldc = m + 4;
     /* one element more than needed: the second run moves every operand by one element */
@@ -43,7 +43,7 @@ static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, d
         }
         memcpy(c, C0, (size_t)(ldc * n) * es);
         pg_gemm(dt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        double eps = dt == PG_F32 ? 0x1p-24 : 0x1p-53;
+        double eps = dt == PG_DTYPE_F32 ? 0x1p-24 : 0x1p-53;
         for (int64_t j = 0; j < n; j++)
             for (int64_t i = 0; i < ldc; i++) {
                 double got = gemm_get(dt, c, i + j * ldc), c0 = gemm_get(dt, C0, i + j * ldc);
@@ -61,7 +61,7 @@ static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, d
     for (int64_t j = 0; j < n; j++) /* the same bits at the other alignment */
         bad += memcmp(C[0] + (size_t)(j * ldc) * es, C[1] + (size_t)(j * ldc + 1) * es, (size_t)m * es) != 0;
     if (bad)
-        fprintf(stderr, "gemm %s ta=%d tb=%d m=%lld n=%lld k=%lld alpha=%g beta=%g: %d bad\n", dt == PG_F32 ? "f32" : "f64",
+        fprintf(stderr, "gemm %s ta=%d tb=%d m=%lld n=%lld k=%lld alpha=%g beta=%g: %d bad\n", dt == PG_DTYPE_F32 ? "f32" : "f64",
                 ta, tb, (long long)m, (long long)n, (long long)k, alpha, beta, bad);
     CHECK(bad == 0);
     free(A); free(B); free(C0); free(C[0]); free(C[1]);
@@ -94,8 +94,8 @@ static void gemm_same_bits(int best)
                         double *c = C + (run % 4) * sz;
                         float *cf = Cf + (run % 4) * sz;
                         for (int64_t i = 0; i < sz; i++) c[i] = cf[i] = (float)(i % 7) - 3;
-                        pg_gemm(PG_F64, ta, tb, m, n, k, -0.75, A, (ta ? k : m) + 2, B, (tb ? n : k) + 3, beta, c, ldc);
-                        pg_gemm(PG_F32, ta, tb, m, n, k, -0.75, Af, (ta ? k : m) + 2, Bf, (tb ? n : k) + 3, beta, cf, ldc);
+                        pg_gemm(PG_DTYPE_F64, ta, tb, m, n, k, -0.75, A, (ta ? k : m) + 2, B, (tb ? n : k) + 3, beta, c, ldc);
+                        pg_gemm(PG_DTYPE_F32, ta, tb, m, n, k, -0.75, Af, (ta ? k : m) + 2, Bf, (tb ? n : k) + 3, beta, cf, ldc);
                         if (path == 1) { /* direct == packed on this kernel */
                             CHECK(memcmp(c, c - sz, sizeof(double) * (size_t)sz) == 0);
                             CHECK(memcmp(cf, cf - sz, sizeof(float) * (size_t)sz) == 0);
@@ -119,7 +119,7 @@ typedef struct { int dt; int64_t m, n, k; const void *a, *b, *ref; void *c; int 
 static void *gemm_conc_main(void *p)
 {
     gemm_conc *g = p;
-    size_t es = g->dt == PG_F32 ? sizeof(float) : sizeof(double);
+    size_t es = g->dt == PG_DTYPE_F32 ? sizeof(float) : sizeof(double);
     for (int r = 0; r < 40; r++) {
         memset(g->c, 0, (size_t)(g->m * g->n) * es);
         pg_gemm(g->dt, 0, 1, g->m, g->n, g->k, -0.75, g->a, g->m, g->b, g->n, 0, g->c, g->m);
@@ -154,8 +154,8 @@ static void gemm_threads(int best)
                             float *cf = Cf + (th > 1) * sz;
                             for (int64_t i = 0; i < sz; i++) cc[i] = cf[i] = (float)(i % 7) - 3;
                             CHECK(pg_set_threads(th) == 0);
-                            pg_gemm(PG_F64, ta, tb, m, n, k, ab[c][0], A, (ta ? k : m) + 2, B, (tb ? n : k) + 3, ab[c][1], cc, ldc);
-                            pg_gemm(PG_F32, ta, tb, m, n, k, ab[c][0], Af, (ta ? k : m) + 2, Bf, (tb ? n : k) + 3, ab[c][1], cf, ldc);
+                            pg_gemm(PG_DTYPE_F64, ta, tb, m, n, k, ab[c][0], A, (ta ? k : m) + 2, B, (tb ? n : k) + 3, ab[c][1], cc, ldc);
+                            pg_gemm(PG_DTYPE_F32, ta, tb, m, n, k, ab[c][0], Af, (ta ? k : m) + 2, Bf, (tb ? n : k) + 3, ab[c][1], cf, ldc);
                             if (th > 1) {
                                 int b1 = memcmp(C, C + sz, sizeof(double) * (size_t)sz) != 0;
                                 int b2 = memcmp(Cf, Cf + sz, sizeof(float) * (size_t)sz) != 0;
@@ -178,16 +178,16 @@ static void gemm_threads(int best)
     int64_t m = 150, n = 200, k = 300;
     gemm_conc g[2];
     for (int i = 0; i < 2; i++) {
-        int dt = i ? PG_F32 : PG_F64;
-        size_t es = dt == PG_F32 ? sizeof(float) : sizeof(double);
+        int dt = i ? PG_DTYPE_F32 : PG_DTYPE_F64;
+        size_t es = dt == PG_DTYPE_F32 ? sizeof(float) : sizeof(double);
         void *ref = malloc((size_t)(m * n) * es);
         CHECK(pg_set_threads(1) == 0);
-        pg_gemm(dt, 0, 1, m, n, k, -0.75, dt == PG_F32 ? (void *)Af : (void *)A, m, dt == PG_F32 ? (void *)Bf : (void *)B, n, 0, ref, m);
-        g[i] = (gemm_conc){dt, m, n, k, dt == PG_F32 ? (void *)Af : (void *)A, dt == PG_F32 ? (void *)Bf : (void *)B, ref,
+        pg_gemm(dt, 0, 1, m, n, k, -0.75, dt == PG_DTYPE_F32 ? (void *)Af : (void *)A, m, dt == PG_DTYPE_F32 ? (void *)Bf : (void *)B, n, 0, ref, m);
+        g[i] = (gemm_conc){dt, m, n, k, dt == PG_DTYPE_F32 ? (void *)Af : (void *)A, dt == PG_DTYPE_F32 ? (void *)Bf : (void *)B, ref,
                            malloc((size_t)(m * n) * es), 0};
     }
     CHECK(pg_set_threads(2) == 0);
-    pg_gemm(PG_F64, 0, 1, m, n, k, -0.75, A, m, B, n, 0, g[0].c, m); /* starts the pool */
+    pg_gemm(PG_DTYPE_F64, 0, 1, m, n, k, -0.75, A, m, B, n, 0, g[0].c, m); /* starts the pool */
     CHECK(pg_gemm_threads_live() == 1);
     pthread_t th[2];
     for (int i = 0; i < 2; i++) CHECK(pthread_create(&th[i], NULL, gemm_conc_main, &g[i]) == 0);
@@ -200,11 +200,11 @@ static void gemm_threads(int best)
     CHECK(pg_set_threads(1) == 0);
     CHECK(pg_gemm_threads_live() == 0);
     CHECK(pg_set_threads(2) == 0);
-    gemm_case(PG_F64, 1, 0, 150, 200, 300, -0.75, 0.5);
-    gemm_case(PG_F32, 0, 1, 150, 200, 300, 1, 0);
+    gemm_case(PG_DTYPE_F64, 1, 0, 150, 200, 300, -0.75, 0.5);
+    gemm_case(PG_DTYPE_F32, 0, 1, 150, 200, 300, 1, 0);
     CHECK(pg_gemm_threads_live() == 1);
     CHECK(pg_gemm_threads_stop() == 1 && pg_gemm_threads_live() == 0);
-    gemm_case(PG_F64, 0, 0, 150, 200, 300, 1, 1); /* restarts the pool; the exit handler stops it */
+    gemm_case(PG_DTYPE_F64, 0, 0, 150, 200, 300, 1, 1); /* restarts the pool; the exit handler stops it */
     CHECK(pg_gemm_threads_live() == 1);
     CHECK(pg_set_threads(1) == 0);
     free(A); free(B); free(Af); free(Bf); free(C); free(Cf);
@@ -230,7 +230,7 @@ void test_gemm(void)
             for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
                 for (int t = 0; t < 4; t++)
                     for (size_t c = 0; c < sizeof ab / sizeof *ab; c++)
-                        for (int dt = PG_F32; dt <= PG_F64; dt++)
+                        for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++)
                             gemm_case(dt, t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2], ab[c][0], ab[c][1]);
         }
         pg_gemm_path_select(-1);
@@ -254,8 +254,8 @@ void test_gemm(void)
                 double *c = C + (sel - 1) * m * n;
                 float *cf = Cf + (sel - 1) * m * n;
                 for (int64_t i = 0; i < m * n; i++) c[i] = cf[i] = (float)(i % 7) - 3;
-                pg_gemm(PG_F64, ta, tb, m, n, k, -0.75, A, ta ? k : m, B, tb ? n : k, 0.5, c, m);
-                pg_gemm(PG_F32, ta, tb, m, n, k, -0.75, Af, ta ? k : m, Bf, tb ? n : k, 0.5, cf, m);
+                pg_gemm(PG_DTYPE_F64, ta, tb, m, n, k, -0.75, A, ta ? k : m, B, tb ? n : k, 0.5, c, m);
+                pg_gemm(PG_DTYPE_F32, ta, tb, m, n, k, -0.75, Af, ta ? k : m, Bf, tb ? n : k, 0.5, cf, m);
             }
             CHECK(memcmp(C, C + m * n, sizeof(double) * (size_t)(m * n)) == 0);
             CHECK(memcmp(Cf, Cf + m * n, sizeof(float) * (size_t)(m * n)) == 0);
@@ -265,12 +265,12 @@ void test_gemm(void)
     }
     pg_gemm_kernel_select(-1);
     /* k == 0: C = beta C (beta 0 overwrites NaN garbage; 1 leaves C alone) */
-    for (int dt = PG_F32; dt <= PG_F64; dt++)
+    for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++)
         for (int bi = 0; bi < 3; bi++) {
             double beta = bi == 0 ? 0 : bi == 1 ? 1 : 0.5, one = 1, c[6];
             float cf[6];
             for (int i = 0; i < 6; i++) c[i] = cf[i] = bi == 0 ? NAN : (float)(i + 1);
-            pg_gemm(dt, 0, 0, 3, 2, 0, 2.0, &one, 3, &one, 1, beta, dt == PG_F32 ? (void *)cf : (void *)c, 3);
-            for (int i = 0; i < 6; i++) CHECK((dt == PG_F32 ? cf[i] : c[i]) == beta * (i + 1));
+            pg_gemm(dt, 0, 0, 3, 2, 0, 2.0, &one, 3, &one, 1, beta, dt == PG_DTYPE_F32 ? (void *)cf : (void *)c, 3);
+            for (int i = 0; i < 6; i++) CHECK((dt == PG_DTYPE_F32 ? cf[i] : c[i]) == beta * (i + 1));
         }
 }

@@ -27,9 +27,9 @@ static int inner_bw(void *p)
 static int seg_bw(void *p)
 {
     seg_ctx *c = p;
-    if (++c->calls == c->fail_at) return pg_host_fail(PG_ERR_VALUE, "segment says no");
+    if (++c->calls == c->fail_at) return pg_host_fail(PG_STATUS_ERR_VALUE, "segment says no");
     CHECK(pg_tape_enabled() && pg_tape_nodes() == 0 && pg_host_depth() >= 1);
-    CHECK_ERR(pg_backward(c->w) == NULL, PG_ERR_STATE, "cannot run inside an ag_checkpoint");
+    CHECK_ERR(pg_backward(c->w) == NULL, PG_STATUS_ERR_STATE, "cannot run inside an ag_checkpoint");
     pg_tensor *y = c->bad_shape ? pg_transpose(c->w) : seg_run(c);
     int rc = y ? pg_host_replay(y) : -1;
     REL(y);
@@ -51,7 +51,7 @@ static pg_tensor *seg_run(seg_ctx *c)
         h = pg_matmul(c->w, c->x);
     }
     pg_tensor *m = pg_matmul(c->w, h);
-    pg_tensor *out = pg_unary(PG_TANH, m);
+    pg_tensor *out = pg_unary(PG_UNARY_OP_TANH, m);
     REL(h);
     REL(m);
     return out;
@@ -84,8 +84,8 @@ static void host_grads(pg_tensor *w, pg_tensor *u, pg_tensor *v, int mode, seg_c
     pg_gradmap *m = pg_backward(l);
     *fail = m == NULL;
     if (m) {
-        pg_tensor_read(pg_gradmap_get(m, w), gw, PG_F64);
-        pg_tensor_read(pg_gradmap_get(m, u), gu, PG_F64);
+        pg_tensor_read(pg_gradmap_get(m, w), gw, PG_DTYPE_F64);
+        pg_tensor_read(pg_gradmap_get(m, u), gu, PG_DTYPE_F64);
         CHECK(pg_gradmap_get(m, y) != NULL && pg_gradmap_get(m, x) != NULL);
         pg_gradmap_free(m);
     }
@@ -98,7 +98,7 @@ static void host_grads(pg_tensor *w, pg_tensor *u, pg_tensor *v, int mode, seg_c
 
 void test_host(void)
 {
-    pg_tensor *w = rnd(PG_F64, 3, 3, 0), *u = rnd(PG_F64, 3, 2, 0), *v = rnd(PG_F64, 3, 2, 0);
+    pg_tensor *w = rnd(PG_DTYPE_F64, 3, 3, 0), *u = rnd(PG_DTYPE_F64, 3, 2, 0), *v = rnd(PG_DTYPE_F64, 3, 2, 0);
     pg_tensor_set_requires_grad(w, 1);
     pg_tensor_set_requires_grad(u, 1);
     double gw[3][9], gu[3][6];
@@ -113,7 +113,7 @@ void test_host(void)
     CHECK(memcmp(gw[0], gw[2], sizeof gw[0]) == 0 && memcmp(gu[0], gu[2], sizeof gu[0]) == 0);
     /* .grad: the three backwards accumulated W's gradient once each */
     double acc[9];
-    pg_tensor_read(pg_tensor_grad(w), acc, PG_F64);
+    pg_tensor_read(pg_tensor_grad(w), acc, PG_DTYPE_F64);
     for (int i = 0; i < 9; i++) CHECK(fabs(acc[i] - 3 * gw[0][i]) <= 1e-12 * (1 + fabs(acc[i])));
     pg_tensor_set_grad(w, NULL);
     pg_tensor_set_grad(u, NULL);
@@ -121,27 +121,27 @@ void test_host(void)
     /* a failing replay, a wrong shape: backward fails, nothing changed */
     seg_ctx c1 = { .fail_at = 1 };
     host_grads(w, u, v, 1, &c1, gw[1], gu[1], &fail);
-    CHECK(fail && pg_last_status() == PG_ERR_VALUE && strstr(pg_last_error(), "segment says no"));
+    CHECK(fail && pg_last_status() == PG_STATUS_ERR_VALUE && strstr(pg_last_error(), "segment says no"));
     CHECK(pg_tensor_grad(w) == NULL && pg_tensor_grad(u) == NULL && c1.freed == 1);
     seg_ctx c2 = { .bad_shape = 1 };
     host_grads(w, u, v, 1, &c2, gw[1], gu[1], &fail);
-    CHECK(fail && pg_last_status() == PG_ERR_SHAPE && strstr(pg_last_error(), "must be reproducible"));
+    CHECK(fail && pg_last_status() == PG_STATUS_ERR_SHAPE && strstr(pg_last_error(), "must be reproducible"));
     CHECK(pg_tensor_grad(w) == NULL && c2.freed == 1);
 
     /* outside a host rule; tape off; more inputs than a node's slots */
-    CHECK_ERR(pg_host_replay(u) != 0, PG_ERR_STATE, "only valid inside");
+    CHECK_ERR(pg_host_replay(u) != 0, PG_STATUS_ERR_STATE, "only valid inside");
     seg_ctx c3 = { 0 };
-    CHECK_ERR(pg_host_record(u, NULL, 0, "checkpoint", seg_bw, &c3, seg_free) == NULL, PG_ERR_STATE, "not recording");
+    CHECK_ERR(pg_host_record(u, NULL, 0, "checkpoint", seg_bw, &c3, seg_free) == NULL, PG_STATUS_ERR_STATE, "not recording");
     CHECK(c3.freed == 1);
     pg_tensor *xs[8];
-    for (int i = 0; i < 8; i++) xs[i] = rnd(PG_F64, 3, 2, 0);
+    for (int i = 0; i < 8; i++) xs[i] = rnd(PG_DTYPE_F64, 3, 2, 0);
     pg_tape_begin();
     seg_ctx c4 = { 0 };
     pg_tensor *y = pg_host_record(u, xs, 8, "checkpoint", seg_bw, &c4, seg_free);
     CHECK(y && pg_tape_nodes() == 1);
-    int64_t tot[5];
-    CHECK(pg_tape_memory(tot, NULL, NULL, NULL, 0) == 1);
-    CHECK(tot[4] == 9 * 6 * 8);  /* the 8 inputs (beyond the node's 5 slots too) and the value */
+    pg_memory_totals tot;
+    CHECK(pg_tape_memory(&tot, NULL, NULL, NULL, 0) == 1);
+    CHECK(tot.bytes_inputs == 9 * 6 * 8);  /* the 8 inputs (beyond the node's 5 slots too) and the value */
     pg_tape_end();
     REL(y);
     pg_tape_clear();
@@ -153,7 +153,7 @@ void test_host(void)
     seg_ctx c5 = { 0 };
     pg_tensor *z = pg_host_record(u, &u, 1, "checkpoint", seg_bw, &c5, seg_free);
     pg_tensor *lz = pg_sum(z, 0);
-    CHECK_ERR(pg_graph_record_end(lz, &u, 1, PG_BUILD_GRAD, NULL) == NULL, PG_ERR_VALUE, "ag_checkpoint");
+    CHECK_ERR(pg_graph_record_end(lz, &u, 1, PG_GRAPH_BUILD_GRAD, NULL) == NULL, PG_STATUS_ERR_VALUE, "ag_checkpoint");
     CHECK(c5.freed == 1 && pg_tape_nodes() == 0 && pg_tape_depth() == 0);
     REL(lz);
     REL(z);

@@ -19,7 +19,7 @@ static void *hostile_busy(void *arg)
     (void)arg;
     double wv[64 * 64];
     for (int i = 0; i < 64 * 64; i++) wv[i] = (i % 7) * 0.01;
-    pg_tensor *w = pg_tensor_new(PG_F64, 64, 64, wv, PG_F64, 1, 64);
+    pg_tensor *w = pg_tensor_new(PG_DTYPE_F64, 64, 64, wv, PG_DTYPE_F64, 1, 64);
     pg_tensor_set_requires_grad(w, 1);
     double u[8], lo = 0, hi = 1;
     while (!hostile_stop) {
@@ -39,11 +39,11 @@ static void *hostile_busy(void *arg)
 
 void test_hostile(void)
 {
-    CHECK_ERR(pg_check_count("ag_set_threads()", "n", 1e6, 1, PG_MAX_THREADS) != 0, PG_ERR_VALUE, "<= 1024, got 1000000");
-    CHECK_ERR(pg_check_count("dp_train", "n_replicas", 2.5, 1, 4) != 0, PG_ERR_VALUE, "whole number");
-    CHECK_ERR(pg_check_count("f", "n", NAN, 1, 4) != 0, PG_ERR_VALUE, "f: n must be");
+    CHECK_ERR(pg_check_count("ag_set_threads()", "n", 1e6, 1, PG_MAX_THREADS) != 0, PG_STATUS_ERR_VALUE, "<= 1024, got 1000000");
+    CHECK_ERR(pg_check_count("dp_train", "n_replicas", 2.5, 1, 4) != 0, PG_STATUS_ERR_VALUE, "whole number");
+    CHECK_ERR(pg_check_count("f", "n", NAN, 1, 4) != 0, PG_STATUS_ERR_VALUE, "f: n must be");
     CHECK(pg_check_count("f", "n", 4, 1, 4) == 0);
-    CHECK_ERR(pg_set_threads(PG_MAX_THREADS + 1) != 0, PG_ERR_VALUE, "ag_set_threads(): n must be a whole number >= 1 and <= 1024");
+    CHECK_ERR(pg_set_threads(PG_MAX_THREADS + 1) != 0, PG_STATUS_ERR_VALUE, "ag_set_threads(): n must be a whole number >= 1 and <= 1024");
     CHECK(pg_physical_memory() > 0);
 
     char fifo[64];
@@ -54,7 +54,7 @@ void test_hostile(void)
     if (mkfifo(fifo, 0600) == 0) {
         pg_st_file *f = NULL;
         CHECK(pg_file_kind(fifo) == 3);
-        CHECK_ERR(pg_st_open(fifo, &f) != 0, PG_ERR_VALUE, "not a regular file");
+        CHECK_ERR(pg_st_open(fifo, &f) != 0, PG_STATUS_ERR_VALUE, "not a regular file");
         CHECK(f == NULL);
         unlink(fifo);
     }
@@ -68,7 +68,7 @@ void test_hostile(void)
         pid_t pid = fork();
         if (pid == 0) {
             double one[4] = {1, 1, 1, 1}, u[2], lo = 0, hi = 1;
-            pg_tensor *a = pg_tensor_new(PG_F64, 2, 2, one, PG_F64, 1, 2);
+            pg_tensor *a = pg_tensor_new(PG_DTYPE_F64, 2, 2, one, PG_DTYPE_F64, 1, 2);
             pg_tensor_set_requires_grad(a, 1);
             pg_tape_begin();
             pg_tensor *y = pg_matmul(a, a), *s = pg_sum(y, 0);

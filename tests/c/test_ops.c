@@ -32,22 +32,22 @@ static pg_tensor *loss_vs(pg_tensor *(*loss)(pg_tensor *, pg_tensor *), int act,
 static pg_tensor *f_ce(pg_tensor **in, const void *c)
 {
     (void)c;
-    pg_tensor *p = pg_unary(PG_SIGMOID, in[0]);
+    pg_tensor *p = pg_unary(PG_UNARY_OP_SIGMOID, in[0]);
     pg_tensor *o = pg_cross_entropy_loss(p, in[1]);
     REL(p);
     return o;
 }
-static pg_tensor *f_sce(pg_tensor **in, const void *c) { (void)c; return loss_vs(pg_softmax_ce_loss, PG_SOFTMAX, in); }
+static pg_tensor *f_sce(pg_tensor **in, const void *c) { (void)c; return loss_vs(pg_softmax_ce_loss, PG_UNARY_OP_SOFTMAX, in); }
 /* the losses of ops_loss2.c: probabilities and [0, 1] targets through a sigmoid (constants) */
 static pg_tensor *f_bce(pg_tensor **in, const void *c)
 {
     (void)c;
-    pg_tensor *p = pg_unary(PG_SIGMOID, in[0]), *t = pg_unary(PG_SIGMOID, in[1]);
+    pg_tensor *p = pg_unary(PG_UNARY_OP_SIGMOID, in[0]), *t = pg_unary(PG_UNARY_OP_SIGMOID, in[1]);
     pg_tensor *o = pg_bce_loss(p, t);
     REL(p); REL(t);
     return o;
 }
-static pg_tensor *f_bcel(pg_tensor **in, const void *c) { (void)c; return loss_vs(pg_bce_logits_loss, PG_SIGMOID, in); }
+static pg_tensor *f_bcel(pg_tensor **in, const void *c) { (void)c; return loss_vs(pg_bce_logits_loss, PG_UNARY_OP_SIGMOID, in); }
 static pg_tensor *f_huber(pg_tensor **in, const void *c) { (void)c; return pg_huber_loss(in[0], in[1], 0.3); }
 static pg_tensor *f_mae(pg_tensor **in, const void *c) { (void)c; return pg_mae_loss(in[0], in[1]); }
 static pg_tensor *f_wmse(pg_tensor **in, const void *c) { (void)c; return pg_weighted_mse_loss(in[0], in[1], in[2]); }
@@ -92,7 +92,7 @@ static pg_tensor *f_causal(pg_tensor **in, const void *c)
     /* -inf entries times a weight would give NaN in the loss: mask, then clamp them away */
     pg_tensor *m = pg_causal_mask(in[0]);
     if (!m) return NULL;
-    pg_tensor *s = pg_unary(PG_SOFTMAX, m);
+    pg_tensor *s = pg_unary(PG_UNARY_OP_SOFTMAX, m);
     REL(m);
     return s;
 }
@@ -110,7 +110,7 @@ static pg_tensor *f_flash(pg_tensor **in, const void *c)
         double *md = malloc((size_t)(R * C) * sizeof *md);
         for (int64_t j = 0; j < C; j++)
             for (int64_t i = 0; i < R; i++) md[i + j * R] = (j == 1 || (i > 0 && (i + j) % 3 == 2)) ? -INFINITY : 0.0;
-        pg_tensor_write(mask, md, PG_F64, R, C, 1, R);
+        pg_tensor_write(mask, md, PG_DTYPE_F64, R, C, 1, R);
         free(md);
     }
     pg_tensor *out = pg_flash_attention(in[0], in[1], in[2], m[0], NAN, mask, m[1] == 1);
@@ -120,7 +120,7 @@ static pg_tensor *f_flash(pg_tensor **in, const void *c)
 
 void test_ops(void)
 {
-    for (int dt = PG_F32; dt <= PG_F64; dt++) {
+    for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++) {
         int64_t s23_34[] = {2, 3, 3, 4};
         gradcheck("matmul", f_matmul, NULL, 2, s23_34, 0, 3, dt);
         int64_t s30_04[] = {3, 0, 0, 4}; /* k = 0: a zero [3x4] result */
@@ -135,9 +135,9 @@ void test_ops(void)
                 gradcheck(bn[k], bins[k], NULL, 2, bshapes[s], k == 3 ? 2 : 0, 3, dt);
         int64_t s34[] = {3, 4}, s11[] = {1, 1}, s04[] = {0, 4};
         gradcheck("scale", f_scale, NULL, 1, s34, 0, 1, dt);
-        for (int u = PG_RELU; u <= PG_NEG; u++) {
-            gradcheck("unary", f_unary, &u, 1, s34, u == PG_LOG ? 1 : 0, 1, dt);
-            gradcheck("unary 1x1", f_unary, &u, 1, s11, u == PG_LOG ? 1 : 0, 1, dt);
+        for (int u = PG_UNARY_OP_RELU; u <= PG_UNARY_OP_NEG; u++) {
+            gradcheck("unary", f_unary, &u, 1, s34, u == PG_UNARY_OP_LOG ? 1 : 0, 1, dt);
+            gradcheck("unary 1x1", f_unary, &u, 1, s11, u == PG_UNARY_OP_LOG ? 1 : 0, 1, dt);
             gradcheck("unary empty", f_unary, &u, 1, s04, 0, 1, dt);
         }
         double pw[] = {2.0, 0.5, -1.0, 3.0};

@@ -7,7 +7,7 @@
 /* ---- optimizers ---- */
 void test_optim(void)
 {
-    for (int dt = PG_F32; dt <= PG_F64; dt++)
+    for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++)
         for (int kind = 0; kind <= 1; kind++)
             for (int variant = 0; variant < 4; variant++) {
                 pg_tensor *p = rnd(dt, 3, 2, 0), *q = rnd(dt, 1, 2, 0), *nog = rnd(dt, 2, 2, 0);
@@ -22,17 +22,17 @@ void test_optim(void)
                 if (variant == 1) CHECK(pg_optim_set(o, kind ? "weight_decay" : "momentum", 0.5) == 0);
                 if (variant == 2) { CHECK(pg_optim_set(o, "nesterov", 1) == 0); pg_optim_set(o, "momentum", 0.9); }
                 if (variant == 3) CHECK(pg_optim_set(o, "accumulate_steps", 2) == 0);
-                CHECK_ERR(pg_optim_set(o, "lr", NAN) != 0, PG_ERR_VALUE, "NaN");
-                CHECK_ERR(pg_optim_set(o, "lr", -1) != 0, PG_ERR_VALUE, ">= 0");
-                CHECK_ERR(pg_optim_set(o, "beta1", 1) != 0, PG_ERR_VALUE, "[0, 1)");
-                CHECK_ERR(pg_optim_set(o, "accumulate_steps", 1.5) != 0, PG_ERR_VALUE, "integer");
-                CHECK_ERR(pg_optim_set(o, "bogus", 1) != 0, PG_ERR_VALUE, "unknown");
-                CHECK_ERR(isnan(pg_optim_get(o, "bogus")), PG_ERR_VALUE, "unknown");
+                CHECK_ERR(pg_optim_set(o, "lr", NAN) != 0, PG_STATUS_ERR_VALUE, "NaN");
+                CHECK_ERR(pg_optim_set(o, "lr", -1) != 0, PG_STATUS_ERR_VALUE, ">= 0");
+                CHECK_ERR(pg_optim_set(o, "beta1", 1) != 0, PG_STATUS_ERR_VALUE, "[0, 1)");
+                CHECK_ERR(pg_optim_set(o, "accumulate_steps", 1.5) != 0, PG_STATUS_ERR_VALUE, "integer");
+                CHECK_ERR(pg_optim_set(o, "bogus", 1) != 0, PG_STATUS_ERR_VALUE, "unknown");
+                CHECK_ERR(isnan(pg_optim_get(o, "bogus")), PG_STATUS_ERR_VALUE, "unknown");
                 double before[4], after[4];
-                pg_tensor_read(nog, before, PG_F64);
+                pg_tensor_read(nog, before, PG_DTYPE_F64);
                 for (int step = 0; step < 4; step++) {
                     CHECK(pg_tape_begin() == 0);
-                    pg_tensor *pq = pg_mul(p, q), *t = pg_unary(PG_TANH, pq), *l = pg_mean(t, 0);
+                    pg_tensor *pq = pg_mul(p, q), *t = pg_unary(PG_UNARY_OP_TANH, pq), *l = pg_mean(t, 0);
                     pg_tape_end();
                     pg_gradmap *m = pg_backward(l);
                     CHECK(m != NULL);
@@ -45,7 +45,7 @@ void test_optim(void)
                     pg_gradmap_free(m);
                     REL(pq); REL(t); REL(l);
                 }
-                pg_tensor_read(nog, after, PG_F64);
+                pg_tensor_read(nog, after, PG_DTYPE_F64);
                 /* no gradient: skipped entirely (not even decoupled weight decay) */
                 CHECK(memcmp(after, before, sizeof after) == 0);
                 CHECK(pg_optim_get(o, "t") == (kind ? (variant == 3 ? 2 : 4) : 0));
@@ -53,9 +53,9 @@ void test_optim(void)
                 pg_tensor *st = pg_optim_state(o, 0, 0);
                 if (st) CHECK(pg_optim_set_state(o, 0, 0, st) == 0);
                 pg_tensor *wrong = rnd(dt, 5, 5, 0);
-                CHECK_ERR(pg_optim_set_state(o, 0, 0, wrong) != 0, PG_ERR_SHAPE, "optimizer state");
-                CHECK_ERR(pg_optim_set_state(o, 7, 0, wrong) != 0, PG_ERR_VALUE, "no slot");
-                CHECK_ERR(pg_optim_set_state(o, 0, 3, wrong) != 0, PG_ERR_VALUE, "no slot");
+                CHECK_ERR(pg_optim_set_state(o, 0, 0, wrong) != 0, PG_STATUS_ERR_SHAPE, "optimizer state");
+                CHECK_ERR(pg_optim_set_state(o, 7, 0, wrong) != 0, PG_STATUS_ERR_VALUE, "no slot");
+                CHECK_ERR(pg_optim_set_state(o, 0, 3, wrong) != 0, PG_STATUS_ERR_VALUE, "no slot");
                 CHECK(pg_optim_set_state(o, 1, 0, NULL) == 0 && pg_optim_state(o, 1, 0) == NULL);
                 CHECK(pg_optim_param(o, 0) == p && pg_optim_param(o, 3) == NULL && pg_optim_state(o, 0, 9) == NULL);
                 /* a .grad of the wrong shape is refused before anything changes */
@@ -73,20 +73,20 @@ void test_optim(void)
     CHECK(e && pg_optim_step(e, NULL) == 1 && pg_optim_zero_grad(e) == 0);
     pg_optim_free(e);
     /* issue 19: no gradient for any parameter is an error that counts nothing; ranges name the optimizer */
-    pg_tensor *w = rnd(PG_F64, 2, 2, 0);
+    pg_tensor *w = rnd(PG_DTYPE_F64, 2, 2, 0);
     pg_optim *a = pg_optim_new(1, &w, 1, NULL);
     CHECK(a != NULL);
-    CHECK_ERR(pg_optim_step(a, NULL) == -PG_ERR_STATE, PG_ERR_STATE, "optimizer_adam step(): no gradient for any");
-    CHECK_ERR(pg_optim_step_sum(a, NULL) == -PG_ERR_STATE, PG_ERR_STATE, "no gradient for any");
+    CHECK_ERR(pg_optim_step(a, NULL) == -PG_STATUS_ERR_STATE, PG_STATUS_ERR_STATE, "optimizer_adam step(): no gradient for any");
+    CHECK_ERR(pg_optim_step_sum(a, NULL) == -PG_STATUS_ERR_STATE, PG_STATUS_ERR_STATE, "no gradient for any");
     CHECK(pg_optim_get(a, "t") == 0);
-    CHECK_ERR(pg_optim_set(a, "lr", INFINITY) != 0, PG_ERR_VALUE, "optimizer_adam: lr must be a finite number >= 0, got Inf");
-    CHECK_ERR(pg_optim_set(a, "eps", 0) != 0, PG_ERR_VALUE, "eps must be a finite number > 0");
-    CHECK_ERR(pg_optim_set(a, "momentum", 1) != 0, PG_ERR_VALUE, "[0, 1)");
+    CHECK_ERR(pg_optim_set(a, "lr", INFINITY) != 0, PG_STATUS_ERR_VALUE, "optimizer_adam: lr must be a finite number >= 0, got Inf");
+    CHECK_ERR(pg_optim_set(a, "eps", 0) != 0, PG_STATUS_ERR_VALUE, "eps must be a finite number > 0");
+    CHECK_ERR(pg_optim_set(a, "momentum", 1) != 0, PG_STATUS_ERR_VALUE, "[0, 1)");
     double neg[4] = {1, 1, 1, -1}, zero[4] = {0, 0, 0, 0};
     const double *vals[2] = {zero, neg};
-    CHECK_ERR(pg_optim_load(a, vals, 2, 1, 0) != 0, PG_ERR_VALUE, "negative entry");
+    CHECK_ERR(pg_optim_load(a, vals, 2, 1, 0) != 0, PG_STATUS_ERR_VALUE, "negative entry");
     CHECK(pg_optim_state(a, 0, 0) == NULL && pg_optim_get(a, "t") == 0); /* nothing written */
-    CHECK_ERR(pg_clamp(w, NAN, 1) == NULL, PG_ERR_VALUE, "ag_clamp: lo must be");
+    CHECK_ERR(pg_clamp(w, NAN, 1) == NULL, PG_STATUS_ERR_VALUE, "ag_clamp: lo must be");
     pg_optim_free(a);
     REL(w);
 }
@@ -94,7 +94,7 @@ void test_optim(void)
 /* ---- data-parallel helpers ---- */
 void test_dist(void)
 {
-    for (int dt = PG_F32; dt <= PG_F64; dt++) {
+    for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++) {
         pg_tensor *a0 = rnd(dt, 2, 3, 0), *b0 = rnd(dt, 4, 1, 0), *a1 = rnd(dt, 2, 3, 0), *b1 = rnd(dt, 4, 1, 0);
         pg_tensor *ps[4] = {a0, b0, a1, b1};
         for (int i = 0; i < 4; i++) pg_tensor_set_requires_grad(ps[i], 1);
@@ -105,12 +105,12 @@ void test_dist(void)
         int64_t len = pg_dist_flat_len(ps, 2, 1);
         CHECK(len == 6 + 4 + 2);
         double buf[12] = {0};
-        CHECK(pg_dist_pack(ps, 2, NULL, PG_DIST_GRAD, 1, 0.5, buf, PG_F64, 12) == 0);
+        CHECK(pg_dist_pack(ps, 2, NULL, PG_DIST_WHAT_GRAD, 1, 0.5, buf, PG_DTYPE_F64, 12) == 0);
         CHECK(buf[10] == 1 && buf[11] == 0);
-        CHECK(pg_dist_unpack(ps, 2, NULL, PG_DIST_GRAD, 1, 2.0, buf, PG_F64, 12) == 0);
-        CHECK(pg_dist_pack(ps, 2, NULL, PG_DIST_VALUE, 0, 1.0, buf, PG_F64, 12) == 0);
-        CHECK_ERR(pg_dist_pack(ps, 2, NULL, PG_DIST_VALUE, 0, 1.0, buf, PG_F64, 3) != 0, PG_ERR_SHAPE, "buffer");
-        CHECK_ERR(pg_dist_average_replicas(ps, 2, 2, NULL) != 0, PG_ERR_ARG, "NULL");
+        CHECK(pg_dist_unpack(ps, 2, NULL, PG_DIST_WHAT_GRAD, 1, 2.0, buf, PG_DTYPE_F64, 12) == 0);
+        CHECK(pg_dist_pack(ps, 2, NULL, PG_DIST_WHAT_VALUE, 0, 1.0, buf, PG_DTYPE_F64, 12) == 0);
+        CHECK_ERR(pg_dist_pack(ps, 2, NULL, PG_DIST_WHAT_VALUE, 0, 1.0, buf, PG_DTYPE_F64, 3) != 0, PG_STATUS_ERR_SHAPE, "buffer");
+        CHECK_ERR(pg_dist_average_replicas(ps, 2, 2, NULL) != 0, PG_STATUS_ERR_ARG, "NULL");
         pg_gradmap *none[2] = {NULL, NULL};
         CHECK(pg_dist_average_replicas(ps, 2, 2, none) == 0);
         CHECK(pg_tensor_grad(b0) != NULL); /* made from replica 1's gradient */

@@ -7,13 +7,13 @@
 static void train(double *out)
 {
     lcg = 7;
-    pg_tensor *w = rnd(PG_F64, 4, 3, 0), *x = rnd(PG_F64, 3, 8, 0), *y = rnd(PG_F64, 4, 8, 0);
+    pg_tensor *w = rnd(PG_DTYPE_F64, 4, 3, 0), *x = rnd(PG_DTYPE_F64, 3, 8, 0), *y = rnd(PG_DTYPE_F64, 4, 8, 0);
     pg_tensor_set_requires_grad(w, 1);
     pg_optim *o = pg_optim_new(1, &w, 1, NULL);
     pg_optim_set(o, "lr", 0.01);
     for (int s = 0; s < 50; s++) {
         pg_tape_begin();
-        pg_tensor *h = pg_matmul(w, x), *a = pg_unary(PG_TANH, h), *l = pg_mse_loss(a, y);
+        pg_tensor *h = pg_matmul(w, x), *a = pg_unary(PG_UNARY_OP_TANH, h), *l = pg_mse_loss(a, y);
         pg_tape_end();
         pg_gradmap *m = pg_backward(l);
         pg_optim_step(o, m);
@@ -21,10 +21,10 @@ static void train(double *out)
         pg_optim_zero_grad(o);
         REL(h); REL(a); REL(l);
     }
-    pg_tensor_read(w, out, PG_F64);
+    pg_tensor_read(w, out, PG_DTYPE_F64);
     /* leave nodes on this thread's tape on purpose: thread exit must free them */
     pg_tape_begin();
-    pg_tensor *h = pg_unary(PG_RELU, w);
+    pg_tensor *h = pg_unary(PG_UNARY_OP_RELU, w);
     pg_tape_end();
     REL(h);
     pg_optim_free(o);
@@ -59,7 +59,7 @@ static void *conc_main(void *p)
     conc_arg *c = p;
     for (int s = 0; s < 200; s++) {
         pg_tape_begin();
-        pg_tensor *t = pg_unary(PG_TANH, c->x), *l = pg_sum(t, 0);
+        pg_tensor *t = pg_unary(PG_UNARY_OP_TANH, c->x), *l = pg_sum(t, 0);
         pg_tape_end();
         pg_gradmap *m = pg_backward(l);
         c->out = read1(l);
@@ -72,7 +72,7 @@ static void *conc_main(void *p)
 
 void test_concurrent(void)
 {
-    pg_tensor *x = rnd(PG_F64, 16, 16, 0);
+    pg_tensor *x = rnd(PG_DTYPE_F64, 16, 16, 0);
     pg_tensor_set_requires_grad(x, 1);
     conc_arg a = {x, 0}, b = {x, 0};
     pthread_t t1, t2;
@@ -80,7 +80,7 @@ void test_concurrent(void)
     CHECK(pthread_create(&t2, NULL, conc_main, &b) == 0);
     pthread_join(t1, NULL);
     pthread_join(t2, NULL);
-    pg_tensor *t = pg_unary(PG_TANH, x), *l = pg_sum(t, 0);
+    pg_tensor *t = pg_unary(PG_UNARY_OP_TANH, x), *l = pg_sum(t, 0);
     CHECK(a.out == read1(l) && b.out == read1(l));
     REL(t); REL(l); REL(x);
 }

@@ -10,18 +10,18 @@
 void test_versions(void)
 {
     double wv[6] = {1, 2, 3, 4, 5, 6}, xv[6] = {1, 0, 2, 0, 3, 1}, z[6] = {0};
-    pg_tensor *w = pg_tensor_new(PG_F64, 2, 3, wv, PG_F64, 1, 2);
-    pg_tensor *x = pg_tensor_new(PG_F64, 3, 2, xv, PG_F64, 1, 3);
+    pg_tensor *w = pg_tensor_new(PG_DTYPE_F64, 2, 3, wv, PG_DTYPE_F64, 1, 2);
+    pg_tensor *x = pg_tensor_new(PG_DTYPE_F64, 3, 2, xv, PG_DTYPE_F64, 1, 3);
     pg_tensor_set_requires_grad(w, 1);
     CHECK(pg_tensor_version(w) == 0 && pg_tensor_version(x) == 0 && pg_tensor_version(NULL) == -1);
-    CHECK(pg_tensor_write(x, xv, PG_F64, 3, 2, 1, 3) == 0 && pg_tensor_version(x) == 1);
+    CHECK(pg_tensor_write(x, xv, PG_DTYPE_F64, 3, 2, 1, 3) == 0 && pg_tensor_version(x) == 1);
 
     /* a write between forward and backward: refused, nothing accumulated */
     pg_tape_begin();
     pg_tensor *y = pg_matmul(w, x), *l = pg_sum(y, 0);
     pg_tape_end();
-    CHECK(pg_tensor_write(x, z, PG_F64, 3, 2, 1, 3) == 0);
-    CHECK_ERR(pg_backward(l) == NULL, PG_ERR_MODIFIED, "[3x2] f64 (input 2 of matmul) is at version 2; expected version 1");
+    CHECK(pg_tensor_write(x, z, PG_DTYPE_F64, 3, 2, 1, 3) == 0);
+    CHECK_ERR(pg_backward(l) == NULL, PG_STATUS_ERR_MODIFIED, "[3x2] f64 (input 2 of matmul) is at version 2; expected version 1");
     CHECK(pg_tensor_grad(w) == NULL);
     REL(y); REL(l);
 
@@ -35,7 +35,7 @@ void test_versions(void)
     int64_t dropped;
     pg_optim *o = pg_optim_new(0, p, 1, &dropped);
     CHECK(pg_optim_step(o, m) == 1 && pg_tensor_version(w) == 1);
-    CHECK_ERR(pg_backward(l) == NULL, PG_ERR_MODIFIED, "(input 1 of matmul) is at version 1; expected version 0");
+    CHECK_ERR(pg_backward(l) == NULL, PG_STATUS_ERR_MODIFIED, "(input 1 of matmul) is at version 1; expected version 0");
     pg_gradmap_free(m);
     pg_optim_free(o);
     REL(y); REL(l);
@@ -45,8 +45,8 @@ void test_versions(void)
     l = pg_sum(w, 0);
     pg_tape_end();
     double one = 1;
-    CHECK(pg_tensor_write(l, &one, PG_F64, 1, 1, 1, 1) == 0);
-    CHECK_ERR(pg_backward(l) == NULL, PG_ERR_MODIFIED, "[1x1] f64 (output of sum) is at version 1; expected version 0");
+    CHECK(pg_tensor_write(l, &one, PG_DTYPE_F64, 1, 1, 1, 1) == 0);
+    CHECK_ERR(pg_backward(l) == NULL, PG_STATUS_ERR_MODIFIED, "[1x1] f64 (output of sum) is at version 1; expected version 0");
     REL(l);
 
     /* exposed: a write behind the core's back counts once, the same bytes again not at all */
@@ -56,7 +56,7 @@ void test_versions(void)
     pg_tape_end();
     ((double *)pg_tensor_data(x))[0] = 9;
     CHECK(pg_tensor_version(x) == 3 && pg_tensor_version(x) == 3);
-    CHECK_ERR(pg_backward(l) == NULL, PG_ERR_MODIFIED, "is at version 3; expected version 2");
+    CHECK_ERR(pg_backward(l) == NULL, PG_STATUS_ERR_MODIFIED, "is at version 3; expected version 2");
     REL(y); REL(l);
     pg_tape_begin();
     y = pg_matmul(w, x); l = pg_sum(y, 0);
@@ -70,7 +70,7 @@ void test_versions(void)
     pg_tensor_set_grad(w, NULL);
 
     /* batch norm applied twice: its running buffers move in between, backward is fine */
-    pg_tensor *rm = pg_tensor_full(PG_F64, 2, 1, 0), *rv = pg_tensor_full(PG_F64, 2, 1, 1);
+    pg_tensor *rm = pg_tensor_full(PG_DTYPE_F64, 2, 1, 0), *rv = pg_tensor_full(PG_DTYPE_F64, 2, 1, 1);
     pg_tape_begin();
     pg_tensor *b1 = pg_batch_norm(w, NULL, NULL, rm, rv, 1e-5, 0.1, 1);
     pg_tensor *b2 = pg_batch_norm(b1, NULL, NULL, rm, rv, 1e-5, 0.1, 1);
@@ -96,7 +96,7 @@ void test_versions(void)
 void test_views(void)
 {
     double v[2] = {1, 2};
-    pg_tensor *t = pg_tensor_new(PG_F64, 2, 1, v, PG_F64, 1, 2);
+    pg_tensor *t = pg_tensor_new(PG_DTYPE_F64, 2, 1, v, PG_DTYPE_F64, 1, 2);
     CHECK(pg_tensor_expose(t) == 0 && pg_tensor_expose(t) == 0);
     ((double *)pg_tensor_data(t))[1] = 5;
     CHECK(pg_tensor_unexpose(t) == 0 && pg_tensor_version(t) == 1);

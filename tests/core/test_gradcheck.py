@@ -166,8 +166,8 @@ def test_gradcheck_defaults_fail_on_a_wrong_gradient(dtype):
 def test_gradcheck_defaults_by_dtype_and_bad_eps():
     d = pg._core.ffi.new("double[3]")
     lib = pg._core.lib
-    assert lib.pg_gradcheck_defaults(lib.PG_F64, d, d + 1, d + 2) == 0 and list(d) == [1e-5, 1e-4, 0.0]
-    assert lib.pg_gradcheck_defaults(lib.PG_F32, d, d + 1, d + 2) == 0 and list(d) == [5e-3, 1e-3, 1e-2]
+    assert lib.pg_gradcheck_defaults(lib.PG_DTYPE_F64, d, d + 1, d + 2) == 0 and list(d) == [1e-5, 1e-4, 0.0]
+    assert lib.pg_gradcheck_defaults(lib.PG_DTYPE_F32, d, d + 1, d + 2) == 0 and list(d) == [5e-3, 1e-3, 1e-2]
     W = _f32_inputs((2, 2), 6)
     with pytest.raises(pg.PyggmlrValueError, match="eps must be a finite number > 0"):
         pg.ag_gradcheck(lambda i: pg.ag_sum(i["W"]), {"W": W}, eps=0, quiet=True)

@@ -18,10 +18,10 @@ def counts():
     for _ in range(2):
         gc.collect()
     pg.ag_tape_clear()
-    st = ffi.new("int64_t[11]")
-    lib.pg_memory_stats(st, 11)
-    return {"live": lib.pg_live_objects(), "bytes": st[5], "tensors": st[7], "maps": st[8], "optims": st[9],
-            "nodes": st[10]}
+    st = ffi.new("pg_memory_counts *")
+    lib.pg_memory_stats(st)
+    return {"live": lib.pg_live_objects(), "bytes": st.total, "tensors": st.live_tensors, "maps": st.live_gradmaps,
+            "optims": st.live_optims, "nodes": st.tape_nodes}
 
 
 def _scenario_ops():

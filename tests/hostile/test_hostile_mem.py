@@ -119,7 +119,7 @@ def test_core_open_refuses_fifo_itself(tmp_path):
     assert lib.pg_file_kind(str(fifo).encode()) == 3
     assert lib.pg_file_kind(b"/nonexistent/x") == 0
     assert lib.pg_file_kind(str(tmp_path).encode()) == 2
-    assert lib.pg_st_open(str(fifo).encode(), h) == lib.PG_ERR_VALUE
+    assert lib.pg_st_open(str(fifo).encode(), h) == lib.PG_STATUS_ERR_VALUE
     assert "not a regular file" in ffi.string(lib.pg_last_error()).decode()
     lib.pg_clear_error()
 

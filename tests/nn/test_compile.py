@@ -23,7 +23,7 @@ def test_fused_linear_equals_unfused_bitwise(act, dtype, rng):
         W, b, x = pg.ag_param(W0, dtype=dtype), pg.ag_param(b0, dtype=dtype), pg.ag_param(x0, dtype=dtype)
         with pg.with_grad_tape():
             if fused:
-                h = _linear(W, x, b, {None: -1, "relu": lib.PG_RELU, "sigmoid": lib.PG_SIGMOID, "tanh": lib.PG_TANH}[act])
+                h = _linear(W, x, b, {None: -1, "relu": lib.PG_UNARY_OP_RELU, "sigmoid": lib.PG_UNARY_OP_SIGMOID, "tanh": lib.PG_UNARY_OP_TANH}[act])
             else:
                 h = pg.ag_add(pg.ag_matmul(W, x), b)
                 h = {None: lambda z: z, "relu": pg.ag_relu, "sigmoid": pg.ag_sigmoid, "tanh": pg.ag_tanh}[act](h)
@@ -37,7 +37,7 @@ def test_fused_linear_gradcheck(f64, rng):
     W = pg.ag_param(rng.normal(size=(4, 3)))
     b = pg.ag_param(rng.normal(size=(4, 1)))
     x = pg.ag_param(rng.normal(size=(3, 5)))
-    assert pg.ag_gradcheck(lambda d: pg.ag_sum(pg.ag_mul(_linear(d["W"], d["x"], d["b"], lib.PG_TANH), 1.5)), {"W": W, "x": x, "b": b}, quiet=True)
+    assert pg.ag_gradcheck(lambda d: pg.ag_sum(pg.ag_mul(_linear(d["W"], d["x"], d["b"], lib.PG_UNARY_OP_TANH), 1.5)), {"W": W, "x": x, "b": b}, quiet=True)
 
 
 def test_fused_linear_shape_errors():
@@ -91,7 +91,7 @@ def _batches(rng, n, k, b, classes):
 
 MODELS = {
     "linear-relu-sce": lambda P, x, y: pg.ag_softmax_cross_entropy_loss(
-        pg.ops._linear(P[2], pg.ops._linear(P[0], x, P[1], lib.PG_RELU), P[3]), y),
+        pg.ops._linear(P[2], pg.ops._linear(P[0], x, P[1], lib.PG_UNARY_OP_RELU), P[3]), y),
     "ops-tanh-sigmoid-mse": lambda P, x, y: pg.ag_mse_loss(pg.ag_mean(
         pg.ag_sigmoid(pg.ag_add(pg.ag_matmul(P[2], pg.ag_tanh(pg.ag_add(pg.ag_matmul(P[0], x), P[1]))), P[3])), 2),
         pg.ag_scale(pg.ag_reshape(pg.ag_transpose(pg.ag_transpose(y)), 1, -1), 0.5)),
@@ -204,7 +204,7 @@ def test_compiled_dropout_draws_new_masks_as_eager(rng):
     drop = pg.ag_dropout(0.4)
 
     def f(P, x, y):
-        h = drop.forward(pg.ops._linear(P[0], x, P[1], lib.PG_RELU))
+        h = drop.forward(pg.ops._linear(P[0], x, P[1], lib.PG_UNARY_OP_RELU))
         return pg.ag_softmax_cross_entropy_loss(pg.ops._linear(P[2], h, P[3]), y)
     Pe, Pc = [pg.ag_param(p) for p in P0], [pg.ag_param(p) for p in P0]
     oe, oc = pg.optimizer_adam(Pe, lr=0.01), pg.optimizer_adam(Pc, lr=0.01)

@@ -94,7 +94,7 @@ def test_compare_names_step_and_value_of_a_one_ulp_change():
                                        "W": np.array([[1.0, np.nextafter(np.float32(2), np.float32(3))]], dtype=np.float32)}]
     mabs, mulp, first = parity.compare(a, b)
     assert mulp == 1 and mabs == pytest.approx(2.0 ** -22)
-    assert first.startswith("step 2, W:")
+    assert first is not None and first.startswith("step 2, W:")
     assert parity.max_ulp(np.array([0.0]), np.array([-0.0])) == 0
     assert parity.max_ulp(np.array([np.nan]), np.array([1.0])) == float("inf")
     assert parity.compare(a, a) == (0.0, 0, None)
