@@ -1,5 +1,6 @@
 """What the bench scripts share: the BLAS environment, timing, the CPU name, the results file.
 No numpy at import: pin_blas_env() must run before numpy loads OpenBLAS."""
+
 import json
 import os
 import pathlib
@@ -43,6 +44,7 @@ def call_times(fn, n):
 def median_seconds(fn, n):
     """The median of n timed calls of fn, in seconds."""
     import numpy as np
+
     return float(np.median(call_times(fn, n)))
 
 

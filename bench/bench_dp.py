@@ -12,6 +12,7 @@ gradients, one optimizer step. Two settings per rank count:
 one presence flag per tensor + the weight); a ring all-reduce moves about 2 (N-1)/N times that
 per rank over the wire.
 """
+
 import argparse
 import json
 import os
@@ -31,9 +32,11 @@ def worker(a):
     R, W = comm.Get_rank(), comm.Get_size()
     pg.ag_dtype("f32")
     pg.ggml_set_seed(0)
-    model = pg.ag_sequential(pg.ag_linear(a.inp, a.hidden, activation="relu"),
-                             pg.ag_linear(a.hidden, a.hidden, activation="relu"),
-                             pg.ag_linear(a.hidden, a.out))
+    model = pg.ag_sequential(
+        pg.ag_linear(a.inp, a.hidden, activation="relu"),
+        pg.ag_linear(a.hidden, a.hidden, activation="relu"),
+        pg.ag_linear(a.hidden, a.out),
+    )
     dist.ag_broadcast_parameters(model)
     opt = dist.DistributedOptimizer(pg.optimizer_adam(model, lr=1e-3))
     b = a.batch if a.mode == "weak" else a.batch // W
@@ -68,24 +71,59 @@ def worker(a):
     spread = dist.ag_parameters_spread(model)
     comm_max = comm.allreduce(t_comm, op=dist._import_mpi().MAX)
     if R == 0:
-        print(json.dumps({"ranks": W, "mode": a.mode, "per_rank_batch": b, "global_batch": b * W,
-                          "steps_per_s": a.steps / dt, "samples_per_s": a.steps * b * W / dt,
-                          "bytes_per_step": st["allreduce_bytes"] / a.steps,
-                          "allreduce_ms": 1e3 * comm_max / a.steps, "weights_spread": spread}))
+        print(
+            json.dumps(
+                {
+                    "ranks": W,
+                    "mode": a.mode,
+                    "per_rank_batch": b,
+                    "global_batch": b * W,
+                    "steps_per_s": a.steps / dt,
+                    "samples_per_s": a.steps * b * W / dt,
+                    "bytes_per_step": st["allreduce_bytes"] / a.steps,
+                    "allreduce_ms": 1e3 * comm_max / a.steps,
+                    "weights_spread": spread,
+                }
+            )
+        )
 
 
 def driver(a):
     mpirun = shutil.which("mpirun")
     if not mpirun:
-        sys.exit("bench_dp: mpirun not found (apt-get install -y openmpi-bin libopenmpi-dev; pip install mpi4py)")
+        sys.exit(
+            "bench_dp: mpirun not found (apt-get install -y openmpi-bin libopenmpi-dev; pip install mpi4py)"
+        )
     configs = [(mode, n) for mode in ("weak", "strong") for n in (1, 2)]
     best = {}
     for _ in range(a.repeats):  # round-robin, best of a few: the machine may be shared or throttled
         for mode, n in configs:
-            cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", str(n),
-                   sys.executable, os.path.abspath(__file__), "--worker", "--mode", mode,
-                   "--steps", str(a.steps), "--warmup", str(a.warmup), "--batch", str(a.batch),
-                   "--hidden", str(a.hidden), "--inp", str(a.inp), "--out", str(a.out)]
+            cmd = [
+                mpirun,
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "--bind-to",
+                "none",
+                "-np",
+                str(n),
+                sys.executable,
+                os.path.abspath(__file__),
+                "--worker",
+                "--mode",
+                mode,
+                "--steps",
+                str(a.steps),
+                "--warmup",
+                str(a.warmup),
+                "--batch",
+                str(a.batch),
+                "--hidden",
+                str(a.hidden),
+                "--inp",
+                str(a.inp),
+                "--out",
+                str(a.out),
+            ]
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
             if r.returncode:
                 sys.exit(f"bench_dp: worker failed:\n{r.stdout}\n{r.stderr}")
@@ -93,23 +131,37 @@ def driver(a):
             if (mode, n) not in best or row["steps_per_s"] > best[(mode, n)]["steps_per_s"]:
                 best[(mode, n)] = row
     rows = [best[c] for c in configs]
-    nparams = a.inp * a.hidden + a.hidden + a.hidden * a.hidden + a.hidden + a.hidden * a.out + a.out
-    print(f"MLP {a.inp}-{a.hidden}-{a.hidden}-{a.out} ({nparams} parameters, f32), Adam, {a.steps} steps, "
-          f"{os.cpu_count()} cores, OpenBLAS 1 thread per rank")
-    print(f"{'mode':7s} {'ranks':>5s} {'batch/rank':>10s} {'global':>7s} {'steps/s':>9s} {'samples/s':>10s} "
-          f"{'bytes/step':>10s} {'allreduce ms':>12s} {'spread':>7s}")
-    print("(allreduce ms: time in the all-reduce call per step, waiting for the slower rank included)")
+    nparams = (
+        a.inp * a.hidden + a.hidden + a.hidden * a.hidden + a.hidden + a.hidden * a.out + a.out
+    )
+    print(
+        f"MLP {a.inp}-{a.hidden}-{a.hidden}-{a.out} ({nparams} parameters, f32), Adam, {a.steps} steps, "
+        f"{os.cpu_count()} cores, OpenBLAS 1 thread per rank"
+    )
+    print(
+        f"{'mode':7s} {'ranks':>5s} {'batch/rank':>10s} {'global':>7s} {'steps/s':>9s} {'samples/s':>10s} "
+        f"{'bytes/step':>10s} {'allreduce ms':>12s} {'spread':>7s}"
+    )
+    print(
+        "(allreduce ms: time in the all-reduce call per step, waiting for the slower rank included)"
+    )
     for r in rows:
-        print(f"{r['mode']:7s} {r['ranks']:5d} {r['per_rank_batch']:10d} {r['global_batch']:7d} "
-              f"{r['steps_per_s']:9.1f} {r['samples_per_s']:10.0f} {r['bytes_per_step']:10.0f} "
-              f"{r['allreduce_ms']:12.3f} {r['weights_spread']:7.1g}")
+        print(
+            f"{r['mode']:7s} {r['ranks']:5d} {r['per_rank_batch']:10d} {r['global_batch']:7d} "
+            f"{r['steps_per_s']:9.1f} {r['samples_per_s']:10.0f} {r['bytes_per_step']:10.0f} "
+            f"{r['allreduce_ms']:12.3f} {r['weights_spread']:7.1g}"
+        )
     for mode in ("weak", "strong"):
         one, two = [r for r in rows if r["mode"] == mode]
-        print(f"{mode} scaling, 2 ranks vs 1: samples/s x{two['samples_per_s'] / one['samples_per_s']:.2f}")
+        print(
+            f"{mode} scaling, 2 ranks vs 1: samples/s x{two['samples_per_s'] / one['samples_per_s']:.2f}"
+        )
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--mode", default="weak", choices=("weak", "strong"))
     p.add_argument("--steps", type=int, default=200)

@@ -13,6 +13,7 @@ each is compared: both histories must be equal bit for bit. The goal: R within 1
 Run: python bench/bench_fit.py   (needs R, rpy2 and the R package; R_LIBS for a local library)
      BENCH_R=rscript python bench/bench_fit.py   (R in Rscript processes instead of embedded)
 """
+
 import os
 
 from bench_common import pin_blas_env
@@ -23,9 +24,9 @@ import gc  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from bench_common import cpu_name, write_results  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
-from bench_common import cpu_name, write_results  # noqa: E402
 
 CASES = [((4, 64, 32, 3), 2048, 32), ((784, 256, 128, 10), 1024, 64)]
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 7))
@@ -52,8 +53,10 @@ assign(".bench_fit", e, envir = globalenv())
 invisible(NULL)
 """
 _R_PREP = "e <- .bench_fit; e$m <- e$make(); invisible(gc(FALSE))"
-_R_FIT = ("e <- .bench_fit; e$h <- ag_fit(e$m, e$x, e$y, nepoch = epochs, batch_size = batch, lr = 1e-3, seed = 1L, "
-          "silent = TRUE, static = static); NULL")  # the history is fetched outside the clock
+_R_FIT = (
+    "e <- .bench_fit; e$h <- ag_fit(e$m, e$x, e$y, nepoch = epochs, batch_size = batch, lr = 1e-3, seed = 1L, "
+    "silent = TRUE, static = static); NULL"
+)  # the history is fetched outside the clock
 _R_HIST = "list(loss = .bench_fit$h$loss, accuracy = .bench_fit$h$accuracy)"
 _R_NOOP = "e <- .bench_fit; e$h0 <- NULL; NULL"  # the bridge's own cost of such a call (parse, eval, return)
 
@@ -68,14 +71,18 @@ def _data(sizes, n):
 def _py_make(sizes):
     pg.ggml_set_seed(3)
     L = len(sizes) - 1
-    return pg.ag_sequential(*[pg.ag_linear(sizes[i], sizes[i + 1], "relu" if i < L - 1 else None) for i in range(L)])
+    return pg.ag_sequential(
+        *[pg.ag_linear(sizes[i], sizes[i + 1], "relu" if i < L - 1 else None) for i in range(L)]
+    )
 
 
 def _py_fit(sizes, x, y, batch, static):
     m = _py_make(sizes)
     gc.collect()
     t0 = CLOCK()
-    h = pg.ag_fit(m, x, y, nepoch=EPOCHS, batch_size=batch, lr=1e-3, seed=1, silent=True, static=static)
+    h = pg.ag_fit(
+        m, x, y, nepoch=EPOCHS, batch_size=batch, lr=1e-3, seed=1, silent=True, static=static
+    )
     return CLOCK() - t0, h
 
 
@@ -115,7 +122,9 @@ def _rscript_times(sizes, n, batch, static, h):
     import shutil
     import subprocess
     import tempfile
+
     from pyggmlr import _core
+
     rs = shutil.which("Rscript")
     if rs is None:
         raise SystemExit("bench_fit: BENCH_R=rscript needs Rscript")
@@ -124,14 +133,33 @@ def _rscript_times(sizes, n, batch, static, h):
     with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as f:
         f.write(_RSCRIPT)
     try:
-        out = subprocess.run([rs, f.name, "-".join(map(str, sizes)), str(n), str(batch), "TRUE" if static else "FALSE",
-                              str(EPOCHS), str(ROUNDS), str(inner), blas or ""],
-                             capture_output=True, text=True, check=True, timeout=600).stdout.split("\n")
+        out = subprocess.run(
+            [
+                rs,
+                f.name,
+                "-".join(map(str, sizes)),
+                str(n),
+                str(batch),
+                "TRUE" if static else "FALSE",
+                str(EPOCHS),
+                str(ROUNDS),
+                str(inner),
+                blas or "",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
+        ).stdout.split("\n")
     finally:
         os.unlink(f.name)
-    hist = [float.fromhex(v) for v in next(line for line in out if line.startswith("H ")).split()[1:]]
+    hist = [
+        float.fromhex(v) for v in next(line for line in out if line.startswith("H ")).split()[1:]
+    ]
     if hist != list(h.loss) + list(h.accuracy):
-        raise SystemExit(f"bench_fit: R's and Python's histories differ: {hist} vs {h.loss + h.accuracy}")
+        raise SystemExit(
+            f"bench_fit: R's and Python's histories differ: {hist} vs {h.loss + h.accuracy}"
+        )
     return [float(v) for v in out if v and not v.startswith("H")]
 
 
@@ -148,15 +176,20 @@ def _bridge_cost(r):
 
 def main():
     from pyggmlr import r
+
     if not r.available():
         raise SystemExit(f"bench_fit: R is not available: {r.unavailable_reason()}")
     pg.ag_set_threads(1)
     pg.ag_dtype("f32")
     r.start()
-    print(f"pyggmlr {pg.__version__}: ag_fit, {EPOCHS} epochs, median of {ROUNDS} ({CLOCK.__name__}), one thread, "
-          f"GEMM {pg.blas_name()} (R: {r.call('ag_blas_name')}), CPU: {cpu_name()}")
-    print(f"{'model':>16s} {'mode':>7s} {'steps':>6s} {'Python ms':>10s} {'R ms':>9s} {'R/Python':>9s}"
-          f" {'Py µs/step':>11s} {'R µs/step':>10s}")
+    print(
+        f"pyggmlr {pg.__version__}: ag_fit, {EPOCHS} epochs, median of {ROUNDS} ({CLOCK.__name__}), one thread, "
+        f"GEMM {pg.blas_name()} (R: {r.call('ag_blas_name')}), CPU: {cpu_name()}"
+    )
+    print(
+        f"{'model':>16s} {'mode':>7s} {'steps':>6s} {'Python ms':>10s} {'R ms':>9s} {'R/Python':>9s}"
+        f" {'Py µs/step':>11s} {'R µs/step':>10s}"
+    )
     results = []
     bridge = None
     for sizes, n, batch in CASES:
@@ -167,14 +200,19 @@ def main():
         for static in (True, False):
             _, h = _py_fit(sizes, x, y, batch, static)  # warm up, and the bit-for-bit check
             _, rres = _r_fit(r, batch, static)
-            if list(np.atleast_1d(rres["loss"])) != list(h.loss) or \
-                    list(np.atleast_1d(rres["accuracy"])) != list(h.accuracy):
-                raise SystemExit(f"bench_fit: R's and Python's histories differ: {rres['loss']} vs {h.loss}")
+            if list(np.atleast_1d(rres["loss"])) != list(h.loss) or list(
+                np.atleast_1d(rres["accuracy"])
+            ) != list(h.accuracy):
+                raise SystemExit(
+                    f"bench_fit: R's and Python's histories differ: {rres['loss']} vs {h.loss}"
+                )
             tp, tr = [], []
             if RSCRIPT:
                 tr = _rscript_times(sizes, n, batch, static, h)
                 tp = [_py_fit(sizes, x, y, batch, static)[0] for _ in range(ROUNDS)]
-            for k in range(0 if RSCRIPT else ROUNDS):  # interleaved, the order alternating, so drift and caches hit both
+            for k in range(
+                0 if RSCRIPT else ROUNDS
+            ):  # interleaved, the order alternating, so drift and caches hit both
                 if k % 2:
                     tr.append(_r_fit(r, batch, static)[0])
                 tp.append(_py_fit(sizes, x, y, batch, static)[0])
@@ -182,18 +220,40 @@ def main():
                     tr.append(_r_fit(r, batch, static)[0])
             mp, mr = float(np.median(tp)), float(np.median(tr))
             steps = EPOCHS * (n // batch)
-            row = {"model": "-".join(map(str, sizes)), "n": n, "batch": batch, "static": static, "epochs": EPOCHS,
-                   "steps": steps, "median_s": {"python": mp, "r": mr}, "ratio_r_over_python": mr / mp,
-                   "times_s": {"python": tp, "r": tr}}
+            row = {
+                "model": "-".join(map(str, sizes)),
+                "n": n,
+                "batch": batch,
+                "static": static,
+                "epochs": EPOCHS,
+                "steps": steps,
+                "median_s": {"python": mp, "r": mr},
+                "ratio_r_over_python": mr / mp,
+                "times_s": {"python": tp, "r": tr},
+            }
             results.append(row)
-            print(f"{row['model']:>16s} {'static' if static else 'eager':>7s} {steps:6d} {mp * 1e3:10.1f} "
-                  f"{mr * 1e3:9.1f} {mr / mp:9.2f} {mp / steps * 1e6:11.1f} {mr / steps * 1e6:10.1f}")
+            print(
+                f"{row['model']:>16s} {'static' if static else 'eager':>7s} {steps:6d} {mp * 1e3:10.1f} "
+                f"{mr * 1e3:9.1f} {mr / mp:9.2f} {mp / steps * 1e6:11.1f} {mr / steps * 1e6:10.1f}"
+            )
     if RSCRIPT:
-        print("R ran in Rscript processes of its own (BENCH_R=rscript; CPU time, 1 ms clock over BENCH_INNER fits)")
+        print(
+            "R ran in Rscript processes of its own (BENCH_R=rscript; CPU time, 1 ms clock over BENCH_INNER fits)"
+        )
     else:
-        print(f"R's times include the rpy2 call itself: {bridge * 1e3:.2f} ms a call (a call running nothing)")
-    out = {"benchmark": "bench_fit", "cpu": cpu_name(), "clock": CLOCK.__name__, "bridge_call_s": bridge, "blas": pg.blas_name(), "rounds": ROUNDS, "threads": 1,
-           "results": results}
+        print(
+            f"R's times include the rpy2 call itself: {bridge * 1e3:.2f} ms a call (a call running nothing)"
+        )
+    out = {
+        "benchmark": "bench_fit",
+        "cpu": cpu_name(),
+        "clock": CLOCK.__name__,
+        "bridge_call_s": bridge,
+        "blas": pg.blas_name(),
+        "rounds": ROUNDS,
+        "threads": 1,
+        "results": results,
+    }
     write_results("bench_fit", out, indent=2)
 
 

@@ -11,6 +11,7 @@ installed for this: the column then shows "-"). Medians (µs) of BENCH_ROUNDS ro
 the ratio fused / composition (below 1: the fused op is faster) and the CPU are printed and
 written to bench/results/bench_flash.json. Run: python bench/bench_flash.py
 """
+
 import os
 
 from bench_common import pin_blas_env
@@ -21,15 +22,17 @@ import pathlib  # noqa: E402
 import sys  # noqa: E402
 
 import numpy as np  # noqa: E402
+from bench_common import cell, cpu_name, median_us, write_results  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
-from bench_common import cell, cpu_name, median_us, write_results  # noqa: E402
+
 # the composition, shared with tests/test_attention.py (which checks it against numpy)
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 from _fd import attention_composition as composition  # noqa: E402
 
 try:
     import torch  # noqa: E402
+
     torch.set_num_threads(1)
 except ImportError:
     torch = None
@@ -54,7 +57,9 @@ def torch_step(q, k, v, g, H, causal):
     """q, k, v [seq, d_model] leaves (torch's row = our column), heads split from the features."""
     S, D = q.shape
     split = lambda t: t.reshape(S, H, D // H).transpose(0, 1)  # [H, seq, d_head]
-    out = torch.nn.functional.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=causal)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        split(q), split(k), split(v), is_causal=causal
+    )
     out = out.transpose(0, 1).reshape(S, D)
     (out * g).sum().backward()
     return out
@@ -62,11 +67,20 @@ def torch_step(q, k, v, g, H, causal):
 
 def main():
     pg.ggml_set_seed(0)  # inputs from the core's generator (R's stream), as everything else
-    res = {"cpu": cpu_name(), "blas": pg.blas_name(), "rounds": ROUNDS, "torch": torch.__version__ if torch else None,
-           "cases": {}}
-    print(f"pyggmlr {pg.__version__}, GEMM {pg.blas_name()}, one thread, CPU: {res['cpu']}, torch: {'yes' if torch else 'no'}")
+    res = {
+        "cpu": cpu_name(),
+        "blas": pg.blas_name(),
+        "rounds": ROUNDS,
+        "torch": torch.__version__ if torch else None,
+        "cases": {},
+    }
+    print(
+        f"pyggmlr {pg.__version__}, GEMM {pg.blas_name()}, one thread, CPU: {res['cpu']}, torch: {'yes' if torch else 'no'}"
+    )
     print("forward + backward (µs, median); ratio = fused / composition")
-    print(f"{'case':28s}{'dtype':>6s}{'fused':>10s}{'compos.':>10s}{'torch':>10s}{'ratio':>8s}{'f/torch':>9s}")
+    print(
+        f"{'case':28s}{'dtype':>6s}{'fused':>10s}{'compos.':>10s}{'torch':>10s}{'ratio':>8s}{'f/torch':>9s}"
+    )
     for D, H, S in CASES:
         for causal in (False, True):
             for dt in ("f32", "f64"):
@@ -82,12 +96,16 @@ def main():
                 tt = None
                 if torch:
                     tdt = torch.float32 if dt == "f32" else torch.float64
-                    tt = [torch.tensor(x.T.copy(), dtype=tdt, requires_grad=True) for x in (q, k, v)]
+                    tt = [
+                        torch.tensor(x.T.copy(), dtype=tdt, requires_grad=True) for x in (q, k, v)
+                    ]
                     tg = torch.tensor(g.T.copy(), dtype=tdt)
                 t = {"fused": [], "composition": [], "torch": []}
                 for _ in range(ROUNDS):  # in turns, so drifts in load hit all alike
                     t["fused"].append(median_us(lambda: step(fused, Q, K, V, G, H, causal)))
-                    t["composition"].append(median_us(lambda: step(composition, Q, K, V, G, H, causal)))
+                    t["composition"].append(
+                        median_us(lambda: step(composition, Q, K, V, G, H, causal))
+                    )
                     if torch:
                         t["torch"].append(median_us(lambda: torch_step(*tt, tg, H, causal)))
                 m = {k2: float(np.median(v2)) if v2 else None for k2, v2 in t.items()}
@@ -95,8 +113,10 @@ def main():
                 res["cases"][f"{name} {dt}"] = m
                 tor = cell(m["torch"], 10)
                 rto = cell(m["torch"] and m["fused"] / m["torch"], 9, ".2f")
-                print(f"{name:28s}{dt:>6s}{m['fused']:10.1f}{m['composition']:10.1f}{tor}"
-                      f"{m['fused'] / m['composition']:8.2f}{rto}")
+                print(
+                    f"{name:28s}{dt:>6s}{m['fused']:10.1f}{m['composition']:10.1f}{tor}"
+                    f"{m['fused'] / m['composition']:8.2f}{rto}"
+                )
     write_results("bench_flash", res)
 
 

@@ -25,6 +25,7 @@ products run back to back here, so its workers are still awake from the previous
 
 Run: python bench/bench_gemm.py  (BENCH_SECONDS per measurement, default 0.15; medians of 7).
 Writes bench/results/bench_gemm.json (or $BENCH_OUT). Numbers are printed, never asserted."""
+
 import os
 
 from bench_common import pin_blas_env
@@ -36,11 +37,11 @@ import json  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from bench_common import median_per_call  # noqa: E402
+from pyggmlr._native import lib  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
-from bench_common import median_per_call  # noqa: E402
 from pyggmlr import _core  # noqa: E402
-from pyggmlr._native import lib  # noqa: E402
 from pyggmlr.nn import _matmul_t  # noqa: E402
 
 KERNELS = {0: "portable", 1: "AVX2+FMA", 2: "AVX-512F"}
@@ -146,12 +147,16 @@ def main():
     rng = np.random.default_rng(0)
     rows = []
     core = openblas_core() if have_openblas else None
-    print(f"single thread unless said ({THREADS} threads: shapes of >= {THREADED_MIN_FLOPS / 1e6:g} MFLOP); "
-          f"medians of {REPEATS}; GFLOP/s = 2mnk / time; built-in kernel: {KERNELS[best]}; "
-          f"OpenBLAS core: {core or '-'} (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})")
-    head = f"{'shape':<30} {'dt':<4} {'builtin us':>11} {'GF/s':>6} {'avx2 us':>8} {'openblas us':>12} {'GF/s':>6} " \
-           f"{'numpy us':>9} {'GF/s':>6} {'bi/ob':>6} {f'bi {THREADS}t us':>10} {'bi x':>5} " \
-           f"{f'ob {THREADS}t us':>10} {'ob x':>5} {f'bi/ob {THREADS}t':>9}"
+    print(
+        f"single thread unless said ({THREADS} threads: shapes of >= {THREADED_MIN_FLOPS / 1e6:g} MFLOP); "
+        f"medians of {REPEATS}; GFLOP/s = 2mnk / time; built-in kernel: {KERNELS[best]}; "
+        f"OpenBLAS core: {core or '-'} (OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')})"
+    )
+    head = (
+        f"{'shape':<30} {'dt':<4} {'builtin us':>11} {'GF/s':>6} {'avx2 us':>8} {'openblas us':>12} {'GF/s':>6} "
+        f"{'numpy us':>9} {'GF/s':>6} {'bi/ob':>6} {f'bi {THREADS}t us':>10} {'bi x':>5} "
+        f"{f'ob {THREADS}t us':>10} {'ob x':>5} {f'bi/ob {THREADS}t':>9}"
+    )
     print(head)
     print("-" * len(head))
     for dt, npdt in (("f32", np.float32), ("f64", np.float64)):
@@ -173,32 +178,66 @@ def main():
             pg.use_blas("builtin")
             ref = numpy_fn(a.astype(np.float64), b.astype(np.float64), layout)()
             got = pyggmlr_fn(a, b, layout, dt)().numpy()
-            np.testing.assert_allclose(got, ref, rtol=1e-3 if dt == "f32" else 1e-10, atol=1e-3 if dt == "f32" else 1e-10)
-            row = {"shape": name, "m": m, "k": k, "n": n, "layout": layout, "dtype": dt,
-                   "builtin_kernel": KERNELS[best], "builtin_s": t_bi, "builtin_avx2_s": t_avx2,
-                   "openblas_core": core, "openblas_s": t_ob, "numpy_s": t_np,
-                   "builtin_gflops": flops / t_bi / 1e9,
-                   "openblas_gflops": flops / t_ob / 1e9 if t_ob else None,
-                   "numpy_gflops": flops / t_np / 1e9,
-                   "ratio_builtin_openblas": t_bi / t_ob if t_ob else None,
-                   "threads": THREADS, "builtin_threads_s": t_bi_n, "openblas_threads_s": t_ob_n,
-                   "builtin_threads_speedup": t_bi / t_bi_n if t_bi_n else None,
-                   "openblas_threads_speedup": t_ob / t_ob_n if t_ob_n else None}
+            np.testing.assert_allclose(
+                got, ref, rtol=1e-3 if dt == "f32" else 1e-10, atol=1e-3 if dt == "f32" else 1e-10
+            )
+            row = {
+                "shape": name,
+                "m": m,
+                "k": k,
+                "n": n,
+                "layout": layout,
+                "dtype": dt,
+                "builtin_kernel": KERNELS[best],
+                "builtin_s": t_bi,
+                "builtin_avx2_s": t_avx2,
+                "openblas_core": core,
+                "openblas_s": t_ob,
+                "numpy_s": t_np,
+                "builtin_gflops": flops / t_bi / 1e9,
+                "openblas_gflops": flops / t_ob / 1e9 if t_ob else None,
+                "numpy_gflops": flops / t_np / 1e9,
+                "ratio_builtin_openblas": t_bi / t_ob if t_ob else None,
+                "threads": THREADS,
+                "builtin_threads_s": t_bi_n,
+                "openblas_threads_s": t_ob_n,
+                "builtin_threads_speedup": t_bi / t_bi_n if t_bi_n else None,
+                "openblas_threads_speedup": t_ob / t_ob_n if t_ob_n else None,
+            }
             rows.append(row)
-            ob = f"{t_ob * 1e6:12.1f} {row['openblas_gflops']:6.1f}" if t_ob else f"{'-':>12} {'-':>6}"
+            ob = (
+                f"{t_ob * 1e6:12.1f} {row['openblas_gflops']:6.1f}"
+                if t_ob
+                else f"{'-':>12} {'-':>6}"
+            )
             ratio = f"{row['ratio_builtin_openblas']:6.2f}" if t_ob else f"{'-':>6}"
             avx2 = f"{t_avx2 * 1e6:8.1f}" if t_avx2 else f"{'-':>8}"
             thr = f"{t_bi_n * 1e6:10.1f} {t_bi / t_bi_n:5.2f}" if t_bi_n else f"{'-':>10} {'-':>5}"
-            thr += f" {t_ob_n * 1e6:10.1f} {t_ob / t_ob_n:5.2f} {t_bi_n / t_ob_n:9.2f}" if t_ob_n and t_bi_n else \
-                f" {'-':>10} {'-':>5} {'-':>9}"
-            print(f"{name:<30} {dt:<4} {t_bi * 1e6:11.1f} {row['builtin_gflops']:6.1f} {avx2} {ob} "
-                  f"{t_np * 1e6:9.1f} {row['numpy_gflops']:6.1f} {ratio} {thr}")
+            thr += (
+                f" {t_ob_n * 1e6:10.1f} {t_ob / t_ob_n:5.2f} {t_bi_n / t_ob_n:9.2f}"
+                if t_ob_n and t_bi_n
+                else f" {'-':>10} {'-':>5} {'-':>9}"
+            )
+            print(
+                f"{name:<30} {dt:<4} {t_bi * 1e6:11.1f} {row['builtin_gflops']:6.1f} {avx2} {ob} "
+                f"{t_np * 1e6:9.1f} {row['numpy_gflops']:6.1f} {ratio} {thr}"
+            )
     if have_openblas:
         pg.use_blas("openblas")
     out = os.environ.get("BENCH_OUT", os.path.join(HERE, "results", "bench_gemm.json"))
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
-        json.dump({"threads": 1, "threads_columns": THREADS, "seconds_per_measurement": SECONDS, "repeats": REPEATS, "rows": rows}, f, indent=1)
+        json.dump(
+            {
+                "threads": 1,
+                "threads_columns": THREADS,
+                "seconds_per_measurement": SECONDS,
+                "repeats": REPEATS,
+                "rows": rows,
+            },
+            f,
+            indent=1,
+        )
     print(f"wrote {out}")
 
 

@@ -19,6 +19,7 @@ at depth 4; width 64/128/256/512 at depth 4) and an attention block (d_model 64,
 Environment: GGMLR_TAPE_D (default 128), GGMLR_TAPE_BATCH (default 32), BENCH_DTYPE (f32).
 Writes bench/results/bench_memory.json. Runs in a few seconds.
 """
+
 import gc
 import json
 import os
@@ -33,7 +34,7 @@ import pyggmlr as pg
 D = int(os.environ.get("GGMLR_TAPE_D", 128))
 BATCH = int(os.environ.get("GGMLR_TAPE_BATCH", 32))
 DTYPE = os.environ.get("BENCH_DTYPE", "f32")
-MB = 1024.0 ** 2
+MB = 1024.0**2
 
 
 def current():
@@ -61,7 +62,9 @@ def tape_report(model, features, batch):
     dropped = pg.ag_tape_memory(quiet=True)
     before = current()
     pg.ag_tape_clear()
-    assert before - current() == dropped.bytes_snapshots, "clearing must free exactly bytes_snapshots"
+    assert before - current() == dropped.bytes_snapshots, (
+        "clearing must free exactly bytes_snapshots"
+    )
     return held, dropped
 
 
@@ -115,32 +118,46 @@ def run_case(name, model, features, batch):
     step = step_peak(model, features, batch)
     loop = loop_peak(model, features, batch)
     return {
-        "case": name, "features": features, "batch": batch, "nodes": held.nodes,
-        "tape_total": held.bytes_total, "tape_operands": held.bytes_inputs,
-        "tape_activations": held.bytes_snapshots, "tape_fields": held.bytes_fields,
+        "case": name,
+        "features": features,
+        "batch": batch,
+        "nodes": held.nodes,
+        "tape_total": held.bytes_total,
+        "tape_operands": held.bytes_inputs,
+        "tape_activations": held.bytes_snapshots,
+        "tape_fields": held.bytes_fields,
         "freeable_pct": 100.0 * held.bytes_snapshots / held.bytes_total,
         "freeable_pct_map_dropped": 100.0 * dropped.bytes_snapshots / dropped.bytes_total,
-        "params": est.params, "estimate_total": est.total, "estimate_activations": est.activations,
-        "step_peak": step, "ratio_step": est.total / step,
-        "loop_peak": loop, "ratio_loop": est.total / loop,
-        "shapes_total": guess.total, "shapes_ratio_step": guess.total / step,
+        "params": est.params,
+        "estimate_total": est.total,
+        "estimate_activations": est.activations,
+        "step_peak": step,
+        "ratio_step": est.total / step,
+        "loop_peak": loop,
+        "ratio_loop": est.total / loop,
+        "shapes_total": guess.total,
+        "shapes_ratio_step": guess.total / step,
         "shapes_activations": guess.activations,
         "shapes_activation_ratio": guess.activations / est.activations,
         "exact_activation_frac": est.activations / (guess.weights * batch),
     }
 
 
-HEADER = (f"{'case':<16s}{'nodes':>6s}{'total MB':>10s}{'operands':>10s}{'activ.':>9s}{'free%':>7s}"
-          f"{'free%-map':>10s}{'est MB':>9s}{'step MB':>9s}{'est/step':>9s}{'loop MB':>9s}{'est/loop':>9s}"
-          f"{'shapes/step':>12s}{'act guess/real':>15s}{'frac*':>8s}")
+HEADER = (
+    f"{'case':<16s}{'nodes':>6s}{'total MB':>10s}{'operands':>10s}{'activ.':>9s}{'free%':>7s}"
+    f"{'free%-map':>10s}{'est MB':>9s}{'step MB':>9s}{'est/step':>9s}{'loop MB':>9s}{'est/loop':>9s}"
+    f"{'shapes/step':>12s}{'act guess/real':>15s}{'frac*':>8s}"
+)
 
 
 def fmt(r):
-    return (f"{r['case']:<16s}{r['nodes']:6d}{r['tape_total'] / MB:10.2f}{r['tape_operands'] / MB:10.2f}"
-            f"{r['tape_activations'] / MB:9.2f}{r['freeable_pct']:7.1f}{r['freeable_pct_map_dropped']:10.1f}"
-            f"{r['estimate_total'] / MB:9.2f}{r['step_peak'] / MB:9.2f}{r['ratio_step']:9.4f}"
-            f"{r['loop_peak'] / MB:9.2f}{r['ratio_loop']:9.4f}{r['shapes_ratio_step']:12.3f}"
-            f"{r['shapes_activation_ratio']:15.3f}{r['exact_activation_frac']:8.3f}")
+    return (
+        f"{r['case']:<16s}{r['nodes']:6d}{r['tape_total'] / MB:10.2f}{r['tape_operands'] / MB:10.2f}"
+        f"{r['tape_activations'] / MB:9.2f}{r['freeable_pct']:7.1f}{r['freeable_pct_map_dropped']:10.1f}"
+        f"{r['estimate_total'] / MB:9.2f}{r['step_peak'] / MB:9.2f}{r['ratio_step']:9.4f}"
+        f"{r['loop_peak'] / MB:9.2f}{r['ratio_loop']:9.4f}{r['shapes_ratio_step']:12.3f}"
+        f"{r['shapes_activation_ratio']:15.3f}{r['exact_activation_frac']:8.3f}"
+    )
 
 
 def main():
@@ -181,22 +198,39 @@ def main():
 
     mlp_rows = [r for r in rows if r["sweep"] != "attention"]
     worst = max(abs(r["ratio_step"] - 1) for r in rows)
-    print(f"\nestimate vs one-step peak: worst |ratio - 1| = {100 * worst:.3f} % over {len(rows)} cases "
-          f"(goal: within 2 %)")
-    print(f"est/loop over MLP cases: {min(r['ratio_loop'] for r in mlp_rows):.3f} .. "
-          f"{max(r['ratio_loop'] for r in mlp_rows):.3f} (a held gradient map keeps the previous step's gradients)")
+    print(
+        f"\nestimate vs one-step peak: worst |ratio - 1| = {100 * worst:.3f} % over {len(rows)} cases "
+        f"(goal: within 2 %)"
+    )
+    print(
+        f"est/loop over MLP cases: {min(r['ratio_loop'] for r in mlp_rows):.3f} .. "
+        f"{max(r['ratio_loop'] for r in mlp_rows):.3f} (a held gradient map keeps the previous step's gradients)"
+    )
     fr = [r["exact_activation_frac"] for r in mlp_rows]
-    print(f"shapes-only activation_frac = 0.01 vs exact: exact frac ranges {min(fr):.3f} .. {max(fr):.3f} on MLPs")
+    print(
+        f"shapes-only activation_frac = 0.01 vs exact: exact frac ranges {min(fr):.3f} .. {max(fr):.3f} on MLPs"
+    )
 
     out = pathlib.Path(__file__).resolve().parent / "results" / "bench_memory.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({
-        "bench": "bench_memory", "dtype": DTYPE, "D": D, "batch": BATCH,
-        "python": sys.version.split()[0], "machine": platform.machine(),
-        "pyggmlr": pg.__version__, "node_bytes": pg._core.lib.pg_tape_node_bytes(),
-        "cases": rows, "per_op_depth16": table["by_op"],
-        "worst_step_ratio_error": worst,
-    }, indent=1))
+    out.write_text(
+        json.dumps(
+            {
+                "bench": "bench_memory",
+                "dtype": DTYPE,
+                "D": D,
+                "batch": BATCH,
+                "python": sys.version.split()[0],
+                "machine": platform.machine(),
+                "pyggmlr": pg.__version__,
+                "node_bytes": pg._core.lib.pg_tape_node_bytes(),
+                "cases": rows,
+                "per_op_depth16": table["by_op"],
+                "worst_step_ratio_error": worst,
+            },
+            indent=1,
+        )
+    )
     print(f"wrote {out}")
 
 

@@ -6,15 +6,16 @@ The core and R must give the same numbers (checked first when R is there); numpy
 numbers, shown only as the speed a Python user is used to. The goal: no slower than R.
 Writes bench/results/bench_rng.json. Run: python bench/bench_rng.py
 """
+
 import os
 import shutil
 import subprocess
 import tempfile
 
 import numpy as np
+from bench_common import cell, cpu_name, median_seconds, write_results
 
 import pyggmlr as pg
-from bench_common import cell, cpu_name, median_seconds, write_results
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 9))
 N = int(os.environ.get("BENCH_N", 1_000_000))
@@ -40,8 +41,13 @@ def _r_times():
     with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as f:
         f.write(_R)
     try:
-        out = subprocess.run([rs, "--vanilla", f.name, str(N), str(ROUNDS)], capture_output=True, text=True,
-                             check=True, timeout=600).stdout.split("\n")
+        out = subprocess.run(
+            [rs, "--vanilla", f.name, str(N), str(ROUNDS)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
+        ).stdout.split("\n")
     finally:
         os.unlink(f.name)
     t = [float(v) for v in out[0].split()]
@@ -56,20 +62,35 @@ def _r_times():
 def main():
     g = pg.random.Generator(1)
     npg = np.random.default_rng(1)
-    core = {"runif": _median(lambda: g.runif(N)), "rnorm": _median(lambda: g.rnorm(N)),
-            "sample.int": _median(lambda: g.sample_int(N))}
-    nump = {"runif": _median(lambda: npg.random(N)), "rnorm": _median(lambda: npg.standard_normal(N)),
-            "sample.int": _median(lambda: npg.permutation(N))}
+    core = {
+        "runif": _median(lambda: g.runif(N)),
+        "rnorm": _median(lambda: g.rnorm(N)),
+        "sample.int": _median(lambda: g.sample_int(N)),
+    }
+    nump = {
+        "runif": _median(lambda: npg.random(N)),
+        "rnorm": _median(lambda: npg.standard_normal(N)),
+        "sample.int": _median(lambda: npg.permutation(N)),
+    }
     rt, why = _r_times()
     print(f"pyggmlr {pg.__version__}: {N:,} draws, median of {ROUNDS}, CPU: {cpu_name()}")
     if why:
         print(f"R column: skipped ({why})")
-    print(f"{'draw':12s}{'core Mdraw/s':>14s}{'numpy':>10s}{'R':>10s}{'core/numpy time':>17s}{'core/R time':>13s}")
-    res = {"n": N, "rounds": ROUNDS, "cpu": cpu_name(), "seconds": {"core": core, "numpy": nump, "R": rt}}
+    print(
+        f"{'draw':12s}{'core Mdraw/s':>14s}{'numpy':>10s}{'R':>10s}{'core/numpy time':>17s}{'core/R time':>13s}"
+    )
+    res = {
+        "n": N,
+        "rounds": ROUNDS,
+        "cpu": cpu_name(),
+        "seconds": {"core": core, "numpy": nump, "R": rt},
+    }
     for k in core:
         r = cell(rt and N / rt[k] / 1e6, 10)
         rr = cell(rt and core[k] / rt[k], 13, ".2f")
-        print(f"{k:12s}{N / core[k] / 1e6:14.1f}{N / nump[k] / 1e6:10.1f}{r}{core[k] / nump[k]:17.2f}{rr}")
+        print(
+            f"{k:12s}{N / core[k] / 1e6:14.1f}{N / nump[k] / 1e6:10.1f}{r}{core[k] / nump[k]:17.2f}{rr}"
+        )
     write_results("bench_rng", res)
 
 

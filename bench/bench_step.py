@@ -12,6 +12,7 @@ OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set in some shells here to force an older 
 are removed before OpenBLAS loads, as in bench_train.py; BENCH_KEEP_OPENBLAS_ENV=1 keeps them.
 Run: python bench/bench_step.py
 """
+
 import os
 
 from bench_common import pin_blas_env
@@ -21,9 +22,9 @@ pin_blas_env()  # before numpy and pyggmlr load OpenBLAS
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+from bench_common import write_results  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
-from bench_common import write_results  # noqa: E402
 
 CASES = [((4, 64, 32, 3), 32), ((784, 256, 128, 10), 64)]
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 20))
@@ -32,8 +33,10 @@ LR, B1, B2, EPS = 1e-3, 0.9, 0.999, 1e-8
 
 def init(sizes, batch, seed=0):
     rng = np.random.default_rng(seed)
-    Ws = [(rng.uniform(-1, 1, (o, i)) * np.sqrt(6 / (i + o))).astype(np.float32)
-          for i, o in zip(sizes[:-1], sizes[1:])]
+    Ws = [
+        (rng.uniform(-1, 1, (o, i)) * np.sqrt(6 / (i + o))).astype(np.float32)
+        for i, o in zip(sizes[:-1], sizes[1:])
+    ]
     bs = [np.zeros((o, 1), np.float32) for o in sizes[1:]]
     x = rng.normal(size=(sizes[0], batch)).astype(np.float32)
     y = rng.integers(0, sizes[-1], batch)
@@ -95,7 +98,7 @@ class NumpyStep:
             if k > 0:
                 g = (P[2 * k].T @ g) * (acts[k] > 0)
         self.t += 1
-        c1, c2 = 1 - B1 ** self.t, 1 - B2 ** self.t
+        c1, c2 = 1 - B1**self.t, 1 - B2**self.t
         for p_, g_, m_, v_ in zip(P, grads, self.m, self.v):
             m_ *= B1
             m_ += (1 - B1) * g_
@@ -118,7 +121,9 @@ def check_same(sizes, batch):
 def time_case(sizes, batch):
     Ws, bs, x, y = init(sizes, batch)
     steps = {"pyggmlr": PyggmlrStep(Ws, bs, x, y), "numpy": NumpyStep(Ws, bs, x, y)}
-    inner = max(1, int(2e5 // (sum(i * o for i, o in zip(sizes[:-1], sizes[1:])) * batch / 1e3 + 1)))
+    inner = max(
+        1, int(2e5 // (sum(i * o for i, o in zip(sizes[:-1], sizes[1:])) * batch / 1e3 + 1))
+    )
     inner = min(inner, 200)
     for f in steps.values():  # warm up
         for _ in range(5):
@@ -131,8 +136,15 @@ def time_case(sizes, batch):
                 f()
             times[k].append((time.perf_counter() - t0) / inner * 1e6)
     med = {k: float(np.median(v)) for k, v in times.items()}
-    return {"model": "-".join(map(str, sizes)), "batch": batch, "dtype": "f32", "inner_steps": inner,
-            "rounds": ROUNDS, "median_us": med, "ratio_pyggmlr_over_numpy": med["pyggmlr"] / med["numpy"]}
+    return {
+        "model": "-".join(map(str, sizes)),
+        "batch": batch,
+        "dtype": "f32",
+        "inner_steps": inner,
+        "rounds": ROUNDS,
+        "median_us": med,
+        "ratio_pyggmlr_over_numpy": med["pyggmlr"] / med["numpy"],
+    }
 
 
 def main():
@@ -144,11 +156,21 @@ def main():
         r = time_case(sizes, batch)
         results.append(r)
         m = r["median_us"]
-        print(f"{r['model']:>16} batch {batch:>3}:  pyggmlr {m['pyggmlr']:9.1f} µs   numpy {m['numpy']:9.1f} µs   "
-              f"ratio {r['ratio_pyggmlr_over_numpy']:.2f}")
-    out = {"benchmark": "bench_step", "blas": pg.blas_name(), "numpy": np.__version__, "threads": 1,
-           "env": {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS")},
-           "results": results}
+        print(
+            f"{r['model']:>16} batch {batch:>3}:  pyggmlr {m['pyggmlr']:9.1f} µs   numpy {m['numpy']:9.1f} µs   "
+            f"ratio {r['ratio_pyggmlr_over_numpy']:.2f}"
+        )
+    out = {
+        "benchmark": "bench_step",
+        "blas": pg.blas_name(),
+        "numpy": np.__version__,
+        "threads": 1,
+        "env": {
+            k: os.environ.get(k)
+            for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS")
+        },
+        "results": results,
+    }
     write_results("bench_step", out, indent=2)
 
 

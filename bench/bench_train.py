@@ -17,6 +17,7 @@ OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, which some machines here set to force an o
 OpenBLAS kernel, are removed before OpenBLAS loads so that it picks the CPU's own kernel; set
 BENCH_KEEP_OPENBLAS_ENV=1 to keep them. Run: python bench/bench_train.py
 """
+
 import os
 
 from bench_common import pin_blas_env
@@ -28,9 +29,9 @@ import pathlib  # noqa: E402
 import sys  # noqa: E402
 
 import numpy as np  # noqa: E402
+from bench_common import call_times  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
-from bench_common import call_times  # noqa: E402
 
 CASES = [((4, 64, 32, 3), 32), ((784, 256, 128, 10), 64), ((784, 256, 128, 10), 256)]
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 15))
@@ -66,6 +67,7 @@ def pyggmlr_step(sizes, batch, dtype):
             loss = pg.ag_softmax_cross_entropy_loss(h, Y)
         opt.step(pg.backward(loss))
         opt.zero_grad()
+
     return step
 
 
@@ -85,6 +87,7 @@ def compiled_step(sizes, batch, dtype):
             if k < last:
                 h = pg.ag_relu(h)
         return pg.ag_softmax_cross_entropy_loss(h, Y)
+
     X, Y = pg.ag_tensor(x, dtype=dtype), pg.ag_tensor(y.reshape(1, -1), dtype=dtype)
     step = pg.ag_compile(fn, X, Y, optimizer=opt)
     return lambda: step(X, Y)
@@ -92,6 +95,7 @@ def compiled_step(sizes, batch, dtype):
 
 def torch_step(sizes, batch):
     import torch
+
     torch.set_num_threads(1)
     Ws, x, y = init(sizes, batch)
     layers = []
@@ -112,6 +116,7 @@ def torch_step(sizes, batch):
         loss = lossf(model(X), Y)
         loss.backward()
         opt.step()
+
     return step
 
 
@@ -119,7 +124,10 @@ def gemm_floor(sizes, batch, dtype=np.float32):
     """Forward W·h, backward dW = g·hᵀ and dh = Wᵀ·g per layer (no dh for the first layer)."""
     Ws, x, _ = init(sizes, batch)
     Ws = [np.asfortranarray(W, dtype=dtype) for W in Ws]
-    hs = [np.asfortranarray(np.random.default_rng(1).normal(size=(n, batch)), dtype=dtype) for n in sizes]
+    hs = [
+        np.asfortranarray(np.random.default_rng(1).normal(size=(n, batch)), dtype=dtype)
+        for n in sizes
+    ]
 
     def step():
         for k, W in enumerate(Ws):
@@ -129,26 +137,37 @@ def gemm_floor(sizes, batch, dtype=np.float32):
             g @ hs[k].T
             if k:
                 Ws[k].T @ g
+
     return step
 
 
 def main():
     try:
         import torch  # noqa: F401
+
         have_torch = True
     except ImportError:
         have_torch = False
     pg.ag_set_threads(1)
     results = []
-    print(f"pyggmlr {pg.__version__}, GEMM: {pg.blas_name()}, torch: {'yes' if have_torch else 'not installed'}")
-    print(f"{'model':<24}{'pyggmlr f32':>12}{'f64':>10}{'torch':>10}{'gemm':>10}"
-          f"{'pg/torch':>10}{'pg/gemm':>9}{'f64/f32':>9}{'gemm64/32':>10}{'compiled':>10}{'cmp/torch':>10}"
-          f"{'builtin':>9}{'bi f64':>9}")
+    print(
+        f"pyggmlr {pg.__version__}, GEMM: {pg.blas_name()}, torch: {'yes' if have_torch else 'not installed'}"
+    )
+    print(
+        f"{'model':<24}{'pyggmlr f32':>12}{'f64':>10}{'torch':>10}{'gemm':>10}"
+        f"{'pg/torch':>10}{'pg/gemm':>9}{'f64/f32':>9}{'gemm64/32':>10}{'compiled':>10}{'cmp/torch':>10}"
+        f"{'builtin':>9}{'bi f64':>9}"
+    )
     for sizes, batch in CASES:
-        peers = {"pyggmlr": pyggmlr_step(sizes, batch, "f32"), "pyggmlr_f64": pyggmlr_step(sizes, batch, "f64"),
-                 "builtin": pyggmlr_step(sizes, batch, "f32"), "builtin_f64": pyggmlr_step(sizes, batch, "f64"),
-                 "gemm": gemm_floor(sizes, batch), "gemm_f64": gemm_floor(sizes, batch, np.float64),
-                 "compiled": compiled_step(sizes, batch, "f32")}
+        peers = {
+            "pyggmlr": pyggmlr_step(sizes, batch, "f32"),
+            "pyggmlr_f64": pyggmlr_step(sizes, batch, "f64"),
+            "builtin": pyggmlr_step(sizes, batch, "f32"),
+            "builtin_f64": pyggmlr_step(sizes, batch, "f64"),
+            "gemm": gemm_floor(sizes, batch),
+            "gemm_f64": gemm_floor(sizes, batch, np.float64),
+            "compiled": compiled_step(sizes, batch, "f32"),
+        }
         if have_torch:
             peers["torch"] = torch_step(sizes, batch)
         n = 200 if batch < 100 and sizes[0] < 100 else 20
@@ -158,6 +177,7 @@ def main():
             want = "builtin" if k.startswith("builtin") or default == "builtin" else "openblas"
             if (pg.blas_name() == "builtin") != (want == "builtin"):
                 pg.use_blas(want)
+
         for k, f in peers.items():  # warm up
             gemm_for(k)
             for _ in range(5):
@@ -170,21 +190,37 @@ def main():
         gemm_for("default")
         med = {k: float(np.median(v)) * 1e6 for k, v in times.items()}
         t = med.get("torch")
-        row = {"model": "-".join(map(str, sizes)), "batch": batch, "median_us": med,
-               "ratio_torch": med["pyggmlr"] / t if t else None,
-               "ratio_gemm": med["pyggmlr"] / med["gemm"], "ratio_f64_f32": med["pyggmlr_f64"] / med["pyggmlr"],
-               "ratio_gemm_f64_f32": med["gemm_f64"] / med["gemm"],
-               "ratio_compiled_torch": med["compiled"] / t if t else None}
+        row = {
+            "model": "-".join(map(str, sizes)),
+            "batch": batch,
+            "median_us": med,
+            "ratio_torch": med["pyggmlr"] / t if t else None,
+            "ratio_gemm": med["pyggmlr"] / med["gemm"],
+            "ratio_f64_f32": med["pyggmlr_f64"] / med["pyggmlr"],
+            "ratio_gemm_f64_f32": med["gemm_f64"] / med["gemm"],
+            "ratio_compiled_torch": med["compiled"] / t if t else None,
+        }
         results.append(row)
         name = f"{row['model']} b{batch}"
-        print(f"{name:<24}{med['pyggmlr']:>12.1f}{med['pyggmlr_f64']:>10.1f}{(t or float('nan')):>10.1f}"
-              f"{med['gemm']:>10.1f}{(row['ratio_torch'] or float('nan')):>10.3f}{row['ratio_gemm']:>9.2f}"
-              f"{row['ratio_f64_f32']:>9.2f}{row['ratio_gemm_f64_f32']:>10.2f}{med['compiled']:>10.1f}{(row['ratio_compiled_torch'] or float('nan')):>10.3f}"
-              f"{med['builtin']:>9.1f}{med['builtin_f64']:>9.1f}")
+        print(
+            f"{name:<24}{med['pyggmlr']:>12.1f}{med['pyggmlr_f64']:>10.1f}{(t or float('nan')):>10.1f}"
+            f"{med['gemm']:>10.1f}{(row['ratio_torch'] or float('nan')):>10.3f}{row['ratio_gemm']:>9.2f}"
+            f"{row['ratio_f64_f32']:>9.2f}{row['ratio_gemm_f64_f32']:>10.2f}{med['compiled']:>10.1f}{(row['ratio_compiled_torch'] or float('nan')):>10.3f}"
+            f"{med['builtin']:>9.1f}{med['builtin_f64']:>9.1f}"
+        )
     out = pathlib.Path(__file__).resolve().parent / "results" / "bench_train.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"blas": pg.blas_name(), "python": sys.version.split()[0],
-                               "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"), "cases": results}, indent=1))
+    out.write_text(
+        json.dumps(
+            {
+                "blas": pg.blas_name(),
+                "python": sys.version.split()[0],
+                "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
+                "cases": results,
+            },
+            indent=1,
+        )
+    )
     print(f"wrote {out}")
 
 

@@ -6,6 +6,7 @@ Block: embedding, causal multi-head attention (with dropout 0), residual, layer 
 thread. Sizes: large (vocabulary 1000, width 256, 4 heads, 128 tokens) and small (64, 32, 4,
 16). Medians of BENCH_ROUNDS rounds; ratios against PyTorch and against the GEMM floor; the CPU
 is printed. Run: python bench/bench_transformer.py. Numbers are printed, never asserted."""
+
 import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -13,9 +14,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 import numpy as np  # noqa: E402
+from bench_common import cpu_name, median_per_call  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
-from bench_common import cpu_name, median_per_call  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 7))
 SIZES = {"large": (1000, 256, 4, 128), "small": (64, 32, 4, 16)}
@@ -36,6 +37,7 @@ def _block(V, D, H):
         h = ln1(pg.ag_add(h, att.forward(h, causal_mask=True)))
         h = ln2(pg.ag_add(h, f2(f1(h))))
         return pg.ag_softmax_cross_entropy_loss(head(h), tgt)
+
     return params, loss
 
 
@@ -61,6 +63,7 @@ def pyggmlr_steps(V, D, H, T):
 
 def torch_step(V, D, H, T):
     import torch
+
     torch.set_num_threads(1)
     torch.manual_seed(1)
 
@@ -70,7 +73,9 @@ def torch_step(V, D, H, T):
             self.emb = torch.nn.Embedding(V, D)
             self.att = torch.nn.MultiheadAttention(D, H, batch_first=True)
             self.ln1, self.ln2 = torch.nn.LayerNorm(D), torch.nn.LayerNorm(D)
-            self.mlp = torch.nn.Sequential(torch.nn.Linear(D, 4 * D), torch.nn.GELU(), torch.nn.Linear(4 * D, D))
+            self.mlp = torch.nn.Sequential(
+                torch.nn.Linear(D, 4 * D), torch.nn.GELU(), torch.nn.Linear(4 * D, D)
+            )
             self.head = torch.nn.Linear(D, V)
 
         def forward(self, ids):
@@ -79,6 +84,7 @@ def torch_step(V, D, H, T):
             h = self.ln1(h + self.att(h, h, h, attn_mask=mask, need_weights=False)[0])
             h = self.ln2(h + self.mlp(h))
             return self.head(h)
+
     m = Block()
     opt = torch.optim.Adam(m.parameters(), lr=1e-3)
     pg.ggml_set_seed(1)  # the same token ids as pyggmlr's step, from the core's generator
@@ -90,6 +96,7 @@ def torch_step(V, D, H, T):
         opt.zero_grad()
         lossf(m(ids)[0], tgt).backward()
         opt.step()
+
     return step
 
 
@@ -99,8 +106,14 @@ def gemm_floor(V, D, H, T):
 
     def normal(r, c):
         return pg.random.rnorm(r * c).reshape((r, c), order="F").astype(np.float32)
+
     dh = D // H
-    shapes = [(D, D, T)] * 4 + [(T, dh, T)] * H + [(dh, T, T)] * H + [(4 * D, D, T), (D, 4 * D, T), (V, D, T)]
+    shapes = (
+        [(D, D, T)] * 4
+        + [(T, dh, T)] * H
+        + [(dh, T, T)] * H
+        + [(4 * D, D, T), (D, 4 * D, T), (V, D, T)]
+    )
     mats = [(normal(m, k), normal(k, n), normal(m, n)) for m, k, n in shapes]
 
     def step():
@@ -108,6 +121,7 @@ def gemm_floor(V, D, H, T):
             a @ b
             g @ b.T
             a.T @ g
+
     return step
 
 
@@ -118,19 +132,31 @@ def median_ms(fn, reps):
 
 def main():
     pg.ag_set_threads(1)
-    print(f"pyggmlr {pg.__version__}, GEMM: {pg.blas_name()}, CPU: {cpu_name()}, f32, 1 thread, medians of {ROUNDS}")
-    print(f"{'size':<7}{'eager ms':>10}{'compiled':>10}{'torch':>9}{'GEMMs':>9}{'eager/torch':>13}{'compiled/torch':>16}"
-          f"{'compiled/GEMMs':>16}")
+    print(
+        f"pyggmlr {pg.__version__}, GEMM: {pg.blas_name()}, CPU: {cpu_name()}, f32, 1 thread, medians of {ROUNDS}"
+    )
+    print(
+        f"{'size':<7}{'eager ms':>10}{'compiled':>10}{'torch':>9}{'GEMMs':>9}{'eager/torch':>13}{'compiled/torch':>16}"
+        f"{'compiled/GEMMs':>16}"
+    )
     for name, (V, D, H, T) in SIZES.items():
         reps = 5 if name == "large" else 200
         eager, compiled = pyggmlr_steps(V, D, H, T)
-        e, c, g = median_ms(eager, reps), median_ms(compiled, reps), median_ms(gemm_floor(V, D, H, T), reps)
+        e, c, g = (
+            median_ms(eager, reps),
+            median_ms(compiled, reps),
+            median_ms(gemm_floor(V, D, H, T), reps),
+        )
         try:
             t = median_ms(torch_step(V, D, H, T), reps)
         except ImportError:
             t = float("nan")
-        print(f"{name:<7}{e:>10.3f}{c:>10.3f}{t:>9.3f}{g:>9.3f}{e / t:>13.2f}{c / t:>16.2f}{c / g:>16.2f}")
-    print("(torch columns: NaN when torch is not installed; pip install torch==2.13.0 takes a local CPU wheel)")
+        print(
+            f"{name:<7}{e:>10.3f}{c:>10.3f}{t:>9.3f}{g:>9.3f}{e / t:>13.2f}{c / t:>16.2f}{c / g:>16.2f}"
+        )
+    print(
+        "(torch columns: NaN when torch is not installed; pip install torch==2.13.0 takes a local CPU wheel)"
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ Commands:
   parity run every cross-language parity case in Python and in R (through rpy2), print the
          table and exit non-zero on any mismatch (the harness in tests/parity of a source
          checkout, not installed with the package; needs R and rpy2)."""
+
 import argparse
 import gc
 import os
@@ -33,6 +34,7 @@ class _EpochBar:
         if not quiet:
             try:
                 from tqdm.auto import tqdm
+
                 self.bar = tqdm(total=nepoch, desc="training", unit="epoch", dynamic_ncols=True)
             except ImportError:
                 pass
@@ -63,17 +65,23 @@ def _memory(pg, model, x, y, batch_size):
     with pg.with_grad_tape():
         loss = loss_fn(model.forward(xb), yb)
     grads = pg.backward(loss)
-    print("Tape after one forward + backward on a batch of "
-          f"{batch_size} (ag_tape_memory, between backward() and the step):")
+    print(
+        "Tape after one forward + backward on a batch of "
+        f"{batch_size} (ag_tape_memory, between backward() and the step):"
+    )
     rep = pg.ag_tape_memory(top=5, quiet=True)
     print(rep)
-    print(f"  in bytes: {rep.bytes_total:,} held ({rep.bytes_inputs:,} operands, "
-          f"{rep.bytes_snapshots:,} activations, {rep.bytes_fields:,} node structs)")
+    print(
+        f"  in bytes: {rep.bytes_total:,} held ({rep.bytes_inputs:,} operands, "
+        f"{rep.bytes_snapshots:,} activations, {rep.bytes_fields:,} node structs)"
+    )
     del grads, loss
     pg.ag_tape_clear()
     gc.collect()
 
-    est = pg.ag_estimate_training_memory(model=model, x=xb, y=yb, loss_fn=loss_fn, optimizer="adam", quiet=True)
+    est = pg.ag_estimate_training_memory(
+        model=model, x=xb, y=yb, loss_fn=loss_fn, optimizer="adam", quiet=True
+    )
     print()
     print(est)
 
@@ -92,10 +100,14 @@ def _memory(pg, model, x, y, batch_size):
     opt.zero_grad()
     del opt
     gc.collect()
-    print(f"  in bytes: {est.weights:,} weights + {est.gradients:,} gradients + {est.optimizer:,} Adam "
-          f"moments + {est.activations:,} activations")
-    print(f"memory: estimate {_kib(int(est.total))} vs measured peak of one training step "
-          f"{_kib(peak)} (ag_memory_peak; estimate / measured = {est.total / peak:.3f})")
+    print(
+        f"  in bytes: {est.weights:,} weights + {est.gradients:,} gradients + {est.optimizer:,} Adam "
+        f"moments + {est.activations:,} activations"
+    )
+    print(
+        f"memory: estimate {_kib(int(est.total))} vs measured peak of one training step "
+        f"{_kib(peak)} (ag_memory_peak; estimate / measured = {est.total / peak:.3f})"
+    )
     return est.total, peak
 
 
@@ -114,6 +126,7 @@ def _r_parity(pg, weights, hist, x, y, args):
     the same initial weights, shuffles and validation split come from R's generator in both
     languages; returns the parity line."""
     import numpy as np
+
     try:
         from . import r
     except ImportError as e:  # the bridge is optional
@@ -126,16 +139,28 @@ def _r_parity(pg, weights, hist, x, y, args):
         r.start()
     except Exception as e:  # noqa: BLE001  (R present but the package is not installed, ...)
         return f"R parity: skipped ({e})"
-    res = r.run(_R_TRAIN, x=np.asfortranarray(x), y=np.asarray(y).astype(np.int32), hidden=args.hidden,
-                lr=args.lr, nepoch=args.epochs, batch_size=args.batch_size, val_split=args.val_split,
-                seed=args.seed)
+    res = r.run(
+        _R_TRAIN,
+        x=np.asfortranarray(x),
+        y=np.asarray(y).astype(np.int32),
+        hidden=args.hidden,
+        lr=args.lr,
+        nepoch=args.epochs,
+        batch_size=args.batch_size,
+        val_split=args.val_split,
+        seed=args.seed,
+    )
     d_loss = float(np.max(np.abs(np.asarray(res["losses"], float) - np.asarray(hist.loss, float))))
-    d_w = max(float(np.max(np.abs(np.asarray(res["params"][k], float) - w.astype(float))))
-              for k, w in weights.items())
+    d_w = max(
+        float(np.max(np.abs(np.asarray(res["params"][k], float) - w.astype(float))))
+        for k, w in weights.items()
+    )
     n = sum(w.size for w in weights.values())
-    return (f"R parity: the same script in R (seed {args.seed} only: nothing passed across but the data): "
-            f"max |R - Python| = {d_w:.3g} over the {n} final weights, {d_loss:.3g} over the "
-            f"{args.epochs} epoch losses (R via rpy2 in {time.perf_counter() - t0:.1f} s)")
+    return (
+        f"R parity: the same script in R (seed {args.seed} only: nothing passed across but the data): "
+        f"max |R - Python| = {d_w:.3g} over the {n} final weights, {d_loss:.3g} over the "
+        f"{args.epochs} epoch losses (R via rpy2 in {time.perf_counter() - t0:.1f} s)"
+    )
 
 
 def _cmd_demo(args):
@@ -144,25 +169,46 @@ def _cmd_demo(args):
 
     x, y, classes = pg.load_iris()
     x = (x - x.mean(axis=1, keepdims=True)) / x.std(axis=1, keepdims=True)
-    print(f"pyggmlr {pg.__version__} demo: iris ({x.shape[1]} flowers, {x.shape[0]} features, "
-          f"{len(classes)} classes: {', '.join(classes)}); data are [features, samples] = {list(x.shape)}")
+    print(
+        f"pyggmlr {pg.__version__} demo: iris ({x.shape[1]} flowers, {x.shape[0]} features, "
+        f"{len(classes)} classes: {', '.join(classes)}); data are [features, samples] = {list(x.shape)}"
+    )
     pg.ggml_set_seed(args.seed)
-    model = pg.ag_sequential(pg.ag_linear(4, args.hidden, "relu"), pg.ag_linear(args.hidden, len(classes)))
+    model = pg.ag_sequential(
+        pg.ag_linear(4, args.hidden, "relu"), pg.ag_linear(args.hidden, len(classes))
+    )
     print(model)
-    print(f"ag_fit: AdamW lr={args.lr:g}, {args.epochs} epochs, batch_size={args.batch_size}, "
-          f"val_split={args.val_split:g}, seed={args.seed}")
+    print(
+        f"ag_fit: AdamW lr={args.lr:g}, {args.epochs} epochs, batch_size={args.batch_size}, "
+        f"val_split={args.val_split:g}, seed={args.seed}"
+    )
     t0 = time.perf_counter()
-    hist = pg.ag_fit(model, x, y, loss="cross_entropy", optimizer="adamw", lr=args.lr, nepoch=args.epochs,
-                     batch_size=args.batch_size, val_split=args.val_split, seed=args.seed, silent=True,
-                     callbacks=[_EpochBar(args.epochs, args.quiet)])
+    hist = pg.ag_fit(
+        model,
+        x,
+        y,
+        loss="cross_entropy",
+        optimizer="adamw",
+        lr=args.lr,
+        nepoch=args.epochs,
+        batch_size=args.batch_size,
+        val_split=args.val_split,
+        seed=args.seed,
+        silent=True,
+        callbacks=[_EpochBar(args.epochs, args.quiet)],
+    )
     secs = time.perf_counter() - t0
-    trained = {k: t.numpy() for k, t in model.parameters().items()}  # the memory report below steps the model
+    trained = {
+        k: t.numpy() for k, t in model.parameters().items()
+    }  # the memory report below steps the model
     print()
     print(hist.table())
     print()
     n_val = int(round(args.val_split * x.shape[1]))
-    print(f"final validation accuracy: {hist.val_accuracy[-1]:.4f} ({n_val} held-out flowers), "
-          f"validation loss: {hist.val_loss[-1]:.5f}; trained in {secs:.2f} s")
+    print(
+        f"final validation accuracy: {hist.val_accuracy[-1]:.4f} ({n_val} held-out flowers), "
+        f"validation loss: {hist.val_loss[-1]:.5f}; trained in {secs:.2f} s"
+    )
     print()
     _memory(pg, model, x, y, args.batch_size)
     print()
@@ -171,14 +217,17 @@ def _cmd_demo(args):
         path = args.plot or os.path.join(tempfile.gettempdir(), "pyggmlr-demo-loss.png")
         try:
             import matplotlib
+
             if not os.environ.get("MPLBACKEND"):
                 matplotlib.use("Agg")  # files only, never a window
         except ImportError:
             print("loss curve: skipped (matplotlib is not installed; pip install matplotlib)")
         else:
             fig = hist.plot()
-            fig.suptitle(f"pyggmlr demo: {model.layers[0].in_features}-{args.hidden}-{len(classes)} MLP on iris "
-                         f"(AdamW lr={args.lr:g}, batch {args.batch_size}); bands: ± standard error")
+            fig.suptitle(
+                f"pyggmlr demo: {model.layers[0].in_features}-{args.hidden}-{len(classes)} MLP on iris "
+                f"(AdamW lr={args.lr:g}, batch {args.batch_size}); bands: ± standard error"
+            )
             fig.tight_layout()
             fig.savefig(path, dpi=100)
             print(f"loss curve: {path}")
@@ -193,26 +242,35 @@ def _cmd_demo(args):
 def _parser():
     p = argparse.ArgumentParser(prog="python -m pyggmlr", description="pyggmlr command line tools.")
     sub = p.add_subparsers(dest="command", metavar="command")
-    d = sub.add_parser("demo", help="train an MLP on iris with ag_fit and report the results",
-                       description="Train a 4-16-3 MLP on the shipped iris data with ag_fit (AdamW), "
-                                   "print a per-epoch table and the final validation accuracy, the "
-                                   "tape memory report and the memory estimate beside the measured "
-                                   "peak, save a loss-curve PNG, and (when R, rpy2 and the R package "
-                                   "are installed) compare the same training run in R.")
+    d = sub.add_parser(
+        "demo",
+        help="train an MLP on iris with ag_fit and report the results",
+        description="Train a 4-16-3 MLP on the shipped iris data with ag_fit (AdamW), "
+        "print a per-epoch table and the final validation accuracy, the "
+        "tape memory report and the memory estimate beside the measured "
+        "peak, save a loss-curve PNG, and (when R, rpy2 and the R package "
+        "are installed) compare the same training run in R.",
+    )
     d.add_argument("--epochs", type=int, default=50, help="number of epochs (default 50)")
     d.add_argument("--hidden", type=int, default=16, help="hidden units (default 16)")
     d.add_argument("--lr", type=float, default=0.01, help="AdamW learning rate (default 0.01)")
     d.add_argument("--batch-size", type=int, default=16, help="batch size (default 16)")
     d.add_argument("--val-split", type=float, default=0.2, help="held-out fraction (default 0.2)")
     d.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    d.add_argument("--plot", default=None, metavar="PATH",
-                   help="where to save the loss curve (default: pyggmlr-demo-loss.png in the temp "
-                        "directory; 'none' to skip)")
+    d.add_argument(
+        "--plot",
+        default=None,
+        metavar="PATH",
+        help="where to save the loss curve (default: pyggmlr-demo-loss.png in the temp "
+        "directory; 'none' to skip)",
+    )
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.add_argument("--no-r", action="store_true", help="skip the R parity run")
     d.set_defaults(func=_cmd_demo)
     # listed for --help; main() hands `parity ...` to _parity (the harness has its own options)
-    sub.add_parser("parity", add_help=False, help="compare Python and R (rpy2) case by case, bit for bit")
+    sub.add_parser(
+        "parity", add_help=False, help="compare Python and R (rpy2) case by case, bit for bit"
+    )
     return p
 
 
@@ -221,11 +279,14 @@ def _parity(argv):
     exits 2 with one line saying where the harness lives when there is none (an install)."""
     tests = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
     if not os.path.isfile(os.path.join(tests, "parity", "__init__.py")):
-        print("pyggmlr parity: the parity harness is not installed with the package; it lives in "
-              "tests/parity of the source checkout (run python -m pyggmlr parity there)",
-              file=sys.stderr)
+        print(
+            "pyggmlr parity: the parity harness is not installed with the package; it lives in "
+            "tests/parity of the source checkout (run python -m pyggmlr parity there)",
+            file=sys.stderr,
+        )
         return 2
     import importlib
+
     sys.path.insert(0, tests)
     try:
         parity = importlib.import_module("parity")

@@ -1,6 +1,7 @@
 """Argument checks, in one place: each returns the value converted (int, float, bool, array) or
 raises an error naming the function, the argument, what is accepted and the value. R's
 counterparts are .arg_int / .arg_num in r/R/fit_util.R."""
+
 from __future__ import annotations
 
 import math
@@ -48,8 +49,10 @@ def check_num(v, fn, arg, lo=None, hi=None, lo_open=False, hi_open=False):
     if hi is None:
         rng = "a finite number" + ("" if lo is None else f" {'>' if lo_open else '>='} {lo:g}")
     else:
-        rng = (f"a finite number in {'(' if lo_open else '['}{'-Inf' if lo is None else format(lo, 'g')}, "
-               f"{hi:g}{')' if hi_open else ']'}")
+        rng = (
+            f"a finite number in {'(' if lo_open else '['}{'-Inf' if lo is None else format(lo, 'g')}, "
+            f"{hi:g}{')' if hi_open else ']'}"
+        )
     if _is_bool(v) or not isinstance(v, numbers.Real):
         raise ArgumentError(f"{fn}: {arg} must be {rng}, got {type(v).__name__} {v!r}"[:300])
     f = float(v)
@@ -66,7 +69,9 @@ def check_num(v, fn, arg, lo=None, hi=None, lo_open=False, hi_open=False):
 def check_flag(v, fn, arg):
     """v as a bool when it is True or False (numpy's too); ArgumentError otherwise ("no", 1, None)."""
     if not _is_bool(v):
-        raise ArgumentError(f"{fn}: {arg} must be True or False, got {type(v).__name__} {v!r}"[:300])
+        raise ArgumentError(
+            f"{fn}: {arg} must be True or False, got {type(v).__name__} {v!r}"[:300]
+        )
     return bool(v)
 
 
@@ -76,8 +81,10 @@ def as_numeric(v, fn, arg):
     try:
         a = np.asarray(v)
     except (ValueError, TypeError, OverflowError) as e:
-        raise ArgumentError(f"{fn}: {arg} must be a numeric array (a rectangular list of numbers or an array), "
-                            f"got {type(v).__name__}: {str(e).split('.')[0]}") from None
+        raise ArgumentError(
+            f"{fn}: {arg} must be a numeric array (a rectangular list of numbers or an array), "
+            f"got {type(v).__name__}: {str(e).split('.')[0]}"
+        ) from None
     if a.dtype.kind not in "biuf":
         raise ArgumentError(f"{fn}: {arg} must be numeric, got dtype {a.dtype}")
     return a
@@ -102,8 +109,13 @@ def check_min_int(v, fn, arg, lo):
 def check_count(v, fn, arg):
     """v as an int when it is a finite whole number >= 0 of any real kind (3.0 too)."""
     # numbers.Real does not declare __int__ to type checkers, though every Real has one
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v < 0 \
-            or v != int(cast(SupportsInt, v)):
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, numbers.Real)
+        or not math.isfinite(v)
+        or v < 0
+        or v != int(cast(SupportsInt, v))
+    ):
         raise PyggmlrValueError(f"{fn}: {arg} must be a non-negative whole number, got {v!r}")
     return int(cast(SupportsInt, v))
 
@@ -116,9 +128,13 @@ def check_r_int(v, fn, arg):
             v = int(v)
         else:
             raise ArgumentError(f"{fn}: '{arg}' must be an integer, got {v!r}")
-    if abs(int(v)) > INT_MAX:  # R's integer range in both languages (numpy's "maximum dimension" else)
-        raise PyggmlrValueError(f"{fn}: '{arg}' must be an integer of at most {INT_MAX} in size "
-                                f"(R's integer range), got {v!r}")
+    if (
+        abs(int(v)) > INT_MAX
+    ):  # R's integer range in both languages (numpy's "maximum dimension" else)
+        raise PyggmlrValueError(
+            f"{fn}: '{arg}' must be an integer of at most {INT_MAX} in size "
+            f"(R's integer range), got {v!r}"
+        )
     return int(v)
 
 

@@ -1,11 +1,11 @@
 """The only module that touches the compiled cffi extension: loads it, hands it a BLAS, and
 turns C status codes into Python exceptions."""
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 import ctypes
 import os
+from typing import Optional
 
 from ._native import ffi, lib
 from .errors import error_for_status
@@ -54,8 +54,12 @@ def _load_openblas():
     except (OSError, AttributeError):
         return False
     _blas_dll, _blas_path = dll, path
-    lib.pg_set_blas(ffi.cast("void *", sgemm), ffi.cast("void *", dgemm),
-                    ffi.cast("void *", threads), b"OpenBLAS (scipy-openblas32)")
+    lib.pg_set_blas(
+        ffi.cast("void *", sgemm),
+        ffi.cast("void *", dgemm),
+        ffi.cast("void *", threads),
+        b"OpenBLAS (scipy-openblas32)",
+    )
     return True
 
 
@@ -110,10 +114,22 @@ def ag_set_threads(n: int) -> int:
     least 2 (f64) / 4 (f32) MFLOP per thread over a pool of n - 1 workers, with the same bits for
     every n. Returns the previous value."""
     prev = lib.pg_get_threads()
-    if isinstance(n, bool) or not isinstance(n, int) and not (isinstance(n, float) and n.is_integer()):
+    if (
+        isinstance(n, bool)
+        or not isinstance(n, int)
+        and not (isinstance(n, float) and n.is_integer())
+    ):
         raise error_for_status(6, f"ag_set_threads(): n must be a whole number, got {n!r}")
     # the core's bound and message (R's too); huge ints clamped so float() cannot overflow
-    check(lib.pg_check_count(b"ag_set_threads()", b"n", float(max(min(int(n), 2 ** 62), -2 ** 62)), 1, lib.PG_MAX_THREADS))
+    check(
+        lib.pg_check_count(
+            b"ag_set_threads()",
+            b"n",
+            float(max(min(int(n), 2**62), -(2**62))),
+            1,
+            lib.PG_MAX_THREADS,
+        )
+    )
     check(lib.pg_set_threads(int(n)))
     return prev
 

@@ -4,6 +4,7 @@ A model is anything with parameters() (or ggmlR's params()) and optionally buffe
 parameters are asked for, a dict name -> tensor, a list of tensors or one tensor also serve.
 The order is the container's, and results depend on it (flat buffers, MPI packing, files).
 Identity is the core's tensor id: two Python handles on one tensor are the same parameter."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -17,8 +18,7 @@ __all__: List[str] = []
 T = TypeVar("T")
 
 
-def source(obj: Any, what: str = "parameters", alt: Optional[str] = None,
-           own: bool = True) -> Any:
+def source(obj: Any, what: str = "parameters", alt: Optional[str] = None, own: bool = True) -> Any:
     """What obj.<what>() returns (obj.<alt>() when obj has no <what> method); without either,
     obj itself (own=True: a dict or list passed in place of a model) or None."""
     fn = getattr(obj, what, None)
@@ -42,8 +42,9 @@ def pairs(c: Any) -> List[Tuple[Any, Any]]:
     return [(str(i + 1), v) for i, v in enumerate(c)]
 
 
-def items(obj: Any, what: str = "parameters", alt: Optional[str] = None,
-          own: bool = True) -> List[Tuple[Any, Any]]:
+def items(
+    obj: Any, what: str = "parameters", alt: Optional[str] = None, own: bool = True
+) -> List[Tuple[Any, Any]]:
     """pairs(source(obj, what, alt, own)): a model's parameters or buffers as (name, value)."""
     return pairs(source(obj, what, alt, own))
 
@@ -70,8 +71,9 @@ def tensors(obj: Any, name: str) -> List[Tensor]:
             raise TypeError
         vals = [v for _, v in pairs(c)]
     except TypeError:
-        raise ArgumentError(f"{name}: expected a model, a dict or a list of tensors, "
-                            f"got {type(c).__name__}") from None
+        raise ArgumentError(
+            f"{name}: expected a model, a dict or a list of tensors, got {type(c).__name__}"
+        ) from None
     for i, t in enumerate(vals):
         if not isinstance(t, Tensor):
             raise ArgumentError(f"{name}: parameter {i + 1} is a {type(t).__name__}, not a tensor")
@@ -87,8 +89,9 @@ def named(obj: Any, name: str) -> Tuple[List[str], List[Tensor], bool]:
             raise TypeError
         kv = pairs(c)
     except TypeError:
-        raise ArgumentError(f"{name}: params must be a dict of tensors or a list of tensors, "
-                            f"got {type(c).__name__}") from None
+        raise ArgumentError(
+            f"{name}: params must be a dict of tensors or a list of tensors, got {type(c).__name__}"
+        ) from None
     names, vals = [str(k) for k, _ in kv], [v for _, v in kv]
     for n, t in zip(names, vals):
         if not isinstance(t, Tensor):

@@ -4,6 +4,7 @@ one tape node, a thin call into native/ops_attention.c (forward and backward liv
 q is [d_model, seq_q], k and v are [d_model, seq_kv] (columns are tokens); head h is the row block
 h*d_head .. (h+1)*d_head - 1, the layout of ag_multihead_attention. No projections, no bias, no
 dropout. The mask is [seq_kv, seq_q]: keys index the ROWS, queries the columns."""
+
 from __future__ import annotations
 
 import math
@@ -24,11 +25,15 @@ def _heads(n_heads: Any) -> int:
     """R's as.integer: a number truncated toward zero (NaN and out-of-range values fail the
     core's divisibility check with 0)."""
     if isinstance(n_heads, (str, bytes)) or n_heads is None:
-        raise ArgumentError(f"ag_flash_attention: n_heads must be a number, got {type(n_heads).__name__}")
+        raise ArgumentError(
+            f"ag_flash_attention: n_heads must be a number, got {type(n_heads).__name__}"
+        )
     try:
         f = float(n_heads)
     except (TypeError, ValueError):
-        raise ArgumentError(f"ag_flash_attention: n_heads must be a number, got {type(n_heads).__name__}") from None
+        raise ArgumentError(
+            f"ag_flash_attention: n_heads must be a number, got {type(n_heads).__name__}"
+        ) from None
     return int(f) if math.isfinite(f) and abs(f) < 2**31 else 0
 
 
@@ -46,8 +51,15 @@ def _mask_tensor(mask: Any, like: Tensor) -> Tensor:
     return _as_tensor(a, "ag_flash_attention", like)
 
 
-def ag_flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, n_heads: Any, scale: Optional[float] = None,
-                       mask: Any = None, causal: bool = False) -> Tensor:
+def ag_flash_attention(
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    n_heads: Any,
+    scale: Optional[float] = None,
+    mask: Any = None,
+    causal: bool = False,
+) -> Tensor:
     """Multi-head attention softmax(scale q_h^T k_h + mask^T) per head, one tape node.
 
     Per head h: St = scale k_h^T q_h + mask ([seq_kv, seq_q]), P = softmax over the keys,
@@ -81,10 +93,22 @@ def ag_flash_attention(q: ArrayLike, k: ArrayLike, v: ArrayLike, n_heads: Any, s
         except ValueError:  # ragged nested lists: not a matrix
             shp = ()
         nd = len(shp) if len(shp) == 2 else 1
-        mr, mc = (shp if nd == 2 else (0, 0))
-    _core.check(lib.pg_flash_attention_check(qt._handle(op), kt._handle(op), vt._handle(op),
-                                             h, nd, mr, mc, causal))
+        mr, mc = shp if nd == 2 else (0, 0)
+    _core.check(
+        lib.pg_flash_attention_check(
+            qt._handle(op), kt._handle(op), vt._handle(op), h, nd, mr, mc, causal
+        )
+    )
     mt = _mask_tensor(mask, qt) if mask is not None else None
     s = math.nan if scale is None else _scalar(scale, "ag_flash_attention", "scale")
-    return _out(lib.pg_flash_attention(qt._handle(op), kt._handle(op), vt._handle(op), h, s,
-                                       mt._handle(op) if mt is not None else ffi.NULL, causal))
+    return _out(
+        lib.pg_flash_attention(
+            qt._handle(op),
+            kt._handle(op),
+            vt._handle(op),
+            h,
+            s,
+            mt._handle(op) if mt is not None else ffi.NULL,
+            causal,
+        )
+    )

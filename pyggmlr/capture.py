@@ -2,6 +2,7 @@
 into replayable graphs; this engine computes on the CPU, so a captured function runs fn eagerly
 with ggmlR's argument handling, checks and outputs (its ``captures`` stay empty). A captured
 step fixes its input shapes at the first call, as ggmlR's does."""
+
 from __future__ import annotations
 
 import math
@@ -29,7 +30,9 @@ def _matrix(v: Any, where: str, name: str) -> Tensor:
     try:
         a = v.numpy() if isinstance(v, Tensor) else np.asarray(v, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ArgumentError(f"{where}: argument {name!r} must be numeric (a matrix or a vector), got {type(v).__name__}") from None
+        raise ArgumentError(
+            f"{where}: argument {name!r} must be numeric (a matrix or a vector), got {type(v).__name__}"
+        ) from None
     if a.ndim == 0:
         a = a.reshape(1, 1)
     elif a.ndim == 1:
@@ -44,7 +47,12 @@ def _out(v: Any) -> Any:
 def _check_max_norm(v: Any) -> Optional[float]:
     if v is None:
         return None
-    ok = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+    ok = (
+        isinstance(v, (int, float, np.integer, np.floating))
+        and not isinstance(v, bool)
+        and math.isfinite(v)
+        and v > 0
+    )
     if not ok:
         raise PyggmlrValueError("max_grad_norm must be one positive finite number")
     return float(v)
@@ -54,7 +62,9 @@ class Captured:
     """A function from ag_capture / ag_capture_step: call it with keyword arguments (arrays or
     vectors, made double matrices); returns numpy arrays. ``captures``: empty on the CPU."""
 
-    def __init__(self, fn: Callable[..., Any], where: str, step: Optional[Dict[str, Any]] = None) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], where: str, step: Optional[Dict[str, Any]] = None
+    ) -> None:
         self._fn, self._where, self._step = fn, where, step
         self.captures: Dict[str, Any] = {}
 
@@ -66,15 +76,21 @@ class Captured:
             out = self._fn(**tensors)
             if isinstance(out, Tensor):
                 return out.numpy()
-            return {k: _out(v) for k, v in out.items()} if isinstance(out, dict) else [_out(v) for v in out]
+            return (
+                {k: _out(v) for k, v in out.items()}
+                if isinstance(out, dict)
+                else [_out(v) for v in out]
+            )
         return _run_step(self._step, self._fn, tensors)
 
 
 def _run_step(st: Dict[str, Any], fn: Callable[..., Any], tensors: Dict[str, Tensor]) -> Any:
     shapes = ", ".join(f"{k}:{t.shape[0]}x{t.shape[1]}" for k, t in tensors.items())
     if st["shapes"] is not None and shapes != st["shapes"]:
-        raise ShapeError(f"ag_capture_step: inputs ({shapes}) differ from the first call ({st['shapes']}); shapes are "
-                         "fixed by the recording -- pad the batch or run this step uncaptured")
+        raise ShapeError(
+            f"ag_capture_step: inputs ({shapes}) differ from the first call ({st['shapes']}); shapes are "
+            "fixed by the recording -- pad the batch or run this step uncaptured"
+        )
     opt = st["optimizer"]
     opt.zero_grad()
     with with_grad_tape():
@@ -85,13 +101,17 @@ def _run_step(st: Dict[str, Any], fn: Callable[..., Any], tensors: Dict[str, Ten
     elif isinstance(res, dict) and isinstance(res.get("loss"), Tensor):
         loss, outs = res["loss"], dict(res)
     else:
-        raise PyggmlrValueError("ag_capture_step: fn must return the loss, or a named list with an element 'loss'")
+        raise PyggmlrValueError(
+            "ag_capture_step: fn must return the loss, or a named list with an element 'loss'"
+        )
     grads = backward(loss)
     if st["clipping"]:
         norm = clip_grad_norm(opt.params, grads, math.inf)
         if not math.isfinite(norm):
-            raise PyggmlrValueError("ag_capture_step: the gradient norm is NaN; the update was not applied "
-                                    "(weights, moments and the step counter are unchanged)")
+            raise PyggmlrValueError(
+                "ag_capture_step: the gradient norm is NaN; the update was not applied "
+                "(weights, moments and the step counter are unchanged)"
+            )
         clip_grad_norm(opt.params, grads, st["limit"])
         outs["grad_norm"] = np.array([[norm]])
     opt.step(grads)
@@ -112,8 +132,12 @@ def ag_capture(fn: Callable[..., Any], params: Any = None) -> Captured:
     return Captured(fn, "ag_capture")
 
 
-def ag_capture_step(fn: Callable[..., Any], params: Any = None, optimizer: Any = None,
-                    max_grad_norm: Optional[float] = None) -> Captured:
+def ag_capture_step(
+    fn: Callable[..., Any],
+    params: Any = None,
+    optimizer: Any = None,
+    max_grad_norm: Optional[float] = None,
+) -> Captured:
     """One Adam training step as ggmlR's captured step: zero_grad, fn(**inputs) under a tape (the
     loss, or a dict with "loss"), backward, optional global-norm clipping (a non-finite norm
     applies nothing), step. Returns the loss array, or a dict of all outputs with "grad_norm"
@@ -124,7 +148,12 @@ def ag_capture_step(fn: Callable[..., Any], params: Any = None, optimizer: Any =
         raise ArgumentError("ag_capture_step: only optimizer_adam() is supported")
     if not callable(fn):
         raise ArgumentError("ag_capture_step: fn must be a function")
-    st = {"optimizer": optimizer, "limit": max_grad_norm, "clipping": max_grad_norm is not None, "shapes": None}
+    st = {
+        "optimizer": optimizer,
+        "limit": max_grad_norm,
+        "clipping": max_grad_norm is not None,
+        "shapes": None,
+    }
     return Captured(fn, "ag_capture_step", st)
 
 
@@ -133,7 +162,9 @@ def ag_capture_set(f: Any, max_grad_norm: float) -> Captured:
     if not isinstance(f, Captured) or f._step is None:
         raise ArgumentError("ag_capture_set: not a function from ag_capture_step()")
     if not f._step["clipping"]:
-        raise PyggmlrValueError("ag_capture_set: this step was created without max_grad_norm; create it with one to clip")
+        raise PyggmlrValueError(
+            "ag_capture_set: this step was created without max_grad_norm; create it with one to clip"
+        )
     v = _check_max_norm(max_grad_norm)
     if v is None:
         raise PyggmlrValueError("max_grad_norm must be one positive finite number")

@@ -8,6 +8,7 @@ the core walks the replay into backward()'s own gradients. The caller's inputs a
 segment's parameters get exactly the gradients a plain tape gives them, in backward()'s map and
 in ``.grad``. Outside a tape, ``fn(*args)`` is returned as is.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,7 +52,9 @@ class _Segment:
             _rng_load(self.state)
             y = self.fn(*self.args, **self.kwargs)
             if not isinstance(y, Tensor):
-                raise ArgumentError(f"ag_checkpoint(): fn returned {type(y).__name__} when replayed in backward(); it must return an ag_tensor")
+                raise ArgumentError(
+                    f"ag_checkpoint(): fn returned {type(y).__name__} when replayed in backward(); it must return an ag_tensor"
+                )
             if lib.pg_host_replay(y._handle()) != 0:
                 _raise_pending()  # a nested segment's exception goes on unchanged
                 _core.raise_last()
@@ -66,7 +69,12 @@ def _host_bw(ctx):
         return 0
     except BaseException as e:  # the core must unwind first: raised again by backward()
         _pending.exc = e
-        lib.pg_host_fail(lib.PG_STATUS_ERR_STATE, f"ag_checkpoint: the segment raised {type(e).__name__} when replayed in backward(): {e}".encode("utf-8", "replace"))
+        lib.pg_host_fail(
+            lib.PG_STATUS_ERR_STATE,
+            f"ag_checkpoint: the segment raised {type(e).__name__} when replayed in backward(): {e}".encode(
+                "utf-8", "replace"
+            ),
+        )
         return -1
 
 
@@ -99,15 +107,20 @@ def _checkpoint(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
             _rng_load(state)  # a failed call leaves the random stream where it was
     if not isinstance(value, Tensor):
         _rng_load(state)
-        raise ArgumentError(f"ag_checkpoint(): fn must return an ag_tensor, got {type(value).__name__}")
+        raise ArgumentError(
+            f"ag_checkpoint(): fn must return an ag_tensor, got {type(value).__name__}"
+        )
     try:
         vh = value._handle()
         seg = _Segment(fn, args, kwargs, state, inputs)
         h = ffi.new_handle(seg)
         _live[int(ffi.cast("uintptr_t", h))] = (h, seg)  # popped by pyggmlr_host_free
         ins = ffi.new("pg_tensor *[]", handles) if handles else NULL
-        return _wrap(lib.pg_host_record(vh, ins, len(handles), b"checkpoint",
-                                        lib.pyggmlr_host_bw, h, lib.pyggmlr_host_free))
+        return _wrap(
+            lib.pg_host_record(
+                vh, ins, len(handles), b"checkpoint", lib.pyggmlr_host_bw, h, lib.pyggmlr_host_free
+            )
+        )
     except BaseException:
         _rng_load(state)
         raise
@@ -126,8 +139,13 @@ def ag_checkpoint(*args: Any, **kwargs: Any) -> Any:
     first = args[0] if args else kwargs.get("path")
     if isinstance(first, (str, os.PathLike)) and (not args or "path" not in kwargs):
         from .fit import ag_model_checkpoint
-        warnings.warn("ag_checkpoint(path, every) is deprecated: the ag_fit callback is ag_model_checkpoint(path, every); "
-                      "ag_checkpoint(fn, ...) is gradient checkpointing", DeprecationWarning, stacklevel=2)
+
+        warnings.warn(
+            "ag_checkpoint(path, every) is deprecated: the ag_fit callback is ag_model_checkpoint(path, every); "
+            "ag_checkpoint(fn, ...) is gradient checkpointing",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return ag_model_checkpoint(*args, **kwargs)
     if not args or not callable(args[0]):
         raise ArgumentError("ag_checkpoint() expects a function as its first argument.")

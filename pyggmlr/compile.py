@@ -31,6 +31,7 @@ ag_softmax_cross_entropy_loss as an array. Give per-step data as inputs: embeddi
 input tensor (ag_embedding reads a tensor's ids on every replay); ids given to ag_embedding as
 an array cannot be replayed and make ag_compile raise.
 """
+
 from __future__ import annotations
 
 import threading
@@ -48,7 +49,11 @@ from .tensor import _SRC_CODE, ArrayLike, Tensor, _as_matrix, _read, ag_tensor
 
 __all__ = ["ag_compile", "CompiledStep"]
 
-_BUILDS = {"forward": lib.PG_GRAPH_BUILD_FORWARD, "grad": lib.PG_GRAPH_BUILD_GRAD, "opt": lib.PG_GRAPH_BUILD_OPT}
+_BUILDS = {
+    "forward": lib.PG_GRAPH_BUILD_FORWARD,
+    "grad": lib.PG_GRAPH_BUILD_GRAD,
+    "opt": lib.PG_GRAPH_BUILD_OPT,
+}
 
 
 class CompiledStep:
@@ -62,7 +67,9 @@ class CompiledStep:
     another shape than recorded, DTypeError for non-numeric data. Calls are serialised (one
     at a time per step); attributes: ``build``, ``optimizer``, ``n_nodes``, ``ops``."""
 
-    def __init__(self, g: Any, inputs: List[Tensor], out: Tensor, build: str, optimizer: Optional[Optimizer]) -> None:
+    def __init__(
+        self, g: Any, inputs: List[Tensor], out: Tensor, build: str, optimizer: Optional[Optimizer]
+    ) -> None:
         self._g = g
         # one call at a time: a call refills the step's inputs, then replays (dropout nodes draw
         # their masks from the current stream as they run)
@@ -101,34 +108,59 @@ class CompiledStep:
         Raises: PyggmlrValueError when top is not a whole number >= 0."""
         from ._args import check_count
         from .memory import MemoryReport, _tape_text
+
         top = check_count(top, "memory()", "top")
         n = max(self.n_nodes, 1)
         totals = ffi.new("pg_memory_totals *")
-        labels, nodes, nbytes = ffi.new("const char *[]", n), ffi.new("int64_t[]", n), ffi.new("int64_t[]", n)
+        labels, nodes, nbytes = (
+            ffi.new("const char *[]", n),
+            ffi.new("int64_t[]", n),
+            ffi.new("int64_t[]", n),
+        )
         nrows = lib.pg_graph_memory_report(self._g, totals, labels, nodes, nbytes, n)
         if nrows < 0:
             _core.raise_last(-nrows)
         v = ffi.new("pg_graph_buffers *")
         _core.check(lib.pg_graph_memory(self._g, v))
-        by_op = [{"op": ffi.string(labels[i]).decode(), "nodes": nodes[i], "mb": nbytes[i] / 1024.0 ** 2,
-                  "bytes": nbytes[i]} for i in range(nrows)]
+        by_op = [
+            {
+                "op": ffi.string(labels[i]).decode(),
+                "nodes": nodes[i],
+                "mb": nbytes[i] / 1024.0**2,
+                "bytes": nbytes[i],
+            }
+            for i in range(nrows)
+        ]
         t = totals
-        rep = MemoryReport(nodes=t.nodes, bytes_total=t.bytes_total, bytes_snapshots=t.bytes_snapshots,
-                           bytes_fields=t.bytes_fields, bytes_inputs=t.bytes_inputs, bytes_gradients=t.bytes_gradients,
-                           by_op=by_op, outputs=v.bytes_outputs, saved=v.bytes_saved, gradients=v.bytes_gradients,
-                           build=self.build)
+        rep = MemoryReport(
+            nodes=t.nodes,
+            bytes_total=t.bytes_total,
+            bytes_snapshots=t.bytes_snapshots,
+            bytes_fields=t.bytes_fields,
+            bytes_inputs=t.bytes_inputs,
+            bytes_gradients=t.bytes_gradients,
+            by_op=by_op,
+            outputs=v.bytes_outputs,
+            saved=v.bytes_saved,
+            gradients=v.bytes_gradients,
+            build=self.build,
+        )
         rep._text = _tape_text(rep, top, compiled=self.build)
         if not quiet:
             print(rep._text)
         return rep
 
-    def __call__(self, *values: Union[ArrayLike, Tensor]) -> Union[Tensor, float, Tuple[float, Dict[int, np.ndarray]]]:
+    def __call__(
+        self, *values: Union[ArrayLike, Tensor]
+    ) -> Union[Tensor, float, Tuple[float, Dict[int, np.ndarray]]]:
         with self._lock:
             return self._call(values)
 
     def _call(self, values):
         if len(values) != len(self._inputs):
-            raise ArgumentError(f"compiled step: expected {len(self._inputs)} inputs, got {len(values)}")
+            raise ArgumentError(
+                f"compiled step: expected {len(self._inputs)} inputs, got {len(values)}"
+            )
         g = self._g
         for i, (v, t) in enumerate(zip(values, self._inputs)):
             if v is t:
@@ -138,12 +170,23 @@ class CompiledStep:
             a = _as_matrix(v)
             rshape = t.shape
             if a.shape != rshape:
-                raise ShapeError(f"compiled step: input {i + 1} was recorded as [{rshape[0]}x{rshape[1]}] but "
-                                 f"the new value is [{a.shape[0]}x{a.shape[1]}]; shapes are fixed (compile again "
-                                 f"for this shape)")
-            _core.check(lib.pg_graph_set_input(g, i, ffi.cast("void *", a.ctypes.data), _SRC_CODE[a.dtype],
-                                               a.shape[0], a.shape[1], a.strides[0] // a.itemsize,
-                                               a.strides[1] // a.itemsize))
+                raise ShapeError(
+                    f"compiled step: input {i + 1} was recorded as [{rshape[0]}x{rshape[1]}] but "
+                    f"the new value is [{a.shape[0]}x{a.shape[1]}]; shapes are fixed (compile again "
+                    f"for this shape)"
+                )
+            _core.check(
+                lib.pg_graph_set_input(
+                    g,
+                    i,
+                    ffi.cast("void *", a.ctypes.data),
+                    _SRC_CODE[a.dtype],
+                    a.shape[0],
+                    a.shape[1],
+                    a.strides[0] // a.itemsize,
+                    a.strides[1] // a.itemsize,
+                )
+            )
         rc = lib.pg_graph_run(g)
         if rc < 0:
             _core.raise_last(-rc)
@@ -153,12 +196,18 @@ class CompiledStep:
         if self.build == "opt":
             return loss
         m = lib.pg_graph_grads(g)
-        return loss, {lib.pg_gradmap_key_id(m, i): _read(lib.pg_gradmap_value(m, i))
-                      for i in range(lib.pg_gradmap_size(m))}
+        return loss, {
+            lib.pg_gradmap_key_id(m, i): _read(lib.pg_gradmap_value(m, i))
+            for i in range(lib.pg_gradmap_size(m))
+        }
 
 
-def ag_compile(fn: Callable[..., Tensor], *inputs: ArrayLike, build: str = "opt",
-               optimizer: Optional[Optimizer] = None) -> CompiledStep:
+def ag_compile(
+    fn: Callable[..., Tensor],
+    *inputs: ArrayLike,
+    build: str = "opt",
+    optimizer: Optional[Optimizer] = None,
+) -> CompiledStep:
     """Record ``fn(*inputs)`` once and return a CompiledStep replaying it in C (see the module
     docstring).
 
@@ -175,9 +224,13 @@ def ag_compile(fn: Callable[..., Tensor], *inputs: ArrayLike, build: str = "opt"
     if not callable(fn):
         raise ArgumentError(f"ag_compile(): fn must be callable, got {type(fn).__name__}")
     if build not in _BUILDS:
-        raise PyggmlrValueError(f"ag_compile(): build must be 'opt', 'grad' or 'forward', got {build!r}")
+        raise PyggmlrValueError(
+            f"ag_compile(): build must be 'opt', 'grad' or 'forward', got {build!r}"
+        )
     if build == "opt" and not isinstance(optimizer, Optimizer):
-        raise ArgumentError("ag_compile(): build='opt' needs optimizer= (optimizer_adam / optimizer_sgd)")
+        raise ArgumentError(
+            "ag_compile(): build='opt' needs optimizer= (optimizer_adam / optimizer_sgd)"
+        )
     ts = [x if isinstance(x, Tensor) else ag_tensor(x) for x in inputs]
     stream = Generator.current()
     state = stream.get_state()
@@ -186,7 +239,9 @@ def ag_compile(fn: Callable[..., Tensor], *inputs: ArrayLike, build: str = "opt"
         _core.check(lib.pg_graph_record_begin())  # inside: an interrupt just after it is covered
         out = fn(*ts)
     except BaseException:
-        if lib.pg_tape_depth() > depth:  # only a recording this call opened (begin may have refused)
+        if (
+            lib.pg_tape_depth() > depth
+        ):  # only a recording this call opened (begin may have refused)
             lib.pg_graph_record_abort()
         raise
     finally:
@@ -195,8 +250,9 @@ def ag_compile(fn: Callable[..., Tensor], *inputs: ArrayLike, build: str = "opt"
         lib.pg_graph_record_abort()
         raise ArgumentError(f"ag_compile(): fn must return a tensor, got {type(out).__name__}")
     handles = ffi.new("pg_tensor *[]", [t._handle(op) for t in ts] or [NULL])
-    g = lib.pg_graph_record_end(out._handle(op), handles, len(ts), _BUILDS[build],
-                                optimizer._o if build == "opt" else NULL)  # type: ignore[union-attr]  # checked above
+    g = lib.pg_graph_record_end(
+        out._handle(op), handles, len(ts), _BUILDS[build], optimizer._o if build == "opt" else NULL
+    )  # type: ignore[union-attr]  # checked above
     if g == NULL:
         _core.raise_last()
     return CompiledStep(g, ts, out, build, optimizer if build == "opt" else None)

@@ -2,18 +2,18 @@
 
 Data are column-major like everything else: x is [features, n], y is [outputs, n] (or a vector
 of n class ids). ``col_major=False`` takes row-major [n, features] data and transposes it."""
-from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from __future__ import annotations
 
 import csv
 import io
 from importlib import resources
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
 from ._args import as_numeric, check_flag, check_int
-from .errors import ArgumentError, PyggmlrValueError, ShapeError, StateError
+from .errors import ShapeError, StateError
 from .tensor import Tensor, ag_tensor
 
 __all__ = ["ag_dataloader", "load_iris"]
@@ -60,8 +60,16 @@ class ag_dataloader:
     (or of x's dtype when x is a tensor).
     """
 
-    def __init__(self, x: Any, y: Any = None, batch_size: int = 32, shuffle: bool = True, col_major: bool = True,
-                 drop_last: bool = True, seed: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        x: Any,
+        y: Any = None,
+        batch_size: int = 32,
+        shuffle: bool = True,
+        col_major: bool = True,
+        drop_last: bool = True,
+        seed: Optional[int] = None,
+    ) -> None:
         col_major = check_flag(col_major, "ag_dataloader", "col_major")
         self.x, self._xdtype = _as_data(x, "x", col_major)
         self.y: Optional[np.ndarray] = None
@@ -72,19 +80,26 @@ class ag_dataloader:
         if self.y is not None and self.y.shape[1] != self.n:
             hint = ""
             if self.x.shape[0] == self.y.shape[1]:
-                hint = (f"; x looks row-major ({self.x.shape[0]} rows, one per sample): pass col_major=False "
-                        "(x and a 2-D y are transposed) or x.T")
+                hint = (
+                    f"; x looks row-major ({self.x.shape[0]} rows, one per sample): pass col_major=False "
+                    "(x and a 2-D y are transposed) or x.T"
+                )
             elif self.y.shape[0] == self.n:
                 hint = f"; y looks row-major ({self.y.shape[0]} rows, one per sample): pass y.T"
             elif self.x.shape[0] == self.y.shape[0]:
-                hint = (f"; x and y look row-major ({self.x.shape[0]} rows each, one per sample): pass "
-                        "col_major=False")
-            raise ShapeError("x and y must have the same number of samples (columns in col-major): "
-                             f"x has {self.n}, y has {self.y.shape[1]}{hint}")
+                hint = (
+                    f"; x and y look row-major ({self.x.shape[0]} rows each, one per sample): pass "
+                    "col_major=False"
+                )
+            raise ShapeError(
+                "x and y must have the same number of samples (columns in col-major): "
+                f"x has {self.n}, y has {self.y.shape[1]}{hint}"
+            )
         self.batch_size = check_int(batch_size, "ag_dataloader", "batch_size", 1)
         self.shuffle = check_flag(shuffle, "ag_dataloader", "shuffle")
         self.drop_last = check_flag(drop_last, "ag_dataloader", "drop_last")
         from .random import Generator
+
         self._gen = None if seed is None else Generator(seed)
         self.seed = seed  # ag_fit(loader) runs on it when it has no seed of its own (fit_data.py)
         self.order = np.arange(self.n)
@@ -95,6 +110,7 @@ class ag_dataloader:
         if self._gen is not None:
             return self._gen
         from .random import Generator
+
         return Generator.current()
 
     def reset(self):
@@ -121,7 +137,7 @@ class ag_dataloader:
         StateError when the epoch is exhausted (call reset())."""
         if not self.has_next():
             raise StateError("No more batches. Call reset() to start a new epoch.")
-        idx = self.order[self.pos:self.pos + self.batch_size]
+        idx = self.order[self.pos : self.pos + self.batch_size]
         self.pos += len(idx)
         b = Batch(x=ag_tensor(self.x[:, idx], dtype=self._xdtype))
         if self.y is not None:
@@ -141,8 +157,10 @@ class ag_dataloader:
         return self.n_batches()
 
     def __repr__(self):
-        return (f"ag_dataloader | n={self.n} | batch_size={self.batch_size} | n_batches={self.n_batches()} | "
-                f"shuffle={'TRUE' if self.shuffle else 'FALSE'}")
+        return (
+            f"ag_dataloader | n={self.n} | batch_size={self.batch_size} | n_batches={self.n_batches()} | "
+            f"shuffle={'TRUE' if self.shuffle else 'FALSE'}"
+        )
 
     __str__ = __repr__
 

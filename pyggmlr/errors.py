@@ -1,5 +1,6 @@
 """Exception types. Every error raised by the C core maps onto one of these; each also
 inherits the matching builtin so ``except ValueError`` keeps working."""
+
 from typing import Any
 
 from ._native import lib as _lib  # the core's status codes (enum pg_status)
@@ -68,5 +69,6 @@ def __getattr__(name: str) -> Any:
     """The argument checks moved to _args.py; imports from their old home keep working."""
     if name in _MOVED:
         from . import _args as args
+
         return getattr(args, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,32 +6,55 @@ a checkpoint keeps, so a resumed run repeats the same shuffles), walk it in logi
 the optimizer accumulates (its ``accumulate_steps``) and applies once per logical batch, then
 evaluate the held-out part in eval mode. Loss/accuracy and their uncertainties follow
 ggml_opt_result_loss / ggml_opt_result_accuracy."""
+
 from __future__ import annotations
 
+import math
 import os
+import time
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
-import math
-import time
-
 from .errors import PyggmlrValueError, ShapeError
+from .fit_args import check_args, make_callbacks, validate
+from .fit_callbacks import Callback, ag_early_stopping, ag_model_checkpoint  # noqa: F401  (re-exported)
+from .fit_history import History, _acc_stats, _loss_stats  # noqa: F401  (re-exported)
+from .fit_util import (  # noqa: F401
+    _EXTRA_LOSSES,
+    _LOSSES,
+    _apply_hyper,
+    _as_cols,
+    _buffers,
+    _builtin_model,
+    _forward,
+    _loss_fn,
+    _make_optimizer,
+    _model_dtype,
+    _params,
+    _restore,
+    _row_major_hint,  # (some re-exported: io.py)
+    _set_mode,
+    _snapshot,
+    _StaticSteps,
+)
 from .optim import Optimizer
+from .predict import ag_accuracy, ag_predict  # noqa: F401  (re-exported)
 from .tape import ag_tape_clear, backward, with_grad_tape
 from .tensor import Tensor, ag_tensor
-from .fit_util import (_EXTRA_LOSSES, _LOSSES, _StaticSteps, _apply_hyper, _as_cols, _buffers,  # noqa: F401
-                       _builtin_model, _forward, _loss_fn, _make_optimizer, _model_dtype, _params, _restore,
-                       _row_major_hint, _set_mode, _snapshot)  # (some re-exported: io.py)
-from .fit_history import History, _acc_stats, _loss_stats  # noqa: F401  (re-exported)
-from .fit_callbacks import Callback, ag_early_stopping, ag_model_checkpoint  # noqa: F401  (re-exported)
-from .fit_args import check_args, make_callbacks, validate
-from .predict import ag_accuracy, ag_predict  # noqa: F401  (re-exported)
 
-__all__ = ["ag_fit", "ag_predict", "ag_accuracy", "History", "Callback", "ag_early_stopping",
-           "ag_model_checkpoint"]
+__all__ = [
+    "ag_fit",
+    "ag_predict",
+    "ag_accuracy",
+    "History",
+    "Callback",
+    "ag_early_stopping",
+    "ag_model_checkpoint",
+]
 
 
 # ---------------------------------------------------------------------------------------------
 # the loop
+
 
 class _Fit:
     """Run state shared with callbacks."""
@@ -44,15 +67,33 @@ class _Fit:
 
     def save_checkpoint(self, path, epoch):
         from .fit_resume import save_checkpoint
+
         save_checkpoint(self, path, epoch)
 
 
-def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor, Any], Tensor]] = "cross_entropy",
-           optimizer: Union[str, Optimizer] = "adamw", opt_params: Optional[Callable[[int], dict]] = None,
-           nepoch: int = 30, batch_size: int = 32, nbatch_logical: Optional[int] = None, val_split: float = 0.0,
-           shuffle: bool = True, callbacks: Sequence[Any] = (), silent: bool = False, seed: Optional[int] = None,
-           lr: float = 1e-3, resume_from: Optional[Union[str, os.PathLike]] = None, distributed: bool = False,
-           static: Optional[bool] = None, progress: str = "auto", validation_data: Any = None, verbose: Optional[int] = None) -> History:
+def ag_fit(
+    model: Any,
+    x: Any,
+    y: Any = None,
+    loss: Union[str, Callable[[Tensor, Any], Tensor]] = "cross_entropy",
+    optimizer: Union[str, Optimizer] = "adamw",
+    opt_params: Optional[Callable[[int], dict]] = None,
+    nepoch: int = 30,
+    batch_size: int = 32,
+    nbatch_logical: Optional[int] = None,
+    val_split: float = 0.0,
+    shuffle: bool = True,
+    callbacks: Sequence[Any] = (),
+    silent: bool = False,
+    seed: Optional[int] = None,
+    lr: float = 1e-3,
+    resume_from: Optional[Union[str, os.PathLike]] = None,
+    distributed: bool = False,
+    static: Optional[bool] = None,
+    progress: str = "auto",
+    validation_data: Any = None,
+    verbose: Optional[int] = None,
+) -> History:
     """Train `model` on x [features, n] (samples are columns) and y; returns a History. Keras' forms
     (rules in pyggmlr.fit_data): x an ag_dataloader, validation_data=(x_val, y_val), verbose 0/1/2.
 
@@ -98,9 +139,14 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     is not distributed; otherwise eager. True: require it (raises when the step cannot be
     compiled or with distributed). False: the eager tape.
     The model is in train mode while training and in eval mode when ag_fit returns."""
-    from .fit_plan import FitPlan, prepare  # prepare: fit_data.py (loaders, validation_data, verbose)
+    from .fit_plan import (  # prepare: fit_data.py (loaders, validation_data, verbose)
+        FitPlan,
+        prepare,
+    )
+
     x, y, batch_size, shuffle, seed, val_split, fixed, progress, silent = prepare(
-        x, y, validation_data, batch_size, shuffle, seed, val_split, verbose, progress, silent)
+        x, y, validation_data, batch_size, shuffle, seed, val_split, verbose, progress, silent
+    )
     from .fit_progress import FitProgress, progress_mode
     from .random import Generator, _seed_int
 
@@ -109,7 +155,8 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
     loss_name = loss if isinstance(loss, str) else "callable"
     per_datapoint = loss_name != "sum"
     nepoch, batch_size, shuffle, nbatch_logical, accum, val_split = check_args(
-        nepoch, batch_size, shuffle, nbatch_logical, val_split, opt_params)
+        nepoch, batch_size, shuffle, nbatch_logical, val_split, opt_params
+    )
 
     X = _as_cols(x, "x")
     n = X.shape[1]
@@ -117,7 +164,9 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         raise PyggmlrValueError(f"ag_fit: loss {loss_name!r} needs targets y")
     Y = None if y is None else _as_cols(y, "y")
     if Y is not None and Y.shape[1] != n:
-        raise ShapeError(f"ag_fit: x has {n} samples (columns) but y has {Y.shape[1]}" + _row_major_hint(X, Y))
+        raise ShapeError(
+            f"ag_fit: x has {n} samples (columns) but y has {Y.shape[1]}" + _row_major_hint(X, Y)
+        )
     classify = loss_name == "cross_entropy"
 
     params = _params(model)
@@ -132,6 +181,7 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         sync = None
         if distributed:  # the same collectives as R's ag_fit (distributed_fit.py)
             from .distributed_fit import FitSync
+
             sync = FitSync(model, params)
             batch_size, nbatch_logical = batch_size * sync.world, nbatch_logical * sync.world
             pmode = pmode if sync.rank == 0 else "none"  # only rank 0 prints
@@ -139,20 +189,35 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         if static is None:
             static = not distributed and isinstance(loss, str) and _builtin_model(model)
         elif static and distributed:
-            raise PyggmlrValueError("ag_fit: static=True cannot be combined with distributed=True (the compiled step has no gradient all-reduce)")
+            raise PyggmlrValueError(
+                "ag_fit: static=True cannot be combined with distributed=True (the compiled step has no gradient all-reduce)"
+            )
         static_steps = _StaticSteps(model, lossfn, opt, Y is not None) if static else None
 
-        settings = {"n": n, "batch_size": batch_size, "nbatch_logical": nbatch_logical, "val_split": val_split,
-                    "shuffle": bool(shuffle), "loss": loss_name, "seed": None, "split_state": None}
+        settings = {
+            "n": n,
+            "batch_size": batch_size,
+            "nbatch_logical": nbatch_logical,
+            "val_split": val_split,
+            "shuffle": bool(shuffle),
+            "loss": loss_name,
+            "seed": None,
+            "split_state": None,
+        }
         cbs = make_callbacks(callbacks)
         history = History()
         start_epoch = 1
         resume: Optional[Dict[str, Any]] = None
         if resume_from is not None:
             from .fit_resume import load_weights, read_checkpoint
+
             try:
-                ck_epoch, fs = read_checkpoint(resume_from, settings)  # checked; nothing written yet
-                for cb, cst in zip(cbs, fs.get("callbacks") or []):  # the callbacks' saved states too
+                ck_epoch, fs = read_checkpoint(
+                    resume_from, settings
+                )  # checked; nothing written yet
+                for cb, cst in zip(
+                    cbs, fs.get("callbacks") or []
+                ):  # the callbacks' saved states too
                     check = getattr(cb, "check_state", None)
                     if cst is not None and callable(check):
                         check(cst)
@@ -166,17 +231,30 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
             resume = {}
         elif seed is not None:
             settings["seed"] = _seed_int(seed, "ag_fit")
-        stream = Generator(settings["seed"]) if settings["seed"] is not None else Generator.current()
+        stream = (
+            Generator(settings["seed"]) if settings["seed"] is not None else Generator.current()
+        )
         # the split, the shuffles and the batches live in the core (fit_plan.py, native/fit.c)
         try:
-            plan = FitPlan(ag_tensor(X, dtype=dtype), None if Y is None else ag_tensor(Y, dtype=dtype), classify,
-                           batch_size, nbatch_logical, val_split, shuffle, stream,
-                           settings["split_state"] if resume is not None else None, fixed_split=fixed)
+            plan = FitPlan(
+                ag_tensor(X, dtype=dtype),
+                None if Y is None else ag_tensor(Y, dtype=dtype),
+                classify,
+                batch_size,
+                nbatch_logical,
+                val_split,
+                shuffle,
+                stream,
+                settings["split_state"] if resume is not None else None,
+                fixed_split=fixed,
+            )
         except (TypeError, ValueError) as e:
             if resume is not None:
                 opt.accumulate_steps, opt.accum_count = opt_before
             if resume is not None and "state" in str(e).lower():
-                raise PyggmlrValueError(f"ag_fit: {resume_from!r} holds an unusable random-stream state") from None
+                raise PyggmlrValueError(
+                    f"ag_fit: {resume_from!r} holds an unusable random-stream state"
+                ) from None
             raise
         if sync is not None:
             plan.shard(sync.rank, sync.world)
@@ -191,7 +269,9 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
             try:
                 stream.set_state(fs["rng_state"])
             except (TypeError, ValueError, KeyError):
-                raise PyggmlrValueError(f"ag_fit: {resume_from!r} holds an unusable random-stream state") from None
+                raise PyggmlrValueError(
+                    f"ag_fit: {resume_from!r} holds an unusable random-stream state"
+                ) from None
 
         fit = _Fit(model, opt, history, nepoch, settings)
         fit.stream = stream
@@ -210,9 +290,14 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
         raise
 
     step = 0
-    replay = static_steps is not None and pmode == "none" and not any(hasattr(cb, "on_batch_end") for cb in cbs)
-    prog = FitProgress(pmode, plan.running, max(0, nepoch - start_epoch + 1) * plan.n_batches, nepoch,
-                       start_epoch)
+    replay = (
+        static_steps is not None
+        and pmode == "none"
+        and not any(hasattr(cb, "on_batch_end") for cb in cbs)
+    )
+    prog = FitProgress(
+        pmode, plan.running, max(0, nepoch - start_epoch + 1) * plan.n_batches, nepoch, start_epoch
+    )
     in_stream = stream.active()  # dropout and user code draw from the run's stream
     in_stream.__enter__()
     try:
@@ -239,7 +324,9 @@ def ag_fit(model: Any, x: Any, y: Any = None, loss: Union[str, Callable[[Tensor,
                     grads = backward(lv)
                     if sync is not None:
                         sync.grads(grads, xb.shape[1])
-                    opt.step(grads, sum_grads=True)  # one map per micro-batch: the optimizer sums them
+                    opt.step(
+                        grads, sum_grads=True
+                    )  # one map per micro-batch: the optimizer sums them
                     opt.zero_grad()
                     del grads
                     lval = lv.item()

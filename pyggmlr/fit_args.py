@@ -1,4 +1,5 @@
 """ag_fit's argument checks, its callback list and its validation pass (fit.py keeps the loop)."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, List, Tuple
@@ -12,17 +13,26 @@ from .tape import ag_no_grad
 __all__: List[str] = []
 
 
-def check_args(nepoch: Any, batch_size: Any, shuffle: Any, nbatch_logical: Any, val_split: Any,
-               opt_params: Any) -> Tuple[int, int, bool, int, int, float]:
+def check_args(
+    nepoch: Any, batch_size: Any, shuffle: Any, nbatch_logical: Any, val_split: Any, opt_params: Any
+) -> Tuple[int, int, bool, int, int, float]:
     """(nepoch, batch_size, shuffle, nbatch_logical, micro-batches per logical batch, val_split),
     or the error naming ag_fit and the argument."""
     nepoch = check_min_int(nepoch, "ag_fit", "nepoch", 1)
     batch_size = check_min_int(batch_size, "ag_fit", "batch_size", 1)
     shuffle = check_flag(shuffle, "ag_fit", "shuffle")
-    nbl = check_min_int(batch_size if nbatch_logical is None else nbatch_logical, "ag_fit", "nbatch_logical", 1)
+    nbl = check_min_int(
+        batch_size if nbatch_logical is None else nbatch_logical, "ag_fit", "nbatch_logical", 1
+    )
     if nbl % batch_size:
-        raise PyggmlrValueError(f"ag_fit: nbatch_logical ({nbl}) must be a multiple of batch_size ({batch_size})")
-    val_split = check_num(val_split, "ag_fit", "val_split") if not isinstance(val_split, float) else val_split
+        raise PyggmlrValueError(
+            f"ag_fit: nbatch_logical ({nbl}) must be a multiple of batch_size ({batch_size})"
+        )
+    val_split = (
+        check_num(val_split, "ag_fit", "val_split")
+        if not isinstance(val_split, float)
+        else val_split
+    )
     if not 0.0 <= val_split < 1.0:
         raise PyggmlrValueError(f"ag_fit: val_split must be in [0, 1), got {val_split}")
     if opt_params is not None and not callable(opt_params):
@@ -39,11 +49,15 @@ def make_callbacks(callbacks: Any) -> List[Any]:
         elif callable(cb):
             cbs.append(_FnCallback(cb))
         else:
-            raise ArgumentError(f"ag_fit: callbacks must be Callback objects or functions, got {type(cb).__name__}")
+            raise ArgumentError(
+                f"ag_fit: callbacks must be Callback objects or functions, got {type(cb).__name__}"
+            )
     return cbs
 
 
-def validate(plan: Any, model: Any, static_steps: Any, lossfn: Callable[..., Any], batch_size: int) -> None:
+def validate(
+    plan: Any, model: Any, static_steps: Any, lossfn: Callable[..., Any], batch_size: int
+) -> None:
     """The held-out part in eval mode, without a tape: each batch recorded in the plan (a
     recorded width replays in C)."""
     _set_mode(model, False)

@@ -1,11 +1,10 @@
 """ag_fit's callbacks: Callback, ag_early_stopping, ag_model_checkpoint."""
+
 from __future__ import annotations
 
+import math
 import os
 from typing import List, Optional, Union
-
-import math
-
 
 from ._args import as_flag, check_int, check_num
 from .errors import ArgumentError, PyggmlrValueError
@@ -16,6 +15,7 @@ __all__ = ["Callback", "ag_early_stopping", "ag_model_checkpoint"]
 
 # ---------------------------------------------------------------------------------------------
 # callbacks
+
 
 class Callback:
     """Base class. ag_fit calls on_train_begin(fit), on_batch_end(step, logs),
@@ -56,13 +56,20 @@ class ag_early_stopping(Callback):
     has not improved by more than min_delta for `patience` epochs; with restore_best the model
     gets the weights (and batch-norm buffers) of the best epoch back at the end of training."""
 
-    def __init__(self, patience: int = 5, min_delta: float = 0.0, restore_best: bool = True,
-                 monitor: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        patience: int = 5,
+        min_delta: float = 0.0,
+        restore_best: bool = True,
+        monitor: Optional[str] = None,
+    ) -> None:
         self.patience = check_int(patience, "ag_early_stopping", "patience", 1)
         self.min_delta = check_num(min_delta, "ag_early_stopping", "min_delta", 0)
         self.restore_best = as_flag(restore_best, "ag_early_stopping", "restore_best")
         if monitor is not None and not isinstance(monitor, str):
-            raise ArgumentError(f"ag_early_stopping: monitor must be None or a log name such as 'val_loss', got {monitor!r}")
+            raise ArgumentError(
+                f"ag_early_stopping: monitor must be None or a log name such as 'val_loss', got {monitor!r}"
+            )
         self.monitor = monitor
         self.best, self.best_epoch, self.wait, self.stopped_epoch = math.inf, None, 0, None
         self._best_weights = None
@@ -71,7 +78,9 @@ class ag_early_stopping(Callback):
         self._fit = fit
 
     def on_epoch_end(self, epoch, logs):
-        key = self.monitor or ("val_loss" if not math.isnan(logs.get("val_loss", math.nan)) else "loss")
+        key = self.monitor or (
+            "val_loss" if not math.isnan(logs.get("val_loss", math.nan)) else "loss"
+        )
         v = logs.get(key, math.nan)
         if v < self.best - self.min_delta:
             self.best, self.best_epoch, self.wait = v, epoch, 0
@@ -93,18 +102,27 @@ class ag_early_stopping(Callback):
     def state(self):
         """(JSON-able counters, best weights or None): what a checkpoint saves for resuming."""
         return {"best": self.best, "best_epoch": self.best_epoch, "wait": self.wait}, (
-            self._best_weights if self._best_weights is not None else None)
+            self._best_weights if self._best_weights is not None else None
+        )
 
     def check_state(self, st):
         """Raise PyggmlrValueError unless st is a state load_state() takes (ag_fit asks before
         it writes anything on resume)."""
-        b, be, w = (st.get(k) for k in ("best", "best_epoch", "wait")) if isinstance(st, dict) else (0, 0, "?")
+        b, be, w = (
+            (st.get(k) for k in ("best", "best_epoch", "wait"))
+            if isinstance(st, dict)
+            else (0, 0, "?")
+        )
         num = (int, float)
-        if not ((b is None or (isinstance(b, num) and not isinstance(b, bool)))
-                and (be is None or (isinstance(be, int) and not isinstance(be, bool)))
-                and (w is None or (isinstance(w, int) and not isinstance(w, bool) and w >= 0))):
-            raise PyggmlrValueError("ag_early_stopping: the checkpoint's callback state is not usable "
-                                    f"(best, best_epoch, wait = {b!r}, {be!r}, {w!r})")
+        if not (
+            (b is None or (isinstance(b, num) and not isinstance(b, bool)))
+            and (be is None or (isinstance(be, int) and not isinstance(be, bool)))
+            and (w is None or (isinstance(w, int) and not isinstance(w, bool) and w >= 0))
+        ):
+            raise PyggmlrValueError(
+                "ag_early_stopping: the checkpoint's callback state is not usable "
+                f"(best, best_epoch, wait = {b!r}, {be!r}, {w!r})"
+            )
 
     def load_state(self, st, arrays=None):
         """Restore the counters (and best weights, when given) saved by state(); all checked
@@ -124,18 +142,26 @@ def _checkpoint_path(path) -> str:
     """ag_model_checkpoint's path, checked now rather than after the first epoch: a string with
     no placeholder but {epoch}, in a directory that exists and can be written."""
     if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
-        raise PyggmlrValueError(f"ag_model_checkpoint: path must be a file name, got {type(path).__name__}")
+        raise PyggmlrValueError(
+            f"ag_model_checkpoint: path must be a file name, got {type(path).__name__}"
+        )
     p = os.fspath(path)
     try:
         first = p.format(epoch=1)
     except (KeyError, IndexError, ValueError) as e:
-        raise PyggmlrValueError(f"ag_model_checkpoint: path {p!r} has a placeholder other than {{epoch}} "
-                                f"({type(e).__name__}: {e}); write a literal brace as {{{{ or }}}}") from None
+        raise PyggmlrValueError(
+            f"ag_model_checkpoint: path {p!r} has a placeholder other than {{epoch}} "
+            f"({type(e).__name__}: {e}); write a literal brace as {{{{ or }}}}"
+        ) from None
     d = os.path.dirname(first) or "."
     if not os.path.isdir(d):
-        raise PyggmlrValueError(f"ag_model_checkpoint: directory {d!r} of path {p!r} does not exist")
+        raise PyggmlrValueError(
+            f"ag_model_checkpoint: directory {d!r} of path {p!r} does not exist"
+        )
     if not os.access(d, os.W_OK | os.X_OK):
-        raise PyggmlrValueError(f"ag_model_checkpoint: directory {d!r} of path {p!r} is not writable")
+        raise PyggmlrValueError(
+            f"ag_model_checkpoint: directory {d!r} of path {p!r} is not writable"
+        )
     return p
 
 

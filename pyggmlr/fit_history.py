@@ -1,9 +1,9 @@
 """ag_fit's History (per-epoch results, table, plot) and the statistics as ggml reports them."""
+
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
-
 import math
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -16,6 +16,7 @@ __all__ = ["History"]
 # ---------------------------------------------------------------------------------------------
 # statistics as ggml reports them
 
+
 def _loss_stats(values, weights, per_datapoint):
     """Mean of per-batch losses (weighted by batch size; equal weights for full batches) and the
     standard error of the per-batch values (ggml_opt_result_loss); a sum loss reports the total.
@@ -25,8 +26,16 @@ def _loss_stats(values, weights, per_datapoint):
     if v.shape != w.shape:
         raise PyggmlrValueError(f"loss statistics: {v.size} values but {w.size} weights")
     out = _core.ffi.new("double[2]")
-    _core.check(_core.lib.pg_loss_stats(_core.ffi.cast("double *", v.ctypes.data), _core.ffi.cast("double *", w.ctypes.data),
-                                        v.size, int(bool(per_datapoint)), out, out + 1))
+    _core.check(
+        _core.lib.pg_loss_stats(
+            _core.ffi.cast("double *", v.ctypes.data),
+            _core.ffi.cast("double *", w.ctypes.data),
+            v.size,
+            int(bool(per_datapoint)),
+            out,
+            out + 1,
+        )
+    )
     return out[0], out[1]
 
 
@@ -42,8 +51,20 @@ def _acc_stats(ncorrect, ndata):
 # ---------------------------------------------------------------------------------------------
 # history
 
-_KEYS = ("epoch", "loss", "loss_unc", "accuracy", "accuracy_unc", "val_loss", "val_loss_unc",
-         "val_accuracy", "val_accuracy_unc", "lr", "time_train", "time_val")
+_KEYS = (
+    "epoch",
+    "loss",
+    "loss_unc",
+    "accuracy",
+    "accuracy_unc",
+    "val_loss",
+    "val_loss_unc",
+    "val_accuracy",
+    "val_accuracy_unc",
+    "lr",
+    "time_train",
+    "time_val",
+)
 
 
 class History:
@@ -107,8 +128,13 @@ class History:
         if has_val:
             cols.append(("val_loss", 18, lambda i: _pm(self.val_loss[i], self.val_loss_unc[i])))
             if has_acc:
-                cols.append(("val_accuracy", 17,
-                             lambda i: _pm_pct(self.val_accuracy[i], self.val_accuracy_unc[i])))
+                cols.append(
+                    (
+                        "val_accuracy",
+                        17,
+                        lambda i: _pm_pct(self.val_accuracy[i], self.val_accuracy_unc[i]),
+                    )
+                )
         lines = [f"{'epoch':>5}" + "".join(f"  {t:>{w}}" for t, w, _ in cols) + f"  {'time':>7}"]
         for i, e in enumerate(self.epoch):
             cells = "".join(f"  {cell(i)}" for _, _, cell in cols)
@@ -128,11 +154,16 @@ class History:
         except ImportError:
             raise ImportError("History.plot() needs matplotlib (pip install matplotlib)") from None
         has_acc = any(not math.isnan(v) for v in self.accuracy)
-        fig, axes = plt.subplots(1, 2 if has_acc else 1, figsize=(10 if has_acc else 6, 4), squeeze=False)
+        fig, axes = plt.subplots(
+            1, 2 if has_acc else 1, figsize=(10 if has_acc else 6, 4), squeeze=False
+        )
         ax = axes[0][0]
         ep = np.asarray(self.epoch)
         for key, lab in (("loss", "train"), ("val_loss", "validation")):
-            v, u = np.asarray(getattr(self, key), float), np.asarray(getattr(self, key + "_unc"), float)
+            v, u = (
+                np.asarray(getattr(self, key), float),
+                np.asarray(getattr(self, key + "_unc"), float),
+            )
             if np.all(np.isnan(v)):
                 continue
             ax.plot(ep, v, label=lab)

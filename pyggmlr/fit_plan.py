@@ -1,15 +1,16 @@
 """The Python face of the core's fit plan (native/fit.c, pg_api_fit.h): the split, the
 shuffles, the batches and the per-epoch statistics of ag_fit live once in C; ag_fit (fit.py)
 runs the model, the loss and the optimizer between batch() and record()."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _core
 from ._core import NULL, ffi, lib
+from .fit_data import prepare  # noqa: F401  (ag_fit imports it from here with FitPlan)
 from .random import Generator
 from .tensor import Tensor, _wrap
-from .fit_data import prepare  # noqa: F401  (ag_fit imports it from here with FitPlan)
 
 __all__: List[str] = []
 
@@ -20,23 +21,48 @@ class FitPlan:
     (resuming) or None; fixed_split: the validation part is the last columns as given (ag_fit's
     validation_data): no initial shuffle of the split, the training part still reshuffled per epoch."""
 
-    def __init__(self, x: Tensor, y: Optional[Tensor], classify: bool, batch_size: int, nbatch_logical: int,
-                 val_split: float, shuffle: bool, stream: Generator, split_state: Optional[List[int]] = None,
-                 fixed_split: bool = False) -> None:
+    def __init__(
+        self,
+        x: Tensor,
+        y: Optional[Tensor],
+        classify: bool,
+        batch_size: int,
+        nbatch_logical: int,
+        val_split: float,
+        shuffle: bool,
+        stream: Generator,
+        split_state: Optional[List[int]] = None,
+        fixed_split: bool = False,
+    ) -> None:
         st = NULL if split_state is None else ffi.new("int32_t[]", [int(v) for v in split_state])
-        p = lib.pg_fit_new(x._handle(), NULL if y is None else y._handle(), int(classify), batch_size, nbatch_logical,
-                           val_split, int(shuffle and not fixed_split), stream._h, st)
+        p = lib.pg_fit_new(
+            x._handle(),
+            NULL if y is None else y._handle(),
+            int(classify),
+            batch_size,
+            nbatch_logical,
+            val_split,
+            int(shuffle and not fixed_split),
+            stream._h,
+            st,
+        )
         if p == NULL:
             _core.raise_last()
         self._p = ffi.gc(p, lib.pg_fit_free)
         if fixed_split and shuffle:
             _core.check(lib.pg_fit_set_shuffle(self._p, 1))
         self._stream = stream  # the plan borrows its stream: keep it alive
-        self._wrappers: Dict[int, Tensor] = {}  # one Tensor per reused batch tensor, so compiled steps see the same inputs
+        self._wrappers: Dict[
+            int, Tensor
+        ] = {}  # one Tensor per reused batch tensor, so compiled steps see the same inputs
         s = ffi.new("pg_fit_dims *")
         _core.check(lib.pg_fit_sizes(self._p, s))
         self.n, self.n_train, self.n_val = int(s.n), int(s.n_train), int(s.n_val)
-        self.n_batches, self.accum, self.n_val_batches = int(s.n_batches), int(s.accum), int(s.n_val_batches)
+        self.n_batches, self.accum, self.n_val_batches = (
+            int(s.n_batches),
+            int(s.accum),
+            int(s.n_val_batches),
+        )
 
     def shard(self, rank: int, world: int) -> None:
         """This rank's chunk of every global training batch (data parallelism)."""

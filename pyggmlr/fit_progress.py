@@ -28,8 +28,10 @@ def _interactive() -> bool:
 
 
 def progress_mode(progress: Any, silent: bool) -> str:
-    """"bar" or "none" for ag_fit's progress= and silent= (silent wins)."""
-    if progress == "lines" and isinstance(progress, str):  # verbose=2 (fit_data.verbosity): epoch lines, no bar
+    """ "bar" or "none" for ag_fit's progress= and silent= (silent wins)."""
+    if progress == "lines" and isinstance(
+        progress, str
+    ):  # verbose=2 (fit_data.verbosity): epoch lines, no bar
         return "none" if silent else "lines"
     if not isinstance(progress, str) or progress not in PROGRESS_MODES:
         raise PyggmlrValueError(f'ag_fit: progress must be "auto", "bar" or "none", got {progress}')
@@ -47,7 +49,11 @@ def epoch_line(logs: Dict[str, Any], nepoch: int) -> str:
         parts.append(f"val_loss={logs['val_loss']:.5f}")
     if not math.isnan(logs["val_accuracy"]):
         parts.append(f"val_acc={logs['val_accuracy']:.4f}")
-    return f"epoch {logs['epoch']}/{nepoch} " + " ".join(parts) + f" ({logs['time_train'] + logs['time_val']:.2f}s)"
+    return (
+        f"epoch {logs['epoch']}/{nepoch} "
+        + " ".join(parts)
+        + f" ({logs['time_train'] + logs['time_val']:.2f}s)"
+    )
 
 
 class FitProgress:
@@ -57,8 +63,14 @@ class FitProgress:
 
     _EVERY = 0.1  # seconds between postfix refreshes: plan.running() is not needed per batch
 
-    def __init__(self, mode: str, running: Callable[[], Tuple[float, float]], total: int, nepoch: int,
-                 first: int = 1) -> None:
+    def __init__(
+        self,
+        mode: str,
+        running: Callable[[], Tuple[float, float]],
+        total: int,
+        nepoch: int,
+        first: int = 1,
+    ) -> None:
         self.on = mode in ("bar", "lines") and total > 0
         self._use_bar = mode == "bar"  # "lines": the per-epoch lines only
         self.running, self.total, self.nepoch, self._first = running, total, nepoch, first
@@ -79,7 +91,14 @@ class FitProgress:
                 from tqdm.auto import tqdm
             except ImportError:
                 return
-            self.bar = tqdm(total=self.total, desc=desc, unit="batch", leave=True, dynamic_ncols=True, file=sys.stderr)
+            self.bar = tqdm(
+                total=self.total,
+                desc=desc,
+                unit="batch",
+                leave=True,
+                dynamic_ncols=True,
+                file=sys.stderr,
+            )
         elif self.bar is not None:
             self.bar.set_description_str(desc, refresh=False)
 

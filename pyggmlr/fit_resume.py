@@ -1,6 +1,7 @@
 """ag_fit's checkpoints: what ag_model_checkpoint writes and ag_fit(resume_from=) reads, in the
 layout R's fit_resume.R uses too (a model file whose extra holds the run's settings, history,
 random state and callback states), so either language resumes the other's run."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
@@ -15,6 +16,7 @@ _SETTINGS = ("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss"
 def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
     """Model, optimizer, epoch and the run's state (fit: ag_fit's _Fit) to path."""
     from .io import _save
+
     cb_states: List[Any] = []
     cb_arrays: Dict[str, Any] = {}
     for i, cb in enumerate(fit.callbacks):
@@ -28,8 +30,14 @@ def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
             ps, bs = arrays
             cb_arrays.update({f"callback{i}.param.{k}": v for k, v in ps.items()})
             cb_arrays.update({f"callback{i}.buffer.{k}": v for k, v in bs.items()})
-    extra = {"fit": {"settings": fit.settings, "history": fit.history.as_dict(),
-                     "rng_state": fit.stream.get_state().tolist(), "callbacks": cb_states}}
+    extra = {
+        "fit": {
+            "settings": fit.settings,
+            "history": fit.history.as_dict(),
+            "rng_state": fit.stream.get_state().tolist(),
+            "callbacks": cb_states,
+        }
+    }
     _save(fit.model, path, optimizer=fit.optimizer, epoch=epoch, extra=extra, more=cb_arrays)
 
 
@@ -40,30 +48,43 @@ def read_checkpoint(path: Any, settings: Dict[str, Any]) -> Tuple[int, Dict[str,
     from .fit_history import History
     from .io import ag_model_info
     from .random import Generator
+
     info = ag_model_info(path)
     extra = info["extra"]
     fs = extra.get("fit") if isinstance(extra, dict) else None
-    if not isinstance(fs, dict) or not isinstance(fs.get("settings"), dict) or info["epoch"] is None:
+    if (
+        not isinstance(fs, dict)
+        or not isinstance(fs.get("settings"), dict)
+        or info["epoch"] is None
+    ):
         raise PyggmlrValueError(f"ag_fit: {path!r} is not an ag_fit checkpoint (no training state)")
     saved = fs["settings"]
     for k in _SETTINGS:
         if saved.get(k) != settings[k]:
-            raise PyggmlrValueError(f"ag_fit: cannot resume: {k} was {saved.get(k)!r} in the checkpoint, now {settings[k]!r}")
+            raise PyggmlrValueError(
+                f"ag_fit: cannot resume: {k} was {saved.get(k)!r} in the checkpoint, now {settings[k]!r}"
+            )
     h = fs.get("history")
-    ok = isinstance(h, dict) and all(isinstance(v, list) and all(x is None or (isinstance(x, (int, float))
-                                                                                and not isinstance(x, bool)) for x in v)
-                                     for k, v in h.items() if k not in ("stopped_epoch", "best_epoch"))
+    ok = isinstance(h, dict) and all(
+        isinstance(v, list)
+        and all(x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)) for x in v)
+        for k, v in h.items()
+        if k not in ("stopped_epoch", "best_epoch")
+    )
     try:
         History.from_dict(h) if ok else None
         Generator(0).set_state(fs["rng_state"])  # a throwaway stream: the check alone
     except (TypeError, ValueError, KeyError):
         ok = False
     if not ok:
-        raise PyggmlrValueError(f"ag_fit: {path!r} holds an unusable training state (history or random stream)")
+        raise PyggmlrValueError(
+            f"ag_fit: {path!r} holds an unusable training state (history or random stream)"
+        )
     return int(info["epoch"]), fs
 
 
 def load_weights(path: Any, model: Any, opt: Any) -> Dict[str, Any]:
     """The checkpoint's weights and optimizer state (all checked before the first write)."""
     from .io import _load_checkpoint
+
     return _load_checkpoint(path, model, opt)

@@ -1,9 +1,9 @@
 """ag_fit's helpers: the model walk (parameters, buffers, mode, snapshots), the data and loss
 arguments, the optimizer set-up and the compiled steps (fit.py runs the loop)."""
+
 from __future__ import annotations
 
 from typing import List
-
 
 import numpy as np
 
@@ -11,7 +11,12 @@ from . import _walk
 from ._args import as_numeric
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .ops import ag_mean, ag_mse_loss, ag_softmax_cross_entropy_loss, ag_sum
-from .ops_loss import ag_bce_with_logits_loss, ag_binary_cross_entropy_loss, ag_huber_loss, ag_mae_loss
+from .ops_loss import (
+    ag_bce_with_logits_loss,
+    ag_binary_cross_entropy_loss,
+    ag_huber_loss,
+    ag_mae_loss,
+)
 from .optim import Optimizer, optimizer_adam, optimizer_sgd
 from .tensor import Tensor, ag_default_dtype
 
@@ -24,6 +29,7 @@ _HYPER_ALIASES = {"alpha": "lr", "wd": "weight_decay"}
 
 # ---------------------------------------------------------------------------------------------
 # model helpers (work with nn modules and with any object with forward/parameters)
+
 
 def _forward(model, x):
     if hasattr(model, "forward"):
@@ -45,6 +51,7 @@ def _buffers(model):
 
 def _set_mode(model, training):
     from . import nn
+
     fn = getattr(nn, "ag_train" if training else "ag_eval", None)
     if fn is not None:
         fn(model)
@@ -60,8 +67,10 @@ def _model_dtype(model):
 
 def _snapshot(model):
     """Exact copies of the parameters and buffers (numpy, own dtype)."""
-    return ({k: t.data for k, t in _params(model).items()},
-            {k: (t.data if isinstance(t, Tensor) else np.array(t)) for k, t in _buffers(model).items()})
+    return (
+        {k: t.data for k, t in _params(model).items()},
+        {k: (t.data if isinstance(t, Tensor) else np.array(t)) for k, t in _buffers(model).items()},
+    )
 
 
 def _restore(model, snap):
@@ -76,12 +85,15 @@ def _restore(model, snap):
 # ---------------------------------------------------------------------------------------------
 # data
 
+
 def _as_cols(v, name, fn="ag_fit"):
     a = v.numpy() if isinstance(v, Tensor) else as_numeric(v, fn, name)
     if a.ndim == 1:
         a = a.reshape(1, -1)
     elif a.ndim != 2:
-        raise ShapeError(f"{fn}: {name} must be a [features, n] matrix (samples are columns), got shape {a.shape}")
+        raise ShapeError(
+            f"{fn}: {name} must be a [features, n] matrix (samples are columns), got shape {a.shape}"
+        )
     return np.asfortranarray(a)
 
 
@@ -92,12 +104,16 @@ def _row_major_hint(X, Y):
     elif Y.shape[0] == X.shape[1] and Y.shape[0] != Y.shape[1]:
         what, rows = "y", Y.shape[0]
     elif X.shape[0] == Y.shape[0]:
-        return (f"; x and y look row-major ({X.shape[0]} rows each, one per sample): pyggmlr data are "
-                f"[features, samples] with one column per sample, so pass x.T and y.T")
+        return (
+            f"; x and y look row-major ({X.shape[0]} rows each, one per sample): pyggmlr data are "
+            f"[features, samples] with one column per sample, so pass x.T and y.T"
+        )
     else:
         return ""
-    return (f"; {what} looks row-major ({rows} rows, one per sample): pyggmlr data are [features, samples] "
-            f"with one column per sample, so pass {what}.T")
+    return (
+        f"; {what} looks row-major ({rows} rows, one per sample): pyggmlr data are [features, samples] "
+        f"with one column per sample, so pass {what}.T"
+    )
 
 
 def _loss_fn(loss):
@@ -113,13 +129,19 @@ def _loss_fn(loss):
         return (lambda out, y: ag_sum(out)), True
     if isinstance(loss, str) and loss in _EXTRA_LOSSES:
         return _EXTRA_LOSSES[loss], True
-    raise PyggmlrValueError(f"ag_fit: unknown loss {loss!r}; use 'cross_entropy', 'mse', 'mean', 'sum', "
-                            f"{', '.join(repr(k) for k in _EXTRA_LOSSES)} or a callable(output, y) -> 1x1 tensor")
+    raise PyggmlrValueError(
+        f"ag_fit: unknown loss {loss!r}; use 'cross_entropy', 'mse', 'mean', 'sum', "
+        f"{', '.join(repr(k) for k in _EXTRA_LOSSES)} or a callable(output, y) -> 1x1 tensor"
+    )
 
 
 # the losses beyond ggml-opt's (ops_loss.py), each against y of the output's shape
-_EXTRA_LOSSES = {"binary_cross_entropy": ag_binary_cross_entropy_loss, "bce_with_logits": ag_bce_with_logits_loss,
-                 "huber": ag_huber_loss, "mae": ag_mae_loss}
+_EXTRA_LOSSES = {
+    "binary_cross_entropy": ag_binary_cross_entropy_loss,
+    "bce_with_logits": ag_bce_with_logits_loss,
+    "huber": ag_huber_loss,
+    "mae": ag_mae_loss,
+}
 
 
 def _make_optimizer(optimizer, params, lr):
@@ -131,20 +153,26 @@ def _make_optimizer(optimizer, params, lr):
             return optimizer_adam(params, lr=lr)
         if o == "sgd":
             return optimizer_sgd(params, lr=lr)
-    raise PyggmlrValueError(f"ag_fit: unknown optimizer {optimizer!r}; use 'adamw', 'sgd' or an optimizer object")
+    raise PyggmlrValueError(
+        f"ag_fit: unknown optimizer {optimizer!r}; use 'adamw', 'sgd' or an optimizer object"
+    )
 
 
 def _apply_hyper(opt, hp, epoch):
     if hp is None:
         return
     if not isinstance(hp, dict):
-        raise ArgumentError(f"ag_fit: opt_params(epoch) must return a dict, got {type(hp).__name__} at epoch {epoch}")
+        raise ArgumentError(
+            f"ag_fit: opt_params(epoch) must return a dict, got {type(hp).__name__} at epoch {epoch}"
+        )
     for k, v in hp.items():
         name = _HYPER_ALIASES[k] if k in _HYPER_ALIASES else k
         try:
             getattr(opt, name)
         except AttributeError:
-            raise PyggmlrValueError(f"ag_fit: opt_params returned unknown hyper-parameter {k!r} for {type(opt).__name__}") from None
+            raise PyggmlrValueError(
+                f"ag_fit: opt_params returned unknown hyper-parameter {k!r} for {type(opt).__name__}"
+            ) from None
         setattr(opt, name, v)
 
 
@@ -152,10 +180,17 @@ def _builtin_model(model):
     """True when every layer is a built-in pyggmlr layer (whose whole forward runs in C ops a
     compiled graph replays), so ag_fit can compile its step by default."""
     from . import nn
+
     if isinstance(model, nn.ag_sequential):
         return all(_builtin_model(m) for m in model.layers)
-    return type(model) in (nn.ag_linear, nn.ag_dropout, nn.ag_batch_norm, nn.ag_layer_norm, nn.ag_embedding,
-                           nn.ag_multihead_attention)
+    return type(model) in (
+        nn.ag_linear,
+        nn.ag_dropout,
+        nn.ag_batch_norm,
+        nn.ag_layer_norm,
+        nn.ag_embedding,
+        nn.ag_multihead_attention,
+    )
 
 
 class _StaticSteps:
@@ -173,14 +208,18 @@ class _StaticSteps:
 
     def _record(self, xv, yv, build):
         from .compile import ag_compile
+
         holder = {}
 
         def fn(x, y=None):
             out = _forward(self.model, x)
             holder["out"] = out
             return self.lossfn(out, y)
+
         bufs = {k: t.data for k, t in _buffers(self.model).items() if isinstance(t, Tensor)}
-        ins = [xv] + ([yv] if self.has_y else [])  # the plan's batch tensors: each gather refills the graph's inputs
+        ins = [xv] + (
+            [yv] if self.has_y else []
+        )  # the plan's batch tensors: each gather refills the graph's inputs
         try:
             step = ag_compile(fn, *ins, build=build, optimizer=self.opt if build == "opt" else None)
         finally:

@@ -1,6 +1,7 @@
 """ggmlR's GPU-only switches and probes (0.8.6 spec §11), so ggmlR-style code runs unchanged: the
 same names, checks and return values; this engine computes on the CPU, where the switches change
 nothing and the probes answer "no GPU"."""
+
 from __future__ import annotations
 
 import contextlib
@@ -9,11 +10,20 @@ from typing import Any, Dict, Iterator, Optional
 
 from .errors import PyggmlrValueError
 
-__all__ = ["ag_graph_mode", "ag_matmul_precision", "ag_local_mode", "ggml_vulkan_available",
-           "ggml_vulkan_device_count", "ggml_backend_dev_count", "ggml_vulkan_status"]
+__all__ = [
+    "ag_graph_mode",
+    "ag_matmul_precision",
+    "ag_local_mode",
+    "ggml_vulkan_available",
+    "ggml_vulkan_device_count",
+    "ggml_backend_dev_count",
+    "ggml_vulkan_status",
+]
 
-_state: Dict[str, Any] = {"graph": os.environ.get("GGMLR_AG_DEFER", "").upper() in ("1", "TRUE"),
-                          "precision": "default"}
+_state: Dict[str, Any] = {
+    "graph": os.environ.get("GGMLR_AG_DEFER", "").upper() in ("1", "TRUE"),
+    "precision": "default",
+}
 _UNSET = object()
 _PRECISIONS = ("default", "f32")
 
@@ -37,7 +47,7 @@ def ag_graph_mode(on: Any = _UNSET, check: Optional[bool] = None) -> bool:
 
 def _precision(p: Any, fn: str) -> str:
     if not isinstance(p, str) or p not in _PRECISIONS:
-        raise PyggmlrValueError(f"{fn}: 'precision' should be one of \"default\", \"f32\", got {p!r}")
+        raise PyggmlrValueError(f'{fn}: \'precision\' should be one of "default", "f32", got {p!r}')
     return str(p)
 
 
@@ -52,7 +62,9 @@ def ag_matmul_precision(precision: Any = _UNSET) -> str:
 
 
 @contextlib.contextmanager
-def ag_local_mode(graph: Optional[bool] = None, matmul_precision: Optional[str] = None) -> Iterator[Dict[str, Any]]:
+def ag_local_mode(
+    graph: Optional[bool] = None, matmul_precision: Optional[str] = None
+) -> Iterator[Dict[str, Any]]:
     """``with ag_local_mode(graph=True):`` sets the modes inside the block and restores them on
     exit, normal or by an exception (R: until the calling function returns). Yields the previous
     values of those set."""

@@ -1,9 +1,8 @@
 """Finite-difference gradient check (ggmlR's ag_gradcheck, returning the details too)."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, Optional
-
-import math
 
 import numpy as np
 
@@ -23,8 +22,14 @@ class GradcheckResult:
     analytical gradient is missing); max_err: the largest of them; analytical / numerical:
     dict name -> numpy gradient (analytical is None when missing)."""
 
-    def __init__(self, passed: bool, errors: Dict[str, float], analytical: Dict[str, Optional[np.ndarray]],
-                 numerical: Dict[str, np.ndarray], per_input: Dict[str, bool]) -> None:
+    def __init__(
+        self,
+        passed: bool,
+        errors: Dict[str, float],
+        analytical: Dict[str, Optional[np.ndarray]],
+        numerical: Dict[str, np.ndarray],
+        per_input: Dict[str, bool],
+    ) -> None:
         self.passed = passed
         self.errors = errors
         self.analytical = analytical
@@ -44,7 +49,9 @@ def _value(fn, inputs):
     with ag_no_grad():
         out = fn(inputs)
     if not isinstance(out, Tensor):
-        raise ArgumentError(f"ag_gradcheck(): fn must return a 1x1 tensor, got {type(out).__name__}")
+        raise ArgumentError(
+            f"ag_gradcheck(): fn must return a 1x1 tensor, got {type(out).__name__}"
+        )
     return float(out.item())
 
 
@@ -61,16 +68,27 @@ def _defaults(checked, eps, atol, rtol):
             vals.append(dv)
             continue
         if isinstance(v, (bool, str, bytes)):
-            raise ArgumentError(f"ag_gradcheck(): {nm} must be a number or None, got {type(v).__name__}")
+            raise ArgumentError(
+                f"ag_gradcheck(): {nm} must be a number or None, got {type(v).__name__}"
+            )
         try:
             vals.append(float(v))
         except (TypeError, ValueError):
-            raise ArgumentError(f"ag_gradcheck(): {nm} must be a number or None, got {type(v).__name__}") from None
+            raise ArgumentError(
+                f"ag_gradcheck(): {nm} must be a number or None, got {type(v).__name__}"
+            ) from None
     return code, vals[0], vals[1], vals[2]
 
 
-def ag_gradcheck(fn: Callable[[Any], Tensor], inputs: Any, eps: Optional[float] = None, atol: Optional[float] = None,
-                 rtol: Optional[float] = None, verbose: bool = False, quiet: bool = False) -> GradcheckResult:
+def ag_gradcheck(
+    fn: Callable[[Any], Tensor],
+    inputs: Any,
+    eps: Optional[float] = None,
+    atol: Optional[float] = None,
+    rtol: Optional[float] = None,
+    verbose: bool = False,
+    quiet: bool = False,
+) -> GradcheckResult:
     """Compare backward()'s gradients with central differences.
 
     fn(inputs) -> 1x1 loss tensor; inputs: dict name -> tensor. Every tensor input with
@@ -87,7 +105,9 @@ def ag_gradcheck(fn: Callable[[Any], Tensor], inputs: Any, eps: Optional[float] 
     Prints "[gradcheck] '<name>': max_err = ...  PASS|FAIL" per input and an overall line unless
     quiet (verbose adds both gradients). Returns a GradcheckResult (truthy iff all passed)."""
     if not isinstance(inputs, dict):
-        raise ArgumentError(f"ag_gradcheck(): inputs must be a dict name -> tensor, got {type(inputs).__name__}")
+        raise ArgumentError(
+            f"ag_gradcheck(): inputs must be a dict name -> tensor, got {type(inputs).__name__}"
+        )
     if not callable(fn):
         raise ArgumentError("ag_gradcheck(): fn must be callable")
     checked = {k: v for k, v in inputs.items() if isinstance(v, Tensor) and v.requires_grad}
@@ -97,9 +117,14 @@ def ag_gradcheck(fn: Callable[[Any], Tensor], inputs: Any, eps: Optional[float] 
     with with_grad_tape():
         loss = fn(inputs)
     if not isinstance(loss, Tensor):
-        raise ArgumentError(f"ag_gradcheck(): fn must return a 1x1 tensor, got {type(loss).__name__}")
+        raise ArgumentError(
+            f"ag_gradcheck(): fn must return a 1x1 tensor, got {type(loss).__name__}"
+        )
     grads = backward(loss)
-    analytical = {k: (np.array(grads[v], dtype=np.float64) if v in grads else None) for k, v in checked.items()}
+    analytical = {
+        k: (np.array(grads[v], dtype=np.float64) if v in grads else None)
+        for k, v in checked.items()
+    }
     for k, v in checked.items():  # backward() added into .grad: put back what was there
         v.grad = saved_grad[k]
 
@@ -133,9 +158,16 @@ def ag_gradcheck(fn: Callable[[Any], Tensor], inputs: Any, eps: Optional[float] 
             num = np.zeros(orig.size)
             err = ffi.new("double *")
             a_flat = None if a is None else np.ascontiguousarray(a.ravel(order="F"))
-            rc = lib.pg_gradcheck_judge(dt, NULL if a_flat is None else ffi.from_buffer("double[]", a_flat),
-                                        *(ffi.from_buffer("double[]", v) for v in (fp, fm, xp, xm)), orig.size,
-                                        atol, rtol, ffi.from_buffer("double[]", num), err)
+            rc = lib.pg_gradcheck_judge(
+                dt,
+                NULL if a_flat is None else ffi.from_buffer("double[]", a_flat),
+                *(ffi.from_buffer("double[]", v) for v in (fp, fm, xp, xm)),
+                orig.size,
+                atol,
+                rtol,
+                ffi.from_buffer("double[]", num),
+                err,
+            )
             if rc < 0:
                 _core.raise_last(-rc)
             numerical[name] = num.reshape(orig.shape, order="F")
@@ -147,7 +179,9 @@ def ag_gradcheck(fn: Callable[[Any], Tensor], inputs: Any, eps: Optional[float] 
     passed = all(per_input.values()) if per_input else True
     if not quiet:
         for name in checked:
-            print(f"[gradcheck] '{name}': max_err = {errors[name]:.2e}  {'PASS' if per_input[name] else 'FAIL'}")
+            print(
+                f"[gradcheck] '{name}': max_err = {errors[name]:.2e}  {'PASS' if per_input[name] else 'FAIL'}"
+            )
             if verbose:
                 print("  analytical:")
                 a_name = analytical[name]

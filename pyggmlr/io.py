@@ -11,14 +11,14 @@ ordered parameter and buffer names, and optionally epoch, optimizer state and ex
 
 Reading never unpickles or evaluates anything; every size, offset, dtype and JSON field is
 checked, and any problem raises PyggmlrValueError."""
-from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Tuple, Union
+from __future__ import annotations
 
 import errno
 import json
 import math
 import os
+from typing import Any, Dict, Tuple, Union
 
 import numpy as np
 
@@ -30,12 +30,15 @@ __all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: state.py
 
 FORMAT = "pyggmlr.ag_model"
 FORMAT_VERSION = "1"
-MAX_HEADER = 100 * 1024 * 1024  # bytes of JSON header the core accepts when reading (native/codec.c)
+MAX_HEADER = (
+    100 * 1024 * 1024
+)  # bytes of JSON header the core accepts when reading (native/codec.c)
 _DT: Dict[str, np.dtype] = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
 
 
 # ---------------------------------------------------------------------------------------------
 # safetensors writer / reader: the C core's codec (native/codec*.c), shared with the R package
+
 
 def _write_safetensors(path, tensors, metadata):
     """tensors: list of (name, 2-D numpy float32/float64 array); metadata: dict str -> str.
@@ -48,7 +51,9 @@ def _write_safetensors(path, tensors, metadata):
         code = lib.PG_ST_DTYPE_F64 if a.dtype == np.float64 else lib.PG_ST_DTYPE_F32
         raw = np.ascontiguousarray(a, dtype=_DT["F64" if code == lib.PG_ST_DTYPE_F64 else "F32"])
         if raw.ndim > 2:
-            raise PyggmlrValueError(f"ag_save_model(): tensor {name!r} has {raw.ndim} dimensions (at most 2)")
+            raise PyggmlrValueError(
+                f"ag_save_model(): tensor {name!r} has {raw.ndim} dimensions (at most 2)"
+            )
         nm = ffi.new("char[]", str(name).encode("utf-8", "surrogatepass"))
         keep += [nm, raw]
         e = arr[i]
@@ -58,8 +63,14 @@ def _write_safetensors(path, tensors, metadata):
         e.data = ffi.from_buffer(raw) if raw.size else ffi.NULL
     ks = [ffi.new("char[]", str(k).encode("utf-8", "surrogatepass")) for k in metadata]
     vs = [ffi.new("char[]", str(v).encode("utf-8", "surrogatepass")) for v in metadata.values()]
-    rc = lib.pg_st_write(path.encode("utf-8", "surrogateescape"), arr, len(tensors),
-                         ffi.new("char *[]", ks or [ffi.NULL]), ffi.new("char *[]", vs or [ffi.NULL]), len(ks))
+    rc = lib.pg_st_write(
+        path.encode("utf-8", "surrogateescape"),
+        arr,
+        len(tensors),
+        ffi.new("char *[]", ks or [ffi.NULL]),
+        ffi.new("char *[]", vs or [ffi.NULL]),
+        len(ks),
+    )
     if rc == lib.PG_STATUS_ERR_IO:
         raise OSError(_last_msg())
     check(rc)
@@ -93,7 +104,9 @@ def _path_arg(path, fn):
     """path as str/bytes; an int or bool is refused (open() would take it as a file descriptor:
     ag_load_model(0) read stdin and closed it), as is anything else that is not a path."""
     if isinstance(path, (bool, int)) or not isinstance(path, (str, bytes, os.PathLike)):
-        raise ArgumentError(f"{fn}: path must be a file name (str, bytes or os.PathLike), got {type(path).__name__} {path!r:.40}")
+        raise ArgumentError(
+            f"{fn}: path must be a file name (str, bytes or os.PathLike), got {type(path).__name__} {path!r:.40}"
+        )
     return os.fspath(path)
 
 
@@ -106,7 +119,9 @@ def _regular_file(path, fn):
     if kind == 2:
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
     if kind != 1:
-        raise PyggmlrValueError(f"{fn}: {os.fspath(path)!s}: not a regular file (a FIFO, device or socket): model files are regular files")
+        raise PyggmlrValueError(
+            f"{fn}: {os.fspath(path)!s}: not a regular file (a FIFO, device or socket): model files are regular files"
+        )
 
 
 def _read_safetensors(path, fn="ag_load_model()"):
@@ -134,8 +149,12 @@ def _read_safetensors(path, fn="ag_load_model()"):
             if a.nbytes and lib.pg_st_read(f, i, ffi.from_buffer(a), a.nbytes) != 0:
                 raise _bad(path, _last_msg())
             out[ffi.string(lib.pg_st_name(f, i)).decode("utf-8")] = a
-        meta = {ffi.string(lib.pg_st_meta_key(f, i)).decode("utf-8"): ffi.string(lib.pg_st_meta_value(f, i)).decode("utf-8")
-                for i in range(lib.pg_st_meta_count(f))}
+        meta = {
+            ffi.string(lib.pg_st_meta_key(f, i)).decode("utf-8"): ffi.string(
+                lib.pg_st_meta_value(f, i)
+            ).decode("utf-8")
+            for i in range(lib.pg_st_meta_count(f))
+        }
     finally:
         lib.pg_st_close(f)
     return out, meta
@@ -144,12 +163,16 @@ def _read_safetensors(path, fn="ag_load_model()"):
 # ---------------------------------------------------------------------------------------------
 # model <-> file
 
+
 def _model_parts(model):
     from .fit import _buffers, _params
+
     try:
         params = _params(model)
     except ArgumentError:
-        raise ArgumentError(f"ag_save_model(): model must have parameters(), got {type(model).__name__}") from None
+        raise ArgumentError(
+            f"ag_save_model(): model must have parameters(), got {type(model).__name__}"
+        ) from None
     bufs = _buffers(model)
     for k, t in list(params.items()) + list(bufs.items()):
         if not isinstance(k, str):
@@ -180,38 +203,68 @@ def _clean(v):
 
 def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
     from . import __version__
+
     _path_arg(path, "ag_save_model()")
     from .optim import Optimizer
+
     params, bufs = _model_parts(model)
     clash = set(params) & set(bufs)
     if clash:
-        raise PyggmlrValueError(f"ag_save_model(): names used by both a parameter and a buffer: {sorted(clash)}")
-    meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "created_by": f"pyggmlr {__version__}",
-            "parameters": json.dumps(list(params)), "buffers": json.dumps(list(bufs))}
+        raise PyggmlrValueError(
+            f"ag_save_model(): names used by both a parameter and a buffer: {sorted(clash)}"
+        )
+    meta = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "created_by": f"pyggmlr {__version__}",
+        "parameters": json.dumps(list(params)),
+        "buffers": json.dumps(list(bufs)),
+    }
     to_config = getattr(model, "to_config", None)
     if callable(to_config):
         try:
             cfg = to_config()
         except PyggmlrValueError as e:  # e.g. a custom layer without to_config(): weights only
             import warnings
-            warnings.warn(f"ag_save_model(): saving the weights without the architecture ({e}); "
-                          "load with ag_load_model(path, model=...)", stacklevel=3)
+
+            warnings.warn(
+                f"ag_save_model(): saving the weights without the architecture ({e}); "
+                "load with ag_load_model(path, model=...)",
+                stacklevel=3,
+            )
         else:
             meta["config"] = json.dumps(_clean(cfg), allow_nan=False)
             from .io_check import check_config
+
             check_config(meta["config"], params, bufs)  # whatever is saved must load
-    tensors = [(k, t.numpy()) for k, t in params.items()] + [(k, t.numpy()) for k, t in bufs.items()]
+    tensors = [(k, t.numpy()) for k, t in params.items()] + [
+        (k, t.numpy()) for k, t in bufs.items()
+    ]
     if epoch is not None:
         from .io_check import check_epoch
+
         meta["epoch"] = str(check_epoch(epoch))
     if optimizer is not None:
         if not isinstance(optimizer, Optimizer):
-            raise ArgumentError(f"ag_save_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}")
+            raise ArgumentError(
+                f"ag_save_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
+            )
         st = optimizer._file_state()  # this file's layout (ggmlR's state() has another)
         names = _opt_names(optimizer, params)
         slots = sorted({s for entry in st["params"] for s in entry})
-        meta["optimizer"] = json.dumps(_clean({"kind": st["kind"], "t": st["t"], "accum_count": st["accum_count"],
-                                               "hyper": st["hyper"], "params": names, "slots": slots}), allow_nan=False)
+        meta["optimizer"] = json.dumps(
+            _clean(
+                {
+                    "kind": st["kind"],
+                    "t": st["t"],
+                    "accum_count": st["accum_count"],
+                    "hyper": st["hyper"],
+                    "params": names,
+                    "slots": slots,
+                }
+            ),
+            allow_nan=False,
+        )
         for nm, entry in zip(names, st["params"]):
             for s, v in entry.items():
                 if v is not None:
@@ -246,7 +299,10 @@ def _names(meta, key, tensors, path):
         raise _bad(path, f"metadata {key!r} must list distinct names")
     missing = [s for s in v if s not in tensors]
     if missing:
-        raise _bad(path, f"metadata {key!r} names tensors that are not in the file: {', '.join(missing[:5])}")
+        raise _bad(
+            path,
+            f"metadata {key!r} names tensors that are not in the file: {', '.join(missing[:5])}",
+        )
     return v
 
 
@@ -257,18 +313,25 @@ def _files_dtype(tensors, pnames):
 
 def _rebuild(meta, tensors, pnames, path, dtype=None):
     from .tensor import ag_dtype
+
     # the budget: the most elements one layer may ask for (the product of its integer fields),
     # from the file's own tensors, so a hostile config cannot make the rebuild allocate gigabytes
     budget = 16 * sum(int(a.size) for a in tensors.values()) + 65536
     cfg = _meta_json(meta, "config", path, dict, budget)
     if cfg is None:
-        raise _bad(path, "the file has no architecture (metadata 'config'); pass model= to load its weights into a model")
+        raise _bad(
+            path,
+            "the file has no architecture (metadata 'config'); pass model= to load its weights into a model",
+        )
     prev = ag_dtype(dtype or _files_dtype(tensors, pnames or []))
     try:
         from .nn import ag_module_from_config
+
         model = ag_module_from_config(cfg)
     except Exception as e:  # untrusted content: any failure to build is a bad file
-        raise _bad(path, f"cannot rebuild the model from its architecture config: {type(e).__name__}: {e}") from None
+        raise _bad(
+            path, f"cannot rebuild the model from its architecture config: {type(e).__name__}: {e}"
+        ) from None
     finally:
         ag_dtype(prev)
     return model
@@ -286,12 +349,15 @@ def _match(kind, model_d, file_names, tensors, path):
         extra = [k for k in file_names if k not in m]
         raise PyggmlrValueError(
             f"{kind} mismatch between saved state and model. missing in file: {', '.join(miss) or '(none)'}; "
-            f"not in model: {', '.join(extra) or '(none)'}")
+            f"not in model: {', '.join(extra) or '(none)'}"
+        )
     out = []
     for k, t in model_d.items():
         a = tensors[k]
         if tuple(t.shape) != a.shape:
-            raise PyggmlrValueError(f"shape mismatch for {kind} '{k}': model {_shape_str(t.shape)} vs file {_shape_str(a.shape)}")
+            raise PyggmlrValueError(
+                f"shape mismatch for {kind} '{k}': model {_shape_str(t.shape)} vs file {_shape_str(a.shape)}"
+            )
         out.append((t, a))
     return out
 
@@ -301,45 +367,80 @@ def _opt_state(meta, tensors, optimizer, params, path):
     if info is None:
         raise _bad(path, "the file has no optimizer state")
     names, slots = info.get("params"), info.get("slots")
-    if (not isinstance(names, list) or not all(isinstance(s, str) for s in names)
-            or not isinstance(slots, list) or not all(isinstance(s, str) for s in slots)):
+    if (
+        not isinstance(names, list)
+        or not all(isinstance(s, str) for s in names)
+        or not isinstance(slots, list)
+        or not all(isinstance(s, str) for s in slots)
+    ):
         raise _bad(path, "optimizer metadata: params and slots must be lists of names")
-    t, ac, hyper, kind = info.get("t"), info.get("accum_count"), info.get("hyper", {}), info.get("kind")
+    t, ac, hyper, kind = (
+        info.get("t"),
+        info.get("accum_count"),
+        info.get("hyper", {}),
+        info.get("kind"),
+    )
     if not (_is_int(t) and t >= 0 and _is_int(ac) and ac >= 0):
         raise _bad(path, "optimizer metadata: t and accum_count must be integers >= 0")
-    if not isinstance(hyper, dict) or not all(v is None or isinstance(v, (int, float)) for v in hyper.values()):
+    if not isinstance(hyper, dict) or not all(
+        v is None or isinstance(v, (int, float)) for v in hyper.values()
+    ):
         raise _bad(path, "optimizer metadata: hyper must map names to numbers")
     from .optim import _ADAM
+
     okind = "adam" if optimizer._kind == _ADAM else "sgd"
     if kind != okind:
-        raise PyggmlrValueError(f"optimizer state mismatch: the file's state is for {kind}, this optimizer is {okind}")
+        raise PyggmlrValueError(
+            f"optimizer state mismatch: the file's state is for {kind}, this optimizer is {okind}"
+        )
     mine = _opt_names(optimizer, params)
     if sorted(mine) != sorted(names):
-        raise PyggmlrValueError(f"optimizer state mismatch: the optimizer's parameters are {', '.join(mine)}; "
-                                f"the file has {', '.join(names)}")
+        raise PyggmlrValueError(
+            f"optimizer state mismatch: the optimizer's parameters are {', '.join(mine)}; "
+            f"the file has {', '.join(names)}"
+        )
     per = []
     for nm, p in zip(mine, optimizer.params.values()):
         entry = {}
         for s in slots:
             a = tensors.get(f"optimizer.{s}.{nm}")
             if a is not None and a.shape != tuple(p.shape):
-                raise _bad(path, f"optimizer state '{s}' for '{nm}' is {_shape_str(a.shape)}, the parameter is {_shape_str(p.shape)}")
+                raise _bad(
+                    path,
+                    f"optimizer state '{s}' for '{nm}' is {_shape_str(a.shape)}, the parameter is {_shape_str(p.shape)}",
+                )
             entry[s] = None if a is None else np.asfortranarray(a)
         per.append(entry)
-    return {"format": "ggmlR.ag_opt_state", "version": 1, "kind": kind, "t": t, "accum_count": ac,
-            "hyper": {k: v for k, v in hyper.items() if v is not None}, "params": per}
+    return {
+        "format": "ggmlR.ag_opt_state",
+        "version": 1,
+        "kind": kind,
+        "t": t,
+        "accum_count": ac,
+        "hyper": {k: v for k, v in hyper.items() if v is not None},
+        "params": per,
+    }
 
 
-def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False, builder=None, dtype=None):
+def _load(
+    path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False, builder=None, dtype=None
+):
     import warnings
+
     tensors, meta = _read_safetensors(path)
     fmt = meta.get("format")
     if fmt is not None and fmt != FORMAT:
         raise _bad(path, f"not a pyggmlr model file (format {fmt!r})")
     if fmt is not None and meta.get("format_version") != FORMAT_VERSION:
-        raise _bad(path, f"unsupported model file version {meta.get('format_version')!r} (this pyggmlr reads {FORMAT_VERSION})")
+        raise _bad(
+            path,
+            f"unsupported model file version {meta.get('format_version')!r} (this pyggmlr reads {FORMAT_VERSION})",
+        )
     if fmt is None and model is None and builder is None:
-        raise _bad(path, "not a pyggmlr model file (no 'format' metadata); pass model= to load its tensors by name")
+        raise _bad(
+            path,
+            "not a pyggmlr model file (no 'format' metadata); pass model= to load its tensors by name",
+        )
     pnames = _names(meta, "parameters", tensors, path)
     bnames = _names(meta, "buffers", tensors, path)
     epoch = meta.get("epoch")
@@ -348,10 +449,15 @@ def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False,
             raise _bad(path, f"metadata 'epoch' is not a non-negative integer: {epoch[:20]!r}")
         epoch = int(epoch)
     elif need_epoch:
-        raise _bad(path, "not a training checkpoint (no epoch; write checkpoints with ag_model_checkpoint)")
+        raise _bad(
+            path, "not a training checkpoint (no epoch; write checkpoints with ag_model_checkpoint)"
+        )
     extra = _meta_json(meta, "extra", path, (dict, list, str, int, float, bool, type(None)))
-    if model is None and builder is not None:  # built in dtype, else the file's (ggmlR: param_dtypes)
+    if (
+        model is None and builder is not None
+    ):  # built in dtype, else the file's (ggmlR: param_dtypes)
         from .state import _build
+
         model = _build(builder, dtype or _files_dtype(tensors, pnames))
         params, bufs = _model_parts(model)
     elif model is None:
@@ -364,23 +470,32 @@ def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False,
         params, bufs = _model_parts(model)
     if dtype is not None:
         from .state import _check_built_dtype
+
         _check_built_dtype(params, dtype)
     if pnames is None:  # a foreign safetensors file: take the model's names
-        pnames = [k for k in params if k in tensors] if set(params) <= set(tensors) else list(tensors)
+        pnames = (
+            [k for k in params if k in tensors] if set(params) <= set(tensors) else list(tensors)
+        )
     if bnames is None:
         bnames = [k for k in bufs if k in tensors]
-    writes = _match("parameter", params, pnames, tensors, path) + _match("buffer", bufs, bnames, tensors, path)
+    writes = _match("parameter", params, pnames, tensors, path) + _match(
+        "buffer", bufs, bnames, tensors, path
+    )
     ostate = None
     if optimizer is not None:
         from .optim import Optimizer
+
         if not isinstance(optimizer, Optimizer):
-            raise ArgumentError(f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}")
+            raise ArgumentError(
+                f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
+            )
         ostate = _opt_state(meta, tensors, optimizer, params, path)
         try:
             optimizer._load_file_state(ostate, check_only=True)
         except PyggmlrValueError as e:
             raise _bad(path, str(e)) from None
     from .io_check import check_fits
+
     for (t, a), k in zip(writes, list(params) + list(bufs)):
         try:
             check_fits(t, a, f"tensor '{k}'")
@@ -394,6 +509,7 @@ def _load(path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False,
                 warnings.simplefilter("ignore")
             optimizer._load_file_state(ostate)
     from .fit import _set_mode
+
     _set_mode(model, False)
     return model, {"epoch": epoch, "extra": extra, "tensors": tensors, "meta": meta}
 
@@ -420,9 +536,17 @@ def ag_model_info(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     bn = _names(meta, "buffers", tensors, path) or []
     opt = _meta_json(meta, "optimizer", path, dict)
     ep = meta.get("epoch")
-    return {"format": meta.get("format"), "format_version": meta.get("format_version"),
-            "parameters": {k: (tensors[k].shape, "f64" if tensors[k].dtype == np.float64 else "f32") for k in pn},
-            "buffers": {k: (tensors[k].shape, "f64" if tensors[k].dtype == np.float64 else "f32") for k in bn},
-            "config": _meta_json(meta, "config", path, dict), "epoch": int(ep) if ep and ep.isdigit() else None,
-            "optimizer": opt.get("kind") if opt else None,
-            "extra": _meta_json(meta, "extra", path, (dict, list, str, int, float, bool, type(None)))}
+    return {
+        "format": meta.get("format"),
+        "format_version": meta.get("format_version"),
+        "parameters": {
+            k: (tensors[k].shape, "f64" if tensors[k].dtype == np.float64 else "f32") for k in pn
+        },
+        "buffers": {
+            k: (tensors[k].shape, "f64" if tensors[k].dtype == np.float64 else "f32") for k in bn
+        },
+        "config": _meta_json(meta, "config", path, dict),
+        "epoch": int(ep) if ep and ep.isdigit() else None,
+        "optimizer": opt.get("kind") if opt else None,
+        "extra": _meta_json(meta, "extra", path, (dict, list, str, int, float, bool, type(None))),
+    }

@@ -1,11 +1,11 @@
 """Checks that keep a model file round-trip safe (issue 19, "nothing lost"): what ag_save_model
 would write is checked against what ag_load_model accepts before the old file is touched, and
 what a load would write into the user's objects is checked before the first write."""
+
 from __future__ import annotations
 
-from typing import Any, Dict
-
 import json
+from typing import Any, Dict
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from .errors import PyggmlrValueError
 __all__: list = []
 
 _CHECKED: Dict[Any, bool] = {}  # configs (with their shapes) that rebuilt, newest last
-MAX_EPOCH = 10 ** 12  # the loader reads at most 12 digits (io._load, R's .load_model)
+MAX_EPOCH = 10**12  # the loader reads at most 12 digits (io._load, R's .load_model)
 
 
 def _msg() -> str:
@@ -31,9 +31,15 @@ def config_budget(sizes: Any) -> int:
 
 def check_epoch(epoch: Any) -> int:
     """ag_save_model(epoch=): an integer the loader reads back."""
-    if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)) or not 0 <= epoch < MAX_EPOCH:
-        raise PyggmlrValueError(f"ag_save_model(): epoch must be an integer in [0, 1e12) (what ag_load_model reads back), "
-                                f"got {epoch!r}")
+    if (
+        isinstance(epoch, bool)
+        or not isinstance(epoch, (int, np.integer))
+        or not 0 <= epoch < MAX_EPOCH
+    ):
+        raise PyggmlrValueError(
+            f"ag_save_model(): epoch must be an integer in [0, 1e12) (what ag_load_model reads back), "
+            f"got {epoch!r}"
+        )
     return int(epoch)
 
 
@@ -44,8 +50,12 @@ def check_config(text: str, params: Dict[str, Any], bufs: Dict[str, Any]) -> Non
     from .nn import ag_module_from_config
     from .random import Generator
     from .tensor import ag_dtype
+
     pre = "ag_save_model(): the model's architecture config would not load back"
-    key = (text, tuple((k, tuple(t.shape), t.dtype) for k, t in list(params.items()) + list(bufs.items())))
+    key = (
+        text,
+        tuple((k, tuple(t.shape), t.dtype) for k, t in list(params.items()) + list(bufs.items())),
+    )
     if key in _CHECKED:  # ag_fit's checkpoints save the same architecture every epoch
         return
     raw = text.encode("utf-8", "surrogatepass")
@@ -59,6 +69,7 @@ def check_config(text: str, params: Dict[str, Any], bufs: Dict[str, Any]) -> Non
     try:
         built = ag_module_from_config(json.loads(text))
         from .io import _model_parts
+
         bp, bb = _model_parts(built)
     except Exception as e:  # noqa: BLE001 - any failure to rebuild: the file would be refused
         raise PyggmlrValueError(f"{pre} ({type(e).__name__}: {e}); nothing was written") from None
@@ -69,7 +80,9 @@ def check_config(text: str, params: Dict[str, Any], bufs: Dict[str, Any]) -> Non
         shapes = {k: tuple(t.shape) for k, t in mine.items()}
         back = {k: tuple(t.shape) for k, t in theirs.items()}
         if shapes != back:
-            raise PyggmlrValueError(f"{pre}: it rebuilds {kind}s {back}, the model has {shapes}; nothing was written")
+            raise PyggmlrValueError(
+                f"{pre}: it rebuilds {kind}s {back}, the model has {shapes}; nothing was written"
+            )
     _CHECKED[key] = True
     while len(_CHECKED) > 16:
         _CHECKED.pop(next(iter(_CHECKED)))
@@ -79,5 +92,10 @@ def check_fits(t: Any, a: np.ndarray, what: str) -> None:
     """Values for tensor t: a finite double beyond the f32 range would become Inf there."""
     if a.size and a.dtype == np.float64 and t.dtype == "f32":
         b = np.ascontiguousarray(a)
-        if lib.pg_values_fit(ffi.cast("double *", b.ctypes.data), b.size, lib.PG_DTYPE_F32, what.encode("utf-8", "replace")):
+        if lib.pg_values_fit(
+            ffi.cast("double *", b.ctypes.data),
+            b.size,
+            lib.PG_DTYPE_F32,
+            what.encode("utf-8", "replace"),
+        ):
             raise PyggmlrValueError(_msg())

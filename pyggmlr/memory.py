@@ -12,29 +12,34 @@ Every number comes from the C core's allocator, which counts each tensor storage
 * :func:`ag_memory_stats`, :func:`ag_memory_peak`, :func:`ag_memory_reset_peak`,
   :func:`ag_live_objects` - the raw counters.
 """
-from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from __future__ import annotations
 
 import gc
 import math
 import numbers
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _core
-from . import _walk
-from ._core import F32, NULL, ffi, lib
+from . import _core, _walk
 from ._args import as_flag, check_count, check_int, check_num
+from ._core import F32, NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError
 from .tensor import Tensor, _dtype_code, _new_from
 
 __all__ = [
-    "ag_tape_memory", "ag_estimate_training_memory", "ag_memory_stats", "ag_memory_peak",
-    "ag_memory_reset_peak", "ag_live_objects", "ag_memory_trim", "MemoryReport",
+    "ag_tape_memory",
+    "ag_estimate_training_memory",
+    "ag_memory_stats",
+    "ag_memory_peak",
+    "ag_memory_reset_peak",
+    "ag_live_objects",
+    "ag_memory_trim",
+    "MemoryReport",
 ]
 
-_MB = 1024.0 ** 2
+_MB = 1024.0**2
 _CATEGORIES = ("param", "grad", "optim", "saved", "other")  # enum pg_mem_category order
 
 
@@ -67,6 +72,7 @@ class MemoryReport(dict):
 
 # ---------------------------------------------------------------------------------------------
 # raw counters
+
 
 def _raw_stats():
     out = ffi.new("pg_memory_counts *")
@@ -122,6 +128,7 @@ def ag_live_objects() -> int:
 # ---------------------------------------------------------------------------------------------
 # ag_tape_memory
 
+
 def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> MemoryReport:
     """How many nodes the current tape holds and the memory they keep alive.
 
@@ -140,8 +147,11 @@ def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> 
     """
     if compiled is not None:
         from .compile import CompiledStep
+
         if not isinstance(compiled, CompiledStep):
-            raise ArgumentError(f"ag_tape_memory(): compiled must be a step from ag_compile, got {type(compiled).__name__}")
+            raise ArgumentError(
+                f"ag_tape_memory(): compiled must be a step from ag_compile, got {type(compiled).__name__}"
+            )
         return compiled.memory(top=top, quiet=quiet)
     top = check_count(top, "ag_tape_memory()", "top")
     gc.collect()  # unreachable cycles holding tensors go first: the count is what ag_tape_clear() frees
@@ -154,10 +164,23 @@ def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> 
     nrows = lib.pg_tape_memory(totals, labels, nodes, nbytes, cap)
     if nrows < 0:
         _core.raise_last(-nrows)
-    by_op = [{"op": ffi.string(labels[i]).decode(), "nodes": nodes[i], "mb": nbytes[i] / _MB,
-              "bytes": nbytes[i]} for i in range(nrows)]
-    rep = MemoryReport(nodes=totals.nodes, bytes_total=totals.bytes_total, bytes_snapshots=totals.bytes_snapshots,
-                       bytes_fields=totals.bytes_fields, bytes_inputs=totals.bytes_inputs, by_op=by_op)
+    by_op = [
+        {
+            "op": ffi.string(labels[i]).decode(),
+            "nodes": nodes[i],
+            "mb": nbytes[i] / _MB,
+            "bytes": nbytes[i],
+        }
+        for i in range(nrows)
+    ]
+    rep = MemoryReport(
+        nodes=totals.nodes,
+        bytes_total=totals.bytes_total,
+        bytes_snapshots=totals.bytes_snapshots,
+        bytes_fields=totals.bytes_fields,
+        bytes_inputs=totals.bytes_inputs,
+        by_op=by_op,
+    )
     rep._text = _tape_text(rep, top)
     if not quiet:
         print(rep._text)
@@ -167,18 +190,26 @@ def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> 
 def _tape_text(r, top, compiled=None):
     n = r["nodes"]
     if compiled is not None:  # a compiled graph (CompiledStep.memory): its planned buffers
-        lines = [f"Compiled graph ({compiled}): {n} node{'' if n == 1 else 's'}, {r['bytes_total'] / _MB:.2f} MB planned",
-                 f"  operands (outlive the graph)    : {r['bytes_inputs'] / _MB:8.2f} MB",
-                 f"  activations (planned buffers)   : {r['bytes_snapshots'] / _MB:8.2f} MB",
-                 f"  gradients (planned buffers)     : {r['bytes_gradients'] / _MB:8.2f} MB",
-                 f"  graph-path fields (beyond those): {r['bytes_fields'] / _MB:8.2f} MB"]
+        lines = [
+            f"Compiled graph ({compiled}): {n} node{'' if n == 1 else 's'}, {r['bytes_total'] / _MB:.2f} MB planned",
+            f"  operands (outlive the graph)    : {r['bytes_inputs'] / _MB:8.2f} MB",
+            f"  activations (planned buffers)   : {r['bytes_snapshots'] / _MB:8.2f} MB",
+            f"  gradients (planned buffers)     : {r['bytes_gradients'] / _MB:8.2f} MB",
+            f"  graph-path fields (beyond those): {r['bytes_fields'] / _MB:8.2f} MB",
+        ]
     else:
-        lines = [f"Gradient tape: {n} node{'' if n == 1 else 's'}, {r['bytes_total'] / _MB:.2f} MB held alive"]
+        lines = [
+            f"Gradient tape: {n} node{'' if n == 1 else 's'}, {r['bytes_total'] / _MB:.2f} MB held alive"
+        ]
         if n == 0:
-            lines.append("  (empty -- the tape is cleared by zero_grad(), so call this between backward() and the step)")
-        lines += [f"  operands (outlive the tape)     : {r['bytes_inputs'] / _MB:8.2f} MB",
-                  f"  activations (freed by clearing) : {r['bytes_snapshots'] / _MB:8.2f} MB",
-                  f"  graph-path fields (beyond those): {r['bytes_fields'] / _MB:8.2f} MB"]
+            lines.append(
+                "  (empty -- the tape is cleared by zero_grad(), so call this between backward() and the step)"
+            )
+        lines += [
+            f"  operands (outlive the tape)     : {r['bytes_inputs'] / _MB:8.2f} MB",
+            f"  activations (freed by clearing) : {r['bytes_snapshots'] / _MB:8.2f} MB",
+            f"  graph-path fields (beyond those): {r['bytes_fields'] / _MB:8.2f} MB",
+        ]
     rows = r["by_op"]
     if top > 0 and rows:
         k = min(top, len(rows))
@@ -205,7 +236,9 @@ def _shape_list(shapes):
     if isinstance(shapes, np.ndarray):
         shapes = [shapes] if shapes.ndim <= 1 else list(shapes)
     if not isinstance(shapes, (list, tuple)) or len(shapes) == 0:
-        raise PyggmlrValueError(f"{fn}: `shapes` must be a non-empty list of dimension vectors, got {shapes!r}")
+        raise PyggmlrValueError(
+            f"{fn}: `shapes` must be a non-empty list of dimension vectors, got {shapes!r}"
+        )
     if all(_is_number(s) or isinstance(s, np.generic) for s in shapes):
         shapes = [shapes]  # one bare vector, as R's c(64, 64)
     out = []
@@ -214,10 +247,14 @@ def _shape_list(shapes):
             dims = [s] if _is_number(s) or isinstance(s, np.generic) else list(s)
         except TypeError:
             dims = []
-        ok = bool(dims) and all(_is_number(d) and not isinstance(d, (bool, np.bool_)) and math.isfinite(d) and d > 0
-                                for d in dims)
+        ok = bool(dims) and all(
+            _is_number(d) and not isinstance(d, (bool, np.bool_)) and math.isfinite(d) and d > 0
+            for d in dims
+        )
         if not ok:
-            raise PyggmlrValueError(f"{fn}: each shape must be a vector of positive dimensions, got {s!r}")
+            raise PyggmlrValueError(
+                f"{fn}: each shape must be a vector of positive dimensions, got {s!r}"
+            )
         out.append(dims)
     return out
 
@@ -225,6 +262,7 @@ def _shape_list(shapes):
 def _optimizer_k(optimizer):
     """(name, state multiplier) from a name or an optimizer object."""
     from .optim import Optimizer, optimizer_adam
+
     if isinstance(optimizer, Optimizer):
         adam = isinstance(optimizer, optimizer_adam)
         name = "adam" if adam else ("sgd" if optimizer.momentum > 0 else "sgd_plain")
@@ -233,7 +271,9 @@ def _optimizer_k(optimizer):
         optimizer = "adam"  # R's match.arg default: the first choice
     if not isinstance(optimizer, str) or optimizer not in _OPT_K:
         choices = ", ".join(f'"{o}"' for o in _OPTIMIZERS)
-        raise PyggmlrValueError(f"ag_estimate_training_memory(): 'optimizer' should be one of {choices}, got {optimizer!r}")
+        raise PyggmlrValueError(
+            f"ag_estimate_training_memory(): 'optimizer' should be one of {choices}, got {optimizer!r}"
+        )
     return optimizer, _OPT_K[optimizer]
 
 
@@ -320,11 +360,14 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
             if len(shp) == 1:
                 shp = (shp[0], batch_size)
             if len(shp) != 2 or not all(_is_number(d) and d > 0 and d == int(d) for d in shp):
-                raise PyggmlrValueError(f"{fn}: input_shape must be (features,) or (features, batch) with positive whole numbers, got {input_shape!r}")
+                raise PyggmlrValueError(
+                    f"{fn}: input_shape must be (features,) or (features, batch) with positive whole numbers, got {input_shape!r}"
+                )
             xt = _wrap_new(dtype_code, int(shp[0]), int(shp[1]))
         batch = xt.ncol
         if static:  # the compiled step: record a "grad" graph, run it once (plans its buffers)
             from .compile import ag_compile
+
             if isinstance(y, Tensor):
                 yt = y
                 extra += _nbytes(y._p)
@@ -334,10 +377,13 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
             def step_fn(xa, ya=None):
                 out = forward(xa)
                 if not isinstance(out, Tensor):
-                    raise ArgumentError(f"{fn}: model forward returned a {type(out).__name__}, not a tensor")
+                    raise ArgumentError(
+                        f"{fn}: model forward returned a {type(out).__name__}, not a tensor"
+                    )
                 if ya is None:  # zeros target, made while recording: a constant of the graph
                     ya = _wrap_new(lib.pg_tensor_dtype(out._p), out.nrow, out.ncol)
                 return loss_fn(out, ya)
+
             step = ag_compile(step_fn, xt, *([] if y is None else [yt]), build="grad")
             _core.check(max(lib.pg_graph_run(step._g), 0))
             peak = _raw_stats().peak - base
@@ -355,7 +401,9 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
             with with_grad_tape():
                 out = forward(xt)
                 if not isinstance(out, Tensor):
-                    raise ArgumentError(f"{fn}: model forward returned a {type(out).__name__}, not a tensor")
+                    raise ArgumentError(
+                        f"{fn}: model forward returned a {type(out).__name__}, not a tensor"
+                    )
                 if y is None:
                     yt = _wrap_new(lib.pg_tensor_dtype(out._p), out.nrow, out.ncol)
                 elif isinstance(y, Tensor):
@@ -386,15 +434,24 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
 
 def _wrap_new(code, nrow, ncol):
     from .tensor import _wrap
+
     return _wrap(lib.pg_tensor_new(code, nrow, ncol, NULL, code, 1, nrow))
 
 
-def ag_estimate_training_memory(shapes: Any = None, batch_size: float = 32,
-                                optimizer: Union[str, Sequence[str], Any] = ("adam", "sgd", "sgd_plain"),
-                                activation_frac: float = 0.01, quiet: bool = False, dtype: Optional[str] = None,
-                                model: Any = None, x: Any = None, input_shape: Optional[Sequence[int]] = None,
-                                y: Any = None, loss_fn: Optional[Callable[[Tensor, Any], Tensor]] = None,
-                                static: bool = False) -> MemoryReport:
+def ag_estimate_training_memory(
+    shapes: Any = None,
+    batch_size: float = 32,
+    optimizer: Union[str, Sequence[str], Any] = ("adam", "sgd", "sgd_plain"),
+    activation_frac: float = 0.01,
+    quiet: bool = False,
+    dtype: Optional[str] = None,
+    model: Any = None,
+    x: Any = None,
+    input_shape: Optional[Sequence[int]] = None,
+    y: Any = None,
+    loss_fn: Optional[Callable[[Tensor, Any], Tensor]] = None,
+    static: bool = False,
+) -> MemoryReport:
     """Memory budget of training: weights + gradients + optimizer state + activations.
 
     From ``shapes`` alone (ggmlR): ``shapes`` is a list of dimension vectors (or one bare
@@ -435,26 +492,35 @@ def ag_estimate_training_memory(shapes: Any = None, batch_size: float = 32,
             dcode = _dtype_code(dtype)
     else:
         if shapes is None:
-            raise PyggmlrValueError(f"{fn}: `shapes` must be a non-empty list of dimension vectors (or give model= and x=)")
+            raise PyggmlrValueError(
+                f"{fn}: `shapes` must be a non-empty list of dimension vectors (or give model= and x=)"
+            )
         dcode = _dtype_code(dtype)
     batch_size = check_int(batch_size, fn, "batch_size", 0)
     activation_frac = check_num(activation_frac, fn, "activation_frac", 0)
     bps = 4 if dcode == F32 else 8
     dname = "f32" if dcode == F32 else "f64"
     precision = "single" if dcode == F32 else "double"
-    store = (f"weights, gradients and optimizer state are counted at {dname}, the dtype the core stores "
-             f"them in ({bps} bytes per scalar, {precision} precision)")
+    store = (
+        f"weights, gradients and optimizer state are counted at {dname}, the dtype the core stores "
+        f"them in ({bps} bytes per scalar, {precision} precision)"
+    )
 
     if model is not None:
         weights, gradients, activations, batch, params = _measure_step(
-            model, x, input_shape, y, loss_fn, int(batch_size), dcode, static=bool(static))
+            model, x, input_shape, y, loss_fn, int(batch_size), dcode, static=bool(static)
+        )
         optimizer_bytes = gradients * k
         if static:
-            note = (f"{store}; activations measured from the compiled step on a batch of {batch} (planned "
-                    f"buffers: node outputs, saved buffers and gradients of intermediates, input and target).")
+            note = (
+                f"{store}; activations measured from the compiled step on a batch of {batch} (planned "
+                f"buffers: node outputs, saved buffers and gradients of intermediates, input and target)."
+            )
         else:
-            note = (f"{store}; activations measured from one forward and backward pass on a batch of {batch} "
-                    f"(tape, gradients of intermediates, loss, input and target).")
+            note = (
+                f"{store}; activations measured from one forward and backward pass on a batch of {batch} "
+                f"(tape, gradients of intermediates, loss, input and target)."
+            )
         batch_size = batch
     else:
         dims = _shape_list(shapes)
@@ -467,18 +533,28 @@ def ag_estimate_training_memory(shapes: Any = None, batch_size: float = 32,
         activations = weights * activation_frac * batch_size
         note = f"{store}; activations are a guess: activation_frac x weights per unit of batch."
     total = weights + gradients + optimizer_bytes + activations
-    rep = MemoryReport(params=params, weights=weights, gradients=gradients, optimizer=optimizer_bytes,
-                       activations=activations, total=total, bytes_per_scalar=bps, note=note)
-    rep._text = "\n".join([
-        f"Training memory estimate ({opt_name}, batch {int(batch_size)})",
-        f"  parameters      : {_r_format_count(params)}",
-        f"  weights         : {weights / _MB:8.2f} MB",
-        f"  gradients       : {gradients / _MB:8.2f} MB",
-        f"  optimizer (x{k})  : {optimizer_bytes / _MB:8.2f} MB",
-        f"  activations     : {activations / _MB:8.2f} MB",
-        f"  total           : {total / _MB:8.2f} MB",
-        f"  note: {note}",
-    ])
+    rep = MemoryReport(
+        params=params,
+        weights=weights,
+        gradients=gradients,
+        optimizer=optimizer_bytes,
+        activations=activations,
+        total=total,
+        bytes_per_scalar=bps,
+        note=note,
+    )
+    rep._text = "\n".join(
+        [
+            f"Training memory estimate ({opt_name}, batch {int(batch_size)})",
+            f"  parameters      : {_r_format_count(params)}",
+            f"  weights         : {weights / _MB:8.2f} MB",
+            f"  gradients       : {gradients / _MB:8.2f} MB",
+            f"  optimizer (x{k})  : {optimizer_bytes / _MB:8.2f} MB",
+            f"  activations     : {activations / _MB:8.2f} MB",
+            f"  total           : {total / _MB:8.2f} MB",
+            f"  note: {note}",
+        ]
+    )
     if not as_flag(quiet, fn, "quiet"):
         print(rep._text)
     return rep

@@ -5,6 +5,7 @@ Forward and backward of the layer ops run in the C core (native/ops_layers.c); t
 holds the parameters, the initialisers (drawn from the core's R-compatible stream, pyggmlr.random) and the module
 plumbing: parameters() with ggmlR's names, buffers(), train/eval, repr, to_config().
 """
+
 from __future__ import annotations
 
 import math
@@ -13,26 +14,47 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 
 import numpy as np
 
-from . import _core
-from . import _walk
-from ._core import ffi, lib
-from ._args import check_r_int
-from .errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
-from .ops import _linear, ag_add, ag_gelu, ag_matmul, ag_mul, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
-from .random import runif
-from . import tensor as _tensor
-from .tensor import ArrayLike, Tensor, _wrap, ag_param
+from . import _core, _walk
 from . import nn_module as _reg
+from . import tensor as _tensor
+from ._args import check_r_int
+from ._core import ffi, lib
+from .errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
+from .ops import (
+    _linear,
+    ag_add,
+    ag_gelu,
+    ag_matmul,
+    ag_relu,
+    ag_sigmoid,
+    ag_softmax,
+    ag_tanh,
+)
+from .random import runif
+from .tensor import ArrayLike, Tensor, _wrap, ag_param
 
 __all__ = [
-    "Module", "ag_linear", "ag_sequential", "ag_dropout", "ag_batch_norm", "ag_layer_norm",
-    "ag_embedding", "ag_multihead_attention", "ag_train", "ag_eval", "ag_slice_rows",
-    "ag_concat_rows", "ag_module_from_config", "ag_to_config", "ag_register_layer",
+    "Module",
+    "ag_linear",
+    "ag_sequential",
+    "ag_dropout",
+    "ag_batch_norm",
+    "ag_layer_norm",
+    "ag_embedding",
+    "ag_multihead_attention",
+    "ag_train",
+    "ag_eval",
+    "ag_slice_rows",
+    "ag_concat_rows",
+    "ag_module_from_config",
+    "ag_to_config",
+    "ag_register_layer",
 ]
 
 
 # ---------------------------------------------------------------------------------------------
 # functional layer ops (thin calls into the C core)
+
 
 def _as_tensor(x: Any, name: str, like: Optional[Tensor] = None) -> Tensor:
     """x as a Tensor; numpy data becomes a constant of like's dtype (default dtype if None)."""
@@ -51,7 +73,11 @@ def ag_slice_rows(x: ArrayLike, from_: int, n: int) -> Tensor:
     Raises: ArgumentError when from_ or n is not an integer (or x not a tensor / array),
     PyggmlrValueError when the rows are out of range."""
     x = _as_tensor(x, "ag_slice_rows")
-    return _wrap(lib.pg_slice_rows(x._p, check_r_int(from_, "ag_slice_rows", "from"), check_r_int(n, "ag_slice_rows", "n")))
+    return _wrap(
+        lib.pg_slice_rows(
+            x._p, check_r_int(from_, "ag_slice_rows", "from"), check_r_int(n, "ag_slice_rows", "n")
+        )
+    )
 
 
 def ag_concat_rows(a: ArrayLike, b: ArrayLike) -> Tensor:
@@ -78,6 +104,7 @@ def _causal_mask(scores_t):
 
 # ---------------------------------------------------------------------------------------------
 # module plumbing
+
 
 def _fmt_num(v):
     """Numbers as R prints them in layer names: 0.5, 0, 0.1, 1e-05."""
@@ -172,7 +199,9 @@ class Module(_reg.StateMethods):
 
         Raises: PyggmlrValueError for modules that cannot be described (custom layers without
         to_config())."""
-        raise PyggmlrValueError(f"{type(self).__name__} has no to_config(); it cannot be saved as an architecture")
+        raise PyggmlrValueError(
+            f"{type(self).__name__} has no to_config(); it cannot be saved as an architecture"
+        )
 
     def _n_params(self):
         return sum(t.size for t in self.parameters().values())
@@ -180,8 +209,12 @@ class Module(_reg.StateMethods):
     def __repr__(self):
         mode = "train" if self.training else "eval"
         if type(self).kind != "module":  # a built-in layer
-            return _reg.describe(self, f"ag_{self.kind}: {self.name} ({self._n_params()} parameters, {mode} mode)")
-        return _reg.describe(self, f"{type(self).__name__} ({self._n_params()} parameters, {mode} mode)")
+            return _reg.describe(
+                self, f"ag_{self.kind}: {self.name} ({self._n_params()} parameters, {mode} mode)"
+            )
+        return _reg.describe(
+            self, f"{type(self).__name__} ({self._n_params()} parameters, {mode} mode)"
+        )
 
 
 def ag_train(model: Any) -> Any:
@@ -206,12 +239,15 @@ def ag_eval(model: Any) -> Any:
 # ---------------------------------------------------------------------------------------------
 # initialisers
 
+
 def _uniform(a, rows, cols, op):
     """U(-a, a) [rows, cols]: one runif(rows * cols, -a, a) filled column-major (ggmlR's draw)."""
     try:
         return runif(rows * cols, -a, a).reshape((rows, cols), order="F")
     except MemoryError as e:  # the same text as R's
-        raise PyggmlrMemoryError(f"{op}: out of memory drawing a [{rows}x{cols}] weight ({e})") from None
+        raise PyggmlrMemoryError(
+            f"{op}: out of memory drawing a [{rows}x{cols}] weight ({e})"
+        ) from None
 
 
 def _glorot(rows, cols, a, op="ag_linear"):
@@ -222,7 +258,11 @@ def _orthogonal(rows, cols, gain):
     """The core's orthogonal init: one rnorm(n * k), sign-fixed Householder QR (pg_api_rng.h)."""
     _core.check(lib.pg_rng_check_size(float(rows) * cols, 8, b"ag_linear (orthogonal init)"))
     w = np.empty((rows, cols), dtype=np.float64, order="F")
-    _core.check(lib.pg_rng_orthogonal(ffi.NULL, rows, cols, float(gain), ffi.cast("double *", w.ctypes.data)))
+    _core.check(
+        lib.pg_rng_orthogonal(
+            ffi.NULL, rows, cols, float(gain), ffi.cast("double *", w.ctypes.data)
+        )
+    )
     return w
 
 
@@ -238,22 +278,37 @@ def _init_matrix(w, n_out, n_in):
     except (ValueError, TypeError, OverflowError):
         a = None
     if a is None or a.ndim != 2 or a.dtype.kind not in "iuf":
-        raise PyggmlrValueError("ag_linear: init must be \"glorot_uniform\", \"orthogonal\", a function(out, in) or a numeric matrix")
+        raise PyggmlrValueError(
+            'ag_linear: init must be "glorot_uniform", "orthogonal", a function(out, in) or a numeric matrix'
+        )
     if a.shape != (n_out, n_in):
-        raise ShapeError(f"ag_linear: init matrix is {a.shape[0]}x{a.shape[1]}, expected {n_out}x{n_in} (out x in)")
+        raise ShapeError(
+            f"ag_linear: init matrix is {a.shape[0]}x{a.shape[1]}, expected {n_out}x{n_in} (out x in)"
+        )
     a = a.astype(np.float64)
     if not np.isfinite(a).all():
         raise PyggmlrValueError("ag_linear: init matrix contains NA, NaN or Inf")
     return a
 
 
-_FUSED = {None: -1, "relu": lib.PG_UNARY_OP_RELU, "sigmoid": lib.PG_UNARY_OP_SIGMOID, "tanh": lib.PG_UNARY_OP_TANH}
-_ACTIVATIONS = {"relu": ag_relu, "sigmoid": ag_sigmoid, "tanh": ag_tanh, "softmax": ag_softmax,
-                "gelu": ag_gelu}
+_FUSED = {
+    None: -1,
+    "relu": lib.PG_UNARY_OP_RELU,
+    "sigmoid": lib.PG_UNARY_OP_SIGMOID,
+    "tanh": lib.PG_UNARY_OP_TANH,
+}
+_ACTIVATIONS = {
+    "relu": ag_relu,
+    "sigmoid": ag_sigmoid,
+    "tanh": ag_tanh,
+    "softmax": ag_softmax,
+    "gelu": ag_gelu,
+}
 
 
 # ---------------------------------------------------------------------------------------------
 # layers
+
 
 class ag_linear(Module):
     """Fully connected layer ``act(W @ x + b)``: W [out, in], b [out, 1] zeros.
@@ -271,34 +326,56 @@ class ag_linear(Module):
 
     kind = "linear"
 
-    def __init__(self, in_features: int, out_features: int, activation: Optional[str] = None,
-                 init: Union[str, Callable[[int, int], Any], ArrayLike] = "glorot_uniform",
-                 gain: float = 1) -> None:
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        activation: Optional[str] = None,
+        init: Union[str, Callable[[int, int], Any], ArrayLike] = "glorot_uniform",
+        gain: float = 1,
+    ) -> None:
         n_in = check_r_int(in_features, "ag_linear", "in_features")
         n_out = check_r_int(out_features, "ag_linear", "out_features")
         if n_in < 1 or n_out < 1:
-            raise PyggmlrValueError(f"ag_linear: in_features and out_features must be >= 1, got {n_in} and {n_out}")
-        if activation is not None and (not isinstance(activation, str) or activation not in _ACTIVATIONS):
-            raise PyggmlrValueError(f"ag_linear: activation must be one of {sorted(_ACTIVATIONS)} or None, got {activation!r}")
+            raise PyggmlrValueError(
+                f"ag_linear: in_features and out_features must be >= 1, got {n_in} and {n_out}"
+            )
+        if activation is not None and (
+            not isinstance(activation, str) or activation not in _ACTIVATIONS
+        ):
+            raise PyggmlrValueError(
+                f"ag_linear: activation must be one of {sorted(_ACTIVATIONS)} or None, got {activation!r}"
+            )
         # ggmlR 0.8.6's order: gain, then init (validated before any draw)
-        if isinstance(gain, (bool, np.bool_)) or not isinstance(gain, (int, float, np.integer, np.floating)) or \
-                not math.isfinite(gain):
+        if (
+            isinstance(gain, (bool, np.bool_))
+            or not isinstance(gain, (int, float, np.integer, np.floating))
+            or not math.isfinite(gain)
+        ):
             raise PyggmlrValueError(f"ag_linear: gain must be a single finite number, got {gain!r}")
         gain = float(gain)
         if isinstance(init, str):
             # R's match.arg: a unique prefix ("orth") names an init
             hits = [k for k in _INITS if k.startswith(init)] if init else []
             if init not in _INITS and len(hits) != 1:
-                raise PyggmlrValueError(f"ag_linear: init must be one of 'glorot_uniform', 'orthogonal', a callable (out, in) -> array "
-                                        f"or a numeric array, got {init!r}")
+                raise PyggmlrValueError(
+                    f"ag_linear: init must be one of 'glorot_uniform', 'orthogonal', a callable (out, in) -> array "
+                    f"or a numeric array, got {init!r}"
+                )
             init = init if init in _INITS else hits[0]
-            w = _glorot(n_out, n_in, math.sqrt(6.0 / (n_in + n_out))) if init == "glorot_uniform" else _orthogonal(n_out, n_in, 1.0)
+            w = (
+                _glorot(n_out, n_in, math.sqrt(6.0 / (n_in + n_out)))
+                if init == "glorot_uniform"
+                else _orthogonal(n_out, n_in, 1.0)
+            )
             if gain != 1:  # ggmlR scales after the draw: gain = 1 keeps the bits
                 w = w * gain
             self.init = init
         else:
             if gain != 1:
-                raise PyggmlrValueError("ag_linear: gain applies to string inits only; scale a function or matrix init yourself")
+                raise PyggmlrValueError(
+                    "ag_linear: gain applies to string inits only; scale a function or matrix init yourself"
+                )
             w = _init_matrix(init(n_out, n_in) if callable(init) else init, n_out, n_in)
             self.init = "glorot_uniform"  # for to_config: the weights themselves are saved
         self.in_features, self.out_features = n_in, n_out
@@ -321,10 +398,14 @@ class ag_linear(Module):
         if shape is not None and len(shape) == 2 and shape[0] != self.in_features:
             hint = ""
             if shape[1] == self.in_features:
-                hint = (f"; it looks row-major [batch, features] = [{shape[0]}, {shape[1]}]: pass its transpose "
-                        f"(x.T or ag_transpose(x)), samples are columns")
-            raise ShapeError(f"ag_linear: {self.name} expects x as [in_features={self.in_features}, batch] "
-                             f"(one column per sample), got x [{shape[0]}x{shape[1]}]{hint}")
+                hint = (
+                    f"; it looks row-major [batch, features] = [{shape[0]}, {shape[1]}]: pass its transpose "
+                    f"(x.T or ag_transpose(x)), samples are columns"
+                )
+            raise ShapeError(
+                f"ag_linear: {self.name} expects x as [in_features={self.in_features}, batch] "
+                f"(one column per sample), got x [{shape[0]}x{shape[1]}]{hint}"
+            )
         fused = _FUSED.get(self.activation)
         if fused is not None:  # one node, the same numbers as matmul -> add -> activation
             return _linear(self.W, x, self.b, fused)
@@ -339,8 +420,14 @@ class ag_linear(Module):
     params = parameters  # ggmlR's ag_linear calls it params()
 
     def to_config(self) -> Dict[str, Any]:
-        return {"type": "linear", "in_features": self.in_features, "out_features": self.out_features,
-                "activation": self.activation, "init": self.init, "gain": self.gain}
+        return {
+            "type": "linear",
+            "in_features": self.in_features,
+            "out_features": self.out_features,
+            "activation": self.activation,
+            "init": self.init,
+            "gain": self.gain,
+        }
 
 
 class ag_sequential(Module):
@@ -361,7 +448,9 @@ class ag_sequential(Module):
             raise ArgumentError("ag_sequential: needs at least one layer, got none")
         for i, layer in enumerate(layers, 1):
             if not callable(getattr(layer, "forward", None)):
-                raise ArgumentError(f"ag_sequential: layer {i} ({type(layer).__name__}) has no forward() method")
+                raise ArgumentError(
+                    f"ag_sequential: layer {i} ({type(layer).__name__}) has no forward() method"
+                )
         self.layers = list(layers)
         self.training = True
 
@@ -418,7 +507,8 @@ class ag_sequential(Module):
                 raise PyggmlrValueError(
                     f"ag_sequential.to_config: layer {i} ({_layer_name(layer)}, {type(layer).__name__}) has no "
                     "to_config(); give custom layers to_config() and register a builder with "
-                    "ag_register_layer(), or rebuild the model yourself and load only the weights")
+                    "ag_register_layer(), or rebuild the model yourself and load only the weights"
+                )
             cfgs.append(fn())
         return {"type": "sequential", "layers": cfgs}
 
@@ -469,7 +559,6 @@ def _dropout(x, rate, transpose=False):
 # the normalisation, embedding and attention layers live in nn_layers.py (they need Module above)
 from .nn_layers import ag_batch_norm, ag_embedding, ag_layer_norm, ag_multihead_attention  # noqa: E402
 
-
 # ---------------------------------------------------------------------------------------------
 # architecture configs
 
@@ -483,7 +572,9 @@ _BUILDERS = {
 }
 
 
-def ag_register_layer(type_name: str, builder: Callable[[Dict[str, Any]], Any]) -> Callable[[Dict[str, Any]], Any]:
+def ag_register_layer(
+    type_name: str, builder: Callable[[Dict[str, Any]], Any]
+) -> Callable[[Dict[str, Any]], Any]:
     """Make ag_module_from_config() rebuild custom layers whose to_config() returns
     ``{"type": type_name, ...}``: builder(cfg) must return the layer (fresh weights).
 
@@ -511,7 +602,9 @@ def ag_to_config(model: Any) -> Dict[str, Any]:
     Raises: ArgumentError when the model has no to_config()."""
     fn = getattr(model, "to_config", None)
     if not callable(fn):
-        raise ArgumentError(f"ag_to_config: the model has no to_config() (got {type(model).__name__})")
+        raise ArgumentError(
+            f"ag_to_config: the model has no to_config() (got {type(model).__name__})"
+        )
     return fn()
 
 
@@ -526,25 +619,35 @@ def ag_module_from_config(cfg: Dict[str, Any]) -> Any:
     ag_register_layer) or arguments the layer does not take, plus what the layer's constructor
     raises for bad values."""
     if not isinstance(cfg, dict) or not isinstance(cfg.get("type"), str):
-        raise PyggmlrValueError(f"ag_module_from_config: expected a dict with a 'type' key, got {cfg!r:.200}")
+        raise PyggmlrValueError(
+            f"ag_module_from_config: expected a dict with a 'type' key, got {cfg!r:.200}"
+        )
     kind = cfg["type"]
     args = {k: v for k, v in cfg.items() if k != "type"}
     if kind == "sequential":
         layers = args.pop("layers", None)
         if not isinstance(layers, list) or args:
-            raise PyggmlrValueError("ag_module_from_config: a sequential config is {'type': 'sequential', 'layers': [...]}")
+            raise PyggmlrValueError(
+                "ag_module_from_config: a sequential config is {'type': 'sequential', 'layers': [...]}"
+            )
         return ag_sequential([ag_module_from_config(c) for c in layers])
     if kind in _CUSTOM:
         layer = _CUSTOM[kind](cfg)
         if not callable(getattr(layer, "forward", None)):
-            raise ArgumentError(f"ag_module_from_config: the builder registered for {kind!r} returned a "
-                                f"{type(layer).__name__}, not a layer with forward()")
+            raise ArgumentError(
+                f"ag_module_from_config: the builder registered for {kind!r} returned a "
+                f"{type(layer).__name__}, not a layer with forward()"
+            )
         return layer
     cls = _BUILDERS.get(kind)
     if cls is None:
-        raise PyggmlrValueError(f"ag_module_from_config: unknown layer type {kind!r} (built-in: "
-                                f"{', '.join(['sequential'] + sorted(_BUILDERS))}; register custom ones with ag_register_layer)")
+        raise PyggmlrValueError(
+            f"ag_module_from_config: unknown layer type {kind!r} (built-in: "
+            f"{', '.join(['sequential'] + sorted(_BUILDERS))}; register custom ones with ag_register_layer)"
+        )
     try:
         return cls(**args)
     except TypeError as e:
-        raise PyggmlrValueError(f"ag_module_from_config: bad arguments for a {kind!r} layer {args}: {e}") from None
+        raise PyggmlrValueError(
+            f"ag_module_from_config: bad arguments for a {kind!r} layer {args}: {e}"
+        ) from None

@@ -2,6 +2,7 @@
 ag_embedding, ag_multihead_attention); Module, ag_linear, ag_sequential, ag_dropout and the
 configs are in nn.py, which re-exports these. The layer ops run in the C core
 (native/ops_layers.c)."""
+
 from __future__ import annotations
 
 import math
@@ -10,12 +11,22 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from ._core import NULL, ffi, lib
 from ._args import INT_MAX, check_num, check_r_int
+from ._core import NULL, ffi, lib
 from .errors import PyggmlrValueError, ShapeError
+from .nn import (
+    Module,
+    _as_tensor,
+    _causal_mask,
+    _dropout,
+    _glorot,
+    _matmul_t,
+    _uniform,
+    ag_concat_rows,
+    ag_slice_rows,
+)
 from .ops import _class_ids, ag_add, ag_matmul, ag_softmax
 from .tensor import ArrayLike, Tensor, _wrap, ag_param, ag_tensor
-from .nn import Module, _as_tensor, _causal_mask, _dropout, _glorot, _matmul_t, _uniform, ag_concat_rows, ag_slice_rows
 
 __all__ = ["ag_batch_norm", "ag_layer_norm", "ag_embedding", "ag_multihead_attention"]
 
@@ -60,8 +71,18 @@ class ag_batch_norm(Module):
         """Normalise x [F, batch] per row -> a new tensor [F, batch] (updates the running
         statistics in training mode). Raises ShapeError when x does not have F rows."""
         x = _as_tensor(x, "ag_batch_norm", self.gamma)
-        return _wrap(lib.pg_batch_norm(x._p, self.gamma._p, self.beta._p, self.running_mean._p,
-                                       self.running_var._p, self.eps, self.momentum, int(bool(self.training))))
+        return _wrap(
+            lib.pg_batch_norm(
+                x._p,
+                self.gamma._p,
+                self.beta._p,
+                self.running_mean._p,
+                self.running_var._p,
+                self.eps,
+                self.momentum,
+                int(bool(self.training)),
+            )
+        )
 
     def parameters(self) -> OrderedDict[str, Tensor]:
         """``gamma`` and ``beta``, each [num_features, 1], the layer's own tensors."""
@@ -72,8 +93,12 @@ class ag_batch_norm(Module):
         return OrderedDict([("running_mean", self.running_mean), ("running_var", self.running_var)])
 
     def to_config(self) -> Dict[str, Any]:
-        return {"type": "batch_norm", "num_features": self.num_features, "eps": self.eps,
-                "momentum": self.momentum}
+        return {
+            "type": "batch_norm",
+            "num_features": self.num_features,
+            "eps": self.eps,
+            "momentum": self.momentum,
+        }
 
 
 class ag_layer_norm(Module):
@@ -89,16 +114,28 @@ class ag_layer_norm(Module):
 
     kind = "layer_norm"
 
-    def __init__(self, normalized_shape: Any = None, eps: float = 1e-5, elementwise_affine: bool = True,
-                 num_features: Any = None) -> None:
+    def __init__(
+        self,
+        normalized_shape: Any = None,
+        eps: float = 1e-5,
+        elementwise_affine: bool = True,
+        num_features: Any = None,
+    ) -> None:
         if normalized_shape is None:
             normalized_shape = num_features
         F = normalized_shape
         if isinstance(F, (list, tuple, np.ndarray)) and len(F) == 1:
             F = F[0]
-        if isinstance(F, (bool, np.bool_)) or not isinstance(F, (int, float, np.integer, np.floating)) or \
-                not math.isfinite(F) or int(F) < 1 or F > INT_MAX:
-            raise PyggmlrValueError(f"ag_layer_norm: normalized_shape must be a single positive integer, got {normalized_shape!r}")
+        if (
+            isinstance(F, (bool, np.bool_))
+            or not isinstance(F, (int, float, np.integer, np.floating))
+            or not math.isfinite(F)
+            or int(F) < 1
+            or F > INT_MAX
+        ):
+            raise PyggmlrValueError(
+                f"ag_layer_norm: normalized_shape must be a single positive integer, got {normalized_shape!r}"
+            )
         F = int(F)  # as.integer truncates, as in ggmlR
         eps = check_num(eps, "ag_layer_norm", "eps", 0)
         self.normalized_shape, self.eps = F, eps
@@ -124,7 +161,9 @@ class ag_layer_norm(Module):
         "ag_layer_norm: expected d features, got n" when x does not have d rows."""
         x = _as_tensor(x, "ag_layer_norm", self.gamma)
         if x.shape[0] != self.normalized_shape:
-            raise ShapeError(f"ag_layer_norm: expected {self.normalized_shape} features, got {x.shape[0]}")
+            raise ShapeError(
+                f"ag_layer_norm: expected {self.normalized_shape} features, got {x.shape[0]}"
+            )
         g = self.gamma._p if self.gamma is not None else NULL
         b = self.beta._p if self.beta is not None else NULL
         return _wrap(lib.pg_layer_norm(x._p, g, b, self.eps))
@@ -136,8 +175,12 @@ class ag_layer_norm(Module):
         return OrderedDict([("gamma", self.gamma), ("beta", self.beta)])
 
     def to_config(self) -> Dict[str, Any]:
-        return {"type": "layer_norm", "normalized_shape": self.normalized_shape, "eps": self.eps,
-                "elementwise_affine": self.elementwise_affine}
+        return {
+            "type": "layer_norm",
+            "normalized_shape": self.normalized_shape,
+            "eps": self.eps,
+            "elementwise_affine": self.elementwise_affine,
+        }
 
 
 class ag_embedding(Module):
@@ -155,7 +198,9 @@ class ag_embedding(Module):
         V = check_r_int(vocab_size, "ag_embedding", "vocab_size")
         D = check_r_int(dim, "ag_embedding", "dim")
         if V < 1 or D < 1:
-            raise PyggmlrValueError(f"ag_embedding: vocab_size and dim must be >= 1, got {V} and {D}")
+            raise PyggmlrValueError(
+                f"ag_embedding: vocab_size and dim must be >= 1, got {V} and {D}"
+            )
         self.vocab_size, self.dim = V, D
         s = math.sqrt(1.0 / V)
         self.weight = ag_param(_uniform(s, D, V, "ag_embedding"))
@@ -204,9 +249,13 @@ class ag_multihead_attention(Module):
         d = check_r_int(d_model, "ag_multihead_attention", "d_model")
         h = check_r_int(n_heads, "ag_multihead_attention", "n_heads")
         if d < 1 or h < 1:
-            raise PyggmlrValueError(f"ag_multihead_attention: d_model and n_heads must be >= 1, got {d} and {h}")
+            raise PyggmlrValueError(
+                f"ag_multihead_attention: d_model and n_heads must be >= 1, got {d} and {h}"
+            )
         if d % h:
-            raise PyggmlrValueError(f"ag_multihead_attention: d_model ({d}) must be divisible by n_heads ({h})")
+            raise PyggmlrValueError(
+                f"ag_multihead_attention: d_model ({d}) must be divisible by n_heads ({h})"
+            )
         dropout = check_num(dropout, "ag_multihead_attention", "dropout", 0, 1, hi_open=True)
         self.d_model, self.n_heads = d, h
         self.d_k = self.d_v = d // h
@@ -227,11 +276,18 @@ class ag_multihead_attention(Module):
 
     def _check(self, t, arg):
         if t.nrow != self.d_model:
-            raise ShapeError(f"ag_multihead_attention: {arg} is {t._desc()} but d_model = {self.d_model}; "
-                             f"inputs are [d_model, seq] (one column per token)")
+            raise ShapeError(
+                f"ag_multihead_attention: {arg} is {t._desc()} but d_model = {self.d_model}; "
+                f"inputs are [d_model, seq] (one column per token)"
+            )
 
-    def forward(self, q: ArrayLike, k: Optional[ArrayLike] = None, v: Optional[ArrayLike] = None,
-                causal_mask: bool = False) -> Tensor:
+    def forward(
+        self,
+        q: ArrayLike,
+        k: Optional[ArrayLike] = None,
+        v: Optional[ArrayLike] = None,
+        causal_mask: bool = False,
+    ) -> Tensor:
         """Attention of queries q [d_model, seq_q] over keys k and values v [d_model, seq_kv]
         (k defaults to q, v to k) -> a new tensor [d_model, seq_q]. causal_mask hides key j > i
         from query i. Raises ShapeError when an input does not have d_model rows or k and v
@@ -243,7 +299,9 @@ class ag_multihead_attention(Module):
         self._check(k, "k")
         self._check(v, "v")
         if k.ncol != v.ncol:
-            raise ShapeError(f"ag_multihead_attention: k is {k._desc()} and v is {v._desc()}; they need the same number of columns (tokens)")
+            raise ShapeError(
+                f"ag_multihead_attention: k is {k._desc()} and v is {v._desc()}; they need the same number of columns (tokens)"
+            )
         Q = ag_matmul(self.W_q, q)
         K = ag_matmul(self.W_k, k)
         V = ag_matmul(self.W_v, v)
@@ -259,10 +317,10 @@ class ag_multihead_attention(Module):
             s = _matmul_t(kh, qh, ta=True, alpha=self.scale)  # scores^T [seq_kv, seq_q]
             if causal_mask:
                 s = _causal_mask(s)
-            p = ag_softmax(s)                                  # softmax over keys
+            p = ag_softmax(s)  # softmax over keys
             if self.training and self.dropout > 0:
                 p = _dropout(p, self.dropout, transpose=True)  # ggmlR's [queries, keys] draw
-            head = ag_matmul(vh, p)                            # [d_v, seq_q]
+            head = ag_matmul(vh, p)  # [d_v, seq_q]
             concat = head if concat is None else ag_concat_rows(concat, head)
         out = ag_matmul(self.W_o, concat)  # type: ignore[arg-type]  # n_heads >= 1: never None
         if self.b_o is not None:
@@ -272,11 +330,18 @@ class ag_multihead_attention(Module):
     def parameters(self) -> OrderedDict[str, Tensor]:
         """``W_q``, ``W_k``, ``W_v``, ``W_o`` [d_model, d_model] and, when bias, ``b_o``
         [d_model, 1]; the layer's own tensors."""
-        p = OrderedDict([("W_q", self.W_q), ("W_k", self.W_k), ("W_v", self.W_v), ("W_o", self.W_o)])
+        p = OrderedDict(
+            [("W_q", self.W_q), ("W_k", self.W_k), ("W_v", self.W_v), ("W_o", self.W_o)]
+        )
         if self.b_o is not None:
             p["b_o"] = self.b_o
         return p
 
     def to_config(self) -> Dict[str, Any]:
-        return {"type": "multihead_attention", "d_model": self.d_model, "n_heads": self.n_heads,
-                "dropout": self.dropout, "bias": self.bias}
+        return {
+            "type": "multihead_attention",
+            "d_model": self.d_model,
+            "n_heads": self.n_heads,
+            "dropout": self.dropout,
+            "bias": self.bias,
+        }

@@ -7,6 +7,7 @@ names are unchanged; a user class with its own parameters() keeps it. The walk i
 instance's ``__dict__``, which Python keeps in first-assignment order (torch's order too).
 Names are torch's dotted paths: ``fc1.W``, ``blocks.0.b``, ``heads.key.W_q``.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -29,12 +30,14 @@ def _is_param(v: Any) -> bool:
 
 def _is_layer(v: Any) -> bool:
     from .nn import Module
+
     if isinstance(v, Module):
         return True
     if isinstance(v, (type, Tensor)):
         return False
     return callable(getattr(v, "forward", None)) and (
-        callable(getattr(v, "parameters", None)) or callable(getattr(v, "params", None)))
+        callable(getattr(v, "parameters", None)) or callable(getattr(v, "params", None))
+    )
 
 
 def _walk(prefix: str, v: Any, out: List[Tuple[str, str, Any]], depth: int) -> None:
@@ -110,6 +113,7 @@ def describe(obj: Any, head: str) -> str:
     """head, then one indented line per registered child: ``  (fc1): linear(4, 16, relu)``;
     a child's own multi-line repr is indented below its name."""
     from .nn import _layer_name
+
     kids = named_children(obj)
     if not kids:
         return head
@@ -129,7 +133,6 @@ def _has_children(v: Any) -> bool:
         return False
 
 
-
 class StateMethods:
     """state_dict() / load_state_dict() of every Module (torch's method names over ggmlR's
     functions)."""
@@ -137,6 +140,7 @@ class StateMethods:
     def state_dict(self) -> Dict[str, Any]:
         """A copy of the weights as plain data: ag_state_dict(self) (ggmlR 0.8.6's format)."""
         from .state import ag_state_dict
+
         return ag_state_dict(self)
 
     def load_state_dict(self, state: Any, strict: bool = True) -> Any:
@@ -144,4 +148,5 @@ class StateMethods:
         strict). Returns self (torch returns the missing / unexpected keys; here strict=True
         raises on any difference instead). Raises what ag_load_state_dict raises."""
         from .state import ag_load_state_dict
+
         return ag_load_state_dict(self, state, strict=strict)

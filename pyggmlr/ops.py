@@ -8,6 +8,7 @@ Errors common to all ops: ShapeError when shapes do not fit (the message names t
 both shapes), DTypeError when two tensors have different dtypes (f32 vs f64) or data is not
 numeric, ArgumentError when an argument is of the wrong kind (a freed tensor, a string for a
 number)."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence, Tuple, Union
@@ -15,15 +16,34 @@ from typing import Any, Callable, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._core import lib
 from ._args import as_numeric
+from ._core import lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .tensor import ArrayLike, Tensor, _as_tensor, _wrap
 
 __all__ = [
-    "ag_matmul", "ag_add", "ag_sub", "ag_mul", "ag_div", "ag_scale", "ag_neg", "ag_relu",
-    "ag_sigmoid", "ag_tanh", "ag_gelu", "ag_softmax", "ag_log", "ag_exp", "ag_pow", "ag_clamp",
-    "ag_sum", "ag_mean", "ag_transpose", "ag_reshape", "ag_mse_loss", "ag_cross_entropy_loss",
+    "ag_matmul",
+    "ag_add",
+    "ag_sub",
+    "ag_mul",
+    "ag_div",
+    "ag_scale",
+    "ag_neg",
+    "ag_relu",
+    "ag_sigmoid",
+    "ag_tanh",
+    "ag_gelu",
+    "ag_softmax",
+    "ag_log",
+    "ag_exp",
+    "ag_pow",
+    "ag_clamp",
+    "ag_sum",
+    "ag_mean",
+    "ag_transpose",
+    "ag_reshape",
+    "ag_mse_loss",
+    "ag_cross_entropy_loss",
     "ag_softmax_cross_entropy_loss",
 ]
 
@@ -62,7 +82,13 @@ def _binary(fn: Callable[[Any, Any], Any], A: ArrayLike, B: ArrayLike, op: str) 
     return _out(fn(a._handle(op), b._handle(op)))
 
 
-_pg_matmul, _pg_add, _pg_sub, _pg_mul, _pg_div = lib.pg_matmul, lib.pg_add, lib.pg_sub, lib.pg_mul, lib.pg_div
+_pg_matmul, _pg_add, _pg_sub, _pg_mul, _pg_div = (
+    lib.pg_matmul,
+    lib.pg_add,
+    lib.pg_sub,
+    lib.pg_mul,
+    lib.pg_div,
+)
 _pg_unary = lib.pg_unary
 
 
@@ -135,39 +161,66 @@ def ag_scale(x: ArrayLike, scalar: float) -> Tensor:
     return _wrap(lib.pg_scale(x._handle(op), _scalar(scalar, "ag_scale", "scalar")))
 
 
-_UNARY_DOC = ("\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the"
-              " default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError"
-              " when x is not numeric, ArgumentError when x is a freed tensor.")
+_UNARY_DOC = (
+    "\n\nArgs: x: a tensor or numeric data [rows, cols] (data becomes a constant of the"
+    " default dtype).\nReturns: a new tensor of x's shape and dtype.\nRaises: DTypeError"
+    " when x is not numeric, ArgumentError when x is a freed tensor."
+)
 
 
 def _unary(code: int, name: str, doc: str) -> Callable[[ArrayLike], Tensor]:
     """The elementwise op `name` (pg_unary with code); its errors name it."""
+
     def op(x: ArrayLike) -> Tensor:
         if x.__class__ is not Tensor:
             x = _as_tensor(x, name, None)
         return _out(_pg_unary(code, x._handle(name)))
+
     op.__name__ = op.__qualname__ = name
     op.__doc__ = doc + _UNARY_DOC
     return op
 
 
 # one row an op: (C code, name, the first lines of its docstring)
-ag_relu = _unary(lib.PG_UNARY_OP_RELU, "ag_relu",
-                 "Elementwise max(x, 0) (ReLU); gradient g where x > 0, 0 at x <= 0.")
-ag_sigmoid = _unary(lib.PG_UNARY_OP_SIGMOID, "ag_sigmoid",
-                    "Elementwise logistic s = 1 / (1 + exp(-x)); gradient g s (1 - s).")
-ag_tanh = _unary(lib.PG_UNARY_OP_TANH, "ag_tanh", "Elementwise tanh(x); gradient g (1 - tanh(x)^2).")
-ag_gelu = _unary(lib.PG_UNARY_OP_GELU, "ag_gelu", "Elementwise exact GELU 0.5 x (1 + erf(x / sqrt(2)))"
-                 " (not the tanh approximation).")
-ag_softmax = _unary(lib.PG_UNARY_OP_SOFTMAX, "ag_softmax",
-                    "Softmax down each column of x [classes, batch] (max-subtracted, so large"
-                    " logits do not overflow);\neach column of the result sums to 1.")
-ag_log = _unary(lib.PG_UNARY_OP_LOG, "ag_log", "Elementwise natural log, no clamping: log(0) = -inf,"
-                " log(x < 0) = nan; gradient g / x.")
-ag_exp = _unary(lib.PG_UNARY_OP_EXP, "ag_exp",
-                "Elementwise exp(x); gradient g exp(x) (overflow gives inf, as IEEE).")
-ag_neg = _unary(lib.PG_UNARY_OP_NEG, "ag_neg",
-                "Elementwise negation -x (also the unary minus operator); gradient -g.")
+ag_relu = _unary(
+    lib.PG_UNARY_OP_RELU,
+    "ag_relu",
+    "Elementwise max(x, 0) (ReLU); gradient g where x > 0, 0 at x <= 0.",
+)
+ag_sigmoid = _unary(
+    lib.PG_UNARY_OP_SIGMOID,
+    "ag_sigmoid",
+    "Elementwise logistic s = 1 / (1 + exp(-x)); gradient g s (1 - s).",
+)
+ag_tanh = _unary(
+    lib.PG_UNARY_OP_TANH, "ag_tanh", "Elementwise tanh(x); gradient g (1 - tanh(x)^2)."
+)
+ag_gelu = _unary(
+    lib.PG_UNARY_OP_GELU,
+    "ag_gelu",
+    "Elementwise exact GELU 0.5 x (1 + erf(x / sqrt(2))) (not the tanh approximation).",
+)
+ag_softmax = _unary(
+    lib.PG_UNARY_OP_SOFTMAX,
+    "ag_softmax",
+    "Softmax down each column of x [classes, batch] (max-subtracted, so large"
+    " logits do not overflow);\neach column of the result sums to 1.",
+)
+ag_log = _unary(
+    lib.PG_UNARY_OP_LOG,
+    "ag_log",
+    "Elementwise natural log, no clamping: log(0) = -inf, log(x < 0) = nan; gradient g / x.",
+)
+ag_exp = _unary(
+    lib.PG_UNARY_OP_EXP,
+    "ag_exp",
+    "Elementwise exp(x); gradient g exp(x) (overflow gives inf, as IEEE).",
+)
+ag_neg = _unary(
+    lib.PG_UNARY_OP_NEG,
+    "ag_neg",
+    "Elementwise negation -x (also the unary minus operator); gradient -g.",
+)
 
 
 def ag_pow(x: ArrayLike, p: float) -> Tensor:
@@ -196,9 +249,15 @@ def ag_clamp(x: ArrayLike, lo: float = -np.inf, hi: float = np.inf) -> Tensor:
 def _dim(dim, name):
     if dim is None:
         return 0
-    if isinstance(dim, (int, np.integer)) and not isinstance(dim, (bool, np.bool_)) and dim in (1, 2):
+    if (
+        isinstance(dim, (int, np.integer))
+        and not isinstance(dim, (bool, np.bool_))
+        and dim in (1, 2)
+    ):
         return int(dim)
-    raise PyggmlrValueError(f"{name}: dim must be None (all), 1 (per row) or 2 (per column), got {dim!r}")
+    raise PyggmlrValueError(
+        f"{name}: dim must be None (all), 1 (per row) or 2 (per column), got {dim!r}"
+    )
 
 
 def ag_sum(x: ArrayLike, dim: Optional[int] = None, keepdim: bool = False) -> Tensor:
@@ -259,7 +318,7 @@ def ag_reshape(x: ArrayLike, nrow: Union[int, Sequence[int]], ncol: int = -1) ->
 
 def _size(v, arg):
     try:
-        ok = not isinstance(v, (bool, str, bytes)) and float(v).is_integer() and abs(int(v)) < 2 ** 62
+        ok = not isinstance(v, (bool, str, bytes)) and float(v).is_integer() and abs(int(v)) < 2**62
     except (TypeError, ValueError, OverflowError):
         ok = False
     if not ok:
@@ -303,7 +362,9 @@ def _class_ids(a, name, what="class ids"):
     a = a.numpy() if isinstance(a, Tensor) else as_numeric(a, name, what)
     if a.dtype.kind == "f":
         if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
-            raise PyggmlrValueError(f"{name}: {what} must be whole numbers (0-based), got non-integer values")
+            raise PyggmlrValueError(
+                f"{name}: {what} must be whole numbers (0-based), got non-integer values"
+            )
     elif a.dtype.kind == "b":  # True / False are not row or class numbers (issue 19)
         raise ArgumentError(f"{name}: {what} must be 0-based integers, got booleans")
     elif a.dtype.kind not in "iu":
@@ -328,28 +389,39 @@ def ag_softmax_cross_entropy_loss(logits: ArrayLike, target: ArrayLike) -> Tenso
     if isinstance(target, Tensor):
         tp = target._handle(name)
         tr, tc = lib.pg_tensor_nrow(tp), lib.pg_tensor_ncol(tp)
-        if lib.pg_softmax_ce_target_kind(lp, tp) >= 0:  # the core's rule: one-hot, or ids in a tensor (no copy)
+        if (
+            lib.pg_softmax_ce_target_kind(lp, tp) >= 0
+        ):  # the core's rule: one-hot, or ids in a tensor (no copy)
             return _out(lib.pg_softmax_ce_loss_any(lp, tp))
         if tr == 1 or tc == 1:
             ids = _class_ids(target.numpy(), name)
         else:
-            raise ShapeError(f"{name}: logits are [{K}x{B}] but target is [{tr}x{tc}]; give a one-hot matrix of the logits' shape or one class id per column")
+            raise ShapeError(
+                f"{name}: logits are [{K}x{B}] but target is [{tr}x{tc}]; give a one-hot matrix of the logits' shape or one class id per column"
+            )
     else:
         try:
             a = np.asarray(target)
         except (ValueError, TypeError, OverflowError) as e:  # ragged lists and the like
-            raise PyggmlrValueError(f"{name}: target is not a matrix or a vector of class ids ({e})") from None
+            raise PyggmlrValueError(
+                f"{name}: target is not a matrix or a vector of class ids ({e})"
+            ) from None
         if a.ndim == 2 and a.shape == (K, B) and K > 1:
             t = _as_tensor(a, name, logits)
             return _wrap(lib.pg_softmax_ce_loss(lp, t._handle(name)))
         if a.ndim <= 1 or (a.ndim == 2 and (a.shape[0] == 1 or a.shape[1] == 1)):
             ids = _class_ids(a, name)
         else:
-            raise ShapeError(f"{name}: logits are [{K}x{B}] but target has shape {a.shape}; give a one-hot matrix of the logits' shape or one class id per column")
-    return _wrap(lib.pg_softmax_ce_loss_idx(lp, _core.ffi.cast("int64_t *", ids.ctypes.data), ids.size))
+            raise ShapeError(
+                f"{name}: logits are [{K}x{B}] but target has shape {a.shape}; give a one-hot matrix of the logits' shape or one class id per column"
+            )
+    return _wrap(
+        lib.pg_softmax_ce_loss_idx(lp, _core.ffi.cast("int64_t *", ids.ctypes.data), ids.size)
+    )
 
 
 # ---- Python operators (Tensor's methods, tensor.py); their errors name no op ----
+
 
 def _rsub(self: Tensor, other: ArrayLike) -> Tensor:
     a, b = _pair(other, self, "pyggmlr")

@@ -7,6 +7,7 @@ Only pred / logits receive a gradient; target (and weight) are constants: numeri
 tensors of pred's dtype. Errors: ShapeError when target's shape is not pred's, DTypeError on
 mixed dtypes, PyggmlrValueError for values outside a loss's domain (the message names the
 function, the argument, the element and the shape)."""
+
 from __future__ import annotations
 
 import numbers
@@ -16,8 +17,13 @@ from .errors import PyggmlrValueError
 from .ops import _out, _pair
 from .tensor import ArrayLike, Tensor
 
-__all__ = ["ag_binary_cross_entropy_loss", "ag_bce_with_logits_loss", "ag_huber_loss", "ag_mae_loss",
-           "ag_weighted_mse_loss"]
+__all__ = [
+    "ag_binary_cross_entropy_loss",
+    "ag_bce_with_logits_loss",
+    "ag_huber_loss",
+    "ag_mae_loss",
+    "ag_weighted_mse_loss",
+]
 
 
 def ag_binary_cross_entropy_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:

@@ -4,6 +4,7 @@ ag_max, ag_sample_categorical, ag_sample_normal; thin calls into native/ops_sele
 x is [n, batch] (a tensor, or data: a vector is one column); indices are 0-based, as in ggmlR.
 The two samplers draw from the package's random stream (R's generator in the core), in ggmlR's
 calls: the same seed gives the same samples in R and Python."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,7 +17,14 @@ from .errors import PyggmlrValueError
 from .ops import _out, _pair, _unary_arg
 from .tensor import ArrayLike, Tensor, _as_tensor
 
-__all__ = ["ag_argmax", "ag_log_softmax", "ag_gather", "ag_max", "ag_sample_categorical", "ag_sample_normal"]
+__all__ = [
+    "ag_argmax",
+    "ag_log_softmax",
+    "ag_gather",
+    "ag_max",
+    "ag_sample_categorical",
+    "ag_sample_normal",
+]
 
 
 def _ids_out(x: Tensor):

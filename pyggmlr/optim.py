@@ -1,29 +1,35 @@
 """Optimizers, gradient clipping and learning-rate schedulers. Updates run in the C core."""
+
 from __future__ import annotations
 
-from typing import Any, Dict, List
-
-from collections.abc import Mapping
-import math
 import warnings
+from collections.abc import Mapping
+from typing import Any, Dict, List
 
 import numpy as np
 
-from . import _core
-from . import _walk
+from . import _core, _walk
 from ._core import NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, StateError
 from .tape import Gradients
-from .tensor import Tensor, _read, _wrap, ag_tensor
+from .tensor import Tensor, _read, ag_tensor
 
-__all__ = ["optimizer_sgd", "optimizer_adam", "Optimizer", "clip_grad_norm", "OptimizerHyperWarning"]  # schedulers: sched.py
+__all__ = [
+    "optimizer_sgd",
+    "optimizer_adam",
+    "Optimizer",
+    "clip_grad_norm",
+    "OptimizerHyperWarning",
+]  # schedulers: sched.py
 
 from .optim_state import OptimizerHyperWarning  # noqa: E402  (re-exported)
 
 _SGD, _ADAM = lib.PG_OPTIM_KIND_SGD, lib.PG_OPTIM_KIND_ADAM  # enum pg_optim_kind
 _SLOTS = {_SGD: ("velocity", "accum"), _ADAM: ("m", "v", "accum")}
-_HYPER = {_SGD: ("lr", "momentum", "nesterov", "weight_decay", "accumulate_steps", "average"),
-          _ADAM: ("lr", "beta1", "beta2", "eps", "weight_decay", "accumulate_steps", "average")}
+_HYPER = {
+    _SGD: ("lr", "momentum", "nesterov", "weight_decay", "accumulate_steps", "average"),
+    _ADAM: ("lr", "beta1", "beta2", "eps", "weight_decay", "accumulate_steps", "average"),
+}
 
 
 def _param_list(params, name):
@@ -62,8 +68,10 @@ class _Map:
             self.m = grads._m
             return
         if not isinstance(grads, Mapping):
-            raise ArgumentError(f"{name}: grads must be a mapping (the map returned by backward(), or a dict keyed by "
-                                f"tensor id or tensor) or None, got {type(grads).__name__}")
+            raise ArgumentError(
+                f"{name}: grads must be a mapping (the map returned by backward(), or a dict keyed by "
+                f"tensor id or tensor) or None, got {type(grads).__name__}"
+            )
         keys, vals = [], []
         for t in tensors:
             v = _lookup(grads, t)
@@ -74,7 +82,9 @@ class _Map:
             self.keep.append(v)
             keys.append(t._handle())
             vals.append(v._handle())
-        self.keep.append((ka := ffi.new("pg_tensor *[]", keys or 1), va := ffi.new("pg_tensor *[]", vals or 1)))
+        self.keep.append(
+            (ka := ffi.new("pg_tensor *[]", keys or 1), va := ffi.new("pg_tensor *[]", vals or 1))
+        )
         m = lib.pg_gradmap_make(ka, va, len(keys))
         if m == NULL:
             _core.raise_last()
@@ -94,7 +104,9 @@ def _grads_handle(grads, name):
         return NULL
     if isinstance(grads, Gradients):
         return grads._m
-    raise ArgumentError(f"{name}: grads must be the map returned by backward() or None, got {type(grads).__name__}")
+    raise ArgumentError(
+        f"{name}: grads must be the map returned by backward() or None, got {type(grads).__name__}"
+    )
 
 
 def _accum_steps(v):
@@ -120,13 +132,20 @@ class Optimizer:
     def __init__(self, params: Any, **hyper: Any) -> None:
         cls = type(self).__name__
         names, tensors, named = _walk.named(params, cls)
-        if not tensors:  # torch's ValueError too: an optimizer over nothing would train nothing silently
-            raise PyggmlrValueError(f"{cls}: got no parameters to optimize (an empty model or list); pass the "
-                                    "model's parameters(), e.g. register layers and ag_param tensors as attributes of a Module")
+        if (
+            not tensors
+        ):  # torch's ValueError too: an optimizer over nothing would train nothing silently
+            raise PyggmlrValueError(
+                f"{cls}: got no parameters to optimize (an empty model or list); pass the "
+                "model's parameters(), e.g. register layers and ag_param tensors as attributes of a Module"
+            )
         uniq = _walk.unique(zip(names, tensors), lambda nt: nt[1])  # by id, not handle
         if len(uniq) < len(tensors):
-            warnings.warn(f"optimizer: {len(tensors) - len(uniq)} parameter(s) listed more than once (same tensor); "
-                          "keeping the first occurrence of each.", stacklevel=3)
+            warnings.warn(
+                f"optimizer: {len(tensors) - len(uniq)} parameter(s) listed more than once (same tensor); "
+                "keeping the first occurrence of each.",
+                stacklevel=3,
+            )
         if "accumulate_steps" in hyper:
             hyper["accumulate_steps"] = _accum_steps(hyper["accumulate_steps"])
         if "average" in hyper:  # isTRUE(average)
@@ -145,7 +164,9 @@ class Optimizer:
             setattr(self, hk, hv)
 
     def __copy__(self):  # the C state has one owner: a copy would free it twice
-        raise StateError(f"{type(self).__name__}: optimizers cannot be copied; save state() and load_state() it into a new one")
+        raise StateError(
+            f"{type(self).__name__}: optimizers cannot be copied; save state() and load_state() it into a new one"
+        )
 
     def __deepcopy__(self, memo):
         return self.__copy__()
@@ -171,11 +192,15 @@ class Optimizer:
     def __setattr__(self, name, value):
         if name in _HYPER[self._kind] or name in ("t", "accum_count"):
             if isinstance(value, (bool, np.bool_)) and name not in ("nesterov", "average"):
-                raise ArgumentError(f"{type(self).__name__}: {name} must be a number, got {value!r}")
+                raise ArgumentError(
+                    f"{type(self).__name__}: {name} must be a number, got {value!r}"
+                )
             try:
                 v = float(value)
             except (TypeError, ValueError):
-                raise ArgumentError(f"{type(self).__name__}: {name} must be a number, got {value!r}") from None
+                raise ArgumentError(
+                    f"{type(self).__name__}: {name} must be a number, got {value!r}"
+                ) from None
             _core.check(lib.pg_optim_set(self._o, name.encode(), v))
         else:
             object.__setattr__(self, name, value)
@@ -185,7 +210,11 @@ class Optimizer:
         out = {}
         for i, (n, p) in enumerate(self.params.items()):
             t = lib.pg_optim_state(self._o, i, s)
-            out[n] = np.zeros(p.shape, order="F") if t == NULL else _read(t).astype(np.float64, order="F")
+            out[n] = (
+                np.zeros(p.shape, order="F")
+                if t == NULL
+                else _read(t).astype(np.float64, order="F")
+            )
         return out
 
     def step(self, grads: Any = None, sum_grads: bool = False) -> bool:
@@ -196,7 +225,9 @@ class Optimizer:
         micro-batches with backward() (which adds into .grad), ``if opt.step(): opt.zero_grad()``.
         sum_grads=True (this project's): every call adds grads into the optimizer's own
         accumulator and call k applies their sum (mean), for loops that pass one map per call."""
-        sum_grads = sum_grads is True or (isinstance(sum_grads, np.bool_) and bool(sum_grads))  # isTRUE, as R
+        sum_grads = sum_grads is True or (
+            isinstance(sum_grads, np.bool_) and bool(sum_grads)
+        )  # isTRUE, as R
         tensors = list(self.params.values())
         k = self.accumulate_steps
         if not sum_grads and k > 1 and self.accum_count + 1 < k:
@@ -215,6 +246,7 @@ class Optimizer:
         """ggmlR 0.8.6's optimizer state: format, version 1, type, t, accum_count, names (None
         for an unnamed list), slots (velocity / m, v: float64 arrays by position), hyper."""
         from .optim_state import state
+
         return state(self)
 
     def load_state(self, state: Any) -> bool:
@@ -222,19 +254,23 @@ class Optimizer:
         written unless all pass). Hyper-parameters are not restored: OptimizerHyperWarning when
         they differ."""
         from .optim_state import load_state
+
         return load_state(self, state)
 
     def _file_state(self):
         from .optim_state import file_state
+
         return file_state(self)
 
     def _load_file_state(self, st, check_only=False):
         from .optim_state import load_file_state
+
         load_file_state(self, st, check_only)
 
 
 def _f64(v):
     import numpy as np
+
     a = np.asarray(v, dtype=np.float64)
     return np.asfortranarray(a.reshape(a.shape[0], -1) if a.ndim != 2 else a)
 
@@ -250,10 +286,25 @@ class optimizer_sgd(Optimizer):
 
     _kind = _SGD
 
-    def __init__(self, params: Any, lr: float = 0.01, momentum: float = 0.0, accumulate_steps: int = 1,
-                 average: bool = True, nesterov: bool = False, weight_decay: float = 0.0) -> None:
-        super().__init__(params, lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay,
-                         accumulate_steps=accumulate_steps, average=average)
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 0.01,
+        momentum: float = 0.0,
+        accumulate_steps: int = 1,
+        average: bool = True,
+        nesterov: bool = False,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(
+            params,
+            lr=lr,
+            momentum=momentum,
+            nesterov=nesterov,
+            weight_decay=weight_decay,
+            accumulate_steps=accumulate_steps,
+            average=average,
+        )
 
     @property
     def velocity(self) -> Dict[str, np.ndarray]:
@@ -270,10 +321,27 @@ class optimizer_adam(Optimizer):
 
     _kind = _ADAM
 
-    def __init__(self, params: Any, lr: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
-                 accumulate_steps: int = 1, average: bool = True, weight_decay: float = 0.0) -> None:
-        super().__init__(params, lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
-                         accumulate_steps=accumulate_steps, average=average)
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-3,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        eps: float = 1e-8,
+        accumulate_steps: int = 1,
+        average: bool = True,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(
+            params,
+            lr=lr,
+            beta1=beta1,
+            beta2=beta2,
+            eps=eps,
+            weight_decay=weight_decay,
+            accumulate_steps=accumulate_steps,
+            average=average,
+        )
 
     @property
     def m(self) -> Dict[str, np.ndarray]:
@@ -288,8 +356,10 @@ class optimizer_adam(Optimizer):
     resident = False  # ggmlR's GPU-resident moments: never, on the CPU
 
     def __repr__(self):
-        return (f"Adam optimizer | lr = {self.lr:g} | beta1 = {self.beta1:g} | beta2 = {self.beta2:g} | "
-                f"step = {self.t} | params: {len(self.params)} ")
+        return (
+            f"Adam optimizer | lr = {self.lr:g} | beta1 = {self.beta1:g} | beta2 = {self.beta2:g} | "
+            f"step = {self.t} | params: {len(self.params)} "
+        )
 
 
 def clip_grad_norm(params: Any, grads: Any = None, max_norm: float = 1.0) -> float:
@@ -300,10 +370,16 @@ def clip_grad_norm(params: Any, grads: Any = None, max_norm: float = 1.0) -> flo
     arr = ffi.new("pg_tensor *[]", [t._handle("clip_grad_norm") for t in tensors] or 1)
     out = ffi.new("double *")
     if isinstance(max_norm, (str, bytes, bool)):
-        raise ArgumentError(f"clip_grad_norm: max_norm must be a number, got {type(max_norm).__name__}")
+        raise ArgumentError(
+            f"clip_grad_norm: max_norm must be a number, got {type(max_norm).__name__}"
+        )
     try:
         mn = float(max_norm)
     except (TypeError, ValueError, OverflowError):
-        raise ArgumentError(f"clip_grad_norm: max_norm must be a number, got {type(max_norm).__name__}") from None
-    _core.check(lib.pg_clip_grad_norm(arr, len(tensors), _grads_handle(grads, "clip_grad_norm"), mn, out))
+        raise ArgumentError(
+            f"clip_grad_norm: max_norm must be a number, got {type(max_norm).__name__}"
+        ) from None
+    _core.check(
+        lib.pg_clip_grad_norm(arr, len(tensors), _grads_handle(grads, "clip_grad_norm"), mn, out)
+    )
     return out[0]

@@ -1,13 +1,13 @@
 """Optimizer state()/load_state() in ggmlR 0.8.6's layout, with its checks and messages (the
 same texts as the R front end), plus the layout this project's model files store."""
+
 from __future__ import annotations
 
-from typing import Any, Dict, List, NoReturn, Optional
-
-from collections.abc import Mapping, Sequence
 import math
 import numbers
 import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, Dict, List, NoReturn, Optional
 
 import numpy as np
 
@@ -23,8 +23,10 @@ _HYPER = {"sgd": ("lr", "momentum"), "adam": ("lr", "beta1", "beta2", "eps")}
 # this project's extra hyper-parameters: in the state only when not at their default
 _EXTRA = {"sgd": (("nesterov", False), ("weight_decay", 0.0)), "adam": (("weight_decay", 0.0),)}
 _LEGACY_SLOTS = {"sgd": ("velocity", "accum"), "adam": ("m", "v", "accum")}
-_LEGACY_HYPER = {"sgd": ("lr", "momentum", "nesterov", "weight_decay", "accumulate_steps", "average"),
-                 "adam": ("lr", "beta1", "beta2", "eps", "weight_decay", "accumulate_steps", "average")}
+_LEGACY_HYPER = {
+    "sgd": ("lr", "momentum", "nesterov", "weight_decay", "accumulate_steps", "average"),
+    "adam": ("lr", "beta1", "beta2", "eps", "weight_decay", "accumulate_steps", "average"),
+}
 
 
 class OptimizerHyperWarning(UserWarning):
@@ -82,12 +84,23 @@ def state(opt: Any) -> Dict[str, Any]:
     t = _type(opt)
     ac = opt.accum_count
     if ac > 0:
-        warnings.warn(f"optimizer state(): taken mid-accumulation ({ac} of {opt.accumulate_steps} backward passes); "
-                      "the accumulated gradients live in the parameters' $grad and are not part of the state",
-                      UserWarning, stacklevel=3)
+        warnings.warn(
+            f"optimizer state(): taken mid-accumulation ({ac} of {opt.accumulate_steps} backward passes); "
+            "the accumulated gradients live in the parameters' $grad and are not part of the state",
+            UserWarning,
+            stacklevel=3,
+        )
     slots = {nm: list(opt._slot(s).values()) for s, nm in enumerate(_SLOTS[t])}
-    return {"format": FORMAT, "version": 1, "type": t, "t": opt.t if t == "adam" else 0, "accum_count": ac,
-            "names": list(opt.params) if opt._named else None, "slots": slots, "hyper": _hyper(opt)}
+    return {
+        "format": FORMAT,
+        "version": 1,
+        "type": t,
+        "t": opt.t if t == "adam" else 0,
+        "accum_count": ac,
+        "names": list(opt.params) if opt._named else None,
+        "slots": slots,
+        "hyper": _hyper(opt),
+    }
 
 
 def _fail(msg: str) -> NoReturn:
@@ -95,8 +108,13 @@ def _fail(msg: str) -> NoReturn:
 
 
 def _is_count(v) -> bool:
-    return (isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) and math.isfinite(float(v))
-            and float(v) >= 0 and float(v) == math.floor(float(v)))
+    return (
+        isinstance(v, numbers.Real)
+        and not isinstance(v, (bool, np.bool_))
+        and math.isfinite(float(v))
+        and float(v) >= 0
+        and float(v) == math.floor(float(v))
+    )
 
 
 def _shape(v) -> str:
@@ -144,9 +162,18 @@ def _hyper_warn(opt: Any, sh: Any, stacklevel: int = 4) -> None:
         if not _all_equal(cur, sv):
             changed[k] = {"current": cur, "state": sv}
     if changed:
-        parts = [f"{k} = {r_format(v['current'])} (state {r_format(v['state'])})" for k, v in changed.items()]
-        warnings.warn(OptimizerHyperWarning("optimizer load_state(): hyperparameters differ from the state's and are "
-                                            "NOT restored: " + ", ".join(parts), changed), stacklevel=stacklevel)
+        parts = [
+            f"{k} = {r_format(v['current'])} (state {r_format(v['state'])})"
+            for k, v in changed.items()
+        ]
+        warnings.warn(
+            OptimizerHyperWarning(
+                "optimizer load_state(): hyperparameters differ from the state's and are "
+                "NOT restored: " + ", ".join(parts),
+                changed,
+            ),
+            stacklevel=stacklevel,
+        )
 
 
 def load_state(opt: Any, st: Any) -> bool:
@@ -155,14 +182,22 @@ def load_state(opt: Any, st: Any) -> bool:
     (OptimizerHyperWarning), then moments and counters written at once. Returns True."""
     t = _type(opt)
     # 1-3: what it is
-    if not isinstance(st, Mapping) or not (isinstance(st.get("format"), str) and st.get("format") == FORMAT):
+    if not isinstance(st, Mapping) or not (
+        isinstance(st.get("format"), str) and st.get("format") == FORMAT
+    ):
         _fail("not an optimizer state (from opt$state())")
     if "type" not in st and "kind" in st and isinstance(st.get("params"), list):
-        load_file_state(opt, _check_legacy(opt, st))  # a state() of pyggmlr before ggmlR 0.8.6's layout
+        load_file_state(
+            opt, _check_legacy(opt, st)
+        )  # a state() of pyggmlr before ggmlR 0.8.6's layout
         return True
     ver = st.get("version")
-    if not (isinstance(ver, numbers.Integral) and not isinstance(ver, (bool, np.bool_)) and ver == 1):
-        _fail(f"unsupported state version {'NULL' if ver is None else r_format(ver)} (this ggmlR reads version 1)")
+    if not (
+        isinstance(ver, numbers.Integral) and not isinstance(ver, (bool, np.bool_)) and ver == 1
+    ):
+        _fail(
+            f"unsupported state version {'NULL' if ver is None else r_format(ver)} (this ggmlR reads version 1)"
+        )
     if not isinstance(st.get("type"), str) or st.get("type") != t:
         _fail(f"state is for a '{st.get('type')}' optimizer, this one is '{t}'")
     # 4: one entry per parameter in every slot
@@ -172,25 +207,36 @@ def load_state(opt: Any, st: Any) -> bool:
     lists = {}
     for nm in _SLOTS[t]:
         v = slots.get(nm)
-        lst = list(v) if isinstance(v, Sequence) and not isinstance(v, (str, bytes)) else \
-            list(v.values()) if isinstance(v, Mapping) else ([] if v is None else [v])
+        lst = (
+            list(v)
+            if isinstance(v, Sequence) and not isinstance(v, (str, bytes))
+            else list(v.values())
+            if isinstance(v, Mapping)
+            else ([] if v is None else [v])
+        )
         if len(lst) != len(params):
             _fail(f"state has {len(lst)} parameters, optimizer has {len(params)}")
         lists[nm] = lst
     # 5: names, when both sides have them
     sn = st.get("names")
-    if sn is not None and (isinstance(sn, (str, bytes, Mapping)) or not isinstance(sn, (Sequence, np.ndarray))):
+    if sn is not None and (
+        isinstance(sn, (str, bytes, Mapping)) or not isinstance(sn, (Sequence, np.ndarray))
+    ):
         _fail(f"names must be NULL or one name per parameter, got {type(sn).__name__}")
     if opt._named and sn is not None and [str(x) for x in sn] != list(opt.params):
-        _fail("parameter names differ from the state's (position is the key, names are the check)"
-              f"\n  optimizer: {', '.join(opt.params)}\n  state:     {', '.join(str(x) for x in sn)}")
+        _fail(
+            "parameter names differ from the state's (position is the key, names are the check)"
+            f"\n  optimizer: {', '.join(opt.params)}\n  state:     {', '.join(str(x) for x in sn)}"
+        )
     # 6: shapes and values
     vals: List[np.ndarray] = []
     for nm in _SLOTS[t]:
         for i, (p, v) in enumerate(zip(params, lists[nm])):
             a = _num_matrix(v, p.shape)
             if a is None:
-                _fail(f"slot '{nm}' of parameter {i + 1} has shape {_shape(v)}, expected {p.shape[0]}x{p.shape[1]}")
+                _fail(
+                    f"slot '{nm}' of parameter {i + 1} has shape {_shape(v)}, expected {p.shape[0]}x{p.shape[1]}"
+                )
             if not np.isfinite(a).all():
                 _fail(f"slot '{nm}' of parameter {i + 1} is not finite")
             vals.append(a)
@@ -200,11 +246,14 @@ def load_state(opt: Any, st: Any) -> bool:
     # 8: hyper-parameters are compared, never restored; the load goes on after the warning
     _hyper_warn(opt, st.get("hyper"))
     ptrs = ffi.new("double *[]", [ffi.cast("double *", a.ctypes.data) for a in vals] or 1)
-    _core.check(lib.pg_optim_load(opt._o, ptrs, len(vals), float(st["t"]), float(st["accum_count"])))
+    _core.check(
+        lib.pg_optim_load(opt._o, ptrs, len(vals), float(st["t"]), float(st["accum_count"]))
+    )
     return True
 
 
 # ---- the layout of this project's model files (ag_save_model(optimizer =), ag_fit checkpoints) ----
+
 
 def file_state(opt: Any) -> Dict[str, Any]:
     """The optimizer state in this project's model-file layout (kind, t, accum_count, every
@@ -218,12 +267,20 @@ def file_state(opt: Any) -> Dict[str, Any]:
             p = lib.pg_optim_state(opt._o, i, s)
             entry[nm] = None if p == NULL else _core_read(p)
         per.append(entry)
-    return {"format": FORMAT, "version": 1, "kind": t, "t": opt.t, "accum_count": opt.accum_count,
-            "hyper": {k: getattr(opt, k) for k in _LEGACY_HYPER[t]}, "params": per}
+    return {
+        "format": FORMAT,
+        "version": 1,
+        "kind": t,
+        "t": opt.t,
+        "accum_count": opt.accum_count,
+        "hyper": {k: getattr(opt, k) for k in _LEGACY_HYPER[t]},
+        "params": per,
+    }
 
 
 def _core_read(p):
     from .tensor import _read
+
     return _read(p)
 
 
@@ -239,7 +296,9 @@ def _check_legacy(opt: Any, st: Any) -> Dict[str, Any]:
         for nm in _LEGACY_SLOTS[t]:
             v = entry.get(nm) if isinstance(entry, Mapping) else None
             if v is not None and _num_matrix(v, p.shape) is None:
-                _fail(f"slot '{nm}' of parameter {i + 1} has shape {_shape(v)}, expected {p.shape[0]}x{p.shape[1]}")
+                _fail(
+                    f"slot '{nm}' of parameter {i + 1} has shape {_shape(v)}, expected {p.shape[0]}x{p.shape[1]}"
+                )
     if not (_is_count(st.get("t", 0)) and _is_count(st.get("accum_count", 0))):
         _fail("t / accum_count are not counts")
     return st
@@ -267,6 +326,17 @@ def load_file_state(opt: Any, st: Dict[str, Any], check_only: bool = False) -> N
     arr = ffi.new("double *[]", ptrs or [NULL])
     if not check_only:
         _core.check(lib.pg_optim_load_file(opt._o, arr, len(ptrs), float(cnt[0]), float(cnt[1]), 1))
-        _hyper_warn(opt, {k: v for k, v in st.get("hyper", {}).items() if k in _HYPER[t] or k in dict(_EXTRA[t])},
-                    stacklevel=5)
-    _core.check(lib.pg_optim_load_file(opt._o, arr, len(ptrs), float(cnt[0]), float(cnt[1]), int(check_only)))
+        _hyper_warn(
+            opt,
+            {
+                k: v
+                for k, v in st.get("hyper", {}).items()
+                if k in _HYPER[t] or k in dict(_EXTRA[t])
+            },
+            stacklevel=5,
+        )
+    _core.check(
+        lib.pg_optim_load_file(
+            opt._o, arr, len(ptrs), float(cnt[0]), float(cnt[1]), int(check_only)
+        )
+    )

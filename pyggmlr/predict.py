@@ -1,5 +1,6 @@
 """ag_predict and ag_accuracy: a trained model's outputs, and the share of arg-max hits (counted
 in the core, pg_accuracy_count, as R's)."""
+
 from __future__ import annotations
 
 from typing import Any, List
@@ -7,8 +8,8 @@ from typing import Any, List
 import numpy as np
 
 from . import _core
-from ._core import ffi, lib
 from ._args import check_int
+from ._core import ffi, lib
 from .errors import ArgumentError, ShapeError
 from .fit_util import _as_cols, _forward, _model_dtype, _set_mode
 from .tape import ag_no_grad
@@ -32,7 +33,7 @@ def ag_predict(model: Any, x: Any, batch_size: int = 256) -> np.ndarray:
         _set_mode(model, False)  # inside: the mode comes back on every exit path
         with ag_no_grad():
             for s in range(0, X.shape[1], bs):
-                xb = ag_tensor(X[:, s:s + bs], dtype=dtype)
+                xb = ag_tensor(X[:, s : s + bs], dtype=dtype)
                 outs.append(_forward(model, xb).numpy())
     finally:
         if was_training:
@@ -49,10 +50,20 @@ def ag_accuracy(model: Any, x: Any, y: Any, batch_size: int = 256) -> float:
     if Y.shape[1] != out.shape[1]:
         raise ShapeError(f"ag_accuracy: x has {out.shape[1]} samples but y has {Y.shape[1]}")
     if Y.shape[0] == 1 and Y.dtype.kind == "b":
-        raise ArgumentError("ag_accuracy: y must be 0-based class ids or a one-hot matrix, got booleans")
+        raise ArgumentError(
+            "ag_accuracy: y must be 0-based class ids or a one-hot matrix, got booleans"
+        )
     o = np.asfortranarray(out, dtype=np.float64)
     t = np.asfortranarray(Y, dtype=np.float64)
     hit = ffi.new("int64_t *")  # the count in the core, as R's
-    _core.check(lib.pg_accuracy_count(ffi.cast("double *", o.ctypes.data), o.shape[0], o.shape[1],
-                                      ffi.cast("double *", t.ctypes.data), t.shape[0], hit))
+    _core.check(
+        lib.pg_accuracy_count(
+            ffi.cast("double *", o.ctypes.data),
+            o.shape[0],
+            o.shape[1],
+            ffi.cast("double *", t.ctypes.data),
+            t.shape[0],
+            hit,
+        )
+    )
     return float(hit[0]) / o.shape[1]

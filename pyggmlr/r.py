@@ -36,6 +36,7 @@ The Python cffi module and the R package each hold their own copy of the core: t
 ids, default dtype, tape and live-object counters are separate (``r.call("ag_live_objects")``
 is R's). Embedded R is single-threaded: call this module from one thread only.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -48,8 +49,23 @@ from .errors import PyggmlrError
 
 _T = TypeVar("_T")
 
-__all__ = ["available", "unavailable_reason", "start", "sync_blas", "to_r", "to_r_tensor", "from_r",
-           "call", "run", "tape", "package_installed", "RObject", "RError", "r_live_objects", "r_gc"]
+__all__ = [
+    "available",
+    "unavailable_reason",
+    "start",
+    "sync_blas",
+    "to_r",
+    "to_r_tensor",
+    "from_r",
+    "call",
+    "run",
+    "tape",
+    "package_installed",
+    "RObject",
+    "RError",
+    "r_live_objects",
+    "r_gc",
+]
 
 
 class RError(PyggmlrError, RuntimeError):
@@ -116,6 +132,7 @@ def unavailable_reason() -> Optional[str]:
         return 'rpy2 is not installed (pip install "rpy2>=3.5,<3.6")'
     try:
         from rpy2 import situation
+
         home = situation.get_r_home()
     except Exception as e:  # a broken rpy2 install
         return f"rpy2 cannot locate R: {type(e).__name__}: {e}"
@@ -135,9 +152,11 @@ def start() -> None:
     if why:
         raise RuntimeError(f"pyggmlr.r: {why}")
     import os
+
     ld = os.environ.get("LD_LIBRARY_PATH")
     import rpy2.rinterface as ri
     import rpy2.robjects  # noqa: F401  (initialises embedded R)
+
     # rpy2 prepends R's library directories to LD_LIBRARY_PATH; the loader of this process
     # read it at start-up already, so it only leaks into child processes (where a system
     # libpython can shadow this interpreter's): restore it
@@ -149,10 +168,18 @@ def start() -> None:
 
     ok = ri.evalr('suppressWarnings(requireNamespace("pyggmlr", quietly = TRUE))')
     if not ok[0]:
-        raise RuntimeError("pyggmlr.r: the R package 'pyggmlr' is not installed in R; "
-                           "run: bash scripts/install-r-package.sh")
-    ri.evalr('suppressPackageStartupMessages(library(pyggmlr))')  # attach: run() code sees ag_*
-    _st.update(ri=ri, cv=default_converter + numpy2ri.converter, b=ri.evalr(_BRIDGE_R), started=True, blas=None)
+        raise RuntimeError(
+            "pyggmlr.r: the R package 'pyggmlr' is not installed in R; "
+            "run: bash scripts/install-r-package.sh"
+        )
+    ri.evalr("suppressPackageStartupMessages(library(pyggmlr))")  # attach: run() code sees ag_*
+    _st.update(
+        ri=ri,
+        cv=default_converter + numpy2ri.converter,
+        b=ri.evalr(_BRIDGE_R),
+        started=True,
+        blas=None,
+    )
     atexit.register(_drop_bridge)
     sync_blas()
 
@@ -162,6 +189,7 @@ def _drop_bridge():
     _st["b"] = None
     _st["started"] = False
     import gc
+
     gc.collect()
 
 
@@ -183,6 +211,7 @@ def sync_blas(force: bool = False) -> Any:
     choice changed since the last call (or when `force`, e.g. after R code switched it).
     Raises RuntimeError when R is not available, RError when R fails to load the library."""
     from . import _core
+
     _ri()
     want = (_core.blas_name(), _core.blas_library_path())
     if force or _st.get("blas") != want:  # dyn.load once per change, not per call
@@ -196,6 +225,7 @@ def sync_blas(force: bool = False) -> Any:
 
 # ---------------------------------------------------------------------------------------------
 # conversions
+
 
 class RObject:
     """A handle on an R object that has no natural Python form (environments, functions,
@@ -260,6 +290,7 @@ class RObject:
 
 def _numpy_to_sexp(a):
     from rpy2.robjects.conversion import localconverter
+
     a = np.asarray(a)
     if a.dtype.kind == "f":
         a = a.astype(np.float64)
@@ -288,8 +319,10 @@ def _numpy_to_sexp(a):
 def _to_sexp(x, tensors=True):
     """Python -> rinterface Sexp (tensors -> R ag_tensor when `tensors`, else R matrix)."""
     ri = _ri()
-    from .tensor import Tensor
     from rpy2.rinterface_lib.sexp import Sexp
+
+    from .tensor import Tensor
+
     if isinstance(x, RObject):
         return x._sexp
     if isinstance(x, Sexp):
@@ -300,8 +333,11 @@ def _to_sexp(x, tensors=True):
         return ri.NULL
     if isinstance(x, Tensor):
         if tensors:
-            return _bridge("tensor")(_numpy_to_sexp(x.numpy()), ri.StrSexpVector([x.dtype]),
-                                     ri.BoolSexpVector([bool(x.requires_grad)]))
+            return _bridge("tensor")(
+                _numpy_to_sexp(x.numpy()),
+                ri.StrSexpVector([x.dtype]),
+                ri.BoolSexpVector([bool(x.requires_grad)]),
+            )
         return _numpy_to_sexp(x.numpy())
     if isinstance(x, (bool, np.bool_)):
         return ri.BoolSexpVector([bool(x)])
@@ -335,6 +371,7 @@ def _atomic(s):
         vals = [None if v is ri.NA_Character else str(v) for v in s]
         return vals[0] if (len(vals) == 1 and dim is None) else vals
     from rpy2.robjects.conversion import localconverter
+
     with localconverter(_st["cv"]) as cv:
         a = np.array(cv.rpy2py(s), copy=True)
     if t == ri.RTYPES.LGLSXP:
@@ -374,6 +411,7 @@ def from_r(obj: Any) -> Any:
     Python value is returned as given. Raises RuntimeError when R is not available."""
     ri = _ri()
     from rpy2.rinterface_lib.sexp import Sexp
+
     if isinstance(obj, RObject):
         s = obj._sexp
     elif isinstance(obj, Sexp):
@@ -388,6 +426,7 @@ def from_r(obj: Any) -> Any:
         return _atomic(s)
     if s.typeof == ri.RTYPES.ENVSXP and "ag_tensor" in s.rclass:
         from .tensor import ag_param, ag_tensor
+
         info = _bridge("tensor_info")(s)
         data, dtype, rg = _atomic(info[0]), str(info[1][0]), bool(info[2][0])
         data = np.asarray(data, dtype=np.float64).reshape(np.shape(data) or (1, 1), order="F")
@@ -411,13 +450,16 @@ def to_r(x: Any) -> RObject:
     return RObject(_to_sexp(x, tensors=False))
 
 
-def to_r_tensor(x: Any, dtype: Optional[str] = None, requires_grad: Optional[bool] = None) -> RObject:
+def to_r_tensor(
+    x: Any, dtype: Optional[str] = None, requires_grad: Optional[bool] = None
+) -> RObject:
     """A Python Tensor or array -> an R ag_tensor (a copy). dtype defaults to the tensor's own
     dtype (for arrays: float32 -> "f32", anything else -> "f64"); requires_grad defaults to
     the tensor's flag (False for arrays). 0-D / 1-D data becomes an [n, 1] column; 2-D data
     keeps [rows, cols]. Returns an RObject handle. Raises RuntimeError when R is not available,
     RError when R rejects the values (e.g. an unknown dtype)."""
     from .tensor import Tensor
+
     ri = _ri()
     if isinstance(x, Tensor):
         a = x.numpy()
@@ -429,7 +471,11 @@ def to_r_tensor(x: Any, dtype: Optional[str] = None, requires_grad: Optional[boo
         rg = bool(requires_grad)
     if a.ndim < 2:
         a = a.reshape(-1, 1)
-    return RObject(_bridge("tensor")(_numpy_to_sexp(a), ri.StrSexpVector([dtype]), ri.BoolSexpVector([bool(rg)])))
+    return RObject(
+        _bridge("tensor")(
+            _numpy_to_sexp(a), ri.StrSexpVector([dtype]), ri.BoolSexpVector([bool(rg)])
+        )
+    )
 
 
 def _call_sexp(fn, args, kwargs):

@@ -15,6 +15,7 @@ functions use the calling thread's current stream: the process-wide default, or 
 ``Generator`` made current with ``with gen.active():`` (``ag_fit(seed=)`` runs on one of its own
 this way). Each stream has a lock: sharing one between threads never tears its state.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,8 +29,19 @@ from . import _core
 from ._native import ffi, lib
 from .errors import ArgumentError, PyggmlrValueError
 
-__all__ = ["ggml_set_seed", "set_seed", "ag_rng", "Generator", "runif", "rnorm", "sample",
-           "sample_int", "get_state", "set_state", "STATE_LEN"]
+__all__ = [
+    "ggml_set_seed",
+    "set_seed",
+    "ag_rng",
+    "Generator",
+    "runif",
+    "rnorm",
+    "sample",
+    "sample_int",
+    "get_state",
+    "set_state",
+    "STATE_LEN",
+]
 
 STATE_LEN = lib.PG_RNG_STATE_LEN  # 626, as R's .Random.seed
 _INT_MAX = 2**31 - 1
@@ -39,10 +51,14 @@ _active = threading.local()  # per thread: the Generators made current (kept ali
 def _seed_int(seed: Any, fn: str) -> int:
     """R's as.integer(seed) for set.seed: a whole number in R's integer range."""
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Real):
-        raise PyggmlrValueError(f"{fn}: `seed` must be a single non-NA integer (or None), got {seed!r}")
+        raise PyggmlrValueError(
+            f"{fn}: `seed` must be a single non-NA integer (or None), got {seed!r}"
+        )
     s = float(seed)
     if not np.isfinite(s) or abs(s) > _INT_MAX:
-        raise PyggmlrValueError(f"{fn}: `seed` must be a single non-NA integer (or None), got {seed!r}")
+        raise PyggmlrValueError(
+            f"{fn}: `seed` must be a single non-NA integer (or None), got {seed!r}"
+        )
     return int(s)  # as.integer truncates toward zero
 
 
@@ -52,8 +68,15 @@ def _count(n: Any, fn: str) -> int:
         return int(np.size(n))
     if isinstance(n, (np.ndarray, list, tuple)):
         n = np.asarray(n).reshape(-1)[0]
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Real) or not np.isfinite(float(n)) or n < 0:
-        raise PyggmlrValueError(f"{fn}: n must be a count >= 0 (or a sequence, whose length is used), got {n!r}")
+    if (
+        isinstance(n, (bool, np.bool_))
+        or not isinstance(n, numbers.Real)
+        or not np.isfinite(float(n))
+        or n < 0
+    ):
+        raise PyggmlrValueError(
+            f"{fn}: n must be a count >= 0 (or a sequence, whose length is used), got {n!r}"
+        )
     return int(cast(SupportsInt, n))  # a finite Real (typeshed's Real declares no __int__)
 
 
@@ -110,13 +133,20 @@ class Generator:
         """Load a .Random.seed (626 integers of R's default kinds, as get_state gives or R's
         ``.Random.seed`` holds)."""
         a = np.asarray(state)
-        if a.dtype.kind not in "iuf" or (a.dtype.kind == "f" and not np.all(np.isfinite(a))) \
-                or (a.dtype.kind == "f" and np.any(a != np.round(a))):
-            raise PyggmlrValueError(f"set_state: state must hold {STATE_LEN} integers (R's .Random.seed)")
+        if (
+            a.dtype.kind not in "iuf"
+            or (a.dtype.kind == "f" and not np.all(np.isfinite(a)))
+            or (a.dtype.kind == "f" and np.any(a != np.round(a)))
+        ):
+            raise PyggmlrValueError(
+                f"set_state: state must hold {STATE_LEN} integers (R's .Random.seed)"
+            )
         if a.dtype.kind == "u" or a.dtype.kind == "f":
             a = a.astype(np.int64)
-        if np.any(a < -2**31) or np.any(a > _INT_MAX):
-            raise PyggmlrValueError("set_state: state values must be 32-bit integers (R's .Random.seed)")
+        if np.any(a < -(2**31)) or np.any(a > _INT_MAX):
+            raise PyggmlrValueError(
+                "set_state: state values must be 32-bit integers (R's .Random.seed)"
+            )
         a = np.ascontiguousarray(a.astype(np.int32).reshape(-1))
         _core.check(lib.pg_rng_set_state(self._h, ffi.cast("int32_t *", a.ctypes.data), a.size))
 
@@ -141,23 +171,37 @@ class Generator:
         """R's rnorm(n, mean, sd) by inversion (two uniforms a normal); mean and sd recycled."""
         return _draw2(self._h, lib.pg_rng_rnorm, "rnorm", n, mean, "mean", sd, "sd")
 
-    def sample_int(self, n: Any, size: Optional[int] = None, replace: bool = False,
-                   prob: Optional[Any] = None, use_hash: Optional[bool] = None) -> np.ndarray:
+    def sample_int(
+        self,
+        n: Any,
+        size: Optional[int] = None,
+        replace: bool = False,
+        prob: Optional[Any] = None,
+        use_hash: Optional[bool] = None,
+    ) -> np.ndarray:
         """R's sample.int(n, size, replace, prob, useHash): int64 values in 1..n (1-based, as R).
         use_hash None is R's default (n > 1e7, no replacement, no prob, size <= n / 2)."""
         return _sample_int(self._h, n, size, replace, prob, use_hash)
 
-    def sample(self, x: Any, size: Optional[int] = None, replace: bool = False,
-               prob: Optional[Any] = None) -> np.ndarray:
+    def sample(
+        self, x: Any, size: Optional[int] = None, replace: bool = False, prob: Optional[Any] = None
+    ) -> np.ndarray:
         """R's sample(x, size, replace, prob): a single number x >= 1 samples 1..x (as
         sample.int); otherwise the elements of x (a sequence or 1-D array) are drawn."""
-        if isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)) and np.isfinite(float(x)) and float(x) >= 1:
+        if (
+            isinstance(x, numbers.Real)
+            and not isinstance(x, (bool, np.bool_))
+            and np.isfinite(float(x))
+            and float(x) >= 1
+        ):
             return _sample_int(self._h, x, size, replace, prob, None)
         arr = np.asarray(x)
         if arr.ndim == 0:
             arr = arr.reshape(1)
         arr = arr.reshape(-1)
-        idx = _sample_int(self._h, arr.size, arr.size if size is None else size, replace, prob, None)
+        idx = _sample_int(
+            self._h, arr.size, arr.size if size is None else size, replace, prob, None
+        )
         return arr[idx - 1]
 
 
@@ -174,10 +218,21 @@ def _draw2(h, cfn, fn, n, a, an, b, bn):
         return out
     av, bv = _vec(a, fn, an), _vec(b, fn, bn)
     nnan = ffi.new("int64_t *")
-    _core.check(cfn(h, n, ffi.cast("double *", av.ctypes.data), av.size, ffi.cast("double *", bv.ctypes.data),
-                    bv.size, ffi.cast("double *", out.ctypes.data), nnan))
+    _core.check(
+        cfn(
+            h,
+            n,
+            ffi.cast("double *", av.ctypes.data),
+            av.size,
+            ffi.cast("double *", bv.ctypes.data),
+            bv.size,
+            ffi.cast("double *", out.ctypes.data),
+            nnan,
+        )
+    )
     if nnan[0]:
         import warnings
+
         warnings.warn(f"{fn}: NAs produced", RuntimeWarning, stacklevel=3)
     return out
 
@@ -189,8 +244,12 @@ def _sample_int(h, n, size, replace, prob, use_hash):
     dn = float(n)
     if size is None:
         size = dn
-    if isinstance(size, (bool, np.bool_)) or not isinstance(size, numbers.Real) or not np.isfinite(float(size)) \
-            or size < 0:
+    if (
+        isinstance(size, (bool, np.bool_))
+        or not isinstance(size, numbers.Real)
+        or not np.isfinite(float(size))
+        or size < 0
+    ):
         raise PyggmlrValueError(f"{fn}: invalid 'size' argument ({size!r})")
     k = int(cast(SupportsInt, size))  # a Real (typeshed's Real declares no __int__)
     if not isinstance(replace, (bool, np.bool_)):
@@ -201,12 +260,16 @@ def _sample_int(h, n, size, replace, prob, use_hash):
         keep = _vec(prob, fn, "prob", empty_ok=True)  # the core checks its length against n
         pptr, plen = ffi.cast("double *", keep.ctypes.data), keep.size
     uh = -1 if use_hash is None else int(bool(use_hash))
-    _core.check(lib.pg_rng_sample(h, dn, k, int(bool(replace)), pptr, plen, uh,
-                                  ffi.cast("double *", out.ctypes.data)))
+    _core.check(
+        lib.pg_rng_sample(
+            h, dn, k, int(bool(replace)), pptr, plen, uh, ffi.cast("double *", out.ctypes.data)
+        )
+    )
     return out.astype(np.int64)
 
 
 # ---- the current stream (module functions, as R's calls on .Random.seed) ----
+
 
 def ggml_set_seed(seed: Optional[int]) -> Optional[int]:
     """Seed the process-wide stream exactly as R's set.seed(seed) (ggmlR's ggml_set_seed):
@@ -222,7 +285,9 @@ def ggml_set_seed(seed: Optional[int]) -> Optional[int]:
         try:
             seed = float(seed.strip())
         except ValueError:
-            raise PyggmlrValueError(f"ggml_set_seed: supplied seed is not a valid integer: {seed!r}") from None
+            raise PyggmlrValueError(
+                f"ggml_set_seed: supplied seed is not a valid integer: {seed!r}"
+            ) from None
     s = _seed_int(seed, "ggml_set_seed")
     _core.check(lib.pg_rng_seed(lib.pg_rng_default(), s))
     return s
@@ -247,13 +312,20 @@ def rnorm(n: Any, mean: Any = 0.0, sd: Any = 1.0) -> np.ndarray:
     return _draw2(ffi.NULL, lib.pg_rng_rnorm, "rnorm", n, mean, "mean", sd, "sd")
 
 
-def sample_int(n: Any, size: Optional[int] = None, replace: bool = False, prob: Optional[Any] = None,
-               use_hash: Optional[bool] = None) -> np.ndarray:
+def sample_int(
+    n: Any,
+    size: Optional[int] = None,
+    replace: bool = False,
+    prob: Optional[Any] = None,
+    use_hash: Optional[bool] = None,
+) -> np.ndarray:
     """R's sample.int from the current stream (see Generator.sample_int)."""
     return Generator.current().sample_int(n, size, replace, prob, use_hash)
 
 
-def sample(x: Any, size: Optional[int] = None, replace: bool = False, prob: Optional[Any] = None) -> np.ndarray:
+def sample(
+    x: Any, size: Optional[int] = None, replace: bool = False, prob: Optional[Any] = None
+) -> np.ndarray:
     """R's sample from the current stream (see Generator.sample)."""
     return Generator.current().sample(x, size, replace, prob)
 

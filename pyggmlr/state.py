@@ -7,6 +7,7 @@ numpy array}}``. R's named list of matrices becomes a dict of Fortran-ordered 2-
 tensor's dtype (float32 for f32: the same values R holds as doubles); R's named character vector
 ``param_dtypes`` becomes a dict of strings. A state dict converted from R (pyggmlr.r.from_r) loads
 as it is, and one from Python goes to R through pyggmlr.r.to_r."""
+
 from __future__ import annotations
 
 import os
@@ -33,13 +34,18 @@ def _state_params(model: Any, caller: str) -> List[Tuple[str, Tensor]]:
     items = _walk.items(model, "parameters", alt="params", own=False)
     for i, (k, t) in enumerate(items, 1):
         if not isinstance(t, Tensor):
-            raise ArgumentError(f"{caller}: parameter {i} ({k}) is a {type(t).__name__}, not a tensor")
+            raise ArgumentError(
+                f"{caller}: parameter {i} ({k}) is a {type(t).__name__}, not a tensor"
+            )
     return [(str(k), t) for k, t in items]
 
 
 def _is_layer_like(x: Any) -> bool:
-    return callable(getattr(x, "forward", None)) or callable(getattr(x, "parameters", None)) \
+    return (
+        callable(getattr(x, "forward", None))
+        or callable(getattr(x, "parameters", None))
         or callable(getattr(x, "params", None))
+    )
 
 
 def _state_buffers(model: Any, prefix: str = "", depth: int = 0) -> List[Tuple[str, Tensor]]:
@@ -49,7 +55,12 @@ def _state_buffers(model: Any, prefix: str = "", depth: int = 0) -> List[Tuple[s
     if callable(getattr(model, "buffers", None)):
         return [(prefix + str(k), t) for k, t in _walk.items(model, "buffers", own=False)]
     layers = getattr(model, "layers", None)
-    if depth > 64 or not isinstance(layers, (list, tuple)) or not layers or not all(map(_is_layer_like, layers)):
+    if (
+        depth > 64
+        or not isinstance(layers, (list, tuple))
+        or not layers
+        or not all(map(_is_layer_like, layers))
+    ):
         return []
     out: List[Tuple[str, Tensor]] = []
     for i, layer in enumerate(layers, 1):
@@ -68,10 +79,13 @@ def ag_state_dict(model: Any) -> Dict[str, Any]:
     Raises: ArgumentError when model has no parameters() / params() or returns non-tensors."""
     params = _state_params(model, "ag_state_dict()")
     bufs = _state_buffers(model)
-    return {"format": SD_FORMAT, "version": 1,
-            "parameters": {k: t.numpy() for k, t in params},
-            "param_dtypes": {k: t.dtype for k, t in params},
-            "buffers": {k: t.numpy() for k, t in bufs}}
+    return {
+        "format": SD_FORMAT,
+        "version": 1,
+        "parameters": {k: t.numpy() for k, t in params},
+        "param_dtypes": {k: t.dtype for k, t in params},
+        "buffers": {k: t.numpy() for k, t in bufs},
+    }
 
 
 def _dim_str(v: Any) -> str:
@@ -87,7 +101,9 @@ def _value(caller: str, nm: str, shape: Tuple[int, int], val: Any) -> np.ndarray
     except (TypeError, ValueError):
         a = np.asarray([])
     if a.dtype.kind not in "iuf" or a.ndim != 2 or tuple(a.shape) != tuple(shape):
-        raise ShapeError(f"{caller}: shape mismatch for '{nm}': model {shape[0]}x{shape[1]}, state {_dim_str(a)}")
+        raise ShapeError(
+            f"{caller}: shape mismatch for '{nm}': model {shape[0]}x{shape[1]}, state {_dim_str(a)}"
+        )
     if not np.all(np.isfinite(a)):
         raise PyggmlrValueError(f"{caller}: '{nm}' contains NA, NaN or Inf")
     return np.asfortranarray(a if a.dtype.kind == "f" else a.astype(np.float64))
@@ -96,8 +112,10 @@ def _value(caller: str, nm: str, shape: Tuple[int, int], val: Any) -> np.ndarray
 def _distinct(items: List[Tuple[str, Tensor]], caller: str, what: str) -> List[str]:
     names = [k for k, _ in items]
     if len(set(names)) != len(names) or any(not k for k in names):
-        raise PyggmlrValueError(f"{caller}: the model's {what} need distinct names to be matched with a state "
-                                f"(got {', '.join(names)})")
+        raise PyggmlrValueError(
+            f"{caller}: the model's {what} need distinct names to be matched with a state "
+            f"(got {', '.join(names)})"
+        )
     return names
 
 
@@ -135,8 +153,10 @@ def ag_load_state_dict(model: Any, state: Mapping, strict: bool = True) -> Any:
         sn = [str(k) for k in saved]
         missing, extra = [k for k in hn if k not in sn], [k for k in sn if k not in hn]
         if strict and (missing or extra):
-            raise PyggmlrValueError(f"{caller}: {what} names differ (strict = TRUE)\n  missing in state: "
-                                    f"{', '.join(missing)}\n  not in model: {', '.join(extra)}")
+            raise PyggmlrValueError(
+                f"{caller}: {what} names differ (strict = TRUE)\n  missing in state: "
+                f"{', '.join(missing)}\n  not in model: {', '.join(extra)}"
+            )
         return [k for k in hn if k in sn]
 
     pn, bn = used(params, sp, "parameter"), used(bufs, sb, "buffer")
@@ -144,6 +164,7 @@ def ag_load_state_dict(model: Any, state: Mapping, strict: bool = True) -> Any:
     pv = [(pt[k], _value(caller, k, pt[k].shape, sp[k])) for k in pn]
     bv = [(bt[k], _value(caller, k, bt[k].shape, sb[k])) for k in bn]
     from .io_check import check_fits
+
     for (t, a), k in zip(pv + bv, pn + bn):  # a finite double beyond f32 would become Inf
         check_fits(t, np.asarray(a, dtype=np.float64), f"{caller}: '{k}'")
     for t, a in pv + bv:  # all checked: now write
@@ -154,8 +175,15 @@ def ag_load_state_dict(model: Any, state: Mapping, strict: bool = True) -> Any:
 # ---------------------------------------------------------------------------------------------
 # ag_save_model / ag_load_model with ggmlR's arguments (the file format is pyggmlr.io's)
 
-def ag_save_model(model: Any, path: Union[str, os.PathLike], model_fn: Optional[Callable[[], Any]] = None,
-                  optimizer: Any = None, epoch: Optional[int] = None, extra: Any = None) -> Union[str, os.PathLike]:
+
+def ag_save_model(
+    model: Any,
+    path: Union[str, os.PathLike],
+    model_fn: Optional[Callable[[], Any]] = None,
+    optimizer: Any = None,
+    epoch: Optional[int] = None,
+    extra: Any = None,
+) -> Union[str, os.PathLike]:
     """Save the model's parameters and buffers (batch-norm running statistics) by their ggmlR
     names to a safetensors file, with its architecture (to_config()) as JSON so that
     ag_load_model(path) can rebuild it; optionally the optimizer's state, the epoch and an
@@ -166,6 +194,7 @@ def ag_save_model(model: Any, path: Union[str, os.PathLike], model_fn: Optional[
     without to_config(). Raises ArgumentError for a model without parameters(), a model_fn that
     is not callable or a bad optimizer; PyggmlrValueError for a bad epoch or extra."""
     from .io import _save
+
     if model_fn is not None and not callable(model_fn):
         raise ArgumentError("ag_save_model(): `model_fn` must be a function or NULL.")
     return _save(model, path, optimizer=optimizer, epoch=epoch, extra=extra)
@@ -175,9 +204,13 @@ def _load_dtype(dtype: Optional[str]) -> Optional[str]:
     if dtype is None:
         return None
     if not isinstance(dtype, str) or dtype not in ("f32", "f64", "f16", "bf16"):
-        raise PyggmlrValueError(f"ag_load_model(): dtype must be one of \"f32\", \"f64\" (or None), got {dtype!r}")
+        raise PyggmlrValueError(
+            f'ag_load_model(): dtype must be one of "f32", "f64" (or None), got {dtype!r}'
+        )
     if dtype in ("f16", "bf16"):
-        raise PyggmlrValueError(f"ag_load_model(): dtype \"{dtype}\" is not supported by the CPU engine; use \"f32\" or \"f64\"")
+        raise PyggmlrValueError(
+            f'ag_load_model(): dtype "{dtype}" is not supported by the CPU engine; use "f32" or "f64"'
+        )
     return dtype
 
 
@@ -189,21 +222,30 @@ def _build(builder: Callable[[], Any], dtype: str) -> Any:
     finally:
         ag_dtype(prev)
     if not callable(getattr(model, "parameters", None)):
-        raise ArgumentError(f"ag_load_model(): `model_fn` must return an ag_sequential or ag_* layer "
-                            f"(got class: {type(model).__name__}).")
+        raise ArgumentError(
+            f"ag_load_model(): `model_fn` must return an ag_sequential or ag_* layer "
+            f"(got class: {type(model).__name__})."
+        )
     return model
 
 
 def _check_built_dtype(params: Dict[str, Tensor], dtype: str) -> None:
     for k, t in params.items():
         if t.dtype != dtype:
-            raise PyggmlrValueError(f"ag_load_model(): dtype = \"{dtype}\" was asked for, but the model's parameter "
-                                    f"'{k}' is {t.dtype} (does model_fn fix its own dtype?)")
+            raise PyggmlrValueError(
+                f'ag_load_model(): dtype = "{dtype}" was asked for, but the model\'s parameter '
+                f"'{k}' is {t.dtype} (does model_fn fix its own dtype?)"
+            )
 
 
-def ag_load_model(path: Union[str, os.PathLike], model_fn: Optional[Callable[[], Any]] = None,
-                  device: Optional[str] = None, dtype: Optional[str] = None, model: Any = None,
-                  optimizer: Any = None) -> Any:
+def ag_load_model(
+    path: Union[str, os.PathLike],
+    model_fn: Optional[Callable[[], Any]] = None,
+    device: Optional[str] = None,
+    dtype: Optional[str] = None,
+    model: Any = None,
+    optimizer: Any = None,
+) -> Any:
     """Load a file written by ag_save_model (ggmlR's arguments: path, model_fn, device, dtype).
 
     model_fn=None and model=None rebuild the architecture from the file's JSON config; model_fn
@@ -218,10 +260,13 @@ def ag_load_model(path: Union[str, os.PathLike], model_fn: Optional[Callable[[],
     CxD" errors). Nothing is changed unless the whole file checks out. Returns the model, in
     eval mode. A truncated, corrupt or foreign file raises PyggmlrValueError."""
     from .io import _load
+
     if model_fn is not None and model is None and callable(getattr(model_fn, "parameters", None)):
         model, model_fn = model_fn, None  # a model object where ggmlR has the builder
     if model_fn is not None and not callable(model_fn):
-        raise ArgumentError(f"ag_load_model(): model_fn must be a function returning the model, got {type(model_fn).__name__}")
+        raise ArgumentError(
+            f"ag_load_model(): model_fn must be a function returning the model, got {type(model_fn).__name__}"
+        )
     if model is not None and model_fn is not None:
         raise ArgumentError("ag_load_model(): give model= or model_fn=, not both")
     if model is not None and callable(model) and not callable(getattr(model, "parameters", None)):
@@ -239,4 +284,3 @@ def ggml_version() -> str:
     """The version string of the C core (pg_version(); the same in R and Python). ggmlR returns
     its vendored ggml library's version; this package has no ggml library."""
     return ffi.string(lib.pg_version()).decode()
-

@@ -1,10 +1,10 @@
 """The gradient tape and backward()."""
+
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
-
-from collections.abc import Mapping
 import threading
+from collections.abc import Mapping
+from typing import Any, Callable, Dict, Optional
 
 from . import _core
 from ._core import NULL, lib
@@ -67,7 +67,9 @@ def with_grad_tape(fn: Optional[Callable[..., Any]] = None, *args: Any, **kwargs
     if fn is None:
         return _TapeScope()
     if not callable(fn):
-        raise ArgumentError(f"with_grad_tape(): expected a callable or no argument, got {type(fn).__name__}")
+        raise ArgumentError(
+            f"with_grad_tape(): expected a callable or no argument, got {type(fn).__name__}"
+        )
     with _TapeScope():
         return fn(*args, **kwargs)
 
@@ -89,7 +91,9 @@ class Gradients(Mapping):
         self._cache: Dict[int, Any] = {}
 
     def __copy__(self):  # the C map has one owner: a copy would free it twice
-        raise StateError("gradient maps cannot be copied; use {k: v for k, v in grads.items()} for numpy copies")
+        raise StateError(
+            "gradient maps cannot be copied; use {k: v for k, v in grads.items()} for numpy copies"
+        )
 
     def __deepcopy__(self, memo):
         return self.__copy__()

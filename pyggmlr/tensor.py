@@ -1,4 +1,5 @@
 """Tensors: Python handles on C-core tensors (column-major, shape = R's dim())."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
@@ -6,12 +7,21 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._core import F32, F64, DTYPE_CODE, DTYPE_NAME, NULL, ffi, lib
+from ._core import DTYPE_CODE, DTYPE_NAME, F32, F64, NULL, ffi, lib
 from .errors import ArgumentError, DTypeError, PyggmlrError, PyggmlrValueError, ShapeError
 
 __all__ = [
-    "Tensor", "ag_tensor", "ag_param", "ag_dtype", "ag_default_dtype", "ag_device",
-    "ag_default_device", "ag_to_device", "DeviceError", "is_ag_tensor", "ag_grad",
+    "Tensor",
+    "ag_tensor",
+    "ag_param",
+    "ag_dtype",
+    "ag_default_dtype",
+    "ag_device",
+    "ag_default_device",
+    "ag_to_device",
+    "DeviceError",
+    "is_ag_tensor",
+    "ag_grad",
 ]
 
 
@@ -39,7 +49,9 @@ def _dtype_code(dtype):
         if code is not None:
             return code
         if dtype.lower() in ("f16", "bf16"):
-            raise DTypeError(f"dtype {dtype!r} is not supported by the CPU engine; use 'f32' or 'f64'")
+            raise DTypeError(
+                f"dtype {dtype!r} is not supported by the CPU engine; use 'f32' or 'f64'"
+            )
     else:
         try:
             nd = np.dtype(dtype)
@@ -57,7 +69,9 @@ def _as_matrix(data):
     try:
         a = np.asarray(data)
     except (ValueError, TypeError, OverflowError) as e:  # ragged lists and the like
-        raise PyggmlrValueError(f"cannot make a tensor from this {type(data).__name__}: {e}") from None
+        raise PyggmlrValueError(
+            f"cannot make a tensor from this {type(data).__name__}: {e}"
+        ) from None
     if a.dtype.kind not in "biuf":
         raise DTypeError(f"cannot make a tensor from data of dtype {a.dtype} (numbers only)")
     if a.ndim == 0:
@@ -65,7 +79,9 @@ def _as_matrix(data):
     elif a.ndim == 1:
         a = a.reshape(-1, 1)  # an R vector becomes an [n, 1] column
     elif a.ndim != 2:
-        raise ShapeError(f"tensors are 2-D matrices [features, batch]; got an array of shape {a.shape}")
+        raise ShapeError(
+            f"tensors are 2-D matrices [features, batch]; got an array of shape {a.shape}"
+        )
     if a.dtype == np.bool_:
         a = a.view(np.uint8)
     elif a.dtype not in _SRC_CODE:
@@ -79,13 +95,25 @@ def _as_matrix(data):
 def _new_from(data, code):
     a = _as_matrix(data)
     ptr = ffi.cast("void *", a.ctypes.data)
-    p = lib.pg_tensor_new(code, a.shape[0], a.shape[1], ptr, _SRC_CODE[a.dtype],
-                          a.strides[0] // a.itemsize, a.strides[1] // a.itemsize)
+    p = lib.pg_tensor_new(
+        code,
+        a.shape[0],
+        a.shape[1],
+        ptr,
+        _SRC_CODE[a.dtype],
+        a.strides[0] // a.itemsize,
+        a.strides[1] // a.itemsize,
+    )
     return _wrap(p)
 
 
-def _as_tensor(x: Any, op: str = "pyggmlr", like: Optional["Tensor"] = None,
-               code: Optional[int] = None, prefix: bool = True) -> "Tensor":
+def _as_tensor(
+    x: Any,
+    op: str = "pyggmlr",
+    like: Optional["Tensor"] = None,
+    code: Optional[int] = None,
+    prefix: bool = True,
+) -> "Tensor":
     """The one value-to-tensor conversion: x itself when a Tensor, else a constant made from
     numeric data with dtype code, else like's dtype, else the default. op names the public
     function in errors (prefix=False: conversion errors keep the bare text)."""
@@ -141,8 +169,13 @@ class _View:
         _core.check(lib.pg_tensor_expose(p))
         lib.pg_tensor_retain(p)  # the view's own reference: its memory outlives t.free()
         self._p = p
-        self.__array_interface__ = {"shape": (nr, nc), "typestr": dt.str, "version": 3,
-                                    "data": (addr, False), "strides": (dt.itemsize, dt.itemsize * nr)}
+        self.__array_interface__ = {
+            "shape": (nr, nc),
+            "typestr": dt.str,
+            "version": 3,
+            "data": (addr, False),
+            "strides": (dt.itemsize, dt.itemsize * nr),
+        }
 
     def __del__(self, _release=lib.pg_tensor_release, _unexpose=lib.pg_tensor_unexpose):
         # the last view gone: its writes are counted, then the buffer is no longer hashed
@@ -291,9 +324,17 @@ class Tensor:
     @data.setter
     def data(self, value):
         a = _as_matrix(value.numpy() if isinstance(value, Tensor) else value)
-        _core.check(lib.pg_tensor_write(self._handle(), ffi.cast("void *", a.ctypes.data),
-                                        _SRC_CODE[a.dtype], a.shape[0], a.shape[1],
-                                        a.strides[0] // a.itemsize, a.strides[1] // a.itemsize))
+        _core.check(
+            lib.pg_tensor_write(
+                self._handle(),
+                ffi.cast("void *", a.ctypes.data),
+                _SRC_CODE[a.dtype],
+                a.shape[0],
+                a.shape[1],
+                a.strides[0] // a.itemsize,
+                a.strides[1] // a.itemsize,
+            )
+        )
 
     def numpy(self, copy: bool = True):
         """Values as a (Fortran-ordered) numpy array of shape (rows, cols).
@@ -310,7 +351,9 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         if copy is False:  # numpy >= 2: np.asarray(t, copy=False) asks for a view
             if dtype is not None and np.dtype(dtype) != _NP_DTYPE[self.dtype]:
-                raise ValueError(f"a view of a {self.dtype} tensor cannot have dtype {np.dtype(dtype)}")
+                raise ValueError(
+                    f"a view of a {self.dtype} tensor cannot have dtype {np.dtype(dtype)}"
+                )
             return self.numpy(copy=False)
         a = self.numpy()
         return a if dtype is None else a.astype(dtype)
@@ -364,6 +407,7 @@ class Tensor:
     def backward(self):
         """Same as ``backward(self)``: returns the gradient map."""
         from .tape import backward
+
         return backward(self)
 
     # ---- operators: the ops of ops.py (imported at the end of this module, which it needs) ----
@@ -490,14 +534,15 @@ def ag_default_dtype() -> str:
 
 def _check_device(device):
     if device is not None and not isinstance(device, str):  # an array would compare elementwise
-        raise PyggmlrValueError(f"device must be 'cpu' or 'gpu', got {type(device).__name__} {device!r:.60}")
+        raise PyggmlrValueError(
+            f"device must be 'cpu' or 'gpu', got {type(device).__name__} {device!r:.60}"
+        )
     if device is None or device == "cpu":
         return
     if device == "gpu":
         # ggmlR's text without a GPU backend (0.8.6 spec §11): scripts catch it to stay on the CPU
         raise DeviceError("No ggml backend available. Install Vulkan drivers or use device='cpu'.")
     raise PyggmlrValueError(f"device must be 'cpu' or 'gpu', got {device!r}")
-
 
 
 def ag_device(device: str) -> str:

@@ -1,5 +1,6 @@
 """Finite differences and reference helpers shared by the op and layer tests (not collected by
 pytest)."""
+
 import numpy as np
 
 import pyggmlr as pg
@@ -29,8 +30,10 @@ def numeric_grad(loss_fn, x, eps=EPS):
 def gradcheck(fn, *arrays, atol=1e-6, rtol=1e-5, const=()):
     """Build f64 params from arrays (indices in `const` become constants), compare backward's map
     and .grad with finite differences for every param. Returns the params and the map."""
-    inputs = [pg.ag_tensor(a, dtype="f64") if i in const else pg.ag_param(a, dtype="f64")
-              for i, a in enumerate(arrays)]
+    inputs = [
+        pg.ag_tensor(a, dtype="f64") if i in const else pg.ag_param(a, dtype="f64")
+        for i, a in enumerate(arrays)
+    ]
     with pg.with_grad_tape():
         loss = fn(*inputs)
     assert loss.shape == (1, 1)
@@ -41,8 +44,9 @@ def gradcheck(fn, *arrays, atol=1e-6, rtol=1e-5, const=()):
             continue
         num = numeric_grad(lambda: fn(*inputs), inputs[i])
         assert grads[t].shape == t.shape
-        np.testing.assert_allclose(grads[t], num, atol=atol, rtol=rtol,
-                                   err_msg=f"gradient of input {i}")
+        np.testing.assert_allclose(
+            grads[t], num, atol=atol, rtol=rtol, err_msg=f"gradient of input {i}"
+        )
         np.testing.assert_array_equal(t.grad, grads[t])  # .grad written once = the map
     return inputs, grads
 

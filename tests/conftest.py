@@ -55,8 +55,13 @@ def _core_counts():
     pg.ag_tape_clear()
     st = pg._core.ffi.new("pg_memory_counts *")
     pg._core.lib.pg_memory_stats(st)
-    return {"live objects": pg._core.lib.pg_live_objects(), "bytes": st.total, "tensors": st.live_tensors,
-            "gradient maps": st.live_gradmaps, "optimizers": st.live_optims}
+    return {
+        "live objects": pg._core.lib.pg_live_objects(),
+        "bytes": st.total,
+        "tensors": st.live_tensors,
+        "gradient maps": st.live_gradmaps,
+        "optimizers": st.live_optims,
+    }
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -68,5 +73,10 @@ def _module_leak_check(request):
     yield
     after = _core_counts()
     if after != before:
-        pytest.fail(f"{request.module.__name__} leaked core objects: before {before}, after {after}", pytrace=False)
+        pytest.fail(
+            f"{request.module.__name__} leaked core objects: before {before}, after {after}",
+            pytrace=False,
+        )
+
+
 # ---- end of the leak check

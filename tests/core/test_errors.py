@@ -1,13 +1,20 @@
 """Bad inputs raise the right typed errors with messages naming the op, shapes and dtypes;
 NaN/Inf propagate as IEEE values; empty tensors work where they make sense."""
+
 import math
 
 import numpy as np
 import pytest
 
 import pyggmlr as pg
-from pyggmlr import (ArgumentError, DTypeError, PyggmlrError, PyggmlrValueError, ShapeError,
-                     StateError)
+from pyggmlr import (
+    ArgumentError,
+    DTypeError,
+    PyggmlrError,
+    PyggmlrValueError,
+    ShapeError,
+    StateError,
+)
 
 
 def test_error_hierarchy():
@@ -19,6 +26,7 @@ def test_error_hierarchy():
 
 
 # ---- shapes ----
+
 
 def test_matmul_mismatch_names_both_shapes():
     a, b = pg.ag_tensor(np.ones((2, 3))), pg.ag_tensor(np.ones((4, 5)))
@@ -39,10 +47,16 @@ def test_matmul_hint_for_row_major_data():
 def test_binary_no_broadcast(op, sb):
     with pytest.raises(ShapeError) as e:
         op(pg.ag_tensor(np.ones((2, 3))), pg.ag_tensor(np.ones(sb)))
-    assert op.__name__ in str(e.value) and "[2x3]" in str(e.value) and f"[{sb[0]}x{sb[1]}]" in str(e.value)
+    assert (
+        op.__name__ in str(e.value)
+        and "[2x3]" in str(e.value)
+        and f"[{sb[0]}x{sb[1]}]" in str(e.value)
+    )
 
 
-@pytest.mark.parametrize("loss", [pg.ag_mse_loss, pg.ag_cross_entropy_loss, pg.ag_softmax_cross_entropy_loss])
+@pytest.mark.parametrize(
+    "loss", [pg.ag_mse_loss, pg.ag_cross_entropy_loss, pg.ag_softmax_cross_entropy_loss]
+)
 def test_loss_target_shape_mismatch(loss):
     with pytest.raises(ShapeError) as e:
         loss(pg.ag_tensor(np.ones((3, 2))), pg.ag_tensor(np.ones((2, 3))))
@@ -88,12 +102,17 @@ def test_clamp_bounds_order():
 
 def test_non_number_scalars():
     x = pg.ag_tensor([1.0])
-    for f in (lambda: pg.ag_scale(x, "2"), lambda: pg.ag_pow(x, None), lambda: pg.ag_clamp(x, lo="a")):
+    for f in (
+        lambda: pg.ag_scale(x, "2"),
+        lambda: pg.ag_pow(x, None),
+        lambda: pg.ag_clamp(x, lo="a"),
+    ):
         with pytest.raises(ArgumentError):
             f()
 
 
 # ---- dtypes ----
+
 
 @pytest.mark.parametrize("op", [pg.ag_matmul, pg.ag_add, pg.ag_sub, pg.ag_mul, pg.ag_div])
 def test_dtype_mismatch(op):
@@ -104,7 +123,9 @@ def test_dtype_mismatch(op):
     assert "f32" in str(e.value) and "f64" in str(e.value) and op.__name__ in str(e.value)
 
 
-@pytest.mark.parametrize("loss", [pg.ag_mse_loss, pg.ag_cross_entropy_loss, pg.ag_softmax_cross_entropy_loss])
+@pytest.mark.parametrize(
+    "loss", [pg.ag_mse_loss, pg.ag_cross_entropy_loss, pg.ag_softmax_cross_entropy_loss]
+)
 def test_loss_dtype_mismatch(loss):
     with pytest.raises(DTypeError, match="f64"):
         loss(pg.ag_tensor(np.full((2, 2), 0.5)), pg.ag_tensor(np.eye(2), dtype="f64"))
@@ -117,6 +138,7 @@ def test_numpy_operand_takes_tensor_dtype():
 
 
 # ---- backward misuse ----
+
 
 def test_non_scalar_backward():
     w = pg.ag_param(np.ones((2, 2)))
@@ -135,12 +157,14 @@ def test_backward_of_non_tensor(bad):
 
 def test_tape_end_without_begin():
     from pyggmlr._core import lib
+
     assert lib.pg_tape_end() != 0
     with pytest.raises(StateError):
         pg._core.raise_last()
 
 
 # ---- class ids ----
+
 
 @pytest.mark.parametrize("ids", [[0, 1, 3], [0, -1, 1], [5, 0, 0]])
 def test_class_id_out_of_range(ids):
@@ -179,6 +203,7 @@ def test_float_whole_ids_are_accepted():
 
 # ---- NaN / Inf ----
 
+
 def test_nan_inf_propagate():
     x = pg.ag_tensor([[1.0, np.nan, np.inf, -np.inf]], dtype="f64")
     r = pg.ag_relu(x).numpy()[0]
@@ -214,16 +239,29 @@ def test_nan_in_losses():
 
 # ---- freed tensors ----
 
+
 def test_ops_on_freed_tensor():
     t = pg.ag_param(np.ones((2, 2)))
     other = pg.ag_tensor(np.ones((2, 2)))
     t.free()
     t.free()  # idempotent
-    for f in (lambda: pg.ag_relu(t), lambda: pg.ag_add(t, other), lambda: pg.ag_add(other, t),
-              lambda: pg.ag_matmul(other, t), lambda: pg.ag_sum(t), lambda: pg.ag_reshape(t, 4, 1),
-              lambda: pg.ag_mse_loss(t, other), lambda: pg.ag_softmax_cross_entropy_loss(t, [0, 1]),
-              lambda: t.shape, lambda: t.numpy(), lambda: t.grad, lambda: pg.backward(t),
-              lambda: pg.optimizer_sgd([t]), lambda: t + 1, lambda: -t):
+    for f in (
+        lambda: pg.ag_relu(t),
+        lambda: pg.ag_add(t, other),
+        lambda: pg.ag_add(other, t),
+        lambda: pg.ag_matmul(other, t),
+        lambda: pg.ag_sum(t),
+        lambda: pg.ag_reshape(t, 4, 1),
+        lambda: pg.ag_mse_loss(t, other),
+        lambda: pg.ag_softmax_cross_entropy_loss(t, [0, 1]),
+        lambda: t.shape,
+        lambda: t.numpy(),
+        lambda: t.grad,
+        lambda: pg.backward(t),
+        lambda: pg.optimizer_sgd([t]),
+        lambda: t + 1,
+        lambda: -t,
+    ):
         with pytest.raises(ArgumentError, match="freed"):
             f()
 
@@ -238,6 +276,7 @@ def test_free_does_not_break_tape():
 
 
 # ---- empty tensors ----
+
 
 @pytest.mark.parametrize("shape", [(0, 3), (3, 0), (0, 0)])
 def test_empty_tensors_elementwise_and_sum(shape):
@@ -277,6 +316,7 @@ def test_empty_from_list():
 
 # ---- optimizer misuse ----
 
+
 def test_optimizer_grad_shape_mismatch():
     w = pg.ag_param(np.ones((2, 2)))
     other = pg.ag_param(np.ones((3, 1)))
@@ -284,7 +324,9 @@ def test_optimizer_grad_shape_mismatch():
         loss = pg.ag_sum(other)
     g = pg.backward(loss)
     opt = pg.optimizer_sgd([w])
-    with pytest.raises(pg.StateError, match="no gradient for any"):  # w has no entry in the map: nothing to do
+    with pytest.raises(
+        pg.StateError, match="no gradient for any"
+    ):  # w has no entry in the map: nothing to do
         opt.step(g)
     np.testing.assert_array_equal(w.numpy(), np.ones((2, 2)))
 
@@ -299,5 +341,8 @@ def test_messages_do_not_leak_between_calls():
     with pytest.raises(ShapeError):
         pg.ag_matmul(pg.ag_tensor(np.ones((2, 3))), pg.ag_tensor(np.ones((2, 3))))
     # a later successful call must not raise the stale error
-    assert pg.ag_matmul(pg.ag_tensor(np.ones((2, 3))), pg.ag_tensor(np.ones((3, 1)))).shape == (2, 1)
+    assert pg.ag_matmul(pg.ag_tensor(np.ones((2, 3))), pg.ag_tensor(np.ones((3, 1)))).shape == (
+        2,
+        1,
+    )
     assert pg._core.lib.pg_last_status() == 0

@@ -1,13 +1,13 @@
 """The built-in GEMM (native/gemm*.c, used where no BLAS is available): every micro-kernel,
 both paths, transposes, small and thin shapes, bit reproducibility and its thread pool."""
+
 import math
 
 import numpy as np
 import pytest
-
-import pyggmlr as pg
 from _fd import R, gradcheck, project
 
+import pyggmlr as pg
 
 # ---- the built-in GEMM kernel (used where no BLAS is available) ----
 
@@ -16,6 +16,7 @@ GEMM_KERNELS = {0: "portable", 1: "AVX2+FMA", 2: "AVX-512F"}
 
 def _select_kernel(which):
     from pyggmlr._native import lib
+
     return lib.pg_gemm_kernel_select(which)
 
 
@@ -28,8 +29,10 @@ def builtin_gemm(request):
     got = _select_kernel(request.param)
     try:
         if got != request.param:
-            pytest.skip(f"this CPU lacks {GEMM_KERNELS[request.param]}: the built-in GEMM's "
-                        f"{GEMM_KERNELS[request.param]} kernel cannot run here (it has {GEMM_KERNELS[got]})")
+            pytest.skip(
+                f"this CPU lacks {GEMM_KERNELS[request.param]}: the built-in GEMM's "
+                f"{GEMM_KERNELS[request.param]} kernel cannot run here (it has {GEMM_KERNELS[got]})"
+            )
         yield request.param
     finally:
         _select_kernel(-1)
@@ -42,15 +45,35 @@ def builtin_gemm(request):
 # ragged against the tiles (32x6 / 16x6 / 8x6 / 4x6), larger than the blocks (MC 128 / 64, KC 256:
 # several k blocks add up in C), more columns than NC (3072). test_builtin_gemm_paths_give_identical_bits
 # runs both paths on each shape.
-@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (3, 5, 2), (7, 4, 9), (64, 33, 17), (17, 33, 9), (100, 3, 257),
-                                   (300, 900, 400), (7, 5, 3100), (129, 300, 1)])
+@pytest.mark.parametrize(
+    "m,k,n",
+    [
+        (1, 1, 1),
+        (3, 5, 2),
+        (7, 4, 9),
+        (64, 33, 17),
+        (17, 33, 9),
+        (100, 3, 257),
+        (300, 900, 400),
+        (7, 5, 3100),
+        (129, 300, 1),
+    ],
+)
 def test_builtin_gemm_forward_and_grad(builtin_gemm, rng, m, k, n):
     assert pg.blas_name() == "builtin"
     A, B = R(rng, m, k), R(rng, k, n)
-    np.testing.assert_allclose(pg.ag_matmul(pg.ag_tensor(A, dtype="f64"), pg.ag_tensor(B, dtype="f64")).numpy(),
-                               A @ B, rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose(pg.ag_matmul(pg.ag_tensor(A), pg.ag_tensor(B)).numpy(), A @ B, rtol=1e-4,
-                               atol=2e-6 * math.sqrt(k))
+    np.testing.assert_allclose(
+        pg.ag_matmul(pg.ag_tensor(A, dtype="f64"), pg.ag_tensor(B, dtype="f64")).numpy(),
+        A @ B,
+        rtol=1e-12,
+        atol=1e-13,
+    )
+    np.testing.assert_allclose(
+        pg.ag_matmul(pg.ag_tensor(A), pg.ag_tensor(B)).numpy(),
+        A @ B,
+        rtol=1e-4,
+        atol=2e-6 * math.sqrt(k),
+    )
     if m * k * n <= 200:
         gradcheck(lambda a, b: project(pg.ag_matmul(a, b)), A, B)
     else:  # large: compare backward with numpy's dA = G B^T, dB = A^T G (G = projection weights)
@@ -66,7 +89,9 @@ def test_builtin_gemm_forward_and_grad(builtin_gemm, rng, m, k, n):
 def test_builtin_gemm_ignores_nan_in_fresh_output(builtin_gemm):
     # beta = 0 must overwrite (not scale) the output buffer, whatever garbage it holds
     for _ in range(3):
-        out = pg.ag_matmul(pg.ag_tensor(np.ones((3, 2)), dtype="f64"), pg.ag_tensor(np.ones((2, 4)), dtype="f64"))
+        out = pg.ag_matmul(
+            pg.ag_tensor(np.ones((3, 2)), dtype="f64"), pg.ag_tensor(np.ones((2, 4)), dtype="f64")
+        )
         np.testing.assert_array_equal(out.numpy(), np.full((3, 4), 2.0))
 
 
@@ -79,7 +104,9 @@ def test_builtin_gemm_overwrites_garbage_in_blocked_output(builtin_gemm, rng):
             del junk
             out = pg.ag_matmul(pg.ag_tensor(A, dtype=dt), pg.ag_tensor(B, dtype=dt)).numpy()
             assert np.isfinite(out).all()
-            np.testing.assert_allclose(out, A @ B, rtol=1e-4 if dt == "f32" else 1e-12, atol=1e-5 if dt == "f32" else 0)
+            np.testing.assert_allclose(
+                out, A @ B, rtol=1e-4 if dt == "f32" else 1e-12, atol=1e-5 if dt == "f32" else 0
+            )
 
 
 def _op(X, t):
@@ -92,6 +119,7 @@ def test_builtin_gemm_transposes_forward_and_grad(builtin_gemm, rng, ta, tb, m, 
     # matmul_t reaches pg_gemm with every (ta, tb) and alpha != 1 forward; its backward runs the
     # transposed products dA = al G op(B)^T, dB = al op(A)^T G in their four layouts as well
     from pyggmlr.nn import _matmul_t
+
     al = -0.75
     A = R(rng, k, m) if ta else R(rng, m, k)
     B = R(rng, n, k) if tb else R(rng, k, n)
@@ -117,11 +145,18 @@ def test_builtin_gemm_accumulates_gradients_of_reused_tensors(builtin_gemm, rng,
     W, V, x, x2 = R(rng, 70, 300), R(rng, 20, 300), R(rng, 300, 40), R(rng, 300, 25)
     w, v, xs = pg.ag_param(W, dtype=dt), pg.ag_param(V, dtype=dt), pg.ag_param(x, dtype=dt)
     with pg.with_grad_tape():
-        loss = pg.ag_add(pg.ag_add(project(pg.ag_matmul(w, xs), 7),
-                                   project(pg.ag_matmul(w, pg.ag_tensor(x2, dtype=dt)), 8)),
-                         project(pg.ag_matmul(v, xs), 9))
+        loss = pg.ag_add(
+            pg.ag_add(
+                project(pg.ag_matmul(w, xs), 7),
+                project(pg.ag_matmul(w, pg.ag_tensor(x2, dtype=dt)), 8),
+            ),
+            project(pg.ag_matmul(v, xs), 9),
+        )
     g = pg.backward(loss)
-    G1, G2, G3 = (np.random.default_rng(s).uniform(0.5, 1.5, sh) for s, sh in ((7, (70, 40)), (8, (70, 25)), (9, (20, 40))))
+    G1, G2, G3 = (
+        np.random.default_rng(s).uniform(0.5, 1.5, sh)
+        for s, sh in ((7, (70, 40)), (8, (70, 25)), (9, (20, 40)))
+    )
     tol = dict(rtol=1e-12, atol=1e-12) if dt == "f64" else dict(rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(g[w], G1 @ x.T + G2 @ x2.T, **tol)
     np.testing.assert_allclose(g[xs], W.T @ G1 + V.T @ G3, **tol)
@@ -134,14 +169,29 @@ def _bits(arr):
 
 def _select_path(which):
     from pyggmlr._native import lib
+
     return lib.pg_gemm_path_select(which)
 
 
 # the small and thin products of small MLPs (forward m x k x n and their backward products), and
 # every m from 1 to 17 (ragged rows against 2, 4, 8 and 16 lanes; 1 to 2 vectors per tile)
-SMALL_GEMMS = [(64, 4, 32), (32, 64, 32), (3, 32, 32), (64, 32, 32), (10, 128, 64), (10, 128, 256), (64, 64, 64),
-               (128, 64, 64), (64, 32, 4), (4, 64, 32), (32, 3, 32), (10, 64, 128), (128, 10, 64), (2, 2, 2),
-               (5, 300, 7)] + [(m, 33, 19) for m in range(1, 18)]
+SMALL_GEMMS = [
+    (64, 4, 32),
+    (32, 64, 32),
+    (3, 32, 32),
+    (64, 32, 32),
+    (10, 128, 64),
+    (10, 128, 256),
+    (64, 64, 64),
+    (128, 64, 64),
+    (64, 32, 4),
+    (4, 64, 32),
+    (32, 3, 32),
+    (10, 64, 128),
+    (128, 10, 64),
+    (2, 2, 2),
+    (5, 300, 7),
+] + [(m, 33, 19) for m in range(1, 18)]
 
 
 def _gemm_operands(rng, m, k, n, ta, tb):
@@ -163,22 +213,35 @@ def test_builtin_gemm_small_and_thin_shapes(builtin_gemm, rng, ta, tb):
     # forward against numpy with alpha != 1, then accumulation into a used output (beta = 1: the
     # backward's gradient slots) through a tape, every layout, f64 and f32
     from pyggmlr.nn import _matmul_t
+
     al = -0.75
     for m, k, n in SMALL_GEMMS:
         A, B = _gemm_operands(rng, m, k, n, ta, tb)
         want = al * _op(A, ta) @ _op(B, tb)
-        got = _matmul_t(pg.ag_tensor(A, dtype="f64"), pg.ag_tensor(B, dtype="f64"), ta=ta, tb=tb, alpha=al).numpy()
+        got = _matmul_t(
+            pg.ag_tensor(A, dtype="f64"), pg.ag_tensor(B, dtype="f64"), ta=ta, tb=tb, alpha=al
+        ).numpy()
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-13, err_msg=f"f64 {m}x{k}x{n}")
         got = _matmul_t(pg.ag_tensor(A), pg.ag_tensor(B), ta=ta, tb=tb, alpha=al).numpy()
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-6 * math.sqrt(k), err_msg=f"f32 {m}x{k}x{n}")
-    for m, k, n in [(3, 32, 32), (10, 64, 128), (17, 33, 19)]:  # gradients: beta = 1 into a reused slot
+        np.testing.assert_allclose(
+            got, want, rtol=1e-4, atol=2e-6 * math.sqrt(k), err_msg=f"f32 {m}x{k}x{n}"
+        )
+    for m, k, n in [
+        (3, 32, 32),
+        (10, 64, 128),
+        (17, 33, 19),
+    ]:  # gradients: beta = 1 into a reused slot
         A, B = _gemm_operands(rng, m, k, n, ta, tb)
         a, b = pg.ag_param(A, dtype="f64"), pg.ag_param(B, dtype="f64")
         with pg.with_grad_tape():
-            loss = pg.ag_add(project(_matmul_t(a, b, ta=ta, tb=tb, alpha=al), 7),
-                             project(_matmul_t(a, b, ta=ta, tb=tb, alpha=al), 8))
+            loss = pg.ag_add(
+                project(_matmul_t(a, b, ta=ta, tb=tb, alpha=al), 7),
+                project(_matmul_t(a, b, ta=ta, tb=tb, alpha=al), 8),
+            )
         g = pg.backward(loss)
-        G = np.random.default_rng(7).uniform(0.5, 1.5, (m, n)) + np.random.default_rng(8).uniform(0.5, 1.5, (m, n))
+        G = np.random.default_rng(7).uniform(0.5, 1.5, (m, n)) + np.random.default_rng(8).uniform(
+            0.5, 1.5, (m, n)
+        )
         np.testing.assert_allclose(g[a], _op(al * G @ _op(B, tb).T, ta), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(g[b], _op(al * _op(A, ta).T @ G, tb), rtol=1e-12, atol=1e-12)
 
@@ -189,7 +252,14 @@ def test_builtin_gemm_paths_give_identical_bits(builtin_gemm, rng, dt):
     # with the same operations: identical bits, whichever the size picks, in every layout, with
     # alpha != 1, k > KC (several k blocks) and n > NC (several B panels in the packed path)
     from pyggmlr.nn import _matmul_t
-    shapes = SMALL_GEMMS[:14] + [(1, 33, 19), (9, 33, 19), (17, 33, 19), (70, 600, 45), (7, 5, 3100)]
+
+    shapes = SMALL_GEMMS[:14] + [
+        (1, 33, 19),
+        (9, 33, 19),
+        (17, 33, 19),
+        (70, 600, 45),
+        (7, 5, 3100),
+    ]
     try:
         for m, k, n, ta, tb, a, b in _gemm_layouts(rng, shapes, dt):
             outs = []
@@ -208,11 +278,16 @@ def test_builtin_gemm_is_bit_reproducible(builtin_gemm, rng, dt):
     # the run, the addresses (and so the alignment) of the inputs, the element's place in a tile or
     # block, or the layout the operands come in: packing absorbs it
     from pyggmlr.nn import _matmul_t
+
     A, B = R(rng, 150, 300), R(rng, 300, 70)
     ref = _bits(pg.ag_matmul(pg.ag_tensor(A, dtype=dt), pg.ag_tensor(B, dtype=dt)).numpy())
     for extra in (1, 3, 7):
-        pad = [pg.ag_tensor(np.ones((extra, 1)), dtype=dt) for _ in range(extra)]  # shift later allocations
-        got = pg.ag_matmul(pg.ag_tensor(A.copy(), dtype=dt), pg.ag_tensor(B.copy(), dtype=dt)).numpy()
+        pad = [
+            pg.ag_tensor(np.ones((extra, 1)), dtype=dt) for _ in range(extra)
+        ]  # shift later allocations
+        got = pg.ag_matmul(
+            pg.ag_tensor(A.copy(), dtype=dt), pg.ag_tensor(B.copy(), dtype=dt)
+        ).numpy()
         np.testing.assert_array_equal(_bits(got), ref)
         del pad
     sub = pg.ag_matmul(pg.ag_tensor(A[5:82], dtype=dt), pg.ag_tensor(B[:, 3:36], dtype=dt)).numpy()
@@ -220,7 +295,9 @@ def test_builtin_gemm_is_bit_reproducible(builtin_gemm, rng, dt):
     for ta in (0, 1):
         for tb in (0, 1):
             At, Bt = (A.T.copy() if ta else A), (B.T.copy() if tb else B)
-            got = _matmul_t(pg.ag_tensor(At, dtype=dt), pg.ag_tensor(Bt, dtype=dt), ta=ta, tb=tb).numpy()
+            got = _matmul_t(
+                pg.ag_tensor(At, dtype=dt), pg.ag_tensor(Bt, dtype=dt), ta=ta, tb=tb
+            ).numpy()
             np.testing.assert_array_equal(_bits(got), ref, err_msg=f"ta={ta} tb={tb}")
 
 
@@ -229,6 +306,7 @@ def gemm_threads():
     # the thread count of the built-in GEMM (ag_set_threads) and its minimum work per thread;
     # both restored afterwards (one thread, the default minimum)
     from pyggmlr._native import lib
+
     try:
         yield lib
     finally:
@@ -244,8 +322,17 @@ def test_builtin_gemm_threads_give_identical_bits(builtin_gemm, gemm_threads, rn
     # 1 (accumulation through backward). The minimum work per thread is set to 0 so that even
     # the small shapes are split (the rows or columns permitting).
     from pyggmlr.nn import _matmul_t
+
     assert gemm_threads.pg_gemm_thread_min_flops(0) == 0
-    shapes = [(64, 32, 4), (3, 32, 32), (10, 64, 128), (70, 600, 45), (7, 5, 310), (300, 40, 7), (150, 300, 70)]
+    shapes = [
+        (64, 32, 4),
+        (3, 32, 32),
+        (10, 64, 128),
+        (70, 600, 45),
+        (7, 5, 310),
+        (300, 40, 7),
+        (150, 300, 70),
+    ]
     try:
         for path in (-1, 0):
             _select_path(path)
@@ -260,11 +347,16 @@ def test_builtin_gemm_threads_give_identical_bits(builtin_gemm, gemm_threads, rn
                     outs.append([_bits(out.numpy()), _bits(g[a]), _bits(g[b])])
                 for t, o in zip((2, 3, 4), outs[1:]):
                     for x, x1 in zip(o, outs[0]):
-                        np.testing.assert_array_equal(x, x1, err_msg=f"{m}x{k}x{n} ta={ta} tb={tb} "
-                                                                     f"path={path} threads={t}")
+                        np.testing.assert_array_equal(
+                            x, x1, err_msg=f"{m}x{k}x{n} ta={ta} tb={tb} path={path} threads={t}"
+                        )
         want = _op(a.numpy(), ta) @ _op(b.numpy(), tb)  # and the numbers are right
-        np.testing.assert_allclose(_matmul_t(a, b, ta=ta, tb=tb).numpy(), want,
-                                   rtol=1e-4 if dt == "f32" else 1e-12, atol=1e-3 if dt == "f32" else 1e-11)
+        np.testing.assert_allclose(
+            _matmul_t(a, b, ta=ta, tb=tb).numpy(),
+            want,
+            rtol=1e-4 if dt == "f32" else 1e-12,
+            atol=1e-3 if dt == "f32" else 1e-11,
+        )
     finally:
         _select_path(-1)
 
@@ -277,7 +369,10 @@ def test_builtin_gemm_threads_start_only_where_it_pays(builtin_gemm, gemm_thread
     pg.ag_set_threads(1)
     assert lib.pg_gemm_threads_live() == 0
     small = [pg.ag_tensor(R(rng, 64, 64), dtype="f64") for _ in range(2)]
-    A, B = R(rng, 256, 300), R(rng, 300, 200)  # 30.7 MFLOP: 3 threads of >= 2 (f64), 3 of >= 4 (f32)
+    A, B = (
+        R(rng, 256, 300),
+        R(rng, 300, 200),
+    )  # 30.7 MFLOP: 3 threads of >= 2 (f64), 3 of >= 4 (f32)
     big = [pg.ag_tensor(A, dtype="f64"), pg.ag_tensor(B, dtype="f64")]
     ref = _bits(pg.ag_matmul(*big).numpy())
     pg.ag_set_threads(3)
@@ -305,8 +400,12 @@ def test_builtin_gemm_threads_from_several_python_threads(builtin_gemm, gemm_thr
     # one of them gets the pool, the others run single-threaded; every result has the bits of
     # a single-threaded run
     import threading
+
     gemm_threads.pg_gemm_thread_min_flops(0)
-    ops = [(pg.ag_tensor(R(rng, 90, 120), dtype=dt), pg.ag_tensor(R(rng, 120, 70), dtype=dt)) for dt in ("f64", "f32")]
+    ops = [
+        (pg.ag_tensor(R(rng, 90, 120), dtype=dt), pg.ag_tensor(R(rng, 120, 70), dtype=dt))
+        for dt in ("f64", "f32")
+    ]
     refs = [_bits(pg.ag_matmul(a, b).numpy()) for a, b in ops]
     pg.ag_set_threads(2)
     bad = []
@@ -333,6 +432,7 @@ def test_builtin_gemm_threads_at_exit_and_after_fork():
     import os
     import subprocess
     import sys
+
     code = """
 import os, numpy as np, pyggmlr as pg
 from pyggmlr._native import lib
@@ -365,11 +465,14 @@ def test_builtin_gemm_avx2_and_avx512_kernels_give_identical_bits(rng, dt):
     # with alpha != 1 and with accumulation (beta = 1 in backward); the portable kernel (no FMA)
     # only agrees to rounding
     from pyggmlr.nn import _matmul_t
+
     prev = pg.blas_name()
     pg.use_blas("builtin")
     try:
         if _select_kernel(2) != 2:
-            pytest.skip("this CPU lacks AVX-512F: the AVX-512 kernel cannot run here to compare with AVX2")
+            pytest.skip(
+                "this CPU lacks AVX-512F: the AVX-512 kernel cannot run here to compare with AVX2"
+            )
         A, B = R(rng, 150, 600), R(rng, 600, 70)
         outs = {}
         for kern in (1, 2, 0):
@@ -383,13 +486,17 @@ def test_builtin_gemm_avx2_and_avx512_kernels_give_identical_bits(rng, dt):
                         out = _matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75)
                         loss = project(out, 7)
                         if not tb:  # b used twice: its gradient slot accumulates (beta = 1)
-                            loss = pg.ag_add(loss, project(pg.ag_matmul(pg.ag_tensor(A[:40], dtype=dt), b), 8))
+                            loss = pg.ag_add(
+                                loss, project(pg.ag_matmul(pg.ag_tensor(A[:40], dtype=dt), b), 8)
+                            )
                     g = pg.backward(loss)
                     res += [out.numpy(), g[a], g[b]]
             outs[kern] = res
         for x1, x2, x0 in zip(outs[1], outs[2], outs[0]):
             np.testing.assert_array_equal(_bits(x2), _bits(x1))
-            np.testing.assert_allclose(x0, x1, rtol=1e-4 if dt == "f32" else 1e-12, atol=1e-3 if dt == "f32" else 1e-11)
+            np.testing.assert_allclose(
+                x0, x1, rtol=1e-4 if dt == "f32" else 1e-12, atol=1e-3 if dt == "f32" else 1e-11
+            )
         if dt == "f32":  # the comparison can fail: FMA and separate rounding differ somewhere here
             assert any((_bits(x0) != _bits(x1)).any() for x0, x1 in zip(outs[0], outs[1]))
         # the small and thin shapes (direct path: masked ragged rows, vectors along n for thin m,
@@ -401,11 +508,11 @@ def test_builtin_gemm_avx2_and_avx512_kernels_give_identical_bits(rng, dt):
                 for kern in (1, 2):
                     _select_kernel(kern)
                     got[kern] = _bits(_matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75).numpy())
-                np.testing.assert_array_equal(got[2], got[1], err_msg=f"{m}x{k}x{n} ta={ta} tb={tb} path={path}")
+                np.testing.assert_array_equal(
+                    got[2], got[1], err_msg=f"{m}x{k}x{n} ta={ta} tb={tb} path={path}"
+                )
     finally:
         _select_path(-1)
         _select_kernel(-1)
         if prev != "builtin":
             pg.use_blas("openblas")
-
-

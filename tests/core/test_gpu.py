@@ -1,4 +1,5 @@
 """ggmlR's GPU switches and probes (pyggmlr/gpu.py): same checks and values, no GPU here."""
+
 import pytest
 
 import pyggmlr as pg

@@ -1,4 +1,5 @@
 """ag_gradcheck: verdicts, exact restoration of inputs, the result object, printed lines."""
+
 import math
 
 import numpy as np
@@ -13,8 +14,11 @@ def _mlp_loss(d):
 
 
 def _inputs(rng):
-    return {"W": pg.ag_param(rng.normal(size=(3, 4))), "b": pg.ag_param(rng.normal(size=(3, 1))),
-            "x": pg.ag_tensor(rng.normal(size=(4, 5)))}
+    return {
+        "W": pg.ag_param(rng.normal(size=(3, 4))),
+        "b": pg.ag_param(rng.normal(size=(3, 1))),
+        "x": pg.ag_tensor(rng.normal(size=(4, 5))),
+    }
 
 
 def test_passes_on_correct_ops(f64, rng, capsys):
@@ -67,7 +71,9 @@ def test_inputs_restored_bit_exactly(f64, rng):
     W = pg.ag_param(vals)
     W.grad = np.full((2, 3), 5.0)
     before = W.numpy().copy()
-    pg.ag_gradcheck(lambda d: pg.ag_sum(pg.ag_exp(pg.ag_scale(d["W"], 1e-3))), {"W": W}, eps=1e-3, quiet=True)
+    pg.ag_gradcheck(
+        lambda d: pg.ag_sum(pg.ag_exp(pg.ag_scale(d["W"], 1e-3))), {"W": W}, eps=1e-3, quiet=True
+    )
     assert W.numpy().tobytes() == before.tobytes()
     np.testing.assert_array_equal(W.grad, np.full((2, 3), 5.0))  # .grad left as it was
 
@@ -92,7 +98,9 @@ def test_f32_input_restored_exactly(rng):
     W = pg.ag_param(rng.normal(size=(3, 3)))
     assert W.dtype == "f32"
     before = W.numpy().copy()
-    pg.ag_gradcheck(lambda d: pg.ag_sum(pg.ag_mul(d["W"], d["W"])), {"W": W}, eps=1e-2, atol=1e-2, quiet=True)
+    pg.ag_gradcheck(
+        lambda d: pg.ag_sum(pg.ag_mul(d["W"], d["W"])), {"W": W}, eps=1e-2, atol=1e-2, quiet=True
+    )
     assert W.numpy().tobytes() == before.tobytes()
 
 
@@ -128,6 +136,7 @@ def test_bad_arguments():
 
 # ---- f32 models with the default arguments (the core's dtype-aware defaults) -------------------
 
+
 def _f32_inputs(shape, seed):
     pg.ggml_set_seed(seed)
     return pg.ag_param(pg.random.rnorm(shape[0] * shape[1]).reshape(shape, order="F"))
@@ -142,11 +151,18 @@ def test_gradcheck_f32_defaults_pass_on_correct_gradients():
     y = np.array([0, 2, 1, 1, 0])
 
     def mlp(i):
-        return pg.ag_softmax_cross_entropy_loss(pg.ag_matmul(i["W2"], pg.ag_tanh(pg.ag_matmul(i["W1"], x))), y)
+        return pg.ag_softmax_cross_entropy_loss(
+            pg.ag_matmul(i["W2"], pg.ag_tanh(pg.ag_matmul(i["W1"], x))), y
+        )
+
     res = pg.ag_gradcheck(mlp, {"W1": W1, "W2": W2}, quiet=True)
     assert res and res.max_err < 1e-3
-    big = _f32_inputs((6, 6), 4)  # a loss in the thousands: the rounding-noise term keeps it passing
-    assert pg.ag_gradcheck(lambda i: pg.ag_sum(pg.ag_exp(pg.ag_mul(i["B"], 3.0))), {"B": big}, quiet=True)
+    big = _f32_inputs(
+        (6, 6), 4
+    )  # a loss in the thousands: the rounding-noise term keeps it passing
+    assert pg.ag_gradcheck(
+        lambda i: pg.ag_sum(pg.ag_exp(pg.ag_mul(i["B"], 3.0))), {"B": big}, quiet=True
+    )
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
@@ -155,9 +171,13 @@ def test_gradcheck_defaults_fail_on_a_wrong_gradient(dtype):
     try:
         W = _f32_inputs((3, 3), 5)
         # f(W) = sum(W * W) but the second factor is a constant copy: backward gives W, not 2W
-        res = pg.ag_gradcheck(lambda i: pg.ag_sum(pg.ag_mul(i["W"], pg.ag_tensor(i["W"].data))), {"W": W}, quiet=True)
+        res = pg.ag_gradcheck(
+            lambda i: pg.ag_sum(pg.ag_mul(i["W"], pg.ag_tensor(i["W"].data))), {"W": W}, quiet=True
+        )
         assert not res and res.max_err > 0.1
-        half = pg.ag_gradcheck(lambda i: pg.ag_sum(pg.ag_mul(pg.ag_mul(i["W"], i["W"]), 1.02)), {"W": W}, quiet=True)
+        half = pg.ag_gradcheck(
+            lambda i: pg.ag_sum(pg.ag_mul(pg.ag_mul(i["W"], i["W"]), 1.02)), {"W": W}, quiet=True
+        )
         assert half  # a correct gradient next to it passes
     finally:
         pg.ag_dtype("f32")
@@ -166,8 +186,16 @@ def test_gradcheck_defaults_fail_on_a_wrong_gradient(dtype):
 def test_gradcheck_defaults_by_dtype_and_bad_eps():
     d = pg._core.ffi.new("double[3]")
     lib = pg._core.lib
-    assert lib.pg_gradcheck_defaults(lib.PG_DTYPE_F64, d, d + 1, d + 2) == 0 and list(d) == [1e-5, 1e-4, 0.0]
-    assert lib.pg_gradcheck_defaults(lib.PG_DTYPE_F32, d, d + 1, d + 2) == 0 and list(d) == [5e-3, 1e-3, 1e-2]
+    assert lib.pg_gradcheck_defaults(lib.PG_DTYPE_F64, d, d + 1, d + 2) == 0 and list(d) == [
+        1e-5,
+        1e-4,
+        0.0,
+    ]
+    assert lib.pg_gradcheck_defaults(lib.PG_DTYPE_F32, d, d + 1, d + 2) == 0 and list(d) == [
+        5e-3,
+        1e-3,
+        1e-2,
+    ]
     W = _f32_inputs((2, 2), 6)
     with pytest.raises(pg.PyggmlrValueError, match="eps must be a finite number > 0"):
         pg.ag_gradcheck(lambda i: pg.ag_sum(i["W"]), {"W": W}, eps=0, quiet=True)

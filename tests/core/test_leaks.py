@@ -5,6 +5,7 @@ Two levels: every test module is checked by the module fixture in tests/conftest
 objects and current bytes back to the module's start after gc.collect()); here each scenario
 is checked on its own, and a 10,000-step training loop must hold the counters flat: equal at
 step 1,000 and at step 10,000, and back to the start when the model is dropped."""
+
 import gc
 
 import numpy as np
@@ -20,8 +21,14 @@ def counts():
     pg.ag_tape_clear()
     st = ffi.new("pg_memory_counts *")
     lib.pg_memory_stats(st)
-    return {"live": lib.pg_live_objects(), "bytes": st.total, "tensors": st.live_tensors, "maps": st.live_gradmaps,
-            "optims": st.live_optims, "nodes": st.tape_nodes}
+    return {
+        "live": lib.pg_live_objects(),
+        "bytes": st.total,
+        "tensors": st.live_tensors,
+        "maps": st.live_gradmaps,
+        "optims": st.live_optims,
+        "nodes": st.tape_nodes,
+    }
 
 
 def _scenario_ops():
@@ -38,9 +45,15 @@ def _scenario_ops():
 
 def _scenario_errors():
     t = pg.ag_param(np.ones((2, 3)))
-    for fn in (lambda: pg.ag_matmul(t, t), lambda: pg.ag_add(t, np.ones((3, 3))), lambda: pg.backward(t),
-               lambda: pg.ag_reshape(t, 4, 4), lambda: pg.ag_softmax_cross_entropy_loss(t, [0, 9, 0]),
-               lambda: pg.ag_add(t, "x"), lambda: pg.ag_tensor([[1, 2], [3]])):
+    for fn in (
+        lambda: pg.ag_matmul(t, t),
+        lambda: pg.ag_add(t, np.ones((3, 3))),
+        lambda: pg.backward(t),
+        lambda: pg.ag_reshape(t, 4, 4),
+        lambda: pg.ag_softmax_cross_entropy_loss(t, [0, 9, 0]),
+        lambda: pg.ag_add(t, "x"),
+        lambda: pg.ag_tensor([[1, 2], [3]]),
+    ):
         with pytest.raises(pg.PyggmlrError):
             with pg.with_grad_tape():
                 pg.ag_sigmoid(t)  # a node on the tape when the error happens
@@ -48,8 +61,10 @@ def _scenario_errors():
 
 
 def _scenario_optimizers():
-    for make in (lambda p: pg.optimizer_sgd(p, lr=0.1, momentum=0.9, nesterov=True),
-                 lambda p: pg.optimizer_adam(p, lr=0.01, weight_decay=0.1, accumulate_steps=2)):
+    for make in (
+        lambda p: pg.optimizer_sgd(p, lr=0.1, momentum=0.9, nesterov=True),
+        lambda p: pg.optimizer_adam(p, lr=0.01, weight_decay=0.1, accumulate_steps=2),
+    ):
         ps = [pg.ag_param(np.ones((3, 2))), pg.ag_param(np.zeros((1, 2)))]
         opt = make(ps)
         for _ in range(3):
@@ -64,14 +79,18 @@ def _scenario_optimizers():
 
 
 def _scenario_model_and_io(tmp_path):
-    m = pg.ag_sequential(pg.ag_linear(4, 8, "relu"), pg.ag_batch_norm(8), pg.ag_dropout(0.2), pg.ag_linear(8, 3))
+    m = pg.ag_sequential(
+        pg.ag_linear(4, 8, "relu"), pg.ag_batch_norm(8), pg.ag_dropout(0.2), pg.ag_linear(8, 3)
+    )
     x, y, _ = pg.load_iris()
     opt = pg.optimizer_adam(m.parameters(), lr=0.01)
     pg.ag_fit(m, x, y, optimizer=opt, nepoch=2, batch_size=30, silent=True, seed=1)
     path = tmp_path / "m.safetensors"
     pg.ag_save_model(m, path, optimizer=opt, epoch=2)
     m2 = pg.ag_load_model(path)
-    with pytest.warns(UserWarning, match="hyperparameters differ.*lr"):  # saved lr 0.01, this one 1e-3
+    with pytest.warns(
+        UserWarning, match="hyperparameters differ.*lr"
+    ):  # saved lr 0.01, this one 1e-3
         pg.ag_load_model(path, model=m2, optimizer=pg.optimizer_adam(m2.parameters()))
     bad = tmp_path / "bad.safetensors"
     bad.write_bytes(path.read_bytes()[:-7])
@@ -91,6 +110,7 @@ def _scenario_memory_reports():
 def _scenario_freed_and_copies():
     import copy
     import pickle
+
     t = pg.ag_param(np.ones((2, 2)))
     c1, c2, c3 = copy.copy(t), copy.deepcopy(t), pickle.loads(pickle.dumps(t))
     t.free()
@@ -100,8 +120,10 @@ def _scenario_freed_and_copies():
     del c2, c3
 
 
-@pytest.mark.parametrize("scenario", ["ops", "errors", "optimizers", "model_and_io", "memory_reports",
-                                      "freed_and_copies"])
+@pytest.mark.parametrize(
+    "scenario",
+    ["ops", "errors", "optimizers", "model_and_io", "memory_reports", "freed_and_copies"],
+)
 def test_scenario_leaves_counters_where_they_were(scenario, tmp_path):
     fn = globals()[f"_scenario_{scenario}"]
     before = counts()

@@ -1,14 +1,15 @@
 """The losses beyond ggmlR's (ops_loss.py / native/ops_loss2.c): values against closed forms
 computed here in numpy double, exact gradients (closed form and central differences in f64),
 f32 against f64, the error texts, identities, ag_compile replays and ag_fit's loss names."""
+
 import numpy as np
 import pytest
 
 import pyggmlr as pg
 from pyggmlr.errors import DTypeError, PyggmlrValueError, ShapeError
 
-
 # ---- closed forms (numpy, double) ----
+
 
 def np_bce(p, t):
     return np.mean(-(t * np.maximum(np.log(p), -100) + (1 - t) * np.maximum(np.log(1 - p), -100)))
@@ -16,7 +17,9 @@ def np_bce(p, t):
 
 def np_bce_grad(p, t):
     with np.errstate(divide="ignore", invalid="ignore"):
-        g = np.where(np.log(p) > -100, -t / p, 0) + np.where(np.log(1 - p) > -100, (1 - t) / (1 - p), 0)
+        g = np.where(np.log(p) > -100, -t / p, 0) + np.where(
+            np.log(1 - p) > -100, (1 - t) / (1 - p), 0
+        )
     return g / p.size
 
 
@@ -54,7 +57,13 @@ def data(rng):
     p = rng.uniform(0.02, 0.98, size=(3, 5))
     t = rng.uniform(0, 1, size=(3, 5))
     # logits / predictions with differences to t spread over [-3, 3] (both Huber branches)
-    return p, t, t + rng.permutation(np.linspace(-3, 3, 15)).reshape(3, 5) + rng.uniform(-0.1, 0.1, size=(3, 5))
+    return (
+        p,
+        t,
+        t
+        + rng.permutation(np.linspace(-3, 3, 15)).reshape(3, 5)
+        + rng.uniform(-0.1, 0.1, size=(3, 5)),
+    )
 
 
 def test_bce_values_and_gradient(data):
@@ -87,7 +96,9 @@ def test_bce_with_logits_values_and_stability(data):
     assert v == pytest.approx(2000 / 3) and np.array_equal(g, np.array([[1.0, -1.0, 0.0]]) / 3)
     for dtype in ("f32", "f64"):  # equals BCE of sigmoid(x) where that is accurate
         v1, _ = _run(pg.ag_bce_with_logits_loss, x / 3, t, dtype=dtype)
-        v2, _ = _run(lambda a, b: pg.ag_binary_cross_entropy_loss(pg.ag_sigmoid(a), b), x / 3, t, dtype=dtype)
+        v2, _ = _run(
+            lambda a, b: pg.ag_binary_cross_entropy_loss(pg.ag_sigmoid(a), b), x / 3, t, dtype=dtype
+        )
         assert v1 == pytest.approx(v2, rel=1e-5 if dtype == "f32" else 1e-12)
 
 
@@ -145,7 +156,10 @@ LOSSES = {
     "bce_with_logits": (pg.ag_bce_with_logits_loss, "x"),
     "huber": (lambda a, b: pg.ag_huber_loss(a, b, 1.3), "x"),
     "mae": (pg.ag_mae_loss, "x"),
-    "weighted_mse": (lambda a, b: pg.ag_weighted_mse_loss(a, b, np.arange(1.0, 4.0).reshape(3, 1)), "x"),
+    "weighted_mse": (
+        lambda a, b: pg.ag_weighted_mse_loss(a, b, np.arange(1.0, 4.0).reshape(3, 1)),
+        "x",
+    ),
 }
 
 
@@ -184,8 +198,13 @@ def test_f32_agrees_with_f64(data, name):
 
 def test_tape_labels_and_requires_grad(data):
     p, t, x = data
-    labels = {"bce": "bce_loss", "bce_with_logits": "bce_logits_loss", "huber": "huber_loss", "mae": "mae_loss",
-              "weighted_mse": "weighted_mse_loss"}
+    labels = {
+        "bce": "bce_loss",
+        "bce_with_logits": "bce_logits_loss",
+        "huber": "huber_loss",
+        "mae": "mae_loss",
+        "weighted_mse": "weighted_mse_loss",
+    }
     for name, (f, arg) in LOSSES.items():
         a = pg.ag_param({"p": p, "x": x}[arg])
         with pg.with_grad_tape():
@@ -198,33 +217,71 @@ def test_tape_labels_and_requires_grad(data):
 
 def test_errors_name_function_argument_shapes_dtype():
     a, b = pg.ag_tensor(np.full((2, 3), 0.5)), np.full((3, 2), 0.5)
-    for name in ("ag_binary_cross_entropy_loss", "ag_bce_with_logits_loss", "ag_huber_loss", "ag_mae_loss"):
+    for name in (
+        "ag_binary_cross_entropy_loss",
+        "ag_bce_with_logits_loss",
+        "ag_huber_loss",
+        "ag_mae_loss",
+    ):
         f = getattr(pg, name)
-        with pytest.raises(ShapeError, match=rf"^{name}: pred is \[2x3\] f32 but target is \[3x2\] f32; they must have the same shape"):
+        with pytest.raises(
+            ShapeError,
+            match=rf"^{name}: pred is \[2x3\] f32 but target is \[3x2\] f32; they must have the same shape",
+        ):
             f(a, b)
-        with pytest.raises(DTypeError, match=rf"^{name}: dtype mismatch: pred is \[2x3\] f32, target is \[2x3\] f64"):
+        with pytest.raises(
+            DTypeError,
+            match=rf"^{name}: dtype mismatch: pred is \[2x3\] f32, target is \[2x3\] f64",
+        ):
             f(a, pg.ag_tensor(np.full((2, 3), 0.5), dtype="f64"))
         with pytest.raises(ShapeError, match=rf"^{name}: input \[0x3\] f32 is empty"):
             f(pg.ag_tensor(np.zeros((0, 3))), np.zeros((0, 3)))
-    with pytest.raises(PyggmlrValueError, match=r"^ag_binary_cross_entropy_loss: pred must lie in \[0, 1\], got 1.5 at \[1, 2\] \(0-based\) of \[2x3\] f32; pred are probabilities \(for logits use ag_bce_with_logits_loss\)$"):
-        pg.ag_binary_cross_entropy_loss(np.array([[0.5, 0.5, 0.5], [0.5, 0.5, 1.5]]), np.zeros((2, 3)))
-    with pytest.raises(PyggmlrValueError, match=r"^ag_binary_cross_entropy_loss: pred must lie in \[0, 1\], got nan at \[0, 0\]"):
+    with pytest.raises(
+        PyggmlrValueError,
+        match=r"^ag_binary_cross_entropy_loss: pred must lie in \[0, 1\], got 1.5 at \[1, 2\] \(0-based\) of \[2x3\] f32; pred are probabilities \(for logits use ag_bce_with_logits_loss\)$",
+    ):
+        pg.ag_binary_cross_entropy_loss(
+            np.array([[0.5, 0.5, 0.5], [0.5, 0.5, 1.5]]), np.zeros((2, 3))
+        )
+    with pytest.raises(
+        PyggmlrValueError,
+        match=r"^ag_binary_cross_entropy_loss: pred must lie in \[0, 1\], got nan at \[0, 0\]",
+    ):
         pg.ag_binary_cross_entropy_loss(np.array([[np.nan]]), np.zeros((1, 1)))
-    with pytest.raises(PyggmlrValueError, match=r"^ag_binary_cross_entropy_loss: target must lie in \[0, 1\], got -1 at \[0, 1\] \(0-based\) of \[1x2\] f32$"):
+    with pytest.raises(
+        PyggmlrValueError,
+        match=r"^ag_binary_cross_entropy_loss: target must lie in \[0, 1\], got -1 at \[0, 1\] \(0-based\) of \[1x2\] f32$",
+    ):
         pg.ag_binary_cross_entropy_loss(np.array([[0.5, 0.5]]), np.array([[0.0, -1.0]]))
-    with pytest.raises(PyggmlrValueError, match=r"^ag_bce_with_logits_loss: target must lie in \[0, 1\], got 2 at \[0, 0\]"):
+    with pytest.raises(
+        PyggmlrValueError,
+        match=r"^ag_bce_with_logits_loss: target must lie in \[0, 1\], got 2 at \[0, 0\]",
+    ):
         pg.ag_bce_with_logits_loss(np.array([[5.0]]), np.array([[2.0]]))
     for bad, shown in ((0, "0"), (-1, "-1"), (float("inf"), "inf"), (float("nan"), "nan")):
-        with pytest.raises(PyggmlrValueError, match=rf"^ag_huber_loss: delta must be a finite number > 0, got {shown}$"):
+        with pytest.raises(
+            PyggmlrValueError,
+            match=rf"^ag_huber_loss: delta must be a finite number > 0, got {shown}$",
+        ):
             pg.ag_huber_loss(a, a, delta=bad)
-    with pytest.raises(PyggmlrValueError, match=r"^ag_huber_loss: delta must be a finite number > 0, got 'a'$"):
+    with pytest.raises(
+        PyggmlrValueError, match=r"^ag_huber_loss: delta must be a finite number > 0, got 'a'$"
+    ):
         pg.ag_huber_loss(a, a, delta="a")
     name = "ag_weighted_mse_loss"
-    with pytest.raises(ShapeError, match=rf"^{name}: pred is \[2x3\] f32 but weight is \[2x2\] f32; weight must have pred's shape, or be a \[2, 1\] column, a \[1, 3\] row or \[1, 1\]"):
+    with pytest.raises(
+        ShapeError,
+        match=rf"^{name}: pred is \[2x3\] f32 but weight is \[2x2\] f32; weight must have pred's shape, or be a \[2, 1\] column, a \[1, 3\] row or \[1, 1\]",
+    ):
         pg.ag_weighted_mse_loss(a, a, np.ones((2, 2)))
-    with pytest.raises(DTypeError, match=rf"^{name}: dtype mismatch: pred is \[2x3\] f32, weight is \[2x3\] f64"):
+    with pytest.raises(
+        DTypeError, match=rf"^{name}: dtype mismatch: pred is \[2x3\] f32, weight is \[2x3\] f64"
+    ):
         pg.ag_weighted_mse_loss(a, a, pg.ag_tensor(np.ones((2, 3)), dtype="f64"))
-    with pytest.raises(PyggmlrValueError, match=rf"^{name}: weight must be finite and >= 0, got -1 at \[1, 0\] \(0-based\) of \[2x1\] f32$"):
+    with pytest.raises(
+        PyggmlrValueError,
+        match=rf"^{name}: weight must be finite and >= 0, got -1 at \[1, 0\] \(0-based\) of \[2x1\] f32$",
+    ):
         pg.ag_weighted_mse_loss(a, a, np.array([[1.0], [-1.0]]))
     with pytest.raises(PyggmlrValueError, match=rf"^{name}: weight must not require grad"):
         pg.ag_weighted_mse_loss(a, a, pg.ag_param(np.ones((2, 3))))
@@ -246,7 +303,9 @@ def test_compiled_replay_equals_eager(rng, name, dtype):
         return f(act(pg.ag_matmul(W, xin)), tin)
 
     x0, t0 = rng.normal(size=(4, 5)), rng.uniform(0, 1, size=(3, 5))
-    g = pg.ag_compile(step, pg.ag_tensor(x0, dtype=dtype), pg.ag_tensor(t0, dtype=dtype), build="grad")
+    g = pg.ag_compile(
+        step, pg.ag_tensor(x0, dtype=dtype), pg.ag_tensor(t0, dtype=dtype), build="grad"
+    )
     for _ in range(3):
         x, t = rng.normal(size=(4, 5)), rng.uniform(0, 1, size=(3, 5))  # new targets are read too
         loss, grads = g(x, t)
@@ -256,7 +315,10 @@ def test_compiled_replay_equals_eager(rng, name, dtype):
         pg.ag_tape_clear()
         W.grad = None
         assert loss == le.item() and np.array_equal(grads[W.id], ge[W])
-    if name in ("bce", "bce_with_logits"):  # a replay with targets outside [0, 1] raises, as eager does
+    if name in (
+        "bce",
+        "bce_with_logits",
+    ):  # a replay with targets outside [0, 1] raises, as eager does
         with pytest.raises(PyggmlrValueError, match="target must lie in"):
             g(x, t + 2)
 
@@ -278,7 +340,9 @@ def test_ag_fit_loss_names_train(loss, static):
     pg.ggml_set_seed(4)
     last = "sigmoid" if loss == "binary_cross_entropy" else None
     m = pg.ag_sequential(pg.ag_linear(4, 8, "tanh"), pg.ag_linear(8, 2, last))
-    h = pg.ag_fit(m, x, y, loss=loss, nepoch=6, batch_size=16, lr=0.05, silent=True, seed=2, static=static)
+    h = pg.ag_fit(
+        m, x, y, loss=loss, nepoch=6, batch_size=16, lr=0.05, silent=True, seed=2, static=static
+    )
     assert h.loss[-1] < 0.8 * h.loss[0]
     assert all(np.isnan(h.accuracy))  # accuracy only for cross_entropy, as ggml
 
@@ -291,7 +355,18 @@ def test_ag_fit_static_equals_eager(loss):
         pg.ggml_set_seed(4)
         last = "sigmoid" if loss == "binary_cross_entropy" else None
         m = pg.ag_sequential(pg.ag_linear(4, 8, "tanh"), pg.ag_linear(8, 2, last))
-        h = pg.ag_fit(m, x, y, loss=loss, nepoch=2, batch_size=16, val_split=0.25, silent=True, seed=2, static=static)
+        h = pg.ag_fit(
+            m,
+            x,
+            y,
+            loss=loss,
+            nepoch=2,
+            batch_size=16,
+            val_split=0.25,
+            silent=True,
+            seed=2,
+            static=static,
+        )
         runs.append((h.loss, h.val_loss, [t.numpy() for t in m.parameters().values()]))
     assert runs[0][0] == runs[1][0] and runs[0][1] == runs[1][1]
     assert all(np.array_equal(a, b) for a, b in zip(runs[0][2], runs[1][2]))
@@ -300,24 +375,45 @@ def test_ag_fit_static_equals_eager(loss):
 def test_ag_fit_loss_name_errors():
     x, y = _fit_data()
     m = pg.ag_linear(4, 2)
-    with pytest.raises(PyggmlrValueError, match="'binary_cross_entropy', 'bce_with_logits', 'huber', 'mae'"):
+    with pytest.raises(
+        PyggmlrValueError, match="'binary_cross_entropy', 'bce_with_logits', 'huber', 'mae'"
+    ):
         pg.ag_fit(m, x, y, loss="bce", nepoch=1, silent=True)
     with pytest.raises(PyggmlrValueError, match="loss 'huber' needs targets y"):
         pg.ag_fit(m, x, None, loss="huber", nepoch=1, silent=True)
     # a linear output is not a probability: BCE says so and points to the logits form
     with pytest.raises(PyggmlrValueError, match="pred must lie in .* ag_bce_with_logits_loss"):
-        pg.ag_fit(pg.ag_linear(4, 2), x * 10, y, loss="binary_cross_entropy", nepoch=1, silent=True, static=False)
+        pg.ag_fit(
+            pg.ag_linear(4, 2),
+            x * 10,
+            y,
+            loss="binary_cross_entropy",
+            nepoch=1,
+            silent=True,
+            static=False,
+        )
 
 
 def test_against_torch(data):
-    torch = pytest.importorskip("torch", reason="torch is not installed: the PyTorch comparison is skipped "
-                                                "(the closed-form tests above cover the same definitions)")
+    torch = pytest.importorskip(
+        "torch",
+        reason="torch is not installed: the PyTorch comparison is skipped "
+        "(the closed-form tests above cover the same definitions)",
+    )
     p, t, x = data
     F = torch.nn.functional
     cases = [
         (pg.ag_binary_cross_entropy_loss, p, lambda a: F.binary_cross_entropy(a, torch.tensor(t))),
-        (pg.ag_bce_with_logits_loss, x, lambda a: F.binary_cross_entropy_with_logits(a, torch.tensor(t))),
-        (lambda a, b: pg.ag_huber_loss(a, b, 0.7), x, lambda a: F.huber_loss(a, torch.tensor(t), delta=0.7)),
+        (
+            pg.ag_bce_with_logits_loss,
+            x,
+            lambda a: F.binary_cross_entropy_with_logits(a, torch.tensor(t)),
+        ),
+        (
+            lambda a, b: pg.ag_huber_loss(a, b, 0.7),
+            x,
+            lambda a: F.huber_loss(a, torch.tensor(t), delta=0.7),
+        ),
         (pg.ag_mae_loss, x, lambda a: F.l1_loss(a, torch.tensor(t))),
     ]
     for f, a, tf in cases:
@@ -331,6 +427,7 @@ def test_against_torch(data):
 
 def test_every_new_loss_and_fit_name_has_a_parity_case():
     import parity  # tests/parity (every case registered)
+
     names = " ".join(c.name for c in parity.CASES)
     for op in pg.ops_loss.__all__:
         assert "loss:" + op[3:-5] in names, f"{op} has no parity case"
@@ -341,11 +438,17 @@ def test_every_new_loss_and_fit_name_has_a_parity_case():
 @pytest.mark.parametrize("bad", [None, "a", [1, [2]], object(), 1j, {"a": 1}])
 def test_bad_input_raises_typed_errors_and_frees_everything(bad):
     from pyggmlr.errors import PyggmlrError
+
     gc_live = pg.ag_live_objects()
     t = pg.ag_tensor(np.full((2, 2), 0.5))
-    fns = [pg.ag_binary_cross_entropy_loss, pg.ag_bce_with_logits_loss, pg.ag_huber_loss, pg.ag_mae_loss,
-           lambda a, b: pg.ag_weighted_mse_loss(a, b, 1.0),
-           lambda a, b: pg.ag_weighted_mse_loss(a, np.full((2, 2), 0.5), b)]
+    fns = [
+        pg.ag_binary_cross_entropy_loss,
+        pg.ag_bce_with_logits_loss,
+        pg.ag_huber_loss,
+        pg.ag_mae_loss,
+        lambda a, b: pg.ag_weighted_mse_loss(a, b, 1.0),
+        lambda a, b: pg.ag_weighted_mse_loss(a, np.full((2, 2), 0.5), b),
+    ]
     for f in fns:
         for args in ((t, bad), (bad, t)):
             with pytest.raises(PyggmlrError):
@@ -354,5 +457,6 @@ def test_bad_input_raises_typed_errors_and_frees_everything(bad):
         pg.ag_huber_loss(t, t, bad)
     del t, args
     import gc
+
     gc.collect()
     assert pg.ag_live_objects() == gc_live

@@ -1,16 +1,17 @@
 """Memory reports: ag_tape_memory (ggmlR's test-ag-tape-memory.R translated, plus checks against
 the core's allocator: the report's bytes are real storage bytes, clearing the tape frees exactly
 bytes_snapshots). The training-memory estimate and the counters: test_memory_estimate.py."""
+
 import gc
 
 import numpy as np
 import pytest
+from conftest import current_bytes, itemsize
 
 import pyggmlr as pg
 from pyggmlr._core import lib
-from conftest import current_bytes, itemsize
 
-MB = 1024.0 ** 2
+MB = 1024.0**2
 
 
 def node_bytes():
@@ -40,6 +41,7 @@ def assert_clear_frees_snapshots():
 
 # ---------------------------------------------------------------------------------------------
 # ggmlR's test-ag-tape-memory.R (CPU blocks 1-8), at f64 as ggmlR's doubles
+
 
 def test_empty_tape(f64):
     rep = pg.ag_tape_memory(quiet=True)
@@ -129,6 +131,7 @@ def test_quiet_is_silent_default_prints(f64, rng, capsys):
 # ---------------------------------------------------------------------------------------------
 # exact byte counts
 
+
 def test_snapshot_bytes_equal_saved_tensor_sizes(rng):
     """Only w, x, y and the loss are held by us: the tape alone keeps the matmul output, the relu
     output and the MSE difference (3 x 8x8); the target y is not kept by the node."""
@@ -145,9 +148,9 @@ def test_snapshot_bytes_equal_saved_tensor_sizes(rng):
     assert rep.bytes_fields == 3 * node_bytes()
     by = {r["op"]: r for r in rep.by_op}
     # each storage is charged to the first node that meets it (inputs, saved, output)
-    assert by["matmul"]["bytes"] == 3 * 64 * s + node_bytes()      # w, x, its output
-    assert by["relu"]["bytes"] == 64 * s + node_bytes()            # its output
-    assert by["mse_loss"]["bytes"] == 64 * s + s + node_bytes()    # diff, loss
+    assert by["matmul"]["bytes"] == 3 * 64 * s + node_bytes()  # w, x, its output
+    assert by["relu"]["bytes"] == 64 * s + node_bytes()  # its output
+    assert by["mse_loss"]["bytes"] == 64 * s + s + node_bytes()  # diff, loss
     assert_clear_frees_snapshots()
     del loss
 
@@ -172,11 +175,11 @@ def test_kept_intermediate_is_an_operand(rng):
     w = pg.ag_param(rng.normal(size=(8, 8)))
     x = pg.ag_tensor(rng.normal(size=(8, 8)))
     with pg.with_grad_tape():
-        h = pg.ag_matmul(w, x)          # we keep a handle: it outlives the tape
+        h = pg.ag_matmul(w, x)  # we keep a handle: it outlives the tape
         loss = pg.ag_sum(pg.ag_relu(h))
     rep = pg.ag_tape_memory(quiet=True)
-    assert rep.bytes_snapshots == 64 * s                 # relu output only
-    assert rep.bytes_inputs == 3 * 64 * s + s            # w, x, h, loss
+    assert rep.bytes_snapshots == 64 * s  # relu output only
+    assert rep.bytes_inputs == 3 * 64 * s + s  # w, x, h, loss
     assert_clear_frees_snapshots()
     assert h.numpy().shape == (8, 8)
 
@@ -191,9 +194,9 @@ def test_clearing_frees_exactly_snapshots(dtype, rng):
 
     def record():
         with pg.with_grad_tape():
-            h = pg.ag_tanh(pg.ag_add(pg.ag_matmul(w1, x), 0.5))   # inline constant: tape-only
-            hh = pg.ag_mul(h, h)                                   # one tensor used twice
-            b = pg.ag_param(np.ones((4, 1)))                       # a parameter only the tape holds
+            h = pg.ag_tanh(pg.ag_add(pg.ag_matmul(w1, x), 0.5))  # inline constant: tape-only
+            hh = pg.ag_mul(h, h)  # one tensor used twice
+            b = pg.ag_param(np.ones((4, 1)))  # a parameter only the tape holds
             out = pg.ag_add(pg.ag_matmul(w2, hh), b)
             return pg.ag_mse_loss(out, y)
 
@@ -241,18 +244,50 @@ def test_every_builtin_op_records_a_label(f64, rng):
     t = pg.ag_tensor(np.eye(4)[:, [0, 1, 2]])
     with pg.with_grad_tape():
         outs = [
-            pg.ag_matmul(pg.ag_transpose(x), y), pg.ag_add(x, y), pg.ag_sub(x, y), pg.ag_mul(x, y),
-            pg.ag_div(x, y), pg.ag_scale(x, 2.0), pg.ag_neg(x), pg.ag_relu(x), pg.ag_sigmoid(x),
-            pg.ag_tanh(x), pg.ag_gelu(x), pg.ag_softmax(x), pg.ag_log(x), pg.ag_exp(x),
-            pg.ag_pow(x, 2.0), pg.ag_clamp(x, 0.6, 1.2), pg.ag_sum(x), pg.ag_mean(x),
-            pg.ag_reshape(x, 3, 4), pg.ag_mse_loss(x, y), pg.ag_cross_entropy_loss(pg.ag_softmax(x), t),
-            pg.ag_softmax_cross_entropy_loss(x, t), pg.ag_slice_rows(x, 1, 2), pg.ag_concat_rows(x, y),
+            pg.ag_matmul(pg.ag_transpose(x), y),
+            pg.ag_add(x, y),
+            pg.ag_sub(x, y),
+            pg.ag_mul(x, y),
+            pg.ag_div(x, y),
+            pg.ag_scale(x, 2.0),
+            pg.ag_neg(x),
+            pg.ag_relu(x),
+            pg.ag_sigmoid(x),
+            pg.ag_tanh(x),
+            pg.ag_gelu(x),
+            pg.ag_softmax(x),
+            pg.ag_log(x),
+            pg.ag_exp(x),
+            pg.ag_pow(x, 2.0),
+            pg.ag_clamp(x, 0.6, 1.2),
+            pg.ag_sum(x),
+            pg.ag_mean(x),
+            pg.ag_reshape(x, 3, 4),
+            pg.ag_mse_loss(x, y),
+            pg.ag_cross_entropy_loss(pg.ag_softmax(x), t),
+            pg.ag_softmax_cross_entropy_loss(x, t),
+            pg.ag_slice_rows(x, 1, 2),
+            pg.ag_concat_rows(x, y),
         ]
     rep = pg.ag_tape_memory(quiet=True)
     ops = {r["op"] for r in rep.by_op}
     assert "<closure only>" not in ops
-    assert {"matmul", "transpose", "add", "sub", "mul", "div", "scale", "relu", "softmax", "sum",
-            "mean", "reshape", "mse_loss", "softmax_ce_loss"} <= ops
+    assert {
+        "matmul",
+        "transpose",
+        "add",
+        "sub",
+        "mul",
+        "div",
+        "scale",
+        "relu",
+        "softmax",
+        "sum",
+        "mean",
+        "reshape",
+        "mse_loss",
+        "softmax_ce_loss",
+    } <= ops
     assert rep.nodes == lib.pg_tape_nodes() >= len(outs)
     del outs
 
@@ -289,16 +324,21 @@ def test_printed_report_exact(f64, rng, capsys):
     total = 2 * 64 * s + 64 * s + s + 2 * nb
     assert rep.bytes_total == total
     first = max(rep.by_op, key=lambda r: r["bytes"])
-    expected = "\n".join([
-        f"Gradient tape: 2 nodes, {total / MB:.2f} MB held alive",
-        f"  operands (outlive the tape)     : {(2 * 64 * s + s) / MB:8.2f} MB",
-        f"  activations (freed by clearing) : {64 * s / MB:8.2f} MB",
-        f"  graph-path fields (beyond those): {2 * nb / MB:8.2f} MB",
-        "",
-        "  by operation (top 1):",
-        "    op                     nodes        MB",
-        f"    {first['op']:<20s} {1:7d}  {first['mb']:8.2f}",
-    ]) + "\n"
+    expected = (
+        "\n".join(
+            [
+                f"Gradient tape: 2 nodes, {total / MB:.2f} MB held alive",
+                f"  operands (outlive the tape)     : {(2 * 64 * s + s) / MB:8.2f} MB",
+                f"  activations (freed by clearing) : {64 * s / MB:8.2f} MB",
+                f"  graph-path fields (beyond those): {2 * nb / MB:8.2f} MB",
+                "",
+                "  by operation (top 1):",
+                "    op                     nodes        MB",
+                f"    {first['op']:<20s} {1:7d}  {first['mb']:8.2f}",
+            ]
+        )
+        + "\n"
+    )
     assert out == expected
     assert first["op"] == "matmul"
     assert str(rep) == expected.rstrip("\n")

@@ -1,5 +1,6 @@
 """The training-memory estimate (ggmlR's test-ag-memory-budget.R translated; with a model, equal
 to the measured peak of a training step) and the core's counters: stats, peaks, live objects."""
+
 import gc
 import math
 import os
@@ -7,32 +8,38 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
+from conftest import current_bytes, itemsize
 
 import pyggmlr as pg
 from pyggmlr._core import lib
-from conftest import current_bytes, itemsize
 
-MB = 1024.0 ** 2
+MB = 1024.0**2
 
 
 # ---------------------------------------------------------------------------------------------
 # ggmlR's test-ag-memory-budget.R translated (f64 = ggmlR's 8 bytes; f32 halves them)
 
+
 def test_budget_sgd_plain_no_activations():
-    e = pg.ag_estimate_training_memory([(100, 100)], optimizer="sgd_plain", activation_frac=0,
-                                       quiet=True, dtype="f64")
+    e = pg.ag_estimate_training_memory(
+        [(100, 100)], optimizer="sgd_plain", activation_frac=0, quiet=True, dtype="f64"
+    )
     assert e.params == 10000
     assert e.weights == 80000
     assert e.gradients == e.weights
     assert e.optimizer == 0
     assert e.total == e.weights + e.gradients
-    e32 = pg.ag_estimate_training_memory([(100, 100)], optimizer="sgd_plain", activation_frac=0, quiet=True)
+    e32 = pg.ag_estimate_training_memory(
+        [(100, 100)], optimizer="sgd_plain", activation_frac=0, quiet=True
+    )
     assert e32.weights == 40000 and e32.bytes_per_scalar == 4
 
 
 def test_budget_optimizer_multipliers(f64):
-    est = {o: pg.ag_estimate_training_memory((64, 64), optimizer=o, activation_frac=0, quiet=True)
-           for o in ("adam", "sgd", "sgd_plain")}
+    est = {
+        o: pg.ag_estimate_training_memory((64, 64), optimizer=o, activation_frac=0, quiet=True)
+        for o in ("adam", "sgd", "sgd_plain")
+    }
     w = est["adam"].weights
     assert est["adam"].optimizer == 2 * w
     assert est["sgd"].optimizer == 1 * w
@@ -50,13 +57,16 @@ def test_budget_activations_scale_with_batch(f64):
 
 
 def test_budget_bytes_per_scalar_follow_dtype():
-    e = pg.ag_estimate_training_memory((1000, 1000), optimizer="sgd_plain", activation_frac=0,
-                                       quiet=True, dtype="f64")
+    e = pg.ag_estimate_training_memory(
+        (1000, 1000), optimizer="sgd_plain", activation_frac=0, quiet=True, dtype="f64"
+    )
     assert e.bytes_per_scalar == 8
     assert e.weights == 8e6
     assert "double" in e.note
-    e = pg.ag_estimate_training_memory((1000, 1000), optimizer="sgd_plain", activation_frac=0, quiet=True)
-    assert e.bytes_per_scalar == 4          # the global dtype: f32
+    e = pg.ag_estimate_training_memory(
+        (1000, 1000), optimizer="sgd_plain", activation_frac=0, quiet=True
+    )
+    assert e.bytes_per_scalar == 4  # the global dtype: f32
     assert e.weights == 4e6
     assert "single" in e.note and "f32" in e.note
     pg.ag_dtype("f64")
@@ -66,7 +76,7 @@ def test_budget_bytes_per_scalar_follow_dtype():
 def test_budget_shape_lists():
     assert pg.ag_estimate_training_memory([(10, 10), (10, 10), (10,)], quiet=True).params == 210
     assert pg.ag_estimate_training_memory((10, 10), quiet=True).params == 100
-    assert pg.ag_estimate_training_memory([10, 10], quiet=True).params == 100   # one bare vector
+    assert pg.ag_estimate_training_memory([10, 10], quiet=True).params == 100  # one bare vector
     assert pg.ag_estimate_training_memory(np.array([10, 10]), quiet=True).params == 100
     assert pg.ag_estimate_training_memory({"W": (10, 10), "b": (10, 1)}, quiet=True).params == 110
 
@@ -114,14 +124,30 @@ def test_budget_man_page_example_exact(f64, capsys):
     ]
     assert lines[7] == "  note: " + e.note
     d = pg.ag_estimate_training_memory([(100, 100)], quiet=True)
-    assert (d.params, d.weights, d.gradients, d.optimizer, d.activations, d.total) == \
-        (10000, 80000, 80000, 160000, 25600, 345600)
+    assert (d.params, d.weights, d.gradients, d.optimizer, d.activations, d.total) == (
+        10000,
+        80000,
+        80000,
+        160000,
+        25600,
+        345600,
+    )
     assert d.bytes_per_scalar == 8
 
 
-@pytest.mark.parametrize("n, text", [(786432, "786 432"), (10000, "10 000"), (1e5, "1e+05"),
-                                     (1e6, "1e+06"), (210, "210"), (123456789, "123 456 789"),
-                                     (1200000, "1 200 000"), (12000000, "1.2e+07")])
+@pytest.mark.parametrize(
+    "n, text",
+    [
+        (786432, "786 432"),
+        (10000, "10 000"),
+        (1e5, "1e+05"),
+        (1e6, "1e+06"),
+        (210, "210"),
+        (123456789, "123 456 789"),
+        (1200000, "1 200 000"),
+        (12000000, "1.2e+07"),
+    ],
+)
 def test_r_format_of_parameter_count(n, text, capsys):
     pg.ag_estimate_training_memory((n,))
     assert capsys.readouterr().out.splitlines()[1] == f"  parameters      : {text}"
@@ -130,12 +156,15 @@ def test_r_format_of_parameter_count(n, text, capsys):
 # ---------------------------------------------------------------------------------------------
 # the estimate from a model: measured, not guessed
 
+
 class TinyMLP:
     """Test-local model: forward + parameters() (the protocol the estimate needs)."""
 
     def __init__(self, sizes, rng):
-        self.layers = [(pg.ag_param(rng.normal(size=(o, i)) / math.sqrt(i)), pg.ag_param(np.zeros((o, 1))))
-                       for i, o in zip(sizes[:-1], sizes[1:])]
+        self.layers = [
+            (pg.ag_param(rng.normal(size=(o, i)) / math.sqrt(i)), pg.ag_param(np.zeros((o, 1))))
+            for i, o in zip(sizes[:-1], sizes[1:])
+        ]
 
     def forward(self, x):
         for k, (w, b) in enumerate(self.layers):
@@ -145,7 +174,9 @@ class TinyMLP:
         return x
 
     def parameters(self):
-        return OrderedDict((f"p{k}_{j}", t) for k, wb in enumerate(self.layers) for j, t in enumerate(wb))
+        return OrderedDict(
+            (f"p{k}_{j}", t) for k, wb in enumerate(self.layers) for j, t in enumerate(wb)
+        )
 
 
 def measured_step_peak(model, x, y, make_opt):
@@ -178,9 +209,11 @@ def test_model_estimate_matches_measured_step(dtype, opt, rng):
     assert est.weights == est.gradients == n_params * s
     assert est.optimizer == {"adam": 2, "sgd": 1, "sgd_plain": 0}[opt] * n_params * s
     assert est.bytes_per_scalar == s
-    make = {"adam": pg.optimizer_adam,
-            "sgd": lambda p: pg.optimizer_sgd(p, momentum=0.9),
-            "sgd_plain": pg.optimizer_sgd}[opt]
+    make = {
+        "adam": pg.optimizer_adam,
+        "sgd": lambda p: pg.optimizer_sgd(p, momentum=0.9),
+        "sgd_plain": pg.optimizer_sgd,
+    }[opt]
     peak = measured_step_peak(model, x, y, make)
     assert abs(est.total / peak - 1) < 0.02
     # the activations are at least the tape's outputs plus their gradients (2 x 3 x [32,16] ...)
@@ -188,7 +221,9 @@ def test_model_estimate_matches_measured_step(dtype, opt, rng):
 
 
 def test_model_estimate_with_nn_layers_and_input_shape(rng):
-    model = pg.ag_sequential(pg.ag_linear(20, 64, "relu"), pg.ag_linear(64, 64, "relu"), pg.ag_linear(64, 5))
+    model = pg.ag_sequential(
+        pg.ag_linear(20, 64, "relu"), pg.ag_linear(64, 64, "relu"), pg.ag_linear(64, 5)
+    )
     est = pg.ag_estimate_training_memory(model=model, input_shape=(20, 32), quiet=True)
     assert est.params == 20 * 64 + 64 + 64 * 64 + 64 + 64 * 5 + 5
     x = pg.ag_tensor(np.zeros((20, 32)))
@@ -213,10 +248,10 @@ def test_model_estimate_leaves_tape_grads_and_peak_window_sane(f64, rng, capsys)
     est = pg.ag_estimate_training_memory(model=model, x=x, optimizer="sgd")
     out = capsys.readouterr().out
     assert out.startswith("Training memory estimate (sgd, batch 5)")
-    assert lib.pg_tape_nodes() == n0                 # the caller's tape is back
+    assert lib.pg_tape_nodes() == n0  # the caller's tape is back
     assert pg.ag_live_objects() == live0
     np.testing.assert_array_equal(w.grad, np.full((8, 4), 7.0))
-    grads = pg.backward(loss)                        # and still usable, .grad accumulating
+    grads = pg.backward(loss)  # and still usable, .grad accumulating
     np.testing.assert_allclose(w.grad, 7.0 + grads[w])
     assert np.abs(grads[w]).sum() > 0
     assert est.activations > 0
@@ -237,9 +272,19 @@ def test_model_estimate_optimizer_object(rng):
     model = TinyMLP([4, 6, 1], rng)
     p = sum(t.size for t in model.parameters().values()) * itemsize()
     opt = pg.optimizer_adam(model.parameters())
-    assert pg.ag_estimate_training_memory(model=model, input_shape=(4, 2), optimizer=opt, quiet=True).optimizer == 2 * p
+    assert (
+        pg.ag_estimate_training_memory(
+            model=model, input_shape=(4, 2), optimizer=opt, quiet=True
+        ).optimizer
+        == 2 * p
+    )
     opt.accumulate_steps = 4
-    assert pg.ag_estimate_training_memory(model=model, input_shape=(4, 2), optimizer=opt, quiet=True).optimizer == 3 * p
+    assert (
+        pg.ag_estimate_training_memory(
+            model=model, input_shape=(4, 2), optimizer=opt, quiet=True
+        ).optimizer
+        == 3 * p
+    )
     sgd = pg.optimizer_sgd(model.parameters())
     e = pg.ag_estimate_training_memory(model=model, input_shape=(4, 2), optimizer=sgd)
     assert e.optimizer == 0
@@ -263,6 +308,7 @@ def test_model_estimate_errors(rng):
 # ---------------------------------------------------------------------------------------------
 # counters: stats, peak, live objects, leaks
 
+
 def test_memory_stats_categories(f64, rng):
     gc.collect()
     s0 = pg.ag_memory_stats()
@@ -275,7 +321,9 @@ def test_memory_stats_categories(f64, rng):
     opt = pg.optimizer_adam({"w": w})
     with pg.with_grad_tape():
         loss = pg.ag_mse_loss(pg.ag_matmul(w, x), np.zeros((10, 7)))
-    assert pg.ag_memory_stats()["saved"]["current"] - s0["saved"]["current"] == 70 * 8   # the MSE diff
+    assert (
+        pg.ag_memory_stats()["saved"]["current"] - s0["saved"]["current"] == 70 * 8
+    )  # the MSE diff
     assert pg.ag_memory_stats()["tape_nodes"] == 2
     grads = pg.backward(loss)
     s2 = pg.ag_memory_stats()
@@ -285,7 +333,9 @@ def test_memory_stats_categories(f64, rng):
     s3 = pg.ag_memory_stats()
     assert s3["optim"]["current"] - s0["optim"]["current"] == 2 * 200 * 8
     assert s3["live_optimizers"] - s0["live_optimizers"] == 1
-    assert s3["total"]["current"] == sum(s3[c]["current"] for c in ("param", "grad", "optim", "saved", "other"))
+    assert s3["total"]["current"] == sum(
+        s3[c]["current"] for c in ("param", "grad", "optim", "saved", "other")
+    )
     for c in ("param", "grad", "optim", "saved", "other", "total"):
         assert s3[c]["peak"] >= s3[c]["current"]
     del grads, opt, loss
@@ -363,7 +413,7 @@ def test_model_estimate_inside_an_open_tape_scope(f64, rng):
         pg.ag_estimate_training_memory(model=model, x=x, quiet=True)
         assert lib.pg_tape_depth() == 1 and lib.pg_tape_enabled() == 1
         assert lib.pg_tape_nodes() == n0
-        loss = pg.ag_sum(h)                      # recording goes on onto the caller's tape
+        loss = pg.ag_sum(h)  # recording goes on onto the caller's tape
     assert lib.pg_tape_nodes() == n0 + 1
     grads = pg.backward(loss)
     w = model.layers[0][0]
@@ -379,15 +429,17 @@ def test_freed_buffers_are_reused_and_trim_releases_them():
     a.free()
     after_free = pg.ag_memory_stats()
     if after_free["cached"] == before["cached"] and os.environ.get("PYGGMLR_SANITIZED"):
-        pytest.skip("the buffer cache is off in AddressSanitizer builds (reuse would hide use-after-free)")
+        pytest.skip(
+            "the buffer cache is off in AddressSanitizer builds (reuse would hide use-after-free)"
+        )
     # the buffer, plus the tensor's and its storage's structs (a few hundred bytes)
     freed = after_free["cached"] - before["cached"]
     assert 128 * 128 * 4 < freed < 128 * 128 * 4 + 1024
     assert after_free["total"]["current"] == before["total"]["current"] - 128 * 128 * 4
     b = pg.ag_tensor(np.zeros((128, 128)), dtype="f32")
     assert int(pg._core.ffi.cast("intptr_t", lib.pg_tensor_data(b._p))) == addr
-    assert pg.ag_memory_stats()["cached"] == before["cached"]   # the structs are reused too
-    assert np.array_equal(b.numpy(), np.zeros((128, 128)))   # reused memory is rewritten
+    assert pg.ag_memory_stats()["cached"] == before["cached"]  # the structs are reused too
+    assert np.array_equal(b.numpy(), np.zeros((128, 128)))  # reused memory is rewritten
     b.free()
     assert pg.ag_memory_trim() >= 128 * 128 * 4
     assert pg.ag_memory_stats()["cached"] == 0

@@ -1,6 +1,7 @@
 """Issue 21's "one of each" in the Python package: one parameter walk (pyggmlr._walk), one
 argument-check module (pyggmlr._args), one value-to-tensor conversion (tensor._as_tensor),
 operators defined on Tensor itself, and op names passed to errors explicitly."""
+
 import copy
 import pathlib
 
@@ -47,35 +48,51 @@ def test_walk_buffers_and_ggmlr_params():
     class Bare:  # ggmlR's bare layer: params() only
         def params(self):
             return [t]
+
     assert _walk.items(Bare(), "parameters", alt="params", own=False) == [("1", t)]
 
 
 def test_walk_errors_name_the_caller():
     with pytest.raises(pg.ArgumentError, match=r"^f: parameter 2 is a int, not a tensor$"):
         _walk.tensors([pg.ag_param([[1.0]]), 3], "f")
-    with pytest.raises(pg.ArgumentError, match=r"^f: expected a model, a dict or a list of tensors, got int$"):
+    with pytest.raises(
+        pg.ArgumentError, match=r"^f: expected a model, a dict or a list of tensors, got int$"
+    ):
         _walk.tensors(3, "f")
-    with pytest.raises(pg.ArgumentError, match=r"^g: params must be a dict of tensors or a list of tensors"):
+    with pytest.raises(
+        pg.ArgumentError, match=r"^g: params must be a dict of tensors or a list of tensors"
+    ):
         _walk.named(None, "g")
 
 
 def test_argument_checks_live_in_one_module_with_their_texts():
     assert _args.check_min_int(np.int64(3), "ag_fit", "nepoch", 1) == 3
-    with pytest.raises(pg.PyggmlrValueError, match=r"^ag_fit: nepoch must be an integer >= 1, got 0$"):
+    with pytest.raises(
+        pg.PyggmlrValueError, match=r"^ag_fit: nepoch must be an integer >= 1, got 0$"
+    ):
         _args.check_min_int(0, "ag_fit", "nepoch", 1)
     assert _args.check_count(4.0, "fn()", "top") == 4
-    with pytest.raises(pg.PyggmlrValueError, match=r"^fn\(\): top must be a non-negative whole number, got 1.5$"):
+    with pytest.raises(
+        pg.PyggmlrValueError, match=r"^fn\(\): top must be a non-negative whole number, got 1.5$"
+    ):
         _args.check_count(1.5, "fn()", "top")
     assert _args.check_r_int(7.0, "ag_linear", "in_features") == 7
-    with pytest.raises(pg.ArgumentError, match=r"^ag_linear: 'in_features' must be an integer, got 'a'$"):
+    with pytest.raises(
+        pg.ArgumentError, match=r"^ag_linear: 'in_features' must be an integer, got 'a'$"
+    ):
         _args.check_r_int("a", "ag_linear", "in_features")
     with pytest.raises(pg.PyggmlrValueError, match=r"^s: gamma must be a single number, got None$"):
         _args.check_number(None, "s", "gamma")
     from pyggmlr.errors import INT_MAX, check_int  # the old home still answers
+
     assert check_int is _args.check_int and INT_MAX == 2**31 - 1
     # the public functions route through them
-    with pytest.raises(pg.PyggmlrValueError, match=r"^ag_fit: batch_size must be an integer >= 1, got 0$"):
-        pg.ag_fit(_Model(pg.ag_param([[1.0]])), np.ones((1, 4)), np.ones((1, 4)), loss="mse", batch_size=0)
+    with pytest.raises(
+        pg.PyggmlrValueError, match=r"^ag_fit: batch_size must be an integer >= 1, got 0$"
+    ):
+        pg.ag_fit(
+            _Model(pg.ag_param([[1.0]])), np.ones((1, 4)), np.ones((1, 4)), loss="mse", batch_size=0
+        )
 
 
 def test_one_conversion_to_tensor():
@@ -91,9 +108,26 @@ def test_one_conversion_to_tensor():
 
 
 def test_operators_are_defined_on_the_class():
-    for name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
-                 "__rtruediv__", "__matmul__", "__rmatmul__", "__neg__", "__pow__", "T", "sum",
-                 "mean", "relu", "reshape", "__getitem__"):
+    for name in (
+        "__add__",
+        "__radd__",
+        "__sub__",
+        "__rsub__",
+        "__mul__",
+        "__rmul__",
+        "__truediv__",
+        "__rtruediv__",
+        "__matmul__",
+        "__rmatmul__",
+        "__neg__",
+        "__pow__",
+        "T",
+        "sum",
+        "mean",
+        "relu",
+        "reshape",
+        "__getitem__",
+    ):
         assert name in Tensor.__dict__, name
     a = pg.ag_tensor([[1.0, 2.0]], dtype="f64")
     np.testing.assert_array_equal((1 - a).numpy(), [[0.0, -1.0]])
@@ -108,8 +142,13 @@ def test_op_names_are_passed_not_read_from_the_stack():
         assert needle not in src, needle
     t = pg.ag_tensor([[1.0]])
     t.free()
-    for fn, name in ((pg.ag_relu, "ag_relu"), (pg.ag_neg, "ag_neg"), (pg.ag_sum, "ag_sum"),
-                     (lambda x: x + 1, "ag_add"), (pg.backward, "backward")):
+    for fn, name in (
+        (pg.ag_relu, "ag_relu"),
+        (pg.ag_neg, "ag_neg"),
+        (pg.ag_sum, "ag_sum"),
+        (lambda x: x + 1, "ag_add"),
+        (pg.backward, "backward"),
+    ):
         with pytest.raises(pg.ArgumentError, match=rf"^{name}: tensor handle is empty \(freed\)$"):
             fn(t)
     assert pg.ag_relu.__name__ == "ag_relu" and "ReLU" in pg.ag_relu.__doc__

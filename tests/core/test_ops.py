@@ -7,15 +7,15 @@ import math
 
 import numpy as np
 import pytest
-
-import pyggmlr as pg
 from _fd import R, gradcheck, np_softmax, project
 
+import pyggmlr as pg
 
 SHAPES = [(1, 1), (3, 1), (1, 4), (3, 4)]
 
 
 # ---- matmul ----
+
 
 @pytest.mark.parametrize("m,k,n", [(1, 1, 1), (2, 3, 4), (4, 1, 3), (1, 5, 1), (3, 3, 2)])
 def test_matmul_forward_and_grad(rng, m, k, n):
@@ -29,8 +29,12 @@ def test_matmul_forward_and_grad(rng, m, k, n):
 
 def test_matmul_larger_matches_numpy(rng):
     A, B = R(rng, 37, 70), R(rng, 70, 45)
-    np.testing.assert_allclose(pg.ag_matmul(pg.ag_tensor(A, dtype="f64"), pg.ag_tensor(B, dtype="f64")).numpy(),
-                               A @ B, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        pg.ag_matmul(pg.ag_tensor(A, dtype="f64"), pg.ag_tensor(B, dtype="f64")).numpy(),
+        A @ B,
+        rtol=1e-12,
+        atol=1e-12,
+    )
 
 
 # ---- broadcasting binary ops ----
@@ -41,8 +45,17 @@ BIN = {
     "mul": (pg.ag_mul, np.multiply),
     "div": (pg.ag_div, np.divide),
 }
-BCAST = [((3, 4), (3, 4)), ((3, 4), (3, 1)), ((3, 4), (1, 4)), ((3, 4), (1, 1)),
-         ((3, 1), (3, 4)), ((1, 4), (3, 4)), ((1, 1), (3, 4)), ((3, 1), (1, 4)), ((1, 4), (3, 1))]
+BCAST = [
+    ((3, 4), (3, 4)),
+    ((3, 4), (3, 1)),
+    ((3, 4), (1, 4)),
+    ((3, 4), (1, 1)),
+    ((3, 1), (3, 4)),
+    ((1, 4), (3, 4)),
+    ((1, 1), (3, 4)),
+    ((3, 1), (1, 4)),
+    ((1, 4), (3, 1)),
+]
 
 
 @pytest.mark.parametrize("name", list(BIN))
@@ -72,8 +85,10 @@ def test_binary_with_constant_operand(rng, name):
 
 def test_spec10_sub_and_mul_broadcast_values():
     x = pg.ag_tensor(np.array([[1.0, 2, 3], [4, 5, 6]]).T, dtype="f64")  # matrix(1:6, 3, 2)
-    np.testing.assert_array_equal(pg.ag_sub(x, pg.ag_tensor(np.ones((1, 2)), dtype="f64")).numpy(),
-                                  np.array([[0.0, 1, 2], [3, 4, 5]]).T)
+    np.testing.assert_array_equal(
+        pg.ag_sub(x, pg.ag_tensor(np.ones((1, 2)), dtype="f64")).numpy(),
+        np.array([[0.0, 1, 2], [3, 4, 5]]).T,
+    )
     s = pg.ag_sub(x, pg.ag_tensor([[1.0, 2.0]], dtype="f64"))
     np.testing.assert_array_equal(s.numpy().ravel(order="F"), [0, 1, 2, 2, 3, 4])
     m1 = pg.ag_mul(x, pg.ag_tensor([[2.0, 3.0]], dtype="f64"))
@@ -83,6 +98,7 @@ def test_spec10_sub_and_mul_broadcast_values():
 
 
 # ---- unary and scalar ops ----
+
 
 def _gelu(x):
     return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
@@ -98,10 +114,10 @@ UNARY = {
     "exp": (pg.ag_exp, np.exp),
     "neg": (pg.ag_neg, np.negative),
     "scale": (lambda x: pg.ag_scale(x, -2.5), lambda x: -2.5 * x),
-    "pow2": (lambda x: pg.ag_pow(x, 2), lambda x: x ** 2),
+    "pow2": (lambda x: pg.ag_pow(x, 2), lambda x: x**2),
     "pow_half": (lambda x: pg.ag_pow(x, 0.5), np.sqrt),
-    "pow3": (lambda x: pg.ag_pow(x, 3), lambda x: x ** 3),
-    "pow_neg": (lambda x: pg.ag_pow(x, -1.5), lambda x: x ** -1.5),
+    "pow3": (lambda x: pg.ag_pow(x, 3), lambda x: x**3),
+    "pow_neg": (lambda x: pg.ag_pow(x, -1.5), lambda x: x**-1.5),
     "clamp": (lambda x: pg.ag_clamp(x, 0.6, 1.6), lambda x: np.clip(x, 0.6, 1.6)),
     "clamp_lo": (lambda x: pg.ag_clamp(x, lo=0.8), lambda x: np.maximum(x, 0.8)),
     "transpose": (pg.ag_transpose, lambda x: x.T),
@@ -123,7 +139,9 @@ def _unary_input(rng, name, shape):
 def test_unary_forward_and_grad(rng, name, shape):
     op, ref = UNARY[name]
     x = _unary_input(rng, name, shape)
-    np.testing.assert_allclose(op(pg.ag_tensor(x, dtype="f64")).numpy(), ref(x), rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(
+        op(pg.ag_tensor(x, dtype="f64")).numpy(), ref(x), rtol=1e-13, atol=1e-15
+    )
     gradcheck(lambda t: project(op(t)), x)
 
 
@@ -137,17 +155,29 @@ def test_clamp_interior_points_and_boundaries():
         loss = pg.ag_sum(pg.ag_clamp(xp, -1, 2))
     g = pg.backward(loss)
     np.testing.assert_array_equal(g[xp][:, 0], [0, 1, 0, 0, 0])
-    gradcheck(lambda t: project(pg.ag_clamp(t, -1, 2)), np.array([[-0.5, 0.3, 1.9], [1.2, -0.9, 0.0]]))
+    gradcheck(
+        lambda t: project(pg.ag_clamp(t, -1, 2)), np.array([[-0.5, 0.3, 1.9], [1.2, -0.9, 0.0]])
+    )
 
 
 def test_spec10_forward_values():
     x = pg.ag_tensor([1.0, 2.0, 3.0, 4.0], dtype="f64")
     assert pg.ag_mean(x).item() == 2.5
-    np.testing.assert_array_equal(pg.ag_clamp(pg.ag_tensor([-2.0, 0.0, 3.0], dtype="f64"), -1, 2).numpy()[:, 0], [-1, 0, 2])
-    np.testing.assert_array_equal(pg.ag_pow(pg.ag_tensor([2.0, 3.0, 4.0], dtype="f64"), 2).numpy()[:, 0], [4, 9, 16])
-    np.testing.assert_allclose(pg.ag_log(pg.ag_exp(pg.ag_tensor([0.5, -1.0], dtype="f64"))).numpy()[:, 0], [0.5, -1.0], rtol=1e-15)
+    np.testing.assert_array_equal(
+        pg.ag_clamp(pg.ag_tensor([-2.0, 0.0, 3.0], dtype="f64"), -1, 2).numpy()[:, 0], [-1, 0, 2]
+    )
+    np.testing.assert_array_equal(
+        pg.ag_pow(pg.ag_tensor([2.0, 3.0, 4.0], dtype="f64"), 2).numpy()[:, 0], [4, 9, 16]
+    )
+    np.testing.assert_allclose(
+        pg.ag_log(pg.ag_exp(pg.ag_tensor([0.5, -1.0], dtype="f64"))).numpy()[:, 0],
+        [0.5, -1.0],
+        rtol=1e-15,
+    )
     assert pg.ag_scale(pg.ag_tensor([[4.0]], dtype="f64"), 0.5).item() == 2.0
-    p = pg.ag_softmax(pg.ag_tensor(np.random.default_rng(3).normal(size=(5, 7)), dtype="f64")).numpy()
+    p = pg.ag_softmax(
+        pg.ag_tensor(np.random.default_rng(3).normal(size=(5, 7)), dtype="f64")
+    ).numpy()
     np.testing.assert_allclose(p.sum(axis=0), 1, atol=1e-12)
     assert np.all(p > 0)
     np.testing.assert_array_equal(pg.ag_sigmoid(pg.ag_tensor([[0.0]])).numpy(), [[0.5]])
@@ -155,7 +185,9 @@ def test_spec10_forward_values():
 
 def test_softmax_is_stable_for_large_logits():
     x = np.array([[1000.0, -1000.0], [1001.0, -999.0], [999.0, -1001.0]])
-    np.testing.assert_allclose(pg.ag_softmax(pg.ag_tensor(x, dtype="f64")).numpy(), np_softmax(x), rtol=1e-14)
+    np.testing.assert_allclose(
+        pg.ag_softmax(pg.ag_tensor(x, dtype="f64")).numpy(), np_softmax(x), rtol=1e-14
+    )
 
 
 def test_relu_grad_zero_at_negative_and_at_zero():
@@ -166,6 +198,7 @@ def test_relu_grad_zero_at_negative_and_at_zero():
 
 
 # ---- reductions and shape ops ----
+
 
 @pytest.mark.parametrize("dim", [None, 1, 2])
 @pytest.mark.parametrize("shape", SHAPES)
@@ -222,8 +255,10 @@ def test_transpose_blocks_forward_and_accumulated_grad(rng, dtype, r, c):
     a, b = R(rng, c, r), R(rng, c, r)
     t = pg.ag_param(x, dtype=dtype)
     with pg.with_grad_tape():
-        loss = pg.ag_add(pg.ag_sum(pg.ag_mul(pg.ag_transpose(t), pg.ag_tensor(a, dtype=dtype))),
-                         pg.ag_sum(pg.ag_mul(pg.ag_transpose(t), pg.ag_tensor(b, dtype=dtype))))
+        loss = pg.ag_add(
+            pg.ag_sum(pg.ag_mul(pg.ag_transpose(t), pg.ag_tensor(a, dtype=dtype))),
+            pg.ag_sum(pg.ag_mul(pg.ag_transpose(t), pg.ag_tensor(b, dtype=dtype))),
+        )
         tt = pg.ag_transpose(t)
     dt = np.float32 if dtype == "f32" else np.float64
     np.testing.assert_array_equal(tt.numpy(), x.astype(dt).T)
@@ -232,8 +267,10 @@ def test_transpose_blocks_forward_and_accumulated_grad(rng, dtype, r, c):
     np.testing.assert_array_equal(g, ref)
 
 
-@pytest.mark.parametrize("shape,new", [((2, 6), (3, 4)), ((2, 6), (-1, 2)), ((2, 6), (4, -1)),
-                                       ((3, 4), (12, 1)), ((1, 6), (6, -1))])
+@pytest.mark.parametrize(
+    "shape,new",
+    [((2, 6), (3, 4)), ((2, 6), (-1, 2)), ((2, 6), (4, -1)), ((3, 4), (12, 1)), ((1, 6), (6, -1))],
+)
 def test_reshape(rng, shape, new):
     x = R(rng, *shape)
     out = pg.ag_reshape(pg.ag_tensor(x, dtype="f64"), *new)
@@ -246,10 +283,13 @@ def test_reshape(rng, shape, new):
 
 def test_reshape_tuple_form():
     x = pg.ag_tensor(np.arange(6.0), dtype="f64")
-    np.testing.assert_array_equal(pg.ag_reshape(x, (2, 3)).numpy(), np.arange(6.0).reshape(2, 3, order="F"))
+    np.testing.assert_array_equal(
+        pg.ag_reshape(x, (2, 3)).numpy(), np.arange(6.0).reshape(2, 3, order="F")
+    )
 
 
 # ---- losses ----
+
 
 def _onehot(ids, k):
     t = np.zeros((k, len(ids)))
@@ -291,7 +331,9 @@ def test_cross_entropy_loss(rng, shape):
 
 
 def test_cross_entropy_clamps_probabilities():
-    out = pg.ag_cross_entropy_loss(pg.ag_tensor([[0.0], [1.0]], dtype="f64"), pg.ag_tensor([[1.0], [0.0]], dtype="f64"))
+    out = pg.ag_cross_entropy_loss(
+        pg.ag_tensor([[0.0], [1.0]], dtype="f64"), pg.ag_tensor([[1.0], [0.0]], dtype="f64")
+    )
     np.testing.assert_allclose(out.item(), -math.log(1e-7), rtol=1e-12)
 
 
@@ -301,16 +343,24 @@ def test_softmax_ce_onehot_and_ids(rng, k, b):
     ids = rng.integers(0, k, b)
     oh = _onehot(ids, k)
     expect = -np.sum(oh * np.log(np_softmax(z))) / b
-    out = pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(z, dtype="f64"), pg.ag_tensor(oh, dtype="f64"))
+    out = pg.ag_softmax_cross_entropy_loss(
+        pg.ag_tensor(z, dtype="f64"), pg.ag_tensor(oh, dtype="f64")
+    )
     np.testing.assert_allclose(out.item(), expect, rtol=1e-13)
     _, g1 = gradcheck(lambda a, t: pg.ag_softmax_cross_entropy_loss(a, t), z, oh, const=(1,))
     # 0-based integer ids: numpy int vector, [1, b] row, list, Tensor row
     for target in (ids, ids.reshape(1, -1), list(ids), ids.astype(np.int32)):
         _, g2 = gradcheck(lambda a: pg.ag_softmax_cross_entropy_loss(a, target), z)
         zt = pg.ag_tensor(z, dtype="f64")
-        np.testing.assert_allclose(pg.ag_softmax_cross_entropy_loss(zt, target).item(), expect, rtol=1e-13)
+        np.testing.assert_allclose(
+            pg.ag_softmax_cross_entropy_loss(zt, target).item(), expect, rtol=1e-13
+        )
     tid = pg.ag_tensor(ids.reshape(1, -1).astype(np.float64), dtype="f64")
-    np.testing.assert_allclose(pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(z, dtype="f64"), tid).item(), expect, rtol=1e-13)
+    np.testing.assert_allclose(
+        pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(z, dtype="f64"), tid).item(),
+        expect,
+        rtol=1e-13,
+    )
 
 
 def test_softmax_ce_integer_onehot_matrix_is_onehot():
@@ -324,7 +374,9 @@ def test_softmax_ce_integer_onehot_matrix_is_onehot():
 
 def test_softmax_ce_spec10_values():
     u = pg.ag_tensor(np.zeros((8, 3)), dtype="f64")
-    assert pg.ag_softmax_cross_entropy_loss(u, np.array([0, 3, 7])).item() == pytest.approx(math.log(8), rel=1e-12)
+    assert pg.ag_softmax_cross_entropy_loss(u, np.array([0, 3, 7])).item() == pytest.approx(
+        math.log(8), rel=1e-12
+    )
     conf = np.full((3, 2), -10.0)
     conf[1, 0] = conf[2, 1] = 10.0
     loss = pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(conf, dtype="f64"), np.array([1, 2]))
@@ -343,5 +395,3 @@ def test_softmax_ce_stable_for_huge_logits():
     assert pg.ag_softmax_cross_entropy_loss(z, [0]).item() == 0.0
     big = pg.ag_softmax_cross_entropy_loss(z, [1]).item()
     assert math.isfinite(big) and big == pytest.approx(-math.log(1e-7))
-
-

@@ -1,13 +1,13 @@
 """The golden values of spec section 13, a tensor used twice (the true gradient), chains
 through several ops, f32 against f64, the fixed summation order and the Python operators."""
+
 import math
 
 import numpy as np
 import pytest
-
-import pyggmlr as pg
 from _fd import R, gradcheck, np_softmax, project
 
+import pyggmlr as pg
 
 # ---- spec 13 golden values ----
 
@@ -25,7 +25,10 @@ def test_spec13_softmax_ce_golden(f64):
     np.testing.assert_allclose(z.numpy(), [[0.7, -0.5], [2.3, 0.5]], atol=1e-14)
     assert abs(loss.item() - 1.048581214203) < 1e-10
     g = pg.backward(loss)
-    dW = [[-0.550479903252, -0.832018385134, -1.11355686702], [0.550479903252, 0.832018385134, 1.11355686702]]
+    dW = [
+        [-0.550479903252, -0.832018385134, -1.11355686702],
+        [0.550479903252, 0.832018385134, 1.11355686702],
+    ]
     np.testing.assert_allclose(g[W], dW, atol=1e-10, rtol=0)
     np.testing.assert_allclose(g[b][:, 0], [-0.281538481882, 0.281538481882], atol=1e-10, rtol=0)
     np.testing.assert_array_equal(W.grad, g[W])
@@ -37,11 +40,15 @@ def test_spec13_mse_sigmoid_golden(f64):
         z = pg.ag_add(pg.ag_matmul(W, pg.ag_tensor(X0)), b)
         loss = pg.ag_mse_loss(pg.ag_sigmoid(z), pg.ag_tensor(Y0))
     assert abs(loss.item() - 0.305307684932) < 1e-10
-    dW = [[-0.0811452505505, -0.0735670424264, -0.0659888343023], [0.0819981307456, 0.0752728028166, 0.0685474748875]]
+    dW = [
+        [-0.0811452505505, -0.0735670424264, -0.0659888343023],
+        [0.0819981307456, 0.0752728028166, 0.0685474748875],
+    ]
     np.testing.assert_allclose(pg.backward(loss)[W], dW, atol=1e-10, rtol=0)
 
 
 # ---- a tensor used twice (spec 13 bug reproductions: we give the TRUE gradient) ----
+
 
 def test_w_in_two_matmuls_true_gradient(f64):
     W = pg.ag_param(np.array([[1.0, 3.0], [2.0, 4.0]]))  # matrix(1:4, 2, 2)
@@ -55,7 +62,9 @@ def test_w_in_two_matmuls_true_gradient(f64):
     np.testing.assert_array_equal(g2[W], [[7, 9], [11, 13]])
     np.testing.assert_array_equal(W.grad, [[14, 18], [22, 26]])  # .grad accumulates like PyTorch
     np.testing.assert_array_equal(g[W], [[7, 9], [11, 13]])  # an earlier map never changes
-    gradcheck(lambda w: pg.ag_sum(pg.ag_matmul(w, pg.ag_matmul(w, x))), np.array([[1.0, 3.0], [2.0, 4.0]]))
+    gradcheck(
+        lambda w: pg.ag_sum(pg.ag_matmul(w, pg.ag_matmul(w, x))), np.array([[1.0, 3.0], [2.0, 4.0]])
+    )
 
 
 def test_mul_same_tensor_twice(f64):
@@ -84,6 +93,7 @@ def test_intermediates_get_grad_once_and_are_in_map(f64):
 
 # ---- chains through several ops ----
 
+
 def test_mlp_chain_gradcheck(rng):
     x, y = R(rng, 3, 5), rng.integers(0, 2, 5)
     W1, b1, W2, b2 = R(rng, 4, 3), R(rng, 4, 1), R(rng, 2, 4), R(rng, 2, 1)
@@ -106,6 +116,7 @@ def test_everything_chain_gradcheck(rng):
 
 # ---- f32 ----
 
+
 def test_f32_ops_compute_in_f32(rng):
     A, B = rng.normal(size=(4, 3)).astype(np.float32), rng.normal(size=(3, 5)).astype(np.float32)
     a, b = pg.ag_tensor(A), pg.ag_tensor(B)
@@ -113,7 +124,9 @@ def test_f32_ops_compute_in_f32(rng):
     assert out.dtype == "f32" and out.numpy().dtype == np.float32
     np.testing.assert_allclose(out.numpy(), A @ B, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(pg.ag_sigmoid(a).numpy(), 1 / (1 + np.exp(-A)), rtol=1e-6)
-    np.testing.assert_allclose(pg.ag_softmax(a).numpy(), np_softmax(A.astype(np.float64)), rtol=1e-6)
+    np.testing.assert_allclose(
+        pg.ag_softmax(a).numpy(), np_softmax(A.astype(np.float64)), rtol=1e-6
+    )
     s = pg.ag_add(a, pg.ag_tensor(np.ones((4, 1), np.float32)))
     assert s.dtype == "f32"
     np.testing.assert_array_equal(s.numpy(), A + np.float32(1))  # exactly f32 arithmetic
@@ -128,10 +141,18 @@ def test_f32_golden_and_gradients():
     assert abs(loss.item() - 1.048581214203) < 1e-6
     g = pg.backward(loss)
     assert g[W].dtype == np.float32 and W.grad.dtype == np.float32
-    np.testing.assert_allclose(g[W], [[-0.550479903252, -0.832018385134, -1.11355686702],
-                                      [0.550479903252, 0.832018385134, 1.11355686702]], atol=1e-6)
+    np.testing.assert_allclose(
+        g[W],
+        [
+            [-0.550479903252, -0.832018385134, -1.11355686702],
+            [0.550479903252, 0.832018385134, 1.11355686702],
+        ],
+        atol=1e-6,
+    )
     with pg.with_grad_tape():
-        loss = pg.ag_mse_loss(pg.ag_sigmoid(pg.ag_add(pg.ag_matmul(W, pg.ag_tensor(X0)), b)), pg.ag_tensor(Y0))
+        loss = pg.ag_mse_loss(
+            pg.ag_sigmoid(pg.ag_add(pg.ag_matmul(W, pg.ag_tensor(X0)), b)), pg.ag_tensor(Y0)
+        )
     assert abs(loss.item() - 0.305307684932) < 1e-6
 
 
@@ -148,7 +169,9 @@ def test_f32_matches_f64_gradients(rng):
 
 def test_f32_sum_is_accurate():
     x = np.full((1000, 100), 0.1, dtype=np.float32)
-    assert pg.ag_sum(pg.ag_tensor(x)).item() == pytest.approx(float(x.astype(np.float64).sum()), rel=1e-6)
+    assert pg.ag_sum(pg.ag_tensor(x)).item() == pytest.approx(
+        float(x.astype(np.float64).sum()), rel=1e-6
+    )
 
 
 def _lane_sum(v):
@@ -176,7 +199,9 @@ def test_sum_order_is_fixed_lanes(rng, dtype, n):
     cols = pg.ag_sum(t, 2).numpy()[0]
     for j in range(3):
         assert cols[j] == dt(_lane_sum(x[:, j]))
-        assert cols[j] == pytest.approx(math.fsum(map(float, x[:, j])), rel=1e-12 if dtype == "f64" else 1e-6)
+        assert cols[j] == pytest.approx(
+            math.fsum(map(float, x[:, j])), rel=1e-12 if dtype == "f64" else 1e-6
+        )
     assert pg.ag_mean(t).item() == dt(_lane_sum(x.ravel(order="F")) / (3 * n))
 
 
@@ -194,7 +219,9 @@ def _c_pow(x, p):
 def test_pow_fast_powers_match_pow(dtype):
     # p = 2, 1, -1, 0.5 skip libm's pow: same values as pow, signs of zero and infinities too
     dt = np.float32 if dtype == "f32" else np.float64
-    x = np.array([[-np.inf, -2.5, -1.0, -0.0, 0.0, 1e-30, 0.3, 1.0, 7.0, 1e30, np.inf, np.nan]], dtype=dt)
+    x = np.array(
+        [[-np.inf, -2.5, -1.0, -0.0, 0.0, 1e-30, 0.3, 1.0, 7.0, 1e30, np.inf, np.nan]], dtype=dt
+    )
     for p in (2, 1, -1, 0.5):
         got = pg.ag_pow(pg.ag_tensor(x, dtype=dtype), p).numpy()
         with np.errstate(over="ignore"):  # 1e30 ** 2 is inf in f32, as in C
@@ -211,6 +238,7 @@ def test_pow_fast_powers_match_pow(dtype):
 
 # ---- Python operators ----
 
+
 def test_python_operators(f64, rng):
     A, B = R(rng, 2, 3), R(rng, 2, 3, lo=0.5, hi=2)
     a, b = pg.ag_param(A), pg.ag_tensor(B)
@@ -226,7 +254,7 @@ def test_python_operators(f64, rng):
     np.testing.assert_allclose((1 - a).numpy(), 1 - A)
     np.testing.assert_allclose((a - 1).numpy(), A - 1)
     np.testing.assert_allclose((2 / b).numpy(), 2 / B)
-    np.testing.assert_allclose((a ** 2).numpy(), A ** 2)
+    np.testing.assert_allclose((a**2).numpy(), A**2)
     M = R(rng, 3, 4)
     np.testing.assert_allclose((a @ pg.ag_tensor(M)).numpy(), A @ M)
     np.testing.assert_allclose((a @ M).numpy(), A @ M)
@@ -238,8 +266,12 @@ def test_reflected_operators_with_numpy_lhs(f64, rng):
     a = pg.ag_param(A)
     C = R(rng, 2, 3)
     # numpy on the left must defer to the tensor's reflected methods, not broadcast elementwise
-    for expr, ref in ((lambda: C + a, C + A), (lambda: C - a, C - A), (lambda: C * a, C * A),
-                      (lambda: C / a, C / A)):
+    for expr, ref in (
+        (lambda: C + a, C + A),
+        (lambda: C - a, C - A),
+        (lambda: C * a, C * A),
+        (lambda: C / a, C / A),
+    ):
         r = expr()
         assert isinstance(r, pg.Tensor), type(r)
         np.testing.assert_allclose(r.numpy(), ref, rtol=1e-14)
@@ -251,7 +283,7 @@ def test_reflected_operators_with_numpy_lhs(f64, rng):
 
 def test_operator_gradients(rng):
     x = R(rng, 2, 2, lo=0.5, hi=1.5)
-    gradcheck(lambda a: pg.ag_sum((1 - a) * a / (a + 2) - (-a) @ a + 3 * a ** 2), x)
+    gradcheck(lambda a: pg.ag_sum((1 - a) * a / (a + 2) - (-a) @ a + 3 * a**2), x)
 
 
 def test_pow_zero_exponent_grad_is_zero_at_zero(f64):
@@ -263,5 +295,3 @@ def test_pow_zero_exponent_grad_is_zero_at_zero(f64):
     with pg.with_grad_tape():
         loss = pg.ag_sum(pg.ag_pow(x, 1))
     np.testing.assert_array_equal(pg.backward(loss)[x][:, 0], [1.0, 1.0])
-
-

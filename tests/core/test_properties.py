@@ -9,6 +9,7 @@ optimizers on tensors without gradients.
 
 Example counts come from a hypothesis profile: HYPOTHESIS_PROFILE=ci (default, small: the
 file runs in seconds) or fuzz (`make fuzz`: many more)."""
+
 import math
 import os
 import warnings
@@ -21,10 +22,19 @@ from hypothesis.extra import numpy as hnp
 
 import pyggmlr as pg
 
-settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-settings.register_profile("fuzz", max_examples=1500, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile(
+    "ci",
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+settings.register_profile(
+    "fuzz",
+    max_examples=1500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 PROFILE = settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 DTYPES = st.sampled_from(["f32", "f64"])
@@ -64,6 +74,7 @@ def close(got, want, dtype):
 # ---------------------------------------------------------------------------------------------
 # broadcasting binary ops
 
+
 def _bshape(draw_dim, full):
     return full if draw_dim == 0 else (1 if draw_dim == 1 else full)
 
@@ -83,8 +94,12 @@ def _compatible(a, b):
     return all(x == y or x == 1 or y == 1 for x, y in zip(a, b))
 
 
-BIN = {"ag_add": (pg.ag_add, np.add), "ag_sub": (pg.ag_sub, np.subtract),
-       "ag_mul": (pg.ag_mul, np.multiply), "ag_div": (pg.ag_div, np.divide)}
+BIN = {
+    "ag_add": (pg.ag_add, np.add),
+    "ag_sub": (pg.ag_sub, np.subtract),
+    "ag_mul": (pg.ag_mul, np.multiply),
+    "ag_div": (pg.ag_div, np.divide),
+}
 
 
 @PROFILE
@@ -122,7 +137,9 @@ def test_binary_gradients_reduce_onto_each_shape(name, pair, data, f64):
     g = pg.backward(loss)
     A, B = np.broadcast_arrays(a, b)
     da = {"ag_add": np.ones_like(A), "ag_sub": np.ones_like(A), "ag_mul": B, "ag_div": 1 / B}[name]
-    db = {"ag_add": np.ones_like(B), "ag_sub": -np.ones_like(B), "ag_mul": A, "ag_div": -A / B ** 2}[name]
+    db = {"ag_add": np.ones_like(B), "ag_sub": -np.ones_like(B), "ag_mul": A, "ag_div": -A / B**2}[
+        name
+    ]
 
     def reduce_to(x, shape):
         if shape[0] == 1 and x.shape[0] != 1:
@@ -140,6 +157,7 @@ def test_binary_gradients_reduce_onto_each_shape(name, pair, data, f64):
 
 # ---------------------------------------------------------------------------------------------
 # matmul, unary, scalar ops, reductions, shape ops, losses
+
 
 @PROFILE
 @given(m=dims, k=dims, n=dims, k2=dims, dtype=DTYPES, data=st.data())
@@ -165,7 +183,11 @@ def _softmax(x):
 
 
 def _gelu(x):
-    return np.vectorize(lambda v: 0.5 * v * (1 + math.erf(v / math.sqrt(2))), otypes=[float])(x) if x.size else x
+    return (
+        np.vectorize(lambda v: 0.5 * v * (1 + math.erf(v / math.sqrt(2))), otypes=[float])(x)
+        if x.size
+        else x
+    )
 
 
 UNARY = {
@@ -190,7 +212,14 @@ def test_unary_matches_numpy(name, shape, dtype, data):
     assert out.shape == x.shape and out.dtype == NP[dtype]
     with np.errstate(all="ignore"):
         want = ref(x.astype(np.float64)).astype(NP[dtype])
-    if dtype == "f32" and name in ("ag_exp", "ag_sigmoid", "ag_gelu", "ag_softmax", "ag_tanh", "ag_log"):
+    if dtype == "f32" and name in (
+        "ag_exp",
+        "ag_sigmoid",
+        "ag_gelu",
+        "ag_softmax",
+        "ag_tanh",
+        "ag_log",
+    ):
         with np.errstate(all="ignore"):
             np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-6, equal_nan=True)
     else:
@@ -198,7 +227,11 @@ def test_unary_matches_numpy(name, shape, dtype, data):
 
 
 @PROFILE
-@given(name=st.sampled_from(sorted(UNARY)), shape=st.tuples(st.integers(1, 4), st.integers(1, 4)), data=st.data())
+@given(
+    name=st.sampled_from(sorted(UNARY)),
+    shape=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+    data=st.data(),
+)
 def test_unary_gradients_match_finite_differences(name, shape, data, f64):
     f, _ = UNARY[name]
     lo = 0.2 if name == "ag_log" else -2.0
@@ -215,7 +248,10 @@ def test_unary_gradients_match_finite_differences(name, shape, data, f64):
         xp, xm = x.copy(), x.copy()
         xp[i] += h
         xm[i] -= h
-        num[i] = (pg.ag_sum(pg.ag_mul(f(pg.ag_tensor(xp)), w)).item() - pg.ag_sum(pg.ag_mul(f(pg.ag_tensor(xm)), w)).item()) / (2 * h)
+        num[i] = (
+            pg.ag_sum(pg.ag_mul(f(pg.ag_tensor(xp)), w)).item()
+            - pg.ag_sum(pg.ag_mul(f(pg.ag_tensor(xm)), w)).item()
+        ) / (2 * h)
     np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-6)
 
 
@@ -227,13 +263,19 @@ def test_scalar_ops(shape, dtype, s, data):
     with np.errstate(all="ignore"):
         close(pg.ag_scale(t, s).numpy(), x * NP[dtype](s), dtype)
         lo, hi = (s, s + 1.0) if not math.isnan(s) else (-1.0, 1.0)
-        close(pg.ag_clamp(t, lo, hi).numpy(), np.minimum(np.maximum(x, NP[dtype](lo)), NP[dtype](hi)), dtype)
+        close(
+            pg.ag_clamp(t, lo, hi).numpy(),
+            np.minimum(np.maximum(x, NP[dtype](lo)), NP[dtype](hi)),
+            dtype,
+        )
     for p in (2.0, 3.0, 0.5):
         xx = np.abs(x) if p == 0.5 else x
         got = pg.ag_pow(pg.ag_tensor(xx, dtype=dtype), p).numpy()
         with np.errstate(all="ignore"):
             want = np.power(xx.astype(np.float64), p).astype(NP[dtype])
-        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "f32" else 1e-12, equal_nan=True)
+        np.testing.assert_allclose(
+            got, want, rtol=1e-5 if dtype == "f32" else 1e-12, equal_nan=True
+        )
 
 
 @PROFILE
@@ -242,7 +284,11 @@ def test_reductions_and_shapes(shape, dtype, dim, data):
     x = data.draw(arrays(shape, finite)).astype(NP[dtype])
     t = pg.ag_tensor(x, dtype=dtype)
     axis = {None: None, 1: 1, 2: 0}[dim]
-    want_sum = x.astype(np.float64).sum(axis=axis, keepdims=True) if axis is not None else np.array([[x.astype(np.float64).sum()]])
+    want_sum = (
+        x.astype(np.float64).sum(axis=axis, keepdims=True)
+        if axis is not None
+        else np.array([[x.astype(np.float64).sum()]])
+    )
     np.testing.assert_allclose(pg.ag_sum(t, dim=dim).numpy(), want_sum, rtol=1e-5, atol=1e-3)
     n = x.shape[axis] if axis is not None else x.size
     got_mean = pg.ag_mean(t, dim=dim).numpy()
@@ -265,34 +311,67 @@ def test_losses(shape, dtype, data):
     p = data.draw(arrays(shape, st.floats(0.01, 0.99))).astype(NP[dtype])
     y = data.draw(arrays(shape, st.floats(0, 1))).astype(NP[dtype])
     tp, ty = pg.ag_tensor(p, dtype=dtype), pg.ag_tensor(y, dtype=dtype)
-    np.testing.assert_allclose(pg.ag_mse_loss(tp, ty).item(), np.mean((p.astype(float) - y) ** 2), rtol=1e-5)
-    np.testing.assert_allclose(pg.ag_cross_entropy_loss(tp, ty).item(),
-                               -np.sum(y * np.log(np.clip(p.astype(float), 1e-7, 1 - 1e-7))) / shape[1], rtol=1e-5)
+    np.testing.assert_allclose(
+        pg.ag_mse_loss(tp, ty).item(), np.mean((p.astype(float) - y) ** 2), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        pg.ag_cross_entropy_loss(tp, ty).item(),
+        -np.sum(y * np.log(np.clip(p.astype(float), 1e-7, 1 - 1e-7))) / shape[1],
+        rtol=1e-5,
+    )
     ids = data.draw(hnp.arrays(np.int64, shape[1], elements=st.integers(0, shape[0] - 1)))
     logp = np.log(_softmax(p.astype(float)))
-    np.testing.assert_allclose(pg.ag_softmax_cross_entropy_loss(tp, ids).item(),
-                               -np.mean(logp[ids, np.arange(shape[1])]), rtol=1e-5)
+    np.testing.assert_allclose(
+        pg.ag_softmax_cross_entropy_loss(tp, ids).item(),
+        -np.mean(logp[ids, np.arange(shape[1])]),
+        rtol=1e-5,
+    )
     other = (shape[0] + 1, shape[1])
     expect_typed(lambda: pg.ag_mse_loss(tp, np.zeros(other)), "ag_mse_loss", pg.ShapeError)
     bad_ids = ids.copy()
-    bad_ids[0] = data.draw(st.sampled_from([-1, shape[0], 2 ** 40]))
-    expect_typed(lambda: pg.ag_softmax_cross_entropy_loss(tp, bad_ids), "ag_softmax_cross_entropy_loss",
-                 pg.PyggmlrValueError)
+    bad_ids[0] = data.draw(st.sampled_from([-1, shape[0], 2**40]))
+    expect_typed(
+        lambda: pg.ag_softmax_cross_entropy_loss(tp, bad_ids),
+        "ag_softmax_cross_entropy_loss",
+        pg.PyggmlrValueError,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # numpy inputs: memory orders, dtypes, NaN / Inf
 
-INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.bool_, np.float16]
+INT_DTYPES = [
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    np.bool_,
+    np.float16,
+]
 
 
 @PROFILE
-@given(shape=st.tuples(st.integers(1, 6), st.integers(1, 6)), np_dtype=st.sampled_from(INT_DTYPES),
-       view=st.sampled_from(["C", "F", "T", "step", "reverse", "broadcast"]), dtype=DTYPES, data=st.data())
+@given(
+    shape=st.tuples(st.integers(1, 6), st.integers(1, 6)),
+    np_dtype=st.sampled_from(INT_DTYPES),
+    view=st.sampled_from(["C", "F", "T", "step", "reverse", "broadcast"]),
+    dtype=DTYPES,
+    data=st.data(),
+)
 def test_numpy_inputs_any_layout_and_dtype(shape, np_dtype, view, dtype, data):
     base = data.draw(hnp.arrays(np_dtype, (shape[0] * 2, shape[1] * 2)))
-    a = {"C": np.ascontiguousarray(base), "F": np.asfortranarray(base), "T": base.T, "step": base[::2, 1::2],
-         "reverse": base[::-1, ::-1], "broadcast": np.broadcast_to(base[:1], base.shape)}[view]
+    a = {
+        "C": np.ascontiguousarray(base),
+        "F": np.asfortranarray(base),
+        "T": base.T,
+        "step": base[::2, 1::2],
+        "reverse": base[::-1, ::-1],
+        "broadcast": np.broadcast_to(base[:1], base.shape),
+    }[view]
     t = pg.ag_tensor(a, dtype=dtype)
     want = a.astype(np.float64).astype(NP[dtype])
     assert t.shape == a.shape
@@ -304,7 +383,10 @@ def test_numpy_inputs_any_layout_and_dtype(shape, np_dtype, view, dtype, data):
 
 
 @PROFILE
-@given(x=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-2 ** 53, 2 ** 53)), dtype=DTYPES)
+@given(
+    x=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-(2**53), 2**53)),
+    dtype=DTYPES,
+)
 def test_scalars_nan_inf_and_extremes(x, dtype):
     t = pg.ag_tensor(x, dtype=dtype)
     with np.errstate(all="ignore"):
@@ -319,20 +401,54 @@ def test_scalars_nan_inf_and_extremes(x, dtype):
 # ---------------------------------------------------------------------------------------------
 # wrong argument types and freed tensors: typed errors that name the op
 
+
 class Weird:
     pass
 
 
-BAD_VALUES = [None, "abc", b"xy", {}, {"a": 1}, Weird(), [["a", "b"]], [[1, 2], [3]], 1 + 2j, np.array(["x"]),
-              np.ones((2, 2, 2)), np.array([1, None], dtype=object), 10 ** 400, [1e400]]
+BAD_VALUES = [
+    None,
+    "abc",
+    b"xy",
+    {},
+    {"a": 1},
+    Weird(),
+    [["a", "b"]],
+    [[1, 2], [3]],
+    1 + 2j,
+    np.array(["x"]),
+    np.ones((2, 2, 2)),
+    np.array([1, None], dtype=object),
+    10**400,
+    [1e400],
+]
 
-ONE_ARG = {"ag_relu": pg.ag_relu, "ag_sigmoid": pg.ag_sigmoid, "ag_tanh": pg.ag_tanh, "ag_gelu": pg.ag_gelu,
-           "ag_softmax": pg.ag_softmax, "ag_log": pg.ag_log, "ag_exp": pg.ag_exp, "ag_neg": pg.ag_neg,
-           "ag_sum": pg.ag_sum, "ag_mean": pg.ag_mean, "ag_transpose": pg.ag_transpose,
-           "ag_scale": lambda x: pg.ag_scale(x, 2.0), "ag_pow": lambda x: pg.ag_pow(x, 2.0),
-           "ag_clamp": lambda x: pg.ag_clamp(x, 0, 1), "ag_reshape": lambda x: pg.ag_reshape(x, 1, -1)}
-TWO_ARG = {"ag_add": pg.ag_add, "ag_sub": pg.ag_sub, "ag_mul": pg.ag_mul, "ag_div": pg.ag_div,
-           "ag_matmul": pg.ag_matmul, "ag_mse_loss": pg.ag_mse_loss, "ag_cross_entropy_loss": pg.ag_cross_entropy_loss}
+ONE_ARG = {
+    "ag_relu": pg.ag_relu,
+    "ag_sigmoid": pg.ag_sigmoid,
+    "ag_tanh": pg.ag_tanh,
+    "ag_gelu": pg.ag_gelu,
+    "ag_softmax": pg.ag_softmax,
+    "ag_log": pg.ag_log,
+    "ag_exp": pg.ag_exp,
+    "ag_neg": pg.ag_neg,
+    "ag_sum": pg.ag_sum,
+    "ag_mean": pg.ag_mean,
+    "ag_transpose": pg.ag_transpose,
+    "ag_scale": lambda x: pg.ag_scale(x, 2.0),
+    "ag_pow": lambda x: pg.ag_pow(x, 2.0),
+    "ag_clamp": lambda x: pg.ag_clamp(x, 0, 1),
+    "ag_reshape": lambda x: pg.ag_reshape(x, 1, -1),
+}
+TWO_ARG = {
+    "ag_add": pg.ag_add,
+    "ag_sub": pg.ag_sub,
+    "ag_mul": pg.ag_mul,
+    "ag_div": pg.ag_div,
+    "ag_matmul": pg.ag_matmul,
+    "ag_mse_loss": pg.ag_mse_loss,
+    "ag_cross_entropy_loss": pg.ag_cross_entropy_loss,
+}
 
 
 def _fine_anyway(bad):
@@ -359,7 +475,9 @@ def test_wrong_types_to_every_op(bad):
             expect_typed(lambda: pg.ag_pow(good, bad), "ag_pow", pg.ArgumentError)
             expect_typed(lambda: pg.ag_clamp(good, bad), "ag_clamp", pg.ArgumentError)
         expect_typed(lambda: pg.ag_reshape(good, bad), "ag_reshape", pg.PyggmlrValueError)
-    expect_typed(lambda: pg.ag_softmax_cross_entropy_loss(good, bad), "ag_softmax_cross_entropy_loss")
+    expect_typed(
+        lambda: pg.ag_softmax_cross_entropy_loss(good, bad), "ag_softmax_cross_entropy_loss"
+    )
     for attr in ("data", "grad"):
         if attr == "grad" and bad is None:
             continue  # clears the gradient
@@ -367,12 +485,20 @@ def test_wrong_types_to_every_op(bad):
             setattr(good, attr, bad)
     expect_typed(lambda: pg.optimizer_sgd([bad]), "optimizer_sgd", pg.ArgumentError)
     if not (isinstance(bad, dict) and not bad):  # an empty dict is an empty parameter list
-        expect_typed(lambda: pg.optimizer_adam(bad if bad is not None else 3), "optimizer_adam", pg.ArgumentError)
+        expect_typed(
+            lambda: pg.optimizer_adam(bad if bad is not None else 3),
+            "optimizer_adam",
+            pg.ArgumentError,
+        )
     opt = pg.optimizer_sgd([pg.ag_param(np.ones((2, 2)))])
     if not isinstance(bad, (int, float, complex)):
         expect_typed(lambda: setattr(opt, "lr", bad), "optimizer_sgd", pg.ArgumentError)
-        expect_typed(lambda: pg.clip_grad_norm([good], None, bad), "clip_grad_norm", pg.ArgumentError)
-    if not isinstance(bad, dict):  # any mapping keyed like backward()'s map is a gradient map (ggmlR 0.8.6)
+        expect_typed(
+            lambda: pg.clip_grad_norm([good], None, bad), "clip_grad_norm", pg.ArgumentError
+        )
+    if not isinstance(
+        bad, dict
+    ):  # any mapping keyed like backward()'s map is a gradient map (ggmlR 0.8.6)
         expect_typed(lambda: opt.step(bad if bad is not None else "x"), "step", pg.ArgumentError)
     expect_typed(lambda: pg.ag_dtype(bad if bad is not None else "f8"), "dtype", pg.DTypeError)
 
@@ -387,8 +513,12 @@ def test_freed_tensors_are_typed_errors(shape, dtype):
     assert repr(t) == "ag_tensor <freed>"
     for name, f in ONE_ARG.items():
         e = expect_typed(lambda: f(t), "freed", pg.ArgumentError)
-        assert name in str(e) or name in ("ag_sum", "ag_mean", "ag_transpose", "ag_reshape", "ag_scale",
-                                          "ag_pow", "ag_clamp") or True
+        assert (
+            name in str(e)
+            or name
+            in ("ag_sum", "ag_mean", "ag_transpose", "ag_reshape", "ag_scale", "ag_pow", "ag_clamp")
+            or True
+        )
     for name, f in TWO_ARG.items():
         expect_typed(lambda: f(ok, t), name, pg.ArgumentError)
         expect_typed(lambda: f(t, ok), name, pg.ArgumentError)
@@ -416,6 +546,7 @@ def test_freed_tensor_messages_name_the_op():
 # ---------------------------------------------------------------------------------------------
 # backward twice, optimizers on tensors without gradients, gradient maps
 
+
 @PROFILE
 @given(shape=st.tuples(st.integers(1, 4), st.integers(1, 4)), data=st.data())
 def test_backward_twice_gives_the_same_map_and_accumulates_grad(shape, data, f64):
@@ -434,22 +565,38 @@ def test_backward_twice_gives_the_same_map_and_accumulates_grad(shape, data, f64
         m[pg.ag_tensor(1.0)]
     with pytest.raises(KeyError):  # still a KeyError: Mapping.get and `in` work
         m["nope"]
-    assert m.get(None) is None and None not in m and 10 ** 12 not in m
+    assert m.get(None) is None and None not in m and 10**12 not in m
 
 
 @PROFILE
-@given(kind=st.sampled_from(["sgd", "adam"]), shape=shapes, dtype=DTYPES,
-       hyper=st.fixed_dictionaries({"momentum": st.sampled_from([0.0, 0.9]), "wd": st.sampled_from([0.0, 0.1]),
-                                    "acc": st.integers(1, 3)}))
+@given(
+    kind=st.sampled_from(["sgd", "adam"]),
+    shape=shapes,
+    dtype=DTYPES,
+    hyper=st.fixed_dictionaries(
+        {
+            "momentum": st.sampled_from([0.0, 0.9]),
+            "wd": st.sampled_from([0.0, 0.1]),
+            "acc": st.integers(1, 3),
+        }
+    ),
+)
 def test_optimizer_on_tensors_without_gradients(kind, shape, dtype, hyper):
     x = np.arange(shape[0] * shape[1], dtype=float).reshape(shape) - 2
     p = pg.ag_param(x, dtype=dtype)
     q = pg.ag_tensor(x, dtype=dtype)  # does not even require grad
     if kind == "sgd":
-        opt = pg.optimizer_sgd([p, q], lr=0.1, momentum=hyper["momentum"], weight_decay=hyper["wd"],
-                               accumulate_steps=hyper["acc"])
+        opt = pg.optimizer_sgd(
+            [p, q],
+            lr=0.1,
+            momentum=hyper["momentum"],
+            weight_decay=hyper["wd"],
+            accumulate_steps=hyper["acc"],
+        )
     else:
-        opt = pg.optimizer_adam([p, q], lr=0.1, weight_decay=hyper["wd"], accumulate_steps=hyper["acc"])
+        opt = pg.optimizer_adam(
+            [p, q], lr=0.1, weight_decay=hyper["wd"], accumulate_steps=hyper["acc"]
+        )
     for _ in range(3):
         for call in (opt.step, lambda: opt.step(None)):
             t0 = opt.t if kind == "adam" else None
@@ -469,8 +616,12 @@ def test_optimizer_on_tensors_without_gradients(kind, shape, dtype, hyper):
 
 
 @PROFILE
-@given(lr=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10)),
-       name=st.sampled_from(["lr", "momentum", "weight_decay", "accumulate_steps", "beta1", "beta2", "eps"]))
+@given(
+    lr=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10)),
+    name=st.sampled_from(
+        ["lr", "momentum", "weight_decay", "accumulate_steps", "beta1", "beta2", "eps"]
+    ),
+)
 def test_optimizer_hyper_parameters(lr, name):
     p = pg.ag_param(np.ones((2, 1)))
     kind = pg.optimizer_adam if name.startswith("beta") or name == "eps" else pg.optimizer_sgd
@@ -480,16 +631,25 @@ def test_optimizer_hyper_parameters(lr, name):
     except pg.PyggmlrError as e:
         assert_typed(e, name)
         assert isinstance(e, pg.PyggmlrValueError)
-        assert math.isnan(lr) or lr < 0 or (name.startswith("beta") and lr >= 1) or \
-            (name == "accumulate_steps" and (not math.isfinite(lr) or lr < 1 or lr != int(lr) or lr > 1e15)) or \
-            (name in ("lr", "weight_decay", "eps") and not math.isfinite(lr)) or (name == "momentum" and lr >= 1) or \
-            (name == "eps" and lr <= 0)
+        assert (
+            math.isnan(lr)
+            or lr < 0
+            or (name.startswith("beta") and lr >= 1)
+            or (
+                name == "accumulate_steps"
+                and (not math.isfinite(lr) or lr < 1 or lr != int(lr) or lr > 1e15)
+            )
+            or (name in ("lr", "weight_decay", "eps") and not math.isfinite(lr))
+            or (name == "momentum" and lr >= 1)
+            or (name == "eps" and lr <= 0)
+        )
     else:
         assert getattr(opt, name) == (int(lr) if name == "accumulate_steps" else lr)
 
 
 # ---------------------------------------------------------------------------------------------
 # tape misuse and layers
+
 
 def test_tape_misuse_is_typed():
     with pytest.raises(pg.ArgumentError, match="with_grad_tape"):
@@ -506,7 +666,13 @@ def test_tape_misuse_is_typed():
 
 
 @PROFILE
-@given(fin=st.integers(1, 4), fout=st.integers(1, 4), batch=st.integers(0, 3), dtype=DTYPES, data=st.data())
+@given(
+    fin=st.integers(1, 4),
+    fout=st.integers(1, 4),
+    batch=st.integers(0, 3),
+    dtype=DTYPES,
+    data=st.data(),
+)
 def test_linear_layer_shapes(fin, fout, batch, dtype, data):
     prev = pg.ag_dtype(dtype)
     try:

@@ -4,6 +4,7 @@ The reference numbers come from Rscript (R's own set.seed / runif / rnorm / samp
 binary files and compared bit for bit with the core's draws. Those tests skip only on a machine
 without R (they say so); CI has R. The golden values of the spec and the stream's properties
 (state round trips, thread safety, per-run streams) are checked everywhere."""
+
 import os
 import shutil
 import subprocess
@@ -62,20 +63,27 @@ def rref(tmp_path_factory):
     """name -> R's numbers (float64), computed once by Rscript."""
     rs = shutil.which("Rscript")
     if rs is None:
-        pytest.skip("R is not installed here (Rscript not found): the comparisons with R's own generator "
-                    "need it; CI installs R")
+        pytest.skip(
+            "R is not installed here (Rscript not found): the comparisons with R's own generator "
+            "need it; CI installs R"
+        )
     d = tmp_path_factory.mktemp("rref")
     script = d / "ref.R"
     script.write_text(_R_REF)
     subprocess.run([rs, "--vanilla", str(script), str(d)], check=True, timeout=300)
-    return {f[:-4]: np.fromfile(d / f, dtype=np.float64) for f in os.listdir(d) if f.endswith(".bin")}
+    return {
+        f[:-4]: np.fromfile(d / f, dtype=np.float64) for f in os.listdir(d) if f.endswith(".bin")
+    }
 
 
 # ---- against R itself --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_uniforms_normals_and_state_equal_r(rref, seed):
-    np.testing.assert_array_equal(Generator(seed).get_state(), rref[f"state_{seed}"].astype(np.int32))
+    np.testing.assert_array_equal(
+        Generator(seed).get_state(), rref[f"state_{seed}"].astype(np.int32)
+    )
     u = Generator(seed).runif(10**6)
     assert u.tobytes() == rref[f"runif_{seed}"].tobytes()
     assert Generator(seed).runif(10**5, -2, 3).tobytes() == rref[f"runif_ab_{seed}"].tobytes()
@@ -85,14 +93,25 @@ def test_uniforms_normals_and_state_equal_r(rref, seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_sample_equals_r_for_every_bit_count(rref, seed):
     for n in PERM_NS:
-        np.testing.assert_array_equal(Generator(seed).sample(n), rref[f"perm_{seed}_{n}"], err_msg=f"sample({n})")
-        np.testing.assert_array_equal(Generator(seed).sample(n, 500, replace=True), rref[f"rep_{seed}_{n}"],
-                                      err_msg=f"sample({n}, 500, TRUE)")
+        np.testing.assert_array_equal(
+            Generator(seed).sample(n), rref[f"perm_{seed}_{n}"], err_msg=f"sample({n})"
+        )
+        np.testing.assert_array_equal(
+            Generator(seed).sample(n, 500, replace=True),
+            rref[f"rep_{seed}_{n}"],
+            err_msg=f"sample({n}, 500, TRUE)",
+        )
     for n in BIG_NS:  # beyond 2^31: double results; no replacement goes through R's hashed path
-        np.testing.assert_array_equal(Generator(seed).sample(float(n), 1000, replace=True), rref[f"bigrep_{seed}_{n}"],
-                                      err_msg=f"sample({n}, 1000, TRUE)")
-        np.testing.assert_array_equal(Generator(seed).sample(float(n), 1000), rref[f"bighash_{seed}_{n}"],
-                                      err_msg=f"sample({n}, 1000)")
+        np.testing.assert_array_equal(
+            Generator(seed).sample(float(n), 1000, replace=True),
+            rref[f"bigrep_{seed}_{n}"],
+            err_msg=f"sample({n}, 1000, TRUE)",
+        )
+        np.testing.assert_array_equal(
+            Generator(seed).sample(float(n), 1000),
+            rref[f"bighash_{seed}_{n}"],
+            err_msg=f"sample({n}, 1000)",
+        )
 
 
 def test_sample_paths_and_weights_equal_r(rref):
@@ -105,9 +124,12 @@ def test_sample_paths_and_weights_equal_r(rref):
     g.seed(7)
     np.testing.assert_array_equal(g.sample_int(100, 10, use_hash=True), rref["hash_forced"])
     p10 = [1, 2, 2, 3, 0, 1, 5, 5, 1, 0.5]
-    for name, args in (("prob_rep", (10, 50, True, p10)), ("prob_norep", (10, 8, False, p10)),
-                       ("prob_walker", (300, 2000, True, [1, 2, 3] * 100)),
-                       ("prob_walker_ties", (250, 500, True, [1] * 250))):
+    for name, args in (
+        ("prob_rep", (10, 50, True, p10)),
+        ("prob_norep", (10, 8, False, p10)),
+        ("prob_walker", (300, 2000, True, [1, 2, 3] * 100)),
+        ("prob_walker_ties", (250, 500, True, [1] * 250)),
+    ):
         g.seed(3)
         np.testing.assert_array_equal(g.sample_int(*args), rref[name], err_msg=name)
     g.seed(1)
@@ -122,7 +144,9 @@ def test_recycled_arguments_and_nans_equal_r(rref):
     g.seed(9)
     with pytest.warns(RuntimeWarning, match="runif: NAs produced"):
         v = g.runif(6, [0, np.nan, 2, -np.inf], [1, 1, 1, 0])
-    np.testing.assert_array_equal(v, rref["runif_nan"])  # NaN where R gives NaN, the same draws elsewhere
+    np.testing.assert_array_equal(
+        v, rref["runif_nan"]
+    )  # NaN where R gives NaN, the same draws elsewhere
     g.seed(9)
     assert g.rnorm(10, [0, 10], [1, 0, 2]).tobytes() == rref["rnorm_vec"].tobytes()
     g.seed(9)
@@ -145,17 +169,26 @@ def test_state_moves_between_r_and_python(rref):
 
 # ---- everywhere: the spec's check values and the stream's properties -------------------------
 
+
 def test_spec_check_values():
     pg.ggml_set_seed(42)
-    assert pg.random.runif(3).tolist() == [0.91480604349635541, 0.93707541329786181, 0.28613953478634357]
+    assert pg.random.runif(3).tolist() == [
+        0.91480604349635541,
+        0.93707541329786181,
+        0.28613953478634357,
+    ]
     pg.ggml_set_seed(42)
     assert pg.random.sample(10).tolist() == [1, 5, 10, 8, 2, 4, 6, 9, 7, 3]
     pg.ggml_set_seed(42)
     pg.random.runif(3)
     assert pg.random.sample(10).tolist() == [9, 4, 2, 8, 1, 10, 6, 5, 7, 3]
     pg.ggml_set_seed(1)
-    np.testing.assert_allclose(pg.random.rnorm(4), [-0.626453810742332, 0.183643324222082, -0.835628612410047,
-                                                    1.59528080213779], rtol=0, atol=5e-15)  # the spec prints 15 digits
+    np.testing.assert_allclose(
+        pg.random.rnorm(4),
+        [-0.626453810742332, 0.183643324222082, -0.835628612410047, 1.59528080213779],
+        rtol=0,
+        atol=5e-15,
+    )  # the spec prints 15 digits
     pg.ggml_set_seed(1)
     assert pg.random.sample(5).tolist() == [1, 4, 3, 5, 2]
 
@@ -163,14 +196,23 @@ def test_spec_check_values():
 def test_spec_initialiser_goldens(f64):
     pg.ggml_set_seed(42)
     w = pg.ag_linear(5, 3).W.numpy().ravel(order="F")
-    np.testing.assert_allclose(w[:4], [0.7184651426223132, 0.75703682257106242, -0.37041719148036939,
-                                       0.57235207758912954], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(
+        w[:4],
+        [0.7184651426223132, 0.75703682257106242, -0.37041719148036939, 0.57235207758912954],
+        rtol=0,
+        atol=1e-15,
+    )
     pg.ggml_set_seed(1)
     w = pg.ag_linear(3, 2, init="orthogonal").W.numpy()
-    gold = [[-0.5907722096, 0.1731833546, -0.7880328179], [0.8042142009, 0.2051024658, -0.5578283765]]
+    gold = [
+        [-0.5907722096, 0.1731833546, -0.7880328179],
+        [0.8042142009, 0.2051024658, -0.5578283765],
+    ]
     np.testing.assert_allclose(w, gold, atol=1e-10)
     pg.ggml_set_seed(1)
-    np.testing.assert_array_equal(pg.ag_linear(2, 3, init="orthogonal").W.numpy(), w.T)  # the same 3 x 2 draw
+    np.testing.assert_array_equal(
+        pg.ag_linear(2, 3, init="orthogonal").W.numpy(), w.T
+    )  # the same 3 x 2 draw
     np.testing.assert_allclose(w @ w.T, np.eye(2), atol=1e-15)
 
 
@@ -205,7 +247,10 @@ def test_state_round_trip_and_validation():
 def test_errors_carry_r_messages_and_change_nothing():
     g = Generator(4)
     st = g.get_state()
-    with pytest.raises(pg.PyggmlrValueError, match="cannot take a sample larger than the population when 'replace = FALSE'"):
+    with pytest.raises(
+        pg.PyggmlrValueError,
+        match="cannot take a sample larger than the population when 'replace = FALSE'",
+    ):
         g.sample_int(5, 6)
     with pytest.raises(pg.PyggmlrValueError, match="too few positive probabilities"):
         g.sample_int(3, 3, prob=[1, 0, 1])
@@ -238,6 +283,7 @@ def test_default_stream_is_not_torn_by_threads():
             c = pg.random.runif(97)  # one call: a contiguous run of the stream
             with lock:
                 chunks.append(c)
+
     ts = [threading.Thread(target=work) for _ in range(8)]
     for t in ts:
         t.start()
@@ -248,7 +294,7 @@ def test_default_stream_is_not_torn_by_threads():
     assert seen == list(range(8 * 50))
     for c in chunks:
         i = starts[c[0]]
-        np.testing.assert_array_equal(c, ref[i * 97:(i + 1) * 97])
+        np.testing.assert_array_equal(c, ref[i * 97 : (i + 1) * 97])
 
 
 def _model(seed):
@@ -257,7 +303,9 @@ def _model(seed):
 
 
 def _fit(m, seed, x, y):
-    h = pg.ag_fit(m, x, y, nepoch=3, batch_size=8, val_split=0.25, seed=seed, silent=True, static=False)
+    h = pg.ag_fit(
+        m, x, y, nepoch=3, batch_size=8, val_split=0.25, seed=seed, silent=True, static=False
+    )
     return list(h.loss) + list(h.val_loss), [t.numpy() for t in m.parameters().values()]
 
 
@@ -266,9 +314,12 @@ def test_fits_with_seeds_are_reproducible_across_threads():
     x = g.runif(4 * 64, -1, 1).reshape((4, 64), order="F")
     y = g.sample_int(3, 64, replace=True) - 1
     seq = {s: _fit(_model(s), s, x, y) for s in (1, 2, 3)}  # one after another
-    models = {s: _model(s) for s in (1, 2, 3)}               # the same initial weights
+    models = {s: _model(s) for s in (1, 2, 3)}  # the same initial weights
     res = {}
-    ts = [threading.Thread(target=lambda s=s: res.__setitem__(s, _fit(models[s], s, x, y))) for s in (1, 2, 3)]
+    ts = [
+        threading.Thread(target=lambda s=s: res.__setitem__(s, _fit(models[s], s, x, y)))
+        for s in (1, 2, 3)
+    ]
     for t in ts:
         t.start()
     for t in ts:
@@ -287,7 +338,9 @@ def test_fit_seed_leaves_default_stream_alone():
     st = pg.random.get_state()
     pg.ag_fit(m, x, y, nepoch=2, batch_size=8, val_split=0.2, seed=9, silent=True)
     np.testing.assert_array_equal(pg.random.get_state(), st)
-    pg.ag_fit(m, x, y, nepoch=1, batch_size=8, silent=True)  # seed None: draws from the default stream
+    pg.ag_fit(
+        m, x, y, nepoch=1, batch_size=8, silent=True
+    )  # seed None: draws from the default stream
     assert not np.array_equal(pg.random.get_state(), st)
 
 
@@ -300,28 +353,40 @@ def test_dataloader_draws_r_sample():
     own = pg.ag_dataloader(x, batch_size=5, shuffle=True, seed=42)
     np.testing.assert_array_equal(own.order + 1, [1, 5, 10, 8, 2, 4, 6, 9, 7, 3])
     own.reset()
-    np.testing.assert_array_equal(pg.random.get_state(), st)  # a loader's own stream leaves the default alone
+    np.testing.assert_array_equal(
+        pg.random.get_state(), st
+    )  # a loader's own stream leaves the default alone
 
 
 def test_draws_too_large_for_memory_fail_instead_of_killing_the_process():
     g = Generator(8)
     st = g.get_state()
-    with pytest.raises(pg.PyggmlrMemoryError, match=r"runif: .* GiB needed, more than the .* GiB of memory available"):
+    with pytest.raises(
+        pg.PyggmlrMemoryError,
+        match=r"runif: .* GiB needed, more than the .* GiB of memory available",
+    ):
         g.runif(1e20)
     with pytest.raises(pg.PyggmlrMemoryError, match="sample.int: .* GiB needed"):
         g.sample_int(3e9, 2e9)  # the result alone
     with pytest.raises(pg.PyggmlrMemoryError, match="the pool of a sample without replacement"):
         g.sample_int(4e15, 3, use_hash=False)
-    with pytest.raises(pg.PyggmlrMemoryError, match="the pool of a sample without replacement, and the result"):
+    with pytest.raises(
+        pg.PyggmlrMemoryError, match="the pool of a sample without replacement, and the result"
+    ):
         g.sample_int(4e9, 10**6, use_hash=False)  # the result fits, the pool beside it does not
     with pytest.raises(pg.PyggmlrValueError, match="runif: min must be numbers"):
         g.runif(3, "a")
     with pytest.raises(pg.PyggmlrValueError, match="sample.int: prob must be numbers"):
         g.sample_int(5, 2, prob="ab")
     np.testing.assert_array_equal(g.get_state(), st)  # nothing was drawn
-    with pytest.raises(pg.PyggmlrMemoryError, match=r"ag_linear \(orthogonal init\): .* GiB needed"):
+    with pytest.raises(
+        pg.PyggmlrMemoryError, match=r"ag_linear \(orthogonal init\): .* GiB needed"
+    ):
         pg.ag_linear(60000, 60000, init="orthogonal")
-    with pytest.raises(pg.PyggmlrMemoryError, match=r"ag_linear: out of memory drawing a \[1000000x1000000\] weight"):
+    with pytest.raises(
+        pg.PyggmlrMemoryError,
+        match=r"ag_linear: out of memory drawing a \[1000000x1000000\] weight",
+    ):
         pg.ag_linear(10**6, 10**6)
 
 

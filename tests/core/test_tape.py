@@ -1,4 +1,5 @@
 """The gradient tape: scopes, nesting, what is recorded, backward's map and .grad."""
+
 import numpy as np
 import pytest
 
@@ -46,7 +47,10 @@ def test_ops_outside_tape_not_recorded(f64):
     assert nodes() == 0
     assert out.requires_grad and out.is_leaf  # requires_grad follows the inputs, as in ggmlR
     # backward() on it would return a map with the loss alone: an error that says why (issue 20)
-    with pytest.raises(pg.StateError, match=r"backward\(\): the loss \[1x1\] f64 is not on the current tape: compute it inside with_grad_tape\(\)"):
+    with pytest.raises(
+        pg.StateError,
+        match=r"backward\(\): the loss \[1x1\] f64 is not on the current tape: compute it inside with_grad_tape\(\)",
+    ):
         pg.backward(out)
     assert w.grad is None
 
@@ -109,15 +113,21 @@ def test_no_grad_survives_nested_tape(f64):
 def test_backward_on_empty_tape(f64):
     pg.ag_tape_clear()
     w = pg.ag_param([[2.0]])
-    with pytest.raises(pg.StateError, match="is not on the current tape"):  # a leaf: no recorded op produced it
+    with pytest.raises(
+        pg.StateError, match="is not on the current tape"
+    ):  # a leaf: no recorded op produced it
         pg.backward(w)
-    with pytest.raises(pg.StateError, match=r"the loss \[1x1\] f64 does not require grad: nothing it was computed from"):
+    with pytest.raises(
+        pg.StateError,
+        match=r"the loss \[1x1\] f64 does not require grad: nothing it was computed from",
+    ):
         pg.backward(pg.ag_tensor([[2.0]]))
     assert w.grad is None
 
 
 def test_backward_after_the_tape_was_cleared_or_in_another_thread(f64):
     import threading
+
     w = pg.ag_param([[1.0, 2.0]])
     with pg.with_grad_tape():
         loss = pg.ag_sum(pg.ag_pow(w, 2))
@@ -139,6 +149,7 @@ def test_backward_after_the_tape_was_cleared_or_in_another_thread(f64):
             pg.backward(loss)
         except pg.StateError as e:
             errs.append(str(e))
+
     th = threading.Thread(target=other)
     th.start()
     th.join()
@@ -158,7 +169,7 @@ def test_pytorch_order_zero_grad_before_backward_trains(f64):
         opt.zero_grad()
         loss.backward()
         assert opt.step()
-    np.testing.assert_allclose(w.numpy(), [[1.0 * 0.8 ** 3, -2.0 * 0.8 ** 3]], rtol=1e-15)
+    np.testing.assert_allclose(w.numpy(), [[1.0 * 0.8**3, -2.0 * 0.8**3]], rtol=1e-15)
     assert nodes() > 0
     opt.zero_grad()  # after the backward: empties the tape, as ggmlR's zero_grad
     assert nodes() == 0
@@ -251,7 +262,7 @@ def test_deep_chain_of_unary_ops(f64):
         for _ in range(5000):
             h = pg.ag_scale(h, 1.0001)
         loss = pg.ag_sum(h)
-    assert pg.backward(loss)[x][0, 0] == pytest.approx(1.0001 ** 5000, rel=1e-10)
+    assert pg.backward(loss)[x][0, 0] == pytest.approx(1.0001**5000, rel=1e-10)
 
 
 def test_zero_grad_clears_tape_and_grads(f64):

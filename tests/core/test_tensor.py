@@ -1,12 +1,13 @@
 """Tensors: construction from numpy / lists / scalars, dtypes, ids, data access, repr, devices."""
+
 import numpy as np
 import pytest
 
 import pyggmlr as pg
 from pyggmlr import DeviceError, DTypeError, ShapeError
 
-
 # ---- construction ----
+
 
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_from_numpy_any_order(order):
@@ -29,8 +30,20 @@ def test_negative_strides_f32_source():
     np.testing.assert_array_equal(pg.ag_tensor(a).numpy(), a)
 
 
-@pytest.mark.parametrize("dt", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32,
-                                np.float16, np.float32, np.float64])
+@pytest.mark.parametrize(
+    "dt",
+    [
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint32,
+        np.float16,
+        np.float32,
+        np.float64,
+    ],
+)
 def test_numeric_dtypes_convert(dt):
     a = np.array([[1, 2, 3], [4, 5, 6]], dtype=dt)
     t = pg.ag_tensor(a, dtype="f64")
@@ -92,6 +105,7 @@ def test_param_and_tensor_flags():
 
 # ---- dtypes ----
 
+
 def test_dtype_default_and_switch():
     assert pg.ag_default_dtype() == "f32"
     assert pg.ag_tensor([1.0]).dtype == "f32"
@@ -122,6 +136,7 @@ def test_unknown_dtype_raises():
 
 # ---- ids ----
 
+
 def test_ids_increase():
     a = pg.ag_tensor([1.0])
     b = pg.ag_param([1.0])
@@ -131,6 +146,7 @@ def test_ids_increase():
 
 
 # ---- data access ----
+
 
 def test_numpy_is_a_copy_and_data_assign_writes_in_place():
     t = pg.ag_param([[1.0, 2.0], [3.0, 4.0]], dtype="f64")
@@ -186,6 +202,7 @@ def test_item_float_tolist_len():
 
 # ---- repr ----
 
+
 def test_repr_header():
     p = pg.ag_param([[1.0, 2.0]])
     r = repr(p)
@@ -217,6 +234,7 @@ def test_repr_of_freed_tensor():
 
 # ---- devices ----
 
+
 def test_device_cpu_and_gpu():
     assert pg.ag_default_device() == "cpu"
     assert pg.ag_device("cpu") == "cpu"
@@ -241,6 +259,7 @@ def test_to_device_same_object():
 
 def test_numpy_view_shares_memory_and_keeps_the_tensor_alive():
     import gc
+
     t = pg.ag_param(np.arange(6.0).reshape(2, 3), dtype="f64")
     v = t.numpy(copy=False)
     assert v.dtype == np.float64 and v.shape == (2, 3) and v.flags["F_CONTIGUOUS"]
@@ -253,11 +272,11 @@ def test_numpy_view_shares_memory_and_keeps_the_tensor_alive():
     opt.step(pg.backward(loss))
     np.testing.assert_array_equal(v, c - 0.5 * 2 * c)
     np.testing.assert_array_equal(c, np.arange(6.0).reshape(2, 3))
-    v[1, 2] = 42.0                        # writes reach the tensor
+    v[1, 2] = 42.0  # writes reach the tensor
     assert t.numpy()[1, 2] == 42.0
     # the view keeps the core tensor alive after the Python handle is gone
     del t, opt, loss
-    pg.ag_tape_clear()                    # the tape's nodes held the tensor too
+    pg.ag_tape_clear()  # the tape's nodes held the tensor too
     gc.collect()
     before = pg.ag_live_objects()
     assert v[1, 2] == 42.0

@@ -4,6 +4,7 @@ exactly the single-threaded result; shared tensors used read-only (inputs, a fro
 give correct results; backward through a shared parameter from two threads at once is
 serialised by the core's gradient lock (no corruption: the accumulated .grad is the exact sum);
 a thread that ends with nodes on its tape frees them; live objects return to the start."""
+
 import gc
 import threading
 import time
@@ -82,7 +83,7 @@ def test_two_threads_training_match_single_threaded():
         assert l == l_ref  # bit for bit: same ops in the same order on each thread's own tape
         np.testing.assert_array_equal(a, a_ref)
         np.testing.assert_array_equal(b, b_ref)
-    del x, ref, got
+    x = ref = got = None
     assert wait_live(start) == start
 
 
@@ -95,7 +96,7 @@ def test_many_threads_and_f32():
     for losses, a, b in got:
         assert losses == ref[0]
         np.testing.assert_array_equal(a, ref[1])
-    del x, x32
+    x = x32 = None
     assert wait_live(start) == start
 
 
@@ -115,7 +116,7 @@ def test_shared_tensors_read_only_from_two_threads():
     for outs in run_threads([use, use, use]):
         for o in outs:
             np.testing.assert_allclose(o, want, rtol=1e-12, atol=1e-12)
-    del W, X
+    W = X = None
     assert wait_live(start) == start
 
 
@@ -143,7 +144,7 @@ def test_backward_through_a_shared_parameter_from_two_threads():
     for g in b:
         np.testing.assert_allclose(g, 6 * x, rtol=1e-15)
     np.testing.assert_allclose(p.grad, n_iter * (2 * x + 6 * x), rtol=1e-12)
-    del p
+    p = None
     assert wait_live(start) == start
 
 
@@ -160,7 +161,7 @@ def test_thread_exit_frees_its_tape_and_scopes():
 
     run_threads([leave_nodes, leave_nodes])
     assert lib.pg_tape_nodes() == 0  # the main thread's tape is its own
-    del shared
+    shared = None
     assert wait_live(start) == start
 
 
@@ -193,7 +194,7 @@ def test_optimizer_steps_on_shared_parameters_from_two_threads():
     assert run_threads([work, work]) == [True, True]
     v = p.numpy()
     assert v.shape == (4, 4) and np.all(np.isfinite(v))
-    del p, x
+    p = x = None
     assert wait_live(start) == start
 
 

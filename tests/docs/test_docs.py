@@ -2,6 +2,7 @@
 examples run as written (Python here, R through Rscript when the R package is installed), the
 R blocks of the migration guide run, and the error messages a newcomer meets first say what
 went wrong and how to fix it."""
+
 import gc
 import importlib
 import inspect
@@ -25,14 +26,21 @@ def _public_objects():
     at module level in every public pyggmlr module."""
     ns = {}
     exec("from pyggmlr import *", ns)
-    objs = {f"pyggmlr.{k}": v for k, v in ns.items() if not k.startswith("_") and not inspect.ismodule(v)}
+    objs = {
+        f"pyggmlr.{k}": v
+        for k, v in ns.items()
+        if not k.startswith("_") and not inspect.ismodule(v)
+    }
     for m in pkgutil.iter_modules(pg.__path__):
         if m.name.startswith("_"):
             continue
         mod = importlib.import_module(f"pyggmlr.{m.name}")
         for k, v in vars(mod).items():
-            if not k.startswith("_") and (inspect.isfunction(v) or inspect.isclass(v)) \
-                    and v.__module__ == mod.__name__:
+            if (
+                not k.startswith("_")
+                and (inspect.isfunction(v) or inspect.isclass(v))
+                and v.__module__ == mod.__name__
+            ):
                 objs[f"{mod.__name__}.{k}"] = v
     return objs
 
@@ -50,7 +58,9 @@ def test_public_api_is_large_enough_to_mean_something():
 def test_public_callable_has_docstring(name):
     obj = OBJECTS[name]
     doc = inspect.getdoc(obj) or ""
-    assert len(doc) >= MIN_DOC, f"{name} needs a docstring (arguments, shapes, return, errors); has {doc!r}"
+    assert len(doc) >= MIN_DOC, (
+        f"{name} needs a docstring (arguments, shapes, return, errors); has {doc!r}"
+    )
 
 
 def _methods():
@@ -60,7 +70,11 @@ def _methods():
     ns = {}
     exec("from pyggmlr import *", ns)
     for cname, cls in ns.items():
-        if cname.startswith("_") or not inspect.isclass(cls) or not cls.__module__.startswith("pyggmlr"):
+        if (
+            cname.startswith("_")
+            or not inspect.isclass(cls)
+            or not cls.__module__.startswith("pyggmlr")
+        ):
             continue
         for klass in cls.__mro__:
             if not klass.__module__.startswith("pyggmlr"):
@@ -78,13 +92,37 @@ METHODS = _methods()
 @pytest.mark.parametrize("name", sorted(METHODS))
 def test_public_method_has_docstring(name):
     cls, attr = METHODS[name]
-    doc = inspect.getdoc(getattr(cls, attr)) or ""  # an override inherits its base method's docstring
+    doc = (
+        inspect.getdoc(getattr(cls, attr)) or ""
+    )  # an override inherits its base method's docstring
     assert len(doc) >= 12, f"{name} needs a docstring; has {doc!r}"
 
 
-TYPED_MODULES = ("tensor", "tape", "fit", "data", "memory", "io", "random", "gradcheck", "optim", "_core",
-                 "ops", "ops_select", "sched", "gpu", "nn", "distributed", "r", "compile",
-                 "capture", "state", "fit_plan", "attention", "optim_state")
+TYPED_MODULES = (
+    "tensor",
+    "tape",
+    "fit",
+    "data",
+    "memory",
+    "io",
+    "random",
+    "gradcheck",
+    "optim",
+    "_core",
+    "ops",
+    "ops_select",
+    "sched",
+    "gpu",
+    "nn",
+    "distributed",
+    "r",
+    "compile",
+    "capture",
+    "state",
+    "fit_plan",
+    "attention",
+    "optim_state",
+)
 TYPED_MODULES += ("ops_loss",)
 TYPED_MODULES += ("checkpoint", "nn_layers")
 TYPED_MODULES += ("fit_progress", "fit_util", "fit_history", "fit_callbacks", "fit_resume")
@@ -99,8 +137,11 @@ def _typed_objects():
     out = {}
     for n in sorted(OBJECTS, key=lambda n: (n.count("."), n)):
         o = OBJECTS[n]
-        if callable(o) and getattr(o, "__module__", "").split(".")[-1] in TYPED_MODULES \
-                and all(o is not v for v in out.values()):
+        if (
+            callable(o)
+            and getattr(o, "__module__", "").split(".")[-1] in TYPED_MODULES
+            and all(o is not v for v in out.values())
+        ):
             out[n] = o
     return out
 
@@ -111,16 +152,27 @@ METHOD_TYPED_MODULES = ("ops", "nn", "distributed", "distributed_fit", "r", "com
 
 def _missing_hints(fn):
     sig = inspect.signature(fn)
-    return [p for p, v in sig.parameters.items() if p not in ("self", "cls")
-            and v.annotation is inspect.Parameter.empty and v.kind not in (v.VAR_POSITIONAL, v.VAR_KEYWORD)]
+    return [
+        p
+        for p, v in sig.parameters.items()
+        if p not in ("self", "cls")
+        and v.annotation is inspect.Parameter.empty
+        and v.kind not in (v.VAR_POSITIONAL, v.VAR_KEYWORD)
+    ]
 
 
 def test_typed_list_covers_every_public_module():
     mods = {m.name for m in pkgutil.iter_modules(pg.__path__) if not m.name.startswith("_")}
     untyped = mods - set(TYPED_MODULES) - {"errors", "__main__"}  # exception classes only; the CLI
     assert not untyped, f"public modules without type hints: {sorted(untyped)}"
-    assert {"pyggmlr.ag_matmul", "pyggmlr.ag_relu", "pyggmlr.ag_linear", "pyggmlr.r.call",
-            "pyggmlr.ag_compile", "pyggmlr.dp_train"} <= set(TYPED)
+    assert {
+        "pyggmlr.ag_matmul",
+        "pyggmlr.ag_relu",
+        "pyggmlr.ag_linear",
+        "pyggmlr.r.call",
+        "pyggmlr.ag_compile",
+        "pyggmlr.dp_train",
+    } <= set(TYPED)
 
 
 @pytest.mark.parametrize("name", sorted(TYPED))
@@ -132,7 +184,9 @@ def test_public_signature_has_type_hints(name):
     missing = _missing_hints(fn)
     assert not missing, f"{name}: parameters without type hints: {missing}"
     if not inspect.isclass(obj):
-        assert inspect.signature(fn).return_annotation is not inspect.Signature.empty, f"{name}: no return type hint"
+        assert inspect.signature(fn).return_annotation is not inspect.Signature.empty, (
+            f"{name}: no return type hint"
+        )
 
 
 def _typed_methods():
@@ -158,7 +212,9 @@ TYPED_METHODS = _typed_methods()
 def test_public_method_has_type_hints(name):
     fn = TYPED_METHODS[name]
     assert not _missing_hints(fn), f"{name}: parameters without type hints: {_missing_hints(fn)}"
-    assert inspect.signature(fn).return_annotation is not inspect.Signature.empty, f"{name}: no return type hint"
+    assert inspect.signature(fn).return_annotation is not inspect.Signature.empty, (
+        f"{name}: no return type hint"
+    )
 
 
 def test_hinted_signatures_resolve():
@@ -166,6 +222,7 @@ def test_hinted_signatures_resolve():
     every annotation of the newly typed modules (``from __future__ import annotations`` keeps
     them as strings until then)."""
     import typing
+
     for name, obj in {**TYPED, **TYPED_METHODS}.items():
         if obj.__module__.split(".")[-1] in METHOD_TYPED_MODULES:
             fn = obj.__init__ if inspect.isclass(obj) else obj
@@ -181,6 +238,7 @@ def test_py_typed_ships():
 # ---------------------------------------------------------------------------------------------
 # README and the migration guide's R code run as written
 
+
 def _fenced(path, lang):
     return re.findall(rf"^```{lang}[ \t]*\n(.*?)^```", path.read_text(), re.S | re.M)
 
@@ -192,8 +250,8 @@ def test_readme_python_example_runs(tmp_path, monkeypatch, capsys):
     ns = {}
     exec(compile(blocks[0], "README.md", "exec"), ns)
     out = capsys.readouterr().out.split()
-    assert float(out[0]) >= 0.9                          # the validation accuracy it prints
-    assert int(out[1]) > 4 * 131 * 4                     # estimate: weights, gradients, Adam moments, ...
+    assert float(out[0]) >= 0.9  # the validation accuracy it prints
+    assert int(out[1]) > 4 * 131 * 4  # estimate: weights, gradients, Adam moments, ...
     loaded = pg.ag_load_model(tmp_path / "iris.safetensors")
     x = ns["x"]
     assert np.array_equal(pg.ag_predict(loaded, x), pg.ag_predict(ns["model"], x))
@@ -202,7 +260,9 @@ def test_readme_python_example_runs(tmp_path, monkeypatch, capsys):
 def _rscript_with_package():
     if shutil.which("Rscript") is None:
         return None, "Rscript is not installed"
-    p = subprocess.run(["Rscript", "-e", "library(pyggmlr)"], capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        ["Rscript", "-e", "library(pyggmlr)"], capture_output=True, text=True, timeout=120
+    )
     if p.returncode != 0:
         return None, "the R package pyggmlr is not installed (bash scripts/install-r-package.sh)"
     return "Rscript", None
@@ -214,7 +274,9 @@ def _run_r(code, tmp_path):
         pytest.skip(why)
     script = tmp_path / "block.R"
     script.write_text(code)
-    p = subprocess.run([rscript, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    p = subprocess.run(
+        [rscript, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     return p.stdout
 
@@ -240,6 +302,7 @@ def test_migration_guide_r_blocks_run(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # errors a newcomer meets first
+
 
 def test_matmul_error_names_both_shapes_and_the_dimensions():
     a, b = pg.ag_tensor(np.ones((2, 3))), pg.ag_tensor(np.ones((4, 5)))
@@ -278,13 +341,18 @@ def test_linear_layer_hints_at_row_major_input():
 
 def test_ag_fit_hints_at_row_major_data():
     x, y, _ = pg.load_iris()
-    with pytest.raises(pg.ShapeError, match=r"x has 4 samples \(columns\) but y has 150; x looks row-major "
-                                            r"\(150 rows, one per sample\).*pass x\.T"):
+    with pytest.raises(
+        pg.ShapeError,
+        match=r"x has 4 samples \(columns\) but y has 150; x looks row-major "
+        r"\(150 rows, one per sample\).*pass x\.T",
+    ):
         pg.ag_fit(_model(), x.T, y, nepoch=1, silent=True)
     onehot = np.eye(3)[y]  # [150, 3]: row-major one-hot
     with pytest.raises(pg.ShapeError, match=r"y looks row-major \(150 rows.*pass y\.T"):
         pg.ag_fit(_model(), x, onehot, nepoch=1, silent=True)
-    with pytest.raises(pg.ShapeError, match=r"x and y look row-major \(150 rows each.*pass x\.T and y\.T"):
+    with pytest.raises(
+        pg.ShapeError, match=r"x and y look row-major \(150 rows each.*pass x\.T and y\.T"
+    ):
         pg.ag_fit(_model(), x.T, onehot, nepoch=1, silent=True)
     with pytest.raises(pg.ShapeError) as e:  # a plain mismatch: no hint
         pg.ag_fit(_model(), x, y[:100], nepoch=1, silent=True)
@@ -295,7 +363,9 @@ def test_ag_fit_hints_at_row_major_data():
 
 def test_dataloader_hints_at_row_major_data():
     x, y, _ = pg.load_iris()
-    with pytest.raises(pg.ShapeError, match=r"x has 4, y has 150; x looks row-major .*col_major=False"):
+    with pytest.raises(
+        pg.ShapeError, match=r"x has 4, y has 150; x looks row-major .*col_major=False"
+    ):
         pg.ag_dataloader(x.T, y)
     with pytest.raises(pg.ShapeError, match=r"y looks row-major \(150 rows.*y\.T"):
         pg.ag_dataloader(x, np.eye(3)[y])
@@ -316,7 +386,12 @@ def test_package_type_checks_with_mypy():
     import sys
 
     root = pathlib.Path(__file__).resolve().parents[2]
-    if shutil.which("mypy") is None and subprocess.run([sys.executable, "-c", "import mypy"]).returncode:
+    if (
+        shutil.which("mypy") is None
+        and subprocess.run([sys.executable, "-c", "import mypy"]).returncode
+    ):
         pytest.fail("mypy is a test dependency (pip install -e '.[test]')")
-    r = subprocess.run([sys.executable, "-m", "mypy"], cwd=root, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "mypy"], cwd=root, capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stdout + r.stderr

@@ -1,6 +1,7 @@
 """The sdist carries everything `pip install pyggmlr-x.tar.gz` needs: the C core (sources and
 the cdef headers), the build script, the iris data and py.typed. Neither it nor the wheel
 carries the tests, the parity harness (tests/parity) among them."""
+
 import pathlib
 import subprocess
 import sys
@@ -26,9 +27,19 @@ def test_sdist_ships_the_core_and_package_data(tmp_path):
     (sdist,) = tmp_path.glob("pyggmlr-*.tar.gz")
     with tarfile.open(sdist) as tf:
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
-    core = {p.relative_to(ROOT).as_posix() for p in (ROOT / "native").iterdir() if p.suffix in (".c", ".h", ".py")}
+    core = {
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "native").iterdir()
+        if p.suffix in (".c", ".h", ".py")
+    }
     assert core and core <= names, sorted(core - names)
-    for f in ("pyproject.toml", "setup.py", "pyggmlr/data/iris.csv", "pyggmlr/py.typed", "pyggmlr/__init__.py"):
+    for f in (
+        "pyproject.toml",
+        "setup.py",
+        "pyggmlr/data/iris.csv",
+        "pyggmlr/py.typed",
+        "pyggmlr/__init__.py",
+    ):
         assert f in names, f
     _no_harness(names)
 
@@ -46,7 +57,13 @@ def test_wheel_holds_the_package_without_the_parity_harness(tmp_path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)}
-    r = subprocess.run([sys.executable, "-m", "pyggmlr", "parity"], cwd=tmp_path, env=env,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "pyggmlr", "parity"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
     assert r.stderr.count("\n") == 1 and "tests/parity of the source checkout" in r.stderr, r.stderr

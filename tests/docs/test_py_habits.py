@@ -2,6 +2,7 @@
 model.state_dict(), optimizers refuse an empty parameter list, __all__ / typed History and
 Tensor.shape, tensor indexing as a differentiable op, ag_fit over a loader with
 validation_data= and keras' verbose levels."""
+
 import ast
 import inspect
 import math
@@ -22,6 +23,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # ---------------------------------------------------------------------------------------------
 # Module registration
 
+
 class Net(pg.Module):
     def __init__(self):
         pg.ggml_set_seed(3)
@@ -38,8 +40,17 @@ class Net(pg.Module):
         return self.norm(pg.ag_mul(self.heads["a"](h), self.scale))
 
 
-NAMES = ["fc1.W", "fc1.b", "blocks.0.W", "blocks.0.b", "heads.a.W", "heads.a.b", "scale",
-         "norm.layer1_gamma", "norm.layer1_beta"]
+NAMES = [
+    "fc1.W",
+    "fc1.b",
+    "blocks.0.W",
+    "blocks.0.b",
+    "heads.a.W",
+    "heads.a.b",
+    "scale",
+    "norm.layer1_gamma",
+    "norm.layer1_beta",
+]
 
 
 def test_module_registers_attributes_in_assignment_order():
@@ -58,20 +69,25 @@ def test_train_eval_reach_children_and_repr_lists_them():
     assert not m.blocks[1].training and not m.norm.layers[0].training and not m.fc1.training
     pg.ag_train(m)
     assert m.blocks[1].training and m.norm.layers[0].training
-    assert repr(m) == ("Net (102 parameters, train mode)\n"
-                       "  (fc1): linear(4, 6, relu)\n"
-                       "  (blocks.0): linear(6, 6, tanh)\n"
-                       "  (blocks.1): dropout(0.2)\n"
-                       "  (heads.a): linear(6, 3)\n"
-                       "  (norm): ag_sequential (1 layers, train mode)\n"
-                       "    [1] batch_norm(3)\n"
-                       "  (again): linear(4, 6, relu)")
+    assert repr(m) == (
+        "Net (102 parameters, train mode)\n"
+        "  (fc1): linear(4, 6, relu)\n"
+        "  (blocks.0): linear(6, 6, tanh)\n"
+        "  (blocks.1): dropout(0.2)\n"
+        "  (heads.a): linear(6, 3)\n"
+        "  (norm): ag_sequential (1 layers, train mode)\n"
+        "    [1] batch_norm(3)\n"
+        "  (again): linear(4, 6, relu)"
+    )
 
 
 def test_state_dict_methods_round_trip():
     m = Net()
     sd = m.state_dict()
-    assert list(sd["parameters"]) == NAMES and list(sd["buffers"]) == ["norm.layer1_running_mean", "norm.layer1_running_var"]
+    assert list(sd["parameters"]) == NAMES and list(sd["buffers"]) == [
+        "norm.layer1_running_mean",
+        "norm.layer1_running_var",
+    ]
     ref = pg.ag_state_dict(m)
     assert all(np.array_equal(sd["parameters"][k], ref["parameters"][k]) for k in NAMES)
     w0 = m.fc1.W.numpy()
@@ -86,11 +102,26 @@ def test_state_dict_methods_round_trip():
 
 def test_existing_models_keep_their_names_and_order():
     pg.ggml_set_seed(1)
-    seq = pg.ag_sequential(pg.ag_linear(4, 8, "relu"), pg.ag_dropout(0.1), pg.ag_batch_norm(8),
-                           pg.ag_multihead_attention(8, 2), pg.ag_layer_norm(8))
-    assert list(seq.parameters()) == ["layer1_W", "layer1_b", "layer3_gamma", "layer3_beta", "layer4_W_q",
-                                      "layer4_W_k", "layer4_W_v", "layer4_W_o", "layer4_b_o", "layer5_gamma",
-                                      "layer5_beta"]
+    seq = pg.ag_sequential(
+        pg.ag_linear(4, 8, "relu"),
+        pg.ag_dropout(0.1),
+        pg.ag_batch_norm(8),
+        pg.ag_multihead_attention(8, 2),
+        pg.ag_layer_norm(8),
+    )
+    assert list(seq.parameters()) == [
+        "layer1_W",
+        "layer1_b",
+        "layer3_gamma",
+        "layer3_beta",
+        "layer4_W_q",
+        "layer4_W_k",
+        "layer4_W_v",
+        "layer4_W_o",
+        "layer4_b_o",
+        "layer5_gamma",
+        "layer5_beta",
+    ]
     assert repr(pg.ag_linear(2, 3)) == "ag_linear: linear(2, 3) (9 parameters, train mode)"
 
     class Own(pg.Module):  # a parameters() of its own wins over registration
@@ -99,6 +130,7 @@ def test_existing_models_keep_their_names_and_order():
 
         def parameters(self):
             return {"second": self.b, "first": self.a}
+
     assert list(Own().parameters()) == ["second", "first"]
 
 
@@ -132,6 +164,7 @@ def test_module_subclass_trains_with_ag_fit_and_optimizers():
 
         def forward(self, x):
             return self.layers[1](self.layers[0](x))
+
     x, y, _ = pg.load_iris()
     m = Two()
     w0 = m.layers[1].W.numpy()
@@ -143,17 +176,22 @@ def test_module_subclass_trains_with_ag_fit_and_optimizers():
 @pytest.mark.parametrize("make", [pg.optimizer_sgd, pg.optimizer_adam])
 def test_optimizer_without_parameters_raises(make):
     for empty in ([], {}, pg.Module(), pg.ag_sequential(pg.ag_dropout(0.5))):
-        with pytest.raises(pg.PyggmlrValueError, match=rf"^{make.__name__}: got no parameters to optimize"):
+        with pytest.raises(
+            pg.PyggmlrValueError, match=rf"^{make.__name__}: got no parameters to optimize"
+        ):
             make(empty)
 
 
 # ---------------------------------------------------------------------------------------------
 # __all__, History, Tensor.shape
 
+
 def _literal_all():
     tree = ast.parse((ROOT / "pyggmlr" / "__init__.py").read_text())
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            getattr(t, "id", None) == "__all__" for t in node.targets
+        ):
             return ast.literal_eval(node.value)
     raise AssertionError("pyggmlr/__init__.py has no literal __all__")
 
@@ -162,8 +200,10 @@ def test_all_lists_the_public_api():
     names = _literal_all()
     assert len(names) == len(set(names)) and names == sorted(names)
     public = {k for k, v in vars(pg).items() if not k.startswith("_") and not inspect.ismodule(v)}
-    assert set(names) == public, (f"add to pyggmlr.__all__: {sorted(public - set(names))}; "
-                                  f"remove: {sorted(set(names) - public)}")
+    assert set(names) == public, (
+        f"add to pyggmlr.__all__: {sorted(public - set(names))}; "
+        f"remove: {sorted(set(names) - public)}"
+    )
     ns = {}
     exec("from pyggmlr import *", ns)
     assert set(ns) - {"__builtins__"} == set(pg.__all__)
@@ -172,35 +212,63 @@ def test_all_lists_the_public_api():
 
 def test_history_attributes_are_declared():
     ann = inspect.get_annotations(pg.History, eval_str=True)
-    for k in ("epoch", "loss", "accuracy", "val_loss", "val_accuracy", "lr", "time_train", "stopped_epoch"):
+    for k in (
+        "epoch",
+        "loss",
+        "accuracy",
+        "val_loss",
+        "val_accuracy",
+        "lr",
+        "time_train",
+        "stopped_epoch",
+    ):
         assert k in ann
     assert ann["val_accuracy"] == list[float] or str(ann["val_accuracy"]) == "typing.List[float]"
     hints = inspect.get_annotations(pg.Tensor.shape.fget, eval_str=True)
     assert str(hints["return"]) == "typing.Tuple[int, int]"
 
 
-@pytest.mark.skipif(shutil.which("mypy") is None and
-                    subprocess.run([sys.executable, "-m", "mypy", "--version"], capture_output=True).returncode != 0,
-                    reason="mypy is not installed")
+@pytest.mark.skipif(
+    shutil.which("mypy") is None
+    and subprocess.run([sys.executable, "-m", "mypy", "--version"], capture_output=True).returncode
+    != 0,
+    reason="mypy is not installed",
+)
 def test_mypy_sees_history_and_shape(tmp_path):
     good = tmp_path / "good.py"
-    good.write_text("import pyggmlr as pg\n"
-                    "from pyggmlr import Tensor, optimizer_adam, with_grad_tape  # explicit re-exports: __all__\n"
-                    "from typing import Tuple\n"
-                    "g = (Tensor, optimizer_adam, with_grad_tape)\n"
-                    "def f(h: pg.History, t: pg.Tensor) -> Tuple[float, Tuple[int, int], int]:\n"
-                    "    return h.val_accuracy[-1], t.shape, t.shape[0]\n")
+    good.write_text(
+        "import pyggmlr as pg\n"
+        "from pyggmlr import Tensor, optimizer_adam, with_grad_tape  # explicit re-exports: __all__\n"
+        "from typing import Tuple\n"
+        "g = (Tensor, optimizer_adam, with_grad_tape)\n"
+        "def f(h: pg.History, t: pg.Tensor) -> Tuple[float, Tuple[int, int], int]:\n"
+        "    return h.val_accuracy[-1], t.shape, t.shape[0]\n"
+    )
     bad = tmp_path / "bad.py"
-    bad.write_text("import pyggmlr as pg\n"
-                   "def f(h: pg.History) -> str:\n"
-                   "    return h.val_accuracy\n")
-    cmd = [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-error-summary",
-           "--cache-dir", str(tmp_path / "cache")]
+    bad.write_text(
+        "import pyggmlr as pg\ndef f(h: pg.History) -> str:\n    return h.val_accuracy\n"
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "mypy",
+        "--strict",
+        "--follow-imports=silent",
+        "--no-error-summary",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     env = {"MYPYPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    r = subprocess.run(cmd + [str(good)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    r = subprocess.run(
+        cmd + [str(good)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600
+    )
     assert r.returncode == 0, r.stdout + r.stderr
-    r = subprocess.run(cmd + [str(bad)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
-    assert r.returncode == 1 and "List[float]" in r.stdout.replace("list[float]", "List[float]"), r.stdout
+    r = subprocess.run(
+        cmd + [str(bad)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600
+    )
+    assert r.returncode == 1 and "List[float]" in r.stdout.replace("list[float]", "List[float]"), (
+        r.stdout
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,11 +293,24 @@ def _as_ours(a, key):
     return a.reshape(-1, 1)  # a scalar column, or two paired index arrays
 
 
-@pytest.mark.parametrize("key", [
-    (1, 2), (-1, -2), 0, -1, (slice(None), slice(2, 5)), (slice(1, 3), 4), ([2, 0, 2], slice(None)),
-    (slice(None), np.array([4, 0])), ([0, 3, 3], [1, 1, 4]), (np.array([True, False, True, True]), 1),
-    (slice(None, None, -2), slice(None, None, 2)), [3, 1], (slice(None), [-1]),
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        (1, 2),
+        (-1, -2),
+        0,
+        -1,
+        (slice(None), slice(2, 5)),
+        (slice(1, 3), 4),
+        ([2, 0, 2], slice(None)),
+        (slice(None), np.array([4, 0])),
+        ([0, 3, 3], [1, 1, 4]),
+        (np.array([True, False, True, True]), 1),
+        (slice(None, None, -2), slice(None, None, 2)),
+        [3, 1],
+        (slice(None), [-1]),
+    ],
+)
 def test_indexing_values_and_gradient_scatter(key):
     t = pg.ag_param(A)
     want = _as_ours(A[key], key)
@@ -251,23 +332,35 @@ def test_indexing_mask_is_column_major_and_differentiable():
     m = A % 3 == 0
     out = t[m]
     assert out.shape == (int(m.sum()), 1)
-    assert np.array_equal(out.numpy()[:, 0], A.ravel(order="F")[m.ravel(order="F")])  # R's x[m] order
-    r = pg.ag_gradcheck(lambda d: pg.ag_sum(pg.ag_mul(d["t"][m], d["t"][m])), {"t": pg.ag_param(A, dtype="f64")},
-                        quiet=True)
+    assert np.array_equal(
+        out.numpy()[:, 0], A.ravel(order="F")[m.ravel(order="F")]
+    )  # R's x[m] order
+    r = pg.ag_gradcheck(
+        lambda d: pg.ag_sum(pg.ag_mul(d["t"][m], d["t"][m])),
+        {"t": pg.ag_param(A, dtype="f64")},
+        quiet=True,
+    )
     assert r.passed
 
 
 def test_indexing_finite_differences_f64():
     x = pg.ag_param(np.sin(np.arange(20.0)).reshape(4, 5), dtype="f64")
-    r = pg.ag_gradcheck(lambda d: pg.ag_sum(pg.ag_tanh(d["x"][[0, 2, 2], 1:4])) * 3.0
-                        + pg.ag_sum(d["x"][-1, 1:] * (d["x"][:, 0].T @ d["x"][:, 1:])),
-                        {"x": x}, quiet=True)
+    r = pg.ag_gradcheck(
+        lambda d: (
+            pg.ag_sum(pg.ag_tanh(d["x"][[0, 2, 2], 1:4])) * 3.0
+            + pg.ag_sum(d["x"][-1, 1:] * (d["x"][:, 0].T @ d["x"][:, 1:]))
+        ),
+        {"x": x},
+        quiet=True,
+    )
     assert r.passed, r.errors
 
 
 def test_indexing_errors_and_iteration():
     t = pg.ag_tensor(A)
-    with pytest.raises(PyggmlrIndexError, match=r"row index 4 is out of range for a \[4x5\] tensor"):
+    with pytest.raises(
+        PyggmlrIndexError, match=r"row index 4 is out of range for a \[4x5\] tensor"
+    ):
         t[4]
     with pytest.raises(IndexError):
         t[0, [1, 5]]
@@ -283,6 +376,7 @@ def test_indexing_errors_and_iteration():
 
 # ---------------------------------------------------------------------------------------------
 # ag_fit: loaders, validation_data, verbose
+
 
 def _model(seed=7):
     pg.ggml_set_seed(seed)
@@ -313,16 +407,36 @@ def test_validation_data_is_the_held_out_part():
     xt, yt, xv, yv = x[:, tr], y[tr], x[:, va], y[va]
     # unshuffled: the same run as val_split over the concatenation
     a, b = _model(), _model()
-    ha = pg.ag_fit(a, xt, yt, validation_data=(xv, yv), nepoch=2, batch_size=20, shuffle=False, progress="none")
-    hb = pg.ag_fit(b, np.concatenate([xt, xv], axis=1), np.concatenate([yt, yv]), val_split=30 / 150, nepoch=2,
-                   batch_size=20, shuffle=False, progress="none")
+    ha = pg.ag_fit(
+        a, xt, yt, validation_data=(xv, yv), nepoch=2, batch_size=20, shuffle=False, progress="none"
+    )
+    hb = pg.ag_fit(
+        b,
+        np.concatenate([xt, xv], axis=1),
+        np.concatenate([yt, yv]),
+        val_split=30 / 150,
+        nepoch=2,
+        batch_size=20,
+        shuffle=False,
+        progress="none",
+    )
     assert np.array_equal(np.array(_h(ha)), np.array(_h(hb)), equal_nan=True)
     # shuffled: validation columns never reach training (other values give the same weights), and
     # the last val_loss is the trained model's loss on them
     c, d = _model(), _model()
-    hc = pg.ag_fit(c, xt, yt, validation_data=(xv, yv), nepoch=3, batch_size=20, seed=2, progress="none")
-    pg.ag_fit(d, xt, yt, validation_data=pg.ag_dataloader(xv * 100, (yv + 1) % 3, shuffle=False), nepoch=3,
-              batch_size=20, seed=2, progress="none")
+    hc = pg.ag_fit(
+        c, xt, yt, validation_data=(xv, yv), nepoch=3, batch_size=20, seed=2, progress="none"
+    )
+    pg.ag_fit(
+        d,
+        xt,
+        yt,
+        validation_data=pg.ag_dataloader(xv * 100, (yv + 1) % 3, shuffle=False),
+        nepoch=3,
+        batch_size=20,
+        seed=2,
+        progress="none",
+    )
     assert np.array_equal(c[0].W.numpy(), d[0].W.numpy())
     out = pg.ag_predict(c, xv).astype(np.float64)
     lse = np.log(np.exp(out - out.max(0)).sum(0)) + out.max(0)
@@ -341,7 +455,9 @@ def test_verbose_levels(capsys):
     x, y, _ = pg.load_iris()
     pg.ag_fit(_model(), x, y, nepoch=2, batch_size=50, verbose=2)
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and err[0].startswith("epoch 1/2 loss=") and err[1].startswith("epoch 2/2 ")
+    assert (
+        len(err) == 2 and err[0].startswith("epoch 1/2 loss=") and err[1].startswith("epoch 2/2 ")
+    )
     pg.ag_fit(_model(), x, y, nepoch=2, batch_size=50, verbose=0, progress="bar")
     assert capsys.readouterr().err == ""
     pg.ag_fit(_model(), x, y, nepoch=2, batch_size=50, verbose=1)
@@ -355,7 +471,9 @@ def test_indexing_replays_in_a_compiled_graph():
     x = pg.ag_param(np.ones((2, 3)))
     step = pg.ag_compile(lambda v: pg.ag_sum(v[0:1, [2, 0, 2]]), x, build="forward")
     y = np.arange(6.0).reshape(2, 3)
-    assert step(pg.ag_tensor(y)).item() == y[0, [2, 0, 2]].sum()  # the positions are saved with the node
+    assert (
+        step(pg.ag_tensor(y)).item() == y[0, [2, 0, 2]].sum()
+    )  # the positions are saved with the node
 
 
 def test_indexing_matches_numpy_on_random_keys():
@@ -376,8 +494,12 @@ def test_indexing_matches_numpy_on_random_keys():
     for _ in range(200):
         key = (part(4), part(5))
         if not isinstance(key[0], (int, slice)) and not isinstance(key[1], (int, slice)):
-            rows = np.flatnonzero(key[0]) if np.asarray(key[0]).dtype == bool else np.asarray(key[0])
-            cols = np.flatnonzero(key[1]) if np.asarray(key[1]).dtype == bool else np.asarray(key[1])
+            rows = (
+                np.flatnonzero(key[0]) if np.asarray(key[0]).dtype == bool else np.asarray(key[0])
+            )
+            cols = (
+                np.flatnonzero(key[1]) if np.asarray(key[1]).dtype == bool else np.asarray(key[1])
+            )
             if rows.size != cols.size:
                 with pytest.raises(PyggmlrIndexError, match="pair up"):
                     t[key]

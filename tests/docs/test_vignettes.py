@@ -1,8 +1,8 @@
 """Every Python vignette is executable documentation: its ```python blocks run in order in one
 namespace, and a broken vignette fails the suite. Blocks fenced as ```python no-run are shown
 but not executed (e.g. commands that need MPI)."""
+
 import gc
-import os
 import pathlib
 import re
 
@@ -16,8 +16,11 @@ FENCE = re.compile(r"^```python[ \t]*(\S*)[ \t]*\n(.*?)^```", re.S | re.M)
 
 
 def blocks(path):
-    return [(m.group(2), path.read_text()[: m.start()].count("\n") + 1)
-            for m in FENCE.finditer(path.read_text()) if m.group(1) != "no-run"]
+    return [
+        (m.group(2), path.read_text()[: m.start()].count("\n") + 1)
+        for m in FENCE.finditer(path.read_text())
+        if m.group(1) != "no-run"
+    ]
 
 
 @pytest.mark.parametrize("path", VIGNETTES, ids=[p.stem for p in VIGNETTES])
@@ -31,4 +34,6 @@ def test_vignette_runs(path, tmp_path, monkeypatch):
         try:
             exec(compile(src, f"{path.name}:{line}", "exec"), ns)
         except Exception as e:  # name the block that broke
-            raise AssertionError(f"{path.name}, block at line {line} failed: {type(e).__name__}: {e}") from e
+            raise AssertionError(
+                f"{path.name}, block at line {line} failed: {type(e).__name__}: {e}"
+            ) from e

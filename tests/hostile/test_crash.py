@@ -4,6 +4,7 @@ pointers where the API promises a check, huge and negative sizes, and 10^9-eleme
 under an address-space limit (so they must fail allocation cleanly, with PG_STATUS_ERR_NOMEM, instead of
 being granted by overcommit). Each child prints one line per case; the parent checks the
 status, that the child ran to its end, and the expected error text."""
+
 import json
 import subprocess
 import sys
@@ -35,9 +36,15 @@ EPILOGUE = "\nprint(json.dumps(out))\nprint('END-OF-CHILD')\n"
 
 
 def run_child(body, timeout=120):
-    p = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body) + EPILOGUE],
-                       capture_output=True, text=True, timeout=timeout)
-    assert p.returncode == 0, f"child exited with {p.returncode}\nstdout:{p.stdout[-2000:]}\nstderr:{p.stderr[-4000:]}"
+    p = subprocess.run(
+        [sys.executable, "-c", PRELUDE + textwrap.dedent(body) + EPILOGUE],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert p.returncode == 0, (
+        f"child exited with {p.returncode}\nstdout:{p.stdout[-2000:]}\nstderr:{p.stderr[-4000:]}"
+    )
     lines = p.stdout.strip().splitlines()
     assert lines and lines[-1] == "END-OF-CHILD", p.stdout + p.stderr
     return {c["name"]: c for c in json.loads(lines[-2])}
@@ -93,11 +100,28 @@ def test_null_and_foreign_pointers_into_the_c_api():
     """)
     for nm in ("null", "foreign"):
         text = "is NULL" if nm == "null" else "not a live tensor"
-        for op in ("unary", "matmul", "add", "sum", "reshape", "mse", "backward", "layer_norm", "concat", "clone",
-                   "read", "set_grad", "optim", "clip"):
+        for op in (
+            "unary",
+            "matmul",
+            "add",
+            "sum",
+            "reshape",
+            "mse",
+            "backward",
+            "layer_norm",
+            "concat",
+            "clone",
+            "read",
+            "set_grad",
+            "optim",
+            "clip",
+        ):
             expect(cases, f"{op} {nm}", ARG, "" if op in ("clip",) and nm == "null" else "")
         assert text in cases[f"unary {nm}"]["msg"] and "ag_relu" in cases[f"unary {nm}"]["msg"]
-        assert "ag_matmul" in cases[f"matmul {nm}"]["msg"] and "backward" in cases[f"backward {nm}"]["msg"]
+        assert (
+            "ag_matmul" in cases[f"matmul {nm}"]["msg"]
+            and "backward" in cases[f"backward {nm}"]["msg"]
+        )
     expect(cases, "read null dst", ARG, "NULL destination")
     expect(cases, "write null src", ARG, "NULL source")
     expect(cases, "ids null", ARG, "NULL class ids")

@@ -1,11 +1,13 @@
 """Hostile and careless arguments (issue 19, "Silent acceptance" and the argument items of
 "Unclear errors"): each is refused with a typed error whose message names the function and the
 argument, or is documented behaviour asserted here (docs/reliability.md, "## Arguments")."""
+
 import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pyggmlr as pg
 from pyggmlr.errors import INT_MAX, check_int, check_num
@@ -40,86 +42,364 @@ CASES = [
     ("adam lr NaN", lambda: pg.optimizer_adam([_w()], lr=NAN), V, "optimizer_adam", "lr"),
     ("adam lr < 0", lambda: pg.optimizer_adam([_w()], lr=-1), V, "optimizer_adam", "lr"),
     ("adam beta1 1", lambda: pg.optimizer_adam([_w()], beta1=1), V, "optimizer_adam", "beta1"),
-    ("adam beta2 -0.1", lambda: pg.optimizer_adam([_w()], beta2=-0.1), V, "optimizer_adam", "beta2"),
+    (
+        "adam beta2 -0.1",
+        lambda: pg.optimizer_adam([_w()], beta2=-0.1),
+        V,
+        "optimizer_adam",
+        "beta2",
+    ),
     ("adam eps 0", lambda: pg.optimizer_adam([_w()], eps=0), V, "optimizer_adam", "eps"),
     ("adam eps Inf", lambda: pg.optimizer_adam([_w()], eps=INF), V, "optimizer_adam", "eps"),
-    ("adam weight_decay < 0", lambda: pg.optimizer_adam([_w()], weight_decay=-1), V, "optimizer_adam", "weight_decay"),
-    ("sgd momentum 2", lambda: pg.optimizer_sgd([_w()], momentum=2), V, "optimizer_sgd", "momentum"),
-    ("sgd momentum Inf", lambda: pg.optimizer_sgd([_w()], momentum=INF), V, "optimizer_sgd", "momentum"),
+    (
+        "adam weight_decay < 0",
+        lambda: pg.optimizer_adam([_w()], weight_decay=-1),
+        V,
+        "optimizer_adam",
+        "weight_decay",
+    ),
+    (
+        "sgd momentum 2",
+        lambda: pg.optimizer_sgd([_w()], momentum=2),
+        V,
+        "optimizer_sgd",
+        "momentum",
+    ),
+    (
+        "sgd momentum Inf",
+        lambda: pg.optimizer_sgd([_w()], momentum=INF),
+        V,
+        "optimizer_sgd",
+        "momentum",
+    ),
     ("sgd lr True", lambda: pg.optimizer_sgd([_w()], lr=True), A, "optimizer_sgd", "lr"),
     ("opt.lr = Inf", lambda: setattr(_opt(), "lr", INF), V, "optimizer_sgd", "lr"),
     ("ag_clamp lo NaN", lambda: pg.ag_clamp(pg.ag_tensor([1.0]), NAN, 1), V, "ag_clamp", "lo"),
     ("ag_clamp hi NaN", lambda: pg.ag_clamp(pg.ag_tensor([1.0]), 0, NAN), V, "ag_clamp", "hi"),
     ("ag_clamp lo > hi", lambda: pg.ag_clamp(pg.ag_tensor([1.0]), 2, 1), V, "ag_clamp", "lo"),
     ("dropout -1", lambda: pg.ag_dropout(-1), V, "ag_dropout", "rate"),
-    ("mha dropout 1", lambda: pg.ag_multihead_attention(4, 2, dropout=1), V, "ag_multihead_attention", "dropout"),
-    ("mha dropout 'x'", lambda: pg.ag_multihead_attention(4, 2, dropout="x"), A, "ag_multihead_attention", "dropout"),
-    ("activation_frac -1", lambda: pg.ag_estimate_training_memory((4, 4), activation_frac=-1, quiet=True), V,
-     "ag_estimate_training_memory", "activation_frac"),
-    ("estimate batch_size 2.5", lambda: pg.ag_estimate_training_memory((4, 4), batch_size=2.5, quiet=True), V,
-     "ag_estimate_training_memory", "batch_size"),
-    ("patience 1e12", lambda: pg.ag_early_stopping(patience=1e12), V, "ag_early_stopping", "patience"),
+    (
+        "mha dropout 1",
+        lambda: pg.ag_multihead_attention(4, 2, dropout=1),
+        V,
+        "ag_multihead_attention",
+        "dropout",
+    ),
+    (
+        "mha dropout 'x'",
+        lambda: pg.ag_multihead_attention(4, 2, dropout="x"),
+        A,
+        "ag_multihead_attention",
+        "dropout",
+    ),
+    (
+        "activation_frac -1",
+        lambda: pg.ag_estimate_training_memory((4, 4), activation_frac=-1, quiet=True),
+        V,
+        "ag_estimate_training_memory",
+        "activation_frac",
+    ),
+    (
+        "estimate batch_size 2.5",
+        lambda: pg.ag_estimate_training_memory((4, 4), batch_size=2.5, quiet=True),
+        V,
+        "ag_estimate_training_memory",
+        "batch_size",
+    ),
+    (
+        "patience 1e12",
+        lambda: pg.ag_early_stopping(patience=1e12),
+        V,
+        "ag_early_stopping",
+        "patience",
+    ),
     ("patience -1", lambda: pg.ag_early_stopping(patience=-1), V, "ag_early_stopping", "patience"),
-    ("patience 'a'", lambda: pg.ag_early_stopping(patience="a"), A, "ag_early_stopping", "patience"),
-    ("min_delta NaN", lambda: pg.ag_early_stopping(min_delta=NAN), V, "ag_early_stopping", "min_delta"),
-    ("min_delta < 0", lambda: pg.ag_early_stopping(min_delta=-1), V, "ag_early_stopping", "min_delta"),
+    (
+        "patience 'a'",
+        lambda: pg.ag_early_stopping(patience="a"),
+        A,
+        "ag_early_stopping",
+        "patience",
+    ),
+    (
+        "min_delta NaN",
+        lambda: pg.ag_early_stopping(min_delta=NAN),
+        V,
+        "ag_early_stopping",
+        "min_delta",
+    ),
+    (
+        "min_delta < 0",
+        lambda: pg.ag_early_stopping(min_delta=-1),
+        V,
+        "ag_early_stopping",
+        "min_delta",
+    ),
     ("monitor 3", lambda: pg.ag_early_stopping(monitor=3), A, "ag_early_stopping", "monitor"),
-    ("checkpoint every 'a'", lambda: pg.ag_model_checkpoint("m.st", every="a"), A, "ag_model_checkpoint", "every"),
-    ("step_size 0", lambda: pg.lr_scheduler_step(_opt(), step_size=0), V, "lr_scheduler_step", "step_size"),
-    ("step gamma 0", lambda: pg.lr_scheduler_step(_opt(), 2, gamma=0), V, "lr_scheduler_step", "gamma"),
-    ("step gamma Inf", lambda: pg.lr_scheduler_step(_opt(), 2, gamma=INF), V, "lr_scheduler_step", "gamma"),
-    ("cosine T_max 0", lambda: pg.lr_scheduler_cosine(_opt(), T_max=0), V, "lr_scheduler_cosine", "T_max"),
-    ("cosine lr_min < 0", lambda: pg.lr_scheduler_cosine(_opt(), 4, lr_min=-1), V, "lr_scheduler_cosine", "lr_min"),
-    ("cyclic base_lr < 0", lambda: pg.lr_scheduler_cyclic(_opt(), -1, 1), V, "lr_scheduler_cyclic", "base_lr"),
-    ("onecycle div_factor 0", lambda: pg.lr_scheduler_onecycle(_opt(), 0.1, 10, div_factor=0), V,
-     "lr_scheduler_onecycle", "div_factor"),
-    ("onecycle max_momentum 1", lambda: pg.lr_scheduler_onecycle(_opt(), 0.1, 10, max_momentum=1), V,
-     "lr_scheduler_onecycle", "max_momentum"),
-    ("warmup_cosine lr_min Inf", lambda: pg.lr_scheduler_warmup_cosine(_opt(), 1, 4, lr_min=INF), V,
-     "lr_scheduler_warmup_cosine", "lr_min"),
-    ("scheduler on a tensor", lambda: pg.lr_scheduler_step(_w(), 2), V, "lr_scheduler_step", "optimizer"),
-    ("clip max_norm NaN", lambda: pg.clip_grad_norm([_w()], max_norm=NAN), V, "clip_grad_norm", "max_norm"),
-    ("gradcheck eps 0", lambda: pg.ag_gradcheck(lambda i: pg.ag_sum(i["W"]), {"W": _w()}, eps=0, quiet=True), V,
-     "ag_gradcheck", "eps"),
-    ("gradcheck eps < 0", lambda: pg.ag_gradcheck(lambda i: pg.ag_sum(i["W"]), {"W": _w()}, eps=-1, quiet=True), V,
-     "ag_gradcheck", "eps"),
+    (
+        "checkpoint every 'a'",
+        lambda: pg.ag_model_checkpoint("m.st", every="a"),
+        A,
+        "ag_model_checkpoint",
+        "every",
+    ),
+    (
+        "step_size 0",
+        lambda: pg.lr_scheduler_step(_opt(), step_size=0),
+        V,
+        "lr_scheduler_step",
+        "step_size",
+    ),
+    (
+        "step gamma 0",
+        lambda: pg.lr_scheduler_step(_opt(), 2, gamma=0),
+        V,
+        "lr_scheduler_step",
+        "gamma",
+    ),
+    (
+        "step gamma Inf",
+        lambda: pg.lr_scheduler_step(_opt(), 2, gamma=INF),
+        V,
+        "lr_scheduler_step",
+        "gamma",
+    ),
+    (
+        "cosine T_max 0",
+        lambda: pg.lr_scheduler_cosine(_opt(), T_max=0),
+        V,
+        "lr_scheduler_cosine",
+        "T_max",
+    ),
+    (
+        "cosine lr_min < 0",
+        lambda: pg.lr_scheduler_cosine(_opt(), 4, lr_min=-1),
+        V,
+        "lr_scheduler_cosine",
+        "lr_min",
+    ),
+    (
+        "cyclic base_lr < 0",
+        lambda: pg.lr_scheduler_cyclic(_opt(), -1, 1),
+        V,
+        "lr_scheduler_cyclic",
+        "base_lr",
+    ),
+    (
+        "onecycle div_factor 0",
+        lambda: pg.lr_scheduler_onecycle(_opt(), 0.1, 10, div_factor=0),
+        V,
+        "lr_scheduler_onecycle",
+        "div_factor",
+    ),
+    (
+        "onecycle max_momentum 1",
+        lambda: pg.lr_scheduler_onecycle(_opt(), 0.1, 10, max_momentum=1),
+        V,
+        "lr_scheduler_onecycle",
+        "max_momentum",
+    ),
+    (
+        "warmup_cosine lr_min Inf",
+        lambda: pg.lr_scheduler_warmup_cosine(_opt(), 1, 4, lr_min=INF),
+        V,
+        "lr_scheduler_warmup_cosine",
+        "lr_min",
+    ),
+    (
+        "scheduler on a tensor",
+        lambda: pg.lr_scheduler_step(_w(), 2),
+        V,
+        "lr_scheduler_step",
+        "optimizer",
+    ),
+    (
+        "clip max_norm NaN",
+        lambda: pg.clip_grad_norm([_w()], max_norm=NAN),
+        V,
+        "clip_grad_norm",
+        "max_norm",
+    ),
+    (
+        "gradcheck eps 0",
+        lambda: pg.ag_gradcheck(lambda i: pg.ag_sum(i["W"]), {"W": _w()}, eps=0, quiet=True),
+        V,
+        "ag_gradcheck",
+        "eps",
+    ),
+    (
+        "gradcheck eps < 0",
+        lambda: pg.ag_gradcheck(lambda i: pg.ag_sum(i["W"]), {"W": _w()}, eps=-1, quiet=True),
+        V,
+        "ag_gradcheck",
+        "eps",
+    ),
     ("linear gain NaN", lambda: pg.ag_linear(2, 3, gain=NAN), V, "ag_linear", "gain"),
     ("batch_norm eps Inf", lambda: pg.ag_batch_norm(3, eps=INF), V, "ag_batch_norm", "eps"),
-    ("batch_norm momentum 2", lambda: pg.ag_batch_norm(3, momentum=2), V, "ag_batch_norm", "momentum"),
+    (
+        "batch_norm momentum 2",
+        lambda: pg.ag_batch_norm(3, momentum=2),
+        V,
+        "ag_batch_norm",
+        "momentum",
+    ),
     ("layer_norm eps NaN", lambda: pg.ag_layer_norm(3, eps=NAN), V, "ag_layer_norm", "eps"),
-    ("predict batch_size 0", lambda: pg.ag_predict(_model(), X4, batch_size=0), V, "ag_predict", "batch_size"),
-    ("predict batch_size 2.7", lambda: pg.ag_predict(_model(), X4, batch_size=2.7), V, "ag_predict", "batch_size"),
-    ("fit batch_size 2.7", lambda: pg.ag_fit(_model(), X4, np.ones((3, 4)), loss="mse", batch_size=2.7, silent=True), V,
-     "ag_fit", "batch_size"),
-    ("fit nepoch 2.5", lambda: pg.ag_fit(_model(), X4, np.ones((3, 4)), loss="mse", nepoch=2.5, silent=True), V,
-     "ag_fit", "nepoch"),
-    ("fit val_split 'a'", lambda: pg.ag_fit(_model(), X4, np.ones((3, 4)), loss="mse", val_split="a", silent=True), A,
-     "ag_fit", "val_split"),
-    ("reshape 2.5", lambda: pg.ag_reshape(pg.ag_tensor(np.ones((2, 2))), 2.5, -1), V, "ag_reshape", "nrow"),
+    (
+        "predict batch_size 0",
+        lambda: pg.ag_predict(_model(), X4, batch_size=0),
+        V,
+        "ag_predict",
+        "batch_size",
+    ),
+    (
+        "predict batch_size 2.7",
+        lambda: pg.ag_predict(_model(), X4, batch_size=2.7),
+        V,
+        "ag_predict",
+        "batch_size",
+    ),
+    (
+        "fit batch_size 2.7",
+        lambda: pg.ag_fit(_model(), X4, np.ones((3, 4)), loss="mse", batch_size=2.7, silent=True),
+        V,
+        "ag_fit",
+        "batch_size",
+    ),
+    (
+        "fit nepoch 2.5",
+        lambda: pg.ag_fit(_model(), X4, np.ones((3, 4)), loss="mse", nepoch=2.5, silent=True),
+        V,
+        "ag_fit",
+        "nepoch",
+    ),
+    (
+        "fit val_split 'a'",
+        lambda: pg.ag_fit(_model(), X4, np.ones((3, 4)), loss="mse", val_split="a", silent=True),
+        A,
+        "ag_fit",
+        "val_split",
+    ),
+    (
+        "reshape 2.5",
+        lambda: pg.ag_reshape(pg.ag_tensor(np.ones((2, 2))), 2.5, -1),
+        V,
+        "ag_reshape",
+        "nrow",
+    ),
     ("linear 2.5", lambda: pg.ag_linear(2.5, 3), A, "ag_linear", "in_features"),
     ("linear array size", lambda: pg.ag_linear(np.array([2, 3]), 3), A, "ag_linear", "in_features"),
-    ("embedding ids 1.5", lambda: pg.ag_embedding(5, 3).forward(np.array([1.5])), V, "ag_embedding", "ids"),
+    (
+        "embedding ids 1.5",
+        lambda: pg.ag_embedding(5, 3).forward(np.array([1.5])),
+        V,
+        "ag_embedding",
+        "ids",
+    ),
     ("embedding ids True", lambda: pg.ag_embedding(5, 3).forward(True), A, "ag_embedding", "ids"),
     ("embedding ids 0.9", lambda: pg.ag_embedding(5, 3).forward([0.9]), V, "ag_embedding", "ids"),
-    ("CE boolean ids", lambda: pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(np.ones((3, 2))), np.array([True, False])),
-     A, "ag_softmax_cross_entropy_loss", "class ids"),
-    ("CE negative ids", lambda: pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(np.ones((3, 2))), [-1, 0]), V,
-     "ag_softmax_cross_entropy_loss", "class id"),
-    ("dataloader col_major 'no'", lambda: pg.ag_dataloader(X4, batch_size=2, col_major="no"), A, "ag_dataloader", "col_major"),
-    ("dataloader shuffle 'no'", lambda: pg.ag_dataloader(X4, batch_size=2, shuffle="no"), A, "ag_dataloader", "shuffle"),
-    ("dataloader 3-D", lambda: pg.ag_dataloader(np.ones((2, 4, 3)), batch_size=2), S, "ag_dataloader", "x"),
-    ("dataloader batch_size 2.7", lambda: pg.ag_dataloader(X4, batch_size=2.7), V, "ag_dataloader", "batch_size"),
-    ("dataloader batch_size 'a'", lambda: pg.ag_dataloader(X4, batch_size="a"), A, "ag_dataloader", "batch_size"),
-    ("dataloader ragged", lambda: pg.ag_dataloader([[1, 2], [3]], batch_size=1), A, "ag_dataloader", "x"),
-    ("fit ragged x", lambda: pg.ag_fit(_model(), [[1, 2], [3]], None, loss="mean", silent=True), A, "ag_fit", "x"),
-    ("mha 5 heads 2", lambda: pg.ag_multihead_attention(5, 2), V, "ag_multihead_attention", "n_heads"),
+    (
+        "CE boolean ids",
+        lambda: pg.ag_softmax_cross_entropy_loss(
+            pg.ag_tensor(np.ones((3, 2))), np.array([True, False])
+        ),
+        A,
+        "ag_softmax_cross_entropy_loss",
+        "class ids",
+    ),
+    (
+        "CE negative ids",
+        lambda: pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(np.ones((3, 2))), [-1, 0]),
+        V,
+        "ag_softmax_cross_entropy_loss",
+        "class id",
+    ),
+    (
+        "dataloader col_major 'no'",
+        lambda: pg.ag_dataloader(X4, batch_size=2, col_major="no"),
+        A,
+        "ag_dataloader",
+        "col_major",
+    ),
+    (
+        "dataloader shuffle 'no'",
+        lambda: pg.ag_dataloader(X4, batch_size=2, shuffle="no"),
+        A,
+        "ag_dataloader",
+        "shuffle",
+    ),
+    (
+        "dataloader 3-D",
+        lambda: pg.ag_dataloader(np.ones((2, 4, 3)), batch_size=2),
+        S,
+        "ag_dataloader",
+        "x",
+    ),
+    (
+        "dataloader batch_size 2.7",
+        lambda: pg.ag_dataloader(X4, batch_size=2.7),
+        V,
+        "ag_dataloader",
+        "batch_size",
+    ),
+    (
+        "dataloader batch_size 'a'",
+        lambda: pg.ag_dataloader(X4, batch_size="a"),
+        A,
+        "ag_dataloader",
+        "batch_size",
+    ),
+    (
+        "dataloader ragged",
+        lambda: pg.ag_dataloader([[1, 2], [3]], batch_size=1),
+        A,
+        "ag_dataloader",
+        "x",
+    ),
+    (
+        "fit ragged x",
+        lambda: pg.ag_fit(_model(), [[1, 2], [3]], None, loss="mean", silent=True),
+        A,
+        "ag_fit",
+        "x",
+    ),
+    (
+        "mha 5 heads 2",
+        lambda: pg.ag_multihead_attention(5, 2),
+        V,
+        "ag_multihead_attention",
+        "n_heads",
+    ),
     ("empty sequential", lambda: pg.ag_sequential(), A, "ag_sequential", "layer"),
     ("builder returns 42", _register_42, A, "ag_module_from_config", "builder"),
-    ("accuracy id 7 of 3", lambda: pg.ag_accuracy(_model(), X4, [0, 1, 7, 2]), V, "ag_accuracy", "y"),
+    (
+        "accuracy id 7 of 3",
+        lambda: pg.ag_accuracy(_model(), X4, [0, 1, 7, 2]),
+        V,
+        "ag_accuracy",
+        "y",
+    ),
     ("accuracy id -1", lambda: pg.ag_accuracy(_model(), X4, [0, 1, -1, 2]), V, "ag_accuracy", "y"),
-    ("accuracy id 0.5", lambda: pg.ag_accuracy(_model(), X4, [0, 1, 0.5, 2]), V, "ag_accuracy", "y"),
-    ("accuracy boolean ids", lambda: pg.ag_accuracy(_model(), X4, np.array([True] * 4)), A, "ag_accuracy", "y"),
-    ("load_state not a state", lambda: pg.optimizer_adam([_w()]).load_state([1, 2]), V, "load_state", "state"),
+    (
+        "accuracy id 0.5",
+        lambda: pg.ag_accuracy(_model(), X4, [0, 1, 0.5, 2]),
+        V,
+        "ag_accuracy",
+        "y",
+    ),
+    (
+        "accuracy boolean ids",
+        lambda: pg.ag_accuracy(_model(), X4, np.array([True] * 4)),
+        A,
+        "ag_accuracy",
+        "y",
+    ),
+    (
+        "load_state not a state",
+        lambda: pg.optimizer_adam([_w()]).load_state([1, 2]),
+        V,
+        "load_state",
+        "state",
+    ),
 ]
 
 
@@ -135,10 +415,13 @@ def test_refused_with_function_and_argument(label, call, exc, fn, arg):
 # ---------------------------------------------------------------------------------------------
 # optimizer steps that would change nothing
 
+
 def test_step_without_any_gradient_is_an_error_and_counts_nothing():
     W = _w()
     for opt in (pg.optimizer_adam([W]), pg.optimizer_sgd([W], momentum=0.9)):
-        with pytest.raises(pg.StateError, match=r"step\(\): no gradient for any of its 1 parameter"):
+        with pytest.raises(
+            pg.StateError, match=r"step\(\): no gradient for any of its 1 parameter"
+        ):
             opt.step()
         assert opt.t == 0 and opt.accum_count == 0
         np.testing.assert_array_equal(W.numpy(), np.ones((2, 2)))
@@ -176,8 +459,18 @@ def test_fit_with_another_models_optimizer_is_an_error(static, nbatch_logical):
     before = {k: t.numpy() for k, t in m.parameters().items()}
     opt = pg.optimizer_adam(other.parameters())
     with pytest.raises(pg.StateError, match="no gradient for any"):
-        pg.ag_fit(m, X4, np.ones((3, 4)), loss="mse", optimizer=opt, batch_size=2, nbatch_logical=nbatch_logical,
-                  nepoch=1, silent=True, static=static)
+        pg.ag_fit(
+            m,
+            X4,
+            np.ones((3, 4)),
+            loss="mse",
+            optimizer=opt,
+            batch_size=2,
+            nbatch_logical=nbatch_logical,
+            nepoch=1,
+            silent=True,
+            static=static,
+        )
     assert opt.t == 0
     for k, t in m.parameters().items():
         np.testing.assert_array_equal(t.numpy(), before[k])
@@ -218,6 +511,7 @@ def test_negative_second_moments_are_refused_and_nothing_is_written():
 # ---------------------------------------------------------------------------------------------
 # documented coercions (the ggmlR spec gives them): asserted, not refused
 
+
 def test_seed_is_truncated_as_r_does():
     assert pg.ggml_set_seed(1.5) == 1
     a = pg.random.runif(3)
@@ -245,13 +539,26 @@ def test_r_counts_are_truncated_as_r_does():
 
 
 def test_flags_and_names_of_the_wrong_kind():
-    for call, fn, arg in ((lambda: pg.ag_fit(_model(), X4, np.ones((3, 4)), loss="mse", shuffle="no", silent=True),
-                           "ag_fit", "shuffle"),
-                          (lambda: pg.check_grad_anomaly([_w()], max_abs="x"), "check_grad_anomaly", "max_abs"),
-                          (lambda: pg.check_grad_anomaly([_w()], action=np.array(["warn"])), "check_grad_anomaly", "action"),
-                          (lambda: pg.lr_scheduler_cyclic(_opt(), 0.1, 1, mode=["triangular"]), "lr_scheduler_cyclic", "mode"),
-                          (lambda: pg.ag_linear(2, 3, activation=np.array(["relu"])), "ag_linear", "activation"),
-                          (lambda: pg.ag_sum(pg.ag_tensor(np.ones((3, 2))), dim=np.array([1])), "ag_sum", "dim")):
+    for call, fn, arg in (
+        (
+            lambda: pg.ag_fit(_model(), X4, np.ones((3, 4)), loss="mse", shuffle="no", silent=True),
+            "ag_fit",
+            "shuffle",
+        ),
+        (lambda: pg.check_grad_anomaly([_w()], max_abs="x"), "check_grad_anomaly", "max_abs"),
+        (
+            lambda: pg.check_grad_anomaly([_w()], action=np.array(["warn"])),
+            "check_grad_anomaly",
+            "action",
+        ),
+        (
+            lambda: pg.lr_scheduler_cyclic(_opt(), 0.1, 1, mode=["triangular"]),
+            "lr_scheduler_cyclic",
+            "mode",
+        ),
+        (lambda: pg.ag_linear(2, 3, activation=np.array(["relu"])), "ag_linear", "activation"),
+        (lambda: pg.ag_sum(pg.ag_tensor(np.ones((3, 2))), dim=np.array([1])), "ag_sum", "dim"),
+    ):
         with pytest.raises(pg.PyggmlrError) as ei:
             call()
         assert fn in str(ei.value) and arg in str(ei.value), str(ei.value)
@@ -259,8 +566,12 @@ def test_flags_and_names_of_the_wrong_kind():
 
 def test_malformed_optimizer_states_are_refused():
     o = pg.optimizer_adam({"W": _w()})
-    for key, val, pat in (("names", 42, "names must be NULL"), ("type", np.array(["adam"]), "state is for"),
-                          ("t", 1.5, "not counts"), ("slots", None, "state has 0 parameters")):
+    for key, val, pat in (
+        ("names", 42, "names must be NULL"),
+        ("type", np.array(["adam"]), "state is for"),
+        ("t", 1.5, "not counts"),
+        ("slots", None, "state has 0 parameters"),
+    ):
         st = o.state()
         st[key] = val
         with pytest.raises(pg.PyggmlrValueError, match=pat):
@@ -270,12 +581,22 @@ def test_malformed_optimizer_states_are_refused():
 # ---------------------------------------------------------------------------------------------
 # the shared validators, by property
 
+
 @settings(max_examples=200, deadline=None)
-@given(v=st.one_of(st.integers(-2**40, 2**40), st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
-                   st.text(max_size=3), st.none()))
+@given(
+    v=st.one_of(
+        st.integers(-(2**40), 2**40),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.booleans(),
+        st.text(max_size=3),
+        st.none(),
+    )
+)
 def test_check_int_accepts_exactly_whole_numbers_in_range(v):
     lo = 1
-    whole = not isinstance(v, (bool, str, type(None))) and math.isfinite(v) and float(v).is_integer()
+    whole = (
+        not isinstance(v, (bool, str, type(None))) and math.isfinite(v) and float(v).is_integer()
+    )
     try:
         got = check_int(v, "f", "n", lo)
     except pg.ArgumentError as e:
@@ -287,14 +608,20 @@ def test_check_int_accepts_exactly_whole_numbers_in_range(v):
 
 
 @settings(max_examples=200, deadline=None)
-@given(v=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5), st.booleans(), st.none()))
+@given(
+    v=st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5), st.booleans(), st.none()
+    )
+)
 def test_check_num_accepts_exactly_finite_numbers_in_range(v):
     try:
         got = check_num(v, "f", "x", 0, 1, hi_open=True)
     except pg.ArgumentError:
         assert isinstance(v, (bool, type(None)))
     except pg.PyggmlrValueError as e:
-        assert not (math.isfinite(v) and 0 <= v < 1) and "f: x must be a finite number in [0, 1)" in str(e)
+        assert not (
+            math.isfinite(v) and 0 <= v < 1
+        ) and "f: x must be a finite number in [0, 1)" in str(e)
     else:
         assert 0 <= got < 1 and got == v
 
@@ -303,7 +630,20 @@ def test_check_num_accepts_exactly_finite_numbers_in_range(v):
 # a small fuzzer: every argument of these calls replaced by each hostile value in turn; only
 # PyggmlrError subclasses may escape (no numpy "truth value is ambiguous", int(), float(), range())
 
-HOSTILE = [None, "x", True, 2.5, -1, NAN, INF, 10**19, [1, [2]], np.array([1, 2]), {"a": 1}, object()]
+HOSTILE = [
+    None,
+    "x",
+    True,
+    2.5,
+    -1,
+    NAN,
+    INF,
+    10**19,
+    [1, [2]],
+    np.array([1, 2]),
+    {"a": 1},
+    object(),
+]
 
 
 def _plausible():
@@ -311,7 +651,10 @@ def _plausible():
     W = pg.ag_param(np.ones((2, 2)))
     t = pg.ag_tensor(np.ones((2, 2)))
     return [
-        (pg.ag_linear, dict(in_features=2, out_features=3, activation=None, init="glorot_uniform", gain=1)),
+        (
+            pg.ag_linear,
+            dict(in_features=2, out_features=3, activation=None, init="glorot_uniform", gain=1),
+        ),
         (pg.ag_batch_norm, dict(num_features=2, eps=1e-5, momentum=0.1)),
         (pg.ag_layer_norm, dict(normalized_shape=2, eps=1e-5)),
         (pg.ag_embedding, dict(vocab_size=4, dim=2)),
@@ -322,25 +665,70 @@ def _plausible():
         (pg.ag_clamp, dict(x=t, lo=0.0, hi=1.0)),
         (pg.ag_sum, dict(x=t, dim=1)),
         (pg.ag_gather, dict(x=t, index=np.array([0, 1]))),
-        (pg.optimizer_sgd, dict(params=[W], lr=0.1, momentum=0.5, accumulate_steps=1, weight_decay=0.0)),
-        (pg.optimizer_adam, dict(params=[W], lr=0.1, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.0)),
+        (
+            pg.optimizer_sgd,
+            dict(params=[W], lr=0.1, momentum=0.5, accumulate_steps=1, weight_decay=0.0),
+        ),
+        (
+            pg.optimizer_adam,
+            dict(params=[W], lr=0.1, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.0),
+        ),
         (pg.clip_grad_norm, dict(params=[W], max_norm=1.0)),
         (pg.clip_grad_value, dict(params=[W], clip_value=1.0)),
         (pg.check_grad_anomaly, dict(params=[W], action="silent", max_abs=1.0)),
         (pg.lr_scheduler_step, dict(optimizer=pg.optimizer_sgd([W]), step_size=2, gamma=0.5)),
-        (pg.lr_scheduler_cosine, dict(optimizer=pg.optimizer_sgd([W]), T_max=4, lr_min=0.0, restart=False, T_mult=1)),
-        (pg.lr_scheduler_cyclic, dict(optimizer=pg.optimizer_sgd([W]), base_lr=0.1, max_lr=1.0, step_size_up=2,
-                                      mode="triangular", gamma=1)),
-        (pg.lr_scheduler_onecycle, dict(optimizer=pg.optimizer_sgd([W]), max_lr=0.1, total_steps=10, pct_start=0.3,
-                                        anneal_strategy="cos", cycle_momentum=True)),
-        (pg.lr_scheduler_warmup_cosine, dict(optimizer=pg.optimizer_sgd([W]), warmup_steps=1, total_steps=4, lr_min=0.0)),
-        (pg.lr_scheduler_warmup, dict(optimizer=pg.optimizer_sgd([W]), warmup_steps=2, start_factor=0.0)),
+        (
+            pg.lr_scheduler_cosine,
+            dict(optimizer=pg.optimizer_sgd([W]), T_max=4, lr_min=0.0, restart=False, T_mult=1),
+        ),
+        (
+            pg.lr_scheduler_cyclic,
+            dict(
+                optimizer=pg.optimizer_sgd([W]),
+                base_lr=0.1,
+                max_lr=1.0,
+                step_size_up=2,
+                mode="triangular",
+                gamma=1,
+            ),
+        ),
+        (
+            pg.lr_scheduler_onecycle,
+            dict(
+                optimizer=pg.optimizer_sgd([W]),
+                max_lr=0.1,
+                total_steps=10,
+                pct_start=0.3,
+                anneal_strategy="cos",
+                cycle_momentum=True,
+            ),
+        ),
+        (
+            pg.lr_scheduler_warmup_cosine,
+            dict(optimizer=pg.optimizer_sgd([W]), warmup_steps=1, total_steps=4, lr_min=0.0),
+        ),
+        (
+            pg.lr_scheduler_warmup,
+            dict(optimizer=pg.optimizer_sgd([W]), warmup_steps=2, start_factor=0.0),
+        ),
         (pg.ag_early_stopping, dict(patience=2, min_delta=0.0, restore_best=True, monitor=None)),
         (pg.ag_model_checkpoint, dict(path="m.st", every=1)),
-        (pg.ag_dataloader, dict(x=np.ones((2, 4)), batch_size=2, shuffle=False, col_major=True, drop_last=True)),
-        (pg.ag_predict, dict(model=pg.ag_sequential(pg.ag_linear(2, 3)), x=np.ones((2, 4)), batch_size=2)),
-        (pg.ag_accuracy, dict(model=pg.ag_sequential(pg.ag_linear(2, 3)), x=np.ones((2, 4)), y=[0, 1, 2, 0])),
-        (pg.ag_estimate_training_memory, dict(shapes=[(2, 2)], batch_size=2, activation_frac=0.01, quiet=True)),
+        (
+            pg.ag_dataloader,
+            dict(x=np.ones((2, 4)), batch_size=2, shuffle=False, col_major=True, drop_last=True),
+        ),
+        (
+            pg.ag_predict,
+            dict(model=pg.ag_sequential(pg.ag_linear(2, 3)), x=np.ones((2, 4)), batch_size=2),
+        ),
+        (
+            pg.ag_accuracy,
+            dict(model=pg.ag_sequential(pg.ag_linear(2, 3)), x=np.ones((2, 4)), y=[0, 1, 2, 0]),
+        ),
+        (
+            pg.ag_estimate_training_memory,
+            dict(shapes=[(2, 2)], batch_size=2, activation_frac=0.01, quiet=True),
+        ),
         (pg.ag_device, dict(device="cpu")),
         (pg.ag_matmul_precision, dict(precision="default")),
         (pg.ag_tensor, dict(data=np.ones((2, 2)), device="cpu")),
@@ -366,7 +754,9 @@ def test_fuzz_arguments_only_typed_errors_escape():
 
 def test_core_messages_count_positions_from_0_in_python():
     """R's copy of the core counts from 1 (test-hostile-args.R); Python's from 0."""
-    with pytest.raises(pg.PyggmlrValueError, match=r"class id 3 at position 1 is out of range \[0, 3\)"):
+    with pytest.raises(
+        pg.PyggmlrValueError, match=r"class id 3 at position 1 is out of range \[0, 3\)"
+    ):
         pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(np.zeros((3, 2))), [0, 3])
     m = pg.ag_sequential(pg.ag_linear(2, 3))
     with pytest.raises(pg.PyggmlrValueError, match="got 5 at position 1"):
@@ -375,9 +765,14 @@ def test_core_messages_count_positions_from_0_in_python():
 
 def test_distributed_numbers_of_the_wrong_kind_are_typed_errors():
     from pyggmlr import distributed as dist
+
     m = pg.ag_sequential(pg.ag_linear(2, 2))
     with pytest.raises(pg.ArgumentError, match="dp_train: max_norm must be a number, got NoneType"):
-        pg.dp_train(lambda: pg.ag_sequential(pg.ag_linear(2, 2)), [(np.zeros((2, 1)), np.zeros((2, 1)))], max_norm=None)
+        pg.dp_train(
+            lambda: pg.ag_sequential(pg.ag_linear(2, 2)),
+            [(np.zeros((2, 1)), np.zeros((2, 1)))],
+            max_norm=None,
+        )
     with pytest.raises(pg.ArgumentError, match="DistributedOptimizer: max_norm must be a number"):
         dist.DistributedOptimizer(pg.optimizer_sgd(m, lr=0.1), comm=object(), max_norm="big")
 

@@ -4,6 +4,7 @@ loader would refuse is refused before the old file is touched; whatever can be s
 back identically (a property test over random models); saving through a symlink writes its
 target with the old file's mode; huge or non-regular files fail on their header, naming the
 limit; checkpoint paths are checked when the callback is made. R: test-hostile-files.R."""
+
 import json
 import os
 import re
@@ -72,7 +73,7 @@ def _edit(path, fn):
     """Rewrite a model file: fn(header dict, body bytearray) edits them in place."""
     data = open(path, "rb").read()
     n = struct.unpack("<Q", data[:8])[0]
-    h, body = json.loads(data[8:8 + n]), bytearray(data[8 + n:])
+    h, body = json.loads(data[8 : 8 + n]), bytearray(data[8 + n :])
     fn(h, body)
     hb = json.dumps(h, separators=(",", ":")).encode()
     hb += b" " * (-len(hb) % 8)
@@ -81,13 +82,16 @@ def _edit(path, fn):
 
 def _poke(name, value):
     """An edit writing value into every element of tensor name (F32)."""
+
     def fn(h, body):
         b, e = h[name]["data_offsets"]
         body[b:e] = np.full((e - b) // 4, value, dtype="<f4").tobytes()
+
     return fn
 
 
 # ---- a failing load changes nothing ----
+
 
 @pytest.mark.parametrize("edit", ["neg_v", "nan_t", "shape"])
 def test_optimizer_load_state_bad_field_changes_nothing(edit):
@@ -102,7 +106,9 @@ def test_optimizer_load_state_bad_field_changes_nothing(edit):
         bad["t"] = float("nan")
     else:
         bad["slots"] = {"m": st["slots"]["m"][:-1] + [np.zeros((9, 9))], "v": st["slots"]["v"]}
-    with pytest.raises(PyggmlrValueError, match=r"second moments must be >= 0|not counts|has shape"):
+    with pytest.raises(
+        PyggmlrValueError, match=r"second moments must be >= 0|not counts|has shape"
+    ):
         opt2.load_state(bad)
     _same(before, _snap(m2, opt2))
 
@@ -110,7 +116,10 @@ def test_optimizer_load_state_bad_field_changes_nothing(edit):
 def test_load_state_refuses_values_beyond_f32():
     m, opt = _trained()
     st = opt.state()
-    st["slots"] = {"m": [np.full(np.shape(a), 1e300) for a in st["slots"]["m"]], "v": st["slots"]["v"]}
+    st["slots"] = {
+        "m": [np.full(np.shape(a), 1e300) for a in st["slots"]["m"]],
+        "v": st["slots"]["v"],
+    }
     before = _snap(m, opt)
     with pytest.raises(PyggmlrValueError, match="outside the f32 range"):
         opt.load_state(st)
@@ -122,7 +131,7 @@ def test_load_model_with_optimizer_bad_value_changes_nothing(tmp_path, what):
     m, opt = _trained()
     p = tmp_path / "m.st"
     pg.ag_save_model(m, p, optimizer=opt, epoch=3)
-    h = json.loads(open(p, "rb").read()[8:8 + struct.unpack("<Q", open(p, "rb").read(8))[0]])
+    h = json.loads(open(p, "rb").read()[8 : 8 + struct.unpack("<Q", open(p, "rb").read(8))[0]])
     vname = next(k for k in h if k.startswith("optimizer.v."))
     if what == "neg_v":
         _edit(p, _poke(vname, -2.0))
@@ -139,15 +148,20 @@ def test_load_model_with_optimizer_bad_value_changes_nothing(tmp_path, what):
                 if k != "__metadata__" and v["data_offsets"][0] > b:
                     v["data_offsets"] = [v["data_offsets"][0] + grow, v["data_offsets"][1] + grow]
             hh[last]["data_offsets"] = [b, e + grow]
+
         _edit(p, fn)
     else:
+
         def fn(hh, body):
             k = next(k for k in hh if "running_var" in k)
             hh[k]["shape"] = [2, 2]
+
         _edit(p, fn)
     m2, opt2 = _trained(2)
     before = _snap(m2, opt2)
-    with pytest.raises(PyggmlrValueError, match=r"second moments|outside the f32 range|shape mismatch"):
+    with pytest.raises(
+        PyggmlrValueError, match=r"second moments|outside the f32 range|shape mismatch"
+    ):
         pg.ag_load_model(p, model=m2, optimizer=opt2)
     _same(before, _snap(m2, opt2))
 
@@ -168,16 +182,30 @@ def test_load_state_dict_bad_last_entry_changes_nothing(bad):
 
 def _fit(m, opt, **kw):
     rng = np.random.default_rng(0)
-    return pg.ag_fit(m, rng.random((3, 8)), rng.random((2, 8)), nepoch=kw.pop("epochs", 1), optimizer=opt,
-                     loss="mse", silent=True, **kw)
+    return pg.ag_fit(
+        m,
+        rng.random((3, 8)),
+        rng.random((2, 8)),
+        nepoch=kw.pop("epochs", 1),
+        optimizer=opt,
+        loss="mse",
+        silent=True,
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("tamper", ["batch_size", "rng", "history", "neg_v", "callback"])
 def test_refused_resume_changes_nothing(tmp_path, tamper):
     p = str(tmp_path / "ck.st")
     m, opt = _trained()
-    _fit(m, opt, batch_size=4, callbacks=[pg.ag_model_checkpoint(p), pg.ag_early_stopping(patience=5)])
+    _fit(
+        m,
+        opt,
+        batch_size=4,
+        callbacks=[pg.ag_model_checkpoint(p), pg.ag_early_stopping(patience=5)],
+    )
     if tamper in ("rng", "history", "callback"):
+
         def fn(h, body):
             ex = json.loads(h["__metadata__"]["extra"])
             if tamper == "rng":
@@ -187,32 +215,40 @@ def test_refused_resume_changes_nothing(tmp_path, tamper):
             else:
                 ex["fit"]["history"]["loss"] = ["nope"]
             h["__metadata__"]["extra"] = json.dumps(ex)
+
         _edit(p, fn)
     elif tamper == "neg_v":
-        h = json.loads(open(p, "rb").read()[8:8 + struct.unpack("<Q", open(p, "rb").read(8))[0]])
+        h = json.loads(open(p, "rb").read()[8 : 8 + struct.unpack("<Q", open(p, "rb").read(8))[0]])
         _edit(p, _poke(next(k for k in h if k.startswith("optimizer.v.")), -1.0))
     m2, opt2 = _trained(2)
     opt2.accumulate_steps, opt2.accum_count = 3, 1  # ag_fit sets its own: put back on a refusal
     before = _snap(m2, opt2)
     with pytest.raises(PyggmlrValueError):
-        _fit(m2, opt2, batch_size=2 if tamper == "batch_size" else 4, resume_from=p, epochs=2,
-             callbacks=[pg.ag_model_checkpoint(p), pg.ag_early_stopping(patience=5)])
+        _fit(
+            m2,
+            opt2,
+            batch_size=2 if tamper == "batch_size" else 4,
+            resume_from=p,
+            epochs=2,
+            callbacks=[pg.ag_model_checkpoint(p), pg.ag_early_stopping(patience=5)],
+        )
     _same(before, _snap(m2, opt2))
 
 
 # ---- a save the loader would refuse is refused first ----
+
 
 def test_save_refuses_epoch_out_of_range_old_file_untouched(tmp_path):
     m, opt = _trained()
     p = tmp_path / "m.st"
     pg.ag_save_model(m, p, optimizer=opt, epoch=3)
     old = open(p, "rb").read()
-    for ep in (10 ** 12, -1, 2.5, True):
+    for ep in (10**12, -1, 2.5, True):
         with pytest.raises(PyggmlrValueError, match=r"epoch must be an integer in \[0, 1e12\)"):
             pg.ag_save_model(m, p, epoch=ep)
     assert open(p, "rb").read() == old
-    pg.ag_save_model(m, p, epoch=10 ** 12 - 1)
-    assert pg.ag_model_info(p)["epoch"] == 10 ** 12 - 1
+    pg.ag_save_model(m, p, epoch=10**12 - 1)
+    assert pg.ag_model_info(p)["epoch"] == 10**12 - 1
 
 
 def test_save_refuses_unloadable_architecture_old_file_untouched(tmp_path):
@@ -232,16 +268,25 @@ def test_save_draws_nothing_from_the_random_stream(tmp_path):
     pg.ggml_set_seed(7)
     a = pg.random.runif(3)
     pg.ggml_set_seed(7)
-    pg.ag_save_model(m, tmp_path / "m.st")  # the rebuild check initialises layers, then puts the stream back
+    pg.ag_save_model(
+        m, tmp_path / "m.st"
+    )  # the rebuild check initialises layers, then puts the stream back
     assert np.array_equal(pg.random.runif(3), a)
 
 
 _LAYERS = st.sampled_from(["linear", "batch_norm", "layer_norm", "dropout"])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(kinds=st.lists(_LAYERS, min_size=1, max_size=4), width=st.integers(1, 6), seed=st.integers(0, 2 ** 31 - 1),
-       act=st.sampled_from([None, "relu", "tanh", "sigmoid", "gelu", "softmax"]), f64=st.booleans())
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    kinds=st.lists(_LAYERS, min_size=1, max_size=4),
+    width=st.integers(1, 6),
+    seed=st.integers(0, 2**31 - 1),
+    act=st.sampled_from([None, "relu", "tanh", "sigmoid", "gelu", "softmax"]),
+    f64=st.booleans(),
+)
 def test_property_whatever_saves_loads_identically(tmp_path, kinds, width, seed, act, f64):
     prev = pg.ag_dtype("f64" if f64 else "f32")
     try:
@@ -261,13 +306,14 @@ def test_property_whatever_saves_loads_identically(tmp_path, kinds, width, seed,
     finally:
         pg.ag_dtype(prev)
     p = tmp_path / "prop.st"
-    pg.ag_save_model(m, p, epoch=seed % 10 ** 12)
+    pg.ag_save_model(m, p, epoch=seed % 10**12)
     back = pg.ag_load_model(p)
     _same(_snap(m), _snap(back))
     assert pg.ag_to_config(back) == pg.ag_to_config(m)
 
 
 # ---- symlinks and modes ----
+
 
 def test_save_through_symlink_writes_the_target_and_keeps_its_mode(tmp_path):
     m, _ = _trained()
@@ -301,13 +347,14 @@ def test_new_file_mode_follows_the_umask(tmp_path):
 
 # ---- huge and odd files fail on their header ----
 
+
 def test_device_and_huge_files_fail_on_the_header(tmp_path):
     """In a child under a 3 GiB address-space limit: a reader that read these whole would fail
     there (or be killed), not take the test runner's memory."""
     sparse, claim = tmp_path / "sparse.st", tmp_path / "claim.st"
     with open(sparse, "wb") as f:
         f.truncate(8 << 30)  # 8 GiB of holes: nothing may read it whole
-    claim.write_bytes(struct.pack("<Q", 10 ** 12) + b"{}")
+    claim.write_bytes(struct.pack("<Q", 10**12) + b"{}")
     code = textwrap.dedent(f"""
         import os, resource, sys
         import pyggmlr as pg
@@ -325,8 +372,12 @@ def test_device_and_huge_files_fail_on_the_header(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     lines = r.stdout.strip().splitlines()
     assert len(lines) == 4, r.stdout
-    assert re.match(r"^PyggmlrValueError ag_load_model\(\): /dev/zero: .*not a regular file", lines[0])
-    assert re.match(r"^PyggmlrValueError ag_model_info\(\): /dev/zero: .*not a regular file", lines[1])
+    assert re.match(
+        r"^PyggmlrValueError ag_load_model\(\): /dev/zero: .*not a regular file", lines[0]
+    )
+    assert re.match(
+        r"^PyggmlrValueError ag_model_info\(\): /dev/zero: .*not a regular file", lines[1]
+    )
     assert "sparse.st: not a safetensors model file: header length 0 is too small" in lines[2]
     assert "header length 1000000000000 exceeds the 104857600-byte limit" in lines[3]
 
@@ -341,6 +392,7 @@ def test_small_file_config_asking_for_huge_layers_fails_before_allocating(tmp_pa
         cfg = json.loads(h["__metadata__"]["config"])
         cfg["layers"][0]["in_features"] = "@@"
         h["__metadata__"]["config"] = json.dumps(cfg).replace('"@@"', size)
+
     _edit(p, fn)
     assert os.path.getsize(p) < 1024
     with pytest.raises(PyggmlrValueError, match="implausible layer size"):
@@ -348,6 +400,7 @@ def test_small_file_config_asking_for_huge_layers_fails_before_allocating(tmp_pa
 
 
 # ---- checkpoint paths are checked when the callback is made ----
+
 
 def test_checkpoint_path_checked_at_construction(tmp_path):
     with pytest.raises(PyggmlrValueError, match=r"placeholder other than \{epoch\}"):
@@ -369,7 +422,9 @@ def test_checkpoint_path_checked_at_construction(tmp_path):
 def test_refused_capture_set_keeps_the_limit():
     W = pg.ag_param(np.full((2, 3), 0.5))
     opt = pg.optimizer_adam({"W": W}, lr=0.1)
-    cs = pg.ag_capture_step(lambda x, y: pg.ag_mse_loss(pg.ag_matmul(W, x), y), optimizer=opt, max_grad_norm=0.01)
+    cs = pg.ag_capture_step(
+        lambda x, y: pg.ag_mse_loss(pg.ag_matmul(W, x), y), optimizer=opt, max_grad_norm=0.01
+    )
     for bad in (None, -1, float("nan"), [1, 2]):
         with pytest.raises((PyggmlrValueError, pg.ArgumentError, TypeError)):
             pg.ag_capture_set(cs, bad)
@@ -383,6 +438,14 @@ def test_ag_fit_that_fails_in_setup_leaves_the_optimizer_as_it_was():
     opt = pg.optimizer_adam(m, lr=0.01, accumulate_steps=3)
     opt.accum_count = 1
     with pytest.raises(pg.PyggmlrValueError):
-        pg.ag_fit(m, np.zeros((2, 8)), np.array([0, 1, 2, 7, 0, 1, 2, 0.5]), optimizer=opt, nbatch_logical=8,
-                  batch_size=4, nepoch=1, silent=True)
+        pg.ag_fit(
+            m,
+            np.zeros((2, 8)),
+            np.array([0, 1, 2, 7, 0, 1, 2, 0.5]),
+            optimizer=opt,
+            nbatch_logical=8,
+            batch_size=4,
+            nepoch=1,
+            silent=True,
+        )
     assert (opt.accumulate_steps, opt.accum_count) == (3, 1)

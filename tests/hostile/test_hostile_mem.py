@@ -1,6 +1,7 @@
 """Hostile use, crashes / memory / hangs (issue 19): numpy views outliving their tensor, file
 descriptors and FIFOs as model paths, fork() while another thread trains, unbounded requests.
 Where a crash or a hang is possible the case runs in a child process with a timeout."""
+
 import os
 import subprocess
 import sys
@@ -17,13 +18,22 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _child(code, timeout=60):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                       timeout=timeout, env=env, stdin=subprocess.DEVNULL)
-    assert r.returncode == 0, f"child failed ({r.returncode}): {r.stdout[-2000:]} {r.stderr[-2000:]}"
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    assert r.returncode == 0, (
+        f"child failed ({r.returncode}): {r.stdout[-2000:]} {r.stderr[-2000:]}"
+    )
     return r.stdout
 
 
 # ---- numpy views keep their storage ----
+
 
 def test_view_outlives_free_and_trim():
     out = _child("""
@@ -56,6 +66,7 @@ def test_view_accounting_exact():
     assert v.sum() == 1000.0
     del v
     import gc
+
     gc.collect()
     assert pg.ag_live_objects() == base
 
@@ -68,6 +79,7 @@ def test_view_sees_updates_while_alive():
 
 
 # ---- paths that are not files ----
+
 
 @pytest.mark.parametrize("bad", [0, 1, 2, True, False, 3.0, None, [b"x"]])
 def test_load_model_refuses_non_paths(bad):
@@ -87,7 +99,8 @@ def test_save_model_refuses_non_paths():
 def test_fifo_device_directory_do_not_block(tmp_path):
     fifo = tmp_path / "f.fifo"
     os.mkfifo(fifo)
-    out = _child(f"""
+    out = _child(
+        f"""
         import pyggmlr as pg
         for p in ({str(fifo)!r}, "/dev/zero", "/dev/null", {str(tmp_path)!r}):
             for fn in (pg.ag_load_model, pg.ag_model_info):
@@ -105,7 +118,9 @@ def test_fifo_device_directory_do_not_block(tmp_path):
                 print(type(e).__name__, e)
             else:
                 raise SystemExit("saved over " + p)
-    """, timeout=30)
+    """,
+        timeout=30,
+    )
     assert out.count("not a regular file") >= 8
     assert os.path.exists(fifo)  # the FIFO was not replaced
 
@@ -113,6 +128,7 @@ def test_fifo_device_directory_do_not_block(tmp_path):
 def test_core_open_refuses_fifo_itself(tmp_path):
     # the C reader's own check (O_NONBLOCK + fstat), under the front end's
     from pyggmlr._core import ffi, lib
+
     fifo = tmp_path / "g.fifo"
     os.mkfifo(fifo)
     h = ffi.new("pg_st_file **")
@@ -126,9 +142,11 @@ def test_core_open_refuses_fifo_itself(tmp_path):
 
 # ---- fork while another thread trains ----
 
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
 def test_fork_with_busy_thread_does_not_deadlock():
-    out = _child("""
+    out = _child(
+        """
         import os, sys, threading, time, warnings, numpy as np, pyggmlr as pg, pyggmlr.random
         warnings.simplefilter("ignore")  # fork() with threads: DeprecationWarning on 3.12
         pg.ag_set_threads(2)
@@ -174,15 +192,18 @@ def test_fork_with_busy_thread_does_not_deadlock():
         stop = True
         for t in ths: t.join()
         print("forks", n)
-    """, timeout=60)
+    """,
+        timeout=60,
+    )
     assert "forks" in out and int(out.split()[-1]) >= 10
 
 
 # ---- unbounded requests ----
 
+
 def test_set_threads_bound():
     with pytest.raises(PyggmlrValueError, match="<= 1024"):
-        pg.ag_set_threads(10 ** 6)
+        pg.ag_set_threads(10**6)
     with pytest.raises(PyggmlrValueError, match="<= 1024"):
         pg.ag_set_threads(1e6)
     prev = pg.ag_set_threads(1)
@@ -191,14 +212,17 @@ def test_set_threads_bound():
 
 
 def test_dp_train_replica_bound():
-    with pytest.raises(PyggmlrValueError, match="n_replicas must be a whole number >= 1 and <= 1024"):
-        pg.dp_train(lambda: pg.ag_linear(1, 1), [np.ones((1, 1))], n_replicas=10 ** 9)
+    with pytest.raises(
+        PyggmlrValueError, match="n_replicas must be a whole number >= 1 and <= 1024"
+    ):
+        pg.dp_train(lambda: pg.ag_linear(1, 1), [np.ones((1, 1))], n_replicas=10**9)
     with pytest.raises(PyggmlrValueError, match="n_replicas"):
         pg.dp_train(lambda: pg.ag_linear(1, 1), [np.ones((1, 1))], n_replicas=1e9)
 
 
 def test_huge_sizes_named():
     with pytest.raises(MemoryError, match=r"ag_linear.*1000000x1000000"):
-        pg.ag_linear(10 ** 6, 10 ** 6)
+        pg.ag_linear(10**6, 10**6)
     from pyggmlr._core import lib
+
     assert lib.pg_physical_memory() > 0

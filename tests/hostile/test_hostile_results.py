@@ -1,5 +1,6 @@
 """Issue 19, "Wrong results": backward over a tensor changed since the forward pass is refused,
 every scope closes on every exit path, ag_tape_memory reports what ag_tape_clear frees."""
+
 import gc
 import os
 import signal
@@ -13,9 +14,11 @@ from pyggmlr._core import lib
 
 
 def modified_msg(desc, where, op, now, want):
-    return ("backward(): one of the variables needed for gradient computation has been modified by an inplace operation: "
-            f"tensor {desc} ({where} of {op}) is at version {now}; expected version {want}. "
-            "Write new values after backward(), or record the forward pass again")
+    return (
+        "backward(): one of the variables needed for gradient computation has been modified by an inplace operation: "
+        f"tensor {desc} ({where} of {op}) is at version {now}; expected version {want}. "
+        "Write new values after backward(), or record the forward pass again"
+    )
 
 
 def refused(loss, msg):
@@ -26,6 +29,7 @@ def refused(loss, msg):
 
 
 # ---- versions --------------------------------------------------------------------------------
+
 
 def test_data_assignment_between_forward_and_backward_is_refused():
     w = pg.ag_param(np.arange(1.0, 7.0).reshape(2, 3, order="F"))
@@ -129,11 +133,17 @@ def test_batch_norm_used_twice_and_compiled_replays_pass():
     pg.backward(loss)  # the second call updated the running buffers: backward never reads them
     assert all(p.grad is not None for p in bn.parameters().values())
     w = pg.ag_param(np.full((2, 3), 0.5))
-    step = pg.ag_compile(lambda a: pg.ag_sum(pg.ag_matmul(w, a)), pg.ag_tensor(np.ones((3, 2))), build="grad")
-    assert [float(np.asarray(step(np.full((3, 2), k))[0]).ravel()[0]) for k in (1.0, 2.0)] == [6.0, 12.0]
+    step = pg.ag_compile(
+        lambda a: pg.ag_sum(pg.ag_matmul(w, a)), pg.ag_tensor(np.ones((3, 2))), build="grad"
+    )
+    assert [float(np.asarray(step(np.full((3, 2), k))[0]).ravel()[0]) for k in (1.0, 2.0)] == [
+        6.0,
+        12.0,
+    ]
 
 
 # ---- scopes on abnormal exits ---------------------------------------------------------------
+
 
 def clean_after():
     assert lib.pg_tape_depth() == 0 and not lib.pg_tape_enabled() and lib.pg_tape_stash_depth() == 0
@@ -151,8 +161,12 @@ def _sigint():
     time.sleep(5)  # the handler raises KeyboardInterrupt here
 
 
-LEAVES = {"error": lambda: 1 / 0, "interrupt": _sigint, "exit": lambda: (_ for _ in ()).throw(SystemExit(3)),
-          "keyboard": lambda: (_ for _ in ()).throw(KeyboardInterrupt())}
+LEAVES = {
+    "error": lambda: 1 / 0,
+    "interrupt": _sigint,
+    "exit": lambda: (_ for _ in ()).throw(SystemExit(3)),
+    "keyboard": lambda: (_ for _ in ()).throw(KeyboardInterrupt()),
+}
 
 
 @pytest.mark.parametrize("kind", sorted(LEAVES))
@@ -165,9 +179,13 @@ def test_every_scope_closes_on_abnormal_exit(kind):
         leave()
         return pg.ag_sum(a)
 
-    for run in (lambda: pg.ag_compile(f, x, build="forward"),
-                lambda: pg.with_grad_tape(lambda: (pg.ag_scale(w, 2.0), leave())),
-                lambda: pg.with_grad_tape(lambda: pg.ag_checkpoint(lambda a: (leave(), pg.ag_relu(a))[1], w))):
+    for run in (
+        lambda: pg.ag_compile(f, x, build="forward"),
+        lambda: pg.with_grad_tape(lambda: (pg.ag_scale(w, 2.0), leave())),
+        lambda: pg.with_grad_tape(
+            lambda: pg.ag_checkpoint(lambda a: (leave(), pg.ag_relu(a))[1], w)
+        ),
+    ):
         with pytest.raises(BaseException):
             run()
         clean_after()
@@ -225,8 +243,17 @@ def test_static_fit_after_abnormal_compile_exits():
             pg.ag_compile(lambda a, k=kind: (LEAVES[k](), pg.ag_sum(a))[1], x, build="forward")
     rng = np.random.default_rng(4)
     m = pg.ag_sequential(pg.ag_linear(4, 3, activation="relu"), pg.ag_linear(3, 2))
-    h = pg.ag_fit(m, rng.standard_normal((4, 10)), rng.standard_normal((2, 10)), loss="mse", nepoch=2,
-                  batch_size=5, silent=True, seed=1, static=True)
+    h = pg.ag_fit(
+        m,
+        rng.standard_normal((4, 10)),
+        rng.standard_normal((2, 10)),
+        loss="mse",
+        nepoch=2,
+        batch_size=5,
+        silent=True,
+        seed=1,
+        static=True,
+    )
     assert len(h.loss) == 2 and np.all(np.isfinite(h.loss))
     clean_after()
 
@@ -240,6 +267,7 @@ def test_closing_twice_is_harmless():
 
 
 # ---- ag_tape_memory == what ag_tape_clear frees -------------------------------------------
+
 
 def clear_matches_report(model, x, y):
     opt = pg.optimizer_adam(list(model.parameters().values()), lr=0.01)
@@ -267,9 +295,19 @@ def clear_matches_report(model, x, y):
 def test_tape_memory_matches_clear_mlp_batch_norm_attention():
     rng = np.random.default_rng(5)
     mlp = pg.ag_sequential(pg.ag_linear(4, 32, activation="relu"), pg.ag_linear(32, 3))
-    clear_matches_report(mlp, pg.ag_tensor(rng.standard_normal((4, 16))), pg.ag_tensor(rng.standard_normal((3, 16))))
-    bn = pg.ag_sequential(pg.ag_linear(8, 16, activation="relu"), pg.ag_batch_norm(16), pg.ag_dropout(0.2),
-                          pg.ag_linear(16, 8))
-    clear_matches_report(bn, pg.ag_tensor(rng.standard_normal((8, 16))), pg.ag_tensor(rng.standard_normal((8, 16))))
+    clear_matches_report(
+        mlp, pg.ag_tensor(rng.standard_normal((4, 16))), pg.ag_tensor(rng.standard_normal((3, 16)))
+    )
+    bn = pg.ag_sequential(
+        pg.ag_linear(8, 16, activation="relu"),
+        pg.ag_batch_norm(16),
+        pg.ag_dropout(0.2),
+        pg.ag_linear(16, 8),
+    )
+    clear_matches_report(
+        bn, pg.ag_tensor(rng.standard_normal((8, 16))), pg.ag_tensor(rng.standard_normal((8, 16)))
+    )
     att = pg.ag_multihead_attention(8, 2)
-    clear_matches_report(att, pg.ag_tensor(rng.standard_normal((8, 6))), pg.ag_tensor(rng.standard_normal((8, 6))))
+    clear_matches_report(
+        att, pg.ag_tensor(rng.standard_normal((8, 6))), pg.ag_tensor(rng.standard_normal((8, 6)))
+    )

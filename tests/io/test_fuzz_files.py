@@ -7,6 +7,7 @@ JSON, hostile configs) only ever gets PyggmlrValueError (or a model whose tensor
 file's shapes).
 
 PYGGMLR_FUZZ_CASES sets the number of mutated files (default 300; `make fuzz` runs 20,000)."""
+
 import builtins
 import json
 import os
@@ -29,8 +30,14 @@ N_CASES = int(os.environ.get("PYGGMLR_FUZZ_CASES", "300"))
 
 def _model(seed=0):
     pg.ggml_set_seed(seed)
-    return pg.ag_sequential(pg.ag_embedding(20, 4), pg.ag_layer_norm(4), pg.ag_linear(4, 6, "relu"),
-                            pg.ag_batch_norm(6), pg.ag_dropout(0.1), pg.ag_linear(6, 3))
+    return pg.ag_sequential(
+        pg.ag_embedding(20, 4),
+        pg.ag_layer_norm(4),
+        pg.ag_linear(4, 6, "relu"),
+        pg.ag_batch_norm(6),
+        pg.ag_dropout(0.1),
+        pg.ag_linear(6, 3),
+    )
 
 
 def _saved(tmp_path, dtype="f32"):
@@ -51,7 +58,7 @@ def _saved(tmp_path, dtype="f32"):
 
 def _header(data):
     n = struct.unpack("<Q", data[:8])[0]
-    return n, json.loads(data[8:8 + n])
+    return n, json.loads(data[8 : 8 + n])
 
 
 def _pack(header, body):
@@ -63,15 +70,20 @@ def _pack(header, body):
 # ---------------------------------------------------------------------------------------------
 # nothing is executed or unpickled
 
+
 class NoCode:
     """Context manager: pickle, marshal, eval, exec and compile raise (and are recorded) if the
     loader touches them. Scoped to the loads themselves: pytest's own reporting compiles code."""
 
     def __init__(self):
         import marshal
+
         self.calls = []
-        self.targets = [(pickle, n) for n in ("loads", "load", "Unpickler")] + \
-                       [(builtins, n) for n in ("eval", "exec", "compile")] + [(marshal, "loads")]
+        self.targets = (
+            [(pickle, n) for n in ("loads", "load", "Unpickler")]
+            + [(builtins, n) for n in ("eval", "exec", "compile")]
+            + [(marshal, "loads")]
+        )
 
     def __enter__(self):
         self.saved = [(m, n, getattr(m, n)) for m, n in self.targets]
@@ -83,6 +95,7 @@ class NoCode:
         def f(*a, **k):
             self.calls.append(name)
             raise RuntimeError(f"the model loader called {name}")
+
         return f
 
     def __exit__(self, *exc):
@@ -102,13 +115,16 @@ def test_hostile_payloads_are_data_not_code(tmp_path, no_code_execution):
     path, _ = _saved(tmp_path)
     data = path.read_bytes()
     n, header = _header(data)
-    body = data[8 + n:]
+    body = data[8 + n :]
     marker = tmp_path / "pwned"
     code = f"__import__('os').system('touch {marker}')"
     evil = pickle.dumps(Exception("x"), protocol=0)  # (dumps is not trapped; loads is)
     payloads = [
         {"type": code},
-        {"type": "sequential", "layers": [{"type": "linear", "in_features": code, "out_features": 2}]},
+        {
+            "type": "sequential",
+            "layers": [{"type": "linear", "in_features": code, "out_features": 2}],
+        },
         {"type": "linear", "in_features": 4, "out_features": 3, "activation": code, "init": code},
         {"__class__": "os.system", "__reduce__": [code]},
         {"type": "sequential", "layers": [{"type": "lambda", "fn": "lambda x: x"}]},
@@ -142,10 +158,12 @@ def test_hostile_payloads_are_data_not_code(tmp_path, no_code_execution):
 # ---------------------------------------------------------------------------------------------
 # atomic, durable saves
 
+
 def test_save_fsyncs_file_and_directory_then_renames(tmp_path):
     """The core writes model files (native/codec_write.c): its trace says what the last save
     did, in order: the data written, the temp file fsynced, renamed, the directory fsynced."""
     from pyggmlr._core import ffi, lib
+
     path, m = _saved(tmp_path)
     pg.ag_save_model(m, path)
     assert ffi.string(lib.pg_codec_trace()).decode() == "write fsync rename fsync-dir"
@@ -155,6 +173,7 @@ def test_save_fsyncs_file_and_directory_then_renames(tmp_path):
 @pytest.mark.parametrize("fail_at", ["write", "fsync", "replace"])
 def test_failed_save_keeps_the_old_file(tmp_path, fail_at):
     from pyggmlr._core import lib
+
     path, m = _saved(tmp_path)
     good = path.read_bytes()
     m2 = _model(seed=7)
@@ -190,7 +209,10 @@ def test_writer_killed_mid_save_never_leaves_a_torn_file(tmp_path):
             p.send_signal(signal.SIGKILL)
             p.wait()
         m = pg.ag_load_model(target)
-        assert list(m.parameters()) == ["layer1_W", "layer1_b", "layer2_W", "layer2_b"] or len(m.parameters()) == 4
+        assert (
+            list(m.parameters()) == ["layer1_W", "layer1_b", "layer2_W", "layer2_b"]
+            or len(m.parameters()) == 4
+        )
         leftovers = [f for f in os.listdir(tmp_path) if f != target.name]
         for f in leftovers:  # a killed writer can leave its temp file (never the target) behind
             assert f.startswith("." + target.name) and f.endswith(".tmp")
@@ -200,9 +222,36 @@ def test_writer_killed_mid_save_never_leaves_a_torn_file(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # the fuzzer
 
-TOKENS = [b'"F32"', b'"F64"', b'"I8"', b'"BF16"', b"[", b"]", b"{", b"}", b",", b":", b"0", b"-1", b"1e400",
-          b"99999999999999999999", b"18446744073709551615", b'"shape"', b'"data_offsets"', b"null", b"true",
-          b'"type"', b'"linear"', b'"sequential"', b"\\u0000", b'"', b"\\", b"NaN", b"Infinity", b"[[[[[[[["]
+TOKENS = [
+    b'"F32"',
+    b'"F64"',
+    b'"I8"',
+    b'"BF16"',
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b",",
+    b":",
+    b"0",
+    b"-1",
+    b"1e400",
+    b"99999999999999999999",
+    b"18446744073709551615",
+    b'"shape"',
+    b'"data_offsets"',
+    b"null",
+    b"true",
+    b'"type"',
+    b'"linear"',
+    b'"sequential"',
+    b"\\u0000",
+    b'"',
+    b"\\",
+    b"NaN",
+    b"Infinity",
+    b"[[[[[[[[",
+]
 
 
 def _mutate(data, rng, i):
@@ -218,40 +267,62 @@ def _mutate(data, rng, i):
             buf[int(rng.integers(8, 8 + n))] = int(rng.integers(0, 256))
     elif kind == 2:  # truncate or extend
         k = int(rng.integers(0, len(buf) + 64))
-        buf = buf[:k] if k <= len(buf) else buf + bytes(rng.integers(0, 256, k - len(buf), dtype=np.uint8))
+        buf = (
+            buf[:k]
+            if k <= len(buf)
+            else buf + bytes(rng.integers(0, 256, k - len(buf), dtype=np.uint8))
+        )
     elif kind == 3:  # declared header length: near, huge, or past the end
         choice = int(rng.integers(4))
-        hl = [n + int(rng.integers(-64, 64)), 2 ** 64 - 1, 2 ** 63, len(buf) * 4][choice]
-        buf[:8] = struct.pack("<Q", max(0, hl) % 2 ** 64)
+        hl = [n + int(rng.integers(-64, 64)), 2**64 - 1, 2**63, len(buf) * 4][choice]
+        buf[:8] = struct.pack("<Q", max(0, hl) % 2**64)
     elif kind == 4:  # splice a JSON token into the header
         j = int(rng.integers(8, 8 + n))
         tok = TOKENS[int(rng.integers(len(TOKENS)))]
-        buf = buf[:j] + tok + buf[j + len(tok):]
+        buf = buf[:j] + tok + buf[j + len(tok) :]
     else:  # structured edits of one tensor entry or the metadata, re-packed consistently
         names = [k for k in header if k != "__metadata__"]
         h = json.loads(json.dumps(header))
         e = h[names[int(rng.integers(len(names)))]]
-        big = [2 ** 31, 2 ** 40, 2 ** 62, 2 ** 63 - 1, 10 ** 30, -1, -(2 ** 63)]
+        big = [2**31, 2**40, 2**62, 2**63 - 1, 10**30, -1, -(2**63)]
         if kind == 5:
-            e["shape"] = [int(rng.choice([0, 1, 3, 7] + big[:3])), int(rng.choice([0, 1, 4] + big[:2]))][:int(rng.integers(0, 3))]
+            e["shape"] = [
+                int(rng.choice([0, 1, 3, 7] + big[:3])),
+                int(rng.choice([0, 1, 4] + big[:2])),
+            ][: int(rng.integers(0, 3))]
         elif kind == 6:
             b0, b1 = e["data_offsets"]
-            e["data_offsets"] = [int(b0 + rng.integers(-16, 16)), int(rng.choice([b1, b1 + 4, b1 - 4] + big))]
+            e["data_offsets"] = [
+                int(b0 + rng.integers(-16, 16)),
+                int(rng.choice([b1, b1 + 4, b1 - 4] + big)),
+            ]
         elif kind == 7:
-            e["dtype"] = str(rng.choice(["F16", "BF16", "I64", "U8", "F32", "F64", "f32", "", "F64\u0000"]))
+            e["dtype"] = str(
+                rng.choice(["F16", "BF16", "I64", "U8", "F32", "F64", "f32", "", "F64\u0000"])
+            )
         elif kind == 8:  # hostile architecture sizes and types
             cfg = json.loads(h["__metadata__"]["config"])
             layer = cfg["layers"][int(rng.integers(len(cfg["layers"])))]
             key = [k for k in layer if k != "type"]
             if key:
-                values = [10 ** 7, 99_999_999, 10 ** 8, -5, 0, 2.5, "x", None, [], {}]
+                values = [10**7, 99_999_999, 10**8, -5, 0, 2.5, "x", None, [], {}]
                 layer[str(rng.choice(key))] = values[int(rng.integers(len(values)))]
             h["__metadata__"]["config"] = json.dumps(cfg)
         else:  # metadata values
             meta = h["__metadata__"]
             k = str(rng.choice(sorted(meta)))
-            meta[k] = ["", "[]", "{}", "null", "[1,2]", '{"kind": "adam"}', "9" * 30, json.dumps(["x"] * 3), meta[k][::-1]][int(rng.integers(9))]
-        return _pack(h, bytes(buf[8 + n:]))
+            meta[k] = [
+                "",
+                "[]",
+                "{}",
+                "null",
+                "[1,2]",
+                '{"kind": "adam"}',
+                "9" * 30,
+                json.dumps(["x"] * 3),
+                meta[k][::-1],
+            ][int(rng.integers(9))]
+        return _pack(h, bytes(buf[8 + n :]))
     return bytes(buf)
 
 
@@ -259,6 +330,7 @@ def _limit_address_space(extra_gib=3):
     """Cap this process's address space (soft limit, restored after) so an allocation a hostile
     file might trigger fails cleanly instead of being overcommitted."""
     import resource
+
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     with open("/proc/self/statm") as f:
         vm = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
@@ -301,6 +373,7 @@ def test_mutated_model_files_only_raise_value_errors(tmp_path, dtype, no_code_ex
                             pg.ag_load_model(bad, model=m, optimizer=opt)
                     # loaded: the model's tensors have exactly the file's shapes
                     from pyggmlr.io import _read_safetensors
+
                     file_tensors = _read_safetensors(bad)[0]
                     for k, t in m.parameters().items():
                         assert tuple(t.shape) == file_tensors[k].shape
@@ -320,18 +393,24 @@ def test_huge_declared_sizes(tmp_path):
     path, _ = _saved(tmp_path)
     data = path.read_bytes()
     n, header = _header(data)
-    body = data[8 + n:]
+    body = data[8 + n :]
     bad = tmp_path / "huge.safetensors"
     name = next(k for k in header if k != "__metadata__")
     cases = []
-    for shape, offs in (([2 ** 62, 2], None), ([2 ** 31, 2 ** 31], None), ([10 ** 9], [0, 4 * 10 ** 9]),
-                        ([1, 1], [0, 2 ** 63]), ([1, 1], [2 ** 64, 2 ** 64 + 4]), ([1, 1], [-4, 0])):
+    for shape, offs in (
+        ([2**62, 2], None),
+        ([2**31, 2**31], None),
+        ([10**9], [0, 4 * 10**9]),
+        ([1, 1], [0, 2**63]),
+        ([1, 1], [2**64, 2**64 + 4]),
+        ([1, 1], [-4, 0]),
+    ):
         h = json.loads(json.dumps(header))
         h[name]["shape"] = shape
         if offs is not None:
             h[name]["data_offsets"] = offs
         cases.append(_pack(h, body))
-    for hl in (2 ** 64 - 1, 2 ** 63, 100 * 1024 * 1024 + 1, len(data) + 1):
+    for hl in (2**64 - 1, 2**63, 100 * 1024 * 1024 + 1, len(data) + 1):
         cases.append(struct.pack("<Q", hl) + data[8:])
     for blob in cases:
         bad.write_bytes(blob)

@@ -1,5 +1,6 @@
 """Model files (safetensors + JSON architecture): round trips, interop with the safetensors
 package, ggmlR's mismatch errors, optimizer state, atomic writes, hostile files and a fuzz loop."""
+
 import json
 import os
 import struct
@@ -13,8 +14,12 @@ import pyggmlr as pg
 
 def _model(seed=0, hidden=8):
     pg.ggml_set_seed(seed)
-    return pg.ag_sequential(pg.ag_linear(4, hidden, "relu"), pg.ag_batch_norm(hidden), pg.ag_dropout(0.25),
-                            pg.ag_linear(hidden, 3))
+    return pg.ag_sequential(
+        pg.ag_linear(4, hidden, "relu"),
+        pg.ag_batch_norm(hidden),
+        pg.ag_dropout(0.25),
+        pg.ag_linear(hidden, 3),
+    )
 
 
 def _trained(tmp_path=None, seed=0):
@@ -63,12 +68,15 @@ def test_batch_norm_buffers_survive(tmp_path):
     pg.ag_save_model(m, tmp_path / "m.safetensors")
     m2 = pg.ag_load_model(tmp_path / "m.safetensors", model=_model(seed=3))
     np.testing.assert_array_equal(m2.buffers()["layer2_running_mean"].numpy(), rm)
-    np.testing.assert_array_equal(m2.buffers()["layer2_running_var"].numpy(), m.buffers()["layer2_running_var"].numpy())
+    np.testing.assert_array_equal(
+        m2.buffers()["layer2_running_var"].numpy(), m.buffers()["layer2_running_var"].numpy()
+    )
 
 
 def test_safetensors_package_reads_our_files(tmp_path, f64):
     st = pytest.importorskip("safetensors.numpy")
     from safetensors import safe_open
+
     m, _, _ = _trained()
     path = str(tmp_path / "m.safetensors")
     pg.ag_save_model(m, path, epoch=7, extra={"note": "hi"})
@@ -77,10 +85,16 @@ def test_safetensors_package_reads_our_files(tmp_path, f64):
     W = m.parameters()["layer1_W"].numpy()
     assert d["layer1_W"].shape == (8, 4) and d["layer1_W"].dtype == np.float64
     np.testing.assert_array_equal(d["layer1_W"], W)  # rows, cols as R's dim(); no transposition
-    np.testing.assert_array_equal(d["layer2_running_var"], m.buffers()["layer2_running_var"].numpy())
+    np.testing.assert_array_equal(
+        d["layer2_running_var"], m.buffers()["layer2_running_var"].numpy()
+    )
     with safe_open(path, "np") as f:
         meta = f.metadata()
-    assert meta["format"] == "pyggmlr.ag_model" and meta["format_version"] == "1" and meta["epoch"] == "7"
+    assert (
+        meta["format"] == "pyggmlr.ag_model"
+        and meta["format_version"] == "1"
+        and meta["epoch"] == "7"
+    )
     assert json.loads(meta["config"]) == m.to_config()
     assert json.loads(meta["parameters"]) == list(m.parameters())
     assert json.loads(meta["extra"]) == {"note": "hi"}
@@ -91,7 +105,9 @@ def test_foreign_safetensors_loads_into_given_model(tmp_path):
     st = pytest.importorskip("safetensors.numpy")
     m = pg.ag_sequential(pg.ag_linear(3, 2))
     W = np.arange(6, dtype=np.float32).reshape(2, 3)
-    st.save_file({"layer1_W": W, "layer1_b": np.ones((2, 1), np.float32)}, str(tmp_path / "t.safetensors"))
+    st.save_file(
+        {"layer1_W": W, "layer1_b": np.ones((2, 1), np.float32)}, str(tmp_path / "t.safetensors")
+    )
     pg.ag_load_model(tmp_path / "t.safetensors", model=m)
     np.testing.assert_array_equal(m.parameters()["layer1_W"].numpy(), W)
     with pytest.raises(pg.PyggmlrValueError, match="model="):
@@ -103,14 +119,22 @@ def test_mismatch_errors_as_ggmlr(tmp_path):
     path = tmp_path / "m.safetensors"
     pg.ag_save_model(m, path)
     other = pg.ag_sequential(pg.ag_linear(4, 8, "relu"), pg.ag_linear(8, 3))
-    with pytest.raises(pg.PyggmlrValueError, match=r"parameter mismatch .*missing in file: layer2_W, layer2_b; "
-                                                  r"not in model: layer2_gamma, layer2_beta, layer4_W, layer4_b"):
+    with pytest.raises(
+        pg.PyggmlrValueError,
+        match=r"parameter mismatch .*missing in file: layer2_W, layer2_b; "
+        r"not in model: layer2_gamma, layer2_beta, layer4_W, layer4_b",
+    ):
         pg.ag_load_model(path, model=other)
     wide = _model(hidden=16)
     before = _state(wide)
-    with pytest.raises(pg.PyggmlrValueError, match=r"shape mismatch for parameter 'layer1_W': model 16x4 vs file 8x4"):
+    with pytest.raises(
+        pg.PyggmlrValueError,
+        match=r"shape mismatch for parameter 'layer1_W': model 16x4 vs file 8x4",
+    ):
         pg.ag_load_model(path, model=wide)
-    no_bn = pg.ag_sequential(pg.ag_linear(4, 8, "relu"), pg.ag_layer_norm(8), pg.ag_dropout(0.25), pg.ag_linear(8, 3))
+    no_bn = pg.ag_sequential(
+        pg.ag_linear(4, 8, "relu"), pg.ag_layer_norm(8), pg.ag_dropout(0.25), pg.ag_linear(8, 3)
+    )
     with pytest.raises(pg.PyggmlrValueError, match="mismatch"):
         pg.ag_load_model(path, model=no_bn)
     after = _state(wide)
@@ -167,6 +191,7 @@ def test_atomic_save_leaves_no_temp_files(tmp_path, monkeypatch):
     good = path.read_bytes()
 
     from pyggmlr._core import lib  # the core writes the file: its test hook fails the rename
+
     lib.pg_codec_test_fault(3)
     with pytest.raises(OSError, match="injected failure in replace"):
         pg.ag_save_model(_model(seed=4), path)
@@ -180,29 +205,58 @@ def _good_tensor():
     return {"layer1_W": {"dtype": "F32", "shape": [2, 1], "data_offsets": [0, 8]}}
 
 
-@pytest.mark.parametrize("content, msg", [
-    (b"", "shorter than"),
-    (b"\x01\x02\x03", "shorter than"),
-    (struct.pack("<Q", 2 ** 62) + b"{}", "exceeds"),
-    (struct.pack("<Q", 500) + b'{"a": 1}', "truncated"),
-    (struct.pack("<Q", 8) + b"not json", "JSON"),
-    (struct.pack("<Q", 4) + b"\xff\xfe{}", "UTF-8"),
-    (_file([1, 2]), "JSON object"),
-    (_file({"__metadata__": {"format": 3}}), "strings"),
-    (_file(_good_tensor(), b"\0" * 4), "outside"),                                   # offsets past EOF
-    (_file({"a": {"dtype": "F32", "shape": [2, 1], "data_offsets": [0, 8]},
-            "b": {"dtype": "F32", "shape": [2, 1], "data_offsets": [4, 12]}}, b"\0" * 12), "overlap"),
-    (_file({"a": {"dtype": "I64", "shape": [1, 1], "data_offsets": [0, 8]}}, b"\0" * 8), "unsupported dtype"),
-    (_file({"a": {"dtype": "F32", "shape": [3, 1], "data_offsets": [0, 8]}}, b"\0" * 8), "needs 12"),
-    (_file({"a": {"dtype": "F32", "shape": [2, -1], "data_offsets": [0, 8]}}, b"\0" * 8), "shape"),
-    (_file({"a": {"dtype": "F32", "shape": [1, 1, 2], "data_offsets": [0, 8]}}, b"\0" * 8), "shape"),
-    (_file({"a": {"dtype": "F32", "shape": [2, 1], "data_offsets": [8, 0]}}, b"\0" * 8), "outside"),
-    (_file({"a": {"dtype": "F32", "shape": [2, 1], "data_offsets": ["0", 8]}}, b"\0" * 8), "two integers"),
-    (_file({"a": {"dtype": "F32", "shape": [2, 1]}}, b"\0" * 8), "exactly"),
-    (struct.pack("<Q", 60) + b'{"a":' * 10 + b" " * 10, "JSON"),
-    (b"\x1f\x8b\x08\x00" + b"\0" * 60, "truncated"),                                        # a gzip (R .rds) file
-    (b"X\n\x00\x00\x00\x03\x00\x04" + b"\0" * 40, "exceeds"),                             # uncompressed RDS
-])
+@pytest.mark.parametrize(
+    "content, msg",
+    [
+        (b"", "shorter than"),
+        (b"\x01\x02\x03", "shorter than"),
+        (struct.pack("<Q", 2**62) + b"{}", "exceeds"),
+        (struct.pack("<Q", 500) + b'{"a": 1}', "truncated"),
+        (struct.pack("<Q", 8) + b"not json", "JSON"),
+        (struct.pack("<Q", 4) + b"\xff\xfe{}", "UTF-8"),
+        (_file([1, 2]), "JSON object"),
+        (_file({"__metadata__": {"format": 3}}), "strings"),
+        (_file(_good_tensor(), b"\0" * 4), "outside"),  # offsets past EOF
+        (
+            _file(
+                {
+                    "a": {"dtype": "F32", "shape": [2, 1], "data_offsets": [0, 8]},
+                    "b": {"dtype": "F32", "shape": [2, 1], "data_offsets": [4, 12]},
+                },
+                b"\0" * 12,
+            ),
+            "overlap",
+        ),
+        (
+            _file({"a": {"dtype": "I64", "shape": [1, 1], "data_offsets": [0, 8]}}, b"\0" * 8),
+            "unsupported dtype",
+        ),
+        (
+            _file({"a": {"dtype": "F32", "shape": [3, 1], "data_offsets": [0, 8]}}, b"\0" * 8),
+            "needs 12",
+        ),
+        (
+            _file({"a": {"dtype": "F32", "shape": [2, -1], "data_offsets": [0, 8]}}, b"\0" * 8),
+            "shape",
+        ),
+        (
+            _file({"a": {"dtype": "F32", "shape": [1, 1, 2], "data_offsets": [0, 8]}}, b"\0" * 8),
+            "shape",
+        ),
+        (
+            _file({"a": {"dtype": "F32", "shape": [2, 1], "data_offsets": [8, 0]}}, b"\0" * 8),
+            "outside",
+        ),
+        (
+            _file({"a": {"dtype": "F32", "shape": [2, 1], "data_offsets": ["0", 8]}}, b"\0" * 8),
+            "two integers",
+        ),
+        (_file({"a": {"dtype": "F32", "shape": [2, 1]}}, b"\0" * 8), "exactly"),
+        (struct.pack("<Q", 60) + b'{"a":' * 10 + b" " * 10, "JSON"),
+        (b"\x1f\x8b\x08\x00" + b"\0" * 60, "truncated"),  # a gzip (R .rds) file
+        (b"X\n\x00\x00\x00\x03\x00\x04" + b"\0" * 40, "exceeds"),  # uncompressed RDS
+    ],
+)
 def test_hostile_files_give_clear_errors(tmp_path, content, msg):
     p = tmp_path / "bad.safetensors"
     p.write_bytes(content)
@@ -218,10 +272,17 @@ def test_duplicate_keys_and_hostile_config(tmp_path):
     p.write_bytes(struct.pack("<Q", len(hb)) + hb + b"\0" * 4)
     with pytest.raises(pg.PyggmlrValueError, match="duplicate"):
         pg.ag_load_model(p, model=_model())
-    meta = {"format": "pyggmlr.ag_model", "format_version": "1", "parameters": "[]", "buffers": "[]"}
-    for cfg, msg in [({"type": "os.system", "cmd": "rm -rf /"}, "unknown layer type"),
-                     ({"type": "linear", "in_features": 10 ** 12, "out_features": 2}, "implausible"),
-                     ({"type": "linear", "bogus": 1}, "rebuild")]:
+    meta = {
+        "format": "pyggmlr.ag_model",
+        "format_version": "1",
+        "parameters": "[]",
+        "buffers": "[]",
+    }
+    for cfg, msg in [
+        ({"type": "os.system", "cmd": "rm -rf /"}, "unknown layer type"),
+        ({"type": "linear", "in_features": 10**12, "out_features": 2}, "implausible"),
+        ({"type": "linear", "bogus": 1}, "rebuild"),
+    ]:
         p.write_bytes(_file({"__metadata__": dict(meta, config=json.dumps(cfg))}))
         with pytest.raises(pg.PyggmlrValueError, match=msg):
             pg.ag_load_model(p)
@@ -236,7 +297,9 @@ def test_truncated_prefixes(tmp_path):
     pg.ag_save_model(m, path, optimizer=opt, epoch=1)
     data = path.read_bytes()
     bad = tmp_path / "t.safetensors"
-    for n in sorted({0, 4, 8, 9, 20, len(data) // 2, len(data) - 1} | set(range(len(data) - 9, len(data)))):
+    for n in sorted(
+        {0, 4, 8, 9, 20, len(data) // 2, len(data) - 1} | set(range(len(data) - 9, len(data)))
+    ):
         bad.write_bytes(data[:n])
         with pytest.raises(pg.PyggmlrValueError):
             pg.ag_load_model(bad)
@@ -252,8 +315,28 @@ def test_mutation_fuzz_only_raises_value_errors(tmp_path):
     hlen = struct.unpack("<Q", data[:8])[0]
     rng = np.random.default_rng(2024)
     bad = tmp_path / "f.safetensors"
-    tokens = [b'"F32"', b'"F64"', b'"I8"', b"[", b"]", b"{", b"}", b",", b":", b"0", b"-1", b"99999999999",
-              b'"shape"', b'"data_offsets"', b"null", b"true", b'"type"', b'"linear"', b"\\u0000", b'"']
+    tokens = [
+        b'"F32"',
+        b'"F64"',
+        b'"I8"',
+        b"[",
+        b"]",
+        b"{",
+        b"}",
+        b",",
+        b":",
+        b"0",
+        b"-1",
+        b"99999999999",
+        b'"shape"',
+        b'"data_offsets"',
+        b"null",
+        b"true",
+        b'"type"',
+        b'"linear"',
+        b"\\u0000",
+        b'"',
+    ]
     outcomes = {"ok": 0, "error": 0}
     for i in range(400):
         buf = bytearray(data)
@@ -270,7 +353,7 @@ def test_mutation_fuzz_only_raises_value_errors(tmp_path):
         elif kind == 3:  # splice a JSON token into the header
             j = int(rng.integers(8, 8 + hlen))
             tok = tokens[int(rng.integers(len(tokens)))]
-            buf = buf[:j] + tok + buf[j + len(tok):]
+            buf = buf[:j] + tok + buf[j + len(tok) :]
         else:  # anywhere, including the data
             j = int(rng.integers(0, len(buf)))
             buf[j] ^= 1 << int(rng.integers(8))
@@ -278,10 +361,14 @@ def test_mutation_fuzz_only_raises_value_errors(tmp_path):
         for model in (None, _model(), "opt"):
             try:
                 with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # load_state warns when mutated hyper-parameters differ
+                    warnings.simplefilter(
+                        "ignore"
+                    )  # load_state warns when mutated hyper-parameters differ
                     if model == "opt":
                         mm = _model()
-                        pg.ag_load_model(bad, model=mm, optimizer=pg.optimizer_adam(mm.parameters(), lr=0.01))
+                        pg.ag_load_model(
+                            bad, model=mm, optimizer=pg.optimizer_adam(mm.parameters(), lr=0.01)
+                        )
                     else:
                         pg.ag_load_model(bad, model=model)
                 outcomes["ok"] += 1
@@ -305,7 +392,10 @@ def test_load_with_a_builder_as_ggmlr_model_fn(tmp_path):
         assert np.array_equal(got(x).numpy(), want) and not got.training
     with pytest.raises(pg.ArgumentError, match="not both"):
         pg.ag_load_model(path, model=m, model_fn=build)
-    with pytest.raises(pg.ArgumentError, match=r"`model_fn` must return an ag_sequential or ag_\* layer \(got class: int\)"):
+    with pytest.raises(
+        pg.ArgumentError,
+        match=r"`model_fn` must return an ag_sequential or ag_\* layer \(got class: int\)",
+    ):
         pg.ag_load_model(path, lambda: 42)  # ggmlR's text
     with pytest.raises(pg.PyggmlrValueError, match="mismatch"):
         pg.ag_load_model(path, lambda: pg.ag_sequential(pg.ag_linear(4, 6)))
@@ -313,36 +403,201 @@ def test_load_with_a_builder_as_ggmlr_model_fn(tmp_path):
 
 # The exact bytes of a small file: r/tests/testthat/test-io.R checks that R writes the same ones
 # (both go through the core's writer, native/codec_write.c).
-_GOLDEN_FILE = ("d0000000000000007b225f5f6d657461646174615f5f223a7b22666f726d6174223a22707967676d6c722e61675f6d6f64656c222c22636f6e666967"
-                "223a227b5c22615c223a5c225c75303066635c227d227d2c226c61796572315f57223a7b226474797065223a22463332222c227368617065223a5b32"
-                "2c335d2c22646174615f6f666673657473223a5b302c32345d7d2c226361665c7530306539223a7b226474797065223a22463634222c227368617065"
-                "223a5b322c315d2c22646174615f6f666673657473223a5b32342c34305d7d7d202020200000803f0000004000004040000080400000a0400000c040"
-                "000000000000e03f00000000000000c0")
+_GOLDEN_FILE = (
+    "d0000000000000007b225f5f6d657461646174615f5f223a7b22666f726d6174223a22707967676d6c722e61675f6d6f64656c222c22636f6e666967"
+    "223a227b5c22615c223a5c225c75303066635c227d227d2c226c61796572315f57223a7b226474797065223a22463332222c227368617065223a5b32"
+    "2c335d2c22646174615f6f666673657473223a5b302c32345d7d2c226361665c7530306539223a7b226474797065223a22463634222c227368617065"
+    "223a5b322c315d2c22646174615f6f666673657473223a5b32342c34305d7d7d202020200000803f0000004000004040000080400000a0400000c040"
+    "000000000000e03f00000000000000c0"
+)
 
 
 def test_writer_bytes_are_the_ones_r_writes(tmp_path):
     from pyggmlr import io
+
     p = tmp_path / "g.safetensors"
     w = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.float32)
-    io._write_safetensors(p, [("layer1_W", w), ("caf\u00e9", np.array([[0.5], [-2.0]]))],
-                          {"format": "pyggmlr.ag_model", "config": '{"a":"\u00fc"}'})
+    io._write_safetensors(
+        p,
+        [("layer1_W", w), ("caf\u00e9", np.array([[0.5], [-2.0]]))],
+        {"format": "pyggmlr.ag_model", "config": '{"a":"\u00fc"}'},
+    )
     assert p.read_bytes().hex() == _GOLDEN_FILE
     t, meta = io._read_safetensors(p)
     assert t["layer1_W"].tobytes() == w.tobytes() and t["caf\u00e9"].dtype == np.float64
     assert meta == {"format": "pyggmlr.ag_model", "config": '{"a":"\u00fc"}'}
 
 
-@pytest.mark.parametrize("cfg, msg", [
-    ({"type": "linear", "in_features": 50000, "out_features": 50000}, "implausible layer size"),
-    ({"type": "sequential", "layers": [{"type": "linear", "in_features": 4, "out_features": 1e9}]}, "implausible size"),
-    ({"type": "linear", "in_features": 2, "out_features": 2, "x": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}, "nested too deeply"),
-])
+@pytest.mark.parametrize(
+    "cfg, msg",
+    [
+        ({"type": "linear", "in_features": 50000, "out_features": 50000}, "implausible layer size"),
+        (
+            {
+                "type": "sequential",
+                "layers": [{"type": "linear", "in_features": 4, "out_features": 1e9}],
+            },
+            "implausible size",
+        ),
+        (
+            {
+                "type": "linear",
+                "in_features": 2,
+                "out_features": 2,
+                "x": [
+                    [
+                        [
+                            [
+                                [
+                                    [
+                                        [
+                                            [
+                                                [
+                                                    [
+                                                        [
+                                                            [
+                                                                [
+                                                                    [
+                                                                        [
+                                                                            [
+                                                                                [
+                                                                                    [
+                                                                                        [
+                                                                                            [
+                                                                                                [
+                                                                                                    [
+                                                                                                        [
+                                                                                                            [
+                                                                                                                [
+                                                                                                                    [
+                                                                                                                        [
+                                                                                                                            [
+                                                                                                                                [
+                                                                                                                                    [
+                                                                                                                                        [
+                                                                                                                                            [
+                                                                                                                                                [
+                                                                                                                                                    [
+                                                                                                                                                        [
+                                                                                                                                                            [
+                                                                                                                                                                [
+                                                                                                                                                                    [
+                                                                                                                                                                        [
+                                                                                                                                                                            [
+                                                                                                                                                                                [
+                                                                                                                                                                                    [
+                                                                                                                                                                                        [
+                                                                                                                                                                                            [
+                                                                                                                                                                                                [
+                                                                                                                                                                                                    [
+                                                                                                                                                                                                        [
+                                                                                                                                                                                                            [
+                                                                                                                                                                                                                [
+                                                                                                                                                                                                                    [
+                                                                                                                                                                                                                        [
+                                                                                                                                                                                                                            [
+                                                                                                                                                                                                                                [
+                                                                                                                                                                                                                                    [
+                                                                                                                                                                                                                                        [
+                                                                                                                                                                                                                                            [
+                                                                                                                                                                                                                                                [
+                                                                                                                                                                                                                                                    [
+                                                                                                                                                                                                                                                        [
+                                                                                                                                                                                                                                                            [
+                                                                                                                                                                                                                                                                [
+                                                                                                                                                                                                                                                                    [
+                                                                                                                                                                                                                                                                        [
+                                                                                                                                                                                                                                                                            [
+                                                                                                                                                                                                                                                                                [
+                                                                                                                                                                                                                                                                                    [
+                                                                                                                                                                                                                                                                                        [
+                                                                                                                                                                                                                                                                                            [
+                                                                                                                                                                                                                                                                                                1
+                                                                                                                                                                                                                                                                                            ]
+                                                                                                                                                                                                                                                                                        ]
+                                                                                                                                                                                                                                                                                    ]
+                                                                                                                                                                                                                                                                                ]
+                                                                                                                                                                                                                                                                            ]
+                                                                                                                                                                                                                                                                        ]
+                                                                                                                                                                                                                                                                    ]
+                                                                                                                                                                                                                                                                ]
+                                                                                                                                                                                                                                                            ]
+                                                                                                                                                                                                                                                        ]
+                                                                                                                                                                                                                                                    ]
+                                                                                                                                                                                                                                                ]
+                                                                                                                                                                                                                                            ]
+                                                                                                                                                                                                                                        ]
+                                                                                                                                                                                                                                    ]
+                                                                                                                                                                                                                                ]
+                                                                                                                                                                                                                            ]
+                                                                                                                                                                                                                        ]
+                                                                                                                                                                                                                    ]
+                                                                                                                                                                                                                ]
+                                                                                                                                                                                                            ]
+                                                                                                                                                                                                        ]
+                                                                                                                                                                                                    ]
+                                                                                                                                                                                                ]
+                                                                                                                                                                                            ]
+                                                                                                                                                                                        ]
+                                                                                                                                                                                    ]
+                                                                                                                                                                                ]
+                                                                                                                                                                            ]
+                                                                                                                                                                        ]
+                                                                                                                                                                    ]
+                                                                                                                                                                ]
+                                                                                                                                                            ]
+                                                                                                                                                        ]
+                                                                                                                                                    ]
+                                                                                                                                                ]
+                                                                                                                                            ]
+                                                                                                                                        ]
+                                                                                                                                    ]
+                                                                                                                                ]
+                                                                                                                            ]
+                                                                                                                        ]
+                                                                                                                    ]
+                                                                                                                ]
+                                                                                                            ]
+                                                                                                        ]
+                                                                                                    ]
+                                                                                                ]
+                                                                                            ]
+                                                                                        ]
+                                                                                    ]
+                                                                                ]
+                                                                            ]
+                                                                        ]
+                                                                    ]
+                                                                ]
+                                                            ]
+                                                        ]
+                                                    ]
+                                                ]
+                                            ]
+                                        ]
+                                    ]
+                                ]
+                            ]
+                        ]
+                    ]
+                ],
+            },
+            "nested too deeply",
+        ),
+    ],
+)
 def test_hostile_config_sizes_are_refused_before_building(tmp_path, cfg, msg):
     """The guard lives in the core (native/codec_meta.c), so R refuses the same configs."""
     p = tmp_path / "c.safetensors"
-    meta = {"format": "pyggmlr.ag_model", "format_version": "1", "parameters": "[]", "buffers": "[]",
-            "config": json.dumps(cfg)}
+    meta = {
+        "format": "pyggmlr.ag_model",
+        "format_version": "1",
+        "parameters": "[]",
+        "buffers": "[]",
+        "config": json.dumps(cfg),
+    }
     from pyggmlr import io
+
     io._write_safetensors(p, [], meta)
     with pytest.raises(pg.PyggmlrValueError, match=msg):
         pg.ag_load_model(p)

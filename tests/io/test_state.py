@@ -1,5 +1,6 @@
 """ggmlR 0.8.6's model-state API in Python (0.8.6 spec s9, s10.2): state dicts, save/load with
 ggmlR's arguments, dp_train(n_gpu=), ggml_version(). The R side: r/tests/testthat/test-state.R."""
+
 import numpy as np
 import pytest
 
@@ -34,7 +35,9 @@ def weights(m):
 
 
 def same(a, b):
-    return a.keys() == b.keys() and all(a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]) for k in a)
+    return a.keys() == b.keys() and all(
+        a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]) for k in a
+    )
 
 
 def test_state_dict_layout_names_dtypes_copies():
@@ -51,8 +54,13 @@ def test_state_dict_layout_names_dtypes_copies():
     assert np.any(sd["buffers"]["layer2_running_mean"] != 0)
     m.parameters()["layer1_W"].data = np.zeros((8, 4))
     assert np.any(w != 0)  # a copy
-    nest = pg.ag_sequential(pg.ag_linear(4, 4), pg.ag_sequential(pg.ag_batch_norm(4), pg.ag_linear(4, 2)))
-    assert list(pg.ag_state_dict(nest)["buffers"]) == ["layer2_layer1_running_mean", "layer2_layer1_running_var"]
+    nest = pg.ag_sequential(
+        pg.ag_linear(4, 4), pg.ag_sequential(pg.ag_batch_norm(4), pg.ag_linear(4, 2))
+    )
+    assert list(pg.ag_state_dict(nest)["buffers"]) == [
+        "layer2_layer1_running_mean",
+        "layer2_layer1_running_var",
+    ]
     assert list(pg.ag_state_dict(pg.ag_batch_norm(3))["buffers"]) == ["running_mean", "running_var"]
 
     class Box:  # a custom container with .layers: descended as ggmlR does
@@ -60,13 +68,18 @@ def test_state_dict_layout_names_dtypes_copies():
 
         def parameters(self):
             return {}
+
     assert list(pg.ag_state_dict(Box())["buffers"]) == ["layer2_running_mean", "layer2_running_var"]
 
     class P:
         def params(self):
             return {"W": pg.ag_param(np.ones((2, 2)))}
+
     assert list(pg.ag_state_dict(P())["parameters"]) == ["W"]
-    with pytest.raises(pg.ArgumentError, match=r"ag_state_dict\(\): `model` has no parameters\(\) / params\(\) method"):
+    with pytest.raises(
+        pg.ArgumentError,
+        match=r"ag_state_dict\(\): `model` has no parameters\(\) / params\(\) method",
+    ):
         pg.ag_state_dict(42)
     prev = pg.ag_dtype("f64")
     try:
@@ -109,7 +122,9 @@ def test_load_state_dict_checks_everything_before_writing():
     bad["parameters"]["layer1_b"] = np.zeros((3, 3))
     with pytest.raises(pg.ShapeError) as e:
         pg.ag_load_state_dict(m, bad)
-    assert str(e.value) == "ag_load_state_dict(): shape mismatch for 'layer1_b': model 8x1, state 3x3"
+    assert (
+        str(e.value) == "ag_load_state_dict(): shape mismatch for 'layer1_b': model 8x1, state 3x3"
+    )
     assert same(weights(m), before)
     bad = _copy(sd)
     bad["parameters"]["layer3_b"] = np.array([1.0, 2.0])
@@ -133,8 +148,10 @@ def test_load_state_dict_checks_everything_before_writing():
     bad["parameters"]["extra_W"] = np.zeros((1, 1))
     with pytest.raises(pg.PyggmlrValueError) as e:
         pg.ag_load_state_dict(m, bad)
-    assert str(e.value) == ("ag_load_state_dict(): parameter names differ (strict = TRUE)\n"
-                            "  missing in state: \n  not in model: extra_W")
+    assert str(e.value) == (
+        "ag_load_state_dict(): parameter names differ (strict = TRUE)\n"
+        "  missing in state: \n  not in model: extra_W"
+    )
     bad = _copy(sd)
     del bad["parameters"]["layer1_W"]
     with pytest.raises(pg.PyggmlrValueError, match="missing in state: layer1_W\n"):
@@ -144,8 +161,10 @@ def test_load_state_dict_checks_everything_before_writing():
     bad["buffers"]["bn_x"] = np.zeros((8, 1))
     with pytest.raises(pg.PyggmlrValueError) as e:
         pg.ag_load_state_dict(m, bad)
-    assert str(e.value) == ("ag_load_state_dict(): buffer names differ (strict = TRUE)\n"
-                            "  missing in state: layer2_running_var\n  not in model: bn_x")
+    assert str(e.value) == (
+        "ag_load_state_dict(): buffer names differ (strict = TRUE)\n"
+        "  missing in state: layer2_running_var\n  not in model: bn_x"
+    )
     assert same(weights(m), before)
     with pytest.raises(pg.ArgumentError) as e:
         pg.ag_load_state_dict(m, [1])
@@ -161,14 +180,21 @@ def test_strict_false_uses_shared_names_and_still_checks_them():
     m = build(1)
     sd = pg.ag_state_dict(build(2))
     before = weights(m)
-    part = {"parameters": {"layer1_W": sd["parameters"]["layer1_W"], "extra_W": np.zeros((1, 1)),
-                           "layer1_b": sd["parameters"]["layer1_b"].astype(np.float64)}}
+    part = {
+        "parameters": {
+            "layer1_W": sd["parameters"]["layer1_W"],
+            "extra_W": np.zeros((1, 1)),
+            "layer1_b": sd["parameters"]["layer1_b"].astype(np.float64),
+        }
+    }
     pg.ag_load_state_dict(m, part, strict=False)
     w = weights(m)
     assert np.array_equal(w["layer1_W"], sd["parameters"]["layer1_W"])
     assert np.array_equal(w["layer1_b"], sd["parameters"]["layer1_b"])
-    assert same({k: v for k, v in w.items() if k not in ("layer1_W", "layer1_b")},
-                {k: v for k, v in before.items() if k not in ("layer1_W", "layer1_b")})
+    assert same(
+        {k: v for k, v in w.items() if k not in ("layer1_W", "layer1_b")},
+        {k: v for k, v in before.items() if k not in ("layer1_W", "layer1_b")},
+    )
     part["parameters"]["layer1_W"] = np.zeros((2, 2))
     with pytest.raises(pg.ShapeError, match="shape mismatch for 'layer1_W'"):
         pg.ag_load_state_dict(m, part, strict=False)
@@ -177,7 +203,9 @@ def test_strict_false_uses_shared_names_and_still_checks_them():
     # integer and f64 values convert to the tensor's dtype; a tensor value is taken as its values
     pg.ag_load_state_dict(m, {"parameters": {"layer3_b": np.array([[1], [2]])}}, strict=False)
     assert m.parameters()["layer3_b"].numpy().tolist() == [[1.0], [2.0]]
-    pg.ag_load_state_dict(m, {"parameters": {"layer3_b": pg.ag_tensor(np.array([[3.0], [4.0]]))}}, strict=False)
+    pg.ag_load_state_dict(
+        m, {"parameters": {"layer3_b": pg.ag_tensor(np.array([[3.0], [4.0]]))}}, strict=False
+    )
     assert m.parameters()["layer3_b"].numpy().tolist() == [[3.0], [4.0]]
 
 
@@ -202,7 +230,9 @@ def test_save_load_model_fn_device_dtype(tmp_path):
     d32 = pg.ag_load_model(f, build, dtype="f32")
     assert d32.parameters()["layer1_W"].dtype == "f32"
     assert pg.ag_load_model(f, build).parameters()["layer1_W"].dtype == "f64"  # the file's dtype
-    with pytest.raises(pg.PyggmlrValueError, match='dtype "f16" is not supported by the CPU engine'):
+    with pytest.raises(
+        pg.PyggmlrValueError, match='dtype "f16" is not supported by the CPU engine'
+    ):
         pg.ag_load_model(f, dtype="f16")
     with pytest.raises(pg.PyggmlrValueError, match="dtype must be one of"):
         pg.ag_load_model(f, dtype="f8")
@@ -213,9 +243,16 @@ def test_save_load_model_fn_device_dtype(tmp_path):
             return build()
         finally:
             pg.ag_dtype(prev)
-    with pytest.raises(pg.PyggmlrValueError, match="dtype = \"f64\" was asked for, but the model's parameter 'layer1_W' is f32"):
+
+    with pytest.raises(
+        pg.PyggmlrValueError,
+        match="dtype = \"f64\" was asked for, but the model's parameter 'layer1_W' is f32",
+    ):
         pg.ag_load_model(f, fixed32, dtype="f64")
-    with pytest.raises(pg.ArgumentError, match=r"`model_fn` must return an ag_sequential or ag_\* layer \(got class: int\)\."):
+    with pytest.raises(
+        pg.ArgumentError,
+        match=r"`model_fn` must return an ag_sequential or ag_\* layer \(got class: int\)\.",
+    ):
         pg.ag_load_model(f, lambda: 42)
     with pytest.raises(pg.PyggmlrValueError, match="mismatch"):
         pg.ag_load_model(f, lambda: pg.ag_sequential(pg.ag_linear(4, 8, "relu")))
@@ -233,14 +270,29 @@ def test_save_load_model_fn_device_dtype(tmp_path):
 
 def _dp(**kw):
     g = Generator(7)
-    data = [{"x": g.runif(12, -1, 1).reshape(4, 3, order="F"), "y": g.runif(6, -1, 1).reshape(2, 3, order="F")}
-            for _ in range(5)]
+    data = [
+        {
+            "x": g.runif(12, -1, 1).reshape(4, 3, order="F"),
+            "y": g.runif(6, -1, 1).reshape(2, 3, order="F"),
+        }
+        for _ in range(5)
+    ]
 
     def make():
         pg.ggml_set_seed(11)
         return pg.ag_sequential(pg.ag_linear(4, 5, "tanh"), pg.ag_linear(5, 2))
-    return pg.dp_train(make, data, loss_fn=pg.ag_mse_loss, forward_fn=lambda m, s: m.forward(pg.ag_tensor(s["x"])),
-                       target_fn=lambda s: s["y"], n_iter=4, lr=0.01, verbose=False, **kw)
+
+    return pg.dp_train(
+        make,
+        data,
+        loss_fn=pg.ag_mse_loss,
+        forward_fn=lambda m, s: m.forward(pg.ag_tensor(s["x"])),
+        target_fn=lambda s: s["y"],
+        n_iter=4,
+        lr=0.01,
+        verbose=False,
+        **kw,
+    )
 
 
 def test_dp_train_n_gpu_is_n_replicas():
@@ -268,7 +320,9 @@ def test_load_twice_is_idempotent_and_nested_batch_norms_survive_save_load(tmp_p
     once = weights(m3)
     pg.ag_load_state_dict(m3, sd)
     assert same(weights(m3), once)
-    nest = pg.ag_sequential(pg.ag_linear(4, 4, "tanh"), pg.ag_sequential(pg.ag_batch_norm(4), pg.ag_linear(4, 2)))
+    nest = pg.ag_sequential(
+        pg.ag_linear(4, 4, "tanh"), pg.ag_sequential(pg.ag_batch_norm(4), pg.ag_linear(4, 2))
+    )
     with pg.with_grad_tape():
         nest.forward(pg.ag_tensor(X))
     pg.ag_tape_clear()

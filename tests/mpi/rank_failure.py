@@ -3,15 +3,16 @@
 argv[2] picks the failure: "raise" (an uncaught exception on rank 1) or "layout" (rank 1 built a
 different model). Either way the job must end with a non-zero exit and a clear message on
 stderr, not hang."""
+
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
+from _common import MLP  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
 from pyggmlr import distributed as dist  # noqa: E402
-from _common import MLP  # noqa: E402
 
 mode = sys.argv[2] if len(sys.argv) > 2 else "raise"
 comm = dist.init()

@@ -2,6 +2,7 @@
 gradients (mask, causal, seq_q != seq_kv, several query blocks), agreement with the
 ag_multihead_attention composition, finite differences, f32, masks in every form, every error
 text in ggmlR's order, one tape node, determinism and ag_compile replay."""
+
 import numpy as np
 import pytest
 from _fd import attention_composition
@@ -30,7 +31,7 @@ def _ref(q, k, v, H, scale=None, mask=None, causal=False, G=None):
     out, dq, dk, dv = (np.zeros_like(q), np.zeros_like(q), np.zeros_like(k), np.zeros_like(v))
     for h in range(H):
         r = slice(h * dh, (h + 1) * dh)
-        S = sc * q[r].T @ k[r] + M.T                      # [Sq, Skv]
+        S = sc * q[r].T @ k[r] + M.T  # [Sq, Skv]
         mx = S.max(axis=1, keepdims=True)
         blocked = ~np.isfinite(mx[:, 0])
         E = np.exp(S - np.where(np.isfinite(mx), mx, 0))
@@ -59,16 +60,33 @@ def _run(q, k, v, H, G, **kw):
 def test_goldens(f64):
     q = np.array([[1.0, 0, 1], [0, 1, 1]])
     v = np.array([[1.0, 3, 5], [2, 4, 6]])
-    np.testing.assert_allclose(FA(q, q, v, 1).numpy(), [[3, 3.4066725561, 3.5104695305], [4, 4.4066725561, 4.5104695305]], atol=1e-10)
-    np.testing.assert_allclose(FA(q, q, v, 1, causal=True).numpy(), [[1, 2.3395230987, 3.5104695305], [2, 3.3395230987, 4.5104695305]], atol=1e-10)
-    np.testing.assert_allclose(FA(q, q, v, 2).numpy(), [[3, 3, 3], [4, 4.5339127895, 4.5339127895]], atol=1e-10)
+    np.testing.assert_allclose(
+        FA(q, q, v, 1).numpy(),
+        [[3, 3.4066725561, 3.5104695305], [4, 4.4066725561, 4.5104695305]],
+        atol=1e-10,
+    )
+    np.testing.assert_allclose(
+        FA(q, q, v, 1, causal=True).numpy(),
+        [[1, 2.3395230987, 3.5104695305], [2, 3.3395230987, 4.5104695305]],
+        atol=1e-10,
+    )
+    np.testing.assert_allclose(
+        FA(q, q, v, 2).numpy(), [[3, 3, 3], [4, 4.5339127895, 4.5339127895]], atol=1e-10
+    )
     assert FA(pg.ag_tensor(q), q, v, 1.9).shape == (2, 3)  # n_heads truncated as as.integer
 
 
 CASES = [  # (D, Sq, Skv, H, kind)
-    (8, 4, 4, 1, "plain"), (8, 4, 4, 2, "plain"), (16, 6, 6, 4, "causal"), (12, 3, 5, 3, "mask"),
-    (8, 5, 3, 2, "causal"), (16, 150, 70, 4, "mask"), (8, 130, 130, 2, "causal"), (6, 7, 9, 3, "scale"),
-    (8, 40, 100, 2, "causal"), (8, 100, 40, 4, "causal"),
+    (8, 4, 4, 1, "plain"),
+    (8, 4, 4, 2, "plain"),
+    (16, 6, 6, 4, "causal"),
+    (12, 3, 5, 3, "mask"),
+    (8, 5, 3, 2, "causal"),
+    (16, 150, 70, 4, "mask"),
+    (8, 130, 130, 2, "causal"),
+    (6, 7, 9, 3, "scale"),
+    (8, 40, 100, 2, "causal"),
+    (8, 100, 40, 4, "causal"),
 ]
 
 
@@ -87,7 +105,16 @@ def test_matches_reference_f64(f64, D, Sq, Skv, H, kind):
     G = rng.normal(size=(D, Sq))
     mask = _mask_for(kind, Skv, Sq, rng)
     kw = {"causal": kind == "causal", "mask": mask, "scale": 0.37 if kind == "scale" else None}
-    ref = _ref(q, k, v, H, kw["scale"], None if mask is None else np.where(mask, 0, -np.inf), kw["causal"], G)
+    ref = _ref(
+        q,
+        k,
+        v,
+        H,
+        kw["scale"],
+        None if mask is None else np.where(mask, 0, -np.inf),
+        kw["causal"],
+        G,
+    )
     got = _run(q, k, v, H, G, **kw)
     for a, b in zip(got, ref):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
@@ -96,9 +123,17 @@ def test_matches_reference_f64(f64, D, Sq, Skv, H, kind):
 @pytest.mark.parametrize("causal", [False, True])
 def test_matches_multihead_composition(f64, causal):
     rng = np.random.default_rng(7)
-    q, k, v, G = rng.normal(size=(16, 9)), rng.normal(size=(16, 11)), rng.normal(size=(16, 11)), rng.normal(size=(16, 9))
+    q, k, v, G = (
+        rng.normal(size=(16, 9)),
+        rng.normal(size=(16, 11)),
+        rng.normal(size=(16, 11)),
+        rng.normal(size=(16, 9)),
+    )
     res = []
-    for f in (lambda Q, K, V: FA(Q, K, V, 4, causal=causal), lambda Q, K, V: attention_composition(Q, K, V, 4, causal)):
+    for f in (
+        lambda Q, K, V: FA(Q, K, V, 4, causal=causal),
+        lambda Q, K, V: attention_composition(Q, K, V, 4, causal),
+    ):
         Q, K, V = pg.ag_param(q), pg.ag_param(k), pg.ag_param(v)
         with pg.with_grad_tape():
             out = f(Q, K, V)
@@ -113,8 +148,17 @@ def test_matches_multihead_composition(f64, causal):
 def test_finite_differences(f64, kind):
     rng = np.random.default_rng(3)
     D, Sq, Skv, H = 8, 4, 5, 2
-    q, k, v, G = rng.normal(size=(D, Sq)), rng.normal(size=(D, Skv)), rng.normal(size=(D, Skv)), rng.normal(size=(D, Sq))
-    mask = np.array([[1, 0, 1, 1], [1, 1, 0, 1], [0, 1, 1, 1], [1, 1, 1, 0], [1, 0, 1, 1]], bool) if kind == "mask" else None
+    q, k, v, G = (
+        rng.normal(size=(D, Sq)),
+        rng.normal(size=(D, Skv)),
+        rng.normal(size=(D, Skv)),
+        rng.normal(size=(D, Sq)),
+    )
+    mask = (
+        np.array([[1, 0, 1, 1], [1, 1, 0, 1], [0, 1, 1, 1], [1, 1, 1, 0], [1, 0, 1, 1]], bool)
+        if kind == "mask"
+        else None
+    )
     kw = {"causal": kind == "causal", "mask": mask}
     _, *grads = _run(q, k, v, H, G, **kw)
     f = lambda a, b, c: float((FA(a, b, c, H, **kw).numpy() * G).sum())
@@ -132,7 +176,12 @@ def test_finite_differences(f64, kind):
 
 def test_f32_within_tolerance():
     rng = np.random.default_rng(5)
-    q, k, v, G = rng.normal(size=(16, 70)), rng.normal(size=(16, 66)), rng.normal(size=(16, 66)), rng.normal(size=(16, 70))
+    q, k, v, G = (
+        rng.normal(size=(16, 70)),
+        rng.normal(size=(16, 66)),
+        rng.normal(size=(16, 66)),
+        rng.normal(size=(16, 70)),
+    )
     ref = _ref(q, k, v, 4, causal=True, G=G)
     prev = pg.ag_dtype("f32")
     try:
@@ -156,7 +205,9 @@ def test_masks_logical_numeric_tensor(f64):
     np.testing.assert_allclose(a, _ref(q, k, v, 2, mask=nm)[0], rtol=1e-12, atol=1e-12)
     # a finite additive mask is added as is (ggmlR would round it to f16)
     fm = rng.normal(size=(5, 3))
-    np.testing.assert_allclose(FA(q, k, v, 2, mask=fm).numpy(), _ref(q, k, v, 2, mask=fm)[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        FA(q, k, v, 2, mask=fm).numpy(), _ref(q, k, v, 2, mask=fm)[0], rtol=1e-12, atol=1e-12
+    )
     # a mask tensor that requires grad gets none and does not make the output require grad
     out = FA(q, k, v, 2, mask=pg.ag_param(nm))
     assert not out.requires_grad
@@ -164,7 +215,12 @@ def test_masks_logical_numeric_tensor(f64):
 
 def test_all_blocked_query_is_zero(f64):
     rng = np.random.default_rng(2)
-    q, k, v, G = rng.normal(size=(4, 3)), rng.normal(size=(4, 4)), rng.normal(size=(4, 4)), rng.normal(size=(4, 3))
+    q, k, v, G = (
+        rng.normal(size=(4, 3)),
+        rng.normal(size=(4, 4)),
+        rng.normal(size=(4, 4)),
+        rng.normal(size=(4, 3)),
+    )
     m = np.ones((4, 3), bool)
     m[:, 1] = False
     out, dq, dk, dv = _run(q, k, v, 2, G, mask=m)
@@ -173,7 +229,9 @@ def test_all_blocked_query_is_zero(f64):
     for a, b in zip((out, dq, dk, dv), ref):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     # no keys at all: every query is blocked
-    np.testing.assert_array_equal(FA(q, np.zeros((4, 0)), np.zeros((4, 0)), 2).numpy(), np.zeros((4, 3)))
+    np.testing.assert_array_equal(
+        FA(q, np.zeros((4, 0)), np.zeros((4, 0)), 2).numpy(), np.zeros((4, 3))
+    )
 
 
 def test_same_tensor_as_q_k_v(f64):
@@ -190,18 +248,34 @@ def test_same_tensor_as_q_k_v(f64):
 def test_error_texts_in_order(f64):
     q8, q6 = np.zeros((8, 3)), np.zeros((6, 3))
     k4, k5, k6 = np.zeros((8, 4)), np.zeros((8, 5)), np.zeros((8, 6))
-    with pytest.raises(pg.PyggmlrValueError, match=r"^ggmlR: ag_flash_attention\(\) needs n_heads to divide d_model \(8 %% 3 != 0\)\.$"):
+    with pytest.raises(
+        pg.PyggmlrValueError,
+        match=r"^ggmlR: ag_flash_attention\(\) needs n_heads to divide d_model \(8 %% 3 != 0\)\.$",
+    ):
         FA(q8, q6, k6, 3, mask=np.zeros(3), causal=True)
-    with pytest.raises(pg.ShapeError, match=r"^ggmlR: ag_flash_attention\(\) needs q, k and v to share d_model \(got 8, 6, 8\)\.$"):
+    with pytest.raises(
+        pg.ShapeError,
+        match=r"^ggmlR: ag_flash_attention\(\) needs q, k and v to share d_model \(got 8, 6, 8\)\.$",
+    ):
         FA(q8, q6, k4, 2)
-    with pytest.raises(pg.ShapeError, match=r"^ggmlR: ag_flash_attention\(\) needs k and v to share a sequence length \(got 4 and 6\)\.$"):
+    with pytest.raises(
+        pg.ShapeError,
+        match=r"^ggmlR: ag_flash_attention\(\) needs k and v to share a sequence length \(got 4 and 6\)\.$",
+    ):
         FA(q8, k4, k6, 2, mask=np.zeros(3), causal=True)
-    with pytest.raises(pg.PyggmlrValueError, match=r"^ggmlR: ag_flash_attention\(\) takes either `mask` or `causal`, not both\.$"):
+    with pytest.raises(
+        pg.PyggmlrValueError,
+        match=r"^ggmlR: ag_flash_attention\(\) takes either `mask` or `causal`, not both\.$",
+    ):
         FA(q8, k5, k5, 2, mask=np.zeros(3), causal=True)
-    with pytest.raises(pg.ShapeError, match=r"^ggmlR: ag_flash_attention\(\) needs `mask` to be a matrix\.$"):
+    with pytest.raises(
+        pg.ShapeError, match=r"^ggmlR: ag_flash_attention\(\) needs `mask` to be a matrix\.$"
+    ):
         FA(q8, k5, k5, 2, mask=np.zeros(15))
-    msg = (r"^ggmlR: ag_flash_attention\(\) needs `mask` to be \[seq_kv, seq_q\] = \[5, 3\], got \[3, 5\]\. "
-           r"Note the orientation: keys index the ROWS, queries the columns\.$")
+    msg = (
+        r"^ggmlR: ag_flash_attention\(\) needs `mask` to be \[seq_kv, seq_q\] = \[5, 3\], got \[3, 5\]\. "
+        r"Note the orientation: keys index the ROWS, queries the columns\.$"
+    )
     with pytest.raises(pg.ShapeError, match=msg):
         FA(q8, k5, k5, 2, mask=np.zeros((3, 5)))
     with pytest.raises(pg.ShapeError, match=msg):
@@ -224,7 +298,12 @@ def test_one_tape_node_no_label(f64):
 
 def test_deterministic_bits():
     rng = np.random.default_rng(9)
-    q, k, v, G = rng.normal(size=(32, 100)), rng.normal(size=(32, 90)), rng.normal(size=(32, 90)), rng.normal(size=(32, 100))
+    q, k, v, G = (
+        rng.normal(size=(32, 100)),
+        rng.normal(size=(32, 90)),
+        rng.normal(size=(32, 90)),
+        rng.normal(size=(32, 100)),
+    )
     a, b = _run(q, k, v, 4, G, causal=True), _run(q, k, v, 4, G, causal=True)
     for x, y in zip(a, b):
         assert x.tobytes() == y.tobytes()
@@ -273,6 +352,7 @@ def test_bad_inputs_raise_typed_errors(f64):
 
 def test_no_leaks_and_memory_report(f64):
     import gc
+
     rng = np.random.default_rng(12)
     q, k, G = rng.normal(size=(8, 6)), rng.normal(size=(8, 7)), rng.normal(size=(8, 6))
     m = rng.random((7, 6)) < 0.8

@@ -1,4 +1,5 @@
 """ggmlR 0.8.6's ag_capture family on the CPU (spec §11): the same checks and outputs as R."""
+
 import math
 
 import numpy as np
@@ -12,7 +13,9 @@ def test_capture_named_arguments_and_outputs(f64):
     f = pg.ag_capture(lambda x: pg.ag_matmul(W, x), params=[W])
     assert f.captures == {}
     np.testing.assert_array_equal(f(x=[1, 0, 1]), [[6.0], [8.0]])  # a vector is one column
-    with pytest.raises(pg.ArgumentError, match="ag_capture: call the captured function with named arguments"):
+    with pytest.raises(
+        pg.ArgumentError, match="ag_capture: call the captured function with named arguments"
+    ):
         f([1, 0, 1])
     g = pg.ag_capture(lambda a, b: {"s": pg.ag_add(a, b), "d": pg.ag_sub(a, b)})
     out = g(a=[[3.0]], b=[[1.0]])
@@ -41,13 +44,19 @@ def test_capture_step_equals_plain_adam_and_checks(f64):
         o2.zero_grad()
         np.testing.assert_array_equal(l1, l2.numpy())
         np.testing.assert_array_equal(W1.numpy(), W2.numpy())
-    with pytest.raises(pg.ShapeError, match=r"ag_capture_step: inputs \(x:3x2, y:2x2\) differ from the first call "
-                                            r"\(x:3x4, y:2x4\); shapes are fixed by the recording"):
+    with pytest.raises(
+        pg.ShapeError,
+        match=r"ag_capture_step: inputs \(x:3x2, y:2x2\) differ from the first call "
+        r"\(x:3x4, y:2x4\); shapes are fixed by the recording",
+    ):
         step(x=x[:, :2], y=y[:, :2])
     W3 = mk()
     o3 = pg.optimizer_adam({"W": W3}, lr=0.05)
-    cs = pg.ag_capture_step(lambda x, y: {"loss": pg.ag_mse_loss(pg.ag_matmul(W3, x), y), "out": pg.ag_matmul(W3, x)},
-                            optimizer=o3, max_grad_norm=0.01)
+    cs = pg.ag_capture_step(
+        lambda x, y: {"loss": pg.ag_mse_loss(pg.ag_matmul(W3, x), y), "out": pg.ag_matmul(W3, x)},
+        optimizer=o3,
+        max_grad_norm=0.01,
+    )
     r = cs(x=x, y=y)
     assert list(r) == ["loss", "out", "grad_norm"] and r["grad_norm"][0, 0] > 0.01
     assert pg.ag_capture_set(cs, 5) is cs
@@ -56,7 +65,9 @@ def test_capture_step_equals_plain_adam_and_checks(f64):
     with pytest.raises(pg.ArgumentError, match=r"not a function from ag_capture_step\(\)"):
         pg.ag_capture_set(len, 1)
     for bad in (-1, math.inf, True, "1"):
-        with pytest.raises(pg.PyggmlrValueError, match="max_grad_norm must be one positive finite number"):
+        with pytest.raises(
+            pg.PyggmlrValueError, match="max_grad_norm must be one positive finite number"
+        ):
             pg.ag_capture_step(lambda x: x, optimizer=o3, max_grad_norm=bad)
     with pytest.raises(pg.ArgumentError, match=r"only optimizer_adam\(\) is supported"):
         pg.ag_capture_step(lambda x: x, optimizer=pg.optimizer_sgd([W3]))
@@ -65,9 +76,13 @@ def test_capture_step_equals_plain_adam_and_checks(f64):
         nl(x=x)
     W4 = mk()
     o4 = pg.optimizer_adam({"W": W4}, lr=0.05)
-    ns = pg.ag_capture_step(lambda x: pg.ag_sum(pg.ag_mul(pg.ag_matmul(W4, x), math.nan)), optimizer=o4, max_grad_norm=1)
+    ns = pg.ag_capture_step(
+        lambda x: pg.ag_sum(pg.ag_mul(pg.ag_matmul(W4, x), math.nan)), optimizer=o4, max_grad_norm=1
+    )
     before = W4.numpy()
-    with pytest.raises(pg.PyggmlrValueError, match="the gradient norm is NaN; the update was not applied"):
+    with pytest.raises(
+        pg.PyggmlrValueError, match="the gradient norm is NaN; the update was not applied"
+    ):
         ns(x=x)
     np.testing.assert_array_equal(W4.numpy(), before)
     assert o4.t == 0
@@ -78,8 +93,8 @@ def test_capture_step_failed_call_fixes_no_shape_and_bad_arguments_are_typed():
     opt = pg.optimizer_adam([W], lr=0.1)
     st = pg.ag_capture_step(lambda x: pg.ag_sum(pg.ag_matmul(W, x)), optimizer=opt)
     with pytest.raises(pg.ShapeError, match="ag_matmul"):
-        st(x=np.ones((5, 2)))            # fails inside fn: records no shape
-    st(x=np.ones((4, 2)))                # so this is the first call
+        st(x=np.ones((5, 2)))  # fails inside fn: records no shape
+    st(x=np.ones((4, 2)))  # so this is the first call
     with pytest.raises(pg.ShapeError, match=r"differ from the first call \(x:4x2\)"):
         st(x=np.ones((4, 3)))
     with pytest.raises(pg.ArgumentError, match="argument 'x' must be numeric"):

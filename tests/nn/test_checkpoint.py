@@ -3,6 +3,7 @@
 Gradients equal the plain tape's bit for bit (f64 MLPs: plain, checkpointed, nested, several in
 sequence), the segment's parameters are in backward()'s map and .grad once, a dropout mask is
 replayed, failures leave the tape and the random stream as they were, the tape keeps less."""
+
 import warnings
 
 import numpy as np
@@ -60,14 +61,16 @@ def test_gradients_equal_plain_bit_for_bit():
     for name in ("checkpointed", "nested", "sequence"):
         m, g = _grads(p, x, fw[name])
         for k in ref_map:
-            assert np.array_equal(m[k], ref_map[k]), (name, k)   # in backward()'s map ...
+            assert np.array_equal(m[k], ref_map[k]), (name, k)  # in backward()'s map ...
             assert np.array_equal(g[k], ref_grad[k]), (name, k)  # ... and in .grad, once
     # and they are the true gradients: central differences of one weight
     w = p["W0"]
     h, base = 1e-6, w.numpy().copy()
+
     def f(v):
         w.data = v
         return float(pg.ag_sum(fw["plain"](x)).numpy()[0, 0])
+
     e = np.zeros_like(base)
     e[2, 1] = h
     fd = (f(base + e) - f(base - e)) / (2 * h)
@@ -111,8 +114,11 @@ def test_segment_parameters_train_through_the_returned_map():
 def test_gradcheck_sees_segment_parameters():
     p, x = _mlp(5)
     l0, l1 = _layer(p, 0, pg.ag_tanh), _layer(p, 1, pg.ag_tanh)
-    r = pg.ag_gradcheck(lambda inp: pg.ag_sum(l1(pg.ag_checkpoint(l0, inp["x"]))),
-                        {"x": x, "W0": p["W0"], "b0": p["b0"]}, quiet=True)
+    r = pg.ag_gradcheck(
+        lambda inp: pg.ag_sum(l1(pg.ag_checkpoint(l0, inp["x"]))),
+        {"x": x, "W0": p["W0"], "b0": p["b0"]},
+        quiet=True,
+    )
     assert bool(r)
 
 
@@ -150,9 +156,11 @@ def test_two_random_segments_in_a_row_draw_different_masks():
 
 def test_error_in_fn_leaves_tape_and_stream_intact():
     x = pg.ag_param(np.ones((3, 2)), dtype="f64")
+
     def bad(v):
         pg.ag_dropout(0.5)(v)  # draws, records nothing
         raise ValueError("boom in segment")
+
     pg.ggml_set_seed(11)
     with pg.with_grad_tape():
         y = pg.ag_scale(x, 2.0)
@@ -180,13 +188,16 @@ def _raising_on_call(n, exc, fn):
         if len(calls) == n:
             raise exc
         return fn(v)
+
     return seg
 
 
 def test_error_in_replay_leaves_tape_stream_and_grads_intact():
     W, x = _w_x()
+
     def segment(v):
         return pg.ag_tanh(pg.ag_matmul(W, pg.ag_checkpoint(lambda u: pg.ag_matmul(W, u), v)))
+
     seg = _raising_on_call(2, KeyError("replay failed"), segment)
     pg.ggml_set_seed(5)
     with pg.with_grad_tape():
@@ -217,7 +228,9 @@ def test_error_in_nested_replay_propagates_unchanged():
 def test_tape_memory_is_smaller():
     W = [pg.ag_param(_rs(i, 256, 256)) for i in range(4)]
     x = pg.ag_tensor(_rs(9, 256, 64))
-    body = lambda h: pg.ag_relu(pg.ag_matmul(W[3], pg.ag_relu(pg.ag_matmul(W[2], pg.ag_relu(pg.ag_matmul(W[1], h))))))
+    body = lambda h: pg.ag_relu(
+        pg.ag_matmul(W[3], pg.ag_relu(pg.ag_matmul(W[2], pg.ag_relu(pg.ag_matmul(W[1], h)))))
+    )
     reps = {}
     for ck in (False, True):
         with pg.with_grad_tape():
@@ -232,7 +245,10 @@ def test_tape_memory_is_smaller():
     # the segment's five intermediate activations are no longer kept
     assert reps[False]["bytes_snapshots"] - reps[True]["bytes_snapshots"] == 5 * act
     field = reps[False]["bytes_fields"] // 9  # plus five node structs and the segment's weights
-    assert reps[False]["bytes_total"] - reps[True]["bytes_total"] == 5 * act + 5 * field + 3 * 256 * 256 * 4
+    assert (
+        reps[False]["bytes_total"] - reps[True]["bytes_total"]
+        == 5 * act + 5 * field + 3 * 256 * 256 * 4
+    )
     rows = {r["op"]: r for r in reps[True]["by_op"]}
     assert rows["checkpoint"]["nodes"] == 1
 
@@ -251,8 +267,10 @@ def test_argument_naming_and_passing():
     a = pg.ag_param([[1.0, 2.0]], dtype="f64")
     b = pg.ag_param([[3.0, 4.0]], dtype="f64")
     c = pg.ag_param([[5.0, 6.0]], dtype="f64")
+
     def fn(u, k, v, w=None):
         return pg.ag_add(pg.ag_scale(pg.ag_sub(u, v), k), pg.ag_scale(w, 10.0))
+
     with pg.with_grad_tape():
         y = pg.ag_checkpoint(fn, a, 2.0, b, w=c)
         assert _segment_inputs(y) == ["x1", "x3", "w"]
@@ -266,11 +284,13 @@ def test_argument_naming_and_passing():
 def test_many_tensor_inputs_and_no_input_requiring_grad():
     xs = [pg.ag_tensor([[float(i)]], dtype="f64") for i in range(8)]
     W = pg.ag_param([[2.0]], dtype="f64")
+
     def fn(*vs):
         s = vs[0]
         for v in vs[1:]:
             s = pg.ag_add(s, v)
         return pg.ag_matmul(W, s)
+
     with pg.with_grad_tape():
         y = pg.ag_checkpoint(fn, *xs)  # no input requires grad: still one node
         assert y.requires_grad and pg._core.lib.pg_tape_nodes() == 1
@@ -304,7 +324,9 @@ def test_compile_refuses_a_checkpoint_naming_it():
     W = pg.ag_param(_rs(1, 3, 3))
     x = pg.ag_tensor(_rs(2, 3, 2))
     with pytest.raises(pg.PyggmlrValueError, match="ag_checkpoint"):
-        pg.ag_compile(lambda v: pg.ag_sum(pg.ag_checkpoint(lambda u: pg.ag_matmul(W, u), v)), x, build="grad")
+        pg.ag_compile(
+            lambda v: pg.ag_sum(pg.ag_checkpoint(lambda u: pg.ag_matmul(W, u), v)), x, build="grad"
+        )
     assert pg._core.lib.pg_tape_nodes() == 0 and pg._core.lib.pg_tape_depth() == 0
 
 
@@ -324,10 +346,13 @@ def test_segment_calling_with_grad_tape_keeps_the_outer_tape():
 def test_tape_clear_releases_the_segment():
     import gc
     import weakref
+
     from pyggmlr import checkpoint as ck
+
     class F:
         def __call__(self, v):
             return pg.ag_scale(v, 2.0)
+
     f = F()
     ref = weakref.ref(f)
     x = pg.ag_param([[1.0]])
@@ -346,6 +371,7 @@ def test_parity_case_checkpointed_run_equals_plain_run():
     """The parity case's Python side: the checkpointed loop (dropout, nesting, momentum) is the
     plain loop bit for bit, and its masks really drop."""
     from parity import _Draws, cases_ckpt  # tests/parity
+
     d = cases_ckpt._ckpt_inputs(_Draws(1))
     for dtype in ("f64", "f32"):
         recs = cases_ckpt._ckpt_py(d, 3, dtype)
@@ -357,6 +383,7 @@ def test_backward_inside_a_replay_is_refused_and_threads_work():
     W = pg.ag_param(_rs(1, 3, 3), dtype="f64")
     x = pg.ag_tensor(_rs(2, 3, 2), dtype="f64")
     calls = []
+
     def seg(v):
         y = pg.ag_tanh(pg.ag_matmul(W, v))
         calls.append(1)
@@ -364,6 +391,7 @@ def test_backward_inside_a_replay_is_refused_and_threads_work():
             with pg.with_grad_tape():
                 pg.backward(pg.ag_sum(pg.ag_matmul(W, v)))
         return y
+
     with pg.with_grad_tape():
         loss = pg.ag_sum(pg.ag_checkpoint(seg, x))
     with pytest.raises(pg.StateError, match="cannot run inside an ag_checkpoint segment"):
@@ -371,13 +399,20 @@ def test_backward_inside_a_replay_is_refused_and_threads_work():
     assert W.grad is None
     # a checkpoint on another thread's tape gives the same gradients as here
     import threading
+
     with pg.with_grad_tape():
-        ref = pg.backward(pg.ag_sum(pg.ag_checkpoint(lambda v: pg.ag_tanh(pg.ag_matmul(W, v)), x)))[W]
+        ref = pg.backward(pg.ag_sum(pg.ag_checkpoint(lambda v: pg.ag_tanh(pg.ag_matmul(W, v)), x)))[
+            W
+        ]
     out = {}
+
     def work():
         with pg.with_grad_tape():
-            out["g"] = pg.backward(pg.ag_sum(pg.ag_checkpoint(lambda v: pg.ag_tanh(pg.ag_matmul(W, v)), x)))[W]
+            out["g"] = pg.backward(
+                pg.ag_sum(pg.ag_checkpoint(lambda v: pg.ag_tanh(pg.ag_matmul(W, v)), x))
+            )[W]
         pg.ag_tape_clear()
+
     t = threading.Thread(target=work)
     t.start()
     t.join()

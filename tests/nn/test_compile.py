@@ -1,5 +1,6 @@
 """Fused kernels (ag_linear's one-node linear, softmax-CE on an ids tensor) and static graphs
 (ag_compile): the same numbers as the eager ops, bit for bit."""
+
 import numpy as np
 import pytest
 
@@ -20,13 +21,32 @@ def test_fused_linear_equals_unfused_bitwise(act, dtype, rng):
     W0, b0, x0 = rng.normal(size=(7, 5)), rng.normal(size=(7, 1)), rng.normal(size=(5, 9))
     res = []
     for fused in (False, True):
-        W, b, x = pg.ag_param(W0, dtype=dtype), pg.ag_param(b0, dtype=dtype), pg.ag_param(x0, dtype=dtype)
+        W, b, x = (
+            pg.ag_param(W0, dtype=dtype),
+            pg.ag_param(b0, dtype=dtype),
+            pg.ag_param(x0, dtype=dtype),
+        )
         with pg.with_grad_tape():
             if fused:
-                h = _linear(W, x, b, {None: -1, "relu": lib.PG_UNARY_OP_RELU, "sigmoid": lib.PG_UNARY_OP_SIGMOID, "tanh": lib.PG_UNARY_OP_TANH}[act])
+                h = _linear(
+                    W,
+                    x,
+                    b,
+                    {
+                        None: -1,
+                        "relu": lib.PG_UNARY_OP_RELU,
+                        "sigmoid": lib.PG_UNARY_OP_SIGMOID,
+                        "tanh": lib.PG_UNARY_OP_TANH,
+                    }[act],
+                )
             else:
                 h = pg.ag_add(pg.ag_matmul(W, x), b)
-                h = {None: lambda z: z, "relu": pg.ag_relu, "sigmoid": pg.ag_sigmoid, "tanh": pg.ag_tanh}[act](h)
+                h = {
+                    None: lambda z: z,
+                    "relu": pg.ag_relu,
+                    "sigmoid": pg.ag_sigmoid,
+                    "tanh": pg.ag_tanh,
+                }[act](h)
             loss = pg.ag_sum(pg.ag_mul(h, h))
         res.append([h.numpy()] + _grads(loss, W, b, x))
     for a, b in zip(*res):
@@ -37,7 +57,11 @@ def test_fused_linear_gradcheck(f64, rng):
     W = pg.ag_param(rng.normal(size=(4, 3)))
     b = pg.ag_param(rng.normal(size=(4, 1)))
     x = pg.ag_param(rng.normal(size=(3, 5)))
-    assert pg.ag_gradcheck(lambda d: pg.ag_sum(pg.ag_mul(_linear(d["W"], d["x"], d["b"], lib.PG_UNARY_OP_TANH), 1.5)), {"W": W, "x": x, "b": b}, quiet=True)
+    assert pg.ag_gradcheck(
+        lambda d: pg.ag_sum(pg.ag_mul(_linear(d["W"], d["x"], d["b"], lib.PG_UNARY_OP_TANH), 1.5)),
+        {"W": W, "x": x, "b": b},
+        quiet=True,
+    )
 
 
 def test_fused_linear_shape_errors():
@@ -60,8 +84,12 @@ def test_softmax_ce_ids_tensor_equals_ids_array(dtype, rng):
     z0 = rng.normal(size=(4, 6))
     ids = np.array([0, 3, 1, 1, 2, 3])
     res = []
-    for target in (ids, pg.ag_tensor(ids.reshape(1, -1), dtype=dtype), pg.ag_tensor(ids, dtype=dtype),
-                   pg.ag_tensor(np.eye(4)[:, ids], dtype=dtype)):
+    for target in (
+        ids,
+        pg.ag_tensor(ids.reshape(1, -1), dtype=dtype),
+        pg.ag_tensor(ids, dtype=dtype),
+        pg.ag_tensor(np.eye(4)[:, ids], dtype=dtype),
+    ):
         z = pg.ag_param(z0, dtype=dtype)
         with pg.with_grad_tape():
             loss = pg.ag_softmax_cross_entropy_loss(z, target)
@@ -80,9 +108,13 @@ def test_softmax_ce_ids_tensor_errors():
 
 # ---- static graphs: ag_compile ----
 
+
 def _mlp(rng, sizes, dtype):
-    return [pg.ag_param(a, dtype=dtype) for i, o in zip(sizes[:-1], sizes[1:])
-            for a in (rng.normal(size=(o, i)) * 0.5, rng.normal(size=(o, 1)) * 0.1)]
+    return [
+        pg.ag_param(a, dtype=dtype)
+        for i, o in zip(sizes[:-1], sizes[1:])
+        for a in (rng.normal(size=(o, i)) * 0.5, rng.normal(size=(o, 1)) * 0.1)
+    ]
 
 
 def _batches(rng, n, k, b, classes):
@@ -91,16 +123,46 @@ def _batches(rng, n, k, b, classes):
 
 MODELS = {
     "linear-relu-sce": lambda P, x, y: pg.ag_softmax_cross_entropy_loss(
-        pg.ops._linear(P[2], pg.ops._linear(P[0], x, P[1], lib.PG_UNARY_OP_RELU), P[3]), y),
-    "ops-tanh-sigmoid-mse": lambda P, x, y: pg.ag_mse_loss(pg.ag_mean(
-        pg.ag_sigmoid(pg.ag_add(pg.ag_matmul(P[2], pg.ag_tanh(pg.ag_add(pg.ag_matmul(P[0], x), P[1]))), P[3])), 2),
-        pg.ag_scale(pg.ag_reshape(pg.ag_transpose(pg.ag_transpose(y)), 1, -1), 0.5)),
-    "gelu-softmax-ce-mean": lambda P, x, y: pg.ag_add(pg.ag_cross_entropy_loss(
-        pg.ag_softmax(pg.ag_add(pg.ag_matmul(P[2], pg.ag_gelu(pg.ag_add(pg.ag_matmul(P[0], x), P[1]))), P[3])),
-        pg.ag_tensor(np.eye(3)[:, [0, 1, 2, 0, 1, 2, 0, 1]], dtype=P[0].dtype)),
-        pg.ag_scale(pg.ag_mean(pg.ag_pow(pg.ag_clamp(P[0], -0.8, 0.8), 2.0)), 0.1)),
-    "div-exp-log-sub-sum": lambda P, x, y: pg.ag_sum(pg.ag_log(pg.ag_add(pg.ag_exp(pg.ag_neg(
-        pg.ag_div(pg.ag_sub(pg.ag_matmul(P[0], x), P[1]), pg.ag_add(pg.ag_mul(P[1], P[1]), 1.0)))), 1.0)), 2),
+        pg.ops._linear(P[2], pg.ops._linear(P[0], x, P[1], lib.PG_UNARY_OP_RELU), P[3]), y
+    ),
+    "ops-tanh-sigmoid-mse": lambda P, x, y: pg.ag_mse_loss(
+        pg.ag_mean(
+            pg.ag_sigmoid(
+                pg.ag_add(
+                    pg.ag_matmul(P[2], pg.ag_tanh(pg.ag_add(pg.ag_matmul(P[0], x), P[1]))), P[3]
+                )
+            ),
+            2,
+        ),
+        pg.ag_scale(pg.ag_reshape(pg.ag_transpose(pg.ag_transpose(y)), 1, -1), 0.5),
+    ),
+    "gelu-softmax-ce-mean": lambda P, x, y: pg.ag_add(
+        pg.ag_cross_entropy_loss(
+            pg.ag_softmax(
+                pg.ag_add(
+                    pg.ag_matmul(P[2], pg.ag_gelu(pg.ag_add(pg.ag_matmul(P[0], x), P[1]))), P[3]
+                )
+            ),
+            pg.ag_tensor(np.eye(3)[:, [0, 1, 2, 0, 1, 2, 0, 1]], dtype=P[0].dtype),
+        ),
+        pg.ag_scale(pg.ag_mean(pg.ag_pow(pg.ag_clamp(P[0], -0.8, 0.8), 2.0)), 0.1),
+    ),
+    "div-exp-log-sub-sum": lambda P, x, y: pg.ag_sum(
+        pg.ag_log(
+            pg.ag_add(
+                pg.ag_exp(
+                    pg.ag_neg(
+                        pg.ag_div(
+                            pg.ag_sub(pg.ag_matmul(P[0], x), P[1]),
+                            pg.ag_add(pg.ag_mul(P[1], P[1]), 1.0),
+                        )
+                    )
+                ),
+                1.0,
+            )
+        ),
+        2,
+    ),
 }
 
 
@@ -117,8 +179,12 @@ def _run_pair(model, opt_cls, dtype, steps=12, accumulate=1, **hyper):
     oe = opt_cls(Pe, accumulate_steps=accumulate, **hyper)
     oc = opt_cls(Pc, accumulate_steps=accumulate, **hyper)
     x0, y0 = data[0]
-    step = pg.ag_compile(lambda x, y: loss_of(Pc, x, y), pg.ag_tensor(x0, dtype=dtype),
-                         pg.ag_tensor(y0, dtype=dtype), optimizer=oc)
+    step = pg.ag_compile(
+        lambda x, y: loss_of(Pc, x, y),
+        pg.ag_tensor(x0, dtype=dtype),
+        pg.ag_tensor(y0, dtype=dtype),
+        optimizer=oc,
+    )
     for x, y in data:
         with pg.with_grad_tape():
             le = loss_of(Pe, pg.ag_tensor(x, dtype=dtype), pg.ag_tensor(y, dtype=dtype))
@@ -154,7 +220,12 @@ def test_compiled_grad_build_equals_backward(rng):
     P = _mlp(rng, (4, 5, 3), "f64")
     x, y = rng.normal(size=(4, 7)), rng.integers(0, 3, (1, 7))
     f = MODELS["linear-relu-sce"]
-    step = pg.ag_compile(lambda x, y: f(P, x, y), pg.ag_tensor(x, dtype="f64"), pg.ag_tensor(y, dtype="f64"), build="grad")
+    step = pg.ag_compile(
+        lambda x, y: f(P, x, y),
+        pg.ag_tensor(x, dtype="f64"),
+        pg.ag_tensor(y, dtype="f64"),
+        build="grad",
+    )
     for _ in range(2):
         x, y = rng.normal(size=(4, 7)), rng.integers(0, 3, (1, 7))
         loss, grads = step(x, y)
@@ -173,7 +244,9 @@ def test_compiled_forward_build(rng):
     W = pg.ag_param(rng.normal(size=(3, 4)))
     f = pg.ag_compile(lambda x: pg.ag_relu(pg.ag_matmul(W, x)), np.zeros((4, 2)), build="forward")
     x = rng.normal(size=(4, 2))
-    assert np.array_equal(f(x).numpy(), np.maximum(W.numpy().astype(np.float32) @ x.astype(np.float32), 0))
+    assert np.array_equal(
+        f(x).numpy(), np.maximum(W.numpy().astype(np.float32) @ x.astype(np.float32), 0)
+    )
     assert f.ops == ["matmul", "relu"] and f.memory()["outputs"] == 2 * 3 * 2 * 4
 
 
@@ -181,7 +254,9 @@ def test_compiled_shape_change_raises(rng):
     W = pg.ag_param(rng.normal(size=(3, 4)))
     opt = pg.optimizer_sgd([W])
     step = pg.ag_compile(lambda x: pg.ag_sum(pg.ag_matmul(W, x)), np.zeros((4, 5)), optimizer=opt)
-    with pytest.raises(ShapeError, match=r"input 1 was recorded as \[4x5\] but the new value is \[4x6\]"):
+    with pytest.raises(
+        ShapeError, match=r"input 1 was recorded as \[4x5\] but the new value is \[4x6\]"
+    ):
         step(np.zeros((4, 6)))
     step(np.ones((4, 5)))  # the recorded shape still works
 
@@ -189,7 +264,9 @@ def test_compiled_shape_change_raises(rng):
 def test_compile_rejects_unreplayable_ops(rng):
     emb = pg.ag_embedding(5, 3)
     with pytest.raises(PyggmlrValueError, match="op 'embedding' cannot be replayed"):
-        pg.ag_compile(lambda x: pg.ag_sum(emb.forward(np.array([0, 1]))), np.zeros((1, 1)), build="grad")
+        pg.ag_compile(
+            lambda x: pg.ag_sum(emb.forward(np.array([0, 1]))), np.zeros((1, 1)), build="grad"
+        )
     assert lib.pg_tape_nodes() == 0 and lib.pg_tape_depth() == 0
     with pytest.raises(ArgumentErrorType):
         pg.ag_compile(lambda x: x, np.zeros((1, 1)), build="opt")
@@ -206,6 +283,7 @@ def test_compiled_dropout_draws_new_masks_as_eager(rng):
     def f(P, x, y):
         h = drop.forward(pg.ops._linear(P[0], x, P[1], lib.PG_UNARY_OP_RELU))
         return pg.ag_softmax_cross_entropy_loss(pg.ops._linear(P[2], h, P[3]), y)
+
     Pe, Pc = [pg.ag_param(p) for p in P0], [pg.ag_param(p) for p in P0]
     oe, oc = pg.optimizer_adam(Pe, lr=0.01), pg.optimizer_adam(Pc, lr=0.01)
     pg.ggml_set_seed(11)
@@ -217,7 +295,9 @@ def test_compiled_dropout_draws_new_masks_as_eager(rng):
         oe.zero_grad()
         eager.append(le.item())
     pg.ggml_set_seed(11)
-    step = pg.ag_compile(lambda x, y: f(Pc, x, y), pg.ag_tensor(data[0][0]), pg.ag_tensor(data[0][1]), optimizer=oc)
+    step = pg.ag_compile(
+        lambda x, y: f(Pc, x, y), pg.ag_tensor(data[0][0]), pg.ag_tensor(data[0][1]), optimizer=oc
+    )
     comp = [step(x, y) for x, y in data]
     assert np.float32(eager).tolist() == np.float32(comp).tolist() and len(set(comp)) > 1
     for a, b in zip(Pe, Pc):
@@ -226,12 +306,19 @@ def test_compiled_dropout_draws_new_masks_as_eager(rng):
 
 # ---- every layer in a compiled graph ----
 
+
 def _seq_model(kind):
     L = pg.ag_linear
     if kind == "mlp-dropout":
         return pg.ag_sequential(L(4, 16, "relu"), pg.ag_dropout(0.3), L(16, 3))
     if kind == "batch-norm":
-        return pg.ag_sequential(L(4, 16), pg.ag_batch_norm(16), L(16, 8, "relu"), pg.ag_batch_norm(8, momentum=0.3), L(8, 3))
+        return pg.ag_sequential(
+            L(4, 16),
+            pg.ag_batch_norm(16),
+            L(16, 8, "relu"),
+            pg.ag_batch_norm(8, momentum=0.3),
+            L(8, 3),
+        )
     if kind == "layer-norm":
         return pg.ag_sequential(L(4, 16, "tanh"), pg.ag_layer_norm(16), L(16, 3))
     if kind == "embedding":
@@ -263,7 +350,9 @@ def _state(m):
     return [t.numpy() for t in list(m.parameters().values()) + list(m.buffers().values())]
 
 
-@pytest.mark.parametrize("kind", ["mlp-dropout", "batch-norm", "layer-norm", "embedding", "attention"])
+@pytest.mark.parametrize(
+    "kind", ["mlp-dropout", "batch-norm", "layer-norm", "embedding", "attention"]
+)
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 def test_compiled_layers_bit_identical(kind, dtype):
     pg.ag_dtype(dtype)
@@ -295,10 +384,14 @@ def test_compiled_layers_bit_identical(kind, dtype):
 
     pg.ggml_set_seed(9)
     before = _state(mc)
-    step = pg.ag_compile(lambda x, y: _layer_loss(kind, mc, x, y), T(data[0][0]), T(data[0][1]), optimizer=oc)
+    step = pg.ag_compile(
+        lambda x, y: _layer_loss(kind, mc, x, y), T(data[0][0]), T(data[0][1]), optimizer=oc
+    )
     after = _state(mc)
     nparam = len(mc.parameters())
-    assert all(np.array_equal(a, b) for a, b in zip(before[:nparam], after[:nparam]))  # no step while recording
+    assert all(
+        np.array_equal(a, b) for a, b in zip(before[:nparam], after[:nparam])
+    )  # no step while recording
     if kind == "batch-norm":
         assert not np.array_equal(before[nparam], after[nparam])  # running_mean moved once
     comp = [step(x, y) for x, y in data]
@@ -306,7 +399,10 @@ def test_compiled_layers_bit_identical(kind, dtype):
     assert len(set(comp)) > 1
     for a, b in zip(_state(me), _state(mc)):
         assert a.dtype == b.dtype and np.array_equal(a, b)
-    if kind in ("mlp-dropout", "attention"):  # one dropout node per mask, each redrawn by every replay
+    if kind in (
+        "mlp-dropout",
+        "attention",
+    ):  # one dropout node per mask, each redrawn by every replay
         assert step.ops.count("dropout") == (1 if kind == "mlp-dropout" else 2)
 
 
@@ -317,17 +413,22 @@ def test_compiled_batch_norm_running_stats_and_eval_graph(dtype, rng):
     W = pg.ag_param(rng.normal(size=(5, 3)))
     opt = pg.optimizer_sgd([W, bn.gamma, bn.beta], lr=0.1)
     xs = [rng.normal(size=(3, 7)) * (i + 1) + i for i in range(4)]
-    step = pg.ag_compile(lambda x: pg.ag_sum(pg.ag_mul(bn.forward(pg.ag_matmul(W, x)), 0.5)), xs[0], optimizer=opt)
+    step = pg.ag_compile(
+        lambda x: pg.ag_sum(pg.ag_mul(bn.forward(pg.ag_matmul(W, x)), 0.5)), xs[0], optimizer=opt
+    )
     rm, rv = bn.running_mean.numpy().astype(np.float64), bn.running_var.numpy().astype(np.float64)
     # recording updated the statistics once, with xs[0]: check against numpy
-    h0 = (W.numpy().astype(np.float64) @ xs[0].astype(NP[dtype]).astype(np.float64))
+    h0 = W.numpy().astype(np.float64) @ xs[0].astype(NP[dtype]).astype(np.float64)
     np.testing.assert_allclose(rm[:, 0], 0.2 * h0.mean(axis=1), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(rv[:, 0], 0.8 + 0.2 * h0.var(axis=1), rtol=1e-5)
     for x in xs[1:]:
         Wb = W.numpy()
         step(x)
         h = Wb.astype(np.float64) @ x.astype(NP[dtype]).astype(np.float64)
-        rm, rv = 0.8 * rm + 0.2 * h.mean(axis=1, keepdims=True), 0.8 * rv + 0.2 * h.var(axis=1, keepdims=True)
+        rm, rv = (
+            0.8 * rm + 0.2 * h.mean(axis=1, keepdims=True),
+            0.8 * rv + 0.2 * h.var(axis=1, keepdims=True),
+        )
         np.testing.assert_allclose(bn.running_mean.numpy(), rm, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(bn.running_var.numpy(), rv, rtol=1e-4)
     # an eval-mode forward graph uses the running statistics and leaves them alone
@@ -339,7 +440,9 @@ def test_compiled_batch_norm_running_stats_and_eval_graph(dtype, rng):
         with pg.ag_no_grad():
             ref = bn.forward(pg.ag_matmul(W, pg.ag_tensor(x))).numpy()
         assert np.array_equal(out, ref)
-    assert np.array_equal(stats[0], bn.running_mean.numpy()) and np.array_equal(stats[1], bn.running_var.numpy())
+    assert np.array_equal(stats[0], bn.running_mean.numpy()) and np.array_equal(
+        stats[1], bn.running_var.numpy()
+    )
 
 
 def test_compiled_embedding_ids_are_refilled(rng):
@@ -348,7 +451,10 @@ def test_compiled_embedding_ids_are_refilled(rng):
     W = emb.weight.numpy()
     for ids in ([5, 5, 0], [3, 1, 4]):
         assert np.array_equal(fwd(np.array([ids])).numpy(), W[:, ids])
-    with pytest.raises(PyggmlrValueError, match=r"ag_embedding: id 6 at position 2 is not a whole number in \[0, 6\)"):
+    with pytest.raises(
+        PyggmlrValueError,
+        match=r"ag_embedding: id 6 at position 2 is not a whole number in \[0, 6\)",
+    ):
         fwd(np.array([[0, 1, 6]]))
     # ids given as an array inside fn cannot be refilled: refused
     with pytest.raises(PyggmlrValueError, match="op 'embedding' cannot be replayed"):
@@ -358,7 +464,11 @@ def test_compiled_embedding_ids_are_refilled(rng):
 def test_compiled_softmax_ce_array_ids_are_constants(rng):
     W = pg.ag_param(rng.normal(size=(3, 4)))
     ids = np.array([0, 2, 1, 2, 0])
-    step = pg.ag_compile(lambda x: pg.ag_softmax_cross_entropy_loss(pg.ag_matmul(W, x), ids), np.zeros((4, 5)), build="grad")
+    step = pg.ag_compile(
+        lambda x: pg.ag_softmax_cross_entropy_loss(pg.ag_matmul(W, x), ids),
+        np.zeros((4, 5)),
+        build="grad",
+    )
     for _ in range(2):
         x = rng.normal(size=(4, 5))
         loss, grads = step(x)
@@ -372,15 +482,25 @@ def test_compiled_softmax_ce_array_ids_are_constants(rng):
 
 # ---- ag_fit(static=True) ----
 
+
 def _fit_model(kind):
     L = pg.ag_linear
     if kind == "bn-dropout":
-        return pg.ag_sequential(L(4, 16), pg.ag_batch_norm(16), L(16, 16, "relu"), pg.ag_dropout(0.25), L(16, 3))
+        return pg.ag_sequential(
+            L(4, 16), pg.ag_batch_norm(16), L(16, 16, "relu"), pg.ag_dropout(0.25), L(16, 3)
+        )
     return pg.ag_sequential(L(4, 12, "tanh"), pg.ag_layer_norm(12), L(12, 3))
 
 
-@pytest.mark.parametrize("kind,dtype,accum,onehot", [("bn-dropout", "f32", 1, False), ("bn-dropout", "f64", 2, False),
-                                                     ("ln", "f32", 1, True), ("ln", "f64", 3, False)])
+@pytest.mark.parametrize(
+    "kind,dtype,accum,onehot",
+    [
+        ("bn-dropout", "f32", 1, False),
+        ("bn-dropout", "f64", 2, False),
+        ("ln", "f32", 1, True),
+        ("ln", "f64", 3, False),
+    ],
+)
 def test_fit_static_equals_eager(kind, dtype, accum, onehot):
     pg.ag_dtype(dtype)
     rng = np.random.default_rng(8)
@@ -391,69 +511,130 @@ def test_fit_static_equals_eager(kind, dtype, accum, onehot):
     for static in (False, True):
         pg.ggml_set_seed(2)
         m = _fit_model(kind)
-        h = pg.ag_fit(m, x, y, nepoch=4, batch_size=16, nbatch_logical=16 * accum, val_split=0.2,
-                      silent=True, seed=5, static=static)
+        h = pg.ag_fit(
+            m,
+            x,
+            y,
+            nepoch=4,
+            batch_size=16,
+            nbatch_logical=16 * accum,
+            val_split=0.2,
+            silent=True,
+            seed=5,
+            static=static,
+        )
         runs.append((h, _state(m)))
     (he, se), (hc, sc) = runs
     for k in ("loss", "loss_unc", "accuracy", "val_loss", "val_loss_unc", "val_accuracy"):
-        assert he.as_dict()[k] == hc.as_dict()[k], k  # 30 validation samples: a partial last batch of 14
+        assert he.as_dict()[k] == hc.as_dict()[k], (
+            k
+        )  # 30 validation samples: a partial last batch of 14
     for a, b in zip(se, sc):
         assert a.dtype == b.dtype and np.array_equal(a, b)
 
 
 def test_fit_static_default_and_mse(rng, monkeypatch):
     import pyggmlr.compile as pc
+
     builds = []
     real = pc.ag_compile
-    monkeypatch.setattr(pc, "ag_compile", lambda *a, **k: builds.append((a[1].shape, k["build"])) or real(*a, **k))
+    monkeypatch.setattr(
+        pc, "ag_compile", lambda *a, **k: builds.append((a[1].shape, k["build"])) or real(*a, **k)
+    )
     x = rng.normal(size=(3, 40))
     y = np.vstack([x[0] - x[1], x[2] * 0.5])
     res = []
     for static in (None, False):
         pg.ggml_set_seed(1)
         m = pg.ag_sequential(pg.ag_linear(3, 8, "relu"), pg.ag_linear(8, 2))
-        h = pg.ag_fit(m, x, y, loss="mse", nepoch=3, batch_size=8, val_split=0.25, silent=True, seed=3, static=static)
+        h = pg.ag_fit(
+            m,
+            x,
+            y,
+            loss="mse",
+            nepoch=3,
+            batch_size=8,
+            val_split=0.25,
+            silent=True,
+            seed=3,
+            static=static,
+        )
         res.append((h.as_dict()["loss"], h.as_dict()["val_loss"], _state(m)))
     # default: compiled (one training graph, validation graphs for 8 and the last 2 columns)
     assert builds == [((3, 8), "opt"), ((3, 8), "forward"), ((3, 2), "forward")]
     assert res[0][0] == res[1][0] and res[0][1] == res[1][1]
     assert all(np.array_equal(a, b) for a, b in zip(res[0][2], res[1][2]))
     with pytest.raises(PyggmlrValueError, match="static=True cannot be combined with distributed"):
-        pg.ag_fit(pg.ag_linear(3, 2), x, y, loss="mse", nepoch=1, silent=True, static=True, distributed=True)
+        pg.ag_fit(
+            pg.ag_linear(3, 2),
+            x,
+            y,
+            loss="mse",
+            nepoch=1,
+            silent=True,
+            static=True,
+            distributed=True,
+        )
 
 
 # ---- memory reports of compiled graphs ----
+
 
 def test_compiled_memory_report_and_estimate(rng, capsys):
     m = pg.ag_sequential(pg.ag_linear(4, 16, "relu"), pg.ag_batch_norm(16), pg.ag_linear(16, 3))
     x, y = rng.normal(size=(4, 32)), rng.integers(0, 3, (1, 32))
     loss = lambda out, t: pg.ag_softmax_cross_entropy_loss(out, t)  # noqa: E731
     opt = pg.optimizer_adam(m.parameters(), lr=0.01)
-    est = pg.ag_estimate_training_memory(model=m, x=x, y=y, loss_fn=loss, optimizer=opt, static=True, quiet=True)
+    est = pg.ag_estimate_training_memory(
+        model=m, x=x, y=y, loss_fn=loss, optimizer=opt, static=True, quiet=True
+    )
     # the measured peak of a real compiled step (record + first replay with the Adam update)
     import gc
+
     gc.collect()
     base = pg.ag_memory_stats()["total"]["current"]
     pg.ag_memory_reset_peak()
     step = pg.ag_compile(lambda a, b: loss(m.forward(a), b), x, y, optimizer=opt)
     step(x, y)
     assert pg.ag_memory_peak() - base == est.total - est.weights
-    assert pg.ag_memory_stats()["total"]["current"] - base == est.total - est.weights  # nothing transient
+    assert (
+        pg.ag_memory_stats()["total"]["current"] - base == est.total - est.weights
+    )  # nothing transient
     rep = pg.ag_tape_memory(compiled=step, top=3)
     out = capsys.readouterr().out
-    assert out.startswith(f"Compiled graph (opt): {rep.nodes} nodes") and "gradients (planned buffers)" in out
-    assert rep.nodes == step.n_nodes == len(step.ops) == 4  # linear, batch_norm, linear, softmax_ce_loss
+    assert (
+        out.startswith(f"Compiled graph (opt): {rep.nodes} nodes")
+        and "gradients (planned buffers)" in out
+    )
+    assert (
+        rep.nodes == step.n_nodes == len(step.ops) == 4
+    )  # linear, batch_norm, linear, softmax_ce_loss
     f32 = 4
     # activations: outputs [16x32] x3 ([3x32] + 1x1 for the others), saved: bn xhat + invstd, softmax probs
     assert rep.outputs == f32 * (16 * 32 * 2 + 3 * 32 + 1)
-    assert rep.bytes_snapshots == rep.outputs + rep.saved == f32 * (16 * 32 * 2 + 3 * 32 + 1 + 16 * 32 + 16 + 3 * 32)
+    assert (
+        rep.bytes_snapshots
+        == rep.outputs + rep.saved
+        == f32 * (16 * 32 * 2 + 3 * 32 + 1 + 16 * 32 + 16 + 3 * 32)
+    )
     weights = sum(t.numpy().size for t in m.parameters().values()) * f32
     bufs = 2 * 16 * f32
-    assert rep.bytes_inputs == weights + bufs + f32 * (4 * 32 + 32)  # weights, running stats, x, ids
+    assert rep.bytes_inputs == weights + bufs + f32 * (
+        4 * 32 + 32
+    )  # weights, running stats, x, ids
     assert rep.bytes_gradients == weights + f32 * (16 * 32 * 2 + 3 * 32 + 1)
-    assert rep.bytes_total == rep.bytes_snapshots + rep.bytes_inputs + rep.bytes_gradients + rep.bytes_fields
+    assert (
+        rep.bytes_total
+        == rep.bytes_snapshots + rep.bytes_inputs + rep.bytes_gradients + rep.bytes_fields
+    )
     assert sum(r["bytes"] for r in rep.by_op) == rep.bytes_total - rep.bytes_gradients
     # eager vs static estimates share weights/gradients/optimizer; the compiled step keeps more
-    eager = pg.ag_estimate_training_memory(model=m, x=x, y=y, loss_fn=loss, optimizer=opt, quiet=True)
-    assert eager.weights == est.weights and eager.gradients == est.gradients and eager.optimizer == est.optimizer
+    eager = pg.ag_estimate_training_memory(
+        model=m, x=x, y=y, loss_fn=loss, optimizer=opt, quiet=True
+    )
+    assert (
+        eager.weights == est.weights
+        and eager.gradients == est.gradients
+        and eager.optimizer == est.optimizer
+    )
     assert est.activations >= eager.activations

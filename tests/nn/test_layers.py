@@ -2,15 +2,15 @@
 modules, spec section 13 golden values (batch norm, embedding, multi-head attention). Spec
 section 10's test-ag-layers / test-ag-mha checks, module plumbing and the config round trip:
 test_nn.py."""
+
 import math
 
 import numpy as np
 import pytest
+from _fd import numeric_grad
 
 import pyggmlr as pg
-from _fd import numeric_grad
 from pyggmlr.nn import _causal_mask, _matmul_t
-
 
 
 def F(vals, r, c):
@@ -47,6 +47,7 @@ def wsum(out, w):
 # ---------------------------------------------------------------------------------------------
 # the C layer ops
 
+
 def test_slice_and_concat_rows_forward_and_grad(f64, rng):
     x = pg.ag_param(rng.standard_normal((5, 3)))
     s = pg.ag_slice_rows(x, 1, 3)
@@ -57,8 +58,15 @@ def test_slice_and_concat_rows_forward_and_grad(f64, rng):
     np.testing.assert_array_equal(c.numpy(), np.vstack([a.numpy(), b.numpy()]))
     w1, w2 = weights(rng, (3, 3)), weights(rng, (6, 3))
     # x used twice (two overlapping slices) and a, b used twice: slots must accumulate
-    gradcheck(lambda: wsum(pg.ag_slice_rows(x, 1, 3), w1) + wsum(pg.ag_slice_rows(x, 0, 3), w1) +
-              wsum(pg.ag_concat_rows(a, b), w2) + wsum(pg.ag_concat_rows(b, a), w2), [x, a, b])
+    gradcheck(
+        lambda: (
+            wsum(pg.ag_slice_rows(x, 1, 3), w1)
+            + wsum(pg.ag_slice_rows(x, 0, 3), w1)
+            + wsum(pg.ag_concat_rows(a, b), w2)
+            + wsum(pg.ag_concat_rows(b, a), w2)
+        ),
+        [x, a, b],
+    )
 
 
 def test_slice_concat_errors():
@@ -81,7 +89,10 @@ def test_matmul_t(f64, rng, ta, tb):
     out = _matmul_t(a, b, ta, tb, alpha=0.5)
     np.testing.assert_allclose(out.numpy(), 0.5 * A0 @ B0, rtol=1e-13)
     w = weights(rng, (3, 2))
-    gradcheck(lambda: wsum(_matmul_t(a, b, ta, tb, alpha=0.5), w) + wsum(_matmul_t(a, b, ta, tb), w), [a, b])
+    gradcheck(
+        lambda: wsum(_matmul_t(a, b, ta, tb, alpha=0.5), w) + wsum(_matmul_t(a, b, ta, tb), w),
+        [a, b],
+    )
 
 
 def test_matmul_t_shape_error():
@@ -101,7 +112,9 @@ def test_causal_mask(f64, rng):
 
 
 def test_batch_norm_exact_gradient_training(f64, rng):
-    bn = pg.ag_batch_norm(3, momentum=0.0)  # momentum 0: running stats stay put under repeated forwards
+    bn = pg.ag_batch_norm(
+        3, momentum=0.0
+    )  # momentum 0: running stats stay put under repeated forwards
     bn.gamma.data = rng.uniform(0.5, 1.5, (3, 1))
     bn.beta.data = rng.standard_normal((3, 1))
     x = pg.ag_param(rng.standard_normal((3, 5)) * 2 + 1)
@@ -121,8 +134,11 @@ def test_batch_norm_gradient_eval_mode(f64, rng):
     w = weights(rng, (2, 4))
     grads = gradcheck(lambda: wsum(bn(x), w), [x, bn.gamma, bn.beta])
     # eval mode is affine in x with constant running stats
-    np.testing.assert_allclose(grads[x], w * np.array([[1.5 / math.sqrt(2 + 1e-5)], [-0.5 / math.sqrt(0.25 + 1e-5)]]),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        grads[x],
+        w * np.array([[1.5 / math.sqrt(2 + 1e-5)], [-0.5 / math.sqrt(0.25 + 1e-5)]]),
+        rtol=1e-12,
+    )
 
 
 def test_batch_norm_f32_matches_numpy(rng):
@@ -133,7 +149,9 @@ def test_batch_norm_f32_matches_numpy(rng):
     x64 = x0.astype(np.float64)
     ref = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5)
     np.testing.assert_allclose(out.numpy(), ref, atol=1e-5)
-    np.testing.assert_allclose(bn.running_var.numpy(), 0.9 + 0.1 * x64.var(1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(
+        bn.running_var.numpy(), 0.9 + 0.1 * x64.var(1, keepdims=True), rtol=1e-5
+    )
 
 
 def test_layer_norm_forward_and_gradient(f64, rng):
@@ -160,7 +178,9 @@ def test_embedding_gradient_with_repeated_ids(f64, rng):
 
 def test_embedding_errors():
     emb = pg.ag_embedding(4, 2)
-    with pytest.raises(pg.PyggmlrValueError, match=r"ag_embedding: id 4 at position 1 is out of range.*\[0, 4\)"):
+    with pytest.raises(
+        pg.PyggmlrValueError, match=r"ag_embedding: id 4 at position 1 is out of range.*\[0, 4\)"
+    ):
         emb([0, 4])
     with pytest.raises(pg.PyggmlrValueError, match="ag_embedding"):
         emb([-1])
@@ -170,7 +190,9 @@ def test_embedding_errors():
 
 def test_batch_norm_errors():
     bn = pg.ag_batch_norm(3)
-    with pytest.raises(pg.ShapeError, match=r"ag_batch_norm: gamma is \[3x1\] f32 but x is \[2x4\] f32"):
+    with pytest.raises(
+        pg.ShapeError, match=r"ag_batch_norm: gamma is \[3x1\] f32 but x is \[2x4\] f32"
+    ):
         bn(pg.ag_tensor(np.zeros((2, 4))))
     with pytest.raises(pg.DTypeError, match="ag_batch_norm: dtype mismatch"):
         bn(pg.ag_tensor(np.zeros((3, 4)), dtype="f64"))
@@ -181,14 +203,21 @@ def test_batch_norm_errors():
 # ---------------------------------------------------------------------------------------------
 # modules: gradchecks
 
+
 @pytest.mark.parametrize("act", [None, "relu", "sigmoid", "tanh", "softmax", "gelu"])
 def test_linear_gradcheck(f64, rng, act):
     lin = pg.ag_linear(3, 4, act)
     x = pg.ag_param(rng.standard_normal((3, 5)))
     w = weights(rng, (4, 5))
     z = lin.W.numpy() @ x.numpy() + lin.b.numpy()
-    ref = {None: z, "relu": np.maximum(z, 0), "sigmoid": 1 / (1 + np.exp(-z)), "tanh": np.tanh(z),
-           "softmax": np.exp(z) / np.exp(z).sum(0), "gelu": 0.5 * z * (1 + np.vectorize(math.erf)(z / math.sqrt(2)))}[act]
+    ref = {
+        None: z,
+        "relu": np.maximum(z, 0),
+        "sigmoid": 1 / (1 + np.exp(-z)),
+        "tanh": np.tanh(z),
+        "softmax": np.exp(z) / np.exp(z).sum(0),
+        "gelu": 0.5 * z * (1 + np.vectorize(math.erf)(z / math.sqrt(2))),
+    }[act]
     np.testing.assert_allclose(lin(x).numpy(), ref, rtol=1e-12, atol=1e-14)
     gradcheck(lambda: wsum(lin(x), w), [lin.W, lin.b, x])
 
@@ -211,6 +240,7 @@ def test_attention_gradcheck(f64, rng, mode):
     def loss():
         out = m(q, kv, causal_mask=causal) if cross else m(q, causal_mask=causal)
         return wsum(out, w)
+
     gradcheck(loss, list(m.parameters().values()) + [q] + ([kv] if cross else []))
 
 
@@ -218,14 +248,18 @@ def test_attention_matches_numpy_reference(f64, rng):
     d, h, sq, skv = 6, 3, 4, 5
     m = _mha(d, h)
     m.b_o.data = rng.standard_normal((d, 1))
-    q0, k0, v0 = rng.standard_normal((d, sq)), rng.standard_normal((d, skv)), rng.standard_normal((d, skv))
+    q0, k0, v0 = (
+        rng.standard_normal((d, sq)),
+        rng.standard_normal((d, skv)),
+        rng.standard_normal((d, skv)),
+    )
     Wq, Wk, Wv, Wo = (m.W_q.numpy(), m.W_k.numpy(), m.W_v.numpy(), m.W_o.numpy())
     for causal in (False, True):
         Q, K, V = Wq @ q0, Wk @ k0, Wv @ v0
         heads = []
         for i in range(h):
             sl = slice(2 * i, 2 * i + 2)
-            s = Q[sl].T @ K[sl] / math.sqrt(2)              # [sq, skv] as ggmlR
+            s = Q[sl].T @ K[sl] / math.sqrt(2)  # [sq, skv] as ggmlR
             if causal:
                 s = np.where(np.arange(skv)[None, :] > np.arange(sq)[:, None], -np.inf, s)
             p = np.exp(s - s.max(1, keepdims=True))
@@ -234,7 +268,6 @@ def test_attention_matches_numpy_reference(f64, rng):
         ref = Wo @ np.vstack(heads) + m.b_o.numpy()
         out = m(pg.ag_tensor(q0), pg.ag_tensor(k0), pg.ag_tensor(v0), causal_mask=causal)
         np.testing.assert_allclose(out.numpy(), ref, rtol=1e-12, atol=1e-14)
-
 
 
 def test_dropout_gradient_uses_the_mask(f64):
@@ -251,7 +284,6 @@ def test_dropout_gradient_uses_the_mask(f64):
     gradcheck(lambda: wsum(pg.ag_dropout(0.0)(x), np.ones((3, 4))), [x])
 
 
-
 # ---------------------------------------------------------------------------------------------
 # spec section 13 golden values
 
@@ -266,14 +298,19 @@ def test_golden_batch_norm(f64):
         out = bn(x)
         loss = wsum(out, BN_W)
     grads = pg.backward(loss)
-    np.testing.assert_allclose(out.numpy(), [[-1.135548603, -0.1622212290, 1.297769832],
-                                             [-1.069044586, -0.2672611465, 1.336305732]], rtol=1e-9)
+    np.testing.assert_allclose(
+        out.numpy(),
+        [[-1.135548603, -0.1622212290, 1.297769832], [-1.069044586, -0.2672611465, 1.336305732]],
+        rtol=1e-9,
+    )
     np.testing.assert_allclose(bn.running_mean.numpy().ravel(), [0.3333333333, 0.6], rtol=1e-9)
     np.testing.assert_allclose(bn.running_var.numpy().ravel(), [1.322222222, 2.3], rtol=1e-9)
     np.testing.assert_allclose(grads[bn.gamma].ravel(), [4.866636871, 4.810700636], rtol=1e-9)
     np.testing.assert_allclose(grads[bn.beta].ravel(), [9, 12], rtol=1e-14)
     # ggmlR's simplified dx (g / sqrt(var + eps)) is NOT what we compute ...
-    simplified = np.array([[0.4866636871, 1.459991061, 2.433318435], [0.5345222929, 1.069044586, 1.603566879]])
+    simplified = np.array(
+        [[0.4866636871, 1.459991061, 2.433318435], [0.5345222929, 1.069044586, 1.603566879]]
+    )
     assert np.abs(grads[x] - simplified).max() > 0.4
     # ... the exact one sums to zero per row (the mean is subtracted) and matches finite differences
     np.testing.assert_allclose(grads[x].sum(1), 0, atol=1e-12)
@@ -281,23 +318,29 @@ def test_golden_batch_norm(f64):
     np.testing.assert_allclose(grads[x], numeric_grad(lambda: wsum(bn0(x), BN_W), x), atol=1e-7)
     # eval forward of (1, 2) with the updated running stats
     pg.ag_eval(bn)
-    np.testing.assert_allclose(bn(np.array([[1.0], [2.0]])).numpy().ravel(), [0.5797688433, 0.9231306560], rtol=1e-9)
+    np.testing.assert_allclose(
+        bn(np.array([[1.0], [2.0]])).numpy().ravel(), [0.5797688433, 0.9231306560], rtol=1e-9
+    )
 
 
 def test_golden_embedding(f64):
     emb = pg.ag_embedding(4, 2)
-    emb.weight.data = F([.1, .2, .3, .4, .5, .6, .7, .8], 2, 4)
+    emb.weight.data = F([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8], 2, 4)
     with pg.with_grad_tape():
         out = emb([2, 0, 2])
         loss = wsum(out, BN_W)
-    np.testing.assert_allclose(out.numpy(), F([.5, .6, .1, .2, .5, .6], 2, 3), rtol=1e-15)
+    np.testing.assert_allclose(out.numpy(), F([0.5, 0.6, 0.1, 0.2, 0.5, 0.6], 2, 3), rtol=1e-15)
     grads = pg.backward(loss)
     np.testing.assert_allclose(grads[emb.weight], [[3, 0, 6, 0], [4, 0, 8, 0]], rtol=1e-15)
 
 
 MHA_X = F([0.5, -1, 0.25, 2, 1, 0, -0.5, 0.3, -0.2, 0.4, 1, -1], 4, 3)
-MHA_OUT = [[0.09933157052, 0.09274531922, 0.0780444429], [0.01006813791, -0.04993718666, -0.1382810557],
-           [0.09726010962, -0.02213049155, -0.1066382735], [0.19396328683, 0.21408657216, 0.2362071922]]
+MHA_OUT = [
+    [0.09933157052, 0.09274531922, 0.0780444429],
+    [0.01006813791, -0.04993718666, -0.1382810557],
+    [0.09726010962, -0.02213049155, -0.1066382735],
+    [0.19396328683, 0.21408657216, 0.2362071922],
+]
 
 
 def _golden_mha():
@@ -313,8 +356,12 @@ def test_golden_attention(f64):
     out = m(x)
     np.testing.assert_allclose(out.numpy(), MHA_OUT, rtol=1e-9, atol=1e-11)
     c = m(x, causal_mask=True).numpy()
-    np.testing.assert_allclose(c[:, 0], [-0.04285714286, -0.34693877551, 0.45612244898, 0.15918367347], rtol=1e-9)
-    np.testing.assert_allclose(c[:, 1], [-0.02384720269, -0.25702328518, 0.14538786889, 0.14274083856], rtol=1e-9)
+    np.testing.assert_allclose(
+        c[:, 0], [-0.04285714286, -0.34693877551, 0.45612244898, 0.15918367347], rtol=1e-9
+    )
+    np.testing.assert_allclose(
+        c[:, 1], [-0.02384720269, -0.25702328518, 0.14538786889, 0.14274083856], rtol=1e-9
+    )
     np.testing.assert_array_equal(c[:, 2], out.numpy()[:, 2])
 
 

@@ -1,5 +1,6 @@
 """ggmlR 0.8.3-0.8.6 layer changes (0.8.6 spec §5): layer norm without affine parameters, the
 exact batch-norm training gradient, ag_linear's init/gain checks; golden values from the spec."""
+
 import numpy as np
 import pytest
 
@@ -20,11 +21,27 @@ def test_layer_norm_spec_golden(f64):
         y = ln(x)
         loss = pg.ag_sum(pg.ag_mul(y, np.arange(1.0, 7.0).reshape(3, 2, order="F")))
     g = pg.backward(loss)
-    np.testing.assert_allclose(y.numpy(), byrow([[-1.0690415315, 1.2247356859], [-0.4345207657, -2.3494713718],
-                                                [0.5681509572, -0.1]]), atol=1e-9)
-    np.testing.assert_allclose(g[x], byrow([[-0.9735911493, 1.6329258023], [1.4603871534, 1.6330360268],
-                                            [-0.4867960042, -3.2659618291]]), atol=1e-9)
-    np.testing.assert_allclose(g[ln.gamma].ravel(), [3.8299012122, -6.6581991953, 4.0089057429], atol=1e-9)
+    np.testing.assert_allclose(
+        y.numpy(),
+        byrow(
+            [[-1.0690415315, 1.2247356859], [-0.4345207657, -2.3494713718], [0.5681509572, -0.1]]
+        ),
+        atol=1e-9,
+    )
+    np.testing.assert_allclose(
+        g[x],
+        byrow(
+            [
+                [-0.9735911493, 1.6329258023],
+                [1.4603871534, 1.6330360268],
+                [-0.4867960042, -3.2659618291],
+            ]
+        ),
+        atol=1e-9,
+    )
+    np.testing.assert_allclose(
+        g[ln.gamma].ravel(), [3.8299012122, -6.6581991953, 4.0089057429], atol=1e-9
+    )
     np.testing.assert_allclose(g[ln.beta].ravel(), [5, 7, 9], atol=1e-12)
 
 
@@ -52,17 +69,28 @@ def test_layer_norm_without_affine(f64):
 
 def test_layer_norm_errors_and_config():
     for bad in (0, -1, "a", None, [2, 3], float("nan"), True):
-        with pytest.raises(PyggmlrValueError, match="normalized_shape must be a single positive integer"):
+        with pytest.raises(
+            PyggmlrValueError, match="normalized_shape must be a single positive integer"
+        ):
             pg.ag_layer_norm(bad)
     assert pg.ag_layer_norm(4.9).normalized_shape == 4  # as.integer truncates, as ggmlR
     with pytest.raises(ShapeError, match="ag_layer_norm: expected 4 features, got 3"):
         pg.ag_layer_norm(4)(np.ones((3, 2)))
-    m = pg.ag_sequential(pg.ag_layer_norm(5, eps=1e-3, elementwise_affine=False), pg.ag_layer_norm(5))
+    m = pg.ag_sequential(
+        pg.ag_layer_norm(5, eps=1e-3, elementwise_affine=False), pg.ag_layer_norm(5)
+    )
     cfg = pg.ag_to_config(m)
-    assert cfg["layers"][0] == {"type": "layer_norm", "normalized_shape": 5, "eps": 1e-3, "elementwise_affine": False}
+    assert cfg["layers"][0] == {
+        "type": "layer_norm",
+        "normalized_shape": 5,
+        "eps": 1e-3,
+        "elementwise_affine": False,
+    }
     back = pg.ag_module_from_config(cfg)
     assert not back.layers[0].elementwise_affine and back.layers[1].elementwise_affine
-    old = pg.ag_module_from_config({"type": "layer_norm", "num_features": 6, "eps": 1e-5})  # older files
+    old = pg.ag_module_from_config(
+        {"type": "layer_norm", "num_features": 6, "eps": 1e-5}
+    )  # older files
     assert old.normalized_shape == 6 and old.num_features == 6
 
 
@@ -72,15 +100,27 @@ def test_batch_norm_exact_training_gradient(f64):
     with pg.with_grad_tape():
         loss = pg.ag_sum(pg.ag_mul(bn(x), np.arange(1.0, 7.0).reshape(2, 3, order="F")))
     g = pg.backward(loss)
-    np.testing.assert_allclose(g[x], byrow([[-0.0768437581, 0.1280690880, -0.0512253300],
-                                            [-0.0763606548, 0.1145404095, -0.0381797547]]), atol=1e-9)
+    np.testing.assert_allclose(
+        g[x],
+        byrow(
+            [
+                [-0.0768437581, 0.1280690880, -0.0512253300],
+                [-0.0763606548, 0.1145404095, -0.0381797547],
+            ]
+        ),
+        atol=1e-9,
+    )
 
 
 def test_linear_glorot_golden_and_gain():
     pg.ggml_set_seed(42)
     w = pg.ag_linear(5, 3).W.numpy().ravel(order="F")
-    np.testing.assert_allclose(w[:4], [0.7184651426223132, 0.75703682257106242, -0.37041719148036939,
-                                       0.57235207758912954], rtol=0, atol=1e-7)  # f32 weights
+    np.testing.assert_allclose(
+        w[:4],
+        [0.7184651426223132, 0.75703682257106242, -0.37041719148036939, 0.57235207758912954],
+        rtol=0,
+        atol=1e-7,
+    )  # f32 weights
     pg.ggml_set_seed(42)
     w2 = pg.ag_linear(5, 3, gain=2).W.numpy().ravel(order="F")
     np.testing.assert_array_equal(w2, (w * 2).astype(w.dtype))  # gain scales after the draw
@@ -89,10 +129,20 @@ def test_linear_glorot_golden_and_gain():
 def test_linear_orthogonal_golden(f64):
     pg.ggml_set_seed(1)
     w = pg.ag_linear(3, 2, init="orthogonal").W.numpy()
-    np.testing.assert_allclose(w, byrow([[-0.5907722096, 0.1731833546, -0.7880328179],
-                                         [0.8042142009, 0.2051024658, -0.5578283765]]), atol=1e-9)
+    np.testing.assert_allclose(
+        w,
+        byrow(
+            [
+                [-0.5907722096, 0.1731833546, -0.7880328179],
+                [0.8042142009, 0.2051024658, -0.5578283765],
+            ]
+        ),
+        atol=1e-9,
+    )
     pg.ggml_set_seed(1)
-    np.testing.assert_allclose(pg.ag_linear(2, 3, init="orth").W.numpy(), w.T, atol=1e-15)  # match.arg prefix
+    np.testing.assert_allclose(
+        pg.ag_linear(2, 3, init="orth").W.numpy(), w.T, atol=1e-15
+    )  # match.arg prefix
 
 
 def test_linear_init_checks_before_any_draw():

@@ -1,6 +1,7 @@
 """Modules (pyggmlr/nn.py): spec section 10's test-ag-layers.R and test-ag-mha.R checks,
 ag_linear init options, custom layers, reprs, the config round trip and the memory of big
 layers. Gradchecks and golden values of the layer ops: test_layers.py."""
+
 import math
 
 import numpy as np
@@ -24,6 +25,7 @@ def adam_losses(params, loss_fn, steps, lr):
 
 # ---------------------------------------------------------------------------------------------
 # spec section 10: test-ag-layers.R
+
 
 def _seq():
     return pg.ag_sequential(pg.ag_linear(4, 8, "relu"), pg.ag_dropout(0.5), pg.ag_linear(8, 3))
@@ -62,7 +64,12 @@ def test_ag_train_is_recursive_through_nested_sequentials():
     outer = pg.ag_sequential(pg.ag_linear(2, 2), inner)
     pg.ag_eval(outer)
     assert not inner.training and not inner.layers[0].training and not inner.layers[1].training
-    assert list(outer.parameters()) == ["layer1_W", "layer1_b", "layer2_layer2_gamma", "layer2_layer2_beta"]
+    assert list(outer.parameters()) == [
+        "layer1_W",
+        "layer1_b",
+        "layer2_layer2_gamma",
+        "layer2_layer2_beta",
+    ]
     assert list(outer.buffers()) == ["layer2_layer2_running_mean", "layer2_layer2_running_var"]
 
 
@@ -71,8 +78,9 @@ def test_sequential_adam_lowers_loss(rng):
     model = pg.ag_sequential(pg.ag_linear(4, 8, "relu"), pg.ag_linear(8, 3))
     x = pg.ag_tensor(rng.standard_normal((4, 16)))
     y = np.eye(3)[:, rng.integers(0, 3, 16)]
-    losses = adam_losses(model.parameters(),
-                         lambda: pg.ag_softmax_cross_entropy_loss(model(x), y), 10, 0.01)
+    losses = adam_losses(
+        model.parameters(), lambda: pg.ag_softmax_cross_entropy_loss(model(x), y), 10, 0.01
+    )
     assert losses[-1] < losses[0]
 
 
@@ -134,18 +142,21 @@ def test_embedding_shapes_and_training(rng):
 
 def test_bn_dropout_sequential_trains(rng):
     pg.ggml_set_seed(2)
-    model = pg.ag_sequential(pg.ag_linear(4, 16, "relu"), pg.ag_batch_norm(16), pg.ag_dropout(0.1),
-                             pg.ag_linear(16, 3))
+    model = pg.ag_sequential(
+        pg.ag_linear(4, 16, "relu"), pg.ag_batch_norm(16), pg.ag_dropout(0.1), pg.ag_linear(16, 3)
+    )
     x = pg.ag_tensor(rng.standard_normal((4, 32)))
     cls = (x.numpy()[0] > 0).astype(int) + (x.numpy()[1] > 0).astype(int)
-    losses = adam_losses(model.parameters(),
-                         lambda: pg.ag_softmax_cross_entropy_loss(model(x), cls), 30, 0.02)
+    losses = adam_losses(
+        model.parameters(), lambda: pg.ag_softmax_cross_entropy_loss(model(x), cls), 30, 0.02
+    )
     assert np.mean(losses[-5:]) < np.mean(losses[:5])
     assert list(model.buffers()) == ["layer2_running_mean", "layer2_running_var"]
 
 
 # ---------------------------------------------------------------------------------------------
 # spec section 10: test-ag-mha.R
+
 
 def test_mha_fields_params_and_rejects():
     m = pg.ag_multihead_attention(64, 8)
@@ -155,7 +166,12 @@ def test_mha_fields_params_and_rejects():
     with pytest.raises(pg.PyggmlrValueError, match="divisible"):
         pg.ag_multihead_attention(65, 8)
     assert list(m.parameters()) == ["W_q", "W_k", "W_v", "W_o", "b_o"]
-    assert list(pg.ag_multihead_attention(8, 2, bias=False).parameters()) == ["W_q", "W_k", "W_v", "W_o"]
+    assert list(pg.ag_multihead_attention(8, 2, bias=False).parameters()) == [
+        "W_q",
+        "W_k",
+        "W_v",
+        "W_o",
+    ]
     a = math.sqrt(6 / 128)
     for p in list(m.parameters().values())[:4]:
         assert p.shape == (64, 64) and np.abs(p.numpy()).max() <= a
@@ -168,8 +184,11 @@ def test_mha_init_draw_order():
     pg.ggml_set_seed(42)
     u = pg.random.runif(64, -math.sqrt(6 / 8), math.sqrt(6 / 8))
     for i, name in enumerate(["W_q", "W_k", "W_v", "W_o"]):
-        np.testing.assert_allclose(m.parameters()[name].numpy(), u[16 * i:16 * (i + 1)].reshape((4, 4), order="F"),
-                                   rtol=1e-6)
+        np.testing.assert_allclose(
+            m.parameters()[name].numpy(),
+            u[16 * i : 16 * (i + 1)].reshape((4, 4), order="F"),
+            rtol=1e-6,
+        )
 
 
 def test_mha_shapes_causal_and_grads(rng):
@@ -214,7 +233,9 @@ def test_mha_dropout_and_flags(rng):
 
 
 def test_mha_in_sequential(rng):
-    model = pg.ag_sequential(pg.ag_linear(8, 8), pg.ag_multihead_attention(8, 2), pg.ag_layer_norm(8))
+    model = pg.ag_sequential(
+        pg.ag_linear(8, 8), pg.ag_multihead_attention(8, 2), pg.ag_layer_norm(8)
+    )
     out = model(pg.ag_tensor(rng.standard_normal((8, 5))))
     assert out.shape == (8, 5)
     names = list(model.parameters())
@@ -226,6 +247,7 @@ def test_mha_in_sequential(rng):
 # ---------------------------------------------------------------------------------------------
 # ag_linear init options, custom layers, repr
 
+
 def test_linear_init_options():
     pg.ggml_set_seed(0)
     lin = pg.ag_linear(3, 5, gain=2)
@@ -235,7 +257,11 @@ def test_linear_init_options():
     u = pg.random.runif(15, -2 * math.sqrt(6 / 8), 2 * math.sqrt(6 / 8)).reshape((5, 3), order="F")
     np.testing.assert_allclose(lin.W.numpy(), u, rtol=1e-6)
     for shape in ((6, 3), (3, 6)):
-        o = pg.ag_linear(shape[1], shape[0], init="orthogonal", gain=1.5).W.numpy().astype(np.float64)
+        o = (
+            pg.ag_linear(shape[1], shape[0], init="orthogonal", gain=1.5)
+            .W.numpy()
+            .astype(np.float64)
+        )
         small = min(shape)
         gram = o.T @ o if shape[0] > shape[1] else o @ o.T
         np.testing.assert_allclose(gram, 2.25 * np.eye(small), atol=1e-5)
@@ -285,34 +311,60 @@ def test_custom_layer_in_sequential(rng):
 
 
 def test_reprs():
-    model = pg.ag_sequential(pg.ag_linear(4, 8, "relu"), pg.ag_dropout(0.5), pg.ag_batch_norm(8),
-                             pg.ag_embedding(4, 2), pg.ag_multihead_attention(4, 2), pg.ag_linear(4, 3))
-    assert repr(model) == ("ag_sequential (6 layers, train mode)\n  [1] linear(4, 8, relu)\n  [2] dropout(0.5)\n"
-                           "  [3] batch_norm(8)\n  [4] embedding(4, 2)\n  [5] multihead_attention(d=4, h=2)\n"
-                           "  [6] linear(4, 3)")
+    model = pg.ag_sequential(
+        pg.ag_linear(4, 8, "relu"),
+        pg.ag_dropout(0.5),
+        pg.ag_batch_norm(8),
+        pg.ag_embedding(4, 2),
+        pg.ag_multihead_attention(4, 2),
+        pg.ag_linear(4, 3),
+    )
+    assert repr(model) == (
+        "ag_sequential (6 layers, train mode)\n  [1] linear(4, 8, relu)\n  [2] dropout(0.5)\n"
+        "  [3] batch_norm(8)\n  [4] embedding(4, 2)\n  [5] multihead_attention(d=4, h=2)\n"
+        "  [6] linear(4, 3)"
+    )
     pg.ag_eval(model)
     assert repr(model).startswith("ag_sequential (6 layers, eval mode)")
-    assert repr(pg.ag_linear(4, 8, "relu")) == "ag_linear: linear(4, 8, relu) (40 parameters, train mode)"
+    assert (
+        repr(pg.ag_linear(4, 8, "relu"))
+        == "ag_linear: linear(4, 8, relu) (40 parameters, train mode)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # to_config / ag_module_from_config
 
+
 def _arch(model):
-    return [(n, t.shape) for n, t in model.parameters().items()], [(n, t.shape) for n, t in model.buffers().items()]
+    return [(n, t.shape) for n, t in model.parameters().items()], [
+        (n, t.shape) for n, t in model.buffers().items()
+    ]
 
 
 def test_config_round_trip():
     import json
+
     model = pg.ag_sequential(
-        pg.ag_linear(4, 8, "gelu", init="orthogonal", gain=0.5), pg.ag_batch_norm(8, eps=1e-3, momentum=0.2),
-        pg.ag_dropout(0.25), pg.ag_layer_norm(8, eps=1e-4), pg.ag_multihead_attention(8, 2, dropout=0.1, bias=False),
-        pg.ag_sequential(pg.ag_linear(8, 3, init=np.ones((3, 8)))), pg.ag_embedding(6, 3))
+        pg.ag_linear(4, 8, "gelu", init="orthogonal", gain=0.5),
+        pg.ag_batch_norm(8, eps=1e-3, momentum=0.2),
+        pg.ag_dropout(0.25),
+        pg.ag_layer_norm(8, eps=1e-4),
+        pg.ag_multihead_attention(8, 2, dropout=0.1, bias=False),
+        pg.ag_sequential(pg.ag_linear(8, 3, init=np.ones((3, 8)))),
+        pg.ag_embedding(6, 3),
+    )
     cfg = model.to_config()
     cfg2 = json.loads(json.dumps(cfg))
     assert cfg2 == cfg
-    assert cfg["layers"][0] == {"type": "linear", "in_features": 4, "out_features": 8, "activation": "gelu",
-                                "init": "orthogonal", "gain": 0.5}
+    assert cfg["layers"][0] == {
+        "type": "linear",
+        "in_features": 4,
+        "out_features": 8,
+        "activation": "gelu",
+        "init": "orthogonal",
+        "gain": 0.5,
+    }
     rebuilt = pg.ag_module_from_config(cfg2)
     assert rebuilt.to_config() == cfg
     assert repr(rebuilt) == repr(model)
@@ -334,17 +386,28 @@ def test_config_errors_and_custom_registration():
     class Scale3(Scale2):
         def to_config(self):
             return {"type": "test_scale3"}
+
     pg.ag_register_layer("test_scale3", lambda cfg: Scale3())
     m = pg.ag_module_from_config(pg.ag_sequential(pg.ag_linear(2, 2), Scale3()).to_config())
-    assert isinstance(m.layers[1], Scale3) and list(m.parameters()) == ["layer1_W", "layer1_b", "layer2_s"]
+    assert isinstance(m.layers[1], Scale3) and list(m.parameters()) == [
+        "layer1_W",
+        "layer1_b",
+        "layer2_s",
+    ]
     with pytest.raises(pg.PyggmlrValueError, match="built-in"):
         pg.ag_register_layer("linear", lambda cfg: None)
 
 
 def test_no_leaks_after_training_step(rng):
     from conftest import live_counts
-    m = pg.ag_sequential(pg.ag_linear(4, 4), pg.ag_batch_norm(4), pg.ag_layer_norm(4),
-                         pg.ag_multihead_attention(4, 2), pg.ag_embedding(3, 4))
+
+    m = pg.ag_sequential(
+        pg.ag_linear(4, 4),
+        pg.ag_batch_norm(4),
+        pg.ag_layer_norm(4),
+        pg.ag_multihead_attention(4, 2),
+        pg.ag_embedding(3, 4),
+    )
     m.layers.pop()  # embedding takes ids, not activations
     x = pg.ag_tensor(rng.standard_normal((4, 6)))
     emb = pg.ag_embedding(3, 4)
@@ -361,7 +424,9 @@ def test_no_leaks_after_training_step(rng):
 
 def test_huge_layers_raise_a_typed_memory_error():
     # a 10^12-element weight cannot be drawn: a pyggmlr error, not numpy's bare MemoryError
-    with pytest.raises(pg.PyggmlrMemoryError, match=r"ag_linear: out of memory .*\[1000000x1000000\]"):
+    with pytest.raises(
+        pg.PyggmlrMemoryError, match=r"ag_linear: out of memory .*\[1000000x1000000\]"
+    ):
         pg.ag_linear(10**6, 10**6)
     with pytest.raises(pg.PyggmlrMemoryError, match="ag_embedding"):
         pg.ag_embedding(10**6, 10**6)

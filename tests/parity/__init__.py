@@ -27,6 +27,7 @@ runs through ggmlR's ag_* API in f64 and its max abs / rel difference from pyggm
 ``main()``) prints the table and exits 1 on any mismatch (2 when R/rpy2/the R package is
 unavailable).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,6 +41,7 @@ import numpy as np
 from . import cases_api, cases_models, cases_io, cases_compile  # noqa: F401
 from . import cases_086, cases_seed, cases_state, cases_loss, cases_attention  # noqa: F401
 from . import cases_ckpt, cases_opt, cases_capture, cases_robj  # noqa: F401
+
 # isort: on
 from .cases_models import py_model as _py_model
 from .core import (
@@ -58,9 +60,24 @@ from .core import (
     run_case,
 )
 
-__all__ = ["CASES", "Case", "ScriptCase", "PySide", "RSide", "Record", "run_case", "check_case",
-           "compare", "max_ulp", "main", "NOT_COVERED", "KNOWN_GGMLR_DIFFERENCES", "_Draws",
-           "_seed", "_py_model"]
+__all__ = [
+    "CASES",
+    "Case",
+    "ScriptCase",
+    "PySide",
+    "RSide",
+    "Record",
+    "run_case",
+    "check_case",
+    "compare",
+    "max_ulp",
+    "main",
+    "NOT_COVERED",
+    "KNOWN_GGMLR_DIFFERENCES",
+    "_Draws",
+    "_seed",
+    "_py_model",
+]
 
 # rows printed for features the R package does not have (listed, not hidden); none at present:
 # ag_fit, dp_train, model files and ag_gradcheck have cases of their own
@@ -104,17 +121,25 @@ def _fmt(v):
 
 
 def _args(argv):
-    ap = argparse.ArgumentParser(prog="python -m pyggmlr parity",
-                                 description="Run every parity case in Python and in R (rpy2) "
-                                             "and compare them.")
-    ap.add_argument("--dtype", choices=DTYPES, action="append",
-                    help="dtype(s) to run (default: both)")
-    ap.add_argument("--case", action="append", default=[],
-                    help="only cases whose name contains this")
-    ap.add_argument("--blas", choices=("openblas", "builtin"), default=None,
-                    help="GEMM both languages use (default: Python's current one)")
-    ap.add_argument("--verbose", "-v", action="store_true",
-                    help="print the first differing value of each case")
+    ap = argparse.ArgumentParser(
+        prog="python -m pyggmlr parity",
+        description="Run every parity case in Python and in R (rpy2) and compare them.",
+    )
+    ap.add_argument(
+        "--dtype", choices=DTYPES, action="append", help="dtype(s) to run (default: both)"
+    )
+    ap.add_argument(
+        "--case", action="append", default=[], help="only cases whose name contains this"
+    )
+    ap.add_argument(
+        "--blas",
+        choices=("openblas", "builtin"),
+        default=None,
+        help="GEMM both languages use (default: Python's current one)",
+    )
+    ap.add_argument(
+        "--verbose", "-v", action="store_true", help="print the first differing value of each case"
+    )
     return ap.parse_args(argv)
 
 
@@ -124,6 +149,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     1 on any mismatch, 2 when R, rpy2 or the R package is missing."""
     args = _args(argv)
     from pyggmlr import r
+
     why = r.unavailable_reason()
     if why:
         print(f"parity: cannot run: {why}")
@@ -134,6 +160,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"parity: cannot run: {e}")
         return 2
     import pyggmlr as pg
+
     if args.blas:
         pg.use_blas(args.blas)
     r.sync_blas()
@@ -141,8 +168,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     gside = RSide("ggmlR") if r.package_installed("ggmlR") else None
     dtypes = args.dtype or list(DTYPES)
     cases = [c for c in CASES if not args.case or any(s in c.name for s in args.case)]
-    print(f"pyggmlr parity: Python vs R (rpy2), GEMM: Python {pg.blas_name()} / "
-          f"R {r.call('ag_blas_name')}")
+    print(
+        f"pyggmlr parity: Python vs R (rpy2), GEMM: Python {pg.blas_name()} / "
+        f"R {r.call('ag_blas_name')}"
+    )
     hdr = f"{'case':<52} {'dtype':<5} {'steps':>5} {'max abs diff':>12} {'max ULP':>8}  status"
     if gside is not None:
         hdr += "   ggmlR (f64)"
@@ -152,8 +181,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for c in cases:
         for dt in dtypes:
             res = check_case(c, dt, py, rside)
-            line = (f"{c.name:<52} {dt:<5} {c.steps:>5} {_fmt(res['max_abs']):>12} "
-                    f"{_fmt(res['max_ulp']):>8}  {res['status']}")
+            line = (
+                f"{c.name:<52} {dt:<5} {c.steps:>5} {_fmt(res['max_abs']):>12} "
+                f"{_fmt(res['max_ulp']):>8}  {res['status']}"
+            )
             if gside is not None:
                 line += "   " + _ggmlr_column(c, dt, py, gside)
             print(line)

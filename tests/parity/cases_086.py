@@ -1,5 +1,6 @@
 """Parity cases for what ggmlR 0.8.3-0.8.6 added (the 0.8.6 spec): the selection ops and the
 learning-rate schedules and gradient helpers, R against Python on the same inputs."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,21 +12,52 @@ _op("log_softmax", [(3, 4)], lambda P, a: P.ag_log_softmax(a))
 _op("gather", [(3, 4)], lambda P, a: P.ag_gather(a, np.array([2.0, 0.0, 1.0, 1.0])))
 _op("max", [(3, 4)], lambda P, a: P.ag_max(a))
 
-_opt_case("scheduler cosine restart T_mult 2", lambda P, p: P.optimizer_sgd(p, lr=0.1), steps=9,
-          sched=lambda P, o: P.lr_scheduler_cosine(o, 2, lr_min=0.01, restart=True, T_mult=2))
-_opt_case("scheduler cyclic triangular2", lambda P, p: P.optimizer_sgd(p, lr=0.1), steps=7,
-          sched=lambda P, o: P.lr_scheduler_cyclic(o, 0.01, 0.2, step_size_up=2, mode="triangular2"))
-_opt_case("scheduler cyclic exp_range", lambda P, p: P.optimizer_adam(p, lr=0.1), steps=6,
-          sched=lambda P, o: P.lr_scheduler_cyclic(o, 0.001, 0.05, step_size_up=2, step_size_down=1,
-                                                   mode="exp_range", gamma=0.9))
-_opt_case("scheduler onecycle sgd (momentum cycled)", lambda P, p: P.optimizer_sgd(p, lr=0.1), steps=8,
-          sched=lambda P, o: P.lr_scheduler_onecycle(o, 0.2, 7))
-_opt_case("scheduler onecycle adam linear (beta1 cycled)", lambda P, p: P.optimizer_adam(p, lr=0.1), steps=6,
-          sched=lambda P, o: P.lr_scheduler_onecycle(o, 0.05, 5, pct_start=0.4, anneal_strategy="linear"))
-_opt_case("scheduler warmup then cosine", lambda P, p: P.optimizer_sgd(p, lr=0.1, momentum=0.5), steps=7,
-          sched=lambda P, o: P.lr_scheduler_warmup(o, 3, after=P.lr_scheduler_cosine(o, 4, lr_min=0.01), start_factor=0.2))
-_opt_case("scheduler warmup_cosine", lambda P, p: P.optimizer_adam(p, lr=0.05), steps=7,
-          sched=lambda P, o: P.lr_scheduler_warmup_cosine(o, 2, 6, lr_min=0.001, warmup_start_lr=0.01))
+_opt_case(
+    "scheduler cosine restart T_mult 2",
+    lambda P, p: P.optimizer_sgd(p, lr=0.1),
+    steps=9,
+    sched=lambda P, o: P.lr_scheduler_cosine(o, 2, lr_min=0.01, restart=True, T_mult=2),
+)
+_opt_case(
+    "scheduler cyclic triangular2",
+    lambda P, p: P.optimizer_sgd(p, lr=0.1),
+    steps=7,
+    sched=lambda P, o: P.lr_scheduler_cyclic(o, 0.01, 0.2, step_size_up=2, mode="triangular2"),
+)
+_opt_case(
+    "scheduler cyclic exp_range",
+    lambda P, p: P.optimizer_adam(p, lr=0.1),
+    steps=6,
+    sched=lambda P, o: P.lr_scheduler_cyclic(
+        o, 0.001, 0.05, step_size_up=2, step_size_down=1, mode="exp_range", gamma=0.9
+    ),
+)
+_opt_case(
+    "scheduler onecycle sgd (momentum cycled)",
+    lambda P, p: P.optimizer_sgd(p, lr=0.1),
+    steps=8,
+    sched=lambda P, o: P.lr_scheduler_onecycle(o, 0.2, 7),
+)
+_opt_case(
+    "scheduler onecycle adam linear (beta1 cycled)",
+    lambda P, p: P.optimizer_adam(p, lr=0.1),
+    steps=6,
+    sched=lambda P, o: P.lr_scheduler_onecycle(o, 0.05, 5, pct_start=0.4, anneal_strategy="linear"),
+)
+_opt_case(
+    "scheduler warmup then cosine",
+    lambda P, p: P.optimizer_sgd(p, lr=0.1, momentum=0.5),
+    steps=7,
+    sched=lambda P, o: P.lr_scheduler_warmup(
+        o, 3, after=P.lr_scheduler_cosine(o, 4, lr_min=0.01), start_factor=0.2
+    ),
+)
+_opt_case(
+    "scheduler warmup_cosine",
+    lambda P, p: P.optimizer_adam(p, lr=0.05),
+    steps=7,
+    sched=lambda P, o: P.lr_scheduler_warmup_cosine(o, 2, 6, lr_min=0.001, warmup_start_lr=0.01),
+)
 
 
 def _clip_value(P, d, steps):
@@ -33,7 +65,9 @@ def _clip_value(P, d, steps):
     opt = P.optimizer_sgd(p, lr=0.3)
     out = []
     for _ in range(steps):
-        g, rec = mlp_step(P, p, d, lambda g: {"max_abs": np.array([float(P.clip_grad_value(p, g, 0.05))])})
+        g, rec = mlp_step(
+            P, p, d, lambda g: {"max_abs": np.array([float(P.clip_grad_value(p, g, 0.05))])}
+        )
         opt.step(g)
         opt.zero_grad()
         out.append(rec)
@@ -51,8 +85,12 @@ def _ln_plain_build(P, d):
     return (lin, P.ag_layer_norm(5, eps=1e-3, elementwise_affine=False)), lin.params()
 
 
-_layer_case("layer_norm no affine", _ln_plain_build, lambda P, m, d: m[1].forward(m[0].forward(d["x"])),
-            _with_w(lambda rng: {"W": _u(rng, 5, 4), "b": _u(rng, 5, 1), "x": _u(rng, 4, 6, lo=-2, hi=2)}))
+_layer_case(
+    "layer_norm no affine",
+    _ln_plain_build,
+    lambda P, m, d: m[1].forward(m[0].forward(d["x"])),
+    _with_w(lambda rng: {"W": _u(rng, 5, 4), "b": _u(rng, 5, 1), "x": _u(rng, 4, 6, lo=-2, hi=2)}),
+)
 
 
 def _lin_gain_build(init):
@@ -60,9 +98,14 @@ def _lin_gain_build(init):
         P.ggml_set_seed(11)  # the weights themselves are the case: drawn in both languages
         lin = P.ag_linear(4, 3, init=init, gain=1.7)
         return lin, lin.params()
+
     return build
 
 
 for _init in ("glorot_uniform", "orthogonal"):
-    _layer_case(f"linear {_init} gain", _lin_gain_build(_init), lambda P, m, d: m.forward(d["x"]),
-                _with_w(lambda rng: {"x": _u(rng, 4, 6, lo=-2, hi=2)}))
+    _layer_case(
+        f"linear {_init} gain",
+        _lin_gain_build(_init),
+        lambda P, m, d: m.forward(d["x"]),
+        _with_w(lambda rng: {"x": _u(rng, 4, 6, lo=-2, hi=2)}),
+    )

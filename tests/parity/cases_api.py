@@ -1,5 +1,6 @@
 """Cases written once against a side (Case.fn): ops, losses, optimizers, schedulers, clipping,
 layers, the dataloader and the tape memory report, on inputs drawn in Python."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,10 +12,12 @@ def _add(name, group, steps=1, inputs=None, ggmlr=True):
     def deco(fn):
         CASES.append(Case(name, group, fn, steps, inputs, ggmlr=ggmlr))
         return fn
+
     return deco
 
 
 # ---- ops: forward value, a weighted-sum loss and every input's gradient ----------------------
+
 
 def _op(name, shapes, f, positive=(), keep=None):
     """An op case: inputs x0, x1, ... (parameters) of the given shapes; loss = sum(f(...) * w)
@@ -84,7 +87,11 @@ _op("transpose", [A], lambda P, a: P.ag_transpose(a))
 _op("reshape", [A], lambda P, a: P.ag_reshape(a, 2, 6))
 _op("slice_rows", [(5, 3)], lambda P, a: P.ag_slice_rows(a, 1, 3))
 _op("concat_rows", [A, (2, 4)], lambda P, a, b: P.ag_concat_rows(a, b))
-_op("chain tanh(W x + b)", [A, B, (3, 1)], lambda P, w, x, b: P.ag_tanh(P.ag_add(P.ag_matmul(w, x), b)))
+_op(
+    "chain tanh(W x + b)",
+    [A, B, (3, 1)],
+    lambda P, w, x, b: P.ag_tanh(P.ag_add(P.ag_matmul(w, x), b)),
+)
 
 
 def _loss_inputs(rng):
@@ -103,6 +110,7 @@ def _loss_case(name, f):
         loss = P.tape(lambda: f(P, x, d))
         g = P.backward(loss)
         return [{"loss": P.np(loss), "grad": P.grad(g, x)}]
+
     CASES.append(Case(f"loss:{name}", "loss", fn, 1, _loss_inputs))
 
 
@@ -115,10 +123,16 @@ _loss_case("softmax_ce ids", lambda P, x, d: P.ag_softmax_cross_entropy_loss(x, 
 
 # ---- optimizers, schedulers, clipping: a two-layer MLP trained for several steps -------------
 
+
 def _mlp_inputs(rng):
-    return {"W1": _u(rng, 5, 4), "b1": _u(rng, 5, 1, lo=-0.1, hi=0.1), "W2": _u(rng, 3, 5),
-            "b2": _u(rng, 3, 1, lo=-0.1, hi=0.1), "x": _u(rng, 4, 8, lo=-2, hi=2),
-            "y": rng.integers(0, 3, size=8)}
+    return {
+        "W1": _u(rng, 5, 4),
+        "b1": _u(rng, 5, 1, lo=-0.1, hi=0.1),
+        "W2": _u(rng, 3, 5),
+        "b2": _u(rng, 3, 1, lo=-0.1, hi=0.1),
+        "x": _u(rng, 4, 8, lo=-2, hi=2),
+        "y": rng.integers(0, 3, size=8),
+    }
 
 
 def _mlp_params(P, d):
@@ -149,7 +163,9 @@ def _train(P, d, steps, make_opt, sched=None, clip=None):
     sch = sched(P, opt) if sched else None
     out = []
     for _ in range(steps):
-        norm = None if clip is None else (lambda g: {"norm": np.array([P.clip_grad_norm(p, g, clip)])})
+        norm = (
+            None if clip is None else (lambda g: {"norm": np.array([P.clip_grad_norm(p, g, clip)])})
+        )
         g, rec = mlp_step(P, p, d, norm)
         if sch is not None:
             rec["lr"] = np.array([sch.step()])
@@ -163,29 +179,64 @@ def _train(P, d, steps, make_opt, sched=None, clip=None):
 
 
 def _opt_case(name, make_opt, steps=5, sched=None, clip=None):
-    CASES.append(Case(name, "optim", lambda P, d, s: _train(P, d, s, make_opt, sched, clip), steps, _mlp_inputs))
+    CASES.append(
+        Case(
+            name,
+            "optim",
+            lambda P, d, s: _train(P, d, s, make_opt, sched, clip),
+            steps,
+            _mlp_inputs,
+        )
+    )
 
 
 _opt_case("sgd", lambda P, p: P.optimizer_sgd(p, lr=0.1))
 _opt_case("sgd momentum", lambda P, p: P.optimizer_sgd(p, lr=0.1, momentum=0.9))
 _opt_case("sgd nesterov", lambda P, p: P.optimizer_sgd(p, lr=0.1, momentum=0.9, nesterov=True))
-_opt_case("sgd weight_decay", lambda P, p: P.optimizer_sgd(p, lr=0.1, momentum=0.5, weight_decay=0.01))
-_opt_case("sgd accumulate=2", lambda P, p: P.optimizer_sgd(p, lr=0.1, momentum=0.9, accumulate_steps=2), steps=6)
-_opt_case("sgd accumulate=3 sum", lambda P, p: P.optimizer_sgd(p, lr=0.05, accumulate_steps=3, average=False), steps=6)
+_opt_case(
+    "sgd weight_decay", lambda P, p: P.optimizer_sgd(p, lr=0.1, momentum=0.5, weight_decay=0.01)
+)
+_opt_case(
+    "sgd accumulate=2",
+    lambda P, p: P.optimizer_sgd(p, lr=0.1, momentum=0.9, accumulate_steps=2),
+    steps=6,
+)
+_opt_case(
+    "sgd accumulate=3 sum",
+    lambda P, p: P.optimizer_sgd(p, lr=0.05, accumulate_steps=3, average=False),
+    steps=6,
+)
 _opt_case("adam", lambda P, p: P.optimizer_adam(p, lr=0.01))
 _opt_case("adamw", lambda P, p: P.optimizer_adam(p, lr=0.01, weight_decay=0.1))
-_opt_case("adam betas eps", lambda P, p: P.optimizer_adam(p, lr=0.02, beta1=0.8, beta2=0.99, eps=1e-6))
-_opt_case("adam accumulate=2", lambda P, p: P.optimizer_adam(p, lr=0.01, accumulate_steps=2), steps=6)
-_opt_case("scheduler step", lambda P, p: P.optimizer_sgd(p, lr=0.2, momentum=0.9), steps=6,
-          sched=lambda P, o: P.lr_scheduler_step(o, 2, gamma=0.5))
-_opt_case("scheduler cosine", lambda P, p: P.optimizer_adam(p, lr=0.05), steps=6,
-          sched=lambda P, o: P.lr_scheduler_cosine(o, 4, lr_min=0.001))
-_opt_case("scheduler cosine restart", lambda P, p: P.optimizer_sgd(p, lr=0.1), steps=7,
-          sched=lambda P, o: P.lr_scheduler_cosine(o, 3, lr_min=0.01, restart=True))
+_opt_case(
+    "adam betas eps", lambda P, p: P.optimizer_adam(p, lr=0.02, beta1=0.8, beta2=0.99, eps=1e-6)
+)
+_opt_case(
+    "adam accumulate=2", lambda P, p: P.optimizer_adam(p, lr=0.01, accumulate_steps=2), steps=6
+)
+_opt_case(
+    "scheduler step",
+    lambda P, p: P.optimizer_sgd(p, lr=0.2, momentum=0.9),
+    steps=6,
+    sched=lambda P, o: P.lr_scheduler_step(o, 2, gamma=0.5),
+)
+_opt_case(
+    "scheduler cosine",
+    lambda P, p: P.optimizer_adam(p, lr=0.05),
+    steps=6,
+    sched=lambda P, o: P.lr_scheduler_cosine(o, 4, lr_min=0.001),
+)
+_opt_case(
+    "scheduler cosine restart",
+    lambda P, p: P.optimizer_sgd(p, lr=0.1),
+    steps=7,
+    sched=lambda P, o: P.lr_scheduler_cosine(o, 3, lr_min=0.01, restart=True),
+)
 _opt_case("clip_grad_norm", lambda P, p: P.optimizer_sgd(p, lr=0.5, momentum=0.9), clip=0.25)
 
 
 # ---- layers --------------------------------------------------------------------------------
+
 
 def _layer_run(P, d, steps, build, forward, lr=0.05):
     """Build a layer (weights set from d), then `steps` SGD steps of loss = sum(out * w)."""
@@ -218,7 +269,15 @@ def _layer_run(P, d, steps, build, forward, lr=0.05):
 
 
 def _layer_case(name, build, forward, inputs, steps=3):
-    CASES.append(Case(f"layer:{name}", "layer", lambda P, d, s: _layer_run(P, d, s, build, forward), steps, inputs))
+    CASES.append(
+        Case(
+            f"layer:{name}",
+            "layer",
+            lambda P, d, s: _layer_run(P, d, s, build, forward),
+            steps,
+            inputs,
+        )
+    )
 
 
 def _with_w(f):
@@ -226,6 +285,7 @@ def _with_w(f):
         d = f(rng)
         d["w"] = _u(rng, 64 * 64)
         return d
+
     return inputs
 
 
@@ -235,10 +295,13 @@ def _build_linear(act):
         P.set(lin.W, d["W"])
         P.set(lin.b, d["b"])
         return lin, lin.params()
+
     return build
 
 
-_lin_in = _with_w(lambda rng: {"W": _u(rng, 3, 4), "b": _u(rng, 3, 1), "x": _u(rng, 4, 6, lo=-2, hi=2)})
+_lin_in = _with_w(
+    lambda rng: {"W": _u(rng, 3, 4), "b": _u(rng, 3, 1), "x": _u(rng, 4, 6, lo=-2, hi=2)}
+)
 _layer_case("linear", _build_linear(None), lambda P, m, d: m.forward(d["x"]), _lin_in)
 _layer_case("linear relu", _build_linear("relu"), lambda P, m, d: m.forward(d["x"]), _lin_in)
 _layer_case("linear gelu", _build_linear("gelu"), lambda P, m, d: m.forward(d["x"]), _lin_in)
@@ -253,19 +316,41 @@ def _norm_build(kind, eval_mode=False):
             P.set_running(layer, d)  # R: active bindings over core tensors
             P.ag_eval(layer)
         return layer, layer.parameters()
+
     return build
 
 
 def _bn_inputs(rng):
-    return {"gamma": _u(rng, 4, 1, lo=0.5, hi=1.5), "beta": _u(rng, 4, 1), "x": _u(rng, 4, 7, lo=-2, hi=3),
-            "rm": _u(rng, 4, 1), "rv": _u(rng, 4, 1, lo=0.5, hi=2.0), "bn": ("running_mean", "running_var")}
+    return {
+        "gamma": _u(rng, 4, 1, lo=0.5, hi=1.5),
+        "beta": _u(rng, 4, 1),
+        "x": _u(rng, 4, 7, lo=-2, hi=3),
+        "rm": _u(rng, 4, 1),
+        "rv": _u(rng, 4, 1, lo=0.5, hi=2.0),
+        "bn": ("running_mean", "running_var"),
+    }
 
 
-_layer_case("batch_norm train", _norm_build("ag_batch_norm"), lambda P, m, d: m.forward(d["x"]), _with_w(_bn_inputs), steps=4)
-_layer_case("batch_norm eval", _norm_build("ag_batch_norm", eval_mode=True), lambda P, m, d: m.forward(d["x"]),
-            _with_w(_bn_inputs), steps=3)
-_layer_case("layer_norm", _norm_build("ag_layer_norm"), lambda P, m, d: m.forward(d["x"]),
-            _with_w(lambda rng: {k: v for k, v in _bn_inputs(rng).items() if k != "bn"}))
+_layer_case(
+    "batch_norm train",
+    _norm_build("ag_batch_norm"),
+    lambda P, m, d: m.forward(d["x"]),
+    _with_w(_bn_inputs),
+    steps=4,
+)
+_layer_case(
+    "batch_norm eval",
+    _norm_build("ag_batch_norm", eval_mode=True),
+    lambda P, m, d: m.forward(d["x"]),
+    _with_w(_bn_inputs),
+    steps=3,
+)
+_layer_case(
+    "layer_norm",
+    _norm_build("ag_layer_norm"),
+    lambda P, m, d: m.forward(d["x"]),
+    _with_w(lambda rng: {k: v for k, v in _bn_inputs(rng).items() if k != "bn"}),
+)
 
 
 def _build_emb(P, d):
@@ -274,8 +359,12 @@ def _build_emb(P, d):
     return e, e.parameters()
 
 
-_layer_case("embedding", _build_emb, lambda P, m, d: m.forward(d["ids"]),
-            _with_w(lambda rng: {"E": _u(rng, 3, 6), "ids": np.array([0, 3, 3, 5, 1, 0, 3])}))
+_layer_case(
+    "embedding",
+    _build_emb,
+    lambda P, m, d: m.forward(d["ids"]),
+    _with_w(lambda rng: {"E": _u(rng, 3, 6), "ids": np.array([0, 3, 3, 5, 1, 0, 3])}),
+)
 
 
 def _build_mha(P, d):
@@ -285,12 +374,26 @@ def _build_mha(P, d):
     return m, m.parameters()
 
 
-_mha_in = _with_w(lambda rng: {"W_q": _u(rng, 4, 4), "W_k": _u(rng, 4, 4), "W_v": _u(rng, 4, 4),
-                               "W_o": _u(rng, 4, 4), "b_o": _u(rng, 4, 1), "x": _u(rng, 4, 5)})
+_mha_in = _with_w(
+    lambda rng: {
+        "W_q": _u(rng, 4, 4),
+        "W_k": _u(rng, 4, 4),
+        "W_v": _u(rng, 4, 4),
+        "W_o": _u(rng, 4, 4),
+        "b_o": _u(rng, 4, 1),
+        "x": _u(rng, 4, 5),
+    }
+)
 _layer_case("attention", _build_mha, lambda P, m, d: m.forward(d["x"]), _mha_in)
-_layer_case("attention causal", _build_mha, lambda P, m, d: m.forward(d["x"], causal_mask=True), _mha_in)
-_layer_case("attention cross", _build_mha, lambda P, m, d: m.forward(d["x"], d["kv"], d["kv"]),
-            _with_w(lambda rng: {**_mha_in(rng), "kv": _u(rng, 4, 3)}))
+_layer_case(
+    "attention causal", _build_mha, lambda P, m, d: m.forward(d["x"], causal_mask=True), _mha_in
+)
+_layer_case(
+    "attention cross",
+    _build_mha,
+    lambda P, m, d: m.forward(d["x"], d["kv"], d["kv"]),
+    _with_w(lambda rng: {**_mha_in(rng), "kv": _u(rng, 4, 3)}),
+)
 
 
 def _build_seq_dropout(rate, eval_mode):
@@ -302,15 +405,23 @@ def _build_seq_dropout(rate, eval_mode):
         if eval_mode:
             P.ag_eval(m)
         return m, m.parameters()
+
     return build
 
 
-_layer_case("dropout rate 0", _build_seq_dropout(0.0, False), lambda P, m, d: m.forward(d["x"]), _lin_in)
-_layer_case("dropout eval", _build_seq_dropout(0.5, True), lambda P, m, d: m.forward(d["x"]), _lin_in)
+_layer_case(
+    "dropout rate 0", _build_seq_dropout(0.0, False), lambda P, m, d: m.forward(d["x"]), _lin_in
+)
+_layer_case(
+    "dropout eval", _build_seq_dropout(0.5, True), lambda P, m, d: m.forward(d["x"]), _lin_in
+)
 # a dropout mask drawn once in Python and given to both sides: x * (u > rate) / (1 - rate)
-_layer_case("dropout given mask", _build_linear("relu"),
-            lambda P, m, d: P.ag_mul(m.forward(d["x"]), d["mask"]),
-            _with_w(lambda rng: {**_lin_in(rng), "mask": (rng.uniform(size=(3, 6)) > 0.3) / 0.7}))
+_layer_case(
+    "dropout given mask",
+    _build_linear("relu"),
+    lambda P, m, d: P.ag_mul(m.forward(d["x"]), d["mask"]),
+    _with_w(lambda rng: {**_lin_in(rng), "mask": (rng.uniform(size=(3, 6)) > 0.3) / 0.7}),
+)
 
 
 def _build_seq(P, d):
@@ -323,13 +434,20 @@ def _build_seq(P, d):
     return m, m.parameters()
 
 
-_layer_case("sequential", _build_seq, lambda P, m, d: m.forward(d["x"]), _with_w(_mlp_inputs), steps=4)
+_layer_case(
+    "sequential", _build_seq, lambda P, m, d: m.forward(d["x"]), _with_w(_mlp_inputs), steps=4
+)
 
 
 # ---- data, memory --------------------------------------------------------------------------
 
-@_add("dataloader no shuffle", "data", steps=2,
-      inputs=lambda rng: {"x": _u(rng, 3, 10), "y": _u(rng, 2, 10)})
+
+@_add(
+    "dataloader no shuffle",
+    "data",
+    steps=2,
+    inputs=lambda rng: {"x": _u(rng, 3, 10), "y": _u(rng, 2, 10)},
+)
 def _case_dataloader(P, d, steps):
     dl = P.ag_dataloader(d["x"], d["y"], batch_size=4, shuffle=False)
     out = []
@@ -359,4 +477,3 @@ def _case_memory(P, d, steps):
         rec["after zero_grad nodes"] = P.memory()["nodes"]
         out.append(rec)
     return out
-

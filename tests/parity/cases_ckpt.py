@@ -4,6 +4,7 @@ the seed, replayed in backward()) and a nested checkpoint, then a plain layer. E
 (losses, gradients from backward()'s map, weights after the step, the stream after each step)
 must agree bit for bit, and equal a plain tape's run in the same language (the record
 ``plain - checkpointed``, all zeros)."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, List
@@ -16,9 +17,9 @@ _SEED = 20261202
 _KEYS = ("W1", "b1", "W2", "b2", "W3", "b3")
 
 
-
 def _run_py(d: Dict[str, Any], steps: int, ck: bool) -> List[Record]:
     import pyggmlr as pg
+
     pg.ggml_set_seed(_SEED)
     p = {k: pg.ag_param(d[k]) for k in _KEYS}
     drop = pg.ag_dropout(0.3)
@@ -56,6 +57,7 @@ def _ckpt_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
         for c, q in zip(ck, plain):
             c["plain - checkpointed"] = np.concatenate([(q[k] - c[k]).ravel(order="F") for k in q])
         return [{k: np.asarray(v, dtype=np.float64) for k, v in rec.items()} for rec in ck]
+
     return with_dtype(dtype, run)
 
 
@@ -65,17 +67,31 @@ def _ckpt_r(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
 
 
 def _ckpt_inputs(rng: Any) -> Dict[str, Any]:
-    return {"W1": _u(rng, 6, 4), "b1": _u(rng, 6, 1, lo=-0.1, hi=0.1), "W2": _u(rng, 5, 6),
-            "b2": _u(rng, 5, 1, lo=-0.1, hi=0.1), "W3": _u(rng, 3, 5), "b3": _u(rng, 3, 1, lo=-0.1, hi=0.1),
-            "x": _u(rng, 4, 8, lo=-2, hi=2), "y": _u(rng, 3, 8)}
+    return {
+        "W1": _u(rng, 6, 4),
+        "b1": _u(rng, 6, 1, lo=-0.1, hi=0.1),
+        "W2": _u(rng, 5, 6),
+        "b2": _u(rng, 5, 1, lo=-0.1, hi=0.1),
+        "W3": _u(rng, 3, 5),
+        "b3": _u(rng, 3, 1, lo=-0.1, hi=0.1),
+        "x": _u(rng, 4, 8, lo=-2, hi=2),
+        "y": _u(rng, 3, 8),
+    }
 
 
-CASES.append(ScriptCase("ag_checkpoint: nested, dropout, sgd momentum", _ckpt_py, _ckpt_r, 4,
-                        _ckpt_inputs, group="checkpoint"))
+CASES.append(
+    ScriptCase(
+        "ag_checkpoint: nested, dropout, sgd momentum",
+        _ckpt_py,
+        _ckpt_r,
+        4,
+        _ckpt_inputs,
+        group="checkpoint",
+    )
+)
 
 
 # ---- the tape report: what a checkpoint saves, measured by the core in each language ---------
-
 
 
 def _op_code(s: str) -> float:
@@ -100,14 +116,17 @@ def _mem_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
                 loss = pg.ag_sum(pg.ag_checkpoint(body, h) if ck else body(h))
             gc.collect()
             r = pg.ag_tape_memory(quiet=True)
-            rec: Record = {k: np.array([float(r[k])]) for k in ("nodes", "bytes_total", "bytes_snapshots",
-                                                                 "bytes_fields", "bytes_inputs")}
+            rec: Record = {
+                k: np.array([float(r[k])])
+                for k in ("nodes", "bytes_total", "bytes_snapshots", "bytes_fields", "bytes_inputs")
+            }
             rec["by_op.nodes"] = np.array([float(row["nodes"]) for row in r["by_op"]])
             rec["by_op.op"] = np.array([_op_code(row["op"]) for row in r["by_op"]])
             rec["grad_W1"] = np.asarray(pg.backward(loss)[p["W1"]], dtype=np.float64)
             pg.ag_tape_clear()
             out.append(rec)
         return out
+
     return with_dtype(dtype, run)
 
 
@@ -116,6 +135,13 @@ def _mem_r(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
     return [{k: r_values(v) for k, v in rec.items()} for rec in res]
 
 
-CASES.append(ScriptCase("ag_checkpoint: tape memory, plain vs checkpointed", _mem_py, _mem_r, 2,
-                        lambda rng: {"W1": _u(rng, 16, 8), "W2": _u(rng, 4, 16), "x": _u(rng, 8, 32)},
-                        group="checkpoint"))
+CASES.append(
+    ScriptCase(
+        "ag_checkpoint: tape memory, plain vs checkpointed",
+        _mem_py,
+        _mem_r,
+        2,
+        lambda rng: {"W1": _u(rng, 16, 8), "W2": _u(rng, 4, 16), "x": _u(rng, 8, 32)},
+        group="checkpoint",
+    )
+)

@@ -1,5 +1,6 @@
 """ag_compile and ag_fit(static = TRUE), R vs Python (the R halves are compile.R): a compiled
 Adam step replayed with new inputs, and the compiled training loop."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,6 +22,7 @@ def _compile_py(d, steps, dtype):
         def f(x, y):
             h = pg.ag_tanh(pg.ag_add(pg.ag_matmul(P["W1"], x), P["b1"]))
             return pg.ag_softmax_cross_entropy_loss(pg.ag_add(pg.ag_matmul(P["W2"], h), P["b2"]), y)
+
         y0 = np.asarray(d["y"], dtype=np.float64).reshape(1, -1)
         step = pg.ag_compile(f, d["x"], y0, optimizer=opt)
         out = []
@@ -28,17 +30,32 @@ def _compile_py(d, steps, dtype):
             rec = {"loss": np.array([step(d["x"] * (1 + 0.1 * s), (y0 + s) % 3)])}
             out.append({**rec, **tensor_values(P)})
         return out
+
     return with_dtype(dtype, run)
 
 
 def _compile_r(d, steps, dtype):
-    res = call_r("parity_compile", dtype=dtype, steps=steps, x=d["x"],
-                 y=np.asarray(d["y"], dtype=np.float64), **{f"{k}_0": d[k] for k in MLP})
+    res = call_r(
+        "parity_compile",
+        dtype=dtype,
+        steps=steps,
+        x=d["x"],
+        y=np.asarray(d["y"], dtype=np.float64),
+        **{f"{k}_0": d[k] for k in MLP},
+    )
     return [r_record(dtype, rec) for rec in res]
 
 
-CASES.append(ScriptCase("ag_compile: compiled adam steps (accumulate 2)", _compile_py, _compile_r,
-                        6, _mlp_inputs, group="compile"))
+CASES.append(
+    ScriptCase(
+        "ag_compile: compiled adam steps (accumulate 2)",
+        _compile_py,
+        _compile_r,
+        6,
+        _mlp_inputs,
+        group="compile",
+    )
+)
 
 
 # ---- ag_fit(static = TRUE): the compiled training loop, R vs Python --------------------------
@@ -46,15 +63,27 @@ CASES.append(ScriptCase("ag_compile: compiled adam steps (accumulate 2)", _compi
 # widths 4 and 3), batch norm updating its running statistics on every replay, a rate-0 dropout
 # layer (the two RNGs differ by design) and layer norm; shuffle off (see the ag_fit cases).
 
-_ARCH = ('ag_sequential(ag_linear(4, 8, "relu"), ag_batch_norm(8), ag_dropout(0), '
-         'ag_layer_norm(8), ag_linear(8, 3))')
-_PARAMS = {"layer1_W": (8, 4), "layer1_b": (8, 1), "layer2_gamma": (8, 1), "layer2_beta": (8, 1),
-           "layer4_gamma": (8, 1), "layer4_beta": (8, 1), "layer5_W": (3, 8), "layer5_b": (3, 1)}
+_ARCH = (
+    'ag_sequential(ag_linear(4, 8, "relu"), ag_batch_norm(8), ag_dropout(0), '
+    "ag_layer_norm(8), ag_linear(8, 3))"
+)
+_PARAMS = {
+    "layer1_W": (8, 4),
+    "layer1_b": (8, 1),
+    "layer2_gamma": (8, 1),
+    "layer2_beta": (8, 1),
+    "layer4_gamma": (8, 1),
+    "layer4_beta": (8, 1),
+    "layer5_W": (3, 8),
+    "layer5_b": (3, 1),
+}
 
 
 def _fit_static_inputs(rng):
-    init = {k: (_u(rng, *s, lo=0.5, hi=1.5) if k.endswith("gamma") else _u(rng, *s))
-            for k, s in _PARAMS.items()}
+    init = {
+        k: (_u(rng, *s, lo=0.5, hi=1.5) if k.endswith("gamma") else _u(rng, *s))
+        for k, s in _PARAMS.items()
+    }
     return {"init": init, "x": _u(rng, 4, 28, lo=-2, hi=2), "y": rng.integers(0, 3, size=28)}
 
 
@@ -67,15 +96,44 @@ def _fit_static_py(d, steps, dtype):
         for k, v in d["init"].items():
             ps[k].data = v
         opt = pg.optimizer_adam(m.parameters(), lr=0.02, weight_decay=0.01)
-        return fit_py(m, d["x"], d["y"], loss="cross_entropy", optimizer=opt, nepoch=steps,
-                      batch_size=4, nbatch_logical=8, val_split=0.25, static=True)
+        return fit_py(
+            m,
+            d["x"],
+            d["y"],
+            loss="cross_entropy",
+            optimizer=opt,
+            nepoch=steps,
+            batch_size=4,
+            nbatch_logical=8,
+            val_split=0.25,
+            static=True,
+        )
+
     return with_dtype(dtype, run)
 
 
 def _fit_static_r(d, steps, dtype):
-    return fit_r_records(call_r("parity_fit_static", dtype=dtype, arch=_ARCH, init=d["init"],
-                                x=d["x"], y=d["y"], nepoch=steps, hist_keys=np.array(HIST_KEYS)))
+    return fit_r_records(
+        call_r(
+            "parity_fit_static",
+            dtype=dtype,
+            arch=_ARCH,
+            init=d["init"],
+            x=d["x"],
+            y=d["y"],
+            nepoch=steps,
+            hist_keys=np.array(HIST_KEYS),
+        )
+    )
 
 
-CASES.append(ScriptCase("ag_fit: static=TRUE, batch/layer norm, val 4+3", _fit_static_py,
-                        _fit_static_r, 3, _fit_static_inputs, group="compile"))
+CASES.append(
+    ScriptCase(
+        "ag_fit: static=TRUE, batch/layer norm, val 4+3",
+        _fit_static_py,
+        _fit_static_r,
+        3,
+        _fit_static_inputs,
+        group="compile",
+    )
+)

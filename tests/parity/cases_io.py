@@ -1,6 +1,7 @@
 """Model files written by one language and read by the other (with and without optimizer state,
 then training resumed in the other language), and ag_gradcheck's report, verdicts and restored
 inputs; the R halves are models.R."""
+
 from __future__ import annotations
 
 import zlib
@@ -18,6 +19,7 @@ from .core import CASES, ScriptCase, _u, call_r, r_values, with_dtype
 def adam_steps_py(m, d, steps, opt=None):
     """`steps` Adam steps of mse on d's (x, y), with a new optimizer unless one is given."""
     import pyggmlr as pg
+
     opt = opt or pg.optimizer_adam(m.parameters(), lr=0.01, weight_decay=0.05)
     for _ in range(steps):
         with pg.with_grad_tape():
@@ -27,12 +29,26 @@ def adam_steps_py(m, d, steps, opt=None):
     return opt
 
 
-def _io_records(loaded, loaded_buffers, dtype, y, epoch, t=None, trained=None,
-                trained_buffers=None, y_after=None):
+def _io_records(
+    loaded,
+    loaded_buffers,
+    dtype,
+    y,
+    epoch,
+    t=None,
+    trained=None,
+    trained_buffers=None,
+    y_after=None,
+):
     rec = {f"loaded {k}": v for k, v in loaded.items()}
     rec.update({f"loaded buffer {k}": v for k, v in loaded_buffers.items()})
-    rec.update({"dtype": np.array([float(dtype == "f64")]), "ag_predict": y,
-                "epoch": np.array([float(epoch)])})
+    rec.update(
+        {
+            "dtype": np.array([float(dtype == "f64")]),
+            "ag_predict": y,
+            "epoch": np.array([float(epoch)]),
+        }
+    )
     out = [rec]
     if trained is not None:
         rec["optimizer t"] = np.array([float(t)])
@@ -45,13 +61,20 @@ def _io_records(loaded, loaded_buffers, dtype, y, epoch, t=None, trained=None,
 
 def _loaded(m, d, dtype, epoch):
     import pyggmlr as pg
-    return dict(loaded=tensor_values(m.parameters()), loaded_buffers=tensor_values(m.buffers()),
-                dtype=dtype, y=pg.ag_predict(m, d["x"]), epoch=epoch)
+
+    return dict(
+        loaded=tensor_values(m.parameters()),
+        loaded_buffers=tensor_values(m.buffers()),
+        dtype=dtype,
+        y=pg.ag_predict(m, d["x"]),
+        epoch=epoch,
+    )
 
 
 def _resume(m, d, n_more, opt, args):
     """Train m n_more further steps with opt (its step count recorded first), then record."""
     import pyggmlr as pg
+
     args["t"] = opt.t
     pg.ag_train(m)
     adam_steps_py(m, d, n_more, opt)
@@ -62,6 +85,7 @@ def _resume(m, d, n_more, opt, args):
 def _io_reference(d, n_train, n_more):
     """The Python model trained n_train Adam steps (the saved state), then n_more further steps."""
     import pyggmlr as pg
+
     s = d["settings"]
     m = py_model(s["arch"], d["init"], d["binit"])
     opt = adam_steps_py(m, d, n_train) if n_train else None
@@ -77,6 +101,7 @@ def _io_reference(d, n_train, n_more):
 def _io_tmp():
     import os
     import tempfile
+
     fd, path = tempfile.mkstemp(prefix="pyggmlr-parity-", suffix=".safetensors")
     os.close(fd)
     return path
@@ -87,23 +112,35 @@ def _io_r_to_py(d, steps, dtype):
     import os
 
     import pyggmlr as pg
+
     s = d["settings"]
     n_more = s["n_more"]
     path = _io_tmp()
     try:
-        call_r("parity_io_save", dtype=dtype, arch=ARCHS[s["arch"]][0], init=d["init"],
-               binit=d["binit"], x=d["x"], y=d["y"], n_train=s["n_train"], path=path)
+        call_r(
+            "parity_io_save",
+            dtype=dtype,
+            arch=ARCHS[s["arch"]][0],
+            init=d["init"],
+            binit=d["binit"],
+            x=d["x"],
+            y=d["y"],
+            n_train=s["n_train"],
+            path=path,
+        )
 
         def load():
             m = pg.ag_load_model(path)
-            args = _loaded(m, d, next(iter(m.parameters().values())).dtype,
-                           pg.ag_model_info(path)["epoch"])
+            args = _loaded(
+                m, d, next(iter(m.parameters().values())).dtype, pg.ag_model_info(path)["epoch"]
+            )
             if n_more:
                 opt = pg.optimizer_adam(m.parameters(), lr=0.01, weight_decay=0.05)
                 pg.ag_load_model(path, model=m, optimizer=opt)
                 _resume(m, d, n_more, opt, args)
                 args["y_after"] = pg.ag_predict(m, d["x"])
             return _io_records(**args)
+
         return with_dtype(dtype, load)
     finally:
         os.unlink(path)
@@ -114,36 +151,54 @@ def _io_py_to_r(d, steps, dtype):
     import os
 
     import pyggmlr as pg
+
     s = d["settings"]
     n_train, n_more = s["n_train"], s["n_more"]
     path = _io_tmp()
     try:
+
         def save():
             m = py_model(s["arch"], d["init"], d["binit"])
             opt = adam_steps_py(m, d, n_train) if n_train else None
             pg.ag_save_model(m, path, optimizer=opt, epoch=n_train)
+
         with_dtype(dtype, save)
-        res = call_r("parity_io_load", dtype=dtype, x=d["x"], y_target=d["y"], n_more=n_more,
-                     path=path)
+        res = call_r(
+            "parity_io_load", dtype=dtype, x=d["x"], y_target=d["y"], n_more=n_more, path=path
+        )
     finally:
         os.unlink(path)
-    args = dict(loaded=r_dict(res["loaded"]), loaded_buffers=r_dict(res["loaded_buffers"]),
-                dtype=res["dtype"], y=r_values(res["y"]), epoch=res["epoch"])
+    args = dict(
+        loaded=r_dict(res["loaded"]),
+        loaded_buffers=r_dict(res["loaded_buffers"]),
+        dtype=res["dtype"],
+        y=r_values(res["y"]),
+        epoch=res["epoch"],
+    )
     if n_more:
-        args.update(t=res["t"], trained=r_dict(res["trained"]),
-                    trained_buffers=r_dict(res["trained_buffers"]),
-                    y_after=r_values(res["y_after"]))
+        args.update(
+            t=res["t"],
+            trained=r_dict(res["trained"]),
+            trained_buffers=r_dict(res["trained_buffers"]),
+            y_after=r_values(res["y_after"]),
+        )
     return _io_records(**args)
 
 
 def _io_case(name, other, **settings):
     def inputs(rng):
         init, binit = arch_inputs(rng, settings["arch"])
-        return {"init": init, "binit": binit, "x": _u(rng, 4, 7, lo=-2, hi=2), "y": _u(rng, 3, 7),
-                "settings": settings}
+        return {
+            "init": init,
+            "binit": binit,
+            "x": _u(rng, 4, 7, lo=-2, hi=2),
+            "y": _u(rng, 3, 7),
+            "settings": settings,
+        }
 
     def py(d, steps, dtype):
         return with_dtype(dtype, lambda: _io_reference(d, settings["n_train"], settings["n_more"]))
+
     steps = 1 + (settings["n_more"] > 0)
     CASES.append(ScriptCase(f"model file: {name}", py, other, steps, inputs, group="io"))
 
@@ -160,15 +215,24 @@ _io_case("Python: 2 Adam steps + state, R resumes", _io_py_to_r, arch="bn", n_tr
 # and the inputs' values afterwards (restored bit for bit, $grad untouched). Input q gets a
 # wrong analytical gradient (its second factor is computed without gradient): it must FAIL.
 
+
 def _gradcheck_record(ok, text, p, q, grads_unset):
     import re
+
     lines = text.strip().splitlines()
     errs = [float(m.group(1)) for m in (re.search(r"max_err = (\S+)", ln) for ln in lines) if m]
     verdicts = [float(ln.rstrip().endswith("PASS")) for ln in lines]
-    return [{"passed": np.array([float(bool(ok))]), "max_err (printed)": np.array(errs),
-             "PASS per line": np.array(verdicts),
-             "report text crc32": np.array([float(zlib.crc32(text.encode()))]),
-             "p after": p, "q after": q, "grad unset": np.array([float(v) for v in grads_unset])}]
+    return [
+        {
+            "passed": np.array([float(bool(ok))]),
+            "max_err (printed)": np.array(errs),
+            "PASS per line": np.array(verdicts),
+            "report text crc32": np.array([float(zlib.crc32(text.encode()))]),
+            "p after": p,
+            "q after": q,
+            "grad unset": np.array([float(v) for v in grads_unset]),
+        }
+    ]
 
 
 def _gradcheck_py(d, steps, dtype):
@@ -189,8 +253,10 @@ def _gradcheck_py(d, steps, dtype):
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
             res = pg.ag_gradcheck(fn, {"p": p, "q": q, "c": c}, eps=1e-3, atol=1e-3)
-        return _gradcheck_record(res.passed, buf.getvalue(), p.numpy(), q.numpy(),
-                                 (p.grad is None, q.grad is None))
+        return _gradcheck_record(
+            res.passed, buf.getvalue(), p.numpy(), q.numpy(), (p.grad is None, q.grad is None)
+        )
+
     return with_dtype(dtype, run)
 
 
@@ -198,12 +264,27 @@ def _gradcheck_r(d, steps, dtype):
     res = call_r("parity_gradcheck", dtype=dtype, **{k: d[k] for k in ("p0", "q0", "c0", "w")})
     out = res["out"]
     text = "\n".join([out] if isinstance(out, str) else out) + "\n"
-    return _gradcheck_record(res["ok"], text, r_values(res["p"]), r_values(res["q"]),
-                             list(np.atleast_1d(res["grads_unset"])))
+    return _gradcheck_record(
+        res["ok"],
+        text,
+        r_values(res["p"]),
+        r_values(res["q"]),
+        list(np.atleast_1d(res["grads_unset"])),
+    )
 
 
-CASES.append(ScriptCase("ag_gradcheck: report, verdicts, restored inputs", _gradcheck_py,
-                        _gradcheck_r, 1,
-                        lambda rng: {"p0": _u(rng, 3, 4), "q0": _u(rng, 2, 3, lo=0.5, hi=1.5),
-                                     "c0": _u(rng, 4, 5), "w": _u(rng, 3, 5)},
-                        group="gradcheck"))
+CASES.append(
+    ScriptCase(
+        "ag_gradcheck: report, verdicts, restored inputs",
+        _gradcheck_py,
+        _gradcheck_r,
+        1,
+        lambda rng: {
+            "p0": _u(rng, 3, 4),
+            "q0": _u(rng, 2, 3, lo=0.5, hi=1.5),
+            "c0": _u(rng, 4, 5),
+            "w": _u(rng, 3, 5),
+        },
+        group="gradcheck",
+    )
+)

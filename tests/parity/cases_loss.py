@@ -1,6 +1,7 @@
 """Parity cases for the losses beyond ggmlR's (ops_loss.py, R's loss.R): each loss's value and
 gradient, R against Python on the same inputs, and ag_fit trained with each new loss name. No
 ggmlR column: ggmlR has none of these losses."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, List
@@ -13,9 +14,14 @@ from .core import CASES, Case, Record, _u
 
 def _inputs(rng: Any) -> Dict[str, Any]:
     """Logits, [0, 1] targets, free targets and non-negative weights of every broadcast shape."""
-    return {"x": _u(rng, 4, 6, lo=-3, hi=3), "probs": rng.uniform(0.0, 1.0, size=(4, 6)), "target": _u(rng, 4, 6),
-            "w": rng.uniform(0.0, 2.0, size=(4, 6)), "wcol": rng.uniform(0.0, 2.0, size=(4, 1)),
-            "wrow": rng.uniform(0.0, 2.0, size=(1, 6))}
+    return {
+        "x": _u(rng, 4, 6, lo=-3, hi=3),
+        "probs": rng.uniform(0.0, 1.0, size=(4, 6)),
+        "target": _u(rng, 4, 6),
+        "w": rng.uniform(0.0, 2.0, size=(4, 6)),
+        "wcol": rng.uniform(0.0, 2.0, size=(4, 1)),
+        "wrow": rng.uniform(0.0, 2.0, size=(1, 6)),
+    }
 
 
 def _case(name: str, f: Any) -> None:
@@ -24,14 +30,25 @@ def _case(name: str, f: Any) -> None:
         loss = P.tape(lambda: f(P, x, d))
         g = P.backward(loss)
         return [{"loss": P.np(loss), "grad": P.grad(g, x)}]
+
     CASES.append(Case(f"loss:{name}", "loss", fn, 1, _inputs, ggmlr=False))
 
 
-_case("binary_cross_entropy of sigmoid", lambda P, x, d: P.ag_binary_cross_entropy_loss(P.ag_sigmoid(x), d["probs"]))
-_case("binary_cross_entropy at p = 0 and 1",
-      lambda P, x, d: P.ag_binary_cross_entropy_loss(P.ag_clamp(P.ag_scale(x, 0.4), 0.0, 1.0), d["probs"]))
+_case(
+    "binary_cross_entropy of sigmoid",
+    lambda P, x, d: P.ag_binary_cross_entropy_loss(P.ag_sigmoid(x), d["probs"]),
+)
+_case(
+    "binary_cross_entropy at p = 0 and 1",
+    lambda P, x, d: P.ag_binary_cross_entropy_loss(
+        P.ag_clamp(P.ag_scale(x, 0.4), 0.0, 1.0), d["probs"]
+    ),
+)
 _case("bce_with_logits", lambda P, x, d: P.ag_bce_with_logits_loss(x, d["probs"]))
-_case("bce_with_logits large logits", lambda P, x, d: P.ag_bce_with_logits_loss(P.ag_scale(x, 40.0), d["probs"]))
+_case(
+    "bce_with_logits large logits",
+    lambda P, x, d: P.ag_bce_with_logits_loss(P.ag_scale(x, 40.0), d["probs"]),
+)
 _case("huber delta 1", lambda P, x, d: P.ag_huber_loss(x, d["target"]))
 _case("huber delta 0.7", lambda P, x, d: P.ag_huber_loss(x, d["target"], delta=0.7))
 _case("mae", lambda P, x, d: P.ag_mae_loss(x, d["target"]))
@@ -44,8 +61,14 @@ _case("weighted_mse scalar", lambda P, x, d: P.ag_weighted_mse_loss(x, d["target
 
 # ---- ag_fit with each new loss name: the whole loop in each language (cases_models' ag_fit)
 
-ARCHS.setdefault("mlp_sigmoid", ('ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 3, "sigmoid"))',
-                                  {"layer1_W": (6, 4), "layer1_b": (6, 1), "layer2_W": (3, 6), "layer2_b": (3, 1)}, {}))
+ARCHS.setdefault(
+    "mlp_sigmoid",
+    (
+        'ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 3, "sigmoid"))',
+        {"layer1_W": (6, 4), "layer1_b": (6, 1), "layer2_W": (3, 6), "layer2_b": (3, 1)},
+        {},
+    ),
+)
 
 
 def _fit_case(name: str, epochs: int, n: int, **settings: Any) -> None:
@@ -54,14 +77,60 @@ def _fit_case(name: str, epochs: int, n: int, **settings: Any) -> None:
         x = _u(rng, 4, n, lo=-2, hi=2)
         y = rng.uniform(0.0, 1.0, size=(3, n))  # in [0, 1]: a valid target of every loss here
         return {"init": init, "binit": binit, "x": x, "y": y, "settings": settings}
+
     fit_case(name, epochs, inputs)
 
 
-_fit_case("bce, sigmoid output, adamw, val 0.25", 3, 24, arch="mlp_sigmoid", opt_kind="adamw",
-          lr=0.02, wd=0.01, schedule=False, loss="binary_cross_entropy", batch_size=4, nbatch_logical=4, val_split=0.25)
-_fit_case("bce_with_logits, sgd, accum 2x4, schedule", 3, 24, arch="mlp", opt_kind="sgd",
-          lr=0.1, schedule=True, loss="bce_with_logits", batch_size=4, nbatch_logical=8, val_split=0.0)
-_fit_case("huber, 'adamw', batch_norm, val 0.2", 3, 30, arch="bn", opt_kind="adamw_str",
-          lr=0.02, schedule=False, loss="huber", batch_size=5, nbatch_logical=5, val_split=0.2)
-_fit_case("mae, sgd", 3, 24, arch="mlp", opt_kind="sgd",
-          lr=0.1, schedule=False, loss="mae", batch_size=6, nbatch_logical=6, val_split=0.0)
+_fit_case(
+    "bce, sigmoid output, adamw, val 0.25",
+    3,
+    24,
+    arch="mlp_sigmoid",
+    opt_kind="adamw",
+    lr=0.02,
+    wd=0.01,
+    schedule=False,
+    loss="binary_cross_entropy",
+    batch_size=4,
+    nbatch_logical=4,
+    val_split=0.25,
+)
+_fit_case(
+    "bce_with_logits, sgd, accum 2x4, schedule",
+    3,
+    24,
+    arch="mlp",
+    opt_kind="sgd",
+    lr=0.1,
+    schedule=True,
+    loss="bce_with_logits",
+    batch_size=4,
+    nbatch_logical=8,
+    val_split=0.0,
+)
+_fit_case(
+    "huber, 'adamw', batch_norm, val 0.2",
+    3,
+    30,
+    arch="bn",
+    opt_kind="adamw_str",
+    lr=0.02,
+    schedule=False,
+    loss="huber",
+    batch_size=5,
+    nbatch_logical=5,
+    val_split=0.2,
+)
+_fit_case(
+    "mae, sgd",
+    3,
+    24,
+    arch="mlp",
+    opt_kind="sgd",
+    lr=0.1,
+    schedule=False,
+    loss="mae",
+    batch_size=6,
+    nbatch_logical=6,
+    val_split=0.0,
+)

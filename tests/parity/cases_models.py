@@ -2,6 +2,7 @@
 hand-written training loop, ag_fit (the whole loop per epoch: history row, per-batch losses,
 weights; then ag_predict and buffers; accumulation, validation split, SGD/AdamW, schedules)
 and dp_train (2 replicas); the models they share."""
+
 from __future__ import annotations
 
 import math
@@ -46,18 +47,31 @@ def _script_mlp_py(d, steps, dtype):
                 rec[k] = t.numpy()
             out.append(rec)
         return out
+
     return with_dtype(dtype, run)
 
 
 def _script_mlp_r(d, steps, dtype):
-    res = call_r("parity_script_mlp", dtype=dtype, steps=steps, x=d["x"], y=d["ytarget"],
-                 **{f"{k}_0": d[k] for k in MLP})
+    res = call_r(
+        "parity_script_mlp",
+        dtype=dtype,
+        steps=steps,
+        x=d["x"],
+        y=d["ytarget"],
+        **{f"{k}_0": d[k] for k in MLP},
+    )
     return [r_record(dtype, rec) for rec in res]
 
 
-CASES.append(ScriptCase("script: R training loop (adamw, step lr, clipping)", _script_mlp_py,
-                        _script_mlp_r, 5,
-                        lambda rng: {**_mlp_inputs(rng), "ytarget": _u(rng, 3, 8)}))
+CASES.append(
+    ScriptCase(
+        "script: R training loop (adamw, step lr, clipping)",
+        _script_mlp_py,
+        _script_mlp_r,
+        5,
+        lambda rng: {**_mlp_inputs(rng), "ytarget": _u(rng, 3, 8)},
+    )
+)
 
 
 # ---- models shared by the ag_fit, dp_train and model-file cases -----------------------------
@@ -65,17 +79,36 @@ CASES.append(ScriptCase("script: R training loop (adamw, step lr, clipping)", _s
 # running statistics) are then set by name from values drawn in Python.
 
 ARCHS = {
-    "mlp": ('ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 3))',
-            {"layer1_W": (6, 4), "layer1_b": (6, 1), "layer2_W": (3, 6), "layer2_b": (3, 1)}, {}),
-    "bn": ('ag_sequential(ag_linear(4, 6, "tanh"), ag_batch_norm(6), ag_linear(6, 3))',
-           {"layer1_W": (6, 4), "layer1_b": (6, 1), "layer2_gamma": (6, 1), "layer2_beta": (6, 1),
-            "layer3_W": (3, 6), "layer3_b": (3, 1)},
-           {"layer2_running_mean": (6, 1), "layer2_running_var": (6, 1)}),
-    "io": ('ag_sequential(ag_linear(4, 6, "relu"), ag_batch_norm(6), ag_dropout(0.25), '
-           'ag_linear(6, 3, "tanh"))',
-           {"layer1_W": (6, 4), "layer1_b": (6, 1), "layer2_gamma": (6, 1), "layer2_beta": (6, 1),
-            "layer4_W": (3, 6), "layer4_b": (3, 1)},
-           {"layer2_running_mean": (6, 1), "layer2_running_var": (6, 1)}),
+    "mlp": (
+        'ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 3))',
+        {"layer1_W": (6, 4), "layer1_b": (6, 1), "layer2_W": (3, 6), "layer2_b": (3, 1)},
+        {},
+    ),
+    "bn": (
+        'ag_sequential(ag_linear(4, 6, "tanh"), ag_batch_norm(6), ag_linear(6, 3))',
+        {
+            "layer1_W": (6, 4),
+            "layer1_b": (6, 1),
+            "layer2_gamma": (6, 1),
+            "layer2_beta": (6, 1),
+            "layer3_W": (3, 6),
+            "layer3_b": (3, 1),
+        },
+        {"layer2_running_mean": (6, 1), "layer2_running_var": (6, 1)},
+    ),
+    "io": (
+        'ag_sequential(ag_linear(4, 6, "relu"), ag_batch_norm(6), ag_dropout(0.25), '
+        'ag_linear(6, 3, "tanh"))',
+        {
+            "layer1_W": (6, 4),
+            "layer1_b": (6, 1),
+            "layer2_gamma": (6, 1),
+            "layer2_beta": (6, 1),
+            "layer4_W": (3, 6),
+            "layer4_b": (3, 1),
+        },
+        {"layer2_running_mean": (6, 1), "layer2_running_var": (6, 1)},
+    ),
 }
 
 
@@ -85,14 +118,17 @@ def arch_inputs(rng, arch):
     init = {}
     for k, s in ps.items():
         init[k] = _u(rng, *s, lo=0.5, hi=1.5) if k.endswith("gamma") else _u(rng, *s)
-    binit = {k: (_u(rng, *s, lo=0.5, hi=2.0) if k.endswith("var") else _u(rng, *s, lo=-0.3, hi=0.3))
-             for k, s in bs.items()}
+    binit = {
+        k: (_u(rng, *s, lo=0.5, hi=2.0) if k.endswith("var") else _u(rng, *s, lo=-0.3, hi=0.3))
+        for k, s in bs.items()
+    }
     return init, binit
 
 
 def eval_arch(expr):
     """A model built from an architecture expression, ag_* names resolved in pyggmlr."""
     import pyggmlr as pg
+
     return eval(expr, {k: getattr(pg, k) for k in dir(pg) if k.startswith("ag_")})
 
 
@@ -119,8 +155,18 @@ def tensor_values(ts):
 # shuffle = FALSE here: these cases pin the loop itself (accumulation, schedules, statistics)
 # from given weights; shuffles, splits and dropout from the seed alone are the seed:* cases.
 
-HIST_KEYS = ("epoch", "loss", "loss_unc", "accuracy", "accuracy_unc", "val_loss", "val_loss_unc",
-             "val_accuracy", "val_accuracy_unc", "lr")
+HIST_KEYS = (
+    "epoch",
+    "loss",
+    "loss_unc",
+    "accuracy",
+    "accuracy_unc",
+    "val_loss",
+    "val_loss_unc",
+    "val_accuracy",
+    "val_accuracy_unc",
+    "lr",
+)
 
 
 def fit_records(hist, weights, batches, pred, buffers):
@@ -140,6 +186,7 @@ def fit_records(hist, weights, batches, pred, buffers):
 def fit_py(m, x, y, **kwargs):
     """Python's ag_fit(m, x, y, shuffle=False, **kwargs) recorded as fit_records."""
     import pyggmlr as pg
+
     weights, batches = [], []
 
     class Rec(pg.Callback):
@@ -157,9 +204,13 @@ def fit_py(m, x, y, **kwargs):
 def fit_r_records(res):
     """R's fit_records() list as fit_records."""
     b = np.asarray(res["b"], dtype=np.float64).reshape(-1, 2)
-    return fit_records(r_dict(res["h"]), [r_dict(w) for w in res["w"]],
-                       [(int(ep), lv) for ep, lv in b], r_values(res["pred"]),
-                       r_dict(res["buffers"]))
+    return fit_records(
+        r_dict(res["h"]),
+        [r_dict(w) for w in res["w"]],
+        [(int(ep), lv) for ep, lv in b],
+        r_values(res["pred"]),
+        r_dict(res["buffers"]),
+    )
 
 
 def _fit_py(d, steps, dtype):
@@ -172,20 +223,44 @@ def _fit_py(d, steps, dtype):
         if s["opt_kind"] == "adamw":
             opt = pg.optimizer_adam(m.parameters(), lr=s["lr"], weight_decay=s["wd"])
         lr = s["lr"]
-        return fit_py(m, d["x"], d["y"], loss=s["loss"], optimizer=opt,
-                      opt_params=(lambda e: {"lr": lr / e}) if s["schedule"] else None,
-                      nepoch=steps, batch_size=s["batch_size"], nbatch_logical=s["nbatch_logical"],
-                      val_split=s["val_split"], lr=lr)
+        return fit_py(
+            m,
+            d["x"],
+            d["y"],
+            loss=s["loss"],
+            optimizer=opt,
+            opt_params=(lambda e: {"lr": lr / e}) if s["schedule"] else None,
+            nepoch=steps,
+            batch_size=s["batch_size"],
+            nbatch_logical=s["nbatch_logical"],
+            val_split=s["val_split"],
+            lr=lr,
+        )
+
     return with_dtype(dtype, run)
 
 
 def _fit_r(d, steps, dtype):
     s = d["settings"]
-    res = call_r("parity_fit", dtype=dtype, arch=ARCHS[s["arch"]][0], init=d["init"],
-                 binit=d["binit"], x=d["x"], y=d["y"], opt_kind=s["opt_kind"], lr=s["lr"],
-                 wd=s.get("wd", 0.0), schedule=s["schedule"], loss=s["loss"], nepoch=steps,
-                 batch_size=s["batch_size"], nbatch_logical=s["nbatch_logical"],
-                 val_split=s["val_split"], hist_keys=np.array(HIST_KEYS))
+    res = call_r(
+        "parity_fit",
+        dtype=dtype,
+        arch=ARCHS[s["arch"]][0],
+        init=d["init"],
+        binit=d["binit"],
+        x=d["x"],
+        y=d["y"],
+        opt_kind=s["opt_kind"],
+        lr=s["lr"],
+        wd=s.get("wd", 0.0),
+        schedule=s["schedule"],
+        loss=s["loss"],
+        nepoch=steps,
+        batch_size=s["batch_size"],
+        nbatch_logical=s["nbatch_logical"],
+        val_split=s["val_split"],
+        hist_keys=np.array(HIST_KEYS),
+    )
     return fit_r_records(res)
 
 
@@ -203,22 +278,56 @@ def _fit_case(name, epochs, n, **settings):
         else:
             y = _u(rng, 3, n)
         return {"init": init, "binit": binit, "x": x, "y": y, "settings": settings}
+
     fit_case(name, epochs, inputs)
 
 
-_fit_case("sgd, class ids, accum 2x4, lr schedule", 3, 24, arch="mlp", opt_kind="sgd",
-          lr=0.1, schedule=True, loss="cross_entropy", batch_size=4, nbatch_logical=8,
-          val_split=0.0)
+_fit_case(
+    "sgd, class ids, accum 2x4, lr schedule",
+    3,
+    24,
+    arch="mlp",
+    opt_kind="sgd",
+    lr=0.1,
+    schedule=True,
+    loss="cross_entropy",
+    batch_size=4,
+    nbatch_logical=8,
+    val_split=0.0,
+)
 # 28 samples, val_split 0.25: 7 held out (batches of 4 + 3, weighted), 21 train -> 2 logical
 # batches of 8 (5 samples left out, as ggml)
-_fit_case("adamw object, class ids, accum 2x4, val 0.25", 3, 28, arch="mlp", opt_kind="adamw",
-          lr=0.01, wd=0.05, schedule=False, loss="cross_entropy", batch_size=4, nbatch_logical=8,
-          val_split=0.25)
-_fit_case("'adamw', mse, batch_norm, accum 3x2, val 0.2", 3, 30, arch="bn", opt_kind="adamw_str",
-          lr=0.02, schedule=False, loss="mse", batch_size=2, nbatch_logical=6, val_split=0.2)
+_fit_case(
+    "adamw object, class ids, accum 2x4, val 0.25",
+    3,
+    28,
+    arch="mlp",
+    opt_kind="adamw",
+    lr=0.01,
+    wd=0.05,
+    schedule=False,
+    loss="cross_entropy",
+    batch_size=4,
+    nbatch_logical=8,
+    val_split=0.25,
+)
+_fit_case(
+    "'adamw', mse, batch_norm, accum 3x2, val 0.2",
+    3,
+    30,
+    arch="bn",
+    opt_kind="adamw_str",
+    lr=0.02,
+    schedule=False,
+    loss="mse",
+    batch_size=2,
+    nbatch_logical=6,
+    val_split=0.2,
+)
 
 
 # ---- dp_train: 2 replicas in one process, gradients averaged in C ----------------------------
+
 
 def dp_record(hist, params, buffers):
     rec = {"loss_history": np.asarray(hist, dtype=np.float64)}
@@ -230,31 +339,54 @@ def dp_record(hist, params, buffers):
 def dp_py(d, steps, n_samples, **kwargs):
     """Python's dp_train on d's model and n_samples column blocks of x, y, as dp_record."""
     import pyggmlr as pg
+
     per = d["x"].shape[1] // n_samples
-    data = [{"x": d["x"][:, j * per:(j + 1) * per], "y": d["y"][:, j * per:(j + 1) * per]}
-            for j in range(n_samples)]
-    res = pg.dp_train(lambda: py_model(d["arch"], d["init"], d["binit"]), data,
-                      loss_fn=pg.ag_mse_loss,
-                      forward_fn=lambda m, smp: m.forward(pg.ag_tensor(smp["x"])),
-                      target_fn=lambda smp: smp["y"], n_iter=steps, verbose=False, **kwargs)
+    data = [
+        {"x": d["x"][:, j * per : (j + 1) * per], "y": d["y"][:, j * per : (j + 1) * per]}
+        for j in range(n_samples)
+    ]
+    res = pg.dp_train(
+        lambda: py_model(d["arch"], d["init"], d["binit"]),
+        data,
+        loss_fn=pg.ag_mse_loss,
+        forward_fn=lambda m, smp: m.forward(pg.ag_tensor(smp["x"])),
+        target_fn=lambda smp: smp["y"],
+        n_iter=steps,
+        verbose=False,
+        **kwargs,
+    )
     params = res["params"]
     params = params.items() if isinstance(params, dict) else res["model"].parameters().items()
-    return dp_record(res["loss_history"], {k: t.numpy() for k, t in params},
-                     tensor_values(res["model"].buffers()))
+    return dp_record(
+        res["loss_history"],
+        {k: t.numpy() for k, t in params},
+        tensor_values(res["model"].buffers()),
+    )
 
 
 def dp_r(d, steps, n_samples, **kwargs):
     """R's parity_dp_train on the same inputs, as dp_record."""
-    res = call_r("parity_dp_train", arch=ARCHS[d["arch"]][0], init=d["init"], binit=d["binit"],
-                 x=d["x"], y=d["y"], n_samples=n_samples, per=d["x"].shape[1] // n_samples,
-                 n_iter=steps, **kwargs)
+    res = call_r(
+        "parity_dp_train",
+        arch=ARCHS[d["arch"]][0],
+        init=d["init"],
+        binit=d["binit"],
+        x=d["x"],
+        y=d["y"],
+        n_samples=n_samples,
+        per=d["x"].shape[1] // n_samples,
+        n_iter=steps,
+        **kwargs,
+    )
     return dp_record(r_values(res["loss_history"]), r_dict(res["params"]), r_dict(res["buffers"]))
 
 
 def _dp_py(d, steps, dtype):
     s = d["settings"]
-    return with_dtype(dtype, lambda: dp_py(d, steps, s["n_samples"], n_replicas=2, lr=s["lr"],
-                                           max_norm=s["max_norm"]))
+    return with_dtype(
+        dtype,
+        lambda: dp_py(d, steps, s["n_samples"], n_replicas=2, lr=s["lr"], max_norm=s["max_norm"]),
+    )
 
 
 def _dp_r(d, steps, dtype):
@@ -266,8 +398,15 @@ def _dp_case(name, n_iter, **settings):
     def inputs(rng):
         init, binit = arch_inputs(rng, settings["arch"])
         n = 3 * settings["n_samples"]
-        return {"init": init, "binit": binit, "x": _u(rng, 4, n, lo=-2, hi=2), "y": _u(rng, 3, n),
-                "arch": settings["arch"], "settings": settings}
+        return {
+            "init": init,
+            "binit": binit,
+            "x": _u(rng, 4, n, lo=-2, hi=2),
+            "y": _u(rng, 3, n),
+            "arch": settings["arch"],
+            "settings": settings,
+        }
+
     CASES.append(ScriptCase(f"dp_train: {name}", _dp_py, _dp_r, n_iter, inputs, group="dp"))
 
 

@@ -2,6 +2,7 @@
 into .grad, ``if (opt$step()) opt$zero_grad()``), the step(backward()) trap with
 accumulate_steps > 1, and state() / load_state() continuing a run, R against Python; each side
 is a program of its own language (ScriptCase; R: optim.R), written as a ggmlR user writes it."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, List
@@ -17,8 +18,9 @@ _MICRO = [[0, 1], [2, 3], [4, 5], [6, 7]]  # column blocks of x: one micro-batch
 
 # optimizer constructors (p: the named parameter list); optim.R's make_optimizer is the R twin
 _OPTS = {
-    "sgd": lambda pg, p, k, avg: pg.optimizer_sgd(p, lr=0.1, momentum=0.9, accumulate_steps=k,
-                                                  average=avg),
+    "sgd": lambda pg, p, k, avg: pg.optimizer_sgd(
+        p, lr=0.1, momentum=0.9, accumulate_steps=k, average=avg
+    ),
     "adam": lambda pg, p, k, avg: pg.optimizer_adam(p, lr=0.01, accumulate_steps=k, average=avg),
 }
 
@@ -28,12 +30,15 @@ def _py(kind: str, k: int, avg: bool, trap: bool, resume: bool):
         import pickle
 
         import pyggmlr as pg
+
         prev = pg.ag_dtype(dtype)
         make = _OPTS[kind]
 
         def lossf(p, cols):
             h = pg.ag_tanh(pg.ag_add(pg.ag_matmul(p["W1"], pg.ag_tensor(d["x"][:, cols])), p["b1"]))
-            return pg.ag_mse_loss(pg.ag_add(pg.ag_matmul(p["W2"], h), p["b2"]), pg.ag_tensor(d["y"][:, cols]))
+            return pg.ag_mse_loss(
+                pg.ag_add(pg.ag_matmul(p["W2"], h), p["b2"]), pg.ag_tensor(d["y"][:, cols])
+            )
 
         def run(p, opt, steps):
             out = []
@@ -47,8 +52,11 @@ def _py(kind: str, k: int, avg: bool, trap: bool, resume: bool):
                     applied = opt.step()
                     if applied:
                         opt.zero_grad()
-                rec = {"loss": loss.numpy(), "applied": np.array([float(applied)]),
-                       "accum_count": np.array([float(opt.accum_count)])}
+                rec = {
+                    "loss": loss.numpy(),
+                    "applied": np.array([float(applied)]),
+                    "accum_count": np.array([float(opt.accum_count)]),
+                }
                 if kind == "adam":
                     rec["t"] = np.array([float(opt.t)])
                 for nm, t in p.items():
@@ -61,7 +69,9 @@ def _py(kind: str, k: int, avg: bool, trap: bool, resume: bool):
             opt = make(pg, p, k, avg)
             out = run(p, opt, steps)
             if resume:
-                snap = pickle.loads(pickle.dumps({"w": {nm: t.numpy() for nm, t in p.items()}, "st": opt.state()}))
+                snap = pickle.loads(
+                    pickle.dumps({"w": {nm: t.numpy() for nm, t in p.items()}, "st": opt.state()})
+                )
                 out += run(p, opt, steps)
                 p2 = {nm: pg.ag_param(t.numpy() * 0 + 7) for nm, t in p.items()}
                 opt2 = make(pg, p2, k, avg)
@@ -74,21 +84,44 @@ def _py(kind: str, k: int, avg: bool, trap: bool, resume: bool):
             return out
         finally:
             pg.ag_dtype(prev)
+
     return run_case
 
 
 def _rr(kind: str, k: int, avg: bool, trap: bool, resume: bool):
     def run_case(d: Dict[str, Any], steps: int, dtype: str) -> List[_Record]:
         # k as an R double, as in R code written by hand (accumulate_steps = 4)
-        res = call_r("parity_opt", dtype=dtype, steps=steps, x=d["x"], y=d["y"], kind=kind,
-                     k=float(k), avg=avg, trap=trap, resume=resume,
-                     **{f"{nm}_0": d[nm + "_0"] for nm in _NAMES})
+        res = call_r(
+            "parity_opt",
+            dtype=dtype,
+            steps=steps,
+            x=d["x"],
+            y=d["y"],
+            kind=kind,
+            k=float(k),
+            avg=avg,
+            trap=trap,
+            resume=resume,
+            **{f"{nm}_0": d[nm + "_0"] for nm in _NAMES},
+        )
         out = []
         for rec in res:
-            out.append({key: (np.array([float(v)]) if np.ndim(v) == 0 else
-                              (as_dtype(v, dtype) if key in _NAMES or key == "loss" else np.asarray(v, dtype=np.float64)))
-                        for key, v in rec.items()})
+            out.append(
+                {
+                    key: (
+                        np.array([float(v)])
+                        if np.ndim(v) == 0
+                        else (
+                            as_dtype(v, dtype)
+                            if key in _NAMES or key == "loss"
+                            else np.asarray(v, dtype=np.float64)
+                        )
+                    )
+                    for key, v in rec.items()
+                }
+            )
         return out
+
     return run_case
 
 
@@ -97,10 +130,25 @@ def _inputs(rng) -> Dict[str, Any]:
     return {**{nm + "_0": d[nm] for nm in _NAMES}, "x": d["x"], "y": _u(rng, 3, 8)}
 
 
-def _case(name: str, kind: str, k: int, avg: bool = True, trap: bool = False, resume: bool = False,
-          steps: int = 8) -> None:
-    CASES.append(ScriptCase(name, _py(kind, k, avg, trap, resume), _rr(kind, k, avg, trap, resume), steps, _inputs,
-                            group="optim"))
+def _case(
+    name: str,
+    kind: str,
+    k: int,
+    avg: bool = True,
+    trap: bool = False,
+    resume: bool = False,
+    steps: int = 8,
+) -> None:
+    CASES.append(
+        ScriptCase(
+            name,
+            _py(kind, k, avg, trap, resume),
+            _rr(kind, k, avg, trap, resume),
+            steps,
+            _inputs,
+            group="optim",
+        )
+    )
 
 
 _case("opt: $grad accumulation idiom, sgd momentum k=4", "sgd", 4)

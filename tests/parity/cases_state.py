@@ -7,6 +7,7 @@ ag_state_dict() comes over as a dict (pyggmlr.r.from_r) and loads into a Python 
 other weights. "Python -> R": Python's ag_state_dict() goes to R (as a named list) and loads into
 an R model with other weights. Each side records the loaded weights (through ag_state_dict) and
 ag_predict on the loaded model, both languages' where the side has two."""
+
 from __future__ import annotations
 
 from typing import Any, Dict, List
@@ -22,7 +23,9 @@ def _record(sd: Dict[str, Any], y_py: Any, y_r: Any, dtype: str) -> List[Record]
     rec = {f"param {k}": as_dtype(v, dtype) for k, v in sd["parameters"].items()}
     rec.update({f"buffer {k}": as_dtype(v, dtype) for k, v in sd["buffers"].items()})
     dts = sd["param_dtypes"]
-    rec["param_dtypes f64"] = np.array([float(v == "f64") for v in (dts.values() if isinstance(dts, dict) else dts)])
+    rec["param_dtypes f64"] = np.array(
+        [float(v == "f64") for v in (dts.values() if isinstance(dts, dict) else dts)]
+    )
     rec["ag_predict (Python)"] = as_dtype(y_py, dtype)
     rec["ag_predict (R)"] = as_dtype(y_r, dtype)
     return [rec]
@@ -35,6 +38,7 @@ def _other(d: Dict[str, Any]) -> Dict[str, np.ndarray]:
 def _trained_py(d: Dict[str, Any], steps: int) -> Any:
     """The Python model trained `steps` Adam steps (dropout masks from seed 17), in eval mode."""
     import pyggmlr as pg
+
     m = py_model(d["arch"], d["init"], d["binit"])
     pg.ggml_set_seed(17)
     adam_steps_py(m, d, steps)
@@ -49,19 +53,30 @@ def _reference(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
         m = _trained_py(d, steps)
         y = pg.ag_predict(m, d["x"])
         return _record(pg.ag_state_dict(m), y, y, dtype)
+
     return with_dtype(dtype, run)
 
 
 def _r_to_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
     import pyggmlr as pg
-    res = call_r("parity_state_save", dtype=dtype, arch=ARCHS[d["arch"]][0], init=d["init"],
-                 binit=d["binit"], x=d["x"], y=d["y"], n_train=steps)
+
+    res = call_r(
+        "parity_state_save",
+        dtype=dtype,
+        arch=ARCHS[d["arch"]][0],
+        init=d["init"],
+        binit=d["binit"],
+        x=d["x"],
+        y=d["y"],
+        n_train=steps,
+    )
 
     def load():
         m = py_model(d["arch"], _other(d), {})
         pg.ag_load_state_dict(m, res["state"])  # R's list, as from_r gives it
         pg.ag_eval(m)
         return _record(pg.ag_state_dict(m), pg.ag_predict(m, d["x"]), res["y"], dtype)
+
     return with_dtype(dtype, load)
 
 
@@ -71,27 +86,58 @@ def _py_to_r(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
     def save():
         m = _trained_py(d, steps)
         return pg.ag_state_dict(m), pg.ag_predict(m, d["x"])
+
     state, y_py = with_dtype(dtype, save)
-    res = call_r("parity_state_load", dtype=dtype, arch=ARCHS[d["arch"]][0], other=_other(d),
-                 state=state, x=d["x"])
+    res = call_r(
+        "parity_state_load",
+        dtype=dtype,
+        arch=ARCHS[d["arch"]][0],
+        other=_other(d),
+        state=state,
+        x=d["x"],
+    )
     return _record(res["state"], y_py, res["y"], dtype)
 
 
 def _inputs(arch: str) -> Any:
     def inputs(rng: Any) -> Dict[str, Any]:
         init, binit = arch_inputs(rng, arch)
-        return {"init": init, "binit": binit, "x": _u(rng, 4, 7, lo=-2, hi=2), "y": _u(rng, 3, 7), "arch": arch}
+        return {
+            "init": init,
+            "binit": binit,
+            "x": _u(rng, 4, 7, lo=-2, hi=2),
+            "y": _u(rng, 3, 7),
+            "arch": arch,
+        }
+
     return inputs
 
 
 for _arch in ("bn", "io"):
-    CASES.append(ScriptCase(f"state dict: R -> Python ({_arch}, adam)", _reference, _r_to_py, 3, _inputs(_arch),
-                            group="state"))
-    CASES.append(ScriptCase(f"state dict: Python -> R ({_arch}, adam)", _reference, _py_to_r, 3, _inputs(_arch),
-                            group="state"))
+    CASES.append(
+        ScriptCase(
+            f"state dict: R -> Python ({_arch}, adam)",
+            _reference,
+            _r_to_py,
+            3,
+            _inputs(_arch),
+            group="state",
+        )
+    )
+    CASES.append(
+        ScriptCase(
+            f"state dict: Python -> R ({_arch}, adam)",
+            _reference,
+            _py_to_r,
+            3,
+            _inputs(_arch),
+            group="state",
+        )
+    )
 
 
 # ---- dp_train(n_gpu = 2): ggmlR's name for the replica count, in both languages (s10.2) ------
+
 
 def _dp_ngpu_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
     return with_dtype(dtype, lambda: dp_py(d, steps, 4, n_gpu=2, lr=0.02, max_norm=0.5))
@@ -103,8 +149,22 @@ def _dp_ngpu_r(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
 
 def _dp_inputs(rng: Any) -> Dict[str, Any]:
     init, binit = arch_inputs(rng, "bn")
-    return {"init": init, "binit": binit, "x": _u(rng, 4, 12, lo=-2, hi=2), "y": _u(rng, 3, 12), "arch": "bn"}
+    return {
+        "init": init,
+        "binit": binit,
+        "x": _u(rng, 4, 12, lo=-2, hi=2),
+        "y": _u(rng, 3, 12),
+        "arch": "bn",
+    }
 
 
-CASES.append(ScriptCase("dp_train: n_gpu = 2 (CPU replicas), batch_norm", _dp_ngpu_py, _dp_ngpu_r, 4, _dp_inputs,
-                        group="dp"))
+CASES.append(
+    ScriptCase(
+        "dp_train: n_gpu = 2 (CPU replicas), batch_norm",
+        _dp_ngpu_py,
+        _dp_ngpu_r,
+        4,
+        _dp_inputs,
+        group="dp",
+    )
+)

@@ -1,5 +1,6 @@
 """The harness's parts: the two sides, a case, the shared input stream, the R halves' loader
 and the comparison (see the package docstring for what a case is)."""
+
 from __future__ import annotations
 
 import math
@@ -18,14 +19,23 @@ Record = Dict[str, np.ndarray]
 HERE = pathlib.Path(__file__).resolve().parent
 
 # the R halves, sourced in this order into one environment (helpers.R first: the others use it)
-R_FILES = ("helpers.R", "models.R", "seed.R", "state.R", "checkpoint.R", "optim.R",
-           "capture.R", "compile.R")
+R_FILES = (
+    "helpers.R",
+    "models.R",
+    "seed.R",
+    "state.R",
+    "checkpoint.R",
+    "optim.R",
+    "capture.R",
+    "compile.R",
+)
 
 _R_ENV: Dict[str, Any] = {}
 
 
 # ---------------------------------------------------------------------------------------------
 # sides
+
 
 class PySide:
     """The Python API as a side of a parity case: attributes are pyggmlr's functions, plus the
@@ -36,6 +46,7 @@ class PySide:
 
     def __init__(self) -> None:
         import pyggmlr
+
         self._pg = pyggmlr
 
     def __getattr__(self, name: str) -> Any:
@@ -76,15 +87,18 @@ class PySide:
     def memory(self) -> Record:
         """The tape memory report (after a garbage collection) as a comparable record."""
         import gc
+
         gc.collect()
         rep = self._pg.ag_tape_memory(quiet=True)
         by = rep["by_op"]
-        return _mem_record(rep, [row["op"] for row in by], [row["nodes"] for row in by],
-                           [row["mb"] for row in by])
+        return _mem_record(
+            rep, [row["op"] for row in by], [row["nodes"] for row in by], [row["mb"] for row in by]
+        )
 
     def live(self) -> int:
         """Live core objects of this side (after a garbage collection)."""
         import gc
+
         gc.collect()
         return self._pg.ag_live_objects()
 
@@ -97,6 +111,7 @@ class RSide:
 
     def __init__(self, pkg: str = "pyggmlr") -> None:
         from pyggmlr import r
+
         self._r = r
         self.pkg = pkg
         self.name = "R" if pkg == "pyggmlr" else pkg
@@ -183,11 +198,13 @@ def call_r(fname: str, **inputs: Any) -> Any:
     into one environment) with `inputs` as named arguments; returns its value converted with
     pyggmlr.r.from_r. Raises pyggmlr.r.RError when R fails."""
     from pyggmlr import r
+
     env = _R_ENV.get("env")
     if env is None:
         files = np.array([str(HERE / f) for f in R_FILES])
-        env = r.run("e <- new.env(parent = globalenv()); for (f in files) sys.source(f, e); e",
-                    files=files)
+        env = r.run(
+            "e <- new.env(parent = globalenv()); for (f in files) sys.source(f, e); e", files=files
+        )
         _R_ENV["env"] = env
     return r.from_r(r.call(env[fname], **inputs))
 
@@ -195,6 +212,7 @@ def call_r(fname: str, **inputs: Any) -> Any:
 def with_dtype(dtype: str, f: Callable[[], Any]) -> Any:
     """f() with Python's default dtype set to `dtype` (restored afterwards)."""
     import pyggmlr as pg
+
     prev = pg.ag_dtype(dtype)
     try:
         return f()
@@ -204,6 +222,7 @@ def with_dtype(dtype: str, f: Callable[[], Any]) -> Any:
 
 # ---------------------------------------------------------------------------------------------
 # a case
+
 
 class Case:
     """One parity case: fn(side, inputs, steps) runs on a side (PySide or RSide) and returns
@@ -215,10 +234,16 @@ class Case:
     inputs: ``inputs(rng) -> dict of numpy arrays`` (rng: uniform / integers on the core's
     stream) (default: no inputs); dtypes: a tuple of "f64" / "f32"; ggmlr: bool."""
 
-    def __init__(self, name: str, group: str,
-                 fn: Optional[Callable[[Any, Dict[str, Any], int], List[Record]]],
-                 steps: int = 1, inputs: Optional[Callable[[Any], Dict[str, Any]]] = None,
-                 dtypes: Sequence[str] = DTYPES, ggmlr: bool = True) -> None:
+    def __init__(
+        self,
+        name: str,
+        group: str,
+        fn: Optional[Callable[[Any, Dict[str, Any], int], List[Record]]],
+        steps: int = 1,
+        inputs: Optional[Callable[[Any], Dict[str, Any]]] = None,
+        dtypes: Sequence[str] = DTYPES,
+        ggmlr: bool = True,
+    ) -> None:
         self.name, self.group, self.fn, self.steps = name, group, fn, steps
         self.inputs = inputs or (lambda rng: {})
         self.dtypes, self.ggmlr = dtypes, ggmlr
@@ -234,9 +259,15 @@ class ScriptCase(Case):
     Args: name, steps, inputs, group: as Case; py, rr: ``f(inputs, steps, dtype) -> list of
     records``, the Python program and the R one. Never runs in the ggmlR column."""
 
-    def __init__(self, name: str, py: Callable[[Dict[str, Any], int, str], List[Record]],
-                 rr: Callable[[Dict[str, Any], int, str], List[Record]], steps: int,
-                 inputs: Callable[[Any], Dict[str, Any]], group: str = "script") -> None:
+    def __init__(
+        self,
+        name: str,
+        py: Callable[[Dict[str, Any], int, str], List[Record]],
+        rr: Callable[[Dict[str, Any], int, str], List[Record]],
+        steps: int,
+        inputs: Callable[[Any], Dict[str, Any]],
+        group: str = "script",
+    ) -> None:
         super().__init__(name, group, None, steps, inputs, ggmlr=False)
         self.py, self.rr = py, rr
 
@@ -255,6 +286,7 @@ class _Draws:
 
     def __init__(self, seed: int) -> None:
         from pyggmlr.random import Generator
+
         self._g = Generator(seed)
 
     def uniform(self, low=0.0, high=1.0, size=None):
@@ -281,8 +313,9 @@ def _u(rng, *shape, lo=-1.0, hi=1.0):
 Num = Union[int, float]
 
 
-def max_ulp(a: Union[np.ndarray, Sequence[float], float],
-            b: Union[np.ndarray, Sequence[float], float]) -> Num:
+def max_ulp(
+    a: Union[np.ndarray, Sequence[float], float], b: Union[np.ndarray, Sequence[float], float]
+) -> Num:
     """Max distance in units in the last place between two float arrays of one dtype and shape
     (0 when identical; NaNs in the same places count as equal; a NaN against a number is inf).
     Returns an int, or math.inf. Raises ValueError when the shapes do not broadcast."""
@@ -306,8 +339,9 @@ def max_ulp(a: Union[np.ndarray, Sequence[float], float],
     return int(d.max()) if d.size else 0
 
 
-def compare(ref: Sequence[Dict[str, Any]],
-            got: Sequence[Dict[str, Any]]) -> Tuple[float, Num, Optional[str]]:
+def compare(
+    ref: Sequence[Dict[str, Any]], got: Sequence[Dict[str, Any]]
+) -> Tuple[float, Num, Optional[str]]:
     """Compare two lists of step records (dicts name -> array, one per step). Returns
     (max_abs, max_ulp, first_mismatch) where first_mismatch is None or a message naming the
     step and the value; a different number of steps, a missing value or a shape difference
@@ -359,8 +393,9 @@ def run_case(case: Case, dtype: str, side: Union[PySide, RSide]) -> List[Record]
         side.ag_tape_clear()
 
 
-def check_case(case: Case, dtype: str, py: Optional[PySide] = None,
-               rside: Optional[RSide] = None) -> Dict[str, Any]:
+def check_case(
+    case: Case, dtype: str, py: Optional[PySide] = None, rside: Optional[RSide] = None
+) -> Dict[str, Any]:
     """Run a case on both sides; returns a result dict (case, group, dtype, steps, max_abs,
     max_ulp, status "ok" / "MISMATCH" / "ERROR", detail). A side that raises is reported as
     status "ERROR" (not raised); RSide() raises RuntimeError when R is missing."""
@@ -372,10 +407,12 @@ def check_case(case: Case, dtype: str, py: Optional[PySide] = None,
         a = run_case(case, dtype, py)
         b = run_case(case, dtype, rside)
     except Exception as e:  # a side failed: report it as a mismatch naming the error
-        res.update(max_abs=math.inf, max_ulp=math.inf, status="ERROR",
-                   detail=f"{type(e).__name__}: {e}")
+        res.update(
+            max_abs=math.inf, max_ulp=math.inf, status="ERROR", detail=f"{type(e).__name__}: {e}"
+        )
         return res
     mabs, mulp, first = compare(a, b)
-    res.update(max_abs=mabs, max_ulp=mulp, status="ok" if first is None else "MISMATCH",
-               detail=first)
+    res.update(
+        max_abs=mabs, max_ulp=mulp, status="ok" if first is None else "MISMATCH", detail=first
+    )
     return res

@@ -6,6 +6,7 @@ in f64 and f32, and must agree bit for bit at every step.
 
 Skipped only when R or rpy2 is absent; the R package must be installed
 (``bash scripts/install-r-package.sh``), otherwise these tests fail."""
+
 import math
 
 import numpy as np
@@ -17,7 +18,6 @@ if not r.available():
     pytest.skip(f"R bridge unavailable: {r.unavailable_reason()}", allow_module_level=True)
 
 import parity  # noqa: E402  (tests/parity, on the path with the tests)
-
 import pyggmlr as pg  # noqa: E402
 
 pytestmark = pytest.mark.parity
@@ -41,19 +41,51 @@ def test_case_bit_identical(case, dtype, sides):
 
 def test_table_covers_the_api():
     names = " ".join(c.name for c in parity.CASES)
-    ops = {"ag_mse_loss": "loss:mse", "ag_cross_entropy_loss": "loss:cross_entropy",
-           "ag_softmax_cross_entropy_loss": "softmax_ce"}
+    ops = {
+        "ag_mse_loss": "loss:mse",
+        "ag_cross_entropy_loss": "loss:cross_entropy",
+        "ag_softmax_cross_entropy_loss": "softmax_ce",
+    }
     for op in pg.ops.__all__:
         assert ops.get(op, "op:" + op[3:]) in names, f"{op} has no parity case"
-    for layer in ("linear", "batch_norm train", "batch_norm eval", "layer_norm", "embedding",
-                  "attention causal", "dropout", "sequential"):
+    for layer in (
+        "linear",
+        "batch_norm train",
+        "batch_norm eval",
+        "layer_norm",
+        "embedding",
+        "attention causal",
+        "dropout",
+        "sequential",
+    ):
         assert "layer:" + layer in names, layer
-    for other in ("sgd momentum", "sgd nesterov", "sgd weight_decay", "sgd accumulate", "adam", "adamw",
-                  "adam accumulate", "scheduler step", "scheduler cosine", "clip_grad_norm",
-                  "dataloader no shuffle", "ag_tape_memory", "script:", "ag_fit: sgd", "ag_fit: adamw",
-                  "val 0.", "accum", "dp_train: 2 replicas", "model file: R saves, Python loads",
-                  "model file: Python saves, R loads", "Python resumes", "R resumes", "ag_gradcheck:",
-                  "state dict: R -> Python", "state dict: Python -> R"):
+    for other in (
+        "sgd momentum",
+        "sgd nesterov",
+        "sgd weight_decay",
+        "sgd accumulate",
+        "adam",
+        "adamw",
+        "adam accumulate",
+        "scheduler step",
+        "scheduler cosine",
+        "clip_grad_norm",
+        "dataloader no shuffle",
+        "ag_tape_memory",
+        "script:",
+        "ag_fit: sgd",
+        "ag_fit: adamw",
+        "val 0.",
+        "accum",
+        "dp_train: 2 replicas",
+        "model file: R saves, Python loads",
+        "model file: Python saves, R loads",
+        "Python resumes",
+        "R resumes",
+        "ag_gradcheck:",
+        "state dict: R -> Python",
+        "state dict: Python -> R",
+    ):
         assert other in names, other
     assert all(set(c.dtypes) == {"f64", "f32"} for c in parity.CASES)
     assert parity.NOT_COVERED == []
@@ -67,6 +99,7 @@ def test_r_halves_are_r_files_that_run_alone():
     import os
     import pathlib
     import subprocess
+
     here = pathlib.Path(parity.__file__).parent
     assert sorted(p.name for p in here.glob("*.R")) == sorted(parity.core.R_FILES)
     rscript = os.path.join(r.run("R.home('bin')"), "Rscript")
@@ -89,11 +122,19 @@ def test_multi_step_cases_compare_every_step(sides):
 
 
 def test_compare_names_step_and_value_of_a_one_ulp_change():
-    a = [{"loss": np.array([[1.0]])}, {"loss": np.array([[0.5]]), "W": np.array([[1.0, 2.0]], dtype=np.float32)}]
-    b = [{"loss": np.array([[1.0]])}, {"loss": np.array([[0.5]]),
-                                       "W": np.array([[1.0, np.nextafter(np.float32(2), np.float32(3))]], dtype=np.float32)}]
+    a = [
+        {"loss": np.array([[1.0]])},
+        {"loss": np.array([[0.5]]), "W": np.array([[1.0, 2.0]], dtype=np.float32)},
+    ]
+    b = [
+        {"loss": np.array([[1.0]])},
+        {
+            "loss": np.array([[0.5]]),
+            "W": np.array([[1.0, np.nextafter(np.float32(2), np.float32(3))]], dtype=np.float32),
+        },
+    ]
     mabs, mulp, first = parity.compare(a, b)
-    assert mulp == 1 and mabs == pytest.approx(2.0 ** -22)
+    assert mulp == 1 and mabs == pytest.approx(2.0**-22)
     assert first is not None and first.startswith("step 2, W:")
     assert parity.max_ulp(np.array([0.0]), np.array([-0.0])) == 0
     assert parity.max_ulp(np.array([np.nan]), np.array([1.0])) == float("inf")
@@ -147,6 +188,7 @@ def test_command_prints_table_and_fails_on_mismatch(capsys, monkeypatch):
 
 # ---- the ag_fit, dp_train, model-file and gradcheck cases check what they claim -----------------
 
+
 def _case(prefix):
     return next(c for c in parity.CASES if c.name.startswith(prefix))
 
@@ -161,14 +203,21 @@ def test_fit_cases_record_every_epoch_with_accumulation_and_validation(sides):
     assert len(recs) == 3 and [float(r["history epoch"][0]) for r in recs] == [1.0, 2.0, 3.0]
     # 28 samples, val 0.25 -> 7 held out; 21 train -> 2 logical batches of 8 = 4 micro-batches of 4
     assert all(r["batch losses"].shape == (4,) for r in recs)
-    assert all(np.isfinite(r["history val_loss"]).all() and np.isfinite(r["history val_loss_unc"]).all() for r in recs)
+    assert all(
+        np.isfinite(r["history val_loss"]).all() and np.isfinite(r["history val_loss_unc"]).all()
+        for r in recs
+    )
     assert recs[-1]["ag_predict"].shape == (3, 28)
     # the weights move from epoch to epoch, and the training loss goes down
     assert not np.array_equal(recs[0]["weights layer1_W"], recs[1]["weights layer1_W"])
     assert recs[2]["history loss"][0] < recs[0]["history loss"][0]
     no_val = _recs("ag_fit: sgd", rs)
     assert all(np.isnan(r["history val_loss"]).all() for r in no_val)
-    assert [float(r["history lr"][0]) for r in no_val] == [0.1, 0.05, 0.1 / 3]  # opt_params schedule
+    assert [float(r["history lr"][0]) for r in no_val] == [
+        0.1,
+        0.05,
+        0.1 / 3,
+    ]  # opt_params schedule
     bn = _recs("ag_fit: 'adamw', mse, batch_norm", py)
     assert np.isnan(bn[0]["history accuracy"]).all() and "buffer layer2_running_var" in bn[-1]
 
@@ -186,7 +235,9 @@ def test_fit_accumulation_is_one_step_per_logical_batch(sides):
         for b in range(3):  # 24 samples / 8 per logical batch
             idx = slice(8 * b, 8 * b + 8)
             with pg.with_grad_tape():
-                loss = pg.ag_softmax_cross_entropy_loss(m.forward(pg.ag_tensor(d["x"][:, idx])), d["y"][idx])
+                loss = pg.ag_softmax_cross_entropy_loss(
+                    m.forward(pg.ag_tensor(d["x"][:, idx])), d["y"][idx]
+                )
             opt.step(pg.backward(loss))
             opt.zero_grad()
         want = {k: t.numpy() for k, t in m.parameters().items()}
@@ -209,11 +260,18 @@ def test_model_file_cases_cross_languages_with_optimizer_state(sides):
     for prefix in ("model file: R: 2 Adam", "model file: Python: 2 Adam"):
         recs = _recs(prefix, rs, "f32")
         assert len(recs) == 2
-        assert recs[0]["optimizer t"][0] == 2.0 and recs[0]["epoch"][0] == 2.0 and recs[0]["dtype"][0] == 0.0
+        assert (
+            recs[0]["optimizer t"][0] == 2.0
+            and recs[0]["epoch"][0] == 2.0
+            and recs[0]["dtype"][0] == 0.0
+        )
         assert recs[0]["ag_predict"].shape == (3, 7)
         assert not np.array_equal(recs[0]["loaded layer1_W"], recs[1]["trained layer1_W"])
     recs = _recs("model file: R saves, Python loads", rs)
-    assert recs[0]["dtype"][0] == 1.0 and {"loaded layer4_W", "loaded buffer layer2_running_var"} <= set(recs[0])
+    assert recs[0]["dtype"][0] == 1.0 and {
+        "loaded layer4_W",
+        "loaded buffer layer2_running_var",
+    } <= set(recs[0])
 
 
 def test_gradcheck_case_sees_a_pass_and_a_fail(sides):
@@ -231,6 +289,7 @@ def test_r_loss_statistics_come_from_the_core():
     where R's own sum() (long double) and numpy's (pairwise) would round differently."""
     rng = np.random.default_rng(3)
     from pyggmlr.fit import _loss_stats
+
     lens = list(range(1, 40)) + [127, 128, 129, 200, 257, 1000]
     for n in lens:
         v = rng.standard_normal(n) * 10 ** rng.uniform(-3, 3, n)
@@ -239,7 +298,12 @@ def test_r_loss_statistics_come_from_the_core():
             want = _loss_stats(v, w, per)
             res = r.run("pyggmlr:::.loss_stats(v, w, per)", v=v, w=w, per=per)
             got = [float(x) for x in np.atleast_1d(res)]
-            assert np.array_equal(np.array(got), np.array(want), equal_nan=True), (n, per, got, want)
+            assert np.array_equal(np.array(got), np.array(want), equal_nan=True), (
+                n,
+                per,
+                got,
+                want,
+            )
     # the mean really is weighted, the total is the plain sum, and one batch has no error bar
     m, u = _loss_stats([1.0, 3.0], [1.0, 3.0], True)
     assert m == 2.5 and u == 1.0

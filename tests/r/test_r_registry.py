@@ -60,48 +60,97 @@ def test_unregistered_entry_point(tree):
 
 
 def test_wrong_argument_count(tree):
-    edit(tree / "r" / "src" / "init.c", '(DL_FUNC) &R_pg_scope,                2}',
-         '(DL_FUNC) &R_pg_scope,                3}')
+    edit(
+        tree / "r" / "src" / "init.c",
+        "(DL_FUNC) &R_pg_scope,                2}",
+        "(DL_FUNC) &R_pg_scope,                3}",
+    )
     fails_with(tree, "R_pg_scope registered with 3 args, r_scope.c takes 2")
 
 
 def test_extern_declaration_count(tree):
-    edit(tree / "r" / "src" / "init.c", "extern SEXP R_pg_scope(SEXP, SEXP);",
-         "extern SEXP R_pg_scope(SEXP);")
+    edit(
+        tree / "r" / "src" / "init.c",
+        "extern SEXP R_pg_scope(SEXP, SEXP);",
+        "extern SEXP R_pg_scope(SEXP);",
+    )
     fails_with(tree, "extern R_pg_scope declares 1 args")
 
 
 def test_registered_but_not_defined(tree):
-    edit(tree / "r" / "src" / "r_scope.c", "SEXP R_pg_scope(SEXP what, SEXP n)",
-         "SEXP R_pg_scope2(SEXP what, SEXP n)")
-    fails_with(tree, "R_pg_scope is registered but defined in no glue file",
-               "R_pg_scope2 (2 args) is not registered")
+    edit(
+        tree / "r" / "src" / "r_scope.c",
+        "SEXP R_pg_scope(SEXP what, SEXP n)",
+        "SEXP R_pg_scope2(SEXP what, SEXP n)",
+    )
+    fails_with(
+        tree,
+        "R_pg_scope is registered but defined in no glue file",
+        "R_pg_scope2 (2 args) is not registered",
+    )
 
 
 APPENDED = [
-    ("R/tape.R", "\n.nothing <- function() .Call(R_pg_nothing, 1)\n",
-     [".Call(R_pg_nothing) is not registered"]),
-    ("R/tape.R", '\n.depth <- function() .Call(R_pg_scope, .pg$code$scope[["DEPTH"]])\n',
-     [".Call(R_pg_scope) passes 1 args, init.c registers 2"]),
-    ("R/tape.R", "\n.depth <- function() .Call(R_pg_tape, 3L)\n",
-     ["passes 3L for the code 'what'"]),
-    ("NAMESPACE", "export(ag_not_there)\n",
-     ["export ag_not_there is not defined in r/R", "export ag_not_there has no \\alias in r/man"]),
-    ("R/tape.R", "\nag_forgotten <- function(x) x\n",
-     ["ag_forgotten is public-looking but neither exported nor in INTERNAL"]),
-    ("NAMESPACE", "S3method(print, ag_nothing)\n",
-     ["S3method print.ag_nothing has no function in r/R"]),
-    ("R/tape.R", '\n.d <- function() .Call(R_pg_tape, .pg$code$tape[["DEPHT"]])\n',
-     ['.pg$code$tape[["DEPHT"]] is not in R_pg_codes']),
-    ("R/tape.R", '\n.s <- function(x) .Call(R_pg_unary, .pg$op[["SIGMA"]], x, 0, 0, "s")\n',
-     ['.pg$op[["SIGMA"]] is not in R_pg_op_codes']),
+    (
+        "R/tape.R",
+        "\n.nothing <- function() .Call(R_pg_nothing, 1)\n",
+        [".Call(R_pg_nothing) is not registered"],
+    ),
+    (
+        "R/tape.R",
+        '\n.depth <- function() .Call(R_pg_scope, .pg$code$scope[["DEPTH"]])\n',
+        [".Call(R_pg_scope) passes 1 args, init.c registers 2"],
+    ),
+    (
+        "R/tape.R",
+        "\n.depth <- function() .Call(R_pg_tape, 3L)\n",
+        ["passes 3L for the code 'what'"],
+    ),
+    (
+        "NAMESPACE",
+        "export(ag_not_there)\n",
+        [
+            "export ag_not_there is not defined in r/R",
+            "export ag_not_there has no \\alias in r/man",
+        ],
+    ),
+    (
+        "R/tape.R",
+        "\nag_forgotten <- function(x) x\n",
+        ["ag_forgotten is public-looking but neither exported nor in INTERNAL"],
+    ),
+    (
+        "NAMESPACE",
+        "S3method(print, ag_nothing)\n",
+        ["S3method print.ag_nothing has no function in r/R"],
+    ),
+    (
+        "R/tape.R",
+        '\n.d <- function() .Call(R_pg_tape, .pg$code$tape[["DEPHT"]])\n',
+        ['.pg$code$tape[["DEPHT"]] is not in R_pg_codes'],
+    ),
+    (
+        "R/tape.R",
+        '\n.s <- function(x) .Call(R_pg_unary, .pg$op[["SIGMA"]], x, 0, 0, "s")\n',
+        ['.pg$op[["SIGMA"]] is not in R_pg_op_codes'],
+    ),
 ]
 
 
-@pytest.mark.parametrize("rel, text, needles", APPENDED,
-                         ids=["unregistered-call", "call-arg-count", "literal-code",
-                              "export-undefined", "public-not-exported", "s3-without-function",
-                              "unknown-code", "unknown-op"])
+@pytest.mark.parametrize(
+    "rel, text, needles",
+    APPENDED,
+    ids=[
+        "unregistered-call",
+        "call-arg-count",
+        "literal-code",
+        "export-undefined",
+        "public-not-exported",
+        "s3-without-function",
+        "unknown-code",
+        "unknown-op",
+    ],
+)
 def test_appended_defect(tree, rel, text, needles):
     with open(tree / "r" / rel, "a") as f:
         f.write(text)

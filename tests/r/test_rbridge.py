@@ -4,6 +4,7 @@ so either side can be garbage-collected first.
 
 Skipped only when R or rpy2 is absent; the R package must be installed
 (``bash scripts/install-r-package.sh``), otherwise these tests fail."""
+
 import gc
 import subprocess
 import sys
@@ -35,7 +36,9 @@ def counts():
 
 
 def test_import_pyggmlr_does_not_import_rpy2():
-    code = "import sys, pyggmlr; assert 'rpy2' not in sys.modules and 'pyggmlr.r' not in sys.modules"
+    code = (
+        "import sys, pyggmlr; assert 'rpy2' not in sys.modules and 'pyggmlr.r' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -48,7 +51,7 @@ def test_same_blas_on_both_sides():
 def test_matrix_round_trip_keeps_layout(order):
     a = np.array(np.arange(1.0, 13.0).reshape(3, 4) / 7.0, order=order)
     assert r.run("dim(x)", x=a).tolist() == [3, 4]
-    assert r.run("x[2, 3]", x=a) == a[1, 2]           # element (i, j) is the same element
+    assert r.run("x[2, 3]", x=a) == a[1, 2]  # element (i, j) is the same element
     back = r.from_r(r.to_r(a))
     assert back.flags.f_contiguous and back.dtype == np.float64
     assert np.array_equal(back, a)
@@ -98,10 +101,14 @@ def test_call_and_kwargs_match_python(rng):
     A, B = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
     y = r.call("ag_matmul", pg.ag_tensor(A, dtype="f64"), B)
     assert isinstance(y, r.RObject) and y.is_tensor()
-    assert np.array_equal(r.from_r(y).numpy(), pg.ag_matmul(pg.ag_tensor(A, dtype="f64"), B).numpy())
+    assert np.array_equal(
+        r.from_r(y).numpy(), pg.ag_matmul(pg.ag_tensor(A, dtype="f64"), B).numpy()
+    )
     s = r.from_r(r.call("ag_sum", pg.ag_tensor(A, dtype="f64"), dim=1))
     assert s.shape == (3, 1) and np.allclose(s.numpy()[:, 0], A.sum(axis=1), rtol=0, atol=1e-14)
-    assert r.call("paste", "a", "b", sep="-") == "a-b"  # non-package names come from R's search path
+    assert (
+        r.call("paste", "a", "b", sep="-") == "a-b"
+    )  # non-package names come from R's search path
 
 
 def test_objects_stay_in_r_and_can_be_driven(rng):
@@ -138,13 +145,16 @@ def test_run_is_local_and_sees_inputs():
 
 def test_conversion_is_not_activated_globally():
     import rpy2.robjects as ro
+
     r.run("1")
     with pytest.raises(NotImplementedError):
         ro.conversion.get_conversion().py2rpy(np.zeros((2, 2)))
 
 
 def test_r_errors_become_python_exceptions_with_rs_message():
-    with pytest.raises(r.RError, match=r"ag_matmul: A is \[2x3\] f64 and B is \[2x1\].*ncol\(A\) = 3"):
+    with pytest.raises(
+        r.RError, match=r"ag_matmul: A is \[2x3\] f64 and B is \[2x1\].*ncol\(A\) = 3"
+    ):
         r.call("ag_matmul", pg.ag_tensor(np.ones((2, 3)), dtype="f64"), np.ones((2, 1)))
     with pytest.raises(r.RError, match="^my own message$") as ei:
         r.run("f <- function() stop('my own message'); f()")
@@ -173,15 +183,16 @@ def test_tape_propagates_python_errors_and_closes_rs_scope():
 
 # ---- lifetime: copies across languages, either side collected first -------------------------
 
+
 def test_python_first_then_r(rng):
     py0, r0 = counts()
     vals = rng.standard_normal((4, 3))
     t = pg.ag_param(vals, dtype="f64")
     rt = r.to_r_tensor(t)
     del t
-    gc.collect()                       # the Python tensor is gone ...
+    gc.collect()  # the Python tensor is gone ...
     assert pg.ag_live_objects() == py0
-    s = r.call("ag_sum", rt)           # ... the R copy still works
+    s = r.call("ag_sum", rt)  # ... the R copy still works
     assert r.from_r(s).item() == pytest.approx(vals.sum(), abs=1e-12)
     assert counts()[1] > r0
     del rt, s
@@ -191,10 +202,12 @@ def test_python_first_then_r(rng):
 def test_r_first_then_python():
     py0, r0 = counts()
     rt = r.run("ag_param(matrix(1:6 / 4, 2), dtype = 'f32')")  # converted: a Python copy
-    held = r.run("ag_tensor(matrix(1:4, 2))", )
-    assert counts()[1] == r0           # R's temporaries are collectable once converted
+    held = r.run(
+        "ag_tensor(matrix(1:4, 2))",
+    )
+    assert counts()[1] == r0  # R's temporaries are collectable once converted
     assert isinstance(rt, pg.Tensor) and isinstance(held, pg.Tensor)
-    y = pg.ag_sum(pg.ag_mul(rt, rt))   # Python uses its copy after R collected the original
+    y = pg.ag_sum(pg.ag_mul(rt, rt))  # Python uses its copy after R collected the original
     assert y.item() == pytest.approx(sum((i / 4) ** 2 for i in range(1, 7)))
     del rt, held, y
     assert counts() == (py0, r0)
@@ -209,15 +222,15 @@ def test_handles_in_both_languages_any_order(rng):
     grads = r.call("backward", loss)
     back = r.from_r(rt)
     opt.step(grads)
-    assert not np.array_equal(r.from_r(rt).numpy(), back.numpy())      # R updated its tensor only
-    assert np.array_equal(back.numpy(), t.numpy())                      # the copies did not move
-    del rt, loss                       # R handles first (opt and grads still hold R objects) ...
+    assert not np.array_equal(r.from_r(rt).numpy(), back.numpy())  # R updated its tensor only
+    assert np.array_equal(back.numpy(), t.numpy())  # the copies did not move
+    rt = loss = None  # R handles first (opt and grads still hold R objects) ...
     r.r_gc()
-    del t
+    t = None
     gc.collect()
     assert np.isfinite(back.numpy()).all()
-    del opt, grads                     # ... then the rest
-    assert counts() != (py0, r0)       # `back` is still alive in Python
+    del opt, grads  # ... then the rest
+    assert counts() != (py0, r0)  # `back` is still alive in Python
     del back
     assert counts() == (py0, r0)
 
@@ -227,6 +240,7 @@ def test_class_ids_as_a_one_d_r_array(rng):
     ag_softmax_cross_entropy_loss reads them as class ids, like Python (bit-identical)."""
     from rpy2.robjects import default_converter, numpy2ri
     from rpy2.robjects.conversion import localconverter
+
     ids = np.array([2, 0, 1, 1], dtype=np.int32)
     with localconverter(default_converter + numpy2ri.converter) as cv:
         rids = r.RObject(cv.py2rpy(ids))
@@ -235,5 +249,9 @@ def test_class_ids_as_a_one_d_r_array(rng):
     want = pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(z, dtype="f64"), ids).numpy()
     got = r.from_r(r.call("ag_softmax_cross_entropy_loss", pg.ag_tensor(z, dtype="f64"), rids))
     assert got.numpy().tobytes() == want.tobytes()
-    got = r.run("ag_softmax_cross_entropy_loss(z, as.array(as.double(i)))", z=pg.ag_tensor(z, dtype="f64"), i=ids)
+    got = r.run(
+        "ag_softmax_cross_entropy_loss(z, as.array(as.double(i)))",
+        z=pg.ag_tensor(z, dtype="f64"),
+        i=ids,
+    )
     assert got.numpy().tobytes() == want.tobytes()

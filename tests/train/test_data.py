@@ -1,4 +1,5 @@
 """ag_dataloader (ggmlR's test-ag-training.R dataloader block, plus drop_last / seeds) and iris."""
+
 import numpy as np
 import pytest
 
@@ -120,10 +121,14 @@ def test_tensor_input_keeps_dtype(f64):
 
 def test_print_format():
     x, y = _xy(32)
-    assert repr(pg.ag_dataloader(x, y, batch_size=8)) == \
-        "ag_dataloader | n=32 | batch_size=8 | n_batches=4 | shuffle=TRUE"
-    assert str(pg.ag_dataloader(x, y, batch_size=10, shuffle=False)) == \
-        "ag_dataloader | n=32 | batch_size=10 | n_batches=3 | shuffle=FALSE"
+    assert (
+        repr(pg.ag_dataloader(x, y, batch_size=8))
+        == "ag_dataloader | n=32 | batch_size=8 | n_batches=4 | shuffle=TRUE"
+    )
+    assert (
+        str(pg.ag_dataloader(x, y, batch_size=10, shuffle=False))
+        == "ag_dataloader | n=32 | batch_size=10 | n_batches=3 | shuffle=FALSE"
+    )
 
 
 def test_errors():

@@ -1,5 +1,6 @@
 """Optimizers (SGD, Adam), gradient accumulation, state round trips, clipping and schedulers,
 against spec section 13 golden trajectories and numpy reference implementations."""
+
 import math
 import warnings
 
@@ -16,6 +17,7 @@ Y0 = np.array([1.0, 0, 0, 1]).reshape(2, 2, order="F")
 
 # ---- spec 13 trajectories ----
 
+
 def test_spec13_sgd_momentum(f64):
     W = pg.ag_param(W0)
     opt = pg.optimizer_sgd({"W": W}, lr=0.1, momentum=0.9)
@@ -26,8 +28,12 @@ def test_spec13_sgd_momentum(f64):
         g = pg.backward(loss)
         opt.step(g)
         opt.zero_grad()
-    np.testing.assert_allclose(W.numpy(), [[0.459, 0.282, 0.105], [-0.631, 0.247, -0.375]], atol=1e-10, rtol=0)
-    np.testing.assert_allclose(opt.velocity["W"], [[0.31, -0.42, -1.15], [1.91, 3.03, 4.15]], atol=1e-10, rtol=0)
+    np.testing.assert_allclose(
+        W.numpy(), [[0.459, 0.282, 0.105], [-0.631, 0.247, -0.375]], atol=1e-10, rtol=0
+    )
+    np.testing.assert_allclose(
+        opt.velocity["W"], [[0.31, -0.42, -1.15], [1.91, 3.03, 4.15]], atol=1e-10, rtol=0
+    )
 
 
 def test_spec13_adam(f64):
@@ -40,12 +46,20 @@ def test_spec13_adam(f64):
         opt.step(pg.backward(loss))
         opt.zero_grad()
     assert opt.t == 2
-    np.testing.assert_allclose(W.numpy(), [[0.519995769066, 0.219992725706, -0.0800088789751],
-                                           [-0.319995769066, 0.780007274294, 0.3800088789751]], atol=1e-10, rtol=0)
+    np.testing.assert_allclose(
+        W.numpy(),
+        [
+            [0.519995769066, 0.219992725706, -0.0800088789751],
+            [-0.319995769066, 0.780007274294, 0.3800088789751],
+        ],
+        atol=1e-10,
+        rtol=0,
+    )
     np.testing.assert_allclose(b.numpy()[:, 0], [0.11998598038, -0.21998598038], atol=1e-10, rtol=0)
 
 
 # ---- numpy references ----
+
 
 def np_sgd(w, grads, lr, momentum=0.0, nesterov=False, wd=0.0):
     w, v = w.copy(), np.zeros_like(w)
@@ -66,7 +80,7 @@ def np_adamw(w, grads, lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0):
         w -= lr * wd * w
         m = b1 * m + (1 - b1) * g
         v = b2 * v + (1 - b2) * g * g
-        w -= lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
+        w -= lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
     return w
 
 
@@ -86,20 +100,44 @@ def run(opt_factory, steps=5):
     return W.numpy()
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(momentum=0.5), dict(momentum=0.9, nesterov=True),
-                                dict(weight_decay=0.1), dict(momentum=0.8, weight_decay=0.05),
-                                dict(momentum=0.7, nesterov=True, weight_decay=0.2)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(),
+        dict(momentum=0.5),
+        dict(momentum=0.9, nesterov=True),
+        dict(weight_decay=0.1),
+        dict(momentum=0.8, weight_decay=0.05),
+        dict(momentum=0.7, nesterov=True, weight_decay=0.2),
+    ],
+)
 def test_sgd_against_numpy(kw):
     got = run(lambda p: pg.optimizer_sgd(p, lr=0.05, **kw))
-    ref = np_sgd(W0, [mse_grad] * 5, 0.05, kw.get("momentum", 0.0), kw.get("nesterov", False), kw.get("weight_decay", 0.0))
+    ref = np_sgd(
+        W0,
+        [mse_grad] * 5,
+        0.05,
+        kw.get("momentum", 0.0),
+        kw.get("nesterov", False),
+        kw.get("weight_decay", 0.0),
+    )
     np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-14)
 
 
-@pytest.mark.parametrize("kw", [dict(), dict(weight_decay=0.1), dict(beta1=0.5, beta2=0.9, eps=1e-4, weight_decay=0.01)])
+@pytest.mark.parametrize(
+    "kw", [dict(), dict(weight_decay=0.1), dict(beta1=0.5, beta2=0.9, eps=1e-4, weight_decay=0.01)]
+)
 def test_adamw_against_numpy(kw):
     got = run(lambda p: pg.optimizer_adam(p, lr=0.02, **kw))
-    ref = np_adamw(W0, [mse_grad] * 5, 0.02, kw.get("beta1", 0.9), kw.get("beta2", 0.999), kw.get("eps", 1e-8),
-                   kw.get("weight_decay", 0.0))
+    ref = np_adamw(
+        W0,
+        [mse_grad] * 5,
+        0.02,
+        kw.get("beta1", 0.9),
+        kw.get("beta2", 0.999),
+        kw.get("eps", 1e-8),
+        kw.get("weight_decay", 0.0),
+    )
     np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-14)
 
 
@@ -110,10 +148,10 @@ def np_adam_as_core(w, m, v, g, t, lr, b1, b2, eps, wd, dt):
     # the core's update, operation for operation, in dtype dt (numpy rounds each op as C does):
     # w -= m * (lr / bc1) / (sqrt(v) * bc2^-1/2 + eps), decay first
     c = lambda x: dt.type(x)  # noqa: E731
-    bc1, bc2 = 1 - b1 ** t, 1 - b2 ** t
+    bc1, bc2 = 1 - b1**t, 1 - b2**t
     sc, rc2 = c(lr / bc1), c(1 / math.sqrt(bc2))
     g = g * c(1.0)
-    m[:] = c(b1) * m + (c(1) - c(b1)) * g       # 1 - beta in the parameter's dtype, as in C
+    m[:] = c(b1) * m + (c(1) - c(b1)) * g  # 1 - beta in the parameter's dtype, as in C
     v[:] = c(b2) * v + (c(1) - c(b2)) * g * g
     den = np.sqrt(v) * rc2 + c(eps)
     if wd:
@@ -126,6 +164,7 @@ def test_adam_vector_widths_give_identical_bits(dtype):
     # Adam's SSE2, AVX2 and AVX-512 bodies and the scalar tail: the same bits, equal to numpy doing
     # the same operations; sizes ragged against 2, 4, 8 and 16 lanes
     from pyggmlr._native import lib
+
     dt = np.dtype(np.float32 if dtype == "f32" else np.float64)
     rng = np.random.default_rng(7)
     shapes = [(1, 1), (3, 5), (17, 3), (31, 1), (64, 33)]
@@ -167,7 +206,7 @@ def test_adam_weight_decay_is_decoupled():
     w.grad = [[0.0, 0.0]]
     for _ in range(3):
         opt.step()
-    np.testing.assert_allclose(w.numpy(), np.array([[2.0, -4.0]]) * 0.95 ** 3, rtol=1e-14)
+    np.testing.assert_allclose(w.numpy(), np.array([[2.0, -4.0]]) * 0.95**3, rtol=1e-14)
 
 
 def test_f32_optimizer_step():
@@ -185,6 +224,7 @@ def test_f32_optimizer_step():
 
 
 # ---- params: dict, list, duplicates, identity ----
+
 
 def test_params_dict_and_list():
     a, b = pg.ag_param([[1.0]]), pg.ag_param([[2.0]])
@@ -225,8 +265,12 @@ def test_same_names_two_layers_both_updated(f64):
     opt = pg.optimizer_sgd(params, lr=0.5)
     x = pg.ag_tensor([1.0, 1.0])
     with pg.with_grad_tape():
-        loss = pg.ag_sum(pg.ag_add(pg.ag_add(pg.ag_matmul(l1["W"], x), l1["b"]),
-                                   pg.ag_add(pg.ag_matmul(l2["W"], x), l2["b"])))
+        loss = pg.ag_sum(
+            pg.ag_add(
+                pg.ag_add(pg.ag_matmul(l1["W"], x), l1["b"]),
+                pg.ag_add(pg.ag_matmul(l2["W"], x), l2["b"]),
+            )
+        )
     opt.step(pg.backward(loss))
     np.testing.assert_array_equal(l1["W"].numpy(), [[0.5, 0.5]])
     np.testing.assert_array_equal(l2["W"].numpy(), [[1.5, 1.5]])
@@ -245,7 +289,10 @@ def test_param_without_gradient_is_skipped(f64):
 
 def test_step_without_map_uses_grad(f64):
     w1, w2 = pg.ag_param(W0), pg.ag_param(W0)
-    o1, o2 = pg.optimizer_sgd([w1], lr=0.1, momentum=0.9), pg.optimizer_sgd([w2], lr=0.1, momentum=0.9)
+    o1, o2 = (
+        pg.optimizer_sgd([w1], lr=0.1, momentum=0.9),
+        pg.optimizer_sgd([w2], lr=0.1, momentum=0.9),
+    )
     x, y = pg.ag_tensor(X0), pg.ag_tensor(Y0)
     for _ in range(3):
         with pg.with_grad_tape():
@@ -268,6 +315,7 @@ def test_step_rejects_foreign_grads():
 
 
 # ---- gradient accumulation (ggml's test-opt-dynamic-accum) ----
+
 
 @pytest.mark.parametrize("k", [1, 2, 3])
 @pytest.mark.parametrize("average", [True, False])
@@ -352,6 +400,7 @@ def test_accumulation_hyper_validation():
 
 # ---- state round trip ----
 
+
 @pytest.mark.parametrize("kind", ["sgd", "adam"])
 def test_state_round_trip_bit_for_bit(f64, kind):
     def make(W):
@@ -414,9 +463,12 @@ def test_hyperparameters_are_attributes():
 
 # ---- clip_grad_norm ----
 
+
 def _grads_for(params, coefs):
     with pg.with_grad_tape():
-        terms = [pg.ag_sum(pg.ag_mul(p, pg.ag_tensor(c, dtype="f64"))) for p, c in zip(params, coefs)]
+        terms = [
+            pg.ag_sum(pg.ag_mul(p, pg.ag_tensor(c, dtype="f64"))) for p, c in zip(params, coefs)
+        ]
         loss = terms[0]
         for t in terms[1:]:
             loss = pg.ag_add(loss, t)
@@ -464,13 +516,16 @@ def test_clip_on_grad_without_map(f64):
 
 # ---- schedulers ----
 
+
 def test_lr_scheduler_step():
     opt = pg.optimizer_sgd([pg.ag_param([[1.0]])], lr=1.0)
     s = pg.lr_scheduler_step(opt, step_size=2, gamma=0.5)
     lrs = [s.step() for _ in range(8)]
     assert lrs == [1.0, 0.5, 0.5, 0.25, 0.25, 0.125, 0.125, 0.0625]
     assert s.get_lr() == opt.lr == 0.0625
-    s2 = pg.lr_scheduler_step(pg.optimizer_sgd([pg.ag_param([[1.0]])], lr=1.0), step_size=4, gamma=0.5)
+    s2 = pg.lr_scheduler_step(
+        pg.optimizer_sgd([pg.ag_param([[1.0]])], lr=1.0), step_size=4, gamma=0.5
+    )
     assert [s2.step() for _ in range(4)] == [1.0, 1.0, 1.0, 0.5]
     assert repr(s) == "lr_scheduler_step | step_size=2 | gamma=0.5000 | epoch=8 | lr=0.062500"
     with pytest.raises(ValueError):
@@ -481,17 +536,25 @@ def test_lr_scheduler_cosine_spec_values():
     opt = pg.optimizer_sgd([pg.ag_param([[1.0]])], lr=0.1)
     s = pg.lr_scheduler_cosine(opt, T_max=5, lr_min=0.01)
     lrs = [s.step() for _ in range(7)]
-    np.testing.assert_allclose(lrs, [0.1, 0.09140576, 0.06890576, 0.04109424, 0.01859424, 0.01859424, 0.01859424],
-                               atol=5e-9)
+    np.testing.assert_allclose(
+        lrs,
+        [0.1, 0.09140576, 0.06890576, 0.04109424, 0.01859424, 0.01859424, 0.01859424],
+        atol=5e-9,
+    )
     assert opt.lr == lrs[-1]
-    assert repr(s) == "lr_scheduler_cosine | T_max=5 | lr_max=0.100000 | lr_min=0.010000 | epoch=7 | lr=0.018594"
+    assert (
+        repr(s)
+        == "lr_scheduler_cosine | T_max=5 | lr_max=0.100000 | lr_min=0.010000 | epoch=7 | lr=0.018594"
+    )
 
 
 def test_lr_scheduler_cosine_restart():
     opt = pg.optimizer_sgd([pg.ag_param([[1.0]])], lr=0.1)
     s = pg.lr_scheduler_cosine(opt, T_max=5, restart=True)
     lrs = [s.step() for _ in range(7)]
-    np.testing.assert_allclose(lrs, [0.1, 0.09045085, 0.06545085, 0.03454915, 0.00954915, 0.1, 0.09045085], atol=5e-9)
+    np.testing.assert_allclose(
+        lrs, [0.1, 0.09045085, 0.06545085, 0.03454915, 0.00954915, 0.1, 0.09045085], atol=5e-9
+    )
     assert lrs[5] > lrs[4]
 
 
@@ -526,9 +589,18 @@ def test_scheduler_drives_optimizer_updates(f64):
 
 # ---- print formats ----
 
+
 def test_optimizer_print_formats():
     a, b = pg.ag_param([[1.0]]), pg.ag_param([[1.0]])
-    assert repr(pg.optimizer_sgd([a, b], lr=0.05)) == "SGD optimizer | lr = 0.05 | momentum = 0 | params: 2 "
-    assert repr(pg.optimizer_sgd([a], lr=0.1, momentum=0.9)) == "SGD optimizer | lr = 0.1 | momentum = 0.9 | params: 1 "
-    assert repr(pg.optimizer_adam([a, b])) == \
-        "Adam optimizer | lr = 0.001 | beta1 = 0.9 | beta2 = 0.999 | step = 0 | params: 2 "
+    assert (
+        repr(pg.optimizer_sgd([a, b], lr=0.05))
+        == "SGD optimizer | lr = 0.05 | momentum = 0 | params: 2 "
+    )
+    assert (
+        repr(pg.optimizer_sgd([a], lr=0.1, momentum=0.9))
+        == "SGD optimizer | lr = 0.1 | momentum = 0.9 | params: 1 "
+    )
+    assert (
+        repr(pg.optimizer_adam([a, b]))
+        == "Adam optimizer | lr = 0.001 | beta1 = 0.9 | beta2 = 0.999 | step = 0 | params: 2 "
+    )

@@ -1,5 +1,6 @@
 """ggmlR 0.8.6's gradient write-back, accumulation idiom, parameter lists and optimizer state
 (spec ggmlr-ag-api-0.8.6.md 1.1-1.3, 6.1-6.5, 7.1): goldens, identities and exact texts."""
+
 import pickle
 import re
 import warnings
@@ -13,6 +14,7 @@ W22 = np.array([[1.0, 3.0], [2.0, 4.0]])  # matrix(c(1,2,3,4), 2, 2)
 
 
 # ---- 1.1 backward(): each requires-grad input gets the map total once ----
+
 
 def test_backward_writes_grad_once_per_tensor(f64):
     W = pg.ag_param(W22)
@@ -71,6 +73,7 @@ def test_clip_on_the_map_leaves_grad_untouched(f64):
 
 # ---- 6.3 step(), the $grad idiom, the env trap ----
 
+
 def _accum(avg, mode, k=2):
     W = pg.ag_param(W22)
     opt = pg.optimizer_sgd([W], lr=0.1, accumulate_steps=k, average=avg)
@@ -120,7 +123,9 @@ def test_adam_t_counts_applied_steps(f64):
         ts.append(opt.t)
     assert ts == [0, 0, 1, 1, 1, 2]
     opt2 = pg.optimizer_adam([pg.ag_tensor(W22)])
-    with pytest.raises(pg.StateError, match="optimizer_adam step"):  # no gradient anywhere (ggmlR quirk 14.5: t advanced)
+    with pytest.raises(
+        pg.StateError, match="optimizer_adam step"
+    ):  # no gradient anywhere (ggmlR quirk 14.5: t advanced)
         opt2.step()
     assert opt2.t == 0
 
@@ -139,7 +144,12 @@ def test_step_accepts_a_user_mapping(f64, key):
 
 
 def _mlp(rng):
-    return [rng.normal(size=(5, 3)), rng.normal(size=(5, 1)), rng.normal(size=(2, 5)), rng.normal(size=(2, 1))]
+    return [
+        rng.normal(size=(5, 3)),
+        rng.normal(size=(5, 1)),
+        rng.normal(size=(2, 5)),
+        rng.normal(size=(2, 1)),
+    ]
 
 
 def _mlp_loss(P, x, y):
@@ -183,7 +193,10 @@ def test_sum_grads_matches_the_idiom_bit_for_bit(f64, rng):
     P0 = _mlp(rng)
     X, Y = rng.normal(size=(3, 12)), rng.normal(size=(2, 12))
     Pi, Ps = [pg.ag_param(p) for p in P0], [pg.ag_param(p) for p in P0]
-    oi, os_ = pg.optimizer_adam(Pi, lr=0.01, accumulate_steps=3), pg.optimizer_adam(Ps, lr=0.01, accumulate_steps=3)
+    oi, os_ = (
+        pg.optimizer_adam(Pi, lr=0.01, accumulate_steps=3),
+        pg.optimizer_adam(Ps, lr=0.01, accumulate_steps=3),
+    )
     for c in np.array_split(np.arange(12), 6):
         with pg.with_grad_tape():
             li = _mlp_loss(Pi, pg.ag_tensor(X[:, c]), pg.ag_tensor(Y[:, c]))
@@ -211,10 +224,15 @@ def test_zero_grad_clears_grad_and_tape(f64):
 
 # ---- 6.1 / 6.2 fields and parameter lists ----
 
+
 def test_fields_and_positions(f64):
     W, b = pg.ag_param(W22), pg.ag_param(np.ones((2, 1)))
     sgd = pg.optimizer_sgd({"W": W, "b": b}, momentum=0.9)
-    assert list(sgd.velocity) == ["W", "b"] and np.all(sgd.velocity["W"] == 0) and sgd.velocity["W"].shape == (2, 2)
+    assert (
+        list(sgd.velocity) == ["W", "b"]
+        and np.all(sgd.velocity["W"] == 0)
+        and sgd.velocity["W"].shape == (2, 2)
+    )
     assert sgd.accum_count == 0 and sgd.accumulate_steps == 1 and sgd.average is True
     adam = pg.optimizer_adam([W, b])
     assert adam.t == 0 and adam.resident is False and list(adam.m) == ["1", "2"]
@@ -229,7 +247,8 @@ def test_duplicate_tensor_kept_once_with_ggmlr_warning(f64):
     with pytest.warns(UserWarning) as rec:
         opt = pg.optimizer_sgd([W, W], lr=0.1)
     assert [str(w.message) for w in rec] == [
-        "optimizer: 1 parameter(s) listed more than once (same tensor); keeping the first occurrence of each."]
+        "optimizer: 1 parameter(s) listed more than once (same tensor); keeping the first occurrence of each."
+    ]
     assert len(opt.params) == 1
     b = pg.ag_param(np.ones((2, 1)))
     with pytest.warns(UserWarning, match="listed more than once"):
@@ -258,6 +277,7 @@ def test_unnamed_list_equals_named(f64, rng):
 
 # ---- 6.5 state() / load_state() ----
 
+
 def _trained_adam(names=("W", "b"), steps=3):
     W, b = pg.ag_param(W22), pg.ag_param(np.array([[0.5], [-1.0]]))
     opt = pg.optimizer_adam(dict(zip(names, (W, b))), lr=0.01)
@@ -274,7 +294,13 @@ def test_state_layout(f64):
     opt, W, b = _trained_adam()
     st = opt.state()
     assert list(st) == ["format", "version", "type", "t", "accum_count", "names", "slots", "hyper"]
-    assert (st["format"], st["version"], st["type"], st["t"], st["accum_count"]) == ("ggmlR.ag_opt_state", 1, "adam", 3, 0)
+    assert (st["format"], st["version"], st["type"], st["t"], st["accum_count"]) == (
+        "ggmlR.ag_opt_state",
+        1,
+        "adam",
+        3,
+        0,
+    )
     assert st["names"] == ["W", "b"] and list(st["slots"]) == ["m", "v"]
     assert st["hyper"] == {"lr": 0.01, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8}
     m0 = st["slots"]["m"][0].copy()
@@ -292,8 +318,10 @@ def test_state_mid_accumulation_warns(f64):
     opt.step()
     with pytest.warns(UserWarning) as rec:
         st = opt.state()
-    assert str(rec[0].message) == ("optimizer state(): taken mid-accumulation (1 of 4 backward passes); the "
-                                   "accumulated gradients live in the parameters' $grad and are not part of the state")
+    assert str(rec[0].message) == (
+        "optimizer state(): taken mid-accumulation (1 of 4 backward passes); the "
+        "accumulated gradients live in the parameters' $grad and are not part of the state"
+    )
     assert st["accum_count"] == 1
 
 
@@ -319,10 +347,17 @@ def test_load_state_checks_in_order(f64):
     _err(opt, mod(version=99), "unsupported state version 99 (this ggmlR reads version 1)")
     _err(opt, mod(version=1.0), "unsupported state version 1 (this ggmlR reads version 1)")
     _err(pg.optimizer_sgd([W, b]), good, "state is for a 'adam' optimizer, this one is 'sgd'")
-    _err(pg.optimizer_adam({"W": W, "b": b, "c": pg.ag_param(np.ones((1, 1)))}), good, "state has 2 parameters, optimizer has 3")
-    _err(pg.optimizer_adam({"a": W, "b": b}), good,
-         "parameter names differ from the state's (position is the key, names are the check)"
-         "\n  optimizer: a, b\n  state:     W, b")
+    _err(
+        pg.optimizer_adam({"W": W, "b": b, "c": pg.ag_param(np.ones((1, 1)))}),
+        good,
+        "state has 2 parameters, optimizer has 3",
+    )
+    _err(
+        pg.optimizer_adam({"a": W, "b": b}),
+        good,
+        "parameter names differ from the state's (position is the key, names are the check)"
+        "\n  optimizer: a, b\n  state:     W, b",
+    )
     bad = mod()
     bad["slots"]["m"][0] = np.zeros((1, 1))
     _err(opt, bad, "slot 'm' of parameter 1 has shape 1x1, expected 2x2")
@@ -346,9 +381,14 @@ def test_hyper_warning_class_and_changed(f64):
     with pytest.warns(pg.OptimizerHyperWarning) as rec:
         assert o2.load_state(st) is True
     w = rec[0].message
-    assert str(w) == ("optimizer load_state(): hyperparameters differ from the state's and are NOT restored: "
-                      "lr = 0.5 (state 0.01), eps = 1e-06 (state 1e-08)")
-    assert w.changed == {"lr": {"current": 0.5, "state": 0.01}, "eps": {"current": 1e-6, "state": 1e-8}}
+    assert str(w) == (
+        "optimizer load_state(): hyperparameters differ from the state's and are NOT restored: "
+        "lr = 0.5 (state 0.01), eps = 1e-06 (state 1e-08)"
+    )
+    assert w.changed == {
+        "lr": {"current": 0.5, "state": 0.01},
+        "eps": {"current": 1e-6, "state": 1e-8},
+    }
     assert o2.lr == 0.5 and o2.t == 3  # loaded, hyper-parameters kept
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -378,7 +418,11 @@ def test_state_through_pickle_continues_identically(f64, rng, kind):
 
     def make(P):
         d = {f"p{i}": p for i, p in enumerate(P)}
-        return pg.optimizer_sgd(d, lr=0.05, momentum=0.9) if kind == "sgd" else pg.optimizer_adam(d, lr=0.01)
+        return (
+            pg.optimizer_sgd(d, lr=0.05, momentum=0.9)
+            if kind == "sgd"
+            else pg.optimizer_adam(d, lr=0.01)
+        )
 
     def train(P, opt, steps):
         for s in steps:

@@ -1,6 +1,7 @@
 """Learning-rate schedules and gradient helpers of ggmlR 0.8.6 (pyggmlr/sched.py on native/sched.c):
 the spec's golden sequences (§8), its errors, momentum cycling, and clip_grad_value /
 check_grad_anomaly (§7)."""
+
 import math
 import warnings
 
@@ -23,13 +24,35 @@ def _run(s, n):
 def test_cosine_warm_restarts_with_t_mult():
     o, _ = _opt(0.1)
     s = pg.lr_scheduler_cosine(o, T_max=4, restart=True, T_mult=2)
-    np.testing.assert_allclose(_run(s, 14), [0.1, 0.0853553391, 0.05, 0.0146446609, 0.1, 0.0961939766, 0.0853553391,
-                                             0.0691341716, 0.05, 0.0308658284, 0.0146446609, 0.0038060234, 0.1,
-                                             0.0990392640], atol=1e-9)
+    np.testing.assert_allclose(
+        _run(s, 14),
+        [
+            0.1,
+            0.0853553391,
+            0.05,
+            0.0146446609,
+            0.1,
+            0.0961939766,
+            0.0853553391,
+            0.0691341716,
+            0.05,
+            0.0308658284,
+            0.0146446609,
+            0.0038060234,
+            0.1,
+            0.0990392640,
+        ],
+        atol=1e-9,
+    )
     o, _ = _opt(0.1)
-    s = pg.lr_scheduler_cosine(o, T_max=2, restart=True, T_mult=1.5)  # periods 2, 3, 4 (R rounds 4.5 to 4), 6
-    np.testing.assert_allclose(_run(s, 10), [0.1, 0.05, 0.1, 0.075, 0.025, 0.1, 0.0853553391, 0.05, 0.0146446609, 0.1],
-                               atol=1e-9)
+    s = pg.lr_scheduler_cosine(
+        o, T_max=2, restart=True, T_mult=1.5
+    )  # periods 2, 3, 4 (R rounds 4.5 to 4), 6
+    np.testing.assert_allclose(
+        _run(s, 10),
+        [0.1, 0.05, 0.1, 0.075, 0.025, 0.1, 0.0853553391, 0.05, 0.0146446609, 0.1],
+        atol=1e-9,
+    )
     o, _ = _opt(0.1)
     plain = pg.lr_scheduler_cosine(o, T_max=3)  # 0.8.2: stays at t = T_max - 1
     np.testing.assert_allclose(_run(plain, 5), [0.1, 0.075, 0.025, 0.025, 0.025], atol=1e-12)
@@ -43,17 +66,29 @@ def test_cyclic_modes():
     o, _ = _opt()
     s = pg.lr_scheduler_cyclic(o, base_lr=0.001, max_lr=0.01, step_size_up=4)
     assert o.lr == 0.001  # construction sets base_lr
-    np.testing.assert_allclose(_run(s, 10), [0.00325, 0.0055, 0.00775, 0.01, 0.00775, 0.0055, 0.00325, 0.001,
-                                             0.00325, 0.0055], atol=1e-12)
+    np.testing.assert_allclose(
+        _run(s, 10),
+        [0.00325, 0.0055, 0.00775, 0.01, 0.00775, 0.0055, 0.00325, 0.001, 0.00325, 0.0055],
+        atol=1e-12,
+    )
     s = pg.lr_scheduler_cyclic(o, 0, 1, step_size_up=2, mode="triangular2")
-    np.testing.assert_allclose(_run(s, 10), [0.5, 1, 0.5, 0, 0.25, 0.5, 0.25, 0, 0.125, 0.25], atol=1e-12)
+    np.testing.assert_allclose(
+        _run(s, 10), [0.5, 1, 0.5, 0, 0.25, 0.5, 0.25, 0, 0.125, 0.25], atol=1e-12
+    )
     s = pg.lr_scheduler_cyclic(o, 0, 1, step_size_up=2, mode="exp_range", gamma=0.9)
     np.testing.assert_allclose(_run(s, 6), [0.45, 0.81, 0.3645, 0, 0.295245, 0.531441], atol=1e-12)
     s = pg.lr_scheduler_cyclic(o, 0, 1, step_size_up=3, step_size_down=1)
     np.testing.assert_allclose(_run(s, 5), [1 / 3, 2 / 3, 1, 0, 1 / 3], atol=1e-12)
-    assert "lr_scheduler_cyclic | mode=triangular | base_lr=0.000000 | max_lr=1.000000 | step=5" in repr(s)
-    for kw, msg in (({"step_size_up": 0}, "step_size_up must be >= 1"), ({"step_size_down": 0}, "step_size_down must be >= 1"),
-                    ({"max_lr": -1}, "max_lr must be >= base_lr"), ({"mode": "tri"}, "mode must be one of")):
+    assert (
+        "lr_scheduler_cyclic | mode=triangular | base_lr=0.000000 | max_lr=1.000000 | step=5"
+        in repr(s)
+    )
+    for kw, msg in (
+        ({"step_size_up": 0}, "step_size_up must be >= 1"),
+        ({"step_size_down": 0}, "step_size_down must be >= 1"),
+        ({"max_lr": -1}, "max_lr must be >= base_lr"),
+        ({"mode": "tri"}, "mode must be one of"),
+    ):
         with pytest.raises(pg.PyggmlrValueError, match=msg):
             pg.lr_scheduler_cyclic(o, **{"base_lr": 0, "max_lr": 1, **kw})
 
@@ -61,15 +96,46 @@ def test_cyclic_modes():
 def test_onecycle_lr_and_momentum():
     o, _ = _opt(0.5, momentum=0.0)
     s = pg.lr_scheduler_onecycle(o, max_lr=0.1, total_steps=10)
-    assert s.step_up == 3 and o.lr == pytest.approx(0.004) and o.momentum == 0.95  # momentum switched on
+    assert (
+        s.step_up == 3 and o.lr == pytest.approx(0.004) and o.momentum == 0.95
+    )  # momentum switched on
     lrs, moms = [], []
     for _ in range(11):
         lrs.append(s.step())
         moms.append(o.momentum)
-    np.testing.assert_allclose(lrs, [0.028, 0.076, 0.1, 0.0950489386, 0.0811763726, 0.0611299341, 0.0388800659,
-                                     0.0188336274, 0.0049610614, 1e-5, 1e-5], atol=1e-9)
-    np.testing.assert_allclose(moms[:10], [0.925, 0.875, 0.85, 0.8549515566, 0.8688255099, 0.8888739533, 0.9111260467,
-                                           0.9311744901, 0.9450484434, 0.95], atol=1e-9)
+    np.testing.assert_allclose(
+        lrs,
+        [
+            0.028,
+            0.076,
+            0.1,
+            0.0950489386,
+            0.0811763726,
+            0.0611299341,
+            0.0388800659,
+            0.0188336274,
+            0.0049610614,
+            1e-5,
+            1e-5,
+        ],
+        atol=1e-9,
+    )
+    np.testing.assert_allclose(
+        moms[:10],
+        [
+            0.925,
+            0.875,
+            0.85,
+            0.8549515566,
+            0.8688255099,
+            0.8888739533,
+            0.9111260467,
+            0.9311744901,
+            0.9450484434,
+            0.95,
+        ],
+        atol=1e-9,
+    )
     o, _ = _opt(0.5)
     s = pg.lr_scheduler_onecycle(o, max_lr=0.1, total_steps=10, anneal_strategy="linear")
     lin = _run(s, 4)
@@ -81,7 +147,9 @@ def test_onecycle_lr_and_momentum():
     ob, _ = _opt(0.01, kind="adam")
     pg.lr_scheduler_onecycle(ob, max_lr=0.1, total_steps=100, cycle_momentum=False).step()
     assert ob.beta1 == 0.9
-    assert pg.lr_scheduler_onecycle(_opt()[0], 0.1, 10, pct_start=0.25).step_up == 2  # R rounds halves to even
+    assert (
+        pg.lr_scheduler_onecycle(_opt()[0], 0.1, 10, pct_start=0.25).step_up == 2
+    )  # R rounds halves to even
     with pytest.raises(pg.PyggmlrValueError, match="total_steps must be >= 2"):
         pg.lr_scheduler_onecycle(o, 0.1, 1)
     with pytest.raises(pg.PyggmlrValueError, match=r"pct_start must be in \(0, 1\)"):
@@ -92,13 +160,20 @@ def test_warmup_cosine():
     o, _ = _opt(0.1)
     s = pg.lr_scheduler_warmup_cosine(o, warmup_steps=2, total_steps=6)
     assert o.lr == 0
-    np.testing.assert_allclose(_run(s, 7), [0.05, 0.1, 0.0853553391, 0.05, 0.0146446609, 0, 0], atol=1e-9)
+    np.testing.assert_allclose(
+        _run(s, 7), [0.05, 0.1, 0.0853553391, 0.05, 0.0146446609, 0, 0], atol=1e-9
+    )
     o, _ = _opt(0.1)
-    np.testing.assert_allclose(_run(pg.lr_scheduler_warmup_cosine(o, 0, 4), 4), [0.0853553391, 0.05, 0.0146446609, 0],
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        _run(pg.lr_scheduler_warmup_cosine(o, 0, 4), 4),
+        [0.0853553391, 0.05, 0.0146446609, 0],
+        atol=1e-9,
+    )
     o, _ = _opt(0.1)
     s = pg.lr_scheduler_warmup_cosine(o, 2, 6, lr_min=0.01, warmup_start_lr=0.02)
-    np.testing.assert_allclose(_run(s, 6), [0.06, 0.1, 0.0868198052, 0.055, 0.0231801948, 0.01], atol=1e-9)
+    np.testing.assert_allclose(
+        _run(s, 6), [0.06, 0.1, 0.0868198052, 0.055, 0.0231801948, 0.01], atol=1e-9
+    )
     with pytest.raises(pg.PyggmlrValueError, match="total_steps must be > warmup_steps"):
         pg.lr_scheduler_warmup_cosine(o, 3, 3)
     with pytest.raises(pg.PyggmlrValueError, match="warmup_steps must be >= 0"):
@@ -130,9 +205,17 @@ def test_clip_grad_value(f64):
     p, g = _grads({"a": [[3.0, -0.5], [np.nan, -np.inf]]})
     assert pg.clip_grad_value(p, g, 1.0) == 3.0
     got = g[p["a"]]
-    assert got.shape == (2, 2) and got[0, 0] == 1 and got[0, 1] == -0.5 and math.isnan(got[1, 0]) and got[1, 1] == -1
+    assert (
+        got.shape == (2, 2)
+        and got[0, 0] == 1
+        and got[0, 1] == -0.5
+        and math.isnan(got[1, 0])
+        and got[1, 1] == -1
+    )
     for bad in (0, -1, float("inf"), "x", True):
-        with pytest.raises(pg.PyggmlrValueError, match="clip_value must be a single positive finite number"):
+        with pytest.raises(
+            pg.PyggmlrValueError, match="clip_value must be a single positive finite number"
+        ):
             pg.clip_grad_value(p, g, bad)
     q = pg.ag_param(np.zeros((1, 1)))
     assert pg.clip_grad_value([q], g, 1.0) == 0.0  # no gradient for q
@@ -142,22 +225,37 @@ def test_check_grad_anomaly(f64):
     p, g = _grads({"w": [[1.0, 2.0]], "b": [[np.nan, np.inf]]})
     missing = pg.ag_param(np.zeros((1, 1)))
     params = {**p, "m": missing}
-    with pytest.warns(RuntimeWarning, match=r"gradient anomaly detected in 1 parameter\(s\):\n  b +status=nan\+inf"):
+    with pytest.warns(
+        RuntimeWarning,
+        match=r"gradient anomaly detected in 1 parameter\(s\):\n  b +status=nan\+inf",
+    ):
         rows = pg.check_grad_anomaly(params, g)
     assert [r["status"] for r in rows] == ["ok", "nan+inf", "missing"]
-    assert rows[0]["max_abs"] == 2.0 and rows[1]["n_nan"] == 1 and rows[1]["n_inf"] == 1 and rows[2]["n_nan"] is None
+    assert (
+        rows[0]["max_abs"] == 2.0
+        and rows[1]["n_nan"] == 1
+        and rows[1]["n_inf"] == 1
+        and rows[2]["n_nan"] is None
+    )
     with pytest.raises(pg.PyggmlrValueError, match="gradient anomaly"):
         pg.check_grad_anomaly(params, g, action="stop")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         pg.check_grad_anomaly(params, g, action="silent")
-        assert pg.check_grad_anomaly({"w": p["w"], "m": missing}, g)[1]["status"] == "missing"  # no warning
-    assert pg.check_grad_anomaly({"w": p["w"]}, g, action="silent", max_abs=1.5)[0]["status"] == "large"
+        assert (
+            pg.check_grad_anomaly({"w": p["w"], "m": missing}, g)[1]["status"] == "missing"
+        )  # no warning
+    assert (
+        pg.check_grad_anomaly({"w": p["w"]}, g, action="silent", max_abs=1.5)[0]["status"]
+        == "large"
+    )
     assert pg.check_grad_anomaly([], g) == []
 
 
 def test_check_grad_anomaly_does_not_count_r_na_as_nan(f64):
-    r_na = np.frombuffer(np.array([0x7FF00000000007A2], dtype=np.uint64).tobytes(), dtype=np.float64)[0]
+    r_na = np.frombuffer(
+        np.array([0x7FF00000000007A2], dtype=np.uint64).tobytes(), dtype=np.float64
+    )[0]
     p, g = _grads({"w": [[r_na, 1.0, np.nan]]})
     row = pg.check_grad_anomaly(p, g, action="silent")[0]
     assert row["n_nan"] == 1 and row["max_abs"] == 1.0  # the plain NaN only, as ggmlR's is.nan()

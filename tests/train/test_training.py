@@ -1,5 +1,6 @@
 """ag_fit: iris, exact gradient accumulation, validation split, callbacks, early stopping,
 checkpoint + resume (bit for bit), History, errors; ag_predict / ag_accuracy."""
+
 import math
 
 import numpy as np
@@ -41,15 +42,28 @@ def test_iris_reaches_095_validation_accuracy():
     accs = []
     for seed in range(5):  # 30 held-out flowers: one seed's split can hold 2 hard ones (0.933)
         model = _mlp(seed=seed)
-        hist = pg.ag_fit(model, x, y, loss="cross_entropy", optimizer="adamw", lr=0.01, nepoch=40,
-                         batch_size=16, val_split=0.2, seed=42 + seed, silent=True)
+        hist = pg.ag_fit(
+            model,
+            x,
+            y,
+            loss="cross_entropy",
+            optimizer="adamw",
+            lr=0.01,
+            nepoch=40,
+            batch_size=16,
+            val_split=0.2,
+            seed=42 + seed,
+            silent=True,
+        )
         assert len(hist) == 40
         assert hist.loss[-1] < hist.loss[0] / 3
         accs.append(hist.val_accuracy[-1])
     assert np.median(accs) >= 0.95 and min(accs) >= 0.9, accs
     assert not model.training  # eval mode at the end
     # the held-out 30 samples, recomputed independently of ag_fit's bookkeeping
-    order = pg.random.Generator(42 + 4).sample_int(150) - 1  # the last fit's split: R's sample.int(150)
+    order = (
+        pg.random.Generator(42 + 4).sample_int(150) - 1
+    )  # the last fit's split: R's sample.int(150)
     val = order[120:]
     assert pg.ag_accuracy(model, x[:, val], y[val]) == pytest.approx(hist.val_accuracy[-1])
     logits = pg.ag_predict(model, x[:, val])
@@ -70,9 +84,9 @@ def test_accumulation_equals_large_batch(f64, opt, shuffle):
         _copy_weights(m, ref)
     w0 = _weights(a)
     kw = dict(optimizer=opt, lr=0.05, nepoch=3, shuffle=shuffle, seed=11, silent=True)
-    pg.ag_fit(a, x, y, batch_size=8, nbatch_logical=32, **kw)   # 4 steps per epoch, 12 in all
+    pg.ag_fit(a, x, y, batch_size=8, nbatch_logical=32, **kw)  # 4 steps per epoch, 12 in all
     pg.ag_fit(b, x, y, batch_size=32, **kw)
-    pg.ag_fit(c, x, y, batch_size=8, **kw)                      # same data, 4x more steps
+    pg.ag_fit(c, x, y, batch_size=8, **kw)  # same data, 4x more steps
     wa, wb, wc = _weights(a), _weights(b), _weights(c)
     for k in wa:
         np.testing.assert_allclose(wa[k], wb[k], rtol=0, atol=1e-12)
@@ -89,7 +103,9 @@ def test_accumulation_history_counts_micro_batches(f64):
         def on_batch_end(self, step, logs):
             seen.append(step)
 
-    pg.ag_fit(_mlp(), x, y, batch_size=10, nbatch_logical=40, nepoch=2, silent=True, callbacks=[Count()])
+    pg.ag_fit(
+        _mlp(), x, y, batch_size=10, nbatch_logical=40, nepoch=2, silent=True, callbacks=[Count()]
+    )
     assert len(seen) == 2 * (150 // 40) * 4  # 120 of 150 samples fill 3 logical batches
 
 
@@ -113,12 +129,23 @@ def test_val_split_sizes_and_modes():
         return orig_forward(xb)
 
     lin.forward = spy
-    hist = pg.ag_fit(model, x, y, loss=loss, optimizer="sgd", lr=1e-6, nepoch=1, batch_size=10,
-                     val_split=0.25, shuffle=False, silent=True)
+    hist = pg.ag_fit(
+        model,
+        x,
+        y,
+        loss=loss,
+        optimizer="sgd",
+        lr=1e-6,
+        nepoch=1,
+        batch_size=10,
+        val_split=0.25,
+        shuffle=False,
+        silent=True,
+    )
     train = [s for t, s in calls if t]
     val = [s for t, s in calls if not t]
-    assert train == [10] * 7            # 75 training samples: 7 whole batches
-    assert val == [10, 10, 5]           # all 25 held-out samples
+    assert train == [10] * 7  # 75 training samples: 7 whole batches
+    assert val == [10, 10, 5]  # all 25 held-out samples
     np.testing.assert_array_equal(np.concatenate(seen_val, axis=1), x[:, 75:])  # the last fraction
     assert not math.isnan(hist.val_loss[0])
     assert math.isnan(hist.val_accuracy[0])  # accuracy only for loss="cross_entropy" (as ggml)
@@ -128,8 +155,19 @@ def test_history_fields_and_ggml_uncertainties():
     x, y = _iris()
     h = pg.ag_fit(_mlp(), x, y, nepoch=3, batch_size=10, val_split=0.2, silent=True, seed=1)
     d = h.as_dict()
-    for k in ("loss", "loss_unc", "accuracy", "accuracy_unc", "val_loss", "val_loss_unc", "val_accuracy",
-              "val_accuracy_unc", "lr", "time_train", "time_val"):
+    for k in (
+        "loss",
+        "loss_unc",
+        "accuracy",
+        "accuracy_unc",
+        "val_loss",
+        "val_loss_unc",
+        "val_accuracy",
+        "val_accuracy_unc",
+        "lr",
+        "time_train",
+        "time_val",
+    ):
         assert len(d[k]) == 3 and all(not math.isnan(v) for v in d[k]), k
     assert h.epoch == [1, 2, 3] and h.lr == [1e-3] * 3
     a = h.val_accuracy[-1]
@@ -150,13 +188,26 @@ def test_regression_losses(f64):
     y = np.array([[1.0, -2.0, 0.5]]) @ x + 0.3
     pg.ggml_set_seed(0)
     model = pg.ag_sequential(pg.ag_linear(3, 1))
-    h = pg.ag_fit(model, x, y, loss="mse", optimizer="sgd", lr=0.1, nepoch=60, batch_size=16, silent=True)
+    h = pg.ag_fit(
+        model, x, y, loss="mse", optimizer="sgd", lr=0.1, nepoch=60, batch_size=16, silent=True
+    )
     assert h.loss[-1] < 1e-6
     assert all(math.isnan(v) for v in h.accuracy)
-    np.testing.assert_allclose(model.parameters()["layer1_W"].numpy(), [[1.0, -2.0, 0.5]], atol=1e-3)
+    np.testing.assert_allclose(
+        model.parameters()["layer1_W"].numpy(), [[1.0, -2.0, 0.5]], atol=1e-3
+    )
     # "mean" / "sum" reduce the model's output itself (y unused)
-    h = pg.ag_fit(pg.ag_sequential(pg.ag_linear(3, 1)), x, None, loss="sum", optimizer="sgd", lr=1e-3,
-                  nepoch=2, batch_size=16, silent=True)
+    h = pg.ag_fit(
+        pg.ag_sequential(pg.ag_linear(3, 1)),
+        x,
+        None,
+        loss="sum",
+        optimizer="sgd",
+        lr=1e-3,
+        nepoch=2,
+        batch_size=16,
+        silent=True,
+    )
     assert h.loss[1] < h.loss[0]
 
 
@@ -169,8 +220,16 @@ def test_opt_params_schedule():
     def record(epoch, logs):
         opt_lrs.append(opt.lr)
 
-    h = pg.ag_fit(model, x, y, optimizer=opt, nepoch=4, silent=True, callbacks=[record],
-                  opt_params=lambda e: {"alpha": 0.1 * 0.5 ** (e - 1), "momentum": 0.9})
+    h = pg.ag_fit(
+        model,
+        x,
+        y,
+        optimizer=opt,
+        nepoch=4,
+        silent=True,
+        callbacks=[record],
+        opt_params=lambda e: {"alpha": 0.1 * 0.5 ** (e - 1), "momentum": 0.9},
+    )
     assert h.lr == pytest.approx([0.1, 0.05, 0.025, 0.0125])
     assert opt_lrs == pytest.approx(h.lr) and opt.momentum == pytest.approx(0.9)
     with pytest.raises(pg.PyggmlrValueError, match="unknown hyper-parameter"):
@@ -200,8 +259,19 @@ def test_early_stopping_stops_and_restores_best(f64):
 
     es = pg.ag_early_stopping(patience=2)
     # weights improve for 3 epochs, then a huge weight decay ruins them: val loss rises
-    h = pg.ag_fit(model, x, y, optimizer="sgd", nepoch=20, batch_size=15, val_split=0.2, seed=1, silent=True,
-                  opt_params=lambda e: {"lr": 0.1, "weight_decay": 0.0 if e <= 3 else 3.0}, callbacks=[snap, es])
+    h = pg.ag_fit(
+        model,
+        x,
+        y,
+        optimizer="sgd",
+        nepoch=20,
+        batch_size=15,
+        val_split=0.2,
+        seed=1,
+        silent=True,
+        opt_params=lambda e: {"lr": 0.1, "weight_decay": 0.0 if e <= 3 else 3.0},
+        callbacks=[snap, es],
+    )
     assert h.stopped_epoch == 5 and len(h) == 5 and es.stopped_epoch == 5
     assert h.best_epoch == 3 and h.val_loss[2] == min(h.val_loss)
     w = _weights(model)
@@ -210,17 +280,30 @@ def test_early_stopping_stops_and_restores_best(f64):
     order = pg.random.Generator(1).sample_int(150) - 1  # the fit's first draw from its own stream
     val = order[120:]
     logits = pg.ag_predict(model, x[:, val])
-    assert float(pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(logits), y[val]).item()) == pytest.approx(h.val_loss[2], rel=1e-12)
+    assert float(
+        pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(logits), y[val]).item()
+    ) == pytest.approx(h.val_loss[2], rel=1e-12)
 
 
 def test_early_stopping_without_restore_and_on_train_loss(f64):
     x, y = _iris()
     model = _mlp(seed=0, hidden=8)
     snaps = {}
-    h = pg.ag_fit(model, x, y, optimizer="sgd", nepoch=20, batch_size=15, seed=1, silent=True,
-                  opt_params=lambda e: {"lr": 0.1, "weight_decay": 0.0 if e <= 3 else 3.0},
-                  callbacks=[lambda e, logs: snaps.__setitem__(e, _weights(model)),
-                             pg.ag_early_stopping(patience=2, restore_best=False)])
+    h = pg.ag_fit(
+        model,
+        x,
+        y,
+        optimizer="sgd",
+        nepoch=20,
+        batch_size=15,
+        seed=1,
+        silent=True,
+        opt_params=lambda e: {"lr": 0.1, "weight_decay": 0.0 if e <= 3 else 3.0},
+        callbacks=[
+            lambda e, logs: snaps.__setitem__(e, _weights(model)),
+            pg.ag_early_stopping(patience=2, restore_best=False),
+        ],
+    )
     assert len(h) < 20 and h.best_epoch == int(np.argmin(h.loss)) + 1  # monitors the training loss
     w = _weights(model)
     for k in w:
@@ -232,8 +315,16 @@ def test_checkpoint_resume_is_bit_exact(tmp_path):
     uninterrupted 6-epoch run ends (shuffles, dropout masks, batch-norm buffers, Adam moments,
     the lr schedule)."""
     x, y = _iris()
-    kw = dict(optimizer="adamw", lr=0.01, batch_size=16, nbatch_logical=32, val_split=0.2, seed=5, silent=True,
-              opt_params=lambda e: {"lr": 0.01 / e})
+    kw = dict(
+        optimizer="adamw",
+        lr=0.01,
+        batch_size=16,
+        nbatch_logical=32,
+        val_split=0.2,
+        seed=5,
+        silent=True,
+        opt_params=lambda e: {"lr": 0.01 / e},
+    )
     full = _mlp(seed=1, dropout=0.2, bn=True)
     h_full = pg.ag_fit(full, x, y, nepoch=6, **kw)
 
@@ -262,7 +353,9 @@ def test_checkpoint_resume_is_bit_exact(tmp_path):
 def test_resume_rejects_other_settings(tmp_path):
     x, y = _iris()
     path = str(tmp_path / "c.safetensors")
-    pg.ag_fit(_mlp(), x, y, nepoch=1, batch_size=10, callbacks=[pg.ag_model_checkpoint(path)], silent=True)
+    pg.ag_fit(
+        _mlp(), x, y, nepoch=1, batch_size=10, callbacks=[pg.ag_model_checkpoint(path)], silent=True
+    )
     with pytest.raises(pg.PyggmlrValueError, match="batch_size"):
         pg.ag_fit(_mlp(), x, y, nepoch=2, batch_size=20, resume_from=path, silent=True)
     plain = str(tmp_path / "plain.safetensors")
@@ -275,7 +368,11 @@ def test_checkpoint_every_and_epoch_pattern(tmp_path):
     x, y = _iris()
     ck = pg.ag_model_checkpoint(str(tmp_path / "e{epoch}.safetensors"), every=2)
     pg.ag_fit(_mlp(), x, y, nepoch=5, callbacks=[ck], silent=True)
-    assert [p.rsplit("/", 1)[1] for p in ck.saved] == ["e2.safetensors", "e4.safetensors", "e5.safetensors"]
+    assert [p.rsplit("/", 1)[1] for p in ck.saved] == [
+        "e2.safetensors",
+        "e4.safetensors",
+        "e5.safetensors",
+    ]
     m = pg.ag_load_model(ck.saved[-1])
     assert not m.training
 
@@ -290,7 +387,11 @@ def test_modes_during_and_after_fit():
         return pg.ag_softmax_cross_entropy_loss(out, yb)
 
     pg.ag_fit(model, x, y, loss=loss, nepoch=1, batch_size=50, val_split=1 / 3, silent=True)
-    assert modes == [True, True, False]  # 2 training batches, then one batch of 50 validation samples
+    assert modes == [
+        True,
+        True,
+        False,
+    ]  # 2 training batches, then one batch of 50 validation samples
     assert not model.training and not model.layers[1].training
 
 
@@ -321,8 +422,10 @@ def test_progress_output(capsys):
     err = capsys.readouterr()
     assert err.out == ""
     for e in (0, 1):
-        line = (f"epoch {e + 1}/2 loss={h.loss[e]:.5f} acc={h.accuracy[e]:.4f} "
-                f"val_loss={h.val_loss[e]:.5f} val_acc={h.val_accuracy[e]:.4f}")
+        line = (
+            f"epoch {e + 1}/2 loss={h.loss[e]:.5f} acc={h.accuracy[e]:.4f} "
+            f"val_loss={h.val_loss[e]:.5f} val_acc={h.val_accuracy[e]:.4f}"
+        )
         assert line in err.err
     try:
         import tqdm  # noqa: F401
@@ -334,7 +437,9 @@ def test_progress_output(capsys):
         pg.ag_fit(_mlp(), x, y, nepoch=2, **kw)
         err = capsys.readouterr()
         assert err.err == "" and err.out == "", kw
-    with pytest.raises(pg.PyggmlrValueError, match='ag_fit: progress must be "auto", "bar" or "none", got yes'):
+    with pytest.raises(
+        pg.PyggmlrValueError, match='ag_fit: progress must be "auto", "bar" or "none", got yes'
+    ):
         pg.ag_fit(_mlp(), x, y, progress="yes")
 
 
@@ -350,7 +455,9 @@ def test_history_plot(tmp_path):
 def test_errors():
     x, y = _iris()
     m = _mlp()
-    with pytest.raises(pg.PyggmlrValueError, match=r"nbatch_logical \(50\) must be a multiple of batch_size \(32\)"):
+    with pytest.raises(
+        pg.PyggmlrValueError, match=r"nbatch_logical \(50\) must be a multiple of batch_size \(32\)"
+    ):
         pg.ag_fit(m, x, y, batch_size=32, nbatch_logical=50, silent=True)
     with pytest.raises(pg.PyggmlrValueError, match="unknown loss 'hinge'"):
         pg.ag_fit(m, x, y, loss="hinge", silent=True)
@@ -376,6 +483,7 @@ def test_errors():
 
 def test_demo_command(tmp_path, capsys):
     from pyggmlr.__main__ import main
+
     png = tmp_path / "curve.png"
     assert main(["demo", "--epochs", "50", "--quiet", "--plot", str(png)]) == 0
     out = capsys.readouterr().out
@@ -397,9 +505,12 @@ def test_a_run_checkpointed_in_r_resumes_in_python_exactly(tmp_path):
     resumed run equals Python's uninterrupted one bit for bit (skips only without R)."""
     import shutil
     import subprocess
+
     if shutil.which("Rscript") is None:
         pytest.skip("R is not installed: the cross-language resume needs Rscript")
-    if subprocess.run(["Rscript", "-e", "library(pyggmlr)"], capture_output=True, timeout=120).returncode:
+    if subprocess.run(
+        ["Rscript", "-e", "library(pyggmlr)"], capture_output=True, timeout=120
+    ).returncode:
         pytest.skip("the R package pyggmlr is not installed")
     f = tmp_path / "r_run.safetensors"
     script = f"""library(pyggmlr); ag_dtype("f64")
@@ -417,12 +528,23 @@ invisible(ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, val_split = 0.25, seed =
 
         def model():
             pg.ggml_set_seed(11)
-            return pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_dropout(0.1), pg.ag_linear(6, 2))
+            return pg.ag_sequential(
+                pg.ag_linear(4, 6, "relu"), pg.ag_dropout(0.1), pg.ag_linear(6, 2)
+            )
+
         kw = dict(batch_size=8, val_split=0.25, seed=1, lr=0.02, silent=True)
         full = pg.ag_fit(model(), x, y, nepoch=4, **kw)
-        rest = pg.ag_fit(pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_dropout(0.1), pg.ag_linear(6, 2)), x, y,
-                         nepoch=4, resume_from=str(f), **kw)
-        assert rest.loss == full.loss and rest.val_loss == full.val_loss and rest.epoch == [1, 2, 3, 4]
+        rest = pg.ag_fit(
+            pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_dropout(0.1), pg.ag_linear(6, 2)),
+            x,
+            y,
+            nepoch=4,
+            resume_from=str(f),
+            **kw,
+        )
+        assert (
+            rest.loss == full.loss and rest.val_loss == full.val_loss and rest.epoch == [1, 2, 3, 4]
+        )
     finally:
         pg.ag_dtype("f32")
 
@@ -442,13 +564,27 @@ def test_static_epochs_replayed_in_c_equal_the_per_batch_loop():
     def run(cbs):
         pg.ggml_set_seed(2)
         m = pg.ag_sequential(pg.ag_linear(4, 16, "relu"), pg.ag_dropout(0.2), pg.ag_linear(16, 3))
-        h = pg.ag_fit(m, x, y, nepoch=3, batch_size=16, val_split=0.15, silent=True, seed=3, static=True, callbacks=cbs)
+        h = pg.ag_fit(
+            m,
+            x,
+            y,
+            nepoch=3,
+            batch_size=16,
+            val_split=0.15,
+            silent=True,
+            seed=3,
+            static=True,
+            callbacks=cbs,
+        )
         return h, [t.numpy() for t in m.parameters().values()]
+
     cb = PerBatch()
     (h1, w1), (h2, w2) = run([]), run([cb])
     assert cb.n == 3 * (255 // 16)
     assert h1.loss == h2.loss and h1.val_loss == h2.val_loss and h1.val_accuracy == h2.val_accuracy
     assert all(np.array_equal(a, b) for a, b in zip(w1, w2))
+
+
 def test_static_epoch_replayed_in_one_core_call_equals_batch_by_batch():
     """With nothing to run between batches ag_fit replays an epoch in one pg_fit_run_static call;
     a batch callback forces the batch-by-batch loop: the same history and weights, bit for bit."""
@@ -467,9 +603,21 @@ def test_static_epoch_replayed_in_one_core_call_equals_batch_by_batch():
         if seed is None:
             pg.ggml_set_seed(5)
         m = _mlp(dropout=0.2)
-        h = pg.ag_fit(m, x, y, nepoch=3, batch_size=10, nbatch_logical=20, val_split=0.2, seed=seed, silent=True,
-                      static=True, callbacks=cbs)
+        h = pg.ag_fit(
+            m,
+            x,
+            y,
+            nepoch=3,
+            batch_size=10,
+            nbatch_logical=20,
+            val_split=0.2,
+            seed=seed,
+            silent=True,
+            static=True,
+            callbacks=cbs,
+        )
         return [h.loss, h.accuracy, h.val_loss], {k: t.numpy() for k, t in m.parameters().items()}
+
     for seed in (4, None):
         (ha, wa), (hb, wb) = run([], seed), run([Count()], seed)
         assert ha == hb
@@ -484,9 +632,15 @@ def test_a_refused_resume_changes_nothing(tmp_path):
     y = (x[0] > 0).astype(int)
     f = str(tmp_path / "run.safetensors")
     m = pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_linear(6, 2))
-    pg.ag_fit(m, x, y, nepoch=2, batch_size=8, seed=1, silent=True, callbacks=[pg.ag_model_checkpoint(f)])
+    pg.ag_fit(
+        m, x, y, nepoch=2, batch_size=8, seed=1, silent=True, callbacks=[pg.ag_model_checkpoint(f)]
+    )
     m2 = pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_linear(6, 2))
     before = {k: t.numpy() for k, t in m2.parameters().items()}
-    with pytest.raises(pg.PyggmlrValueError, match="cannot resume: batch_size was 8 in the checkpoint, now 4"):
+    with pytest.raises(
+        pg.PyggmlrValueError, match="cannot resume: batch_size was 8 in the checkpoint, now 4"
+    ):
         pg.ag_fit(m2, x, y, nepoch=3, batch_size=4, seed=1, silent=True, resume_from=f)
-    assert all(np.array_equal(t.numpy(), before[k]) for k, t in m2.parameters().items())  # nothing written
+    assert all(
+        np.array_equal(t.numpy(), before[k]) for k, t in m2.parameters().items()
+    )  # nothing written
