@@ -11,11 +11,11 @@ enum { PJ_NULL, PJ_FALSE, PJ_TRUE, PJ_NUM, PJ_STR, PJ_ARR, PJ_OBJ };
 /* One value, in document (pre-)order; a container's children follow it, linked by `next`. */
 typedef struct {
     int type;
-    int is_int, big;        /* PJ_NUM: an integer token; big: it does not fit int64 */
+    int is_int, big; /* PJ_NUM: an integer token; big: it does not fit int64 */
     int64_t ival;
-    int64_t start, end;     /* the value's bytes in the text: [start, end) */
-    int64_t str, len;       /* PJ_STR: decoded string (NUL-terminated) at pool + str */
-    int64_t kstr, klen;     /* member of an object: its key, decoded, at pool + kstr */
+    int64_t start, end;         /* the value's bytes in the text: [start, end) */
+    int64_t str, len;           /* PJ_STR: decoded string (NUL-terminated) at pool + str */
+    int64_t kstr, klen;         /* member of an object: its key, decoded, at pool + kstr */
     int64_t count, first, next; /* containers: children; next sibling (-1 = none) */
 } pj_node;
 
@@ -36,7 +36,8 @@ extern const pj_limits pj_default_limits;
 
 /* Parses text[0..n) (strict JSON: no NaN, no comments, no duplicate keys, no \u0000, one value
  * with surrounding whitespace). 0 on success; else a status, with a short reason in why. */
-int pj_parse(const char *text, int64_t n, const pj_limits *lim, pj_doc *doc, char *why, size_t why_cap);
+int pj_parse(const char *text, int64_t n, const pj_limits *lim, pj_doc *doc, char *why,
+             size_t why_cap);
 void pj_free(pj_doc *doc);
 /* The member of object node o called key, or -1. */
 int64_t pj_get(const pj_doc *d, int64_t o, const char *key);

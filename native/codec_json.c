@@ -14,10 +14,10 @@ typedef struct {
     const unsigned char *s;
     int64_t n, i;
     const pj_limits *lim;
-    pj_doc *d;          /* NULL in the counting pass */
-    int64_t nn;         /* nodes so far */
-    int64_t pp;         /* pool bytes so far */
-    int64_t *scratch;   /* member indices, for the duplicate-key check */
+    pj_doc *d;        /* NULL in the counting pass */
+    int64_t nn;       /* nodes so far */
+    int64_t pp;       /* pool bytes so far */
+    int64_t *scratch; /* member indices, for the duplicate-key check */
     char *why;
     size_t cap;
 } P;
@@ -30,7 +30,8 @@ static int perr(P *p, const char *what)
 
 static void ws(P *p)
 {
-    while (p->i < p->n && (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' || p->s[p->i] == '\r'))
+    while (p->i < p->n &&
+           (p->s[p->i] == ' ' || p->s[p->i] == '\t' || p->s[p->i] == '\n' || p->s[p->i] == '\r'))
         p->i++;
 }
 
@@ -64,10 +65,15 @@ static int str(P *p, int64_t *off, int64_t *len)
     for (;;) {
         if (p->i >= p->n) return perr(p, "unterminated string");
         unsigned c = p->s[p->i];
-        if (c == '"') { p->i++; break; }
+        if (c == '"') {
+            p->i++;
+            break;
+        }
         if (c < 0x20) return perr(p, "control character in a string");
-        if (c != '\\') { put(p, &o, (int)c); p->i++; }
-        else {
+        if (c != '\\') {
+            put(p, &o, (int)c);
+            p->i++;
+        } else {
             if (p->i + 1 >= p->n) return perr(p, "unterminated string");
             unsigned e = p->s[p->i + 1];
             const char *simple = strchr("\"\\/bfnrt", (int)e);
@@ -81,20 +87,26 @@ static int str(P *p, int64_t *off, int64_t *len)
                 p->i += 6;
                 if (cp >= 0xDC00 && cp <= 0xDFFF) return perr(p, "lone surrogate in \\u escape");
                 if (cp >= 0xD800 && cp <= 0xDBFF) {
-                    if (p->i + 6 > p->n || p->s[p->i] != '\\' || p->s[p->i + 1] != 'u' || hex4(p->s + p->i + 2, &lo)
-                        || lo < 0xDC00 || lo > 0xDFFF)
+                    if (p->i + 6 > p->n || p->s[p->i] != '\\' || p->s[p->i + 1] != 'u' ||
+                        hex4(p->s + p->i + 2, &lo) || lo < 0xDC00 || lo > 0xDFFF)
                         return perr(p, "lone surrogate in \\u escape");
                     p->i += 6;
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                 }
                 if (cp == 0) return perr(p, "\\u0000 in a string");
                 if (cp < 0x80) put(p, &o, (int)cp);
-                else if (cp < 0x800) { put(p, &o, 0xC0 | (cp >> 6)); put(p, &o, 0x80 | (cp & 63)); }
-                else if (cp < 0x10000) {
-                    put(p, &o, 0xE0 | (cp >> 12)); put(p, &o, 0x80 | ((cp >> 6) & 63)); put(p, &o, 0x80 | (cp & 63));
+                else if (cp < 0x800) {
+                    put(p, &o, 0xC0 | (cp >> 6));
+                    put(p, &o, 0x80 | (cp & 63));
+                } else if (cp < 0x10000) {
+                    put(p, &o, 0xE0 | (cp >> 12));
+                    put(p, &o, 0x80 | ((cp >> 6) & 63));
+                    put(p, &o, 0x80 | (cp & 63));
                 } else {
-                    put(p, &o, 0xF0 | (cp >> 18)); put(p, &o, 0x80 | ((cp >> 12) & 63));
-                    put(p, &o, 0x80 | ((cp >> 6) & 63)); put(p, &o, 0x80 | (cp & 63));
+                    put(p, &o, 0xF0 | (cp >> 18));
+                    put(p, &o, 0x80 | ((cp >> 12) & 63));
+                    put(p, &o, 0x80 | ((cp >> 6) & 63));
+                    put(p, &o, 0x80 | (cp & 63));
                 }
             } else return perr(p, "bad escape in a string");
         }
@@ -148,7 +160,10 @@ static int64_t container(P *p, int64_t depth, int64_t self, int is_obj)
     int64_t count = 0, prev = -1;
     p->i++;
     ws(p);
-    if (p->i < p->n && p->s[p->i] == close) { p->i++; goto done; }
+    if (p->i < p->n && p->s[p->i] == close) {
+        p->i++;
+        goto done;
+    }
     for (;;) {
         int64_t koff = 0, klen = 0, child;
         ws(p);
@@ -164,14 +179,21 @@ static int64_t container(P *p, int64_t depth, int64_t self, int is_obj)
         if (p->d) {
             p->d->nodes[child].kstr = koff;
             p->d->nodes[child].klen = klen;
-            if (prev < 0) p->d->nodes[self].first = child; else p->d->nodes[prev].next = child;
+            if (prev < 0) p->d->nodes[self].first = child;
+            else p->d->nodes[prev].next = child;
         }
         prev = child;
         count++;
         ws(p);
         if (p->i >= p->n) return perr(p, "unexpected end");
-        if (p->s[p->i] == ',') { p->i++; continue; }
-        if (p->s[p->i] == close) { p->i++; break; }
+        if (p->s[p->i] == ',') {
+            p->i++;
+            continue;
+        }
+        if (p->s[p->i] == close) {
+            p->i++;
+            break;
+        }
         return perr(p, is_obj ? "expected ',' or '}'" : "expected ',' or ']'");
     }
 done:
@@ -186,13 +208,17 @@ static int64_t number(P *p, pj_node *nd)
 {
     int64_t b = p->i, v = 0;
     int neg = 0, big = 0, is_int = 1;
-    if (p->s[p->i] == '-') { neg = 1; p->i++; }
+    if (p->s[p->i] == '-') {
+        neg = 1;
+        p->i++;
+    }
     if (p->i >= p->n || p->s[p->i] < '0' || p->s[p->i] > '9') return perr(p, "bad number");
     if (p->s[p->i] == '0') p->i++;
     else
         while (p->i < p->n && p->s[p->i] >= '0' && p->s[p->i] <= '9') {
             int dg = p->s[p->i++] - '0';
-            if (v > (INT64_MAX - dg) / 10) big = 1; else v = v * 10 + dg;
+            if (v > (INT64_MAX - dg) / 10) big = 1;
+            else v = v * 10 + dg;
         }
     if (p->i < p->n && p->s[p->i] == '.') {
         is_int = 0;
@@ -208,7 +234,11 @@ static int64_t number(P *p, pj_node *nd)
         while (p->i < p->n && p->s[p->i] >= '0' && p->s[p->i] <= '9') p->i++;
     }
     if (p->i - b > 400) return perr(p, "number longer than 400 characters");
-    if (nd) { nd->is_int = is_int; nd->big = big; nd->ival = neg ? -v : v; }
+    if (nd) {
+        nd->is_int = is_int;
+        nd->big = big;
+        nd->ival = neg ? -v : v;
+    }
     return 0;
 }
 
@@ -245,7 +275,10 @@ static int64_t value(P *p, int64_t depth)
         int k;
         for (k = 0; k < 3; k++) {
             size_t L = strlen(lit[k]);
-            if (p->n - p->i >= (int64_t)L && !memcmp(p->s + p->i, lit[k], L)) { p->i += (int64_t)L; break; }
+            if (p->n - p->i >= (int64_t)L && !memcmp(p->s + p->i, lit[k], L)) {
+                p->i += (int64_t)L;
+                break;
+            }
         }
         if (k == 3) return perr(p, "unexpected character");
         nd->type = k == 0 ? PJ_NULL : k == 1 ? PJ_FALSE : PJ_TRUE;
@@ -261,13 +294,25 @@ int pj_utf8_ok(const unsigned char *s, int64_t n)
     while (i < n) {
         unsigned c = s[i];
         if (c == 0) return 0;
-        if (c < 0x80) { i++; continue; }
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
         int k;
         unsigned cp, min;
-        if ((c & 0xE0) == 0xC0) { k = 1; cp = c & 0x1F; min = 0x80; }
-        else if ((c & 0xF0) == 0xE0) { k = 2; cp = c & 0x0F; min = 0x800; }
-        else if ((c & 0xF8) == 0xF0) { k = 3; cp = c & 0x07; min = 0x10000; }
-        else return 0;
+        if ((c & 0xE0) == 0xC0) {
+            k = 1;
+            cp = c & 0x1F;
+            min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            k = 2;
+            cp = c & 0x0F;
+            min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            k = 3;
+            cp = c & 0x07;
+            min = 0x10000;
+        } else return 0;
         if (n - i <= k) return 0;
         for (int j = 1; j <= k; j++) {
             if ((s[i + j] & 0xC0) != 0x80) return 0;
@@ -279,15 +324,24 @@ int pj_utf8_ok(const unsigned char *s, int64_t n)
     return 1;
 }
 
-int pj_parse(const char *text, int64_t n, const pj_limits *lim, pj_doc *doc, char *why, size_t why_cap)
+int pj_parse(const char *text, int64_t n, const pj_limits *lim, pj_doc *doc, char *why,
+             size_t why_cap)
 {
     memset(doc, 0, sizeof *doc);
     if (!lim) lim = &pj_default_limits;
     P p = {(const unsigned char *)text, n, 0, lim, NULL, 0, 0, NULL, why, why_cap};
-    if (n > lim->max_bytes) { snprintf(why, why_cap, "longer than %lld bytes", (long long)lim->max_bytes); return PG_STATUS_ERR_VALUE; }
-    if (!pj_utf8_ok(p.s, n)) { snprintf(why, why_cap, "not UTF-8 text"); return PG_STATUS_ERR_VALUE; }
+    if (n > lim->max_bytes) {
+        snprintf(why, why_cap, "longer than %lld bytes", (long long)lim->max_bytes);
+        return PG_STATUS_ERR_VALUE;
+    }
+    if (!pj_utf8_ok(p.s, n)) {
+        snprintf(why, why_cap, "not UTF-8 text");
+        return PG_STATUS_ERR_VALUE;
+    }
     for (int pass = 0; pass < 2; pass++) {
-        p.i = 0; p.nn = 0; p.pp = 0;
+        p.i = 0;
+        p.nn = 0;
+        p.pp = 0;
         ws(&p);
         int64_t r = value(&p, 0);
         if (r >= 0) {
@@ -299,7 +353,7 @@ int pj_parse(const char *text, int64_t n, const pj_limits *lim, pj_doc *doc, cha
             pj_free(doc);
             return PG_STATUS_ERR_VALUE;
         }
-        if (pass == 0) {  /* sizes known and within the limits: allocate exactly */
+        if (pass == 0) { /* sizes known and within the limits: allocate exactly */
             doc->nodes = malloc((size_t)p.nn * sizeof(pj_node));
             doc->pool = malloc((size_t)p.pp + 1);
             p.scratch = malloc((size_t)p.nn * sizeof(int64_t));
@@ -339,15 +393,34 @@ int64_t pj_quote(char *out, int64_t cap, int64_t pos, const char *s, int64_t n)
 {
     static const char hx[] = "0123456789abcdef";
     char tmp[12];
-#define EMIT(str_, len_) do { int64_t l_ = (len_); if (pos + l_ <= cap) memcpy(out + pos, (str_), (size_t)l_); pos += l_; } while (0)
+#define EMIT(str_, len_)                                                                           \
+    do {                                                                                           \
+        int64_t l_ = (len_);                                                                       \
+        if (pos + l_ <= cap) memcpy(out + pos, (str_), (size_t)l_);                                \
+        pos += l_;                                                                                 \
+    } while (0)
     EMIT("\"", 1);
     const unsigned char *u = (const unsigned char *)s;
     for (int64_t i = 0; i < n;) {
         unsigned c = u[i];
-        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') { EMIT((const char *)u + i, 1); i++; continue; }
-        const char *esc = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
-                        : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
-        if (esc) { EMIT(esc, 2); i++; continue; }
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+            EMIT((const char *)u + i, 1);
+            i++;
+            continue;
+        }
+        const char *esc = c == '"' ? "\\\""
+            : c == '\\'            ? "\\\\"
+            : c == '\n'            ? "\\n"
+            : c == '\r'            ? "\\r"
+            : c == '\t'            ? "\\t"
+            : c == '\b'            ? "\\b"
+            : c == '\f'            ? "\\f"
+                                   : NULL;
+        if (esc) {
+            EMIT(esc, 2);
+            i++;
+            continue;
+        }
         unsigned cp = c;
         int k = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : 3;
         if (k) cp = c & (0x3F >> k);
@@ -355,9 +428,15 @@ int64_t pj_quote(char *out, int64_t cap, int64_t pos, const char *s, int64_t n)
         i += k + 1;
         unsigned units[2] = {cp, 0};
         int nu = 1;
-        if (cp >= 0x10000) { cp -= 0x10000; units[0] = 0xD800 + (cp >> 10); units[1] = 0xDC00 + (cp & 0x3FF); nu = 2; }
+        if (cp >= 0x10000) {
+            cp -= 0x10000;
+            units[0] = 0xD800 + (cp >> 10);
+            units[1] = 0xDC00 + (cp & 0x3FF);
+            nu = 2;
+        }
         for (int j = 0; j < nu; j++) {
-            tmp[0] = '\\'; tmp[1] = 'u';
+            tmp[0] = '\\';
+            tmp[1] = 'u';
             for (int h = 0; h < 4; h++) tmp[2 + h] = hx[(units[j] >> (12 - 4 * h)) & 15];
             EMIT(tmp, 6);
         }
@@ -382,7 +461,7 @@ void pj_qname(const char *s, char *out, size_t cap)
 {
     int64_t n = (int64_t)strlen(s), need;
     if (n > 60) n = 60;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;  /* whole characters only */
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--; /* whole characters only */
     need = pj_quote(out, (int64_t)cap - 1, 0, s, n);
     out[need < (int64_t)cap - 1 ? need : (int64_t)cap - 1] = 0;
 }

@@ -10,7 +10,7 @@
 #include "codec_internal.h"
 
 #define CFG_MAX_DEPTH 64
-#define CFG_MAX_SIZE 1e8
+#define CFG_MAX_SIZE  1e8
 
 static double num_value(const pj_doc *d, const pj_node *x)
 {
@@ -28,7 +28,8 @@ static double num_value(const pj_doc *d, const pj_node *x)
 static int check_cfg(const pj_doc *d, int64_t node, int depth, int64_t budget)
 {
     const pj_node *x = &d->nodes[node];
-    if (depth > CFG_MAX_DEPTH) return pg_fail(PG_STATUS_ERR_VALUE, "architecture config is nested too deeply");
+    if (depth > CFG_MAX_DEPTH)
+        return pg_fail(PG_STATUS_ERR_VALUE, "architecture config is nested too deeply");
     if (x->type == PJ_OBJ) {
         int64_t prod = 1;
         int over = 0;
@@ -38,16 +39,23 @@ static int check_cfg(const pj_doc *d, int64_t node, int depth, int64_t budget)
             /* a whole number written as a float (3e7, 30000000.0) is a size to a front end that
              * takes whole doubles as integers (R), so it counts as one */
             double fv = num_value(d, v);
-            if (!(fv > 1) || fv != floor(fv) || (!v->is_int && fv > CFG_MAX_SIZE)) continue;  /* the latter: below */
+            if (!(fv > 1) || fv != floor(fv) || (!v->is_int && fv > CFG_MAX_SIZE))
+                continue; /* the latter: below */
             if (fv > 9e18 || prod > budget / (int64_t)fv) over = 1;
             else prod *= (int64_t)fv;
         }
         if (over || prod > budget) {
             if (over)
-                return pg_fail(PG_STATUS_ERR_VALUE, "architecture config has an implausible layer size (more than %lld elements; "
-                                             "the file holds far fewer values)", (long long)budget);
-            return pg_fail(PG_STATUS_ERR_VALUE, "architecture config has an implausible layer size (%lld elements; the file holds "
-                                         "far fewer values)", (long long)prod);
+                return pg_fail(
+                    PG_STATUS_ERR_VALUE,
+                    "architecture config has an implausible layer size (more than %lld elements; "
+                    "the file holds far fewer values)",
+                    (long long)budget);
+            return pg_fail(
+                PG_STATUS_ERR_VALUE,
+                "architecture config has an implausible layer size (%lld elements; the file holds "
+                "far fewer values)",
+                (long long)prod);
         }
     }
     if (x->type == PJ_OBJ || x->type == PJ_ARR) {
@@ -60,7 +68,8 @@ static int check_cfg(const pj_doc *d, int64_t node, int depth, int64_t budget)
         if (v > CFG_MAX_SIZE || v < -CFG_MAX_SIZE) {
             char s[80];
             pj_snippet(d, node, 40, s, sizeof s);
-            return pg_fail(PG_STATUS_ERR_VALUE, "architecture config has an implausible size %s", s);
+            return pg_fail(PG_STATUS_ERR_VALUE, "architecture config has an implausible size %s",
+                           s);
         }
     }
     return 0;

@@ -22,7 +22,7 @@
 
 #define ST_MAX_HEADER (100LL * 1024 * 1024)
 
-static _Thread_local int fault_stage;  /* test hooks: per thread, as the errors are */
+static _Thread_local int fault_stage; /* test hooks: per thread, as the errors are */
 static _Thread_local char trace[128];
 
 void pg_codec_test_fault(int stage) { fault_stage = stage; }
@@ -34,7 +34,11 @@ static void step(const char *s)
     snprintf(trace + n, sizeof trace - n, "%s%s", n ? " " : "", s);
 }
 
-typedef struct { char *b; int64_t n, cap; int oom; } buf;
+typedef struct {
+    char *b;
+    int64_t n, cap;
+    int oom;
+} buf;
 
 static void add(buf *o, const char *s, int64_t n)
 {
@@ -42,7 +46,10 @@ static void add(buf *o, const char *s, int64_t n)
     if (o->n + n + 1 > o->cap) {
         int64_t cap = (o->n + n + 1) * 2;
         char *nb = realloc(o->b, (size_t)cap);
-        if (!nb) { o->oom = 1; return; }
+        if (!nb) {
+            o->oom = 1;
+            return;
+        }
         o->b = nb;
         o->cap = cap;
     }
@@ -54,21 +61,29 @@ static void add_str(buf *o, const char *s)
 {
     int64_t n = (int64_t)strlen(s), need = pj_quote(NULL, 0, 0, s, n);
     char *q = malloc((size_t)need + 1);
-    if (!q) { o->oom = 1; return; }
+    if (!q) {
+        o->oom = 1;
+        return;
+    }
     pj_quote(q, need, 0, s, n);
     add(o, q, need);
     free(q);
 }
 
-static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
 
-static int check_inputs(const pg_st_tensor *t, int64_t n, const char **keys, const char **values, int64_t n_meta)
+static int check_inputs(const pg_st_tensor *t, int64_t n, const char **keys, const char **values,
+                        int64_t n_meta)
 {
     if (n < 0 || n_meta < 0 || (n && !t) || (n_meta && (!keys || !values)))
         return pg_fail(PG_STATUS_ERR_ARG, "ag_save_model(): bad tensor or metadata list");
     for (int64_t i = 0; i < n_meta; i++)
-        if (!keys[i] || !values[i] || !pj_utf8_ok((const unsigned char *)keys[i], (int64_t)strlen(keys[i]))
-            || !pj_utf8_ok((const unsigned char *)values[i], (int64_t)strlen(values[i])))
+        if (!keys[i] || !values[i] ||
+            !pj_utf8_ok((const unsigned char *)keys[i], (int64_t)strlen(keys[i])) ||
+            !pj_utf8_ok((const unsigned char *)values[i], (int64_t)strlen(values[i])))
             return pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): metadata must be UTF-8 strings");
     const char **names = malloc((size_t)(n + 1) * sizeof(char *));
     if (!names) return pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory");
@@ -78,11 +93,14 @@ static int check_inputs(const pg_st_tensor *t, int64_t n, const char **keys, con
         const pg_st_tensor *x = &t[i];
         names[i + 1] = x->name;
         if (!x->name || !pj_utf8_ok((const unsigned char *)x->name, (int64_t)strlen(x->name)))
-            rc = pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): tensor names must be UTF-8 strings");
-        else if ((x->dtype != PG_ST_DTYPE_F32 && x->dtype != PG_ST_DTYPE_F64) || x->ndim < 0 || x->ndim > 2 || x->rows < 0 || x->cols < 0
-                 || (x->ndim < 2 && x->cols != 1) || (x->ndim == 0 && x->rows != 1)
-                 || (x->cols && x->rows > INT64_MAX / 8 / x->cols) || (x->rows * x->cols != 0 && !x->data))
-            rc = pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): tensor '%s': bad dtype, shape or data", x->name);
+            rc =
+                pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): tensor names must be UTF-8 strings");
+        else if ((x->dtype != PG_ST_DTYPE_F32 && x->dtype != PG_ST_DTYPE_F64) || x->ndim < 0 ||
+                 x->ndim > 2 || x->rows < 0 || x->cols < 0 || (x->ndim < 2 && x->cols != 1) ||
+                 (x->ndim == 0 && x->rows != 1) || (x->cols && x->rows > INT64_MAX / 8 / x->cols) ||
+                 (x->rows * x->cols != 0 && !x->data))
+            rc = pg_fail(PG_STATUS_ERR_VALUE,
+                         "ag_save_model(): tensor '%s': bad dtype, shape or data", x->name);
     }
     if (!rc) {
         qsort(names, (size_t)(n + 1), sizeof(char *), cmp_name);
@@ -97,9 +115,13 @@ static int check_inputs(const pg_st_tensor *t, int64_t n, const char **keys, con
     return rc;
 }
 
-static int64_t nbytes_of(const pg_st_tensor *x) { return x->rows * x->cols * (x->dtype == PG_ST_DTYPE_F64 ? 8 : 4); }
+static int64_t nbytes_of(const pg_st_tensor *x)
+{
+    return x->rows * x->cols * (x->dtype == PG_ST_DTYPE_F64 ? 8 : 4);
+}
 
-static int header(buf *o, const pg_st_tensor *t, int64_t n, const char **keys, const char **values, int64_t n_meta)
+static int header(buf *o, const pg_st_tensor *t, int64_t n, const char **keys, const char **values,
+                  int64_t n_meta)
 {
     char tmp[160];
     add(o, "{\"__metadata__\":{", 17);
@@ -117,20 +139,27 @@ static int header(buf *o, const pg_st_tensor *t, int64_t n, const char **keys, c
         add_str(o, x->name);
         int64_t nb = nbytes_of(x);
         char shape[64];
-        if (x->ndim == 2) snprintf(shape, sizeof shape, "[%lld,%lld]", (long long)x->rows, (long long)x->cols);
+        if (x->ndim == 2)
+            snprintf(shape, sizeof shape, "[%lld,%lld]", (long long)x->rows, (long long)x->cols);
         else if (x->ndim == 1) snprintf(shape, sizeof shape, "[%lld]", (long long)x->rows);
         else snprintf(shape, sizeof shape, "[]");
-        int k = snprintf(tmp, sizeof tmp, ":{\"dtype\":\"%s\",\"shape\":%s,\"data_offsets\":[%lld,%lld]}",
-                         x->dtype == PG_ST_DTYPE_F64 ? "F64" : "F32", shape, (long long)off, (long long)(off + nb));
+        int k = snprintf(tmp, sizeof tmp,
+                         ":{\"dtype\":\"%s\",\"shape\":%s,\"data_offsets\":[%lld,%lld]}",
+                         x->dtype == PG_ST_DTYPE_F64 ? "F64" : "F32", shape, (long long)off,
+                         (long long)(off + nb));
         add(o, tmp, k);
-        if (nb > INT64_MAX - off) return pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): the tensors are too large");
+        if (nb > INT64_MAX - off)
+            return pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): the tensors are too large");
         off += nb;
     }
     add(o, "}", 1);
     while (!o->oom && o->n % 8) add(o, " ", 1);
-    if (o->oom) return pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory building the header");
+    if (o->oom)
+        return pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory building the header");
     if (o->n > ST_MAX_HEADER)
-        return pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): the header would be %lld bytes, over the %lld-byte limit readers accept",
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_save_model(): the header would be %lld bytes, over the %lld-byte limit "
+                       "readers accept",
                        (long long)o->n, (long long)ST_MAX_HEADER);
     return 0;
 }
@@ -139,7 +168,10 @@ static _Thread_local int nwrites, write_fault;
 
 static int write_all(int fd, const void *p, int64_t n)
 {
-    if (write_fault && ++nwrites == 3) { errno = ENOSPC; return -2; }
+    if (write_fault && ++nwrites == 3) {
+        errno = ENOSPC;
+        return -2;
+    }
     const char *c = p;
     while (n > 0) {
         size_t chunk = n > (1 << 30) ? (size_t)1 << 30 : (size_t)n;
@@ -157,7 +189,7 @@ static void fsync_dir(const char *dir)
 #ifndef _WIN32
     int fd = open(dir, O_RDONLY);
     if (fd < 0) return;
-    fsync(fd);  /* best effort: some filesystems refuse it on directories */
+    fsync(fd); /* best effort: some filesystems refuse it on directories */
     close(fd);
 #else
     (void)dir;
@@ -180,7 +212,10 @@ static char *resolve_links(const char *path)
         const char *sl = strrchr(cur, '/');
         size_t dl = link[0] == '/' || !sl ? 0 : (size_t)(sl - cur) + 1;
         char *next = malloc(dl + (size_t)k + 1);
-        if (!next) { free(cur); return NULL; }
+        if (!next) {
+            free(cur);
+            return NULL;
+        }
         memcpy(next, cur, dl);
         memcpy(next + dl, link, (size_t)k + 1);
         free(cur);
@@ -198,22 +233,31 @@ static void keep_mode(int fd, const char *path)
     struct stat st;
     if (!stat(path, &st) && S_ISREG(st.st_mode)) (void)fchmod(fd, st.st_mode & 07777);
 #else
-    (void)fd; (void)path;
+    (void)fd;
+    (void)path;
 #endif
 }
 
-int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char **keys, const char **values, int64_t n_meta)
+int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char **keys,
+                const char **values, int64_t n_meta)
 {
     int stage = fault_stage, rc;
     fault_stage = 0;
     trace[0] = 0;
-    if (!path || !*path) return pg_fail(PG_STATUS_ERR_ARG, "ag_save_model(): path must be a single file name");
+    if (!path || !*path)
+        return pg_fail(PG_STATUS_ERR_ARG, "ag_save_model(): path must be a single file name");
     if ((rc = check_inputs(t, n, keys, values, n_meta))) return rc;
     buf h = {0};
-    if ((rc = header(&h, t, n, keys, values, n_meta))) { free(h.b); return rc; }
+    if ((rc = header(&h, t, n, keys, values, n_meta))) {
+        free(h.b);
+        return rc;
+    }
     const char *given = path;
     char *target = resolve_links(path);
-    if (!target) { free(h.b); return pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory"); }
+    if (!target) {
+        free(h.b);
+        return pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory");
+    }
     path = target;
     size_t L = strlen(path);
     const char *slash = strrchr(path, '/');
@@ -222,44 +266,69 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
     if (bs && (!slash || bs > slash)) slash = bs;
 #endif
     char *dir = malloc(L + 2), *tmp = malloc(L + 48);
-    if (!dir || !tmp) { free(dir); free(tmp); free(h.b); free(target); return pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory"); }
+    if (!dir || !tmp) {
+        free(dir);
+        free(tmp);
+        free(h.b);
+        free(target);
+        return pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory");
+    }
     size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
     if (dl) memcpy(dir, path, dl);
-    else { dir[0] = '.'; dir[1] = '/'; dl = 2; }
+    else {
+        dir[0] = '.';
+        dir[1] = '/';
+        dl = 2;
+    }
     dir[dl] = 0;
     struct stat st;
     if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
         dir[dl > 1 ? dl - 1 : dl] = 0;
         rc = pg_fail(PG_STATUS_ERR_IO, "ag_save_model(): directory '%s' does not exist", dir);
-        free(dir); free(tmp); free(h.b); free(target);
+        free(dir);
+        free(tmp);
+        free(h.b);
+        free(target);
         return rc;
     }
     /* renaming over a FIFO, a device or a directory would replace it (or fail late): refuse */
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        rc = pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): '%s' exists and is not a regular file (%s)", path,
+        rc = pg_fail(PG_STATUS_ERR_VALUE,
+                     "ag_save_model(): '%s' exists and is not a regular file (%s)", path,
                      S_ISDIR(st.st_mode) ? "a directory" : "a FIFO, device or socket");
-        free(dir); free(tmp); free(h.b);
+        free(dir);
+        free(tmp);
+        free(h.b);
         return rc;
     }
     const char *base = slash ? slash + 1 : path;
     int fd = -1;
     static unsigned long counter;
     for (int tries = 0; tries < 100 && fd < 0; tries++) {
-        unsigned long r = (unsigned long)time(NULL) * 2654435761u ^ (unsigned long)(uintptr_t)&h ^ (++counter * 40503u);
+        unsigned long r = (unsigned long)time(NULL) * 2654435761u ^ (unsigned long)(uintptr_t)&h ^
+            (++counter * 40503u);
 #ifndef _WIN32
         r ^= (unsigned long)getpid() << 16;
 #endif
-        snprintf(tmp, L + 48, "%.*s.%s.%08lx.tmp", (int)(slash ? dl : 0), path, base, r & 0xffffffffUL);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL
+        snprintf(tmp, L + 48, "%.*s.%s.%08lx.tmp", (int)(slash ? dl : 0), path, base,
+                 r & 0xffffffffUL);
+        fd = open(tmp,
+                  O_WRONLY | O_CREAT | O_EXCL
 #ifdef O_BINARY
-                  | O_BINARY
+                      | O_BINARY
 #endif
-                  , 0666);
+                  ,
+                  0666);
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
-        rc = pg_fail(PG_STATUS_ERR_IO, "ag_save_model(): cannot create a temporary file next to '%s': %s", given, strerror(errno));
-        free(dir); free(tmp); free(h.b); free(target);
+        rc = pg_fail(PG_STATUS_ERR_IO,
+                     "ag_save_model(): cannot create a temporary file next to '%s': %s", given,
+                     strerror(errno));
+        free(dir);
+        free(tmp);
+        free(h.b);
+        free(target);
         return rc;
     }
     keep_mode(fd, path);
@@ -273,12 +342,14 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
     for (int64_t i = 0; i < n && !w; i++) w = write_all(fd, t[i].data, nbytes_of(&t[i]));
     if (w) fail = w == -2 ? "injected failure in write (disk full)" : strerror(errno);
     else step("write");
-    if (!fail && (stage == 2 || fsync(fd))) fail = stage == 2 ? "injected failure in fsync" : strerror(errno);
+    if (!fail && (stage == 2 || fsync(fd)))
+        fail = stage == 2 ? "injected failure in fsync" : strerror(errno);
     else if (!fail) step("fsync");
     if (close(fd) && !fail) fail = strerror(errno);
     if (!fail) {
 #ifdef _WIN32
-        int bad = stage == 3 || !MoveFileExA(tmp, path, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH);
+        int bad = stage == 3 ||
+            !MoveFileExA(tmp, path, MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH);
 #else
         int bad = stage == 3 || rename(tmp, path) != 0;
 #endif
@@ -292,6 +363,9 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
         fsync_dir(dir);
         step("fsync-dir");
     }
-    free(dir); free(tmp); free(h.b); free(target);
+    free(dir);
+    free(tmp);
+    free(h.b);
+    free(target);
     return rc;
 }

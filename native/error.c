@@ -8,7 +8,11 @@ static _Thread_local int err_status;
 
 const char *pg_last_error(void) { return err_msg; }
 int pg_last_status(void) { return err_status; }
-void pg_clear_error(void) { err_msg[0] = 0; err_status = 0; }
+void pg_clear_error(void)
+{
+    err_msg[0] = 0;
+    err_status = 0;
+}
 const char *pg_version(void) { return "0.1.0"; }
 
 static void set_error(int status, const char *fmt, va_list ap)
@@ -38,7 +42,12 @@ void *pg_fail_null(int status, const char *fmt, ...)
 /* the first position messages print: 0 (Python), 1 (R sets it at load: each language has its
  * own copy of the core) */
 static int index_base;
-int pg_set_index_base(int base) { int prev = index_base; if (base == 0 || base == 1) index_base = base; return prev; }
+int pg_set_index_base(int base)
+{
+    int prev = index_base;
+    if (base == 0 || base == 1) index_base = base;
+    return prev;
+}
 int pg_index_base(void) { return index_base; }
 
 const char *pg_fmt_num(char *buf, size_t n, double v)
@@ -68,7 +77,8 @@ const char *pg_desc(const pg_tensor *t)
     static _Thread_local int k;
     char *b = buf[k++ & 3];
     if (!t) snprintf(b, 64, "NULL");
-    else snprintf(b, 64, "[%lldx%lld] %s", (long long)t->ne[0], (long long)t->ne[1],
-                  pg_dtype_name(t->dtype));
+    else
+        snprintf(b, 64, "[%lldx%lld] %s", (long long)t->ne[0], (long long)t->ne[1],
+                 pg_dtype_name(t->dtype));
     return b;
 }

@@ -5,22 +5,22 @@
 #include <string.h>
 #include "pg.h"
 
-typedef struct {          /* one part's statistics for the current epoch */
+typedef struct { /* one part's statistics for the current epoch */
     double *loss, *w;
     int64_t n, cap, ncorrect, ndata;
 } fit_stats;
 
 struct pg_fit {
-    pg_tensor *x, *y;     /* owned refs */
+    pg_tensor *x, *y; /* owned refs */
     int classify;
     int64_t n, n_train, n_val, bs, accum, n_batches, n_valb, rank, world;
     int shuffle;
-    pg_rng *rng;          /* borrowed; NULL: the current stream */
-    int64_t *order;       /* [n] 0-based: training part first, then validation */
-    int64_t *perm;        /* [n_train] this epoch's order of the training part */
-    int64_t *idx;         /* [bs] the gathered batch's samples */
-    int64_t *lab;         /* [bs] their classes */
-    int64_t *am;          /* [bs] arg-max scratch */
+    pg_rng *rng;              /* borrowed; NULL: the current stream */
+    int64_t *order;           /* [n] 0-based: training part first, then validation */
+    int64_t *perm;            /* [n_train] this epoch's order of the training part */
+    int64_t *idx;             /* [bs] the gathered batch's samples */
+    int64_t *lab;             /* [bs] their classes */
+    int64_t *am;              /* [bs] arg-max scratch */
     int64_t width, width_val; /* the last gathered batch */
     int32_t split_state[PG_RNG_STATE_LEN];
     pg_tensor *xb[2], *yb[2]; /* reused batch tensors: [0] full width, [1] a narrower last batch */
@@ -32,12 +32,19 @@ static const char *OP = "ag_fit";
 void pg_fit_free(pg_fit *f)
 {
     if (!f) return;
-    pg_tensor_release(f->x); pg_tensor_release(f->y);
+    pg_tensor_release(f->x);
+    pg_tensor_release(f->y);
     for (int k = 0; k < 2; k++) {
-        pg_tensor_release(f->xb[k]); pg_tensor_release(f->yb[k]);
-        free(f->st[k].loss); free(f->st[k].w);
+        pg_tensor_release(f->xb[k]);
+        pg_tensor_release(f->yb[k]);
+        free(f->st[k].loss);
+        free(f->st[k].w);
     }
-    free(f->order); free(f->perm); free(f->idx); free(f->lab); free(f->am);
+    free(f->order);
+    free(f->perm);
+    free(f->idx);
+    free(f->lab);
+    free(f->am);
     free(f);
 }
 
@@ -45,7 +52,9 @@ void pg_fit_free(pg_fit *f)
 static int draw_perm(pg_fit *f, int64_t m, int64_t *out)
 {
     double *d = malloc((size_t)(m ? m : 1) * sizeof *d);
-    if (!d) return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for a shuffle of %lld", OP, (long long)m);
+    if (!d)
+        return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for a shuffle of %lld", OP,
+                       (long long)m);
     int rc = pg_rng_sample(f->rng, (double)m, m, 0, NULL, 0, -1, d);
     for (int64_t i = 0; rc == 0 && i < m; i++) out[i] = (int64_t)d[i] - 1;
     free(d);
@@ -59,53 +68,86 @@ static int check_ids(const pg_tensor *y)
         const T *v = pg_data(y);
         for (int64_t j = 0; j < n; j++)
             if (!(v[j] >= 0) || v[j] != floor(v[j]))
-                return pg_fail(PG_STATUS_ERR_VALUE, "%s: cross_entropy targets must be 0-based class ids (whole numbers >= 0) or a one-hot matrix; "
-                               "sample %lld has %g", OP, (long long)j + 1, (double)v[j]);
+                return pg_fail(PG_STATUS_ERR_VALUE,
+                               "%s: cross_entropy targets must be 0-based class ids (whole numbers "
+                               ">= 0) or a one-hot matrix; "
+                               "sample %lld has %g",
+                               OP, (long long)j + 1, (double)v[j]);
     });
     return 0;
 }
 
-pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, int classify, int64_t batch_size, int64_t nbatch_logical,
-                   double val_split, int shuffle, pg_rng *rng, const int32_t *split_state)
+pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, int classify, int64_t batch_size,
+                   int64_t nbatch_logical, double val_split, int shuffle, pg_rng *rng,
+                   const int32_t *split_state)
 {
     if (pg_not_live(x, OP, "x") || (y && pg_not_live(y, OP, "y"))) return NULL;
     const int64_t n = x->ne[1];
     if (y && y->ne[1] != n)
-        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: x has %lld samples (columns) but y has %lld", OP, (long long)n, (long long)y->ne[1]);
+        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: x has %lld samples (columns) but y has %lld",
+                            OP, (long long)n, (long long)y->ne[1]);
     if (y && y->dtype != x->dtype)
-        return pg_fail_null(PG_STATUS_ERR_DTYPE, "%s: x is %s but y is %s; give both in the model's dtype", OP, pg_desc(x), pg_desc(y));
-    if (batch_size < 1) return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: batch_size must be an integer >= 1, got %lld", OP, (long long)batch_size);
+        return pg_fail_null(PG_STATUS_ERR_DTYPE,
+                            "%s: x is %s but y is %s; give both in the model's dtype", OP,
+                            pg_desc(x), pg_desc(y));
+    if (batch_size < 1)
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: batch_size must be an integer >= 1, got %lld",
+                            OP, (long long)batch_size);
     if (nbatch_logical < 1)
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: nbatch_logical must be an integer >= 1, got %lld", OP, (long long)nbatch_logical);
+        return pg_fail_null(PG_STATUS_ERR_VALUE,
+                            "%s: nbatch_logical must be an integer >= 1, got %lld", OP,
+                            (long long)nbatch_logical);
     if (nbatch_logical % batch_size)
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: nbatch_logical (%lld) must be a multiple of batch_size (%lld)", OP,
+        return pg_fail_null(PG_STATUS_ERR_VALUE,
+                            "%s: nbatch_logical (%lld) must be a multiple of batch_size (%lld)", OP,
                             (long long)nbatch_logical, (long long)batch_size);
-    if (!(val_split >= 0 && val_split < 1)) return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: val_split must be in [0, 1), got %g", OP, val_split);
+    if (!(val_split >= 0 && val_split < 1))
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: val_split must be in [0, 1), got %g", OP,
+                            val_split);
     if (classify && y && y->ne[0] == 1 && check_ids(y)) return NULL;
     int64_t n_val = (int64_t)nearbyint(val_split * (double)n); /* R's round(): halves to even */
     if (val_split > 0 && n_val < 1) n_val = 1;
     const int64_t n_train = n - n_val, n_logical = n_train / nbatch_logical;
     if (n_logical < 1)
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: %lld training samples do not fill one logical batch of %lld", OP, (long long)n_train,
-                            (long long)nbatch_logical);
+        return pg_fail_null(PG_STATUS_ERR_VALUE,
+                            "%s: %lld training samples do not fill one logical batch of %lld", OP,
+                            (long long)n_train, (long long)nbatch_logical);
     pg_fit *f = calloc(1, sizeof *f);
     if (!f) return pg_fail_null(PG_STATUS_ERR_NOMEM, "%s: out of memory", OP);
-    f->n = n; f->n_train = n_train; f->n_val = n_val; f->bs = batch_size; f->accum = nbatch_logical / batch_size;
-    f->n_batches = n_logical * f->accum; f->n_valb = (n_val + batch_size - 1) / batch_size;
-    f->shuffle = shuffle != 0; f->rng = rng; f->classify = classify != 0; f->rank = 0; f->world = 1;
-    f->x = x; pg_tensor_retain(x);
-    f->y = y; if (y) pg_tensor_retain(y);
+    f->n = n;
+    f->n_train = n_train;
+    f->n_val = n_val;
+    f->bs = batch_size;
+    f->accum = nbatch_logical / batch_size;
+    f->n_batches = n_logical * f->accum;
+    f->n_valb = (n_val + batch_size - 1) / batch_size;
+    f->shuffle = shuffle != 0;
+    f->rng = rng;
+    f->classify = classify != 0;
+    f->rank = 0;
+    f->world = 1;
+    f->x = x;
+    pg_tensor_retain(x);
+    f->y = y;
+    if (y) pg_tensor_retain(y);
     f->order = malloc((size_t)(n ? n : 1) * sizeof *f->order);
     f->perm = malloc((size_t)(n_train ? n_train : 1) * sizeof *f->perm);
     f->idx = malloc((size_t)batch_size * sizeof *f->idx);
     f->lab = malloc((size_t)batch_size * sizeof *f->lab);
     f->am = malloc((size_t)batch_size * sizeof *f->am);
-    if (!f->order || !f->perm || !f->idx || !f->lab || !f->am) { pg_fit_free(f); return pg_fail_null(PG_STATUS_ERR_NOMEM, "%s: out of memory", OP); }
+    if (!f->order || !f->perm || !f->idx || !f->lab || !f->am) {
+        pg_fit_free(f);
+        return pg_fail_null(PG_STATUS_ERR_NOMEM, "%s: out of memory", OP);
+    }
     int rc = split_state ? pg_rng_set_state(rng, split_state, PG_RNG_STATE_LEN) : 0;
     if (!rc) rc = pg_rng_get_state(rng, f->split_state);
     if (!rc && f->shuffle) rc = draw_perm(f, n, f->order);
-    else for (int64_t i = 0; i < n; i++) f->order[i] = i;
-    if (rc) { pg_fit_free(f); return NULL; }
+    else
+        for (int64_t i = 0; i < n; i++) f->order[i] = i;
+    if (rc) {
+        pg_fit_free(f);
+        return NULL;
+    }
     memcpy(f->perm, f->order, (size_t)n_train * sizeof *f->perm);
     return f;
 }
@@ -114,8 +156,10 @@ int pg_fit_shard(pg_fit *f, int64_t rank, int64_t world)
 {
     if (!f) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit", OP);
     if (world < 1 || rank < 0 || rank >= world)
-        return pg_fail(PG_STATUS_ERR_VALUE, "%s: rank %lld is not in [0, %lld)", OP, (long long)rank, (long long)world);
-    f->rank = rank; f->world = world;
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: rank %lld is not in [0, %lld)", OP,
+                       (long long)rank, (long long)world);
+    f->rank = rank;
+    f->world = world;
     return 0;
 }
 
@@ -157,7 +201,10 @@ int pg_fit_epoch_begin(pg_fit *f)
 static pg_tensor *slot(pg_tensor **s, int dtype, int64_t rows, int64_t w, int64_t full)
 {
     pg_tensor **t = &s[w == full ? 0 : 1];
-    if (*t && (*t)->ne[1] != w) { pg_tensor_release(*t); *t = NULL; }
+    if (*t && (*t)->ne[1] != w) {
+        pg_tensor_release(*t);
+        *t = NULL;
+    }
     if (!*t) *t = pg_new(dtype, rows, w, PG_MEM_CATEGORY_OTHER);
     return *t;
 }
@@ -181,7 +228,9 @@ static void labels(const pg_fit *f, int64_t w)
             const T *c = v + f->idx[j] * K;
             int64_t best = 0;
             if (K == 1) best = (int64_t)c[0];
-            else for (int64_t i = 1; i < K; i++) if (c[i] > c[best]) best = i;
+            else
+                for (int64_t i = 1; i < K; i++)
+                    if (c[i] > c[best]) best = i;
             f->lab[j] = best;
         }
     });
@@ -192,7 +241,8 @@ int64_t pg_fit_batch(pg_fit *f, int val, int64_t b, pg_tensor **xb, pg_tensor **
     if (!f || !xb || !yb) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit or output", OP);
     const int64_t nb = val ? f->n_valb : f->n_batches;
     if (b < 0 || b >= nb)
-        return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s batch %lld is not in [0, %lld)", OP, val ? "validation" : "training", (long long)b, (long long)nb);
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s batch %lld is not in [0, %lld)", OP,
+                       val ? "validation" : "training", (long long)b, (long long)nb);
     const int64_t *src = val ? f->order + f->n_train : f->perm;
     const int64_t total = val ? f->n_val : f->n_train;
     int64_t lo = b * f->bs, len = total - lo < f->bs ? total - lo : f->bs;
@@ -201,19 +251,25 @@ int64_t pg_fit_batch(pg_fit *f, int val, int64_t b, pg_tensor **xb, pg_tensor **
         lo += f->rank * q + (f->rank < r ? f->rank : r);
         len = q + (f->rank < r ? 1 : 0);
     }
-    if (len < 1) return pg_fail(PG_STATUS_ERR_VALUE, "%s: rank %lld has no sample in batch %lld", OP, (long long)f->rank, (long long)b);
+    if (len < 1)
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: rank %lld has no sample in batch %lld", OP,
+                       (long long)f->rank, (long long)b);
     memcpy(f->idx, src + lo, (size_t)len * sizeof *f->idx);
     const int64_t full = (!val && f->world > 1) ? (f->bs + f->world - 1) / f->world : f->bs;
     pg_tensor *xt = slot(f->xb, f->x->dtype, f->x->ne[0], len, full);
     pg_tensor *yt = f->y ? slot(f->yb, f->y->dtype, f->y->ne[0], len, full) : NULL;
-    if (!xt || (f->y && !yt)) return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for a batch of %lld", OP, (long long)len);
+    if (!xt || (f->y && !yt))
+        return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for a batch of %lld", OP,
+                       (long long)len);
     gather(f->x, xt, f->idx, len);
     if (yt) gather(f->y, yt, f->idx, len);
     if (f->classify && f->y) labels(f, len);
-    if (val) f->width_val = len; else f->width = len;
+    if (val) f->width_val = len;
+    else f->width = len;
     pg_tensor_retain(xt);
     if (yt) pg_tensor_retain(yt);
-    *xb = xt; *yb = yt;
+    *xb = xt;
+    *yb = yt;
     return len;
 }
 
@@ -227,13 +283,17 @@ int pg_fit_record(pg_fit *f, int val, double loss, pg_tensor *out)
         double *l = realloc(s->loss, (size_t)cap * sizeof *l);
         if (l) s->loss = l;
         double *ww = l ? realloc(s->w, (size_t)cap * sizeof *ww) : NULL;
-        if (!l || !ww) return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for the epoch's losses", OP);
-        s->w = ww; s->cap = cap;
+        if (!l || !ww)
+            return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for the epoch's losses", OP);
+        s->w = ww;
+        s->cap = cap;
     }
     if (f->classify && f->y) {
         if (pg_not_live(out, OP, "the model's output")) return -1;
         if (out->ne[1] != w)
-            return pg_fail(PG_STATUS_ERR_SHAPE, "%s: the model's output is %s for a batch of %lld samples", OP, pg_desc(out), (long long)w);
+            return pg_fail(PG_STATUS_ERR_SHAPE,
+                           "%s: the model's output is %s for a batch of %lld samples", OP,
+                           pg_desc(out), (long long)w);
         if (pg_argmax(out, f->am)) return -1;
         for (int64_t j = 0; j < w; j++) s->ncorrect += f->am[j] == f->lab[j];
         s->ndata += w;
@@ -257,8 +317,13 @@ int pg_fit_stats_export(const pg_fit *f, double *buf, int64_t len)
     if (!f || !buf) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit or buffer", OP);
     const fit_stats *s = &f->st[0];
     if (len != 2 * s->n + 2)
-        return pg_fail(PG_STATUS_ERR_SHAPE, "%s: statistics buffer has %lld values, the epoch needs %lld", OP, (long long)len, (long long)(2 * s->n + 2));
-    for (int64_t i = 0; i < s->n; i++) { buf[i] = s->w[i] * s->loss[i]; buf[s->n + i] = s->w[i]; }
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "%s: statistics buffer has %lld values, the epoch needs %lld", OP,
+                       (long long)len, (long long)(2 * s->n + 2));
+    for (int64_t i = 0; i < s->n; i++) {
+        buf[i] = s->w[i] * s->loss[i];
+        buf[s->n + i] = s->w[i];
+    }
     buf[2 * s->n] = (double)s->ncorrect;
     buf[2 * s->n + 1] = (double)s->ndata;
     return 0;
@@ -269,10 +334,17 @@ int pg_fit_stats_import(pg_fit *f, const double *buf, int64_t len)
     if (!f || !buf) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit or buffer", OP);
     fit_stats *s = &f->st[0];
     if (len != 2 * s->n + 2)
-        return pg_fail(PG_STATUS_ERR_SHAPE, "%s: statistics buffer has %lld values, the epoch needs %lld", OP, (long long)len, (long long)(2 * s->n + 2));
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "%s: statistics buffer has %lld values, the epoch needs %lld", OP,
+                       (long long)len, (long long)(2 * s->n + 2));
     for (int64_t i = 0; i < s->n; i++)
-        if (!(buf[s->n + i] > 0)) return pg_fail(PG_STATUS_ERR_VALUE, "%s: global batch %lld has no samples", OP, (long long)i);
-    for (int64_t i = 0; i < s->n; i++) { s->loss[i] = buf[i] / buf[s->n + i]; s->w[i] = 1.0; }
+        if (!(buf[s->n + i] > 0))
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s: global batch %lld has no samples", OP,
+                           (long long)i);
+    for (int64_t i = 0; i < s->n; i++) {
+        s->loss[i] = buf[i] / buf[s->n + i];
+        s->w[i] = 1.0;
+    }
     s->ncorrect = (int64_t)buf[2 * s->n];
     s->ndata = (int64_t)buf[2 * s->n + 1];
     return 0;
@@ -309,7 +381,8 @@ int pg_fit_epoch_end(const pg_fit *f, int per_datapoint, pg_fit_result *train, p
         o->loss = o->loss_unc = o->accuracy = o->accuracy_unc = NAN;
         if (k == 1 && !f->n_val) continue;
         if (pg_loss_stats(s->loss, s->w, s->n, per_datapoint, &o->loss, &o->loss_unc)) return -1;
-        if (f->classify && f->y && pg_acc_stats(s->ncorrect, s->ndata, &o->accuracy, &o->accuracy_unc))
+        if (f->classify && f->y &&
+            pg_acc_stats(s->ncorrect, s->ndata, &o->accuracy, &o->accuracy_unc))
             return -1;
     }
     return 0;
@@ -325,7 +398,10 @@ int64_t pg_fit_run_static(pg_fit *f, int val, int64_t b0, int64_t b1, pg_graph *
         const int same = pg_graph_input(g, 0) == xb && (!yb || pg_graph_input(g, 1) == yb);
         pg_tensor_release(xb);
         pg_tensor_release(yb);
-        if (!same) return pg_fail(PG_STATUS_ERR_STATE, "%s: the compiled step was not recorded on the plan's batch tensors", OP);
+        if (!same)
+            return pg_fail(PG_STATUS_ERR_STATE,
+                           "%s: the compiled step was not recorded on the plan's batch tensors",
+                           OP);
         if (pg_graph_run(g) < 0) return -1;
         if (pg_fit_record(f, val, pg_scalar_get(pg_graph_output(g)), out)) return -1;
     }
@@ -341,27 +417,37 @@ int pg_fit_set_shuffle(pg_fit *f, int shuffle)
     return 0;
 }
 
-int pg_accuracy_count(const double *out, int64_t classes, int64_t n, const double *y, int64_t krows, int64_t *ncorrect)
+int pg_accuracy_count(const double *out, int64_t classes, int64_t n, const double *y, int64_t krows,
+                      int64_t *ncorrect)
 {
     static const char *F = "ag_accuracy";
-    if (!ncorrect || (n > 0 && (!out || !y))) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL output, targets or count", F);
+    if (!ncorrect || (n > 0 && (!out || !y)))
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL output, targets or count", F);
     if (classes < 1 || n < 0 || (krows != 1 && krows != classes))
-        return pg_fail(PG_STATUS_ERR_SHAPE, "%s: the model's output is [%lldx%lld] but y has %lld rows: give one class id per "
-                       "column or a one-hot matrix of the output's shape", F, (long long)classes, (long long)n, (long long)krows);
+        return pg_fail(
+            PG_STATUS_ERR_SHAPE,
+            "%s: the model's output is [%lldx%lld] but y has %lld rows: give one class id per "
+            "column or a one-hot matrix of the output's shape",
+            F, (long long)classes, (long long)n, (long long)krows);
     int64_t hit = 0;
     for (int64_t j = 0; j < n; j++) {
         const double *o = out + j * classes, *t = y + j * krows;
         int64_t am = 0, lab = 0;
-        for (int64_t c = 1; c < classes; c++) if (o[c] > o[am]) am = c; /* the first maximum, as which.max */
+        for (int64_t c = 1; c < classes; c++)
+            if (o[c] > o[am]) am = c; /* the first maximum, as which.max */
         if (krows == 1) { /* class ids: whole numbers in [0, classes), never silently "wrong" */
             if (!(t[0] >= 0 && t[0] < (double)classes && t[0] == floor(t[0]))) {
                 char b[40];
-                return pg_fail(PG_STATUS_ERR_VALUE, "%s: y must be 0-based class ids in [0, %lld) (the model has %lld outputs), got %s at position %lld",
-                               F, (long long)classes, (long long)classes, pg_fmt_num(b, sizeof b, t[0]), (long long)(j + pg_index_base()));
+                return pg_fail(PG_STATUS_ERR_VALUE,
+                               "%s: y must be 0-based class ids in [0, %lld) (the model has %lld "
+                               "outputs), got %s at position %lld",
+                               F, (long long)classes, (long long)classes,
+                               pg_fmt_num(b, sizeof b, t[0]), (long long)(j + pg_index_base()));
             }
             lab = (int64_t)t[0];
         } else {
-            for (int64_t c = 1; c < classes; c++) if (t[c] > t[lab]) lab = c;
+            for (int64_t c = 1; c < classes; c++)
+                if (t[c] > t[lab]) lab = c;
         }
         hit += am == lab;
     }

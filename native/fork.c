@@ -10,10 +10,10 @@
 #if !defined(_WIN32)
 #include <pthread.h>
 
-void pg_grad_fork(int phase);  /* memory.c */
-void pg_rng_fork(int phase);   /* rng.c */
-void pg_gemm_fork(int phase);  /* gemm_pool.c */
-void pg_pool_fork(int phase);  /* pool.c */
+void pg_grad_fork(int phase); /* memory.c */
+void pg_rng_fork(int phase);  /* rng.c */
+void pg_gemm_fork(int phase); /* gemm_pool.c */
+void pg_pool_fork(int phase); /* pool.c */
 
 static void prepare(void)
 {

@@ -11,8 +11,8 @@
 
 typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *,
                          int, float, float *, int);
-typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, int,
-                         const double *, int, double, double *, int);
+typedef void (*dgemm_fn)(int, int, int, int, int, int, double, const double *, int, const double *,
+                         int, double, double *, int);
 typedef void (*threads_fn)(int);
 
 enum { CblasColMajor = 102, CblasNoTrans = 111, CblasTrans = 112 };
@@ -38,7 +38,9 @@ const char *pg_blas_name(void) { return blas_name; }
 int pg_set_threads(int n)
 {
     if (n < 1 || n > PG_MAX_THREADS)
-        return pg_fail(PG_STATUS_ERR_VALUE, "ag_set_threads(): n must be a whole number >= 1 and <= %d, got %d", PG_MAX_THREADS, n);
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_set_threads(): n must be a whole number >= 1 and <= %d, got %d",
+                       PG_MAX_THREADS, n);
     n_threads = n;
     if (blas_threads) blas_threads(n);
     pg_gemm_threads_hint(n);
@@ -54,41 +56,47 @@ int pg_get_threads(void) { return n_threads; }
  * results are reproducible. ag_set_threads(n) reaches a BLAS handed in, or splits the built-in
  * kernel's large products over n threads (gemm_kernel.c: same bits for every n); the plain
  * loops stay single-threaded. */
-#define GEMM_BUILTIN(T)                                                                       \
-    static void gemm_builtin_##T(int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha,     \
-                                 const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c, \
-                                 int64_t ldc)                                                  \
-    {                                                                                          \
-        if (k > 0 && (n > 1 || ta) &&                                                          \
-            pg_gemm_blocked_##T(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == 0)     \
-            return;                                                                            \
-        gemm_loops_##T(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);                  \
+#define GEMM_BUILTIN(T)                                                                            \
+    static void gemm_builtin_##T(int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha,         \
+                                 const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,   \
+                                 int64_t ldc)                                                      \
+    {                                                                                              \
+        if (k > 0 && (n > 1 || ta) &&                                                              \
+            pg_gemm_blocked_##T(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == 0)        \
+            return;                                                                                \
+        gemm_loops_##T(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);                      \
     }
-#define GEMM_LOOPS(T)                                                                         \
-    static void gemm_loops_##T(int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha,     \
-                                 const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c, \
-                                 int64_t ldc)                                                  \
-    {                                                                                          \
-        for (int64_t j = 0; j < n; j++) {                                                      \
-            T *cj = c + j * ldc;                                                               \
-            if (beta == 0) for (int64_t i = 0; i < m; i++) cj[i] = 0;                          \
-            else if (beta != 1) for (int64_t i = 0; i < m; i++) cj[i] *= beta;                 \
-            if (!ta) {                                                                         \
-                for (int64_t p = 0; p < k; p++) {                                              \
-                    T bv = alpha * (tb ? b[j + p * ldb] : b[p + j * ldb]);                     \
-                    const T *ap = a + p * lda;                                                 \
-                    for (int64_t i = 0; i < m; i++) cj[i] += ap[i] * bv;                       \
-                }                                                                              \
-            } else {                                                                           \
-                for (int64_t i = 0; i < m; i++) {                                              \
-                    const T *ai = a + i * lda;                                                 \
-                    T s = 0;                                                                   \
-                    if (!tb) { const T *bj = b + j * ldb; for (int64_t p = 0; p < k; p++) s += ai[p] * bj[p]; } \
-                    else { for (int64_t p = 0; p < k; p++) s += ai[p] * b[j + p * ldb]; }    \
-                    cj[i] += alpha * s;                                                        \
-                }                                                                              \
-            }                                                                                  \
-        }                                                                                      \
+#define GEMM_LOOPS(T)                                                                              \
+    static void gemm_loops_##T(int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha,           \
+                               const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,     \
+                               int64_t ldc)                                                        \
+    {                                                                                              \
+        for (int64_t j = 0; j < n; j++) {                                                          \
+            T *cj = c + j * ldc;                                                                   \
+            if (beta == 0)                                                                         \
+                for (int64_t i = 0; i < m; i++) cj[i] = 0;                                         \
+            else if (beta != 1)                                                                    \
+                for (int64_t i = 0; i < m; i++) cj[i] *= beta;                                     \
+            if (!ta) {                                                                             \
+                for (int64_t p = 0; p < k; p++) {                                                  \
+                    T bv = alpha * (tb ? b[j + p * ldb] : b[p + j * ldb]);                         \
+                    const T *ap = a + p * lda;                                                     \
+                    for (int64_t i = 0; i < m; i++) cj[i] += ap[i] * bv;                           \
+                }                                                                                  \
+            } else {                                                                               \
+                for (int64_t i = 0; i < m; i++) {                                                  \
+                    const T *ai = a + i * lda;                                                     \
+                    T s = 0;                                                                       \
+                    if (!tb) {                                                                     \
+                        const T *bj = b + j * ldb;                                                 \
+                        for (int64_t p = 0; p < k; p++) s += ai[p] * bj[p];                        \
+                    } else {                                                                       \
+                        for (int64_t p = 0; p < k; p++) s += ai[p] * b[j + p * ldb];               \
+                    }                                                                              \
+                    cj[i] += alpha * s;                                                            \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
     }
 GEMM_LOOPS(float)
 GEMM_LOOPS(double)
@@ -96,7 +104,8 @@ GEMM_BUILTIN(float)
 GEMM_BUILTIN(double)
 
 void pg_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
-             const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc)
+             const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
+             int64_t ldc)
 {
     if (m == 0 || n == 0) return;
     /* BLAS leaves C untouched when k == 0 and beta == 1; both paths agree on beta * C. */
@@ -105,15 +114,15 @@ void pg_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double 
     if (ldc < 1) ldc = 1;
     if (dtype == PG_DTYPE_F32) {
         if (blas_sgemm && m < INT32_MAX && n < INT32_MAX && k < INT32_MAX)
-            blas_sgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                       (int)m, (int)n, (int)k, (float)alpha, a, (int)lda, b, (int)ldb, (float)beta, c, (int)ldc);
-        else
-            gemm_builtin_float(ta, tb, m, n, k, (float)alpha, a, lda, b, ldb, (float)beta, c, ldc);
+            blas_sgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans,
+                       tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, (float)alpha, a,
+                       (int)lda, b, (int)ldb, (float)beta, c, (int)ldc);
+        else gemm_builtin_float(ta, tb, m, n, k, (float)alpha, a, lda, b, ldb, (float)beta, c, ldc);
     } else {
         if (blas_dgemm && m < INT32_MAX && n < INT32_MAX && k < INT32_MAX)
-            blas_dgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                       (int)m, (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
-        else
-            gemm_builtin_double(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+            blas_dgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans,
+                       tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha, a, (int)lda,
+                       b, (int)ldb, beta, c, (int)ldc);
+        else gemm_builtin_double(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     }
 }

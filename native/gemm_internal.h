@@ -31,17 +31,19 @@
 #include "pg.h"
 
 #define PG_GEMM_X86 PG_X86_SIMD /* pg.h */
-#define PG_AVX2 PG_TARGET_AVX2
-#define PG_AVX512 PG_TARGET_AVX512
+#define PG_AVX2     PG_TARGET_AVX2
+#define PG_AVX512   PG_TARGET_AVX512
 
 /* The built-in kernel (k > 0), for gemm.c: a direct (unpacked) path for small problems, the
  * packed blocked one for large ones, identical bits; returns 0 (it allocates nothing it cannot
  * do without). pg_set_threads(n) tells the thread pool (pg_gemm_threads_hint: stops workers
  * beyond n - 1). Selectors of kernel, path and threading (tests, benchmarks): pg_api_gemm.h. */
-int pg_gemm_blocked_float(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                          int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
-int pg_gemm_blocked_double(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
-                           int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
+int pg_gemm_blocked_float(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                          const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                          float *c, int64_t ldc);
+int pg_gemm_blocked_double(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                           const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
+                           double *c, int64_t ldc);
 void pg_gemm_threads_hint(int n);
 
 /* 0 portable, 1 AVX2 + FMA, 2 AVX-512F; -1 until the first product (or pg_gemm_kernel_select) */
@@ -52,28 +54,29 @@ extern int pg_gemm_ksel;
  * columns, read in place; see gemm_kernel.c), and the kernel's block sizes. dnr: the direct
  * path's most columns per tile at NV = 2 (8 at NV = 1). pg_gemm_kern_<T>() gives the kernel
  * in use (pg_gemm_ksel chosen). */
-#define PG_GEMM_KERN_TYPES(T)                                                                  \
-    typedef void (*ukr_##T)(int64_t kc, const T *a, const T *b, T *c, int64_t ldc, T alpha, T beta); \
-    typedef void (*dk_##T)(int64_t kc, const T *a, int64_t sa, const T *b, int64_t rsb, int64_t csb, \
-                           T *c, int64_t rc, int64_t cc, int rows, T alpha, T beta);           \
-    typedef struct {                                                                           \
-        ukr_##T ukr;                                                                           \
-        int mr, nr;                                                                            \
-        int64_t mc, kc, nc;                                                                    \
-        int dnr;                                                                               \
-        const dk_##T (*dk)[8][2];                                                              \
-    } kern_##T;                                                                                \
+#define PG_GEMM_KERN_TYPES(T)                                                                      \
+    typedef void (*ukr_##T)(int64_t kc, const T *a, const T *b, T *c, int64_t ldc, T alpha,        \
+                            T beta);                                                               \
+    typedef void (*dk_##T)(int64_t kc, const T *a, int64_t sa, const T *b, int64_t rsb,            \
+                           int64_t csb, T *c, int64_t rc, int64_t cc, int rows, T alpha, T beta);  \
+    typedef struct {                                                                               \
+        ukr_##T ukr;                                                                               \
+        int mr, nr;                                                                                \
+        int64_t mc, kc, nc;                                                                        \
+        int dnr;                                                                                   \
+        const dk_##T (*dk)[8][2];                                                                  \
+    } kern_##T;                                                                                    \
     const kern_##T *pg_gemm_kern_##T(void);
 PG_GEMM_KERN_TYPES(float)
 PG_GEMM_KERN_TYPES(double)
 
 /* One product, single-threaded, on the direct or the packed path (gemm_kernel.c) */
 void pg_gemm_one_float(int direct, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
-                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
-                       int64_t ldc);
+                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                       float *c, int64_t ldc);
 void pg_gemm_one_double(int direct, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
-                        const double *a, int64_t lda, const double *b, int64_t ldb, double beta, double *c,
-                        int64_t ldc);
+                        const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
+                        double *c, int64_t ldc);
 
 /* A product to split over threads (gemm_pool.c): C cut along its columns (by_cols) or rows in
  * units of `unit` (whole tiles of the path that runs); `parts` is filled in by the pool. */

@@ -22,36 +22,36 @@
  * A block op(A)[i0 : i0+mc, p0 : p0+kc] -> slivers of mr rows: ap[s*kc*mr + p*mr + i].
  * B panel op(B)[p0 : p0+kc, j0 : j0+nc] -> slivers of nr columns: bp[s*kc*nr + p*nr + j]: the
  * same as packing op(B)^T's rows, with the transpose flag flipped (pack_a(!tb, ...)). */
-#define GEMM_PACK(T)                                                                          \
+#define GEMM_PACK(T)                                                                               \
     /* rows [i, rows) of an mr-row sliver of op(A) = A^T (i0: the sliver's first row), then   \
-     * zero rows up to mr when padding */                                                      \
-    static void pack_at_rows_##T(const T *a, int64_t lda, int64_t i0, int64_t p0, int64_t i,    \
-                                 int64_t rows, int64_t kc, int mr, T *ap, int pad)             \
-    {                                                                                          \
-        for (; i < rows; i++) {                                                                \
-            const T *src = a + p0 + (i0 + i) * lda;                                            \
-            for (int64_t p = 0; p < kc; p++) ap[p * mr + i] = src[p];                          \
-        }                                                                                      \
-        for (; pad && i < mr; i++)                                                             \
-            for (int64_t p = 0; p < kc; p++) ap[p * mr + i] = 0;                               \
-    }                                                                                          \
-    static void pack_a_##T(int ta, const T *a, int64_t lda, int64_t i0, int64_t p0, int64_t mc,  \
-                           int64_t kc, int mr, T *ap, int pad)                                 \
-    {                                                                                          \
-        for (int64_t ir = 0; ir < mc; ir += mr, ap += kc * mr) {                               \
-            int64_t rows = mc - ir < mr ? mc - ir : mr;                                        \
-            if (ta) {                                                                          \
-                pack_at_rows_##T(a, lda, i0 + ir, p0, 0, rows, kc, mr, ap, pad);               \
-                continue;                                                                      \
-            }                                                                                  \
-            for (int64_t p = 0; p < kc; p++) {                                                 \
-                const T *src = a + (i0 + ir) + (p0 + p) * lda;                                 \
-                T *dst = ap + p * mr;                                                          \
-                int64_t i = 0;                                                                 \
-                for (; i < rows; i++) dst[i] = src[i];                                         \
-                for (; i < mr; i++) dst[i] = 0;                                                \
-            }                                                                                  \
-        }                                                                                      \
+     * zero rows up to mr when padding */    \
+    static void pack_at_rows_##T(const T *a, int64_t lda, int64_t i0, int64_t p0, int64_t i,       \
+                                 int64_t rows, int64_t kc, int mr, T *ap, int pad)                 \
+    {                                                                                              \
+        for (; i < rows; i++) {                                                                    \
+            const T *src = a + p0 + (i0 + i) * lda;                                                \
+            for (int64_t p = 0; p < kc; p++) ap[p * mr + i] = src[p];                              \
+        }                                                                                          \
+        for (; pad && i < mr; i++)                                                                 \
+            for (int64_t p = 0; p < kc; p++) ap[p * mr + i] = 0;                                   \
+    }                                                                                              \
+    static void pack_a_##T(int ta, const T *a, int64_t lda, int64_t i0, int64_t p0, int64_t mc,    \
+                           int64_t kc, int mr, T *ap, int pad)                                     \
+    {                                                                                              \
+        for (int64_t ir = 0; ir < mc; ir += mr, ap += kc * mr) {                                   \
+            int64_t rows = mc - ir < mr ? mc - ir : mr;                                            \
+            if (ta) {                                                                              \
+                pack_at_rows_##T(a, lda, i0 + ir, p0, 0, rows, kc, mr, ap, pad);                   \
+                continue;                                                                          \
+            }                                                                                      \
+            for (int64_t p = 0; p < kc; p++) {                                                     \
+                const T *src = a + (i0 + ir) + (p0 + p) * lda;                                     \
+                T *dst = ap + p * mr;                                                              \
+                int64_t i = 0;                                                                     \
+                for (; i < rows; i++) dst[i] = src[i];                                             \
+                for (; i < mr; i++) dst[i] = 0;                                                    \
+            }                                                                                      \
+        }                                                                                          \
     }
 GEMM_PACK(float)
 GEMM_PACK(double)
@@ -84,7 +84,8 @@ PG_AVX2 static inline void transpose_block_float(const float *s, int64_t lda, fl
     _mm256_storeu_ps(d + 6 * mr, _mm256_permute2f128_ps(u2, u6, 0x31));
     _mm256_storeu_ps(d + 7 * mr, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
-PG_AVX2 static inline void transpose_block_double(const double *s, int64_t lda, double *d, int64_t mr)
+PG_AVX2 static inline void transpose_block_double(const double *s, int64_t lda, double *d,
+                                                  int64_t mr)
 {
     __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + lda);
     __m256d r2 = _mm256_loadu_pd(s + 2 * lda), r3 = _mm256_loadu_pd(s + 3 * lda);
@@ -97,29 +98,31 @@ PG_AVX2 static inline void transpose_block_double(const double *s, int64_t lda, 
 }
 /* op(A) = A^T: BL x BL blocks (BL rows, BL k steps) through transpose_block, the k tail and
  * the rows past the last whole block element by element */
-#define GEMM_PACK_AT(T, BL)                                                                   \
-    PG_AVX2 static void pack_at_##T##_avx2(const T *a, int64_t lda, int64_t i0, int64_t p0, int64_t mc, \
-                                           int64_t kc, int mr, T *ap, int pad)               \
-    {                                                                                          \
-        for (int64_t ir = 0; ir < mc; ir += mr, ap += kc * mr) {                               \
-            int64_t rows = mc - ir < mr ? mc - ir : mr, i = 0;                                 \
-            for (; i + BL <= rows; i += BL) {                                                  \
-                const T *s = a + p0 + (i0 + ir + i) * lda;                                     \
-                int64_t p = 0;                                                                 \
-                for (; p + BL <= kc; p += BL) transpose_block_##T(s + p, lda, ap + p * mr + i, mr); \
-                for (; p < kc; p++)                                                            \
-                    for (int q = 0; q < BL; q++) ap[p * mr + i + q] = s[q * lda + p];          \
-            }                                                                                  \
-            pack_at_rows_##T(a, lda, i0 + ir, p0, i, rows, kc, mr, ap, pad);                   \
-        }                                                                                      \
+#define GEMM_PACK_AT(T, BL)                                                                        \
+    PG_AVX2 static void pack_at_##T##_avx2(const T *a, int64_t lda, int64_t i0, int64_t p0,        \
+                                           int64_t mc, int64_t kc, int mr, T *ap, int pad)         \
+    {                                                                                              \
+        for (int64_t ir = 0; ir < mc; ir += mr, ap += kc * mr) {                                   \
+            int64_t rows = mc - ir < mr ? mc - ir : mr, i = 0;                                     \
+            for (; i + BL <= rows; i += BL) {                                                      \
+                const T *s = a + p0 + (i0 + ir + i) * lda;                                         \
+                int64_t p = 0;                                                                     \
+                for (; p + BL <= kc; p += BL)                                                      \
+                    transpose_block_##T(s + p, lda, ap + p * mr + i, mr);                          \
+                for (; p < kc; p++)                                                                \
+                    for (int q = 0; q < BL; q++) ap[p * mr + i + q] = s[q * lda + p];              \
+            }                                                                                      \
+            pack_at_rows_##T(a, lda, i0 + ir, p0, i, rows, kc, mr, ap, pad);                       \
+        }                                                                                          \
     }
 GEMM_PACK_AT(float, 8)
 GEMM_PACK_AT(double, 4)
-#define PACK_A(T, ta, a, lda, i0, p0, mc, kc, mr, ap, pad)                                     \
-    ((ta) && pg_gemm_ksel >= 1 ? pack_at_##T##_avx2(a, lda, i0, p0, mc, kc, mr, ap, pad)       \
+#define PACK_A(T, ta, a, lda, i0, p0, mc, kc, mr, ap, pad)                                         \
+    ((ta) && pg_gemm_ksel >= 1 ? pack_at_##T##_avx2(a, lda, i0, p0, mc, kc, mr, ap, pad)           \
                                : pack_a_##T(ta, a, lda, i0, p0, mc, kc, mr, ap, pad))
 #else
-#define PACK_A(T, ta, a, lda, i0, p0, mc, kc, mr, ap, pad) pack_a_##T(ta, a, lda, i0, p0, mc, kc, mr, ap, pad)
+#define PACK_A(T, ta, a, lda, i0, p0, mc, kc, mr, ap, pad)                                         \
+    pack_a_##T(ta, a, lda, i0, p0, mc, kc, mr, ap, pad)
 #endif
 
 static int64_t round_up(int64_t x, int64_t r) { return (x + r - 1) / r * r; }
@@ -152,59 +155,60 @@ static int64_t round_up(int64_t x, int64_t r) { return (x + r - 1) / r * r; }
 static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, size_t es)
 {
     const double pack = es == 4 ? 0.25 : 0.7, tr = 2;
-    double keep = (double)((m + vl - 1) / vl) * (double)n * (double)k + (ta ? pack * (double)m * (double)k : 0);
-    double swap = (double)((n + vl - 1) / vl) * (double)m * (double)k + (!tb ? pack * (double)n * (double)k : 0) +
-                  tr * (double)m * (double)n;
+    double keep = (double)((m + vl - 1) / vl) * (double)n * (double)k +
+        (ta ? pack * (double)m * (double)k : 0);
+    double swap = (double)((n + vl - 1) / vl) * (double)m * (double)k +
+        (!tb ? pack * (double)n * (double)k : 0) + tr * (double)m * (double)n;
     return swap < keep;
 }
 
 /* The direct path over the whole product: k blocks of DK_KC (beta on the first), tiles of up
  * to 2 VL rows (of the output, or of its transpose when swapped) by up to 8 / dnr columns. */
-#define GEMM_DIRECT(T)                                                                        \
-    static void gemm_direct_##T(int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, const T *a, \
-                                int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc) \
-    {                                                                                          \
-        const kern_##T *kr = pg_gemm_kern_##T();                                               \
-        const int vl = kr->mr / 2;                                                             \
-        const dk_##T(*tab)[8][2] = kr->dk;                                                     \
-        int swap = direct_swap(ta, tb, m, n, k, vl, sizeof(T));                                \
-        int64_t R, S, sa, rsb, csb, rc, cc;                                                    \
-        const T *as, *bs;                                                                      \
-        if (!swap) {                                                                           \
-            R = m, S = n, as = a, sa = lda, bs = b, rc = 1, cc = ldc;                          \
-            rsb = tb ? ldb : 1, csb = tb ? 1 : ldb;                                            \
-        } else {                                                                               \
-            R = n, S = m, as = b, sa = ldb, bs = a, rc = ldc, cc = 1;                          \
-            rsb = ta ? 1 : lda, csb = ta ? lda : 1;                                            \
-        }                                                                                      \
-        const int pack = swap ? !tb : ta, mrv = 2 * vl, nr2 = kr->dnr;                         \
-        const T *pk = swap ? b : a;                                                            \
-        const int64_t ldp = swap ? ldb : lda;                                                  \
-        unsigned char buf_[32 * DK_KC * 4 + 64]; /* 2 VL rows x KC: 32 KiB either type */      \
-        T *buf = (T *)(((uintptr_t)buf_ + 63) & ~(uintptr_t)63);                               \
-        for (int64_t pc = 0; pc < k; pc += DK_KC) {                                            \
-            int64_t kc = k - pc < DK_KC ? k - pc : DK_KC;                                      \
-            T bet = pc == 0 ? beta : (T)1;                                                     \
-            for (int64_t r0 = 0; r0 < R; r0 += mrv) {                                          \
-                int rows = (int)(R - r0 < mrv ? R - r0 : mrv);                                 \
-                int nv = rows > vl ? 2 : 1, part = rows % vl != 0, nrmax = nv == 2 ? nr2 : 8;  \
-                const T *ar;                                                                   \
-                int64_t sar = sa;                                                              \
-                if (pack) {                                                                    \
-                    PACK_A(T, 1, pk, ldp, r0, pc, rows, kc, mrv, buf, 0);                      \
-                    ar = buf, sar = mrv;                                                       \
-                } else                                                                         \
-                    ar = as + r0 + pc * sa;                                                    \
-                /* columns in balanced tiles (10 = 5 + 5, not 8 + 2: few accumulators stall) */ \
-                int64_t nt = (S + nrmax - 1) / nrmax, q = S / nt, rem = S % nt;                 \
-                for (int64_t t = 0, s0 = 0; t < nt; t++) {                                     \
-                    int cols = (int)(q + (t < rem));                                           \
-                    tab[nv - 1][cols - 1][part](kc, ar, sar, bs + pc * rsb + s0 * csb, rsb, csb, \
-                                                c + r0 * rc + s0 * cc, rc, cc, rows, alpha, bet); \
-                    s0 += cols;                                                                \
-                }                                                                              \
-            }                                                                                  \
-        }                                                                                      \
+#define GEMM_DIRECT(T)                                                                             \
+    static void gemm_direct_##T(int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha,          \
+                                const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,    \
+                                int64_t ldc)                                                       \
+    {                                                                                              \
+        const kern_##T *kr = pg_gemm_kern_##T();                                                   \
+        const int vl = kr->mr / 2;                                                                 \
+        const dk_##T(*tab)[8][2] = kr->dk;                                                         \
+        int swap = direct_swap(ta, tb, m, n, k, vl, sizeof(T));                                    \
+        int64_t R, S, sa, rsb, csb, rc, cc;                                                        \
+        const T *as, *bs;                                                                          \
+        if (!swap) {                                                                               \
+            R = m, S = n, as = a, sa = lda, bs = b, rc = 1, cc = ldc;                              \
+            rsb = tb ? ldb : 1, csb = tb ? 1 : ldb;                                                \
+        } else {                                                                                   \
+            R = n, S = m, as = b, sa = ldb, bs = a, rc = ldc, cc = 1;                              \
+            rsb = ta ? 1 : lda, csb = ta ? lda : 1;                                                \
+        }                                                                                          \
+        const int pack = swap ? !tb : ta, mrv = 2 * vl, nr2 = kr->dnr;                             \
+        const T *pk = swap ? b : a;                                                                \
+        const int64_t ldp = swap ? ldb : lda;                                                      \
+        unsigned char buf_[32 * DK_KC * 4 + 64]; /* 2 VL rows x KC: 32 KiB either type */          \
+        T *buf = (T *)(((uintptr_t)buf_ + 63) & ~(uintptr_t)63);                                   \
+        for (int64_t pc = 0; pc < k; pc += DK_KC) {                                                \
+            int64_t kc = k - pc < DK_KC ? k - pc : DK_KC;                                          \
+            T bet = pc == 0 ? beta : (T)1;                                                         \
+            for (int64_t r0 = 0; r0 < R; r0 += mrv) {                                              \
+                int rows = (int)(R - r0 < mrv ? R - r0 : mrv);                                     \
+                int nv = rows > vl ? 2 : 1, part = rows % vl != 0, nrmax = nv == 2 ? nr2 : 8;      \
+                const T *ar;                                                                       \
+                int64_t sar = sa;                                                                  \
+                if (pack) {                                                                        \
+                    PACK_A(T, 1, pk, ldp, r0, pc, rows, kc, mrv, buf, 0);                          \
+                    ar = buf, sar = mrv;                                                           \
+                } else ar = as + r0 + pc * sa;                                                     \
+                /* columns in balanced tiles (10 = 5 + 5, not 8 + 2: few accumulators stall) */    \
+                int64_t nt = (S + nrmax - 1) / nrmax, q = S / nt, rem = S % nt;                    \
+                for (int64_t t = 0, s0 = 0; t < nt; t++) {                                         \
+                    int cols = (int)(q + (t < rem));                                               \
+                    tab[nv - 1][cols - 1][part](kc, ar, sar, bs + pc * rsb + s0 * csb, rsb, csb,   \
+                                                c + r0 * rc + s0 * cc, rc, cc, rows, alpha, bet);  \
+                    s0 += cols;                                                                    \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
     }
 GEMM_DIRECT(float)
 GEMM_DIRECT(double)
@@ -222,60 +226,62 @@ int pg_gemm_path_select(int which)
 static int direct_pays(int64_t m, int64_t n, int64_t k, size_t es)
 {
     if (path_sel >= 0) return path_sel;
-    return ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n) * (double)es <= 4194304.0;
+    return ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n) * (double)es <=
+        4194304.0;
 }
 
 /* The packed path, single-threaded. Returns 0, or -1 (nothing written) when the packing
  * buffers cannot be allocated. Each call allocates its own buffers: threads share none. */
-#define GEMM_PACKED(T)                                                                       \
-    static int gemm_packed_##T(int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, const T *a, \
-                               int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc) \
-    {                                                                                          \
-        const kern_##T *kr = pg_gemm_kern_##T();                                               \
-        const int mr = kr->mr, nr = kr->nr;                                                    \
-        int64_t kc_max = k < kr->kc ? k : kr->kc;                                              \
-        int64_t mc_max = round_up(m < kr->mc ? m : kr->mc, mr);                                \
-        int64_t nc_max = round_up(n < kr->nc ? n : kr->nc, nr);                                \
-        int64_t a_len = round_up(mc_max * kc_max, 64 / (int64_t)sizeof(T));                    \
-        size_t bytes = (size_t)(a_len + nc_max * kc_max) * sizeof(T) + 64;                     \
-        void *raw = malloc(bytes);                                                             \
-        if (!raw) return -1;                                                                   \
-        T *ap = (T *)(((uintptr_t)raw + 63) & ~(uintptr_t)63), *bp = ap + a_len;               \
-        T tile[MAX_MR * MAX_NR];                                                               \
-        memset(tile, 0, sizeof(T) * (size_t)(mr * nr)); /* rows past a ragged edge: defined */   \
-        for (int64_t jc = 0; jc < n; jc += kr->nc) {                                           \
-            int64_t nc = n - jc < kr->nc ? n - jc : kr->nc;                                    \
-            for (int64_t pc = 0; pc < k; pc += kr->kc) {                                       \
-                int64_t kc = k - pc < kr->kc ? k - pc : kr->kc;                                \
-                T bet = pc == 0 ? beta : (T)1;                                                 \
-                pack_a_##T(!tb, b, ldb, jc, pc, nc, kc, nr, bp, 1); /* op(B)^T's rows */        \
-                for (int64_t ic = 0; ic < m; ic += kr->mc) {                                   \
-                    int64_t mc = m - ic < kr->mc ? m - ic : kr->mc;                            \
-                    PACK_A(T, ta, a, lda, ic, pc, mc, kc, mr, ap, 1);                          \
-                    for (int64_t jr = 0; jr < nc; jr += nr) {                                  \
-                        int64_t cols = nc - jr < nr ? nc - jr : nr;                            \
-                        for (int64_t ir = 0; ir < mc; ir += mr) {                              \
-                            int64_t rows = mc - ir < mr ? mc - ir : mr;                        \
-                            T *cc = c + (ic + ir) + (jc + jr) * ldc;                           \
-                            const T *as = ap + ir * kc, *bs = bp + jr * kc;                    \
-                            if (rows == mr && cols == nr) {                                    \
-                                kr->ukr(kc, as, bs, cc, ldc, alpha, bet);                      \
-                                continue;                                                      \
-                            }                                                                  \
-                            /* ragged tile: same kernel on a scratch tile, then copy out */    \
-                            if (bet != 0)                                                      \
-                                for (int64_t j = 0; j < cols; j++)                             \
+#define GEMM_PACKED(T)                                                                             \
+    static int gemm_packed_##T(int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha,           \
+                               const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,     \
+                               int64_t ldc)                                                        \
+    {                                                                                              \
+        const kern_##T *kr = pg_gemm_kern_##T();                                                   \
+        const int mr = kr->mr, nr = kr->nr;                                                        \
+        int64_t kc_max = k < kr->kc ? k : kr->kc;                                                  \
+        int64_t mc_max = round_up(m < kr->mc ? m : kr->mc, mr);                                    \
+        int64_t nc_max = round_up(n < kr->nc ? n : kr->nc, nr);                                    \
+        int64_t a_len = round_up(mc_max * kc_max, 64 / (int64_t)sizeof(T));                        \
+        size_t bytes = (size_t)(a_len + nc_max * kc_max) * sizeof(T) + 64;                         \
+        void *raw = malloc(bytes);                                                                 \
+        if (!raw) return -1;                                                                       \
+        T *ap = (T *)(((uintptr_t)raw + 63) & ~(uintptr_t)63), *bp = ap + a_len;                   \
+        T tile[MAX_MR * MAX_NR];                                                                   \
+        memset(tile, 0, sizeof(T) * (size_t)(mr * nr)); /* rows past a ragged edge: defined */     \
+        for (int64_t jc = 0; jc < n; jc += kr->nc) {                                               \
+            int64_t nc = n - jc < kr->nc ? n - jc : kr->nc;                                        \
+            for (int64_t pc = 0; pc < k; pc += kr->kc) {                                           \
+                int64_t kc = k - pc < kr->kc ? k - pc : kr->kc;                                    \
+                T bet = pc == 0 ? beta : (T)1;                                                     \
+                pack_a_##T(!tb, b, ldb, jc, pc, nc, kc, nr, bp, 1); /* op(B)^T's rows */           \
+                for (int64_t ic = 0; ic < m; ic += kr->mc) {                                       \
+                    int64_t mc = m - ic < kr->mc ? m - ic : kr->mc;                                \
+                    PACK_A(T, ta, a, lda, ic, pc, mc, kc, mr, ap, 1);                              \
+                    for (int64_t jr = 0; jr < nc; jr += nr) {                                      \
+                        int64_t cols = nc - jr < nr ? nc - jr : nr;                                \
+                        for (int64_t ir = 0; ir < mc; ir += mr) {                                  \
+                            int64_t rows = mc - ir < mr ? mc - ir : mr;                            \
+                            T *cc = c + (ic + ir) + (jc + jr) * ldc;                               \
+                            const T *as = ap + ir * kc, *bs = bp + jr * kc;                        \
+                            if (rows == mr && cols == nr) {                                        \
+                                kr->ukr(kc, as, bs, cc, ldc, alpha, bet);                          \
+                                continue;                                                          \
+                            }                                                                      \
+                            /* ragged tile: same kernel on a scratch tile, then copy out */        \
+                            if (bet != 0)                                                          \
+                                for (int64_t j = 0; j < cols; j++)                                 \
                                     memcpy(tile + j * mr, cc + j * ldc, (size_t)rows * sizeof(T)); \
-                            kr->ukr(kc, as, bs, tile, mr, alpha, bet);                         \
-                            for (int64_t j = 0; j < cols; j++)                                 \
-                                memcpy(cc + j * ldc, tile + j * mr, (size_t)rows * sizeof(T)); \
-                        }                                                                      \
-                    }                                                                          \
-                }                                                                              \
-            }                                                                                  \
-        }                                                                                      \
-        free(raw);                                                                             \
-        return 0;                                                                              \
+                            kr->ukr(kc, as, bs, tile, mr, alpha, bet);                             \
+                            for (int64_t j = 0; j < cols; j++)                                     \
+                                memcpy(cc + j * ldc, tile + j * mr, (size_t)rows * sizeof(T));     \
+                        }                                                                          \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        free(raw);                                                                                 \
+        return 0;                                                                                  \
     }
 GEMM_PACKED(float)
 GEMM_PACKED(double)
@@ -284,32 +290,33 @@ GEMM_PACKED(double)
  * built-in kernel's entry (k > 0, returns 0): split over threads where that pays (gemm_pool.c)
  * in units of whole tiles of the path that runs: MR rows (either path), else columns: the
  * packed NR, the direct path's column tile, or MR when it swaps roles (vectors along n). */
-#define GEMM_ENTRY(T, DT)                                                                     \
-    void pg_gemm_one_##T(int direct, int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, \
-                         const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc) \
-    {                                                                                          \
+#define GEMM_ENTRY(T, DT)                                                                          \
+    void pg_gemm_one_##T(int direct, int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha,     \
+                         const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,           \
+                         int64_t ldc)                                                              \
+    {                                                                                              \
         if (!direct && gemm_packed_##T(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) == 0) \
-            return;                                                                            \
-        gemm_direct_##T(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);                 \
-    }                                                                                          \
-    int pg_gemm_blocked_##T(int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, const T *a, \
-                            int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc)    \
-    {                                                                                          \
-        if (pg_gemm_ksel < 0) pg_gemm_kernel_select(-1);                                       \
-        int direct = direct_pays(m, n, k, sizeof(T));                                          \
-        if (pg_get_threads() > 1) {                                                            \
-            const kern_##T *kr = pg_gemm_kern_##T();                                           \
-            int by_cols = n > m, mr = kr->mr;                                                  \
-            int64_t unit = !by_cols ? mr                                                       \
-                         : !direct ? kr->nr                                                    \
-                         : direct_swap(ta, tb, m, n, k, mr / 2, sizeof(T)) ? mr                \
-                         : kr->dnr;                                                            \
-            gemm_job j = {DT, direct, ta, tb, by_cols, 0, m, n, k, lda, ldb, ldc, unit,         \
-                          alpha, beta, a, b, c};                                               \
-            if (pg_gemm_split(&j)) return 0;                                                   \
-        }                                                                                      \
-        pg_gemm_one_##T(direct, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);         \
-        return 0;                                                                              \
+            return;                                                                                \
+        gemm_direct_##T(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);                     \
+    }                                                                                              \
+    int pg_gemm_blocked_##T(int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, const T *a,  \
+                            int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc)       \
+    {                                                                                              \
+        if (pg_gemm_ksel < 0) pg_gemm_kernel_select(-1);                                           \
+        int direct = direct_pays(m, n, k, sizeof(T));                                              \
+        if (pg_get_threads() > 1) {                                                                \
+            const kern_##T *kr = pg_gemm_kern_##T();                                               \
+            int by_cols = n > m, mr = kr->mr;                                                      \
+            int64_t unit = !by_cols                               ? mr                             \
+                : !direct                                         ? kr->nr                         \
+                : direct_swap(ta, tb, m, n, k, mr / 2, sizeof(T)) ? mr                             \
+                                                                  : kr->dnr;                       \
+            gemm_job j = {DT,  direct, ta,  tb,   by_cols, 0,    m, n, k,                          \
+                          lda, ldb,    ldc, unit, alpha,   beta, a, b, c};                         \
+            if (pg_gemm_split(&j)) return 0;                                                       \
+        }                                                                                          \
+        pg_gemm_one_##T(direct, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);             \
+        return 0;                                                                                  \
     }
 GEMM_ENTRY(float, PG_DTYPE_F32)
 GEMM_ENTRY(double, PG_DTYPE_F64)

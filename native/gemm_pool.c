@@ -30,7 +30,7 @@
  * starts afresh. Windows (_WIN32): single-threaded. */
 #include "gemm_internal.h"
 
-#define PG_GEMM_MIN_FLOPS 2.0e6
+#define PG_GEMM_MIN_FLOPS   2.0e6
 #define PG_GEMM_MAX_THREADS 64
 
 static double min_flops = PG_GEMM_MIN_FLOPS;
@@ -53,11 +53,13 @@ static void job_run(const gemm_job *j, int p)
     int64_t ob = j->by_cols ? (j->tb ? s0 : s0 * j->ldb) : 0;
     int64_t oc = j->by_cols ? s0 * j->ldc : s0;
     if (j->dtype == PG_DTYPE_F32)
-        pg_gemm_one_float(j->direct, j->ta, j->tb, m, n, j->k, (float)j->alpha, (const float *)j->a + oa,
-                          j->lda, (const float *)j->b + ob, j->ldb, (float)j->beta, (float *)j->c + oc, j->ldc);
+        pg_gemm_one_float(j->direct, j->ta, j->tb, m, n, j->k, (float)j->alpha,
+                          (const float *)j->a + oa, j->lda, (const float *)j->b + ob, j->ldb,
+                          (float)j->beta, (float *)j->c + oc, j->ldc);
     else
-        pg_gemm_one_double(j->direct, j->ta, j->tb, m, n, j->k, j->alpha, (const double *)j->a + oa, j->lda,
-                           (const double *)j->b + ob, j->ldb, j->beta, (double *)j->c + oc, j->ldc);
+        pg_gemm_one_double(j->direct, j->ta, j->tb, m, n, j->k, j->alpha, (const double *)j->a + oa,
+                           j->lda, (const double *)j->b + ob, j->ldb, j->beta, (double *)j->c + oc,
+                           j->ldc);
 }
 
 #if !defined(_WIN32)
@@ -259,7 +261,11 @@ void pg_gemm_fork(int phase) { (void)phase; }
 int pg_gemm_threads_stop(void) { return 0; }
 int pg_gemm_threads_live(void) { return 0; }
 void pg_gemm_threads_hint(int n) { (void)n; }
-static int pool_run(gemm_job *j, int threads) { (void)j, (void)threads; return 0; }
+static int pool_run(gemm_job *j, int threads)
+{
+    (void)j, (void)threads;
+    return 0;
+}
 #endif
 
 /* Parts: each thread gets at least PG_GEMM_MIN_FLOPS (twice that in f32), at most one per unit
@@ -268,7 +274,8 @@ int pg_gemm_split(gemm_job *j)
 {
     int threads = pg_get_threads();
     double work = 2.0 * (double)j->m * (double)j->n * (double)j->k;
-    double most = min_flops > 0 ? work / (min_flops * (j->dtype == PG_DTYPE_F32 ? 2 : 1)) : (double)threads;
+    double most =
+        min_flops > 0 ? work / (min_flops * (j->dtype == PG_DTYPE_F32 ? 2 : 1)) : (double)threads;
     int parts = most < (double)threads ? (int)most : threads;
     int64_t units = ((j->by_cols ? j->n : j->m) + j->unit - 1) / j->unit;
     if (parts > units) parts = (int)units;

@@ -8,6 +8,10 @@
  * C = alpha * acc (+ C, or + beta * C), see gemm_internal.h. */
 #include "gemm_internal.h"
 
+/* the token-pasting kernel generators below are laid out by hand: clang-format 14 reaches no
+ * fixed point on them */
+/* clang-format off */
+
 /* ---- portable: GCC/clang vector extensions, 16-byte vectors (SSE2, NEON) ----
  * Packed slivers are 64-byte aligned, a multiple of 16 bytes (LDA); C and the operands of the
  * direct path through memcpy (any alignment); ragged loads / stores element by element. */
@@ -239,3 +243,4 @@ int pg_gemm_kernel_select(int which)
     pg_gemm_ksel = pg_cpu_simd(which < 0 ? 2 : which);
     return pg_gemm_ksel;
 }
+/* clang-format on */

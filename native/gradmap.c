@@ -37,7 +37,10 @@ pg_tensor *pg_gradmap_own_value(pg_gradmap *m, pg_tensor *g)
     if (!c) return NULL;
     memcpy(pg_data(c), pg_data(g), (size_t)pg_numel(g) * pg_dtype_size(g->dtype));
     for (int64_t i = 0; i < m->n; i++)
-        if (m->vals[i] == g) { m->vals[i] = c; break; }
+        if (m->vals[i] == g) {
+            m->vals[i] = c;
+            break;
+        }
     pg_tensor_release(g);
     return c;
 }
@@ -53,16 +56,29 @@ pg_gradmap *pg_gradmap_alloc(int64_t n)
     m->leaf = malloc(k);
     m->vals = malloc(k * sizeof *m->vals);
     if (!m->keys || !m->ids || !m->leaf || !m->vals) {
-        free(m->keys); free(m->ids); free(m->leaf); free(m->vals); free(m);
+        free(m->keys);
+        free(m->ids);
+        free(m->leaf);
+        free(m->vals);
+        free(m);
         return NULL;
     }
     return m;
 }
 
 int64_t pg_gradmap_size(pg_gradmap *m) { return m ? m->n : 0; }
-int64_t pg_gradmap_key_id(pg_gradmap *m, int64_t i) { return (m && i >= 0 && i < m->n) ? m->ids[i] : -1; }
-int pg_gradmap_key_is_leaf(pg_gradmap *m, int64_t i) { return (m && i >= 0 && i < m->n) ? m->leaf[i] : -1; }
-pg_tensor *pg_gradmap_value(pg_gradmap *m, int64_t i) { return (m && i >= 0 && i < m->n) ? m->vals[i] : NULL; }
+int64_t pg_gradmap_key_id(pg_gradmap *m, int64_t i)
+{
+    return (m && i >= 0 && i < m->n) ? m->ids[i] : -1;
+}
+int pg_gradmap_key_is_leaf(pg_gradmap *m, int64_t i)
+{
+    return (m && i >= 0 && i < m->n) ? m->leaf[i] : -1;
+}
+pg_tensor *pg_gradmap_value(pg_gradmap *m, int64_t i)
+{
+    return (m && i >= 0 && i < m->n) ? m->vals[i] : NULL;
+}
 
 pg_tensor *pg_gradmap_get(pg_gradmap *m, pg_tensor *key)
 {

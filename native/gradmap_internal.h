@@ -11,9 +11,10 @@ struct pg_gradmap {
      * new tensor never matches; keys are never dereferenced. */
     const pg_tensor **keys;
     int64_t *ids;
-    unsigned char *leaf; /* no recorded op produced the key (parameters, inputs): R binds these by name */
-    pg_tensor **vals;   /* owned refs */
-    int64_t hcap;       /* open-addressing index over keys: slot -> entry + 1 (0 empty) */
+    unsigned char
+        *leaf; /* no recorded op produced the key (parameters, inputs): R binds these by name */
+    pg_tensor **vals; /* owned refs */
+    int64_t hcap;     /* open-addressing index over keys: slot -> entry + 1 (0 empty) */
     int64_t *hidx;
 };
 

@@ -9,10 +9,10 @@ struct pg_host {
     pg_host_bw_fn bw;
     pg_host_free_fn destroy;
     void *ctx;
-    int64_t n_xin;          /* inputs beyond the node's PG_MAX_IN slots (owned refs) */
+    int64_t n_xin; /* inputs beyond the node's PG_MAX_IN slots (owned refs) */
     pg_tensor **xin;
-    uint64_t *xver;         /* their versions when recorded */
-    int64_t n_par;          /* the segment's weights seen by its forward (version.c), owned refs */
+    uint64_t *xver; /* their versions when recorded */
+    int64_t n_par;  /* the segment's weights seen by its forward (version.c), owned refs */
     pg_tensor **par;
     uint64_t *pver;
     char label[32];
@@ -80,7 +80,7 @@ static int host_bw(pg_node *n, pg_tensor *gout)
     int64_t r0 = pg_reached_count(), mark = pg_tensor_next_id();
     if (pg_tape_stash()) return -1;
     int rc = pg_tape_begin();
-    frame f = { gout, 0, top };
+    frame f = {gout, 0, top};
     if (rc == 0) {
         top = &f;
         depth++;
@@ -92,25 +92,36 @@ static int host_bw(pg_node *n, pg_tensor *gout)
     pg_reached_drop_since(r0, mark);
     /* message first: unstash frees the replay's nodes, which may run front-end destructors */
     if (rc == 0 && !f.walked)
-        rc = pg_fail(PG_STATUS_ERR_STATE, "%s: the replay in backward() did not call pg_host_replay", h->label);
+        rc = pg_fail(PG_STATUS_ERR_STATE,
+                     "%s: the replay in backward() did not call pg_host_replay", h->label);
     else if (rc != 0 && !pg_last_status())
-        pg_fail(PG_STATUS_ERR_STATE, "%s: the segment failed when replayed in backward()", h->label);
+        pg_fail(PG_STATUS_ERR_STATE, "%s: the segment failed when replayed in backward()",
+                h->label);
     char msg[1024];
     int st = pg_last_status();
     if (rc) snprintf(msg, sizeof msg, "%s", pg_last_error());
     pg_tape_unstash();
-    if (rc) { pg_fail(st ? st : PG_STATUS_ERR_STATE, "%s", msg); return -1; }
+    if (rc) {
+        pg_fail(st ? st : PG_STATUS_ERR_STATE, "%s", msg);
+        return -1;
+    }
     return 0;
 }
 
 int pg_host_replay(pg_tensor *out)
 {
     frame *f = top;
-    if (!f) return pg_fail(PG_STATUS_ERR_STATE, "pg_host_replay: only valid inside a host node's backward");
-    if (f->walked) return pg_fail(PG_STATUS_ERR_STATE, "pg_host_replay: called twice in one replay");
+    if (!f)
+        return pg_fail(PG_STATUS_ERR_STATE,
+                       "pg_host_replay: only valid inside a host node's backward");
+    if (f->walked)
+        return pg_fail(PG_STATUS_ERR_STATE, "pg_host_replay: called twice in one replay");
     if (pg_not_live(out, "ag_checkpoint", "the replay's value")) return PG_STATUS_ERR_ARG;
-    if (out->dtype != f->gout->dtype || out->ne[0] != f->gout->ne[0] || out->ne[1] != f->gout->ne[1])
-        return pg_fail(PG_STATUS_ERR_SHAPE, "ag_checkpoint: the segment returned %s when replayed in backward() but %s in the forward pass (fn must be reproducible)",
+    if (out->dtype != f->gout->dtype || out->ne[0] != f->gout->ne[0] ||
+        out->ne[1] != f->gout->ne[1])
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "ag_checkpoint: the segment returned %s when replayed in backward() but %s "
+                       "in the forward pass (fn must be reproducible)",
                        pg_desc(out), pg_desc(f->gout));
     f->walked = 1;
     return pg_tape_walk_from(out, f->gout) ? -1 : 0;
@@ -122,18 +133,31 @@ pg_tensor *pg_host_record(pg_tensor *value, pg_tensor **in, int64_t n_in, const 
     struct pg_host *h = NULL;
     pg_tensor *out = NULL;
     const char *op = label && label[0] ? label : "host node";
-    if (!bw) { pg_fail(PG_STATUS_ERR_ARG, "%s: NULL backward callback", op); goto fail; }
+    if (!bw) {
+        pg_fail(PG_STATUS_ERR_ARG, "%s: NULL backward callback", op);
+        goto fail;
+    }
     if (pg_not_live(value, op, "fn's value")) goto fail;
-    if (n_in < 0 || (n_in > 0 && !in)) { pg_fail(PG_STATUS_ERR_ARG, "%s: bad input list", op); goto fail; }
+    if (n_in < 0 || (n_in > 0 && !in)) {
+        pg_fail(PG_STATUS_ERR_ARG, "%s: bad input list", op);
+        goto fail;
+    }
     for (int64_t i = 0; i < n_in; i++)
         if (pg_not_live(in[i], op, "input")) goto fail;
-    if (!pg_tape_enabled()) { pg_fail(PG_STATUS_ERR_STATE, "%s: the tape is not recording", op); goto fail; }
+    if (!pg_tape_enabled()) {
+        pg_fail(PG_STATUS_ERR_STATE, "%s: the tape is not recording", op);
+        goto fail;
+    }
     h = calloc(1, sizeof *h);
-    if (!h) { pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory", op); goto fail; }
+    if (!h) {
+        pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory", op);
+        goto fail;
+    }
     snprintf(h->label, sizeof h->label, "%s", op);
     h->n_xin = n_in > PG_MAX_IN ? n_in - PG_MAX_IN : 0;
-    if (h->n_xin && (!(h->xin = malloc((size_t)h->n_xin * sizeof *h->xin)) ||
-                     !(h->xver = malloc((size_t)h->n_xin * sizeof *h->xver)))) {
+    if (h->n_xin &&
+        (!(h->xin = malloc((size_t)h->n_xin * sizeof *h->xin)) ||
+         !(h->xver = malloc((size_t)h->n_xin * sizeof *h->xver)))) {
         pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory", op);
         goto fail;
     }
@@ -142,7 +166,10 @@ pg_tensor *pg_host_record(pg_tensor *value, pg_tensor **in, int64_t n_in, const 
     int err;
     int n_slot = n_in > PG_MAX_IN ? PG_MAX_IN : (int)n_in;
     pg_node *n = pg_record_forced(h->label, host_bw, out, n_slot, in, &err);
-    if (!n) { if (!err) pg_fail(PG_STATUS_ERR_STATE, "%s: the tape is not recording", op); goto fail; }
+    if (!n) {
+        if (!err) pg_fail(PG_STATUS_ERR_STATE, "%s: the tape is not recording", op);
+        goto fail;
+    }
     for (int64_t i = 0; i < h->n_xin; i++) {
         h->xin[i] = in[PG_MAX_IN + i];
         pg_tensor_retain(h->xin[i]);
@@ -156,7 +183,11 @@ pg_tensor *pg_host_record(pg_tensor *value, pg_tensor **in, int64_t n_in, const 
     n->host = h;
     return out;
 fail:
-    if (h) { free(h->xin); free(h->xver); free(h); }
+    if (h) {
+        free(h->xin);
+        free(h->xver);
+        free(h);
+    }
     pg_tensor_release(out);
     if (destroy) destroy(ctx);
     return NULL;

@@ -28,7 +28,10 @@ static void on_thread_exit(void *p)
     pg_tape_thread_exit();
 }
 
-static void make_exit_key(void) { exit_key_ok = pthread_key_create(&exit_key, on_thread_exit) == 0; }
+static void make_exit_key(void)
+{
+    exit_key_ok = pthread_key_create(&exit_key, on_thread_exit) == 0;
+}
 
 /* ---- the gradient lock ----
  * Backward writes per-tensor scratch (bw_grad) and leaf .grad fields; two threads running
@@ -77,7 +80,8 @@ void pg_thread_watch(void)
 /* ---- the report ---- */
 
 typedef struct {
-    pg_ptrmap tensors;  /* tensor -> count: references from the tape and from dying tensors; flag: dies */
+    pg_ptrmap
+        tensors; /* tensor -> count: references from the tape and from dying tensors; flag: dies */
     pg_ptrmap storages; /* storage -> count: references from dying tensors; flag: dies */
     pg_ptrmap seen;     /* storages already charged */
     int64_t inputs, snapshots;
@@ -256,7 +260,8 @@ int64_t pg_tape_memory(pg_memory_totals *totals, const char **op_label, int64_t 
     pg_ptrmap_free(&w.storages);
     pg_ptrmap_free(&w.seen);
     if (nrows < 0)
-        return -pg_fail(PG_STATUS_ERR_NOMEM, "ag_tape_memory: out of memory walking a tape of %lld nodes",
+        return -pg_fail(PG_STATUS_ERR_NOMEM,
+                        "ag_tape_memory: out of memory walking a tape of %lld nodes",
                         (long long)nn);
     totals->nodes = nn;
     totals->bytes_snapshots = w.snapshots;

@@ -16,20 +16,33 @@ int pg_flash_attention_check(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n
     if (pg_not_live(q, OP, "q") || pg_not_live(k, OP, "k") || pg_not_live(v, OP, "v")) return -1;
     const long long d = (long long)q->ne[0], sq = (long long)q->ne[1];
     if (n_heads < 1 || q->ne[0] % n_heads)
-        return pg_fail(PG_STATUS_ERR_VALUE, "ggmlR: ag_flash_attention() needs n_heads to divide d_model (%lld %%%% %lld != 0).",
-                       d, (long long)n_heads);
+        return pg_fail(
+            PG_STATUS_ERR_VALUE,
+            "ggmlR: ag_flash_attention() needs n_heads to divide d_model (%lld %%%% %lld != 0).", d,
+            (long long)n_heads);
     if (k->ne[0] != q->ne[0] || v->ne[0] != q->ne[0])
-        return pg_fail(PG_STATUS_ERR_SHAPE, "ggmlR: ag_flash_attention() needs q, k and v to share d_model (got %lld, %lld, %lld).",
-                       d, (long long)k->ne[0], (long long)v->ne[0]);
+        return pg_fail(
+            PG_STATUS_ERR_SHAPE,
+            "ggmlR: ag_flash_attention() needs q, k and v to share d_model (got %lld, %lld, %lld).",
+            d, (long long)k->ne[0], (long long)v->ne[0]);
     if (k->ne[1] != v->ne[1])
-        return pg_fail(PG_STATUS_ERR_SHAPE, "ggmlR: ag_flash_attention() needs k and v to share a sequence length (got %lld and %lld).",
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "ggmlR: ag_flash_attention() needs k and v to share a sequence length (got "
+                       "%lld and %lld).",
                        (long long)k->ne[1], (long long)v->ne[1]);
     if (mask_nd == 0) return 0;
-    if (causal) return pg_fail(PG_STATUS_ERR_VALUE, "ggmlR: ag_flash_attention() takes either `mask` or `causal`, not both.");
-    if (mask_nd != 2) return pg_fail(PG_STATUS_ERR_SHAPE, "ggmlR: ag_flash_attention() needs `mask` to be a matrix.");
+    if (causal)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ggmlR: ag_flash_attention() takes either `mask` or `causal`, not both.");
+    if (mask_nd != 2)
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "ggmlR: ag_flash_attention() needs `mask` to be a matrix.");
     if (mask_nrow != k->ne[1] || mask_ncol != q->ne[1])
-        return pg_fail(PG_STATUS_ERR_SHAPE, "ggmlR: ag_flash_attention() needs `mask` to be [seq_kv, seq_q] = [%lld, %lld], got [%lld, %lld]. Note the orientation: keys index the ROWS, queries the columns.",
-                       (long long)k->ne[1], sq, (long long)mask_nrow, (long long)mask_ncol);
+        return pg_fail(
+            PG_STATUS_ERR_SHAPE,
+            "ggmlR: ag_flash_attention() needs `mask` to be [seq_kv, seq_q] = [%lld, %lld], got "
+            "[%lld, %lld]. Note the orientation: keys index the ROWS, queries the columns.",
+            (long long)k->ne[1], sq, (long long)mask_nrow, (long long)mask_ncol);
     return 0;
 }
 
@@ -65,20 +78,22 @@ static att att_of(const pg_node *n)
 }
 
 /* Column max over 16 lanes (exact in any order; NaN never wins), as pg_softmax_cols. */
-#define COLMAX(T, c, R, mx)                                                                      \
-    do {                                                                                         \
-        mx = (T)-INFINITY;                                                                       \
-        if ((R) < 16) {                                                                          \
-            for (int64_t i_ = 0; i_ < (R); i_++) mx = (c)[i_] > mx ? (c)[i_] : mx;               \
-        } else {                                                                                 \
-            T lm_[16];                                                                           \
-            for (int l_ = 0; l_ < 16; l_++) lm_[l_] = (T)-INFINITY;                              \
-            int64_t i0_ = 0;                                                                     \
-            for (; i0_ + 16 <= (R); i0_ += 16)                                                   \
-                for (int l_ = 0; l_ < 16; l_++) lm_[l_] = (c)[i0_ + l_] > lm_[l_] ? (c)[i0_ + l_] : lm_[l_]; \
-            for (int l_ = 0; i0_ + l_ < (R); l_++) lm_[l_] = (c)[i0_ + l_] > lm_[l_] ? (c)[i0_ + l_] : lm_[l_]; \
-            for (int l_ = 0; l_ < 16; l_++) mx = lm_[l_] > mx ? lm_[l_] : mx;                    \
-        }                                                                                        \
+#define COLMAX(T, c, R, mx)                                                                        \
+    do {                                                                                           \
+        mx = (T)-INFINITY;                                                                         \
+        if ((R) < 16) {                                                                            \
+            for (int64_t i_ = 0; i_ < (R); i_++) mx = (c)[i_] > mx ? (c)[i_] : mx;                 \
+        } else {                                                                                   \
+            T lm_[16];                                                                             \
+            for (int l_ = 0; l_ < 16; l_++) lm_[l_] = (T)-INFINITY;                                \
+            int64_t i0_ = 0;                                                                       \
+            for (; i0_ + 16 <= (R); i0_ += 16)                                                     \
+                for (int l_ = 0; l_ < 16; l_++)                                                    \
+                    lm_[l_] = (c)[i0_ + l_] > lm_[l_] ? (c)[i0_ + l_] : lm_[l_];                   \
+            for (int l_ = 0; i0_ + l_ < (R); l_++)                                                 \
+                lm_[l_] = (c)[i0_ + l_] > lm_[l_] ? (c)[i0_ + l_] : lm_[l_];                       \
+            for (int l_ = 0; l_ < 16; l_++) mx = lm_[l_] > mx ? lm_[l_] : mx;                      \
+        }                                                                                          \
     } while (0)
 
 /* Keys a block of queries j0 .. j0 + bn - 1 can see: all of them, or under causal only the first
@@ -92,14 +107,14 @@ static int64_t keys_of(const att *a, int64_t j0, int64_t bn)
  * past the query), then exp(St - max) / sum per column. The forward (fw) stores each column's
  * max and sum in st ([2H, Sq]: rows 2h, 2h + 1); the backward reads them back, so it repeats the
  * forward's operations exactly. A column with every key blocked (max -Inf) becomes 0. */
-static void block_probs(const att *a, int64_t h, int64_t j0, int64_t bn, const void *q, const void *k,
-                        void *P, void *st, int fw)
+static void block_probs(const att *a, int64_t h, int64_t j0, int64_t bn, const void *q,
+                        const void *k, void *P, void *st, int fw)
 {
     const int64_t D = a->D, dh = a->dh, R = keys_of(a, j0, bn), H2 = 2 * a->H;
     PG_DISPATCH(a->dt, {
         T *S = P, *sv = st;
-        pg_gemm(a->dt, 1, 0, R, bn, dh, a->scale, (const T *)k + h * dh, D, (const T *)q + h * dh + j0 * D, D,
-                0.0, S, R);
+        pg_gemm(a->dt, 1, 0, R, bn, dh, a->scale, (const T *)k + h * dh, D,
+                (const T *)q + h * dh + j0 * D, D, 0.0, S, R);
         for (int64_t jj = 0; jj < bn; jj++) {
             T *c = S + jj * R;
             const int64_t j = j0 + jj;
@@ -110,18 +125,25 @@ static void block_probs(const att *a, int64_t h, int64_t j0, int64_t bn, const v
             if (a->causal)
                 for (int64_t i = j + 1; i < R; i++) c[i] = (T)-INFINITY;
             T mx;
-            if (fw) { COLMAX(T, c, R, mx); sv[2 * h + j * H2] = mx; }
-            else mx = sv[2 * h + j * H2];
-            if (mx == (T)-INFINITY) { for (int64_t i = 0; i < R; i++) c[i] = (T)-INFINITY; }
-            else { for (int64_t i = 0; i < R; i++) c[i] -= mx; }
+            if (fw) {
+                COLMAX(T, c, R, mx);
+                sv[2 * h + j * H2] = mx;
+            } else mx = sv[2 * h + j * H2];
+            if (mx == (T)-INFINITY) {
+                for (int64_t i = 0; i < R; i++) c[i] = (T)-INFINITY;
+            } else {
+                for (int64_t i = 0; i < R; i++) c[i] -= mx;
+            }
         }
         pg_vexp(a->dt, S, S, R * bn);
         for (int64_t jj = 0; jj < bn; jj++) {
             T *c = S + jj * R;
             const int64_t j = j0 + jj;
             T s;
-            if (fw) { s = (T)pg_vsum(a->dt, c, R); sv[2 * h + 1 + j * H2] = s; }
-            else s = sv[2 * h + 1 + j * H2];
+            if (fw) {
+                s = (T)pg_vsum(a->dt, c, R);
+                sv[2 * h + 1 + j * H2] = s;
+            } else s = sv[2 * h + 1 + j * H2];
             if (sv[2 * h + j * H2] == (T)-INFINITY) continue; /* all zeros already */
             for (int64_t i = 0; i < R; i++) c[i] /= s;
         }
@@ -165,7 +187,10 @@ static void *zeroed_slot(pg_tensor *t, int *fail)
     if (!pg_wants_grad(t)) return NULL;
     int acc;
     void *d = pg_grad_slot(t, &acc);
-    if (!d) { *fail = 1; return NULL; }
+    if (!d) {
+        *fail = 1;
+        return NULL;
+    }
     if (!acc) memset(d, 0, (size_t)pg_numel(t) * pg_dtype_size(t->dtype));
     return d;
 }
@@ -213,25 +238,27 @@ static int flash_bw(pg_node *n, pg_tensor *g)
                     pg_gemm(a.dt, 0, 0, dh, bn, R, a.scale, (const T *)k + h * dh, D, ds, R, 1.0,
                             (T *)dq + h * dh + j0 * D, D);
                 if (dk) /* dK_h += scale q_h[, block] dSt^T */
-                    pg_gemm(a.dt, 0, 1, dh, R, bn, a.scale, (const T *)q + h * dh + j0 * D, D, ds, R, 1.0,
-                            (T *)dk + h * dh, D);
+                    pg_gemm(a.dt, 0, 1, dh, R, bn, a.scale, (const T *)q + h * dh + j0 * D, D, ds,
+                            R, 1.0, (T *)dk + h * dh, D);
             }
     });
     return 0;
 }
 
-pg_tensor *pg_flash_attention(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n_heads, double scale,
-                              pg_tensor *mask, int causal)
+pg_tensor *pg_flash_attention(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n_heads,
+                              double scale, pg_tensor *mask, int causal)
 {
     if (mask && pg_not_live(mask, OP, "mask")) return NULL;
-    if (pg_flash_attention_check(q, k, v, n_heads, mask ? 2 : 0, mask ? mask->ne[0] : 0, mask ? mask->ne[1] : 0,
-                                 causal))
+    if (pg_flash_attention_check(q, k, v, n_heads, mask ? 2 : 0, mask ? mask->ne[0] : 0,
+                                 mask ? mask->ne[1] : 0, causal))
         return NULL;
     if (k->dtype != q->dtype || v->dtype != q->dtype)
-        return pg_fail_null(PG_STATUS_ERR_DTYPE, "%s: q is %s, k is %s and v is %s; they need one dtype", OP, pg_desc(q),
+        return pg_fail_null(PG_STATUS_ERR_DTYPE,
+                            "%s: q is %s, k is %s and v is %s; they need one dtype", OP, pg_desc(q),
                             pg_desc(k), pg_desc(v));
     if (mask && mask->dtype != q->dtype)
-        return pg_fail_null(PG_STATUS_ERR_DTYPE, "%s: mask is %s but q is %s; it needs q's dtype", OP, pg_desc(mask), pg_desc(q));
+        return pg_fail_null(PG_STATUS_ERR_DTYPE, "%s: mask is %s but q is %s; it needs q's dtype",
+                            OP, pg_desc(mask), pg_desc(q));
     const int64_t H = n_heads, dh = q->ne[0] / H;
     if (isnan(scale)) scale = 1.0 / sqrt((double)dh);
     pg_tensor *out = pg_new(q->dtype, q->ne[0], q->ne[1], PG_MEM_CATEGORY_OTHER);

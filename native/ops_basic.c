@@ -7,8 +7,10 @@
 static int same_dtype(const char *op, const pg_tensor *a, const pg_tensor *b)
 {
     if (a->dtype != b->dtype)
-        return pg_fail(PG_STATUS_ERR_DTYPE, "%s: dtype mismatch: A is %s, B is %s (convert one with ag_tensor(x, dtype=...))",
-                       op, pg_desc(a), pg_desc(b));
+        return pg_fail(
+            PG_STATUS_ERR_DTYPE,
+            "%s: dtype mismatch: A is %s, B is %s (convert one with ag_tensor(x, dtype=...))", op,
+            pg_desc(a), pg_desc(b));
     return 0;
 }
 
@@ -42,13 +44,19 @@ static int matmul_fw(pg_node *n)
 
 pg_tensor *pg_matmul(pg_tensor *a, pg_tensor *b)
 {
-    if (pg_not_live(a, "ag_matmul", "A") || pg_not_live(b, "ag_matmul", "B") || same_dtype("ag_matmul", a, b)) return NULL;
+    if (pg_not_live(a, "ag_matmul", "A") || pg_not_live(b, "ag_matmul", "B") ||
+        same_dtype("ag_matmul", a, b))
+        return NULL;
     if (a->ne[1] != b->ne[0])
-        return pg_fail_null(PG_STATUS_ERR_SHAPE,
-                            "ag_matmul: A is %s and B is %s: ncol(A) = %lld must equal nrow(B) = %lld%s",
-                            pg_desc(a), pg_desc(b), (long long)a->ne[1], (long long)b->ne[0],
-                            a->ne[0] == b->ne[0] ? " (did you mean ag_matmul(ag_transpose(A), B)?)" :
-                            a->ne[1] == b->ne[1] ? " (did you mean ag_matmul(A, ag_transpose(B)); data in row-major [batch, features] layout must be transposed to [features, batch])" : "");
+        return pg_fail_null(
+            PG_STATUS_ERR_SHAPE,
+            "ag_matmul: A is %s and B is %s: ncol(A) = %lld must equal nrow(B) = %lld%s",
+            pg_desc(a), pg_desc(b), (long long)a->ne[1], (long long)b->ne[0],
+            a->ne[0] == b->ne[0] ? " (did you mean ag_matmul(ag_transpose(A), B)?)"
+                : a->ne[1] == b->ne[1]
+                ? " (did you mean ag_matmul(A, ag_transpose(B)); data in row-major [batch, "
+                  "features] layout must be transposed to [features, batch])"
+                : "");
     pg_tensor *out = pg_new(a->dtype, a->ne[0], b->ne[1], PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     pg_tensor *in[2] = {a, b};
@@ -62,7 +70,9 @@ static const char *bin_name[] = {"ag_add", "ag_sub", "ag_mul", "ag_div"};
 static const char *bin_label[] = {"add", "sub", "mul", "div"};
 
 /* Element (i, j) of a [r, c] operand broadcast to the output: stride 0 along size-1 dims. */
-typedef struct { int64_t rs, cs; } bstride;
+typedef struct {
+    int64_t rs, cs;
+} bstride;
 static bstride bstr(const pg_tensor *t)
 {
     bstride s = {t->ne[0] == 1 ? 0 : 1, t->ne[1] == 1 ? 0 : t->ne[0]};
@@ -79,26 +89,29 @@ static int bcast_dim(int64_t a, int64_t b, int64_t *out)
 
 /* d (+)= s * contribution, reduced onto the shape of `t` when t was broadcast. `expr` uses
  * gv (gradient element), xa and xb (operand elements at the same output position). */
-#define BIN_GRAD_LOOP(expr)                                                                    \
-    do {                                                                                       \
-        if (full) {                                                                            \
-            for (int64_t j = 0; j < C; j++)                                                    \
-                for (int64_t i = 0; i < R; i++) {                                              \
-                    T gv = gp[i + j * R];                                                      \
-                    T xa = ap[i * sa.rs + j * sa.cs], xb = bp[i * sb.rs + j * sb.cs];          \
-                    (void)xa; (void)xb;                                                        \
-                    if (acc) d[i + j * R] += (expr); else d[i + j * R] = (expr);               \
-                }                                                                              \
-        } else {                                                                               \
-            if (!acc) memset(d, 0, (size_t)pg_numel(t) * sizeof(T));                           \
-            for (int64_t j = 0; j < C; j++)                                                    \
-                for (int64_t i = 0; i < R; i++) {                                              \
-                    T gv = gp[i + j * R];                                                      \
-                    T xa = ap[i * sa.rs + j * sa.cs], xb = bp[i * sb.rs + j * sb.cs];          \
-                    (void)xa; (void)xb;                                                        \
-                    d[i * st.rs + j * st.cs] += (expr);                                        \
-                }                                                                              \
-        }                                                                                      \
+#define BIN_GRAD_LOOP(expr)                                                                        \
+    do {                                                                                           \
+        if (full) {                                                                                \
+            for (int64_t j = 0; j < C; j++)                                                        \
+                for (int64_t i = 0; i < R; i++) {                                                  \
+                    T gv = gp[i + j * R];                                                          \
+                    T xa = ap[i * sa.rs + j * sa.cs], xb = bp[i * sb.rs + j * sb.cs];              \
+                    (void)xa;                                                                      \
+                    (void)xb;                                                                      \
+                    if (acc) d[i + j * R] += (expr);                                               \
+                    else d[i + j * R] = (expr);                                                    \
+                }                                                                                  \
+        } else {                                                                                   \
+            if (!acc) memset(d, 0, (size_t)pg_numel(t) * sizeof(T));                               \
+            for (int64_t j = 0; j < C; j++)                                                        \
+                for (int64_t i = 0; i < R; i++) {                                                  \
+                    T gv = gp[i + j * R];                                                          \
+                    T xa = ap[i * sa.rs + j * sa.cs], xb = bp[i * sb.rs + j * sb.cs];              \
+                    (void)xa;                                                                      \
+                    (void)xb;                                                                      \
+                    d[i * st.rs + j * st.cs] += (expr);                                            \
+                }                                                                                  \
+        }                                                                                          \
     } while (0)
 
 /* Gradient of operand `which` (0 = A, 1 = B) of binary op `kind`. */
@@ -127,8 +140,10 @@ static int bin_grad(pg_node *n, pg_tensor *g, int which)
                 if (!acc) memset(d, 0, (size_t)R * sizeof(T));
                 for (int64_t j = 0; j < C; j++) {
                     const T *gc = gp + j * R;
-                    if (neg) for (int64_t i = 0; i < R; i++) d[i] += -gc[i];
-                    else for (int64_t i = 0; i < R; i++) d[i] += gc[i];
+                    if (neg)
+                        for (int64_t i = 0; i < R; i++) d[i] += -gc[i];
+                    else
+                        for (int64_t i = 0; i < R; i++) d[i] += gc[i];
                 }
             }
         });
@@ -154,24 +169,28 @@ static int bin_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
-#define BIN_FWD_LOOP(expr)                                                                     \
-    do {                                                                                       \
-        if (sa.rs == 1 && sb.rs == 1) {                                                        \
-            for (int64_t j = 0; j < C; j++) {                                                  \
-                const T *x = ap + j * sa.cs, *y = bp + j * sb.cs; T *o = op + j * R;           \
-                for (int64_t i = 0; i < R; i++) o[i] = expr(x[i], y[i]);                       \
-            }                                                                                  \
-        } else if (sa.rs == 1) {                                                               \
-            for (int64_t j = 0; j < C; j++) {                                                  \
-                const T *x = ap + j * sa.cs; const T yv = bp[j * sb.cs]; T *o = op + j * R;    \
-                for (int64_t i = 0; i < R; i++) o[i] = expr(x[i], yv);                         \
-            }                                                                                  \
-        } else {                                                                               \
-            for (int64_t j = 0; j < C; j++) {                                                  \
-                const T xv = ap[j * sa.cs], *y = bp + j * sb.cs; T *o = op + j * R;            \
-                for (int64_t i = 0; i < R; i++) o[i] = expr(xv, y[i * sb.rs]);                 \
-            }                                                                                  \
-        }                                                                                      \
+#define BIN_FWD_LOOP(expr)                                                                         \
+    do {                                                                                           \
+        if (sa.rs == 1 && sb.rs == 1) {                                                            \
+            for (int64_t j = 0; j < C; j++) {                                                      \
+                const T *x = ap + j * sa.cs, *y = bp + j * sb.cs;                                  \
+                T *o = op + j * R;                                                                 \
+                for (int64_t i = 0; i < R; i++) o[i] = expr(x[i], y[i]);                           \
+            }                                                                                      \
+        } else if (sa.rs == 1) {                                                                   \
+            for (int64_t j = 0; j < C; j++) {                                                      \
+                const T *x = ap + j * sa.cs;                                                       \
+                const T yv = bp[j * sb.cs];                                                        \
+                T *o = op + j * R;                                                                 \
+                for (int64_t i = 0; i < R; i++) o[i] = expr(x[i], yv);                             \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (int64_t j = 0; j < C; j++) {                                                      \
+                const T xv = ap[j * sa.cs], *y = bp + j * sb.cs;                                   \
+                T *o = op + j * R;                                                                 \
+                for (int64_t i = 0; i < R; i++) o[i] = expr(xv, y[i * sb.rs]);                     \
+            }                                                                                      \
+        }                                                                                          \
     } while (0)
 #define E_ADD(x, y) ((x) + (y))
 #define E_SUB(x, y) ((x) - (y))
@@ -199,12 +218,14 @@ static int bin_fw(pg_node *n)
 static pg_tensor *binary(int kind, pg_tensor *a, pg_tensor *b)
 {
     const char *name = bin_name[kind];
-    if (pg_not_live(a, name, "A") || pg_not_live(b, name, "B") || same_dtype(name, a, b)) return NULL;
+    if (pg_not_live(a, name, "A") || pg_not_live(b, name, "B") || same_dtype(name, a, b))
+        return NULL;
     int64_t R, C;
     if (bcast_dim(a->ne[0], b->ne[0], &R) || bcast_dim(a->ne[1], b->ne[1], &C))
-        return pg_fail_null(PG_STATUS_ERR_SHAPE,
-                            "%s: shapes A %s and B %s do not broadcast (each dim must match or be 1)",
-                            name, pg_desc(a), pg_desc(b));
+        return pg_fail_null(
+            PG_STATUS_ERR_SHAPE,
+            "%s: shapes A %s and B %s do not broadcast (each dim must match or be 1)", name,
+            pg_desc(a), pg_desc(b));
     pg_tensor *out = pg_new(a->dtype, R, C, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     pg_tensor *in[2] = {a, b};
@@ -232,9 +253,12 @@ static int linear_fw(pg_node *n)
         const T *bp = b ? (const T *)pg_data(b) : NULL;
         for (int64_t j = 0; j < B; j++) {
             T *oc = o + j * m;
-            if (bp) for (int64_t i = 0; i < m; i++) oc[i] = oc[i] + bp[i];
+            if (bp)
+                for (int64_t i = 0; i < m; i++) oc[i] = oc[i] + bp[i];
             switch (act) {
-            case PG_UNARY_OP_RELU: for (int64_t i = 0; i < m; i++) oc[i] = oc[i] < 0 ? (T)0 : oc[i]; break;
+            case PG_UNARY_OP_RELU:
+                for (int64_t i = 0; i < m; i++) oc[i] = oc[i] < 0 ? (T)0 : oc[i];
+                break;
             case PG_UNARY_OP_SIGMOID: pg_vsigmoid(w->dtype, oc, oc, m); break;
             case PG_UNARY_OP_TANH: pg_vtanh(w->dtype, oc, oc, m); break;
             default: break;
@@ -257,9 +281,18 @@ static int linear_bw(pg_node *n, pg_tensor *g)
             T *d = s;
             const T *gp = pg_data(g), *op = pg_data(o);
             switch (act) {
-            case PG_UNARY_OP_RELU: for (int64_t i = 0; i < N; i++) { T gv = gp[i]; d[i] = op[i] > 0 ? gv : (T)0; } break;
-            case PG_UNARY_OP_SIGMOID: for (int64_t i = 0; i < N; i++) d[i] = gp[i] * op[i] * (1 - op[i]); break;
-            default: for (int64_t i = 0; i < N; i++) d[i] = gp[i] * (1 - op[i] * op[i]); break;
+            case PG_UNARY_OP_RELU:
+                for (int64_t i = 0; i < N; i++) {
+                    T gv = gp[i];
+                    d[i] = op[i] > 0 ? gv : (T)0;
+                }
+                break;
+            case PG_UNARY_OP_SIGMOID:
+                for (int64_t i = 0; i < N; i++) d[i] = gp[i] * op[i] * (1 - op[i]);
+                break;
+            default:
+                for (int64_t i = 0; i < N; i++) d[i] = gp[i] * (1 - op[i] * op[i]);
+                break;
             }
         });
         dz = s;
@@ -296,14 +329,19 @@ pg_tensor *pg_linear(pg_tensor *w, pg_tensor *x, pg_tensor *b, int act)
     const char *op = "ag_linear";
     if (pg_not_live(w, op, "W") || pg_not_live(x, op, "x") || same_dtype(op, w, x)) return NULL;
     if (b && (pg_not_live(b, op, "b") || same_dtype(op, w, b))) return NULL;
-    if (act != -1 && act != PG_UNARY_OP_RELU && act != PG_UNARY_OP_SIGMOID && act != PG_UNARY_OP_TANH)
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: fused activation code %d is not supported (relu, sigmoid, tanh or -1 for none)", op, act);
+    if (act != -1 && act != PG_UNARY_OP_RELU && act != PG_UNARY_OP_SIGMOID &&
+        act != PG_UNARY_OP_TANH)
+        return pg_fail_null(
+            PG_STATUS_ERR_VALUE,
+            "%s: fused activation code %d is not supported (relu, sigmoid, tanh or -1 for none)",
+            op, act);
     if (w->ne[1] != x->ne[0])
-        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: W is %s and x is %s: ncol(W) = %lld must equal nrow(x) = %lld",
-                            op, pg_desc(w), pg_desc(x), (long long)w->ne[1], (long long)x->ne[0]);
+        return pg_fail_null(PG_STATUS_ERR_SHAPE,
+                            "%s: W is %s and x is %s: ncol(W) = %lld must equal nrow(x) = %lld", op,
+                            pg_desc(w), pg_desc(x), (long long)w->ne[1], (long long)x->ne[0]);
     if (b && (b->ne[0] != w->ne[0] || b->ne[1] != 1))
-        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: b is %s but W is %s; b must be [%lldx1]",
-                            op, pg_desc(b), pg_desc(w), (long long)w->ne[0]);
+        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: b is %s but W is %s; b must be [%lldx1]", op,
+                            pg_desc(b), pg_desc(w), (long long)w->ne[0]);
     pg_tensor *out = pg_new(w->dtype, w->ne[0], x->ne[1], PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     pg_tensor *in[3] = {w, x, b};

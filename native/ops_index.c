@@ -27,7 +27,8 @@ static int take_bw(pg_node *n, pg_tensor *g)
     PG_DISPATCH(x->dtype, {
         T *d = slot;
         const T *gp = pg_data(g);
-        if (!acc) for (int64_t i = 0; i < N; i++) d[i] = 0;
+        if (!acc)
+            for (int64_t i = 0; i < N; i++) d[i] = 0;
         for (int64_t k = 0; k < m; k++) d[(int64_t)ip[k]] += gp[k];
     });
     return 0;
@@ -37,15 +38,18 @@ pg_tensor *pg_take(pg_tensor *x, const int64_t *pos, int64_t n, int64_t nrow, in
 {
     if (pg_not_live(x, "indexing", "x")) return NULL;
     if (nrow < 0 || ncol < 0 || n != nrow * ncol)
-        return pg_fail_null(PG_STATUS_ERR_SHAPE, "indexing: %lld positions for a [%lldx%lld] result", (long long)n,
+        return pg_fail_null(PG_STATUS_ERR_SHAPE,
+                            "indexing: %lld positions for a [%lldx%lld] result", (long long)n,
                             (long long)nrow, (long long)ncol);
     if (n && !pos) return pg_fail_null(PG_STATUS_ERR_ARG, "indexing: positions are NULL");
     int64_t N = pg_numel(x);
     for (int64_t k = 0; k < n; k++)
         if (pos[k] < 0 || pos[k] >= N)
-            return pg_fail_null(PG_STATUS_ERR_VALUE, "indexing: position %lld out of range 0..%lld of %s", (long long)pos[k],
-                                (long long)N - 1, pg_desc(x));
-    pg_tensor *out = pg_new(x->dtype, nrow, ncol, PG_MEM_CATEGORY_OTHER), *ids = pg_new(PG_DTYPE_F64, 1, n ? n : 1, PG_MEM_CATEGORY_SAVED);
+            return pg_fail_null(PG_STATUS_ERR_VALUE,
+                                "indexing: position %lld out of range 0..%lld of %s",
+                                (long long)pos[k], (long long)N - 1, pg_desc(x));
+    pg_tensor *out = pg_new(x->dtype, nrow, ncol, PG_MEM_CATEGORY_OTHER),
+              *ids = pg_new(PG_DTYPE_F64, 1, n ? n : 1, PG_MEM_CATEGORY_SAVED);
     if (!out || !ids) {
         if (out) pg_tensor_release(out);
         if (ids) pg_tensor_release(ids);

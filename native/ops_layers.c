@@ -1,24 +1,18 @@
-/* Layer ops: batch norm, layer norm, embedding, row slice / concat, transposed matmul and the
- * causal mask used by attention, with their backward rules. */
+/* Layer ops: batch norm, layer norm and embedding, with their backward rules (row slice /
+ * concat, the transposed matmul and the causal mask: ops_rows.c). */
 #include <tgmath.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pg.h"
 
-static int same_dtype(const char *op, const char *an, const pg_tensor *a, const char *bn, const pg_tensor *b)
-{
-    if (a->dtype != b->dtype)
-        return pg_fail(PG_STATUS_ERR_DTYPE, "%s: dtype mismatch: %s is %s, %s is %s", op, an, pg_desc(a), bn, pg_desc(b));
-    return 0;
-}
-
 /* Optional per-feature vector: NULL, or a live [F, 1] tensor of x's dtype. */
 static int check_vec(const char *op, const char *name, const pg_tensor *v, const pg_tensor *x)
 {
     if (!v) return 0;
-    if (pg_not_live(v, op, name) || same_dtype(op, "x", x, name, v)) return -1;
+    if (pg_not_live(v, op, name) || pg_same_dtype(op, "x", x, name, v)) return -1;
     if (v->ne[0] != x->ne[0] || v->ne[1] != 1)
-        return pg_fail(PG_STATUS_ERR_SHAPE, "%s: %s is %s but x is %s; it must be [%lldx1] (one value per feature row)",
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "%s: %s is %s but x is %s; it must be [%lldx1] (one value per feature row)",
                        op, name, pg_desc(v), pg_desc(x), (long long)x->ne[0]);
     return 0;
 }
@@ -36,7 +30,10 @@ static pg_tensor *finish(const char *label, pg_bw_fn bw, pg_tensor *out, int n_i
     }
     pg_tensor_release(s0);
     pg_tensor_release(s1);
-    if (err) { pg_tensor_release(out); return NULL; }
+    if (err) {
+        pg_tensor_release(out);
+        return NULL;
+    }
     if (nd) *nd = n;
     return out;
 }
@@ -67,7 +64,10 @@ static int affine_param_grads(pg_node *n, pg_tensor *g, pg_tensor *xhat)
         const double *src = k ? sb : sg;
         if (!(k ? wb : wg)) continue;
         void *slot = pg_grad_slot(t, &acc);
-        if (!slot) { rc = -1; break; }
+        if (!slot) {
+            rc = -1;
+            break;
+        }
         PG_DISPATCH(g->dtype, {
             T *d = slot;
             PG_STORE_LOOP(acc, F, d, (T)src[i]);
@@ -104,13 +104,17 @@ static int batch_norm_bw(pg_node *n, pg_tensor *g)
                         m1[i] += gv;
                         m2[i] += gv * (double)xh[i + j * F];
                     }
-                for (int64_t i = 0; i < F; i++) { m1[i] /= (double)B; m2[i] /= (double)B; }
+                for (int64_t i = 0; i < F; i++) {
+                    m1[i] /= (double)B;
+                    m2[i] /= (double)B;
+                }
             }
             /* dx = gamma * invstd * (g - mean(g) - xhat * mean(g * xhat)); eval: m1 = m2 = 0 */
             for (int64_t j = 0; j < B; j++) {
                 const T *gc = gp + j * F, *hc = xh + j * F;
                 T *dc = d + j * F;
-                PG_STORE_LOOP(acc, F, dc, (T)(k[i] * ((double)gc[i] - m1[i] - (double)hc[i] * m2[i])));
+                PG_STORE_LOOP(acc, F, dc,
+                              (T)(k[i] * ((double)gc[i] - m1[i] - (double)hc[i] * m2[i])));
             }
         });
         free(k);
@@ -123,7 +127,8 @@ static int batch_norm_bw(pg_node *n, pg_tensor *g)
  * forward or compiled replay), one update per forward. */
 static int batch_norm_fw(pg_node *n)
 {
-    pg_tensor *x = n->in[0], *gamma = n->in[1], *beta = n->in[2], *running_mean = n->in[3], *running_var = n->in[4];
+    pg_tensor *x = n->in[0], *gamma = n->in[1], *beta = n->in[2], *running_mean = n->in[3],
+              *running_var = n->in[4];
     pg_tensor *out = n->out, *xhat = n->saved[0], *invstd = n->saved[1];
     const double eps = n->p[0], momentum = n->p[1];
     const int training = (int)n->ip[0];
@@ -135,7 +140,8 @@ static int batch_norm_fw(pg_node *n)
     memset(mu, 0, (size_t)(2 * F + 1) * sizeof *mu);
     PG_DISPATCH(x->dtype, {
         const T *xp = pg_data(x);
-        const T *ga = gamma ? (const T *)pg_data(gamma) : NULL, *be = beta ? (const T *)pg_data(beta) : NULL;
+        const T *ga = gamma ? (const T *)pg_data(gamma) : NULL,
+                *be = beta ? (const T *)pg_data(beta) : NULL;
         T *rm = running_mean ? (T *)pg_data(running_mean) : NULL;
         T *rv = running_var ? (T *)pg_data(running_var) : NULL;
         T *o = pg_data(out), *xh = pg_data(xhat), *is = pg_data(invstd);
@@ -144,16 +150,25 @@ static int batch_norm_fw(pg_node *n)
                 for (int64_t i = 0; i < F; i++) mu[i] += xp[i + j * F];
             for (int64_t i = 0; i < F; i++) mu[i] /= (double)B;
             for (int64_t j = 0; j < B; j++)
-                for (int64_t i = 0; i < F; i++) { double dv = (double)xp[i + j * F] - mu[i]; var[i] += dv * dv; }
+                for (int64_t i = 0; i < F; i++) {
+                    double dv = (double)xp[i + j * F] - mu[i];
+                    var[i] += dv * dv;
+                }
             for (int64_t i = 0; i < F; i++) {
                 var[i] /= (double)B;
                 if (rm) rm[i] = (T)((1 - momentum) * (double)rm[i] + momentum * mu[i]);
                 if (rv) rv[i] = (T)((1 - momentum) * (double)rv[i] + momentum * var[i]);
             }
         } else {
-            for (int64_t i = 0; i < F; i++) { mu[i] = rm[i]; var[i] = rv[i]; }
+            for (int64_t i = 0; i < F; i++) {
+                mu[i] = rm[i];
+                var[i] = rv[i];
+            }
         }
-        for (int64_t i = 0; i < F; i++) { var[i] = 1.0 / sqrt(var[i] + eps); is[i] = (T)var[i]; }
+        for (int64_t i = 0; i < F; i++) {
+            var[i] = 1.0 / sqrt(var[i] + eps);
+            is[i] = (T)var[i];
+        }
         for (int64_t j = 0; j < B; j++)
             for (int64_t i = 0; i < F; i++) {
                 T h = (T)(((double)xp[i + j * F] - mu[i]) * var[i]);
@@ -170,30 +185,42 @@ pg_tensor *pg_batch_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, pg_ten
     const char *op = "ag_batch_norm";
     if (pg_not_live(x, op, "x")) return NULL;
     if (check_vec(op, "gamma", gamma, x) || check_vec(op, "beta", beta, x) ||
-        check_vec(op, "running_mean", running_mean, x) || check_vec(op, "running_var", running_var, x))
+        check_vec(op, "running_mean", running_mean, x) ||
+        check_vec(op, "running_var", running_var, x))
         return NULL;
-    if (!(eps >= 0)) return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
+    if (!(eps >= 0))
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
     if (training && !(momentum >= 0 && momentum <= 1))
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: momentum must be in [0, 1], got %g", op, momentum);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: momentum must be in [0, 1], got %g", op,
+                            momentum);
     if (!training && (!running_mean || !running_var))
-        return pg_fail_null(PG_STATUS_ERR_ARG, "%s: eval mode needs running_mean and running_var", op);
-    if ((running_mean && pg_wants_grad(running_mean)) || (running_var && pg_wants_grad(running_var)))
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: running_mean / running_var are buffers and must not require grad", op);
+        return pg_fail_null(PG_STATUS_ERR_ARG, "%s: eval mode needs running_mean and running_var",
+                            op);
+    if ((running_mean && pg_wants_grad(running_mean)) ||
+        (running_var && pg_wants_grad(running_var)))
+        return pg_fail_null(PG_STATUS_ERR_VALUE,
+                            "%s: running_mean / running_var are buffers and must not require grad",
+                            op);
     int64_t F = x->ne[0], B = x->ne[1];
     if (training && B < 1)
-        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: training mode needs at least one column (sample), x is %s", op, pg_desc(x));
+        return pg_fail_null(PG_STATUS_ERR_SHAPE,
+                            "%s: training mode needs at least one column (sample), x is %s", op,
+                            pg_desc(x));
     pg_tensor *out = pg_new_like(x, PG_MEM_CATEGORY_OTHER);
     pg_tensor *xhat = pg_new_like(x, PG_MEM_CATEGORY_SAVED);
     pg_tensor *invstd = pg_new(x->dtype, F, 1, PG_MEM_CATEGORY_SAVED);
     if (!out || !xhat || !invstd) {
-        pg_tensor_release(out); pg_tensor_release(xhat); pg_tensor_release(invstd);
+        pg_tensor_release(out);
+        pg_tensor_release(xhat);
+        pg_tensor_release(invstd);
         return NULL;
     }
     /* the running buffers are inputs (no gradient) so that a compiled graph updates them */
     pg_tensor *in[5] = {x, gamma, beta, running_mean, running_var}, *saved[2] = {xhat, invstd};
     double p[4] = {eps, momentum, 0, 0};
     int64_t ip[4] = {training != 0, 0, 0, 0};
-    pg_tensor *r = pg_op_run("batch_norm", batch_norm_fw, batch_norm_bw, out, 5, in, p, ip, 2, saved);
+    pg_tensor *r =
+        pg_op_run("batch_norm", batch_norm_fw, batch_norm_bw, out, 5, in, p, ip, 2, saved);
     /* backward reads xhat and invstd, never the running buffers: a later use of the same layer
      * updating them (a shared layer, a checkpoint replay) must not fail the check */
     if (r && r->node && r->node->out == r) r->node->ver_skip = (1u << 3) | (1u << 4);
@@ -244,7 +271,8 @@ static int layer_norm_fw(pg_node *n)
     int64_t F = x->ne[0], B = x->ne[1];
     PG_DISPATCH(x->dtype, {
         const T *xp = pg_data(x);
-        const T *ga = gamma ? (const T *)pg_data(gamma) : NULL, *be = beta ? (const T *)pg_data(beta) : NULL;
+        const T *ga = gamma ? (const T *)pg_data(gamma) : NULL,
+                *be = beta ? (const T *)pg_data(beta) : NULL;
         T *o = pg_data(out), *xh = pg_data(xhat), *is = pg_data(invstd);
         for (int64_t j = 0; j < B; j++) {
             const T *xc = xp + j * F;
@@ -252,7 +280,10 @@ static int layer_norm_fw(pg_node *n)
             for (int64_t i = 0; i < F; i++) s += xc[i];
             const double mu = s / (double)F;
             double v = 0;
-            for (int64_t i = 0; i < F; i++) { double dv = (double)xc[i] - mu; v += dv * dv; }
+            for (int64_t i = 0; i < F; i++) {
+                double dv = (double)xc[i] - mu;
+                v += dv * dv;
+            }
             const double sd = 1.0 / sqrt(v / (double)F + eps);
             is[j] = (T)sd;
             for (int64_t i = 0; i < F; i++) {
@@ -270,14 +301,19 @@ pg_tensor *pg_layer_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, double
     const char *op = "ag_layer_norm";
     if (pg_not_live(x, op, "x")) return NULL;
     if (check_vec(op, "gamma", gamma, x) || check_vec(op, "beta", beta, x)) return NULL;
-    if (!(eps >= 0)) return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
+    if (!(eps >= 0))
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: eps must be >= 0, got %g", op, eps);
     int64_t F = x->ne[0], B = x->ne[1];
-    if (F < 1) return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: x is %s; it needs at least one feature row", op, pg_desc(x));
+    if (F < 1)
+        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: x is %s; it needs at least one feature row",
+                            op, pg_desc(x));
     pg_tensor *out = pg_new_like(x, PG_MEM_CATEGORY_OTHER);
     pg_tensor *xhat = pg_new_like(x, PG_MEM_CATEGORY_SAVED);
     pg_tensor *invstd = pg_new(x->dtype, 1, B, PG_MEM_CATEGORY_SAVED);
     if (!out || !xhat || !invstd) {
-        pg_tensor_release(out); pg_tensor_release(xhat); pg_tensor_release(invstd);
+        pg_tensor_release(out);
+        pg_tensor_release(xhat);
+        pg_tensor_release(invstd);
         return NULL;
     }
     pg_tensor *in[3] = {x, gamma, beta}, *saved[2] = {xhat, invstd};
@@ -290,7 +326,8 @@ pg_tensor *pg_layer_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, double
 /* The ids of node n: saved[0] (f64, copied from a caller's array) or in[1] (an ids tensor). */
 static int64_t emb_id(const pg_tensor *ids, int64_t k)
 {
-    return ids->dtype == PG_DTYPE_F32 ? (int64_t)((const float *)pg_data(ids))[k] : (int64_t)((const double *)pg_data(ids))[k];
+    return ids->dtype == PG_DTYPE_F32 ? (int64_t)((const float *)pg_data(ids))[k]
+                                      : (int64_t)((const double *)pg_data(ids))[k];
 }
 
 static int embedding_bw(pg_node *n, pg_tensor *g)
@@ -317,13 +354,18 @@ pg_tensor *pg_embedding(pg_tensor *weight, const int64_t *idx, int64_t n)
 {
     const char *op = "ag_embedding";
     if (pg_not_live(weight, op, "weight")) return NULL;
-    if (n < 0) return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: number of ids must be >= 0, got %lld", op, (long long)n);
+    if (n < 0)
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: number of ids must be >= 0, got %lld", op,
+                            (long long)n);
     if (n > 0 && !idx) return pg_fail_null(PG_STATUS_ERR_ARG, "%s: ids pointer is NULL", op);
     int64_t D = weight->ne[0], V = weight->ne[1];
     for (int64_t k = 0; k < n; k++)
         if (idx[k] < 0 || idx[k] >= V)
-            return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: id %lld at position %lld is out of range: ids are 0-based and must be in [0, %lld) for weight %s",
-                                op, (long long)idx[k], (long long)(k + pg_index_base()), (long long)V, pg_desc(weight));
+            return pg_fail_null(PG_STATUS_ERR_VALUE,
+                                "%s: id %lld at position %lld is out of range: ids are 0-based and "
+                                "must be in [0, %lld) for weight %s",
+                                op, (long long)idx[k], (long long)(k + pg_index_base()),
+                                (long long)V, pg_desc(weight));
     pg_tensor *out = pg_new(weight->dtype, D, n, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     PG_DISPATCH(weight->dtype, {
@@ -334,7 +376,10 @@ pg_tensor *pg_embedding(pg_tensor *weight, const int64_t *idx, int64_t n)
     pg_tensor *ids = NULL;
     if (pg_wants_grad(weight) && pg_tape_enabled()) {
         ids = pg_new(PG_DTYPE_F64, 1, n, PG_MEM_CATEGORY_SAVED); /* exact for ids < 2^53 */
-        if (!ids) { pg_tensor_release(out); return NULL; }
+        if (!ids) {
+            pg_tensor_release(out);
+            return NULL;
+        }
         double *ip = pg_data(ids);
         for (int64_t k = 0; k < n; k++) ip[k] = (double)idx[k];
     }
@@ -353,14 +398,18 @@ static int embedding_ids_fw(pg_node *n)
         for (int64_t k = 0; k < N; k++) {
             T v = id[k];
             if (!(v >= 0 && v < (T)V) || v != (T)(int64_t)v)
-                return pg_fail(PG_STATUS_ERR_VALUE, "ag_embedding: id %g at position %lld is not a whole number in [0, %lld) for weight %s (ids are 0-based)",
-                               (double)v, (long long)(k + pg_index_base()), (long long)V, pg_desc(weight));
+                return pg_fail(PG_STATUS_ERR_VALUE,
+                               "ag_embedding: id %g at position %lld is not a whole number in [0, "
+                               "%lld) for weight %s (ids are 0-based)",
+                               (double)v, (long long)(k + pg_index_base()), (long long)V,
+                               pg_desc(weight));
         }
     });
     PG_DISPATCH(weight->dtype, {
         const T *w = pg_data(weight);
         T *o = pg_data(out);
-        for (int64_t k = 0; k < N; k++) memcpy(o + k * D, w + emb_id(ids, k) * D, (size_t)D * sizeof(T));
+        for (int64_t k = 0; k < N; k++)
+            memcpy(o + k * D, w + emb_id(ids, k) * D, (size_t)D * sizeof(T));
     });
     return 0;
 }
@@ -369,215 +418,11 @@ pg_tensor *pg_embedding_ids(pg_tensor *weight, pg_tensor *ids)
 {
     const char *op = "ag_embedding";
     if (pg_not_live(weight, op, "weight") || pg_not_live(ids, op, "ids")) return NULL;
-    if (ids->requires_grad) return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: ids %s must not require grad", op, pg_desc(ids));
+    if (ids->requires_grad)
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: ids %s must not require grad", op,
+                            pg_desc(ids));
     pg_tensor *out = pg_new(weight->dtype, weight->ne[0], pg_numel(ids), PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     pg_tensor *in[2] = {weight, ids};
     return pg_op_run("embedding", embedding_ids_fw, embedding_bw, out, 2, in, NULL, NULL, 0, NULL);
-}
-
-/* ---- row slice / concat ---- */
-
-/* dst rows [r0, r0 + nr) of a [Rd, C] matrix (+)= src [nr, C] */
-static void rows_add(int dtype, void *dst, int64_t Rd, int64_t r0, const void *src, int64_t nr, int64_t C, int acc)
-{
-    PG_DISPATCH(dtype, {
-        T *d = dst;
-        const T *s = src;
-        for (int64_t j = 0; j < C; j++) {
-            T *dc = d + j * Rd + r0;
-            const T *sc = s + j * nr;
-            PG_STORE_LOOP(acc, nr, dc, sc[i]);
-        }
-    });
-}
-
-/* dst [nr, C] (+)= rows [r0, r0 + nr) of src [Rs, C] */
-static void rows_get(int dtype, void *dst, const void *src, int64_t Rs, int64_t r0, int64_t nr, int64_t C, int acc)
-{
-    if (acc) {
-        PG_DISPATCH(dtype, {
-            T *d = dst;
-            const T *s = src;
-            for (int64_t j = 0; j < C; j++)
-                for (int64_t i = 0; i < nr; i++) d[i + j * nr] += s[r0 + i + j * Rs];
-        });
-        return;
-    }
-    size_t es = pg_dtype_size(dtype);
-    for (int64_t j = 0; j < C; j++)
-        memcpy((char *)dst + (size_t)(j * nr) * es, (const char *)src + (size_t)(j * Rs + r0) * es, (size_t)nr * es);
-}
-
-static int slice_rows_bw(pg_node *n, pg_tensor *g)
-{
-    pg_tensor *x = n->in[0];
-    int acc;
-    void *slot = pg_grad_slot(x, &acc);
-    if (!slot) return -1;
-    int64_t R = x->ne[0], C = x->ne[1], from = n->ip[0], nr = g->ne[0];
-    if (!acc) memset(slot, 0, (size_t)pg_numel(x) * pg_dtype_size(x->dtype));
-    rows_add(x->dtype, slot, R, from, pg_data(g), nr, C, 1);
-    return 0;
-}
-
-static int slice_rows_fw(pg_node *n)
-{
-    pg_tensor *x = n->in[0];
-    rows_get(x->dtype, pg_data(n->out), pg_data(x), x->ne[0], n->ip[0], n->out->ne[0], x->ne[1], 0);
-    return 0;
-}
-
-pg_tensor *pg_slice_rows(pg_tensor *x, int64_t from, int64_t n)
-{
-    const char *op = "ag_slice_rows";
-    if (pg_not_live(x, op, "x")) return NULL;
-    if (from < 0 || n < 0 || from > x->ne[0] - n)
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: rows from = %lld (0-based), n = %lld do not fit in x %s",
-                            op, (long long)from, (long long)n, pg_desc(x));
-    pg_tensor *out = pg_new(x->dtype, n, x->ne[1], PG_MEM_CATEGORY_OTHER);
-    if (!out) return NULL;
-    int64_t ip[4] = {from, 0, 0, 0};
-    return pg_op_run("slice_rows", slice_rows_fw, slice_rows_bw, out, 1, &x, NULL, ip, 0, NULL);
-}
-
-static int concat_rows_bw(pg_node *n, pg_tensor *g)
-{
-    pg_tensor *a = n->in[0], *b = n->in[1];
-    int64_t Ra = a->ne[0], Rb = b->ne[0], C = g->ne[1], R = g->ne[0];
-    int acc;
-    if (pg_wants_grad(a)) {
-        void *slot = pg_grad_slot(a, &acc);
-        if (!slot) return -1;
-        rows_get(g->dtype, slot, pg_data(g), R, 0, Ra, C, acc);
-    }
-    if (pg_wants_grad(b)) {
-        void *slot = pg_grad_slot(b, &acc);
-        if (!slot) return -1;
-        rows_get(g->dtype, slot, pg_data(g), R, Ra, Rb, C, acc);
-    }
-    return 0;
-}
-
-static int concat_rows_fw(pg_node *n)
-{
-    pg_tensor *a = n->in[0], *b = n->in[1];
-    int64_t Ra = a->ne[0], Rb = b->ne[0], C = a->ne[1];
-    rows_add(a->dtype, pg_data(n->out), Ra + Rb, 0, pg_data(a), Ra, C, 0);
-    rows_add(a->dtype, pg_data(n->out), Ra + Rb, Ra, pg_data(b), Rb, C, 0);
-    return 0;
-}
-
-pg_tensor *pg_concat_rows(pg_tensor *a, pg_tensor *b)
-{
-    const char *op = "ag_concat_rows";
-    if (pg_not_live(a, op, "a") || pg_not_live(b, op, "b") || same_dtype(op, "a", a, "b", b)) return NULL;
-    if (a->ne[1] != b->ne[1])
-        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: a is %s and b is %s; they must have the same number of columns",
-                            op, pg_desc(a), pg_desc(b));
-    pg_tensor *out = pg_new(a->dtype, a->ne[0] + b->ne[0], a->ne[1], PG_MEM_CATEGORY_OTHER);
-    if (!out) return NULL;
-    pg_tensor *in[2] = {a, b};
-    return pg_op_run("concat_rows", concat_rows_fw, concat_rows_bw, out, 2, in, NULL, NULL, 0, NULL);
-}
-
-/* ---- matmul with transposes ---- */
-
-static int matmul_t_bw(pg_node *n, pg_tensor *g)
-{
-    pg_tensor *a = n->in[0], *b = n->in[1];
-    int ta = (int)n->ip[0], tb = (int)n->ip[1];
-    double al = n->p[0];
-    int64_t m = g->ne[0], c = g->ne[1];
-    int64_t k = ta ? a->ne[0] : a->ne[1];
-    int64_t lda = a->ne[0], ldb = b->ne[0];
-    int acc;
-    if (pg_wants_grad(a)) {
-        void *d = pg_grad_slot(a, &acc);
-        if (!d) return -1;
-        if (!ta) /* dA [m,k] = al * G op(B)^T */
-            pg_gemm(a->dtype, 0, !tb, m, k, c, al, pg_data(g), m, pg_data(b), ldb, acc ? 1.0 : 0.0, d, lda);
-        else     /* dA [k,m] = al * op(B) G^T */
-            pg_gemm(a->dtype, tb, 1, k, m, c, al, pg_data(b), ldb, pg_data(g), m, acc ? 1.0 : 0.0, d, lda);
-    }
-    if (pg_wants_grad(b)) {
-        void *d = pg_grad_slot(b, &acc);
-        if (!d) return -1;
-        if (!tb) /* dB [k,c] = al * op(A)^T G */
-            pg_gemm(a->dtype, !ta, 0, k, c, m, al, pg_data(a), lda, pg_data(g), m, acc ? 1.0 : 0.0, d, ldb);
-        else     /* dB [c,k] = al * G^T op(A) */
-            pg_gemm(a->dtype, 1, ta, c, k, m, al, pg_data(g), m, pg_data(a), lda, acc ? 1.0 : 0.0, d, ldb);
-    }
-    return 0;
-}
-
-static int matmul_t_fw(pg_node *n)
-{
-    pg_tensor *a = n->in[0], *b = n->in[1], *out = n->out;
-    int ta = (int)n->ip[0], tb = (int)n->ip[1];
-    int64_t m = out->ne[0], c = out->ne[1], k = ta ? a->ne[0] : a->ne[1];
-    pg_gemm(a->dtype, ta, tb, m, c, k, n->p[0], pg_data(a), a->ne[0], pg_data(b), b->ne[0], 0.0, pg_data(out), m);
-    return 0;
-}
-
-pg_tensor *pg_matmul_t(pg_tensor *a, pg_tensor *b, int ta, int tb, double alpha)
-{
-    const char *op = "ag_matmul_t";
-    if (pg_not_live(a, op, "A") || pg_not_live(b, op, "B") || same_dtype(op, "A", a, "B", b)) return NULL;
-    ta = ta != 0;
-    tb = tb != 0;
-    int64_t m = ta ? a->ne[1] : a->ne[0], k = ta ? a->ne[0] : a->ne[1];
-    int64_t kb = tb ? b->ne[1] : b->ne[0], c = tb ? b->ne[0] : b->ne[1];
-    if (k != kb)
-        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: op(A) = %s%s and op(B) = %s%s: inner dims %lld and %lld differ",
-                            op, pg_desc(a), ta ? " transposed" : "", pg_desc(b), tb ? " transposed" : "",
-                            (long long)k, (long long)kb);
-    pg_tensor *out = pg_new(a->dtype, m, c, PG_MEM_CATEGORY_OTHER);
-    if (!out) return NULL;
-    pg_tensor *in[2] = {a, b};
-    double p[4] = {alpha, 0, 0, 0};
-    int64_t ip[4] = {ta, tb, 0, 0};
-    return pg_op_run("matmul_t", matmul_t_fw, matmul_t_bw, out, 2, in, p, ip, 0, NULL);
-}
-
-/* ---- causal mask ---- */
-
-static int causal_mask_bw(pg_node *n, pg_tensor *g)
-{
-    pg_tensor *x = n->in[0];
-    int acc;
-    void *slot = pg_grad_slot(x, &acc);
-    if (!slot) return -1;
-    int64_t R = x->ne[0], C = x->ne[1];
-    PG_DISPATCH(x->dtype, {
-        T *d = slot;
-        const T *gp = pg_data(g);
-        for (int64_t j = 0; j < C; j++) {
-            T *dc = d + j * R;
-            const T *gc = gp + j * R;
-            PG_STORE_LOOP(acc, R, dc, i > j ? (T)0 : gc[i]);
-        }
-    });
-    return 0;
-}
-
-static int causal_mask_fw(pg_node *n)
-{
-    pg_tensor *x = n->in[0];
-    int64_t R = x->ne[0], C = x->ne[1];
-    PG_DISPATCH(x->dtype, {
-        const T *xp = pg_data(x);
-        T *o = pg_data(n->out);
-        for (int64_t j = 0; j < C; j++)
-            for (int64_t i = 0; i < R; i++) o[i + j * R] = i > j ? (T)-INFINITY : xp[i + j * R];
-    });
-    return 0;
-}
-
-pg_tensor *pg_causal_mask(pg_tensor *x)
-{
-    if (pg_not_live(x, "ag_causal_mask", "x")) return NULL;
-    pg_tensor *out = pg_new_like(x, PG_MEM_CATEGORY_OTHER);
-    if (!out) return NULL;
-    return pg_op_run("causal_mask", causal_mask_fw, causal_mask_bw, out, 1, &x, NULL, NULL, 0, NULL);
 }

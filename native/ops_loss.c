@@ -13,17 +13,24 @@ void pg_softmax_cols(int dtype, const void *x, void *p, int64_t R, int64_t C);
 static int check_nonempty(const char *op, pg_tensor *pred)
 {
     if (pg_numel(pred) == 0)
-        return pg_fail(PG_STATUS_ERR_SHAPE, "%s: input %s is empty; a loss needs at least one element", op, pg_desc(pred));
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "%s: input %s is empty; a loss needs at least one element", op,
+                       pg_desc(pred));
     return 0;
 }
 
 static int check_target(const char *op, pg_tensor *pred, pg_tensor *target)
 {
-    if (pg_not_live(pred, op, "pred") || pg_not_live(target, op, "target") || check_nonempty(op, pred)) return -1;
+    if (pg_not_live(pred, op, "pred") || pg_not_live(target, op, "target") ||
+        check_nonempty(op, pred))
+        return -1;
     if (pred->dtype != target->dtype)
-        return pg_fail(PG_STATUS_ERR_DTYPE, "%s: dtype mismatch: pred is %s, target is %s", op, pg_desc(pred), pg_desc(target));
+        return pg_fail(PG_STATUS_ERR_DTYPE, "%s: dtype mismatch: pred is %s, target is %s", op,
+                       pg_desc(pred), pg_desc(target));
     if (pred->ne[0] != target->ne[0] || pred->ne[1] != target->ne[1])
-        return pg_fail(PG_STATUS_ERR_SHAPE, "%s: pred is %s but target is %s; they must have the same shape [classes/features, batch]",
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "%s: pred is %s but target is %s; they must have the same shape "
+                       "[classes/features, batch]",
                        op, pg_desc(pred), pg_desc(target));
     return 0;
 }
@@ -54,7 +61,10 @@ static int mse_fw(pg_node *n)
     PG_DISPATCH(pred->dtype, {
         const T *p = pg_data(pred), *t = pg_data(target);
         T *df = pg_data(diff);
-        for (int64_t i = 0; i < N; i++) { df[i] = p[i] - t[i]; s += (double)df[i] * (double)df[i]; }
+        for (int64_t i = 0; i < N; i++) {
+            df[i] = p[i] - t[i];
+            s += (double)df[i] * (double)df[i];
+        }
     });
     pg_scalar_set(n->out, s / (double)N);
     return 0;
@@ -65,7 +75,11 @@ pg_tensor *pg_mse_loss(pg_tensor *pred, pg_tensor *target)
     if (check_target("ag_mse_loss", pred, target)) return NULL;
     pg_tensor *diff = pg_new_like(pred, PG_MEM_CATEGORY_SAVED);
     pg_tensor *out = pg_new(pred->dtype, 1, 1, PG_MEM_CATEGORY_OTHER);
-    if (!diff || !out) { pg_tensor_release(diff); pg_tensor_release(out); return NULL; }
+    if (!diff || !out) {
+        pg_tensor_release(diff);
+        pg_tensor_release(out);
+        return NULL;
+    }
     pg_tensor_retain(target);
     pg_tensor *saved[2] = {diff, target};
     double p[4] = {2.0 / (double)pg_numel(pred), 0, 0, 0};
@@ -166,7 +180,12 @@ static pg_tensor *sce(pg_tensor *logits, pg_tensor *target)
 {
     pg_tensor *p = pg_new_like(logits, PG_MEM_CATEGORY_SAVED);
     pg_tensor *out = pg_new(logits->dtype, 1, 1, PG_MEM_CATEGORY_OTHER);
-    if (!p || !out) { pg_tensor_release(p); pg_tensor_release(out); pg_tensor_release(target); return NULL; }
+    if (!p || !out) {
+        pg_tensor_release(p);
+        pg_tensor_release(out);
+        pg_tensor_release(target);
+        return NULL;
+    }
     pg_tensor *saved[2] = {p, target};
     double sc[4] = {1.0 / (double)logits->ne[1], 0, 0, 0};
     return pg_op_run("softmax_ce_loss", sce_fw, sce_bw, out, 1, &logits, sc, NULL, 2, saved);
@@ -185,13 +204,17 @@ pg_tensor *pg_softmax_ce_loss_idx(pg_tensor *logits, const int64_t *idx, int64_t
     if (pg_not_live(logits, op, "logits") || check_nonempty(op, logits)) return NULL;
     int64_t K = logits->ne[0], B = logits->ne[1];
     if (n != B)
-        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: logits are %s (%lld columns) but %lld class ids were given; give one 0-based id per column",
+        return pg_fail_null(PG_STATUS_ERR_SHAPE,
+                            "%s: logits are %s (%lld columns) but %lld class ids were given; give "
+                            "one 0-based id per column",
                             op, pg_desc(logits), (long long)B, (long long)n);
     if (n && !idx) return pg_fail_null(PG_STATUS_ERR_ARG, "%s: NULL class ids", op);
     for (int64_t j = 0; j < n; j++)
         if (idx[j] < 0 || idx[j] >= K)
-            return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: class id %lld at position %lld is out of range [0, %lld) for logits %s",
-                                op, (long long)idx[j], (long long)(j + pg_index_base()), (long long)K, pg_desc(logits));
+            return pg_fail_null(
+                PG_STATUS_ERR_VALUE,
+                "%s: class id %lld at position %lld is out of range [0, %lld) for logits %s", op,
+                (long long)idx[j], (long long)(j + pg_index_base()), (long long)K, pg_desc(logits));
     pg_tensor *t = pg_new_zeros(logits->dtype, K, B, PG_MEM_CATEGORY_SAVED);
     if (!t) return NULL;
     PG_DISPATCH(logits->dtype, {
@@ -215,8 +238,11 @@ static int ids_check(pg_tensor *logits, pg_tensor *ids)
         for (int64_t j = 0; j < B; j++) {
             T v = id[j];
             if (!(v >= 0 && v < (T)K) || v != (T)(int64_t)v)
-                return pg_fail(PG_STATUS_ERR_VALUE, "%s: class id %g at position %lld is not a whole number in [0, %lld) for logits %s",
-                               op, (double)v, (long long)(j + pg_index_base()), (long long)K, pg_desc(logits));
+                return pg_fail(PG_STATUS_ERR_VALUE,
+                               "%s: class id %g at position %lld is not a whole number in [0, "
+                               "%lld) for logits %s",
+                               op, (double)v, (long long)(j + pg_index_base()), (long long)K,
+                               pg_desc(logits));
         }
     });
     return 0;
@@ -234,7 +260,7 @@ static int sce_ids_fw(pg_node *n)
         const T lo = (T)CE_CLAMP;
         for (int64_t j = 0; j < B; j++) {
             int64_t c = ids->dtype == PG_DTYPE_F32 ? (int64_t)((const float *)pg_data(ids))[j]
-                                             : (int64_t)((const double *)pg_data(ids))[j];
+                                                   : (int64_t)((const double *)pg_data(ids))[j];
             T v = pp[c + j * K];
             s -= (double)(T)1 * (double)log(v < lo ? lo : v);
         }
@@ -256,7 +282,7 @@ static int sce_ids_bw(pg_node *n, pg_tensor *g)
         const T s = (T)n->p[0] * *(const T *)pg_data(g);
         for (int64_t j = 0; j < B; j++) {
             int64_t c = ids->dtype == PG_DTYPE_F32 ? (int64_t)((const float *)pg_data(ids))[j]
-                                             : (int64_t)((const double *)pg_data(ids))[j];
+                                                   : (int64_t)((const double *)pg_data(ids))[j];
             T *dc = d + j * K;
             const T *pc = pp + j * K;
             /* (p - t) * s with t one-hot: the same values as the one-hot rule */
@@ -269,16 +295,24 @@ static int sce_ids_bw(pg_node *n, pg_tensor *g)
 pg_tensor *pg_softmax_ce_loss_ids(pg_tensor *logits, pg_tensor *ids)
 {
     const char *op = "ag_softmax_cross_entropy_loss";
-    if (pg_not_live(logits, op, "logits") || pg_not_live(ids, op, "ids") || check_nonempty(op, logits)) return NULL;
+    if (pg_not_live(logits, op, "logits") || pg_not_live(ids, op, "ids") ||
+        check_nonempty(op, logits))
+        return NULL;
     int64_t B = logits->ne[1];
     if (pg_numel(ids) != B || (ids->ne[0] != 1 && ids->ne[1] != 1))
-        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: logits are %s (%lld columns) but the class ids are %s; give one 0-based id per column",
+        return pg_fail_null(PG_STATUS_ERR_SHAPE,
+                            "%s: logits are %s (%lld columns) but the class ids are %s; give one "
+                            "0-based id per column",
                             op, pg_desc(logits), (long long)B, pg_desc(ids));
     if (ids->requires_grad)
         return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: class ids must not require grad", op);
     pg_tensor *p = pg_new_like(logits, PG_MEM_CATEGORY_SAVED);
     pg_tensor *out = pg_new(logits->dtype, 1, 1, PG_MEM_CATEGORY_OTHER);
-    if (!p || !out) { pg_tensor_release(p); pg_tensor_release(out); return NULL; }
+    if (!p || !out) {
+        pg_tensor_release(p);
+        pg_tensor_release(out);
+        return NULL;
+    }
     pg_tensor *in[2] = {logits, ids};
     double sc[4] = {1.0 / (double)B, 0, 0, 0};
     return pg_op_run("softmax_ce_loss", sce_ids_fw, sce_ids_bw, out, 2, in, sc, NULL, 1, &p);
@@ -307,7 +341,10 @@ pg_tensor *pg_softmax_ce_loss_any(pg_tensor *logits, pg_tensor *target)
     case 0: return pg_softmax_ce_loss(logits, target);
     case 1: return pg_softmax_ce_loss_ids(logits, target);
     default:
-        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: logits are [%lldx%lld] but target is [%lldx%lld]; give a one-hot matrix of the logits' shape or one class id per column",
-                            op, (long long)logits->ne[0], (long long)logits->ne[1], (long long)target->ne[0], (long long)target->ne[1]);
+        return pg_fail_null(PG_STATUS_ERR_SHAPE,
+                            "%s: logits are [%lldx%lld] but target is [%lldx%lld]; give a one-hot "
+                            "matrix of the logits' shape or one class id per column",
+                            op, (long long)logits->ne[0], (long long)logits->ne[1],
+                            (long long)target->ne[0], (long long)target->ne[1]);
     }
 }

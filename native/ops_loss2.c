@@ -19,15 +19,17 @@ static int check_unit(const char *op, const char *arg, const pg_tensor *t, const
         const T *v = pg_data(t);
         for (int64_t i = 0; i < N; i++)
             if (!(v[i] >= 0 && v[i] <= 1))
-                return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s must lie in [0, 1], got %g at [%lld, %lld] (0-based) of %s%s",
-                               op, arg, (double)v[i], (long long)(i % R), (long long)(i / R), pg_desc(t), hint);
+                return pg_fail(
+                    PG_STATUS_ERR_VALUE,
+                    "%s: %s must lie in [0, 1], got %g at [%lld, %lld] (0-based) of %s%s", op, arg,
+                    (double)v[i], (long long)(i % R), (long long)(i / R), pg_desc(t), hint);
     });
     return 0;
 }
 
 /* the usual op: out 1x1, pred the one input, target (+ weight) kept; takes no refs from caller */
-static pg_tensor *run_loss(const char *label, pg_fw_fn fw, pg_bw_fn bw, pg_tensor *pred, pg_tensor *target,
-                           pg_tensor *weight, double p0, double p1)
+static pg_tensor *run_loss(const char *label, pg_fw_fn fw, pg_bw_fn bw, pg_tensor *pred,
+                           pg_tensor *target, pg_tensor *weight, double p0, double p1)
 {
     pg_tensor *out = pg_new(pred->dtype, 1, 1, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
@@ -50,9 +52,12 @@ static int elem_fw(pg_node *n)
     const int kind = (int)n->ip[0];
     if (kind == EL_BCE) {
         const char *op = "ag_binary_cross_entropy_loss";
-        if (check_unit(op, "pred", pred, "; pred are probabilities (for logits use ag_bce_with_logits_loss)") ||
-            check_unit(op, "target", target, "")) return -1;
-    } else if (kind == EL_BCE_LOGITS && check_unit("ag_bce_with_logits_loss", "target", target, "")) {
+        if (check_unit(op, "pred", pred,
+                       "; pred are probabilities (for logits use ag_bce_with_logits_loss)") ||
+            check_unit(op, "target", target, ""))
+            return -1;
+    } else if (kind == EL_BCE_LOGITS &&
+               check_unit("ag_bce_with_logits_loss", "target", target, "")) {
         return -1;
     }
     int64_t N = pg_numel(pred);
@@ -106,18 +111,22 @@ static int elem_bw(pg_node *n, pg_tensor *g)
         case EL_BCE: /* a clamped log is constant in p: its term contributes nothing */
             PG_STORE_LOOP(acc, N, d,
                           ((log(p[i]) > lo ? -t[i] / p[i] : (T)0) +
-                           (log((T)1 - p[i]) > lo ? ((T)1 - t[i]) / ((T)1 - p[i]) : (T)0)) * s);
+                           (log((T)1 - p[i]) > lo ? ((T)1 - t[i]) / ((T)1 - p[i]) : (T)0)) *
+                              s);
             break;
         case EL_BCE_LOGITS:
             for (int64_t i = 0; i < N; i++) {
                 T e = exp(-fabs(p[i]));
-                T sig = p[i] >= 0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e); /* no overflow either side */
+                T sig =
+                    p[i] >= 0 ? (T)1 / ((T)1 + e) : e / ((T)1 + e); /* no overflow either side */
                 T v = (sig - t[i]) * s;
-                if (acc) d[i] += v; else d[i] = v;
+                if (acc) d[i] += v;
+                else d[i] = v;
             }
             break;
         case EL_HUBER:
-            PG_STORE_LOOP(acc, N, d, (p[i] - t[i] > dl ? dl : (p[i] - t[i] < -dl ? -dl : p[i] - t[i])) * s);
+            PG_STORE_LOOP(acc, N, d,
+                          (p[i] - t[i] > dl ? dl : (p[i] - t[i] < -dl ? -dl : p[i] - t[i])) * s);
             break;
         default: /* EL_MAE: sign(d), 0 at d == 0 (torch's L1Loss subgradient); NaN stays NaN */
             PG_STORE_LOOP(acc, N, d, (p[i] > t[i] ? s : (p[i] < t[i] ? -s : (p[i] - t[i]) * (T)0)));
@@ -127,8 +136,8 @@ static int elem_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
-static pg_tensor *run_elem(const char *op, const char *label, int kind, pg_tensor *pred, pg_tensor *target,
-                           double p1)
+static pg_tensor *run_elem(const char *op, const char *label, int kind, pg_tensor *pred,
+                           pg_tensor *target, double p1)
 {
     if (pg_loss_check_target(op, pred, target)) return NULL;
     pg_tensor *out = pg_new(pred->dtype, 1, 1, PG_MEM_CATEGORY_OTHER);
@@ -152,7 +161,8 @@ pg_tensor *pg_bce_logits_loss(pg_tensor *logits, pg_tensor *target)
 pg_tensor *pg_huber_loss(pg_tensor *pred, pg_tensor *target, double delta)
 {
     if (!(isfinite(delta) && delta > 0))
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: delta must be a finite number > 0, got %g", "ag_huber_loss", delta);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: delta must be a finite number > 0, got %g",
+                            "ag_huber_loss", delta);
     return run_elem("ag_huber_loss", "huber_loss", EL_HUBER, pred, target, delta);
 }
 
@@ -180,8 +190,11 @@ static int wmse_fw(pg_node *n)
         const T *wv = pg_data(w);
         for (int64_t i = 0; i < pg_numel(w); i++)
             if (!(wv[i] >= 0 && isfinite(wv[i])))
-                return pg_fail(PG_STATUS_ERR_VALUE, "%s: weight must be finite and >= 0, got %g at [%lld, %lld] (0-based) of %s",
-                               op, (double)wv[i], (long long)(i % w->ne[0]), (long long)(i / w->ne[0]), pg_desc(w));
+                return pg_fail(
+                    PG_STATUS_ERR_VALUE,
+                    "%s: weight must be finite and >= 0, got %g at [%lld, %lld] (0-based) of %s",
+                    op, (double)wv[i], (long long)(i % w->ne[0]), (long long)(i / w->ne[0]),
+                    pg_desc(w));
     });
     double s = 0;
     PG_DISPATCH(pred->dtype, {
@@ -189,7 +202,8 @@ static int wmse_fw(pg_node *n)
         for (int64_t j = 0; j < C; j++)
             for (int64_t i = 0; i < R; i++) {
                 T d = p[i + j * R] - t[i + j * R];
-                s += (double)wv[i * sr + j * sc] * ((double)d * (double)d); /* weight 1: mse's terms */
+                s += (double)wv[i * sr + j * sc] *
+                    ((double)d * (double)d); /* weight 1: mse's terms */
             }
     });
     pg_scalar_set(n->out, s / (double)pg_numel(pred));
@@ -222,11 +236,19 @@ pg_tensor *pg_weighted_mse_loss(pg_tensor *pred, pg_tensor *target, pg_tensor *w
     const char *op = "ag_weighted_mse_loss";
     if (pg_loss_check_target(op, pred, target) || pg_not_live(weight, op, "weight")) return NULL;
     if (weight->dtype != pred->dtype)
-        return pg_fail_null(PG_STATUS_ERR_DTYPE, "%s: dtype mismatch: pred is %s, weight is %s", op, pg_desc(pred), pg_desc(weight));
-    if ((weight->ne[0] != 1 && weight->ne[0] != pred->ne[0]) || (weight->ne[1] != 1 && weight->ne[1] != pred->ne[1]))
-        return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: pred is %s but weight is %s; weight must have pred's shape, or be a [%lld, 1] column, a [1, %lld] row or [1, 1], broadcast over pred",
-                            op, pg_desc(pred), pg_desc(weight), (long long)pred->ne[0], (long long)pred->ne[1]);
+        return pg_fail_null(PG_STATUS_ERR_DTYPE, "%s: dtype mismatch: pred is %s, weight is %s", op,
+                            pg_desc(pred), pg_desc(weight));
+    if ((weight->ne[0] != 1 && weight->ne[0] != pred->ne[0]) ||
+        (weight->ne[1] != 1 && weight->ne[1] != pred->ne[1]))
+        return pg_fail_null(PG_STATUS_ERR_SHAPE,
+                            "%s: pred is %s but weight is %s; weight must have pred's shape, or be "
+                            "a [%lld, 1] column, a [1, %lld] row or [1, 1], broadcast over pred",
+                            op, pg_desc(pred), pg_desc(weight), (long long)pred->ne[0],
+                            (long long)pred->ne[1]);
     if (weight->requires_grad)
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: weight must not require grad (it is a constant: no gradient flows into it)", op);
-    return run_loss("weighted_mse_loss", wmse_fw, wmse_bw, pred, target, weight, 2.0 / (double)pg_numel(pred), 0);
+        return pg_fail_null(
+            PG_STATUS_ERR_VALUE,
+            "%s: weight must not require grad (it is a constant: no gradient flows into it)", op);
+    return run_loss("weighted_mse_loss", wmse_fw, wmse_bw, pred, target, weight,
+                    2.0 / (double)pg_numel(pred), 0);
 }

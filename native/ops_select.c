@@ -8,15 +8,18 @@
 #include "rng_internal.h"
 
 /* first index of the largest value of v[0..n) (NaN as -Inf; 0 when nothing beats -Inf) */
-#define ARGMAX_BODY(v, n, out)                                                  \
-    do {                                                                        \
-        int64_t best = 0;                                                       \
-        double bv = -INFINITY;                                                  \
-        for (int64_t i = 0; i < (n); i++) {                                     \
-            double e = (double)(v)[i];                                          \
-            if (e > bv) { bv = e; best = i; }                                   \
-        }                                                                       \
-        (out) = best;                                                           \
+#define ARGMAX_BODY(v, n, out)                                                                     \
+    do {                                                                                           \
+        int64_t best = 0;                                                                          \
+        double bv = -INFINITY;                                                                     \
+        for (int64_t i = 0; i < (n); i++) {                                                        \
+            double e = (double)(v)[i];                                                             \
+            if (e > bv) {                                                                          \
+                bv = e;                                                                            \
+                best = i;                                                                          \
+            }                                                                                      \
+        }                                                                                          \
+        (out) = best;                                                                              \
     } while (0)
 
 int pg_argmax(pg_tensor *x, int64_t *out)
@@ -41,7 +44,9 @@ static int log_softmax_fw(pg_node *n)
         const T *xp = pg_data(x);
         T *yp = pg_data(y);
         T *e = pg_scratch((size_t)(R ? R : 1) * sizeof(T));
-        if (!e) return pg_fail(PG_STATUS_ERR_NOMEM, "ag_log_softmax: out of memory for a column of %lld", (long long)R);
+        if (!e)
+            return pg_fail(PG_STATUS_ERR_NOMEM,
+                           "ag_log_softmax: out of memory for a column of %lld", (long long)R);
         for (int64_t j = 0; j < C; j++) {
             const T *xc = xp + j * R;
             T *yc = yp + j * R, mx = -INFINITY;
@@ -66,7 +71,9 @@ static int log_softmax_bw(pg_node *n, pg_tensor *g)
         T *d = slot;
         const T *gp = pg_data(g), *yp = pg_data(y);
         T *e = pg_scratch((size_t)(R ? R : 1) * sizeof(T));
-        if (!e) return pg_fail(PG_STATUS_ERR_NOMEM, "ag_log_softmax: out of memory for a column of %lld", (long long)R);
+        if (!e)
+            return pg_fail(PG_STATUS_ERR_NOMEM,
+                           "ag_log_softmax: out of memory for a column of %lld", (long long)R);
         for (int64_t j = 0; j < C; j++) {
             const T *gc = gp + j * R, *yc = yp + j * R;
             T *dc = d + j * R;
@@ -113,7 +120,8 @@ static int gather_bw(pg_node *n, pg_tensor *g)
     PG_DISPATCH(x->dtype, {
         T *d = slot;
         const T *gp = pg_data(g);
-        if (!acc) for (int64_t i = 0; i < R * C; i++) d[i] = 0;
+        if (!acc)
+            for (int64_t i = 0; i < R * C; i++) d[i] = 0;
         for (int64_t j = 0; j < C; j++) d[j * R + (int64_t)ip[j]] += gp[j];
     });
     return 0;
@@ -124,12 +132,17 @@ pg_tensor *pg_gather(pg_tensor *x, const int64_t *idx, int64_t n)
     if (pg_not_live(x, "ag_gather", "x")) return NULL;
     int64_t R = x->ne[0], C = x->ne[1];
     if (n != C)
-        return pg_fail_null(PG_STATUS_ERR_SHAPE, "ag_gather: index has length %lld, x has %lld columns", (long long)n, (long long)C);
+        return pg_fail_null(PG_STATUS_ERR_SHAPE,
+                            "ag_gather: index has length %lld, x has %lld columns", (long long)n,
+                            (long long)C);
     if (C && !idx) return pg_fail_null(PG_STATUS_ERR_ARG, "ag_gather: index is NULL");
     for (int64_t j = 0; j < C; j++)
         if (idx[j] < 0 || idx[j] >= R)
-            return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_gather: index out of range 0..%lld (indices are 0-based)", (long long)R - 1);
-    pg_tensor *out = pg_new(x->dtype, 1, C, PG_MEM_CATEGORY_OTHER), *ids = pg_new(PG_DTYPE_F64, 1, C, PG_MEM_CATEGORY_SAVED);
+            return pg_fail_null(PG_STATUS_ERR_VALUE,
+                                "ag_gather: index out of range 0..%lld (indices are 0-based)",
+                                (long long)R - 1);
+    pg_tensor *out = pg_new(x->dtype, 1, C, PG_MEM_CATEGORY_OTHER),
+              *ids = pg_new(PG_DTYPE_F64, 1, C, PG_MEM_CATEGORY_SAVED);
     if (!out || !ids) {
         if (out) pg_tensor_release(out);
         if (ids) pg_tensor_release(ids);
@@ -163,8 +176,10 @@ pg_tensor *pg_colmax(pg_tensor *x)
 {
     if (pg_not_live(x, "ag_max", "x")) return NULL;
     int64_t C = x->ne[1];
-    if (x->ne[0] < 1) return pg_fail_null(PG_STATUS_ERR_SHAPE, "ag_max: x %s has no rows", pg_desc(x));
-    pg_tensor *out = pg_new(x->dtype, 1, C, PG_MEM_CATEGORY_OTHER), *ids = pg_new(PG_DTYPE_F64, 1, C, PG_MEM_CATEGORY_SAVED);
+    if (x->ne[0] < 1)
+        return pg_fail_null(PG_STATUS_ERR_SHAPE, "ag_max: x %s has no rows", pg_desc(x));
+    pg_tensor *out = pg_new(x->dtype, 1, C, PG_MEM_CATEGORY_OTHER),
+              *ids = pg_new(PG_DTYPE_F64, 1, C, PG_MEM_CATEGORY_SAVED);
     if (!out || !ids) {
         if (out) pg_tensor_release(out);
         if (ids) pg_tensor_release(ids);
@@ -182,13 +197,18 @@ int pg_sample_categorical(pg_rng *r, pg_tensor *x, int64_t *out)
     int64_t R = x->ne[0], C = x->ne[1], N = R * C;
     if (C && !out) return pg_fail(PG_STATUS_ERR_ARG, "ag_sample_categorical: out is NULL");
     double *z = malloc((size_t)(N ? N : 1) * sizeof *z);
-    if (!z) return pg_fail(PG_STATUS_ERR_NOMEM, "ag_sample_categorical: out of memory for %s", pg_desc(x));
-    if (!(r = pg_rng_lock(r, "ag_sample_categorical"))) { free(z); return pg_last_status(); }
-    for (int64_t i = 0; i < N; i++) z[i] = pg_rng_runif1(r, 0.0, 1.0);   /* one runif(n * batch) */
+    if (!z)
+        return pg_fail(PG_STATUS_ERR_NOMEM, "ag_sample_categorical: out of memory for %s",
+                       pg_desc(x));
+    if (!(r = pg_rng_lock(r, "ag_sample_categorical"))) {
+        free(z);
+        return pg_last_status();
+    }
+    for (int64_t i = 0; i < N; i++) z[i] = pg_rng_runif1(r, 0.0, 1.0); /* one runif(n * batch) */
     pg_rng_unlock(r);
     PG_DISPATCH(x->dtype, {
         const T *xp = pg_data(x);
-        for (int64_t i = 0; i < N; i++) z[i] = (double)xp[i] + -log(-log(z[i]));   /* x + Gumbel */
+        for (int64_t i = 0; i < N; i++) z[i] = (double)xp[i] + -log(-log(z[i])); /* x + Gumbel */
     });
     for (int64_t j = 0; j < C; j++) ARGMAX_BODY(z + j * R, R, out[j]);
     free(z);
@@ -203,31 +223,44 @@ static int randn_fw(pg_node *n)
     if (!r) return -1;
     PG_DISPATCH(eps->dtype, {
         T *ep = pg_data(eps);
-        for (int64_t i = 0; i < N; i++) ep[i] = (T)pg_rng_rnorm1(r, 0.0, 1.0);   /* one rnorm(n * batch) */
+        for (int64_t i = 0; i < N; i++)
+            ep[i] = (T)pg_rng_rnorm1(r, 0.0, 1.0); /* one rnorm(n * batch) */
     });
     pg_rng_unlock(r);
     return 0;
 }
 
-static int randn_bw(pg_node *n, pg_tensor *g) { (void)n; (void)g; return 0; }   /* eps is a constant */
+static int randn_bw(pg_node *n, pg_tensor *g)
+{
+    (void)n;
+    (void)g;
+    return 0;
+} /* eps is a constant */
 
 pg_tensor *pg_sample_normal(pg_tensor *mu, pg_tensor *log_std)
 {
-    if (pg_not_live(mu, "ag_sample_normal", "mu") || pg_not_live(log_std, "ag_sample_normal", "log_std")) return NULL;
+    if (pg_not_live(mu, "ag_sample_normal", "mu") ||
+        pg_not_live(log_std, "ag_sample_normal", "log_std"))
+        return NULL;
     int64_t R = mu->ne[0], C = mu->ne[1];
     if (log_std->ne[0] != R || (log_std->ne[1] != C && log_std->ne[1] != 1))
-        return pg_fail_null(PG_STATUS_ERR_SHAPE, "ag_sample_normal: log_std is [%lld, %lld], expected [%lld, %lld] or [%lld, 1]",
-                            (long long)log_std->ne[0], (long long)log_std->ne[1], (long long)R, (long long)C, (long long)R);
+        return pg_fail_null(
+            PG_STATUS_ERR_SHAPE,
+            "ag_sample_normal: log_std is [%lld, %lld], expected [%lld, %lld] or [%lld, 1]",
+            (long long)log_std->ne[0], (long long)log_std->ne[1], (long long)R, (long long)C,
+            (long long)R);
     if (mu->dtype != log_std->dtype)
-        return pg_fail_null(PG_STATUS_ERR_DTYPE, "ag_sample_normal: mu is %s and log_std is %s; they need one dtype",
+        return pg_fail_null(PG_STATUS_ERR_DTYPE,
+                            "ag_sample_normal: mu is %s and log_std is %s; they need one dtype",
                             pg_desc(mu), pg_desc(log_std));
     pg_tensor *eps = pg_new_like(mu, PG_MEM_CATEGORY_OTHER);
     if (!eps) return NULL;
-    pg_tensor *in[1] = {mu};   /* a shape source only: the node replays its draw */
+    pg_tensor *in[1] = {mu}; /* a shape source only: the node replays its draw */
     eps = pg_op_run("randn", randn_fw, randn_bw, eps, 1, in, NULL, NULL, 0, NULL);
     if (!eps) return NULL;
-    eps->requires_grad = 0;   /* a constant: no gradient is worth computing for it */
-    pg_tensor *s = pg_unary(PG_UNARY_OP_EXP, log_std), *p = s ? pg_mul(eps, s) : NULL, *out = p ? pg_add(mu, p) : NULL;
+    eps->requires_grad = 0; /* a constant: no gradient is worth computing for it */
+    pg_tensor *s = pg_unary(PG_UNARY_OP_EXP, log_std), *p = s ? pg_mul(eps, s) : NULL,
+              *out = p ? pg_add(mu, p) : NULL;
     pg_tensor_release(eps);
     if (s) pg_tensor_release(s);
     if (p) pg_tensor_release(p);

@@ -20,9 +20,14 @@ static int reduce_bw(pg_node *n, pg_tensor *g)
         const T s = (T)scale;
         for (int64_t j = 0; j < C; j++) {
             T *dc = d + j * R;
-            if (dim == 0) { const T v = gp[0] * s; PG_STORE_LOOP(acc, R, dc, v); }
-            else if (dim == 1) PG_STORE_LOOP(acc, R, dc, gp[i] * s);
-            else { const T v = gp[j] * s; PG_STORE_LOOP(acc, R, dc, v); }
+            if (dim == 0) {
+                const T v = gp[0] * s;
+                PG_STORE_LOOP(acc, R, dc, v);
+            } else if (dim == 1) PG_STORE_LOOP(acc, R, dc, gp[i] * s);
+            else {
+                const T v = gp[j] * s;
+                PG_STORE_LOOP(acc, R, dc, v);
+            }
         }
     });
     return 0;
@@ -43,8 +48,10 @@ static int reduce_fw(pg_node *n)
             o[0] = (T)(mean ? s / count : s);
         } else if (dim == 1) {
             for (int64_t i = 0; i < R; i++) o[i] = 0;
-            for (int64_t j = 0; j < C; j++) for (int64_t i = 0; i < R; i++) o[i] += xp[i + j * R];
-            if (mean) for (int64_t i = 0; i < R; i++) o[i] /= (T)count;
+            for (int64_t j = 0; j < C; j++)
+                for (int64_t i = 0; i < R; i++) o[i] += xp[i + j * R];
+            if (mean)
+                for (int64_t i = 0; i < R; i++) o[i] /= (T)count;
         } else {
             for (int64_t j = 0; j < C; j++) {
                 double s = pg_vsum(x->dtype, xp + j * R, R);
@@ -59,7 +66,9 @@ static pg_tensor *reduce(pg_tensor *x, int dim, int mean)
 {
     const char *name = mean ? "ag_mean" : "ag_sum";
     if (pg_not_live(x, name, "x")) return NULL;
-    if (dim < 0 || dim > 2) return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: dim must be NULL/None, 1 or 2, got %d", name, dim);
+    if (dim < 0 || dim > 2)
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: dim must be NULL/None, 1 or 2, got %d", name,
+                            dim);
     int64_t R = x->ne[0], C = x->ne[1];
     int64_t orow = dim == 1 ? R : 1, ocol = dim == 2 ? C : 1;
     int64_t count = dim == 0 ? R * C : dim == 1 ? C : R;
@@ -79,18 +88,18 @@ pg_tensor *pg_mean(pg_tensor *x, int dim) { return reduce(x, dim, 1); }
  * reads 8 contiguous streams and writes whole runs of 8 into dst, so only ~9 cache lines are live
  * whatever the strides. Square tiles (the former 32x32) thrashed L1 when a column's stride was a
  * multiple of 2 KB: 1024x1024 took 5.7 ms, and 784x256 in f64 5x its f32 time. */
-#define TRANSPOSE_LOOP(OP)                                                                     \
-    for (int64_t j0 = 0; j0 < C; j0 += 8) {                                                    \
-        const int64_t jn = C - j0 < 8 ? C - j0 : 8;                                            \
-        const T *sc = s + j0 * R;                                                              \
-        if (jn == 8)                                                                           \
-            for (int64_t i = 0; i < R; i++) {                                                  \
-                T *dr = d + j0 + i * C;                                                        \
-                for (int64_t j = 0; j < 8; j++) dr[j] OP sc[i + j * R];                        \
-            }                                                                                  \
-        else                                                                                   \
-            for (int64_t i = 0; i < R; i++)                                                    \
-                for (int64_t j = 0; j < jn; j++) d[j0 + j + i * C] OP sc[i + j * R];           \
+#define TRANSPOSE_LOOP(OP)                                                                         \
+    for (int64_t j0 = 0; j0 < C; j0 += 8) {                                                        \
+        const int64_t jn = C - j0 < 8 ? C - j0 : 8;                                                \
+        const T *sc = s + j0 * R;                                                                  \
+        if (jn == 8)                                                                               \
+            for (int64_t i = 0; i < R; i++) {                                                      \
+                T *dr = d + j0 + i * C;                                                            \
+                for (int64_t j = 0; j < 8; j++) dr[j] OP sc[i + j * R];                            \
+            }                                                                                      \
+        else                                                                                       \
+            for (int64_t i = 0; i < R; i++)                                                        \
+                for (int64_t j = 0; j < jn; j++) d[j0 + j + i * C] OP sc[i + j * R];               \
     }
 
 static void transpose_into(int dtype, const void *src, void *dst, int64_t R, int64_t C, int acc)
@@ -144,11 +153,14 @@ pg_tensor *pg_reshape(pg_tensor *x, int64_t nrow, int64_t ncol)
 {
     if (pg_not_live(x, "ag_reshape", "x")) return NULL;
     int64_t N = pg_numel(x);
-    if (nrow == -1 && ncol == -1) return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_reshape: only one of nrow, ncol may be -1");
+    if (nrow == -1 && ncol == -1)
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_reshape: only one of nrow, ncol may be -1");
     if (nrow == -1) nrow = ncol > 0 ? N / ncol : 0;
     if (ncol == -1) ncol = nrow > 0 ? N / nrow : 0;
-    if (nrow < 0 || ncol < 0 || (ncol > 0 && nrow > N / ncol) || nrow * ncol != N) /* no int64 overflow */
-        return pg_fail_null(PG_STATUS_ERR_SHAPE, "ag_reshape: cannot reshape %s (%lld elements) to [%lldx%lld]",
+    if (nrow < 0 || ncol < 0 || (ncol > 0 && nrow > N / ncol) ||
+        nrow * ncol != N) /* no int64 overflow */
+        return pg_fail_null(PG_STATUS_ERR_SHAPE,
+                            "ag_reshape: cannot reshape %s (%lld elements) to [%lldx%lld]",
                             pg_desc(x), (long long)N, (long long)nrow, (long long)ncol);
     pg_tensor *out = pg_new(x->dtype, nrow, ncol, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;

@@ -4,8 +4,10 @@
 #include <string.h>
 #include "pg.h"
 
-static const char *unary_name[] = {"ag_relu", "ag_sigmoid", "ag_tanh", "ag_gelu", "ag_log", "ag_exp", "ag_softmax", "ag_neg"};
-static const char *unary_label[] = {"relu", "sigmoid", "tanh", "gelu", "log", "exp", "softmax", "neg"};
+static const char *unary_name[] = {"ag_relu", "ag_sigmoid", "ag_tanh",    "ag_gelu",
+                                   "ag_log",  "ag_exp",     "ag_softmax", "ag_neg"};
+static const char *unary_label[] = {"relu", "sigmoid", "tanh",    "gelu",
+                                    "log",  "exp",     "softmax", "neg"};
 
 /* Column softmax with the column max subtracted (stable); also used by softmax-CE. Three
  * passes: x - max per column (max over 16 lanes: exact in any order, NaNs skipped), one exp
@@ -54,14 +56,25 @@ static int unary_bw(pg_node *n, pg_tensor *g)
         const T *gp = pg_data(g), *xp = pg_data(x), *op = pg_data(o);
         switch ((int)n->ip[0]) {
         case PG_UNARY_OP_RELU: /* both loads unconditional, so the select vectorises */
-            if (acc) for (int64_t i = 0; i < N; i++) { T gv = gp[i]; d[i] += op[i] > 0 ? gv : (T)0; }
-            else for (int64_t i = 0; i < N; i++) { T gv = gp[i]; d[i] = op[i] > 0 ? gv : (T)0; }
+            if (acc)
+                for (int64_t i = 0; i < N; i++) {
+                    T gv = gp[i];
+                    d[i] += op[i] > 0 ? gv : (T)0;
+                }
+            else
+                for (int64_t i = 0; i < N; i++) {
+                    T gv = gp[i];
+                    d[i] = op[i] > 0 ? gv : (T)0;
+                }
             break;
         case PG_UNARY_OP_SIGMOID: PG_STORE_LOOP(acc, N, d, gp[i] * op[i] * (1 - op[i])); break;
         case PG_UNARY_OP_TANH: PG_STORE_LOOP(acc, N, d, gp[i] * (1 - op[i] * op[i])); break;
         case PG_UNARY_OP_GELU:
-            PG_STORE_LOOP(acc, N, d, gp[i] * ((T)0.5 * (1 + erf(xp[i] * (T)M_SQRT1_2)) +
-                                              xp[i] * exp((T)-0.5 * xp[i] * xp[i]) * (T)(0.5 * M_2_SQRTPI * M_SQRT1_2)));
+            PG_STORE_LOOP(
+                acc, N, d,
+                gp[i] *
+                    ((T)0.5 * (1 + erf(xp[i] * (T)M_SQRT1_2)) +
+                     xp[i] * exp((T)-0.5 * xp[i] * xp[i]) * (T)(0.5 * M_2_SQRTPI * M_SQRT1_2)));
             break;
         case PG_UNARY_OP_LOG: PG_STORE_LOOP(acc, N, d, gp[i] / xp[i]); break;
         case PG_UNARY_OP_EXP: PG_STORE_LOOP(acc, N, d, gp[i] * op[i]); break;
@@ -93,13 +106,19 @@ static int unary_fw(pg_node *n)
         const T *xp = pg_data(x);
         T *o = pg_data(out);
         switch (op) {
-        case PG_UNARY_OP_RELU: for (int64_t i = 0; i < N; i++) o[i] = xp[i] < 0 ? (T)0 : xp[i]; break;
+        case PG_UNARY_OP_RELU:
+            for (int64_t i = 0; i < N; i++) o[i] = xp[i] < 0 ? (T)0 : xp[i];
+            break;
         case PG_UNARY_OP_SIGMOID: pg_vsigmoid(x->dtype, xp, o, N); break;
         case PG_UNARY_OP_TANH: pg_vtanh(x->dtype, xp, o, N); break;
-        case PG_UNARY_OP_GELU: for (int64_t i = 0; i < N; i++) o[i] = (T)0.5 * xp[i] * (1 + erf(xp[i] * (T)M_SQRT1_2)); break;
+        case PG_UNARY_OP_GELU:
+            for (int64_t i = 0; i < N; i++) o[i] = (T)0.5 * xp[i] * (1 + erf(xp[i] * (T)M_SQRT1_2));
+            break;
         case PG_UNARY_OP_LOG: pg_vlog(x->dtype, xp, o, N); break;
         case PG_UNARY_OP_EXP: pg_vexp(x->dtype, xp, o, N); break;
-        case PG_UNARY_OP_NEG: for (int64_t i = 0; i < N; i++) o[i] = -xp[i]; break;
+        case PG_UNARY_OP_NEG:
+            for (int64_t i = 0; i < N; i++) o[i] = -xp[i];
+            break;
         }
     });
     return 0;
@@ -107,7 +126,8 @@ static int unary_fw(pg_node *n)
 
 pg_tensor *pg_unary(int op, pg_tensor *x)
 {
-    if (op < 0 || op >= PG_UNARY_OP_COUNT) return pg_fail_null(PG_STATUS_ERR_VALUE, "pg_unary: unknown op code %d", op);
+    if (op < 0 || op >= PG_UNARY_OP_COUNT)
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "pg_unary: unknown op code %d", op);
     if (pg_not_live(x, unary_name[op], "x")) return NULL;
     pg_tensor *out = pg_new_like(x, PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
@@ -153,16 +173,23 @@ static int scalar_fw(pg_node *n)
         T *o = pg_data(out);
         const T s0 = (T)p0, s1 = (T)p1;
         switch ((int)n->ip[0]) {
-        case SC_SCALE: for (int64_t i = 0; i < N; i++) o[i] = xp[i] * s0; break;
+        case SC_SCALE:
+            for (int64_t i = 0; i < N; i++) o[i] = xp[i] * s0;
+            break;
         case SC_POW:
             /* the common powers without libm's pow (~40x slower than a multiply): correctly
              * rounded, as pow is to within its < 1 ulp; pow's signs of zero and infinity kept */
-            if (p0 == 2) for (int64_t i = 0; i < N; i++) o[i] = xp[i] * xp[i];
-            else if (p0 == 1) for (int64_t i = 0; i < N; i++) o[i] = xp[i];
-            else if (p0 == -1) for (int64_t i = 0; i < N; i++) o[i] = 1 / xp[i];
+            if (p0 == 2)
+                for (int64_t i = 0; i < N; i++) o[i] = xp[i] * xp[i];
+            else if (p0 == 1)
+                for (int64_t i = 0; i < N; i++) o[i] = xp[i];
+            else if (p0 == -1)
+                for (int64_t i = 0; i < N; i++) o[i] = 1 / xp[i];
             else if (p0 == 0.5)
-                for (int64_t i = 0; i < N; i++) o[i] = xp[i] == -INFINITY ? INFINITY : sqrt(xp[i]) + (T)0;
-            else for (int64_t i = 0; i < N; i++) o[i] = pow(xp[i], s0);
+                for (int64_t i = 0; i < N; i++)
+                    o[i] = xp[i] == -INFINITY ? INFINITY : sqrt(xp[i]) + (T)0;
+            else
+                for (int64_t i = 0; i < N; i++) o[i] = pow(xp[i], s0);
             break;
         default:
             for (int64_t i = 0; i < N; i++) o[i] = xp[i] < s0 ? s0 : (xp[i] > s1 ? s1 : xp[i]);
@@ -178,7 +205,8 @@ static pg_tensor *scalar_op(int kind, pg_tensor *x, double p0, double p1)
     static const char *labels[] = {"scale", "pow", "clamp"};
     if (pg_not_live(x, names[kind], "x")) return NULL;
     if (kind == SC_CLAMP && (isnan(p0) || isnan(p1))) /* a NaN bound would silently be ignored */
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_clamp: %s must be a number or +/-Inf, not NaN", isnan(p0) ? "lo" : "hi");
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_clamp: %s must be a number or +/-Inf, not NaN",
+                            isnan(p0) ? "lo" : "hi");
     if (kind == SC_CLAMP && p0 > p1)
         return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_clamp: lo (%g) must be <= hi (%g)", p0, p1);
     pg_tensor *out = pg_new_like(x, PG_MEM_CATEGORY_OTHER);

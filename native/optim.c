@@ -17,45 +17,44 @@
  * vector bodies (SSE2, AVX2, AVX-512: the widest the CPU has) and the scalar tail do the same
  * correctly rounded operations in the same order, with no FMA: identical results whatever the
  * width, the compiler and its flags. */
-#define ADAM_SCALAR(T, SQRT)                                                        \
-    for (; k < n; k++) {                                                             \
-        T gv = g[k] / gs;                                                            \
-        m[k] = b1 * m[k] + (1 - b1) * gv;                                            \
-        v[k] = b2 * v[k] + (1 - b2) * gv * gv;                                       \
-        T den = SQRT(v[k]) * rc2 + eps;                                              \
-        if (decay != 0) w[k] -= decay * w[k];                                        \
-        w[k] -= m[k] * sc / den;                                                     \
+#define ADAM_SCALAR(T, SQRT)                                                                       \
+    for (; k < n; k++) {                                                                           \
+        T gv = g[k] / gs;                                                                          \
+        m[k] = b1 * m[k] + (1 - b1) * gv;                                                          \
+        v[k] = b2 * v[k] + (1 - b2) * gv * gv;                                                     \
+        T den = SQRT(v[k]) * rc2 + eps;                                                            \
+        if (decay != 0) w[k] -= decay * w[k];                                                      \
+        w[k] -= m[k] * sc / den;                                                                   \
     }
 
 /* The vector body, written once: V the vector type, P the intrinsic prefix (_mm, _mm256,
  * _mm512), SUF the suffix (ps / pd), W the lanes per vector. */
-#define ADAM_SIMD(V, P, SUF, W)                                                               \
-    const V B1 = P##_set1_##SUF(b1), C1 = P##_set1_##SUF(1 - b1), B2 = P##_set1_##SUF(b2),      \
-            C2 = P##_set1_##SUF(1 - b2), GS = P##_set1_##SUF(gs), SC = P##_set1_##SUF(sc),        \
-            RC2 = P##_set1_##SUF(rc2), EPS = P##_set1_##SUF(eps), DEC = P##_set1_##SUF(decay);   \
-    for (; k + (W) <= n; k += (W)) {                                                           \
-        V gv = P##_div_##SUF(P##_loadu_##SUF(g + k), GS);                                      \
-        V mk = P##_add_##SUF(P##_mul_##SUF(B1, P##_loadu_##SUF(m + k)), P##_mul_##SUF(C1, gv)); \
-        V vk = P##_add_##SUF(P##_mul_##SUF(B2, P##_loadu_##SUF(v + k)),                        \
-                             P##_mul_##SUF(P##_mul_##SUF(C2, gv), gv));                        \
-        V den = P##_add_##SUF(P##_mul_##SUF(P##_sqrt_##SUF(vk), RC2), EPS);                    \
-        V wk = P##_loadu_##SUF(w + k);                                                         \
-        if (decay != 0) wk = P##_sub_##SUF(wk, P##_mul_##SUF(DEC, wk));                        \
-        wk = P##_sub_##SUF(wk, P##_div_##SUF(P##_mul_##SUF(mk, SC), den));                     \
-        P##_storeu_##SUF(m + k, mk);                                                           \
-        P##_storeu_##SUF(v + k, vk);                                                           \
-        P##_storeu_##SUF(w + k, wk);                                                           \
+#define ADAM_SIMD(V, P, SUF, W)                                                                    \
+    const V B1 = P##_set1_##SUF(b1), C1 = P##_set1_##SUF(1 - b1), B2 = P##_set1_##SUF(b2),         \
+            C2 = P##_set1_##SUF(1 - b2), GS = P##_set1_##SUF(gs), SC = P##_set1_##SUF(sc),         \
+            RC2 = P##_set1_##SUF(rc2), EPS = P##_set1_##SUF(eps), DEC = P##_set1_##SUF(decay);     \
+    for (; k + (W) <= n; k += (W)) {                                                               \
+        V gv = P##_div_##SUF(P##_loadu_##SUF(g + k), GS);                                          \
+        V mk = P##_add_##SUF(P##_mul_##SUF(B1, P##_loadu_##SUF(m + k)), P##_mul_##SUF(C1, gv));    \
+        V vk = P##_add_##SUF(P##_mul_##SUF(B2, P##_loadu_##SUF(v + k)),                            \
+                             P##_mul_##SUF(P##_mul_##SUF(C2, gv), gv));                            \
+        V den = P##_add_##SUF(P##_mul_##SUF(P##_sqrt_##SUF(vk), RC2), EPS);                        \
+        V wk = P##_loadu_##SUF(w + k);                                                             \
+        if (decay != 0) wk = P##_sub_##SUF(wk, P##_mul_##SUF(DEC, wk));                            \
+        wk = P##_sub_##SUF(wk, P##_div_##SUF(P##_mul_##SUF(mk, SC), den));                         \
+        P##_storeu_##SUF(m + k, mk);                                                               \
+        P##_storeu_##SUF(v + k, vk);                                                               \
+        P##_storeu_##SUF(w + k, wk);                                                               \
     }
 
-#define ADAM_ARGS(T)                                                                           \
-    (T *restrict w, T *restrict m, T *restrict v, const T *restrict g, int64_t n, T b1, T b2,   \
+#define ADAM_ARGS(T)                                                                               \
+    (T *restrict w, T *restrict m, T *restrict v, const T *restrict g, int64_t n, T b1, T b2,      \
      T eps, T gs, T sc, T rc2, T decay)
-#define ADAM_FN(NAME, T, SQRT, ATTR, BODY)                                                     \
-    ATTR static void NAME ADAM_ARGS(T)                                                         \
-    {                                                                                          \
-        int64_t k = 0;                                                                         \
-        BODY                                                                                   \
-        ADAM_SCALAR(T, SQRT)                                                                   \
+#define ADAM_FN(NAME, T, SQRT, ATTR, BODY)                                                         \
+    ATTR static void NAME ADAM_ARGS(T)                                                             \
+    {                                                                                              \
+        int64_t k = 0;                                                                             \
+        BODY ADAM_SCALAR(T, SQRT)                                                                  \
     }
 
 #if PG_X86_SIMD
@@ -68,14 +67,14 @@ ADAM_FN(adam_f64_avx512, double, sqrt, PG_TARGET_AVX512, ADAM_SIMD(__m512d, _mm5
 #else
 ADAM_FN(adam_f32_sse2, float, sqrtf, , )
 ADAM_FN(adam_f64_sse2, double, sqrt, , )
-#define adam_f32_avx2 adam_f32_sse2
-#define adam_f64_avx2 adam_f64_sse2
+#define adam_f32_avx2   adam_f32_sse2
+#define adam_f64_avx2   adam_f64_sse2
 #define adam_f32_avx512 adam_f32_sse2
 #define adam_f64_avx512 adam_f64_sse2
 #endif
 
-static void (*const adam_f32[3]) ADAM_ARGS(float) = {adam_f32_sse2, adam_f32_avx2, adam_f32_avx512};
-static void (*const adam_f64[3]) ADAM_ARGS(double) = {adam_f64_sse2, adam_f64_avx2, adam_f64_avx512};
+static void(*const adam_f32[3]) ADAM_ARGS(float) = {adam_f32_sse2, adam_f32_avx2, adam_f32_avx512};
+static void(*const adam_f64[3]) ADAM_ARGS(double) = {adam_f64_sse2, adam_f64_avx2, adam_f64_avx512};
 
 static int step_locked(pg_optim *o, pg_gradmap *grads, int sum);
 static int zero_grad_locked(pg_optim *o);
@@ -85,8 +84,8 @@ static int zero_grad_locked(pg_optim *o);
 struct pg_optim {
     int kind;
     int64_t n;
-    pg_tensor **params;          /* owned refs */
-    pg_tensor *(*state)[N_SLOTS];/* per param: SGD velocity, accum; Adam m, v, accum */
+    pg_tensor **params;           /* owned refs */
+    pg_tensor *(*state)[N_SLOTS]; /* per param: SGD velocity, accum; Adam m, v, accum */
     double lr, momentum, nesterov, weight_decay, beta1, beta2, eps;
     int64_t accumulate_steps, accum_count, t;
     int average;
@@ -98,8 +97,10 @@ static void drop_accumulators(pg_optim *o);
 pg_optim *pg_optim_new(int kind, pg_tensor **params, int64_t n, int64_t *n_dropped)
 {
     const char *name = kind == PG_OPTIM_KIND_ADAM ? "optimizer_adam" : "optimizer_sgd";
-    if (kind < 0 || kind >= PG_OPTIM_KIND_COUNT) return pg_fail_null(PG_STATUS_ERR_VALUE, "unknown optimizer kind %d", kind);
-    if (n < 0 || (n > 0 && !params)) return pg_fail_null(PG_STATUS_ERR_ARG, "%s: bad parameter list", name);
+    if (kind < 0 || kind >= PG_OPTIM_KIND_COUNT)
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "unknown optimizer kind %d", kind);
+    if (n < 0 || (n > 0 && !params))
+        return pg_fail_null(PG_STATUS_ERR_ARG, "%s: bad parameter list", name);
     for (int64_t i = 0; i < n; i++) {
         char arg[32];
         snprintf(arg, sizeof arg, "params[%lld]", (long long)(i + pg_index_base()));
@@ -110,21 +111,28 @@ pg_optim *pg_optim_new(int kind, pg_tensor **params, int64_t n, int64_t *n_dropp
     o->params = calloc((size_t)(n ? n : 1), sizeof *o->params);
     o->state = calloc((size_t)(n ? n : 1), sizeof *o->state);
     if (!o->params || !o->state) {
-        free(o->params); free(o->state); free(o);
+        free(o->params);
+        free(o->state);
+        free(o);
         return pg_fail_null(PG_STATUS_ERR_NOMEM, "%s: out of memory", name);
     }
     int64_t dropped = 0;
     for (int64_t i = 0; i < n; i++) {
         int dup = 0;
         for (int64_t k = 0; k < o->n && !dup; k++) dup = o->params[k] == params[i];
-        if (dup) { dropped++; continue; }
+        if (dup) {
+            dropped++;
+            continue;
+        }
         pg_tensor_retain(params[i]);
         o->params[o->n++] = params[i];
     }
     if (n_dropped) *n_dropped = dropped;
     o->kind = kind;
     o->lr = kind == PG_OPTIM_KIND_ADAM ? 1e-3 : 0.01;
-    o->beta1 = 0.9; o->beta2 = 0.999; o->eps = 1e-8;
+    o->beta1 = 0.9;
+    o->beta2 = 0.999;
+    o->eps = 1e-8;
     o->accumulate_steps = 1;
     o->average = 1;
     pg_count_object(1, 1);
@@ -146,7 +154,10 @@ void pg_optim_free(pg_optim *o)
 
 int pg_optim_kind(pg_optim *o) { return o ? o->kind : -1; }
 int64_t pg_optim_nparams(pg_optim *o) { return o ? o->n : -1; }
-pg_tensor *pg_optim_param(pg_optim *o, int64_t i) { return (o && i >= 0 && i < o->n) ? o->params[i] : NULL; }
+pg_tensor *pg_optim_param(pg_optim *o, int64_t i)
+{
+    return (o && i >= 0 && i < o->n) ? o->params[i] : NULL;
+}
 
 /* Hyper-parameter ranges (issue 19): each refusal names the optimizer, the setting and the
  * accepted range; nothing is written on refusal. Rates and moments must be finite. */
@@ -155,37 +166,53 @@ int pg_optim_set(pg_optim *o, const char *name, double v)
     if (!o || !name) return pg_fail(PG_STATUS_ERR_ARG, "optimizer: NULL handle or name");
     const char *fn = o->kind == PG_OPTIM_KIND_ADAM ? "optimizer_adam" : "optimizer_sgd";
     const char *want = NULL;
-    if (!strcmp(name, "lr")) { if (!(v >= 0 && isfinite(v))) want = "a finite number >= 0"; else o->lr = v; }
-    else if (!strcmp(name, "momentum")) { if (!(v >= 0 && v < 1)) want = "in [0, 1)"; else o->momentum = v; }
-    else if (!strcmp(name, "nesterov")) { if (isnan(v)) want = "TRUE or FALSE"; else o->nesterov = v != 0; }
-    else if (!strcmp(name, "weight_decay")) {
-        if (!(v >= 0 && isfinite(v))) want = "a finite number >= 0"; else o->weight_decay = v;
-    }
-    else if (!strcmp(name, "beta1")) { if (!(v >= 0 && v < 1)) want = "in [0, 1)"; else o->beta1 = v; }
-    else if (!strcmp(name, "beta2")) { if (!(v >= 0 && v < 1)) want = "in [0, 1)"; else o->beta2 = v; }
-    else if (!strcmp(name, "eps")) { if (!(v > 0 && isfinite(v))) want = "a finite number > 0"; else o->eps = v; }
-    else if (!strcmp(name, "accumulate_steps")) {
+    if (!strcmp(name, "lr")) {
+        if (!(v >= 0 && isfinite(v))) want = "a finite number >= 0";
+        else o->lr = v;
+    } else if (!strcmp(name, "momentum")) {
+        if (!(v >= 0 && v < 1)) want = "in [0, 1)";
+        else o->momentum = v;
+    } else if (!strcmp(name, "nesterov")) {
+        if (isnan(v)) want = "TRUE or FALSE";
+        else o->nesterov = v != 0;
+    } else if (!strcmp(name, "weight_decay")) {
+        if (!(v >= 0 && isfinite(v))) want = "a finite number >= 0";
+        else o->weight_decay = v;
+    } else if (!strcmp(name, "beta1")) {
+        if (!(v >= 0 && v < 1)) want = "in [0, 1)";
+        else o->beta1 = v;
+    } else if (!strcmp(name, "beta2")) {
+        if (!(v >= 0 && v < 1)) want = "in [0, 1)";
+        else o->beta2 = v;
+    } else if (!strcmp(name, "eps")) {
+        if (!(v > 0 && isfinite(v))) want = "a finite number > 0";
+        else o->eps = v;
+    } else if (!strcmp(name, "accumulate_steps")) {
         if (!(v >= 1 && v == floor(v) && v <= 1e15)) /* also keeps the int64 conversion defined */
             want = "an integer in [1, 1e15]";
         else o->accumulate_steps = (int64_t)v;
-    }
-    else if (!strcmp(name, "average")) { if (isnan(v)) want = "TRUE or FALSE"; else o->average = v != 0; }
-    else if (!strcmp(name, "t") || !strcmp(name, "accum_count")) {
+    } else if (!strcmp(name, "average")) {
+        if (isnan(v)) want = "TRUE or FALSE";
+        else o->average = v != 0;
+    } else if (!strcmp(name, "t") || !strcmp(name, "accum_count")) {
         if (!(v >= 0 && v <= 1e15 && v == floor(v))) want = "a count in [0, 1e15]";
         else if (name[0] == 't') o->t = (int64_t)v;
         else o->accum_count = (int64_t)v;
-    }
-    else return pg_fail(PG_STATUS_ERR_VALUE, "%s: unknown setting '%s'", fn, name);
+    } else return pg_fail(PG_STATUS_ERR_VALUE, "%s: unknown setting '%s'", fn, name);
     if (want) {
         char got[32];
-        return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s must be %s, got %s", fn, name, want, pg_fmt_num(got, sizeof got, v));
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s must be %s, got %s", fn, name, want,
+                       pg_fmt_num(got, sizeof got, v));
     }
     return 0;
 }
 
 double pg_optim_get(pg_optim *o, const char *name)
 {
-    if (!o || !name) { pg_fail(PG_STATUS_ERR_ARG, "optimizer: NULL handle or name"); return NAN; }
+    if (!o || !name) {
+        pg_fail(PG_STATUS_ERR_ARG, "optimizer: NULL handle or name");
+        return NAN;
+    }
     if (!strcmp(name, "lr")) return o->lr;
     if (!strcmp(name, "momentum")) return o->momentum;
     if (!strcmp(name, "nesterov")) return o->nesterov;
@@ -219,16 +246,23 @@ pg_tensor *pg_optim_state(pg_optim *o, int64_t i, int s)
 int pg_optim_set_state(pg_optim *o, int64_t i, int s, pg_tensor *value)
 {
     if (!o || i < 0 || i >= o->n || s < 0 || s >= N_SLOTS)
-        return pg_fail(PG_STATUS_ERR_VALUE, "optimizer state: no slot %d for parameter %lld", s, (long long)i);
-    if (!value) { pg_tensor_release(o->state[i][s]); o->state[i][s] = NULL; return 0; }
+        return pg_fail(PG_STATUS_ERR_VALUE, "optimizer state: no slot %d for parameter %lld", s,
+                       (long long)i);
+    if (!value) {
+        pg_tensor_release(o->state[i][s]);
+        o->state[i][s] = NULL;
+        return 0;
+    }
     if (pg_not_live(value, "optimizer state", "value")) return PG_STATUS_ERR_ARG;
     pg_tensor *p = o->params[i];
     if (value->ne[0] != p->ne[0] || value->ne[1] != p->ne[1])
-        return pg_fail(PG_STATUS_ERR_SHAPE, "optimizer state: slot %d of parameter %lld is %s, the parameter is %s",
-                       s, (long long)i, pg_desc(value), pg_desc(p));
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "optimizer state: slot %d of parameter %lld is %s, the parameter is %s", s,
+                       (long long)i, pg_desc(value), pg_desc(p));
     pg_tensor *d = slot(o, i, s);
     if (!d) return PG_STATUS_ERR_NOMEM;
-    return pg_tensor_write(d, pg_data(value), value->dtype, value->ne[0], value->ne[1], 1, value->ne[0]);
+    return pg_tensor_write(d, pg_data(value), value->dtype, value->ne[0], value->ne[1], 1,
+                           value->ne[0]);
 }
 
 /* One slot value's checks (shared by load_state and the model files): finite, within the
@@ -238,15 +272,22 @@ static int check_slot(const pg_optim *o, int64_t i, int s, const double *v, cons
 {
     const pg_tensor *p = o->params[i];
     int64_t N = pg_numel(p);
-    const char *nm = o->kind == PG_OPTIM_KIND_ADAM ? (s == 0 ? "m" : s == 1 ? "v" : "accum") : (s == 0 ? "velocity" : "accum");
+    const char *nm = o->kind == PG_OPTIM_KIND_ADAM ? (s == 0       ? "m"
+                                                          : s == 1 ? "v"
+                                                                   : "accum")
+                                                   : (s == 0 ? "velocity" : "accum");
     for (int64_t e = 0; e < N; e++) {
         if (!isfinite(v[e]))
-            return pg_fail(PG_STATUS_ERR_VALUE, "%s: slot '%s' of parameter %lld is not finite", where, nm, (long long)i + 1);
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s: slot '%s' of parameter %lld is not finite",
+                           where, nm, (long long)i + 1);
         if (p->dtype == PG_DTYPE_F32 && fabs(v[e]) > FLT_MAX)
-            return pg_fail(PG_STATUS_ERR_VALUE, "%s: slot '%s' of parameter %lld holds %g, outside the f32 range", where, nm,
-                           (long long)i + 1, v[e]);
+            return pg_fail(PG_STATUS_ERR_VALUE,
+                           "%s: slot '%s' of parameter %lld holds %g, outside the f32 range", where,
+                           nm, (long long)i + 1, v[e]);
         if (o->kind == PG_OPTIM_KIND_ADAM && s == 1 && v[e] < 0)
-            return pg_fail(PG_STATUS_ERR_VALUE, "%s: slot 'v' of parameter %lld has a negative entry (%g); second moments must be >= 0",
+            return pg_fail(PG_STATUS_ERR_VALUE,
+                           "%s: slot 'v' of parameter %lld has a negative entry (%g); second "
+                           "moments must be >= 0",
                            where, (long long)i + 1, v[e]);
     }
     return 0;
@@ -256,8 +297,9 @@ static int is_count(double x) { return x >= 0 && x <= 1e15 && x == floor(x); }
 
 /* Checks every value, then swaps all the slots in at once: vals[j] for slot slots[j] of
  * parameter params_of[j] (NULL: the slot is emptied). A failure changes nothing. */
-static int load_slots(pg_optim *o, const double *const *vals, int64_t n_vals, int per, int with_null, double t,
-                      double accum_count, int check_only, const char *where)
+static int load_slots(pg_optim *o, const double *const *vals, int64_t n_vals, int per,
+                      int with_null, double t, double accum_count, int check_only,
+                      const char *where)
 {
     if (!(is_count(t) && is_count(accum_count)))
         return pg_fail(PG_STATUS_ERR_VALUE, "%s: t / accum_count are not counts", where);
@@ -279,7 +321,8 @@ static int load_slots(pg_optim *o, const double *const *vals, int64_t n_vals, in
         if (!vals[j]) continue;
         pg_tensor *p = o->params[i];
         fresh[j] = pg_new(p->dtype, p->ne[0], p->ne[1], PG_MEM_CATEGORY_OPTIM);
-        if (!fresh[j] || pg_tensor_write(fresh[j], vals[j], PG_DTYPE_F64, p->ne[0], p->ne[1], 1, p->ne[0])) {
+        if (!fresh[j] ||
+            pg_tensor_write(fresh[j], vals[j], PG_DTYPE_F64, p->ne[0], p->ne[1], 1, p->ne[0])) {
             for (int64_t q = 0; q <= j; q++) pg_tensor_release(fresh[q]);
             free(fresh);
             return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory", where);
@@ -301,21 +344,26 @@ static int load_slots(pg_optim *o, const double *const *vals, int64_t n_vals, in
 /* load_state's write, all or nothing: vals[s * n + i] is slot s of parameter i (column-major
  * doubles of the parameter's shape; SGD 1 slot, Adam 2). The accumulators are dropped: they are
  * not part of a state. */
-int pg_optim_load(pg_optim *o, const double *const *vals, int64_t n_vals, double t, double accum_count)
+int pg_optim_load(pg_optim *o, const double *const *vals, int64_t n_vals, double t,
+                  double accum_count)
 {
     if (!o) return pg_fail(PG_STATUS_ERR_ARG, "optimizer load_state(): NULL optimizer");
     int ns = o->kind == PG_OPTIM_KIND_ADAM ? 2 : 1;
     if (n_vals != ns * o->n || (n_vals > 0 && !vals))
-        return pg_fail(PG_STATUS_ERR_ARG, "optimizer load_state(): %lld slot values for %lld parameters", (long long)n_vals, (long long)o->n);
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "optimizer load_state(): %lld slot values for %lld parameters",
+                       (long long)n_vals, (long long)o->n);
     return load_slots(o, vals, n_vals, ns, 0, t, accum_count, 0, "optimizer load_state()");
 }
 
-int pg_optim_load_file(pg_optim *o, const double *const *vals, int64_t n_vals, double t, double accum_count, int check_only)
+int pg_optim_load_file(pg_optim *o, const double *const *vals, int64_t n_vals, double t,
+                       double accum_count, int check_only)
 {
     if (!o) return pg_fail(PG_STATUS_ERR_ARG, "optimizer state: NULL optimizer");
     int per = o->kind == PG_OPTIM_KIND_ADAM ? 3 : 2;
     if (n_vals != per * o->n || (n_vals > 0 && !vals))
-        return pg_fail(PG_STATUS_ERR_ARG, "optimizer state: %lld slot values for %lld parameters", (long long)n_vals, (long long)o->n);
+        return pg_fail(PG_STATUS_ERR_ARG, "optimizer state: %lld slot values for %lld parameters",
+                       (long long)n_vals, (long long)o->n);
     return load_slots(o, vals, n_vals, per, 1, t, accum_count, check_only, "optimizer state");
 }
 
@@ -325,8 +373,10 @@ int pg_values_fit(const double *v, int64_t n, int dtype, const char *what)
     if (dtype != PG_DTYPE_F32) return 0;
     for (int64_t e = 0; e < n; e++)
         if (isfinite(v[e]) && fabs(v[e]) > FLT_MAX)
-            return pg_fail(PG_STATUS_ERR_VALUE, "%s holds %g (element %lld), outside the f32 range (magnitude at most %.8g)",
-                           what ? what : "the value", v[e], (long long)e + 1, (double)FLT_MAX);
+            return pg_fail(
+                PG_STATUS_ERR_VALUE,
+                "%s holds %g (element %lld), outside the f32 range (magnitude at most %.8g)",
+                what ? what : "the value", v[e], (long long)e + 1, (double)FLT_MAX);
     return 0;
 }
 
@@ -344,7 +394,8 @@ static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
     pg_bump(p); /* a tape recorded before this step no longer matches the weights */
     if (o->kind == PG_OPTIM_KIND_SGD) {
         pg_tensor *v = o->momentum > 0 ? slot(o, i, 0) : NULL;
-        if (o->momentum > 0 && !v) return pg_fail(PG_STATUS_ERR_NOMEM, "optimizer_sgd: out of memory");
+        if (o->momentum > 0 && !v)
+            return pg_fail(PG_STATUS_ERR_NOMEM, "optimizer_sgd: out of memory");
         PG_DISPATCH(p->dtype, {
             T *w = pg_data(p);
             const T *gp = pg_data(g);
@@ -370,37 +421,38 @@ static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
         double sc = o->lr / bc1, rc2 = 1 / sqrt(bc2), decay = o->lr * o->weight_decay;
         const int sel = pg_simd_level();
         if (p->dtype == PG_DTYPE_F32)
-            adam_f32[sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, (float)o->beta1, (float)o->beta2,
-                     (float)o->eps, (float)gscale, (float)sc, (float)rc2, (float)decay);
+            adam_f32[sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, (float)o->beta1,
+                          (float)o->beta2, (float)o->eps, (float)gscale, (float)sc, (float)rc2,
+                          (float)decay);
         else
-            adam_f64[sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, o->beta1, o->beta2, o->eps, gscale,
-                     sc, rc2, decay);
+            adam_f64[sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, o->beta1, o->beta2,
+                          o->eps, gscale, sc, rc2, decay);
     }
     return 0;
 }
 
-int pg_optim_step(pg_optim *o, pg_gradmap *grads)
-{
-    PG_GRAD_LOCKED(step_locked(o, grads, 0));
-}
+int pg_optim_step(pg_optim *o, pg_gradmap *grads) { PG_GRAD_LOCKED(step_locked(o, grads, 0)); }
 
-int pg_optim_step_sum(pg_optim *o, pg_gradmap *grads)
-{
-    PG_GRAD_LOCKED(step_locked(o, grads, 1));
-}
+int pg_optim_step_sum(pg_optim *o, pg_gradmap *grads) { PG_GRAD_LOCKED(step_locked(o, grads, 1)); }
 
 static void drop_accumulators(pg_optim *o)
 {
     int as = acc_slot(o);
-    for (int64_t i = 0; i < o->n; i++) { pg_tensor_release(o->state[i][as]); o->state[i][as] = NULL; }
+    for (int64_t i = 0; i < o->n; i++) {
+        pg_tensor_release(o->state[i][as]);
+        o->state[i][as] = NULL;
+    }
 }
 
 static int check_grads(pg_optim *o, pg_gradmap *grads)
 {
     for (int64_t i = 0; i < o->n; i++) {
         pg_tensor *g = grad_of(o->params[i], grads);
-        if (g && (g->ne[0] != o->params[i]->ne[0] || g->ne[1] != o->params[i]->ne[1] || g->dtype != o->params[i]->dtype))
-            return pg_fail(PG_STATUS_ERR_SHAPE, "optimizer step: gradient %s does not match parameter %lld %s",
+        if (g &&
+            (g->ne[0] != o->params[i]->ne[0] || g->ne[1] != o->params[i]->ne[1] ||
+             g->dtype != o->params[i]->dtype))
+            return pg_fail(PG_STATUS_ERR_SHAPE,
+                           "optimizer step: gradient %s does not match parameter %lld %s",
                            pg_desc(g), (long long)i + 1, pg_desc(o->params[i]));
     }
     return 0;
@@ -414,9 +466,12 @@ static int no_grads(pg_optim *o, pg_gradmap *grads)
     if (o->n == 0) return 0;
     for (int64_t i = 0; i < o->n; i++)
         if (grad_of(o->params[i], grads)) return 0;
-    return pg_fail(PG_STATUS_ERR_STATE, "%s step(): no gradient for any of its %lld parameter(s): nothing to update (was the "
-                   "loss computed on a tape from these parameters, and backward() called? is this the model's optimizer?)",
-                   o->kind == PG_OPTIM_KIND_ADAM ? "optimizer_adam" : "optimizer_sgd", (long long)o->n);
+    return pg_fail(
+        PG_STATUS_ERR_STATE,
+        "%s step(): no gradient for any of its %lld parameter(s): nothing to update (was the "
+        "loss computed on a tape from these parameters, and backward() called? is this the model's "
+        "optimizer?)",
+        o->kind == PG_OPTIM_KIND_ADAM ? "optimizer_adam" : "optimizer_sgd", (long long)o->n);
 }
 
 /* sum: add this call's gradients into the accumulator (the first of a period is copied, so the
@@ -431,7 +486,8 @@ static int step_locked(pg_optim *o, pg_gradmap *grads, int sum)
         for (int64_t i = 0; i < o->n; i++) { /* allocate first: a failed call changes nothing */
             pg_tensor *g = grad_of(o->params[i], grads);
             if (g && !o->state[i][as] && !slot(o, i, as))
-                return -pg_fail(PG_STATUS_ERR_NOMEM, "optimizer: out of memory for the accumulator");
+                return -pg_fail(PG_STATUS_ERR_NOMEM,
+                                "optimizer: out of memory for the accumulator");
         }
         for (int64_t i = 0; i < o->n; i++) {
             pg_tensor *g = grad_of(o->params[i], grads), *a = o->state[i][as];
@@ -442,7 +498,8 @@ static int step_locked(pg_optim *o, pg_gradmap *grads, int sum)
                 T *ap = pg_data(a);
                 const T *gp = pg_data(g);
                 if (fresh) memcpy(ap, gp, (size_t)N * sizeof(T));
-                else for (int64_t e = 0; e < N; e++) ap[e] += gp[e];
+                else
+                    for (int64_t e = 0; e < N; e++) ap[e] += gp[e];
             });
         }
     }
@@ -463,10 +520,7 @@ static int step_locked(pg_optim *o, pg_gradmap *grads, int sum)
     return 1;
 }
 
-int pg_optim_zero_grad(pg_optim *o)
-{
-    PG_GRAD_LOCKED(zero_grad_locked(o));
-}
+int pg_optim_zero_grad(pg_optim *o) { PG_GRAD_LOCKED(zero_grad_locked(o)); }
 
 static int zero_grad_locked(pg_optim *o)
 {

@@ -6,7 +6,8 @@
 #include <string.h>
 #include "pg.h"
 
-static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out);
+static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm,
+                       double *norm_out);
 
 static pg_tensor *grad_of(pg_tensor *p, pg_gradmap *grads)
 {
@@ -38,7 +39,8 @@ static int rewrite_grads(pg_tensor **params, int64_t n, pg_gradmap *grads, const
                          void (*fn)(pg_tensor *g, void *ctx), void *ctx)
 {
     int oom = 0;
-    for (int64_t i = 0; i < n && !oom; i++) if (!listed_before(params, i)) grad_mut(params[i], grads, &oom);
+    for (int64_t i = 0; i < n && !oom; i++)
+        if (!listed_before(params, i)) grad_mut(params[i], grads, &oom);
     if (oom) return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory", name);
     for (int64_t i = 0; i < n; i++) {
         pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
@@ -60,7 +62,9 @@ static void scale_grad(pg_tensor *g, void *ctx)
     });
 }
 
-typedef struct { double c, mx; } clamp_ctx; /* mx: the largest finite |value| seen */
+typedef struct {
+    double c, mx;
+} clamp_ctx; /* mx: the largest finite |value| seen */
 
 static void clamp_grad(pg_tensor *g, void *ctx)
 {
@@ -73,7 +77,7 @@ static void clamp_grad(pg_tensor *g, void *ctx)
         for (int64_t k = 0; k < N; k++) {
             double a = fabs((double)gp[k]);
             if (isfinite(a) && a > mx) mx = a;
-            if (gp[k] > hi) gp[k] = hi;          /* NaN compares false both ways: stays NaN */
+            if (gp[k] > hi) gp[k] = hi; /* NaN compares false both ways: stays NaN */
             else if (gp[k] < lo) gp[k] = lo;
         }
     });
@@ -83,21 +87,26 @@ static void clamp_grad(pg_tensor *g, void *ctx)
 /* the gradient helpers' parameter list: n >= 0 live tensors (fn names the helper) */
 static int check_param_list(pg_tensor **params, int64_t n, const char *fn)
 {
-    if (n < 0 || (n > 0 && !params)) return pg_fail(PG_STATUS_ERR_ARG, "%s: bad parameter list", fn);
+    if (n < 0 || (n > 0 && !params))
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: bad parameter list", fn);
     for (int64_t i = 0; i < n; i++)
         if (pg_not_live(params[i], fn, "params[i]")) return PG_STATUS_ERR_ARG;
     return 0;
 }
 
-int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out)
+int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm,
+                      double *norm_out)
 {
     PG_GRAD_LOCKED(clip_locked(params, n, grads, max_norm, norm_out));
 }
 
-static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm, double *norm_out)
+static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm,
+                       double *norm_out)
 {
     if (check_param_list(params, n, "clip_grad_norm")) return pg_last_status();
-    if (isnan(max_norm) || max_norm < 0) return pg_fail(PG_STATUS_ERR_VALUE, "clip_grad_norm: max_norm must be >= 0, got %g", max_norm);
+    if (isnan(max_norm) || max_norm < 0)
+        return pg_fail(PG_STATUS_ERR_VALUE, "clip_grad_norm: max_norm must be >= 0, got %g",
+                       max_norm);
     double ss = 0;
     for (int64_t i = 0; i < n; i++) {
         pg_tensor *g = listed_before(params, i) ? NULL : grad_of(params[i], grads);
@@ -117,10 +126,12 @@ static int clip_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double 
 
 /* ---- clip_grad_value, check_grad_anomaly (ggmlR 0.8.3) ---- */
 
-static int clip_value_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double c, double *max_abs)
+static int clip_value_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, double c,
+                             double *max_abs)
 {
     if (check_param_list(params, n, "clip_grad_value")) return pg_last_status();
-    if (!(isfinite(c) && c > 0)) return pg_fail(PG_STATUS_ERR_VALUE, "clip_value must be a single positive finite number");
+    if (!(isfinite(c) && c > 0))
+        return pg_fail(PG_STATUS_ERR_VALUE, "clip_value must be a single positive finite number");
     clamp_ctx cc = {c, 0};
     int rc = rewrite_grads(params, n, grads, "clip_grad_value", clamp_grad, &cc);
     if (rc) return rc;
@@ -128,7 +139,8 @@ static int clip_value_locked(pg_tensor **params, int64_t n, pg_gradmap *grads, d
     return 0;
 }
 
-int pg_clip_grad_value(pg_tensor **params, int64_t n, pg_gradmap *grads, double clip_value, double *max_abs)
+int pg_clip_grad_value(pg_tensor **params, int64_t n, pg_gradmap *grads, double clip_value,
+                       double *max_abs)
 {
     PG_GRAD_LOCKED(clip_value_locked(params, n, grads, clip_value, max_abs));
 }
@@ -144,7 +156,8 @@ static int is_r_na(double v)
 int pg_grad_anomaly(pg_tensor **params, int64_t n, pg_gradmap *grads, int *found, int64_t *n_nan,
                     int64_t *n_inf, double *max_abs)
 {
-    if (n > 0 && (!found || !n_nan || !n_inf || !max_abs)) return pg_fail(PG_STATUS_ERR_ARG, "check_grad_anomaly: NULL output");
+    if (n > 0 && (!found || !n_nan || !n_inf || !max_abs))
+        return pg_fail(PG_STATUS_ERR_ARG, "check_grad_anomaly: NULL output");
     if (check_param_list(params, n, "check_grad_anomaly")) return pg_last_status();
     pg_grad_lock();
     for (int64_t i = 0; i < n; i++) {
@@ -159,7 +172,7 @@ int pg_grad_anomaly(pg_tensor **params, int64_t n, pg_gradmap *grads, int *found
             const T *gp = pg_data(g);
             for (int64_t k = 0; k < N; k++) {
                 double v = (double)gp[k];
-                if (isnan(v)) nn += !is_r_na(v);   /* as ggmlR's is.nan(): R's NA is not NaN there */
+                if (isnan(v)) nn += !is_r_na(v); /* as ggmlR's is.nan(): R's NA is not NaN there */
                 else if (isinf(v)) ni++;
                 else if (fabs(v) > mx) mx = fabs(v);
             }

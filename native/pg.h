@@ -24,9 +24,9 @@
 #include "pg_api_index.h"
 
 #define PG_TENSOR_MAGIC 0x50475431u /* "PGT1": live tensor */
-#define PG_DEAD_MAGIC 0xDEADDEADu
-#define PG_MAX_IN 5
-#define PG_MAX_SAVED 4
+#define PG_DEAD_MAGIC   0xDEADDEADu
+#define PG_MAX_IN       5
+#define PG_MAX_SAVED    4
 
 /* Shared, reference-counted buffer. Category drives the memory accounting. */
 typedef struct pg_storage {
@@ -47,17 +47,17 @@ typedef struct pg_node pg_node;
 
 struct pg_tensor {
     uint32_t magic;
-    int32_t dtype;          /* PG_DTYPE_F32 or PG_DTYPE_F64 */
+    int32_t dtype; /* PG_DTYPE_F32 or PG_DTYPE_F64 */
     int64_t refcount;
-    int64_t id;             /* process-wide, from 1; 0 for internal buffers */
+    int64_t id; /* process-wide, from 1; 0 for internal buffers */
     int64_t ne[4];
     pg_storage *st;
     int requires_grad;
-    pg_node *node;          /* producing tape node (not owned); cleared when the tape is */
-    pg_tensor *grad;        /* owned; leaf gradient accumulated across backward calls */
-    uint64_t bw_epoch;      /* backward scratch: bw_grad is valid iff bw_epoch == current */
+    pg_node *node;     /* producing tape node (not owned); cleared when the tape is */
+    pg_tensor *grad;   /* owned; leaf gradient accumulated across backward calls */
+    uint64_t bw_epoch; /* backward scratch: bw_grad is valid iff bw_epoch == current */
     pg_tensor *bw_grad;
-    uint64_t bw_fresh;      /* static graphs: bw_grad is a planned buffer to overwrite iff == epoch */
+    uint64_t bw_fresh; /* static graphs: bw_grad is a planned buffer to overwrite iff == epoch */
 };
 
 /* Backward rule: read gout (gradient of n->out), add contributions to the inputs' slots. */
@@ -67,20 +67,20 @@ typedef int (*pg_bw_fn)(pg_node *n, pg_tensor *gout);
 typedef int (*pg_fw_fn)(pg_node *n);
 
 struct pg_node {
-    const char *op;         /* label for reports: "matmul", "add", ... */
+    const char *op; /* label for reports: "matmul", "add", ... */
     pg_bw_fn bw;
-    pg_fw_fn fw;            /* NULL: the op cannot be replayed by a compiled graph */
+    pg_fw_fn fw; /* NULL: the op cannot be replayed by a compiled graph */
     int n_in;
-    pg_tensor *in[PG_MAX_IN];     /* owned refs (NULL allowed for absent optional inputs) */
-    pg_tensor *out;               /* owned ref */
+    pg_tensor *in[PG_MAX_IN]; /* owned refs (NULL allowed for absent optional inputs) */
+    pg_tensor *out;           /* owned ref */
     int n_saved;
     pg_tensor *saved[PG_MAX_SAVED]; /* owned refs to buffers kept for backward */
     double p[4];
     int64_t ip[4];
-    struct pg_host *host;   /* host nodes only (host.c): the front end's backward; NULL otherwise */
-    const void *tape;       /* the (thread's) tape that recorded it */
+    struct pg_host *host; /* host nodes only (host.c): the front end's backward; NULL otherwise */
+    const void *tape;     /* the (thread's) tape that recorded it */
     uint64_t ver[PG_MAX_IN + 1]; /* storage versions of in[] and (last) out when recorded */
-    unsigned ver_skip;      /* bit i: backward never reads in[i] (batch norm's running buffers) */
+    unsigned ver_skip; /* bit i: backward never reads in[i] (batch norm's running buffers) */
 };
 
 /* ---- error.c ---- */
@@ -93,7 +93,7 @@ const char *pg_fmt_num(char *buf, size_t n, double v);
 const char *pg_desc(const pg_tensor *t);
 
 /* ---- tensor.c ---- */
-void *pg_alloc(size_t nbytes, int category);           /* counted, 64-byte aligned */
+void *pg_alloc(size_t nbytes, int category); /* counted, 64-byte aligned */
 void pg_free(void *p, size_t nbytes, int category);
 pg_tensor *pg_new(int dtype, int64_t nrow, int64_t ncol, int category); /* uninitialised */
 pg_tensor *pg_new_zeros(int dtype, int64_t nrow, int64_t ncol, int category);
@@ -101,13 +101,18 @@ pg_tensor *pg_new_like(const pg_tensor *t, int category);
 void pg_set_category(pg_tensor *t, int category);
 /* non-zero (PG_STATUS_ERR_ARG, naming op and arg) when t is NULL or not a live tensor; 0 when usable */
 int pg_not_live(const pg_tensor *t, const char *op, const char *arg);
+int pg_same_dtype(const char *op, const char *an, const pg_tensor *a, const char *bn,
+                  const pg_tensor *b);
 size_t pg_dtype_size(int dtype);
-void pg_count_object(int kind, int delta);              /* 0 gradmap, 1 optim */
+void pg_count_object(int kind, int delta); /* 0 gradmap, 1 optim */
 void pg_count_nodes(int64_t delta);
 
 static inline int64_t pg_nrow(const pg_tensor *t) { return t->ne[0]; }
 static inline int64_t pg_ncol(const pg_tensor *t) { return t->ne[1]; }
-static inline int64_t pg_numel(const pg_tensor *t) { return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]; }
+static inline int64_t pg_numel(const pg_tensor *t)
+{
+    return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+}
 static inline void *pg_data(const pg_tensor *t) { return t->st->data; }
 
 /* ---- pool.c: freed buffers of one size reused (NULL / 0 when not pooled) ---- */
@@ -117,7 +122,7 @@ int pg_pool_put(void *p, size_t sz);
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PG_X86_SIMD 1
 #include <immintrin.h>
-#define PG_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define PG_TARGET_AVX2   __attribute__((target("avx2,fma")))
 #define PG_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
 #else
 #define PG_X86_SIMD 0
@@ -131,7 +136,7 @@ void pg_vsigmoid(int dtype, const void *x, void *y, int64_t n);
 void pg_vtanh(int dtype, const void *x, void *y, int64_t n);
 void pg_vlog(int dtype, const void *x, void *y, int64_t n);
 double pg_vsum(int dtype, const void *x, int64_t n); /* in double, in a fixed order (vmath.c) */
-void *pg_obj_new(size_t sz);          /* zeroed; sizes share the buffer cache */
+void *pg_obj_new(size_t sz);                         /* zeroed; sizes share the buffer cache */
 void pg_obj_free(void *p, size_t sz);
 
 /* ---- memory.c: the gradient lock ----
@@ -140,12 +145,12 @@ void pg_obj_free(void *p, size_t sz);
 void pg_grad_lock(void);
 void pg_grad_unlock(void);
 /* the body of a public entry point that runs `call` (an int) under the gradient lock */
-#define PG_GRAD_LOCKED(call)          \
-    do {                              \
-        pg_grad_lock();               \
-        int pg_rc_ = (call);          \
-        pg_grad_unlock();             \
-        return pg_rc_;                \
+#define PG_GRAD_LOCKED(call)                                                                       \
+    do {                                                                                           \
+        pg_grad_lock();                                                                            \
+        int pg_rc_ = (call);                                                                       \
+        pg_grad_unlock();                                                                          \
+        return pg_rc_;                                                                             \
     } while (0)
 
 /* ---- versions (version.c) ----
@@ -163,19 +168,20 @@ uint64_t pg_version_observe(pg_tensor *t);
  * grad, appends a node owning refs to inputs and out. Returns the node, NULL when nothing was
  * recorded; *err is set to 1 if recording failed (out of memory). */
 pg_node *pg_record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in, int *err);
-int pg_node_save(pg_node *n, pg_tensor *t);  /* node takes a new ref to t */
+int pg_node_save(pg_node *n, pg_tensor *t); /* node takes a new ref to t */
 /* The usual shape of an op: `out` (and `saved` buffers) allocated by the caller; runs fw on a
  * node holding in/p/ip/saved, then records it (with fw) when the tape wants it. Takes over the
  * refs to out and saved[] (releases them on failure / when not recorded); returns out or NULL. */
-pg_tensor *pg_op_run(const char *op, pg_fw_fn fw, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in,
-                     const double *p, const int64_t *ip, int n_saved, pg_tensor **saved);
+pg_tensor *pg_op_run(const char *op, pg_fw_fn fw, pg_bw_fn bw, pg_tensor *out, int n_in,
+                     pg_tensor **in, const double *p, const int64_t *ip, int n_saved,
+                     pg_tensor **saved);
 /* Thread-local scratch of at least nbytes, uninitialised; reused (grows only); NULL on failure.
  * One user at a time: valid until the next pg_scratch call. */
 void *pg_scratch(size_t nbytes);
 /* Record every op, even those no gradient needs (compiled graphs replay them); returns the
  * previous setting; flag < 0 only reads it. */
 int pg_tape_record_all(int flag);
-void pg_tape_clear_used(void);       /* zero_grad: clear unless recorded since the last backward */
+void pg_tape_clear_used(void); /* zero_grad: clear unless recorded since the last backward */
 /* Gradient buffer of t in the running backward: *acc = 1 when it already holds a partial sum
  * (add into it), 0 when fresh (overwrite it). NULL on allocation failure. */
 void *pg_grad_slot(pg_tensor *t, int *acc);
@@ -192,20 +198,24 @@ static inline int pg_grad_slot_for(pg_tensor *x, void **slot, int *acc)
 }
 pg_node *pg_tape_node(int64_t i);
 void pg_node_free(pg_node *n);
-pg_node **pg_tape_take(int64_t *n);   /* graph.c: take over the recorded nodes */
-uint64_t pg_tape_new_epoch(void);     /* graph.c: start a backward pass */
+pg_node **pg_tape_take(int64_t *n); /* graph.c: take over the recorded nodes */
+uint64_t pg_tape_new_epoch(void);   /* graph.c: start a backward pass */
 /* host.c support: record even when no input requires grad (out then requires grad); walk the
  * current tape seeded with gout at out, into the running backward; drop from the walk's reached
  * set the entries from index r0 on whose tensors were made at or after id `mark`. */
-pg_node *pg_record_forced(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in, int *err);
+pg_node *pg_record_forced(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in,
+                          int *err);
 int pg_tape_walk_from(pg_tensor *out, pg_tensor *gout);
 int64_t pg_reached_count(void);
 void pg_reached_drop_since(int64_t r0, int64_t mark);
-int64_t pg_tensor_next_id(void);                  /* tensor.c: the id the next tensor gets */
-void pg_host_free(struct pg_host *h);             /* host.c: called by pg_node_free */
-int pg_host_check_versions(const pg_node *n);     /* host.c: the further inputs' versions (tape.c's walk) */
-int pg_version_mismatch(const pg_node *n, pg_tensor *t, uint64_t want, int64_t slot); /* version.c: 0 or the error */
-int pg_node_check_versions(const pg_node *n);    /* version.c: every input and the output as recorded */
+int64_t pg_tensor_next_id(void);      /* tensor.c: the id the next tensor gets */
+void pg_host_free(struct pg_host *h); /* host.c: called by pg_node_free */
+int pg_host_check_versions(
+    const pg_node *n); /* host.c: the further inputs' versions (tape.c's walk) */
+int pg_version_mismatch(const pg_node *n, pg_tensor *t, uint64_t want,
+                        int64_t slot); /* version.c: 0 or the error */
+int pg_node_check_versions(
+    const pg_node *n); /* version.c: every input and the output as recorded */
 /* version.c: a checkpoint segment's parameter log (begun/ended by stash/unstash at that depth,
  * fed by every op while its tape is current, taken by pg_host_record, dropped by clear) */
 void pg_seg_log_begin(int depth);
@@ -214,7 +224,7 @@ void pg_seg_log_drop(void);
 void pg_seg_log_unclaimed_drop(void);
 void pg_seg_touch(pg_tensor **in, int n_in, int depth);
 int64_t pg_seg_log_take(pg_tensor ***t, uint64_t **ver);
-int64_t pg_node_n_inputs(const pg_node *n);       /* n_in plus a host node's further inputs */
+int64_t pg_node_n_inputs(const pg_node *n); /* n_in plus a host node's further inputs */
 pg_tensor *pg_node_input(const pg_node *n, int64_t i);
 /* memory.c: a node's tensors in walk order (inputs, saved, output; entries may be NULL), and the
  * one walk behind the memory reports: fn gives the bytes to charge to the node for each tensor
@@ -224,43 +234,52 @@ int64_t pg_node_n_tensors(const pg_node *n);
 pg_tensor *pg_node_tensor(const pg_node *n, int64_t j);
 typedef int64_t (*pg_walk_charge)(void *ctx, pg_tensor *t, int input);
 int64_t pg_memory_walk(pg_node *const *nodes, int64_t nn, pg_walk_charge fn, void *ctx,
-                       const char **op_label, int64_t *op_nodes, int64_t *op_bytes, int64_t max_ops);
+                       const char **op_label, int64_t *op_nodes, int64_t *op_bytes,
+                       int64_t max_ops);
 pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);
 pg_tensor *pg_gradmap_get_own(pg_gradmap *m, pg_tensor *key); /* unshared from .grad first */
-pg_tensor *pg_gradmap_own_value(pg_gradmap *m, pg_tensor *g);  /* same, for a value in hand */
-pg_tensor *pg_grad_own(pg_tensor *t);                          /* .grad unshared from maps first */
+pg_tensor *pg_gradmap_own_value(pg_gradmap *m, pg_tensor *g); /* same, for a value in hand */
+pg_tensor *pg_grad_own(pg_tensor *t);                         /* .grad unshared from maps first */
 
 /* ---- gemm.c ----
  * C[m,n] = alpha * op(A) op(B) + beta * C, column-major, op = transpose when ta/tb. */
 void pg_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
-             const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
+             const void *a, int64_t lda, const void *b, int64_t ldb, double beta, void *c,
+             int64_t ldc);
 /* The built-in kernel (gemm_kernel.c, gemm_ukernel.c, gemm_pool.c): gemm_internal.h; its
  * selectors for tests and benchmarks: pg_api_gemm.h. */
 
 /* Run the block once with T = float and once with T = double, picking by dtype at run time. */
-#define PG_DISPATCH(dt, ...)                      \
-    do {                                          \
-        if ((dt) == PG_DTYPE_F32) {                     \
-            typedef float T;                      \
-            __VA_ARGS__                           \
-        } else {                                  \
-            typedef double T;                     \
-            __VA_ARGS__                           \
-        }                                         \
+#define PG_DISPATCH(dt, ...)                                                                       \
+    do {                                                                                           \
+        if ((dt) == PG_DTYPE_F32) {                                                                \
+            typedef float T;                                                                       \
+            __VA_ARGS__                                                                            \
+        } else {                                                                                   \
+            typedef double T;                                                                      \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
     } while (0)
 
 /* The first value of a tensor (a 1x1 loss) written / read as a double, in its dtype. */
-static inline void pg_scalar_set(pg_tensor *t, double v) { PG_DISPATCH(t->dtype, { *(T *)pg_data(t) = (T)v; }); }
+static inline void pg_scalar_set(pg_tensor *t, double v)
+{
+    PG_DISPATCH(t->dtype, { *(T *)pg_data(t) = (T)v; });
+}
 static inline double pg_scalar_get(const pg_tensor *t)
 {
-    return t->dtype == PG_DTYPE_F32 ? (double)*(const float *)pg_data(t) : *(const double *)pg_data(t);
+    return t->dtype == PG_DTYPE_F32 ? (double)*(const float *)pg_data(t)
+                                    : *(const double *)pg_data(t);
 }
 
 /* dst[i] (+)= expr for i in [0, n): two loops so each vectorises. */
-#define PG_STORE_LOOP(acc, n, dst, expr)                                   \
-    do {                                                                   \
-        if (acc) { for (int64_t i = 0; i < (n); i++) (dst)[i] += (expr); } \
-        else     { for (int64_t i = 0; i < (n); i++) (dst)[i] = (expr); }  \
+#define PG_STORE_LOOP(acc, n, dst, expr)                                                           \
+    do {                                                                                           \
+        if (acc) {                                                                                 \
+            for (int64_t i = 0; i < (n); i++) (dst)[i] += (expr);                                  \
+        } else {                                                                                   \
+            for (int64_t i = 0; i < (n); i++) (dst)[i] = (expr);                                   \
+        }                                                                                          \
     } while (0)
 
 #endif

@@ -89,22 +89,22 @@ int pg_set_default_dtype(int dtype);
 pg_tensor *pg_tensor_new(int dtype, int64_t nrow, int64_t ncol, const void *src, int src_dtype,
                          int64_t rstride, int64_t cstride);
 pg_tensor *pg_tensor_full(int dtype, int64_t nrow, int64_t ncol, double value);
-pg_tensor *pg_tensor_clone(pg_tensor *t);          /* deep copy of values, new id, no grad */
+pg_tensor *pg_tensor_clone(pg_tensor *t);           /* deep copy of values, new id, no grad */
 pg_tensor *pg_tensor_cast(pg_tensor *t, int dtype); /* copy converted to dtype */
 void pg_tensor_retain(pg_tensor *t);
 void pg_tensor_release(pg_tensor *t);
-int pg_tensor_check(pg_tensor *t);                  /* 0 if t is a live tensor */
+int pg_tensor_check(pg_tensor *t); /* 0 if t is a live tensor */
 
 int64_t pg_tensor_id(pg_tensor *t);
 int pg_tensor_dtype(pg_tensor *t);
 int64_t pg_tensor_nrow(pg_tensor *t);
 int64_t pg_tensor_ncol(pg_tensor *t);
 int64_t pg_tensor_numel(pg_tensor *t);
-void *pg_tensor_data(pg_tensor *t);                 /* borrowed; contiguous column-major */
+void *pg_tensor_data(pg_tensor *t); /* borrowed; contiguous column-major */
 int pg_tensor_requires_grad(pg_tensor *t);
 int pg_tensor_set_requires_grad(pg_tensor *t, int flag);
-int pg_tensor_is_leaf(pg_tensor *t);                /* no recorded node produced it */
-const char *pg_tensor_op(pg_tensor *t);             /* label of the producing node, or "" */
+int pg_tensor_is_leaf(pg_tensor *t);    /* no recorded node produced it */
+const char *pg_tensor_op(pg_tensor *t); /* label of the producing node, or "" */
 
 /* Copy values out to dst (column-major, converted to dst_dtype: PG_DTYPE_F32 or PG_DTYPE_F64). */
 int pg_tensor_read(pg_tensor *t, void *dst, int dst_dtype);
@@ -129,7 +129,7 @@ int pg_set_index_base(int base);
 int pg_index_base(void);
 int pg_tape_depth(void);
 int pg_tape_enabled(void);
-int pg_tape_set_enabled(int flag);   /* returns previous; for no-grad sections */
+int pg_tape_set_enabled(int flag); /* returns previous; for no-grad sections */
 int64_t pg_tape_nodes(void);
 
 /* ---- backward ----
@@ -137,16 +137,18 @@ int64_t pg_tape_nodes(void);
  * requires-grad tensors reached, loss included) and adds each leaf's gradient to its .grad once. */
 pg_gradmap *pg_backward(pg_tensor *loss);
 int64_t pg_gradmap_size(pg_gradmap *m);
-int64_t pg_gradmap_key_id(pg_gradmap *m, int64_t i);      /* id of entry i's tensor (the map does not keep it alive) */
-int pg_gradmap_key_is_leaf(pg_gradmap *m, int64_t i);     /* 1 if no recorded op produced entry i's tensor, -1 out of range */
-pg_tensor *pg_gradmap_value(pg_gradmap *m, int64_t i);   /* borrowed */
-pg_tensor *pg_gradmap_get(pg_gradmap *m, pg_tensor *key);/* borrowed; NULL if absent (no error) */
-pg_tensor *pg_gradmap_get_id(pg_gradmap *m, int64_t id); /* borrowed; NULL if absent (no error) */
+int64_t pg_gradmap_key_id(pg_gradmap *m,
+                          int64_t i); /* id of entry i's tensor (the map does not keep it alive) */
+int pg_gradmap_key_is_leaf(
+    pg_gradmap *m, int64_t i); /* 1 if no recorded op produced entry i's tensor, -1 out of range */
+pg_tensor *pg_gradmap_value(pg_gradmap *m, int64_t i);    /* borrowed */
+pg_tensor *pg_gradmap_get(pg_gradmap *m, pg_tensor *key); /* borrowed; NULL if absent (no error) */
+pg_tensor *pg_gradmap_get_id(pg_gradmap *m, int64_t id);  /* borrowed; NULL if absent (no error) */
 void pg_gradmap_free(pg_gradmap *m);
 
 /* ---- ops: each returns a new tensor or NULL ---- */
 pg_tensor *pg_matmul(pg_tensor *a, pg_tensor *b);
-pg_tensor *pg_add(pg_tensor *a, pg_tensor *b);   /* size-1 dims broadcast on either side */
+pg_tensor *pg_add(pg_tensor *a, pg_tensor *b); /* size-1 dims broadcast on either side */
 pg_tensor *pg_sub(pg_tensor *a, pg_tensor *b);
 pg_tensor *pg_mul(pg_tensor *a, pg_tensor *b);
 pg_tensor *pg_div(pg_tensor *a, pg_tensor *b);
@@ -154,14 +156,16 @@ pg_tensor *pg_scale(pg_tensor *x, double s);
 pg_tensor *pg_unary(int op, pg_tensor *x);
 pg_tensor *pg_pow(pg_tensor *x, double p);
 pg_tensor *pg_clamp(pg_tensor *x, double lo, double hi);
-pg_tensor *pg_sum(pg_tensor *x, int dim);        /* dim 0: all -> 1x1; 1: per row -> [r,1]; 2: per column -> [1,c] */
+pg_tensor *pg_sum(pg_tensor *x,
+                  int dim); /* dim 0: all -> 1x1; 1: per row -> [r,1]; 2: per column -> [1,c] */
 pg_tensor *pg_mean(pg_tensor *x, int dim);
 pg_tensor *pg_transpose(pg_tensor *x);
 pg_tensor *pg_reshape(pg_tensor *x, int64_t nrow, int64_t ncol); /* one of them may be -1 */
 pg_tensor *pg_mse_loss(pg_tensor *pred, pg_tensor *target);
 pg_tensor *pg_cross_entropy_loss(pg_tensor *pred, pg_tensor *target);
-pg_tensor *pg_softmax_ce_loss(pg_tensor *logits, pg_tensor *target);             /* one-hot/soft */
-pg_tensor *pg_softmax_ce_loss_idx(pg_tensor *logits, const int64_t *idx, int64_t n); /* 0-based ids */
+pg_tensor *pg_softmax_ce_loss(pg_tensor *logits, pg_tensor *target); /* one-hot/soft */
+pg_tensor *pg_softmax_ce_loss_idx(pg_tensor *logits, const int64_t *idx,
+                                  int64_t n); /* 0-based ids */
 /* Same with the 0-based class ids in a tensor (f32/f64 whole numbers, [1, B] or [B, 1]): no copy
  * through the caller, and a compiled graph reads new ids on every replay. */
 pg_tensor *pg_softmax_ce_loss_ids(pg_tensor *logits, pg_tensor *ids);
@@ -178,13 +182,13 @@ pg_tensor *pg_linear(pg_tensor *w, pg_tensor *x, pg_tensor *b, int act);
 /* ---- memory accounting ---- */
 /* The allocator's counters (bytes are tensor storage). */
 typedef struct pg_memory_counts {
-    int64_t current[5];    /* bytes now, per pg_mem_category (PG_MEM_CATEGORY_COUNT of them) */
-    int64_t total;         /* bytes now, all categories */
-    int64_t peak;          /* peak of total since the last pg_memory_reset_peak */
+    int64_t current[5]; /* bytes now, per pg_mem_category (PG_MEM_CATEGORY_COUNT of them) */
+    int64_t total;      /* bytes now, all categories */
+    int64_t peak;       /* peak of total since the last pg_memory_reset_peak */
     int64_t live_tensors;
     int64_t live_gradmaps;
     int64_t live_optims;
-    int64_t tape_nodes;    /* this thread's tape */
+    int64_t tape_nodes; /* this thread's tape */
 } pg_memory_counts;
 int pg_memory_stats(pg_memory_counts *out);
 /* Totals of a memory walk over nodes (pg_tape_memory, pg_api_memory.h;
@@ -198,12 +202,12 @@ typedef struct pg_memory_totals {
     int64_t bytes_gradients; /* graph: planned gradient buffers; tape: 0 */
 } pg_memory_totals;
 void pg_memory_reset_peak(void);
-int64_t pg_live_objects(void);        /* tensors + gradient maps + optimizers */
+int64_t pg_live_objects(void); /* tensors + gradient maps + optimizers */
 /* Freed tensor buffers, and the core's tensor and tape-node structs, are cached per size for
  * reuse by later requests of that size (training loops allocate the same sizes every step).
  * They are not counted above; pg_memory_cached tells the bytes held. */
 int64_t pg_memory_cached(void);
-void pg_memory_trim(void);          /* give the cached buffers back to the system */
+void pg_memory_trim(void); /* give the cached buffers back to the system */
 
 /* ---- optimizers (optim.c) ----
  * kind: a pg_optim_kind. params are matched by identity; duplicates are dropped and counted in
@@ -214,9 +218,9 @@ pg_optim *pg_optim_new(int kind, pg_tensor **params, int64_t n, int64_t *n_dropp
 void pg_optim_free(pg_optim *o);
 int pg_optim_kind(pg_optim *o);
 int64_t pg_optim_nparams(pg_optim *o);
-pg_tensor *pg_optim_param(pg_optim *o, int64_t i);            /* borrowed */
+pg_tensor *pg_optim_param(pg_optim *o, int64_t i); /* borrowed */
 int pg_optim_set(pg_optim *o, const char *name, double value);
-double pg_optim_get(pg_optim *o, const char *name);            /* NaN + error if unknown */
+double pg_optim_get(pg_optim *o, const char *name); /* NaN + error if unknown */
 /* One optimizer call, as ggmlR 0.8.6's $step(). grads: a gradient map, or NULL to read each
  * parameter's .grad. With accumulate_steps k > 1, calls 1..k-1 of a period only count (nothing
  * read or written); call k reads the gradients, divides them by k when average, applies and
@@ -228,7 +232,7 @@ int pg_optim_step(pg_optim *o, pg_gradmap *grads);
  * ag_fit hand over one map per micro-batch and use this; the result has the bits of the ggmlR
  * idiom (backward() into .grad, step(), zero_grad() after an applied step). */
 int pg_optim_step_sum(pg_optim *o, pg_gradmap *grads);
-int pg_optim_zero_grad(pg_optim *o);                           /* clear params' .grad + tape */
+int pg_optim_zero_grad(pg_optim *o); /* clear params' .grad + tape */
 /* SIMD level of the elementwise kernels (Adam, exp, log, sigmoid, tanh): -1 the widest this CPU
  * runs; 0 SSE2, 1 AVX2, 2 AVX-512 (one the CPU lacks falls back to the widest below). All give
  * identical bits. Returns the level now in use. */
@@ -240,13 +244,14 @@ int pg_optim_set_state(pg_optim *o, int64_t i, int slot, pg_tensor *value); /* c
 /* load_state's write, all or nothing after checking finiteness and the counts: vals[s * n + i]
  * is slot s of parameter i as column-major doubles of its shape (SGD: velocity; Adam: m, v).
  * Adam's t is set, accum_count on both; accumulators dropped. */
-int pg_optim_load(pg_optim *o, const double *const *vals, int64_t n_vals, double t, double accum_count);
+int pg_optim_load(pg_optim *o, const double *const *vals, int64_t n_vals, double t,
+                  double accum_count);
 /* A model file's optimizer state, all or nothing: vals[i * N + s] is slot s of parameter i
  * (N = 2 for SGD: velocity, accumulator; 3 for Adam: m, v, accumulator) as column-major doubles
  * of its shape, NULL for an empty slot; t and accum_count set. Every value is checked first
  * (finite, within the dtype's range, Adam's v >= 0); check_only: the checks and no write. */
-int pg_optim_load_file(pg_optim *o, const double *const *vals, int64_t n_vals, double t, double accum_count,
-                       int check_only);
+int pg_optim_load_file(pg_optim *o, const double *const *vals, int64_t n_vals, double t,
+                       double accum_count, int check_only);
 /* 0 when n doubles fit dtype (for PG_DTYPE_F32: no finite value beyond FLT_MAX, which would become
  * Inf); else PG_STATUS_ERR_VALUE naming what. The loaders call it before writing anything. */
 int pg_values_fit(const double *v, int64_t n, int dtype, const char *what);

@@ -23,5 +23,5 @@ int pg_flash_attention_check(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n
  * [seq_kv, block] scores) and keeps only each query's max and sum of exp per head; the backward
  * recomputes P from q, k, v: dV = G P^T, dPt = v^T G, dSt = P (dPt - colsum(G out)),
  * dQ = scale k dSt, dK = scale q dSt^T (per head, with keys on the rows). */
-pg_tensor *pg_flash_attention(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n_heads, double scale,
-                              pg_tensor *mask, int causal);
+pg_tensor *pg_flash_attention(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n_heads,
+                              double scale, pg_tensor *mask, int causal);

@@ -24,9 +24,9 @@ int pg_st_open(const char *path, pg_st_file **out);
 int pg_file_kind(const char *path);
 void pg_st_close(pg_st_file *f);
 
-int64_t pg_st_count(const pg_st_file *f);            /* tensors, in header order */
-const char *pg_st_name(const pg_st_file *f, int64_t i);  /* UTF-8, borrowed */
-int pg_st_dtype(const pg_st_file *f, int64_t i);     /* PG_ST_DTYPE_F32 or PG_ST_DTYPE_F64, -1 bad i */
+int64_t pg_st_count(const pg_st_file *f);               /* tensors, in header order */
+const char *pg_st_name(const pg_st_file *f, int64_t i); /* UTF-8, borrowed */
+int pg_st_dtype(const pg_st_file *f, int64_t i); /* PG_ST_DTYPE_F32 or PG_ST_DTYPE_F64, -1 bad i */
 int64_t pg_st_rows(const pg_st_file *f, int64_t i);
 int64_t pg_st_cols(const pg_st_file *f, int64_t i);
 int64_t pg_st_nbytes(const pg_st_file *f, int64_t i);
@@ -35,7 +35,7 @@ int pg_st_read(pg_st_file *f, int64_t i, void *dst, int64_t nbytes);
 /* Same, converted to doubles in column-major order (R's matrices): dst holds rows * cols. */
 int pg_st_read_colmajor_f64(pg_st_file *f, int64_t i, double *dst, int64_t n);
 
-int64_t pg_st_meta_count(const pg_st_file *f);       /* __metadata__ entries, in file order */
+int64_t pg_st_meta_count(const pg_st_file *f); /* __metadata__ entries, in file order */
 const char *pg_st_meta_key(const pg_st_file *f, int64_t i);
 const char *pg_st_meta_value(const pg_st_file *f, int64_t i);
 

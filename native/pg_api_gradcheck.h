@@ -13,5 +13,6 @@ int pg_gradcheck_points(int dtype, double x0, double eps, double *xp, double *xm
  * (32 u (|fp| + |fm|) / (xp - xm), u the dtype's unit roundoff); NaN fails. a == NULL (no
  * analytical gradient) fails. *max_err = max |a - num| (Inf without a). Returns 1 pass, 0 fail,
  * < 0 on bad arguments. */
-int pg_gradcheck_judge(int dtype, const double *a, const double *fp, const double *fm, const double *xp,
-                       const double *xm, int64_t n, double atol, double rtol, double *num, double *max_err);
+int pg_gradcheck_judge(int dtype, const double *a, const double *fp, const double *fm,
+                       const double *xp, const double *xm, int64_t n, double atol, double rtol,
+                       double *num, double *max_err);

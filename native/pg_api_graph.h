@@ -23,15 +23,17 @@ int pg_graph_record_begin(void);
 void pg_graph_record_abort(void);
 /* out: the value fn returned (1x1 for GRAD/OPT). inputs: tensors replays refill. opt: the
  * optimizer of build OPT (borrowed: the caller keeps it alive), NULL otherwise. */
-pg_graph *pg_graph_record_end(pg_tensor *out, pg_tensor **inputs, int64_t n_inputs, int build, pg_optim *opt);
+pg_graph *pg_graph_record_end(pg_tensor *out, pg_tensor **inputs, int64_t n_inputs, int build,
+                              pg_optim *opt);
 /* Writes new values into input i (same strided reading as pg_tensor_write); the shape must be
  * the recorded one. */
-int pg_graph_set_input(pg_graph *g, int64_t i, const void *src, int src_dtype, int64_t nrow, int64_t ncol,
-                       int64_t rstride, int64_t cstride);
+int pg_graph_set_input(pg_graph *g, int64_t i, const void *src, int src_dtype, int64_t nrow,
+                       int64_t ncol, int64_t rstride, int64_t cstride);
 /* One replay: returns 0, or 1 when an OPT step changed the weights; negative on error. */
 int pg_graph_run(pg_graph *g);
-pg_tensor *pg_graph_output(pg_graph *g);          /* borrowed */
-pg_tensor *pg_graph_input(pg_graph *g, int64_t i); /* borrowed: the i-th recorded input; NULL out of range */
+pg_tensor *pg_graph_output(pg_graph *g); /* borrowed */
+pg_tensor *pg_graph_input(pg_graph *g,
+                          int64_t i); /* borrowed: the i-th recorded input; NULL out of range */
 /* GRAD/OPT: gradients of the last run by parameter (leaf requiring grad); borrowed, NULL before
  * the first run. */
 pg_gradmap *pg_graph_grads(pg_graph *g);
@@ -43,7 +45,7 @@ typedef struct pg_graph_buffers {
     int64_t bytes_saved;     /* saved buffers (not graph inputs) */
     int64_t bytes_gradients; /* planned gradient buffers */
     int64_t nodes;
-    int64_t gradients;       /* number of gradient buffers */
+    int64_t gradients; /* number of gradient buffers */
 } pg_graph_buffers;
 int pg_graph_memory(pg_graph *g, pg_graph_buffers *out);
 /* The graph's memory in ag_tape_memory's terms (same walk: each storage counted once, charged
@@ -52,6 +54,6 @@ int pg_graph_memory(pg_graph *g, pg_graph_buffers *out);
  * buffers: the activations the graph keeps for every replay), bytes_inputs = the operands (inputs
  * no node of the graph produces: weights, data, constants), bytes_gradients = the planned
  * gradient buffers, allocated at the first GRAD/OPT run, of every tensor that carries a gradient. Per-op rows as pg_tape_memory; returns the number of labels or -status. */
-int64_t pg_graph_memory_report(pg_graph *g, pg_memory_totals *totals, const char **op_label, int64_t *op_nodes,
-                               int64_t *op_bytes, int64_t max_ops);
+int64_t pg_graph_memory_report(pg_graph *g, pg_memory_totals *totals, const char **op_label,
+                               int64_t *op_nodes, int64_t *op_bytes, int64_t max_ops);
 void pg_graph_free(pg_graph *g);

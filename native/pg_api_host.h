@@ -9,7 +9,7 @@
  * inputs and any tensor the segment reads (its parameters) get their gradients in backward()'s
  * map and .grad exactly as if the segment had been recorded; tensors the replay made are dropped. */
 
-typedef int (*pg_host_bw_fn)(void *ctx);      /* 0 ok; else failure (message via pg_host_fail) */
+typedef int (*pg_host_bw_fn)(void *ctx); /* 0 ok; else failure (message via pg_host_fail) */
 typedef void (*pg_host_free_fn)(void *ctx);
 
 /* Appends a host node: its output is a new copy of `value` (requires grad), its inputs in[0..n_in)

@@ -17,16 +17,16 @@
 typedef struct pg_rng pg_rng;
 
 enum pg_rng_const {
-    PG_RNG_STATE_LEN = 626,      /* length of a state, as R's .Random.seed */
-    PG_RNG_KIND_DEFAULT = 10403  /* .Random.seed[1] of R's default kinds */
+    PG_RNG_STATE_LEN = 626,     /* length of a state, as R's .Random.seed */
+    PG_RNG_KIND_DEFAULT = 10403 /* .Random.seed[1] of R's default kinds */
 };
 
 /* ---- streams ---- */
-pg_rng *pg_rng_new(void);              /* seeded from the clock and pid (R without set.seed) */
-pg_rng *pg_rng_new_seeded(int32_t seed);  /* as set.seed(seed) */
-void pg_rng_free(pg_rng *r);           /* NULL and the default stream are ignored */
-pg_rng *pg_rng_default(void);          /* borrowed: the process-wide stream */
-pg_rng *pg_rng_current(void);          /* borrowed: the calling thread's stream (default if none set) */
+pg_rng *pg_rng_new(void);                /* seeded from the clock and pid (R without set.seed) */
+pg_rng *pg_rng_new_seeded(int32_t seed); /* as set.seed(seed) */
+void pg_rng_free(pg_rng *r);             /* NULL and the default stream are ignored */
+pg_rng *pg_rng_default(void);            /* borrowed: the process-wide stream */
+pg_rng *pg_rng_current(void); /* borrowed: the calling thread's stream (default if none set) */
 /* Make r the calling thread's current stream (NULL: back to the default). Returns the previous
  * one (NULL when it was the default), to put back with another pg_rng_use. r must outlive its use. */
 pg_rng *pg_rng_use(pg_rng *r);
@@ -36,8 +36,8 @@ pg_rng *pg_rng_use(pg_rng *r);
 pg_rng *pg_rng_new_external(double (*unif)(void), double (*norm)(void), double (*index)(double));
 
 /* ---- state ---- */
-int pg_rng_seed(pg_rng *r, int32_t seed);                /* exactly set.seed(seed) (seed mod 2^32) */
-int pg_rng_get_state(pg_rng *r, int32_t *out);           /* writes PG_RNG_STATE_LEN integers */
+int pg_rng_seed(pg_rng *r, int32_t seed);      /* exactly set.seed(seed) (seed mod 2^32) */
+int pg_rng_get_state(pg_rng *r, int32_t *out); /* writes PG_RNG_STATE_LEN integers */
 /* Load a .Random.seed. len must be PG_RNG_STATE_LEN and state[0] PG_RNG_KIND_DEFAULT (another
  * kind is PG_STATUS_ERR_VALUE: the core reproduces R's default kinds only); as R, a position outside
  * 1..624 is read as 624, and an all-zero state reseeds from the clock. */

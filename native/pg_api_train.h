@@ -15,8 +15,9 @@ typedef struct pg_fit pg_fit;
  * at the end of the order. rng: the stream to draw from (NULL: the current one; borrowed, must
  * outlive the fit). split_state: NULL, or a state (PG_RNG_STATE_LEN) loaded into rng before
  * the split is drawn (resuming). Errors name ag_fit and the argument. */
-pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, int classify, int64_t batch_size, int64_t nbatch_logical,
-                   double val_split, int shuffle, pg_rng *rng, const int32_t *split_state);
+pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, int classify, int64_t batch_size,
+                   int64_t nbatch_logical, double val_split, int shuffle, pg_rng *rng,
+                   const int32_t *split_state);
 void pg_fit_free(pg_fit *f);
 /* Data parallelism: batch b of every rank is the same global batch; this rank takes chunk
  * `rank` of `world` consecutive chunks (sizes differ by at most one, as numpy's array_split). */
@@ -70,6 +71,7 @@ int pg_fit_stats_import(pg_fit *f, const double *buf, int64_t len);
 /* ag_accuracy's count: columns of out [classes, n] (column-major doubles) whose first maximum is
  * y's class; y is [1, n] 0-based class ids (whole numbers in [0, classes), else PG_STATUS_ERR_VALUE
  * naming the position) or [classes, n] one-hot / scores (their first maximum). */
-int pg_accuracy_count(const double *out, int64_t classes, int64_t n, const double *y, int64_t krows, int64_t *ncorrect);
+int pg_accuracy_count(const double *out, int64_t classes, int64_t n, const double *y, int64_t krows,
+                      int64_t *ncorrect);
 /* accuracy and its standard error from counts (ggml_opt_result_accuracy); NaN when ndata == 0 */
 int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *acc, double *unc);

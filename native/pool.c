@@ -27,13 +27,18 @@
 /* Buffers of every size are kept: the R package frees a step's tensors in one burst at each
  * collection, and glibc then spent ~9% of a small model's step consolidating and splitting the
  * small chunks (measured); reuse here costs a lock and a list pop. */
-#define POOL_MIN ((size_t)64)
-#define POOL_CAP ((size_t)256 << 20)
+#define POOL_MIN  ((size_t)64)
+#define POOL_CAP  ((size_t)256 << 20)
 #define POOL_BINS 1024 /* distinct sizes kept (small sizes count too); a power of two */
 
-typedef struct block { struct block *next; } block;
+typedef struct block {
+    struct block *next;
+} block;
 
-static struct { size_t size; block *head; } bins[POOL_BINS];
+static struct {
+    size_t size;
+    block *head;
+} bins[POOL_BINS];
 static size_t cached;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 

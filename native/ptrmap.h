@@ -6,7 +6,10 @@
 
 /* the pointer hash (also gradmap.c's index): allocations are 16-byte aligned, so the low bits
  * carry nothing; Fibonacci hashing spreads the rest */
-static inline uint64_t pg_ptr_hash(const void *k) { return ((uintptr_t)k >> 4) * 0x9E3779B97F4A7C15ull; }
+static inline uint64_t pg_ptr_hash(const void *k)
+{
+    return ((uintptr_t)k >> 4) * 0x9E3779B97F4A7C15ull;
+}
 
 typedef struct {
     const void *key; /* NULL: empty slot */

@@ -22,13 +22,14 @@ static int in_range(double v, double lo, int lo_open, double hi, int hi_open, co
     char got[32];
     return ok ? 0 : pg_fail(PG_STATUS_ERR_VALUE, "%s, got %s", msg, pg_fmt_num(got, sizeof got, v));
 }
-#define RATE(v, nm) in_range(v, 0, 0, INFINITY, 0, nm " must be a single finite number >= 0")
-#define FACTOR(v, nm) in_range(v, 0, 1, INFINITY, 0, nm " must be a single finite number > 0")
+#define RATE(v, nm)     in_range(v, 0, 0, INFINITY, 0, nm " must be a single finite number >= 0")
+#define FACTOR(v, nm)   in_range(v, 0, 1, INFINITY, 0, nm " must be a single finite number > 0")
 #define MOMENTUM(v, nm) in_range(v, 0, 0, 1, 1, nm " must be a single number in [0, 1)")
 
 int pg_sched_init(int kind, double *par, double *st, double cur_lr, double *lr0, double *mom0)
 {
-    if (!par || !st || !lr0 || !mom0) return pg_fail(PG_STATUS_ERR_ARG, "lr_scheduler: NULL argument");
+    if (!par || !st || !lr0 || !mom0)
+        return pg_fail(PG_STATUS_ERR_ARG, "lr_scheduler: NULL argument");
     memset(st, 0, PG_SCHED_NSTATE * sizeof *st);
     *lr0 = NAN;
     *mom0 = NAN;
@@ -38,52 +39,60 @@ int pg_sched_init(int kind, double *par, double *st, double cur_lr, double *lr0,
         return FACTOR(par[1], "gamma") ? PG_STATUS_ERR_VALUE : 0;
     case PG_SCHED_KIND_COSINE:
         if (whole_at_least(par[0], 1, "T_max must be >= 1")) return PG_STATUS_ERR_VALUE;
-        if (!(par[3] >= 1)) return pg_fail(PG_STATUS_ERR_VALUE, "T_mult must be a single number >= 1");
-        if (!isfinite(par[3])) return pg_fail(PG_STATUS_ERR_VALUE, "T_mult must be a single finite number >= 1, got Inf");
+        if (!(par[3] >= 1))
+            return pg_fail(PG_STATUS_ERR_VALUE, "T_mult must be a single number >= 1");
+        if (!isfinite(par[3]))
+            return pg_fail(PG_STATUS_ERR_VALUE,
+                           "T_mult must be a single finite number >= 1, got Inf");
         if (RATE(par[1], "lr_min")) return PG_STATUS_ERR_VALUE;
-        par[4] = cur_lr;   /* lr_max */
-        st[1] = par[0];    /* T_cur */
+        par[4] = cur_lr; /* lr_max */
+        st[1] = par[0];  /* T_cur */
         return 0;
     case PG_SCHED_KIND_CYCLIC:
         if (whole_at_least(par[2], 1, "step_size_up must be >= 1")) return PG_STATUS_ERR_VALUE;
         if (whole_at_least(par[3], 1, "step_size_down must be >= 1")) return PG_STATUS_ERR_VALUE;
         if (!(par[1] >= par[0])) return pg_fail(PG_STATUS_ERR_VALUE, "max_lr must be >= base_lr");
-        if (RATE(par[0], "base_lr") || RATE(par[1], "max_lr") || FACTOR(par[5], "gamma")) return PG_STATUS_ERR_VALUE;
+        if (RATE(par[0], "base_lr") || RATE(par[1], "max_lr") || FACTOR(par[5], "gamma"))
+            return PG_STATUS_ERR_VALUE;
         *lr0 = par[0];
         return 0;
-    case PG_SCHED_KIND_ONECYCLE: {   /* in: max_lr, total, pct_start, div, final_div, anneal, base_m, max_m */
+    case PG_SCHED_KIND_ONECYCLE: { /* in: max_lr, total, pct_start, div, final_div, anneal, base_m, max_m */
         if (whole_at_least(par[1], 2, "total_steps must be >= 2")) return PG_STATUS_ERR_VALUE;
-        if (!(par[2] > 0 && par[2] < 1)) return pg_fail(PG_STATUS_ERR_VALUE, "pct_start must be in (0, 1)");
-        if (RATE(par[0], "max_lr") || FACTOR(par[3], "div_factor") || FACTOR(par[4], "final_div_factor") ||
-            MOMENTUM(par[6], "base_momentum") || MOMENTUM(par[7], "max_momentum")) return PG_STATUS_ERR_VALUE;
+        if (!(par[2] > 0 && par[2] < 1))
+            return pg_fail(PG_STATUS_ERR_VALUE, "pct_start must be in (0, 1)");
+        if (RATE(par[0], "max_lr") || FACTOR(par[3], "div_factor") ||
+            FACTOR(par[4], "final_div_factor") || MOMENTUM(par[6], "base_momentum") ||
+            MOMENTUM(par[7], "max_momentum"))
+            return PG_STATUS_ERR_VALUE;
         double up = nearbyint(par[2] * par[1]), div = par[3], fdiv = par[4];
-        par[2] = par[0] / div;                 /* initial */
-        par[3] = par[0] / fdiv;                /* final */
-        par[4] = up < 1 ? 1 : up;              /* step_up */
+        par[2] = par[0] / div;    /* initial */
+        par[3] = par[0] / fdiv;   /* final */
+        par[4] = up < 1 ? 1 : up; /* step_up */
         *lr0 = par[2];
         *mom0 = par[7];
         return 0;
     }
     case PG_SCHED_KIND_WARMUP_COSINE:
         if (whole_at_least(par[0], 0, "warmup_steps must be >= 0")) return PG_STATUS_ERR_VALUE;
-        if (!(par[1] > par[0])) return pg_fail(PG_STATUS_ERR_VALUE, "total_steps must be > warmup_steps");
+        if (!(par[1] > par[0]))
+            return pg_fail(PG_STATUS_ERR_VALUE, "total_steps must be > warmup_steps");
         if (RATE(par[3], "lr_min") || RATE(par[4], "warmup_start_lr")) return PG_STATUS_ERR_VALUE;
-        par[2] = cur_lr;   /* lr_max */
+        par[2] = cur_lr; /* lr_max */
         if (par[0] > 0) *lr0 = par[4];
         return 0;
-    case PG_SCHED_KIND_WARMUP:  /* par[1] base_lr: the front end's (the optimizer's, or the next schedule's lr_max) */
+    case PG_SCHED_KIND_WARMUP: /* par[1] base_lr: the front end's (the optimizer's, or the next schedule's lr_max) */
         if (whole_at_least(par[0], 1, "warmup_steps must be >= 1")) return PG_STATUS_ERR_VALUE;
         if (RATE(par[2], "start_factor")) return PG_STATUS_ERR_VALUE;
         *lr0 = par[1] * par[2];
         return 0;
-    default:
-        return pg_fail(PG_STATUS_ERR_VALUE, "lr_scheduler: unknown kind %d", kind);
+    default: return pg_fail(PG_STATUS_ERR_VALUE, "lr_scheduler: unknown kind %d", kind);
     }
 }
 
 int pg_sched_step(int kind, const double *par, double *st, double cur_lr, double *lr, double *mom)
 {
-    if (!par || !st || !lr || !mom) return pg_fail(PG_STATUS_ERR_ARG, "lr_scheduler: NULL argument");
+    if (!par || !st || !lr || !mom)
+        return pg_fail(PG_STATUS_ERR_ARG, "lr_scheduler: NULL argument");
     *mom = NAN;
     switch (kind) {
     case PG_SCHED_KIND_STEP:
@@ -93,7 +102,7 @@ int pg_sched_step(int kind, const double *par, double *st, double cur_lr, double
     case PG_SCHED_KIND_COSINE: {
         double T = par[0], lr_min = par[1], lr_max = par[4], t, period;
         st[0] += 1;
-        if (par[2] != 0) {   /* restart: cycles of T_cur steps, each T_mult times the last */
+        if (par[2] != 0) { /* restart: cycles of T_cur steps, each T_mult times the last */
             t = st[2];
             period = st[1];
             st[2] += 1;
@@ -141,12 +150,11 @@ int pg_sched_step(int kind, const double *par, double *st, double cur_lr, double
         else *lr = par[3] + 0.5 * (par[2] - par[3]) * (1 + cos(M_PI * (s - w) / (total - w)));
         return 0;
     }
-    case PG_SCHED_KIND_WARMUP: {  /* linear from base * start_factor to base; then NaN: the next schedule's turn */
+    case PG_SCHED_KIND_WARMUP: { /* linear from base * start_factor to base; then NaN: the next schedule's turn */
         const double s = ++st[0];
         *lr = s <= par[0] ? par[1] * (par[2] + (1 - par[2]) * s / par[0]) : NAN;
         return 0;
     }
-    default:
-        return pg_fail(PG_STATUS_ERR_VALUE, "lr_scheduler: unknown kind %d", kind);
+    default: return pg_fail(PG_STATUS_ERR_VALUE, "lr_scheduler: unknown kind %d", kind);
     }
 }

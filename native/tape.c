@@ -7,9 +7,9 @@
 typedef struct {
     pg_node **nodes;
     int64_t n, cap;
-    int depth;      /* open with_grad_tape scopes */
+    int depth; /* open with_grad_tape scopes */
     int enabled;
-    int record_all; /* compiled graphs: record ops even when no input requires grad */
+    int record_all;               /* compiled graphs: record ops even when no input requires grad */
     unsigned char *saved_enabled; /* recording flag at each open scope's begin, restored at end */
     int saved_cap;
     uint64_t epoch; /* increments per backward call; tags valid bw_grad fields */
@@ -18,7 +18,8 @@ typedef struct {
 
 static _Thread_local pg_tape tape;
 static _Thread_local int n_stashed; /* tapes set aside by pg_tape_stash */
-static uint64_t backward_calls; /* process-wide: backward epochs never repeat, even across threads */
+static uint64_t
+    backward_calls; /* process-wide: backward epochs never repeat, even across threads */
 
 /* Tensors that received a gradient in the running backward, in first-reached order. */
 static _Thread_local pg_tensor **reached;
@@ -73,7 +74,8 @@ int pg_tape_begin(void)
 
 int pg_tape_end(void)
 {
-    if (tape.depth <= 0) return pg_fail(PG_STATUS_ERR_STATE, "with_grad_tape: end without a matching begin");
+    if (tape.depth <= 0)
+        return pg_fail(PG_STATUS_ERR_STATE, "with_grad_tape: end without a matching begin");
     /* back to the state before the matching begin: an outer scope keeps recording, an
      * enclosing no-grad section stays off, and the outermost end stops recording */
     tape.enabled = --tape.depth ? tape.saved_enabled[tape.depth] : 0;
@@ -97,7 +99,8 @@ int pg_tape_set_enabled(int flag)
     return prev;
 }
 
-static pg_node *record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in, int *err, int force)
+static pg_node *record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in,
+                       int *err, int force)
 {
     *err = 0;
     pg_seg_touch(in, n_in, n_stashed); /* a checkpoint forward's weights (version.c) */
@@ -108,16 +111,27 @@ static pg_node *record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg
     if (tape.n == tape.cap) {
         int64_t cap = tape.cap ? tape.cap * 2 : 64;
         pg_node **nn = realloc(tape.nodes, (size_t)cap * sizeof *nn);
-        if (!nn) { *err = 1; pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory growing the tape", op); return NULL; }
+        if (!nn) {
+            *err = 1;
+            pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory growing the tape", op);
+            return NULL;
+        }
         tape.nodes = nn;
         tape.cap = cap;
     }
     pg_node *n = pg_obj_new(sizeof *n);
-    if (!n) { *err = 1; pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory recording a tape node", op); return NULL; }
+    if (!n) {
+        *err = 1;
+        pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory recording a tape node", op);
+        return NULL;
+    }
     n->op = op;
     n->bw = bw;
     n->n_in = n_in;
-    for (int i = 0; i < n_in; i++) { n->in[i] = in[i]; pg_tensor_retain(in[i]); }
+    for (int i = 0; i < n_in; i++) {
+        n->in[i] = in[i];
+        pg_tensor_retain(in[i]);
+    }
     n->out = out;
     pg_tensor_retain(out);
     out->node = n;
@@ -135,7 +149,8 @@ pg_node *pg_record(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_ten
     return record(op, bw, out, n_in, in, err, 0);
 }
 
-pg_node *pg_record_forced(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in, int *err)
+pg_node *pg_record_forced(const char *op, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in,
+                          int *err)
 {
     return record(op, bw, out, n_in, in, err, 1);
 }
@@ -147,8 +162,9 @@ int pg_tape_record_all(int flag)
     return prev;
 }
 
-pg_tensor *pg_op_run(const char *op, pg_fw_fn fw, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in,
-                     const double *p, const int64_t *ip, int n_saved, pg_tensor **saved)
+pg_tensor *pg_op_run(const char *op, pg_fw_fn fw, pg_bw_fn bw, pg_tensor *out, int n_in,
+                     pg_tensor **in, const double *p, const int64_t *ip, int n_saved,
+                     pg_tensor **saved)
 {
     pg_node tmp;
     memset(&tmp, 0, sizeof tmp);
@@ -188,7 +204,10 @@ void *pg_scratch(size_t nbytes)
     if (nbytes > scratch_cap) {
         size_t cap = nbytes < 4096 ? 4096 : nbytes * 2;
         void *p = realloc(scratch, cap);
-        if (!p) { pg_fail(PG_STATUS_ERR_NOMEM, "out of memory (scratch of %zu bytes)", nbytes); return NULL; }
+        if (!p) {
+            pg_fail(PG_STATUS_ERR_NOMEM, "out of memory (scratch of %zu bytes)", nbytes);
+            return NULL;
+        }
         scratch = p;
         scratch_cap = cap;
     }
@@ -197,7 +216,8 @@ void *pg_scratch(size_t nbytes)
 
 int pg_node_save(pg_node *n, pg_tensor *t)
 {
-    if (n->n_saved >= PG_MAX_SAVED) return pg_fail(PG_STATUS_ERR_STATE, "%s: too many saved tensors", n->op);
+    if (n->n_saved >= PG_MAX_SAVED)
+        return pg_fail(PG_STATUS_ERR_STATE, "%s: too many saved tensors", n->op);
     pg_tensor_retain(t);
     n->saved[n->n_saved++] = t;
     return 0;
@@ -219,7 +239,10 @@ static int reach(pg_tensor *t)
 
 void *pg_grad_slot(pg_tensor *t, int *acc)
 {
-    if (t->bw_epoch == tape.epoch && t->bw_grad) { *acc = 1; return pg_data(t->bw_grad); }
+    if (t->bw_epoch == tape.epoch && t->bw_grad) {
+        *acc = 1;
+        return pg_data(t->bw_grad);
+    }
     if (t->bw_fresh == tape.epoch && t->bw_grad) { /* a compiled graph's planned buffer */
         t->bw_epoch = tape.epoch;
         *acc = 0;
@@ -227,7 +250,11 @@ void *pg_grad_slot(pg_tensor *t, int *acc)
     }
     pg_tensor *g = pg_new(t->dtype, t->ne[0], t->ne[1], PG_MEM_CATEGORY_GRAD);
     if (!g) return NULL;
-    if (reach(t)) { pg_tensor_release(g); pg_fail(PG_STATUS_ERR_NOMEM, "backward: out of memory"); return NULL; }
+    if (reach(t)) {
+        pg_tensor_release(g);
+        pg_fail(PG_STATUS_ERR_NOMEM, "backward: out of memory");
+        return NULL;
+    }
     pg_tensor_release(t->bw_grad); /* stale buffer from an earlier, failed backward */
     t->bw_grad = g;
     t->bw_epoch = tape.epoch;
@@ -250,7 +277,11 @@ static void reached_drop(void)
  * new tensor, so a map returned earlier never changes under its owner. */
 static int leaf_accumulate(pg_tensor *t, pg_tensor *g)
 {
-    if (!t->grad) { pg_tensor_retain(g); t->grad = g; return 0; }
+    if (!t->grad) {
+        pg_tensor_retain(g);
+        t->grad = g;
+        return 0;
+    }
     pg_tensor *sum = pg_new(t->dtype, t->ne[0], t->ne[1], PG_MEM_CATEGORY_GRAD);
     if (!sum) return -1;
     int64_t n = pg_numel(t);
@@ -355,33 +386,50 @@ static pg_gradmap *backward_locked(pg_tensor *loss)
 {
     if (pg_not_live(loss, "backward()", "loss")) return NULL;
     if (pg_host_depth() > 0) /* the running walk owns the epoch and the reached set */
-        return pg_fail_null(PG_STATUS_ERR_STATE, "backward(): cannot run inside an ag_checkpoint segment while backward() replays it");
+        return pg_fail_null(
+            PG_STATUS_ERR_STATE,
+            "backward(): cannot run inside an ag_checkpoint segment while backward() replays it");
     if (loss->ne[0] != 1 || loss->ne[1] != 1)
-        return pg_fail_null(PG_STATUS_ERR_SHAPE, "backward(): loss must be a 1x1 tensor, got %s (reduce it with ag_sum or ag_mean first)",
+        return pg_fail_null(PG_STATUS_ERR_SHAPE,
+                            "backward(): loss must be a 1x1 tensor, got %s (reduce it with ag_sum "
+                            "or ag_mean first)",
                             pg_desc(loss));
     /* a loss no op of this thread's tape produced would give a map with the loss alone */
     if (!loss->node && !loss->requires_grad)
-        return pg_fail_null(PG_STATUS_ERR_STATE, "backward(): the loss %s does not require grad: nothing it was computed from "
-                            "requires grad (ag_param), or it was computed under ag_no_grad()", pg_desc(loss));
+        return pg_fail_null(
+            PG_STATUS_ERR_STATE,
+            "backward(): the loss %s does not require grad: nothing it was computed from "
+            "requires grad (ag_param), or it was computed under ag_no_grad()",
+            pg_desc(loss));
     if (!loss->node)
-        return pg_fail_null(PG_STATUS_ERR_STATE, "backward(): the loss %s is not on the current tape: compute it inside "
-                            "with_grad_tape(), and call backward() before the tape is cleared (ag_tape_clear(), "
-                            "the next with_grad_tape(), or zero_grad() after a backward())", pg_desc(loss));
+        return pg_fail_null(
+            PG_STATUS_ERR_STATE,
+            "backward(): the loss %s is not on the current tape: compute it inside "
+            "with_grad_tape(), and call backward() before the tape is cleared (ag_tape_clear(), "
+            "the next with_grad_tape(), or zero_grad() after a backward())",
+            pg_desc(loss));
     if (loss->node->tape != &tape)
-        return pg_fail_null(PG_STATUS_ERR_STATE, "backward(): the loss %s was recorded on another thread's tape: call "
-                            "backward() in the thread that computed it", pg_desc(loss));
-    tape.epoch = __atomic_add_fetch(&backward_calls, 1, __ATOMIC_RELAXED); /* unique across threads */
+        return pg_fail_null(PG_STATUS_ERR_STATE,
+                            "backward(): the loss %s was recorded on another thread's tape: call "
+                            "backward() in the thread that computed it",
+                            pg_desc(loss));
+    tape.epoch =
+        __atomic_add_fetch(&backward_calls, 1, __ATOMIC_RELAXED); /* unique across threads */
     n_reached = 0;
     int acc;
     void *seed = pg_grad_slot(loss, &acc);
     if (!seed) return NULL;
     PG_DISPATCH(loss->dtype, { *(T *)seed = 1; });
-    if (walk()) { reached_drop(); return NULL; }
+    if (walk()) {
+        reached_drop();
+        return NULL;
+    }
 
     pg_gradmap *m = pg_gradmap_alloc(n_reached);
     if (!m) {
         reached_drop();
-        return pg_fail_null(PG_STATUS_ERR_NOMEM, "backward(): out of memory building the gradient map");
+        return pg_fail_null(PG_STATUS_ERR_NOMEM,
+                            "backward(): out of memory building the gradient map");
     }
     int fail = 0;
     for (int64_t i = 0; i < n_reached; i++) {
@@ -393,8 +441,9 @@ static pg_gradmap *backward_locked(pg_tensor *loss)
         t->bw_grad = NULL;
         /* ggmlR 0.8.5+: every requires-grad input of a recorded node gets the map total once
          * (intermediates too); the loss only when it is itself some node's input */
-        if (t->requires_grad && !fail && (t != loss || loss_is_input(loss))) fail = leaf_accumulate(t, m->vals[i]);
-        pg_tensor_release(t);    /* the ref held by `reached` */
+        if (t->requires_grad && !fail && (t != loss || loss_is_input(loss)))
+            fail = leaf_accumulate(t, m->vals[i]);
+        pg_tensor_release(t); /* the ref held by `reached` */
     }
     m->n = n_reached;
     n_reached = 0;
@@ -495,4 +544,3 @@ uint64_t pg_tape_new_epoch(void)
     tape.epoch = __atomic_add_fetch(&backward_calls, 1, __ATOMIC_RELAXED);
     return tape.epoch;
 }
-

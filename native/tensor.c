@@ -7,27 +7,27 @@
 /* Counters are process-wide and touched from any thread: relaxed atomics are enough. */
 static int64_t mem_cur[5];
 static int64_t mem_total, mem_peak;
-static int64_t mem_cat_peak[5];   /* each category's own maximum since the last reset */
+static int64_t mem_cat_peak[5]; /* each category's own maximum since the last reset */
 static int64_t live_tensors, live_gradmaps, live_optims;
 static _Thread_local int64_t tape_nodes_live;
 static int64_t next_id = 1;
 static int default_dtype = PG_DTYPE_F32;
 
 #define ADD(var, d) __atomic_add_fetch(&(var), (d), __ATOMIC_RELAXED)
-#define LOAD(var) __atomic_load_n(&(var), __ATOMIC_RELAXED)
+#define LOAD(var)   __atomic_load_n(&(var), __ATOMIC_RELAXED)
 
 static void account(int category, int64_t delta)
 {
     int64_t cur = ADD(mem_cur[category], delta);
     int64_t cpeak = LOAD(mem_cat_peak[category]);
-    while (cur > cpeak && !__atomic_compare_exchange_n(&mem_cat_peak[category], &cpeak, cur, 0,
-                                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
+    while (cur > cpeak &&
+           !__atomic_compare_exchange_n(&mem_cat_peak[category], &cpeak, cur, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {}
     int64_t total = ADD(mem_total, delta);
     int64_t peak = LOAD(mem_peak);
-    while (total > peak && !__atomic_compare_exchange_n(&mem_peak, &peak, total, 0,
-                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    }
+    while (total > peak &&
+           !__atomic_compare_exchange_n(&mem_peak, &peak, total, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {}
 }
 
 void *pg_alloc(size_t nbytes, int category)
@@ -77,7 +77,8 @@ int pg_memory_stats(pg_memory_counts *out)
 void pg_memory_reset_peak(void)
 {
     __atomic_store_n(&mem_peak, LOAD(mem_total), __ATOMIC_RELAXED);
-    for (int c = 0; c < 5; c++) __atomic_store_n(&mem_cat_peak[c], LOAD(mem_cur[c]), __ATOMIC_RELAXED);
+    for (int c = 0; c < 5; c++)
+        __atomic_store_n(&mem_cat_peak[c], LOAD(mem_cur[c]), __ATOMIC_RELAXED);
 }
 
 int pg_memory_category_peaks(int64_t *out, int n)
@@ -87,7 +88,10 @@ int pg_memory_category_peaks(int64_t *out, int n)
     return 0;
 }
 
-int64_t pg_live_objects(void) { return LOAD(live_tensors) + LOAD(live_gradmaps) + LOAD(live_optims); }
+int64_t pg_live_objects(void)
+{
+    return LOAD(live_tensors) + LOAD(live_gradmaps) + LOAD(live_optims);
+}
 
 int pg_default_dtype(void) { return default_dtype; }
 int64_t pg_tensor_next_id(void) { return LOAD(next_id); }
@@ -95,7 +99,8 @@ int64_t pg_tensor_next_id(void) { return LOAD(next_id); }
 int pg_set_default_dtype(int dtype)
 {
     if (dtype != PG_DTYPE_F32 && dtype != PG_DTYPE_F64)
-        return pg_fail(PG_STATUS_ERR_DTYPE, "ag_dtype(): dtype must be f32 or f64, got %s", pg_dtype_name(dtype));
+        return pg_fail(PG_STATUS_ERR_DTYPE, "ag_dtype(): dtype must be f32 or f64, got %s",
+                       pg_dtype_name(dtype));
     int prev = default_dtype;
     default_dtype = dtype;
     return prev;
@@ -104,8 +109,10 @@ int pg_set_default_dtype(int dtype)
 size_t pg_dtype_size(int dtype)
 {
     switch (dtype) {
-    case PG_DTYPE_F32: case PG_DTYPE_I32: return 4;
-    case PG_DTYPE_F64: case PG_DTYPE_I64: return 8;
+    case PG_DTYPE_F32:
+    case PG_DTYPE_I32: return 4;
+    case PG_DTYPE_F64:
+    case PG_DTYPE_I64: return 8;
     case PG_DTYPE_U8: return 1;
     default: return 0;
     }
@@ -116,7 +123,10 @@ static pg_storage *storage_new(size_t nbytes, int category)
     pg_storage *s = pg_obj_new(sizeof *s);
     if (!s) return NULL;
     s->data = pg_alloc(nbytes, category);
-    if (!s->data) { pg_obj_free(s, sizeof *s); return NULL; }
+    if (!s->data) {
+        pg_obj_free(s, sizeof *s);
+        return NULL;
+    }
     s->refcount = 1;
     s->nbytes = nbytes;
     s->category = category;
@@ -148,7 +158,10 @@ static pg_tensor *tensor_wrap(int dtype, int64_t nrow, int64_t ncol, pg_storage 
     t->dtype = dtype;
     t->refcount = 1;
     t->id = with_id ? ADD(next_id, 1) - 1 : 0;
-    t->ne[0] = nrow; t->ne[1] = ncol; t->ne[2] = 1; t->ne[3] = 1;
+    t->ne[0] = nrow;
+    t->ne[1] = ncol;
+    t->ne[2] = 1;
+    t->ne[3] = 1;
     t->st = st;
     ADD(live_tensors, 1);
     return t;
@@ -160,25 +173,35 @@ pg_tensor *pg_new(int dtype, int64_t nrow, int64_t ncol, int category)
 {
     pg_thread_watch();
     if (dtype != PG_DTYPE_F32 && dtype != PG_DTYPE_F64)
-        return pg_fail_null(PG_STATUS_ERR_DTYPE, "tensor dtype must be f32 or f64, got %s", pg_dtype_name(dtype));
+        return pg_fail_null(PG_STATUS_ERR_DTYPE, "tensor dtype must be f32 or f64, got %s",
+                            pg_dtype_name(dtype));
     if (nrow < 0 || ncol < 0)
         return pg_fail_null(PG_STATUS_ERR_VALUE, "tensor dims must be >= 0, got [%lldx%lld]",
                             (long long)nrow, (long long)ncol);
     if (ncol > 0 && nrow > (INT64_MAX / 8) / ncol)
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "tensor [%lldx%lld] is too large", (long long)nrow, (long long)ncol);
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "tensor [%lldx%lld] is too large", (long long)nrow,
+                            (long long)ncol);
     size_t nbytes = (size_t)(nrow * ncol) * pg_dtype_size(dtype);
     /* beyond the machine's memory: refused without trying (an overcommitting OS may say yes) */
     static int64_t phys_cache = -1; /* any thread may fill it: the same value each time */
     int64_t phys = nbytes > ((size_t)1 << 30) ? LOAD(phys_cache) : 0;
     if (phys < 0) __atomic_store_n(&phys_cache, phys = pg_physical_memory(), __ATOMIC_RELAXED);
     if (phys > 0 && (int64_t)nbytes > phys)
-        return pg_fail_null(PG_STATUS_ERR_NOMEM, "out of memory allocating a [%lldx%lld] %s tensor (%zu bytes, more than this machine's %lld)",
-                            (long long)nrow, (long long)ncol, pg_dtype_name(dtype), nbytes, (long long)phys);
+        return pg_fail_null(PG_STATUS_ERR_NOMEM,
+                            "out of memory allocating a [%lldx%lld] %s tensor (%zu bytes, more "
+                            "than this machine's %lld)",
+                            (long long)nrow, (long long)ncol, pg_dtype_name(dtype), nbytes,
+                            (long long)phys);
     pg_storage *st = storage_new(nbytes, category);
-    if (!st) return pg_fail_null(PG_STATUS_ERR_NOMEM, "out of memory allocating a [%lldx%lld] %s tensor (%zu bytes)",
-                                 (long long)nrow, (long long)ncol, pg_dtype_name(dtype), nbytes);
+    if (!st)
+        return pg_fail_null(PG_STATUS_ERR_NOMEM,
+                            "out of memory allocating a [%lldx%lld] %s tensor (%zu bytes)",
+                            (long long)nrow, (long long)ncol, pg_dtype_name(dtype), nbytes);
     pg_tensor *t = tensor_wrap(dtype, nrow, ncol, st, 1);
-    if (!t) { storage_release(st); return pg_fail_null(PG_STATUS_ERR_NOMEM, "out of memory"); }
+    if (!t) {
+        storage_release(st);
+        return pg_fail_null(PG_STATUS_ERR_NOMEM, "out of memory");
+    }
     return t;
 }
 
@@ -198,7 +221,18 @@ int pg_not_live(const pg_tensor *t, const char *op, const char *arg)
 {
     if (!t) return pg_fail(PG_STATUS_ERR_ARG, "%s: argument '%s' is NULL", op, arg);
     if (t->magic != PG_TENSOR_MAGIC)
-        return pg_fail(PG_STATUS_ERR_ARG, "%s: argument '%s' is not a live tensor (freed or foreign object)", op, arg);
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "%s: argument '%s' is not a live tensor (freed or foreign object)", op, arg);
+    return 0;
+}
+
+/* Two operands of one op must share a dtype; the message names both. */
+int pg_same_dtype(const char *op, const char *an, const pg_tensor *a, const char *bn,
+                  const pg_tensor *b)
+{
+    if (a->dtype != b->dtype)
+        return pg_fail(PG_STATUS_ERR_DTYPE, "%s: dtype mismatch: %s is %s, %s is %s", op, an,
+                       pg_desc(a), bn, pg_desc(b));
     return 0;
 }
 
@@ -225,14 +259,14 @@ void pg_tensor_release(pg_tensor *t)
 }
 
 /* Strided, converting copy: src element (i, j) at src[i*rs + j*cs] into column-major dst. */
-static int copy_in(int dtype, void *dst, int64_t nrow, int64_t ncol, const void *src,
-                   int src_dtype, int64_t rs, int64_t cs)
+static int copy_in(int dtype, void *dst, int64_t nrow, int64_t ncol, const void *src, int src_dtype,
+                   int64_t rs, int64_t cs)
 {
-#define PG_COPY_FROM(ST)                                                          \
-    do {                                                                          \
-        const ST *s = (const ST *)src;                                            \
-        for (int64_t j = 0; j < ncol; j++)                                        \
-            for (int64_t i = 0; i < nrow; i++) d[i + j * nrow] = (T)s[i * rs + j * cs]; \
+#define PG_COPY_FROM(ST)                                                                           \
+    do {                                                                                           \
+        const ST *s = (const ST *)src;                                                             \
+        for (int64_t j = 0; j < ncol; j++)                                                         \
+            for (int64_t i = 0; i < nrow; i++) d[i + j * nrow] = (T)s[i * rs + j * cs];            \
     } while (0)
     PG_DISPATCH(dtype, {
         T *d = (T *)dst;
@@ -293,17 +327,28 @@ int64_t pg_tensor_nrow(pg_tensor *t) { return pg_not_live(t, "nrow", "t") ? -1 :
 int64_t pg_tensor_ncol(pg_tensor *t) { return pg_not_live(t, "ncol", "t") ? -1 : t->ne[1]; }
 int64_t pg_tensor_numel(pg_tensor *t) { return pg_not_live(t, "numel", "t") ? -1 : pg_numel(t); }
 void *pg_tensor_data(pg_tensor *t) { return pg_not_live(t, "data", "t") ? NULL : pg_data(t); }
-int pg_tensor_requires_grad(pg_tensor *t) { return pg_not_live(t, "requires_grad", "t") ? -1 : t->requires_grad; }
-int pg_tensor_is_leaf(pg_tensor *t) { return pg_not_live(t, "is_leaf", "t") ? -1 : t->node == NULL; }
-const char *pg_tensor_op(pg_tensor *t) { return (pg_not_live(t, "op", "t") || !t->node) ? "" : t->node->op; }
+int pg_tensor_requires_grad(pg_tensor *t)
+{
+    return pg_not_live(t, "requires_grad", "t") ? -1 : t->requires_grad;
+}
+int pg_tensor_is_leaf(pg_tensor *t)
+{
+    return pg_not_live(t, "is_leaf", "t") ? -1 : t->node == NULL;
+}
+const char *pg_tensor_op(pg_tensor *t)
+{
+    return (pg_not_live(t, "op", "t") || !t->node) ? "" : t->node->op;
+}
 
 int pg_tensor_set_requires_grad(pg_tensor *t, int flag)
 {
     if (pg_not_live(t, "set_requires_grad", "t")) return PG_STATUS_ERR_ARG;
     t->requires_grad = flag != 0;
     /* A leaf that requires grad is a parameter for the memory report. */
-    if (flag && !t->node && t->st->category == PG_MEM_CATEGORY_OTHER) pg_set_category(t, PG_MEM_CATEGORY_PARAM);
-    else if (!flag && t->st->category == PG_MEM_CATEGORY_PARAM) pg_set_category(t, PG_MEM_CATEGORY_OTHER);
+    if (flag && !t->node && t->st->category == PG_MEM_CATEGORY_OTHER)
+        pg_set_category(t, PG_MEM_CATEGORY_PARAM);
+    else if (!flag && t->st->category == PG_MEM_CATEGORY_PARAM)
+        pg_set_category(t, PG_MEM_CATEGORY_OTHER);
     return 0;
 }
 
@@ -322,8 +367,9 @@ int pg_tensor_write(pg_tensor *t, const void *src, int src_dtype, int64_t nrow, 
     if (pg_not_live(t, "write", "t")) return PG_STATUS_ERR_ARG;
     if (!src && nrow * ncol > 0) return pg_fail(PG_STATUS_ERR_ARG, "write: NULL source");
     if (nrow != t->ne[0] || ncol != t->ne[1])
-        return pg_fail(PG_STATUS_ERR_SHAPE, "assigning data: tensor is %s but the new value is [%lldx%lld]",
-                       pg_desc(t), (long long)nrow, (long long)ncol);
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "assigning data: tensor is %s but the new value is [%lldx%lld]", pg_desc(t),
+                       (long long)nrow, (long long)ncol);
     int rc = copy_in(t->dtype, pg_data(t), nrow, ncol, src, src_dtype, rstride, cstride);
     if (rc == 0) pg_bump(t); /* copy_in refuses a dtype before writing anything */
     return rc;
@@ -333,10 +379,7 @@ pg_tensor *pg_tensor_grad(pg_tensor *t) { return pg_not_live(t, "grad", "t") ? N
 
 static int set_grad_locked(pg_tensor *t, pg_tensor *g);
 
-int pg_tensor_set_grad(pg_tensor *t, pg_tensor *g)
-{
-    PG_GRAD_LOCKED(set_grad_locked(t, g));
-}
+int pg_tensor_set_grad(pg_tensor *t, pg_tensor *g) { PG_GRAD_LOCKED(set_grad_locked(t, g)); }
 
 static int set_grad_locked(pg_tensor *t, pg_tensor *g)
 {
@@ -344,7 +387,8 @@ static int set_grad_locked(pg_tensor *t, pg_tensor *g)
     if (g) {
         if (pg_not_live(g, "set_grad", "g")) return PG_STATUS_ERR_ARG;
         if (g->ne[0] != t->ne[0] || g->ne[1] != t->ne[1] || g->dtype != t->dtype)
-            return pg_fail(PG_STATUS_ERR_SHAPE, "set_grad: gradient %s does not match tensor %s", pg_desc(g), pg_desc(t));
+            return pg_fail(PG_STATUS_ERR_SHAPE, "set_grad: gradient %s does not match tensor %s",
+                           pg_desc(g), pg_desc(t));
         pg_tensor_retain(g);
     }
     pg_tensor *old = t->grad;

@@ -32,7 +32,10 @@ uint64_t pg_version_observe(pg_tensor *t)
     return __atomic_load_n(&s->version, __ATOMIC_RELAXED);
 }
 
-int64_t pg_tensor_version(pg_tensor *t) { return pg_not_live(t, "version", "t") ? -1 : (int64_t)pg_version_observe(t); }
+int64_t pg_tensor_version(pg_tensor *t)
+{
+    return pg_not_live(t, "version", "t") ? -1 : (int64_t)pg_version_observe(t);
+}
 
 int pg_tensor_expose(pg_tensor *t)
 {
@@ -72,15 +75,20 @@ int pg_version_mismatch(const pg_node *n, pg_tensor *t, uint64_t want, int64_t s
     else if (slot < 0) snprintf(where, sizeof where, "output");
     else snprintf(where, sizeof where, "input %lld", (long long)slot + 1);
     return pg_fail(PG_STATUS_ERR_MODIFIED,
-                   "backward(): one of the variables needed for gradient computation has been modified by an inplace operation: "
-                   "tensor %s (%s of %s) is at version %llu; expected version %llu. Write new values after backward(), or record the forward pass again",
-                   pg_desc(t), where, n->op && n->op[0] ? n->op : "a node", (unsigned long long)now, (unsigned long long)want);
+                   "backward(): one of the variables needed for gradient computation has been "
+                   "modified by an inplace operation: "
+                   "tensor %s (%s of %s) is at version %llu; expected version %llu. Write new "
+                   "values after backward(), or record the forward pass again",
+                   pg_desc(t), where, n->op && n->op[0] ? n->op : "a node", (unsigned long long)now,
+                   (unsigned long long)want);
 }
 
 int pg_node_check_versions(const pg_node *n)
 {
     for (int i = 0; i < n->n_in; i++)
-        if (n->in[i] && !(n->ver_skip & (1u << i)) && pg_version_mismatch(n, n->in[i], n->ver[i], i)) return -1;
+        if (n->in[i] && !(n->ver_skip & (1u << i)) &&
+            pg_version_mismatch(n, n->in[i], n->ver[i], i))
+            return -1;
     if (n->host && pg_host_check_versions(n)) return -1;
     return pg_version_mismatch(n, n->out, n->ver[PG_MAX_IN], -1);
 }
@@ -95,8 +103,8 @@ static _Thread_local struct {
     pg_tensor **t;
     uint64_t *ver;
     int64_t n, cap;
-    int depth; /* stash depth whose tape is logged; 0: not logging */
-    int ready; /* closed by its unstash, waiting for pg_host_record */
+    int depth;    /* stash depth whose tape is logged; 0: not logging */
+    int ready;    /* closed by its unstash, waiting for pg_host_record */
     int64_t mark; /* first tensor id made by the segment: its own results are not weights */
 } seg;
 
@@ -122,7 +130,10 @@ void pg_seg_log_begin(int depth)
 
 void pg_seg_log_end(int depth)
 {
-    if (seg.depth == depth && depth > 0) { seg.depth = 0; seg.ready = 1; }
+    if (seg.depth == depth && depth > 0) {
+        seg.depth = 0;
+        seg.ready = 1;
+    }
 }
 
 void pg_seg_touch(pg_tensor **in, int n_in, int depth)
@@ -152,7 +163,11 @@ void pg_seg_touch(pg_tensor **in, int n_in, int depth)
 
 int64_t pg_seg_log_take(pg_tensor ***t, uint64_t **ver)
 {
-    if (!seg.ready) { *t = NULL; *ver = NULL; return 0; }
+    if (!seg.ready) {
+        *t = NULL;
+        *ver = NULL;
+        return 0;
+    }
     int64_t n = seg.n;
     *t = seg.t;
     *ver = seg.ver;

@@ -14,7 +14,7 @@
  * comparisons fall back to scalar code); REP32 / REP64 repeat a constant once per lane. */
 #define SUF sse2
 #define ATTR
-#define VBYTES 16
+#define VBYTES   16
 #define REP32(c) c, c, c, c
 #define REP64(c) c, c
 #include "vmath_kern.h"
@@ -24,9 +24,9 @@
 #undef REP32
 #undef REP64
 #if PG_X86_SIMD
-#define SUF avx2
-#define ATTR PG_TARGET_AVX2
-#define VBYTES 32
+#define SUF      avx2
+#define ATTR     PG_TARGET_AVX2
+#define VBYTES   32
 #define REP32(c) c, c, c, c, c, c, c, c
 #define REP64(c) c, c, c, c
 #include "vmath_kern.h"
@@ -35,9 +35,9 @@
 #undef VBYTES
 #undef REP32
 #undef REP64
-#define SUF avx512
-#define ATTR PG_TARGET_AVX512
-#define VBYTES 64
+#define SUF      avx512
+#define ATTR     PG_TARGET_AVX512
+#define VBYTES   64
 #define REP32(c) c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c
 #define REP64(c) c, c, c, c, c, c, c, c
 #include "vmath_kern.h"
@@ -46,9 +46,15 @@
 #undef VBYTES
 #undef REP32
 #undef REP64
-#define LEVELS(name) {name##_sse2, name##_avx2, name##_avx512}
+#define LEVELS(name)                                                                               \
+    {                                                                                              \
+        name##_sse2, name##_avx2, name##_avx512                                                    \
+    }
 #else
-#define LEVELS(name) {name##_sse2, name##_sse2, name##_sse2}
+#define LEVELS(name)                                                                               \
+    {                                                                                              \
+        name##_sse2, name##_sse2, name##_sse2                                                      \
+    }
 #endif
 
 int pg_simd_sel = -1;
@@ -71,11 +77,11 @@ static void apply(const vfn *f, int dtype, const void *x, void *y, int64_t n)
     else f->f64[l](x, y, n);
 }
 
-#define VMATH_API(name)                                                                        \
-    void pg_v##name(int dtype, const void *x, void *y, int64_t n)                              \
-    {                                                                                          \
-        static const vfn f = {LEVELS(v##name##_f32), LEVELS(v##name##_f64)};                   \
-        apply(&f, dtype, x, y, n);                                                             \
+#define VMATH_API(name)                                                                            \
+    void pg_v##name(int dtype, const void *x, void *y, int64_t n)                                  \
+    {                                                                                              \
+        static const vfn f = {LEVELS(v##name##_f32), LEVELS(v##name##_f64)};                       \
+        apply(&f, dtype, x, y, n);                                                                 \
     }
 VMATH_API(exp)
 VMATH_API(sigmoid)
@@ -86,27 +92,27 @@ VMATH_API(tanh)
  * pairwise in a fixed tree: a fixed order, so the same bits on every machine and compiler, and
  * independent chains the compiler can vectorise (a single running sum ran 4-7x slower than
  * numpy's). */
-#define SUM_LANES(T)                                                                           \
-    static double sum_lanes_##T(const T *x, int64_t n)                                         \
-    {                                                                                          \
-        double a[16] = {0};                                                                    \
+#define SUM_LANES(T)                                                                               \
+    static double sum_lanes_##T(const T *x, int64_t n)                                             \
+    {                                                                                              \
+        double a[16] = {0};                                                                        \
         if (n < 16) { /* the same tree, skipping the lanes still 0 (adding +0 changes nothing: \
-                         no lane is -0, as each starts 0.0 + x) */                             \
-            for (int l = 0; l < n; l++) a[l] = 0.0 + x[l];                                     \
-            int live = (int)n;                                                                 \
-            for (int w = 8; w >= 1; w /= 2) {                                                  \
-                for (int l = 0; l < w && l + w < live; l++) a[l] += a[l + w];                   \
-                if (live > w) live = w;                                                        \
-            }                                                                                  \
-            return n > 0 ? a[0] : 0.0;                                                         \
-        }                                                                                      \
-        int64_t i = 0;                                                                         \
-        for (; i + 16 <= n; i += 16)                                                           \
-            for (int l = 0; l < 16; l++) a[l] += x[i + l];                                     \
-        for (int l = 0; i + l < n; l++) a[l] += x[i + l];                                      \
-        for (int w = 8; w >= 1; w /= 2)                                                        \
-            for (int l = 0; l < w; l++) a[l] += a[l + w];                                      \
-        return a[0];                                                                           \
+                         no lane is -0, as each starts 0.0 + x) */   \
+            for (int l = 0; l < n; l++) a[l] = 0.0 + x[l];                                         \
+            int live = (int)n;                                                                     \
+            for (int w = 8; w >= 1; w /= 2) {                                                      \
+                for (int l = 0; l < w && l + w < live; l++) a[l] += a[l + w];                      \
+                if (live > w) live = w;                                                            \
+            }                                                                                      \
+            return n > 0 ? a[0] : 0.0;                                                             \
+        }                                                                                          \
+        int64_t i = 0;                                                                             \
+        for (; i + 16 <= n; i += 16)                                                               \
+            for (int l = 0; l < 16; l++) a[l] += x[i + l];                                         \
+        for (int l = 0; i + l < n; l++) a[l] += x[i + l];                                          \
+        for (int w = 8; w >= 1; w /= 2)                                                            \
+            for (int l = 0; l < w; l++) a[l] += a[l + w];                                          \
+        return a[0];                                                                               \
     }
 SUM_LANES(float)
 SUM_LANES(double)

@@ -3,8 +3,8 @@
  * operations (no FMA: vmath.c turns contraction off), so all levels give the same bits.
  * Not a header of its own: include it only from vmath.c. */
 #define CAT_(a, b) a##_##b
-#define CAT(a, b) CAT_(a, b)
-#define F(name) CAT(name, SUF)
+#define CAT(a, b)  CAT_(a, b)
+#define F(name)    CAT(name, SUF)
 
 /* this level's vector types (VBYTES wide) and helpers */
 typedef double F(vd) __attribute__((vector_size(VBYTES)));
@@ -13,23 +13,23 @@ typedef unsigned long long F(vu) __attribute__((vector_size(VBYTES)));
 typedef float F(vs) __attribute__((vector_size(VBYTES)));
 typedef int F(vi) __attribute__((vector_size(VBYTES)));
 typedef unsigned F(vu32) __attribute__((vector_size(VBYTES)));
-#define vd F(vd)
-#define vl F(vl)
-#define vu F(vu)
-#define vs F(vs)
-#define vi F(vi)
-#define vu32 F(vu32)
-#define VD(c) ((vd){REP64(c)})
-#define VS(c) ((vs){REP32(c)})
-#define W64 (VBYTES / 8)
-#define W32 (VBYTES / 4)
+#define vd             F(vd)
+#define vl             F(vl)
+#define vu             F(vu)
+#define vs             F(vs)
+#define vi             F(vi)
+#define vu32           F(vu32)
+#define VD(c)          ((vd){REP64(c)})
+#define VS(c)          ((vs){REP32(c)})
+#define W64            (VBYTES / 8)
+#define W32            (VBYTES / 4)
 /* lanes of a where mask m (a comparison's result) is set, else of b */
-#define vsel(m, a, b) ((vd)(((vl)(m) & (vl)(a)) | (~(vl)(m) & (vl)(b))))
-#define vmin(a, b) vsel((a) < (b), (a), (b))
-#define vmax(a, b) vsel((a) > (b), (a), (b))
+#define vsel(m, a, b)  ((vd)(((vl)(m) & (vl)(a)) | (~(vl)(m) & (vl)(b))))
+#define vmin(a, b)     vsel((a) < (b), (a), (b))
+#define vmax(a, b)     vsel((a) > (b), (a), (b))
 #define vssel(m, a, b) ((vs)(((vi)(m) & (vi)(a)) | (~(vi)(m) & (vi)(b))))
-#define vsmin(a, b) vssel((a) < (b), (a), (b))
-#define vsmax(a, b) vssel((a) > (b), (a), (b))
+#define vsmin(a, b)    vssel((a) < (b), (a), (b))
+#define vsmax(a, b)    vssel((a) > (b), (a), (b))
 
 /* expm1(r) = r + r^2 s(r) for |r| <= ln2 / 2, s the Taylor series from 1/2! to r^11/13! (next
  * term < 5e-18 relative) in Estrin's scheme (a short dependency chain: Horner's 26 dependent
@@ -140,16 +140,22 @@ ATTR static inline __attribute__((always_inline)) vd F(log_core)(vd x)
     const vl big = (vl)(m >= VD(0x1.6a09e667f3bcdp0));
     m = vsel(big, m * VD(0.5), m);
     k = k - big; /* big is -1 where set */
-    const vd kd = (vd)(k + (vl)VD(0x1.8p52)) - VD(0x1.8p52); /* exact; no int64 conversion before AVX-512DQ */
+    const vd kd =
+        (vd)(k + (vl)VD(0x1.8p52)) - VD(0x1.8p52); /* exact; no int64 conversion before AVX-512DQ */
     const vd f = m - VD(1.0);
     const vd sv = f / (VD(2.0) + f);
     const vd z = sv * sv, w = z * z;
-    const vd t1 = w * (VD(3.999999999940941908e-01) + w * (VD(2.222219843214978396e-01) + w * VD(1.531383769920937332e-01)));
-    const vd t2 = z * (VD(6.666666666666735130e-01) +
-                       w * (VD(2.857142874366239149e-01) + w * (VD(1.818357216161805012e-01) + w * VD(1.479819860511658591e-01))));
+    const vd t1 = w *
+        (VD(3.999999999940941908e-01) +
+         w * (VD(2.222219843214978396e-01) + w * VD(1.531383769920937332e-01)));
+    const vd t2 = z *
+        (VD(6.666666666666735130e-01) +
+         w *
+             (VD(2.857142874366239149e-01) +
+              w * (VD(1.818357216161805012e-01) + w * VD(1.479819860511658591e-01))));
     const vd R = t2 + t1, hfsq = VD(0.5) * f * f;
     vd y = kd * VD(6.93147180369123816490e-01) -
-           ((hfsq - (sv * (hfsq + R) + kd * VD(1.90821492927058770002e-10))) - f);
+        ((hfsq - (sv * (hfsq + R) + kd * VD(1.90821492927058770002e-10))) - f);
     y = vsel(x == VD(0.0), VD(-INFINITY), y);
     y = vsel(x == VD(INFINITY), x, y);
     return vsel(x < VD(0.0), VD(NAN), vsel(x != x, x, y));
@@ -190,24 +196,24 @@ ATTR static inline __attribute__((always_inline)) vs F(logf_core)(vs x)
 
 /* y[i] = f(x[i]) over whole vectors of W lanes, then the tail through a zero-padded vector: the
  * same lanes' arithmetic for every element */
-#define VMATH_LOOP(NAME, T, VT, W, CORE)                                                          \
-    ATTR static void F(NAME)(const T *x, T *y, int64_t n)                                      \
-    {                                                                                          \
-        int64_t i = 0;                                                                         \
-        VT v;                                                                                  \
-        for (; i + (W) <= n; i += (W)) {                                                       \
-            memcpy(&v, x + i, sizeof v);                                                       \
-            v = CORE(v);                                                                       \
-            memcpy(y + i, &v, sizeof v);                                                       \
-        }                                                                                      \
-        if (i < n) {                                                                           \
-            T buf[W] = {0};                                                                    \
-            memcpy(buf, x + i, (size_t)(n - i) * sizeof *x);                                   \
-            memcpy(&v, buf, sizeof v);                                                         \
-            v = CORE(v);                                                                       \
-            memcpy(buf, &v, sizeof v);                                                         \
-            memcpy(y + i, buf, (size_t)(n - i) * sizeof *y);                                   \
-        }                                                                                      \
+#define VMATH_LOOP(NAME, T, VT, W, CORE)                                                           \
+    ATTR static void F(NAME)(const T *x, T *y, int64_t n)                                          \
+    {                                                                                              \
+        int64_t i = 0;                                                                             \
+        VT v;                                                                                      \
+        for (; i + (W) <= n; i += (W)) {                                                           \
+            memcpy(&v, x + i, sizeof v);                                                           \
+            v = CORE(v);                                                                           \
+            memcpy(y + i, &v, sizeof v);                                                           \
+        }                                                                                          \
+        if (i < n) {                                                                               \
+            T buf[W] = {0};                                                                        \
+            memcpy(buf, x + i, (size_t)(n - i) * sizeof *x);                                       \
+            memcpy(&v, buf, sizeof v);                                                             \
+            v = CORE(v);                                                                           \
+            memcpy(buf, &v, sizeof v);                                                             \
+            memcpy(y + i, buf, (size_t)(n - i) * sizeof *y);                                       \
+        }                                                                                          \
     }
 VMATH_LOOP(vexp_f64, double, vd, W64, F(exp_core))
 VMATH_LOOP(vexp_f32, float, vs, W32, F(expf_core))

@@ -25,10 +25,12 @@ static pg_tensor *mask_tensor(SEXP M, int dt, int *tmp)
     }
     if (TYPEOF(M) == LGLSXP) {
         int64_t nr, nc;
-        if (r_matrix_dims(M, "ag_flash_attention", "mask", &nr, &nc)) return NULL; /* length == prod(dim) */
+        if (r_matrix_dims(M, "ag_flash_attention", "mask", &nr, &nc))
+            return NULL; /* length == prod(dim) */
         double *buf = (double *)R_alloc((size_t)(nr * nc > 0 ? nr * nc : 1), sizeof(double));
         const int *lg = LOGICAL(M);
-        for (int64_t i = 0; i < nr * nc; i++) buf[i] = lg[i] == NA_LOGICAL ? NAN : lg[i] ? 0.0 : -INFINITY;
+        for (int64_t i = 0; i < nr * nc; i++)
+            buf[i] = lg[i] == NA_LOGICAL ? NAN : lg[i] ? 0.0 : -INFINITY;
         pg_tensor *m = pg_tensor_new(dt, nr, nc, buf, PG_DTYPE_F64, 1, nr);
         *tmp = m != NULL;
         return m;
@@ -45,7 +47,10 @@ SEXP R_pg_flash_attention(SEXP Q, SEXP K, SEXP V, SEXP n_heads, SEXP scale, SEXP
     SEXP qkv[3] = {Q, K, V};
     for (int i = 0; i < 3; i++) {
         pg_tensor *t = borrowed(qkv[i]);
-        if (t && pg_tensor_check(t) == 0) { dt = pg_tensor_dtype(t); break; }
+        if (t && pg_tensor_check(t) == 0) {
+            dt = pg_tensor_dtype(t);
+            break;
+        }
     }
     int tq = 0, tk = 0, tv = 0, tm = 0;
     pg_tensor *q = r_operand(Q, dt, op, "q", &tq);
@@ -63,10 +68,14 @@ SEXP R_pg_flash_attention(SEXP Q, SEXP K, SEXP V, SEXP n_heads, SEXP scale, SEXP
         SEXP dim = Rf_getAttrib(M, R_DimSymbol);
         if (is_handle(M)) {
             int t0 = 0;
-            pg_tensor *mt = r_operand(M, dt, op, "mask", &t0); /* borrowed: a handle; NULL + error if dead */
+            pg_tensor *mt =
+                r_operand(M, dt, op, "mask", &t0); /* borrowed: a handle; NULL + error if dead */
             nd = 2;
             mask_ok = mt != NULL;
-            if (mt) { mr = pg_tensor_nrow(mt); mc = pg_tensor_ncol(mt); }
+            if (mt) {
+                mr = pg_tensor_nrow(mt);
+                mc = pg_tensor_ncol(mt);
+            }
         } else if (TYPEOF(dim) == INTSXP && Rf_length(dim) == 2) {
             nd = 2;
             mask_ok = r_matrix_dims(M, op, "mask", &mr, &mc) == 0;

@@ -20,7 +20,8 @@ static SEXP status_list(int rc)
 
 static const char *utf8_arg(SEXP s, const char *what)
 {
-    if (!Rf_isString(s) || XLENGTH(s) != 1 || STRING_ELT(s, 0) == NA_STRING) Rf_error("%s must be a single string", what);
+    if (!Rf_isString(s) || XLENGTH(s) != 1 || STRING_ELT(s, 0) == NA_STRING)
+        Rf_error("%s must be a single string", what);
     return Rf_translateCharUTF8(STRING_ELT(s, 0));
 }
 
@@ -36,12 +37,14 @@ SEXP R_pg_st_read(SEXP path)
     int64_t n = pg_st_count(f), nm = pg_st_meta_count(f);
     /* everything R needs is allocated before the file is read; an allocation error (a
      * long jump) would leak f, so the sizes were bounded by the header checks */
-    SEXP tens = PROTECT(Rf_allocVector(VECSXP, (R_xlen_t)n)), tn = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)n));
+    SEXP tens = PROTECT(Rf_allocVector(VECSXP, (R_xlen_t)n)),
+         tn = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)n));
     SEXP dsym = Rf_install("dtype");
     for (int64_t i = 0; i < n; i++) {
         int64_t r = pg_st_rows(f, i), c = pg_st_cols(f, i);
         if (r > INT_MAX || c > INT_MAX) {
-            pg_fail(PG_STATUS_ERR_VALUE, "tensor %s is too large for an R matrix", pg_st_name(f, i));
+            pg_fail(PG_STATUS_ERR_VALUE, "tensor %s is too large for an R matrix",
+                    pg_st_name(f, i));
             pg_st_close(f);
             UNPROTECT(2);
             return status_list(PG_STATUS_ERR_VALUE);
@@ -59,9 +62,11 @@ SEXP R_pg_st_read(SEXP path)
         UNPROTECT(1);
     }
     Rf_setAttrib(tens, R_NamesSymbol, tn);
-    SEXP meta = PROTECT(Rf_allocVector(VECSXP, (R_xlen_t)nm)), mn = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)nm));
+    SEXP meta = PROTECT(Rf_allocVector(VECSXP, (R_xlen_t)nm)),
+         mn = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)nm));
     for (int64_t i = 0; i < nm; i++) {
-        SET_VECTOR_ELT(meta, (R_xlen_t)i, Rf_ScalarString(Rf_mkCharCE(pg_st_meta_value(f, i), CE_UTF8)));
+        SET_VECTOR_ELT(meta, (R_xlen_t)i,
+                       Rf_ScalarString(Rf_mkCharCE(pg_st_meta_value(f, i), CE_UTF8)));
         SET_STRING_ELT(mn, (R_xlen_t)i, Rf_mkCharCE(pg_st_meta_key(f, i), CE_UTF8));
     }
     Rf_setAttrib(meta, R_NamesSymbol, mn);
@@ -83,15 +88,17 @@ SEXP R_pg_st_write(SEXP path, SEXP names, SEXP f64, SEXP values, SEXP keys, SEXP
 {
     const char *p = utf8_arg(path, "path");
     R_xlen_t n = XLENGTH(values), nm = XLENGTH(keys);
-    if (!Rf_isString(names) || XLENGTH(names) != n || !Rf_isLogical(f64) || XLENGTH(f64) != n || !Rf_isString(keys)
-        || !Rf_isString(vals) || XLENGTH(vals) != nm)
+    if (!Rf_isString(names) || XLENGTH(names) != n || !Rf_isLogical(f64) || XLENGTH(f64) != n ||
+        !Rf_isString(keys) || !Rf_isString(vals) || XLENGTH(vals) != nm)
         Rf_error("ag_save_model(): internal: bad arguments to the model-file writer");
     pg_st_tensor *t = (pg_st_tensor *)R_alloc((size_t)n + 1, sizeof(pg_st_tensor));
     for (R_xlen_t i = 0; i < n; i++) {
         SEXP v = VECTOR_ELT(values, i), dim = Rf_getAttrib(v, R_DimSymbol);
-        if (TYPEOF(v) != REALSXP || TYPEOF(dim) != INTSXP || XLENGTH(dim) != 2
-            || (double)INTEGER(dim)[0] * INTEGER(dim)[1] != (double)XLENGTH(v))
-            Rf_error("ag_save_model(): internal: tensor %ld is not a double matrix whose length matches its dim", (long)i);
+        if (TYPEOF(v) != REALSXP || TYPEOF(dim) != INTSXP || XLENGTH(dim) != 2 ||
+            (double)INTEGER(dim)[0] * INTEGER(dim)[1] != (double)XLENGTH(v))
+            Rf_error("ag_save_model(): internal: tensor %ld is not a double matrix whose length "
+                     "matches its dim",
+                     (long)i);
         int r = INTEGER(dim)[0], c = INTEGER(dim)[1], dbl = LOGICAL(f64)[i] == TRUE;
         const double *x = REAL(v);
         char *buf = R_alloc((size_t)r * (size_t)c + 1, dbl ? 8 : 4);
@@ -100,7 +107,10 @@ SEXP R_pg_st_write(SEXP path, SEXP names, SEXP f64, SEXP values, SEXP keys, SEXP
                 double y = x[(size_t)b * (size_t)r + (size_t)a];
                 size_t k = (size_t)a * (size_t)c + (size_t)b;
                 if (dbl) memcpy(buf + 8 * k, &y, 8);
-                else { float z = (float)y; memcpy(buf + 4 * k, &z, 4); }
+                else {
+                    float z = (float)y;
+                    memcpy(buf + 4 * k, &z, 4);
+                }
             }
         t[i].name = Rf_translateCharUTF8(STRING_ELT(names, i));
         t[i].dtype = dbl ? PG_ST_DTYPE_F64 : PG_ST_DTYPE_F32;
@@ -116,7 +126,8 @@ SEXP R_pg_st_write(SEXP path, SEXP names, SEXP f64, SEXP values, SEXP keys, SEXP
         w[i] = Rf_translateCharUTF8(STRING_ELT(vals, i));
     }
     (void)p;
-    return status_list(pg_st_write(Rf_translateChar(STRING_ELT(path, 0)), t, (int64_t)n, k, w, (int64_t)nm));
+    return status_list(
+        pg_st_write(Rf_translateChar(STRING_ELT(path, 0)), t, (int64_t)n, k, w, (int64_t)nm));
 }
 
 /* NULL when text (a metadata JSON string) passes the core's checks, else the message. */

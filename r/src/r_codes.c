@@ -2,7 +2,10 @@
  * requests, read once at load (r/R/zzz.R: .pg$code), so R holds no literal codes. */
 #include "r_util.h"
 
-typedef struct { const char *name; int value; } r_code;
+typedef struct {
+    const char *name;
+    int value;
+} r_code;
 
 static SEXP code_vector(const r_code *c, int n)
 {
@@ -16,41 +19,65 @@ static SEXP code_vector(const r_code *c, int n)
     return out;
 }
 
-#define GROUP(g) {#g, g, (int)(sizeof g / sizeof g[0])}
+#define GROUP(g)                                                                                   \
+    {                                                                                              \
+#g, g, (int)(sizeof g / sizeof g[0])                                                       \
+    }
 
 /* a named list of named integer vectors: .pg$code$dtype[["F64"]], .pg$code$tape[["DEPTH"]], ... */
 SEXP R_pg_codes(void)
 {
-    static const r_code dtype[] = {{"F32", PG_DTYPE_F32}, {"F64", PG_DTYPE_F64}, {"I32", PG_DTYPE_I32},
-                                   {"I64", PG_DTYPE_I64}, {"U8", PG_DTYPE_U8}};
-    static const r_code status[] = {{"OK", PG_STATUS_OK}, {"SHAPE", PG_STATUS_ERR_SHAPE}, {"DTYPE", PG_STATUS_ERR_DTYPE},
-                                    {"VALUE", PG_STATUS_ERR_VALUE}, {"NOMEM", PG_STATUS_ERR_NOMEM},
-                                    {"STATE", PG_STATUS_ERR_STATE}, {"ARG", PG_STATUS_ERR_ARG}, {"IO", PG_STATUS_ERR_IO},
+    static const r_code dtype[] = {{"F32", PG_DTYPE_F32},
+                                   {"F64", PG_DTYPE_F64},
+                                   {"I32", PG_DTYPE_I32},
+                                   {"I64", PG_DTYPE_I64},
+                                   {"U8", PG_DTYPE_U8}};
+    static const r_code status[] = {{"OK", PG_STATUS_OK},
+                                    {"SHAPE", PG_STATUS_ERR_SHAPE},
+                                    {"DTYPE", PG_STATUS_ERR_DTYPE},
+                                    {"VALUE", PG_STATUS_ERR_VALUE},
+                                    {"NOMEM", PG_STATUS_ERR_NOMEM},
+                                    {"STATE", PG_STATUS_ERR_STATE},
+                                    {"ARG", PG_STATUS_ERR_ARG},
+                                    {"IO", PG_STATUS_ERR_IO},
                                     {"MODIFIED", PG_STATUS_ERR_MODIFIED}};
     static const r_code optim[] = {{"SGD", R_OPTIM_SGD}, {"ADAM", R_OPTIM_ADAM}};
-    static const r_code sched[] = {{"STEP", PG_SCHED_KIND_STEP}, {"COSINE", PG_SCHED_KIND_COSINE},
-                                   {"CYCLIC", PG_SCHED_KIND_CYCLIC}, {"ONECYCLE", PG_SCHED_KIND_ONECYCLE},
+    static const r_code sched[] = {{"STEP", PG_SCHED_KIND_STEP},
+                                   {"COSINE", PG_SCHED_KIND_COSINE},
+                                   {"CYCLIC", PG_SCHED_KIND_CYCLIC},
+                                   {"ONECYCLE", PG_SCHED_KIND_ONECYCLE},
                                    {"WARMUP_COSINE", PG_SCHED_KIND_WARMUP_COSINE},
-                                   {"WARMUP", PG_SCHED_KIND_WARMUP}, {"NPAR", PG_SCHED_NPAR}};
-    static const r_code build[] = {{"FORWARD", PG_GRAPH_BUILD_FORWARD}, {"GRAD", PG_GRAPH_BUILD_GRAD},
+                                   {"WARMUP", PG_SCHED_KIND_WARMUP},
+                                   {"NPAR", PG_SCHED_NPAR}};
+    static const r_code build[] = {{"FORWARD", PG_GRAPH_BUILD_FORWARD},
+                                   {"GRAD", PG_GRAPH_BUILD_GRAD},
                                    {"OPT", PG_GRAPH_BUILD_OPT}};
     static const r_code dist[] = {{"GRAD", PG_DIST_WHAT_GRAD}, {"VALUE", PG_DIST_WHAT_VALUE}};
     /* pg_linear's activation: none, or one of the unary kinds it fuses */
-    static const r_code act[] = {{"NONE", -1}, {"RELU", PG_UNARY_OP_RELU}, {"SIGMOID", PG_UNARY_OP_SIGMOID},
+    static const r_code act[] = {{"NONE", -1},
+                                 {"RELU", PG_UNARY_OP_RELU},
+                                 {"SIGMOID", PG_UNARY_OP_SIGMOID},
                                  {"TANH", PG_UNARY_OP_TANH}};
-    static const r_code file[] = {{"MISSING", R_FILE_MISSING}, {"REGULAR", R_FILE_REGULAR},
-                                  {"DIR", R_FILE_DIR}, {"OTHER", R_FILE_OTHER}};
+    static const r_code file[] = {{"MISSING", R_FILE_MISSING},
+                                  {"REGULAR", R_FILE_REGULAR},
+                                  {"DIR", R_FILE_DIR},
+                                  {"OTHER", R_FILE_OTHER}};
     static const r_code tape[] = {{"BEGIN", R_TAPE_BEGIN}, {"END", R_TAPE_END},
                                   {"CLEAR", R_TAPE_CLEAR}, {"DEPTH", R_TAPE_DEPTH},
                                   {"NODES", R_TAPE_NODES}, {"ENABLED", R_TAPE_ENABLED}};
-    static const r_code scope[] = {{"DEPTH", R_SCOPE_DEPTH}, {"END_TO", R_SCOPE_END_TO},
-                                   {"STASHED", R_SCOPE_STASHED}, {"UNSTASH_TO", R_SCOPE_UNSTASH_TO},
+    static const r_code scope[] = {{"DEPTH", R_SCOPE_DEPTH},
+                                   {"END_TO", R_SCOPE_END_TO},
+                                   {"STASHED", R_SCOPE_STASHED},
+                                   {"UNSTASH_TO", R_SCOPE_UNSTASH_TO},
                                    {"ABORT", R_SCOPE_ABORT}};
-    static const r_code ckpt[] = {{"STASH", R_CKPT_STASH}, {"UNSTASH", R_CKPT_UNSTASH},
-                                  {"SEED", R_CKPT_SEED}};
-    static const struct { const char *name; const r_code *c; int n; } g[] = {
-        GROUP(dtype), GROUP(status), GROUP(optim), GROUP(sched), GROUP(build), GROUP(dist),
-        GROUP(act), GROUP(file), GROUP(tape), GROUP(scope), GROUP(ckpt)};
+    static const r_code ckpt[] = {
+        {"STASH", R_CKPT_STASH}, {"UNSTASH", R_CKPT_UNSTASH}, {"SEED", R_CKPT_SEED}};
+    static const struct {
+        const char *name;
+        const r_code *c;
+        int n;
+    } g[] = {GROUP(dtype), GROUP(status), GROUP(optim), GROUP(sched), GROUP(build), GROUP(dist),
+             GROUP(act),   GROUP(file),   GROUP(tape),  GROUP(scope), GROUP(ckpt)};
     const int n = (int)(sizeof g / sizeof g[0]);
     SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));
     for (int i = 0; i < n; i++) {

@@ -11,7 +11,8 @@ SEXP R_pg_dist_average(SEXP params, SEXP n, SEXP grads)
     if (TYPEOF(grads) != VECSXP) Rf_error("dp_train: grads must be a list");
     R_xlen_t n_rep = XLENGTH(grads);
     if (np < 0 || n_rep < 1 || (int64_t)XLENGTH(params) != np * (int64_t)n_rep)
-        Rf_error("dp_train: %d parameter handles do not make %d replicas of %d", (int)XLENGTH(params), (int)n_rep, (int)np);
+        Rf_error("dp_train: %d parameter handles do not make %d replicas of %d",
+                 (int)XLENGTH(params), (int)n_rep, (int)np);
     pg_gradmap **maps = (pg_gradmap **)R_alloc(n_rep, sizeof(pg_gradmap *));
     for (R_xlen_t r = 0; r < n_rep; r++) {
         SEXP g = VECTOR_ELT(grads, r);
@@ -23,8 +24,9 @@ SEXP R_pg_dist_average(SEXP params, SEXP n, SEXP grads)
 
 SEXP R_pg_dist_copy(SEXP dst, SEXP src)
 {
-    if (XLENGTH(dst) != XLENGTH(src)) Rf_error("dp_train: destination has %d parameters, source has %d",
-                                               (int)XLENGTH(dst), (int)XLENGTH(src));
+    if (XLENGTH(dst) != XLENGTH(src))
+        Rf_error("dp_train: destination has %d parameters, source has %d", (int)XLENGTH(dst),
+                 (int)XLENGTH(src));
     pg_tensor **d = r_handle_array(dst, "dp_train"), **s = r_handle_array(src, "dp_train");
     r_check(pg_dist_copy_values(d, s, (int64_t)XLENGTH(dst)));
     return R_NilValue;
@@ -57,7 +59,8 @@ SEXP R_pg_dist_pack(SEXP params, SEXP grads, SEXP what, SEXP flags, SEXP scale, 
     if (L < 0) r_fail();
     SEXP out = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)(L + Rf_asInteger(extra))));
     memset(REAL(out), 0, (size_t)XLENGTH(out) * sizeof(double));
-    int rc = pg_dist_pack(arr, n, m, Rf_asInteger(what), fl, Rf_asReal(scale), REAL(out), PG_DTYPE_F64, XLENGTH(out));
+    int rc = pg_dist_pack(arr, n, m, Rf_asInteger(what), fl, Rf_asReal(scale), REAL(out),
+                          PG_DTYPE_F64, XLENGTH(out));
     UNPROTECT(1);
     r_check(rc);
     return out;
@@ -67,8 +70,10 @@ SEXP R_pg_dist_unpack(SEXP params, SEXP grads, SEXP what, SEXP flags, SEXP scale
 {
     pg_tensor **arr = r_handle_array(params, "ag_allreduce_gradients");
     pg_gradmap *m = r_map_arg(grads, "ag_allreduce_gradients");
-    if (TYPEOF(buf) != REALSXP) Rf_error("ag_allreduce_gradients: the reduced buffer must be doubles");
-    r_check(pg_dist_unpack(arr, (int64_t)XLENGTH(params), m, Rf_asInteger(what), Rf_asLogical(flags) == 1,
-                           Rf_asReal(scale), REAL(buf), PG_DTYPE_F64, XLENGTH(buf)));
+    if (TYPEOF(buf) != REALSXP)
+        Rf_error("ag_allreduce_gradients: the reduced buffer must be doubles");
+    r_check(pg_dist_unpack(arr, (int64_t)XLENGTH(params), m, Rf_asInteger(what),
+                           Rf_asLogical(flags) == 1, Rf_asReal(scale), REAL(buf), PG_DTYPE_F64,
+                           XLENGTH(buf)));
     return R_NilValue;
 }

@@ -23,19 +23,22 @@ static pg_fit *fit_get(SEXP x)
     return R_ExternalPtrAddr(x);
 }
 
-SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP bs, SEXP nbl, SEXP val_split, SEXP shuffle, SEXP split_state)
+SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP bs, SEXP nbl, SEXP val_split, SEXP shuffle,
+                  SEXP split_state)
 {
     pg_tensor *xt = r_get(x, R_TENSOR), *yt = Rf_isNull(y) ? NULL : r_get(y, R_TENSOR);
     const int32_t *st = NULL;
     if (!Rf_isNull(split_state)) {
         if (TYPEOF(split_state) != INTSXP || XLENGTH(split_state) != PG_RNG_STATE_LEN)
-            Rf_error("ag_fit: the checkpoint's split state must be %d integers", (int)PG_RNG_STATE_LEN);
+            Rf_error("ag_fit: the checkpoint's split state must be %d integers",
+                     (int)PG_RNG_STATE_LEN);
         st = (const int32_t *)INTEGER(split_state);
     }
     const double b = r_num(bs, "ag_fit: batch_size"), l = r_num(nbl, "ag_fit: nbatch_logical");
     const double v = r_num(val_split, "ag_fit: val_split");
     r_draw c = r_draw_enter();
-    pg_fit *f = pg_fit_new(xt, yt, Rf_asLogical(classify) == 1, (int64_t)b, (int64_t)l, v, Rf_asLogical(shuffle) == 1, NULL, st);
+    pg_fit *f = pg_fit_new(xt, yt, Rf_asLogical(classify) == 1, (int64_t)b, (int64_t)l, v,
+                           Rf_asLogical(shuffle) == 1, NULL, st);
     r_draw_leave(c, f != NULL);
     if (!f) r_fail();
     SEXP p = PROTECT(R_MakeExternalPtr(f, fit_tag(), R_NilValue));
@@ -77,7 +80,9 @@ SEXP R_pg_fit_epoch_begin(SEXP fp)
 SEXP R_pg_fit_batch(SEXP fp, SEXP val, SEXP b)
 {
     pg_tensor *xb = NULL, *yb = NULL;
-    if (pg_fit_batch(fit_get(fp), Rf_asLogical(val) == 1, (int64_t)r_num(b, "ag_fit: batch"), &xb, &yb) < 0) r_fail();
+    if (pg_fit_batch(fit_get(fp), Rf_asLogical(val) == 1, (int64_t)r_num(b, "ag_fit: batch"), &xb,
+                     &yb) < 0)
+        r_fail();
     SEXP out = PROTECT(Rf_allocVector(VECSXP, 2));
     SET_VECTOR_ELT(out, 0, r_wrap_tensor(xb));
     if (yb) SET_VECTOR_ELT(out, 1, r_wrap_tensor(yb));
@@ -119,8 +124,8 @@ SEXP R_pg_fit_epoch_end(SEXP fp, SEXP per_datapoint)
 SEXP R_pg_acc_stats(SEXP ncorrect, SEXP ndata)
 {
     SEXP v = PROTECT(Rf_allocVector(REALSXP, 2));
-    r_check(pg_acc_stats((int64_t)r_num(ncorrect, "accuracy"), (int64_t)r_num(ndata, "accuracy"), REAL(v),
-                         REAL(v) + 1));
+    r_check(pg_acc_stats((int64_t)r_num(ncorrect, "accuracy"), (int64_t)r_num(ndata, "accuracy"),
+                         REAL(v), REAL(v) + 1));
     UNPROTECT(1);
     return v;
 }
@@ -130,10 +135,12 @@ SEXP R_pg_acc_stats(SEXP ncorrect, SEXP ndata)
 SEXP R_pg_fit_run_static(SEXP fp, SEXP val, SEXP b0, SEXP b1, SEXP gp, SEXP out)
 {
     pg_fit *f = fit_get(fp);
-    if (TYPEOF(gp) != EXTPTRSXP || R_ExternalPtrTag(gp) != Rf_install("pg_graph") || !R_ExternalPtrAddr(gp))
+    if (TYPEOF(gp) != EXTPTRSXP || R_ExternalPtrTag(gp) != Rf_install("pg_graph") ||
+        !R_ExternalPtrAddr(gp))
         Rf_error("ag_fit: not a live compiled step");
     pg_tensor *o = r_get(r_handle(out), R_TENSOR);
-    const int64_t lo = (int64_t)r_num(b0, "ag_fit: batch"), hi = (int64_t)r_num(b1, "ag_fit: batch");
+    const int64_t lo = (int64_t)r_num(b0, "ag_fit: batch"),
+                  hi = (int64_t)r_num(b1, "ag_fit: batch");
     r_draw c = r_draw_enter();
     int64_t n = pg_fit_run_static(f, Rf_asLogical(val) == 1, lo, hi, R_ExternalPtrAddr(gp), o);
     r_draw_leave(c, n >= 0);
@@ -144,7 +151,8 @@ SEXP R_pg_fit_run_static(SEXP fp, SEXP val, SEXP b0, SEXP b1, SEXP gp, SEXP out)
 /* data parallelism: this rank's chunk of every training batch; the epoch's statistics as sums */
 SEXP R_pg_fit_shard(SEXP fp, SEXP rank, SEXP world)
 {
-    r_check(pg_fit_shard(fit_get(fp), (int64_t)r_num(rank, "ag_fit: rank"), (int64_t)r_num(world, "ag_fit: world")));
+    r_check(pg_fit_shard(fit_get(fp), (int64_t)r_num(rank, "ag_fit: rank"),
+                         (int64_t)r_num(world, "ag_fit: world")));
     return R_NilValue;
 }
 

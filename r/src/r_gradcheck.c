@@ -17,7 +17,9 @@ SEXP R_pg_gradcheck_points(SEXP dtype, SEXP x, SEXP eps)
     R_xlen_t n = XLENGTH(x);
     SEXP xp = PROTECT(Rf_allocVector(REALSXP, n)), xm = PROTECT(Rf_allocVector(REALSXP, n));
     const double e = r_num(eps, "ag_gradcheck: eps");
-    for (R_xlen_t i = 0; i < n; i++) r_check(pg_gradcheck_points(Rf_asInteger(dtype), REAL(x)[i], e, REAL(xp) + i, REAL(xm) + i));
+    for (R_xlen_t i = 0; i < n; i++)
+        r_check(
+            pg_gradcheck_points(Rf_asInteger(dtype), REAL(x)[i], e, REAL(xp) + i, REAL(xm) + i));
     SEXP out = PROTECT(Rf_allocVector(VECSXP, 2));
     SET_VECTOR_ELT(out, 0, xp);
     SET_VECTOR_ELT(out, 1, xm);
@@ -27,19 +29,22 @@ SEXP R_pg_gradcheck_points(SEXP dtype, SEXP x, SEXP eps)
 
 static const double *dvec(SEXP v, R_xlen_t n, const char *what)
 {
-    if (TYPEOF(v) != REALSXP || XLENGTH(v) != n) Rf_error("ag_gradcheck: %s must be a double vector of length %lld", what, (long long)n);
+    if (TYPEOF(v) != REALSXP || XLENGTH(v) != n)
+        Rf_error("ag_gradcheck: %s must be a double vector of length %lld", what, (long long)n);
     return REAL(v);
 }
 
 /* list(pass, max_err, numerical); a = NULL: no analytical gradient */
-SEXP R_pg_gradcheck_judge(SEXP dtype, SEXP a, SEXP fp, SEXP fm, SEXP xp, SEXP xm, SEXP atol, SEXP rtol)
+SEXP R_pg_gradcheck_judge(SEXP dtype, SEXP a, SEXP fp, SEXP fm, SEXP xp, SEXP xm, SEXP atol,
+                          SEXP rtol)
 {
     R_xlen_t n = XLENGTH(fp);
     const double *ap = Rf_isNull(a) ? NULL : dvec(a, n, "the analytical gradient");
     SEXP num = PROTECT(Rf_allocVector(REALSXP, n));
     double err;
-    int rc = pg_gradcheck_judge(Rf_asInteger(dtype), ap, dvec(fp, n, "fp"), dvec(fm, n, "fm"), dvec(xp, n, "xp"),
-                                dvec(xm, n, "xm"), (int64_t)n, r_num(atol, "ag_gradcheck: atol"),
+    int rc = pg_gradcheck_judge(Rf_asInteger(dtype), ap, dvec(fp, n, "fp"), dvec(fm, n, "fm"),
+                                dvec(xp, n, "xp"), dvec(xm, n, "xm"), (int64_t)n,
+                                r_num(atol, "ag_gradcheck: atol"),
                                 r_num(rtol, "ag_gradcheck: rtol"), REAL(num), &err);
     if (rc < 0) r_fail();
     SEXP out = PROTECT(Rf_allocVector(VECSXP, 3));

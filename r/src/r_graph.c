@@ -13,7 +13,8 @@ static pg_graph *graph_get(SEXP p)
     if (TYPEOF(p) != EXTPTRSXP || R_ExternalPtrTag(p) != Rf_install("pg_graph"))
         Rf_error("compiled step: not a compiled graph handle");
     pg_graph *g = R_ExternalPtrAddr(p);
-    if (!g) Rf_error("compiled step: the graph is gone (a saved and reloaded handle); compile again");
+    if (!g)
+        Rf_error("compiled step: the graph is gone (a saved and reloaded handle); compile again");
     return g;
 }
 
@@ -53,7 +54,8 @@ SEXP R_pg_graph_set_input(SEXP gp, SEXP i, SEXP value)
     pg_tensor *src = r_new_tensor(value, PG_DTYPE_F64, "compiled step");
     if (!src) r_fail();
     int64_t nr = pg_tensor_nrow(src), nc = pg_tensor_ncol(src);
-    int rc = pg_graph_set_input(g, (int64_t)Rf_asInteger(i), pg_tensor_data(src), PG_DTYPE_F64, nr, nc, 1, nr);
+    int rc = pg_graph_set_input(g, (int64_t)Rf_asInteger(i), pg_tensor_data(src), PG_DTYPE_F64, nr,
+                                nc, 1, nr);
     pg_tensor_release(src);
     if (rc) r_fail();
     return R_NilValue;
@@ -63,14 +65,15 @@ SEXP R_pg_graph_set_input(SEXP gp, SEXP i, SEXP value)
 SEXP R_pg_graph_run(SEXP gp)
 {
     pg_graph *g = graph_get(gp);
-    r_draw c = r_draw_enter();   /* dropout nodes draw from R's stream as they replay */
+    r_draw c = r_draw_enter(); /* dropout nodes draw from R's stream as they replay */
     int rc = pg_graph_run(g);
     r_draw_leave(c, rc >= 0);
     if (rc < 0) r_fail();
     pg_tensor *o = pg_graph_output(g);
     if (pg_tensor_nrow(o) != 1 || pg_tensor_ncol(o) != 1) return R_NilValue;
-    return Rf_ScalarReal(pg_tensor_dtype(o) == PG_DTYPE_F32 ? (double)*(const float *)pg_tensor_data(o)
-                                                      : *(const double *)pg_tensor_data(o));
+    return Rf_ScalarReal(pg_tensor_dtype(o) == PG_DTYPE_F32
+                             ? (double)*(const float *)pg_tensor_data(o)
+                             : *(const double *)pg_tensor_data(o));
 }
 
 /* the recorded ops' names, in execution order */
@@ -79,7 +82,8 @@ SEXP R_pg_graph_ops(SEXP gp)
     pg_graph *g = graph_get(gp);
     int64_t n = pg_graph_nodes(g);
     SEXP out = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)n));
-    for (int64_t i = 0; i < n; i++) SET_STRING_ELT(out, (R_xlen_t)i, Rf_mkChar(pg_graph_node_op(g, i)));
+    for (int64_t i = 0; i < n; i++)
+        SET_STRING_ELT(out, (R_xlen_t)i, Rf_mkChar(pg_graph_node_op(g, i)));
     UNPROTECT(1);
     return out;
 }
@@ -115,8 +119,8 @@ SEXP R_pg_graph_memory(SEXP gp)
 {
     pg_memory_totals m;
     if (pg_graph_memory_report(graph_get(gp), &m, NULL, NULL, NULL, 0) < 0) r_fail();
-    const int64_t t[6] = {m.nodes, m.bytes_total, m.bytes_snapshots, m.bytes_fields, m.bytes_inputs,
-                          m.bytes_gradients};
+    const int64_t t[6] = {m.nodes,        m.bytes_total,  m.bytes_snapshots,
+                          m.bytes_fields, m.bytes_inputs, m.bytes_gradients};
     SEXP out = PROTECT(Rf_allocVector(REALSXP, 6));
     for (int i = 0; i < 6; i++) REAL(out)[i] = (double)t[i];
     UNPROTECT(1);

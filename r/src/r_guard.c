@@ -6,11 +6,14 @@
 
 /* ---- classed errors: c("pyggmlr_<kind>_error", "pyggmlr_error", "simpleError", "error",
  * "condition"), the kind from the core status (as Python's typed exceptions), call NULL ---- */
-static const char *status_class[] = {
-    [PG_STATUS_ERR_SHAPE] = "pyggmlr_shape_error", [PG_STATUS_ERR_DTYPE] = "pyggmlr_dtype_error",
-    [PG_STATUS_ERR_VALUE] = "pyggmlr_value_error", [PG_STATUS_ERR_NOMEM] = "pyggmlr_memory_error",
-    [PG_STATUS_ERR_STATE] = "pyggmlr_state_error", [PG_STATUS_ERR_ARG] = "pyggmlr_argument_error",
-    [PG_STATUS_ERR_IO] = "pyggmlr_io_error", [PG_STATUS_ERR_MODIFIED] = "pyggmlr_modified_error"};
+static const char *status_class[] = {[PG_STATUS_ERR_SHAPE] = "pyggmlr_shape_error",
+                                     [PG_STATUS_ERR_DTYPE] = "pyggmlr_dtype_error",
+                                     [PG_STATUS_ERR_VALUE] = "pyggmlr_value_error",
+                                     [PG_STATUS_ERR_NOMEM] = "pyggmlr_memory_error",
+                                     [PG_STATUS_ERR_STATE] = "pyggmlr_state_error",
+                                     [PG_STATUS_ERR_ARG] = "pyggmlr_argument_error",
+                                     [PG_STATUS_ERR_IO] = "pyggmlr_io_error",
+                                     [PG_STATUS_ERR_MODIFIED] = "pyggmlr_modified_error"};
 
 void r_stop_status(int status, const char *msg)
 {
@@ -46,19 +49,25 @@ int r_matrix_dims(SEXP x, const char *op, const char *arg, int64_t *nr, int64_t 
     if (Rf_isNull(dim)) return 0;
     R_xlen_t nd = XLENGTH(dim);
     if (TYPEOF(dim) != INTSXP || nd < 1) {
-        pg_fail(PG_STATUS_ERR_SHAPE, "%s: argument '%s' has a corrupt dim attribute (%s of length %lld; a damaged saveRDS/serialize object?)",
+        pg_fail(PG_STATUS_ERR_SHAPE,
+                "%s: argument '%s' has a corrupt dim attribute (%s of length %lld; a damaged "
+                "saveRDS/serialize object?)",
                 op, arg, Rf_type2char(TYPEOF(dim)), (long long)nd);
         return -1;
     }
     if (nd > 2) {
-        pg_fail(PG_STATUS_ERR_SHAPE, "%s: tensors are 2-D matrices [features, batch]; got an array with %d dims", op, (int)nd);
+        pg_fail(PG_STATUS_ERR_SHAPE,
+                "%s: tensors are 2-D matrices [features, batch]; got an array with %d dims", op,
+                (int)nd);
         return -1;
     }
     const int *d = INTEGER(dim);
     double prod = 1;
     for (R_xlen_t i = 0; i < nd; i++) {
         if (d[i] == NA_INTEGER || d[i] < 0) {
-            pg_fail(PG_STATUS_ERR_SHAPE, "%s: argument '%s' has a corrupt dim attribute (entry %d is %s; a damaged saveRDS/serialize object?)",
+            pg_fail(PG_STATUS_ERR_SHAPE,
+                    "%s: argument '%s' has a corrupt dim attribute (entry %d is %s; a damaged "
+                    "saveRDS/serialize object?)",
                     op, arg, (int)i + 1, d[i] == NA_INTEGER ? "NA" : "negative");
             return -1;
         }
@@ -68,11 +77,16 @@ int r_matrix_dims(SEXP x, const char *op, const char *arg, int64_t *nr, int64_t 
         char buf[64];
         if (nd == 2) snprintf(buf, sizeof buf, "c(%d, %d)", d[0], d[1]);
         else snprintf(buf, sizeof buf, "%d", d[0]);
-        pg_fail(PG_STATUS_ERR_SHAPE, "%s: argument '%s' has dim %s but %lld values: length != prod(dim) (a damaged saveRDS/serialize object?)",
+        pg_fail(PG_STATUS_ERR_SHAPE,
+                "%s: argument '%s' has dim %s but %lld values: length != prod(dim) (a damaged "
+                "saveRDS/serialize object?)",
                 op, arg, buf, (long long)len);
         return -1;
     }
-    if (nd == 2) { *nr = d[0]; *nc = d[1]; }
+    if (nd == 2) {
+        *nr = d[0];
+        *nc = d[1];
+    }
     return 0;
 }
 
@@ -95,8 +109,13 @@ SEXP R_pg_check_dims(SEXP x, SEXP op, SEXP arg)
                 if (INTEGER(dim)[i] == NA_INTEGER || INTEGER(dim)[i] < 0) ok = 0;
                 prod *= (double)INTEGER(dim)[i];
             }
-            if (ok && prod == (double)XLENGTH(x)) { pg_clear_error(); return R_NilValue; }
-            pg_fail(PG_STATUS_ERR_SHAPE, "%s: argument '%s' has a dim attribute that disagrees with its %lld values: length != prod(dim) (a damaged saveRDS/serialize object?)",
+            if (ok && prod == (double)XLENGTH(x)) {
+                pg_clear_error();
+                return R_NilValue;
+            }
+            pg_fail(PG_STATUS_ERR_SHAPE,
+                    "%s: argument '%s' has a dim attribute that disagrees with its %lld values: "
+                    "length != prod(dim) (a damaged saveRDS/serialize object?)",
                     o, a, (long long)XLENGTH(x));
         }
         r_fail();
@@ -136,7 +155,8 @@ SEXP R_pg_gc_room(SEXP bytes)
     double prev = (double)gc_room;
     if (!Rf_isNull(bytes)) {
         double b = r_num(bytes, "gc room");
-        if (!(b >= 1048576.0 && b <= 9e18)) Rf_error("gc room must be between 1 MiB and 9e18 bytes");
+        if (!(b >= 1048576.0 && b <= 9e18))
+            Rf_error("gc room must be between 1 MiB and 9e18 bytes");
         gc_room = (int64_t)b;
         gc_limit = core_live() + gc_room;
     }
@@ -146,14 +166,17 @@ SEXP R_pg_gc_room(SEXP bytes)
 /* ---- paths and counts ---- */
 SEXP R_pg_file_kind(SEXP path)
 {
-    if (!Rf_isString(path) || XLENGTH(path) != 1 || STRING_ELT(path, 0) == NA_STRING) return Rf_ScalarInteger(-1);
+    if (!Rf_isString(path) || XLENGTH(path) != 1 || STRING_ELT(path, 0) == NA_STRING)
+        return Rf_ScalarInteger(-1);
     return Rf_ScalarInteger(pg_file_kind(R_ExpandFileName(Rf_translateChar(STRING_ELT(path, 0)))));
 }
 
 SEXP R_pg_check_count(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP hi)
 {
-    double x = (TYPEOF(v) == REALSXP || TYPEOF(v) == INTSXP) && XLENGTH(v) == 1 ? Rf_asReal(v) : NAN;
-    r_check(pg_check_count(CHAR(STRING_ELT(fn, 0)), CHAR(STRING_ELT(arg, 0)), x, Rf_asReal(lo), Rf_asReal(hi)));
+    double x =
+        (TYPEOF(v) == REALSXP || TYPEOF(v) == INTSXP) && XLENGTH(v) == 1 ? Rf_asReal(v) : NAN;
+    r_check(pg_check_count(CHAR(STRING_ELT(fn, 0)), CHAR(STRING_ELT(arg, 0)), x, Rf_asReal(lo),
+                           Rf_asReal(hi)));
     return R_NilValue;
 }
 

@@ -6,8 +6,8 @@
 #include <setjmp.h>
 #include "r_util.h"
 
-static SEXP token;    /* preserved unwind continuation: carries a caught jump to where it resumes */
-static int jumped;    /* a caught jump waits in token */
+static SEXP token; /* preserved unwind continuation: carries a caught jump to where it resumes */
+static int jumped; /* a caught jump waits in token */
 
 /* A pending jump resumes here (does not return when one is pending). */
 static void rethrow(void)
@@ -28,7 +28,7 @@ static SEXP replay_body(void *seg)
 
 static void replay_clean(void *jb, Rboolean jump)
 {
-    if (jump) longjmp(*(jmp_buf *)jb, 1);   /* back into host_bw, below the core's frames */
+    if (jump) longjmp(*(jmp_buf *)jb, 1); /* back into host_bw, below the core's frames */
 }
 
 static int host_bw(void *seg)
@@ -36,7 +36,8 @@ static int host_bw(void *seg)
     jmp_buf jb;
     if (setjmp(jb)) {
         jumped = 1;
-        return pg_host_fail(PG_STATUS_ERR_STATE, "ag_checkpoint: the segment failed when replayed in backward()");
+        return pg_host_fail(PG_STATUS_ERR_STATE,
+                            "ag_checkpoint: the segment failed when replayed in backward()");
     }
     R_UnwindProtect(replay_body, seg, replay_clean, &jb, token);
     return 0;
@@ -55,7 +56,7 @@ SEXP R_pg_ckpt_record(SEXP value, SEXP inputs, SEXP seg)
     pg_tensor *v = r_get(r_handle(value), R_TENSOR);
     pg_tensor **in = r_handle_array(inputs, "ag_checkpoint");
     if (TYPEOF(seg) != ENVSXP) Rf_error("ag_checkpoint: internal: segment must be an environment");
-    R_PreserveObject(seg);   /* released by host_free, also when recording fails */
+    R_PreserveObject(seg); /* released by host_free, also when recording fails */
     pg_tensor *out = pg_host_record(v, in, XLENGTH(inputs), "checkpoint", host_bw, seg, host_free);
     return r_wrap_tensor(out);
 }
@@ -65,7 +66,7 @@ SEXP R_pg_ckpt_replay(SEXP y)
 {
     pg_tensor *t = r_get(r_handle(y), R_TENSOR);
     if (pg_host_replay(t)) {
-        rethrow();   /* a nested segment's R error resumes on its way out */
+        rethrow(); /* a nested segment's R error resumes on its way out */
         r_fail();
     }
     return R_NilValue;

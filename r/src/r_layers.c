@@ -1,13 +1,18 @@
 /* .Call glue for the layer ops of native/pg_api_layers.h. */
 #include "r_util.h"
 
-static pg_tensor *opt_tensor(SEXP x) { return Rf_isNull(x) ? NULL : (pg_tensor *)r_get(x, R_TENSOR); }
+static pg_tensor *opt_tensor(SEXP x)
+{
+    return Rf_isNull(x) ? NULL : (pg_tensor *)r_get(x, R_TENSOR);
+}
 
-SEXP R_pg_batch_norm(SEXP x, SEXP gamma, SEXP beta, SEXP rm, SEXP rv, SEXP eps, SEXP momentum, SEXP training)
+SEXP R_pg_batch_norm(SEXP x, SEXP gamma, SEXP beta, SEXP rm, SEXP rv, SEXP eps, SEXP momentum,
+                     SEXP training)
 {
     pg_tensor *xt = r_get(x, R_TENSOR);
-    return r_wrap(pg_batch_norm(xt, opt_tensor(gamma), opt_tensor(beta), opt_tensor(rm), opt_tensor(rv),
-                                r_num(eps, "ag_batch_norm: eps"), r_num(momentum, "ag_batch_norm: momentum"),
+    return r_wrap(pg_batch_norm(xt, opt_tensor(gamma), opt_tensor(beta), opt_tensor(rm),
+                                opt_tensor(rv), r_num(eps, "ag_batch_norm: eps"),
+                                r_num(momentum, "ag_batch_norm: momentum"),
                                 Rf_asLogical(training) == TRUE),
                   R_TENSOR);
 }
@@ -15,8 +20,9 @@ SEXP R_pg_batch_norm(SEXP x, SEXP gamma, SEXP beta, SEXP rm, SEXP rv, SEXP eps, 
 SEXP R_pg_layer_norm(SEXP x, SEXP gamma, SEXP beta, SEXP eps)
 {
     pg_tensor *xt = r_get(x, R_TENSOR);
-    return r_wrap(pg_layer_norm(xt, opt_tensor(gamma), opt_tensor(beta), r_num(eps, "ag_layer_norm: eps")),
-                  R_TENSOR);
+    return r_wrap(
+        pg_layer_norm(xt, opt_tensor(gamma), opt_tensor(beta), r_num(eps, "ag_layer_norm: eps")),
+        R_TENSOR);
 }
 
 SEXP R_pg_embedding(SEXP weight, SEXP ids)
@@ -41,7 +47,8 @@ SEXP R_pg_embedding_ids(SEXP weight, SEXP ids)
 SEXP R_pg_slice_rows(SEXP x, SEXP from, SEXP n)
 {
     pg_tensor *xt = r_get(x, R_TENSOR);
-    return r_wrap(pg_slice_rows(xt, (int64_t)r_num(from, "ag_slice_rows: from"), (int64_t)r_num(n, "ag_slice_rows: n")),
+    return r_wrap(pg_slice_rows(xt, (int64_t)r_num(from, "ag_slice_rows: from"),
+                                (int64_t)r_num(n, "ag_slice_rows: n")),
                   R_TENSOR);
 }
 
@@ -54,7 +61,8 @@ SEXP R_pg_concat_rows(SEXP a, SEXP b)
 SEXP R_pg_matmul_t(SEXP a, SEXP b, SEXP ta, SEXP tb, SEXP alpha)
 {
     pg_tensor *at = r_get(a, R_TENSOR), *bt = r_get(b, R_TENSOR);
-    return r_wrap(pg_matmul_t(at, bt, Rf_asLogical(ta) == TRUE, Rf_asLogical(tb) == TRUE, r_num(alpha, "alpha")),
+    return r_wrap(pg_matmul_t(at, bt, Rf_asLogical(ta) == TRUE, Rf_asLogical(tb) == TRUE,
+                              r_num(alpha, "alpha")),
                   R_TENSOR);
 }
 

@@ -2,11 +2,16 @@
  * and weight become constants of pred's dtype. Temporaries are released before any R error. */
 #include "r_util.h"
 
-typedef struct { pg_tensor *t[3]; int tmp[3]; int n; } r_ops3;
+typedef struct {
+    pg_tensor *t[3];
+    int tmp[3];
+    int n;
+} r_ops3;
 
 static void ops_release(r_ops3 *o)
 {
-    for (int i = 0; i < o->n; i++) if (o->tmp[i]) pg_tensor_release(o->t[i]);
+    for (int i = 0; i < o->n; i++)
+        if (o->tmp[i]) pg_tensor_release(o->t[i]);
 }
 
 /* operands in order; the first tensor operand's dtype (else the default) for R numbers */
@@ -15,13 +20,17 @@ static void ops_get(r_ops3 *o, SEXP *x, const char **names, int n, const char *o
     int d = -1;
     for (int i = 0; i < n && d < 0; i++) {
         SEXP h = r_handle(x[i]);
-        if (TYPEOF(h) == EXTPTRSXP && R_ExternalPtrAddr(h) != NULL) d = pg_tensor_dtype(R_ExternalPtrAddr(h));
+        if (TYPEOF(h) == EXTPTRSXP && R_ExternalPtrAddr(h) != NULL)
+            d = pg_tensor_dtype(R_ExternalPtrAddr(h));
     }
     if (d < 0) d = pg_default_dtype();
     o->n = 0;
     for (int i = 0; i < n; i++) {
         o->t[i] = r_operand(x[i], d, op, names[i], &o->tmp[i]);
-        if (o->t[i] == NULL) { ops_release(o); r_fail(); }
+        if (o->t[i] == NULL) {
+            ops_release(o);
+            r_fail();
+        }
         o->n = i + 1;
     }
 }
@@ -46,7 +55,10 @@ static SEXP loss2(SEXP a, SEXP b, const char **names, const char *op, loss2_fn f
     return done(&o, f(o.t[0], o.t[1]));
 }
 
-SEXP R_pg_bce_loss(SEXP p, SEXP t) { return loss2(p, t, PT, "ag_binary_cross_entropy_loss", pg_bce_loss); }
+SEXP R_pg_bce_loss(SEXP p, SEXP t)
+{
+    return loss2(p, t, PT, "ag_binary_cross_entropy_loss", pg_bce_loss);
+}
 
 SEXP R_pg_bce_logits_loss(SEXP l, SEXP t)
 {

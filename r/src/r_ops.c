@@ -7,7 +7,8 @@ typedef pg_tensor *(*bin_fn)(pg_tensor *, pg_tensor *);
 static int handle_dtype(SEXP x)
 {
     x = r_handle(x);
-    if (TYPEOF(x) == EXTPTRSXP && R_ExternalPtrAddr(x) != NULL) return pg_tensor_dtype(R_ExternalPtrAddr(x));
+    if (TYPEOF(x) == EXTPTRSXP && R_ExternalPtrAddr(x) != NULL)
+        return pg_tensor_dtype(R_ExternalPtrAddr(x));
     return -1;
 }
 
@@ -47,7 +48,10 @@ SEXP R_pg_add(SEXP A, SEXP B) { return binary(A, B, pg_add, "ag_add", "A", "B");
 SEXP R_pg_sub(SEXP A, SEXP B) { return binary(A, B, pg_sub, "ag_sub", "A", "B"); }
 SEXP R_pg_mul(SEXP A, SEXP B) { return binary(A, B, pg_mul, "ag_mul", "A", "B"); }
 SEXP R_pg_div(SEXP A, SEXP B) { return binary(A, B, pg_div, "ag_div", "A", "B"); }
-SEXP R_pg_mse_loss(SEXP p, SEXP t) { return binary(p, t, pg_mse_loss, "ag_mse_loss", "pred", "target"); }
+SEXP R_pg_mse_loss(SEXP p, SEXP t)
+{
+    return binary(p, t, pg_mse_loss, "ag_mse_loss", "pred", "target");
+}
 SEXP R_pg_cross_entropy_loss(SEXP p, SEXP t)
 {
     return binary(p, t, pg_cross_entropy_loss, "ag_cross_entropy_loss", "pred", "target");
@@ -63,13 +67,23 @@ enum { R_OP_SCALE = 100, R_OP_POW, R_OP_CLAMP, R_OP_SUM, R_OP_MEAN, R_OP_TRANSPO
 /* the kinds by name, read once at load (r/R/zzz.R), so R holds no enum values of its own */
 SEXP R_pg_op_codes(void)
 {
-    static const char *nm[] = {"RELU", "SIGMOID", "TANH", "GELU", "LOG", "EXP", "SOFTMAX", "NEG",
-                               "SCALE", "POW", "CLAMP", "SUM", "MEAN", "TRANSPOSE", "RESHAPE"};
-    const int v[] = {PG_UNARY_OP_RELU, PG_UNARY_OP_SIGMOID, PG_UNARY_OP_TANH, PG_UNARY_OP_GELU, PG_UNARY_OP_LOG, PG_UNARY_OP_EXP, PG_UNARY_OP_SOFTMAX, PG_UNARY_OP_NEG,
-                     R_OP_SCALE, R_OP_POW, R_OP_CLAMP, R_OP_SUM, R_OP_MEAN, R_OP_TRANSPOSE, R_OP_RESHAPE};
+    static const char *nm[] = {"RELU",  "SIGMOID", "TANH", "GELU",      "LOG",
+                               "EXP",   "SOFTMAX", "NEG",  "SCALE",     "POW",
+                               "CLAMP", "SUM",     "MEAN", "TRANSPOSE", "RESHAPE"};
+    const int v[] = {PG_UNARY_OP_RELU,    PG_UNARY_OP_SIGMOID,
+                     PG_UNARY_OP_TANH,    PG_UNARY_OP_GELU,
+                     PG_UNARY_OP_LOG,     PG_UNARY_OP_EXP,
+                     PG_UNARY_OP_SOFTMAX, PG_UNARY_OP_NEG,
+                     R_OP_SCALE,          R_OP_POW,
+                     R_OP_CLAMP,          R_OP_SUM,
+                     R_OP_MEAN,           R_OP_TRANSPOSE,
+                     R_OP_RESHAPE};
     const int n = (int)(sizeof v / sizeof v[0]);
     SEXP out = PROTECT(Rf_allocVector(INTSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));
-    for (int i = 0; i < n; i++) { INTEGER(out)[i] = v[i]; SET_STRING_ELT(names, i, Rf_mkChar(nm[i])); }
+    for (int i = 0; i < n; i++) {
+        INTEGER(out)[i] = v[i];
+        SET_STRING_ELT(names, i, Rf_mkChar(nm[i]));
+    }
     Rf_setAttrib(out, R_NamesSymbol, names);
     UNPROTECT(2);
     return out;
@@ -108,12 +122,15 @@ SEXP R_pg_softmax_ce_loss_idx(SEXP L, SEXP ids)
         double v;
         if (TYPEOF(ids) == INTSXP || TYPEOF(ids) == LGLSXP) {
             int iv = INTEGER(ids)[i];
-            if (iv == NA_INTEGER) Rf_error("ag_softmax_cross_entropy_loss: class ids must not be NA");
+            if (iv == NA_INTEGER)
+                Rf_error("ag_softmax_cross_entropy_loss: class ids must not be NA");
             v = iv;
         } else if (TYPEOF(ids) == REALSXP) {
             v = REAL(ids)[i];
             if (!R_FINITE(v) || v != (double)(int64_t)v)
-                Rf_error("ag_softmax_cross_entropy_loss: class ids must be whole numbers (0-based), got %g", v);
+                Rf_error("ag_softmax_cross_entropy_loss: class ids must be whole numbers "
+                         "(0-based), got %g",
+                         v);
         } else {
             Rf_error("ag_softmax_cross_entropy_loss: class ids must be numbers");
         }

@@ -30,7 +30,8 @@ SEXP R_pg_optim_set(SEXP h, SEXP name, SEXP value)
 {
     pg_optim *o = r_get(h, R_OPTIM);
     const char *nm = CHAR(STRING_ELT(name, 0));
-    if ((TYPEOF(value) != REALSXP && TYPEOF(value) != INTSXP && TYPEOF(value) != LGLSXP) || XLENGTH(value) != 1)
+    if ((TYPEOF(value) != REALSXP && TYPEOF(value) != INTSXP && TYPEOF(value) != LGLSXP) ||
+        XLENGTH(value) != 1)
         Rf_error("optimizer: %s must be a single number", nm);
     r_check(pg_optim_set(o, nm, Rf_asReal(value)));
     return R_NilValue;
@@ -57,7 +58,8 @@ SEXP R_pg_optim_state(SEXP h, SEXP i, SEXP slot)
 {
     pg_optim *o = r_get(h, R_OPTIM);
     int64_t k = (int64_t)Rf_asReal(i);
-    if (k < 0 || k >= pg_optim_nparams(o)) Rf_error("optimizer state: parameter index out of range");
+    if (k < 0 || k >= pg_optim_nparams(o))
+        Rf_error("optimizer state: parameter index out of range");
     pg_tensor *t = pg_optim_state(o, k, Rf_asInteger(slot));
     return t == NULL ? R_NilValue : r_matrix(t);
 }
@@ -82,8 +84,8 @@ SEXP R_pg_clip_grad_norm(SEXP params, SEXP grads, SEXP max_norm)
 {
     pg_tensor **arr = r_handle_array(params, "clip_grad_norm");
     double norm = 0;
-    r_check(pg_clip_grad_norm(arr, XLENGTH(params), map_arg(grads), r_num(max_norm, "clip_grad_norm: max_norm"),
-                              &norm));
+    r_check(pg_clip_grad_norm(arr, XLENGTH(params), map_arg(grads),
+                              r_num(max_norm, "clip_grad_norm: max_norm"), &norm));
     return Rf_ScalarReal(norm);
 }
 
@@ -91,7 +93,8 @@ SEXP R_pg_clip_grad_value(SEXP params, SEXP grads, SEXP clip_value)
 {
     pg_tensor **arr = r_handle_array(params, "clip_grad_value");
     double mx = 0;
-    r_check(pg_clip_grad_value(arr, XLENGTH(params), map_arg(grads), r_num(clip_value, "clip_value"), &mx));
+    r_check(pg_clip_grad_value(arr, XLENGTH(params), map_arg(grads),
+                               r_num(clip_value, "clip_value"), &mx));
     return Rf_ScalarReal(mx);
 }
 
@@ -100,7 +103,8 @@ SEXP R_pg_grad_anomaly(SEXP params, SEXP grads)
 {
     pg_tensor **arr = r_handle_array(params, "check_grad_anomaly");
     R_xlen_t n = XLENGTH(params);
-    int64_t *nn = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof *nn), *ni = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof *ni);
+    int64_t *nn = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof *nn),
+            *ni = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof *ni);
     SEXP found = PROTECT(Rf_allocVector(LGLSXP, n)), mx = PROTECT(Rf_allocVector(REALSXP, n));
     r_check(pg_grad_anomaly(arr, n, map_arg(grads), LOGICAL(found), nn, ni, REAL(mx)));
     SEXP cn = PROTECT(Rf_allocVector(REALSXP, n)), ci = PROTECT(Rf_allocVector(REALSXP, n));
@@ -127,7 +131,8 @@ SEXP R_pg_gradmap_build(SEXP params, SEXP vals)
 {
     pg_tensor **keys = r_handle_array(params, "step");
     R_xlen_t n = XLENGTH(params);
-    if (TYPEOF(vals) != VECSXP || XLENGTH(vals) != n) Rf_error("step: one gradient per parameter expected");
+    if (TYPEOF(vals) != VECSXP || XLENGTH(vals) != n)
+        Rf_error("step: one gradient per parameter expected");
     pg_tensor **tv = (pg_tensor **)R_alloc(n > 0 ? n : 1, sizeof *tv);
     for (R_xlen_t i = 0; i < n; i++) {
         tv[i] = r_new_tensor(VECTOR_ELT(vals, i), pg_tensor_dtype(keys[i]), "step");
@@ -150,8 +155,11 @@ SEXP R_pg_optim_load(SEXP h, SEXP vals, SEXP t, SEXP ac)
     for (R_xlen_t j = 0; j < n; j++) {
         SEXP x = VECTOR_ELT(vals, j);
         pg_tensor *p = pg_optim_param(o, np > 0 ? j % np : 0);
-        if (TYPEOF(x) != REALSXP || !p || XLENGTH(x) != (R_xlen_t)pg_tensor_nrow(p) * pg_tensor_ncol(p))
-            Rf_error("optimizer load_state(): slot value %lld is not a double matrix of its parameter's size", (long long)j + 1);
+        if (TYPEOF(x) != REALSXP || !p ||
+            XLENGTH(x) != (R_xlen_t)pg_tensor_nrow(p) * pg_tensor_ncol(p))
+            Rf_error("optimizer load_state(): slot value %lld is not a double matrix of its "
+                     "parameter's size",
+                     (long long)j + 1);
         v[j] = REAL(x);
     }
     r_check(pg_optim_load(o, v, (int64_t)n, Rf_asReal(t), Rf_asReal(ac)));
@@ -168,20 +176,29 @@ SEXP R_pg_optim_load_file(SEXP h, SEXP vals, SEXP t, SEXP ac, SEXP check_only)
     for (R_xlen_t j = 0; j < n; j++) {
         SEXP x = VECTOR_ELT(vals, j);
         pg_tensor *p = pg_optim_param(o, per > 0 ? j / per : 0);
-        if (Rf_isNull(x)) { v[j] = NULL; continue; }
-        if (TYPEOF(x) != REALSXP || !p || XLENGTH(x) != (R_xlen_t)pg_tensor_nrow(p) * pg_tensor_ncol(p))
-            Rf_error("optimizer state: slot value %lld is not a double matrix of its parameter's size", (long long)j + 1);
+        if (Rf_isNull(x)) {
+            v[j] = NULL;
+            continue;
+        }
+        if (TYPEOF(x) != REALSXP || !p ||
+            XLENGTH(x) != (R_xlen_t)pg_tensor_nrow(p) * pg_tensor_ncol(p))
+            Rf_error(
+                "optimizer state: slot value %lld is not a double matrix of its parameter's size",
+                (long long)j + 1);
         v[j] = REAL(x);
     }
-    r_check(pg_optim_load_file(o, v, (int64_t)n, Rf_asReal(t), Rf_asReal(ac), Rf_asLogical(check_only) == TRUE));
+    r_check(pg_optim_load_file(o, v, (int64_t)n, Rf_asReal(t), Rf_asReal(ac),
+                               Rf_asLogical(check_only) == TRUE));
     return R_NilValue;
 }
 
 /* NULL when the doubles v fit a tensor of dtype f32 (f32 TRUE) or f64, else the message. */
 SEXP R_pg_values_fit(SEXP v, SEXP f32, SEXP what)
 {
-    if (TYPEOF(v) != REALSXP || !Rf_isString(what) || XLENGTH(what) != 1) Rf_error("internal: bad arguments to pg_values_fit");
-    int rc = pg_values_fit(REAL(v), (int64_t)XLENGTH(v), Rf_asLogical(f32) == TRUE ? PG_DTYPE_F32 : PG_DTYPE_F64,
+    if (TYPEOF(v) != REALSXP || !Rf_isString(what) || XLENGTH(what) != 1)
+        Rf_error("internal: bad arguments to pg_values_fit");
+    int rc = pg_values_fit(REAL(v), (int64_t)XLENGTH(v),
+                           Rf_asLogical(f32) == TRUE ? PG_DTYPE_F32 : PG_DTYPE_F64,
                            Rf_translateCharUTF8(STRING_ELT(what, 0)));
     if (!rc) return R_NilValue;
     SEXP out = Rf_ScalarString(Rf_mkCharCE(pg_last_error(), CE_UTF8));

@@ -10,9 +10,9 @@
 #include <R_ext/Random.h>
 #include "r_util.h"
 
-static pg_rng *r_stream;     /* mirrors .Random.seed during a draw */
-static pg_rng *r_ext;        /* R's own generator, for non-default kinds */
-static SEXP cur_stream;      /* R handle of the active run stream (preserved), NULL if none */
+static pg_rng *r_stream; /* mirrors .Random.seed during a draw */
+static pg_rng *r_ext;    /* R's own generator, for non-default kinds */
+static SEXP cur_stream;  /* R handle of the active run stream (preserved), NULL if none */
 
 enum { M_RUN, M_SYNC, M_EXT };
 typedef r_draw draw_ctx;
@@ -34,18 +34,19 @@ static SEXP seed_var(void)
 /* Pick the stream for one draw (may long-jump: nothing of the caller's must need freeing yet). */
 static draw_ctx draw_begin(void)
 {
-    draw_ctx c = { NULL, M_RUN, NULL };
+    draw_ctx c = {NULL, M_RUN, NULL};
     if (pg_rng_current() != pg_rng_default()) {
         c.r = pg_rng_current();
         return c;
     }
     SEXP s = seed_var();
-    if (s == R_UnboundValue) {   /* R seeds itself from the clock and writes .Random.seed */
+    if (s == R_UnboundValue) { /* R seeds itself from the clock and writes .Random.seed */
         GetRNGstate();
         PutRNGstate();
         s = seed_var();
     }
-    if (TYPEOF(s) == INTSXP && XLENGTH(s) == PG_RNG_STATE_LEN && INTEGER(s)[0] == PG_RNG_KIND_DEFAULT) {
+    if (TYPEOF(s) == INTSXP && XLENGTH(s) == PG_RNG_STATE_LEN &&
+        INTEGER(s)[0] == PG_RNG_KIND_DEFAULT) {
         if (!r_stream && !(r_stream = pg_rng_new())) r_fail();
         r_check(pg_rng_set_state(r_stream, INTEGER(s), PG_RNG_STATE_LEN));
         c.r = r_stream;
@@ -53,7 +54,7 @@ static draw_ctx draw_begin(void)
         return c;
     }
     if (!r_ext && !(r_ext = pg_rng_new_external(unif_rand, norm_rand, R_unif_index))) r_fail();
-    GetRNGstate();   /* R's own checks and messages for a foreign or broken .Random.seed */
+    GetRNGstate(); /* R's own checks and messages for a foreign or broken .Random.seed */
     c.r = r_ext;
     c.mode = M_EXT;
     return c;
@@ -103,10 +104,14 @@ static SEXP random2(SEXP sn, SEXP sa, SEXP sb, int normal)
 {
     if (!Rf_isNumeric(sa) || !Rf_isNumeric(sb)) Rf_errorcall(R_NilValue, "invalid arguments");
     R_xlen_t n = result_length(sn), na = XLENGTH(sa), nb = XLENGTH(sb);
-    r_check(pg_rng_check_size((double)n, 8, normal ? "rnorm" : "runif"));  /* fail, not an OOM kill */
+    r_check(
+        pg_rng_check_size((double)n, 8, normal ? "rnorm" : "runif")); /* fail, not an OOM kill */
     SEXP x = PROTECT(Rf_allocVector(REALSXP, n));
-    if (n == 0) { UNPROTECT(1); return x; }
-    if (na < 1 || nb < 1) {   /* as R: all NA, no draw */
+    if (n == 0) {
+        UNPROTECT(1);
+        return x;
+    }
+    if (na < 1 || nb < 1) { /* as R: all NA, no draw */
         for (R_xlen_t i = 0; i < n; i++) REAL(x)[i] = NA_REAL;
         Rf_warningcall(R_NilValue, "NAs produced");
         UNPROTECT(1);
@@ -119,7 +124,9 @@ static SEXP random2(SEXP sn, SEXP sa, SEXP sb, int normal)
                     : pg_rng_runif(c.r, n, REAL(a), na, REAL(b), nb, REAL(x), &bad);
     draw_end(c, rc == 0);
     r_check(rc);
-    if (bad) Rf_warningcall(R_NilValue, "NAs produced");   /* after the write-back: warn = 2 loses nothing */
+    if (bad)
+        Rf_warningcall(R_NilValue,
+                       "NAs produced"); /* after the write-back: warn = 2 loses nothing */
     UNPROTECT(3);
     return x;
 }
@@ -168,14 +175,15 @@ SEXP R_pg_rng_sample(SEXP sn, SEXP ssize, SEXP sreplace, SEXP sprob, SEXP shash)
     double dn;
     int64_t k;
     SEXP prob = R_NilValue;
-    if (!Rf_isNull(sprob)) {   /* R reads n and size with asInteger here */
+    if (!Rf_isNull(sprob)) { /* R reads n and size with asInteger here */
         int n = Rf_asInteger(sn), ik = Rf_asInteger(ssize);
         dn = n == NA_INTEGER ? NAN : (double)n;
         k = ik == NA_INTEGER ? -1 : ik;
         prob = Rf_coerceVector(sprob, REALSXP);
     } else {
         dn = Rf_asReal(sn);
-        if (use_hash == 1) {   /* R's sample2 reads size with asInteger (the core checks size <= n/2) */
+        if (use_hash ==
+            1) { /* R's sample2 reads size with asInteger (the core checks size <= n/2) */
             int ik = Rf_asInteger(ssize);
             k = ik == NA_INTEGER ? -1 : ik;
         } else {
@@ -252,7 +260,8 @@ static pg_rng *rng_get(SEXP x)
     if (TYPEOF(x) != EXTPTRSXP || R_ExternalPtrTag(x) != rng_tag())
         Rf_errorcall(R_NilValue, "expected a random stream (made by .rng_stream())");
     pg_rng *r = R_ExternalPtrAddr(x);
-    if (r == NULL) Rf_errorcall(R_NilValue, "random stream handle is dead (was it saved with saveRDS?)");
+    if (r == NULL)
+        Rf_errorcall(R_NilValue, "random stream handle is dead (was it saved with saveRDS?)");
     return r;
 }
 
@@ -303,7 +312,8 @@ SEXP R_pg_rng_get_state(SEXP x)
 SEXP R_pg_rng_set_state(SEXP x, SEXP state)
 {
     pg_rng *r = rng_get(x);
-    if (!Rf_isNumeric(state)) Rf_errorcall(R_NilValue, "set_state: state must be an integer vector (a .Random.seed)");
+    if (!Rf_isNumeric(state))
+        Rf_errorcall(R_NilValue, "set_state: state must be an integer vector (a .Random.seed)");
     SEXP s = PROTECT(Rf_coerceVector(state, INTSXP));
     int rc = pg_rng_set_state(r, INTEGER(s), XLENGTH(s));
     UNPROTECT(1);

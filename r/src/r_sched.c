@@ -23,8 +23,8 @@ SEXP R_pg_sched_init(SEXP kind, SEXP par, SEXP cur_lr)
 {
     double p[PG_SCHED_NPAR], st[PG_SCHED_NSTATE], lr0, mom0;
     par_copy(par, p);
-    r_check(pg_sched_init(Rf_asInteger(kind), p, st, r_num(cur_lr, "lr_scheduler: the optimizer's lr"), &lr0,
-                          &mom0));
+    r_check(pg_sched_init(Rf_asInteger(kind), p, st,
+                          r_num(cur_lr, "lr_scheduler: the optimizer's lr"), &lr0, &mom0));
     SEXP out = PROTECT(Rf_allocVector(VECSXP, 4));
     SET_VECTOR_ELT(out, 0, real_vec(p, PG_SCHED_NPAR));
     SET_VECTOR_ELT(out, 1, real_vec(st, PG_SCHED_NSTATE));
@@ -42,7 +42,7 @@ SEXP R_pg_sched_step(SEXP kind, SEXP par, SEXP st, SEXP cur_lr)
     if (TYPEOF(st) != REALSXP || XLENGTH(st) != PG_SCHED_NSTATE)
         Rf_error("lr_scheduler: st must be a numeric vector of length %d", (int)PG_SCHED_NSTATE);
     memcpy(out + 2, REAL(st), PG_SCHED_NSTATE * sizeof *out);
-    r_check(pg_sched_step(Rf_asInteger(kind), p, out + 2, r_num(cur_lr, "lr_scheduler: the optimizer's lr"), &out[0],
-                          &out[1]));
+    r_check(pg_sched_step(Rf_asInteger(kind), p, out + 2,
+                          r_num(cur_lr, "lr_scheduler: the optimizer's lr"), &out[0], &out[1]));
     return real_vec(out, 2 + PG_SCHED_NSTATE);
 }

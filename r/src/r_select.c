@@ -56,8 +56,9 @@ SEXP R_pg_gather(SEXP X, SEXP index)
     R_xlen_t n = XLENGTH(index);
     int64_t *idx = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
     for (R_xlen_t i = 0; i < n; i++) {
-        double v = TYPEOF(index) == INTSXP ? (INTEGER(index)[i] == NA_INTEGER ? -1.0 : INTEGER(index)[i])
-                                            : REAL(index)[i];
+        double v = TYPEOF(index) == INTSXP
+            ? (INTEGER(index)[i] == NA_INTEGER ? -1.0 : INTEGER(index)[i])
+            : REAL(index)[i];
         idx[i] = (v >= 0 && v < 9.0e18) ? (int64_t)v : -1;
     }
     int tmp = 0;
@@ -91,7 +92,8 @@ SEXP R_pg_sample_categorical(SEXP X)
 static int handle_dtype(SEXP x)
 {
     x = r_handle(x);
-    if (TYPEOF(x) == EXTPTRSXP && R_ExternalPtrAddr(x) != NULL) return pg_tensor_dtype(R_ExternalPtrAddr(x));
+    if (TYPEOF(x) == EXTPTRSXP && R_ExternalPtrAddr(x) != NULL)
+        return pg_tensor_dtype(R_ExternalPtrAddr(x));
     return -1;
 }
 

@@ -46,8 +46,8 @@ SEXP R_pg_tensor_write(SEXP x, SEXP value)
     int64_t nr = pg_tensor_nrow(src), nc = pg_tensor_ncol(src);
     if (nr != pg_tensor_nrow(t) || nc != pg_tensor_ncol(t)) {
         pg_tensor_release(src);
-        Rf_error("$data<-: new value is [%lldx%lld] but the tensor is %s", (long long)nr, (long long)nc,
-                 pg_desc(t));
+        Rf_error("$data<-: new value is [%lldx%lld] but the tensor is %s", (long long)nr,
+                 (long long)nc, pg_desc(t));
     }
     int rc = pg_tensor_write(t, pg_tensor_data(src), PG_DTYPE_F64, nr, nc, 1, nr);
     pg_tensor_release(src);
@@ -108,7 +108,8 @@ SEXP R_pg_tensor_field(SEXP x, SEXP name) { return r_tensor_field(x, name); }
 SEXP R_pg_tensor_field_set(SEXP x, SEXP name, SEXP value)
 {
     if (TYPEOF(x) != ENVSXP) Rf_error("ag_tensor field assignment: not an ag_tensor");
-    if (!Rf_isString(name) || XLENGTH(name) != 1) Rf_error("ag_tensor field assignment: the field name must be one string");
+    if (!Rf_isString(name) || XLENGTH(name) != 1)
+        Rf_error("ag_tensor field assignment: the field name must be one string");
     const char *nm = Rf_translateChar(STRING_ELT(name, 0));
     int kind = r_tensor_field_is_computed(name);
     if (kind) {
@@ -124,7 +125,8 @@ SEXP R_pg_tensor_field_set(SEXP x, SEXP name, SEXP value)
     if (!strcmp(nm, ".ptr") || !strcmp(nm, "id") || !strcmp(nm, "dtype") || !strcmp(nm, "device"))
         Rf_error("ag_tensor: `%s` is read-only%s", nm,
                  !strcmp(nm, "dtype") ? "; ag_tensor(x, dtype = ...) makes a copy of another dtype"
-                 : !strcmp(nm, "device") ? "; pyggmlr runs on the CPU" : "");
+                     : !strcmp(nm, "device") ? "; pyggmlr runs on the CPU"
+                                             : "");
     Rf_defineVar(Rf_installTrChar(STRING_ELT(name, 0)), value, x);
     return x;
 }
@@ -188,7 +190,8 @@ static void collect_if_due(void)
     }
     static SEXP call = NULL;
     if (call == NULL) { /* gc(verbose = FALSE, reset = FALSE, full = FALSE) */
-        call = Rf_lang4(Rf_install("gc"), Rf_ScalarLogical(FALSE), Rf_ScalarLogical(FALSE), Rf_ScalarLogical(FALSE));
+        call = Rf_lang4(Rf_install("gc"), Rf_ScalarLogical(FALSE), Rf_ScalarLogical(FALSE),
+                        Rf_ScalarLogical(FALSE));
         R_PreserveObject(call);
     }
     Rf_eval(call, R_BaseEnv);
@@ -223,7 +226,7 @@ SEXP R_pg_tape_set_enabled(SEXP flag)
 SEXP R_pg_backward(SEXP loss)
 {
     pg_gradmap *m = pg_backward(r_get(r_handle(loss), R_TENSOR));
-    if (!m) r_host_rethrow();   /* an R error in an ag_checkpoint replay goes on unchanged */
+    if (!m) r_host_rethrow(); /* an R error in an ag_checkpoint replay goes on unchanged */
     return r_wrap(m, R_GRADMAP);
 }
 
@@ -269,8 +272,8 @@ SEXP R_pg_gradmap_set(SEXP map, SEXP id, SEXP value)
     if (g == NULL) Rf_error("gradient<-: out of memory");
     pg_tensor *src = r_new_tensor(value, PG_DTYPE_F64, "gradient<-");
     if (src == NULL) r_fail();
-    int rc = pg_tensor_write(g, pg_tensor_data(src), PG_DTYPE_F64, pg_tensor_nrow(src), pg_tensor_ncol(src), 1,
-                             pg_tensor_nrow(src));
+    int rc = pg_tensor_write(g, pg_tensor_data(src), PG_DTYPE_F64, pg_tensor_nrow(src),
+                             pg_tensor_ncol(src), 1, pg_tensor_nrow(src));
     pg_tensor_release(src);
     if (rc) r_fail();
     return R_NilValue;
@@ -282,8 +285,8 @@ SEXP R_pg_loss_stats(SEXP v, SEXP w, SEXP per)
     if (TYPEOF(v) != REALSXP || TYPEOF(w) != REALSXP || XLENGTH(v) != XLENGTH(w))
         Rf_error("loss statistics: values and weights must be double vectors of one length");
     SEXP out = PROTECT(Rf_allocVector(REALSXP, 2));
-    int rc = pg_loss_stats(REAL(v), REAL(w), (int64_t)XLENGTH(v), Rf_asLogical(per) == TRUE, REAL(out),
-                           REAL(out) + 1);
+    int rc = pg_loss_stats(REAL(v), REAL(w), (int64_t)XLENGTH(v), Rf_asLogical(per) == TRUE,
+                           REAL(out), REAL(out) + 1);
     UNPROTECT(1);
     if (rc) r_fail();
     return out;
@@ -297,8 +300,9 @@ SEXP R_pg_memory_stats(void)
     pg_memory_counts c;
     r_check(pg_memory_stats(&c));
     /* c(current bytes per category, total, peak, live tensors, maps, optimizers, tape nodes) */
-    const int64_t v[11] = {c.current[0], c.current[1], c.current[2], c.current[3], c.current[4], c.total,
-                           c.peak, c.live_tensors, c.live_gradmaps, c.live_optims, c.tape_nodes};
+    const int64_t v[11] = {c.current[0],    c.current[1],  c.current[2], c.current[3],
+                           c.current[4],    c.total,       c.peak,       c.live_tensors,
+                           c.live_gradmaps, c.live_optims, c.tape_nodes};
     SEXP out = PROTECT(Rf_allocVector(REALSXP, 11));
     for (int i = 0; i < 11; i++) REAL(out)[i] = (double)v[i];
     UNPROTECT(1);
@@ -308,8 +312,9 @@ SEXP R_pg_memory_stats(void)
 /* ---- BLAS ---- */
 /* cblas_dgemm signature over R's own Fortran dgemm (column-major only: the core never asks for
  * row-major) */
-static void r_cblas_dgemm(int order, int ta, int tb, int m, int n, int k, double alpha, const double *a,
-                          int lda, const double *b, int ldb, double beta, double *c, int ldc)
+static void r_cblas_dgemm(int order, int ta, int tb, int m, int n, int k, double alpha,
+                          const double *a, int lda, const double *b, int ldb, double beta,
+                          double *c, int ldc)
 {
     (void)order;
     const char *tra = ta == 112 ? "T" : "N", *trb = tb == 112 ? "T" : "N";
@@ -323,8 +328,9 @@ typedef void (*f77_sgemm_fn)(const char *, const char *, const int *, const int 
                              const float *, float *, const int *, FC_LEN_T, FC_LEN_T);
 static f77_sgemm_fn r_sgemm;
 
-static void r_cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a,
-                          int lda, const float *b, int ldb, float beta, float *c, int ldc)
+static void r_cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha,
+                          const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                          int ldc)
 {
     (void)order;
     const char *tra = ta == 112 ? "T" : "N", *trb = tb == 112 ? "T" : "N";
@@ -378,14 +384,18 @@ SEXP R_pg_tape_memory(void)
     SEXP out = PROTECT(Rf_allocVector(VECSXP, 4));
     SEXP t = PROTECT(Rf_allocVector(REALSXP, 5)), l = PROTECT(Rf_allocVector(STRSXP, n)),
          a = PROTECT(Rf_allocVector(INTSXP, n)), b = PROTECT(Rf_allocVector(REALSXP, n));
-    const int64_t tot[5] = {tt.nodes, tt.bytes_total, tt.bytes_snapshots, tt.bytes_fields, tt.bytes_inputs};
+    const int64_t tot[5] = {tt.nodes, tt.bytes_total, tt.bytes_snapshots, tt.bytes_fields,
+                            tt.bytes_inputs};
     for (int i = 0; i < 5; i++) REAL(t)[i] = (double)tot[i];
     for (int64_t i = 0; i < n; i++) {
         SET_STRING_ELT(l, i, Rf_mkChar(lab[i]));
         INTEGER(a)[i] = (int)nn[i];
         REAL(b)[i] = (double)nb[i];
     }
-    SET_VECTOR_ELT(out, 0, t); SET_VECTOR_ELT(out, 1, l); SET_VECTOR_ELT(out, 2, a); SET_VECTOR_ELT(out, 3, b);
+    SET_VECTOR_ELT(out, 0, t);
+    SET_VECTOR_ELT(out, 1, l);
+    SET_VECTOR_ELT(out, 2, a);
+    SET_VECTOR_ELT(out, 3, b);
     UNPROTECT(5);
     return out;
 }

@@ -52,7 +52,10 @@ SEXP r_wrap(void *p, int kind)
     if (p == NULL) r_fail();
     if (kind == R_TENSOR) r_gc_pressure(); /* R's collector cannot see the core's bytes */
     SEXP x = PROTECT(R_MakeExternalPtr(p, kind_tag(kind), R_NilValue));
-    R_RegisterCFinalizerEx(x, kind == R_TENSOR ? fin_tensor : kind == R_GRADMAP ? fin_gradmap : fin_optim,
+    R_RegisterCFinalizerEx(x,
+                           kind == R_TENSOR        ? fin_tensor
+                               : kind == R_GRADMAP ? fin_gradmap
+                                                   : fin_optim,
                            TRUE);
     UNPROTECT(1);
     return x;
@@ -64,7 +67,8 @@ void *r_get(SEXP x, int kind)
         Rf_error("expected a %s handle", kind_name[kind]);
     void *p = R_ExternalPtrAddr(x);
     if (p == NULL) {
-        if (kind == R_TENSOR) Rf_errorcall(R_NilValue, "tensor handle is dead (was it saved with saveRDS?)");
+        if (kind == R_TENSOR)
+            Rf_errorcall(R_NilValue, "tensor handle is dead (was it saved with saveRDS?)");
         Rf_errorcall(R_NilValue, "%s handle is dead (was it saved with saveRDS?)", kind_name[kind]);
     }
     return p;
@@ -82,24 +86,35 @@ static pg_tensor *new_tensor_arg(SEXP x, int dtype, const char *op, const char *
     int src;
     const void *ptr;
     if (Rf_isFactor(x))
-        return pg_fail_null(PG_STATUS_ERR_DTYPE, "%s: a factor is not numeric (use as.integer() for its codes)", op);
+        return pg_fail_null(PG_STATUS_ERR_DTYPE,
+                            "%s: a factor is not numeric (use as.integer() for its codes)", op);
     switch (TYPEOF(x)) {
-    case REALSXP: src = PG_DTYPE_F64; ptr = REAL(x); break;
-    case INTSXP: case LGLSXP: {
+    case REALSXP:
+        src = PG_DTYPE_F64;
+        ptr = REAL(x);
+        break;
+    case INTSXP:
+    case LGLSXP: {
         /* NA_integer_ / NA (INT_MIN) must become NA_real_, not -2147483648 */
         const int *iv = TYPEOF(x) == INTSXP ? INTEGER(x) : LOGICAL(x);
         R_xlen_t n = XLENGTH(x), k = 0;
         while (k < n && iv[k] != NA_INTEGER) k++;
-        if (k == n) { src = PG_DTYPE_I32; ptr = iv; break; }
-        double *dv = (double *)R_alloc((size_t)n, sizeof(double)); /* freed when the .Call returns */
+        if (k == n) {
+            src = PG_DTYPE_I32;
+            ptr = iv;
+            break;
+        }
+        double *dv =
+            (double *)R_alloc((size_t)n, sizeof(double)); /* freed when the .Call returns */
         for (R_xlen_t i = 0; i < n; i++) dv[i] = iv[i] == NA_INTEGER ? NA_REAL : (double)iv[i];
         src = PG_DTYPE_F64;
         ptr = dv;
         break;
     }
     default:
-        return pg_fail_null(PG_STATUS_ERR_DTYPE, "%s: expected a numeric matrix, vector or ag_tensor, got %s",
-                            op, Rf_type2char(TYPEOF(x)));
+        return pg_fail_null(PG_STATUS_ERR_DTYPE,
+                            "%s: expected a numeric matrix, vector or ag_tensor, got %s", op,
+                            Rf_type2char(TYPEOF(x)));
     }
     int64_t nr, nc;
     if (r_matrix_dims(x, op, arg, &nr, &nc)) return NULL; /* length == prod(dim), or an error */
@@ -112,10 +127,13 @@ pg_tensor *r_operand(SEXP x, int dtype, const char *op, const char *arg, int *tm
     x = r_handle(x);
     if (TYPEOF(x) == EXTPTRSXP) {
         if (R_ExternalPtrTag(x) != kind_tag(R_TENSOR))
-            return pg_fail_null(PG_STATUS_ERR_ARG, "%s: argument '%s' is not a tensor handle", op, arg);
+            return pg_fail_null(PG_STATUS_ERR_ARG, "%s: argument '%s' is not a tensor handle", op,
+                                arg);
         pg_tensor *t = R_ExternalPtrAddr(x);
         if (t == NULL)
-            return pg_fail_null(PG_STATUS_ERR_STATE, "%s: argument '%s': tensor handle is dead (was it saved with saveRDS?)", op, arg);
+            return pg_fail_null(
+                PG_STATUS_ERR_STATE,
+                "%s: argument '%s': tensor handle is dead (was it saved with saveRDS?)", op, arg);
         return t;
     }
     pg_tensor *t = new_tensor_arg(x, dtype, op, arg);
@@ -145,7 +163,8 @@ double r_num(SEXP x, const char *what)
 
 /* ---- ag_tensor and gradient environments ---- */
 static SEXP s_ptr, s_id, s_dtype, s_device, s_data, s_grad, s_rg, s_map;
-static SEXP c_class, c_grads_class, c_f32, c_f64, c_cpu;  /* shared constants, preserved, not mutable */
+static SEXP c_class, c_grads_class, c_f32, c_f64,
+    c_cpu;               /* shared constants, preserved, not mutable */
 static SEXP t_gb, t_gbf; /* gradient binding function and formals template (tape.R) */
 static SEXP ns_env;
 
@@ -168,9 +187,14 @@ static SEXP template_fn(const char *name)
 static void env_init(void)
 {
     if (ns_env) return;
-    s_ptr = Rf_install(".ptr"); s_id = Rf_install("id"); s_dtype = Rf_install("dtype");
-    s_device = Rf_install("device"); s_data = Rf_install("data");
-    s_grad = Rf_install("grad"); s_rg = Rf_install("requires_grad"); s_map = Rf_install(".map");
+    s_ptr = Rf_install(".ptr");
+    s_id = Rf_install("id");
+    s_dtype = Rf_install("dtype");
+    s_device = Rf_install("device");
+    s_data = Rf_install("data");
+    s_grad = Rf_install("grad");
+    s_rg = Rf_install("requires_grad");
+    s_map = Rf_install(".map");
     c_class = constant(Rf_mkString("ag_tensor"));
     c_grads_class = constant(Rf_mkString("ag_grads"));
     c_f32 = constant(Rf_mkString("f32"));
@@ -216,7 +240,8 @@ SEXP r_tensor_field(SEXP x, SEXP name)
     if (TYPEOF(x) != ENVSXP) Rf_error("ag_tensor field access: not an ag_tensor");
     env_init();
     SEXP sym = Rf_isString(name) && XLENGTH(name) == 1 ? Rf_installTrChar(STRING_ELT(name, 0))
-             : TYPEOF(name) == SYMSXP ? name : R_NilValue;
+        : TYPEOF(name) == SYMSXP                       ? name
+                                                       : R_NilValue;
     if (sym == R_NilValue) Rf_error("ag_tensor field access: the field name must be one string");
     if (sym == s_data || sym == s_grad || sym == s_rg || sym == s_id || sym == s_dtype) {
         pg_tensor *t = r_get(r_handle(x), R_TENSOR);
@@ -229,7 +254,7 @@ SEXP r_tensor_field(SEXP x, SEXP name)
     }
     if (sym == s_device) return c_cpu;
     SEXP v = Rf_findVarInFrame(x, sym);
-    if (v == R_UnboundValue) return R_NilValue;   /* grad_fn, unset fields: NULL as ggmlR */
+    if (v == R_UnboundValue) return R_NilValue; /* grad_fn, unset fields: NULL as ggmlR */
     if (TYPEOF(v) == PROMSXP) v = Rf_eval(v, R_EmptyEnv);
     return v;
 }
@@ -237,7 +262,8 @@ SEXP r_tensor_field(SEXP x, SEXP name)
 int r_tensor_field_is_computed(SEXP name)
 {
     env_init();
-    SEXP sym = Rf_isString(name) && XLENGTH(name) == 1 ? Rf_installTrChar(STRING_ELT(name, 0)) : name;
+    SEXP sym =
+        Rf_isString(name) && XLENGTH(name) == 1 ? Rf_installTrChar(STRING_ELT(name, 0)) : name;
     return sym == s_data ? 1 : sym == s_grad ? 2 : sym == s_rg ? 3 : 0;
 }
 
@@ -250,7 +276,8 @@ pg_gradmap *r_map_arg(SEXP grads, const char *where)
         if (TYPEOF(m) == EXTPTRSXP) return r_get(m, R_GRADMAP);
     }
     if (TYPEOF(grads) == EXTPTRSXP) return r_get(grads, R_GRADMAP);
-    Rf_errorcall(R_NilValue, "%s: grads must be the environment returned by backward() or NULL", where);
+    Rf_errorcall(R_NilValue, "%s: grads must be the environment returned by backward() or NULL",
+                 where);
 }
 
 SEXP r_wrap_tensor(pg_tensor *t)

@@ -13,8 +13,21 @@ enum r_kind { R_TENSOR = 0, R_GRADMAP = 1, R_OPTIM = 2 };
 /* requests of the glue's multiplexed entry points (R_pg_tape, R_pg_scope, R_pg_ckpt_tape), and
  * pg_optim_new's kinds and pg_file_kind's results, which the core documents without an enum;
  * R reads all of them by name (R_pg_codes, r_codes.c) */
-enum r_tape_req { R_TAPE_BEGIN, R_TAPE_END, R_TAPE_CLEAR, R_TAPE_DEPTH, R_TAPE_NODES, R_TAPE_ENABLED };
-enum r_scope_req { R_SCOPE_DEPTH, R_SCOPE_END_TO, R_SCOPE_STASHED, R_SCOPE_UNSTASH_TO, R_SCOPE_ABORT };
+enum r_tape_req {
+    R_TAPE_BEGIN,
+    R_TAPE_END,
+    R_TAPE_CLEAR,
+    R_TAPE_DEPTH,
+    R_TAPE_NODES,
+    R_TAPE_ENABLED
+};
+enum r_scope_req {
+    R_SCOPE_DEPTH,
+    R_SCOPE_END_TO,
+    R_SCOPE_STASHED,
+    R_SCOPE_UNSTASH_TO,
+    R_SCOPE_ABORT
+};
 enum r_ckpt_req { R_CKPT_STASH, R_CKPT_UNSTASH, R_CKPT_SEED };
 enum r_optim_kind { R_OPTIM_SGD = 0, R_OPTIM_ADAM = 1 };
 enum r_file_kind { R_FILE_MISSING = 0, R_FILE_REGULAR = 1, R_FILE_DIR = 2, R_FILE_OTHER = 3 };
@@ -26,7 +39,10 @@ SEXP r_wrap(void *p, int kind);
 void *r_get(SEXP x, int kind);
 /* raise the core's last error as an R error (long-jumps) */
 void r_fail(void) __attribute__((noreturn));
-static inline void r_check(int rc) { if (rc != 0) r_fail(); }
+static inline void r_check(int rc)
+{
+    if (rc != 0) r_fail();
+}
 /* r_host.c: resume an R jump caught in an ag_checkpoint replay, if one is pending */
 void r_host_rethrow(void);
 
@@ -61,7 +77,11 @@ SEXP r_grad_env(SEXP map);
  * graph's replay) run between r_draw_enter and r_draw_leave: R's .Random.seed is loaded into the
  * stream made current (or a run stream is used as it is) and written back after; ok == 0: the
  * call failed before drawing. r_draw_enter may raise an R error (nothing to free yet). */
-typedef struct { pg_rng *r; int mode; pg_rng *prev; } r_draw;
+typedef struct {
+    pg_rng *r;
+    int mode;
+    pg_rng *prev;
+} r_draw;
 r_draw r_draw_enter(void);
 void r_draw_leave(r_draw c, int ok);
 

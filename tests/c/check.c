@@ -13,7 +13,8 @@ void check_(int ok, const char *what, const char *file, int line)
     n_checks++;
     if (!ok) {
         n_failed++;
-        fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", file, line, what, pg_last_error());
+        fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", file, line, what,
+                pg_last_error());
     }
 }
 
@@ -80,7 +81,11 @@ void gradcheck(const char *name, op_fn f, const void *ctx, int n_in, const int64
         if (grad_mask >> i & 1) pg_tensor_set_requires_grad(in[i], 1);
     }
     pg_tensor *probe = f(in, ctx);
-    if (!probe) { fprintf(stderr, "%s: forward failed: %s\n", name, pg_last_error()); CHECK(0); goto done; }
+    if (!probe) {
+        fprintf(stderr, "%s: forward failed: %s\n", name, pg_last_error());
+        CHECK(0);
+        goto done;
+    }
     pg_tensor *w = rnd(dtype, pg_tensor_nrow(probe), pg_tensor_ncol(probe), 0.0);
     REL(probe);
 
@@ -112,11 +117,13 @@ void gradcheck(const char *name, op_fn f, const void *ctx, int n_in, const int64
                 pg_tensor *lm = weighted_loss(f, in, ctx, w);
                 x[k] = x0;
                 double num = (read1(lp) - read1(lm)) / (2 * h);
-                REL(lp); REL(lm);
+                REL(lp);
+                REL(lm);
                 double err = fabs(num - ga[k]) / (1.0 + fabs(num));
                 if (err > worst) worst = err;
             }
-            if (!(worst < 1e-5)) fprintf(stderr, "%s: input %d gradient error %g\n", name, i, worst);
+            if (!(worst < 1e-5))
+                fprintf(stderr, "%s: input %d gradient error %g\n", name, i, worst);
             CHECK(worst < 1e-5);
         }
         pg_tape_set_enabled(old);

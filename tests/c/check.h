@@ -10,14 +10,14 @@ void check_(int ok, const char *what, const char *file, int line);
 #define CHECK(cond) check_((cond) != 0, #cond, __FILE__, __LINE__)
 
 /* The call failed with `status` and a message containing `needle`. */
-#define CHECK_ERR(expr_is_failure, status, needle)                                                   \
-    do {                                                                                             \
-        pg_clear_error();                                                                            \
-        int failed_ = (expr_is_failure);                                                             \
-        CHECK(failed_);                                                                              \
-        CHECK(pg_last_status() == (status));                                                         \
-        CHECK(strstr(pg_last_error(), (needle)) != NULL);                                            \
-        pg_clear_error();                                                                            \
+#define CHECK_ERR(expr_is_failure, status, needle)                                                 \
+    do {                                                                                           \
+        pg_clear_error();                                                                          \
+        int failed_ = (expr_is_failure);                                                           \
+        CHECK(failed_);                                                                            \
+        CHECK(pg_last_status() == (status));                                                       \
+        CHECK(strstr(pg_last_error(), (needle)) != NULL);                                          \
+        pg_clear_error();                                                                          \
     } while (0)
 
 #define REL(t) pg_tensor_release(t)

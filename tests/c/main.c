@@ -18,7 +18,9 @@ static void run(const char *name, void (*fn)(void))
     int64_t before = pg_live_objects();
     fn();
     pg_tape_clear();
-    if (pg_live_objects() != before) fprintf(stderr, "%s: %lld objects left alive\n", name, (long long)(pg_live_objects() - before));
+    if (pg_live_objects() != before)
+        fprintf(stderr, "%s: %lld objects left alive\n", name,
+                (long long)(pg_live_objects() - before));
     CHECK(pg_live_objects() == before);
 }
 

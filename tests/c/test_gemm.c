@@ -11,14 +11,18 @@
 #include <string.h>
 #include "check.h"
 
-static double gemm_get(int dt, const void *p, int64_t i) { return dt == PG_DTYPE_F32 ? ((const float *)p)[i] : ((const double *)p)[i]; }
+static double gemm_get(int dt, const void *p, int64_t i)
+{
+    return dt == PG_DTYPE_F32 ? ((const float *)p)[i] : ((const double *)p)[i];
+}
 static void gemm_set(int dt, void *p, int64_t i, double v)
 {
     if (dt == PG_DTYPE_F32) ((float *)p)[i] = (float)v;
     else ((double *)p)[i] = v;
 }
 
-static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, double beta)
+static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                      double beta)
 {
     size_t es = dt == PG_DTYPE_F32 ? sizeof(float) : sizeof(double);
     int64_t ra = ta ? k : m, ca = ta ? m : k, rb = tb ? n : k, cb = tb ? k : n;
@@ -32,7 +36,8 @@ static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, d
     for (int64_t j = 0; j < cb; j++)
         for (int64_t i = 0; i < ldb; i++) gemm_set(dt, B, i + j * ldb, i < rb ? urand() : NAN);
     for (int64_t j = 0; j < n; j++)
-        for (int64_t i = 0; i < ldc; i++) gemm_set(dt, C0, i + j * ldc, i >= m ? 12345.0 : beta == 0 ? NAN : urand());
+        for (int64_t i = 0; i < ldc; i++)
+            gemm_set(dt, C0, i + j * ldc, i >= m ? 12345.0 : beta == 0 ? NAN : urand());
     int bad = 0;
     for (int run = 0; run < 2; run++) {
         char *a = A, *b = B, *c = C[run] + run * es;
@@ -47,10 +52,14 @@ static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, d
         for (int64_t j = 0; j < n; j++)
             for (int64_t i = 0; i < ldc; i++) {
                 double got = gemm_get(dt, c, i + j * ldc), c0 = gemm_get(dt, C0, i + j * ldc);
-                if (i >= m) { bad += got != 12345.0; continue; }
+                if (i >= m) {
+                    bad += got != 12345.0;
+                    continue;
+                }
                 double s = 0, mag = 0;
                 for (int64_t p = 0; p < k; p++) {
-                    double x = gemm_get(dt, a, ta ? p + i * lda : i + p * lda), y = gemm_get(dt, b, tb ? j + p * ldb : p + j * ldb);
+                    double x = gemm_get(dt, a, ta ? p + i * lda : i + p * lda),
+                           y = gemm_get(dt, b, tb ? j + p * ldb : p + j * ldb);
                     s += x * y, mag += fabs(x * y);
                 }
                 double want = alpha * s + (beta == 0 ? 0 : beta * c0);
@@ -59,12 +68,18 @@ static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, d
             }
     }
     for (int64_t j = 0; j < n; j++) /* the same bits at the other alignment */
-        bad += memcmp(C[0] + (size_t)(j * ldc) * es, C[1] + (size_t)(j * ldc + 1) * es, (size_t)m * es) != 0;
+        bad += memcmp(C[0] + (size_t)(j * ldc) * es, C[1] + (size_t)(j * ldc + 1) * es,
+                      (size_t)m * es) != 0;
     if (bad)
-        fprintf(stderr, "gemm %s ta=%d tb=%d m=%lld n=%lld k=%lld alpha=%g beta=%g: %d bad\n", dt == PG_DTYPE_F32 ? "f32" : "f64",
-                ta, tb, (long long)m, (long long)n, (long long)k, alpha, beta, bad);
+        fprintf(stderr, "gemm %s ta=%d tb=%d m=%lld n=%lld k=%lld alpha=%g beta=%g: %d bad\n",
+                dt == PG_DTYPE_F32 ? "f32" : "f64", ta, tb, (long long)m, (long long)n,
+                (long long)k, alpha, beta, bad);
     CHECK(bad == 0);
-    free(A); free(B); free(C0); free(C[0]); free(C[1]);
+    free(A);
+    free(B);
+    free(C0);
+    free(C[0]);
+    free(C[1]);
 }
 
 /* The direct and the packed paths of every kernel give the same bits, and so do the AVX2 and
@@ -72,21 +87,25 @@ static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, d
  * m, ragged rows, transposed stores), every layout, alpha != 1 and beta 0, 1, 0.5, k > KC. */
 static void gemm_same_bits(int best)
 {
-    static const int64_t shp[][3] = {{64, 32, 4}, {3, 32, 32}, {10, 64, 128}, {4, 32, 64}, {32, 32, 3}, {10, 128, 64},
-                                     {13, 9, 300}, {70, 45, 600}};
+    static const int64_t shp[][3] = {{64, 32, 4}, {3, 32, 32},   {10, 64, 128}, {4, 32, 64},
+                                     {32, 32, 3}, {10, 128, 64}, {13, 9, 300},  {70, 45, 600}};
     const int64_t kmax = 600, dim = 128 + 4;
-    double *A = malloc(sizeof(double) * (size_t)(dim * kmax)), *B = malloc(sizeof(double) * (size_t)(dim * kmax));
+    double *A = malloc(sizeof(double) * (size_t)(dim * kmax)),
+           *B = malloc(sizeof(double) * (size_t)(dim * kmax));
     double *C = malloc(sizeof(double) * (size_t)(4 * dim * dim));
-    float *Af = malloc(sizeof(float) * (size_t)(dim * kmax)), *Bf = malloc(sizeof(float) * (size_t)(dim * kmax));
+    float *Af = malloc(sizeof(float) * (size_t)(dim * kmax)),
+          *Bf = malloc(sizeof(float) * (size_t)(dim * kmax));
     float *Cf = malloc(sizeof(float) * (size_t)(4 * dim * dim));
-    for (int64_t i = 0; i < dim * kmax; i++) Af[i] = (float)(A[i] = urand()), Bf[i] = (float)(B[i] = urand());
+    for (int64_t i = 0; i < dim * kmax; i++)
+        Af[i] = (float)(A[i] = urand()), Bf[i] = (float)(B[i] = urand());
     for (size_t s = 0; s < sizeof shp / sizeof *shp; s++)
         for (int t = 0; t < 4; t++)
             for (int bi = 0; bi < 3; bi++) {
                 int64_t m = shp[s][0], n = shp[s][1], k = shp[s][2], ldc = m + 1, sz = ldc * n;
                 int ta = t >> 1, tb = t & 1;
                 double beta = bi == 0 ? 0 : bi == 1 ? 1 : 0.5;
-                int run = 0; /* runs: (kernel, path) = (0, packed), (0, direct), then AVX2 / AVX-512 likewise */
+                int run =
+                    0; /* runs: (kernel, path) = (0, packed), (0, direct), then AVX2 / AVX-512 likewise */
                 for (int sel = 0; sel <= best; sel++)
                     for (int path = 0; path <= 1; path++, run++) {
                         pg_gemm_kernel_select(sel);
@@ -94,13 +113,16 @@ static void gemm_same_bits(int best)
                         double *c = C + (run % 4) * sz;
                         float *cf = Cf + (run % 4) * sz;
                         for (int64_t i = 0; i < sz; i++) c[i] = cf[i] = (float)(i % 7) - 3;
-                        pg_gemm(PG_DTYPE_F64, ta, tb, m, n, k, -0.75, A, (ta ? k : m) + 2, B, (tb ? n : k) + 3, beta, c, ldc);
-                        pg_gemm(PG_DTYPE_F32, ta, tb, m, n, k, -0.75, Af, (ta ? k : m) + 2, Bf, (tb ? n : k) + 3, beta, cf, ldc);
+                        pg_gemm(PG_DTYPE_F64, ta, tb, m, n, k, -0.75, A, (ta ? k : m) + 2, B,
+                                (tb ? n : k) + 3, beta, c, ldc);
+                        pg_gemm(PG_DTYPE_F32, ta, tb, m, n, k, -0.75, Af, (ta ? k : m) + 2, Bf,
+                                (tb ? n : k) + 3, beta, cf, ldc);
                         if (path == 1) { /* direct == packed on this kernel */
                             CHECK(memcmp(c, c - sz, sizeof(double) * (size_t)sz) == 0);
                             CHECK(memcmp(cf, cf - sz, sizeof(float) * (size_t)sz) == 0);
                         }
-                        if (sel == 2) { /* AVX-512 == AVX2 (runs 2, 3 kept at slots 2, 3; AVX-512 at 0, 1) */
+                        if (sel ==
+                            2) { /* AVX-512 == AVX2 (runs 2, 3 kept at slots 2, 3; AVX-512 at 0, 1) */
                             CHECK(memcmp(c, c + 2 * sz, sizeof(double) * (size_t)sz) == 0);
                             CHECK(memcmp(cf, cf + 2 * sz, sizeof(float) * (size_t)sz) == 0);
                         }
@@ -108,14 +130,25 @@ static void gemm_same_bits(int best)
             }
     pg_gemm_kernel_select(-1);
     pg_gemm_path_select(-1);
-    free(A); free(B); free(C); free(Af); free(Bf); free(Cf);
+    free(A);
+    free(B);
+    free(C);
+    free(Af);
+    free(Bf);
+    free(Cf);
 }
 
 /* Threads: pg_set_threads(1..4) give the same bits on every kernel, both paths, every layout,
  * f32 / f64, alpha and beta variants (the work split even on small shapes: minimum 0); then two
  * application threads run products at once while the pool is active (one gets the pool, the
  * other runs alone): right results, and the pool's workers are stopped at the end. */
-typedef struct { int dt; int64_t m, n, k; const void *a, *b, *ref; void *c; int bad; } gemm_conc;
+typedef struct {
+    int dt;
+    int64_t m, n, k;
+    const void *a, *b, *ref;
+    void *c;
+    int bad;
+} gemm_conc;
 static void *gemm_conc_main(void *p)
 {
     gemm_conc *g = p;
@@ -130,14 +163,18 @@ static void *gemm_conc_main(void *p)
 
 static void gemm_threads(int best)
 {
-    static const int64_t shp[][3] = {{64, 4, 32}, {3, 32, 32}, {10, 128, 64}, {70, 45, 600}, {300, 7, 40}, {13, 310, 9}};
+    static const int64_t shp[][3] = {{64, 4, 32},   {3, 32, 32},  {10, 128, 64},
+                                     {70, 45, 600}, {300, 7, 40}, {13, 310, 9}};
     static const double ab[][2] = {{1, 0}, {-0.75, 1}, {0.5, 0.5}};
     const int64_t dim = 300 + 4, kmax = 600;
-    double *A = malloc(sizeof(double) * (size_t)(dim * kmax)), *B = malloc(sizeof(double) * (size_t)(dim * kmax));
-    float *Af = malloc(sizeof(float) * (size_t)(dim * kmax)), *Bf = malloc(sizeof(float) * (size_t)(dim * kmax));
+    double *A = malloc(sizeof(double) * (size_t)(dim * kmax)),
+           *B = malloc(sizeof(double) * (size_t)(dim * kmax));
+    float *Af = malloc(sizeof(float) * (size_t)(dim * kmax)),
+          *Bf = malloc(sizeof(float) * (size_t)(dim * kmax));
     double *C = malloc(sizeof(double) * (size_t)(2 * dim * dim));
     float *Cf = malloc(sizeof(float) * (size_t)(2 * dim * dim));
-    for (int64_t i = 0; i < dim * kmax; i++) Af[i] = (float)(A[i] = urand()), Bf[i] = (float)(B[i] = urand());
+    for (int64_t i = 0; i < dim * kmax; i++)
+        Af[i] = (float)(A[i] = urand()), Bf[i] = (float)(B[i] = urand());
     CHECK(pg_gemm_thread_min_flops(0) == 0);
     int bad = 0;
     for (int sel = 0; sel <= best; sel++)
@@ -147,21 +184,27 @@ static void gemm_threads(int best)
             for (size_t s = 0; s < sizeof shp / sizeof *shp; s++)
                 for (int t = 0; t < 4; t++)
                     for (size_t c = 0; c < sizeof ab / sizeof *ab; c++) {
-                        int64_t m = shp[s][0], n = shp[s][1], k = shp[s][2], ldc = m + 1, sz = ldc * n;
+                        int64_t m = shp[s][0], n = shp[s][1], k = shp[s][2], ldc = m + 1,
+                                sz = ldc * n;
                         int ta = t >> 1, tb = t & 1;
                         for (int th = 1; th <= 4; th++) {
                             double *cc = C + (th > 1) * sz;
                             float *cf = Cf + (th > 1) * sz;
                             for (int64_t i = 0; i < sz; i++) cc[i] = cf[i] = (float)(i % 7) - 3;
                             CHECK(pg_set_threads(th) == 0);
-                            pg_gemm(PG_DTYPE_F64, ta, tb, m, n, k, ab[c][0], A, (ta ? k : m) + 2, B, (tb ? n : k) + 3, ab[c][1], cc, ldc);
-                            pg_gemm(PG_DTYPE_F32, ta, tb, m, n, k, ab[c][0], Af, (ta ? k : m) + 2, Bf, (tb ? n : k) + 3, ab[c][1], cf, ldc);
+                            pg_gemm(PG_DTYPE_F64, ta, tb, m, n, k, ab[c][0], A, (ta ? k : m) + 2, B,
+                                    (tb ? n : k) + 3, ab[c][1], cc, ldc);
+                            pg_gemm(PG_DTYPE_F32, ta, tb, m, n, k, ab[c][0], Af, (ta ? k : m) + 2,
+                                    Bf, (tb ? n : k) + 3, ab[c][1], cf, ldc);
                             if (th > 1) {
                                 int b1 = memcmp(C, C + sz, sizeof(double) * (size_t)sz) != 0;
                                 int b2 = memcmp(Cf, Cf + sz, sizeof(float) * (size_t)sz) != 0;
                                 if (b1 || b2)
-                                    fprintf(stderr, "gemm threads=%d kernel=%d path=%d %lldx%lldx%lld ta=%d tb=%d: %s differ\n", th,
-                                            sel, path, (long long)m, (long long)k, (long long)n, ta, tb, b1 ? "f64" : "f32");
+                                    fprintf(stderr,
+                                            "gemm threads=%d kernel=%d path=%d %lldx%lldx%lld "
+                                            "ta=%d tb=%d: %s differ\n",
+                                            th, sel, path, (long long)m, (long long)k, (long long)n,
+                                            ta, tb, b1 ? "f64" : "f32");
                                 bad += b1 + b2;
                             }
                         }
@@ -182,9 +225,17 @@ static void gemm_threads(int best)
         size_t es = dt == PG_DTYPE_F32 ? sizeof(float) : sizeof(double);
         void *ref = malloc((size_t)(m * n) * es);
         CHECK(pg_set_threads(1) == 0);
-        pg_gemm(dt, 0, 1, m, n, k, -0.75, dt == PG_DTYPE_F32 ? (void *)Af : (void *)A, m, dt == PG_DTYPE_F32 ? (void *)Bf : (void *)B, n, 0, ref, m);
-        g[i] = (gemm_conc){dt, m, n, k, dt == PG_DTYPE_F32 ? (void *)Af : (void *)A, dt == PG_DTYPE_F32 ? (void *)Bf : (void *)B, ref,
-                           malloc((size_t)(m * n) * es), 0};
+        pg_gemm(dt, 0, 1, m, n, k, -0.75, dt == PG_DTYPE_F32 ? (void *)Af : (void *)A, m,
+                dt == PG_DTYPE_F32 ? (void *)Bf : (void *)B, n, 0, ref, m);
+        g[i] = (gemm_conc){dt,
+                           m,
+                           n,
+                           k,
+                           dt == PG_DTYPE_F32 ? (void *)Af : (void *)A,
+                           dt == PG_DTYPE_F32 ? (void *)Bf : (void *)B,
+                           ref,
+                           malloc((size_t)(m * n) * es),
+                           0};
     }
     CHECK(pg_set_threads(2) == 0);
     pg_gemm(PG_DTYPE_F64, 0, 1, m, n, k, -0.75, A, m, B, n, 0, g[0].c, m); /* starts the pool */
@@ -204,24 +255,33 @@ static void gemm_threads(int best)
     gemm_case(PG_DTYPE_F32, 0, 1, 150, 200, 300, 1, 0);
     CHECK(pg_gemm_threads_live() == 1);
     CHECK(pg_gemm_threads_stop() == 1 && pg_gemm_threads_live() == 0);
-    gemm_case(PG_DTYPE_F64, 0, 0, 150, 200, 300, 1, 1); /* restarts the pool; the exit handler stops it */
+    gemm_case(PG_DTYPE_F64, 0, 0, 150, 200, 300, 1,
+              1); /* restarts the pool; the exit handler stops it */
     CHECK(pg_gemm_threads_live() == 1);
     CHECK(pg_set_threads(1) == 0);
-    free(A); free(B); free(Af); free(Bf); free(C); free(Cf);
+    free(A);
+    free(B);
+    free(Af);
+    free(Bf);
+    free(C);
+    free(Cf);
 }
 
 void test_gemm(void)
 {
     /* m, n, k: loops (a single column); the kernel (ragged; m > MC, k > KC; n > NC); the small
      * and thin products of small MLPs; m = 1, 2, 3, 7, 9, 15, 16, 17 against 2 to 16 lanes */
-    static const int64_t shapes[][3] = {{1, 1, 1}, {5, 3, 4}, {129, 1, 300}, {17, 33, 9}, {150, 40, 300}, {5, 3100, 7},
-                                        {64, 32, 4}, {3, 32, 32}, {10, 64, 128}, {4, 32, 64}, {32, 32, 3}, {2, 2, 2},
-                                        {1, 19, 33}, {7, 19, 33}, {9, 19, 33}, {15, 19, 33}, {16, 19, 33}, {17, 19, 33}};
+    static const int64_t shapes[][3] = {
+        {1, 1, 1},   {5, 3, 4},   {129, 1, 300}, {17, 33, 9},  {150, 40, 300}, {5, 3100, 7},
+        {64, 32, 4}, {3, 32, 32}, {10, 64, 128}, {4, 32, 64},  {32, 32, 3},    {2, 2, 2},
+        {1, 19, 33}, {7, 19, 33}, {9, 19, 33},   {15, 19, 33}, {16, 19, 33},   {17, 19, 33}};
     static const double ab[][2] = {{1, 0}, {1, 1}, {-1.5, 0.5}, {0.25, 1}};
     CHECK(pg_gemm_kernel_select(0) == 0);
     int best = pg_gemm_kernel_select(-1);
     CHECK(best >= 0 && best <= 2);
-    if (best < 2) fprintf(stderr, "gemm: this CPU lacks %s: kernels above %d not tested\n", best < 1 ? "AVX2+FMA" : "AVX-512F", best);
+    if (best < 2)
+        fprintf(stderr, "gemm: this CPU lacks %s: kernels above %d not tested\n",
+                best < 1 ? "AVX2+FMA" : "AVX-512F", best);
     /* 0 portable, 1 AVX2 + FMA, 2 AVX-512F: each kernel this CPU has */
     for (int sel = 0; sel <= best; sel++) {
         CHECK(pg_gemm_kernel_select(sel) == sel);
@@ -231,7 +291,8 @@ void test_gemm(void)
                 for (int t = 0; t < 4; t++)
                     for (size_t c = 0; c < sizeof ab / sizeof *ab; c++)
                         for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++)
-                            gemm_case(dt, t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2], ab[c][0], ab[c][1]);
+                            gemm_case(dt, t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2],
+                                      ab[c][0], ab[c][1]);
         }
         pg_gemm_path_select(-1);
     }
@@ -241,9 +302,11 @@ void test_gemm(void)
     if (best == 2) { /* AVX2 and AVX-512 sum in the same order: the same bits, every layout */
         int64_t m = 70, n = 45, k = 600; /* ragged against both tiles; k > KC */
         pg_gemm_path_select(0);
-        double *A = malloc(sizeof(double) * (size_t)(m * k)), *B = malloc(sizeof(double) * (size_t)(k * n));
+        double *A = malloc(sizeof(double) * (size_t)(m * k)),
+               *B = malloc(sizeof(double) * (size_t)(k * n));
         double *C = malloc(sizeof(double) * (size_t)(4 * m * n));
-        float *Af = malloc(sizeof(float) * (size_t)(m * k)), *Bf = malloc(sizeof(float) * (size_t)(k * n));
+        float *Af = malloc(sizeof(float) * (size_t)(m * k)),
+              *Bf = malloc(sizeof(float) * (size_t)(k * n));
         float *Cf = malloc(sizeof(float) * (size_t)(4 * m * n));
         for (int64_t i = 0; i < m * k; i++) Af[i] = (float)(A[i] = urand());
         for (int64_t i = 0; i < k * n; i++) Bf[i] = (float)(B[i] = urand());
@@ -254,13 +317,20 @@ void test_gemm(void)
                 double *c = C + (sel - 1) * m * n;
                 float *cf = Cf + (sel - 1) * m * n;
                 for (int64_t i = 0; i < m * n; i++) c[i] = cf[i] = (float)(i % 7) - 3;
-                pg_gemm(PG_DTYPE_F64, ta, tb, m, n, k, -0.75, A, ta ? k : m, B, tb ? n : k, 0.5, c, m);
-                pg_gemm(PG_DTYPE_F32, ta, tb, m, n, k, -0.75, Af, ta ? k : m, Bf, tb ? n : k, 0.5, cf, m);
+                pg_gemm(PG_DTYPE_F64, ta, tb, m, n, k, -0.75, A, ta ? k : m, B, tb ? n : k, 0.5, c,
+                        m);
+                pg_gemm(PG_DTYPE_F32, ta, tb, m, n, k, -0.75, Af, ta ? k : m, Bf, tb ? n : k, 0.5,
+                        cf, m);
             }
             CHECK(memcmp(C, C + m * n, sizeof(double) * (size_t)(m * n)) == 0);
             CHECK(memcmp(Cf, Cf + m * n, sizeof(float) * (size_t)(m * n)) == 0);
         }
-        free(A); free(B); free(C); free(Af); free(Bf); free(Cf);
+        free(A);
+        free(B);
+        free(C);
+        free(Af);
+        free(Bf);
+        free(Cf);
         pg_gemm_path_select(-1);
     }
     pg_gemm_kernel_select(-1);
@@ -270,7 +340,9 @@ void test_gemm(void)
             double beta = bi == 0 ? 0 : bi == 1 ? 1 : 0.5, one = 1, c[6];
             float cf[6];
             for (int i = 0; i < 6; i++) c[i] = cf[i] = bi == 0 ? NAN : (float)(i + 1);
-            pg_gemm(dt, 0, 0, 3, 2, 0, 2.0, &one, 3, &one, 1, beta, dt == PG_DTYPE_F32 ? (void *)cf : (void *)c, 3);
-            for (int i = 0; i < 6; i++) CHECK((dt == PG_DTYPE_F32 ? cf[i] : c[i]) == beta * (i + 1));
+            pg_gemm(dt, 0, 0, 3, 2, 0, 2.0, &one, 3, &one, 1, beta,
+                    dt == PG_DTYPE_F32 ? (void *)cf : (void *)c, 3);
+            for (int i = 0; i < 6; i++)
+                CHECK((dt == PG_DTYPE_F32 ? cf[i] : c[i]) == beta * (i + 1));
         }
 }

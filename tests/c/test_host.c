@@ -6,10 +6,10 @@
 #include "check.h"
 
 typedef struct {
-    pg_tensor *w, *x;  /* borrowed */
-    int nested;        /* W x is an inner host node */
-    int fail_at;       /* the replay number that fails (0: never) */
-    int bad_shape;     /* the replay returns another shape */
+    pg_tensor *w, *x; /* borrowed */
+    int nested;       /* W x is an inner host node */
+    int fail_at;      /* the replay number that fails (0: never) */
+    int bad_shape;    /* the replay returns another shape */
     int calls, freed;
 } seg_ctx;
 
@@ -41,7 +41,7 @@ static void seg_free(void *p) { ((seg_ctx *)p)->freed++; }
 static pg_tensor *seg_run(seg_ctx *c)
 {
     pg_tensor *h;
-    if (c->nested && pg_tape_enabled()) {   /* an inner checkpoint: its forward unrecorded */
+    if (c->nested && pg_tape_enabled()) { /* an inner checkpoint: its forward unrecorded */
         CHECK(pg_tape_stash() == 0);
         pg_tensor *v = pg_matmul(c->w, c->x);
         CHECK(pg_tape_unstash() == 0);
@@ -58,7 +58,8 @@ static pg_tensor *seg_run(seg_ctx *c)
 }
 
 /* loss = sum(v * seg(x)) with x = u^2 (upstream op); grads of W and u, plain or checkpointed */
-static void host_grads(pg_tensor *w, pg_tensor *u, pg_tensor *v, int mode, seg_ctx *c, double *gw, double *gu, int *fail)
+static void host_grads(pg_tensor *w, pg_tensor *u, pg_tensor *v, int mode, seg_ctx *c, double *gw,
+                       double *gu, int *fail)
 {
     pg_tape_begin();
     pg_tensor *x = pg_mul(u, u);
@@ -98,13 +99,14 @@ static void host_grads(pg_tensor *w, pg_tensor *u, pg_tensor *v, int mode, seg_c
 
 void test_host(void)
 {
-    pg_tensor *w = rnd(PG_DTYPE_F64, 3, 3, 0), *u = rnd(PG_DTYPE_F64, 3, 2, 0), *v = rnd(PG_DTYPE_F64, 3, 2, 0);
+    pg_tensor *w = rnd(PG_DTYPE_F64, 3, 3, 0), *u = rnd(PG_DTYPE_F64, 3, 2, 0),
+              *v = rnd(PG_DTYPE_F64, 3, 2, 0);
     pg_tensor_set_requires_grad(w, 1);
     pg_tensor_set_requires_grad(u, 1);
     double gw[3][9], gu[3][6];
     int fail;
     for (int mode = 0; mode < 3; mode++) {
-        seg_ctx c = { 0 };
+        seg_ctx c = {0};
         host_grads(w, u, v, mode, &c, gw[mode], gu[mode], &fail);
         CHECK(!fail);
         if (mode) CHECK(c.calls == 1 && c.freed == 1);
@@ -119,29 +121,33 @@ void test_host(void)
     pg_tensor_set_grad(u, NULL);
 
     /* a failing replay, a wrong shape: backward fails, nothing changed */
-    seg_ctx c1 = { .fail_at = 1 };
+    seg_ctx c1 = {.fail_at = 1};
     host_grads(w, u, v, 1, &c1, gw[1], gu[1], &fail);
-    CHECK(fail && pg_last_status() == PG_STATUS_ERR_VALUE && strstr(pg_last_error(), "segment says no"));
+    CHECK(fail && pg_last_status() == PG_STATUS_ERR_VALUE &&
+          strstr(pg_last_error(), "segment says no"));
     CHECK(pg_tensor_grad(w) == NULL && pg_tensor_grad(u) == NULL && c1.freed == 1);
-    seg_ctx c2 = { .bad_shape = 1 };
+    seg_ctx c2 = {.bad_shape = 1};
     host_grads(w, u, v, 1, &c2, gw[1], gu[1], &fail);
-    CHECK(fail && pg_last_status() == PG_STATUS_ERR_SHAPE && strstr(pg_last_error(), "must be reproducible"));
+    CHECK(fail && pg_last_status() == PG_STATUS_ERR_SHAPE &&
+          strstr(pg_last_error(), "must be reproducible"));
     CHECK(pg_tensor_grad(w) == NULL && c2.freed == 1);
 
     /* outside a host rule; tape off; more inputs than a node's slots */
     CHECK_ERR(pg_host_replay(u) != 0, PG_STATUS_ERR_STATE, "only valid inside");
-    seg_ctx c3 = { 0 };
-    CHECK_ERR(pg_host_record(u, NULL, 0, "checkpoint", seg_bw, &c3, seg_free) == NULL, PG_STATUS_ERR_STATE, "not recording");
+    seg_ctx c3 = {0};
+    CHECK_ERR(pg_host_record(u, NULL, 0, "checkpoint", seg_bw, &c3, seg_free) == NULL,
+              PG_STATUS_ERR_STATE, "not recording");
     CHECK(c3.freed == 1);
     pg_tensor *xs[8];
     for (int i = 0; i < 8; i++) xs[i] = rnd(PG_DTYPE_F64, 3, 2, 0);
     pg_tape_begin();
-    seg_ctx c4 = { 0 };
+    seg_ctx c4 = {0};
     pg_tensor *y = pg_host_record(u, xs, 8, "checkpoint", seg_bw, &c4, seg_free);
     CHECK(y && pg_tape_nodes() == 1);
     pg_memory_totals tot;
     CHECK(pg_tape_memory(&tot, NULL, NULL, NULL, 0) == 1);
-    CHECK(tot.bytes_inputs == 9 * 6 * 8);  /* the 8 inputs (beyond the node's 5 slots too) and the value */
+    CHECK(tot.bytes_inputs ==
+          9 * 6 * 8); /* the 8 inputs (beyond the node's 5 slots too) and the value */
     pg_tape_end();
     REL(y);
     pg_tape_clear();
@@ -150,10 +156,11 @@ void test_host(void)
 
     /* ag_compile refuses a host node by name */
     CHECK(pg_graph_record_begin() == 0);
-    seg_ctx c5 = { 0 };
+    seg_ctx c5 = {0};
     pg_tensor *z = pg_host_record(u, &u, 1, "checkpoint", seg_bw, &c5, seg_free);
     pg_tensor *lz = pg_sum(z, 0);
-    CHECK_ERR(pg_graph_record_end(lz, &u, 1, PG_GRAPH_BUILD_GRAD, NULL) == NULL, PG_STATUS_ERR_VALUE, "ag_checkpoint");
+    CHECK_ERR(pg_graph_record_end(lz, &u, 1, PG_GRAPH_BUILD_GRAD, NULL) == NULL,
+              PG_STATUS_ERR_VALUE, "ag_checkpoint");
     CHECK(c5.freed == 1 && pg_tape_nodes() == 0 && pg_tape_depth() == 0);
     REL(lz);
     REL(z);

@@ -39,11 +39,14 @@ static void *hostile_busy(void *arg)
 
 void test_hostile(void)
 {
-    CHECK_ERR(pg_check_count("ag_set_threads()", "n", 1e6, 1, PG_MAX_THREADS) != 0, PG_STATUS_ERR_VALUE, "<= 1024, got 1000000");
-    CHECK_ERR(pg_check_count("dp_train", "n_replicas", 2.5, 1, 4) != 0, PG_STATUS_ERR_VALUE, "whole number");
+    CHECK_ERR(pg_check_count("ag_set_threads()", "n", 1e6, 1, PG_MAX_THREADS) != 0,
+              PG_STATUS_ERR_VALUE, "<= 1024, got 1000000");
+    CHECK_ERR(pg_check_count("dp_train", "n_replicas", 2.5, 1, 4) != 0, PG_STATUS_ERR_VALUE,
+              "whole number");
     CHECK_ERR(pg_check_count("f", "n", NAN, 1, 4) != 0, PG_STATUS_ERR_VALUE, "f: n must be");
     CHECK(pg_check_count("f", "n", 4, 1, 4) == 0);
-    CHECK_ERR(pg_set_threads(PG_MAX_THREADS + 1) != 0, PG_STATUS_ERR_VALUE, "ag_set_threads(): n must be a whole number >= 1 and <= 1024");
+    CHECK_ERR(pg_set_threads(PG_MAX_THREADS + 1) != 0, PG_STATUS_ERR_VALUE,
+              "ag_set_threads(): n must be a whole number >= 1 and <= 1024");
     CHECK(pg_physical_memory() > 0);
 
     char fifo[64];
@@ -84,7 +87,11 @@ void test_hostile(void)
         for (int w = 0; w < 2500; w++) { /* 5 s */
             if (waitpid(pid, &st, WNOHANG) == pid) break;
             nanosleep(&nap, NULL);
-            if (w == 2499) { hung = 1; kill(pid, SIGKILL); waitpid(pid, &st, 0); }
+            if (w == 2499) {
+                hung = 1;
+                kill(pid, SIGKILL);
+                waitpid(pid, &st, 0);
+            }
         }
         if (!hung && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) bad++;
     }

@@ -31,7 +31,8 @@ void test_index(void)
     REL(y);
     CHECK_ERR(pg_take(x, bad, 1, 1, 1) == NULL, PG_STATUS_ERR_VALUE, "out of range 0..11");
     CHECK_ERR(pg_take(x, neg, 1, 1, 1) == NULL, PG_STATUS_ERR_VALUE, "position -1");
-    CHECK_ERR(pg_take(x, pos, 3, 2, 2) == NULL, PG_STATUS_ERR_SHAPE, "3 positions for a [2x2] result");
+    CHECK_ERR(pg_take(x, pos, 3, 2, 2) == NULL, PG_STATUS_ERR_SHAPE,
+              "3 positions for a [2x2] result");
     CHECK_ERR(pg_take(x, NULL, 2, 1, 2) == NULL, PG_STATUS_ERR_ARG, "NULL");
     CHECK_ERR(pg_take(NULL, pos, 1, 1, 1) == NULL, PG_STATUS_ERR_ARG, "indexing");
     REL(x);

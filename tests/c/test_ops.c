@@ -5,20 +5,63 @@
 #include "check.h"
 
 /* ---- the ops as op_fn ---- */
-static pg_tensor *f_matmul(pg_tensor **in, const void *c) { (void)c; return pg_matmul(in[0], in[1]); }
-static pg_tensor *f_add(pg_tensor **in, const void *c) { (void)c; return pg_add(in[0], in[1]); }
-static pg_tensor *f_sub(pg_tensor **in, const void *c) { (void)c; return pg_sub(in[0], in[1]); }
-static pg_tensor *f_mul(pg_tensor **in, const void *c) { (void)c; return pg_mul(in[0], in[1]); }
-static pg_tensor *f_div(pg_tensor **in, const void *c) { (void)c; return pg_div(in[0], in[1]); }
-static pg_tensor *f_scale(pg_tensor **in, const void *c) { (void)c; return pg_scale(in[0], -1.5); }
-static pg_tensor *f_unary(pg_tensor **in, const void *c) { return pg_unary(*(const int *)c, in[0]); }
+static pg_tensor *f_matmul(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_matmul(in[0], in[1]);
+}
+static pg_tensor *f_add(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_add(in[0], in[1]);
+}
+static pg_tensor *f_sub(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_sub(in[0], in[1]);
+}
+static pg_tensor *f_mul(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_mul(in[0], in[1]);
+}
+static pg_tensor *f_div(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_div(in[0], in[1]);
+}
+static pg_tensor *f_scale(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_scale(in[0], -1.5);
+}
+static pg_tensor *f_unary(pg_tensor **in, const void *c)
+{
+    return pg_unary(*(const int *)c, in[0]);
+}
 static pg_tensor *f_pow(pg_tensor **in, const void *c) { return pg_pow(in[0], *(const double *)c); }
-static pg_tensor *f_clamp(pg_tensor **in, const void *c) { (void)c; return pg_clamp(in[0], -0.5, 0.55); }
+static pg_tensor *f_clamp(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_clamp(in[0], -0.5, 0.55);
+}
 static pg_tensor *f_sum(pg_tensor **in, const void *c) { return pg_sum(in[0], *(const int *)c); }
 static pg_tensor *f_mean(pg_tensor **in, const void *c) { return pg_mean(in[0], *(const int *)c); }
-static pg_tensor *f_transpose(pg_tensor **in, const void *c) { (void)c; return pg_transpose(in[0]); }
-static pg_tensor *f_reshape(pg_tensor **in, const void *c) { (void)c; return pg_reshape(in[0], -1, 2); }
-static pg_tensor *f_mse(pg_tensor **in, const void *c) { (void)c; return pg_mse_loss(in[0], in[1]); }
+static pg_tensor *f_transpose(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_transpose(in[0]);
+}
+static pg_tensor *f_reshape(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_reshape(in[0], -1, 2);
+}
+static pg_tensor *f_mse(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_mse_loss(in[0], in[1]);
+}
 /* loss(in[0], act(in[1])): a loss of logits against targets made by an activation */
 static pg_tensor *loss_vs(pg_tensor *(*loss)(pg_tensor *, pg_tensor *), int act, pg_tensor **in)
 {
@@ -37,20 +80,41 @@ static pg_tensor *f_ce(pg_tensor **in, const void *c)
     REL(p);
     return o;
 }
-static pg_tensor *f_sce(pg_tensor **in, const void *c) { (void)c; return loss_vs(pg_softmax_ce_loss, PG_UNARY_OP_SOFTMAX, in); }
+static pg_tensor *f_sce(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return loss_vs(pg_softmax_ce_loss, PG_UNARY_OP_SOFTMAX, in);
+}
 /* the losses of ops_loss2.c: probabilities and [0, 1] targets through a sigmoid (constants) */
 static pg_tensor *f_bce(pg_tensor **in, const void *c)
 {
     (void)c;
     pg_tensor *p = pg_unary(PG_UNARY_OP_SIGMOID, in[0]), *t = pg_unary(PG_UNARY_OP_SIGMOID, in[1]);
     pg_tensor *o = pg_bce_loss(p, t);
-    REL(p); REL(t);
+    REL(p);
+    REL(t);
     return o;
 }
-static pg_tensor *f_bcel(pg_tensor **in, const void *c) { (void)c; return loss_vs(pg_bce_logits_loss, PG_UNARY_OP_SIGMOID, in); }
-static pg_tensor *f_huber(pg_tensor **in, const void *c) { (void)c; return pg_huber_loss(in[0], in[1], 0.3); }
-static pg_tensor *f_mae(pg_tensor **in, const void *c) { (void)c; return pg_mae_loss(in[0], in[1]); }
-static pg_tensor *f_wmse(pg_tensor **in, const void *c) { (void)c; return pg_weighted_mse_loss(in[0], in[1], in[2]); }
+static pg_tensor *f_bcel(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return loss_vs(pg_bce_logits_loss, PG_UNARY_OP_SIGMOID, in);
+}
+static pg_tensor *f_huber(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_huber_loss(in[0], in[1], 0.3);
+}
+static pg_tensor *f_mae(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_mae_loss(in[0], in[1]);
+}
+static pg_tensor *f_wmse(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_weighted_mse_loss(in[0], in[1], in[2]);
+}
 static pg_tensor *f_sce_idx(pg_tensor **in, const void *c)
 {
     (void)c;
@@ -69,18 +133,31 @@ static pg_tensor *f_bn_eval(pg_tensor **in, const void *c)
     pg_tensor *rv = pg_tensor_full(dt, pg_tensor_nrow(in[0]), 1, 0.7);
     pg_tensor *rm = pg_tensor_full(dt, pg_tensor_nrow(in[0]), 1, -0.2);
     pg_tensor *o = pg_batch_norm(in[0], in[1], in[2], rm, rv, 1e-5, 0.1, 0);
-    REL(rv); REL(rm);
+    REL(rv);
+    REL(rm);
     return o;
 }
-static pg_tensor *f_ln(pg_tensor **in, const void *c) { (void)c; return pg_layer_norm(in[0], in[1], in[2], 1e-5); }
+static pg_tensor *f_ln(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_layer_norm(in[0], in[1], in[2], 1e-5);
+}
 static pg_tensor *f_emb(pg_tensor **in, const void *c)
 {
     (void)c;
     int64_t ids[5] = {0, 3, 3, 1, 0};
     return pg_embedding(in[0], ids, 5);
 }
-static pg_tensor *f_slice(pg_tensor **in, const void *c) { (void)c; return pg_slice_rows(in[0], 1, 2); }
-static pg_tensor *f_concat(pg_tensor **in, const void *c) { (void)c; return pg_concat_rows(in[0], in[1]); }
+static pg_tensor *f_slice(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_slice_rows(in[0], 1, 2);
+}
+static pg_tensor *f_concat(pg_tensor **in, const void *c)
+{
+    (void)c;
+    return pg_concat_rows(in[0], in[1]);
+}
 static pg_tensor *f_matmul_t(pg_tensor **in, const void *c)
 {
     const int *t = c;
@@ -109,7 +186,8 @@ static pg_tensor *f_flash(pg_tensor **in, const void *c)
         if (!mask) return NULL;
         double *md = malloc((size_t)(R * C) * sizeof *md);
         for (int64_t j = 0; j < C; j++)
-            for (int64_t i = 0; i < R; i++) md[i + j * R] = (j == 1 || (i > 0 && (i + j) % 3 == 2)) ? -INFINITY : 0.0;
+            for (int64_t i = 0; i < R; i++)
+                md[i + j * R] = (j == 1 || (i > 0 && (i + j) % 3 == 2)) ? -INFINITY : 0.0;
         pg_tensor_write(mask, md, PG_DTYPE_F64, R, C, 1, R);
         free(md);
     }
@@ -126,8 +204,9 @@ void test_ops(void)
         int64_t s30_04[] = {3, 0, 0, 4}; /* k = 0: a zero [3x4] result */
         gradcheck("matmul k=0", f_matmul, NULL, 2, s30_04, 0, 3, dt);
         /* broadcasting: same shape, column vector, row vector, scalar, on either side */
-        int64_t bshapes[][4] = {{3, 4, 3, 4}, {3, 4, 3, 1}, {3, 1, 3, 4}, {3, 4, 1, 4}, {1, 4, 3, 4},
-                                {3, 4, 1, 1}, {1, 1, 3, 4}, {3, 1, 1, 4}, {0, 4, 1, 4}};
+        int64_t bshapes[][4] = {{3, 4, 3, 4}, {3, 4, 3, 1}, {3, 1, 3, 4},
+                                {3, 4, 1, 4}, {1, 4, 3, 4}, {3, 4, 1, 1},
+                                {1, 1, 3, 4}, {3, 1, 1, 4}, {0, 4, 1, 4}};
         op_fn bins[] = {f_add, f_sub, f_mul, f_div};
         const char *bn[] = {"add", "sub", "mul", "div"};
         for (int k = 0; k < 4; k++)
@@ -158,8 +237,10 @@ void test_ops(void)
         gradcheck("bce_with_logits", f_bcel, NULL, 2, ss, 0, 1, dt);
         gradcheck("huber", f_huber, NULL, 2, ss, 0, 1, dt);
         gradcheck("mae", f_mae, NULL, 2, ss, 0, 1, dt);
-        int64_t wsh[][6] = {{3, 4, 3, 4, 3, 4}, {3, 4, 3, 4, 3, 1}, {3, 4, 3, 4, 1, 4}, {3, 4, 3, 4, 1, 1}};
-        for (int k = 0; k < 4; k++) gradcheck("weighted_mse", f_wmse, NULL, 3, wsh[k], 4, 1, dt); /* weight > 0 */
+        int64_t wsh[][6] = {
+            {3, 4, 3, 4, 3, 4}, {3, 4, 3, 4, 3, 1}, {3, 4, 3, 4, 1, 4}, {3, 4, 3, 4, 1, 1}};
+        for (int k = 0; k < 4; k++)
+            gradcheck("weighted_mse", f_wmse, NULL, 3, wsh[k], 4, 1, dt); /* weight > 0 */
         int64_t bnsh[] = {3, 5, 3, 1, 3, 1};
         gradcheck("batch_norm train", f_bn_train, NULL, 3, bnsh, 0, 7, dt);
         gradcheck("batch_norm eval", f_bn_eval, NULL, 3, bnsh, 0, 7, dt);

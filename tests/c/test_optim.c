@@ -19,31 +19,41 @@ void test_optim(void)
                 pg_optim *o = pg_optim_new(kind, ps, 4, &dropped);
                 CHECK(o && dropped == 1 && pg_optim_nparams(o) == 3 && pg_optim_kind(o) == kind);
                 CHECK(pg_optim_set(o, "lr", 0.05) == 0 && pg_optim_get(o, "lr") == 0.05);
-                if (variant == 1) CHECK(pg_optim_set(o, kind ? "weight_decay" : "momentum", 0.5) == 0);
-                if (variant == 2) { CHECK(pg_optim_set(o, "nesterov", 1) == 0); pg_optim_set(o, "momentum", 0.9); }
+                if (variant == 1)
+                    CHECK(pg_optim_set(o, kind ? "weight_decay" : "momentum", 0.5) == 0);
+                if (variant == 2) {
+                    CHECK(pg_optim_set(o, "nesterov", 1) == 0);
+                    pg_optim_set(o, "momentum", 0.9);
+                }
                 if (variant == 3) CHECK(pg_optim_set(o, "accumulate_steps", 2) == 0);
                 CHECK_ERR(pg_optim_set(o, "lr", NAN) != 0, PG_STATUS_ERR_VALUE, "NaN");
                 CHECK_ERR(pg_optim_set(o, "lr", -1) != 0, PG_STATUS_ERR_VALUE, ">= 0");
                 CHECK_ERR(pg_optim_set(o, "beta1", 1) != 0, PG_STATUS_ERR_VALUE, "[0, 1)");
-                CHECK_ERR(pg_optim_set(o, "accumulate_steps", 1.5) != 0, PG_STATUS_ERR_VALUE, "integer");
+                CHECK_ERR(pg_optim_set(o, "accumulate_steps", 1.5) != 0, PG_STATUS_ERR_VALUE,
+                          "integer");
                 CHECK_ERR(pg_optim_set(o, "bogus", 1) != 0, PG_STATUS_ERR_VALUE, "unknown");
                 CHECK_ERR(isnan(pg_optim_get(o, "bogus")), PG_STATUS_ERR_VALUE, "unknown");
                 double before[4], after[4];
                 pg_tensor_read(nog, before, PG_DTYPE_F64);
                 for (int step = 0; step < 4; step++) {
                     CHECK(pg_tape_begin() == 0);
-                    pg_tensor *pq = pg_mul(p, q), *t = pg_unary(PG_UNARY_OP_TANH, pq), *l = pg_mean(t, 0);
+                    pg_tensor *pq = pg_mul(p, q), *t = pg_unary(PG_UNARY_OP_TANH, pq),
+                              *l = pg_mean(t, 0);
                     pg_tape_end();
                     pg_gradmap *m = pg_backward(l);
                     CHECK(m != NULL);
                     double nrm = -1;
                     pg_tensor *cl[3] = {p, q, p};
-                    CHECK(pg_clip_grad_norm(cl, 3, step % 2 ? m : NULL, 0.01, &nrm) == 0 && nrm >= 0);
+                    CHECK(pg_clip_grad_norm(cl, 3, step % 2 ? m : NULL, 0.01, &nrm) == 0 &&
+                          nrm >= 0);
                     int rc = pg_optim_step(o, step % 2 ? m : NULL);
                     CHECK(rc == (variant == 3 ? step % 2 : 1));
-                    CHECK(pg_optim_zero_grad(o) == 0 && pg_tensor_grad(p) == NULL && pg_tape_nodes() == 0);
+                    CHECK(pg_optim_zero_grad(o) == 0 && pg_tensor_grad(p) == NULL &&
+                          pg_tape_nodes() == 0);
                     pg_gradmap_free(m);
-                    REL(pq); REL(t); REL(l);
+                    REL(pq);
+                    REL(t);
+                    REL(l);
                 }
                 pg_tensor_read(nog, after, PG_DTYPE_F64);
                 /* no gradient: skipped entirely (not even decoupled weight decay) */
@@ -53,21 +63,26 @@ void test_optim(void)
                 pg_tensor *st = pg_optim_state(o, 0, 0);
                 if (st) CHECK(pg_optim_set_state(o, 0, 0, st) == 0);
                 pg_tensor *wrong = rnd(dt, 5, 5, 0);
-                CHECK_ERR(pg_optim_set_state(o, 0, 0, wrong) != 0, PG_STATUS_ERR_SHAPE, "optimizer state");
+                CHECK_ERR(pg_optim_set_state(o, 0, 0, wrong) != 0, PG_STATUS_ERR_SHAPE,
+                          "optimizer state");
                 CHECK_ERR(pg_optim_set_state(o, 7, 0, wrong) != 0, PG_STATUS_ERR_VALUE, "no slot");
                 CHECK_ERR(pg_optim_set_state(o, 0, 3, wrong) != 0, PG_STATUS_ERR_VALUE, "no slot");
                 CHECK(pg_optim_set_state(o, 1, 0, NULL) == 0 && pg_optim_state(o, 1, 0) == NULL);
-                CHECK(pg_optim_param(o, 0) == p && pg_optim_param(o, 3) == NULL && pg_optim_state(o, 0, 9) == NULL);
+                CHECK(pg_optim_param(o, 0) == p && pg_optim_param(o, 3) == NULL &&
+                      pg_optim_state(o, 0, 9) == NULL);
                 /* a .grad of the wrong shape is refused before anything changes */
                 pg_tensor *gw = rnd(dt, 3, 2, 0);
                 pg_tensor_set_grad(p, gw);
                 pg_tensor *gq = rnd(dt, 1, 2, 0);
                 CHECK(pg_tensor_set_grad(q, gq) == 0);
-                REL(gw); REL(gq);
+                REL(gw);
+                REL(gq);
                 CHECK(pg_optim_step(o, NULL) >= 0);
                 REL(wrong);
                 pg_optim_free(o);
-                REL(p); REL(q); REL(nog);
+                REL(p);
+                REL(q);
+                REL(nog);
             }
     pg_optim *e = pg_optim_new(1, NULL, 0, NULL); /* no parameters at all */
     CHECK(e && pg_optim_step(e, NULL) == 1 && pg_optim_zero_grad(e) == 0);
@@ -76,11 +91,15 @@ void test_optim(void)
     pg_tensor *w = rnd(PG_DTYPE_F64, 2, 2, 0);
     pg_optim *a = pg_optim_new(1, &w, 1, NULL);
     CHECK(a != NULL);
-    CHECK_ERR(pg_optim_step(a, NULL) == -PG_STATUS_ERR_STATE, PG_STATUS_ERR_STATE, "optimizer_adam step(): no gradient for any");
-    CHECK_ERR(pg_optim_step_sum(a, NULL) == -PG_STATUS_ERR_STATE, PG_STATUS_ERR_STATE, "no gradient for any");
+    CHECK_ERR(pg_optim_step(a, NULL) == -PG_STATUS_ERR_STATE, PG_STATUS_ERR_STATE,
+              "optimizer_adam step(): no gradient for any");
+    CHECK_ERR(pg_optim_step_sum(a, NULL) == -PG_STATUS_ERR_STATE, PG_STATUS_ERR_STATE,
+              "no gradient for any");
     CHECK(pg_optim_get(a, "t") == 0);
-    CHECK_ERR(pg_optim_set(a, "lr", INFINITY) != 0, PG_STATUS_ERR_VALUE, "optimizer_adam: lr must be a finite number >= 0, got Inf");
-    CHECK_ERR(pg_optim_set(a, "eps", 0) != 0, PG_STATUS_ERR_VALUE, "eps must be a finite number > 0");
+    CHECK_ERR(pg_optim_set(a, "lr", INFINITY) != 0, PG_STATUS_ERR_VALUE,
+              "optimizer_adam: lr must be a finite number >= 0, got Inf");
+    CHECK_ERR(pg_optim_set(a, "eps", 0) != 0, PG_STATUS_ERR_VALUE,
+              "eps must be a finite number > 0");
     CHECK_ERR(pg_optim_set(a, "momentum", 1) != 0, PG_STATUS_ERR_VALUE, "[0, 1)");
     double neg[4] = {1, 1, 1, -1}, zero[4] = {0, 0, 0, 0};
     const double *vals[2] = {zero, neg};
@@ -95,7 +114,8 @@ void test_optim(void)
 void test_dist(void)
 {
     for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++) {
-        pg_tensor *a0 = rnd(dt, 2, 3, 0), *b0 = rnd(dt, 4, 1, 0), *a1 = rnd(dt, 2, 3, 0), *b1 = rnd(dt, 4, 1, 0);
+        pg_tensor *a0 = rnd(dt, 2, 3, 0), *b0 = rnd(dt, 4, 1, 0), *a1 = rnd(dt, 2, 3, 0),
+                  *b1 = rnd(dt, 4, 1, 0);
         pg_tensor *ps[4] = {a0, b0, a1, b1};
         for (int i = 0; i < 4; i++) pg_tensor_set_requires_grad(ps[i], 1);
         pg_tensor *g = rnd(dt, 2, 3, 0), *g1 = rnd(dt, 2, 3, 0), *gb = rnd(dt, 4, 1, 0);
@@ -109,7 +129,8 @@ void test_dist(void)
         CHECK(buf[10] == 1 && buf[11] == 0);
         CHECK(pg_dist_unpack(ps, 2, NULL, PG_DIST_WHAT_GRAD, 1, 2.0, buf, PG_DTYPE_F64, 12) == 0);
         CHECK(pg_dist_pack(ps, 2, NULL, PG_DIST_WHAT_VALUE, 0, 1.0, buf, PG_DTYPE_F64, 12) == 0);
-        CHECK_ERR(pg_dist_pack(ps, 2, NULL, PG_DIST_WHAT_VALUE, 0, 1.0, buf, PG_DTYPE_F64, 3) != 0, PG_STATUS_ERR_SHAPE, "buffer");
+        CHECK_ERR(pg_dist_pack(ps, 2, NULL, PG_DIST_WHAT_VALUE, 0, 1.0, buf, PG_DTYPE_F64, 3) != 0,
+                  PG_STATUS_ERR_SHAPE, "buffer");
         CHECK_ERR(pg_dist_average_replicas(ps, 2, 2, NULL) != 0, PG_STATUS_ERR_ARG, "NULL");
         pg_gradmap *none[2] = {NULL, NULL};
         CHECK(pg_dist_average_replicas(ps, 2, 2, none) == 0);
@@ -119,6 +140,8 @@ void test_dist(void)
         CHECK(pg_dist_flat_len(NULL, 2, 0) < 0);
         pg_clear_error();
         for (int i = 0; i < 4; i++) REL(ps[i]);
-        REL(g); REL(g1); REL(gb);
+        REL(g);
+        REL(g1);
+        REL(gb);
     }
 }

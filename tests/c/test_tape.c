@@ -34,7 +34,10 @@ void test_tape(void)
     REL(y1);
     pg_tape_clear();
     CHECK(pg_tape_nodes() == 0);
-    REL(y2); REL(y3); REL(y4); REL(s);
+    REL(y2);
+    REL(y3);
+    REL(y4);
+    REL(s);
     /* a backward over a loss no recorded op produced: an error saying why, no map, no .grad */
     pg_tensor *l = pg_sum(w, 0);
     pg_gradmap *m = NULL;
@@ -47,17 +50,25 @@ void test_tape(void)
     pg_tape_end();
     m = pg_backward(l2);
     int64_t hid = pg_tensor_id(h);
-    REL(h); REL(l2);
+    REL(h);
+    REL(l2);
     pg_tape_clear();
     CHECK(pg_gradmap_get_id(m, hid) != NULL);
-    CHECK(pg_gradmap_value(m, 0) != NULL && pg_gradmap_value(m, 99) == NULL && pg_gradmap_key_id(m, -1) == -1);
+    CHECK(pg_gradmap_value(m, 0) != NULL && pg_gradmap_value(m, 99) == NULL &&
+          pg_gradmap_key_id(m, -1) == -1);
     /* leaf flags: w (a parameter) is a leaf; h and the loss were produced by recorded ops */
     int leaves = 0, others = 0;
     for (int64_t i = 0; i < pg_gradmap_size(m); i++) {
-        if (pg_gradmap_key_is_leaf(m, i) == 1) { leaves++; CHECK(pg_gradmap_key_id(m, i) == pg_tensor_id(w)); }
-        else { others++; CHECK(pg_gradmap_key_is_leaf(m, i) == 0); }
+        if (pg_gradmap_key_is_leaf(m, i) == 1) {
+            leaves++;
+            CHECK(pg_gradmap_key_id(m, i) == pg_tensor_id(w));
+        } else {
+            others++;
+            CHECK(pg_gradmap_key_is_leaf(m, i) == 0);
+        }
     }
-    CHECK(leaves == 1 && others == 2 && pg_gradmap_key_is_leaf(m, 99) == -1 && pg_gradmap_key_is_leaf(NULL, 0) == -1);
+    CHECK(leaves == 1 && others == 2 && pg_gradmap_key_is_leaf(m, 99) == -1 &&
+          pg_gradmap_key_is_leaf(NULL, 0) == -1);
     pg_gradmap_free(m);
     CHECK(pg_tensor_grad(w) != NULL);
     REL(w);
@@ -71,7 +82,8 @@ void test_memory(void)
     CHECK(pg_memory_stats(&st) == 0);
     pg_memory_reset_peak();
     pg_tensor *big = pg_tensor_full(PG_DTYPE_F64, 100, 100, 1.0);
-    CHECK(pg_memory_stats(&st) == 0 && st.peak >= 80000 && st.current[PG_MEM_CATEGORY_OTHER] >= 80000);
+    CHECK(pg_memory_stats(&st) == 0 && st.peak >= 80000 &&
+          st.current[PG_MEM_CATEGORY_OTHER] >= 80000);
     CHECK(pg_memory_category_peaks(peaks, 5) == 0 && peaks[PG_MEM_CATEGORY_OTHER] >= 80000);
     pg_tensor_set_requires_grad(big, 1);
     CHECK(pg_memory_stats(&st) == 0 && st.current[PG_MEM_CATEGORY_PARAM] >= 80000);

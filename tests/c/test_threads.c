@@ -7,7 +7,8 @@
 static void train(double *out)
 {
     lcg = 7;
-    pg_tensor *w = rnd(PG_DTYPE_F64, 4, 3, 0), *x = rnd(PG_DTYPE_F64, 3, 8, 0), *y = rnd(PG_DTYPE_F64, 4, 8, 0);
+    pg_tensor *w = rnd(PG_DTYPE_F64, 4, 3, 0), *x = rnd(PG_DTYPE_F64, 3, 8, 0),
+              *y = rnd(PG_DTYPE_F64, 4, 8, 0);
     pg_tensor_set_requires_grad(w, 1);
     pg_optim *o = pg_optim_new(1, &w, 1, NULL);
     pg_optim_set(o, "lr", 0.01);
@@ -19,7 +20,9 @@ static void train(double *out)
         pg_optim_step(o, m);
         pg_gradmap_free(m);
         pg_optim_zero_grad(o);
-        REL(h); REL(a); REL(l);
+        REL(h);
+        REL(a);
+        REL(l);
     }
     pg_tensor_read(w, out, PG_DTYPE_F64);
     /* leave nodes on this thread's tape on purpose: thread exit must free them */
@@ -28,7 +31,9 @@ static void train(double *out)
     pg_tape_end();
     REL(h);
     pg_optim_free(o);
-    REL(w); REL(x); REL(y);
+    REL(w);
+    REL(x);
+    REL(y);
 }
 
 static void *thread_main(void *arg)
@@ -53,7 +58,10 @@ void test_threads(void)
 }
 
 /* concurrent: two threads train at the same time on shared read-only data */
-typedef struct { pg_tensor *x; double out; } conc_arg;
+typedef struct {
+    pg_tensor *x;
+    double out;
+} conc_arg;
 static void *conc_main(void *p)
 {
     conc_arg *c = p;
@@ -65,7 +73,8 @@ static void *conc_main(void *p)
         c->out = read1(l);
         pg_gradmap_free(m);
         pg_tape_clear();
-        REL(t); REL(l);
+        REL(t);
+        REL(l);
     }
     return NULL;
 }
@@ -82,5 +91,7 @@ void test_concurrent(void)
     pthread_join(t2, NULL);
     pg_tensor *t = pg_unary(PG_UNARY_OP_TANH, x), *l = pg_sum(t, 0);
     CHECK(a.out == read1(l) && b.out == read1(l));
-    REL(t); REL(l); REL(x);
+    REL(t);
+    REL(l);
+    REL(x);
 }

@@ -21,13 +21,16 @@ void test_versions(void)
     pg_tensor *y = pg_matmul(w, x), *l = pg_sum(y, 0);
     pg_tape_end();
     CHECK(pg_tensor_write(x, z, PG_DTYPE_F64, 3, 2, 1, 3) == 0);
-    CHECK_ERR(pg_backward(l) == NULL, PG_STATUS_ERR_MODIFIED, "[3x2] f64 (input 2 of matmul) is at version 2; expected version 1");
+    CHECK_ERR(pg_backward(l) == NULL, PG_STATUS_ERR_MODIFIED,
+              "[3x2] f64 (input 2 of matmul) is at version 2; expected version 1");
     CHECK(pg_tensor_grad(w) == NULL);
-    REL(y); REL(l);
+    REL(y);
+    REL(l);
 
     /* an optimizer step between forward and backward: the weights' version moved */
     pg_tape_begin();
-    y = pg_matmul(w, x); l = pg_sum(y, 0);
+    y = pg_matmul(w, x);
+    l = pg_sum(y, 0);
     pg_tape_end();
     pg_gradmap *m = pg_backward(l);
     CHECK(m != NULL);
@@ -35,10 +38,12 @@ void test_versions(void)
     int64_t dropped;
     pg_optim *o = pg_optim_new(0, p, 1, &dropped);
     CHECK(pg_optim_step(o, m) == 1 && pg_tensor_version(w) == 1);
-    CHECK_ERR(pg_backward(l) == NULL, PG_STATUS_ERR_MODIFIED, "(input 1 of matmul) is at version 1; expected version 0");
+    CHECK_ERR(pg_backward(l) == NULL, PG_STATUS_ERR_MODIFIED,
+              "(input 1 of matmul) is at version 1; expected version 0");
     pg_gradmap_free(m);
     pg_optim_free(o);
-    REL(y); REL(l);
+    REL(y);
+    REL(l);
 
     /* the loss itself overwritten: its node's output */
     pg_tape_begin();
@@ -46,31 +51,38 @@ void test_versions(void)
     pg_tape_end();
     double one = 1;
     CHECK(pg_tensor_write(l, &one, PG_DTYPE_F64, 1, 1, 1, 1) == 0);
-    CHECK_ERR(pg_backward(l) == NULL, PG_STATUS_ERR_MODIFIED, "[1x1] f64 (output of sum) is at version 1; expected version 0");
+    CHECK_ERR(pg_backward(l) == NULL, PG_STATUS_ERR_MODIFIED,
+              "[1x1] f64 (output of sum) is at version 1; expected version 0");
     REL(l);
 
     /* exposed: a write behind the core's back counts once, the same bytes again not at all */
     CHECK(pg_tensor_expose(x) == 0 && pg_tensor_version(x) == 2);
     pg_tape_begin();
-    y = pg_matmul(w, x); l = pg_sum(y, 0);
+    y = pg_matmul(w, x);
+    l = pg_sum(y, 0);
     pg_tape_end();
     ((double *)pg_tensor_data(x))[0] = 9;
     CHECK(pg_tensor_version(x) == 3 && pg_tensor_version(x) == 3);
-    CHECK_ERR(pg_backward(l) == NULL, PG_STATUS_ERR_MODIFIED, "is at version 3; expected version 2");
-    REL(y); REL(l);
+    CHECK_ERR(pg_backward(l) == NULL, PG_STATUS_ERR_MODIFIED,
+              "is at version 3; expected version 2");
+    REL(y);
+    REL(l);
     pg_tape_begin();
-    y = pg_matmul(w, x); l = pg_sum(y, 0);
+    y = pg_matmul(w, x);
+    l = pg_sum(y, 0);
     pg_tape_end();
     ((double *)pg_tensor_data(x))[0] = 9;
     m = pg_backward(l);
     CHECK(m != NULL);
     pg_gradmap_free(m);
     CHECK(pg_tensor_bump_version(x) == 0 && pg_tensor_version(x) == 4);
-    REL(y); REL(l);
+    REL(y);
+    REL(l);
     pg_tensor_set_grad(w, NULL);
 
     /* batch norm applied twice: its running buffers move in between, backward is fine */
-    pg_tensor *rm = pg_tensor_full(PG_DTYPE_F64, 2, 1, 0), *rv = pg_tensor_full(PG_DTYPE_F64, 2, 1, 1);
+    pg_tensor *rm = pg_tensor_full(PG_DTYPE_F64, 2, 1, 0),
+              *rv = pg_tensor_full(PG_DTYPE_F64, 2, 1, 1);
     pg_tape_begin();
     pg_tensor *b1 = pg_batch_norm(w, NULL, NULL, rm, rv, 1e-5, 0.1, 1);
     pg_tensor *b2 = pg_batch_norm(b1, NULL, NULL, rm, rv, 1e-5, 0.1, 1);
@@ -80,16 +92,22 @@ void test_versions(void)
     m = pg_backward(l);
     CHECK(m != NULL);
     pg_gradmap_free(m);
-    REL(b1); REL(b2); REL(l); REL(rm); REL(rv);
+    REL(b1);
+    REL(b2);
+    REL(l);
+    REL(rm);
+    REL(rv);
     pg_tensor_set_grad(w, NULL);
 
     /* scope repair: closes to a depth, twice is harmless; stashes likewise */
     CHECK(pg_tape_begin() == 0 && pg_tape_begin() == 0 && pg_tape_depth() == 2);
-    CHECK(pg_tape_end_to(1) == 1 && pg_tape_end_to(0) == 0 && pg_tape_end_to(0) == 0 && !pg_tape_enabled());
+    CHECK(pg_tape_end_to(1) == 1 && pg_tape_end_to(0) == 0 && pg_tape_end_to(0) == 0 &&
+          !pg_tape_enabled());
     CHECK(pg_tape_stash() == 0 && pg_tape_stash() == 0 && pg_tape_stash_depth() == 2);
     CHECK(pg_tape_unstash_to(0) == 0 && pg_tape_stash_depth() == 0 && pg_tape_unstash_to(0) == 0);
     pg_tape_clear();
-    REL(w); REL(x);
+    REL(w);
+    REL(x);
 }
 
 /* views: hashed while any is alive; the last one's writes still count when it goes */
