@@ -13,6 +13,7 @@ Guarantees of the MPI path (see docs/distributed.md):
     samples: gradients are weighted by each rank's sample count, summed in one all-reduce and
     divided by the total count, which is the gradient of a per-sample mean loss over the union.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,21 +38,41 @@ Params = Any
 Comm = Any
 
 __all__ = [
-    "dp_train", "ag_average_gradients", "ag_copy_parameters",
-    "DistributedError", "init", "is_initialized", "rank", "world_size", "barrier", "mpi_available",
-    "ag_mpi_init", "ag_mpi_rank", "ag_mpi_world_size", "ag_mpi_barrier", "ag_mpi_available",
-    "ag_mpi_stats", "ag_broadcast_parameters", "ag_allreduce_gradients", "ag_allreduce_mean",
-    "ag_parameters_spread", "ag_rank_slice", "DistributedOptimizer", "ag_fit_distributed",
+    "dp_train",
+    "ag_average_gradients",
+    "ag_copy_parameters",
+    "DistributedError",
+    "init",
+    "is_initialized",
+    "rank",
+    "world_size",
+    "barrier",
+    "mpi_available",
+    "ag_mpi_init",
+    "ag_mpi_rank",
+    "ag_mpi_world_size",
+    "ag_mpi_barrier",
+    "ag_mpi_available",
+    "ag_mpi_stats",
+    "ag_broadcast_parameters",
+    "ag_allreduce_gradients",
+    "ag_allreduce_mean",
+    "ag_parameters_spread",
+    "ag_rank_slice",
+    "DistributedOptimizer",
+    "ag_fit_distributed",
     "ag_distributed_setup",
 ]
 
 _GRAD, _VALUE = lib.PG_DIST_WHAT_GRAD, lib.PG_DIST_WHAT_VALUE
 
-INSTALL_HINT = ("MPI support needs an MPI library and mpi4py. On Debian/Ubuntu:\n"
-                "    apt-get install -y openmpi-bin libopenmpi-dev\n"
-                "    pip install mpi4py\n"
-                "then launch with: mpirun -np 2 python your_script.py "
-                "(as root add --allow-run-as-root; on a machine with fewer cores than ranks add --oversubscribe)")
+INSTALL_HINT = (
+    "MPI support needs an MPI library and mpi4py. On Debian/Ubuntu:\n"
+    "    apt-get install -y openmpi-bin libopenmpi-dev\n"
+    "    pip install mpi4py\n"
+    "then launch with: mpirun -np 2 python your_script.py "
+    "(as root add --allow-run-as-root; on a machine with fewer cores than ranks add --oversubscribe)"
+)
 
 
 class DistributedError(PyggmlrError, RuntimeError):
@@ -91,20 +112,45 @@ def _flat_len(arr, n, flags):
 
 def _pack(arr, n, gh, what, flags, scale, buf):
     code = F32 if buf.dtype == np.float32 else F64
-    _core.check(lib.pg_dist_pack(arr, n, gh, what, int(flags), float(scale),
-                                 ffi.cast("void *", buf.ctypes.data), code, buf.size))
+    _core.check(
+        lib.pg_dist_pack(
+            arr,
+            n,
+            gh,
+            what,
+            int(flags),
+            float(scale),
+            ffi.cast("void *", buf.ctypes.data),
+            code,
+            buf.size,
+        )
+    )
 
 
 def _unpack(arr, n, gh, what, flags, scale, buf):
     code = F32 if buf.dtype == np.float32 else F64
-    _core.check(lib.pg_dist_unpack(arr, n, gh, what, int(flags), float(scale),
-                                   ffi.cast("void *", buf.ctypes.data), code, buf.size))
+    _core.check(
+        lib.pg_dist_unpack(
+            arr,
+            n,
+            gh,
+            what,
+            int(flags),
+            float(scale),
+            ffi.cast("void *", buf.ctypes.data),
+            code,
+            buf.size,
+        )
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # in-process replicas (dp_train)
 
-def ag_average_gradients(replica_params: Sequence[Params], replica_grads: Sequence[Optional[Gradients]]) -> None:
+
+def ag_average_gradients(
+    replica_params: Sequence[Params], replica_grads: Sequence[Optional[Gradients]]
+) -> None:
     """Average the gradients of several replicas into replica 0's (in C).
 
     replica_params: one parameter list (model, dict or list) per replica, matched by position
@@ -120,14 +166,20 @@ def ag_average_gradients(replica_params: Sequence[Params], replica_grads: Sequen
     if not lists:
         raise PyggmlrValueError("ag_average_gradients: no replicas")
     if len(replica_grads) != len(lists):
-        raise PyggmlrValueError(f"ag_average_gradients: {len(lists)} parameter lists but {len(replica_grads)} gradient maps")
+        raise PyggmlrValueError(
+            f"ag_average_gradients: {len(lists)} parameter lists but {len(replica_grads)} gradient maps"
+        )
     n = len(lists[0])
     for r, lst in enumerate(lists):
         if len(lst) != n:
-            raise PyggmlrValueError(f"ag_average_gradients: replica {r} has {len(lst)} parameters, replica 0 has {n}")
+            raise PyggmlrValueError(
+                f"ag_average_gradients: replica {r} has {len(lst)} parameters, replica 0 has {n}"
+            )
     flat = [t for lst in lists for t in lst]
     arr = _arr(flat)
-    gh = ffi.new("pg_gradmap *[]", [_grads_handle(g, "ag_average_gradients") for g in replica_grads])
+    gh = ffi.new(
+        "pg_gradmap *[]", [_grads_handle(g, "ag_average_gradients") for g in replica_grads]
+    )
     _core.check(lib.pg_dist_average_replicas(arr, n, len(lists), gh))
 
 
@@ -140,7 +192,9 @@ def ag_copy_parameters(dst: Params, src: Params) -> None:
     matched pair differs in shape [rows, cols] or dtype."""
     d, s = _tensors(dst, "ag_copy_parameters"), _tensors(src, "ag_copy_parameters")
     if len(d) != len(s):
-        raise PyggmlrValueError(f"ag_copy_parameters: destination has {len(d)} parameters, source has {len(s)}")
+        raise PyggmlrValueError(
+            f"ag_copy_parameters: destination has {len(d)} parameters, source has {len(s)}"
+        )
     _core.check(lib.pg_dist_copy_values(_arr(d), _arr(s), len(d)))
 
 
@@ -152,16 +206,25 @@ def _verbose_every(verbose):
     try:
         v = int(verbose)
     except (TypeError, ValueError):
-        raise PyggmlrValueError(f"dp_train: verbose must be TRUE/FALSE or an integer, got {verbose!r}") from None
+        raise PyggmlrValueError(
+            f"dp_train: verbose must be TRUE/FALSE or an integer, got {verbose!r}"
+        ) from None
     return max(v, 0)
 
 
-def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
-             loss_fn: Optional[Callable[[Tensor, Any], Tensor]] = None,
-             forward_fn: Optional[Callable[[Any, Any], Tensor]] = None,
-             target_fn: Optional[Callable[[Any], Any]] = None, n_replicas: Optional[int] = None,
-             n_iter: int = 10, lr: float = 1e-3, max_norm: float = float("inf"),
-             verbose: Union[bool, int, None] = 10, n_gpu: Optional[int] = None) -> Dict[str, Any]:
+def dp_train(
+    make_model: Callable[[], Any],
+    data: Sequence[Any],
+    loss_fn: Optional[Callable[[Tensor, Any], Tensor]] = None,
+    forward_fn: Optional[Callable[[Any, Any], Tensor]] = None,
+    target_fn: Optional[Callable[[Any], Any]] = None,
+    n_replicas: Optional[int] = None,
+    n_iter: int = 10,
+    lr: float = 1e-3,
+    max_norm: float = float("inf"),
+    verbose: Union[bool, int, None] = 10,
+    n_gpu: Optional[int] = None,
+) -> Dict[str, Any]:
     """Synchronous data-parallel training with replicas in one process (ggmlR's dp_train).
 
     make_model: called n_replicas times; each call must return a NEW model with ``forward`` and
@@ -190,36 +253,65 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
     forward pass raises (ShapeError for a wrong sample shape).
     """
     if not callable(make_model):
-        raise ArgumentError(f"dp_train: make_model must be a function returning a model, got {type(make_model).__name__}")
-    if isinstance(data, (str, bytes, dict)) or not hasattr(data, "__len__") or not hasattr(data, "__getitem__"):
-        raise ArgumentError(f"dp_train: data must be a sequence (list) of samples, got {type(data).__name__}")
+        raise ArgumentError(
+            f"dp_train: make_model must be a function returning a model, got {type(make_model).__name__}"
+        )
+    if (
+        isinstance(data, (str, bytes, dict))
+        or not hasattr(data, "__len__")
+        or not hasattr(data, "__getitem__")
+    ):
+        raise ArgumentError(
+            f"dp_train: data must be a sequence (list) of samples, got {type(data).__name__}"
+        )
     if len(data) == 0:
         raise PyggmlrValueError("dp_train: data is empty")
     if n_gpu is not None:  # ggmlR's name for the replica count
         n_gpu = check_min_int(n_gpu, "dp_train", "n_gpu", 1)
-        check(lib.pg_check_count(b"dp_train", b"n_gpu", float(min(n_gpu, 2 ** 62)), 1, lib.PG_DP_MAX_REPLICAS))
-        if n_replicas is not None and check_min_int(n_replicas, "dp_train", "n_replicas", 1) != n_gpu:
-            raise PyggmlrValueError(f"dp_train: n_gpu ({n_gpu}) and n_replicas ({n_replicas}) both give the number "
-                                    "of replicas; pass one")
+        check(
+            lib.pg_check_count(
+                b"dp_train", b"n_gpu", float(min(n_gpu, 2**62)), 1, lib.PG_DP_MAX_REPLICAS
+            )
+        )
+        if (
+            n_replicas is not None
+            and check_min_int(n_replicas, "dp_train", "n_replicas", 1) != n_gpu
+        ):
+            raise PyggmlrValueError(
+                f"dp_train: n_gpu ({n_gpu}) and n_replicas ({n_replicas}) both give the number "
+                "of replicas; pass one"
+            )
         n_replicas = n_gpu
     n_rep = 1 if n_replicas is None else check_min_int(n_replicas, "dp_train", "n_replicas", 1)
     if n_rep > lib.PG_DP_MAX_REPLICAS:  # each replica is a whole model: 10**9 of them never end
-        check(lib.pg_check_count(b"dp_train", b"n_replicas", float(min(n_rep, 2 ** 62)), 1, lib.PG_DP_MAX_REPLICAS))
+        check(
+            lib.pg_check_count(
+                b"dp_train", b"n_replicas", float(min(n_rep, 2**62)), 1, lib.PG_DP_MAX_REPLICAS
+            )
+        )
     n_iter = check_min_int(n_iter, "dp_train", "n_iter", 0)
     every = _verbose_every(verbose)
     max_norm = check_real(max_norm, "dp_train", "max_norm")
     if math.isnan(max_norm) or max_norm < 0:
-        raise PyggmlrValueError(f"dp_train: max_norm must be >= 0 (Inf: no clipping), got {max_norm}")
+        raise PyggmlrValueError(
+            f"dp_train: max_norm must be >= 0 (Inf: no clipping), got {max_norm}"
+        )
     for name, f in (("loss_fn", loss_fn), ("forward_fn", forward_fn), ("target_fn", target_fn)):
         if f is not None and not callable(f):
-            raise ArgumentError(f"dp_train: {name} must be a function or None, got {type(f).__name__}")
+            raise ArgumentError(
+                f"dp_train: {name} must be a function or None, got {type(f).__name__}"
+            )
 
     replicas = [make_model() for _ in range(n_rep)]
     for r, m in enumerate(replicas):
         if forward_fn is None and not callable(getattr(m, "forward", None)):
-            raise ArgumentError(f"dp_train: make_model() must return a model with forward() (replica {r} is a {type(m).__name__}); or give forward_fn")
+            raise ArgumentError(
+                f"dp_train: make_model() must return a model with forward() (replica {r} is a {type(m).__name__}); or give forward_fn"
+            )
         if not callable(getattr(m, "parameters", None)):
-            raise ArgumentError(f"dp_train: make_model() must return a model with parameters() (replica {r} is a {type(m).__name__})")
+            raise ArgumentError(
+                f"dp_train: make_model() must return a model with parameters() (replica {r} is a {type(m).__name__})"
+            )
     plists = [_tensors(m, "dp_train") for m in replicas]
     n_par = len(plists[0])
     if n_par == 0:
@@ -227,11 +319,15 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
     seen: Dict[int, int] = {}
     for r, lst in enumerate(plists):
         if len(lst) != n_par:
-            raise PyggmlrValueError(f"dp_train: replica {r} has {len(lst)} parameters, replica 0 has {n_par}; make_model() must build the same architecture")
+            raise PyggmlrValueError(
+                f"dp_train: replica {r} has {len(lst)} parameters, replica 0 has {n_par}; make_model() must build the same architecture"
+            )
         for t in lst:
             k = t.id
             if seen.setdefault(k, r) != r:
-                raise PyggmlrValueError(f"dp_train: replicas {seen[k]} and {r} share a parameter tensor; make_model() must return a new model each call")
+                raise PyggmlrValueError(
+                    f"dp_train: replicas {seen[k]} and {r} share a parameter tensor; make_model() must return a new model each call"
+                )
     flat = [t for lst in plists for t in lst]
     flat_arr = _arr(flat)
     rep0_arr = _arr(plists[0])
@@ -262,7 +358,9 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
                     else:
                         loss = out
                 if not isinstance(loss, Tensor):
-                    raise ArgumentError(f"dp_train: the loss must be a tensor, got {type(loss).__name__}")
+                    raise ArgumentError(
+                        f"dp_train: the loss must be a tensor, got {type(loss).__name__}"
+                    )
                 grads.append(backward(loss))
                 losses.append(loss.item())
                 del out, loss
@@ -270,7 +368,9 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
                 gh[i] = g._m
             _core.check(lib.pg_dist_average_replicas(flat_arr, n_par, n_rep, gh))
             lv = np.asarray(losses, dtype=np.float64)
-            history[it - 1] = float(np.mean(lv[~np.isnan(lv)])) if np.any(~np.isnan(lv)) else math.nan
+            history[it - 1] = (
+                float(np.mean(lv[~np.isnan(lv)])) if np.any(~np.isnan(lv)) else math.nan
+            )
             if math.isfinite(max_norm):
                 clip_grad_norm(plists[0], grads[0], max_norm)
             opt.step(grads[0])
@@ -292,7 +392,13 @@ def dp_train(make_model: Callable[[], Any], data: Sequence[Any],
 # MPI backend
 
 _state: Dict[str, Any] = {"comm": None, "MPI": None, "hook": False, "prev_hook": None}
-_stats = {"allreduce_calls": 0, "allreduce_bytes": 0, "bcast_calls": 0, "bcast_bytes": 0, "check_calls": 0}
+_stats = {
+    "allreduce_calls": 0,
+    "allreduce_bytes": 0,
+    "bcast_calls": 0,
+    "bcast_bytes": 0,
+    "check_calls": 0,
+}
 
 
 def _import_mpi():
@@ -301,9 +407,13 @@ def _import_mpi():
     try:
         from mpi4py import MPI  # noqa: WPS433 (optional dependency, imported on first use)
     except ImportError as e:  # mpi4py missing, or built against an MPI library that is gone
-        raise DistributedError(f"pyggmlr.distributed: MPI is not available ({e}).\n{INSTALL_HINT}") from None
+        raise DistributedError(
+            f"pyggmlr.distributed: MPI is not available ({e}).\n{INSTALL_HINT}"
+        ) from None
     except OSError as e:
-        raise DistributedError(f"pyggmlr.distributed: the MPI library could not be loaded ({e}).\n{INSTALL_HINT}") from None
+        raise DistributedError(
+            f"pyggmlr.distributed: the MPI library could not be loaded ({e}).\n{INSTALL_HINT}"
+        ) from None
     _state["MPI"] = MPI
     return MPI
 
@@ -328,7 +438,9 @@ def _abort_hook(exc_type, exc, tb):
         comm = _state["comm"]
         if comm is not None and comm.Get_size() > 1:
             r = comm.Get_rank()
-            sys.stderr.write(f"[pyggmlr.distributed] rank {r}: uncaught {exc_type.__name__}; aborting all ranks\n")
+            sys.stderr.write(
+                f"[pyggmlr.distributed] rank {r}: uncaught {exc_type.__name__}; aborting all ranks\n"
+            )
             sys.stderr.flush()
             comm.Abort(1)
 
@@ -382,7 +494,13 @@ def barrier(comm: Optional[Comm] = None) -> None:
     _comm(comm).Barrier()
 
 
-ag_mpi_init, ag_mpi_rank, ag_mpi_world_size, ag_mpi_barrier, ag_mpi_available = init, rank, world_size, barrier, mpi_available
+ag_mpi_init, ag_mpi_rank, ag_mpi_world_size, ag_mpi_barrier, ag_mpi_available = (
+    init,
+    rank,
+    world_size,
+    barrier,
+    mpi_available,
+)
 
 
 def ag_mpi_stats(reset: bool = False) -> Dict[str, int]:
@@ -417,12 +535,15 @@ def _check_layout(comm, tensors, op):
         what = f"{buf[0]} tensors each, but with different shapes or dtypes"
     else:
         return
-    raise DistributedError(f"{op}: the ranks pass different parameter lists: {what}; every rank must build "
-                           f"the same model and call the same collectives in the same order")
+    raise DistributedError(
+        f"{op}: the ranks pass different parameter lists: {what}; every rank must build "
+        f"the same model and call the same collectives in the same order"
+    )
 
 
-def ag_broadcast_parameters(model: Params, root: int = 0, comm: Optional[Comm] = None,
-                            buffers: bool = True) -> None:
+def ag_broadcast_parameters(
+    model: Params, root: int = 0, comm: Optional[Comm] = None, buffers: bool = True
+) -> None:
     """Overwrite every rank's parameters (and, with buffers=True, the model's tensor buffers such
     as batch-norm running statistics) with rank `root`'s values, in one fused broadcast.
 
@@ -454,9 +575,14 @@ def ag_broadcast_parameters(model: Params, root: int = 0, comm: Optional[Comm] =
         _unpack(arr, n, NULL, _VALUE, 0, 1.0, buf)
 
 
-def ag_allreduce_gradients(params: Params, grads: Optional[Gradients] = None, weight: float = 1.0,
-                           comm: Optional[Comm] = None, dtype: Optional[str] = None,
-                           check: bool = True) -> float:
+def ag_allreduce_gradients(
+    params: Params,
+    grads: Optional[Gradients] = None,
+    weight: float = 1.0,
+    comm: Optional[Comm] = None,
+    dtype: Optional[str] = None,
+    check: bool = True,
+) -> float:
     """Average the gradients of `params` over all ranks, in place, with ONE fused all-reduce.
 
     params: model, dict or list (matched by position; every rank passes the same layout).
@@ -477,14 +603,16 @@ def ag_allreduce_gradients(params: Params, grads: Optional[Gradients] = None, we
     gh = _grads_handle(grads, "ag_allreduce_gradients")
     weight = check_real(weight, "ag_allreduce_gradients", "weight")
     if not math.isfinite(weight) or weight < 0:
-        raise PyggmlrValueError(f"ag_allreduce_gradients: weight must be finite and >= 0, got {weight}")
+        raise PyggmlrValueError(
+            f"ag_allreduce_gradients: weight must be finite and >= 0, got {weight}"
+        )
     MPI = _import_mpi()
     if check and comm.Get_size() > 1:
         _check_layout(comm, tensors, "ag_allreduce_gradients")
     arr, n = _arr(tensors), len(tensors)
     code = _buf_dtype(tensors, dtype)
     L = _flat_len(arr, n, 1)
-    buf = np.empty(L + 1, dtype=_np_dtype(code))   # gradients * weight | presence flags | weight
+    buf = np.empty(L + 1, dtype=_np_dtype(code))  # gradients * weight | presence flags | weight
     _pack(arr, n, gh, _GRAD, 1, weight, buf)
     buf[L] = weight
     if comm.Get_size() > 1:
@@ -497,8 +625,11 @@ def ag_allreduce_gradients(params: Params, grads: Optional[Gradients] = None, we
     return total
 
 
-def ag_allreduce_mean(values: Union[float, Sequence[float], np.ndarray], weight: float = 1.0,
-                      comm: Optional[Comm] = None) -> Union[float, np.ndarray]:
+def ag_allreduce_mean(
+    values: Union[float, Sequence[float], np.ndarray],
+    weight: float = 1.0,
+    comm: Optional[Comm] = None,
+) -> Union[float, np.ndarray]:
     """Weighted mean over ranks of a number or array of numbers (f64):
     sum_r(weight_r * v_r) / sum_r(weight_r). NaN when the total weight is 0.
 
@@ -542,5 +673,9 @@ def ag_rank_slice(idx: Union[Sequence[int], np.ndarray], comm: Optional[Comm] = 
 
 
 # the training loops' side (DistributedOptimizer, ag_fit's collectives, ag_fit_distributed)
-from .distributed_fit import (DistributedOptimizer, FitSync, ag_distributed_setup,  # noqa: E402,F401
-                              ag_fit_distributed)
+from .distributed_fit import (
+    DistributedOptimizer,
+    FitSync,
+    ag_distributed_setup,  # noqa: E402,F401
+    ag_fit_distributed,
+)

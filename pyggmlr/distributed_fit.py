@@ -1,6 +1,7 @@
 """The training loops' side of MPI data parallelism (see distributed.py, docs/distributed.md):
 DistributedOptimizer, the collectives ag_fit(distributed=True) runs (FitSync, the same calls as
 R's ag_fit) and the standalone loop ag_fit_distributed."""
+
 from __future__ import annotations
 
 import math
@@ -11,8 +12,17 @@ import numpy as np
 from . import _core
 from ._args import check_min_int, check_real
 from ._core import ffi, lib
-from .distributed import (Comm, Params, _comm, _import_mpi, _stats, _tensors, ag_allreduce_gradients,
-                          ag_broadcast_parameters, ag_rank_slice)
+from .distributed import (
+    Comm,
+    Params,
+    _comm,
+    _import_mpi,
+    _stats,
+    _tensors,
+    ag_allreduce_gradients,
+    ag_broadcast_parameters,
+    ag_rank_slice,
+)
 from .errors import ArgumentError, PyggmlrValueError
 from .optim import Optimizer, clip_grad_norm, optimizer_adam, optimizer_sgd
 from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
@@ -35,7 +45,9 @@ class FitSync:
         ag_broadcast_parameters(model, comm=self.comm)
 
     def grads(self, grads: Any, width: int) -> None:
-        ag_allreduce_gradients(self.params, grads, weight=width, comm=self.comm, dtype="f64", check=self.first)
+        ag_allreduce_gradients(
+            self.params, grads, weight=width, comm=self.comm, dtype="f64", check=self.first
+        )
         self.first = False
 
     def stats(self, plan: Any) -> None:
@@ -64,24 +76,36 @@ class DistributedOptimizer:
     Raises: ArgumentError when optimizer is not an Optimizer, DistributedError when MPI is
     missing."""
 
-    def __init__(self, optimizer: Optimizer, comm: Optional[Comm] = None, dtype: Optional[str] = None,
-                 max_norm: float = float("inf")) -> None:
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        comm: Optional[Comm] = None,
+        dtype: Optional[str] = None,
+        max_norm: float = float("inf"),
+    ) -> None:
         if not isinstance(optimizer, Optimizer):
-            raise ArgumentError(f"DistributedOptimizer: expected an optimizer (optimizer_adam / optimizer_sgd), got {type(optimizer).__name__}")
+            raise ArgumentError(
+                f"DistributedOptimizer: expected an optimizer (optimizer_adam / optimizer_sgd), got {type(optimizer).__name__}"
+            )
         object.__setattr__(self, "optimizer", optimizer)
         object.__setattr__(self, "comm", _comm(comm))
         object.__setattr__(self, "dtype", dtype)
         object.__setattr__(self, "_steps", 0)
-        object.__setattr__(self, "max_norm", check_real(max_norm, "DistributedOptimizer", "max_norm"))
+        object.__setattr__(
+            self, "max_norm", check_real(max_norm, "DistributedOptimizer", "max_norm")
+        )
 
-    def step(self, grads: Optional[Gradients] = None, weight: float = 1.0, sum_grads: bool = False) -> bool:
+    def step(
+        self, grads: Optional[Gradients] = None, weight: float = 1.0, sum_grads: bool = False
+    ) -> bool:
         """All-reduce the gradients across ranks (weighted by `weight`, e.g. this rank's sample
         count), clip them when max_norm is finite, then step the wrapped optimizer (sum_grads:
         passed on, see Optimizer.step). Returns its result (True when the weights changed).
         Raises what ag_allreduce_gradients raises."""
         params = list(self.optimizer.params.values())
-        ag_allreduce_gradients(params, grads, weight=weight, comm=self.comm, dtype=self.dtype,
-                               check=self._steps == 0)
+        ag_allreduce_gradients(
+            params, grads, weight=weight, comm=self.comm, dtype=self.dtype, check=self._steps == 0
+        )
         object.__setattr__(self, "_steps", self._steps + 1)
         if math.isfinite(self.max_norm):
             clip_grad_norm(params, grads, self.max_norm)
@@ -100,9 +124,13 @@ class DistributedOptimizer:
         return f"DistributedOptimizer(rank {self.comm.Get_rank()} of {self.comm.Get_size()}) over {self.optimizer!r}"
 
 
-def ag_distributed_setup(model: Params, optimizer: Optimizer, batch_size: int,
-                         nbatch_logical: Optional[int] = None, comm: Optional[Comm] = None
-                         ) -> Tuple[DistributedOptimizer, int, int, Callable[[Any], np.ndarray]]:
+def ag_distributed_setup(
+    model: Params,
+    optimizer: Optimizer,
+    batch_size: int,
+    nbatch_logical: Optional[int] = None,
+    comm: Optional[Comm] = None,
+) -> Tuple[DistributedOptimizer, int, int, Callable[[Any], np.ndarray]]:
     """The hook a training loop needs to run data-parallel (what ag_fit(distributed=True) uses):
     broadcasts rank 0's weights and buffers, wraps the optimizer in DistributedOptimizer and
     scales the batch sizes to global ones. Returns (optimizer, global_batch_size,
@@ -114,28 +142,45 @@ def ag_distributed_setup(model: Params, optimizer: Optimizer, batch_size: int,
     comm = _comm(comm)
     W = comm.Get_size()
     ag_broadcast_parameters(model, comm=comm)
-    opt = optimizer if isinstance(optimizer, DistributedOptimizer) else DistributedOptimizer(optimizer, comm=comm)
+    opt = (
+        optimizer
+        if isinstance(optimizer, DistributedOptimizer)
+        else DistributedOptimizer(optimizer, comm=comm)
+    )
     nbl = batch_size if nbatch_logical is None else nbatch_logical
     return opt, int(batch_size) * W, int(nbl) * W, lambda idx: ag_rank_slice(idx, comm=comm)
 
 
 def _loss_callable(loss):
     from .ops import ag_mse_loss, ag_softmax_cross_entropy_loss
+
     if callable(loss):
         return loss
     if loss == "mse":
         return ag_mse_loss
     if loss == "cross_entropy":
         return ag_softmax_cross_entropy_loss
-    raise PyggmlrValueError(f"ag_fit_distributed: loss must be 'mse', 'cross_entropy' or a callable(out, y), got {loss!r}")
+    raise PyggmlrValueError(
+        f"ag_fit_distributed: loss must be 'mse', 'cross_entropy' or a callable(out, y), got {loss!r}"
+    )
 
 
-def ag_fit_distributed(model: Any, x: ArrayLike, y: Optional[ArrayLike] = None,
-                       loss: Union[str, Callable[..., Tensor]] = "mse",
-                       optimizer: Union[str, Optimizer] = "adam", lr: float = 1e-3, nepoch: int = 10,
-                       batch_size: int = 32, shuffle: bool = True, seed: int = 0,
-                       max_norm: float = float("inf"), drop_last: bool = False,
-                       verbose: Union[bool, int] = True, comm: Optional[Comm] = None) -> Dict[str, Any]:
+def ag_fit_distributed(
+    model: Any,
+    x: ArrayLike,
+    y: Optional[ArrayLike] = None,
+    loss: Union[str, Callable[..., Tensor]] = "mse",
+    optimizer: Union[str, Optimizer] = "adam",
+    lr: float = 1e-3,
+    nepoch: int = 10,
+    batch_size: int = 32,
+    shuffle: bool = True,
+    seed: int = 0,
+    max_norm: float = float("inf"),
+    drop_last: bool = False,
+    verbose: Union[bool, int] = True,
+    comm: Optional[Comm] = None,
+) -> Dict[str, Any]:
     """Data-parallel training loop over MPI ranks; run the same call on every rank.
 
     Every rank holds the full x [features, n] / y (or the same view of it); each step takes a
@@ -163,7 +208,9 @@ def ag_fit_distributed(model: Any, x: ArrayLike, y: Optional[ArrayLike] = None,
     n = X.shape[1]
     Y = None if y is None else np.asarray(y)
     if Y is not None and Y.shape[-1] != n:
-        raise PyggmlrValueError(f"ag_fit_distributed: x has {n} samples (columns) but y has {Y.shape[-1]}")
+        raise PyggmlrValueError(
+            f"ag_fit_distributed: x has {n} samples (columns) but y has {Y.shape[-1]}"
+        )
     params = _tensors(model, "ag_fit_distributed")
     if not params:
         raise PyggmlrValueError("ag_fit_distributed: the model has no parameters")
@@ -175,7 +222,9 @@ def ag_fit_distributed(model: Any, x: ArrayLike, y: Optional[ArrayLike] = None,
     elif optimizer == "sgd":
         opt = optimizer_sgd(params, lr=lr)
     else:
-        raise PyggmlrValueError(f"ag_fit_distributed: optimizer must be 'adam', 'sgd' or an optimizer object, got {optimizer!r}")
+        raise PyggmlrValueError(
+            f"ag_fit_distributed: optimizer must be 'adam', 'sgd' or an optimizer object, got {optimizer!r}"
+        )
     max_norm = check_real(max_norm, "ag_fit_distributed", "max_norm")
     W, r = comm.Get_size(), comm.Get_rank()
     B = int(batch_size) * W
@@ -183,13 +232,14 @@ def ag_fit_distributed(model: Any, x: ArrayLike, y: Optional[ArrayLike] = None,
     before = _stats["allreduce_bytes"]
     history, steps, first = [], 0, True
     from .random import Generator
+
     stream = Generator(seed)  # every rank draws the same permutations: R's sample.int(n) per epoch
     try:
         for epoch in range(1, int(nepoch) + 1):
             perm = stream.sample_int(n) - 1 if shuffle else np.arange(n)
             lsum = np.zeros(2)
             for start in range(0, n, B):
-                gidx = perm[start:start + B]
+                gidx = perm[start : start + B]
                 if drop_last and len(gidx) < B:
                     break
                 mine = np.array_split(gidx, W)[r]
@@ -212,15 +262,25 @@ def ag_fit_distributed(model: Any, x: ArrayLike, y: Optional[ArrayLike] = None,
                 first = False
                 if math.isfinite(max_norm):
                     clip_grad_norm(params, None, max_norm)
-                opt.step(None, sum_grads=True)  # .grad is cleared per batch: the optimizer sums (accumulate_steps)
+                opt.step(
+                    None, sum_grads=True
+                )  # .grad is cleared per batch: the optimizer sums (accumulate_steps)
                 ag_tape_clear()
                 steps += 1
             comm.Allreduce(MPI.IN_PLACE, lsum, op=MPI.SUM)
             history.append(lsum[0] / lsum[1] if lsum[1] > 0 else math.nan)
             if verbose and r == 0 and (verbose is True or epoch == 1 or epoch % int(verbose) == 0):
-                print(f"[ag_fit_distributed] epoch {epoch:4d} / {nepoch}  loss = {history[-1]:.6f}  ({W} ranks)", flush=True)
+                print(
+                    f"[ag_fit_distributed] epoch {epoch:4d} / {nepoch}  loss = {history[-1]:.6f}  ({W} ranks)",
+                    flush=True,
+                )
     finally:
         opt.zero_grad()
         ag_tape_clear()
-    return {"loss_history": np.asarray(history), "steps": steps, "rank": r, "world_size": W,
-            "bytes_per_step": (_stats["allreduce_bytes"] - before) / steps if steps else 0.0}
+    return {
+        "loss_history": np.asarray(history),
+        "steps": steps,
+        "rank": r,
+        "world_size": W,
+        "bytes_per_step": (_stats["allreduce_bytes"] - before) / steps if steps else 0.0,
+    }

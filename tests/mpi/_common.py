@@ -1,4 +1,5 @@
 """Shared pieces of the MPI test scripts (run under mpirun, not collected by pytest)."""
+
 import json
 import os
 import sys

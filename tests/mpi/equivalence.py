@@ -1,6 +1,7 @@
 """N ranks with per-rank batch b against one rank with batch N*b (run under mpirun).
 
 Writes a JSON report (argv[1]) on rank 0; tests/test_distributed.py asserts on it."""
+
 import os
 import sys
 
@@ -20,24 +21,48 @@ report = {"world_size": W}
 # A: ag_fit_distributed, Adam, shuffled, 51 samples: the last global batch (51 % 8 = 3) splits 2 + 1,
 # so the weighting by sample count matters
 X, Y = regression_data(51)
-model = MLP(4, 6, 2, seed=100 + R)          # different start on each rank: the broadcast must fix it
-res = dist.ag_fit_distributed(model, X, Y, loss="mse", optimizer="adam", lr=0.01, nepoch=4,
-                              batch_size=b, seed=3, verbose=False)
+model = MLP(4, 6, 2, seed=100 + R)  # different start on each rank: the broadcast must fix it
+res = dist.ag_fit_distributed(
+    model,
+    X,
+    Y,
+    loss="mse",
+    optimizer="adam",
+    lr=0.01,
+    nepoch=4,
+    batch_size=b,
+    seed=3,
+    verbose=False,
+)
 report["A_spread"] = dist.ag_parameters_spread(model)
 allw = comm.gather({k: t.numpy() for k, t in model.parameters().items()}, root=0)
 report["A_steps"] = res["steps"]
 report["A_bytes_per_step"] = res["bytes_per_step"]
 if R == 0:
     ref = MLP(4, 6, 2, seed=100)
-    rres = dist.ag_fit_distributed(ref, X, Y, loss="mse", optimizer="adam", lr=0.01, nepoch=4,
-                                   batch_size=b * W, seed=3, verbose=False, comm=dist._import_mpi().COMM_SELF)
+    rres = dist.ag_fit_distributed(
+        ref,
+        X,
+        Y,
+        loss="mse",
+        optimizer="adam",
+        lr=0.01,
+        nepoch=4,
+        batch_size=b * W,
+        seed=3,
+        verbose=False,
+        comm=dist._import_mpi().COMM_SELF,
+    )
     report["A_ref_steps"] = rres["steps"]
-    report["A_max_weight_diff"] = max(float(np.max(np.abs(t.numpy() - model.parameters()[k].numpy())))
-                                      for k, t in ref.parameters().items())
+    report["A_max_weight_diff"] = max(
+        float(np.max(np.abs(t.numpy() - model.parameters()[k].numpy())))
+        for k, t in ref.parameters().items()
+    )
     report["A_max_loss_diff"] = float(np.max(np.abs(rres["loss_history"] - res["loss_history"])))
     report["A_loss_first_last"] = [float(res["loss_history"][0]), float(res["loss_history"][-1])]
     report["A_rank_weights_identical"] = all(
-        np.array_equal(w[k], allw[0][k]) for w in allw for k in allw[0])
+        np.array_equal(w[k], allw[0][k]) for w in allw for k in allw[0]
+    )
 
 # B: hand-written loop, DistributedOptimizer over SGD with momentum, gradient maps, softmax
 # cross-entropy, clipping of the averaged gradient; reference: a plain single-process loop.
@@ -62,18 +87,45 @@ report["B_spread"] = dist.ag_parameters_spread(model)
 # D: ag_fit(distributed=True): per-rank batch b, logical 2b, against ag_fit on one rank with 2W b / 4W b
 XD, YD = regression_data(64, seed=5)
 model_d = MLP(4, 6, 2, seed=400 + R)
-pg.ag_fit(model_d, XD, YD, loss="mse", optimizer="sgd", lr=0.05, nepoch=3, batch_size=b,
-          nbatch_logical=2 * b, seed=9, silent=True, distributed=True)
+pg.ag_fit(
+    model_d,
+    XD,
+    YD,
+    loss="mse",
+    optimizer="sgd",
+    lr=0.05,
+    nepoch=3,
+    batch_size=b,
+    nbatch_logical=2 * b,
+    seed=9,
+    silent=True,
+    distributed=True,
+)
 report["D_spread"] = dist.ag_parameters_spread(model_d)
 if R == 0:
     ref = MLP(4, 6, 2, seed=400)
-    pg.ag_fit(ref, XD, YD, loss="mse", optimizer="sgd", lr=0.05, nepoch=3, batch_size=b * W,
-              nbatch_logical=2 * b * W, seed=9, silent=True)
-    report["D_max_weight_diff"] = max(float(np.max(np.abs(t.numpy() - model_d.parameters()[k].numpy())))
-                                      for k, t in ref.parameters().items())
+    pg.ag_fit(
+        ref,
+        XD,
+        YD,
+        loss="mse",
+        optimizer="sgd",
+        lr=0.05,
+        nepoch=3,
+        batch_size=b * W,
+        nbatch_logical=2 * b * W,
+        seed=9,
+        silent=True,
+    )
+    report["D_max_weight_diff"] = max(
+        float(np.max(np.abs(t.numpy() - model_d.parameters()[k].numpy())))
+        for k, t in ref.parameters().items()
+    )
 
 # C: the ag_fit hook: global sizes and this rank's part of a global batch
-o, gb, gnl, take = dist.ag_distributed_setup(MLP(4, 5, 3, seed=300 + R), pg.optimizer_adam(model), 4, 8)
+o, gb, gnl, take = dist.ag_distributed_setup(
+    MLP(4, 5, 3, seed=300 + R), pg.optimizer_adam(model), 4, 8
+)
 report["C_sizes"] = [gb, gnl]
 report["C_parts"] = comm.gather(take(np.arange(gb)).tolist(), root=0)
 report["C_wrapped"] = type(o).__name__
@@ -83,14 +135,18 @@ if R == 0:
     for s in range(n_steps):
         gidx = np.arange(s * B, (s + 1) * B) % 48
         with pg.with_grad_tape():
-            loss = pg.ag_softmax_cross_entropy_loss(ref.forward(pg.ag_tensor(XB[:, gidx])), ids[gidx])
+            loss = pg.ag_softmax_cross_entropy_loss(
+                ref.forward(pg.ag_tensor(XB[:, gidx])), ids[gidx]
+            )
         grads = pg.backward(loss)
         pg.clip_grad_norm(ref, grads, 0.5)
         ropt.step(grads)
         ropt.zero_grad()
         del grads
-    report["B_max_weight_diff"] = max(float(np.max(np.abs(t.numpy() - model.parameters()[k].numpy())))
-                                      for k, t in ref.parameters().items())
+    report["B_max_weight_diff"] = max(
+        float(np.max(np.abs(t.numpy() - model.parameters()[k].numpy())))
+        for k, t in ref.parameters().items()
+    )
     report["B_moved"] = float(np.max(np.abs(ref.W1.numpy() - MLP(4, 5, 3, seed=200).W1.numpy())))
     report["stats"] = dist.ag_mpi_stats()
     write_json(out_path(), report)

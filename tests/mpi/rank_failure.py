@@ -3,6 +3,7 @@
 argv[2] picks the failure: "raise" (an uncaught exception on rank 1) or "layout" (rank 1 built a
 different model). Either way the job must end with a non-zero exit and a clear message on
 stderr, not hang."""
+
 import os
 import sys
 

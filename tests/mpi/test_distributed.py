@@ -1,5 +1,6 @@
 """dp_train (ggmlR's in-process data parallelism), the C helpers behind it, and the MPI backend
 (run under mpirun in subprocesses)."""
+
 import importlib.util
 import json
 import os
@@ -26,7 +27,7 @@ def _params(m):
 
 def _regression_batches(n_batches, b, seed=0):
     X, Y = regression_data(n_batches * b, seed=seed)
-    return [(X[:, i * b:(i + 1) * b], Y[:, i * b:(i + 1) * b]) for i in range(n_batches)]
+    return [(X[:, i * b : (i + 1) * b], Y[:, i * b : (i + 1) * b]) for i in range(n_batches)]
 
 
 def _fwd(m, s):
@@ -40,14 +41,22 @@ def _tgt(s):
 # ---------------------------------------------------------------------------------------------
 # dp_train: ggmlR's own checks (test-ag-training.R)
 
+
 def _seq_model():
     return pg.ag_sequential(pg.ag_linear(4, 8, activation="tanh"), pg.ag_linear(8, 2))
 
 
 def test_dp_train_fields_and_history_length(capsys):
     data = _regression_batches(4, 8)
-    res = pg.dp_train(_seq_model, data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd, target_fn=_tgt,
-                      n_iter=7, verbose=False)
+    res = pg.dp_train(
+        _seq_model,
+        data,
+        loss_fn=pg.ag_mse_loss,
+        forward_fn=_fwd,
+        target_fn=_tgt,
+        n_iter=7,
+        verbose=False,
+    )
     assert list(res) == ["params", "loss_history", "model"]
     assert res["loss_history"].shape == (7,)
     assert np.all(np.isfinite(res["loss_history"]))
@@ -60,8 +69,16 @@ def test_dp_train_fields_and_history_length(capsys):
 def test_dp_train_converges_with_one_replica():
     pg.ggml_set_seed(1)
     data = _regression_batches(4, 16)
-    res = pg.dp_train(_seq_model, data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd, target_fn=_tgt,
-                      n_iter=150, lr=0.02, verbose=False)
+    res = pg.dp_train(
+        _seq_model,
+        data,
+        loss_fn=pg.ag_mse_loss,
+        forward_fn=_fwd,
+        target_fn=_tgt,
+        n_iter=150,
+        lr=0.02,
+        verbose=False,
+    )
     h = res["loss_history"]
     assert h[-4:].mean() < 0.25 * h[:4].mean()
 
@@ -69,8 +86,17 @@ def test_dp_train_converges_with_one_replica():
 def test_dp_train_two_replicas_no_nan_and_replica_zero_trained():
     pg.ggml_set_seed(2)
     data = _regression_batches(5, 8)
-    res = pg.dp_train(_seq_model, data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd, target_fn=_tgt,
-                      n_replicas=2, n_iter=40, lr=0.01, verbose=False)
+    res = pg.dp_train(
+        _seq_model,
+        data,
+        loss_fn=pg.ag_mse_loss,
+        forward_fn=_fwd,
+        target_fn=_tgt,
+        n_replicas=2,
+        n_iter=40,
+        lr=0.01,
+        verbose=False,
+    )
     h = res["loss_history"]
     assert h.shape == (40,) and np.all(np.isfinite(h))
     assert h[-5:].mean() < h[:5].mean()
@@ -83,8 +109,15 @@ def test_dp_train_default_replicas_is_one_on_cpu():
         made.append(MLP(4, 3, 2, seed=0))
         return made[-1]
 
-    pg.dp_train(make, _regression_batches(2, 4), loss_fn=pg.ag_mse_loss, forward_fn=_fwd, target_fn=_tgt,
-                n_iter=1, verbose=False)
+    pg.dp_train(
+        make,
+        _regression_batches(2, 4),
+        loss_fn=pg.ag_mse_loss,
+        forward_fn=_fwd,
+        target_fn=_tgt,
+        n_iter=1,
+        verbose=False,
+    )
     assert len(made) == 1
 
 
@@ -108,20 +141,39 @@ def test_dp_train_loss_fn_none_uses_forward_result_and_tensor_samples():
 
 def test_dp_train_prints_ggmlr_format(capsys):
     data = _regression_batches(2, 4)
-    pg.dp_train(lambda: MLP(4, 3, 2, seed=0), data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd,
-                target_fn=_tgt, n_iter=6, verbose=3)
+    pg.dp_train(
+        lambda: MLP(4, 3, 2, seed=0),
+        data,
+        loss_fn=pg.ag_mse_loss,
+        forward_fn=_fwd,
+        target_fn=_tgt,
+        n_iter=6,
+        verbose=3,
+    )
     lines = capsys.readouterr().out.splitlines()
-    assert [l[:25] for l in lines] == ["[dp_train] iter    1 / 6 ", "[dp_train] iter    3 / 6 ",
-                                       "[dp_train] iter    6 / 6 "]
+    assert [l[:25] for l in lines] == [
+        "[dp_train] iter    1 / 6 ",
+        "[dp_train] iter    3 / 6 ",
+        "[dp_train] iter    6 / 6 ",
+    ]
     import re
+
     assert all(re.fullmatch(r"\[dp_train\] iter +\d+ / 6  loss = \d+\.\d{6}", l) for l in lines)
-    pg.dp_train(lambda: MLP(4, 3, 2, seed=0), data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd,
-                target_fn=_tgt, n_iter=3, verbose=True)
+    pg.dp_train(
+        lambda: MLP(4, 3, 2, seed=0),
+        data,
+        loss_fn=pg.ag_mse_loss,
+        forward_fn=_fwd,
+        target_fn=_tgt,
+        n_iter=3,
+        verbose=True,
+    )
     assert len(capsys.readouterr().out.splitlines()) == 3
 
 
 # ---------------------------------------------------------------------------------------------
 # dp_train: exact semantics (f64)
+
 
 def test_dp_train_replicas_identical_before_every_step_and_grads_cleared(f64):
     made = []
@@ -132,14 +184,27 @@ def test_dp_train_replicas_identical_before_every_step_and_grads_cleared(f64):
         return made[-1]
 
     def fwd(m, s):
-        if m is made[0]:  # first forward of an iteration: all replicas must hold replica 0's weights
+        if (
+            m is made[0]
+        ):  # first forward of an iteration: all replicas must hold replica 0's weights
             w0 = _params(made[0])
-            spreads.append(max(float(np.max(np.abs(_params(r)[k] - w0[k]))) for r in made[1:] for k in w0))
+            spreads.append(
+                max(float(np.max(np.abs(_params(r)[k] - w0[k]))) for r in made[1:] for k in w0)
+            )
         return m.forward(pg.ag_tensor(s[0]))
 
     data = _regression_batches(6, 4)
-    pg.dp_train(make, data, loss_fn=pg.ag_mse_loss, forward_fn=fwd, target_fn=_tgt, n_replicas=3,
-                n_iter=5, lr=0.05, verbose=False)
+    pg.dp_train(
+        make,
+        data,
+        loss_fn=pg.ag_mse_loss,
+        forward_fn=fwd,
+        target_fn=_tgt,
+        n_replicas=3,
+        n_iter=5,
+        lr=0.05,
+        verbose=False,
+    )
     assert spreads == [0.0] * 5
     w0 = _params(made[0])
     assert all(np.array_equal(_params(r)[k], w0[k]) for r in made[1:] for k in w0)
@@ -174,14 +239,29 @@ def test_dp_train_equals_adam_on_the_combined_batch(f64, max_norm):
         made.append(MLP(4, 5, 2, seed=10 + len(made)))
         return made[-1]
 
-    res = pg.dp_train(make, data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd, target_fn=_tgt,
-                      n_replicas=n_rep, n_iter=n_iter, lr=0.03, max_norm=max_norm, verbose=False)
+    res = pg.dp_train(
+        make,
+        data,
+        loss_fn=pg.ag_mse_loss,
+        forward_fn=_fwd,
+        target_fn=_tgt,
+        n_replicas=n_rep,
+        n_iter=n_iter,
+        lr=0.03,
+        max_norm=max_norm,
+        verbose=False,
+    )
     # ggmlR's assignment: base = ((it - 1) * n) % len(data), replica i gets data[(base + i) % len]
-    pairs = [[data[(((it - 1) * n_rep) % 3 + i) % 3] for i in range(n_rep)] for it in range(1, n_iter + 1)]
-    assert [[d[0][0, 0] for d in p] for p in pairs] == [[data[0][0][0, 0], data[1][0][0, 0]],
-                                                         [data[2][0][0, 0], data[0][0][0, 0]],
-                                                         [data[1][0][0, 0], data[2][0][0, 0]],
-                                                         [data[0][0][0, 0], data[1][0][0, 0]]]
+    pairs = [
+        [data[(((it - 1) * n_rep) % 3 + i) % 3] for i in range(n_rep)]
+        for it in range(1, n_iter + 1)
+    ]
+    assert [[d[0][0, 0] for d in p] for p in pairs] == [
+        [data[0][0][0, 0], data[1][0][0, 0]],
+        [data[2][0][0, 0], data[0][0][0, 0]],
+        [data[1][0][0, 0], data[2][0][0, 0]],
+        [data[0][0][0, 0], data[1][0][0, 0]],
+    ]
     ref = _adam_reference(pairs, 0.03, n_iter, max_norm, seed=10)
     got = _params(res["model"])
     for k, v in _params(ref).items():
@@ -192,15 +272,32 @@ def test_dp_train_equals_adam_on_the_combined_batch(f64, max_norm):
 
 def test_dp_train_parameters_as_unnamed_list(f64):
     """ggmlR iterates by name (an unnamed list is a silent no-op); here position/identity counts."""
+
     class ListModel(MLP):
         def parameters(self):
             return [self.W1, self.b1, self.W2, self.b2]
 
     data = _regression_batches(2, 4)
-    a = pg.dp_train(lambda: ListModel(4, 5, 2, seed=3), data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd,
-                    target_fn=_tgt, n_replicas=2, n_iter=3, verbose=False)
-    b = pg.dp_train(lambda: MLP(4, 5, 2, seed=3), data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd,
-                    target_fn=_tgt, n_replicas=2, n_iter=3, verbose=False)
+    a = pg.dp_train(
+        lambda: ListModel(4, 5, 2, seed=3),
+        data,
+        loss_fn=pg.ag_mse_loss,
+        forward_fn=_fwd,
+        target_fn=_tgt,
+        n_replicas=2,
+        n_iter=3,
+        verbose=False,
+    )
+    b = pg.dp_train(
+        lambda: MLP(4, 5, 2, seed=3),
+        data,
+        loss_fn=pg.ag_mse_loss,
+        forward_fn=_fwd,
+        target_fn=_tgt,
+        n_replicas=2,
+        n_iter=3,
+        verbose=False,
+    )
     assert not np.array_equal(a["model"].W1.numpy(), MLP(4, 5, 2, seed=3).W1.numpy())
     for x, y in zip(a["params"], b["params"].values()):
         np.testing.assert_array_equal(x.numpy(), y.numpy())
@@ -210,8 +307,15 @@ def test_dp_train_errors():
     data = _regression_batches(2, 4)
     shared = MLP(4, 3, 2, seed=0)
     with pytest.raises(ValueError, match="share a parameter tensor"):
-        pg.dp_train(lambda: shared, data, loss_fn=pg.ag_mse_loss, forward_fn=_fwd, target_fn=_tgt,
-                    n_replicas=2, verbose=False)
+        pg.dp_train(
+            lambda: shared,
+            data,
+            loss_fn=pg.ag_mse_loss,
+            forward_fn=_fwd,
+            target_fn=_tgt,
+            n_replicas=2,
+            verbose=False,
+        )
     with pytest.raises(ValueError, match="data is empty"):
         pg.dp_train(lambda: MLP(4, 3, 2, seed=0), [], verbose=False)
     with pytest.raises(ValueError, match="n_replicas"):
@@ -220,12 +324,20 @@ def test_dp_train_errors():
         pg.dp_train(lambda: object(), data, forward_fn=_fwd, verbose=False)
     sizes = iter([3, 4])
     with pytest.raises(ValueError, match="same architecture|parameter 0"):
-        pg.dp_train(lambda: MLP(4, next(sizes), 2, seed=0), data, loss_fn=pg.ag_mse_loss,
-                    forward_fn=_fwd, target_fn=_tgt, n_replicas=2, verbose=False)
+        pg.dp_train(
+            lambda: MLP(4, next(sizes), 2, seed=0),
+            data,
+            loss_fn=pg.ag_mse_loss,
+            forward_fn=_fwd,
+            target_fn=_tgt,
+            n_replicas=2,
+            verbose=False,
+        )
 
 
 # ---------------------------------------------------------------------------------------------
 # the C helpers
+
 
 def _g(grads, t):
     """The live gradient in a map (Gradients[...] caches its first read)."""
@@ -309,10 +421,14 @@ def test_pack_unpack_round_trip(f64, buf_dtype):
     expect = np.concatenate([2 * g[t].reshape(-1, order="F") for t in ts] + [np.ones(n)])
     np.testing.assert_allclose(buf[:L], expect, rtol=1e-6 if buf_dtype == np.float32 else 0)
     assert buf[L] == -7.0  # past the layout: untouched
-    buf[:L - n] *= 3
+    buf[: L - n] *= 3
     dist._unpack(arr, n, g._m, dist._GRAD, 1, 0.25, buf)
-    for t, o in zip(ts, orig):  # 2 * 3 * 0.25 = 1.5 times the original, written into the map in place
-        np.testing.assert_allclose(g.get_tensor(t).numpy(), 1.5 * o, rtol=1e-6 if buf_dtype == np.float32 else 1e-15)
+    for t, o in zip(
+        ts, orig
+    ):  # 2 * 3 * 0.25 = 1.5 times the original, written into the map in place
+        np.testing.assert_allclose(
+            g.get_tensor(t).numpy(), 1.5 * o, rtol=1e-6 if buf_dtype == np.float32 else 1e-15
+        )
     # values: pack and unpack into another model
     other = MLP(3, 4, 2, seed=6)
     vbuf = np.empty(dist._flat_len(arr, n, 0), dtype=np.float64)
@@ -333,8 +449,8 @@ def test_pack_missing_gradients_flags_and_grad_mode(f64):
     L = dist._flat_len(arr, n, 1)
     buf = np.empty(L)
     dist._pack(arr, n, g._m, dist._GRAD, 1, 1.0, buf)
-    np.testing.assert_array_equal(buf[:L - n], [0.0] * (L - n - 1) + [3.0])
-    np.testing.assert_array_equal(buf[L - n:], [0, 0, 0, 1])
+    np.testing.assert_array_equal(buf[: L - n], [0.0] * (L - n - 1) + [3.0])
+    np.testing.assert_array_equal(buf[L - n :], [0, 0, 0, 1])
     # another "rank" had a W1 gradient: a map cannot take it ...
     buf[L - n] = 1.0
     with pytest.raises(pg.StateError, match="no gradient in this process's map"):
@@ -345,7 +461,9 @@ def test_pack_missing_gradients_flags_and_grad_mode(f64):
     np.testing.assert_array_equal(m.W1.grad, np.arange(6).reshape(3, 2, order="F") * 0.5)
     assert m.b1.grad is None and m.W2.grad is None
     np.testing.assert_array_equal(m.b2.grad, [[1.5]])
-    assert g.get_tensor(m.b2).numpy()[0, 0] == 3.0  # the map returned by backward() is not changed in .grad mode
+    assert (
+        g.get_tensor(m.b2).numpy()[0, 0] == 3.0
+    )  # the map returned by backward() is not changed in .grad mode
     with pytest.raises(pg.ShapeError, match="buffer has 3 elements"):
         dist._pack(arr, n, NULL, dist._GRAD, 1, 1.0, np.empty(3))
     with pytest.raises(ValueError, match="flags apply to gradients only"):
@@ -362,6 +480,7 @@ def test_copy_parameters_shape_mismatch():
 # ---------------------------------------------------------------------------------------------
 # MPI: optional dependency
 
+
 def test_import_pyggmlr_does_not_import_mpi4py():
     code = "import sys, pyggmlr; assert 'mpi4py' not in sys.modules, 'mpi4py imported'; print(pyggmlr.dp_train.__name__)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -374,11 +493,18 @@ def test_missing_mpi_gives_install_instructions(monkeypatch):
     monkeypatch.setitem(dist._state, "MPI", None)
     monkeypatch.setitem(dist._state, "comm", None)
     assert dist.mpi_available() is False
-    for fn in (dist.init, dist.rank, dist.world_size, lambda: dist.ag_allreduce_gradients(MLP(2, 2, 1, seed=0))):
+    for fn in (
+        dist.init,
+        dist.rank,
+        dist.world_size,
+        lambda: dist.ag_allreduce_gradients(MLP(2, 2, 1, seed=0)),
+    ):
         with pytest.raises(dist.DistributedError) as ei:
             fn()
         msg = str(ei.value)
-        assert "apt-get install -y openmpi-bin libopenmpi-dev" in msg and "pip install mpi4py" in msg
+        assert (
+            "apt-get install -y openmpi-bin libopenmpi-dev" in msg and "pip install mpi4py" in msg
+        )
         assert "mpirun -np 2" in msg
     assert isinstance(ei.value, RuntimeError) and isinstance(ei.value, pg.PyggmlrError)
 
@@ -388,12 +514,21 @@ _HAVE_MPI4PY = importlib.util.find_spec("mpi4py") is not None
 needs_mpi = pytest.mark.skipif(
     not (_MPIRUN and _HAVE_MPI4PY),
     reason="MPI tests need mpirun and mpi4py (apt-get install -y openmpi-bin libopenmpi-dev; pip install mpi4py): "
-           f"mpirun {'found' if _MPIRUN else 'missing'}, mpi4py {'found' if _HAVE_MPI4PY else 'missing'}")
+    f"mpirun {'found' if _MPIRUN else 'missing'}, mpi4py {'found' if _HAVE_MPI4PY else 'missing'}",
+)
 
 
 def _mpirun(script, *args, np_=2, timeout=120):
-    cmd = [_MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", str(np_), sys.executable,
-           os.path.join(HERE, script), *args]
+    cmd = [
+        _MPIRUN,
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-np",
+        str(np_),
+        sys.executable,
+        os.path.join(HERE, script),
+        *args,
+    ]
     env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none", PYTHONUNBUFFERED="1")
     t0 = time.monotonic()
     try:
@@ -452,7 +587,10 @@ _RSCRIPT = shutil.which("Rscript")
 def _have_rmpi():
     if not _RSCRIPT:
         return False
-    r = subprocess.run([_RSCRIPT, "-e", "quit(status = !requireNamespace('Rmpi', quietly = TRUE))"], capture_output=True)
+    r = subprocess.run(
+        [_RSCRIPT, "-e", "quit(status = !requireNamespace('Rmpi', quietly = TRUE))"],
+        capture_output=True,
+    )
     return r.returncode == 0
 
 
@@ -470,11 +608,26 @@ def test_mpi_ag_fit_same_bits_in_r_and_python(tmp_path):
     assert all(abs(a * 64 - round(a * 64)) < 1e-12 for a in rep["accuracy"])
     assert rep["loss"][-1] < rep["loss"][0] and len(rep["weights"]) == 4 * 8 + 8 + 8 * 3 + 3
     if not _have_rmpi():
-        pytest.skip("this machine has no R with Rmpi (apt-get install r-base-core r-cran-rmpi): the R half cannot run")
+        pytest.skip(
+            "this machine has no R with Rmpi (apt-get install r-base-core r-cran-rmpi): the R half cannot run"
+        )
     rout = str(tmp_path / "r.json")
     env = dict(os.environ, OMPI_MCA_btl_vader_single_copy_mechanism="none")
-    rr = subprocess.run([_MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "2", _RSCRIPT,
-                         os.path.join(HERE, "fit_parity.R"), rout], capture_output=True, text=True,
-                        timeout=120, env=env)
+    rr = subprocess.run(
+        [
+            _MPIRUN,
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "-np",
+            "2",
+            _RSCRIPT,
+            os.path.join(HERE, "fit_parity.R"),
+            rout,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert rr.returncode == 0, rr.stdout + rr.stderr
     assert json.load(open(rout)) == rep
