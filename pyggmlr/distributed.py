@@ -22,14 +22,13 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _core
-from . import _walk
-from ._core import F32, F64, NULL, check, ffi, lib
+from . import _core, _walk
 from ._args import check_int, check_min_int, check_real
+from ._core import F32, F64, NULL, check, ffi, lib
 from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from .optim import _grads_handle, clip_grad_norm, optimizer_adam
 from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
-from .tensor import ArrayLike, Tensor, ag_tensor
+from .tensor import Tensor, ag_tensor
 
 #: A parameter list as the functions here accept it: a model (anything with parameters()), a
 #: dict name -> tensor, a single tensor or an iterable of tensors; matched by position.
@@ -672,10 +671,10 @@ def ag_rank_slice(idx: Union[Sequence[int], np.ndarray], comm: Optional[Comm] = 
     return np.array_split(idx, comm.Get_size())[comm.Get_rank()]
 
 
-# the training loops' side (DistributedOptimizer, ag_fit's collectives, ag_fit_distributed)
-from .distributed_fit import (
-    DistributedOptimizer,
-    FitSync,
-    ag_distributed_setup,  # noqa: E402,F401
-    ag_fit_distributed,
+# the training loops' side (DistributedOptimizer, ag_fit's collectives, the ag_fit_distributed alias)
+from .distributed_fit import (  # noqa: E402  (it imports this module's helpers)
+    DistributedOptimizer,  # noqa: F401
+    FitSync,  # noqa: F401
+    ag_distributed_setup,  # noqa: F401
+    ag_fit_distributed,  # noqa: F401
 )

@@ -9,10 +9,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
+from _common import MLP  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
 from pyggmlr import distributed as dist  # noqa: E402
-from _common import MLP  # noqa: E402
 
 mode = sys.argv[2] if len(sys.argv) > 2 else "raise"
 comm = dist.init()
