@@ -671,5 +671,10 @@ def ag_rank_slice(idx: Union[Sequence[int], np.ndarray], comm: Optional[Comm] = 
     return np.array_split(idx, comm.Get_size())[comm.Get_rank()]
 
 
-# the training loops' side (DistributedOptimizer, ag_fit's collectives, ag_fit_distributed)
-from .distributed_fit import DistributedOptimizer, FitSync, ag_distributed_setup, ag_fit_distributed  # noqa: E402,F401
+# the training loops' side (DistributedOptimizer, ag_fit's collectives, the ag_fit_distributed alias)
+from .distributed_fit import (  # noqa: E402  (it imports this module's helpers)
+    DistributedOptimizer,  # noqa: F401
+    FitSync,  # noqa: F401
+    ag_distributed_setup,  # noqa: F401
+    ag_fit_distributed,  # noqa: F401
+)

@@ -1,32 +1,31 @@
 """The training loops' side of MPI data parallelism (see distributed.py, docs/distributed.md):
 DistributedOptimizer, the collectives ag_fit(distributed=True) runs (FitSync, the same calls as
-R's ag_fit) and the standalone loop ag_fit_distributed."""
+R's ag_fit) and ag_fit_distributed, an alias of ag_fit(distributed=True)."""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _core
-from ._args import check_min_int, check_real
+from ._args import check_flag, check_real
 from ._core import ffi, lib
 from .distributed import (
     Comm,
     Params,
     _comm,
     _import_mpi,
-    _stats,
-    _tensors,
     ag_allreduce_gradients,
     ag_broadcast_parameters,
     ag_rank_slice,
 )
 from .errors import ArgumentError, PyggmlrValueError
-from .optim import Optimizer, clip_grad_norm, optimizer_adam, optimizer_sgd
-from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
-from .tensor import ArrayLike, Tensor, ag_tensor
+from .fit_history import History
+from .optim import Optimizer, clip_grad_norm
+from .tape import Gradients
+from .tensor import ArrayLike, Tensor
 
 __all__ = ["DistributedOptimizer", "ag_distributed_setup", "ag_fit_distributed"]
 
@@ -151,18 +150,8 @@ def ag_distributed_setup(
     return opt, int(batch_size) * W, int(nbl) * W, lambda idx: ag_rank_slice(idx, comm=comm)
 
 
-def _loss_callable(loss):
-    from .ops import ag_mse_loss, ag_softmax_cross_entropy_loss
-
-    if callable(loss):
-        return loss
-    if loss == "mse":
-        return ag_mse_loss
-    if loss == "cross_entropy":
-        return ag_softmax_cross_entropy_loss
-    raise PyggmlrValueError(
-        f"ag_fit_distributed: loss must be 'mse', 'cross_entropy' or a callable(out, y), got {loss!r}"
-    )
+def _refuse(arg: str, value: Any, instead: str) -> PyggmlrValueError:
+    return PyggmlrValueError(f"ag_fit_distributed: {arg}={value!r} is not supported; {instead}")
 
 
 def ag_fit_distributed(
@@ -175,112 +164,69 @@ def ag_fit_distributed(
     nepoch: int = 10,
     batch_size: int = 32,
     shuffle: bool = True,
-    seed: int = 0,
+    seed: Optional[int] = 0,
     max_norm: float = float("inf"),
-    drop_last: bool = False,
+    drop_last: bool = True,
     verbose: Union[bool, int] = True,
     comm: Optional[Comm] = None,
-) -> Dict[str, Any]:
-    """Data-parallel training loop over MPI ranks; run the same call on every rank.
+) -> History:
+    """Alias of ``ag_fit(model, x, y, ..., distributed=True)`` (one MPI training path); run
+    the same call on every rank. Returns what ag_fit returns: the History (per-epoch loss over
+    all ranks' samples, the same on every rank), no longer a dict.
 
-    Every rank holds the full x [features, n] / y (or the same view of it); each step takes a
-    global batch of batch_size * world_size samples (the same permutation on every rank, from
-    a stream seeded as set.seed(seed), one sample.int(n) per epoch), rank r trains on its slice r, the gradients are averaged over ranks in
-    one fused all-reduce weighted by the slice sizes, clipped when max_norm is finite, and every
-    rank applies the same optimizer step. So N ranks with batch_size b follow exactly the
-    trajectory of one rank with batch_size N*b (to round-off). Weights are broadcast from rank
-    0 first. loss: 'mse', 'cross_entropy' (logits; y class ids or one-hot) or a callable
-    (out, y_batch) returning a per-sample MEAN. optimizer: 'adam', 'sgd' or an optimizer object
-    on the model's parameters. Returns a dict: loss_history (per-epoch mean training loss over
-    all samples, the same on every rank), steps, rank, world_size, bytes_per_step.
-    Raises: DistributedError when MPI is missing or the ranks' models differ;
-    PyggmlrValueError for an unknown loss / optimizer, nepoch or batch_size < 1, x and y with
-    different sample counts, a model without parameters; ShapeError from the model when x
-    has the wrong number of rows."""
-    comm = _comm(comm)
-    MPI = _import_mpi()
-    lossfn = _loss_callable(loss)
-    nepoch = check_min_int(nepoch, "ag_fit_distributed", "nepoch", 1)
-    batch_size = check_min_int(batch_size, "ag_fit_distributed", "batch_size", 1)
-    X = np.asarray(x)
-    if X.ndim == 1:
-        X = X.reshape(1, -1)
-    n = X.shape[1]
-    Y = None if y is None else np.asarray(y)
-    if Y is not None and Y.shape[-1] != n:
-        raise PyggmlrValueError(
-            f"ag_fit_distributed: x has {n} samples (columns) but y has {Y.shape[-1]}"
+    Mapped: loss, optimizer ('adam' is ag_fit's 'adamw'; 'sgd'; an optimizer object), lr,
+    nepoch, batch_size (per rank), shuffle and seed (ag_fit's split and shuffle draws) pass
+    through; verbose True / 1 is ag_fit's verbose=2 (a line per epoch, rank 0, stderr) and
+    False / 0 its verbose=0. So N ranks with batch_size b follow one rank with batch_size N*b.
+    Refused (ag_fit has no equivalent): a finite max_norm (clip in a loop of your own with
+    DistributedOptimizer(opt, max_norm=)), drop_last=False (ag_fit leaves out the samples that
+    do not fill a global batch, as ggml), verbose above 1, a comm other than the one
+    ag_mpi_init picked (pass it to ag_mpi_init(comm) first).
+    Raises: PyggmlrValueError naming ag_fit_distributed for a refused value (before any MPI
+    call, comm excepted); ArgumentError for a max_norm that is not a number or a drop_last
+    that is not a bool; otherwise what ag_fit(distributed=True) raises."""
+    if math.isfinite(check_real(max_norm, "ag_fit_distributed", "max_norm")):
+        raise _refuse(
+            "max_norm",
+            max_norm,
+            "ag_fit has no gradient clipping: clip in a loop of "
+            "your own with DistributedOptimizer(opt, max_norm=...)",
         )
-    params = _tensors(model, "ag_fit_distributed")
-    if not params:
-        raise PyggmlrValueError("ag_fit_distributed: the model has no parameters")
-    dtype = params[0].dtype
-    if isinstance(optimizer, Optimizer):
-        opt = optimizer
-    elif optimizer in ("adam", "adamw"):
-        opt = optimizer_adam(params, lr=lr)
-    elif optimizer == "sgd":
-        opt = optimizer_sgd(params, lr=lr)
+    if not check_flag(drop_last, "ag_fit_distributed", "drop_last"):
+        raise _refuse(
+            "drop_last",
+            drop_last,
+            "ag_fit leaves out the samples that do not fill "
+            "a whole global batch (ggml's rule): use drop_last=True",
+        )
+    if isinstance(verbose, bool) or verbose in (0, 1):
+        level = 2 if verbose else 0
     else:
-        raise PyggmlrValueError(
-            f"ag_fit_distributed: optimizer must be 'adam', 'sgd' or an optimizer object, got {optimizer!r}"
+        raise _refuse(
+            "verbose",
+            verbose,
+            "use True (a line per epoch) or False, or ag_fit's verbose / callbacks",
         )
-    max_norm = check_real(max_norm, "ag_fit_distributed", "max_norm")
-    W, r = comm.Get_size(), comm.Get_rank()
-    B = int(batch_size) * W
-    ag_broadcast_parameters(model, comm=comm)
-    before = _stats["allreduce_bytes"]
-    history, steps, first = [], 0, True
-    from .random import Generator
+    if comm is not None and comm != _comm(None):
+        raise _refuse(
+            "comm",
+            comm,
+            "ag_fit(distributed=True) runs on the communicator "
+            "ag_mpi_init picked: call ag_mpi_init(comm) first",
+        )
+    from . import fit  # at call time: fit.py imports this module's FitSync
 
-    stream = Generator(seed)  # every rank draws the same permutations: R's sample.int(n) per epoch
-    try:
-        for epoch in range(1, int(nepoch) + 1):
-            perm = stream.sample_int(n) - 1 if shuffle else np.arange(n)
-            lsum = np.zeros(2)
-            for start in range(0, n, B):
-                gidx = perm[start : start + B]
-                if drop_last and len(gidx) < B:
-                    break
-                mine = np.array_split(gidx, W)[r]
-                opt.zero_grad()
-                if len(mine):
-                    xb = ag_tensor(X[:, mine], dtype=dtype)
-                    if Y is None:
-                        yb = None
-                    elif Y.ndim == 1:  # class ids
-                        yb = Y[mine]
-                    else:
-                        yb = ag_tensor(Y[:, mine], dtype=dtype)
-                    with with_grad_tape():
-                        out = model.forward(xb)
-                        lv = lossfn(out, yb) if yb is not None else lossfn(out)
-                    backward(lv)  # into .grad; the optimizer steps from .grad
-                    lsum += (lv.item() * len(mine), len(mine))
-                    del out, lv
-                ag_allreduce_gradients(params, None, weight=len(mine), comm=comm, check=first)
-                first = False
-                if math.isfinite(max_norm):
-                    clip_grad_norm(params, None, max_norm)
-                opt.step(
-                    None, sum_grads=True
-                )  # .grad is cleared per batch: the optimizer sums (accumulate_steps)
-                ag_tape_clear()
-                steps += 1
-            comm.Allreduce(MPI.IN_PLACE, lsum, op=MPI.SUM)
-            history.append(lsum[0] / lsum[1] if lsum[1] > 0 else math.nan)
-            if verbose and r == 0 and (verbose is True or epoch == 1 or epoch % int(verbose) == 0):
-                print(
-                    f"[ag_fit_distributed] epoch {epoch:4d} / {nepoch}  loss = {history[-1]:.6f}  ({W} ranks)",
-                    flush=True,
-                )
-    finally:
-        opt.zero_grad()
-        ag_tape_clear()
-    return {
-        "loss_history": np.asarray(history),
-        "steps": steps,
-        "rank": r,
-        "world_size": W,
-        "bytes_per_step": (_stats["allreduce_bytes"] - before) / steps if steps else 0.0,
-    }
+    return fit.ag_fit(
+        model,
+        x,
+        y,
+        loss=loss,
+        optimizer="adamw" if isinstance(optimizer, str) and optimizer == "adam" else optimizer,
+        lr=lr,
+        nepoch=nepoch,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        seed=seed,
+        verbose=level,
+        distributed=True,
+    )

@@ -151,14 +151,16 @@ def test_dp_train_prints_ggmlr_format(capsys):
         verbose=3,
     )
     lines = capsys.readouterr().out.splitlines()
-    assert [l[:25] for l in lines] == [
+    assert [line[:25] for line in lines] == [
         "[dp_train] iter    1 / 6 ",
         "[dp_train] iter    3 / 6 ",
         "[dp_train] iter    6 / 6 ",
     ]
     import re
 
-    assert all(re.fullmatch(r"\[dp_train\] iter +\d+ / 6  loss = \d+\.\d{6}", l) for l in lines)
+    assert all(
+        re.fullmatch(r"\[dp_train\] iter +\d+ / 6  loss = \d+\.\d{6}", line) for line in lines
+    )
     pg.dp_train(
         lambda: MLP(4, 3, 2, seed=0),
         data,
@@ -509,6 +511,57 @@ def test_missing_mpi_gives_install_instructions(monkeypatch):
     assert isinstance(ei.value, RuntimeError) and isinstance(ei.value, pg.PyggmlrError)
 
 
+def test_fit_distributed_maps_onto_ag_fit(monkeypatch):
+    """The alias only maps its arguments: ag_fit(distributed=True) gets them (no MPI needed)."""
+    import pyggmlr.fit
+
+    calls = []
+    monkeypatch.setattr(pyggmlr.fit, "ag_fit", lambda *a, **k: calls.append((a, k)) or "hist")
+    m, X, Y = MLP(4, 3, 2, seed=0), *regression_data(8)
+    assert dist.ag_fit_distributed(m, X, Y) == "hist"
+    assert calls[-1][0] == (m, X, Y)
+    mapped = dict(
+        loss="mse",
+        optimizer="adamw",
+        lr=1e-3,
+        nepoch=10,
+        batch_size=32,
+        shuffle=True,
+        seed=0,
+        verbose=2,
+        distributed=True,
+    )
+    assert calls[-1][1] == mapped
+    opt = pg.optimizer_sgd(m, lr=0.1)
+    dist.ag_fit_distributed(m, X, Y, "cross_entropy", opt, 0.5, 3, 4, False, 7, verbose=0)
+    assert list(calls[-1][1]) == list(mapped)
+    assert list(calls[-1][1].values()) == ["cross_entropy", opt, 0.5, 3, 4, False, 7, 0, True]
+    dist.ag_fit_distributed(m, X, Y, optimizer="sgd", max_norm=float("inf"), drop_last=True)
+    assert calls[-1][1]["optimizer"] == "sgd" and calls[-1][1]["verbose"] == 2
+
+
+def test_fit_distributed_refuses_what_ag_fit_lacks(monkeypatch):
+    """max_norm, drop_last=False and verbose=k are refused before MPI (here: mpi4py missing)."""
+    monkeypatch.setitem(sys.modules, "mpi4py", None)
+    monkeypatch.setitem(dist._state, "MPI", None)
+    monkeypatch.setitem(dist._state, "comm", None)
+    m, X, Y = MLP(4, 3, 2, seed=0), *regression_data(8)
+    cases = [
+        (dict(max_norm=1.0), "max_norm=1.0 is not supported.*DistributedOptimizer"),
+        (dict(drop_last=False), "drop_last=False is not supported.*drop_last=True"),
+        (dict(verbose=5), "verbose=5 is not supported"),
+    ]
+    for kw, msg in cases:
+        with pytest.raises(pg.PyggmlrValueError, match="^ag_fit_distributed: " + msg):
+            dist.ag_fit_distributed(m, X, Y, **kw)
+    with pytest.raises(pg.ArgumentError, match="ag_fit_distributed: max_norm must be a number"):
+        dist.ag_fit_distributed(m, X, Y, max_norm="1")
+    with pytest.raises(pg.ArgumentError, match="ag_fit_distributed: drop_last must be True"):
+        dist.ag_fit_distributed(m, X, Y, drop_last=0)
+    with pytest.raises(dist.DistributedError, match="pip install mpi4py"):  # the plain call: MPI
+        dist.ag_fit_distributed(m, X, Y, nepoch=1, verbose=False)
+
+
 _MPIRUN = shutil.which("mpirun")
 _HAVE_MPI4PY = importlib.util.find_spec("mpi4py") is not None
 needs_mpi = pytest.mark.skipif(
@@ -545,11 +598,14 @@ def test_mpi_two_ranks_equal_one_rank_with_double_batch(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     rep = json.load(open(out))
     assert rep["world_size"] == 2
-    # A: ag_fit_distributed, Adam, shuffled, partial last batch; ranks started from different weights
-    assert rep["A_steps"] == rep["A_ref_steps"] == 4 * 7
+    # A: ag_fit_distributed is ag_fit(distributed=True), bit for bit, and returns its History;
+    # 2 ranks x 4 follow one rank x 8 (Adam, shuffled; ranks started from different weights)
+    assert rep["A_type"] == "History" and rep["A_bit_identical"] == 1
     assert rep["A_max_weight_diff"] < 1e-12
     assert rep["A_max_loss_diff"] < 1e-12
     assert rep["A_loss_first_last"][1] < 0.7 * rep["A_loss_first_last"][0]
+    assert rep["A_comm_refused"].startswith("ag_fit_distributed: comm=")
+    assert "ag_mpi_init(comm)" in rep["A_comm_refused"]
     # identical weights across ranks, bit for bit
     assert rep["A_spread"] == 0.0 and rep["A_rank_weights_identical"] is True
     # B: DistributedOptimizer (SGD momentum, clipping of the averaged gradient) vs a plain loop
@@ -560,8 +616,9 @@ def test_mpi_two_ranks_equal_one_rank_with_double_batch(tmp_path):
     assert rep["C_parts"] == [[0, 1, 2, 3], [4, 5, 6, 7]]
     # D: ag_fit(distributed=True) equals one rank with the global batch, weights identical on ranks
     assert rep["D_max_weight_diff"] < 1e-12 and rep["D_spread"] == 0.0
-    # one fused all-reduce per step: 4*6+6+2*6+2 = 44 gradient values + 4 flags + 1 weight, f64
-    assert rep["A_bytes_per_step"] == (44 + 4 + 1) * 8
+    # one fused all-reduce per step (4 epochs x 6 full global batches of 8; 51 % 8 left out):
+    # 4*6+6+2*6+2 = 44 gradient values + 4 flags + 1 weight, f64
+    assert rep["A_bytes"] == 4 * 6 * (44 + 4 + 1) * 8
 
 
 @needs_mpi
