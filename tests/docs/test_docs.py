@@ -126,7 +126,7 @@ TYPED_MODULES = (
 TYPED_MODULES += ("ops_loss",)
 TYPED_MODULES += ("checkpoint", "nn_layers")
 TYPED_MODULES += ("fit_progress", "fit_util", "fit_history", "fit_callbacks", "fit_resume")
-TYPED_MODULES += ("distributed_fit", "fit_args", "predict")
+TYPED_MODULES += ("distributed_fit", "fit_args", "predict", "replicas")
 TYPED_MODULES += ("io_check",)
 TYPED_MODULES += ("nn_module", "tensor_index", "fit_data")
 
@@ -147,7 +147,7 @@ def _typed_objects():
 
 
 TYPED = _typed_objects()
-METHOD_TYPED_MODULES = ("ops", "nn", "distributed", "distributed_fit", "r", "compile")
+METHOD_TYPED_MODULES = ("ops", "nn", "distributed", "distributed_fit", "replicas", "r", "compile")
 
 
 def _missing_hints(fn):

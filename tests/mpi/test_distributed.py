@@ -356,26 +356,26 @@ def test_averaged_gradient_equals_gradient_of_combined_batch(f64):
     X, Y = regression_data(12)
     m0, m1, m2, full = (MLP(4, 6, 2, seed=s) for s in (1, 2, 3, 4))
     for m in (m1, m2, full):
-        pg.distributed.ag_copy_parameters(m, m0)
+        pg.replicas.ag_copy_parameters(m, m0)
     g0 = _grads_of(m0, X[:, :4], Y[:, :4])
     g1 = _grads_of(m1, X[:, 4:8], Y[:, 4:8])
     g2 = _grads_of(m2, X[:, 8:], Y[:, 8:])
     gf = _grads_of(full, X, Y)
-    pg.distributed.ag_average_gradients([m0, m1, m2], [g0, g1, g2])
+    pg.replicas.ag_average_gradients([m0, m1, m2], [g0, g1, g2])
     for k, t in m0.parameters().items():
         ref = gf[full.parameters()[k]]
         np.testing.assert_allclose(_g(g0, t), ref, rtol=0, atol=1e-12)
         assert np.max(np.abs(ref)) > 1e-3
     # .grad mode (each replica's .grad): same result, and the maps handed out are not changed
     for m in (m0, m1, m2):
-        pg.distributed.ag_copy_parameters(m, full)
+        pg.replicas.ag_copy_parameters(m, full)
         for t in m.parameters().values():
             t.grad = None
     h0 = _grads_of(m0, X[:, :4], Y[:, :4])
     before = h0[m0.W1].copy()
     _grads_of(m1, X[:, 4:8], Y[:, 4:8])
     _grads_of(m2, X[:, 8:], Y[:, 8:])
-    pg.distributed.ag_average_gradients([m0, m1, m2], [None, None, None])
+    pg.replicas.ag_average_gradients([m0, m1, m2], [None, None, None])
     for k, t in m0.parameters().items():
         np.testing.assert_allclose(t.grad, gf[full.parameters()[k]], rtol=0, atol=1e-12)
     np.testing.assert_array_equal(h0.get_tensor(m0.W1).numpy(), before)
@@ -391,7 +391,7 @@ def test_average_gradients_missing_and_mismatch(f64):
     g0 = _grads_of(m0, x, np.zeros((1, 3)))
     w1 = g0[m0.W1].copy()
     b2 = g0[m0.b2].copy()
-    pg.distributed.ag_average_gradients([m0, m1], [g0, g1])
+    pg.replicas.ag_average_gradients([m0, m1], [g0, g1])
     np.testing.assert_allclose(_g(g0, m0.W1), w1 / 2, rtol=0, atol=1e-15)
     np.testing.assert_allclose(_g(g0, m0.b2), (b2 + 1) / 2, rtol=0, atol=1e-15)
     # replica 0's map lacks a gradient another replica has: a map cannot grow -> clear error
@@ -400,12 +400,12 @@ def test_average_gradients_missing_and_mismatch(f64):
     h0 = pg.backward(l0)
     h1 = _grads_of(m1, x, np.zeros((1, 3)))
     with pytest.raises(pg.StateError, match="no gradient in replica 0's map"):
-        pg.distributed.ag_average_gradients([m0, m1], [h0, h1])
+        pg.replicas.ag_average_gradients([m0, m1], [h0, h1])
     with pytest.raises(ValueError, match="replica 1 has 2 parameters"):
-        pg.distributed.ag_average_gradients([m0, [m1.W1, m1.b1]], [h0, h1])
+        pg.replicas.ag_average_gradients([m0, [m1.W1, m1.b1]], [h0, h1])
     other = MLP(2, 4, 1, seed=0)
     with pytest.raises(pg.ShapeError, match="parameter 0 is .*4x2.* in replica 1"):
-        pg.distributed.ag_average_gradients([m0, other], [None, None])
+        pg.replicas.ag_average_gradients([m0, other], [None, None])
 
 
 @pytest.mark.parametrize("buf_dtype", [np.float64, np.float32])
@@ -474,9 +474,9 @@ def test_pack_missing_gradients_flags_and_grad_mode(f64):
 
 def test_copy_parameters_shape_mismatch():
     with pytest.raises(pg.ShapeError, match="parameter 0"):
-        pg.distributed.ag_copy_parameters(MLP(2, 3, 1, seed=0), MLP(2, 4, 1, seed=0))
+        pg.replicas.ag_copy_parameters(MLP(2, 3, 1, seed=0), MLP(2, 4, 1, seed=0))
     with pytest.raises(ValueError, match="destination has 4 parameters, source has 1"):
-        pg.distributed.ag_copy_parameters(MLP(2, 3, 1, seed=0), [pg.ag_param(np.ones((3, 2)))])
+        pg.replicas.ag_copy_parameters(MLP(2, 3, 1, seed=0), [pg.ag_param(np.ones((3, 2)))])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -62,8 +62,8 @@ def test_unregistered_entry_point(tree):
 def test_wrong_argument_count(tree):
     edit(
         tree / "r" / "src" / "init.c",
-        "(DL_FUNC) &R_pg_scope,                2}",
-        "(DL_FUNC) &R_pg_scope,                3}",
+        "(DL_FUNC)&R_pg_scope, 2}",
+        "(DL_FUNC)&R_pg_scope, 3}",
     )
     fails_with(tree, "R_pg_scope registered with 3 args, r_scope.c takes 2")
 
