@@ -101,7 +101,7 @@ a <- commandArgs(TRUE)
 sizes <- as.numeric(strsplit(a[1], "-")[[1]]); n <- as.integer(a[2]); batch <- as.integer(a[3])
 static <- as.logical(a[4]); epochs <- as.integer(a[5]); rounds <- as.integer(a[6]); inner <- as.integer(a[7])
 ag_set_threads(1L); ag_dtype("f32")
-invisible(if (isTRUE(nzchar(a[8]))) ag_use_openblas(a[8]) else ag_set_blas("builtin"))
+invisible(if (isTRUE(nzchar(a[8]))) ag_set_blas("openblas", a[8]) else ag_set_blas("builtin"))
 set.seed(1); x <- matrix(rnorm(sizes[1] * n), sizes[1], n); y <- sample.int(sizes[length(sizes)], n, replace = TRUE) - 1L
 make <- function() {
   ggml_set_seed(3L); L <- length(sizes) - 1L

@@ -1,5 +1,5 @@
 """The built-in GEMM kernel (native/gemm_kernel.c, micro-kernels in native/gemm_ukernel.c) versus
-OpenBLAS (scipy-openblas32, through pg.use_blas) versus numpy's `@`, single-threaded, f32 and f64, on the GEMM shapes of the
+OpenBLAS (scipy-openblas32, through pg.ag_set_blas) versus numpy's `@`, single-threaded, f32 and f64, on the GEMM shapes of the
 project's models (forward and backward of the MLP layers, the small demo network, a square).
 
 Each row: op(A) [m x k] times op(B) [k x n]; "tn" means A is stored [k x m] and transposed (the
@@ -117,7 +117,7 @@ def openblas_core():
 
 
 def builtin_time(fn, kernel, threads=1):
-    pg.use_blas("builtin")
+    pg.ag_set_blas("builtin")
     lib.pg_gemm_kernel_select(kernel)
     pg.ag_set_threads(threads)
     try:
@@ -128,7 +128,7 @@ def builtin_time(fn, kernel, threads=1):
 
 
 def openblas_time(fn, threads=1):
-    pg.use_blas("openblas")
+    pg.ag_set_blas("openblas")
     pg.ag_set_threads(threads)
     try:
         return median_seconds(fn)
@@ -140,7 +140,7 @@ def main():
     pg.ag_set_threads(1)
     have_openblas = True
     try:
-        pg.use_blas("openblas")
+        pg.ag_set_blas("openblas")
     except RuntimeError:
         have_openblas = False
     best = lib.pg_gemm_kernel_select(-1)
@@ -175,7 +175,7 @@ def main():
                     t_ob_n = openblas_time(pyggmlr_fn(a, b, layout, dt), THREADS)
             t_np = median_seconds(numpy_fn(a, b, layout))
             # same numbers from both backends (loose: f32 sums in different orders)
-            pg.use_blas("builtin")
+            pg.ag_set_blas("builtin")
             ref = numpy_fn(a.astype(np.float64), b.astype(np.float64), layout)()
             got = pyggmlr_fn(a, b, layout, dt)().numpy()
             np.testing.assert_allclose(
@@ -223,7 +223,7 @@ def main():
                 f"{t_np * 1e6:9.1f} {row['numpy_gflops']:6.1f} {ratio} {thr}"
             )
     if have_openblas:
-        pg.use_blas("openblas")
+        pg.ag_set_blas("openblas")
     out = os.environ.get("BENCH_OUT", os.path.join(HERE, "results", "bench_gemm.json"))
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:

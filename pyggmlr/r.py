@@ -206,7 +206,7 @@ def _bridge(name):
 
 def sync_blas(force: bool = False) -> Any:
     """Make R's copy of the core use the GEMM Python uses now (OpenBLAS from
-    scipy-openblas32 via ``ag_use_openblas(path)``, or the built-in kernel), so both languages
+    scipy-openblas32 via ``ag_set_blas("openblas", path)``, or the built-in kernel), so both languages
     produce bit-identical products. Returns R's ag_blas_name(). Done again only when Python's
     choice changed since the last call (or when `force`, e.g. after R code switched it).
     Raises RuntimeError when R is not available, RError when R fails to load the library."""
@@ -216,7 +216,7 @@ def sync_blas(force: bool = False) -> Any:
     want = (_core.blas_name(), _core.blas_library_path())
     if force or _st.get("blas") != want:  # dyn.load once per change, not per call
         if want[1]:
-            call("ag_use_openblas", want[1])
+            call("ag_set_blas", "openblas", want[1])
         else:
             call("ag_set_blas", "builtin")
         _st["blas"] = want
