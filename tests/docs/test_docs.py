@@ -223,7 +223,7 @@ def test_hinted_signatures_resolve():
     them as strings until then)."""
     import typing
 
-    for name, obj in {**TYPED, **TYPED_METHODS}.items():
+    for obj in {**TYPED, **TYPED_METHODS}.values():
         if obj.__module__.split(".")[-1] in METHOD_TYPED_MODULES:
             fn = obj.__init__ if inspect.isclass(obj) else obj
             if inspect.isfunction(fn):

@@ -94,8 +94,8 @@ def test_softmax_ce_ids_tensor_equals_ids_array(dtype, rng):
         with pg.with_grad_tape():
             loss = pg.ag_softmax_cross_entropy_loss(z, target)
         res.append((loss.numpy(), pg.backward(loss)[z]))
-    for l, g in res[1:]:
-        assert np.array_equal(l, res[0][0]) and np.array_equal(g, res[0][1])
+    for loss_value, g in res[1:]:
+        assert np.array_equal(loss_value, res[0][0]) and np.array_equal(g, res[0][1])
 
 
 def test_softmax_ce_ids_tensor_errors():
@@ -171,7 +171,10 @@ def _run_pair(model, opt_cls, dtype, steps=12, accumulate=1, **hyper):
     P0 = [p.numpy() for p in _mlp(rng, (4, 6, 3), "f64")]
     data = _batches(rng, steps, 4, 8, 3)
     if model == "div-exp-log-sub-sum":
-        loss_of = lambda P, x, y: pg.ag_sum(MODELS[model](P, x, y))
+
+        def loss_of(P, x, y):
+            return pg.ag_sum(MODELS[model](P, x, y))
+
     else:
         loss_of = MODELS[model]
     Pe = [pg.ag_param(p, dtype=dtype) for p in P0]
