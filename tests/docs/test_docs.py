@@ -129,6 +129,7 @@ TYPED_MODULES += ("fit_progress", "fit_util", "fit_history", "fit_callbacks", "f
 TYPED_MODULES += ("distributed_fit", "fit_args", "predict")
 TYPED_MODULES += ("io_check",)
 TYPED_MODULES += ("nn_module", "tensor_index", "fit_data")
+TYPED_MODULES += ("nn_base",)
 
 
 def _typed_objects():
@@ -147,7 +148,7 @@ def _typed_objects():
 
 
 TYPED = _typed_objects()
-METHOD_TYPED_MODULES = ("ops", "nn", "distributed", "distributed_fit", "r", "compile")
+METHOD_TYPED_MODULES = ("ops", "nn", "nn_base", "distributed", "distributed_fit", "r", "compile")
 
 
 def _missing_hints(fn):
