@@ -9,7 +9,7 @@ test:
 
 # the property tests and the file / crash fuzzers with many more cases (minutes, not seconds)
 fuzz:
-	HYPOTHESIS_PROFILE=fuzz PYGGMLR_FUZZ_CASES=20000 $(PYTHON) -m pytest -q tests/core/test_properties.py tests/io/test_fuzz_files.py tests/hostile/test_crash.py
+	HYPOTHESIS_PROFILE=fuzz PYGGMLR_FUZZ_CASES=20000 $(PYTHON) -m pytest -q tests/core/test_properties.py tests/core/test_properties_misuse.py tests/io/test_fuzz_files.py tests/hostile/test_crash.py
 
 # the C core under ASan + LSan + UBSan: the C driver (tests/c), then the Python suite
 sanitize:

@@ -18,6 +18,7 @@ from bench_common import pin_blas_env
 
 pin_blas_env()
 
+import functools  # noqa: E402
 import pathlib  # noqa: E402
 import sys  # noqa: E402
 
@@ -56,7 +57,10 @@ def step(f, Q, K, V, G, H, causal):
 def torch_step(q, k, v, g, H, causal):
     """q, k, v [seq, d_model] leaves (torch's row = our column), heads split from the features."""
     S, D = q.shape
-    split = lambda t: t.reshape(S, H, D // H).transpose(0, 1)  # [H, seq, d_head]
+
+    def split(t):  # [H, seq, d_head]
+        return t.reshape(S, H, D // H).transpose(0, 1)
+
     out = torch.nn.functional.scaled_dot_product_attention(
         split(q), split(k), split(v), is_causal=causal
     )
@@ -100,14 +104,17 @@ def main():
                         torch.tensor(x.T.copy(), dtype=tdt, requires_grad=True) for x in (q, k, v)
                     ]
                     tg = torch.tensor(g.T.copy(), dtype=tdt)
+                # each timed call bound to this case's inputs (a closure would see the loop's last)
+                timed = {
+                    "fused": functools.partial(step, fused, Q, K, V, G, H, causal),
+                    "composition": functools.partial(step, composition, Q, K, V, G, H, causal),
+                }
+                if torch:
+                    timed["torch"] = functools.partial(torch_step, *tt, tg, H, causal)
                 t = {"fused": [], "composition": [], "torch": []}
                 for _ in range(ROUNDS):  # in turns, so drifts in load hit all alike
-                    t["fused"].append(median_us(lambda: step(fused, Q, K, V, G, H, causal)))
-                    t["composition"].append(
-                        median_us(lambda: step(composition, Q, K, V, G, H, causal))
-                    )
-                    if torch:
-                        t["torch"].append(median_us(lambda: torch_step(*tt, tg, H, causal)))
+                    for key, fn in timed.items():
+                        t[key].append(median_us(fn))
                 m = {k2: float(np.median(v2)) if v2 else None for k2, v2 in t.items()}
                 name = f"d{D} h{H} seq{S}{' causal' if causal else ''}"
                 res["cases"][f"{name} {dt}"] = m

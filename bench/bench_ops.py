@@ -131,10 +131,10 @@ def main():
             )
             t = {"pyggmlr": [], "numpy": [], "torch": []}
             for _ in range(ROUNDS):  # in turns, so drifts in load hit all alike
-                t["pyggmlr"].append(median_us(lambda: fpg(*T)))
-                t["numpy"].append(median_us(lambda: fnp(a, b, col)))
+                t["pyggmlr"].append(median_us(lambda fpg=fpg, T=T: fpg(*T)))
+                t["numpy"].append(median_us(lambda fnp=fnp, a=a, b=b, col=col: fnp(a, b, col)))
                 if torch:
-                    t["torch"].append(median_us(lambda: fto(*tt)))
+                    t["torch"].append(median_us(lambda fto=fto, tt=tt: fto(*tt)))
             m = {k: float(np.median(v)) if v else None for k, v in t.items()}
             res["cases"][f"{name} {dt}"] = m
             tor = cell(m["torch"], 10)

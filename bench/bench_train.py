@@ -141,6 +141,13 @@ def gemm_floor(sizes, batch, dtype=np.float32):
     return step
 
 
+def gemm_for(k, default):
+    """The builtin peers run on the core's kernel, the rest on `default` (the GEMM at start)."""
+    want = "builtin" if k.startswith("builtin") or default == "builtin" else "openblas"
+    if (pg.blas_name() == "builtin") != (want == "builtin"):
+        pg.use_blas(want)
+
+
 def main():
     try:
         import torch  # noqa: F401
@@ -172,22 +179,16 @@ def main():
             peers["torch"] = torch_step(sizes, batch)
         n = 200 if batch < 100 and sizes[0] < 100 else 20
         default = pg.blas_name()
-
-        def gemm_for(k):  # the builtin peers run on the core's kernel, the rest on the default
-            want = "builtin" if k.startswith("builtin") or default == "builtin" else "openblas"
-            if (pg.blas_name() == "builtin") != (want == "builtin"):
-                pg.use_blas(want)
-
         for k, f in peers.items():  # warm up
-            gemm_for(k)
+            gemm_for(k, default)
             for _ in range(5):
                 f()
         times = {k: [] for k in peers}
         for _ in range(ROUNDS):  # in turns, so load drifts hit every peer alike
             for k, f in peers.items():
-                gemm_for(k)
+                gemm_for(k, default)
                 times[k] += call_times(f, n)
-        gemm_for("default")
+        gemm_for("default", default)
         med = {k: float(np.median(v)) * 1e6 for k, v in times.items()}
         t = med.get("torch")
         row = {

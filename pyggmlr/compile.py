@@ -250,7 +250,8 @@ def ag_compile(
         lib.pg_graph_record_abort()
         raise ArgumentError(f"ag_compile(): fn must return a tensor, got {type(out).__name__}")
     handles = ffi.new("pg_tensor *[]", [t._handle(op) for t in ts] or [NULL])
-    opt = optimizer._o if optimizer is not None and build == "opt" else NULL
+    # an "opt" build has an Optimizer (checked above); the others pass none
+    opt = optimizer._o if build == "opt" and optimizer is not None else NULL
     g = lib.pg_graph_record_end(out._handle(op), handles, len(ts), _BUILDS[build], opt)
     if g == NULL:
         _core.raise_last()

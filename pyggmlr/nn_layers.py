@@ -1,7 +1,7 @@
 """The normalisation, embedding and attention layers (ggmlR's ag_batch_norm, ag_layer_norm,
-ag_embedding, ag_multihead_attention); Module, ag_linear, ag_sequential, ag_dropout and the
-configs are in nn.py, which re-exports these. The layer ops run in the C core
-(native/ops_layers.c)."""
+ag_embedding, ag_multihead_attention), built on Module and the helpers in nn_base.py; ag_linear,
+ag_sequential, ag_dropout and the configs are in nn.py, which re-exports these. The layer ops
+run in the C core (native/ops_layers.c)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 from ._args import INT_MAX, check_num, check_r_int
 from ._core import NULL, ffi, lib
 from .errors import PyggmlrValueError, ShapeError
-from .nn import (
+from .nn_base import (
     Module,
     _as_tensor,
     _causal_mask,

@@ -1,4 +1,5 @@
 import gc
+import os
 
 import numpy as np
 import pytest
@@ -46,9 +47,6 @@ def itemsize():
 # ---- leak check (tests/test_leaks.py documents it): after each test module, with its objects
 # ---- deleted and gc.collect(), the core's live objects and current bytes are back where the
 # ---- module started. PYGGMLR_LEAK_CHECK=0 turns it off.
-import os as _os
-
-
 def _core_counts():
     for _ in range(3):
         gc.collect()
@@ -66,7 +64,7 @@ def _core_counts():
 
 @pytest.fixture(scope="module", autouse=True)
 def _module_leak_check(request):
-    if _os.environ.get("PYGGMLR_LEAK_CHECK", "1") == "0":
+    if os.environ.get("PYGGMLR_LEAK_CHECK", "1") == "0":
         yield
         return
     before = _core_counts()

@@ -147,7 +147,7 @@ def test_weighted_mse_with_unit_weight_is_mse_bitwise(data, dtype):
     _, t, x = data
     ref = _run(pg.ag_mse_loss, x, t, dtype=dtype)
     for w in (np.ones((3, 5)), np.ones((1, 1)), 1.0):
-        v, g = _run(lambda a, b: pg.ag_weighted_mse_loss(a, b, w), x, t, dtype=dtype)
+        v, g = _run(lambda a, b, w=w: pg.ag_weighted_mse_loss(a, b, w), x, t, dtype=dtype)
         assert v == ref[0] and np.array_equal(g, ref[1])
 
 

@@ -177,6 +177,7 @@ def test_kept_intermediate_is_an_operand(rng):
     with pg.with_grad_tape():
         h = pg.ag_matmul(w, x)  # we keep a handle: it outlives the tape
         loss = pg.ag_sum(pg.ag_relu(h))
+    assert not loss.is_leaf  # recorded; held here, so the report counts it as an operand
     rep = pg.ag_tape_memory(quiet=True)
     assert rep.bytes_snapshots == 64 * s  # relu output only
     assert rep.bytes_inputs == 3 * 64 * s + s  # w, x, h, loss
@@ -227,6 +228,7 @@ def test_by_op_sums_to_totals_and_ties_are_alphabetical(f64, rng):
     b = pg.ag_param(rng.normal(size=(6, 6)))
     with pg.with_grad_tape():
         loss = pg.ag_sum(pg.ag_add(pg.ag_tanh(b), pg.ag_sigmoid(a)))
+    assert not loss.is_leaf  # recorded, and held through the report
     rep = pg.ag_tape_memory(quiet=True)
     assert sum(r["bytes"] for r in rep.by_op) == rep.bytes_total
     assert sum(r["nodes"] for r in rep.by_op) == rep.nodes == 4
@@ -352,6 +354,7 @@ def test_printed_report_exact(f64, rng, capsys):
     assert len(out) == 5
     with pg.with_grad_tape():
         loss = pg.ag_sum(w)
+    assert not loss.is_leaf  # the one node the report names
     pg.ag_tape_memory(top=0)
     assert capsys.readouterr().out.startswith("Gradient tape: 1 node, ")
 

@@ -299,7 +299,7 @@ def test_model_estimate_errors(rng):
     with pytest.raises(TypeError, match="parameters"):
         pg.ag_estimate_training_memory(model=object(), input_shape=(4, 2))
     n0 = lib.pg_tape_nodes()
-    with pytest.raises(Exception):
+    with pytest.raises(pg.ShapeError, match="ag_matmul"):
         pg.ag_estimate_training_memory(model=model, input_shape=(5, 2))  # shape error in forward
     assert lib.pg_tape_nodes() == n0
     assert lib.pg_tape_depth() == 0

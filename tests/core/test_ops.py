@@ -350,7 +350,7 @@ def test_softmax_ce_onehot_and_ids(rng, k, b):
     _, g1 = gradcheck(lambda a, t: pg.ag_softmax_cross_entropy_loss(a, t), z, oh, const=(1,))
     # 0-based integer ids: numpy int vector, [1, b] row, list, Tensor row
     for target in (ids, ids.reshape(1, -1), list(ids), ids.astype(np.int32)):
-        _, g2 = gradcheck(lambda a: pg.ag_softmax_cross_entropy_loss(a, target), z)
+        _, g2 = gradcheck(lambda a, t=target: pg.ag_softmax_cross_entropy_loss(a, t), z)
         zt = pg.ag_tensor(z, dtype="f64")
         np.testing.assert_allclose(
             pg.ag_softmax_cross_entropy_loss(zt, target).item(), expect, rtol=1e-13

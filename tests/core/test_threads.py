@@ -79,8 +79,10 @@ def test_two_threads_training_match_single_threaded():
     x, y = _data()
     ref = [train(s, x, y) for s in (1, 2)]
     got = run_threads([lambda: train(1, x, y), lambda: train(2, x, y)])
-    for (l_ref, a_ref, b_ref), (l, a, b) in zip(ref, got):
-        assert l == l_ref  # bit for bit: same ops in the same order on each thread's own tape
+    for (losses_ref, a_ref, b_ref), (losses, a, b) in zip(ref, got):
+        assert (
+            losses == losses_ref
+        )  # bit for bit: same ops in the same order on each thread's own tape
         np.testing.assert_array_equal(a, a_ref)
         np.testing.assert_array_equal(b, b_ref)
     x = ref = got = None
@@ -96,6 +98,7 @@ def test_many_threads_and_f32():
     for losses, a, b in got:
         assert losses == ref[0]
         np.testing.assert_array_equal(a, ref[1])
+        np.testing.assert_array_equal(b, ref[2])
     x = x32 = None
     assert wait_live(start) == start
 

@@ -129,6 +129,7 @@ TYPED_MODULES += ("fit_progress", "fit_util", "fit_history", "fit_callbacks", "f
 TYPED_MODULES += ("distributed_fit", "fit_args", "predict", "replicas")
 TYPED_MODULES += ("io_check",)
 TYPED_MODULES += ("nn_module", "tensor_index", "fit_data")
+TYPED_MODULES += ("nn_base",)
 
 
 def _typed_objects():
@@ -147,7 +148,16 @@ def _typed_objects():
 
 
 TYPED = _typed_objects()
-METHOD_TYPED_MODULES = ("ops", "nn", "distributed", "distributed_fit", "replicas", "r", "compile")
+METHOD_TYPED_MODULES = (
+    "ops",
+    "nn",
+    "nn_base",
+    "distributed",
+    "distributed_fit",
+    "replicas",
+    "r",
+    "compile",
+)
 
 
 def _missing_hints(fn):
@@ -223,7 +233,7 @@ def test_hinted_signatures_resolve():
     them as strings until then)."""
     import typing
 
-    for name, obj in {**TYPED, **TYPED_METHODS}.items():
+    for obj in {**TYPED, **TYPED_METHODS}.values():
         if obj.__module__.split(".")[-1] in METHOD_TYPED_MODULES:
             fn = obj.__init__ if inspect.isclass(obj) else obj
             if inspect.isfunction(fn):

@@ -287,8 +287,7 @@ def _as_ours(a, key):
         return a.reshape(1, 1)
     if not isinstance(key, tuple):
         return a.reshape(1, -1)
-    scalar_row, scalar_col = isinstance(key[0], int), isinstance(key[1], int)
-    if scalar_row:
+    if isinstance(key[0], int):  # a scalar row
         return a.reshape(1, -1)
     return a.reshape(-1, 1)  # a scalar column, or two paired index arrays
 

@@ -200,7 +200,7 @@ def test_writer_killed_mid_save_never_leaves_a_torn_file(tmp_path):
             pg.ag_save_model(m, {str(target)!r})
     """)
     rng = np.random.default_rng(3)
-    for i in range(4):
+    for _ in range(4):
         p = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True)
         try:
             assert p.stdout.readline().strip() == "ready"

@@ -428,6 +428,13 @@ def test_writer_bytes_are_the_ones_r_writes(tmp_path):
     assert meta == {"format": "pyggmlr.ag_model", "config": '{"a":"\u00fc"}'}
 
 
+def _nested(depth, leaf):
+    """[[...[leaf]...]]: depth lists, one inside the other."""
+    for _ in range(depth):
+        leaf = [leaf]
+    return leaf
+
+
 @pytest.mark.parametrize(
     "cfg, msg",
     [
@@ -444,143 +451,7 @@ def test_writer_bytes_are_the_ones_r_writes(tmp_path):
                 "type": "linear",
                 "in_features": 2,
                 "out_features": 2,
-                "x": [
-                    [
-                        [
-                            [
-                                [
-                                    [
-                                        [
-                                            [
-                                                [
-                                                    [
-                                                        [
-                                                            [
-                                                                [
-                                                                    [
-                                                                        [
-                                                                            [
-                                                                                [
-                                                                                    [
-                                                                                        [
-                                                                                            [
-                                                                                                [
-                                                                                                    [
-                                                                                                        [
-                                                                                                            [
-                                                                                                                [
-                                                                                                                    [
-                                                                                                                        [
-                                                                                                                            [
-                                                                                                                                [
-                                                                                                                                    [
-                                                                                                                                        [
-                                                                                                                                            [
-                                                                                                                                                [
-                                                                                                                                                    [
-                                                                                                                                                        [
-                                                                                                                                                            [
-                                                                                                                                                                [
-                                                                                                                                                                    [
-                                                                                                                                                                        [
-                                                                                                                                                                            [
-                                                                                                                                                                                [
-                                                                                                                                                                                    [
-                                                                                                                                                                                        [
-                                                                                                                                                                                            [
-                                                                                                                                                                                                [
-                                                                                                                                                                                                    [
-                                                                                                                                                                                                        [
-                                                                                                                                                                                                            [
-                                                                                                                                                                                                                [
-                                                                                                                                                                                                                    [
-                                                                                                                                                                                                                        [
-                                                                                                                                                                                                                            [
-                                                                                                                                                                                                                                [
-                                                                                                                                                                                                                                    [
-                                                                                                                                                                                                                                        [
-                                                                                                                                                                                                                                            [
-                                                                                                                                                                                                                                                [
-                                                                                                                                                                                                                                                    [
-                                                                                                                                                                                                                                                        [
-                                                                                                                                                                                                                                                            [
-                                                                                                                                                                                                                                                                [
-                                                                                                                                                                                                                                                                    [
-                                                                                                                                                                                                                                                                        [
-                                                                                                                                                                                                                                                                            [
-                                                                                                                                                                                                                                                                                [
-                                                                                                                                                                                                                                                                                    [
-                                                                                                                                                                                                                                                                                        [
-                                                                                                                                                                                                                                                                                            [
-                                                                                                                                                                                                                                                                                                1
-                                                                                                                                                                                                                                                                                            ]
-                                                                                                                                                                                                                                                                                        ]
-                                                                                                                                                                                                                                                                                    ]
-                                                                                                                                                                                                                                                                                ]
-                                                                                                                                                                                                                                                                            ]
-                                                                                                                                                                                                                                                                        ]
-                                                                                                                                                                                                                                                                    ]
-                                                                                                                                                                                                                                                                ]
-                                                                                                                                                                                                                                                            ]
-                                                                                                                                                                                                                                                        ]
-                                                                                                                                                                                                                                                    ]
-                                                                                                                                                                                                                                                ]
-                                                                                                                                                                                                                                            ]
-                                                                                                                                                                                                                                        ]
-                                                                                                                                                                                                                                    ]
-                                                                                                                                                                                                                                ]
-                                                                                                                                                                                                                            ]
-                                                                                                                                                                                                                        ]
-                                                                                                                                                                                                                    ]
-                                                                                                                                                                                                                ]
-                                                                                                                                                                                                            ]
-                                                                                                                                                                                                        ]
-                                                                                                                                                                                                    ]
-                                                                                                                                                                                                ]
-                                                                                                                                                                                            ]
-                                                                                                                                                                                        ]
-                                                                                                                                                                                    ]
-                                                                                                                                                                                ]
-                                                                                                                                                                            ]
-                                                                                                                                                                        ]
-                                                                                                                                                                    ]
-                                                                                                                                                                ]
-                                                                                                                                                            ]
-                                                                                                                                                        ]
-                                                                                                                                                    ]
-                                                                                                                                                ]
-                                                                                                                                            ]
-                                                                                                                                        ]
-                                                                                                                                    ]
-                                                                                                                                ]
-                                                                                                                            ]
-                                                                                                                        ]
-                                                                                                                    ]
-                                                                                                                ]
-                                                                                                            ]
-                                                                                                        ]
-                                                                                                    ]
-                                                                                                ]
-                                                                                            ]
-                                                                                        ]
-                                                                                    ]
-                                                                                ]
-                                                                            ]
-                                                                        ]
-                                                                    ]
-                                                                ]
-                                                            ]
-                                                        ]
-                                                    ]
-                                                ]
-                                            ]
-                                        ]
-                                    ]
-                                ]
-                            ]
-                        ]
-                    ]
-                ],
+                "x": _nested(68, 1),  # 68 lists, one inside the other: past the nesting limit
             },
             "nested too deeply",
         ),

@@ -161,7 +161,10 @@ def test_finite_differences(f64, kind):
     )
     kw = {"causal": kind == "causal", "mask": mask}
     _, *grads = _run(q, k, v, H, G, **kw)
-    f = lambda a, b, c: float((FA(a, b, c, H, **kw).numpy() * G).sum())
+
+    def f(a, b, c):
+        return float((FA(a, b, c, H, **kw).numpy() * G).sum())
+
     args = [q, k, v]
     for i, gi in enumerate(grads):
         num = np.zeros_like(args[i])

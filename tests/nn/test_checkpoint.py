@@ -81,7 +81,10 @@ def test_gradients_equal_plain_bit_for_bit():
 def test_parameter_used_twice_in_a_segment_is_not_doubled():
     W = pg.ag_param([[1.0, 2.0], [3.0, 4.0]], dtype="f64")
     x = pg.ag_tensor([[1.0], [1.0]], dtype="f64")
-    seg = lambda v: pg.ag_matmul(W, pg.ag_matmul(W, v))
+
+    def seg(v):
+        return pg.ag_matmul(W, pg.ag_matmul(W, v))
+
     with pg.with_grad_tape():
         plain = pg.backward(pg.ag_sum(seg(x)))[W]
     W.grad = None
@@ -124,7 +127,10 @@ def test_gradcheck_sees_segment_parameters():
 
 def test_dropout_mask_is_replayed_and_stream_advances_as_plain():
     x = pg.ag_param(np.arange(1.0, 21.0).reshape(4, 5), dtype="f64")
-    seg = lambda v: pg.ag_dropout(0.5)(pg.ag_scale(v, 2.0))
+
+    def seg(v):
+        return pg.ag_dropout(0.5)(pg.ag_scale(v, 2.0))
+
     out = {}
     for ck in (False, True):
         x.grad = None
@@ -147,7 +153,10 @@ def test_dropout_mask_is_replayed_and_stream_advances_as_plain():
 def test_two_random_segments_in_a_row_draw_different_masks():
     """ggmlR rewinds the stream after a segment (its quirk): here they differ as plain calls do."""
     x = pg.ag_param(np.ones((50, 4)), dtype="f64")
-    drop = lambda v: pg.ag_dropout(0.5)(v)
+
+    def drop(v):
+        return pg.ag_dropout(0.5)(v)
+
     pg.ggml_set_seed(3)
     with pg.with_grad_tape():
         a, b = pg.ag_checkpoint(drop, x), pg.ag_checkpoint(drop, x)
@@ -228,9 +237,12 @@ def test_error_in_nested_replay_propagates_unchanged():
 def test_tape_memory_is_smaller():
     W = [pg.ag_param(_rs(i, 256, 256)) for i in range(4)]
     x = pg.ag_tensor(_rs(9, 256, 64))
-    body = lambda h: pg.ag_relu(
-        pg.ag_matmul(W[3], pg.ag_relu(pg.ag_matmul(W[2], pg.ag_relu(pg.ag_matmul(W[1], h)))))
-    )
+
+    def body(h):
+        return pg.ag_relu(
+            pg.ag_matmul(W[3], pg.ag_relu(pg.ag_matmul(W[2], pg.ag_relu(pg.ag_matmul(W[1], h)))))
+        )
+
     reps = {}
     for ck in (False, True):
         with pg.with_grad_tape():
@@ -333,7 +345,10 @@ def test_compile_refuses_a_checkpoint_naming_it():
 def test_segment_calling_with_grad_tape_keeps_the_outer_tape():
     W = pg.ag_param([[3.0]], dtype="f64")
     x = pg.ag_tensor([[2.0]], dtype="f64")
-    seg = lambda v: pg.with_grad_tape(lambda: pg.ag_matmul(W, v))
+
+    def seg(v):
+        return pg.with_grad_tape(lambda: pg.ag_matmul(W, v))
+
     with pg.with_grad_tape():
         h = pg.ag_scale(x, 1.0)
         n = pg._core.lib.pg_tape_nodes()

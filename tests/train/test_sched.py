@@ -1,6 +1,6 @@
 """Learning-rate schedules and gradient helpers of ggmlR 0.8.6 (pyggmlr/sched.py on native/sched.c):
 the spec's golden sequences (§8), its errors, momentum cycling, and clip_grad_value /
-check_grad_anomaly (§7)."""
+check_grad_anomaly (§7); then clip_grad_norm and lr_scheduler (step, cosine, restarts, warmup)."""
 
 import math
 import warnings
@@ -259,3 +259,129 @@ def test_check_grad_anomaly_does_not_count_r_na_as_nan(f64):
     p, g = _grads({"w": [[r_na, 1.0, np.nan]]})
     row = pg.check_grad_anomaly(p, g, action="silent")[0]
     assert row["n_nan"] == 1 and row["max_abs"] == 1.0  # the plain NaN only, as ggmlR's is.nan()
+
+
+# ---- clip_grad_norm ----
+
+
+def _grads_for(params, coefs):
+    with pg.with_grad_tape():
+        terms = [
+            pg.ag_sum(pg.ag_mul(p, pg.ag_tensor(c, dtype="f64"))) for p, c in zip(params, coefs)
+        ]
+        loss = terms[0]
+        for t in terms[1:]:
+            loss = pg.ag_add(loss, t)
+    return pg.backward(loss)
+
+
+def test_clip_noop_below_threshold(f64):
+    w = pg.ag_param([[1.0, 1.0]])
+    g = _grads_for([w], [np.array([[0.3, 0.4]])])
+    norm = pg.clip_grad_norm([w], g, max_norm=1.0)
+    assert norm == pytest.approx(0.5, abs=1e-15)
+    np.testing.assert_array_equal(g[w], [[0.3, 0.4]])
+
+
+def test_clip_scales_above_threshold(f64):
+    w = pg.ag_param([[1.0, 1.0]])
+    g = _grads_for([w], [np.array([[3.0, 4.0]])])
+    norm = pg.clip_grad_norm({"w": w}, g, max_norm=1.0)
+    assert norm == pytest.approx(5.0, abs=1e-14)
+    clipped = g.get_tensor(w).numpy()
+    np.testing.assert_allclose(np.linalg.norm(clipped), 1.0 * 5.0 / (5.0 + 1e-6), rtol=1e-14)
+    np.testing.assert_allclose(np.linalg.norm(clipped), 1.0, atol=1e-5)
+    # the optimizer sees the clipped gradient
+    opt = pg.optimizer_sgd([w], lr=1.0)
+    opt.step(g)
+    np.testing.assert_allclose(w.numpy(), 1 - np.array([[3.0, 4.0]]) / (5 + 1e-6), rtol=1e-14)
+
+
+def test_clip_joint_norm_of_two_params(f64):
+    a, b = pg.ag_param([[1.0]]), pg.ag_param([[1.0]])
+    g = _grads_for([a, b], [np.array([[0.3]]), np.array([[0.4]])])
+    assert pg.clip_grad_norm([a, b], g, max_norm=10) == pytest.approx(0.5, abs=1e-15)
+    assert pg.clip_grad_norm([a, b], g, max_norm=0.25) == pytest.approx(0.5, abs=1e-15)
+    f = 0.25 / (0.5 + 1e-6)
+    assert g.get_tensor(a).item() == pytest.approx(0.3 * f, rel=1e-14)
+    assert g.get_tensor(b).item() == pytest.approx(0.4 * f, rel=1e-14)
+
+
+def test_clip_on_grad_without_map(f64):
+    w = pg.ag_param([[1.0, 1.0]])
+    w.grad = [[6.0, 8.0]]
+    assert pg.clip_grad_norm([w, w], max_norm=2.0) == pytest.approx(10.0)
+    np.testing.assert_allclose(np.linalg.norm(w.grad), 2 * 10 / (10 + 1e-6), rtol=1e-14)
+
+
+# ---- schedulers ----
+
+
+def test_lr_scheduler_step():
+    opt = pg.optimizer_sgd([pg.ag_param([[1.0]])], lr=1.0)
+    s = pg.lr_scheduler_step(opt, step_size=2, gamma=0.5)
+    lrs = [s.step() for _ in range(8)]
+    assert lrs == [1.0, 0.5, 0.5, 0.25, 0.25, 0.125, 0.125, 0.0625]
+    assert s.get_lr() == opt.lr == 0.0625
+    s2 = pg.lr_scheduler_step(
+        pg.optimizer_sgd([pg.ag_param([[1.0]])], lr=1.0), step_size=4, gamma=0.5
+    )
+    assert [s2.step() for _ in range(4)] == [1.0, 1.0, 1.0, 0.5]
+    assert repr(s) == "lr_scheduler_step | step_size=2 | gamma=0.5000 | epoch=8 | lr=0.062500"
+    with pytest.raises(ValueError):
+        pg.lr_scheduler_step(opt, step_size=0)
+
+
+def test_lr_scheduler_cosine_spec_values():
+    opt = pg.optimizer_sgd([pg.ag_param([[1.0]])], lr=0.1)
+    s = pg.lr_scheduler_cosine(opt, T_max=5, lr_min=0.01)
+    lrs = [s.step() for _ in range(7)]
+    np.testing.assert_allclose(
+        lrs,
+        [0.1, 0.09140576, 0.06890576, 0.04109424, 0.01859424, 0.01859424, 0.01859424],
+        atol=5e-9,
+    )
+    assert opt.lr == lrs[-1]
+    assert (
+        repr(s)
+        == "lr_scheduler_cosine | T_max=5 | lr_max=0.100000 | lr_min=0.010000 | epoch=7 | lr=0.018594"
+    )
+
+
+def test_lr_scheduler_cosine_restart():
+    opt = pg.optimizer_sgd([pg.ag_param([[1.0]])], lr=0.1)
+    s = pg.lr_scheduler_cosine(opt, T_max=5, restart=True)
+    lrs = [s.step() for _ in range(7)]
+    np.testing.assert_allclose(
+        lrs, [0.1, 0.09045085, 0.06545085, 0.03454915, 0.00954915, 0.1, 0.09045085], atol=5e-9
+    )
+    assert lrs[5] > lrs[4]
+
+
+def test_lr_scheduler_warmup_then_cosine():
+    opt = pg.optimizer_sgd([pg.ag_param([[1.0]])], lr=0.1)
+    cos = pg.lr_scheduler_cosine(opt, T_max=5, lr_min=0.01)
+    s = pg.lr_scheduler_warmup(opt, warmup_steps=4, after=cos)
+    assert opt.lr == 0.0
+    lrs = [s.step() for _ in range(6)]
+    np.testing.assert_allclose(lrs[:4], [0.025, 0.05, 0.075, 0.1], rtol=1e-15)
+    np.testing.assert_allclose(lrs[4:], [0.1, 0.09140576], atol=5e-9)
+    assert "lr_scheduler_warmup | warmup_steps=4 | epoch=6" in repr(s)
+
+
+def test_lr_scheduler_warmup_alone_holds_base():
+    opt = pg.optimizer_adam([pg.ag_param([[1.0]])], lr=0.2)
+    s = pg.lr_scheduler_warmup(opt, warmup_steps=2, start_factor=0.5)
+    assert opt.lr == pytest.approx(0.1)
+    assert [s.step() for _ in range(4)] == pytest.approx([0.15, 0.2, 0.2, 0.2])
+
+
+def test_scheduler_drives_optimizer_updates(f64):
+    w = pg.ag_param([[0.0]])
+    opt = pg.optimizer_sgd([w], lr=1.0)
+    s = pg.lr_scheduler_step(opt, step_size=1, gamma=0.5)
+    for _ in range(3):
+        w.grad = [[1.0]]
+        opt.step()
+        s.step()
+    assert w.item() == -(1.0 + 0.5 + 0.25)

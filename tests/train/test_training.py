@@ -1,35 +1,15 @@
 """ag_fit: iris, exact gradient accumulation, validation split, callbacks, early stopping,
-checkpoint + resume (bit for bit), History, errors; ag_predict / ag_accuracy."""
+History, errors, static epochs; ag_predict / ag_accuracy. Checkpoints and resume:
+test_fit_resume.py."""
 
 import math
 
 import numpy as np
 import pytest
+from _fit_models import _iris, _mlp, _weights
 
 import pyggmlr as pg
 from pyggmlr.fit import _acc_stats, _loss_stats
-
-
-def _iris():
-    x, y, _ = pg.load_iris()
-    return (x - x.mean(axis=1, keepdims=True)) / x.std(axis=1, keepdims=True), y
-
-
-def _mlp(seed=0, hidden=16, dropout=None, bn=False):
-    pg.ggml_set_seed(seed)
-    layers = [pg.ag_linear(4, hidden, "relu")]
-    if bn:
-        layers.append(pg.ag_batch_norm(hidden))
-    if dropout:
-        layers.append(pg.ag_dropout(dropout))
-    layers.append(pg.ag_linear(hidden, 3))
-    return pg.ag_sequential(*layers)
-
-
-def _weights(model):
-    d = {k: t.numpy() for k, t in model.parameters().items()}
-    d.update({k: t.numpy() for k, t in model.buffers().items()})
-    return d
 
 
 def _copy_weights(dst, src):
@@ -310,73 +290,6 @@ def test_early_stopping_without_restore_and_on_train_loss(f64):
         np.testing.assert_array_equal(w[k], snaps[len(h)][k])
 
 
-def test_checkpoint_resume_is_bit_exact(tmp_path):
-    """A run checkpointed after epoch 3 and resumed to epoch 6 ends bit for bit where the
-    uninterrupted 6-epoch run ends (shuffles, dropout masks, batch-norm buffers, Adam moments,
-    the lr schedule)."""
-    x, y = _iris()
-    kw = dict(
-        optimizer="adamw",
-        lr=0.01,
-        batch_size=16,
-        nbatch_logical=32,
-        val_split=0.2,
-        seed=5,
-        silent=True,
-        opt_params=lambda e: {"lr": 0.01 / e},
-    )
-    full = _mlp(seed=1, dropout=0.2, bn=True)
-    h_full = pg.ag_fit(full, x, y, nepoch=6, **kw)
-
-    first = _mlp(seed=1, dropout=0.2, bn=True)
-    path = tmp_path / "ckpt.safetensors"
-    ck = pg.ag_model_checkpoint(str(path), every=3)
-    pg.ag_fit(first, x, y, nepoch=3, callbacks=[ck], **kw)
-    assert ck.saved == [str(path)] and pg.ag_model_info(path)["epoch"] == 3
-    pg.ggml_set_seed(999)  # disturb the global stream: resuming must restore it
-    resumed = _mlp(seed=77, dropout=0.2, bn=True)  # other initial weights, all overwritten
-    h_res = pg.ag_fit(resumed, x, y, nepoch=6, resume_from=str(path), **kw)
-
-    wf, wr = _weights(full), _weights(resumed)
-    assert set(wf) == set(wr) and "layer2_running_mean" in wf
-    for k in wf:
-        assert wf[k].tobytes() == wr[k].tobytes(), k
-    assert h_res.epoch == [1, 2, 3, 4, 5, 6]
-    assert h_res.loss == h_full.loss and h_res.val_loss == h_full.val_loss
-    # and it is not trivially equal: a run without the checkpoint's optimizer state differs
-    other = _mlp(seed=1, dropout=0.2, bn=True)
-    pg.ag_fit(other, x, y, nepoch=3, **kw)
-    pg.ag_fit(other, x, y, nepoch=3, **kw)
-    assert any(_weights(other)[k].tobytes() != wf[k].tobytes() for k in wf)
-
-
-def test_resume_rejects_other_settings(tmp_path):
-    x, y = _iris()
-    path = str(tmp_path / "c.safetensors")
-    pg.ag_fit(
-        _mlp(), x, y, nepoch=1, batch_size=10, callbacks=[pg.ag_model_checkpoint(path)], silent=True
-    )
-    with pytest.raises(pg.PyggmlrValueError, match="batch_size"):
-        pg.ag_fit(_mlp(), x, y, nepoch=2, batch_size=20, resume_from=path, silent=True)
-    plain = str(tmp_path / "plain.safetensors")
-    pg.ag_save_model(_mlp(), plain)
-    with pytest.raises(pg.PyggmlrValueError, match="checkpoint"):
-        pg.ag_fit(_mlp(), x, y, nepoch=2, resume_from=plain, silent=True)
-
-
-def test_checkpoint_every_and_epoch_pattern(tmp_path):
-    x, y = _iris()
-    ck = pg.ag_model_checkpoint(str(tmp_path / "e{epoch}.safetensors"), every=2)
-    pg.ag_fit(_mlp(), x, y, nepoch=5, callbacks=[ck], silent=True)
-    assert [p.rsplit("/", 1)[1] for p in ck.saved] == [
-        "e2.safetensors",
-        "e4.safetensors",
-        "e5.safetensors",
-    ]
-    m = pg.ag_load_model(ck.saved[-1])
-    assert not m.training
-
-
 def test_modes_during_and_after_fit():
     x, y = _iris()
     model = _mlp(dropout=0.5)
@@ -500,55 +413,6 @@ def test_demo_command(tmp_path, capsys):
     assert main([]) == 1 and "demo" in capsys.readouterr().out
 
 
-def test_a_run_checkpointed_in_r_resumes_in_python_exactly(tmp_path):
-    """ag_model_checkpoint in R, ag_fit(resume_from=) in Python: the same file layout, so the
-    resumed run equals Python's uninterrupted one bit for bit (skips only without R)."""
-    import shutil
-    import subprocess
-
-    if shutil.which("Rscript") is None:
-        pytest.skip("R is not installed: the cross-language resume needs Rscript")
-    if subprocess.run(
-        ["Rscript", "-e", "library(pyggmlr)"], capture_output=True, timeout=120
-    ).returncode:
-        pytest.skip("the R package pyggmlr is not installed")
-    f = tmp_path / "r_run.safetensors"
-    script = f"""library(pyggmlr); ag_dtype("f64")
-set.seed(3); x <- matrix(rnorm(160), 4, 40); y <- as.integer(colSums(x[1:2, ]) > 0)
-set.seed(11); m <- ag_sequential(ag_linear(4, 6, "relu"), ag_dropout(0.1), ag_linear(6, 2))
-invisible(ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, val_split = 0.25, seed = 1L, lr = 0.02, silent = TRUE,
-                 callbacks = list(ag_model_checkpoint("{f}"))))"""
-    p = subprocess.run(["Rscript", "-e", script], capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr
-    pg.ag_dtype("f64")
-    try:
-        pg.ggml_set_seed(3)
-        x = pg.random.rnorm(160).reshape((4, 40), order="F")
-        y = (x[0] + x[1] > 0).astype(int)
-
-        def model():
-            pg.ggml_set_seed(11)
-            return pg.ag_sequential(
-                pg.ag_linear(4, 6, "relu"), pg.ag_dropout(0.1), pg.ag_linear(6, 2)
-            )
-
-        kw = dict(batch_size=8, val_split=0.25, seed=1, lr=0.02, silent=True)
-        full = pg.ag_fit(model(), x, y, nepoch=4, **kw)
-        rest = pg.ag_fit(
-            pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_dropout(0.1), pg.ag_linear(6, 2)),
-            x,
-            y,
-            nepoch=4,
-            resume_from=str(f),
-            **kw,
-        )
-        assert (
-            rest.loss == full.loss and rest.val_loss == full.val_loss and rest.epoch == [1, 2, 3, 4]
-        )
-    finally:
-        pg.ag_dtype("f32")
-
-
 def test_static_epochs_replayed_in_c_equal_the_per_batch_loop():
     """With no per-batch callback a compiled ag_fit runs whole chunks of batches in C
     (pg_fit_run_static); an on_batch_end callback makes it return to Python per batch: the
@@ -624,23 +488,3 @@ def test_static_epoch_replayed_in_one_core_call_equals_batch_by_batch():
         for k in wa:
             assert np.array_equal(wa[k], wb[k])
     assert Count.n == 2 * 3 * 12  # 120 training samples in micro-batches of 10, 3 epochs
-
-
-def test_a_refused_resume_changes_nothing(tmp_path):
-    pg.ggml_set_seed(1)
-    x = pg.random.rnorm(4 * 40).reshape((4, 40), order="F")
-    y = (x[0] > 0).astype(int)
-    f = str(tmp_path / "run.safetensors")
-    m = pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_linear(6, 2))
-    pg.ag_fit(
-        m, x, y, nepoch=2, batch_size=8, seed=1, silent=True, callbacks=[pg.ag_model_checkpoint(f)]
-    )
-    m2 = pg.ag_sequential(pg.ag_linear(4, 6, "relu"), pg.ag_linear(6, 2))
-    before = {k: t.numpy() for k, t in m2.parameters().items()}
-    with pytest.raises(
-        pg.PyggmlrValueError, match="cannot resume: batch_size was 8 in the checkpoint, now 4"
-    ):
-        pg.ag_fit(m2, x, y, nepoch=3, batch_size=4, seed=1, silent=True, resume_from=f)
-    assert all(
-        np.array_equal(t.numpy(), before[k]) for k, t in m2.parameters().items()
-    )  # nothing written
