@@ -16,7 +16,7 @@ if (!requireNamespace("lintr", quietly = TRUE)) {
   message("lintr is not installed (apt-get install r-cran-lintr)"); quit(status = 2)
 }
 lints <- c(lintr::lint_package("r"), lintr::lint_dir("tests/parity"))  # parity: tests/parity/.lintr
-print(lints)
+if (length(lints)) print(lints)
 n <- length(lints)
 cat(sprintf("lint-r: %d lint%s\n", n, if (n == 1L) "" else "s"))
 quit(status = if (n > 0L) 1L else 0L)
