@@ -129,12 +129,7 @@ def test_freed_tensors_are_typed_errors(shape, dtype):
     assert repr(t) == "ag_tensor <freed>"
     for name, f in ONE_ARG.items():
         e = expect_typed(partial(f, t), "freed", pg.ArgumentError)
-        assert (
-            name in str(e)
-            or name
-            in ("ag_sum", "ag_mean", "ag_transpose", "ag_reshape", "ag_scale", "ag_pow", "ag_clamp")
-            or True
-        )
+        assert str(e).startswith(f"{name}: "), str(e)  # each op names itself (no stack walk)
     for name, f in TWO_ARG.items():
         expect_typed(partial(f, ok, t), name, pg.ArgumentError)
         expect_typed(partial(f, t, ok), name, pg.ArgumentError)
