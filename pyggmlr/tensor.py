@@ -7,6 +7,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
+from ._args import asarray
 from ._core import DTYPE_CODE, DTYPE_NAME, F32, F64, NULL, ffi, lib
 from .errors import ArgumentError, DTypeError, PyggmlrError, PyggmlrValueError, ShapeError
 
@@ -66,12 +67,10 @@ def _dtype_code(dtype):
 
 def _as_matrix(data):
     """numpy view of `data` as a 2-D array with a dtype the core can read (no copy if possible)."""
-    try:
-        a = np.asarray(data)
-    except (ValueError, TypeError, OverflowError) as e:  # ragged lists and the like
-        raise PyggmlrValueError(
-            f"cannot make a tensor from this {type(data).__name__}: {e}"
-        ) from None
+    a = asarray(
+        data,
+        lambda e: PyggmlrValueError(f"cannot make a tensor from this {type(data).__name__}: {e}"),
+    )
     if a.dtype.kind not in "biuf":
         raise DTypeError(f"cannot make a tensor from data of dtype {a.dtype} (numbers only)")
     if a.ndim == 0:
