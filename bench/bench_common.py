@@ -64,6 +64,26 @@ def median_per_call(fn, rounds, reps):
     return per[len(per) // 2]
 
 
+def rscript_lines(rscript, code, args, flags=()):
+    """Run R code (written to a temporary .R file) with Rscript: `rscript *flags file *args`,
+    checked, 600 s at most. Returns its stdout split into lines."""
+    import subprocess
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as f:
+        f.write(code)
+    try:
+        return subprocess.run(
+            [rscript, *flags, f.name, *args],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
+        ).stdout.split("\n")
+    finally:
+        os.unlink(f.name)
+
+
 def cell(v, width, fmt=".1f"):
     """v right-aligned in width, or "-" where there is no value (a peer that did not run)."""
     return f"{v:{width}{fmt}}" if v else f"{'-':>{width}s}"

@@ -24,7 +24,7 @@ import gc  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
-from bench_common import cpu_name, write_results  # noqa: E402
+from bench_common import cpu_name, rscript_lines, write_results  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
 
@@ -120,8 +120,6 @@ cat("H", sprintf("%a", c(h$loss, h$accuracy)), "\n")
 
 def _rscript_times(sizes, n, batch, static, h):
     import shutil
-    import subprocess
-    import tempfile
 
     from pyggmlr import _core
 
@@ -130,29 +128,9 @@ def _rscript_times(sizes, n, batch, static, h):
         raise SystemExit("bench_fit: BENCH_R=rscript needs Rscript")
     inner = int(os.environ.get("BENCH_INNER", 10))
     blas = _core.blas_library_path() if pg.blas_name() != "builtin" else ""
-    with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as f:
-        f.write(_RSCRIPT)
-    try:
-        out = subprocess.run(
-            [
-                rs,
-                f.name,
-                "-".join(map(str, sizes)),
-                str(n),
-                str(batch),
-                "TRUE" if static else "FALSE",
-                str(EPOCHS),
-                str(ROUNDS),
-                str(inner),
-                blas or "",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=600,
-        ).stdout.split("\n")
-    finally:
-        os.unlink(f.name)
+    args = ["-".join(map(str, sizes)), str(n), str(batch), "TRUE" if static else "FALSE"]
+    args += [str(EPOCHS), str(ROUNDS), str(inner), blas or ""]
+    out = rscript_lines(rs, _RSCRIPT, args)
     hist = [
         float.fromhex(v) for v in next(line for line in out if line.startswith("H ")).split()[1:]
     ]

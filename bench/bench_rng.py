@@ -9,11 +9,9 @@ Writes bench/results/bench_rng.json. Run: python bench/bench_rng.py
 
 import os
 import shutil
-import subprocess
-import tempfile
 
 import numpy as np
-from bench_common import cell, cpu_name, median_seconds, write_results
+from bench_common import cell, cpu_name, median_seconds, rscript_lines, write_results
 
 import pyggmlr as pg
 
@@ -38,18 +36,7 @@ def _r_times():
     rs = shutil.which("Rscript")
     if rs is None:
         return None, "R is not installed (Rscript not found)"
-    with tempfile.NamedTemporaryFile("w", suffix=".R", delete=False) as f:
-        f.write(_R)
-    try:
-        out = subprocess.run(
-            [rs, "--vanilla", f.name, str(N), str(ROUNDS)],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=600,
-        ).stdout.split("\n")
-    finally:
-        os.unlink(f.name)
+    out = rscript_lines(rs, _R, [str(N), str(ROUNDS)], flags=["--vanilla"])
     t = [float(v) for v in out[0].split()]
     ref = [float.fromhex(v) for v in out[1].split()]
     g = pg.random.Generator(7)

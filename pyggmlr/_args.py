@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, SupportsInt, cast
+from typing import Any, Callable, SupportsInt, cast
 
 import numpy as np
 
@@ -75,16 +75,25 @@ def check_flag(v, fn, arg):
     return bool(v)
 
 
+def asarray(v: Any, error: Callable[[Exception], Exception]) -> np.ndarray:
+    """np.asarray(v), with numpy's own refusals (ragged lists, objects, 10**400) raised as
+    error(numpy's exception) instead: the caller's class and text."""
+    try:
+        return np.asarray(v)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise error(e) from None
+
+
 def as_numeric(v, fn, arg):
     """np.asarray(v) for numeric data (bool, int, float), with numpy's own refusals (ragged lists,
     objects, 10**400) turned into an ArgumentError naming fn and arg."""
-    try:
-        a = np.asarray(v)
-    except (ValueError, TypeError, OverflowError) as e:
-        raise ArgumentError(
+    a = asarray(
+        v,
+        lambda e: ArgumentError(
             f"{fn}: {arg} must be a numeric array (a rectangular list of numbers or an array), "
             f"got {type(v).__name__}: {str(e).split('.')[0]}"
-        ) from None
+        ),
+    )
     if a.dtype.kind not in "biuf":
         raise ArgumentError(f"{fn}: {arg} must be numeric, got dtype {a.dtype}")
     return a

@@ -45,7 +45,7 @@ from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .memory import MemoryReport
 from .optim import Optimizer
 from .random import Generator
-from .tensor import _SRC_CODE, ArrayLike, Tensor, _as_matrix, _read, ag_tensor
+from .tensor import ArrayLike, Tensor, _as_matrix, _read, _src, ag_tensor
 
 __all__ = ["ag_compile", "CompiledStep"]
 
@@ -107,48 +107,22 @@ class CompiledStep:
         Returns: a pyggmlr.memory.MemoryReport.
         Raises: PyggmlrValueError when top is not a whole number >= 0."""
         from ._args import check_count
-        from .memory import MemoryReport, _tape_text
+        from .memory import _memory_report
 
         top = check_count(top, "memory()", "top")
-        n = max(self.n_nodes, 1)
-        totals = ffi.new("pg_memory_totals *")
-        labels, nodes, nbytes = (
-            ffi.new("const char *[]", n),
-            ffi.new("int64_t[]", n),
-            ffi.new("int64_t[]", n),
+
+        def buffers():
+            v = ffi.new("pg_graph_buffers *")
+            _core.check(lib.pg_graph_memory(self._g, v))
+            out, saved, grads = v.bytes_outputs, v.bytes_saved, v.bytes_gradients
+            return {"outputs": out, "saved": saved, "gradients": grads, "build": self.build}
+
+        def fill(*arrays):  # (totals, labels, nodes, nbytes, cap) -> rows
+            return lib.pg_graph_memory_report(self._g, *arrays)
+
+        return _memory_report(
+            fill, max(self.n_nodes, 1), top, quiet, compiled=self.build, buffers=buffers
         )
-        nrows = lib.pg_graph_memory_report(self._g, totals, labels, nodes, nbytes, n)
-        if nrows < 0:
-            _core.raise_last(-nrows)
-        v = ffi.new("pg_graph_buffers *")
-        _core.check(lib.pg_graph_memory(self._g, v))
-        by_op = [
-            {
-                "op": ffi.string(labels[i]).decode(),
-                "nodes": nodes[i],
-                "mb": nbytes[i] / 1024.0**2,
-                "bytes": nbytes[i],
-            }
-            for i in range(nrows)
-        ]
-        t = totals
-        rep = MemoryReport(
-            nodes=t.nodes,
-            bytes_total=t.bytes_total,
-            bytes_snapshots=t.bytes_snapshots,
-            bytes_fields=t.bytes_fields,
-            bytes_inputs=t.bytes_inputs,
-            bytes_gradients=t.bytes_gradients,
-            by_op=by_op,
-            outputs=v.bytes_outputs,
-            saved=v.bytes_saved,
-            gradients=v.bytes_gradients,
-            build=self.build,
-        )
-        rep._text = _tape_text(rep, top, compiled=self.build)
-        if not quiet:
-            print(rep._text)
-        return rep
 
     def __call__(
         self, *values: Union[ArrayLike, Tensor]
@@ -175,18 +149,7 @@ class CompiledStep:
                     f"the new value is [{a.shape[0]}x{a.shape[1]}]; shapes are fixed (compile again "
                     f"for this shape)"
                 )
-            _core.check(
-                lib.pg_graph_set_input(
-                    g,
-                    i,
-                    ffi.cast("void *", a.ctypes.data),
-                    _SRC_CODE[a.dtype],
-                    a.shape[0],
-                    a.shape[1],
-                    a.strides[0] // a.itemsize,
-                    a.strides[1] // a.itemsize,
-                )
-            )
+            _core.check(lib.pg_graph_set_input(g, i, *_src(a)))
         rc = lib.pg_graph_run(g)
         if rc < 0:
             _core.raise_last(-rc)

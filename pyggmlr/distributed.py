@@ -105,38 +105,19 @@ def _flat_len(arr, n, flags):
     return L
 
 
-def _pack(arr, n, gh, what, flags, scale, buf):
+def _pack_call(fn, arr, n, gh, what, flags, scale, buf):
+    """pg_dist_pack or pg_dist_unpack (fn) between the tensors and the numpy buffer buf."""
     code = F32 if buf.dtype == np.float32 else F64
-    _core.check(
-        lib.pg_dist_pack(
-            arr,
-            n,
-            gh,
-            what,
-            int(flags),
-            float(scale),
-            ffi.cast("void *", buf.ctypes.data),
-            code,
-            buf.size,
-        )
-    )
+    buf_p = ffi.cast("void *", buf.ctypes.data)
+    _core.check(fn(arr, n, gh, what, int(flags), float(scale), buf_p, code, buf.size))
+
+
+def _pack(arr, n, gh, what, flags, scale, buf):
+    _pack_call(lib.pg_dist_pack, arr, n, gh, what, flags, scale, buf)
 
 
 def _unpack(arr, n, gh, what, flags, scale, buf):
-    code = F32 if buf.dtype == np.float32 else F64
-    _core.check(
-        lib.pg_dist_unpack(
-            arr,
-            n,
-            gh,
-            what,
-            int(flags),
-            float(scale),
-            ffi.cast("void *", buf.ctypes.data),
-            code,
-            buf.size,
-        )
-    )
+    _pack_call(lib.pg_dist_unpack, arr, n, gh, what, flags, scale, buf)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -139,14 +139,13 @@ def ag_fit(
     is not distributed; otherwise eager. True: require it (raises when the step cannot be
     compiled or with distributed). False: the eager tape.
     The model is in train mode while training and in eval mode when ag_fit returns."""
-    from .fit_plan import (  # prepare: fit_data.py (loaders, validation_data, verbose)
-        FitPlan,
-        prepare,
-    )
+    from .fit_data import FitData, verbosity  # loaders, validation_data, verbose
+    from .fit_plan import FitPlan
 
-    x, y, batch_size, shuffle, seed, val_split, fixed, progress, silent = prepare(
-        x, y, validation_data, batch_size, shuffle, seed, val_split, verbose, progress, silent
-    )
+    progress, silent = verbosity(verbose, progress, silent)
+    data = FitData(x, y, validation_data, batch_size, shuffle, seed, val_split)
+    x, y, val_split = data.x, data.y, data.val_split
+    batch_size, shuffle, seed = data.batch_size, data.shuffle, data.seed
     from .fit_progress import FitProgress, progress_mode
     from .random import Generator, _seed_int
 
@@ -246,7 +245,7 @@ def ag_fit(
                 shuffle,
                 stream,
                 settings["split_state"] if resume is not None else None,
-                fixed_split=fixed,
+                fixed_split=data.fixed_split,
             )
         except (TypeError, ValueError) as e:
             if resume is not None:

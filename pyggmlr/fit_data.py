@@ -136,22 +136,3 @@ def verbosity(verbose: Any, progress: str, silent: bool) -> Tuple[str, bool]:
             f"ag_fit: verbose must be 0 (silent), 1 (progress bar), 2 (one line per epoch) or None, got {verbose!r}"
         )
     return ("none", "bar", "lines")[int(verbose)], silent or verbose == 0
-
-
-def prepare(
-    x: Any,
-    y: Any,
-    validation_data: Any,
-    batch_size: Any,
-    shuffle: Any,
-    seed: Any,
-    val_split: Any,
-    verbose: Any,
-    progress: str,
-    silent: bool,
-) -> Tuple[Any, Any, Any, Any, Any, Any, bool, str, bool]:
-    """ag_fit's arguments after the rules above: (x, y, batch_size, shuffle, seed, val_split,
-    fixed_split, progress, silent). Plain arrays without validation_data pass through as given."""
-    progress, silent = verbosity(verbose, progress, silent)
-    d = FitData(x, y, validation_data, batch_size, shuffle, seed, val_split)
-    return d.x, d.y, d.batch_size, d.shuffle, d.seed, d.val_split, d.fixed_split, progress, silent

@@ -51,21 +51,6 @@ def _acc_stats(ncorrect, ndata):
 # ---------------------------------------------------------------------------------------------
 # history
 
-_KEYS = (
-    "epoch",
-    "loss",
-    "loss_unc",
-    "accuracy",
-    "accuracy_unc",
-    "val_loss",
-    "val_loss_unc",
-    "val_accuracy",
-    "val_accuracy_unc",
-    "lr",
-    "time_train",
-    "time_val",
-)
-
 
 class History:
     """Per-epoch results of ag_fit (1-based epochs). Attributes are lists, one value per epoch:
@@ -73,7 +58,7 @@ class History:
     val_accuracy_unc (NaN where not applicable), lr, time_train, time_val (seconds).
     stopped_epoch: the epoch early stopping (or a callback) ended the run at, else None."""
 
-    # declared for type checkers (set in __init__ from _KEYS): ``hist.val_accuracy[-1]`` is a float
+    # declared once, for type checkers and for _KEYS (below): the per-epoch lists, then two per run
     epoch: List[int]
     loss: List[float]
     loss_unc: List[float]
@@ -188,6 +173,10 @@ class History:
         else:
             plt.close(fig)
         return fig
+
+
+# the per-epoch lists, in History's order: all its fields but stopped_epoch and best_epoch
+_KEYS = tuple(k for k in History.__annotations__ if k not in ("stopped_epoch", "best_epoch"))
 
 
 def _pm(v, u):

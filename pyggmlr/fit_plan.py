@@ -8,7 +8,6 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import _core
 from ._core import NULL, ffi, lib
-from .fit_data import prepare  # noqa: F401  (ag_fit imports it from here with FitPlan)
 from .random import Generator
 from .tensor import Tensor, _wrap
 

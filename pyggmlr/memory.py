@@ -155,16 +155,31 @@ def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> 
         return compiled.memory(top=top, quiet=quiet)
     top = check_count(top, "ag_tape_memory()", "top")
     gc.collect()  # unreachable cycles holding tensors go first: the count is what ag_tape_clear() frees
-    n_nodes = lib.pg_tape_nodes()
-    cap = max(n_nodes, 1)
+    fill = lib.pg_tape_memory  # (totals, labels, nodes, nbytes, cap) -> rows
+    return _memory_report(fill, max(lib.pg_tape_nodes(), 1), top, quiet)
+
+
+def _memory_report(fill, cap, top, quiet, compiled=None, buffers=None):
+    """The report of a tape or (compiled: its build) a compiled graph: fill(totals, labels,
+    nodes, nbytes, cap) is the core's walk (returns the op rows, < 0 an error); buffers() adds
+    the graph's planned-buffer fields after by_op."""
     totals = ffi.new("pg_memory_totals *")
     labels = ffi.new("const char *[]", cap)
     nodes = ffi.new("int64_t[]", cap)
     nbytes = ffi.new("int64_t[]", cap)
-    nrows = lib.pg_tape_memory(totals, labels, nodes, nbytes, cap)
+    nrows = fill(totals, labels, nodes, nbytes, cap)
     if nrows < 0:
         _core.raise_last(-nrows)
-    by_op = [
+    rep = MemoryReport(
+        nodes=totals.nodes,
+        bytes_total=totals.bytes_total,
+        bytes_snapshots=totals.bytes_snapshots,
+        bytes_fields=totals.bytes_fields,
+        bytes_inputs=totals.bytes_inputs,
+    )
+    if compiled is not None:
+        rep["bytes_gradients"] = totals.bytes_gradients
+    rep["by_op"] = [
         {
             "op": ffi.string(labels[i]).decode(),
             "nodes": nodes[i],
@@ -173,15 +188,9 @@ def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> 
         }
         for i in range(nrows)
     ]
-    rep = MemoryReport(
-        nodes=totals.nodes,
-        bytes_total=totals.bytes_total,
-        bytes_snapshots=totals.bytes_snapshots,
-        bytes_fields=totals.bytes_fields,
-        bytes_inputs=totals.bytes_inputs,
-        by_op=by_op,
-    )
-    rep._text = _tape_text(rep, top)
+    if buffers is not None:
+        rep.update(buffers())
+    rep._text = _tape_text(rep, top, compiled=compiled)
     if not quiet:
         print(rep._text)
     return rep

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._args import as_numeric
+from ._args import as_numeric, asarray
 from ._core import lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .tensor import ArrayLike, Tensor, _as_tensor, _wrap
@@ -400,12 +400,12 @@ def ag_softmax_cross_entropy_loss(logits: ArrayLike, target: ArrayLike) -> Tenso
                 f"{name}: logits are [{K}x{B}] but target is [{tr}x{tc}]; give a one-hot matrix of the logits' shape or one class id per column"
             )
     else:
-        try:
-            a = np.asarray(target)
-        except (ValueError, TypeError, OverflowError) as e:  # ragged lists and the like
-            raise PyggmlrValueError(
+        a = asarray(
+            target,
+            lambda e: PyggmlrValueError(
                 f"{name}: target is not a matrix or a vector of class ids ({e})"
-            ) from None
+            ),
+        )
         if a.ndim == 2 and a.shape == (K, B) and K > 1:
             t = _as_tensor(a, name, logits)
             return _wrap(lib.pg_softmax_ce_loss(lp, t._handle(name)))

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from ._args import asarray
 from ._core import ffi, lib
 from .errors import PyggmlrValueError
 from .ops import _out, _pair, _unary_arg
@@ -58,12 +59,10 @@ def ag_log_softmax(x: ArrayLike) -> Tensor:
 
 def _gather_index(index: Any, ncol: int) -> np.ndarray:
     """ggmlR's checks of ag_gather's index, in its order and with its messages."""
-    try:
-        a = np.asarray(index)
-    except (ValueError, TypeError, OverflowError):  # a ragged list: ggmlR's first message
-        raise PyggmlrValueError("ag_gather: index must be numeric (0-based integers)") from None
+    msg = "ag_gather: index must be numeric (0-based integers)"  # a ragged list too (ggmlR)
+    a = asarray(index, lambda e: PyggmlrValueError(msg))
     if a.dtype.kind not in "iuf" or isinstance(index, (bool, np.bool_)):
-        raise PyggmlrValueError("ag_gather: index must be numeric (0-based integers)")
+        raise PyggmlrValueError(msg)
     a = a.reshape(-1)
     if a.size != ncol:
         raise PyggmlrValueError(f"ag_gather: index has length {a.size}, x has {ncol} columns")

@@ -241,15 +241,10 @@ class lr_scheduler_onecycle(_Schedule):
                 self.max_momentum,
             ],
         )
-        self.total_steps, self.initial_lr, self.final_lr = (
-            int(self._par[1]),
-            float(self._par[2]),
-            float(self._par[3]),
-        )
-        self.step_up = int(self._par[4])
-        self.mom_field = (
-            self._mom_field
-        )  # "momentum" (SGD), "beta1" (Adam) or None: the field it cycles
+        self.total_steps, self.step_up = int(self._par[1]), int(self._par[4])
+        self.initial_lr, self.final_lr = float(self._par[2]), float(self._par[3])
+        # "momentum" (SGD), "beta1" (Adam) or None: the field it cycles
+        self.mom_field = self._mom_field
 
     last_step = property(_Schedule._steps, doc="Steps taken so far.")
 
@@ -286,11 +281,8 @@ class lr_scheduler_warmup_cosine(_Schedule):
                 self.warmup_start_lr,
             ],
         )
-        self.warmup_steps, self.total_steps, self.lr_max = (
-            int(self._par[0]),
-            int(self._par[1]),
-            float(self._par[2]),
-        )
+        self.warmup_steps, self.total_steps = int(self._par[0]), int(self._par[1])
+        self.lr_max = float(self._par[2])
 
     last_step = property(_Schedule._steps, doc="Steps taken so far.")
 

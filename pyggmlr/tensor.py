@@ -7,6 +7,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
+from ._args import asarray
 from ._core import DTYPE_CODE, DTYPE_NAME, F32, F64, NULL, ffi, lib
 from .errors import ArgumentError, DTypeError, PyggmlrError, PyggmlrValueError, ShapeError
 
@@ -66,12 +67,10 @@ def _dtype_code(dtype):
 
 def _as_matrix(data):
     """numpy view of `data` as a 2-D array with a dtype the core can read (no copy if possible)."""
-    try:
-        a = np.asarray(data)
-    except (ValueError, TypeError, OverflowError) as e:  # ragged lists and the like
-        raise PyggmlrValueError(
-            f"cannot make a tensor from this {type(data).__name__}: {e}"
-        ) from None
+    a = asarray(
+        data,
+        lambda e: PyggmlrValueError(f"cannot make a tensor from this {type(data).__name__}: {e}"),
+    )
     if a.dtype.kind not in "biuf":
         raise DTypeError(f"cannot make a tensor from data of dtype {a.dtype} (numbers only)")
     if a.ndim == 0:
@@ -92,19 +91,18 @@ def _as_matrix(data):
     return a
 
 
+def _src(a):
+    """The core's view of a 2-D array from _as_matrix: (data, source dtype code, rows, cols,
+    row stride, column stride), strides in elements. The caller keeps `a` alive."""
+    isz = a.itemsize
+    ptr = ffi.cast("void *", a.ctypes.data)
+    return ptr, _SRC_CODE[a.dtype], a.shape[0], a.shape[1], a.strides[0] // isz, a.strides[1] // isz
+
+
 def _new_from(data, code):
     a = _as_matrix(data)
-    ptr = ffi.cast("void *", a.ctypes.data)
-    p = lib.pg_tensor_new(
-        code,
-        a.shape[0],
-        a.shape[1],
-        ptr,
-        _SRC_CODE[a.dtype],
-        a.strides[0] // a.itemsize,
-        a.strides[1] // a.itemsize,
-    )
-    return _wrap(p)
+    ptr, src, nrow, ncol, rs, cs = _src(a)
+    return _wrap(lib.pg_tensor_new(code, nrow, ncol, ptr, src, rs, cs))
 
 
 def _as_tensor(
@@ -324,17 +322,7 @@ class Tensor:
     @data.setter
     def data(self, value):
         a = _as_matrix(value.numpy() if isinstance(value, Tensor) else value)
-        _core.check(
-            lib.pg_tensor_write(
-                self._handle(),
-                ffi.cast("void *", a.ctypes.data),
-                _SRC_CODE[a.dtype],
-                a.shape[0],
-                a.shape[1],
-                a.strides[0] // a.itemsize,
-                a.strides[1] // a.itemsize,
-            )
-        )
+        _core.check(lib.pg_tensor_write(self._handle(), *_src(a)))
 
     def numpy(self, copy: bool = True):
         """Values as a (Fortran-ordered) numpy array of shape (rows, cols).

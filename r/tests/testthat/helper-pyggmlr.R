@@ -11,3 +11,12 @@ gold <- function() list(
 gradof <- function(grads, t) get0(as.character(t$id), envir = grads, inherits = FALSE)
 rows <- function(...) matrix(c(...), nrow = length(list(...)[[1]]), byrow = TRUE)
 byrow <- function(v, nr) matrix(v, nrow = nr, byrow = TRUE)
+
+# Run R code lines in a child Rscript (for what could crash R or must not touch this process):
+# its output lines, with attr "status" when it failed. timeout: seconds (0: none).
+run_rscript <- function(lines, timeout = 0) {
+  script <- tempfile(fileext = ".R")
+  writeLines(lines, script)
+  suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), shQuote(script), stdout = TRUE,
+                           stderr = TRUE, timeout = timeout))
+}

@@ -29,8 +29,7 @@ test_that("the error bridge leaves no stale error behind", {
 })
 
 test_that("unloading the DLL with tensors alive and the GEMM pool running does not crash R", {
-  script <- tempfile(fileext = ".R")
-  writeLines(c(
+  out <- run_rscript(c(
     "library(pyggmlr)",
     "ag_set_threads(2L); ag_set_blas('builtin')",
     "W <- ag_tensor(matrix(runif(512 * 512), 512)); Z <- ag_matmul(W, W)",
@@ -39,9 +38,7 @@ test_that("unloading the DLL with tensors alive and the GEMM pool running does n
     "library.dynam.unload('pyggmlr', system.file(package = 'pyggmlr'))",
     "rm(x, W, Z); invisible(gc())",
     "library(pyggmlr); z <- ag_relu(ag_tensor(matrix(-1:2, 2)))",
-    "cat('result', z$data, '\\n')"), script)
-  out <- suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), script, stdout = TRUE,
-                                  stderr = TRUE))
+    "cat('result', z$data, '\\n')"))
   expect_null(attr(out, "status"))
   expect_true(any(grepl("^result 0 0 1 2", out)))
 })

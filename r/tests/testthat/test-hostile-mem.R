@@ -1,14 +1,12 @@
 # Hostile use, crashes / memory / hangs (issue 19). Cases that could crash or hang R run in a
 # child Rscript with a timeout.
 
-run_child <- function(lines, timeout = 60) {  # nolint: object_usage_linter.
-  script <- tempfile(fileext = ".R")
-  writeLines(c("suppressMessages(library(pyggmlr))", lines), script)
-  out <- suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), shQuote(script),
-                                  stdout = TRUE,
-                                  stderr = TRUE, timeout = timeout))
+# nolint start: object_usage_linter. (run_rscript: helper-pyggmlr.R; %||% below)
+run_child <- function(lines, timeout = 60) {
+  out <- run_rscript(c("suppressMessages(library(pyggmlr))", lines), timeout)
   list(out = out, status = attr(out, "status") %||% 0L)
 }
+# nolint end
 `%||%` <- function(a, b) if (is.null(a)) b else a
 
 # a matrix whose dim disagrees with its length, made the way a crafted RDS would be

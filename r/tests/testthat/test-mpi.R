@@ -16,8 +16,7 @@ test_that(paste0("one MPI rank: ag_fit(distributed = TRUE) equals the plain run,
                  "collectives check their input"), {
   skip_if_not(requireNamespace("Rmpi", quietly = TRUE),
               "Rmpi is not installed (apt-get install r-cran-rmpi): the MPI path cannot run here")
-  script <- tempfile(fileext = ".R")
-  writeLines(c(
+  out <- run_rscript(c(
     "suppressMessages(library(pyggmlr))",
     "run <- function(d) { set.seed(4); x <- matrix(rnorm(4 * 40), 4, 40)",
     "  y <- floor(runif(40) * 3)",
@@ -35,9 +34,7 @@ test_that(paste0("one MPI rank: ag_fit(distributed = TRUE) equals the plain run,
     "cat('class:', inherits(e, 'pyggmlr_distributed_error'), conditionMessage(e), '\\n')",
     "e2 <- tryCatch(ag_broadcast_parameters(m, root = 5), error = function(e) e)",
     "cat('root:', inherits(e2, 'pyggmlr_distributed_error'), conditionMessage(e2), '\\n')",
-    "invisible(Rmpi::mpi.finalize())"), script)
-  out <- suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), script, stdout = TRUE,
-                                  stderr = TRUE))
+    "invisible(Rmpi::mpi.finalize())"))
   out <- paste(out, collapse = "\n")
   expect_match(out, "same: TRUE", fixed = TRUE)
   expect_match(out, "rank: 0 world: 1", fixed = TRUE)
