@@ -21,6 +21,7 @@ from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .nn_base import (
     _INITS,
     Module,
+    _config,
     _dropout,
     _fmt_num,
     _glorot,
@@ -197,14 +198,7 @@ class ag_linear(Module):
     params = parameters  # ggmlR's ag_linear calls it params()
 
     def to_config(self) -> Dict[str, Any]:
-        return {
-            "type": "linear",
-            "in_features": self.in_features,
-            "out_features": self.out_features,
-            "activation": self.activation,
-            "init": self.init,
-            "gain": self.gain,
-        }
+        return _config(self, "linear", "in_features", "out_features", "activation", "init", "gain")
 
 
 class ag_sequential(Module):

@@ -76,6 +76,11 @@ def _causal_mask(scores_t):
 # module plumbing
 
 
+def _config(layer: Any, kind: str, *fields: str) -> Dict[str, Any]:
+    """A layer's to_config(): its type, then the named attributes in order (the JSON's order)."""
+    return {"type": kind, **{f: getattr(layer, f) for f in fields}}
+
+
 def _fmt_num(v):
     """Numbers as R prints them in layer names: 0.5, 0, 0.1, 1e-05."""
     return f"{float(v):.15g}"

@@ -18,6 +18,7 @@ from .nn_base import (
     Module,
     _as_tensor,
     _causal_mask,
+    _config,
     _dropout,
     _glorot,
     _matmul_t,
@@ -93,12 +94,7 @@ class ag_batch_norm(Module):
         return OrderedDict([("running_mean", self.running_mean), ("running_var", self.running_var)])
 
     def to_config(self) -> Dict[str, Any]:
-        return {
-            "type": "batch_norm",
-            "num_features": self.num_features,
-            "eps": self.eps,
-            "momentum": self.momentum,
-        }
+        return _config(self, "batch_norm", "num_features", "eps", "momentum")
 
 
 class ag_layer_norm(Module):
@@ -175,12 +171,7 @@ class ag_layer_norm(Module):
         return OrderedDict([("gamma", self.gamma), ("beta", self.beta)])
 
     def to_config(self) -> Dict[str, Any]:
-        return {
-            "type": "layer_norm",
-            "normalized_shape": self.normalized_shape,
-            "eps": self.eps,
-            "elementwise_affine": self.elementwise_affine,
-        }
+        return _config(self, "layer_norm", "normalized_shape", "eps", "elementwise_affine")
 
 
 class ag_embedding(Module):
