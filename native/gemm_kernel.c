@@ -59,8 +59,8 @@ GEMM_PACK(double)
 #if PG_GEMM_X86
 /* f32 op(A) = A^T (the dX = W^T G of a layer's backward): the portable packing above writes
  * each source row with a stride of mr floats; here 8 x 8 blocks go through registers
- * (an AVX2 transpose; f64 4 x 4). The dX shape 784x256^T * 256x64 went from 1.25x to 1.0x the
- * time of the non-transposed product. Same values in the same places: no change in results. */
+ * (an AVX2 transpose; f64 4 x 4): as fast as the non-transposed product (docs/gemm.md). Same
+ * values in the same places: no change in results. */
 PG_AVX2 static inline void transpose_block_float(const float *s, int64_t lda, float *d, int64_t mr)
 {
     __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + lda);
@@ -151,7 +151,7 @@ static int64_t round_up(int64_t x, int64_t r) { return (x + r - 1) / r * r; }
 /* Roles swapped (vectors along n) when that needs fewer vector FMAs, counting a packed
  * (transposed) element as 0.25 of one in f32, 0.7 in f64 (4 x 4 transposes), and an element
  * stored transposed as 2: the a side is packed when it is op(A) = A^T unswapped or op(B) = B
- * (not transposed) swapped. Measured on Zen 5; depends on the shape and vector length only. */
+ * (not transposed) swapped. Fitted on Zen 5 (docs/gemm.md); shape and vector length only. */
 static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, size_t es)
 {
     const double pack = es == 4 ? 0.25 : 0.7, tr = 2;
@@ -213,10 +213,9 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
 GEMM_DIRECT(float)
 GEMM_DIRECT(double)
 
-/* The direct path for everything whose operands and result fit in about 4 MiB: measured on
- * Zen 5 it beats packing there, 0.5-0.9x its time from 64x4x32 to 256x784x256 f32 and 0.8-0.9x
- * on the MLP's f64 products (256x784x64 .. 256x784x256, 3.7 MiB); packing wins from about
- * 512x512x512 f64 (6 MiB), where B must be streamed from further out. Shape only. */
+/* The direct path for everything whose operands and result fit in about 4 MiB, where it beats
+ * packing; beyond, B must be streamed from further out and packing wins (docs/gemm.md). Shape
+ * only. */
 static int path_sel = -1; /* pg_gemm_path_select: -1 by size, 0 packed, 1 direct */
 int pg_gemm_path_select(int which)
 {

@@ -11,10 +11,8 @@
  * that of A: the smaller operand side is the one duplicated.
  *
  * Only where it pays: each thread gets at least PG_GEMM_MIN_FLOPS of work in f64 (2 m n k / threads),
- * twice that in f32 (twice as fast), else fewer threads, down to one; about 30 us of work.
- * Measured on 2 cores of a Zen 5 EPYC VM (AVX-512) with a worker that slept: 2 MFLOP per
- * thread in f64 ran 1.14x as fast as one thread (4 MFLOP f32 1.13x), 1 MFLOP 0.88x; with
- * the worker still spinning from the previous product, 1.75-1.95x from 1 MFLOP up.
+ * twice that in f32 (twice as fast), else fewer threads, down to one; about 30 us of work,
+ * below which a second thread does not pay (docs/gemm.md).
  *
  * The pool: n - 1 worker threads, started at the first threaded product (not before: the
  * default of one thread never starts any), resized when n changes. Workers sleep on a
@@ -86,10 +84,8 @@ static unsigned long pending; /* parts still running on workers */
 static pid_t pool_pid;
 
 /* Spins, in microseconds: a worker after its part (the next product of a training step often
- * follows within microseconds; waking a sleeping thread cost 10-60 us on the 2-core VM), the
- * caller waiting for the workers' parts (they end about when its own does). Measured there,
- * products in a row at 2 threads: 128x128x128 f64 went from 1.14x to 1.85x the speed of one
- * thread with the workers' spin, 0.5x to 1.1x with the caller's. */
+ * follows within microseconds, and waking a sleeping thread costs more), the caller waiting for
+ * the workers' parts (they end about when its own does); measured: docs/gemm.md. */
 static const double spin_us_w = 20, spin_us_c = 100;
 static double now_us(void)
 {

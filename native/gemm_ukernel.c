@@ -85,12 +85,8 @@ static const int64_t dk_mask64[8] = {-1, -1, -1, -1, 0, 0, 0, 0};
  * vector r, column j), from packed slivers (a: 2 VL rows per k step, b: 6 columns) ----
  * portable f32 8 x 6, f64 4 x 6; AVX2 f32 16 x 6, f64 8 x 6; AVX-512 f32 32 x 6, f64 16 x 6.
  * AVX-512: the AVX2 kernels with vectors twice as wide (per element the same k order, one FMA
- * per k step from 0, the same store arithmetic and the same KC: identical bits). Measured on an
- * AMD EPYC (Zen 5, two 512-bit FMA pipes), one thread, against 32x8, 32x12, 32x14, 48x8 and
- * 64x6 (f64: 16x8, 16x12, 16x14, 24x8, 32x6): 32x6 / 16x6 was the fastest or within noise of
- * it on every project shape (32x8 even, 32x12 and up 5-15% slower at n = 64: ragged 6-column
- * edges cost less than a longer tile's); MC 64-512 and KC 256-512 all within noise, so MC and
- * KC stay those of the AVX2 kernel. */
+ * per k step from 0, the same store arithmetic and the same KC: identical bits). The tile
+ * shape, MC and KC were chosen by measurement (docs/gemm.md). */
 #define UKR_COL(ISA, S, j)                                                                     \
     bj = ISA##_BC(S, b[j]);                                                                    \
     c0##j = ISA##_FMA(S, a0, bj, c0##j);                                                       \
