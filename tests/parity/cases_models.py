@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from pyggmlr.fit_history import _KEYS
+
 from .cases_api import _mlp_inputs
 from .core import CASES, ScriptCase, _u, as_dtype, call_r, r_values, with_dtype
 
@@ -155,18 +157,8 @@ def tensor_values(ts):
 # shuffle = FALSE here: these cases pin the loop itself (accumulation, schedules, statistics)
 # from given weights; shuffles, splits and dropout from the seed alone are the seed:* cases.
 
-HIST_KEYS = (
-    "epoch",
-    "loss",
-    "loss_unc",
-    "accuracy",
-    "accuracy_unc",
-    "val_loss",
-    "val_loss_unc",
-    "val_accuracy",
-    "val_accuracy_unc",
-    "lr",
-)
+# the History columns of fit_history._KEYS but the timings (they differ from run to run)
+HIST_KEYS = tuple(k for k in _KEYS if not k.startswith("time_"))
 
 
 def fit_records(hist, weights, batches, pred, buffers):

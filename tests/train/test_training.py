@@ -10,6 +10,7 @@ from _fit_models import _iris, _mlp, _weights
 
 import pyggmlr as pg
 from pyggmlr.fit import _acc_stats, _loss_stats
+from pyggmlr.fit_history import _KEYS
 
 
 def _copy_weights(dst, src):
@@ -135,19 +136,7 @@ def test_history_fields_and_ggml_uncertainties():
     x, y = _iris()
     h = pg.ag_fit(_mlp(), x, y, nepoch=3, batch_size=10, val_split=0.2, silent=True, seed=1)
     d = h.as_dict()
-    for k in (
-        "loss",
-        "loss_unc",
-        "accuracy",
-        "accuracy_unc",
-        "val_loss",
-        "val_loss_unc",
-        "val_accuracy",
-        "val_accuracy_unc",
-        "lr",
-        "time_train",
-        "time_val",
-    ):
+    for k in _KEYS:  # every History column, epoch and timings included
         assert len(d[k]) == 3 and all(not math.isnan(v) for v in d[k]), k
     assert h.epoch == [1, 2, 3] and h.lr == [1e-3] * 3
     a = h.val_accuracy[-1]
