@@ -8,7 +8,7 @@ import zlib
 
 import numpy as np
 
-from .cases_models import ARCHS, arch_inputs, py_model, r_dict, tensor_values
+from .cases_models import arch_inputs, call_r_arch, py_model, r_dict, tensor_values
 from .core import CASES, ScriptCase, _u, call_r, r_values, with_dtype
 
 # ---- model files: written by one language, read by the other ---------------------------------
@@ -117,14 +117,11 @@ def _io_r_to_py(d, steps, dtype):
     n_more = s["n_more"]
     path = _io_tmp()
     try:
-        call_r(
+        call_r_arch(
             "parity_io_save",
+            s["arch"],
+            d,
             dtype=dtype,
-            arch=ARCHS[s["arch"]][0],
-            init=d["init"],
-            binit=d["binit"],
-            x=d["x"],
-            y=d["y"],
             n_train=s["n_train"],
             path=path,
         )

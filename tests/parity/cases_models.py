@@ -114,6 +114,12 @@ ARCHS = {
 }
 
 
+def call_r_arch(fname, arch, d, **more):
+    """call_r(fname, ...) with the architecture's R expression and d's init, binit, x and y."""
+    init, binit, x, y = d["init"], d["binit"], d["x"], d["y"]
+    return call_r(fname, arch=ARCHS[arch][0], init=init, binit=binit, x=x, y=y, **more)
+
+
 def arch_inputs(rng, arch):
     """Initial parameters and buffers of an architecture, by name."""
     _, ps, bs = ARCHS[arch]
@@ -234,14 +240,11 @@ def _fit_py(d, steps, dtype):
 
 def _fit_r(d, steps, dtype):
     s = d["settings"]
-    res = call_r(
+    res = call_r_arch(
         "parity_fit",
+        s["arch"],
+        d,
         dtype=dtype,
-        arch=ARCHS[s["arch"]][0],
-        init=d["init"],
-        binit=d["binit"],
-        x=d["x"],
-        y=d["y"],
         opt_kind=s["opt_kind"],
         lr=s["lr"],
         wd=s.get("wd", 0.0),
@@ -361,13 +364,10 @@ def dp_py(d, steps, n_samples, **kwargs):
 
 def dp_r(d, steps, n_samples, **kwargs):
     """R's parity_dp_train on the same inputs, as dp_record."""
-    res = call_r(
+    res = call_r_arch(
         "parity_dp_train",
-        arch=ARCHS[d["arch"]][0],
-        init=d["init"],
-        binit=d["binit"],
-        x=d["x"],
-        y=d["y"],
+        d["arch"],
+        d,
         n_samples=n_samples,
         per=d["x"].shape[1] // n_samples,
         n_iter=steps,
