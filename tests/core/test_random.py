@@ -197,12 +197,7 @@ def test_spec_check_values():
 def test_spec_initialiser_goldens(f64):
     pg.ggml_set_seed(42)
     w = pg.ag_linear(5, 3).W.numpy().ravel(order="F")
-    np.testing.assert_allclose(
-        w[:4],
-        GLOROT_5X3_SEED42,
-        rtol=0,
-        atol=1e-15,
-    )
+    np.testing.assert_allclose(w[:4], GLOROT_5X3_SEED42, rtol=0, atol=1e-15)
     pg.ggml_set_seed(1)
     w = pg.ag_linear(3, 2, init="orthogonal").W.numpy()
     np.testing.assert_allclose(w, ORTHOGONAL_3X2_SEED1, atol=1e-10)

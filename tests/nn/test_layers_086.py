@@ -116,12 +116,7 @@ def test_batch_norm_exact_training_gradient(f64):
 def test_linear_glorot_golden_and_gain():
     pg.ggml_set_seed(42)
     w = pg.ag_linear(5, 3).W.numpy().ravel(order="F")
-    np.testing.assert_allclose(
-        w[:4],
-        GLOROT_5X3_SEED42,
-        rtol=0,
-        atol=1e-7,
-    )  # f32 weights
+    np.testing.assert_allclose(w[:4], GLOROT_5X3_SEED42, rtol=0, atol=1e-7)  # f32 weights
     pg.ggml_set_seed(42)
     w2 = pg.ag_linear(5, 3, gain=2).W.numpy().ravel(order="F")
     np.testing.assert_array_equal(w2, (w * 2).astype(w.dtype))  # gain scales after the draw
