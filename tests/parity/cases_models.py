@@ -114,6 +114,13 @@ ARCHS = {
 }
 
 
+def arch_data(rng, arch, n):
+    """An architecture's initial parameters and buffers, x [4, n] uniform in [-2, 2] and
+    y [3, n] uniform in [-1, 1], drawn in that order."""
+    init, binit = arch_inputs(rng, arch)
+    return {"init": init, "binit": binit, "x": _u(rng, 4, n, lo=-2, hi=2), "y": _u(rng, 3, n)}
+
+
 def call_r_arch(fname, arch, d, **more):
     """call_r(fname, ...) with the architecture's R expression and d's init, binit, x and y."""
     init, binit, x, y = d["init"], d["binit"], d["x"], d["y"]
@@ -391,16 +398,8 @@ def _dp_r(d, steps, dtype):
 
 def _dp_case(name, n_iter, **settings):
     def inputs(rng):
-        init, binit = arch_inputs(rng, settings["arch"])
-        n = 3 * settings["n_samples"]
-        return {
-            "init": init,
-            "binit": binit,
-            "x": _u(rng, 4, n, lo=-2, hi=2),
-            "y": _u(rng, 3, n),
-            "arch": settings["arch"],
-            "settings": settings,
-        }
+        d = arch_data(rng, settings["arch"], 3 * settings["n_samples"])
+        return {**d, "arch": settings["arch"], "settings": settings}
 
     CASES.append(ScriptCase(f"dp_train: {name}", _dp_py, _dp_r, n_iter, inputs, group="dp"))
 
