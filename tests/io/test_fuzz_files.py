@@ -22,6 +22,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _tokens import TOKENS
 
 import pyggmlr as pg
 
@@ -221,37 +222,6 @@ def test_writer_killed_mid_save_never_leaves_a_torn_file(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # the fuzzer
-
-TOKENS = [
-    b'"F32"',
-    b'"F64"',
-    b'"I8"',
-    b'"BF16"',
-    b"[",
-    b"]",
-    b"{",
-    b"}",
-    b",",
-    b":",
-    b"0",
-    b"-1",
-    b"1e400",
-    b"99999999999999999999",
-    b"18446744073709551615",
-    b'"shape"',
-    b'"data_offsets"',
-    b"null",
-    b"true",
-    b'"type"',
-    b'"linear"',
-    b'"sequential"',
-    b"\\u0000",
-    b'"',
-    b"\\",
-    b"NaN",
-    b"Infinity",
-    b"[[[[[[[[",
-]
 
 
 def _mutate(data, rng, i):

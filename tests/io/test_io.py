@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _tokens import TOKENS
 
 import pyggmlr as pg
 
@@ -315,28 +316,6 @@ def test_mutation_fuzz_only_raises_value_errors(tmp_path):
     hlen = struct.unpack("<Q", data[:8])[0]
     rng = np.random.default_rng(2024)
     bad = tmp_path / "f.safetensors"
-    tokens = [
-        b'"F32"',
-        b'"F64"',
-        b'"I8"',
-        b"[",
-        b"]",
-        b"{",
-        b"}",
-        b",",
-        b":",
-        b"0",
-        b"-1",
-        b"99999999999",
-        b'"shape"',
-        b'"data_offsets"',
-        b"null",
-        b"true",
-        b'"type"',
-        b'"linear"',
-        b"\\u0000",
-        b'"',
-    ]
     outcomes = {"ok": 0, "error": 0}
     for i in range(400):
         buf = bytearray(data)
@@ -352,7 +331,7 @@ def test_mutation_fuzz_only_raises_value_errors(tmp_path):
             buf = buf[:n] if n <= len(buf) else buf + bytes(n - len(buf))
         elif kind == 3:  # splice a JSON token into the header
             j = int(rng.integers(8, 8 + hlen))
-            tok = tokens[int(rng.integers(len(tokens)))]
+            tok = TOKENS[int(rng.integers(len(TOKENS)))]
             buf = buf[:j] + tok + buf[j + len(tok) :]
         else:  # anywhere, including the data
             j = int(rng.integers(0, len(buf)))

@@ -114,6 +114,13 @@ def _copy(sd):
     return {"parameters": dict(sd["parameters"]), "buffers": dict(sd["buffers"])}
 
 
+def _load_error(m, sd):
+    """The text of the PyggmlrValueError ag_load_state_dict(m, sd) raises."""
+    with pytest.raises(pg.PyggmlrValueError) as e:
+        pg.ag_load_state_dict(m, sd)
+    return str(e.value)
+
+
 def test_load_state_dict_checks_everything_before_writing():
     m = build(1)
     sd = pg.ag_state_dict(build(2))
@@ -133,9 +140,7 @@ def test_load_state_dict_checks_everything_before_writing():
     bad = _copy(sd)
     bad["parameters"]["layer1_W"] = sd["parameters"]["layer1_W"].copy()
     bad["parameters"]["layer1_W"][0, 0] = np.nan
-    with pytest.raises(pg.PyggmlrValueError) as e:
-        pg.ag_load_state_dict(m, bad)
-    assert str(e.value) == "ag_load_state_dict(): 'layer1_W' contains NA, NaN or Inf"
+    assert _load_error(m, bad) == "ag_load_state_dict(): 'layer1_W' contains NA, NaN or Inf"
     bad = _copy(sd)
     bad["buffers"]["layer2_running_var"] = np.full((8, 1), np.inf)
     with pytest.raises(pg.PyggmlrValueError, match="'layer2_running_var' contains NA, NaN or Inf"):
@@ -146,9 +151,7 @@ def test_load_state_dict_checks_everything_before_writing():
         pg.ag_load_state_dict(m, bad)
     bad = _copy(sd)
     bad["parameters"]["extra_W"] = np.zeros((1, 1))
-    with pytest.raises(pg.PyggmlrValueError) as e:
-        pg.ag_load_state_dict(m, bad)
-    assert str(e.value) == (
+    assert _load_error(m, bad) == (
         "ag_load_state_dict(): parameter names differ (strict = TRUE)\n"
         "  missing in state: \n  not in model: extra_W"
     )
@@ -159,9 +162,7 @@ def test_load_state_dict_checks_everything_before_writing():
     bad = _copy(sd)
     del bad["buffers"]["layer2_running_var"]
     bad["buffers"]["bn_x"] = np.zeros((8, 1))
-    with pytest.raises(pg.PyggmlrValueError) as e:
-        pg.ag_load_state_dict(m, bad)
-    assert str(e.value) == (
+    assert _load_error(m, bad) == (
         "ag_load_state_dict(): buffer names differ (strict = TRUE)\n"
         "  missing in state: layer2_running_var\n  not in model: bn_x"
     )

@@ -81,36 +81,31 @@ report["B_spread"] = dist.ag_parameters_spread(model)
 # D: ag_fit(distributed=True): per-rank batch b, logical 2b, against ag_fit on one rank with 2W b / 4W b
 XD, YD = regression_data(64, seed=5)
 model_d = MLP(4, 6, 2, seed=400 + R)
-pg.ag_fit(
-    model_d,
-    XD,
-    YD,
-    loss="mse",
-    optimizer="sgd",
-    lr=0.05,
-    nepoch=3,
-    batch_size=b,
-    nbatch_logical=2 * b,
-    seed=9,
-    silent=True,
-    distributed=True,
-)
-report["D_spread"] = dist.ag_parameters_spread(model_d)
-if R == 0:
-    ref = MLP(4, 6, 2, seed=400)
+
+
+def _fit_d(model, batch, **kw):
+    """ag_fit of section D: MSE, SGD, 3 epochs, logical batch 2 * batch."""
     pg.ag_fit(
-        ref,
+        model,
         XD,
         YD,
         loss="mse",
         optimizer="sgd",
         lr=0.05,
         nepoch=3,
-        batch_size=b * W,
-        nbatch_logical=2 * b * W,
+        batch_size=batch,
+        nbatch_logical=2 * batch,
         seed=9,
         silent=True,
+        **kw,
     )
+
+
+_fit_d(model_d, b, distributed=True)
+report["D_spread"] = dist.ag_parameters_spread(model_d)
+if R == 0:
+    ref = MLP(4, 6, 2, seed=400)
+    _fit_d(ref, b * W)
     report["D_max_weight_diff"] = max(
         float(np.max(np.abs(t.numpy() - model_d.parameters()[k].numpy())))
         for k, t in ref.parameters().items()

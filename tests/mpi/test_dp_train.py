@@ -30,6 +30,12 @@ def _tgt(s):
     return s[1]
 
 
+def _dp(make, data, **kw):
+    """dp_train on (x, y) batches with MSE, the default forward/target and no printing."""
+    args = dict(loss_fn=pg.ag_mse_loss, forward_fn=_fwd, target_fn=_tgt, verbose=False)
+    return pg.dp_train(make, data, **{**args, **kw})
+
+
 # ---------------------------------------------------------------------------------------------
 # dp_train: ggmlR's own checks (test-ag-training.R)
 
@@ -40,15 +46,7 @@ def _seq_model():
 
 def test_dp_train_fields_and_history_length(capsys):
     data = _regression_batches(4, 8)
-    res = pg.dp_train(
-        _seq_model,
-        data,
-        loss_fn=pg.ag_mse_loss,
-        forward_fn=_fwd,
-        target_fn=_tgt,
-        n_iter=7,
-        verbose=False,
-    )
+    res = _dp(_seq_model, data, n_iter=7)
     assert list(res) == ["params", "loss_history", "model"]
     assert res["loss_history"].shape == (7,)
     assert np.all(np.isfinite(res["loss_history"]))
@@ -61,16 +59,7 @@ def test_dp_train_fields_and_history_length(capsys):
 def test_dp_train_converges_with_one_replica():
     pg.ggml_set_seed(1)
     data = _regression_batches(4, 16)
-    res = pg.dp_train(
-        _seq_model,
-        data,
-        loss_fn=pg.ag_mse_loss,
-        forward_fn=_fwd,
-        target_fn=_tgt,
-        n_iter=150,
-        lr=0.02,
-        verbose=False,
-    )
+    res = _dp(_seq_model, data, n_iter=150, lr=0.02)
     h = res["loss_history"]
     assert h[-4:].mean() < 0.25 * h[:4].mean()
 
@@ -78,17 +67,7 @@ def test_dp_train_converges_with_one_replica():
 def test_dp_train_two_replicas_no_nan_and_replica_zero_trained():
     pg.ggml_set_seed(2)
     data = _regression_batches(5, 8)
-    res = pg.dp_train(
-        _seq_model,
-        data,
-        loss_fn=pg.ag_mse_loss,
-        forward_fn=_fwd,
-        target_fn=_tgt,
-        n_replicas=2,
-        n_iter=40,
-        lr=0.01,
-        verbose=False,
-    )
+    res = _dp(_seq_model, data, n_replicas=2, n_iter=40, lr=0.01)
     h = res["loss_history"]
     assert h.shape == (40,) and np.all(np.isfinite(h))
     assert h[-5:].mean() < h[:5].mean()
@@ -101,15 +80,7 @@ def test_dp_train_default_replicas_is_one_on_cpu():
         made.append(MLP(4, 3, 2, seed=0))
         return made[-1]
 
-    pg.dp_train(
-        make,
-        _regression_batches(2, 4),
-        loss_fn=pg.ag_mse_loss,
-        forward_fn=_fwd,
-        target_fn=_tgt,
-        n_iter=1,
-        verbose=False,
-    )
+    _dp(make, _regression_batches(2, 4), n_iter=1)
     assert len(made) == 1
 
 
@@ -133,15 +104,7 @@ def test_dp_train_loss_fn_none_uses_forward_result_and_tensor_samples():
 
 def test_dp_train_prints_ggmlr_format(capsys):
     data = _regression_batches(2, 4)
-    pg.dp_train(
-        lambda: MLP(4, 3, 2, seed=0),
-        data,
-        loss_fn=pg.ag_mse_loss,
-        forward_fn=_fwd,
-        target_fn=_tgt,
-        n_iter=6,
-        verbose=3,
-    )
+    _dp(lambda: MLP(4, 3, 2, seed=0), data, n_iter=6, verbose=3)
     lines = capsys.readouterr().out.splitlines()
     assert [line[:25] for line in lines] == [
         "[dp_train] iter    1 / 6 ",
@@ -153,15 +116,7 @@ def test_dp_train_prints_ggmlr_format(capsys):
     assert all(
         re.fullmatch(r"\[dp_train\] iter +\d+ / 6  loss = \d+\.\d{6}", line) for line in lines
     )
-    pg.dp_train(
-        lambda: MLP(4, 3, 2, seed=0),
-        data,
-        loss_fn=pg.ag_mse_loss,
-        forward_fn=_fwd,
-        target_fn=_tgt,
-        n_iter=3,
-        verbose=True,
-    )
+    _dp(lambda: MLP(4, 3, 2, seed=0), data, n_iter=3, verbose=True)
     assert len(capsys.readouterr().out.splitlines()) == 3
 
 
@@ -188,17 +143,7 @@ def test_dp_train_replicas_identical_before_every_step_and_grads_cleared(f64):
         return m.forward(pg.ag_tensor(s[0]))
 
     data = _regression_batches(6, 4)
-    pg.dp_train(
-        make,
-        data,
-        loss_fn=pg.ag_mse_loss,
-        forward_fn=fwd,
-        target_fn=_tgt,
-        n_replicas=3,
-        n_iter=5,
-        lr=0.05,
-        verbose=False,
-    )
+    _dp(make, data, forward_fn=fwd, n_replicas=3, n_iter=5, lr=0.05)
     assert spreads == [0.0] * 5
     w0 = _params(made[0])
     assert all(np.array_equal(_params(r)[k], w0[k]) for r in made[1:] for k in w0)
@@ -233,18 +178,7 @@ def test_dp_train_equals_adam_on_the_combined_batch(f64, max_norm):
         made.append(MLP(4, 5, 2, seed=10 + len(made)))
         return made[-1]
 
-    res = pg.dp_train(
-        make,
-        data,
-        loss_fn=pg.ag_mse_loss,
-        forward_fn=_fwd,
-        target_fn=_tgt,
-        n_replicas=n_rep,
-        n_iter=n_iter,
-        lr=0.03,
-        max_norm=max_norm,
-        verbose=False,
-    )
+    res = _dp(make, data, n_replicas=n_rep, n_iter=n_iter, lr=0.03, max_norm=max_norm)
     # ggmlR's assignment: base = ((it - 1) * n) % len(data), replica i gets data[(base + i) % len]
     pairs = [
         [data[(((it - 1) * n_rep) % 3 + i) % 3] for i in range(n_rep)]
@@ -272,26 +206,8 @@ def test_dp_train_parameters_as_unnamed_list(f64):
             return [self.W1, self.b1, self.W2, self.b2]
 
     data = _regression_batches(2, 4)
-    a = pg.dp_train(
-        lambda: ListModel(4, 5, 2, seed=3),
-        data,
-        loss_fn=pg.ag_mse_loss,
-        forward_fn=_fwd,
-        target_fn=_tgt,
-        n_replicas=2,
-        n_iter=3,
-        verbose=False,
-    )
-    b = pg.dp_train(
-        lambda: MLP(4, 5, 2, seed=3),
-        data,
-        loss_fn=pg.ag_mse_loss,
-        forward_fn=_fwd,
-        target_fn=_tgt,
-        n_replicas=2,
-        n_iter=3,
-        verbose=False,
-    )
+    a = _dp(lambda: ListModel(4, 5, 2, seed=3), data, n_replicas=2, n_iter=3)
+    b = _dp(lambda: MLP(4, 5, 2, seed=3), data, n_replicas=2, n_iter=3)
     assert not np.array_equal(a["model"].W1.numpy(), MLP(4, 5, 2, seed=3).W1.numpy())
     for x, y in zip(a["params"], b["params"].values()):
         np.testing.assert_array_equal(x.numpy(), y.numpy())
@@ -301,15 +217,7 @@ def test_dp_train_errors():
     data = _regression_batches(2, 4)
     shared = MLP(4, 3, 2, seed=0)
     with pytest.raises(ValueError, match="share a parameter tensor"):
-        pg.dp_train(
-            lambda: shared,
-            data,
-            loss_fn=pg.ag_mse_loss,
-            forward_fn=_fwd,
-            target_fn=_tgt,
-            n_replicas=2,
-            verbose=False,
-        )
+        _dp(lambda: shared, data, n_replicas=2)
     with pytest.raises(ValueError, match="data is empty"):
         pg.dp_train(lambda: MLP(4, 3, 2, seed=0), [], verbose=False)
     with pytest.raises(ValueError, match="n_replicas"):
@@ -318,15 +226,7 @@ def test_dp_train_errors():
         pg.dp_train(lambda: object(), data, forward_fn=_fwd, verbose=False)
     sizes = iter([3, 4])
     with pytest.raises(ValueError, match="same architecture|parameter 0"):
-        pg.dp_train(
-            lambda: MLP(4, next(sizes), 2, seed=0),
-            data,
-            loss_fn=pg.ag_mse_loss,
-            forward_fn=_fwd,
-            target_fn=_tgt,
-            n_replicas=2,
-            verbose=False,
-        )
+        _dp(lambda: MLP(4, next(sizes), 2, seed=0), data, n_replicas=2)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -90,6 +90,12 @@ CASES = [  # (D, Sq, Skv, H, kind)
 ]
 
 
+def _qkvg(seed, D, Sq, Skv):
+    """Normal q [D, Sq], k and v [D, Skv] and an upstream gradient G [D, Sq], drawn in order."""
+    rng = np.random.default_rng(seed)
+    return tuple(rng.normal(size=(D, S)) for S in (Sq, Skv, Skv, Sq))
+
+
 def _mask_for(kind, Skv, Sq, rng):
     if kind != "mask":
         return None
@@ -122,13 +128,7 @@ def test_matches_reference_f64(f64, D, Sq, Skv, H, kind):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_matches_multihead_composition(f64, causal):
-    rng = np.random.default_rng(7)
-    q, k, v, G = (
-        rng.normal(size=(16, 9)),
-        rng.normal(size=(16, 11)),
-        rng.normal(size=(16, 11)),
-        rng.normal(size=(16, 9)),
-    )
+    q, k, v, G = _qkvg(7, 16, 9, 11)
     res = []
     for f in (
         lambda Q, K, V: FA(Q, K, V, 4, causal=causal),
@@ -146,14 +146,8 @@ def test_matches_multihead_composition(f64, causal):
 
 @pytest.mark.parametrize("kind", ["plain", "causal", "mask"])
 def test_finite_differences(f64, kind):
-    rng = np.random.default_rng(3)
     D, Sq, Skv, H = 8, 4, 5, 2
-    q, k, v, G = (
-        rng.normal(size=(D, Sq)),
-        rng.normal(size=(D, Skv)),
-        rng.normal(size=(D, Skv)),
-        rng.normal(size=(D, Sq)),
-    )
+    q, k, v, G = _qkvg(3, D, Sq, Skv)
     mask = (
         np.array([[1, 0, 1, 1], [1, 1, 0, 1], [0, 1, 1, 1], [1, 1, 1, 0], [1, 0, 1, 1]], bool)
         if kind == "mask"
@@ -178,13 +172,7 @@ def test_finite_differences(f64, kind):
 
 
 def test_f32_within_tolerance():
-    rng = np.random.default_rng(5)
-    q, k, v, G = (
-        rng.normal(size=(16, 70)),
-        rng.normal(size=(16, 66)),
-        rng.normal(size=(16, 66)),
-        rng.normal(size=(16, 70)),
-    )
+    q, k, v, G = _qkvg(5, 16, 70, 66)
     ref = _ref(q, k, v, 4, causal=True, G=G)
     prev = pg.ag_dtype("f32")
     try:
@@ -217,13 +205,7 @@ def test_masks_logical_numeric_tensor(f64):
 
 
 def test_all_blocked_query_is_zero(f64):
-    rng = np.random.default_rng(2)
-    q, k, v, G = (
-        rng.normal(size=(4, 3)),
-        rng.normal(size=(4, 4)),
-        rng.normal(size=(4, 4)),
-        rng.normal(size=(4, 3)),
-    )
+    q, k, v, G = _qkvg(2, 4, 3, 4)
     m = np.ones((4, 3), bool)
     m[:, 1] = False
     out, dq, dk, dv = _run(q, k, v, 2, G, mask=m)
@@ -251,30 +233,37 @@ def test_same_tensor_as_q_k_v(f64):
 def test_error_texts_in_order(f64):
     q8, q6 = np.zeros((8, 3)), np.zeros((6, 3))
     k4, k5, k6 = np.zeros((8, 4)), np.zeros((8, 5)), np.zeros((8, 6))
-    with pytest.raises(
-        pg.PyggmlrValueError,
-        match=r"^ggmlR: ag_flash_attention\(\) needs n_heads to divide d_model \(8 %% 3 != 0\)\.$",
-    ):
-        FA(q8, q6, k6, 3, mask=np.zeros(3), causal=True)
-    with pytest.raises(
-        pg.ShapeError,
-        match=r"^ggmlR: ag_flash_attention\(\) needs q, k and v to share d_model \(got 8, 6, 8\)\.$",
-    ):
-        FA(q8, q6, k4, 2)
-    with pytest.raises(
-        pg.ShapeError,
-        match=r"^ggmlR: ag_flash_attention\(\) needs k and v to share a sequence length \(got 4 and 6\)\.$",
-    ):
-        FA(q8, k4, k6, 2, mask=np.zeros(3), causal=True)
-    with pytest.raises(
-        pg.PyggmlrValueError,
-        match=r"^ggmlR: ag_flash_attention\(\) takes either `mask` or `causal`, not both\.$",
-    ):
-        FA(q8, k5, k5, 2, mask=np.zeros(3), causal=True)
-    with pytest.raises(
-        pg.ShapeError, match=r"^ggmlR: ag_flash_attention\(\) needs `mask` to be a matrix\.$"
-    ):
-        FA(q8, k5, k5, 2, mask=np.zeros(15))
+    # each call fails at a different check; the first check that fails gives the text
+    fa = r"^ggmlR: ag_flash_attention\(\) "
+    for err, text, call in [
+        (
+            pg.PyggmlrValueError,
+            r"needs n_heads to divide d_model \(8 %% 3 != 0\)\.$",
+            lambda: FA(q8, q6, k6, 3, mask=np.zeros(3), causal=True),
+        ),
+        (
+            pg.ShapeError,
+            r"needs q, k and v to share d_model \(got 8, 6, 8\)\.$",
+            lambda: FA(q8, q6, k4, 2),
+        ),
+        (
+            pg.ShapeError,
+            r"needs k and v to share a sequence length \(got 4 and 6\)\.$",
+            lambda: FA(q8, k4, k6, 2, mask=np.zeros(3), causal=True),
+        ),
+        (
+            pg.PyggmlrValueError,
+            r"takes either `mask` or `causal`, not both\.$",
+            lambda: FA(q8, k5, k5, 2, mask=np.zeros(3), causal=True),
+        ),
+        (
+            pg.ShapeError,
+            r"needs `mask` to be a matrix\.$",
+            lambda: FA(q8, k5, k5, 2, mask=np.zeros(15)),
+        ),
+    ]:
+        with pytest.raises(err, match=fa + text):
+            call()
     msg = (
         r"^ggmlR: ag_flash_attention\(\) needs `mask` to be \[seq_kv, seq_q\] = \[5, 3\], got \[3, 5\]\. "
         r"Note the orientation: keys index the ROWS, queries the columns\.$"
@@ -300,13 +289,7 @@ def test_one_tape_node_no_label(f64):
 
 
 def test_deterministic_bits():
-    rng = np.random.default_rng(9)
-    q, k, v, G = (
-        rng.normal(size=(32, 100)),
-        rng.normal(size=(32, 90)),
-        rng.normal(size=(32, 90)),
-        rng.normal(size=(32, 100)),
-    )
+    q, k, v, G = _qkvg(9, 32, 100, 90)
     a, b = _run(q, k, v, 4, G, causal=True), _run(q, k, v, 4, G, causal=True)
     for x, y in zip(a, b):
         assert x.tobytes() == y.tobytes()

@@ -3,6 +3,7 @@ exact batch-norm training gradient, ag_linear's init/gain checks; golden values 
 
 import numpy as np
 import pytest
+from _goldens import GLOROT_5X3_SEED42, ORTHOGONAL_3X2_SEED1
 
 import pyggmlr as pg
 from pyggmlr.errors import PyggmlrValueError, ShapeError
@@ -115,12 +116,7 @@ def test_batch_norm_exact_training_gradient(f64):
 def test_linear_glorot_golden_and_gain():
     pg.ggml_set_seed(42)
     w = pg.ag_linear(5, 3).W.numpy().ravel(order="F")
-    np.testing.assert_allclose(
-        w[:4],
-        [0.7184651426223132, 0.75703682257106242, -0.37041719148036939, 0.57235207758912954],
-        rtol=0,
-        atol=1e-7,
-    )  # f32 weights
+    np.testing.assert_allclose(w[:4], GLOROT_5X3_SEED42, rtol=0, atol=1e-7)  # f32 weights
     pg.ggml_set_seed(42)
     w2 = pg.ag_linear(5, 3, gain=2).W.numpy().ravel(order="F")
     np.testing.assert_array_equal(w2, (w * 2).astype(w.dtype))  # gain scales after the draw
@@ -129,16 +125,7 @@ def test_linear_glorot_golden_and_gain():
 def test_linear_orthogonal_golden(f64):
     pg.ggml_set_seed(1)
     w = pg.ag_linear(3, 2, init="orthogonal").W.numpy()
-    np.testing.assert_allclose(
-        w,
-        byrow(
-            [
-                [-0.5907722096, 0.1731833546, -0.7880328179],
-                [0.8042142009, 0.2051024658, -0.5578283765],
-            ]
-        ),
-        atol=1e-9,
-    )
+    np.testing.assert_allclose(w, byrow(ORTHOGONAL_3X2_SEED1), atol=1e-9)
     pg.ggml_set_seed(1)
     np.testing.assert_allclose(
         pg.ag_linear(2, 3, init="orth").W.numpy(), w.T, atol=1e-15

@@ -18,49 +18,26 @@ _M = np.array(
 _B = _M.copy()
 _B[:, 2] = False  # query 3 sees no key: 0
 
-_op(
-    "flash_attention", [(8, 4), (8, 4), (8, 4)], lambda P, q, k, v: P.ag_flash_attention(q, k, v, 1)
-)
-_op(
-    "flash_attention heads 2",
-    [(8, 4), (8, 4), (8, 4)],
-    lambda P, q, k, v: P.ag_flash_attention(q, k, v, 2),
-)
-_op(
-    "flash_attention causal heads 4",
-    [(16, 6), (16, 6), (16, 6)],
-    lambda P, q, k, v: P.ag_flash_attention(q, k, v, 4, causal=True),
-)
-_op(
-    "flash_attention cross 4 vs 5 scale",
-    [(6, 4), (6, 5), (6, 5)],
-    lambda P, q, k, v: P.ag_flash_attention(q, k, v, 3, scale=0.7),
-)
-_op(
-    "flash_attention logical mask",
-    [(8, 4), (8, 5), (8, 5)],
-    lambda P, q, k, v: P.ag_flash_attention(q, k, v, 2, mask=_M),
-)
-_op(
-    "flash_attention numeric mask",
-    [(8, 4), (8, 5), (8, 5)],
-    lambda P, q, k, v: P.ag_flash_attention(q, k, v, 2, mask=np.where(_M, 0.0, -np.inf)),
-)
-_op(
-    "flash_attention blocked query",
-    [(8, 4), (8, 5), (8, 5)],
-    lambda P, q, k, v: P.ag_flash_attention(q, k, v, 2, mask=_B),
-)
+
+def _fa(name: str, D: int, Sq: int, Skv: int, H: int, **kw: Any) -> None:
+    """An op case: ag_flash_attention(q [D, Sq], k and v [D, Skv], H heads, **kw)."""
+    shapes = [(D, Sq), (D, Skv), (D, Skv)]
+    _op(name, shapes, lambda P, q, k, v: P.ag_flash_attention(q, k, v, H, **kw))
+
+
+_fa("flash_attention", 8, 4, 4, 1)
+_fa("flash_attention heads 2", 8, 4, 4, 2)
+_fa("flash_attention causal heads 4", 16, 6, 6, 4, causal=True)
+_fa("flash_attention cross 4 vs 5 scale", 6, 4, 5, 3, scale=0.7)
+_fa("flash_attention logical mask", 8, 4, 5, 2, mask=_M)
+_fa("flash_attention numeric mask", 8, 4, 5, 2, mask=np.where(_M, 0.0, -np.inf))
+_fa("flash_attention blocked query", 8, 4, 5, 2, mask=_B)
 _op(
     "flash_attention q = k = v causal",
     [(6, 5)],
     lambda P, x: P.ag_flash_attention(x, x, x, 3, causal=True),
 )
-_op(
-    "flash_attention blocks 70 vs 66 causal",
-    [(16, 70), (16, 66), (16, 66)],
-    lambda P, q, k, v: P.ag_flash_attention(q, k, v, 4, causal=True),
-)
+_fa("flash_attention blocks 70 vs 66 causal", 16, 70, 66, 4, causal=True)
 
 
 # ---- ag_compile: Adam steps through a compiled graph holding the fused node, R vs Python ------

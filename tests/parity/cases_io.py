@@ -8,7 +8,7 @@ import zlib
 
 import numpy as np
 
-from .cases_models import ARCHS, arch_inputs, py_model, r_dict, tensor_values
+from .cases_models import arch_data, call_r_arch, py_model, r_dict, tensor_values
 from .core import CASES, ScriptCase, _u, call_r, r_values, with_dtype
 
 # ---- model files: written by one language, read by the other ---------------------------------
@@ -117,14 +117,11 @@ def _io_r_to_py(d, steps, dtype):
     n_more = s["n_more"]
     path = _io_tmp()
     try:
-        call_r(
+        call_r_arch(
             "parity_io_save",
+            s["arch"],
+            d,
             dtype=dtype,
-            arch=ARCHS[s["arch"]][0],
-            init=d["init"],
-            binit=d["binit"],
-            x=d["x"],
-            y=d["y"],
             n_train=s["n_train"],
             path=path,
         )
@@ -187,14 +184,7 @@ def _io_py_to_r(d, steps, dtype):
 
 def _io_case(name, other, **settings):
     def inputs(rng):
-        init, binit = arch_inputs(rng, settings["arch"])
-        return {
-            "init": init,
-            "binit": binit,
-            "x": _u(rng, 4, 7, lo=-2, hi=2),
-            "y": _u(rng, 3, 7),
-            "settings": settings,
-        }
+        return {**arch_data(rng, settings["arch"], 7), "settings": settings}
 
     def py(d, steps, dtype):
         return with_dtype(dtype, lambda: _io_reference(d, settings["n_train"], settings["n_more"]))

@@ -8,7 +8,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from .cases_models import ARCHS, arch_inputs, fit_case
+from .cases_models import ARCHS, fit_case_on, linear_shapes
 from .core import CASES, Case, Record, _u
 
 
@@ -65,20 +65,18 @@ ARCHS.setdefault(
     "mlp_sigmoid",
     (
         'ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 3, "sigmoid"))',
-        {"layer1_W": (6, 4), "layer1_b": (6, 1), "layer2_W": (3, 6), "layer2_b": (3, 1)},
+        {**linear_shapes(1, 4, 6), **linear_shapes(2, 6, 3)},
         {},
     ),
 )
 
 
-def _fit_case(name: str, epochs: int, n: int, **settings: Any) -> None:
-    def inputs(rng: Any) -> Dict[str, Any]:
-        init, binit = arch_inputs(rng, settings["arch"])
-        x = _u(rng, 4, n, lo=-2, hi=2)
-        y = rng.uniform(0.0, 1.0, size=(3, n))  # in [0, 1]: a valid target of every loss here
-        return {"init": init, "binit": binit, "x": x, "y": y, "settings": settings}
+def _probs(rng: Any, n: int, loss: str) -> Any:
+    return rng.uniform(0.0, 1.0, size=(3, n))  # in [0, 1]: a valid target of every loss here
 
-    fit_case(name, epochs, inputs)
+
+def _fit_case(name: str, epochs: int, n: int, **settings: Any) -> None:
+    fit_case_on(name, epochs, n, target=_probs, **settings)
 
 
 _fit_case(

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from pyggmlr.fit_history import _KEYS
+
 from .cases_api import _mlp_inputs
 from .core import CASES, ScriptCase, _u, as_dtype, call_r, r_values, with_dtype
 
@@ -78,38 +80,51 @@ CASES.append(
 # An architecture is built by the same expression in each language; its weights (and batch-norm
 # running statistics) are then set by name from values drawn in Python.
 
+
+def linear_shapes(i, n_in, n_out):
+    """The parameter shapes of ag_linear(n_in, n_out) as layer i."""
+    return {f"layer{i}_W": (n_out, n_in), f"layer{i}_b": (n_out, 1)}
+
+
+def _bn_shapes(i, n):
+    return {f"layer{i}_gamma": (n, 1), f"layer{i}_beta": (n, 1)}
+
+
+def _bn_running(i, n):
+    return {f"layer{i}_running_mean": (n, 1), f"layer{i}_running_var": (n, 1)}
+
+
 ARCHS = {
     "mlp": (
         'ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 3))',
-        {"layer1_W": (6, 4), "layer1_b": (6, 1), "layer2_W": (3, 6), "layer2_b": (3, 1)},
+        {**linear_shapes(1, 4, 6), **linear_shapes(2, 6, 3)},
         {},
     ),
     "bn": (
         'ag_sequential(ag_linear(4, 6, "tanh"), ag_batch_norm(6), ag_linear(6, 3))',
-        {
-            "layer1_W": (6, 4),
-            "layer1_b": (6, 1),
-            "layer2_gamma": (6, 1),
-            "layer2_beta": (6, 1),
-            "layer3_W": (3, 6),
-            "layer3_b": (3, 1),
-        },
-        {"layer2_running_mean": (6, 1), "layer2_running_var": (6, 1)},
+        {**linear_shapes(1, 4, 6), **_bn_shapes(2, 6), **linear_shapes(3, 6, 3)},
+        _bn_running(2, 6),
     ),
     "io": (
         'ag_sequential(ag_linear(4, 6, "relu"), ag_batch_norm(6), ag_dropout(0.25), '
         'ag_linear(6, 3, "tanh"))',
-        {
-            "layer1_W": (6, 4),
-            "layer1_b": (6, 1),
-            "layer2_gamma": (6, 1),
-            "layer2_beta": (6, 1),
-            "layer4_W": (3, 6),
-            "layer4_b": (3, 1),
-        },
-        {"layer2_running_mean": (6, 1), "layer2_running_var": (6, 1)},
+        {**linear_shapes(1, 4, 6), **_bn_shapes(2, 6), **linear_shapes(4, 6, 3)},
+        _bn_running(2, 6),
     ),
 }
+
+
+def arch_data(rng, arch, n):
+    """An architecture's initial parameters and buffers, x [4, n] uniform in [-2, 2] and
+    y [3, n] uniform in [-1, 1], drawn in that order."""
+    init, binit = arch_inputs(rng, arch)
+    return {"init": init, "binit": binit, "x": _u(rng, 4, n, lo=-2, hi=2), "y": _u(rng, 3, n)}
+
+
+def call_r_arch(fname, arch, d, **more):
+    """call_r(fname, ...) with the architecture's R expression and d's init, binit, x and y."""
+    init, binit, x, y = d["init"], d["binit"], d["x"], d["y"]
+    return call_r(fname, arch=ARCHS[arch][0], init=init, binit=binit, x=x, y=y, **more)
 
 
 def arch_inputs(rng, arch):
@@ -155,18 +170,8 @@ def tensor_values(ts):
 # shuffle = FALSE here: these cases pin the loop itself (accumulation, schedules, statistics)
 # from given weights; shuffles, splits and dropout from the seed alone are the seed:* cases.
 
-HIST_KEYS = (
-    "epoch",
-    "loss",
-    "loss_unc",
-    "accuracy",
-    "accuracy_unc",
-    "val_loss",
-    "val_loss_unc",
-    "val_accuracy",
-    "val_accuracy_unc",
-    "lr",
-)
+# the History columns of fit_history._KEYS but the timings (they differ from run to run)
+HIST_KEYS = tuple(k for k in _KEYS if not k.startswith("time_"))
 
 
 def fit_records(hist, weights, batches, pred, buffers):
@@ -242,14 +247,11 @@ def _fit_py(d, steps, dtype):
 
 def _fit_r(d, steps, dtype):
     s = d["settings"]
-    res = call_r(
+    res = call_r_arch(
         "parity_fit",
+        s["arch"],
+        d,
         dtype=dtype,
-        arch=ARCHS[s["arch"]][0],
-        init=d["init"],
-        binit=d["binit"],
-        x=d["x"],
-        y=d["y"],
         opt_kind=s["opt_kind"],
         lr=s["lr"],
         wd=s.get("wd", 0.0),
@@ -269,20 +271,23 @@ def fit_case(name, epochs, inputs):
     CASES.append(ScriptCase(f"ag_fit: {name}", _fit_py, _fit_r, epochs, inputs, group="fit"))
 
 
-def _fit_case(name, epochs, n, **settings):
+def _class_ids_or_uniform(rng, n, loss):
+    return rng.integers(0, 3, size=n) if loss == "cross_entropy" else _u(rng, 3, n)
+
+
+def fit_case_on(name, epochs, n, target=_class_ids_or_uniform, **settings):
+    """An ag_fit case on n samples: x uniform in [-2, 2] (4 rows), y = target(rng, n, loss)."""
+
     def inputs(rng):
         init, binit = arch_inputs(rng, settings["arch"])
         x = _u(rng, 4, n, lo=-2, hi=2)
-        if settings["loss"] == "cross_entropy":
-            y = rng.integers(0, 3, size=n)
-        else:
-            y = _u(rng, 3, n)
+        y = target(rng, n, settings["loss"])
         return {"init": init, "binit": binit, "x": x, "y": y, "settings": settings}
 
     fit_case(name, epochs, inputs)
 
 
-_fit_case(
+fit_case_on(
     "sgd, class ids, accum 2x4, lr schedule",
     3,
     24,
@@ -297,7 +302,7 @@ _fit_case(
 )
 # 28 samples, val_split 0.25: 7 held out (batches of 4 + 3, weighted), 21 train -> 2 logical
 # batches of 8 (5 samples left out, as ggml)
-_fit_case(
+fit_case_on(
     "adamw object, class ids, accum 2x4, val 0.25",
     3,
     28,
@@ -311,7 +316,7 @@ _fit_case(
     nbatch_logical=8,
     val_split=0.25,
 )
-_fit_case(
+fit_case_on(
     "'adamw', mse, batch_norm, accum 3x2, val 0.2",
     3,
     30,
@@ -366,13 +371,10 @@ def dp_py(d, steps, n_samples, **kwargs):
 
 def dp_r(d, steps, n_samples, **kwargs):
     """R's parity_dp_train on the same inputs, as dp_record."""
-    res = call_r(
+    res = call_r_arch(
         "parity_dp_train",
-        arch=ARCHS[d["arch"]][0],
-        init=d["init"],
-        binit=d["binit"],
-        x=d["x"],
-        y=d["y"],
+        d["arch"],
+        d,
         n_samples=n_samples,
         per=d["x"].shape[1] // n_samples,
         n_iter=steps,
@@ -396,16 +398,8 @@ def _dp_r(d, steps, dtype):
 
 def _dp_case(name, n_iter, **settings):
     def inputs(rng):
-        init, binit = arch_inputs(rng, settings["arch"])
-        n = 3 * settings["n_samples"]
-        return {
-            "init": init,
-            "binit": binit,
-            "x": _u(rng, 4, n, lo=-2, hi=2),
-            "y": _u(rng, 3, n),
-            "arch": settings["arch"],
-            "settings": settings,
-        }
+        d = arch_data(rng, settings["arch"], 3 * settings["n_samples"])
+        return {**d, "arch": settings["arch"], "settings": settings}
 
     CASES.append(ScriptCase(f"dp_train: {name}", _dp_py, _dp_r, n_iter, inputs, group="dp"))
 

@@ -15,7 +15,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from .cases_io import adam_steps_py
-from .cases_models import ARCHS, arch_inputs, dp_py, dp_r, py_model
+from .cases_models import ARCHS, arch_data, arch_inputs, call_r_arch, dp_py, dp_r, py_model
 from .core import CASES, Record, ScriptCase, _u, as_dtype, call_r, with_dtype
 
 
@@ -60,14 +60,11 @@ def _reference(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
 def _r_to_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
     import pyggmlr as pg
 
-    res = call_r(
+    res = call_r_arch(
         "parity_state_save",
+        d["arch"],
+        d,
         dtype=dtype,
-        arch=ARCHS[d["arch"]][0],
-        init=d["init"],
-        binit=d["binit"],
-        x=d["x"],
-        y=d["y"],
         n_train=steps,
     )
 
@@ -101,14 +98,7 @@ def _py_to_r(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
 
 def _inputs(arch: str) -> Any:
     def inputs(rng: Any) -> Dict[str, Any]:
-        init, binit = arch_inputs(rng, arch)
-        return {
-            "init": init,
-            "binit": binit,
-            "x": _u(rng, 4, 7, lo=-2, hi=2),
-            "y": _u(rng, 3, 7),
-            "arch": arch,
-        }
+        return {**arch_data(rng, arch, 7), "arch": arch}
 
     return inputs
 

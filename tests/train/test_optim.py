@@ -61,10 +61,11 @@ def test_spec13_adam(f64):
 # ---- numpy references ----
 
 
-def np_sgd(w, grads, lr, momentum=0.0, nesterov=False, wd=0.0):
+def np_sgd(w, grads, lr, momentum=0.0, nesterov=False, weight_decay=0.0):
+    """optimizer_sgd's update in numpy (arguments named as its own)."""
     w, v = w.copy(), np.zeros_like(w)
     for g in grads:
-        g = g(w) + wd * w
+        g = g(w) + weight_decay * w
         if momentum > 0:
             v = momentum * v + g
             w -= lr * (g + momentum * v if nesterov else v)
@@ -73,11 +74,13 @@ def np_sgd(w, grads, lr, momentum=0.0, nesterov=False, wd=0.0):
     return w
 
 
-def np_adamw(w, grads, lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0):
+def np_adamw(w, grads, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
+    """optimizer_adam's (decoupled AdamW) update in numpy (arguments named as its own)."""
+    b1, b2 = beta1, beta2
     w, m, v = w.copy(), np.zeros_like(w), np.zeros_like(w)
     for t, gf in enumerate(grads, 1):
         g = gf(w)
-        w -= lr * wd * w
+        w -= lr * weight_decay * w
         m = b1 * m + (1 - b1) * g
         v = b2 * v + (1 - b2) * g * g
         w -= lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + eps)
@@ -113,14 +116,7 @@ def run(opt_factory, steps=5):
 )
 def test_sgd_against_numpy(kw):
     got = run(lambda p: pg.optimizer_sgd(p, lr=0.05, **kw))
-    ref = np_sgd(
-        W0,
-        [mse_grad] * 5,
-        0.05,
-        kw.get("momentum", 0.0),
-        kw.get("nesterov", False),
-        kw.get("weight_decay", 0.0),
-    )
+    ref = np_sgd(W0, [mse_grad] * 5, 0.05, **kw)
     np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-14)
 
 
@@ -129,15 +125,7 @@ def test_sgd_against_numpy(kw):
 )
 def test_adamw_against_numpy(kw):
     got = run(lambda p: pg.optimizer_adam(p, lr=0.02, **kw))
-    ref = np_adamw(
-        W0,
-        [mse_grad] * 5,
-        0.02,
-        kw.get("beta1", 0.9),
-        kw.get("beta2", 0.999),
-        kw.get("eps", 1e-8),
-        kw.get("weight_decay", 0.0),
-    )
+    ref = np_adamw(W0, [mse_grad] * 5, 0.02, **kw)
     np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-14)
 
 

@@ -10,6 +10,7 @@ from _fit_models import _iris, _mlp, _weights
 
 import pyggmlr as pg
 from pyggmlr.fit import _acc_stats, _loss_stats
+from pyggmlr.fit_history import _KEYS
 
 
 def _copy_weights(dst, src):
@@ -135,19 +136,7 @@ def test_history_fields_and_ggml_uncertainties():
     x, y = _iris()
     h = pg.ag_fit(_mlp(), x, y, nepoch=3, batch_size=10, val_split=0.2, silent=True, seed=1)
     d = h.as_dict()
-    for k in (
-        "loss",
-        "loss_unc",
-        "accuracy",
-        "accuracy_unc",
-        "val_loss",
-        "val_loss_unc",
-        "val_accuracy",
-        "val_accuracy_unc",
-        "lr",
-        "time_train",
-        "time_val",
-    ):
+    for k in _KEYS:  # every History column, epoch and timings included
         assert len(d[k]) == 3 and all(not math.isnan(v) for v in d[k]), k
     assert h.epoch == [1, 2, 3] and h.lr == [1e-3] * 3
     a = h.val_accuracy[-1]
@@ -229,6 +218,16 @@ def test_plain_callback_gets_logs_and_can_stop():
     assert {"loss", "accuracy", "val_loss", "val_accuracy", "epoch", "lr"} <= set(got[0][1])
 
 
+def _decay_after_3(epoch):
+    return {"lr": 0.1, "weight_decay": 0.0 if epoch <= 3 else 3.0}
+
+
+def _fit_then_decay(model, x, y, callbacks, **kw):
+    """20 SGD epochs: the weights improve for 3 epochs, then a huge weight decay ruins them."""
+    kw = dict(nepoch=20, batch_size=15, seed=1, silent=True, opt_params=_decay_after_3, **kw)
+    return pg.ag_fit(model, x, y, optimizer="sgd", callbacks=callbacks, **kw)
+
+
 def test_early_stopping_stops_and_restores_best(f64):
     x, y = _iris()
     model = _mlp(seed=0, hidden=8)
@@ -239,19 +238,7 @@ def test_early_stopping_stops_and_restores_best(f64):
 
     es = pg.ag_early_stopping(patience=2)
     # weights improve for 3 epochs, then a huge weight decay ruins them: val loss rises
-    h = pg.ag_fit(
-        model,
-        x,
-        y,
-        optimizer="sgd",
-        nepoch=20,
-        batch_size=15,
-        val_split=0.2,
-        seed=1,
-        silent=True,
-        opt_params=lambda e: {"lr": 0.1, "weight_decay": 0.0 if e <= 3 else 3.0},
-        callbacks=[snap, es],
-    )
+    h = _fit_then_decay(model, x, y, [snap, es], val_split=0.2)
     assert h.stopped_epoch == 5 and len(h) == 5 and es.stopped_epoch == 5
     assert h.best_epoch == 3 and h.val_loss[2] == min(h.val_loss)
     w = _weights(model)
@@ -269,17 +256,11 @@ def test_early_stopping_without_restore_and_on_train_loss(f64):
     x, y = _iris()
     model = _mlp(seed=0, hidden=8)
     snaps = {}
-    h = pg.ag_fit(
+    h = _fit_then_decay(
         model,
         x,
         y,
-        optimizer="sgd",
-        nepoch=20,
-        batch_size=15,
-        seed=1,
-        silent=True,
-        opt_params=lambda e: {"lr": 0.1, "weight_decay": 0.0 if e <= 3 else 3.0},
-        callbacks=[
+        [
             lambda e, logs: snaps.__setitem__(e, _weights(model)),
             pg.ag_early_stopping(patience=2, restore_best=False),
         ],

@@ -1,0 +1,33 @@
+"""JSON tokens the safetensors header fuzzers (test_io.py, test_fuzz_files.py) splice into a
+file's header: dtypes, brackets, numbers past every integer width, keys, escapes."""
+
+TOKENS = [
+    b'"F32"',
+    b'"F64"',
+    b'"I8"',
+    b'"BF16"',
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b",",
+    b":",
+    b"0",
+    b"-1",
+    b"1e400",
+    b"99999999999999999999",
+    b"18446744073709551615",
+    b'"shape"',
+    b'"data_offsets"',
+    b"null",
+    b"true",
+    b'"type"',
+    b'"linear"',
+    b'"sequential"',
+    b"\\u0000",
+    b'"',
+    b"\\",
+    b"NaN",
+    b"Infinity",
+    b"[[[[[[[[",
+]
