@@ -16,7 +16,7 @@ static int take_fw(pg_node *n)
     return 0;
 }
 
-static int take_bw(pg_node *n, pg_tensor *g)
+int pg_take_bw_strided(pg_node *n, pg_tensor *g, int64_t stride)
 {
     pg_tensor *x = n->in[0], *pos = n->saved[0];
     int acc;
@@ -29,10 +29,12 @@ static int take_bw(pg_node *n, pg_tensor *g)
         const T *gp = pg_data(g);
         if (!acc)
             for (int64_t i = 0; i < N; i++) d[i] = 0;
-        for (int64_t k = 0; k < m; k++) d[(int64_t)ip[k]] += gp[k];
+        for (int64_t k = 0; k < m; k++) d[k * stride + (int64_t)ip[k]] += gp[k];
     });
     return 0;
 }
+
+static int take_bw(pg_node *n, pg_tensor *g) { return pg_take_bw_strided(n, g, 0); }
 
 pg_tensor *pg_take(pg_tensor *x, const int64_t *pos, int64_t n, int64_t nrow, int64_t ncol)
 {

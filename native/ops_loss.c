@@ -233,18 +233,13 @@ static int ids_check(pg_tensor *logits, pg_tensor *ids)
 {
     const char *op = "ag_softmax_cross_entropy_loss";
     int64_t K = logits->ne[0], B = logits->ne[1];
-    PG_DISPATCH(ids->dtype, {
-        const T *id = pg_data(ids);
-        for (int64_t j = 0; j < B; j++) {
-            T v = id[j];
-            if (!(v >= 0 && v < (T)K) || v != (T)(int64_t)v)
-                return pg_fail(PG_STATUS_ERR_VALUE,
-                               "%s: class id %g at position %lld is not a whole number in [0, "
-                               "%lld) for logits %s",
-                               op, (double)v, (long long)(j + pg_index_base()), (long long)K,
-                               pg_desc(logits));
-        }
-    });
+    double v;
+    int64_t bad = pg_ids_find_bad(ids, B, K, &v);
+    if (bad >= 0)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: class id %g at position %lld is not a whole number in [0, "
+                       "%lld) for logits %s",
+                       op, v, (long long)(bad + pg_index_base()), (long long)K, pg_desc(logits));
     return 0;
 }
 

@@ -109,23 +109,8 @@ static int gather_fw(pg_node *n)
     return 0;
 }
 
-static int gather_bw(pg_node *n, pg_tensor *g)
-{
-    pg_tensor *x = n->in[0], *ids = n->saved[0];
-    int acc;
-    void *slot = pg_grad_slot(x, &acc);
-    if (!slot) return -1;
-    int64_t R = x->ne[0], C = x->ne[1];
-    const double *ip = pg_data(ids);
-    PG_DISPATCH(x->dtype, {
-        T *d = slot;
-        const T *gp = pg_data(g);
-        if (!acc)
-            for (int64_t i = 0; i < R * C; i++) d[i] = 0;
-        for (int64_t j = 0; j < C; j++) d[j * R + (int64_t)ip[j]] += gp[j];
-    });
-    return 0;
-}
+/* g's column j goes to x's column j at row ids[j] */
+static int gather_bw(pg_node *n, pg_tensor *g) { return pg_take_bw_strided(n, g, n->in[0]->ne[0]); }
 
 pg_tensor *pg_gather(pg_tensor *x, const int64_t *idx, int64_t n)
 {

@@ -187,6 +187,9 @@ void pg_tape_clear_used(void); /* zero_grad: clear unless recorded since the las
 void *pg_grad_slot(pg_tensor *t, int *acc);
 /* adds g (t's element count and dtype, any shape) into t's gradient slot; -1 out of memory */
 int pg_grad_add(pg_tensor *t, const pg_tensor *g);
+/* ops_index.c: the backward of a read of x at stride * k + pos[k] (pos: the node's saved[0]):
+ * x's gradient is zero but for g's element k added there, in k order */
+int pg_take_bw_strided(pg_node *n, pg_tensor *g, int64_t stride);
 static inline int pg_wants_grad(const pg_tensor *t) { return t != NULL && t->requires_grad; }
 /* The start of most backward rules: 1 with x's gradient slot in *slot (and *acc, as
  * pg_grad_slot); 0 when x wants no gradient; -1 out of memory. */
@@ -270,6 +273,23 @@ static inline double pg_scalar_get(const pg_tensor *t)
 {
     return t->dtype == PG_DTYPE_F32 ? (double)*(const float *)pg_data(t)
                                     : *(const double *)pg_data(t);
+}
+
+/* Ids (f32 or f64 values) checked as 0-based classes: the position of the first of the n that
+ * is not a whole number in [0, k), its value in *v; -1 when all are. */
+static inline int64_t pg_ids_find_bad(const pg_tensor *ids, int64_t n, int64_t k, double *v)
+{
+    PG_DISPATCH(ids->dtype, {
+        const T *id = pg_data(ids);
+        for (int64_t j = 0; j < n; j++) {
+            T x = id[j];
+            if (!(x >= 0 && x < (T)k) || x != (T)(int64_t)x) {
+                *v = (double)x;
+                return j;
+            }
+        }
+    });
+    return -1;
 }
 
 /* dst[i] (+)= expr for i in [0, n): two loops so each vectorises. */
