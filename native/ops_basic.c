@@ -256,14 +256,7 @@ static int linear_fw(pg_node *n)
             T *oc = o + j * m;
             if (bp)
                 for (int64_t i = 0; i < m; i++) oc[i] = oc[i] + bp[i];
-            switch (act) {
-            case PG_UNARY_OP_RELU:
-                for (int64_t i = 0; i < m; i++) oc[i] = oc[i] < 0 ? (T)0 : oc[i];
-                break;
-            case PG_UNARY_OP_SIGMOID: pg_vsigmoid(w->dtype, oc, oc, m); break;
-            case PG_UNARY_OP_TANH: pg_vtanh(w->dtype, oc, oc, m); break;
-            default: break;
-            }
+            pg_unary_act(w->dtype, act, oc, oc, m);
         }
     });
     return 0;

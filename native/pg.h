@@ -134,6 +134,9 @@ static inline int pg_simd_level(void) { return pg_simd_sel < 0 ? pg_simd_select(
 void pg_vexp(int dtype, const void *x, void *y, int64_t n);
 void pg_vsigmoid(int dtype, const void *x, void *y, int64_t n);
 void pg_vtanh(int dtype, const void *x, void *y, int64_t n);
+/* ops_unary.c: y = act(x) over n elements for the activations a fused layer applies (relu,
+ * sigmoid, tanh; y may be x); 1, or 0 leaving y alone for any other op */
+int pg_unary_act(int dtype, int op, const void *x, void *y, int64_t n);
 void pg_vlog(int dtype, const void *x, void *y, int64_t n);
 double pg_vsum(int dtype, const void *x, int64_t n); /* in double, in a fixed order (vmath.c) */
 void *pg_obj_new(size_t sz);                         /* zeroed; sizes share the buffer cache */
