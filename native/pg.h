@@ -190,6 +190,8 @@ void pg_tape_clear_used(void); /* zero_grad: clear unless recorded since the las
 void *pg_grad_slot(pg_tensor *t, int *acc);
 /* adds g (t's element count and dtype, any shape) into t's gradient slot; -1 out of memory */
 int pg_grad_add(pg_tensor *t, const pg_tensor *g);
+/* the same with each element of g times m's (m as g; NULL: none): an elementwise product's rule */
+int pg_grad_add_times(pg_tensor *t, const pg_tensor *g, const pg_tensor *m);
 /* ops_index.c: the backward of a read of x at stride * k + pos[k] (pos: the node's saved[0]):
  * x's gradient is zero but for g's element k added there, in k order */
 int pg_take_bw_strided(pg_node *n, pg_tensor *g, int64_t stride);
