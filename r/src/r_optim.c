@@ -112,11 +112,7 @@ SEXP R_pg_grad_anomaly(SEXP params, SEXP grads)
             *ni = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof *ni);
     SEXP found = PROTECT(Rf_allocVector(LGLSXP, n)), mx = PROTECT(Rf_allocVector(REALSXP, n));
     r_check(pg_grad_anomaly(arr, n, map_arg(grads), LOGICAL(found), nn, ni, REAL(mx)));
-    SEXP cn = PROTECT(Rf_allocVector(REALSXP, n)), ci = PROTECT(Rf_allocVector(REALSXP, n));
-    for (R_xlen_t i = 0; i < n; i++) {
-        REAL(cn)[i] = (double)nn[i];
-        REAL(ci)[i] = (double)ni[i];
-    }
+    SEXP cn = PROTECT(r_counts(nn, n)), ci = PROTECT(r_counts(ni, n));
     const SEXP items[4] = {found, cn, ci, mx};
     SEXP out = r_list(4, items);
     UNPROTECT(4);
