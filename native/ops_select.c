@@ -126,17 +126,7 @@ pg_tensor *pg_gather(pg_tensor *x, const int64_t *idx, int64_t n)
             return pg_fail_null(PG_STATUS_ERR_VALUE,
                                 "ag_gather: index out of range 0..%lld (indices are 0-based)",
                                 (long long)R - 1);
-    pg_tensor *out = pg_new(x->dtype, 1, C, PG_MEM_CATEGORY_OTHER),
-              *ids = pg_new(PG_DTYPE_F64, 1, C, PG_MEM_CATEGORY_SAVED);
-    if (!out || !ids) {
-        if (out) pg_tensor_release(out);
-        if (ids) pg_tensor_release(ids);
-        return NULL;
-    }
-    double *ip = pg_data(ids);
-    for (int64_t j = 0; j < C; j++) ip[j] = (double)idx[j];
-    pg_tensor *in[1] = {x};
-    return pg_op_run("gather", gather_fw, gather_bw, out, 1, in, NULL, NULL, 1, &ids);
+    return pg_positions_op("gather", gather_fw, gather_bw, x, idx, C, 1, C, C);
 }
 
 /* ag_max: the argmax is taken again by every run (a replay sees new values) into the saved ids,

@@ -195,6 +195,11 @@ int pg_grad_add_times(pg_tensor *t, const pg_tensor *g, const pg_tensor *m);
 /* ops_index.c: the backward of a read of x at stride * k + pos[k] (pos: the node's saved[0]):
  * x's gradient is zero but for g's element k added there, in k order */
 int pg_take_bw_strided(pg_node *n, pg_tensor *g, int64_t stride);
+/* ops_index.c: op `label` on x into a new [nrow, ncol] result, its n positions (checked by the
+ * caller) saved as a [1, width] f64 buffer so a replay reads the same; NULL out of memory */
+pg_tensor *pg_positions_op(const char *label, pg_fw_fn fw, pg_bw_fn bw, pg_tensor *x,
+                           const int64_t *pos, int64_t n, int64_t nrow, int64_t ncol,
+                           int64_t width);
 static inline int pg_wants_grad(const pg_tensor *t) { return t != NULL && t->requires_grad; }
 /* The start of most backward rules: 1 with x's gradient slot in *slot (and *acc, as
  * pg_grad_slot); 0 when x wants no gradient; -1 out of memory. */
