@@ -222,14 +222,7 @@ static int ids_check(pg_tensor *logits, pg_tensor *ids)
 {
     const char *op = "ag_softmax_cross_entropy_loss";
     int64_t K = logits->ne[0], B = logits->ne[1];
-    double v;
-    int64_t bad = pg_ids_find_bad(ids, B, K, &v);
-    if (bad >= 0)
-        return pg_fail(PG_STATUS_ERR_VALUE,
-                       "%s: class id %g at position %lld is not a whole number in [0, "
-                       "%lld) for logits %s",
-                       op, v, (long long)(bad + pg_index_base()), (long long)K, pg_desc(logits));
-    return 0;
+    return pg_ids_check(ids, B, K, op, "class id", logits, "logits", "");
 }
 
 static int sce_ids_fw(pg_node *n)

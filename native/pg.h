@@ -285,21 +285,26 @@ static inline double pg_scalar_get(const pg_tensor *t)
                                     : *(const double *)pg_data(t);
 }
 
-/* Ids (f32 or f64 values) checked as 0-based classes: the position of the first of the n that
- * is not a whole number in [0, k), its value in *v; -1 when all are. */
-static inline int64_t pg_ids_find_bad(const pg_tensor *ids, int64_t n, int64_t k, double *v)
+/* Ids (f32 or f64 values) checked as 0-based classes of `of`: 0 when the first n are whole
+ * numbers in [0, k), else the error "op: <idw> v at position p is not a whole number in [0, k)
+ * for <ofw> <of><tail>" for the first that is not. */
+static inline int pg_ids_check(const pg_tensor *ids, int64_t n, int64_t k, const char *op,
+                               const char *idw, const pg_tensor *of, const char *ofw,
+                               const char *tail)
 {
     PG_DISPATCH(ids->dtype, {
         const T *id = pg_data(ids);
         for (int64_t j = 0; j < n; j++) {
-            T x = id[j];
-            if (!(x >= 0 && x < (T)k) || x != (T)(int64_t)x) {
-                *v = (double)x;
-                return j;
-            }
+            T v = id[j];
+            if (!(v >= 0 && v < (T)k) || v != (T)(int64_t)v)
+                return pg_fail(PG_STATUS_ERR_VALUE,
+                               "%s: %s %g at position %lld is not a whole number in [0, %lld) "
+                               "for %s %s%s",
+                               op, idw, (double)v, (long long)(j + pg_index_base()), (long long)k,
+                               ofw, pg_desc(of), tail);
         }
     });
-    return -1;
+    return 0;
 }
 
 /* dst[i] (+)= expr for i in [0, n): two loops so each vectorises. */
