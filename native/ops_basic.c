@@ -87,17 +87,21 @@ static int bcast_dim(int64_t a, int64_t b, int64_t *out)
     return 0;
 }
 
+/* gv (gradient element), xa and xb (operand elements) at output position (i, j) */
+#define BIN_OPERANDS_AT(i, j)                                                                      \
+    T gv = gp[i + j * R];                                                                          \
+    T xa = ap[i * sa.rs + j * sa.cs], xb = bp[i * sb.rs + j * sb.cs];                              \
+    (void)xa;                                                                                      \
+    (void)xb
+
 /* d (+)= s * contribution, reduced onto the shape of `t` when t was broadcast. `expr` uses
- * gv (gradient element), xa and xb (operand elements at the same output position). */
+ * gv, xa and xb (BIN_OPERANDS_AT). */
 #define BIN_GRAD_LOOP(expr)                                                                        \
     do {                                                                                           \
         if (full) {                                                                                \
             for (int64_t j = 0; j < C; j++)                                                        \
                 for (int64_t i = 0; i < R; i++) {                                                  \
-                    T gv = gp[i + j * R];                                                          \
-                    T xa = ap[i * sa.rs + j * sa.cs], xb = bp[i * sb.rs + j * sb.cs];              \
-                    (void)xa;                                                                      \
-                    (void)xb;                                                                      \
+                    BIN_OPERANDS_AT(i, j);                                                         \
                     if (acc) d[i + j * R] += (expr);                                               \
                     else d[i + j * R] = (expr);                                                    \
                 }                                                                                  \
@@ -105,10 +109,7 @@ static int bcast_dim(int64_t a, int64_t b, int64_t *out)
             if (!acc) memset(d, 0, (size_t)pg_numel(t) * sizeof(T));                               \
             for (int64_t j = 0; j < C; j++)                                                        \
                 for (int64_t i = 0; i < R; i++) {                                                  \
-                    T gv = gp[i + j * R];                                                          \
-                    T xa = ap[i * sa.rs + j * sa.cs], xb = bp[i * sb.rs + j * sb.cs];              \
-                    (void)xa;                                                                      \
-                    (void)xb;                                                                      \
+                    BIN_OPERANDS_AT(i, j);                                                         \
                     d[i * st.rs + j * st.cs] += (expr);                                            \
                 }                                                                                  \
         }                                                                                          \
@@ -255,14 +256,7 @@ static int linear_fw(pg_node *n)
             T *oc = o + j * m;
             if (bp)
                 for (int64_t i = 0; i < m; i++) oc[i] = oc[i] + bp[i];
-            switch (act) {
-            case PG_UNARY_OP_RELU:
-                for (int64_t i = 0; i < m; i++) oc[i] = oc[i] < 0 ? (T)0 : oc[i];
-                break;
-            case PG_UNARY_OP_SIGMOID: pg_vsigmoid(w->dtype, oc, oc, m); break;
-            case PG_UNARY_OP_TANH: pg_vtanh(w->dtype, oc, oc, m); break;
-            default: break;
-            }
+            pg_unary_act(w->dtype, act, oc, oc, m);
         }
     });
     return 0;

@@ -16,7 +16,7 @@ static int take_fw(pg_node *n)
     return 0;
 }
 
-static int take_bw(pg_node *n, pg_tensor *g)
+int pg_take_bw_strided(pg_node *n, pg_tensor *g, int64_t stride)
 {
     pg_tensor *x = n->in[0], *pos = n->saved[0];
     int acc;
@@ -29,10 +29,12 @@ static int take_bw(pg_node *n, pg_tensor *g)
         const T *gp = pg_data(g);
         if (!acc)
             for (int64_t i = 0; i < N; i++) d[i] = 0;
-        for (int64_t k = 0; k < m; k++) d[(int64_t)ip[k]] += gp[k];
+        for (int64_t k = 0; k < m; k++) d[k * stride + (int64_t)ip[k]] += gp[k];
     });
     return 0;
 }
+
+static int take_bw(pg_node *n, pg_tensor *g) { return pg_take_bw_strided(n, g, 0); }
 
 pg_tensor *pg_take(pg_tensor *x, const int64_t *pos, int64_t n, int64_t nrow, int64_t ncol)
 {
@@ -48,8 +50,14 @@ pg_tensor *pg_take(pg_tensor *x, const int64_t *pos, int64_t n, int64_t nrow, in
             return pg_fail_null(PG_STATUS_ERR_VALUE,
                                 "indexing: position %lld out of range 0..%lld of %s",
                                 (long long)pos[k], (long long)N - 1, pg_desc(x));
+    return pg_positions_op("take", take_fw, take_bw, x, pos, n, nrow, ncol, n ? n : 1);
+}
+
+pg_tensor *pg_positions_op(const char *label, pg_fw_fn fw, pg_bw_fn bw, pg_tensor *x,
+                           const int64_t *pos, int64_t n, int64_t nrow, int64_t ncol, int64_t width)
+{
     pg_tensor *out = pg_new(x->dtype, nrow, ncol, PG_MEM_CATEGORY_OTHER),
-              *ids = pg_new(PG_DTYPE_F64, 1, n ? n : 1, PG_MEM_CATEGORY_SAVED);
+              *ids = pg_new(PG_DTYPE_F64, 1, width, PG_MEM_CATEGORY_SAVED);
     if (!out || !ids) {
         if (out) pg_tensor_release(out);
         if (ids) pg_tensor_release(ids);
@@ -58,5 +66,5 @@ pg_tensor *pg_take(pg_tensor *x, const int64_t *pos, int64_t n, int64_t nrow, in
     double *ip = pg_data(ids);
     for (int64_t k = 0; k < n; k++) ip[k] = (double)pos[k];
     pg_tensor *in[1] = {x};
-    return pg_op_run("take", take_fw, take_bw, out, 1, in, NULL, NULL, 1, &ids);
+    return pg_op_run(label, fw, bw, out, 1, in, NULL, NULL, 1, &ids);
 }

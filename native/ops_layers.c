@@ -393,18 +393,8 @@ static int embedding_ids_fw(pg_node *n)
 {
     pg_tensor *weight = n->in[0], *ids = n->in[1], *out = n->out;
     int64_t D = weight->ne[0], V = weight->ne[1], N = pg_numel(ids);
-    PG_DISPATCH(ids->dtype, {
-        const T *id = pg_data(ids);
-        for (int64_t k = 0; k < N; k++) {
-            T v = id[k];
-            if (!(v >= 0 && v < (T)V) || v != (T)(int64_t)v)
-                return pg_fail(PG_STATUS_ERR_VALUE,
-                               "ag_embedding: id %g at position %lld is not a whole number in [0, "
-                               "%lld) for weight %s (ids are 0-based)",
-                               (double)v, (long long)(k + pg_index_base()), (long long)V,
-                               pg_desc(weight));
-        }
-    });
+    int rc = pg_ids_check(ids, N, V, "ag_embedding", "id", weight, "weight", " (ids are 0-based)");
+    if (rc) return rc;
     PG_DISPATCH(weight->dtype, {
         const T *w = pg_data(weight);
         T *o = pg_data(out);

@@ -35,23 +35,49 @@ static int check_target(const char *op, pg_tensor *pred, pg_tensor *target)
     return 0;
 }
 
-/* ---- mse: sum((pred - target)^2) / numel ---- */
-
-static int mse_bw(pg_node *n, pg_tensor *g)
+/* A loss's new tensors: a saved buffer shaped like x (*buf) and the 1x1 output, returned; NULL
+ * when out of memory (neither kept) */
+static pg_tensor *loss_out(pg_tensor *x, pg_tensor **buf)
 {
-    pg_tensor *x = n->in[0], *diff = n->saved[0];
+    *buf = pg_new_like(x, PG_MEM_CATEGORY_SAVED);
+    pg_tensor *out = pg_new(x->dtype, 1, 1, PG_MEM_CATEGORY_OTHER);
+    if (*buf && out) return out;
+    pg_tensor_release(*buf);
+    pg_tensor_release(out);
+    return NULL;
+}
+
+/* The three losses' backward, one rule: pred's gradient (+)= s * (the loss's term), where
+ * s = p[0] * g is the 1x1 seed scaled as the forward recorded it. */
+enum { LOSS_MSE, LOSS_CE, LOSS_SCE };
+static int loss_bw(pg_node *n, pg_tensor *g, int kind)
+{
+    pg_tensor *x = n->in[0];
     int acc;
     void *slot = pg_grad_slot(x, &acc);
     if (!slot) return -1;
     int64_t N = pg_numel(x);
     PG_DISPATCH(x->dtype, {
         T *d = slot;
-        const T *df = pg_data(diff);
         const T s = (T)n->p[0] * *(const T *)pg_data(g);
-        PG_STORE_LOOP(acc, N, d, s * df[i]);
+        if (kind == LOSS_MSE) { /* saved: diff */
+            const T *df = pg_data(n->saved[0]);
+            PG_STORE_LOOP(acc, N, d, s * df[i]);
+        } else if (kind == LOSS_CE) { /* saved: target */
+            const T *p = pg_data(x), *t = pg_data(n->saved[0]);
+            const T lo = (T)CE_CLAMP, hi = (T)(1 - CE_CLAMP);
+            PG_STORE_LOOP(acc, N, d, -t[i] / (p[i] < lo ? lo : (p[i] > hi ? hi : p[i])) * s);
+        } else { /* saved: softmax, target */
+            const T *pp = pg_data(n->saved[0]), *t = pg_data(n->saved[1]);
+            PG_STORE_LOOP(acc, N, d, (pp[i] - t[i]) * s);
+        }
     });
     return 0;
 }
+
+/* ---- mse: sum((pred - target)^2) / numel ---- */
+
+static int mse_bw(pg_node *n, pg_tensor *g) { return loss_bw(n, g, LOSS_MSE); }
 
 static int mse_fw(pg_node *n)
 {
@@ -73,13 +99,8 @@ static int mse_fw(pg_node *n)
 pg_tensor *pg_mse_loss(pg_tensor *pred, pg_tensor *target)
 {
     if (check_target("ag_mse_loss", pred, target)) return NULL;
-    pg_tensor *diff = pg_new_like(pred, PG_MEM_CATEGORY_SAVED);
-    pg_tensor *out = pg_new(pred->dtype, 1, 1, PG_MEM_CATEGORY_OTHER);
-    if (!diff || !out) {
-        pg_tensor_release(diff);
-        pg_tensor_release(out);
-        return NULL;
-    }
+    pg_tensor *diff, *out = loss_out(pred, &diff);
+    if (!out) return NULL;
     pg_tensor_retain(target);
     pg_tensor *saved[2] = {diff, target};
     double p[4] = {2.0 / (double)pg_numel(pred), 0, 0, 0};
@@ -97,22 +118,7 @@ pg_tensor *pg_mse_loss(pg_tensor *pred, pg_tensor *target)
 
 /* ---- cross-entropy on probabilities: -sum(t * log(clamp(p))) / ncol ---- */
 
-static int ce_bw(pg_node *n, pg_tensor *g)
-{
-    pg_tensor *x = n->in[0], *target = n->saved[0];
-    int acc;
-    void *slot = pg_grad_slot(x, &acc);
-    if (!slot) return -1;
-    int64_t N = pg_numel(x);
-    PG_DISPATCH(x->dtype, {
-        T *d = slot;
-        const T *p = pg_data(x), *t = pg_data(target);
-        const T s = (T)n->p[0] * *(const T *)pg_data(g);
-        const T lo = (T)CE_CLAMP, hi = (T)(1 - CE_CLAMP);
-        PG_STORE_LOOP(acc, N, d, -t[i] / (p[i] < lo ? lo : (p[i] > hi ? hi : p[i])) * s);
-    });
-    return 0;
-}
+static int ce_bw(pg_node *n, pg_tensor *g) { return loss_bw(n, g, LOSS_CE); }
 
 static int ce_fw(pg_node *n)
 {
@@ -143,21 +149,7 @@ pg_tensor *pg_cross_entropy_loss(pg_tensor *pred, pg_tensor *target)
 
 /* ---- fused softmax + cross-entropy on logits: grad (p - t) / ncol ---- */
 
-static int sce_bw(pg_node *n, pg_tensor *g)
-{
-    pg_tensor *x = n->in[0], *p = n->saved[0], *target = n->saved[1];
-    int acc;
-    void *slot = pg_grad_slot(x, &acc);
-    if (!slot) return -1;
-    int64_t N = pg_numel(x);
-    PG_DISPATCH(x->dtype, {
-        T *d = slot;
-        const T *pp = pg_data(p), *t = pg_data(target);
-        const T s = (T)n->p[0] * *(const T *)pg_data(g);
-        PG_STORE_LOOP(acc, N, d, (pp[i] - t[i]) * s);
-    });
-    return 0;
-}
+static int sce_bw(pg_node *n, pg_tensor *g) { return loss_bw(n, g, LOSS_SCE); }
 
 static int sce_fw(pg_node *n)
 {
@@ -178,11 +170,8 @@ static int sce_fw(pg_node *n)
 /* takes over the ref to target */
 static pg_tensor *sce(pg_tensor *logits, pg_tensor *target)
 {
-    pg_tensor *p = pg_new_like(logits, PG_MEM_CATEGORY_SAVED);
-    pg_tensor *out = pg_new(logits->dtype, 1, 1, PG_MEM_CATEGORY_OTHER);
-    if (!p || !out) {
-        pg_tensor_release(p);
-        pg_tensor_release(out);
+    pg_tensor *p, *out = loss_out(logits, &p);
+    if (!out) {
         pg_tensor_release(target);
         return NULL;
     }
@@ -233,19 +222,7 @@ static int ids_check(pg_tensor *logits, pg_tensor *ids)
 {
     const char *op = "ag_softmax_cross_entropy_loss";
     int64_t K = logits->ne[0], B = logits->ne[1];
-    PG_DISPATCH(ids->dtype, {
-        const T *id = pg_data(ids);
-        for (int64_t j = 0; j < B; j++) {
-            T v = id[j];
-            if (!(v >= 0 && v < (T)K) || v != (T)(int64_t)v)
-                return pg_fail(PG_STATUS_ERR_VALUE,
-                               "%s: class id %g at position %lld is not a whole number in [0, "
-                               "%lld) for logits %s",
-                               op, (double)v, (long long)(j + pg_index_base()), (long long)K,
-                               pg_desc(logits));
-        }
-    });
-    return 0;
+    return pg_ids_check(ids, B, K, op, "class id", logits, "logits", "");
 }
 
 static int sce_ids_fw(pg_node *n)
@@ -306,13 +283,8 @@ pg_tensor *pg_softmax_ce_loss_ids(pg_tensor *logits, pg_tensor *ids)
                             op, pg_desc(logits), (long long)B, pg_desc(ids));
     if (ids->requires_grad)
         return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: class ids must not require grad", op);
-    pg_tensor *p = pg_new_like(logits, PG_MEM_CATEGORY_SAVED);
-    pg_tensor *out = pg_new(logits->dtype, 1, 1, PG_MEM_CATEGORY_OTHER);
-    if (!p || !out) {
-        pg_tensor_release(p);
-        pg_tensor_release(out);
-        return NULL;
-    }
+    pg_tensor *p, *out = loss_out(logits, &p);
+    if (!out) return NULL;
     pg_tensor *in[2] = {logits, ids};
     double sc[4] = {1.0 / (double)B, 0, 0, 0};
     return pg_op_run("softmax_ce_loss", sce_ids_fw, sce_ids_bw, out, 2, in, sc, NULL, 1, &p);

@@ -109,23 +109,8 @@ static int gather_fw(pg_node *n)
     return 0;
 }
 
-static int gather_bw(pg_node *n, pg_tensor *g)
-{
-    pg_tensor *x = n->in[0], *ids = n->saved[0];
-    int acc;
-    void *slot = pg_grad_slot(x, &acc);
-    if (!slot) return -1;
-    int64_t R = x->ne[0], C = x->ne[1];
-    const double *ip = pg_data(ids);
-    PG_DISPATCH(x->dtype, {
-        T *d = slot;
-        const T *gp = pg_data(g);
-        if (!acc)
-            for (int64_t i = 0; i < R * C; i++) d[i] = 0;
-        for (int64_t j = 0; j < C; j++) d[j * R + (int64_t)ip[j]] += gp[j];
-    });
-    return 0;
-}
+/* g's column j goes to x's column j at row ids[j] */
+static int gather_bw(pg_node *n, pg_tensor *g) { return pg_take_bw_strided(n, g, n->in[0]->ne[0]); }
 
 pg_tensor *pg_gather(pg_tensor *x, const int64_t *idx, int64_t n)
 {
@@ -141,17 +126,7 @@ pg_tensor *pg_gather(pg_tensor *x, const int64_t *idx, int64_t n)
             return pg_fail_null(PG_STATUS_ERR_VALUE,
                                 "ag_gather: index out of range 0..%lld (indices are 0-based)",
                                 (long long)R - 1);
-    pg_tensor *out = pg_new(x->dtype, 1, C, PG_MEM_CATEGORY_OTHER),
-              *ids = pg_new(PG_DTYPE_F64, 1, C, PG_MEM_CATEGORY_SAVED);
-    if (!out || !ids) {
-        if (out) pg_tensor_release(out);
-        if (ids) pg_tensor_release(ids);
-        return NULL;
-    }
-    double *ip = pg_data(ids);
-    for (int64_t j = 0; j < C; j++) ip[j] = (double)idx[j];
-    pg_tensor *in[1] = {x};
-    return pg_op_run("gather", gather_fw, gather_bw, out, 1, in, NULL, NULL, 1, &ids);
+    return pg_positions_op("gather", gather_fw, gather_bw, x, idx, C, 1, C, C);
 }
 
 /* ag_max: the argmax is taken again by every run (a replay sees new values) into the saved ids,

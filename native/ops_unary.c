@@ -93,6 +93,22 @@ static int unary_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
+int pg_unary_act(int dtype, int op, const void *x, void *y, int64_t n)
+{
+    switch (op) {
+    case PG_UNARY_OP_RELU:
+        PG_DISPATCH(dtype, {
+            const T *xp = x;
+            T *yp = y;
+            for (int64_t i = 0; i < n; i++) yp[i] = xp[i] < 0 ? (T)0 : xp[i];
+        });
+        return 1;
+    case PG_UNARY_OP_SIGMOID: pg_vsigmoid(dtype, x, y, n); return 1;
+    case PG_UNARY_OP_TANH: pg_vtanh(dtype, x, y, n); return 1;
+    default: return 0;
+    }
+}
+
 static int unary_fw(pg_node *n)
 {
     pg_tensor *x = n->in[0], *out = n->out;
@@ -107,10 +123,8 @@ static int unary_fw(pg_node *n)
         T *o = pg_data(out);
         switch (op) {
         case PG_UNARY_OP_RELU:
-            for (int64_t i = 0; i < N; i++) o[i] = xp[i] < 0 ? (T)0 : xp[i];
-            break;
-        case PG_UNARY_OP_SIGMOID: pg_vsigmoid(x->dtype, xp, o, N); break;
-        case PG_UNARY_OP_TANH: pg_vtanh(x->dtype, xp, o, N); break;
+        case PG_UNARY_OP_SIGMOID:
+        case PG_UNARY_OP_TANH: pg_unary_act(x->dtype, op, xp, o, N); break;
         case PG_UNARY_OP_GELU:
             for (int64_t i = 0; i < N; i++) o[i] = (T)0.5 * xp[i] * (1 + erf(xp[i] * (T)M_SQRT1_2));
             break;

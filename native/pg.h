@@ -134,6 +134,9 @@ static inline int pg_simd_level(void) { return pg_simd_sel < 0 ? pg_simd_select(
 void pg_vexp(int dtype, const void *x, void *y, int64_t n);
 void pg_vsigmoid(int dtype, const void *x, void *y, int64_t n);
 void pg_vtanh(int dtype, const void *x, void *y, int64_t n);
+/* ops_unary.c: y = act(x) over n elements for the activations a fused layer applies (relu,
+ * sigmoid, tanh; y may be x); 1, or 0 leaving y alone for any other op */
+int pg_unary_act(int dtype, int op, const void *x, void *y, int64_t n);
 void pg_vlog(int dtype, const void *x, void *y, int64_t n);
 double pg_vsum(int dtype, const void *x, int64_t n); /* in double, in a fixed order (vmath.c) */
 void *pg_obj_new(size_t sz);                         /* zeroed; sizes share the buffer cache */
@@ -187,6 +190,16 @@ void pg_tape_clear_used(void); /* zero_grad: clear unless recorded since the las
 void *pg_grad_slot(pg_tensor *t, int *acc);
 /* adds g (t's element count and dtype, any shape) into t's gradient slot; -1 out of memory */
 int pg_grad_add(pg_tensor *t, const pg_tensor *g);
+/* the same with each element of g times m's (m as g; NULL: none): an elementwise product's rule */
+int pg_grad_add_times(pg_tensor *t, const pg_tensor *g, const pg_tensor *m);
+/* ops_index.c: the backward of a read of x at stride * k + pos[k] (pos: the node's saved[0]):
+ * x's gradient is zero but for g's element k added there, in k order */
+int pg_take_bw_strided(pg_node *n, pg_tensor *g, int64_t stride);
+/* ops_index.c: op `label` on x into a new [nrow, ncol] result, its n positions (checked by the
+ * caller) saved as a [1, width] f64 buffer so a replay reads the same; NULL out of memory */
+pg_tensor *pg_positions_op(const char *label, pg_fw_fn fw, pg_bw_fn bw, pg_tensor *x,
+                           const int64_t *pos, int64_t n, int64_t nrow, int64_t ncol,
+                           int64_t width);
 static inline int pg_wants_grad(const pg_tensor *t) { return t != NULL && t->requires_grad; }
 /* The start of most backward rules: 1 with x's gradient slot in *slot (and *acc, as
  * pg_grad_slot); 0 when x wants no gradient; -1 out of memory. */
@@ -270,6 +283,28 @@ static inline double pg_scalar_get(const pg_tensor *t)
 {
     return t->dtype == PG_DTYPE_F32 ? (double)*(const float *)pg_data(t)
                                     : *(const double *)pg_data(t);
+}
+
+/* Ids (f32 or f64 values) checked as 0-based classes of `of`: 0 when the first n are whole
+ * numbers in [0, k), else the error "op: <idw> v at position p is not a whole number in [0, k)
+ * for <ofw> <of><tail>" for the first that is not. */
+static inline int pg_ids_check(const pg_tensor *ids, int64_t n, int64_t k, const char *op,
+                               const char *idw, const pg_tensor *of, const char *ofw,
+                               const char *tail)
+{
+    PG_DISPATCH(ids->dtype, {
+        const T *id = pg_data(ids);
+        for (int64_t j = 0; j < n; j++) {
+            T v = id[j];
+            if (!(v >= 0 && v < (T)k) || v != (T)(int64_t)v)
+                return pg_fail(PG_STATUS_ERR_VALUE,
+                               "%s: %s %g at position %lld is not a whole number in [0, %lld) "
+                               "for %s %s%s",
+                               op, idw, (double)v, (long long)(j + pg_index_base()), (long long)k,
+                               ofw, pg_desc(of), tail);
+        }
+    });
+    return 0;
 }
 
 /* dst[i] (+)= expr for i in [0, n): two loops so each vectorises. */

@@ -54,19 +54,10 @@ static int dropout_fw(pg_node *n)
     return 0;
 }
 
+/* g times the mask: ag_mul's rule for x with the mask a constant */
 static int dropout_bw(pg_node *n, pg_tensor *g)
 {
-    pg_tensor *x = n->in[0], *m = n->saved[0];
-    int acc;
-    void *slot = pg_grad_slot(x, &acc);
-    if (!slot) return -1;
-    int64_t N = pg_numel(x);
-    PG_DISPATCH(x->dtype, {
-        T *d = slot;
-        const T *gp = pg_data(g), *mp = pg_data(m);
-        PG_STORE_LOOP(acc, N, d, gp[i] * mp[i]);
-    });
-    return 0;
+    return pg_grad_add_times(n->in[0], g, n->saved[0]);
 }
 
 pg_tensor *pg_dropout(pg_tensor *x, double rate, int transpose)

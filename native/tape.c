@@ -318,7 +318,9 @@ int pg_tape_walk_from(pg_tensor *out, pg_tensor *gout)
     return pg_grad_add(out, gout) ? -1 : walk();
 }
 
-int pg_grad_add(pg_tensor *x, const pg_tensor *g)
+int pg_grad_add(pg_tensor *x, const pg_tensor *g) { return pg_grad_add_times(x, g, NULL); }
+
+int pg_grad_add_times(pg_tensor *x, const pg_tensor *g, const pg_tensor *m)
 {
     int acc;
     void *slot = pg_grad_slot(x, &acc);
@@ -327,7 +329,10 @@ int pg_grad_add(pg_tensor *x, const pg_tensor *g)
     PG_DISPATCH(x->dtype, {
         T *d = slot;
         const T *gp = pg_data(g);
-        PG_STORE_LOOP(acc, n, d, gp[i]);
+        if (m) {
+            const T *mp = pg_data(m);
+            PG_STORE_LOOP(acc, n, d, gp[i] * mp[i]);
+        } else PG_STORE_LOOP(acc, n, d, gp[i]);
     });
     return 0;
 }

@@ -53,9 +53,7 @@ SEXP R_pg_fit_sizes(SEXP fp)
     pg_fit_dims d;
     r_check(pg_fit_sizes(fit_get(fp), &d));
     const int64_t s[6] = {d.n, d.n_train, d.n_val, d.n_batches, d.accum, d.n_val_batches};
-    SEXP v = Rf_allocVector(REALSXP, 6);
-    for (int i = 0; i < 6; i++) REAL(v)[i] = (double)s[i];
-    return v;
+    return r_counts(s, 6);
 }
 
 SEXP R_pg_fit_split_state(SEXP fp)

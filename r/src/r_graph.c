@@ -121,8 +121,5 @@ SEXP R_pg_graph_memory(SEXP gp)
     if (pg_graph_memory_report(graph_get(gp), &m, NULL, NULL, NULL, 0) < 0) r_fail();
     const int64_t t[6] = {m.nodes,        m.bytes_total,  m.bytes_snapshots,
                           m.bytes_fields, m.bytes_inputs, m.bytes_gradients};
-    SEXP out = PROTECT(Rf_allocVector(REALSXP, 6));
-    for (int i = 0; i < 6; i++) REAL(out)[i] = (double)t[i];
-    UNPROTECT(1);
-    return out;
+    return r_counts(t, 6);
 }

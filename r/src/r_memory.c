@@ -6,9 +6,7 @@ SEXP R_pg_memory_category_peaks(void)
 {
     int64_t v[5] = {0};
     r_check(pg_memory_category_peaks(v, 5));
-    SEXP out = Rf_allocVector(REALSXP, 5);
-    for (int i = 0; i < 5; i++) REAL(out)[i] = (double)v[i];
-    return out;
+    return r_counts(v, 5);
 }
 
 SEXP R_pg_memory_cached(void) { return Rf_ScalarReal((double)pg_memory_cached()); }

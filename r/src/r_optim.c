@@ -80,22 +80,27 @@ SEXP R_pg_optim_set_state(SEXP h, SEXP i, SEXP slot, SEXP value)
     return R_NilValue;
 }
 
+/* clip_grad_norm / clip_grad_value: fn on the parameter list with the one bound, its result */
+typedef int (*clip_fn)(pg_tensor **, int64_t, pg_gradmap *, double, double *);
+static SEXP clip_call(clip_fn fn, SEXP params, SEXP grads, SEXP bound, const char *op,
+                      const char *what)
+{
+    pg_tensor **arr = r_handle_array(params, op);
+    double out = 0;
+    r_check(fn(arr, XLENGTH(params), map_arg(grads), r_num(bound, what), &out));
+    return Rf_ScalarReal(out);
+}
+
 SEXP R_pg_clip_grad_norm(SEXP params, SEXP grads, SEXP max_norm)
 {
-    pg_tensor **arr = r_handle_array(params, "clip_grad_norm");
-    double norm = 0;
-    r_check(pg_clip_grad_norm(arr, XLENGTH(params), map_arg(grads),
-                              r_num(max_norm, "clip_grad_norm: max_norm"), &norm));
-    return Rf_ScalarReal(norm);
+    return clip_call(pg_clip_grad_norm, params, grads, max_norm, "clip_grad_norm",
+                     "clip_grad_norm: max_norm");
 }
 
 SEXP R_pg_clip_grad_value(SEXP params, SEXP grads, SEXP clip_value)
 {
-    pg_tensor **arr = r_handle_array(params, "clip_grad_value");
-    double mx = 0;
-    r_check(pg_clip_grad_value(arr, XLENGTH(params), map_arg(grads),
-                               r_num(clip_value, "clip_value"), &mx));
-    return Rf_ScalarReal(mx);
+    return clip_call(pg_clip_grad_value, params, grads, clip_value, "clip_grad_value",
+                     "clip_value");
 }
 
 /* check_grad_anomaly's counts: list(found, n_nan, n_inf, max_abs), one entry per parameter */
@@ -107,17 +112,10 @@ SEXP R_pg_grad_anomaly(SEXP params, SEXP grads)
             *ni = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof *ni);
     SEXP found = PROTECT(Rf_allocVector(LGLSXP, n)), mx = PROTECT(Rf_allocVector(REALSXP, n));
     r_check(pg_grad_anomaly(arr, n, map_arg(grads), LOGICAL(found), nn, ni, REAL(mx)));
-    SEXP cn = PROTECT(Rf_allocVector(REALSXP, n)), ci = PROTECT(Rf_allocVector(REALSXP, n));
-    for (R_xlen_t i = 0; i < n; i++) {
-        REAL(cn)[i] = (double)nn[i];
-        REAL(ci)[i] = (double)ni[i];
-    }
-    SEXP out = PROTECT(Rf_allocVector(VECSXP, 4));
-    SET_VECTOR_ELT(out, 0, found);
-    SET_VECTOR_ELT(out, 1, cn);
-    SET_VECTOR_ELT(out, 2, ci);
-    SET_VECTOR_ELT(out, 3, mx);
-    UNPROTECT(5);
+    SEXP cn = PROTECT(r_counts(nn, n)), ci = PROTECT(r_counts(ni, n));
+    const SEXP items[4] = {found, cn, ci, mx};
+    SEXP out = r_list(4, items);
+    UNPROTECT(4);
     return out;
 }
 

@@ -381,21 +381,16 @@ SEXP R_pg_tape_memory(void)
     int64_t *nb = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
     n = pg_tape_memory(&tt, lab, nn, nb, n);
     if (n < 0) r_fail();
-    SEXP out = PROTECT(Rf_allocVector(VECSXP, 4));
-    SEXP t = PROTECT(Rf_allocVector(REALSXP, 5)), l = PROTECT(Rf_allocVector(STRSXP, n)),
-         a = PROTECT(Rf_allocVector(INTSXP, n)), b = PROTECT(Rf_allocVector(REALSXP, n));
     const int64_t tot[5] = {tt.nodes, tt.bytes_total, tt.bytes_snapshots, tt.bytes_fields,
                             tt.bytes_inputs};
-    for (int i = 0; i < 5; i++) REAL(t)[i] = (double)tot[i];
+    SEXP t = PROTECT(r_counts(tot, 5)), l = PROTECT(Rf_allocVector(STRSXP, n)),
+         a = PROTECT(Rf_allocVector(INTSXP, n)), b = PROTECT(r_counts(nb, n));
     for (int64_t i = 0; i < n; i++) {
         SET_STRING_ELT(l, i, Rf_mkChar(lab[i]));
         INTEGER(a)[i] = (int)nn[i];
-        REAL(b)[i] = (double)nb[i];
     }
-    SET_VECTOR_ELT(out, 0, t);
-    SET_VECTOR_ELT(out, 1, l);
-    SET_VECTOR_ELT(out, 2, a);
-    SET_VECTOR_ELT(out, 3, b);
-    UNPROTECT(5);
+    const SEXP items[4] = {t, l, a, b};
+    SEXP out = r_list(4, items);
+    UNPROTECT(4);
     return out;
 }

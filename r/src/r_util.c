@@ -353,3 +353,17 @@ pg_tensor **r_handle_array(SEXP lst, const char *op)
     }
     return arr;
 }
+
+SEXP r_list(int n, const SEXP *items)
+{
+    SEXP out = Rf_allocVector(VECSXP, n);
+    for (int i = 0; i < n; i++) SET_VECTOR_ELT(out, i, items[i]);
+    return out;
+}
+
+SEXP r_counts(const int64_t *v, R_xlen_t n)
+{
+    SEXP out = Rf_allocVector(REALSXP, n);
+    for (R_xlen_t i = 0; i < n; i++) REAL(out)[i] = (double)v[i];
+    return out;
+}

@@ -57,6 +57,10 @@ SEXP r_matrix(pg_tensor *t);
 double r_num(SEXP x, const char *what);
 /* borrowed tensor pointers of an R list of tensor handles; R_alloc'd (freed by R at .Call exit) */
 pg_tensor **r_handle_array(SEXP lst, const char *op);
+/* an unnamed list of the n values in items (each kept protected by the caller) */
+SEXP r_list(int n, const SEXP *items);
+/* an R double vector of the n counts in v (exact up to 2^53) */
+SEXP r_counts(const int64_t *v, R_xlen_t n);
 
 /* ag_tensor environments, built here rather than in R (R-side construction was most of a small
  * model's training step): one binding, `.ptr`; the fields are served by r_tensor_field.

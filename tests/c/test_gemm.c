@@ -21,6 +21,17 @@ static void gemm_set(int dt, void *p, int64_t i, double v)
     else ((double *)p)[i] = v;
 }
 
+/* frees a test's operands, each in f64 and f32 */
+static void free_operands(double *A, double *B, double *C, float *Af, float *Bf, float *Cf)
+{
+    free(A);
+    free(B);
+    free(C);
+    free(Af);
+    free(Bf);
+    free(Cf);
+}
+
 static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
                       double beta)
 {
@@ -130,12 +141,7 @@ static void gemm_same_bits(int best)
             }
     pg_gemm_kernel_select(-1);
     pg_gemm_path_select(-1);
-    free(A);
-    free(B);
-    free(C);
-    free(Af);
-    free(Bf);
-    free(Cf);
+    free_operands(A, B, C, Af, Bf, Cf);
 }
 
 /* Threads: pg_set_threads(1..4) give the same bits on every kernel, both paths, every layout,
@@ -259,12 +265,7 @@ static void gemm_threads(int best)
               1); /* restarts the pool; the exit handler stops it */
     CHECK(pg_gemm_threads_live() == 1);
     CHECK(pg_set_threads(1) == 0);
-    free(A);
-    free(B);
-    free(Af);
-    free(Bf);
-    free(C);
-    free(Cf);
+    free_operands(A, B, C, Af, Bf, Cf);
 }
 
 void test_gemm(void)
@@ -325,12 +326,7 @@ void test_gemm(void)
             CHECK(memcmp(C, C + m * n, sizeof(double) * (size_t)(m * n)) == 0);
             CHECK(memcmp(Cf, Cf + m * n, sizeof(float) * (size_t)(m * n)) == 0);
         }
-        free(A);
-        free(B);
-        free(C);
-        free(Af);
-        free(Bf);
-        free(Cf);
+        free_operands(A, B, C, Af, Bf, Cf);
         pg_gemm_path_select(-1);
     }
     pg_gemm_kernel_select(-1);

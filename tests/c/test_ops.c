@@ -5,63 +5,30 @@
 #include "check.h"
 
 /* ---- the ops as op_fn ---- */
-static pg_tensor *f_matmul(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_matmul(in[0], in[1]);
-}
-static pg_tensor *f_add(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_add(in[0], in[1]);
-}
-static pg_tensor *f_sub(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_sub(in[0], in[1]);
-}
-static pg_tensor *f_mul(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_mul(in[0], in[1]);
-}
-static pg_tensor *f_div(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_div(in[0], in[1]);
-}
-static pg_tensor *f_scale(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_scale(in[0], -1.5);
-}
+/* f_NAME: an op_fn that ignores its constant and returns `call` of in[] */
+#define OP_FN(name, call)                                                                          \
+    static pg_tensor *f_##name(pg_tensor **in, const void *c)                                      \
+    {                                                                                              \
+        (void)c;                                                                                   \
+        return call;                                                                               \
+    }
+OP_FN(matmul, pg_matmul(in[0], in[1]))
+OP_FN(add, pg_add(in[0], in[1]))
+OP_FN(sub, pg_sub(in[0], in[1]))
+OP_FN(mul, pg_mul(in[0], in[1]))
+OP_FN(div, pg_div(in[0], in[1]))
+OP_FN(scale, pg_scale(in[0], -1.5))
 static pg_tensor *f_unary(pg_tensor **in, const void *c)
 {
     return pg_unary(*(const int *)c, in[0]);
 }
 static pg_tensor *f_pow(pg_tensor **in, const void *c) { return pg_pow(in[0], *(const double *)c); }
-static pg_tensor *f_clamp(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_clamp(in[0], -0.5, 0.55);
-}
+OP_FN(clamp, pg_clamp(in[0], -0.5, 0.55))
 static pg_tensor *f_sum(pg_tensor **in, const void *c) { return pg_sum(in[0], *(const int *)c); }
 static pg_tensor *f_mean(pg_tensor **in, const void *c) { return pg_mean(in[0], *(const int *)c); }
-static pg_tensor *f_transpose(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_transpose(in[0]);
-}
-static pg_tensor *f_reshape(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_reshape(in[0], -1, 2);
-}
-static pg_tensor *f_mse(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_mse_loss(in[0], in[1]);
-}
+OP_FN(transpose, pg_transpose(in[0]))
+OP_FN(reshape, pg_reshape(in[0], -1, 2))
+OP_FN(mse, pg_mse_loss(in[0], in[1]))
 /* loss(in[0], act(in[1])): a loss of logits against targets made by an activation */
 static pg_tensor *loss_vs(pg_tensor *(*loss)(pg_tensor *, pg_tensor *), int act, pg_tensor **in)
 {
@@ -80,11 +47,7 @@ static pg_tensor *f_ce(pg_tensor **in, const void *c)
     REL(p);
     return o;
 }
-static pg_tensor *f_sce(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return loss_vs(pg_softmax_ce_loss, PG_UNARY_OP_SOFTMAX, in);
-}
+OP_FN(sce, loss_vs(pg_softmax_ce_loss, PG_UNARY_OP_SOFTMAX, in))
 /* the losses of ops_loss2.c: probabilities and [0, 1] targets through a sigmoid (constants) */
 static pg_tensor *f_bce(pg_tensor **in, const void *c)
 {
@@ -95,37 +58,17 @@ static pg_tensor *f_bce(pg_tensor **in, const void *c)
     REL(t);
     return o;
 }
-static pg_tensor *f_bcel(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return loss_vs(pg_bce_logits_loss, PG_UNARY_OP_SIGMOID, in);
-}
-static pg_tensor *f_huber(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_huber_loss(in[0], in[1], 0.3);
-}
-static pg_tensor *f_mae(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_mae_loss(in[0], in[1]);
-}
-static pg_tensor *f_wmse(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_weighted_mse_loss(in[0], in[1], in[2]);
-}
+OP_FN(bcel, loss_vs(pg_bce_logits_loss, PG_UNARY_OP_SIGMOID, in))
+OP_FN(huber, pg_huber_loss(in[0], in[1], 0.3))
+OP_FN(mae, pg_mae_loss(in[0], in[1]))
+OP_FN(wmse, pg_weighted_mse_loss(in[0], in[1], in[2]))
 static pg_tensor *f_sce_idx(pg_tensor **in, const void *c)
 {
     (void)c;
     int64_t ids[4] = {0, 2, 1, 2};
     return pg_softmax_ce_loss_idx(in[0], ids, pg_tensor_ncol(in[0]));
 }
-static pg_tensor *f_bn_train(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_batch_norm(in[0], in[1], in[2], NULL, NULL, 1e-5, 0.1, 1);
-}
+OP_FN(bn_train, pg_batch_norm(in[0], in[1], in[2], NULL, NULL, 1e-5, 0.1, 1))
 static pg_tensor *f_bn_eval(pg_tensor **in, const void *c)
 {
     (void)c;
@@ -137,27 +80,15 @@ static pg_tensor *f_bn_eval(pg_tensor **in, const void *c)
     REL(rm);
     return o;
 }
-static pg_tensor *f_ln(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_layer_norm(in[0], in[1], in[2], 1e-5);
-}
+OP_FN(ln, pg_layer_norm(in[0], in[1], in[2], 1e-5))
 static pg_tensor *f_emb(pg_tensor **in, const void *c)
 {
     (void)c;
     int64_t ids[5] = {0, 3, 3, 1, 0};
     return pg_embedding(in[0], ids, 5);
 }
-static pg_tensor *f_slice(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_slice_rows(in[0], 1, 2);
-}
-static pg_tensor *f_concat(pg_tensor **in, const void *c)
-{
-    (void)c;
-    return pg_concat_rows(in[0], in[1]);
-}
+OP_FN(slice, pg_slice_rows(in[0], 1, 2))
+OP_FN(concat, pg_concat_rows(in[0], in[1]))
 static pg_tensor *f_matmul_t(pg_tensor **in, const void *c)
 {
     const int *t = c;

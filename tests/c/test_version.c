@@ -7,6 +7,15 @@
 #include <string.h>
 #include "check.h"
 
+/* y = w x and l = sum(y), recorded between pg_tape_begin and pg_tape_end */
+static void record_matmul_sum(pg_tensor *w, pg_tensor *x, pg_tensor **y, pg_tensor **l)
+{
+    pg_tape_begin();
+    *y = pg_matmul(w, x);
+    *l = pg_sum(*y, 0);
+    pg_tape_end();
+}
+
 void test_versions(void)
 {
     double wv[6] = {1, 2, 3, 4, 5, 6}, xv[6] = {1, 0, 2, 0, 3, 1}, z[6] = {0};
@@ -17,9 +26,8 @@ void test_versions(void)
     CHECK(pg_tensor_write(x, xv, PG_DTYPE_F64, 3, 2, 1, 3) == 0 && pg_tensor_version(x) == 1);
 
     /* a write between forward and backward: refused, nothing accumulated */
-    pg_tape_begin();
-    pg_tensor *y = pg_matmul(w, x), *l = pg_sum(y, 0);
-    pg_tape_end();
+    pg_tensor *y, *l;
+    record_matmul_sum(w, x, &y, &l);
     CHECK(pg_tensor_write(x, z, PG_DTYPE_F64, 3, 2, 1, 3) == 0);
     CHECK_ERR(pg_backward(l) == NULL, PG_STATUS_ERR_MODIFIED,
               "[3x2] f64 (input 2 of matmul) is at version 2; expected version 1");
@@ -28,10 +36,7 @@ void test_versions(void)
     REL(l);
 
     /* an optimizer step between forward and backward: the weights' version moved */
-    pg_tape_begin();
-    y = pg_matmul(w, x);
-    l = pg_sum(y, 0);
-    pg_tape_end();
+    record_matmul_sum(w, x, &y, &l);
     pg_gradmap *m = pg_backward(l);
     CHECK(m != NULL);
     pg_tensor *p[1] = {w};
@@ -57,20 +62,14 @@ void test_versions(void)
 
     /* exposed: a write behind the core's back counts once, the same bytes again not at all */
     CHECK(pg_tensor_expose(x) == 0 && pg_tensor_version(x) == 2);
-    pg_tape_begin();
-    y = pg_matmul(w, x);
-    l = pg_sum(y, 0);
-    pg_tape_end();
+    record_matmul_sum(w, x, &y, &l);
     ((double *)pg_tensor_data(x))[0] = 9;
     CHECK(pg_tensor_version(x) == 3 && pg_tensor_version(x) == 3);
     CHECK_ERR(pg_backward(l) == NULL, PG_STATUS_ERR_MODIFIED,
               "is at version 3; expected version 2");
     REL(y);
     REL(l);
-    pg_tape_begin();
-    y = pg_matmul(w, x);
-    l = pg_sum(y, 0);
-    pg_tape_end();
+    record_matmul_sum(w, x, &y, &l);
     ((double *)pg_tensor_data(x))[0] = 9;
     m = pg_backward(l);
     CHECK(m != NULL);
