@@ -5,6 +5,7 @@
  * ag_fit, which hand over one map per micro-batch. */
 #include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <float.h>
+#include <stddef.h>
 #include <tgmath.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,49 +162,64 @@ pg_tensor *pg_optim_param(pg_optim *o, int64_t i)
 
 /* Hyper-parameter ranges (issue 19): each refusal names the optimizer, the setting and the
  * accepted range; nothing is written on refusal. Rates and moments must be finite. */
+enum { R_RATE, R_UNIT, R_POS, R_BOOL, R_STEPS, R_COUNT }; /* accepted ranges */
+enum { F_DBL, F_I64, F_INT };                             /* field types in pg_optim */
+static const struct setting {
+    const char *name;
+    size_t off;
+    int field, range;
+} SETTINGS[] = {
+    {"lr", offsetof(pg_optim, lr), F_DBL, R_RATE},
+    {"momentum", offsetof(pg_optim, momentum), F_DBL, R_UNIT},
+    {"nesterov", offsetof(pg_optim, nesterov), F_DBL, R_BOOL},
+    {"weight_decay", offsetof(pg_optim, weight_decay), F_DBL, R_RATE},
+    {"beta1", offsetof(pg_optim, beta1), F_DBL, R_UNIT},
+    {"beta2", offsetof(pg_optim, beta2), F_DBL, R_UNIT},
+    {"eps", offsetof(pg_optim, eps), F_DBL, R_POS},
+    {"accumulate_steps", offsetof(pg_optim, accumulate_steps), F_I64, R_STEPS},
+    {"average", offsetof(pg_optim, average), F_INT, R_BOOL},
+    {"t", offsetof(pg_optim, t), F_I64, R_COUNT},
+    {"accum_count", offsetof(pg_optim, accum_count), F_I64, R_COUNT},
+};
+
+static const struct setting *find_setting(const char *name)
+{
+    for (size_t i = 0; i < sizeof SETTINGS / sizeof *SETTINGS; i++)
+        if (!strcmp(name, SETTINGS[i].name)) return &SETTINGS[i];
+    return NULL;
+}
+
+/* NULL when v is in the range, else the range as the refusal words it */
+static const char *range_refusal(int range, double v)
+{
+    switch (range) {
+    case R_RATE: return v >= 0 && isfinite(v) ? NULL : "a finite number >= 0";
+    case R_UNIT: return v >= 0 && v < 1 ? NULL : "in [0, 1)";
+    case R_POS: return v > 0 && isfinite(v) ? NULL : "a finite number > 0";
+    case R_BOOL: return isnan(v) ? "TRUE or FALSE" : NULL;
+    case R_STEPS: /* also keeps the int64 conversion defined */
+        return v >= 1 && v == floor(v) && v <= 1e15 ? NULL : "an integer in [1, 1e15]";
+    default: return v >= 0 && v <= 1e15 && v == floor(v) ? NULL : "a count in [0, 1e15]";
+    }
+}
+
 int pg_optim_set(pg_optim *o, const char *name, double v)
 {
     if (!o || !name) return pg_fail(PG_STATUS_ERR_ARG, "optimizer: NULL handle or name");
     const char *fn = o->kind == PG_OPTIM_KIND_ADAM ? "optimizer_adam" : "optimizer_sgd";
-    const char *want = NULL;
-    if (!strcmp(name, "lr")) {
-        if (!(v >= 0 && isfinite(v))) want = "a finite number >= 0";
-        else o->lr = v;
-    } else if (!strcmp(name, "momentum")) {
-        if (!(v >= 0 && v < 1)) want = "in [0, 1)";
-        else o->momentum = v;
-    } else if (!strcmp(name, "nesterov")) {
-        if (isnan(v)) want = "TRUE or FALSE";
-        else o->nesterov = v != 0;
-    } else if (!strcmp(name, "weight_decay")) {
-        if (!(v >= 0 && isfinite(v))) want = "a finite number >= 0";
-        else o->weight_decay = v;
-    } else if (!strcmp(name, "beta1")) {
-        if (!(v >= 0 && v < 1)) want = "in [0, 1)";
-        else o->beta1 = v;
-    } else if (!strcmp(name, "beta2")) {
-        if (!(v >= 0 && v < 1)) want = "in [0, 1)";
-        else o->beta2 = v;
-    } else if (!strcmp(name, "eps")) {
-        if (!(v > 0 && isfinite(v))) want = "a finite number > 0";
-        else o->eps = v;
-    } else if (!strcmp(name, "accumulate_steps")) {
-        if (!(v >= 1 && v == floor(v) && v <= 1e15)) /* also keeps the int64 conversion defined */
-            want = "an integer in [1, 1e15]";
-        else o->accumulate_steps = (int64_t)v;
-    } else if (!strcmp(name, "average")) {
-        if (isnan(v)) want = "TRUE or FALSE";
-        else o->average = v != 0;
-    } else if (!strcmp(name, "t") || !strcmp(name, "accum_count")) {
-        if (!(v >= 0 && v <= 1e15 && v == floor(v))) want = "a count in [0, 1e15]";
-        else if (name[0] == 't') o->t = (int64_t)v;
-        else o->accum_count = (int64_t)v;
-    } else return pg_fail(PG_STATUS_ERR_VALUE, "%s: unknown setting '%s'", fn, name);
+    const struct setting *s = find_setting(name);
+    if (!s) return pg_fail(PG_STATUS_ERR_VALUE, "%s: unknown setting '%s'", fn, name);
+    const char *want = range_refusal(s->range, v);
     if (want) {
         char got[32];
         return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s must be %s, got %s", fn, name, want,
                        pg_fmt_num(got, sizeof got, v));
     }
+    double x = s->range == R_BOOL ? (v != 0) : v; /* flags are stored as 0 / 1 */
+    char *p = (char *)o + s->off;
+    if (s->field == F_DBL) *(double *)p = x;
+    else if (s->field == F_I64) *(int64_t *)p = (int64_t)x;
+    else *(int *)p = (int)x;
     return 0;
 }
 
@@ -213,19 +229,15 @@ double pg_optim_get(pg_optim *o, const char *name)
         pg_fail(PG_STATUS_ERR_ARG, "optimizer: NULL handle or name");
         return NAN;
     }
-    if (!strcmp(name, "lr")) return o->lr;
-    if (!strcmp(name, "momentum")) return o->momentum;
-    if (!strcmp(name, "nesterov")) return o->nesterov;
-    if (!strcmp(name, "weight_decay")) return o->weight_decay;
-    if (!strcmp(name, "beta1")) return o->beta1;
-    if (!strcmp(name, "beta2")) return o->beta2;
-    if (!strcmp(name, "eps")) return o->eps;
-    if (!strcmp(name, "accumulate_steps")) return (double)o->accumulate_steps;
-    if (!strcmp(name, "average")) return o->average;
-    if (!strcmp(name, "t")) return (double)o->t;
-    if (!strcmp(name, "accum_count")) return (double)o->accum_count;
-    pg_fail(PG_STATUS_ERR_VALUE, "optimizer: unknown setting '%s'", name);
-    return NAN;
+    const struct setting *s = find_setting(name);
+    if (!s) {
+        pg_fail(PG_STATUS_ERR_VALUE, "optimizer: unknown setting '%s'", name);
+        return NAN;
+    }
+    const char *p = (const char *)o + s->off;
+    if (s->field == F_DBL) return *(const double *)p;
+    if (s->field == F_I64) return (double)*(const int64_t *)p;
+    return *(const int *)p;
 }
 
 static pg_tensor *slot(pg_optim *o, int64_t i, int s)
