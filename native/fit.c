@@ -40,12 +40,7 @@ void pg_fit_free(pg_fit *f)
         free(f->st[k].loss);
         free(f->st[k].w);
     }
-    free(f->order);
-    free(f->perm);
-    free(f->idx);
-    free(f->lab);
-    free(f->am);
-    free(f);
+    PG_FREE_ALL(f->order, f->perm, f->idx, f->lab, f->am, f);
 }
 
 /* sample.int(m) from the fit's stream into idx as 0-based positions */

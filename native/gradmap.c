@@ -110,12 +110,7 @@ void pg_gradmap_free(pg_gradmap *m)
 {
     if (!m) return;
     for (int64_t i = 0; i < m->n; i++) pg_tensor_release(m->vals[i]);
-    free(m->keys);
-    free(m->ids);
-    free(m->leaf);
-    free(m->vals);
-    free(m->hidx);
-    free(m);
+    PG_FREE_ALL(m->keys, m->ids, m->leaf, m->vals, m->hidx, m);
     pg_count_object(0, -1);
 }
 

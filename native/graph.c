@@ -60,13 +60,7 @@ void pg_graph_free(pg_graph *g)
     }
     pg_tensor_release(g->out);
     if (g->map) pg_gradmap_free(g->map);
-    free(g->nodes);
-    free(g->shape);
-    free(g->in);
-    free(g->gt);
-    free(g->gbuf);
-    free(g->par);
-    free(g);
+    PG_FREE_ALL(g->nodes, g->shape, g->in, g->gt, g->gbuf, g->par, g);
 }
 
 pg_graph *pg_graph_record_end(pg_tensor *out, pg_tensor **inputs, int64_t n_inputs, int build,

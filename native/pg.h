@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include "pg_api.h"
 #include "pg_api_layers.h"
 #include "pg_api_memory.h"
@@ -114,6 +115,14 @@ static inline int64_t pg_numel(const pg_tensor *t)
     return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
 }
 static inline void *pg_data(const pg_tensor *t) { return t->st->data; }
+
+/* free() each block a struct owns, the struct itself last: PG_FREE_ALL(g->a, g->b, g) */
+static inline void pg_free_n(void *const *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(p[i]);
+}
+#define PG_FREE_ALL(...)                                                                           \
+    pg_free_n((void *[]){__VA_ARGS__}, sizeof((void *[]){__VA_ARGS__}) / sizeof(void *))
 
 /* ---- pool.c: freed buffers of one size reused (NULL / 0 when not pooled) ---- */
 void *pg_pool_get(size_t sz);
