@@ -53,16 +53,14 @@ def _script_mlp_py(d, steps, dtype):
     return with_dtype(dtype, run)
 
 
-def _script_mlp_r(d, steps, dtype):
-    res = call_r(
-        "parity_script_mlp",
-        dtype=dtype,
-        steps=steps,
-        x=d["x"],
-        y=d["ytarget"],
-        **{f"{k}_0": d[k] for k in MLP},
-    )
+def mlp_script_r(fname, d, steps, dtype, y):
+    """The records of R half `fname` of an MLP script: x, y and the MLP's initial weights."""
+    res = call_r(fname, dtype=dtype, steps=steps, x=d["x"], y=y, **{f"{k}_0": d[k] for k in MLP})
     return [r_record(dtype, rec) for rec in res]
+
+
+def _script_mlp_r(d, steps, dtype):
+    return mlp_script_r("parity_script_mlp", d, steps, dtype, d["ytarget"])
 
 
 CASES.append(
