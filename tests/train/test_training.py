@@ -158,9 +158,8 @@ def test_regression_losses(f64):
     y = np.array([[1.0, -2.0, 0.5]]) @ x + 0.3
     pg.ggml_set_seed(0)
     model = pg.ag_sequential(pg.ag_linear(3, 1))
-    h = pg.ag_fit(
-        model, x, y, loss="mse", optimizer="sgd", lr=0.1, nepoch=60, batch_size=16, silent=True
-    )
+    sgd = dict(optimizer="sgd", batch_size=16, silent=True)  # both fits below
+    h = pg.ag_fit(model, x, y, loss="mse", lr=0.1, nepoch=60, **sgd)
     assert h.loss[-1] < 1e-6
     assert all(math.isnan(v) for v in h.accuracy)
     np.testing.assert_allclose(
@@ -168,15 +167,7 @@ def test_regression_losses(f64):
     )
     # "mean" / "sum" reduce the model's output itself (y unused)
     h = pg.ag_fit(
-        pg.ag_sequential(pg.ag_linear(3, 1)),
-        x,
-        None,
-        loss="sum",
-        optimizer="sgd",
-        lr=1e-3,
-        nepoch=2,
-        batch_size=16,
-        silent=True,
+        pg.ag_sequential(pg.ag_linear(3, 1)), x, None, loss="sum", lr=1e-3, nepoch=2, **sgd
     )
     assert h.loss[1] < h.loss[0]
 
