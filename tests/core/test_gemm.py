@@ -246,8 +246,17 @@ def test_builtin_gemm_small_and_thin_shapes(builtin_gemm, rng, ta, tb):
         np.testing.assert_allclose(g[b], _op(al * _op(A, ta).T @ G, tb), rtol=1e-12, atol=1e-12)
 
 
+@pytest.fixture
+def gemm_path():
+    # _select_path: the built-in GEMM's path (1 direct, 0 packed, -1 by size), -1 again afterwards
+    try:
+        yield _select_path
+    finally:
+        _select_path(-1)
+
+
 @pytest.mark.parametrize("dt", ["f64", "f32"])
-def test_builtin_gemm_paths_give_identical_bits(builtin_gemm, rng, dt):
+def test_builtin_gemm_paths_give_identical_bits(builtin_gemm, gemm_path, rng, dt):
     # the direct (unpacked) path and the packed blocked path sum every element in the same order
     # with the same operations: identical bits, whichever the size picks, in every layout, with
     # alpha != 1, k > KC (several k blocks) and n > NC (several B panels in the packed path)
@@ -260,16 +269,13 @@ def test_builtin_gemm_paths_give_identical_bits(builtin_gemm, rng, dt):
         (70, 600, 45),
         (7, 5, 3100),
     ]
-    try:
-        for m, k, n, ta, tb, a, b in _gemm_layouts(rng, shapes, dt):
-            outs = []
-            for path in (1, 0, -1):
-                assert _select_path(path) == path
-                outs.append(_bits(_matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75).numpy()))
-            for o in outs[1:]:
-                np.testing.assert_array_equal(o, outs[0], err_msg=f"{m}x{k}x{n} ta={ta} tb={tb}")
-    finally:
-        _select_path(-1)
+    for m, k, n, ta, tb, a, b in _gemm_layouts(rng, shapes, dt):
+        outs = []
+        for path in (1, 0, -1):
+            assert gemm_path(path) == path
+            outs.append(_bits(_matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75).numpy()))
+        for o in outs[1:]:
+            np.testing.assert_array_equal(o, outs[0], err_msg=f"{m}x{k}x{n} ta={ta} tb={tb}")
 
 
 @pytest.mark.parametrize("dt", ["f64", "f32"])
@@ -315,7 +321,7 @@ def gemm_threads():
 
 
 @pytest.mark.parametrize("dt", ["f64", "f32"])
-def test_builtin_gemm_threads_give_identical_bits(builtin_gemm, gemm_threads, rng, dt):
+def test_builtin_gemm_threads_give_identical_bits(builtin_gemm, gemm_path, gemm_threads, rng, dt):
     # ag_set_threads(n) splits a product over rows or columns of C, never over k: threads 1, 2, 3
     # and 4 give the same bits on shapes that take the direct path (small, thin m: vectors along
     # n, thin n) and the packed one (forced, and by size), every layout, alpha != 1, beta 0 and
@@ -333,32 +339,29 @@ def test_builtin_gemm_threads_give_identical_bits(builtin_gemm, gemm_threads, rn
         (300, 40, 7),
         (150, 300, 70),
     ]
-    try:
-        for path in (-1, 0):
-            _select_path(path)
-            for m, k, n, ta, tb, a, b in _gemm_layouts(rng, shapes, dt, make=pg.ag_param):
-                outs = []
-                for t in (1, 2, 3, 4):
-                    pg.ag_set_threads(t)
-                    with pg.with_grad_tape():  # b used twice: its gradient slot accumulates
-                        out = _matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75)
-                        loss = pg.ag_add(project(out, 7), project(_matmul_t(a, b, ta=ta, tb=tb), 8))
-                    g = pg.backward(loss)
-                    outs.append([_bits(out.numpy()), _bits(g[a]), _bits(g[b])])
-                for t, o in zip((2, 3, 4), outs[1:]):
-                    for x, x1 in zip(o, outs[0]):
-                        np.testing.assert_array_equal(
-                            x, x1, err_msg=f"{m}x{k}x{n} ta={ta} tb={tb} path={path} threads={t}"
-                        )
-        want = _op(a.numpy(), ta) @ _op(b.numpy(), tb)  # and the numbers are right
-        np.testing.assert_allclose(
-            _matmul_t(a, b, ta=ta, tb=tb).numpy(),
-            want,
-            rtol=1e-4 if dt == "f32" else 1e-12,
-            atol=1e-3 if dt == "f32" else 1e-11,
-        )
-    finally:
-        _select_path(-1)
+    for path in (-1, 0):
+        gemm_path(path)
+        for m, k, n, ta, tb, a, b in _gemm_layouts(rng, shapes, dt, make=pg.ag_param):
+            outs = []
+            for t in (1, 2, 3, 4):
+                pg.ag_set_threads(t)
+                with pg.with_grad_tape():  # b used twice: its gradient slot accumulates
+                    out = _matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75)
+                    loss = pg.ag_add(project(out, 7), project(_matmul_t(a, b, ta=ta, tb=tb), 8))
+                g = pg.backward(loss)
+                outs.append([_bits(out.numpy()), _bits(g[a]), _bits(g[b])])
+            for t, o in zip((2, 3, 4), outs[1:]):
+                for x, x1 in zip(o, outs[0]):
+                    np.testing.assert_array_equal(
+                        x, x1, err_msg=f"{m}x{k}x{n} ta={ta} tb={tb} path={path} threads={t}"
+                    )
+    want = _op(a.numpy(), ta) @ _op(b.numpy(), tb)  # and the numbers are right
+    np.testing.assert_allclose(
+        _matmul_t(a, b, ta=ta, tb=tb).numpy(),
+        want,
+        rtol=1e-4 if dt == "f32" else 1e-12,
+        atol=1e-3 if dt == "f32" else 1e-11,
+    )
 
 
 def test_builtin_gemm_threads_start_only_where_it_pays(builtin_gemm, gemm_threads, rng):

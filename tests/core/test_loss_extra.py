@@ -351,22 +351,12 @@ def test_ag_fit_loss_names_train(loss, static):
 def test_ag_fit_static_equals_eager(loss):
     x, y = _fit_data()
     runs = []
+    same = dict(nepoch=2, batch_size=16, val_split=0.25, silent=True, seed=2)  # only static varies
     for static in (False, True):
         pg.ggml_set_seed(4)
         last = "sigmoid" if loss == "binary_cross_entropy" else None
         m = pg.ag_sequential(pg.ag_linear(4, 8, "tanh"), pg.ag_linear(8, 2, last))
-        h = pg.ag_fit(
-            m,
-            x,
-            y,
-            loss=loss,
-            nepoch=2,
-            batch_size=16,
-            val_split=0.25,
-            silent=True,
-            seed=2,
-            static=static,
-        )
+        h = pg.ag_fit(m, x, y, loss=loss, static=static, **same)
         runs.append((h.loss, h.val_loss, [t.numpy() for t in m.parameters().values()]))
     assert runs[0][0] == runs[1][0] and runs[0][1] == runs[1][1]
     assert all(np.array_equal(a, b) for a, b in zip(runs[0][2], runs[1][2]))

@@ -82,6 +82,23 @@ HOSTILE = [
 ]
 
 
+def _schedulers(W):
+    """Each lr scheduler with plausible arguments, on a fresh SGD optimizer of its own."""
+    onecycle = dict(anneal_strategy="cos", cycle_momentum=True)  # the momentum-cycling options
+    rows = [
+        (pg.lr_scheduler_step, dict(step_size=2, gamma=0.5)),
+        (pg.lr_scheduler_cosine, dict(T_max=4, lr_min=0.0, restart=False, T_mult=1)),
+        (
+            pg.lr_scheduler_cyclic,
+            dict(base_lr=0.1, max_lr=1.0, step_size_up=2, mode="triangular", gamma=1),
+        ),
+        (pg.lr_scheduler_onecycle, dict(max_lr=0.1, total_steps=10, pct_start=0.3, **onecycle)),
+        (pg.lr_scheduler_warmup_cosine, dict(warmup_steps=1, total_steps=4, lr_min=0.0)),
+        (pg.lr_scheduler_warmup, dict(warmup_steps=2, start_factor=0.0)),
+    ]
+    return [(f, dict(optimizer=pg.optimizer_sgd([W]), **kw)) for f, kw in rows]
+
+
 def _plausible():
     pg.ggml_set_seed(1)
     W = pg.ag_param(np.ones((2, 2)))
@@ -112,41 +129,7 @@ def _plausible():
         (pg.clip_grad_norm, dict(params=[W], max_norm=1.0)),
         (pg.clip_grad_value, dict(params=[W], clip_value=1.0)),
         (pg.check_grad_anomaly, dict(params=[W], action="silent", max_abs=1.0)),
-        (pg.lr_scheduler_step, dict(optimizer=pg.optimizer_sgd([W]), step_size=2, gamma=0.5)),
-        (
-            pg.lr_scheduler_cosine,
-            dict(optimizer=pg.optimizer_sgd([W]), T_max=4, lr_min=0.0, restart=False, T_mult=1),
-        ),
-        (
-            pg.lr_scheduler_cyclic,
-            dict(
-                optimizer=pg.optimizer_sgd([W]),
-                base_lr=0.1,
-                max_lr=1.0,
-                step_size_up=2,
-                mode="triangular",
-                gamma=1,
-            ),
-        ),
-        (
-            pg.lr_scheduler_onecycle,
-            dict(
-                optimizer=pg.optimizer_sgd([W]),
-                max_lr=0.1,
-                total_steps=10,
-                pct_start=0.3,
-                anneal_strategy="cos",
-                cycle_momentum=True,
-            ),
-        ),
-        (
-            pg.lr_scheduler_warmup_cosine,
-            dict(optimizer=pg.optimizer_sgd([W]), warmup_steps=1, total_steps=4, lr_min=0.0),
-        ),
-        (
-            pg.lr_scheduler_warmup,
-            dict(optimizer=pg.optimizer_sgd([W]), warmup_steps=2, start_factor=0.0),
-        ),
+        *_schedulers(W),
         (pg.ag_early_stopping, dict(patience=2, min_delta=0.0, restore_best=True, monitor=None)),
         (pg.ag_model_checkpoint, dict(path="m.st", every=1)),
         (

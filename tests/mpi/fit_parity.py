@@ -20,22 +20,10 @@ pg.ggml_set_seed(1)
 model = pg.ag_sequential(
     pg.ag_linear(4, 8, activation="relu"), pg.ag_dropout(0.25), pg.ag_linear(8, 3)
 )
-h = pg.ag_fit(
-    model,
-    X,
-    ids,
-    loss="cross_entropy",
-    optimizer="adamw",
-    lr=0.01,
-    nepoch=3,
-    batch_size=8,
-    nbatch_logical=16,
-    val_split=0.25,
-    shuffle=True,
-    seed=5,
-    distributed=True,
-    progress="none",
-)
+# fit_parity.R's settings: what is learned, and how the 96 samples are batched and shuffled
+learn = dict(loss="cross_entropy", optimizer="adamw", lr=0.01, nepoch=3)
+batches = dict(batch_size=8, nbatch_logical=16, val_split=0.25, shuffle=True, seed=5)
+h = pg.ag_fit(model, X, ids, **learn, **batches, distributed=True, progress="none")
 if dist.rank() == 0:
     keys = ("loss", "loss_unc", "accuracy", "accuracy_unc", "val_loss", "val_accuracy")
     rep = {k: [float(v) for v in getattr(h, k)] for k in keys}

@@ -248,21 +248,11 @@ def test_fit_static_default_and_mse(rng, monkeypatch):
     x = rng.normal(size=(3, 40))
     y = np.vstack([x[0] - x[1], x[2] * 0.5])
     res = []
-    for static in (None, False):
+    same = dict(loss="mse", nepoch=3, batch_size=8, val_split=0.25, silent=True, seed=3)
+    for static in (None, False):  # only static varies
         pg.ggml_set_seed(1)
         m = pg.ag_sequential(pg.ag_linear(3, 8, "relu"), pg.ag_linear(8, 2))
-        h = pg.ag_fit(
-            m,
-            x,
-            y,
-            loss="mse",
-            nepoch=3,
-            batch_size=8,
-            val_split=0.25,
-            silent=True,
-            seed=3,
-            static=static,
-        )
+        h = pg.ag_fit(m, x, y, static=static, **same)
         res.append((h.as_dict()["loss"], h.as_dict()["val_loss"], _state(m)))
     # default: compiled (one training graph, validation graphs for 8 and the last 2 columns)
     assert builds == [((3, 8), "opt"), ((3, 8), "forward"), ((3, 2), "forward")]

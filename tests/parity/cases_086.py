@@ -12,52 +12,38 @@ _op("log_softmax", [(3, 4)], lambda P, a: P.ag_log_softmax(a))
 _op("gather", [(3, 4)], lambda P, a: P.ag_gather(a, np.array([2.0, 0.0, 1.0, 1.0])))
 _op("max", [(3, 4)], lambda P, a: P.ag_max(a))
 
-_opt_case(
-    "scheduler cosine restart T_mult 2",
-    lambda P, p: P.optimizer_sgd(p, lr=0.1),
-    steps=9,
-    sched=lambda P, o: P.lr_scheduler_cosine(o, 2, lr_min=0.01, restart=True, T_mult=2),
-)
-_opt_case(
-    "scheduler cyclic triangular2",
-    lambda P, p: P.optimizer_sgd(p, lr=0.1),
-    steps=7,
-    sched=lambda P, o: P.lr_scheduler_cyclic(o, 0.01, 0.2, step_size_up=2, mode="triangular2"),
-)
-_opt_case(
-    "scheduler cyclic exp_range",
-    lambda P, p: P.optimizer_adam(p, lr=0.1),
-    steps=6,
-    sched=lambda P, o: P.lr_scheduler_cyclic(
-        o, 0.001, 0.05, step_size_up=2, step_size_down=1, mode="exp_range", gamma=0.9
-    ),
-)
-_opt_case(
-    "scheduler onecycle sgd (momentum cycled)",
-    lambda P, p: P.optimizer_sgd(p, lr=0.1),
-    steps=8,
-    sched=lambda P, o: P.lr_scheduler_onecycle(o, 0.2, 7),
-)
-_opt_case(
-    "scheduler onecycle adam linear (beta1 cycled)",
-    lambda P, p: P.optimizer_adam(p, lr=0.1),
-    steps=6,
-    sched=lambda P, o: P.lr_scheduler_onecycle(o, 0.05, 5, pct_start=0.4, anneal_strategy="linear"),
-)
-_opt_case(
-    "scheduler warmup then cosine",
-    lambda P, p: P.optimizer_sgd(p, lr=0.1, momentum=0.5),
-    steps=7,
-    sched=lambda P, o: P.lr_scheduler_warmup(
-        o, 3, after=P.lr_scheduler_cosine(o, 4, lr_min=0.01), start_factor=0.2
-    ),
-)
-_opt_case(
-    "scheduler warmup_cosine",
-    lambda P, p: P.optimizer_adam(p, lr=0.05),
-    steps=7,
-    sched=lambda P, o: P.lr_scheduler_warmup_cosine(o, 2, 6, lr_min=0.001, warmup_start_lr=0.01),
-)
+
+def _sgd(P, p):
+    return P.optimizer_sgd(p, lr=0.1)
+
+
+def _adam(P, p):
+    return P.optimizer_adam(p, lr=0.1)
+
+
+# the schedules: name, optimizer, steps, scheduler on that optimizer
+# fmt: off
+_SCHEDULES = [
+    ("cosine restart T_mult 2", _sgd, 9,
+     lambda P, o: P.lr_scheduler_cosine(o, 2, lr_min=0.01, restart=True, T_mult=2)),
+    ("cyclic triangular2", _sgd, 7,
+     lambda P, o: P.lr_scheduler_cyclic(o, 0.01, 0.2, step_size_up=2, mode="triangular2")),
+    ("cyclic exp_range", _adam, 6,
+     lambda P, o: P.lr_scheduler_cyclic(
+         o, 0.001, 0.05, step_size_up=2, step_size_down=1, mode="exp_range", gamma=0.9)),
+    ("onecycle sgd (momentum cycled)", _sgd, 8,
+     lambda P, o: P.lr_scheduler_onecycle(o, 0.2, 7)),
+    ("onecycle adam linear (beta1 cycled)", _adam, 6,
+     lambda P, o: P.lr_scheduler_onecycle(o, 0.05, 5, pct_start=0.4, anneal_strategy="linear")),
+    ("warmup then cosine", lambda P, p: P.optimizer_sgd(p, lr=0.1, momentum=0.5), 7,
+     lambda P, o: P.lr_scheduler_warmup(
+         o, 3, after=P.lr_scheduler_cosine(o, 4, lr_min=0.01), start_factor=0.2)),
+    ("warmup_cosine", lambda P, p: P.optimizer_adam(p, lr=0.05), 7,
+     lambda P, o: P.lr_scheduler_warmup_cosine(o, 2, 6, lr_min=0.001, warmup_start_lr=0.01)),
+]
+# fmt: on
+for name, make_opt, steps, sched in _SCHEDULES:
+    _opt_case(f"scheduler {name}", make_opt, steps=steps, sched=sched)
 
 
 def _clip_value(P, d, steps):

@@ -6,7 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 from .cases_api import _mlp_inputs
-from .cases_models import HIST_KEYS, MLP, eval_arch, fit_py, fit_r_records, r_record, tensor_values
+from .cases_models import (
+    HIST_KEYS,
+    MLP,
+    eval_arch,
+    fit_py,
+    fit_r_records,
+    mlp_script_r,
+    tensor_values,
+)
 from .core import CASES, ScriptCase, _u, call_r, with_dtype
 
 # ---- ag_compile: a compiled Adam step replayed with new inputs, R vs Python ------------------
@@ -35,15 +43,7 @@ def _compile_py(d, steps, dtype):
 
 
 def _compile_r(d, steps, dtype):
-    res = call_r(
-        "parity_compile",
-        dtype=dtype,
-        steps=steps,
-        x=d["x"],
-        y=np.asarray(d["y"], dtype=np.float64),
-        **{f"{k}_0": d[k] for k in MLP},
-    )
-    return [r_record(dtype, rec) for rec in res]
+    return mlp_script_r("parity_compile", d, steps, dtype, np.asarray(d["y"], dtype=np.float64))
 
 
 CASES.append(

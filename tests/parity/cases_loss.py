@@ -8,7 +8,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from .cases_models import ARCHS, fit_case_on, linear_shapes
+from .cases_models import ARCHS, fit_cases_on, linear_shapes
 from .core import CASES, Case, Record, _u
 
 
@@ -75,60 +75,15 @@ def _probs(rng: Any, n: int, loss: str) -> Any:
     return rng.uniform(0.0, 1.0, size=(3, n))  # in [0, 1]: a valid target of every loss here
 
 
-def _fit_case(name: str, epochs: int, n: int, **settings: Any) -> None:
-    fit_case_on(name, epochs, n, target=_probs, **settings)
-
-
-_fit_case(
-    "bce, sigmoid output, adamw, val 0.25",
-    3,
-    24,
-    arch="mlp_sigmoid",
-    opt_kind="adamw",
-    lr=0.02,
-    wd=0.01,
-    schedule=False,
-    loss="binary_cross_entropy",
-    batch_size=4,
-    nbatch_logical=4,
-    val_split=0.25,
-)
-_fit_case(
-    "bce_with_logits, sgd, accum 2x4, schedule",
-    3,
-    24,
-    arch="mlp",
-    opt_kind="sgd",
-    lr=0.1,
-    schedule=True,
-    loss="bce_with_logits",
-    batch_size=4,
-    nbatch_logical=8,
-    val_split=0.0,
-)
-_fit_case(
-    "huber, 'adamw', batch_norm, val 0.2",
-    3,
-    30,
-    arch="bn",
-    opt_kind="adamw_str",
-    lr=0.02,
-    schedule=False,
-    loss="huber",
-    batch_size=5,
-    nbatch_logical=5,
-    val_split=0.2,
-)
-_fit_case(
-    "mae, sgd",
-    3,
-    24,
-    arch="mlp",
-    opt_kind="sgd",
-    lr=0.1,
-    schedule=False,
-    loss="mae",
-    batch_size=6,
-    nbatch_logical=6,
-    val_split=0.0,
-)
+# fmt: off
+fit_cases_on([
+    ("bce, sigmoid output, adamw, val 0.25", 24,
+     "mlp_sigmoid", "adamw", 0.02, 0.01, False, "binary_cross_entropy", 4, 4, 0.25),
+    ("bce_with_logits, sgd, accum 2x4, schedule", 24,
+     "mlp", "sgd", 0.1, None, True, "bce_with_logits", 4, 8, 0.0),
+    ("huber, 'adamw', batch_norm, val 0.2", 30,
+     "bn", "adamw_str", 0.02, None, False, "huber", 5, 5, 0.2),
+    ("mae, sgd", 24,
+     "mlp", "sgd", 0.1, None, False, "mae", 6, 6, 0.0),
+], target=_probs)
+# fmt: on

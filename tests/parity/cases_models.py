@@ -53,16 +53,14 @@ def _script_mlp_py(d, steps, dtype):
     return with_dtype(dtype, run)
 
 
-def _script_mlp_r(d, steps, dtype):
-    res = call_r(
-        "parity_script_mlp",
-        dtype=dtype,
-        steps=steps,
-        x=d["x"],
-        y=d["ytarget"],
-        **{f"{k}_0": d[k] for k in MLP},
-    )
+def mlp_script_r(fname, d, steps, dtype, y):
+    """The records of R half `fname` of an MLP script: x, y and the MLP's initial weights."""
+    res = call_r(fname, dtype=dtype, steps=steps, x=d["x"], y=y, **{f"{k}_0": d[k] for k in MLP})
     return [r_record(dtype, rec) for rec in res]
+
+
+def _script_mlp_r(d, steps, dtype):
+    return mlp_script_r("parity_script_mlp", d, steps, dtype, d["ytarget"])
 
 
 CASES.append(
@@ -287,49 +285,33 @@ def fit_case_on(name, epochs, n, target=_class_ids_or_uniform, **settings):
     fit_case(name, epochs, inputs)
 
 
-fit_case_on(
-    "sgd, class ids, accum 2x4, lr schedule",
-    3,
-    24,
-    arch="mlp",
-    opt_kind="sgd",
-    lr=0.1,
-    schedule=True,
-    loss="cross_entropy",
-    batch_size=4,
-    nbatch_logical=8,
-    val_split=0.0,
-)
-# 28 samples, val_split 0.25: 7 held out (batches of 4 + 3, weighted), 21 train -> 2 logical
-# batches of 8 (5 samples left out, as ggml)
-fit_case_on(
-    "adamw object, class ids, accum 2x4, val 0.25",
-    3,
-    28,
-    arch="mlp",
-    opt_kind="adamw",
-    lr=0.01,
-    wd=0.05,
-    schedule=False,
-    loss="cross_entropy",
-    batch_size=4,
-    nbatch_logical=8,
-    val_split=0.25,
-)
-fit_case_on(
-    "'adamw', mse, batch_norm, accum 3x2, val 0.2",
-    3,
-    30,
-    arch="bn",
-    opt_kind="adamw_str",
-    lr=0.02,
-    schedule=False,
-    loss="mse",
-    batch_size=2,
-    nbatch_logical=6,
-    val_split=0.2,
-)
+# one row per case: name, n, arch, opt_kind, lr, wd (None: no key), schedule, loss, batch_size,
+# nbatch_logical, val_split; 3 epochs each
+FIT_COLUMNS = ("arch", "opt_kind", "lr", "wd", "schedule", "loss")
+FIT_BATCHING = ("batch_size", "nbatch_logical", "val_split")
 
+
+def fit_cases_on(rows, target=_class_ids_or_uniform, epochs=3):
+    """fit_case_on for each row of a table (columns above), in order."""
+    for name, n, *values in rows:
+        settings = dict(zip(FIT_COLUMNS + FIT_BATCHING, values))
+        if settings["wd"] is None:
+            del settings["wd"]
+        fit_case_on(name, epochs, n, target=target, **settings)
+
+
+# fmt: off
+fit_cases_on([
+    ("sgd, class ids, accum 2x4, lr schedule", 24,
+     "mlp", "sgd", 0.1, None, True, "cross_entropy", 4, 8, 0.0),
+    # 28 samples, val_split 0.25: 7 held out (batches of 4 + 3, weighted), 21 train -> 2
+    # logical batches of 8 (5 samples left out, as ggml)
+    ("adamw object, class ids, accum 2x4, val 0.25", 28,
+     "mlp", "adamw", 0.01, 0.05, False, "cross_entropy", 4, 8, 0.25),
+    ("'adamw', mse, batch_norm, accum 3x2, val 0.2", 30,
+     "bn", "adamw_str", 0.02, None, False, "mse", 2, 6, 0.2),
+])
+# fmt: on
 
 # ---- dp_train: 2 replicas in one process, gradients averaged in C ----------------------------
 

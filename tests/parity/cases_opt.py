@@ -91,19 +91,9 @@ def _py(kind: str, k: int, avg: bool, trap: bool, resume: bool):
 def _rr(kind: str, k: int, avg: bool, trap: bool, resume: bool):
     def run_case(d: Dict[str, Any], steps: int, dtype: str) -> List[_Record]:
         # k as an R double, as in R code written by hand (accumulate_steps = 4)
-        res = call_r(
-            "parity_opt",
-            dtype=dtype,
-            steps=steps,
-            x=d["x"],
-            y=d["y"],
-            kind=kind,
-            k=float(k),
-            avg=avg,
-            trap=trap,
-            resume=resume,
-            **{f"{nm}_0": d[nm + "_0"] for nm in _NAMES},
-        )
+        flags = dict(kind=kind, k=float(k), avg=avg, trap=trap, resume=resume)
+        weights = {f"{nm}_0": d[nm + "_0"] for nm in _NAMES}
+        res = call_r("parity_opt", dtype=dtype, steps=steps, x=d["x"], y=d["y"], **flags, **weights)
         out = []
         for rec in res:
             out.append(

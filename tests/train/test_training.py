@@ -2,6 +2,7 @@
 History, errors, static epochs; ag_predict / ag_accuracy. Checkpoints and resume:
 test_fit_resume.py."""
 
+import functools
 import math
 
 import numpy as np
@@ -157,9 +158,8 @@ def test_regression_losses(f64):
     y = np.array([[1.0, -2.0, 0.5]]) @ x + 0.3
     pg.ggml_set_seed(0)
     model = pg.ag_sequential(pg.ag_linear(3, 1))
-    h = pg.ag_fit(
-        model, x, y, loss="mse", optimizer="sgd", lr=0.1, nepoch=60, batch_size=16, silent=True
-    )
+    sgd = dict(optimizer="sgd", batch_size=16, silent=True)  # both fits below
+    h = pg.ag_fit(model, x, y, loss="mse", lr=0.1, nepoch=60, **sgd)
     assert h.loss[-1] < 1e-6
     assert all(math.isnan(v) for v in h.accuracy)
     np.testing.assert_allclose(
@@ -167,15 +167,7 @@ def test_regression_losses(f64):
     )
     # "mean" / "sum" reduce the model's output itself (y unused)
     h = pg.ag_fit(
-        pg.ag_sequential(pg.ag_linear(3, 1)),
-        x,
-        None,
-        loss="sum",
-        optimizer="sgd",
-        lr=1e-3,
-        nepoch=2,
-        batch_size=16,
-        silent=True,
+        pg.ag_sequential(pg.ag_linear(3, 1)), x, None, loss="sum", lr=1e-3, nepoch=2, **sgd
     )
     assert h.loss[1] < h.loss[0]
 
@@ -394,6 +386,18 @@ def test_demo_command(tmp_path, capsys):
     assert main([]) == 1 and "demo" in capsys.readouterr().out
 
 
+def _static_fits(model, x, y, cb, **kw):
+    """A static 3-epoch ag_fit of a fresh model() without, then with, the batch callback cb:
+    (history, weights) of each."""
+
+    def run(cbs):
+        m = model()
+        h = pg.ag_fit(m, x, y, nepoch=3, silent=True, static=True, callbacks=cbs, **kw)
+        return h, [t.numpy() for t in m.parameters().values()]
+
+    return run([]), run([cb])
+
+
 def test_static_epochs_replayed_in_c_equal_the_per_batch_loop():
     """With no per-batch callback a compiled ag_fit runs whole chunks of batches in C
     (pg_fit_run_static); an on_batch_end callback makes it return to Python per batch: the
@@ -406,25 +410,14 @@ def test_static_epochs_replayed_in_c_equal_the_per_batch_loop():
         def on_batch_end(self, step, logs):
             self.n = getattr(self, "n", 0) + 1
 
-    def run(cbs):
+    def model():
         pg.ggml_set_seed(2)
-        m = pg.ag_sequential(pg.ag_linear(4, 16, "relu"), pg.ag_dropout(0.2), pg.ag_linear(16, 3))
-        h = pg.ag_fit(
-            m,
-            x,
-            y,
-            nepoch=3,
-            batch_size=16,
-            val_split=0.15,
-            silent=True,
-            seed=3,
-            static=True,
-            callbacks=cbs,
+        return pg.ag_sequential(
+            pg.ag_linear(4, 16, "relu"), pg.ag_dropout(0.2), pg.ag_linear(16, 3)
         )
-        return h, [t.numpy() for t in m.parameters().values()]
 
     cb = PerBatch()
-    (h1, w1), (h2, w2) = run([]), run([cb])
+    (h1, w1), (h2, w2) = _static_fits(model, x, y, cb, batch_size=16, val_split=0.15, seed=3)
     assert cb.n == 3 * (255 // 16)
     assert h1.loss == h2.loss and h1.val_loss == h2.val_loss and h1.val_accuracy == h2.val_accuracy
     assert all(np.array_equal(a, b) for a, b in zip(w1, w2))
@@ -444,28 +437,14 @@ def test_static_epoch_replayed_in_one_core_call_equals_batch_by_batch():
         def on_batch_end(self, step, logs):
             Count.n += 1
 
-    def run(cbs, seed):
+    def model(seed):
         if seed is None:
             pg.ggml_set_seed(5)
-        m = _mlp(dropout=0.2)
-        h = pg.ag_fit(
-            m,
-            x,
-            y,
-            nepoch=3,
-            batch_size=10,
-            nbatch_logical=20,
-            val_split=0.2,
-            seed=seed,
-            silent=True,
-            static=True,
-            callbacks=cbs,
-        )
-        return [h.loss, h.accuracy, h.val_loss], {k: t.numpy() for k, t in m.parameters().items()}
+        return _mlp(dropout=0.2)
 
     for seed in (4, None):
-        (ha, wa), (hb, wb) = run([], seed), run([Count()], seed)
-        assert ha == hb
-        for k in wa:
-            assert np.array_equal(wa[k], wb[k])
+        kw = dict(batch_size=10, nbatch_logical=20, val_split=0.2, seed=seed)
+        (ha, wa), (hb, wb) = _static_fits(functools.partial(model, seed), x, y, Count(), **kw)
+        assert [ha.loss, ha.accuracy, ha.val_loss] == [hb.loss, hb.accuracy, hb.val_loss]
+        assert all(np.array_equal(a, b) for a, b in zip(wa, wb))
     assert Count.n == 2 * 3 * 12  # 120 training samples in micro-batches of 10, 3 epochs
