@@ -3,6 +3,7 @@
 cffi execs this file rather than importing it, so paths are built from this file's location
 and nothing from the package is imported here.
 """
+
 import glob
 import os
 import sys
@@ -34,7 +35,8 @@ ffibuilder.set_source(
     sources=[os.path.relpath(s) for s in sources] if rel else sources,
     depends=[os.path.relpath(h) for h in headers] if rel else headers,
     include_dirs=[HERE],
-    extra_compile_args=["-O3", "-std=gnu11", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"] + PTHREAD,
+    extra_compile_args=["-O3", "-std=gnu11", "-fvisibility=hidden", "-Wall", "-Wno-unused-function"]
+    + PTHREAD,
     extra_link_args=PTHREAD,
     libraries=["m"],
 )

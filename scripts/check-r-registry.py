@@ -59,7 +59,7 @@ def call_args(text: str, start: int) -> list:
             j = i + 1
             while j < len(text) and text[j] != ch:
                 j += 2 if text[j] == "\\" else 1
-            cur.append(text[i:j + 1])
+            cur.append(text[i : j + 1])
             i = j + 1
             continue
         if ch == "#":
@@ -136,11 +136,13 @@ def check(root: str) -> list:
         if name not in registered:
             problems.append(f"{where}: {name} ({n} args) is not registered in init.c")
         elif registered[name] != n:
-            problems.append(f"init.c: {name} registered with {registered[name]} args, "
-                            f"{where} takes {n}")
+            problems.append(
+                f"init.c: {name} registered with {registered[name]} args, {where} takes {n}"
+            )
         if name in registered and declared.get(name) != n:
-            problems.append(f"init.c: extern {name} declares {declared.get(name)} args, "
-                            f"{where} takes {n}")
+            problems.append(
+                f"init.c: extern {name} declares {declared.get(name)} args, {where} takes {n}"
+            )
     for name in sorted(set(registered) - set(defined)):
         problems.append(f"init.c: {name} is registered but defined in no glue file")
 
@@ -153,11 +155,10 @@ def check(root: str) -> list:
         text, rel = read(p), os.path.relpath(p, root)
         for g, name in CODE_USE_RE.findall(text):
             if name not in groups.get(g, ()):
-                problems.append(f"{rel}: .pg$code${g}[[\"{name}\"]] is not in R_pg_codes "
-                                "(r_codes.c)")
+                problems.append(f'{rel}: .pg$code${g}[["{name}"]] is not in R_pg_codes (r_codes.c)')
         for name in OP_USE_RE.findall(text):
             if name not in ops:
-                problems.append(f"{rel}: .pg$op[[\"{name}\"]] is not in R_pg_op_codes (r_ops.c)")
+                problems.append(f'{rel}: .pg$op[["{name}"]] is not in R_pg_op_codes (r_ops.c)')
         for m in CALL_RE.finditer(text):
             name, line = m.group(1), text.count("\n", 0, m.start()) + 1
             if name not in registered:
@@ -165,12 +166,16 @@ def check(root: str) -> list:
                 continue
             args = call_args(text, m.start() + len(".Call"))[1:]
             if len(args) != registered[name]:
-                problems.append(f"{rel}:{line}: .Call({name}) passes {len(args)} args, "
-                                f"init.c registers {registered[name]}")
+                problems.append(
+                    f"{rel}:{line}: .Call({name}) passes {len(args)} args, "
+                    f"init.c registers {registered[name]}"
+                )
             for arg, pname in zip(args, pnames.get(name, [])):
                 if pname in CODE_PARAMS and re.fullmatch(r"-?\d+L?", arg):
-                    problems.append(f"{rel}:{line}: .Call({name}) passes {arg} for the code "
-                                    f"{pname!r}: read it by name (.pg$op, .pg$code)")
+                    problems.append(
+                        f"{rel}:{line}: .Call({name}) passes {arg} for the code "
+                        f"{pname!r}: read it by name (.pg$op, .pg$code)"
+                    )
 
     funs, assigned = set(), set()
     for p in r_files:
@@ -195,8 +200,10 @@ def check(root: str) -> list:
     for name in sorted(funs):
         if name.startswith(".") or name in exports or name in s3 or name in INTERNAL:
             continue
-        problems.append(f"r/R: {name} is public-looking but neither exported nor in INTERNAL "
-                        "(scripts/check-r-registry.py)")
+        problems.append(
+            f"r/R: {name} is public-looking but neither exported nor in INTERNAL "
+            "(scripts/check-r-registry.py)"
+        )
     for name in sorted(set(INTERNAL) - funs):
         problems.append(f"scripts/check-r-registry.py: INTERNAL {name} is not a function in r/R")
     for name in sorted(set(INTERNAL) & exports):

@@ -12,7 +12,7 @@ fix=0
 status=0
 fail() { echo "lint: $1"; status=1; }
 
-py_paths=(pyggmlr tests bench setup.py)
+py_paths=(pyggmlr tests bench setup.py native/build_ffi.py scripts)
 c_files=$(git ls-files 'native/*.c' 'native/*.h' 'r/src/*.c' 'r/src/*.h' 'tests/c/*.c' 'tests/c/*.h' |
           while read -r f; do [ -L "$f" ] || echo "$f"; done)   # r/src's links to native/ once
 
