@@ -8,7 +8,7 @@ import os
 from typing import Optional
 
 from ._native import ffi, lib
-from .errors import error_for_status
+from .errors import PyggmlrValueError, error_for_status
 
 F32, F64 = lib.PG_DTYPE_F32, lib.PG_DTYPE_F64
 DTYPE_CODE = {"f32": F32, "f64": F64}
@@ -70,7 +70,9 @@ def _set_blas(name: str, fn: str) -> str:
         if not _load_openblas():
             raise RuntimeError("OpenBLAS is not available: pip install scipy-openblas32")
     else:
-        raise ValueError(f"{fn}(): name must be 'openblas' or 'builtin', got {name!r}")
+        raise PyggmlrValueError(
+            f"{fn}(): name must be one of 'default', 'builtin', 'openblas', got {name!r}"
+        )
     return blas_name()
 
 

@@ -178,14 +178,14 @@ def ag_fit_distributed(
     nepoch, batch_size (per rank), shuffle and seed (ag_fit's split and shuffle draws) pass
     through; verbose True / 1 is ag_fit's verbose=2 (a line per epoch, rank 0, stderr) and
     False / 0 its verbose=0. So N ranks with batch_size b follow one rank with batch_size N*b.
-    Refused (ag_fit has no equivalent): a finite max_norm (clip in a loop of your own with
+    Refused (ag_fit has no equivalent): a max_norm other than Inf (NaN included) (clip in a loop of your own with
     DistributedOptimizer(opt, max_norm=)), drop_last=False (ag_fit leaves out the samples that
     do not fill a global batch, as ggml), verbose above 1, a comm other than the one
     ag_mpi_init picked (pass it to ag_mpi_init(comm) first).
     Raises: PyggmlrValueError naming ag_fit_distributed for a refused value (before any MPI
     call, comm excepted); ArgumentError for a max_norm that is not a number or a drop_last
     that is not a bool; otherwise what ag_fit(distributed=True) raises."""
-    if math.isfinite(check_real(max_norm, "ag_fit_distributed", "max_norm")):
+    if check_real(max_norm, "ag_fit_distributed", "max_norm") != math.inf:  # NaN, < 0 too
         raise _refuse(
             "max_norm",
             max_norm,

@@ -137,8 +137,11 @@ ag_blas_name <- function() .Call(R_pg_blas_name)
 
 # The GEMM backend, by the name Python uses too (pyggmlr.ag_set_blas): "default" / "builtin" the
 # core's kernel, "r" R's own BLAS, "openblas" the libscipy_openblas at path (ag_use_openblas)
-ag_set_blas <- function(name = c("default", "r", "builtin", "openblas"), path = NULL) {
-  name <- match.arg(name)
+ag_set_blas <- function(name = "default", path = NULL) {
+  choices <- c("default", "r", "builtin", "openblas")
+  if (!is.character(name) || length(name) != 1L || is.na(name) || !name %in% choices)
+    .arg_fail("value", "ag_set_blas(): name must be one of %s, got %s",
+              paste0("'", choices, "'", collapse = ", "), .arg_show(name))
   if (name == "default") name <- "builtin"  # as Python's default: the same bits in both languages
   if (name == "openblas") return(.use_openblas(path, "ag_set_blas()"))
   if (name == "builtin") .Call(R_pg_set_blas, NULL, NULL, NULL, "builtin")
@@ -149,7 +152,8 @@ ag_use_openblas <- function(path) .use_openblas(path, "ag_use_openblas()")  # ag
 
 .use_openblas <- function(path, fn) {
   if (!is.character(path) || length(path) != 1L || !file.exists(path))
-    stop(fn, ": path must name an existing libscipy_openblas shared library", call. = FALSE)
+    .arg_fail("argument", "%s: path must name an existing libscipy_openblas shared library, got %s",
+              fn, .arg_show(path))
   dll <- dyn.load(path, local = TRUE, now = TRUE)
   sym <- function(nm) getNativeSymbolInfo(nm, dll)$address
   .pg$blas_dll <- dll

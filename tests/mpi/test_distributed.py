@@ -232,6 +232,8 @@ def test_fit_distributed_refuses_what_ag_fit_lacks(monkeypatch):
     m, X, Y = MLP(4, 3, 2, seed=0), *regression_data(8)
     cases = [
         (dict(max_norm=1.0), "max_norm=1.0 is not supported.*DistributedOptimizer"),
+        (dict(max_norm=float("nan")), "max_norm=nan is not supported"),
+        (dict(max_norm=-float("inf")), "max_norm=-inf is not supported"),
         (dict(drop_last=False), "drop_last=False is not supported.*drop_last=True"),
         (dict(verbose=5), "verbose=5 is not supported"),
     ]

@@ -172,7 +172,7 @@ def test_blas_names_are_one_pair_in_both_languages():
         assert pg.use_blas("builtin") == "builtin"
         with pytest.raises(ValueError, match=r"^use_blas\(\): name must be"):
             pg.use_blas("mkl")
-        with pytest.raises(ValueError, match=r"^ag_set_blas\(\): name must be"):
+        with pytest.raises(pg.PyggmlrValueError, match=r"^ag_set_blas\(\): name must be"):
             pg.ag_set_blas("mkl")
     finally:
         pg.ag_set_blas("openblas" if prev.startswith("OpenBLAS") else "builtin")

@@ -206,6 +206,14 @@ test_that(paste0("GEMM backends: R's BLAS (dgemm and its sgemm) and the built-in
   expect_equal(ag_set_blas("default"), "builtin")
 })
 
+test_that("ag_set_blas refuses an unknown name or a missing library with a classed error", {
+  for (bad in list("nope", 3, NULL, NA_character_, c("builtin", "r")))
+    expect_error(ag_set_blas(bad), "^ag_set_blas\\(\\): name must be one of 'default', 'r'",
+                 class = "pyggmlr_value_error")
+  expect_error(ag_set_blas("openblas", "/no/such.so"), "got \"/no/such.so\"",
+               class = "pyggmlr_argument_error")
+})
+
 test_that("ag_set_blas(\"openblas\", path) is ag_use_openblas(path) under Python's name", {
   expect_error(ag_set_blas("openblas"),
                "^ag_set_blas\\(\\): path must name an existing libscipy_openblas")
