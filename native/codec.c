@@ -327,8 +327,10 @@ fail:
 int pg_file_kind(const char *path)
 {
     struct stat sb;
-    if (!path || stat(path, &sb)) return 0; /* stat never opens: a FIFO does not block it */
-    return S_ISREG(sb.st_mode) ? 1 : S_ISDIR(sb.st_mode) ? 2 : 3;
+    if (!path || stat(path, &sb)) return PG_FILE_KIND_MISSING; /* stat never opens a FIFO */
+    return S_ISREG(sb.st_mode) ? PG_FILE_KIND_REGULAR
+        : S_ISDIR(sb.st_mode)  ? PG_FILE_KIND_DIR
+                               : PG_FILE_KIND_OTHER;
 }
 
 #define VALID(f, i) ((f) && (i) >= 0 && (i) < (f)->n)

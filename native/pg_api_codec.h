@@ -16,12 +16,18 @@ typedef struct pg_st_file pg_st_file;
  * elements * itemsize, no overlaps, no gaps, no trailing bytes). On success *out holds the
  * open file; on failure *out is NULL and nothing stays open. */
 int pg_st_open(const char *path, pg_st_file **out);
-/* What path is, without opening it (a FIFO or device must not block a reader): 0 missing (or
- * not reachable), 1 regular file, 2 directory, 3 anything else (FIFO, device, socket). Model
- * files are read only from regular files (pg_st_open refuses the rest, checking the file it
- * opened); the front ends ask first to give their own errors and to keep R's readBin/readRDS
- * off FIFOs and devices. */
-int pg_file_kind(const char *path);
+/* What path is, without opening it (a FIFO or device must not block a reader): MISSING also
+ * for not reachable, OTHER for a FIFO, device or socket. Model files are read only from regular
+ * files (pg_st_open refuses the rest, checking the file it opened); the front ends ask first to
+ * give their own errors and to keep R's readBin/readRDS off FIFOs and devices. */
+enum pg_file_kind {
+    PG_FILE_KIND_MISSING = 0,
+    PG_FILE_KIND_REGULAR = 1,
+    PG_FILE_KIND_DIR = 2,
+    PG_FILE_KIND_OTHER = 3,
+    PG_FILE_KIND_COUNT
+};
+int pg_file_kind(const char *path); /* an enum pg_file_kind value */
 void pg_st_close(pg_st_file *f);
 
 int64_t pg_st_count(const pg_st_file *f);               /* tensors, in header order */

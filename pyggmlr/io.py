@@ -114,11 +114,11 @@ def _regular_file(path, fn):
     """The language's ordinary errors for a missing file or a directory; a FIFO, device or
     socket is refused before anything opens it (reading one would block or never end)."""
     kind = lib.pg_file_kind(os.fsencode(path))
-    if kind == 0:
+    if kind == lib.PG_FILE_KIND_MISSING:
         os.stat(path)  # FileNotFoundError / PermissionError with the system's text
-    if kind == 2:
+    if kind == lib.PG_FILE_KIND_DIR:
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-    if kind != 1:
+    if kind != lib.PG_FILE_KIND_REGULAR:
         raise PyggmlrValueError(
             f"{fn}: {os.fspath(path)!s}: not a regular file (a FIFO, device or socket): model files are regular files"
         )

@@ -302,39 +302,10 @@ def ag_rng() -> Generator:
     return Generator.current()
 
 
-def runif(n: Any, min: Any = 0.0, max: Any = 1.0) -> np.ndarray:
-    """R's runif from the current stream (see Generator.runif)."""
-    return _draw2(ffi.NULL, lib.pg_rng_runif, "runif", n, min, "min", max, "max")
-
-
-def rnorm(n: Any, mean: Any = 0.0, sd: Any = 1.0) -> np.ndarray:
-    """R's rnorm from the current stream (see Generator.rnorm)."""
-    return _draw2(ffi.NULL, lib.pg_rng_rnorm, "rnorm", n, mean, "mean", sd, "sd")
-
-
-def sample_int(
-    n: Any,
-    size: Optional[int] = None,
-    replace: bool = False,
-    prob: Optional[Any] = None,
-    use_hash: Optional[bool] = None,
-) -> np.ndarray:
-    """R's sample.int from the current stream (see Generator.sample_int)."""
-    return Generator.current().sample_int(n, size, replace, prob, use_hash)
-
-
-def sample(
-    x: Any, size: Optional[int] = None, replace: bool = False, prob: Optional[Any] = None
-) -> np.ndarray:
-    """R's sample from the current stream (see Generator.sample)."""
-    return Generator.current().sample(x, size, replace, prob)
-
-
-def get_state() -> np.ndarray:
-    """The current stream's state as R's .Random.seed (int32 [626])."""
-    return Generator.current().get_state()
-
-
-def set_state(state: Union[Sequence[int], np.ndarray]) -> None:
-    """Load R's .Random.seed (626 integers) into the current stream."""
-    Generator.current().set_state(state)
+# The module functions are bound methods of one Generator whose handle is NULL, the core's name
+# for the calling thread's current stream (numpy.random's functions are a hidden RandomState's).
+_current = Generator.__new__(Generator)
+_current._h = ffi.NULL
+runif, rnorm = _current.runif, _current.rnorm
+sample_int, sample = _current.sample_int, _current.sample
+get_state, set_state = _current.get_state, _current.set_state

@@ -41,7 +41,7 @@ SEXP R_pg_codes(void)
                                     {"ARG", PG_STATUS_ERR_ARG},
                                     {"IO", PG_STATUS_ERR_IO},
                                     {"MODIFIED", PG_STATUS_ERR_MODIFIED}};
-    static const r_code optim[] = {{"SGD", R_OPTIM_SGD}, {"ADAM", R_OPTIM_ADAM}};
+    static const r_code optim[] = {{"SGD", PG_OPTIM_KIND_SGD}, {"ADAM", PG_OPTIM_KIND_ADAM}};
     static const r_code sched[] = {{"STEP", PG_SCHED_KIND_STEP},
                                    {"COSINE", PG_SCHED_KIND_COSINE},
                                    {"CYCLIC", PG_SCHED_KIND_CYCLIC},
@@ -58,10 +58,10 @@ SEXP R_pg_codes(void)
                                  {"RELU", PG_UNARY_OP_RELU},
                                  {"SIGMOID", PG_UNARY_OP_SIGMOID},
                                  {"TANH", PG_UNARY_OP_TANH}};
-    static const r_code file[] = {{"MISSING", R_FILE_MISSING},
-                                  {"REGULAR", R_FILE_REGULAR},
-                                  {"DIR", R_FILE_DIR},
-                                  {"OTHER", R_FILE_OTHER}};
+    static const r_code file[] = {{"MISSING", PG_FILE_KIND_MISSING},
+                                  {"REGULAR", PG_FILE_KIND_REGULAR},
+                                  {"DIR", PG_FILE_KIND_DIR},
+                                  {"OTHER", PG_FILE_KIND_OTHER}};
     static const r_code tape[] = {{"BEGIN", R_TAPE_BEGIN}, {"END", R_TAPE_END},
                                   {"CLEAR", R_TAPE_CLEAR}, {"DEPTH", R_TAPE_DEPTH},
                                   {"NODES", R_TAPE_NODES}, {"ENABLED", R_TAPE_ENABLED}};

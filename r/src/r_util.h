@@ -29,8 +29,6 @@ enum r_scope_req {
     R_SCOPE_ABORT
 };
 enum r_ckpt_req { R_CKPT_STASH, R_CKPT_UNSTASH, R_CKPT_SEED };
-enum r_optim_kind { R_OPTIM_SGD = 0, R_OPTIM_ADAM = 1 };
-enum r_file_kind { R_FILE_MISSING = 0, R_FILE_REGULAR = 1, R_FILE_DIR = 2, R_FILE_OTHER = 3 };
 
 /* the one creator: wraps a NEW reference (ownership passes to R); NULL p -> R error with the
  * core's message */

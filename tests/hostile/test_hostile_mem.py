@@ -132,9 +132,9 @@ def test_core_open_refuses_fifo_itself(tmp_path):
     fifo = tmp_path / "g.fifo"
     os.mkfifo(fifo)
     h = ffi.new("pg_st_file **")
-    assert lib.pg_file_kind(str(fifo).encode()) == 3
-    assert lib.pg_file_kind(b"/nonexistent/x") == 0
-    assert lib.pg_file_kind(str(tmp_path).encode()) == 2
+    assert lib.pg_file_kind(str(fifo).encode()) == lib.PG_FILE_KIND_OTHER
+    assert lib.pg_file_kind(b"/nonexistent/x") == lib.PG_FILE_KIND_MISSING
+    assert lib.pg_file_kind(str(tmp_path).encode()) == lib.PG_FILE_KIND_DIR
     assert lib.pg_st_open(str(fifo).encode(), h) == lib.PG_STATUS_ERR_VALUE
     assert "not a regular file" in ffi.string(lib.pg_last_error()).decode()
     lib.pg_clear_error()
