@@ -53,7 +53,7 @@
     for (i in seq_along(params)) params[[i]]$grad <- saved[[i]]
   }, add = TRUE)
   gc(verbose = FALSE)
-  base <- .Call(R_pg_memory_stats)[[6L]]
+  base <- .Call(R_pg_memory_stats)[["total"]]
   .Call(R_pg_memory_reset_peak)
   if (!is.null(x)) {
     if (is_ag_tensor(x)) { xt <- x; extra <- extra + .nbytes(x) } else xt <- ag_tensor(x,
@@ -71,7 +71,7 @@
     loss <- loss_fn(out, yt)
   })
   grads <- backward(loss)
-  peak <- .Call(R_pg_memory_stats)[[7L]] - base
+  peak <- .Call(R_pg_memory_stats)[["peak"]] - base
   m <- get(".map", envir = grads, inherits = FALSE)
   gradients <- sum(vapply(params,
                           function(t) if (is.null(.Call(R_pg_gradmap_get, m,

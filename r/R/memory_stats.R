@@ -1,23 +1,19 @@
 # The core allocator's counters, as Python's ag_memory_stats / ag_memory_peak /
 # ag_memory_reset_peak / ag_memory_trim report them (the same C calls), and the kernels' threads.
 
-.MEM_CATEGORIES <- c("param", "grad", "optim", "saved", "other")
-
+# the C glue names every count (r/src/r_tensor.c, r_memory.c): categories in enum order
 ag_memory_stats <- function() {
   v <- .Call(R_pg_memory_stats)
   peaks <- .Call(R_pg_memory_category_peaks)
-  res <- lapply(seq_along(.MEM_CATEGORIES), function(i) list(current = v[[i]], peak = peaks[[i]]))
-  names(res) <- .MEM_CATEGORIES
-  res$total <- list(current = v[[6L]], peak = v[[7L]])
-  res$live_tensors <- v[[8L]]
-  res$live_gradmaps <- v[[9L]]
-  res$live_optimizers <- v[[10L]]
-  res$tape_nodes <- v[[11L]]
+  res <- lapply(names(peaks), function(k) list(current = v[[k]], peak = peaks[[k]]))
+  names(res) <- names(peaks)
+  res$total <- list(current = v[["total"]], peak = v[["peak"]])
+  for (k in c("live_tensors", "live_gradmaps", "live_optimizers", "tape_nodes")) res[[k]] <- v[[k]]
   res$cached <- .Call(R_pg_memory_cached)
   res
 }
 
-ag_memory_peak <- function() .Call(R_pg_memory_stats)[[7L]]
+ag_memory_peak <- function() .Call(R_pg_memory_stats)[["peak"]]
 
 ag_memory_reset_peak <- function() {
   .Call(R_pg_memory_reset_peak)

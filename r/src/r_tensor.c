@@ -299,14 +299,26 @@ SEXP R_pg_memory_stats(void)
 {
     pg_memory_counts c;
     r_check(pg_memory_stats(&c));
-    /* c(current bytes per category, total, peak, live tensors, maps, optimizers, tape nodes) */
-    const int64_t v[11] = {c.current[0],    c.current[1],  c.current[2], c.current[3],
-                           c.current[4],    c.total,       c.peak,       c.live_tensors,
-                           c.live_gradmaps, c.live_optims, c.tape_nodes};
-    SEXP out = PROTECT(Rf_allocVector(REALSXP, 11));
-    for (int i = 0; i < 11; i++) REAL(out)[i] = (double)v[i];
-    UNPROTECT(1);
-    return out;
+    /* named, read by name in R: bytes per category (r_memory.c's names), then the totals */
+    const int64_t v[] = {c.total,         c.peak,        c.live_tensors,
+                         c.live_gradmaps, c.live_optims, c.tape_nodes};
+    static const char *const nm[] = {
+        "total", "peak", "live_tensors", "live_gradmaps", "live_optimizers", "tape_nodes"};
+    const int nc = PG_MEM_CATEGORY_COUNT, nv = (int)(sizeof v / sizeof v[0]);
+    SEXP out = PROTECT(r_mem_categories(c.current)), names = Rf_getAttrib(out, R_NamesSymbol);
+    SEXP all = PROTECT(Rf_allocVector(REALSXP, nc + nv)),
+         an = PROTECT(Rf_allocVector(STRSXP, nc + nv));
+    for (int i = 0; i < nc; i++) {
+        REAL(all)[i] = REAL(out)[i];
+        SET_STRING_ELT(an, i, STRING_ELT(names, i));
+    }
+    for (int i = 0; i < nv; i++) {
+        REAL(all)[nc + i] = (double)v[i];
+        SET_STRING_ELT(an, nc + i, Rf_mkChar(nm[i]));
+    }
+    Rf_setAttrib(all, R_NamesSymbol, an);
+    UNPROTECT(3);
+    return all;
 }
 
 /* ---- BLAS ---- */

@@ -58,6 +58,7 @@ pg_tensor **r_handle_array(SEXP lst, const char *op);
 /* an unnamed list of the n values in items (each kept protected by the caller) */
 SEXP r_list(int n, const SEXP *items);
 /* an R double vector of the n counts in v (exact up to 2^53) */
+SEXP r_mem_categories(const int64_t *v); /* r_memory.c: PG_MEM_CATEGORY_COUNT, named */
 SEXP r_counts(const int64_t *v, R_xlen_t n);
 
 /* ag_tensor environments, built here rather than in R (R-side construction was most of a small
