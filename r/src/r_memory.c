@@ -2,27 +2,18 @@
  * memory.py), and the kernels' thread count. */
 #include "r_util.h"
 
-/* bytes per enum pg_mem_category, named: c(param =, grad =, optim =, saved =, other =) */
-SEXP r_mem_categories(const int64_t *v)
-{
-    static const char *const nm[PG_MEM_CATEGORY_COUNT] = {[PG_MEM_CATEGORY_PARAM] = "param",
-                                                          [PG_MEM_CATEGORY_GRAD] = "grad",
-                                                          [PG_MEM_CATEGORY_OPTIM] = "optim",
-                                                          [PG_MEM_CATEGORY_SAVED] = "saved",
-                                                          [PG_MEM_CATEGORY_OTHER] = "other"};
-    SEXP out = PROTECT(r_counts(v, PG_MEM_CATEGORY_COUNT));
-    SEXP names = PROTECT(Rf_allocVector(STRSXP, PG_MEM_CATEGORY_COUNT));
-    for (int i = 0; i < PG_MEM_CATEGORY_COUNT; i++) SET_STRING_ELT(names, i, Rf_mkChar(nm[i]));
-    Rf_setAttrib(out, R_NamesSymbol, names);
-    UNPROTECT(2);
-    return out;
-}
+const char *const r_mem_categories[PG_MEM_CATEGORY_COUNT] = {[PG_MEM_CATEGORY_PARAM] = "param",
+                                                             [PG_MEM_CATEGORY_GRAD] = "grad",
+                                                             [PG_MEM_CATEGORY_OPTIM] = "optim",
+                                                             [PG_MEM_CATEGORY_SAVED] = "saved",
+                                                             [PG_MEM_CATEGORY_OTHER] = "other"};
 
+/* peak bytes per category, named as R's ag_memory_stats() reports them */
 SEXP R_pg_memory_category_peaks(void)
 {
     int64_t v[PG_MEM_CATEGORY_COUNT] = {0};
     r_check(pg_memory_category_peaks(v, PG_MEM_CATEGORY_COUNT));
-    return r_mem_categories(v);
+    return r_named_counts(v, r_mem_categories, PG_MEM_CATEGORY_COUNT);
 }
 
 SEXP R_pg_memory_cached(void) { return Rf_ScalarReal((double)pg_memory_cached()); }

@@ -299,26 +299,17 @@ SEXP R_pg_memory_stats(void)
 {
     pg_memory_counts c;
     r_check(pg_memory_stats(&c));
-    /* named, read by name in R: bytes per category (r_memory.c's names), then the totals */
-    const int64_t v[] = {c.total,         c.peak,        c.live_tensors,
-                         c.live_gradmaps, c.live_optims, c.tape_nodes};
-    static const char *const nm[] = {
-        "total", "peak", "live_tensors", "live_gradmaps", "live_optimizers", "tape_nodes"};
-    const int nc = PG_MEM_CATEGORY_COUNT, nv = (int)(sizeof v / sizeof v[0]);
-    SEXP out = PROTECT(r_mem_categories(c.current)), names = Rf_getAttrib(out, R_NamesSymbol);
-    SEXP all = PROTECT(Rf_allocVector(REALSXP, nc + nv)),
-         an = PROTECT(Rf_allocVector(STRSXP, nc + nv));
-    for (int i = 0; i < nc; i++) {
-        REAL(all)[i] = REAL(out)[i];
-        SET_STRING_ELT(an, i, STRING_ELT(names, i));
+    /* named, read by name in R: bytes per category, then the totals and live counts */
+    enum { NC = PG_MEM_CATEGORY_COUNT, N = NC + 6 };
+    int64_t v[N] = {[NC] = c.total,  c.peak,        c.live_tensors,
+                    c.live_gradmaps, c.live_optims, c.tape_nodes};
+    const char *nm[N] = {[NC] = "total",    "peak",      "live_tensors", "live_gradmaps",
+                         "live_optimizers", "tape_nodes"};
+    for (int i = 0; i < NC; i++) {
+        v[i] = c.current[i];
+        nm[i] = r_mem_categories[i];
     }
-    for (int i = 0; i < nv; i++) {
-        REAL(all)[nc + i] = (double)v[i];
-        SET_STRING_ELT(an, nc + i, Rf_mkChar(nm[i]));
-    }
-    Rf_setAttrib(all, R_NamesSymbol, an);
-    UNPROTECT(3);
-    return all;
+    return r_named_counts(v, nm, N);
 }
 
 /* ---- BLAS ---- */

@@ -367,3 +367,12 @@ SEXP r_counts(const int64_t *v, R_xlen_t n)
     for (R_xlen_t i = 0; i < n; i++) REAL(out)[i] = (double)v[i];
     return out;
 }
+
+SEXP r_named_counts(const int64_t *v, const char *const *names, int n)
+{
+    SEXP out = PROTECT(r_counts(v, n)), nm = PROTECT(Rf_allocVector(STRSXP, n));
+    for (int i = 0; i < n; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+    Rf_setAttrib(out, R_NamesSymbol, nm);
+    UNPROTECT(2);
+    return out;
+}

@@ -57,9 +57,11 @@ double r_num(SEXP x, const char *what);
 pg_tensor **r_handle_array(SEXP lst, const char *op);
 /* an unnamed list of the n values in items (each kept protected by the caller) */
 SEXP r_list(int n, const SEXP *items);
-/* an R double vector of the n counts in v (exact up to 2^53) */
-SEXP r_mem_categories(const int64_t *v); /* r_memory.c: PG_MEM_CATEGORY_COUNT, named */
+/* an R double vector of the n counts in v (exact up to 2^53); named: names[i] on v[i] */
 SEXP r_counts(const int64_t *v, R_xlen_t n);
+SEXP r_named_counts(const int64_t *v, const char *const *names, int n);
+/* r_memory.c: the names of enum pg_mem_category, in its order */
+extern const char *const r_mem_categories[PG_MEM_CATEGORY_COUNT];
 
 /* ag_tensor environments, built here rather than in R (R-side construction was most of a small
  * model's training step): one binding, `.ptr`; the fields are served by r_tensor_field.
