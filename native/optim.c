@@ -12,7 +12,9 @@
 #include <string.h>
 #include "pg.h"
 
-/* Fused Adam update, one pass: m, v, then w (decoupled decay first). C's sqrt() may set errno,
+/* Fused Adam update, one pass: m, v, then w (decoupled decay first). c1 = 1 - beta1 and
+ * c2 = 1 - beta2 come formed in double and rounded once, as PyTorch's scalars: 1 - 0.999f is
+ * 9.99987e-4, which made early f32 steps 6.7e-6 too large against the double bias correction. C's sqrt() may set errno,
  * which stops the compiler from vectorising a loop that calls it; the SIMD square root gives the
  * same correctly rounded result without that and needs no build flag (R and Python alike). The
  * vector bodies (SSE2, AVX2, AVX-512: the widest the CPU has) and the scalar tail do the same
@@ -21,8 +23,8 @@
 #define ADAM_SCALAR(T, SQRT)                                                                       \
     for (; k < n; k++) {                                                                           \
         T gv = g[k] / gs;                                                                          \
-        m[k] = b1 * m[k] + (1 - b1) * gv;                                                          \
-        v[k] = b2 * v[k] + (1 - b2) * gv * gv;                                                     \
+        m[k] = b1 * m[k] + c1 * gv;                                                                \
+        v[k] = b2 * v[k] + c2 * gv * gv;                                                           \
         T den = SQRT(v[k]) * rc2 + eps;                                                            \
         if (decay != 0) w[k] -= decay * w[k];                                                      \
         w[k] -= m[k] * sc / den;                                                                   \
@@ -31,8 +33,8 @@
 /* The vector body, written once: V the vector type, P the intrinsic prefix (_mm, _mm256,
  * _mm512), SUF the suffix (ps / pd), W the lanes per vector. */
 #define ADAM_SIMD(V, P, SUF, W)                                                                    \
-    const V B1 = P##_set1_##SUF(b1), C1 = P##_set1_##SUF(1 - b1), B2 = P##_set1_##SUF(b2),         \
-            C2 = P##_set1_##SUF(1 - b2), GS = P##_set1_##SUF(gs), SC = P##_set1_##SUF(sc),         \
+    const V B1 = P##_set1_##SUF(b1), C1 = P##_set1_##SUF(c1), B2 = P##_set1_##SUF(b2),             \
+            C2 = P##_set1_##SUF(c2), GS = P##_set1_##SUF(gs), SC = P##_set1_##SUF(sc),             \
             RC2 = P##_set1_##SUF(rc2), EPS = P##_set1_##SUF(eps), DEC = P##_set1_##SUF(decay);     \
     for (; k + (W) <= n; k += (W)) {                                                               \
         V gv = P##_div_##SUF(P##_loadu_##SUF(g + k), GS);                                          \
@@ -49,8 +51,8 @@
     }
 
 #define ADAM_ARGS(T)                                                                               \
-    (T *restrict w, T *restrict m, T *restrict v, const T *restrict g, int64_t n, T b1, T b2,      \
-     T eps, T gs, T sc, T rc2, T decay)
+    (T *restrict w, T *restrict m, T *restrict v, const T *restrict g, int64_t n, T b1, T c1,      \
+     T b2, T c2, T eps, T gs, T sc, T rc2, T decay)
 #define ADAM_FN(NAME, T, SQRT, ATTR, BODY)                                                         \
     ATTR static void NAME ADAM_ARGS(T)                                                             \
     {                                                                                              \
@@ -434,11 +436,11 @@ static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
         const int sel = pg_simd_level();
         if (p->dtype == PG_DTYPE_F32)
             adam_f32[sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, (float)o->beta1,
-                          (float)o->beta2, (float)o->eps, (float)gscale, (float)sc, (float)rc2,
-                          (float)decay);
+                          (float)(1 - o->beta1), (float)o->beta2, (float)(1 - o->beta2),
+                          (float)o->eps, (float)gscale, (float)sc, (float)rc2, (float)decay);
         else
-            adam_f64[sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, o->beta1, o->beta2,
-                          o->eps, gscale, sc, rc2, decay);
+            adam_f64[sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, o->beta1, 1 - o->beta1,
+                          o->beta2, 1 - o->beta2, o->eps, gscale, sc, rc2, decay);
     }
     return 0;
 }

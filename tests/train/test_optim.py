@@ -139,8 +139,8 @@ def np_adam_as_core(w, m, v, g, t, lr, b1, b2, eps, wd, dt):
     bc1, bc2 = 1 - b1**t, 1 - b2**t
     sc, rc2 = c(lr / bc1), c(1 / math.sqrt(bc2))
     g = g * c(1.0)
-    m[:] = c(b1) * m + (c(1) - c(b1)) * g  # 1 - beta in the parameter's dtype, as in C
-    v[:] = c(b2) * v + (c(1) - c(b2)) * g * g
+    m[:] = c(b1) * m + c(1 - b1) * g  # 1 - beta formed in double, rounded once (issue 28)
+    v[:] = c(b2) * v + c(1 - b2) * g * g
     den = np.sqrt(v) * rc2 + c(eps)
     if wd:
         w -= c(lr * wd) * w
