@@ -5,8 +5,6 @@
 #include <string.h>
 #include "pg.h"
 
-void pg_softmax_cols(int dtype, const void *x, void *p, int64_t R, int64_t C);
-
 #define CE_CLAMP 1e-7
 
 /* A loss is a mean over elements or columns: empty input has none, so it is an error. */
@@ -63,13 +61,21 @@ static int loss_bw(pg_node *n, pg_tensor *g, int kind)
         if (kind == LOSS_MSE) { /* saved: diff */
             const T *df = pg_data(n->saved[0]);
             PG_STORE_LOOP(acc, N, d, s * df[i]);
-        } else if (kind == LOSS_CE) { /* saved: target */
+        } else if (kind == LOSS_CE) { /* saved: target; a clamped p is a constant (gradient 0),
+                                       * as the derivative of the clamped loss (and PyTorch's) */
             const T *p = pg_data(x), *t = pg_data(n->saved[0]);
             const T lo = (T)CE_CLAMP, hi = (T)(1 - CE_CLAMP);
-            PG_STORE_LOOP(acc, N, d, -t[i] / (p[i] < lo ? lo : (p[i] > hi ? hi : p[i])) * s);
-        } else { /* saved: softmax, target */
+            PG_STORE_LOOP(acc, N, d, (p[i] >= lo && p[i] <= hi) ? -t[i] / p[i] * s : (T)0);
+        } else { /* saved: softmax, target. d/dx of sum t (lse - x) is st * p - t, st the column's
+                  * target sum: p - t exactly when st is 1 (one-hot, proper soft labels) */
             const T *pp = pg_data(n->saved[0]), *t = pg_data(n->saved[1]);
-            PG_STORE_LOOP(acc, N, d, (pp[i] - t[i]) * s);
+            const int64_t K = x->ne[0], B = x->ne[1];
+            for (int64_t j = 0; j < B; j++) {
+                const T *pc = pp + j * K, *tc = t + j * K, st = (T)pg_vsum(x->dtype, tc, K);
+                T *dc = d + j * K;
+                if (st == 1) PG_STORE_LOOP(acc, K, dc, (pc[i] - tc[i]) * s);
+                else PG_STORE_LOOP(acc, K, dc, (st * pc[i] - tc[i]) * s);
+            }
         }
     });
     return 0;
@@ -147,21 +153,37 @@ pg_tensor *pg_cross_entropy_loss(pg_tensor *pred, pg_tensor *target)
     return pg_op_run("cross_entropy_loss", ce_fw, ce_bw, out, 1, &pred, p, NULL, 1, &target);
 }
 
-/* ---- fused softmax + cross-entropy on logits: grad (p - t) / ncol ---- */
+/* ---- fused softmax + cross-entropy on logits: grad (sum(t) p - t) / ncol ---- */
 
 static int sce_bw(pg_node *n, pg_tensor *g) { return loss_bw(n, g, LOSS_SCE); }
+
+/* The softmax of the logits into p, and in *mx, *ls (scratch, B each) the column max and the
+ * log of the column's sum of exps: -log p[i] = ls - (x[i] - mx), exact, with no clamp (ggmlR caps
+ * each term at -log(1e-7) = 16.1; a logit gap of 50 costs 50 here). */
+static int sce_softmax(pg_tensor *logits, pg_tensor *p, double **mx, double **ls)
+{
+    int64_t B = logits->ne[1];
+    *mx = pg_scratch((size_t)(2 * B + 1) * sizeof(double));
+    if (!*mx)
+        return pg_fail(PG_STATUS_ERR_NOMEM,
+                       "ag_softmax_cross_entropy_loss: out of memory for %lld columns",
+                       (long long)B);
+    *ls = *mx + B;
+    pg_softmax_cols_lse(logits->dtype, pg_data(logits), pg_data(p), logits->ne[0], B, *mx, *ls);
+    return 0;
+}
 
 static int sce_fw(pg_node *n)
 {
     pg_tensor *logits = n->in[0], *p = n->saved[0], *target = n->saved[1];
-    int64_t N = pg_numel(logits), B = logits->ne[1];
-    pg_softmax_cols(logits->dtype, pg_data(logits), pg_data(p), logits->ne[0], B);
-    double s = 0;
+    int64_t K = logits->ne[0], B = logits->ne[1];
+    double *mx = NULL, *ls = NULL, s = 0;
+    if (sce_softmax(logits, p, &mx, &ls)) return -1;
     PG_DISPATCH(logits->dtype, {
-        const T *pp = pg_data(p), *t = pg_data(target);
-        const T lo = (T)CE_CLAMP;
-        for (int64_t i = 0; i < N; i++)
-            if (t[i] != 0) s -= (double)t[i] * (double)log(pp[i] < lo ? lo : pp[i]);
+        const T *x = pg_data(logits), *t = pg_data(target);
+        for (int64_t j = 0; j < B; j++) /* a class of weight 0 costs nothing, even at -Inf */
+            for (int64_t i = j * K; i < (j + 1) * K; i++)
+                if (t[i] != 0) s += (double)t[i] * (ls[j] - ((double)x[i] - mx[j]));
     });
     pg_scalar_set(n->out, s / (double)B);
     return 0;
@@ -230,16 +252,14 @@ static int sce_ids_fw(pg_node *n)
     pg_tensor *logits = n->in[0], *ids = n->in[1], *p = n->saved[0];
     if (ids_check(logits, ids)) return -1;
     int64_t K = logits->ne[0], B = logits->ne[1];
-    pg_softmax_cols(logits->dtype, pg_data(logits), pg_data(p), K, B);
-    double s = 0;
+    double *mx = NULL, *ls = NULL, s = 0;
+    if (sce_softmax(logits, p, &mx, &ls)) return -1;
     PG_DISPATCH(logits->dtype, {
-        const T *pp = pg_data(p);
-        const T lo = (T)CE_CLAMP;
-        for (int64_t j = 0; j < B; j++) {
+        const T *x = pg_data(logits);
+        for (int64_t j = 0; j < B; j++) { /* the one-hot rule's terms, in its order */
             int64_t c = ids->dtype == PG_DTYPE_F32 ? (int64_t)((const float *)pg_data(ids))[j]
                                                    : (int64_t)((const double *)pg_data(ids))[j];
-            T v = pp[c + j * K];
-            s -= (double)(T)1 * (double)log(v < lo ? lo : v);
+            s += ls[j] - ((double)x[c + j * K] - mx[j]);
         }
     });
     pg_scalar_set(n->out, s / (double)B);

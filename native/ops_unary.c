@@ -15,6 +15,14 @@ static const char *unary_label[] = {"relu", "sigmoid", "tanh",    "gelu",
  * pg_vsum's fixed order and the division. The serial max and sum were most of its time. */
 void pg_softmax_cols(int dtype, const void *x, void *p, int64_t R, int64_t C)
 {
+    pg_softmax_cols_lse(dtype, x, p, R, C, NULL, NULL);
+}
+
+/* mx, lsum (optional, C each): the column's max and log of its double sum of exps, so that
+ * log(p[i]) = (x[i] - mx) - lsum exactly, unclamped, for the cross-entropy losses. */
+void pg_softmax_cols_lse(int dtype, const void *x, void *p, int64_t R, int64_t C, double *mx_out,
+                         double *lsum)
+{
     PG_DISPATCH(dtype, {
         const T *xp = x;
         T *pp = p;
@@ -34,11 +42,14 @@ void pg_softmax_cols(int dtype, const void *x, void *p, int64_t R, int64_t C)
                 for (int l = 0; l < 16; l++) mx = lm[l] > mx ? lm[l] : mx;
             }
             for (int64_t i = 0; i < R; i++) pc[i] = xc[i] - mx;
+            if (mx_out) mx_out[j] = (double)mx;
         }
         pg_vexp(dtype, pp, pp, R * C);
         for (int64_t j = 0; j < C; j++) {
             T *pc = pp + j * R;
-            const T s = (T)pg_vsum(dtype, pc, R);
+            const double sd = pg_vsum(dtype, pc, R);
+            const T s = (T)sd;
+            if (lsum) lsum[j] = log(sd);
             for (int64_t i = 0; i < R; i++) pc[i] /= s;
         }
     });
@@ -55,16 +66,17 @@ static int unary_bw(pg_node *n, pg_tensor *g)
         T *d = slot;
         const T *gp = pg_data(g), *xp = pg_data(x), *op = pg_data(o);
         switch ((int)n->ip[0]) {
-        case PG_UNARY_OP_RELU: /* both loads unconditional, so the select vectorises */
+        case PG_UNARY_OP_RELU: /* both loads unconditional, so the select vectorises; a NaN
+                                * input passes its gradient (PyTorch's threshold rule) */
             if (acc)
                 for (int64_t i = 0; i < N; i++) {
                     T gv = gp[i];
-                    d[i] += op[i] > 0 ? gv : (T)0;
+                    d[i] += op[i] <= 0 ? (T)0 : gv;
                 }
             else
                 for (int64_t i = 0; i < N; i++) {
                     T gv = gp[i];
-                    d[i] = op[i] > 0 ? gv : (T)0;
+                    d[i] = op[i] <= 0 ? (T)0 : gv;
                 }
             break;
         case PG_UNARY_OP_SIGMOID: PG_STORE_LOOP(acc, N, d, gp[i] * op[i] * (1 - op[i])); break;

@@ -148,7 +148,12 @@ void pg_vtanh(int dtype, const void *x, void *y, int64_t n);
 int pg_unary_act(int dtype, int op, const void *x, void *y, int64_t n);
 void pg_vlog(int dtype, const void *x, void *y, int64_t n);
 double pg_vsum(int dtype, const void *x, int64_t n); /* in double, in a fixed order (vmath.c) */
-void *pg_obj_new(size_t sz);                         /* zeroed; sizes share the buffer cache */
+/* column softmax of x [R, C] into p (ops_unary.c); _lse also gives each column's max and the log
+ * of its sum of exps (either may be NULL) */
+void pg_softmax_cols(int dtype, const void *x, void *p, int64_t R, int64_t C);
+void pg_softmax_cols_lse(int dtype, const void *x, void *p, int64_t R, int64_t C, double *mx,
+                         double *lsum);
+void *pg_obj_new(size_t sz); /* zeroed; sizes share the buffer cache */
 void pg_obj_free(void *p, size_t sz);
 
 /* ---- memory.c: the gradient lock ----

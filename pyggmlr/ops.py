@@ -226,8 +226,9 @@ ag_neg = _unary(
 def ag_pow(x: ArrayLike, p: float) -> Tensor:
     """Elementwise x ** p for a constant scalar p (also the ``**`` operator).
 
-    Args: x: a tensor or numeric data [rows, cols]; p: a number (a fractional p of a negative
-    x gives nan, as IEEE).
+    Args: x: a tensor or numeric data [rows, cols]; p: a number. As C's pow and PyTorch: a
+    fractional p of a negative finite x gives nan, while -0 and -Inf follow IEEE's signs rules
+    (``(-0) ** 0.5`` is 0, ``(-inf) ** 0.5`` is inf).
     Returns: a new tensor of x's shape; gradient g p x^(p - 1).
     Raises: ArgumentError when p is not a number."""
     op = "ag_pow"
@@ -348,7 +349,8 @@ def ag_cross_entropy_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
 
     Args: pred: probabilities [classes, batch] (e.g. ag_softmax output); target: one-hot or
     soft labels of the same shape.
-    Returns: a [1, 1] tensor (mean over the batch columns).
+    Returns: a [1, 1] tensor (mean over the batch columns); gradient -t / pred / ncol where pred
+    lies in [1e-7, 1 - 1e-7], 0 where the clamp holds it (the clamped loss's derivative).
     Raises: ShapeError when the shapes differ, DTypeError on mixed dtypes. For logits use
     ag_softmax_cross_entropy_loss (fused and stable)."""
     op = "ag_cross_entropy_loss"
@@ -378,7 +380,9 @@ def ag_softmax_cross_entropy_loss(logits: ArrayLike, target: ArrayLike) -> Tenso
     Args: logits: [classes, batch] (unnormalised scores); target: a one-hot / soft-label
     matrix of the logits' shape, or 0-based class ids, one per column (an integer array or
     tensor, a 1-D vector, or a [1, batch] row).
-    Returns: a [1, 1] tensor, the mean over the batch; gradient (softmax(logits) - t) / batch.
+    Returns: a [1, 1] tensor, the mean over the batch of -sum(t * log_softmax(logits)) (exact,
+    no clamp); gradient (sum(t) softmax(logits) - t) / batch per column, (softmax - t) / batch
+    for one-hot or normalised targets.
     Raises: ShapeError when target is neither the logits' shape nor batch ids,
     PyggmlrValueError for non-integer or out-of-range ids, ArgumentError for ids of a
     non-numeric dtype."""

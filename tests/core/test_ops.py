@@ -394,4 +394,4 @@ def test_softmax_ce_stable_for_huge_logits():
     z = pg.ag_tensor([[1000.0], [-1000.0]], dtype="f64")
     assert pg.ag_softmax_cross_entropy_loss(z, [0]).item() == 0.0
     big = pg.ag_softmax_cross_entropy_loss(z, [1]).item()
-    assert math.isfinite(big) and big == pytest.approx(-math.log(1e-7))
+    assert big == 2000.0  # the exact log-sum-exp, not ggmlR's cap -log(1e-7) (issue 28)

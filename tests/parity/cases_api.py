@@ -101,17 +101,25 @@ def _loss_inputs(rng):
     onehot[ids, np.arange(6)] = 1.0
     probs = rng.uniform(0.05, 1.0, size=(4, 6))
     probs /= probs.sum(axis=0, keepdims=True)
-    return {"logits": logits, "ids": ids, "onehot": onehot, "probs": probs, "target": _u(rng, 4, 6)}
+    masked = probs * np.array([0.0, 2.0, 1.0, 0.5, 1.0, 1.0])  # column sums 0, 2, 1, 0.5: issue 28
+    return {
+        "logits": logits,
+        "ids": ids,
+        "onehot": onehot,
+        "probs": probs,
+        "target": _u(rng, 4, 6),
+        "masked": masked,
+    }
 
 
-def _loss_case(name, f):
+def _loss_case(name, f, ggmlr=True):
     def fn(P, d, steps):
         x = P.ag_param(d["logits"])
         loss = P.tape(lambda: f(P, x, d))
         g = P.backward(loss)
         return [{"loss": P.np(loss), "grad": P.grad(g, x)}]
 
-    CASES.append(Case(f"loss:{name}", "loss", fn, 1, _loss_inputs))
+    CASES.append(Case(f"loss:{name}", "loss", fn, 1, _loss_inputs, ggmlr=ggmlr))
 
 
 _loss_case("mse", lambda P, x, d: P.ag_mse_loss(x, d["target"]))
@@ -119,6 +127,23 @@ _loss_case("cross_entropy", lambda P, x, d: P.ag_cross_entropy_loss(P.ag_softmax
 _loss_case("softmax_ce one-hot", lambda P, x, d: P.ag_softmax_cross_entropy_loss(x, d["onehot"]))
 _loss_case("softmax_ce soft labels", lambda P, x, d: P.ag_softmax_cross_entropy_loss(x, d["probs"]))
 _loss_case("softmax_ce ids", lambda P, x, d: P.ag_softmax_cross_entropy_loss(x, d["ids"]))
+# issue 28, where ggmlR 0.8.6 differs: no 1e-7 cap on saturated logits (x 40: gaps up to 160),
+# the gradient of unnormalised soft targets, and cross-entropy's gradient 0 where its clamp holds
+_loss_case(
+    "softmax_ce saturated",
+    lambda P, x, d: P.ag_softmax_cross_entropy_loss(P.ag_scale(x, 40.0), d["ids"]),
+    ggmlr=False,
+)
+_loss_case(
+    "softmax_ce unnormalised soft labels",
+    lambda P, x, d: P.ag_softmax_cross_entropy_loss(x, d["masked"]),
+    ggmlr=False,
+)
+_loss_case(
+    "cross_entropy clamped",
+    lambda P, x, d: P.ag_cross_entropy_loss(P.ag_softmax(P.ag_scale(x, 40.0)), d["onehot"]),
+    ggmlr=False,
+)
 
 
 # ---- optimizers, schedulers, clipping: a two-layer MLP trained for several steps -------------
