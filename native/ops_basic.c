@@ -158,7 +158,7 @@ static int bin_grad(pg_node *n, pg_tensor *g, int which)
         else if (kind == BIN_MUL && which == 0) BIN_GRAD_LOOP(gv * xb);
         else if (kind == BIN_MUL) BIN_GRAD_LOOP(gv * xa);
         else if (which == 0) BIN_GRAD_LOOP(gv / xb);
-        else BIN_GRAD_LOOP(-gv * xa / (xb * xb));
+        else BIN_GRAD_LOOP(-gv * (xa / xb) / xb); /* xb * xb over/underflows past 1e154 */
     });
     return 0;
 }
@@ -278,7 +278,7 @@ static int linear_bw(pg_node *n, pg_tensor *g)
             case PG_UNARY_OP_RELU:
                 for (int64_t i = 0; i < N; i++) {
                     T gv = gp[i];
-                    d[i] = op[i] > 0 ? gv : (T)0;
+                    d[i] = op[i] <= 0 ? (T)0 : gv; /* NaN passes its gradient, as PyTorch */
                 }
                 break;
             case PG_UNARY_OP_SIGMOID:
