@@ -9,16 +9,28 @@ PY=${PYTHON:-python3}
 bash scripts/install-r.sh
 $PY -m pip install -q --disable-pip-version-check -e ".[test,progress,plot]"
 
-# ---- optional: MPI for the data-parallel tests (tests/mpi/test_distributed.py skips them without it);
-# ---- never fails the install
-if ! command -v mpirun >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+# ---- MPI for the data-parallel tests, Python's and R's. r-cran-rmpi (install-r.sh) brings mpirun but
+# ---- not libopenmpi-dev, whose unversioned libmpi.so Rmpi opens at load: without it Rmpi cannot
+# ---- load and R's MPI tests could not run, so the -dev package is installed whenever it is missing
+if ! dpkg -s libopenmpi-dev >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
         openmpi-bin libopenmpi-dev >/dev/null; } || echo "warning: OpenMPI did not install; MPI tests will skip"
 fi
-if command -v mpicc >/dev/null 2>&1; then
+if command -v mpirun >/dev/null 2>&1; then
     $PY -m pip install -q --disable-pip-version-check mpi4py || echo "warning: mpi4py did not install; MPI tests will skip"
 fi
 # ---- end of the MPI block
+# ---- PyTorch 2.13 (CPU), the reference of the f64 comparison tests, only from a wheel on this
+# ---- machine's disk (pip's configured find-links): never a download of gigabytes
+torch_dl=$(mktemp -d)
+if $PY -c "import torch" >/dev/null 2>&1; then
+    :
+elif $PY -m pip download -q --disable-pip-version-check --no-deps --no-index -d "$torch_dl" torch==2.13.0 >/dev/null 2>&1; then
+    $PY -m pip install -q --disable-pip-version-check torch==2.13.0 || echo "warning: torch did not install; the PyTorch comparisons will skip"
+else
+    echo "note: no local torch 2.13.0 wheel; the PyTorch comparisons will skip"
+fi
+rm -rf "$torch_dl"
 # ---- the linters' C formatter (clang-format, from Debian); scripts/lint.sh fails without it
 if ! command -v clang-format >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends clang-format >/dev/null

@@ -14,8 +14,7 @@ test_that("ag_fit(distributed = TRUE) argument checks", {
 
 test_that(paste0("one MPI rank: ag_fit(distributed = TRUE) equals the plain run, and the ",
                  "collectives check their input"), {
-  skip_if_not(requireNamespace("Rmpi", quietly = TRUE),
-              "Rmpi is not installed (apt-get install r-cran-rmpi): the MPI path cannot run here")
+  skip_without_rmpi()
   out <- run_rscript(c(
     "suppressMessages(library(pyggmlr))",
     "run <- function(d) { set.seed(4); x <- matrix(rnorm(4 * 40), 4, 40)",
