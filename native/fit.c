@@ -1,6 +1,7 @@
 /* ag_fit's data plan and statistics (pg_api_train.h): the split, the shuffles, the batch gather
  * and the per-epoch numbers, one definition for R and Python. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pg.h"
@@ -379,6 +380,26 @@ int pg_fit_epoch_end(const pg_fit *f, int per_datapoint, pg_fit_result *train, p
         if (f->classify && f->y &&
             pg_acc_stats(s->ncorrect, s->ndata, &o->accuracy, &o->accuracy_unc))
             return -1;
+    }
+    return 0;
+}
+
+int pg_fit_loss_diverged(const pg_fit *f, int per_datapoint, int64_t epoch, char *msg, int64_t n)
+{
+    pg_fit_result r[2];
+    if (!msg || n < 1) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL message buffer", OP);
+    msg[0] = 0;
+    if (pg_fit_epoch_end(f, per_datapoint, &r[0], &r[1])) return -1;
+    for (int k = 0; k < 2; k++) {
+        const double v = r[k].loss;
+        if ((k == 1 && !f->n_val) || isfinite(v)) continue;
+        snprintf(msg, (size_t)n,
+                 "ag_fit: the %s loss of epoch %lld is %s: training stops here (the weights may "
+                 "no longer be finite; lower lr, clip gradients with max_norm, or look for NaN or "
+                 "Inf in x and y)",
+                 k ? "validation" : "training", (long long)epoch,
+                 isnan(v) ? "NaN" : (v > 0 ? "Inf" : "-Inf"));
+        return 1;
     }
     return 0;
 }

@@ -34,6 +34,11 @@ class ArgumentError(PyggmlrError, TypeError):
     """An argument of the wrong kind (not a tensor, freed or foreign object...)."""
 
 
+class NonFiniteLossWarning(RuntimeWarning):
+    """ag_fit stopped because an epoch's loss turned NaN or infinite (the message names the
+    epoch and what to try); the History keeps the epochs up to that one."""
+
+
 class GradientKeyError(PyggmlrError, KeyError):
     """A gradient map has no entry for that tensor or id (a KeyError, as Mapping lookups need)."""
 

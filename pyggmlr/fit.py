@@ -12,9 +12,10 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
-from .errors import PyggmlrValueError, ShapeError
+from .errors import NonFiniteLossWarning, PyggmlrValueError, ShapeError
 from .fit_args import check_args, make_callbacks, validate
 from .fit_callbacks import Callback, ag_early_stopping, ag_model_checkpoint  # noqa: F401  (re-exported)
 from .fit_history import History, _acc_stats, _loss_stats  # noqa: F401  (re-exported)
@@ -138,7 +139,9 @@ def ag_fit(
     static when the model is made of built-in layers, the loss is a built-in name and the run
     is not distributed; otherwise eager. True: require it (raises when the step cannot be
     compiled or with distributed). False: the eager tape.
-    The model is in train mode while training and in eval mode when ag_fit returns."""
+    The model is in train mode while training and in eval mode when ag_fit returns. An epoch
+    whose training or validation loss is NaN or infinite ends the run with a
+    NonFiniteLossWarning naming it (the History keeps that epoch; stopped_epoch is set)."""
     from .fit_data import FitData, verbosity  # loaders, validation_data, verbose
     from .fit_plan import FitPlan
 
@@ -346,13 +349,16 @@ def ag_fit(
             if plan.n_val:
                 validate(plan, model, static_steps, lossfn, batch_size)
             logs.update(plan.epoch_end(per_datapoint))
+            diverged = plan.diverged(per_datapoint, epoch)  # NaN / Inf loss: warn and stop
             logs["time_val"] = time.perf_counter() - t1
             history._append(logs)
             prog.epoch_end(logs)
-            stop = False
+            stop = diverged is not None
             for cb in cbs:
                 if cb.on_epoch_end(epoch, dict(logs)) is False:
                     stop = True
+            if diverged is not None:
+                warnings.warn(diverged, NonFiniteLossWarning, stacklevel=2)
             if stop or fit.stop:
                 history.stopped_epoch = epoch
                 break

@@ -113,6 +113,15 @@ class FitPlan:
         _core.check(lib.pg_fit_running(self._p, o, o + 1))
         return o[0], o[1]
 
+    def diverged(self, per_datapoint: bool, epoch: int) -> Optional[str]:
+        """The core's warning when this epoch's loss is NaN or infinite (ag_fit then stops),
+        else None."""
+        buf = ffi.new("char[512]")
+        rc = lib.pg_fit_loss_diverged(self._p, int(per_datapoint), epoch, buf, 512)
+        if rc < 0:
+            _core.raise_last(-rc)
+        return ffi.string(buf).decode("utf-8", "replace") if rc else None
+
     def epoch_end(self, per_datapoint: bool) -> Dict[str, float]:
         tr, va = ffi.new("pg_fit_result *"), ffi.new("pg_fit_result *")
         _core.check(lib.pg_fit_epoch_end(self._p, int(per_datapoint), tr, va))

@@ -259,11 +259,14 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     logs$val_loss_unc <- st[6L]
     logs$val_accuracy <- st[7L]
     logs$val_accuracy_unc <- st[8L]
+    diverged <- .Call(R_pg_fit_loss_diverged, plan, per_datapoint, epoch) # NaN / Inf: warn, stop
     logs$time_val <- proc.time()[["elapsed"]] - t1
     fit$logs[[length(fit$logs) + 1L]] <- logs
     prog$epoch_end(logs)
-    stop_now <- FALSE
+    stop_now <- !is.null(diverged)
     for (cb in cbs) if (identical(cb$on_epoch_end(epoch, logs), FALSE)) stop_now <- TRUE
+    if (!is.null(diverged))
+      warning(warningCondition(diverged, class = "pyggmlr_nonfinite_loss_warning"))
     if (stop_now || isTRUE(fit$stop)) {
       stopped <- epoch
       break

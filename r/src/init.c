@@ -66,6 +66,7 @@ extern SEXP R_pg_fit_batch(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_record(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_running(SEXP);
 extern SEXP R_pg_fit_epoch_end(SEXP, SEXP);
+extern SEXP R_pg_fit_loss_diverged(SEXP, SEXP, SEXP);
 extern SEXP R_pg_acc_stats(SEXP, SEXP);
 extern SEXP R_pg_fit_run_static(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_gradcheck_defaults(SEXP);
@@ -212,6 +213,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_record", (DL_FUNC)&R_pg_fit_record, 4},
     {"R_pg_fit_running", (DL_FUNC)&R_pg_fit_running, 1},
     {"R_pg_fit_epoch_end", (DL_FUNC)&R_pg_fit_epoch_end, 2},
+    {"R_pg_fit_loss_diverged", (DL_FUNC)&R_pg_fit_loss_diverged, 3},
     {"R_pg_acc_stats", (DL_FUNC)&R_pg_acc_stats, 2},
     {"R_pg_fit_run_static", (DL_FUNC)&R_pg_fit_run_static, 6},
     {"R_pg_gradcheck_defaults", (DL_FUNC)&R_pg_gradcheck_defaults, 1},

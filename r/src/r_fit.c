@@ -119,6 +119,16 @@ SEXP R_pg_fit_epoch_end(SEXP fp, SEXP per_datapoint)
     return v;
 }
 
+/* the core's warning (a string) when the epoch's loss is NaN or infinite, else NULL */
+SEXP R_pg_fit_loss_diverged(SEXP fp, SEXP per_datapoint, SEXP epoch)
+{
+    char msg[512];
+    int rc = pg_fit_loss_diverged(fit_get(fp), Rf_asLogical(per_datapoint) == 1,
+                                  (int64_t)r_num(epoch, "ag_fit: epoch"), msg, sizeof msg);
+    if (rc < 0) r_check(-rc);
+    return rc ? Rf_ScalarString(Rf_mkCharCE(msg, CE_UTF8)) : R_NilValue;
+}
+
 SEXP R_pg_acc_stats(SEXP ncorrect, SEXP ndata)
 {
     SEXP v = PROTECT(Rf_allocVector(REALSXP, 2));

@@ -56,3 +56,25 @@ test_that("gradients at extreme magnitudes and NaN follow PyTorch", {
   expect_identical(y[1:2], c(0, Inf)) # C's pow, as the help page says
   expect_true(is.nan(y[3]))
 })
+
+test_that("ag_fit never diverges silently: a NaN or Inf epoch loss warns and stops", {
+  set.seed(0)
+  x <- matrix(rnorm(3 * 40), 3, 40)
+  y <- x[1L, , drop = FALSE] * 2
+  model <- function() {
+    ggml_set_seed(0)
+    ag_sequential(ag_linear(3, 4, activation = "relu"), ag_linear(4, 1))
+  }
+  fit <- function(...) ag_fit(model(), loss = "mse", nepoch = 10L, batch_size = 8L,
+                              silent = TRUE, shuffle = FALSE, ...)
+  expect_warning(h <- fit(x, y, optimizer = "sgd", lr = 1e20),
+                 "^ag_fit: the training loss of epoch 1 is", class = "pyggmlr_nonfinite_loss_warning")
+  expect_identical(h$stopped_epoch, 1L)
+  expect_length(h$loss, 1L)
+  expect_no_warning(h <- fit(x, y, optimizer = "sgd", lr = 0.01))
+  expect_length(h$loss, 10L)
+  xn <- x
+  xn[2L, 6L] <- NaN
+  expect_warning(fit(xn, y), "epoch 1 is NaN.*NaN or Inf in x and y",
+                 class = "pyggmlr_nonfinite_loss_warning")
+})
