@@ -351,7 +351,9 @@ def test_mpi_ag_fit_same_bits_in_r_and_python(tmp_path):
     assert all(abs(a * 64 - round(a * 64)) < 1e-12 for a in rep["accuracy"])
     assert rep["loss"][-1] < rep["loss"][0] and len(rep["weights"]) == 4 * 8 + 8 + 8 * 3 + 3
     if not _have_rmpi():
-        why = "Rmpi does not load (apt-get install r-cran-rmpi libopenmpi-dev): the R half cannot run"
+        why = (
+            "Rmpi does not load (apt-get install r-cran-rmpi libopenmpi-dev): the R half cannot run"
+        )
         if _RSCRIPT and os.environ.get("CI"):  # CI installs both: R's MPI path must run there
             pytest.fail("CI has R but " + why)
         pytest.skip("this machine has no R with Rmpi; " + why)
