@@ -3,7 +3,8 @@
 grad_at <- function(f, x, dtype = "f64") {
   t <- ag_param(x, dtype = dtype)
   with_grad_tape(l <- f(t))
-  list(loss = l$data[1, 1], grad = gradof(backward(l), t))
+  g <- backward(l)
+  list(loss = l$data[1, 1], grad = get0(as.character(t$id), envir = g, inherits = FALSE))
 }
 
 test_that("an f32 Adam step forms 1 - beta in double: the first step is lr", {
@@ -33,7 +34,8 @@ test_that("unnormalised soft targets get the derivative of the loss reported", {
   p <- apply(z, 2, function(v) exp(v - max(v)) / sum(exp(v - max(v))))
   expect_equal(r$grad, sweep(p, 2, colSums(tg), `*`) / 3 - tg / 3, tolerance = 1e-14)
   expect_identical(r$grad[, 1], rep(0, 4)) # a masked column neither costs nor pulls
-  expect_true(ag_gradcheck(function(ins) ag_softmax_cross_entropy_loss(ins[[1]], tg), list(ag_param(z))))
+  ce <- function(ins) ag_softmax_cross_entropy_loss(ins[[1]], tg)
+  expect_true(ag_gradcheck(ce, list(ag_param(z))))
 })
 
 test_that("cross-entropy's gradient is 0 where its clamp holds p", {
@@ -41,7 +43,7 @@ test_that("cross-entropy's gradient is 0 where its clamp holds p", {
   tg <- matrix(c(1, 0, 0, 1), 2)
   r <- grad_at(function(t) ag_cross_entropy_loss(t, tg), p)
   expect_equal(r$loss, (-log(1e-7) - log(0.7)) / 2, tolerance = 1e-15)
-  expect_identical(r$grad[, 1], c(0, 0)) # was -t / 1e-7 / B = -5e6
+  expect_identical(r$grad[, 1], c(0, 0)) # ggmlR 0.8.6: -5e6 there
   expect_equal(r$grad[2, 2], -1 / 0.7 / 2, tolerance = 1e-15)
 })
 
@@ -68,7 +70,8 @@ test_that("ag_fit never diverges silently: a NaN or Inf epoch loss warns and sto
   fit <- function(...) ag_fit(model(), loss = "mse", nepoch = 10L, batch_size = 8L,
                               silent = TRUE, shuffle = FALSE, ...)
   expect_warning(h <- fit(x, y, optimizer = "sgd", lr = 1e20),
-                 "^ag_fit: the training loss of epoch 1 is", class = "pyggmlr_nonfinite_loss_warning")
+                 "^ag_fit: the training loss of epoch 1 is",
+                 class = "pyggmlr_nonfinite_loss_warning")
   expect_identical(h$stopped_epoch, 1L)
   expect_length(h$loss, 1L)
   expect_no_warning(h <- fit(x, y, optimizer = "sgd", lr = 0.01))
