@@ -38,15 +38,16 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
   inputs <- lapply(list(...), function(x) if (is_ag_tensor(x)) x else ag_tensor(x))
   seed <- .rng_save()
   # whatever way fn leaves (error, interrupt, a caught warning's unwinding, invokeRestart,
-  # callCC), the recorder is closed and the tape emptied: the handler is registered before the
-  # recorder opens and aborts only a recording opened above the depth seen here
+  # callCC), the recorder is closed and the tape emptied in C (r_scope.c); the handler covers
+  # the few steps from fn's return to R_pg_graph_record_end and aborts only a recording opened
+  # above the depth seen here
   d <- .Call(R_pg_scope, .pg$code$scope[["DEPTH"]], 0L)
   on.exit({
     .Call(R_pg_scope, .pg$code$scope[["ABORT"]], d)
     .rng_restore(seed)
   })
-  .Call(R_pg_graph_record_begin)
-  out <- do.call(fn, inputs)
+  out <- .Call(R_pg_scoped, .pg$code$scoped[["RECORD"]], NULL, quote(do.call(fn, inputs)),
+               environment())
   .rng_restore(seed)
   if (!is_ag_tensor(out))
     stop(sprintf("ag_compile(): fn must return an ag_tensor, got %s", class(out)[1L]),

@@ -20,10 +20,7 @@
 # Evaluate expr with `stream` as the current stream (NULL: leave the current one), restored on exit.
 .with_stream <- function(stream, expr) {
   if (is.null(stream)) return(expr)
-  prev <- .Call(R_pg_rng_current)   # restore registered before the switch
-  on.exit(.Call(R_pg_rng_use, prev), add = TRUE)
-  .Call(R_pg_rng_use, stream)
-  expr
+  .Call(R_pg_scoped, .pg$code$scoped[["STREAM"]], stream, quote(expr), environment())  # r_scope.c
 }
 
 # A seed argument as an integer (NULL stays NULL); `what` names it in the error.

@@ -163,12 +163,9 @@ ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch 
   dtype
 }
 
-.with_dtype <- function(dtype, f) {
-  prev <- ag_default_dtype()
-  on.exit(ag_dtype(prev), add = TRUE)
-  ag_dtype(dtype)
-  f()
-}
+# the default dtype is put back in C whatever way f() leaves (r_scope.c)
+.with_dtype <- function(dtype, f) .Call(R_pg_scoped, .pg$code$scoped[["DTYPE"]],
+                                        .dtype_code(dtype), quote(f()), environment())
 
 # the parameters' dtype must be the one asked for (a builder may hard-code its own)
 .check_built_dtype <- function(params, dtype) {

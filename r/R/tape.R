@@ -1,25 +1,16 @@
 # The gradient tape and backward().
 
-with_grad_tape <- function(expr) {
-  # the exit handler exists before the scope does and closes every scope above the depth seen
-  # on entry: an interrupt, restart or callCC at any point leaves no scope open, and closing
-  # twice is harmless (pg_tape_end_to)
-  d <- .Call(R_pg_scope, .pg$code$scope[["DEPTH"]], 0L)
-  on.exit(.Call(R_pg_scope, .pg$code$scope[["END_TO"]], d))
-  # the outermost scope empties the tape, nested ones keep it
-  .Call(R_pg_tape, .pg$code$tape[["BEGIN"]])
-  expr  # forcing the promise evaluates it in the caller's frame
-}
+# The scopes open, evaluate expr in the caller's frame (forcing the promise) and close in C
+# (R_pg_scoped, src/r_scope.c): an on.exit handler is R code that an interrupt can abandon
+# half-way, which left the tape open in about one Ctrl-C of ten. Nested tapes keep the outer
+# tape's nodes; the outermost one empties it on entry.
+with_grad_tape <- function(expr) .Call(R_pg_scoped, .pg$code$scoped[["TAPE"]], NULL,
+                                       quote(expr), environment())
 
 ag_tape_clear <- function() invisible(.Call(R_pg_tape, .pg$code$tape[["CLEAR"]]))
 
-ag_no_grad <- function(expr) {
-  # read first: the restore is registered before anything changes
-  prev <- .Call(R_pg_tape, .pg$code$tape[["ENABLED"]])
-  on.exit(.Call(R_pg_tape_set_enabled, prev))
-  .Call(R_pg_tape_set_enabled, FALSE)
-  expr
-}
+ag_no_grad <- function(expr) .Call(R_pg_scoped, .pg$code$scoped[["NO_GRAD"]], NULL, quote(expr),
+                                   environment())
 
 # Gradient map: an environment of class "ag_grads" holding the core map's handle in `.map`, with
 # one active binding per leaf tensor (parameters, inputs), keyed by as.character(id) as in ggmlR,
