@@ -35,7 +35,7 @@
 
 ag_checkpoint <- function(fn, ...) {
   if (missing(fn) || !is.function(fn))
-    stop("ag_checkpoint() expects a function as its first argument.", call. = FALSE)
+    .arg_stop("ag_checkpoint() expects a function as its first argument.")
   if (!.Call(R_pg_tape, .pg$code$tape[["ENABLED"]])) return(fn(...))
   args <- list(...)
   nm <- names(args)

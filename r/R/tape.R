@@ -37,8 +37,7 @@ ag_no_grad <- function(expr) .Call(R_pg_scoped, .pg$code$scoped[["NO_GRAD"]], NU
   id <- .grad_key(i)
   if (is.null(id)) {
     if (!is.character(i) || length(i) != 1L || is.na(i))
-      stop("gradients are keyed by tensor id (one number or string) or the tensor itself",
-           call. = FALSE)
+      .arg_stop("gradients are keyed by tensor id (one number or string) or the tensor itself")
     return(get0(i, envir = x, inherits = FALSE))
   }
   .Call(R_pg_gradmap_get, get(".map", envir = x, inherits = FALSE), id)
@@ -46,7 +45,7 @@ ag_no_grad <- function(expr) .Call(R_pg_scoped, .pg$code$scoped[["NO_GRAD"]], NU
 `$.ag_grads` <- function(x, name) x[[name]]
 `[[<-.ag_grads` <- function(x, i, ..., value) {
   id <- .grad_key(i)
-  if (is.null(id)) stop("gradients are keyed by tensor id (or the tensor itself)", call. = FALSE)
+  if (is.null(id)) .arg_stop("gradients are keyed by tensor id (or the tensor itself)")
   .Call(R_pg_gradmap_set, get(".map", envir = x, inherits = FALSE), id,
         if (is_ag_tensor(value)) value$data else value)
   x
@@ -67,8 +66,7 @@ print.ag_grads <- function(x, ...) {
     m <- get0(".map", envir = grads, inherits = FALSE)
     if (!is.null(m)) return(m)
   }
-  stop(sprintf("%s: grads must be the environment returned by backward() or NULL", where),
-       call. = FALSE)
+  .arg_stop(sprintf("%s: grads must be the environment returned by backward() or NULL", where))
 }
 
 backward <- function(loss) invisible(.Call(R_pg_backward_env, loss))
