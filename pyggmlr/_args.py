@@ -16,7 +16,7 @@ INT_MAX = 2**31 - 1  # R's integer range: the same bound in both languages
 
 
 def _is_bool(v):
-    return isinstance(v, bool) or type(v).__name__ == "bool_"
+    return isinstance(v, (bool, np.bool_))  # numpy 2 names its type "bool", not "bool_"
 
 
 def check_int(v, fn, arg, lo=None, hi=INT_MAX):

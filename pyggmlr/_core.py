@@ -8,7 +8,7 @@ import os
 from typing import Optional
 
 from ._native import ffi, lib
-from .errors import PyggmlrValueError, error_for_status
+from .errors import ArgumentError, PyggmlrValueError, error_for_status
 
 F32, F64 = lib.PG_DTYPE_F32, lib.PG_DTYPE_F64
 DTYPE_CODE = {"f32": F32, "f64": F64}
@@ -64,6 +64,11 @@ def _load_openblas():
 
 
 def _set_blas(name: str, fn: str) -> str:
+    if not isinstance(name, str):  # `in` on an array raised numpy's "truth value is ambiguous"
+        raise ArgumentError(
+            f"{fn}(): name must be one of 'default', 'builtin', 'openblas', got "
+            f"{type(name).__name__} {name!r}"[:300]
+        )
     if name in ("builtin", "default"):
         lib.pg_set_blas(NULL, NULL, NULL, b"builtin")
     elif name == "openblas":

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._args import as_numeric, asarray
+from ._args import INT_MAX, as_numeric, asarray
 from ._core import lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .tensor import ArrayLike, Tensor, _as_tensor, _wrap
@@ -319,11 +319,17 @@ def ag_reshape(x: ArrayLike, nrow: Union[int, Sequence[int]], ncol: int = -1) ->
 
 def _size(v, arg):
     try:
-        ok = not isinstance(v, (bool, str, bytes)) and float(v).is_integer() and abs(int(v)) < 2**62
+        ok = (
+            not isinstance(v, (bool, str, bytes))
+            and float(v).is_integer()
+            and abs(int(v)) <= INT_MAX
+        )
     except (TypeError, ValueError, OverflowError):
         ok = False
-    if not ok:
-        raise PyggmlrValueError(f"ag_reshape: {arg} must be a whole number (or -1), got {v!r}")
+    if not ok:  # R's dims are integers: the same bound in both languages
+        raise PyggmlrValueError(
+            f"ag_reshape: {arg} must be a whole number (or -1) within +/-{INT_MAX}, got {v!r}"
+        )
     return int(v)
 
 

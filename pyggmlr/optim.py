@@ -9,6 +9,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from . import _core, _walk
+from ._args import INT_MAX
 from ._core import NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, StateError
 from .tape import Gradients
@@ -53,6 +54,22 @@ def _lookup(grads, t):
         if isinstance(k, Tensor) and k._p is not None and k.id == p:
             return v
     return None
+
+
+def _check_step_grads(grads, cls):
+    """step()'s grads: None, backward()'s map or a mapping keyed by tensor id / tensor; a bare
+    tensor (the loss, most likely) is named as such (R: .check_step_grads)."""
+    if grads is None or isinstance(grads, (Gradients, Mapping)):
+        return
+    what = (
+        "a Tensor (pass backward(loss)'s result, not the loss)"
+        if isinstance(grads, Tensor)
+        else type(grads).__name__
+    )
+    raise ArgumentError(
+        f"{cls} step(): grads must be the gradient map returned by backward() (or a dict keyed "
+        f"by tensor id or tensor) or None, got {what}"
+    )
 
 
 class _Map:
@@ -109,15 +126,15 @@ def _grads_handle(grads, name):
     )
 
 
-def _accum_steps(v):
-    """as.integer() truncation; NA / < 1 -> ggmlR's error."""
-    try:
-        k = int(float(v)) if not isinstance(v, bool) else int(v)
-    except (TypeError, ValueError, OverflowError):
-        k = 0
-    if k < 1:
-        raise PyggmlrValueError("accumulate_steps must be a positive integer")
-    return k
+def _accum_steps(v, fn):
+    """as.integer() truncation (1.9 -> 1); a bool, a string, a container, NaN, < 1 or past R's
+    integer range -> ggmlR's text, naming the optimizer (R's .accum_steps: the same rule)."""
+    msg = f"{fn}: accumulate_steps must be a positive integer, got {v!r}"[:300]
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise ArgumentError(msg)
+    if not (v >= 1 and v < INT_MAX + 1):  # NaN fails both
+        raise PyggmlrValueError(msg)
+    return int(v)
 
 
 class Optimizer:
@@ -147,7 +164,7 @@ class Optimizer:
                 stacklevel=3,
             )
         if "accumulate_steps" in hyper:
-            hyper["accumulate_steps"] = _accum_steps(hyper["accumulate_steps"])
+            hyper["accumulate_steps"] = _accum_steps(hyper["accumulate_steps"], cls)
         if "average" in hyper:  # isTRUE(average)
             a = hyper["average"]
             hyper["average"] = a is True or (isinstance(a, np.bool_) and bool(a))
@@ -229,6 +246,7 @@ class Optimizer:
             isinstance(sum_grads, np.bool_) and bool(sum_grads)
         )  # isTRUE, as R
         tensors = list(self.params.values())
+        _check_step_grads(grads, type(self).__name__)  # a counting call too
         k = self.accumulate_steps
         if not sum_grads and k > 1 and self.accum_count + 1 < k:
             grads = None  # a counting call reads nothing, as ggmlR

@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._args import asarray
+from ._args import asarray, check_flag
 from ._core import DTYPE_CODE, DTYPE_NAME, F32, F64, NULL, ffi, lib
 from .errors import ArgumentError, DTypeError, PyggmlrError, PyggmlrValueError, ShapeError
 
@@ -284,7 +284,10 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag):
-        _core.check(lib.pg_tensor_set_requires_grad(self._handle(), bool(flag)))
+        # True or False only (numpy's too): a list or 1 was taken as True, an array raised numpy's
+        # "truth value is ambiguous"
+        flag = check_flag(flag, "Tensor.requires_grad", "requires_grad")
+        _core.check(lib.pg_tensor_set_requires_grad(self._handle(), flag))
 
     @property
     def is_leaf(self):

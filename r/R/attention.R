@@ -5,9 +5,13 @@
 # the ROWS): logical (TRUE attend) or numeric (0 / -Inf, added as is), a matrix or an ag_tensor.
 # A query with every key blocked gives 0. scale defaults to 1/sqrt(d_head).
 ag_flash_attention <- function(q, k, v, n_heads, scale = NULL, mask = NULL, causal = FALSE) {
+  if ((!is.numeric(n_heads) && !identical(n_heads, NA)) || is.factor(n_heads) ||
+      length(n_heads) != 1L)
+    .arg_fail("argument", "ag_flash_attention: n_heads must be a positive integer, got %s",
+              .arg_show(n_heads))
   n_heads <- suppressWarnings(as.integer(n_heads))
   if (!is.null(scale) && (!is.numeric(scale) || length(scale) != 1L))
-    stop("ag_flash_attention: scale must be a number (or NULL for 1/sqrt(d_head))", call. = FALSE)
+    .arg_stop("ag_flash_attention: scale must be a number (or NULL for 1/sqrt(d_head))")
   scale <- if (is.null(scale)) NA_real_ else as.double(scale)
   .Call(R_pg_flash_attention, q, k, v, n_heads, scale, mask, isTRUE(causal))
 }

@@ -4,19 +4,19 @@
 
 .capture_params <- function(params, where) {
   if (!is.null(params) && (!is.list(params) || !all(vapply(params, is_ag_tensor, logical(1)))))
-    stop(sprintf("%s: params must be a list of ag_tensors", where), call. = FALSE)
+    .arg_stop(sprintf("%s: params must be a list of ag_tensors", where))
 }
 
 # named, unique arguments -> ag_tensors of double matrices (a vector is one column)
 .capture_args <- function(args, where) {
   nm <- names(args)
   if (length(args) && (is.null(nm) || any(nm == "") || anyDuplicated(nm)))
-    stop(sprintf("%s: call the captured function with named arguments", where), call. = FALSE)
+    .arg_stop(sprintf("%s: call the captured function with named arguments", where))
   out <- lapply(names(args), function(nm) {
     a <- args[[nm]]
     if (!is_ag_tensor(a) && !is.numeric(a) && !is.logical(a))
-      stop(sprintf("%s: argument '%s' must be numeric (a matrix or a vector), got %s", where, nm,
-                   class(a)[[1L]]), call. = FALSE)
+      .arg_stop(sprintf("%s: argument '%s' must be numeric (a matrix or a vector), got %s", where,
+                        nm, class(a)[[1L]]))
     m <- if (is_ag_tensor(a)) as.matrix(a) else if (is.null(dim(a))) matrix(a,
         ncol = 1L) else as.matrix(a)
     storage.mode(m) <- "double"
@@ -29,7 +29,8 @@
 .capture_out <- function(v) if (is_ag_tensor(v)) as.matrix(v) else v
 
 ag_capture <- function(fn, params = NULL) {
-  stopifnot(is.function(fn))
+  if (!is.function(fn))  # ggmlR's stopifnot text, with the function and what was given
+    .arg_fail("argument", "ag_capture: is.function(fn) is not TRUE (got %s)", .arg_show(fn))
   .capture_params(params, "ag_capture")
   f <- function(...) {
     out <- do.call(fn, .capture_args(list(...), "ag_capture"))
@@ -38,9 +39,10 @@ ag_capture <- function(fn, params = NULL) {
   structure(f, class = c("ag_captured", "function"), captures = new.env(parent = emptyenv()))
 }
 
-.check_max_norm <- function(v) {
+.check_max_norm <- function(v, fn) {
   if (!is.null(v) && !(is.numeric(v) && length(v) == 1L && is.finite(v) && v > 0))
-    stop("max_grad_norm must be one positive finite number", call. = FALSE)
+    .arg_fail("value", "%s: max_grad_norm must be one positive finite number, got %s", fn,
+              .arg_show(v))
   v
 }
 
@@ -50,10 +52,10 @@ ag_capture <- function(fn, params = NULL) {
                                     collapse = ", ")
 
 ag_capture_step <- function(fn, params = NULL, optimizer, max_grad_norm = NULL) {
-  .check_max_norm(max_grad_norm)
+  .check_max_norm(max_grad_norm, "ag_capture_step")
   .capture_params(params, "ag_capture_step")
   if (missing(optimizer) || !inherits(optimizer, "ag_optimizer_adam"))
-    stop("ag_capture_step: only optimizer_adam() is supported", call. = FALSE)
+    .arg_stop("ag_capture_step: only optimizer_adam() is supported")
   st <- new.env(parent = emptyenv())
   st$limit <- max_grad_norm
   st$clipping <- !is.null(max_grad_norm)
@@ -95,21 +97,21 @@ ag_capture_step <- function(fn, params = NULL, optimizer, max_grad_norm = NULL) 
 ag_capture_set <- function(f, max_grad_norm) {
   st <- attr(f, "ag_capture_step", exact = TRUE)
   if (!is.function(f) ||
-      !is.environment(st)) stop("ag_capture_set: not a function from ag_capture_step()",
-                                call. = FALSE)
+      !is.environment(st)) .arg_stop("ag_capture_set: not a function from ag_capture_step()")
   if (!st$clipping)
-    stop("ag_capture_set: this step was created without max_grad_norm; create it with one to clip",
-         call. = FALSE)
+    .arg_stop("ag_capture_set: this step was created without max_grad_norm; create it with one to ",
+              "clip", kind = "state")
   # checked before it replaces the limit: a refusal changes nothing
-  v <- .check_max_norm(max_grad_norm)
-  if (is.null(v)) stop("max_grad_norm must be one positive finite number", call. = FALSE)
+  v <- .check_max_norm(max_grad_norm, "ag_capture_set")
+  if (is.null(v)) .arg_stop("ag_capture_set: max_grad_norm must be one positive finite number",
+                            kind = "value")
   st$limit <- v
   invisible(f)
 }
 
 ag_capture_free <- function(f) {
   caps <- attr(f, "captures", exact = TRUE)
-  if (!is.environment(caps)) stop("ag_capture_free: not a captured function", call. = FALSE)
+  if (!is.environment(caps)) .arg_stop("ag_capture_free: not a captured function")
   rm(list = ls(caps, all.names = TRUE), envir = caps)
   invisible(f)
 }

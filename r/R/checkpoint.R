@@ -35,7 +35,7 @@
 
 ag_checkpoint <- function(fn, ...) {
   if (missing(fn) || !is.function(fn))
-    stop("ag_checkpoint() expects a function as its first argument.", call. = FALSE)
+    .arg_stop("ag_checkpoint() expects a function as its first argument.")
   if (!.Call(R_pg_tape, .pg$code$tape[["ENABLED"]])) return(fn(...))
   args <- list(...)
   nm <- names(args)
@@ -60,18 +60,13 @@ ag_checkpoint <- function(fn, ...) {
   out
 }
 
-# fn(...) on an empty tape that records nothing; the caller's tape (and, on error, the random
-# stream) is given back on the way out.
+# fn(...) on an empty tape that records nothing; the caller's tape is given back in C whatever
+# way fn leaves (r_scope.c), and the random stream on an error.
 .ckpt_forward <- function(fn, args, rng) {
   ok <- FALSE
-  # tapes set aside before ours: give back down to these
-  s <- .Call(R_pg_scope, .pg$code$scope[["STASHED"]], 0L)
-  on.exit({
-    .Call(R_pg_scope, .pg$code$scope[["UNSTASH_TO"]], s)
-    if (!ok) .ckpt_rng_load(rng)
-  })
-  .Call(R_pg_ckpt_tape, .pg$code$ckpt[["STASH"]])
-  value <- do.call(fn, args, quote = TRUE)
+  on.exit(if (!ok) .ckpt_rng_load(rng))
+  value <- .Call(R_pg_scoped, .pg$code$scoped[["STASH"]], NULL,
+                 quote(do.call(fn, args, quote = TRUE)), environment())
   if (!is_ag_tensor(value))
     stop("ag_checkpoint(): fn must return an ag_tensor, got ", class(value)[1L], call. = FALSE)
   ok <- TRUE

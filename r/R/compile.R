@@ -28,25 +28,25 @@
 }
 
 ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
-  if (!is.function(fn)) stop("ag_compile(): fn must be a function", call. = FALSE)
+  if (!is.function(fn)) .arg_stop("ag_compile(): fn must be a function")
   if (!is.character(build) || length(build) != 1L || !(build %in% .BUILDS))
-    stop(sprintf("ag_compile(): build must be \"opt\", \"grad\" or \"forward\", got %s",
-                 paste(deparse(build), collapse = "")), call. = FALSE)
+    .arg_stop(sprintf("ag_compile(): build must be \"opt\", \"grad\" or \"forward\", got %s",
+                 paste(deparse(build), collapse = "")), kind = "value")
   if (build == "opt" && !inherits(optimizer, c("ag_optimizer_sgd", "ag_optimizer_adam")))
-    stop("ag_compile(): build = \"opt\" needs optimizer = (optimizer_adam / optimizer_sgd)",
-         call. = FALSE)
+    .arg_stop("ag_compile(): build = \"opt\" needs optimizer = (optimizer_adam / optimizer_sgd)")
   inputs <- lapply(list(...), function(x) if (is_ag_tensor(x)) x else ag_tensor(x))
   seed <- .rng_save()
   # whatever way fn leaves (error, interrupt, a caught warning's unwinding, invokeRestart,
-  # callCC), the recorder is closed and the tape emptied: the handler is registered before the
-  # recorder opens and aborts only a recording opened above the depth seen here
+  # callCC), the recorder is closed and the tape emptied in C (r_scope.c); the handler covers
+  # the few steps from fn's return to R_pg_graph_record_end and aborts only a recording opened
+  # above the depth seen here
   d <- .Call(R_pg_scope, .pg$code$scope[["DEPTH"]], 0L)
   on.exit({
     .Call(R_pg_scope, .pg$code$scope[["ABORT"]], d)
     .rng_restore(seed)
   })
-  .Call(R_pg_graph_record_begin)
-  out <- do.call(fn, inputs)
+  out <- .Call(R_pg_scoped, .pg$code$scoped[["RECORD"]], NULL, quote(do.call(fn, inputs)),
+               environment())
   .rng_restore(seed)
   if (!is_ag_tensor(out))
     stop(sprintf("ag_compile(): fn must return an ag_tensor, got %s", class(out)[1L]),
@@ -60,7 +60,7 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
   in_ptrs <- lapply(inputs, function(t) .subset2(t, ".ptr"))
   step <- function(...) {
     if (...length() != n_in)
-      stop(sprintf("compiled step: expected %d inputs, got %d", n_in, ...length()), call. = FALSE)
+      .arg_stop(sprintf("compiled step: expected %d inputs, got %d", n_in, ...length()))
     for (i in seq_len(n_in)) {
       v <- ...elt(i)
       if (inherits(v, "ag_tensor")) {

@@ -4,10 +4,7 @@
 # run in the C core (native/pg_api_dist.h), the same code as the Python package's dp_train.
 
 .dp_int <- function(v, name, lo) {
-  if (!is.numeric(v) || length(v) != 1L || is.na(v) || v != floor(v) || v < lo)
-    stop(sprintf("dp_train: %s must be an integer >= %d, got %s", name, lo,
-                 paste(format(v), collapse = " ")),
-         call. = FALSE)
+  v <- .arg_int(v, "dp_train", name, lo)  # the one integer rule (R's integer range)
   # each one a model
   if (name %in% c("n_replicas", "n_gpu")) .check_count(v, "dp_train", name, lo, .PG_DP_MAX_REPLICAS)
   as.integer(v)
@@ -17,7 +14,7 @@
   if (is.null(verbose) || isFALSE(verbose)) return(0L)
   if (isTRUE(verbose)) return(1L)
   if (!is.numeric(verbose) || length(verbose) != 1L || is.na(verbose))
-    stop("dp_train: verbose must be TRUE/FALSE or an integer", call. = FALSE)
+    .arg_stop("dp_train: verbose must be TRUE/FALSE or an integer")
   max(as.integer(verbose), 0L)
 }
 
@@ -25,30 +22,29 @@ dp_train <- function(make_model, data, loss_fn = NULL, forward_fn = NULL, target
                      n_replicas = NULL,
                      n_iter = 10L, lr = 1e-3, max_norm = Inf, verbose = 10L, n_gpu = NULL) {
   if (!is.function(make_model))
-    stop("dp_train: make_model must be a function returning a model", call. = FALSE)
+    .arg_stop("dp_train: make_model must be a function returning a model")
   if (!is.list(data) || is.data.frame(data))
-    stop(sprintf("dp_train: data must be a list of samples, got %s", class(data)[[1L]]),
-         call. = FALSE)
-  if (!length(data)) stop("dp_train: data is empty", call. = FALSE)
+    .arg_stop(sprintf("dp_train: data must be a list of samples, got %s", class(data)[[1L]]))
+  if (!length(data)) .arg_stop("dp_train: data is empty", kind = "value")
   # ggmlR's n_gpu is the number of replicas (0.8.6 spec s10.2); on the CPU they are CPU replicas
   if (!is.null(n_gpu)) {
     n_gpu <- .dp_int(n_gpu, "n_gpu", 1L)
     if (!is.null(n_replicas) && !identical(.dp_int(n_replicas, "n_replicas", 1L), n_gpu))
-      stop(sprintf(paste0("dp_train: n_gpu (%d) and n_replicas (%s) both give the number of ",
+      .arg_stop(sprintf(paste0("dp_train: n_gpu (%d) and n_replicas (%s) both give the number of ",
                           "replicas; pass one"), n_gpu,
-                   format(n_replicas)), call. = FALSE)
+                   format(n_replicas)), kind = "value")
     n_replicas <- n_gpu
   }
   n_rep <- if (is.null(n_replicas)) 1L else .dp_int(n_replicas, "n_replicas", 1L)
   n_iter <- .dp_int(n_iter, "n_iter", 0L)
   every <- .dp_every(verbose)
   if (!is.numeric(max_norm) || length(max_norm) != 1L || is.na(max_norm) || max_norm < 0)
-    stop("dp_train: max_norm must be >= 0 (Inf: no clipping)", call. = FALSE)
+    .arg_stop("dp_train: max_norm must be >= 0 (Inf: no clipping)", kind = "value")
   fns <- list(loss_fn = loss_fn, forward_fn = forward_fn, target_fn = target_fn)
   for (nm in names(fns)) {
     f <- fns[[nm]]
-    if (!is.null(f) && !is.function(f)) stop(sprintf("dp_train: %s must be a function or NULL", nm),
-                                             call. = FALSE)
+    if (!is.null(f) && !is.function(f))
+      .arg_stop(sprintf("dp_train: %s must be a function or NULL", nm))
   }
 
   replicas <- lapply(seq_len(n_rep), function(i) make_model())

@@ -107,7 +107,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   settings <- list(n = n, batch_size = batch_size, nbatch_logical = nbatch_logical,
                    val_split = val_split,
                    shuffle = isTRUE(shuffle), loss = L$name,
-                   seed = if (is.null(seed)) NULL else .seed_int(seed),
+                   seed = if (is.null(seed)) NULL else .seed_int(seed, "ag_fit"),
                    split_state = NULL)
   res <- NULL
   if (!is.null(resume_from)) {  # weights, optimizer, then the run's own state from the checkpoint

@@ -7,8 +7,8 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
   patience <- .arg_int(patience, "ag_early_stopping", "patience", 1L)
   min_delta <- .arg_num(min_delta, "ag_early_stopping", "min_delta", 0)
   if (!is.null(monitor) && (!is.character(monitor) || length(monitor) != 1L))
-    stop(paste0("ag_early_stopping: monitor must be NULL or the name of a logged value ",
-                "(\"loss\", \"val_loss\", ...)"), call. = FALSE)
+    .arg_stop(paste0("ag_early_stopping: monitor must be NULL or the name of a logged value ",
+                "(\"loss\", \"val_loss\", ...)"))
   e <- new.env(parent = emptyenv())
   e$patience <- as.integer(patience)
   e$min_delta <- as.double(min_delta)

@@ -5,12 +5,11 @@
 
 ag_model_checkpoint <- function(path, every = 1L) {
   if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
-    stop("ag_model_checkpoint: path must be a single file name", call. = FALSE)
+    .arg_stop("ag_model_checkpoint: path must be a single file name")
   if (!is.numeric(every) || length(every) != 1L || is.na(every) || every != floor(every) ||
       every < 1)
-    stop(sprintf("ag_model_checkpoint: every must be an integer >= 1, got %s",
-                 paste(format(every), collapse = " ")),
-         call. = FALSE)
+    .arg_stop(sprintf("ag_model_checkpoint: every must be an integer >= 1, got %s",
+                      paste(format(every), collapse = " ")), kind = "value")
   .ckpt_path_check(path)
   e <- new.env(parent = emptyenv())
   e$path <- path

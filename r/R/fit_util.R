@@ -1,7 +1,9 @@
 # ag_fit's helpers: argument checks, data and targets, losses, snapshots, the optimizer set-up
 # and the compiled steps (fit.R runs the loop).
 
-.fit_stop <- function(...) stop(sprintf(...), call. = FALSE)
+# ag_fit's refusals: classed as Python's (PyggmlrValueError; the wrong kind of data: ArgumentError)
+.fit_stop <- function(...) .arg_fail("value", ...)
+.fit_type_stop <- function(...) .arg_fail("argument", ...)
 
 .fit_int <- function(v, name, lo = 1L, fn = "ag_fit") .arg_int(v, fn, name, lo)
 
@@ -12,6 +14,24 @@
   stop(structure(class = c(paste0("pyggmlr_", kind, "_error"), "pyggmlr_error", "error",
                            "condition"),
                  list(message = sprintf(fmt, ...), call = NULL)))
+
+# a message already formed (as stop() pastes its arguments), raised classed: "argument" for the
+# wrong kind of value, "value" for a bad one, or any kind r_guard.c names
+.arg_stop <- function(..., kind = "argument") .arg_fail(kind, "%s", paste0(...))
+
+# match.arg's rule (an exact or unique partial match; the default vector gives its first) with
+# its text ("'arg' should be one of", as ggmlR's), naming the function, the argument and what was
+# given, classed
+.arg_match <- function(v, choices, fn, arg) {
+  if (identical(v, choices)) return(choices[[1L]])
+  i <- if (is.character(v) && length(v) == 1L && !is.na(v) && nzchar(v)) pmatch(v, choices)
+       else NA_integer_
+  if (is.na(i))
+    .arg_fail(if (is.character(v) && length(v) == 1L) "value" else "argument",
+              "%s: 'arg' should be one of %s (%s = %s)", fn,
+              paste0("\u201c", choices, "\u201d", collapse = ", "), arg, .arg_show(v))
+  choices[[i]]
+}
 
 .arg_show <- function(v) {
   s <- if (is.factor(v)) sprintf("factor %s", paste(deparse(as.character(v)), collapse = " "))
@@ -65,7 +85,7 @@
   if ((is.environment(model) || is.list(model)) &&
       is.function(model$forward)) return(model$forward(x))
   if (is.function(model)) return(model(x))
-  .fit_stop("ag_fit: model must have a forward(x) function")
+  .fit_type_stop("ag_fit: model must have a forward(x) function")
 }
 
 # x, y as [features, n] double matrices (samples are columns). A data.frame has one row per
@@ -73,22 +93,23 @@
 .fit_cols <- function(v, name, fn = "ag_fit") {
   if (is_ag_tensor(v)) v <- v$data
   # a tampered dim must not reach R's `[` (it trusts dim); named after the public caller
-  fn <- tryCatch(as.character(sys.call(-1L)[[1L]])[1L], error = function(e) "")
-  .check_dims(v, if (length(fn) == 1L && !is.na(fn) && startsWith(fn, "ag_")) fn else "ag_fit",
-              name)
+  # (an internal caller such as .fit_targets is not named: fn, ag_fit by default, is)
+  caller <- tryCatch(as.character(sys.call(-1L)[[1L]])[1L], error = function(e) "")
+  if (length(caller) == 1L && !is.na(caller) && startsWith(caller, "ag_")) fn <- caller
+  .check_dims(v, fn, name)
   if (is.data.frame(v)) {
     ok <- vapply(v, function(col) is.numeric(col) || is.logical(col), logical(1))
-    if (!all(ok)) .fit_stop("%s: %s: data.frame column '%s' is not numeric", fn, name,
+    if (!all(ok)) .fit_type_stop("%s: %s: data.frame column '%s' is not numeric", fn, name,
                             names(v)[!ok][1L])
     v <- t(as.matrix(v))
   }
   if (is.null(dim(v))) {
-    if (!is.numeric(v) && !is.logical(v)) .fit_stop("%s: %s must be numeric", fn, name)
+    if (!is.numeric(v) && !is.logical(v)) .fit_type_stop("%s: %s must be numeric", fn, name)
     v <- matrix(as.double(v), nrow = 1L)
   }
   if (length(dim(v)) != 2L) .fit_stop("%s: %s must be a [features, n] matrix (samples are columns)",
                                       fn, name)
-  if (!is.numeric(v) && !is.logical(v)) .fit_stop("%s: %s must be numeric", fn, name)
+  if (!is.numeric(v) && !is.logical(v)) .fit_type_stop("%s: %s must be numeric", fn, name)
   # touched only when needed: either would copy the whole data set (pages faulted in every run)
   if (!is.double(v)) storage.mode(v) <- "double"
   if (!is.null(dimnames(v))) dimnames(v) <- NULL

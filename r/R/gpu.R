@@ -9,9 +9,9 @@
 
 ag_graph_mode <- function(on, check = NULL) {
   if (!is.null(check) && !.is_flag(check))
-    stop("ag_graph_mode(): `check` must be TRUE, FALSE or NULL", call. = FALSE)
+    .arg_stop("ag_graph_mode(): `check` must be TRUE, FALSE or NULL")
   if (missing(on)) return(.gpu$graph)
-  if (!.is_flag(on)) stop("ag_graph_mode(): `on` must be TRUE or FALSE", call. = FALSE)
+  if (!.is_flag(on)) .arg_stop("ag_graph_mode(): `on` must be TRUE or FALSE")
   prev <- .gpu$graph
   .gpu$graph <- on
   invisible(prev)
@@ -19,7 +19,7 @@ ag_graph_mode <- function(on, check = NULL) {
 
 ag_matmul_precision <- function(precision) {
   if (missing(precision)) return(.gpu$precision)
-  precision <- match.arg(precision, c("default", "f32"))
+  precision <- .arg_match(precision, c("default", "f32"), "ag_matmul_precision", "precision")
   prev <- .gpu$precision
   .gpu$precision <- precision
   invisible(prev)
@@ -34,9 +34,9 @@ ag_matmul_precision <- function(precision) {
 # normally or by an error.
 ag_local_mode <- function(graph = NULL, matmul_precision = NULL, envir = parent.frame()) {
   if (!is.null(graph) && !.is_flag(graph))
-    stop("ag_local_mode(): `graph` must be TRUE, FALSE or NULL", call. = FALSE)
-  if (!is.null(matmul_precision)) matmul_precision <- match.arg(matmul_precision,
-      c("default", "f32"))
+    .arg_stop("ag_local_mode(): `graph` must be TRUE, FALSE or NULL")
+  if (!is.null(matmul_precision)) matmul_precision <- .arg_match(matmul_precision,
+      c("default", "f32"), "ag_local_mode", "matmul_precision")
   prev <- list()  # read, restore registered, then set: no exit path keeps the new modes
   if (!is.null(matmul_precision)) prev$matmul_precision <- ag_matmul_precision()
   if (!is.null(graph)) prev$graph <- ag_graph_mode()

@@ -24,9 +24,9 @@
   acts <- list(gelu = ag_gelu, relu = ag_relu, sigmoid = ag_sigmoid, softmax = ag_softmax,
                tanh = ag_tanh)
   if (!is.character(activation) || length(activation) != 1L || !activation %in% names(acts))
-    stop(sprintf("ag_linear: activation must be one of %s or NULL, got %s",
+    .arg_stop(sprintf("ag_linear: activation must be one of %s or NULL, got %s",
                  paste(sprintf("'%s'", names(acts)), collapse = ", "),
-                 paste(deparse(activation), collapse = " ")), call. = FALSE)
+                 paste(deparse(activation), collapse = " ")), kind = "value")
   acts[[activation]]
 }
 
@@ -50,22 +50,23 @@
 # an [out, in] matrix; checked in ggmlR 0.8.6's order and texts, before any draw.
 .init_weight <- function(init, gain, out, inp) {
   if (is.character(init)) {
-    init <- match.arg(init, c("glorot_uniform", "orthogonal"))
+    init <- .arg_match(init, c("glorot_uniform", "orthogonal"), "ag_linear", "init")
     w <- if (init == "glorot_uniform") .glorot(out, inp) else .orthogonal(out, inp, 1)
     return(if (gain != 1) w * gain else w)  # scaled after the draw: gain = 1 keeps the bits
   }
   if (gain != 1)
-    stop("ag_linear: gain applies to string inits only; scale a function or matrix init yourself",
-         call. = FALSE)
+    .arg_stop("ag_linear: gain applies to string inits only; scale a function or matrix init ",
+              "yourself")
   w <- if (is.function(init)) init(out, inp) else init
   if (is_ag_tensor(w)) w <- w$data
   if (!is.matrix(w) || !is.numeric(w))
-    stop(paste0("ag_linear: init must be \"glorot_uniform\", \"orthogonal\", a function(out, in) ",
-                "or a numeric matrix"), call. = FALSE)
+    .arg_stop("ag_linear: init must be \"glorot_uniform\", \"orthogonal\", a function(out, in) ",
+              "or a numeric matrix")
   if (!identical(dim(w), c(out, inp)))
-    stop(sprintf("ag_linear: init matrix is %dx%d, expected %dx%d (out x in)", nrow(w), ncol(w),
-                 out, inp), call. = FALSE)
-  if (!all(is.finite(w))) stop("ag_linear: init matrix contains NA, NaN or Inf", call. = FALSE)
+    .arg_fail("shape", "ag_linear: init matrix is %dx%d, expected %dx%d (out x in)", nrow(w),
+              ncol(w), out, inp)
+  if (!all(is.finite(w))) .arg_stop("ag_linear: init matrix contains NA, NaN or Inf",
+                                    kind = "value")
   storage.mode(w) <- "double"
   w
 }
@@ -79,7 +80,7 @@ ag_linear <- function(in_features, out_features, activation = NULL, init = "glor
   in_features <- .arg_int(in_features, "ag_linear", "in_features", 1L)
   out_features <- .arg_int(out_features, "ag_linear", "out_features", 1L)
   if (!is.numeric(gain) || length(gain) != 1L || !is.finite(gain))
-    stop("ag_linear: gain must be a single finite number", call. = FALSE)
+    .arg_stop("ag_linear: gain must be a single finite number")
   gain <- as.double(gain)
   act <- .act(activation)  # refused before anything is drawn
   W <- ag_param(.init_weight(init, gain, out_features, in_features))
@@ -87,9 +88,8 @@ ag_linear <- function(in_features, out_features, activation = NULL, init = "glor
   # relu / sigmoid / tanh (or none) fuse with the matmul and bias into one node (as in Python)
   fused <- if (is.null(activation)) .pg$code$act[["NONE"]]
            else .pg$code$act[toupper(activation)][[1L]]
-  init_name <- if (is.character(init)) match.arg(init,
-                                                 c("glorot_uniform",
-                                                   "orthogonal")) else "glorot_uniform"
+  init_name <- if (is.character(init)) .arg_match(init, c("glorot_uniform", "orthogonal"),
+                                                  "ag_linear", "init") else "glorot_uniform"
   # a classed list (ggmlR's was a plain list): $W, $forward, is.list() as before, R-like print
   structure(list(W = W, b = b,
        forward = function(x) {
@@ -159,9 +159,14 @@ ag_layer_norm <- function(normalized_shape, eps = 1e-5, elementwise_affine = TRU
                           num_features = NULL) {
   # older name
   if (missing(normalized_shape) && !is.null(num_features)) normalized_shape <- num_features
-  d <- suppressWarnings(as.integer(normalized_shape))
-  if (length(d) != 1L || is.na(d) || d < 1L)
-    stop("normalized_shape must be a single positive integer", call. = FALSE)
+  # as Python's: one finite number >= 1 in R's integer range, truncated as ggmlR's as.integer()
+  # (4.9 -> 4); a factor ("3" -> level 1), a data frame, a logical or a string is refused
+  v <- normalized_shape
+  if (!is.numeric(v) || is.factor(v) || length(v) != 1L || length(dim(v)) > 1L || !is.finite(v) ||
+      v < 1 || v > .INT_MAX)
+    .arg_fail("value", "ag_layer_norm: normalized_shape must be a single positive integer, got %s",
+              .arg_show(v))
+  d <- as.integer(v)
   eps <- .arg_num(eps, "ag_layer_norm", "eps", 0)
   e <- .layer("layer_norm", sprintf("layer_norm(%d)", d))
   e$normalized_shape <- d
@@ -172,8 +177,8 @@ ag_layer_norm <- function(normalized_shape, eps = 1e-5, elementwise_affine = TRU
   e$beta <- if (e$elementwise_affine) ag_param(matrix(0, d, 1L)) else NULL
   e$forward <- function(x) {
     x <- .as_t(if (is.null(dim(x)) && is.numeric(x)) matrix(x, ncol = 1L) else x)
-    if (dim(x)[1L] != d) stop(sprintf("ag_layer_norm: expected %d features, got %d", d, dim(x)[1L]),
-                              call. = FALSE)
+    if (dim(x)[1L] != d)
+      .arg_fail("shape", "ag_layer_norm: expected %d features, got %d", d, dim(x)[1L])
     .wrap(.Call(R_pg_layer_norm, x$.ptr, if (is.null(e$gamma)) NULL else e$gamma$.ptr,
                 if (is.null(e$beta)) NULL else e$beta$.ptr, e$eps))
   }
@@ -290,9 +295,12 @@ ag_sequential <- function(...) {
       !is.function(layers[[1L]]$forward))
     layers <- layers[[1L]]
   if (!length(layers)) .arg_fail("argument", "ag_sequential: needs at least one layer, got none")
-  for (i in seq_along(layers))
-    if (!is.function(layers[[i]]$forward))
-      stop(sprintf("ag_sequential(): layer %d has no forward function", i), call. = FALSE)
+  for (i in seq_along(layers)) {
+    l <- layers[[i]]  # `$` on a number or a string is R's own error: checked first
+    if (!(is.list(l) || is.environment(l)) || !is.function(l$forward))
+      .arg_fail("argument", "ag_sequential: layer %d has no forward function (got %s)", i,
+                if (is.list(l) || is.environment(l)) class(l)[[1L]] else .arg_show(l))
+  }
   e <- .layer("sequential", "sequential")
   e$layers <- layers
   e$forward <- function(x) {

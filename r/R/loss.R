@@ -14,8 +14,8 @@ ag_bce_with_logits_loss <- function(logits, target) .Call(R_pg_bce_logits_loss, 
 ag_huber_loss <- function(pred, target, delta = 1) {
   # a number goes to the core, which checks it (finite, > 0) with Python's message
   if (!is.numeric(delta) || length(delta) != 1L)
-    stop(sprintf("ag_huber_loss: delta must be a finite number > 0, got %s", deparse(delta)[1L]),
-         call. = FALSE)
+    .arg_fail("value", "ag_huber_loss: delta must be a finite number > 0, got %s",
+              deparse(delta)[1L])
   .Call(R_pg_huber_loss, pred, target, as.double(delta))
 }
 

@@ -46,8 +46,8 @@ ag_estimate_training_memory <- function(shapes = NULL, batch_size = 32L,
   k <- ok$k
   if (!is.null(model)) {
     if (is.null(x) &&
-        is.null(input_shape)) stop(sprintf("%s: with model =, give x = (a batch) or input_shape =",
-                                           fn), call. = FALSE)
+        is.null(input_shape))
+      .arg_stop(sprintf("%s: with model =, give x = (a batch) or input_shape =", fn))
     if (is.null(dtype)) {
       p <- .mem_model_params(model)
       dtype <- if (length(p)) p[[1L]]$dtype else ag_default_dtype()
@@ -55,10 +55,10 @@ ag_estimate_training_memory <- function(shapes = NULL, batch_size = 32L,
   } else {
     if (is.numeric(shapes) && !is.list(shapes)) shapes <- list(shapes)
     if (!is.list(shapes) || length(shapes) == 0L)
-      stop("ggmlR: `shapes` must be a non-empty list of dimension vectors.", call. = FALSE)
+      .arg_stop("ggmlR: `shapes` must be a non-empty list of dimension vectors.")
     for (s in shapes)
       if (!is.numeric(s) || length(s) == 0L || any(!is.finite(s)) || any(s <= 0))
-        stop("ggmlR: each shape must be a vector of positive dimensions.", call. = FALSE)
+        .arg_stop("ggmlR: each shape must be a vector of positive dimensions.", kind = "value")
   }
   dtype <- .dtype_name(.dtype_code(dtype))
   batch_size <- .arg_int(batch_size, "ag_estimate_training_memory", "batch_size", 0L)

@@ -11,7 +11,7 @@
           else if (optimizer$momentum > 0) "sgd" else "sgd_plain"
     return(list(name = nm, k = .OPT_K[[nm]] + if (optimizer$accumulate_steps > 1L) 1 else 0))
   }
-  nm <- match.arg(optimizer, names(.OPT_K))
+  nm <- .arg_match(optimizer, names(.OPT_K), "ag_estimate_training_memory", "optimizer")
   list(name = nm, k = .OPT_K[[nm]])
 }
 
@@ -20,8 +20,8 @@
 .mem_model_params <- function(model) {
   if (!(is.environment(model) || is.list(model)) ||
       !(is.function(model$parameters) || is.function(model$params)))
-    stop("ag_estimate_training_memory(): model must have a parameters() (or params()) function",
-         call. = FALSE)
+    .arg_stop("ag_estimate_training_memory(): model must have a parameters() (or params()) ",
+              "function")
   .dedup(.layer_params(model))
 }
 
@@ -39,9 +39,9 @@
     if (length(shp) == 1L) shp <- c(shp, batch_size)
     if (!is.numeric(shp) || length(shp) != 2L || anyNA(shp) || any(shp <= 0) ||
         any(shp != round(shp)))
-      stop(sprintf(paste0("%s: input_shape must be c(features) or c(features, batch) with ",
+      .arg_stop(sprintf(paste0("%s: input_shape must be c(features) or c(features, batch) with ",
                           "positive whole numbers, got %s"),
-                   fn, paste(deparse(input_shape), collapse = " ")), call. = FALSE)
+                   fn, paste(deparse(input_shape), collapse = " ")), kind = "value")
   }
   buffers <- lapply(.layer_buffers(model), function(t) list(t = t, v = t$data))
   saved <- lapply(params, function(t) t$grad)  # the caller's .grad, put back afterwards

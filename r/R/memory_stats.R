@@ -32,8 +32,8 @@ ag_accuracy <- function(model, x, y, batch_size = 256L) {
               "ag_accuracy: y must be 0-based class ids or a one-hot matrix, got booleans")
   Y <- .fit_cols(y, "y", "ag_accuracy")
   out <- ag_predict(model, x, batch_size = batch_size)
-  if (ncol(Y) != ncol(out)) stop(sprintf("ag_accuracy: x has %d samples but y has %d", ncol(out),
-                                         ncol(Y)), call. = FALSE)
+  if (ncol(Y) != ncol(out)) .arg_fail("shape", "ag_accuracy: x has %d samples but y has %d",
+                                      ncol(out), ncol(Y))
   storage.mode(Y) <- "double"
   storage.mode(out) <- "double"
   .Call(R_pg_accuracy_count, out, Y) / ncol(out)  # counted in the core, as Python's

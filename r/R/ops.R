@@ -18,10 +18,13 @@ ag_div <- function(A, B) .Call(R_pg_div, A, B)
 }
 
 # a whole number (or -1), as Python's _size: 2.5 was truncated to 2 (issue 19)
+# a size R can hold: dim() is integer, so past .INT_MAX a tensor's dims would read NA (Python has
+# the same bound: one integer rule)
 .reshape_size <- function(v, arg) {
   if (!is.numeric(v) || is.factor(v) || length(v) != 1L || !is.finite(v) || v != floor(v) ||
-      abs(v) >= 2^62)
-    .arg_fail("value", "ag_reshape: %s must be a whole number (or -1), got %s", arg, .arg_show(v))
+      abs(v) > .INT_MAX)
+    .arg_fail("value", "ag_reshape: %s must be a whole number (or -1) within +/-%d, got %s", arg,
+              .INT_MAX, .arg_show(v))
   as.double(v)
 }
 
@@ -45,7 +48,8 @@ ag_clamp <- function(x, lo = -Inf, hi = Inf)
   if (is.null(dim)) return(0)
   if ((is.numeric(dim)) && length(dim) == 1L && !is.na(dim) &&
       dim %in% c(1, 2)) return(as.double(dim))
-  stop(sprintf("%s: dim must be NULL (all), 1 (per row) or 2 (per column)", op), call. = FALSE)
+  .arg_stop(sprintf("%s: dim must be NULL (all), 1 (per row) or 2 (per column)", op),
+            kind = "value")
 }
 
 # dim = NULL: all -> [1,1]; dim = 1: per row -> [nrow,1]; dim = 2: per column -> [1,ncol].
@@ -94,21 +98,21 @@ ag_softmax_cross_entropy_loss <- function(logits, target) {
   if (!is.null(td) && length(td) != 2L) {
     # a 1-D array (e.g. from as.array() or rpy2) or an array with one non-unit extent: class ids
     if (sum(td != 1L) > 1L)
-      stop(sprintf(paste0("%s: logits are [%dx%d] but target is a %s array; give a one-hot ",
+      .arg_stop(sprintf(paste0("%s: logits are [%dx%d] but target is a %s array; give a one-hot ",
                           "matrix of the logits' shape or one class id per column"),
-                   op, K, B, paste(td, collapse = "x")), call. = FALSE)
+                   op, K, B, paste(td, collapse = "x")), kind = "shape")
     td <- NULL
   }
   if (!is.null(td) && length(td) == 2L && td[1L] == K && td[2L] == B && !(K == 1L && B > 1L))
     return(.Call(R_pg_softmax_ce_loss, logits, target))
   ids <- if (is_ag_tensor(target)) target$data else target
   if (!is.null(td) && !(td[1L] == 1L || td[2L] == 1L))
-    stop(sprintf(paste0("%s: logits are [%dx%d] but target is [%dx%d]; give a one-hot matrix of ",
-                        "the logits' shape or one class id per column"),
-                 op, K, B, td[1L], td[2L]), call. = FALSE)
+    .arg_fail("shape", paste0("%s: logits are [%dx%d] but target is [%dx%d]; give a one-hot ",
+                              "matrix of the logits' shape or one class id per column"),
+              op, K, B, td[1L], td[2L])
   if (is.logical(ids)) .arg_fail("argument", "%s: class ids must be 0-based integers, got booleans",
                                  op)
   if (!is.numeric(ids) || is.factor(ids))
-    stop(sprintf("%s: target must be numeric", op), call. = FALSE)
+    .arg_stop(sprintf("%s: target must be numeric", op))
   .with_label_hint(.Call(R_pg_softmax_ce_loss_idx, logits, as.vector(ids)), ids, K)  # fit_hints.R
 }

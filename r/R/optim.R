@@ -3,14 +3,14 @@
 .param_list <- function(params, where) {
   if (is.environment(params) && is.function(params$parameters)) params <- params$parameters()
   if (is_ag_tensor(params)) params <- list(params)
-  if (!is.list(params)) stop(sprintf("%s: params must be a list of ag_tensors", where),
-                             call. = FALSE)
+  if (!is.list(params)) .arg_fail("argument", "%s: params must be a list of ag_tensors, got %s",
+                                  where, .arg_show(params))
   nms <- names(params)
   if (is.null(nms)) nms <- rep("", length(params))
   nms[nms == ""] <- as.character(seq_along(params))[nms == ""]
   for (i in seq_along(params))
     if (!is_ag_tensor(params[[i]]))
-      stop(sprintf("%s: parameter '%s' is not an ag_tensor", where, nms[[i]]), call. = FALSE)
+      .arg_fail("argument", "%s: parameter '%s' is not an ag_tensor", where, nms[[i]])
   names(params) <- nms
   params
 }
@@ -42,7 +42,9 @@
 .opt_params <- function(params, where) {
   if (is.environment(params) && is.function(params$parameters)) params <- params$parameters()
   if (is_ag_tensor(params)) params <- list(params)
-  if (!is.list(params)) stop("is.list(params) is not TRUE", call. = FALSE)
+  if (!is.list(params))  # ggmlR's stopifnot text, with the function and what was given
+    .arg_fail("argument", paste0("%s: is.list(params) is not TRUE (params must be a list of ",
+                                 "ag_tensors or a model, got %s)"), where, .arg_show(params))
   # as Python's (and torch's): an optimizer over nothing would train nothing silently
   if (!length(params))
     .arg_fail("value",
@@ -50,7 +52,7 @@
                      "model's parameters()"), where)
   for (i in seq_along(params))
     if (!is_ag_tensor(params[[i]]))
-      stop(sprintf("%s: parameter %d is not an ag_tensor", where, i), call. = FALSE)
+      .arg_fail("argument", "%s: parameter %d is not an ag_tensor", where, i)
   keep <- .first_of_each(params)
   if (any(!keep))
     warning(sprintf(paste0("optimizer: %d parameter(s) listed more than once (same tensor); ",
@@ -63,9 +65,6 @@
 # keyed by as.character(id) (a user-built one) copied into a new map
 .step_map <- function(grads, params) {
   if (is.null(grads)) return(NULL)
-  if (!is.environment(grads))
-    stop("step: grads must be an environment keyed by tensor id (as backward() returns) or NULL",
-         call. = FALSE)
   m <- get0(".map", envir = grads, inherits = FALSE)
   if (!is.null(m)) return(m)
   vals <- lapply(params, function(p) {
@@ -76,12 +75,28 @@
   .Call(R_pg_gradmap_build, lapply(params[has], function(p) p$.ptr), vals[has])
 }
 
+# step()'s grads: NULL or an environment keyed by tensor id (backward()'s, or one built by hand);
+# an ag_tensor is an environment too, and read as a map it held no gradient
+.check_step_grads <- function(grads, where) {
+  if (is.null(grads) || (is.environment(grads) && !is_ag_tensor(grads))) return(invisible())
+  .arg_fail("argument", paste0("%s step(): grads must be an environment keyed by tensor id (the ",
+                               "one backward() returns) or NULL, got %s"), where,
+            if (is_ag_tensor(grads)) "an ag_tensor (pass backward(loss)'s result, not the loss)"
+            else .arg_show(grads))
+}
+
+# ggmlR's as.integer() truncation (1.9 -> 1), with the kind and the range checked first
+.accum_steps <- function(v, where) {
+  msg <- "%s: accumulate_steps must be a positive integer, got %s"
+  if (!is.numeric(v) || is.factor(v) || length(v) != 1L || length(dim(v)) > 1L)
+    .arg_fail("argument", msg, where, .arg_show(v))
+  if (is.na(v) || v < 1 || v >= .INT_MAX + 1) .arg_fail("value", msg, where, .arg_show(v))
+  as.integer(v)
+}
+
 .make_optimizer <- function(kind, params, hyper, cls, where) {
   params <- .opt_params(params, where)
-  k <- suppressWarnings(as.integer(hyper$accumulate_steps))
-  if (length(k) != 1L || is.na(k) || k < 1L) stop("accumulate_steps must be a positive integer",
-                                                  call. = FALSE)
-  hyper$accumulate_steps <- k
+  hyper$accumulate_steps <- .accum_steps(hyper$accumulate_steps, where)
   hyper$average <- isTRUE(hyper$average)
   res <- .Call(R_pg_optim_new, .pg$code$optim[[toupper(kind)]], lapply(params, function(p) p$.ptr))
   h <- res[[1L]]
@@ -128,6 +143,7 @@
   # grads (or each $grad) / k and applies. sum_grads = TRUE (this project's): every call's grads
   # are summed by the optimizer, for loops that pass one environment per micro-batch.
   e$step <- function(grads = NULL, sum_grads = FALSE) {
+    .check_step_grads(grads, where)  # a counting call too: what it would read must be a map
     sum_grads <- isTRUE(sum_grads)
     k <- e$accumulate_steps
     if (!sum_grads && k > 1L && e$accum_count + 1L < k) grads <- NULL
@@ -179,13 +195,17 @@ clip_grad_norm <- function(params, grads, max_norm) {
 
 # The errors of a gradient helper's core call, raised with the helper's call (as ggmlR's stop())
 .core_with_call <- function(expr, call) {
-  tryCatch(expr, error = function(e) stop(simpleError(conditionMessage(e), call)))
+  tryCatch(expr, error = function(e) {
+    e$call <- call  # the class (pyggmlr_value_error, ...) is kept
+    stop(e)
+  })
 }
 
 clip_grad_value <- function(params, grads, clip_value) {
   call <- sys.call()
   if (!is.numeric(clip_value) || length(clip_value) != 1L)
-    stop("clip_value must be a single positive finite number")
+    .arg_fail("value", "%s: clip_value must be a single positive finite number, got %s",
+              "clip_grad_value", .arg_show(clip_value))
   params <- .param_list(params, "clip_grad_value")
   m <- if (missing(grads)) NULL else .map_handle(grads, "clip_grad_value")
   invisible(.core_with_call(.Call(R_pg_clip_grad_value, lapply(params, function(p) p$.ptr), m,
@@ -194,9 +214,10 @@ clip_grad_value <- function(params, grads, clip_value) {
 
 check_grad_anomaly <- function(params, grads, action = c("warn", "stop", "silent"),
                                max_abs = NULL) {
-  action <- match.arg(action)
+  action <- .arg_match(action, c("warn", "stop", "silent"), "check_grad_anomaly", "action")
   if (!is.null(max_abs) && (!is.numeric(max_abs) || length(max_abs) != 1L || is.na(max_abs)))
-    stop("max_abs must be NULL or a single number")
+    .arg_fail("value", "check_grad_anomaly: max_abs must be NULL or a single number, got %s",
+              .arg_show(max_abs))
   params <- .param_list(params, "check_grad_anomaly")
   m <- if (missing(grads)) NULL else .map_handle(grads, "check_grad_anomaly")
   r <- .core_with_call(.Call(R_pg_grad_anomaly, lapply(params, function(p) p$.ptr), m), sys.call())

@@ -20,18 +20,22 @@
 # Evaluate expr with `stream` as the current stream (NULL: leave the current one), restored on exit.
 .with_stream <- function(stream, expr) {
   if (is.null(stream)) return(expr)
-  prev <- .Call(R_pg_rng_current)   # restore registered before the switch
-  on.exit(.Call(R_pg_rng_use, prev), add = TRUE)
-  .Call(R_pg_rng_use, stream)
-  expr
+  .Call(R_pg_scoped, .pg$code$scoped[["STREAM"]], stream, quote(expr), environment())  # r_scope.c
 }
 
-# A seed argument as an integer (NULL stays NULL); `what` names it in the error.
-.seed_int <- function(seed, what = "`seed`") {
+# A seed argument as an integer (NULL stays NULL), as ggmlR's as.integer(): 1.5 -> 1, "42" -> 42;
+# `fn` names the function in the error. One number or string (no data frame, factor, logical or
+# vector: is.na() of those is not one value, and `||` on it an error in R >= 4.3), within R's
+# integer range.
+.seed_int <- function(seed, fn, arg = "`seed`") {
   if (is.null(seed)) return(NULL)
-  if (length(seed) != 1L || is.na(seed))
-    stop(sprintf("%s must be a single non-NA integer (or NULL).", what), call. = FALSE)
-  s <- as.integer(seed)
-  if (is.na(s)) stop("supplied seed is not a valid integer", call. = FALSE)
+  msg <- "%s: %s must be a single non-NA integer (or NULL). Got %s."
+  if ((!is.numeric(seed) && !is.character(seed)) || is.factor(seed) || length(seed) != 1L ||
+      length(dim(seed)) > 1L)
+    .arg_fail("argument", msg, fn, arg, .arg_show(seed))
+  if (is.na(seed)) .arg_fail("value", msg, fn, arg, .arg_show(seed))
+  s <- suppressWarnings(as.integer(seed))
+  if (is.na(s)) .arg_fail("value", "%s: supplied seed is not a valid integer, got %s", fn,
+                          .arg_show(seed))
   s
 }

@@ -117,7 +117,8 @@ lr_scheduler_cyclic <- function(optimizer, base_lr, max_lr, step_size_up = 2000L
                                 step_size_down = NULL,
                                 mode = c("triangular", "triangular2", "exp_range"), gamma = 1) {
   call <- sys.call()
-  mode <- match.arg(mode)
+  mode <- .arg_match(mode, c("triangular", "triangular2", "exp_range"), "lr_scheduler_cyclic",
+                     "mode")
   step_size_up <- .sched_count(step_size_up)
   step_size_down <- if (is.null(step_size_down)) step_size_up else .sched_count(step_size_down)
   par <- c(.sched_num(base_lr), .sched_num(max_lr), step_size_up, step_size_down,
@@ -140,7 +141,8 @@ lr_scheduler_onecycle <- function(optimizer, max_lr, total_steps, pct_start = 0.
                                   cycle_momentum = TRUE, base_momentum = 0.85,
                                   max_momentum = 0.95) {
   call <- sys.call()
-  anneal_strategy <- match.arg(anneal_strategy)
+  anneal_strategy <- .arg_match(anneal_strategy, c("cos", "linear"), "lr_scheduler_onecycle",
+                                "anneal_strategy")
   total_steps <- .sched_count(total_steps)
   par <- c(.sched_num(max_lr), total_steps, .sched_num(pct_start), .sched_num(div_factor),
            .sched_num(final_div_factor), anneal_strategy == "linear", .sched_num(base_momentum),

@@ -14,17 +14,17 @@ ag_log_softmax <- function(x) .Call(R_pg_log_softmax, x)
 ag_gather <- function(x, index) {
   d <- if (is_ag_tensor(x)) dim(x) else if (is.null(dim(x))) c(length(x), 1L) else dim(x)
   if (!is.numeric(index))
-    stop("ag_gather: index must be numeric (0-based integers)", call. = FALSE)
+    .arg_stop("ag_gather: index must be numeric (0-based integers)")
   index <- as.vector(index)
   if (length(index) != d[2L])
-    stop(sprintf("ag_gather: index has length %d, x has %d columns", length(index), d[2L]),
-         call. = FALSE)
-  if (anyNA(index)) stop("ag_gather: index contains NA", call. = FALSE)
-  if (any(index != round(index))) stop("ag_gather: index must be whole numbers (0-based)",
-                                       call. = FALSE)
+    .arg_stop(sprintf("ag_gather: index has length %d, x has %d columns", length(index), d[2L]),
+              kind = "shape")
+  if (anyNA(index)) .arg_stop("ag_gather: index contains NA", kind = "value")
+  if (any(index != round(index))) .arg_stop("ag_gather: index must be whole numbers (0-based)",
+                                            kind = "value")
   if (any(index < 0 | index > d[1L] - 1))
-    stop(sprintf("ag_gather: index out of range 0..%d (indices are 0-based)", d[1L] - 1L),
-         call. = FALSE)
+    .arg_stop(sprintf("ag_gather: index out of range 0..%d (indices are 0-based)", d[1L] - 1L),
+              kind = "value")
   .Call(R_pg_gather, x, index)
 }
 

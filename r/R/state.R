@@ -16,16 +16,16 @@
 .state_params <- function(model, caller) {
   f <- .fn_field(model, "parameters")
   if (is.null(f)) f <- .fn_field(model, "params")
-  if (is.null(f)) stop(caller, ": `model` has no parameters() / params() method", call. = FALSE)
+  if (is.null(f)) .arg_stop(caller, ": `model` has no parameters() / params() method")
   p <- f()
   if (is.null(p)) p <- list()
-  if (!is.list(p)) stop(sprintf("%s: parameters() returned a %s, not a list of ag_tensors", caller,
-                                class(p)[[1L]]), call. = FALSE)
+  if (!is.list(p))
+    .arg_stop(sprintf("%s: parameters() returned a %s, not a list of ag_tensors", caller,
+                      class(p)[[1L]]))
   for (i in seq_along(p)) if (!is_ag_tensor(p[[i]]))
-    stop(sprintf("%s: parameter %d (%s) is a %s, not an ag_tensor", caller, i,
+    .arg_stop(sprintf("%s: parameter %d (%s) is a %s, not an ag_tensor", caller, i,
                  if (is.null(names(p)) || !nzchar(names(p)[i])) "unnamed" else names(p)[i],
-                 class(p[[i]])[[1L]]),
-         call. = FALSE)
+                 class(p[[i]])[[1L]]))
   p
 }
 
@@ -73,11 +73,11 @@ ag_state_dict <- function(model) {
 .sd_value <- function(caller, nm, model_dim, val) {
   if (is_ag_tensor(val)) val <- val$data
   if (!is.numeric(val) || !identical(as.integer(dim(val)), as.integer(model_dim)))
-    stop(sprintf("%s: shape mismatch for '%s': model %s, state %s", caller, nm,
+    .arg_stop(sprintf("%s: shape mismatch for '%s': model %s, state %s", caller, nm,
                  paste(model_dim, collapse = "x"),
-                 .dim_str(val)), call. = FALSE)
-  if (!all(is.finite(val))) stop(sprintf("%s: '%s' contains NA, NaN or Inf", caller, nm),
-                                 call. = FALSE)
+                 .dim_str(val)), kind = "shape")
+  if (!all(is.finite(val))) .arg_stop(sprintf("%s: '%s' contains NA, NaN or Inf", caller, nm),
+                                      kind = "value")
   storage.mode(val) <- "double"
   val
 }
@@ -93,25 +93,25 @@ ag_state_dict <- function(model) {
 .distinct_names <- function(lst, caller, what) {
   nm <- names(lst)
   if (length(lst) && (is.null(nm) || any(is.na(nm) | !nzchar(nm)) || anyDuplicated(nm)))
-    stop(sprintf("%s: the model's %s need distinct names to be matched with a state (got %s)",
+    .arg_stop(sprintf("%s: the model's %s need distinct names to be matched with a state (got %s)",
                  caller, what,
-                 if (is.null(nm)) "an unnamed list" else paste(nm, collapse = ", ")), call. = FALSE)
+                 if (is.null(nm)) "an unnamed list" else paste(nm, collapse = ", ")),
+              kind = "value")
   if (is.null(nm)) character(0) else nm
 }
 
 ag_load_state_dict <- function(model, state, strict = TRUE) {
   caller <- "ag_load_state_dict()"
   if (!is.list(state) || !is.list(state[["parameters"]]))
-    stop(caller, ": `state` is not a state dict (no $parameters)", call. = FALSE)
+    .arg_stop(caller, ": `state` is not a state dict (no $parameters)")
   if (!is.logical(strict) || length(strict) != 1L || is.na(strict))
-    stop(caller, ": `strict` must be TRUE or FALSE", call. = FALSE)
+    .arg_stop(caller, ": `strict` must be TRUE or FALSE")
   params <- .state_params(model, caller)
   bufs <- .state_buffers(model)
   sp <- state[["parameters"]]
   sb <- state[["buffers"]]
   if (is.null(sb)) sb <- list()
-  if (!is.list(sb)) stop(caller, ": `state` is not a state dict ($buffers is not a list)",
-                         call. = FALSE)
+  if (!is.list(sb)) .arg_stop(caller, ": `state` is not a state dict ($buffers is not a list)")
   used <- function(have, saved, what) {
     hn <- .distinct_names(have, caller, paste0(what, "s"))
     sn <- names(saved)
@@ -119,9 +119,9 @@ ag_load_state_dict <- function(model, state, strict = TRUE) {
     missing <- setdiff(hn, sn)
     extra <- setdiff(sn, hn)
     if (strict && (length(missing) || length(extra)))
-      stop(caller, ": ", what, " names differ (strict = TRUE)", "\n  missing in state: ",
+      .arg_stop(caller, ": ", what, " names differ (strict = TRUE)", "\n  missing in state: ",
            paste(missing, collapse = ", "),
-           "\n  not in model: ", paste(extra, collapse = ", "), call. = FALSE)
+           "\n  not in model: ", paste(extra, collapse = ", "), kind = "value")
     intersect(hn, sn)
   }
   pn <- used(params, sp, "parameter")
@@ -146,7 +146,7 @@ ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch 
                      paste(class(path), collapse = "/")))
   if (!.is_model(model)) .model_params(model, "ag_save_model()")  # its error
   if (!is.null(model_fn) && !is.function(model_fn))
-    stop("ag_save_model(): `model_fn` must be a function or NULL.", call. = FALSE)
+    .arg_stop("ag_save_model(): `model_fn` must be a function or NULL.")
   # model_fn is checked, not stored: a safetensors file holds no code (the architecture is its
   # JSON config); pass the builder again to ag_load_model for models without to_config()
   invisible(.save_model(model, path, optimizer = optimizer, epoch = epoch, extra = extra))
@@ -155,20 +155,16 @@ ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch 
 # NULL, or "f32" / "f64" (ggmlR's f16 / bf16 are metadata there and not kept by the CPU engine)
 .load_dtype <- function(dtype) {
   if (is.null(dtype)) return(NULL)
-  dtype <- match.arg(dtype, c("f32", "f64", "f16", "bf16"))
+  dtype <- .arg_match(dtype, c("f32", "f64", "f16", "bf16"), "ag_load_model", "dtype")
   if (dtype %in% c("f16", "bf16"))
-    stop(sprintf(paste0("ag_load_model(): dtype \"%s\" is not supported by the CPU engine; use ",
-                        "\"f32\" or \"f64\""), dtype),
-         call. = FALSE)
+    .arg_fail("dtype", paste0("ag_load_model(): dtype \"%s\" is not supported by the CPU engine; ",
+                              "use \"f32\" or \"f64\""), dtype)
   dtype
 }
 
-.with_dtype <- function(dtype, f) {
-  prev <- ag_default_dtype()
-  on.exit(ag_dtype(prev), add = TRUE)
-  ag_dtype(dtype)
-  f()
-}
+# the default dtype is put back in C whatever way f() leaves (r_scope.c)
+.with_dtype <- function(dtype, f) .Call(R_pg_scoped, .pg$code$scoped[["DTYPE"]],
+                                        .dtype_code(dtype), quote(f()), environment())
 
 # the parameters' dtype must be the one asked for (a builder may hard-code its own)
 .check_built_dtype <- function(params, dtype) {
@@ -205,7 +201,7 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
     model_fn <- NULL
   }
   if (!is.null(model) && !is.null(model_fn))
-    stop("ag_load_model(): give model or model_fn, not both", call. = FALSE)
+    .arg_stop("ag_load_model(): give model or model_fn, not both")
   if (!is.null(device)) {
     old <- ag_default_device()
     on.exit(ag_device(old), add = TRUE)

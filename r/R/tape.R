@@ -1,25 +1,16 @@
 # The gradient tape and backward().
 
-with_grad_tape <- function(expr) {
-  # the exit handler exists before the scope does and closes every scope above the depth seen
-  # on entry: an interrupt, restart or callCC at any point leaves no scope open, and closing
-  # twice is harmless (pg_tape_end_to)
-  d <- .Call(R_pg_scope, .pg$code$scope[["DEPTH"]], 0L)
-  on.exit(.Call(R_pg_scope, .pg$code$scope[["END_TO"]], d))
-  # the outermost scope empties the tape, nested ones keep it
-  .Call(R_pg_tape, .pg$code$tape[["BEGIN"]])
-  expr  # forcing the promise evaluates it in the caller's frame
-}
+# The scopes open, evaluate expr in the caller's frame (forcing the promise) and close in C
+# (R_pg_scoped, src/r_scope.c): an on.exit handler is R code that an interrupt can abandon
+# half-way, which left the tape open in about one Ctrl-C of ten. Nested tapes keep the outer
+# tape's nodes; the outermost one empties it on entry.
+with_grad_tape <- function(expr) .Call(R_pg_scoped, .pg$code$scoped[["TAPE"]], NULL,
+                                       quote(expr), environment())
 
 ag_tape_clear <- function() invisible(.Call(R_pg_tape, .pg$code$tape[["CLEAR"]]))
 
-ag_no_grad <- function(expr) {
-  # read first: the restore is registered before anything changes
-  prev <- .Call(R_pg_tape, .pg$code$tape[["ENABLED"]])
-  on.exit(.Call(R_pg_tape_set_enabled, prev))
-  .Call(R_pg_tape_set_enabled, FALSE)
-  expr
-}
+ag_no_grad <- function(expr) .Call(R_pg_scoped, .pg$code$scoped[["NO_GRAD"]], NULL, quote(expr),
+                                   environment())
 
 # Gradient map: an environment of class "ag_grads" holding the core map's handle in `.map`, with
 # one active binding per leaf tensor (parameters, inputs), keyed by as.character(id) as in ggmlR,
@@ -46,8 +37,7 @@ ag_no_grad <- function(expr) {
   id <- .grad_key(i)
   if (is.null(id)) {
     if (!is.character(i) || length(i) != 1L || is.na(i))
-      stop("gradients are keyed by tensor id (one number or string) or the tensor itself",
-           call. = FALSE)
+      .arg_stop("gradients are keyed by tensor id (one number or string) or the tensor itself")
     return(get0(i, envir = x, inherits = FALSE))
   }
   .Call(R_pg_gradmap_get, get(".map", envir = x, inherits = FALSE), id)
@@ -55,7 +45,7 @@ ag_no_grad <- function(expr) {
 `$.ag_grads` <- function(x, name) x[[name]]
 `[[<-.ag_grads` <- function(x, i, ..., value) {
   id <- .grad_key(i)
-  if (is.null(id)) stop("gradients are keyed by tensor id (or the tensor itself)", call. = FALSE)
+  if (is.null(id)) .arg_stop("gradients are keyed by tensor id (or the tensor itself)")
   .Call(R_pg_gradmap_set, get(".map", envir = x, inherits = FALSE), id,
         if (is_ag_tensor(value)) value$data else value)
   x
@@ -76,8 +66,7 @@ print.ag_grads <- function(x, ...) {
     m <- get0(".map", envir = grads, inherits = FALSE)
     if (!is.null(m)) return(m)
   }
-  stop(sprintf("%s: grads must be the environment returned by backward() or NULL", where),
-       call. = FALSE)
+  .arg_stop(sprintf("%s: grads must be the environment returned by backward() or NULL", where))
 }
 
 backward <- function(loss) invisible(.Call(R_pg_backward_env, loss))

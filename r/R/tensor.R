@@ -1,15 +1,17 @@
 # Tensors: environments of class "ag_tensor" around an external pointer to a core tensor.
 
-.dtype_code <- function(dtype) {
+# fn: the public function, named first in the message (NULL: none)
+.dtype_code <- function(dtype, fn = NULL) {
   if (is.null(dtype)) return(.Call(R_pg_default_dtype, NULL))
-  if (!is.character(dtype) || length(dtype) != 1L)
-    .arg_fail("dtype", "dtype must be \"f32\" or \"f64\"")
+  pre <- if (is.null(fn)) "" else paste0(fn, ": ")
+  if (!is.character(dtype) || length(dtype) != 1L || is.na(dtype))
+    .arg_fail("dtype", "%sdtype must be \"f32\" or \"f64\", got %s", pre, .arg_show(dtype))
   # classed as Python's DTypeError
   switch(tolower(dtype), f32 = .pg$code$dtype[["F32"]], f64 = .pg$code$dtype[["F64"]],
          f16 = , bf16 = .arg_fail("dtype",
-                                  paste0("dtype \"%s\" is not supported by the CPU engine; use ",
-                                         "\"f32\" or \"f64\""), dtype),
-         .arg_fail("dtype", "dtype must be \"f32\" or \"f64\", got \"%s\"", dtype))
+                                  paste0("%sdtype \"%s\" is not supported by the CPU engine; use ",
+                                         "\"f32\" or \"f64\""), pre, dtype),
+         .arg_fail("dtype", "%sdtype must be \"f32\" or \"f64\", got \"%s\"", pre, dtype))
 }
 .dtype_name <- function(code) if (code == .pg$code$dtype[["F64"]]) "f64" else "f32"
 
@@ -43,14 +45,14 @@ names.ag_tensor <- function(x) union(.TENSOR_FIELDS,
 
 ag_tensor <- function(data, device = ag_default_device(), dtype = ag_default_dtype()) {
   .check_device(device)
-  code <- .dtype_code(dtype)
+  code <- .dtype_code(dtype, "ag_tensor")
   if (is_ag_tensor(data)) return(.wrap(.Call(R_pg_tensor_cast, data$.ptr, code)))
   .wrap(.Call(R_pg_tensor_new, data, code, FALSE))
 }
 
 ag_param <- function(data, device = ag_default_device(), dtype = ag_default_dtype()) {
   .check_device(device, "ag_param")
-  code <- .dtype_code(dtype)
+  code <- .dtype_code(dtype, "ag_param")
   if (is_ag_tensor(data)) data <- data$data
   .wrap(.Call(R_pg_tensor_new, data, code, TRUE))
 }
@@ -58,7 +60,7 @@ ag_param <- function(data, device = ag_default_device(), dtype = ag_default_dtyp
 is_ag_tensor <- function(x) inherits(x, "ag_tensor")
 
 ag_grad <- function(x) {
-  if (!is_ag_tensor(x)) stop("ag_grad(): `x` must be an ag_tensor", call. = FALSE)
+  if (!is_ag_tensor(x)) .arg_stop("ag_grad(): `x` must be an ag_tensor")
   x$grad
 }
 
@@ -91,17 +93,16 @@ print.ag_tensor <- function(x, ...) {
 
 ag_dtype <- function(dtype) {
   prev <- ag_default_dtype()
-  if (!missing(dtype) && !is.null(dtype)) .Call(R_pg_default_dtype, .dtype_code(dtype))
+  if (!missing(dtype) && !is.null(dtype)) .Call(R_pg_default_dtype, .dtype_code(dtype, "ag_dtype"))
   invisible(prev)
 }
 
 ag_default_dtype <- function() .dtype_name(.Call(R_pg_default_dtype, NULL))
 
 ag_device <- function(device) {
-  if (missing(device)) stop("ag_device(): argument \"device\" is missing, with no default",
-                            call. = FALSE)
+  if (missing(device)) .arg_stop("ag_device(): argument \"device\" is missing, with no default")
   if (!is.character(device) || length(device) != 1L || !device %in% c("cpu", "gpu"))
-    stop("ag_device(): device must be \"cpu\" or \"gpu\"", call. = FALSE)
+    .arg_stop("ag_device(): device must be \"cpu\" or \"gpu\"", kind = "value")
   .check_device(device, "ag_device")
   prev <- .pg$device
   .pg$device <- device
@@ -111,7 +112,7 @@ ag_device <- function(device) {
 ag_default_device <- function() .pg$device
 
 ag_to_device <- function(tensor, device) {
-  if (!is_ag_tensor(tensor)) stop("ag_to_device(): tensor must be an ag_tensor", call. = FALSE)
+  if (!is_ag_tensor(tensor)) .arg_stop("ag_to_device(): tensor must be an ag_tensor")
   .check_device(device, "ag_to_device")
   tensor
 }
@@ -119,16 +120,14 @@ ag_to_device <- function(tensor, device) {
 # set.seed(as.integer(seed)): R and the package draw from the one stream it seeds (random.R)
 ggml_set_seed <- function(seed) {
   if (is.null(seed)) return(invisible(NULL))
-  if (length(seed) != 1L || is.na(seed)) stop("`seed` must be a single non-NA integer (or NULL).",
-                                              call. = FALSE)
-  seed <- as.integer(seed)
+  seed <- .seed_int(seed, "ggml_set_seed")
   set.seed(seed)
   invisible(seed)
 }
 
 ag_set_threads <- function(n) {
   if (!is.numeric(n) || length(n) != 1L || is.na(n) || n != round(n))
-    stop("ag_set_threads(): n must be one whole number", call. = FALSE)
+    .arg_stop("ag_set_threads(): n must be one whole number")
   .check_count(n, "ag_set_threads()", "n", 1L, .PG_MAX_THREADS)
   invisible(.Call(R_pg_set_threads, as.integer(n)))
 }

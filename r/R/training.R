@@ -17,7 +17,7 @@
 # (R's .Random.seed is left alone); NULL: from R's stream.
 ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_major = TRUE,
                           seed = NULL) {
-  seed <- .seed_int(seed, "ag_dataloader(): seed")
+  seed <- .seed_int(seed, "ag_dataloader", "seed")
   col_major <- .arg_flag(col_major, "ag_dataloader", "col_major")
   shuffle <- .arg_flag(shuffle, "ag_dataloader", "shuffle")
   .check_dims(x, "ag_dataloader", "x")  # a tampered dim must not reach as.matrix / `[`
@@ -29,7 +29,8 @@ ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_maj
     if (!is.null(y)) y <- t(y)
   }
   if (!is.null(y) && ncol(x) != ncol(y))
-    stop("x and y must have the same number of samples (columns in col-major)", call. = FALSE)
+    .arg_fail("shape", paste0("ag_dataloader: x and y must have the same number of samples ",
+                              "(columns in col-major), got %d and %d"), ncol(x), ncol(y))
   batch_size <- .arg_int(batch_size, "ag_dataloader", "batch_size", 1L)
   e <- new.env(parent = emptyenv())
   e$x <- x
@@ -85,8 +86,13 @@ print.ag_dataloader <- function(x, ...) {
 # exactly (the saved values are written back) and their $grad is left as it was.
 ag_gradcheck <- function(fn, inputs, eps = NULL, atol = NULL, verbose = FALSE, quiet = FALSE,
                          rtol = NULL) {
-  if (!is.function(fn)) stop("ag_gradcheck(): fn must be a function", call. = FALSE)
-  if (!is.list(inputs)) stop("ag_gradcheck(): inputs must be a named list", call. = FALSE)
+  if (!is.function(fn)) .arg_stop("ag_gradcheck(): fn must be a function")
+  if (!is.list(inputs)) .arg_stop("ag_gradcheck(): inputs must be a named list")
+  for (nm in c("verbose", "quiet")) {  # if (!quiet) as ggmlR's: one non-NA logical or number
+    v <- get(nm)
+    if (!(is.logical(v) || is.numeric(v)) || is.factor(v) || length(v) != 1L || is.na(v))
+      .arg_fail("argument", "ag_gradcheck(): %s must be TRUE or FALSE, got %s", nm, .arg_show(v))
+  }
   nms <- names(inputs)
   if (is.null(nms)) nms <- rep("", length(inputs))
   check <- which(nms != "" & vapply(inputs, function(v) is_ag_tensor(v) && isTRUE(v$requires_grad),
@@ -98,8 +104,8 @@ ag_gradcheck <- function(fn, inputs, eps = NULL, atol = NULL, verbose = FALSE, q
   num1 <- function(v, nm, dflt) {
     if (is.null(v)) return(dflt)
     if (!is.numeric(v) ||
-        length(v) != 1L) stop(sprintf("ag_gradcheck(): %s must be a single number or NULL", nm),
-                              call. = FALSE)
+        length(v) != 1L)
+      .arg_stop(sprintf("ag_gradcheck(): %s must be a single number or NULL", nm))
     as.double(v)
   }
   eps <- num1(eps, "eps", d[1L])

@@ -70,14 +70,17 @@ SEXP R_pg_codes(void)
                                    {"STASHED", R_SCOPE_STASHED},
                                    {"UNSTASH_TO", R_SCOPE_UNSTASH_TO},
                                    {"ABORT", R_SCOPE_ABORT}};
+    static const r_code scoped[] = {{"TAPE", R_SCOPED_TAPE},     {"NO_GRAD", R_SCOPED_NO_GRAD},
+                                    {"STREAM", R_SCOPED_STREAM}, {"STASH", R_SCOPED_STASH},
+                                    {"DTYPE", R_SCOPED_DTYPE},   {"RECORD", R_SCOPED_RECORD}};
     static const r_code ckpt[] = {
         {"STASH", R_CKPT_STASH}, {"UNSTASH", R_CKPT_UNSTASH}, {"SEED", R_CKPT_SEED}};
     static const struct {
         const char *name;
         const r_code *c;
         int n;
-    } g[] = {GROUP(dtype), GROUP(status), GROUP(optim), GROUP(sched), GROUP(build), GROUP(dist),
-             GROUP(act),   GROUP(file),   GROUP(tape),  GROUP(scope), GROUP(ckpt)};
+    } g[] = {GROUP(dtype), GROUP(status), GROUP(optim), GROUP(sched), GROUP(build),  GROUP(dist),
+             GROUP(act),   GROUP(file),   GROUP(tape),  GROUP(scope), GROUP(scoped), GROUP(ckpt)};
     const int n = (int)(sizeof g / sizeof g[0]);
     SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));
     for (int i = 0; i < n; i++) {

@@ -123,16 +123,19 @@ SEXP R_pg_softmax_ce_loss_idx(SEXP L, SEXP ids)
         if (TYPEOF(ids) == INTSXP || TYPEOF(ids) == LGLSXP) {
             int iv = INTEGER(ids)[i];
             if (iv == NA_INTEGER)
-                Rf_error("ag_softmax_cross_entropy_loss: class ids must not be NA");
+                r_check(pg_fail(PG_STATUS_ERR_VALUE,
+                                "ag_softmax_cross_entropy_loss: class ids must not be NA"));
             v = iv;
         } else if (TYPEOF(ids) == REALSXP) {
             v = REAL(ids)[i];
             if (!R_FINITE(v) || v != (double)(int64_t)v)
-                Rf_error("ag_softmax_cross_entropy_loss: class ids must be whole numbers "
-                         "(0-based), got %g",
-                         v);
+                r_check(pg_fail(PG_STATUS_ERR_VALUE,
+                                "ag_softmax_cross_entropy_loss: class ids must be whole numbers "
+                                "(0-based), got %g",
+                                v));
         } else {
-            Rf_error("ag_softmax_cross_entropy_loss: class ids must be numbers");
+            r_check(pg_fail(PG_STATUS_ERR_ARG,
+                            "ag_softmax_cross_entropy_loss: class ids must be numbers"));
         }
         idx[i] = (int64_t)v;
     }

@@ -72,8 +72,12 @@ SEXP R_pg_tensor_requires_grad(SEXP x, SEXP flag)
 {
     pg_tensor *t = r_get(x, R_TENSOR);
     if (!Rf_isNull(flag)) {
-        int f = Rf_asLogical(flag);
-        if (f == NA_LOGICAL) Rf_error("requires_grad must be TRUE or FALSE");
+        /* TRUE or FALSE only, as Python's check_flag: 1:2 or "yes" was taken as TRUE */
+        int f = TYPEOF(flag) == LGLSXP && XLENGTH(flag) == 1 ? LOGICAL(flag)[0] : NA_LOGICAL;
+        if (f == NA_LOGICAL)
+            r_check(pg_fail(PG_STATUS_ERR_ARG,
+                            "ag_tensor: requires_grad must be TRUE or FALSE, got %s of length %lld",
+                            Rf_type2char(TYPEOF(flag)), (long long)XLENGTH(flag)));
         r_check(pg_tensor_set_requires_grad(t, f));
     }
     return Rf_ScalarLogical(pg_tensor_requires_grad(t));
@@ -118,7 +122,11 @@ SEXP R_pg_tensor_field_set(SEXP x, SEXP name, SEXP value)
         PROTECT(value);
         if (kind == 1) R_pg_tensor_write(h, value);
         else if (kind == 2) R_pg_tensor_set_grad(h, value);
-        else R_pg_tensor_requires_grad(h, Rf_isNull(value) ? Rf_ScalarLogical(NA_LOGICAL) : value);
+        else if (Rf_isNull(value)) /* NULL reads the flag in R_pg_tensor_requires_grad */
+            r_check(pg_fail(PG_STATUS_ERR_ARG,
+                            "ag_tensor: requires_grad must be TRUE or FALSE, "
+                            "got NULL"));
+        else R_pg_tensor_requires_grad(h, value);
         UNPROTECT(1);
         return x;
     }
@@ -234,7 +242,9 @@ SEXP R_pg_backward(SEXP loss)
 SEXP R_pg_backward_env(SEXP loss)
 {
     SEXP h = r_handle(loss);
-    if (TYPEOF(h) != EXTPTRSXP) Rf_errorcall(R_NilValue, "backward() requires an ag_tensor");
+    if (TYPEOF(h) != EXTPTRSXP)
+        r_check(pg_fail(PG_STATUS_ERR_ARG, "backward() requires an ag_tensor, got %s",
+                        Rf_type2char(TYPEOF(loss))));
     SEXP map = PROTECT(R_pg_backward(loss));
     SEXP e = r_grad_env(map);
     UNPROTECT(1);

@@ -28,6 +28,15 @@ enum r_scope_req {
     R_SCOPE_UNSTASH_TO,
     R_SCOPE_ABORT
 };
+/* R_pg_scoped's scopes (r_scope.c): opened, the expression evaluated, closed in C */
+enum r_scoped_req {
+    R_SCOPED_TAPE,
+    R_SCOPED_NO_GRAD,
+    R_SCOPED_STREAM,
+    R_SCOPED_STASH,
+    R_SCOPED_DTYPE,
+    R_SCOPED_RECORD
+};
 enum r_ckpt_req { R_CKPT_STASH, R_CKPT_UNSTASH, R_CKPT_SEED };
 
 /* the one creator: wraps a NEW reference (ownership passes to R); NULL p -> R error with the

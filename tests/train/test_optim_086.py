@@ -238,7 +238,9 @@ def test_fields_and_positions(f64):
     assert adam.t == 0 and adam.resident is False and list(adam.m) == ["1", "2"]
     assert adam.v["2"].dtype == np.float64
     assert pg.optimizer_sgd([W], average=1).average is False  # isTRUE()
-    with pytest.raises(pg.PyggmlrValueError, match="^accumulate_steps must be a positive integer$"):
+    with pytest.raises(
+        pg.PyggmlrValueError, match="^optimizer_adam: accumulate_steps must be a positive integer"
+    ):
         pg.optimizer_adam([W], accumulate_steps=0)
 
 

@@ -1,0 +1,132 @@
+# Argument errors that were unclassed, named no function or an internal one, or took a wrong
+# value as a right one (issue 28): each refused with a classed condition whose message names the
+# user-facing function and the argument; a refused call changes nothing.
+
+.w <- function() ag_param(matrix(1, 2, 2))
+X4 <- matrix(1, 2, 4)
+.m <- function() { set.seed(1); ag_sequential(ag_linear(2, 3)) }
+
+.expect_refused <- function(expr, cls, fn, arg = NULL) {
+  e <- tryCatch({ expr; NULL }, error = function(e) e)
+  lbl <- deparse(substitute(expr))[1L]
+  testthat::expect_true(inherits(e, cls), info = paste(lbl, ":", paste(class(e), collapse = "/")))
+  testthat::expect_true(inherits(e, "pyggmlr_error"), info = lbl)
+  msg <- if (is.null(e)) "" else conditionMessage(e)
+  testthat::expect_true(startsWith(msg, fn), info = paste(lbl, ":", msg))
+  if (!is.null(arg))
+    testthat::expect_true(grepl(arg, msg, fixed = TRUE), info = paste(lbl, ":", msg))
+  testthat::expect_false(grepl("(^|[ (])\\.[a-z_]+", msg),
+                         info = paste(lbl, ": an internal name:", msg))
+  invisible(e)
+}
+
+test_that("ag_fit's y and data checks are classed and name ag_fit, not an internal helper", {
+  .expect_refused(ag_fit(.m(), X4, "a", loss = "mse", silent = TRUE), "pyggmlr_argument_error",
+                  "ag_fit", "y must be numeric")
+  .expect_refused(ag_fit(.m(), X4, c(NA, 1, 1, 1), loss = "mse", silent = TRUE),
+                  "pyggmlr_value_error", "ag_fit", "missing values")
+  .expect_refused(ag_fit(.m(), X4, matrix(1, 3, 3), loss = "mse", silent = TRUE),
+                  "pyggmlr_value_error", "ag_fit", "samples")
+  .expect_refused(ag_fit(.m(), X4, NULL, loss = "mse", silent = TRUE), "pyggmlr_value_error",
+                  "ag_fit", "needs targets y")
+  .expect_refused(ag_fit(.m(), X4, c(0, 1, 0.5, 2), silent = TRUE), "pyggmlr_value_error",
+                  "ag_fit", "class ids")
+  .expect_refused(ag_fit(NULL, X4, matrix(1, 3, 4), loss = "mse", silent = TRUE), "pyggmlr_error",
+                  "ag_fit")
+  .expect_refused(ag_fit(.m(), X4, matrix(1, 3, 4), loss = NULL, silent = TRUE),
+                  "pyggmlr_value_error", "ag_fit", "loss")
+})
+
+test_that("optimizer arguments: accumulate_steps, params, a tensor given to step()", {
+  W <- .w()
+  for (k in list(0, -1, NA, 1e10, "a", c(1, 2), TRUE, data.frame(a = 2)))
+    .expect_refused(optimizer_adam(list(W), accumulate_steps = k), "pyggmlr_error",
+                    "optimizer_adam", "accumulate_steps must be a positive integer")
+  .expect_refused(optimizer_sgd(list(W), accumulate_steps = 0), "pyggmlr_value_error",
+                  "optimizer_sgd", "accumulate_steps")
+  expect_identical(optimizer_sgd(list(W), accumulate_steps = 1.9)$accumulate_steps, 1L)
+  .expect_refused(optimizer_sgd(NULL), "pyggmlr_argument_error", "optimizer_sgd",
+                  "is.list(params) is not TRUE")
+  .expect_refused(optimizer_adam(list(W, 3)), "pyggmlr_argument_error", "optimizer_adam",
+                  "parameter 2 is not an ag_tensor")
+  W$grad <- matrix(1, 2, 2)
+  for (o in list(optimizer_sgd(list(W)), optimizer_adam(list(W), accumulate_steps = 2L))) {
+    before <- c(o$t, o$accum_count)
+    e <- .expect_refused(o$step(W), "pyggmlr_argument_error", sub("ag_", "", class(o)[1L]),
+                         "grads must be an environment")
+    expect_match(conditionMessage(e), "ag_tensor")
+    expect_false(grepl("no gradient", conditionMessage(e)))
+    expect_identical(c(o$t, o$accum_count), before)  # nothing counted
+  }
+  expect_equal(W$data, matrix(1, 2, 2))
+})
+
+test_that("layers: ag_sequential of non-layers, ag_layer_norm of a data frame or a factor", {
+  .expect_refused(ag_sequential(1, "a"), "pyggmlr_argument_error", "ag_sequential",
+                  "layer 1 has no forward function")
+  .expect_refused(ag_sequential(ag_linear(2, 2), "a"), "pyggmlr_argument_error", "ag_sequential",
+                  "layer 2")
+  for (bad in list(data.frame(a = 3), factor("3"), TRUE, "3", 1e10, c(2, 3), NA, 0, NULL))
+    .expect_refused(ag_layer_norm(bad), "pyggmlr_value_error", "ag_layer_norm",
+                    "normalized_shape must be a single positive integer")
+  expect_identical(ag_layer_norm(4.9)$normalized_shape, 4L)
+  .expect_refused(ag_linear(2, 2, init = "xavier"), "pyggmlr_value_error", "ag_linear",
+                  "'arg' should be one of")
+  .expect_refused(ag_flash_attention(matrix(0, 4, 2), matrix(0, 4, 2), matrix(0, 4, 2),
+                                     data.frame(a = 2)),
+                  "pyggmlr_argument_error", "ag_flash_attention", "n_heads")
+})
+
+test_that("ggml_set_seed and seeds: one number, no || on a data frame, classed", {
+  set.seed(5)
+  before <- .Random.seed
+  for (bad in list(data.frame(a = 1, b = 2), data.frame(a = 1), factor("3"), c(1, 2), TRUE,
+                   list(1), matrix(1, 1, 1)))
+    .expect_refused(ggml_set_seed(bad), "pyggmlr_argument_error", "ggml_set_seed", "`seed`")
+  .expect_refused(ggml_set_seed(NA_real_), "pyggmlr_value_error", "ggml_set_seed")
+  .expect_refused(suppressWarnings(ggml_set_seed(1e10)), "pyggmlr_value_error", "ggml_set_seed")
+  expect_identical(.Random.seed, before)  # a refused call seeds nothing
+  expect_identical(ggml_set_seed(1.5), 1L)
+  expect_identical(ggml_set_seed("42"), 42L)
+  .expect_refused(ag_dataloader(X4, batch_size = 2, seed = data.frame(a = 1)),
+                  "pyggmlr_argument_error", "ag_dataloader", "seed")
+})
+
+test_that("ag_reshape stays within R's integer dims; requires_grad takes TRUE or FALSE only", {
+  x <- ag_tensor(matrix(0, 0, 2))
+  .expect_refused(ag_reshape(x, 3e9, 0), "pyggmlr_value_error", "ag_reshape", "nrow")
+  .expect_refused(ag_reshape(x, 0, -3e9), "pyggmlr_value_error", "ag_reshape", "ncol")
+  expect_identical(dim(ag_reshape(ag_tensor(matrix(1, 2, 3)), 3, -1)), c(3L, 2L))
+  t <- ag_tensor(matrix(1, 2, 2))
+  for (bad in list(1:2, 1, "yes", NA, c(TRUE, TRUE), NULL)) {
+    e <- tryCatch({ t$requires_grad <- bad; NULL }, error = function(e) e)
+    expect_true(inherits(e, "pyggmlr_argument_error"), info = deparse(bad))
+    expect_match(conditionMessage(e), "requires_grad must be TRUE or FALSE")
+    expect_false(t$requires_grad)
+  }
+  t$requires_grad <- TRUE
+  expect_true(t$requires_grad)
+})
+
+test_that("match.arg and stopifnot refusals are classed and name the function", {
+  W <- .w()
+  .expect_refused(ag_matmul_precision("f16"), "pyggmlr_value_error", "ag_matmul_precision",
+                  "should be one of")
+  .expect_refused(ag_matmul_precision(data.frame(a = 1)), "pyggmlr_argument_error",
+                  "ag_matmul_precision")
+  .expect_refused(check_grad_anomaly(list(W), NULL, action = "ignore"), "pyggmlr_value_error",
+                  "check_grad_anomaly", "action")
+  .expect_refused(ag_capture(1), "pyggmlr_argument_error", "ag_capture",
+                  "is.function(fn) is not TRUE")
+  .expect_refused(clip_grad_value(list(W), NULL, "1"), "pyggmlr_value_error", "clip_grad_value",
+                  "clip_value")
+  .expect_refused(ag_gradcheck(function(i) ag_sum(i$W), list(W = W), quiet = NULL),
+                  "pyggmlr_argument_error", "ag_gradcheck", "quiet")
+  .expect_refused(ag_tensor(1, dtype = data.frame(a = 1)), "pyggmlr_dtype_error", "ag_tensor",
+                  "dtype")
+  .expect_refused(backward(NULL), "pyggmlr_argument_error", "backward")
+  .expect_refused(ag_softmax_cross_entropy_loss(ag_tensor(matrix(0, 3, 2)), c(0.5, 1)),
+                  "pyggmlr_value_error", "ag_softmax_cross_entropy_loss", "class ids")
+  .expect_refused(dp_train(function() ag_linear(2, 1), list(list(x = 1, y = 1)), n_iter = 1e10),
+                  "pyggmlr_value_error", "dp_train", "n_iter")
+})

@@ -1,0 +1,58 @@
+"""Argument refusals of issue 28 on the Python side: a bare tensor given to step(), a list or an
+array for requires_grad, an array for ag_set_blas / use_blas, accumulate_steps and reshape sizes
+under the one integer rule (R's .accum_steps / .reshape_size: the same rules and texts)."""
+
+import numpy as np
+import pytest
+
+import pyggmlr as pg
+
+
+def _w():
+    return pg.ag_param(np.ones((2, 2)))
+
+
+@pytest.mark.parametrize("accum", [1, 2])
+def test_step_with_a_tensor_names_what_grads_must_be(accum):
+    W = _w()
+    W.grad = np.ones((2, 2))
+    o = pg.optimizer_sgd([W], accumulate_steps=accum)
+    with pytest.raises(pg.ArgumentError, match=r"optimizer_sgd step\(\): grads must be") as e:
+        o.step(W)
+    assert "backward(loss)" in str(e.value) and "no gradient" not in str(e.value)
+    assert (o.t, o.accum_count) == (0, 0)  # a refused call counts nothing
+    np.testing.assert_array_equal(W.numpy(), np.ones((2, 2)))
+
+
+@pytest.mark.parametrize("bad", [[True], np.array([True, False]), np.array(True), 1, "yes", None])
+def test_requires_grad_takes_a_bool_only(bad):
+    t = pg.ag_tensor(np.ones((2, 2)))
+    with pytest.raises(pg.ArgumentError, match="requires_grad must be True or False"):
+        t.requires_grad = bad
+    assert t.requires_grad is False
+    t.requires_grad = np.True_  # numpy's bool is a bool
+    assert t.requires_grad is True
+
+
+@pytest.mark.parametrize("fn", [pg.ag_set_blas, pg.use_blas])
+def test_set_blas_with_an_array_is_a_typed_error(fn):
+    before = pg.ag_blas_name()
+    for bad in (np.array(["builtin", "default"]), np.array(["builtin"]), ["builtin"], 1, None):
+        with pytest.raises(pg.ArgumentError, match=rf"^{fn.__name__}\(\): name must be one of"):
+            fn(bad)
+    assert pg.ag_blas_name() == before
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), 1e10, "a", [2], True])
+def test_accumulate_steps_names_the_optimizer(bad):
+    with pytest.raises(pg.PyggmlrError, match="^optimizer_adam: accumulate_steps must be"):
+        pg.optimizer_adam([_w()], accumulate_steps=bad)
+    assert pg.optimizer_adam([_w()], accumulate_steps=1.9).accumulate_steps == 1
+
+
+def test_reshape_sizes_stay_in_r_integer_range():
+    x = pg.ag_tensor(np.zeros((0, 2)))
+    for args in ((3e9, 0), (0, -(2**31))):
+        with pytest.raises(pg.PyggmlrValueError, match="ag_reshape: n(row|col) must be a whole"):
+            pg.ag_reshape(x, *args)
+    assert pg.ag_reshape(pg.ag_tensor(np.ones((2, 3))), 3, -1).shape == (3, 2)
