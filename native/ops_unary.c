@@ -162,6 +162,10 @@ pg_tensor *pg_unary(int op, pg_tensor *x)
 }
 
 /* ---- scale, pow, clamp: one scalar (or two) not tracked ---- */
+
+/* x^p as R's `^` (ggmlR's ag_pow): C's pow, except that a fractional p of -Inf is NaN like that of
+ * any negative x (C gives +Inf or 0); -0 counts as 0. */
+#define POW_R(x, p) ((x) == -INFINITY && (p) != floor(p) ? (T)NAN : pow((x), (p)))
 enum { SC_SCALE, SC_POW, SC_CLAMP };
 
 static int scalar_bw(pg_node *n, pg_tensor *g)
@@ -181,7 +185,7 @@ static int scalar_bw(pg_node *n, pg_tensor *g)
         case SC_POW: /* p = 0: gradient 0 everywhere (0 * 0^-1 would be NaN at x = 0) */
             if (p0 == 2) PG_STORE_LOOP(acc, N, d, gp[i] * s0 * xp[i]); /* pow(x, 1) is x */
             else if (p0 == 1) PG_STORE_LOOP(acc, N, d, gp[i] * s0 * (T)1);
-            else PG_STORE_LOOP(acc, N, d, s0 == 0 ? (T)0 : gp[i] * s0 * pow(xp[i], s0 - 1));
+            else PG_STORE_LOOP(acc, N, d, s0 == 0 ? (T)0 : gp[i] * s0 * POW_R(xp[i], s0 - 1));
             break;
         default: PG_STORE_LOOP(acc, N, d, (xp[i] > s0 && xp[i] < s1) ? gp[i] : (T)0); break;
         }
@@ -204,18 +208,18 @@ static int scalar_fw(pg_node *n)
             break;
         case SC_POW:
             /* the common powers without libm's pow (~40x slower than a multiply): correctly
-             * rounded, as pow is to within its < 1 ulp; pow's signs of zero and infinity kept */
+             * rounded, as pow is to within its < 1 ulp; pow's signs of zero and infinity kept
+             * for whole p */
             if (p0 == 2)
                 for (int64_t i = 0; i < N; i++) o[i] = xp[i] * xp[i];
             else if (p0 == 1)
                 for (int64_t i = 0; i < N; i++) o[i] = xp[i];
             else if (p0 == -1)
                 for (int64_t i = 0; i < N; i++) o[i] = 1 / xp[i];
-            else if (p0 == 0.5)
-                for (int64_t i = 0; i < N; i++)
-                    o[i] = xp[i] == -INFINITY ? INFINITY : sqrt(xp[i]) + (T)0;
+            else if (p0 == 0.5) /* sqrt: NaN below 0, -Inf included; + 0 makes -0 a +0 */
+                for (int64_t i = 0; i < N; i++) o[i] = sqrt(xp[i]) + (T)0;
             else
-                for (int64_t i = 0; i < N; i++) o[i] = pow(xp[i], s0);
+                for (int64_t i = 0; i < N; i++) o[i] = POW_R(xp[i], s0);
             break;
         default:
             for (int64_t i = 0; i < N; i++) o[i] = xp[i] < s0 ? s0 : (xp[i] > s1 ? s1 : xp[i]);

@@ -226,9 +226,9 @@ ag_neg = _unary(
 def ag_pow(x: ArrayLike, p: float) -> Tensor:
     """Elementwise x ** p for a constant scalar p (also the ``**`` operator).
 
-    Args: x: a tensor or numeric data [rows, cols]; p: a number. As C's pow and PyTorch: a
-    fractional p of a negative finite x gives nan, while -0 and -Inf follow IEEE's signs rules
-    (``(-0) ** 0.5`` is 0, ``(-inf) ** 0.5`` is inf).
+    Args: x: a tensor or numeric data [rows, cols]; p: a number. As R's ``^`` (ggmlR): a
+    fractional p of a negative x, -inf included, gives nan, and -0 counts as 0
+    (``(-0) ** 0.5`` is 0); a whole p follows C's pow (``(-inf) ** 3`` is -inf).
     Returns: a new tensor of x's shape; gradient g p x^(p - 1).
     Raises: ArgumentError when p is not a number."""
     op = "ag_pow"

@@ -157,14 +157,25 @@ def test_fused_linear_relu_passes_the_gradient_of_nan():
     assert np.asarray(g[lin.b]).ravel().tolist() == [1.0, 1.0]  # NaN rows pass 1, not 0
 
 
-def test_pow_half_at_signed_zero_and_minus_inf_is_c_pow():
-    x = pg.ag_tensor(np.array([[-0.0, -np.inf, -4.0, 4.0]]), dtype="f64")
-    y = pg.ag_pow(x, 0.5).numpy()[0]
-    assert y[0] == 0.0 and math.copysign(1, y[0]) == 1.0
-    assert y[1] == np.inf and np.isnan(y[2]) and y[3] == 2.0
-    assert y.tolist()[:2] == [math.pow(-0.0, 0.5), math.pow(-math.inf, 0.5)]
-    _, g = _grad(lambda t: pg.ag_sum(pg.ag_pow(t, 0.5)), [[-0.0, -np.inf, 4.0]])
-    assert g.tolist() == [[np.inf, 0.0, 0.25]]  # 0.5 * pow(x, -0.5), C's pow at -0 and -inf
+@pytest.mark.parametrize("p", [0.5, 1.5, -0.5, 2.5])
+def test_pow_fractional_of_negatives_is_nan_as_r(p):
+    # R's `^` (ggmlR's ag_pow): NaN for any negative x with a fractional p, -Inf included (C's
+    # pow gave +Inf or 0 there); -0 counts as 0
+    x = np.array([[-0.0, -np.inf, -4.0, 4.0, np.inf]])
+    y = pg.ag_pow(pg.ag_tensor(x, dtype="f64"), p).numpy()[0]
+    assert np.isnan(y[1]) and np.isnan(y[2])
+    assert y[0] == (0.0 if p > 0 else np.inf) and math.copysign(1, y[0]) == 1.0
+    assert y[3] == pytest.approx(4.0**p, rel=1e-15) and y[4] == (np.inf if p > 0 else 0.0)
+    _, g = _grad(lambda t: pg.ag_sum(pg.ag_pow(t, p)), x)
+    assert np.isnan(g[0, 1]) and np.isnan(g[0, 2])
+    assert g[0, 3] == pytest.approx(p * 4.0 ** (p - 1), rel=1e-15)
+
+
+def test_pow_whole_p_keeps_c_signs():
+    x = np.array([[-np.inf, -0.0, -2.0]])
+    y = pg.ag_pow(pg.ag_tensor(x, dtype="f64"), 3).numpy()[0]
+    assert y[0] == -np.inf and math.copysign(1, y[1]) == -1.0 and y[2] == -8.0
+    assert pg.ag_pow(pg.ag_tensor(x, dtype="f64"), 2).numpy()[0].tolist() == [np.inf, 0.0, 4.0]
 
 
 # ---- PyTorch in f64 ----
