@@ -22,10 +22,15 @@ def ag_predict(model: Any, x: Any, batch_size: int = 256) -> np.ndarray:
     """The model's outputs for x [features, n] in eval mode, without a tape, as a numpy
     [outputs, n] array (computed in batches of batch_size columns). The model's mode is put
     back afterwards."""
+    return _predict(model, x, batch_size, "ag_predict")
+
+
+def _predict(model: Any, x: Any, batch_size: Any, fn: str) -> np.ndarray:
+    """ag_predict's work; fn: the user-facing function its errors name."""
     if not (hasattr(model, "forward") or callable(model)):
-        raise ArgumentError(f"ag_predict: model must have forward(x), got {type(model).__name__}")
-    X = _as_cols(x, "x", "ag_predict")
-    bs = check_int(batch_size, "ag_predict", "batch_size", 1)
+        raise ArgumentError(f"{fn}: model must have forward(x), got {type(model).__name__}")
+    X = _as_cols(x, "x", fn)
+    bs = check_int(batch_size, fn, "batch_size", 1)
     dtype = _model_dtype(model)
     was_training = bool(getattr(model, "training", False))
     outs = []
@@ -39,14 +44,14 @@ def ag_predict(model: Any, x: Any, batch_size: int = 256) -> np.ndarray:
         if was_training:
             _set_mode(model, True)
     if not outs:
-        raise ShapeError("ag_predict: x has no samples")
+        raise ShapeError(f"{fn}: x has no samples")
     return np.asfortranarray(np.concatenate(outs, axis=1))
 
 
 def ag_accuracy(model: Any, x: Any, y: Any, batch_size: int = 256) -> float:
     """Fraction of samples whose arg-max output row equals y (0-based ids or one-hot columns)."""
     Y = _as_cols(y, "y", "ag_accuracy")
-    out = ag_predict(model, x, batch_size=batch_size)
+    out = _predict(model, x, batch_size, "ag_accuracy")
     if Y.shape[1] != out.shape[1]:
         raise ShapeError(f"ag_accuracy: x has {out.shape[1]} samples but y has {Y.shape[1]}")
     if Y.shape[0] == 1 and Y.dtype.kind == "b":

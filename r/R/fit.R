@@ -276,14 +276,17 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   .make_history(fit$logs, stopped, fit$best_epoch)
 }
 
-ag_predict <- function(model, x, batch_size = 256L) {
+ag_predict <- function(model, x, batch_size = 256L) .predict(model, x, batch_size, "ag_predict")
+
+# ag_predict's work; fn: the user-facing function its errors name (ag_accuracy calls it too)
+.predict <- function(model, x, batch_size, fn) {
   if (!(((is.environment(model) || is.list(model)) && is.function(model$forward)) ||
         is.function(model)))
-    .arg_fail("argument", "ag_predict: model must have a forward(x) function, got %s",
+    .arg_fail("argument", "%s: model must have a forward(x) function, got %s", fn,
               class(model)[[1L]])
-  X <- .fit_cols(x, "x", "ag_predict")
-  batch_size <- .fit_int(batch_size, "batch_size", fn = "ag_predict")
-  if (ncol(X) == 0L) stop("ag_predict: x has no samples", call. = FALSE)
+  X <- .fit_cols(x, "x", fn)
+  batch_size <- .fit_int(batch_size, "batch_size", fn = fn)
+  if (ncol(X) == 0L) .arg_fail("shape", "%s: x has no samples", fn)
   p <- .layer_params(model)
   dtype <- if (length(p)) p[[1L]]$dtype else ag_default_dtype()
   was_training <- (is.environment(model) && isTRUE(model$training))

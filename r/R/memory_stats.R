@@ -31,7 +31,7 @@ ag_accuracy <- function(model, x, y, batch_size = 256L) {
     .arg_fail("argument",
               "ag_accuracy: y must be 0-based class ids or a one-hot matrix, got booleans")
   Y <- .fit_cols(y, "y", "ag_accuracy")
-  out <- ag_predict(model, x, batch_size = batch_size)
+  out <- .predict(model, x, batch_size, "ag_accuracy")
   if (ncol(Y) != ncol(out)) .arg_fail("shape", "ag_accuracy: x has %d samples but y has %d",
                                       ncol(out), ncol(Y))
   storage.mode(Y) <- "double"

@@ -65,18 +65,23 @@ ag_reshape <- function(x, nrow, ncol = -1) {
       .reshape_size(ncol, "ncol"))
 }
 
-.need_tensor <- function(x, op, arg) {
-  if (!is_ag_tensor(x)) x <- ag_tensor(x)
-  x
+# x as a tensor; a conversion error names the op (as Python's), not ag_tensor
+.need_tensor <- function(x, op) {
+  if (is_ag_tensor(x)) return(x)
+  tryCatch(ag_tensor(x), pyggmlr_error = function(e) {
+    e$message <- sub("^ag_tensor: ", paste0(op, ": "), conditionMessage(e))
+    e$call <- NULL
+    stop(e)
+  })
 }
 
 ag_mse_loss <- function(pred, target) {
-  pred <- .need_tensor(pred)
+  pred <- .need_tensor(pred, "ag_mse_loss")
   .Call(R_pg_mse_loss, pred, target)
 }
 
 ag_cross_entropy_loss <- function(pred, target) {
-  pred <- .need_tensor(pred)
+  pred <- .need_tensor(pred, "ag_cross_entropy_loss")
   .Call(R_pg_cross_entropy_loss, pred, target)
 }
 
@@ -90,7 +95,7 @@ ag_softmax_cross_entropy_loss <- function(logits, target) {
     if (!is.null(out)) return(out)
   }
   op <- "ag_softmax_cross_entropy_loss"
-  logits <- .need_tensor(logits)
+  logits <- .need_tensor(logits, op)
   d <- dim(logits)
   K <- d[1L]
   B <- d[2L]

@@ -56,3 +56,13 @@ def test_reshape_sizes_stay_in_r_integer_range():
         with pytest.raises(pg.PyggmlrValueError, match="ag_reshape: n(row|col) must be a whole"):
             pg.ag_reshape(x, *args)
     assert pg.ag_reshape(pg.ag_tensor(np.ones((2, 3))), 3, -1).shape == (3, 2)
+
+
+def test_ag_accuracy_names_itself_not_ag_predict():
+    m = pg.ag_linear(2, 3)
+    with pytest.raises(pg.PyggmlrError, match="^ag_accuracy: batch_size"):
+        pg.ag_accuracy(m, np.zeros((2, 4)), np.zeros(4, dtype=int), batch_size=0)
+    with pytest.raises(pg.ShapeError, match="^ag_accuracy: x has no samples"):
+        pg.ag_accuracy(m, np.zeros((2, 0)), np.zeros(0, dtype=int))
+    with pytest.raises(pg.ShapeError, match="^ag_predict: x has no samples"):
+        pg.ag_predict(m, np.zeros((2, 0)))

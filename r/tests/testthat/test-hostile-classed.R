@@ -130,3 +130,17 @@ test_that("match.arg and stopifnot refusals are classed and name the function", 
   .expect_refused(dp_train(function() ag_linear(2, 1), list(list(x = 1, y = 1)), n_iter = 1e10),
                   "pyggmlr_value_error", "dp_train", "n_iter")
 })
+
+test_that("the losses and ag_accuracy name themselves, not the helper they call", {
+  .expect_refused(ag_mse_loss("a", 1), "pyggmlr_dtype_error", "ag_mse_loss")
+  .expect_refused(ag_cross_entropy_loss(list(), 1), "pyggmlr_dtype_error",
+                  "ag_cross_entropy_loss")
+  .expect_refused(ag_softmax_cross_entropy_loss("a", 0L), "pyggmlr_dtype_error",
+                  "ag_softmax_cross_entropy_loss")
+  m <- ag_linear(2, 3)
+  .expect_refused(ag_accuracy(m, "a", 0L), "pyggmlr_error", "ag_accuracy", "x")
+  .expect_refused(ag_accuracy(m, matrix(0, 2, 4), rep(0L, 4), batch_size = 0),
+                  "pyggmlr_value_error", "ag_accuracy", "batch_size")
+  .expect_refused(ag_predict(m, matrix(0, 2, 0)), "pyggmlr_shape_error", "ag_predict",
+                  "x has no samples")
+})
