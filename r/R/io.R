@@ -13,21 +13,35 @@
 # the core's limit (native/codec.c); state.R sniffs files with it
 .IO_MAX_HEADER <- 100 * 1024 * 1024
 
-.io_bad <- function(path, msg) stop(sprintf("%s: %s", path, msg), call. = FALSE)
+.io_bad <- function(path, msg) .pg_stop("value", sprintf("%s: %s", path, msg))
+
+# the core's PG_STATUS_ERR_IO: a pyggmlr_io_error naming the path, with the system's errno
+# (2 ENOENT, 13 EACCES, ...) and the path as fields, as Python's OSError subclasses carry them
+.io_fail <- function(res, path) {
+  msg <- res$message
+  if (!grepl(path, msg, fixed = TRUE)) msg <- sprintf("%s (path '%s')", msg, path)
+  stop(structure(class = c("pyggmlr_io_error", "pyggmlr_error", "simpleError", "error",
+                           "condition"),
+                 list(message = msg, call = NULL, path = path,
+                      errno = if (is.null(res$errno)) 0L else res$errno)))
+}
 
 # ---------------------------------------------------------------------------------------------
 # JSON helpers (jsonlite; strict: no NaN / Inf, non-finite numbers become null)
 
 .json_str <- function(s) as.character(jsonlite::toJSON(jsonlite::unbox(enc2utf8(as.character(s)))))
 
-.json_clean <- function(v) {
+.json_clean <- function(v, depth = 0L) {
   if (is.factor(v)) v <- as.character(v)
   if (!is.null(v) && !(is.list(v) && !is.data.frame(v)) && !is.logical(v) && !is.numeric(v) &&
       !is.character(v))
     stop(sprintf("a %s cannot be written as JSON", class(v)[[1L]]), call. = FALSE)
   if (is.list(v)) {
+    if (depth >= .pg$code$limit[["JSON_DEPTH"]])  # what the loader reads (the core's parser)
+      stop(sprintf("it is nested deeper than %d levels (what ag_load_model reads)",
+                   .pg$code$limit[["JSON_DEPTH"]]), call. = FALSE)
     nm <- names(v)
-    out <- lapply(v, .json_clean)
+    out <- lapply(v, .json_clean, depth = depth + 1L)
     names(out) <- nm
     return(out)
   }
@@ -102,10 +116,12 @@
     if (!is.double(v)) storage.mode(v) <- "double"
     v
   })
+  given <- path
   res <- .Call(R_pg_st_write, path, vapply(tensors, function(t) enc2utf8(as.character(t$name)), ""),
                vapply(tensors, function(t) identical(t$dtype, "F64"), logical(1)), values,
                enc2utf8(as.character(names(metadata))),
                enc2utf8(vapply(metadata, as.character, "")))
+  if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, given)
   if (!identical(res$status, .pg$code$status[["OK"]])) stop(res$message, call. = FALSE)
   invisible(path)
 }
@@ -119,6 +135,7 @@
     stop("ag_load_model(): path must be a single file name", call. = FALSE)
   .model_path(path, "ag_load_model()")
   res <- .Call(R_pg_st_read, path.expand(path))
+  if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, path)
   if (!is.null(res$status)) .codec_fail(res, path, fn)
   res
 }
@@ -230,8 +247,10 @@
   }
   if (!is.null(extra)) {
     js <- tryCatch(.to_json(extra), error = function(e)
-      stop(sprintf("ag_save_model(): extra must be JSON-serialisable (%s)", conditionMessage(e)),
-           call. = FALSE))
+      .pg_stop("value", sprintf("ag_save_model(): extra must be JSON-serialisable (%s)",
+                                conditionMessage(e))))
+    bad <- .Call(R_pg_json_check, enc2utf8(js), "metadata 'extra'", 0)  # whatever is saved loads
+    if (!is.null(bad)) .pg_stop("value", sprintf("ag_save_model(): %s; nothing was written", bad))
     meta[["extra"]] <- js
   }
   .write_safetensors(path, c(tensors, more), as.list(meta))  # more: ag_fit's callback arrays
@@ -269,7 +288,7 @@
   if (length(dts) == 1L && dts == "F64") "f64" else "f32"
 }
 
-.rebuild <- function(meta, tensors, pnames, path, dtype = NULL) {
+.rebuild <- function(meta, tensors, pnames, path, dtype = NULL, bnames = NULL) {
   # the budget: the most elements one layer may ask for (the product of its integer fields), from
   # the file's own tensors, so a hostile config cannot make the rebuild allocate gigabytes
   budget <- 16 * sum(vapply(tensors, length, numeric(1))) + 65536
@@ -278,6 +297,13 @@
     .io_bad(path,
             paste0("the file has no architecture (metadata 'config'); pass model = or model_fn = ",
                    "to load its weights into a model"))
+  # every built-in layer's tensors must be in the file with the config's shapes before any layer
+  # is built (the budget alone let a 900-byte file ask for a 2 GB attention layer)
+  nms <- if (is.null(pnames)) names(tensors) else c(pnames, bnames)
+  why <- .Call(R_pg_config_match, enc2utf8(meta[["config"]]), enc2utf8(nms),
+               vapply(nms, function(k) as.double(nrow(tensors[[k]])), 0),
+               vapply(nms, function(k) as.double(ncol(tensors[[k]])), 0))
+  if (!is.null(why)) .pg_stop("value", sprintf("ag_load_model(): %s: %s", path, why))
   want <- if (is.null(dtype)) .files_dtype(tensors, pnames) else dtype
   prev <- ag_default_dtype()
   on.exit(ag_dtype(prev), add = TRUE)
@@ -400,7 +426,7 @@
                    paste(class(model), collapse = "/")), call. = FALSE)
   }
   if (is.null(model)) {
-    model <- .rebuild(meta, tensors, pnames, path, dtype)
+    model <- .rebuild(meta, tensors, pnames, path, dtype, bnames)
     params <- tryCatch(.model_params(model, "ag_load_model()"), error = function(e)
       .io_bad(path, sprintf("the rebuilt model is not usable: %s", conditionMessage(e))))
   } else {

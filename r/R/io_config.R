@@ -1,6 +1,5 @@
 # Architectures as configs (io.R's files hold one as JSON): the built-in layer builders,
-# ag_register_layer for custom ones, ag_module_from_config and ag_to_config. Python:
-# pyggmlr/nn.py.
+# ag_register_layer for custom ones, ag_module_from_config and ag_to_config, as in Python's nn.py
 
 ag_register_layer <- function(type, builder) {
   if (!.is_str(type) || !nzchar(type)) stop("ag_register_layer(): type must be a non-empty string",
@@ -78,14 +77,38 @@ ag_register_layer <- function(type, builder) {
   }))
 
 ag_module_from_config <- function(cfg) {
-  if (is.character(cfg) && length(cfg) == 1L)
+  if (is.character(cfg) && length(cfg) == 1L && !is.na(cfg)) {
+    # the core's parser first: its nesting limit keeps jsonlite and the walk off R's C stack
+    bad <- .Call(R_pg_json_check, enc2utf8(cfg), "cfg", 0)
+    if (!is.null(bad)) .pg_stop("value", sprintf("ag_module_from_config(): %s", bad))
     cfg <- tryCatch(jsonlite::parse_json(cfg, simplifyVector = FALSE), error = function(e)
       stop(sprintf("ag_module_from_config(): cfg is not valid JSON (%s)", conditionMessage(e)),
            call. = FALSE))
+  }
+  .module_from_config(cfg, 0L)
+}
+
+# TRUE when v nests lists deeper than k levels (it stops looking there)
+.nested_over <- function(v, k) {
+  if (!is.list(v)) return(FALSE)
+  if (k <= 0L) return(TRUE)
+  for (x in v) if (.nested_over(x, k - 1L)) return(TRUE)
+  FALSE
+}
+
+# sequentials within sequentials: depth bounded by the core's PG_CONFIG_MAX_DEPTH, so a config
+# nested a few hundred levels is a classed error, not a C stack overflow
+.module_from_config <- function(cfg, depth) {
+  lim <- .pg$code$limit[["CONFIG_DEPTH"]]
+  if (depth > lim)
+    .pg_stop("value", sprintf("ag_module_from_config(): the config is nested deeper than %d levels",
+                              lim))
   if (!.is_obj(cfg) || !.is_str(cfg$type))
-    stop(sprintf("ag_module_from_config(): expected a list with a 'type' entry, got %s",
-                 substr(tryCatch(.to_json(cfg), error = function(e) class(cfg)[[1L]]), 1L, 200L)),
-         call. = FALSE)
+    .pg_stop("value", sprintf(paste0("ag_module_from_config(): expected a list with a 'type' ",
+                                     "entry, got %s"),
+                              if (.nested_over(cfg, 8L)) "a list nested deeper than 8 levels"
+                              else substr(tryCatch(.to_json(cfg), error = function(e)
+                                class(cfg)[[1L]]), 1L, 200L)))
   kind <- cfg$type
   args <- cfg[names(cfg) != "type"]
   if (kind == "sequential") {
@@ -93,7 +116,7 @@ ag_module_from_config <- function(cfg) {
     if (!is.list(layers) || !is.null(names(layers)) || length(args) != 1L)
       stop(paste0("ag_module_from_config(): a sequential config is list(type = \"sequential\", ",
                   "layers = list(...))"), call. = FALSE)
-    return(ag_sequential(lapply(layers, ag_module_from_config)))
+    return(ag_sequential(lapply(layers, .module_from_config, depth = depth + 1L)))
   }
   custom <- .pg$layer_builders[[kind]]
   if (!is.null(custom)) {
