@@ -243,7 +243,7 @@ int pg_st_open(const char *path, pg_st_file **out)
      * is the one checked (no race with a rename between a stat and the open) */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
-        rc = pg_fail(PG_STATUS_ERR_IO, "cannot open file '%s': %s", path, strerror(errno));
+        rc = pg_fail_io(errno, "cannot open file '%s': %s", path, strerror(errno));
         goto fail;
     }
     struct stat sb;
@@ -257,21 +257,21 @@ int pg_st_open(const char *path, pg_st_file **out)
     if (fl != -1) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     f->fp = fdopen(fd, "rb");
     if (!f->fp) {
-        rc = pg_fail(PG_STATUS_ERR_IO, "cannot open file '%s': %s", path, strerror(errno));
+        rc = pg_fail_io(errno, "cannot open file '%s': %s", path, strerror(errno));
         close(fd);
         goto fail;
     }
 #else
     f->fp = fopen(path, "rb");
     if (!f->fp) {
-        rc = pg_fail(PG_STATUS_ERR_IO, "cannot open file '%s': %s", path, strerror(errno));
+        rc = pg_fail_io(errno, "cannot open file '%s': %s", path, strerror(errno));
         goto fail;
     }
 #endif
     int64_t size;
     if (fseeko(f->fp, 0, SEEK_END) || (size = (int64_t)ftello(f->fp)) < 0 ||
         fseeko(f->fp, 0, SEEK_SET)) {
-        rc = pg_fail(PG_STATUS_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+        rc = pg_fail_io(errno, "cannot read '%s': %s", path, strerror(errno));
         goto fail;
     }
     if (size < 8) {
@@ -282,7 +282,7 @@ int pg_st_open(const char *path, pg_st_file **out)
         goto fail;
     }
     if (read_all(f->fp, lb, 8)) {
-        rc = pg_fail(PG_STATUS_ERR_IO, "cannot read '%s'", path);
+        rc = pg_fail_io(EIO, "cannot read '%s'", path);
         goto fail;
     }
     uint64_t hl = 0;
@@ -311,7 +311,7 @@ int pg_st_open(const char *path, pg_st_file **out)
         goto fail;
     }
     if (read_all(f->fp, f->text, (int64_t)hl)) {
-        rc = pg_fail(PG_STATUS_ERR_IO, "cannot read '%s'", path);
+        rc = pg_fail_io(EIO, "cannot read '%s'", path);
         goto fail;
     }
     f->text[hl] = 0;
@@ -362,9 +362,8 @@ int pg_st_read(pg_st_file *f, int64_t i, void *dst, int64_t nbytes)
                        (long long)i, (long long)(f->t[i].end - f->t[i].begin), (long long)nbytes);
     if (!nbytes) return 0;
     if (fseeko(f->fp, (off_t)(f->base + f->t[i].begin), SEEK_SET) || read_all(f->fp, dst, nbytes))
-        return pg_fail(PG_STATUS_ERR_IO,
-                       "cannot read tensor %lld of the file (changed while reading?)",
-                       (long long)i);
+        return pg_fail_io(EIO, "cannot read tensor %lld of the file (changed while reading?)",
+                          (long long)i);
     return 0;
 }
 

@@ -39,6 +39,8 @@ extern const pj_limits pj_default_limits;
 int pj_parse(const char *text, int64_t n, const pj_limits *lim, pj_doc *doc, char *why,
              size_t why_cap);
 void pj_free(pj_doc *doc);
+/* A PJ_NUM node's value as a double (its text through strtod when it is not a small integer). */
+double pj_number(const pj_doc *d, const pj_node *x);
 /* The member of object node o called key, or -1. */
 int64_t pj_get(const pj_doc *d, int64_t o, const char *key);
 /* 1 when s[0..n) is valid UTF-8 (no overlongs, surrogates or NUL bytes). */

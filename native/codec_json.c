@@ -8,7 +8,8 @@
 #include "pg.h"
 #include "codec_internal.h"
 
-const pj_limits pj_default_limits = {100LL * 1024 * 1024, 128, 64LL * 1024 * 1024, 1LL << 21};
+const pj_limits pj_default_limits = {100LL * 1024 * 1024, PG_JSON_MAX_DEPTH, 64LL * 1024 * 1024,
+                                     1LL << 21};
 
 typedef struct {
     const unsigned char *s;
@@ -379,6 +380,17 @@ void pj_free(pj_doc *doc)
     free(doc->pool);
     doc->nodes = NULL;
     doc->pool = NULL;
+}
+
+double pj_number(const pj_doc *d, const pj_node *x)
+{
+    if (x->is_int && !x->big) return (double)x->ival;
+    char buf[448];
+    int64_t L = x->end - x->start;
+    if (L >= (int64_t)sizeof buf) return 1e308;
+    memcpy(buf, d->text + x->start, (size_t)L);
+    buf[L] = 0;
+    return strtod(buf, NULL);
 }
 
 int64_t pj_get(const pj_doc *d, int64_t o, const char *key)

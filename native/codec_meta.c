@@ -9,26 +9,14 @@
 #include "pg.h"
 #include "codec_internal.h"
 
-#define CFG_MAX_DEPTH 64
-#define CFG_MAX_SIZE  1e8
-
-static double num_value(const pj_doc *d, const pj_node *x)
-{
-    if (x->is_int && !x->big) return (double)x->ival;
-    char buf[448];
-    int64_t L = x->end - x->start;
-    if (L >= (int64_t)sizeof buf) return 1e308;
-    memcpy(buf, d->text + x->start, (size_t)L);
-    buf[L] = 0;
-    return strtod(buf, NULL);
-}
+#define CFG_MAX_SIZE 1e8
 
 /* Depth-first in document order, as both front ends walked it: depth, then an object's product
  * of its integer fields > 1, then its children. */
 static int check_cfg(const pj_doc *d, int64_t node, int depth, int64_t budget)
 {
     const pj_node *x = &d->nodes[node];
-    if (depth > CFG_MAX_DEPTH)
+    if (depth > PG_CONFIG_MAX_DEPTH)
         return pg_fail(PG_STATUS_ERR_VALUE, "architecture config is nested too deeply");
     if (x->type == PJ_OBJ) {
         int64_t prod = 1;
@@ -38,7 +26,7 @@ static int check_cfg(const pj_doc *d, int64_t node, int depth, int64_t budget)
             if (v->type != PJ_NUM) continue;
             /* a whole number written as a float (3e7, 30000000.0) is a size to a front end that
              * takes whole doubles as integers (R), so it counts as one */
-            double fv = num_value(d, v);
+            double fv = pj_number(d, v);
             if (!(fv > 1) || fv != floor(fv) || (!v->is_int && fv > CFG_MAX_SIZE))
                 continue; /* the latter: below */
             if (fv > 9e18 || prod > budget / (int64_t)fv) over = 1;
@@ -64,7 +52,7 @@ static int check_cfg(const pj_doc *d, int64_t node, int depth, int64_t budget)
             if (rc) return rc;
         }
     } else if (x->type == PJ_NUM) {
-        double v = num_value(d, x);
+        double v = pj_number(d, x);
         if (v > CFG_MAX_SIZE || v < -CFG_MAX_SIZE) {
             char s[80];
             pj_snippet(d, node, 40, s, sizeof s);

@@ -282,9 +282,13 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
     }
     dir[dl] = 0;
     struct stat st;
-    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+    int bad_dir = stat(dir, &st) ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+    if (bad_dir) {
         dir[dl > 1 ? dl - 1 : dl] = 0;
-        rc = pg_fail(PG_STATUS_ERR_IO, "ag_save_model(): directory '%s' does not exist", dir);
+        rc = bad_dir == ENOENT || bad_dir == ENOTDIR
+            ? pg_fail_io(bad_dir, "ag_save_model(): directory '%s' does not exist", dir)
+            : pg_fail_io(bad_dir, "ag_save_model(): directory '%s' cannot be reached: %s", dir,
+                         strerror(bad_dir));
         free(dir);
         free(tmp);
         free(h.b);
@@ -322,9 +326,9 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
-        rc = pg_fail(PG_STATUS_ERR_IO,
-                     "ag_save_model(): cannot create a temporary file next to '%s': %s", given,
-                     strerror(errno));
+        int e = errno;
+        rc = pg_fail_io(e, "ag_save_model(): cannot create a temporary file next to '%s': %s",
+                        given, strerror(e));
         free(dir);
         free(tmp);
         free(h.b);
@@ -337,15 +341,19 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
     nwrites = 0;
     write_fault = stage == 1;
     const char *fail = NULL;
+    int err = 0; /* the errno behind fail (an injected failure: the one a real one would give) */
     int w = write_all(fd, lb, 8);
     if (!w) w = write_all(fd, h.b, h.n);
     for (int64_t i = 0; i < n && !w; i++) w = write_all(fd, t[i].data, nbytes_of(&t[i]));
-    if (w) fail = w == -2 ? "injected failure in write (disk full)" : strerror(errno);
-    else step("write");
-    if (!fail && (stage == 2 || fsync(fd)))
-        fail = stage == 2 ? "injected failure in fsync" : strerror(errno);
-    else if (!fail) step("fsync");
-    if (close(fd) && !fail) fail = strerror(errno);
+    if (w) {
+        err = w == -2 ? ENOSPC : errno ? errno : EIO;
+        fail = w == -2 ? "injected failure in write (disk full)" : strerror(err);
+    } else step("write");
+    if (!fail && (stage == 2 || fsync(fd))) {
+        err = stage == 2 ? EIO : errno;
+        fail = stage == 2 ? "injected failure in fsync" : strerror(err);
+    } else if (!fail) step("fsync");
+    if (close(fd) && !fail) fail = strerror(err = errno);
     if (!fail) {
 #ifdef _WIN32
         int bad = stage == 3 ||
@@ -353,11 +361,13 @@ int pg_st_write(const char *path, const pg_st_tensor *t, int64_t n, const char *
 #else
         int bad = stage == 3 || rename(tmp, path) != 0;
 #endif
-        if (bad) fail = stage == 3 ? "injected failure in replace" : strerror(errno);
-        else step("rename");
+        if (bad) {
+            err = stage == 3 ? EIO : errno;
+            fail = stage == 3 ? "injected failure in replace" : strerror(err);
+        } else step("rename");
     }
     if (fail) {
-        rc = pg_fail(PG_STATUS_ERR_IO, "ag_save_model(): writing '%s' failed (%s)", given, fail);
+        rc = pg_fail_io(err, "ag_save_model(): writing '%s' failed (%s)", given, fail);
         remove(tmp);
     } else {
         fsync_dir(dir);

@@ -5,19 +5,23 @@
 
 static _Thread_local char err_msg[1024];
 static _Thread_local int err_status;
+static _Thread_local int err_errno; /* the system's errno of the last PG_STATUS_ERR_IO, or 0 */
 
 const char *pg_last_error(void) { return err_msg; }
 int pg_last_status(void) { return err_status; }
+int pg_last_errno(void) { return err_errno; }
 void pg_clear_error(void)
 {
     err_msg[0] = 0;
     err_status = 0;
+    err_errno = 0;
 }
 const char *pg_version(void) { return "0.1.0"; }
 
 static void set_error(int status, const char *fmt, va_list ap)
 {
     err_status = status;
+    err_errno = 0;
     vsnprintf(err_msg, sizeof err_msg, fmt, ap);
 }
 
@@ -28,6 +32,16 @@ int pg_fail(int status, const char *fmt, ...)
     set_error(status, fmt, ap);
     va_end(ap);
     return status;
+}
+
+int pg_fail_io(int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set_error(PG_STATUS_ERR_IO, fmt, ap);
+    va_end(ap);
+    err_errno = err;
+    return PG_STATUS_ERR_IO;
 }
 
 void *pg_fail_null(int status, const char *fmt, ...)

@@ -86,6 +86,11 @@ struct pg_node {
 
 /* ---- error.c ---- */
 int pg_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* bytes the kernel can still back now (bounds.c: MemAvailable, else free pages) */
+double pg_mem_available(void);
+/* PG_STATUS_ERR_IO with the system's errno kept for pg_last_errno (a front end raises the
+ * language's own error for it: FileNotFoundError, PermissionError, ...) */
+int pg_fail_io(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void *pg_fail_null(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *pg_dtype_name(int dtype);
 /* a number for messages as both front ends print it: NaN, Inf, -Inf, else %g; returns buf */

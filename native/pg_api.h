@@ -67,6 +67,8 @@ enum pg_optim_kind { PG_OPTIM_KIND_SGD = 0, PG_OPTIM_KIND_ADAM = 1, PG_OPTIM_KIN
 /* ---- errors and build info ---- */
 const char *pg_last_error(void);
 int pg_last_status(void);
+/* the system's errno behind the last PG_STATUS_ERR_IO (ENOENT, EACCES, ENOSPC, ...), else 0 */
+int pg_last_errno(void);
 void pg_clear_error(void);
 const char *pg_version(void);
 

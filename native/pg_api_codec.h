@@ -2,7 +2,7 @@
  * one implementation for both front ends (codec.c reads, codec_write.c writes, codec_json.c
  * parses). cdef-clean like pg_api.h. Messages (pg_last_error) never name the file: the front
  * end prefixes "<path>: " to content errors (PG_STATUS_ERR_VALUE). PG_STATUS_ERR_IO: the operating system
- * refused a read or write (its text in the message). */
+ * refused a read or write (its text in the message, its errno in pg_last_errno). */
 
 /* a tensor's dtype in a safetensors file */
 enum pg_st_dtype { PG_ST_DTYPE_F32 = 0, PG_ST_DTYPE_F64 = 1, PG_ST_DTYPE_COUNT };
@@ -45,11 +45,28 @@ int64_t pg_st_meta_count(const pg_st_file *f); /* __metadata__ entries, in file 
 const char *pg_st_meta_key(const pg_st_file *f, int64_t i);
 const char *pg_st_meta_value(const pg_st_file *f, int64_t i);
 
+/* Nesting limits: any metadata JSON text (the parser's), and an architecture config (pg_json_check
+ * with a budget, pg_config_match). The front ends bound their own walks of configs and of
+ * `extra` by the same numbers, so what one saves the other loads. */
+enum { PG_JSON_MAX_DEPTH = 128, PG_CONFIG_MAX_DEPTH = 64 };
+
 /* Checks a JSON text from the metadata (len bytes of UTF-8): strict syntax within the limits,
  * no duplicate keys. what names it in the message ("metadata 'config'"). config_budget > 0:
  * also the architecture's plausibility (no number beyond 1e8 in magnitude, nesting at most 64,
  * no object whose integer fields > 1 multiply to more than config_budget). */
 int pg_json_check(const char *text, int64_t len, const char *what, int64_t config_budget);
+
+/* An architecture config (a JSON text, as ag_module_from_config takes it) against a file's
+ * tensors, before anything is built: every built-in layer it declares (linear, batch_norm,
+ * layer_norm, embedding, multihead_attention, dropout; sequential nesting, named layer<i>_ as
+ * both front ends name them) must find each of its tensors among names[0..n) with its shape
+ * rows[i] x cols[i]. A hostile 900-byte file cannot make a loader allocate a layer its own
+ * tensors do not back. Layer types the core does not know (registered in a front end) and
+ * fields it cannot read are left to the front end's builder. PG_STATUS_ERR_VALUE "architecture
+ * config: layer 'layer2' (multihead_attention) needs tensor 'layer2_W_q' [4096x4096]
+ * (16777216 values), the file holds [4x4]" (or "... which the file does not hold"). */
+int pg_config_match(const char *text, int64_t len, int64_t n, const char **names,
+                    const int64_t *rows, const int64_t *cols);
 
 /* One tensor to write: data holds rows * cols values of dtype, row-major, little endian;
  * ndim 0, 1 or 2 says how the header writes the shape ([], [rows], [rows, cols]). */

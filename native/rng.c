@@ -401,29 +401,12 @@ int pg_rng_set_state(pg_rng *r, const int32_t *state, int64_t len)
 
 /* ---- sizes ---- */
 
-/* bytes the kernel can still back now: MemAvailable, else free pages, else all of memory */
-static double mem_available(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f) {
-        char line[256];
-        double kb = -1;
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-        fclose(f);
-        if (kb >= 0) return kb * 1024.0;
-    }
-    long pages = sysconf(_SC_AVPHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-    if (pages <= 0) pages = sysconf(_SC_PHYS_PAGES);
-    return pages > 0 && psize > 0 ? (double)pages * (double)psize : 1e300;
-}
-
 int pg_rng_check_size(double n, int64_t elem_size, const char *fn)
 {
     double bytes = n * (double)elem_size;
     if (!fn) fn = "pyggmlr";
     if (bytes < 268435456.0) return 0; /* under 256 MiB: not worth reading /proc */
-    double avail = mem_available();
+    double avail = pg_mem_available();
     if (bytes > avail)
         return pg_fail(PG_STATUS_ERR_NOMEM,
                        "%s: %.1f GiB needed, more than the %.1f GiB of memory available", fn,

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import _core
 from ._core import NULL, ffi, lib
+from .errors import PyggmlrValueError
 from .random import Generator
 from .tensor import Tensor, _wrap
 
@@ -33,6 +34,10 @@ class FitPlan:
         split_state: Optional[List[int]] = None,
         fixed_split: bool = False,
     ) -> None:
+        if split_state is not None and len(split_state) != lib.PG_RNG_STATE_LEN:
+            raise PyggmlrValueError(  # the core reads that many values
+                f"ag_fit: a split state holds {lib.PG_RNG_STATE_LEN} integers, got {len(split_state)}"
+            )
         st = NULL if split_state is None else ffi.new("int32_t[]", [int(v) for v in split_state])
         p = lib.pg_fit_new(
             x._handle(),

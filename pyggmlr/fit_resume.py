@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
+from ._core import lib
 from .errors import PyggmlrValueError
 
 __all__: List[str] = []
@@ -64,6 +65,11 @@ def read_checkpoint(path: Any, settings: Dict[str, Any]) -> Tuple[int, Dict[str,
             raise PyggmlrValueError(
                 f"ag_fit: cannot resume: {k} was {saved.get(k)!r} in the checkpoint, now {settings[k]!r}"
             )
+    if not (_seed_ok(saved.get("seed")) and _state_ok(saved.get("split_state"))):
+        raise PyggmlrValueError(
+            f"ag_fit: {path!r} holds an unusable random-stream state (settings 'seed' / "
+            f"'split_state': None, or an integer / {lib.PG_RNG_STATE_LEN} 32-bit integers)"
+        )
     h = fs.get("history")
     ok = isinstance(h, dict) and all(
         isinstance(v, list)
@@ -81,6 +87,21 @@ def read_checkpoint(path: Any, settings: Dict[str, Any]) -> Tuple[int, Dict[str,
             f"ag_fit: {path!r} holds an unusable training state (history or random stream)"
         )
     return int(info["epoch"]), fs
+
+
+def _is_int32(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and -(2**31) <= v < 2**31
+
+
+def _seed_ok(v: Any) -> bool:
+    return v is None or _is_int32(v)
+
+
+def _state_ok(v: Any) -> bool:
+    """None, or a whole stream state (the core reads PG_RNG_STATE_LEN values from it)."""
+    return v is None or (
+        isinstance(v, list) and len(v) == lib.PG_RNG_STATE_LEN and all(map(_is_int32, v))
+    )
 
 
 def load_weights(path: Any, model: Any, opt: Any) -> Dict[str, Any]:

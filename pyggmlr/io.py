@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import errno
 import json
-import math
 import os
 from typing import Any, Dict, Tuple, Union
 
@@ -24,6 +23,7 @@ import numpy as np
 
 from ._core import check, ffi, lib
 from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
+from .io_check import check_json, clean, config_match, epoch_value, os_error
 from .tensor import Tensor
 
 __all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: state.py
@@ -71,8 +71,8 @@ def _write_safetensors(path, tensors, metadata):
         ffi.new("char *[]", vs or [ffi.NULL]),
         len(ks),
     )
-    if rc == lib.PG_STATUS_ERR_IO:
-        raise OSError(_last_msg())
+    if rc == lib.PG_STATUS_ERR_IO:  # FileNotFoundError, PermissionError, ... with errno and path
+        raise os_error(path)
     check(rc)
     return path
 
@@ -133,9 +133,9 @@ def _read_safetensors(path, fn="ag_load_model()"):
     h = ffi.new("pg_st_file **")
     rc = lib.pg_st_open(os.fsencode(path), h)
     if rc != 0:
-        msg = _last_msg()
         if rc == lib.PG_STATUS_ERR_IO:
-            raise OSError(msg)
+            raise os_error(path)
+        msg = _last_msg()
         if rc == lib.PG_STATUS_ERR_NOMEM:
             raise MemoryError(f"{fn}: {msg}")
         raise PyggmlrValueError(f"{fn}: {os.fspath(path)!s}: {msg}")
@@ -187,20 +187,6 @@ def _opt_names(opt, params):
     return [by_id.get(t.id, f"#{i + 1}") for i, t in enumerate(opt.params.values())]
 
 
-def _clean(v):
-    """JSON-safe copy: non-finite floats become null; numpy scalars become Python numbers."""
-    if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        v = float(v)
-        return v if math.isfinite(v) else None
-    return v
-
-
 def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
     from . import __version__
 
@@ -233,7 +219,9 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
                 stacklevel=3,
             )
         else:
-            meta["config"] = json.dumps(_clean(cfg), allow_nan=False)
+            meta["config"] = json.dumps(
+                clean(cfg, "the model's architecture config"), allow_nan=False
+            )
             from .io_check import check_config
 
             check_config(meta["config"], params, bufs)  # whatever is saved must load
@@ -253,7 +241,7 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
         names = _opt_names(optimizer, params)
         slots = sorted({s for entry in st["params"] for s in entry})
         meta["optimizer"] = json.dumps(
-            _clean(
+            clean(
                 {
                     "kind": st["kind"],
                     "t": st["t"],
@@ -261,7 +249,8 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
                     "hyper": st["hyper"],
                     "params": names,
                     "slots": slots,
-                }
+                },
+                "the optimizer state",
             ),
             allow_nan=False,
         )
@@ -270,10 +259,12 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
                 if v is not None:
                     tensors.append((f"optimizer.{s}.{nm}", v))
     if extra is not None:
+        ex = clean(extra, "extra")  # bounded depth, no cycles: typed errors, not RecursionError
         try:
-            meta["extra"] = json.dumps(_clean(extra), allow_nan=False)
+            meta["extra"] = json.dumps(ex, allow_nan=False)
         except (TypeError, ValueError) as e:
             raise ArgumentError(f"ag_save_model(): extra must be JSON-serialisable ({e})") from None
+        check_json(meta["extra"], "metadata 'extra'")  # whatever is saved must load
     for k, v in (more or {}).items():
         tensors.append((k, v))
     return _write_safetensors(path, tensors, meta)
@@ -311,7 +302,7 @@ def _files_dtype(tensors, pnames):
     return "f64" if dts == {np.dtype(np.float64)} else "f32"
 
 
-def _rebuild(meta, tensors, pnames, path, dtype=None):
+def _rebuild(meta, tensors, pnames, path, dtype=None, bnames=None):
     from .tensor import ag_dtype
 
     # the budget: the most elements one layer may ask for (the product of its integer fields),
@@ -323,6 +314,11 @@ def _rebuild(meta, tensors, pnames, path, dtype=None):
             path,
             "the file has no architecture (metadata 'config'); pass model= to load its weights into a model",
         )
+    # every built-in layer's tensors must be in the file with the config's shapes before any
+    # layer is built (the budget alone let a 900-byte file ask for a 2 GB attention layer)
+    why = config_match(meta["config"], tensors, None if pnames is None else pnames + (bnames or []))
+    if why is not None:
+        raise PyggmlrValueError(f"ag_load_model(): {os.fspath(path)!s}: {why}")
     prev = ag_dtype(dtype or _files_dtype(tensors, pnames or []))
     try:
         from .nn import ag_module_from_config
@@ -445,9 +441,9 @@ def _load(
     bnames = _names(meta, "buffers", tensors, path)
     epoch = meta.get("epoch")
     if epoch is not None:
-        if not epoch.isdigit() or len(epoch) > 12:
-            raise _bad(path, f"metadata 'epoch' is not a non-negative integer: {epoch[:20]!r}")
-        epoch = int(epoch)
+        text, epoch = epoch, epoch_value(epoch)  # ASCII digits only, as R's loader
+        if epoch is None:
+            raise _bad(path, f"metadata 'epoch' is not a non-negative integer: {text[:20]!r}")
     elif need_epoch:
         raise _bad(
             path, "not a training checkpoint (no epoch; write checkpoints with ag_model_checkpoint)"
@@ -461,7 +457,7 @@ def _load(
         model = _build(builder, dtype or _files_dtype(tensors, pnames))
         params, bufs = _model_parts(model)
     elif model is None:
-        model = _rebuild(meta, tensors, pnames, path, dtype)
+        model = _rebuild(meta, tensors, pnames, path, dtype, bnames)
         try:
             params, bufs = _model_parts(model)
         except PyggmlrError as e:
@@ -546,7 +542,7 @@ def ag_model_info(path: Union[str, os.PathLike]) -> Dict[str, Any]:
             k: (tensors[k].shape, "f64" if tensors[k].dtype == np.float64 else "f32") for k in bn
         },
         "config": _meta_json(meta, "config", path, dict),
-        "epoch": int(ep) if ep and ep.isdigit() else None,
+        "epoch": epoch_value(ep),
         "optimizer": opt.get("kind") if opt else None,
         "extra": _meta_json(meta, "extra", path, (dict, list, str, int, float, bool, type(None))),
     }

@@ -9,6 +9,7 @@ in nn_layers.py; this module re-exports them, so ``pyggmlr.nn`` names every laye
 from __future__ import annotations
 
 import math
+import reprlib
 from collections import OrderedDict
 from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 
@@ -26,6 +27,7 @@ from .nn_base import (
     _fmt_num,
     _glorot,
     _init_matrix,
+    _layer_memory,
     _layer_name,
     _orthogonal,
     ag_concat_rows,
@@ -159,8 +161,10 @@ class ag_linear(Module):
         self.in_features, self.out_features = n_in, n_out
         self.activation = activation
         self.gain = gain
-        self.W = ag_param(w)
-        self.b = ag_param(np.zeros((n_out, 1)))
+        what = f"for in_features = {n_in}, out_features = {n_out} (a [{n_out}x{n_in}] weight)"
+        with _layer_memory("ag_linear", what):  # MemoryErrors name the layer and its size
+            self.W = ag_param(w)
+            self.b = ag_param(np.zeros((n_out, 1)))
         self.training = True
 
     @property
@@ -378,9 +382,20 @@ def ag_module_from_config(cfg: Dict[str, Any]) -> Any:
     Raises: PyggmlrValueError for a malformed dict, an unknown type (register custom ones with
     ag_register_layer) or arguments the layer does not take, plus what the layer's constructor
     raises for bad values."""
+    return _from_config(cfg, 0)
+
+
+def _from_config(cfg: Any, depth: int) -> Any:
+    """ag_module_from_config at nesting depth (sequentials within sequentials): bounded by the
+    core's PG_CONFIG_MAX_DEPTH, so a config nested 5,000 levels is a PyggmlrValueError, not a
+    RecursionError."""
+    if depth > lib.PG_CONFIG_MAX_DEPTH:
+        raise PyggmlrValueError(
+            f"ag_module_from_config: the config is nested deeper than {lib.PG_CONFIG_MAX_DEPTH} levels"
+        )
     if not isinstance(cfg, dict) or not isinstance(cfg.get("type"), str):
         raise PyggmlrValueError(
-            f"ag_module_from_config: expected a dict with a 'type' key, got {cfg!r:.200}"
+            f"ag_module_from_config: expected a dict with a 'type' key, got {reprlib.repr(cfg):.200}"
         )
     kind = cfg["type"]
     args = {k: v for k, v in cfg.items() if k != "type"}
@@ -390,7 +405,7 @@ def ag_module_from_config(cfg: Dict[str, Any]) -> Any:
             raise PyggmlrValueError(
                 "ag_module_from_config: a sequential config is {'type': 'sequential', 'layers': [...]}"
             )
-        return ag_sequential([ag_module_from_config(c) for c in layers])
+        return ag_sequential([_from_config(c, depth + 1) for c in layers])
     if kind in _CUSTOM:
         layer = _CUSTOM[kind](cfg)
         if not callable(getattr(layer, "forward", None)):
@@ -409,5 +424,5 @@ def ag_module_from_config(cfg: Dict[str, Any]) -> Any:
         return cls(**args)
     except TypeError as e:
         raise PyggmlrValueError(
-            f"ag_module_from_config: bad arguments for a {kind!r} layer {args}: {e}"
+            f"ag_module_from_config: bad arguments for a {kind!r} layer {reprlib.repr(args)}: {e}"
         ) from None

@@ -5,8 +5,9 @@ dropout op. pyggmlr.nn re-exports the public names; nn.py and nn_layers.py hold 
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
@@ -213,6 +214,22 @@ def ag_eval(model: Any) -> Any:
 
 # ---------------------------------------------------------------------------------------------
 # initialisers
+
+
+@contextlib.contextmanager
+def _layer_memory(op: str, what: str, n_values: float = 0) -> Iterator[None]:
+    """A layer's allocations: n_values (the host's float64 copy and the tensor, 16 bytes each)
+    checked against the memory available before the first (the core's pg_check_alloc), and any
+    MemoryError inside (numpy's, the core's) re-raised as PyggmlrMemoryError naming the layer
+    and its size, as R does."""
+    if n_values:
+        _core.check(lib.pg_check_alloc(op.encode(), what.encode(), float(n_values), 16))
+    try:
+        yield
+    except MemoryError as e:
+        if isinstance(e, PyggmlrMemoryError) and str(e).startswith(op + ":"):
+            raise
+        raise PyggmlrMemoryError(f"{op}: out of memory {what} ({e})") from None
 
 
 def _uniform(a, rows, cols, op):

@@ -21,6 +21,7 @@ from .nn_base import (
     _config,
     _dropout,
     _glorot,
+    _layer_memory,
     _matmul_t,
     _uniform,
     ag_concat_rows,
@@ -58,10 +59,12 @@ class ag_batch_norm(Module):
         eps = check_num(eps, "ag_batch_norm", "eps", 0)
         momentum = check_num(momentum, "ag_batch_norm", "momentum", 0, 1)
         self.num_features, self.eps, self.momentum = F, eps, momentum
-        self.gamma = ag_param(np.ones((F, 1)))
-        self.beta = ag_param(np.zeros((F, 1)))
-        self.running_mean = ag_tensor(np.zeros((F, 1)))
-        self.running_var = ag_tensor(np.ones((F, 1)))
+        what = f"allocating num_features = {F} ([{F}x1] gamma, beta, running_mean, running_var)"
+        with _layer_memory("ag_batch_norm", what, 4.0 * F):
+            self.gamma = ag_param(np.ones((F, 1)))
+            self.beta = ag_param(np.zeros((F, 1)))
+            self.running_mean = ag_tensor(np.zeros((F, 1)))
+            self.running_var = ag_tensor(np.ones((F, 1)))
         self.training = True
 
     @property
@@ -136,8 +139,11 @@ class ag_layer_norm(Module):
         eps = check_num(eps, "ag_layer_norm", "eps", 0)
         self.normalized_shape, self.eps = F, eps
         self.elementwise_affine = _is_true(elementwise_affine)  # isTRUE, as ggmlR (spec 5.1)
-        self.gamma = ag_param(np.ones((F, 1))) if self.elementwise_affine else None
-        self.beta = ag_param(np.zeros((F, 1))) if self.elementwise_affine else None
+        aff = self.elementwise_affine
+        what = f"allocating normalized_shape = {F} ([{F}x1] gamma and beta)"
+        with _layer_memory("ag_layer_norm", what, 2.0 * F if aff else 0):
+            self.gamma = ag_param(np.ones((F, 1))) if aff else None
+            self.beta = ag_param(np.zeros((F, 1))) if aff else None
         self.training = True
 
     @property
@@ -194,7 +200,8 @@ class ag_embedding(Module):
             )
         self.vocab_size, self.dim = V, D
         s = math.sqrt(1.0 / V)
-        self.weight = ag_param(_uniform(s, D, V, "ag_embedding"))
+        with _layer_memory("ag_embedding", f"for vocab_size = {V}, dim = {D} (a [{D}x{V}] weight)"):
+            self.weight = ag_param(_uniform(s, D, V, "ag_embedding"))
         self.training = True
 
     @property
@@ -254,11 +261,13 @@ class ag_multihead_attention(Module):
         self.dropout = dropout
         self.bias = _is_true(bias)  # isTRUE, as R
         a = math.sqrt(6.0 / (2 * d))
-        self.W_q = ag_param(_glorot(d, d, a, "ag_multihead_attention"))
-        self.W_k = ag_param(_glorot(d, d, a, "ag_multihead_attention"))
-        self.W_v = ag_param(_glorot(d, d, a, "ag_multihead_attention"))
-        self.W_o = ag_param(_glorot(d, d, a, "ag_multihead_attention"))
-        self.b_o = ag_param(np.zeros((d, 1))) if self.bias else None
+        op = "ag_multihead_attention"
+        with _layer_memory(op, f"for d_model = {d} (4 [{d}x{d}] weights)"):
+            self.W_q = ag_param(_glorot(d, d, a, op))
+            self.W_k = ag_param(_glorot(d, d, a, op))
+            self.W_v = ag_param(_glorot(d, d, a, op))
+            self.W_o = ag_param(_glorot(d, d, a, op))
+            self.b_o = ag_param(np.zeros((d, 1))) if self.bias else None
         self.training = True
 
     @property

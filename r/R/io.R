@@ -13,21 +13,35 @@
 # the core's limit (native/codec.c); state.R sniffs files with it
 .IO_MAX_HEADER <- 100 * 1024 * 1024
 
-.io_bad <- function(path, msg) stop(sprintf("%s: %s", path, msg), call. = FALSE)
+.io_bad <- function(path, msg) .pg_stop("value", sprintf("%s: %s", path, msg))
+
+# the core's PG_STATUS_ERR_IO: a pyggmlr_io_error naming the path, with the system's errno
+# (2 ENOENT, 13 EACCES, ...) and the path as fields, as Python's OSError subclasses carry them
+.io_fail <- function(res, path) {
+  msg <- res$message
+  if (!grepl(path, msg, fixed = TRUE)) msg <- sprintf("%s (path '%s')", msg, path)
+  stop(structure(class = c("pyggmlr_io_error", "pyggmlr_error", "simpleError", "error",
+                           "condition"),
+                 list(message = msg, call = NULL, path = path,
+                      errno = if (is.null(res$errno)) 0L else res$errno)))
+}
 
 # ---------------------------------------------------------------------------------------------
 # JSON helpers (jsonlite; strict: no NaN / Inf, non-finite numbers become null)
 
 .json_str <- function(s) as.character(jsonlite::toJSON(jsonlite::unbox(enc2utf8(as.character(s)))))
 
-.json_clean <- function(v) {
+.json_clean <- function(v, depth = 0L) {
   if (is.factor(v)) v <- as.character(v)
   if (!is.null(v) && !(is.list(v) && !is.data.frame(v)) && !is.logical(v) && !is.numeric(v) &&
       !is.character(v))
     stop(sprintf("a %s cannot be written as JSON", class(v)[[1L]]), call. = FALSE)
   if (is.list(v)) {
+    if (depth >= .pg$code$limit[["JSON_DEPTH"]])  # what the loader reads (the core's parser)
+      stop(sprintf("it is nested deeper than %d levels (what ag_load_model reads)",
+                   .pg$code$limit[["JSON_DEPTH"]]), call. = FALSE)
     nm <- names(v)
-    out <- lapply(v, .json_clean)
+    out <- lapply(v, .json_clean, depth = depth + 1L)
     names(out) <- nm
     return(out)
   }
@@ -102,10 +116,12 @@
     if (!is.double(v)) storage.mode(v) <- "double"
     v
   })
+  given <- path
   res <- .Call(R_pg_st_write, path, vapply(tensors, function(t) enc2utf8(as.character(t$name)), ""),
                vapply(tensors, function(t) identical(t$dtype, "F64"), logical(1)), values,
                enc2utf8(as.character(names(metadata))),
                enc2utf8(vapply(metadata, as.character, "")))
+  if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, given)
   if (!identical(res$status, .pg$code$status[["OK"]])) stop(res$message, call. = FALSE)
   invisible(path)
 }
@@ -119,6 +135,7 @@
     stop("ag_load_model(): path must be a single file name", call. = FALSE)
   .model_path(path, "ag_load_model()")
   res <- .Call(R_pg_st_read, path.expand(path))
+  if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, path)
   if (!is.null(res$status)) .codec_fail(res, path, fn)
   res
 }
@@ -230,8 +247,10 @@
   }
   if (!is.null(extra)) {
     js <- tryCatch(.to_json(extra), error = function(e)
-      stop(sprintf("ag_save_model(): extra must be JSON-serialisable (%s)", conditionMessage(e)),
-           call. = FALSE))
+      .pg_stop("value", sprintf("ag_save_model(): extra must be JSON-serialisable (%s)",
+                                conditionMessage(e))))
+    bad <- .Call(R_pg_json_check, enc2utf8(js), "metadata 'extra'", 0)  # whatever is saved loads
+    if (!is.null(bad)) .pg_stop("value", sprintf("ag_save_model(): %s; nothing was written", bad))
     meta[["extra"]] <- js
   }
   .write_safetensors(path, c(tensors, more), as.list(meta))  # more: ag_fit's callback arrays
@@ -269,7 +288,7 @@
   if (length(dts) == 1L && dts == "F64") "f64" else "f32"
 }
 
-.rebuild <- function(meta, tensors, pnames, path, dtype = NULL) {
+.rebuild <- function(meta, tensors, pnames, path, dtype = NULL, bnames = NULL) {
   # the budget: the most elements one layer may ask for (the product of its integer fields), from
   # the file's own tensors, so a hostile config cannot make the rebuild allocate gigabytes
   budget <- 16 * sum(vapply(tensors, length, numeric(1))) + 65536
@@ -278,6 +297,13 @@
     .io_bad(path,
             paste0("the file has no architecture (metadata 'config'); pass model = or model_fn = ",
                    "to load its weights into a model"))
+  # every built-in layer's tensors must be in the file with the config's shapes before any layer
+  # is built (the budget alone let a 900-byte file ask for a 2 GB attention layer)
+  nms <- if (is.null(pnames)) names(tensors) else c(pnames, bnames)
+  why <- .Call(R_pg_config_match, enc2utf8(meta[["config"]]), enc2utf8(nms),
+               vapply(nms, function(k) as.double(nrow(tensors[[k]])), 0),
+               vapply(nms, function(k) as.double(ncol(tensors[[k]])), 0))
+  if (!is.null(why)) .pg_stop("value", sprintf("ag_load_model(): %s: %s", path, why))
   want <- if (is.null(dtype)) .files_dtype(tensors, pnames) else dtype
   prev <- ag_default_dtype()
   on.exit(ag_dtype(prev), add = TRUE)
@@ -400,7 +426,7 @@
                    paste(class(model), collapse = "/")), call. = FALSE)
   }
   if (is.null(model)) {
-    model <- .rebuild(meta, tensors, pnames, path, dtype)
+    model <- .rebuild(meta, tensors, pnames, path, dtype, bnames)
     params <- tryCatch(.model_params(model, "ag_load_model()"), error = function(e)
       .io_bad(path, sprintf("the rebuilt model is not usable: %s", conditionMessage(e))))
   } else {
@@ -457,131 +483,4 @@ ag_model_info <- function(path) {
        config = .meta_json(meta, "config", path, .is_obj, "an object"),
        epoch = if (!is.null(ep) && grepl("^[0-9]{1,12}$", ep)) as.numeric(ep) else NULL,
        optimizer = if (is.null(opt)) NULL else opt$kind, extra = .meta_json(meta, "extra", path))
-}
-
-# ---------------------------------------------------------------------------------------------
-# architectures
-
-ag_register_layer <- function(type, builder) {
-  if (!.is_str(type) || !nzchar(type)) stop("ag_register_layer(): type must be a non-empty string",
-                                            call. = FALSE)
-  if (type %in% c("sequential", names(.BUILDERS)))
-    stop(sprintf("ag_register_layer(): \"%s\" is a built-in layer type", type), call. = FALSE)
-  if (!is.function(builder)) stop("ag_register_layer(): builder must be a function (cfg) -> layer",
-                                  call. = FALSE)
-  .pg$layer_builders[[type]] <- builder
-  invisible(builder)
-}
-
-.cfg_int <- function(v, what) {
-  if (!is.numeric(v) || length(v) != 1L || is.na(v) || v != floor(v))
-    stop(sprintf("%s must be an integer, got %s", what, .to_json(v)), call. = FALSE)
-  as.integer(v)
-}
-.cfg_num <- function(v, what) {
-  if (!is.numeric(v) || length(v) != 1L ||
-      is.na(v)) stop(sprintf("%s must be a number, got %s", what, .to_json(v)), call. = FALSE)
-  as.double(v)
-}
-
-.BUILDERS <- list(
-  linear = list(args = c("in_features", "out_features", "activation", "init", "gain"),
-                build = function(a) {
-    act <- a$activation
-    if (!is.null(act) &&
-        (!.is_str(act) || !act %in% c("relu", "sigmoid", "tanh", "softmax", "gelu")))
-      stop(sprintf("activation must be one of gelu, relu, sigmoid, softmax, tanh or null, got %s",
-                   .to_json(act)), call. = FALSE)
-    init <- if (is.null(a$init)) "glorot_uniform" else a$init
-    if (!.is_str(init) || !init %in% c("glorot_uniform", "orthogonal"))
-      stop(sprintf("init must be \"glorot_uniform\" or \"orthogonal\", got %s", .to_json(init)),
-           call. = FALSE)
-    ag_linear(.cfg_int(a$in_features, "in_features"), .cfg_int(a$out_features, "out_features"), act,
-              init = init,
-              gain = if (is.null(a$gain)) 1 else .cfg_num(a$gain, "gain"))
-  }),
-  dropout = list(args = "rate", build = function(a) {
-    r <- .cfg_num(a$rate, "rate")
-    if (r < 0 || r >= 1) stop(sprintf("rate must satisfy 0 <= rate < 1, got %s", format(r)),
-                              call. = FALSE)
-    ag_dropout(r)
-  }),
-  batch_norm = list(args = c("num_features", "eps", "momentum"), build = function(a)
-    ag_batch_norm(.cfg_int(a$num_features, "num_features"),
-                  eps = if (is.null(a$eps)) 1e-5 else .cfg_num(a$eps, "eps"),
-                  momentum = if (is.null(a$momentum)) 0.1 else .cfg_num(a$momentum, "momentum"))),
-  layer_norm = list(args = c("normalized_shape", "num_features", "eps", "elementwise_affine"),
-                    build = function(a) {
-    aff <- if (is.null(a$elementwise_affine)) TRUE else a$elementwise_affine
-    if (!is.logical(aff) || length(aff) != 1L ||
-        is.na(aff)) stop("elementwise_affine must be true or false", call. = FALSE)
-    # num_features: older files
-    d <- if (is.null(a$normalized_shape)) a$num_features else a$normalized_shape
-    ag_layer_norm(.cfg_int(d, "normalized_shape"),
-                  eps = if (is.null(a$eps)) 1e-5 else .cfg_num(a$eps, "eps"),
-                  elementwise_affine = aff)
-  }),
-  embedding = list(args = c("vocab_size", "dim"), build = function(a)
-    ag_embedding(.cfg_int(a$vocab_size, "vocab_size"), .cfg_int(a$dim, "dim"))),
-  multihead_attention = list(args = c("d_model", "n_heads", "dropout", "bias"),
-                             build = function(a) {
-    d <- .cfg_int(a$d_model, "d_model")
-    h <- .cfg_int(a$n_heads, "n_heads")
-    if (d < 1L || h < 1L || d %% h != 0L)
-      stop(sprintf("d_model (%d) must be a positive multiple of n_heads (%d)", d, h), call. = FALSE)
-    bias <- if (is.null(a$bias)) TRUE else a$bias
-    if (!is.logical(bias) || length(bias) != 1L || is.na(bias)) stop("bias must be true or false",
-        call. = FALSE)
-    ag_multihead_attention(d, h,
-                           dropout = if (is.null(a$dropout)) 0 else .cfg_num(a$dropout, "dropout"),
-                           bias = bias)
-  }))
-
-ag_module_from_config <- function(cfg) {
-  if (is.character(cfg) && length(cfg) == 1L)
-    cfg <- tryCatch(jsonlite::parse_json(cfg, simplifyVector = FALSE), error = function(e)
-      stop(sprintf("ag_module_from_config(): cfg is not valid JSON (%s)", conditionMessage(e)),
-           call. = FALSE))
-  if (!.is_obj(cfg) || !.is_str(cfg$type))
-    stop(sprintf("ag_module_from_config(): expected a list with a 'type' entry, got %s",
-                 substr(tryCatch(.to_json(cfg), error = function(e) class(cfg)[[1L]]), 1L, 200L)),
-         call. = FALSE)
-  kind <- cfg$type
-  args <- cfg[names(cfg) != "type"]
-  if (kind == "sequential") {
-    layers <- args$layers
-    if (!is.list(layers) || !is.null(names(layers)) || length(args) != 1L)
-      stop(paste0("ag_module_from_config(): a sequential config is list(type = \"sequential\", ",
-                  "layers = list(...))"), call. = FALSE)
-    return(ag_sequential(lapply(layers, ag_module_from_config)))
-  }
-  custom <- .pg$layer_builders[[kind]]
-  if (!is.null(custom)) {
-    layer <- custom(cfg)
-    if (!((is.environment(layer) || is.list(layer)) && is.function(layer$forward)))
-      .arg_fail("argument",
-                paste0("ag_module_from_config: the builder registered for \"%s\" returned a %s, ",
-                       "not a layer with forward()"),
-                kind, class(layer)[[1L]])
-    return(layer)
-  }
-  b <- .BUILDERS[[kind]]
-  if (is.null(b))
-    stop(sprintf(paste0("ag_module_from_config(): unknown layer type \"%s\" (built-in: %s; ",
-                        "register custom ones with ag_register_layer)"),
-                 kind, paste(c("sequential", sort(names(.BUILDERS))), collapse = ", ")),
-         call. = FALSE)
-  bad <- setdiff(names(args), b$args)
-  if (length(bad))
-    stop(sprintf("ag_module_from_config(): bad arguments for a \"%s\" layer: unknown %s", kind,
-                 paste(bad, collapse = ", ")), call. = FALSE)
-  tryCatch(b$build(args), error = function(e)
-    stop(sprintf("ag_module_from_config(): bad arguments for a \"%s\" layer: %s", kind,
-                 conditionMessage(e)), call. = FALSE))
-}
-
-ag_to_config <- function(model) {
-  if (!(is.environment(model) || is.list(model)) || !is.function(model$to_config))
-    stop("ag_to_config(): the model has no to_config()", call. = FALSE)
-  model$to_config()
 }

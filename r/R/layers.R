@@ -40,6 +40,21 @@
   matrix(u, rows, cols)
 }
 
+# A layer's allocations (expr): n values (R's double copy and the tensor, 16 bytes each) checked
+# against the memory available before the first (the core's pg_check_alloc), and R's own
+# "cannot allocate vector" (or a core memory error) inside re-raised naming the layer and its
+# size, as Python does: pyggmlr_memory_error "ag_batch_norm: out of memory allocating ..."
+.layer_memory <- function(op, what, n, expr) {
+  if (n > 0) .Call(R_pg_check_alloc, op, what, as.double(n))
+  tryCatch(expr, error = function(e) {
+    msg <- conditionMessage(e)
+    if (inherits(e, "pyggmlr_memory_error") && startsWith(msg, paste0(op, ":"))) stop(e)
+    if (inherits(e, "pyggmlr_memory_error") || grepl("cannot allocate", msg, fixed = TRUE))
+      .arg_fail("memory", "%s: out of memory %s (%s)", op, what, msg)
+    stop(e)
+  })
+}
+
 .glorot <- function(out, inp, gain = 1, op = "ag_linear") {
   a <- gain * sqrt(6 / (inp + out))
   .uniform_weight(out, inp, a, op)
@@ -83,8 +98,11 @@ ag_linear <- function(in_features, out_features, activation = NULL, init = "glor
     .arg_stop("ag_linear: gain must be a single finite number")
   gain <- as.double(gain)
   act <- .act(activation)  # refused before anything is drawn
-  W <- ag_param(.init_weight(init, gain, out_features, in_features))
-  b <- ag_param(matrix(0, out_features, 1L))
+  .layer_memory("ag_linear", sprintf("for in_features = %d, out_features = %d (a [%dx%d] weight)",
+                                     in_features, out_features, out_features, in_features), 0, {
+    W <- ag_param(.init_weight(init, gain, out_features, in_features))
+    b <- ag_param(matrix(0, out_features, 1L))
+  })
   # relu / sigmoid / tanh (or none) fuse with the matmul and bias into one node (as in Python)
   fused <- if (is.null(activation)) .pg$code$act[["NONE"]]
            else .pg$code$act[toupper(activation)][[1L]]
@@ -132,10 +150,14 @@ ag_batch_norm <- function(num_features, eps = 1e-5, momentum = 0.1) {
   e$num_features <- n_feat
   e$eps <- eps
   e$momentum <- momentum
-  e$gamma <- ag_param(matrix(1, n_feat, 1L))
-  e$beta <- ag_param(matrix(0, n_feat, 1L))
-  e$.running_mean <- ag_tensor(matrix(0, n_feat, 1L))
-  e$.running_var <- ag_tensor(matrix(1, n_feat, 1L))
+  .layer_memory("ag_batch_norm",
+                sprintf(paste0("allocating num_features = %d ([%dx1] gamma, beta, running_mean, ",
+                               "running_var)"), n_feat, n_feat), 4 * n_feat, {
+    e$gamma <- ag_param(matrix(1, n_feat, 1L))
+    e$beta <- ag_param(matrix(0, n_feat, 1L))
+    e$.running_mean <- ag_tensor(matrix(0, n_feat, 1L))
+    e$.running_var <- ag_tensor(matrix(1, n_feat, 1L))
+  })
   makeActiveBinding("running_mean", function(value) {
     if (missing(value)) e$.running_mean$data else e$.running_mean$data <- value
   }, e)
@@ -173,8 +195,12 @@ ag_layer_norm <- function(normalized_shape, eps = 1e-5, elementwise_affine = TRU
   e$num_features <- d
   e$eps <- eps
   e$elementwise_affine <- isTRUE(elementwise_affine)
-  e$gamma <- if (e$elementwise_affine) ag_param(matrix(1, d, 1L)) else NULL
-  e$beta <- if (e$elementwise_affine) ag_param(matrix(0, d, 1L)) else NULL
+  .layer_memory("ag_layer_norm",
+                sprintf("allocating normalized_shape = %d ([%dx1] gamma and beta)", d, d),
+                if (e$elementwise_affine) 2 * d else 0, {
+    e$gamma <- if (e$elementwise_affine) ag_param(matrix(1, d, 1L)) else NULL
+    e$beta <- if (e$elementwise_affine) ag_param(matrix(0, d, 1L)) else NULL
+  })
   e$forward <- function(x) {
     x <- .as_t(if (is.null(dim(x)) && is.numeric(x)) matrix(x, ncol = 1L) else x)
     if (dim(x)[1L] != d)
@@ -202,7 +228,9 @@ ag_embedding <- function(vocab_size, dim) {
   e$vocab_size <- V
   e$dim <- D
   a <- sqrt(1 / V)
-  e$weight <- ag_param(.uniform_weight(D, V, a, "ag_embedding"))
+  .layer_memory("ag_embedding",
+                sprintf("for vocab_size = %d, dim = %d (a [%dx%d] weight)", V, D, D, V), 0,
+                e$weight <- ag_param(.uniform_weight(D, V, a, "ag_embedding")))
   e$forward <- function(idx) {
     # ids in a tensor are read by the core on every run, so compiled graphs refill them
     if (is_ag_tensor(idx)) return(.wrap(.Call(R_pg_embedding_ids, e$weight$.ptr, idx$.ptr)))
@@ -232,11 +260,14 @@ ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE)
   e$d_v <- e$d_k
   e$scale <- 1 / sqrt(e$d_k)
   e$dropout <- as.double(dropout)
-  e$W_q <- ag_param(.glorot(d_model, d_model, op = "ag_multihead_attention"))
-  e$W_k <- ag_param(.glorot(d_model, d_model, op = "ag_multihead_attention"))
-  e$W_v <- ag_param(.glorot(d_model, d_model, op = "ag_multihead_attention"))
-  e$W_o <- ag_param(.glorot(d_model, d_model, op = "ag_multihead_attention"))
-  e$b_o <- if (isTRUE(bias)) ag_param(matrix(0, d_model, 1L)) else NULL
+  op <- "ag_multihead_attention"
+  .layer_memory(op, sprintf("for d_model = %d (4 [%dx%d] weights)", d_model, d_model, d_model), 0, {
+    e$W_q <- ag_param(.glorot(d_model, d_model, op = op))
+    e$W_k <- ag_param(.glorot(d_model, d_model, op = op))
+    e$W_v <- ag_param(.glorot(d_model, d_model, op = op))
+    e$W_o <- ag_param(.glorot(d_model, d_model, op = op))
+    e$b_o <- if (isTRUE(bias)) ag_param(matrix(0, d_model, 1L)) else NULL
+  })
   e$forward <- function(q, k = q, v = k, causal_mask = FALSE) {
     q <- .as_t(q)
     k <- .as_t(k)

@@ -194,7 +194,10 @@ ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch 
 }
 
 ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, model = NULL,
-                          optimizer = NULL) {
+                          optimizer = NULL, trust = FALSE) {
+  if (!is.logical(trust) || length(trust) != 1L || is.na(trust))
+    .pg_stop("argument", sprintf("ag_load_model(): trust must be TRUE or FALSE, got %s",
+                                 .arg_show(trust)))
   # pyggmlr's earlier ag_load_model(path, model): a model object where ggmlR has model_fn
   if (!is.null(model_fn) && !is.function(model_fn) && is.null(model) && .is_model(model_fn)) {
     model <- model_fn
@@ -208,25 +211,37 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
     ag_device(device)
   }
   .model_path(path, "ag_load_model()")  # 0L / TRUE / a FIFO or device: refused before any read
-  if (.is_rds_file(path)) return(.load_ggmlr_container(path, model_fn, dtype, model))
+  if (.is_rds_file(path)) return(.load_ggmlr_container(path, model_fn, dtype, model, trust))
   .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer,
               dtype = .load_dtype(dtype))$model
 }
 
-# A ggmlR ag_save_model() file (s9.3 / s9.4): readRDS (it may hold a closure, which is run as
-# the builder: read only files you trust, as with any .rds), checks with ggmlR's messages, then
-# everything validated before the first write.
-.load_ggmlr_container <- function(path, model_fn, dtype, model) {
+# A ggmlR ag_save_model() file (s9.3 / s9.4): readRDS, checks with ggmlR's messages, then
+# everything validated before the first write. The closure ggmlR stores as model_fn is code from
+# the file: it is run only with trust = TRUE (PyTorch's weights_only, the other way round);
+# otherwise the builder must be the caller's (model_fn =, model =) and only data is read.
+.load_ggmlr_container <- function(path, model_fn, dtype, model, trust = FALSE) {
   box <- tryCatch(readRDS(path), error = function(e)
     stop(sprintf("ag_load_model(): cannot read '%s' as an R data file (%s)", path,
                  conditionMessage(e)), call. = FALSE))
   if (!is.list(box) || !identical(box[["format"]], .RDS_FORMAT))
-    stop("ag_load_model(): file is not a ggmlR ag_state container.", call. = FALSE)
+    .pg_stop("value", sprintf(paste0("ag_load_model(): file is not a ggmlR ag_state container. ",
+                                     "(%s: an R data file without format \"%s\")"),
+                              path, .RDS_FORMAT))
   if (!identical(box[["version"]], 1L))
     stop("ag_load_model(): unsupported container version ",
          paste(format(box[["version"]]), collapse = " "),
          " (this ggmlR supports version 1).", call. = FALSE)
   builder <- if (!is.null(model_fn)) model_fn else box[["model_fn"]]
+  if (is.null(model) && is.null(model_fn) && is.function(builder) && !isTRUE(trust))
+    stop(structure(class = c("pyggmlr_untrusted_error", "pyggmlr_error", "simpleError", "error",
+                             "condition"),
+                   list(call = NULL, path = path, message = sprintf(paste0(
+                     "ag_load_model(): %s stores its model_fn as R code (a closure), and code ",
+                     "from a file is run only with trust = TRUE. Pass trust = TRUE if you trust ",
+                     "the file (its model_fn is then called, as ggmlR 0.8.6 always did), or ",
+                     "model_fn = / model = to build the model yourself. Nothing from the file ",
+                     "was run."), path))))
   if (is.null(model) && (is.null(builder) || !is.function(builder)))
     stop(paste0("ag_load_model(): no `model_fn` available. Pass one via the `model_fn` argument, ",
                 "or re-save the model "),

@@ -155,10 +155,12 @@ extern SEXP R_pg_values_fit(SEXP, SEXP, SEXP);
 extern SEXP R_pg_st_read(SEXP);
 extern SEXP R_pg_st_write(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_json_check(SEXP, SEXP, SEXP);
+extern SEXP R_pg_config_match(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_check_dims(SEXP, SEXP, SEXP);
 extern SEXP R_pg_gc_room(SEXP);
 extern SEXP R_pg_file_kind(SEXP);
 extern SEXP R_pg_check_count(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_check_alloc(SEXP, SEXP, SEXP);
 extern SEXP R_pg_tape_stash(SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
@@ -303,10 +305,12 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_st_read", (DL_FUNC)&R_pg_st_read, 1},
     {"R_pg_st_write", (DL_FUNC)&R_pg_st_write, 6},
     {"R_pg_json_check", (DL_FUNC)&R_pg_json_check, 3},
+    {"R_pg_config_match", (DL_FUNC)&R_pg_config_match, 4},
     {"R_pg_check_dims", (DL_FUNC)&R_pg_check_dims, 3},
     {"R_pg_gc_room", (DL_FUNC)&R_pg_gc_room, 1},
     {"R_pg_file_kind", (DL_FUNC)&R_pg_file_kind, 1},
     {"R_pg_check_count", (DL_FUNC)&R_pg_check_count, 5},
+    {"R_pg_check_alloc", (DL_FUNC)&R_pg_check_alloc, 3},
     {"R_pg_tape_stash", (DL_FUNC)&R_pg_tape_stash, 1},
     {NULL, NULL, 0}};
 

@@ -5,13 +5,16 @@
 #include <limits.h>
 #include <string.h>
 
+/* list(status, message, errno): errno is the system's behind a PG_STATUS_ERR_IO, else 0 */
 static SEXP status_list(int rc)
 {
-    SEXP out = PROTECT(Rf_allocVector(VECSXP, 2)), nm = PROTECT(Rf_allocVector(STRSXP, 2));
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 3)), nm = PROTECT(Rf_allocVector(STRSXP, 3));
     SET_VECTOR_ELT(out, 0, Rf_ScalarInteger(rc));
     SET_VECTOR_ELT(out, 1, Rf_ScalarString(Rf_mkCharCE(pg_last_error(), CE_UTF8)));
+    SET_VECTOR_ELT(out, 2, Rf_ScalarInteger(pg_last_errno()));
     SET_STRING_ELT(nm, 0, Rf_mkChar("status"));
     SET_STRING_ELT(nm, 1, Rf_mkChar("message"));
+    SET_STRING_ELT(nm, 2, Rf_mkChar("errno"));
     Rf_setAttrib(out, R_NamesSymbol, nm);
     pg_clear_error();
     UNPROTECT(2);
@@ -137,6 +140,29 @@ SEXP R_pg_json_check(SEXP text, SEXP what, SEXP budget)
     double b = Rf_asReal(budget);
     int rc = pg_json_check(s, (int64_t)strlen(s), w, b > 0 && b < 9e18 ? (int64_t)b : 0);
     if (!rc) return R_NilValue;
+    SEXP out = Rf_ScalarString(Rf_mkCharCE(pg_last_error(), CE_UTF8));
+    pg_clear_error();
+    return out;
+}
+
+/* NULL when the architecture config (text) is backed by the file's tensors (names, and their
+ * rows and cols: pg_config_match), else the message. */
+SEXP R_pg_config_match(SEXP text, SEXP names, SEXP rows, SEXP cols)
+{
+    const char *s = utf8_arg(text, "text");
+    R_xlen_t n = XLENGTH(names);
+    if (!Rf_isString(names) || TYPEOF(rows) != REALSXP || TYPEOF(cols) != REALSXP ||
+        XLENGTH(rows) != n || XLENGTH(cols) != n)
+        Rf_error("ag_load_model(): internal: bad arguments to the config check");
+    const char **nm = (const char **)R_alloc((size_t)n + 1, sizeof(char *));
+    int64_t *r = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
+    int64_t *c = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
+    for (R_xlen_t i = 0; i < n; i++) {
+        nm[i] = Rf_translateCharUTF8(STRING_ELT(names, i));
+        r[i] = (int64_t)REAL(rows)[i];
+        c[i] = (int64_t)REAL(cols)[i];
+    }
+    if (!pg_config_match(s, (int64_t)strlen(s), (int64_t)n, nm, r, c)) return R_NilValue;
     SEXP out = Rf_ScalarString(Rf_mkCharCE(pg_last_error(), CE_UTF8));
     pg_clear_error();
     return out;

@@ -75,12 +75,16 @@ SEXP R_pg_codes(void)
                                     {"DTYPE", R_SCOPED_DTYPE},   {"RECORD", R_SCOPED_RECORD}};
     static const r_code ckpt[] = {
         {"STASH", R_CKPT_STASH}, {"UNSTASH", R_CKPT_UNSTASH}, {"SEED", R_CKPT_SEED}};
+    /* nesting limits of model-file JSON (pg_api_codec.h): R's walks of configs and extra */
+    static const r_code limit[] = {{"JSON_DEPTH", PG_JSON_MAX_DEPTH},
+                                   {"CONFIG_DEPTH", PG_CONFIG_MAX_DEPTH}};
     static const struct {
         const char *name;
         const r_code *c;
         int n;
-    } g[] = {GROUP(dtype), GROUP(status), GROUP(optim), GROUP(sched), GROUP(build),  GROUP(dist),
-             GROUP(act),   GROUP(file),   GROUP(tape),  GROUP(scope), GROUP(scoped), GROUP(ckpt)};
+    } g[] = {GROUP(dtype),  GROUP(status), GROUP(optim), GROUP(sched), GROUP(build),
+             GROUP(dist),   GROUP(act),    GROUP(file),  GROUP(tape),  GROUP(scope),
+             GROUP(scoped), GROUP(ckpt),   GROUP(limit)};
     const int n = (int)(sizeof g / sizeof g[0]);
     SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));
     for (int i = 0; i < n; i++) {

@@ -180,6 +180,14 @@ SEXP R_pg_check_count(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP hi)
     return R_NilValue;
 }
 
+/* a layer of n values (R's double copy and the tensor: 16 bytes each) must fit in the memory
+ * available: pyggmlr_memory_error "<fn>: out of memory <what> (... GiB needed, ...)" */
+SEXP R_pg_check_alloc(SEXP fn, SEXP what, SEXP n)
+{
+    r_check(pg_check_alloc(CHAR(STRING_ELT(fn, 0)), CHAR(STRING_ELT(what, 0)), Rf_asReal(n), 16));
+    return R_NilValue;
+}
+
 /* R counts positions from 1: the core's messages say "at position 1" for the first entry */
 SEXP R_pg_set_index_base(SEXP base)
 {

@@ -38,6 +38,7 @@ int main(void)
     run("concurrent", test_concurrent);
     run("host", test_host);
     run("codec", test_codec);
+    run("codec plan", test_codec_plan);
     run("lost", test_lost);
     run("hostile", test_hostile);
     run("versions", test_versions);

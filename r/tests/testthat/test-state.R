@@ -230,13 +230,27 @@ test_that("ag_load_model reads a ggmlR RDS container (ggmlR's layout and message
                    c("<ggmlR ag_state>", "  format:        ggmlR.ag_state v1", "  parameters:    6",
                                "  buffers:       2", "  model_fn saved: TRUE "))
   expect_identical(out[6], "  ggmlR version: 0.8.6")
-  got <- ag_load_model(f)                        # the stored model_fn
+  # the stored model_fn is code from the file: run only with trust = TRUE (issue 28)
+  ran <- tempfile()  # the closure runs on a copy of this environment: it leaves a file
+  trap <- ggmlr_container(m, model_fn = function() { file.create(ran); build() })
+  t2 <- tempfile(fileext = ".rds")
+  on.exit(unlink(t2), add = TRUE)
+  saveRDS(trap, t2)
+  err <- expect_error(ag_load_model(t2), class = "pyggmlr_untrusted_error")
+  expect_match(conditionMessage(err), "trust = TRUE", fixed = TRUE)
+  expect_match(conditionMessage(err), t2, fixed = TRUE)
+  expect_false(file.exists(ran))
+  expect_identical(ag_load_model(t2, trust = TRUE)$parameters()$layer1_W$dtype, "f32")
+  expect_true(file.exists(ran))
+  unlink(ran)
+  expect_error(ag_load_model(t2, trust = NA), class = "pyggmlr_argument_error")
+  got <- ag_load_model(f, trust = TRUE)          # the stored model_fn
   expect_s3_class(got, "ag_sequential")
   expect_false(got$training)
   expect_identical(got$parameters()$layer1_W$dtype, "f32")
   expect_equal(got$parameters()$layer1_W$data, box$parameters$layer1_W, tolerance = 1e-6)
   expect_identical(ag_state_dict(got)$buffers, box$buffers)
-  exact <- ag_load_model(f, dtype = "f64")
+  exact <- ag_load_model(f, dtype = "f64", trust = TRUE)
   expect_identical(ag_state_dict(exact)$parameters, box$parameters)
   expect_identical(ag_load_model(f, model_fn = build, dtype = "f64")$parameters()$layer1_W$data,
                    box$parameters$layer1_W)
@@ -264,12 +278,13 @@ test_that("ag_load_model reads a ggmlR RDS container (ggmlR's layout and message
   bad <- ggmlr_container(m, build)
   bad$buffers$layer2_running_var <- NULL  # missing keys are skipped
   saveRDS(bad, f)
-  expect_identical(ag_state_dict(ag_load_model(f))$buffers$layer2_running_var, matrix(1, 8, 1))
+  expect_identical(ag_state_dict(ag_load_model(f, trust = TRUE))$buffers$layer2_running_var,
+                   matrix(1, 8, 1))
   bad <- ggmlr_container(m, build)
   bad$parameters$layer3_b[1] <- NA
   saveRDS(bad, f)
-  expect_error(ag_load_model(f), "parameter 'layer3_b' in the file contains NA, NaN or Inf",
-               fixed = TRUE)
+  expect_error(ag_load_model(f, trust = TRUE),
+               "parameter 'layer3_b' in the file contains NA, NaN or Inf", fixed = TRUE)
   into <- sd_build(12L)
   before <- weights(into)
   expect_error(ag_load_model(f, model = into), "contains NA, NaN or Inf", fixed = TRUE)
@@ -291,7 +306,8 @@ test_that("ag_load_model reads a ggmlR RDS container (ggmlR's layout and message
                fixed = TRUE)
   for (cmp in list(FALSE, "bzip2", "xz")) {  # every saveRDS compression is recognised
     saveRDS(ggmlr_container(m, build), f, compress = cmp)
-    expect_identical(weights(ag_load_model(f)), weights(ag_load_model(f, model = sd_build(8L))))
+    expect_identical(weights(ag_load_model(f, trust = TRUE)),
+                     weights(ag_load_model(f, model = sd_build(8L))))
   }
   saveRDS(ggmlr_container(m), f, ascii = TRUE)
   expect_identical(ag_state_dict(ag_load_model(f, build))$buffers, ag_state_dict(m)$buffers)

@@ -1,0 +1,124 @@
+/* pg_config_match (pg_api_codec.h): an architecture config against a file's tensors, before a
+ * loader builds anything. Each built-in layer's tensors, named as both front ends name them
+ * (pyggmlr/nn_layers.py, r/R/layers.R: a layer's own names, prefixed layer<i>_ for the i-th
+ * layer, 1-based, of each enclosing sequential), must be in the file with the config's shape. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "pg.h"
+#include "codec_internal.h"
+
+typedef struct {
+    const pj_doc *d;
+    int64_t n;
+    const char **names;
+    const int64_t *rows, *cols;
+} M;
+
+/* a size field: a whole number in [1, 2^31 - 1] (3e7 and 30000000.0 count, as R reads them);
+ * -1 for anything else, which the front end's builder refuses before allocating */
+static int64_t size_field(const pj_doc *d, int64_t o, const char *key)
+{
+    int64_t c = pj_get(d, o, key);
+    if (c < 0 || d->nodes[c].type != PJ_NUM) return -1;
+    double v = pj_number(d, &d->nodes[c]);
+    if (!(v >= 1 && v <= 2147483647.0) || v != floor(v)) return -1;
+    return (int64_t)v;
+}
+
+/* a flag: 1 (true, or missing / null: the builders' default), 0 (false), -1 (anything else) */
+static int flag_field(const pj_doc *d, int64_t o, const char *key)
+{
+    int64_t c = pj_get(d, o, key);
+    if (c < 0 || d->nodes[c].type == PJ_NULL || d->nodes[c].type == PJ_TRUE) return 1;
+    return d->nodes[c].type == PJ_FALSE ? 0 : -1;
+}
+
+/* tensor prefix + nm of rows x cols must be in the file; optional: only when present */
+static int need(const M *m, const char *prefix, const char *type, const char *nm, int64_t r,
+                int64_t c, int optional)
+{
+    char full[1400], who[1400];
+    snprintf(full, sizeof full, "%s%s", prefix, nm);
+    size_t pl = strlen(prefix);
+    if (pl) snprintf(who, sizeof who, "layer '%.*s' (%s)", (int)(pl - 1), prefix, type);
+    else snprintf(who, sizeof who, "the %s layer", type);
+    for (int64_t i = 0; i < m->n; i++) {
+        if (!m->names[i] || strcmp(m->names[i], full)) continue;
+        if (m->rows[i] == r && m->cols[i] == c) return 0;
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "architecture config: %s needs tensor '%s' [%lldx%lld] (%.0f values), the "
+                       "file holds [%lldx%lld]",
+                       who, full, (long long)r, (long long)c, (double)r * (double)c,
+                       (long long)m->rows[i], (long long)m->cols[i]);
+    }
+    if (optional) return 0;
+    return pg_fail(PG_STATUS_ERR_VALUE,
+                   "architecture config: %s needs tensor '%s' [%lldx%lld] (%.0f values), which the "
+                   "file does not hold",
+                   who, full, (long long)r, (long long)c, (double)r * (double)c);
+}
+
+static int layer(const M *m, int64_t o, const char *prefix, int depth)
+{
+    const pj_doc *d = m->d;
+    if (depth > PG_CONFIG_MAX_DEPTH)
+        return pg_fail(PG_STATUS_ERR_VALUE, "architecture config is nested deeper than %d levels",
+                       PG_CONFIG_MAX_DEPTH);
+    int64_t tn = d->nodes[o].type == PJ_OBJ ? pj_get(d, o, "type") : -1;
+    if (tn < 0 || d->nodes[tn].type != PJ_STR) return 0; /* the builder's error */
+    const char *type = d->pool + d->nodes[tn].str;
+    int rc = 0;
+    if (!strcmp(type, "sequential")) {
+        int64_t ls = pj_get(d, o, "layers"), i = 1;
+        if (ls < 0 || d->nodes[ls].type != PJ_ARR) return 0;
+        for (int64_t c = d->nodes[ls].first; c >= 0 && !rc; c = d->nodes[c].next, i++) {
+            char sub[1400];
+            if (snprintf(sub, sizeof sub, "%slayer%lld_", prefix, (long long)i) >= (int)sizeof sub)
+                return pg_fail(PG_STATUS_ERR_VALUE, "architecture config: layer names too long");
+            rc = layer(m, c, sub, depth + 1);
+        }
+    } else if (!strcmp(type, "linear")) {
+        int64_t in = size_field(d, o, "in_features"), out = size_field(d, o, "out_features");
+        if (in > 0 && out > 0)
+            if (!(rc = need(m, prefix, type, "W", out, in, 0)))
+                rc = need(m, prefix, type, "b", out, 1, 0);
+    } else if (!strcmp(type, "batch_norm")) {
+        int64_t f = size_field(d, o, "num_features");
+        static const char *nm[] = {"gamma", "beta", "running_mean", "running_var"};
+        for (int k = 0; k < 4 && f > 0 && !rc; k++) rc = need(m, prefix, type, nm[k], f, 1, 0);
+    } else if (!strcmp(type, "layer_norm")) {
+        int64_t f = pj_get(d, o, "normalized_shape") >= 0 ? size_field(d, o, "normalized_shape")
+                                                          : size_field(d, o, "num_features");
+        int aff = flag_field(d, o, "elementwise_affine");
+        if (f > 0 && aff)
+            if (!(rc = need(m, prefix, type, "gamma", f, 1, aff < 0)))
+                rc = need(m, prefix, type, "beta", f, 1, aff < 0);
+    } else if (!strcmp(type, "embedding")) {
+        int64_t v = size_field(d, o, "vocab_size"), dim = size_field(d, o, "dim");
+        if (v > 0 && dim > 0) rc = need(m, prefix, type, "weight", dim, v, 0);
+    } else if (!strcmp(type, "multihead_attention")) {
+        int64_t dm = size_field(d, o, "d_model");
+        int bias = flag_field(d, o, "bias");
+        static const char *nm[] = {"W_q", "W_k", "W_v", "W_o"};
+        for (int k = 0; k < 4 && dm > 0 && !rc; k++) rc = need(m, prefix, type, nm[k], dm, dm, 0);
+        if (!rc && dm > 0 && bias) rc = need(m, prefix, type, "b_o", dm, 1, bias < 0);
+    }
+    return rc; /* dropout holds no tensor; other types are the front end's */
+}
+
+int pg_config_match(const char *text, int64_t len, int64_t n, const char **names,
+                    const int64_t *rows, const int64_t *cols)
+{
+    if (!text || len < 0 || n < 0 || (n && (!names || !rows || !cols)))
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_config_match(): NULL text or tensor list");
+    char why[480];
+    pj_doc d;
+    int rc = pj_parse(text, len, NULL, &d, why, sizeof why);
+    if (rc == PG_STATUS_ERR_NOMEM) return pg_fail(rc, "out of memory reading the config");
+    if (rc) return pg_fail(PG_STATUS_ERR_VALUE, "architecture config is not valid JSON (%s)", why);
+    M m = {&d, n, names, rows, cols};
+    rc = layer(&m, 0, "", 0);
+    pj_free(&d);
+    return rc;
+}

@@ -1,0 +1,150 @@
+# Architectures as configs (io.R's files hold one as JSON): the built-in layer builders,
+# ag_register_layer for custom ones, ag_module_from_config and ag_to_config, as in Python's nn.py
+
+ag_register_layer <- function(type, builder) {
+  if (!.is_str(type) || !nzchar(type)) stop("ag_register_layer(): type must be a non-empty string",
+                                            call. = FALSE)
+  if (type %in% c("sequential", names(.BUILDERS)))
+    stop(sprintf("ag_register_layer(): \"%s\" is a built-in layer type", type), call. = FALSE)
+  if (!is.function(builder)) stop("ag_register_layer(): builder must be a function (cfg) -> layer",
+                                  call. = FALSE)
+  .pg$layer_builders[[type]] <- builder
+  invisible(builder)
+}
+
+.cfg_int <- function(v, what) {
+  if (!is.numeric(v) || length(v) != 1L || is.na(v) || v != floor(v))
+    stop(sprintf("%s must be an integer, got %s", what, .to_json(v)), call. = FALSE)
+  as.integer(v)
+}
+.cfg_num <- function(v, what) {
+  if (!is.numeric(v) || length(v) != 1L ||
+      is.na(v)) stop(sprintf("%s must be a number, got %s", what, .to_json(v)), call. = FALSE)
+  as.double(v)
+}
+
+.BUILDERS <- list(
+  linear = list(args = c("in_features", "out_features", "activation", "init", "gain"),
+                build = function(a) {
+    act <- a$activation
+    if (!is.null(act) &&
+        (!.is_str(act) || !act %in% c("relu", "sigmoid", "tanh", "softmax", "gelu")))
+      stop(sprintf("activation must be one of gelu, relu, sigmoid, softmax, tanh or null, got %s",
+                   .to_json(act)), call. = FALSE)
+    init <- if (is.null(a$init)) "glorot_uniform" else a$init
+    if (!.is_str(init) || !init %in% c("glorot_uniform", "orthogonal"))
+      stop(sprintf("init must be \"glorot_uniform\" or \"orthogonal\", got %s", .to_json(init)),
+           call. = FALSE)
+    ag_linear(.cfg_int(a$in_features, "in_features"), .cfg_int(a$out_features, "out_features"), act,
+              init = init,
+              gain = if (is.null(a$gain)) 1 else .cfg_num(a$gain, "gain"))
+  }),
+  dropout = list(args = "rate", build = function(a) {
+    r <- .cfg_num(a$rate, "rate")
+    if (r < 0 || r >= 1) stop(sprintf("rate must satisfy 0 <= rate < 1, got %s", format(r)),
+                              call. = FALSE)
+    ag_dropout(r)
+  }),
+  batch_norm = list(args = c("num_features", "eps", "momentum"), build = function(a)
+    ag_batch_norm(.cfg_int(a$num_features, "num_features"),
+                  eps = if (is.null(a$eps)) 1e-5 else .cfg_num(a$eps, "eps"),
+                  momentum = if (is.null(a$momentum)) 0.1 else .cfg_num(a$momentum, "momentum"))),
+  layer_norm = list(args = c("normalized_shape", "num_features", "eps", "elementwise_affine"),
+                    build = function(a) {
+    aff <- if (is.null(a$elementwise_affine)) TRUE else a$elementwise_affine
+    if (!is.logical(aff) || length(aff) != 1L ||
+        is.na(aff)) stop("elementwise_affine must be true or false", call. = FALSE)
+    # num_features: older files
+    d <- if (is.null(a$normalized_shape)) a$num_features else a$normalized_shape
+    ag_layer_norm(.cfg_int(d, "normalized_shape"),
+                  eps = if (is.null(a$eps)) 1e-5 else .cfg_num(a$eps, "eps"),
+                  elementwise_affine = aff)
+  }),
+  embedding = list(args = c("vocab_size", "dim"), build = function(a)
+    ag_embedding(.cfg_int(a$vocab_size, "vocab_size"), .cfg_int(a$dim, "dim"))),
+  multihead_attention = list(args = c("d_model", "n_heads", "dropout", "bias"),
+                             build = function(a) {
+    d <- .cfg_int(a$d_model, "d_model")
+    h <- .cfg_int(a$n_heads, "n_heads")
+    if (d < 1L || h < 1L || d %% h != 0L)
+      stop(sprintf("d_model (%d) must be a positive multiple of n_heads (%d)", d, h), call. = FALSE)
+    bias <- if (is.null(a$bias)) TRUE else a$bias
+    if (!is.logical(bias) || length(bias) != 1L || is.na(bias)) stop("bias must be true or false",
+        call. = FALSE)
+    ag_multihead_attention(d, h,
+                           dropout = if (is.null(a$dropout)) 0 else .cfg_num(a$dropout, "dropout"),
+                           bias = bias)
+  }))
+
+ag_module_from_config <- function(cfg) {
+  if (is.character(cfg) && length(cfg) == 1L && !is.na(cfg)) {
+    # the core's parser first: its nesting limit keeps jsonlite and the walk off R's C stack
+    bad <- .Call(R_pg_json_check, enc2utf8(cfg), "cfg", 0)
+    if (!is.null(bad)) .pg_stop("value", sprintf("ag_module_from_config(): %s", bad))
+    cfg <- tryCatch(jsonlite::parse_json(cfg, simplifyVector = FALSE), error = function(e)
+      stop(sprintf("ag_module_from_config(): cfg is not valid JSON (%s)", conditionMessage(e)),
+           call. = FALSE))
+  }
+  .module_from_config(cfg, 0L)
+}
+
+# TRUE when v nests lists deeper than k levels (it stops looking there)
+.nested_over <- function(v, k) {
+  if (!is.list(v)) return(FALSE)
+  if (k <= 0L) return(TRUE)
+  for (x in v) if (.nested_over(x, k - 1L)) return(TRUE)
+  FALSE
+}
+
+# sequentials within sequentials: depth bounded by the core's PG_CONFIG_MAX_DEPTH, so a config
+# nested a few hundred levels is a classed error, not a C stack overflow
+.module_from_config <- function(cfg, depth) {
+  lim <- .pg$code$limit[["CONFIG_DEPTH"]]
+  if (depth > lim)
+    .pg_stop("value", sprintf("ag_module_from_config(): the config is nested deeper than %d levels",
+                              lim))
+  if (!.is_obj(cfg) || !.is_str(cfg$type))
+    .pg_stop("value", sprintf(paste0("ag_module_from_config(): expected a list with a 'type' ",
+                                     "entry, got %s"),
+                              if (.nested_over(cfg, 8L)) "a list nested deeper than 8 levels"
+                              else substr(tryCatch(.to_json(cfg), error = function(e)
+                                class(cfg)[[1L]]), 1L, 200L)))
+  kind <- cfg$type
+  args <- cfg[names(cfg) != "type"]
+  if (kind == "sequential") {
+    layers <- args$layers
+    if (!is.list(layers) || !is.null(names(layers)) || length(args) != 1L)
+      stop(paste0("ag_module_from_config(): a sequential config is list(type = \"sequential\", ",
+                  "layers = list(...))"), call. = FALSE)
+    return(ag_sequential(lapply(layers, .module_from_config, depth = depth + 1L)))
+  }
+  custom <- .pg$layer_builders[[kind]]
+  if (!is.null(custom)) {
+    layer <- custom(cfg)
+    if (!((is.environment(layer) || is.list(layer)) && is.function(layer$forward)))
+      .arg_fail("argument",
+                paste0("ag_module_from_config: the builder registered for \"%s\" returned a %s, ",
+                       "not a layer with forward()"),
+                kind, class(layer)[[1L]])
+    return(layer)
+  }
+  b <- .BUILDERS[[kind]]
+  if (is.null(b))
+    stop(sprintf(paste0("ag_module_from_config(): unknown layer type \"%s\" (built-in: %s; ",
+                        "register custom ones with ag_register_layer)"),
+                 kind, paste(c("sequential", sort(names(.BUILDERS))), collapse = ", ")),
+         call. = FALSE)
+  bad <- setdiff(names(args), b$args)
+  if (length(bad))
+    stop(sprintf("ag_module_from_config(): bad arguments for a \"%s\" layer: unknown %s", kind,
+                 paste(bad, collapse = ", ")), call. = FALSE)
+  tryCatch(b$build(args), error = function(e)
+    stop(sprintf("ag_module_from_config(): bad arguments for a \"%s\" layer: %s", kind,
+                 conditionMessage(e)), call. = FALSE))
+}
+
+ag_to_config <- function(model) {
+  if (!(is.environment(model) || is.list(model)) || !is.function(model$to_config))
+    stop("ag_to_config(): the model has no to_config()", call. = FALSE)
+  model$to_config()
+}

@@ -1,0 +1,1 @@
+../../native/codec_plan.c

@@ -1,0 +1,160 @@
+# Issue 28 (as tests/io/test_io_limits.py and tests/hostile/test_hostile_sizes.py): a small file
+# whose config declares layers its tensors cannot back is refused before a layer is built;
+# configs and extra nested without end are classed errors, not C stack overflows; save errors
+# are classed and name the path; layer constructors name themselves and the size when memory
+# runs out; a ggmlR RDS container's closure runs only with trust = TRUE.
+
+il_meta <- function(path, fn) {  # rewrite a model file's __metadata__ with fn(meta)
+  data <- readBin(path, "raw", file.info(path)$size)
+  n <- sum(as.numeric(data[1:8]) * 256^(0:7))
+  h <- jsonlite::parse_json(rawToChar(data[9:(8 + n)]), simplifyVector = FALSE)
+  h$`__metadata__` <- fn(h$`__metadata__`)
+  hb <- charToRaw(as.character(jsonlite::toJSON(h, auto_unbox = TRUE, digits = NA)))
+  hb <- c(hb, rep(charToRaw(" "), (8 - length(hb) %% 8) %% 8))
+  lb <- as.raw(vapply(0:7, function(k) (length(hb) %/% 256^k) %% 256, 0))
+  writeBin(c(lb, hb, data[-(1:(8 + n))]), path)
+}
+il_cfg <- function(path, edit) il_meta(path, function(m) {
+  cfg <- jsonlite::parse_json(m$config, simplifyVector = FALSE)
+  m$config <- as.character(jsonlite::toJSON(edit(cfg), auto_unbox = TRUE, null = "null",
+                                            digits = NA))
+  m
+})
+# a child Rscript under a 4 GB address-space limit (a size the memory check lets through
+# fails there, not in the test runner); its output lines
+il_child <- function(lines) {
+  script <- tempfile(fileext = ".R")
+  writeLines(c("suppressMessages(library(pyggmlr))", lines), script)
+  cmd <- sprintf("ulimit -v 4000000; exec %s %s 2>&1", shQuote(file.path(R.home("bin"), "Rscript")),
+                 shQuote(script))
+  suppressWarnings(system2("bash", c("-c", shQuote(cmd)), stdout = TRUE, timeout = 300))
+}
+
+test_that("a config the file's tensors cannot back is refused before any layer is built", {
+  skip_on_os("windows")
+  f <- tempfile(fileext = ".st")
+  ag_save_model(ag_sequential(ag_multihead_attention(4, 2)), f)
+  il_cfg(f, function(cfg) {
+    cfg$layers[[1]]$d_model <- 11585L  # 2 GB of weights, within the old size budget
+    cfg$layers[[1]]$n_heads <- 5L
+    cfg
+  })
+  expect_lt(file.info(f)$size, 1024)
+  out <- il_child(c(sprintf("e <- tryCatch(ag_load_model('%s'), error = identity)", f),
+                    "cat(class(e)[[1L]], conditionMessage(e), sep = '\\n')",
+                    "cat(sum(gc()[, 6L]) < 600, '\\n')"))  # max MB used by R
+  expect_identical(out[[1L]], "pyggmlr_value_error")
+  expect_true(startsWith(out[[2L]], sprintf("ag_load_model(): %s: architecture config", f)))
+  expect_match(out[[2L]], "'layer1_W_q' [11585x11585] (134212225 values), the file holds [4x4]",
+               fixed = TRUE)
+  expect_identical(trimws(out[[3L]]), "TRUE")
+})
+
+test_that("the config is matched layer by layer; every built-in layer still round-trips", {
+  m <- ag_sequential(ag_linear(3, 4), ag_batch_norm(4), ag_dropout(0.1))
+  f <- tempfile(fileext = ".st")
+  ag_save_model(m, f)
+  il_cfg(f, function(cfg) { cfg$layers[[2]]$num_features <- 5L; cfg })
+  expect_error(ag_load_model(f), "'layer2_gamma' [5x1] (5 values), the file holds [4x1]",
+               fixed = TRUE, class = "pyggmlr_value_error")
+  ag_save_model(m, f)
+  il_cfg(f, function(cfg) {
+    cfg$layers[[4]] <- list(type = "embedding", vocab_size = 9L, dim = 2L)
+    cfg
+  })
+  expect_error(ag_load_model(f), "'layer4_weight' [2x9] (18 values), which the file does not hold",
+               fixed = TRUE)
+  all <- ag_sequential(ag_linear(3, 4, "relu"), ag_batch_norm(4), ag_layer_norm(4),
+                       ag_layer_norm(4, elementwise_affine = FALSE),
+                       ag_sequential(ag_embedding(5, 4), ag_dropout(0.2)),
+                       ag_multihead_attention(4, 2), ag_multihead_attention(4, 1, bias = FALSE))
+  ag_save_model(all, f)
+  back <- ag_load_model(f)
+  expect_identical(lapply(back$parameters(), function(t) t$data),
+                   lapply(all$parameters(), function(t) t$data))
+})
+
+test_that("deep configs are classed errors, not C stack overflows", {
+  nested <- function(n) {
+    cfg <- list(type = "dropout", rate = 0.1)
+    for (i in seq_len(n)) cfg <- list(type = "sequential", layers = list(cfg))
+    cfg
+  }
+  expect_error(ag_module_from_config(nested(300)), "nested deeper than 64 levels", fixed = TRUE,
+               class = "pyggmlr_value_error")
+  js <- paste0(strrep('{"type":"sequential","layers":[', 3000), '{"type":"dropout","rate":0.1}',
+               strrep("]}", 3000))
+  expect_error(ag_module_from_config(js), "nested deeper than 128", class = "pyggmlr_value_error")
+  deep <- list()
+  for (i in 1:5000) deep <- list(a = deep)
+  expect_error(ag_module_from_config(deep), "a list nested deeper than 8 levels", fixed = TRUE)
+  expect_length(ag_module_from_config(nested(60))$layers, 1L)
+})
+
+test_that("extra nested deeper than the loader reads is refused, nothing written", {
+  m <- ag_sequential(ag_linear(2, 2))
+  f <- tempfile(fileext = ".st")
+  deep <- list()
+  for (i in 1:5000) deep <- list(deep)
+  expect_error(ag_save_model(m, f, extra = deep), "nested deeper than 128 levels", fixed = TRUE,
+               class = "pyggmlr_value_error")
+  expect_false(file.exists(f))
+  ok <- list(1)
+  for (i in 1:120) ok <- list(ok)
+  ag_save_model(m, f, extra = list(x = ok))
+  expect_true(is.list(ag_model_info(f)$extra$x))
+})
+
+test_that("save errors are classed and name the path, with errno", {
+  m <- ag_sequential(ag_linear(2, 2))
+  f <- file.path(tempfile(), "m.st")
+  e <- tryCatch(ag_save_model(m, f), error = identity)
+  expect_s3_class(e, "pyggmlr_io_error")
+  expect_identical(e$path, f)
+  expect_identical(e$errno, 2L)  # ENOENT
+  expect_match(conditionMessage(e), f, fixed = TRUE)
+  skip_on_os(c("windows", "mac"))
+  e <- tryCatch(ag_save_model(m, "/sys/pyggmlr-test.st"), error = identity)
+  expect_s3_class(e, "pyggmlr_io_error")
+  expect_true(e$errno %in% c(1L, 13L))  # the errno of EPERM or EACCES
+  expect_match(conditionMessage(e), "/sys/pyggmlr-test.st", fixed = TRUE)
+})
+
+test_that("the metadata epoch takes ASCII digits only, as in Python", {
+  m <- ag_sequential(ag_linear(2, 2))
+  f <- tempfile(fileext = ".st")
+  for (ep in c("\u00b2", "\u0663", "3a", "1234567890123")) {
+    ag_save_model(m, f, epoch = 3)
+    il_meta(f, function(meta) { meta$epoch <- ep; meta })
+    expect_error(ag_load_model(f), "metadata 'epoch' is not a non-negative integer", fixed = TRUE,
+                 class = "pyggmlr_value_error")
+    expect_null(ag_model_info(f)$epoch)
+  }
+})
+
+test_that("layer constructors name themselves and the size when memory runs out", {
+  skip_on_os(c("windows", "mac"))
+  cases <- c("ag_batch_norm(2e9)" = "ag_batch_norm: out of memory .*num_features = 2000000000",
+             "ag_layer_norm(2e9)" = "ag_layer_norm: out of memory .*normalized_shape = 2000000000",
+             "ag_embedding(2e9, 2)" = "ag_embedding: out of memory .*2000000000",
+             "ag_linear(2e9, 1)" = "ag_linear: out of memory .*2000000000",
+             "ag_multihead_attention(40000, 2)" = "ag_multihead_attention: out of memory .*40000")
+  out <- il_child(c("before <- ag_live_objects()",
+                    sprintf(paste0("e <- tryCatch(%s, error = identity); ",
+                                   "cat(class(e)[[1L]], '|', conditionMessage(e), '\\n')"),
+                            names(cases)),
+                    "invisible(gc()); cat('LIVE', ag_live_objects() == before, '\\n')"))
+  expect_identical(trimws(out[[length(out)]]), "LIVE TRUE")
+  for (i in seq_along(cases)) {
+    expect_match(out[[i]], "^pyggmlr_memory_error \\| ", info = names(cases)[[i]])
+    expect_match(out[[i]], cases[[i]], info = names(cases)[[i]])
+  }
+})
+
+test_that("a non-ggmlR RDS file is refused naming the function and the path", {
+  f <- tempfile(fileext = ".rds")
+  saveRDS(list(a = 1), f)
+  expect_error(ag_load_model(f), sprintf(paste0("ag_load_model(): file is not a ggmlR ag_state ",
+                                               "container. (%s: an R data file"), f),
+               fixed = TRUE, class = "pyggmlr_value_error")
+})
