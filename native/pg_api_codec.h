@@ -1,8 +1,9 @@
 /* pyggmlr C core: the model-file codec (safetensors with a JSON header; docs/model-format.md),
  * one implementation for both front ends (codec.c reads, codec_write.c writes, codec_json.c
- * parses). cdef-clean like pg_api.h. Messages (pg_last_error) never name the file: the front
- * end prefixes "<path>: " to content errors (PG_STATUS_ERR_VALUE). PG_STATUS_ERR_IO: the operating system
- * refused a read or write (its text in the message, its errno in pg_last_errno). */
+ * parses, codec_meta.c checks metadata, codec_plan.c matches a config against the tensors).
+ * cdef-clean like pg_api.h. Messages (pg_last_error) never name the file: the front end
+ * prefixes "<path>: " to content errors (PG_STATUS_ERR_VALUE). PG_STATUS_ERR_IO: the operating
+ * system refused a read or write (its text in the message, its errno in pg_last_errno). */
 
 /* a tensor's dtype in a safetensors file */
 enum pg_st_dtype { PG_ST_DTYPE_F32 = 0, PG_ST_DTYPE_F64 = 1, PG_ST_DTYPE_COUNT };

@@ -7,6 +7,14 @@
                            "error", "condition"),
                  list(message = msg, call = NULL)))
 
+# a core status code (.pg$code$status) and its message, raised with the class r_guard.c gives it
+.status_stop <- function(status, msg) {
+  kinds <- c(SHAPE = "shape", DTYPE = "dtype", VALUE = "value", NOMEM = "memory", STATE = "state",
+             ARG = "argument", IO = "io", MODIFIED = "modified")
+  nm <- names(.pg$code$status)[match(status, .pg$code$status)]
+  .pg_stop(if (length(nm) != 1L || is.na(kinds[nm])) "value" else kinds[[nm]], msg)
+}
+
 # x's dim against its length (R's own `[` trusts dim: a tampered serialize() payload would make
 # it read past the end); data frames and lists pass through
 .check_dims <- function(x, fn, arg) {

@@ -104,7 +104,7 @@
   if (identical(res$status,
                 .pg$code$status[["VALUE"]])) .io_bad(if (is.null(fn)) path else sprintf("%s: %s",
                     fn, path), res$message)
-  stop(res$message, call. = FALSE)
+  .status_stop(res$status, res$message)
 }
 
 # tensors: list of list(name, matrix, dtype "F32"/"F64"); metadata: named character or list.
@@ -122,7 +122,7 @@
                enc2utf8(as.character(names(metadata))),
                enc2utf8(vapply(metadata, as.character, "")))
   if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, given)
-  if (!identical(res$status, .pg$code$status[["OK"]])) stop(res$message, call. = FALSE)
+  if (!identical(res$status, .pg$code$status[["OK"]])) .status_stop(res$status, res$message)
   invisible(path)
 }
 
@@ -132,7 +132,7 @@
 # ...").
 .read_safetensors <- function(path, fn = "ag_load_model()") {
   if (!is.character(path) || length(path) != 1L || is.na(path))
-    stop("ag_load_model(): path must be a single file name", call. = FALSE)
+    .pg_stop("argument", "ag_load_model(): path must be a single file name")
   .model_path(path, "ag_load_model()")
   res <- .Call(R_pg_st_read, path.expand(path))
   if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, path)
@@ -151,9 +151,10 @@
 
 .model_params <- function(model, where) {
   if (!.is_model(model))
-    stop(sprintf(paste0("%s: `model` must be an ag_sequential or ag_* layer (an object with ",
+    .pg_stop("argument",
+             sprintf(paste0("%s: `model` must be an ag_sequential or ag_* layer (an object with ",
                         "parameters()), got %s"),
-                 where, class(model)[[1L]]), call. = FALSE)
+                 where, class(model)[[1L]]))
   p <- .layer_params(model)
   .check_named_tensors(p, where, "parameter")
 }
@@ -166,12 +167,12 @@
   if (!length(p)) return(list())
   nm <- names(p)
   if (is.null(nm) || any(is.na(nm) | nm == ""))
-    stop(sprintf("%s: every %s needs a name", where, kind), call. = FALSE)
+    .pg_stop("value", sprintf("%s: every %s needs a name", where, kind))
   for (k in nm) if (!is_ag_tensor(p[[k]]))
-    stop(sprintf("%s: model entry '%s' is a %s, not an ag_tensor", where, k, class(p[[k]])[[1L]]),
-         call. = FALSE)
+    .pg_stop("argument", sprintf("%s: model entry '%s' is a %s, not an ag_tensor", where, k,
+                                 class(p[[k]])[[1L]]))
   if (anyDuplicated(nm))
-    stop(sprintf("%s: duplicate %s name '%s'", where, kind, nm[anyDuplicated(nm)]), call. = FALSE)
+    .pg_stop("value", sprintf("%s: duplicate %s name '%s'", where, kind, nm[anyDuplicated(nm)]))
   p
 }
 
@@ -191,14 +192,13 @@
 
 .save_model <- function(model, path, optimizer = NULL, epoch = NULL, extra = NULL, more = list()) {
   if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
-    stop("ag_save_model(): path must be a single file name", call. = FALSE)
+    .pg_stop("argument", "ag_save_model(): path must be a single file name")
   params <- .model_params(model, "ag_save_model()")
   bufs <- .model_buffers(model)
   clash <- intersect(names(params), names(bufs))
   if (length(clash))
-    stop(sprintf("ag_save_model(): names used by both a parameter and a buffer: %s",
-                 paste(clash, collapse = ", ")),
-         call. = FALSE)
+    .pg_stop("value", sprintf("ag_save_model(): names used by both a parameter and a buffer: %s",
+                 paste(clash, collapse = ", ")))
   meta <- c(format = .IO_FORMAT, format_version = .IO_VERSION,
             created_by = sprintf("pyggmlr (R) %s", as.character(utils::packageVersion("pyggmlr"))),
             parameters = .json_names(names(params)), buffers = .json_names(names(bufs)))
@@ -224,8 +224,8 @@
   if (!is.null(epoch)) meta[["epoch"]] <- .check_save_epoch(epoch)
   if (!is.null(optimizer)) {
     if (!.is_optimizer(optimizer))
-      stop(sprintf("ag_save_model(): optimizer must be an optimizer object, got %s",
-                   class(optimizer)[[1L]]), call. = FALSE)
+      .pg_stop("argument", sprintf("ag_save_model(): optimizer must be an optimizer object, got %s",
+                   class(optimizer)[[1L]]))
     st <- .opt_file_state(optimizer)  # this file's layout (ggmlR's state() has another)
     names_o <- .opt_names(optimizer, params)
     slots <- sort(unique(unlist(lapply(st$params,
@@ -321,18 +321,20 @@
   if (!setequal(m, file_names)) {
     miss <- setdiff(m, file_names)
     extra <- setdiff(file_names, m)
-    stop(sprintf("%s mismatch between saved state and model. missing in file: %s; not in model: %s",
+    .pg_stop("value",
+             sprintf(paste0("%s mismatch between saved state and model. missing in file: %s; ",
+                            "not in model: %s"),
                  kind,
                  if (length(miss)) paste(miss, collapse = ", ") else "(none)",
-                 if (length(extra)) paste(extra, collapse = ", ") else "(none)"), call. = FALSE)
+                 if (length(extra)) paste(extra, collapse = ", ") else "(none)"))
   }
   lapply(m, function(k) {
     a <- tensors[[k]]
     d <- dim(model_d[[k]])
     if (!identical(as.integer(d), as.integer(dim(a))))
-      stop(sprintf("shape mismatch for %s '%s': model %s vs file %s", kind, k, .shape_str(d),
-                   .shape_str(dim(a))),
-           call. = FALSE)
+      .pg_stop("value",
+               sprintf("shape mismatch for %s '%s': model %s vs file %s", kind, k, .shape_str(d),
+                   .shape_str(dim(a))))
     list(t = model_d[[k]], a = a)
   })
 }
@@ -358,12 +360,14 @@
     .io_bad(path, "optimizer metadata: hyper must map names to numbers")
   kind <- info$kind
   if (!identical(kind, optimizer$kind))
-    stop(sprintf("optimizer state mismatch: the file's state is for %s, this optimizer is %s",
-                 if (.is_str(kind)) kind else "(unknown)", optimizer$kind), call. = FALSE)
+    .pg_stop("value",
+             sprintf("optimizer state mismatch: the file's state is for %s, this optimizer is %s",
+                 if (.is_str(kind)) kind else "(unknown)", optimizer$kind))
   mine <- .opt_names(optimizer, params)
   if (!identical(sort(mine), sort(names_f)))
-    stop(sprintf("optimizer state mismatch: the optimizer's parameters are %s; the file has %s",
-                 paste(mine, collapse = ", "), paste(names_f, collapse = ", ")), call. = FALSE)
+    .pg_stop("value",
+             sprintf("optimizer state mismatch: the optimizer's parameters are %s; the file has %s",
+                 paste(mine, collapse = ", "), paste(names_f, collapse = ", ")))
   per <- lapply(seq_along(mine), function(i) {
     nm <- mine[[i]]
     p <- optimizer$params[[i]]
@@ -387,10 +391,11 @@
 
 .load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL, dtype = NULL) {
   if (!is.null(model_fn) && !is.function(model_fn))
-    stop("ag_load_model(): model_fn must be a function returning the model, or NULL", call. = FALSE)
+    .pg_stop("argument",
+             "ag_load_model(): model_fn must be a function returning the model, or NULL")
   if (!is.null(optimizer) && !.is_optimizer(optimizer))
-    stop(sprintf("ag_load_model(): optimizer must be an optimizer object, got %s",
-                 class(optimizer)[[1L]]), call. = FALSE)
+    .pg_stop("argument", sprintf("ag_load_model(): optimizer must be an optimizer object, got %s",
+                 class(optimizer)[[1L]]))
   f <- .read_safetensors(path)
   tensors <- f$tensors
   meta <- f$meta
@@ -421,9 +426,10 @@
   if (is.null(model) && !is.null(model_fn)) {
     model <- .with_dtype(if (is.null(dtype)) .files_dtype(tensors, pnames) else dtype, model_fn)
     if (!.is_model(model))
-      stop(sprintf(paste0("ag_load_model(): `model_fn` must return an ag_sequential or ag_* ",
+      .pg_stop("argument",
+               sprintf(paste0("ag_load_model(): `model_fn` must return an ag_sequential or ag_* ",
                           "layer (got class: %s)."),
-                   paste(class(model), collapse = "/")), call. = FALSE)
+                   paste(class(model), collapse = "/")))
   }
   if (is.null(model)) {
     model <- .rebuild(meta, tensors, pnames, path, dtype, bnames)

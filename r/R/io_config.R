@@ -2,12 +2,12 @@
 # ag_register_layer for custom ones, ag_module_from_config and ag_to_config, as in Python's nn.py
 
 ag_register_layer <- function(type, builder) {
-  if (!.is_str(type) || !nzchar(type)) stop("ag_register_layer(): type must be a non-empty string",
-                                            call. = FALSE)
+  if (!.is_str(type) || !nzchar(type))
+    .pg_stop("argument", "ag_register_layer(): type must be a non-empty string")
   if (type %in% c("sequential", names(.BUILDERS)))
-    stop(sprintf("ag_register_layer(): \"%s\" is a built-in layer type", type), call. = FALSE)
-  if (!is.function(builder)) stop("ag_register_layer(): builder must be a function (cfg) -> layer",
-                                  call. = FALSE)
+    .pg_stop("value", sprintf("ag_register_layer(): \"%s\" is a built-in layer type", type))
+  if (!is.function(builder))
+    .pg_stop("argument", "ag_register_layer(): builder must be a function (cfg) -> layer")
   .pg$layer_builders[[type]] <- builder
   invisible(builder)
 }
@@ -82,8 +82,8 @@ ag_module_from_config <- function(cfg) {
     bad <- .Call(R_pg_json_check, enc2utf8(cfg), "cfg", 0)
     if (!is.null(bad)) .pg_stop("value", sprintf("ag_module_from_config(): %s", bad))
     cfg <- tryCatch(jsonlite::parse_json(cfg, simplifyVector = FALSE), error = function(e)
-      stop(sprintf("ag_module_from_config(): cfg is not valid JSON (%s)", conditionMessage(e)),
-           call. = FALSE))
+      .pg_stop("value",
+               sprintf("ag_module_from_config(): cfg is not valid JSON (%s)", conditionMessage(e))))
   }
   .module_from_config(cfg, 0L)
 }
@@ -114,8 +114,8 @@ ag_module_from_config <- function(cfg) {
   if (kind == "sequential") {
     layers <- args$layers
     if (!is.list(layers) || !is.null(names(layers)) || length(args) != 1L)
-      stop(paste0("ag_module_from_config(): a sequential config is list(type = \"sequential\", ",
-                  "layers = list(...))"), call. = FALSE)
+      .pg_stop("value", paste0("ag_module_from_config(): a sequential config is ",
+                               "list(type = \"sequential\", layers = list(...))"))
     return(ag_sequential(lapply(layers, .module_from_config, depth = depth + 1L)))
   }
   custom <- .pg$layer_builders[[kind]]
@@ -130,21 +130,22 @@ ag_module_from_config <- function(cfg) {
   }
   b <- .BUILDERS[[kind]]
   if (is.null(b))
-    stop(sprintf(paste0("ag_module_from_config(): unknown layer type \"%s\" (built-in: %s; ",
+    .pg_stop("value",
+             sprintf(paste0("ag_module_from_config(): unknown layer type \"%s\" (built-in: %s; ",
                         "register custom ones with ag_register_layer)"),
-                 kind, paste(c("sequential", sort(names(.BUILDERS))), collapse = ", ")),
-         call. = FALSE)
+                 kind, paste(c("sequential", sort(names(.BUILDERS))), collapse = ", ")))
   bad <- setdiff(names(args), b$args)
   if (length(bad))
-    stop(sprintf("ag_module_from_config(): bad arguments for a \"%s\" layer: unknown %s", kind,
-                 paste(bad, collapse = ", ")), call. = FALSE)
+    .pg_stop("value",
+             sprintf("ag_module_from_config(): bad arguments for a \"%s\" layer: unknown %s", kind,
+                 paste(bad, collapse = ", ")))
   tryCatch(b$build(args), error = function(e)
-    stop(sprintf("ag_module_from_config(): bad arguments for a \"%s\" layer: %s", kind,
-                 conditionMessage(e)), call. = FALSE))
+    .pg_stop("value", sprintf("ag_module_from_config(): bad arguments for a \"%s\" layer: %s", kind,
+                 conditionMessage(e))))
 }
 
 ag_to_config <- function(model) {
   if (!(is.environment(model) || is.list(model)) || !is.function(model$to_config))
-    stop("ag_to_config(): the model has no to_config()", call. = FALSE)
+    .pg_stop("argument", "ag_to_config(): the model has no to_config()")
   model$to_config()
 }

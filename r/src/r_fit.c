@@ -29,9 +29,11 @@ SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP bs, SEXP nbl, SEXP val_spl
     pg_tensor *xt = r_get(x, R_TENSOR), *yt = Rf_isNull(y) ? NULL : r_get(y, R_TENSOR);
     const int32_t *st = NULL;
     if (!Rf_isNull(split_state)) {
-        if (TYPEOF(split_state) != INTSXP || XLENGTH(split_state) != PG_RNG_STATE_LEN)
-            Rf_error("ag_fit: the checkpoint's split state must be %d integers",
-                     (int)PG_RNG_STATE_LEN);
+        if (TYPEOF(split_state) != INTSXP || XLENGTH(split_state) != PG_RNG_STATE_LEN) {
+            pg_fail(PG_STATUS_ERR_VALUE, "ag_fit: the checkpoint's split state must be %d integers",
+                    (int)PG_RNG_STATE_LEN);
+            r_fail(); /* classed, as every core error */
+        }
         st = (const int32_t *)INTEGER(split_state);
     }
     const double b = r_num(bs, "ag_fit: batch_size"), l = r_num(nbl, "ag_fit: nbatch_logical");

@@ -144,3 +144,29 @@ test_that("the losses and ag_accuracy name themselves, not the helper they call"
   .expect_refused(ag_predict(m, matrix(0, 2, 0)), "pyggmlr_shape_error", "ag_predict",
                   "x has no samples")
 })
+
+test_that("model-file and config argument errors are classed and name the function", {
+  m <- ag_sequential(ag_linear(2, 3))
+  .expect_refused(ag_register_layer(1, function(cfg) NULL), "pyggmlr_argument_error",
+                  "ag_register_layer()", "type")
+  .expect_refused(ag_register_layer("linear", function(cfg) NULL), "pyggmlr_value_error",
+                  "ag_register_layer()", "built-in")
+  .expect_refused(ag_to_config(1), "pyggmlr_argument_error", "ag_to_config()")
+  .expect_refused(ag_module_from_config('{"type": "nope"}'), "pyggmlr_value_error",
+                  "ag_module_from_config()", "unknown layer type")
+  .expect_refused(ag_module_from_config(list(type = "linear", in_features = "a",
+                                             out_features = 2)),
+                  "pyggmlr_value_error", "ag_module_from_config()", "in_features")
+  .expect_refused(ag_save_model(m, c("a", "b")), "pyggmlr_argument_error", "ag_save_model()",
+                  "path")
+  .expect_refused(ag_save_model(1, tempfile()), "pyggmlr_argument_error", "ag_save_model()",
+                  "model")
+  f <- tempfile(fileext = ".safetensors")
+  ag_save_model(m, f)
+  .expect_refused(ag_load_model(f, model = ag_sequential(ag_linear(2, 4))),
+                  "pyggmlr_value_error", "shape mismatch", "layer1_W")
+  .expect_refused(ag_load_model(f, optimizer = 1), "pyggmlr_argument_error", "ag_load_model()",
+                  "optimizer")
+  .expect_refused(ag_load_model(f, model_fn = 1), "pyggmlr_argument_error", "ag_load_model()",
+                  "model_fn")
+})

@@ -117,14 +117,15 @@ test_that("a refused resume_from changes nothing (batch size, tampered state, ne
   x <- matrix(runif(24), 3, 8)
   y <- matrix(runif(16), 2, 8)
   fitit <- function(m, opt, ...) ag_fit(m, x, y, loss = "mse", optimizer = opt, silent = TRUE, ...)
-  for (tamper in c("batch_size", "rng", "history", "neg_v", "callback")) {
+  for (tamper in c("batch_size", "rng", "split", "history", "neg_v", "callback")) {
     f <- tempfile(fileext = ".st")
     a <- hf_trained()
     cbs <- function() list(ag_model_checkpoint(f), ag_early_stopping(patience = 5))
     fitit(a$m, a$opt, nepoch = 1, batch_size = 4, callbacks = cbs())
-    if (tamper %in% c("rng", "history", "callback")) hf_edit(f, function(h, body) {
+    if (tamper %in% c("rng", "split", "history", "callback")) hf_edit(f, function(h, body) {
       ex <- jsonlite::parse_json(h$`__metadata__`$extra, simplifyVector = FALSE)
       if (tamper == "rng") ex$fit$rng_state <- list("x")
+      else if (tamper == "split") ex$fit$settings$split_state <- list(1L, 2L)
       else if (tamper == "callback") ex$fit$callbacks[[2]]$wait <- "soon"
       else ex$fit$history$loss <- list("nope")
       h$`__metadata__`$extra <- as.character(jsonlite::toJSON(ex, auto_unbox = TRUE, null = "null",
@@ -140,7 +141,8 @@ test_that("a refused resume_from changes nothing (batch size, tampered state, ne
     before <- hf_snap(b$m, b$opt)
     expect_error(fitit(b$m, b$opt, nepoch = 2, batch_size = if (tamper == "batch_size") 2 else 4,
                        resume_from = f,
-                       callbacks = cbs()))
+                       callbacks = cbs()),
+                 class = if (tamper == "split") "pyggmlr_value_error" else "error")
     expect_identical(hf_snap(b$m, b$opt), before, info = tamper)
   }
 })
