@@ -491,12 +491,17 @@ def ag_tensor(data: Any, device: Optional[str] = None, dtype: Optional[str] = No
         if dtype is None:
             code = lib.pg_tensor_dtype(data._handle("ag_tensor"))
         return _wrap(lib.pg_tensor_cast(data._handle("ag_tensor"), code))
-    return _new_from(data, code)
+    return _as_tensor(data, "ag_tensor", code=code)
 
 
 def ag_param(data: Any, device: Optional[str] = None, dtype: Optional[str] = None) -> Tensor:
     """Create a trainable tensor (requires_grad = True); arguments as ag_tensor()."""
-    t = ag_tensor(data, device=device, dtype=dtype)
+    _check_device(device)
+    code = _dtype_code(dtype)
+    if isinstance(data, Tensor):
+        t = ag_tensor(data, dtype=dtype)
+    else:
+        t = _as_tensor(data, "ag_param", code=code)  # a conversion error names ag_param
     _core.check(lib.pg_tensor_set_requires_grad(t._p, 1))
     return t
 

@@ -9,9 +9,9 @@
   if (!is.numeric(epoch) || length(epoch) != 1L || is.na(epoch) || epoch < 0 ||
       epoch != floor(epoch) ||
       epoch >= .MAX_EPOCH)
-    stop(sprintf(paste0("ag_save_model(): epoch must be an integer in [0, 1e12) (what ",
-                        "ag_load_model reads back), got %s"),
-                 paste(format(epoch), collapse = " ")), call. = FALSE)
+    .pg_stop("value", sprintf(paste0("ag_save_model(): epoch must be an integer in [0, 1e12) ",
+                                     "(what ag_load_model reads back), got %s"),
+                              paste(format(epoch), collapse = " ")))
   sprintf("%.0f", epoch)
 }
 

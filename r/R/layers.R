@@ -1,7 +1,7 @@
 # Layers as R closures over core ops. Initialisers draw in ggmlR's order, through the core's copy
 # of R's generator (random.R), from the one stream R's set.seed() seeds.
 
-.as_t <- function(x) if (is_ag_tensor(x)) x else ag_tensor(x)
+.as_t <- function(x, op) .need_tensor(x, op)  # a conversion error names op (ops.R)
 
 # 0-based row / class ids as integers: numbers with whole values only (as.integer would take 1.5
 # as 1, TRUE as 1 and 0.9 as 0); Python's _class_ids (ops.py) has the same texts
@@ -165,7 +165,7 @@ ag_batch_norm <- function(num_features, eps = 1e-5, momentum = 0.1) {
     if (missing(value)) e$.running_var$data else e$.running_var$data <- value
   }, e)
   e$forward <- function(x) {
-    x <- .as_t(x)
+    x <- .as_t(x, "ag_batch_norm")
     .wrap(.Call(R_pg_batch_norm, x$.ptr, e$gamma$.ptr, e$beta$.ptr, e$.running_mean$.ptr,
                 e$.running_var$.ptr, e$eps, e$momentum, isTRUE(e$training)))
   }
@@ -202,7 +202,7 @@ ag_layer_norm <- function(normalized_shape, eps = 1e-5, elementwise_affine = TRU
     e$beta <- if (e$elementwise_affine) ag_param(matrix(0, d, 1L)) else NULL
   })
   e$forward <- function(x) {
-    x <- .as_t(if (is.null(dim(x)) && is.numeric(x)) matrix(x, ncol = 1L) else x)
+    x <- .as_t(if (is.null(dim(x)) && is.numeric(x)) matrix(x, ncol = 1L) else x, "ag_layer_norm")
     if (dim(x)[1L] != d)
       .arg_fail("shape", "ag_layer_norm: expected %d features, got %d", d, dim(x)[1L])
     .wrap(.Call(R_pg_layer_norm, x$.ptr, if (is.null(e$gamma)) NULL else e$gamma$.ptr,
@@ -242,9 +242,11 @@ ag_embedding <- function(vocab_size, dim) {
 }
 
 ag_slice_rows <- function(x, from, n)  # whole numbers (1.5 was truncated), as Python's
-  .wrap(.Call(R_pg_slice_rows, .as_t(x)$.ptr, .arg_int(from, "ag_slice_rows", "from"),
+  .wrap(.Call(R_pg_slice_rows, .as_t(x, "ag_slice_rows")$.ptr,
+              .arg_int(from, "ag_slice_rows", "from"),
               .arg_int(n, "ag_slice_rows", "n")))
-ag_concat_rows <- function(a, b) .wrap(.Call(R_pg_concat_rows, .as_t(a)$.ptr, .as_t(b)$.ptr))
+ag_concat_rows <- function(a, b) .wrap(.Call(R_pg_concat_rows, .as_t(a, "ag_concat_rows")$.ptr,
+                                             .as_t(b, "ag_concat_rows")$.ptr))
 
 ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE) {
   d_model <- .arg_int(d_model, "ag_multihead_attention", "d_model", 1L)
@@ -269,9 +271,9 @@ ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE)
     e$b_o <- if (isTRUE(bias)) ag_param(matrix(0, d_model, 1L)) else NULL
   })
   e$forward <- function(q, k = q, v = k, causal_mask = FALSE) {
-    q <- .as_t(q)
-    k <- .as_t(k)
-    v <- .as_t(v)
+    q <- .as_t(q, "ag_multihead_attention")
+    k <- .as_t(k, "ag_multihead_attention")
+    v <- .as_t(v, "ag_multihead_attention")
     Q <- ag_matmul(e$W_q, q)
     K <- ag_matmul(e$W_k, k)
     Vv <- ag_matmul(e$W_v, v)

@@ -153,8 +153,11 @@ ag_use_openblas <- function(path) .use_openblas(path, "ag_use_openblas()")  # ag
   if (!is.character(path) || length(path) != 1L || !file.exists(path))
     .arg_fail("argument", "%s: path must name an existing libscipy_openblas shared library, got %s",
               fn, .arg_show(path))
-  dll <- dyn.load(path, local = TRUE, now = TRUE)
-  sym <- function(nm) getNativeSymbolInfo(nm, dll)$address
+  dll <- tryCatch(dyn.load(path, local = TRUE, now = TRUE), error = function(e)
+    .arg_fail("value", "%s: %s cannot be loaded as a shared library (%s)", fn, path,
+              conditionMessage(e)))
+  sym <- function(nm) tryCatch(getNativeSymbolInfo(nm, dll)$address, error = function(e)
+    .arg_fail("value", "%s: %s is not libscipy_openblas: it has no symbol %s", fn, path, nm))
   .pg$blas_dll <- dll
   .Call(R_pg_set_blas, sym("scipy_cblas_sgemm"), sym("scipy_cblas_dgemm"),
         sym("scipy_openblas_set_num_threads"), "OpenBLAS (scipy-openblas32)")

@@ -24,7 +24,7 @@ static SEXP status_list(int rc)
 static const char *utf8_arg(SEXP s, const char *what)
 {
     if (!Rf_isString(s) || XLENGTH(s) != 1 || STRING_ELT(s, 0) == NA_STRING)
-        Rf_error("%s must be a single string", what);
+        r_stopf(PG_STATUS_ERR_ARG, "%s must be a single string", what);
     return Rf_translateCharUTF8(STRING_ELT(s, 0));
 }
 

@@ -8,11 +8,11 @@ SEXP R_pg_dist_average(SEXP params, SEXP n, SEXP grads)
 {
     pg_tensor **arr = r_handle_array(params, "dp_train");
     int64_t np = (int64_t)Rf_asReal(n);
-    if (TYPEOF(grads) != VECSXP) Rf_error("dp_train: grads must be a list");
+    if (TYPEOF(grads) != VECSXP) r_stopf(PG_STATUS_ERR_ARG, "dp_train: grads must be a list");
     R_xlen_t n_rep = XLENGTH(grads);
     if (np < 0 || n_rep < 1 || (int64_t)XLENGTH(params) != np * (int64_t)n_rep)
-        Rf_error("dp_train: %d parameter handles do not make %d replicas of %d",
-                 (int)XLENGTH(params), (int)n_rep, (int)np);
+        r_stopf(PG_STATUS_ERR_ARG, "dp_train: %d parameter handles do not make %d replicas of %d",
+                (int)XLENGTH(params), (int)n_rep, (int)np);
     pg_gradmap **maps = (pg_gradmap **)R_alloc(n_rep, sizeof(pg_gradmap *));
     for (R_xlen_t r = 0; r < n_rep; r++) {
         SEXP g = VECTOR_ELT(grads, r);
@@ -25,8 +25,8 @@ SEXP R_pg_dist_average(SEXP params, SEXP n, SEXP grads)
 SEXP R_pg_dist_copy(SEXP dst, SEXP src)
 {
     if (XLENGTH(dst) != XLENGTH(src))
-        Rf_error("dp_train: destination has %d parameters, source has %d", (int)XLENGTH(dst),
-                 (int)XLENGTH(src));
+        r_stopf(PG_STATUS_ERR_ARG, "dp_train: destination has %d parameters, source has %d",
+                (int)XLENGTH(dst), (int)XLENGTH(src));
     pg_tensor **d = r_handle_array(dst, "dp_train"), **s = r_handle_array(src, "dp_train");
     r_check(pg_dist_copy_values(d, s, (int64_t)XLENGTH(dst)));
     return R_NilValue;
@@ -71,7 +71,7 @@ SEXP R_pg_dist_unpack(SEXP params, SEXP grads, SEXP what, SEXP flags, SEXP scale
     pg_tensor **arr = r_handle_array(params, "ag_allreduce_gradients");
     pg_gradmap *m = r_map_arg(grads, "ag_allreduce_gradients");
     if (TYPEOF(buf) != REALSXP)
-        Rf_error("ag_allreduce_gradients: the reduced buffer must be doubles");
+        r_stopf(PG_STATUS_ERR_ARG, "ag_allreduce_gradients: the reduced buffer must be doubles");
     r_check(pg_dist_unpack(arr, (int64_t)XLENGTH(params), m, Rf_asInteger(what),
                            Rf_asLogical(flags) == 1, Rf_asReal(scale), REAL(buf), PG_DTYPE_F64,
                            XLENGTH(buf)));

@@ -19,7 +19,7 @@ static void fin_fit(SEXP x)
 static pg_fit *fit_get(SEXP x)
 {
     if (TYPEOF(x) != EXTPTRSXP || R_ExternalPtrTag(x) != fit_tag() || !R_ExternalPtrAddr(x))
-        Rf_error("ag_fit: expected a live fit plan");
+        r_stopf(PG_STATUS_ERR_STATE, "ag_fit: expected a live fit plan");
     return R_ExternalPtrAddr(x);
 }
 
@@ -147,7 +147,7 @@ SEXP R_pg_fit_run_static(SEXP fp, SEXP val, SEXP b0, SEXP b1, SEXP gp, SEXP out)
     pg_fit *f = fit_get(fp);
     if (TYPEOF(gp) != EXTPTRSXP || R_ExternalPtrTag(gp) != Rf_install("pg_graph") ||
         !R_ExternalPtrAddr(gp))
-        Rf_error("ag_fit: not a live compiled step");
+        r_stopf(PG_STATUS_ERR_STATE, "ag_fit: not a live compiled step");
     pg_tensor *o = r_get(r_handle(out), R_TENSOR);
     const int64_t lo = (int64_t)r_num(b0, "ag_fit: batch"),
                   hi = (int64_t)r_num(b1, "ag_fit: batch");
@@ -179,7 +179,8 @@ SEXP R_pg_fit_stats_get(SEXP fp)
 
 SEXP R_pg_fit_stats_set(SEXP fp, SEXP buf)
 {
-    if (TYPEOF(buf) != REALSXP) Rf_error("ag_fit: the reduced statistics must be doubles");
+    if (TYPEOF(buf) != REALSXP)
+        r_stopf(PG_STATUS_ERR_ARG, "ag_fit: the reduced statistics must be doubles");
     r_check(pg_fit_stats_import(fit_get(fp), REAL(buf), XLENGTH(buf)));
     return R_NilValue;
 }
@@ -189,10 +190,11 @@ SEXP R_pg_accuracy_count(SEXP out, SEXP y)
 {
     SEXP od = Rf_getAttrib(out, R_DimSymbol), yd = Rf_getAttrib(y, R_DimSymbol);
     if (TYPEOF(out) != REALSXP || TYPEOF(y) != REALSXP || XLENGTH(od) != 2 || XLENGTH(yd) != 2)
-        Rf_error("ag_accuracy: outputs and targets must be double matrices");
+        r_stopf(PG_STATUS_ERR_ARG, "ag_accuracy: outputs and targets must be double matrices");
     const int64_t c = INTEGER(od)[0], n = INTEGER(od)[1], k = INTEGER(yd)[0];
     if ((int64_t)INTEGER(yd)[1] != n || XLENGTH(out) != c * n || XLENGTH(y) != k * n)
-        Rf_error("ag_accuracy: outputs and targets disagree in their number of samples");
+        r_stopf(PG_STATUS_ERR_SHAPE,
+                "ag_accuracy: outputs and targets disagree in their number of samples");
     int64_t hit = 0;
     r_check(pg_accuracy_count(REAL(out), c, n, REAL(y), k, &hit));
     return Rf_ScalarReal((double)hit);

@@ -13,7 +13,7 @@ SEXP R_pg_gradcheck_defaults(SEXP dtype)
 /* the perturbed points of every element of x (a double vector): list(xp, xm) */
 SEXP R_pg_gradcheck_points(SEXP dtype, SEXP x, SEXP eps)
 {
-    if (TYPEOF(x) != REALSXP) Rf_error("ag_gradcheck: x must be a double vector");
+    if (TYPEOF(x) != REALSXP) r_stopf(PG_STATUS_ERR_ARG, "ag_gradcheck: x must be a double vector");
     R_xlen_t n = XLENGTH(x);
     SEXP xp = PROTECT(Rf_allocVector(REALSXP, n)), xm = PROTECT(Rf_allocVector(REALSXP, n));
     const double e = r_num(eps, "ag_gradcheck: eps");
@@ -30,7 +30,8 @@ SEXP R_pg_gradcheck_points(SEXP dtype, SEXP x, SEXP eps)
 static const double *dvec(SEXP v, R_xlen_t n, const char *what)
 {
     if (TYPEOF(v) != REALSXP || XLENGTH(v) != n)
-        Rf_error("ag_gradcheck: %s must be a double vector of length %lld", what, (long long)n);
+        r_stopf(PG_STATUS_ERR_ARG, "ag_gradcheck: %s must be a double vector of length %lld", what,
+                (long long)n);
     return REAL(v);
 }
 

@@ -11,10 +11,11 @@ static void graph_finalize(SEXP p)
 static pg_graph *graph_get(SEXP p)
 {
     if (TYPEOF(p) != EXTPTRSXP || R_ExternalPtrTag(p) != Rf_install("pg_graph"))
-        Rf_error("compiled step: not a compiled graph handle");
+        r_stopf(PG_STATUS_ERR_ARG, "compiled step: not a compiled graph handle");
     pg_graph *g = R_ExternalPtrAddr(p);
     if (!g)
-        Rf_error("compiled step: the graph is gone (a saved and reloaded handle); compile again");
+        r_stopf(PG_STATUS_ERR_STATE,
+                "compiled step: the graph is gone (a saved and reloaded handle); compile again");
     return g;
 }
 

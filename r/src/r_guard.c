@@ -156,7 +156,7 @@ SEXP R_pg_gc_room(SEXP bytes)
     if (!Rf_isNull(bytes)) {
         double b = r_num(bytes, "gc room");
         if (!(b >= 1048576.0 && b <= 9e18))
-            Rf_error("gc room must be between 1 MiB and 9e18 bytes");
+            r_stopf(PG_STATUS_ERR_VALUE, "gc room must be between 1 MiB and 9e18 bytes");
         gc_room = (int64_t)b;
         gc_limit = core_live() + gc_room;
     }

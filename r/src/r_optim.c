@@ -32,7 +32,7 @@ SEXP R_pg_optim_set(SEXP h, SEXP name, SEXP value)
     const char *nm = CHAR(STRING_ELT(name, 0));
     if ((TYPEOF(value) != REALSXP && TYPEOF(value) != INTSXP && TYPEOF(value) != LGLSXP) ||
         XLENGTH(value) != 1)
-        Rf_error("optimizer: %s must be a single number", nm);
+        r_stopf(PG_STATUS_ERR_ARG, "optimizer: %s must be a single number", nm);
     r_check(pg_optim_set(o, nm, Rf_asReal(value)));
     return R_NilValue;
 }
@@ -59,7 +59,7 @@ SEXP R_pg_optim_state(SEXP h, SEXP i, SEXP slot)
     pg_optim *o = r_get(h, R_OPTIM);
     int64_t k = (int64_t)Rf_asReal(i);
     if (k < 0 || k >= pg_optim_nparams(o))
-        Rf_error("optimizer state: parameter index out of range");
+        r_stopf(PG_STATUS_ERR_VALUE, "optimizer state: parameter index out of range");
     pg_tensor *t = pg_optim_state(o, k, Rf_asInteger(slot));
     return t == NULL ? R_NilValue : r_matrix(t);
 }
@@ -130,7 +130,7 @@ SEXP R_pg_gradmap_build(SEXP params, SEXP vals)
     pg_tensor **keys = r_handle_array(params, "step");
     R_xlen_t n = XLENGTH(params);
     if (TYPEOF(vals) != VECSXP || XLENGTH(vals) != n)
-        Rf_error("step: one gradient per parameter expected");
+        r_stopf(PG_STATUS_ERR_ARG, "step: one gradient per parameter expected");
     pg_tensor **tv = (pg_tensor **)R_alloc(n > 0 ? n : 1, sizeof *tv);
     for (R_xlen_t i = 0; i < n; i++) {
         tv[i] = r_new_tensor(VECTOR_ELT(vals, i), pg_tensor_dtype(keys[i]), "step");
@@ -155,9 +155,10 @@ SEXP R_pg_optim_load(SEXP h, SEXP vals, SEXP t, SEXP ac)
         pg_tensor *p = pg_optim_param(o, np > 0 ? j % np : 0);
         if (TYPEOF(x) != REALSXP || !p ||
             XLENGTH(x) != (R_xlen_t)pg_tensor_nrow(p) * pg_tensor_ncol(p))
-            Rf_error("optimizer load_state(): slot value %lld is not a double matrix of its "
-                     "parameter's size",
-                     (long long)j + 1);
+            r_stopf(PG_STATUS_ERR_VALUE,
+                    "optimizer load_state(): slot value %lld is not a double matrix of its "
+                    "parameter's size",
+                    (long long)j + 1);
         v[j] = REAL(x);
     }
     r_check(pg_optim_load(o, v, (int64_t)n, Rf_asReal(t), Rf_asReal(ac)));
@@ -180,7 +181,8 @@ SEXP R_pg_optim_load_file(SEXP h, SEXP vals, SEXP t, SEXP ac, SEXP check_only)
         }
         if (TYPEOF(x) != REALSXP || !p ||
             XLENGTH(x) != (R_xlen_t)pg_tensor_nrow(p) * pg_tensor_ncol(p))
-            Rf_error(
+            r_stopf(
+                PG_STATUS_ERR_VALUE,
                 "optimizer state: slot value %lld is not a double matrix of its parameter's size",
                 (long long)j + 1);
         v[j] = REAL(x);

@@ -6,7 +6,8 @@
 static double *par_copy(SEXP par, double *buf)
 {
     if (TYPEOF(par) != REALSXP || XLENGTH(par) != PG_SCHED_NPAR)
-        Rf_error("lr_scheduler: par must be a numeric vector of length %d", (int)PG_SCHED_NPAR);
+        r_stopf(PG_STATUS_ERR_ARG, "lr_scheduler: par must be a numeric vector of length %d",
+                (int)PG_SCHED_NPAR);
     memcpy(buf, REAL(par), PG_SCHED_NPAR * sizeof *buf);
     return buf;
 }
@@ -40,7 +41,8 @@ SEXP R_pg_sched_step(SEXP kind, SEXP par, SEXP st, SEXP cur_lr)
     double p[PG_SCHED_NPAR], out[2 + PG_SCHED_NSTATE];
     par_copy(par, p);
     if (TYPEOF(st) != REALSXP || XLENGTH(st) != PG_SCHED_NSTATE)
-        Rf_error("lr_scheduler: st must be a numeric vector of length %d", (int)PG_SCHED_NSTATE);
+        r_stopf(PG_STATUS_ERR_ARG, "lr_scheduler: st must be a numeric vector of length %d",
+                (int)PG_SCHED_NSTATE);
     memcpy(out + 2, REAL(st), PG_SCHED_NSTATE * sizeof *out);
     r_check(pg_sched_step(Rf_asInteger(kind), p, out + 2,
                           r_num(cur_lr, "lr_scheduler: the optimizer's lr"), &out[0], &out[1]));

@@ -52,7 +52,7 @@ SEXP R_pg_colmax(SEXP X) { return unary_select(X, pg_colmax, "ag_max"); }
 SEXP R_pg_gather(SEXP X, SEXP index)
 {
     if (TYPEOF(index) != REALSXP && TYPEOF(index) != INTSXP)
-        Rf_error("ag_gather: index must be numeric (0-based integers)");
+        r_stopf(PG_STATUS_ERR_ARG, "ag_gather: index must be numeric (0-based integers)");
     R_xlen_t n = XLENGTH(index);
     int64_t *idx = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
     for (R_xlen_t i = 0; i < n; i++) {

@@ -16,16 +16,18 @@
 static int dtype_arg(SEXP dtype)
 {
     int d = Rf_asInteger(dtype);
-    if (d != PG_DTYPE_F32 && d != PG_DTYPE_F64) Rf_error("dtype must be 'f32' or 'f64'");
+    if (d != PG_DTYPE_F32 && d != PG_DTYPE_F64)
+        r_stopf(PG_STATUS_ERR_DTYPE, "dtype must be 'f32' or 'f64'");
     return d;
 }
 
 SEXP R_pg_tensor_new(SEXP data, SEXP dtype, SEXP requires_grad)
 {
     int d = dtype_arg(dtype);
-    pg_tensor *t = r_new_tensor(data, d, "ag_tensor");
+    const int rg = Rf_asLogical(requires_grad) == TRUE;
+    pg_tensor *t = r_new_tensor(data, d, rg ? "ag_param" : "ag_tensor");
     if (t == NULL) r_fail();
-    if (Rf_asLogical(requires_grad) == TRUE) pg_tensor_set_requires_grad(t, 1);
+    if (rg) pg_tensor_set_requires_grad(t, 1);
     return r_wrap(t, R_TENSOR);
 }
 
@@ -46,8 +48,8 @@ SEXP R_pg_tensor_write(SEXP x, SEXP value)
     int64_t nr = pg_tensor_nrow(src), nc = pg_tensor_ncol(src);
     if (nr != pg_tensor_nrow(t) || nc != pg_tensor_ncol(t)) {
         pg_tensor_release(src);
-        Rf_error("$data<-: new value is [%lldx%lld] but the tensor is %s", (long long)nr,
-                 (long long)nc, pg_desc(t));
+        r_stopf(PG_STATUS_ERR_SHAPE, "$data<-: new value is [%lldx%lld] but the tensor is %s",
+                (long long)nr, (long long)nc, pg_desc(t));
     }
     int rc = pg_tensor_write(t, pg_tensor_data(src), PG_DTYPE_F64, nr, nc, 1, nr);
     pg_tensor_release(src);
@@ -111,9 +113,10 @@ SEXP R_pg_tensor_field(SEXP x, SEXP name) { return r_tensor_field(x, name); }
  * gives its values); `.ptr`, `id` and `dtype` are read-only; other names are plain fields */
 SEXP R_pg_tensor_field_set(SEXP x, SEXP name, SEXP value)
 {
-    if (TYPEOF(x) != ENVSXP) Rf_error("ag_tensor field assignment: not an ag_tensor");
+    if (TYPEOF(x) != ENVSXP)
+        r_stopf(PG_STATUS_ERR_ARG, "ag_tensor field assignment: not an ag_tensor");
     if (!Rf_isString(name) || XLENGTH(name) != 1)
-        Rf_error("ag_tensor field assignment: the field name must be one string");
+        r_stopf(PG_STATUS_ERR_ARG, "ag_tensor field assignment: the field name must be one string");
     const char *nm = Rf_translateChar(STRING_ELT(name, 0));
     int kind = r_tensor_field_is_computed(name);
     if (kind) {
@@ -131,10 +134,10 @@ SEXP R_pg_tensor_field_set(SEXP x, SEXP name, SEXP value)
         return x;
     }
     if (!strcmp(nm, ".ptr") || !strcmp(nm, "id") || !strcmp(nm, "dtype") || !strcmp(nm, "device"))
-        Rf_error("ag_tensor: `%s` is read-only%s", nm,
-                 !strcmp(nm, "dtype") ? "; ag_tensor(x, dtype = ...) makes a copy of another dtype"
-                     : !strcmp(nm, "device") ? "; pyggmlr runs on the CPU"
-                                             : "");
+        r_stopf(PG_STATUS_ERR_STATE, "ag_tensor: `%s` is read-only%s", nm,
+                !strcmp(nm, "dtype") ? "; ag_tensor(x, dtype = ...) makes a copy of another dtype"
+                    : !strcmp(nm, "device") ? "; pyggmlr runs on the CPU"
+                                            : "");
     Rf_defineVar(Rf_installTrChar(STRING_ELT(name, 0)), value, x);
     return x;
 }
@@ -277,9 +280,10 @@ SEXP R_pg_gradmap_set(SEXP map, SEXP id, SEXP value)
 {
     pg_gradmap *m = r_get(map, R_GRADMAP);
     pg_tensor *g = pg_gradmap_get_id(m, (int64_t)Rf_asReal(id));
-    if (g == NULL) Rf_error("no gradient with id %.0f in this map", Rf_asReal(id));
+    if (g == NULL)
+        r_stopf(PG_STATUS_ERR_VALUE, "no gradient with id %.0f in this map", Rf_asReal(id));
     g = pg_gradmap_own_value(m, g); /* the environment only: $grad keeps its values, as in ggmlR */
-    if (g == NULL) Rf_error("gradient<-: out of memory");
+    if (g == NULL) r_stopf(PG_STATUS_ERR_NOMEM, "gradient<-: out of memory");
     pg_tensor *src = r_new_tensor(value, PG_DTYPE_F64, "gradient<-");
     if (src == NULL) r_fail();
     int rc = pg_tensor_write(g, pg_tensor_data(src), PG_DTYPE_F64, pg_tensor_nrow(src),
@@ -293,7 +297,8 @@ SEXP R_pg_gradmap_set(SEXP map, SEXP id, SEXP value)
 SEXP R_pg_loss_stats(SEXP v, SEXP w, SEXP per)
 {
     if (TYPEOF(v) != REALSXP || TYPEOF(w) != REALSXP || XLENGTH(v) != XLENGTH(w))
-        Rf_error("loss statistics: values and weights must be double vectors of one length");
+        r_stopf(PG_STATUS_ERR_ARG,
+                "loss statistics: values and weights must be double vectors of one length");
     SEXP out = PROTECT(Rf_allocVector(REALSXP, 2));
     int rc = pg_loss_stats(REAL(v), REAL(w), (int64_t)XLENGTH(v), Rf_asLogical(per) == TRUE,
                            REAL(out), REAL(out) + 1);

@@ -1,5 +1,6 @@
 /* External pointers (one creator, one getter, quiet finalizers) and conversions. */
 #include "r_util.h"
+#include <stdarg.h>
 #include <string.h>
 
 static const char *kind_name[] = {"pg_tensor", "pg_gradmap", "pg_optim"};
@@ -37,6 +38,16 @@ static void fin_optim(SEXP x)
 
 /* The core's error as a classed R condition (no call), as Python's typed exceptions
  * (r_guard.c: the class from the core's status). */
+void r_stopf(int status, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    r_stop_status(status, buf);
+}
+
 void r_fail(void)
 {
     const char *msg = pg_last_error();
@@ -64,7 +75,7 @@ SEXP r_wrap(void *p, int kind)
 void *r_get(SEXP x, int kind)
 {
     if (TYPEOF(x) != EXTPTRSXP || R_ExternalPtrTag(x) != kind_tag(kind))
-        Rf_error("expected a %s handle", kind_name[kind]);
+        r_stopf(PG_STATUS_ERR_ARG, "expected a %s handle", kind_name[kind]);
     void *p = R_ExternalPtrAddr(x);
     if (p == NULL) {
         if (kind == R_TENSOR)
@@ -156,7 +167,7 @@ SEXP r_matrix(pg_tensor *t)
 double r_num(SEXP x, const char *what)
 {
     if ((TYPEOF(x) != REALSXP && TYPEOF(x) != INTSXP && TYPEOF(x) != LGLSXP) || XLENGTH(x) != 1)
-        Rf_error("%s must be a single number", what);
+        r_stopf(PG_STATUS_ERR_ARG, "%s must be a single number", what);
     double v = Rf_asReal(x);
     return v;
 }
@@ -237,12 +248,13 @@ SEXP r_tensor_env(SEXP ptr)
  * environment (NULL when unbound, as for a plain environment) */
 SEXP r_tensor_field(SEXP x, SEXP name)
 {
-    if (TYPEOF(x) != ENVSXP) Rf_error("ag_tensor field access: not an ag_tensor");
+    if (TYPEOF(x) != ENVSXP) r_stopf(PG_STATUS_ERR_ARG, "ag_tensor field access: not an ag_tensor");
     env_init();
     SEXP sym = Rf_isString(name) && XLENGTH(name) == 1 ? Rf_installTrChar(STRING_ELT(name, 0))
         : TYPEOF(name) == SYMSXP                       ? name
                                                        : R_NilValue;
-    if (sym == R_NilValue) Rf_error("ag_tensor field access: the field name must be one string");
+    if (sym == R_NilValue)
+        r_stopf(PG_STATUS_ERR_ARG, "ag_tensor field access: the field name must be one string");
     if (sym == s_data || sym == s_grad || sym == s_rg || sym == s_id || sym == s_dtype) {
         pg_tensor *t = r_get(r_handle(x), R_TENSOR);
         if (sym == s_data) return r_matrix(t);
@@ -343,12 +355,14 @@ SEXP r_grad_env(SEXP map)
 
 pg_tensor **r_handle_array(SEXP lst, const char *op)
 {
-    if (TYPEOF(lst) != VECSXP) Rf_error("%s: expected a list of tensor handles", op);
+    if (TYPEOF(lst) != VECSXP)
+        r_stopf(PG_STATUS_ERR_ARG, "%s: expected a list of tensor handles", op);
     R_xlen_t n = XLENGTH(lst);
     pg_tensor **arr = (pg_tensor **)R_alloc(n > 0 ? n : 1, sizeof(pg_tensor *));
     for (R_xlen_t i = 0; i < n; i++) {
         SEXP h = VECTOR_ELT(lst, i);
-        if (TYPEOF(h) != EXTPTRSXP) Rf_error("%s: parameter %d is not a tensor", op, (int)i + 1);
+        if (TYPEOF(h) != EXTPTRSXP)
+            r_stopf(PG_STATUS_ERR_ARG, "%s: parameter %d is not a tensor", op, (int)i + 1);
         arr[i] = r_get(h, R_TENSOR);
     }
     return arr;

@@ -46,6 +46,8 @@ SEXP r_wrap(void *p, int kind);
 void *r_get(SEXP x, int kind);
 /* raise the core's last error as an R error (long-jumps) */
 void r_fail(void) __attribute__((noreturn));
+/* a glue check's error, classed by its core status as the core's are (r_guard.c) */
+void r_stopf(int status, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 static inline void r_check(int rc)
 {
     if (rc != 0) r_fail();

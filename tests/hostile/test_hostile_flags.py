@@ -66,3 +66,13 @@ def test_ag_accuracy_names_itself_not_ag_predict():
         pg.ag_accuracy(m, np.zeros((2, 0)), np.zeros(0, dtype=int))
     with pytest.raises(pg.ShapeError, match="^ag_predict: x has no samples"):
         pg.ag_predict(m, np.zeros((2, 0)))
+
+
+def test_a_conversion_error_names_the_function_called():
+    for f, name in (
+        (lambda: pg.ag_param("a"), "ag_param"),
+        (lambda: pg.ag_tensor([[1, "a"]]), "ag_tensor"),
+        (lambda: pg.ag_concat_rows("a", [[1.0]]), "ag_concat_rows"),
+    ):
+        with pytest.raises(pg.PyggmlrError, match=f"^{name}: "):
+            f()

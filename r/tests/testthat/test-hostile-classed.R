@@ -170,3 +170,26 @@ test_that("model-file and config argument errors are classed and name the functi
   .expect_refused(ag_load_model(f, model_fn = 1), "pyggmlr_argument_error", "ag_load_model()",
                   "model_fn")
 })
+
+test_that("the glue's own checks are classed as the core's errors", {
+  t <- ag_tensor(matrix(1, 2, 2))
+  W <- ag_param(matrix(1, 2, 2))
+  .expect_refused(clip_grad_norm(list(W), max_norm = "a"), "pyggmlr_argument_error",
+                  "clip_grad_norm", "max_norm")
+  .expect_refused(t$data <- matrix(0, 3, 3), "pyggmlr_shape_error", "$data<-")
+  .expect_refused(ag_save_model(ag_linear(2, 2), tempfile(), epoch = -1), "pyggmlr_value_error",
+                  "ag_save_model()", "epoch")
+  f <- tempfile()
+  writeLines("not a library", f)
+  .expect_refused(ag_use_openblas(f), "pyggmlr_value_error", "ag_use_openblas()",
+                  "cannot be loaded")
+})
+
+test_that("an operand that is not numeric is named by the op it was given to", {
+  .expect_refused(ag_param("a"), "pyggmlr_dtype_error", "ag_param")
+  .expect_refused(ag_concat_rows("a", matrix(1)), "pyggmlr_dtype_error", "ag_concat_rows")
+  .expect_refused(ag_slice_rows(NULL, 0, 1), "pyggmlr_dtype_error", "ag_slice_rows")
+  .expect_refused(ag_batch_norm(2)$forward("a"), "pyggmlr_dtype_error", "ag_batch_norm")
+  .expect_refused(ag_multihead_attention(4, 2)$forward("a"), "pyggmlr_dtype_error",
+                  "ag_multihead_attention")
+})
