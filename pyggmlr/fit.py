@@ -65,6 +65,7 @@ class _Fit:
         self.settings = settings
         self.callbacks, self.stop = [], False
         self.stream: Any = None  # the run's random stream (its state goes into checkpoints)
+        self.has_val = self.has_accuracy = False  # what the run measures (callbacks' monitors)
 
     def save_checkpoint(self, path, epoch):
         from .fit_resume import save_checkpoint
@@ -277,6 +278,7 @@ def ag_fit(
 
         fit = _Fit(model, opt, history, nepoch, settings)
         fit.stream = stream
+        fit.has_val, fit.has_accuracy = plan.n_val > 0, classify
         fit.callbacks = cbs
         for cb in cbs:
             if hasattr(cb, "on_train_begin"):

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import os
-from typing import List, Optional, Union
+from typing import Any, List, Optional, Union
 
+from . import _core
 from ._args import as_flag, check_int, check_num
+from ._core import NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError
 from .fit_util import _restore, _snapshot
 
@@ -52,9 +54,15 @@ class _FnCallback(Callback):
 
 
 class ag_early_stopping(Callback):
-    """Stop when the monitored loss (val_loss with a validation split, else the training loss)
-    has not improved by more than min_delta for `patience` epochs; with restore_best the model
-    gets the weights (and batch-norm buffers) of the best epoch back at the end of training."""
+    """Stop when the monitored value has not improved by more than min_delta for `patience`
+    epochs; with restore_best the model gets the weights (and batch-norm buffers) of the best
+    epoch back at the end of training. The rule lives in the core (native/fit_stop.c).
+
+    monitor: a History column ("val_loss", "val_accuracy", "loss", "accuracy", ...); None:
+    val_loss when the fit has validation data, else loss. A name the fit never measures (a val_*
+    without validation data, accuracy without classes) is an error before training starts.
+    mode: "auto" (maximise accuracy values, minimise the rest), "min" or "max". Each ag_fit
+    starts afresh: the object can be reused."""
 
     def __init__(
         self,
@@ -62,80 +70,165 @@ class ag_early_stopping(Callback):
         min_delta: float = 0.0,
         restore_best: bool = True,
         monitor: Optional[str] = None,
+        mode: str = "auto",
     ) -> None:
-        self.patience = check_int(patience, "ag_early_stopping", "patience", 1)
-        self.min_delta = check_num(min_delta, "ag_early_stopping", "min_delta", 0)
-        self.restore_best = as_flag(restore_best, "ag_early_stopping", "restore_best")
-        if monitor is not None and not isinstance(monitor, str):
-            raise ArgumentError(
-                f"ag_early_stopping: monitor must be None or a log name such as 'val_loss', got {monitor!r}"
-            )
-        self.monitor = monitor
-        self.best, self.best_epoch, self.wait, self.stopped_epoch = math.inf, None, 0, None
-        self._best_weights = None
+        fn = "ag_early_stopping"
+        p = lib.pg_early_stop_default_params()
+        p.patience = check_int(patience, fn, "patience", 1)
+        p.min_delta = check_num(min_delta, fn, "min_delta", 0)
+        p.restore_best = int(as_flag(restore_best, fn, "restore_best"))
+        out = ffi.new("int *")
+        _core.check(lib.pg_monitor_mode_parse(fn.encode(), _name(fn, "mode", mode, "max"), out))
+        p.mode = out[0]
+        p.monitor = -1
+        if monitor is not None:
+            m = _name(fn, "monitor", monitor, "val_loss")
+            _core.check(lib.pg_fit_log_parse(fn.encode(), b"monitor", m, out))
+            p.monitor = out[0]
+        h = lib.pg_early_stop_new(ffi.new("pg_early_stop_params *", p))
+        if h == NULL:
+            _core.raise_last()
+        self._h = ffi.gc(h, lib.pg_early_stop_free)
+        self._best_weights: Any = None
+        self._fit: Any = None
+
+    # the settings, read back from the core (one copy)
+    def _params(self):
+        p = ffi.new("pg_early_stop_params *")
+        _core.check(lib.pg_early_stop_params_get(self._h, p))
+        return p
+
+    @property
+    def patience(self) -> int:
+        """Epochs without improvement before training stops."""
+        return int(self._params().patience)
+
+    @property
+    def min_delta(self) -> float:
+        """The margin an improvement must exceed."""
+        return float(self._params().min_delta)
+
+    @property
+    def restore_best(self) -> bool:
+        """Whether the best epoch's weights come back when training ends."""
+        return bool(self._params().restore_best)
+
+    @property
+    def monitor(self) -> Optional[str]:
+        """The monitor asked for (None: val_loss or loss, resolved when a fit begins)."""
+        m = self._params().monitor
+        return None if m < 0 else ffi.string(lib.pg_fit_log_name(m)).decode()
+
+    @property
+    def mode(self) -> str:
+        """"auto" (accuracy upwards, the rest downwards), "min" or "max"."""
+        return ffi.string(lib.pg_monitor_mode_name(self._params().mode)).decode()
+
+    # the last fit's counters
+    def _state(self):
+        s = ffi.new("pg_early_stop_state *")
+        _core.check(lib.pg_early_stop_get_state(self._h, s))
+        return s
+
+    @property
+    def best(self) -> float:
+        """The best monitored value of the last fit (inf / -inf before any)."""
+        return float(self._state().best)
+
+    @property
+    def best_epoch(self) -> Optional[int]:
+        """The last fit's best epoch (None before any)."""
+        return int(self._state().best_epoch) or None
+
+    @property
+    def wait(self) -> int:
+        """Epochs since the best."""
+        return int(self._state().wait)
+
+    @property
+    def stopped_epoch(self) -> Optional[int]:
+        """The epoch the last fit stopped at (None: it ran to the end)."""
+        return int(self._state().stopped_epoch) or None
 
     def on_train_begin(self, fit):
-        self._fit = fit
+        # (a hand-written loop's run object may not say: then every value counts as measured)
+        has_val, has_acc = getattr(fit, "has_val", True), getattr(fit, "has_accuracy", True)
+        _core.check(lib.pg_early_stop_begin(self._h, int(has_val), int(has_acc)))
+        self._fit, self._best_weights = fit, None
 
     def on_epoch_end(self, epoch, logs):
-        key = self.monitor or (
-            "val_loss" if not math.isnan(logs.get("val_loss", math.nan)) else "loss"
-        )
-        v = logs.get(key, math.nan)
-        if v < self.best - self.min_delta:
-            self.best, self.best_epoch, self.wait = v, epoch, 0
-            if self.restore_best:
-                self._best_weights = _snapshot(self._fit.model)
-        else:
-            self.wait += 1
-            if self.wait >= self.patience:
-                self.stopped_epoch = epoch
-                return False
-        return None
+        v = ffi.new("double[]", [float(logs.get(k, math.nan)) for k in _LOG_NAMES])
+        act = ffi.new("int *")
+        _core.check(lib.pg_early_stop_update(self._h, int(epoch), v, act))
+        if act[0] == lib.PG_EARLY_STOP_IMPROVED and self.restore_best:
+            self._best_weights = _snapshot(self._fit.model)
+        return False if act[0] == lib.PG_EARLY_STOP_STOP else None
 
     def on_train_end(self, fit):
         fit.history.best_epoch = self.best_epoch
-        last = fit.history.epoch[-1] if fit.history.epoch else None
-        if self.restore_best and self._best_weights is not None and self.best_epoch != last:
+        last = fit.history.epoch[-1] if fit.history.epoch else 0
+        restore = ffi.new("int *")
+        _core.check(lib.pg_early_stop_end(self._h, last, restore))
+        if restore[0] and self._best_weights is not None:
             _restore(fit.model, self._best_weights)
+        self._fit = None
 
     def state(self):
         """(JSON-able counters, best weights or None): what a checkpoint saves for resuming."""
-        return {"best": self.best, "best_epoch": self.best_epoch, "wait": self.wait}, (
-            self._best_weights if self._best_weights is not None else None
-        )
+        s = self._state()
+        st = {"best": float(s.best), "best_epoch": int(s.best_epoch) or None, "wait": int(s.wait)}
+        return st, self._best_weights
 
     def check_state(self, st):
         """Raise PyggmlrValueError unless st is a state load_state() takes (ag_fit asks before
         it writes anything on resume)."""
-        b, be, w = (
-            (st.get(k) for k in ("best", "best_epoch", "wait"))
-            if isinstance(st, dict)
-            else (0, 0, "?")
-        )
-        num = (int, float)
-        if not (
-            (b is None or (isinstance(b, num) and not isinstance(b, bool)))
-            and (be is None or (isinstance(be, int) and not isinstance(be, bool)))
-            and (w is None or (isinstance(w, int) and not isinstance(w, bool) and w >= 0))
-        ):
-            raise PyggmlrValueError(
-                "ag_early_stopping: the checkpoint's callback state is not usable "
-                f"(best, best_epoch, wait = {b!r}, {be!r}, {w!r})"
-            )
+        _state_values(st)
 
     def load_state(self, st, arrays=None):
         """Restore the counters (and best weights, when given) saved by state(); all checked
-        before the first is set."""
-        self.check_state(st)
-        b, be, w = st.get("best"), st.get("best_epoch"), st.get("wait")
-        self.best = math.inf if b is None else float(b)
-        self.best_epoch, self.wait = be, int(w or 0)
+        before the first is set (by the core)."""
+        _core.check(lib.pg_early_stop_set_state(self._h, *_state_values(st)))
         if arrays is not None:
             self._best_weights = arrays
 
     def __repr__(self):
-        return f"ag_early_stopping | patience={self.patience} | min_delta={self.min_delta:g} | restore_best={self.restore_best}"
+        mon = self.monitor or "auto"
+        return (
+            f"ag_early_stopping | patience={self.patience} | min_delta={self.min_delta:g} | "
+            f"restore_best={self.restore_best} | monitor={mon} | mode={self.mode}"
+        )
+
+
+# the History's columns after epoch, in the core's order (its update reads them by position)
+_LOG_NAMES = tuple(ffi.string(lib.pg_fit_log_name(i)).decode() for i in range(lib.PG_FIT_LOG_COUNT))
+
+
+def _name(fn, arg, name, example):
+    """A string argument for the core's name parsers, as bytes."""
+    if not isinstance(name, str):
+        raise ArgumentError(
+            f"{fn}: {arg} must be a string such as {example!r}, got {type(name).__name__}"
+        )
+    return name.encode()
+
+
+def _state_values(st):
+    """(best, best_epoch, wait) of a checkpoint's early-stopping state, JSON types checked; the
+    core checks the values."""
+    b, be, w = (
+        (st.get(k) for k in ("best", "best_epoch", "wait")) if isinstance(st, dict) else (0, 0, "?")
+    )
+    num = (int, float)
+    if not (
+        (b is None or (isinstance(b, num) and not isinstance(b, bool)))
+        and (be is None or (isinstance(be, int) and not isinstance(be, bool) and 0 <= be < 2**62))
+        and (w is None or (isinstance(w, int) and not isinstance(w, bool) and 0 <= w < 2**62))
+    ):
+        raise PyggmlrValueError(
+            "ag_early_stopping: the checkpoint's callback state is not usable "
+            f"(best, best_epoch, wait = {b!r}, {be!r}, {w!r})"
+        )
+    return (math.inf if b is None else float(b)), int(be or 0), int(w or 0)
 
 
 def _checkpoint_path(path) -> str:

@@ -158,6 +158,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   fit$stop <- FALSE
   fit$logs <- if (is.null(res)) list() else .history_logs(res$fit$history)
   fit$best_epoch <- NULL
+  fit$has_val <- n_val > 0L  # what the run measures (callbacks' monitors)
+  fit$has_accuracy <- isTRUE(classify)
   fit$file_dtype <- if (identical(dtype, "f64")) "F64" else "F32"
   fit$save_checkpoint <- .fit_saver(fit, function() settings, cbs)
   for (cb in cbs) if (is.function(cb$on_train_begin)) cb$on_train_begin(fit)

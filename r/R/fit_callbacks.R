@@ -3,81 +3,72 @@
 
 .fn_callback <- function(fn) list(on_epoch_end = fn)
 
-ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE, monitor = NULL) {
-  patience <- .arg_int(patience, "ag_early_stopping", "patience", 1L)
-  min_delta <- .arg_num(min_delta, "ag_early_stopping", "min_delta", 0)
-  if (!is.null(monitor) && (!is.character(monitor) || length(monitor) != 1L))
-    .arg_stop(paste0("ag_early_stopping: monitor must be NULL or the name of a logged value ",
-                "(\"loss\", \"val_loss\", ...)"))
+# The rule (which value, which direction, improved, stop, restore) is the core's (fit_stop.c);
+# the environment keeps the best weights' snapshot and reads its fields from the core.
+ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE, monitor = NULL,
+                              mode = "auto") {
+  fn <- "ag_early_stopping"
+  patience <- .arg_int(patience, fn, "patience", 1L)
+  min_delta <- .arg_num(min_delta, fn, "min_delta", 0)
+  restore_best <- .arg_flag(restore_best, fn, "restore_best")
   e <- new.env(parent = emptyenv())
-  e$patience <- as.integer(patience)
-  e$min_delta <- as.double(min_delta)
-  e$restore_best <- isTRUE(restore_best)
-  e$monitor <- monitor
-  e$best <- Inf
-  e$best_epoch <- NULL
-  e$wait <- 0L
-  e$stopped_epoch <- NULL
+  e$.ptr <- .Call(R_pg_early_stop_new, patience, min_delta, restore_best, mode, monitor)
+  for (f in c("patience", "min_delta", "restore_best", "monitor", "mode", "best", "best_epoch",
+              "wait", "stopped_epoch"))
+    makeActiveBinding(f, local({
+      f <- f
+      function() .Call(R_pg_early_stop_info, e$.ptr)[[f]]
+    }), e)
   e$best_weights <- NULL
   e$fit <- NULL
   e$on_train_begin <- function(fit) {
+    # (a hand-written loop's run object may not say: then every value counts as measured)
+    .Call(R_pg_early_stop_begin, e$.ptr, !isFALSE(fit$has_val), !isFALSE(fit$has_accuracy))
     e$fit <- fit
-    e$best <- Inf
-    e$best_epoch <- NULL
-    e$wait <- 0L
-    e$stopped_epoch <- NULL
     e$best_weights <- NULL
   }
   e$on_epoch_end <- function(epoch, logs) {
-    key <- if (!is.null(e$monitor)) e$monitor
-           else if (!is.nan(logs$val_loss)) "val_loss" else "loss"
-    v <- logs[[key]]
-    if (is.null(v)) stop(sprintf("ag_early_stopping: nothing logged under '%s'", key),
-                         call. = FALSE)
-    if (!is.na(v) && v < e$best - e$min_delta) {
-      e$best <- v
-      e$best_epoch <- epoch
-      e$wait <- 0L
-      if (e$restore_best) e$best_weights <- .snapshot(e$fit$model)
-    } else {
-      e$wait <- e$wait + 1L
-      if (e$wait >= e$patience) {
-        e$stopped_epoch <- epoch
-        return(FALSE)
-      }
-    }
-    NULL
+    act <- .Call(R_pg_early_stop_update, e$.ptr, epoch, logs)
+    if (act == .pg$code$early_stop[["IMPROVED"]] && e$restore_best)
+      e$best_weights <- .snapshot(e$fit$model)
+    if (act == .pg$code$early_stop[["STOP"]]) FALSE else NULL
   }
   e$on_train_end <- function(fit) {
     fit$best_epoch <- e$best_epoch
-    last <- if (length(fit$logs)) fit$logs[[length(fit$logs)]]$epoch else NULL
-    if (e$restore_best && !is.null(e$best_weights) && !identical(e$best_epoch, last))
+    last <- if (length(fit$logs)) fit$logs[[length(fit$logs)]]$epoch else 0L
+    if (.Call(R_pg_early_stop_end, e$.ptr, last) && !is.null(e$best_weights))
       .restore(fit$model, e$best_weights)
     e$fit <- NULL
   }
   e$state <- function() list(js = list(best = e$best, best_epoch = e$best_epoch, wait = e$wait),
                              arrays = e$best_weights)
-  e$check_state <- function(st) {  # ag_fit asks before it writes anything on resume
-    one <- function(v, lo = -Inf) is.null(v) || (is.numeric(v) && length(v) == 1L && !is.na(v) &&
-                                                 v >= lo)
-    if (!is.list(st) || !one(st$best) || !one(st$best_epoch, 0) || !one(st$wait, 0))
-      stop(paste0("ag_early_stopping: the checkpoint's callback state is not usable (best, ",
-                  "best_epoch, wait)"), call. = FALSE)
-  }
-  # from a checkpoint (either language's), checked first
+  e$check_state <- function(st) .early_stop_state(st)  # ag_fit asks before it writes on resume
+  # from a checkpoint (either language's), checked first (types here, values by the core)
   e$load_state <- function(st, arrays = NULL) {
-    e$check_state(st)
-    e$best <- if (is.null(st$best)) Inf else as.double(st$best)
-    e$best_epoch <- if (is.null(st$best_epoch)) NULL else as.integer(st$best_epoch)
-    e$wait <- if (is.null(st$wait)) 0L else as.integer(st$wait)
+    v <- .early_stop_state(st)
+    .Call(R_pg_early_stop_set_state, e$.ptr, v[[1L]], v[[2L]], v[[3L]])
     if (!is.null(arrays)) e$best_weights <- arrays
   }
   class(e) <- c("ag_early_stopping", "ag_callback")
   e
 }
 
+# (best, best_epoch, wait) of a checkpoint's early-stopping state, or a classed value error
+.early_stop_state <- function(st) {
+  one <- function(v, lo = -Inf) is.null(v) || (is.numeric(v) && length(v) == 1L && !is.na(v) &&
+                                               v >= lo && v < 2^62)
+  if (!is.list(st) || !one(st$best) || !one(st$best_epoch, 0) || !one(st$wait, 0))
+    .pg_stop("value", paste0("ag_early_stopping: the checkpoint's callback state is not usable ",
+                             "(best, best_epoch, wait)"))
+  list(if (is.null(st$best)) Inf else as.double(st$best),
+       if (is.null(st$best_epoch)) 0 else as.double(st$best_epoch),
+       if (is.null(st$wait)) 0 else as.double(st$wait))
+}
+
 print.ag_early_stopping <- function(x, ...) {
-  cat(sprintf("ag_early_stopping | patience=%d | min_delta=%s | restore_best=%s\n", x$patience,
-              format(x$min_delta), if (x$restore_best) "TRUE" else "FALSE"))
+  cat(sprintf(paste0("ag_early_stopping | patience=%d | min_delta=%s | restore_best=%s | ",
+                     "monitor=%s | mode=%s\n"),
+              x$patience, format(x$min_delta), if (x$restore_best) "TRUE" else "FALSE",
+              if (is.null(x$monitor)) "auto" else x$monitor, x$mode))
   invisible(x)
 }

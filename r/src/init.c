@@ -116,6 +116,12 @@ extern SEXP R_pg_fit_stats_set(SEXP, SEXP);
 extern SEXP R_pg_accuracy_count(SEXP, SEXP);
 extern SEXP R_pg_set_index_base(SEXP);
 extern SEXP R_pg_fit_set_shuffle(SEXP, SEXP);
+extern SEXP R_pg_early_stop_new(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_early_stop_info(SEXP);
+extern SEXP R_pg_early_stop_begin(SEXP, SEXP, SEXP);
+extern SEXP R_pg_early_stop_update(SEXP, SEXP, SEXP);
+extern SEXP R_pg_early_stop_set_state(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_early_stop_end(SEXP, SEXP);
 extern SEXP R_pg_op_codes(void);
 extern SEXP R_pg_codes(void);
 extern SEXP R_pg_rng_runif(SEXP, SEXP, SEXP);
@@ -266,6 +272,12 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_accuracy_count", (DL_FUNC)&R_pg_accuracy_count, 2},
     {"R_pg_set_index_base", (DL_FUNC)&R_pg_set_index_base, 1},
     {"R_pg_fit_set_shuffle", (DL_FUNC)&R_pg_fit_set_shuffle, 2},
+    {"R_pg_early_stop_new", (DL_FUNC)&R_pg_early_stop_new, 5},
+    {"R_pg_early_stop_info", (DL_FUNC)&R_pg_early_stop_info, 1},
+    {"R_pg_early_stop_begin", (DL_FUNC)&R_pg_early_stop_begin, 3},
+    {"R_pg_early_stop_update", (DL_FUNC)&R_pg_early_stop_update, 3},
+    {"R_pg_early_stop_set_state", (DL_FUNC)&R_pg_early_stop_set_state, 4},
+    {"R_pg_early_stop_end", (DL_FUNC)&R_pg_early_stop_end, 2},
     {"R_pg_op_codes", (DL_FUNC)&R_pg_op_codes, 0},
     {"R_pg_codes", (DL_FUNC)&R_pg_codes, 0},
     {"R_pg_rng_runif", (DL_FUNC)&R_pg_rng_runif, 3},

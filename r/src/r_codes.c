@@ -78,13 +78,16 @@ SEXP R_pg_codes(void)
     /* nesting limits of model-file JSON (pg_api_codec.h): R's walks of configs and extra */
     static const r_code limit[] = {{"JSON_DEPTH", PG_JSON_MAX_DEPTH},
                                    {"CONFIG_DEPTH", PG_CONFIG_MAX_DEPTH}};
+    static const r_code early_stop[] = {{"CONTINUE", PG_EARLY_STOP_CONTINUE},
+                                        {"IMPROVED", PG_EARLY_STOP_IMPROVED},
+                                        {"STOP", PG_EARLY_STOP_STOP}};
     static const struct {
         const char *name;
         const r_code *c;
         int n;
-    } g[] = {GROUP(dtype),  GROUP(status), GROUP(optim), GROUP(sched), GROUP(build),
-             GROUP(dist),   GROUP(act),    GROUP(file),  GROUP(tape),  GROUP(scope),
-             GROUP(scoped), GROUP(ckpt),   GROUP(limit)};
+    } g[] = {GROUP(dtype),  GROUP(status), GROUP(optim), GROUP(sched),     GROUP(build),
+             GROUP(dist),   GROUP(act),    GROUP(file),  GROUP(tape),      GROUP(scope),
+             GROUP(scoped), GROUP(ckpt),   GROUP(limit), GROUP(early_stop)};
     const int n = (int)(sizeof g / sizeof g[0]);
     SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));
     for (int i = 0; i < n; i++) {

@@ -3,36 +3,34 @@
 #include <stdarg.h>
 #include <string.h>
 
-static const char *kind_name[] = {"pg_tensor", "pg_gradmap", "pg_optim"};
+static const char *kind_name[R_KIND_COUNT] = {"pg_tensor", "pg_gradmap", "pg_optim",
+                                              "pg_early_stop"};
 
 static SEXP kind_tag(int kind)
 {
-    static SEXP tags[3]; /* symbols are never collected; looked up once (install hashes a string) */
+    static SEXP tags[R_KIND_COUNT]; /* symbols are never collected; looked up once */
     if (!tags[kind]) tags[kind] = Rf_install(kind_name[kind]);
     return tags[kind];
 }
 
-static void fin_tensor(SEXP x)
-{
-    void *p = R_ExternalPtrAddr(x);
-    if (p == NULL) return;
-    pg_tensor_release((pg_tensor *)p);
-    R_ClearExternalPtr(x);
-}
+static void free_tensor(void *p) { pg_tensor_release((pg_tensor *)p); }
 
-static void fin_gradmap(SEXP x)
-{
-    void *p = R_ExternalPtrAddr(x);
-    if (p == NULL) return;
-    pg_gradmap_free((pg_gradmap *)p);
-    R_ClearExternalPtr(x);
-}
+static void free_gradmap(void *p) { pg_gradmap_free((pg_gradmap *)p); }
 
-static void fin_optim(SEXP x)
+static void free_optim(void *p) { pg_optim_free((pg_optim *)p); }
+
+static void free_early_stop(void *p) { pg_early_stop_free((pg_early_stop *)p); }
+
+static void (*const kind_free[R_KIND_COUNT])(void *) = {free_tensor, free_gradmap, free_optim,
+                                                        free_early_stop};
+
+/* one quiet finalizer: the kind is the pointer's tag */
+static void fin_handle(SEXP x)
 {
     void *p = R_ExternalPtrAddr(x);
     if (p == NULL) return;
-    pg_optim_free((pg_optim *)p);
+    for (int k = 0; k < R_KIND_COUNT; k++)
+        if (R_ExternalPtrTag(x) == kind_tag(k)) kind_free[k](p);
     R_ClearExternalPtr(x);
 }
 
@@ -63,11 +61,7 @@ SEXP r_wrap(void *p, int kind)
     if (p == NULL) r_fail();
     if (kind == R_TENSOR) r_gc_pressure(); /* R's collector cannot see the core's bytes */
     SEXP x = PROTECT(R_MakeExternalPtr(p, kind_tag(kind), R_NilValue));
-    R_RegisterCFinalizerEx(x,
-                           kind == R_TENSOR        ? fin_tensor
-                               : kind == R_GRADMAP ? fin_gradmap
-                                                   : fin_optim,
-                           TRUE);
+    R_RegisterCFinalizerEx(x, fin_handle, TRUE);
     UNPROTECT(1);
     return x;
 }

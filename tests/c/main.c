@@ -39,6 +39,7 @@ int main(void)
     run("host", test_host);
     run("codec", test_codec);
     run("codec plan", test_codec_plan);
+    run("early stopping", test_fit_stop);
     run("lost", test_lost);
     run("hostile", test_hostile);
     run("versions", test_versions);

@@ -174,7 +174,8 @@ HIST_KEYS = tuple(k for k in _KEYS if not k.startswith("time_"))
 
 def fit_records(hist, weights, batches, pred, buffers):
     """Per-epoch records: the history row, that epoch's per-batch losses, the weights at the end
-    of the epoch; the last one adds ag_predict's outputs and the buffers."""
+    of the epoch; the last one adds ag_predict's outputs, the buffers and the stopped and best
+    epochs (0: none)."""
     out = []
     for e in range(len(weights)):
         rec = {f"history {k}": np.array([float(hist[k][e])]) for k in HIST_KEYS}
@@ -183,11 +184,14 @@ def fit_records(hist, weights, batches, pred, buffers):
         out.append(rec)
     out[-1]["ag_predict"] = pred
     out[-1].update({f"buffer {k}": v for k, v in buffers.items()})
+    for k in ("stopped_epoch", "best_epoch"):
+        out[-1][k] = np.array([float(hist[k] or 0)])
     return out
 
 
-def fit_py(m, x, y, **kwargs):
-    """Python's ag_fit(m, x, y, shuffle=False, **kwargs) recorded as fit_records."""
+def fit_py(m, x, y, callbacks=(), **kwargs):
+    """Python's ag_fit(m, x, y, shuffle=False, **kwargs) recorded as fit_records (callbacks
+    after the recorder's)."""
     import pyggmlr as pg
 
     weights, batches = [], []
@@ -199,16 +203,18 @@ def fit_py(m, x, y, **kwargs):
         def on_batch_end(self, step, logs):
             batches.append((logs["epoch"], logs["loss"]))
 
-    h = pg.ag_fit(m, x, y, shuffle=False, callbacks=[Rec()], silent=True, **kwargs)
-    hist = {k: getattr(h, k) for k in HIST_KEYS}
+    h = pg.ag_fit(m, x, y, shuffle=False, callbacks=[Rec(), *callbacks], silent=True, **kwargs)
+    hist = {k: getattr(h, k) for k in (*HIST_KEYS, "stopped_epoch", "best_epoch")}
     return fit_records(hist, weights, batches, pg.ag_predict(m, x), tensor_values(m.buffers()))
 
 
 def fit_r_records(res):
     """R's fit_records() list as fit_records."""
     b = np.asarray(res["b"], dtype=np.float64).reshape(-1, 2)
+    h = r_dict(res["h"])
+    h["stopped_epoch"], h["best_epoch"] = (float(v) for v in r_values(res["se"]))
     return fit_records(
-        r_dict(res["h"]),
+        h,
         [r_dict(w) for w in res["w"]],
         [(int(ep), lv) for ep, lv in b],
         r_values(res["pred"]),

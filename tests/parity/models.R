@@ -47,7 +47,7 @@ parity_fit <- function(dtype, arch, init, binit, x, y, opt_kind, lr, wd, schedul
 
 # ag_fit(m, x, y, ...) recording every epoch's weights and every batch's (epoch, loss); then
 # ag_predict's outputs and the buffers
-fit_records <- function(m, x, y, hist_keys, ...) {
+fit_records <- function(m, x, y, hist_keys, ..., more_callbacks = list()) {
   rec <- new.env()
   rec$w <- list()
   rec$b <- list()
@@ -55,8 +55,11 @@ fit_records <- function(m, x, y, hist_keys, ...) {
     rec$w[[epoch]] <- values_of(m$parameters())
     NULL
   }, on_batch_end = function(step, logs) rec$b[[step]] <- c(logs$epoch, logs$loss))
-  h <- ag_fit(m, x, y, ..., shuffle = FALSE, callbacks = list(cb), silent = TRUE)
-  list(h = unclass(h)[hist_keys], w = rec$w, b = do.call(rbind, rec$b),
+  h <- ag_fit(m, x, y, ..., shuffle = FALSE, callbacks = c(list(cb), more_callbacks),
+              silent = TRUE)
+  ep <- function(v) if (is.null(v)) 0 else as.double(v)
+  list(h = unclass(h)[hist_keys], se = c(ep(h$stopped_epoch), ep(h$best_epoch)), w = rec$w,
+       b = do.call(rbind, rec$b),
        pred = ag_predict(m, x), buffers = values_of(m$buffers()))
 }
 
@@ -137,5 +140,19 @@ parity_gradcheck <- function(dtype, p0, q0, c0, w) {
     )
     list(ok = ok, out = out, p = p$data, q = q$data,
          grads_unset = c(is.null(p$grad), is.null(q$grad)))
+  })
+}
+
+# ag_fit with ag_early_stopping(es) (a named list of its arguments); refit: the same callback
+# object trains a second model from the same values, whose records are returned
+parity_fit_es <- function(dtype, arch, init, binit, x, y, es, refit, nepoch, batch_size, val_split,
+                          lr, hist_keys) {
+  with_dtype(dtype, function() {
+    cb <- do.call(ag_early_stopping, es)
+    for (i in seq_len(if (refit) 2L else 1L))
+      out <- fit_records(build_arch(arch, init, binit), x, y, hist_keys, nepoch = nepoch,
+                         batch_size = batch_size, val_split = val_split, lr = lr,
+                         more_callbacks = list(cb))
+    out
   })
 }

@@ -210,59 +210,6 @@ def test_plain_callback_gets_logs_and_can_stop():
     assert {"loss", "accuracy", "val_loss", "val_accuracy", "epoch", "lr"} <= set(got[0][1])
 
 
-def _decay_after_3(epoch):
-    return {"lr": 0.1, "weight_decay": 0.0 if epoch <= 3 else 3.0}
-
-
-def _fit_then_decay(model, x, y, callbacks, **kw):
-    """20 SGD epochs: the weights improve for 3 epochs, then a huge weight decay ruins them."""
-    kw = dict(nepoch=20, batch_size=15, seed=1, silent=True, opt_params=_decay_after_3, **kw)
-    return pg.ag_fit(model, x, y, optimizer="sgd", callbacks=callbacks, **kw)
-
-
-def test_early_stopping_stops_and_restores_best(f64):
-    x, y = _iris()
-    model = _mlp(seed=0, hidden=8)
-    snaps = {}
-
-    def snap(epoch, logs):
-        snaps[epoch] = _weights(model)
-
-    es = pg.ag_early_stopping(patience=2)
-    # weights improve for 3 epochs, then a huge weight decay ruins them: val loss rises
-    h = _fit_then_decay(model, x, y, [snap, es], val_split=0.2)
-    assert h.stopped_epoch == 5 and len(h) == 5 and es.stopped_epoch == 5
-    assert h.best_epoch == 3 and h.val_loss[2] == min(h.val_loss)
-    w = _weights(model)
-    for k in w:
-        np.testing.assert_array_equal(w[k], snaps[3][k])
-    order = pg.random.Generator(1).sample_int(150) - 1  # the fit's first draw from its own stream
-    val = order[120:]
-    logits = pg.ag_predict(model, x[:, val])
-    assert float(
-        pg.ag_softmax_cross_entropy_loss(pg.ag_tensor(logits), y[val]).item()
-    ) == pytest.approx(h.val_loss[2], rel=1e-12)
-
-
-def test_early_stopping_without_restore_and_on_train_loss(f64):
-    x, y = _iris()
-    model = _mlp(seed=0, hidden=8)
-    snaps = {}
-    h = _fit_then_decay(
-        model,
-        x,
-        y,
-        [
-            lambda e, logs: snaps.__setitem__(e, _weights(model)),
-            pg.ag_early_stopping(patience=2, restore_best=False),
-        ],
-    )
-    assert len(h) < 20 and h.best_epoch == int(np.argmin(h.loss)) + 1  # monitors the training loss
-    w = _weights(model)
-    for k in w:
-        np.testing.assert_array_equal(w[k], snaps[len(h)][k])
-
-
 def test_modes_during_and_after_fit():
     x, y = _iris()
     model = _mlp(dropout=0.5)

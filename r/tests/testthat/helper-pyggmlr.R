@@ -29,3 +29,6 @@ skip_without_rmpi <- function() {
   if (nzchar(Sys.getenv("CI"))) stop("CI has R but ", why, call. = FALSE)
   testthat::skip(why)
 }
+
+# iris as [4 features, 150], standardised (the ag_fit tests)
+iris_x <- function() t(scale(as.matrix(iris[, 1:4])))

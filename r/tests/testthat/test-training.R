@@ -26,7 +26,6 @@ test_that("XOR-ish training loop lowers the loss", {
 # ---------------------------------------------------------------------------------------------
 # ag_fit
 
-iris_x <- function() t(scale(as.matrix(iris[, 1:4])))
 
 test_that("ag_fit: iris MLP reaches >= 0.95 validation accuracy; the split follows set.seed(seed)",
           {

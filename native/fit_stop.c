@@ -1,0 +1,197 @@
+/* ag_early_stopping's rule (keras' EarlyStopping semantics), once for R and Python. */
+#include "pg.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const OP = "ag_early_stopping";
+static const char *const LOG_NAMES[PG_FIT_LOG_COUNT] = {
+    "loss",         "loss_unc",         "accuracy", "accuracy_unc", "val_loss",  "val_loss_unc",
+    "val_accuracy", "val_accuracy_unc", "lr",       "time_train",   "time_val"};
+static const char *const MODE_NAMES[PG_MONITOR_MODE_COUNT] = {"auto", "min", "max"};
+
+struct pg_early_stop {
+    pg_early_stop_params p;
+    pg_early_stop_state s;
+};
+
+const char *pg_fit_log_name(int log)
+{
+    return log >= 0 && log < PG_FIT_LOG_COUNT ? LOG_NAMES[log] : NULL;
+}
+
+const char *pg_monitor_mode_name(int mode)
+{
+    return mode >= 0 && mode < PG_MONITOR_MODE_COUNT ? MODE_NAMES[mode] : NULL;
+}
+
+pg_early_stop_params pg_early_stop_default_params(void)
+{
+    pg_early_stop_params p = {5, 0.0, 1, PG_MONITOR_MODE_AUTO, -1};
+    return p;
+}
+
+/* "a", "b" or "c" into buf, for messages listing the accepted names */
+static const char *name_list(char *buf, size_t n, const char *const *names, int count)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < count && at < n; i++)
+        at += (size_t)snprintf(buf + at, n - at, "%s\"%s\"",
+                               i == 0 ? "" : (i == count - 1 ? " or " : ", "), names[i]);
+    return buf;
+}
+
+static int parse(const char *fn, const char *arg, const char *name, const char *const *names,
+                 int count, int *out)
+{
+    char list[256];
+    if (!fn || !arg || !out) return pg_fail(PG_STATUS_ERR_ARG, "pg parse: NULL argument");
+    for (int i = 0; name && i < count; i++)
+        if (strcmp(name, names[i]) == 0) return (*out = i, PG_STATUS_OK);
+    return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s must be %s, got %s%s%s", fn, arg,
+                   name_list(list, sizeof list, names, count), name ? "\"" : "",
+                   name ? name : "nothing", name ? "\"" : "");
+}
+
+int pg_fit_log_parse(const char *fn, const char *arg, const char *name, int *log)
+{
+    return parse(fn, arg, name, LOG_NAMES, PG_FIT_LOG_COUNT, log);
+}
+
+int pg_monitor_mode_parse(const char *fn, const char *name, int *mode)
+{
+    return parse(fn, "mode", name, MODE_NAMES, PG_MONITOR_MODE_COUNT, mode);
+}
+
+static int check_params(const pg_early_stop_params *p)
+{
+    if (!p) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL parameters", OP);
+    if (p->patience < 1)
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: patience must be >= 1, got %lld", OP,
+                       (long long)p->patience);
+    if (!(p->min_delta >= 0) || isinf(p->min_delta))
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: min_delta must be a finite number >= 0, got %g",
+                       OP, p->min_delta);
+    if (p->mode < 0 || p->mode >= PG_MONITOR_MODE_COUNT)
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: mode code %d is not a monitor mode", OP, p->mode);
+    if (p->monitor < -1 || p->monitor >= PG_FIT_LOG_COUNT)
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: monitor code %d is not a logged value", OP,
+                       p->monitor);
+    return PG_STATUS_OK;
+}
+
+static void reset(pg_early_stop *es)
+{
+    es->s.best_epoch = es->s.wait = es->s.stopped_epoch = 0;
+    es->s.monitor = -1;
+    es->s.maximize = 0;
+    es->s.best = INFINITY;
+}
+
+pg_early_stop *pg_early_stop_new(const pg_early_stop_params *params)
+{
+    if (check_params(params)) return NULL;
+    pg_early_stop *es = calloc(1, sizeof *es);
+    if (!es) return pg_fail_null(PG_STATUS_ERR_NOMEM, "%s: out of memory", OP);
+    es->p = *params;
+    es->p.restore_best = params->restore_best != 0;
+    reset(es);
+    return es;
+}
+
+void pg_early_stop_free(pg_early_stop *es)
+{
+    free(es);
+}
+
+int pg_early_stop_params_get(const pg_early_stop *es, pg_early_stop_params *out)
+{
+    if (!es || !out) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL handle", OP);
+    *out = es->p;
+    return PG_STATUS_OK;
+}
+
+/* accuracy values improve upwards; their uncertainties, losses, lr and times downwards */
+static int is_accuracy(int log)
+{
+    return log == PG_FIT_LOG_ACCURACY || log == PG_FIT_LOG_VAL_ACCURACY;
+}
+
+int pg_early_stop_begin(pg_early_stop *es, int has_val, int has_accuracy)
+{
+    if (!es) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL handle", OP);
+    int m = es->p.monitor;
+    if (m < 0) m = has_val ? PG_FIT_LOG_VAL_LOSS : PG_FIT_LOG_LOSS;
+    const int val = m >= PG_FIT_LOG_VAL_LOSS && m <= PG_FIT_LOG_VAL_ACCURACY_UNC;
+    const int acc = m == PG_FIT_LOG_ACCURACY || m == PG_FIT_LOG_ACCURACY_UNC ||
+                    m == PG_FIT_LOG_VAL_ACCURACY || m == PG_FIT_LOG_VAL_ACCURACY_UNC;
+    if (val && !has_val)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: monitor \"%s\" is measured only with validation data (ag_fit's "
+                       "val_split > 0 or validation_data)",
+                       OP, LOG_NAMES[m]);
+    if (acc && !has_accuracy)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: monitor \"%s\" is measured only when ag_fit counts accuracy (loss "
+                       "\"cross_entropy\")",
+                       OP, LOG_NAMES[m]);
+    reset(es);
+    es->s.monitor = m;
+    es->s.maximize = es->p.mode == PG_MONITOR_MODE_MAX ||
+                     (es->p.mode == PG_MONITOR_MODE_AUTO && is_accuracy(m));
+    es->s.best = es->s.maximize ? -INFINITY : INFINITY;
+    return PG_STATUS_OK;
+}
+
+int pg_early_stop_update(pg_early_stop *es, int64_t epoch, const double *logs, int *action)
+{
+    if (!es || !logs || !action) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL argument", OP);
+    if (es->s.monitor < 0)
+        return pg_fail(PG_STATUS_ERR_STATE, "%s: an epoch ended before the fit began", OP);
+    const double v = logs[es->s.monitor], d = es->p.min_delta;
+    /* NaN compares false: never an improvement */
+    const int better = es->s.maximize ? v - d > es->s.best : v + d < es->s.best;
+    if (better) {
+        es->s.best = v;
+        es->s.best_epoch = epoch;
+        es->s.wait = 0;
+        *action = PG_EARLY_STOP_IMPROVED;
+    } else if (++es->s.wait >= es->p.patience) {
+        es->s.stopped_epoch = epoch;
+        *action = PG_EARLY_STOP_STOP;
+    } else {
+        *action = PG_EARLY_STOP_CONTINUE;
+    }
+    return PG_STATUS_OK;
+}
+
+int pg_early_stop_get_state(const pg_early_stop *es, pg_early_stop_state *out)
+{
+    if (!es || !out) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL handle", OP);
+    *out = es->s;
+    return PG_STATUS_OK;
+}
+
+int pg_early_stop_set_state(pg_early_stop *es, double best, int64_t best_epoch, int64_t wait)
+{
+    if (!es) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL handle", OP);
+    if (isnan(best) || best_epoch < 0 || wait < 0)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: the checkpoint's callback state is not usable (best, best_epoch, "
+                       "wait = %g, %lld, %lld)",
+                       OP, best, (long long)best_epoch, (long long)wait);
+    /* no best yet: the direction's start, whatever the file wrote for it */
+    es->s.best = best_epoch ? best : (es->s.maximize ? -INFINITY : INFINITY);
+    es->s.best_epoch = best_epoch;
+    es->s.wait = wait;
+    return PG_STATUS_OK;
+}
+
+int pg_early_stop_end(const pg_early_stop *es, int64_t last_epoch, int *restore)
+{
+    if (!es || !restore) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL argument", OP);
+    *restore = es->p.restore_best && es->s.best_epoch > 0 && es->s.best_epoch != last_epoch;
+    return PG_STATUS_OK;
+}

@@ -1,0 +1,85 @@
+/* pyggmlr C core: ag_early_stopping's rule (fit_stop.c), once for R and Python, in ggml-opt's
+ * parameter style (a struct with a defaults constructor). Named to sort after pg_api_train.h.
+ *
+ * The core decides which logged value is watched and in which direction, when an epoch improves
+ * on the best, when training stops and whether the best epoch's weights go back; the host keeps
+ * the weights' snapshot (taken when an epoch improves) and puts it back at the end. */
+
+/* The History's per-epoch values after `epoch`, in its column order: the names both front ends
+ * use for their logs, their History and the monitor argument. */
+enum pg_fit_log {
+    PG_FIT_LOG_LOSS = 0,
+    PG_FIT_LOG_LOSS_UNC = 1,
+    PG_FIT_LOG_ACCURACY = 2,
+    PG_FIT_LOG_ACCURACY_UNC = 3,
+    PG_FIT_LOG_VAL_LOSS = 4,
+    PG_FIT_LOG_VAL_LOSS_UNC = 5,
+    PG_FIT_LOG_VAL_ACCURACY = 6,
+    PG_FIT_LOG_VAL_ACCURACY_UNC = 7,
+    PG_FIT_LOG_LR = 8,
+    PG_FIT_LOG_TIME_TRAIN = 9,
+    PG_FIT_LOG_TIME_VAL = 10,
+    PG_FIT_LOG_COUNT
+};
+/* the log's name ("val_loss", ...); NULL out of range */
+const char *pg_fit_log_name(int log);
+
+/* The direction of improvement: AUTO is MAX for accuracy values, MIN for the rest. */
+enum pg_monitor_mode {
+    PG_MONITOR_MODE_AUTO = 0,
+    PG_MONITOR_MODE_MIN = 1,
+    PG_MONITOR_MODE_MAX = 2,
+    PG_MONITOR_MODE_COUNT
+};
+const char *pg_monitor_mode_name(int mode);
+
+typedef struct pg_early_stop_params {
+    int64_t patience;  /* epochs without improvement before training stops, >= 1 (5) */
+    double min_delta;  /* an improvement must exceed this, >= 0 (0) */
+    int restore_best;  /* put back the best epoch's weights at the end (1) */
+    int mode;          /* enum pg_monitor_mode (AUTO) */
+    int monitor;       /* enum pg_fit_log, or -1: val_loss when the fit has validation data,
+                          else loss (-1) */
+} pg_early_stop_params;
+pg_early_stop_params pg_early_stop_default_params(void);
+/* name to code for the front ends' string arguments; errors name `fn` and the accepted names */
+int pg_fit_log_parse(const char *fn, const char *arg, const char *name, int *log);
+int pg_monitor_mode_parse(const char *fn, const char *name, int *mode);
+
+typedef struct pg_early_stop pg_early_stop;
+/* checked (errors name ag_early_stopping and the argument); NULL on error */
+pg_early_stop *pg_early_stop_new(const pg_early_stop_params *params);
+void pg_early_stop_free(pg_early_stop *es);
+int pg_early_stop_params_get(const pg_early_stop *es, pg_early_stop_params *out);
+
+/* A new fit: the last fit's best, wait and stop are forgotten and the watched value is resolved.
+ * has_val: the fit has validation data; has_accuracy: it counts accuracy (classification). A
+ * monitor the fit never measures (val_* without validation data, accuracy without classes) is
+ * PG_STATUS_ERR_VALUE before training starts. */
+int pg_early_stop_begin(pg_early_stop *es, int has_val, int has_accuracy);
+
+enum pg_early_stop_action {
+    PG_EARLY_STOP_CONTINUE = 0,
+    PG_EARLY_STOP_IMPROVED = 1, /* a new best: snapshot the weights when restore_best */
+    PG_EARLY_STOP_STOP = 2      /* patience exhausted: training stops after this epoch */
+};
+/* One epoch (after pg_early_stop_begin): logs holds PG_FIT_LOG_COUNT values in enum pg_fit_log
+ * order (NaN where not measured; a NaN is never an improvement). *action: enum
+ * pg_early_stop_action. */
+int pg_early_stop_update(pg_early_stop *es, int64_t epoch, const double *logs, int *action);
+
+typedef struct pg_early_stop_state {
+    double best;           /* best value so far (+Inf for MIN, -Inf for MAX before any) */
+    int64_t best_epoch;    /* 0: none yet */
+    int64_t wait;          /* epochs since the best */
+    int64_t stopped_epoch; /* 0: not stopped */
+    int monitor;           /* the watched enum pg_fit_log; -1 before pg_early_stop_begin */
+    int maximize;          /* the resolved direction */
+} pg_early_stop_state;
+int pg_early_stop_get_state(const pg_early_stop *es, pg_early_stop_state *out);
+/* A checkpoint's counters (resuming, after pg_early_stop_begin): all checked before any is set
+ * (best not NaN; best_epoch, wait >= 0). */
+int pg_early_stop_set_state(pg_early_stop *es, double best, int64_t best_epoch, int64_t wait);
+/* End of training at last_epoch: *restore 1 when the host puts back the best epoch's weights
+ * (restore_best, a best epoch was seen and it is not the last one). */
+int pg_early_stop_end(const pg_early_stop *es, int64_t last_epoch, int *restore);

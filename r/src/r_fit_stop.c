@@ -1,0 +1,109 @@
+/* .Call glue: ag_early_stopping's rule (the core's fit_stop.c). */
+#include <string.h>
+#include "r_util.h"
+
+static const char *const FN = "ag_early_stopping";
+
+/* a string argument (NULL: none), or a classed argument error */
+static const char *str_arg(SEXP x, const char *arg, int null_ok)
+{
+    if (null_ok && Rf_isNull(x)) return NULL;
+    if (TYPEOF(x) != STRSXP || XLENGTH(x) != 1 || STRING_ELT(x, 0) == NA_STRING)
+        r_stopf(PG_STATUS_ERR_ARG, "%s: %s must be %sa single string such as \"%s\"", FN, arg,
+                null_ok ? "NULL or " : "", null_ok ? "val_loss" : "max");
+    return Rf_translateCharUTF8(STRING_ELT(x, 0));
+}
+
+/* a count for the core: one finite number in int64 range, else -1 (the core refuses it) */
+static int64_t count_arg(SEXP x)
+{
+    const double d = (Rf_isNumeric(x) || Rf_isLogical(x)) && XLENGTH(x) == 1 ? Rf_asReal(x) : -1;
+    return d >= -9.2e18 && d <= 9.2e18 ? (int64_t)d : -1;
+}
+
+SEXP R_pg_early_stop_new(SEXP patience, SEXP min_delta, SEXP restore_best, SEXP mode,
+                         SEXP monitor)
+{
+    pg_early_stop_params p = pg_early_stop_default_params();
+    p.patience = count_arg(patience);
+    p.min_delta = r_num(min_delta, "ag_early_stopping: min_delta");
+    p.restore_best = Rf_asLogical(restore_best) == 1;
+    r_check(pg_monitor_mode_parse(FN, str_arg(mode, "mode", 0), &p.mode));
+    const char *m = str_arg(monitor, "monitor", 1);
+    if (m) r_check(pg_fit_log_parse(FN, "monitor", m, &p.monitor));
+    return r_wrap(pg_early_stop_new(&p), R_EARLY_STOP);
+}
+
+/* list(patience, min_delta, restore_best, monitor (NULL: auto), mode, best, best_epoch (NULL:
+ * none), wait, stopped_epoch (NULL: none)) */
+SEXP R_pg_early_stop_info(SEXP h)
+{
+    pg_early_stop *es = r_get(h, R_EARLY_STOP);
+    pg_early_stop_params p;
+    pg_early_stop_state s;
+    r_check(pg_early_stop_params_get(es, &p));
+    r_check(pg_early_stop_get_state(es, &s));
+    static const char *const names[] = {"patience", "min_delta", "restore_best",
+                                        "monitor",  "mode",      "best",
+                                        "best_epoch", "wait",    "stopped_epoch"};
+    const int n = (int)(sizeof names / sizeof names[0]);
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), nm = PROTECT(Rf_allocVector(STRSXP, n));
+    SET_VECTOR_ELT(out, 0, Rf_ScalarInteger((int)p.patience));
+    SET_VECTOR_ELT(out, 1, Rf_ScalarReal(p.min_delta));
+    SET_VECTOR_ELT(out, 2, Rf_ScalarLogical(p.restore_best));
+    if (p.monitor >= 0) SET_VECTOR_ELT(out, 3, Rf_mkString(pg_fit_log_name(p.monitor)));
+    SET_VECTOR_ELT(out, 4, Rf_mkString(pg_monitor_mode_name(p.mode)));
+    SET_VECTOR_ELT(out, 5, Rf_ScalarReal(s.best));
+    if (s.best_epoch) SET_VECTOR_ELT(out, 6, Rf_ScalarInteger((int)s.best_epoch));
+    SET_VECTOR_ELT(out, 7, Rf_ScalarInteger((int)s.wait));
+    if (s.stopped_epoch) SET_VECTOR_ELT(out, 8, Rf_ScalarInteger((int)s.stopped_epoch));
+    for (int i = 0; i < n; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+    Rf_setAttrib(out, R_NamesSymbol, nm);
+    UNPROTECT(2);
+    return out;
+}
+
+SEXP R_pg_early_stop_begin(SEXP h, SEXP has_val, SEXP has_accuracy)
+{
+    r_check(pg_early_stop_begin(r_get(h, R_EARLY_STOP), Rf_asLogical(has_val) == 1,
+                                Rf_asLogical(has_accuracy) == 1));
+    return R_NilValue;
+}
+
+/* logs: the epoch's named list; values are read by the core's names (NaN where absent). Returns
+ * the action code (enum pg_early_stop_action). */
+SEXP R_pg_early_stop_update(SEXP h, SEXP epoch, SEXP logs)
+{
+    pg_early_stop *es = r_get(h, R_EARLY_STOP);
+    double v[PG_FIT_LOG_COUNT];
+    SEXP nm = Rf_getAttrib(logs, R_NamesSymbol);
+    for (int k = 0; k < PG_FIT_LOG_COUNT; k++) {
+        v[k] = R_NaN;
+        for (R_xlen_t i = 0; TYPEOF(logs) == VECSXP && !Rf_isNull(nm) && i < XLENGTH(logs); i++) {
+            SEXP e = VECTOR_ELT(logs, i);
+            if (strcmp(CHAR(STRING_ELT(nm, i)), pg_fit_log_name(k)) == 0 && Rf_isNumeric(e) &&
+                XLENGTH(e) == 1)
+                v[k] = Rf_asReal(e);
+        }
+    }
+    int action;
+    r_check(pg_early_stop_update(es, count_arg(epoch), v,
+                                 &action));
+    return Rf_ScalarInteger(action);
+}
+
+SEXP R_pg_early_stop_set_state(SEXP h, SEXP best, SEXP best_epoch, SEXP wait)
+{
+    r_check(pg_early_stop_set_state(r_get(h, R_EARLY_STOP), Rf_asReal(best),
+                                    count_arg(best_epoch), count_arg(wait)));
+    return R_NilValue;
+}
+
+/* TRUE when the host puts back the best epoch's weights */
+SEXP R_pg_early_stop_end(SEXP h, SEXP last_epoch)
+{
+    int restore;
+    r_check(pg_early_stop_end(r_get(h, R_EARLY_STOP),
+                              count_arg(last_epoch), &restore));
+    return Rf_ScalarLogical(restore);
+}

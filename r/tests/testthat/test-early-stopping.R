@@ -1,0 +1,99 @@
+# ag_early_stopping: the core's rule (native/fit_stop.c), as Python's (its tests:
+# test_early_stopping.py)
+
+# keras' EarlyStopping on a column of values: c(best epoch, stopped epoch or NA)
+keras_rule <- function(values, patience, maximize) {
+  best <- if (maximize) -Inf else Inf
+  best_epoch <- NA_integer_
+  wait <- 0L
+  for (e in seq_along(values)) {
+    v <- values[[e]]
+    if (if (maximize) v > best else v < best) {
+      best <- v
+      best_epoch <- e
+      wait <- 0L
+    } else {
+      wait <- wait + 1L
+      if (wait >= patience) return(c(best_epoch, e))
+    }
+  }
+  c(best_epoch, NA)
+}
+
+climbing_fit <- function(m, x, callbacks = list()) {
+  ag_fit(m, x, iris$Species, lr = 0.01, nepoch = 25L, batch_size = 16L, val_split = 0.3, seed = 4L,
+         silent = TRUE, callbacks = callbacks)
+}
+
+mlp <- function() {
+  ggml_set_seed(0)
+  ag_sequential(ag_linear(4, 8, "relu"), ag_linear(8, 3))
+}
+
+test_that("monitor = \"val_accuracy\" is maximised in auto and max modes, minimised in min", {
+  local_f64()
+  acc <- climbing_fit(mlp(), iris_x())$val_accuracy
+  expect_gt(acc[length(acc)], acc[1L])
+  for (mode in c("auto", "max", "min")) {
+    want <- keras_rule(acc, 3L, mode != "min")
+    m <- mlp()
+    snaps <- list()
+    es <- ag_early_stopping(patience = 3L, monitor = "val_accuracy", mode = mode)
+    h <- climbing_fit(m, iris_x(), list(function(epoch, logs) {
+      snaps[[epoch]] <<- lapply(m$parameters(), function(t) t$data)
+      NULL
+    }, es))
+    expect_identical(c(h$best_epoch, if (is.null(h$stopped_epoch)) NA else h$stopped_epoch),
+                     as.integer(want), info = mode)
+    expect_identical(es$best, acc[want[1L]])
+    expect_identical(es$mode, mode)
+    for (k in names(snaps[[1L]]))
+      expect_identical(m$parameters()[[k]]$data, snaps[[want[1L]]][[k]], info = paste(mode, k))
+  }
+})
+
+test_that("a reused ag_early_stopping starts afresh", {
+  local_f64()
+  es <- ag_early_stopping(patience = 2L, monitor = "val_accuracy")
+  a <- climbing_fit(mlp(), iris_x(), list(es))
+  b <- climbing_fit(mlp(), iris_x(), list(es))
+  expect_identical(b$val_loss, a$val_loss)
+  expect_identical(b$stopped_epoch, a$stopped_epoch)
+})
+
+test_that("names are checked when the callback is built; unmeasured monitors before training", {
+  err <- expect_error(ag_early_stopping(monitor = "val_los"), class = "pyggmlr_value_error")
+  expect_match(conditionMessage(err), '^ag_early_stopping: monitor must be "loss", "loss_unc",')
+  expect_match(conditionMessage(err), '"time_val", got "val_los"$')
+  expect_error(ag_early_stopping(mode = "up"), 'mode must be "auto", "min" or "max", got "up"',
+               fixed = TRUE, class = "pyggmlr_value_error")
+  expect_error(ag_early_stopping(monitor = 3), "monitor must be NULL or a single string",
+               class = "pyggmlr_argument_error")
+  expect_error(ag_early_stopping(restore_best = NA), "restore_best",
+               class = "pyggmlr_argument_error")
+  m <- mlp()
+  w0 <- lapply(m$parameters(), function(t) t$data)
+  expect_error(ag_fit(m, iris_x(), iris$Species, nepoch = 2L, silent = TRUE,
+                      callbacks = list(ag_early_stopping(monitor = "val_loss"))),
+               'monitor "val_loss" is measured only with validation data',
+               class = "pyggmlr_value_error")
+  expect_error(ag_fit(m, iris_x(), t(diag(3)[as.integer(iris$Species), ]), loss = "mse",
+                      val_split = 0.2, nepoch = 2L, silent = TRUE,
+                      callbacks = list(ag_early_stopping(monitor = "accuracy"))),
+               'monitor "accuracy" is measured only when ag_fit counts accuracy',
+               class = "pyggmlr_value_error")
+  expect_identical(lapply(m$parameters(), function(t) t$data), w0)
+})
+
+test_that("settings read back from the core; checkpoint state checked", {
+  es <- ag_early_stopping(patience = 4L, min_delta = 0.5, restore_best = FALSE, mode = "max")
+  expect_identical(list(es$patience, es$min_delta, es$restore_best, es$monitor, es$mode),
+                   list(4L, 0.5, FALSE, NULL, "max"))
+  expect_identical(list(es$best, es$best_epoch, es$wait, es$stopped_epoch),
+                   list(Inf, NULL, 0L, NULL))
+  expect_output(print(es), "| monitor=auto | mode=max", fixed = TRUE)
+  expect_error(es$load_state(list(best = 1, best_epoch = -1, wait = 0)),
+               "callback state is not usable", class = "pyggmlr_value_error")
+  es$load_state(list(best = 0.25, best_epoch = 3, wait = 1))
+  expect_identical(es$state()$js, list(best = 0.25, best_epoch = 3L, wait = 1L))
+})

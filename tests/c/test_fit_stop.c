@@ -1,0 +1,86 @@
+/* pg_early_stop (native/fit_stop.c): keras' EarlyStopping rule, the names, the checks. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "check.h"
+
+/* one epoch whose log `k` is v (the others NaN); returns the action */
+static int epoch(pg_early_stop *es, int64_t e, int k, double v)
+{
+    double logs[PG_FIT_LOG_COUNT];
+    for (int i = 0; i < PG_FIT_LOG_COUNT; i++) logs[i] = NAN;
+    logs[k] = v;
+    int act = -1;
+    CHECK(pg_early_stop_update(es, e, logs, &act) == 0);
+    return act;
+}
+
+void test_fit_stop(void)
+{
+    int code = -1;
+    CHECK(pg_fit_log_parse("f", "monitor", "val_accuracy", &code) == 0);
+    CHECK(code == PG_FIT_LOG_VAL_ACCURACY);
+    CHECK(strcmp(pg_fit_log_name(code), "val_accuracy") == 0 && !pg_fit_log_name(-1));
+    CHECK(pg_fit_log_parse("f", "monitor", "val_los", &code) == PG_STATUS_ERR_VALUE);
+    CHECK(strstr(pg_last_error(), "f: monitor must be \"loss\", ") != NULL);
+    CHECK(strstr(pg_last_error(), " or \"time_val\", got \"val_los\"") != NULL);
+    CHECK(pg_monitor_mode_parse("f", NULL, &code) == PG_STATUS_ERR_VALUE);
+    CHECK(strstr(pg_last_error(), "got nothing") != NULL);
+
+    pg_early_stop_params p = pg_early_stop_default_params();
+    CHECK(p.patience == 5 && p.min_delta == 0 && p.restore_best && p.monitor == -1);
+    p.patience = 0;
+    CHECK(!pg_early_stop_new(&p) && pg_last_status() == PG_STATUS_ERR_VALUE);
+    p.patience = 2;
+    p.min_delta = NAN;
+    CHECK(!pg_early_stop_new(&p));
+    p.min_delta = 0.1;
+    pg_early_stop *es = pg_early_stop_new(&p);
+    CHECK(es != NULL);
+    double logs[PG_FIT_LOG_COUNT] = {0};
+    int act;
+    CHECK(pg_early_stop_update(es, 1, logs, &act) == PG_STATUS_ERR_STATE); /* before begin */
+    /* auto without validation watches loss, downwards; an improvement must beat min_delta */
+    CHECK(pg_early_stop_begin(es, 0, 1) == 0);
+    CHECK(epoch(es, 1, PG_FIT_LOG_LOSS, 1.0) == PG_EARLY_STOP_IMPROVED);
+    CHECK(epoch(es, 2, PG_FIT_LOG_LOSS, 0.95) == PG_EARLY_STOP_CONTINUE);
+    CHECK(epoch(es, 3, PG_FIT_LOG_LOSS, 0.85) == PG_EARLY_STOP_IMPROVED);
+    CHECK(epoch(es, 4, PG_FIT_LOG_LOSS, NAN) == PG_EARLY_STOP_CONTINUE);
+    CHECK(epoch(es, 5, PG_FIT_LOG_LOSS, 0.1) == PG_EARLY_STOP_IMPROVED);
+    CHECK(epoch(es, 6, PG_FIT_LOG_LOSS, 0.2) == PG_EARLY_STOP_CONTINUE);
+    CHECK(epoch(es, 7, PG_FIT_LOG_LOSS, 0.05) == PG_EARLY_STOP_STOP);
+    pg_early_stop_state s;
+    CHECK(pg_early_stop_get_state(es, &s) == 0);
+    CHECK(s.best == 0.1 && s.best_epoch == 5 && s.wait == 2 && s.stopped_epoch == 7);
+    int restore = -1;
+    CHECK(pg_early_stop_end(es, 7, &restore) == 0 && restore == 1);
+    CHECK(pg_early_stop_end(es, 5, &restore) == 0 && restore == 0);
+    /* a new fit forgets the last one; auto with validation watches val_loss */
+    CHECK(pg_early_stop_begin(es, 1, 0) == 0);
+    CHECK(pg_early_stop_get_state(es, &s) == 0);
+    CHECK(s.best == INFINITY && s.best_epoch == 0 && s.stopped_epoch == 0);
+    CHECK(s.monitor == PG_FIT_LOG_VAL_LOSS && !s.maximize);
+    CHECK(pg_early_stop_set_state(es, 1.0, -1, 0) == PG_STATUS_ERR_VALUE);
+    CHECK(pg_early_stop_set_state(es, 0.5, 3, 1) == 0);
+    CHECK(pg_early_stop_get_state(es, &s) == 0 && s.best == 0.5 && s.wait == 1);
+    pg_early_stop_free(es);
+
+    /* accuracy: auto maximises; a monitor the fit never measures is refused at begin */
+    p = pg_early_stop_default_params();
+    p.monitor = PG_FIT_LOG_VAL_ACCURACY;
+    p.patience = 1;
+    es = pg_early_stop_new(&p);
+    CHECK(pg_early_stop_begin(es, 0, 1) == PG_STATUS_ERR_VALUE);
+    CHECK(strstr(pg_last_error(), "only with validation data") != NULL);
+    CHECK(pg_early_stop_begin(es, 1, 0) == PG_STATUS_ERR_VALUE);
+    CHECK(strstr(pg_last_error(), "only when ag_fit counts accuracy") != NULL);
+    CHECK(pg_early_stop_begin(es, 1, 1) == 0);
+    CHECK(epoch(es, 1, PG_FIT_LOG_VAL_ACCURACY, 0.5) == PG_EARLY_STOP_IMPROVED);
+    CHECK(epoch(es, 2, PG_FIT_LOG_VAL_ACCURACY, 0.75) == PG_EARLY_STOP_IMPROVED);
+    CHECK(epoch(es, 3, PG_FIT_LOG_VAL_ACCURACY, 0.75) == PG_EARLY_STOP_STOP); /* not above */
+    pg_early_stop_free(es);
+    p.mode = PG_MONITOR_MODE_COUNT;
+    CHECK(!pg_early_stop_new(&p));
+    CHECK(!pg_early_stop_new(NULL) && pg_last_status() == PG_STATUS_ERR_ARG);
+    pg_clear_error();
+}

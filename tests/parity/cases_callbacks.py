@@ -1,0 +1,66 @@
+"""ag_fit with ag_early_stopping, R vs Python (the R half is parity_fit_es in models.R): the
+monitored value, its direction (mode), the stop, the restored weights, and one callback object
+reused for a second fit (each fit starts afresh), all to the bit."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .cases_models import HIST_KEYS, arch_inputs, call_r_arch, fit_py, fit_r_records, py_model
+from .core import CASES, ScriptCase, _u, with_dtype
+
+
+def _inputs(settings, n=32):
+    """x [4, n] uniform in [-2, 2]; y the arg-max of a random linear map of x (learnable, so
+    the validation accuracy climbs); the architecture's initial values."""
+
+    def inputs(rng):
+        init, binit = arch_inputs(rng, settings["arch"])
+        x = _u(rng, 4, n, lo=-2, hi=2)
+        y = np.argmax(_u(rng, 3, 4) @ x, axis=0).astype(np.float64)
+        return {"init": init, "binit": binit, "x": x, "y": y, "settings": settings}
+
+    return inputs
+
+
+def _fit_args(s, steps):
+    return {"nepoch": steps, "batch_size": 4, "val_split": 0.25, "lr": s["lr"]}
+
+
+def _es_py(d, steps, dtype):
+    import pyggmlr as pg
+
+    s = d["settings"]
+
+    def run():
+        es = pg.ag_early_stopping(**s["es"])
+        for _ in range(2 if s["refit"] else 1):  # the second fit's records are compared
+            m = py_model(s["arch"], d["init"], d["binit"])
+            out = fit_py(m, d["x"], d["y"], callbacks=[es], **_fit_args(s, steps))
+        return out
+
+    return with_dtype(dtype, run)
+
+
+def _es_r(d, steps, dtype):
+    s = d["settings"]
+    res = call_r_arch(
+        "parity_fit_es", s["arch"], d, dtype=dtype, es=s["es"], refit=s["refit"],
+        hist_keys=np.array(HIST_KEYS), **_fit_args(s, steps),
+    )  # fmt: skip
+    return fit_r_records(res)
+
+
+def _es_case(name, epochs, refit=False, lr=0.05, **es):
+    settings = {"arch": "mlp", "es": es, "refit": refit, "lr": lr}
+    CASES.append(
+        ScriptCase(f"early stop: {name}", _es_py, _es_r, epochs, _inputs(settings),
+                   group="fit")
+    )  # fmt: skip
+
+
+_es_case("val_accuracy, mode auto (max)", 12, patience=2, monitor="val_accuracy")
+_es_case("val_accuracy, mode min", 12, patience=2, monitor="val_accuracy", mode="min")
+_es_case("val_loss, min_delta 0.01, no restore", 12, patience=2, min_delta=0.01,
+         restore_best=False)  # fmt: skip
+_es_case("one object reused for a second fit", 12, refit=True, patience=2, monitor="accuracy")
