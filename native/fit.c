@@ -426,6 +426,25 @@ int64_t pg_fit_run_static(pg_fit *f, int val, int64_t b0, int64_t b1, pg_graph *
 
 /* ag_fit's validation_data: the plan is made without shuffling (the validation part is the last
  * columns as given), then shuffles its training part every epoch from here on. */
+int pg_fit_train_step(pg_fit *f, pg_tensor *loss, pg_tensor *out, pg_optim *o, double *lval)
+{
+    if (!f || !o || !lval)
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit, optimizer or value", OP);
+    if (pg_not_live(loss, OP, "the loss")) return -1;
+    if (loss->ne[0] != 1 || loss->ne[1] != 1)
+        return pg_fail(PG_STATUS_ERR_SHAPE, "%s: the loss must be a 1x1 tensor, got %s", OP,
+                       pg_desc(loss));
+    *lval = pg_scalar_get(loss);
+    pg_gradmap *g = pg_backward(loss);
+    if (!g) return -1;
+    const int rc = pg_optim_step_sum(o, g); /* one map per micro-batch: the optimizer sums them */
+    pg_gradmap_free(g);
+    if (rc < 0 || pg_optim_zero_grad(o)) return -1;
+    if (pg_fit_record(f, 0, *lval, out)) return -1;
+    pg_tape_clear();
+    return 0;
+}
+
 int pg_fit_set_shuffle(pg_fit *f, int shuffle)
 {
     if (!f) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit", OP);

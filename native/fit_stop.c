@@ -7,7 +7,7 @@
 
 static const char *const OP = "ag_early_stopping";
 static const char *const LOG_NAMES[PG_FIT_LOG_COUNT] = {
-    "loss",         "loss_unc",         "accuracy", "accuracy_unc", "val_loss",  "val_loss_unc",
+    "loss",         "loss_unc",         "accuracy", "accuracy_unc", "val_loss", "val_loss_unc",
     "val_accuracy", "val_accuracy_unc", "lr",       "time_train",   "time_val"};
 static const char *const MODE_NAMES[PG_MONITOR_MODE_COUNT] = {"auto", "min", "max"};
 
@@ -101,10 +101,7 @@ pg_early_stop *pg_early_stop_new(const pg_early_stop_params *params)
     return es;
 }
 
-void pg_early_stop_free(pg_early_stop *es)
-{
-    free(es);
-}
+void pg_early_stop_free(pg_early_stop *es) { free(es); }
 
 int pg_early_stop_params_get(const pg_early_stop *es, pg_early_stop_params *out)
 {
@@ -126,7 +123,7 @@ int pg_early_stop_begin(pg_early_stop *es, int has_val, int has_accuracy)
     if (m < 0) m = has_val ? PG_FIT_LOG_VAL_LOSS : PG_FIT_LOG_LOSS;
     const int val = m >= PG_FIT_LOG_VAL_LOSS && m <= PG_FIT_LOG_VAL_ACCURACY_UNC;
     const int acc = m == PG_FIT_LOG_ACCURACY || m == PG_FIT_LOG_ACCURACY_UNC ||
-                    m == PG_FIT_LOG_VAL_ACCURACY || m == PG_FIT_LOG_VAL_ACCURACY_UNC;
+        m == PG_FIT_LOG_VAL_ACCURACY || m == PG_FIT_LOG_VAL_ACCURACY_UNC;
     if (val && !has_val)
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "%s: monitor \"%s\" is measured only with validation data (ag_fit's "
@@ -139,8 +136,8 @@ int pg_early_stop_begin(pg_early_stop *es, int has_val, int has_accuracy)
                        OP, LOG_NAMES[m]);
     reset(es);
     es->s.monitor = m;
-    es->s.maximize = es->p.mode == PG_MONITOR_MODE_MAX ||
-                     (es->p.mode == PG_MONITOR_MODE_AUTO && is_accuracy(m));
+    es->s.maximize =
+        es->p.mode == PG_MONITOR_MODE_MAX || (es->p.mode == PG_MONITOR_MODE_AUTO && is_accuracy(m));
     es->s.best = es->s.maximize ? -INFINITY : INFINITY;
     return PG_STATUS_OK;
 }

@@ -64,6 +64,11 @@ int pg_fit_loss_diverged(const pg_fit *f, int per_datapoint, int64_t epoch, char
  * loss and, when classifying, the arg-max of out (the graph's model output). Returns the count
  * run, < 0 on error (the batches before it stay recorded). */
 int64_t pg_fit_run_static(pg_fit *f, int val, int64_t b0, int64_t b1, pg_graph *g, pg_tensor *out);
+/* One eager training micro-batch after the host's forward and loss (the host closed the tape):
+ * backward from the 1x1 loss, the optimizer's summed step (accumulate_steps counts the micro-
+ * batches), zero grad, the loss and accuracy of out recorded, the tape cleared; *lval the loss.
+ * An error in backward (an ag_checkpoint replay's included) changes nothing. */
+int pg_fit_train_step(pg_fit *f, pg_tensor *loss, pg_tensor *out, pg_optim *o, double *lval);
 /* Data parallelism: the epoch's training statistics as sums to all-reduce (SUM) across ranks,
  * then read back, so every rank's epoch_end describes all ranks' samples (each global batch's
  * loss the width-weighted mean of its shards'). Layout (pg_fit_stats_len values): per batch

@@ -34,11 +34,11 @@ enum pg_monitor_mode {
 const char *pg_monitor_mode_name(int mode);
 
 typedef struct pg_early_stop_params {
-    int64_t patience;  /* epochs without improvement before training stops, >= 1 (5) */
-    double min_delta;  /* an improvement must exceed this, >= 0 (0) */
-    int restore_best;  /* put back the best epoch's weights at the end (1) */
-    int mode;          /* enum pg_monitor_mode (AUTO) */
-    int monitor;       /* enum pg_fit_log, or -1: val_loss when the fit has validation data,
+    int64_t patience; /* epochs without improvement before training stops, >= 1 (5) */
+    double min_delta; /* an improvement must exceed this, >= 0 (0) */
+    int restore_best; /* put back the best epoch's weights at the end (1) */
+    int mode;         /* enum pg_monitor_mode (AUTO) */
+    int monitor;      /* enum pg_fit_log, or -1: val_loss when the fit has validation data,
                           else loss (-1) */
 } pg_early_stop_params;
 pg_early_stop_params pg_early_stop_default_params(void);

@@ -294,6 +294,8 @@ def ag_fit(
         raise
 
     step = 0
+    # an optimizer whose step is the core's (not overridden) steps inside the core
+    core_step = sync is None and type(opt).step is Optimizer.step and "step" not in vars(opt)
     replay = (
         static_steps is not None
         and pmode == "none"
@@ -321,24 +323,17 @@ def ag_fit(
                 xb, yb = plan.batch(False, b)
                 if static_steps is not None:
                     lval, out = static_steps.train_step(xb, yb)
+                    plan.record(False, lval, out)  # accuracy: arg-max in C, no copy of out
                 else:
                     with with_grad_tape():
                         out = _forward(model, xb)
                         lv = lossfn(out, yb)
-                    grads = backward(lv)
-                    if sync is not None:
-                        sync.grads(grads, xb.shape[1])
-                    opt.step(
-                        grads, sum_grads=True
-                    )  # one map per micro-batch: the optimizer sums them
-                    opt.zero_grad()
-                    del grads
-                    lval = lv.item()
+                    if core_step:  # backward, step, zero grad, record, tape clear: one core call
+                        lval = plan.train_step(lv, out, opt)
+                    else:  # the gradients pass through the host: MPI's all-reduce, a user's step
+                        lval = _host_step(plan, lv, out, opt, sync, xb.shape[1])
                     del lv
-                plan.record(False, lval, out)  # accuracy: arg-max in C, no copy of out
                 del out
-                if static_steps is None:
-                    ag_tape_clear()
                 step += 1
                 prog.tick()
                 for cb in cbs:
@@ -374,3 +369,20 @@ def ag_fit(
         ag_tape_clear()
         _set_mode(model, False)
     return history
+
+
+def _host_step(plan, lv, out, opt, sync, width):
+    """plan.train_step's work with the gradients in the host: averaged over MPI ranks first, or
+    stepped by an optimizer whose step() is the user's."""
+    from .fit_plan import check_loss
+
+    check_loss(lv)
+    grads = backward(lv)
+    if sync is not None:
+        sync.grads(grads, width)
+    opt.step(grads, sum_grads=True)  # one map per micro-batch: the optimizer sums them
+    opt.zero_grad()
+    del grads
+    plan.record(False, lv.item(), out)
+    ag_tape_clear()
+    return lv.item()

@@ -121,7 +121,7 @@ class ag_early_stopping(Callback):
 
     @property
     def mode(self) -> str:
-        """"auto" (accuracy upwards, the rest downwards), "min" or "max"."""
+        """ "auto" (accuracy upwards, the rest downwards), "min" or "max"."""
         return ffi.string(lib.pg_monitor_mode_name(self._params().mode)).decode()
 
     # the last fit's counters

@@ -10,6 +10,7 @@ from . import _core
 from ._core import NULL, ffi, lib
 from .errors import PyggmlrValueError
 from .random import Generator
+from .tape import _pending, _raise_pending
 from .tensor import Tensor, _wrap
 
 __all__: List[str] = []
@@ -105,6 +106,17 @@ class FitPlan:
     def record(self, val: bool, loss: float, out: Tensor) -> None:
         _core.check(lib.pg_fit_record(self._p, int(val), float(loss), out._handle()))
 
+    def train_step(self, loss: Any, out: Tensor, opt: Any) -> float:
+        """One eager micro-batch after the forward and the loss, in the core: backward, the
+        optimizer's summed step, zero grad, record, tape clear; returns the loss value."""
+        check_loss(loss)
+        v = ffi.new("double *")
+        _pending.exc = None
+        if lib.pg_fit_train_step(self._p, loss._handle("ag_fit"), out._handle(), opt._o, v):
+            _raise_pending()  # an error inside an ag_checkpoint segment's replay, as raised
+            _core.raise_last()
+        return float(v[0])
+
     def run_static(self, val: bool, b0: int, b1: int, step: Any, out: Tensor) -> int:
         """Batches b0 .. b1 - 1 through a compiled step (recorded on this plan's batch tensors),
         all in C; returns how many ran."""
@@ -134,3 +146,11 @@ class FitPlan:
         res = {k: float(getattr(tr, k)) for k in keys}
         res.update({"val_" + k: float(getattr(va, k)) for k in keys})
         return res
+
+
+def check_loss(loss: Any) -> None:
+    """ag_fit's loss must be a tensor (the core checks that it is 1x1)."""
+    if not isinstance(loss, Tensor):
+        raise PyggmlrValueError(
+            f"ag_fit: the loss must be a 1x1 ag_tensor, got {type(loss).__name__}"
+        )

@@ -181,6 +181,9 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   prog <- .fit_progress(pmode, plan, todo * nb, nepoch)
   on.exit(prog$close(), add = TRUE)
   batch_cbs <- Filter(function(cb) is.function(cb$on_batch_end), cbs)
+  # an optimizer of this package whose step is its own steps inside the core
+  core_step <- is.null(sync) && inherits(opt, c("ag_optimizer_sgd", "ag_optimizer_adam")) &&
+    identical(environment(opt$step), environment(opt$zero_grad))
   replay <- !is.null(ss) && !prog$on && !length(batch_cbs)
   started <- TRUE
   for (epoch in seq(first, length.out = todo)) {
@@ -201,25 +204,19 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
       bt <- .Call(R_pg_fit_batch, plan, FALSE, b - 1L)
       if (!is.null(ss)) {  # one replay of the compiled step
         lval <- ss$train_step(bt[[1L]], bt[[2L]])
-        out <- ss$train$out
+        .Call(R_pg_fit_record, plan, FALSE, lval, ss$train$out)  # accuracy: arg-max in C
       } else {
         with_grad_tape({
           out <- .fit_forward(model, bt[[1L]])
           lv <- L$fn(out, bt[[2L]])
         })
-        if (!is_ag_tensor(lv)) .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor")
-        grads <- backward(lv)
-        if (!is.null(sync)) sync$grads(grads, ncol(bt[[1L]]))
-        # one environment per micro-batch: the optimizer sums them
-        opt$step(grads, sum_grads = TRUE)
-        opt$zero_grad()
-        grads <- NULL
-        lval <- lv$data[1L, 1L]
-        lv <- NULL
+        if (!is_ag_tensor(lv))
+          .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor, got %s", class(lv)[[1L]])
+        # backward, step, zero grad, record, tape clear: one core call
+        lval <- if (core_step) .Call(R_pg_fit_train_step, plan, lv, out, opt$.h)
+                else .fit_host_step(plan, lv, out, opt, sync, ncol(bt[[1L]]))
       }
-      .Call(R_pg_fit_record, plan, FALSE, lval, out)  # accuracy: arg-max in C, no copy of out
-      out <- bt <- NULL  # drop the references (rm() itself costs ~10 us a call, a step's worth)
-      if (is.null(ss)) ag_tape_clear()
+      out <- bt <- lv <- NULL  # drop the references (rm() itself costs ~10 us a call)
       step <- step + 1L
       if (prog$on) prog$tick()
       for (cb in batch_cbs) cb$on_batch_end(step, list(epoch = epoch, batch = b, loss = lval))
@@ -276,6 +273,19 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   }
   for (cb in cbs) if (is.function(cb$on_train_end)) cb$on_train_end(fit)
   .make_history(fit$logs, stopped, fit$best_epoch)
+}
+
+# R_pg_fit_train_step's work with the gradients in R: averaged over MPI ranks first, or stepped by
+# an optimizer whose step() is the user's
+.fit_host_step <- function(plan, lv, out, opt, sync, width) {
+  grads <- backward(lv)
+  if (!is.null(sync)) sync$grads(grads, width)
+  opt$step(grads, sum_grads = TRUE)  # one environment per micro-batch: the optimizer sums them
+  opt$zero_grad()
+  lval <- lv$data[1L, 1L]
+  .Call(R_pg_fit_record, plan, FALSE, lval, out)  # accuracy: arg-max in C, no copy of out
+  ag_tape_clear()
+  lval
 }
 
 ag_predict <- function(model, x, batch_size = 256L) .predict(model, x, batch_size, "ag_predict")

@@ -144,7 +144,7 @@
     .fit_stop(paste0("ag_fit: loss must be \"cross_entropy\", \"mse\", \"mean\", \"sum\" or a ",
                      "function(output, y)"))
   switch(loss,
-         cross_entropy = list(fn = ag_softmax_cross_entropy_loss, tensor = FALSE, name = loss),
+         cross_entropy = list(fn = .fit_softmax_ce, tensor = FALSE, name = loss),
          mse = list(fn = ag_mse_loss, tensor = TRUE, name = loss),
          mean = list(fn = function(out, y) ag_mean(out), tensor = TRUE, name = loss),
          sum = list(fn = function(out, y) ag_sum(out), tensor = TRUE, name = loss),
@@ -154,6 +154,13 @@
                                "\"mean\", \"sum\", %s or a function(output, y) returning ",
                                "a 1x1 ag_tensor"),
                         loss, paste0("\"", names(.FIT_EXTRA_LOSSES), "\"", collapse = ", ")))
+}
+
+# ag_softmax_cross_entropy_loss on the plan's batches (tensors of checked targets: ag_fit hints at
+# 1-based labels before training), straight to the core
+.fit_softmax_ce <- function(out, y) {
+  r <- .Call(R_pg_softmax_ce_tensors, out, y)
+  if (is.null(r)) ag_softmax_cross_entropy_loss(out, y) else r
 }
 
 # the losses beyond ggml-opt's (loss.R), each against y of the output's shape

@@ -3,25 +3,7 @@
 #include <string.h>
 #include "r_util.h"
 
-static SEXP fit_tag(void)
-{
-    static SEXP s;
-    if (!s) s = Rf_install("pg_fit");
-    return s;
-}
-
-static void fin_fit(SEXP x)
-{
-    pg_fit_free(R_ExternalPtrAddr(x));
-    R_ClearExternalPtr(x);
-}
-
-static pg_fit *fit_get(SEXP x)
-{
-    if (TYPEOF(x) != EXTPTRSXP || R_ExternalPtrTag(x) != fit_tag() || !R_ExternalPtrAddr(x))
-        r_stopf(PG_STATUS_ERR_STATE, "ag_fit: expected a live fit plan");
-    return R_ExternalPtrAddr(x);
-}
+static pg_fit *fit_get(SEXP x) { return r_get(x, R_FIT); }
 
 SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP bs, SEXP nbl, SEXP val_split, SEXP shuffle,
                   SEXP split_state)
@@ -42,11 +24,7 @@ SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP bs, SEXP nbl, SEXP val_spl
     pg_fit *f = pg_fit_new(xt, yt, Rf_asLogical(classify) == 1, (int64_t)b, (int64_t)l, v,
                            Rf_asLogical(shuffle) == 1, NULL, st);
     r_draw_leave(c, f != NULL);
-    if (!f) r_fail();
-    SEXP p = PROTECT(R_MakeExternalPtr(f, fit_tag(), R_NilValue));
-    R_RegisterCFinalizerEx(p, fin_fit, TRUE);
-    UNPROTECT(1);
-    return p;
+    return r_wrap(f, R_FIT);
 }
 
 /* c(n, n_train, n_val, training batches, micro-batches per logical batch, validation batches) */
@@ -95,6 +73,19 @@ SEXP R_pg_fit_record(SEXP fp, SEXP val, SEXP loss, SEXP out)
     pg_tensor *o = r_get(r_handle(out), R_TENSOR);
     r_check(pg_fit_record(fit_get(fp), Rf_asLogical(val) == 1, r_num(loss, "ag_fit: loss"), o));
     return R_NilValue;
+}
+
+/* one eager micro-batch after the host's forward and loss, in the core: the loss value */
+SEXP R_pg_fit_train_step(SEXP fp, SEXP loss, SEXP out, SEXP opt)
+{
+    pg_fit *f = fit_get(fp);
+    pg_tensor *lt = r_get(r_handle(loss), R_TENSOR), *ot = r_get(r_handle(out), R_TENSOR);
+    double v;
+    if (pg_fit_train_step(f, lt, ot, r_get(opt, R_OPTIM), &v)) {
+        r_host_rethrow(); /* an R error in an ag_checkpoint replay goes on unchanged */
+        r_fail();
+    }
+    return Rf_ScalarReal(v);
 }
 
 SEXP R_pg_fit_running(SEXP fp)

@@ -21,8 +21,7 @@ static int64_t count_arg(SEXP x)
     return d >= -9.2e18 && d <= 9.2e18 ? (int64_t)d : -1;
 }
 
-SEXP R_pg_early_stop_new(SEXP patience, SEXP min_delta, SEXP restore_best, SEXP mode,
-                         SEXP monitor)
+SEXP R_pg_early_stop_new(SEXP patience, SEXP min_delta, SEXP restore_best, SEXP mode, SEXP monitor)
 {
     pg_early_stop_params p = pg_early_stop_default_params();
     p.patience = count_arg(patience);
@@ -43,9 +42,9 @@ SEXP R_pg_early_stop_info(SEXP h)
     pg_early_stop_state s;
     r_check(pg_early_stop_params_get(es, &p));
     r_check(pg_early_stop_get_state(es, &s));
-    static const char *const names[] = {"patience", "min_delta", "restore_best",
-                                        "monitor",  "mode",      "best",
-                                        "best_epoch", "wait",    "stopped_epoch"};
+    static const char *const names[] = {"patience",   "min_delta", "restore_best",
+                                        "monitor",    "mode",      "best",
+                                        "best_epoch", "wait",      "stopped_epoch"};
     const int n = (int)(sizeof names / sizeof names[0]);
     SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), nm = PROTECT(Rf_allocVector(STRSXP, n));
     SET_VECTOR_ELT(out, 0, Rf_ScalarInteger((int)p.patience));
@@ -87,15 +86,14 @@ SEXP R_pg_early_stop_update(SEXP h, SEXP epoch, SEXP logs)
         }
     }
     int action;
-    r_check(pg_early_stop_update(es, count_arg(epoch), v,
-                                 &action));
+    r_check(pg_early_stop_update(es, count_arg(epoch), v, &action));
     return Rf_ScalarInteger(action);
 }
 
 SEXP R_pg_early_stop_set_state(SEXP h, SEXP best, SEXP best_epoch, SEXP wait)
 {
-    r_check(pg_early_stop_set_state(r_get(h, R_EARLY_STOP), Rf_asReal(best),
-                                    count_arg(best_epoch), count_arg(wait)));
+    r_check(pg_early_stop_set_state(r_get(h, R_EARLY_STOP), Rf_asReal(best), count_arg(best_epoch),
+                                    count_arg(wait)));
     return R_NilValue;
 }
 
@@ -103,7 +101,6 @@ SEXP R_pg_early_stop_set_state(SEXP h, SEXP best, SEXP best_epoch, SEXP wait)
 SEXP R_pg_early_stop_end(SEXP h, SEXP last_epoch)
 {
     int restore;
-    r_check(pg_early_stop_end(r_get(h, R_EARLY_STOP),
-                              count_arg(last_epoch), &restore));
+    r_check(pg_early_stop_end(r_get(h, R_EARLY_STOP), count_arg(last_epoch), &restore));
     return Rf_ScalarLogical(restore);
 }

@@ -4,7 +4,7 @@
 #include <string.h>
 
 static const char *kind_name[R_KIND_COUNT] = {"pg_tensor", "pg_gradmap", "pg_optim",
-                                              "pg_early_stop"};
+                                              "pg_early_stop", "pg_fit"};
 
 static SEXP kind_tag(int kind)
 {
@@ -21,8 +21,10 @@ static void free_optim(void *p) { pg_optim_free((pg_optim *)p); }
 
 static void free_early_stop(void *p) { pg_early_stop_free((pg_early_stop *)p); }
 
+static void free_fit(void *p) { pg_fit_free((pg_fit *)p); }
+
 static void (*const kind_free[R_KIND_COUNT])(void *) = {free_tensor, free_gradmap, free_optim,
-                                                        free_early_stop};
+                                                        free_early_stop, free_fit};
 
 /* one quiet finalizer: the kind is the pointer's tag */
 static void fin_handle(SEXP x)

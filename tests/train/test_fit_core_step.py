@@ -1,0 +1,45 @@
+"""ag_fit's eager micro-batch runs backward, the optimizer's step, zero grad and the record in one
+core call (pg_fit_train_step) when the optimizer's step is the package's; a user's step() (or
+MPI's all-reduce) keeps the gradients in Python. Both paths give the same bits."""
+
+import numpy as np
+import pytest
+from _fit_models import _iris, _mlp, _weights
+
+import pyggmlr as pg
+
+
+class _CountingAdam(pg.optimizer_adam):
+    """An optimizer whose step() is the user's: ag_fit hands it every micro-batch's gradients."""
+
+    calls = 0
+
+    def step(self, grads=None, sum_grads=False):
+        """Count, then step as the package does."""
+        type(self).calls += 1
+        return super().step(grads, sum_grads=sum_grads)
+
+
+@pytest.mark.parametrize("nbatch_logical", [16, 32])
+def test_core_step_equals_the_host_step(f64, nbatch_logical):
+    x, y = _iris()
+    runs = []
+    for host in (False, True):
+        model = _mlp(seed=0, hidden=8)
+        opt = (_CountingAdam if host else pg.optimizer_adam)(model.parameters(), lr=0.01)
+        h = pg.ag_fit(model, x, y, optimizer=opt, nepoch=3, batch_size=16, static=False,
+                      nbatch_logical=nbatch_logical, val_split=0.2, seed=2, silent=True)  # fmt: skip
+        runs.append((h, _weights(model), opt.t))
+    (h0, w0, t0), (h1, w1, t1) = runs
+    assert _CountingAdam.calls > 0 and t0 == t1 > 0
+    assert h0.loss == h1.loss and h0.accuracy == h1.accuracy and h0.val_loss == h1.val_loss
+    for k in w0:
+        np.testing.assert_array_equal(w0[k], w1[k])
+
+
+def test_a_loss_that_is_not_a_tensor_or_not_1x1():
+    x, y = _iris()
+    with pytest.raises(pg.PyggmlrValueError, match="the loss must be a 1x1 ag_tensor, got float"):
+        pg.ag_fit(_mlp(), x, y, loss=lambda out, yb: 1.0, nepoch=1, silent=True)
+    with pytest.raises(pg.ShapeError, match=r"ag_fit: the loss must be a 1x1 tensor, got \[3x"):
+        pg.ag_fit(_mlp(), x, y, loss=lambda out, yb: out, nepoch=1, silent=True)
