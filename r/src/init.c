@@ -141,6 +141,7 @@ extern SEXP R_pg_huber_loss(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mae_loss(SEXP, SEXP);
 extern SEXP R_pg_weighted_mse_loss(SEXP, SEXP, SEXP);
 extern SEXP R_pg_flash_attention(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_mha_check(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_ckpt_record(SEXP, SEXP, SEXP);
 extern SEXP R_pg_ckpt_replay(SEXP);
 extern SEXP R_pg_ckpt_tape(SEXP);
@@ -291,6 +292,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mae_loss", (DL_FUNC)&R_pg_mae_loss, 2},
     {"R_pg_weighted_mse_loss", (DL_FUNC)&R_pg_weighted_mse_loss, 3},
     {"R_pg_flash_attention", (DL_FUNC)&R_pg_flash_attention, 7},
+    {"R_pg_mha_check", (DL_FUNC)&R_pg_mha_check, 4},
     {"R_pg_ckpt_record", (DL_FUNC)&R_pg_ckpt_record, 3},
     {"R_pg_ckpt_replay", (DL_FUNC)&R_pg_ckpt_replay, 1},
     {"R_pg_ckpt_tape", (DL_FUNC)&R_pg_ckpt_tape, 1},
