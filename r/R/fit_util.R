@@ -81,11 +81,11 @@
   v
 }
 
-.fit_forward <- function(model, x) {
+.fit_forward <- function(model, x, fn = "ag_fit") {
   if ((is.environment(model) || is.list(model)) &&
       is.function(model$forward)) return(model$forward(x))
   if (is.function(model)) return(model(x))
-  .fit_type_stop("ag_fit: model must have a forward(x) function")
+  .fit_type_stop("%s: model must have a forward(x) function", fn)
 }
 
 # x, y as [features, n] double matrices (samples are columns). A data.frame has one row per

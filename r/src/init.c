@@ -95,6 +95,7 @@ extern SEXP R_pg_live_objects(void);
 extern SEXP R_pg_memory_stats(void);
 extern SEXP R_pg_memory_category_peaks(void);
 extern SEXP R_pg_memory_cached(void);
+extern SEXP R_pg_estimate_params(SEXP);
 extern SEXP R_pg_memory_trim(void);
 extern SEXP R_pg_memory_reset_peak(void);
 extern SEXP R_pg_get_threads(void);
@@ -246,6 +247,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_memory_stats", (DL_FUNC)&R_pg_memory_stats, 0},
     {"R_pg_memory_category_peaks", (DL_FUNC)&R_pg_memory_category_peaks, 0},
     {"R_pg_memory_cached", (DL_FUNC)&R_pg_memory_cached, 0},
+    {"R_pg_estimate_params", (DL_FUNC)&R_pg_estimate_params, 1},
     {"R_pg_memory_trim", (DL_FUNC)&R_pg_memory_trim, 0},
     {"R_pg_memory_reset_peak", (DL_FUNC)&R_pg_memory_reset_peak, 0},
     {"R_pg_get_threads", (DL_FUNC)&R_pg_get_threads, 0},
