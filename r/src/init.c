@@ -60,6 +60,7 @@ extern SEXP R_pg_grad_anomaly(SEXP, SEXP);
 extern SEXP R_pg_sched_init(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_sizes(SEXP);
+extern SEXP R_pg_batch_count(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_split_state(SEXP);
 extern SEXP R_pg_fit_epoch_begin(SEXP);
 extern SEXP R_pg_fit_batch(SEXP, SEXP, SEXP);
@@ -212,6 +213,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_sched_init", (DL_FUNC)&R_pg_sched_init, 3},
     {"R_pg_fit_new", (DL_FUNC)&R_pg_fit_new, 8},
     {"R_pg_fit_sizes", (DL_FUNC)&R_pg_fit_sizes, 1},
+    {"R_pg_batch_count", (DL_FUNC)&R_pg_batch_count, 3},
     {"R_pg_fit_split_state", (DL_FUNC)&R_pg_fit_split_state, 1},
     {"R_pg_fit_epoch_begin", (DL_FUNC)&R_pg_fit_epoch_begin, 1},
     {"R_pg_fit_batch", (DL_FUNC)&R_pg_fit_batch, 3},
