@@ -103,7 +103,7 @@ pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, int classify, int64_t batch_size,
     if (classify && y && y->ne[0] == 1 && check_ids(y)) return NULL;
     int64_t n_val = (int64_t)nearbyint(val_split * (double)n); /* R's round(): halves to even */
     if (val_split > 0 && n_val < 1) n_val = 1;
-    const int64_t n_train = n - n_val, n_logical = n_train / nbatch_logical;
+    const int64_t n_train = n - n_val, n_logical = pg_batch_count(OP, n_train, nbatch_logical, 1);
     if (n_logical < 1)
         return pg_fail_null(PG_STATUS_ERR_VALUE,
                             "%s: %lld training samples do not fill one logical batch of %lld", OP,
@@ -116,7 +116,7 @@ pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, int classify, int64_t batch_size,
     f->bs = batch_size;
     f->accum = nbatch_logical / batch_size;
     f->n_batches = n_logical * f->accum;
-    f->n_valb = (n_val + batch_size - 1) / batch_size;
+    f->n_valb = pg_batch_count(OP, n_val, batch_size, 0);
     f->shuffle = shuffle != 0;
     f->rng = rng;
     f->classify = classify != 0;
@@ -488,4 +488,13 @@ int pg_accuracy_count(const double *out, int64_t classes, int64_t n, const doubl
     }
     *ncorrect = hit;
     return 0;
+}
+
+int64_t pg_batch_count(const char *fn, int64_t n, int64_t batch_size, int drop_last)
+{
+    if (n < 0 || batch_size < 1)
+        return -pg_fail(PG_STATUS_ERR_VALUE,
+                        "%s: batches of %lld over %lld samples: batch_size must be >= 1", fn,
+                        (long long)batch_size, (long long)n);
+    return drop_last ? n / batch_size : (n + batch_size - 1) / batch_size;
 }

@@ -271,3 +271,41 @@ int64_t pg_tape_memory(pg_memory_totals *totals, const char **op_label, int64_t 
     totals->bytes_total = totals->bytes_snapshots + totals->bytes_fields + totals->bytes_inputs;
     return nrows;
 }
+
+/* ---- ag_estimate_training_memory's shapes (ggmlR's rule, once for R and Python) ---- */
+int pg_estimate_params(const double *dims, const int64_t *lens, int64_t n_shapes, double *params)
+{
+    static const char *const FN = "ag_estimate_training_memory()";
+    static const char *const RULE = "each shape must be a vector of positive dimensions";
+    if (n_shapes < 1 || !lens || !params)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: `shapes` must be a non-empty list of dimension vectors (or give "
+                       "model and x)",
+                       FN);
+    const long long base = pg_index_base();
+    double total = 0;
+    int64_t at = 0;
+    for (int64_t i = 0; i < n_shapes; i++) {
+        if (lens[i] < 0)
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s; shape %lld is not numeric", FN, RULE,
+                           (long long)i + base);
+        if (lens[i] == 0)
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s; shape %lld is empty", FN, RULE,
+                           (long long)i + base);
+        double prod = 1;
+        for (int64_t j = 0; j < lens[i]; j++) {
+            const double d = dims[at + j];
+            if (!(d > 0) || d > 1.7976931348623157e308) {
+                char b[32];
+                return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s; shape %lld has %s at position %lld",
+                               FN, RULE, (long long)i + base, pg_fmt_num(b, sizeof b, d),
+                               (long long)j + base);
+            }
+            prod *= d;
+        }
+        total += prod;
+        at += lens[i];
+    }
+    *params = total;
+    return 0;
+}

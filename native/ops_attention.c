@@ -46,6 +46,26 @@ int pg_flash_attention_check(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n
     return 0;
 }
 
+/* ag_multihead_attention's forward: every input has d_model rows, k and v one column count */
+int pg_mha_check_inputs(int64_t d_model, pg_tensor *q, pg_tensor *k, pg_tensor *v)
+{
+    static const char *const MHA = "ag_multihead_attention";
+    if (pg_not_live(q, MHA, "q") || pg_not_live(k, MHA, "k") || pg_not_live(v, MHA, "v")) return -1;
+    const pg_tensor *in[3] = {q, k, v};
+    const char *name[3] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++)
+        if (in[i]->ne[0] != d_model)
+            return pg_fail(PG_STATUS_ERR_SHAPE,
+                           "%s: %s is %s but d_model = %lld; inputs are [d_model, seq] (one "
+                           "column per token)",
+                           MHA, name[i], pg_desc(in[i]), (long long)d_model);
+    if (k->ne[1] != v->ne[1])
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "%s: k is %s and v is %s; they need the same number of columns (tokens)",
+                       MHA, pg_desc(k), pg_desc(v));
+    return 0;
+}
+
 typedef struct {
     int dt;
     int64_t D, dh, H, Sq, Skv, nb;

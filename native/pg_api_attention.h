@@ -25,3 +25,8 @@ int pg_flash_attention_check(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n
  * dQ = scale k dSt, dK = scale q dSt^T (per head, with keys on the rows). */
 pg_tensor *pg_flash_attention(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n_heads,
                               double scale, pg_tensor *mask, int causal);
+
+/* ag_multihead_attention's forward inputs (the layer's projections come after): q
+ * [d_model, seq_q], k and v [d_model, seq_kv]. 0, or PG_STATUS_ERR_SHAPE naming the layer, the
+ * input, its shape and d_model (PG_STATUS_ERR_ARG for a dead tensor). */
+int pg_mha_check_inputs(int64_t d_model, pg_tensor *q, pg_tensor *k, pg_tensor *v);

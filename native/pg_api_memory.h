@@ -37,3 +37,11 @@ int pg_memory_category_peaks(int64_t *out, int n);
  * nest (last in, first out). Returns 0 or a status. */
 int pg_tape_stash(void);
 int pg_tape_unstash(void);
+
+/* ag_estimate_training_memory's `shapes` (ggmlR): n_shapes dimension vectors, shape i holding
+ * lens[i] values read in turn from dims (lens[i] < 0: the front end could not read shape i as
+ * numbers). Each needs at least one dimension, every one finite and > 0 (fractions pass, as
+ * ggmlR's prod()). *params = the sum over the shapes of the products of their dimensions.
+ * 0, or PG_STATUS_ERR_VALUE naming ag_estimate_training_memory() and, by position
+ * (pg_index_base), the shape and the dimension; n_shapes 0 is the "non-empty list" error. */
+int pg_estimate_params(const double *dims, const int64_t *lens, int64_t n_shapes, double *params);

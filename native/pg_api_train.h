@@ -19,6 +19,12 @@ pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, int classify, int64_t batch_size,
                    int64_t nbatch_logical, double val_split, int shuffle, pg_rng *rng,
                    const int32_t *split_state);
 void pg_fit_free(pg_fit *f);
+/* The batching rule of ag_fit's plan and of ag_dataloader: batches of batch_size samples taken
+ * in order, batch b holding samples b * batch_size .. min(n, (b + 1) * batch_size) - 1. With
+ * drop_last only complete ones (n / batch_size: ggmlR's dataloader, the plan's training part),
+ * else ceil(n / batch_size), the last one partial (the plan's validation part). -status (fn
+ * named) when n < 0 or batch_size < 1. */
+int64_t pg_batch_count(const char *fn, int64_t n, int64_t batch_size, int drop_last);
 /* Data parallelism: batch b of every rank is the same global batch; this rank takes chunk
  * `rank` of `world` consecutive chunks (sizes differ by at most one, as numpy's array_split). */
 int pg_fit_shard(pg_fit *f, int64_t rank, int64_t world);

@@ -12,7 +12,9 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
+from . import _core
 from ._args import as_numeric, check_flag, check_int
+from ._core import lib
 from .errors import ShapeError, StateError
 from .tensor import Tensor, ag_tensor
 
@@ -53,7 +55,8 @@ class ag_dataloader:
     reset() (reshuffles when shuffle), epoch() (reset, then the list of all batches),
     n_batches(). Iterating (``for b in loader``) is one epoch: it resets first.
 
-    drop_last=True (ggmlR) yields only complete batches; False also yields the last partial one.
+    drop_last=True (ggmlR) yields only complete batches; False also yields the last partial one
+    (the count is the core's pg_batch_count, as R's ag_dataloader(drop_last =)).
     Each reset() with shuffle draws R's sample(n) (ggmlR's draw) from the current random stream
     (seeded by ggml_set_seed, as set.seed in R), or from a stream of the loader's own seeded as
     set.seed(seed) would be when ``seed`` is given (the default stream is then left alone). Batches are non-grad tensors of the default dtype
@@ -92,15 +95,15 @@ class ag_dataloader:
                     "col_major=False"
                 )
             raise ShapeError(
-                "x and y must have the same number of samples (columns in col-major): "
-                f"x has {self.n}, y has {self.y.shape[1]}{hint}"
+                "ag_dataloader: x and y must have the same number of samples (columns in "
+                f"col-major): x has {self.n}, y has {self.y.shape[1]}{hint}"
             )
         self.batch_size = check_int(batch_size, "ag_dataloader", "batch_size", 1)
         self.shuffle = check_flag(shuffle, "ag_dataloader", "shuffle")
         self.drop_last = check_flag(drop_last, "ag_dataloader", "drop_last")
-        from .random import Generator
+        from .random import Generator, _seed_int
 
-        self._gen = None if seed is None else Generator(seed)
+        self._gen = None if seed is None else Generator(_seed_int(seed, "ag_dataloader"))
         self.seed = seed  # ag_fit(loader) runs on it when it has no seed of its own (fit_data.py)
         self.order = np.arange(self.n)
         self.pos = 0
@@ -121,23 +124,29 @@ class ag_dataloader:
         return self
 
     def n_batches(self):
-        """Batches per epoch: n // batch_size with drop_last, else ceil(n / batch_size)."""
-        if self.drop_last:
-            return self.n // self.batch_size
-        return -(-self.n // self.batch_size)
+        """Batches per epoch: n // batch_size with drop_last, else ceil(n / batch_size) (the
+        core's rule, pg_batch_count; R's loader calls it too)."""
+        nb = lib.pg_batch_count(b"ag_dataloader", self.n, self.batch_size, self.drop_last)
+        if nb < 0:
+            _core.raise_last(-nb)
+        return int(nb)
+
+    def _end(self):
+        """The samples an epoch covers: order[0 .. end - 1], batch_size at a time."""
+        return min(self.n, self.n_batches() * self.batch_size)
 
     def has_next(self):
         """Whether next_batch() has another batch in this epoch."""
-        if self.drop_last:
-            return self.pos + self.batch_size <= self.n
-        return self.pos < self.n
+        return self.pos < self._end()
 
     def next_batch(self):
-        """The next batch: a Batch with x [features, batch_size] (and y) tensors; raises
-        StateError when the epoch is exhausted (call reset())."""
-        if not self.has_next():
-            raise StateError("No more batches. Call reset() to start a new epoch.")
-        idx = self.order[self.pos : self.pos + self.batch_size]
+        """The next batch: a Batch with x [features, batch_size] (and y) tensors (fewer columns
+        for the last one without drop_last); raises StateError when the epoch is exhausted
+        (call reset())."""
+        end = self._end()
+        if self.pos >= end:
+            raise StateError("ag_dataloader: No more batches. Call reset() to start a new epoch.")
+        idx = self.order[self.pos : min(self.pos + self.batch_size, end)]
         self.pos += len(idx)
         b = Batch(x=ag_tensor(self.x[:, idx], dtype=self._xdtype))
         if self.y is not None:

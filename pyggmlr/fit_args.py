@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Tuple
 
-from ._args import check_flag, check_min_int, check_num
+from ._args import check_flag, check_int, check_num
 from .errors import ArgumentError, PyggmlrValueError
 from .fit_callbacks import Callback, _FnCallback
 from .fit_util import _forward, _set_mode
@@ -18,10 +18,12 @@ def check_args(
 ) -> Tuple[int, int, bool, int, int, float]:
     """(nepoch, batch_size, shuffle, nbatch_logical, micro-batches per logical batch, val_split),
     or the error naming ag_fit and the argument."""
-    nepoch = check_min_int(nepoch, "ag_fit", "nepoch", 1)
-    batch_size = check_min_int(batch_size, "ag_fit", "batch_size", 1)
+    # R's .arg_int rule (ag_predict's and ag_dataloader's too): the wrong kind is an
+    # ArgumentError, a fraction or a value out of range a PyggmlrValueError
+    nepoch = check_int(nepoch, "ag_fit", "nepoch", 1)
+    batch_size = check_int(batch_size, "ag_fit", "batch_size", 1)
     shuffle = check_flag(shuffle, "ag_fit", "shuffle")
-    nbl = check_min_int(
+    nbl = check_int(
         batch_size if nbatch_logical is None else nbatch_logical, "ag_fit", "nbatch_logical", 1
     )
     if nbl % batch_size:
@@ -42,8 +44,17 @@ def check_args(
 
 def make_callbacks(callbacks: Any) -> List[Any]:
     """Callback objects (anything with on_epoch_end) as they are, functions wrapped."""
+    if callable(callbacks) or hasattr(callbacks, "on_epoch_end"):
+        callbacks = (callbacks,)  # one callback, as R's ag_fit(callbacks = cb)
+    try:
+        callbacks = list(callbacks)
+    except TypeError:
+        raise ArgumentError(
+            "ag_fit: callbacks must be a list of callbacks or functions, got "
+            f"{type(callbacks).__name__}"
+        ) from None
     cbs = []
-    for cb in callbacks if not callable(callbacks) else (callbacks,):
+    for cb in callbacks:
         if isinstance(cb, Callback) or hasattr(cb, "on_epoch_end"):
             cbs.append(cb)
         elif callable(cb):

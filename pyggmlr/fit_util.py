@@ -41,7 +41,7 @@ def _forward(model, x):
 
 def _params(model):
     if not hasattr(model, "parameters"):
-        raise ArgumentError(f"model must have parameters(), got {type(model).__name__}")
+        raise ArgumentError(f"ag_fit: model must have parameters(), got {type(model).__name__}")
     return dict(_walk.items(model))
 
 
@@ -60,8 +60,11 @@ def _set_mode(model, training):
 
 
 def _model_dtype(model):
-    for t in _params(model).values():
-        return t.dtype
+    """The first parameter's dtype; the default one for a model without parameters (a plain
+    function given to ag_predict, as R's)."""
+    if hasattr(model, "parameters"):
+        for t in _params(model).values():
+            return t.dtype
     return ag_default_dtype()
 
 

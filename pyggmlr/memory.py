@@ -26,7 +26,7 @@ from . import _core, _walk
 from ._args import as_flag, check_count, check_int, check_num
 from ._core import F32, NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError
-from .tensor import Tensor, _dtype_code, _new_from
+from .tensor import Tensor, _as_tensor, _dtype_code
 
 __all__ = [
     "ag_tape_memory",
@@ -234,38 +234,51 @@ _OPT_K = {"adam": 2, "sgd": 1, "sgd_plain": 0}
 
 
 def _is_number(v):
-    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+    return isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
 
 
-def _shape_list(shapes):
-    """ggmlR's shapes: a list of dimension vectors, or one bare vector (wrapped)."""
-    fn = "ag_estimate_training_memory()"
+def _dims(s):
+    """One shape's dimensions as floats, or None when they are not numbers (the core says so)."""
+    try:
+        v = [s] if _is_number(s) else None if isinstance(s, (str, bytes)) else list(s)
+    except TypeError:
+        v = None
+    if v is None or not all(_is_number(d) for d in v):
+        return None
+    return [_float(d) for d in v]
+
+
+def _float(d):
+    try:
+        return float(d)
+    except OverflowError:  # 10**400: Inf, which the core refuses by position
+        return math.inf
+
+
+def _shape_params(shapes):
+    """ggmlR's shapes (a list of dimension vectors, one bare vector or one number) -> the
+    parameter count, by the core's rule and texts (pg_estimate_params, R's too)."""
     if isinstance(shapes, dict):
         shapes = list(shapes.values())
     if isinstance(shapes, np.ndarray):
         shapes = [shapes] if shapes.ndim <= 1 else list(shapes)
-    if not isinstance(shapes, (list, tuple)) or len(shapes) == 0:
-        raise PyggmlrValueError(
-            f"{fn}: `shapes` must be a non-empty list of dimension vectors, got {shapes!r}"
-        )
-    if all(_is_number(s) or isinstance(s, np.generic) for s in shapes):
+    if _is_number(shapes):
+        shapes = [shapes]  # one number, as R's shapes = 64
+    if not isinstance(shapes, (list, tuple)):
+        shapes = []  # not a list (None too): the core's "non-empty list" error
+    elif shapes and all(_is_number(s) for s in shapes):
         shapes = [shapes]  # one bare vector, as R's c(64, 64)
-    out = []
-    for s in shapes:
-        try:
-            dims = [s] if _is_number(s) or isinstance(s, np.generic) else list(s)
-        except TypeError:
-            dims = []
-        ok = bool(dims) and all(
-            _is_number(d) and not isinstance(d, (bool, np.bool_)) and math.isfinite(d) and d > 0
-            for d in dims
-        )
-        if not ok:
-            raise PyggmlrValueError(
-                f"{fn}: each shape must be a vector of positive dimensions, got {s!r}"
-            )
-        out.append(dims)
-    return out
+    dims: List[float] = []
+    lens = np.empty(max(len(shapes), 1), dtype=np.int64)
+    for i, s in enumerate(shapes):
+        v = _dims(s)
+        lens[i] = -1 if v is None else len(v)
+        dims.extend(v or [])
+    d, out = np.asarray(dims + [0.0], dtype=np.float64), ffi.new("double *")
+    dp, lp = ffi.cast("double *", d.ctypes.data), ffi.cast("int64_t *", lens.ctypes.data)
+    _core.check(lib.pg_estimate_params(dp, lp, len(shapes), out))
+    p = out[0]
+    return int(p) if math.isfinite(p) and p == int(p) else p
 
 
 def _optimizer_k(optimizer):
@@ -338,6 +351,10 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
         raise ArgumentError(f"{fn}: model must have a forward() method or be callable")
     if loss_fn is None:
         loss_fn = ag_mse_loss
+    elif not callable(loss_fn):
+        raise ArgumentError(
+            f"{fn}: loss_fn must be a function(out, y) or None, got {type(loss_fn).__name__}"
+        )
     extra = 0  # bytes of caller-owned input/target: live in training, allocated before we measure
 
     # layer state (batch-norm running statistics) is put back after the measurement
@@ -363,7 +380,7 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
                 xt = x
                 extra += _nbytes(x._p)
             else:
-                xt = _new_from(x, dtype_code)
+                xt = _as_tensor(x, fn, code=dtype_code)
         else:
             shp = tuple(input_shape) if isinstance(input_shape, (list, tuple)) else (input_shape,)
             if len(shp) == 1:
@@ -381,7 +398,9 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
                 yt = y
                 extra += _nbytes(y._p)
             elif y is not None:
-                yt = _new_from(y, lib.pg_tensor_dtype(params[0]._p) if params else dtype_code)
+                yt = _as_tensor(
+                    y, fn, code=lib.pg_tensor_dtype(params[0]._p) if params else dtype_code
+                )
 
             def step_fn(xa, ya=None):
                 out = forward(xa)
@@ -419,7 +438,7 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
                     yt = y
                     extra += _nbytes(y._p)
                 else:
-                    yt = _new_from(y, lib.pg_tensor_dtype(out._p))
+                    yt = _as_tensor(y, fn, code=lib.pg_tensor_dtype(out._p))
                 loss = loss_fn(out, yt)
             grads = backward(loss)
             peak = _raw_stats().peak - base
@@ -464,7 +483,8 @@ def ag_estimate_training_memory(
     """Memory budget of training: weights + gradients + optimizer state + activations.
 
     From ``shapes`` alone (ggmlR): ``shapes`` is a list of dimension vectors (or one bare
-    vector), ``params = sum(prod(shape))``, weights = gradients = params x bytes per scalar,
+    vector, or one number), ``params = sum(prod(shape))`` (the core's rule and texts, R's too:
+    PyggmlrValueError naming the shape and the dimension that is not a positive number), weights = gradients = params x bytes per scalar,
     optimizer = weights x k (``"adam"`` 2: m and v; ``"sgd"`` 1: velocity; ``"sgd_plain"`` 0;
     an optimizer object gives its own k, +1 with gradient accumulation) and activations =
     weights x ``activation_frac`` x ``batch_size`` (a guess). Unlike ggmlR (always 8 bytes:
@@ -498,13 +518,10 @@ def ag_estimate_training_memory(
             params = _model_params(model)
             dcode = lib.pg_tensor_dtype(params[0]._p) if params else lib.pg_default_dtype()
         else:
-            dcode = _dtype_code(dtype)
+            dcode = _dtype_code(dtype, fn)
     else:
-        if shapes is None:
-            raise PyggmlrValueError(
-                f"{fn}: `shapes` must be a non-empty list of dimension vectors (or give model= and x=)"
-            )
-        dcode = _dtype_code(dtype)
+        params = _shape_params(shapes)
+        dcode = _dtype_code(dtype, fn)
     batch_size = check_int(batch_size, fn, "batch_size", 0)
     activation_frac = check_num(activation_frac, fn, "activation_frac", 0)
     bps = 4 if dcode == F32 else 8
@@ -532,10 +549,6 @@ def ag_estimate_training_memory(
             )
         batch_size = batch
     else:
-        dims = _shape_list(shapes)
-        params = sum(math.prod(d) for d in dims)
-        if float(params) == int(params):
-            params = int(params)
         weights = bps * params
         gradients = bps * params
         optimizer_bytes = bps * params * k

@@ -11,6 +11,7 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
+from . import _core
 from ._args import INT_MAX, check_num, check_r_int
 from ._core import NULL, ffi, lib
 from .errors import PyggmlrValueError, ShapeError
@@ -274,13 +275,6 @@ class ag_multihead_attention(Module):
     def name(self) -> str:
         return f"multihead_attention(d={self.d_model}, h={self.n_heads})"
 
-    def _check(self, t, arg):
-        if t.nrow != self.d_model:
-            raise ShapeError(
-                f"ag_multihead_attention: {arg} is {t._desc()} but d_model = {self.d_model}; "
-                f"inputs are [d_model, seq] (one column per token)"
-            )
-
     def forward(
         self,
         q: ArrayLike,
@@ -295,13 +289,10 @@ class ag_multihead_attention(Module):
         q = _as_tensor(q, "ag_multihead_attention", self.W_q)
         k = q if k is None else _as_tensor(k, "ag_multihead_attention", self.W_q)
         v = k if v is None else _as_tensor(v, "ag_multihead_attention", self.W_q)
-        self._check(q, "q")
-        self._check(k, "k")
-        self._check(v, "v")
-        if k.ncol != v.ncol:
-            raise ShapeError(
-                f"ag_multihead_attention: k is {k._desc()} and v is {v._desc()}; they need the same number of columns (tokens)"
-            )
+        op = "ag_multihead_attention"  # the core's shape checks and texts (R's too)
+        _core.check(
+            lib.pg_mha_check_inputs(self.d_model, q._handle(op), k._handle(op), v._handle(op))
+        )
         Q = ag_matmul(self.W_q, q)
         K = ag_matmul(self.W_k, k)
         V = ag_matmul(self.W_v, v)

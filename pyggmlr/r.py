@@ -72,12 +72,16 @@ class RError(PyggmlrError, RuntimeError):
     """An error raised by R code (the message is R's condition message).
 
     Args: message: R's condition message (also ``r_message``); call: the R call that failed,
-    deparsed (``r_call``), or None."""
+    deparsed (``r_call``), or None; r_class: the condition's class vector, e.g.
+    ``("pyggmlr_shape_error", "pyggmlr_error", "simpleError", "error", "condition")``."""
 
-    def __init__(self, message: str, call: Optional[str] = None) -> None:
+    def __init__(
+        self, message: str, call: Optional[str] = None, r_class: Tuple[str, ...] = ()
+    ) -> None:
         super().__init__(message)
         self.r_message = message
         self.r_call = call
+        self.r_class = tuple(r_class)
 
 
 _st: Dict[str, Any] = {"started": False, "ri": None, "cv": None, "b": None, "reason": None}
@@ -87,7 +91,8 @@ _BRIDGE_R = r"""
 local({
   e <- new.env(parent = globalenv())
   err <- function(c) structure(list(message = conditionMessage(c),
-                                    call = paste(deparse(conditionCall(c)), collapse = " ")),
+                                    call = paste(deparse(conditionCall(c)), collapse = " "),
+                                    class = class(c)),
                                class = "pyggmlr_bridge_error")
   e$call <- function(f, args) tryCatch(do.call(f, args, quote = TRUE), error = err)
   e$run <- function(code, inputs) {
@@ -396,7 +401,7 @@ def _result(s):
         return None
     if s.typeof == ri.RTYPES.VECSXP and "pyggmlr_bridge_error" in s.rclass:
         msg, rcall = str(s[0][0]), str(s[1][0])
-        raise RError(msg, rcall)
+        raise RError(msg, rcall, tuple(str(c) for c in s[2]) if len(s) > 2 else ())
     if _is_atomic(s):
         return _atomic(s)
     return RObject(s)

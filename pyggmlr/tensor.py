@@ -42,7 +42,10 @@ _SRC_CODE = {
 }
 
 
-def _dtype_code(dtype):
+def _dtype_code(dtype, fn=None):
+    """The core's dtype code of "f32" / "f64" (any case, or numpy's float32 / float64; None: the
+    default); DTypeError otherwise, its message prefixed with fn when given."""
+    pre = "" if fn is None else f"{fn}: "
     if dtype is None:
         return lib.pg_default_dtype()
     if isinstance(dtype, str):
@@ -51,7 +54,7 @@ def _dtype_code(dtype):
             return code
         if dtype.lower() in ("f16", "bf16"):
             raise DTypeError(
-                f"dtype {dtype!r} is not supported by the CPU engine; use 'f32' or 'f64'"
+                f"{pre}dtype {dtype!r} is not supported by the CPU engine; use 'f32' or 'f64'"
             )
     else:
         try:
@@ -62,7 +65,7 @@ def _dtype_code(dtype):
             return F32
         if nd == np.float64:
             return F64
-    raise DTypeError(f"dtype must be 'f32' or 'f64', got {dtype!r}")
+    raise DTypeError(f"{pre}dtype must be 'f32' or 'f64', got {dtype!r}")
 
 
 def _as_matrix(data):

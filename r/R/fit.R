@@ -44,7 +44,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     .fit_stop("ag_fit: val_split must be in [0, 1), got %s",
               paste(format(val_split), collapse = " "))
   if (!is.null(opt_params) && !is.function(opt_params))
-    .fit_stop("ag_fit: opt_params must be a function(epoch) returning a named list, or NULL")
+    .fit_type_stop("ag_fit: opt_params must be a function(epoch) returning a named list, or NULL")
   if (!is.null(seed) && (!is.numeric(seed) || length(seed) != 1L || is.na(seed)))
     .fit_stop("ag_fit: seed must be a single number or NULL")
   if (!is.logical(distributed) || length(distributed) != 1L || is.na(distributed))
@@ -62,6 +62,9 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   .check_class_ids(tg$ids, model, nrow(X))  # fit_hints.R: 1-based labels
   classify <- L$name == "cross_entropy"
 
+  if (!((is.environment(model) || is.list(model)) &&
+        (is.function(model$parameters) || is.function(model$params))))
+    .fit_type_stop("ag_fit: model must have parameters(), got %s", class(model)[[1L]])
   params <- .layer_params(model)
   if (!length(params)) .fit_stop("ag_fit: the model has no parameters to train")
   dtype <- params[[1L]]$dtype
@@ -82,12 +85,14 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   opt$accum_count <- 0
 
   if (is.function(callbacks) || inherits(callbacks, "ag_callback")) callbacks <- list(callbacks)
-  if (!is.list(callbacks)) .fit_stop("ag_fit: callbacks must be a list of callbacks or functions")
+  if (!is.list(callbacks))
+    .fit_type_stop("ag_fit: callbacks must be a list of callbacks or functions, got %s",
+                   class(callbacks)[[1L]])
   cbs <- lapply(callbacks, function(cb) {
     if (is.function(cb)) return(.fn_callback(cb))
     if ((is.environment(cb) || is.list(cb)) && is.function(cb$on_epoch_end)) return(cb)
-    .fit_stop(paste0("ag_fit: callbacks must be ag_early_stopping() objects, lists/environments ",
-                     "with on_epoch_end, or functions(epoch, logs)"))
+    .fit_type_stop(paste0("ag_fit: callbacks must be ag_early_stopping() objects, lists/",
+                          "environments with on_epoch_end, or functions(epoch, logs)"))
   })
 
   sync <- NULL

@@ -81,11 +81,11 @@
   v
 }
 
-.fit_forward <- function(model, x) {
+.fit_forward <- function(model, x, fn = "ag_fit") {
   if ((is.environment(model) || is.list(model)) &&
       is.function(model$forward)) return(model$forward(x))
   if (is.function(model)) return(model(x))
-  .fit_type_stop("ag_fit: model must have a forward(x) function")
+  .fit_type_stop("%s: model must have a forward(x) function", fn)
 }
 
 # x, y as [features, n] double matrices (samples are columns). A data.frame has one row per
@@ -107,8 +107,10 @@
     if (!is.numeric(v) && !is.logical(v)) .fit_type_stop("%s: %s must be numeric", fn, name)
     v <- matrix(as.double(v), nrow = 1L)
   }
-  if (length(dim(v)) != 2L) .fit_stop("%s: %s must be a [features, n] matrix (samples are columns)",
-                                      fn, name)
+  if (length(dim(v)) != 2L)  # classed as Python's ShapeError
+    .arg_fail("shape",
+              "%s: %s must be a [features, n] matrix (samples are columns), got a %s array", fn,
+              name, paste(dim(v), collapse = "x"))
   if (!is.numeric(v) && !is.logical(v)) .fit_type_stop("%s: %s must be numeric", fn, name)
   # touched only when needed: either would copy the whole data set (pages faulted in every run)
   if (!is.double(v)) storage.mode(v) <- "double"
@@ -124,8 +126,8 @@
     y <- as.integer(y) - 1L  # levels in order -> 0-based class ids
   }
   Y <- .fit_cols(y, "y")
-  if (ncol(Y) != n)  # fit_hints.R: Python's row-major hint
-    .fit_stop("ag_fit: x has %d samples (columns) but y has %d%s", n, ncol(Y),
+  if (ncol(Y) != n)  # fit_hints.R: Python's row-major hint; classed as Python's ShapeError
+    .arg_fail("shape", "ag_fit: x has %d samples (columns) but y has %d%s", n, ncol(Y),
               if (is.null(X)) "" else .row_major_hint(X, Y))
   if (anyNA(Y)) .fit_stop("ag_fit: y has missing values")
   ids <- NULL

@@ -53,14 +53,10 @@ ag_estimate_training_memory <- function(shapes = NULL, batch_size = 32L,
       dtype <- if (length(p)) p[[1L]]$dtype else ag_default_dtype()
     }
   } else {
-    if (is.numeric(shapes) && !is.list(shapes)) shapes <- list(shapes)
-    if (!is.list(shapes) || length(shapes) == 0L)
-      .arg_stop("ggmlR: `shapes` must be a non-empty list of dimension vectors.")
-    for (s in shapes)
-      if (!is.numeric(s) || length(s) == 0L || any(!is.finite(s)) || any(s <= 0))
-        .arg_stop("ggmlR: each shape must be a vector of positive dimensions.", kind = "value")
+    if (is.numeric(shapes) && !is.list(shapes)) shapes <- list(shapes)  # one bare vector
+    params <- .Call(R_pg_estimate_params, shapes)  # the core's rule and texts (as Python's)
   }
-  dtype <- .dtype_name(.dtype_code(dtype))
+  dtype <- .dtype_name(.dtype_code(dtype, fn))
   batch_size <- .arg_int(batch_size, "ag_estimate_training_memory", "batch_size", 0L)
   activation_frac <- .arg_num(activation_frac, "ag_estimate_training_memory", "activation_frac", 0)
   quiet <- .arg_flag(quiet, "ag_estimate_training_memory", "quiet")
@@ -79,7 +75,6 @@ ag_estimate_training_memory <- function(shapes = NULL, batch_size = 32L,
                     store, as.integer(m$batch))
     batch_size <- m$batch
   } else {
-    params <- sum(vapply(shapes, function(s) prod(as.double(s)), numeric(1)))
     weights <- bps * params
     res <- list(params = params, weights = weights, gradients = bps * params,
                 optimizer = bps * params * k,

@@ -31,6 +31,9 @@
   weights <- sum(vapply(params, .nbytes, numeric(1)))
   n_params <- sum(vapply(params, function(t) prod(as.double(dim(t))), numeric(1)))
   if (is.null(loss_fn)) loss_fn <- ag_mse_loss
+  if (!is.function(loss_fn))
+    .arg_fail("argument", "%s: loss_fn must be a function(out, y) or NULL, got %s", fn,
+              class(loss_fn)[[1L]])
   extra <- 0  # caller-owned input / target: live in training, allocated before the measurement
   if (is.null(x)) {
     shp <- if (is.list(input_shape) &&
@@ -61,9 +64,9 @@
   } else xt <- ag_tensor(matrix(0, shp[1L], shp[2L]), dtype = dtype)
   batch <- dim(xt)[2L]
   with_grad_tape({
-    out <- .fit_forward(model, xt)
-    if (!is_ag_tensor(out)) stop(sprintf("%s: model forward returned a %s, not a tensor", fn,
-                                         class(out)[[1L]]), call. = FALSE)
+    out <- .fit_forward(model, xt, fn)
+    if (!is_ag_tensor(out)) .arg_fail("argument", "%s: model forward returned a %s, not a tensor",
+                                      fn, class(out)[[1L]])
     od <- dim(out)
     yt <- if (is.null(y)) ag_tensor(matrix(0, od[1L], od[2L]), dtype = out$dtype)
           else if (is_ag_tensor(y)) { extra <- extra + .nbytes(y); y } else ag_tensor(y,

@@ -1,36 +1,40 @@
 # Training helpers: dataloader and finite-difference gradient check.
 
-# a numeric matrix (a vector becomes as.matrix's one column, as before), never a 3-D array
-# flattened nor a list (as.matrix of a ragged list is a list matrix): as Python's _as_data
-.loader_data <- function(v, name) {
-  if (is_ag_tensor(v)) return(v$data)
+# a numeric matrix [features, n], never a 3-D array flattened nor a list (as.matrix of a ragged
+# list is a list matrix); a vector is one row [1, n] (one value per sample, e.g. class ids) in
+# either layout, a matrix is transposed when not col_major: as Python's _as_data
+.loader_data <- function(v, name, col_major) {
+  if (is_ag_tensor(v)) v <- v$data
   if (length(dim(v)) > 2L)
     .arg_fail("shape", "ag_dataloader: %s must be a matrix or a vector, got a %s array", name,
               paste(dim(v), collapse = "x"))
   if (is.data.frame(v)) v <- as.matrix(v)
   if (!(is.numeric(v) || is.logical(v)) || is.factor(v))
     .arg_fail("argument", "ag_dataloader: %s must be numeric, got %s", name, class(v)[[1L]])
-  as.matrix(v)
+  if (is.null(dim(v))) return(matrix(v, nrow = 1L))
+  if (col_major) as.matrix(v) else t(v)
 }
 
 # seed: the loader shuffles from a stream of its own, seeded as set.seed(seed) would seed R's
-# (R's .Random.seed is left alone); NULL: from R's stream.
+# (R's .Random.seed is left alone); NULL: from R's stream. drop_last (ggmlR: TRUE) keeps only
+# complete batches; FALSE also gives the last partial one. How many batches an epoch has is the
+# core's rule (pg_batch_count), which Python's loader calls too. Batches are tensors of the
+# default dtype, or of x's (y's) dtype when it is an ag_tensor.
 ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_major = TRUE,
-                          seed = NULL) {
+                          seed = NULL, drop_last = TRUE) {
   seed <- .seed_int(seed, "ag_dataloader", "seed")
   col_major <- .arg_flag(col_major, "ag_dataloader", "col_major")
   shuffle <- .arg_flag(shuffle, "ag_dataloader", "shuffle")
+  drop_last <- .arg_flag(drop_last, "ag_dataloader", "drop_last")
   .check_dims(x, "ag_dataloader", "x")  # a tampered dim must not reach as.matrix / `[`
   if (!is.null(y)) .check_dims(y, "ag_dataloader", "y")
-  x <- .loader_data(x, "x")
-  if (!is.null(y)) y <- .loader_data(y, "y")
-  if (!col_major) {
-    x <- t(x)
-    if (!is.null(y)) y <- t(y)
-  }
+  xdt <- if (is_ag_tensor(x)) x$dtype else NULL
+  ydt <- if (is_ag_tensor(y)) y$dtype else NULL
+  x <- .loader_data(x, "x", col_major)
+  if (!is.null(y)) y <- .loader_data(y, "y", col_major)
   if (!is.null(y) && ncol(x) != ncol(y))
     .arg_fail("shape", paste0("ag_dataloader: x and y must have the same number of samples ",
-                              "(columns in col-major), got %d and %d"), ncol(x), ncol(y))
+                              "(columns in col-major): x has %d, y has %d"), ncol(x), ncol(y))
   batch_size <- .arg_int(batch_size, "ag_dataloader", "batch_size", 1L)
   e <- new.env(parent = emptyenv())
   e$x <- x
@@ -38,6 +42,7 @@ ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_maj
   e$n <- ncol(x)
   e$batch_size <- batch_size
   e$shuffle <- isTRUE(shuffle)
+  e$drop_last <- drop_last
   e$seed <- seed
   e$.rng <- if (is.null(seed)) NULL else .rng_stream(seed)
   e$order <- seq_len(e$n)
@@ -47,14 +52,19 @@ ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_maj
     e$pos <- 1L
     invisible(e)
   }
-  e$has_next <- function() e$pos + e$batch_size - 1L <= e$n
+  e$n_batches <- function() .Call(R_pg_batch_count, e$n, e$batch_size, e$drop_last)
+  # the samples an epoch covers: order[1 .. end], batch_size at a time
+  end <- function() min(e$n, e$n_batches() * e$batch_size)
+  e$has_next <- function() e$pos <= end()
   e$next_batch <- function() {
-    if (!e$has_next()) stop("No more batches. Call $reset() to start a new epoch.", call. = FALSE)
-    idx <- e$order[e$pos:(e$pos + e$batch_size - 1L)]
-    e$pos <- e$pos + e$batch_size
-    xb <- ag_tensor(e$x[, idx, drop = FALSE])
+    last <- end()
+    if (e$pos > last)
+      .pg_stop("state", "ag_dataloader: No more batches. Call $reset() to start a new epoch.")
+    idx <- e$order[e$pos:min(e$pos + e$batch_size - 1L, last)]
+    e$pos <- e$pos + length(idx)
+    xb <- ag_tensor(e$x[, idx, drop = FALSE], dtype = xdt)
     if (is.null(e$y)) return(list(x = xb))
-    list(x = xb, y = ag_tensor(e$y[, idx, drop = FALSE]))
+    list(x = xb, y = ag_tensor(e$y[, idx, drop = FALSE], dtype = ydt))
   }
   e$epoch <- function() {
     e$reset()
@@ -62,7 +72,6 @@ ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_maj
     while (e$has_next()) out[[length(out) + 1L]] <- e$next_batch()
     out
   }
-  e$n_batches <- function() e$n %/% e$batch_size
   class(e) <- "ag_dataloader"
   e$reset()
   e

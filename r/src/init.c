@@ -60,6 +60,7 @@ extern SEXP R_pg_grad_anomaly(SEXP, SEXP);
 extern SEXP R_pg_sched_init(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_sizes(SEXP);
+extern SEXP R_pg_batch_count(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_split_state(SEXP);
 extern SEXP R_pg_fit_epoch_begin(SEXP);
 extern SEXP R_pg_fit_batch(SEXP, SEXP, SEXP);
@@ -96,6 +97,7 @@ extern SEXP R_pg_live_objects(void);
 extern SEXP R_pg_memory_stats(void);
 extern SEXP R_pg_memory_category_peaks(void);
 extern SEXP R_pg_memory_cached(void);
+extern SEXP R_pg_estimate_params(SEXP);
 extern SEXP R_pg_memory_trim(void);
 extern SEXP R_pg_memory_reset_peak(void);
 extern SEXP R_pg_get_threads(void);
@@ -148,6 +150,7 @@ extern SEXP R_pg_huber_loss(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mae_loss(SEXP, SEXP);
 extern SEXP R_pg_weighted_mse_loss(SEXP, SEXP, SEXP);
 extern SEXP R_pg_flash_attention(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_mha_check(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_ckpt_record(SEXP, SEXP, SEXP);
 extern SEXP R_pg_ckpt_replay(SEXP);
 extern SEXP R_pg_ckpt_tape(SEXP);
@@ -217,6 +220,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_sched_init", (DL_FUNC)&R_pg_sched_init, 3},
     {"R_pg_fit_new", (DL_FUNC)&R_pg_fit_new, 8},
     {"R_pg_fit_sizes", (DL_FUNC)&R_pg_fit_sizes, 1},
+    {"R_pg_batch_count", (DL_FUNC)&R_pg_batch_count, 3},
     {"R_pg_fit_split_state", (DL_FUNC)&R_pg_fit_split_state, 1},
     {"R_pg_fit_epoch_begin", (DL_FUNC)&R_pg_fit_epoch_begin, 1},
     {"R_pg_fit_batch", (DL_FUNC)&R_pg_fit_batch, 3},
@@ -253,6 +257,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_memory_stats", (DL_FUNC)&R_pg_memory_stats, 0},
     {"R_pg_memory_category_peaks", (DL_FUNC)&R_pg_memory_category_peaks, 0},
     {"R_pg_memory_cached", (DL_FUNC)&R_pg_memory_cached, 0},
+    {"R_pg_estimate_params", (DL_FUNC)&R_pg_estimate_params, 1},
     {"R_pg_memory_trim", (DL_FUNC)&R_pg_memory_trim, 0},
     {"R_pg_memory_reset_peak", (DL_FUNC)&R_pg_memory_reset_peak, 0},
     {"R_pg_get_threads", (DL_FUNC)&R_pg_get_threads, 0},
@@ -305,6 +310,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mae_loss", (DL_FUNC)&R_pg_mae_loss, 2},
     {"R_pg_weighted_mse_loss", (DL_FUNC)&R_pg_weighted_mse_loss, 3},
     {"R_pg_flash_attention", (DL_FUNC)&R_pg_flash_attention, 7},
+    {"R_pg_mha_check", (DL_FUNC)&R_pg_mha_check, 4},
     {"R_pg_ckpt_record", (DL_FUNC)&R_pg_ckpt_record, 3},
     {"R_pg_ckpt_replay", (DL_FUNC)&R_pg_ckpt_replay, 1},
     {"R_pg_ckpt_tape", (DL_FUNC)&R_pg_ckpt_tape, 1},

@@ -93,3 +93,13 @@ SEXP R_pg_flash_attention(SEXP Q, SEXP K, SEXP V, SEXP n_heads, SEXP scale, SEXP
     if (tm) pg_tensor_release(m);
     return r_wrap_tensor(out);
 }
+
+/* ag_multihead_attention's forward: q, k, v (ag_tensors) have d_model rows, k and v one column
+ * count; the core's check and text (pg_mha_check_inputs), classed by its status */
+SEXP R_pg_mha_check(SEXP d_model, SEXP Q, SEXP K, SEXP V)
+{
+    pg_tensor *q = r_get(r_handle(Q), R_TENSOR), *k = r_get(r_handle(K), R_TENSOR),
+              *v = r_get(r_handle(V), R_TENSOR);
+    r_check(pg_mha_check_inputs((int64_t)Rf_asInteger(d_model), q, k, v));
+    return R_NilValue;
+}

@@ -197,3 +197,14 @@ SEXP R_pg_fit_set_shuffle(SEXP fp, SEXP shuffle)
     r_check(pg_fit_set_shuffle(fit_get(fp), Rf_asLogical(shuffle) == 1));
     return R_NilValue;
 }
+
+/* ag_dataloader's batch count (the core's rule, pg_batch_count): n / batch_size with drop_last,
+ * else ceil(n / batch_size) */
+SEXP R_pg_batch_count(SEXP n, SEXP batch_size, SEXP drop_last)
+{
+    const int64_t c = pg_batch_count("ag_dataloader", (int64_t)r_num(n, "ag_dataloader: n"),
+                                     (int64_t)r_num(batch_size, "ag_dataloader: batch_size"),
+                                     Rf_asLogical(drop_last) == TRUE);
+    if (c < 0) r_fail();
+    return Rf_ScalarInteger((int)c);
+}

@@ -1,5 +1,6 @@
 /* .Call glue: the allocator's counters beyond R_pg_memory_stats (the same calls as Python's
- * memory.py), and the kernels' thread count. */
+ * memory.py), the kernels' thread count and ag_estimate_training_memory's shapes rule. */
+#include <math.h>
 #include "r_util.h"
 
 const char *const r_mem_categories[PG_MEM_CATEGORY_COUNT] = {[PG_MEM_CATEGORY_PARAM] = "param",
@@ -32,3 +33,31 @@ SEXP R_pg_memory_reset_peak(void)
 }
 
 SEXP R_pg_get_threads(void) { return Rf_ScalarInteger(pg_get_threads()); }
+
+/* ag_estimate_training_memory's parameter count from `shapes`, a list of dimension vectors
+ * (numeric; anything else is reported as not numeric), by the core's rule and texts
+ * (pg_estimate_params); NULL or a non-list is the empty list */
+SEXP R_pg_estimate_params(SEXP shapes)
+{
+    const R_xlen_t n = TYPEOF(shapes) == VECSXP ? XLENGTH(shapes) : 0;
+    int64_t *lens = (int64_t *)R_alloc((size_t)(n > 0 ? n : 1), sizeof(int64_t));
+    R_xlen_t total = 0;
+    for (R_xlen_t i = 0; i < n; i++) {
+        SEXP s = VECTOR_ELT(shapes, i);
+        const int num = (TYPEOF(s) == REALSXP || TYPEOF(s) == INTSXP) && !Rf_isFactor(s);
+        lens[i] = num ? (int64_t)XLENGTH(s) : -1;
+        if (num) total += XLENGTH(s);
+    }
+    double *dims = (double *)R_alloc((size_t)(total > 0 ? total : 1), sizeof(double));
+    R_xlen_t at = 0;
+    for (R_xlen_t i = 0; i < n; i++) {
+        SEXP s = VECTOR_ELT(shapes, i);
+        for (R_xlen_t j = 0; j < (R_xlen_t)(lens[i] > 0 ? lens[i] : 0); j++)
+            dims[at++] = TYPEOF(s) == REALSXP ? REAL(s)[j]
+                : INTEGER(s)[j] == NA_INTEGER ? NAN
+                                              : (double)INTEGER(s)[j];
+    }
+    double params = 0;
+    r_check(pg_estimate_params(dims, lens, (int64_t)n, &params));
+    return Rf_ScalarReal(params);
+}

@@ -37,8 +37,44 @@ static void *hostile_busy(void *arg)
     return NULL;
 }
 
+/* Front-end rules kept once in the core (issue 29): the batch count, the estimate's shapes and
+ * the attention layer's inputs */
+static void hostile_front_end_rules(void)
+{
+    CHECK(pg_batch_count("t", 10, 4, 1) == 2 && pg_batch_count("t", 10, 4, 0) == 3);
+    CHECK(pg_batch_count("t", 3, 4, 1) == 0 && pg_batch_count("t", 0, 4, 0) == 0);
+    CHECK_ERR(pg_batch_count("ag_dataloader", 10, 0, 1) < 0, PG_STATUS_ERR_VALUE,
+              "ag_dataloader: batches of 0");
+    const double dims[] = {2, 3, 4, 1.5, 2};
+    const int64_t lens[] = {2, 1, 2};
+    double p = 0;
+    CHECK(pg_estimate_params(dims, lens, 3, &p) == 0 && p == 13);
+    CHECK_ERR(pg_estimate_params(dims, lens, 0, &p) != 0, PG_STATUS_ERR_VALUE, "non-empty list");
+    const int64_t bad_lens[] = {2, -1};
+    CHECK_ERR(pg_estimate_params(dims, bad_lens, 2, &p) != 0, PG_STATUS_ERR_VALUE,
+              "shape 1 is not numeric");
+    const int64_t empty[] = {2, 0};
+    CHECK_ERR(pg_estimate_params(dims, empty, 2, &p) != 0, PG_STATUS_ERR_VALUE, "shape 1 is empty");
+    const double nan_dims[] = {2, NAN};
+    CHECK_ERR(pg_estimate_params(nan_dims, lens, 1, &p) != 0, PG_STATUS_ERR_VALUE,
+              "shape 0 has NaN at position 1");
+    pg_tensor *q = pg_tensor_new(PG_DTYPE_F64, 4, 5, NULL, PG_DTYPE_F64, 1, 4);
+    pg_tensor *k3 = pg_tensor_new(PG_DTYPE_F64, 3, 5, NULL, PG_DTYPE_F64, 1, 3);
+    pg_tensor *v6 = pg_tensor_new(PG_DTYPE_F64, 4, 6, NULL, PG_DTYPE_F64, 1, 4);
+    CHECK(pg_mha_check_inputs(4, q, q, q) == 0);
+    CHECK_ERR(pg_mha_check_inputs(4, q, k3, q) != 0, PG_STATUS_ERR_SHAPE,
+              "ag_multihead_attention: k is [3x5] f64 but d_model = 4");
+    CHECK_ERR(pg_mha_check_inputs(4, q, q, v6) != 0, PG_STATUS_ERR_SHAPE,
+              "k is [4x5] f64 and v is [4x6] f64");
+    CHECK_ERR(pg_mha_check_inputs(4, q, NULL, q) != 0, PG_STATUS_ERR_ARG, "'k' is NULL");
+    REL(q);
+    REL(k3);
+    REL(v6);
+}
+
 void test_hostile(void)
 {
+    hostile_front_end_rules();
     CHECK_ERR(pg_check_count("ag_set_threads()", "n", 1e6, 1, PG_MAX_THREADS) != 0,
               PG_STATUS_ERR_VALUE, "<= 1024, got 1000000");
     CHECK_ERR(pg_check_count("dp_train", "n_replicas", 2.5, 1, 4) != 0, PG_STATUS_ERR_VALUE,

@@ -100,6 +100,36 @@ def test_budget_errors():
         pg.ag_estimate_training_memory([(4, 4)], dtype="f16")
 
 
+def test_budget_shapes_rule_is_the_cores():
+    """pg_estimate_params (R calls it too): one text per refusal, naming the shape and the
+    dimension by position (0-based here, 1-based in R); a bare number is one shape, as R's."""
+    fn = "ag_estimate_training_memory(): "
+    rule = fn + "each shape must be a vector of positive dimensions; "
+    for shapes in ([], None, "a", {}):
+        with pytest.raises(pg.PyggmlrValueError) as e:
+            pg.ag_estimate_training_memory(shapes, quiet=True)
+        assert str(e.value) == (
+            fn + "`shapes` must be a non-empty list of dimension vectors (or give model and x)"
+        )
+    for shapes, tail in (
+        ([(2, 2), (4, -1)], "shape 1 has -1 at position 1"),
+        ([(float("inf"),)], "shape 0 has Inf at position 0"),
+        ([(4, float("nan"))], "shape 0 has NaN at position 1"),
+        ([(4, 4), "ab"], "shape 1 is not numeric"),
+        ([(4, None)], "shape 0 is not numeric"),
+        ([(True, 2)], "shape 0 is not numeric"),
+        ([(3,), ()], "shape 1 is empty"),
+        ([(10**400,)], "shape 0 has Inf at position 0"),
+    ):
+        with pytest.raises(pg.PyggmlrValueError) as e:
+            pg.ag_estimate_training_memory(shapes, quiet=True)
+        assert str(e.value) == rule + tail, shapes
+    assert pg.ag_estimate_training_memory(7, quiet=True).params == 7  # R's shapes = 7
+    assert pg.ag_estimate_training_memory([(1.5, 2)], quiet=True).params == 3  # ggmlR's prod()
+    with pytest.raises(pg.DTypeError, match=r"^ag_estimate_training_memory\(\): dtype"):
+        pg.ag_estimate_training_memory([(4, 4)], dtype="x", quiet=True)
+
+
 def test_budget_printing(f64, capsys):
     pg.ag_estimate_training_memory([(100, 100)])
     out = capsys.readouterr().out

@@ -380,7 +380,60 @@ CASES = [
         "load_state",
         "state",
     ),
+    # issue 29: the class R gives too (test-hostile-args.R; tests/parity/cases_errors.py)
+    ("fit batch_size 'a'", lambda: _fit(batch_size="a"), A, "ag_fit", "batch_size"),
+    ("fit model 3", lambda: _fit(model=3), A, "ag_fit", "model must have parameters()"),
+    ("fit callbacks 3", lambda: _fit(callbacks=3), A, "ag_fit", "callbacks"),
+    ("fit x 3-D", lambda: _fit(x=np.ones((2, 2, 4))), S, "ag_fit", "x must be"),
+    ("fit y samples", lambda: _fit(y=np.ones((3, 3))), S, "ag_fit", "samples"),
+    (
+        "estimate shapes []",
+        lambda: pg.ag_estimate_training_memory([], quiet=True),
+        V,
+        "ag_estimate_training_memory",
+        "`shapes`",
+    ),
+    (
+        "estimate dtype 'x'",
+        lambda: pg.ag_estimate_training_memory([(4, 4)], dtype="x", quiet=True),
+        pg.DTypeError,
+        "ag_estimate_training_memory",
+        "dtype",
+    ),
+    (
+        "dataloader drop_last 1",
+        lambda: pg.ag_dataloader(X4, drop_last=1),
+        A,
+        "ag_dataloader",
+        "drop_last",
+    ),
+    ("dataloader exhausted", lambda: _exhausted(), pg.StateError, "ag_dataloader", "reset()"),
+    (
+        "estimate loss_fn 3",
+        lambda: pg.ag_estimate_training_memory(model=_model(), x=X4, loss_fn=3, quiet=True),
+        A,
+        "ag_estimate_training_memory",
+        "loss_fn must be a function",
+    ),
+    (
+        "mha q rows",
+        lambda: pg.ag_multihead_attention(4, 2)(np.zeros((3, 5))),
+        S,
+        "ag_multihead_attention",
+        "d_model",
+    ),
 ]
+
+
+def _fit(model=None, x=X4, y=None, **k):
+    y = np.ones((3, 4)) if y is None else y
+    return pg.ag_fit(_model() if model is None else model, x, y, loss="mse", silent=True, **k)
+
+
+def _exhausted():
+    dl = pg.ag_dataloader(X4, batch_size=4)
+    dl.next_batch()
+    dl.next_batch()
 
 
 @pytest.mark.parametrize("label,call,exc,fn,arg", CASES, ids=[c[0] for c in CASES])

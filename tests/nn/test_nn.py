@@ -209,6 +209,29 @@ def test_mha_shapes_causal_and_grads(rng):
         m(pg.ag_tensor(np.zeros((16, 3))))
 
 
+def test_mha_input_checks_are_the_cores(f64):
+    """pg_mha_check_inputs (R's layer calls it too): each input has d_model rows, k and v one
+    column count, checked before any projection."""
+    m = pg.ag_multihead_attention(4, 2)
+    q, k3, v6 = np.zeros((4, 5)), np.zeros((3, 5)), np.zeros((4, 6))
+    pre = "ag_multihead_attention: "
+    cases = [
+        ((k3,), "q is [3x5] f64 but d_model = 4"),
+        ((q, k3), "k is [3x5] f64 but d_model = 4"),
+        ((q, q, k3), "v is [3x5] f64 but d_model = 4"),
+    ]
+    for args, what in cases:
+        with pytest.raises(pg.ShapeError) as e:
+            m(*args)
+        assert str(e.value) == pre + what + "; inputs are [d_model, seq] (one column per token)"
+    with pytest.raises(pg.ShapeError) as e:
+        m(q, q, v6)
+    assert str(e.value) == (
+        pre + "k is [4x5] f64 and v is [4x6] f64; they need the same number of columns (tokens)"
+    )
+    assert m(q, v6).shape == (4, 5)  # v defaults to k: 6 keys
+
+
 def test_mha_adam_lowers_loss(rng):
     pg.ggml_set_seed(9)
     m = pg.ag_multihead_attention(8, 2)

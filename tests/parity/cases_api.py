@@ -467,16 +467,10 @@ _layer_case(
 # ---- data, memory --------------------------------------------------------------------------
 
 
-@_add(
-    "dataloader no shuffle",
-    "data",
-    steps=2,
-    inputs=lambda rng: {"x": _u(rng, 3, 10), "y": _u(rng, 2, 10)},
-)
-def _case_dataloader(P, d, steps):
-    dl = P.ag_dataloader(d["x"], d["y"], batch_size=4, shuffle=False)
+def _loader_epochs(P, dl, steps):
+    """Per epoch (reset() first): every batch's x and y and the batch counts."""
     out = []
-    for _ in range(steps):  # epochs: 10 samples, batch 4 -> 2 full batches (last partial dropped)
+    for _ in range(steps):
         dl.reset()
         rec, i = {}, 0
         while dl.has_next():
@@ -486,6 +480,32 @@ def _case_dataloader(P, d, steps):
         rec["n_batches"] = np.array([float(i), float(dl.n_batches())])
         out.append(rec)
     return out
+
+
+@_add(
+    "dataloader no shuffle",
+    "data",
+    steps=2,
+    inputs=lambda rng: {"x": _u(rng, 3, 10), "y": _u(rng, 2, 10)},
+)
+def _case_dataloader(P, d, steps):
+    # 10 samples, batch 4 -> 2 full batches per epoch (last partial dropped)
+    return _loader_epochs(P, P.ag_dataloader(d["x"], d["y"], batch_size=4, shuffle=False), steps)
+
+
+@_add(
+    "dataloader drop_last=FALSE, seed, vector y",
+    "data",
+    steps=2,
+    inputs=lambda rng: {"x": _u(rng, 3, 10), "ids": rng.integers(0, 3, size=10) * 1.0},
+    ggmlr=False,
+)
+def _case_dataloader_partial(P, d, steps):
+    # the loader's own stream (seed): the same permutations in both languages; 10 samples in
+    # batches of 4 -> 4, 4 and the partial 2 (the core's pg_batch_count); a vector y is one
+    # value per sample (a [1, n] row) in both
+    dl = P.ag_dataloader(d["x"], d["ids"], batch_size=4, seed=7, drop_last=False)
+    return _loader_epochs(P, dl, steps)
 
 
 @_add("ag_tape_memory", "memory", steps=2, inputs=_mlp_inputs, ggmlr=False)

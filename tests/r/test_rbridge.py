@@ -154,11 +154,14 @@ def test_conversion_is_not_activated_globally():
 def test_r_errors_become_python_exceptions_with_rs_message():
     with pytest.raises(
         r.RError, match=r"ag_matmul: A is \[2x3\] f64 and B is \[2x1\].*ncol\(A\) = 3"
-    ):
+    ) as shape:
         r.call("ag_matmul", pg.ag_tensor(np.ones((2, 3)), dtype="f64"), np.ones((2, 1)))
+    # the condition's class vector comes along (the parity tier compares it with Python's type)
+    assert shape.value.r_class[:2] == ("pyggmlr_shape_error", "pyggmlr_error")
     with pytest.raises(r.RError, match="^my own message$") as ei:
         r.run("f <- function() stop('my own message'); f()")
     assert "f()" in ei.value.r_call
+    assert ei.value.r_class == ("simpleError", "error", "condition")
     with pytest.raises(r.RError, match="no_such_function"):
         r.call("no_such_function")
     with pytest.raises(r.RError, match="object 'undefined_var' not found"):

@@ -147,3 +147,67 @@ def test_load_iris():
     np.testing.assert_array_equal(np.bincount(y), [50, 50, 50])
     np.testing.assert_allclose(x[:, 0], [5.1, 3.5, 1.4, 0.2])
     np.testing.assert_allclose(x.mean(axis=1), [5.843333, 3.057333, 3.758, 1.199333], atol=1e-6)
+
+
+def test_refusals_name_ag_dataloader():
+    x, y = _xy(10)
+    with pytest.raises(pg.ShapeError) as e:
+        pg.ag_dataloader(x, y[:, :9])
+    assert str(e.value) == (
+        "ag_dataloader: x and y must have the same number of samples (columns in col-major): "
+        "x has 10, y has 9"
+    )
+    with pytest.raises(pg.PyggmlrValueError, match=r"^ag_dataloader: `seed`"):
+        pg.ag_dataloader(x, seed="a")
+    with pytest.raises(pg.ArgumentError, match=r"^ag_dataloader: drop_last must be True or False"):
+        pg.ag_dataloader(x, drop_last=1)
+    dl = pg.ag_dataloader(x, batch_size=10)
+    dl.next_batch()
+    with pytest.raises(pg.StateError) as e:
+        dl.next_batch()
+    assert str(e.value) == "ag_dataloader: No more batches. Call reset() to start a new epoch."
+
+
+@pytest.mark.parametrize(
+    "bs,drop,sizes",
+    [
+        (4, True, [4, 4]),
+        (4, False, [4, 4, 2]),
+        (10, True, [10]),
+        (10, False, [10]),
+        (11, True, []),
+        (11, False, [10]),
+        (3, False, [3, 3, 3, 1]),
+    ],
+)
+def test_batches_follow_the_cores_count(bs, drop, sizes):
+    """n_batches() is pg_batch_count (R's loader and ag_fit's plan use it too); each batch is
+    the next batch_size samples of the order, the last one partial without drop_last."""
+    x, y = _xy(10)
+    dl = pg.ag_dataloader(x, y, batch_size=bs, drop_last=drop, shuffle=False)
+    assert dl.n_batches() == len(sizes) == pg._core.lib.pg_batch_count(b"t", 10, bs, drop)
+    got = [b.y.numpy()[0].tolist() for b in dl]
+    assert [len(g) for g in got] == sizes
+    assert sum(got, []) == list(range(sum(sizes)))
+    assert not dl.has_next()
+
+
+def test_drop_last_false_takes_the_same_permutation():
+    x, y = _xy(10)
+    a = [b.y.numpy()[0] for b in pg.ag_dataloader(x, y, batch_size=4, seed=3).epoch()]
+    b = [b.y.numpy()[0] for b in pg.ag_dataloader(x, y, batch_size=4, seed=3, drop_last=False)]
+    assert [len(v) for v in a] == [4, 4] and [len(v) for v in b] == [4, 4, 2]
+    np.testing.assert_array_equal(np.concatenate(a), np.concatenate(b)[:8])
+    assert sorted(np.concatenate(b).tolist()) == list(range(10))
+
+
+def test_batch_count_refuses_bad_sizes():
+    lib = pg._core.lib
+    assert lib.pg_batch_count(b"ag_dataloader", 10, 0, 1) < 0
+    assert (
+        "ag_dataloader: batches of 0 over 10 samples"
+        in pg._core.ffi.string(lib.pg_last_error()).decode()
+    )
+    lib.pg_clear_error()
+    assert lib.pg_batch_count(b"ag_dataloader", -1, 2, 0) < 0
+    lib.pg_clear_error()

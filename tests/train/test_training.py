@@ -245,6 +245,8 @@ def test_predict_and_accuracy():
     acc = pg.ag_accuracy(model, x, y)
     assert acc == pytest.approx(np.mean(np.argmax(out, axis=0) == y))
     assert model.training  # predict puts the mode back
+    # a plain function is a model too, of the default dtype (R's ag_predict(function(x) ...))
+    np.testing.assert_allclose(pg.ag_predict(pg.ag_relu, x - 5), np.maximum(x - 5, 0), rtol=1e-6)
 
 
 def test_progress_output(capsys):

@@ -6,6 +6,8 @@
 .o <- function() optimizer_sgd(list(.w()))
 .m <- function() { set.seed(1); ag_sequential(ag_linear(2, 3)) }
 X4 <- matrix(1, 2, 4)
+.fit <- function(model = .m(), x = X4, y = matrix(1, 3, 4), ...)
+  ag_fit(model, x, y, loss = "mse", silent = TRUE, ...)
 
 # label = list(expr, class, function named, argument named)
 .cases <- list(
@@ -134,7 +136,34 @@ X4 <- matrix(1, 2, 4)
   "estimate batch_size 2.5" = list(quote(ag_estimate_training_memory(list(c(4, 4)),
       batch_size = 2.5, quiet = TRUE)),
                                    "pyggmlr_value_error", "ag_estimate_training_memory",
-                                   "batch_size")
+                                   "batch_size"),
+  # issue 29: the class Python gives too (test_hostile_args.py; tests/parity/cases_errors.py)
+  "fit batch_size 'a'" = list(quote(.fit(batch_size = "a")), "pyggmlr_argument_error", "ag_fit",
+                              "batch_size"),
+  "fit model 3" = list(quote(.fit(model = 3)), "pyggmlr_argument_error", "ag_fit",
+                       "model must have parameters()"),
+  "fit callbacks 3" = list(quote(.fit(callbacks = 3)), "pyggmlr_argument_error", "ag_fit",
+                           "callbacks"),
+  "fit x 3-D" = list(quote(.fit(x = array(1, c(2, 2, 4)))), "pyggmlr_shape_error", "ag_fit",
+                     "x must be"),
+  "fit y samples" = list(quote(.fit(y = matrix(1, 3, 3))), "pyggmlr_shape_error", "ag_fit",
+                         "samples"),
+  "estimate shapes list()" = list(quote(ag_estimate_training_memory(list(), quiet = TRUE)),
+                                  "pyggmlr_value_error", "ag_estimate_training_memory",
+                                  "`shapes`"),
+  "estimate dtype 'x'" = list(quote(ag_estimate_training_memory(list(c(4, 4)), dtype = "x",
+                                                                quiet = TRUE)),
+                              "pyggmlr_dtype_error", "ag_estimate_training_memory", "dtype"),
+  "dataloader drop_last 1" = list(quote(ag_dataloader(X4, drop_last = 1)),
+                                  "pyggmlr_argument_error", "ag_dataloader", "drop_last"),
+  "dataloader exhausted" = list(quote({ dl <- ag_dataloader(X4, batch_size = 4); dl$next_batch()
+    dl$next_batch() }), "pyggmlr_state_error", "ag_dataloader", "reset()"),
+  "estimate loss_fn 3" = list(quote(ag_estimate_training_memory(model = .m(), x = X4, loss_fn = 3,
+                                                                quiet = TRUE)),
+                              "pyggmlr_argument_error", "ag_estimate_training_memory",
+                              "loss_fn must be a function"),
+  "mha q rows" = list(quote(ag_multihead_attention(4, 2)$forward(matrix(0, 3, 5))),
+                      "pyggmlr_shape_error", "ag_multihead_attention", "d_model")
 )
 
 test_that(paste0("hostile arguments are refused with a classed condition naming the function and ",

@@ -26,7 +26,7 @@ test_that("ag_fit's y and data checks are classed and name ag_fit, not an intern
   .expect_refused(ag_fit(.m(), X4, c(NA, 1, 1, 1), loss = "mse", silent = TRUE),
                   "pyggmlr_value_error", "ag_fit", "missing values")
   .expect_refused(ag_fit(.m(), X4, matrix(1, 3, 3), loss = "mse", silent = TRUE),
-                  "pyggmlr_value_error", "ag_fit", "samples")
+                  "pyggmlr_shape_error", "ag_fit", "samples")  # Python's ShapeError (issue 29)
   .expect_refused(ag_fit(.m(), X4, NULL, loss = "mse", silent = TRUE), "pyggmlr_value_error",
                   "ag_fit", "needs targets y")
   .expect_refused(ag_fit(.m(), X4, c(0, 1, 0.5, 2), silent = TRUE), "pyggmlr_value_error",
@@ -35,6 +35,32 @@ test_that("ag_fit's y and data checks are classed and name ag_fit, not an intern
                   "ag_fit")
   .expect_refused(ag_fit(.m(), X4, matrix(1, 3, 4), loss = NULL, silent = TRUE),
                   "pyggmlr_value_error", "ag_fit", "loss")
+})
+
+test_that(paste0("ag_fit, ag_predict, ag_accuracy, ag_estimate_training_memory: Python's classes, ",
+                 "the user-facing function named (issue 29)"), {
+  y <- matrix(1, 3, 4)
+  fit <- function(...) ag_fit(.m(), X4, y, loss = "mse", silent = TRUE, ...)
+  .expect_refused(fit(opt_params = 3), "pyggmlr_argument_error", "ag_fit", "opt_params")
+  .expect_refused(fit(callbacks = 3), "pyggmlr_argument_error", "ag_fit", "got numeric")
+  .expect_refused(fit(callbacks = list(3)), "pyggmlr_argument_error", "ag_fit", "callbacks")
+  .expect_refused(ag_fit(function(x) x, X4, y, loss = "mse", silent = TRUE),
+                  "pyggmlr_argument_error", "ag_fit", "model must have parameters(), got function")
+  .expect_refused(ag_fit(.m(), array(1, c(2, 2, 4)), y, loss = "mse", silent = TRUE),
+                  "pyggmlr_shape_error", "ag_fit", "got a 2x2x4 array")
+  .expect_refused(ag_predict(.m(), array(1, c(2, 2, 4))), "pyggmlr_shape_error", "ag_predict", "x")
+  .expect_refused(ag_accuracy(.m(), X4, array(0, c(1, 1, 4))), "pyggmlr_shape_error",
+                  "ag_accuracy", "y")
+  no_fwd <- list(parameters = function() list(W = ag_param(matrix(1, 2, 2))))
+  .expect_refused(ag_estimate_training_memory(model = no_fwd, x = X4, quiet = TRUE),
+                  "pyggmlr_argument_error", "ag_estimate_training_memory()", "forward(x)")
+  not_t <- list(parameters = function() list(W = ag_param(matrix(1, 2, 2))),
+                forward = function(x) 42)
+  .expect_refused(ag_estimate_training_memory(model = not_t, x = X4, quiet = TRUE),
+                  "pyggmlr_argument_error", "ag_estimate_training_memory()",
+                  "model forward returned a numeric, not a tensor")
+  .expect_refused(ag_estimate_training_memory(list(c(2, 2)), dtype = "f8", quiet = TRUE),
+                  "pyggmlr_dtype_error", "ag_estimate_training_memory()", "dtype")
 })
 
 test_that("optimizer arguments: accumulate_steps, params, a tensor given to step()", {

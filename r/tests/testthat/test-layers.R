@@ -100,6 +100,25 @@ test_that("layer norm normalises columns, gradcheck", {
                            atol = 1e-6, quiet = TRUE))
 })
 
+test_that("multi-head attention: the core checks its inputs (Python's texts and classes)", {
+  local_f64()
+  m <- ag_multihead_attention(4, 2)
+  q <- matrix(0, 4, 5)
+  pre <- "ag_multihead_attention: "
+  tail <- "; inputs are [d_model, seq] (one column per token)"
+  expect_error(m$forward(matrix(0, 3, 5)), paste0(pre, "q is [3x5] f64 but d_model = 4", tail),
+               fixed = TRUE, class = "pyggmlr_shape_error")
+  expect_error(m$forward(q, matrix(0, 3, 5)), paste0(pre, "k is [3x5] f64 but d_model = 4", tail),
+               fixed = TRUE, class = "pyggmlr_shape_error")
+  expect_error(m$forward(q, q, matrix(0, 2, 5)),
+               paste0(pre, "v is [2x5] f64 but d_model = 4", tail), fixed = TRUE,
+               class = "pyggmlr_shape_error")
+  expect_error(m$forward(q, q, matrix(0, 4, 6)),
+               paste0(pre, "k is [4x5] f64 and v is [4x6] f64; they need the same number of ",
+                      "columns (tokens)"), fixed = TRUE, class = "pyggmlr_shape_error")
+  expect_equal(dim(m$forward(q, matrix(0, 4, 6))$data), c(4L, 5L))  # v defaults to k
+})
+
 test_that("multi-head attention: golden values, fields, params, causal", {
   local_f64()
   mk <- function(s) matrix(((1:16) * s) %% 7 / 7 - 0.5, 4, 4)

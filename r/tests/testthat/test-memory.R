@@ -17,6 +17,30 @@ test_that("ag_estimate_training_memory: formulas, errors, print", {
   expect_equal(out[7], "  total           :    27.84 MB")
 })
 
+test_that("ag_estimate_training_memory: the shapes rule and texts are the core's (as Python's)", {
+  fn <- "ag_estimate_training_memory(): "
+  rule <- paste0(fn, "each shape must be a vector of positive dimensions; ")
+  empty <- paste0(fn, "`shapes` must be a non-empty list of dimension vectors (or give model ",
+                  "and x)")
+  for (s in list(list(), NULL, "a"))
+    expect_error(ag_estimate_training_memory(s, quiet = TRUE), empty, fixed = TRUE,
+                 class = "pyggmlr_value_error")
+  bad <- list(list(list(c(2, 2), c(4, -1)), "shape 2 has -1 at position 2"),
+              list(list(Inf), "shape 1 has Inf at position 1"),
+              list(list(c(4, NA)), "shape 1 has NaN at position 2"),
+              list(list(c(4, 4), "ab"), "shape 2 is not numeric"),
+              list(list(c(TRUE, TRUE)), "shape 1 is not numeric"),
+              list(list(factor("a")), "shape 1 is not numeric"),
+              list(list(3, numeric(0)), "shape 2 is empty"))
+  for (b in bad)
+    expect_error(ag_estimate_training_memory(b[[1L]], quiet = TRUE), paste0(rule, b[[2L]]),
+                 fixed = TRUE, class = "pyggmlr_value_error")
+  expect_equal(ag_estimate_training_memory(7, quiet = TRUE)$params, 7)
+  expect_equal(ag_estimate_training_memory(list(c(1.5, 2), 4L), quiet = TRUE)$params, 7)
+  expect_error(ag_estimate_training_memory(list(c(4, 4)), dtype = "x", quiet = TRUE),
+               "^ag_estimate_training_memory\\(\\): dtype", class = "pyggmlr_dtype_error")
+})
+
 test_that("ag_tape_memory counts nodes and bytes of the current tape", {
   ag_tape_clear()
   expect_equal(ag_tape_memory(quiet = TRUE)$nodes, 0L)

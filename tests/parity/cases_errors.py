@@ -1,0 +1,137 @@
+"""Refusals in both languages (issue 29's drifts): the same wrong call written once against a
+side gives the same error class in Python and in R, and the same text where the message is
+the core's or spelled alike in both (R's ``0L`` / Python's ``0``, ``t(x)`` / ``x.T``,
+``$reset()`` / ``reset()`` are idioms and compare by class only).
+
+A record holds, per probe, [class code, CRC-32 of the message (0 when only the class is
+compared)]; a call that does not fail records code -1, an error outside pyggmlr's classes
+(a plain R ``stop()``, a bare Python TypeError) code 99."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any, Callable, Dict
+
+import numpy as np
+
+from .core import CASES, Case, Record
+
+_KINDS = ("shape", "dtype", "value", "memory", "state", "argument", "io", "modified")
+
+
+def _py_kind(e: BaseException) -> str:
+    from pyggmlr import errors as E
+
+    order = (
+        (E.ModifiedTensorError, "modified"),
+        (E.ShapeError, "shape"),
+        (E.DTypeError, "dtype"),
+        (E.PyggmlrValueError, "value"),
+        (E.PyggmlrMemoryError, "memory"),
+        (E.StateError, "state"),
+        (E.ArgumentError, "argument"),
+    )
+    return next((k for cls, k in order if isinstance(e, cls)), "")
+
+
+def _r_kind(cls: tuple) -> str:
+    first = cls[0] if cls else ""
+    k = first[len("pyggmlr_") : -len("_error")] if first.startswith("pyggmlr_") else ""
+    return k if k in _KINDS and first.endswith("_error") else ""
+
+
+def refusal(P: Any, f: Callable[[], Any], text: bool = True) -> np.ndarray:
+    """[class code, CRC-32 of the message or 0] of the error f() raises on side P."""
+    from pyggmlr.r import RError
+
+    try:
+        f()
+    except RError as e:
+        kind, msg = _r_kind(e.r_class), e.r_message
+    except Exception as e:  # a Python side's typed error (or a bare one: code 99)
+        kind, msg = _py_kind(e), str(e)
+    else:
+        return np.array([-1.0, 0.0])
+    code = _KINDS.index(kind) if kind else 99
+    return np.array([float(code), float(zlib.crc32(msg.encode())) if text else 0.0])
+
+
+def _add(name: str) -> Callable[[Callable[[Any, Dict[str, Any], int], Record]], Any]:
+    def deco(fn):
+        CASES.append(Case(name, "errors", lambda P, d, steps: [fn(P, d, steps)], ggmlr=False))
+        return fn
+
+    return deco
+
+
+def _model(P: Any) -> Any:
+    return P.ag_sequential(P.ag_linear(2, 3))
+
+
+_X = np.ones((2, 4))  # 4 samples of 2 features
+_Y3 = np.ones((3, 3))  # 3 samples: x and y disagree, and no layout hint applies
+
+
+@_add("errors: ag_fit, ag_predict, ag_accuracy refusals")
+def _fit_refusals(P, d, steps):
+    def fit(*a, **k):
+        return lambda: P.ag_fit(*a, **{"silent": True, "nepoch": 1, **k})
+
+    m = _model(P)
+    y = np.ones((3, 4))
+    return {
+        "x 3-D": refusal(P, fit(m, np.ones((2, 2, 4)), y, loss="mse"), text=False),
+        "y samples": refusal(P, fit(m, _X, _Y3, loss="mse")),
+        "model without parameters": refusal(P, fit(3, _X, y, loss="mse"), text=False),
+        "callbacks 3": refusal(P, fit(m, _X, y, loss="mse", callbacks=3), text=False),
+        "opt_params 3": refusal(P, fit(m, _X, y, loss="mse", opt_params=3), text=False),
+        "batch_size 'a'": refusal(P, fit(m, _X, y, loss="mse", batch_size="a"), text=False),
+        "nbatch_logical 3 of 2": refusal(
+            P, fit(m, _X, y, loss="mse", batch_size=2, nbatch_logical=3)
+        ),
+        "predict x 3-D": refusal(P, lambda: P.ag_predict(m, np.ones((2, 2, 4))), text=False),
+        "accuracy y samples": refusal(P, lambda: P.ag_accuracy(m, _X, np.zeros((1, 3)))),
+    }
+
+
+@_add("errors: ag_dataloader refusals")
+def _loader_refusals(P, d, steps):
+    dl = P.ag_dataloader(_X, batch_size=4, shuffle=False)
+    dl.next_batch()
+    return {
+        "x and y samples": refusal(P, lambda: P.ag_dataloader(_X, _Y3)),
+        "drop_last 2": refusal(P, lambda: P.ag_dataloader(_X, drop_last=2), text=False),
+        "batch_size 0.5": refusal(P, lambda: P.ag_dataloader(_X, batch_size=0.5), text=False),
+        "exhausted": refusal(P, dl.next_batch, text=False),
+    }
+
+
+@_add("errors: ag_estimate_training_memory shapes")
+def _estimate_refusals(P, d, steps):
+    def est(**k):
+        return lambda: P.ag_estimate_training_memory(quiet=True, **k)
+
+    return {
+        "shapes empty list": refusal(P, est(shapes=[])),
+        "no shapes, no model": refusal(P, est()),
+        # the core names shape and position from 0 in Python, from 1 in R
+        "negative dimension": refusal(P, est(shapes=[np.array([2.0, -1.0])]), text=False),
+        "not numeric": refusal(P, est(shapes=["a"]), text=False),
+        "empty shape": refusal(P, est(shapes=[np.zeros(0)]), text=False),
+        "dtype 'x'": refusal(P, est(shapes=[np.array([2.0, 2.0])], dtype="x"), text=False),
+        "one number": np.array(
+            [float(P.ag_estimate_training_memory(shapes=7, quiet=True)["params"])]
+        ),
+    }
+
+
+@_add("errors: ag_multihead_attention inputs")
+def _mha_refusals(P, d, steps):
+    a = P.ag_multihead_attention(4, 2)
+    q = np.zeros((4, 5))
+    return {
+        "q rows": refusal(P, lambda: a.forward(np.zeros((3, 5)))),
+        "k rows": refusal(P, lambda: a.forward(q, np.zeros((3, 5)))),
+        "v rows": refusal(P, lambda: a.forward(q, q, np.zeros((2, 5)))),
+        "k and v columns": refusal(P, lambda: a.forward(q, q, np.zeros((4, 6)))),
+    }
