@@ -116,9 +116,9 @@ static int is_accuracy(int log)
     return log == PG_FIT_LOG_ACCURACY || log == PG_FIT_LOG_VAL_ACCURACY;
 }
 
-int pg_early_stop_begin(pg_early_stop *es, int has_val, int has_accuracy)
+/* a new fit for the monitor (errors name fn) */
+static int monitor_begin(pg_early_stop *es, const char *fn, int has_val, int has_accuracy)
 {
-    if (!es) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL handle", OP);
     int m = es->p.monitor;
     if (m < 0) m = has_val ? PG_FIT_LOG_VAL_LOSS : PG_FIT_LOG_LOSS;
     const int val = m >= PG_FIT_LOG_VAL_LOSS && m <= PG_FIT_LOG_VAL_ACCURACY_UNC;
@@ -128,18 +128,24 @@ int pg_early_stop_begin(pg_early_stop *es, int has_val, int has_accuracy)
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "%s: monitor \"%s\" is measured only with validation data (ag_fit's "
                        "val_split > 0 or validation_data)",
-                       OP, LOG_NAMES[m]);
+                       fn, LOG_NAMES[m]);
     if (acc && !has_accuracy)
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "%s: monitor \"%s\" is measured only when ag_fit counts accuracy (loss "
                        "\"cross_entropy\")",
-                       OP, LOG_NAMES[m]);
+                       fn, LOG_NAMES[m]);
     reset(es);
     es->s.monitor = m;
     es->s.maximize =
         es->p.mode == PG_MONITOR_MODE_MAX || (es->p.mode == PG_MONITOR_MODE_AUTO && is_accuracy(m));
     es->s.best = es->s.maximize ? -INFINITY : INFINITY;
     return PG_STATUS_OK;
+}
+
+int pg_early_stop_begin(pg_early_stop *es, int has_val, int has_accuracy)
+{
+    if (!es) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL handle", OP);
+    return monitor_begin(es, OP, has_val, has_accuracy);
 }
 
 int pg_early_stop_update(pg_early_stop *es, int64_t epoch, const double *logs, int *action)
@@ -191,4 +197,83 @@ int pg_early_stop_end(const pg_early_stop *es, int64_t last_epoch, int *restore)
     if (!es || !restore) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL argument", OP);
     *restore = es->p.restore_best && es->s.best_epoch > 0 && es->s.best_epoch != last_epoch;
     return PG_STATUS_OK;
+}
+
+/* ---- ag_model_checkpoint's rule: a monitor that never stops, and the epochs it looks at ---- */
+
+static const char *const CK = "ag_model_checkpoint";
+
+struct pg_checkpoint {
+    pg_checkpoint_params p;
+    pg_early_stop m; /* the monitor (its patience never runs out) */
+    int64_t nepoch;
+};
+
+pg_checkpoint_params pg_checkpoint_default_params(void)
+{
+    pg_checkpoint_params p = {1, 0, PG_MONITOR_MODE_AUTO, -1};
+    return p;
+}
+
+pg_checkpoint *pg_checkpoint_new(const pg_checkpoint_params *params)
+{
+    if (!params) return pg_fail_null(PG_STATUS_ERR_ARG, "%s: NULL parameters", CK);
+    if (params->every < 1)
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: every must be an integer >= 1, got %lld", CK,
+                            (long long)params->every);
+    pg_early_stop_params m = {INT64_MAX, 0.0, 0, params->mode, params->monitor};
+    if (check_params(&m)) return NULL;
+    pg_checkpoint *c = calloc(1, sizeof *c);
+    if (!c) return pg_fail_null(PG_STATUS_ERR_NOMEM, "%s: out of memory", CK);
+    c->p = *params;
+    c->p.best_only = params->best_only != 0;
+    c->m.p = m;
+    reset(&c->m);
+    return c;
+}
+
+void pg_checkpoint_free(pg_checkpoint *c) { free(c); }
+
+int pg_checkpoint_params_get(const pg_checkpoint *c, pg_checkpoint_params *out)
+{
+    if (!c || !out) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL handle", CK);
+    *out = c->p;
+    return PG_STATUS_OK;
+}
+
+int pg_checkpoint_begin(pg_checkpoint *c, int64_t nepoch, int has_val, int has_accuracy)
+{
+    if (!c) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL handle", CK);
+    c->nepoch = nepoch;
+    /* without best_only the monitor is not used: nothing the fit lacks is asked for */
+    return c->p.best_only ? monitor_begin(&c->m, CK, has_val, has_accuracy)
+                          : monitor_begin(&c->m, CK, 1, 1);
+}
+
+int pg_checkpoint_update(pg_checkpoint *c, int64_t epoch, const double *logs, int *save)
+{
+    if (!c || !logs || !save) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL argument", CK);
+    *save = epoch % c->p.every == 0 || epoch == c->nepoch;
+    if (!*save || !c->p.best_only) return PG_STATUS_OK;
+    int act;
+    if (pg_early_stop_update(&c->m, epoch, logs, &act)) return -1;
+    *save = act == PG_EARLY_STOP_IMPROVED;
+    return PG_STATUS_OK;
+}
+
+int pg_checkpoint_get_state(const pg_checkpoint *c, pg_early_stop_state *out)
+{
+    if (!c) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL handle", CK);
+    return pg_early_stop_get_state(&c->m, out);
+}
+
+int pg_checkpoint_set_state(pg_checkpoint *c, double best, int64_t best_epoch)
+{
+    if (!c) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL handle", CK);
+    if (isnan(best) || best_epoch < 0)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: the checkpoint's callback state is not usable (best, best_epoch = "
+                       "%g, %lld)",
+                       CK, best, (long long)best_epoch);
+    return pg_early_stop_set_state(&c->m, best, best_epoch, 0);
 }

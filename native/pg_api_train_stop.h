@@ -83,3 +83,27 @@ int pg_early_stop_set_state(pg_early_stop *es, double best, int64_t best_epoch, 
 /* End of training at last_epoch: *restore 1 when the host puts back the best epoch's weights
  * (restore_best, a best epoch was seen and it is not the last one). */
 int pg_early_stop_end(const pg_early_stop *es, int64_t last_epoch, int *restore);
+
+/* ag_model_checkpoint's rule: which epochs save. Every `every`-th epoch and the last one are
+ * looked at; with best_only, one of them saves only when the monitored value (as
+ * ag_early_stopping's monitor and mode) beats the best of the epochs looked at before. */
+typedef struct pg_checkpoint_params {
+    int64_t every; /* >= 1 (1) */
+    int best_only; /* (0) */
+    int mode;      /* enum pg_monitor_mode (AUTO) */
+    int monitor;   /* enum pg_fit_log, or -1: val_loss with validation data, else loss (-1) */
+} pg_checkpoint_params;
+pg_checkpoint_params pg_checkpoint_default_params(void);
+typedef struct pg_checkpoint pg_checkpoint;
+pg_checkpoint *pg_checkpoint_new(const pg_checkpoint_params *params);
+void pg_checkpoint_free(pg_checkpoint *c);
+int pg_checkpoint_params_get(const pg_checkpoint *c, pg_checkpoint_params *out);
+/* A new fit of nepoch epochs (the last one is always looked at); with best_only, a monitor the
+ * fit never measures is PG_STATUS_ERR_VALUE, as pg_early_stop_begin. */
+int pg_checkpoint_begin(pg_checkpoint *c, int64_t nepoch, int has_val, int has_accuracy);
+/* One epoch's logs (as pg_early_stop_update): *save 1 when this epoch writes the checkpoint. */
+int pg_checkpoint_update(pg_checkpoint *c, int64_t epoch, const double *logs, int *save);
+/* the monitor's best (best, best_epoch; the other fields as pg_early_stop's) */
+int pg_checkpoint_get_state(const pg_checkpoint *c, pg_early_stop_state *out);
+/* resuming: the best of the checkpoint's run, checked as pg_early_stop_set_state */
+int pg_checkpoint_set_state(pg_checkpoint *c, double best, int64_t best_epoch);

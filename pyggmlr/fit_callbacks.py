@@ -7,7 +7,7 @@ import os
 from typing import Any, List, Optional, Union
 
 from . import _core
-from ._args import as_flag, check_int, check_num
+from ._args import check_flag, check_int, check_num
 from ._core import NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError
 from .fit_util import _restore, _snapshot
@@ -76,15 +76,8 @@ class ag_early_stopping(Callback):
         p = lib.pg_early_stop_default_params()
         p.patience = check_int(patience, fn, "patience", 1)
         p.min_delta = check_num(min_delta, fn, "min_delta", 0)
-        p.restore_best = int(as_flag(restore_best, fn, "restore_best"))
-        out = ffi.new("int *")
-        _core.check(lib.pg_monitor_mode_parse(fn.encode(), _name(fn, "mode", mode, "max"), out))
-        p.mode = out[0]
-        p.monitor = -1
-        if monitor is not None:
-            m = _name(fn, "monitor", monitor, "val_loss")
-            _core.check(lib.pg_fit_log_parse(fn.encode(), b"monitor", m, out))
-            p.monitor = out[0]
+        p.restore_best = int(check_flag(restore_best, fn, "restore_best"))
+        p.mode, p.monitor = _monitor_codes(fn, monitor, mode)
         h = lib.pg_early_stop_new(ffi.new("pg_early_stop_params *", p))
         if h == NULL:
             _core.raise_last()
@@ -116,8 +109,7 @@ class ag_early_stopping(Callback):
     @property
     def monitor(self) -> Optional[str]:
         """The monitor asked for (None: val_loss or loss, resolved when a fit begins)."""
-        m = self._params().monitor
-        return None if m < 0 else ffi.string(lib.pg_fit_log_name(m)).decode()
+        return _log_name(self._params().monitor)
 
     @property
     def mode(self) -> str:
@@ -157,9 +149,8 @@ class ag_early_stopping(Callback):
         self._fit, self._best_weights = fit, None
 
     def on_epoch_end(self, epoch, logs):
-        v = ffi.new("double[]", [float(logs.get(k, math.nan)) for k in _LOG_NAMES])
         act = ffi.new("int *")
-        _core.check(lib.pg_early_stop_update(self._h, int(epoch), v, act))
+        _core.check(lib.pg_early_stop_update(self._h, int(epoch), _log_values(logs), act))
         if act[0] == lib.PG_EARLY_STOP_IMPROVED and self.restore_best:
             self._best_weights = _snapshot(self._fit.model)
         return False if act[0] == lib.PG_EARLY_STOP_STOP else None
@@ -203,6 +194,28 @@ class ag_early_stopping(Callback):
 _LOG_NAMES = tuple(ffi.string(lib.pg_fit_log_name(i)).decode() for i in range(lib.PG_FIT_LOG_COUNT))
 
 
+def _log_values(logs):
+    """An epoch's logs as the core reads them: PG_FIT_LOG_COUNT values in its order."""
+    return ffi.new("double[]", [float(logs.get(k, math.nan)) for k in _LOG_NAMES])
+
+
+def _log_name(code):
+    return None if code < 0 else ffi.string(lib.pg_fit_log_name(code)).decode()
+
+
+def _monitor_codes(fn, monitor, mode):
+    """(mode, monitor) codes of the core from the callbacks' string arguments (monitor None:
+    -1, resolved when a fit begins)."""
+    out = ffi.new("int *")
+    _core.check(lib.pg_monitor_mode_parse(fn.encode(), _name(fn, "mode", mode, "max"), out))
+    mode_code = out[0]
+    if monitor is None:
+        return mode_code, -1
+    m = _name(fn, "monitor", monitor, "val_loss")
+    _core.check(lib.pg_fit_log_parse(fn.encode(), b"monitor", m, out))
+    return mode_code, out[0]
+
+
 def _name(fn, arg, name, example):
     """A string argument for the core's name parsers, as bytes."""
     if not isinstance(name, str):
@@ -212,7 +225,7 @@ def _name(fn, arg, name, example):
     return name.encode()
 
 
-def _state_values(st):
+def _state_values(st, fn="ag_early_stopping"):
     """(best, best_epoch, wait) of a checkpoint's early-stopping state, JSON types checked; the
     core checks the values."""
     b, be, w = (
@@ -225,7 +238,7 @@ def _state_values(st):
         and (w is None or (isinstance(w, int) and not isinstance(w, bool) and 0 <= w < 2**62))
     ):
         raise PyggmlrValueError(
-            "ag_early_stopping: the checkpoint's callback state is not usable "
+            f"{fn}: the checkpoint's callback state is not usable "
             f"(best, best_epoch, wait = {b!r}, {be!r}, {w!r})"
         )
     return (math.inf if b is None else float(b)), int(be or 0), int(w or 0)
@@ -261,22 +274,97 @@ def _checkpoint_path(path) -> str:
 class ag_model_checkpoint(Callback):
     """Save model + optimizer state + epoch (+ everything ag_fit needs to resume: the run's seed,
     the random stream, history, callback states) to `path` every `every` epochs and at the last
-    one. Continue with ag_fit(..., resume_from=path). `path` may contain "{epoch}"."""
+    one. Continue with ag_fit(..., resume_from=path). `path` may contain "{epoch}".
 
-    def __init__(self, path: Union[str, os.PathLike], every: int = 1) -> None:
-        self.every = check_int(every, "ag_model_checkpoint", "every", 1)
+    save_best_only: of those epochs, save only when the monitored value (monitor and mode as
+    ag_early_stopping's: val_loss with validation data, else loss; accuracy maximised) beats
+    the best seen at the epochs looked at before (keras' ModelCheckpoint). The rule lives in
+    the core (native/fit_stop.c)."""
+
+    def __init__(
+        self,
+        path: Union[str, os.PathLike],
+        every: int = 1,
+        save_best_only: bool = False,
+        monitor: Optional[str] = None,
+        mode: str = "auto",
+    ) -> None:
+        fn = "ag_model_checkpoint"
+        p = lib.pg_checkpoint_default_params()
+        p.every = check_int(every, fn, "every", 1)
+        p.best_only = int(check_flag(save_best_only, fn, "save_best_only"))
+        p.mode, p.monitor = _monitor_codes(fn, monitor, mode)
         self.path = _checkpoint_path(path)
+        h = lib.pg_checkpoint_new(ffi.new("pg_checkpoint_params *", p))
+        if h == NULL:
+            _core.raise_last()
+        self._h = ffi.gc(h, lib.pg_checkpoint_free)
         self.saved: List[str] = []
+        self._fit: Any = None
+
+    def _params(self):
+        p = ffi.new("pg_checkpoint_params *")
+        _core.check(lib.pg_checkpoint_params_get(self._h, p))
+        return p
+
+    @property
+    def every(self) -> int:
+        """Epochs between the saves looked at (the last epoch is always looked at)."""
+        return int(self._params().every)
+
+    @property
+    def save_best_only(self) -> bool:
+        """Whether a save needs the monitored value to improve."""
+        return bool(self._params().best_only)
+
+    @property
+    def monitor(self) -> Optional[str]:
+        """The monitor asked for (None: val_loss or loss, resolved when a fit begins)."""
+        return _log_name(self._params().monitor)
+
+    @property
+    def mode(self) -> str:
+        """ "auto" (accuracy upwards, the rest downwards), "min" or "max"."""
+        return ffi.string(lib.pg_monitor_mode_name(self._params().mode)).decode()
+
+    @property
+    def best(self) -> float:
+        """The best monitored value saved in the last fit (with save_best_only)."""
+        s = ffi.new("pg_early_stop_state *")
+        _core.check(lib.pg_checkpoint_get_state(self._h, s))
+        return float(s.best)
 
     def on_train_begin(self, fit):
         self._fit = fit
+        has_val, has_acc = getattr(fit, "has_val", True), getattr(fit, "has_accuracy", True)
+        _core.check(lib.pg_checkpoint_begin(self._h, fit.nepoch, int(has_val), int(has_acc)))
 
     def on_epoch_end(self, epoch, logs):
-        if epoch % self.every == 0 or epoch == self._fit.nepoch:
+        save = ffi.new("int *")
+        _core.check(lib.pg_checkpoint_update(self._h, int(epoch), _log_values(logs), save))
+        if save[0]:
             p = self.path.format(epoch=epoch)
             self._fit.save_checkpoint(p, epoch)
             self.saved.append(p)
         return None
 
+    def state(self):
+        """(JSON-able best, None): what a checkpoint keeps for resuming a save_best_only run."""
+        s = ffi.new("pg_early_stop_state *")
+        _core.check(lib.pg_checkpoint_get_state(self._h, s))
+        return {"best": float(s.best), "best_epoch": int(s.best_epoch) or None}, None
+
+    def check_state(self, st):
+        """Raise PyggmlrValueError unless st is a state load_state() takes."""
+        _state_values(st, "ag_model_checkpoint")
+
+    def load_state(self, st, arrays=None):
+        """Restore the best value saved by state() (checked first)."""
+        b, be, _ = _state_values(st, "ag_model_checkpoint")
+        _core.check(lib.pg_checkpoint_set_state(self._h, b, be))
+
     def __repr__(self):
-        return f"ag_model_checkpoint | path={self.path} | every={self.every}"
+        best = f" | save_best_only=True | monitor={self.monitor or 'auto'} | mode={self.mode}"
+        return f"ag_model_checkpoint | path={self.path} | every={self.every}" + (
+            best if self.save_best_only else ""
+        )

@@ -3,27 +3,50 @@
 # state and callback states in the same layout as Python's, so a run saved by either language
 # resumes in the other, exactly as the uninterrupted run would continue.
 
-ag_model_checkpoint <- function(path, every = 1L) {
+# Which epochs save is the core's rule (fit_stop.c: every, the last one, save_best_only's monitor)
+ag_model_checkpoint <- function(path, every = 1L, save_best_only = FALSE, monitor = NULL,
+                                mode = "auto") {
+  fn <- "ag_model_checkpoint"
   if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
     .arg_stop("ag_model_checkpoint: path must be a single file name")
   if (!is.numeric(every) || length(every) != 1L || is.na(every) || every != floor(every) ||
       every < 1)
     .arg_stop(sprintf("ag_model_checkpoint: every must be an integer >= 1, got %s",
                       paste(format(every), collapse = " ")), kind = "value")
+  save_best_only <- .arg_flag(save_best_only, fn, "save_best_only")
   .ckpt_path_check(path)
   e <- new.env(parent = emptyenv())
+  e$.ptr <- .Call(R_pg_checkpoint_new, every, save_best_only, mode, monitor)
   e$path <- path
-  e$every <- as.integer(every)
+  for (f in c("every", "save_best_only", "monitor", "mode", "best"))
+    makeActiveBinding(f, local({
+      f <- f
+      function() .Call(R_pg_checkpoint_info, e$.ptr)[[f]]
+    }), e)
   e$saved <- character(0)
   e$fit <- NULL
-  e$on_train_begin <- function(fit) e$fit <- fit
+  e$on_train_begin <- function(fit) {
+    .Call(R_pg_checkpoint_begin, e$.ptr, fit$nepoch, !isFALSE(fit$has_val),
+          !isFALSE(fit$has_accuracy))
+    e$fit <- fit
+  }
   e$on_epoch_end <- function(epoch, logs) {
-    if (epoch %% e$every == 0L || epoch == e$fit$nepoch) {
+    if (.Call(R_pg_checkpoint_update, e$.ptr, epoch, logs)) {
       p <- gsub("{epoch}", epoch, e$path, fixed = TRUE)  # as Python's path.format(epoch=)
       e$fit$save_checkpoint(p, epoch)
       e$saved <- c(e$saved, p)
     }
     NULL
+  }
+  # a save_best_only run's best goes into the checkpoint, so a resumed run compares with it
+  e$state <- function() {
+    info <- .Call(R_pg_checkpoint_info, e$.ptr)
+    list(js = list(best = info$best, best_epoch = info$best_epoch), arrays = NULL)
+  }
+  e$check_state <- function(st) .early_stop_state(st, fn)
+  e$load_state <- function(st, arrays = NULL) {
+    v <- .early_stop_state(st, fn)
+    .Call(R_pg_checkpoint_set_state, e$.ptr, v[[1L]], v[[2L]])
   }
   class(e) <- c("ag_model_checkpoint", "ag_callback")
   e
@@ -47,7 +70,10 @@ ag_model_checkpoint <- function(path, every = 1L) {
 }
 
 print.ag_model_checkpoint <- function(x, ...) {
-  cat(sprintf("ag_model_checkpoint | path=%s | every=%d\n", x$path, x$every))
+  best <- if (x$save_best_only) sprintf(" | save_best_only=TRUE | monitor=%s | mode=%s",
+                                         if (is.null(x$monitor)) "auto" else x$monitor, x$mode)
+          else ""
+  cat(sprintf("ag_model_checkpoint | path=%s | every=%d%s\n", x$path, x$every, best))
   invisible(x)
 }
 

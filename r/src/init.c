@@ -125,6 +125,11 @@ extern SEXP R_pg_early_stop_begin(SEXP, SEXP, SEXP);
 extern SEXP R_pg_early_stop_update(SEXP, SEXP, SEXP);
 extern SEXP R_pg_early_stop_set_state(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_early_stop_end(SEXP, SEXP);
+extern SEXP R_pg_checkpoint_new(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_checkpoint_info(SEXP);
+extern SEXP R_pg_checkpoint_begin(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_checkpoint_update(SEXP, SEXP, SEXP);
+extern SEXP R_pg_checkpoint_set_state(SEXP, SEXP, SEXP);
 extern SEXP R_pg_op_codes(void);
 extern SEXP R_pg_codes(void);
 extern SEXP R_pg_rng_runif(SEXP, SEXP, SEXP);
@@ -285,6 +290,11 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_early_stop_update", (DL_FUNC)&R_pg_early_stop_update, 3},
     {"R_pg_early_stop_set_state", (DL_FUNC)&R_pg_early_stop_set_state, 4},
     {"R_pg_early_stop_end", (DL_FUNC)&R_pg_early_stop_end, 2},
+    {"R_pg_checkpoint_new", (DL_FUNC)&R_pg_checkpoint_new, 4},
+    {"R_pg_checkpoint_info", (DL_FUNC)&R_pg_checkpoint_info, 1},
+    {"R_pg_checkpoint_begin", (DL_FUNC)&R_pg_checkpoint_begin, 4},
+    {"R_pg_checkpoint_update", (DL_FUNC)&R_pg_checkpoint_update, 3},
+    {"R_pg_checkpoint_set_state", (DL_FUNC)&R_pg_checkpoint_set_state, 3},
     {"R_pg_op_codes", (DL_FUNC)&R_pg_op_codes, 0},
     {"R_pg_codes", (DL_FUNC)&R_pg_codes, 0},
     {"R_pg_rng_runif", (DL_FUNC)&R_pg_rng_runif, 3},

@@ -69,12 +69,9 @@ SEXP R_pg_early_stop_begin(SEXP h, SEXP has_val, SEXP has_accuracy)
     return R_NilValue;
 }
 
-/* logs: the epoch's named list; values are read by the core's names (NaN where absent). Returns
- * the action code (enum pg_early_stop_action). */
-SEXP R_pg_early_stop_update(SEXP h, SEXP epoch, SEXP logs)
+/* logs: the epoch's named list, read by the core's names into v (NaN where absent) */
+static void log_values(SEXP logs, double *v)
 {
-    pg_early_stop *es = r_get(h, R_EARLY_STOP);
-    double v[PG_FIT_LOG_COUNT];
     SEXP nm = Rf_getAttrib(logs, R_NamesSymbol);
     for (int k = 0; k < PG_FIT_LOG_COUNT; k++) {
         v[k] = R_NaN;
@@ -85,6 +82,14 @@ SEXP R_pg_early_stop_update(SEXP h, SEXP epoch, SEXP logs)
                 v[k] = Rf_asReal(e);
         }
     }
+}
+
+/* the action code (enum pg_early_stop_action) of the epoch's logs */
+SEXP R_pg_early_stop_update(SEXP h, SEXP epoch, SEXP logs)
+{
+    pg_early_stop *es = r_get(h, R_EARLY_STOP);
+    double v[PG_FIT_LOG_COUNT];
+    log_values(logs, v);
     int action;
     r_check(pg_early_stop_update(es, count_arg(epoch), v, &action));
     return Rf_ScalarInteger(action);
@@ -103,4 +108,73 @@ SEXP R_pg_early_stop_end(SEXP h, SEXP last_epoch)
     int restore;
     r_check(pg_early_stop_end(r_get(h, R_EARLY_STOP), count_arg(last_epoch), &restore));
     return Rf_ScalarLogical(restore);
+}
+
+/* ---- ag_model_checkpoint's rule ---- */
+
+SEXP R_pg_checkpoint_new(SEXP every, SEXP best_only, SEXP mode, SEXP monitor)
+{
+    const char *fn = "ag_model_checkpoint";
+    pg_checkpoint_params p = pg_checkpoint_default_params();
+    p.every = count_arg(every);
+    p.best_only = Rf_asLogical(best_only) == 1;
+    if (TYPEOF(mode) != STRSXP || XLENGTH(mode) != 1 || STRING_ELT(mode, 0) == NA_STRING)
+        r_stopf(PG_STATUS_ERR_ARG, "%s: mode must be a single string such as \"max\"", fn);
+    r_check(pg_monitor_mode_parse(fn, Rf_translateCharUTF8(STRING_ELT(mode, 0)), &p.mode));
+    if (!Rf_isNull(monitor)) {
+        if (TYPEOF(monitor) != STRSXP || XLENGTH(monitor) != 1 ||
+            STRING_ELT(monitor, 0) == NA_STRING)
+            r_stopf(PG_STATUS_ERR_ARG,
+                    "%s: monitor must be NULL or a single string such as \"val_loss\"", fn);
+        r_check(pg_fit_log_parse(fn, "monitor", Rf_translateCharUTF8(STRING_ELT(monitor, 0)),
+                                 &p.monitor));
+    }
+    return r_wrap(pg_checkpoint_new(&p), R_CHECKPOINT);
+}
+
+/* list(every, save_best_only, monitor (NULL: auto), mode, best, best_epoch (NULL: none)) */
+SEXP R_pg_checkpoint_info(SEXP h)
+{
+    pg_checkpoint *c = r_get(h, R_CHECKPOINT);
+    pg_checkpoint_params p;
+    pg_early_stop_state s;
+    r_check(pg_checkpoint_params_get(c, &p));
+    r_check(pg_checkpoint_get_state(c, &s));
+    static const char *const names[] = {"every", "save_best_only", "monitor",
+                                        "mode",  "best",           "best_epoch"};
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 6)), nm = PROTECT(Rf_allocVector(STRSXP, 6));
+    SET_VECTOR_ELT(out, 0, Rf_ScalarInteger((int)p.every));
+    SET_VECTOR_ELT(out, 1, Rf_ScalarLogical(p.best_only));
+    if (p.monitor >= 0) SET_VECTOR_ELT(out, 2, Rf_mkString(pg_fit_log_name(p.monitor)));
+    SET_VECTOR_ELT(out, 3, Rf_mkString(pg_monitor_mode_name(p.mode)));
+    SET_VECTOR_ELT(out, 4, Rf_ScalarReal(s.best));
+    if (s.best_epoch) SET_VECTOR_ELT(out, 5, Rf_ScalarInteger((int)s.best_epoch));
+    for (int i = 0; i < 6; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+    Rf_setAttrib(out, R_NamesSymbol, nm);
+    UNPROTECT(2);
+    return out;
+}
+
+SEXP R_pg_checkpoint_begin(SEXP h, SEXP nepoch, SEXP has_val, SEXP has_accuracy)
+{
+    r_check(pg_checkpoint_begin(r_get(h, R_CHECKPOINT), count_arg(nepoch),
+                                Rf_asLogical(has_val) == 1, Rf_asLogical(has_accuracy) == 1));
+    return R_NilValue;
+}
+
+/* TRUE when this epoch writes the checkpoint */
+SEXP R_pg_checkpoint_update(SEXP h, SEXP epoch, SEXP logs)
+{
+    double v[PG_FIT_LOG_COUNT];
+    log_values(logs, v);
+    int save;
+    r_check(pg_checkpoint_update(r_get(h, R_CHECKPOINT), count_arg(epoch), v, &save));
+    return Rf_ScalarLogical(save);
+}
+
+SEXP R_pg_checkpoint_set_state(SEXP h, SEXP best, SEXP best_epoch)
+{
+    r_check(
+        pg_checkpoint_set_state(r_get(h, R_CHECKPOINT), Rf_asReal(best), count_arg(best_epoch)));
+    return R_NilValue;
 }

@@ -3,8 +3,8 @@
 #include <stdarg.h>
 #include <string.h>
 
-static const char *kind_name[R_KIND_COUNT] = {"pg_tensor", "pg_gradmap", "pg_optim",
-                                              "pg_early_stop", "pg_fit"};
+static const char *kind_name[R_KIND_COUNT] = {"pg_tensor",     "pg_gradmap", "pg_optim",
+                                              "pg_early_stop", "pg_fit",     "pg_checkpoint"};
 
 static SEXP kind_tag(int kind)
 {
@@ -23,8 +23,10 @@ static void free_early_stop(void *p) { pg_early_stop_free((pg_early_stop *)p); }
 
 static void free_fit(void *p) { pg_fit_free((pg_fit *)p); }
 
-static void (*const kind_free[R_KIND_COUNT])(void *) = {free_tensor, free_gradmap, free_optim,
-                                                        free_early_stop, free_fit};
+static void free_checkpoint(void *p) { pg_checkpoint_free((pg_checkpoint *)p); }
+
+static void (*const kind_free[R_KIND_COUNT])(void *) = {
+    free_tensor, free_gradmap, free_optim, free_early_stop, free_fit, free_checkpoint};
 
 /* one quiet finalizer: the kind is the pointer's tag */
 static void fin_handle(SEXP x)

@@ -8,7 +8,7 @@
 #include "pg.h"
 
 /* kinds of handle wrapped in an external pointer (the tag says which) */
-enum r_kind { R_TENSOR, R_GRADMAP, R_OPTIM, R_EARLY_STOP, R_FIT, R_KIND_COUNT };
+enum r_kind { R_TENSOR, R_GRADMAP, R_OPTIM, R_EARLY_STOP, R_FIT, R_CHECKPOINT, R_KIND_COUNT };
 
 /* requests of the glue's multiplexed entry points (R_pg_tape, R_pg_scope, R_pg_ckpt_tape), and
  * pg_optim_new's kinds and pg_file_kind's results, which the core documents without an enum;

@@ -84,3 +84,46 @@ void test_fit_stop(void)
     CHECK(!pg_early_stop_new(NULL) && pg_last_status() == PG_STATUS_ERR_ARG);
     pg_clear_error();
 }
+
+/* pg_checkpoint: every / last epoch, and save_best_only's monitor */
+void test_checkpoint_policy(void)
+{
+    pg_checkpoint_params p = pg_checkpoint_default_params();
+    CHECK(p.every == 1 && !p.best_only && p.monitor == -1);
+    p.every = 0;
+    CHECK(!pg_checkpoint_new(&p) && strstr(pg_last_error(), "every must be an integer >= 1"));
+    p.every = 2;
+    pg_checkpoint *c = pg_checkpoint_new(&p);
+    int save = -1;
+    CHECK(pg_checkpoint_begin(c, 5, 0, 0) == 0); /* the monitor is not read: nothing needed */
+    double logs[PG_FIT_LOG_COUNT];
+    for (int i = 0; i < PG_FIT_LOG_COUNT; i++) logs[i] = NAN;
+    int saved = 0;
+    for (int64_t e = 1; e <= 5; e++) {
+        CHECK(pg_checkpoint_update(c, e, logs, &save) == 0);
+        saved = saved * 10 + (save ? (int)e : 0);
+    }
+    CHECK(saved == 2045); /* epochs 2, 4 and the last */
+    pg_checkpoint_free(c);
+    p.best_only = 1;
+    p.every = 1;
+    p.monitor = PG_FIT_LOG_VAL_LOSS;
+    c = pg_checkpoint_new(&p);
+    CHECK(pg_checkpoint_begin(c, 4, 0, 1) == PG_STATUS_ERR_VALUE);
+    CHECK(strstr(pg_last_error(), "ag_model_checkpoint: monitor \"val_loss\"") != NULL);
+    CHECK(pg_checkpoint_begin(c, 4, 1, 1) == 0);
+    const double v[4] = {1.0, 1.5, 0.5, 0.5};
+    saved = 0;
+    for (int e = 0; e < 4; e++) {
+        logs[PG_FIT_LOG_VAL_LOSS] = v[e];
+        CHECK(pg_checkpoint_update(c, e + 1, logs, &save) == 0);
+        saved = saved * 10 + (save ? e + 1 : 0);
+    }
+    CHECK(saved == 1030);
+    pg_early_stop_state s;
+    CHECK(pg_checkpoint_get_state(c, &s) == 0 && s.best == 0.5 && s.best_epoch == 3);
+    CHECK(pg_checkpoint_set_state(c, NAN, 1) == PG_STATUS_ERR_VALUE);
+    CHECK(strstr(pg_last_error(), "ag_model_checkpoint: the checkpoint's") != NULL);
+    pg_checkpoint_free(c);
+    pg_clear_error();
+}

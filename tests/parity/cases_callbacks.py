@@ -1,8 +1,14 @@
-"""ag_fit with ag_early_stopping, R vs Python (the R half is parity_fit_es in models.R): the
-monitored value, its direction (mode), the stop, the restored weights, and one callback object
-reused for a second fit (each fit starts afresh), all to the bit."""
+"""ag_fit with ag_early_stopping and ag_model_checkpoint(save_best_only), R vs Python (the R half
+is parity_fit_es in models.R): the monitored value, its direction (mode), the stop, the restored
+weights, one callback object reused for a second fit (each fit starts afresh), and the epochs a
+best-only checkpoint saves, all to the bit."""
 
 from __future__ import annotations
+
+import os
+import re
+import tempfile
+from typing import Any, List
 
 import numpy as np
 
@@ -33,28 +39,42 @@ def _es_py(d, steps, dtype):
     s = d["settings"]
 
     def run():
-        es = pg.ag_early_stopping(**s["es"])
-        for _ in range(2 if s["refit"] else 1):  # the second fit's records are compared
-            m = py_model(s["arch"], d["init"], d["binit"])
-            out = fit_py(m, d["x"], d["y"], callbacks=[es], **_fit_args(s, steps))
+        cbs: List[Any] = [pg.ag_early_stopping(**s["es"])] if s["es"] is not None else []
+        with tempfile.TemporaryDirectory() as tmp:
+            if s["ckpt"] is not None:
+                path = os.path.join(tmp, "e{epoch}.safetensors")
+                cbs.append(pg.ag_model_checkpoint(path, **s["ckpt"]))
+            for _ in range(2 if s["refit"] else 1):  # the second fit's records are compared
+                m = py_model(s["arch"], d["init"], d["binit"])
+                out = fit_py(m, d["x"], d["y"], callbacks=cbs, **_fit_args(s, steps))
+        if s["ckpt"] is not None:  # the epochs saved, from the file names
+            out[-1]["saved epochs"] = _epochs(cbs[-1].saved)
         return out
 
     return with_dtype(dtype, run)
 
 
+def _epochs(paths):
+    """The epochs in e{epoch}.safetensors file names."""
+    return np.array([float(re.sub(r"^.*e(\d+)\.safetensors$", r"\1", p)) for p in paths])
+
+
 def _es_r(d, steps, dtype):
     s = d["settings"]
     res = call_r_arch(
-        "parity_fit_es", s["arch"], d, dtype=dtype, es=s["es"], refit=s["refit"],
+        "parity_fit_es", s["arch"], d, dtype=dtype, es=s["es"], ckpt=s["ckpt"], refit=s["refit"],
         hist_keys=np.array(HIST_KEYS), **_fit_args(s, steps),
     )  # fmt: skip
-    return fit_r_records(res)
+    out = fit_r_records(res)
+    if s["ckpt"] is not None:
+        out[-1]["saved epochs"] = _epochs([str(p) for p in res["saved"]])
+    return out
 
 
-def _es_case(name, epochs, refit=False, lr=0.05, **es):
-    settings = {"arch": "mlp", "es": es, "refit": refit, "lr": lr}
+def _es_case(name, epochs, refit=False, lr=0.05, ckpt=None, **es):
+    settings = {"arch": "mlp", "es": es or None, "refit": refit, "lr": lr, "ckpt": ckpt}
     CASES.append(
-        ScriptCase(f"early stop: {name}", _es_py, _es_r, epochs, _inputs(settings),
+        ScriptCase(f"{'checkpoint' if ckpt else 'early stop'}: {name}", _es_py, _es_r, epochs, _inputs(settings),
                    group="fit")
     )  # fmt: skip
 
@@ -64,3 +84,7 @@ _es_case("val_accuracy, mode min", 12, patience=2, monitor="val_accuracy", mode=
 _es_case("val_loss, min_delta 0.01, no restore", 12, patience=2, min_delta=0.01,
          restore_best=False)  # fmt: skip
 _es_case("one object reused for a second fit", 12, refit=True, patience=2, monitor="accuracy")
+_es_case("save_best_only on val_accuracy", 10,
+         ckpt={"save_best_only": True, "monitor": "val_accuracy"})  # fmt: skip
+_es_case("best val_loss every 2, with stopping", 12, patience=3,
+         ckpt={"save_best_only": True, "every": 2})  # fmt: skip

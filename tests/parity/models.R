@@ -143,16 +143,24 @@ parity_gradcheck <- function(dtype, p0, q0, c0, w) {
   })
 }
 
-# ag_fit with ag_early_stopping(es) (a named list of its arguments); refit: the same callback
-# object trains a second model from the same values, whose records are returned
-parity_fit_es <- function(dtype, arch, init, binit, x, y, es, refit, nepoch, batch_size, val_split,
-                          lr, hist_keys) {
+# ag_fit with ag_early_stopping(es) and ag_model_checkpoint(ckpt) (named lists of their
+# arguments, or NULL); refit: the same callback objects train a second model from the same values,
+# whose records are returned, with the files the checkpoint saved
+parity_fit_es <- function(dtype, arch, init, binit, x, y, es, ckpt, refit, nepoch, batch_size,
+                          val_split, lr, hist_keys) {
   with_dtype(dtype, function() {
-    cb <- do.call(ag_early_stopping, es)
+    cbs <- if (is.null(es)) list() else list(do.call(ag_early_stopping, es))
+    d <- tempfile()
+    dir.create(d)
+    on.exit(unlink(d, recursive = TRUE))
+    if (!is.null(ckpt))
+      cbs <- c(cbs, list(do.call(ag_model_checkpoint,
+                                 c(list(file.path(d, "e{epoch}.safetensors")), ckpt))))
     for (i in seq_len(if (refit) 2L else 1L))
       out <- fit_records(build_arch(arch, init, binit), x, y, hist_keys, nepoch = nepoch,
                          batch_size = batch_size, val_split = val_split, lr = lr,
-                         more_callbacks = list(cb))
+                         more_callbacks = cbs)
+    if (!is.null(ckpt)) out$saved <- cbs[[length(cbs)]]$saved
     out
   })
 }

@@ -143,3 +143,58 @@ def test_a_refused_resume_changes_nothing(tmp_path):
     assert all(
         np.array_equal(t.numpy(), before[k]) for k, t in m2.parameters().items()
     )  # nothing written
+
+
+def test_save_best_only_saves_the_improving_epochs(tmp_path):
+    """save_best_only: of the epochs looked at (every 1 here), those where val_accuracy (auto:
+    maximised) beats the best before; the file holds the best epoch's weights."""
+    from test_early_stopping import _climbing_fit
+
+    x, y = _iris()
+    snaps = {}
+    model = _mlp(seed=0, hidden=8)
+    ck = pg.ag_model_checkpoint(str(tmp_path / "best.safetensors"), save_best_only=True,
+                                monitor="val_accuracy")  # fmt: skip
+    assert (ck.every, ck.save_best_only, ck.monitor, ck.mode) == (1, True, "val_accuracy", "auto")
+    h = _climbing_fit(model, x, y, [ck, lambda e, logs: snaps.__setitem__(e, _weights(model))])
+    acc, best, improved = h.val_accuracy, -np.inf, []
+    for e, v in enumerate(acc, start=1):
+        if v > best:
+            best, improved = v, improved + [e]
+    assert len(ck.saved) == len(improved) >= 3 and ck.best == max(acc)
+    loaded = pg.ag_load_model(ck.saved[-1])
+    assert pg.ag_model_info(ck.saved[-1])["epoch"] == improved[-1]
+    for k, w in _weights(loaded).items():
+        np.testing.assert_array_equal(w, snaps[improved[-1]][k])
+    # mode="min" on the same column saves the first epoch only; every=5 looks at 5, 10, ...
+    ck2 = pg.ag_model_checkpoint(str(tmp_path / "e{epoch}.safetensors"), every=5,
+                                 save_best_only=True, monitor="val_accuracy", mode="min")  # fmt: skip
+    _climbing_fit(_mlp(seed=0, hidden=8), x, y, [ck2])
+    assert [p.rsplit("/", 1)[1] for p in ck2.saved] == ["e5.safetensors"]
+    assert repr(ck2).endswith("| save_best_only=True | monitor=val_accuracy | mode=min")
+
+
+def test_save_best_only_refusals_and_resume_state(tmp_path):
+    p = str(tmp_path / "c.safetensors")
+    with pytest.raises(pg.PyggmlrValueError, match='ag_model_checkpoint: monitor must be "loss"'):
+        pg.ag_model_checkpoint(p, monitor="acc")
+    with pytest.raises(pg.ArgumentError, match="save_best_only"):
+        pg.ag_model_checkpoint(p, save_best_only="yes")
+    x, y = _iris()
+    with pytest.raises(pg.PyggmlrValueError, match="only with validation data"):
+        pg.ag_fit(_mlp(), x, y, nepoch=1, silent=True,
+                  callbacks=[pg.ag_model_checkpoint(p, save_best_only=True,
+                                                    monitor="val_loss")])  # fmt: skip
+    # without save_best_only the monitor is never read: no validation data needed
+    pg.ag_fit(_mlp(), x, y, nepoch=1, silent=True,
+              callbacks=[pg.ag_model_checkpoint(p, monitor="val_loss")])  # fmt: skip
+    # a resumed save_best_only run compares with the first part's best
+    ck = pg.ag_model_checkpoint(p, save_best_only=True)
+    kw = dict(nepoch=3, batch_size=16, val_split=0.2, seed=3, silent=True)
+    pg.ag_fit(_mlp(), x, y, callbacks=[ck], **kw)
+    st, _ = ck.state()
+    ck2 = pg.ag_model_checkpoint(p, save_best_only=True)
+    pg.ag_fit(_mlp(), x, y, resume_from=p, callbacks=[ck2], **{**kw, "nepoch": 3})
+    assert ck2.best == st["best"] and ck2.saved == []  # nothing to do after epoch 3
+    with pytest.raises(pg.PyggmlrValueError, match="ag_model_checkpoint: the checkpoint's"):
+        ck2.load_state({"best": "x"})

@@ -97,3 +97,39 @@ test_that("settings read back from the core; checkpoint state checked", {
   es$load_state(list(best = 0.25, best_epoch = 3, wait = 1))
   expect_identical(es$state()$js, list(best = 0.25, best_epoch = 3L, wait = 1L))
 })
+
+test_that("ag_model_checkpoint(save_best_only = TRUE) saves the improving epochs", {
+  local_f64()
+  d <- tempfile()
+  dir.create(d)
+  m <- mlp()
+  snaps <- list()
+  ck <- ag_model_checkpoint(file.path(d, "best.safetensors"), save_best_only = TRUE,
+                            monitor = "val_accuracy")
+  expect_identical(list(ck$every, ck$save_best_only, ck$monitor, ck$mode),
+                   list(1L, TRUE, "val_accuracy", "auto"))
+  h <- climbing_fit(m, iris_x(), list(ck, function(epoch, logs) {
+    snaps[[epoch]] <<- lapply(m$parameters(), function(t) t$data)
+    NULL
+  }))
+  improved <- which(h$val_accuracy > c(-Inf, cummax(h$val_accuracy)[-length(h$val_accuracy)]))
+  expect_length(ck$saved, length(improved))
+  expect_identical(ck$best, max(h$val_accuracy))
+  expect_equal(ag_model_info(ck$saved[[length(ck$saved)]])$epoch, improved[length(improved)])
+  loaded <- ag_load_model(ck$saved[[length(ck$saved)]])
+  expect_identical(lapply(loaded$parameters(), function(t) t$data),
+                   snaps[[improved[length(improved)]]])
+  ck2 <- ag_model_checkpoint(file.path(d, "e{epoch}.safetensors"), every = 5L,
+                             save_best_only = TRUE, monitor = "val_accuracy", mode = "min")
+  climbing_fit(mlp(), iris_x(), list(ck2))
+  expect_identical(basename(ck2$saved), "e5.safetensors")
+  expect_output(print(ck2), "| save_best_only=TRUE | monitor=val_accuracy | mode=min", fixed = TRUE)
+  expect_error(ag_model_checkpoint(file.path(d, "x"), monitor = "acc"),
+               'ag_model_checkpoint: monitor must be "loss"', class = "pyggmlr_value_error")
+  expect_error(ag_model_checkpoint(file.path(d, "x"), save_best_only = "yes"), "save_best_only",
+               class = "pyggmlr_argument_error")
+  expect_error(ag_fit(mlp(), iris_x(), iris$Species, nepoch = 1L, silent = TRUE,
+                      callbacks = list(ag_model_checkpoint(file.path(d, "x"), save_best_only = TRUE,
+                                                           monitor = "val_loss"))),
+               "only with validation data", class = "pyggmlr_value_error")
+})
