@@ -264,10 +264,3 @@ pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);
  * NULL); if norm > max_norm scales them by max_norm / (norm + 1e-6). Writes the pre-clip norm. */
 int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm,
                       double *norm_out);
-
-/* ---- training statistics (stats.c) ----
- * Per-epoch loss report of ag_fit (ggml_opt_result_loss): *loss = mean of the n per-batch losses
- * v weighted by w (the total of v when per_datapoint is 0), *unc = its standard error from the
- * unweighted per-batch values (NaN below two batches). Both languages call this one function. */
-int pg_loss_stats(const double *v, const double *w, int64_t n, int per_datapoint, double *loss,
-                  double *unc);

@@ -18,7 +18,6 @@ extern SEXP R_pg_batch_norm(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_norm(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_embedding(SEXP, SEXP);
 extern SEXP R_pg_linear(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_loss_stats(SEXP, SEXP, SEXP);
 extern SEXP R_pg_embedding_ids(SEXP, SEXP);
 extern SEXP R_pg_slice_rows(SEXP, SEXP, SEXP);
 extern SEXP R_pg_concat_rows(SEXP, SEXP);
@@ -67,7 +66,6 @@ extern SEXP R_pg_fit_record(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_running(SEXP);
 extern SEXP R_pg_fit_epoch_end(SEXP, SEXP);
 extern SEXP R_pg_fit_loss_diverged(SEXP, SEXP, SEXP);
-extern SEXP R_pg_acc_stats(SEXP, SEXP);
 extern SEXP R_pg_fit_run_static(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_gradcheck_defaults(SEXP);
 extern SEXP R_pg_gradcheck_points(SEXP, SEXP, SEXP);
@@ -168,7 +166,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_layer_norm", (DL_FUNC)&R_pg_layer_norm, 4},
     {"R_pg_embedding", (DL_FUNC)&R_pg_embedding, 2},
     {"R_pg_linear", (DL_FUNC)&R_pg_linear, 4},
-    {"R_pg_loss_stats", (DL_FUNC)&R_pg_loss_stats, 3},
     {"R_pg_embedding_ids", (DL_FUNC)&R_pg_embedding_ids, 2},
     {"R_pg_slice_rows", (DL_FUNC)&R_pg_slice_rows, 3},
     {"R_pg_concat_rows", (DL_FUNC)&R_pg_concat_rows, 2},
@@ -217,7 +214,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_running", (DL_FUNC)&R_pg_fit_running, 1},
     {"R_pg_fit_epoch_end", (DL_FUNC)&R_pg_fit_epoch_end, 2},
     {"R_pg_fit_loss_diverged", (DL_FUNC)&R_pg_fit_loss_diverged, 3},
-    {"R_pg_acc_stats", (DL_FUNC)&R_pg_acc_stats, 2},
     {"R_pg_fit_run_static", (DL_FUNC)&R_pg_fit_run_static, 6},
     {"R_pg_gradcheck_defaults", (DL_FUNC)&R_pg_gradcheck_defaults, 1},
     {"R_pg_gradcheck_points", (DL_FUNC)&R_pg_gradcheck_points, 3},

@@ -293,20 +293,6 @@ SEXP R_pg_gradmap_set(SEXP map, SEXP id, SEXP value)
     return R_NilValue;
 }
 
-/* ag_fit's per-epoch loss report, from the core (as Python's): c(mean or total, standard error) */
-SEXP R_pg_loss_stats(SEXP v, SEXP w, SEXP per)
-{
-    if (TYPEOF(v) != REALSXP || TYPEOF(w) != REALSXP || XLENGTH(v) != XLENGTH(w))
-        r_stopf(PG_STATUS_ERR_ARG,
-                "loss statistics: values and weights must be double vectors of one length");
-    SEXP out = PROTECT(Rf_allocVector(REALSXP, 2));
-    int rc = pg_loss_stats(REAL(v), REAL(w), (int64_t)XLENGTH(v), Rf_asLogical(per) == TRUE,
-                           REAL(out), REAL(out) + 1);
-    UNPROTECT(1);
-    if (rc) r_fail();
-    return out;
-}
-
 /* ---- accounting ---- */
 SEXP R_pg_live_objects(void) { return Rf_ScalarReal((double)pg_live_objects()); }
 

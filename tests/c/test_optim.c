@@ -108,6 +108,17 @@ void test_optim(void)
     CHECK_ERR(pg_clamp(w, NAN, 1) == NULL, PG_STATUS_ERR_VALUE, "ag_clamp: lo must be");
     pg_optim_free(a);
     REL(w);
+    /* ag_fit's per-epoch statistics (stats.c, internal): ggml_opt_result_loss / _accuracy */
+    double v4[4] = {1, 2, 3, 4}, w4[4] = {1, 1, 1, 1}, vw[2] = {1, 3}, m, u;
+    CHECK(pg_loss_stats(v4, w4, 4, 1, &m, &u) == 0 && m == 2.5 && fabs(u - sqrt(1.25 / 3)) < 1e-15);
+    CHECK(pg_loss_stats(v4, w4, 4, 0, &m, &u) == 0 && m == 10 && fabs(u - sqrt(5.0 / 3)) < 1e-15);
+    CHECK(pg_loss_stats(vw, vw, 2, 1, &m, &u) == 0 && m == 2.5 && u == 1); /* weighted mean */
+    CHECK(pg_loss_stats(vw, vw, 2, 0, &m, &u) == 0 && m == 4);             /* a sum: the total */
+    CHECK(pg_loss_stats(v4, w4, 1, 1, &m, &u) == 0 && m == 1 && isnan(u)); /* one batch */
+    CHECK(pg_loss_stats(v4, w4, 0, 1, &m, &u) == 0 && isnan(m) && isnan(u));
+    CHECK(pg_acc_stats(3, 4, &m, &u) == 0 && m == 0.75 && fabs(u - sqrt(0.75 * 0.25 / 3)) < 1e-15);
+    CHECK(pg_acc_stats(0, 0, &m, &u) == 0 && isnan(m) && isnan(u));
+    CHECK_ERR(pg_loss_stats(v4, w4, 4, 1, NULL, &u) != 0, PG_STATUS_ERR_ARG, "NULL output");
 }
 
 /* ---- data-parallel helpers ---- */
