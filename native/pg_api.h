@@ -242,7 +242,6 @@ int pg_simd_select(int which);
 /* State slots per parameter: SGD: 0 velocity, 1 accumulator; Adam: 0 m, 1 v, 2 accumulator.
  * Borrowed; NULL if the slot was never allocated. */
 pg_tensor *pg_optim_state(pg_optim *o, int64_t i, int slot);
-int pg_optim_set_state(pg_optim *o, int64_t i, int slot, pg_tensor *value); /* copies values */
 /* load_state's write, all or nothing after checking finiteness and the counts: vals[s * n + i]
  * is slot s of parameter i as column-major doubles of its shape (SGD: velocity; Adam: m, v).
  * Adam's t is set, accum_count on both; accumulators dropped. */

@@ -14,7 +14,3 @@
 }
 
 .r_blas_lib <- function() basename(tryCatch(extSoftVersion()[["BLAS"]], error = function(e) ""))
-.r_blas_optimised <- function() {
-  lib <- tolower(tryCatch(paste(extSoftVersion()[["BLAS"]], La_library()), error = function(e) ""))
-  grepl("openblas|mkl|blis|atlas|accelerate|veclib|flexiblas|armpl", lib)
-}
