@@ -38,11 +38,10 @@ def _rng_load(st: Any) -> None:
 
 
 class _Segment:
-    __slots__ = ("fn", "args", "kwargs", "state", "inputs")
+    __slots__ = ("fn", "args", "kwargs", "state")
 
-    def __init__(self, fn, args, kwargs, state, inputs):
+    def __init__(self, fn, args, kwargs, state):
         self.fn, self.args, self.kwargs, self.state = fn, args, kwargs, state
-        self.inputs: Dict[str, Tensor] = inputs  # x1, x2, ... by position, keywords by name
 
     def replay(self) -> None:
         """Run fn again from the forward's random state, on the core's private tape; the
@@ -83,10 +82,9 @@ def _host_free(ctx):
     _live.pop(int(ffi.cast("uintptr_t", ctx)), None)
 
 
-def _inputs(args, kwargs) -> Dict[str, Tensor]:
-    named = {f"x{i + 1}": a for i, a in enumerate(args) if isinstance(a, Tensor)}
-    named.update((k, v) for k, v in kwargs.items() if isinstance(v, Tensor))
-    return named
+def _inputs(args, kwargs) -> List[Tensor]:
+    """The node's inputs: the tensor arguments, positional ones first, in order."""
+    return [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
 
 
 def _checkpoint(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -94,7 +92,7 @@ def _checkpoint(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         return fn(*args, **kwargs)
     state = _rng_state()
     inputs = _inputs(args, kwargs)
-    handles = [t._handle() for t in inputs.values()]  # dead handles raise before anything runs
+    handles = [t._handle() for t in inputs]  # dead handles raise before anything runs
     ok = False
     stashed = lib.pg_tape_stash_depth()
     try:
@@ -112,7 +110,7 @@ def _checkpoint(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         )
     try:
         vh = value._handle()
-        seg = _Segment(fn, args, kwargs, state, inputs)
+        seg = _Segment(fn, args, kwargs, state)
         h = ffi.new_handle(seg)
         _live[int(ffi.cast("uintptr_t", h))] = (h, seg)  # popped by pyggmlr_host_free
         ins = ffi.new("pg_tensor *[]", handles) if handles else NULL
@@ -150,10 +148,3 @@ def ag_checkpoint(*args: Any, **kwargs: Any) -> Any:
     if not args or not callable(args[0]):
         raise ArgumentError("ag_checkpoint() expects a function as its first argument.")
     return _checkpoint(args[0], args[1:], kwargs)
-
-
-def _segment_inputs(t: Tensor) -> List[str]:
-    """Names of the inputs of the checkpoint node that made t (x1, x2, ... by position, keywords
-    by name); [] when no checkpoint made it. For tests and debugging."""
-    ctx = lib.pg_host_context(t._handle())
-    return [] if ctx == NULL else list(ffi.from_handle(ctx).inputs)

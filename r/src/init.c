@@ -134,7 +134,6 @@ extern SEXP R_pg_ckpt_replay(SEXP);
 extern SEXP R_pg_ckpt_tape(SEXP);
 extern SEXP R_pg_scope(SEXP, SEXP);
 extern SEXP R_pg_scoped(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_ckpt_segment(SEXP);
 extern SEXP R_pg_optim_step_sum(SEXP, SEXP);
 extern SEXP R_pg_gradmap_build(SEXP, SEXP);
 extern SEXP R_pg_optim_load(SEXP, SEXP, SEXP, SEXP);
@@ -272,7 +271,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_ckpt_tape", (DL_FUNC)&R_pg_ckpt_tape, 1},
     {"R_pg_scope", (DL_FUNC)&R_pg_scope, 2},
     {"R_pg_scoped", (DL_FUNC)&R_pg_scoped, 4},
-    {"R_pg_ckpt_segment", (DL_FUNC)&R_pg_ckpt_segment, 1},
     {"R_pg_optim_step_sum", (DL_FUNC)&R_pg_optim_step_sum, 2},
     {"R_pg_gradmap_build", (DL_FUNC)&R_pg_gradmap_build, 2},
     {"R_pg_optim_load", (DL_FUNC)&R_pg_optim_load, 4},

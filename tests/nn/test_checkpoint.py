@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import pyggmlr as pg
-from pyggmlr.checkpoint import _segment_inputs
 from pyggmlr.fit import ag_model_checkpoint
 
 
@@ -275,7 +274,7 @@ def test_tape_off_returns_fn_value_unchanged():
         assert pg.ag_checkpoint(lambda v: v, x) is x
 
 
-def test_argument_naming_and_passing():
+def test_argument_passing():
     a = pg.ag_param([[1.0, 2.0]], dtype="f64")
     b = pg.ag_param([[3.0, 4.0]], dtype="f64")
     c = pg.ag_param([[5.0, 6.0]], dtype="f64")
@@ -285,7 +284,6 @@ def test_argument_naming_and_passing():
 
     with pg.with_grad_tape():
         y = pg.ag_checkpoint(fn, a, 2.0, b, w=c)
-        assert _segment_inputs(y) == ["x1", "x3", "w"]
         g = pg.backward(pg.ag_sum(y))
     assert np.array_equal(y.numpy(), [[46.0, 56.0]])
     assert np.array_equal(g[a], [[2.0, 2.0]]) and np.array_equal(g[b], [[-2.0, -2.0]])
@@ -306,7 +304,6 @@ def test_many_tensor_inputs_and_no_input_requiring_grad():
     with pg.with_grad_tape():
         y = pg.ag_checkpoint(fn, *xs)  # no input requires grad: still one node
         assert y.requires_grad and pg._core.lib.pg_tape_nodes() == 1
-        assert _segment_inputs(y) == [f"x{i}" for i in range(1, 9)]
         rep = pg.ag_tape_memory(quiet=True)
         g = pg.backward(pg.ag_sum(y))
     assert rep["nodes"] == 1 and np.array_equal(g[W], [[28.0]])
