@@ -16,7 +16,7 @@ from ._core import (
 )
 from .attention import *  # noqa: F401,F403  (ag_flash_attention)
 from .capture import *  # noqa: F401,F403  (ggmlR's captured functions and steps, eager on the CPU)
-from .checkpoint import ag_checkpoint  # noqa: F401  (gradient checkpointing; old callback alias)
+from .checkpoint import ag_checkpoint  # noqa: F401  (gradient checkpointing)
 from .compile import ag_compile  # noqa: F401  (static graphs)
 from .data import *  # noqa: F401,F403  (ag_dataloader, data sets)
 from .distributed import (  # noqa: F401  (MPI optional, imported on use)

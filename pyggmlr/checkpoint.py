@@ -11,8 +11,6 @@ in ``.grad``. Outside a tape, ``fn(*args)`` is returned as is.
 
 from __future__ import annotations
 
-import os
-import warnings
 from typing import Any, Callable, Dict, List, Tuple
 
 from . import _core
@@ -130,21 +128,8 @@ def ag_checkpoint(*args: Any, **kwargs: Any) -> Any:
     backward() by running fn again with the same random state (a dropout mask is the same).
     Gradients are the plain tape's, bit for bit, in backward()'s map and ``.grad`` alike; the
     random stream advances as a plain call would. Nests; raises ArgumentError when the first
-    argument is not a function. fn must be reproducible (a replay runs it later).
-
-    Deprecated: ``ag_checkpoint(path, every=1)`` (a str or path first, or ``path=``) is the
-    ag_fit callback now named ag_model_checkpoint; it warns and returns that callback."""
-    first = args[0] if args else kwargs.get("path")
-    if isinstance(first, (str, os.PathLike)) and (not args or "path" not in kwargs):
-        from .fit import ag_model_checkpoint
-
-        warnings.warn(
-            "ag_checkpoint(path, every) is deprecated: the ag_fit callback is ag_model_checkpoint(path, every); "
-            "ag_checkpoint(fn, ...) is gradient checkpointing",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return ag_model_checkpoint(*args, **kwargs)
+    argument is not a function. fn must be reproducible (a replay runs it later). The ag_fit
+    callback that saves checkpoints is ag_model_checkpoint(path, every)."""
     if not args or not callable(args[0]):
         raise ArgumentError("ag_checkpoint() expects a function as its first argument.")
     return _checkpoint(args[0], args[1:], kwargs)

@@ -4,13 +4,10 @@ Gradients equal the plain tape's bit for bit (f64 MLPs: plain, checkpointed, nes
 sequence), the segment's parameters are in backward()'s map and .grad once, a dropout mask is
 replayed, failures leave the tape and the random stream as they were, the tape keeps less."""
 
-import warnings
-
 import numpy as np
 import pytest
 
 import pyggmlr as pg
-from pyggmlr.fit import ag_model_checkpoint
 
 
 def _rs(seed, *shape):
@@ -309,22 +306,16 @@ def test_many_tensor_inputs_and_no_input_requiring_grad():
     assert rep["nodes"] == 1 and np.array_equal(g[W], [[28.0]])
 
 
-def test_error_texts_and_deprecated_callback_alias(tmp_path):
+def test_error_texts(tmp_path):
     msg = "ag_checkpoint() expects a function as its first argument."
-    for bad in ((), (3,), (None, 1), ([1],)):
+    # a path first (the old ag_model_checkpoint overload, removed) is no function either
+    for bad in ((), (3,), (None, 1), ([1],), (str(tmp_path / "c.safetensors"),)):
         with pytest.raises(pg.ArgumentError) as e:
             pg.ag_checkpoint(*bad)
         assert str(e.value) == msg
-    with pytest.warns(DeprecationWarning, match="ag_model_checkpoint"):
-        cb = pg.ag_checkpoint(str(tmp_path / "c.safetensors"), every=2)
-    assert isinstance(cb, ag_model_checkpoint) and cb.every == 2
-    with pytest.warns(DeprecationWarning):
-        cb = pg.ag_checkpoint(path=tmp_path / "d.safetensors")
-    assert isinstance(cb, ag_model_checkpoint) and cb.path.endswith("d.safetensors")
-    assert repr(cb).startswith("ag_model_checkpoint | path=")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        pg.ag_model_checkpoint(str(tmp_path / "e.safetensors"))  # the new name does not warn
+    with pytest.raises(pg.ArgumentError) as e:
+        pg.ag_checkpoint(path=tmp_path / "d.safetensors")
+    assert str(e.value) == msg
     with pg.with_grad_tape(), pytest.raises(pg.ArgumentError, match="must return an ag_tensor"):
         pg.ag_checkpoint(lambda: 3.0)
 
