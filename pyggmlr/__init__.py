@@ -11,8 +11,6 @@ from ._core import (
     ag_set_blas,
     ag_set_threads,
     blas_library_path,
-    blas_name,
-    use_blas,
 )
 from .attention import *  # noqa: F401,F403  (ag_flash_attention)
 from .capture import *  # noqa: F401,F403  (ggmlR's captured functions and steps, eager on the CPU)
@@ -205,7 +203,6 @@ __all__ = [
     "ag_weighted_mse_loss",
     "backward",
     "blas_library_path",
-    "blas_name",
     "check_grad_anomaly",
     "clip_grad_norm",
     "clip_grad_value",
@@ -226,7 +223,6 @@ __all__ = [
     "lr_scheduler_warmup_cosine",
     "optimizer_adam",
     "optimizer_sgd",
-    "use_blas",
     "with_grad_tape",
 ]
 

@@ -154,13 +154,13 @@ def test_a_different_gemm_is_detected(sides):
 
     case = parity.Case("big matmul", "op", fn, 1, lambda rng: d)
     r.call("ag_set_blas", "r")  # R's own BLAS: neither the built-in kernel nor scipy's OpenBLAS
-    assert r.call("ag_blas_name") != pg.blas_name()
+    assert r.call("ag_blas_name") != pg.ag_blas_name()
     try:
         bad = parity.check_case(case, "f64", *sides)
     finally:
         r.sync_blas(force=True)
     assert bad["status"] == "MISMATCH" and bad["detail"].startswith("step 1, ")
-    assert r.call("ag_blas_name") == pg.blas_name()
+    assert r.call("ag_blas_name") == pg.ag_blas_name()
     assert parity.check_case(case, "f64", *sides)["status"] == "ok"
 
 
