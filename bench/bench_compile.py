@@ -41,7 +41,7 @@ def main():
     med = {k: per_step_us(f) for k, f in peers.items()}
     floor = med["gemm"]
     print(
-        f"pyggmlr {pg.__version__}, GEMM: {pg.blas_name()}; model {'-'.join(map(str, SIZES))}, batch {BATCH}, Adam, f32"
+        f"pyggmlr {pg.__version__}, GEMM: {pg.ag_blas_name()}; model {'-'.join(map(str, SIZES))}, batch {BATCH}, Adam, f32"
     )
     print(f"{'step':<10}{'us/step':>10}{'above GEMM floor':>18}{'vs compiled':>13}")
     for k in ("compiled", "eager", "torch", "gemm"):

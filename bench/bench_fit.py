@@ -127,7 +127,7 @@ def _rscript_times(sizes, n, batch, static, h):
     if rs is None:
         raise SystemExit("bench_fit: BENCH_R=rscript needs Rscript")
     inner = int(os.environ.get("BENCH_INNER", 10))
-    blas = _core.blas_library_path() if pg.blas_name() != "builtin" else ""
+    blas = _core.blas_library_path() if pg.ag_blas_name() != "builtin" else ""
     args = ["-".join(map(str, sizes)), str(n), str(batch), "TRUE" if static else "FALSE"]
     args += [str(EPOCHS), str(ROUNDS), str(inner), blas or ""]
     out = rscript_lines(rs, _RSCRIPT, args)
@@ -162,7 +162,7 @@ def main():
     r.start()
     print(
         f"pyggmlr {pg.__version__}: ag_fit, {EPOCHS} epochs, median of {ROUNDS} ({CLOCK.__name__}), one thread, "
-        f"GEMM {pg.blas_name()} (R: {r.call('ag_blas_name')}), CPU: {cpu_name()}"
+        f"GEMM {pg.ag_blas_name()} (R: {r.call('ag_blas_name')}), CPU: {cpu_name()}"
     )
     print(
         f"{'model':>16s} {'mode':>7s} {'steps':>6s} {'Python ms':>10s} {'R ms':>9s} {'R/Python':>9s}"
@@ -227,7 +227,7 @@ def main():
         "cpu": cpu_name(),
         "clock": CLOCK.__name__,
         "bridge_call_s": bridge,
-        "blas": pg.blas_name(),
+        "blas": pg.ag_blas_name(),
         "rounds": ROUNDS,
         "threads": 1,
         "results": results,

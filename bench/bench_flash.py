@@ -73,13 +73,13 @@ def main():
     pg.ggml_set_seed(0)  # inputs from the core's generator (R's stream), as everything else
     res = {
         "cpu": cpu_name(),
-        "blas": pg.blas_name(),
+        "blas": pg.ag_blas_name(),
         "rounds": ROUNDS,
         "torch": torch.__version__ if torch else None,
         "cases": {},
     }
     print(
-        f"pyggmlr {pg.__version__}, GEMM {pg.blas_name()}, one thread, CPU: {res['cpu']}, torch: {'yes' if torch else 'no'}"
+        f"pyggmlr {pg.__version__}, GEMM {pg.ag_blas_name()}, one thread, CPU: {res['cpu']}, torch: {'yes' if torch else 'no'}"
     )
     print("forward + backward (µs, median); ratio = fused / composition")
     print(

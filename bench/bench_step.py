@@ -162,7 +162,7 @@ def main():
         )
     out = {
         "benchmark": "bench_step",
-        "blas": pg.blas_name(),
+        "blas": pg.ag_blas_name(),
         "numpy": np.__version__,
         "threads": 1,
         "env": {

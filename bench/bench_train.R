@@ -13,7 +13,7 @@ ag_set_threads(1L)
 Sys.setenv(OPENBLAS_NUM_THREADS = "1") # as bench_train.py: no idle OpenBLAS thread pool
 # the same OpenBLAS as Python (scipy-openblas32 wheel) when its path is given, else R's BLAS
 ob <- Sys.getenv("PYGGMLR_OPENBLAS", "")
-if (nzchar(ob)) ag_use_openblas(ob)
+if (nzchar(ob)) ag_set_blas("openblas", ob)
 cat("GEMM:", ag_blas_name(), "\n")
 # compare with Python on the same GEMM: its OpenBLAS loop, or its loop on the built-in kernel
 pycol <- if (identical(ag_blas_name(), "builtin")) "builtin" else "pyggmlr"

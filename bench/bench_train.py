@@ -10,7 +10,7 @@ and prints medians (µs) and ratios. Writes bench/results/bench_train.json.
 
   gemm f64  the same GEMMs in f64: f64 GEMMs / f32 GEMMs bounds the step's f64/f32 ratio
   builtin   the pyggmlr loop (f32 and f64) on the core's own blocked GEMM kernel instead of
-            OpenBLAS (pg.use_blas("builtin"); the R package's default where R's BLAS is the
+            OpenBLAS (pg.ag_set_blas("builtin"); the R package's default where R's BLAS is the
             reference one)
 
 OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE, which some machines here set to force an older (Haswell)
@@ -144,8 +144,8 @@ def gemm_floor(sizes, batch, dtype=np.float32):
 def gemm_for(k, default):
     """The builtin peers run on the core's kernel, the rest on `default` (the GEMM at start)."""
     want = "builtin" if k.startswith("builtin") or default == "builtin" else "openblas"
-    if (pg.blas_name() == "builtin") != (want == "builtin"):
-        pg.use_blas(want)
+    if (pg.ag_blas_name() == "builtin") != (want == "builtin"):
+        pg.ag_set_blas(want)
 
 
 def main():
@@ -158,7 +158,7 @@ def main():
     pg.ag_set_threads(1)
     results = []
     print(
-        f"pyggmlr {pg.__version__}, GEMM: {pg.blas_name()}, torch: {'yes' if have_torch else 'not installed'}"
+        f"pyggmlr {pg.__version__}, GEMM: {pg.ag_blas_name()}, torch: {'yes' if have_torch else 'not installed'}"
     )
     print(
         f"{'model':<24}{'pyggmlr f32':>12}{'f64':>10}{'torch':>10}{'gemm':>10}"
@@ -178,7 +178,7 @@ def main():
         if have_torch:
             peers["torch"] = torch_step(sizes, batch)
         n = 200 if batch < 100 and sizes[0] < 100 else 20
-        default = pg.blas_name()
+        default = pg.ag_blas_name()
         for k, f in peers.items():  # warm up
             gemm_for(k, default)
             for _ in range(5):
@@ -214,7 +214,7 @@ def main():
     out.write_text(
         json.dumps(
             {
-                "blas": pg.blas_name(),
+                "blas": pg.ag_blas_name(),
                 "python": sys.version.split()[0],
                 "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE"),
                 "cases": results,

@@ -133,7 +133,7 @@ def median_ms(fn, reps):
 def main():
     pg.ag_set_threads(1)
     print(
-        f"pyggmlr {pg.__version__}, GEMM: {pg.blas_name()}, CPU: {cpu_name()}, f32, 1 thread, medians of {ROUNDS}"
+        f"pyggmlr {pg.__version__}, GEMM: {pg.ag_blas_name()}, CPU: {cpu_name()}, f32, 1 thread, medians of {ROUNDS}"
     )
     print(
         f"{'size':<7}{'eager ms':>10}{'compiled':>10}{'torch':>9}{'GEMMs':>9}{'eager/torch':>13}{'compiled/torch':>16}"

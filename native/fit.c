@@ -346,17 +346,6 @@ int pg_fit_stats_import(pg_fit *f, const double *buf, int64_t len)
     return 0;
 }
 
-int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *acc, double *unc)
-{
-    if (!acc || !unc) return pg_fail(PG_STATUS_ERR_ARG, "accuracy statistics: NULL output");
-    *acc = *unc = NAN;
-    if (ndata <= 0) return 0;
-    const double a = (double)ncorrect / (double)ndata;
-    *acc = a;
-    if (ndata >= 2) *unc = sqrt(a * (1 - a) / (double)(ndata - 1));
-    return 0;
-}
-
 int pg_fit_running(const pg_fit *f, double *loss, double *accuracy)
 {
     if (!f || !loss || !accuracy) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit or output", OP);

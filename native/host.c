@@ -61,12 +61,6 @@ int pg_host_check_versions(const pg_node *n)
     return 0;
 }
 
-void *pg_host_context(pg_tensor *t)
-{
-    if (pg_tensor_check(t) || !t->node || !t->node->host) return NULL;
-    return t->node->host->ctx;
-}
-
 int pg_host_fail(int status, const char *msg)
 {
     return pg_fail(status > 0 ? status : PG_STATUS_ERR_STATE, "%s", msg ? msg : "host node failed");

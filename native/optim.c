@@ -257,28 +257,6 @@ pg_tensor *pg_optim_state(pg_optim *o, int64_t i, int s)
     return o->state[i][s];
 }
 
-int pg_optim_set_state(pg_optim *o, int64_t i, int s, pg_tensor *value)
-{
-    if (!o || i < 0 || i >= o->n || s < 0 || s >= N_SLOTS)
-        return pg_fail(PG_STATUS_ERR_VALUE, "optimizer state: no slot %d for parameter %lld", s,
-                       (long long)i);
-    if (!value) {
-        pg_tensor_release(o->state[i][s]);
-        o->state[i][s] = NULL;
-        return 0;
-    }
-    if (pg_not_live(value, "optimizer state", "value")) return PG_STATUS_ERR_ARG;
-    pg_tensor *p = o->params[i];
-    if (value->ne[0] != p->ne[0] || value->ne[1] != p->ne[1])
-        return pg_fail(PG_STATUS_ERR_SHAPE,
-                       "optimizer state: slot %d of parameter %lld is %s, the parameter is %s", s,
-                       (long long)i, pg_desc(value), pg_desc(p));
-    pg_tensor *d = slot(o, i, s);
-    if (!d) return PG_STATUS_ERR_NOMEM;
-    return pg_tensor_write(d, pg_data(value), value->dtype, value->ne[0], value->ne[1], 1,
-                           value->ne[0]);
-}
-
 /* One slot value's checks (shared by load_state and the model files): finite, within the
  * parameter dtype's range (a double beyond FLT_MAX would become Inf in an f32 slot), and >= 0
  * for Adam's second moments (their square root divides the step). */

@@ -282,6 +282,14 @@ void pg_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double 
 /* The built-in kernel (gemm_kernel.c, gemm_ukernel.c, gemm_pool.c): gemm_internal.h; its
  * selectors for tests and benchmarks: pg_api_gemm.h. */
 
+/* Per-epoch training statistics (stats.c, for pg_fit_epoch_end). pg_loss_stats: *loss = mean of
+ * the n per-batch losses v weighted by w (the total of v when per_datapoint is 0), *unc = its
+ * standard error from the unweighted per-batch values (NaN below two batches); pg_acc_stats:
+ * accuracy and its standard error from counts (NaN when ndata == 0). */
+int pg_loss_stats(const double *v, const double *w, int64_t n, int per_datapoint, double *loss,
+                  double *unc);
+int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *acc, double *unc);
+
 /* Run the block once with T = float and once with T = double, picking by dtype at run time. */
 #define PG_DISPATCH(dt, ...)                                                                       \
     do {                                                                                           \

@@ -242,7 +242,6 @@ int pg_simd_select(int which);
 /* State slots per parameter: SGD: 0 velocity, 1 accumulator; Adam: 0 m, 1 v, 2 accumulator.
  * Borrowed; NULL if the slot was never allocated. */
 pg_tensor *pg_optim_state(pg_optim *o, int64_t i, int slot);
-int pg_optim_set_state(pg_optim *o, int64_t i, int slot, pg_tensor *value); /* copies values */
 /* load_state's write, all or nothing after checking finiteness and the counts: vals[s * n + i]
  * is slot s of parameter i as column-major doubles of its shape (SGD: velocity; Adam: m, v).
  * Adam's t is set, accum_count on both; accumulators dropped. */
@@ -264,10 +263,3 @@ pg_gradmap *pg_gradmap_make(pg_tensor **keys, pg_tensor **vals, int64_t n);
  * NULL); if norm > max_norm scales them by max_norm / (norm + 1e-6). Writes the pre-clip norm. */
 int pg_clip_grad_norm(pg_tensor **params, int64_t n, pg_gradmap *grads, double max_norm,
                       double *norm_out);
-
-/* ---- training statistics (stats.c) ----
- * Per-epoch loss report of ag_fit (ggml_opt_result_loss): *loss = mean of the n per-batch losses
- * v weighted by w (the total of v when per_datapoint is 0), *unc = its standard error from the
- * unweighted per-batch values (NaN below two batches). Both languages call this one function. */
-int pg_loss_stats(const double *v, const double *w, int64_t n, int per_datapoint, double *loss,
-                  double *unc);

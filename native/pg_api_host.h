@@ -24,9 +24,6 @@ pg_tensor *pg_host_record(pg_tensor *value, pg_tensor **in, int64_t n_in, const 
  * the node's output) with the node's incoming gradient. Returns 0 or a status. */
 int pg_host_replay(pg_tensor *out);
 
-/* The ctx of t's producing host node (borrowed), NULL when t was not made by one. */
-void *pg_host_context(pg_tensor *t);
-
 /* Host rules running on this thread (0 outside backward's replays). */
 int pg_host_depth(void);
 

@@ -62,10 +62,6 @@ int pg_rng_sample(pg_rng *r, double n, int64_t size, int replace, const double *
  * the pool and the result together): an allocation the kernel grants lazily but cannot back
  * would kill the process instead of failing. */
 int pg_rng_check_size(double n, int64_t elem_size, const char *fn);
-/* One unif_rand(), norm_rand() or R_unif_index(dn) (r NULL: the current stream). */
-double pg_rng_unif_rand(pg_rng *r);
-double pg_rng_norm_rand(pg_rng *r);
-double pg_rng_unif_index(pg_rng *r, double dn);
 
 /* ---- draws of the package's layers (ggmlR's calls, in its order) ---- */
 /* Inverted dropout as one op: out = x * mask, mask = (u > rate) / (1 - rate) of x's shape and

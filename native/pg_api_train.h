@@ -88,5 +88,3 @@ int pg_fit_stats_import(pg_fit *f, const double *buf, int64_t len);
  * naming the position) or [classes, n] one-hot / scores (their first maximum). */
 int pg_accuracy_count(const double *out, int64_t classes, int64_t n, const double *y, int64_t krows,
                       int64_t *ncorrect);
-/* accuracy and its standard error from counts (ggml_opt_result_accuracy); NaN when ndata == 0 */
-int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *acc, double *unc);

@@ -16,8 +16,6 @@ int64_t pg_tensor_version(pg_tensor *t);
  * one view is exposed; unexpose when a view dies (its writes are counted first). */
 int pg_tensor_expose(pg_tensor *t);
 int pg_tensor_unexpose(pg_tensor *t);
-/* For front ends writing through pg_tensor_data(): count one write. */
-int pg_tensor_bump_version(pg_tensor *t);
 
 /* Scope repair for front ends that cannot pair begin/end on every exit path (R's interrupts,
  * restarts, callCC): closes tape scopes until depth <= `depth` (nothing when already there,

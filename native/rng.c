@@ -458,27 +458,3 @@ int pg_rng_rnorm(pg_rng *r, int64_t n, const double *mean, int64_t nm, const dou
     if (check_vec("rnorm", n, mean, nm, "mean", sd, ns, "sd", out)) return pg_last_status();
     return draw_vec(r, "rnorm", pg_rng_rnorm1, n, mean, nm, sd, ns, out, n_nan);
 }
-
-double pg_rng_unif_rand(pg_rng *r)
-{
-    if (!(r = pg_rng_lock(r, "unif_rand"))) return NAN;
-    double v = pg_rng_u01(r);
-    pg_rng_unlock(r);
-    return v;
-}
-
-double pg_rng_norm_rand(pg_rng *r)
-{
-    if (!(r = pg_rng_lock(r, "norm_rand"))) return NAN;
-    double v = pg_rng_z(r);
-    pg_rng_unlock(r);
-    return v;
-}
-
-double pg_rng_unif_index(pg_rng *r, double dn)
-{
-    if (!(r = pg_rng_lock(r, "unif_index"))) return NAN;
-    double v = pg_rng_index(r, dn);
-    pg_rng_unlock(r);
-    return v;
-}

@@ -1,5 +1,5 @@
-/* Training statistics reported per epoch (ggml_opt_result_loss): computed here once, so R's and
- * Python's histories agree to the bit (each language's own sum() adds in a different order). */
+/* Training statistics reported per epoch (ggml_opt_result_loss, ggml_opt_result_accuracy) for
+ * pg_fit_epoch_end (fit.c): computed here once, so R's and Python's histories agree to the bit. */
 #include <math.h>
 #include "pg.h"
 
@@ -23,5 +23,16 @@ int pg_loss_stats(const double *v, const double *w, int64_t n, int per_datapoint
     double var = s2 / (double)n - m * m;
     if (var < 0) var = 0;
     *unc = per_datapoint ? sqrt(var / (double)(n - 1)) : sqrt(var * (double)n / (double)(n - 1));
+    return 0;
+}
+
+int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *acc, double *unc)
+{
+    if (!acc || !unc) return pg_fail(PG_STATUS_ERR_ARG, "accuracy statistics: NULL output");
+    *acc = *unc = NAN;
+    if (ndata <= 0) return 0;
+    const double a = (double)ncorrect / (double)ndata;
+    *acc = a;
+    if (ndata >= 2) *unc = sqrt(a * (1 - a) / (double)(ndata - 1));
     return 0;
 }

@@ -58,13 +58,6 @@ int pg_tensor_unexpose(pg_tensor *t)
     return 0;
 }
 
-int pg_tensor_bump_version(pg_tensor *t)
-{
-    if (pg_not_live(t, "bump_version", "t")) return PG_STATUS_ERR_ARG;
-    pg_bump(t);
-    return 0;
-}
-
 /* 0 when tensor `t` (input `slot` of node n, -1 its output, -2 a checkpoint segment's parameter) is still at the version recorded, else the error. */
 int pg_version_mismatch(const pg_node *n, pg_tensor *t, uint64_t want, int64_t slot)
 {

@@ -11,12 +11,10 @@ from ._core import (
     ag_set_blas,
     ag_set_threads,
     blas_library_path,
-    blas_name,
-    use_blas,
 )
 from .attention import *  # noqa: F401,F403  (ag_flash_attention)
 from .capture import *  # noqa: F401,F403  (ggmlR's captured functions and steps, eager on the CPU)
-from .checkpoint import ag_checkpoint  # noqa: F401  (gradient checkpointing; old callback alias)
+from .checkpoint import ag_checkpoint  # noqa: F401  (gradient checkpointing)
 from .compile import ag_compile  # noqa: F401  (static graphs)
 from .data import *  # noqa: F401,F403  (ag_dataloader, data sets)
 from .distributed import (  # noqa: F401  (MPI optional, imported on use)
@@ -205,7 +203,6 @@ __all__ = [
     "ag_weighted_mse_loss",
     "backward",
     "blas_library_path",
-    "blas_name",
     "check_grad_anomaly",
     "clip_grad_norm",
     "clip_grad_value",
@@ -226,7 +223,6 @@ __all__ = [
     "lr_scheduler_warmup_cosine",
     "optimizer_adam",
     "optimizer_sgd",
-    "use_blas",
     "with_grad_tape",
 ]
 

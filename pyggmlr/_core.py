@@ -63,10 +63,15 @@ def _load_openblas():
     return True
 
 
-def _set_blas(name: str, fn: str) -> str:
+def ag_set_blas(name: str = "default") -> str:
+    """Select the GEMM backend (R has the same name): "builtin" or "default" (the default, in R
+    too: the core's blocked kernel, AVX-512, AVX2+FMA or portable micro-kernels picked by CPU,
+    threaded by ag_set_threads with the same bits for every thread count) or "openblas" (the
+    scipy-openblas32 wheel; it rounds differently, so R must use it too for equal bits: pyggmlr.r
+    does that). Returns ag_blas_name()."""
     if not isinstance(name, str):  # `in` on an array raised numpy's "truth value is ambiguous"
         raise ArgumentError(
-            f"{fn}(): name must be one of 'default', 'builtin', 'openblas', got "
+            f"ag_set_blas(): name must be one of 'default', 'builtin', 'openblas', got "
             f"{type(name).__name__} {name!r}"[:300]
         )
     if name in ("builtin", "default"):
@@ -76,37 +81,20 @@ def _set_blas(name: str, fn: str) -> str:
             raise RuntimeError("OpenBLAS is not available: pip install scipy-openblas32")
     else:
         raise PyggmlrValueError(
-            f"{fn}(): name must be one of 'default', 'builtin', 'openblas', got {name!r}"
+            f"ag_set_blas(): name must be one of 'default', 'builtin', 'openblas', got {name!r}"
         )
-    return blas_name()
+    return ag_blas_name()
 
 
-def ag_set_blas(name: str = "default") -> str:
-    """Select the GEMM backend (R has the same name): "builtin" or "default" (the default, in R
-    too: the core's blocked kernel, AVX-512, AVX2+FMA or portable micro-kernels picked by CPU,
-    threaded by ag_set_threads with the same bits for every thread count) or "openblas" (the
-    scipy-openblas32 wheel; it rounds differently, so R must use it too for equal bits: pyggmlr.r
-    does that). Returns ag_blas_name()."""
-    return _set_blas(name, "ag_set_blas")
-
-
-def use_blas(name: str = "openblas") -> str:
-    """Alias of ag_set_blas, kept for existing scripts (its default here: "openblas")."""
-    return _set_blas(name, "use_blas")
-
-
-def blas_name() -> str:
+def ag_blas_name() -> str:
     """Name of the GEMM the core uses now: "OpenBLAS (scipy-openblas32)" or "builtin"."""
     return ffi.string(lib.pg_blas_name()).decode()
-
-
-ag_blas_name = blas_name  # R's name; blas_name stays
 
 
 def blas_library_path() -> Optional[str]:
     """Path of the OpenBLAS library in use (None for the built-in kernel); the R bridge hands
     the same library to the R package so both languages run identical GEMM code."""
-    return _blas_path if blas_name() != "builtin" else None
+    return _blas_path if ag_blas_name() != "builtin" else None
 
 
 # The built-in kernel is the default in Python and R alike, so one script gives the same bits in

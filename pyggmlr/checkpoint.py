@@ -11,8 +11,6 @@ in ``.grad``. Outside a tape, ``fn(*args)`` is returned as is.
 
 from __future__ import annotations
 
-import os
-import warnings
 from typing import Any, Callable, Dict, List, Tuple
 
 from . import _core
@@ -38,11 +36,10 @@ def _rng_load(st: Any) -> None:
 
 
 class _Segment:
-    __slots__ = ("fn", "args", "kwargs", "state", "inputs")
+    __slots__ = ("fn", "args", "kwargs", "state")
 
-    def __init__(self, fn, args, kwargs, state, inputs):
+    def __init__(self, fn, args, kwargs, state):
         self.fn, self.args, self.kwargs, self.state = fn, args, kwargs, state
-        self.inputs: Dict[str, Tensor] = inputs  # x1, x2, ... by position, keywords by name
 
     def replay(self) -> None:
         """Run fn again from the forward's random state, on the core's private tape; the
@@ -83,10 +80,9 @@ def _host_free(ctx):
     _live.pop(int(ffi.cast("uintptr_t", ctx)), None)
 
 
-def _inputs(args, kwargs) -> Dict[str, Tensor]:
-    named = {f"x{i + 1}": a for i, a in enumerate(args) if isinstance(a, Tensor)}
-    named.update((k, v) for k, v in kwargs.items() if isinstance(v, Tensor))
-    return named
+def _inputs(args, kwargs) -> List[Tensor]:
+    """The node's inputs: the tensor arguments, positional ones first, in order."""
+    return [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
 
 
 def _checkpoint(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -94,7 +90,7 @@ def _checkpoint(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         return fn(*args, **kwargs)
     state = _rng_state()
     inputs = _inputs(args, kwargs)
-    handles = [t._handle() for t in inputs.values()]  # dead handles raise before anything runs
+    handles = [t._handle() for t in inputs]  # dead handles raise before anything runs
     ok = False
     stashed = lib.pg_tape_stash_depth()
     try:
@@ -112,7 +108,7 @@ def _checkpoint(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         )
     try:
         vh = value._handle()
-        seg = _Segment(fn, args, kwargs, state, inputs)
+        seg = _Segment(fn, args, kwargs, state)
         h = ffi.new_handle(seg)
         _live[int(ffi.cast("uintptr_t", h))] = (h, seg)  # popped by pyggmlr_host_free
         ins = ffi.new("pg_tensor *[]", handles) if handles else NULL
@@ -132,28 +128,8 @@ def ag_checkpoint(*args: Any, **kwargs: Any) -> Any:
     backward() by running fn again with the same random state (a dropout mask is the same).
     Gradients are the plain tape's, bit for bit, in backward()'s map and ``.grad`` alike; the
     random stream advances as a plain call would. Nests; raises ArgumentError when the first
-    argument is not a function. fn must be reproducible (a replay runs it later).
-
-    Deprecated: ``ag_checkpoint(path, every=1)`` (a str or path first, or ``path=``) is the
-    ag_fit callback now named ag_model_checkpoint; it warns and returns that callback."""
-    first = args[0] if args else kwargs.get("path")
-    if isinstance(first, (str, os.PathLike)) and (not args or "path" not in kwargs):
-        from .fit import ag_model_checkpoint
-
-        warnings.warn(
-            "ag_checkpoint(path, every) is deprecated: the ag_fit callback is ag_model_checkpoint(path, every); "
-            "ag_checkpoint(fn, ...) is gradient checkpointing",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return ag_model_checkpoint(*args, **kwargs)
+    argument is not a function. fn must be reproducible (a replay runs it later). The ag_fit
+    callback that saves checkpoints is ag_model_checkpoint(path, every)."""
     if not args or not callable(args[0]):
         raise ArgumentError("ag_checkpoint() expects a function as its first argument.")
     return _checkpoint(args[0], args[1:], kwargs)
-
-
-def _segment_inputs(t: Tensor) -> List[str]:
-    """Names of the inputs of the checkpoint node that made t (x1, x2, ... by position, keywords
-    by name); [] when no checkpoint made it. For tests and debugging."""
-    ctx = lib.pg_host_context(t._handle())
-    return [] if ctx == NULL else list(ffi.from_handle(ctx).inputs)

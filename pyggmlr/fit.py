@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 from .errors import NonFiniteLossWarning, PyggmlrValueError, ShapeError
 from .fit_args import check_args, make_callbacks, validate
 from .fit_callbacks import Callback, ag_early_stopping, ag_model_checkpoint  # noqa: F401  (re-exported)
-from .fit_history import History, _acc_stats, _loss_stats  # noqa: F401  (re-exported)
+from .fit_history import History  # noqa: F401  (re-exported)
 from .fit_util import (  # noqa: F401
     _EXTRA_LOSSES,
     _LOSSES,

@@ -1,4 +1,4 @@
-"""ag_fit's History (per-epoch results, table, plot) and the statistics as ggml reports them."""
+"""ag_fit's History: per-epoch results, table, plot (statistics: the core's native/stats.c)."""
 
 from __future__ import annotations
 
@@ -7,45 +7,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from . import _core
-from .errors import PyggmlrValueError
-
 __all__ = ["History"]
-
-
-# ---------------------------------------------------------------------------------------------
-# statistics as ggml reports them
-
-
-def _loss_stats(values, weights, per_datapoint):
-    """Mean of per-batch losses (weighted by batch size; equal weights for full batches) and the
-    standard error of the per-batch values (ggml_opt_result_loss); a sum loss reports the total.
-    Computed by the C core (pg_loss_stats), the same function R's ag_fit calls."""
-    v = np.ascontiguousarray(values, dtype=np.float64)
-    w = np.ascontiguousarray(weights, dtype=np.float64)
-    if v.shape != w.shape:
-        raise PyggmlrValueError(f"loss statistics: {v.size} values but {w.size} weights")
-    out = _core.ffi.new("double[2]")
-    _core.check(
-        _core.lib.pg_loss_stats(
-            _core.ffi.cast("double *", v.ctypes.data),
-            _core.ffi.cast("double *", w.ctypes.data),
-            v.size,
-            int(bool(per_datapoint)),
-            out,
-            out + 1,
-        )
-    )
-    return out[0], out[1]
-
-
-def _acc_stats(ncorrect, ndata):
-    """Accuracy and its standard error (ggml_opt_result_accuracy), from the core (pg_acc_stats)."""
-    if ncorrect is None:
-        return math.nan, math.nan
-    out = _core.ffi.new("double[2]")
-    _core.check(_core.lib.pg_acc_stats(int(ncorrect), int(ndata), out, out + 1))
-    return out[0], out[1]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -286,18 +286,6 @@ class Optimizer:
         load_file_state(self, st, check_only)
 
 
-def _f64(v):
-    import numpy as np
-
-    a = np.asarray(v, dtype=np.float64)
-    return np.asfortranarray(a.reshape(a.shape[0], -1) if a.ndim != 2 else a)
-
-
-def _shape2(v):
-    a = _f64(v)
-    return a.shape[0], a.shape[1]
-
-
 class optimizer_sgd(Optimizer):
     """SGD: p -= lr * g; with momentum: v = momentum * v + g, p -= lr * v (Nesterov:
     p -= lr * (g + momentum * v)). weight_decay adds weight_decay * p to g (L2)."""

@@ -218,7 +218,7 @@ def sync_blas(force: bool = False) -> Any:
     from . import _core
 
     _ri()
-    want = (_core.blas_name(), _core.blas_library_path())
+    want = (_core.ag_blas_name(), _core.blas_library_path())
     if force or _st.get("blas") != want:  # dyn.load once per change, not per call
         if want[1]:
             call("ag_set_blas", "openblas", want[1])

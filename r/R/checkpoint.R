@@ -38,19 +38,14 @@ ag_checkpoint <- function(fn, ...) {
     .arg_stop("ag_checkpoint() expects a function as its first argument.")
   if (!.Call(R_pg_tape, .pg$code$tape[["ENABLED"]])) return(fn(...))
   args <- list(...)
-  nm <- names(args)
-  if (is.null(nm)) nm <- character(length(args))
-  nm[nm == ""] <- paste0("x", seq_along(args))[nm == ""]   # unnamed: x1, x2, ... by position
   is_t <- vapply(args, is_ag_tensor, logical(1))
-  inputs <- stats::setNames(args[is_t], nm[is_t])
-  handles <- lapply(inputs, function(t) t$.ptr)
+  handles <- lapply(args[is_t], function(t) t$.ptr)   # the node's inputs, in argument order
   rng <- .ckpt_rng_state()
   value <- .ckpt_forward(fn, args, rng)
   seg <- new.env(parent = emptyenv())
   seg$fn <- fn
   seg$args <- args
   seg$rng <- rng
-  seg$inputs <- names(inputs)
   seg$replay <- function() .ckpt_replay(seg)
   environment(seg$replay) <- list2env(list(seg = seg), parent = asNamespace("pyggmlr"))
   ok <- FALSE
@@ -71,10 +66,4 @@ ag_checkpoint <- function(fn, ...) {
     stop("ag_checkpoint(): fn must return an ag_tensor, got ", class(value)[1L], call. = FALSE)
   ok <- TRUE
   value
-}
-
-# Names of the inputs of the checkpoint node that made t (tests, debugging); NULL if none.
-.ckpt_inputs <- function(t) {
-  seg <- .Call(R_pg_ckpt_segment, t$.ptr)
-  if (is.null(seg)) NULL else seg$inputs
 }

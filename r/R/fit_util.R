@@ -172,17 +172,6 @@
                           huber = function(out, y) ag_huber_loss(out, y),
                           mae = function(out, y) ag_mae_loss(out, y))
 
-# loss statistics as ggml reports them (mean of the per-batch losses weighted by batch size, or
-# the total for a sum loss, and the standard error of the per-batch values), computed by the core
-# (pg_loss_stats), the same function Python's ag_fit calls, so the histories agree to the bit
-.loss_stats <- function(v, w, per_datapoint) .Call(R_pg_loss_stats, as.double(v), as.double(w),
-                                                   isTRUE(per_datapoint))
-
-.acc_stats <- function(ncorrect, ndata) {
-  if (is.null(ncorrect)) return(c(NaN, NaN))
-  .Call(R_pg_acc_stats, ncorrect, ndata)  # ggml_opt_result_accuracy, the core's (fit.c)
-}
-
 
 .snapshot <- function(model) {
   list(params = lapply(.layer_params(model), function(t) t$data),

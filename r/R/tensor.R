@@ -135,7 +135,7 @@ ag_set_threads <- function(n) {
 ag_blas_name <- function() .Call(R_pg_blas_name)
 
 # The GEMM backend, by the name Python uses too (pyggmlr.ag_set_blas): "default" / "builtin" the
-# core's kernel, "r" R's own BLAS, "openblas" the libscipy_openblas at path (ag_use_openblas)
+# core's kernel, "r" R's own BLAS, "openblas" the libscipy_openblas at path
 ag_set_blas <- function(name = "default", path = NULL) {
   choices <- c("default", "r", "builtin", "openblas")
   if (!is.character(name) || length(name) != 1L || is.na(name) || !name %in% choices)
@@ -146,8 +146,6 @@ ag_set_blas <- function(name = "default", path = NULL) {
   if (name == "builtin") .Call(R_pg_set_blas, NULL, NULL, NULL, "builtin")
   else .Call(R_pg_use_r_blas, .r_blas_lib())
 }
-
-ag_use_openblas <- function(path) .use_openblas(path, "ag_use_openblas()")  # ag_set_blas's alias
 
 .use_openblas <- function(path, fn) {
   if (!is.character(path) || length(path) != 1L || !file.exists(path))

@@ -5,7 +5,7 @@
 
 .onLoad <- function(libname, pkgname) {
   # GEMM: the core's blocked built-in kernel, as in Python, so one script gives the same bits in
-  # both languages (another GEMM rounds differently); ag_set_blas("r") / ag_use_openblas() opt out.
+  # both languages (another GEMM rounds differently); ag_set_blas("r") / ("openblas", path) opt out.
   .Call(R_pg_set_blas, NULL, NULL, NULL, "builtin")
   .Call(R_pg_set_index_base, 1L)  # the core's messages count positions from 1, as R does
   .pg$op <- .Call(R_pg_op_codes)  # the op kinds from the core and the glue (no literal codes in R)
@@ -14,7 +14,3 @@
 }
 
 .r_blas_lib <- function() basename(tryCatch(extSoftVersion()[["BLAS"]], error = function(e) ""))
-.r_blas_optimised <- function() {
-  lib <- tolower(tryCatch(paste(extSoftVersion()[["BLAS"]], La_library()), error = function(e) ""))
-  grepl("openblas|mkl|blis|atlas|accelerate|veclib|flexiblas|armpl", lib)
-}

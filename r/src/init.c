@@ -18,14 +18,11 @@ extern SEXP R_pg_batch_norm(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_norm(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_embedding(SEXP, SEXP);
 extern SEXP R_pg_linear(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_loss_stats(SEXP, SEXP, SEXP);
 extern SEXP R_pg_embedding_ids(SEXP, SEXP);
 extern SEXP R_pg_slice_rows(SEXP, SEXP, SEXP);
 extern SEXP R_pg_concat_rows(SEXP, SEXP);
 extern SEXP R_pg_matmul_t(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_causal_mask(SEXP);
-extern SEXP R_pg_graph_record_begin(void);
-extern SEXP R_pg_graph_record_abort(void);
 extern SEXP R_pg_graph_record_end(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_graph_set_input(SEXP, SEXP, SEXP);
 extern SEXP R_pg_graph_run(SEXP);
@@ -53,7 +50,6 @@ extern SEXP R_pg_optim_set(SEXP, SEXP, SEXP);
 extern SEXP R_pg_optim_step(SEXP, SEXP);
 extern SEXP R_pg_optim_zero_grad(SEXP);
 extern SEXP R_pg_optim_state(SEXP, SEXP, SEXP);
-extern SEXP R_pg_optim_set_state(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_clip_grad_norm(SEXP, SEXP, SEXP);
 extern SEXP R_pg_clip_grad_value(SEXP, SEXP, SEXP);
 extern SEXP R_pg_grad_anomaly(SEXP, SEXP);
@@ -69,7 +65,6 @@ extern SEXP R_pg_fit_train_step(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_running(SEXP);
 extern SEXP R_pg_fit_epoch_end(SEXP, SEXP);
 extern SEXP R_pg_fit_loss_diverged(SEXP, SEXP, SEXP);
-extern SEXP R_pg_acc_stats(SEXP, SEXP);
 extern SEXP R_pg_fit_run_static(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_gradcheck_defaults(SEXP);
 extern SEXP R_pg_gradcheck_points(SEXP, SEXP, SEXP);
@@ -77,19 +72,12 @@ extern SEXP R_pg_gradcheck_judge(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP)
 extern SEXP R_pg_sched_step(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_tensor_new(SEXP, SEXP, SEXP);
 extern SEXP R_pg_tensor_cast(SEXP, SEXP);
-extern SEXP R_pg_tensor_data(SEXP);
-extern SEXP R_pg_tensor_write(SEXP, SEXP);
 extern SEXP R_pg_tensor_info(SEXP);
-extern SEXP R_pg_tensor_requires_grad(SEXP, SEXP);
-extern SEXP R_pg_tensor_grad(SEXP);
-extern SEXP R_pg_tensor_set_grad(SEXP, SEXP);
-extern SEXP R_pg_tensor_op(SEXP);
 extern SEXP R_pg_same_tensor(SEXP, SEXP);
 extern SEXP R_pg_xptr_is_null(SEXP);
 extern SEXP R_pg_default_dtype(SEXP);
 extern SEXP R_pg_tape(SEXP);
 extern SEXP R_pg_tape_set_enabled(SEXP);
-extern SEXP R_pg_backward(SEXP);
 extern SEXP R_pg_gradmap_ids(SEXP);
 extern SEXP R_pg_gradmap_get(SEXP, SEXP);
 extern SEXP R_pg_gradmap_set(SEXP, SEXP, SEXP);
@@ -161,7 +149,6 @@ extern SEXP R_pg_ckpt_replay(SEXP);
 extern SEXP R_pg_ckpt_tape(SEXP);
 extern SEXP R_pg_scope(SEXP, SEXP);
 extern SEXP R_pg_scoped(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_ckpt_segment(SEXP);
 extern SEXP R_pg_optim_step_sum(SEXP, SEXP);
 extern SEXP R_pg_gradmap_build(SEXP, SEXP);
 extern SEXP R_pg_optim_load(SEXP, SEXP, SEXP, SEXP);
@@ -183,14 +170,11 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_layer_norm", (DL_FUNC)&R_pg_layer_norm, 4},
     {"R_pg_embedding", (DL_FUNC)&R_pg_embedding, 2},
     {"R_pg_linear", (DL_FUNC)&R_pg_linear, 4},
-    {"R_pg_loss_stats", (DL_FUNC)&R_pg_loss_stats, 3},
     {"R_pg_embedding_ids", (DL_FUNC)&R_pg_embedding_ids, 2},
     {"R_pg_slice_rows", (DL_FUNC)&R_pg_slice_rows, 3},
     {"R_pg_concat_rows", (DL_FUNC)&R_pg_concat_rows, 2},
     {"R_pg_matmul_t", (DL_FUNC)&R_pg_matmul_t, 5},
     {"R_pg_causal_mask", (DL_FUNC)&R_pg_causal_mask, 1},
-    {"R_pg_graph_record_begin", (DL_FUNC)&R_pg_graph_record_begin, 0},
-    {"R_pg_graph_record_abort", (DL_FUNC)&R_pg_graph_record_abort, 0},
     {"R_pg_graph_record_end", (DL_FUNC)&R_pg_graph_record_end, 4},
     {"R_pg_graph_set_input", (DL_FUNC)&R_pg_graph_set_input, 3},
     {"R_pg_graph_run", (DL_FUNC)&R_pg_graph_run, 1},
@@ -218,7 +202,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_optim_step", (DL_FUNC)&R_pg_optim_step, 2},
     {"R_pg_optim_zero_grad", (DL_FUNC)&R_pg_optim_zero_grad, 1},
     {"R_pg_optim_state", (DL_FUNC)&R_pg_optim_state, 3},
-    {"R_pg_optim_set_state", (DL_FUNC)&R_pg_optim_set_state, 4},
     {"R_pg_clip_grad_norm", (DL_FUNC)&R_pg_clip_grad_norm, 3},
     {"R_pg_clip_grad_value", (DL_FUNC)&R_pg_clip_grad_value, 3},
     {"R_pg_grad_anomaly", (DL_FUNC)&R_pg_grad_anomaly, 2},
@@ -234,7 +217,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_running", (DL_FUNC)&R_pg_fit_running, 1},
     {"R_pg_fit_epoch_end", (DL_FUNC)&R_pg_fit_epoch_end, 2},
     {"R_pg_fit_loss_diverged", (DL_FUNC)&R_pg_fit_loss_diverged, 3},
-    {"R_pg_acc_stats", (DL_FUNC)&R_pg_acc_stats, 2},
     {"R_pg_fit_run_static", (DL_FUNC)&R_pg_fit_run_static, 6},
     {"R_pg_gradcheck_defaults", (DL_FUNC)&R_pg_gradcheck_defaults, 1},
     {"R_pg_gradcheck_points", (DL_FUNC)&R_pg_gradcheck_points, 3},
@@ -242,19 +224,12 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_sched_step", (DL_FUNC)&R_pg_sched_step, 4},
     {"R_pg_tensor_new", (DL_FUNC)&R_pg_tensor_new, 3},
     {"R_pg_tensor_cast", (DL_FUNC)&R_pg_tensor_cast, 2},
-    {"R_pg_tensor_data", (DL_FUNC)&R_pg_tensor_data, 1},
-    {"R_pg_tensor_write", (DL_FUNC)&R_pg_tensor_write, 2},
     {"R_pg_tensor_info", (DL_FUNC)&R_pg_tensor_info, 1},
-    {"R_pg_tensor_requires_grad", (DL_FUNC)&R_pg_tensor_requires_grad, 2},
-    {"R_pg_tensor_grad", (DL_FUNC)&R_pg_tensor_grad, 1},
-    {"R_pg_tensor_set_grad", (DL_FUNC)&R_pg_tensor_set_grad, 2},
-    {"R_pg_tensor_op", (DL_FUNC)&R_pg_tensor_op, 1},
     {"R_pg_same_tensor", (DL_FUNC)&R_pg_same_tensor, 2},
     {"R_pg_xptr_is_null", (DL_FUNC)&R_pg_xptr_is_null, 1},
     {"R_pg_default_dtype", (DL_FUNC)&R_pg_default_dtype, 1},
     {"R_pg_tape", (DL_FUNC)&R_pg_tape, 1},
     {"R_pg_tape_set_enabled", (DL_FUNC)&R_pg_tape_set_enabled, 1},
-    {"R_pg_backward", (DL_FUNC)&R_pg_backward, 1},
     {"R_pg_gradmap_ids", (DL_FUNC)&R_pg_gradmap_ids, 1},
     {"R_pg_gradmap_get", (DL_FUNC)&R_pg_gradmap_get, 2},
     {"R_pg_gradmap_set", (DL_FUNC)&R_pg_gradmap_set, 3},
@@ -326,7 +301,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_ckpt_tape", (DL_FUNC)&R_pg_ckpt_tape, 1},
     {"R_pg_scope", (DL_FUNC)&R_pg_scope, 2},
     {"R_pg_scoped", (DL_FUNC)&R_pg_scoped, 4},
-    {"R_pg_ckpt_segment", (DL_FUNC)&R_pg_ckpt_segment, 1},
     {"R_pg_optim_step_sum", (DL_FUNC)&R_pg_optim_step_sum, 2},
     {"R_pg_gradmap_build", (DL_FUNC)&R_pg_gradmap_build, 2},
     {"R_pg_optim_load", (DL_FUNC)&R_pg_optim_load, 4},

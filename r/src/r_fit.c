@@ -122,15 +122,6 @@ SEXP R_pg_fit_loss_diverged(SEXP fp, SEXP per_datapoint, SEXP epoch)
     return rc ? Rf_ScalarString(Rf_mkCharCE(msg, CE_UTF8)) : R_NilValue;
 }
 
-SEXP R_pg_acc_stats(SEXP ncorrect, SEXP ndata)
-{
-    SEXP v = PROTECT(Rf_allocVector(REALSXP, 2));
-    r_check(pg_acc_stats((int64_t)r_num(ncorrect, "accuracy"), (int64_t)r_num(ndata, "accuracy"),
-                         REAL(v), REAL(v) + 1));
-    UNPROTECT(1);
-    return v;
-}
-
 /* batches b0 .. b1 - 1 (0-based) through a compiled step recorded on the plan's batch tensors, in
  * C; the replays' dropout draws come from R's stream (or the run stream) */
 SEXP R_pg_fit_run_static(SEXP fp, SEXP val, SEXP b0, SEXP b1, SEXP gp, SEXP out)

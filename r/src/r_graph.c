@@ -19,18 +19,6 @@ static pg_graph *graph_get(SEXP p)
     return g;
 }
 
-SEXP R_pg_graph_record_begin(void)
-{
-    r_check(pg_graph_record_begin());
-    return R_NilValue;
-}
-
-SEXP R_pg_graph_record_abort(void)
-{
-    pg_graph_record_abort();
-    return R_NilValue;
-}
-
 /* out, inputs: an ag_tensor handle and a list of handles; opt: an optimizer handle or NULL.
  * The optimizer handle is kept alive by the graph's external pointer. */
 SEXP R_pg_graph_record_end(SEXP out, SEXP inputs, SEXP build, SEXP opt)

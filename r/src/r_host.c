@@ -72,13 +72,6 @@ SEXP R_pg_ckpt_replay(SEXP y)
     return R_NilValue;
 }
 
-/* the segment environment of the checkpoint node that made t, NULL if none (tests, debugging) */
-SEXP R_pg_ckpt_segment(SEXP t)
-{
-    void *ctx = pg_host_context(r_get(r_handle(t), R_TENSOR));
-    return ctx ? (SEXP)ctx : R_NilValue;
-}
-
 /* backward() with a pending jump from a replay resumes it; otherwise the core's error. */
 void r_host_rethrow(void) { rethrow(); }
 

@@ -64,22 +64,6 @@ SEXP R_pg_optim_state(SEXP h, SEXP i, SEXP slot)
     return t == NULL ? R_NilValue : r_matrix(t);
 }
 
-SEXP R_pg_optim_set_state(SEXP h, SEXP i, SEXP slot, SEXP value)
-{
-    pg_optim *o = r_get(h, R_OPTIM);
-    int64_t k = (int64_t)Rf_asReal(i);
-    if (Rf_isNull(value)) {
-        r_check(pg_optim_set_state(o, k, Rf_asInteger(slot), NULL));
-        return R_NilValue;
-    }
-    pg_tensor *t = r_new_tensor(value, PG_DTYPE_F64, "load_state");
-    if (t == NULL) r_fail();
-    int rc = pg_optim_set_state(o, k, Rf_asInteger(slot), t);
-    pg_tensor_release(t);
-    if (rc) r_fail();
-    return R_NilValue;
-}
-
 /* clip_grad_norm / clip_grad_value: fn on the parameter list with the one bound, its result */
 typedef int (*clip_fn)(pg_tensor **, int64_t, pg_gradmap *, double, double *);
 static SEXP clip_call(clip_fn fn, SEXP params, SEXP grads, SEXP bound, const char *op,

@@ -38,9 +38,9 @@ SEXP R_pg_tensor_cast(SEXP x, SEXP dtype)
     return r_wrap(pg_tensor_cast(t, dtype_arg(dtype)), R_TENSOR);
 }
 
-SEXP R_pg_tensor_data(SEXP x) { return r_matrix(r_get(x, R_TENSOR)); }
-
-SEXP R_pg_tensor_write(SEXP x, SEXP value)
+/* the field writes of R_pg_tensor_field_set: x$data <- value, x$requires_grad <- flag,
+ * x$grad <- value (NULL clears it) on the tensor handle x */
+static void tensor_write(SEXP x, SEXP value)
 {
     pg_tensor *t = r_get(x, R_TENSOR);
     pg_tensor *src = r_new_tensor(value, PG_DTYPE_F64, "$data<-");
@@ -54,7 +54,6 @@ SEXP R_pg_tensor_write(SEXP x, SEXP value)
     int rc = pg_tensor_write(t, pg_tensor_data(src), PG_DTYPE_F64, nr, nc, 1, nr);
     pg_tensor_release(src);
     if (rc) r_fail();
-    return R_NilValue;
 }
 
 SEXP R_pg_tensor_info(SEXP x)
@@ -70,40 +69,30 @@ SEXP R_pg_tensor_info(SEXP x)
     return out;
 }
 
-SEXP R_pg_tensor_requires_grad(SEXP x, SEXP flag)
+static void tensor_set_requires_grad(SEXP x, SEXP flag)
 {
     pg_tensor *t = r_get(x, R_TENSOR);
-    if (!Rf_isNull(flag)) {
-        /* TRUE or FALSE only, as Python's check_flag: 1:2 or "yes" was taken as TRUE */
-        int f = TYPEOF(flag) == LGLSXP && XLENGTH(flag) == 1 ? LOGICAL(flag)[0] : NA_LOGICAL;
-        if (f == NA_LOGICAL)
-            r_check(pg_fail(PG_STATUS_ERR_ARG,
-                            "ag_tensor: requires_grad must be TRUE or FALSE, got %s of length %lld",
-                            Rf_type2char(TYPEOF(flag)), (long long)XLENGTH(flag)));
-        r_check(pg_tensor_set_requires_grad(t, f));
-    }
-    return Rf_ScalarLogical(pg_tensor_requires_grad(t));
+    /* TRUE or FALSE only, as Python's check_flag: 1:2 or "yes" was taken as TRUE */
+    int f = TYPEOF(flag) == LGLSXP && XLENGTH(flag) == 1 ? LOGICAL(flag)[0] : NA_LOGICAL;
+    if (f == NA_LOGICAL)
+        r_check(pg_fail(PG_STATUS_ERR_ARG,
+                        "ag_tensor: requires_grad must be TRUE or FALSE, got %s of length %lld",
+                        Rf_type2char(TYPEOF(flag)), (long long)XLENGTH(flag)));
+    r_check(pg_tensor_set_requires_grad(t, f));
 }
 
-SEXP R_pg_tensor_grad(SEXP x)
-{
-    pg_tensor *g = pg_tensor_grad(r_get(x, R_TENSOR));
-    return g == NULL ? R_NilValue : r_matrix(g);
-}
-
-SEXP R_pg_tensor_set_grad(SEXP x, SEXP value)
+static void tensor_set_grad(SEXP x, SEXP value)
 {
     pg_tensor *t = r_get(x, R_TENSOR);
     if (Rf_isNull(value)) {
         r_check(pg_tensor_set_grad(t, NULL));
-        return R_NilValue;
+        return;
     }
     pg_tensor *g = r_new_tensor(value, pg_tensor_dtype(t), "$grad<-");
     if (g == NULL) r_fail();
     int rc = pg_tensor_set_grad(t, g);
     pg_tensor_release(g);
     if (rc) r_fail();
-    return R_NilValue;
 }
 
 /* x$name and x[[name]] (see r_tensor_field) */
@@ -121,15 +110,15 @@ SEXP R_pg_tensor_field_set(SEXP x, SEXP name, SEXP value)
     int kind = r_tensor_field_is_computed(name);
     if (kind) {
         SEXP h = r_handle(x);
-        if (TYPEOF(value) == ENVSXP) value = R_pg_tensor_data(r_handle(value));
+        if (TYPEOF(value) == ENVSXP) value = r_matrix(r_get(r_handle(value), R_TENSOR));
         PROTECT(value);
-        if (kind == 1) R_pg_tensor_write(h, value);
-        else if (kind == 2) R_pg_tensor_set_grad(h, value);
-        else if (Rf_isNull(value)) /* NULL reads the flag in R_pg_tensor_requires_grad */
+        if (kind == 1) tensor_write(h, value);
+        else if (kind == 2) tensor_set_grad(h, value);
+        else if (Rf_isNull(value))
             r_check(pg_fail(PG_STATUS_ERR_ARG,
                             "ag_tensor: requires_grad must be TRUE or FALSE, "
                             "got NULL"));
-        else R_pg_tensor_requires_grad(h, value);
+        else tensor_set_requires_grad(h, value);
         UNPROTECT(1);
         return x;
     }
@@ -141,8 +130,6 @@ SEXP R_pg_tensor_field_set(SEXP x, SEXP name, SEXP value)
     Rf_defineVar(Rf_installTrChar(STRING_ELT(name, 0)), value, x);
     return x;
 }
-
-SEXP R_pg_tensor_op(SEXP x) { return Rf_mkString(pg_tensor_op(r_get(x, R_TENSOR))); }
 
 SEXP R_pg_same_tensor(SEXP a, SEXP b)
 {
@@ -234,7 +221,7 @@ SEXP R_pg_tape_set_enabled(SEXP flag)
     return Rf_ScalarLogical(pg_tape_set_enabled(Rf_asLogical(flag) == TRUE));
 }
 
-SEXP R_pg_backward(SEXP loss)
+static SEXP backward_map(SEXP loss)
 {
     pg_gradmap *m = pg_backward(r_get(r_handle(loss), R_TENSOR));
     if (!m) r_host_rethrow(); /* an R error in an ag_checkpoint replay goes on unchanged */
@@ -248,7 +235,7 @@ SEXP R_pg_backward_env(SEXP loss)
     if (TYPEOF(h) != EXTPTRSXP)
         r_check(pg_fail(PG_STATUS_ERR_ARG, "backward() requires an ag_tensor, got %s",
                         Rf_type2char(TYPEOF(loss))));
-    SEXP map = PROTECT(R_pg_backward(loss));
+    SEXP map = PROTECT(backward_map(loss));
     SEXP e = r_grad_env(map);
     UNPROTECT(1);
     return e;
@@ -291,20 +278,6 @@ SEXP R_pg_gradmap_set(SEXP map, SEXP id, SEXP value)
     pg_tensor_release(src);
     if (rc) r_fail();
     return R_NilValue;
-}
-
-/* ag_fit's per-epoch loss report, from the core (as Python's): c(mean or total, standard error) */
-SEXP R_pg_loss_stats(SEXP v, SEXP w, SEXP per)
-{
-    if (TYPEOF(v) != REALSXP || TYPEOF(w) != REALSXP || XLENGTH(v) != XLENGTH(w))
-        r_stopf(PG_STATUS_ERR_ARG,
-                "loss statistics: values and weights must be double vectors of one length");
-    SEXP out = PROTECT(Rf_allocVector(REALSXP, 2));
-    int rc = pg_loss_stats(REAL(v), REAL(w), (int64_t)XLENGTH(v), Rf_asLogical(per) == TRUE,
-                           REAL(out), REAL(out) + 1);
-    UNPROTECT(1);
-    if (rc) r_fail();
-    return out;
 }
 
 /* ---- accounting ---- */

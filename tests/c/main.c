@@ -5,7 +5,7 @@
  * It walks the whole C API: tensors (every source dtype, strided and empty copies), every op
  * forward and backward in f32 and f64 (with a finite-difference gradient check in f64), the tape
  * (nesting, no-grad, clear, stash), gradient maps, optimizers (SGD, momentum, Nesterov, Adam,
- * accumulation, state get/set, clipping), layer ops, memory reports, the data-parallel helpers,
+ * accumulation, state reads and loads, clipping), layer ops, memory reports, the data-parallel helpers,
  * two threads with their own tapes, and the error paths (NULL, foreign pointers, bad shapes,
  * dtypes and values, huge sizes). At the end every object must be gone: live objects 0 and
  * current bytes 0. Exit status 0 = all checks passed; the failures are printed. */

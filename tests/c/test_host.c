@@ -76,7 +76,6 @@ static void host_grads(pg_tensor *w, pg_tensor *u, pg_tensor *v, int mode, seg_c
         y = pg_host_record(val, &x, 1, "checkpoint", seg_bw, c, seg_free);
         REL(val);
         CHECK(y && pg_tensor_requires_grad(y) == 1 && strcmp(pg_tensor_op(y), "checkpoint") == 0);
-        CHECK(pg_host_context(y) == c && pg_host_context(x) == NULL);
     }
     pg_tensor *yv = pg_mul(y, v), *l = pg_sum(yv, 0);
     REL(yv);

@@ -217,7 +217,6 @@ void test_errors(void)
     CHECK_ERR(pg_optim_load(NULL, NULL, 0, 0, 0) != 0, PG_STATUS_ERR_ARG, "NULL");
     CHECK_ERR(pg_optim_zero_grad(NULL) != 0, PG_STATUS_ERR_ARG, "NULL");
     CHECK(pg_optim_state(NULL, 0, 0) == NULL);
-    CHECK_ERR(pg_optim_set_state(NULL, 0, 0, a) != 0, PG_STATUS_ERR_VALUE, "no slot");
     CHECK_ERR(pg_optim_new(9, NULL, 0, NULL) == NULL, PG_STATUS_ERR_VALUE, "kind");
     CHECK_ERR(pg_optim_new(0, NULL, 2, NULL) == NULL, PG_STATUS_ERR_ARG, "parameter list");
     CHECK_ERR(pg_optim_new(0, &a, -1, NULL) == NULL, PG_STATUS_ERR_ARG, "parameter list");

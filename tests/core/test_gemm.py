@@ -24,8 +24,8 @@ def _select_kernel(which):
 # and AVX-512 (32x6 / 16x6); a kernel this CPU cannot run is skipped (saying so), never replaced
 @pytest.fixture(params=sorted(GEMM_KERNELS), ids=["portable", "avx2", "avx512"])
 def builtin_gemm(request):
-    prev = pg.blas_name()
-    pg.use_blas("builtin")
+    prev = pg.ag_blas_name()
+    pg.ag_set_blas("builtin")
     got = _select_kernel(request.param)
     try:
         if got != request.param:
@@ -37,7 +37,7 @@ def builtin_gemm(request):
     finally:
         _select_kernel(-1)
         if prev != "builtin":
-            pg.use_blas("openblas")
+            pg.ag_set_blas("openblas")
 
 
 # A single column (1x1x1, 129x300x1: matrix-vector) runs the plain loops; the rest the kernel's
@@ -60,7 +60,7 @@ def builtin_gemm(request):
     ],
 )
 def test_builtin_gemm_forward_and_grad(builtin_gemm, rng, m, k, n):
-    assert pg.blas_name() == "builtin"
+    assert pg.ag_blas_name() == "builtin"
     A, B = R(rng, m, k), R(rng, k, n)
     np.testing.assert_allclose(
         pg.ag_matmul(pg.ag_tensor(A, dtype="f64"), pg.ag_tensor(B, dtype="f64")).numpy(),
@@ -439,7 +439,7 @@ def test_builtin_gemm_threads_at_exit_and_after_fork():
     code = """
 import os, numpy as np, pyggmlr as pg
 from pyggmlr._native import lib
-pg.use_blas("builtin")
+pg.ag_set_blas("builtin")
 pg.ag_set_threads(2)
 a = pg.ag_tensor(np.arange(300 * 200.0).reshape(300, 200) % 7, dtype="f64")
 b = pg.ag_tensor(np.arange(200 * 150.0).reshape(200, 150) % 5, dtype="f64")
@@ -469,8 +469,8 @@ def test_builtin_gemm_avx2_and_avx512_kernels_give_identical_bits(rng, dt):
     # only agrees to rounding
     from pyggmlr.nn import _matmul_t
 
-    prev = pg.blas_name()
-    pg.use_blas("builtin")
+    prev = pg.ag_blas_name()
+    pg.ag_set_blas("builtin")
     try:
         if _select_kernel(2) != 2:
             pytest.skip(
@@ -518,4 +518,4 @@ def test_builtin_gemm_avx2_and_avx512_kernels_give_identical_bits(rng, dt):
         _select_path(-1)
         _select_kernel(-1)
         if prev != "builtin":
-            pg.use_blas("openblas")
+            pg.ag_set_blas("openblas")

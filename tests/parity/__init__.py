@@ -163,14 +163,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import pyggmlr as pg
 
     if args.blas:
-        pg.use_blas(args.blas)
+        pg.ag_set_blas(args.blas)
     r.sync_blas()
     py, rside = PySide(), RSide()
     gside = RSide("ggmlR") if r.package_installed("ggmlR") else None
     dtypes = args.dtype or list(DTYPES)
     cases = [c for c in CASES if not args.case or any(s in c.name for s in args.case)]
     print(
-        f"pyggmlr parity: Python vs R (rpy2), GEMM: Python {pg.blas_name()} / "
+        f"pyggmlr parity: Python vs R (rpy2), GEMM: Python {pg.ag_blas_name()} / "
         f"R {r.call('ag_blas_name')}"
     )
     hdr = f"{'case':<52} {'dtype':<5} {'steps':>5} {'max abs diff':>12} {'max ULP':>8}  status"

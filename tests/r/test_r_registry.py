@@ -158,20 +158,19 @@ def test_appended_defect(tree, rel, text, needles):
 
 
 def test_blas_names_are_one_pair_in_both_languages():
-    """ag_set_blas / ag_blas_name in Python and R; use_blas, blas_name (Python) and
-    ag_use_openblas (R) stay as aliases."""
+    """ag_set_blas / ag_blas_name in Python and R, and no other name (the aliases use_blas,
+    blas_name and R's ag_use_openblas went in issue 29)."""
     import pyggmlr as pg
 
     ns = open(os.path.join(ROOT, "r", "NAMESPACE")).read()
-    for name in ("ag_set_blas", "ag_blas_name", "ag_use_openblas"):
+    for name in ("ag_set_blas", "ag_blas_name"):
         assert f"export({name})" in ns
+    assert "ag_use_openblas" not in ns
+    assert not hasattr(pg, "use_blas") and not hasattr(pg, "blas_name")
     prev = pg.ag_blas_name()
     try:
-        assert pg.ag_set_blas("builtin") == "builtin" == pg.blas_name() == pg.ag_blas_name()
+        assert pg.ag_set_blas("builtin") == "builtin" == pg.ag_blas_name()
         assert pg.ag_set_blas() == "builtin"  # the default, as R's ag_set_blas()
-        assert pg.use_blas("builtin") == "builtin"
-        with pytest.raises(ValueError, match=r"^use_blas\(\): name must be"):
-            pg.use_blas("mkl")
         with pytest.raises(pg.PyggmlrValueError, match=r"^ag_set_blas\(\): name must be"):
             pg.ag_set_blas("mkl")
     finally:
@@ -183,13 +182,10 @@ PY_ONLY = {
     "ag_fit_distributed": "Python's MPI entry; R runs it as ag_fit(distributed = TRUE)",
     "ag_rng": "a numpy Generator on the shared stream; R draws with set.seed / runif",
     "blas_library_path": "what pyggmlr.r hands R's ag_set_blas('openblas', path)",
-    "blas_name": "alias of ag_blas_name",
-    "use_blas": "alias of ag_set_blas",
     "load_iris": "R has datasets::iris",
 }
 R_ONLY = {
     "%*%": "R's operator (R < 4.3 dispatch)",
-    "ag_use_openblas": "alias of ag_set_blas('openblas', path)",
 }
 
 

@@ -43,8 +43,8 @@ def test_import_pyggmlr_does_not_import_rpy2():
 
 
 def test_same_blas_on_both_sides():
-    assert r.sync_blas() == pg.blas_name()
-    assert r.call("ag_blas_name") == pg.blas_name()
+    assert r.sync_blas() == pg.ag_blas_name()
+    assert r.call("ag_blas_name") == pg.ag_blas_name()
 
 
 @pytest.mark.parametrize("order", ["C", "F"])

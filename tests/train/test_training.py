@@ -10,7 +10,6 @@ import pytest
 from _fit_models import _iris, _mlp, _weights
 
 import pyggmlr as pg
-from pyggmlr.fit import _acc_stats, _loss_stats
 from pyggmlr.fit_history import _KEYS
 
 
@@ -143,13 +142,6 @@ def test_history_fields_and_ggml_uncertainties():
     a = h.val_accuracy[-1]
     assert h.val_accuracy_unc[-1] == pytest.approx(math.sqrt(a * (1 - a) / 29))
     assert "val_loss" in repr(h)
-    # ggml_opt_result_loss / _accuracy formulas
-    m, u = _loss_stats([1.0, 2.0, 3.0, 4.0], [1, 1, 1, 1], True)
-    assert m == 2.5 and u == pytest.approx(math.sqrt(1.25 / 3))
-    s, us = _loss_stats([1.0, 2.0, 3.0, 4.0], [1, 1, 1, 1], False)
-    assert s == 10.0 and us == pytest.approx(math.sqrt(1.25 * 4 / 3))
-    assert math.isnan(_loss_stats([1.0], [1], True)[1])
-    assert _acc_stats(3, 4) == (0.75, pytest.approx(math.sqrt(0.75 * 0.25 / 3)))
 
 
 def test_regression_losses(f64):

@@ -120,8 +120,8 @@ test_that("dead handles (serialize, saveRDS) are R errors", {
   expect_equal(t$data, matrix(c(1, 2, 3, 4), 2, 2))  # the original is untouched
   unlink(f)
   # the raw handles themselves, of the wrong kind
-  expect_error(.Call(pyggmlr:::R_pg_tensor_data, o$.h), "pg_tensor")
-  expect_error(.Call(pyggmlr:::R_pg_tensor_data, NULL), "pg_tensor")
+  expect_error(.Call(pyggmlr:::R_pg_tensor_info, o$.h), "pg_tensor")
+  expect_error(.Call(pyggmlr:::R_pg_tensor_info, NULL), "pg_tensor")
   expect_error(.Call(pyggmlr:::R_pg_optim_step, t$.ptr, NULL), "pg_optim")
 })
 

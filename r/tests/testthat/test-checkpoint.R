@@ -192,7 +192,7 @@ test_that("outside a tape ag_checkpoint returns fn(...) unchanged", {
   with_grad_tape(ag_no_grad(expect_identical(ag_checkpoint(function(v) v, x), x)))
 })
 
-test_that("arguments: unnamed ones are x1, x2, ... by position, named ones keep their names", {
+test_that("arguments: positional and named tensors are the node's inputs", {
   local_f64()
   a <- ag_param(matrix(c(1, 2), 1))
   b <- ag_param(matrix(c(3, 4), 1))
@@ -200,7 +200,6 @@ test_that("arguments: unnamed ones are x1, x2, ... by position, named ones keep 
   fn <- function(u, k, v, w = NULL) ag_add(ag_scale(ag_sub(u, v), k), ag_scale(w, 10))
   with_grad_tape({
     y <- ag_checkpoint(fn, a, 2, b, w = w)
-    expect_identical(pyggmlr:::.ckpt_inputs(y), c("x1", "x3", "w"))
     g <- backward(ag_sum(y))
   })
   expect_identical(y$data, matrix(c(46, 56), 1))
@@ -213,7 +212,6 @@ test_that("arguments: unnamed ones are x1, x2, ... by position, named ones keep 
   with_grad_tape({
     z <- do.call(ag_checkpoint, c(list(function(...) ag_matmul(V, Reduce(ag_add, list(...)))), xs))
     expect_identical(ag_tape_memory(quiet = TRUE)$nodes, 1L)   # no input requires grad: one node
-    expect_identical(pyggmlr:::.ckpt_inputs(z), paste0("x", 1:8))
     expect_identical(gradof(backward(ag_sum(z)), V), matrix(28))
   })
 })

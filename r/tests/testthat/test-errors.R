@@ -19,7 +19,7 @@ test_that("bad inputs raise R errors with the core's message (never crash R)", {
   expect_error(o$step(list()), "grads")
   expect_error(o$lr <- "a", "number")
   expect_error(clip_grad_norm(list(p), NULL, -1), "max_norm")
-  expect_error(.Call(pyggmlr:::R_pg_tensor_data, 1), "pg_tensor")
+  expect_error(.Call(pyggmlr:::R_pg_tensor_info, 1), "pg_tensor")
   expect_error(.Call(pyggmlr:::R_pg_optim_step, p$.ptr, NULL), "pg_optim")
 })
 

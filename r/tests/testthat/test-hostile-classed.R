@@ -207,7 +207,7 @@ test_that("the glue's own checks are classed as the core's errors", {
                   "ag_save_model()", "epoch")
   f <- tempfile()
   writeLines("not a library", f)
-  .expect_refused(ag_use_openblas(f), "pyggmlr_value_error", "ag_use_openblas()",
+  .expect_refused(ag_set_blas("openblas", f), "pyggmlr_value_error", "ag_set_blas()",
                   "cannot be loaded")
 })
 
