@@ -321,7 +321,7 @@ int pg_softmax_ce_target_kind(const pg_tensor *logits, const pg_tensor *target)
     if (!logits || !target) return -1;
     const int64_t K = logits->ne[0], B = logits->ne[1], tr = target->ne[0], tc = target->ne[1];
     if (tr == K && tc == B && !(K == 1 && B > 1)) return 0;
-    if ((tr == 1 || tc == 1) && tr * tc == B && !target->requires_grad) return 1;
+    if ((tr == 1 || tc == 1) && tr * tc == B) return 1;
     return -1;
 }
 
@@ -331,7 +331,15 @@ pg_tensor *pg_softmax_ce_loss_any(pg_tensor *logits, pg_tensor *target)
     if (pg_not_live(logits, op, "logits") || pg_not_live(target, op, "target")) return NULL;
     switch (pg_softmax_ce_target_kind(logits, target)) {
     case 0: return pg_softmax_ce_loss(logits, target);
-    case 1: return pg_softmax_ce_loss_ids(logits, target);
+    case 1:
+        if (!target->requires_grad) return pg_softmax_ce_loss_ids(logits, target);
+        { /* ids carry no gradient: those of a tensor that requires grad are read as values */
+            pg_tensor *ids = pg_tensor_clone(target), *out;
+            if (!ids) return NULL;
+            out = pg_softmax_ce_loss_ids(logits, ids);
+            pg_tensor_release(ids);
+            return out;
+        }
     default:
         return pg_fail_null(PG_STATUS_ERR_SHAPE,
                             "%s: logits are [%lldx%lld] but target is [%lldx%lld]; give a one-hot "

@@ -313,9 +313,16 @@ static inline double pg_scalar_get(const pg_tensor *t)
                                     : *(const double *)pg_data(t);
 }
 
+/* v is finite and has no fraction (every finite double beyond 2^53 is whole) */
+static inline int pg_is_whole(double v)
+{
+    if (!(v - v == 0)) return 0; /* NaN, Inf */
+    return v > 9e15 || v < -9e15 || v == (double)(int64_t)v;
+}
+
 /* Ids (f32 or f64 values) checked as 0-based classes of `of`: 0 when the first n are whole
- * numbers in [0, k), else the error "op: <idw> v at position p is not a whole number in [0, k)
- * for <ofw> <of><tail>" for the first that is not. */
+ * numbers in [0, k), else the error "op: <idw> v at position p is out of range [0, k) for <ofw>
+ * <of><tail>" for the first that is not ("is not a whole number in [0, k)" for 2.5, NaN, Inf). */
 static inline int pg_ids_check(const pg_tensor *ids, int64_t n, int64_t k, const char *op,
                                const char *idw, const pg_tensor *of, const char *ofw,
                                const char *tail)
@@ -324,12 +331,14 @@ static inline int pg_ids_check(const pg_tensor *ids, int64_t n, int64_t k, const
         const T *id = pg_data(ids);
         for (int64_t j = 0; j < n; j++) {
             T v = id[j];
+            char num[32];
             if (!(v >= 0 && v < (T)k) || v != (T)(int64_t)v)
                 return pg_fail(PG_STATUS_ERR_VALUE,
-                               "%s: %s %g at position %lld is not a whole number in [0, %lld) "
-                               "for %s %s%s",
-                               op, idw, (double)v, (long long)(j + pg_index_base()), (long long)k,
-                               ofw, pg_desc(of), tail);
+                               "%s: %s %s at position %lld is %s [0, %lld) for %s %s%s", op, idw,
+                               pg_fmt_num(num, sizeof num, (double)v),
+                               (long long)(j + pg_index_base()),
+                               pg_is_whole((double)v) ? "out of range" : "not a whole number in",
+                               (long long)k, ofw, pg_desc(of), tail);
         }
     });
     return 0;

@@ -171,10 +171,10 @@ pg_tensor *pg_softmax_ce_loss_idx(pg_tensor *logits, const int64_t *idx,
 /* Same with the 0-based class ids in a tensor (f32/f64 whole numbers, [1, B] or [B, 1]): no copy
  * through the caller, and a compiled graph reads new ids on every replay. */
 pg_tensor *pg_softmax_ce_loss_ids(pg_tensor *logits, pg_tensor *ids);
-/* The one rule for a tensor target: the logits' shape (not [1, B>1]) is one-hot / soft labels
- * (kind 0), a [1, B] / [B, 1] tensor that does not require grad holds class ids (kind 1), else
- * -1 (the front ends then read the target's values as ids). _any applies the rule (NULL with a
- * PG_STATUS_ERR_SHAPE message for kind -1). */
+/* The one rule for a target, every form of it (the front ends only turn host data into a tensor):
+ * the logits' shape (not [1, B>1]) is one-hot / soft labels (kind 0), a [1, B] / [B, 1] tensor
+ * holds 0-based class ids (kind 1; read as values when it requires grad), else -1. _any applies
+ * the rule (NULL with a PG_STATUS_ERR_SHAPE message for kind -1). */
 int pg_softmax_ce_target_kind(const pg_tensor *logits, const pg_tensor *target);
 pg_tensor *pg_softmax_ce_loss_any(pg_tensor *logits, pg_tensor *target);
 /* Fused linear layer act(W x + b) as one node: W [m, k], x [k, B], b [m, 1] or NULL;

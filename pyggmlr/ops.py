@@ -395,39 +395,41 @@ def ag_softmax_cross_entropy_loss(logits: ArrayLike, target: ArrayLike) -> Tenso
     name = "ag_softmax_cross_entropy_loss"
     logits = _unary_arg(logits, name)  # a plain array is a constant
     lp = logits._handle(name)
-    K, B = lib.pg_tensor_nrow(lp), lib.pg_tensor_ncol(lp)
+    ids = False
     if isinstance(target, Tensor):
-        tp = target._handle(name)
-        tr, tc = lib.pg_tensor_nrow(tp), lib.pg_tensor_ncol(tp)
-        if (
-            lib.pg_softmax_ce_target_kind(lp, tp) >= 0
-        ):  # the core's rule: one-hot, or ids in a tensor (no copy)
-            return _out(lib.pg_softmax_ce_loss_any(lp, tp))
-        if tr == 1 or tc == 1:
-            ids = _class_ids(target.numpy(), name)
-        else:
-            raise ShapeError(
-                f"{name}: logits are [{K}x{B}] but target is [{tr}x{tc}]; give a one-hot matrix of the logits' shape or one class id per column"
-            )
+        t = target
     else:
-        a = asarray(
-            target,
-            lambda e: PyggmlrValueError(
-                f"{name}: target is not a matrix or a vector of class ids ({e})"
-            ),
-        )
-        if a.ndim == 2 and a.shape == (K, B) and K > 1:
-            t = _as_tensor(a, name, logits)
-            return _wrap(lib.pg_softmax_ce_loss(lp, t._handle(name)))
-        if a.ndim <= 1 or (a.ndim == 2 and (a.shape[0] == 1 or a.shape[1] == 1)):
-            ids = _class_ids(a, name)
-        else:
-            raise ShapeError(
-                f"{name}: logits are [{K}x{B}] but target has shape {a.shape}; give a one-hot matrix of the logits' shape or one class id per column"
-            )
-    return _wrap(
-        lib.pg_softmax_ce_loss_idx(lp, _core.ffi.cast("int64_t *", ids.ctypes.data), ids.size)
+        t, ids = _ce_target(target, (lib.pg_tensor_nrow(lp), lib.pg_tensor_ncol(lp)), logits, name)
+    if ids:  # a vector is class ids, whatever its length (also for [1x1] logits)
+        return _out(lib.pg_softmax_ce_loss_ids(lp, t._handle(name)))
+    # the core's one rule for a tensor (pg_softmax_ce_loss_any)
+    return _out(lib.pg_softmax_ce_loss_any(lp, t._handle(name)))
+
+
+def _ce_target(target, shape, logits, name):
+    """(tensor, is a vector) for host data: a matrix of the logits' shape in their dtype (one-hot
+    or soft labels), anything else as class ids in f64 (exact), a vector as a [1, n] row; the
+    core applies its rule. Booleans and non-numbers are refused here (language types)."""
+    a = asarray(
+        target,
+        lambda e: PyggmlrValueError(
+            f"{name}: target is not a matrix or a vector of class ids ({e})"
+        ),
     )
+    if a.shape == shape:
+        return _as_tensor(a, name, logits), False
+    if a.ndim > 2 and sum(d != 1 for d in a.shape) > 1:
+        raise ShapeError(
+            f"{name}: logits are [{shape[0]}x{shape[1]}] but target has shape {a.shape}; give a "
+            "one-hot matrix of the logits' shape or one class id per column"
+        )
+    if a.dtype.kind == "b":  # True / False are not class numbers (issue 19)
+        raise ArgumentError(f"{name}: class ids must be 0-based integers, got booleans")
+    if a.dtype.kind not in "iuf":
+        raise ArgumentError(f"{name}: class ids must be integers, got dtype {a.dtype}")
+    vec = a.ndim != 2
+    a = a.reshape(1, -1) if vec else a
+    return _as_tensor(np.asarray(a, dtype=np.float64), name, code=lib.PG_DTYPE_F64), vec
 
 
 # ---- Python operators (Tensor's methods, tensor.py); their errors name no op ----

@@ -160,10 +160,7 @@
 
 # ag_softmax_cross_entropy_loss on the plan's batches (tensors of checked targets: ag_fit hints at
 # 1-based labels before training), straight to the core
-.fit_softmax_ce <- function(out, y) {
-  r <- .Call(R_pg_softmax_ce_tensors, out, y)
-  if (is.null(r)) ag_softmax_cross_entropy_loss(out, y) else r
-}
+.fit_softmax_ce <- function(out, y) .Call(R_pg_softmax_ce_loss_any, out, y, FALSE)
 
 # the losses beyond ggml-opt's (loss.R), each against y of the output's shape
 .FIT_EXTRA_LOSSES <- list(binary_cross_entropy = function(out, y) ag_binary_cross_entropy_loss(out,

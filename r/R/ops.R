@@ -87,37 +87,29 @@ ag_cross_entropy_loss <- function(pred, target) {
 
 # target: a one-hot / soft-label matrix of the logits' shape (any storage, integer one-hot
 # included), or 0-based class ids, one per column (a vector, a 1-D array, or a [1, batch] / [batch,
-# 1]
-# matrix).
+# 1] matrix). The rule is the core's (pg_softmax_ce_loss_any); R only refuses what is not numbers.
 ag_softmax_cross_entropy_loss <- function(logits, target) {
-  if (is_ag_tensor(target) && is_ag_tensor(logits)) { # the common case, decided in C
-    out <- .with_label_hint(.Call(R_pg_softmax_ce_tensors, logits, target), target, dim(logits)[1L])
-    if (!is.null(out)) return(out)
-  }
   op <- "ag_softmax_cross_entropy_loss"
   logits <- .need_tensor(logits, op)
-  d <- dim(logits)
-  K <- d[1L]
-  B <- d[2L]
-  td <- dim(target)
-  if (!is.null(td) && length(td) != 2L) {
-    # a 1-D array (e.g. from as.array() or rpy2) or an array with one non-unit extent: class ids
-    if (sum(td != 1L) > 1L)
-      .arg_stop(sprintf(paste0("%s: logits are [%dx%d] but target is a %s array; give a one-hot ",
-                          "matrix of the logits' shape or one class id per column"),
-                   op, K, B, paste(td, collapse = "x")), kind = "shape")
-    td <- NULL
+  vec <- FALSE
+  if (!is_ag_tensor(target)) {
+    td <- dim(target)
+    if (length(td) == 1L || length(td) > 2L) {
+      # a 1-D array (e.g. from as.array() or rpy2) or an array with one non-unit extent: class ids
+      if (sum(td != 1L) > 1L)
+        .arg_stop(sprintf(paste0("%s: logits are [%dx%d] but target is a %s array; give a one-hot ",
+                                 "matrix of the logits' shape or one class id per column"),
+                          op, dim(logits)[1L], dim(logits)[2L], paste(td, collapse = "x")),
+                  kind = "shape")
+      td <- NULL
+    }
+    vec <- is.null(td)
+    if (is.logical(target) && !identical(as.integer(td), dim(logits)))
+      .arg_fail("argument", "%s: class ids must be 0-based integers, got booleans", op)
+    if (!is.numeric(target) && !is.logical(target) || is.factor(target))
+      .arg_stop(sprintf("%s: target must be numeric", op))
+    if (vec) target <- matrix(as.double(target), nrow = 1L)
   }
-  if (!is.null(td) && length(td) == 2L && td[1L] == K && td[2L] == B && !(K == 1L && B > 1L))
-    return(.Call(R_pg_softmax_ce_loss, logits, target))
-  ids <- if (is_ag_tensor(target)) target$data else target
-  if (!is.null(td) && !(td[1L] == 1L || td[2L] == 1L))
-    .arg_fail("shape", paste0("%s: logits are [%dx%d] but target is [%dx%d]; give a one-hot ",
-                              "matrix of the logits' shape or one class id per column"),
-              op, K, B, td[1L], td[2L])
-  if (is.logical(ids)) .arg_fail("argument", "%s: class ids must be 0-based integers, got booleans",
-                                 op)
-  if (!is.numeric(ids) || is.factor(ids))
-    .arg_stop(sprintf("%s: target must be numeric", op))
-  .with_label_hint(.Call(R_pg_softmax_ce_loss_idx, logits, as.vector(ids)), ids, K)  # fit_hints.R
+  .with_label_hint(.Call(R_pg_softmax_ce_loss_any, logits, target, vec), target,
+                   dim(logits)[1L])  # fit_hints.R
 }

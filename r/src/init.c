@@ -36,10 +36,8 @@ extern SEXP R_pg_mul(SEXP, SEXP);
 extern SEXP R_pg_div(SEXP, SEXP);
 extern SEXP R_pg_mse_loss(SEXP, SEXP);
 extern SEXP R_pg_cross_entropy_loss(SEXP, SEXP);
-extern SEXP R_pg_softmax_ce_loss(SEXP, SEXP);
 extern SEXP R_pg_unary(SEXP, SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_softmax_ce_loss_idx(SEXP, SEXP);
-extern SEXP R_pg_softmax_ce_tensors(SEXP, SEXP);
+extern SEXP R_pg_softmax_ce_loss_any(SEXP, SEXP, SEXP);
 extern SEXP R_pg_backward_env(SEXP);
 extern SEXP R_pg_wrap(SEXP);
 extern SEXP R_pg_tensor_field(SEXP, SEXP);
@@ -188,10 +186,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_div", (DL_FUNC)&R_pg_div, 2},
     {"R_pg_mse_loss", (DL_FUNC)&R_pg_mse_loss, 2},
     {"R_pg_cross_entropy_loss", (DL_FUNC)&R_pg_cross_entropy_loss, 2},
-    {"R_pg_softmax_ce_loss", (DL_FUNC)&R_pg_softmax_ce_loss, 2},
     {"R_pg_unary", (DL_FUNC)&R_pg_unary, 5},
-    {"R_pg_softmax_ce_loss_idx", (DL_FUNC)&R_pg_softmax_ce_loss_idx, 2},
-    {"R_pg_softmax_ce_tensors", (DL_FUNC)&R_pg_softmax_ce_tensors, 2},
+    {"R_pg_softmax_ce_loss_any", (DL_FUNC)&R_pg_softmax_ce_loss_any, 3},
     {"R_pg_backward_env", (DL_FUNC)&R_pg_backward_env, 1},
     {"R_pg_wrap", (DL_FUNC)&R_pg_wrap, 1},
     {"R_pg_tensor_field", (DL_FUNC)&R_pg_tensor_field, 2},

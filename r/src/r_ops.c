@@ -56,10 +56,6 @@ SEXP R_pg_cross_entropy_loss(SEXP p, SEXP t)
 {
     return binary(p, t, pg_cross_entropy_loss, "ag_cross_entropy_loss", "pred", "target");
 }
-SEXP R_pg_softmax_ce_loss(SEXP l, SEXP t)
-{
-    return binary(l, t, pg_softmax_ce_loss, "ag_softmax_cross_entropy_loss", "logits", "target");
-}
 
 /* R_pg_unary's kinds: the core's pg_unary_op values, then the glue's own ops with parameters */
 enum { R_OP_SCALE = 100, R_OP_POW, R_OP_CLAMP, R_OP_SUM, R_OP_MEAN, R_OP_TRANSPOSE, R_OP_RESHAPE };
@@ -112,43 +108,26 @@ SEXP R_pg_unary(SEXP kind, SEXP X, SEXP p1, SEXP p2, SEXP name)
     return r_wrap_tensor(out);
 }
 
-/* fused softmax-CE with 0-based class ids (an R integer or whole-number double vector) */
-SEXP R_pg_softmax_ce_loss_idx(SEXP L, SEXP ids)
+/* ag_softmax_cross_entropy_loss: the core's one rule (pg_softmax_ce_loss_any) for a tensor
+ * target or R numbers (a matrix of the logits' shape in their dtype, else class ids in f64);
+ * ids_vec TRUE: R had a vector, class ids whatever its length (pg_softmax_ce_loss_ids) */
+SEXP R_pg_softmax_ce_loss_any(SEXP L, SEXP T, SEXP ids_vec)
 {
-    pg_tensor *l = r_get(r_handle(L), R_TENSOR);
-    R_xlen_t n = XLENGTH(ids);
-    int64_t *idx = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
-    for (R_xlen_t i = 0; i < n; i++) {
-        double v;
-        if (TYPEOF(ids) == INTSXP || TYPEOF(ids) == LGLSXP) {
-            int iv = INTEGER(ids)[i];
-            if (iv == NA_INTEGER)
-                r_check(pg_fail(PG_STATUS_ERR_VALUE,
-                                "ag_softmax_cross_entropy_loss: class ids must not be NA"));
-            v = iv;
-        } else if (TYPEOF(ids) == REALSXP) {
-            v = REAL(ids)[i];
-            if (!R_FINITE(v) || v != (double)(int64_t)v)
-                r_check(pg_fail(PG_STATUS_ERR_VALUE,
-                                "ag_softmax_cross_entropy_loss: class ids must be whole numbers "
-                                "(0-based), got %g",
-                                v));
-        } else {
-            r_check(pg_fail(PG_STATUS_ERR_ARG,
-                            "ag_softmax_cross_entropy_loss: class ids must be numbers"));
-        }
-        idx[i] = (int64_t)v;
+    const char *op = "ag_softmax_cross_entropy_loss";
+    pg_tensor *l = r_get(r_handle(L), R_TENSOR), *t;
+    SEXP th = r_handle(T);
+    int tmp = 0;
+    if (TYPEOF(th) == EXTPTRSXP) {
+        t = r_get(th, R_TENSOR);
+    } else {
+        SEXP d = Rf_getAttrib(T, R_DimSymbol);
+        const int same = !Rf_isNull(d) && XLENGTH(d) == 2 && INTEGER(d)[0] == pg_tensor_nrow(l) &&
+            INTEGER(d)[1] == pg_tensor_ncol(l);
+        t = r_operand(T, same ? pg_tensor_dtype(l) : PG_DTYPE_F64, op, "target", &tmp);
+        if (!t) r_fail();
     }
-    return r_wrap_tensor(pg_softmax_ce_loss_idx(l, idx, (int64_t)n));
-}
-
-/* softmax-CE with both operands ag_tensors: the core's rule (pg_softmax_ce_loss_any). NULL when
- * no rule applies (R then tries the target's values as ids and gives its messages). */
-SEXP R_pg_softmax_ce_tensors(SEXP L, SEXP T)
-{
-    SEXP lh = r_handle(L), th = r_handle(T);
-    if (TYPEOF(lh) != EXTPTRSXP || TYPEOF(th) != EXTPTRSXP) return R_NilValue;
-    pg_tensor *l = r_get(lh, R_TENSOR), *t = r_get(th, R_TENSOR);
-    if (pg_softmax_ce_target_kind(l, t) < 0) return R_NilValue;
-    return r_wrap_tensor(pg_softmax_ce_loss_any(l, t));
+    pg_tensor *out =
+        Rf_asLogical(ids_vec) == 1 ? pg_softmax_ce_loss_ids(l, t) : pg_softmax_ce_loss_any(l, t);
+    if (tmp) pg_tensor_release(t);
+    return r_wrap_tensor(out);
 }

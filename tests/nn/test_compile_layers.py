@@ -157,7 +157,7 @@ def test_compiled_embedding_ids_are_refilled(rng):
         assert np.array_equal(fwd(np.array([ids])).numpy(), W[:, ids])
     with pytest.raises(
         PyggmlrValueError,
-        match=r"ag_embedding: id 6 at position 2 is not a whole number in \[0, 6\)",
+        match=r"ag_embedding: id 6 at position 2 is out of range \[0, 6\)",
     ):
         fwd(np.array([[0, 1, 6]]))
     # ids given as an array inside fn cannot be refilled: refused

@@ -152,7 +152,7 @@ test_that("match.arg and stopifnot refusals are classed and name the function", 
                   "dtype")
   .expect_refused(backward(NULL), "pyggmlr_argument_error", "backward")
   .expect_refused(ag_softmax_cross_entropy_loss(ag_tensor(matrix(0, 3, 2)), c(0.5, 1)),
-                  "pyggmlr_value_error", "ag_softmax_cross_entropy_loss", "class ids")
+                  "pyggmlr_value_error", "ag_softmax_cross_entropy_loss", "class id 0.5")
   .expect_refused(dp_train(function() ag_linear(2, 1), list(list(x = 1, y = 1)), n_iter = 1e10),
                   "pyggmlr_value_error", "dp_train", "n_iter")
 })
