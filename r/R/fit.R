@@ -187,8 +187,12 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   on.exit(prog$close(), add = TRUE)
   batch_cbs <- Filter(function(cb) is.function(cb$on_batch_end), cbs)
   # an optimizer of this package whose step is its own steps inside the core
-  core_step <- is.null(sync) && inherits(opt, c("ag_optimizer_sgd", "ag_optimizer_adam")) &&
+  core_step <- is.null(ss) && is.null(sync) &&
+    inherits(opt, c("ag_optimizer_sgd", "ag_optimizer_adam")) &&
     identical(environment(opt$step), environment(opt$zero_grad))
+  fwd <- .fit_forward_fn(model)  # looked up once: the loop calls them by value
+  lossfn <- L$fn
+  oh <- opt$.h
   replay <- !is.null(ss) && !prog$on && !length(batch_cbs)
   started <- TRUE
   for (epoch in seq(first, length.out = todo)) {
@@ -206,20 +210,21 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         step <- step + (nb - b + 1L)
         break
       }
-      bt <- .Call(R_pg_fit_batch, plan, FALSE, b - 1L)
-      if (!is.null(ss)) {  # one replay of the compiled step
+      if (core_step) {  # gather, forward, loss, backward, step, record: one .Call
+        lval <- .Call(R_pg_fit_eager_step, plan, b - 1L, fwd, lossfn, oh)
+      } else if (!is.null(ss)) {  # one replay of the compiled step
+        bt <- .Call(R_pg_fit_batch, plan, FALSE, b - 1L)
         lval <- ss$train_step(bt[[1L]], bt[[2L]])
         .Call(R_pg_fit_record, plan, FALSE, lval, ss$train$out)  # accuracy: arg-max in C
-      } else {
+      } else {  # the gradients pass through R: MPI's all-reduce, a user's step()
+        bt <- .Call(R_pg_fit_batch, plan, FALSE, b - 1L)
         with_grad_tape({
-          out <- .fit_forward(model, bt[[1L]])
-          lv <- L$fn(out, bt[[2L]])
+          out <- fwd(bt[[1L]])
+          lv <- lossfn(out, bt[[2L]])
         })
         if (!is_ag_tensor(lv))
           .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor, got %s", class(lv)[[1L]])
-        # backward, step, zero grad, record, tape clear: one core call
-        lval <- if (core_step) .Call(R_pg_fit_train_step, plan, lv, out, opt$.h)
-                else .fit_host_step(plan, lv, out, opt, sync, ncol(bt[[1L]]))
+        lval <- .fit_host_step(plan, lv, out, opt, sync, ncol(bt[[1L]]))
       }
       out <- bt <- lv <- NULL  # drop the references (rm() itself costs ~10 us a call)
       step <- step + 1L

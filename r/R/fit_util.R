@@ -81,12 +81,14 @@
   v
 }
 
-.fit_forward <- function(model, x, fn = "ag_fit") {
-  if ((is.environment(model) || is.list(model)) &&
-      is.function(model$forward)) return(model$forward(x))
-  if (is.function(model)) return(model(x))
+# the model's forward function (a model with forward(x), or a function), or a classed error
+.fit_forward_fn <- function(model, fn = "ag_fit") {
+  if ((is.environment(model) || is.list(model)) && is.function(model$forward)) return(model$forward)
+  if (is.function(model)) return(model)
   .fit_type_stop("%s: model must have a forward(x) function", fn)
 }
+
+.fit_forward <- function(model, x, fn = "ag_fit") .fit_forward_fn(model, fn)(x)
 
 # x, y as [features, n] double matrices (samples are columns). A data.frame has one row per
 # sample and is transposed; a vector is one row.

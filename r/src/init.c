@@ -60,6 +60,7 @@ extern SEXP R_pg_fit_epoch_begin(SEXP);
 extern SEXP R_pg_fit_batch(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_record(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_train_step(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_eager_step(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_running(SEXP);
 extern SEXP R_pg_fit_epoch_end(SEXP, SEXP);
 extern SEXP R_pg_fit_loss_diverged(SEXP, SEXP, SEXP);
@@ -210,6 +211,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_batch", (DL_FUNC)&R_pg_fit_batch, 3},
     {"R_pg_fit_record", (DL_FUNC)&R_pg_fit_record, 4},
     {"R_pg_fit_train_step", (DL_FUNC)&R_pg_fit_train_step, 4},
+    {"R_pg_fit_eager_step", (DL_FUNC)&R_pg_fit_eager_step, 5},
     {"R_pg_fit_running", (DL_FUNC)&R_pg_fit_running, 1},
     {"R_pg_fit_epoch_end", (DL_FUNC)&R_pg_fit_epoch_end, 2},
     {"R_pg_fit_loss_diverged", (DL_FUNC)&R_pg_fit_loss_diverged, 3},

@@ -3,6 +3,8 @@
 #include <string.h>
 #include "r_util.h"
 
+extern SEXP R_pg_tape(SEXP);
+
 static pg_fit *fit_get(SEXP x) { return r_get(x, R_FIT); }
 
 SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP bs, SEXP nbl, SEXP val_split, SEXP shuffle,
@@ -85,6 +87,83 @@ SEXP R_pg_fit_train_step(SEXP fp, SEXP loss, SEXP out, SEXP opt)
         r_host_rethrow(); /* an R error in an ag_checkpoint replay goes on unchanged */
         r_fail();
     }
+    return Rf_ScalarReal(v);
+}
+
+/* ---- one eager micro-batch with the host's code called from C ----
+ * ag_fit's eager loop for an optimizer of the package: gather batch b, call fwd(x) and
+ * lossfn(out, y) (R code) inside a tape scope that C closes on every exit (R_UnwindProtect, as
+ * with_grad_tape), then pg_fit_train_step. What was most of R's step (the loop body's R code)
+ * runs here; the results are the R loop's, bit for bit. */
+struct eager {
+    SEXP fwd, lossfn, x, y;
+    int depth;
+};
+
+static SEXP eager_eval(void *data)
+{
+    struct eager *e = data;
+    SEXP c1 = PROTECT(Rf_lang2(e->fwd, e->x));
+    SEXP out = PROTECT(Rf_eval(c1, R_GlobalEnv));
+    SEXP c2 = PROTECT(Rf_lang3(e->lossfn, out, e->y));
+    SEXP lv = PROTECT(Rf_eval(c2, R_GlobalEnv));
+    SEXP res = Rf_allocVector(VECSXP, 2);
+    SET_VECTOR_ELT(res, 0, out);
+    SET_VECTOR_ELT(res, 1, lv);
+    UNPROTECT(4);
+    return res;
+}
+
+static void eager_close(void *data, Rboolean jump)
+{
+    (void)jump;
+    pg_tape_end_to(((struct eager *)data)->depth);
+}
+
+/* class(x)[[1]] as R prints it, for messages */
+static const char *class_name(SEXP x)
+{
+    SEXP k = Rf_getAttrib(x, R_ClassSymbol);
+    if (TYPEOF(k) == STRSXP && XLENGTH(k) > 0) return CHAR(STRING_ELT(k, 0));
+    if (Rf_length(Rf_getAttrib(x, R_DimSymbol)) == 2) return "matrix";
+    switch (TYPEOF(x)) {
+    case REALSXP: return "numeric";
+    case INTSXP: return "integer";
+    case LGLSXP: return "logical";
+    case STRSXP: return "character";
+    case VECSXP: return "list";
+    case CLOSXP:
+    case BUILTINSXP:
+    case SPECIALSXP: return "function";
+    default: return Rf_type2char(TYPEOF(x));
+    }
+}
+
+/* the loss value, as R_pg_fit_train_step */
+SEXP R_pg_fit_eager_step(SEXP fp, SEXP b, SEXP fwd, SEXP lossfn, SEXP opt)
+{
+    pg_fit *f = fit_get(fp);
+    pg_optim *o = r_get(opt, R_OPTIM);
+    pg_tensor *xb = NULL, *yb = NULL;
+    if (pg_fit_batch(f, 0, (int64_t)r_num(b, "ag_fit: batch"), &xb, &yb) < 0) r_fail();
+    SEXP x = PROTECT(r_wrap_tensor(xb));
+    SEXP y = yb ? r_wrap_tensor(yb) : R_NilValue;
+    PROTECT(y);
+    struct eager e = {fwd, lossfn, x, y, pg_tape_depth()};
+    SEXP cont = PROTECT(R_MakeUnwindCont());
+    R_pg_tape(PROTECT(Rf_ScalarInteger(R_TAPE_BEGIN)));
+    UNPROTECT(1);
+    SEXP res = PROTECT(R_UnwindProtect(eager_eval, &e, eager_close, &e, cont));
+    SEXP out = VECTOR_ELT(res, 0), lv = VECTOR_ELT(res, 1), lh = r_handle(lv);
+    if (TYPEOF(lh) != EXTPTRSXP)
+        r_stopf(PG_STATUS_ERR_VALUE, "ag_fit: the loss must be a 1x1 ag_tensor, got %s",
+                class_name(lv));
+    double v;
+    if (pg_fit_train_step(f, r_get(lh, R_TENSOR), r_get(r_handle(out), R_TENSOR), o, &v)) {
+        r_host_rethrow(); /* an R error in an ag_checkpoint replay goes on unchanged */
+        r_fail();
+    }
+    UNPROTECT(4);
     return Rf_ScalarReal(v);
 }
 

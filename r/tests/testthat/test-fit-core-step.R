@@ -40,3 +40,18 @@ test_that("a loss that is not a tensor, or not 1x1, is refused naming ag_fit", {
                "ag_fit: the loss must be a 1x1 tensor, got [3x", fixed = TRUE,
                class = "pyggmlr_shape_error")
 })
+
+test_that("an error in the model's forward during an eager step closes the tape, in C", {
+  calls <- 0L
+  lin <- ag_linear(4, 3)
+  model <- list(forward = function(x) {
+    calls <<- calls + 1L
+    if (calls == 3L) stop("boom in forward")
+    lin$forward(x)
+  }, parameters = function() list(W = lin$W, b = lin$b))
+  depth <- function() .Call(pyggmlr:::R_pg_scope, pyggmlr:::.pg$code$scope[["DEPTH"]], 0L)
+  expect_error(ag_fit(model, iris_x(), as.integer(iris$Species) - 1L, nepoch = 1L,
+                      batch_size = 10L, silent = TRUE, static = FALSE), "boom in forward")
+  expect_identical(calls, 3L)
+  expect_identical(depth(), 0L)
+})
