@@ -53,7 +53,52 @@ class _FnCallback(Callback):
         return self.fn(epoch, logs)
 
 
-class ag_early_stopping(Callback):
+class _Monitored(Callback):
+    """A callback whose rule is a core object watching one logged value (pg_<_kind>_*)."""
+
+    _kind = ""  # "early_stop" or "checkpoint"
+
+    def _make(self, params):
+        k = self._kind
+        h = getattr(lib, f"pg_{k}_new")(ffi.new(f"pg_{k}_params *", params))
+        if h == NULL:
+            _core.raise_last()
+        self._h = ffi.gc(h, getattr(lib, f"pg_{k}_free"))
+        self._fit: Any = None
+
+    def _params(self):
+        """The settings, read back from the core (one copy)."""
+        p = ffi.new(f"pg_{self._kind}_params *")
+        _core.check(getattr(lib, f"pg_{self._kind}_params_get")(self._h, p))
+        return p
+
+    def _state(self):
+        s = ffi.new("pg_early_stop_state *")
+        _core.check(getattr(lib, f"pg_{self._kind}_get_state")(self._h, s))
+        return s
+
+    @property
+    def monitor(self) -> Optional[str]:
+        """The monitor asked for (None: val_loss or loss, resolved when a fit begins)."""
+        return _log_name(self._params().monitor)
+
+    @property
+    def mode(self) -> str:
+        """ "auto" (accuracy upwards, the rest downwards), "min" or "max"."""
+        return ffi.string(lib.pg_monitor_mode_name(self._params().mode)).decode()
+
+    @property
+    def best(self) -> float:
+        """The best monitored value of the last fit (inf / -inf before any)."""
+        return float(self._state().best)
+
+    def _begin_args(self, fit):
+        """(has validation data, counts accuracy) of the run (a hand-written loop's run object
+        may not say: then every value counts as measured)."""
+        return int(getattr(fit, "has_val", True)), int(getattr(fit, "has_accuracy", True))
+
+
+class ag_early_stopping(_Monitored):
     """Stop when the monitored value has not improved by more than min_delta for `patience`
     epochs; with restore_best the model gets the weights (and batch-norm buffers) of the best
     epoch back at the end of training. The rule lives in the core (native/fit_stop.c).
@@ -63,6 +108,8 @@ class ag_early_stopping(Callback):
     without validation data, accuracy without classes) is an error before training starts.
     mode: "auto" (maximise accuracy values, minimise the rest), "min" or "max". Each ag_fit
     starts afresh: the object can be reused."""
+
+    _kind = "early_stop"
 
     def __init__(
         self,
@@ -78,18 +125,8 @@ class ag_early_stopping(Callback):
         p.min_delta = check_num(min_delta, fn, "min_delta", 0)
         p.restore_best = int(check_flag(restore_best, fn, "restore_best"))
         p.mode, p.monitor = _monitor_codes(fn, monitor, mode)
-        h = lib.pg_early_stop_new(ffi.new("pg_early_stop_params *", p))
-        if h == NULL:
-            _core.raise_last()
-        self._h = ffi.gc(h, lib.pg_early_stop_free)
+        self._make(p)
         self._best_weights: Any = None
-        self._fit: Any = None
-
-    # the settings, read back from the core (one copy)
-    def _params(self):
-        p = ffi.new("pg_early_stop_params *")
-        _core.check(lib.pg_early_stop_params_get(self._h, p))
-        return p
 
     @property
     def patience(self) -> int:
@@ -106,27 +143,7 @@ class ag_early_stopping(Callback):
         """Whether the best epoch's weights come back when training ends."""
         return bool(self._params().restore_best)
 
-    @property
-    def monitor(self) -> Optional[str]:
-        """The monitor asked for (None: val_loss or loss, resolved when a fit begins)."""
-        return _log_name(self._params().monitor)
-
-    @property
-    def mode(self) -> str:
-        """ "auto" (accuracy upwards, the rest downwards), "min" or "max"."""
-        return ffi.string(lib.pg_monitor_mode_name(self._params().mode)).decode()
-
     # the last fit's counters
-    def _state(self):
-        s = ffi.new("pg_early_stop_state *")
-        _core.check(lib.pg_early_stop_get_state(self._h, s))
-        return s
-
-    @property
-    def best(self) -> float:
-        """The best monitored value of the last fit (inf / -inf before any)."""
-        return float(self._state().best)
-
     @property
     def best_epoch(self) -> Optional[int]:
         """The last fit's best epoch (None before any)."""
@@ -143,9 +160,7 @@ class ag_early_stopping(Callback):
         return int(self._state().stopped_epoch) or None
 
     def on_train_begin(self, fit):
-        # (a hand-written loop's run object may not say: then every value counts as measured)
-        has_val, has_acc = getattr(fit, "has_val", True), getattr(fit, "has_accuracy", True)
-        _core.check(lib.pg_early_stop_begin(self._h, int(has_val), int(has_acc)))
+        _core.check(lib.pg_early_stop_begin(self._h, *self._begin_args(fit)))
         self._fit, self._best_weights = fit, None
 
     def on_epoch_end(self, epoch, logs):
@@ -271,7 +286,7 @@ def _checkpoint_path(path) -> str:
     return p
 
 
-class ag_model_checkpoint(Callback):
+class ag_model_checkpoint(_Monitored):
     """Save model + optimizer state + epoch (+ everything ag_fit needs to resume: the run's seed,
     the random stream, history, callback states) to `path` every `every` epochs and at the last
     one. Continue with ag_fit(..., resume_from=path). `path` may contain "{epoch}".
@@ -280,6 +295,8 @@ class ag_model_checkpoint(Callback):
     ag_early_stopping's: val_loss with validation data, else loss; accuracy maximised) beats
     the best seen at the epochs looked at before (keras' ModelCheckpoint). The rule lives in
     the core (native/fit_stop.c)."""
+
+    _kind = "checkpoint"
 
     def __init__(
         self,
@@ -295,17 +312,8 @@ class ag_model_checkpoint(Callback):
         p.best_only = int(check_flag(save_best_only, fn, "save_best_only"))
         p.mode, p.monitor = _monitor_codes(fn, monitor, mode)
         self.path = _checkpoint_path(path)
-        h = lib.pg_checkpoint_new(ffi.new("pg_checkpoint_params *", p))
-        if h == NULL:
-            _core.raise_last()
-        self._h = ffi.gc(h, lib.pg_checkpoint_free)
+        self._make(p)
         self.saved: List[str] = []
-        self._fit: Any = None
-
-    def _params(self):
-        p = ffi.new("pg_checkpoint_params *")
-        _core.check(lib.pg_checkpoint_params_get(self._h, p))
-        return p
 
     @property
     def every(self) -> int:
@@ -317,27 +325,9 @@ class ag_model_checkpoint(Callback):
         """Whether a save needs the monitored value to improve."""
         return bool(self._params().best_only)
 
-    @property
-    def monitor(self) -> Optional[str]:
-        """The monitor asked for (None: val_loss or loss, resolved when a fit begins)."""
-        return _log_name(self._params().monitor)
-
-    @property
-    def mode(self) -> str:
-        """ "auto" (accuracy upwards, the rest downwards), "min" or "max"."""
-        return ffi.string(lib.pg_monitor_mode_name(self._params().mode)).decode()
-
-    @property
-    def best(self) -> float:
-        """The best monitored value saved in the last fit (with save_best_only)."""
-        s = ffi.new("pg_early_stop_state *")
-        _core.check(lib.pg_checkpoint_get_state(self._h, s))
-        return float(s.best)
-
     def on_train_begin(self, fit):
         self._fit = fit
-        has_val, has_acc = getattr(fit, "has_val", True), getattr(fit, "has_accuracy", True)
-        _core.check(lib.pg_checkpoint_begin(self._h, fit.nepoch, int(has_val), int(has_acc)))
+        _core.check(lib.pg_checkpoint_begin(self._h, fit.nepoch, *self._begin_args(fit)))
 
     def on_epoch_end(self, epoch, logs):
         save = ffi.new("int *")
@@ -350,8 +340,7 @@ class ag_model_checkpoint(Callback):
 
     def state(self):
         """(JSON-able best, None): what a checkpoint keeps for resuming a save_best_only run."""
-        s = ffi.new("pg_early_stop_state *")
-        _core.check(lib.pg_checkpoint_get_state(self._h, s))
+        s = self._state()
         return {"best": float(s.best), "best_epoch": int(s.best_epoch) or None}, None
 
     def check_state(self, st):

@@ -4,14 +4,23 @@
 
 static const char *const FN = "ag_early_stopping";
 
-/* a string argument (NULL: none), or a classed argument error */
-static const char *str_arg(SEXP x, const char *arg, int null_ok)
+/* a string argument (NULL: none), or a classed argument error naming fn */
+static const char *str_arg(const char *fn, SEXP x, const char *arg, int null_ok)
 {
     if (null_ok && Rf_isNull(x)) return NULL;
     if (TYPEOF(x) != STRSXP || XLENGTH(x) != 1 || STRING_ELT(x, 0) == NA_STRING)
-        r_stopf(PG_STATUS_ERR_ARG, "%s: %s must be %sa single string such as \"%s\"", FN, arg,
+        r_stopf(PG_STATUS_ERR_ARG, "%s: %s must be %sa single string such as \"%s\"", fn, arg,
                 null_ok ? "NULL or " : "", null_ok ? "val_loss" : "max");
     return Rf_translateCharUTF8(STRING_ELT(x, 0));
+}
+
+/* the mode and monitor arguments as the core's codes (monitor NULL: -1) */
+static void monitor_args(const char *fn, SEXP mode, SEXP monitor, int *mode_code, int *log)
+{
+    r_check(pg_monitor_mode_parse(fn, str_arg(fn, mode, "mode", 0), mode_code));
+    const char *m = str_arg(fn, monitor, "monitor", 1);
+    *log = -1;
+    if (m) r_check(pg_fit_log_parse(fn, "monitor", m, log));
 }
 
 /* a count for the core: one finite number in int64 range, else -1 (the core refuses it) */
@@ -27,9 +36,7 @@ SEXP R_pg_early_stop_new(SEXP patience, SEXP min_delta, SEXP restore_best, SEXP 
     p.patience = count_arg(patience);
     p.min_delta = r_num(min_delta, "ag_early_stopping: min_delta");
     p.restore_best = Rf_asLogical(restore_best) == 1;
-    r_check(pg_monitor_mode_parse(FN, str_arg(mode, "mode", 0), &p.mode));
-    const char *m = str_arg(monitor, "monitor", 1);
-    if (m) r_check(pg_fit_log_parse(FN, "monitor", m, &p.monitor));
+    monitor_args(FN, mode, monitor, &p.mode, &p.monitor);
     return r_wrap(pg_early_stop_new(&p), R_EARLY_STOP);
 }
 
@@ -114,21 +121,10 @@ SEXP R_pg_early_stop_end(SEXP h, SEXP last_epoch)
 
 SEXP R_pg_checkpoint_new(SEXP every, SEXP best_only, SEXP mode, SEXP monitor)
 {
-    const char *fn = "ag_model_checkpoint";
     pg_checkpoint_params p = pg_checkpoint_default_params();
     p.every = count_arg(every);
     p.best_only = Rf_asLogical(best_only) == 1;
-    if (TYPEOF(mode) != STRSXP || XLENGTH(mode) != 1 || STRING_ELT(mode, 0) == NA_STRING)
-        r_stopf(PG_STATUS_ERR_ARG, "%s: mode must be a single string such as \"max\"", fn);
-    r_check(pg_monitor_mode_parse(fn, Rf_translateCharUTF8(STRING_ELT(mode, 0)), &p.mode));
-    if (!Rf_isNull(monitor)) {
-        if (TYPEOF(monitor) != STRSXP || XLENGTH(monitor) != 1 ||
-            STRING_ELT(monitor, 0) == NA_STRING)
-            r_stopf(PG_STATUS_ERR_ARG,
-                    "%s: monitor must be NULL or a single string such as \"val_loss\"", fn);
-        r_check(pg_fit_log_parse(fn, "monitor", Rf_translateCharUTF8(STRING_ELT(monitor, 0)),
-                                 &p.monitor));
-    }
+    monitor_args("ag_model_checkpoint", mode, monitor, &p.mode, &p.monitor);
     return r_wrap(pg_checkpoint_new(&p), R_CHECKPOINT);
 }
 
