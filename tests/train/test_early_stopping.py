@@ -165,3 +165,11 @@ def test_settings_read_back_and_checkpoint_state():
         es.load_state({"best": 1.0, "best_epoch": 2, "wait": 2**70})
     es.load_state({"best": 0.25, "best_epoch": 3, "wait": 1})
     assert es.state() == ({"best": 0.25, "best_epoch": 3, "wait": 1}, None)
+
+
+def test_history_columns_are_the_cores_log_names():
+    """The History's columns after epoch are the names the core's monitors read, in its order."""
+    from pyggmlr.fit_callbacks import _LOG_NAMES
+    from pyggmlr.fit_history import _KEYS
+
+    assert _KEYS == ("epoch", *_LOG_NAMES)
