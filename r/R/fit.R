@@ -193,7 +193,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   fwd <- .fit_forward_fn(model)  # looked up once: the loop calls them by value
   lossfn <- L$fn
   oh <- opt$.h
-  replay <- !is.null(ss) && !prog$on && !length(batch_cbs)
+  prog_on <- prog$on
+  replay <- !is.null(ss) && !prog_on && !length(batch_cbs)
   started <- TRUE
   for (epoch in seq(first, length.out = todo)) {
     if (!is.null(opt_params)) .apply_hyper(opt, opt_params(epoch), epoch)
@@ -228,7 +229,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
       }
       out <- bt <- lv <- NULL  # drop the references (rm() itself costs ~10 us a call)
       step <- step + 1L
-      if (prog$on) prog$tick()
+      if (prog_on) prog$tick()
       for (cb in batch_cbs) cb$on_batch_end(step, list(epoch = epoch, batch = b, loss = lval))
     }
     if (!is.null(sync)) sync$stats(plan)
