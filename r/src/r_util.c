@@ -3,16 +3,6 @@
 #include <stdarg.h>
 #include <string.h>
 
-static const char *kind_name[R_KIND_COUNT] = {"pg_tensor",     "pg_gradmap", "pg_optim",
-                                              "pg_early_stop", "pg_fit",     "pg_checkpoint"};
-
-static SEXP kind_tag(int kind)
-{
-    static SEXP tags[R_KIND_COUNT]; /* symbols are never collected; looked up once */
-    if (!tags[kind]) tags[kind] = Rf_install(kind_name[kind]);
-    return tags[kind];
-}
-
 static void free_tensor(void *p) { pg_tensor_release((pg_tensor *)p); }
 
 static void free_gradmap(void *p) { pg_gradmap_free((pg_gradmap *)p); }
@@ -25,8 +15,41 @@ static void free_fit(void *p) { pg_fit_free((pg_fit *)p); }
 
 static void free_checkpoint(void *p) { pg_checkpoint_free((pg_checkpoint *)p); }
 
-static void (*const kind_free[R_KIND_COUNT])(void *) = {
-    free_tensor, free_gradmap, free_optim, free_early_stop, free_fit, free_checkpoint};
+static void free_graph(void *p) { pg_graph_free((pg_graph *)p); }
+
+static void free_rng(void *p) { pg_rng_free((pg_rng *)p); }
+
+/* per kind: the pointer's tag, its finalizer, what it is (wrong-kind errors) and the error of a
+ * cleared pointer (a handle saved with saveRDS and read back) */
+static const struct {
+    const char *tag;
+    void (*free)(void *);
+    const char *what, *dead;
+} kinds[R_KIND_COUNT] = {
+    [R_TENSOR] = {"pg_tensor", free_tensor, "a tensor",
+                  "tensor handle is dead (was it saved with saveRDS?)"},
+    [R_GRADMAP] = {"pg_gradmap", free_gradmap, "a gradient map",
+                   "gradient map handle is dead (was it saved with saveRDS?)"},
+    [R_OPTIM] = {"pg_optim", free_optim, "an optimizer",
+                 "optimizer handle is dead (was it saved with saveRDS?)"},
+    [R_EARLY_STOP] = {"pg_early_stop", free_early_stop, "ag_early_stopping's state",
+                      "ag_early_stopping handle is dead (was it saved with saveRDS?)"},
+    [R_FIT] = {"pg_fit", free_fit, "ag_fit's session",
+               "ag_fit session handle is dead (was it saved with saveRDS?)"},
+    [R_CHECKPOINT] = {"pg_checkpoint", free_checkpoint, "ag_model_checkpoint's state",
+                      "ag_model_checkpoint handle is dead (was it saved with saveRDS?)"},
+    [R_GRAPH] = {"pg_graph", free_graph, "a compiled step",
+                 "compiled step: the graph is gone (a saved and reloaded handle); compile again"},
+    [R_RNG] = {"pg_rng", free_rng, "a random stream",
+               "random stream handle is dead (was it saved with saveRDS?)"},
+};
+
+static SEXP kind_tag(int kind)
+{
+    static SEXP tags[R_KIND_COUNT]; /* symbols are never collected; looked up once */
+    if (!tags[kind]) tags[kind] = Rf_install(kinds[kind].tag);
+    return tags[kind];
+}
 
 /* one quiet finalizer: the kind is the pointer's tag */
 static void fin_handle(SEXP x)
@@ -34,7 +57,7 @@ static void fin_handle(SEXP x)
     void *p = R_ExternalPtrAddr(x);
     if (p == NULL) return;
     for (int k = 0; k < R_KIND_COUNT; k++)
-        if (R_ExternalPtrTag(x) == kind_tag(k)) kind_free[k](p);
+        if (R_ExternalPtrTag(x) == kind_tag(k)) kinds[k].free(p);
     R_ClearExternalPtr(x);
 }
 
@@ -60,26 +83,24 @@ void r_fail(void)
     r_stop_status(status, buf);
 }
 
-SEXP r_wrap(void *p, int kind)
+SEXP r_wrap_keep(void *p, int kind, SEXP keep)
 {
     if (p == NULL) r_fail();
     if (kind == R_TENSOR) r_gc_pressure(); /* R's collector cannot see the core's bytes */
-    SEXP x = PROTECT(R_MakeExternalPtr(p, kind_tag(kind), R_NilValue));
+    SEXP x = PROTECT(R_MakeExternalPtr(p, kind_tag(kind), keep));
     R_RegisterCFinalizerEx(x, fin_handle, TRUE);
     UNPROTECT(1);
     return x;
 }
 
+SEXP r_wrap(void *p, int kind) { return r_wrap_keep(p, kind, R_NilValue); }
+
 void *r_get(SEXP x, int kind)
 {
     if (TYPEOF(x) != EXTPTRSXP || R_ExternalPtrTag(x) != kind_tag(kind))
-        r_stopf(PG_STATUS_ERR_ARG, "expected a %s handle", kind_name[kind]);
+        r_stopf(PG_STATUS_ERR_ARG, "expected a %s handle (%s)", kinds[kind].tag, kinds[kind].what);
     void *p = R_ExternalPtrAddr(x);
-    if (p == NULL) {
-        if (kind == R_TENSOR)
-            Rf_errorcall(R_NilValue, "tensor handle is dead (was it saved with saveRDS?)");
-        Rf_errorcall(R_NilValue, "%s handle is dead (was it saved with saveRDS?)", kind_name[kind]);
-    }
+    if (p == NULL) r_stopf(PG_STATUS_ERR_STATE, "%s", kinds[kind].dead);
     return p;
 }
 
@@ -148,6 +169,14 @@ pg_tensor *r_operand(SEXP x, int dtype, const char *op, const char *arg, int *tm
     pg_tensor *t = new_tensor_arg(x, dtype, op, arg);
     if (t) *tmp = 1;
     return t;
+}
+
+int r_operand_dtype(SEXP x)
+{
+    x = r_handle(x);
+    if (TYPEOF(x) != EXTPTRSXP || R_ExternalPtrTag(x) != kind_tag(R_TENSOR)) return -1;
+    pg_tensor *t = R_ExternalPtrAddr(x);
+    return t && pg_tensor_check(t) == 0 ? pg_tensor_dtype(t) : -1;
 }
 
 SEXP r_matrix(pg_tensor *t)
