@@ -3,12 +3,10 @@
 # every replica's gradients are cleared after each step. Gradient averaging and weight copies
 # run in the C core (native/pg_api_dist.h), the same code as the Python package's dp_train.
 
-.dp_int <- function(v, name, lo) {
-  v <- .arg_int(v, "dp_train", name, lo)  # the one integer rule (R's integer range)
-  # each one a model
-  if (name %in% c("n_replicas", "n_gpu")) .check_count(v, "dp_train", name, lo, .PG_DP_MAX_REPLICAS)
-  as.integer(v)
-}
+# the one integer rule; replicas are each a whole model, bounded by the core's limit
+.dp_int <- function(v, name, lo)
+  .arg_int(v, "dp_train", name, lo,
+           if (name %in% c("n_replicas", "n_gpu")) .pg$code$limit[["DP_MAX_REPLICAS"]] else .INT_MAX)
 
 .dp_every <- function(verbose) {
   if (is.null(verbose) || isFALSE(verbose)) return(0L)

@@ -1,5 +1,5 @@
 # Hostile input (issue 19): classed errors raised from R, data arguments whose dim disagrees
-# with their length, model paths that are not regular files, bounded counts. The checks
+# with their length, model paths that are not regular files. The checks
 # themselves are the core's (native/pg_api_bounds.h, pg_file_kind) where there is one.
 
 .pg_stop <- function(kind, msg)
@@ -39,13 +39,3 @@
                             "are regular files"), fn, path))
   invisible(path)
 }
-
-# whole number in [lo, hi], checked in double before as.integer() could make NA of it
-.check_count <- function(v, fn, arg, lo, hi) {
-  .Call(R_pg_check_count, fn, arg, if (is.numeric(v) && length(v) == 1L) as.double(v) else NA_real_,
-        as.double(lo), as.double(hi))
-  invisible(v)
-}
-
-.PG_MAX_THREADS <- 1024L
-.PG_DP_MAX_REPLICAS <- 1024L

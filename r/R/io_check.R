@@ -5,15 +5,9 @@
 
 .MAX_EPOCH <- 1e12  # the loader reads at most 12 digits (.load_model)
 
-.check_save_epoch <- function(epoch) {
-  if (!is.numeric(epoch) || length(epoch) != 1L || is.na(epoch) || epoch < 0 ||
-      epoch != floor(epoch) ||
-      epoch >= .MAX_EPOCH)
-    .pg_stop("value", sprintf(paste0("ag_save_model(): epoch must be an integer in [0, 1e12) ",
-                                     "(what ag_load_model reads back), got %s"),
-                              paste(format(epoch), collapse = " ")))
-  sprintf("%.0f", epoch)
-}
+.check_save_epoch <- function(epoch)
+  sprintf("%.0f", .arg_int(epoch, "ag_save_model()", "epoch", 0, .MAX_EPOCH - 1,
+                           rule = "an integer in [0, 1e12) (what ag_load_model reads back)"))
 
 # Evaluate expr, then put back the random state it drew from (the core's current stream, or
 # R's .Random.seed when the R generator is in use): a save draws nothing.

@@ -266,7 +266,7 @@ CASES = [
         "ag_reshape",
         "nrow",
     ),
-    ("linear 2.5", lambda: pg.ag_linear(2.5, 3), A, "ag_linear", "in_features"),
+    ("linear 2.5", lambda: pg.ag_linear(2.5, 3), V, "ag_linear", "in_features"),
     ("linear array size", lambda: pg.ag_linear(np.array([2, 3]), 3), A, "ag_linear", "in_features"),
     (
         "embedding ids 1.5",

@@ -52,8 +52,13 @@ def test_accumulate_steps_names_the_optimizer(bad):
 def test_reshape_sizes_stay_in_r_integer_range():
     x = pg.ag_tensor(np.zeros((0, 2)))
     for args in ((3e9, 0), (0, -(2**31))):
-        with pytest.raises(pg.PyggmlrValueError, match="ag_reshape: n(row|col) must be a whole"):
+        with pytest.raises(
+            pg.PyggmlrValueError,
+            match=r"^ag_reshape: n(row|col) must be an integer within \+/-2147483647 \(-1: inferred",
+        ):
             pg.ag_reshape(x, *args)
+    with pytest.raises(pg.ArgumentError, match="^ag_reshape: nrow must be an integer within"):
+        pg.ag_reshape(x, "a")  # the one integer rule: the wrong kind is an ArgumentError
     assert pg.ag_reshape(pg.ag_tensor(np.ones((2, 3))), 3, -1).shape == (3, 2)
 
 
