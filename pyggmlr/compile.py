@@ -212,7 +212,7 @@ def ag_compile(
         stream.set_state(state)  # recording draws nothing the eager loop would
     if not isinstance(out, Tensor):
         lib.pg_graph_record_abort()
-        raise ArgumentError(f"ag_compile(): fn must return a tensor, got {type(out).__name__}")
+        raise ArgumentError(f"ag_compile(): fn must return an ag_tensor, got {type(out).__name__}")
     handles = ffi.new("pg_tensor *[]", [t._handle(op) for t in ts] or [NULL])
     # an "opt" build has an Optimizer (checked above); the others pass none
     opt = optimizer._o if build == "opt" and optimizer is not None else NULL

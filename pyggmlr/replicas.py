@@ -228,7 +228,7 @@ def dp_train(
                         loss = out
                 if not isinstance(loss, Tensor):
                     raise ArgumentError(
-                        f"dp_train: the loss must be a tensor, got {type(loss).__name__}"
+                        f"dp_train: the loss must be an ag_tensor, got {type(loss).__name__}"
                     )
                 grads.append(backward(loss))
                 losses.append(loss.item())

@@ -9,11 +9,7 @@
                     "(as root add --allow-run-as-root; on a machine with fewer cores than ",
                     "ranks add --oversubscribe)")
 
-.mpi_stop <- function(fmt, ...) {
-  msg <- sprintf(fmt, ...)
-  stop(structure(class = c("pyggmlr_distributed_error", "pyggmlr_error", "error", "condition"),
-                 list(message = msg, call = NULL)))
-}
+.mpi_stop <- function(fmt, ...) .pg_stop("distributed", sprintf(fmt, ...))  # DistributedError
 
 .mpi <- function() {
   if (!requireNamespace("Rmpi",

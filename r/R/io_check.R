@@ -40,13 +40,13 @@
   if (key %in% .pg$checked_configs) return(invisible(NULL))
   budget <- 16 * sum(vapply(all_t, function(t) prod(dim(t)), numeric(1))) + 65536
   bad <- .Call(R_pg_json_check, enc2utf8(text), "metadata 'config'", as.double(budget))
-  if (!is.null(bad)) stop(sprintf("%s (%s); nothing was written", pre, bad), call. = FALSE)
+  if (!is.null(bad)) .pg_stop("value", sprintf("%s (%s); nothing was written", pre, bad))
   dts <- unique(vapply(params, function(t) t$dtype, ""))
   built <- tryCatch(.keep_rng(.with_dtype(if (identical(dts, "f64")) "f64" else "f32", function() {
     m <- ag_module_from_config(jsonlite::parse_json(text, simplifyVector = FALSE))
     list(p = .model_params(m, "ag_save_model()"), b = .model_buffers(m))
-  })), error = function(e) stop(sprintf("%s (%s); nothing was written", pre, conditionMessage(e)),
-                                call. = FALSE))
+  })), error = function(e) .pg_stop("value", sprintf("%s (%s); nothing was written", pre,
+                                                     conditionMessage(e))))
   shapes <- function(l) {
     if (!length(l)) return(character(0))
     v <- vapply(l, function(t) paste(dim(t), collapse = "x"), "")
@@ -56,9 +56,9 @@
     mine <- shapes(if (kind == "parameter") params else bufs)
     back <- shapes(if (kind == "parameter") built$p else built$b)
     if (!identical(mine, back))
-      stop(sprintf("%s: it rebuilds %ss %s, the model has %s; nothing was written", pre, kind,
-                   paste(names(back), back, collapse = ", "),
-                   paste(names(mine), mine, collapse = ", ")), call. = FALSE)
+      .pg_stop("value", sprintf("%s: it rebuilds %ss %s, the model has %s; nothing was written",
+                                pre, kind, paste(names(back), back, collapse = ", "),
+                                paste(names(mine), mine, collapse = ", ")))
   }
   .pg$checked_configs <- utils::tail(c(.pg$checked_configs, key), 16L)
   invisible(NULL)

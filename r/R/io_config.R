@@ -17,9 +17,10 @@ ag_register_layer <- function(type, builder) {
 # pyggmlr_value_error, as Python's from_config). Sizes go to the layer constructors as they are:
 # their integer rule refuses 2.5 or "4", as Python's from_config does.
 .cfg_stop <- function(fmt, ...) .arg_fail("value", fmt, ...)
+.cfg_show <- function(v) tryCatch(.to_json(v), error = function(e) .arg_show(v))
 .cfg_num <- function(v, what) {
   if (!is.numeric(v) || length(v) != 1L || is.na(v))
-    .cfg_stop("%s must be a number, got %s", what, .to_json(v))
+    .cfg_stop("%s must be a number, got %s", what, .cfg_show(v))
   as.double(v)
 }
 
@@ -30,10 +31,10 @@ ag_register_layer <- function(type, builder) {
     if (!is.null(act) &&
         (!.is_str(act) || !act %in% c("relu", "sigmoid", "tanh", "softmax", "gelu")))
       .cfg_stop("activation must be one of gelu, relu, sigmoid, softmax, tanh or null, got %s",
-                .to_json(act))
+                .cfg_show(act))
     init <- if (is.null(a$init)) "glorot_uniform" else a$init
     if (!.is_str(init) || !init %in% c("glorot_uniform", "orthogonal"))
-      .cfg_stop("init must be \"glorot_uniform\" or \"orthogonal\", got %s", .to_json(init))
+      .cfg_stop("init must be \"glorot_uniform\" or \"orthogonal\", got %s", .cfg_show(init))
     ag_linear(a$in_features, a$out_features, act,
               init = init,
               gain = if (is.null(a$gain)) 1 else .cfg_num(a$gain, "gain"))

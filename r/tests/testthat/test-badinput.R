@@ -125,7 +125,7 @@ test_that("dead handles (serialize, saveRDS) are R errors", {
   expect_error(.Call(pyggmlr:::R_pg_optim_step, t$.ptr, NULL), "pg_optim")
 })
 
-test_that("compiled steps and random streams are handles as the others: classed errors (issue 29)", {
+test_that("compiled steps and random streams are handles as others: classed errors (issue 29)", {
   x <- ag_tensor(matrix(1, 2, 2))
   step <- ag_compile(function(x) ag_sum(ag_mul(x, x)), x, build = "forward")
   dead <- unserialize(serialize(step, NULL))

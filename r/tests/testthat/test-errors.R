@@ -82,5 +82,6 @@ test_that("one integer rule (.arg_int), as Python's check_int: texts and classes
                class = "pyggmlr_value_error")
   expect_error(ai(NaN, "f", "n", 0L, rule = "one of the words"),
                "^f: n must be one of the words, got NaN$", class = "pyggmlr_value_error")
-  for (gone in c(".check_count", ".PG_MAX_THREADS")) expect_false(exists(gone, asNamespace("pyggmlr")))
+  for (gone in c(".check_count", ".PG_MAX_THREADS"))
+    expect_false(exists(gone, asNamespace("pyggmlr")))
 })
