@@ -315,8 +315,8 @@ pg_gradmap *r_map_arg(SEXP grads, const char *where)
         if (TYPEOF(m) == EXTPTRSXP) return r_get(m, R_GRADMAP);
     }
     if (TYPEOF(grads) == EXTPTRSXP) return r_get(grads, R_GRADMAP);
-    Rf_errorcall(R_NilValue, "%s: grads must be the environment returned by backward() or NULL",
-                 where);
+    r_stopf(PG_STATUS_ERR_ARG, "%s: grads must be the environment returned by backward() or NULL",
+            where);
 }
 
 SEXP r_wrap_tensor(pg_tensor *t)
