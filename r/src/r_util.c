@@ -19,35 +19,26 @@ static void free_graph(void *p) { pg_graph_free((pg_graph *)p); }
 
 static void free_rng(void *p) { pg_rng_free((pg_rng *)p); }
 
-/* per kind: the pointer's tag, its finalizer, what it is (wrong-kind errors) and the error of a
- * cleared pointer (a handle saved with saveRDS and read back) */
-static const struct {
-    const char *tag;
-    void (*free)(void *);
-    const char *what, *dead;
-} kinds[R_KIND_COUNT] = {
-    [R_TENSOR] = {"pg_tensor", free_tensor, "a tensor",
-                  "tensor handle is dead (was it saved with saveRDS?)"},
-    [R_GRADMAP] = {"pg_gradmap", free_gradmap, "a gradient map",
-                   "gradient map handle is dead (was it saved with saveRDS?)"},
-    [R_OPTIM] = {"pg_optim", free_optim, "an optimizer",
-                 "optimizer handle is dead (was it saved with saveRDS?)"},
-    [R_EARLY_STOP] = {"pg_early_stop", free_early_stop, "ag_early_stopping's state",
-                      "ag_early_stopping handle is dead (was it saved with saveRDS?)"},
-    [R_FIT] = {"pg_fit", free_fit, "ag_fit's session",
-               "ag_fit session handle is dead (was it saved with saveRDS?)"},
-    [R_CHECKPOINT] = {"pg_checkpoint", free_checkpoint, "ag_model_checkpoint's state",
-                      "ag_model_checkpoint handle is dead (was it saved with saveRDS?)"},
-    [R_GRAPH] = {"pg_graph", free_graph, "a compiled step",
-                 "compiled step: the graph is gone (a saved and reloaded handle); compile again"},
-    [R_RNG] = {"pg_rng", free_rng, "a random stream",
-               "random stream handle is dead (was it saved with saveRDS?)"},
-};
+/* per kind: the pointer's tag, its finalizer, and what it is (the errors of a wrong kind and of
+ * a cleared pointer: a handle saved with saveRDS and read back) */
+static const char *const kind_name[R_KIND_COUNT] = {
+    [R_TENSOR] = "pg_tensor",         [R_GRADMAP] = "pg_gradmap", [R_OPTIM] = "pg_optim",
+    [R_EARLY_STOP] = "pg_early_stop", [R_FIT] = "pg_fit",         [R_CHECKPOINT] = "pg_checkpoint",
+    [R_GRAPH] = "pg_graph",           [R_RNG] = "pg_rng"};
+static void (*const kind_free[R_KIND_COUNT])(void *) = {
+    [R_TENSOR] = free_tensor,         [R_GRADMAP] = free_gradmap, [R_OPTIM] = free_optim,
+    [R_EARLY_STOP] = free_early_stop, [R_FIT] = free_fit,         [R_CHECKPOINT] = free_checkpoint,
+    [R_GRAPH] = free_graph,           [R_RNG] = free_rng};
+static const char *const kind_what[R_KIND_COUNT] = {
+    [R_TENSOR] = "tensor",       [R_GRADMAP] = "gradient map",
+    [R_OPTIM] = "optimizer",     [R_EARLY_STOP] = "ag_early_stopping",
+    [R_FIT] = "ag_fit session",  [R_CHECKPOINT] = "ag_model_checkpoint",
+    [R_GRAPH] = "compiled step", [R_RNG] = "random stream"};
 
 static SEXP kind_tag(int kind)
 {
     static SEXP tags[R_KIND_COUNT]; /* symbols are never collected; looked up once */
-    if (!tags[kind]) tags[kind] = Rf_install(kinds[kind].tag);
+    if (!tags[kind]) tags[kind] = Rf_install(kind_name[kind]);
     return tags[kind];
 }
 
@@ -57,7 +48,7 @@ static void fin_handle(SEXP x)
     void *p = R_ExternalPtrAddr(x);
     if (p == NULL) return;
     for (int k = 0; k < R_KIND_COUNT; k++)
-        if (R_ExternalPtrTag(x) == kind_tag(k)) kinds[k].free(p);
+        if (R_ExternalPtrTag(x) == kind_tag(k)) kind_free[k](p);
     R_ClearExternalPtr(x);
 }
 
@@ -98,9 +89,14 @@ SEXP r_wrap(void *p, int kind) { return r_wrap_keep(p, kind, R_NilValue); }
 void *r_get(SEXP x, int kind)
 {
     if (TYPEOF(x) != EXTPTRSXP || R_ExternalPtrTag(x) != kind_tag(kind))
-        r_stopf(PG_STATUS_ERR_ARG, "expected a %s handle (%s)", kinds[kind].tag, kinds[kind].what);
+        r_stopf(PG_STATUS_ERR_ARG, "expected a %s handle (%s)", kind_name[kind], kind_what[kind]);
     void *p = R_ExternalPtrAddr(x);
-    if (p == NULL) r_stopf(PG_STATUS_ERR_STATE, "%s", kinds[kind].dead);
+    if (p == NULL && kind == R_GRAPH)
+        r_stopf(PG_STATUS_ERR_STATE,
+                "compiled step: the graph is gone (a saved and reloaded handle); compile again");
+    if (p == NULL)
+        r_stopf(PG_STATUS_ERR_STATE, "%s handle is dead (was it saved with saveRDS?)",
+                kind_what[kind]);
     return p;
 }
 

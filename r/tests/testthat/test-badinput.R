@@ -140,7 +140,7 @@ test_that("compiled steps and random streams are handles as others: classed erro
   expect_match(conditionMessage(e), "random stream handle is dead", fixed = TRUE)
   e <- tryCatch(.Call(pyggmlr:::R_pg_rng_get_state, x$.ptr), error = function(e) e)
   expect_s3_class(e, "pyggmlr_argument_error")
-  expect_match(conditionMessage(e), "expected a pg_rng handle (a random stream)", fixed = TRUE)
+  expect_match(conditionMessage(e), "expected a pg_rng handle (random stream)", fixed = TRUE)
   e <- tryCatch(.Call(pyggmlr:::R_pg_graph_ops, s), error = function(e) e)
   expect_s3_class(e, "pyggmlr_argument_error")
   expect_match(conditionMessage(e), "pg_graph", fixed = TRUE)
