@@ -189,7 +189,7 @@ CASES = [
     (
         "scheduler on a tensor",
         lambda: pg.lr_scheduler_step(_w(), 2),
-        V,
+        A,  # the wrong kind, as R's (issue 29)
         "lr_scheduler_step",
         "optimizer",
     ),
