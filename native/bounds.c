@@ -8,15 +8,6 @@
 #include <unistd.h>
 #endif
 
-int pg_check_count(const char *fn, const char *arg, double v, double lo, double hi)
-{
-    if (!(v >= lo && v <= hi) || v != floor(v))
-        return pg_fail(PG_STATUS_ERR_VALUE,
-                       "%s: %s must be a whole number >= %.0f and <= %.0f, got %.17g", fn, arg, lo,
-                       hi, v);
-    return 0;
-}
-
 int64_t pg_physical_memory(void)
 {
 #if defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)

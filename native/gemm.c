@@ -39,8 +39,8 @@ int pg_set_threads(int n)
 {
     if (n < 1 || n > PG_MAX_THREADS)
         return pg_fail(PG_STATUS_ERR_VALUE,
-                       "ag_set_threads(): n must be a whole number >= 1 and <= %d, got %d",
-                       PG_MAX_THREADS, n);
+                       "ag_set_threads(): n must be an integer in [1, %d], got %d", PG_MAX_THREADS,
+                       n);
     n_threads = n;
     if (blas_threads) blas_threads(n);
     pg_gemm_threads_hint(n);

@@ -1,12 +1,13 @@
 """Argument checks, in one place: each returns the value converted (int, float, bool, array) or
-raises an error naming the function, the argument, what is accepted and the value. R's
-counterparts are .arg_int / .arg_num in r/R/fit_util.R."""
+raises an error naming the function, the argument, what is accepted and the value. One integer
+rule (check_int) for every integer argument. R's counterparts are .arg_int / .arg_num /
+.arg_flag in r/R/fit_util.R, with the same rules and texts."""
 
 from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Callable, SupportsInt, cast
+from typing import Any, Callable
 
 import numpy as np
 
@@ -19,25 +20,32 @@ def _is_bool(v):
     return isinstance(v, (bool, np.bool_))  # numpy 2 names its type "bool", not "bool_"
 
 
-def check_int(v, fn, arg, lo=None, hi=INT_MAX):
-    """v as an int when it is one whole number in [lo, hi] (a Python or numpy integer, or a float
-    with an integral value); ArgumentError for other kinds (bool, str, arrays, None...),
-    PyggmlrValueError for fractions, non-finite values and values out of range."""
-    if hi is None or (hi == INT_MAX and lo is not None):
-        rng = f"an integer >= {lo}"  # the bound is named only when it is hit
+def check_int(v, fn, arg, lo=None, hi=INT_MAX, rule=None):
+    """The one integer rule (R's .arg_int is the same): v as an int when it is one whole number
+    of any real kind (a Python or numpy integer, or a float with an integral value: 2.0 is 2),
+    finite and in [lo, hi] (None: unbounded; hi defaults to R's integer range). ArgumentError
+    for other kinds (bool, str, None, arrays...), PyggmlrValueError for fractions, NaN, +/-Inf
+    and values out of range; the text is "<fn>: <arg> must be <rule>, got <v>", the rule
+    "an integer >= lo" (or "in [lo, hi]") unless the caller words it."""
+    if rule is not None:
+        rng = rule
+    elif lo is None and hi is None:
+        rng = "an integer"
+    elif lo is not None and (hi is None or hi == INT_MAX):
+        rng = f"an integer >= {lo}"  # R's bound is named only when it is hit
     else:
-        rng = f"an integer in [{'-inf' if lo is None else lo}, {hi}]"
+        rng = f"an integer in [{'-Inf' if lo is None else lo}, {hi}]"
     if _is_bool(v) or not isinstance(v, numbers.Real):
         raise ArgumentError(f"{fn}: {arg} must be {rng}, got {type(v).__name__} {v!r}"[:300])
     if isinstance(v, numbers.Integral):
         iv = int(v)
     else:
         f = float(v)
-        if f != f or f in (float("inf"), float("-inf")) or not f.is_integer():
+        if not math.isfinite(f) or not f.is_integer():
             raise PyggmlrValueError(f"{fn}: {arg} must be {rng}, got {v!r}")
         iv = int(f)
     if (lo is not None and iv < lo) or (hi is not None and iv > hi):
-        if hi == INT_MAX and iv > hi:
+        if hi == INT_MAX and iv > hi and rule is None:
             rng += f" and <= {INT_MAX} (R's integer range)"
         raise PyggmlrValueError(f"{fn}: {arg} must be {rng}, got {v!r}")
     return iv
@@ -105,46 +113,6 @@ def as_flag(v, fn, arg):
     if isinstance(v, (list, tuple, dict, set, np.ndarray)):
         raise ArgumentError(f"{fn}: {arg} must be True or False, got {type(v).__name__}")
     return bool(v)
-
-
-def check_min_int(v, fn, arg, lo):
-    """v as an int when it is a Python or numpy integer (not a bool) >= lo; PyggmlrValueError
-    otherwise (floats too)."""
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-        raise PyggmlrValueError(f"{fn}: {arg} must be an integer >= {lo}, got {v!r}")
-    return int(v)
-
-
-def check_count(v, fn, arg):
-    """v as an int when it is a finite whole number >= 0 of any real kind (3.0 too)."""
-    # numbers.Real does not declare __int__ to type checkers, though every Real has one
-    if (
-        isinstance(v, bool)
-        or not isinstance(v, numbers.Real)
-        or not math.isfinite(v)
-        or v < 0
-        or v != int(cast(SupportsInt, v))
-    ):
-        raise PyggmlrValueError(f"{fn}: {arg} must be a non-negative whole number, got {v!r}")
-    return int(cast(SupportsInt, v))
-
-
-def check_r_int(v, fn, arg):
-    """v as an int when it is an integer, or a float with an integral value, in R's integer
-    range; ArgumentError for other kinds, PyggmlrValueError beyond the range."""
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-        if isinstance(v, (float, np.floating)) and float(v).is_integer():
-            v = int(v)
-        else:
-            raise ArgumentError(f"{fn}: '{arg}' must be an integer, got {v!r}")
-    if (
-        abs(int(v)) > INT_MAX
-    ):  # R's integer range in both languages (numpy's "maximum dimension" else)
-        raise PyggmlrValueError(
-            f"{fn}: '{arg}' must be an integer of at most {INT_MAX} in size "
-            f"(R's integer range), got {v!r}"
-        )
-    return int(v)
 
 
 def check_number(v: Any, fn: str, arg: str) -> float:

@@ -7,6 +7,7 @@ import ctypes
 import os
 from typing import Optional
 
+from ._args import check_int
 from ._native import ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, error_for_status
 
@@ -109,23 +110,8 @@ def ag_set_threads(n: int) -> int:
     least 2 (f64) / 4 (f32) MFLOP per thread over a pool of n - 1 workers, with the same bits for
     every n. Returns the previous value."""
     prev = lib.pg_get_threads()
-    if (
-        isinstance(n, bool)
-        or not isinstance(n, int)
-        and not (isinstance(n, float) and n.is_integer())
-    ):
-        raise error_for_status(6, f"ag_set_threads(): n must be a whole number, got {n!r}")
-    # the core's bound and message (R's too); huge ints clamped so float() cannot overflow
-    check(
-        lib.pg_check_count(
-            b"ag_set_threads()",
-            b"n",
-            float(max(min(int(n), 2**62), -(2**62))),
-            1,
-            lib.PG_MAX_THREADS,
-        )
-    )
-    check(lib.pg_set_threads(int(n)))
+    n = check_int(n, "ag_set_threads()", "n", 1, lib.PG_MAX_THREADS)  # the core's bound
+    check(lib.pg_set_threads(n))
     return prev
 
 

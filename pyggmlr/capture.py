@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
-from .errors import ArgumentError, PyggmlrValueError, ShapeError
+from .errors import ArgumentError, PyggmlrValueError, ShapeError, StateError
 from .optim import clip_grad_norm, optimizer_adam
 from .tape import backward, with_grad_tape
 from .tensor import Tensor, _as_tensor
@@ -44,7 +44,7 @@ def _out(v: Any) -> Any:
     return v.numpy() if isinstance(v, Tensor) else v
 
 
-def _check_max_norm(v: Any) -> Optional[float]:
+def _check_max_norm(v: Any, fn: str) -> Optional[float]:
     if v is None:
         return None
     ok = (
@@ -54,7 +54,9 @@ def _check_max_norm(v: Any) -> Optional[float]:
         and v > 0
     )
     if not ok:
-        raise PyggmlrValueError("max_grad_norm must be one positive finite number")
+        raise PyggmlrValueError(
+            f"{fn}: max_grad_norm must be one positive finite number, got {v!r}"
+        )
     return float(v)
 
 
@@ -142,7 +144,7 @@ def ag_capture_step(
     loss, or a dict with "loss"), backward, optional global-norm clipping (a non-finite norm
     applies nothing), step. Returns the loss array, or a dict of all outputs with "grad_norm"
     last when clipping. Input shapes are fixed at the first call (ShapeError after)."""
-    _check_max_norm(max_grad_norm)
+    _check_max_norm(max_grad_norm, "ag_capture_step")
     _check_params(params, "ag_capture_step")
     if not isinstance(optimizer, optimizer_adam):
         raise ArgumentError("ag_capture_step: only optimizer_adam() is supported")
@@ -161,13 +163,15 @@ def ag_capture_set(f: Any, max_grad_norm: float) -> Captured:
     """Change the clipping limit of a step from ag_capture_step (created with one); returns f."""
     if not isinstance(f, Captured) or f._step is None:
         raise ArgumentError("ag_capture_set: not a function from ag_capture_step()")
-    if not f._step["clipping"]:
-        raise PyggmlrValueError(
+    if not f._step["clipping"]:  # the step's state, not the value: StateError, as R's
+        raise StateError(
             "ag_capture_set: this step was created without max_grad_norm; create it with one to clip"
         )
-    v = _check_max_norm(max_grad_norm)
+    v = _check_max_norm(max_grad_norm, "ag_capture_set")
     if v is None:
-        raise PyggmlrValueError("max_grad_norm must be one positive finite number")
+        raise PyggmlrValueError(
+            "ag_capture_set: max_grad_norm must be one positive finite number, got None"
+        )
     f._step["limit"] = v
     return f
 

@@ -50,7 +50,7 @@ class _Segment:
             y = self.fn(*self.args, **self.kwargs)
             if not isinstance(y, Tensor):
                 raise ArgumentError(
-                    f"ag_checkpoint(): fn returned {type(y).__name__} when replayed in backward(); it must return an ag_tensor"
+                    f"ag_checkpoint(): fn must return an ag_tensor (it returned {type(y).__name__} when replayed in backward())"
                 )
             if lib.pg_host_replay(y._handle()) != 0:
                 _raise_pending()  # a nested segment's exception goes on unchanged

@@ -40,6 +40,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from . import _core
+from ._args import check_int
 from ._core import NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .memory import MemoryReport
@@ -105,11 +106,11 @@ class CompiledStep:
 
         Args: top: how many ops the text lists (>= 0); quiet: do not print.
         Returns: a pyggmlr.memory.MemoryReport.
-        Raises: PyggmlrValueError when top is not a whole number >= 0."""
-        from ._args import check_count
+        Raises: ArgumentError when top is not a number, PyggmlrValueError when it is not an
+        integer >= 0."""
         from .memory import _memory_report
 
-        top = check_count(top, "memory()", "top")
+        top = check_int(top, "memory()", "top", 0)
 
         def buffers():
             v = ffi.new("pg_graph_buffers *")
@@ -211,7 +212,7 @@ def ag_compile(
         stream.set_state(state)  # recording draws nothing the eager loop would
     if not isinstance(out, Tensor):
         lib.pg_graph_record_abort()
-        raise ArgumentError(f"ag_compile(): fn must return a tensor, got {type(out).__name__}")
+        raise ArgumentError(f"ag_compile(): fn must return an ag_tensor, got {type(out).__name__}")
     handles = ffi.new("pg_tensor *[]", [t._handle(op) for t in ts] or [NULL])
     # an "opt" build has an Optimizer (checked above); the others pass none
     opt = optimizer._o if build == "opt" and optimizer is not None else NULL

@@ -50,7 +50,7 @@ def _value(fn, inputs):
         out = fn(inputs)
     if not isinstance(out, Tensor):
         raise ArgumentError(
-            f"ag_gradcheck(): fn must return a 1x1 tensor, got {type(out).__name__}"
+            f"ag_gradcheck(): fn must return a 1x1 ag_tensor, got {type(out).__name__}"
         )
     return float(out.item())
 
@@ -118,7 +118,7 @@ def ag_gradcheck(
         loss = fn(inputs)
     if not isinstance(loss, Tensor):
         raise ArgumentError(
-            f"ag_gradcheck(): fn must return a 1x1 tensor, got {type(loss).__name__}"
+            f"ag_gradcheck(): fn must return a 1x1 ag_tensor, got {type(loss).__name__}"
         )
     grads = backward(loss)
     analytical = {

@@ -219,9 +219,14 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
                 stacklevel=3,
             )
         else:
-            meta["config"] = json.dumps(
-                clean(cfg, "the model's architecture config"), allow_nan=False
-            )
+            what = "the model's architecture config"
+            cfg = clean(cfg, what)  # too deep, a cycle: PyggmlrValueError
+            try:
+                meta["config"] = json.dumps(cfg, allow_nan=False)
+            except (TypeError, ValueError) as e:  # a function or an object in a custom config
+                raise ArgumentError(
+                    f"ag_save_model(): {what} must be JSON-serialisable ({e})"
+                ) from None
             from .io_check import check_config
 
             check_config(meta["config"], params, bufs)  # whatever is saved must load

@@ -11,6 +11,7 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
+from ._args import check_int
 from ._core import ffi, lib
 from .errors import PyggmlrValueError
 
@@ -105,16 +106,8 @@ def config_budget(sizes: Any) -> int:
 
 def check_epoch(epoch: Any) -> int:
     """ag_save_model(epoch=): an integer the loader reads back."""
-    if (
-        isinstance(epoch, bool)
-        or not isinstance(epoch, (int, np.integer))
-        or not 0 <= epoch < MAX_EPOCH
-    ):
-        raise PyggmlrValueError(
-            f"ag_save_model(): epoch must be an integer in [0, 1e12) (what ag_load_model reads back), "
-            f"got {epoch!r}"
-        )
-    return int(epoch)
+    rule = "an integer in [0, 1e12) (what ag_load_model reads back)"
+    return check_int(epoch, "ag_save_model()", "epoch", 0, MAX_EPOCH - 1, rule=rule)
 
 
 def check_config(text: str, params: Dict[str, Any], bufs: Dict[str, Any]) -> None:

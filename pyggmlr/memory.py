@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from . import _core, _walk
-from ._args import as_flag, check_count, check_int, check_num
+from ._args import as_flag, check_int, check_num
 from ._core import F32, NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError
 from .tensor import Tensor, _as_tensor, _dtype_code
@@ -150,10 +150,10 @@ def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> 
 
         if not isinstance(compiled, CompiledStep):
             raise ArgumentError(
-                f"ag_tape_memory(): compiled must be a step from ag_compile, got {type(compiled).__name__}"
+                f"ag_tape_memory: compiled must be a step from ag_compile, got {type(compiled).__name__}"
             )
         return compiled.memory(top=top, quiet=quiet)
-    top = check_count(top, "ag_tape_memory()", "top")
+    top = check_int(top, "ag_tape_memory", "top", 0)
     gc.collect()  # unreachable cycles holding tensors go first: the count is what ag_tape_clear() frees
     fill = lib.pg_tape_memory  # (totals, labels, nodes, nbytes, cap) -> rows
     return _memory_report(fill, max(lib.pg_tape_nodes(), 1), top, quiet)

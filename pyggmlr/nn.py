@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 import numpy as np
 
 from . import _walk
-from ._args import check_r_int
+from ._args import check_int
 from ._core import lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .nn_base import (
@@ -114,8 +114,8 @@ class ag_linear(Module):
         init: Union[str, Callable[[int, int], Any], ArrayLike] = "glorot_uniform",
         gain: float = 1,
     ) -> None:
-        n_in = check_r_int(in_features, "ag_linear", "in_features")
-        n_out = check_r_int(out_features, "ag_linear", "out_features")
+        n_in = check_int(in_features, "ag_linear", "in_features", 1)
+        n_out = check_int(out_features, "ag_linear", "out_features", 1)
         if n_in < 1 or n_out < 1:
             raise PyggmlrValueError(
                 f"ag_linear: in_features and out_features must be >= 1, got {n_in} and {n_out}"

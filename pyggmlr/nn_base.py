@@ -14,7 +14,7 @@ import numpy as np
 from . import _core
 from . import nn_module as _reg
 from . import tensor as _tensor
-from ._args import check_r_int
+from ._args import check_int
 from ._core import ffi, lib
 from .errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
 from .random import runif
@@ -46,7 +46,7 @@ def ag_slice_rows(x: ArrayLike, from_: int, n: int) -> Tensor:
     x = _as_tensor(x, "ag_slice_rows")
     return _wrap(
         lib.pg_slice_rows(
-            x._p, check_r_int(from_, "ag_slice_rows", "from"), check_r_int(n, "ag_slice_rows", "n")
+            x._p, check_int(from_, "ag_slice_rows", "from"), check_int(n, "ag_slice_rows", "n")
         )
     )
 

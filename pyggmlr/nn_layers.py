@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 from . import _core
-from ._args import INT_MAX, check_num, check_r_int
+from ._args import INT_MAX, check_int, check_num
 from ._core import NULL, ffi, lib
 from .errors import PyggmlrValueError, ShapeError
 from .nn_base import (
@@ -54,7 +54,7 @@ class ag_batch_norm(Module):
     kind = "batch_norm"
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1) -> None:
-        F = check_r_int(num_features, "ag_batch_norm", "num_features")
+        F = check_int(num_features, "ag_batch_norm", "num_features", 1)
         if F < 1:
             raise PyggmlrValueError(f"ag_batch_norm: num_features must be >= 1, got {F}")
         eps = check_num(eps, "ag_batch_norm", "eps", 0)
@@ -193,8 +193,8 @@ class ag_embedding(Module):
     kind = "embedding"
 
     def __init__(self, vocab_size: int, dim: int) -> None:
-        V = check_r_int(vocab_size, "ag_embedding", "vocab_size")
-        D = check_r_int(dim, "ag_embedding", "dim")
+        V = check_int(vocab_size, "ag_embedding", "vocab_size", 1)
+        D = check_int(dim, "ag_embedding", "dim", 1)
         if V < 1 or D < 1:
             raise PyggmlrValueError(
                 f"ag_embedding: vocab_size and dim must be >= 1, got {V} and {D}"
@@ -245,8 +245,8 @@ class ag_multihead_attention(Module):
     kind = "multihead_attention"
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
-        d = check_r_int(d_model, "ag_multihead_attention", "d_model")
-        h = check_r_int(n_heads, "ag_multihead_attention", "n_heads")
+        d = check_int(d_model, "ag_multihead_attention", "d_model", 1)
+        h = check_int(n_heads, "ag_multihead_attention", "n_heads", 1)
         if d < 1 or h < 1:
             raise PyggmlrValueError(
                 f"ag_multihead_attention: d_model and n_heads must be >= 1, got {d} and {h}"

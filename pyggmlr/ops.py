@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._args import INT_MAX, as_numeric, asarray
+from ._args import INT_MAX, as_numeric, asarray, check_int
 from ._core import lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .tensor import ArrayLike, Tensor, _as_tensor, _wrap
@@ -306,7 +306,8 @@ def ag_reshape(x: ArrayLike, nrow: Union[int, Sequence[int]], ncol: int = -1) ->
     (inferred from x's size); or nrow = (nrow, ncol) as one pair.
     Returns: a new tensor [nrow, ncol] holding x's values in column-major order; the gradient
     is reshaped back to [r, c].
-    Raises: PyggmlrValueError when a size is not a whole number or a pair has not 2 entries,
+    Raises: ArgumentError when a size is not a number, PyggmlrValueError when it is not a whole
+    number or a pair has not 2 entries,
     ShapeError when nrow * ncol != r * c."""
     op = "ag_reshape"
     if isinstance(nrow, (tuple, list)):  # ag_reshape(x, (r, c)) as the ggmlR vignette writes it
@@ -318,19 +319,9 @@ def ag_reshape(x: ArrayLike, nrow: Union[int, Sequence[int]], ncol: int = -1) ->
 
 
 def _size(v, arg):
-    try:
-        ok = (
-            not isinstance(v, (bool, str, bytes))
-            and float(v).is_integer()
-            and abs(int(v)) <= INT_MAX
-        )
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok:  # R's dims are integers: the same bound in both languages
-        raise PyggmlrValueError(
-            f"ag_reshape: {arg} must be a whole number (or -1) within +/-{INT_MAX}, got {v!r}"
-        )
-    return int(v)
+    # R's dims are integers: the same bound in both languages (the one integer rule)
+    rule = f"an integer within +/-{INT_MAX} (-1: inferred from x's size)"
+    return check_int(v, "ag_reshape", arg, -INT_MAX, INT_MAX, rule=rule)
 
 
 def _loss_pair(pred, target, name):

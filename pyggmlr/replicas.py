@@ -10,8 +10,8 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import numpy as np
 
 from . import _core, _walk
-from ._args import check_min_int, check_real
-from ._core import NULL, check, ffi, lib
+from ._args import check_int, check_real
+from ._core import NULL, ffi, lib
 from .distributed import Params, _arr
 from .errors import ArgumentError, PyggmlrValueError
 from .optim import _grads_handle, clip_grad_norm, optimizer_adam
@@ -142,29 +142,23 @@ def dp_train(
     if len(data) == 0:
         raise PyggmlrValueError("dp_train: data is empty")
     if n_gpu is not None:  # ggmlR's name for the replica count
-        n_gpu = check_min_int(n_gpu, "dp_train", "n_gpu", 1)
-        check(
-            lib.pg_check_count(
-                b"dp_train", b"n_gpu", float(min(n_gpu, 2**62)), 1, lib.PG_DP_MAX_REPLICAS
-            )
-        )
+        n_gpu = check_int(n_gpu, "dp_train", "n_gpu", 1, lib.PG_DP_MAX_REPLICAS)
         if (
             n_replicas is not None
-            and check_min_int(n_replicas, "dp_train", "n_replicas", 1) != n_gpu
+            and check_int(n_replicas, "dp_train", "n_replicas", 1, lib.PG_DP_MAX_REPLICAS) != n_gpu
         ):
             raise PyggmlrValueError(
                 f"dp_train: n_gpu ({n_gpu}) and n_replicas ({n_replicas}) both give the number "
                 "of replicas; pass one"
             )
         n_replicas = n_gpu
-    n_rep = 1 if n_replicas is None else check_min_int(n_replicas, "dp_train", "n_replicas", 1)
-    if n_rep > lib.PG_DP_MAX_REPLICAS:  # each replica is a whole model: 10**9 of them never end
-        check(
-            lib.pg_check_count(
-                b"dp_train", b"n_replicas", float(min(n_rep, 2**62)), 1, lib.PG_DP_MAX_REPLICAS
-            )
-        )
-    n_iter = check_min_int(n_iter, "dp_train", "n_iter", 0)
+    # each replica is a whole model: 10**9 of them never end
+    n_rep = (
+        1
+        if n_replicas is None
+        else check_int(n_replicas, "dp_train", "n_replicas", 1, lib.PG_DP_MAX_REPLICAS)
+    )
+    n_iter = check_int(n_iter, "dp_train", "n_iter", 0)
     every = _verbose_every(verbose)
     max_norm = check_real(max_norm, "dp_train", "max_norm")
     if math.isnan(max_norm) or max_norm < 0:
@@ -234,7 +228,7 @@ def dp_train(
                         loss = out
                 if not isinstance(loss, Tensor):
                     raise ArgumentError(
-                        f"dp_train: the loss must be a tensor, got {type(loss).__name__}"
+                        f"dp_train: the loss must be an ag_tensor, got {type(loss).__name__}"
                     )
                 grads.append(backward(loss))
                 losses.append(loss.item())

@@ -16,7 +16,7 @@ import numpy as np
 from . import _core
 from ._args import as_flag, check_num, check_number
 from ._core import ffi, lib
-from .errors import PyggmlrValueError
+from .errors import ArgumentError, PyggmlrValueError
 from .optim import Optimizer, _grads_handle, _param_list, optimizer_adam, optimizer_sgd
 
 __all__ = [
@@ -44,9 +44,10 @@ class _Schedule:
     _name = ""
 
     def _init(self, optimizer: Any, par: List[float]) -> None:
-        if not isinstance(optimizer, Optimizer):
-            raise PyggmlrValueError(
-                f"{self._name}: optimizer must be optimizer_sgd() or optimizer_adam()"
+        if not isinstance(optimizer, Optimizer):  # the wrong kind: ArgumentError, as R's
+            raise ArgumentError(
+                f"{self._name}: optimizer must be optimizer_sgd() or optimizer_adam(), got "
+                f"{type(optimizer).__name__}"
             )
         self.optimizer = optimizer
         self._par = ffi.new("double[]", list(par) + [0.0] * (lib.PG_SCHED_NPAR - len(par)))

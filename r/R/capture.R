@@ -64,24 +64,23 @@ ag_capture_step <- function(fn, params = NULL, optimizer, max_grad_norm = NULL) 
     args <- .capture_args(list(...), "ag_capture_step")
     shapes <- .shape_list(args)
     if (!is.null(st$shapes) && !identical(shapes, st$shapes))
-      stop(sprintf(paste0("ag_capture_step: inputs (%s) differ from the first call (%s); shapes ",
-                          "are fixed by the recording -- pad the batch or run this step ",
-                          "uncaptured"),
-                   shapes, st$shapes), call. = FALSE)
+      .arg_fail("shape", paste0("ag_capture_step: inputs (%s) differ from the first call (%s); ",
+                                "shapes are fixed by the recording -- pad the batch or run this ",
+                                "step uncaptured"),
+                shapes, st$shapes)
     optimizer$zero_grad()
     res <- with_grad_tape(do.call(fn, args))
     loss <- if (is_ag_tensor(res)) res else if (is.list(res) &&
                                                 is_ag_tensor(res$loss)) res$loss else
-      stop("ag_capture_step: fn must return the loss, or a named list with an element 'loss'",
-           call. = FALSE)
+      .arg_stop("ag_capture_step: fn must return the loss, or a named list with an element 'loss'",
+                kind = "value")
     grads <- backward(loss)
     outs <- if (is_ag_tensor(res)) list(loss = res) else res
     if (st$clipping) {
       norm <- clip_grad_norm(optimizer$params, grads, Inf)
       if (!is.finite(norm))
-        stop(paste0("ag_capture_step: the gradient norm is NaN; the update was not applied ",
-                    "(weights, moments and the step counter are unchanged)"),
-             call. = FALSE)
+        .arg_stop("ag_capture_step: the gradient norm is NaN; the update was not applied ",
+                  "(weights, moments and the step counter are unchanged)", kind = "value")
       clip_grad_norm(optimizer$params, grads, st$limit)
       outs$grad_norm <- matrix(norm, 1L, 1L)
     }

@@ -27,8 +27,8 @@
   .ckpt_rng_load(seg$rng)
   y <- do.call(seg$fn, seg$args, quote = TRUE)
   if (!is_ag_tensor(y))
-    stop("ag_checkpoint(): fn must return an ag_tensor (it returned ", class(y)[1L],
-         " when replayed in backward())", call. = FALSE)
+    .arg_stop("ag_checkpoint(): fn must return an ag_tensor (it returned ", class(y)[1L],
+              " when replayed in backward())")
   .Call(R_pg_ckpt_replay, y)
   invisible(NULL)
 }
@@ -63,7 +63,7 @@ ag_checkpoint <- function(fn, ...) {
   value <- .Call(R_pg_scoped, .pg$code$scoped[["STASH"]], NULL,
                  quote(do.call(fn, args, quote = TRUE)), environment())
   if (!is_ag_tensor(value))
-    stop("ag_checkpoint(): fn must return an ag_tensor, got ", class(value)[1L], call. = FALSE)
+    .arg_stop("ag_checkpoint(): fn must return an ag_tensor, got ", class(value)[1L])
   ok <- TRUE
   value
 }

@@ -49,8 +49,7 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
                environment())
   .rng_restore(seed)
   if (!is_ag_tensor(out))
-    stop(sprintf("ag_compile(): fn must return an ag_tensor, got %s", class(out)[1L]),
-         call. = FALSE)
+    .arg_stop("ag_compile(): fn must return an ag_tensor, got ", class(out)[1L])
   g <- .Call(R_pg_graph_record_end, out$.ptr, lapply(inputs, function(t) t$.ptr),
              .pg$code$build[[toupper(build)]],
              if (build == "opt") optimizer$.h else NULL)

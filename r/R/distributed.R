@@ -9,11 +9,7 @@
                     "(as root add --allow-run-as-root; on a machine with fewer cores than ",
                     "ranks add --oversubscribe)")
 
-.mpi_stop <- function(fmt, ...) {
-  msg <- sprintf(fmt, ...)
-  stop(structure(class = c("pyggmlr_distributed_error", "pyggmlr_error", "error", "condition"),
-                 list(message = msg, call = NULL)))
-}
+.mpi_stop <- function(fmt, ...) .pg_stop("distributed", sprintf(fmt, ...))  # DistributedError
 
 .mpi <- function() {
   if (!requireNamespace("Rmpi",
@@ -68,10 +64,7 @@ ag_mpi_barrier <- function() invisible(.mpi()$mpi.barrier(0L))
 ag_broadcast_parameters <- function(model, root = 0L, buffers = TRUE) {
   W <- ag_mpi_world_size()
   # an invalid root reaches MPI_Bcast, whose default error handler aborts the process
-  if (!is.numeric(root) || length(root) != 1L || is.na(root) || root != floor(root) || root < 0 ||
-      root >= W)
-    .mpi_stop("ag_broadcast_parameters: root must be a rank in [0, %d), got %s", W,
-              paste(format(root), collapse = " "))
+  root <- .arg_int(root, "ag_broadcast_parameters", "root", 0L, W - 1L)  # classed as Python's
   ts <- .mpi_tensors(model, "ag_broadcast_parameters")
   if (isTRUE(buffers) &&
       .is_model(model)) ts <- unname(.dedup(c(ts, unname(.layer_buffers(model)))))
@@ -88,9 +81,12 @@ ag_broadcast_parameters <- function(model, root = 0L, buffers = TRUE) {
 # sum_r(weight_r * g_r) / sum_r(weight_r) in place, in one all-reduce of an f64 buffer
 # (gradients * weight | presence flags | weight); returns the total weight
 ag_allreduce_gradients <- function(params, grads = NULL, weight = 1, check = TRUE) {
-  if (!is.numeric(weight) || length(weight) != 1L || !is.finite(weight) || weight < 0)
-    .mpi_stop("ag_allreduce_gradients: weight must be finite and >= 0, got %s",
-              paste(format(weight), collapse = " "))
+  if (!is.numeric(weight) || is.factor(weight) || length(weight) != 1L)  # classed as Python's
+    .arg_fail("argument", "ag_allreduce_gradients: weight must be a number, got %s",
+              .arg_show(weight))
+  if (!is.finite(weight) || weight < 0)
+    .arg_fail("value", "ag_allreduce_gradients: weight must be finite and >= 0, got %s",
+              format(weight))
   .mpi_allreduce(.mpi_handles(.mpi_tensors(params, "ag_allreduce_gradients")), grads, weight, check)
 }
 

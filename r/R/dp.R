@@ -3,11 +3,10 @@
 # every replica's gradients are cleared after each step. Gradient averaging and weight copies
 # run in the C core (native/pg_api_dist.h), the same code as the Python package's dp_train.
 
+# the one integer rule; replicas are each a whole model, bounded by the core's limit
 .dp_int <- function(v, name, lo) {
-  v <- .arg_int(v, "dp_train", name, lo)  # the one integer rule (R's integer range)
-  # each one a model
-  if (name %in% c("n_replicas", "n_gpu")) .check_count(v, "dp_train", name, lo, .PG_DP_MAX_REPLICAS)
-  as.integer(v)
+  hi <- if (name %in% c("n_replicas", "n_gpu")) .pg$code$limit[["DP_MAX_REPLICAS"]] else .INT_MAX
+  .arg_int(v, "dp_train", name, lo, hi)
 }
 
 .dp_every <- function(verbose) {
@@ -51,29 +50,26 @@ dp_train <- function(make_model, data, loss_fn = NULL, forward_fn = NULL, target
   plists <- lapply(seq_len(n_rep), function(r) {
     m <- replicas[[r]]
     if (is.null(forward_fn) && !((is.environment(m) || is.list(m)) && is.function(m$forward)))
-      stop(sprintf(paste0("dp_train: make_model() must return a model with $forward (replica %d ",
-                          "is a %s); or give forward_fn"),
-                   r, class(m)[[1L]]), call. = FALSE)
+      .arg_fail("argument", paste0("dp_train: make_model() must return a model with $forward ",
+                                   "(replica %d is a %s); or give forward_fn"), r, class(m)[[1L]])
     if (!.is_model(m))
-      stop(sprintf(paste0("dp_train: make_model() must return a model with $parameters() ",
-                          "(replica %d is a %s)"),
-                   r, class(m)[[1L]]), call. = FALSE)
+      .arg_fail("argument", paste0("dp_train: make_model() must return a model with $parameters() ",
+                                   "(replica %d is a %s)"), r, class(m)[[1L]])
     p <- .layer_params(m)
     for (i in seq_along(p)) if (!is_ag_tensor(p[[i]]))
-      stop(sprintf("dp_train: parameter %d of replica %d is not an ag_tensor", i, r), call. = FALSE)
+      .arg_fail("argument", "dp_train: parameter %d of replica %d is not an ag_tensor", i, r)
     unname(.dedup(p))
   })
   n_par <- length(plists[[1L]])
-  if (n_par == 0L) stop("dp_train: the model has no parameters", call. = FALSE)
+  if (n_par == 0L) .arg_stop("dp_train: the model has no parameters", kind = "value")
   for (r in seq_len(n_rep)) {
     if (length(plists[[r]]) != n_par)
-      stop(sprintf(paste0("dp_train: replica %d has %d parameters, replica 1 has %d; ",
-                          "make_model() must build the same architecture"),
-                   r, length(plists[[r]]), n_par), call. = FALSE)
+      .arg_fail("value", paste0("dp_train: replica %d has %d parameters, replica 1 has %d; ",
+                                "make_model() must build the same architecture"),
+                r, length(plists[[r]]), n_par)
     if (r > 1L) for (t in plists[[r]]) for (q in plists[[1L]]) if (.same(t, q))
-      stop(sprintf(paste0("dp_train: replicas 1 and %d share a parameter tensor; make_model() ",
-                          "must return a new model each call"), r),
-           call. = FALSE)
+      .arg_fail("value", paste0("dp_train: replicas 1 and %d share a parameter tensor; ",
+                                "make_model() must return a new model each call"), r)
   }
   handles <- lapply(plists, function(l) lapply(l, function(t) t$.ptr))
   flat <- unlist(handles, recursive = FALSE)
@@ -98,7 +94,8 @@ dp_train <- function(make_model, data, loss_fn = NULL, forward_fn = NULL, target
         loss <- if (!is.null(loss_fn)) loss_fn(out, if (!is.null(target_fn)) target_fn(s) else s)
                 else out
       })
-      if (!is_ag_tensor(loss)) stop("dp_train: the loss must be an ag_tensor", call. = FALSE)
+      if (!is_ag_tensor(loss))
+        .arg_stop("dp_train: the loss must be an ag_tensor, got ", class(loss)[[1L]])
       grads[[i]] <- backward(loss)
       losses[i] <- loss$data[1L, 1L]
       rm(out, loss)

@@ -10,10 +10,7 @@
 # Argument checks shared by the R front end (issue 19), as Python's check_int / check_num /
 # check_flag (pyggmlr/errors.py): the same texts, raised as classed conditions
 # (pyggmlr_argument_error for the wrong kind, pyggmlr_value_error for a bad value).
-.arg_fail <- function(kind, fmt, ...)
-  stop(structure(class = c(paste0("pyggmlr_", kind, "_error"), "pyggmlr_error", "error",
-                           "condition"),
-                 list(message = sprintf(fmt, ...), call = NULL)))
+.arg_fail <- function(kind, fmt, ...) .pg_stop(kind, sprintf(fmt, ...))
 
 # a message already formed (as stop() pastes its arguments), raised classed: "argument" for the
 # wrong kind of value, "value" for a bad one, or any kind r_guard.c names
@@ -41,22 +38,33 @@
 
 .INT_MAX <- .Machine$integer.max
 
-# one whole number in [lo, hi] as an integer; logicals, factors, strings, arrays and vectors of
-# length != 1 are the wrong kind; fractions, NA, +/-Inf and out-of-range values bad values
-.arg_int <- function(v, fn, arg, lo = NULL, hi = .INT_MAX) {
-  rng <- if (!is.null(lo) && identical(hi, .INT_MAX)) sprintf("an integer >= %d", as.integer(lo))
-         else sprintf("an integer in [%s, %s]", if (is.null(lo)) "-Inf" else format(lo), format(hi))
+# The one integer rule (Python's check_int is the same): one whole number of any numeric type
+# (2.0 is 2), finite and in [lo, hi] (NULL: unbounded; hi defaults to R's integer range), as an
+# integer (a double when the range goes beyond R's integers). Logicals, factors, strings, arrays
+# and vectors of length != 1 are the wrong kind (pyggmlr_argument_error); fractions, NA, +/-Inf
+# and values out of range bad values (pyggmlr_value_error). The text is
+# "<fn>: <arg> must be <rule>, got <v>", the rule "an integer >= lo" (or "in [lo, hi]") unless the
+# caller words it.
+.arg_int <- function(v, fn, arg, lo = NULL, hi = .INT_MAX, rule = NULL) {
+  at_max <- !is.null(hi) && hi == .INT_MAX
+  rng <- if (!is.null(rule)) rule
+         else if (is.null(lo) && is.null(hi)) "an integer"
+         else if (!is.null(lo) && (is.null(hi) || at_max)) sprintf("an integer >= %s", .int_str(lo))
+         else sprintf("an integer in [%s, %s]", if (is.null(lo)) "-Inf" else .int_str(lo),
+                      .int_str(hi))
   if (!is.numeric(v) || is.factor(v) || length(v) != 1L || length(dim(v)) > 1L)
     .arg_fail("argument", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
   if (is.na(v) || !is.finite(v) || v != floor(v))
     .arg_fail("value", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
   if ((!is.null(lo) && v < lo) || (!is.null(hi) && v > hi)) {
-    if (identical(hi, .INT_MAX) && v > hi) rng <- sprintf("%s and <= %d (R's integer range)", rng,
-                                                          .INT_MAX)
+    if (at_max && v > hi && is.null(rule))
+      rng <- sprintf("%s and <= %d (R's integer range)", rng, .INT_MAX)
     .arg_fail("value", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
   }
-  as.integer(v)
+  if (abs(v) <= .INT_MAX) as.integer(v) else as.double(v)
 }
+
+.int_str <- function(x) sprintf("%.0f", x)
 
 # one finite number in the range (open or closed at each end; NULL: unbounded) as a double
 .arg_num <- function(v, fn, arg, lo = NULL, hi = NULL, lo_open = FALSE, hi_open = FALSE) {

@@ -1,11 +1,14 @@
 # Hostile input (issue 19): classed errors raised from R, data arguments whose dim disagrees
-# with their length, model paths that are not regular files, bounded counts. The checks
+# with their length, model paths that are not regular files. The checks
 # themselves are the core's (native/pg_api_bounds.h, pg_file_kind) where there is one.
 
-.pg_stop <- function(kind, msg)
+# The one way R code raises a classed error: kind as Python's exception (see r_guard.c), call NULL
+# (the message names the function) or the caller's call where ggmlR's stop() keeps it; fields:
+# more entries of the condition (an io error's path and errno)
+.pg_stop <- function(kind, msg, call = NULL, fields = list())
   stop(structure(class = c(sprintf("pyggmlr_%s_error", kind), "pyggmlr_error", "simpleError",
                            "error", "condition"),
-                 list(message = msg, call = NULL)))
+                 c(list(message = msg, call = call), fields)))
 
 # a core status code (.pg$code$status) and its message, raised with the class r_guard.c gives it
 .status_stop <- function(status, msg) {
@@ -29,23 +32,15 @@
     .pg_stop("argument", sprintf("%s: path must be a file name (a single string), got %s", fn,
                                  paste(class(path), collapse = "/")))
   kind <- .Call(R_pg_file_kind, path)
-  if (kind == .pg$code$file[["MISSING"]]) stop(sprintf(paste0("cannot open file '%s': No such ",
-      "file or directory"), path), call. = FALSE)
-  if (kind == .pg$code$file[["DIR"]]) stop(sprintf("%s: '%s' is a directory", fn, path),
-                                           call. = FALSE)
+  # classed as Python's FileNotFoundError / IsADirectoryError (pyggmlr_io_error, with the path)
+  if (kind == .pg$code$file[["MISSING"]])
+    .pg_stop("io", sprintf("%s: cannot open file '%s': No such file or directory", fn, path),
+             fields = list(path = path))
+  if (kind == .pg$code$file[["DIR"]])
+    .pg_stop("io", sprintf("%s: '%s' is a directory", fn, path), fields = list(path = path))
   if (kind != .pg$code$file[["REGULAR"]])
     .pg_stop("value",
              sprintf(paste0("%s: %s: not a regular file (a FIFO, device or socket): model files ",
                             "are regular files"), fn, path))
   invisible(path)
 }
-
-# whole number in [lo, hi], checked in double before as.integer() could make NA of it
-.check_count <- function(v, fn, arg, lo, hi) {
-  .Call(R_pg_check_count, fn, arg, if (is.numeric(v) && length(v) == 1L) as.double(v) else NA_real_,
-        as.double(lo), as.double(hi))
-  invisible(v)
-}
-
-.PG_MAX_THREADS <- 1024L
-.PG_DP_MAX_REPLICAS <- 1024L

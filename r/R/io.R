@@ -20,10 +20,7 @@
 .io_fail <- function(res, path) {
   msg <- res$message
   if (!grepl(path, msg, fixed = TRUE)) msg <- sprintf("%s (path '%s')", msg, path)
-  stop(structure(class = c("pyggmlr_io_error", "pyggmlr_error", "simpleError", "error",
-                           "condition"),
-                 list(message = msg, call = NULL, path = path,
-                      errno = if (is.null(res$errno)) 0L else res$errno)))
+  .pg_stop("io", msg, fields = list(path = path, errno = if (is.null(res$errno)) 0L else res$errno))
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -31,17 +28,20 @@
 
 .json_str <- function(s) as.character(jsonlite::toJSON(jsonlite::unbox(enc2utf8(as.character(s)))))
 
-.json_clean <- function(v, depth = 0L) {
+# what: what is written ("extra", "the model's architecture config"); refusals classed and worded
+# as Python's io_check.clean and ag_save_model's extra check
+.json_clean <- function(v, what, depth = 0L) {
   if (is.factor(v)) v <- as.character(v)
   if (!is.null(v) && !(is.list(v) && !is.data.frame(v)) && !is.logical(v) && !is.numeric(v) &&
       !is.character(v))
-    stop(sprintf("a %s cannot be written as JSON", class(v)[[1L]]), call. = FALSE)
+    .pg_stop("argument", sprintf("ag_save_model(): %s must be JSON-serialisable (a %s cannot be %s",
+                                 what, class(v)[[1L]], "written as JSON)"))
   if (is.list(v)) {
     if (depth >= .pg$code$limit[["JSON_DEPTH"]])  # what the loader reads (the core's parser)
-      stop(sprintf("it is nested deeper than %d levels (what ag_load_model reads)",
-                   .pg$code$limit[["JSON_DEPTH"]]), call. = FALSE)
+      .pg_stop("value", sprintf("ag_save_model(): %s is nested deeper than %d levels %s", what,
+                                .pg$code$limit[["JSON_DEPTH"]], "(what ag_load_model reads)"))
     nm <- names(v)
-    out <- lapply(v, .json_clean, depth = depth + 1L)
+    out <- lapply(v, .json_clean, what = what, depth = depth + 1L)
     names(out) <- nm
     return(out)
   }
@@ -65,8 +65,8 @@
 
 # config / extra / optimizer info -> JSON text. Named lists are objects, unnamed lists arrays,
 # length-1 atomic vectors scalars, longer atomic vectors arrays.
-.to_json <- function(v) {
-  as.character(jsonlite::toJSON(.json_clean(v), auto_unbox = TRUE, null = "null", na = "null",
+.to_json <- function(v, what = "a value") {
+  as.character(jsonlite::toJSON(.json_clean(v, what), auto_unbox = TRUE, null = "null", na = "null",
                                 digits = NA, json_verbatim = TRUE))
 }
 
@@ -211,7 +211,7 @@
       NULL
     })
     if (!is.null(cfg)) {
-      meta[["config"]] <- .to_json(cfg)
+      meta[["config"]] <- .to_json(cfg, "the model's architecture config")
       .check_save_config(meta[["config"]], params, bufs)  # whatever is saved must load
     }
   }
@@ -234,7 +234,7 @@
     info <- list(kind = st$kind, t = as.integer(st$t), accum_count = as.integer(st$accum_count),
                  hyper = hyper,
                  params = as.list(names_o), slots = as.list(as.character(slots)))
-    meta[["optimizer"]] <- .to_json(info)
+    meta[["optimizer"]] <- .to_json(info, "the optimizer state")
     for (i in seq_along(names_o)) {
       dt <- .file_dtype(optimizer$params[[i]])
       for (s in names(st$params[[i]])) {
@@ -246,9 +246,7 @@
     }
   }
   if (!is.null(extra)) {
-    js <- tryCatch(.to_json(extra), error = function(e)
-      .pg_stop("value", sprintf("ag_save_model(): extra must be JSON-serialisable (%s)",
-                                conditionMessage(e))))
+    js <- .to_json(extra, "extra")
     bad <- .Call(R_pg_json_check, enc2utf8(js), "metadata 'extra'", 0)  # whatever is saved loads
     if (!is.null(bad)) .pg_stop("value", sprintf("ag_save_model(): %s; nothing was written", bad))
     meta[["extra"]] <- js

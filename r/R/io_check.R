@@ -5,15 +5,9 @@
 
 .MAX_EPOCH <- 1e12  # the loader reads at most 12 digits (.load_model)
 
-.check_save_epoch <- function(epoch) {
-  if (!is.numeric(epoch) || length(epoch) != 1L || is.na(epoch) || epoch < 0 ||
-      epoch != floor(epoch) ||
-      epoch >= .MAX_EPOCH)
-    .pg_stop("value", sprintf(paste0("ag_save_model(): epoch must be an integer in [0, 1e12) ",
-                                     "(what ag_load_model reads back), got %s"),
-                              paste(format(epoch), collapse = " ")))
-  sprintf("%.0f", epoch)
-}
+.check_save_epoch <- function(epoch)
+  sprintf("%.0f", .arg_int(epoch, "ag_save_model()", "epoch", 0, .MAX_EPOCH - 1,
+                           rule = "an integer in [0, 1e12) (what ag_load_model reads back)"))
 
 # Evaluate expr, then put back the random state it drew from (the core's current stream, or
 # R's .Random.seed when the R generator is in use): a save draws nothing.
@@ -46,13 +40,13 @@
   if (key %in% .pg$checked_configs) return(invisible(NULL))
   budget <- 16 * sum(vapply(all_t, function(t) prod(dim(t)), numeric(1))) + 65536
   bad <- .Call(R_pg_json_check, enc2utf8(text), "metadata 'config'", as.double(budget))
-  if (!is.null(bad)) stop(sprintf("%s (%s); nothing was written", pre, bad), call. = FALSE)
+  if (!is.null(bad)) .pg_stop("value", sprintf("%s (%s); nothing was written", pre, bad))
   dts <- unique(vapply(params, function(t) t$dtype, ""))
   built <- tryCatch(.keep_rng(.with_dtype(if (identical(dts, "f64")) "f64" else "f32", function() {
     m <- ag_module_from_config(jsonlite::parse_json(text, simplifyVector = FALSE))
     list(p = .model_params(m, "ag_save_model()"), b = .model_buffers(m))
-  })), error = function(e) stop(sprintf("%s (%s); nothing was written", pre, conditionMessage(e)),
-                                call. = FALSE))
+  })), error = function(e) .pg_stop("value", sprintf("%s (%s); nothing was written", pre,
+                                                     conditionMessage(e))))
   shapes <- function(l) {
     if (!length(l)) return(character(0))
     v <- vapply(l, function(t) paste(dim(t), collapse = "x"), "")
@@ -62,9 +56,9 @@
     mine <- shapes(if (kind == "parameter") params else bufs)
     back <- shapes(if (kind == "parameter") built$p else built$b)
     if (!identical(mine, back))
-      stop(sprintf("%s: it rebuilds %ss %s, the model has %s; nothing was written", pre, kind,
-                   paste(names(back), back, collapse = ", "),
-                   paste(names(mine), mine, collapse = ", ")), call. = FALSE)
+      .pg_stop("value", sprintf("%s: it rebuilds %ss %s, the model has %s; nothing was written",
+                                pre, kind, paste(names(back), back, collapse = ", "),
+                                paste(names(mine), mine, collapse = ", ")))
   }
   .pg$checked_configs <- utils::tail(c(.pg$checked_configs, key), 16L)
   invisible(NULL)

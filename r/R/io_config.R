@@ -12,14 +12,15 @@ ag_register_layer <- function(type, builder) {
   invisible(builder)
 }
 
-.cfg_int <- function(v, what) {
-  if (!is.numeric(v) || length(v) != 1L || is.na(v) || v != floor(v))
-    stop(sprintf("%s must be an integer, got %s", what, .to_json(v)), call. = FALSE)
-  as.integer(v)
-}
+# A layer's arguments from a config. The builders' refusals are raised within
+# .module_from_config's handler, which names ag_module_from_config and the layer (classed
+# pyggmlr_value_error, as Python's from_config). Sizes go to the layer constructors as they are:
+# their integer rule refuses 2.5 or "4", as Python's from_config does.
+.cfg_stop <- function(fmt, ...) .arg_fail("value", fmt, ...)
+.cfg_show <- function(v) tryCatch(.to_json(v), error = function(e) .arg_show(v))
 .cfg_num <- function(v, what) {
-  if (!is.numeric(v) || length(v) != 1L ||
-      is.na(v)) stop(sprintf("%s must be a number, got %s", what, .to_json(v)), call. = FALSE)
+  if (!is.numeric(v) || length(v) != 1L || is.na(v))
+    .cfg_stop("%s must be a number, got %s", what, .cfg_show(v))
   as.double(v)
 }
 
@@ -29,49 +30,44 @@ ag_register_layer <- function(type, builder) {
     act <- a$activation
     if (!is.null(act) &&
         (!.is_str(act) || !act %in% c("relu", "sigmoid", "tanh", "softmax", "gelu")))
-      stop(sprintf("activation must be one of gelu, relu, sigmoid, softmax, tanh or null, got %s",
-                   .to_json(act)), call. = FALSE)
+      .cfg_stop("activation must be one of gelu, relu, sigmoid, softmax, tanh or null, got %s",
+                .cfg_show(act))
     init <- if (is.null(a$init)) "glorot_uniform" else a$init
     if (!.is_str(init) || !init %in% c("glorot_uniform", "orthogonal"))
-      stop(sprintf("init must be \"glorot_uniform\" or \"orthogonal\", got %s", .to_json(init)),
-           call. = FALSE)
-    ag_linear(.cfg_int(a$in_features, "in_features"), .cfg_int(a$out_features, "out_features"), act,
+      .cfg_stop("init must be \"glorot_uniform\" or \"orthogonal\", got %s", .cfg_show(init))
+    ag_linear(a$in_features, a$out_features, act,
               init = init,
               gain = if (is.null(a$gain)) 1 else .cfg_num(a$gain, "gain"))
   }),
   dropout = list(args = "rate", build = function(a) {
     r <- .cfg_num(a$rate, "rate")
-    if (r < 0 || r >= 1) stop(sprintf("rate must satisfy 0 <= rate < 1, got %s", format(r)),
-                              call. = FALSE)
+    if (r < 0 || r >= 1) .cfg_stop("rate must satisfy 0 <= rate < 1, got %s", format(r))
     ag_dropout(r)
   }),
   batch_norm = list(args = c("num_features", "eps", "momentum"), build = function(a)
-    ag_batch_norm(.cfg_int(a$num_features, "num_features"),
+    ag_batch_norm(a$num_features,
                   eps = if (is.null(a$eps)) 1e-5 else .cfg_num(a$eps, "eps"),
                   momentum = if (is.null(a$momentum)) 0.1 else .cfg_num(a$momentum, "momentum"))),
   layer_norm = list(args = c("normalized_shape", "num_features", "eps", "elementwise_affine"),
                     build = function(a) {
     aff <- if (is.null(a$elementwise_affine)) TRUE else a$elementwise_affine
-    if (!is.logical(aff) || length(aff) != 1L ||
-        is.na(aff)) stop("elementwise_affine must be true or false", call. = FALSE)
+    if (!is.logical(aff) || length(aff) != 1L || is.na(aff))
+      .cfg_stop("elementwise_affine must be true or false")
     # num_features: older files
     d <- if (is.null(a$normalized_shape)) a$num_features else a$normalized_shape
-    ag_layer_norm(.cfg_int(d, "normalized_shape"),
+    # a whole number here: ag_layer_norm truncates as ggmlR's as.integer(), a file's size must not
+    ag_layer_norm(.arg_int(d, "ag_layer_norm", "normalized_shape", 1L),
                   eps = if (is.null(a$eps)) 1e-5 else .cfg_num(a$eps, "eps"),
                   elementwise_affine = aff)
   }),
   embedding = list(args = c("vocab_size", "dim"), build = function(a)
-    ag_embedding(.cfg_int(a$vocab_size, "vocab_size"), .cfg_int(a$dim, "dim"))),
+    ag_embedding(a$vocab_size, a$dim)),
   multihead_attention = list(args = c("d_model", "n_heads", "dropout", "bias"),
                              build = function(a) {
-    d <- .cfg_int(a$d_model, "d_model")
-    h <- .cfg_int(a$n_heads, "n_heads")
-    if (d < 1L || h < 1L || d %% h != 0L)
-      stop(sprintf("d_model (%d) must be a positive multiple of n_heads (%d)", d, h), call. = FALSE)
     bias <- if (is.null(a$bias)) TRUE else a$bias
-    if (!is.logical(bias) || length(bias) != 1L || is.na(bias)) stop("bias must be true or false",
-        call. = FALSE)
-    ag_multihead_attention(d, h,
+    if (!is.logical(bias) || length(bias) != 1L || is.na(bias))
+      .cfg_stop("bias must be true or false")
+    ag_multihead_attention(a$d_model, a$n_heads,
                            dropout = if (is.null(a$dropout)) 0 else .cfg_num(a$dropout, "dropout"),
                            bias = bias)
   }))

@@ -360,12 +360,10 @@ ag_sequential <- function(...) {
     cfgs <- lapply(seq_along(e$layers), function(i) {
       l <- e$layers[[i]]
       if (!is.function(l$to_config))
-        stop(sprintf(paste0("ag_sequential to_config: layer %d (%s) has no to_config(); ",
-                            "give custom layers ",
-                            "to_config() and register a builder with ag_register_layer(), ",
-                            "or rebuild the model ",
-                            "yourself and load only the weights"), i, .layer_label(l)),
-             call. = FALSE)
+        .arg_fail("value", paste0("ag_sequential to_config: layer %d (%s) has no to_config(); ",
+                                  "give custom layers to_config() and register a builder with ",
+                                  "ag_register_layer(), or rebuild the model yourself and load ",
+                                  "only the weights"), i, .layer_label(l))
       l$to_config()
     })
     list(type = "sequential", layers = cfgs)

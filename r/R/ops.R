@@ -17,16 +17,12 @@ ag_div <- function(A, B) .Call(R_pg_div, A, B)
   as.double(v)
 }
 
-# a whole number (or -1), as Python's _size: 2.5 was truncated to 2 (issue 19)
-# a size R can hold: dim() is integer, so past .INT_MAX a tensor's dims would read NA (Python has
-# the same bound: one integer rule)
-.reshape_size <- function(v, arg) {
-  if (!is.numeric(v) || is.factor(v) || length(v) != 1L || !is.finite(v) || v != floor(v) ||
-      abs(v) > .INT_MAX)
-    .arg_fail("value", "ag_reshape: %s must be a whole number (or -1) within +/-%d, got %s", arg,
-              .INT_MAX, .arg_show(v))
-  as.double(v)
-}
+# a whole number (or -1), as Python's _size: 2.5 was truncated to 2 (issue 19); a size R can
+# hold: dim() is integer, so past .INT_MAX a tensor's dims would read NA (the one integer rule)
+.reshape_size <- function(v, arg)
+  as.double(.arg_int(v, "ag_reshape", arg, -.INT_MAX, .INT_MAX,
+                     rule = sprintf("an integer within +/-%d (-1: inferred from x's size)",
+                                    .INT_MAX)))
 
 .un <- function(kind, x, op, p1 = 0, p2 = 0) .Call(R_pg_unary, kind, x, p1, p2, op)
 

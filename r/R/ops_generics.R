@@ -13,9 +13,8 @@ Ops.ag_tensor <- function(e1, e2) {
   if (missing(e2)) {  # unary
     if (.Generic == "-") return(ag_neg(e1))
     if (.Generic == "+") return(e1)
-    stop(sprintf(paste0("ag_tensor: unary '%s' is not defined for tensors; use as.matrix(x) for ",
-                        "plain values"), .Generic),
-         call. = FALSE)
+    .arg_fail("argument", paste0("ag_tensor: unary '%s' is not defined for tensors; use ",
+                                 "as.matrix(x) for plain values"), .Generic)
   }
   switch(.Generic,
          "+" = ag_add(e1, e2),
@@ -26,9 +25,8 @@ Ops.ag_tensor <- function(e1, e2) {
          "/" = ag_div(e1, e2),
          "^" = {
            if (!is_ag_tensor(e1) || is_ag_tensor(e2) || !.is_scalar_num(e2))
-             stop(paste0("ag_tensor: '^' needs a tensor base and a single-number exponent (x ^ ",
-                         "p); for b ^ x use ag_exp(x * log(b))"),
-                  call. = FALSE)
+             .arg_stop("ag_tensor: '^' needs a tensor base and a single-number exponent (x ^ ",
+                       "p); for b ^ x use ag_exp(x * log(b))")
            ag_pow(e1, e2)
          },
          # comparisons and logic are not differentiable: plain logical matrices of the values
@@ -37,9 +35,8 @@ Ops.ag_tensor <- function(e1, e2) {
            v2 <- if (is_ag_tensor(e2)) e2$data else e2
            get(.Generic, envir = baseenv())(v1, v2)
          },
-         stop(sprintf(paste0("ag_tensor: '%s' is not defined for tensors; use as.matrix(x) for ",
-                             "plain values"), .Generic),
-              call. = FALSE))
+         .arg_fail("argument", paste0("ag_tensor: '%s' is not defined for tensors; use ",
+                                      "as.matrix(x) for plain values"), .Generic))
 }
 
 Math.ag_tensor <- function(x, ...) {
@@ -53,16 +50,17 @@ Math.ag_tensor <- function(x, ...) {
          sqrt = ag_pow(x, 0.5),
          tanh = ag_tanh(x),
          abs = ag_add(ag_relu(x), ag_relu(ag_neg(x))),  # exact |x|; gradient sign(x), 0 at 0
-         stop(sprintf(paste0("ag_tensor: %s() has no differentiable op; use as.matrix(x) for ",
-                             "plain values, or exp, log, sqrt, tanh, abs"),
-                      .Generic), call. = FALSE))
+         .arg_fail("argument", paste0("ag_tensor: %s() has no differentiable op; use ",
+                                      "as.matrix(x) for plain values, or exp, log, sqrt, tanh, ",
+                                      "abs"), .Generic))
 }
 
 Summary.ag_tensor <- function(..., na.rm = FALSE) {
   args <- list(...)
   if (length(args) != 1L)
-    stop(sprintf("ag_tensor: %s() takes one tensor (combine tensors with ag_concat_rows first)",
-                 .Generic), call. = FALSE)
+    .arg_fail("argument",
+              "ag_tensor: %s() takes one tensor (combine tensors with ag_concat_rows first)",
+              .Generic)
   x <- args[[1L]]
   switch(.Generic,
          sum = ag_sum(x),
@@ -83,8 +81,9 @@ t.ag_tensor <- function(x) ag_transpose(x)
 # R >= 4.3: base's %*% dispatches here (NAMESPACE registers it only there), nothing is masked
 matrixOps.ag_tensor <- function(x, y) { # nolint: object_name_linter. (base R >= 4.3 group)
   if (.Generic == "%*%") return(ag_matmul(x, y))
-  stop(sprintf("ag_tensor: %s() is not defined for tensors; use ag_matmul(ag_transpose(x), y)",
-               .Generic), call. = FALSE)
+  .arg_fail("argument",
+            "ag_tensor: %s() is not defined for tensors; use ag_matmul(ag_transpose(x), y)",
+            .Generic)
 }
 
 # R 4.2 has no matrixOps group: a package-level %*% (exported there) that sends tensors to

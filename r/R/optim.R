@@ -242,7 +242,7 @@ check_grad_anomaly <- function(params, grads, action = c("warn", "stop", "silent
                      format(b$max_abs, digits = 4))
     msg <- paste0(sprintf("gradient anomaly detected in %d parameter(s):\n", sum(bad)),
                   paste(lines, collapse = "\n"))
-    if (action == "warn") warning(msg, call. = FALSE) else stop(msg, call. = FALSE)
+    if (action == "warn") warning(msg, call. = FALSE) else .pg_stop("value", msg)  # as Python's
   }
   invisible(rep)
 }

@@ -31,7 +31,7 @@
        accum_count = ac, names = names(e$params), slots = slots, hyper = .opt_hyper(e))
 }
 
-.ls_fail <- function(msg) stop(paste0("optimizer load_state(): ", msg), call. = FALSE)
+.ls_fail <- function(msg) .pg_stop("value", paste0("optimizer load_state(): ", msg))  # as Python's
 .is_count <- function(x) is.numeric(x) && length(x) == 1L && is.finite(x) && x >= 0 && x == floor(x)
 
 .opt_hyper_warn <- function(e, sh) {

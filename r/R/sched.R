@@ -24,8 +24,8 @@
 
 # arguments ggmlR does not check (they would fail later, inside a step): checked here, up front
 .sched_need_num <- function(x, name, call) {
-  if (!is.numeric(x) || length(x) != 1L || is.na(x))
-    stop(simpleError(sprintf("%s must be a single number", name), call))
+  if (!is.numeric(x) || length(x) != 1L || is.na(x))  # classed as Python's (PyggmlrValueError)
+    .pg_stop("value", sprintf("%s must be a single number, got %s", name, .arg_show(x)), call)
   x
 }
 
@@ -35,12 +35,10 @@
   # a tensor is an environment too, but without lr (issue 19: it was taken as an optimizer)
   if (!is.environment(optimizer) || is_ag_tensor(optimizer) ||
       is.null(get0("lr", envir = optimizer, inherits = FALSE)))
-    stop(structure(class = c("pyggmlr_argument_error", "pyggmlr_error", "error", "condition"),
-                   list(message = sprintf(paste0("optimizer must be an optimizer (an environment ",
-                                                 "with a field lr), got %s"),
-                                          if (is_ag_tensor(optimizer)) "an ag_tensor"
-                                          else class(optimizer)[[1L]]),
-                        call = call)))
+    .pg_stop("argument", sprintf(paste0("optimizer must be an optimizer (an environment with a ",
+                                        "field lr), got %s"),
+                                 if (is_ag_tensor(optimizer)) "an ag_tensor"
+                                 else class(optimizer)[[1L]]), call)
   par <- c(par, rep(0, .pg$code$sched[["NPAR"]] - length(par)))
   r <- tryCatch(.Call(R_pg_sched_init, .pg$code$sched[[toupper(kind)]], par, optimizer$lr),
                 error = function(e) e)

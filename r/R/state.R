@@ -86,7 +86,7 @@ ag_state_dict <- function(model) {
 .fits_all <- function(caller, tensors, values, nms) {
   for (i in seq_along(values)) {
     bad <- .check_fits(tensors[[i]], values[[i]], sprintf("%s: '%s'", caller, nms[[i]]))
-    if (!is.null(bad)) stop(bad, call. = FALSE)
+    if (!is.null(bad)) .pg_stop("value", bad)  # as Python's check_fits
   }
 }
 
@@ -170,9 +170,9 @@ ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch 
 .check_built_dtype <- function(params, dtype) {
   if (is.null(dtype)) return(invisible())
   for (nm in names(params)) if (!identical(params[[nm]]$dtype, dtype))
-    stop(sprintf(paste0("ag_load_model(): dtype = \"%s\" was asked for, but the model's ",
-                        "parameter '%s' is %s (does model_fn fix its own dtype?)"),
-                 dtype, nm, params[[nm]]$dtype), call. = FALSE)
+    .arg_fail("value", paste0("ag_load_model(): dtype = \"%s\" was asked for, but the model's ",
+                              "parameter '%s' is %s (does model_fn fix its own dtype?)"),
+              dtype, nm, params[[nm]]$dtype)
   invisible()
 }
 
@@ -221,60 +221,56 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
 # the file: it is run only with trust = TRUE (PyTorch's weights_only, the other way round);
 # otherwise the builder must be the caller's (model_fn =, model =) and only data is read.
 .load_ggmlr_container <- function(path, model_fn, dtype, model, trust = FALSE) {
-  box <- tryCatch(readRDS(path), error = function(e)
-    stop(sprintf("ag_load_model(): cannot read '%s' as an R data file (%s)", path,
-                 conditionMessage(e)), call. = FALSE))
+  box <- tryCatch(readRDS(path), error = function(e)  # a corrupt file: as Python's
+    .pg_stop("value", sprintf("ag_load_model(): cannot read '%s' as an R data file (%s)", path,
+                              conditionMessage(e))))
   if (!is.list(box) || !identical(box[["format"]], .RDS_FORMAT))
     .pg_stop("value", sprintf(paste0("ag_load_model(): file is not a ggmlR ag_state container. ",
                                      "(%s: an R data file without format \"%s\")"),
                               path, .RDS_FORMAT))
   if (!identical(box[["version"]], 1L))
-    stop("ag_load_model(): unsupported container version ",
-         paste(format(box[["version"]]), collapse = " "),
-         " (this ggmlR supports version 1).", call. = FALSE)
+    .arg_stop("ag_load_model(): unsupported container version ",
+              paste(format(box[["version"]]), collapse = " "),
+              " (this ggmlR supports version 1).", kind = "value")
   builder <- if (!is.null(model_fn)) model_fn else box[["model_fn"]]
   if (is.null(model) && is.null(model_fn) && is.function(builder) && !isTRUE(trust))
-    stop(structure(class = c("pyggmlr_untrusted_error", "pyggmlr_error", "simpleError", "error",
-                             "condition"),
-                   list(call = NULL, path = path, message = sprintf(paste0(
-                     "ag_load_model(): %s stores its model_fn as R code (a closure), and code ",
-                     "from a file is run only with trust = TRUE. Pass trust = TRUE if you trust ",
-                     "the file (its model_fn is then called, as ggmlR 0.8.6 always did), or ",
-                     "model_fn = / model = to build the model yourself. Nothing from the file ",
-                     "was run."), path))))
+    .pg_stop("untrusted", sprintf(paste0(
+      "ag_load_model(): %s stores its model_fn as R code (a closure), and code ",
+      "from a file is run only with trust = TRUE. Pass trust = TRUE if you trust ",
+      "the file (its model_fn is then called, as ggmlR 0.8.6 always did), or ",
+      "model_fn = / model = to build the model yourself. Nothing from the file ",
+      "was run."), path), fields = list(path = path))
   if (is.null(model) && (is.null(builder) || !is.function(builder)))
-    stop(paste0("ag_load_model(): no `model_fn` available. Pass one via the `model_fn` argument, ",
-                "or re-save the model "),
-         "with `model_fn` so it is stored in the file.", call. = FALSE)
+    .arg_stop("ag_load_model(): no `model_fn` available. Pass one via the `model_fn` argument, ",
+              "or re-save the model with `model_fn` so it is stored in the file.", kind = "value")
   dtype <- .load_dtype(dtype)
   saved <- box[["parameters"]]
-  if (!is.list(saved)) stop("ag_load_model(): the container's parameters are not a list",
-                            call. = FALSE)
+  if (!is.list(saved))
+    .arg_stop("ag_load_model(): the container's parameters are not a list", kind = "value")
   pd <- box[["param_dtypes"]]
   # ggmlR's "f32" is a label over R doubles; only an all-"f64" file builds in f64 by itself
   target <- if (!is.null(dtype)) dtype else if (length(pd) && all(pd %in% "f64")) "f64" else "f32"
   if (is.null(model)) {
     model <- .with_dtype(target, builder)
     if (!.is_model(model))
-      stop(sprintf(paste0("ag_load_model(): `model_fn` must return an ag_sequential or ag_* ",
-                          "layer (got class: %s)."),
-                   paste(class(model), collapse = "/")), call. = FALSE)
+      .arg_fail("argument", paste0("ag_load_model(): `model_fn` must return an ag_sequential or ",
+                                   "ag_* layer (got class: %s)."),
+                paste(class(model), collapse = "/"))
   }
   params <- .model_params(model, "ag_load_model()")
   miss <- setdiff(names(params), names(saved))
   extra <- setdiff(names(saved), names(params))
   if (length(miss) || length(extra))
-    stop(paste0("ag_load_model(): parameter mismatch between saved state and rebuilt model.\n  ",
-                "missing in file: "),
-         paste(miss, collapse = ", "), "\n  not in model: ", paste(extra, collapse = ", "),
-         "\nThe `model_fn` architecture must match the saved one.", call. = FALSE)
+    .arg_stop("ag_load_model(): parameter mismatch between saved state and rebuilt model.\n  ",
+              "missing in file: ", paste(miss, collapse = ", "), "\n  not in model: ",
+              paste(extra, collapse = ", "),
+              "\nThe `model_fn` architecture must match the saved one.", kind = "value")
   value <- function(kind, nm, d, v) {
     if (!is.numeric(v) || !identical(as.integer(dim(v)), as.integer(d)))
-      stop(sprintf("ag_load_model(): shape mismatch for %s '%s': model %s vs file %s.", kind, nm,
-                   paste(d, collapse = "x"), .dim_str(v)), call. = FALSE)
-    if (!all(is.finite(v))) stop(sprintf(paste0("ag_load_model(): %s '%s' in the file contains ",
-                                                "NA, NaN or Inf"), kind, nm),
-                                 call. = FALSE)
+      .arg_fail("value", "ag_load_model(): shape mismatch for %s '%s': model %s vs file %s.", kind,
+                nm, paste(d, collapse = "x"), .dim_str(v))
+    if (!all(is.finite(v)))
+      .arg_fail("value", "ag_load_model(): %s '%s' in the file contains NA, NaN or Inf", kind, nm)
     storage.mode(v) <- "double"
     v
   }

@@ -126,10 +126,8 @@ ggml_set_seed <- function(seed) {
 }
 
 ag_set_threads <- function(n) {
-  if (!is.numeric(n) || length(n) != 1L || is.na(n) || n != round(n))
-    .arg_stop("ag_set_threads(): n must be one whole number")
-  .check_count(n, "ag_set_threads()", "n", 1L, .PG_MAX_THREADS)
-  invisible(.Call(R_pg_set_threads, as.integer(n)))
+  n <- .arg_int(n, "ag_set_threads()", "n", 1L, .pg$code$limit[["MAX_THREADS"]])  # the core's bound
+  invisible(.Call(R_pg_set_threads, n))
 }
 
 ag_blas_name <- function() .Call(R_pg_blas_name)

@@ -85,7 +85,8 @@ print.ag_dataloader <- function(x, ...) {
 
 .loss_value <- function(fn, inputs) {
   out <- ag_no_grad(fn(inputs))
-  if (!is_ag_tensor(out)) stop("ag_gradcheck(): fn must return a 1x1 ag_tensor", call. = FALSE)
+  if (!is_ag_tensor(out)) .arg_stop("ag_gradcheck(): fn must return a 1x1 ag_tensor, got ",
+                                    class(out)[[1L]])
   out$data[1L, 1L]
 }
 
@@ -122,7 +123,8 @@ ag_gradcheck <- function(fn, inputs, eps = NULL, atol = NULL, verbose = FALSE, q
   rtol <- num1(rtol, "rtol", d[3L])
   saved_grad <- lapply(inputs[check], function(v) v$grad)
   loss <- with_grad_tape(fn(inputs))
-  if (!is_ag_tensor(loss)) stop("ag_gradcheck(): fn must return a 1x1 ag_tensor", call. = FALSE)
+  if (!is_ag_tensor(loss)) .arg_stop("ag_gradcheck(): fn must return a 1x1 ag_tensor, got ",
+                                     class(loss)[[1L]])
   grads <- backward(loss)
   analytical <- lapply(inputs[check],
                        function(v) get0(as.character(v$id), envir = grads, inherits = FALSE))

@@ -160,7 +160,6 @@ extern SEXP R_pg_config_match(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_check_dims(SEXP, SEXP, SEXP);
 extern SEXP R_pg_gc_room(SEXP);
 extern SEXP R_pg_file_kind(SEXP);
-extern SEXP R_pg_check_count(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_check_alloc(SEXP, SEXP, SEXP);
 extern SEXP R_pg_tape_stash(SEXP);
 
@@ -311,7 +310,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_check_dims", (DL_FUNC)&R_pg_check_dims, 3},
     {"R_pg_gc_room", (DL_FUNC)&R_pg_gc_room, 1},
     {"R_pg_file_kind", (DL_FUNC)&R_pg_file_kind, 1},
-    {"R_pg_check_count", (DL_FUNC)&R_pg_check_count, 5},
     {"R_pg_check_alloc", (DL_FUNC)&R_pg_check_alloc, 3},
     {"R_pg_tape_stash", (DL_FUNC)&R_pg_tape_stash, 1},
     {NULL, NULL, 0}};

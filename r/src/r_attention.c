@@ -5,12 +5,6 @@
 #include <math.h>
 #include "r_util.h"
 
-static pg_tensor *borrowed(SEXP x)
-{
-    x = r_handle(x);
-    return TYPEOF(x) == EXTPTRSXP ? (pg_tensor *)R_ExternalPtrAddr(x) : NULL;
-}
-
 static int is_handle(SEXP x) { return TYPEOF(r_handle(x)) == EXTPTRSXP; }
 
 /* the mask as a tensor of dtype dt (a tensor of that dtype itself, *tmp = 0) or NULL + error */
@@ -46,9 +40,9 @@ SEXP R_pg_flash_attention(SEXP Q, SEXP K, SEXP V, SEXP n_heads, SEXP scale, SEXP
     int dt = pg_default_dtype();
     SEXP qkv[3] = {Q, K, V};
     for (int i = 0; i < 3; i++) {
-        pg_tensor *t = borrowed(qkv[i]);
-        if (t && pg_tensor_check(t) == 0) {
-            dt = pg_tensor_dtype(t);
+        int d = r_operand_dtype(qkv[i]);
+        if (d >= 0) {
+            dt = d;
             break;
         }
     }

@@ -75,9 +75,12 @@ SEXP R_pg_codes(void)
                                     {"DTYPE", R_SCOPED_DTYPE},   {"RECORD", R_SCOPED_RECORD}};
     static const r_code ckpt[] = {
         {"STASH", R_CKPT_STASH}, {"UNSTASH", R_CKPT_UNSTASH}, {"SEED", R_CKPT_SEED}};
-    /* nesting limits of model-file JSON (pg_api_codec.h): R's walks of configs and extra */
+    /* nesting limits of model-file JSON (pg_api_codec.h): R's walks of configs and extra; the
+     * bounds on requests (pg_api_bounds.h) */
     static const r_code limit[] = {{"JSON_DEPTH", PG_JSON_MAX_DEPTH},
-                                   {"CONFIG_DEPTH", PG_CONFIG_MAX_DEPTH}};
+                                   {"CONFIG_DEPTH", PG_CONFIG_MAX_DEPTH},
+                                   {"MAX_THREADS", PG_MAX_THREADS},
+                                   {"DP_MAX_REPLICAS", PG_DP_MAX_REPLICAS}};
     static const r_code early_stop[] = {{"CONTINUE", PG_EARLY_STOP_CONTINUE},
                                         {"IMPROVED", PG_EARLY_STOP_IMPROVED},
                                         {"STOP", PG_EARLY_STOP_STOP}};

@@ -206,14 +206,12 @@ SEXP R_pg_fit_loss_diverged(SEXP fp, SEXP per_datapoint, SEXP epoch)
 SEXP R_pg_fit_run_static(SEXP fp, SEXP val, SEXP b0, SEXP b1, SEXP gp, SEXP out)
 {
     pg_fit *f = fit_get(fp);
-    if (TYPEOF(gp) != EXTPTRSXP || R_ExternalPtrTag(gp) != Rf_install("pg_graph") ||
-        !R_ExternalPtrAddr(gp))
-        r_stopf(PG_STATUS_ERR_STATE, "ag_fit: not a live compiled step");
+    pg_graph *g = r_get(gp, R_GRAPH);
     pg_tensor *o = r_get(r_handle(out), R_TENSOR);
     const int64_t lo = (int64_t)r_num(b0, "ag_fit: batch"),
                   hi = (int64_t)r_num(b1, "ag_fit: batch");
     r_draw c = r_draw_enter();
-    int64_t n = pg_fit_run_static(f, Rf_asLogical(val) == 1, lo, hi, R_ExternalPtrAddr(gp), o);
+    int64_t n = pg_fit_run_static(f, Rf_asLogical(val) == 1, lo, hi, g, o);
     r_draw_leave(c, n >= 0);
     if (n < 0) r_fail();
     return Rf_ScalarReal((double)n);

@@ -1,24 +1,6 @@
 /* .Call glue: static (compiled) graphs, ag_compile (see native/pg_api_graph.h). */
 #include "r_util.h"
 
-static void graph_finalize(SEXP p)
-{
-    pg_graph *g = R_ExternalPtrAddr(p);
-    if (g) pg_graph_free(g);
-    R_ClearExternalPtr(p);
-}
-
-static pg_graph *graph_get(SEXP p)
-{
-    if (TYPEOF(p) != EXTPTRSXP || R_ExternalPtrTag(p) != Rf_install("pg_graph"))
-        r_stopf(PG_STATUS_ERR_ARG, "compiled step: not a compiled graph handle");
-    pg_graph *g = R_ExternalPtrAddr(p);
-    if (!g)
-        r_stopf(PG_STATUS_ERR_STATE,
-                "compiled step: the graph is gone (a saved and reloaded handle); compile again");
-    return g;
-}
-
 /* out, inputs: an ag_tensor handle and a list of handles; opt: an optimizer handle or NULL.
  * The optimizer handle is kept alive by the graph's external pointer. */
 SEXP R_pg_graph_record_end(SEXP out, SEXP inputs, SEXP build, SEXP opt)
@@ -29,17 +11,13 @@ SEXP R_pg_graph_record_end(SEXP out, SEXP inputs, SEXP build, SEXP opt)
     pg_tensor *o = r_get(out, R_TENSOR);
     pg_optim *op = Rf_isNull(opt) ? NULL : r_get(opt, R_OPTIM);
     pg_graph *g = pg_graph_record_end(o, in, (int64_t)n, Rf_asInteger(build), op);
-    if (!g) r_fail();
-    SEXP p = PROTECT(R_MakeExternalPtr(g, Rf_install("pg_graph"), opt));
-    R_RegisterCFinalizerEx(p, graph_finalize, TRUE);
-    UNPROTECT(1);
-    return p;
+    return r_wrap_keep(g, R_GRAPH, opt);
 }
 
 /* value: R numbers of the recorded shape (a vector is a column, as ag_tensor reads it) */
 SEXP R_pg_graph_set_input(SEXP gp, SEXP i, SEXP value)
 {
-    pg_graph *g = graph_get(gp);
+    pg_graph *g = r_get(gp, R_GRAPH);
     pg_tensor *src = r_new_tensor(value, PG_DTYPE_F64, "compiled step");
     if (!src) r_fail();
     int64_t nr = pg_tensor_nrow(src), nc = pg_tensor_ncol(src);
@@ -53,7 +31,7 @@ SEXP R_pg_graph_set_input(SEXP gp, SEXP i, SEXP value)
 /* One replay. Returns the loss (a number) for builds grad/opt, NULL for forward. */
 SEXP R_pg_graph_run(SEXP gp)
 {
-    pg_graph *g = graph_get(gp);
+    pg_graph *g = r_get(gp, R_GRAPH);
     r_draw c = r_draw_enter(); /* dropout nodes draw from R's stream as they replay */
     int rc = pg_graph_run(g);
     r_draw_leave(c, rc >= 0);
@@ -68,7 +46,7 @@ SEXP R_pg_graph_run(SEXP gp)
 /* the recorded ops' names, in execution order */
 SEXP R_pg_graph_ops(SEXP gp)
 {
-    pg_graph *g = graph_get(gp);
+    pg_graph *g = r_get(gp, R_GRAPH);
     int64_t n = pg_graph_nodes(g);
     SEXP out = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)n));
     for (int64_t i = 0; i < n; i++)
@@ -80,7 +58,7 @@ SEXP R_pg_graph_ops(SEXP gp)
 /* the output tensor (reused by every replay) as an ag_tensor */
 SEXP R_pg_graph_output(SEXP gp)
 {
-    pg_tensor *o = pg_graph_output(graph_get(gp));
+    pg_tensor *o = pg_graph_output(r_get(gp, R_GRAPH));
     pg_tensor_retain(o);
     return r_wrap_tensor(o);
 }
@@ -88,7 +66,7 @@ SEXP R_pg_graph_output(SEXP gp)
 /* gradients of the last run: a list of matrices named by tensor id */
 SEXP R_pg_graph_grads(SEXP gp)
 {
-    pg_gradmap *m = pg_graph_grads(graph_get(gp));
+    pg_gradmap *m = pg_graph_grads(r_get(gp, R_GRAPH));
     int64_t n = m ? pg_gradmap_size(m) : 0;
     SEXP out = PROTECT(Rf_allocVector(VECSXP, n));
     SEXP nm = PROTECT(Rf_allocVector(STRSXP, n));
@@ -107,7 +85,7 @@ SEXP R_pg_graph_grads(SEXP gp)
 SEXP R_pg_graph_memory(SEXP gp)
 {
     pg_memory_totals m;
-    if (pg_graph_memory_report(graph_get(gp), &m, NULL, NULL, NULL, 0) < 0) r_fail();
+    if (pg_graph_memory_report(r_get(gp, R_GRAPH), &m, NULL, NULL, NULL, 0) < 0) r_fail();
     const int64_t t[6] = {m.nodes,        m.bytes_total,  m.bytes_snapshots,
                           m.bytes_fields, m.bytes_inputs, m.bytes_gradients};
     return r_counts(t, 6);

@@ -171,15 +171,6 @@ SEXP R_pg_file_kind(SEXP path)
     return Rf_ScalarInteger(pg_file_kind(R_ExpandFileName(Rf_translateChar(STRING_ELT(path, 0)))));
 }
 
-SEXP R_pg_check_count(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP hi)
-{
-    double x =
-        (TYPEOF(v) == REALSXP || TYPEOF(v) == INTSXP) && XLENGTH(v) == 1 ? Rf_asReal(v) : NAN;
-    r_check(pg_check_count(CHAR(STRING_ELT(fn, 0)), CHAR(STRING_ELT(arg, 0)), x, Rf_asReal(lo),
-                           Rf_asReal(hi)));
-    return R_NilValue;
-}
-
 /* a layer of n values (R's double copy and the tensor: 16 bytes each) must fit in the memory
  * available: pyggmlr_memory_error "<fn>: out of memory <what> (... GiB needed, ...)" */
 SEXP R_pg_check_alloc(SEXP fn, SEXP what, SEXP n)

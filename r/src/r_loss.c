@@ -18,11 +18,7 @@ static void ops_release(r_ops3 *o)
 static void ops_get(r_ops3 *o, SEXP *x, const char **names, int n, const char *op)
 {
     int d = -1;
-    for (int i = 0; i < n && d < 0; i++) {
-        SEXP h = r_handle(x[i]);
-        if (TYPEOF(h) == EXTPTRSXP && R_ExternalPtrAddr(h) != NULL)
-            d = pg_tensor_dtype(R_ExternalPtrAddr(h));
-    }
+    for (int i = 0; i < n && d < 0; i++) d = r_operand_dtype(x[i]);
     if (d < 0) d = pg_default_dtype();
     o->n = 0;
     for (int i = 0; i < n; i++) {

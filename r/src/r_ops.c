@@ -4,17 +4,9 @@
 
 typedef pg_tensor *(*bin_fn)(pg_tensor *, pg_tensor *);
 
-static int handle_dtype(SEXP x)
-{
-    x = r_handle(x);
-    if (TYPEOF(x) == EXTPTRSXP && R_ExternalPtrAddr(x) != NULL)
-        return pg_tensor_dtype(R_ExternalPtrAddr(x));
-    return -1;
-}
-
 static SEXP binary(SEXP A, SEXP B, bin_fn f, const char *op, const char *na, const char *nb)
 {
-    int da = handle_dtype(A), db = handle_dtype(B);
+    int da = r_operand_dtype(A), db = r_operand_dtype(B);
     int d = da >= 0 ? da : db >= 0 ? db : pg_default_dtype();
     int ta = 0, tb = 0;
     pg_tensor *a = r_operand(A, d, op, na, &ta);

@@ -240,31 +240,6 @@ SEXP R_pg_dropout(SEXP sx, SEXP srate, SEXP stranspose)
 
 /* ---- run streams: external pointers to pg_rng ---- */
 
-static SEXP rng_tag(void)
-{
-    static SEXP s;
-    if (!s) s = Rf_install("pg_rng");
-    return s;
-}
-
-static void fin_rng(SEXP x)
-{
-    pg_rng *r = R_ExternalPtrAddr(x);
-    if (r == NULL) return;
-    pg_rng_free(r);
-    R_ClearExternalPtr(x);
-}
-
-static pg_rng *rng_get(SEXP x)
-{
-    if (TYPEOF(x) != EXTPTRSXP || R_ExternalPtrTag(x) != rng_tag())
-        Rf_errorcall(R_NilValue, "expected a random stream (made by .rng_stream())");
-    pg_rng *r = R_ExternalPtrAddr(x);
-    if (r == NULL)
-        Rf_errorcall(R_NilValue, "random stream handle is dead (was it saved with saveRDS?)");
-    return r;
-}
-
 /* A new stream seeded as set.seed(seed); NULL seeds from the clock, as set.seed(NULL) */
 SEXP R_pg_rng_new(SEXP sseed)
 {
@@ -276,18 +251,14 @@ SEXP R_pg_rng_new(SEXP sseed)
         if (seed == NA_INTEGER) Rf_errorcall(R_NilValue, "supplied seed is not a valid integer");
         r = pg_rng_new_seeded(seed);
     }
-    if (r == NULL) r_fail();
-    SEXP x = PROTECT(R_MakeExternalPtr(r, rng_tag(), R_NilValue));
-    R_RegisterCFinalizerEx(x, fin_rng, TRUE);
-    UNPROTECT(1);
-    return x;
+    return r_wrap(r, R_RNG);
 }
 
 /* Make a stream the current one (NULL: back to R's stream). Returns the previous handle (NULL
  * for R's); the caller puts it back with on.exit. The active handle is preserved while active. */
 SEXP R_pg_rng_use(SEXP x)
 {
-    pg_rng *r = Rf_isNull(x) ? NULL : rng_get(x);
+    pg_rng *r = Rf_isNull(x) ? NULL : r_get(x, R_RNG);
     SEXP prev = PROTECT(cur_stream ? cur_stream : R_NilValue);
     if (r) R_PreserveObject(x);
     pg_rng_use(r);
@@ -301,7 +272,7 @@ SEXP R_pg_rng_current(void) { return cur_stream ? cur_stream : R_NilValue; }
 
 SEXP R_pg_rng_get_state(SEXP x)
 {
-    pg_rng *r = rng_get(x);
+    pg_rng *r = r_get(x, R_RNG);
     SEXP s = PROTECT(Rf_allocVector(INTSXP, PG_RNG_STATE_LEN));
     int rc = pg_rng_get_state(r, INTEGER(s));
     UNPROTECT(1);
@@ -311,7 +282,7 @@ SEXP R_pg_rng_get_state(SEXP x)
 
 SEXP R_pg_rng_set_state(SEXP x, SEXP state)
 {
-    pg_rng *r = rng_get(x);
+    pg_rng *r = r_get(x, R_RNG);
     if (!Rf_isNumeric(state))
         Rf_errorcall(R_NilValue, "set_state: state must be an integer vector (a .Random.seed)");
     SEXP s = PROTECT(Rf_coerceVector(state, INTSXP));

@@ -89,20 +89,12 @@ SEXP R_pg_sample_categorical(SEXP X)
     return int_result(idx, C);
 }
 
-static int handle_dtype(SEXP x)
-{
-    x = r_handle(x);
-    if (TYPEOF(x) == EXTPTRSXP && R_ExternalPtrAddr(x) != NULL)
-        return pg_tensor_dtype(R_ExternalPtrAddr(x));
-    return -1;
-}
-
 /* mu + eps * exp(log_std): R numbers take the other operand's dtype (as ag_add's operands do).
  * The stream is entered first (it may long-jump; nothing to free yet); the core checks the shapes
  * before its randn node draws, so a refused call leaves R's stream as it was. */
 SEXP R_pg_sample_normal(SEXP MU, SEXP LS)
 {
-    int dm = handle_dtype(MU), dl = handle_dtype(LS);
+    int dm = r_operand_dtype(MU), dl = r_operand_dtype(LS);
     int d = dm >= 0 ? dm : dl >= 0 ? dl : pg_default_dtype();
     int tm = 0, tl = 0;
     r_draw c = r_draw_enter();

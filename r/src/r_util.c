@@ -3,16 +3,6 @@
 #include <stdarg.h>
 #include <string.h>
 
-static const char *kind_name[R_KIND_COUNT] = {"pg_tensor",     "pg_gradmap", "pg_optim",
-                                              "pg_early_stop", "pg_fit",     "pg_checkpoint"};
-
-static SEXP kind_tag(int kind)
-{
-    static SEXP tags[R_KIND_COUNT]; /* symbols are never collected; looked up once */
-    if (!tags[kind]) tags[kind] = Rf_install(kind_name[kind]);
-    return tags[kind];
-}
-
 static void free_tensor(void *p) { pg_tensor_release((pg_tensor *)p); }
 
 static void free_gradmap(void *p) { pg_gradmap_free((pg_gradmap *)p); }
@@ -25,8 +15,32 @@ static void free_fit(void *p) { pg_fit_free((pg_fit *)p); }
 
 static void free_checkpoint(void *p) { pg_checkpoint_free((pg_checkpoint *)p); }
 
+static void free_graph(void *p) { pg_graph_free((pg_graph *)p); }
+
+static void free_rng(void *p) { pg_rng_free((pg_rng *)p); }
+
+/* per kind: the pointer's tag, its finalizer, and what it is (the errors of a wrong kind and of
+ * a cleared pointer: a handle saved with saveRDS and read back) */
+static const char *const kind_name[R_KIND_COUNT] = {
+    [R_TENSOR] = "pg_tensor",         [R_GRADMAP] = "pg_gradmap", [R_OPTIM] = "pg_optim",
+    [R_EARLY_STOP] = "pg_early_stop", [R_FIT] = "pg_fit",         [R_CHECKPOINT] = "pg_checkpoint",
+    [R_GRAPH] = "pg_graph",           [R_RNG] = "pg_rng"};
 static void (*const kind_free[R_KIND_COUNT])(void *) = {
-    free_tensor, free_gradmap, free_optim, free_early_stop, free_fit, free_checkpoint};
+    [R_TENSOR] = free_tensor,         [R_GRADMAP] = free_gradmap, [R_OPTIM] = free_optim,
+    [R_EARLY_STOP] = free_early_stop, [R_FIT] = free_fit,         [R_CHECKPOINT] = free_checkpoint,
+    [R_GRAPH] = free_graph,           [R_RNG] = free_rng};
+static const char *const kind_what[R_KIND_COUNT] = {
+    [R_TENSOR] = "tensor",       [R_GRADMAP] = "gradient map",
+    [R_OPTIM] = "optimizer",     [R_EARLY_STOP] = "ag_early_stopping",
+    [R_FIT] = "ag_fit session",  [R_CHECKPOINT] = "ag_model_checkpoint",
+    [R_GRAPH] = "compiled step", [R_RNG] = "random stream"};
+
+static SEXP kind_tag(int kind)
+{
+    static SEXP tags[R_KIND_COUNT]; /* symbols are never collected; looked up once */
+    if (!tags[kind]) tags[kind] = Rf_install(kind_name[kind]);
+    return tags[kind];
+}
 
 /* one quiet finalizer: the kind is the pointer's tag */
 static void fin_handle(SEXP x)
@@ -60,26 +74,29 @@ void r_fail(void)
     r_stop_status(status, buf);
 }
 
-SEXP r_wrap(void *p, int kind)
+SEXP r_wrap_keep(void *p, int kind, SEXP keep)
 {
     if (p == NULL) r_fail();
     if (kind == R_TENSOR) r_gc_pressure(); /* R's collector cannot see the core's bytes */
-    SEXP x = PROTECT(R_MakeExternalPtr(p, kind_tag(kind), R_NilValue));
+    SEXP x = PROTECT(R_MakeExternalPtr(p, kind_tag(kind), keep));
     R_RegisterCFinalizerEx(x, fin_handle, TRUE);
     UNPROTECT(1);
     return x;
 }
 
+SEXP r_wrap(void *p, int kind) { return r_wrap_keep(p, kind, R_NilValue); }
+
 void *r_get(SEXP x, int kind)
 {
     if (TYPEOF(x) != EXTPTRSXP || R_ExternalPtrTag(x) != kind_tag(kind))
-        r_stopf(PG_STATUS_ERR_ARG, "expected a %s handle", kind_name[kind]);
+        r_stopf(PG_STATUS_ERR_ARG, "expected a %s handle (%s)", kind_name[kind], kind_what[kind]);
     void *p = R_ExternalPtrAddr(x);
-    if (p == NULL) {
-        if (kind == R_TENSOR)
-            Rf_errorcall(R_NilValue, "tensor handle is dead (was it saved with saveRDS?)");
-        Rf_errorcall(R_NilValue, "%s handle is dead (was it saved with saveRDS?)", kind_name[kind]);
-    }
+    if (p == NULL && kind == R_GRAPH)
+        r_stopf(PG_STATUS_ERR_STATE,
+                "compiled step: the graph is gone (a saved and reloaded handle); compile again");
+    if (p == NULL)
+        r_stopf(PG_STATUS_ERR_STATE, "%s handle is dead (was it saved with saveRDS?)",
+                kind_what[kind]);
     return p;
 }
 
@@ -148,6 +165,14 @@ pg_tensor *r_operand(SEXP x, int dtype, const char *op, const char *arg, int *tm
     pg_tensor *t = new_tensor_arg(x, dtype, op, arg);
     if (t) *tmp = 1;
     return t;
+}
+
+int r_operand_dtype(SEXP x)
+{
+    x = r_handle(x);
+    if (TYPEOF(x) != EXTPTRSXP || R_ExternalPtrTag(x) != kind_tag(R_TENSOR)) return -1;
+    pg_tensor *t = R_ExternalPtrAddr(x);
+    return t && pg_tensor_check(t) == 0 ? pg_tensor_dtype(t) : -1;
 }
 
 SEXP r_matrix(pg_tensor *t)
@@ -286,8 +311,8 @@ pg_gradmap *r_map_arg(SEXP grads, const char *where)
         if (TYPEOF(m) == EXTPTRSXP) return r_get(m, R_GRADMAP);
     }
     if (TYPEOF(grads) == EXTPTRSXP) return r_get(grads, R_GRADMAP);
-    Rf_errorcall(R_NilValue, "%s: grads must be the environment returned by backward() or NULL",
-                 where);
+    r_stopf(PG_STATUS_ERR_ARG, "%s: grads must be the environment returned by backward() or NULL",
+            where);
 }
 
 SEXP r_wrap_tensor(pg_tensor *t)

@@ -7,8 +7,19 @@
 #include <Rinternals.h>
 #include "pg.h"
 
-/* kinds of handle wrapped in an external pointer (the tag says which) */
-enum r_kind { R_TENSOR, R_GRADMAP, R_OPTIM, R_EARLY_STOP, R_FIT, R_CHECKPOINT, R_KIND_COUNT };
+/* kinds of handle wrapped in an external pointer (the tag says which); every kind is made by
+ * r_wrap / r_wrap_keep and read by r_get, and freed by the one finalizer (r_util.c's table) */
+enum r_kind {
+    R_TENSOR,
+    R_GRADMAP,
+    R_OPTIM,
+    R_EARLY_STOP,
+    R_FIT,
+    R_CHECKPOINT,
+    R_GRAPH, /* a compiled step (pg_graph) */
+    R_RNG,   /* a run stream (pg_rng) */
+    R_KIND_COUNT
+};
 
 /* requests of the glue's multiplexed entry points (R_pg_tape, R_pg_scope, R_pg_ckpt_tape), and
  * pg_optim_new's kinds and pg_file_kind's results, which the core documents without an enum;
@@ -42,7 +53,11 @@ enum r_ckpt_req { R_CKPT_STASH, R_CKPT_UNSTASH, R_CKPT_SEED };
 /* the one creator: wraps a NEW reference (ownership passes to R); NULL p -> R error with the
  * core's message */
 SEXP r_wrap(void *p, int kind);
-/* the one getter: checks type and tag; a cleared (e.g. unserialized) pointer is an R error */
+/* r_wrap, with `keep` held by the pointer (its prot slot) for as long as the handle lives: a
+ * compiled graph keeps its optimizer's handle alive this way */
+SEXP r_wrap_keep(void *p, int kind, SEXP keep);
+/* the one getter: checks type and tag (pyggmlr_argument_error); a cleared (e.g. unserialized)
+ * pointer is a pyggmlr_state_error */
 void *r_get(SEXP x, int kind);
 /* raise the core's last error as an R error (long-jumps) */
 void r_fail(void) __attribute__((noreturn));
@@ -59,6 +74,9 @@ void r_host_rethrow(void);
  * `dtype`, *tmp set so the caller releases it). Never long-jumps: returns NULL with the core's
  * error set on bad input. */
 pg_tensor *r_operand(SEXP x, int dtype, const char *op, const char *arg, int *tmp);
+/* the dtype of x when it is a live tensor handle or ag_tensor (what R numbers beside it take),
+ * else -1; never raises */
+int r_operand_dtype(SEXP x);
 /* a new tensor from R numbers (vector -> [n,1], matrix as is) */
 pg_tensor *r_new_tensor(SEXP x, int dtype, const char *op);
 /* values of a tensor as an R double matrix */

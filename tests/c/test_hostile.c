@@ -75,14 +75,8 @@ static void hostile_front_end_rules(void)
 void test_hostile(void)
 {
     hostile_front_end_rules();
-    CHECK_ERR(pg_check_count("ag_set_threads()", "n", 1e6, 1, PG_MAX_THREADS) != 0,
-              PG_STATUS_ERR_VALUE, "<= 1024, got 1000000");
-    CHECK_ERR(pg_check_count("dp_train", "n_replicas", 2.5, 1, 4) != 0, PG_STATUS_ERR_VALUE,
-              "whole number");
-    CHECK_ERR(pg_check_count("f", "n", NAN, 1, 4) != 0, PG_STATUS_ERR_VALUE, "f: n must be");
-    CHECK(pg_check_count("f", "n", 4, 1, 4) == 0);
     CHECK_ERR(pg_set_threads(PG_MAX_THREADS + 1) != 0, PG_STATUS_ERR_VALUE,
-              "ag_set_threads(): n must be a whole number >= 1 and <= 1024");
+              "ag_set_threads(): n must be an integer in [1, 1024], got 1025");
     CHECK(pg_physical_memory() > 0);
 
     char fifo[64];

@@ -66,21 +66,31 @@ def test_walk_errors_name_the_caller():
 
 
 def test_argument_checks_live_in_one_module_with_their_texts():
-    assert _args.check_min_int(np.int64(3), "ag_fit", "nepoch", 1) == 3
+    # one integer rule: any real kind with a whole value (2.0, numpy's), not a bool, finite, in range
+    assert _args.check_int(np.int64(3), "ag_fit", "nepoch", 1) == 3
+    assert (
+        _args.check_int(4.0, "fn", "top", 0) == 4 and _args.check_int(np.float32(7), "f", "n") == 7
+    )
     with pytest.raises(
         pg.PyggmlrValueError, match=r"^ag_fit: nepoch must be an integer >= 1, got 0$"
     ):
-        _args.check_min_int(0, "ag_fit", "nepoch", 1)
-    assert _args.check_count(4.0, "fn()", "top") == 4
+        _args.check_int(0, "ag_fit", "nepoch", 1)
+    with pytest.raises(pg.PyggmlrValueError, match=r"^fn: top must be an integer >= 0, got 1.5$"):
+        _args.check_int(1.5, "fn", "top", 0)
     with pytest.raises(
-        pg.PyggmlrValueError, match=r"^fn\(\): top must be a non-negative whole number, got 1.5$"
+        pg.ArgumentError, match=r"^ag_linear: in_features must be an integer >= 1, got str 'a'$"
     ):
-        _args.check_count(1.5, "fn()", "top")
-    assert _args.check_r_int(7.0, "ag_linear", "in_features") == 7
-    with pytest.raises(
-        pg.ArgumentError, match=r"^ag_linear: 'in_features' must be an integer, got 'a'$"
-    ):
-        _args.check_r_int("a", "ag_linear", "in_features")
+        _args.check_int("a", "ag_linear", "in_features", 1)
+    with pytest.raises(pg.ArgumentError, match=r"^f: n must be an integer >= 1, got bool True$"):
+        _args.check_int(True, "f", "n", 1)
+    with pytest.raises(pg.PyggmlrValueError, match=r"^f: n must be an integer in \[0, 4\], got 5$"):
+        _args.check_int(5, "f", "n", 0, 4)
+    with pytest.raises(pg.PyggmlrValueError, match=r"^f: n must be an integer in \[-Inf, 4\]"):
+        _args.check_int(5, "f", "n", None, 4)
+    with pytest.raises(pg.PyggmlrValueError, match=r"^f: n must be one of the words, got nan$"):
+        _args.check_int(float("nan"), "f", "n", 0, rule="one of the words")
+    for gone in ("check_min_int", "check_count", "check_r_int"):  # merged into check_int
+        assert not hasattr(_args, gone)
     with pytest.raises(pg.PyggmlrValueError, match=r"^s: gamma must be a single number, got None$"):
         _args.check_number(None, "s", "gamma")
     from pyggmlr.errors import INT_MAX, check_int  # the old home still answers

@@ -189,7 +189,7 @@ CASES = [
     (
         "scheduler on a tensor",
         lambda: pg.lr_scheduler_step(_w(), 2),
-        V,
+        A,  # the wrong kind, as R's (issue 29)
         "lr_scheduler_step",
         "optimizer",
     ),
@@ -266,7 +266,7 @@ CASES = [
         "ag_reshape",
         "nrow",
     ),
-    ("linear 2.5", lambda: pg.ag_linear(2.5, 3), A, "ag_linear", "in_features"),
+    ("linear 2.5", lambda: pg.ag_linear(2.5, 3), V, "ag_linear", "in_features"),
     ("linear array size", lambda: pg.ag_linear(np.array([2, 3]), 3), A, "ag_linear", "in_features"),
     (
         "embedding ids 1.5",

@@ -243,8 +243,16 @@ def test_save_refuses_epoch_out_of_range_old_file_untouched(tmp_path):
     p = tmp_path / "m.st"
     pg.ag_save_model(m, p, optimizer=opt, epoch=3)
     old = open(p, "rb").read()
-    for ep in (10**12, -1, 2.5, True):
-        with pytest.raises(PyggmlrValueError, match=r"epoch must be an integer in \[0, 1e12\)"):
+    for ep, cls in (
+        (10**12, PyggmlrValueError),
+        (-1, PyggmlrValueError),
+        (2.5, PyggmlrValueError),
+        (True, pg.ArgumentError),
+        ("3", pg.ArgumentError),
+    ):
+        with pytest.raises(
+            cls, match=r"^ag_save_model\(\): epoch must be an integer in \[0, 1e12\)"
+        ):
             pg.ag_save_model(m, p, epoch=ep)
     assert open(p, "rb").read() == old
     pg.ag_save_model(m, p, epoch=10**12 - 1)

@@ -52,8 +52,13 @@ def test_accumulate_steps_names_the_optimizer(bad):
 def test_reshape_sizes_stay_in_r_integer_range():
     x = pg.ag_tensor(np.zeros((0, 2)))
     for args in ((3e9, 0), (0, -(2**31))):
-        with pytest.raises(pg.PyggmlrValueError, match="ag_reshape: n(row|col) must be a whole"):
+        with pytest.raises(
+            pg.PyggmlrValueError,
+            match=r"^ag_reshape: n(row|col) must be an integer within \+/-2147483647 \(-1: inferred",
+        ):
             pg.ag_reshape(x, *args)
+    with pytest.raises(pg.ArgumentError, match="^ag_reshape: nrow must be an integer within"):
+        pg.ag_reshape(x, "a")  # the one integer rule: the wrong kind is an ArgumentError
     assert pg.ag_reshape(pg.ag_tensor(np.ones((2, 3))), 3, -1).shape == (3, 2)
 
 
@@ -75,3 +80,31 @@ def test_a_conversion_error_names_the_function_called():
     ):
         with pytest.raises(pg.PyggmlrError, match=f"^{name}: "):
             f()
+
+
+def test_refusals_classed_as_r_names_the_function(tmp_path):
+    """Issue 29: the R side raised these with plain stop(); both languages now agree on the
+    class (and the text where the languages allow)."""
+    x = pg.ag_tensor(np.ones((2, 2)))
+    with pytest.raises(
+        pg.ArgumentError, match=r"^lr_scheduler_step: optimizer must be .*got ndarray"
+    ):
+        pg.lr_scheduler_step(np.ones(2), 2)
+    with pytest.raises(
+        pg.ArgumentError, match=r"^ag_compile\(\): fn must return an ag_tensor, got"
+    ):
+        pg.ag_compile(lambda x: 1.0, x, build="forward")
+    with pytest.raises(
+        pg.ArgumentError, match=r"^ag_gradcheck\(\): fn must return a 1x1 ag_tensor"
+    ):
+        pg.ag_gradcheck(lambda p: 1.0, {"W": _w()}, quiet=True)
+
+    class Custom(pg.ag_sequential):
+        def to_config(self):
+            return {"type": "linear", "f": len}
+
+    with pytest.raises(
+        pg.ArgumentError, match=r"^ag_save_model\(\): the model's architecture config must be JSON"
+    ):
+        pg.ag_save_model(Custom(pg.ag_linear(2, 2)), tmp_path / "m.st")
+    assert not (tmp_path / "m.st").exists()

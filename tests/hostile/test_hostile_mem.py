@@ -202,10 +202,17 @@ def test_fork_with_busy_thread_does_not_deadlock():
 
 
 def test_set_threads_bound():
-    with pytest.raises(PyggmlrValueError, match="<= 1024"):
+    with pytest.raises(
+        PyggmlrValueError,
+        match=r"^ag_set_threads\(\): n must be an integer in \[1, 1024\], got 1000000$",
+    ):
         pg.ag_set_threads(10**6)
-    with pytest.raises(PyggmlrValueError, match="<= 1024"):
+    with pytest.raises(PyggmlrValueError, match=r"in \[1, 1024\], got 1000000.0$"):
         pg.ag_set_threads(1e6)
+    prev = pg.ag_set_threads(2.0)  # the one integer rule: 2.0 is 2
+    assert pg.ag_set_threads(prev) == 2
+    with pytest.raises(pg.ArgumentError, match=r"^ag_set_threads\(\): n must be an integer"):
+        pg.ag_set_threads(True)
     prev = pg.ag_set_threads(1)
     assert pg.ag_get_threads() == 1
     pg.ag_set_threads(prev)
@@ -213,7 +220,7 @@ def test_set_threads_bound():
 
 def test_dp_train_replica_bound():
     with pytest.raises(
-        PyggmlrValueError, match="n_replicas must be a whole number >= 1 and <= 1024"
+        PyggmlrValueError, match=r"^dp_train: n_replicas must be an integer in \[1, 1024\]"
     ):
         pg.dp_train(lambda: pg.ag_linear(1, 1), [np.ones((1, 1))], n_replicas=10**9)
     with pytest.raises(PyggmlrValueError, match="n_replicas"):

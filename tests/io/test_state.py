@@ -304,7 +304,7 @@ def test_dp_train_n_gpu_is_n_replicas():
     assert np.array_equal(_dp(n_gpu=2, n_replicas=2)["loss_history"], a["loss_history"])
     with pytest.raises(pg.PyggmlrValueError, match=r"n_gpu \(2\) and n_replicas \(3\)"):
         _dp(n_gpu=2, n_replicas=3)
-    with pytest.raises(pg.PyggmlrValueError, match="n_gpu must be an integer >= 1"):
+    with pytest.raises(pg.PyggmlrValueError, match=r"n_gpu must be an integer in \[1, 1024\]"):
         _dp(n_gpu=0)
 
 

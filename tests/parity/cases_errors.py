@@ -135,3 +135,32 @@ def _mha_refusals(P, d, steps):
         "v rows": refusal(P, lambda: a.forward(q, q, np.zeros((2, 5)))),
         "k and v columns": refusal(P, lambda: a.forward(q, q, np.zeros((4, 6)))),
     }
+
+
+@_add("errors: the one integer rule (issue 29)")
+def _int_rule_refusals(P, d, steps):
+    import os
+    import tempfile
+
+    x = P.ag_tensor(np.ones((2, 2)))
+    path = os.path.join(tempfile.gettempdir(), "pg_parity_never_written.st")
+    return {
+        # a fraction prints alike in both languages: class and text
+        "ag_set_threads 2.5": refusal(P, lambda: P.ag_set_threads(2.5)),
+        "ag_set_threads 1e6": refusal(P, lambda: P.ag_set_threads(1e6), text=False),
+        "ag_set_threads 'a'": refusal(P, lambda: P.ag_set_threads("a"), text=False),
+        "ag_set_threads True": refusal(P, lambda: P.ag_set_threads(True), text=False),
+        "ag_reshape 2.5": refusal(P, lambda: P.ag_reshape(x, 2.5, -1)),
+        "ag_reshape 'a'": refusal(P, lambda: P.ag_reshape(x, "a", -1), text=False),
+        "ag_linear 2.5": refusal(P, lambda: P.ag_linear(2.5, 3)),
+        "ag_linear True": refusal(P, lambda: P.ag_linear(True, 3), text=False),
+        "ag_embedding dim 1.5": refusal(P, lambda: P.ag_embedding(5, 1.5)),
+        "ag_tape_memory top 1.5": refusal(P, lambda: P.ag_tape_memory(top=1.5, quiet=True)),
+        "ag_save_model epoch 2.5": refusal(P, lambda: P.ag_save_model(_model(P), path, epoch=2.5)),
+        "ag_save_model epoch True": refusal(
+            P, lambda: P.ag_save_model(_model(P), path, epoch=True), text=False
+        ),
+        "scheduler of a non-optimizer": refusal(
+            P, lambda: P.lr_scheduler_step(np.ones(2), 2), text=False
+        ),
+    }

@@ -125,6 +125,31 @@ test_that("dead handles (serialize, saveRDS) are R errors", {
   expect_error(.Call(pyggmlr:::R_pg_optim_step, t$.ptr, NULL), "pg_optim")
 })
 
+test_that("compiled steps and random streams are handles as others: classed errors (issue 29)", {
+  x <- ag_tensor(matrix(1, 2, 2))
+  step <- ag_compile(function(x) ag_sum(ag_mul(x, x)), x, build = "forward")
+  dead <- unserialize(serialize(step, NULL))
+  e <- tryCatch(dead(x), error = function(e) e)
+  expect_s3_class(e, "pyggmlr_state_error")
+  expect_match(conditionMessage(e), "compiled step: the graph is gone", fixed = TRUE)
+  expect_equal(as.matrix(step(x)$data), matrix(4))  # the original still runs
+  s <- pyggmlr:::.rng_stream(1L)
+  sd <- unserialize(serialize(s, NULL))
+  e <- tryCatch(.Call(pyggmlr:::R_pg_rng_get_state, sd), error = function(e) e)
+  expect_s3_class(e, "pyggmlr_state_error")
+  expect_match(conditionMessage(e), "random stream handle is dead", fixed = TRUE)
+  e <- tryCatch(.Call(pyggmlr:::R_pg_rng_get_state, x$.ptr), error = function(e) e)
+  expect_s3_class(e, "pyggmlr_argument_error")
+  expect_match(conditionMessage(e), "expected a pg_rng handle (random stream)", fixed = TRUE)
+  e <- tryCatch(.Call(pyggmlr:::R_pg_graph_ops, s), error = function(e) e)
+  expect_s3_class(e, "pyggmlr_argument_error")
+  expect_match(conditionMessage(e), "pg_graph", fixed = TRUE)
+  # a handle of another kind is not read as a tensor's dtype by an op
+  e <- tryCatch(ag_add(s, 1), error = function(e) e)
+  expect_s3_class(e, "pyggmlr_error")
+  expect_match(conditionMessage(e), "ag_add", fixed = TRUE)
+})
+
 test_that("bad shapes and dtypes are R errors with the op's name", {
   a <- ag_tensor(matrix(1, 2, 3))
   expect_error(ag_matmul(a, a), "ag_matmul")

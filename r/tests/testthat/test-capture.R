@@ -55,7 +55,7 @@ test_that("ag_capture_step equals the plain Adam step; clipping; fixed shapes; e
   expect_identical(ag_capture_set(cs, 5), cs)
   expect_error(ag_capture_set(step, 1),
                paste0("ag_capture_set: this step was created without max_grad_norm; create it ",
-                      "with one to clip"), fixed = TRUE)
+                      "with one to clip"), fixed = TRUE, class = "pyggmlr_state_error")
   expect_error(ag_capture_set(identity, 1), "ag_capture_set: not a function from ag_capture_step()",
                fixed = TRUE)
   expect_error(ag_capture_set(cs, -1), "max_grad_norm must be one positive finite number",

@@ -112,7 +112,7 @@ test_that("dp_train: loss_fn = NULL uses the forward result; data as tensors; er
                "share a parameter")
   expect_error(dp_train(make, list(), verbose = FALSE), "data is empty")
   expect_error(dp_train(make, xs, n_replicas = 0, verbose = FALSE),
-               "n_replicas must be an integer >= 1")
+               "n_replicas must be an integer in \\[1, 1024\\], got 0")
   k <- 0
   grow <- function() { k <<- k + 1; ag_linear(2, k) }
   expect_error(dp_train(grow, xs, n_replicas = 2, verbose = FALSE), "same architecture|dp_train")

@@ -43,9 +43,45 @@ test_that("unloading the DLL with tensors alive and the GEMM pool running does n
   expect_true(any(grepl("^result 0 0 1 2", out)))
 })
 
-test_that("ag_set_threads needs one whole number", {
-  expect_error(ag_set_threads(NA), "one whole number")
-  expect_error(ag_set_threads(1.5), "one whole number")
-  expect_error(ag_set_threads("2"), "one whole number")
-  expect_error(ag_set_threads(-1), ">= 1")
+test_that("ag_set_threads needs one whole number (the one integer rule, issue 29)", {
+  rule <- "ag_set_threads(): n must be an integer in [1, 1024], got "
+  expect_error(ag_set_threads(NA_real_), paste0(rule, "NA"), fixed = TRUE,
+               class = "pyggmlr_value_error")
+  expect_error(ag_set_threads(NA), paste0(rule, "NA"), fixed = TRUE,  # a logical: the wrong kind
+               class = "pyggmlr_argument_error")
+  expect_error(ag_set_threads(1.5), paste0(rule, "1.5"), fixed = TRUE,
+               class = "pyggmlr_value_error")
+  expect_error(ag_set_threads("2"), paste0(rule, "\"2\""), fixed = TRUE,
+               class = "pyggmlr_argument_error")
+  expect_error(ag_set_threads(TRUE), rule, fixed = TRUE, class = "pyggmlr_argument_error")
+  expect_error(ag_set_threads(-1), paste0(rule, "-1"), fixed = TRUE, class = "pyggmlr_value_error")
+  n0 <- ag_get_threads()
+  expect_identical(ag_set_threads(2), 2L)  # a double with a whole value is an integer
+  ag_set_threads(n0)
+})
+
+test_that("one integer rule (.arg_int), as Python's check_int: texts and classes (issue 29)", {
+  ai <- pyggmlr:::.arg_int
+  expect_identical(ai(3, "f", "n", 1L), 3L)  # any numeric type with a whole value
+  expect_identical(ai(4L, "f", "n", 0L), 4L)
+  expect_identical(ai(1e11, "f", "n", 0, 1e12), 1e11)  # past R's integers: a double
+  expect_error(ai(0, "ag_fit", "nepoch", 1L), "^ag_fit: nepoch must be an integer >= 1, got 0$",
+               class = "pyggmlr_value_error")
+  expect_error(ai(1.5, "fn", "top", 0L), "^fn: top must be an integer >= 0, got 1.5$",
+               class = "pyggmlr_value_error")
+  expect_error(ai("a", "ag_linear", "in_features", 1L),
+               "^ag_linear: in_features must be an integer >= 1, got \"a\"$",
+               class = "pyggmlr_argument_error")
+  expect_error(ai(TRUE, "f", "n", 1L), "^f: n must be an integer >= 1, got TRUE$",
+               class = "pyggmlr_argument_error")
+  expect_error(ai(5, "f", "n", 0L, 4L), "^f: n must be an integer in \\[0, 4\\], got 5$",
+               class = "pyggmlr_value_error")
+  expect_error(ai(5, "f", "n", NULL, 4L), "^f: n must be an integer in \\[-Inf, 4\\]",
+               class = "pyggmlr_value_error")
+  expect_error(ai(3e9, "f", "n", 1L), "an integer >= 1 and <= 2147483647 \\(R's integer range\\)",
+               class = "pyggmlr_value_error")
+  expect_error(ai(NaN, "f", "n", 0L, rule = "one of the words"),
+               "^f: n must be one of the words, got NaN$", class = "pyggmlr_value_error")
+  for (gone in c(".check_count", ".PG_MAX_THREADS"))
+    expect_false(exists(gone, asNamespace("pyggmlr")))
 })

@@ -219,3 +219,56 @@ test_that("an operand that is not numeric is named by the op it was given to", {
   .expect_refused(ag_multihead_attention(4, 2)$forward("a"), "pyggmlr_dtype_error",
                   "ag_multihead_attention")
 })
+
+test_that("refusals that were plain stop()s are classed as Python's and name the function (29)", {
+  x <- ag_tensor(matrix(1, 2, 2))
+  .expect_refused(-(!x), "pyggmlr_argument_error", "ag_tensor", "unary '!'")
+  .expect_refused(2 ^ x, "pyggmlr_argument_error", "ag_tensor", "'^' needs a tensor base")
+  .expect_refused(x %% 2, "pyggmlr_argument_error", "ag_tensor", "'%%' is not defined")
+  .expect_refused(cos(x), "pyggmlr_argument_error", "ag_tensor", "cos() has no differentiable")
+  .expect_refused(sum(x, x), "pyggmlr_argument_error", "ag_tensor", "sum() takes one tensor")
+  .expect_refused(ag_compile(function(x) 1, x, build = "forward"), "pyggmlr_argument_error",
+                  "ag_compile()", "fn must return an ag_tensor, got numeric")
+  .expect_refused(with_grad_tape(ag_checkpoint(function(x) 1, x)), "pyggmlr_argument_error",
+                  "ag_checkpoint()", "fn must return an ag_tensor, got numeric")
+  .expect_refused(ag_gradcheck(function(i) 1, list(W = .w()), quiet = TRUE),
+                  "pyggmlr_argument_error", "ag_gradcheck()", "1x1 ag_tensor, got numeric")
+  mk <- function() ag_linear(2, 1)
+  xs <- list(matrix(1, 2, 1))
+  .expect_refused(dp_train(function() 3, xs, n_iter = 1, verbose = FALSE),
+                  "pyggmlr_argument_error", "dp_train", "make_model() must return a model")
+  .expect_refused(dp_train(mk, xs, n_iter = 1, verbose = FALSE, loss_fn = function(o, s) 1),
+                  "pyggmlr_argument_error", "dp_train", "the loss must be an ag_tensor, got")
+  shared <- mk()
+  .expect_refused(dp_train(function() shared, xs, n_replicas = 2, verbose = FALSE),
+                  "pyggmlr_value_error", "dp_train", "share a parameter")
+  .expect_refused(dp_train(function() list(forward = identity, parameters = function() list()),
+                           xs, verbose = FALSE), "pyggmlr_value_error", "dp_train",
+                  "no parameters")
+  opt <- optimizer_sgd(list(.w()))
+  .expect_refused(opt$load_state(list(format = "x")), "pyggmlr_value_error",
+                  "optimizer load_state()")
+  W <- .w()
+  with_grad_tape(l <- ag_sum(ag_log(ag_scale(W, 0))))
+  g <- backward(l)
+  .expect_refused(suppressWarnings(check_grad_anomaly(list(W = W), g, action = "stop")),
+                  "pyggmlr_value_error", "gradient anomaly detected")
+  seq_custom <- ag_sequential(list(forward = identity, parameters = function() list()))
+  .expect_refused(seq_custom$to_config(), "pyggmlr_value_error", "ag_sequential to_config")
+  .expect_refused(ag_load_model(file.path(tempdir(), "no-such-model.safetensors")),
+                  "pyggmlr_io_error", "ag_load_model()", "No such file or directory")
+  .expect_refused(ag_load_model(tempdir()), "pyggmlr_io_error", "ag_load_model()",
+                  "is a directory")
+  m <- .m()
+  m2 <- list(parameters = m$parameters, buffers = m$buffers,
+             to_config = function() list(type = "linear", f = function() 1))
+  .expect_refused(ag_save_model(m2, tempfile(fileext = ".st")), "pyggmlr_argument_error",
+                  "ag_save_model()", "architecture config must be JSON-serialisable")
+  .expect_refused(ag_save_model(m, tempfile(fileext = ".st"), extra = list(f = sum)),
+                  "pyggmlr_argument_error", "ag_save_model()", "extra must be JSON-serialisable")
+  e <- tryCatch(lr_scheduler_step(optimizer_sgd(list(.w())), 2, gamma = TRUE),
+                error = function(e) e)
+  expect_s3_class(e, "pyggmlr_value_error")  # ggmlR's text, the constructor's call
+  expect_match(conditionMessage(e), "gamma must be a single number, got TRUE", fixed = TRUE)
+  expect_identical(as.character(conditionCall(e)[[1L]]), "lr_scheduler_step")
+})

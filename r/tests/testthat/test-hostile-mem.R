@@ -125,11 +125,12 @@ test_that(paste0("ag_load_model and ag_model_info refuse integers, booleans, FIF
 
 test_that("unbounded requests are refused up front naming the bound", {
   expect_error(ag_set_threads(1e6),
-               "ag_set_threads\\(\\): n must be a whole number >= 1 and <= 1024, got 1000000",
+               "ag_set_threads\\(\\): n must be an integer in \\[1, 1024\\], got 1e\\+06",
                class = "pyggmlr_value_error")
-  expect_error(ag_set_threads(1e10), "<= 1024")
+  expect_error(ag_set_threads(1e10), "in [1, 1024]", fixed = TRUE)
   expect_error(dp_train(function() ag_linear(1, 1), list(matrix(1)), n_replicas = 1e9),
-               "dp_train: n_replicas must be a whole number >= 1 and <= 1024")
+               "dp_train: n_replicas must be an integer in [1, 1024], got 1e+09", fixed = TRUE,
+               class = "pyggmlr_value_error")
   expect_error(dp_train(function() ag_linear(1, 1), list(matrix(1)), n_gpu = 1e10), "n_gpu")
   prev <- ag_set_threads(1L)
   ag_set_threads(prev)

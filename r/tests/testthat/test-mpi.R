@@ -30,9 +30,9 @@ test_that(paste0("one MPI rank: ag_fit(distributed = TRUE) equals the plain run,
     "cat('rank:', ag_mpi_rank(), 'world:', ag_mpi_world_size(), '\\n')",
     "m <- ag_linear(2, 3); cat('spread:', ag_parameters_spread(m), '\\n')",
     "e <- tryCatch(ag_allreduce_gradients(m, weight = -1), error = function(e) e)",
-    "cat('class:', inherits(e, 'pyggmlr_distributed_error'), conditionMessage(e), '\\n')",
+    "cat('class:', inherits(e, 'pyggmlr_value_error'), conditionMessage(e), '\\n')",
     "e2 <- tryCatch(ag_broadcast_parameters(m, root = 5), error = function(e) e)",
-    "cat('root:', inherits(e2, 'pyggmlr_distributed_error'), conditionMessage(e2), '\\n')",
+    "cat('root:', inherits(e2, 'pyggmlr_value_error'), conditionMessage(e2), '\\n')",
     "invisible(Rmpi::mpi.finalize())"))
   out <- paste(out, collapse = "\n")
   expect_match(out, "same: TRUE", fixed = TRUE)
@@ -40,6 +40,6 @@ test_that(paste0("one MPI rank: ag_fit(distributed = TRUE) equals the plain run,
   expect_match(out, "spread: 0", fixed = TRUE)
   expect_match(out, "class: TRUE ag_allreduce_gradients: weight must be finite and >= 0, got -1",
                fixed = TRUE)
-  expect_match(out, "root: TRUE ag_broadcast_parameters: root must be a rank in [0, 1), got 5",
+  expect_match(out, "root: TRUE ag_broadcast_parameters: root must be an integer in [0, 0], got 5",
                fixed = TRUE)
 })

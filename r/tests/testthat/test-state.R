@@ -332,7 +332,7 @@ test_that("dp_train(n_gpu =) runs that many CPU replicas, the same as n_replicas
   expect_false(identical(a$loss_history, one$loss_history))
   expect_identical(run(n_gpu = 2L, n_replicas = 2L)$loss_history, a$loss_history)
   expect_error(run(n_gpu = 2L, n_replicas = 3L), "n_gpu (2) and n_replicas (3)", fixed = TRUE)
-  expect_error(run(n_gpu = 0L), "n_gpu must be an integer >= 1", fixed = TRUE)
+  expect_error(run(n_gpu = 0L), "n_gpu must be an integer in [1, 1024], got 0", fixed = TRUE)
 })
 
 test_that("ggmlR's ::: internals and ggml_version()", {
