@@ -7,6 +7,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from .errors import PyggmlrValueError
+
 __all__ = ["History"]
 
 
@@ -96,6 +98,8 @@ class History:
     def plot(self, path=None, show=False):
         """Loss curves (train and validation; accuracy on a second panel when available) with
         matplotlib. Saves to path when given; returns the figure."""
+        if not self.epoch:  # as R's plot.ag_history
+            raise PyggmlrValueError("History.plot: no epochs to plot")
         try:
             import matplotlib.pyplot as plt
         except ImportError:

@@ -59,7 +59,7 @@ print.ag_history <- function(x, ...) {
 
 plot.ag_history <- function(x, y, ...) {
   ep <- x$epoch
-  if (!length(ep)) stop("plot.ag_history: no epochs to plot", call. = FALSE)
+  if (!length(ep)) .pg_stop("value", "plot.ag_history: no epochs to plot")
   has_acc <- any(!is.nan(x$accuracy))
   has_val <- any(!is.nan(x$val_loss))
   op <- graphics::par(mfrow = c(1L, if (has_acc) 2L else 1L))

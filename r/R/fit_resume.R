@@ -9,10 +9,7 @@ ag_model_checkpoint <- function(path, every = 1L, save_best_only = FALSE, monito
   fn <- "ag_model_checkpoint"
   if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
     .arg_stop("ag_model_checkpoint: path must be a single file name")
-  if (!is.numeric(every) || length(every) != 1L || is.na(every) || every != floor(every) ||
-      every < 1)
-    .arg_stop(sprintf("ag_model_checkpoint: every must be an integer >= 1, got %s",
-                      paste(format(every), collapse = " ")), kind = "value")
+  every <- .arg_int(every, fn, "every", 1L)
   save_best_only <- .arg_flag(save_best_only, fn, "save_best_only")
   .ckpt_path_check(path)
   e <- new.env(parent = emptyenv())
@@ -57,15 +54,15 @@ ag_model_checkpoint <- function(path, every = 1L, save_best_only = FALSE, monito
 .ckpt_path_check <- function(path) {
   first <- gsub("{epoch}", "1", path, fixed = TRUE)
   if (grepl("[{}]", gsub("{{", "", gsub("}}", "", first, fixed = TRUE), fixed = TRUE)))
-    stop(sprintf("ag_model_checkpoint: path '%s' has a placeholder other than {epoch}", path),
-         call. = FALSE)
+    .pg_stop("value", sprintf("ag_model_checkpoint: path '%s' has a placeholder other than {epoch}",
+                              path))
   d <- dirname(path.expand(first))
   if (!dir.exists(d))
-    stop(sprintf("ag_model_checkpoint: directory '%s' of path '%s' does not exist", d, path),
-         call. = FALSE)
+    .pg_stop("value", sprintf("ag_model_checkpoint: directory '%s' of path '%s' does not exist", d,
+                              path))
   if (file.access(d, 2L) != 0L || file.access(d, 1L) != 0L)
-    stop(sprintf("ag_model_checkpoint: directory '%s' of path '%s' is not writable", d, path),
-         call. = FALSE)
+    .pg_stop("value", sprintf("ag_model_checkpoint: directory '%s' of path '%s' is not writable", d,
+                              path))
   invisible(path)
 }
 

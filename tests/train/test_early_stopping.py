@@ -173,3 +173,8 @@ def test_history_columns_are_the_cores_log_names():
     from pyggmlr.fit_history import _KEYS
 
     assert _KEYS == ("epoch", *_LOG_NAMES)
+
+
+def test_plotting_an_empty_history_is_refused():
+    with pytest.raises(pg.PyggmlrValueError, match="History.plot: no epochs to plot"):
+        pg.History().plot()

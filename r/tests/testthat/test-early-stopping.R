@@ -133,3 +133,17 @@ test_that("ag_model_checkpoint(save_best_only = TRUE) saves the improving epochs
                                                            monitor = "val_loss"))),
                "only with validation data", class = "pyggmlr_value_error")
 })
+
+test_that("ag_model_checkpoint's path and every refusals and an empty plot are classed", {
+  expect_error(ag_model_checkpoint(file.path(tempdir(), "a{x}.safetensors")),
+               "has a placeholder other than {epoch}", fixed = TRUE, class = "pyggmlr_value_error")
+  expect_error(ag_model_checkpoint(file.path(tempdir(), "no", "such", "a.safetensors")),
+               "does not exist", class = "pyggmlr_value_error")
+  expect_error(ag_model_checkpoint("a.safetensors", every = 0), "every must be an integer >= 1",
+               class = "pyggmlr_value_error")
+  expect_error(ag_model_checkpoint("a.safetensors", every = "a"), "every must be an integer",
+               class = "pyggmlr_argument_error")
+  h <- ag_fit(ag_linear(4, 3), iris_x(), iris$Species, nepoch = 1L, silent = TRUE)
+  h$epoch <- integer(0)
+  expect_error(plot(h), "plot.ag_history: no epochs to plot", class = "pyggmlr_value_error")
+})
