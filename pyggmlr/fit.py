@@ -19,6 +19,7 @@ from .errors import NonFiniteLossWarning, PyggmlrValueError, ShapeError
 from .fit_args import check_args, make_callbacks, validate
 from .fit_callbacks import Callback, ag_early_stopping, ag_model_checkpoint  # noqa: F401  (re-exported)
 from .fit_history import History  # noqa: F401  (re-exported)
+from .fit_plan import check_loss
 from .fit_util import (  # noqa: F401
     _EXTRA_LOSSES,
     _LOSSES,
@@ -374,8 +375,6 @@ def ag_fit(
 def _host_step(plan, lv, out, opt, sync, width):
     """plan.train_step's work with the gradients in the host: averaged over MPI ranks first, or
     stepped by an optimizer whose step() is the user's."""
-    from .fit_plan import check_loss
-
     check_loss(lv)
     grads = backward(lv)
     if sync is not None:
