@@ -10,6 +10,8 @@ from pyggmlr import r
 if not r.available():
     pytest.skip(f"R bridge unavailable: {r.unavailable_reason()}", allow_module_level=True)
 
+pytestmark = pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
+
 import pyggmlr as pg  # noqa: E402
 
 _R_CLASS = {pg.PyggmlrValueError: "pyggmlr_value_error", pg.ArgumentError: "pyggmlr_argument_error"}
