@@ -15,6 +15,8 @@ import time
 import warnings
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
+import numpy as np
+
 from .errors import NonFiniteLossWarning, PyggmlrValueError, ShapeError
 from .fit_args import check_args, make_callbacks, validate
 from .fit_callbacks import Callback, ag_early_stopping, ag_model_checkpoint  # noqa: F401  (re-exported)
@@ -148,6 +150,10 @@ def ag_fit(
     from .fit_plan import FitPlan
 
     progress, silent = verbosity(verbose, progress, silent)
+    if not _is_flag(distributed):  # R's texts (a truthy "a" must not start MPI)
+        raise PyggmlrValueError("ag_fit: distributed must be True or False")
+    if static is not None and not _is_flag(static):
+        raise PyggmlrValueError("ag_fit: static must be True, False or None")
     data = FitData(x, y, validation_data, batch_size, shuffle, seed, val_split)
     x, y, val_split = data.x, data.y, data.val_split
     batch_size, shuffle, seed = data.batch_size, data.shuffle, data.seed
@@ -385,3 +391,7 @@ def _host_step(plan, lv, out, opt, sync, width):
     plan.record(False, lv.item(), out)
     ag_tape_clear()
     return lv.item()
+
+
+def _is_flag(v):
+    return isinstance(v, (bool, np.bool_))

@@ -43,3 +43,15 @@ def test_a_loss_that_is_not_a_tensor_or_not_1x1():
         pg.ag_fit(_mlp(), x, y, loss=lambda out, yb: 1.0, nepoch=1, silent=True)
     with pytest.raises(pg.ShapeError, match=r"ag_fit: the loss must be a 1x1 tensor, got \[3x"):
         pg.ag_fit(_mlp(), x, y, loss=lambda out, yb: out, nepoch=1, silent=True)
+
+
+@pytest.mark.parametrize("kw, text", [
+    ({"distributed": "a"}, "ag_fit: distributed must be True or False"),
+    ({"static": "a"}, "ag_fit: static must be True, False or None"),
+    ({"static": np.array([True, False])}, "ag_fit: static must be True, False or None"),
+])  # fmt: skip
+def test_static_and_distributed_are_flags(kw, text):
+    """As R's ag_fit: a truthy string must not start MPI or the compiler."""
+    x, y = _iris()
+    with pytest.raises(pg.PyggmlrValueError, match=text):
+        pg.ag_fit(_mlp(), x, y, nepoch=1, silent=True, **kw)
