@@ -31,12 +31,16 @@ _HYPER_ALIASES = {"alpha": "lr", "wd": "weight_decay"}
 # model helpers (work with nn modules and with any object with forward/parameters)
 
 
-def _forward(model, x):
+def _forward(model, x, fn="ag_fit"):
     if hasattr(model, "forward"):
-        return model.forward(x)
-    if callable(model):
-        return model(x)
-    raise ArgumentError(f"ag_fit: model must have forward(x), got {type(model).__name__}")
+        out = model.forward(x)
+    elif callable(model):
+        out = model(x)
+    else:
+        raise ArgumentError(f"{fn}: model must have forward(x), got {type(model).__name__}")
+    if not isinstance(out, Tensor):  # a number would reach the loss as a constant
+        raise ArgumentError(f"{fn}: model forward returned a {type(out).__name__}, not a tensor")
+    return out
 
 
 def _params(model):

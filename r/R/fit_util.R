@@ -96,7 +96,14 @@
   .fit_type_stop("%s: model must have a forward(x) function", fn)
 }
 
-.fit_forward <- function(model, x, fn = "ag_fit") .fit_forward_fn(model, fn)(x)
+.fit_forward <- function(model, x, fn = "ag_fit") .fit_out(.fit_forward_fn(model, fn)(x), fn)
+
+# a number from forward() would reach the loss as a constant (R's losses take numbers)
+.fit_out <- function(out, fn = "ag_fit") {
+  if (!is_ag_tensor(out))
+    .arg_fail("argument", "%s: model forward returned a %s, not a tensor", fn, class(out)[[1L]])
+  out
+}
 
 # x, y as [features, n] double matrices (samples are columns). A data.frame has one row per
 # sample and is transposed; a vector is one row.
