@@ -107,3 +107,12 @@ int pg_checkpoint_update(pg_checkpoint *c, int64_t epoch, const double *logs, in
 int pg_checkpoint_get_state(const pg_checkpoint *c, pg_early_stop_state *out);
 /* resuming: the best of the checkpoint's run, checked as pg_early_stop_set_state */
 int pg_checkpoint_set_state(pg_checkpoint *c, double best, int64_t best_epoch);
+
+/* ag_fit(resume_from = path): the checkpoint's training state checked against this run before
+ * anything is written (fit_resume.c). The file's metadata 'extra' and 'epoch' are read here (the
+ * front end has checked the file as a model file); settings: this run's settings as a JSON
+ * object (n, batch_size, nbatch_logical, val_split, shuffle, loss: each must equal the
+ * checkpoint's). Then the saved seed / split_state (null, or an integer / PG_RNG_STATE_LEN
+ * 32-bit integers), the history (per-epoch arrays of numbers or nulls) and the random stream's
+ * state (one R's default generator takes). PG_STATUS_ERR_VALUE naming ag_fit and the path. */
+int pg_fit_resume_check(const char *path, const char *settings, int64_t settings_len);

@@ -179,3 +179,13 @@ SEXP R_pg_checkpoint_set_state(SEXP h, SEXP best, SEXP best_epoch)
         pg_checkpoint_set_state(r_get(h, R_CHECKPOINT), Rf_asReal(best), count_arg(best_epoch)));
     return R_NilValue;
 }
+
+/* ag_fit(resume_from = path): the checkpoint's training state against this run's settings (a
+ * JSON object text); a classed error naming ag_fit and the path, else NULL */
+SEXP R_pg_fit_resume_check(SEXP path, SEXP settings)
+{
+    const char *p = Rf_translateChar(STRING_ELT(path, 0));
+    const char *s = Rf_translateCharUTF8(STRING_ELT(settings, 0));
+    r_check(pg_fit_resume_check(p, s, (int64_t)strlen(s)));
+    return R_NilValue;
+}

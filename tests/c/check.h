@@ -50,6 +50,7 @@ void test_host(void);
 void test_codec(void);
 void test_codec_plan(void);
 void test_fit_stop(void);
+void test_fit_resume(void);
 void test_checkpoint_policy(void);
 void test_lost(void);
 void test_hostile(void);
