@@ -8,7 +8,8 @@
 #include "pg.h"
 #include "codec_internal.h"
 
-static const char *RESUMED[] = {"n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss"};
+static const char *RESUMED[] = {"n",         "batch_size", "nbatch_logical",
+                                "val_split", "shuffle",    "loss"};
 
 /* a value's text for messages: the JSON source, "null" when absent */
 static void show(const pj_doc *d, int64_t node, char *out, size_t cap)
@@ -24,8 +25,8 @@ static int same(const pj_doc *a, int64_t i, const pj_doc *b, int64_t j)
     if (ta == PJ_NUM) return pj_number(a, &a->nodes[i]) == pj_number(b, &b->nodes[j]);
     if (ta == PJ_STR)
         return a->nodes[i].len == b->nodes[j].len &&
-               memcmp(a->pool + a->nodes[i].str, b->pool + b->nodes[j].str,
-                      (size_t)a->nodes[i].len) == 0;
+            memcmp(a->pool + a->nodes[i].str, b->pool + b->nodes[j].str, (size_t)a->nodes[i].len) ==
+            0;
     return ta != PJ_ARR && ta != PJ_OBJ; /* null, true, false */
 }
 
@@ -33,7 +34,7 @@ static int is_int32(const pj_doc *d, int64_t node)
 {
     const pj_node *x = &d->nodes[node];
     return x->type == PJ_NUM && x->is_int && !x->big && x->ival >= INT32_MIN &&
-           x->ival <= INT32_MAX;
+        x->ival <= INT32_MAX;
 }
 
 /* n == PG_RNG_STATE_LEN 32-bit integers, copied to out (when not NULL) */
@@ -83,8 +84,8 @@ static int check(const char *path, const pj_doc *x, int64_t epoch, const pj_doc 
             show(x, was, a, sizeof a);
             show(s, now, b, sizeof b);
             return pg_fail(PG_STATUS_ERR_VALUE,
-                           "ag_fit: cannot resume: %s was %s in the checkpoint, now %s",
-                           RESUMED[i], a, b);
+                           "ag_fit: cannot resume: %s was %s in the checkpoint, now %s", RESUMED[i],
+                           a, b);
         }
     }
     int64_t seed = pj_get(x, st, "seed"), split = pj_get(x, st, "split_state");
@@ -96,7 +97,7 @@ static int check(const char *path, const pj_doc *x, int64_t epoch, const pj_doc 
                        path, PG_RNG_STATE_LEN);
     int32_t state[PG_RNG_STATE_LEN];
     int ok = history_ok(x, pj_get(x, fit, "history")) &&
-             int32_array(x, pj_get(x, fit, "rng_state"), state);
+        int32_array(x, pj_get(x, fit, "rng_state"), state);
     if (ok) { /* the generator's own rule, on a throwaway stream */
         pg_rng *r = pg_rng_new_seeded(0);
         if (!r) return pg_last_status();

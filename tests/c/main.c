@@ -41,6 +41,7 @@ int main(void)
     run("codec plan", test_codec_plan);
     run("early stopping", test_fit_stop);
     run("resume checks", test_fit_resume);
+    run("history table", test_fit_history);
     run("checkpoint policy", test_checkpoint_policy);
     run("lost", test_lost);
     run("hostile", test_hostile);

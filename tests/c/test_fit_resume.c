@@ -1,4 +1,5 @@
 /* pg_fit_resume_check (native/fit_resume.c): a checkpoint's training state against a run. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +58,8 @@ void test_fit_resume(void)
     /* each setting must match: the JSON values in the message */
     CHECK_ERR(resume("{\"n\": 8, \"batch_size\": 2, \"nbatch_logical\": 1, \"val_split\": 0.2, "
                      "\"shuffle\": true, \"loss\": \"mse\"}") != 0,
-              PG_STATUS_ERR_VALUE, "ag_fit: cannot resume: batch_size was 4 in the checkpoint, now 2");
+              PG_STATUS_ERR_VALUE,
+              "ag_fit: cannot resume: batch_size was 4 in the checkpoint, now 2");
     CHECK_ERR(resume("{\"n\": 8, \"batch_size\": 4, \"nbatch_logical\": 1, \"val_split\": 0.2, "
                      "\"shuffle\": true, \"loss\": \"ce\"}") != 0,
               PG_STATUS_ERR_VALUE, "loss was \"mse\" in the checkpoint, now \"ce\"");
@@ -78,8 +80,9 @@ void test_fit_resume(void)
     write_ckpt("2", "{\"fit\": {\"settings\": 3}}");
     CHECK_ERR(resume(run) != 0, PG_STATUS_ERR_VALUE, "(no training state)");
 
-    const char *bad_seed = "{\"n\": 8, \"batch_size\": 4, \"nbatch_logical\": 1, \"val_split\": 0.2, "
-                           "\"shuffle\": true, \"loss\": \"mse\", \"seed\": 2.5}";
+    const char *bad_seed =
+        "{\"n\": 8, \"batch_size\": 4, \"nbatch_logical\": 1, \"val_split\": 0.2, "
+        "\"shuffle\": true, \"loss\": \"mse\", \"seed\": 2.5}";
     write_ckpt("2", extra(bad_seed, hist, rng));
     CHECK_ERR(resume(run) != 0, PG_STATUS_ERR_VALUE, "holds an unusable random-stream state");
     const char *bad_split = "{\"n\": 8, \"batch_size\": 4, \"nbatch_logical\": 1, "
@@ -102,4 +105,34 @@ void test_fit_resume(void)
               PG_STATUS_ERR_IO, "");
     CHECK_ERR(pg_fit_resume_check(NULL, run, 1) != 0, PG_STATUS_ERR_ARG, "NULL argument");
     unlink(path);
+}
+
+/* pg_fit_history_format (native/fit_history.c): the table both front ends print */
+void test_fit_history(void)
+{
+    int64_t ep[2] = {1, 2};
+    double logs[2 * PG_FIT_LOG_COUNT];
+    for (int i = 0; i < 2 * PG_FIT_LOG_COUNT; i++) logs[i] = NAN;
+    logs[PG_FIT_LOG_LOSS * 2] = 0.5, logs[PG_FIT_LOG_LOSS * 2 + 1] = 0.25;
+    logs[PG_FIT_LOG_LOSS_UNC * 2] = 0.125;
+    logs[PG_FIT_LOG_TIME_TRAIN * 2] = 1, logs[PG_FIT_LOG_TIME_TRAIN * 2 + 1] = 2;
+    logs[PG_FIT_LOG_TIME_VAL * 2] = 0.5, logs[PG_FIT_LOG_TIME_VAL * 2 + 1] = 0;
+    char buf[512];
+    int64_t n = pg_fit_history_format("H", ep, logs, 2, 2, 1, " +- ", buf, sizeof buf);
+    const char *want = "<H: 2 epochs, stopped at epoch 2>\n"
+                       "epoch                  loss     time\n"
+                       "    1    0.50000 +- 0.12500    1.50s\n"
+                       "    2    0.25000               2.00s\n"
+                       "best epoch: 1";
+    CHECK(n == (int64_t)strlen(want) && !strcmp(buf, want));
+    /* a short buffer: truncated, NUL-terminated, the full length returned */
+    char small[8];
+    CHECK(pg_fit_history_format("H", ep, logs, 2, 2, 1, " +- ", small, sizeof small) == n);
+    CHECK(!strcmp(small, "<H: 2 e"));
+    CHECK(pg_fit_history_format(NULL, ep, logs, 2, 0, 0, " +- ", buf, sizeof buf) > 0);
+    CHECK(!strncmp(buf, "epoch ", 6) && !strstr(buf, "best"));
+    CHECK(pg_fit_history_format("H", NULL, NULL, 0, 0, 0, "", buf, sizeof buf) == 14);
+    CHECK(!strcmp(buf, "<H: no epochs>"));
+    CHECK_ERR(pg_fit_history_format("H", NULL, logs, 2, 0, 0, "", buf, 8) < 0, PG_STATUS_ERR_ARG,
+              "pg_fit_history_format");
 }
