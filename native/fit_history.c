@@ -56,14 +56,14 @@ static int any(const double *v, int64_t n)
     return 0;
 }
 
-int64_t pg_fit_history_format(const char *name, const int64_t *epoch, const double *logs,
-                              int64_t n, int64_t stopped_epoch, int64_t best_epoch,
-                              const char *pm, char *out, int64_t cap)
+int64_t pg_fit_history_format(const char *name, const int64_t *epoch, const double *logs, int64_t n,
+                              int64_t stopped_epoch, int64_t best_epoch, const char *pm, char *out,
+                              int64_t cap)
 {
     if (n < 0 || (n > 0 && (!epoch || !logs)) || !pm || cap < 0 || (cap > 0 && !out))
         return -pg_fail(PG_STATUS_ERR_ARG, "pg_fit_history_format(): bad arguments");
     sbuf b = {out, cap, 0};
-#define COL(k) (logs + (int64_t)(k) * n)
+#define COL(k) (logs + (int64_t)(k)*n)
     if (name) {
         if (n == 0) put(&b, "<%s: no epochs>", name);
         else put(&b, "<%s: %lld epoch%s", name, (long long)n, n == 1 ? "" : "s");

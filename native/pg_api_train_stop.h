@@ -128,3 +128,21 @@ int pg_fit_resume_check(const char *path, const char *settings, int64_t settings
 int64_t pg_fit_history_format(const char *name, const int64_t *epoch, const double *logs, int64_t n,
                               int64_t stopped_epoch, int64_t best_epoch, const char *pm, char *out,
                               int64_t cap);
+
+/* ag_fit's built-in losses by name (fit_loss.c): ggml-opt's four, then the ones beyond it. */
+enum pg_fit_loss {
+    PG_FIT_LOSS_CROSS_ENTROPY = 0, /* softmax + cross-entropy, any target form */
+    PG_FIT_LOSS_MSE = 1,
+    PG_FIT_LOSS_MEAN = 2, /* the output's mean (no targets) */
+    PG_FIT_LOSS_SUM = 3,  /* the output's sum (no targets) */
+    PG_FIT_LOSS_BINARY_CROSS_ENTROPY = 4,
+    PG_FIT_LOSS_BCE_WITH_LOGITS = 5,
+    PG_FIT_LOSS_HUBER = 6, /* delta 1 */
+    PG_FIT_LOSS_MAE = 7,
+    PG_FIT_LOSS_COUNT
+};
+const char *pg_fit_loss_name(int loss); /* "cross_entropy", ...; NULL out of range */
+/* name to code; an unknown name is PG_STATUS_ERR_VALUE naming ag_fit and every accepted name */
+int pg_fit_loss_parse(const char *name, int *loss);
+/* the loss of out against y (NULL for mean / sum), on the tape like the op it calls */
+pg_tensor *pg_fit_loss(int loss, pg_tensor *out, pg_tensor *y);

@@ -54,10 +54,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
 
   X <- .fit_cols(x, "x")
   n <- ncol(X)
-  if (is.null(y) &&
-      L$name %in% c("cross_entropy", "mse",
-                    names(.FIT_EXTRA_LOSSES))) .fit_stop("ag_fit: loss \"%s\" needs targets y",
-                                                         L$name)
+  if (is.null(y) && !L$name %in% c("callable", "mean", "sum"))
+    .fit_stop("ag_fit: loss \"%s\" needs targets y", L$name)
   tg <- .fit_targets(y, L$name, n, X)
   .check_class_ids(tg$ids, model, nrow(X))  # fit_hints.R: 1-based labels
   classify <- L$name == "cross_entropy"

@@ -108,6 +108,8 @@ extern SEXP R_pg_set_index_base(SEXP);
 extern SEXP R_pg_fit_set_shuffle(SEXP, SEXP);
 extern SEXP R_pg_early_stop_new(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_resume_check(SEXP, SEXP);
+extern SEXP R_pg_fit_loss_parse(SEXP);
+extern SEXP R_pg_fit_loss(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_history_format(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_early_stop_info(SEXP);
 extern SEXP R_pg_early_stop_begin(SEXP, SEXP, SEXP);
@@ -260,6 +262,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_set_shuffle", (DL_FUNC)&R_pg_fit_set_shuffle, 2},
     {"R_pg_early_stop_new", (DL_FUNC)&R_pg_early_stop_new, 5},
     {"R_pg_fit_resume_check", (DL_FUNC)&R_pg_fit_resume_check, 2},
+    {"R_pg_fit_loss_parse", (DL_FUNC)&R_pg_fit_loss_parse, 1},
+    {"R_pg_fit_loss", (DL_FUNC)&R_pg_fit_loss, 3},
     {"R_pg_fit_history_format", (DL_FUNC)&R_pg_fit_history_format, 6},
     {"R_pg_early_stop_info", (DL_FUNC)&R_pg_early_stop_info, 1},
     {"R_pg_early_stop_begin", (DL_FUNC)&R_pg_early_stop_begin, 3},

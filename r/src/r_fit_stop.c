@@ -212,3 +212,19 @@ SEXP R_pg_fit_history_format(SEXP name, SEXP epoch, SEXP logs, SEXP stopped, SEX
     pg_fit_history_format(nm, ep, REAL(logs), n, st, be, p, buf, need + 1);
     return Rf_ScalarString(Rf_mkCharCE(buf, CE_UTF8));
 }
+
+/* ag_fit's loss by name: its code in the core's table (an unknown name: the core's error) */
+SEXP R_pg_fit_loss_parse(SEXP name)
+{
+    int code = -1;
+    r_check(pg_fit_loss_parse(Rf_translateCharUTF8(STRING_ELT(name, 0)), &code));
+    return Rf_ScalarInteger(code);
+}
+
+/* the loss `code` of out against y (NULL: none), a new ag_tensor */
+SEXP R_pg_fit_loss(SEXP code, SEXP out, SEXP y)
+{
+    pg_tensor *o = r_get(r_handle(out), R_TENSOR);
+    pg_tensor *t = Rf_isNull(y) ? NULL : r_get(r_handle(y), R_TENSOR);
+    return r_wrap_tensor(pg_fit_loss(Rf_asInteger(code), o, t));
+}

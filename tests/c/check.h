@@ -52,6 +52,7 @@ void test_codec_plan(void);
 void test_fit_stop(void);
 void test_fit_resume(void);
 void test_fit_history(void);
+void test_fit_loss(void);
 void test_checkpoint_policy(void);
 void test_lost(void);
 void test_hostile(void);

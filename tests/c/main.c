@@ -42,6 +42,7 @@ int main(void)
     run("early stopping", test_fit_stop);
     run("resume checks", test_fit_resume);
     run("history table", test_fit_history);
+    run("loss table", test_fit_loss);
     run("checkpoint policy", test_checkpoint_policy);
     run("lost", test_lost);
     run("hostile", test_hostile);

@@ -136,3 +136,26 @@ void test_fit_history(void)
     CHECK_ERR(pg_fit_history_format("H", NULL, logs, 2, 0, 0, "", buf, 8) < 0, PG_STATUS_ERR_ARG,
               "pg_fit_history_format");
 }
+
+/* ag_fit's loss table (native/fit_loss.c) */
+void test_fit_loss(void)
+{
+    int code = -1;
+    CHECK(pg_fit_loss_parse("huber", &code) == 0 && code == PG_FIT_LOSS_HUBER);
+    CHECK(!strcmp(pg_fit_loss_name(PG_FIT_LOSS_BCE_WITH_LOGITS), "bce_with_logits"));
+    CHECK(!pg_fit_loss_name(PG_FIT_LOSS_COUNT) && !pg_fit_loss_name(-1));
+    CHECK_ERR(pg_fit_loss_parse("hinge", &code) != 0, PG_STATUS_ERR_VALUE,
+              "ag_fit: unknown loss \"hinge\"; use \"cross_entropy\", \"mse\", \"mean\", \"sum\", "
+              "\"binary_cross_entropy\", \"bce_with_logits\", \"huber\", \"mae\" or a "
+              "function(output, y) returning a 1x1 tensor");
+    CHECK_ERR(pg_fit_loss_parse(NULL, &code) != 0, PG_STATUS_ERR_VALUE, "unknown loss (none)");
+    double v[4] = {1, 2, 3, 4}, t[4] = {1, 2, 3, 6};
+    pg_tensor *o = pg_tensor_new(PG_DTYPE_F64, 2, 2, v, PG_DTYPE_F64, 1, 2);
+    pg_tensor *y = pg_tensor_new(PG_DTYPE_F64, 2, 2, t, PG_DTYPE_F64, 1, 2);
+    pg_tensor *l = pg_fit_loss(PG_FIT_LOSS_MSE, o, y), *s = pg_fit_loss(PG_FIT_LOSS_SUM, o, NULL);
+    CHECK(l && ((double *)pg_tensor_data(l))[0] == 1.0); /* (4 - 6)^2 / 4 */
+    CHECK(s && ((double *)pg_tensor_data(s))[0] == 10.0);
+    CHECK_ERR(!pg_fit_loss(PG_FIT_LOSS_MAE, o, NULL), PG_STATUS_ERR_ARG, "needs the output and");
+    CHECK_ERR(!pg_fit_loss(PG_FIT_LOSS_COUNT, o, y), PG_STATUS_ERR_VALUE, "is not in [0, 8)");
+    pg_tensor_release(l), pg_tensor_release(s), pg_tensor_release(o), pg_tensor_release(y);
+}

@@ -91,6 +91,7 @@ def _fit_refusals(P, d, steps):
         ),
         "predict x 3-D": refusal(P, lambda: P.ag_predict(m, np.ones((2, 2, 4))), text=False),
         "accuracy y samples": refusal(P, lambda: P.ag_accuracy(m, _X, np.zeros((1, 3)))),
+        "loss 'hinge'": refusal(P, fit(m, _X, y, loss="hinge")),  # the core's loss table
     }
 
 
