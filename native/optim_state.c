@@ -82,7 +82,7 @@ const char *pg_format_r(char *buf, int64_t n, double x)
         snprintf(sci, sizeof sci, "%.*e", d - 1, x); /* C writes e+XX / e-XX as R does */
         int e = atoi(strchr(sci, 'e') + 1);
         int dec = d - 1 - e > 0 ? d - 1 - e : 0;
-        snprintf(fixed, sizeof fixed, "%.*f", dec, ref);
+        snprintf(fixed, sizeof fixed, "%.*f", dec, x); /* R: all the integer digits */
         snprintf(buf, sz, "%s", strlen(fixed) <= strlen(sci) ? fixed : sci);
     }
     return buf;
