@@ -150,8 +150,6 @@ extern SEXP R_pg_scope(SEXP, SEXP);
 extern SEXP R_pg_scoped(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_optim_step_sum(SEXP, SEXP);
 extern SEXP R_pg_gradmap_build(SEXP, SEXP);
-extern SEXP R_pg_optim_load(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_optim_load_file(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_optim_state_load(SEXP, SEXP, SEXP);
 extern SEXP R_pg_optim_hyper_diff(SEXP, SEXP);
 extern SEXP R_pg_optim_state_parts(SEXP);
@@ -303,8 +301,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_scoped", (DL_FUNC)&R_pg_scoped, 4},
     {"R_pg_optim_step_sum", (DL_FUNC)&R_pg_optim_step_sum, 2},
     {"R_pg_gradmap_build", (DL_FUNC)&R_pg_gradmap_build, 2},
-    {"R_pg_optim_load", (DL_FUNC)&R_pg_optim_load, 4},
-    {"R_pg_optim_load_file", (DL_FUNC)&R_pg_optim_load_file, 5},
     {"R_pg_optim_state_load", (DL_FUNC)&R_pg_optim_state_load, 3},
     {"R_pg_optim_hyper_diff", (DL_FUNC)&R_pg_optim_hyper_diff, 2},
     {"R_pg_optim_state_parts", (DL_FUNC)&R_pg_optim_state_parts, 1},

@@ -91,8 +91,8 @@ SEXP R_pg_codes(void)
         const char *name;
         const r_code *c;
         int n;
-    } g[] = {GROUP(dtype),  GROUP(status), GROUP(optim), GROUP(sched),     GROUP(build),
-             GROUP(dist),   GROUP(act),    GROUP(file),  GROUP(tape),      GROUP(scope),
+    } g[] = {GROUP(dtype),  GROUP(status), GROUP(optim), GROUP(sched),      GROUP(build),
+             GROUP(dist),   GROUP(act),    GROUP(file),  GROUP(tape),       GROUP(scope),
              GROUP(scoped), GROUP(ckpt),   GROUP(limit), GROUP(early_stop), GROUP(state_form)};
     const int n = (int)(sizeof g / sizeof g[0]);
     SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));

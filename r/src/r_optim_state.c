@@ -166,8 +166,8 @@ SEXP R_pg_optim_state_parts(SEXP h)
     SET_VECTOR_ELT(out, 0, rc ? Rf_ScalarString(Rf_mkCharCE(note, CE_UTF8)) : R_NilValue);
     SEXP hy = PROTECT(Rf_allocVector(VECSXP, n)), hn = PROTECT(Rf_allocVector(STRSXP, n));
     for (int k = 0; k < n; k++) {
-        SET_VECTOR_ELT(hy, k,
-                       pg_optim_is_flag(nm[k]) ? Rf_ScalarLogical(val[k] != 0) : Rf_ScalarReal(val[k]));
+        SET_VECTOR_ELT(
+            hy, k, pg_optim_is_flag(nm[k]) ? Rf_ScalarLogical(val[k] != 0) : Rf_ScalarReal(val[k]));
         SET_STRING_ELT(hn, k, Rf_mkChar(nm[k]));
     }
     Rf_setAttrib(hy, R_NamesSymbol, hn);
