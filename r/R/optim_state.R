@@ -7,7 +7,7 @@
   if (!is.null(parts$note)) warning(parts$note, call. = FALSE)
   slots <- lapply(seq_along(parts$slots), function(s) e$.slot(s - 1L))
   names(slots) <- parts$slots
-  list(format = "ggmlR.ag_opt_state", version = 1L, type = e$kind,
+  list(format = parts$format, version = 1L, type = e$kind,
        t = if (e$kind == "adam") e$t else 0L,
        accum_count = e$accum_count, names = names(e$params), slots = slots, hyper = parts$hyper)
 }
@@ -24,8 +24,7 @@
 # the state list as the core's description (pg_optim_state_in); slots: the values in the order
 # of the form (GGMLR slot-major, LEGACY / FILE parameter-major)
 .st_desc <- function(e, state, form, slots, slot_len) {
-  sh <- if (is.list(state)) state[["hyper"]] else NULL
-  if (!is.list(sh) || is.null(names(sh))) sh <- list()
+  sh <- .st_hyper(state)
   list(form = .pg$code$state_form[[form]], is_map = is.list(state),
        format = .st_val(if (is.list(state)) state[["format"]]),
        version = .st_val(if (is.list(state)) state[["version"]]),
@@ -98,7 +97,8 @@
 
 .opt_file_state <- function(e) {
   kind <- e$kind
-  slots <- .Call(R_pg_optim_state_parts, e$.h)$file_slots
+  parts <- .Call(R_pg_optim_state_parts, e$.h)
+  slots <- parts$file_slots
   per <- lapply(seq_along(e$params), function(i) {
     s <- lapply(seq_along(slots), function(k) .Call(R_pg_optim_state, e$.h, i - 1, k - 1L))
     names(s) <- slots
@@ -107,7 +107,7 @@
   names(per) <- names(e$params)
   hp <- lapply(.HYPER[[kind]], function(k) get(k, envir = e))
   names(hp) <- .HYPER[[kind]]
-  list(format = "ggmlR.ag_opt_state", version = 1L, kind = kind, t = e$t,
+  list(format = parts$format, version = 1L, kind = kind, t = e$t,
        accum_count = e$accum_count,
        hyper = hp, params = per)
 }

@@ -151,7 +151,7 @@ static SEXP name_vec(int table, int kind)
 }
 
 /* state()'s parts from the core: list(note = the mid-accumulation warning or NULL, hyper = the
- * hyper-parameters it stores, flags as logicals, slots = its slot names, file_slots) */
+ * hyper-parameters it stores, flags as logicals, slots = its slot names, file_slots, format) */
 SEXP R_pg_optim_state_parts(SEXP h)
 {
     pg_optim *o = r_get(h, R_OPTIM);
@@ -162,7 +162,7 @@ SEXP R_pg_optim_state_parts(SEXP h)
     double val[8];
     int n = pg_optim_state_hyper(o, nm, val, 8);
     if (n < 0) r_fail();
-    SEXP out = PROTECT(Rf_allocVector(VECSXP, 4));
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 5));
     SET_VECTOR_ELT(out, 0, rc ? Rf_ScalarString(Rf_mkCharCE(note, CE_UTF8)) : R_NilValue);
     SEXP hy = PROTECT(Rf_allocVector(VECSXP, n)), hn = PROTECT(Rf_allocVector(STRSXP, n));
     for (int k = 0; k < n; k++) {
@@ -174,9 +174,10 @@ SEXP R_pg_optim_state_parts(SEXP h)
     SET_VECTOR_ELT(out, 1, hy);
     SET_VECTOR_ELT(out, 2, name_vec(PG_OPTIM_NAMES_SLOTS, pg_optim_kind(o)));
     SET_VECTOR_ELT(out, 3, name_vec(PG_OPTIM_NAMES_FILE_SLOTS, pg_optim_kind(o)));
-    SEXP names = PROTECT(Rf_allocVector(STRSXP, 4));
-    const char *fields[] = {"note", "hyper", "slots", "file_slots"};
-    for (int k = 0; k < 4; k++) SET_STRING_ELT(names, k, Rf_mkChar(fields[k]));
+    SET_VECTOR_ELT(out, 4, Rf_mkString(pg_optim_state_format()));
+    SEXP names = PROTECT(Rf_allocVector(STRSXP, 5));
+    const char *fields[] = {"note", "hyper", "slots", "file_slots", "format"};
+    for (int k = 0; k < 5; k++) SET_STRING_ELT(names, k, Rf_mkChar(fields[k]));
     Rf_setAttrib(out, R_NamesSymbol, names);
     UNPROTECT(4);
     return out;
