@@ -182,3 +182,30 @@ SEXP R_pg_optim_state_parts(SEXP h)
     UNPROTECT(4);
     return out;
 }
+
+static SEXP by_kind(int table)
+{
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, PG_OPTIM_KIND_COUNT));
+    SEXP nm = PROTECT(Rf_allocVector(STRSXP, PG_OPTIM_KIND_COUNT));
+    for (int k = 0; k < PG_OPTIM_KIND_COUNT; k++) {
+        SET_VECTOR_ELT(out, k, name_vec(table, k));
+        SET_STRING_ELT(nm, k, Rf_mkChar(pg_optim_kind_name(k)));
+    }
+    Rf_setAttrib(out, R_NamesSymbol, nm);
+    UNPROTECT(2);
+    return out;
+}
+
+/* the model files' tables by kind, list(file_slots = list(sgd, adam), file_hyper = ...), read
+ * into optim.R's .SLOTS / .HYPER at load */
+SEXP R_pg_optim_tables(void)
+{
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 2)), nm = PROTECT(Rf_allocVector(STRSXP, 2));
+    SET_VECTOR_ELT(out, 0, by_kind(PG_OPTIM_NAMES_FILE_SLOTS));
+    SET_VECTOR_ELT(out, 1, by_kind(PG_OPTIM_NAMES_FILE_HYPER));
+    SET_STRING_ELT(nm, 0, Rf_mkChar("file_slots"));
+    SET_STRING_ELT(nm, 1, Rf_mkChar("file_hyper"));
+    Rf_setAttrib(out, R_NamesSymbol, nm);
+    UNPROTECT(2);
+    return out;
+}
