@@ -150,7 +150,7 @@ class _Host:
                 dst.kind, dst.text = lib.PG_HOST_OTHER, self.text("None")
         self.keep.append(vals)
         self.c.hyper_names, self.c.hyper, self.c.n_hyper = self.strings(keys), vals, len(keys)
-        self.sh = sh
+        self.sh, self.keys = sh, keys
 
     def load(self, opt: Any, check_only: bool) -> None:
         _core.check(lib.pg_optim_state_load(opt._o, self.c, int(check_only)))
@@ -162,11 +162,7 @@ class _Host:
         for k in range(d.n):
             nm = ffi.string(d.name[k]).decode()
             dflt = bool(d.default_value[k]) if d.is_flag[k] else d.default_value[k]
-            sv = (
-                self.sh[ffi.string(self.c.hyper_names[d.entry[k]]).decode()]
-                if d.entry[k] >= 0
-                else dflt
-            )
+            sv = self.sh[self.keys[d.entry[k]]] if d.entry[k] >= 0 else dflt
             changed[nm] = {"current": getattr(opt, nm), "state": sv}
         if changed:
             msg = ffi.string(d.message).decode("utf-8", "replace")
