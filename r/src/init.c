@@ -154,8 +154,10 @@ extern SEXP R_pg_scope(SEXP, SEXP);
 extern SEXP R_pg_scoped(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_optim_step_sum(SEXP, SEXP);
 extern SEXP R_pg_gradmap_build(SEXP, SEXP);
-extern SEXP R_pg_optim_load(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_optim_load_file(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_optim_state_load(SEXP, SEXP, SEXP);
+extern SEXP R_pg_optim_hyper_diff(SEXP, SEXP);
+extern SEXP R_pg_optim_state_parts(SEXP);
+extern SEXP R_pg_optim_tables(void);
 extern SEXP R_pg_values_fit(SEXP, SEXP, SEXP);
 extern SEXP R_pg_st_read(SEXP);
 extern SEXP R_pg_st_write(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -308,8 +310,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_scoped", (DL_FUNC)&R_pg_scoped, 4},
     {"R_pg_optim_step_sum", (DL_FUNC)&R_pg_optim_step_sum, 2},
     {"R_pg_gradmap_build", (DL_FUNC)&R_pg_gradmap_build, 2},
-    {"R_pg_optim_load", (DL_FUNC)&R_pg_optim_load, 4},
-    {"R_pg_optim_load_file", (DL_FUNC)&R_pg_optim_load_file, 5},
+    {"R_pg_optim_state_load", (DL_FUNC)&R_pg_optim_state_load, 3},
+    {"R_pg_optim_hyper_diff", (DL_FUNC)&R_pg_optim_hyper_diff, 2},
+    {"R_pg_optim_state_parts", (DL_FUNC)&R_pg_optim_state_parts, 1},
+    {"R_pg_optim_tables", (DL_FUNC)&R_pg_optim_tables, 0},
     {"R_pg_values_fit", (DL_FUNC)&R_pg_values_fit, 3},
     {"R_pg_st_read", (DL_FUNC)&R_pg_st_read, 1},
     {"R_pg_st_write", (DL_FUNC)&R_pg_st_write, 6},

@@ -32,6 +32,7 @@ int main(void)
     run("ops", test_ops);
     run("gemm", test_gemm);
     run("optim", test_optim);
+    run("optim state", test_optim_state);
     run("memory", test_memory);
     run("dist", test_dist);
     run("threads", test_threads);
