@@ -222,7 +222,7 @@ def _edited_checkpoints() -> Dict[str, str]:
     }
 
 
-@_add("errors: ag_fit(resume_from) refusals (the core's checks)")
+@_add("errors: ag_fit(resume_from) refusals")
 def _resume_refusals(P, d, steps):
     files = _edited_checkpoints()
     y = np.array([0.0, 1.0, 2.0, 0.0])
