@@ -6,8 +6,8 @@
 #include "codec_internal.h"
 
 static const char *const NAMES[PG_FIT_LOSS_COUNT] = {
-    "cross_entropy",        "mse", "mean", "sum", "binary_cross_entropy",
-    "bce_with_logits",      "huber", "mae"};
+    "cross_entropy",   "mse",   "mean", "sum", "binary_cross_entropy",
+    "bce_with_logits", "huber", "mae"};
 
 const char *pg_fit_loss_name(int loss)
 {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The C core under AddressSanitizer + LeakSanitizer + UndefinedBehaviorSanitizer, in two steps:
+# The C core under AddressSanitizer + LeakSanitizer + UndefinedBehaviorSanitizer, in two steps
+# (after the C driver's plain build, step 0):
 #
 #  1. The C driver (tests/c: the runner main.c, check.c and one test_<topic>.c a topic: every
 #     op forward/backward with gradient checks, optimizers, gradient maps, tape, layer ops,
@@ -38,6 +39,13 @@ if ! probe; then
     echo "sanitize: SKIPPED: $CC cannot build with $SAN (install libasan8 / libubsan1)"
     exit 0
 fi
+
+# The driver once without sanitizers first: the cases ASan cannot host run here (fork() while
+# another thread allocates can hang inside GCC 12's libasan, whose allocator has no fork handler)
+echo "== sanitize 0/2: C driver, plain build"
+$CC -std=gnu11 -O1 -Wall -Wno-unused-function -Inative native/*.c tests/c/*.c -lm -lpthread \
+    -o "$tmp/driver-plain"
+"$tmp/driver-plain"
 
 echo "== sanitize 1/2: C driver (ASan + LSan + UBSan)"
 $CC -std=gnu11 -g -O1 $SAN -Wall -Wno-unused-function -Inative native/*.c tests/c/*.c \
