@@ -23,7 +23,7 @@ import numpy as np
 
 from ._core import check, ffi, lib
 from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
-from .io_check import check_json, clean, config_match, epoch_value, os_error
+from .io_check import check_json, clean, os_error
 from .tensor import Tensor
 
 __all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: state.py
@@ -87,19 +87,6 @@ def _bad(path, msg):
     return PyggmlrValueError(f"{os.fspath(path)!s}: {msg}")
 
 
-def _json(text, what, path, budget=0):
-    """Parse a metadata JSON text: the core checks it first (strict syntax, limits, no duplicate
-    keys; with budget, the architecture's plausible sizes), then the json module reads it."""
-    raw = text.encode("utf-8", "surrogatepass")
-    if lib.pg_json_check(raw, len(raw), what.encode("utf-8", "replace"), budget) != 0:
-        raise _bad(path, _last_msg())
-    return json.loads(text)
-
-
-def _is_int(v):
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def _path_arg(path, fn):
     """path as str/bytes; an int or bool is refused (open() would take it as a file descriptor:
     ag_load_model(0) read stdin and closed it), as is anything else that is not a path."""
@@ -124,40 +111,96 @@ def _regular_file(path, fn):
         )
 
 
+def _raise(rc, path):
+    """A failed core call on a model file as the language's error: the OSError of its errno,
+    MemoryError, else the status's typed exception with the core's text."""
+    if rc == lib.PG_STATUS_ERR_IO:  # FileNotFoundError, PermissionError, ... with errno and path
+        raise os_error(path)
+    if rc == lib.PG_STATUS_ERR_NOMEM:
+        raise MemoryError(_last_msg())
+    check(rc)
+
+
+def _text(p):
+    return None if p == ffi.NULL else ffi.string(p).decode("utf-8")
+
+
+class _ModelFile:
+    """An open model file (native/modelfile.c's pg_mf): the core checks the framing when it
+    opens and the schema in pg_mf_check_*; this only converts what it hands out."""
+
+    def __init__(self, path, fn):
+        self.path = _path_arg(path, fn)
+        _regular_file(self.path, fn)
+        h = ffi.new("pg_mf **")
+        _raise(lib.pg_mf_open(os.fsencode(self.path), fn.encode(), h), self.path)
+        self.h, self.st = h[0], lib.pg_mf_st(h[0])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        lib.pg_mf_close(self.h)
+
+    def call(self, rc):
+        if rc:
+            _raise(rc, self.path)
+
+    def tensors(self):
+        """name -> 2-D C-ordered numpy array, in file order"""
+        out, f = {}, self.st
+        for i in range(lib.pg_st_count(f)):
+            dt = _DT["F64" if lib.pg_st_dtype(f, i) == lib.PG_ST_DTYPE_F64 else "F32"]
+            a = np.empty((lib.pg_st_rows(f, i), lib.pg_st_cols(f, i)), dtype=dt.newbyteorder("="))
+            if a.nbytes:
+                self.call(lib.pg_st_read(f, i, ffi.from_buffer(a), a.nbytes))
+            out[_text(lib.pg_st_name(f, i))] = a
+        return out
+
+    def meta(self):
+        f = self.st
+        return {
+            _text(lib.pg_st_meta_key(f, i)): _text(lib.pg_st_meta_value(f, i))
+            for i in range(lib.pg_st_meta_count(f))
+        }
+
+    def names(self, which):
+        if not lib.pg_mf_has_names(self.h, which):
+            return None
+        return [
+            _text(lib.pg_mf_name(self.h, which, i))
+            for i in range(lib.pg_mf_name_count(self.h, which))
+        ]
+
+    def json(self, p):
+        text = _text(p)
+        return None if text is None else json.loads(text)  # checked by the core
+
+    def match(self, which, model_d, tensors):
+        """ggmlR's name-set then shape checks (pg_mf_match). Returns [(tensor, array)]."""
+        names = list(model_d)
+        keep = [ffi.new("char[]", k.encode("utf-8", "surrogatepass")) for k in names]
+        shapes = [tuple(t.shape) for t in model_d.values()]
+        self.call(
+            lib.pg_mf_match(
+                self.h,
+                which,
+                len(names),
+                ffi.new("char *[]", keep or [ffi.NULL]),
+                ffi.new("int64_t[]", [s[0] for s in shapes] or [0]),
+                ffi.new("int64_t[]", [s[1] for s in shapes] or [0]),
+                ffi.NULL,
+            )
+        )
+        return [(t, tensors[k]) for k, t in model_d.items()]
+
+
 def _read_safetensors(path, fn="ag_load_model()"):
     """Validate and read a safetensors file (the core checks everything before any tensor is
     read): returns (dict name -> 2-D C-ordered numpy array in file order, metadata dict). A file
     refused on its framing or header names fn too ("ag_load_model(): <path>: header length ...")."""
-    path = _path_arg(path, fn)
-    _regular_file(path, fn)
-    h = ffi.new("pg_st_file **")
-    rc = lib.pg_st_open(os.fsencode(path), h)
-    if rc != 0:
-        if rc == lib.PG_STATUS_ERR_IO:
-            raise os_error(path)
-        msg = _last_msg()
-        if rc == lib.PG_STATUS_ERR_NOMEM:
-            raise MemoryError(f"{fn}: {msg}")
-        raise PyggmlrValueError(f"{fn}: {os.fspath(path)!s}: {msg}")
-    f = h[0]
-    try:
-        out = {}
-        for i in range(lib.pg_st_count(f)):
-            dt = _DT["F64" if lib.pg_st_dtype(f, i) == lib.PG_ST_DTYPE_F64 else "F32"]
-            r, c = lib.pg_st_rows(f, i), lib.pg_st_cols(f, i)
-            a = np.empty((r, c), dtype=dt.newbyteorder("="))
-            if a.nbytes and lib.pg_st_read(f, i, ffi.from_buffer(a), a.nbytes) != 0:
-                raise _bad(path, _last_msg())
-            out[ffi.string(lib.pg_st_name(f, i)).decode("utf-8")] = a
-        meta = {
-            ffi.string(lib.pg_st_meta_key(f, i)).decode("utf-8"): ffi.string(
-                lib.pg_st_meta_value(f, i)
-            ).decode("utf-8")
-            for i in range(lib.pg_st_meta_count(f))
-        }
-    finally:
-        lib.pg_st_close(f)
-    return out, meta
+    with _ModelFile(path, fn) as f:
+        return f.tensors(), f.meta()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,147 +321,66 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
 # ag_save_model / ag_load_model (ggmlR's arguments): pyggmlr/state.py
 
 
-def _meta_json(meta, key, path, kind, budget=0):
-    if key not in meta:
-        return None
-    v = _json(meta[key], f"metadata {key!r}", path, budget)
-    if not isinstance(v, kind):
-        raise _bad(path, f"metadata {key!r} has the wrong type ({type(v).__name__})")
-    return v
-
-
-def _names(meta, key, tensors, path):
-    v = _meta_json(meta, key, path, list)
-    if v is None:
-        return None
-    if not all(isinstance(s, str) for s in v) or len(set(v)) != len(v):
-        raise _bad(path, f"metadata {key!r} must list distinct names")
-    missing = [s for s in v if s not in tensors]
-    if missing:
-        raise _bad(
-            path,
-            f"metadata {key!r} names tensors that are not in the file: {', '.join(missing[:5])}",
-        )
-    return v
-
-
-def _files_dtype(tensors, pnames):
-    dts = {tensors[n].dtype for n in (tensors if pnames is None else pnames)}
-    return "f64" if dts == {np.dtype(np.float64)} else "f32"
-
-
-def _rebuild(meta, tensors, pnames, path, dtype=None, bnames=None):
+def _rebuild(f, dtype):
+    """The model from the file's architecture config (checked and matched against the file's
+    tensors by pg_mf_check_load before this builds anything)."""
     from .tensor import ag_dtype
 
-    # the budget: the most elements one layer may ask for (the product of its integer fields),
-    # from the file's own tensors, so a hostile config cannot make the rebuild allocate gigabytes
-    budget = 16 * sum(int(a.size) for a in tensors.values()) + 65536
-    cfg = _meta_json(meta, "config", path, dict, budget)
-    if cfg is None:
-        raise _bad(
-            path,
-            "the file has no architecture (metadata 'config'); pass model= to load its weights into a model",
-        )
-    # every built-in layer's tensors must be in the file with the config's shapes before any
-    # layer is built (the budget alone let a 900-byte file ask for a 2 GB attention layer)
-    why = config_match(meta["config"], tensors, None if pnames is None else pnames + (bnames or []))
-    if why is not None:
-        raise PyggmlrValueError(f"ag_load_model(): {os.fspath(path)!s}: {why}")
-    prev = ag_dtype(dtype or _files_dtype(tensors, pnames or []))
+    listed = lib.pg_mf_has_names(f.h, lib.PG_MF_LIST_PARAMETERS)
+    prev = ag_dtype(dtype or ("f64" if listed and lib.pg_mf_all_f64(f.h) else "f32"))
     try:
         from .nn import ag_module_from_config
 
-        model = ag_module_from_config(cfg)
+        model = ag_module_from_config(f.json(lib.pg_mf_config(f.h)))
     except Exception as e:  # untrusted content: any failure to build is a bad file
         raise _bad(
-            path, f"cannot rebuild the model from its architecture config: {type(e).__name__}: {e}"
+            f.path,
+            f"cannot rebuild the model from its architecture config: {type(e).__name__}: {e}",
         ) from None
     finally:
         ag_dtype(prev)
     return model
 
 
-def _shape_str(s):
-    return f"{s[0]}x{s[1]}"
-
-
-def _match(kind, model_d, file_names, tensors, path):
-    """ggmlR's checks: the same names, then the same shapes. Returns [(tensor, array)]."""
-    m, f = set(model_d), set(file_names)
-    if m != f:
-        miss = [k for k in model_d if k not in f]
-        extra = [k for k in file_names if k not in m]
-        raise PyggmlrValueError(
-            f"{kind} mismatch between saved state and model. missing in file: {', '.join(miss) or '(none)'}; "
-            f"not in model: {', '.join(extra) or '(none)'}"
-        )
-    out = []
-    for k, t in model_d.items():
-        a = tensors[k]
-        if tuple(t.shape) != a.shape:
-            raise PyggmlrValueError(
-                f"shape mismatch for {kind} '{k}': model {_shape_str(t.shape)} vs file {_shape_str(a.shape)}"
-            )
-        out.append((t, a))
-    return out
-
-
-def _opt_state(meta, tensors, optimizer, params, path):
-    info = _meta_json(meta, "optimizer", path, dict)
-    if info is None:
-        raise _bad(path, "the file has no optimizer state")
-    names, slots = info.get("params"), info.get("slots")
-    if (
-        not isinstance(names, list)
-        or not all(isinstance(s, str) for s in names)
-        or not isinstance(slots, list)
-        or not all(isinstance(s, str) for s in slots)
-    ):
-        raise _bad(path, "optimizer metadata: params and slots must be lists of names")
-    t, ac, hyper, kind = (
-        info.get("t"),
-        info.get("accum_count"),
-        info.get("hyper", {}),
-        info.get("kind"),
-    )
-    if not (_is_int(t) and t >= 0 and _is_int(ac) and ac >= 0):
-        raise _bad(path, "optimizer metadata: t and accum_count must be integers >= 0")
-    if not isinstance(hyper, dict) or not all(
-        v is None or isinstance(v, (int, float)) for v in hyper.values()
-    ):
-        raise _bad(path, "optimizer metadata: hyper must map names to numbers")
+def _opt_state(f, tensors, optimizer, params):
+    """The file's optimizer state for optimizer, in _load_file_state's layout, after the core's
+    checks of the metadata, the kind, the parameter names and the slot shapes."""
     from .optim import _ADAM
 
-    okind = "adam" if optimizer._kind == _ADAM else "sgd"
-    if kind != okind:
-        raise PyggmlrValueError(
-            f"optimizer state mismatch: the file's state is for {kind}, this optimizer is {okind}"
-        )
+    kind = "adam" if optimizer._kind == _ADAM else "sgd"
     mine = _opt_names(optimizer, params)
-    if sorted(mine) != sorted(names):
-        raise PyggmlrValueError(
-            f"optimizer state mismatch: the optimizer's parameters are {', '.join(mine)}; "
-            f"the file has {', '.join(names)}"
+    keep = [ffi.new("char[]", k.encode("utf-8", "surrogatepass")) for k in mine]
+    shapes = [tuple(p.shape) for p in optimizer.params.values()]
+    f.call(
+        lib.pg_mf_opt_check(
+            f.h,
+            kind.encode(),
+            len(mine),
+            ffi.new("char *[]", keep or [ffi.NULL]),
+            ffi.new("int64_t[]", [s[0] for s in shapes] or [0]),
+            ffi.new("int64_t[]", [s[1] for s in shapes] or [0]),
         )
+    )
+    slots = [_text(lib.pg_mf_opt_name(f.h, 2, i)) for i in range(lib.pg_mf_opt_count(f.h, 2))]
+    hyper = {}
+    for i in range(lib.pg_mf_opt_count(f.h, 0)):
+        v, ty = lib.pg_mf_opt_hyper_value(f.h, i), lib.pg_mf_opt_hyper_type(f.h, i)
+        v = int(v) if ty == lib.PG_MF_NUM_INT else bool(v) if ty == lib.PG_MF_NUM_BOOL else v
+        hyper[_text(lib.pg_mf_opt_name(f.h, 0, i))] = v
     per = []
-    for nm, p in zip(mine, optimizer.params.values()):
+    for nm in mine:
         entry = {}
         for s in slots:
             a = tensors.get(f"optimizer.{s}.{nm}")
-            if a is not None and a.shape != tuple(p.shape):
-                raise _bad(
-                    path,
-                    f"optimizer state '{s}' for '{nm}' is {_shape_str(a.shape)}, the parameter is {_shape_str(p.shape)}",
-                )
             entry[s] = None if a is None else np.asfortranarray(a)
         per.append(entry)
     return {
         "format": "ggmlR.ag_opt_state",
         "version": 1,
         "kind": kind,
-        "t": t,
-        "accum_count": ac,
-        "hyper": {k: v for k, v in hyper.items() if v is not None},
+        "t": int(lib.pg_mf_opt_t(f.h)),
+        "accum_count": int(lib.pg_mf_opt_accum_count(f.h)),
+        "hyper": hyper,
         "params": per,
     }
 
@@ -426,75 +388,50 @@ def _opt_state(meta, tensors, optimizer, params, path):
 def _load(
     path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False, builder=None, dtype=None
 ):
+    with _ModelFile(path, "ag_load_model()") as f:
+        opts = ffi.new("pg_mf_load_opts *", lib.pg_mf_load_opts_default())
+        opts.have_model = model is not None or builder is not None
+        opts.need_epoch = bool(need_epoch)
+        opts.rebuild = model is None and builder is None
+        f.call(lib.pg_mf_check_load(f.h, opts))  # format, names, epoch, extra, config
+        tensors, meta = f.tensors(), f.meta()
+        epoch = lib.pg_mf_epoch(f.h)
+        epoch = None if epoch < 0 else int(epoch)
+        extra = f.json(lib.pg_mf_extra(f.h))
+        if model is None and builder is not None:  # in dtype, else the file's (ggmlR: param_dtypes)
+            from .state import _build
+
+            model = _build(builder, dtype or ("f64" if lib.pg_mf_all_f64(f.h) else "f32"))
+            params, bufs = _model_parts(model)
+        elif model is None:
+            model = _rebuild(f, dtype)
+            try:
+                params, bufs = _model_parts(model)
+            except PyggmlrError as e:
+                raise _bad(path, f"the rebuilt model is not usable: {e}") from None
+        else:
+            params, bufs = _model_parts(model)
+        if dtype is not None:
+            from .state import _check_built_dtype
+
+            _check_built_dtype(params, dtype)
+        writes = f.match(lib.PG_MF_LIST_PARAMETERS, params, tensors)
+        writes += f.match(lib.PG_MF_LIST_BUFFERS, bufs, tensors)
+        ostate = None
+        if optimizer is not None:
+            from .optim import Optimizer
+
+            if not isinstance(optimizer, Optimizer):
+                raise ArgumentError(
+                    f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
+                )
+            ostate = _opt_state(f, tensors, optimizer, params)
+            try:
+                optimizer._load_file_state(ostate, check_only=True)
+            except PyggmlrValueError as e:
+                raise _bad(path, str(e)) from None
     import warnings
 
-    tensors, meta = _read_safetensors(path)
-    fmt = meta.get("format")
-    if fmt is not None and fmt != FORMAT:
-        raise _bad(path, f"not a pyggmlr model file (format {fmt!r})")
-    if fmt is not None and meta.get("format_version") != FORMAT_VERSION:
-        raise _bad(
-            path,
-            f"unsupported model file version {meta.get('format_version')!r} (this pyggmlr reads {FORMAT_VERSION})",
-        )
-    if fmt is None and model is None and builder is None:
-        raise _bad(
-            path,
-            "not a pyggmlr model file (no 'format' metadata); pass model= to load its tensors by name",
-        )
-    pnames = _names(meta, "parameters", tensors, path)
-    bnames = _names(meta, "buffers", tensors, path)
-    epoch = meta.get("epoch")
-    if epoch is not None:
-        text, epoch = epoch, epoch_value(epoch)  # ASCII digits only, as R's loader
-        if epoch is None:
-            raise _bad(path, f"metadata 'epoch' is not a non-negative integer: {text[:20]!r}")
-    elif need_epoch:
-        raise _bad(
-            path, "not a training checkpoint (no epoch; write checkpoints with ag_model_checkpoint)"
-        )
-    extra = _meta_json(meta, "extra", path, (dict, list, str, int, float, bool, type(None)))
-    if (
-        model is None and builder is not None
-    ):  # built in dtype, else the file's (ggmlR: param_dtypes)
-        from .state import _build
-
-        model = _build(builder, dtype or _files_dtype(tensors, pnames))
-        params, bufs = _model_parts(model)
-    elif model is None:
-        model = _rebuild(meta, tensors, pnames, path, dtype, bnames)
-        try:
-            params, bufs = _model_parts(model)
-        except PyggmlrError as e:
-            raise _bad(path, f"the rebuilt model is not usable: {e}") from None
-    else:
-        params, bufs = _model_parts(model)
-    if dtype is not None:
-        from .state import _check_built_dtype
-
-        _check_built_dtype(params, dtype)
-    if pnames is None:  # a foreign safetensors file: take the model's names
-        pnames = (
-            [k for k in params if k in tensors] if set(params) <= set(tensors) else list(tensors)
-        )
-    if bnames is None:
-        bnames = [k for k in bufs if k in tensors]
-    writes = _match("parameter", params, pnames, tensors, path) + _match(
-        "buffer", bufs, bnames, tensors, path
-    )
-    ostate = None
-    if optimizer is not None:
-        from .optim import Optimizer
-
-        if not isinstance(optimizer, Optimizer):
-            raise ArgumentError(
-                f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
-            )
-        ostate = _opt_state(meta, tensors, optimizer, params, path)
-        try:
-            optimizer._load_file_state(ostate, check_only=True)
-        except PyggmlrValueError as e:
-            raise _bad(path, str(e)) from None
     from .io_check import check_fits
 
     for (t, a), k in zip(writes, list(params) + list(bufs)):
@@ -532,22 +469,27 @@ def ag_model_info(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     """What a model file holds, without building anything: a dict with format, parameter and
     buffer names with their shapes and dtypes, config (dict or None), epoch, optimizer kind and
     extra."""
-    tensors, meta = _read_safetensors(path, "ag_model_info()")
-    pn = _names(meta, "parameters", tensors, path) or []
-    bn = _names(meta, "buffers", tensors, path) or []
-    opt = _meta_json(meta, "optimizer", path, dict)
-    ep = meta.get("epoch")
-    return {
-        "format": meta.get("format"),
-        "format_version": meta.get("format_version"),
-        "parameters": {
-            k: (tensors[k].shape, "f64" if tensors[k].dtype == np.float64 else "f32") for k in pn
-        },
-        "buffers": {
-            k: (tensors[k].shape, "f64" if tensors[k].dtype == np.float64 else "f32") for k in bn
-        },
-        "config": _meta_json(meta, "config", path, dict),
-        "epoch": epoch_value(ep),
-        "optimizer": opt.get("kind") if opt else None,
-        "extra": _meta_json(meta, "extra", path, (dict, list, str, int, float, bool, type(None))),
-    }
+    with _ModelFile(path, "ag_model_info()") as f:
+        f.call(lib.pg_mf_check_info(f.h))
+        st = f.st
+        index = {_text(lib.pg_st_name(st, i)): i for i in range(lib.pg_st_count(st))}
+
+        def desc(which):
+            out = {}
+            for k in f.names(which) or []:
+                i = index[k]
+                dt = "f64" if lib.pg_st_dtype(st, i) == lib.PG_ST_DTYPE_F64 else "f32"
+                out[k] = ((int(lib.pg_st_rows(st, i)), int(lib.pg_st_cols(st, i))), dt)
+            return out
+
+        ep = lib.pg_mf_epoch(f.h)
+        return {
+            "format": _text(lib.pg_mf_meta(f.h, b"format")),
+            "format_version": _text(lib.pg_mf_meta(f.h, b"format_version")),
+            "parameters": desc(lib.PG_MF_LIST_PARAMETERS),
+            "buffers": desc(lib.PG_MF_LIST_BUFFERS),
+            "config": f.json(lib.pg_mf_config(f.h)),
+            "epoch": None if ep < 0 else int(ep),
+            "optimizer": _text(lib.pg_mf_opt_kind(f.h)),
+            "extra": f.json(lib.pg_mf_extra(f.h)),
+        }
