@@ -39,6 +39,7 @@ int main(void)
     run("host", test_host);
     run("codec", test_codec);
     run("codec plan", test_codec_plan);
+    run("model-file schema", test_modelfile);
     run("early stopping", test_fit_stop);
     run("checkpoint policy", test_checkpoint_policy);
     run("lost", test_lost);
