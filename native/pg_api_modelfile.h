@@ -68,3 +68,54 @@ int64_t pg_mf_opt_count(const pg_mf *mf, int what); /* 0 hyper (non-null), 1 par
 const char *pg_mf_opt_name(const pg_mf *mf, int what, int64_t i);
 double pg_mf_opt_hyper_value(const pg_mf *mf, int64_t i);
 int pg_mf_opt_hyper_type(const pg_mf *mf, int64_t i); /* enum pg_mf_num */
+
+/* ---- writing (modelfile_write.c): a builder that owns the save rules ---- */
+typedef struct pg_mf_writer pg_mf_writer;
+
+/* a tensor's role: a model parameter or buffer (listed in the metadata), or one more tensor
+ * (ag_fit's callback arrays) written after the optimizer's */
+enum pg_mf_role {
+    PG_MF_ROLE_PARAMETER = 0,
+    PG_MF_ROLE_BUFFER = 1,
+    PG_MF_ROLE_TENSOR = 2,
+    PG_MF_ROLE_COUNT
+};
+/* a metadata text the writer takes as given (checked where it is JSON) */
+enum pg_mf_field {
+    PG_MF_FIELD_CREATED_BY = 0,
+    PG_MF_FIELD_CONFIG = 1, /* the architecture (the front end checks that it rebuilds) */
+    PG_MF_FIELD_EXTRA = 2,  /* JSON the loader must read back */
+    PG_MF_FIELD_COUNT
+};
+
+/* The optimizer's metadata: kind, step count, accumulation count, hyper-parameters (values of
+ * enum pg_mf_num types; a non-finite value is written as null) and the names its parameters
+ * have in the file, in the optimizer's order. Slots: from pg_mf_writer_add_slot. */
+typedef struct {
+    const char *kind;
+    int64_t t, accum_count;
+    int64_t n_hyper;
+    const char **hyper_names;
+    const double *hyper_values;
+    const int *hyper_types;
+    int64_t n_params;
+    const char **params;
+} pg_mf_opt_meta;
+pg_mf_opt_meta pg_mf_opt_meta_default(void);
+
+/* Tensors and texts are copied by reference: names and data must outlive the commit. */
+int pg_mf_writer_new(pg_mf_writer **out);
+void pg_mf_writer_free(pg_mf_writer *w);
+int pg_mf_writer_add(pg_mf_writer *w, int role, const pg_st_tensor *t);
+/* the optimizer's slot for one of its parameters: tensor optimizer.<slot>.<param>; t NULL:
+ * the slot is listed without a tensor (param may be NULL then) */
+int pg_mf_writer_add_slot(pg_mf_writer *w, const char *slot, const char *param,
+                          const pg_st_tensor *t);
+int pg_mf_writer_set(pg_mf_writer *w, int field, const char *text);
+int pg_mf_writer_set_epoch(pg_mf_writer *w, int64_t epoch); /* [0, 1e12): what loads back */
+int pg_mf_writer_set_optimizer(pg_mf_writer *w, const pg_mf_opt_meta *m);
+/* The save rules on what was added: no name is both a parameter and a buffer. */
+int pg_mf_writer_check(pg_mf_writer *w);
+/* The save rules (no name both a parameter and a buffer), the metadata (format, version,
+ * created_by, parameters, buffers, config, epoch, optimizer, extra), then pg_st_write. */
+int pg_mf_writer_commit(pg_mf_writer *w, const char *path);

@@ -23,13 +23,11 @@ import numpy as np
 
 from ._core import check, ffi, lib
 from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
-from .io_check import check_json, clean, os_error
+from .io_check import clean, os_error
 from .tensor import Tensor
 
 __all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: state.py
 
-FORMAT = "pyggmlr.ag_model"
-FORMAT_VERSION = "1"
 MAX_HEADER = (
     100 * 1024 * 1024
 )  # bytes of JSON header the core accepts when reading (native/codec.c)
@@ -40,6 +38,24 @@ _DT: Dict[str, np.dtype] = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
 # safetensors writer / reader: the C core's codec (native/codec*.c), shared with the R package
 
 
+def _st_tensor(e, name, a, keep):
+    """Fill the pg_st_tensor e with a 2-D (or fewer) numpy array; keep holds the buffers."""
+    a = np.asarray(a)
+    code = lib.PG_ST_DTYPE_F64 if a.dtype == np.float64 else lib.PG_ST_DTYPE_F32
+    raw = np.ascontiguousarray(a, dtype=_DT["F64" if code == lib.PG_ST_DTYPE_F64 else "F32"])
+    if raw.ndim > 2:
+        raise PyggmlrValueError(
+            f"ag_save_model(): tensor {name!r} has {raw.ndim} dimensions (at most 2)"
+        )
+    nm = ffi.new("char[]", str(name).encode("utf-8", "surrogatepass"))
+    keep += [nm, raw]
+    e.name, e.dtype, e.ndim = nm, code, raw.ndim
+    e.rows = raw.shape[0] if raw.ndim else 1
+    e.cols = raw.shape[1] if raw.ndim == 2 else 1
+    e.data = ffi.from_buffer(raw) if raw.size else ffi.NULL
+    return e
+
+
 def _write_safetensors(path, tensors, metadata):
     """tensors: list of (name, 2-D numpy float32/float64 array); metadata: dict str -> str.
     The core writes it atomically: a temp file in the same directory, fsynced, renamed over
@@ -47,20 +63,7 @@ def _write_safetensors(path, tensors, metadata):
     path = _path_arg(path, "ag_save_model()")
     keep, arr = [], ffi.new("pg_st_tensor[]", max(len(tensors), 1))
     for i, (name, a) in enumerate(tensors):
-        a = np.asarray(a)
-        code = lib.PG_ST_DTYPE_F64 if a.dtype == np.float64 else lib.PG_ST_DTYPE_F32
-        raw = np.ascontiguousarray(a, dtype=_DT["F64" if code == lib.PG_ST_DTYPE_F64 else "F32"])
-        if raw.ndim > 2:
-            raise PyggmlrValueError(
-                f"ag_save_model(): tensor {name!r} has {raw.ndim} dimensions (at most 2)"
-            )
-        nm = ffi.new("char[]", str(name).encode("utf-8", "surrogatepass"))
-        keep += [nm, raw]
-        e = arr[i]
-        e.name, e.dtype, e.ndim = nm, code, raw.ndim
-        e.rows = raw.shape[0] if raw.ndim else 1
-        e.cols = raw.shape[1] if raw.ndim == 2 else 1
-        e.data = ffi.from_buffer(raw) if raw.size else ffi.NULL
+        _st_tensor(arr[i], name, a, keep)
     ks = [ffi.new("char[]", str(k).encode("utf-8", "surrogatepass")) for k in metadata]
     vs = [ffi.new("char[]", str(v).encode("utf-8", "surrogatepass")) for v in metadata.values()]
     rc = lib.pg_st_write(
@@ -75,6 +78,70 @@ def _write_safetensors(path, tensors, metadata):
         raise os_error(path)
     check(rc)
     return path
+
+
+class _Writer:
+    """The core's model-file writer (native/modelfile_write.c: the save rules, the metadata
+    map); this keeps the converted buffers alive until the commit."""
+
+    def __init__(self):
+        h = ffi.new("pg_mf_writer **")
+        check(lib.pg_mf_writer_new(h))
+        self.h, self.keep = ffi.gc(h[0], lib.pg_mf_writer_free), []
+
+    def text(self, s):
+        b = ffi.new("char[]", str(s).encode("utf-8", "surrogatepass"))
+        self.keep.append(b)
+        return b
+
+    def add(self, role, name, a):
+        check(
+            lib.pg_mf_writer_add(
+                self.h, role, _st_tensor(ffi.new("pg_st_tensor *"), name, a, self.keep)
+            )
+        )
+
+    def add_slot(self, slot, param, a):
+        t = (
+            ffi.NULL
+            if a is None
+            else _st_tensor(ffi.new("pg_st_tensor *"), f"optimizer.{slot}.{param}", a, self.keep)
+        )
+        check(lib.pg_mf_writer_add_slot(self.h, self.text(slot), self.text(param), t))
+
+    def set(self, field, text):
+        check(lib.pg_mf_writer_set(self.h, field, self.text(text)))
+
+    def set_optimizer(self, st, names):
+        m = ffi.new("pg_mf_opt_meta *", lib.pg_mf_opt_meta_default())
+        m.kind, m.t, m.accum_count = self.text(st["kind"]), int(st["t"]), int(st["accum_count"])
+        hyper = clean(st["hyper"], "the optimizer state")  # non-finite numbers: None (null)
+        ty = [
+            lib.PG_MF_NUM_BOOL
+            if isinstance(v, bool)
+            else lib.PG_MF_NUM_INT
+            if isinstance(v, int)
+            else lib.PG_MF_NUM_DOUBLE
+            for v in hyper.values()
+        ]
+        vals = [float("nan") if v is None else float(v) for v in hyper.values()]
+        arrays = [
+            ffi.new("char *[]", [self.text(k) for k in hyper] or [ffi.NULL]),
+            ffi.new("double[]", vals or [0.0]),
+            ffi.new("int[]", ty or [0]),
+            ffi.new("char *[]", [self.text(k) for k in names] or [ffi.NULL]),
+        ]
+        self.keep += arrays
+        m.n_hyper, m.hyper_names, m.hyper_values, m.hyper_types = len(vals), *arrays[:3]
+        m.n_params, m.params = len(names), arrays[3]
+        check(lib.pg_mf_writer_set_optimizer(self.h, m))
+
+    def commit(self, path):
+        rc = lib.pg_mf_writer_commit(self.h, path.encode("utf-8", "surrogateescape"))
+        if rc == lib.PG_STATUS_ERR_IO:  # FileNotFoundError, PermissionError, ... with errno
+            raise os_error(path)
+        check(rc)
+        return path
 
 
 def _last_msg():
@@ -232,23 +299,17 @@ def _opt_names(opt, params):
 
 def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
     from . import __version__
-
-    _path_arg(path, "ag_save_model()")
     from .optim import Optimizer
 
+    path = _path_arg(path, "ag_save_model()")
     params, bufs = _model_parts(model)
-    clash = set(params) & set(bufs)
-    if clash:
-        raise PyggmlrValueError(
-            f"ag_save_model(): names used by both a parameter and a buffer: {sorted(clash)}"
-        )
-    meta = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "created_by": f"pyggmlr {__version__}",
-        "parameters": json.dumps(list(params)),
-        "buffers": json.dumps(list(bufs)),
-    }
+    w = _Writer()
+    for k, t in params.items():
+        w.add(lib.PG_MF_ROLE_PARAMETER, k, t.numpy())
+    for k, t in bufs.items():
+        w.add(lib.PG_MF_ROLE_BUFFER, k, t.numpy())
+    check(lib.pg_mf_writer_check(w.h))  # no name both a parameter and a buffer
+    w.set(lib.PG_MF_FIELD_CREATED_BY, f"pyggmlr {__version__}")
     to_config = getattr(model, "to_config", None)
     if callable(to_config):
         try:
@@ -265,21 +326,19 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
             what = "the model's architecture config"
             cfg = clean(cfg, what)  # too deep, a cycle: PyggmlrValueError
             try:
-                meta["config"] = json.dumps(cfg, allow_nan=False)
+                text = json.dumps(cfg, allow_nan=False)
             except (TypeError, ValueError) as e:  # a function or an object in a custom config
                 raise ArgumentError(
                     f"ag_save_model(): {what} must be JSON-serialisable ({e})"
                 ) from None
             from .io_check import check_config
 
-            check_config(meta["config"], params, bufs)  # whatever is saved must load
-    tensors = [(k, t.numpy()) for k, t in params.items()] + [
-        (k, t.numpy()) for k, t in bufs.items()
-    ]
+            check_config(text, params, bufs)  # whatever is saved must load
+            w.set(lib.PG_MF_FIELD_CONFIG, text)
     if epoch is not None:
         from .io_check import check_epoch
 
-        meta["epoch"] = str(check_epoch(epoch))
+        check(lib.pg_mf_writer_set_epoch(w.h, check_epoch(epoch)))
     if optimizer is not None:
         if not isinstance(optimizer, Optimizer):
             raise ArgumentError(
@@ -287,35 +346,20 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
             )
         st = optimizer._file_state()  # this file's layout (ggmlR's state() has another)
         names = _opt_names(optimizer, params)
-        slots = sorted({s for entry in st["params"] for s in entry})
-        meta["optimizer"] = json.dumps(
-            clean(
-                {
-                    "kind": st["kind"],
-                    "t": st["t"],
-                    "accum_count": st["accum_count"],
-                    "hyper": st["hyper"],
-                    "params": names,
-                    "slots": slots,
-                },
-                "the optimizer state",
-            ),
-            allow_nan=False,
-        )
+        w.set_optimizer(st, names)
         for nm, entry in zip(names, st["params"]):
             for s, v in entry.items():
-                if v is not None:
-                    tensors.append((f"optimizer.{s}.{nm}", v))
+                w.add_slot(s, nm, v)  # None: the slot is listed, without a tensor
     if extra is not None:
         ex = clean(extra, "extra")  # bounded depth, no cycles: typed errors, not RecursionError
         try:
-            meta["extra"] = json.dumps(ex, allow_nan=False)
+            text = json.dumps(ex, allow_nan=False)
         except (TypeError, ValueError) as e:
             raise ArgumentError(f"ag_save_model(): extra must be JSON-serialisable ({e})") from None
-        check_json(meta["extra"], "metadata 'extra'")  # whatever is saved must load
+        w.set(lib.PG_MF_FIELD_EXTRA, text)  # the core checks that it loads back
     for k, v in (more or {}).items():
-        tensors.append((k, v))
-    return _write_safetensors(path, tensors, meta)
+        w.add(lib.PG_MF_ROLE_TENSOR, k, v)
+    return w.commit(path)
 
 
 # ag_save_model / ag_load_model (ggmlR's arguments): pyggmlr/state.py

@@ -65,13 +65,6 @@ def clean(v: Any, what: str, depth: int = 0, path: Optional[set] = None) -> Any:
     return v
 
 
-def check_json(text: str, what: str) -> None:
-    """A metadata text about to be saved passes the loader's core check (limits, syntax)."""
-    raw = text.encode("utf-8", "surrogatepass")
-    if lib.pg_json_check(raw, len(raw), what.encode("utf-8", "replace"), 0) != 0:
-        raise PyggmlrValueError(f"ag_save_model(): {_msg()}; nothing was written")
-
-
 def config_budget(sizes: Any) -> int:
     """The most elements one layer of a file's config may ask for (io._rebuild's bound)."""
     return 16 * int(sum(sizes)) + 65536
