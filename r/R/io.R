@@ -8,8 +8,6 @@
 # Reading never evaluates or unserializes anything: every size, offset, dtype and JSON field is
 # checked, and any problem is an R error naming the file.
 
-.IO_FORMAT <- "pyggmlr.ag_model"
-.IO_VERSION <- "1"
 # the core's limit (native/codec.c); state.R sniffs files with it
 .IO_MAX_HEADER <- 100 * 1024 * 1024
 
@@ -26,7 +24,6 @@
 # ---------------------------------------------------------------------------------------------
 # JSON helpers (jsonlite; strict: no NaN / Inf, non-finite numbers become null)
 
-.json_str <- function(s) as.character(jsonlite::toJSON(jsonlite::unbox(enc2utf8(as.character(s)))))
 
 # what: what is written ("extra", "the model's architecture config"); refusals classed and worded
 # as Python's io_check.clean and ag_save_model's extra check
@@ -70,7 +67,6 @@
                                 digits = NA, json_verbatim = TRUE))
 }
 
-.json_names <- function(x) as.character(jsonlite::toJSON(as.character(x)))  # always an array
 
 .is_obj <- function(v) is.list(v) && (length(v) == 0L ||
                                       (!is.null(names(v)) && all(names(v) != "")))
@@ -187,20 +183,36 @@
 
 .is_optimizer <- function(o) inherits(o, c("ag_optimizer_sgd", "ag_optimizer_adam"))
 
-.file_dtype <- function(t) if (identical(t$dtype, "f64")) "F64" else "F32"
 
+# list(names, f64, values) of named tensors (or of list(name, value, dtype) entries: `more`)
+.tensor_group <- function(d) {
+  list(enc2utf8(as.character(names(d))),
+       vapply(d, function(t) identical(t$dtype, "f64"), logical(1)),
+       lapply(d, function(t) {
+         v <- as.matrix(t$data)
+         if (!is.double(v)) storage.mode(v) <- "double"
+         v
+       }))
+}
+
+.more_group <- function(more) {
+  d <- lapply(more, function(e) list(data = e$value,
+                                     dtype = if (identical(e$dtype, "F64")) "f64" else "f32"))
+  names(d) <- vapply(more, function(e) as.character(e$name), "")
+  .tensor_group(d)
+}
+
+# The save rules and the metadata map are the core's (native/modelfile_write.c); this converts
+# the model, checks what only R can (the config rebuilds, the arguments) and raises classed.
 .save_model <- function(model, path, optimizer = NULL, epoch = NULL, extra = NULL, more = list()) {
   if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
     .pg_stop("argument", "ag_save_model(): path must be a single file name")
   params <- .model_params(model, "ag_save_model()")
   bufs <- .model_buffers(model)
-  clash <- intersect(names(params), names(bufs))
-  if (length(clash))
-    .pg_stop("value", sprintf("ag_save_model(): names used by both a parameter and a buffer: %s",
-                 paste(clash, collapse = ", ")))
-  meta <- c(format = .IO_FORMAT, format_version = .IO_VERSION,
-            created_by = sprintf("pyggmlr (R) %s", as.character(utils::packageVersion("pyggmlr"))),
-            parameters = .json_names(names(params)), buffers = .json_names(names(bufs)))
+  .mf_fail(.Call(R_pg_mf_names_check, enc2utf8(as.character(names(params))),
+                 enc2utf8(as.character(names(bufs)))), path)
+  fields <- c(sprintf("pyggmlr (R) %s", as.character(utils::packageVersion("pyggmlr"))),
+              NA_character_, NA_character_)  # created_by, config, extra
   tc <- if (is.function(model$to_config)) model$to_config else NULL
   if (!is.null(tc)) {
     cfg <- tryCatch(tc(), error = function(e) {
@@ -210,47 +222,37 @@
       NULL
     })
     if (!is.null(cfg)) {
-      meta[["config"]] <- .to_json(cfg, "the model's architecture config")
-      .check_save_config(meta[["config"]], params, bufs)  # whatever is saved must load
+      fields[[2L]] <- .to_json(cfg, "the model's architecture config")
+      .check_save_config(fields[[2L]], params, bufs)  # whatever is saved must load
     }
   }
-  tensors <- c(lapply(names(params),
-                      function(k) list(name = k, value = params[[k]]$data,
-                                       dtype = .file_dtype(params[[k]]))),
-               lapply(names(bufs),
-                      function(k) list(name = k, value = bufs[[k]]$data,
-                                       dtype = .file_dtype(bufs[[k]]))))
-  if (!is.null(epoch)) meta[["epoch"]] <- .check_save_epoch(epoch)
+  ep <- if (!is.null(epoch)) as.double(.check_save_epoch(epoch)) else NULL
+  opt <- NULL
   if (!is.null(optimizer)) {
     if (!.is_optimizer(optimizer))
       .pg_stop("argument", sprintf("ag_save_model(): optimizer must be an optimizer object, got %s",
                    class(optimizer)[[1L]]))
     st <- .opt_file_state(optimizer)  # this file's layout (ggmlR's state() has another)
     names_o <- .opt_names(optimizer, params)
-    slots <- sort(unique(unlist(lapply(st$params,
-                                       function(e) names(e)[!vapply(e, is.null, logical(1))]))))
-    hyper <- lapply(st$hyper, function(v) if (is.logical(v)) v else as.double(v))
-    info <- list(kind = st$kind, t = as.integer(st$t), accum_count = as.integer(st$accum_count),
-                 hyper = hyper,
-                 params = as.list(names_o), slots = as.list(as.character(slots)))
-    meta[["optimizer"]] <- .to_json(info, "the optimizer state")
-    for (i in seq_along(names_o)) {
-      dt <- .file_dtype(optimizer$params[[i]])
-      for (s in names(st$params[[i]])) {
-        v <- st$params[[i]][[s]]
-        if (!is.null(v)) tensors[[length(tensors) + 1L]] <- list(name = sprintf("optimizer.%s.%s",
-            s, names_o[[i]]),
-                                                                 value = as.matrix(v), dtype = dt)
-      }
+    sl <- list(character(0), character(0), list(), logical(0))  # slot, param, value, f64
+    for (i in seq_along(names_o)) for (s in names(st$params[[i]])) {
+      v <- st$params[[i]][[s]]
+      if (is.null(v)) next  # an unused slot is not listed (as before)
+      sl[[1L]] <- c(sl[[1L]], s)
+      sl[[2L]] <- c(sl[[2L]], names_o[[i]])
+      sl[[3L]] <- c(sl[[3L]], list(as.matrix(v) + 0))
+      sl[[4L]] <- c(sl[[4L]], identical(optimizer$params[[i]]$dtype, "f64"))
     }
+    hyper <- lapply(st$hyper, function(v) if (is.logical(v)) v else as.double(v))
+    opt <- list(st$kind, as.double(st$t), as.double(st$accum_count), hyper,
+                enc2utf8(as.character(names_o)), sl)
   }
-  if (!is.null(extra)) {
-    js <- .to_json(extra, "extra")
-    bad <- .Call(R_pg_json_check, enc2utf8(js), "metadata 'extra'", 0)  # whatever is saved loads
-    if (!is.null(bad)) .pg_stop("value", sprintf("ag_save_model(): %s; nothing was written", bad))
-    meta[["extra"]] <- js
-  }
-  .write_safetensors(path, c(tensors, more), as.list(meta))  # more: ag_fit's callback arrays
+  if (!is.null(extra)) fields[[3L]] <- .to_json(extra, "extra")  # the core checks it loads back
+  res <- .Call(R_pg_mf_save, path.expand(path), .tensor_group(params), .tensor_group(bufs),
+               .more_group(more), enc2utf8(fields), ep, opt)  # more: ag_fit's callback arrays
+  if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, path)
+  if (!identical(res$status, .pg$code$status[["OK"]])) .mf_fail(res, path)
+  invisible(path.expand(path))
 }
 
 # ag_save_model(): state.R (ggmlR's arguments)

@@ -93,6 +93,37 @@ SEXP r_st_contents(pg_st_file *f, int close)
     return out;
 }
 
+/* One double matrix v as a tensor to write (row-major in an R_alloc buffer, F32 rounded as
+ * writeBin(size = 4) does when f64 is 0) */
+void r_st_tensor(SEXP v, int f64, const char *name, pg_st_tensor *t)
+{
+    SEXP dim = Rf_getAttrib(v, R_DimSymbol);
+    if (TYPEOF(v) != REALSXP || TYPEOF(dim) != INTSXP || XLENGTH(dim) != 2 ||
+        (double)INTEGER(dim)[0] * INTEGER(dim)[1] != (double)XLENGTH(v))
+        Rf_error("ag_save_model(): internal: tensor '%s' is not a double matrix whose length "
+                 "matches its dim",
+                 name);
+    int r = INTEGER(dim)[0], c = INTEGER(dim)[1], dbl = f64;
+    const double *x = REAL(v);
+    char *buf = R_alloc((size_t)r * (size_t)c + 1, dbl ? 8 : 4);
+    for (int a = 0; a < r; a++)
+        for (int b = 0; b < c; b++) {
+            double y = x[(size_t)b * (size_t)r + (size_t)a];
+            size_t k = (size_t)a * (size_t)c + (size_t)b;
+            if (dbl) memcpy(buf + 8 * k, &y, 8);
+            else {
+                float z = (float)y;
+                memcpy(buf + 4 * k, &z, 4);
+            }
+        }
+    t->name = name;
+    t->dtype = dbl ? PG_ST_DTYPE_F64 : PG_ST_DTYPE_F32;
+    t->ndim = 2;
+    t->rows = r;
+    t->cols = c;
+    t->data = buf;
+}
+
 /* names: character; f64: logical (file dtype F64, else F32); values: list of double matrices
  * (column-major; written row-major, F32 rounded as writeBin(size = 4) does); keys/vals:
  * character. Returns list(status, message): status 0 = written. */
@@ -104,33 +135,9 @@ SEXP R_pg_st_write(SEXP path, SEXP names, SEXP f64, SEXP values, SEXP keys, SEXP
         !Rf_isString(keys) || !Rf_isString(vals) || XLENGTH(vals) != nm)
         Rf_error("ag_save_model(): internal: bad arguments to the model-file writer");
     pg_st_tensor *t = (pg_st_tensor *)R_alloc((size_t)n + 1, sizeof(pg_st_tensor));
-    for (R_xlen_t i = 0; i < n; i++) {
-        SEXP v = VECTOR_ELT(values, i), dim = Rf_getAttrib(v, R_DimSymbol);
-        if (TYPEOF(v) != REALSXP || TYPEOF(dim) != INTSXP || XLENGTH(dim) != 2 ||
-            (double)INTEGER(dim)[0] * INTEGER(dim)[1] != (double)XLENGTH(v))
-            Rf_error("ag_save_model(): internal: tensor %ld is not a double matrix whose length "
-                     "matches its dim",
-                     (long)i);
-        int r = INTEGER(dim)[0], c = INTEGER(dim)[1], dbl = LOGICAL(f64)[i] == TRUE;
-        const double *x = REAL(v);
-        char *buf = R_alloc((size_t)r * (size_t)c + 1, dbl ? 8 : 4);
-        for (int a = 0; a < r; a++)
-            for (int b = 0; b < c; b++) {
-                double y = x[(size_t)b * (size_t)r + (size_t)a];
-                size_t k = (size_t)a * (size_t)c + (size_t)b;
-                if (dbl) memcpy(buf + 8 * k, &y, 8);
-                else {
-                    float z = (float)y;
-                    memcpy(buf + 4 * k, &z, 4);
-                }
-            }
-        t[i].name = Rf_translateCharUTF8(STRING_ELT(names, i));
-        t[i].dtype = dbl ? PG_ST_DTYPE_F64 : PG_ST_DTYPE_F32;
-        t[i].ndim = 2;
-        t[i].rows = r;
-        t[i].cols = c;
-        t[i].data = buf;
-    }
+    for (R_xlen_t i = 0; i < n; i++)
+        r_st_tensor(VECTOR_ELT(values, i), LOGICAL(f64)[i] == TRUE,
+                    Rf_translateCharUTF8(STRING_ELT(names, i)), &t[i]);
     const char **k = (const char **)R_alloc((size_t)nm + 1, sizeof(char *));
     const char **w = (const char **)R_alloc((size_t)nm + 1, sizeof(char *));
     for (R_xlen_t i = 0; i < nm; i++) {

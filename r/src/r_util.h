@@ -130,5 +130,6 @@ void r_gc_pressure(void);
  * file's list(tensors, meta) as R_pg_st_read gives it (close: f is closed there) */
 SEXP r_status_list(int rc);
 SEXP r_st_contents(pg_st_file *f, int close);
+void r_st_tensor(SEXP v, int f64, const char *name, pg_st_tensor *t);
 
 #endif
