@@ -28,11 +28,7 @@ from .tensor import Tensor
 
 __all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: state.py
 
-MAX_HEADER = (
-    100 * 1024 * 1024
-)  # bytes of JSON header the core accepts when reading (native/codec.c)
 _DT: Dict[str, np.dtype] = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
-
 
 # ---------------------------------------------------------------------------------------------
 # safetensors writer / reader: the C core's codec (native/codec*.c), shared with the R package
@@ -61,7 +57,8 @@ def _write_safetensors(path, tensors, metadata):
     The core writes it atomically: a temp file in the same directory, fsynced, renamed over
     path, the directory fsynced."""
     path = _path_arg(path, "ag_save_model()")
-    keep, arr = [], ffi.new("pg_st_tensor[]", max(len(tensors), 1))
+    keep: list = []
+    arr = ffi.new("pg_st_tensor[]", max(len(tensors), 1))
     for i, (name, a) in enumerate(tensors):
         _st_tensor(arr[i], name, a, keep)
     ks = [ffi.new("char[]", str(k).encode("utf-8", "surrogatepass")) for k in metadata]
