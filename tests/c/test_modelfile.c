@@ -8,16 +8,16 @@
 #include "check.h"
 
 static char mdir[256];
-static const double W[6] = {1, 2, 3, 4, 5, 6};
+static const double VALS[6] = {1, 2, 3, 4, 5, 6};
 
 /* a file with tensors W 2x3, b 2x1, rm 2x1 (f64) and optimizer.m.W 2x3, and the metadata
  * pairs kv[0..2n) (NULL-terminated list) */
 static void write_file(const char *path, const char **kv)
 {
-    pg_st_tensor t[4] = {{"W", PG_ST_DTYPE_F64, 2, 2, 3, W},
-                         {"b", PG_ST_DTYPE_F64, 2, 2, 1, W},
-                         {"rm", PG_ST_DTYPE_F64, 2, 2, 1, W},
-                         {"optimizer.m.W", PG_ST_DTYPE_F64, 2, 2, 3, W}};
+    pg_st_tensor t[4] = {{"W", PG_ST_DTYPE_F64, 2, 2, 3, VALS},
+                         {"b", PG_ST_DTYPE_F64, 2, 2, 1, VALS},
+                         {"rm", PG_ST_DTYPE_F64, 2, 2, 1, VALS},
+                         {"optimizer.m.W", PG_ST_DTYPE_F64, 2, 2, 3, VALS}};
     const char *k[16], *v[16];
     int64_t n = 0;
     for (; kv[2 * n]; n++) k[n] = kv[2 * n], v[n] = kv[2 * n + 1];
@@ -286,6 +286,98 @@ static void test_info_and_open(void)
     CHECK_ERR(pg_mf_check_info(NULL), PG_STATUS_ERR_ARG, "pg_mf_check_info");
 }
 
+/* the writer: what it writes loads back through the reader; its refusals change nothing */
+static void test_writer(void)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/w.safetensors", mdir);
+    pg_st_tensor W = {"W", PG_ST_DTYPE_F32, 2, 2, 3, NULL},
+                 b = {"b", PG_ST_DTYPE_F64, 2, 2, 1, VALS};
+    pg_st_tensor rm = {"rm", PG_ST_DTYPE_F64, 2, 2, 1, VALS},
+                 cb = {"cb", PG_ST_DTYPE_F64, 1, 2, 1, VALS};
+    float wf[6] = {1, 2, 3, 4, 5, 6};
+    W.data = wf;
+    pg_mf_writer *w = NULL;
+    CHECK(pg_mf_writer_new(&w) == 0);
+    if (!w) return;
+    CHECK(pg_mf_writer_add(w, PG_MF_ROLE_PARAMETER, &W) == 0);
+    CHECK(pg_mf_writer_add(w, PG_MF_ROLE_PARAMETER, &b) == 0);
+    CHECK(pg_mf_writer_add(w, PG_MF_ROLE_BUFFER, &rm) == 0);
+    CHECK(pg_mf_writer_check(w) == 0);
+    CHECK(pg_mf_writer_add(w, PG_MF_ROLE_TENSOR, &cb) == 0);
+    CHECK(pg_mf_writer_set(w, PG_MF_FIELD_CREATED_BY, "test") == 0);
+    CHECK(pg_mf_writer_set(w, PG_MF_FIELD_EXTRA, "{\"k\":[1,2]}") == 0);
+    CHECK_ERR(pg_mf_writer_set(w, PG_MF_FIELD_EXTRA, "{\"k\":"), PG_STATUS_ERR_VALUE,
+              "ag_save_model(): metadata 'extra' is not valid JSON");
+    CHECK_ERR(pg_mf_writer_set_epoch(w, 1000000000000LL), PG_STATUS_ERR_VALUE,
+              "epoch must be an integer in [0, 1e12)");
+    CHECK(pg_mf_writer_set_epoch(w, 41) == 0);
+    const char *hn[3] = {"lr", "n", "nesterov"}, *pn[2] = {"W", "b"};
+    double hv[3] = {0.001, 5, 1};
+    int ht[3] = {PG_MF_NUM_DOUBLE, PG_MF_NUM_INT, PG_MF_NUM_BOOL};
+    pg_mf_opt_meta m = pg_mf_opt_meta_default();
+    m.kind = "adam", m.t = 4, m.accum_count = 1;
+    m.n_hyper = 3, m.hyper_names = hn, m.hyper_values = hv, m.hyper_types = ht;
+    m.n_params = 2, m.params = pn;
+    CHECK(pg_mf_writer_set_optimizer(w, &m) == 0);
+    pg_st_tensor mw = {"", PG_ST_DTYPE_F32, 2, 2, 3, wf};
+    CHECK(pg_mf_writer_add_slot(w, "m", "W", &mw) == 0);
+    CHECK(pg_mf_writer_add_slot(w, "v", NULL, NULL) == 0); /* listed, no tensor */
+    CHECK(pg_mf_writer_add_slot(w, "m", "W", &mw) == 0);   /* a duplicate: the commit refuses */
+    CHECK_ERR(pg_mf_writer_commit(w, path), PG_STATUS_ERR_VALUE, "duplicate tensor name");
+    CHECK(access(path, F_OK) != 0);
+    pg_mf_writer_free(w);
+
+    CHECK(pg_mf_writer_new(&w) == 0);
+    CHECK(pg_mf_writer_add(w, PG_MF_ROLE_PARAMETER, &W) == 0);
+    CHECK(pg_mf_writer_add(w, PG_MF_ROLE_PARAMETER, &b) == 0);
+    CHECK(pg_mf_writer_add(w, PG_MF_ROLE_BUFFER, &rm) == 0);
+    CHECK(pg_mf_writer_add(w, PG_MF_ROLE_TENSOR, &cb) == 0);
+    CHECK(pg_mf_writer_set_epoch(w, 41) == 0);
+    CHECK(pg_mf_writer_set(w, PG_MF_FIELD_EXTRA, "[1]") == 0);
+    CHECK(pg_mf_writer_set_optimizer(w, &m) == 0);
+    CHECK(pg_mf_writer_add_slot(w, "v", NULL, NULL) == 0);
+    CHECK(pg_mf_writer_add_slot(w, "m", "W", &mw) == 0);
+    CHECK(pg_mf_writer_commit(w, path) == 0);
+    pg_mf_writer_free(w);
+    pg_mf *mf = open_ok(path);
+    if (!mf) return;
+    pg_mf_load_opts o = pg_mf_load_opts_default();
+    CHECK(pg_mf_check_load(mf, &o) == 0);
+    CHECK(!strcmp(pg_mf_meta(mf, "parameters"), "[\"W\",\"b\"]"));
+    CHECK(!strcmp(pg_mf_meta(mf, "format"), "pyggmlr.ag_model") && pg_mf_epoch(mf) == 41);
+    CHECK(!strcmp(pg_mf_extra(mf), "[1]") && !pg_mf_meta(mf, "created_by"));
+    CHECK(!strcmp(pg_mf_meta(mf, "optimizer"),
+                  "{\"kind\":\"adam\",\"t\":4,\"accum_count\":1,\"hyper\":{\"lr\":0.001,"
+                  "\"n\":5,\"nesterov\":true},\"params\":[\"W\",\"b\"],\"slots\":[\"m\",\"v\"]}"));
+    CHECK(!strcmp(pg_st_name(pg_mf_st(mf), 3), "optimizer.m.W"));
+    CHECK(!strcmp(pg_st_name(pg_mf_st(mf), 4), "cb"));
+    int64_t rows[2] = {2, 2}, cols[2] = {3, 1};
+    CHECK(pg_mf_opt_check(mf, "adam", 2, pn, rows, cols) == 0);
+    pg_mf_close(mf);
+
+    /* the save rules */
+    CHECK(pg_mf_writer_new(&w) == 0);
+    pg_st_tensor W2 = W;
+    W2.name = "rm";
+    CHECK(pg_mf_writer_add(w, PG_MF_ROLE_PARAMETER, &W) == 0);
+    CHECK(pg_mf_writer_add(w, PG_MF_ROLE_PARAMETER, &W2) == 0);
+    CHECK(pg_mf_writer_add(w, PG_MF_ROLE_BUFFER, &rm) == 0);
+    CHECK(pg_mf_writer_add(w, PG_MF_ROLE_BUFFER, &W) == 0);
+    CHECK_ERR(pg_mf_writer_check(w), PG_STATUS_ERR_VALUE,
+              "ag_save_model(): names used by both a parameter and a buffer: W, rm");
+    CHECK_ERR(pg_mf_writer_commit(w, path), PG_STATUS_ERR_VALUE, "both a parameter and a buffer");
+    CHECK_ERR(pg_mf_writer_add(w, 7, &W), PG_STATUS_ERR_ARG, "pg_mf_writer_add");
+    CHECK_ERR(pg_mf_writer_set(w, 9, "x"), PG_STATUS_ERR_ARG, "pg_mf_writer_set");
+    m.t = -1;
+    CHECK_ERR(pg_mf_writer_set_optimizer(w, &m), PG_STATUS_ERR_VALUE, "t and accum_count");
+    CHECK_ERR(pg_mf_writer_set_optimizer(w, NULL), PG_STATUS_ERR_ARG, "pg_mf_writer_set_opt");
+    pg_mf_writer_free(w);
+    pg_mf_writer_free(NULL);
+    CHECK_ERR(pg_mf_writer_new(NULL), PG_STATUS_ERR_ARG, "pg_mf_writer_new");
+    CHECK_ERR(pg_mf_writer_commit(NULL, path), PG_STATUS_ERR_ARG, "pg_mf_writer_commit");
+}
+
 void test_modelfile(void)
 {
     snprintf(mdir, sizeof mdir, "/tmp/pg-mf-XXXXXX");
@@ -297,9 +389,10 @@ void test_modelfile(void)
     test_values_and_match();
     test_optimizer();
     test_info_and_open();
-    const char *files[] = {"m", "v", "o", "i", "junk"};
+    test_writer();
+    const char *files[] = {"m", "v", "o", "i", "junk", "w"};
     char path[300];
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         snprintf(path, sizeof path, "%s/%s.safetensors", mdir, files[i]);
         unlink(path);
     }
