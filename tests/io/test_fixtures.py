@@ -33,3 +33,22 @@ def test_v1_files_load(dt):
         opt = pg.optimizer_sgd(m.parameters(), lr=0.1, momentum=0.9)
     pg.ag_load_model(p, model=m, optimizer=opt)
     assert opt._file_state()["t"] == (1 if dt == "f32" else 0)
+
+
+def test_v1_file_written_by_r_loads():
+    p = os.path.join(HERE, "v1_r.safetensors")
+    with open(os.path.join(HERE, "v1_r_expected.json")) as f:
+        want = json.load(f)
+    info = pg.ag_model_info(p)
+    assert list(info["parameters"]) == want["parameters"]
+    assert (info["epoch"], info["optimizer"], info["extra"]) == (
+        want["epoch"],
+        want["optimizer"],
+        want["extra"],
+    )
+    m = pg.ag_load_model(p)
+    x = np.linspace(-1, 1, 3 * 5).reshape(3, 5)
+    np.testing.assert_allclose(pg.ag_predict(m, x), np.array(want["predict"]), rtol=1e-13)
+    opt = pg.optimizer_adam(m.parameters(), lr=0.01)
+    pg.ag_load_model(p, model=m, optimizer=opt)
+    assert opt._file_state()["t"] == 1
