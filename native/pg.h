@@ -15,6 +15,7 @@
 #include "pg_api_select.h"
 #include "pg_api_sched.h"
 #include "pg_api_train.h"
+#include "pg_api_optim_state.h"
 #include "pg_api_train_stop.h"
 #include "pg_api_gradcheck.h"
 #include "pg_api_loss.h"

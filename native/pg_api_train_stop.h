@@ -107,3 +107,42 @@ int pg_checkpoint_update(pg_checkpoint *c, int64_t epoch, const double *logs, in
 int pg_checkpoint_get_state(const pg_checkpoint *c, pg_early_stop_state *out);
 /* resuming: the best of the checkpoint's run, checked as pg_early_stop_set_state */
 int pg_checkpoint_set_state(pg_checkpoint *c, double best, int64_t best_epoch);
+
+/* ag_fit(resume_from = path): the checkpoint's training state checked against this run before
+ * anything is written (fit_resume.c). The file's metadata 'extra' and 'epoch' are read here (the
+ * front end has checked the file as a model file); settings: this run's settings as a JSON
+ * object (n, batch_size, nbatch_logical, val_split, shuffle, loss: each must equal the
+ * checkpoint's). Then the saved seed / split_state (null, or an integer / PG_RNG_STATE_LEN
+ * 32-bit integers), the history (per-epoch arrays of numbers or nulls) and the random stream's
+ * state (one R's default generator takes). PG_STATUS_ERR_VALUE naming ag_fit and the path. */
+int pg_fit_resume_check(const char *path, const char *settings, int64_t settings_len);
+
+/* ag_fit's History as both front ends print it (fit_history.c): n epochs, epoch[i] their
+ * numbers, logs[k * n + i] epoch i's enum pg_fit_log value k (NaN: not measured). Columns
+ * loss, accuracy, val_loss, val_accuracy (each with its uncertainty; accuracy and val_* only
+ * when measured), then the epoch's time. name: NULL for the table alone; else a title line
+ * "<name: 3 epochs, stopped at epoch 3>" first (stopped_epoch <= 0: none) and "best epoch: 2"
+ * last (best_epoch <= 0: none). pm: the "±" separator (R writes " +- " outside UTF-8). Writes
+ * at most cap bytes (NUL included) to out; returns the length the whole text needs (without the
+ * NUL), or a negative status. */
+int64_t pg_fit_history_format(const char *name, const int64_t *epoch, const double *logs, int64_t n,
+                              int64_t stopped_epoch, int64_t best_epoch, const char *pm, char *out,
+                              int64_t cap);
+
+/* ag_fit's built-in losses by name (fit_loss.c): ggml-opt's four, then the ones beyond it. */
+enum pg_fit_loss {
+    PG_FIT_LOSS_CROSS_ENTROPY = 0, /* softmax + cross-entropy, any target form */
+    PG_FIT_LOSS_MSE = 1,
+    PG_FIT_LOSS_MEAN = 2, /* the output's mean (no targets) */
+    PG_FIT_LOSS_SUM = 3,  /* the output's sum (no targets) */
+    PG_FIT_LOSS_BINARY_CROSS_ENTROPY = 4,
+    PG_FIT_LOSS_BCE_WITH_LOGITS = 5,
+    PG_FIT_LOSS_HUBER = 6, /* delta 1 */
+    PG_FIT_LOSS_MAE = 7,
+    PG_FIT_LOSS_COUNT
+};
+const char *pg_fit_loss_name(int loss); /* "cross_entropy", ...; NULL out of range */
+/* name to code; an unknown name is PG_STATUS_ERR_VALUE naming ag_fit and every accepted name */
+int pg_fit_loss_parse(const char *name, int *loss);
+/* the loss of out against y (NULL for mean / sum), on the tape like the op it calls */
+pg_tensor *pg_fit_loss(int loss, pg_tensor *out, pg_tensor *y);

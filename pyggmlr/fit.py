@@ -23,8 +23,6 @@ from .fit_callbacks import Callback, ag_early_stopping, ag_model_checkpoint  # n
 from .fit_history import History  # noqa: F401  (re-exported)
 from .fit_plan import check_loss
 from .fit_util import (  # noqa: F401
-    _EXTRA_LOSSES,
-    _LOSSES,
     _apply_hyper,
     _as_cols,
     _buffers,
@@ -161,8 +159,7 @@ def ag_fit(
     from .random import Generator, _seed_int
 
     pmode = progress_mode(progress, silent)
-    lossfn, _ = _loss_fn(loss)
-    loss_name = loss if isinstance(loss, str) else "callable"
+    lossfn, loss_name = _loss_fn(loss)
     per_datapoint = loss_name != "sum"
     nepoch, batch_size, shuffle, nbatch_logical, accum, val_split = check_args(
         nepoch, batch_size, shuffle, nbatch_logical, val_split, opt_params
@@ -170,7 +167,7 @@ def ag_fit(
 
     X = _as_cols(x, "x")
     n = X.shape[1]
-    if y is None and loss_name in ("cross_entropy", "mse", *_EXTRA_LOSSES):
+    if y is None and loss_name not in ("callable", "mean", "sum"):
         raise PyggmlrValueError(f"ag_fit: loss {loss_name!r} needs targets y")
     Y = None if y is None else _as_cols(y, "y")
     if Y is not None and Y.shape[1] != n:

@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
+from ._core import check, ffi, lib
 from .errors import PyggmlrValueError
 
 __all__ = ["History"]
@@ -67,33 +68,33 @@ class History:
 
     def table(self):
         """The per-epoch table as text: loss, accuracy, val_loss, val_accuracy (each with its
-        uncertainty, columns only when present) and the epoch's time."""
-        has_val = any(not math.isnan(v) for v in self.val_loss)
-        has_acc = any(not math.isnan(v) for v in self.accuracy)
-        # (title, width, cell text of epoch i): loss, then accuracy / val_* when recorded
-        cols = [("loss", 18, lambda i: _pm(self.loss[i], self.loss_unc[i]))]
-        if has_acc:
-            cols.append(("accuracy", 17, lambda i: _pm_pct(self.accuracy[i], self.accuracy_unc[i])))
-        if has_val:
-            cols.append(("val_loss", 18, lambda i: _pm(self.val_loss[i], self.val_loss_unc[i])))
-            if has_acc:
-                cols.append(
-                    (
-                        "val_accuracy",
-                        17,
-                        lambda i: _pm_pct(self.val_accuracy[i], self.val_accuracy_unc[i]),
-                    )
-                )
-        lines = [f"{'epoch':>5}" + "".join(f"  {t:>{w}}" for t, w, _ in cols) + f"  {'time':>7}"]
-        for i, e in enumerate(self.epoch):
-            cells = "".join(f"  {cell(i)}" for _, _, cell in cols)
-            lines.append(f"{e:>5}{cells}  {self.time_train[i] + self.time_val[i]:6.2f}s")
-        return "\n".join(lines)
+        uncertainty, columns only when present) and the epoch's time (the core's format, the
+        one R's print shows)."""
+        return self._format(None)
 
     def __repr__(self):
-        if not self.epoch:
-            return "<History: no epochs>"
-        return f"<History: {len(self)} epochs>\n" + self.table()
+        return self._format("History")
+
+    def _format(self, name):
+        n = len(self.epoch)
+        ep = np.ascontiguousarray(self.epoch, dtype=np.int64)
+        cols = [getattr(self, ffi.string(lib.pg_fit_log_name(k)).decode()) for k in range(_NLOG)]
+        logs = np.ascontiguousarray(cols, dtype=np.float64).reshape(_NLOG, n)  # logs[k, i]
+        args = (
+            ffi.NULL if name is None else name.encode(),
+            ffi.cast("int64_t *", ffi.from_buffer(ep)),
+            ffi.cast("double *", ffi.from_buffer(logs)),
+            n,
+            self.stopped_epoch or 0,
+            self.best_epoch or 0,
+            " \u00b1 ".encode(),
+        )
+        need = lib.pg_fit_history_format(*args, ffi.NULL, 0)
+        if need < 0:
+            check(need)
+        buf = ffi.new("char[]", need + 1)
+        lib.pg_fit_history_format(*args, buf, need + 1)
+        return ffi.string(buf).decode()
 
     def plot(self, path=None, show=False):
         """Loss curves (train and validation; accuracy on a second panel when available) with
@@ -143,15 +144,4 @@ class History:
 
 # the per-epoch lists, in History's order: all its fields but stopped_epoch and best_epoch
 _KEYS = tuple(k for k in History.__annotations__ if k not in ("stopped_epoch", "best_epoch"))
-
-
-def _pm(v, u):
-    if math.isnan(v):
-        return f"{'-':>18}"
-    return f"{v:9.5f} ± {u:<7.5f}" if not math.isnan(u) else f"{v:9.5f}{'':9}"
-
-
-def _pm_pct(v, u):
-    if math.isnan(v):
-        return f"{'-':>17}"
-    return f"{100 * v:6.2f}% ± {100 * (0 if math.isnan(u) else u):5.2f}%"
+_NLOG = lib.PG_FIT_LOG_COUNT  # the per-epoch values after epoch, in the core's order

@@ -4,14 +4,15 @@ random state and callback states), so either language resumes the other's run.""
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any, Dict, List, Tuple
 
-from ._core import lib
-from .errors import PyggmlrValueError
+from ._core import check, lib
 
 __all__: List[str] = []
 
-_SETTINGS = ("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss")
+_SETTINGS = ("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss")  # resumed alike
 
 
 def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
@@ -43,65 +44,15 @@ def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
 
 
 def read_checkpoint(path: Any, settings: Dict[str, Any]) -> Tuple[int, Dict[str, Any]]:
-    """The checkpoint's run state, checked against this run's settings; its history and random
-    state are checked too. Writes nothing (the weights come later, from load_weights, once the
-    run is set up: a refused checkpoint changes nothing). Returns (epoch, fit state)."""
-    from .fit_history import History
+    """The checkpoint's run state, checked against this run's settings by the core (its epoch,
+    history and random state too). Writes nothing (the weights come later, from load_weights,
+    once the run is set up: a refused checkpoint changes nothing). Returns (epoch, fit state)."""
     from .io import ag_model_info
-    from .random import Generator
 
-    info = ag_model_info(path)
-    extra = info["extra"]
-    fs = extra.get("fit") if isinstance(extra, dict) else None
-    if (
-        not isinstance(fs, dict)
-        or not isinstance(fs.get("settings"), dict)
-        or info["epoch"] is None
-    ):
-        raise PyggmlrValueError(f"ag_fit: {path!r} is not an ag_fit checkpoint (no training state)")
-    saved = fs["settings"]
-    for k in _SETTINGS:
-        if saved.get(k) != settings[k]:
-            raise PyggmlrValueError(
-                f"ag_fit: cannot resume: {k} was {saved.get(k)!r} in the checkpoint, now {settings[k]!r}"
-            )
-    if not (_seed_ok(saved.get("seed")) and _state_ok(saved.get("split_state"))):
-        raise PyggmlrValueError(
-            f"ag_fit: {path!r} holds an unusable random-stream state (settings 'seed' / "
-            f"'split_state': None, or an integer / {lib.PG_RNG_STATE_LEN} 32-bit integers)"
-        )
-    h = fs.get("history")
-    ok = isinstance(h, dict) and all(
-        isinstance(v, list)
-        and all(x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)) for x in v)
-        for k, v in h.items()
-        if k not in ("stopped_epoch", "best_epoch")
-    )
-    try:
-        History.from_dict(h) if ok else None
-        Generator(0).set_state(fs["rng_state"])  # a throwaway stream: the check alone
-    except (TypeError, ValueError, KeyError):
-        ok = False
-    if not ok:
-        raise PyggmlrValueError(
-            f"ag_fit: {path!r} holds an unusable training state (history or random stream)"
-        )
-    return int(info["epoch"]), fs
-
-
-def _is_int32(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and -(2**31) <= v < 2**31
-
-
-def _seed_ok(v: Any) -> bool:
-    return v is None or _is_int32(v)
-
-
-def _state_ok(v: Any) -> bool:
-    """None, or a whole stream state (the core reads PG_RNG_STATE_LEN values from it)."""
-    return v is None or (
-        isinstance(v, list) and len(v) == lib.PG_RNG_STATE_LEN and all(map(_is_int32, v))
-    )
+    info = ag_model_info(path)  # a model file, checked as one
+    text = json.dumps({k: settings[k] for k in _SETTINGS}).encode()
+    check(lib.pg_fit_resume_check(os.fsencode(path), text, len(text)))
+    return int(info["epoch"]), info["extra"]["fit"]
 
 
 def load_weights(path: Any, model: Any, opt: Any) -> Dict[str, Any]:

@@ -9,20 +9,13 @@ import numpy as np
 
 from . import _walk
 from ._args import as_numeric
+from ._core import NULL, check, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
-from .ops import ag_mean, ag_mse_loss, ag_softmax_cross_entropy_loss, ag_sum
-from .ops_loss import (
-    ag_bce_with_logits_loss,
-    ag_binary_cross_entropy_loss,
-    ag_huber_loss,
-    ag_mae_loss,
-)
 from .optim import Optimizer, optimizer_adam, optimizer_sgd
-from .tensor import Tensor, ag_default_dtype
+from .tensor import Tensor, _wrap, ag_default_dtype
 
 __all__: List[str] = []
 
-_LOSSES = ("cross_entropy", "mse", "mean", "sum")
 # opt_params keys: ggml's names are accepted as aliases of the optimizer attributes
 _HYPER_ALIASES = {"alpha": "lr", "wd": "weight_decay"}
 
@@ -31,12 +24,16 @@ _HYPER_ALIASES = {"alpha": "lr", "wd": "weight_decay"}
 # model helpers (work with nn modules and with any object with forward/parameters)
 
 
-def _forward(model, x):
+def _forward(model, x, fn="ag_fit"):
     if hasattr(model, "forward"):
-        return model.forward(x)
-    if callable(model):
-        return model(x)
-    raise ArgumentError(f"ag_fit: model must have forward(x), got {type(model).__name__}")
+        out = model.forward(x)
+    elif callable(model):
+        out = model(x)
+    else:
+        raise ArgumentError(f"{fn}: model must have forward(x), got {type(model).__name__}")
+    if not isinstance(out, Tensor):  # a number would reach the loss as a constant
+        raise ArgumentError(f"{fn}: model forward returned a {type(out).__name__}, not a tensor")
+    return out
 
 
 def _params(model):
@@ -120,31 +117,21 @@ def _row_major_hint(X, Y):
 
 
 def _loss_fn(loss):
+    """(loss function, name): a callable as given, else the core's loss of that name."""
     if callable(loss):
-        return loss, True
-    if loss == "cross_entropy":
-        return ag_softmax_cross_entropy_loss, False
-    if loss == "mse":
-        return ag_mse_loss, True
-    if loss == "mean":
-        return (lambda out, y: ag_mean(out)), True
-    if loss == "sum":
-        return (lambda out, y: ag_sum(out)), True
-    if isinstance(loss, str) and loss in _EXTRA_LOSSES:
-        return _EXTRA_LOSSES[loss], True
-    raise PyggmlrValueError(
-        f"ag_fit: unknown loss {loss!r}; use 'cross_entropy', 'mse', 'mean', 'sum', "
-        f"{', '.join(repr(k) for k in _EXTRA_LOSSES)} or a callable(output, y) -> 1x1 tensor"
-    )
+        return loss, "callable"
+    if not isinstance(loss, str):
+        raise PyggmlrValueError(
+            f"ag_fit: loss must be a loss name such as 'mse' or a callable(output, y), got {loss!r}"
+        )
+    code = ffi.new("int *")
+    check(lib.pg_fit_loss_parse(loss.encode("utf-8", "replace"), code))
+    k = code[0]
 
+    def fn(out, y=None):
+        return _wrap(lib.pg_fit_loss(k, out._handle("ag_fit"), NULL if y is None else y._p))
 
-# the losses beyond ggml-opt's (ops_loss.py), each against y of the output's shape
-_EXTRA_LOSSES = {
-    "binary_cross_entropy": ag_binary_cross_entropy_loss,
-    "bce_with_logits": ag_bce_with_logits_loss,
-    "huber": ag_huber_loss,
-    "mae": ag_mae_loss,
-}
+    return fn, loss
 
 
 def _make_optimizer(optimizer, params, lr):

@@ -23,14 +23,11 @@ __all__ = [
     "OptimizerHyperWarning",
 ]  # schedulers: sched.py
 
-from .optim_state import OptimizerHyperWarning  # noqa: E402  (re-exported)
+from .optim_state import OptimizerHyperWarning, _names  # noqa: E402  (re-exported)
 
 _SGD, _ADAM = lib.PG_OPTIM_KIND_SGD, lib.PG_OPTIM_KIND_ADAM  # enum pg_optim_kind
-_SLOTS = {_SGD: ("velocity", "accum"), _ADAM: ("m", "v", "accum")}
-_HYPER = {
-    _SGD: ("lr", "momentum", "nesterov", "weight_decay", "accumulate_steps", "average"),
-    _ADAM: ("lr", "beta1", "beta2", "eps", "weight_decay", "accumulate_steps", "average"),
-}
+# every hyper-parameter an optimizer has, from the core's table
+_HYPER = {k: _names(lib.PG_OPTIM_NAMES_FILE_HYPER, k) for k in (_SGD, _ADAM)}
 
 
 def _param_list(params, name):

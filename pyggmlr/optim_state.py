@@ -1,32 +1,27 @@
-"""Optimizer state()/load_state() in ggmlR 0.8.6's layout, with its checks and messages (the
-same texts as the R front end), plus the layout this project's model files store."""
+"""Optimizer state()/load_state() in ggmlR 0.8.6's layout, and the layout this project's model
+files store. The tables, checks, messages and the write are the C core's (native/optim_state.c,
+shared with R); this module walks the dict, converts it and raises or warns in Python."""
 
 from __future__ import annotations
 
-import math
 import numbers
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any, Dict, List, NoReturn, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from . import _core
 from ._core import NULL, ffi, lib
-from .errors import PyggmlrValueError
 
 __all__ = ["OptimizerHyperWarning"]
 
-FORMAT = "ggmlR.ag_opt_state"
-_SLOTS = {"sgd": ("velocity",), "adam": ("m", "v")}
-_HYPER = {"sgd": ("lr", "momentum"), "adam": ("lr", "beta1", "beta2", "eps")}
-# this project's extra hyper-parameters: in the state only when not at their default
-_EXTRA = {"sgd": (("nesterov", False), ("weight_decay", 0.0)), "adam": (("weight_decay", 0.0),)}
-_LEGACY_SLOTS = {"sgd": ("velocity", "accum"), "adam": ("m", "v", "accum")}
-_LEGACY_HYPER = {
-    "sgd": ("lr", "momentum", "nesterov", "weight_decay", "accumulate_steps", "average"),
-    "adam": ("lr", "beta1", "beta2", "eps", "weight_decay", "accumulate_steps", "average"),
-}
+FORMAT = ffi.string(lib.pg_optim_state_format()).decode()
+_GGMLR, _LEGACY, _FILE = (
+    lib.PG_OPTIM_STATE_FORM_GGMLR,
+    lib.PG_OPTIM_STATE_FORM_LEGACY,
+    lib.PG_OPTIM_STATE_FORM_FILE,
+)
 
 
 class OptimizerHyperWarning(UserWarning):
@@ -39,42 +34,23 @@ class OptimizerHyperWarning(UserWarning):
         self.changed = changed
 
 
+def _names(table: int, kind: int) -> Tuple[str, ...]:
+    out, j = [], 0
+    while (p := lib.pg_optim_name(table, kind, j)) != NULL:
+        out.append(ffi.string(p).decode())
+        j += 1
+    return tuple(out)
+
+
 def _type(opt) -> str:
-    return "adam" if opt._kind == 1 else "sgd"
+    return ffi.string(lib.pg_optim_kind_name(opt._kind)).decode()
 
 
-def r_format(x: Any) -> str:
-    """A number as R's format() writes it (7 significant digits, fixed unless scientific is
-    narrower); TRUE / FALSE for booleans."""
-    if isinstance(x, (bool, np.bool_)):
-        return "TRUE" if x else "FALSE"
-    if not isinstance(x, numbers.Real):
-        return str(x)
-    x = float(x)
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Inf" if x > 0 else "-Inf"
-    if x == 0:
-        return "0"
-    ref = float(f"{x:.6e}")
-    d = next(d for d in range(1, 8) if float(f"{x:.{d - 1}e}") == ref)
-    sci = f"{x:.{d - 1}e}"
-    mant, ex = sci.split("e")
-    e = int(ex)
-    sci = f"{mant}e{'-' if e < 0 else '+'}{abs(e):02d}"
-    fixed = f"{ref:.{max(0, d - 1 - e)}f}"
-    return fixed if len(fixed) <= len(sci) else sci
-
-
-def _hyper(opt) -> Dict[str, Any]:
-    t = _type(opt)
-    h: Dict[str, Any] = {k: getattr(opt, k) for k in _HYPER[t]}
-    for k, default in _EXTRA[t]:
-        v = getattr(opt, k)
-        if v != default:
-            h[k] = v
-    return h
+def _count(rc: int) -> int:
+    """A count from the core, raising its error when negative."""
+    if rc < 0:
+        _core.raise_last(-rc)
+    return rc
 
 
 def state(opt: Any) -> Dict[str, Any]:
@@ -82,173 +58,199 @@ def state(opt: Any) -> Dict[str, Any]:
     when taken mid-accumulation. Returns a dict (format, version, type, t, accum_count, names,
     slots, hyper)."""
     t = _type(opt)
-    ac = opt.accum_count
-    if ac > 0:
-        warnings.warn(
-            f"optimizer state(): taken mid-accumulation ({ac} of {opt.accumulate_steps} backward passes); "
-            "the accumulated gradients live in the parameters' $grad and are not part of the state",
-            UserWarning,
-            stacklevel=3,
-        )
-    slots = {nm: list(opt._slot(s).values()) for s, nm in enumerate(_SLOTS[t])}
+    buf = ffi.new("char[]", 512)
+    if _count(lib.pg_optim_state_note(opt._o, buf, 512)):
+        warnings.warn(ffi.string(buf).decode(), UserWarning, stacklevel=3)
+    slots = {
+        nm: list(opt._slot(s).values())
+        for s, nm in enumerate(_names(lib.PG_OPTIM_NAMES_SLOTS, opt._kind))
+    }
+    names, values = ffi.new("const char *[]", 8), ffi.new("double[]", 8)
+    n = _count(lib.pg_optim_state_hyper(opt._o, names, values, 8))
+    hyper: Dict[str, Any] = {}
+    for k in range(n):
+        nm = ffi.string(names[k]).decode()
+        hyper[nm] = bool(values[k]) if lib.pg_optim_is_flag(names[k]) else values[k]
     return {
         "format": FORMAT,
         "version": 1,
         "type": t,
         "t": opt.t if t == "adam" else 0,
-        "accum_count": ac,
+        "accum_count": opt.accum_count,
         "names": list(opt.params) if opt._named else None,
         "slots": slots,
-        "hyper": _hyper(opt),
+        "hyper": hyper,
     }
 
 
-def _fail(msg: str) -> NoReturn:
-    raise PyggmlrValueError("optimizer load_state(): " + msg)
+class _Host:
+    """A state dict as the core's pg_optim_state_in; keeps every buffer alive across calls."""
+
+    def __init__(self, form: int) -> None:
+        self.keep: List[Any] = []
+        self.c = ffi.new("pg_optim_state_in *", lib.pg_optim_state_in_default())
+        self.c.form = form
+
+    def text(self, s: str):
+        b = ffi.new("char[]", s.encode("utf-8", "replace"))
+        self.keep.append(b)
+        return b
+
+    def value(self, dst, v: Any, show: bool = False) -> None:
+        """dst <- v: its kind and number; show: the display is str(v) whatever it is."""
+        if v is None:
+            dst.kind = lib.PG_HOST_ABSENT
+        elif isinstance(v, (bool, np.bool_)):
+            dst.kind, dst.num = lib.PG_HOST_BOOL, float(bool(v))
+        elif isinstance(v, numbers.Integral):
+            dst.kind, dst.num = lib.PG_HOST_INT, float(v)
+        elif isinstance(v, numbers.Real):
+            dst.kind, dst.num = lib.PG_HOST_NUM, float(v)
+        elif isinstance(v, str):
+            dst.kind, dst.text = lib.PG_HOST_TEXT, self.text(v)
+        else:
+            dst.kind, dst.text = lib.PG_HOST_OTHER, self.text(str(v))
+        if show:
+            dst.text = self.text(str(v))
+
+    def strings(self, xs: Sequence[str]):
+        arr = ffi.new("const char *[]", [self.text(x) for x in xs] or 1)
+        self.keep.append(arr)
+        return arr
+
+    def matrices(self, vals: List[Any]) -> None:
+        arr = ffi.new("pg_host_matrix[]", max(len(vals), 1))
+        for m, v in zip(arr, vals):
+            if v is None:
+                continue
+            m.present = 1
+            try:
+                shape = tuple(int(d) for d in np.shape(v))
+            except Exception:  # noqa: BLE001 - unshapeable: no dims, as R's dim(NULL)
+                shape = ()
+            dims = ffi.new("int64_t[]", list(shape) or 1)
+            self.keep.append(dims)
+            m.ndim, m.dims = len(shape), dims
+            a = _numbers(v)
+            if a is not None:
+                m.numeric = 1
+                if a.ndim == 2:
+                    self.keep.append(a)
+                    m.data = ffi.cast("double *", a.ctypes.data)
+        self.keep.append(arr)
+        self.c.slots, self.c.n_slots = arr, len(vals)
+
+    def hyper(self, sh: Any) -> None:
+        sh = sh if isinstance(sh, Mapping) else {}
+        keys = [k for k in sh if isinstance(k, str)]
+        vals = ffi.new("pg_host_value[]", max(len(keys), 1))
+        for dst, k in zip(vals, keys):
+            self.value(dst, sh[k])
+            if sh[k] is None:  # a None entry is a value here (shown as None), not "not there"
+                dst.kind, dst.text = lib.PG_HOST_OTHER, self.text("None")
+        self.keep.append(vals)
+        self.c.hyper_names, self.c.hyper, self.c.n_hyper = self.strings(keys), vals, len(keys)
+        self.sh, self.keys = sh, keys
+
+    def load(self, opt: Any, check_only: bool) -> None:
+        _core.check(lib.pg_optim_state_load(opt._o, self.c, int(check_only)))
+
+    def warn_hyper(self, opt: Any, stacklevel: int) -> None:
+        d = ffi.new("pg_optim_hyper_diff *")
+        _core.check(lib.pg_optim_hyper_diff_of(opt._o, self.c, d))
+        changed: Dict[str, Dict[str, Any]] = {}
+        for k in range(d.n):
+            nm = ffi.string(d.name[k]).decode()
+            dflt = bool(d.default_value[k]) if d.is_flag[k] else d.default_value[k]
+            sv = self.sh[self.keys[d.entry[k]]] if d.entry[k] >= 0 else dflt
+            changed[nm] = {"current": getattr(opt, nm), "state": sv}
+        if changed:
+            msg = ffi.string(d.message).decode("utf-8", "replace")
+            warnings.warn(OptimizerHyperWarning(msg, changed), stacklevel=stacklevel)
 
 
-def _is_count(v) -> bool:
-    return (
-        isinstance(v, numbers.Real)
-        and not isinstance(v, (bool, np.bool_))
-        and math.isfinite(float(v))
-        and float(v) >= 0
-        and float(v) == math.floor(float(v))
-    )
-
-
-def _shape(v) -> str:
-    try:
-        return "x".join(str(d) for d in np.shape(v))
-    except Exception:  # noqa: BLE001 - an unshapeable object: no dims, as R's dim(NULL)
-        return ""
-
-
-def _num_matrix(v, shape) -> Optional[np.ndarray]:
-    """v as a float64 Fortran matrix when it is numeric with exactly this shape, else None."""
+def _numbers(v: Any) -> Optional[np.ndarray]:
+    """v as float64 Fortran numbers when it holds numbers (ints, floats), else None."""
     if isinstance(v, (bool, str, bytes)) or v is None:
         return None
     try:
         a = np.asarray(v)
     except Exception:  # noqa: BLE001
         return None
-    if a.dtype.kind not in "iuf" or a.shape != tuple(shape):
+    if a.dtype.kind not in "iuf":
         return None
     return np.asfortranarray(a, dtype=np.float64)
 
 
-def _all_equal(cur, st) -> bool:
-    """R's all.equal(cur, st) on single numbers: mean relative difference <= 1.5e-8."""
-    if isinstance(cur, (bool, np.bool_)) != isinstance(st, (bool, np.bool_)):
-        return False
-    if not (isinstance(st, numbers.Real) and isinstance(cur, numbers.Real)):
-        return cur == st
-    c, s = float(cur), float(st)
-    if math.isnan(c) or math.isnan(s):
-        return math.isnan(c) and math.isnan(s)
-    diff = abs(c - s)
-    return (diff / abs(c) if c != 0 else diff) <= 1.5e-8
-
-
-def _hyper_warn(opt: Any, sh: Any, stacklevel: int = 4) -> None:
-    t = _type(opt)
-    sh = sh if isinstance(sh, Mapping) else {}
-    changed: Dict[str, Dict[str, Any]] = {}
-    for k in _HYPER[t]:
-        if k in sh and not _all_equal(getattr(opt, k), sh[k]):
-            changed[k] = {"current": getattr(opt, k), "state": sh[k]}
-    for k, default in _EXTRA[t]:
-        cur, sv = getattr(opt, k), sh.get(k, default)
-        if not _all_equal(cur, sv):
-            changed[k] = {"current": cur, "state": sv}
-    if changed:
-        parts = [
-            f"{k} = {r_format(v['current'])} (state {r_format(v['state'])})"
-            for k, v in changed.items()
-        ]
-        warnings.warn(
-            OptimizerHyperWarning(
-                "optimizer load_state(): hyperparameters differ from the state's and are "
-                "NOT restored: " + ", ".join(parts),
-                changed,
-            ),
-            stacklevel=stacklevel,
-        )
+def _slot_list(v: Any) -> List[Any]:
+    """One slot's per-parameter values as a list (a sequence, a mapping's values, one value)."""
+    if isinstance(v, Sequence) and not isinstance(v, (str, bytes)):
+        return list(v)
+    if isinstance(v, Mapping):
+        return list(v.values())
+    return [] if v is None else [v]
 
 
 def load_state(opt: Any, st: Any) -> bool:
     """Optimizer.load_state(st): ggmlR 0.8.6's eight checks in order (PyggmlrValueError with
     ggmlR's text on the first that fails, nothing written), the hyper-parameter comparison
     (OptimizerHyperWarning), then moments and counters written at once. Returns True."""
-    t = _type(opt)
-    # 1-3: what it is
-    if not isinstance(st, Mapping) or not (
-        isinstance(st.get("format"), str) and st.get("format") == FORMAT
-    ):
-        _fail("not an optimizer state (from opt$state())")
-    if "type" not in st and "kind" in st and isinstance(st.get("params"), list):
-        load_file_state(
-            opt, _check_legacy(opt, st)
-        )  # a state() of pyggmlr before ggmlR 0.8.6's layout
-        return True
-    ver = st.get("version")
-    if not (
-        isinstance(ver, numbers.Integral) and not isinstance(ver, (bool, np.bool_)) and ver == 1
-    ):
-        _fail(
-            f"unsupported state version {'NULL' if ver is None else r_format(ver)} (this ggmlR reads version 1)"
-        )
-    if not isinstance(st.get("type"), str) or st.get("type") != t:
-        _fail(f"state is for a '{st.get('type')}' optimizer, this one is '{t}'")
-    # 4: one entry per parameter in every slot
-    slots = st.get("slots")
+    is_map = isinstance(st, Mapping)
+    get = st.get if is_map else (lambda k, d=None: d)
+    legacy = is_map and "type" not in st and "kind" in st and isinstance(st.get("params"), list)
+    h = _Host(_LEGACY if legacy else _GGMLR)
+    h.c.is_map = int(is_map)
+    h.value(h.c.format, get("format"))
+    if legacy:  # a state() of pyggmlr before ggmlR 0.8.6's layout: the model files' layout
+        return _load_file_form(opt, h, st, stacklevel=5)
+    h.value(h.c.version, get("version"))
+    h.value(h.c.type, get("type"), show=True)
+    slots = get("slots")
     slots = slots if isinstance(slots, Mapping) else {}
-    params = list(opt.params.values())
-    lists = {}
-    for nm in _SLOTS[t]:
-        v = slots.get(nm)
-        lst = (
-            list(v)
-            if isinstance(v, Sequence) and not isinstance(v, (str, bytes))
-            else list(v.values())
-            if isinstance(v, Mapping)
-            else ([] if v is None else [v])
-        )
-        if len(lst) != len(params):
-            _fail(f"state has {len(lst)} parameters, optimizer has {len(params)}")
-        lists[nm] = lst
-    # 5: names, when both sides have them
-    sn = st.get("names")
+    lists = [_slot_list(slots.get(nm)) for nm in _names(lib.PG_OPTIM_NAMES_SLOTS, opt._kind)]
+    for s, lst in enumerate(lists):
+        h.c.slot_len[s] = len(lst)
+    sn = get("names")
     if sn is not None and (
         isinstance(sn, (str, bytes, Mapping)) or not isinstance(sn, (Sequence, np.ndarray))
     ):
-        _fail(f"names must be NULL or one name per parameter, got {type(sn).__name__}")
-    if opt._named and sn is not None and [str(x) for x in sn] != list(opt.params):
-        _fail(
-            "parameter names differ from the state's (position is the key, names are the check)"
-            f"\n  optimizer: {', '.join(opt.params)}\n  state:     {', '.join(str(x) for x in sn)}"
-        )
-    # 6: shapes and values
-    vals: List[np.ndarray] = []
-    for nm in _SLOTS[t]:
-        for i, (p, v) in enumerate(zip(params, lists[nm])):
-            a = _num_matrix(v, p.shape)
-            if a is None:
-                _fail(
-                    f"slot '{nm}' of parameter {i + 1} has shape {_shape(v)}, expected {p.shape[0]}x{p.shape[1]}"
-                )
-            if not np.isfinite(a).all():
-                _fail(f"slot '{nm}' of parameter {i + 1} is not finite")
-            vals.append(a)
-    # 7: counters
-    if not (_is_count(st.get("t")) and _is_count(st.get("accum_count"))):
-        _fail("t / accum_count are not counts")
-    # 8: hyper-parameters are compared, never restored; the load goes on after the warning
-    _hyper_warn(opt, st.get("hyper"))
-    ptrs = ffi.new("double *[]", [ffi.cast("double *", a.ctypes.data) for a in vals] or 1)
-    _core.check(
-        lib.pg_optim_load(opt._o, ptrs, len(vals), float(st["t"]), float(st["accum_count"]))
+        h.c.names_bad = h.text(type(sn).__name__)
+    elif sn is not None:
+        names = [str(x) for x in sn]
+        h.c.names_given, h.c.names, h.c.n_names = 1, h.strings(names), len(names)
+    if opt._named:
+        h.c.opt_names, h.c.n_opt_names = h.strings(list(opt.params)), len(opt.params)
+    n = len(opt.params)
+    h.matrices([v for lst in lists for v in lst] if all(len(x) == n for x in lists) else [])
+    h.value(h.c.t, get("t"))
+    h.value(h.c.accum_count, get("accum_count"))
+    h.hyper(get("hyper"))
+    h.load(opt, check_only=True)
+    h.warn_hyper(opt, stacklevel=4)
+    h.load(opt, check_only=False)
+    return True
+
+
+def _load_file_form(opt: Any, h: _Host, st: Mapping, stacklevel: int, check_only=False) -> bool:
+    """The model files' layout (and pyggmlr's earlier state()): checked, warned, written."""
+    per = st.get("params")
+    per = per if isinstance(per, list) else []
+    h.value(h.c.type, st.get("kind"), show=True)
+    h.c.slot_len[0] = len(per)
+    names = _names(lib.PG_OPTIM_NAMES_FILE_SLOTS, opt._kind)
+    n = len(opt.params)
+    h.matrices(
+        [e.get(nm) if isinstance(e, Mapping) else None for e in per for nm in names]
+        if len(per) == n
+        else []
     )
+    h.value(h.c.t, st.get("t"))
+    h.value(h.c.accum_count, st.get("accum_count"))
+    h.hyper(st.get("hyper"))
+    h.load(opt, check_only=True)
+    if not check_only:
+        h.warn_hyper(opt, stacklevel=stacklevel)
+        h.load(opt, check_only=False)
     return True
 
 
@@ -259,49 +261,25 @@ def file_state(opt: Any) -> Dict[str, Any]:
     """The optimizer state in this project's model-file layout (kind, t, accum_count, every
     hyper-parameter, per-parameter dicts of slot arrays incl. the sum_grads accumulator, None
     when unused), for io.py."""
-    t = _type(opt)
+    from .tensor import _read
+
+    slots = _names(lib.PG_OPTIM_NAMES_FILE_SLOTS, opt._kind)
     per = []
     for i in range(lib.pg_optim_nparams(opt._o)):
         entry = {}
-        for s, nm in enumerate(_LEGACY_SLOTS[t]):
+        for s, nm in enumerate(slots):
             p = lib.pg_optim_state(opt._o, i, s)
-            entry[nm] = None if p == NULL else _core_read(p)
+            entry[nm] = None if p == NULL else _read(p)
         per.append(entry)
     return {
         "format": FORMAT,
         "version": 1,
-        "kind": t,
+        "kind": _type(opt),
         "t": opt.t,
         "accum_count": opt.accum_count,
-        "hyper": {k: getattr(opt, k) for k in _LEGACY_HYPER[t]},
+        "hyper": {k: getattr(opt, k) for k in _names(lib.PG_OPTIM_NAMES_FILE_HYPER, opt._kind)},
         "params": per,
     }
-
-
-def _core_read(p):
-    from .tensor import _read
-
-    return _read(p)
-
-
-def _check_legacy(opt: Any, st: Any) -> Dict[str, Any]:
-    """The earlier state() layout, checked before anything is written."""
-    t = _type(opt)
-    if st.get("kind") != t:
-        _fail(f"state is for a '{st.get('kind')}' optimizer, this one is '{t}'")
-    params = list(opt.params.values())
-    if len(st["params"]) != len(params):
-        _fail(f"state has {len(st['params'])} parameters, optimizer has {len(params)}")
-    for i, (p, entry) in enumerate(zip(params, st["params"])):
-        for nm in _LEGACY_SLOTS[t]:
-            v = entry.get(nm) if isinstance(entry, Mapping) else None
-            if v is not None and _num_matrix(v, p.shape) is None:
-                _fail(
-                    f"slot '{nm}' of parameter {i + 1} has shape {_shape(v)}, expected {p.shape[0]}x{p.shape[1]}"
-                )
-    if not (_is_count(st.get("t", 0)) and _is_count(st.get("accum_count", 0))):
-        _fail("t / accum_count are not counts")
-    return st
 
 
 def load_file_state(opt: Any, st: Dict[str, Any], check_only: bool = False) -> None:
@@ -309,34 +287,6 @@ def load_file_state(opt: Any, st: Dict[str, Any], check_only: bool = False) -> N
     the core checks every value (finite, within the dtype's range, Adam's v >= 0) and the
     counters, then swaps all the slots in at once; check_only: the checks alone, nothing
     written (io.py runs them before it writes any weight)."""
-    t = _type(opt)
-    keep, ptrs = [], []
-    for entry in st["params"]:
-        for nm in _LEGACY_SLOTS[t]:
-            v = entry.get(nm) if isinstance(entry, Mapping) else None
-            if v is None:
-                ptrs.append(NULL)
-                continue
-            a = np.asfortranarray(v, dtype=np.float64)  # kept alive across the C call
-            keep.append(a)
-            ptrs.append(ffi.cast("double *", a.ctypes.data))
-    cnt = [st.get("t", 0), st.get("accum_count", 0)]
-    if not all(_is_count(c) for c in cnt):
-        _fail("t / accum_count are not counts")
-    arr = ffi.new("double *[]", ptrs or [NULL])
-    if not check_only:
-        _core.check(lib.pg_optim_load_file(opt._o, arr, len(ptrs), float(cnt[0]), float(cnt[1]), 1))
-        _hyper_warn(
-            opt,
-            {
-                k: v
-                for k, v in st.get("hyper", {}).items()
-                if k in _HYPER[t] or k in dict(_EXTRA[t])
-            },
-            stacklevel=5,
-        )
-    _core.check(
-        lib.pg_optim_load_file(
-            opt._o, arr, len(ptrs), float(cnt[0]), float(cnt[1]), int(check_only)
-        )
-    )
+    h = _Host(_FILE)
+    h.c.is_map = 1
+    _load_file_form(opt, h, st, stacklevel=6, check_only=check_only)

@@ -39,7 +39,7 @@ def _predict(model: Any, x: Any, batch_size: Any, fn: str) -> np.ndarray:
         with ag_no_grad():
             for s in range(0, X.shape[1], bs):
                 xb = ag_tensor(X[:, s : s + bs], dtype=dtype)
-                outs.append(_forward(model, xb).numpy())
+                outs.append(_forward(model, xb, fn).numpy())
     finally:
         if was_training:
             _set_mode(model, True)

@@ -54,10 +54,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
 
   X <- .fit_cols(x, "x")
   n <- ncol(X)
-  if (is.null(y) &&
-      L$name %in% c("cross_entropy", "mse",
-                    names(.FIT_EXTRA_LOSSES))) .fit_stop("ag_fit: loss \"%s\" needs targets y",
-                                                         L$name)
+  if (is.null(y) && !L$name %in% c("callable", "mean", "sum"))
+    .fit_stop("ag_fit: loss \"%s\" needs targets y", L$name)
   tg <- .fit_targets(y, L$name, n, X)
   .check_class_ids(tg$ids, model, nrow(X))  # fit_hints.R: 1-based labels
   classify <- L$name == "cross_entropy"
@@ -220,7 +218,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
       } else {  # the gradients pass through R: MPI's all-reduce, a user's step()
         bt <- .Call(R_pg_fit_batch, plan, FALSE, b - 1L)
         with_grad_tape({
-          out <- fwd(bt[[1L]])
+          out <- .fit_out(fwd(bt[[1L]]))
           lv <- lossfn(out, bt[[2L]])
         })
         if (!is_ag_tensor(lv))
@@ -319,9 +317,8 @@ ag_predict <- function(model, x, batch_size = 256L) .predict(model, x, batch_siz
   ag_no_grad({
     for (s0 in seq(1L, ncol(X), by = batch_size)) {
       idx <- s0:min(s0 + batch_size - 1L, ncol(X))
-      outs[[length(outs) + 1L]] <- .fit_forward(model,
-                                                ag_tensor(X[, idx, drop = FALSE],
-                                                          dtype = dtype))$data
+      outs[[length(outs) + 1L]] <- .fit_forward(model, ag_tensor(X[, idx, drop = FALSE],
+                                                                 dtype = dtype), fn)$data
     }
   })
   do.call(cbind, outs)

@@ -18,42 +18,11 @@ as.data.frame.ag_history <- function(x, ...) as.data.frame(unclass(x)[.HIST_KEYS
 
 .pm_sym <- function() if (isTRUE(l10n_info()[["UTF-8"]])) " \u00b1 " else " +- "
 
-.pm <- function(v, u) {
-  if (is.nan(v) || is.na(v)) return(formatC("-", width = 18))
-  if (is.na(u)) sprintf("%9.5f%9s", v, "") else paste0(sprintf("%9.5f", v), .pm_sym(),
-                                                       formatC(sprintf("%.5f", u), width = -7))
-}
-
-.pm_pct <- function(v, u) {
-  if (is.nan(v) || is.na(v)) return(formatC("-", width = 17))
-  paste0(sprintf("%6.2f%%", 100 * v), .pm_sym(), sprintf("%5.2f%%", 100 * (if (is.na(u)) 0 else u)))
-}
-
 print.ag_history <- function(x, ...) {
-  n <- length(x$epoch)
-  if (n == 0L) { cat("<ag_history: no epochs>\n"); return(invisible(x)) }
-  has_val <- any(!is.nan(x$val_loss))
-  has_acc <- any(!is.nan(x$accuracy))
-  cat(sprintf("<ag_history: %d epoch%s%s>\n", n, if (n == 1L) "" else "s",
-              if (!is.null(x$stopped_epoch)) sprintf(", stopped at epoch %d",
-                                                     x$stopped_epoch) else ""))
-  head <- sprintf("%5s  %18s", "epoch", "loss")
-  if (has_acc) head <- paste0(head, sprintf("  %17s", "accuracy"))
-  if (has_val) {
-    head <- paste0(head, sprintf("  %18s", "val_loss"))
-    if (has_acc) head <- paste0(head, sprintf("  %17s", "val_accuracy"))
-  }
-  cat(head, sprintf("  %7s", "time"), "\n", sep = "")
-  for (i in seq_len(n)) {
-    s <- sprintf("%5d  %s", x$epoch[i], .pm(x$loss[i], x$loss_unc[i]))
-    if (has_acc) s <- paste0(s, "  ", .pm_pct(x$accuracy[i], x$accuracy_unc[i]))
-    if (has_val) {
-      s <- paste0(s, "  ", .pm(x$val_loss[i], x$val_loss_unc[i]))
-      if (has_acc) s <- paste0(s, "  ", .pm_pct(x$val_accuracy[i], x$val_accuracy_unc[i]))
-    }
-    cat(s, sprintf("  %6.2fs", x$time_train[i] + x$time_val[i]), "\n", sep = "")
-  }
-  if (!is.null(x$best_epoch)) cat(sprintf("best epoch: %d\n", x$best_epoch))
+  logs <- unlist(lapply(.HIST_KEYS[-1L], function(k) as.double(x[[k]])))  # the core's log order
+  cat(.Call(R_pg_fit_history_format, "ag_history", as.double(x$epoch), logs,
+            if (is.null(x$stopped_epoch)) 0 else x$stopped_epoch,
+            if (is.null(x$best_epoch)) 0 else x$best_epoch, .pm_sym()), "\n", sep = "")
   invisible(x)
 }
 

@@ -115,36 +115,16 @@ print.ag_model_checkpoint <- function(x, ...) {
   }
 }
 
-# Check a checkpoint against this run, writing nothing: its settings, epoch, history and random
-# state. Returns list(epoch, fit = the saved fit state); .fit_resume_load writes the weights and
-# the optimizer later, once the run is set up (a refused checkpoint changes nothing).
+# Check a checkpoint against this run, writing nothing: the core checks its settings, epoch,
+# history and random state. Returns list(epoch, fit = the saved fit state); .fit_resume_load
+# writes the weights and the optimizer later, once the run is set up (a refused checkpoint
+# changes nothing).
 .fit_resume <- function(path, settings) {
-  info <- ag_model_info(path)
-  fs <- if (is.list(info$extra)) info$extra$fit else NULL
-  if (!is.list(fs) || !is.list(fs$settings))
-    .fit_stop("ag_fit: %s is not an ag_fit checkpoint (no training state)", path)
-  for (k in c("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss")) {
-    was <- fs$settings[[k]]
-    now <- settings[[k]]
-    same <- if (is.numeric(now)) is.numeric(was) && isTRUE(as.double(was) == as.double(now))
-            else identical(was, now)
-    if (!same)
-      .fit_stop("ag_fit: cannot resume: %s was %s in the checkpoint, now %s", k,
-                if (is.null(was)) "None" else format(was), format(now))
-  }
-  if (is.null(info$epoch)) .fit_stop("ag_fit: %s is not a training checkpoint (no epoch)", path)
-  num_list <- function(v) is.list(v) && all(vapply(v, function(x) is.null(x) ||
-                                                   (is.numeric(x) && length(x) == 1L), logical(1)))
-  h <- fs$history
-  ok <- is.list(h) && all(vapply(.HIST_KEYS, function(k) is.null(h[[k]]) || num_list(h[[k]]),
-                                 logical(1))) &&
-    num_list(fs$rng_state) && isTRUE(tryCatch({
-      # a throwaway stream
-      .Call(R_pg_rng_set_state, .rng_stream(1L), as.integer(.num_vec(fs$rng_state)))
-      TRUE
-    }, error = function(e) FALSE, warning = function(w) FALSE))
-  if (!ok) .fit_stop("ag_fit: %s holds an unusable training state (history or random stream)", path)
-  list(epoch = as.integer(info$epoch), fit = fs)
+  info <- ag_model_info(path)  # a model file, checked as one
+  keys <- c("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss")
+  js <- jsonlite::toJSON(settings[keys], auto_unbox = TRUE, digits = NA, null = "null")
+  .Call(R_pg_fit_resume_check, path, enc2utf8(as.character(js)))
+  list(epoch = as.integer(info$epoch), fit = info$extra$fit)
 }
 
 # The checkpoint's weights and optimizer state (all checked before the first write); its tensors.

@@ -96,7 +96,14 @@
   .fit_type_stop("%s: model must have a forward(x) function", fn)
 }
 
-.fit_forward <- function(model, x, fn = "ag_fit") .fit_forward_fn(model, fn)(x)
+.fit_forward <- function(model, x, fn = "ag_fit") .fit_out(.fit_forward_fn(model, fn)(x), fn)
+
+# a number from forward() would reach the loss as a constant (R's losses take numbers)
+.fit_out <- function(out, fn = "ag_fit") {
+  if (!is_ag_tensor(out))
+    .arg_fail("argument", "%s: model forward returned a %s, not a tensor", fn, class(out)[[1L]])
+  out
+}
 
 # x, y as [features, n] double matrices (samples are columns). A data.frame has one row per
 # sample and is transposed; a vector is one row.
@@ -150,35 +157,15 @@
   list(Y = Y, ids = ids)
 }
 
+# (fn, name): a function as given, else the core's loss of that name (native/fit_loss.c)
 .fit_loss <- function(loss) {
-  if (is.function(loss)) return(list(fn = loss, tensor = TRUE, name = "callable"))
-  if (!is.character(loss) || length(loss) != 1L)
-    .fit_stop(paste0("ag_fit: loss must be \"cross_entropy\", \"mse\", \"mean\", \"sum\" or a ",
-                     "function(output, y)"))
-  switch(loss,
-         cross_entropy = list(fn = .fit_softmax_ce, tensor = FALSE, name = loss),
-         mse = list(fn = ag_mse_loss, tensor = TRUE, name = loss),
-         mean = list(fn = function(out, y) ag_mean(out), tensor = TRUE, name = loss),
-         sum = list(fn = function(out, y) ag_sum(out), tensor = TRUE, name = loss),
-         if (loss %in% names(.FIT_EXTRA_LOSSES)) list(fn = .FIT_EXTRA_LOSSES[[loss]], tensor = TRUE,
-                                                      name = loss)
-         else .fit_stop(paste0("ag_fit: unknown loss \"%s\"; use \"cross_entropy\", \"mse\", ",
-                               "\"mean\", \"sum\", %s or a function(output, y) returning ",
-                               "a 1x1 ag_tensor"),
-                        loss, paste0("\"", names(.FIT_EXTRA_LOSSES), "\"", collapse = ", ")))
+  if (is.function(loss)) return(list(fn = loss, name = "callable"))
+  if (!is.character(loss) || length(loss) != 1L || is.na(loss))
+    .fit_stop(paste0("ag_fit: loss must be a loss name such as \"mse\" or a ",
+                     "function(output, y), got %s"), .arg_show(loss))
+  code <- .Call(R_pg_fit_loss_parse, loss)
+  list(fn = function(out, y = NULL) .Call(R_pg_fit_loss, code, out, y), name = loss)
 }
-
-# ag_softmax_cross_entropy_loss on the plan's batches (tensors of checked targets: ag_fit hints at
-# 1-based labels before training), straight to the core
-.fit_softmax_ce <- function(out, y) .Call(R_pg_softmax_ce_loss_any, out, y, FALSE)
-
-# the losses beyond ggml-opt's (loss.R), each against y of the output's shape
-.FIT_EXTRA_LOSSES <- list(binary_cross_entropy = function(out, y) ag_binary_cross_entropy_loss(out,
-    y),
-                          bce_with_logits = function(out, y) ag_bce_with_logits_loss(out, y),
-                          huber = function(out, y) ag_huber_loss(out, y),
-                          mae = function(out, y) ag_mae_loss(out, y))
-
 
 .snapshot <- function(model) {
   list(params = lapply(.layer_params(model), function(t) t$data),

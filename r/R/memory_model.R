@@ -65,8 +65,6 @@
   batch <- dim(xt)[2L]
   with_grad_tape({
     out <- .fit_forward(model, xt, fn)
-    if (!is_ag_tensor(out)) .arg_fail("argument", "%s: model forward returned a %s, not a tensor",
-                                      fn, class(out)[[1L]])
     od <- dim(out)
     yt <- if (is.null(y)) ag_tensor(matrix(0, od[1L], od[2L]), dtype = out$dtype)
           else if (is_ag_tensor(y)) { extra <- extra + .nbytes(y); y } else ag_tensor(y,

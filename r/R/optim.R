@@ -31,11 +31,10 @@
 
 .dedup <- function(params) params[.first_of_each(params)]
 
-# the layout of this project's model files (io.R): slots incl. the accumulator, all hyper-parameters
-.SLOTS <- list(sgd = c("velocity", "accum"), adam = c("m", "v", "accum"))
-.HYPER <- list(sgd = c("lr", "momentum", "nesterov", "weight_decay", "accumulate_steps", "average"),
-               adam = c("lr", "beta1", "beta2", "eps", "weight_decay", "accumulate_steps",
-                        "average"))
+# the layout of this project's model files (io.R): slots incl. the accumulator, all
+# hyper-parameters; by kind, read from the core's tables at load (zzz.R)
+.SLOTS <- NULL
+.HYPER <- NULL
 
 # ggmlR 0.8.6: params must be a list (a model or one tensor accepted too), walked by position,
 # names kept as given (NULL, empty or duplicated); the same tensor twice is kept once.

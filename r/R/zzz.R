@@ -10,6 +10,10 @@
   .Call(R_pg_set_index_base, 1L)  # the core's messages count positions from 1, as R does
   .pg$op <- .Call(R_pg_op_codes)  # the op kinds from the core and the glue (no literal codes in R)
   .pg$code <- .Call(R_pg_codes)  # the other codes by name: dtype, optim, sched, tape, scope, ...
+  tables <- .Call(R_pg_optim_tables)  # the optimizers' model-file tables (optim.R)
+  ns <- topenv()
+  assign(".SLOTS", tables$file_slots, envir = ns)
+  assign(".HYPER", tables$file_hyper, envir = ns)
   invisible()
 }
 

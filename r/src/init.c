@@ -107,6 +107,10 @@ extern SEXP R_pg_accuracy_count(SEXP, SEXP);
 extern SEXP R_pg_set_index_base(SEXP);
 extern SEXP R_pg_fit_set_shuffle(SEXP, SEXP);
 extern SEXP R_pg_early_stop_new(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_resume_check(SEXP, SEXP);
+extern SEXP R_pg_fit_loss_parse(SEXP);
+extern SEXP R_pg_fit_loss(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_history_format(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_early_stop_info(SEXP);
 extern SEXP R_pg_early_stop_begin(SEXP, SEXP, SEXP);
 extern SEXP R_pg_early_stop_update(SEXP, SEXP, SEXP);
@@ -150,8 +154,10 @@ extern SEXP R_pg_scope(SEXP, SEXP);
 extern SEXP R_pg_scoped(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_optim_step_sum(SEXP, SEXP);
 extern SEXP R_pg_gradmap_build(SEXP, SEXP);
-extern SEXP R_pg_optim_load(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_optim_load_file(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_optim_state_load(SEXP, SEXP, SEXP);
+extern SEXP R_pg_optim_hyper_diff(SEXP, SEXP);
+extern SEXP R_pg_optim_state_parts(SEXP);
+extern SEXP R_pg_optim_tables(void);
 extern SEXP R_pg_values_fit(SEXP, SEXP, SEXP);
 extern SEXP R_pg_st_read(SEXP);
 extern SEXP R_pg_st_write(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -267,6 +273,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_set_index_base", (DL_FUNC)&R_pg_set_index_base, 1},
     {"R_pg_fit_set_shuffle", (DL_FUNC)&R_pg_fit_set_shuffle, 2},
     {"R_pg_early_stop_new", (DL_FUNC)&R_pg_early_stop_new, 5},
+    {"R_pg_fit_resume_check", (DL_FUNC)&R_pg_fit_resume_check, 2},
+    {"R_pg_fit_loss_parse", (DL_FUNC)&R_pg_fit_loss_parse, 1},
+    {"R_pg_fit_loss", (DL_FUNC)&R_pg_fit_loss, 3},
+    {"R_pg_fit_history_format", (DL_FUNC)&R_pg_fit_history_format, 6},
     {"R_pg_early_stop_info", (DL_FUNC)&R_pg_early_stop_info, 1},
     {"R_pg_early_stop_begin", (DL_FUNC)&R_pg_early_stop_begin, 3},
     {"R_pg_early_stop_update", (DL_FUNC)&R_pg_early_stop_update, 3},
@@ -310,8 +320,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_scoped", (DL_FUNC)&R_pg_scoped, 4},
     {"R_pg_optim_step_sum", (DL_FUNC)&R_pg_optim_step_sum, 2},
     {"R_pg_gradmap_build", (DL_FUNC)&R_pg_gradmap_build, 2},
-    {"R_pg_optim_load", (DL_FUNC)&R_pg_optim_load, 4},
-    {"R_pg_optim_load_file", (DL_FUNC)&R_pg_optim_load_file, 5},
+    {"R_pg_optim_state_load", (DL_FUNC)&R_pg_optim_state_load, 3},
+    {"R_pg_optim_hyper_diff", (DL_FUNC)&R_pg_optim_hyper_diff, 2},
+    {"R_pg_optim_state_parts", (DL_FUNC)&R_pg_optim_state_parts, 1},
+    {"R_pg_optim_tables", (DL_FUNC)&R_pg_optim_tables, 0},
     {"R_pg_values_fit", (DL_FUNC)&R_pg_values_fit, 3},
     {"R_pg_st_read", (DL_FUNC)&R_pg_st_read, 1},
     {"R_pg_st_write", (DL_FUNC)&R_pg_st_write, 6},

@@ -84,13 +84,16 @@ SEXP R_pg_codes(void)
     static const r_code early_stop[] = {{"CONTINUE", PG_EARLY_STOP_CONTINUE},
                                         {"IMPROVED", PG_EARLY_STOP_IMPROVED},
                                         {"STOP", PG_EARLY_STOP_STOP}};
+    static const r_code state_form[] = {{"GGMLR", PG_OPTIM_STATE_FORM_GGMLR},
+                                        {"LEGACY", PG_OPTIM_STATE_FORM_LEGACY},
+                                        {"FILE", PG_OPTIM_STATE_FORM_FILE}};
     static const struct {
         const char *name;
         const r_code *c;
         int n;
-    } g[] = {GROUP(dtype),  GROUP(status), GROUP(optim), GROUP(sched),     GROUP(build),
-             GROUP(dist),   GROUP(act),    GROUP(file),  GROUP(tape),      GROUP(scope),
-             GROUP(scoped), GROUP(ckpt),   GROUP(limit), GROUP(early_stop)};
+    } g[] = {GROUP(dtype),  GROUP(status), GROUP(optim), GROUP(sched),      GROUP(build),
+             GROUP(dist),   GROUP(act),    GROUP(file),  GROUP(tape),       GROUP(scope),
+             GROUP(scoped), GROUP(ckpt),   GROUP(limit), GROUP(early_stop), GROUP(state_form)};
     const int n = (int)(sizeof g / sizeof g[0]);
     SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));
     for (int i = 0; i < n; i++) {

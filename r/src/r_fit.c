@@ -90,36 +90,6 @@ SEXP R_pg_fit_train_step(SEXP fp, SEXP loss, SEXP out, SEXP opt)
     return Rf_ScalarReal(v);
 }
 
-/* ---- one eager micro-batch with the host's code called from C ----
- * ag_fit's eager loop for an optimizer of the package: gather batch b, call fwd(x) and
- * lossfn(out, y) (R code) inside a tape scope that C closes on every exit (R_UnwindProtect, as
- * with_grad_tape), then pg_fit_train_step. What was most of R's step (the loop body's R code)
- * runs here; the results are the R loop's, bit for bit. */
-struct eager {
-    SEXP fwd, lossfn, x, y;
-    int depth;
-};
-
-static SEXP eager_eval(void *data)
-{
-    struct eager *e = data;
-    SEXP c1 = PROTECT(Rf_lang2(e->fwd, e->x));
-    SEXP out = PROTECT(Rf_eval(c1, R_GlobalEnv));
-    SEXP c2 = PROTECT(Rf_lang3(e->lossfn, out, e->y));
-    SEXP lv = PROTECT(Rf_eval(c2, R_GlobalEnv));
-    SEXP res = Rf_allocVector(VECSXP, 2);
-    SET_VECTOR_ELT(res, 0, out);
-    SET_VECTOR_ELT(res, 1, lv);
-    UNPROTECT(4);
-    return res;
-}
-
-static void eager_close(void *data, Rboolean jump)
-{
-    (void)jump;
-    pg_tape_end_to(((struct eager *)data)->depth);
-}
-
 /* class(x)[[1]] as R prints it, for messages */
 static const char *class_name(SEXP x)
 {
@@ -137,6 +107,39 @@ static const char *class_name(SEXP x)
     case SPECIALSXP: return "function";
     default: return Rf_type2char(TYPEOF(x));
     }
+}
+
+/* ---- one eager micro-batch with the host's code called from C ----
+ * ag_fit's eager loop for an optimizer of the package: gather batch b, call fwd(x) and
+ * lossfn(out, y) (R code) inside a tape scope that C closes on every exit (R_UnwindProtect, as
+ * with_grad_tape), then pg_fit_train_step. What was most of R's step (the loop body's R code)
+ * runs here; the results are the R loop's, bit for bit. */
+struct eager {
+    SEXP fwd, lossfn, x, y;
+    int depth;
+};
+
+static SEXP eager_eval(void *data)
+{
+    struct eager *e = data;
+    SEXP c1 = PROTECT(Rf_lang2(e->fwd, e->x));
+    SEXP out = PROTECT(Rf_eval(c1, R_GlobalEnv));
+    if (TYPEOF(r_handle(out)) != EXTPTRSXP) /* a number would reach the loss as a constant */
+        r_stopf(PG_STATUS_ERR_ARG, "ag_fit: model forward returned a %s, not a tensor",
+                class_name(out));
+    SEXP c2 = PROTECT(Rf_lang3(e->lossfn, out, e->y));
+    SEXP lv = PROTECT(Rf_eval(c2, R_GlobalEnv));
+    SEXP res = Rf_allocVector(VECSXP, 2);
+    SET_VECTOR_ELT(res, 0, out);
+    SET_VECTOR_ELT(res, 1, lv);
+    UNPROTECT(4);
+    return res;
+}
+
+static void eager_close(void *data, Rboolean jump)
+{
+    (void)jump;
+    pg_tape_end_to(((struct eager *)data)->depth);
 }
 
 /* the loss value, as R_pg_fit_train_step */

@@ -179,3 +179,52 @@ SEXP R_pg_checkpoint_set_state(SEXP h, SEXP best, SEXP best_epoch)
         pg_checkpoint_set_state(r_get(h, R_CHECKPOINT), Rf_asReal(best), count_arg(best_epoch)));
     return R_NilValue;
 }
+
+/* ag_fit(resume_from = path): the checkpoint's training state against this run's settings (a
+ * JSON object text); a classed error naming ag_fit and the path, else NULL */
+SEXP R_pg_fit_resume_check(SEXP path, SEXP settings)
+{
+    const char *p = Rf_translateChar(STRING_ELT(path, 0));
+    const char *s = Rf_translateCharUTF8(STRING_ELT(settings, 0));
+    r_check(pg_fit_resume_check(p, s, (int64_t)strlen(s)));
+    return R_NilValue;
+}
+
+/* print.ag_history's text: the core's History table (pg_fit_history_format). logs: the
+ * per-epoch values in the core's log order, one column per log (epochs x PG_FIT_LOG_COUNT). */
+SEXP R_pg_fit_history_format(SEXP name, SEXP epoch, SEXP logs, SEXP stopped, SEXP best, SEXP pm)
+{
+    R_xlen_t n = XLENGTH(epoch);
+    if (TYPEOF(epoch) != REALSXP || TYPEOF(logs) != REALSXP ||
+        XLENGTH(logs) != n * PG_FIT_LOG_COUNT)
+        r_stopf(PG_STATUS_ERR_ARG,
+                "print.ag_history: the history's columns are not %d numeric "
+                "vectors of one length per epoch",
+                PG_FIT_LOG_COUNT + 1);
+    int64_t *ep = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
+    for (R_xlen_t i = 0; i < n; i++) ep[i] = (int64_t)REAL(epoch)[i];
+    const char *nm = Rf_isNull(name) ? NULL : CHAR(STRING_ELT(name, 0));
+    const char *p = Rf_translateCharUTF8(STRING_ELT(pm, 0));
+    int64_t st = (int64_t)Rf_asReal(stopped), be = (int64_t)Rf_asReal(best);
+    int64_t need = pg_fit_history_format(nm, ep, REAL(logs), n, st, be, p, NULL, 0);
+    if (need < 0) r_fail();
+    char *buf = R_alloc((size_t)need + 1, 1);
+    pg_fit_history_format(nm, ep, REAL(logs), n, st, be, p, buf, need + 1);
+    return Rf_ScalarString(Rf_mkCharCE(buf, CE_UTF8));
+}
+
+/* ag_fit's loss by name: its code in the core's table (an unknown name: the core's error) */
+SEXP R_pg_fit_loss_parse(SEXP name)
+{
+    int code = -1;
+    r_check(pg_fit_loss_parse(Rf_translateCharUTF8(STRING_ELT(name, 0)), &code));
+    return Rf_ScalarInteger(code);
+}
+
+/* the loss `code` of out against y (NULL: none), a new ag_tensor */
+SEXP R_pg_fit_loss(SEXP code, SEXP out, SEXP y)
+{
+    pg_tensor *o = r_get(r_handle(out), R_TENSOR);
+    pg_tensor *t = Rf_isNull(y) ? NULL : r_get(r_handle(y), R_TENSOR);
+    return r_wrap_tensor(pg_fit_loss(Rf_asInteger(code), o, t));
+}

@@ -128,54 +128,6 @@ SEXP R_pg_gradmap_build(SEXP params, SEXP vals)
     return r_wrap(m, R_GRADMAP);
 }
 
-/* load_state's write: vals = slot-major list of double matrices (checked in R), t, accum_count */
-SEXP R_pg_optim_load(SEXP h, SEXP vals, SEXP t, SEXP ac)
-{
-    pg_optim *o = r_get(h, R_OPTIM);
-    R_xlen_t n = XLENGTH(vals), np = pg_optim_nparams(o);
-    const double **v = (const double **)R_alloc(n > 0 ? n : 1, sizeof *v);
-    for (R_xlen_t j = 0; j < n; j++) {
-        SEXP x = VECTOR_ELT(vals, j);
-        pg_tensor *p = pg_optim_param(o, np > 0 ? j % np : 0);
-        if (TYPEOF(x) != REALSXP || !p ||
-            XLENGTH(x) != (R_xlen_t)pg_tensor_nrow(p) * pg_tensor_ncol(p))
-            r_stopf(PG_STATUS_ERR_VALUE,
-                    "optimizer load_state(): slot value %lld is not a double matrix of its "
-                    "parameter's size",
-                    (long long)j + 1);
-        v[j] = REAL(x);
-    }
-    r_check(pg_optim_load(o, v, (int64_t)n, Rf_asReal(t), Rf_asReal(ac)));
-    return R_NilValue;
-}
-
-/* A model file's optimizer state, all or nothing (pg_optim_load_file): vals = parameter-major
- * list of NULL or double matrices of the parameter's size (N slots each; shapes checked in R). */
-SEXP R_pg_optim_load_file(SEXP h, SEXP vals, SEXP t, SEXP ac, SEXP check_only)
-{
-    pg_optim *o = r_get(h, R_OPTIM);
-    R_xlen_t n = XLENGTH(vals), np = pg_optim_nparams(o), per = np > 0 ? n / np : 1;
-    const double **v = (const double **)R_alloc(n > 0 ? n : 1, sizeof *v);
-    for (R_xlen_t j = 0; j < n; j++) {
-        SEXP x = VECTOR_ELT(vals, j);
-        pg_tensor *p = pg_optim_param(o, per > 0 ? j / per : 0);
-        if (Rf_isNull(x)) {
-            v[j] = NULL;
-            continue;
-        }
-        if (TYPEOF(x) != REALSXP || !p ||
-            XLENGTH(x) != (R_xlen_t)pg_tensor_nrow(p) * pg_tensor_ncol(p))
-            r_stopf(
-                PG_STATUS_ERR_VALUE,
-                "optimizer state: slot value %lld is not a double matrix of its parameter's size",
-                (long long)j + 1);
-        v[j] = REAL(x);
-    }
-    r_check(pg_optim_load_file(o, v, (int64_t)n, Rf_asReal(t), Rf_asReal(ac),
-                               Rf_asLogical(check_only) == TRUE));
-    return R_NilValue;
-}
-
 /* NULL when the doubles v fit a tensor of dtype f32 (f32 TRUE) or f64, else the message. */
 SEXP R_pg_values_fit(SEXP v, SEXP f32, SEXP what)
 {

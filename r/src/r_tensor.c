@@ -353,10 +353,12 @@ SEXP R_pg_set_blas(SEXP sgemm, SEXP dgemm, SEXP threads, SEXP name)
 
 SEXP R_pg_blas_name(void) { return Rf_mkString(pg_blas_name()); }
 
+/* the previous count, as Python's ag_set_threads (and R's options()/par()) return it */
 SEXP R_pg_set_threads(SEXP n)
 {
+    int prev = pg_get_threads();
     if (!Rf_isNull(n)) r_check(pg_set_threads(Rf_asInteger(n)));
-    return Rf_ScalarInteger(pg_get_threads());
+    return Rf_ScalarInteger(prev);
 }
 
 SEXP R_pg_version(void) { return Rf_mkString(pg_version()); }

@@ -32,6 +32,7 @@ int main(void)
     run("ops", test_ops);
     run("gemm", test_gemm);
     run("optim", test_optim);
+    run("optim state", test_optim_state);
     run("memory", test_memory);
     run("dist", test_dist);
     run("threads", test_threads);
@@ -41,6 +42,9 @@ int main(void)
     run("codec plan", test_codec_plan);
     run("model-file schema", test_modelfile);
     run("early stopping", test_fit_stop);
+    run("resume checks", test_fit_resume);
+    run("history table", test_fit_history);
+    run("loss table", test_fit_loss);
     run("checkpoint policy", test_checkpoint_policy);
     run("lost", test_lost);
     run("hostile", test_hostile);

@@ -91,6 +91,7 @@ def _fit_refusals(P, d, steps):
         ),
         "predict x 3-D": refusal(P, lambda: P.ag_predict(m, np.ones((2, 2, 4))), text=False),
         "accuracy y samples": refusal(P, lambda: P.ag_accuracy(m, _X, np.zeros((1, 3)))),
+        "loss 'hinge'": refusal(P, fit(m, _X, y, loss="hinge")),  # the core's loss table
     }
 
 
@@ -164,3 +165,85 @@ def _int_rule_refusals(P, d, steps):
             P, lambda: P.lr_scheduler_step(np.ones(2), 2), text=False
         ),
     }
+
+
+@_add("errors: ag_set_threads returns the previous count")
+def _threads_previous(P, d, steps):
+    n0 = int(np.asarray(P.ag_get_threads()).ravel()[0])
+    first = np.asarray(P.ag_set_threads(2)).ravel()  # the previous count, in both languages
+    back = np.asarray(P.ag_set_threads(n0)).ravel()
+    return {"set 2": first.astype(float) - n0, "set back": back.astype(float)}
+
+
+def _edited_checkpoints() -> Dict[str, str]:
+    """One Python run's checkpoint, then copies with one field of its training state spoiled
+    (files in the temporary directory, the same paths for both sides)."""
+    import json
+    import os
+    import struct
+    import tempfile
+
+    import pyggmlr as pg
+
+    root = os.path.join(tempfile.gettempdir(), "pg_parity_resume")
+    os.makedirs(root, exist_ok=True)
+    base = os.path.join(root, "run.safetensors")
+    m = pg.ag_sequential(pg.ag_linear(2, 3))
+    pg.ag_fit(m, _X, np.array([0, 1, 2, 0]), nepoch=1, batch_size=2, seed=1, silent=True,
+              callbacks=[pg.ag_model_checkpoint(base)])  # fmt: skip
+
+    def edit(name, fn):
+        data = open(base, "rb").read()
+        n = struct.unpack("<Q", data[:8])[0]
+        h = json.loads(data[8 : 8 + n])
+        fn(h["__metadata__"])
+        hb = json.dumps(h, separators=(",", ":")).encode()
+        hb += b" " * (-len(hb) % 8)
+        p = os.path.join(root, name + ".safetensors")
+        open(p, "wb").write(struct.pack("<Q", len(hb)) + hb + data[8 + n :])
+        return p
+
+    def fit_edit(f):
+        def fn(meta):
+            ex = json.loads(meta["extra"])
+            f(ex["fit"])
+            meta["extra"] = json.dumps(ex)
+
+        return fn
+
+    return {
+        "no epoch": edit("noepoch", lambda meta: meta.pop("epoch")),
+        "no training state": edit("nofit", lambda meta: meta.pop("extra")),
+        "seed 2.5": edit("seed", fit_edit(lambda f: f["settings"].update(seed=2.5))),
+        "history 'a'": edit("hist", fit_edit(lambda f: f["history"].update(loss=["a"]))),
+        "rng_state short": edit("rng", fit_edit(lambda f: f.update(rng_state=[1, 2]))),
+        "loss 'mse'": edit("loss", fit_edit(lambda f: f["settings"].update(loss="mse"))),
+        "shuffle false": edit("shuf", fit_edit(lambda f: f["settings"].update(shuffle=False))),
+    }
+
+
+@_add("errors: ag_fit(resume_from) refusals (the core's checks)")
+def _resume_refusals(P, d, steps):
+    files = _edited_checkpoints()
+    y = np.array([0.0, 1.0, 2.0, 0.0])
+
+    def fit(p):
+        m = P.ag_sequential(P.ag_linear(2, 3))
+        return lambda: P.ag_fit(m, _X, y, nepoch=2, batch_size=2, seed=1, silent=True,
+                                resume_from=p)  # fmt: skip
+
+    out = {k: refusal(P, fit(p)) for k, p in files.items()}
+    out["batch_size 1"] = refusal(
+        P,
+        lambda: P.ag_fit(
+            P.ag_sequential(P.ag_linear(2, 3)),
+            _X,
+            y,
+            nepoch=2,
+            batch_size=1,
+            seed=1,
+            silent=True,
+            resume_from=files["seed 2.5"],
+        ),  # fmt: skip
+    )
+    return out

@@ -45,6 +45,37 @@ def test_a_loss_that_is_not_a_tensor_or_not_1x1():
         pg.ag_fit(_mlp(), x, y, loss=lambda out, yb: out, nepoch=1, silent=True)
 
 
+class _NumberModel:
+    """parameters() of a layer, but forward() gives a number: refused before any loss sees it"""
+
+    def __init__(self):
+        self.lin = pg.ag_linear(4, 3)
+
+    def parameters(self):
+        return self.lin.parameters()
+
+    def forward(self, x):
+        return 3.0
+
+
+@pytest.mark.parametrize("loss", ["mse", lambda out, yb: pg.ag_sum(out)])
+@pytest.mark.parametrize("static", [False, True])
+def test_a_forward_that_returns_no_tensor(loss, static):
+    x, _ = _iris()
+    y = np.zeros((3, x.shape[1]))
+    m = _NumberModel()
+    w0 = m.lin.W.numpy().copy()
+    with pytest.raises(
+        pg.ArgumentError, match=r"^ag_fit: model forward returned a float, not a tensor$"
+    ):
+        pg.ag_fit(m, x, y, loss=loss, nepoch=1, silent=True, static=static)
+    np.testing.assert_array_equal(m.lin.W.numpy(), w0)
+    with pytest.raises(pg.ArgumentError, match=r"^ag_predict: model forward returned a float"):
+        pg.ag_predict(m, x)
+    with pytest.raises(pg.ArgumentError, match=r"^ag_accuracy: model forward returned a float"):
+        pg.ag_accuracy(m, x, np.zeros(x.shape[1]))
+
+
 @pytest.mark.parametrize("kw, text", [
     ({"distributed": "a"}, "ag_fit: distributed must be True or False"),
     ({"static": "a"}, "ag_fit: static must be True, False or None"),

@@ -286,7 +286,10 @@ def test_errors():
         pg.PyggmlrValueError, match=r"nbatch_logical \(50\) must be a multiple of batch_size \(32\)"
     ):
         pg.ag_fit(m, x, y, batch_size=32, nbatch_logical=50, silent=True)
-    with pytest.raises(pg.PyggmlrValueError, match="unknown loss 'hinge'"):
+    with pytest.raises(
+        pg.PyggmlrValueError,
+        match='unknown loss "hinge"; use "cross_entropy", "mse", .* or a function\\(output, y\\)',
+    ):
         pg.ag_fit(m, x, y, loss="hinge", silent=True)
     with pytest.raises(pg.PyggmlrValueError, match="unknown optimizer"):
         pg.ag_fit(m, x, y, optimizer="lbfgs", silent=True)

@@ -41,6 +41,25 @@ test_that("a loss that is not a tensor, or not 1x1, is refused naming ag_fit", {
                class = "pyggmlr_shape_error")
 })
 
+test_that("a forward that returns no tensor is refused naming the function, tape closed", {
+  lin <- ag_linear(4, 3)
+  m <- list(parameters = function() list(W = lin$W, b = lin$b), forward = function(x) 3)
+  y <- matrix(0, 3, 150)
+  w0 <- lin$W$data
+  for (loss in list("mse", function(out, y) ag_sum(out))) for (static in c(FALSE, TRUE)) {
+    expect_error(ag_fit(m, iris_x(), y, loss = loss, nepoch = 1L, silent = TRUE,
+                        static = static),
+                 "^ag_fit: model forward returned a numeric, not a tensor$",
+                 class = "pyggmlr_argument_error")
+    expect_equal(.Call(pyggmlr:::R_pg_tape, pyggmlr:::.pg$code$tape[["DEPTH"]]), 0L)  # closed
+  }
+  expect_identical(lin$W$data, w0)
+  expect_error(ag_predict(m, iris_x()), "^ag_predict: model forward returned a numeric",
+               class = "pyggmlr_argument_error")
+  expect_error(ag_accuracy(m, iris_x(), rep(0, 150)), "^ag_accuracy: model forward returned",
+               class = "pyggmlr_argument_error")
+})
+
 test_that("an error in the model's forward during an eager step closes the tape, in C", {
   calls <- 0L
   lin <- ag_linear(4, 3)

@@ -1,0 +1,99 @@
+/* ag_fit's History table, once for both front ends (Python's repr / table(), R's print): the
+ * same columns, widths and number formats, so a run prints alike in either language. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "pg.h"
+
+typedef struct {
+    char *out;
+    int64_t cap, len;
+} sbuf;
+
+static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(sbuf *b, const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (k < 0) return;
+    if ((size_t)k >= sizeof tmp) k = (int)sizeof tmp - 1;
+    int64_t room = b->cap - 1 - b->len; /* what still fits before the NUL */
+    if (room > 0) memcpy(b->out + b->len, tmp, (size_t)(k < room ? k : room));
+    b->len += k;
+}
+
+/* the separator's width on screen: its UTF-8 code points (" ± " is 3, " +- " 4) */
+static int width(const char *s)
+{
+    int w = 0;
+    for (; *s; s++) w += ((unsigned char)*s & 0xC0) != 0x80;
+    return w;
+}
+
+/* "  0.12345 ± 0.00123" (9 + pm + 7 wide), "-" when not measured */
+static void pm_cell(sbuf *b, double v, double u, const char *pm, int w)
+{
+    if (isnan(v)) put(b, "  %*s", w, "-");
+    else if (isnan(u)) put(b, "  %9.5f%*s", v, w - 9, "");
+    else put(b, "  %9.5f%s%-7.5f", v, pm, u);
+}
+
+/* " 93.33% ±  1.20%" (7 + pm + 6 wide) */
+static void pct_cell(sbuf *b, double v, double u, const char *pm, int w)
+{
+    if (isnan(v)) put(b, "  %*s", w, "-");
+    else put(b, "  %6.2f%%%s%5.2f%%", 100 * v, pm, 100 * (isnan(u) ? 0 : u));
+}
+
+static int any(const double *v, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!isnan(v[i])) return 1;
+    return 0;
+}
+
+int64_t pg_fit_history_format(const char *name, const int64_t *epoch, const double *logs, int64_t n,
+                              int64_t stopped_epoch, int64_t best_epoch, const char *pm, char *out,
+                              int64_t cap)
+{
+    if (n < 0 || (n > 0 && (!epoch || !logs)) || !pm || cap < 0 || (cap > 0 && !out))
+        return -pg_fail(PG_STATUS_ERR_ARG, "pg_fit_history_format(): bad arguments");
+    sbuf b = {out, cap, 0};
+#define COL(k) (logs + (int64_t)(k)*n)
+    if (name) {
+        if (n == 0) put(&b, "<%s: no epochs>", name);
+        else put(&b, "<%s: %lld epoch%s", name, (long long)n, n == 1 ? "" : "s");
+        if (n > 0 && stopped_epoch > 0)
+            put(&b, ", stopped at epoch %lld", (long long)stopped_epoch);
+        if (n > 0) put(&b, ">\n");
+    }
+    if (n > 0) {
+        int val = any(COL(PG_FIT_LOG_VAL_LOSS), n), acc = any(COL(PG_FIT_LOG_ACCURACY), n);
+        int wl = 9 + width(pm) + 7, wa = 7 + width(pm) + 6; /* headers as wide as the cells */
+        put(&b, "%5s  %*s", "epoch", wl, "loss");
+        if (acc) put(&b, "  %*s", wa, "accuracy");
+        if (val) put(&b, "  %*s", wl, "val_loss");
+        if (val && acc) put(&b, "  %*s", wa, "val_accuracy");
+        put(&b, "  %7s", "time");
+        for (int64_t i = 0; i < n; i++) {
+            put(&b, "\n%5lld", (long long)epoch[i]);
+            pm_cell(&b, COL(PG_FIT_LOG_LOSS)[i], COL(PG_FIT_LOG_LOSS_UNC)[i], pm, wl);
+            if (acc)
+                pct_cell(&b, COL(PG_FIT_LOG_ACCURACY)[i], COL(PG_FIT_LOG_ACCURACY_UNC)[i], pm, wa);
+            if (val)
+                pm_cell(&b, COL(PG_FIT_LOG_VAL_LOSS)[i], COL(PG_FIT_LOG_VAL_LOSS_UNC)[i], pm, wl);
+            if (val && acc)
+                pct_cell(&b, COL(PG_FIT_LOG_VAL_ACCURACY)[i], COL(PG_FIT_LOG_VAL_ACCURACY_UNC)[i],
+                         pm, wa);
+            put(&b, "  %6.2fs", COL(PG_FIT_LOG_TIME_TRAIN)[i] + COL(PG_FIT_LOG_TIME_VAL)[i]);
+        }
+        if (name && best_epoch > 0) put(&b, "\nbest epoch: %lld", (long long)best_epoch);
+    }
+#undef COL
+    if (cap > 0) out[b.len < cap ? b.len : cap - 1] = '\0';
+    return b.len;
+}

@@ -1,0 +1,55 @@
+/* ag_fit's loss table: the names both front ends accept for `loss`, and the op each one runs,
+ * so a name means the same loss in R and Python (and in a checkpoint's settings). */
+#include <stdio.h>
+#include <string.h>
+#include "pg.h"
+#include "codec_internal.h"
+
+static const char *const NAMES[PG_FIT_LOSS_COUNT] = {
+    "cross_entropy",        "mse", "mean", "sum", "binary_cross_entropy",
+    "bce_with_logits",      "huber", "mae"};
+
+const char *pg_fit_loss_name(int loss)
+{
+    return loss >= 0 && loss < PG_FIT_LOSS_COUNT ? NAMES[loss] : NULL;
+}
+
+int pg_fit_loss_parse(const char *name, int *loss)
+{
+    if (!loss) return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_loss_parse(): loss is NULL");
+    for (int i = 0; name && i < PG_FIT_LOSS_COUNT; i++)
+        if (!strcmp(name, NAMES[i])) return *loss = i, 0;
+    char list[256] = "";
+    for (int i = 0; i < PG_FIT_LOSS_COUNT; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", i ? ", " : "",
+                 NAMES[i]);
+    char shown[64];
+    if (name) pj_qname(name, shown, sizeof shown);
+    return pg_fail(PG_STATUS_ERR_VALUE,
+                   "ag_fit: unknown loss %s; use %s or a function(output, y) returning a 1x1 "
+                   "tensor",
+                   name ? shown : "(none)", list);
+}
+
+pg_tensor *pg_fit_loss(int loss, pg_tensor *out, pg_tensor *y)
+{
+    if (!out || ((loss != PG_FIT_LOSS_MEAN && loss != PG_FIT_LOSS_SUM) && !y)) {
+        pg_fail(PG_STATUS_ERR_ARG, "ag_fit: the %s loss needs the output and the targets",
+                pg_fit_loss_name(loss) ? pg_fit_loss_name(loss) : "?");
+        return NULL;
+    }
+    switch (loss) {
+    case PG_FIT_LOSS_CROSS_ENTROPY: return pg_softmax_ce_loss_any(out, y);
+    case PG_FIT_LOSS_MSE: return pg_mse_loss(out, y);
+    case PG_FIT_LOSS_MEAN: return pg_mean(out, 0);
+    case PG_FIT_LOSS_SUM: return pg_sum(out, 0);
+    case PG_FIT_LOSS_BINARY_CROSS_ENTROPY: return pg_bce_loss(out, y);
+    case PG_FIT_LOSS_BCE_WITH_LOGITS: return pg_bce_logits_loss(out, y);
+    case PG_FIT_LOSS_HUBER: return pg_huber_loss(out, y, 1.0);
+    case PG_FIT_LOSS_MAE: return pg_mae_loss(out, y);
+    default:
+        pg_fail(PG_STATUS_ERR_VALUE, "pg_fit_loss(): loss %d is not in [0, %d)", loss,
+                PG_FIT_LOSS_COUNT);
+        return NULL;
+    }
+}

@@ -1,0 +1,1 @@
+../../native/optim_state.c

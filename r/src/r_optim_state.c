@@ -1,0 +1,211 @@
+/* .Call glue: optimizer state() / load_state() (native/optim_state.c). R walks the state list
+ * into a flat description (optim_state.R's .st_desc); this turns it into pg_optim_state_in. */
+#include <string.h>
+#include "r_util.h"
+
+static SEXP field(SEXP list, const char *name)
+{
+    SEXP nms = Rf_getAttrib(list, R_NamesSymbol);
+    for (R_xlen_t j = 0; j < XLENGTH(list) && !Rf_isNull(nms); j++)
+        if (!strcmp(CHAR(STRING_ELT(nms, j)), name)) return VECTOR_ELT(list, j);
+    return R_NilValue;
+}
+
+static const char *utf8(SEXP s, R_xlen_t j)
+{
+    return STRING_ELT(s, j) == NA_STRING ? "NA" : Rf_translateCharUTF8(STRING_ELT(s, j));
+}
+
+/* list(value, text): scalars by kind; text (R's display) when given, and for anything else */
+static void host_value(SEXP pair, pg_host_value *v)
+{
+    memset(v, 0, sizeof *v);
+    if (TYPEOF(pair) != VECSXP || XLENGTH(pair) != 2) return;
+    SEXP x = VECTOR_ELT(pair, 0), txt = VECTOR_ELT(pair, 1);
+    int one = !Rf_isNull(x) && XLENGTH(x) == 1 && Rf_isNull(Rf_getAttrib(x, R_ClassSymbol));
+    if (Rf_isNull(x)) v->kind = PG_HOST_ABSENT;
+    else if (one && TYPEOF(x) == LGLSXP && LOGICAL(x)[0] != NA_LOGICAL)
+        v->kind = PG_HOST_BOOL, v->num = LOGICAL(x)[0] != 0;
+    else if (one && TYPEOF(x) == INTSXP && INTEGER(x)[0] != NA_INTEGER)
+        v->kind = PG_HOST_INT, v->num = INTEGER(x)[0];
+    else if (one && TYPEOF(x) == REALSXP && !(ISNA(REAL(x)[0])))
+        v->kind = PG_HOST_NUM, v->num = REAL(x)[0];
+    else if (one && TYPEOF(x) == STRSXP && STRING_ELT(x, 0) != NA_STRING)
+        v->kind = PG_HOST_TEXT, v->text = utf8(x, 0);
+    else v->kind = PG_HOST_OTHER;
+    if (Rf_isString(txt) && XLENGTH(txt) == 1) v->text = utf8(txt, 0);
+    else if (v->kind == PG_HOST_OTHER) v->text = "?";
+}
+
+static const char *const *strings(SEXP s, int64_t *n)
+{
+    *n = Rf_isString(s) ? XLENGTH(s) : 0;
+    const char **out = (const char **)R_alloc(*n > 0 ? *n : 1, sizeof *out);
+    for (int64_t j = 0; j < *n; j++) out[j] = utf8(s, j);
+    return out;
+}
+
+/* one slot value: NULL (absent), or its dims and, for numbers, doubles (integers converted) */
+static void host_matrix(SEXP x, pg_host_matrix *m)
+{
+    memset(m, 0, sizeof *m);
+    if (Rf_isNull(x)) return;
+    m->present = 1;
+    m->numeric = (TYPEOF(x) == REALSXP || TYPEOF(x) == INTSXP) && !Rf_isFactor(x);
+    SEXP d = Rf_getAttrib(x, R_DimSymbol);
+    m->ndim = Rf_isNull(d) ? 0 : (int)XLENGTH(d);
+    int64_t *dims = (int64_t *)R_alloc(m->ndim > 0 ? m->ndim : 1, sizeof *dims);
+    for (int k = 0; k < m->ndim; k++) dims[k] = INTEGER(d)[k];
+    m->dims = dims;
+    if (!m->numeric || m->ndim != 2) return;
+    if (TYPEOF(x) == REALSXP) m->data = REAL(x);
+    else {
+        double *v = (double *)R_alloc(XLENGTH(x) > 0 ? XLENGTH(x) : 1, sizeof *v);
+        for (R_xlen_t e = 0; e < XLENGTH(x); e++)
+            v[e] = INTEGER(x)[e] == NA_INTEGER ? NAN : INTEGER(x)[e];
+        m->data = v;
+    }
+}
+
+/* .st_desc's list as the core's description */
+static pg_optim_state_in describe(SEXP desc)
+{
+    if (TYPEOF(desc) != VECSXP) Rf_error("internal: bad state description");
+    pg_optim_state_in in = pg_optim_state_in_default();
+    in.form = Rf_asInteger(field(desc, "form"));
+    in.is_map = Rf_asLogical(field(desc, "is_map")) == TRUE;
+    host_value(field(desc, "format"), &in.format);
+    host_value(field(desc, "version"), &in.version);
+    host_value(field(desc, "type"), &in.type);
+    host_value(field(desc, "t"), &in.t);
+    host_value(field(desc, "accum_count"), &in.accum_count);
+    SEXP len = field(desc, "slot_len");
+    for (R_xlen_t s = 0; s < 3 && s < XLENGTH(len) && TYPEOF(len) == INTSXP; s++)
+        in.slot_len[s] = INTEGER(len)[s];
+    SEXP names = field(desc, "names"), mine = field(desc, "opt_names");
+    in.names_given = !Rf_isNull(names);
+    in.names = strings(names, &in.n_names);
+    if (!Rf_isNull(mine)) in.opt_names = strings(mine, &in.n_opt_names);
+    SEXP slots = field(desc, "slots");
+    in.n_slots = TYPEOF(slots) == VECSXP ? XLENGTH(slots) : 0;
+    pg_host_matrix *m = (pg_host_matrix *)R_alloc(in.n_slots > 0 ? in.n_slots : 1, sizeof *m);
+    for (int64_t j = 0; j < in.n_slots; j++) host_matrix(VECTOR_ELT(slots, j), &m[j]);
+    in.slots = m;
+    SEXP hn = field(desc, "hyper_names"), hv = field(desc, "hyper");
+    in.hyper_names = strings(hn, &in.n_hyper);
+    if (TYPEOF(hv) != VECSXP || XLENGTH(hv) != in.n_hyper) in.n_hyper = 0;
+    pg_host_value *h = (pg_host_value *)R_alloc(in.n_hyper > 0 ? in.n_hyper : 1, sizeof *h);
+    for (int64_t j = 0; j < in.n_hyper; j++) host_value(VECTOR_ELT(hv, j), &h[j]);
+    in.hyper = h;
+    return in;
+}
+
+/* pg_optim_state_load: NULL, or the core's error raised classed */
+SEXP R_pg_optim_state_load(SEXP h, SEXP desc, SEXP check_only)
+{
+    pg_optim *o = r_get(h, R_OPTIM);
+    pg_optim_state_in in = describe(desc);
+    r_check(pg_optim_state_load(o, &in, Rf_asLogical(check_only) == TRUE));
+    return R_NilValue;
+}
+
+/* pg_optim_hyper_diff_of: NULL when nothing differs, else list(message, name, entry (1-based,
+ * 0: the default), default, is_flag) */
+SEXP R_pg_optim_hyper_diff(SEXP h, SEXP desc)
+{
+    pg_optim *o = r_get(h, R_OPTIM);
+    pg_optim_state_in in = describe(desc);
+    pg_optim_hyper_diff d;
+    r_check(pg_optim_hyper_diff_of(o, &in, &d));
+    if (!d.n) return R_NilValue;
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 5)), nm = PROTECT(Rf_allocVector(STRSXP, d.n));
+    SEXP entry = PROTECT(Rf_allocVector(INTSXP, d.n)), dflt = PROTECT(Rf_allocVector(REALSXP, d.n));
+    SEXP flag = PROTECT(Rf_allocVector(LGLSXP, d.n));
+    for (int k = 0; k < d.n; k++) {
+        SET_STRING_ELT(nm, k, Rf_mkChar(d.name[k]));
+        INTEGER(entry)[k] = (int)d.entry[k] + 1;
+        REAL(dflt)[k] = d.default_value[k];
+        LOGICAL(flag)[k] = d.is_flag[k];
+    }
+    SET_VECTOR_ELT(out, 0, Rf_ScalarString(Rf_mkCharCE(d.message, CE_UTF8)));
+    SET_VECTOR_ELT(out, 1, nm);
+    SET_VECTOR_ELT(out, 2, entry);
+    SET_VECTOR_ELT(out, 3, dflt);
+    SET_VECTOR_ELT(out, 4, flag);
+    SEXP names = PROTECT(Rf_allocVector(STRSXP, 5));
+    const char *fields[] = {"message", "name", "entry", "default", "is_flag"};
+    for (int k = 0; k < 5; k++) SET_STRING_ELT(names, k, Rf_mkChar(fields[k]));
+    Rf_setAttrib(out, R_NamesSymbol, names);
+    UNPROTECT(6);
+    return out;
+}
+
+static SEXP name_vec(int table, int kind)
+{
+    int n = 0;
+    while (pg_optim_name(table, kind, n)) n++;
+    SEXP v = PROTECT(Rf_allocVector(STRSXP, n));
+    for (int j = 0; j < n; j++) SET_STRING_ELT(v, j, Rf_mkChar(pg_optim_name(table, kind, j)));
+    UNPROTECT(1);
+    return v;
+}
+
+/* state()'s parts from the core: list(note = the mid-accumulation warning or NULL, hyper = the
+ * hyper-parameters it stores, flags as logicals, slots = its slot names, file_slots, format) */
+SEXP R_pg_optim_state_parts(SEXP h)
+{
+    pg_optim *o = r_get(h, R_OPTIM);
+    char note[512];
+    int rc = pg_optim_state_note(o, note, sizeof note);
+    if (rc < 0) r_fail();
+    const char *nm[8];
+    double val[8];
+    int n = pg_optim_state_hyper(o, nm, val, 8);
+    if (n < 0) r_fail();
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 5));
+    SET_VECTOR_ELT(out, 0, rc ? Rf_ScalarString(Rf_mkCharCE(note, CE_UTF8)) : R_NilValue);
+    SEXP hy = PROTECT(Rf_allocVector(VECSXP, n)), hn = PROTECT(Rf_allocVector(STRSXP, n));
+    for (int k = 0; k < n; k++) {
+        SET_VECTOR_ELT(
+            hy, k, pg_optim_is_flag(nm[k]) ? Rf_ScalarLogical(val[k] != 0) : Rf_ScalarReal(val[k]));
+        SET_STRING_ELT(hn, k, Rf_mkChar(nm[k]));
+    }
+    Rf_setAttrib(hy, R_NamesSymbol, hn);
+    SET_VECTOR_ELT(out, 1, hy);
+    SET_VECTOR_ELT(out, 2, name_vec(PG_OPTIM_NAMES_SLOTS, pg_optim_kind(o)));
+    SET_VECTOR_ELT(out, 3, name_vec(PG_OPTIM_NAMES_FILE_SLOTS, pg_optim_kind(o)));
+    SET_VECTOR_ELT(out, 4, Rf_mkString(pg_optim_state_format()));
+    SEXP names = PROTECT(Rf_allocVector(STRSXP, 5));
+    const char *fields[] = {"note", "hyper", "slots", "file_slots", "format"};
+    for (int k = 0; k < 5; k++) SET_STRING_ELT(names, k, Rf_mkChar(fields[k]));
+    Rf_setAttrib(out, R_NamesSymbol, names);
+    UNPROTECT(4);
+    return out;
+}
+
+static SEXP by_kind(int table)
+{
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, PG_OPTIM_KIND_COUNT));
+    SEXP nm = PROTECT(Rf_allocVector(STRSXP, PG_OPTIM_KIND_COUNT));
+    for (int k = 0; k < PG_OPTIM_KIND_COUNT; k++) {
+        SET_VECTOR_ELT(out, k, name_vec(table, k));
+        SET_STRING_ELT(nm, k, Rf_mkChar(pg_optim_kind_name(k)));
+    }
+    Rf_setAttrib(out, R_NamesSymbol, nm);
+    UNPROTECT(2);
+    return out;
+}
+
+/* the model files' tables by kind, list(file_slots = list(sgd, adam), file_hyper = ...), read
+ * into optim.R's .SLOTS / .HYPER at load */
+SEXP R_pg_optim_tables(void)
+{
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 2)), nm = PROTECT(Rf_allocVector(STRSXP, 2));
+    SET_VECTOR_ELT(out, 0, by_kind(PG_OPTIM_NAMES_FILE_SLOTS));
+    SET_VECTOR_ELT(out, 1, by_kind(PG_OPTIM_NAMES_FILE_HYPER));
+    SET_STRING_ELT(nm, 0, Rf_mkChar("file_slots"));
+    SET_STRING_ELT(nm, 1, Rf_mkChar("file_hyper"));
+    Rf_setAttrib(out, R_NamesSymbol, nm);
+    UNPROTECT(2);
+    return out;
+}
