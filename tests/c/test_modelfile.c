@@ -378,6 +378,48 @@ static void test_writer(void)
     CHECK_ERR(pg_mf_writer_commit(NULL, path), PG_STATUS_ERR_ARG, "pg_mf_writer_commit");
 }
 
+/* hostile metadata: byte edits of good texts through every check; any outcome but a crash or
+ * a leak (ASan) is fine, and a refusal always leaves a message */
+static void test_fuzz(void)
+{
+    char path[300], buf[6][256];
+    snprintf(path, sizeof path, "%s/f.safetensors", mdir);
+    const char *base[6] = {"[\"W\",\"b\"]",
+                           "[\"rm\"]",
+                           "12",
+                           "{\"a\":[1,null]}",
+                           OPT_OK(",\"hyper\":{\"lr\":0.5}"),
+                           "{\"type\":\"sequential\"}"};
+    const char *keys[6] = {"parameters", "buffers", "epoch", "extra", "optimizer", "config"};
+    const char *names[2] = {"W", "b"};
+    int64_t rows[2] = {2, 2}, cols[2] = {3, 1};
+    lcg = 29;
+    for (int it = 0; it < 150; it++) {
+        const char *kv[17] = {"format", "pyggmlr.ag_model", "format_version", "1"};
+        for (int k = 0; k < 6; k++) {
+            snprintf(buf[k], sizeof buf[k], "%s", base[k]);
+            size_t L = strlen(buf[k]);
+            for (int e = 0; e < 1 + it % 3; e++) {
+                size_t at = (size_t)((urand() + 1) / 2 * (double)L) % L;
+                buf[k][at] = "[]{}\",:0-9ae \\"[(size_t)((urand() + 1) * 7) % 14];
+            }
+            kv[4 + 2 * k] = keys[k], kv[5 + 2 * k] = buf[k];
+        }
+        kv[16] = NULL;
+        write_file(path, kv);
+        pg_mf *mf = NULL;
+        if (pg_mf_open(path, NULL, &mf)) continue;
+        pg_mf_load_opts o = pg_mf_load_opts_default();
+        o.rebuild = it % 2;
+        if (pg_mf_check_load(mf, &o)) CHECK(pg_last_error()[0] != 0);
+        if (pg_mf_check_info(mf)) CHECK(pg_last_error()[0] != 0);
+        pg_mf_match(mf, PG_MF_LIST_PARAMETERS, 2, names, rows, cols, NULL);
+        pg_mf_opt_check(mf, "adam", 2, names, rows, cols);
+        pg_clear_error();
+        pg_mf_close(mf);
+    }
+}
+
 void test_modelfile(void)
 {
     snprintf(mdir, sizeof mdir, "/tmp/pg-mf-XXXXXX");
@@ -390,9 +432,10 @@ void test_modelfile(void)
     test_optimizer();
     test_info_and_open();
     test_writer();
-    const char *files[] = {"m", "v", "o", "i", "junk", "w"};
+    test_fuzz();
+    const char *files[] = {"m", "v", "o", "i", "junk", "w", "f"};
     char path[300];
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         snprintf(path, sizeof path, "%s/%s.safetensors", mdir, files[i]);
         unlink(path);
     }
