@@ -9,8 +9,9 @@ as.vector(t(m)) and read back with matrix(v, rows, cols, byrow = TRUE). ``__meta
 values only) holds format, format_version, config (the model's to_config() as JSON), the
 ordered parameter and buffer names, and optionally epoch, optimizer state and extra JSON.
 
-Reading never unpickles or evaluates anything; every size, offset, dtype and JSON field is
-checked, and any problem raises PyggmlrValueError."""
+Reading never unpickles or evaluates anything. The codec and the schema (every size, offset,
+dtype, metadata rule, name and shape match, and the save rules) are the C core's
+(native/codec*.c, native/modelfile*.c); this module converts and raises PyggmlrValueError."""
 
 from __future__ import annotations
 

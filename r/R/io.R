@@ -5,8 +5,9 @@
 #   multiple of 8), then the raw little-endian data. Entries {"dtype": "F32"|"F64",
 #   "shape": [rows, cols], "data_offsets": [begin, end]}; values row-major (an R matrix m is
 #   written as as.vector(t(m)) and read with matrix(v, rows, cols, byrow = TRUE)).
-# Reading never evaluates or unserializes anything: every size, offset, dtype and JSON field is
-# checked, and any problem is an R error naming the file.
+# Reading never evaluates or unserializes anything. The codec and the schema (every size, offset,
+# dtype, metadata rule, name and shape match, and the save rules) are the core's
+# (native/codec*.c, native/modelfile*.c); this converts R values and raises classed errors.
 
 # the core's limit (native/codec.c); state.R sniffs files with it
 .IO_MAX_HEADER <- 100 * 1024 * 1024
