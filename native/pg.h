@@ -22,6 +22,7 @@
 #include "pg_api_attention.h"
 #include "pg_api_host.h"
 #include "pg_api_codec.h"
+#include "pg_api_modelfile.h"
 #include "pg_api_bounds.h"
 #include "pg_api_version.h"
 #include "pg_api_index.h"

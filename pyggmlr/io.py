@@ -9,8 +9,9 @@ as.vector(t(m)) and read back with matrix(v, rows, cols, byrow = TRUE). ``__meta
 values only) holds format, format_version, config (the model's to_config() as JSON), the
 ordered parameter and buffer names, and optionally epoch, optimizer state and extra JSON.
 
-Reading never unpickles or evaluates anything; every size, offset, dtype and JSON field is
-checked, and any problem raises PyggmlrValueError."""
+Reading never unpickles or evaluates anything. The codec and the schema (every size, offset,
+dtype, metadata rule, name and shape match, and the save rules) are the C core's
+(native/codec*.c, native/modelfile*.c); this module converts and raises PyggmlrValueError."""
 
 from __future__ import annotations
 
@@ -23,21 +24,33 @@ import numpy as np
 
 from ._core import check, ffi, lib
 from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
-from .io_check import check_json, clean, config_match, epoch_value, os_error
+from .io_check import clean, os_error
 from .tensor import Tensor
 
 __all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: state.py
 
-FORMAT = "pyggmlr.ag_model"
-FORMAT_VERSION = "1"
-MAX_HEADER = (
-    100 * 1024 * 1024
-)  # bytes of JSON header the core accepts when reading (native/codec.c)
 _DT: Dict[str, np.dtype] = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
-
 
 # ---------------------------------------------------------------------------------------------
 # safetensors writer / reader: the C core's codec (native/codec*.c), shared with the R package
+
+
+def _st_tensor(e, name, a, keep):
+    """Fill the pg_st_tensor e with a 2-D (or fewer) numpy array; keep holds the buffers."""
+    a = np.asarray(a)
+    code = lib.PG_ST_DTYPE_F64 if a.dtype == np.float64 else lib.PG_ST_DTYPE_F32
+    raw = np.ascontiguousarray(a, dtype=_DT["F64" if code == lib.PG_ST_DTYPE_F64 else "F32"])
+    if raw.ndim > 2:
+        raise PyggmlrValueError(
+            f"ag_save_model(): tensor {name!r} has {raw.ndim} dimensions (at most 2)"
+        )
+    nm = ffi.new("char[]", str(name).encode("utf-8", "surrogatepass"))
+    keep += [nm, raw]
+    e.name, e.dtype, e.ndim = nm, code, raw.ndim
+    e.rows = raw.shape[0] if raw.ndim else 1
+    e.cols = raw.shape[1] if raw.ndim == 2 else 1
+    e.data = ffi.from_buffer(raw) if raw.size else ffi.NULL
+    return e
 
 
 def _write_safetensors(path, tensors, metadata):
@@ -45,22 +58,10 @@ def _write_safetensors(path, tensors, metadata):
     The core writes it atomically: a temp file in the same directory, fsynced, renamed over
     path, the directory fsynced."""
     path = _path_arg(path, "ag_save_model()")
-    keep, arr = [], ffi.new("pg_st_tensor[]", max(len(tensors), 1))
+    keep: list = []
+    arr = ffi.new("pg_st_tensor[]", max(len(tensors), 1))
     for i, (name, a) in enumerate(tensors):
-        a = np.asarray(a)
-        code = lib.PG_ST_DTYPE_F64 if a.dtype == np.float64 else lib.PG_ST_DTYPE_F32
-        raw = np.ascontiguousarray(a, dtype=_DT["F64" if code == lib.PG_ST_DTYPE_F64 else "F32"])
-        if raw.ndim > 2:
-            raise PyggmlrValueError(
-                f"ag_save_model(): tensor {name!r} has {raw.ndim} dimensions (at most 2)"
-            )
-        nm = ffi.new("char[]", str(name).encode("utf-8", "surrogatepass"))
-        keep += [nm, raw]
-        e = arr[i]
-        e.name, e.dtype, e.ndim = nm, code, raw.ndim
-        e.rows = raw.shape[0] if raw.ndim else 1
-        e.cols = raw.shape[1] if raw.ndim == 2 else 1
-        e.data = ffi.from_buffer(raw) if raw.size else ffi.NULL
+        _st_tensor(arr[i], name, a, keep)
     ks = [ffi.new("char[]", str(k).encode("utf-8", "surrogatepass")) for k in metadata]
     vs = [ffi.new("char[]", str(v).encode("utf-8", "surrogatepass")) for v in metadata.values()]
     rc = lib.pg_st_write(
@@ -77,6 +78,70 @@ def _write_safetensors(path, tensors, metadata):
     return path
 
 
+class _Writer:
+    """The core's model-file writer (native/modelfile_write.c: the save rules, the metadata
+    map); this keeps the converted buffers alive until the commit."""
+
+    def __init__(self):
+        h = ffi.new("pg_mf_writer **")
+        check(lib.pg_mf_writer_new(h))
+        self.h, self.keep = ffi.gc(h[0], lib.pg_mf_writer_free), []
+
+    def text(self, s):
+        b = ffi.new("char[]", str(s).encode("utf-8", "surrogatepass"))
+        self.keep.append(b)
+        return b
+
+    def add(self, role, name, a):
+        check(
+            lib.pg_mf_writer_add(
+                self.h, role, _st_tensor(ffi.new("pg_st_tensor *"), name, a, self.keep)
+            )
+        )
+
+    def add_slot(self, slot, param, a):
+        t = (
+            ffi.NULL
+            if a is None
+            else _st_tensor(ffi.new("pg_st_tensor *"), f"optimizer.{slot}.{param}", a, self.keep)
+        )
+        check(lib.pg_mf_writer_add_slot(self.h, self.text(slot), self.text(param), t))
+
+    def set(self, field, text):
+        check(lib.pg_mf_writer_set(self.h, field, self.text(text)))
+
+    def set_optimizer(self, st, names):
+        m = ffi.new("pg_mf_opt_meta *", lib.pg_mf_opt_meta_default())
+        m.kind, m.t, m.accum_count = self.text(st["kind"]), int(st["t"]), int(st["accum_count"])
+        hyper = clean(st["hyper"], "the optimizer state")  # non-finite numbers: None (null)
+        ty = [
+            lib.PG_MF_NUM_BOOL
+            if isinstance(v, bool)
+            else lib.PG_MF_NUM_INT
+            if isinstance(v, int)
+            else lib.PG_MF_NUM_DOUBLE
+            for v in hyper.values()
+        ]
+        vals = [float("nan") if v is None else float(v) for v in hyper.values()]
+        arrays = [
+            ffi.new("char *[]", [self.text(k) for k in hyper] or [ffi.NULL]),
+            ffi.new("double[]", vals or [0.0]),
+            ffi.new("int[]", ty or [0]),
+            ffi.new("char *[]", [self.text(k) for k in names] or [ffi.NULL]),
+        ]
+        self.keep += arrays
+        m.n_hyper, m.hyper_names, m.hyper_values, m.hyper_types = len(vals), *arrays[:3]
+        m.n_params, m.params = len(names), arrays[3]
+        check(lib.pg_mf_writer_set_optimizer(self.h, m))
+
+    def commit(self, path):
+        rc = lib.pg_mf_writer_commit(self.h, path.encode("utf-8", "surrogateescape"))
+        if rc == lib.PG_STATUS_ERR_IO:  # FileNotFoundError, PermissionError, ... with errno
+            raise os_error(path)
+        check(rc)
+        return path
+
+
 def _last_msg():
     msg = ffi.string(lib.pg_last_error()).decode("utf-8", "replace")
     lib.pg_clear_error()
@@ -85,19 +150,6 @@ def _last_msg():
 
 def _bad(path, msg):
     return PyggmlrValueError(f"{os.fspath(path)!s}: {msg}")
-
-
-def _json(text, what, path, budget=0):
-    """Parse a metadata JSON text: the core checks it first (strict syntax, limits, no duplicate
-    keys; with budget, the architecture's plausible sizes), then the json module reads it."""
-    raw = text.encode("utf-8", "surrogatepass")
-    if lib.pg_json_check(raw, len(raw), what.encode("utf-8", "replace"), budget) != 0:
-        raise _bad(path, _last_msg())
-    return json.loads(text)
-
-
-def _is_int(v):
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _path_arg(path, fn):
@@ -124,40 +176,96 @@ def _regular_file(path, fn):
         )
 
 
+def _raise(rc, path):
+    """A failed core call on a model file as the language's error: the OSError of its errno,
+    MemoryError, else the status's typed exception with the core's text."""
+    if rc == lib.PG_STATUS_ERR_IO:  # FileNotFoundError, PermissionError, ... with errno and path
+        raise os_error(path)
+    if rc == lib.PG_STATUS_ERR_NOMEM:
+        raise MemoryError(_last_msg())
+    check(rc)
+
+
+def _text(p):
+    return None if p == ffi.NULL else ffi.string(p).decode("utf-8")
+
+
+class _ModelFile:
+    """An open model file (native/modelfile.c's pg_mf): the core checks the framing when it
+    opens and the schema in pg_mf_check_*; this only converts what it hands out."""
+
+    def __init__(self, path, fn):
+        self.path = _path_arg(path, fn)
+        _regular_file(self.path, fn)
+        h = ffi.new("pg_mf **")
+        _raise(lib.pg_mf_open(os.fsencode(self.path), fn.encode(), h), self.path)
+        self.h, self.st = h[0], lib.pg_mf_st(h[0])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        lib.pg_mf_close(self.h)
+
+    def call(self, rc):
+        if rc:
+            _raise(rc, self.path)
+
+    def tensors(self):
+        """name -> 2-D C-ordered numpy array, in file order"""
+        out, f = {}, self.st
+        for i in range(lib.pg_st_count(f)):
+            dt = _DT["F64" if lib.pg_st_dtype(f, i) == lib.PG_ST_DTYPE_F64 else "F32"]
+            a = np.empty((lib.pg_st_rows(f, i), lib.pg_st_cols(f, i)), dtype=dt.newbyteorder("="))
+            if a.nbytes:
+                self.call(lib.pg_st_read(f, i, ffi.from_buffer(a), a.nbytes))
+            out[_text(lib.pg_st_name(f, i))] = a
+        return out
+
+    def meta(self):
+        f = self.st
+        return {
+            _text(lib.pg_st_meta_key(f, i)): _text(lib.pg_st_meta_value(f, i))
+            for i in range(lib.pg_st_meta_count(f))
+        }
+
+    def names(self, which):
+        if not lib.pg_mf_has_names(self.h, which):
+            return None
+        return [
+            _text(lib.pg_mf_name(self.h, which, i))
+            for i in range(lib.pg_mf_name_count(self.h, which))
+        ]
+
+    def json(self, p):
+        text = _text(p)
+        return None if text is None else json.loads(text)  # checked by the core
+
+    def match(self, which, model_d, tensors):
+        """ggmlR's name-set then shape checks (pg_mf_match). Returns [(tensor, array)]."""
+        names = list(model_d)
+        keep = [ffi.new("char[]", k.encode("utf-8", "surrogatepass")) for k in names]
+        shapes = [tuple(t.shape) for t in model_d.values()]
+        self.call(
+            lib.pg_mf_match(
+                self.h,
+                which,
+                len(names),
+                ffi.new("char *[]", keep or [ffi.NULL]),
+                ffi.new("int64_t[]", [s[0] for s in shapes] or [0]),
+                ffi.new("int64_t[]", [s[1] for s in shapes] or [0]),
+                ffi.NULL,
+            )
+        )
+        return [(t, tensors[k]) for k, t in model_d.items()]
+
+
 def _read_safetensors(path, fn="ag_load_model()"):
     """Validate and read a safetensors file (the core checks everything before any tensor is
     read): returns (dict name -> 2-D C-ordered numpy array in file order, metadata dict). A file
     refused on its framing or header names fn too ("ag_load_model(): <path>: header length ...")."""
-    path = _path_arg(path, fn)
-    _regular_file(path, fn)
-    h = ffi.new("pg_st_file **")
-    rc = lib.pg_st_open(os.fsencode(path), h)
-    if rc != 0:
-        if rc == lib.PG_STATUS_ERR_IO:
-            raise os_error(path)
-        msg = _last_msg()
-        if rc == lib.PG_STATUS_ERR_NOMEM:
-            raise MemoryError(f"{fn}: {msg}")
-        raise PyggmlrValueError(f"{fn}: {os.fspath(path)!s}: {msg}")
-    f = h[0]
-    try:
-        out = {}
-        for i in range(lib.pg_st_count(f)):
-            dt = _DT["F64" if lib.pg_st_dtype(f, i) == lib.PG_ST_DTYPE_F64 else "F32"]
-            r, c = lib.pg_st_rows(f, i), lib.pg_st_cols(f, i)
-            a = np.empty((r, c), dtype=dt.newbyteorder("="))
-            if a.nbytes and lib.pg_st_read(f, i, ffi.from_buffer(a), a.nbytes) != 0:
-                raise _bad(path, _last_msg())
-            out[ffi.string(lib.pg_st_name(f, i)).decode("utf-8")] = a
-        meta = {
-            ffi.string(lib.pg_st_meta_key(f, i)).decode("utf-8"): ffi.string(
-                lib.pg_st_meta_value(f, i)
-            ).decode("utf-8")
-            for i in range(lib.pg_st_meta_count(f))
-        }
-    finally:
-        lib.pg_st_close(f)
-    return out, meta
+    with _ModelFile(path, fn) as f:
+        return f.tensors(), f.meta()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -189,23 +297,17 @@ def _opt_names(opt, params):
 
 def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
     from . import __version__
-
-    _path_arg(path, "ag_save_model()")
     from .optim import Optimizer
 
+    path = _path_arg(path, "ag_save_model()")
     params, bufs = _model_parts(model)
-    clash = set(params) & set(bufs)
-    if clash:
-        raise PyggmlrValueError(
-            f"ag_save_model(): names used by both a parameter and a buffer: {sorted(clash)}"
-        )
-    meta = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "created_by": f"pyggmlr {__version__}",
-        "parameters": json.dumps(list(params)),
-        "buffers": json.dumps(list(bufs)),
-    }
+    w = _Writer()
+    for k, t in params.items():
+        w.add(lib.PG_MF_ROLE_PARAMETER, k, t.numpy())
+    for k, t in bufs.items():
+        w.add(lib.PG_MF_ROLE_BUFFER, k, t.numpy())
+    check(lib.pg_mf_writer_check(w.h))  # no name both a parameter and a buffer
+    w.set(lib.PG_MF_FIELD_CREATED_BY, f"pyggmlr {__version__}")
     to_config = getattr(model, "to_config", None)
     if callable(to_config):
         try:
@@ -222,21 +324,19 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
             what = "the model's architecture config"
             cfg = clean(cfg, what)  # too deep, a cycle: PyggmlrValueError
             try:
-                meta["config"] = json.dumps(cfg, allow_nan=False)
+                text = json.dumps(cfg, allow_nan=False)
             except (TypeError, ValueError) as e:  # a function or an object in a custom config
                 raise ArgumentError(
                     f"ag_save_model(): {what} must be JSON-serialisable ({e})"
                 ) from None
             from .io_check import check_config
 
-            check_config(meta["config"], params, bufs)  # whatever is saved must load
-    tensors = [(k, t.numpy()) for k, t in params.items()] + [
-        (k, t.numpy()) for k, t in bufs.items()
-    ]
+            check_config(text, params, bufs)  # whatever is saved must load
+            w.set(lib.PG_MF_FIELD_CONFIG, text)
     if epoch is not None:
         from .io_check import check_epoch
 
-        meta["epoch"] = str(check_epoch(epoch))
+        check(lib.pg_mf_writer_set_epoch(w.h, check_epoch(epoch)))
     if optimizer is not None:
         if not isinstance(optimizer, Optimizer):
             raise ArgumentError(
@@ -244,181 +344,85 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
             )
         st = optimizer._file_state()  # this file's layout (ggmlR's state() has another)
         names = _opt_names(optimizer, params)
-        slots = sorted({s for entry in st["params"] for s in entry})
-        meta["optimizer"] = json.dumps(
-            clean(
-                {
-                    "kind": st["kind"],
-                    "t": st["t"],
-                    "accum_count": st["accum_count"],
-                    "hyper": st["hyper"],
-                    "params": names,
-                    "slots": slots,
-                },
-                "the optimizer state",
-            ),
-            allow_nan=False,
-        )
+        w.set_optimizer(st, names)
         for nm, entry in zip(names, st["params"]):
             for s, v in entry.items():
-                if v is not None:
-                    tensors.append((f"optimizer.{s}.{nm}", v))
+                w.add_slot(s, nm, v)  # None: the slot is listed, without a tensor
     if extra is not None:
         ex = clean(extra, "extra")  # bounded depth, no cycles: typed errors, not RecursionError
         try:
-            meta["extra"] = json.dumps(ex, allow_nan=False)
+            text = json.dumps(ex, allow_nan=False)
         except (TypeError, ValueError) as e:
             raise ArgumentError(f"ag_save_model(): extra must be JSON-serialisable ({e})") from None
-        check_json(meta["extra"], "metadata 'extra'")  # whatever is saved must load
+        w.set(lib.PG_MF_FIELD_EXTRA, text)  # the core checks that it loads back
     for k, v in (more or {}).items():
-        tensors.append((k, v))
-    return _write_safetensors(path, tensors, meta)
+        w.add(lib.PG_MF_ROLE_TENSOR, k, v)
+    return w.commit(path)
 
 
 # ag_save_model / ag_load_model (ggmlR's arguments): pyggmlr/state.py
 
 
-def _meta_json(meta, key, path, kind, budget=0):
-    if key not in meta:
-        return None
-    v = _json(meta[key], f"metadata {key!r}", path, budget)
-    if not isinstance(v, kind):
-        raise _bad(path, f"metadata {key!r} has the wrong type ({type(v).__name__})")
-    return v
-
-
-def _names(meta, key, tensors, path):
-    v = _meta_json(meta, key, path, list)
-    if v is None:
-        return None
-    if not all(isinstance(s, str) for s in v) or len(set(v)) != len(v):
-        raise _bad(path, f"metadata {key!r} must list distinct names")
-    missing = [s for s in v if s not in tensors]
-    if missing:
-        raise _bad(
-            path,
-            f"metadata {key!r} names tensors that are not in the file: {', '.join(missing[:5])}",
-        )
-    return v
-
-
-def _files_dtype(tensors, pnames):
-    dts = {tensors[n].dtype for n in (tensors if pnames is None else pnames)}
-    return "f64" if dts == {np.dtype(np.float64)} else "f32"
-
-
-def _rebuild(meta, tensors, pnames, path, dtype=None, bnames=None):
+def _rebuild(f, dtype):
+    """The model from the file's architecture config (checked and matched against the file's
+    tensors by pg_mf_check_load before this builds anything)."""
     from .tensor import ag_dtype
 
-    # the budget: the most elements one layer may ask for (the product of its integer fields),
-    # from the file's own tensors, so a hostile config cannot make the rebuild allocate gigabytes
-    budget = 16 * sum(int(a.size) for a in tensors.values()) + 65536
-    cfg = _meta_json(meta, "config", path, dict, budget)
-    if cfg is None:
-        raise _bad(
-            path,
-            "the file has no architecture (metadata 'config'); pass model= to load its weights into a model",
-        )
-    # every built-in layer's tensors must be in the file with the config's shapes before any
-    # layer is built (the budget alone let a 900-byte file ask for a 2 GB attention layer)
-    why = config_match(meta["config"], tensors, None if pnames is None else pnames + (bnames or []))
-    if why is not None:
-        raise PyggmlrValueError(f"ag_load_model(): {os.fspath(path)!s}: {why}")
-    prev = ag_dtype(dtype or _files_dtype(tensors, pnames or []))
+    listed = lib.pg_mf_has_names(f.h, lib.PG_MF_LIST_PARAMETERS)
+    prev = ag_dtype(dtype or ("f64" if listed and lib.pg_mf_all_f64(f.h) else "f32"))
     try:
         from .nn import ag_module_from_config
 
-        model = ag_module_from_config(cfg)
+        model = ag_module_from_config(f.json(lib.pg_mf_config(f.h)))
     except Exception as e:  # untrusted content: any failure to build is a bad file
         raise _bad(
-            path, f"cannot rebuild the model from its architecture config: {type(e).__name__}: {e}"
+            f.path,
+            f"cannot rebuild the model from its architecture config: {type(e).__name__}: {e}",
         ) from None
     finally:
         ag_dtype(prev)
     return model
 
 
-def _shape_str(s):
-    return f"{s[0]}x{s[1]}"
-
-
-def _match(kind, model_d, file_names, tensors, path):
-    """ggmlR's checks: the same names, then the same shapes. Returns [(tensor, array)]."""
-    m, f = set(model_d), set(file_names)
-    if m != f:
-        miss = [k for k in model_d if k not in f]
-        extra = [k for k in file_names if k not in m]
-        raise PyggmlrValueError(
-            f"{kind} mismatch between saved state and model. missing in file: {', '.join(miss) or '(none)'}; "
-            f"not in model: {', '.join(extra) or '(none)'}"
-        )
-    out = []
-    for k, t in model_d.items():
-        a = tensors[k]
-        if tuple(t.shape) != a.shape:
-            raise PyggmlrValueError(
-                f"shape mismatch for {kind} '{k}': model {_shape_str(t.shape)} vs file {_shape_str(a.shape)}"
-            )
-        out.append((t, a))
-    return out
-
-
-def _opt_state(meta, tensors, optimizer, params, path):
-    info = _meta_json(meta, "optimizer", path, dict)
-    if info is None:
-        raise _bad(path, "the file has no optimizer state")
-    names, slots = info.get("params"), info.get("slots")
-    if (
-        not isinstance(names, list)
-        or not all(isinstance(s, str) for s in names)
-        or not isinstance(slots, list)
-        or not all(isinstance(s, str) for s in slots)
-    ):
-        raise _bad(path, "optimizer metadata: params and slots must be lists of names")
-    t, ac, hyper, kind = (
-        info.get("t"),
-        info.get("accum_count"),
-        info.get("hyper", {}),
-        info.get("kind"),
-    )
-    if not (_is_int(t) and t >= 0 and _is_int(ac) and ac >= 0):
-        raise _bad(path, "optimizer metadata: t and accum_count must be integers >= 0")
-    if not isinstance(hyper, dict) or not all(
-        v is None or isinstance(v, (int, float)) for v in hyper.values()
-    ):
-        raise _bad(path, "optimizer metadata: hyper must map names to numbers")
+def _opt_state(f, tensors, optimizer, params):
+    """The file's optimizer state for optimizer, in _load_file_state's layout, after the core's
+    checks of the metadata, the kind, the parameter names and the slot shapes."""
     from .optim import _ADAM
 
-    okind = "adam" if optimizer._kind == _ADAM else "sgd"
-    if kind != okind:
-        raise PyggmlrValueError(
-            f"optimizer state mismatch: the file's state is for {kind}, this optimizer is {okind}"
-        )
+    kind = "adam" if optimizer._kind == _ADAM else "sgd"
     mine = _opt_names(optimizer, params)
-    if sorted(mine) != sorted(names):
-        raise PyggmlrValueError(
-            f"optimizer state mismatch: the optimizer's parameters are {', '.join(mine)}; "
-            f"the file has {', '.join(names)}"
+    keep = [ffi.new("char[]", k.encode("utf-8", "surrogatepass")) for k in mine]
+    shapes = [tuple(p.shape) for p in optimizer.params.values()]
+    f.call(
+        lib.pg_mf_opt_check(
+            f.h,
+            kind.encode(),
+            len(mine),
+            ffi.new("char *[]", keep or [ffi.NULL]),
+            ffi.new("int64_t[]", [s[0] for s in shapes] or [0]),
+            ffi.new("int64_t[]", [s[1] for s in shapes] or [0]),
         )
+    )
+    slots = [_text(lib.pg_mf_opt_name(f.h, 2, i)) for i in range(lib.pg_mf_opt_count(f.h, 2))]
+    hyper = {}
+    for i in range(lib.pg_mf_opt_count(f.h, 0)):
+        v, ty = lib.pg_mf_opt_hyper_value(f.h, i), lib.pg_mf_opt_hyper_type(f.h, i)
+        v = int(v) if ty == lib.PG_MF_NUM_INT else bool(v) if ty == lib.PG_MF_NUM_BOOL else v
+        hyper[_text(lib.pg_mf_opt_name(f.h, 0, i))] = v
     per = []
-    for nm, p in zip(mine, optimizer.params.values()):
+    for nm in mine:
         entry = {}
         for s in slots:
             a = tensors.get(f"optimizer.{s}.{nm}")
-            if a is not None and a.shape != tuple(p.shape):
-                raise _bad(
-                    path,
-                    f"optimizer state '{s}' for '{nm}' is {_shape_str(a.shape)}, the parameter is {_shape_str(p.shape)}",
-                )
             entry[s] = None if a is None else np.asfortranarray(a)
         per.append(entry)
     return {
         "format": "ggmlR.ag_opt_state",
         "version": 1,
         "kind": kind,
-        "t": t,
-        "accum_count": ac,
-        "hyper": {k: v for k, v in hyper.items() if v is not None},
+        "t": int(lib.pg_mf_opt_t(f.h)),
+        "accum_count": int(lib.pg_mf_opt_accum_count(f.h)),
+        "hyper": hyper,
         "params": per,
     }
 
@@ -426,75 +430,50 @@ def _opt_state(meta, tensors, optimizer, params, path):
 def _load(
     path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False, builder=None, dtype=None
 ):
+    with _ModelFile(path, "ag_load_model()") as f:
+        opts = ffi.new("pg_mf_load_opts *", lib.pg_mf_load_opts_default())
+        opts.have_model = model is not None or builder is not None
+        opts.need_epoch = bool(need_epoch)
+        opts.rebuild = model is None and builder is None
+        f.call(lib.pg_mf_check_load(f.h, opts))  # format, names, epoch, extra, config
+        tensors, meta = f.tensors(), f.meta()
+        epoch = lib.pg_mf_epoch(f.h)
+        epoch = None if epoch < 0 else int(epoch)
+        extra = f.json(lib.pg_mf_extra(f.h))
+        if model is None and builder is not None:  # in dtype, else the file's (ggmlR: param_dtypes)
+            from .state import _build
+
+            model = _build(builder, dtype or ("f64" if lib.pg_mf_all_f64(f.h) else "f32"))
+            params, bufs = _model_parts(model)
+        elif model is None:
+            model = _rebuild(f, dtype)
+            try:
+                params, bufs = _model_parts(model)
+            except PyggmlrError as e:
+                raise _bad(path, f"the rebuilt model is not usable: {e}") from None
+        else:
+            params, bufs = _model_parts(model)
+        if dtype is not None:
+            from .state import _check_built_dtype
+
+            _check_built_dtype(params, dtype)
+        writes = f.match(lib.PG_MF_LIST_PARAMETERS, params, tensors)
+        writes += f.match(lib.PG_MF_LIST_BUFFERS, bufs, tensors)
+        ostate = None
+        if optimizer is not None:
+            from .optim import Optimizer
+
+            if not isinstance(optimizer, Optimizer):
+                raise ArgumentError(
+                    f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
+                )
+            ostate = _opt_state(f, tensors, optimizer, params)
+            try:
+                optimizer._load_file_state(ostate, check_only=True)
+            except PyggmlrValueError as e:
+                raise _bad(path, str(e)) from None
     import warnings
 
-    tensors, meta = _read_safetensors(path)
-    fmt = meta.get("format")
-    if fmt is not None and fmt != FORMAT:
-        raise _bad(path, f"not a pyggmlr model file (format {fmt!r})")
-    if fmt is not None and meta.get("format_version") != FORMAT_VERSION:
-        raise _bad(
-            path,
-            f"unsupported model file version {meta.get('format_version')!r} (this pyggmlr reads {FORMAT_VERSION})",
-        )
-    if fmt is None and model is None and builder is None:
-        raise _bad(
-            path,
-            "not a pyggmlr model file (no 'format' metadata); pass model= to load its tensors by name",
-        )
-    pnames = _names(meta, "parameters", tensors, path)
-    bnames = _names(meta, "buffers", tensors, path)
-    epoch = meta.get("epoch")
-    if epoch is not None:
-        text, epoch = epoch, epoch_value(epoch)  # ASCII digits only, as R's loader
-        if epoch is None:
-            raise _bad(path, f"metadata 'epoch' is not a non-negative integer: {text[:20]!r}")
-    elif need_epoch:
-        raise _bad(
-            path, "not a training checkpoint (no epoch; write checkpoints with ag_model_checkpoint)"
-        )
-    extra = _meta_json(meta, "extra", path, (dict, list, str, int, float, bool, type(None)))
-    if (
-        model is None and builder is not None
-    ):  # built in dtype, else the file's (ggmlR: param_dtypes)
-        from .state import _build
-
-        model = _build(builder, dtype or _files_dtype(tensors, pnames))
-        params, bufs = _model_parts(model)
-    elif model is None:
-        model = _rebuild(meta, tensors, pnames, path, dtype, bnames)
-        try:
-            params, bufs = _model_parts(model)
-        except PyggmlrError as e:
-            raise _bad(path, f"the rebuilt model is not usable: {e}") from None
-    else:
-        params, bufs = _model_parts(model)
-    if dtype is not None:
-        from .state import _check_built_dtype
-
-        _check_built_dtype(params, dtype)
-    if pnames is None:  # a foreign safetensors file: take the model's names
-        pnames = (
-            [k for k in params if k in tensors] if set(params) <= set(tensors) else list(tensors)
-        )
-    if bnames is None:
-        bnames = [k for k in bufs if k in tensors]
-    writes = _match("parameter", params, pnames, tensors, path) + _match(
-        "buffer", bufs, bnames, tensors, path
-    )
-    ostate = None
-    if optimizer is not None:
-        from .optim import Optimizer
-
-        if not isinstance(optimizer, Optimizer):
-            raise ArgumentError(
-                f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
-            )
-        ostate = _opt_state(meta, tensors, optimizer, params, path)
-        try:
-            optimizer._load_file_state(ostate, check_only=True)
-        except PyggmlrValueError as e:
-            raise _bad(path, str(e)) from None
     from .io_check import check_fits
 
     for (t, a), k in zip(writes, list(params) + list(bufs)):
@@ -532,22 +511,27 @@ def ag_model_info(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     """What a model file holds, without building anything: a dict with format, parameter and
     buffer names with their shapes and dtypes, config (dict or None), epoch, optimizer kind and
     extra."""
-    tensors, meta = _read_safetensors(path, "ag_model_info()")
-    pn = _names(meta, "parameters", tensors, path) or []
-    bn = _names(meta, "buffers", tensors, path) or []
-    opt = _meta_json(meta, "optimizer", path, dict)
-    ep = meta.get("epoch")
-    return {
-        "format": meta.get("format"),
-        "format_version": meta.get("format_version"),
-        "parameters": {
-            k: (tensors[k].shape, "f64" if tensors[k].dtype == np.float64 else "f32") for k in pn
-        },
-        "buffers": {
-            k: (tensors[k].shape, "f64" if tensors[k].dtype == np.float64 else "f32") for k in bn
-        },
-        "config": _meta_json(meta, "config", path, dict),
-        "epoch": epoch_value(ep),
-        "optimizer": opt.get("kind") if opt else None,
-        "extra": _meta_json(meta, "extra", path, (dict, list, str, int, float, bool, type(None))),
-    }
+    with _ModelFile(path, "ag_model_info()") as f:
+        f.call(lib.pg_mf_check_info(f.h))
+        st = f.st
+        index = {_text(lib.pg_st_name(st, i)): i for i in range(lib.pg_st_count(st))}
+
+        def desc(which):
+            out = {}
+            for k in f.names(which) or []:
+                i = index[k]
+                dt = "f64" if lib.pg_st_dtype(st, i) == lib.PG_ST_DTYPE_F64 else "f32"
+                out[k] = ((int(lib.pg_st_rows(st, i)), int(lib.pg_st_cols(st, i))), dt)
+            return out
+
+        ep = lib.pg_mf_epoch(f.h)
+        return {
+            "format": _text(lib.pg_mf_meta(f.h, b"format")),
+            "format_version": _text(lib.pg_mf_meta(f.h, b"format_version")),
+            "parameters": desc(lib.PG_MF_LIST_PARAMETERS),
+            "buffers": desc(lib.PG_MF_LIST_BUFFERS),
+            "config": f.json(lib.pg_mf_config(f.h)),
+            "epoch": None if ep < 0 else int(ep),
+            "optimizer": _text(lib.pg_mf_opt_kind(f.h)),
+            "extra": f.json(lib.pg_mf_extra(f.h)),
+        }

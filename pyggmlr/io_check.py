@@ -35,14 +35,6 @@ def os_error(path: Any) -> OSError:
     return OSError(err, msg, os.fspath(path)) if err else OSError(msg)
 
 
-def epoch_value(text: Any) -> Optional[int]:
-    """A file's metadata epoch: 1 to 12 ASCII digits (R's ``^[0-9]{1,12}$``), else None. str's
-    isdigit() also takes "²" (int() then fails) and "٣" (3)."""
-    if isinstance(text, str) and 0 < len(text) <= 12 and text.isascii() and text.isdigit():
-        return int(text)
-    return None
-
-
 def clean(v: Any, what: str, depth: int = 0, path: Optional[set] = None) -> Any:
     """JSON-safe copy: non-finite floats become null; numpy scalars become Python numbers. A
     structure nested deeper than the loader reads (PG_JSON_MAX_DEPTH) or holding a reference
@@ -71,32 +63,6 @@ def clean(v: Any, what: str, depth: int = 0, path: Optional[set] = None) -> Any:
         v = float(v)
         return v if math.isfinite(v) else None
     return v
-
-
-def check_json(text: str, what: str) -> None:
-    """A metadata text about to be saved passes the loader's core check (limits, syntax)."""
-    raw = text.encode("utf-8", "surrogatepass")
-    if lib.pg_json_check(raw, len(raw), what.encode("utf-8", "replace"), 0) != 0:
-        raise PyggmlrValueError(f"ag_save_model(): {_msg()}; nothing was written")
-
-
-def config_match(text: str, tensors: Dict[str, np.ndarray], names: Any) -> Optional[str]:
-    """The core's check of an architecture config against the file's tensors (names and
-    shapes), before a layer is built: None, or the reason it cannot back the config."""
-    names = list(tensors) if names is None else list(names)
-    keep = [ffi.new("char[]", n.encode("utf-8", "surrogatepass")) for n in names]
-    rows = [int(tensors[n].shape[0]) for n in names]
-    cols = [int(tensors[n].shape[1]) for n in names]
-    raw = text.encode("utf-8", "surrogatepass")
-    rc = lib.pg_config_match(
-        raw,
-        len(raw),
-        len(names),
-        ffi.new("char *[]", keep or [ffi.NULL]),
-        ffi.new("int64_t[]", rows or [0]),
-        ffi.new("int64_t[]", cols or [0]),
-    )
-    return _msg() if rc else None
 
 
 def config_budget(sizes: Any) -> int:

@@ -5,11 +5,10 @@
 #   multiple of 8), then the raw little-endian data. Entries {"dtype": "F32"|"F64",
 #   "shape": [rows, cols], "data_offsets": [begin, end]}; values row-major (an R matrix m is
 #   written as as.vector(t(m)) and read with matrix(v, rows, cols, byrow = TRUE)).
-# Reading never evaluates or unserializes anything: every size, offset, dtype and JSON field is
-# checked, and any problem is an R error naming the file.
+# Reading never evaluates or unserializes anything. The codec and the schema (every size, offset,
+# dtype, metadata rule, name and shape match, and the save rules) are the core's
+# (native/codec*.c, native/modelfile*.c); this converts R values and raises classed errors.
 
-.IO_FORMAT <- "pyggmlr.ag_model"
-.IO_VERSION <- "1"
 # the core's limit (native/codec.c); state.R sniffs files with it
 .IO_MAX_HEADER <- 100 * 1024 * 1024
 
@@ -26,7 +25,6 @@
 # ---------------------------------------------------------------------------------------------
 # JSON helpers (jsonlite; strict: no NaN / Inf, non-finite numbers become null)
 
-.json_str <- function(s) as.character(jsonlite::toJSON(jsonlite::unbox(enc2utf8(as.character(s)))))
 
 # what: what is written ("extra", "the model's architecture config"); refusals classed and worded
 # as Python's io_check.clean and ag_save_model's extra check
@@ -70,41 +68,41 @@
                                 digits = NA, json_verbatim = TRUE))
 }
 
-.json_names <- function(x) as.character(jsonlite::toJSON(as.character(x)))  # always an array
-
-# A metadata JSON text: the core checks it first (strict syntax, limits, no duplicate keys;
-# with budget, the architecture's plausible sizes: native/codec_meta.c), then jsonlite reads it.
-.parse_json <- function(text, what, path, budget = 0) {
-  bad <- .Call(R_pg_json_check, enc2utf8(text), what, as.double(budget))
-  if (!is.null(bad)) .io_bad(path, bad)
-  tryCatch(jsonlite::parse_json(text, simplifyVector = FALSE),
-           error = function(e) .io_bad(path,
-                                       sprintf("%s is not valid JSON (%s)", what,
-                                               substr(conditionMessage(e), 1L, 120L))))
-}
 
 .is_obj <- function(v) is.list(v) && (length(v) == 0L ||
                                       (!is.null(names(v)) && all(names(v) != "")))
-.is_arr <- function(v) is.list(v) && is.null(names(v))
 .is_str <- function(v) is.character(v) && length(v) == 1L && !is.na(v)
-# a JSON integer: jsonlite gives integers for small whole numbers written without a fraction,
-# doubles for "4.0" (rejected, as in Python) and for integers beyond 32 bits (accepted)
-.is_int <- function(v) {
-  if (!is.numeric(v) || length(v) != 1L || is.na(v)) return(FALSE)
-  if (is.integer(v)) return(TRUE)
-  is.finite(v) && v == floor(v) && abs(v) >= 2^31 && abs(v) <= 2^53
-}
 
 # ---------------------------------------------------------------------------------------------
 # safetensors writer / reader: the C core's codec (native/codec*.c, r/src/r_codec.c), shared
 # with the Python package, so both write the same bytes and refuse the same files
 
-# the core's answer list(status, message): a file's content (status VALUE) names the file
-.codec_fail <- function(res, path, fn = NULL) {
-  if (identical(res$status,
-                .pg$code$status[["VALUE"]])) .io_bad(if (is.null(fn)) path else sprintf("%s: %s",
-                    fn, path), res$message)
+# the core's answer list(status, message, errno) as a classed condition: its texts already name
+# the file (native/modelfile.c); an I/O refusal carries the path and errno as fields
+.mf_fail <- function(res, path) {
+  if (is.null(res)) return(invisible(NULL))
+  if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, path)
+  if (identical(res$status, .pg$code$status[["VALUE"]])) .pg_stop("value", res$message)
   .status_stop(res$status, res$message)
+}
+
+# An open model file (the core's pg_mf, an external pointer): framing checked by the core; the
+# caller closes it (on.exit(.Call(R_pg_mf_close, f))).
+.mf_open <- function(path, fn) {
+  if (!is.character(path) || length(path) != 1L || is.na(path))
+    .pg_stop("argument", "ag_load_model(): path must be a single file name")
+  .model_path(path, "ag_load_model()")
+  f <- .Call(R_pg_mf_open, path.expand(path), fn)
+  if (is.list(f)) .mf_fail(f, path)
+  f
+}
+
+# A metadata JSON text the core has checked, as R values
+.mf_json <- function(text, key, path) {
+  if (is.null(text)) return(NULL)
+  tryCatch(jsonlite::parse_json(text, simplifyVector = FALSE),
+           error = function(e) .io_bad(path, sprintf("metadata '%s' is not valid JSON (%s)", key,
+                                                     substr(conditionMessage(e), 1L, 120L))))
 }
 
 # tensors: list of list(name, matrix, dtype "F32"/"F64"); metadata: named character or list.
@@ -131,12 +129,10 @@
 # A file refused on its framing or header names fn too ("ag_load_model(): <path>: header length
 # ...").
 .read_safetensors <- function(path, fn = "ag_load_model()") {
-  if (!is.character(path) || length(path) != 1L || is.na(path))
-    .pg_stop("argument", "ag_load_model(): path must be a single file name")
-  .model_path(path, "ag_load_model()")
-  res <- .Call(R_pg_st_read, path.expand(path))
-  if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, path)
-  if (!is.null(res$status)) .codec_fail(res, path, fn)
+  f <- .mf_open(path, fn)
+  on.exit(.Call(R_pg_mf_close, f), add = TRUE)
+  res <- .Call(R_pg_mf_read, f)
+  if (!is.null(res$status)) .mf_fail(res, path)
   res
 }
 
@@ -188,20 +184,36 @@
 
 .is_optimizer <- function(o) inherits(o, c("ag_optimizer_sgd", "ag_optimizer_adam"))
 
-.file_dtype <- function(t) if (identical(t$dtype, "f64")) "F64" else "F32"
 
+# list(names, f64, values) of named tensors (or of list(name, value, dtype) entries: `more`)
+.tensor_group <- function(d) {
+  list(enc2utf8(as.character(names(d))),
+       vapply(d, function(t) identical(t$dtype, "f64"), logical(1)),
+       lapply(d, function(t) {
+         v <- as.matrix(t$data)
+         if (!is.double(v)) storage.mode(v) <- "double"
+         v
+       }))
+}
+
+.more_group <- function(more) {
+  d <- lapply(more, function(e) list(data = e$value,
+                                     dtype = if (identical(e$dtype, "F64")) "f64" else "f32"))
+  names(d) <- vapply(more, function(e) as.character(e$name), "")
+  .tensor_group(d)
+}
+
+# The save rules and the metadata map are the core's (native/modelfile_write.c); this converts
+# the model, checks what only R can (the config rebuilds, the arguments) and raises classed.
 .save_model <- function(model, path, optimizer = NULL, epoch = NULL, extra = NULL, more = list()) {
   if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
     .pg_stop("argument", "ag_save_model(): path must be a single file name")
   params <- .model_params(model, "ag_save_model()")
   bufs <- .model_buffers(model)
-  clash <- intersect(names(params), names(bufs))
-  if (length(clash))
-    .pg_stop("value", sprintf("ag_save_model(): names used by both a parameter and a buffer: %s",
-                 paste(clash, collapse = ", ")))
-  meta <- c(format = .IO_FORMAT, format_version = .IO_VERSION,
-            created_by = sprintf("pyggmlr (R) %s", as.character(utils::packageVersion("pyggmlr"))),
-            parameters = .json_names(names(params)), buffers = .json_names(names(bufs)))
+  .mf_fail(.Call(R_pg_mf_names_check, enc2utf8(as.character(names(params))),
+                 enc2utf8(as.character(names(bufs)))), path)
+  fields <- c(sprintf("pyggmlr (R) %s", as.character(utils::packageVersion("pyggmlr"))),
+              NA_character_, NA_character_)  # created_by, config, extra
   tc <- if (is.function(model$to_config)) model$to_config else NULL
   if (!is.null(tc)) {
     cfg <- tryCatch(tc(), error = function(e) {
@@ -211,47 +223,37 @@
       NULL
     })
     if (!is.null(cfg)) {
-      meta[["config"]] <- .to_json(cfg, "the model's architecture config")
-      .check_save_config(meta[["config"]], params, bufs)  # whatever is saved must load
+      fields[[2L]] <- .to_json(cfg, "the model's architecture config")
+      .check_save_config(fields[[2L]], params, bufs)  # whatever is saved must load
     }
   }
-  tensors <- c(lapply(names(params),
-                      function(k) list(name = k, value = params[[k]]$data,
-                                       dtype = .file_dtype(params[[k]]))),
-               lapply(names(bufs),
-                      function(k) list(name = k, value = bufs[[k]]$data,
-                                       dtype = .file_dtype(bufs[[k]]))))
-  if (!is.null(epoch)) meta[["epoch"]] <- .check_save_epoch(epoch)
+  ep <- if (!is.null(epoch)) as.double(.check_save_epoch(epoch)) else NULL
+  opt <- NULL
   if (!is.null(optimizer)) {
     if (!.is_optimizer(optimizer))
       .pg_stop("argument", sprintf("ag_save_model(): optimizer must be an optimizer object, got %s",
                    class(optimizer)[[1L]]))
     st <- .opt_file_state(optimizer)  # this file's layout (ggmlR's state() has another)
     names_o <- .opt_names(optimizer, params)
-    slots <- sort(unique(unlist(lapply(st$params,
-                                       function(e) names(e)[!vapply(e, is.null, logical(1))]))))
-    hyper <- lapply(st$hyper, function(v) if (is.logical(v)) v else as.double(v))
-    info <- list(kind = st$kind, t = as.integer(st$t), accum_count = as.integer(st$accum_count),
-                 hyper = hyper,
-                 params = as.list(names_o), slots = as.list(as.character(slots)))
-    meta[["optimizer"]] <- .to_json(info, "the optimizer state")
-    for (i in seq_along(names_o)) {
-      dt <- .file_dtype(optimizer$params[[i]])
-      for (s in names(st$params[[i]])) {
-        v <- st$params[[i]][[s]]
-        if (!is.null(v)) tensors[[length(tensors) + 1L]] <- list(name = sprintf("optimizer.%s.%s",
-            s, names_o[[i]]),
-                                                                 value = as.matrix(v), dtype = dt)
-      }
+    sl <- list(character(0), character(0), list(), logical(0))  # slot, param, value, f64
+    for (i in seq_along(names_o)) for (s in names(st$params[[i]])) {
+      v <- st$params[[i]][[s]]
+      if (is.null(v)) next  # an unused slot is not listed (as before)
+      sl[[1L]] <- c(sl[[1L]], s)
+      sl[[2L]] <- c(sl[[2L]], names_o[[i]])
+      sl[[3L]] <- c(sl[[3L]], list(as.matrix(v) + 0))
+      sl[[4L]] <- c(sl[[4L]], identical(optimizer$params[[i]]$dtype, "f64"))
     }
+    hyper <- lapply(st$hyper, function(v) if (is.logical(v)) v else as.double(v))
+    opt <- list(st$kind, as.double(st$t), as.double(st$accum_count), hyper,
+                enc2utf8(as.character(names_o)), sl)
   }
-  if (!is.null(extra)) {
-    js <- .to_json(extra, "extra")
-    bad <- .Call(R_pg_json_check, enc2utf8(js), "metadata 'extra'", 0)  # whatever is saved loads
-    if (!is.null(bad)) .pg_stop("value", sprintf("ag_save_model(): %s; nothing was written", bad))
-    meta[["extra"]] <- js
-  }
-  .write_safetensors(path, c(tensors, more), as.list(meta))  # more: ag_fit's callback arrays
+  if (!is.null(extra)) fields[[3L]] <- .to_json(extra, "extra")  # the core checks it loads back
+  res <- .Call(R_pg_mf_save, path.expand(path), .tensor_group(params), .tensor_group(bufs),
+               .more_group(more), enc2utf8(fields), ep, opt)  # more: ag_fit's callback arrays
+  if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, path)
+  if (!identical(res$status, .pg$code$status[["OK"]])) .mf_fail(res, path)
+  invisible(path.expand(path))
 }
 
 # ag_save_model(): state.R (ggmlR's arguments)
@@ -259,132 +261,48 @@
 # ---------------------------------------------------------------------------------------------
 # loading
 
-.meta_json <- function(meta, key, path, check = NULL, what = NULL, budget = 0) {
-  if (is.null(meta[[key]])) return(NULL)
-  v <- .parse_json(meta[[key]], sprintf("metadata '%s'", key), path, budget)
-  if (!is.null(check) && !check(v))
-    .io_bad(path, sprintf("metadata '%s' has the wrong type (%s expected)", key, what))
-  v
-}
-
-.meta_names <- function(meta, key, tensors, path) {
-  v <- .meta_json(meta, key, path, .is_arr, "a list")
-  if (is.null(v)) return(NULL)
-  if (!all(vapply(v, .is_str, logical(1))) || anyDuplicated(unlist(v)))
-    .io_bad(path, sprintf("metadata '%s' must list distinct names", key))
-  v <- as.character(unlist(v))
-  missing <- setdiff(v, names(tensors))
-  if (length(missing))
-    .io_bad(path, sprintf("metadata '%s' names tensors that are not in the file: %s", key,
-                          paste(utils::head(missing, 5L), collapse = ", ")))
-  v
-}
-
-.files_dtype <- function(tensors, pnames) {
-  dts <- unique(vapply(if (is.null(pnames)) names(tensors) else pnames,
-                       function(n) attr(tensors[[n]], "dtype"), ""))
-  if (length(dts) == 1L && dts == "F64") "f64" else "f32"
-}
-
-.rebuild <- function(meta, tensors, pnames, path, dtype = NULL, bnames = NULL) {
-  # the budget: the most elements one layer may ask for (the product of its integer fields), from
-  # the file's own tensors, so a hostile config cannot make the rebuild allocate gigabytes
-  budget <- 16 * sum(vapply(tensors, length, numeric(1))) + 65536
-  cfg <- .meta_json(meta, "config", path, .is_obj, "an object", budget = budget)
-  if (is.null(cfg))
-    .io_bad(path,
-            paste0("the file has no architecture (metadata 'config'); pass model = or model_fn = ",
-                   "to load its weights into a model"))
-  # every built-in layer's tensors must be in the file with the config's shapes before any layer
-  # is built (the budget alone let a 900-byte file ask for a 2 GB attention layer)
-  nms <- if (is.null(pnames)) names(tensors) else c(pnames, bnames)
-  why <- .Call(R_pg_config_match, enc2utf8(meta[["config"]]), enc2utf8(nms),
-               vapply(nms, function(k) as.double(nrow(tensors[[k]])), 0),
-               vapply(nms, function(k) as.double(ncol(tensors[[k]])), 0))
-  if (!is.null(why)) .pg_stop("value", sprintf("ag_load_model(): %s: %s", path, why))
-  want <- if (is.null(dtype)) .files_dtype(tensors, pnames) else dtype
+# The model from the file's architecture config (checked, and matched against the file's
+# tensors, by the core's pg_mf_check_load before anything is built)
+.rebuild <- function(v, path, dtype = NULL) {
+  cfg <- .mf_json(v$config, "config", path)
   prev <- ag_default_dtype()
   on.exit(ag_dtype(prev), add = TRUE)
-  ag_dtype(want)
+  ag_dtype(if (is.null(dtype)) (if (v$all_f64) "f64" else "f32") else dtype)
   tryCatch(ag_module_from_config(cfg), error = function(e)
     .io_bad(path,
             sprintf("cannot rebuild the model from its architecture config: %s",
                     conditionMessage(e))))
 }
 
-.shape_str <- function(d) sprintf("%dx%d", d[1L], d[2L])
+.dims <- function(d, k) vapply(d, function(t) as.double(dim(t)[[k]]), 0)
 
-.match_tensors <- function(kind, model_d, file_names, tensors) {
-  m <- names(model_d)
-  if (!setequal(m, file_names)) {
-    miss <- setdiff(m, file_names)
-    extra <- setdiff(file_names, m)
-    .pg_stop("value",
-             sprintf(paste0("%s mismatch between saved state and model. missing in file: %s; ",
-                            "not in model: %s"),
-                 kind,
-                 if (length(miss)) paste(miss, collapse = ", ") else "(none)",
-                 if (length(extra)) paste(extra, collapse = ", ") else "(none)"))
-  }
-  lapply(m, function(k) {
-    a <- tensors[[k]]
-    d <- dim(model_d[[k]])
-    if (!identical(as.integer(d), as.integer(dim(a))))
-      .pg_stop("value",
-               sprintf("shape mismatch for %s '%s': model %s vs file %s", kind, k, .shape_str(d),
-                   .shape_str(dim(a))))
-    list(t = model_d[[k]], a = a)
-  })
+# ggmlR's checks (the core's pg_mf_match): the same names, then the same shapes
+.match_tensors <- function(f, buffers, model_d, tensors, path) {
+  nm <- if (length(model_d)) names(model_d) else character(0)
+  .mf_fail(.Call(R_pg_mf_match, f, buffers, enc2utf8(nm), .dims(model_d, 1L),
+                 .dims(model_d, 2L)), path)
+  lapply(nm, function(k) list(t = model_d[[k]], a = tensors[[k]]))
 }
 
-.opt_state_from_file <- function(meta, tensors, optimizer, params, path) {
-  info <- .meta_json(meta, "optimizer", path, .is_obj, "an object")
-  if (is.null(info)) .io_bad(path, "the file has no optimizer state")
-  names_f <- info$params
-  slots <- info$slots
-  if (!.is_arr(names_f) || !all(vapply(names_f, .is_str, logical(1))) ||
-      !.is_arr(slots) || !all(vapply(slots, .is_str, logical(1))))
-    .io_bad(path, "optimizer metadata: params and slots must be lists of names")
-  names_f <- as.character(unlist(names_f))
-  slots <- as.character(unlist(slots))
-  t <- info$t
-  ac <- info$accum_count
-  if (!(.is_int(t) && t >= 0 && .is_int(ac) && ac >= 0))
-    .io_bad(path, "optimizer metadata: t and accum_count must be integers >= 0")
-  hyper <- if (is.null(info$hyper)) list() else info$hyper
-  if (!.is_obj(hyper) ||
-      !all(vapply(hyper, function(v) is.null(v) ||
-                  ((is.numeric(v) || is.logical(v)) && length(v) == 1L), logical(1))))
-    .io_bad(path, "optimizer metadata: hyper must map names to numbers")
-  kind <- info$kind
-  if (!identical(kind, optimizer$kind))
-    .pg_stop("value",
-             sprintf("optimizer state mismatch: the file's state is for %s, this optimizer is %s",
-                 if (.is_str(kind)) kind else "(unknown)", optimizer$kind))
+# The file's optimizer state for optimizer (.opt_load_file_state's layout) after the core's
+# checks of the metadata, the kind, the parameter names and the slot shapes
+.opt_state_from_file <- function(f, tensors, optimizer, params, path) {
   mine <- .opt_names(optimizer, params)
-  if (!identical(sort(mine), sort(names_f)))
-    .pg_stop("value",
-             sprintf("optimizer state mismatch: the optimizer's parameters are %s; the file has %s",
-                 paste(mine, collapse = ", "), paste(names_f, collapse = ", ")))
-  per <- lapply(seq_along(mine), function(i) {
-    nm <- mine[[i]]
-    p <- optimizer$params[[i]]
+  res <- .Call(R_pg_mf_opt_check, f, optimizer$kind, enc2utf8(mine), .dims(optimizer$params, 1L),
+               .dims(optimizer$params, 2L))
+  if (!is.null(res$status)) .mf_fail(res, path)
+  per <- lapply(mine, function(nm) {
     entry <- list()
     for (s in .SLOTS[[optimizer$kind]]) {
-      a <- if (s %in% slots) tensors[[sprintf("optimizer.%s.%s", s, nm)]] else NULL
-      if (!is.null(a) && !identical(as.integer(dim(a)), as.integer(dim(p))))
-        .io_bad(path,
-                sprintf("optimizer state '%s' for '%s' is %s, the parameter is %s", s, nm,
-                        .shape_str(dim(a)),
-                              .shape_str(dim(p))))
+      a <- if (s %in% res$slots) tensors[[sprintf("optimizer.%s.%s", s, nm)]] else NULL
       if (!is.null(a)) attr(a, "dtype") <- NULL
       entry[s] <- list(a)
     }
     entry
   })
-  hyper <- hyper[!vapply(hyper, is.null, logical(1))]
-  list(format = "ggmlR.ag_opt_state", version = 1L, kind = kind, t = t, accum_count = ac,
-       hyper = hyper, params = per)
+  list(format = "ggmlR.ag_opt_state", version = 1L, kind = optimizer$kind, t = res$t,
+       accum_count = res$accum_count, hyper = if (length(res$hyper)) res$hyper else list(),
+       params = per)
 }
 
 .load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL, dtype = NULL) {
@@ -394,35 +312,21 @@
   if (!is.null(optimizer) && !.is_optimizer(optimizer))
     .pg_stop("argument", sprintf("ag_load_model(): optimizer must be an optimizer object, got %s",
                  class(optimizer)[[1L]]))
-  f <- .read_safetensors(path)
-  tensors <- f$tensors
-  meta <- f$meta
-  fmt <- meta$format
-  if (!is.null(fmt) && fmt != .IO_FORMAT) .io_bad(path,
-                                                  sprintf("not a pyggmlr model file (format %s)",
-                                                          .json_str(fmt)))
-  if (!is.null(fmt) && !identical(meta$format_version, .IO_VERSION))
-    .io_bad(path, sprintf("unsupported model file version %s (this pyggmlr reads %s)",
-                          if (is.null(meta$format_version)) "None"
-                          else .json_str(meta$format_version), .IO_VERSION))
-  if (is.null(fmt) && is.null(model) && is.null(model_fn))
-    .io_bad(path,
-            paste0("not a pyggmlr model file (no 'format' metadata); pass model = (or model_fn ",
-                   "=) to load its tensors by name"))
-  pnames <- .meta_names(meta, "parameters", tensors, path)
-  bnames <- .meta_names(meta, "buffers", tensors, path)
-  epoch <- meta$epoch
-  if (!is.null(epoch)) {
-    if (!grepl("^[0-9]{1,12}$", epoch))
-      .io_bad(path,
-              sprintf("metadata 'epoch' is not a non-negative integer: %s",
-                      .json_str(substr(epoch, 1L, 20L))))
-    epoch <- as.numeric(epoch)
-  }
-  extra <- .meta_json(meta, "extra", path)
+  f <- .mf_open(path, "ag_load_model()")
+  on.exit(.Call(R_pg_mf_close, f), add = TRUE)
+  # format, name lists, epoch, extra; the config too when the model is rebuilt from it
+  .mf_fail(.Call(R_pg_mf_check_load, f, !is.null(model) || !is.null(model_fn), FALSE,
+                 is.null(model) && is.null(model_fn)), path)
+  rd <- .Call(R_pg_mf_read, f)
+  if (!is.null(rd$status)) .mf_fail(rd, path)
+  tensors <- rd$tensors
+  v <- .Call(R_pg_mf_values, f)
+  epoch <- v$epoch
+  extra <- .mf_json(v$extra, "extra", path)
   # built in `dtype`, else the file's (ggmlR: param_dtypes)
   if (is.null(model) && !is.null(model_fn)) {
-    model <- .with_dtype(if (is.null(dtype)) .files_dtype(tensors, pnames) else dtype, model_fn)
+    model <- .with_dtype(if (is.null(dtype)) (if (v$all_f64) "f64" else "f32") else dtype,
+                         model_fn)
     if (!.is_model(model))
       .pg_stop("argument",
                sprintf(paste0("ag_load_model(): `model_fn` must return an ag_sequential or ag_* ",
@@ -430,7 +334,7 @@
                    paste(class(model), collapse = "/")))
   }
   if (is.null(model)) {
-    model <- .rebuild(meta, tensors, pnames, path, dtype, bnames)
+    model <- .rebuild(v, path, dtype)
     params <- tryCatch(.model_params(model, "ag_load_model()"), error = function(e)
       .io_bad(path, sprintf("the rebuilt model is not usable: %s", conditionMessage(e))))
   } else {
@@ -438,13 +342,9 @@
   }
   .check_built_dtype(params, dtype)
   bufs <- .model_buffers(model, "ag_load_model()")
-  if (is.null(pnames))  # a foreign safetensors file: take the model's names
-    pnames <- if (all(names(params) %in% names(tensors))) intersect(names(params),
-        names(tensors)) else names(tensors)
-  if (is.null(bnames)) bnames <- intersect(names(bufs), names(tensors))
-  writes <- c(.match_tensors("parameter", params, pnames, tensors),
-              .match_tensors("buffer", bufs, bnames, tensors))
-  ostate <- if (!is.null(optimizer)) .opt_state_from_file(meta, tensors, optimizer, params,
+  writes <- c(.match_tensors(f, FALSE, params, tensors, path),
+              .match_tensors(f, TRUE, bufs, tensors, path))
+  ostate <- if (!is.null(optimizer)) .opt_state_from_file(f, tensors, optimizer, params,
                                                           path) else NULL
   if (!is.null(ostate))
     tryCatch(.opt_load_file_state(optimizer, ostate, check_only = TRUE),
@@ -461,30 +361,24 @@
   }
   if (!is.null(ostate)) .opt_load_file_state(optimizer, ostate)
   ag_eval(model)
-  list(model = model, epoch = epoch, extra = extra, tensors = tensors, meta = meta)
+  list(model = model, epoch = epoch, extra = extra, tensors = tensors, meta = rd$meta)
 }
 
 # ag_load_model(): state.R (ggmlR's arguments, and ggmlR's RDS containers)
 
 ag_model_info <- function(path) {
   .model_path(path, "ag_model_info()")
-  f <- .read_safetensors(path, "ag_model_info()")
-  tensors <- f$tensors
-  meta <- f$meta
+  f <- .mf_open(path, "ag_model_info()")
+  on.exit(.Call(R_pg_mf_close, f), add = TRUE)
+  .mf_fail(.Call(R_pg_mf_check_info, f), path)  # name lists, optimizer, config, extra
+  v <- .Call(R_pg_mf_values, f)
   desc <- function(nms) {
-    out <- lapply(nms, function(k) list(shape = dim(tensors[[k]]),
-                                        dtype = if (attr(tensors[[k]],
-                                                         "dtype") == "F64") "f64" else "f32"))
+    out <- lapply(nms, function(k) list(shape = c(v$rows[[k]], v$cols[[k]]),
+                                        dtype = if (v$f64[[k]]) "f64" else "f32"))
     names(out) <- nms
     out
   }
-  pn <- .meta_names(meta, "parameters", tensors, path)
-  bn <- .meta_names(meta, "buffers", tensors, path)
-  opt <- .meta_json(meta, "optimizer", path, .is_obj, "an object")
-  ep <- meta$epoch
-  list(format = meta$format, format_version = meta$format_version, parameters = desc(pn),
-       buffers = desc(bn),
-       config = .meta_json(meta, "config", path, .is_obj, "an object"),
-       epoch = if (!is.null(ep) && grepl("^[0-9]{1,12}$", ep)) as.numeric(ep) else NULL,
-       optimizer = if (is.null(opt)) NULL else opt$kind, extra = .meta_json(meta, "extra", path))
+  list(format = v$format, format_version = v$format_version, parameters = desc(v$parameters),
+       buffers = desc(v$buffers), config = .mf_json(v$config, "config", path), epoch = v$epoch,
+       optimizer = v$opt_kind, extra = .mf_json(v$extra, "extra", path))
 }

@@ -163,6 +163,16 @@ extern SEXP R_pg_st_read(SEXP);
 extern SEXP R_pg_st_write(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_json_check(SEXP, SEXP, SEXP);
 extern SEXP R_pg_config_match(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_open(SEXP, SEXP);
+extern SEXP R_pg_mf_close(SEXP);
+extern SEXP R_pg_mf_check_load(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_check_info(SEXP);
+extern SEXP R_pg_mf_read(SEXP);
+extern SEXP R_pg_mf_values(SEXP);
+extern SEXP R_pg_mf_match(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_opt_check(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_names_check(SEXP, SEXP);
+extern SEXP R_pg_mf_save(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_check_dims(SEXP, SEXP, SEXP);
 extern SEXP R_pg_gc_room(SEXP);
 extern SEXP R_pg_file_kind(SEXP);
@@ -319,6 +329,16 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_st_write", (DL_FUNC)&R_pg_st_write, 6},
     {"R_pg_json_check", (DL_FUNC)&R_pg_json_check, 3},
     {"R_pg_config_match", (DL_FUNC)&R_pg_config_match, 4},
+    {"R_pg_mf_open", (DL_FUNC)&R_pg_mf_open, 2},
+    {"R_pg_mf_close", (DL_FUNC)&R_pg_mf_close, 1},
+    {"R_pg_mf_check_load", (DL_FUNC)&R_pg_mf_check_load, 4},
+    {"R_pg_mf_check_info", (DL_FUNC)&R_pg_mf_check_info, 1},
+    {"R_pg_mf_read", (DL_FUNC)&R_pg_mf_read, 1},
+    {"R_pg_mf_values", (DL_FUNC)&R_pg_mf_values, 1},
+    {"R_pg_mf_match", (DL_FUNC)&R_pg_mf_match, 5},
+    {"R_pg_mf_opt_check", (DL_FUNC)&R_pg_mf_opt_check, 5},
+    {"R_pg_mf_names_check", (DL_FUNC)&R_pg_mf_names_check, 2},
+    {"R_pg_mf_save", (DL_FUNC)&R_pg_mf_save, 7},
     {"R_pg_check_dims", (DL_FUNC)&R_pg_check_dims, 3},
     {"R_pg_gc_room", (DL_FUNC)&R_pg_gc_room, 1},
     {"R_pg_file_kind", (DL_FUNC)&R_pg_file_kind, 1},

@@ -6,7 +6,7 @@
 #include <string.h>
 
 /* list(status, message, errno): errno is the system's behind a PG_STATUS_ERR_IO, else 0 */
-static SEXP status_list(int rc)
+SEXP r_status_list(int rc)
 {
     SEXP out = PROTECT(Rf_allocVector(VECSXP, 3)), nm = PROTECT(Rf_allocVector(STRSXP, 3));
     SET_VECTOR_ELT(out, 0, Rf_ScalarInteger(rc));
@@ -36,7 +36,16 @@ SEXP R_pg_st_read(SEXP path)
     pg_st_file *f = NULL;
     int rc = pg_st_open(Rf_translateChar(STRING_ELT(path, 0)), &f);
     (void)p;
-    if (rc) return status_list(rc);
+    if (rc) return r_status_list(rc);
+    SEXP out = r_st_contents(f, 1);
+    return out;
+}
+
+/* f's tensors and metadata as R_pg_st_read hands them out; close: f is closed here (a long
+ * jump from an allocation would leak it, so the sizes were bounded by the header checks) */
+SEXP r_st_contents(pg_st_file *f, int close)
+{
+    int rc;
     int64_t n = pg_st_count(f), nm = pg_st_meta_count(f);
     /* everything R needs is allocated before the file is read; an allocation error (a
      * long jump) would leak f, so the sizes were bounded by the header checks */
@@ -48,16 +57,16 @@ SEXP R_pg_st_read(SEXP path)
         if (r > INT_MAX || c > INT_MAX) {
             pg_fail(PG_STATUS_ERR_VALUE, "tensor %s is too large for an R matrix",
                     pg_st_name(f, i));
-            pg_st_close(f);
+            if (close) pg_st_close(f);
             UNPROTECT(2);
-            return status_list(PG_STATUS_ERR_VALUE);
+            return r_status_list(PG_STATUS_ERR_VALUE);
         }
         SEXP m = PROTECT(Rf_allocMatrix(REALSXP, (int)r, (int)c));
         rc = pg_st_read_colmajor_f64(f, i, REAL(m), r * c);
         if (rc) {
-            pg_st_close(f);
+            if (close) pg_st_close(f);
             UNPROTECT(3);
-            return status_list(rc);
+            return r_status_list(rc);
         }
         Rf_setAttrib(m, dsym, Rf_mkString(pg_st_dtype(f, i) == PG_ST_DTYPE_F64 ? "F64" : "F32"));
         SET_VECTOR_ELT(tens, (R_xlen_t)i, m);
@@ -73,7 +82,7 @@ SEXP R_pg_st_read(SEXP path)
         SET_STRING_ELT(mn, (R_xlen_t)i, Rf_mkCharCE(pg_st_meta_key(f, i), CE_UTF8));
     }
     Rf_setAttrib(meta, R_NamesSymbol, mn);
-    pg_st_close(f);
+    if (close) pg_st_close(f);
     SEXP out = PROTECT(Rf_allocVector(VECSXP, 2)), on = PROTECT(Rf_allocVector(STRSXP, 2));
     SET_VECTOR_ELT(out, 0, tens);
     SET_VECTOR_ELT(out, 1, meta);
@@ -82,6 +91,37 @@ SEXP R_pg_st_read(SEXP path)
     Rf_setAttrib(out, R_NamesSymbol, on);
     UNPROTECT(6);
     return out;
+}
+
+/* One double matrix v as a tensor to write (row-major in an R_alloc buffer, F32 rounded as
+ * writeBin(size = 4) does when f64 is 0) */
+void r_st_tensor(SEXP v, int f64, const char *name, pg_st_tensor *t)
+{
+    SEXP dim = Rf_getAttrib(v, R_DimSymbol);
+    if (TYPEOF(v) != REALSXP || TYPEOF(dim) != INTSXP || XLENGTH(dim) != 2 ||
+        (double)INTEGER(dim)[0] * INTEGER(dim)[1] != (double)XLENGTH(v))
+        Rf_error("ag_save_model(): internal: tensor '%s' is not a double matrix whose length "
+                 "matches its dim",
+                 name);
+    int r = INTEGER(dim)[0], c = INTEGER(dim)[1], dbl = f64;
+    const double *x = REAL(v);
+    char *buf = R_alloc((size_t)r * (size_t)c + 1, dbl ? 8 : 4);
+    for (int a = 0; a < r; a++)
+        for (int b = 0; b < c; b++) {
+            double y = x[(size_t)b * (size_t)r + (size_t)a];
+            size_t k = (size_t)a * (size_t)c + (size_t)b;
+            if (dbl) memcpy(buf + 8 * k, &y, 8);
+            else {
+                float z = (float)y;
+                memcpy(buf + 4 * k, &z, 4);
+            }
+        }
+    t->name = name;
+    t->dtype = dbl ? PG_ST_DTYPE_F64 : PG_ST_DTYPE_F32;
+    t->ndim = 2;
+    t->rows = r;
+    t->cols = c;
+    t->data = buf;
 }
 
 /* names: character; f64: logical (file dtype F64, else F32); values: list of double matrices
@@ -95,33 +135,9 @@ SEXP R_pg_st_write(SEXP path, SEXP names, SEXP f64, SEXP values, SEXP keys, SEXP
         !Rf_isString(keys) || !Rf_isString(vals) || XLENGTH(vals) != nm)
         Rf_error("ag_save_model(): internal: bad arguments to the model-file writer");
     pg_st_tensor *t = (pg_st_tensor *)R_alloc((size_t)n + 1, sizeof(pg_st_tensor));
-    for (R_xlen_t i = 0; i < n; i++) {
-        SEXP v = VECTOR_ELT(values, i), dim = Rf_getAttrib(v, R_DimSymbol);
-        if (TYPEOF(v) != REALSXP || TYPEOF(dim) != INTSXP || XLENGTH(dim) != 2 ||
-            (double)INTEGER(dim)[0] * INTEGER(dim)[1] != (double)XLENGTH(v))
-            Rf_error("ag_save_model(): internal: tensor %ld is not a double matrix whose length "
-                     "matches its dim",
-                     (long)i);
-        int r = INTEGER(dim)[0], c = INTEGER(dim)[1], dbl = LOGICAL(f64)[i] == TRUE;
-        const double *x = REAL(v);
-        char *buf = R_alloc((size_t)r * (size_t)c + 1, dbl ? 8 : 4);
-        for (int a = 0; a < r; a++)
-            for (int b = 0; b < c; b++) {
-                double y = x[(size_t)b * (size_t)r + (size_t)a];
-                size_t k = (size_t)a * (size_t)c + (size_t)b;
-                if (dbl) memcpy(buf + 8 * k, &y, 8);
-                else {
-                    float z = (float)y;
-                    memcpy(buf + 4 * k, &z, 4);
-                }
-            }
-        t[i].name = Rf_translateCharUTF8(STRING_ELT(names, i));
-        t[i].dtype = dbl ? PG_ST_DTYPE_F64 : PG_ST_DTYPE_F32;
-        t[i].ndim = 2;
-        t[i].rows = r;
-        t[i].cols = c;
-        t[i].data = buf;
-    }
+    for (R_xlen_t i = 0; i < n; i++)
+        r_st_tensor(VECTOR_ELT(values, i), LOGICAL(f64)[i] == TRUE,
+                    Rf_translateCharUTF8(STRING_ELT(names, i)), &t[i]);
     const char **k = (const char **)R_alloc((size_t)nm + 1, sizeof(char *));
     const char **w = (const char **)R_alloc((size_t)nm + 1, sizeof(char *));
     for (R_xlen_t i = 0; i < nm; i++) {
@@ -129,7 +145,7 @@ SEXP R_pg_st_write(SEXP path, SEXP names, SEXP f64, SEXP values, SEXP keys, SEXP
         w[i] = Rf_translateCharUTF8(STRING_ELT(vals, i));
     }
     (void)p;
-    return status_list(
+    return r_status_list(
         pg_st_write(Rf_translateChar(STRING_ELT(path, 0)), t, (int64_t)n, k, w, (int64_t)nm));
 }
 

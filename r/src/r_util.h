@@ -126,4 +126,10 @@ void r_stop_status(int status, const char *msg) __attribute__((noreturn));
 int r_matrix_dims(SEXP x, const char *op, const char *arg, int64_t *nr, int64_t *nc);
 void r_gc_pressure(void);
 
+/* r_codec.c: list(status, message, errno) of the core's last error (then cleared); a codec
+ * file's list(tensors, meta) as R_pg_st_read gives it (close: f is closed there) */
+SEXP r_status_list(int rc);
+SEXP r_st_contents(pg_st_file *f, int close);
+void r_st_tensor(SEXP v, int f64, const char *name, pg_st_tensor *t);
+
 #endif

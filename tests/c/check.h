@@ -49,6 +49,7 @@ void test_threads(void);
 void test_concurrent(void);
 void test_host(void);
 void test_codec(void);
+void test_modelfile(void);
 void test_codec_plan(void);
 void test_fit_stop(void);
 void test_fit_resume(void);

@@ -1,0 +1,121 @@
+/* pyggmlr C core: the model-file schema (docs/model-format.md) on top of the codec
+ * (pg_api_codec.h), one implementation for both front ends: modelfile.c reads and checks the
+ * metadata (format, name lists, epoch, config, extra, optimizer) and matches a model against
+ * the file. cdef-clean like pg_api.h. Messages name the file as the front ends did:
+ * "<fn>: <path>: ..." for the framing, "<path>: ..." for the content, none for a mismatch
+ * between the model and the file (ggmlR's texts). */
+
+typedef struct pg_mf pg_mf;
+
+/* which name list of the metadata */
+enum pg_mf_list { PG_MF_LIST_PARAMETERS = 0, PG_MF_LIST_BUFFERS = 1, PG_MF_LIST_COUNT };
+
+/* A hyper-parameter's JSON type (so the front ends give back an int as an int) */
+enum pg_mf_num { PG_MF_NUM_DOUBLE = 0, PG_MF_NUM_INT = 1, PG_MF_NUM_BOOL = 2, PG_MF_NUM_COUNT };
+
+/* What a load checks (pg_mf_check_load). model_arg: how the front end spells the argument that
+ * loads into a given model, in the hints ("model=", "model = (or model_fn =)"). */
+typedef struct {
+    int have_model; /* a model (or a builder) is given: a file without 'format' loads by name */
+    int need_epoch; /* a training checkpoint: the epoch must be there */
+    int rebuild;    /* the model is rebuilt from the file: config checked and matched */
+    const char *model_arg;
+} pg_mf_load_opts;
+pg_mf_load_opts pg_mf_load_opts_default(void);
+
+/* Opens path with pg_st_open. fn names the user's function in framing errors ("ag_load_model():
+ * <path>: header length ..."; NOMEM "<fn>: ..."). PG_STATUS_ERR_IO as pg_st_open. */
+int pg_mf_open(const char *path, const char *fn, pg_mf **out);
+void pg_mf_close(pg_mf *mf);
+pg_st_file *pg_mf_st(pg_mf *mf); /* the open codec file (borrowed): tensors, raw metadata */
+
+/* The load's metadata rules, in the loaders' order: format and format_version, a file without
+ * format needs a model, the parameter and buffer lists, epoch (need_epoch), extra, and with
+ * rebuild the config (an object within the size budget 16 * elements + 65536, then
+ * pg_config_match against the listed tensors). */
+int pg_mf_check_load(pg_mf *mf, const pg_mf_load_opts *opts);
+/* ag_model_info's: the name lists, optimizer (an object), config (an object), extra. */
+int pg_mf_check_info(pg_mf *mf);
+
+/* After a check: the values (NULL / -1 when absent or not checked). */
+const char *pg_mf_meta(const pg_mf *mf, const char *key); /* a raw metadata value */
+int pg_mf_has_names(const pg_mf *mf, int list);
+int64_t pg_mf_name_count(const pg_mf *mf, int list);
+const char *pg_mf_name(const pg_mf *mf, int list, int64_t i);
+int64_t pg_mf_epoch(const pg_mf *mf);      /* -1: none (or, for info, not 1-12 digits) */
+const char *pg_mf_config(const pg_mf *mf); /* checked JSON object text, or NULL */
+const char *pg_mf_extra(const pg_mf *mf);  /* checked JSON text, or NULL */
+int64_t pg_mf_index(const pg_mf *mf, const char *name); /* tensor index, -1 none */
+/* 1 when every listed parameter (all tensors when there is no list) is F64 */
+int pg_mf_all_f64(const pg_mf *mf);
+
+/* ggmlR's checks of a model's parameters (or buffers) against the file: the same name sets,
+ * then the same shapes (in the model's order). A file without the list takes the model's
+ * names (parameters: those in the file when all are, else every tensor; buffers: those in the
+ * file). index_out[i] (n entries): the file tensor for the model's names[i]. */
+int pg_mf_match(pg_mf *mf, int list, int64_t n, const char **names, const int64_t *rows,
+                const int64_t *cols, int64_t *index_out);
+
+/* The optimizer metadata (kind, t, accum_count, hyper, params, slots), then the optimizer
+ * against it: kind, the set of parameter names, each slot tensor optimizer.<slot>.<name>'s
+ * shape. names/rows/cols: the optimizer's parameters in its order. */
+int pg_mf_opt_check(pg_mf *mf, const char *kind, int64_t n, const char **names, const int64_t *rows,
+                    const int64_t *cols);
+const char *pg_mf_opt_kind(const pg_mf *mf); /* a string kind (info too), or NULL */
+int64_t pg_mf_opt_t(const pg_mf *mf);
+int64_t pg_mf_opt_accum_count(const pg_mf *mf);
+int64_t pg_mf_opt_count(const pg_mf *mf, int what); /* 0 hyper (non-null), 1 params, 2 slots */
+const char *pg_mf_opt_name(const pg_mf *mf, int what, int64_t i);
+double pg_mf_opt_hyper_value(const pg_mf *mf, int64_t i);
+int pg_mf_opt_hyper_type(const pg_mf *mf, int64_t i); /* enum pg_mf_num */
+
+/* ---- writing (modelfile_write.c): a builder that owns the save rules ---- */
+typedef struct pg_mf_writer pg_mf_writer;
+
+/* a tensor's role: a model parameter or buffer (listed in the metadata), or one more tensor
+ * (ag_fit's callback arrays) written after the optimizer's */
+enum pg_mf_role {
+    PG_MF_ROLE_PARAMETER = 0,
+    PG_MF_ROLE_BUFFER = 1,
+    PG_MF_ROLE_TENSOR = 2,
+    PG_MF_ROLE_COUNT
+};
+/* a metadata text the writer takes as given (checked where it is JSON) */
+enum pg_mf_field {
+    PG_MF_FIELD_CREATED_BY = 0,
+    PG_MF_FIELD_CONFIG = 1, /* the architecture (the front end checks that it rebuilds) */
+    PG_MF_FIELD_EXTRA = 2,  /* JSON the loader must read back */
+    PG_MF_FIELD_COUNT
+};
+
+/* The optimizer's metadata: kind, step count, accumulation count, hyper-parameters (values of
+ * enum pg_mf_num types; a non-finite value is written as null) and the names its parameters
+ * have in the file, in the optimizer's order. Slots: from pg_mf_writer_add_slot. */
+typedef struct {
+    const char *kind;
+    int64_t t, accum_count;
+    int64_t n_hyper;
+    const char **hyper_names;
+    const double *hyper_values;
+    const int *hyper_types;
+    int64_t n_params;
+    const char **params;
+} pg_mf_opt_meta;
+pg_mf_opt_meta pg_mf_opt_meta_default(void);
+
+/* Tensors and texts are copied by reference: names and data must outlive the commit. */
+int pg_mf_writer_new(pg_mf_writer **out);
+void pg_mf_writer_free(pg_mf_writer *w);
+int pg_mf_writer_add(pg_mf_writer *w, int role, const pg_st_tensor *t);
+/* the optimizer's slot for one of its parameters: tensor optimizer.<slot>.<param>; t NULL:
+ * the slot is listed without a tensor (param may be NULL then) */
+int pg_mf_writer_add_slot(pg_mf_writer *w, const char *slot, const char *param,
+                          const pg_st_tensor *t);
+int pg_mf_writer_set(pg_mf_writer *w, int field, const char *text);
+int pg_mf_writer_set_epoch(pg_mf_writer *w, int64_t epoch); /* [0, 1e12): what loads back */
+int pg_mf_writer_set_optimizer(pg_mf_writer *w, const pg_mf_opt_meta *m);
+/* The save rules on what was added: no name is both a parameter and a buffer. */
+int pg_mf_writer_check(pg_mf_writer *w);
+/* The save rules (no name both a parameter and a buffer), the metadata (format, version,
+ * created_by, parameters, buffers, config, epoch, optimizer, extra), then pg_st_write. */
+int pg_mf_writer_commit(pg_mf_writer *w, const char *path);
