@@ -23,16 +23,6 @@ static void monitor_args(const char *fn, SEXP mode, SEXP monitor, int *mode_code
     if (m) r_check(pg_fit_log_parse(fn, "monitor", m, log));
 }
 
-/* a list of n NULLs named names[i], for the info getters to fill */
-static SEXP named_list(const char *const *names, int n)
-{
-    SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), nm = PROTECT(Rf_allocVector(STRSXP, n));
-    for (int i = 0; i < n; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
-    Rf_setAttrib(out, R_NamesSymbol, nm);
-    UNPROTECT(2);
-    return out;
-}
-
 /* a count for the core: one finite number in int64 range, else -1 (the core refuses it) */
 static int64_t count_arg(SEXP x)
 {
@@ -62,7 +52,7 @@ SEXP R_pg_early_stop_info(SEXP h)
     static const char *const names[] = {"patience",   "min_delta", "restore_best",
                                         "monitor",    "mode",      "best",
                                         "best_epoch", "wait",      "stopped_epoch"};
-    SEXP out = PROTECT(named_list(names, (int)(sizeof names / sizeof names[0])));
+    SEXP out = PROTECT(r_named_list(names, (int)(sizeof names / sizeof names[0])));
     SET_VECTOR_ELT(out, 0, Rf_ScalarInteger((int)p.patience));
     SET_VECTOR_ELT(out, 1, Rf_ScalarReal(p.min_delta));
     SET_VECTOR_ELT(out, 2, Rf_ScalarLogical(p.restore_best));
@@ -145,7 +135,7 @@ SEXP R_pg_checkpoint_info(SEXP h)
     r_check(pg_checkpoint_get_state(c, &s));
     static const char *const names[] = {"every", "save_best_only", "monitor",
                                         "mode",  "best",           "best_epoch"};
-    SEXP out = PROTECT(named_list(names, 6));
+    SEXP out = PROTECT(r_named_list(names, 6));
     SET_VECTOR_ELT(out, 0, Rf_ScalarInteger((int)p.every));
     SET_VECTOR_ELT(out, 1, Rf_ScalarLogical(p.best_only));
     if (p.monitor >= 0) SET_VECTOR_ELT(out, 2, Rf_mkString(pg_fit_log_name(p.monitor)));

@@ -118,7 +118,8 @@ SEXP R_pg_optim_hyper_diff(SEXP h, SEXP desc)
     pg_optim_hyper_diff d;
     r_check(pg_optim_hyper_diff_of(o, &in, &d));
     if (!d.n) return R_NilValue;
-    SEXP out = PROTECT(Rf_allocVector(VECSXP, 5)), nm = PROTECT(Rf_allocVector(STRSXP, d.n));
+    static const char *const fields[] = {"message", "name", "entry", "default", "is_flag"};
+    SEXP out = PROTECT(r_named_list(fields, 5)), nm = PROTECT(Rf_allocVector(STRSXP, d.n));
     SEXP entry = PROTECT(Rf_allocVector(INTSXP, d.n)), dflt = PROTECT(Rf_allocVector(REALSXP, d.n));
     SEXP flag = PROTECT(Rf_allocVector(LGLSXP, d.n));
     for (int k = 0; k < d.n; k++) {
@@ -132,11 +133,7 @@ SEXP R_pg_optim_hyper_diff(SEXP h, SEXP desc)
     SET_VECTOR_ELT(out, 2, entry);
     SET_VECTOR_ELT(out, 3, dflt);
     SET_VECTOR_ELT(out, 4, flag);
-    SEXP names = PROTECT(Rf_allocVector(STRSXP, 5));
-    const char *fields[] = {"message", "name", "entry", "default", "is_flag"};
-    for (int k = 0; k < 5; k++) SET_STRING_ELT(names, k, Rf_mkChar(fields[k]));
-    Rf_setAttrib(out, R_NamesSymbol, names);
-    UNPROTECT(6);
+    UNPROTECT(5);
     return out;
 }
 
@@ -162,7 +159,8 @@ SEXP R_pg_optim_state_parts(SEXP h)
     double val[8];
     int n = pg_optim_state_hyper(o, nm, val, 8);
     if (n < 0) r_fail();
-    SEXP out = PROTECT(Rf_allocVector(VECSXP, 5));
+    static const char *const fields[] = {"note", "hyper", "slots", "file_slots", "format"};
+    SEXP out = PROTECT(r_named_list(fields, 5));
     SET_VECTOR_ELT(out, 0, rc ? Rf_ScalarString(Rf_mkCharCE(note, CE_UTF8)) : R_NilValue);
     SEXP hy = PROTECT(Rf_allocVector(VECSXP, n)), hn = PROTECT(Rf_allocVector(STRSXP, n));
     for (int k = 0; k < n; k++) {
@@ -175,11 +173,7 @@ SEXP R_pg_optim_state_parts(SEXP h)
     SET_VECTOR_ELT(out, 2, name_vec(PG_OPTIM_NAMES_SLOTS, pg_optim_kind(o)));
     SET_VECTOR_ELT(out, 3, name_vec(PG_OPTIM_NAMES_FILE_SLOTS, pg_optim_kind(o)));
     SET_VECTOR_ELT(out, 4, Rf_mkString(pg_optim_state_format()));
-    SEXP names = PROTECT(Rf_allocVector(STRSXP, 5));
-    const char *fields[] = {"note", "hyper", "slots", "file_slots", "format"};
-    for (int k = 0; k < 5; k++) SET_STRING_ELT(names, k, Rf_mkChar(fields[k]));
-    Rf_setAttrib(out, R_NamesSymbol, names);
-    UNPROTECT(4);
+    UNPROTECT(3);
     return out;
 }
 

@@ -413,3 +413,13 @@ SEXP r_named_counts(const int64_t *v, const char *const *names, int n)
     UNPROTECT(2);
     return out;
 }
+
+/* a list of n NULLs named names[i], for the caller to fill */
+SEXP r_named_list(const char *const *names, int n)
+{
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), nm = PROTECT(Rf_allocVector(STRSXP, n));
+    for (int i = 0; i < n; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+    Rf_setAttrib(out, R_NamesSymbol, nm);
+    UNPROTECT(2);
+    return out;
+}

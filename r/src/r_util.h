@@ -86,6 +86,8 @@ double r_num(SEXP x, const char *what);
 pg_tensor **r_handle_array(SEXP lst, const char *op);
 /* an unnamed list of the n values in items (each kept protected by the caller) */
 SEXP r_list(int n, const SEXP *items);
+/* a list of n NULLs named names[i], for the caller to fill */
+SEXP r_named_list(const char *const *names, int n);
 /* an R double vector of the n counts in v (exact up to 2^53); named: names[i] on v[i] */
 SEXP r_counts(const int64_t *v, R_xlen_t n);
 SEXP r_named_counts(const int64_t *v, const char *const *names, int n);

@@ -7,27 +7,16 @@ checkpoint's random-stream state are checked with typed errors. R: test-hostile-
 import errno
 import json
 import os
-import struct
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+from _files import edit_meta
 
 import pyggmlr as pg
 from pyggmlr.errors import PyggmlrValueError
-
-
-def _edit_meta(path, fn):
-    """Rewrite a model file's __metadata__ with fn(meta dict), data untouched."""
-    data = open(path, "rb").read()
-    n = struct.unpack("<Q", data[:8])[0]
-    h = json.loads(data[8 : 8 + n])
-    fn(h["__metadata__"])
-    hb = json.dumps(h, separators=(",", ":")).encode()
-    hb += b" " * (-len(hb) % 8)
-    open(path, "wb").write(struct.pack("<Q", len(hb)) + hb + data[8 + n :])
 
 
 def _big_attention_file(path):
@@ -40,7 +29,7 @@ def _big_attention_file(path):
         cfg["layers"][0].update(d_model=11585, n_heads=5)
         meta["config"] = json.dumps(cfg)
 
-    _edit_meta(path, fn)
+    edit_meta(path, fn)
     assert os.path.getsize(path) < 1024
 
 
@@ -90,7 +79,7 @@ def test_config_is_matched_layer_by_layer(tmp_path, edit, text):
         edit(cfg)
         meta["config"] = json.dumps(cfg)
 
-    _edit_meta(p, fn)
+    edit_meta(p, fn)
     with pytest.raises(PyggmlrValueError, match="^ag_load_model\\(\\): .*m.st: architecture") as e:
         pg.ag_load_model(p)
     assert text in str(e.value)
@@ -185,11 +174,11 @@ def test_metadata_epoch_takes_ascii_digits_only(tmp_path, epoch):
     m = pg.ag_sequential(pg.ag_linear(2, 2))
     p = tmp_path / "m.st"
     pg.ag_save_model(m, p, epoch=3)
-    _edit_meta(p, lambda meta: meta.update(epoch=epoch))
+    edit_meta(p, lambda meta: meta.update(epoch=epoch))
     with pytest.raises(PyggmlrValueError, match="metadata 'epoch' is not a non-negative integer"):
         pg.ag_load_model(p)
     assert pg.ag_model_info(p)["epoch"] is None  # R: NULL for the same texts
-    _edit_meta(p, lambda meta: meta.update(epoch="0042"))
+    edit_meta(p, lambda meta: meta.update(epoch="0042"))
     assert pg.ag_model_info(p)["epoch"] == 42
 
 
@@ -231,7 +220,7 @@ def test_checkpoint_with_a_bad_stream_state_is_a_typed_error(tmp_path, key, valu
         ex["fit"]["settings"][key] = value
         meta["extra"] = json.dumps(ex)
 
-    _edit_meta(p, fn)
+    edit_meta(p, fn)
     m = pg.ag_sequential(pg.ag_linear(3, 1))
     before = {k: t.numpy().copy() for k, t in m.parameters().items()}
     with pytest.raises(PyggmlrValueError, match="holds an unusable random-stream state"):

@@ -180,8 +180,9 @@ def _edited_checkpoints() -> Dict[str, str]:
     (files in the temporary directory, the same paths for both sides)."""
     import json
     import os
-    import struct
     import tempfile
+
+    from _files import edit_meta
 
     import pyggmlr as pg
 
@@ -193,14 +194,8 @@ def _edited_checkpoints() -> Dict[str, str]:
               callbacks=[pg.ag_model_checkpoint(base)])  # fmt: skip
 
     def edit(name, fn):
-        data = open(base, "rb").read()
-        n = struct.unpack("<Q", data[:8])[0]
-        h = json.loads(data[8 : 8 + n])
-        fn(h["__metadata__"])
-        hb = json.dumps(h, separators=(",", ":")).encode()
-        hb += b" " * (-len(hb) % 8)
         p = os.path.join(root, name + ".safetensors")
-        open(p, "wb").write(struct.pack("<Q", len(hb)) + hb + data[8 + n :])
+        edit_meta(base, fn, p)
         return p
 
     def fit_edit(f):
