@@ -73,11 +73,22 @@ static int check_ids(const pg_tensor *y)
     return 0;
 }
 
-pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, int classify, int64_t batch_size,
-                   int64_t nbatch_logical, double val_split, int shuffle, pg_rng *rng,
-                   const int32_t *split_state)
+pg_fit_params pg_fit_default_params(void)
 {
+    pg_fit_params p = {0, 32, 0, 0.0, 1, NULL, NULL};
+    return p;
+}
+
+pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, const pg_fit_params *params)
+{
+    if (!params) return pg_fail_null(PG_STATUS_ERR_ARG, "%s: params is NULL", OP);
     if (pg_not_live(x, OP, "x") || (y && pg_not_live(y, OP, "y"))) return NULL;
+    const int classify = params->classify, shuffle = params->shuffle;
+    const int64_t batch_size = params->batch_size;
+    const int64_t nbatch_logical = params->nbatch_logical ? params->nbatch_logical : batch_size;
+    const double val_split = params->val_split;
+    pg_rng *rng = params->rng;
+    const int32_t *split_state = params->split_state;
     const int64_t n = x->ne[1];
     if (y && y->ne[1] != n)
         return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: x has %lld samples (columns) but y has %lld",

@@ -9,15 +9,25 @@
  * optimizer between pg_fit_batch and pg_fit_record. */
 typedef struct pg_fit pg_fit;
 
-/* x, y: retained (y may be NULL). classify: targets are class ids (K == 1: whole numbers >= 0,
- * checked) or one-hot columns, and accuracy is counted. nbatch_logical: a multiple of
- * batch_size. val_split in [0, 1): round(val_split * n) samples (at least 1 when > 0) held out
- * at the end of the order. rng: the stream to draw from (NULL: the current one; borrowed, must
- * outlive the fit). split_state: NULL, or a state (PG_RNG_STATE_LEN) loaded into rng before
- * the split is drawn (resuming). Errors name ag_fit and the argument. */
-pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, int classify, int64_t batch_size,
-                   int64_t nbatch_logical, double val_split, int shuffle, pg_rng *rng,
-                   const int32_t *split_state);
+/* The plan's settings, ggml_opt_params-style: start from pg_fit_default_params() and set what
+ * differs (defaults in brackets, ag_fit's). */
+typedef struct pg_fit_params {
+    int classify; /* targets are class ids (K == 1: whole numbers >= 0, checked) or one-hot
+                     columns, and accuracy is counted [0] */
+    int64_t batch_size;     /* samples per micro-batch, >= 1 [32] */
+    int64_t nbatch_logical; /* samples per optimizer step, a multiple of batch_size; 0: batch_size
+                               [0] */
+    double val_split; /* in [0, 1): round(val_split * n) samples (at least 1 when > 0) held out
+                         at the end of the order [0] */
+    int shuffle;      /* a new order of the training part each epoch [1] */
+    pg_rng *rng;      /* the stream to draw from; NULL: the current one (borrowed, must outlive
+                         the fit) [NULL] */
+    const int32_t *split_state; /* NULL, or a state (PG_RNG_STATE_LEN) loaded into rng before the
+                                   split is drawn (resuming; copied) [NULL] */
+} pg_fit_params;
+pg_fit_params pg_fit_default_params(void);
+/* x, y: retained (y may be NULL). Errors name ag_fit and the argument. */
+pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, const pg_fit_params *params);
 void pg_fit_free(pg_fit *f);
 /* The batching rule of ag_fit's plan and of ag_dataloader: batches of batch_size samples taken
  * in order, batch b holding samples b * batch_size .. min(n, (b + 1) * batch_size) - 1. With

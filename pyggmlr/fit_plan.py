@@ -40,17 +40,11 @@ class FitPlan:
                 f"ag_fit: a split state holds {lib.PG_RNG_STATE_LEN} integers, got {len(split_state)}"
             )
         st = NULL if split_state is None else ffi.new("int32_t[]", [int(v) for v in split_state])
-        p = lib.pg_fit_new(
-            x._handle(),
-            NULL if y is None else y._handle(),
-            int(classify),
-            batch_size,
-            nbatch_logical,
-            val_split,
-            int(shuffle and not fixed_split),
-            stream._h,
-            st,
-        )
+        prm = ffi.new("pg_fit_params *", lib.pg_fit_default_params())
+        prm.classify, prm.batch_size, prm.nbatch_logical = int(classify), batch_size, nbatch_logical
+        prm.val_split, prm.shuffle = val_split, int(shuffle and not fixed_split)
+        prm.rng, prm.split_state = stream._h, st
+        p = lib.pg_fit_new(x._handle(), NULL if y is None else y._handle(), prm)
         if p == NULL:
             _core.raise_last()
         self._p = ffi.gc(p, lib.pg_fit_free)

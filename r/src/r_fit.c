@@ -20,11 +20,15 @@ SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP bs, SEXP nbl, SEXP val_spl
         }
         st = (const int32_t *)INTEGER(split_state);
     }
-    const double b = r_num(bs, "ag_fit: batch_size"), l = r_num(nbl, "ag_fit: nbatch_logical");
-    const double v = r_num(val_split, "ag_fit: val_split");
+    pg_fit_params p = pg_fit_default_params();
+    p.classify = Rf_asLogical(classify) == 1;
+    p.batch_size = (int64_t)r_num(bs, "ag_fit: batch_size");
+    p.nbatch_logical = (int64_t)r_num(nbl, "ag_fit: nbatch_logical");
+    p.val_split = r_num(val_split, "ag_fit: val_split");
+    p.shuffle = Rf_asLogical(shuffle) == 1;
+    p.split_state = st;
     r_draw c = r_draw_enter();
-    pg_fit *f = pg_fit_new(xt, yt, Rf_asLogical(classify) == 1, (int64_t)b, (int64_t)l, v,
-                           Rf_asLogical(shuffle) == 1, NULL, st);
+    pg_fit *f = pg_fit_new(xt, yt, &p);
     r_draw_leave(c, f != NULL);
     return r_wrap(f, R_FIT);
 }
