@@ -10,20 +10,22 @@
 typedef struct pg_fit pg_fit;
 
 /* The plan's settings, ggml_opt_params-style: start from pg_fit_default_params() and set what
- * differs (defaults in brackets, ag_fit's). */
+ * differs (ag_fit's defaults in brackets).
+ * classify: targets are class ids (K == 1: whole numbers >= 0, checked) or one-hot columns, and
+ *   accuracy is counted [0]. batch_size: samples per micro-batch, >= 1 [32]. nbatch_logical:
+ *   samples per optimizer step, a multiple of batch_size; 0: batch_size [0]. val_split: in
+ *   [0, 1), round(val_split * n) samples (at least 1 when > 0) held out at the end of the order
+ *   [0]. shuffle: a new order of the training part each epoch [1]. rng: the stream to draw from,
+ *   NULL the current one (borrowed, must outlive the fit) [NULL]. split_state: NULL, or a state
+ *   (PG_RNG_STATE_LEN, copied) loaded into rng before the split is drawn (resuming) [NULL]. */
 typedef struct pg_fit_params {
-    int classify; /* targets are class ids (K == 1: whole numbers >= 0, checked) or one-hot
-                     columns, and accuracy is counted [0] */
-    int64_t batch_size;     /* samples per micro-batch, >= 1 [32] */
-    int64_t nbatch_logical; /* samples per optimizer step, a multiple of batch_size; 0: batch_size
-                               [0] */
-    double val_split; /* in [0, 1): round(val_split * n) samples (at least 1 when > 0) held out
-                         at the end of the order [0] */
-    int shuffle;      /* a new order of the training part each epoch [1] */
-    pg_rng *rng;      /* the stream to draw from; NULL: the current one (borrowed, must outlive
-                         the fit) [NULL] */
-    const int32_t *split_state; /* NULL, or a state (PG_RNG_STATE_LEN) loaded into rng before the
-                                   split is drawn (resuming; copied) [NULL] */
+    int classify;
+    int64_t batch_size;
+    int64_t nbatch_logical;
+    double val_split;
+    int shuffle;
+    pg_rng *rng;
+    const int32_t *split_state;
 } pg_fit_params;
 pg_fit_params pg_fit_default_params(void);
 /* x, y: retained (y may be NULL). Errors name ag_fit and the argument. */
