@@ -56,8 +56,8 @@ static int any(const double *v, int64_t n)
     return 0;
 }
 
-int64_t pg_fit_history_format(const char *name, const int64_t *epoch, const double *logs, int64_t n,
-                              int64_t stopped_epoch, int64_t best_epoch, const char *pm, char *out,
+int64_t pg_fit_history_format(const char *name, const double *epoch, const double *logs, int64_t n,
+                              double stopped_epoch, double best_epoch, const char *pm, char *out,
                               int64_t cap)
 {
     if (n < 0 || (n > 0 && (!epoch || !logs)) || !pm || cap < 0 || (cap > 0 && !out))
@@ -67,8 +67,8 @@ int64_t pg_fit_history_format(const char *name, const int64_t *epoch, const doub
     if (name) {
         if (n == 0) put(&b, "<%s: no epochs>", name);
         else put(&b, "<%s: %lld epoch%s", name, (long long)n, n == 1 ? "" : "s");
-        if (n > 0 && stopped_epoch > 0)
-            put(&b, ", stopped at epoch %lld", (long long)stopped_epoch);
+        if (n > 0 && stopped_epoch > 0 && stopped_epoch < 1e15) /* NaN, Inf: none */
+            put(&b, ", stopped at epoch %.0f", stopped_epoch);
         if (n > 0) put(&b, ">\n");
     }
     if (n > 0) {
@@ -80,7 +80,8 @@ int64_t pg_fit_history_format(const char *name, const int64_t *epoch, const doub
         if (val && acc) put(&b, "  %*s", wa, "val_accuracy");
         put(&b, "  %7s", "time");
         for (int64_t i = 0; i < n; i++) {
-            put(&b, "\n%5lld", (long long)epoch[i]);
+            if (isfinite(epoch[i])) put(&b, "\n%5.0f", epoch[i]);
+            else put(&b, "\n%5s", "-");
             pm_cell(&b, COL(PG_FIT_LOG_LOSS)[i], COL(PG_FIT_LOG_LOSS_UNC)[i], pm, wl);
             if (acc)
                 pct_cell(&b, COL(PG_FIT_LOG_ACCURACY)[i], COL(PG_FIT_LOG_ACCURACY_UNC)[i], pm, wa);
@@ -91,7 +92,7 @@ int64_t pg_fit_history_format(const char *name, const int64_t *epoch, const doub
                          pm, wa);
             put(&b, "  %6.2fs", COL(PG_FIT_LOG_TIME_TRAIN)[i] + COL(PG_FIT_LOG_TIME_VAL)[i]);
         }
-        if (name && best_epoch > 0) put(&b, "\nbest epoch: %lld", (long long)best_epoch);
+        if (name && best_epoch > 0 && best_epoch < 1e15) put(&b, "\nbest epoch: %.0f", best_epoch);
     }
 #undef COL
     if (cap > 0) out[b.len < cap ? b.len : cap - 1] = '\0';

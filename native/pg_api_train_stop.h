@@ -118,15 +118,16 @@ int pg_checkpoint_set_state(pg_checkpoint *c, double best, int64_t best_epoch);
 int pg_fit_resume_check(const char *path, const char *settings, int64_t settings_len);
 
 /* ag_fit's History as both front ends print it (fit_history.c): n epochs, epoch[i] their
- * numbers, logs[k * n + i] epoch i's enum pg_fit_log value k (NaN: not measured). Columns
+ * numbers (not finite: "-"), logs[k * n + i] epoch i's enum pg_fit_log value k (NaN: not
+ * measured). Columns
  * loss, accuracy, val_loss, val_accuracy (each with its uncertainty; accuracy and val_* only
  * when measured), then the epoch's time. name: NULL for the table alone; else a title line
- * "<name: 3 epochs, stopped at epoch 3>" first (stopped_epoch <= 0: none) and "best epoch: 2"
- * last (best_epoch <= 0: none). pm: the "±" separator (R writes " +- " outside UTF-8). Writes
+ * "<name: 3 epochs, stopped at epoch 3>" first (stopped_epoch <= 0 or NaN: none) and "best epoch: 2"
+ * last (<= 0 or NaN: none). pm: the "±" separator (R writes " +- " outside UTF-8). Writes
  * at most cap bytes (NUL included) to out; returns the length the whole text needs (without the
  * NUL), or a negative status. */
-int64_t pg_fit_history_format(const char *name, const int64_t *epoch, const double *logs, int64_t n,
-                              int64_t stopped_epoch, int64_t best_epoch, const char *pm, char *out,
+int64_t pg_fit_history_format(const char *name, const double *epoch, const double *logs, int64_t n,
+                              double stopped_epoch, double best_epoch, const char *pm, char *out,
                               int64_t cap);
 
 /* ag_fit's built-in losses by name (fit_loss.c): ggml-opt's four, then the ones beyond it. */

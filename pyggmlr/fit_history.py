@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 from ._core import check, ffi, lib
-from .errors import PyggmlrValueError
+from .errors import ArgumentError, PyggmlrValueError
 
 __all__ = ["History"]
 
@@ -77,16 +78,21 @@ class History:
 
     def _format(self, name):
         n = len(self.epoch)
-        ep = np.ascontiguousarray(self.epoch, dtype=np.int64)
+        ep = np.ascontiguousarray(self.epoch, dtype=np.float64)
         cols = [getattr(self, ffi.string(lib.pg_fit_log_name(k)).decode()) for k in range(_NLOG)]
+        if any(len(c) != n for c in cols):  # as R's print: hand-made histories included
+            raise ArgumentError(
+                f"{name or 'History'}: the history's columns are not {_NLOG + 1} numeric lists "
+                "of one length per epoch"
+            )
         logs = np.ascontiguousarray(cols, dtype=np.float64).reshape(_NLOG, n)  # logs[k, i]
         args = (
             ffi.NULL if name is None else name.encode(),
-            ffi.cast("int64_t *", ffi.from_buffer(ep)),
+            ffi.cast("double *", ffi.from_buffer(ep)),
             ffi.cast("double *", ffi.from_buffer(logs)),
             n,
-            self.stopped_epoch or 0,
-            self.best_epoch or 0,
+            _num(self.stopped_epoch),
+            _num(self.best_epoch),
             " \u00b1 ".encode(),
         )
         need = lib.pg_fit_history_format(*args, ffi.NULL, 0)
@@ -144,4 +150,11 @@ class History:
 
 # the per-epoch lists, in History's order: all its fields but stopped_epoch and best_epoch
 _KEYS = tuple(k for k in History.__annotations__ if k not in ("stopped_epoch", "best_epoch"))
+
+
+def _num(v):
+    """stopped_epoch / best_epoch for the core: a number, or NaN (none)"""
+    return float(v) if isinstance(v, numbers.Real) else math.nan
+
+
 _NLOG = lib.PG_FIT_LOG_COUNT  # the per-epoch values after epoch, in the core's order

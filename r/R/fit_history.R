@@ -21,8 +21,7 @@ as.data.frame.ag_history <- function(x, ...) as.data.frame(unclass(x)[.HIST_KEYS
 print.ag_history <- function(x, ...) {
   logs <- unlist(lapply(.HIST_KEYS[-1L], function(k) as.double(x[[k]])))  # the core's log order
   cat(.Call(R_pg_fit_history_format, "ag_history", as.double(x$epoch), logs,
-            if (is.null(x$stopped_epoch)) 0 else x$stopped_epoch,
-            if (is.null(x$best_epoch)) 0 else x$best_epoch, .pm_sym()), "\n", sep = "")
+            as.double(x$stopped_epoch), as.double(x$best_epoch), .pm_sym()), "\n", sep = "")
   invisible(x)
 }
 

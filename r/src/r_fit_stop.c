@@ -191,15 +191,15 @@ SEXP R_pg_fit_history_format(SEXP name, SEXP epoch, SEXP logs, SEXP stopped, SEX
                 "print.ag_history: the history's columns are not %d numeric "
                 "vectors of one length per epoch",
                 PG_FIT_LOG_COUNT + 1);
-    int64_t *ep = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
-    for (R_xlen_t i = 0; i < n; i++) ep[i] = (int64_t)REAL(epoch)[i];
     const char *nm = Rf_isNull(name) ? NULL : CHAR(STRING_ELT(name, 0));
     const char *p = Rf_translateCharUTF8(STRING_ELT(pm, 0));
-    int64_t st = (int64_t)Rf_asReal(stopped), be = (int64_t)Rf_asReal(best);
-    int64_t need = pg_fit_history_format(nm, ep, REAL(logs), n, st, be, p, NULL, 0);
+    /* NULL / NA / not a number: none */
+    double st = Rf_length(stopped) == 1 ? Rf_asReal(stopped) : NA_REAL;
+    double be = Rf_length(best) == 1 ? Rf_asReal(best) : NA_REAL;
+    int64_t need = pg_fit_history_format(nm, REAL(epoch), REAL(logs), n, st, be, p, NULL, 0);
     if (need < 0) r_fail();
     char *buf = R_alloc((size_t)need + 1, 1);
-    pg_fit_history_format(nm, ep, REAL(logs), n, st, be, p, buf, need + 1);
+    pg_fit_history_format(nm, REAL(epoch), REAL(logs), n, st, be, p, buf, need + 1);
     return Rf_ScalarString(Rf_mkCharCE(buf, CE_UTF8));
 }
 

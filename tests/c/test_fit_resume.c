@@ -110,7 +110,7 @@ void test_fit_resume(void)
 /* pg_fit_history_format (native/fit_history.c): the table both front ends print */
 void test_fit_history(void)
 {
-    int64_t ep[2] = {1, 2};
+    double ep[2] = {1, 2};
     double logs[2 * PG_FIT_LOG_COUNT];
     for (int i = 0; i < 2 * PG_FIT_LOG_COUNT; i++) logs[i] = NAN;
     logs[PG_FIT_LOG_LOSS * 2] = 0.5, logs[PG_FIT_LOG_LOSS * 2 + 1] = 0.25;
@@ -133,6 +133,11 @@ void test_fit_history(void)
     CHECK(!strncmp(buf, "epoch ", 6) && !strstr(buf, "best"));
     CHECK(pg_fit_history_format("H", NULL, NULL, 0, 0, 0, "", buf, sizeof buf) == 14);
     CHECK(!strcmp(buf, "<H: no epochs>"));
+    /* a hand-made history: a NaN epoch prints as "-", a NaN or huge stopped / best as none */
+    ep[1] = NAN;
+    CHECK(pg_fit_history_format("H", ep, logs, 2, NAN, 1e300, " +- ", buf, sizeof buf) > 0);
+    CHECK(!strncmp(buf, "<H: 2 epochs>\n", 14) && strstr(buf, "\n    -    0.25000") &&
+          !strstr(buf, "best"));
     CHECK_ERR(pg_fit_history_format("H", NULL, logs, 2, 0, 0, "", buf, 8) < 0, PG_STATUS_ERR_ARG,
               "pg_fit_history_format");
 }

@@ -178,3 +178,19 @@ def test_history_columns_are_the_cores_log_names():
 def test_plotting_an_empty_history_is_refused():
     with pytest.raises(pg.PyggmlrValueError, match="History.plot: no epochs to plot"):
         pg.History().plot()
+
+
+def test_a_hand_edited_history_prints():
+    """NaN epochs print as "-"; a stopped / best epoch that is not a number is none"""
+    from pyggmlr.fit_history import History
+
+    nan = float("nan")
+    d = {k: [nan, nan] for k in History().as_dict() if k not in ("stopped_epoch", "best_epoch")}
+    d.update(epoch=[1, nan], loss=[0.5, 0.25], time_train=[0, 0], time_val=[0, 0])
+    h = History.from_dict({**d, "stopped_epoch": nan, "best_epoch": "x"})
+    lines = repr(h).splitlines()
+    assert lines[0] == "<History: 2 epochs>" and lines[3].startswith("    -    0.25000")
+    assert len(lines) == 4
+    h.loss = [1.0]
+    with pytest.raises(pg.ArgumentError, match="History: the history's columns are not 12"):
+        repr(h)

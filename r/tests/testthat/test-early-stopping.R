@@ -147,3 +147,19 @@ test_that("ag_model_checkpoint's path and every refusals and an empty plot are c
   h$epoch <- integer(0)
   expect_error(plot(h), "plot.ag_history: no epochs to plot", class = "pyggmlr_value_error")
 })
+
+test_that("a hand-edited history prints without failing (NA epoch, odd stopped/best)", {
+  h <- structure(list(epoch = c(1, NA), loss = c(0.5, 0.25), loss_unc = c(NA, NA),
+                      accuracy = c(NaN, NaN), accuracy_unc = c(NA, NA), val_loss = c(NaN, NaN),
+                      val_loss_unc = c(NA, NA), val_accuracy = c(NaN, NaN),
+                      val_accuracy_unc = c(NA, NA), lr = c(0.1, 0.1), time_train = c(0, 0),
+                      time_val = c(0, 0), stopped_epoch = NA, best_epoch = "x"),
+                 class = "ag_history")
+  out <- suppressWarnings(capture.output(print(h)))
+  expect_identical(out[1], "<ag_history: 2 epochs>")
+  expect_match(out[4], "^    -    0.25000")
+  expect_length(out, 4L)
+  h$loss <- 1
+  h$best_epoch <- NULL
+  expect_error(print(h), "print.ag_history: the history's columns", class = "pyggmlr_argument_error")
+})
