@@ -161,5 +161,6 @@ test_that("a hand-edited history prints without failing (NA epoch, odd stopped/b
   expect_length(out, 4L)
   h$loss <- 1
   h$best_epoch <- NULL
-  expect_error(print(h), "print.ag_history: the history's columns", class = "pyggmlr_argument_error")
+  expect_error(print(h), "print.ag_history: the history's columns",
+               class = "pyggmlr_argument_error")
 })
