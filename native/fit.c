@@ -424,8 +424,6 @@ int64_t pg_fit_run_static(pg_fit *f, int val, int64_t b0, int64_t b1, pg_graph *
     return b1 - b0;
 }
 
-/* ag_fit's validation_data: the plan is made without shuffling (the validation part is the last
- * columns as given), then shuffles its training part every epoch from here on. */
 int pg_fit_train_step(pg_fit *f, pg_tensor *loss, pg_tensor *out, pg_optim *o, double *lval)
 {
     if (!f || !o || !lval)
@@ -445,6 +443,24 @@ int pg_fit_train_step(pg_fit *f, pg_tensor *loss, pg_tensor *out, pg_optim *o, d
     return 0;
 }
 
+int64_t pg_fit_nrecorded(const pg_fit *f, int val, double *last)
+{
+    const fit_stats *s = &f->st[val ? 1 : 0];
+    if (last) *last = s->n ? s->loss[s->n - 1] : NAN;
+    return s->n;
+}
+
+int64_t pg_fit_width(const pg_fit *f, int val, int64_t b)
+{
+    const int64_t nb = val ? f->n_valb : f->n_batches, total = val ? f->n_val : f->n_train;
+    if (b < 0 || b >= nb) return 0;
+    int64_t len = total - b * f->bs < f->bs ? total - b * f->bs : f->bs;
+    if (!val && f->world > 1) len = len / f->world + (f->rank < len % f->world ? 1 : 0);
+    return len;
+}
+
+/* ag_fit's validation_data: the plan is made without shuffling (the validation part is the last
+ * columns as given), then shuffles its training part every epoch from here on. */
 int pg_fit_set_shuffle(pg_fit *f, int shuffle)
 {
     if (!f) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit", OP);

@@ -17,6 +17,7 @@
 #include "pg_api_train.h"
 #include "pg_api_optim_state.h"
 #include "pg_api_train_stop.h"
+#include "pg_api_train_session.h"
 #include "pg_api_gradcheck.h"
 #include "pg_api_loss.h"
 #include "pg_api_attention.h"
@@ -291,6 +292,12 @@ void pg_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double 
 int pg_loss_stats(const double *v, const double *w, int64_t n, int per_datapoint, double *loss,
                   double *unc);
 int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *acc, double *unc);
+
+/* A plan as the training session (fit_session.c) sees it (fit.c): how many batches of a part
+ * this epoch has recorded (*last: the last one's loss, NaN before any) and the width batch b of
+ * a part has (0 when out of range). */
+int64_t pg_fit_nrecorded(const pg_fit *f, int val, double *last);
+int64_t pg_fit_width(const pg_fit *f, int val, int64_t b);
 
 /* Run the block once with T = float and once with T = double, picking by dtype at run time. */
 #define PG_DISPATCH(dt, ...)                                                                       \

@@ -52,6 +52,7 @@ void test_codec(void);
 void test_modelfile(void);
 void test_codec_plan(void);
 void test_fit_plan(void);
+void test_fit_session(void);
 void test_fit_stop(void);
 void test_fit_resume(void);
 void test_fit_history(void);

@@ -42,6 +42,7 @@ int main(void)
     run("codec plan", test_codec_plan);
     run("model-file schema", test_modelfile);
     run("fit plan", test_fit_plan);
+    run("fit session", test_fit_session);
     run("early stopping", test_fit_stop);
     run("resume checks", test_fit_resume);
     run("history table", test_fit_history);

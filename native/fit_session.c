@@ -1,0 +1,254 @@
+/* ag_fit's training session (pg_api_train_session.h): the epoch / batch / validation loop of
+ * ggml_opt_fit as a state machine, so R and Python run the same loop and only answer the events
+ * that call user code. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "pg.h"
+
+static const char *const OP = "ag_fit";
+static const char *const EVENT_NAMES[PG_SESSION_EVENT_COUNT] = {
+    "done",      "epoch_begin", "train_batch", "batch_end", "train_end",
+    "val_begin", "val_batch",   "val_end",     "epoch_end"};
+
+typedef struct {
+    int64_t width;
+    pg_graph *g;
+    pg_tensor *out;
+} compiled;
+
+struct pg_session {
+    pg_fit *f; /* borrowed */
+    pg_session_params p;
+    pg_fit_dims d;
+    int ev;                     /* the last event returned (-1 before the first) */
+    int64_t epoch, batch, step; /* batch: 0-based within the current part */
+    int64_t stopped_epoch;
+    int64_t recorded; /* the part's records when the current batch event was returned */
+    double lr, t0, t1, logs[PG_FIT_LOG_COUNT];
+    int diverged;
+    char msg[512];
+    compiled train, val[2]; /* val: one per width (full, last partial) */
+};
+
+const char *pg_session_event_name(int event)
+{
+    return event >= 0 && event < PG_SESSION_EVENT_COUNT ? EVENT_NAMES[event] : NULL;
+}
+
+pg_session_params pg_session_default_params(void)
+{
+    pg_session_params p = {30, 1, 1, 0};
+    return p;
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+pg_session *pg_session_new(pg_fit *f, const pg_session_params *params)
+{
+    if (!f || !params) {
+        pg_fail(PG_STATUS_ERR_ARG, "%s: NULL plan or parameters", OP);
+        return NULL;
+    }
+    if (params->nepoch < 0 || params->first_epoch < 1) {
+        pg_fail(PG_STATUS_ERR_VALUE,
+                "%s: nepoch must be >= 0 and the first epoch >= 1, got %lld "
+                "and %lld",
+                OP, (long long)params->nepoch, (long long)params->first_epoch);
+        return NULL;
+    }
+    pg_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for the session", OP);
+        return NULL;
+    }
+    s->f = f;
+    s->p = *params;
+    s->ev = -1;
+    s->epoch = params->first_epoch - 1;
+    if (pg_fit_sizes(f, &s->d)) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void pg_session_free(pg_session *s) { free(s); }
+
+static compiled *graph_for(pg_session *s, int val, int64_t width)
+{
+    if (!val) return s->train.g ? &s->train : NULL;
+    for (int k = 0; k < 2; k++)
+        if (s->val[k].g && s->val[k].width == width) return &s->val[k];
+    return NULL;
+}
+
+int pg_session_set_static(pg_session *s, int val, int64_t width, pg_graph *g, pg_tensor *out)
+{
+    if (!s || !g || !out)
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL session or compiled step", OP);
+    compiled *c = val ? graph_for(s, 1, width) : &s->train;
+    if (!c && val) c = !s->val[0].g ? &s->val[0] : (!s->val[1].g ? &s->val[1] : NULL);
+    if (!c || width < 1)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: no slot for a compiled validation step of width "
+                       "%lld",
+                       OP, (long long)width);
+    c->width = width;
+    c->g = g;
+    c->out = out;
+    return 0;
+}
+
+/* the batch event just answered: recorded by the host, or handed back with a compiled step */
+static int answered(pg_session *s, int val)
+{
+    if (pg_fit_nrecorded(s->f, val, NULL) > s->recorded) return 0;
+    const compiled *c = graph_for(s, val, pg_fit_width(s->f, val, s->batch));
+    if (c) return pg_fit_run_static(s->f, val, s->batch, s->batch + 1, c->g, c->out) < 0 ? -1 : 0;
+    return pg_fail(PG_STATUS_ERR_STATE,
+                   "%s: %s batch %lld of epoch %lld was neither recorded nor "
+                   "handed back",
+                   OP, val ? "validation" : "training", (long long)s->batch + 1,
+                   (long long)s->epoch);
+}
+
+static int emit(pg_session *s, int ev, int *event)
+{
+    if (ev == PG_SESSION_TRAIN_BATCH || ev == PG_SESSION_VAL_BATCH)
+        s->recorded = pg_fit_nrecorded(s->f, ev == PG_SESSION_VAL_BATCH, NULL);
+    s->ev = ev;
+    *event = ev;
+    return 0;
+}
+
+static int epoch_end(pg_session *s, int *event)
+{
+    pg_fit_result r[2];
+    if (pg_fit_epoch_end(s->f, s->p.per_datapoint, &r[0], &r[1])) return -1;
+    const int rc = pg_fit_loss_diverged(s->f, s->p.per_datapoint, s->epoch, s->msg, sizeof s->msg);
+    if (rc < 0) return -1;
+    for (int k = 0; k < 2; k++) {
+        double *l = s->logs + 4 * k; /* loss, its unc, accuracy, its unc; then the val_ ones */
+        l[0] = r[k].loss;
+        l[1] = r[k].loss_unc;
+        l[2] = r[k].accuracy;
+        l[3] = r[k].accuracy_unc;
+    }
+    s->logs[PG_FIT_LOG_LR] = s->lr;
+    s->logs[PG_FIT_LOG_TIME_VAL] = now() - s->t1;
+    s->diverged = rc;
+    if (rc) s->stopped_epoch = s->epoch;
+    return emit(s, PG_SESSION_EPOCH_END, event);
+}
+
+/* the next training batch: run by the session when it has the compiled step, else the host's */
+static int train_batch(pg_session *s, int *event)
+{
+    for (; s->batch < s->d.n_batches; s->batch++) {
+        if (!s->train.g) return emit(s, PG_SESSION_TRAIN_BATCH, event);
+        const int64_t b1 = s->p.batch_events ? s->batch + 1 : s->d.n_batches;
+        const int64_t n = pg_fit_run_static(s->f, 0, s->batch, b1, s->train.g, s->train.out);
+        if (n < 0) return -1;
+        s->step += n;
+        if (s->p.batch_events) return emit(s, PG_SESSION_BATCH_END, event);
+        s->batch = b1 - 1;
+    }
+    return emit(s, PG_SESSION_TRAIN_END, event);
+}
+
+static int val_batch(pg_session *s, int *event)
+{
+    for (; s->batch < s->d.n_val_batches; s->batch++) {
+        const compiled *c = graph_for(s, 1, pg_fit_width(s->f, 1, s->batch));
+        if (!c) return emit(s, PG_SESSION_VAL_BATCH, event);
+        if (pg_fit_run_static(s->f, 1, s->batch, s->batch + 1, c->g, c->out) < 0) return -1;
+    }
+    return emit(s, PG_SESSION_VAL_END, event);
+}
+
+static int epoch_begin(pg_session *s, int *event)
+{
+    if (s->epoch >= s->p.nepoch || s->stopped_epoch) return emit(s, PG_SESSION_DONE, event);
+    if (pg_fit_epoch_begin(s->f)) return -1;
+    s->epoch++;
+    s->batch = 0;
+    s->lr = NAN;
+    s->diverged = 0;
+    for (int k = 0; k < PG_FIT_LOG_COUNT; k++) s->logs[k] = NAN;
+    return emit(s, PG_SESSION_EPOCH_BEGIN, event);
+}
+
+int pg_session_next(pg_session *s, int *event)
+{
+    if (!s || !event) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL session or event", OP);
+    switch (s->ev) {
+    case -1:
+    case PG_SESSION_EPOCH_END: return epoch_begin(s, event);
+    case PG_SESSION_EPOCH_BEGIN: s->t0 = now(); return train_batch(s, event);
+    case PG_SESSION_TRAIN_BATCH:
+        if (answered(s, 0)) return -1;
+        s->step++;
+        if (s->p.batch_events) return emit(s, PG_SESSION_BATCH_END, event);
+        s->batch++;
+        return train_batch(s, event);
+    case PG_SESSION_BATCH_END: s->batch++; return train_batch(s, event);
+    case PG_SESSION_TRAIN_END: /* the training time includes MPI's statistics all-reduce */
+        s->logs[PG_FIT_LOG_TIME_TRAIN] = now() - s->t0;
+        s->t1 = now();
+        if (!s->d.n_val) return epoch_end(s, event);
+        s->batch = 0;
+        return emit(s, PG_SESSION_VAL_BEGIN, event);
+    case PG_SESSION_VAL_BEGIN: return val_batch(s, event);
+    case PG_SESSION_VAL_BATCH:
+        if (answered(s, 1)) return -1;
+        s->batch++;
+        return val_batch(s, event);
+    case PG_SESSION_VAL_END: return epoch_end(s, event);
+    default: return emit(s, PG_SESSION_DONE, event);
+    }
+}
+
+int pg_session_where(const pg_session *s, pg_session_pos *out)
+{
+    if (!s || !out) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL session or output", OP);
+    out->epoch = s->epoch;
+    out->batch = s->batch;
+    out->step = s->step;
+    out->stopped_epoch = s->stopped_epoch;
+    pg_fit_nrecorded(s->f, 0, &out->loss);
+    return 0;
+}
+
+int pg_session_set_lr(pg_session *s, double lr)
+{
+    if (!s) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL session", OP);
+    s->lr = lr;
+    return 0;
+}
+
+int pg_session_logs(const pg_session *s, double *logs, char *msg, int64_t n)
+{
+    if (!s || !logs || !msg || n < 1)
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL session or output", OP);
+    if (s->ev != PG_SESSION_EPOCH_END)
+        return pg_fail(PG_STATUS_ERR_STATE, "%s: an epoch's logs are read at its end", OP);
+    memcpy(logs, s->logs, sizeof s->logs);
+    snprintf(msg, (size_t)n, "%s", s->diverged ? s->msg : "");
+    return s->diverged;
+}
+
+int pg_session_stop(pg_session *s)
+{
+    if (!s) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL session", OP);
+    if (s->ev != PG_SESSION_EPOCH_END)
+        return pg_fail(PG_STATUS_ERR_STATE, "%s: a run stops at an epoch's end", OP);
+    s->stopped_epoch = s->epoch;
+    return 0;
+}

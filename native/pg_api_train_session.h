@@ -1,0 +1,77 @@
+/* pyggmlr C core: ag_fit's training session (fit_session.c), ggml_opt_fit's loop once for R and
+ * Python. Named to sort after pg_api_train.h (it drives a pg_fit).
+ *
+ * The session walks the epochs, the training batches, validation and the epoch's end, times
+ * them, runs compiled steps itself, counts steps, computes each epoch's logs (statistics, lr,
+ * times, the divergence guard) and decides when the run ends. The host's loop is a short
+ * `while (pg_session_next(...))` that does only what calls user code: the forward pass and a
+ * user loss (TRAIN_BATCH, VAL_BATCH), hyper-parameters from opt_params and the model's mode
+ * (EPOCH_BEGIN, VAL_BEGIN, VAL_END), progress and callbacks (BATCH_END, EPOCH_END), MPI's
+ * statistics all-reduce (TRAIN_END). */
+typedef struct pg_session pg_session;
+
+/* The session's settings, ggml_opt_params-style: start from pg_session_default_params() and set
+ * what differs (defaults in brackets). nepoch: the last epoch, >= 0 [30]. first_epoch: >= 1;
+ * resuming, the checkpoint's epoch + 1 [1]. per_datapoint: the loss is a mean per sample; 0: a
+ * sum (ggml's totals) [1]. batch_events: a BATCH_END event after every training batch, also the
+ * ones the session runs itself (progress display, on_batch_end callbacks) [0]. */
+typedef struct pg_session_params {
+    int64_t nepoch;
+    int64_t first_epoch;
+    int per_datapoint;
+    int batch_events;
+} pg_session_params;
+pg_session_params pg_session_default_params(void);
+
+/* f: the run's data plan, borrowed (it must outlive the session). Errors name ag_fit. */
+pg_session *pg_session_new(pg_fit *f, const pg_session_params *params);
+void pg_session_free(pg_session *s);
+
+enum pg_session_event {
+    PG_SESSION_DONE = 0,        /* the run is over (last epoch, a stop, or a diverged loss) */
+    PG_SESSION_EPOCH_BEGIN = 1, /* host: opt_params, the model in train mode; pg_session_set_lr */
+    PG_SESSION_TRAIN_BATCH = 2, /* host: forward + loss on pg_fit_batch(f, 0, batch), then
+                                   pg_fit_train_step, or its own step and pg_fit_record */
+    PG_SESSION_BATCH_END = 3,   /* (batch_events) a training batch is done: progress, callbacks */
+    PG_SESSION_TRAIN_END = 4,   /* the epoch's training batches are done (MPI: all-reduce) */
+    PG_SESSION_VAL_BEGIN = 5,   /* host: the model in eval mode (only with validation data) */
+    PG_SESSION_VAL_BATCH = 6,   /* host: forward + loss on pg_fit_batch(f, 1, batch), then
+                                   pg_fit_record */
+    PG_SESSION_VAL_END = 7,     /* host: the model back in train mode */
+    PG_SESSION_EPOCH_END = 8,   /* host: pg_session_logs, History, callbacks; pg_session_stop */
+    PG_SESSION_EVENT_COUNT
+};
+const char *pg_session_event_name(int event); /* "epoch_begin", ...; NULL out of range */
+
+/* The next event into *event. A batch event must be answered before the next call: recorded
+ * (pg_fit_record / pg_fit_train_step), or handed back by registering a compiled step for it
+ * (pg_session_set_static); an unanswered batch is PG_STATUS_ERR_STATE. */
+int pg_session_next(pg_session *s, int *event);
+
+/* A compiled step (ag_compile) the session runs itself from now on, recorded on the plan's batch
+ * tensors (inputs 0 and 1: x and y): val 0 the training step ("opt"), val 1 the validation
+ * forward for batches of width `width` (the full one and the last partial one each get one).
+ * g and out (its model output) are borrowed: they must outlive the session. Registered during
+ * that batch's event, the batch itself is handed back: the session runs it. */
+int pg_session_set_static(pg_session *s, int val, int64_t width, pg_graph *g, pg_tensor *out);
+
+/* Where the run is: epoch (1-based), batch (0-based, of the current part), step (training
+ * batches done in this run), loss (the last recorded training batch's), stopped_epoch (0: not
+ * stopped; set by pg_session_stop or a diverged loss). */
+typedef struct pg_session_pos {
+    int64_t epoch, batch, step, stopped_epoch;
+    double loss;
+} pg_session_pos;
+int pg_session_where(const pg_session *s, pg_session_pos *out);
+
+/* The epoch's lr for its logs (EPOCH_BEGIN, after opt_params; NaN when not set). */
+int pg_session_set_lr(pg_session *s, double lr);
+
+/* At EPOCH_END: logs gets the epoch's PG_FIT_LOG_COUNT values in enum pg_fit_log order (NaN
+ * where not measured). Returns 1 when its training or validation loss is NaN or infinite (the
+ * run then ends after this epoch) with ag_fit's warning in msg (n bytes), 0 when finite, < 0 on
+ * error. */
+int pg_session_logs(const pg_session *s, double *logs, char *msg, int64_t n);
+
+/* At EPOCH_END: the run ends after this epoch (a callback asked). */
+int pg_session_stop(pg_session *s);
