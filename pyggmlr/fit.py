@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import math
 import os
-import time
 import warnings
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 
+from ._core import lib
 from .errors import NonFiniteLossWarning, PyggmlrValueError, ShapeError
-from .fit_args import check_args, make_callbacks, validate
+from .fit_args import check_args, make_callbacks
 from .fit_callbacks import Callback, ag_early_stopping, ag_model_checkpoint  # noqa: F401  (re-exported)
 from .fit_history import History  # noqa: F401  (re-exported)
-from .fit_plan import check_loss
+from .fit_plan import Session, check_loss
 from .fit_util import (  # noqa: F401
     _apply_hyper,
     _as_cols,
@@ -40,7 +40,7 @@ from .fit_util import (  # noqa: F401
 )
 from .optim import Optimizer
 from .predict import ag_accuracy, ag_predict  # noqa: F401  (re-exported)
-from .tape import ag_tape_clear, backward, with_grad_tape
+from .tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from .tensor import Tensor, ag_tensor
 
 __all__ = [
@@ -297,72 +297,74 @@ def ag_fit(
         opt.accumulate_steps, opt.accum_count = opt_before
         raise
 
-    step = 0
     # an optimizer whose step is the core's (not overridden) steps inside the core
     core_step = sync is None and type(opt).step is Optimizer.step and "step" not in vars(opt)
-    replay = (
-        static_steps is not None
-        and pmode == "none"
-        and not any(hasattr(cb, "on_batch_end") for cb in cbs)
-    )
+    batch_cbs = [cb for cb in cbs if hasattr(cb, "on_batch_end")]
     prog = FitProgress(
         pmode, plan.running, max(0, nepoch - start_epoch + 1) * plan.n_batches, nepoch, start_epoch
     )
+    # the loop is the core's (native/fit_session.c): this answers only what calls user code
+    sess = Session(plan, nepoch, start_epoch, per_datapoint, prog.on or bool(batch_cbs))
     in_stream = stream.active()  # dropout and user code draw from the run's stream
     in_stream.__enter__()
     try:
-        for epoch in range(start_epoch, nepoch + 1):
-            if opt_params is not None:
-                _apply_hyper(opt, opt_params(epoch), epoch)
-            logs = {"epoch": epoch, "lr": float(getattr(opt, "lr", math.nan))}
-            plan.epoch_begin()
-            _set_mode(model, True)
-            t0 = time.perf_counter()
-            prog.epoch_begin(epoch)
-            for b in range(plan.n_batches):
-                if replay and static_steps is not None and static_steps.train is not None:
-                    # nothing runs between batches: the rest of the epoch in one core call
-                    step += plan.run_static(False, b, plan.n_batches, *static_steps.train)
-                    break
-                xb, yb = plan.batch(False, b)
-                if static_steps is not None:
-                    lval, out = static_steps.train_step(xb, yb)
-                    plan.record(False, lval, out)  # accuracy: arg-max in C, no copy of out
+        ev = sess.next()
+        while ev != lib.PG_SESSION_DONE:
+            if ev == lib.PG_SESSION_TRAIN_BATCH:
+                xb, yb = plan.batch(False, sess.where().batch)
+                if static_steps is not None:  # recorded once; the session replays it from now on
+                    sess.set_static(False, xb.shape[1], *static_steps.record(False, xb, yb))
                 else:
                     with with_grad_tape():
                         out = _forward(model, xb)
                         lv = lossfn(out, yb)
                     if core_step:  # backward, step, zero grad, record, tape clear: one core call
-                        lval = plan.train_step(lv, out, opt)
+                        plan.train_step(lv, out, opt)
                     else:  # the gradients pass through the host: MPI's all-reduce, a user's step
-                        lval = _host_step(plan, lv, out, opt, sync, xb.shape[1])
-                    del lv
-                del out
-                step += 1
+                        _host_step(plan, lv, out, opt, sync, xb.shape[1])
+                    del lv, out
+            elif ev == lib.PG_SESSION_BATCH_END:
+                at = sess.where()
                 prog.tick()
-                for cb in cbs:
-                    if hasattr(cb, "on_batch_end"):
-                        cb.on_batch_end(step, {"epoch": epoch, "batch": b + 1, "loss": lval})
-            if sync is not None:
+                for cb in batch_cbs:
+                    cb.on_batch_end(
+                        at.step, {"epoch": at.epoch, "batch": at.batch + 1, "loss": at.loss}
+                    )
+            elif ev == lib.PG_SESSION_EPOCH_BEGIN:
+                epoch = sess.where().epoch
+                if opt_params is not None:
+                    _apply_hyper(opt, opt_params(epoch), epoch)
+                sess.set_lr(float(getattr(opt, "lr", math.nan)))
+                _set_mode(model, True)
+                prog.epoch_begin(epoch)
+            elif ev == lib.PG_SESSION_TRAIN_END and sync is not None:
                 sync.stats(plan)
-            logs["time_train"] = time.perf_counter() - t0
-            t1 = time.perf_counter()
-            if plan.n_val:
-                validate(plan, model, static_steps, lossfn, batch_size)
-            logs.update(plan.epoch_end(per_datapoint))
-            diverged = plan.diverged(per_datapoint, epoch)  # NaN / Inf loss: warn and stop
-            logs["time_val"] = time.perf_counter() - t1
-            history._append(logs)
-            prog.epoch_end(logs)
-            stop = diverged is not None
-            for cb in cbs:
-                if cb.on_epoch_end(epoch, dict(logs)) is False:
-                    stop = True
-            if diverged is not None:
-                warnings.warn(diverged, NonFiniteLossWarning, stacklevel=2)
-            if stop or fit.stop:
-                history.stopped_epoch = epoch
-                break
+            elif ev == lib.PG_SESSION_VAL_BEGIN or ev == lib.PG_SESSION_VAL_END:
+                _set_mode(model, ev == lib.PG_SESSION_VAL_END)
+            elif ev == lib.PG_SESSION_VAL_BATCH:
+                xb, yb = plan.batch(True, sess.where().batch)
+                with ag_no_grad():
+                    if static_steps is not None:
+                        sess.set_static(True, xb.shape[1], *static_steps.record(True, xb, yb))
+                    else:
+                        out = _forward(model, xb)
+                        plan.record(True, lossfn(out, yb).item(), out)
+                        del out
+            elif ev == lib.PG_SESSION_EPOCH_END:
+                logs, diverged = sess.logs(epoch)  # NaN / Inf loss: warn, and the run ends
+                history._append(logs)
+                prog.epoch_end(logs)
+                stop = False
+                for cb in cbs:
+                    if cb.on_epoch_end(epoch, dict(logs)) is False:
+                        stop = True
+                if diverged is not None:
+                    warnings.warn(diverged, NonFiniteLossWarning, stacklevel=2)
+                if stop or fit.stop:
+                    sess.stop()
+            ev = sess.next()
+        if sess.where().stopped_epoch:
+            history.stopped_epoch = int(sess.where().stopped_epoch)
         for cb in cbs:
             if hasattr(cb, "on_train_end"):
                 cb.on_train_end(fit)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Tuple
+from typing import Any, List, Tuple
 
 from ._args import check_flag, check_int, check_num
 from .errors import ArgumentError, PyggmlrValueError
 from .fit_callbacks import Callback, _FnCallback
-from .fit_util import _forward, _set_mode
-from .tape import ag_no_grad
 
 __all__: List[str] = []
 
@@ -64,25 +62,3 @@ def make_callbacks(callbacks: Any) -> List[Any]:
                 f"ag_fit: callbacks must be Callback objects or functions, got {type(cb).__name__}"
             )
     return cbs
-
-
-def validate(
-    plan: Any, model: Any, static_steps: Any, lossfn: Callable[..., Any], batch_size: int
-) -> None:
-    """The held-out part in eval mode, without a tape: each batch recorded in the plan (a
-    recorded width replays in C)."""
-    _set_mode(model, False)
-    with ag_no_grad():
-        for b in range(plan.n_val_batches):
-            w = min(batch_size, plan.n_val - b * batch_size)
-            if static_steps is not None and w in static_steps.val:
-                plan.run_static(True, b, b + 1, *static_steps.val[w])
-                continue
-            xb, yb = plan.batch(True, b)
-            if static_steps is not None:
-                lval, out = static_steps.val_step(xb, yb)
-            else:
-                out = _forward(model, xb)
-                lval = lossfn(out, yb).item()
-            plan.record(True, lval, out)
-    _set_mode(model, True)

@@ -51,6 +51,7 @@ class FitPlan:
         if fixed_split and shuffle:
             _core.check(lib.pg_fit_set_shuffle(self._p, 1))
         self._stream = stream  # the plan borrows its stream: keep it alive
+        self._keep: List[Any] = []  # compiled steps a session borrows
         self._wrappers: Dict[
             int, Tensor
         ] = {}  # one Tensor per reused batch tensor, so compiled steps see the same inputs
@@ -71,9 +72,6 @@ class FitPlan:
         out = ffi.new("int32_t[]", lib.PG_RNG_STATE_LEN)
         _core.check(lib.pg_fit_split_state(self._p, out))
         return list(out)
-
-    def epoch_begin(self) -> None:
-        _core.check(lib.pg_fit_epoch_begin(self._p))
 
     def _tensor(self, p: Any) -> Optional[Tensor]:
         if p == NULL:
@@ -111,35 +109,73 @@ class FitPlan:
             _core.raise_last()
         return float(v[0])
 
-    def run_static(self, val: bool, b0: int, b1: int, step: Any, out: Tensor) -> int:
-        """Batches b0 .. b1 - 1 through a compiled step (recorded on this plan's batch tensors),
-        all in C; returns how many ran."""
-        n = lib.pg_fit_run_static(self._p, int(val), b0, b1, step._g, out._handle())
-        if n < 0:
-            _core.raise_last(-n)
-        return int(n)
-
     def running(self) -> Tuple[float, float]:
         o = ffi.new("double[2]")
         _core.check(lib.pg_fit_running(self._p, o, o + 1))
         return o[0], o[1]
 
-    def diverged(self, per_datapoint: bool, epoch: int) -> Optional[str]:
-        """The core's warning when this epoch's loss is NaN or infinite (ag_fit then stops),
-        else None."""
-        buf = ffi.new("char[512]")
-        rc = lib.pg_fit_loss_diverged(self._p, int(per_datapoint), epoch, buf, 512)
+
+_LOGS = (
+    ["lr", "time_train"]
+    + [  # ag_fit's logs in the order they have always had
+        ffi.string(lib.pg_fit_log_name(i)).decode() for i in range(lib.PG_FIT_LOG_LR)
+    ]
+    + ["time_val"]
+)
+_LOG_AT = [
+    lib.PG_FIT_LOG_LR,
+    lib.PG_FIT_LOG_TIME_TRAIN,
+    *range(lib.PG_FIT_LOG_LR),
+    lib.PG_FIT_LOG_TIME_VAL,
+]
+
+
+class Session:
+    """The core's training session (native/fit_session.c) over a plan: next() gives the events
+    ag_fit answers (lib.PG_SESSION_*); the loop's bookkeeping is the core's."""
+
+    def __init__(
+        self, plan: FitPlan, nepoch: int, first_epoch: int, per_datapoint: bool, batch_events: bool
+    ) -> None:
+        prm = ffi.new("pg_session_params *", lib.pg_session_default_params())
+        prm.nepoch, prm.first_epoch = nepoch, first_epoch
+        prm.per_datapoint, prm.batch_events = int(per_datapoint), int(batch_events)
+        p = lib.pg_session_new(plan._p, prm)
+        if p == NULL:
+            _core.raise_last()
+        self._s = ffi.gc(p, lib.pg_session_free)
+        self._plan = plan  # borrowed by the session: keep it alive
+        self._ev, self._at = ffi.new("int *"), ffi.new("pg_session_pos *")
+        self._logs, self._msg = ffi.new("double[]", lib.PG_FIT_LOG_COUNT), ffi.new("char[512]")
+
+    def next(self) -> int:
+        _core.check(lib.pg_session_next(self._s, self._ev))
+        return int(self._ev[0])
+
+    def where(self) -> Any:
+        """epoch, batch (0-based), step, stopped_epoch, loss (the last training batch's)"""
+        _core.check(lib.pg_session_where(self._s, self._at))
+        return self._at
+
+    def set_lr(self, lr: float) -> None:
+        _core.check(lib.pg_session_set_lr(self._s, lr))
+
+    def set_static(self, val: bool, width: int, step: Any, out: Tensor) -> None:
+        """Hand a compiled step to the session (and with it the batch being answered)."""
+        _core.check(lib.pg_session_set_static(self._s, int(val), width, step._g, out._handle()))
+        self._plan._keep.append((step, out))
+
+    def logs(self, epoch: int) -> Tuple[Dict[str, float], Optional[str]]:
+        """The epoch's logs (ag_fit's dict) and the divergence warning, or None."""
+        rc = lib.pg_session_logs(self._s, self._logs, self._msg, 512)
         if rc < 0:
             _core.raise_last(-rc)
-        return ffi.string(buf).decode("utf-8", "replace") if rc else None
+        logs: Dict[str, float] = {"epoch": epoch}
+        logs.update((k, float(self._logs[i])) for k, i in zip(_LOGS, _LOG_AT))
+        return logs, ffi.string(self._msg).decode("utf-8", "replace") if rc else None
 
-    def epoch_end(self, per_datapoint: bool) -> Dict[str, float]:
-        tr, va = ffi.new("pg_fit_result *"), ffi.new("pg_fit_result *")
-        _core.check(lib.pg_fit_epoch_end(self._p, int(per_datapoint), tr, va))
-        keys = ("loss", "loss_unc", "accuracy", "accuracy_unc")
-        res = {k: float(getattr(tr, k)) for k in keys}
-        res.update({"val_" + k: float(getattr(va, k)) for k in keys})
-        return res
+    def stop(self) -> None:
+        _core.check(lib.pg_session_stop(self._s))
 
 
 def check_loss(loss: Any) -> None:

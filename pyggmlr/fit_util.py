@@ -193,12 +193,14 @@ class _StaticSteps:
 
     def __init__(self, model, lossfn, opt, has_y):
         self.model, self.lossfn, self.opt, self.has_y = model, lossfn, opt, has_y
-        self.train = None
-        self.val = {}
 
-    def _record(self, xv, yv, build):
+    def record(self, val, xv, yv):
+        """The step for this batch's width, recorded on the plan's batch tensors (the training
+        step in training mode, build "opt"; validation in eval mode, build "forward"):
+        (step, model output tensor) for the session, which runs them from then on."""
         from .compile import ag_compile
 
+        build = "forward" if val else "opt"
         holder = {}
 
         def fn(x, y=None):
@@ -217,17 +219,3 @@ class _StaticSteps:
                 if k in bufs:
                     t.data = bufs[k]
         return step, holder["out"]
-
-    def train_step(self, xv, yv):
-        """Loss of one replayed training step, and the model output tensor (reused buffer)."""
-        if self.train is None:
-            self.train = self._record(xv, yv, "opt")
-        step, out = self.train
-        return (step(xv, yv) if self.has_y else step(xv)), out
-
-    def val_step(self, xv, yv):
-        w = xv.shape[1]  # one graph per width (and per batch tensor: the plan reuses one per width)
-        if w not in self.val:
-            self.val[w] = self._record(xv, yv, "forward")
-        step, out = self.val[w]
-        return (step(xv, yv) if self.has_y else step(xv)).item(), out

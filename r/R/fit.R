@@ -152,7 +152,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   sz <- .Call(R_pg_fit_sizes, plan)
   n_val <- sz[[3L]]
   nb <- sz[[4L]]
-  n_valb <- sz[[6L]]
 
   fit <- new.env(parent = emptyenv())
   fit$model <- model
@@ -177,114 +176,93 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     ag_tape_clear()
     ag_eval(model)
   }, add = TRUE)
-  stopped <- NULL
-  step <- 0L
   first <- if (is.null(res)) 1L else res$epoch + 1L
-  todo <- max(0L, nepoch - first + 1L)
-  prog <- .fit_progress(pmode, plan, todo * nb, nepoch)
+  prog <- .fit_progress(pmode, plan, max(0L, nepoch - first + 1L) * nb, nepoch)
   on.exit(prog$close(), add = TRUE)
   batch_cbs <- Filter(function(cb) is.function(cb$on_batch_end), cbs)
-  # an optimizer of this package whose step is its own steps inside the core
+  # an optimizer of this package whose step is its own: eager batches are answered in C
   core_step <- is.null(ss) && is.null(sync) &&
     inherits(opt, c("ag_optimizer_sgd", "ag_optimizer_adam")) &&
     identical(environment(opt$step), environment(opt$zero_grad))
   fwd <- .fit_forward_fn(model)  # looked up once: the loop calls them by value
   lossfn <- L$fn
+  # the loop is the core's (native/fit_session.c): this answers only what calls R code
+  s <- .Call(R_pg_session_new, plan, nepoch, first, per_datapoint, prog$on || length(batch_cbs))
+  cfwd <- if (core_step) fwd
   oh <- opt$.h
-  prog_on <- prog$on
-  replay <- !is.null(ss) && !prog_on && !length(batch_cbs)
   started <- TRUE
-  for (epoch in seq(first, length.out = todo)) {
-    if (!is.null(opt_params)) .apply_hyper(opt, opt_params(epoch), epoch)
-    logs <- list(epoch = epoch, lr = as.double(opt$lr))
-    .Call(R_pg_fit_epoch_begin, plan)
-    ag_train(model)
-    t0 <- proc.time()[["elapsed"]]
-    prog$epoch_begin(epoch)
-    for (b in seq_len(nb)) {
-      # nothing to do between batches: the rest of the epoch in one core call
-      if (replay && !is.null(ss$train)) {
-        .Call(R_pg_fit_run_static, plan, FALSE, b - 1L, nb, attr(ss$train$step, "graph"),
-              ss$train$out)
-        step <- step + (nb - b + 1L)
-        break
-      }
-      if (core_step) {  # gather, forward, loss, backward, step, record: one .Call
-        lval <- .Call(R_pg_fit_eager_step, plan, b - 1L, fwd, lossfn, oh)
-      } else if (!is.null(ss)) {  # one replay of the compiled step
-        bt <- .Call(R_pg_fit_batch, plan, FALSE, b - 1L)
-        lval <- ss$train_step(bt[[1L]], bt[[2L]])
-        .Call(R_pg_fit_record, plan, FALSE, lval, ss$train$out)  # accuracy: arg-max in C
-      } else {  # the gradients pass through R: MPI's all-reduce, a user's step()
-        bt <- .Call(R_pg_fit_batch, plan, FALSE, b - 1L)
-        with_grad_tape({
-          out <- .fit_out(fwd(bt[[1L]]))
-          lv <- lossfn(out, bt[[2L]])
-        })
-        if (!is_ag_tensor(lv))
-          .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor, got %s", class(lv)[[1L]])
-        lval <- .fit_host_step(plan, lv, out, opt, sync, ncol(bt[[1L]]))
-      }
-      out <- bt <- lv <- NULL  # drop the references (rm() itself costs ~10 us a call)
-      step <- step + 1L
-      if (prog_on) prog$tick()
-      for (cb in batch_cbs) cb$on_batch_end(step, list(epoch = epoch, batch = b, loss = lval))
-    }
-    if (!is.null(sync)) sync$stats(plan)
-    logs$time_train <- proc.time()[["elapsed"]] - t0
-    t1 <- proc.time()[["elapsed"]]
-    if (n_val > 0L) {
-      ag_eval(model)
-      ag_no_grad({
-        for (b in seq_len(n_valb)) {
-          w <- as.character(min(batch_size, n_val - (b - 1L) * batch_size))
-          if (!is.null(ss) && !is.null(ss$val[[w]])) {  # recorded: gather, replay and record in C
-            .Call(R_pg_fit_run_static, plan, TRUE, b - 1L, b, attr(ss$val[[w]]$step, "graph"),
-                  ss$val[[w]]$out)
-            next
-          }
-          bt <- .Call(R_pg_fit_batch, plan, TRUE, b - 1L)
+  repeat {
+    ev <- .Call(R_pg_session_next, s, cfwd, lossfn, oh)
+    switch(ev,
+      train_batch = {
+        at <- .Call(R_pg_session_where, s)
+        bt <- .Call(R_pg_fit_batch, plan, FALSE, at[[2L]])
+        if (!is.null(ss)) {  # recorded once; the session replays it from now on
+          g <- ss$record(FALSE, bt[[1L]], bt[[2L]])
+          .Call(R_pg_session_set_static, s, FALSE, ncol(bt[[1L]]), attr(g$step, "graph"), g$out)
+        } else {  # the gradients pass through R: MPI's all-reduce, a user's step()
+          with_grad_tape({
+            out <- .fit_out(fwd(bt[[1L]]))
+            lv <- lossfn(out, bt[[2L]])
+          })
+          if (!is_ag_tensor(lv))
+            .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor, got %s", class(lv)[[1L]])
+          .fit_host_step(plan, lv, out, opt, sync, ncol(bt[[1L]]))
+        }
+        out <- bt <- lv <- NULL  # drop the references
+      },
+      batch_end = {
+        at <- .Call(R_pg_session_where, s)
+        if (prog$on) prog$tick()
+        for (cb in batch_cbs)
+          cb$on_batch_end(as.integer(at[[3L]]),
+                          list(epoch = as.integer(at[[1L]]), batch = as.integer(at[[2L]]) + 1L,
+                               loss = at[[5L]]))
+      },
+      epoch_begin = {
+        epoch <- as.integer(.Call(R_pg_session_where, s)[[1L]])
+        if (!is.null(opt_params)) .apply_hyper(opt, opt_params(epoch), epoch)
+        .Call(R_pg_session_set_lr, s, as.double(opt$lr))
+        ag_train(model)
+        prog$epoch_begin(epoch)
+      },
+      train_end = if (!is.null(sync)) sync$stats(plan),
+      val_begin = ag_eval(model),
+      val_batch = {
+        at <- .Call(R_pg_session_where, s)
+        bt <- .Call(R_pg_fit_batch, plan, TRUE, at[[2L]])
+        ag_no_grad({
           if (!is.null(ss)) {
-            r <- ss$val_step(bt[[1L]], bt[[2L]])
-            out <- r$out
-            lval <- r$loss
+            g <- ss$record(TRUE, bt[[1L]], bt[[2L]])
+            .Call(R_pg_session_set_static, s, TRUE, ncol(bt[[1L]]), attr(g$step, "graph"), g$out)
           } else {
             out <- .fit_forward(model, bt[[1L]])
-            lval <- L$fn(out, bt[[2L]])$data[1L, 1L]
+            .Call(R_pg_fit_record, plan, TRUE, L$fn(out, bt[[2L]])$data[1L, 1L], out)
           }
-          .Call(R_pg_fit_record, plan, TRUE, lval, out)
-        }
-      })
-      out <- bt <- NULL
-      ag_train(model)
-    }
-    st <- .Call(R_pg_fit_epoch_end, plan, per_datapoint)
-    logs$loss <- st[1L]
-    logs$loss_unc <- st[2L]
-    logs$accuracy <- st[3L]
-    logs$accuracy_unc <- st[4L]
-    logs$val_loss <- st[5L]
-    logs$val_loss_unc <- st[6L]
-    logs$val_accuracy <- st[7L]
-    logs$val_accuracy_unc <- st[8L]
-    diverged <- .Call(R_pg_fit_loss_diverged, plan, per_datapoint, epoch) # NaN / Inf: warn, stop
-    logs$time_val <- proc.time()[["elapsed"]] - t1
-    fit$logs[[length(fit$logs) + 1L]] <- logs
-    prog$epoch_end(logs)
-    stop_now <- !is.null(diverged)
-    for (cb in cbs) if (identical(cb$on_epoch_end(epoch, logs), FALSE)) stop_now <- TRUE
-    if (!is.null(diverged))
-      warning(warningCondition(diverged, class = "pyggmlr_nonfinite_loss_warning"))
-    if (stop_now || isTRUE(fit$stop)) {
-      stopped <- epoch
-      break
-    }
+        })
+        out <- bt <- NULL
+      },
+      val_end = ag_train(model),
+      epoch_end = {
+        logs <- .Call(R_pg_session_logs, s)  # NaN / Inf loss: warn, and the run ends
+        diverged <- attr(logs, "diverged")
+        attr(logs, "diverged") <- NULL
+        fit$logs[[length(fit$logs) + 1L]] <- logs
+        prog$epoch_end(logs)
+        stop_now <- FALSE
+        for (cb in cbs) if (identical(cb$on_epoch_end(epoch, logs), FALSE)) stop_now <- TRUE
+        if (!is.null(diverged))
+          warning(warningCondition(diverged, class = "pyggmlr_nonfinite_loss_warning"))
+        if (stop_now || isTRUE(fit$stop)) .Call(R_pg_session_stop, s)
+      },
+      done = break)
   }
+  stopped <- .Call(R_pg_session_where, s)[[4L]]
   for (cb in cbs) if (is.function(cb$on_train_end)) cb$on_train_end(fit)
-  .make_history(fit$logs, stopped, fit$best_epoch)
+  .make_history(fit$logs, if (stopped > 0) as.integer(stopped), fit$best_epoch)
 }
 
-# R_pg_fit_train_step's work with the gradients in R: averaged over MPI ranks first, or stepped by
+# pg_fit_train_step's work with the gradients in R: averaged over MPI ranks first, or stepped by
 # an optimizer whose step() is the user's
 .fit_host_step <- function(plan, lv, out, opt, sync, width) {
   grads <- backward(lv)

@@ -236,9 +236,10 @@
 # buffers (batch-norm running statistics) put back, so the run equals the eager one bit for bit.
 .static_steps <- function(model, lossfn, opt, has_y) {
   s <- new.env(parent = emptyenv())
-  s$train <- NULL
-  s$val <- list()
-  record <- function(xv, yv, build) {
+  # the step for a batch's width, recorded on the plan's batch tensors (training: build "opt" in
+  # training mode; validation: "forward" in eval mode): list(step, out) for the session
+  s$record <- function(val, xv, yv) {
+    build <- if (val) "forward" else "opt"
     holder <- new.env(parent = emptyenv())
     fn <- function(x, y = NULL) {
       out <- .fit_forward(model, x)
@@ -255,19 +256,6 @@
     step <- do.call(ag_compile,
                     c(list(fn), ins, list(build = build, optimizer = if (build == "opt") opt)))
     list(step = step, out = holder$out)
-  }
-  run <- function(g, xv, yv) list(loss = if (has_y) g$step(xv, yv) else g$step(xv), out = g$out)
-  # the loss of one replayed training step; its output tensor (a reused buffer) is s$train$out
-  s$train_step <- function(xv, yv) {
-    if (is.null(s$train)) s$train <- record(xv, yv, "opt")
-    if (has_y) s$train$step(xv, yv) else s$train$step(xv)
-  }
-  s$val_step <- function(xv, yv) {
-    w <- as.character(dim(xv)[2L])
-    if (is.null(s$val[[w]])) s$val[[w]] <- record(xv, yv, "forward")
-    r <- run(s$val[[w]], xv, yv)
-    r$loss <- as.matrix(r$loss$data)[1L, 1L]
-    r
   }
   s
 }

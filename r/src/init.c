@@ -53,18 +53,19 @@ extern SEXP R_pg_clip_grad_value(SEXP, SEXP, SEXP);
 extern SEXP R_pg_grad_anomaly(SEXP, SEXP);
 extern SEXP R_pg_sched_init(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_session_new(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_session_next(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_session_where(SEXP);
+extern SEXP R_pg_session_set_lr(SEXP, SEXP);
+extern SEXP R_pg_session_set_static(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_session_logs(SEXP);
+extern SEXP R_pg_session_stop(SEXP);
 extern SEXP R_pg_fit_sizes(SEXP);
 extern SEXP R_pg_batch_count(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_split_state(SEXP);
-extern SEXP R_pg_fit_epoch_begin(SEXP);
 extern SEXP R_pg_fit_batch(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_record(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_train_step(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_eager_step(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_running(SEXP);
-extern SEXP R_pg_fit_epoch_end(SEXP, SEXP);
-extern SEXP R_pg_fit_loss_diverged(SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_run_static(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_gradcheck_defaults(SEXP);
 extern SEXP R_pg_gradcheck_points(SEXP, SEXP, SEXP);
 extern SEXP R_pg_gradcheck_judge(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -219,18 +220,19 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_grad_anomaly", (DL_FUNC)&R_pg_grad_anomaly, 2},
     {"R_pg_sched_init", (DL_FUNC)&R_pg_sched_init, 3},
     {"R_pg_fit_new", (DL_FUNC)&R_pg_fit_new, 8},
+    {"R_pg_session_new", (DL_FUNC)&R_pg_session_new, 5},
+    {"R_pg_session_next", (DL_FUNC)&R_pg_session_next, 4},
+    {"R_pg_session_where", (DL_FUNC)&R_pg_session_where, 1},
+    {"R_pg_session_set_lr", (DL_FUNC)&R_pg_session_set_lr, 2},
+    {"R_pg_session_set_static", (DL_FUNC)&R_pg_session_set_static, 5},
+    {"R_pg_session_logs", (DL_FUNC)&R_pg_session_logs, 1},
+    {"R_pg_session_stop", (DL_FUNC)&R_pg_session_stop, 1},
     {"R_pg_fit_sizes", (DL_FUNC)&R_pg_fit_sizes, 1},
     {"R_pg_batch_count", (DL_FUNC)&R_pg_batch_count, 3},
     {"R_pg_fit_split_state", (DL_FUNC)&R_pg_fit_split_state, 1},
-    {"R_pg_fit_epoch_begin", (DL_FUNC)&R_pg_fit_epoch_begin, 1},
     {"R_pg_fit_batch", (DL_FUNC)&R_pg_fit_batch, 3},
     {"R_pg_fit_record", (DL_FUNC)&R_pg_fit_record, 4},
-    {"R_pg_fit_train_step", (DL_FUNC)&R_pg_fit_train_step, 4},
-    {"R_pg_fit_eager_step", (DL_FUNC)&R_pg_fit_eager_step, 5},
     {"R_pg_fit_running", (DL_FUNC)&R_pg_fit_running, 1},
-    {"R_pg_fit_epoch_end", (DL_FUNC)&R_pg_fit_epoch_end, 2},
-    {"R_pg_fit_loss_diverged", (DL_FUNC)&R_pg_fit_loss_diverged, 3},
-    {"R_pg_fit_run_static", (DL_FUNC)&R_pg_fit_run_static, 6},
     {"R_pg_gradcheck_defaults", (DL_FUNC)&R_pg_gradcheck_defaults, 1},
     {"R_pg_gradcheck_points", (DL_FUNC)&R_pg_gradcheck_points, 3},
     {"R_pg_gradcheck_judge", (DL_FUNC)&R_pg_gradcheck_judge, 8},

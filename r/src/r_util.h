@@ -16,8 +16,9 @@ enum r_kind {
     R_EARLY_STOP,
     R_FIT,
     R_CHECKPOINT,
-    R_GRAPH, /* a compiled step (pg_graph) */
-    R_RNG,   /* a run stream (pg_rng) */
+    R_GRAPH,   /* a compiled step (pg_graph) */
+    R_RNG,     /* a run stream (pg_rng) */
+    R_SESSION, /* ag_fit's training session (pg_session) */
     R_KIND_COUNT
 };
 

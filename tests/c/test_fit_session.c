@@ -79,7 +79,7 @@ void test_fit_session(void)
     CHECK(n == 10 && ev[0] == PG_SESSION_EPOCH_BEGIN && ev[9] == PG_SESSION_DONE);
     pg_session_pos at;
     CHECK(pg_session_where(s, &at) == 0 && at.epoch == 2 && at.step == 6 && at.stopped_epoch == 0);
-    CHECK(at.loss == 3); /* the last training batch's */
+    CHECK(at.loss == 3);                                        /* the last training batch's */
     CHECK(pg_session_next(s, &e) == 0 && e == PG_SESSION_DONE); /* and stays done */
     pg_session_free(s);
 

@@ -1,0 +1,189 @@
+/* .Call glue: ag_fit's training session (the core's fit_session.c). The session's calls that may
+ * draw (an epoch's shuffle, a compiled step's dropout) run between r_draw_enter and r_draw_leave;
+ * an eager step of the package's optimizer runs here, calling the model and the loss (R code)
+ * from C, so R's loop sees only the events that need R. */
+#include <math.h>
+#include <string.h>
+#include "r_util.h"
+
+extern SEXP R_pg_tape(SEXP);
+
+/* the session's handle keeps (plan, compiled steps...) alive in its prot slot */
+static pg_session *sess_get(SEXP x) { return r_get(x, R_SESSION); }
+
+SEXP R_pg_session_new(SEXP plan, SEXP nepoch, SEXP first_epoch, SEXP per_datapoint,
+                      SEXP batch_events)
+{
+    pg_session_params p = pg_session_default_params();
+    p.nepoch = (int64_t)r_num(nepoch, "ag_fit: nepoch");
+    p.first_epoch = (int64_t)r_num(first_epoch, "ag_fit: first epoch");
+    p.per_datapoint = Rf_asLogical(per_datapoint) == 1;
+    p.batch_events = Rf_asLogical(batch_events) == 1;
+    pg_session *s = pg_session_new(r_get(plan, R_FIT), &p);
+    SEXP out = r_wrap_keep(s, R_SESSION, PROTECT(Rf_cons(plan, R_NilValue)));
+    UNPROTECT(1);
+    return out;
+}
+
+/* class(x)[[1]] as R prints it, for messages */
+static const char *class_name(SEXP x)
+{
+    SEXP k = Rf_getAttrib(x, R_ClassSymbol);
+    if (TYPEOF(k) == STRSXP && XLENGTH(k) > 0) return CHAR(STRING_ELT(k, 0));
+    if (Rf_length(Rf_getAttrib(x, R_DimSymbol)) == 2) return "matrix";
+    switch (TYPEOF(x)) {
+    case REALSXP: return "numeric";
+    case INTSXP: return "integer";
+    case LGLSXP: return "logical";
+    case STRSXP: return "character";
+    case VECSXP: return "list";
+    case CLOSXP:
+    case BUILTINSXP:
+    case SPECIALSXP: return "function";
+    default: return Rf_type2char(TYPEOF(x));
+    }
+}
+
+/* ---- one eager micro-batch with the host's code called from C ----
+ * gather batch b, call fwd(x) and lossfn(out, y) (R code) inside a tape scope that C closes on
+ * every exit (R_UnwindProtect, as with_grad_tape), then pg_fit_train_step: the R loop's results,
+ * bit for bit, without R's per-batch loop. */
+struct eager {
+    SEXP fwd, lossfn, x, y;
+    int depth;
+};
+
+static SEXP eager_eval(void *data)
+{
+    struct eager *e = data;
+    SEXP c1 = PROTECT(Rf_lang2(e->fwd, e->x));
+    SEXP out = PROTECT(Rf_eval(c1, R_GlobalEnv));
+    if (TYPEOF(r_handle(out)) != EXTPTRSXP) /* a number would reach the loss as a constant */
+        r_stopf(PG_STATUS_ERR_ARG, "ag_fit: model forward returned a %s, not a tensor",
+                class_name(out));
+    SEXP c2 = PROTECT(Rf_lang3(e->lossfn, out, e->y));
+    SEXP lv = PROTECT(Rf_eval(c2, R_GlobalEnv));
+    SEXP res = Rf_allocVector(VECSXP, 2);
+    SET_VECTOR_ELT(res, 0, out);
+    SET_VECTOR_ELT(res, 1, lv);
+    UNPROTECT(4);
+    return res;
+}
+
+static void eager_close(void *data, Rboolean jump)
+{
+    (void)jump;
+    pg_tape_end_to(((struct eager *)data)->depth);
+}
+
+static void eager_step(pg_fit *f, int64_t b, SEXP fwd, SEXP lossfn, pg_optim *o)
+{
+    pg_tensor *xb = NULL, *yb = NULL;
+    if (pg_fit_batch(f, 0, b, &xb, &yb) < 0) r_fail();
+    SEXP x = PROTECT(r_wrap_tensor(xb));
+    SEXP y = yb ? r_wrap_tensor(yb) : R_NilValue;
+    PROTECT(y);
+    struct eager e = {fwd, lossfn, x, y, pg_tape_depth()};
+    SEXP cont = PROTECT(R_MakeUnwindCont());
+    R_pg_tape(PROTECT(Rf_ScalarInteger(R_TAPE_BEGIN)));
+    UNPROTECT(1);
+    SEXP res = PROTECT(R_UnwindProtect(eager_eval, &e, eager_close, &e, cont));
+    SEXP out = VECTOR_ELT(res, 0), lv = VECTOR_ELT(res, 1), lh = r_handle(lv);
+    if (TYPEOF(lh) != EXTPTRSXP)
+        r_stopf(PG_STATUS_ERR_VALUE, "ag_fit: the loss must be a 1x1 ag_tensor, got %s",
+                class_name(lv));
+    double v;
+    if (pg_fit_train_step(f, r_get(lh, R_TENSOR), r_get(r_handle(out), R_TENSOR), o, &v)) {
+        r_host_rethrow(); /* an R error in an ag_checkpoint replay goes on unchanged */
+        r_fail();
+    }
+    UNPROTECT(4);
+}
+
+/* The next event by its core name ("epoch_begin", ...: R switches on it). With fwd, lossfn and opt (an optimizer of
+ * the package, eager), training batches are answered here and never returned. */
+SEXP R_pg_session_next(SEXP sp, SEXP fwd, SEXP lossfn, SEXP opt)
+{
+    pg_session *s = sess_get(sp);
+    pg_fit *f = r_get(CAR(R_ExternalPtrProtected(sp)), R_FIT);
+    pg_optim *o = Rf_isNull(fwd) ? NULL : r_get(opt, R_OPTIM);
+    int ev = 0, drawing = 1;
+    for (;;) {
+        int rc;
+        if (drawing) {
+            r_draw c = r_draw_enter();
+            rc = pg_session_next(s, &ev);
+            r_draw_leave(c, rc == 0);
+        } else {
+            rc = pg_session_next(s, &ev);
+        }
+        if (rc) r_fail();
+        if (ev != PG_SESSION_TRAIN_BATCH || !o) break;
+        pg_session_pos at;
+        r_check(pg_session_where(s, &at));
+        eager_step(f, at.batch, fwd, lossfn, o);
+        drawing = 0; /* after an eager batch the next event draws nothing (no shuffle, no replay) */
+    }
+    return Rf_mkString(pg_session_event_name(ev));
+}
+
+/* c(epoch, batch (0-based), step, stopped_epoch, loss) */
+SEXP R_pg_session_where(SEXP sp)
+{
+    pg_session_pos at;
+    r_check(pg_session_where(sess_get(sp), &at));
+    SEXP v = PROTECT(Rf_allocVector(REALSXP, 5));
+    double *d = REAL(v);
+    d[0] = (double)at.epoch, d[1] = (double)at.batch, d[2] = (double)at.step;
+    d[3] = (double)at.stopped_epoch, d[4] = at.loss;
+    UNPROTECT(1);
+    return v;
+}
+
+SEXP R_pg_session_set_lr(SEXP sp, SEXP lr)
+{
+    r_check(pg_session_set_lr(sess_get(sp), Rf_length(lr) == 1 ? Rf_asReal(lr) : NAN));
+    return R_NilValue;
+}
+
+/* a compiled step (its graph handle and output tensor) for the session; both kept alive by it */
+SEXP R_pg_session_set_static(SEXP sp, SEXP val, SEXP width, SEXP gp, SEXP out)
+{
+    r_check(pg_session_set_static(sess_get(sp), Rf_asLogical(val) == 1,
+                                  (int64_t)r_num(width, "ag_fit: width"), r_get(gp, R_GRAPH),
+                                  r_get(r_handle(out), R_TENSOR)));
+    SEXP keep = R_ExternalPtrProtected(sp);
+    SETCDR(keep, PROTECT(Rf_cons(gp, PROTECT(Rf_cons(out, CDR(keep))))));
+    UNPROTECT(2);
+    return R_NilValue;
+}
+
+/* the epoch's logs as ag_fit's list (epoch, lr, time_train, loss ... val_accuracy_unc,
+ * time_val), with the divergence warning (or NULL) as attribute "diverged" */
+SEXP R_pg_session_logs(SEXP sp)
+{
+    double v[PG_FIT_LOG_COUNT];
+    char msg[512];
+    pg_session_pos at;
+    pg_session *s = sess_get(sp);
+    const int rc = pg_session_logs(s, v, msg, sizeof msg);
+    if (rc < 0) r_fail();
+    r_check(pg_session_where(s, &at));
+    enum { N = PG_FIT_LOG_COUNT + 1 };
+    const int at_log[N] = {-1, PG_FIT_LOG_LR,      PG_FIT_LOG_TIME_TRAIN, 0, 1, 2, 3, 4, 5, 6,
+                           7,  PG_FIT_LOG_TIME_VAL};
+    const char *names[N];
+    for (int i = 0; i < N; i++) names[i] = i ? pg_fit_log_name(at_log[i]) : "epoch";
+    SEXP out = PROTECT(r_named_list(names, N));
+    SET_VECTOR_ELT(out, 0, Rf_ScalarInteger((int)at.epoch));
+    for (int i = 1; i < N; i++) SET_VECTOR_ELT(out, i, Rf_ScalarReal(v[at_log[i]]));
+    if (rc) Rf_setAttrib(out, Rf_install("diverged"), Rf_mkString(msg));
+    UNPROTECT(1);
+    return out;
+}
+
+SEXP R_pg_session_stop(SEXP sp)
+{
+    r_check(pg_session_stop(sess_get(sp)));
+    return R_NilValue;
+}
