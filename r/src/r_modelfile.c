@@ -1,23 +1,11 @@
-/* R glue for the model-file schema (native/modelfile*.c): an open file is an external pointer
- * (closed by R_pg_mf_close, or by its finalizer when an R error intervened). Refusals come
- * back as list(status, message, errno) for io.R to raise classed, as r_codec.c's. */
+/* R glue for the model-file schema (native/modelfile*.c): an open file is a handle of kind
+ * R_MODELFILE (closed by R_pg_mf_close, or by its finalizer when an R error intervened).
+ * Refusals come back as list(status, message, errno) for io.R to raise classed, as r_codec.c's. */
 #include "r_util.h"
 #include <limits.h>
 #include <string.h>
 
-static void mf_finalize(SEXP p)
-{
-    pg_mf *mf = (pg_mf *)R_ExternalPtrAddr(p);
-    if (mf) pg_mf_close(mf);
-    R_ClearExternalPtr(p);
-}
-
-static pg_mf *mf_arg(SEXP p)
-{
-    if (TYPEOF(p) != EXTPTRSXP || !R_ExternalPtrAddr(p))
-        r_stopf(PG_STATUS_ERR_ARG, "internal: not an open model file");
-    return (pg_mf *)R_ExternalPtrAddr(p);
-}
+static pg_mf *mf_arg(SEXP p) { return r_get(p, R_MODELFILE); }
 
 static const char *str_arg(SEXP s, const char *what)
 {
@@ -44,15 +32,12 @@ SEXP R_pg_mf_open(SEXP path, SEXP fn)
     pg_mf *mf = NULL;
     int rc = pg_mf_open(Rf_translateChar(STRING_ELT(path, 0)), f, &mf);
     if (rc) return r_status_list(rc);
-    SEXP p = PROTECT(R_MakeExternalPtr(mf, R_NilValue, R_NilValue));
-    R_RegisterCFinalizerEx(p, mf_finalize, TRUE);
-    UNPROTECT(1);
-    return p;
+    return r_wrap(mf, R_MODELFILE);
 }
 
 SEXP R_pg_mf_close(SEXP p)
 {
-    if (TYPEOF(p) == EXTPTRSXP) mf_finalize(p);
+    r_free_now(p, R_MODELFILE);
     return R_NilValue;
 }
 

@@ -16,9 +16,10 @@ enum r_kind {
     R_EARLY_STOP,
     R_FIT,
     R_CHECKPOINT,
-    R_GRAPH,   /* a compiled step (pg_graph) */
-    R_RNG,     /* a run stream (pg_rng) */
-    R_SESSION, /* ag_fit's training session (pg_session) */
+    R_GRAPH,     /* a compiled step (pg_graph) */
+    R_RNG,       /* a run stream (pg_rng) */
+    R_SESSION,   /* ag_fit's training session (pg_session) */
+    R_MODELFILE, /* an open model file (pg_mf) */
     R_KIND_COUNT
 };
 
@@ -60,6 +61,9 @@ SEXP r_wrap_keep(void *p, int kind, SEXP keep);
 /* the one getter: checks type and tag (pyggmlr_argument_error); a cleared (e.g. unserialized)
  * pointer is a pyggmlr_state_error */
 void *r_get(SEXP x, int kind);
+/* free a handle's object now (its finalizer's work; the handle reads as dead after); a NULL or
+ * already freed handle is left alone */
+void r_free_now(SEXP x, int kind);
 /* raise the core's last error as an R error (long-jumps) */
 void r_fail(void) __attribute__((noreturn));
 /* a glue check's error, classed by its core status as the core's are (r_guard.c) */
