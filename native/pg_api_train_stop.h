@@ -107,6 +107,13 @@ int pg_checkpoint_update(pg_checkpoint *c, int64_t epoch, const double *logs, in
 int pg_checkpoint_get_state(const pg_checkpoint *c, pg_early_stop_state *out);
 /* resuming: the best of the checkpoint's run, checked as pg_early_stop_set_state */
 int pg_checkpoint_set_state(pg_checkpoint *c, double best, int64_t best_epoch);
+/* ag_model_checkpoint's path (fit_ckpt_path.c): "{epoch}" or "{epoch:<width>d}" ("{epoch:03d}":
+ * zero-padded) is the epoch, "{{" and "}}" literal braces, anything else in braces is refused
+ * (PG_STATUS_ERR_VALUE). pg_checkpoint_path writes epoch's file name (at most cap bytes, NUL
+ * included) and returns its length, or -status; pg_checkpoint_path_check also requires the first
+ * epoch's directory to exist and be writable (checked when the callback is made). */
+int64_t pg_checkpoint_path(const char *path, int64_t epoch, char *out, int64_t cap);
+int pg_checkpoint_path_check(const char *path);
 
 /* ag_fit(resume_from = path): the checkpoint's training state checked against this run before
  * anything is written (fit_resume.c). The file's metadata 'extra' and 'epoch' are read here (the

@@ -260,30 +260,25 @@ def _state_values(st, fn="ag_early_stopping"):
 
 
 def _checkpoint_path(path) -> str:
-    """ag_model_checkpoint's path, checked now rather than after the first epoch: a string with
-    no placeholder but {epoch}, in a directory that exists and can be written."""
+    """ag_model_checkpoint's path, checked now rather than after the first epoch: the core's rule
+    (pg_checkpoint_path_check: {epoch} or {epoch:03d}, {{ and }}, a writable directory)."""
     if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
         raise PyggmlrValueError(
             f"ag_model_checkpoint: path must be a file name, got {type(path).__name__}"
         )
     p = os.fspath(path)
-    try:
-        first = p.format(epoch=1)
-    except (KeyError, IndexError, ValueError) as e:
-        raise PyggmlrValueError(
-            f"ag_model_checkpoint: path {p!r} has a placeholder other than {{epoch}} "
-            f"({type(e).__name__}: {e}); write a literal brace as {{{{ or }}}}"
-        ) from None
-    d = os.path.dirname(first) or "."
-    if not os.path.isdir(d):
-        raise PyggmlrValueError(
-            f"ag_model_checkpoint: directory {d!r} of path {p!r} does not exist"
-        )
-    if not os.access(d, os.W_OK | os.X_OK):
-        raise PyggmlrValueError(
-            f"ag_model_checkpoint: directory {d!r} of path {p!r} is not writable"
-        )
+    _core.check(lib.pg_checkpoint_path_check(os.fsencode(p)))
     return p
+
+
+def _epoch_path(path: str, epoch: int) -> str:
+    """The file name of epoch's checkpoint (the core's rule, as R's)."""
+    n = lib.pg_checkpoint_path(os.fsencode(path), epoch, NULL, 0)
+    if n < 0:
+        _core.raise_last(-n)
+    buf = ffi.new("char[]", n + 1)
+    lib.pg_checkpoint_path(os.fsencode(path), epoch, buf, n + 1)
+    return os.fsdecode(ffi.string(buf))
 
 
 class ag_model_checkpoint(_Monitored):
@@ -333,7 +328,7 @@ class ag_model_checkpoint(_Monitored):
         save = ffi.new("int *")
         _core.check(lib.pg_checkpoint_update(self._h, int(epoch), _log_values(logs), save))
         if save[0]:
-            p = self.path.format(epoch=epoch)
+            p = _epoch_path(self.path, int(epoch))
             self._fit.save_checkpoint(p, epoch)
             self.saved.append(p)
         return None

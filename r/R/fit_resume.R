@@ -11,7 +11,8 @@ ag_model_checkpoint <- function(path, every = 1L, save_best_only = FALSE, monito
     .arg_stop("ag_model_checkpoint: path must be a single file name")
   every <- .arg_int(every, fn, "every", 1L)
   save_best_only <- .arg_flag(save_best_only, fn, "save_best_only")
-  .ckpt_path_check(path)
+  # checked now rather than after the first epoch: the core's rule ({epoch}, {{ }}, the directory)
+  .Call(R_pg_checkpoint_path, path.expand(path), NULL)
   e <- new.env(parent = emptyenv())
   e$.ptr <- .Call(R_pg_checkpoint_new, every, save_best_only, mode, monitor)
   e$path <- path
@@ -29,7 +30,7 @@ ag_model_checkpoint <- function(path, every = 1L, save_best_only = FALSE, monito
   }
   e$on_epoch_end <- function(epoch, logs) {
     if (.Call(R_pg_checkpoint_update, e$.ptr, epoch, logs)) {
-      p <- gsub("{epoch}", epoch, e$path, fixed = TRUE)  # as Python's path.format(epoch=)
+      p <- .Call(R_pg_checkpoint_path, e$path, epoch)
       e$fit$save_checkpoint(p, epoch)
       e$saved <- c(e$saved, p)
     }
@@ -47,23 +48,6 @@ ag_model_checkpoint <- function(path, every = 1L, save_best_only = FALSE, monito
   }
   class(e) <- c("ag_model_checkpoint", "ag_callback")
   e
-}
-
-# The path is checked now rather than after the first epoch: no placeholder but {epoch}, in a
-# directory that exists and can be written (Python's texts).
-.ckpt_path_check <- function(path) {
-  first <- gsub("{epoch}", "1", path, fixed = TRUE)
-  if (grepl("[{}]", gsub("{{", "", gsub("}}", "", first, fixed = TRUE), fixed = TRUE)))
-    .pg_stop("value", sprintf("ag_model_checkpoint: path '%s' has a placeholder other than {epoch}",
-                              path))
-  d <- dirname(path.expand(first))
-  if (!dir.exists(d))
-    .pg_stop("value", sprintf("ag_model_checkpoint: directory '%s' of path '%s' does not exist", d,
-                              path))
-  if (file.access(d, 2L) != 0L || file.access(d, 1L) != 0L)
-    .pg_stop("value", sprintf("ag_model_checkpoint: directory '%s' of path '%s' is not writable", d,
-                              path))
-  invisible(path)
 }
 
 print.ag_model_checkpoint <- function(x, ...) {

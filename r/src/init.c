@@ -108,6 +108,7 @@ extern SEXP R_pg_accuracy_count(SEXP, SEXP);
 extern SEXP R_pg_set_index_base(SEXP);
 extern SEXP R_pg_fit_set_shuffle(SEXP, SEXP);
 extern SEXP R_pg_early_stop_new(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_checkpoint_path(SEXP, SEXP);
 extern SEXP R_pg_fit_resume_check(SEXP, SEXP);
 extern SEXP R_pg_fit_loss_parse(SEXP);
 extern SEXP R_pg_fit_loss(SEXP, SEXP, SEXP);
@@ -275,6 +276,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_set_index_base", (DL_FUNC)&R_pg_set_index_base, 1},
     {"R_pg_fit_set_shuffle", (DL_FUNC)&R_pg_fit_set_shuffle, 2},
     {"R_pg_early_stop_new", (DL_FUNC)&R_pg_early_stop_new, 5},
+    {"R_pg_checkpoint_path", (DL_FUNC)&R_pg_checkpoint_path, 2},
     {"R_pg_fit_resume_check", (DL_FUNC)&R_pg_fit_resume_check, 2},
     {"R_pg_fit_loss_parse", (DL_FUNC)&R_pg_fit_loss_parse, 1},
     {"R_pg_fit_loss", (DL_FUNC)&R_pg_fit_loss, 3},

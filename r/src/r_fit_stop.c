@@ -170,6 +170,25 @@ SEXP R_pg_checkpoint_set_state(SEXP h, SEXP best, SEXP best_epoch)
     return R_NilValue;
 }
 
+/* ag_model_checkpoint's path rule (fit_ckpt_path.c): with epoch NULL the check when the callback
+ * is made (NULL, or a classed error), else epoch's file name. path: one string, already
+ * path.expand()ed by R (R's idiom; Python leaves "~" alone, as open() does). */
+SEXP R_pg_checkpoint_path(SEXP path, SEXP epoch)
+{
+    if (!Rf_isString(path) || XLENGTH(path) != 1 || STRING_ELT(path, 0) == NA_STRING)
+        r_stopf(PG_STATUS_ERR_ARG, "ag_model_checkpoint: path must be a single file name");
+    const char *p = Rf_translateChar(STRING_ELT(path, 0));
+    if (Rf_isNull(epoch)) {
+        r_check(pg_checkpoint_path_check(p));
+        return R_NilValue;
+    }
+    const int64_t e = count_arg(epoch), n = pg_checkpoint_path(p, e, NULL, 0);
+    if (n < 0) r_check((int)-n);
+    char *buf = R_alloc((size_t)n + 1, 1);
+    pg_checkpoint_path(p, e, buf, n + 1);
+    return Rf_mkString(buf);
+}
+
 /* ag_fit(resume_from = path): the checkpoint's training state against this run's settings (a
  * JSON object text); a classed error naming ag_fit and the path, else NULL */
 SEXP R_pg_fit_resume_check(SEXP path, SEXP settings)

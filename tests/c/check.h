@@ -58,6 +58,7 @@ void test_fit_resume(void);
 void test_fit_history(void);
 void test_fit_loss(void);
 void test_checkpoint_policy(void);
+void test_checkpoint_path(void);
 void test_lost(void);
 void test_hostile(void);
 void test_versions(void);

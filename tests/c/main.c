@@ -48,6 +48,7 @@ int main(void)
     run("history table", test_fit_history);
     run("loss table", test_fit_loss);
     run("checkpoint policy", test_checkpoint_policy);
+    run("checkpoint path", test_checkpoint_path);
     run("lost", test_lost);
     run("hostile", test_hostile);
     run("versions", test_versions);

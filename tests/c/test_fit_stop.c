@@ -127,3 +127,28 @@ void test_checkpoint_policy(void)
     pg_checkpoint_free(c);
     pg_clear_error();
 }
+
+/* ag_model_checkpoint's path rule (fit_ckpt_path.c) */
+void test_checkpoint_path(void)
+{
+    char b[64];
+    CHECK(pg_checkpoint_path("m_{epoch}.st", 7, b, sizeof b) == 6 && !strcmp(b, "m_7.st"));
+    CHECK(pg_checkpoint_path("m{epoch:03d}", 7, b, sizeof b) == 4 && !strcmp(b, "m007"));
+    CHECK(pg_checkpoint_path("m{epoch:3d}", 12, b, sizeof b) == 4 && !strcmp(b, "m 12"));
+    CHECK(pg_checkpoint_path("a{{b}}_{epoch:d}", 2, b, sizeof b) == 6 && !strcmp(b, "a{b}_2"));
+    CHECK(pg_checkpoint_path("plain", 2, b, sizeof b) == 5 && !strcmp(b, "plain"));
+    CHECK(pg_checkpoint_path("abcdef{epoch}", 123, b, 4) == 9 && !strcmp(b, "abc")); /* cut */
+    CHECK(pg_checkpoint_path("{epoch}", 1, NULL, 0) == 1);                           /* length */
+    const char *refused[] = {"m_{ep}", "m_{}",        "m_{0}",    "m_{epoch",
+                             "m}",     "m_{epoch:x}", "{epoch:3}"};
+    for (int i = 0; i < 7; i++)
+        CHECK_ERR(pg_checkpoint_path(refused[i], 1, b, sizeof b) < 0, PG_STATUS_ERR_VALUE,
+                  "has a placeholder other than {epoch} (write a literal brace as {{ or }})");
+    CHECK(pg_checkpoint_path_check("ck_{epoch}.st") == 0); /* the working directory */
+    CHECK(pg_checkpoint_path_check("/tmp/ck_{epoch}.st") == 0);
+    CHECK_ERR(pg_checkpoint_path_check("/no/such/dir/ck.st"), PG_STATUS_ERR_VALUE,
+              "ag_model_checkpoint: directory '/no/such/dir' of path '/no/such/dir/ck.st' does not "
+              "exist");
+    CHECK_ERR(pg_checkpoint_path_check(""), PG_STATUS_ERR_VALUE, "path must be a file name");
+    CHECK_ERR(pg_checkpoint_path_check(NULL), PG_STATUS_ERR_ARG, "NULL path");
+}

@@ -410,6 +410,17 @@ def test_small_file_config_asking_for_huge_layers_fails_before_allocating(tmp_pa
 # ---- checkpoint paths are checked when the callback is made ----
 
 
+def test_checkpoint_path_names_epochs_by_the_core_rule(tmp_path):
+    """{epoch:03d} zero-pads, {{ and }} are one brace each (pg_checkpoint_path, as R's)."""
+    cb = pg.ag_model_checkpoint(str(tmp_path / "a{{b}}_{epoch:03d}.st"))
+    x = np.arange(1, 9, dtype=float).reshape(2, 4, order="F") / 8
+    pg.ag_fit(
+        pg.ag_linear(2, 2), x, [0, 1, 0, 1], nepoch=2, batch_size=2, silent=True, callbacks=[cb]
+    )
+    assert [os.path.basename(p) for p in cb.saved] == ["a{b}_001.st", "a{b}_002.st"]
+    assert all(os.path.exists(p) for p in cb.saved)
+
+
 def test_checkpoint_path_checked_at_construction(tmp_path):
     with pytest.raises(PyggmlrValueError, match=r"placeholder other than \{epoch\}"):
         pg.ag_model_checkpoint(str(tmp_path / "runs" / "{name}" / "m.st"))

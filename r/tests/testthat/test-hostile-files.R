@@ -267,6 +267,12 @@ test_that("checkpoint paths are checked when the callback is made", {
   expect_error(ag_model_checkpoint(file.path(d, "missing", "m_{epoch}.st")), "does not exist",
                fixed = TRUE)
   expect_s3_class(ag_model_checkpoint(file.path(d, "m_{epoch}.st")), "ag_model_checkpoint")
+  # the core's rule, as Python's: {epoch:03d} zero-pads, {{ and }} are one brace each
+  cb <- ag_model_checkpoint(file.path(d, "a{{b}}_{epoch:03d}.st"))
+  ag_fit(ag_linear(2, 2), matrix(1:8 / 8, 2), c(0, 1, 0, 1), nepoch = 2L, batch_size = 2L,
+         silent = TRUE, callbacks = list(cb))
+  expect_identical(basename(cb$saved), c("a{b}_001.st", "a{b}_002.st"))
+  expect_true(all(file.exists(cb$saved)))
 })
 
 test_that("a refused ag_capture_set keeps the step's clipping limit", {
