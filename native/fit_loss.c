@@ -1,5 +1,6 @@
 /* ag_fit's loss table: the names both front ends accept for `loss`, and the op each one runs,
- * so a name means the same loss in R and Python (and in a checkpoint's settings). */
+ * so a name means the same loss in R and Python (and in a checkpoint's settings); and its
+ * optimizer names. */
 #include <stdio.h>
 #include <string.h>
 #include "pg.h"
@@ -29,6 +30,26 @@ int pg_fit_loss_parse(const char *name, int *loss)
                    "ag_fit: unknown loss %s; use %s or a function(output, y) returning a 1x1 "
                    "tensor",
                    name ? shown : "(none)", list);
+}
+
+int pg_fit_optim_parse(const char *name, const char *shown, int *kind)
+{
+    static const struct {
+        const char *name;
+        int kind;
+    } OPT[] = {
+        {"adamw", PG_OPTIM_KIND_ADAM}, {"adam", PG_OPTIM_KIND_ADAM}, {"sgd", PG_OPTIM_KIND_SGD}};
+    if (!kind) return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_optim_parse(): kind is NULL");
+    char low[16] = "";
+    for (size_t i = 0; name && name[i] && i + 1 < sizeof low; i++)
+        low[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
+    for (size_t i = 0; name && strlen(name) < sizeof low && i < sizeof OPT / sizeof OPT[0]; i++)
+        if (!strcmp(low, OPT[i].name)) return *kind = OPT[i].kind, 0;
+    char q[64];
+    if (name) pj_qname(name, q, sizeof q);
+    return pg_fail(PG_STATUS_ERR_VALUE,
+                   "ag_fit: unknown optimizer %s; use \"adamw\", \"sgd\" or an optimizer object",
+                   name ? q : (shown ? shown : "(none)"));
 }
 
 pg_tensor *pg_fit_loss(int loss, pg_tensor *out, pg_tensor *y)

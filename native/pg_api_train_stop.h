@@ -152,5 +152,9 @@ enum pg_fit_loss {
 const char *pg_fit_loss_name(int loss); /* "cross_entropy", ...; NULL out of range */
 /* name to code; an unknown name is PG_STATUS_ERR_VALUE naming ag_fit and every accepted name */
 int pg_fit_loss_parse(const char *name, int *loss);
+/* ag_fit's optimizer names: "adamw" (or "adam") and "sgd", in any case, into *kind
+ * (PG_OPTIM_KIND_*). name: NULL when the argument is no string, shown then says what it is. An
+ * unknown one is PG_STATUS_ERR_VALUE naming ag_fit and the accepted names. */
+int pg_fit_optim_parse(const char *name, const char *shown, int *kind);
 /* the loss of out against y (NULL for mean / sum), on the tape like the op it calls */
 pg_tensor *pg_fit_loss(int loss, pg_tensor *out, pg_tensor *y);

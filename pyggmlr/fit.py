@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import numpy as np
 
 from ._core import lib
-from .errors import NonFiniteLossWarning, PyggmlrValueError, ShapeError
+from .errors import ArgumentError, NonFiniteLossWarning, PyggmlrValueError, ShapeError
 from .fit_args import check_args, make_callbacks
 from .fit_callbacks import Callback, ag_early_stopping, ag_model_checkpoint  # noqa: F401  (re-exported)
 from .fit_history import History  # noqa: F401  (re-exported)
@@ -217,6 +217,12 @@ def ag_fit(
         resume: Optional[Dict[str, Any]] = None
         if resume_from is not None:
             from .fit_resume import load_weights, read_checkpoint
+
+            if isinstance(resume_from, bytes) or not isinstance(resume_from, (str, os.PathLike)):
+                raise ArgumentError(
+                    "ag_fit: resume_from must be a file name, got "
+                    f"{type(resume_from).__name__} {resume_from!r}"[:200]
+                )
 
             try:
                 ck_epoch, fs = read_checkpoint(

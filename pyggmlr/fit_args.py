@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
-from ._args import check_flag, check_int, check_num
-from .errors import ArgumentError, PyggmlrValueError
+from ._args import check_flag, check_int, check_real
+from .errors import ArgumentError
 from .fit_callbacks import Callback, _FnCallback
 
 __all__: List[str] = []
@@ -24,17 +24,9 @@ def check_args(
     nbl = check_int(
         batch_size if nbatch_logical is None else nbatch_logical, "ag_fit", "nbatch_logical", 1
     )
-    if nbl % batch_size:
-        raise PyggmlrValueError(
-            f"ag_fit: nbatch_logical ({nbl}) must be a multiple of batch_size ({batch_size})"
-        )
-    val_split = (
-        check_num(val_split, "ag_fit", "val_split")
-        if not isinstance(val_split, float)
-        else val_split
-    )
-    if not 0.0 <= val_split < 1.0:
-        raise PyggmlrValueError(f"ag_fit: val_split must be in [0, 1), got {val_split}")
+    # the rest of the rules (a multiple of batch_size, val_split in [0, 1)) are the core's
+    # (pg_fit_new), one text in both languages
+    val_split = check_real(val_split, "ag_fit", "val_split")
     if opt_params is not None and not callable(opt_params):
         raise ArgumentError("ag_fit: opt_params must be a callable(epoch) -> dict or None")
     return nepoch, batch_size, shuffle, nbl, nbl // batch_size, val_split

@@ -137,15 +137,11 @@ def _loss_fn(loss):
 def _make_optimizer(optimizer, params, lr):
     if isinstance(optimizer, Optimizer):
         return optimizer
-    if isinstance(optimizer, str):
-        o = optimizer.lower()
-        if o in ("adamw", "adam"):
-            return optimizer_adam(params, lr=lr)
-        if o == "sgd":
-            return optimizer_sgd(params, lr=lr)
-    raise PyggmlrValueError(
-        f"ag_fit: unknown optimizer {optimizer!r}; use 'adamw', 'sgd' or an optimizer object"
-    )
+    name = optimizer.encode() if isinstance(optimizer, str) else NULL  # the core's names and text
+    kind = ffi.new("int *")
+    check(lib.pg_fit_optim_parse(name, repr(optimizer)[:60].encode(), kind))
+    make = optimizer_adam if kind[0] == lib.PG_OPTIM_KIND_ADAM else optimizer_sgd
+    return make(params, lr=lr)
 
 
 def _apply_hyper(opt, hp, epoch):

@@ -34,19 +34,14 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   batch_size <- .fit_int(batch_size, "batch_size")
   nbatch_logical <- if (is.null(nbatch_logical)) batch_size else .fit_int(nbatch_logical,
       "nbatch_logical")
-  if (nbatch_logical %% batch_size != 0L)
-    .fit_stop("ag_fit: nbatch_logical (%d) must be a multiple of batch_size (%d)", nbatch_logical,
-              batch_size)
   accum <- nbatch_logical %/% batch_size
   shuffle <- .arg_flag(shuffle, "ag_fit", "shuffle")
-  if (!is.numeric(val_split) || length(val_split) != 1L || is.na(val_split) || val_split < 0 ||
-      val_split >= 1)
-    .fit_stop("ag_fit: val_split must be in [0, 1), got %s",
-              paste(format(val_split), collapse = " "))
+  # the rest of the rules (a multiple of batch_size, val_split in [0, 1)) are the core's
+  # (pg_fit_new), one text in both languages
+  if (!is.numeric(val_split) || is.factor(val_split) || length(val_split) != 1L)
+    .arg_fail("argument", "ag_fit: val_split must be a number, got %s", .arg_show(val_split))
   if (!is.null(opt_params) && !is.function(opt_params))
     .fit_type_stop("ag_fit: opt_params must be a function(epoch) returning a named list, or NULL")
-  if (!is.null(seed) && (!is.numeric(seed) || length(seed) != 1L || is.na(seed)))
-    .fit_stop("ag_fit: seed must be a single number or NULL")
   if (!is.logical(distributed) || length(distributed) != 1L || is.na(distributed))
     .fit_stop("ag_fit: distributed must be TRUE or FALSE")
   if (!is.null(static) && (!is.logical(static) || length(static) != 1L || is.na(static)))
@@ -114,8 +109,9 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
                    split_state = NULL)
   res <- NULL
   if (!is.null(resume_from)) {  # weights, optimizer, then the run's own state from the checkpoint
-    if (!is.character(resume_from) ||
-        length(resume_from) != 1L) .fit_stop("ag_fit: resume_from must be a file name")
+    if (!is.character(resume_from) || length(resume_from) != 1L || is.na(resume_from))
+      .arg_fail("argument", "ag_fit: resume_from must be a file name, got %s",
+                .arg_show(resume_from))
     res <- tryCatch({
       r <- .fit_resume(resume_from, settings)  # checked; nothing written yet
       for (i in seq_along(cbs)) {  # the callbacks' saved states too

@@ -199,13 +199,11 @@
 
 .make_fit_optimizer <- function(optimizer, params, lr) {
   if (.is_optimizer(optimizer)) return(optimizer)
-  if (is.character(optimizer) && length(optimizer) == 1L) {
-    o <- tolower(optimizer)
-    if (o %in% c("adamw", "adam")) return(optimizer_adam(params, lr = lr))
-    if (o == "sgd") return(optimizer_sgd(params, lr = lr))
-  }
-  .fit_stop("ag_fit: unknown optimizer %s; use \"adamw\", \"sgd\" or an optimizer object",
-            paste(format(optimizer), collapse = " "))
+  # the core's names and text (pg_fit_optim_parse)
+  name <- if (is.character(optimizer) && length(optimizer) == 1L && !is.na(optimizer)) optimizer
+  kind <- .Call(R_pg_fit_optim_parse, name, .arg_show(optimizer))
+  if (kind == .pg$code$optim[["ADAM"]]) optimizer_adam(params, lr = lr)
+  else optimizer_sgd(params, lr = lr)
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -230,6 +230,15 @@ SEXP R_pg_fit_loss_parse(SEXP name)
     return Rf_ScalarInteger(code);
 }
 
+/* ag_fit's optimizer name (NULL: no string; shown: how R prints the value): its kind */
+SEXP R_pg_fit_optim_parse(SEXP name, SEXP shown)
+{
+    int kind = -1;
+    const char *n = Rf_isNull(name) ? NULL : Rf_translateCharUTF8(STRING_ELT(name, 0));
+    r_check(pg_fit_optim_parse(n, Rf_translateCharUTF8(STRING_ELT(shown, 0)), &kind));
+    return Rf_ScalarInteger(kind);
+}
+
 /* the loss `code` of out against y (NULL: none), a new ag_tensor */
 SEXP R_pg_fit_loss(SEXP code, SEXP out, SEXP y)
 {

@@ -1,0 +1,62 @@
+"""ag_fit's argument refusals in Python and in R (through rpy2): the same condition class and the
+same text. Where the rule is the core's (pg_fit_new: nbatch_logical, val_split; the loss and
+optimizer names: native/fit_loss.c) the text is the same word for word; the front ends' own
+type checks differ only in how each language shows a value (True / TRUE, 'a' / "a")."""
+
+import numpy as np
+import pytest
+
+from pyggmlr import r
+
+if not r.available():
+    pytest.skip(f"R bridge unavailable: {r.unavailable_reason()}", allow_module_level=True)
+
+pytestmark = pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
+
+import pyggmlr as pg  # noqa: E402
+
+_R_CLASS = {pg.PyggmlrValueError: "pyggmlr_value_error", pg.ArgumentError: "pyggmlr_argument_error"}
+_X = np.linspace(-1, 1, 16).reshape(2, 8, order="F")
+_Y = np.array([0.0, 1] * 4)
+_NAN = float("nan")
+
+_CASES = [  # (Python keyword arguments, R arguments, Python type)
+    (dict(nepoch=0), "nepoch = 0", pg.PyggmlrValueError),
+    (dict(nepoch=2.5), "nepoch = 2.5", pg.PyggmlrValueError),
+    (dict(batch_size=0), "batch_size = 0", pg.PyggmlrValueError),
+    (dict(nbatch_logical=3), "nbatch_logical = 3", pg.PyggmlrValueError),
+    (dict(nbatch_logical=0), "nbatch_logical = 0", pg.PyggmlrValueError),
+    (dict(val_split=1.0), "val_split = 1", pg.PyggmlrValueError),
+    (dict(val_split=-0.5), "val_split = -0.5", pg.PyggmlrValueError),
+    (dict(val_split=_NAN), "val_split = NaN", pg.PyggmlrValueError),
+    (dict(val_split=0.999), "val_split = 0.999", pg.PyggmlrValueError),
+    (dict(loss="hinge"), 'loss = "hinge"', pg.PyggmlrValueError),
+    (dict(optimizer="bogus"), 'optimizer = "bogus"', pg.PyggmlrValueError),
+    (dict(optimizer=5), "optimizer = 5", pg.PyggmlrValueError),
+    (dict(lr=-1), "lr = -1", pg.PyggmlrValueError),
+    (dict(progress="bogus"), 'progress = "bogus"', pg.PyggmlrValueError),
+    (dict(verbose=5), "verbose = 5", pg.PyggmlrValueError),
+    (dict(resume_from=5), "resume_from = 5", pg.ArgumentError),
+]  # fmt: skip
+
+_R = """a <- list(nepoch = 1L, batch_size = 2L, silent = TRUE)
+b <- list({a})
+a[names(b)] <- b
+tryCatch({{ do.call(ag_fit, c(list(ag_linear(2, 2), x, y), a)); list("none", "") }},
+         error = function(e) list(class(e)[[1L]], conditionMessage(e)))"""
+
+
+def _idiom(msg):
+    """Python's way of showing a value, as R shows it (the texts are otherwise the same)."""
+    return msg.replace("got int 5", "got 5").replace("or None,", "or NULL,")
+
+
+@pytest.mark.parametrize("kw, code, exc", _CASES, ids=[c[1] for c in _CASES])
+def test_same_class_and_text(kw, code, exc):
+    args = dict(nepoch=1, batch_size=2, silent=True)
+    args.update(kw)
+    with pytest.raises(exc) as e:
+        pg.ag_fit(pg.ag_linear(2, 2), _X, _Y, **args)
+    rclass, rmsg = r.run(_R.format(a=code), x=_X, y=_Y)
+    assert (rclass, rmsg) == (_R_CLASS[exc], _idiom(str(e.value)))
+    assert rmsg.startswith("ag_fit: ") or rmsg.startswith("optimizer_adam: ")
