@@ -407,8 +407,8 @@ def _json_value(v: Any) -> str:
         return str(int(v))
     if isinstance(v, numbers.Real):
         return json.dumps(float(v)) if math.isfinite(v) else "null"
-    try:
-        return json.dumps(v, allow_nan=False)
+    try:  # compact, as R's jsonlite writes it: the core quotes it in its messages
+        return json.dumps(v, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError):
         return json.dumps(reprlib.repr(v))
 
