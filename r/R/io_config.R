@@ -57,7 +57,8 @@ ag_module_from_config <- function(cfg) {
 # nested a few hundred levels is a classed error, not a C stack overflow. A sequential goes to
 # the core with its layers emptied; this walks them.
 .module_from_config <- function(cfg, depth) {
-  if (!.is_obj(cfg) || !.is_str(cfg$type))
+  # [[ ]]: exact names (cfg$type would take a 'types' entry)
+  if (!.is_obj(cfg) || !.is_str(cfg[["type"]]))
     .pg_stop("value", sprintf(paste0("ag_module_from_config: expected a list with a 'type' ",
                                      "entry, got %s"),
                               if (.nested_over(cfg, 8L)) "a list nested deeper than 8 levels"

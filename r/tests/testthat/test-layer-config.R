@@ -28,6 +28,8 @@ test_that("the core's table words every refusal, as in Python", {
                class = "pyggmlr_value_error")
   expect_error(ag_module_from_config(list(type = "sequential", layers = list(), name = "x")),
                "^ag_module_from_config: a sequential config", class = "pyggmlr_value_error")
+  expect_error(ag_module_from_config(list(types = "linear")), "with a 'type' entry",
+               class = "pyggmlr_value_error")
   # a list that repeats a name is not a config
   expect_error(ag_module_from_config(list(type = "dropout", rate = 0.1, rate = 0.2)),
                "not valid JSON", class = "pyggmlr_value_error")
