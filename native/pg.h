@@ -18,6 +18,7 @@
 #include "pg_api_optim_state.h"
 #include "pg_api_train_stop.h"
 #include "pg_api_train_session.h"
+#include "pg_api_layer_config.h"
 #include "pg_api_gradcheck.h"
 #include "pg_api_loss.h"
 #include "pg_api_attention.h"

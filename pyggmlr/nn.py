@@ -8,7 +8,9 @@ in nn_layers.py; this module re-exports them, so ``pyggmlr.nn`` names every laye
 
 from __future__ import annotations
 
+import json
 import math
+import numbers
 import reprlib
 from collections import OrderedDict
 from typing import Any, Callable, Dict, Iterator, List, Optional, Union
@@ -17,7 +19,7 @@ import numpy as np
 
 from . import _walk
 from ._args import check_int
-from ._core import lib
+from ._core import check, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .nn_base import (
     _INITS,
@@ -324,7 +326,8 @@ class ag_dropout(Module):
 
 
 # ---------------------------------------------------------------------------------------------
-# architecture configs
+# architecture configs: the core's layer table (native/layer_config.c) checks each layer's
+# arguments and fills the defaults; this maps the types to their classes
 
 _BUILDERS = {
     "linear": ag_linear,
@@ -334,6 +337,15 @@ _BUILDERS = {
     "embedding": ag_embedding,
     "multihead_attention": ag_multihead_attention,
 }
+
+
+def _builtin_types() -> List[str]:
+    """The core's built-in layer types ("sequential" first)."""
+    out, i = [], 0
+    while (name := lib.pg_layer_type_name(i)) != ffi.NULL:
+        out.append(ffi.string(name).decode())
+        i += 1
+    return out
 
 
 def ag_register_layer(
@@ -349,7 +361,7 @@ def ag_register_layer(
     PyggmlrValueError when type_name is a built-in type."""
     if not isinstance(type_name, str) or not type_name:
         raise ArgumentError("ag_register_layer: type_name must be a non-empty string")
-    if type_name == "sequential" or type_name in _BUILDERS:
+    if type_name in _builtin_types():
         raise PyggmlrValueError(f"ag_register_layer: {type_name!r} is a built-in layer type")
     if not callable(builder):
         raise ArgumentError("ag_register_layer: builder must be callable (cfg -> layer)")
@@ -380,33 +392,49 @@ def ag_module_from_config(cfg: Dict[str, Any]) -> Any:
     Returns: the new module (a built-in layer, ag_sequential, or what a registered builder
     returns).
     Raises: PyggmlrValueError for a malformed dict, an unknown type (register custom ones with
-    ag_register_layer) or arguments the layer does not take, plus what the layer's constructor
-    raises for bad values."""
+    ag_register_layer), arguments the layer does not take or values out of their range (the
+    core's texts, as R's), plus what the layer's constructor raises (out of memory)."""
     return _from_config(cfg, 0)
 
 
+def _json_value(v: Any) -> str:
+    """One config value as JSON for the core: plain values as json writes them (numpy's too),
+    anything else (NaN, objects, cycles, deep nests) as null or its short repr, which the
+    core's table then refuses by name."""
+    if isinstance(v, (bool, np.bool_)):
+        return "true" if v else "false"
+    if isinstance(v, numbers.Integral):
+        return str(int(v))
+    if isinstance(v, numbers.Real):
+        return json.dumps(float(v)) if math.isfinite(v) else "null"
+    try:  # compact, as R's jsonlite writes it: the core quotes it in its messages
+        return json.dumps(v, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return json.dumps(reprlib.repr(v))
+
+
 def _from_config(cfg: Any, depth: int) -> Any:
-    """ag_module_from_config at nesting depth (sequentials within sequentials): bounded by the
-    core's PG_CONFIG_MAX_DEPTH, so a config nested 5,000 levels is a PyggmlrValueError, not a
-    RecursionError."""
-    if depth > lib.PG_CONFIG_MAX_DEPTH:
-        raise PyggmlrValueError(
-            f"ag_module_from_config: the config is nested deeper than {lib.PG_CONFIG_MAX_DEPTH} levels"
-        )
+    """ag_module_from_config at nesting depth (sequentials within sequentials, bounded by the
+    core's PG_CONFIG_MAX_DEPTH: a config nested 5,000 levels is a PyggmlrValueError, not a
+    RecursionError). A sequential goes to the core with its layers emptied; this walks them."""
     if not isinstance(cfg, dict) or not isinstance(cfg.get("type"), str):
         raise PyggmlrValueError(
             f"ag_module_from_config: expected a dict with a 'type' key, got {reprlib.repr(cfg):.200}"
         )
     kind = cfg["type"]
-    args = {k: v for k, v in cfg.items() if k != "type"}
+    layers = cfg.get("layers") if kind == "sequential" else None
+    text = ", ".join(
+        f"{json.dumps(str(k))}: {'[]' if k == 'layers' and isinstance(layers, list) else _json_value(v)}"
+        for k, v in cfg.items()
+    ).encode()
+    buf = ffi.new("char[]", lib.PG_LAYER_CONFIG_MAX)
+    n = lib.pg_layer_config(
+        b"{" + text + b"}", len(text) + 2, depth, kind in _CUSTOM, buf, len(buf)
+    )
+    check(n if n < 0 else 0)
     if kind == "sequential":
-        layers = args.pop("layers", None)
-        if not isinstance(layers, list) or args:
-            raise PyggmlrValueError(
-                "ag_module_from_config: a sequential config is {'type': 'sequential', 'layers': [...]}"
-            )
-        return ag_sequential([_from_config(c, depth + 1) for c in layers])
-    if kind in _CUSTOM:
+        return ag_sequential([_from_config(c, depth + 1) for c in layers])  # type: ignore[union-attr]
+    if n == 0:  # a registered custom type: the builder's
         layer = _CUSTOM[kind](cfg)
         if not callable(getattr(layer, "forward", None)):
             raise ArgumentError(
@@ -414,15 +442,4 @@ def _from_config(cfg: Any, depth: int) -> Any:
                 f"{type(layer).__name__}, not a layer with forward()"
             )
         return layer
-    cls = _BUILDERS.get(kind)
-    if cls is None:
-        raise PyggmlrValueError(
-            f"ag_module_from_config: unknown layer type {kind!r} (built-in: "
-            f"{', '.join(['sequential'] + sorted(_BUILDERS))}; register custom ones with ag_register_layer)"
-        )
-    try:
-        return cls(**args)
-    except TypeError as e:
-        raise PyggmlrValueError(
-            f"ag_module_from_config: bad arguments for a {kind!r} layer {reprlib.repr(args)}: {e}"
-        ) from None
+    return _BUILDERS[kind](**json.loads(ffi.string(buf)))

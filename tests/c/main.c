@@ -47,6 +47,7 @@ int main(void)
     run("resume checks", test_fit_resume);
     run("history table", test_fit_history);
     run("loss table", test_fit_loss);
+    run("layer configs", test_layer_config);
     run("checkpoint policy", test_checkpoint_policy);
     run("checkpoint path", test_checkpoint_path);
     run("lost", test_lost);

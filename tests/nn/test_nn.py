@@ -421,6 +421,49 @@ def test_config_errors_and_custom_registration():
         pg.ag_register_layer("linear", lambda cfg: None)
 
 
+def test_config_checks_are_the_cores():
+    """native/layer_config.c's table: the texts R raises too (tests/parity's config case)."""
+    from pyggmlr.nn import _BUILDERS, _builtin_types
+
+    assert _builtin_types() == ["sequential", *sorted(_BUILDERS)]
+    lin = {"type": "linear", "in_features": 2, "out_features": 3}
+    pre = "ag_module_from_config: bad arguments for a 'linear' layer: "
+    for edit, text in [
+        (
+            {"out_features": None},
+            "out_features must be a whole number in [1, 2147483647], got null",
+        ),
+        ({"in_features": 2.5}, "in_features must be a whole number in [1, 2147483647], got 2.5"),
+        ({"in_features": "4"}, 'in_features must be a whole number in [1, 2147483647], got "4"'),
+        ({"in_features": True}, "in_features must be a whole number in [1, 2147483647], got true"),
+        ({"gain": float("nan")}, "gain must be a finite number, got null"),
+        ({"gain": object()}, 'gain must be a finite number, got "<object objec'),
+        ({"activation": "swish"}, 'activation must be one of "gelu", "relu", "sigmoid", "softmax"'),
+        ({"bogus": 1, "x": [1]}, "unknown arguments 'bogus', 'x'"),
+    ]:
+        with pytest.raises(pg.PyggmlrValueError) as e:
+            pg.ag_module_from_config({**lin, **edit})
+        assert str(e.value).startswith(pre + text), str(e.value)
+    with pytest.raises(pg.PyggmlrValueError, match=r"^ag_module_from_config: bad arguments for a "
+                       r"'dropout' layer: rate is missing$"):  # fmt: skip
+        pg.ag_module_from_config({"type": "dropout"})
+    with pytest.raises(pg.PyggmlrValueError, match=r"d_model \(6\) must be divisible by n_heads"):
+        pg.ag_module_from_config({"type": "multihead_attention", "d_model": 6, "n_heads": 4})
+    with pytest.raises(pg.PyggmlrValueError, match=r"^ag_module_from_config: a sequential config"):
+        pg.ag_module_from_config({"type": "sequential", "layers": [], "name": "x"})
+    # numpy values and whole floats are values like any other; defaults are filled
+    m = pg.ag_module_from_config(
+        {"type": "linear", "in_features": np.int64(2), "out_features": 3.0, "gain": np.float32(2)}
+    )
+    assert (m.in_features, m.out_features, m.gain, m.activation) == (2, 3, 2.0, None)
+    bn = pg.ag_module_from_config({"type": "batch_norm", "num_features": 4})
+    assert (bn.eps, bn.momentum) == (1e-5, 0.1)
+    mha = pg.ag_module_from_config(
+        {"type": "multihead_attention", "d_model": 4, "n_heads": 2, "bias": np.bool_(False)}
+    )
+    assert mha.b_o is None and mha.dropout == 0
+
+
 def test_no_leaks_after_training_step(rng):
     from conftest import live_counts
 

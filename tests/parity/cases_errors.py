@@ -242,3 +242,49 @@ def _resume_refusals(P, d, steps):
         ),  # fmt: skip
     )
     return out
+
+
+def _nested(depth: int) -> Dict[str, Any]:
+    cfg: Dict[str, Any] = {"type": "dropout", "rate": 0.1}
+    for _ in range(depth):
+        cfg = {"type": "sequential", "layers": [cfg]}
+    return cfg
+
+
+@_add("errors: ag_module_from_config refusals (issue 29)")
+def _config_refusals(P, d, steps):
+    """The core's layer table (native/layer_config.c) words them: one text in both languages."""
+    lin = {"type": "linear", "in_features": 2, "out_features": 3}
+
+    def build(**edit):
+        return lambda: P.ag_module_from_config({**lin, **edit})
+
+    def cfg(c):
+        return lambda: P.ag_module_from_config(c)
+
+    mha = {"type": "multihead_attention", "d_model": 6, "n_heads": 4}
+    return {
+        "type 'conv'": refusal(P, cfg({"type": "conv"})),
+        "out_features missing": refusal(P, cfg({"type": "linear", "in_features": 2})),
+        "in_features 2.5": refusal(P, build(in_features=2.5)),
+        "in_features '4'": refusal(P, build(in_features="4")),
+        "in_features true": refusal(P, build(in_features=True)),
+        "activation 'swish'": refusal(P, build(activation="swish")),
+        "init null": refusal(P, build(init=None)),
+        "unknown bogus, x": refusal(P, build(bogus=1, x=[1, 2])),
+        "gain [1, 2]": refusal(P, build(gain=[1, 2])),
+        "rate 1": refusal(P, cfg({"type": "dropout", "rate": 1.0})),
+        "rate missing": refusal(P, cfg({"type": "dropout"})),
+        "eps -1": refusal(P, cfg({"type": "batch_norm", "num_features": 2, "eps": -1.0})),
+        "elementwise_affine 1": refusal(
+            P, cfg({"type": "layer_norm", "normalized_shape": 2, "elementwise_affine": 1})
+        ),
+        "d_model 6, n_heads 4": refusal(P, cfg(mha)),
+        "sequential extra key": refusal(P, cfg({"type": "sequential", "layers": [], "x": 1})),
+        "nested 70": refusal(P, cfg(_nested(70))),
+        "inner layer's refusal": refusal(
+            P, cfg({"type": "sequential", "layers": [lin, {"type": "dropout", "rate": 2}]})
+        ),
+        # a host value that is no config: the host's own words (dict / list), class only
+        "not a config": refusal(P, cfg(3), text=False),
+    }

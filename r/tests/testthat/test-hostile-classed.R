@@ -179,10 +179,10 @@ test_that("model-file and config argument errors are classed and name the functi
                   "ag_register_layer()", "built-in")
   .expect_refused(ag_to_config(1), "pyggmlr_argument_error", "ag_to_config()")
   .expect_refused(ag_module_from_config('{"type": "nope"}'), "pyggmlr_value_error",
-                  "ag_module_from_config()", "unknown layer type")
+                  "ag_module_from_config:", "unknown layer type")
   .expect_refused(ag_module_from_config(list(type = "linear", in_features = "a",
                                              out_features = 2)),
-                  "pyggmlr_value_error", "ag_module_from_config()", "in_features")
+                  "pyggmlr_value_error", "ag_module_from_config:", "in_features")
   .expect_refused(ag_save_model(m, c("a", "b")), "pyggmlr_argument_error", "ag_save_model()",
                   "path")
   .expect_refused(ag_save_model(1, tempfile()), "pyggmlr_argument_error", "ag_save_model()",

@@ -1,0 +1,281 @@
+/* ag_module_from_config's layer table (pg_api_layer_config.h): the built-in layer types, each
+ * argument's kind, range and default, and the refusals' texts, once for both front ends. The
+ * ranges are the constructors' own (pyggmlr/nn_layers.py, r/R/layers.R), so a config the core
+ * passes builds, and one it refuses is named by ag_module_from_config and the layer. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "pg.h"
+#include "codec_internal.h"
+
+#define FN        "ag_module_from_config"
+#define SIZE_MAX_ 2147483647.0 /* R's integer range: the bound both languages' sizes share */
+
+static const char *const ACTIVATIONS[] = {"gelu", "relu", "sigmoid", "softmax", "tanh", NULL};
+static const char *const INITS[] = {"glorot_uniform", "orthogonal", NULL};
+
+typedef struct {
+    const char *name;
+    int kind;                   /* enum pg_layer_arg_kind */
+    const char *def;            /* the default as JSON text; NULL: the argument is required */
+    double lo, hi;              /* PG_LAYER_ARG_NUMBER: the range (-/+HUGE_VAL: open-ended) */
+    int hi_open;                /* hi itself is out of range */
+    const char *const *choices; /* PG_LAYER_ARG_CHOICE: the strings it takes */
+    int null_ok;                /* PG_LAYER_ARG_CHOICE: null too (no activation) */
+} arg_spec;
+
+#define MAX_ARGS 5
+typedef struct {
+    const char *type;
+    arg_spec args[MAX_ARGS];
+} layer_spec;
+
+#define SIZE(n)                                                                                    \
+    {                                                                                              \
+        n, PG_LAYER_ARG_SIZE, NULL, 0, 0, 0, NULL, 0                                               \
+    }
+#define NUM(n, d, l, h, o)                                                                         \
+    {                                                                                              \
+        n, PG_LAYER_ARG_NUMBER, d, l, h, o, NULL, 0                                                \
+    }
+#define FLAG(n, d)                                                                                 \
+    {                                                                                              \
+        n, PG_LAYER_ARG_FLAG, d, 0, 0, 0, NULL, 0                                                  \
+    }
+#define CHOICE(n, d, c, z)                                                                         \
+    {                                                                                              \
+        n, PG_LAYER_ARG_CHOICE, d, 0, 0, 0, c, z                                                   \
+    }
+
+/* sorted by type: the unknown-type message lists them in this order, after "sequential" */
+static const layer_spec LAYERS[] = {
+    {"batch_norm",
+     {SIZE("num_features"), NUM("eps", "1e-05", 0, HUGE_VAL, 0), NUM("momentum", "0.1", 0, 1, 0)}},
+    {"dropout", {NUM("rate", NULL, 0, 1, 1)}},
+    {"embedding", {SIZE("vocab_size"), SIZE("dim")}},
+    {"layer_norm",
+     {SIZE("normalized_shape"), NUM("eps", "1e-05", 0, HUGE_VAL, 0),
+      FLAG("elementwise_affine", "true")}},
+    {"linear",
+     {SIZE("in_features"), SIZE("out_features"), CHOICE("activation", "null", ACTIVATIONS, 1),
+      CHOICE("init", "\"glorot_uniform\"", INITS, 0), NUM("gain", "1", -HUGE_VAL, HUGE_VAL, 0)}},
+    {"multihead_attention",
+     {SIZE("d_model"), SIZE("n_heads"), NUM("dropout", "0", 0, 1, 1), FLAG("bias", "true")}},
+};
+#define N_LAYERS ((int)(sizeof LAYERS / sizeof LAYERS[0]))
+
+const char *pg_layer_type_name(int i)
+{
+    if (i == 0) return "sequential";
+    return i > 0 && i <= N_LAYERS ? LAYERS[i - 1].type : NULL;
+}
+
+/* s quoted for a message: 'name' (escaped as JSON escapes it, at most 60 characters) */
+static void squote(const char *s, char *out, size_t cap)
+{
+    char q[400];
+    pj_qname(s, q, sizeof q);
+    size_t n = strlen(q);
+    if (n >= 2) q[0] = q[n - 1] = '\'';
+    snprintf(out, cap, "%s", q);
+}
+
+/* a value for a message: numbers as %.15g (the same in both languages, whatever printed them),
+ * strings quoted, containers as their (cut) source text */
+static void show(const pj_doc *d, int64_t v, char *out, size_t cap)
+{
+    const pj_node *x = &d->nodes[v];
+    if (x->type == PJ_NUM) snprintf(out, cap, "%.15g", pj_number(d, x));
+    else if (x->type == PJ_STR) pj_qname(d->pool + x->str, out, cap);
+    else pj_snippet(d, v, 60, out, cap);
+}
+
+/* a number, shortest text that reads back as the same double */
+static void num_text(double v, char *out, size_t cap)
+{
+    for (int p = 15; p <= 17; p++) {
+        snprintf(out, cap, "%.*g", p, v);
+        if (strtod(out, NULL) == v) return;
+    }
+}
+
+static int bad(const char *type, const char *fmt, const char *a, const char *b)
+{
+    char t[300];
+    squote(type, t, sizeof t);
+    char what[600];
+    snprintf(what, sizeof what, fmt, a, b);
+    return pg_fail(PG_STATUS_ERR_VALUE, FN ": bad arguments for a %s layer: %s", t, what);
+}
+
+/* the rule an argument breaks, as "must be ..." */
+static void rule(const arg_spec *a, char *out, size_t cap)
+{
+    size_t k = 0;
+    switch (a->kind) {
+    case PG_LAYER_ARG_SIZE: snprintf(out, cap, "a whole number in [1, 2147483647]"); break;
+    case PG_LAYER_ARG_NUMBER:
+        if (a->lo == -HUGE_VAL && a->hi == HUGE_VAL) snprintf(out, cap, "a finite number");
+        else if (a->hi == HUGE_VAL) snprintf(out, cap, "a number >= %g", a->lo);
+        else snprintf(out, cap, "a number in [%g, %g%c", a->lo, a->hi, a->hi_open ? ')' : ']');
+        break;
+    case PG_LAYER_ARG_FLAG: snprintf(out, cap, "true or false"); break;
+    default:
+        k = (size_t)snprintf(out, cap, "one of ");
+        for (int i = 0; a->choices[i] && k < cap; i++)
+            k += (size_t)snprintf(out + k, cap - k, "%s\"%s\"",
+                                  i == 0                                ? ""
+                                      : a->choices[i + 1] || a->null_ok ? ", "
+                                                                        : " or ",
+                                  a->choices[i]);
+        if (a->null_ok && k < cap) snprintf(out + k, cap - k, " or null");
+    }
+}
+
+/* value node v against a; its normalized text in val */
+static int check_arg(const pj_doc *d, const char *type, const arg_spec *a, int64_t v, char *val,
+                     size_t cap)
+{
+    const pj_node *x = &d->nodes[v];
+    int ok = 0;
+    if (a->kind == PG_LAYER_ARG_SIZE && x->type == PJ_NUM) {
+        double f = pj_number(d, x);
+        ok = f >= 1 && f <= SIZE_MAX_ && f == floor(f);
+        if (ok) snprintf(val, cap, "%lld", (long long)f);
+    } else if (a->kind == PG_LAYER_ARG_NUMBER && x->type == PJ_NUM) {
+        double f = pj_number(d, x);
+        ok = isfinite(f) && f >= a->lo && (a->hi_open ? f < a->hi : f <= a->hi);
+        if (ok) num_text(f, val, cap);
+    } else if (a->kind == PG_LAYER_ARG_FLAG && (x->type == PJ_TRUE || x->type == PJ_FALSE)) {
+        ok = 1;
+        snprintf(val, cap, "%s", x->type == PJ_TRUE ? "true" : "false");
+    } else if (a->kind == PG_LAYER_ARG_CHOICE) {
+        if (x->type == PJ_NULL && a->null_ok) {
+            ok = 1;
+            snprintf(val, cap, "null");
+        }
+        for (int i = 0; x->type == PJ_STR && a->choices[i] && !ok; i++)
+            if (!strcmp(d->pool + x->str, a->choices[i])) {
+                ok = 1;
+                snprintf(val, cap, "\"%s\"", a->choices[i]);
+            }
+    }
+    if (ok) return 0;
+    char r[200], got[300], what[600];
+    rule(a, r, sizeof r);
+    show(d, v, got, sizeof got);
+    snprintf(what, sizeof what, "%s must be %s", a->name, r);
+    return bad(type, "%s, got %s", what, got);
+}
+
+/* members of o the layer does not take ("type" and the table's; layer_norm: num_features) */
+static int unknown_args(const pj_doc *d, int64_t o, const layer_spec *L)
+{
+    char list[600] = "";
+    size_t k = 0;
+    int n = 0;
+    for (int64_t c = d->nodes[o].first; c >= 0; c = d->nodes[c].next) {
+        const char *key = d->pool + d->nodes[c].kstr;
+        int known = !strcmp(key, "type") ||
+            (!strcmp(L->type, "layer_norm") && !strcmp(key, "num_features"));
+        for (int i = 0; i < MAX_ARGS && L->args[i].name && !known; i++)
+            known = !strcmp(key, L->args[i].name);
+        if (known) continue;
+        char q[300];
+        squote(key, q, sizeof q);
+        if (k < sizeof list - 1)
+            k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", n ? ", " : "", q);
+        n++;
+    }
+    if (!n) return 0;
+    return bad(L->type, "unknown argument%s %s", n > 1 ? "s" : "", list);
+}
+
+/* the built-in layer L's arguments from object o, normalized into out */
+static int64_t layer_args(const pj_doc *d, int64_t o, const layer_spec *L, char *out, int64_t cap)
+{
+    int rc = unknown_args(d, o, L);
+    if (rc) return -rc;
+    char buf[PG_LAYER_CONFIG_MAX];
+    size_t k = (size_t)snprintf(buf, sizeof buf, "{");
+    int64_t size[MAX_ARGS] = {0};
+    for (int i = 0; i < MAX_ARGS && L->args[i].name; i++) {
+        const arg_spec *a = &L->args[i];
+        int64_t v = pj_get(d, o, a->name);
+        if (v < 0 && !strcmp(a->name, "normalized_shape")) v = pj_get(d, o, "num_features");
+        char val[64];
+        if (v < 0 && !a->def) return -bad(L->type, "%s is missing%s", a->name, "");
+        if (v < 0) snprintf(val, sizeof val, "%s", a->def);
+        else if ((rc = check_arg(d, L->type, a, v, val, sizeof val))) return -rc;
+        if (a->kind == PG_LAYER_ARG_SIZE) size[i] = strtoll(val, NULL, 10);
+        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s\"%s\": %s", i ? ", " : "", a->name, val);
+    }
+    snprintf(buf + k, sizeof buf - k, "}");
+    /* the one rule across arguments: heads split d_model evenly */
+    if (!strcmp(L->type, "multihead_attention") && size[0] % size[1]) {
+        char a[32], b[32];
+        snprintf(a, sizeof a, "%lld", (long long)size[0]);
+        snprintf(b, sizeof b, "%lld", (long long)size[1]);
+        return -bad(L->type, "d_model (%s) must be divisible by n_heads (%s)", a, b);
+    }
+    int64_t n = (int64_t)strlen(buf);
+    if (out && cap > 0) {
+        int64_t w = n < cap - 1 ? n : cap - 1;
+        memcpy(out, buf, (size_t)w);
+        out[w] = 0;
+    }
+    return n;
+}
+
+static int64_t check(const pj_doc *d, int custom, char *out, int64_t cap)
+{
+    int64_t t = d->nodes[0].type == PJ_OBJ ? pj_get(d, 0, "type") : -1;
+    if (t < 0 || d->nodes[t].type != PJ_STR) {
+        char got[300];
+        show(d, 0, got, sizeof got);
+        return -pg_fail(PG_STATUS_ERR_VALUE, FN ": expected an object with a 'type' string, got %s",
+                        got);
+    }
+    const char *type = d->pool + d->nodes[t].str;
+    if (!strcmp(type, "sequential")) {
+        int64_t ls = pj_get(d, 0, "layers");
+        if (ls < 0 || d->nodes[ls].type != PJ_ARR || d->nodes[0].count != 2)
+            return -pg_fail(PG_STATUS_ERR_VALUE,
+                            FN ": a sequential config is {\"type\": \"sequential\", \"layers\": "
+                               "[...]}");
+        if (out && cap > 2) snprintf(out, (size_t)cap, "{}");
+        return 2;
+    }
+    for (int i = 0; i < N_LAYERS; i++)
+        if (!strcmp(type, LAYERS[i].type)) return layer_args(d, 0, &LAYERS[i], out, cap);
+    if (custom) return 0;
+    char q[300], names[300];
+    size_t k = 0;
+    squote(type, q, sizeof q);
+    for (int i = 0; pg_layer_type_name(i); i++)
+        k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "",
+                              pg_layer_type_name(i));
+    return -pg_fail(PG_STATUS_ERR_VALUE,
+                    FN ": unknown layer type %s (built-in: %s; register custom ones with "
+                       "ag_register_layer)",
+                    q, names);
+}
+
+int64_t pg_layer_config(const char *text, int64_t len, int64_t depth, int custom, char *out,
+                        int64_t cap)
+{
+    if (out && cap > 0) out[0] = 0;
+    if (!text || len < 0 || depth < 0 || cap < 0)
+        return -pg_fail(PG_STATUS_ERR_ARG, "pg_layer_config(): bad arguments");
+    if (depth > PG_CONFIG_MAX_DEPTH)
+        return -pg_fail(PG_STATUS_ERR_VALUE, FN ": the config is nested deeper than %d levels",
+                        PG_CONFIG_MAX_DEPTH);
+    pj_doc d;
+    char why[200];
+    int rc = pj_parse(text, len, NULL, &d, why, sizeof why);
+    if (rc == PG_STATUS_ERR_NOMEM) return -pg_fail(rc, FN ": out of memory reading the config");
+    if (rc) return -pg_fail(PG_STATUS_ERR_VALUE, FN ": the config is not valid JSON (%s)", why);
+    int64_t n = check(&d, custom, out, cap);
+    pj_free(&d);
+    return n;
+}

@@ -1,0 +1,115 @@
+/* ag_module_from_config's layer table (native/layer_config.c): normalized arguments with the
+ * defaults filled, and every refusal with the one text both front ends raise. */
+#include <string.h>
+#include "check.h"
+
+static char out[PG_LAYER_CONFIG_MAX];
+
+/* the normalized arguments of text at the top level (custom: none registered) */
+static int64_t cfg(const char *text)
+{
+    return pg_layer_config(text, (int64_t)strlen(text), 0, 0, out, sizeof out);
+}
+
+#define REFUSED(text, needle) CHECK_ERR(cfg(text) < 0, PG_STATUS_ERR_VALUE, needle)
+
+void test_layer_config(void)
+{
+    /* defaults filled, in the table's order; sizes as integers (4.0 and 3e1 are whole) */
+    CHECK(cfg("{\"type\": \"linear\", \"in_features\": 4.0, \"out_features\": 3e1}") > 0);
+    CHECK(!strcmp(out,
+                  "{\"in_features\": 4, \"out_features\": 30, \"activation\": null, "
+                  "\"init\": \"glorot_uniform\", \"gain\": 1}"));
+    CHECK(cfg("{\"type\": \"linear\", \"in_features\": 4, \"out_features\": 2, \"activation\": "
+              "\"gelu\", \"init\": \"orthogonal\", \"gain\": 0.5}") == (int64_t)strlen(out));
+    CHECK(!strcmp(out,
+                  "{\"in_features\": 4, \"out_features\": 2, \"activation\": \"gelu\", "
+                  "\"init\": \"orthogonal\", \"gain\": 0.5}"));
+    CHECK(cfg("{\"type\": \"batch_norm\", \"num_features\": 8}") > 0);
+    CHECK(!strcmp(out, "{\"num_features\": 8, \"eps\": 1e-05, \"momentum\": 0.1}"));
+    /* layer_norm's older num_features */
+    CHECK(cfg("{\"type\": \"layer_norm\", \"num_features\": 6, \"eps\": 0.0001}") > 0);
+    CHECK(!strcmp(out, "{\"normalized_shape\": 6, \"eps\": 0.0001, \"elementwise_affine\": true}"));
+    CHECK(cfg("{\"type\": \"multihead_attention\", \"d_model\": 8, \"n_heads\": 2, \"bias\": "
+              "false}") > 0);
+    CHECK(!strcmp(out, "{\"d_model\": 8, \"n_heads\": 2, \"dropout\": 0, \"bias\": false}"));
+    CHECK(cfg("{\"type\": \"dropout\", \"rate\": 0.1}") > 0 && !strcmp(out, "{\"rate\": 0.1}"));
+    CHECK(cfg("{\"type\": \"embedding\", \"vocab_size\": 6, \"dim\": 3}") > 0 &&
+          !strcmp(out, "{\"vocab_size\": 6, \"dim\": 3}"));
+    CHECK(cfg("{\"type\": \"sequential\", \"layers\": []}") == 2 && !strcmp(out, "{}"));
+    /* a number reads back as the same double */
+    CHECK(cfg("{\"type\": \"dropout\", \"rate\": 0.30000000000000004}") > 0 &&
+          !strcmp(out, "{\"rate\": 0.30000000000000004}"));
+    /* a registered custom type is the front end's builder's; a built-in type ignores the flag */
+    const char *custom = "{\"type\": \"scale\", \"n\": 3}";
+    CHECK(pg_layer_config(custom, (int64_t)strlen(custom), 3, 1, out, sizeof out) == 0);
+    CHECK(!strcmp(out, ""));
+    const char *lin = "{\"type\": \"embedding\", \"vocab_size\": 2, \"dim\": 2}";
+    CHECK(pg_layer_config(lin, (int64_t)strlen(lin), 0, 1, out, sizeof out) > 0);
+    /* a short buffer gets a cut, terminated text; the length is the whole one's */
+    char small[4];
+    CHECK(pg_layer_config(lin, (int64_t)strlen(lin), 0, 0, small, sizeof small) == 27);
+    CHECK(!strcmp(small, "{\"v"));
+
+    REFUSED("{\"type\": \"conv\"}",
+            "ag_module_from_config: unknown layer type 'conv' (built-in: sequential, batch_norm, "
+            "dropout, embedding, layer_norm, linear, multihead_attention; register custom ones "
+            "with ag_register_layer)");
+    REFUSED("{\"layers\": []}",
+            "ag_module_from_config: expected an object with a 'type' string, got {\"layers\": []}");
+    REFUSED("[1, 2]", "expected an object with a 'type' string, got [1, 2]");
+    REFUSED("{\"type\": \"sequential\", \"layers\": [], \"x\": 1}",
+            "ag_module_from_config: a sequential config is {\"type\": \"sequential\", "
+            "\"layers\": [...]}");
+    REFUSED("{\"type\": \"sequential\", \"layers\": {}}", "a sequential config is");
+    REFUSED("{\"type\": \"linear\", \"in_features\": 2}",
+            "ag_module_from_config: bad arguments for a 'linear' layer: out_features is missing");
+    REFUSED("{\"type\": \"linear\", \"in_features\": 2, \"out_features\": 2, \"bogus\": 1, "
+            "\"x\": 2}",
+            "ag_module_from_config: bad arguments for a 'linear' layer: unknown arguments "
+            "'bogus', 'x'");
+    REFUSED("{\"type\": \"dropout\", \"rate\": 0.1, \"p\": 1}",
+            "bad arguments for a 'dropout' layer: unknown argument 'p'");
+    REFUSED("{\"type\": \"linear\", \"in_features\": 2.5, \"out_features\": 2}",
+            "bad arguments for a 'linear' layer: in_features must be a whole number in [1, "
+            "2147483647], got 2.5");
+    REFUSED("{\"type\": \"linear\", \"in_features\": \"a\", \"out_features\": 2}",
+            "in_features must be a whole number in [1, 2147483647], got \"a\"");
+    REFUSED("{\"type\": \"embedding\", \"vocab_size\": 1e12, \"dim\": 2}", "got 1000000000000");
+    REFUSED("{\"type\": \"embedding\", \"vocab_size\": 0, \"dim\": 2}", "got 0");
+    REFUSED("{\"type\": \"linear\", \"in_features\": 2, \"out_features\": 2, \"activation\": "
+            "\"swish\"}",
+            "activation must be one of \"gelu\", \"relu\", \"sigmoid\", \"softmax\", \"tanh\" or "
+            "null, got \"swish\"");
+    REFUSED("{\"type\": \"linear\", \"in_features\": 2, \"out_features\": 2, \"init\": null}",
+            "init must be one of \"glorot_uniform\" or \"orthogonal\", got null");
+    REFUSED("{\"type\": \"linear\", \"in_features\": 2, \"out_features\": 2, \"gain\": [1]}",
+            "gain must be a finite number, got [1]");
+    REFUSED("{\"type\": \"dropout\", \"rate\": 1}",
+            "bad arguments for a 'dropout' layer: rate must be a number in [0, 1), got 1");
+    REFUSED("{\"type\": \"dropout\"}", "rate is missing");
+    REFUSED("{\"type\": \"batch_norm\", \"num_features\": 2, \"eps\": -1}",
+            "eps must be a number >= 0, got -1");
+    REFUSED("{\"type\": \"batch_norm\", \"num_features\": 2, \"momentum\": 1.5}",
+            "momentum must be a number in [0, 1], got 1.5");
+    REFUSED("{\"type\": \"layer_norm\", \"normalized_shape\": 2, \"elementwise_affine\": 1}",
+            "bad arguments for a 'layer_norm' layer: elementwise_affine must be true or false, "
+            "got 1");
+    REFUSED("{\"type\": \"multihead_attention\", \"d_model\": 4, \"n_heads\": 3}",
+            "bad arguments for a 'multihead_attention' layer: d_model (4) must be divisible by "
+            "n_heads (3)");
+    REFUSED("{\"type\": \"linear\", \"in_features\": 2, \"in_features\": 2}",
+            "ag_module_from_config: the config is not valid JSON (");
+    REFUSED("{\"type\": \"linear\"", "the config is not valid JSON");
+    /* a type's name is quoted and cut, whatever it holds */
+    REFUSED("{\"type\": \"it's\\n\"}", "unknown layer type 'it's\\n'");
+    /* depth: the walk's bound, before the text is read */
+    CHECK_ERR(pg_layer_config("{", 1, PG_CONFIG_MAX_DEPTH + 1, 0, out, sizeof out) < 0,
+              PG_STATUS_ERR_VALUE,
+              "ag_module_from_config: the config is nested deeper than 64 levels");
+    CHECK(pg_layer_config(lin, (int64_t)strlen(lin), PG_CONFIG_MAX_DEPTH, 0, out, sizeof out) > 0);
+    CHECK_ERR(pg_layer_config(NULL, 0, 0, 0, out, sizeof out) < 0, PG_STATUS_ERR_ARG,
+              "bad arguments");
+    CHECK(!strcmp(pg_layer_type_name(0), "sequential") && !pg_layer_type_name(7) &&
+          !pg_layer_type_name(-1) && !strcmp(pg_layer_type_name(6), "multihead_attention"));
+}
