@@ -75,3 +75,23 @@ pg_tensor *pg_dropout(pg_tensor *x, double rate, int transpose);
  * thin Householder QR of G, columns of Q times sign(R_jj) (0 counts as +1); w [out, in]
  * column-major = Q (out >= in) or t(Q), times gain. */
 int pg_rng_orthogonal(pg_rng *r, int64_t out, int64_t in, double gain, double *w);
+
+/* The seed rule (rng_seed.c) of ggml_set_seed, ag_fit(seed =), ag_dataloader(seed =) and the
+ * generators: R's as.integer(seed), then set.seed's refusal of NA. A number is truncated toward
+ * zero; a string is read as a number (blanks around it allowed, " 3.9" is 3); anything else (a
+ * logical, a vector) is PG_STATUS_ERR_ARG; NaN PG_STATUS_ERR_VALUE (ggmlR's text); a value
+ * outside R's integers or a string that is no number PG_STATUS_ERR_VALUE (set.seed's text). The
+ * front end says what it got: kind, the number v or the string s, how its language shows the
+ * value (shown, NULL: the core formats v as R does) and its word for no value (null_name). */
+enum pg_seed_kind { PG_SEED_NUMBER = 0, PG_SEED_STRING = 1, PG_SEED_OTHER = 2 };
+typedef struct pg_seed_arg {
+    const char *fn;        /* the user-facing function, for messages */
+    const char *arg;       /* the argument as messages name it ("`seed`") */
+    int kind;              /* enum pg_seed_kind */
+    double v;              /* PG_SEED_NUMBER: the value (NaN for NA) */
+    const char *s;         /* PG_SEED_STRING: UTF-8 text */
+    const char *shown;     /* how the host shows the value; NULL: the core's */
+    const char *null_name; /* "NULL" (R) or "None" (Python) */
+} pg_seed_arg;
+pg_seed_arg pg_seed_default_arg(void);
+int pg_seed_parse(const pg_seed_arg *a, int32_t *out);

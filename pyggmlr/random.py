@@ -49,17 +49,24 @@ _active = threading.local()  # per thread: the Generators made current (kept ali
 
 
 def _seed_int(seed: Any, fn: str) -> int:
-    """R's as.integer(seed) for set.seed: a whole number in R's integer range."""
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Real):
-        raise PyggmlrValueError(
-            f"{fn}: `seed` must be a single non-NA integer (or None), got {seed!r}"
-        )
-    s = float(seed)
-    if not np.isfinite(s) or abs(s) > _INT_MAX:
-        raise PyggmlrValueError(
-            f"{fn}: `seed` must be a single non-NA integer (or None), got {seed!r}"
-        )
-    return int(s)  # as.integer truncates toward zero
+    """R's as.integer(seed) for set.seed, the core's rule (pg_seed_parse, as R's): a number
+    truncated toward zero, a string read as one ("42", " 3.9"), in R's integer range."""
+    a = ffi.new("pg_seed_arg *", lib.pg_seed_default_arg())
+    keep = [ffi.new("char[]", fn.encode()), ffi.new("char[]", b"None")]  # alive for the call
+    a.fn, a.null_name = keep[0], keep[1]
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (numbers.Real, str)):
+        a.kind = lib.PG_SEED_OTHER
+        keep.append(ffi.new("char[]", repr(seed)[:80].encode("utf-8", "replace")))
+        a.shown = keep[-1]
+    elif isinstance(seed, str):
+        a.kind = lib.PG_SEED_STRING
+        keep.append(ffi.new("char[]", seed.encode("utf-8", "replace")))
+        a.s = keep[-1]
+    else:
+        a.kind, a.v = lib.PG_SEED_NUMBER, float(seed)
+    out = ffi.new("int32_t *")
+    _core.check(lib.pg_seed_parse(a, out))
+    return int(out[0])
 
 
 def _count(n: Any, fn: str) -> int:
@@ -279,15 +286,6 @@ def ggml_set_seed(seed: Optional[int]) -> Optional[int]:
     same numbers in R and Python."""
     if seed is None:
         return None
-    if isinstance(seed, (list, tuple, np.ndarray)):
-        raise PyggmlrValueError("ggml_set_seed: `seed` must be a single non-NA integer (or None).")
-    if isinstance(seed, str):  # ggmlR's as.integer("42") is 42; a non-number fails in set.seed
-        try:
-            seed = float(seed.strip())
-        except ValueError:
-            raise PyggmlrValueError(
-                f"ggml_set_seed: supplied seed is not a valid integer: {seed!r}"
-            ) from None
     s = _seed_int(seed, "ggml_set_seed")
     _core.check(lib.pg_rng_seed(lib.pg_rng_default(), s))
     return s

@@ -24,18 +24,15 @@
 }
 
 # A seed argument as an integer (NULL stays NULL), as ggmlR's as.integer(): 1.5 -> 1, "42" -> 42;
-# `fn` names the function in the error. One number or string (no data frame, factor, logical or
-# vector: is.na() of those is not one value, and `||` on it an error in R >= 4.3), within R's
-# integer range.
+# `fn` names the function in the error. The rule and its texts are the core's (pg_seed_parse, as
+# Python's): R only says what it got (one number, one string, or something else).
 .seed_int <- function(seed, fn, arg = "`seed`") {
   if (is.null(seed)) return(NULL)
-  msg <- "%s: %s must be a single non-NA integer (or NULL). Got %s."
-  if ((!is.numeric(seed) && !is.character(seed)) || is.factor(seed) || length(seed) != 1L ||
-      length(dim(seed)) > 1L)
-    .arg_fail("argument", msg, fn, arg, .arg_show(seed))
-  if (is.na(seed)) .arg_fail("value", msg, fn, arg, .arg_show(seed))
-  s <- suppressWarnings(as.integer(seed))
-  if (is.na(s)) .arg_fail("value", "%s: supplied seed is not a valid integer, got %s", fn,
-                          .arg_show(seed))
-  s
+  one <- (is.numeric(seed) || is.character(seed)) && !is.factor(seed) && length(seed) == 1L &&
+    length(dim(seed)) <= 1L
+  str <- one && is.character(seed) && !is.na(seed)
+  kind <- .pg$code$seed[[if (!one) "OTHER" else if (str) "STRING" else "NUMBER"]]
+  shown <- if (!one || (is.na(seed) && !is.nan(seed))) .arg_show(seed)  # NA, not NaN
+  .Call(R_pg_seed_parse, fn, arg, kind, if (one && !str) suppressWarnings(as.double(seed)) else NaN,
+        if (str) enc2utf8(seed), shown)
 }

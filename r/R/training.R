@@ -22,7 +22,7 @@
 # default dtype, or of x's (y's) dtype when it is an ag_tensor.
 ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_major = TRUE,
                           seed = NULL, drop_last = TRUE) {
-  seed <- .seed_int(seed, "ag_dataloader", "seed")
+  seed <- .seed_int(seed, "ag_dataloader")
   col_major <- .arg_flag(col_major, "ag_dataloader", "col_major")
   shuffle <- .arg_flag(shuffle, "ag_dataloader", "shuffle")
   drop_last <- .arg_flag(drop_last, "ag_dataloader", "drop_last")

@@ -134,6 +134,7 @@ extern SEXP R_pg_dropout(SEXP, SEXP, SEXP);
 extern SEXP R_pg_graph_ops(SEXP);
 extern SEXP R_pg_rng_new(SEXP);
 extern SEXP R_pg_rng_use(SEXP);
+extern SEXP R_pg_seed_parse(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_rng_current(void);
 extern SEXP R_pg_rng_get_state(SEXP);
 extern SEXP R_pg_rng_set_state(SEXP, SEXP);
@@ -305,6 +306,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_graph_ops", (DL_FUNC)&R_pg_graph_ops, 1},
     {"R_pg_rng_new", (DL_FUNC)&R_pg_rng_new, 1},
     {"R_pg_rng_use", (DL_FUNC)&R_pg_rng_use, 1},
+    {"R_pg_seed_parse", (DL_FUNC)&R_pg_seed_parse, 6},
     {"R_pg_rng_current", (DL_FUNC)&R_pg_rng_current, 0},
     {"R_pg_rng_get_state", (DL_FUNC)&R_pg_rng_get_state, 1},
     {"R_pg_rng_set_state", (DL_FUNC)&R_pg_rng_set_state, 2},

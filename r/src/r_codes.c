@@ -41,6 +41,8 @@ SEXP R_pg_codes(void)
                                     {"ARG", PG_STATUS_ERR_ARG},
                                     {"IO", PG_STATUS_ERR_IO},
                                     {"MODIFIED", PG_STATUS_ERR_MODIFIED}};
+    static const r_code seed[] = {
+        {"NUMBER", PG_SEED_NUMBER}, {"STRING", PG_SEED_STRING}, {"OTHER", PG_SEED_OTHER}};
     static const r_code optim[] = {{"SGD", PG_OPTIM_KIND_SGD}, {"ADAM", PG_OPTIM_KIND_ADAM}};
     static const r_code sched[] = {{"STEP", PG_SCHED_KIND_STEP},
                                    {"COSINE", PG_SCHED_KIND_COSINE},
@@ -91,9 +93,10 @@ SEXP R_pg_codes(void)
         const char *name;
         const r_code *c;
         int n;
-    } g[] = {GROUP(dtype),  GROUP(status), GROUP(optim), GROUP(sched),      GROUP(build),
-             GROUP(dist),   GROUP(act),    GROUP(file),  GROUP(tape),       GROUP(scope),
-             GROUP(scoped), GROUP(ckpt),   GROUP(limit), GROUP(early_stop), GROUP(state_form)};
+    } g[] = {GROUP(dtype), GROUP(status),     GROUP(optim),      GROUP(sched),
+             GROUP(build), GROUP(dist),       GROUP(act),        GROUP(file),
+             GROUP(tape),  GROUP(scope),      GROUP(scoped),     GROUP(ckpt),
+             GROUP(limit), GROUP(early_stop), GROUP(state_form), GROUP(seed)};
     const int n = (int)(sizeof g / sizeof g[0]);
     SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));
     for (int i = 0; i < n; i++) {

@@ -291,3 +291,19 @@ SEXP R_pg_rng_set_state(SEXP x, SEXP state)
     r_check(rc);
     return R_NilValue;
 }
+
+/* a seed argument as the core's rule reads it (pg_seed_parse); .seed_int says what R got */
+SEXP R_pg_seed_parse(SEXP fn, SEXP arg, SEXP kind, SEXP v, SEXP s, SEXP shown)
+{
+    pg_seed_arg a = pg_seed_default_arg();
+    a.fn = CHAR(STRING_ELT(fn, 0));
+    a.arg = CHAR(STRING_ELT(arg, 0));
+    a.kind = Rf_asInteger(kind);
+    a.v = Rf_asReal(v);
+    a.s = Rf_isNull(s) ? NULL : Rf_translateCharUTF8(STRING_ELT(s, 0));
+    a.shown = Rf_isNull(shown) ? NULL : Rf_translateCharUTF8(STRING_ELT(shown, 0));
+    a.null_name = "NULL";
+    int32_t out = 0;
+    r_check(pg_seed_parse(&a, &out));
+    return Rf_ScalarInteger(out);
+}

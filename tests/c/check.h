@@ -60,6 +60,7 @@ void test_fit_loss(void);
 void test_layer_config(void);
 void test_checkpoint_policy(void);
 void test_checkpoint_path(void);
+void test_seed_rule(void);
 void test_lost(void);
 void test_hostile(void);
 void test_versions(void);

@@ -50,6 +50,7 @@ int main(void)
     run("layer configs", test_layer_config);
     run("checkpoint policy", test_checkpoint_policy);
     run("checkpoint path", test_checkpoint_path);
+    run("seed rule", test_seed_rule);
     run("lost", test_lost);
     run("hostile", test_hostile);
     run("versions", test_versions);

@@ -152,3 +152,36 @@ void test_checkpoint_path(void)
     CHECK_ERR(pg_checkpoint_path_check(""), PG_STATUS_ERR_VALUE, "path must be a file name");
     CHECK_ERR(pg_checkpoint_path_check(NULL), PG_STATUS_ERR_ARG, "NULL path");
 }
+
+/* the seed rule (rng_seed.c): R's as.integer(seed), then set.seed's refusal */
+void test_seed_rule(void)
+{
+    pg_seed_arg a = pg_seed_default_arg();
+    int32_t s = 0;
+    a.v = 7.9;
+    CHECK(pg_seed_parse(&a, &s) == 0 && s == 7);
+    a.v = -5.7;
+    CHECK(pg_seed_parse(&a, &s) == 0 && s == -5);
+    a.v = 2147483647.0;
+    CHECK(pg_seed_parse(&a, &s) == 0 && s == 2147483647);
+    a.v = -2147483648.0; /* NA_integer_ in R */
+    CHECK_ERR(pg_seed_parse(&a, &s), PG_STATUS_ERR_VALUE,
+              "ggml_set_seed: supplied seed is not a valid integer, got -2147483648");
+    a.v = 1.5e10;
+    CHECK_ERR(pg_seed_parse(&a, &s), PG_STATUS_ERR_VALUE, "not a valid integer, got 1.5e+10");
+    a.v = NAN;
+    CHECK_ERR(pg_seed_parse(&a, &s), PG_STATUS_ERR_VALUE,
+              "ggml_set_seed: `seed` must be a single non-NA integer (or NULL). Got NaN.");
+    a.kind = PG_SEED_STRING, a.s = " 3.9 ";
+    CHECK(pg_seed_parse(&a, &s) == 0 && s == 3);
+    a.s = "1e3";
+    CHECK(pg_seed_parse(&a, &s) == 0 && s == 1000);
+    a.s = "abc";
+    CHECK_ERR(pg_seed_parse(&a, &s), PG_STATUS_ERR_VALUE, "not a valid integer, got \"abc\"");
+    a.s = "3x";
+    CHECK_ERR(pg_seed_parse(&a, &s), PG_STATUS_ERR_VALUE, "not a valid integer");
+    a.kind = PG_SEED_OTHER, a.shown = "TRUE", a.fn = "ag_fit";
+    CHECK_ERR(pg_seed_parse(&a, &s), PG_STATUS_ERR_ARG,
+              "ag_fit: `seed` must be a single non-NA integer (or NULL). Got TRUE.");
+    CHECK_ERR(pg_seed_parse(NULL, &s), PG_STATUS_ERR_ARG, "NULL argument");
+}

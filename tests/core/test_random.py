@@ -255,11 +255,16 @@ def test_errors_carry_r_messages_and_change_nothing():
     with pytest.raises(pg.PyggmlrValueError, match="n must be a count"):
         g.runif(-1)
     np.testing.assert_array_equal(g.get_state(), st)
-    for bad in (1.5e10, float("inf"), True):  # "1" is 1, as ggmlR's as.integer("1")
-        with pytest.raises(pg.PyggmlrValueError, match="single non-NA integer"):
+    # R's as.integer then set.seed, the core's rule (pg_seed_parse): "1" is 1 as in ggmlR
+    for bad in (1.5e10, float("inf"), -(2.0**31)):
+        with pytest.raises(pg.PyggmlrValueError, match="supplied seed is not a valid integer"):
             pg.ggml_set_seed(bad)
-    with pytest.raises(pg.PyggmlrValueError, match="single non-NA integer"):
-        pg.ggml_set_seed([1, 2])
+    with pytest.raises(pg.PyggmlrValueError, match="single non-NA integer .or None.. Got NaN."):
+        pg.ggml_set_seed(float("nan"))
+    for bad in (True, [1, 2]):  # not one number: the wrong kind, as R's TRUE and c(1, 2)
+        with pytest.raises(pg.ArgumentError, match="single non-NA integer"):
+            pg.ggml_set_seed(bad)
+    assert pg.ggml_set_seed(2**31 - 1) == 2**31 - 1 and pg.ggml_set_seed(-(2.0**31) + 0.5) == -(2**31) + 1
     assert pg.ggml_set_seed(None) is None and pg.ggml_set_seed(7.9) == 7  # as.integer truncates
 
 

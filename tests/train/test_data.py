@@ -157,8 +157,10 @@ def test_refusals_name_ag_dataloader():
         "ag_dataloader: x and y must have the same number of samples (columns in col-major): "
         "x has 10, y has 9"
     )
-    with pytest.raises(pg.PyggmlrValueError, match=r"^ag_dataloader: `seed`"):
+    with pytest.raises(pg.PyggmlrValueError, match=r"^ag_dataloader: supplied seed is not a valid"):
         pg.ag_dataloader(x, seed="a")
+    with pytest.raises(pg.ArgumentError, match=r"^ag_dataloader: `seed` must be a single non-NA"):
+        pg.ag_dataloader(x, seed=[1, 2])
     with pytest.raises(pg.ArgumentError, match=r"^ag_dataloader: drop_last must be True or False"):
         pg.ag_dataloader(x, drop_last=1)
     dl = pg.ag_dataloader(x, batch_size=10)

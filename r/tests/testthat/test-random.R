@@ -259,7 +259,7 @@ test_that("dataloader: reset() draws sample(n); with seed, from a stream of its 
   expect_identical(.Random.seed, r0)
   set.seed(7)
   expect_identical(list(o1, o2), list(sample(20), sample(20)))
-  expect_error(ag_dataloader(x, seed = c(1, 2)), "seed must be a single non-NA integer")
+  expect_error(ag_dataloader(x, seed = c(1, 2)), "`seed` must be a single non-NA integer")
 })
 
 fit_run <- function(seed, static, ...) {

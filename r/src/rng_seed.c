@@ -1,0 +1,1 @@
+../../native/rng_seed.c
