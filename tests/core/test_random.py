@@ -264,7 +264,10 @@ def test_errors_carry_r_messages_and_change_nothing():
     for bad in (True, [1, 2]):  # not one number: the wrong kind, as R's TRUE and c(1, 2)
         with pytest.raises(pg.ArgumentError, match="single non-NA integer"):
             pg.ggml_set_seed(bad)
-    assert pg.ggml_set_seed(2**31 - 1) == 2**31 - 1 and pg.ggml_set_seed(-(2.0**31) + 0.5) == -(2**31) + 1
+    assert (
+        pg.ggml_set_seed(2**31 - 1) == 2**31 - 1
+        and pg.ggml_set_seed(-(2.0**31) + 0.5) == -(2**31) + 1
+    )
     assert pg.ggml_set_seed(None) is None and pg.ggml_set_seed(7.9) == 7  # as.integer truncates
 
 
