@@ -49,11 +49,11 @@ from .nn import *  # noqa: F401,F403  (layers and modules)
 from .ops import *  # noqa: F401,F403
 from .ops_loss import *  # noqa: F401,F403  (bce, bce with logits, huber, mae, weighted mse)
 from .ops_select import *  # noqa: F401,F403  (argmax, log-softmax, gather, max, sampling)
-from .optim import Optimizer, clip_grad_norm, optimizer_adam, optimizer_sgd
-from .optim_state import OptimizerHyperWarning  # noqa: F401  (load_state's hyper-parameter warning)
+from .optim.optimizer import Optimizer, clip_grad_norm, optimizer_adam, optimizer_sgd
+from .optim.sched import *  # noqa: F401,F403  (lr schedulers, clip_grad_value, check_grad_anomaly)
+from .optim.state import OptimizerHyperWarning  # noqa: F401  (load_state's hyper-parameter warning)
 from .random import ag_rng, ggml_set_seed
 from .replicas import dp_train  # noqa: F401  (ggmlR dp_train)
-from .sched import *  # noqa: F401,F403  (lr schedulers, clip_grad_value, check_grad_anomaly)
 from .state import *  # noqa: F401,F403  (ag_state_dict, ag_load_state_dict, ag_save_model, ag_load_model, ggml_version)
 from .tape import Gradients, ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from .tensor import (

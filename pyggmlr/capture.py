@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Optional
 import numpy as np
 
 from .errors import ArgumentError, PyggmlrValueError, ShapeError, StateError
-from .optim import clip_grad_norm, optimizer_adam
+from .optim.optimizer import clip_grad_norm, optimizer_adam
 from .tape import backward, with_grad_tape
 from .tensor import Tensor, _as_tensor
 

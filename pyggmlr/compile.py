@@ -44,7 +44,7 @@ from ._args import check_int
 from ._core import NULL, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .memory import MemoryReport
-from .optim import Optimizer
+from .optim.optimizer import Optimizer
 from .random import Generator
 from .tensor import ArrayLike, Tensor, _as_matrix, _read, _src, ag_tensor
 

@@ -25,7 +25,7 @@ from . import _core, _walk
 from ._args import check_int, check_real
 from ._core import F32, F64, NULL, ffi, lib
 from .errors import PyggmlrError, PyggmlrValueError
-from .optim import _grads_handle
+from .optim.optimizer import _grads_handle
 from .tape import Gradients
 from .tensor import Tensor
 

@@ -23,7 +23,7 @@ from .distributed import (
 )
 from .errors import ArgumentError, PyggmlrValueError
 from .fit_history import History
-from .optim import Optimizer, clip_grad_norm
+from .optim.optimizer import Optimizer, clip_grad_norm
 from .tape import Gradients
 from .tensor import ArrayLike, Tensor
 

@@ -38,7 +38,7 @@ from .fit_util import (  # noqa: F401
     _snapshot,
     _StaticSteps,
 )
-from .optim import Optimizer
+from .optim.optimizer import Optimizer
 from .predict import ag_accuracy, ag_predict  # noqa: F401  (re-exported)
 from .tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from .tensor import Tensor, ag_tensor

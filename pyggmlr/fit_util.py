@@ -11,7 +11,7 @@ from . import _walk
 from ._args import as_numeric
 from ._core import NULL, check, ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
-from .optim import Optimizer, optimizer_adam, optimizer_sgd
+from .optim.optimizer import Optimizer, optimizer_adam, optimizer_sgd
 from .tensor import Tensor, _wrap, ag_default_dtype
 
 __all__: List[str] = []

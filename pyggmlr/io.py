@@ -297,7 +297,7 @@ def _opt_names(opt, params):
 
 def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
     from . import __version__
-    from .optim import Optimizer
+    from .optim.optimizer import Optimizer
 
     path = _path_arg(path, "ag_save_model()")
     params, bufs = _model_parts(model)
@@ -387,7 +387,7 @@ def _rebuild(f, dtype):
 def _opt_state(f, tensors, optimizer, params):
     """The file's optimizer state for optimizer, in _load_file_state's layout, after the core's
     checks of the metadata, the kind, the parameter names and the slot shapes."""
-    from .optim import _ADAM
+    from .optim.optimizer import _ADAM
 
     kind = "adam" if optimizer._kind == _ADAM else "sgd"
     mine = _opt_names(optimizer, params)
@@ -461,7 +461,7 @@ def _load(
         writes += f.match(lib.PG_MF_LIST_BUFFERS, bufs, tensors)
         ostate = None
         if optimizer is not None:
-            from .optim import Optimizer
+            from .optim.optimizer import Optimizer
 
             if not isinstance(optimizer, Optimizer):
                 raise ArgumentError(

@@ -283,7 +283,7 @@ def _shape_params(shapes):
 
 def _optimizer_k(optimizer):
     """(name, state multiplier) from a name or an optimizer object."""
-    from .optim import Optimizer, optimizer_adam
+    from .optim.optimizer import Optimizer, optimizer_adam
 
     if isinstance(optimizer, Optimizer):
         adam = isinstance(optimizer, optimizer_adam)

@@ -14,7 +14,7 @@ from ._args import check_int, check_real
 from ._core import NULL, ffi, lib
 from .distributed import Params, _arr
 from .errors import ArgumentError, PyggmlrValueError
-from .optim import _grads_handle, clip_grad_norm, optimizer_adam
+from .optim.optimizer import _grads_handle, clip_grad_norm, optimizer_adam
 from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
 from .tensor import Tensor, ag_tensor
 

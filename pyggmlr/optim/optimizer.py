@@ -8,12 +8,14 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from . import _core, _walk
-from ._args import INT_MAX
-from ._core import NULL, ffi, lib
-from .errors import ArgumentError, PyggmlrValueError, StateError
-from .tape import Gradients
-from .tensor import Tensor, _read, ag_tensor
+from .. import _core, _walk
+from .._args import INT_MAX
+from .._core import NULL, ffi, lib
+from ..errors import ArgumentError, PyggmlrValueError, StateError
+from ..tape import Gradients
+from ..tensor import Tensor, _read, ag_tensor
+from . import state as _state
+from .state import OptimizerHyperWarning, _names
 
 __all__ = [
     "optimizer_sgd",
@@ -22,8 +24,6 @@ __all__ = [
     "clip_grad_norm",
     "OptimizerHyperWarning",
 ]  # schedulers: sched.py
-
-from .optim_state import OptimizerHyperWarning, _names  # noqa: E402  (re-exported)
 
 _SGD, _ADAM = lib.PG_OPTIM_KIND_SGD, lib.PG_OPTIM_KIND_ADAM  # enum pg_optim_kind
 # every hyper-parameter an optimizer has, from the core's table
@@ -260,27 +260,19 @@ class Optimizer:
     def state(self) -> Dict[str, Any]:
         """ggmlR 0.8.6's optimizer state: format, version 1, type, t, accum_count, names (None
         for an unnamed list), slots (velocity / m, v: float64 arrays by position), hyper."""
-        from .optim_state import state
-
-        return state(self)
+        return _state.state(self)
 
     def load_state(self, state: Any) -> bool:
         """Restore moments and counters from state() (ggmlR 0.8.6's checks, in order; nothing is
         written unless all pass). Hyper-parameters are not restored: OptimizerHyperWarning when
         they differ."""
-        from .optim_state import load_state
-
-        return load_state(self, state)
+        return _state.load_state(self, state)
 
     def _file_state(self):
-        from .optim_state import file_state
-
-        return file_state(self)
+        return _state.file_state(self)
 
     def _load_file_state(self, st, check_only=False):
-        from .optim_state import load_file_state
-
-        load_file_state(self, st, check_only)
+        _state.load_file_state(self, st, check_only)
 
 
 class optimizer_sgd(Optimizer):

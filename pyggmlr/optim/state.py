@@ -11,8 +11,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import _core
-from ._core import NULL, ffi, lib
+from .. import _core
+from .._core import NULL, ffi, lib
+from ..tensor import _read
 
 __all__ = ["OptimizerHyperWarning"]
 
@@ -261,8 +262,6 @@ def file_state(opt: Any) -> Dict[str, Any]:
     """The optimizer state in this project's model-file layout (kind, t, accum_count, every
     hyper-parameter, per-parameter dicts of slot arrays incl. the sum_grads accumulator, None
     when unused), for io.py."""
-    from .tensor import _read
-
     slots = _names(lib.PG_OPTIM_NAMES_FILE_SLOTS, opt._kind)
     per = []
     for i in range(lib.pg_optim_nparams(opt._o)):

@@ -13,11 +13,11 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from . import _core
-from ._args import as_flag, check_num, check_number
-from ._core import ffi, lib
-from .errors import ArgumentError, PyggmlrValueError
-from .optim import Optimizer, _grads_handle, _param_list, optimizer_adam, optimizer_sgd
+from .. import _core
+from .._args import as_flag, check_num, check_number
+from .._core import ffi, lib
+from ..errors import ArgumentError, PyggmlrValueError
+from .optimizer import Optimizer, _grads_handle, _param_list, optimizer_adam, optimizer_sgd
 
 __all__ = [
     "lr_scheduler_step",
