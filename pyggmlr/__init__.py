@@ -45,7 +45,8 @@ from .gpu import *  # noqa: F401,F403  (ggmlR's GPU switches and probes: no GPU 
 from .gradcheck import *  # noqa: F401,F403
 from .io import *  # noqa: F401,F403  (ag_save_model, ag_load_model)
 from .memory import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory, ...)
-from .nn import *  # noqa: F401,F403  (layers and modules)
+from .nn.modules import *  # noqa: F401,F403  (layers and modules)
+from .nn.state import *  # noqa: F401,F403  (ag_state_dict, ag_load_state_dict, ag_save_model, ag_load_model, ggml_version)
 from .ops import *  # noqa: F401,F403
 from .ops_loss import *  # noqa: F401,F403  (bce, bce with logits, huber, mae, weighted mse)
 from .ops_select import *  # noqa: F401,F403  (argmax, log-softmax, gather, max, sampling)
@@ -54,7 +55,6 @@ from .optim.sched import *  # noqa: F401,F403  (lr schedulers, clip_grad_value, 
 from .optim.state import OptimizerHyperWarning  # noqa: F401  (load_state's hyper-parameter warning)
 from .random import ag_rng, ggml_set_seed
 from .replicas import dp_train  # noqa: F401  (ggmlR dp_train)
-from .state import *  # noqa: F401,F403  (ag_state_dict, ag_load_state_dict, ag_save_model, ag_load_model, ggml_version)
 from .tape import Gradients, ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from .tensor import (
     DeviceError,

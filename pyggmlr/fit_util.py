@@ -47,7 +47,7 @@ def _buffers(model):
 
 
 def _set_mode(model, training):
-    from . import nn
+    from .nn import modules as nn
 
     fn = getattr(nn, "ag_train" if training else "ag_eval", None)
     if fn is not None:
@@ -169,7 +169,7 @@ def _apply_hyper(opt, hp, epoch):
 def _builtin_model(model):
     """True when every layer is a built-in pyggmlr layer (whose whole forward runs in C ops a
     compiled graph replays), so ag_fit can compile its step by default."""
-    from . import nn
+    from .nn import modules as nn
 
     if isinstance(model, nn.ag_sequential):
         return all(_builtin_model(m) for m in model.layers)

@@ -371,7 +371,7 @@ def _rebuild(f, dtype):
     listed = lib.pg_mf_has_names(f.h, lib.PG_MF_LIST_PARAMETERS)
     prev = ag_dtype(dtype or ("f64" if listed and lib.pg_mf_all_f64(f.h) else "f32"))
     try:
-        from .nn import ag_module_from_config
+        from .nn.modules import ag_module_from_config
 
         model = ag_module_from_config(f.json(lib.pg_mf_config(f.h)))
     except Exception as e:  # untrusted content: any failure to build is a bad file
@@ -441,7 +441,7 @@ def _load(
         epoch = None if epoch < 0 else int(epoch)
         extra = f.json(lib.pg_mf_extra(f.h))
         if model is None and builder is not None:  # in dtype, else the file's (ggmlR: param_dtypes)
-            from .state import _build
+            from .nn.state import _build
 
             model = _build(builder, dtype or ("f64" if lib.pg_mf_all_f64(f.h) else "f32"))
             params, bufs = _model_parts(model)
@@ -454,7 +454,7 @@ def _load(
         else:
             params, bufs = _model_parts(model)
         if dtype is not None:
-            from .state import _check_built_dtype
+            from .nn.state import _check_built_dtype
 
             _check_built_dtype(params, dtype)
         writes = f.match(lib.PG_MF_LIST_PARAMETERS, params, tensors)

@@ -80,7 +80,7 @@ def check_config(text: str, params: Dict[str, Any], bufs: Dict[str, Any]) -> Non
     """The architecture as the loader will rebuild it: the core's plausibility checks with the
     budget of this file's tensors, then a rebuild (the random stream put back afterwards, so a
     save draws nothing) whose parameter and buffer names and shapes must be the model's."""
-    from .nn import ag_module_from_config
+    from .nn.modules import ag_module_from_config
     from .random import Generator
     from .tensor import ag_dtype
 

@@ -15,11 +15,22 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Union
 
 import numpy as np
 
-from . import _walk
-from ._args import check_int
-from ._core import lib
-from .errors import ArgumentError, PyggmlrValueError, ShapeError
-from .nn_base import (
+from .. import _walk
+from .._args import check_int
+from .._core import lib
+from ..errors import ArgumentError, PyggmlrValueError, ShapeError
+from ..ops import (
+    _linear,
+    ag_add,
+    ag_gelu,
+    ag_matmul,
+    ag_relu,
+    ag_sigmoid,
+    ag_softmax,
+    ag_tanh,
+)
+from ..tensor import ArrayLike, Tensor, ag_param
+from .base import (
     _INITS,
     Module,
     _config,
@@ -35,22 +46,7 @@ from .nn_base import (
     ag_slice_rows,
     ag_train,
 )
-
-# the attention and GEMM tests build references from these two (import them from pyggmlr.nn)
-from .nn_base import _causal_mask as _causal_mask
-from .nn_base import _matmul_t as _matmul_t
-from .nn_layers import ag_batch_norm, ag_embedding, ag_layer_norm, ag_multihead_attention
-from .ops import (
-    _linear,
-    ag_add,
-    ag_gelu,
-    ag_matmul,
-    ag_relu,
-    ag_sigmoid,
-    ag_softmax,
-    ag_tanh,
-)
-from .tensor import ArrayLike, Tensor, ag_param
+from .layers import ag_batch_norm, ag_embedding, ag_layer_norm, ag_multihead_attention
 
 __all__ = [
     "Module",

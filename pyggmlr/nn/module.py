@@ -13,13 +13,21 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Dict, List, Mapping, Tuple
 
-from ._walk import items as _items
-from .tensor import Tensor
+from .._walk import items as _items
+from ..tensor import Tensor
+from .state import ag_load_state_dict, ag_state_dict
 
 __all__: List[str] = []
 
 
 _ACTIVE: set = set()  # ids of the modules being walked (cycle guard)
+
+
+def _layer_name(layer):
+    name = getattr(layer, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    return type(layer).__name__
 
 
 def _is_param(v: Any) -> bool:
@@ -29,9 +37,7 @@ def _is_param(v: Any) -> bool:
 
 
 def _is_layer(v: Any) -> bool:
-    from .nn import Module
-
-    if isinstance(v, Module):
+    if isinstance(v, StateMethods):  # a Module (nn/base.py): the one class deriving from it
         return True
     if isinstance(v, (type, Tensor)):
         return False
@@ -112,8 +118,6 @@ def named_children(obj: Any) -> List[Tuple[str, Any]]:
 def describe(obj: Any, head: str) -> str:
     """head, then one indented line per registered child: ``  (fc1): linear(4, 16, relu)``;
     a child's own multi-line repr is indented below its name."""
-    from .nn import _layer_name
-
     kids = named_children(obj)
     if not kids:
         return head
@@ -139,14 +143,10 @@ class StateMethods:
 
     def state_dict(self) -> Dict[str, Any]:
         """A copy of the weights as plain data: ag_state_dict(self) (ggmlR 0.8.6's format)."""
-        from .state import ag_state_dict
-
         return ag_state_dict(self)
 
     def load_state_dict(self, state: Any, strict: bool = True) -> Any:
         """Write a state dict into this module in place: ag_load_state_dict(self, state,
         strict). Returns self (torch returns the missing / unexpected keys; here strict=True
         raises on any difference instead). Raises what ag_load_state_dict raises."""
-        from .state import ag_load_state_dict
-
         return ag_load_state_dict(self, state, strict=strict)

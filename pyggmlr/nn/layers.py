@@ -11,11 +11,13 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
-from . import _core
-from ._args import INT_MAX, check_int, check_num
-from ._core import NULL, ffi, lib
-from .errors import PyggmlrValueError, ShapeError
-from .nn_base import (
+from .. import _core
+from .._args import INT_MAX, check_int, check_num
+from .._core import NULL, ffi, lib
+from ..errors import PyggmlrValueError, ShapeError
+from ..ops import _class_ids, ag_add, ag_matmul, ag_softmax
+from ..tensor import ArrayLike, Tensor, _wrap, ag_param, ag_tensor
+from .base import (
     Module,
     _as_tensor,
     _causal_mask,
@@ -28,8 +30,6 @@ from .nn_base import (
     ag_concat_rows,
     ag_slice_rows,
 )
-from .ops import _class_ids, ag_add, ag_matmul, ag_softmax
-from .tensor import ArrayLike, Tensor, _wrap, ag_param, ag_tensor
 
 __all__ = ["ag_batch_norm", "ag_layer_norm", "ag_embedding", "ag_multihead_attention"]
 

@@ -16,10 +16,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _walk
-from ._core import ffi, lib
-from .errors import ArgumentError, PyggmlrValueError, ShapeError
-from .tensor import Tensor, ag_device, ag_dtype
+from .. import _walk
+from .._core import ffi, lib
+from ..errors import ArgumentError, PyggmlrValueError, ShapeError
+from ..tensor import Tensor, ag_device, ag_dtype
 
 __all__ = ["ag_state_dict", "ag_load_state_dict", "ag_save_model", "ag_load_model", "ggml_version"]
 
@@ -163,7 +163,7 @@ def ag_load_state_dict(model: Any, state: Mapping, strict: bool = True) -> Any:
     pt, bt = dict(params), dict(bufs)
     pv = [(pt[k], _value(caller, k, pt[k].shape, sp[k])) for k in pn]
     bv = [(bt[k], _value(caller, k, bt[k].shape, sb[k])) for k in bn]
-    from .io_check import check_fits
+    from ..io_check import check_fits
 
     for (t, a), k in zip(pv + bv, pn + bn):  # a finite double beyond f32 would become Inf
         check_fits(t, np.asarray(a, dtype=np.float64), f"{caller}: '{k}'")
@@ -193,7 +193,7 @@ def ag_save_model(
     stored, since a safetensors file holds no code; pass it to ag_load_model again for a model
     without to_config(). Raises ArgumentError for a model without parameters(), a model_fn that
     is not callable or a bad optimizer; PyggmlrValueError for a bad epoch or extra."""
-    from .io import _save
+    from ..io import _save
 
     if model_fn is not None and not callable(model_fn):
         raise ArgumentError("ag_save_model(): `model_fn` must be a function or NULL.")
@@ -259,7 +259,7 @@ def ag_load_model(
     missing in file: / not in model:" and "shape mismatch for parameter 'x': model AxB vs file
     CxD" errors). Nothing is changed unless the whole file checks out. Returns the model, in
     eval mode. A truncated, corrupt or foreign file raises PyggmlrValueError."""
-    from .io import _load
+    from ..io import _load
 
     if model_fn is not None and model is None and callable(getattr(model_fn, "parameters", None)):
         model, model_fn = model_fn, None  # a model object where ggmlR has the builder

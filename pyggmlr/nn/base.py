@@ -11,14 +11,15 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
-from . import _core
-from . import nn_module as _reg
-from . import tensor as _tensor
-from ._args import check_int
-from ._core import ffi, lib
-from .errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
-from .random import runif
-from .tensor import ArrayLike, Tensor, _wrap
+from .. import _core
+from .. import tensor as _tensor
+from .._args import check_int
+from .._core import ffi, lib
+from ..errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
+from ..random import runif
+from ..tensor import ArrayLike, Tensor, _wrap
+from . import module as _reg
+from .module import _layer_name as _layer_name  # (nn/modules.py names layers with it)
 
 __all__ = ["Module", "ag_train", "ag_eval", "ag_slice_rows", "ag_concat_rows"]
 
@@ -85,13 +86,6 @@ def _config(layer: Any, kind: str, *fields: str) -> Dict[str, Any]:
 def _fmt_num(v):
     """Numbers as R prints them in layer names: 0.5, 0, 0.1, 1e-05."""
     return f"{float(v):.15g}"
-
-
-def _layer_name(layer):
-    name = getattr(layer, "name", None)
-    if isinstance(name, str) and name:
-        return name
-    return type(layer).__name__
 
 
 def _set_mode(obj, training):
