@@ -13,9 +13,7 @@ from ._core import (
     blas_library_path,
 )
 from .attention import *  # noqa: F401,F403  (ag_flash_attention)
-from .capture import *  # noqa: F401,F403  (ggmlR's captured functions and steps, eager on the CPU)
 from .checkpoint import ag_checkpoint  # noqa: F401  (gradient checkpointing)
-from .compile import ag_compile  # noqa: F401  (static graphs)
 from .data import *  # noqa: F401,F403  (ag_dataloader, data sets)
 from .distributed import (  # noqa: F401  (MPI optional, imported on use)
     DistributedOptimizer,
@@ -43,8 +41,10 @@ from .errors import (
 from .fit import *  # noqa: F401,F403  (ag_fit, callbacks, history)
 from .gpu import *  # noqa: F401,F403  (ggmlR's GPU switches and probes: no GPU here)
 from .gradcheck import *  # noqa: F401,F403
+from .graph.capture import *  # noqa: F401,F403  (ggmlR's captured functions and steps, eager on the CPU)
+from .graph.compile import ag_compile  # noqa: F401  (static graphs)
+from .graph.memory import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory, ...)
 from .io import *  # noqa: F401,F403  (ag_save_model, ag_load_model)
-from .memory import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory, ...)
 from .nn.modules import *  # noqa: F401,F403  (layers and modules)
 from .nn.state import *  # noqa: F401,F403  (ag_state_dict, ag_load_state_dict, ag_save_model, ag_load_model, ggml_version)
 from .ops import *  # noqa: F401,F403

@@ -198,7 +198,7 @@ class _StaticSteps:
         """The step for this batch's width, recorded on the plan's batch tensors (the training
         step in training mode, build "opt"; validation in eval mode, build "forward"):
         (step, model output tensor) for the session, which runs them from then on."""
-        from .compile import ag_compile
+        from .graph.compile import ag_compile
 
         build = "forward" if val else "opt"
         holder = {}

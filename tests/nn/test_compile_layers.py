@@ -238,7 +238,7 @@ def test_fit_static_equals_eager(kind, dtype, accum, onehot):
 
 
 def test_fit_static_default_and_mse(rng, monkeypatch):
-    import pyggmlr.compile as pc
+    import pyggmlr.graph.compile as pc
 
     builds = []
     real = pc.ag_compile

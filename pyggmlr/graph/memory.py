@@ -22,11 +22,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _core, _walk
-from ._args import as_flag, check_int, check_num
-from ._core import F32, NULL, ffi, lib
-from .errors import ArgumentError, PyggmlrValueError
-from .tensor import Tensor, _as_tensor, _dtype_code
+from .. import _core, _walk
+from .._args import as_flag, check_int, check_num
+from .._core import F32, NULL, ffi, lib
+from ..errors import ArgumentError, PyggmlrValueError
+from ..tensor import Tensor, _as_tensor, _dtype_code
 
 __all__ = [
     "ag_tape_memory",
@@ -283,7 +283,7 @@ def _shape_params(shapes):
 
 def _optimizer_k(optimizer):
     """(name, state multiplier) from a name or an optimizer object."""
-    from .optim.optimizer import Optimizer, optimizer_adam
+    from ..optim.optimizer import Optimizer, optimizer_adam
 
     if isinstance(optimizer, Optimizer):
         adam = isinstance(optimizer, optimizer_adam)
@@ -339,8 +339,8 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
     """One real forward + backward of model on a private tape. Returns (weights, gradients,
     activations, batch, params) in bytes: activations = the peak bytes the core held above the
     weights and the parameters' gradients (tape, intermediates' gradients, loss, input, target)."""
-    from .ops import ag_mse_loss
-    from .tape import backward, with_grad_tape
+    from ..ops import ag_mse_loss
+    from ..tape import backward, with_grad_tape
 
     fn = "ag_estimate_training_memory()"
     params = _model_params(model)
@@ -461,7 +461,7 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
 
 
 def _wrap_new(code, nrow, ncol):
-    from .tensor import _wrap
+    from ..tensor import _wrap
 
     return _wrap(lib.pg_tensor_new(code, nrow, ncol, NULL, code, 1, nrow))
 

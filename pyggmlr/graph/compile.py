@@ -39,14 +39,14 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _core
-from ._args import check_int
-from ._core import NULL, ffi, lib
-from .errors import ArgumentError, PyggmlrValueError, ShapeError
+from .. import _core
+from .._args import check_int
+from .._core import NULL, ffi, lib
+from ..errors import ArgumentError, PyggmlrValueError, ShapeError
+from ..optim.optimizer import Optimizer
+from ..random import Generator
+from ..tensor import ArrayLike, Tensor, _as_matrix, _read, _src, ag_tensor
 from .memory import MemoryReport
-from .optim.optimizer import Optimizer
-from .random import Generator
-from .tensor import ArrayLike, Tensor, _as_matrix, _read, _src, ag_tensor
 
 __all__ = ["ag_compile", "CompiledStep"]
 

@@ -10,10 +10,10 @@ from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
-from .errors import ArgumentError, PyggmlrValueError, ShapeError, StateError
-from .optim.optimizer import clip_grad_norm, optimizer_adam
-from .tape import backward, with_grad_tape
-from .tensor import Tensor, _as_tensor
+from ..errors import ArgumentError, PyggmlrValueError, ShapeError, StateError
+from ..optim.optimizer import clip_grad_norm, optimizer_adam
+from ..tape import backward, with_grad_tape
+from ..tensor import Tensor, _as_tensor
 
 __all__ = ["ag_capture", "ag_capture_step", "ag_capture_set", "ag_capture_free", "Captured"]
 
