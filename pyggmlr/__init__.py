@@ -43,7 +43,8 @@ from .gpu import *  # noqa: F401,F403  (ggmlR's GPU switches and probes: no GPU 
 from .gradcheck import *  # noqa: F401,F403
 from .graph.capture import *  # noqa: F401,F403  (ggmlR's captured functions and steps, eager on the CPU)
 from .graph.compile import ag_compile  # noqa: F401  (static graphs)
-from .graph.memory import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory, ...)
+from .graph.estimate import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory)
+from .graph.memory import *  # noqa: F401,F403  (ag_memory_stats, ..., MemoryReport)
 from .io import *  # noqa: F401,F403  (ag_save_model, ag_load_model)
 from .nn.modules import *  # noqa: F401,F403  (layers and modules)
 from .nn.state import *  # noqa: F401,F403  (ag_state_dict, ag_load_state_dict, ag_save_model, ag_load_model, ggml_version)

@@ -46,7 +46,7 @@ from ..errors import ArgumentError, PyggmlrValueError, ShapeError
 from ..optim.optimizer import Optimizer
 from ..random import Generator
 from ..tensor import ArrayLike, Tensor, _as_matrix, _read, _src, ag_tensor
-from .memory import MemoryReport
+from .memory import MemoryReport, _memory_report
 
 __all__ = ["ag_compile", "CompiledStep"]
 
@@ -108,8 +108,6 @@ class CompiledStep:
         Returns: a pyggmlr.memory.MemoryReport.
         Raises: ArgumentError when top is not a number, PyggmlrValueError when it is not an
         integer >= 0."""
-        from .memory import _memory_report
-
         top = check_int(top, "memory()", "top", 0)
 
         def buffers():
