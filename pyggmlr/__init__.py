@@ -12,6 +12,7 @@ from ._core import (
     ag_set_threads,
     blas_library_path,
 )
+from ._version import __version__  # noqa: F401
 from .attention import *  # noqa: F401,F403  (ag_flash_attention)
 from .checkpoint import ag_checkpoint  # noqa: F401  (gradient checkpointing)
 from .data import *  # noqa: F401,F403  (ag_dataloader, data sets)
@@ -31,6 +32,7 @@ from .errors import (
     ArgumentError,
     DTypeError,
     GradientKeyError,
+    ModifiedTensorError,  # noqa: F401  (backward over a tensor overwritten after recording)
     NonFiniteLossWarning,
     PyggmlrError,
     PyggmlrMemoryError,
@@ -45,9 +47,9 @@ from .graph.capture import *  # noqa: F401,F403  (ggmlR's captured functions and
 from .graph.compile import ag_compile  # noqa: F401  (static graphs)
 from .graph.estimate import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory)
 from .graph.memory import *  # noqa: F401,F403  (ag_memory_stats, ..., MemoryReport)
-from .io import *  # noqa: F401,F403  (ag_save_model, ag_load_model)
+from .io import *  # noqa: F401,F403  (ag_save_model, ag_load_model, ag_model_info, ggml_version)
 from .nn.modules import *  # noqa: F401,F403  (layers and modules)
-from .nn.state import *  # noqa: F401,F403  (ag_state_dict, ag_load_state_dict, ag_save_model, ag_load_model, ggml_version)
+from .nn.state import *  # noqa: F401,F403  (ag_state_dict, ag_load_state_dict)
 from .ops import *  # noqa: F401,F403
 from .ops_loss import *  # noqa: F401,F403  (bce, bce with logits, huber, mae, weighted mse)
 from .ops_select import *  # noqa: F401,F403  (argmax, log-softmax, gather, max, sampling)
@@ -71,9 +73,6 @@ from .tensor import (
     is_ag_tensor,
 )
 from .tensor_index import PyggmlrIndexError  # noqa: F401  (Tensor.__getitem__: t[i, j], slices, masks)
-
-__version__ = "0.1.0"
-from .errors import ModifiedTensorError  # noqa: F401  (backward over a tensor overwritten after recording)
 
 # The public API, for help(pyggmlr), `from pyggmlr import *` and type checkers (a literal list:
 # mypy reads it). tests/test_py_habits.py checks it against the names imported above, sorted.

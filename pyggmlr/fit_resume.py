@@ -17,7 +17,7 @@ _SETTINGS = ("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss"
 
 def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
     """Model, optimizer, epoch and the run's state (fit: ag_fit's _Fit) to path."""
-    from .io import _save
+    from .io.modelfile import _save
 
     cb_states: List[Any] = []
     cb_arrays: Dict[str, Any] = {}
@@ -47,7 +47,7 @@ def read_checkpoint(path: Any, settings: Dict[str, Any]) -> Tuple[int, Dict[str,
     """The checkpoint's run state, checked against this run's settings by the core (its epoch,
     history and random state too). Writes nothing (the weights come later, from load_weights,
     once the run is set up: a refused checkpoint changes nothing). Returns (epoch, fit state)."""
-    from .io import ag_model_info
+    from .io.modelfile import ag_model_info
 
     info = ag_model_info(path)  # a model file, checked as one
     text = json.dumps({k: settings[k] for k in _SETTINGS}).encode()
@@ -57,6 +57,6 @@ def read_checkpoint(path: Any, settings: Dict[str, Any]) -> Tuple[int, Dict[str,
 
 def load_weights(path: Any, model: Any, opt: Any) -> Dict[str, Any]:
     """The checkpoint's weights and optimizer state (all checked before the first write)."""
-    from .io import _load_checkpoint
+    from .io.modelfile import _load_checkpoint
 
     return _load_checkpoint(path, model, opt)

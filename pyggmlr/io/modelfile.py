@@ -18,14 +18,28 @@ from __future__ import annotations
 import errno
 import json
 import os
+import warnings
 from typing import Any, Dict, Tuple, Union
 
 import numpy as np
 
-from ._core import check, ffi, lib
-from .errors import ArgumentError, PyggmlrError, PyggmlrValueError
-from .io_check import clean, os_error
-from .tensor import Tensor
+from .._core import check, ffi, lib
+from .._version import __version__
+from ..errors import ArgumentError, PyggmlrError, PyggmlrValueError
+from ..nn.base import ag_eval
+from ..nn.modules import ag_module_from_config
+from ..nn.state import check_fits
+from ..optim.optimizer import _ADAM, Optimizer
+from ..tensor import ag_dtype
+from .check import (
+    _build,
+    _check_built_dtype,
+    _model_parts,
+    check_config,
+    check_epoch,
+    clean,
+    os_error,
+)
 
 __all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: state.py
 
@@ -272,32 +286,12 @@ def _read_safetensors(path, fn="ag_load_model()"):
 # model <-> file
 
 
-def _model_parts(model):
-    from .fit import _buffers, _params
-
-    try:
-        params = _params(model)
-    except ArgumentError:
-        raise ArgumentError(
-            f"ag_save_model(): model must have parameters(), got {type(model).__name__}"
-        ) from None
-    bufs = _buffers(model)
-    for k, t in list(params.items()) + list(bufs.items()):
-        if not isinstance(k, str):
-            raise ArgumentError(f"model names must be strings, got {k!r}")
-        if not isinstance(t, Tensor):
-            raise ArgumentError(f"model entry {k!r} is a {type(t).__name__}, not a tensor")
-    return params, bufs
-
-
 def _opt_names(opt, params):
     by_id = {t.id: k for k, t in params.items()}
     return [by_id.get(t.id, f"#{i + 1}") for i, t in enumerate(opt.params.values())]
 
 
 def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
-    from . import __version__
-    from .optim.optimizer import Optimizer
 
     path = _path_arg(path, "ag_save_model()")
     params, bufs = _model_parts(model)
@@ -313,8 +307,6 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
         try:
             cfg = to_config()
         except PyggmlrValueError as e:  # e.g. a custom layer without to_config(): weights only
-            import warnings
-
             warnings.warn(
                 f"ag_save_model(): saving the weights without the architecture ({e}); "
                 "load with ag_load_model(path, model=...)",
@@ -329,13 +321,9 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
                 raise ArgumentError(
                     f"ag_save_model(): {what} must be JSON-serialisable ({e})"
                 ) from None
-            from .io_check import check_config
-
             check_config(text, params, bufs)  # whatever is saved must load
             w.set(lib.PG_MF_FIELD_CONFIG, text)
     if epoch is not None:
-        from .io_check import check_epoch
-
         check(lib.pg_mf_writer_set_epoch(w.h, check_epoch(epoch)))
     if optimizer is not None:
         if not isinstance(optimizer, Optimizer):
@@ -366,13 +354,9 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
 def _rebuild(f, dtype):
     """The model from the file's architecture config (checked and matched against the file's
     tensors by pg_mf_check_load before this builds anything)."""
-    from .tensor import ag_dtype
-
     listed = lib.pg_mf_has_names(f.h, lib.PG_MF_LIST_PARAMETERS)
     prev = ag_dtype(dtype or ("f64" if listed and lib.pg_mf_all_f64(f.h) else "f32"))
     try:
-        from .nn.modules import ag_module_from_config
-
         model = ag_module_from_config(f.json(lib.pg_mf_config(f.h)))
     except Exception as e:  # untrusted content: any failure to build is a bad file
         raise _bad(
@@ -387,8 +371,6 @@ def _rebuild(f, dtype):
 def _opt_state(f, tensors, optimizer, params):
     """The file's optimizer state for optimizer, in _load_file_state's layout, after the core's
     checks of the metadata, the kind, the parameter names and the slot shapes."""
-    from .optim.optimizer import _ADAM
-
     kind = "adam" if optimizer._kind == _ADAM else "sgd"
     mine = _opt_names(optimizer, params)
     keep = [ffi.new("char[]", k.encode("utf-8", "surrogatepass")) for k in mine]
@@ -441,8 +423,6 @@ def _load(
         epoch = None if epoch < 0 else int(epoch)
         extra = f.json(lib.pg_mf_extra(f.h))
         if model is None and builder is not None:  # in dtype, else the file's (ggmlR: param_dtypes)
-            from .nn.state import _build
-
             model = _build(builder, dtype or ("f64" if lib.pg_mf_all_f64(f.h) else "f32"))
             params, bufs = _model_parts(model)
         elif model is None:
@@ -454,15 +434,11 @@ def _load(
         else:
             params, bufs = _model_parts(model)
         if dtype is not None:
-            from .nn.state import _check_built_dtype
-
             _check_built_dtype(params, dtype)
         writes = f.match(lib.PG_MF_LIST_PARAMETERS, params, tensors)
         writes += f.match(lib.PG_MF_LIST_BUFFERS, bufs, tensors)
         ostate = None
         if optimizer is not None:
-            from .optim.optimizer import Optimizer
-
             if not isinstance(optimizer, Optimizer):
                 raise ArgumentError(
                     f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
@@ -472,10 +448,6 @@ def _load(
                 optimizer._load_file_state(ostate, check_only=True)
             except PyggmlrValueError as e:
                 raise _bad(path, str(e)) from None
-    import warnings
-
-    from .io_check import check_fits
-
     for (t, a), k in zip(writes, list(params) + list(bufs)):
         try:
             check_fits(t, a, f"tensor '{k}'")
@@ -488,9 +460,7 @@ def _load(
             if quiet_hyper:
                 warnings.simplefilter("ignore")
             optimizer._load_file_state(ostate)
-    from .fit import _set_mode
-
-    _set_mode(model, False)
+    ag_eval(model)  # as ag_fit leaves a model
     return model, {"epoch": epoch, "extra": extra, "tensors": tensors, "meta": meta}
 
 

@@ -7,13 +7,17 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
-from ._args import check_int
-from ._core import ffi, lib
-from .errors import PyggmlrValueError
+from .. import _walk
+from .._args import check_int
+from .._core import last_message, lib
+from ..errors import ArgumentError, PyggmlrValueError
+from ..nn.modules import ag_module_from_config
+from ..random import Generator
+from ..tensor import Tensor, ag_dtype
 
 __all__: list = []
 
@@ -21,17 +25,11 @@ _CHECKED: Dict[Any, bool] = {}  # configs (with their shapes) that rebuilt, newe
 MAX_EPOCH = 10**12  # the loader reads at most 12 digits (io._load, R's .load_model)
 
 
-def _msg() -> str:
-    m = ffi.string(lib.pg_last_error()).decode("utf-8", "replace")
-    lib.pg_clear_error()
-    return m
-
-
 def os_error(path: Any) -> OSError:
     """The core's PG_STATUS_ERR_IO as the OSError subclass of its errno (FileNotFoundError,
     PermissionError, ...), with errno, its message and the file name set."""
     err = lib.pg_last_errno()
-    msg = _msg()
+    msg = last_message()
     return OSError(err, msg, os.fspath(path)) if err else OSError(msg)
 
 
@@ -76,14 +74,28 @@ def check_epoch(epoch: Any) -> int:
     return check_int(epoch, "ag_save_model()", "epoch", 0, MAX_EPOCH - 1, rule=rule)
 
 
+def _model_parts(model):
+    from ..fit import _params
+
+    try:
+        params = _params(model)
+    except ArgumentError:
+        raise ArgumentError(
+            f"ag_save_model(): model must have parameters(), got {type(model).__name__}"
+        ) from None
+    bufs = dict(_walk.items(model, "buffers", own=False))
+    for k, t in list(params.items()) + list(bufs.items()):
+        if not isinstance(k, str):
+            raise ArgumentError(f"model names must be strings, got {k!r}")
+        if not isinstance(t, Tensor):
+            raise ArgumentError(f"model entry {k!r} is a {type(t).__name__}, not a tensor")
+    return params, bufs
+
+
 def check_config(text: str, params: Dict[str, Any], bufs: Dict[str, Any]) -> None:
     """The architecture as the loader will rebuild it: the core's plausibility checks with the
     budget of this file's tensors, then a rebuild (the random stream put back afterwards, so a
     save draws nothing) whose parameter and buffer names and shapes must be the model's."""
-    from .nn.modules import ag_module_from_config
-    from .random import Generator
-    from .tensor import ag_dtype
-
     pre = "ag_save_model(): the model's architecture config would not load back"
     key = (
         text,
@@ -94,15 +106,13 @@ def check_config(text: str, params: Dict[str, Any], bufs: Dict[str, Any]) -> Non
     raw = text.encode("utf-8", "surrogatepass")
     budget = config_budget(t.size for t in list(params.values()) + list(bufs.values()))
     if lib.pg_json_check(raw, len(raw), b"metadata 'config'", budget) != 0:
-        raise PyggmlrValueError(f"{pre} ({_msg()}); nothing was written")
+        raise PyggmlrValueError(f"{pre} ({last_message()}); nothing was written")
     gen = Generator.current()
     state = gen.get_state()
     dts = {t.dtype for t in params.values()}
     prev = ag_dtype("f64" if dts == {"f64"} else "f32")
     try:
         built = ag_module_from_config(json.loads(text))
-        from .io import _model_parts
-
         bp, bb = _model_parts(built)
     except Exception as e:  # noqa: BLE001 - any failure to rebuild: the file would be refused
         raise PyggmlrValueError(f"{pre} ({type(e).__name__}: {e}); nothing was written") from None
@@ -121,14 +131,25 @@ def check_config(text: str, params: Dict[str, Any], bufs: Dict[str, Any]) -> Non
         _CHECKED.pop(next(iter(_CHECKED)))
 
 
-def check_fits(t: Any, a: np.ndarray, what: str) -> None:
-    """Values for tensor t: a finite double beyond the f32 range would become Inf there."""
-    if a.size and a.dtype == np.float64 and t.dtype == "f32":
-        b = np.ascontiguousarray(a)
-        if lib.pg_values_fit(
-            ffi.cast("double *", b.ctypes.data),
-            b.size,
-            lib.PG_DTYPE_F32,
-            what.encode("utf-8", "replace"),
-        ):
-            raise PyggmlrValueError(_msg())
+def _build(builder: Callable[[], Any], dtype: str) -> Any:
+    """Call a zero-argument builder with dtype as the default; it must return a model."""
+    prev = ag_dtype(dtype)
+    try:
+        model = builder()
+    finally:
+        ag_dtype(prev)
+    if not callable(getattr(model, "parameters", None)):
+        raise ArgumentError(
+            f"ag_load_model(): `model_fn` must return an ag_sequential or ag_* layer "
+            f"(got class: {type(model).__name__})."
+        )
+    return model
+
+
+def _check_built_dtype(params: Dict[str, Tensor], dtype: str) -> None:
+    for k, t in params.items():
+        if t.dtype != dtype:
+            raise PyggmlrValueError(
+                f'ag_load_model(): dtype = "{dtype}" was asked for, but the model\'s parameter '
+                f"'{k}' is {t.dtype} (does model_fn fix its own dtype?)"
+            )
