@@ -56,8 +56,8 @@ from .ops_select import *  # noqa: F401,F403  (argmax, log-softmax, gather, max,
 from .optim.optimizer import Optimizer, clip_grad_norm, optimizer_adam, optimizer_sgd
 from .optim.sched import *  # noqa: F401,F403  (lr schedulers, clip_grad_value, check_grad_anomaly)
 from .optim.state import OptimizerHyperWarning  # noqa: F401  (load_state's hyper-parameter warning)
+from .parallel.replicas import dp_train  # noqa: F401  (ggmlR dp_train)
 from .random import ag_rng, ggml_set_seed
-from .replicas import dp_train  # noqa: F401  (ggmlR dp_train)
 from .tape import Gradients, ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from .tensor import (
     DeviceError,

@@ -187,7 +187,7 @@ def ag_fit(
         opt.accum_count = 0
         sync = None
         if distributed:  # the same collectives as R's ag_fit (distributed_fit.py)
-            from .distributed_fit import FitSync
+            from .parallel.sync import FitSync
 
             sync = FitSync(model, params)
             batch_size, nbatch_logical = batch_size * sync.world, nbatch_logical * sync.world

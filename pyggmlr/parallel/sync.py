@@ -1,18 +1,22 @@
-"""The training loops' side of MPI data parallelism (see distributed.py, docs/distributed.md):
-DistributedOptimizer, the collectives ag_fit(distributed=True) runs (FitSync, the same calls as
-R's ag_fit) and ag_fit_distributed, an alias of ag_fit(distributed=True)."""
+"""The training loops' side of MPI data parallelism (see mpi.py, docs/distributed.md):
+DistributedOptimizer and the collectives ag_fit(distributed=True) runs (FitSync, the same calls
+as R's ag_fit). ag_fit_distributed, an alias of ag_fit(distributed=True), is in
+pyggmlr/distributed.py, above fit/."""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional, Tuple, Union
+from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
-from . import _core
-from ._args import check_flag, check_real
-from ._core import ffi, lib
-from .distributed import (
+from .. import _core
+from .._args import check_real
+from .._core import ffi, lib
+from ..errors import ArgumentError
+from ..optim.optimizer import Optimizer, clip_grad_norm
+from ..tape import Gradients
+from .mpi import (
     Comm,
     Params,
     _comm,
@@ -21,13 +25,8 @@ from .distributed import (
     ag_broadcast_parameters,
     ag_rank_slice,
 )
-from .errors import ArgumentError, PyggmlrValueError
-from .fit_history import History
-from .optim.optimizer import Optimizer, clip_grad_norm
-from .tape import Gradients
-from .tensor import ArrayLike, Tensor
 
-__all__ = ["DistributedOptimizer", "ag_distributed_setup", "ag_fit_distributed"]
+__all__ = ["DistributedOptimizer", "ag_distributed_setup"]
 
 
 class FitSync:
@@ -148,85 +147,3 @@ def ag_distributed_setup(
     )
     nbl = batch_size if nbatch_logical is None else nbatch_logical
     return opt, int(batch_size) * W, int(nbl) * W, lambda idx: ag_rank_slice(idx, comm=comm)
-
-
-def _refuse(arg: str, value: Any, instead: str) -> PyggmlrValueError:
-    return PyggmlrValueError(f"ag_fit_distributed: {arg}={value!r} is not supported; {instead}")
-
-
-def ag_fit_distributed(
-    model: Any,
-    x: ArrayLike,
-    y: Optional[ArrayLike] = None,
-    loss: Union[str, Callable[..., Tensor]] = "mse",
-    optimizer: Union[str, Optimizer] = "adam",
-    lr: float = 1e-3,
-    nepoch: int = 10,
-    batch_size: int = 32,
-    shuffle: bool = True,
-    seed: Optional[int] = 0,
-    max_norm: float = float("inf"),
-    drop_last: bool = True,
-    verbose: Union[bool, int] = True,
-    comm: Optional[Comm] = None,
-) -> History:
-    """Alias of ``ag_fit(model, x, y, ..., distributed=True)`` (one MPI training path); run
-    the same call on every rank. Returns what ag_fit returns: the History (per-epoch loss over
-    all ranks' samples, the same on every rank), no longer a dict.
-
-    Mapped: loss, optimizer ('adam' is ag_fit's 'adamw'; 'sgd'; an optimizer object), lr,
-    nepoch, batch_size (per rank), shuffle and seed (ag_fit's split and shuffle draws) pass
-    through; verbose True / 1 is ag_fit's verbose=2 (a line per epoch, rank 0, stderr) and
-    False / 0 its verbose=0. So N ranks with batch_size b follow one rank with batch_size N*b.
-    Refused (ag_fit has no equivalent): a max_norm other than Inf (NaN included) (clip in a loop of your own with
-    DistributedOptimizer(opt, max_norm=)), drop_last=False (ag_fit leaves out the samples that
-    do not fill a global batch, as ggml), verbose above 1, a comm other than the one
-    ag_mpi_init picked (pass it to ag_mpi_init(comm) first).
-    Raises: PyggmlrValueError naming ag_fit_distributed for a refused value (before any MPI
-    call, comm excepted); ArgumentError for a max_norm that is not a number or a drop_last
-    that is not a bool; otherwise what ag_fit(distributed=True) raises."""
-    if check_real(max_norm, "ag_fit_distributed", "max_norm") != math.inf:  # NaN, < 0 too
-        raise _refuse(
-            "max_norm",
-            max_norm,
-            "ag_fit has no gradient clipping: clip in a loop of "
-            "your own with DistributedOptimizer(opt, max_norm=...)",
-        )
-    if not check_flag(drop_last, "ag_fit_distributed", "drop_last"):
-        raise _refuse(
-            "drop_last",
-            drop_last,
-            "ag_fit leaves out the samples that do not fill "
-            "a whole global batch (ggml's rule): use drop_last=True",
-        )
-    if isinstance(verbose, bool) or verbose in (0, 1):
-        level = 2 if verbose else 0
-    else:
-        raise _refuse(
-            "verbose",
-            verbose,
-            "use True (a line per epoch) or False, or ag_fit's verbose / callbacks",
-        )
-    if comm is not None and comm != _comm(None):
-        raise _refuse(
-            "comm",
-            comm,
-            "ag_fit(distributed=True) runs on the communicator "
-            "ag_mpi_init picked: call ag_mpi_init(comm) first",
-        )
-    from . import fit  # at call time: fit.py imports this module's FitSync
-
-    return fit.ag_fit(
-        model,
-        x,
-        y,
-        loss=loss,
-        optimizer="adamw" if isinstance(optimizer, str) and optimizer == "adam" else optimizer,
-        lr=lr,
-        nepoch=nepoch,
-        batch_size=batch_size,
-        shuffle=shuffle,
-        seed=seed,
-        verbose=level,
-        distributed=True,
-    )

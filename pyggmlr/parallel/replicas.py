@@ -9,14 +9,14 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _core, _walk
-from ._args import check_int, check_real
-from ._core import NULL, ffi, lib
-from .distributed import Params, _arr
-from .errors import ArgumentError, PyggmlrValueError
-from .optim.optimizer import _grads_handle, clip_grad_norm, optimizer_adam
-from .tape import Gradients, ag_tape_clear, backward, with_grad_tape
-from .tensor import Tensor, ag_tensor
+from .. import _core, _walk
+from .._args import check_int, check_real
+from .._core import NULL, ffi, lib
+from ..errors import ArgumentError, PyggmlrValueError
+from ..optim.optimizer import _grads_handle, clip_grad_norm, optimizer_adam
+from ..tape import Gradients, ag_tape_clear, backward, with_grad_tape
+from ..tensor import Tensor, ag_tensor
+from .mpi import Params, _arr
 
 _tensors = _walk.tensors
 
