@@ -40,7 +40,7 @@ from .errors import (
     ShapeError,
     StateError,
 )
-from .fit import *  # noqa: F401,F403  (ag_fit, callbacks, history)
+from .fit import *  # noqa: F401,F403  (ag_fit, callbacks, history, ag_predict)
 from .gpu import *  # noqa: F401,F403  (ggmlR's GPU switches and probes: no GPU here)
 from .gradcheck import *  # noqa: F401,F403
 from .graph.capture import *  # noqa: F401,F403  (ggmlR's captured functions and steps, eager on the CPU)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, Union
 from . import fit
 from ._args import check_flag, check_real
 from .errors import PyggmlrValueError
-from .fit_history import History
+from .fit.history import History
 from .optim.optimizer import Optimizer
 from .parallel.mpi import *  # noqa: F403  (the collectives: mpi.py's __all__)
 from .parallel.mpi import INSTALL_HINT as INSTALL_HINT  # (public before: kept)

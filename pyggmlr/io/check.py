@@ -75,10 +75,10 @@ def check_epoch(epoch: Any) -> int:
 
 
 def _model_parts(model):
-    from ..fit import _params
-
-    try:
-        params = _params(model)
+    try:  # fit/util.py's _params, with ag_save_model's text
+        if not hasattr(model, "parameters"):
+            raise ArgumentError("no parameters()")
+        params = dict(_walk.items(model))
     except ArgumentError:
         raise ArgumentError(
             f"ag_save_model(): model must have parameters(), got {type(model).__name__}"

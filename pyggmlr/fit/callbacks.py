@@ -6,11 +6,11 @@ import math
 import os
 from typing import Any, List, Optional, Union
 
-from . import _core
-from ._args import check_flag, check_int, check_num
-from ._core import NULL, ffi, lib
-from .errors import ArgumentError, PyggmlrValueError
-from .fit_util import _restore, _snapshot
+from .. import _core
+from .._args import check_flag, check_int, check_num
+from .._core import NULL, ffi, lib
+from ..errors import ArgumentError, PyggmlrValueError
+from .util import _restore, _snapshot
 
 __all__ = ["Callback", "ag_early_stopping", "ag_model_checkpoint"]
 

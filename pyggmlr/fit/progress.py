@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from .errors import PyggmlrValueError
+from ..errors import PyggmlrValueError
 
 PROGRESS_MODES = ("auto", "bar", "none")
 

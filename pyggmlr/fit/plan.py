@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _core
-from ._core import NULL, ffi, lib
-from .errors import PyggmlrValueError
-from .random import Generator
-from .tape import _pending, _raise_pending
-from .tensor import Tensor, _wrap
+from .. import _core
+from .._core import NULL, ffi, lib
+from ..errors import PyggmlrValueError
+from ..random import Generator
+from ..tape import _pending, _raise_pending
+from ..tensor import Tensor, _wrap
 
 __all__: List[str] = []
 

@@ -7,13 +7,13 @@ from typing import Any, List
 
 import numpy as np
 
-from . import _core
-from ._args import check_int
-from ._core import ffi, lib
-from .errors import ArgumentError, ShapeError
-from .fit_util import _as_cols, _forward, _model_dtype, _set_mode
-from .tape import ag_no_grad
-from .tensor import ag_tensor
+from .. import _core
+from .._args import check_int
+from .._core import ffi, lib
+from ..errors import ArgumentError, ShapeError
+from ..tape import ag_no_grad
+from ..tensor import ag_tensor
+from .util import _as_cols, _forward, _model_dtype, _set_mode
 
 __all__: List[str] = ["ag_predict", "ag_accuracy"]
 

@@ -7,12 +7,14 @@ from typing import List
 
 import numpy as np
 
-from . import _walk
-from ._args import as_numeric
-from ._core import NULL, check, ffi, lib
-from .errors import ArgumentError, PyggmlrValueError, ShapeError
-from .optim.optimizer import Optimizer, optimizer_adam, optimizer_sgd
-from .tensor import Tensor, _wrap, ag_default_dtype
+from .. import _walk
+from .._args import as_numeric
+from .._core import NULL, check, ffi, lib
+from ..errors import ArgumentError, PyggmlrValueError, ShapeError
+from ..graph.compile import ag_compile
+from ..nn import modules as nn
+from ..optim.optimizer import Optimizer, optimizer_adam, optimizer_sgd
+from ..tensor import Tensor, _wrap, ag_default_dtype
 
 __all__: List[str] = []
 
@@ -47,7 +49,6 @@ def _buffers(model):
 
 
 def _set_mode(model, training):
-    from .nn import modules as nn
 
     fn = getattr(nn, "ag_train" if training else "ag_eval", None)
     if fn is not None:
@@ -169,8 +170,6 @@ def _apply_hyper(opt, hp, epoch):
 def _builtin_model(model):
     """True when every layer is a built-in pyggmlr layer (whose whole forward runs in C ops a
     compiled graph replays), so ag_fit can compile its step by default."""
-    from .nn import modules as nn
-
     if isinstance(model, nn.ag_sequential):
         return all(_builtin_model(m) for m in model.layers)
     return type(model) in (
@@ -198,8 +197,6 @@ class _StaticSteps:
         """The step for this batch's width, recorded on the plan's batch tensors (the training
         step in training mode, build "opt"; validation in eval mode, build "forward"):
         (step, model output tensor) for the session, which runs them from then on."""
-        from .graph.compile import ag_compile
-
         build = "forward" if val else "opt"
         holder = {}
 

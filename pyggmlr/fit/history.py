@@ -8,8 +8,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from ._core import check, ffi, lib
-from .errors import ArgumentError, PyggmlrValueError
+from .._core import check, ffi, lib
+from ..errors import ArgumentError, PyggmlrValueError
 
 __all__ = ["History"]
 

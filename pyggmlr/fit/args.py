@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
-from ._args import check_flag, check_int, check_num
-from .errors import ArgumentError, PyggmlrValueError
-from .fit_callbacks import Callback, _FnCallback
+from .._args import check_flag, check_int, check_num
+from ..errors import ArgumentError, PyggmlrValueError
+from .callbacks import Callback, _FnCallback
 
 __all__: List[str] = []
 

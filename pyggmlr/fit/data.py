@@ -14,8 +14,9 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from .errors import ArgumentError, PyggmlrValueError, ShapeError
-from .fit_util import _as_cols
+from ..data import ag_dataloader
+from ..errors import ArgumentError, PyggmlrValueError, ShapeError
+from .util import _as_cols
 
 __all__: list = []
 
@@ -26,7 +27,6 @@ _DEFAULT_BATCH, _DEFAULT_SHUFFLE = (
 
 
 def _is_loader(v: Any) -> bool:
-    from .data import ag_dataloader
 
     return isinstance(v, ag_dataloader)
 

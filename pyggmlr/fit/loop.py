@@ -16,32 +16,34 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from ._core import lib
-from .errors import NonFiniteLossWarning, PyggmlrValueError, ShapeError
-from .fit_args import check_args, make_callbacks
-from .fit_callbacks import Callback, ag_early_stopping, ag_model_checkpoint  # noqa: F401  (re-exported)
-from .fit_history import History  # noqa: F401  (re-exported)
-from .fit_plan import Session, check_loss
-from .fit_util import (  # noqa: F401
+from .._core import lib
+from ..errors import NonFiniteLossWarning, PyggmlrValueError, ShapeError
+from ..optim.optimizer import Optimizer
+from ..parallel.sync import FitSync
+from ..random import Generator, _seed_int
+from ..tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
+from ..tensor import Tensor, ag_tensor
+from .args import check_args, make_callbacks
+from .callbacks import Callback, ag_early_stopping, ag_model_checkpoint  # noqa: F401  (re-exported)
+from .data import FitData, verbosity  # loaders, validation_data, verbose
+from .history import History  # noqa: F401  (re-exported)
+from .plan import FitPlan, Session, check_loss
+from .predict import ag_accuracy, ag_predict  # noqa: F401  (re-exported)
+from .progress import FitProgress, progress_mode
+from .resume import load_weights, read_checkpoint, save_checkpoint
+from .util import (
     _apply_hyper,
     _as_cols,
-    _buffers,
     _builtin_model,
     _forward,
     _loss_fn,
     _make_optimizer,
     _model_dtype,
     _params,
-    _restore,
-    _row_major_hint,  # (some re-exported: io.py)
+    _row_major_hint,
     _set_mode,
-    _snapshot,
     _StaticSteps,
 )
-from .optim.optimizer import Optimizer
-from .predict import ag_accuracy, ag_predict  # noqa: F401  (re-exported)
-from .tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
-from .tensor import Tensor, ag_tensor
 
 __all__ = [
     "ag_fit",
@@ -69,7 +71,6 @@ class _Fit:
         self.has_val = self.has_accuracy = False  # what the run measures (callbacks' monitors)
 
     def save_checkpoint(self, path, epoch):
-        from .fit_resume import save_checkpoint
 
         save_checkpoint(self, path, epoch)
 
@@ -144,9 +145,6 @@ def ag_fit(
     The model is in train mode while training and in eval mode when ag_fit returns. An epoch
     whose training or validation loss is NaN or infinite ends the run with a
     NonFiniteLossWarning naming it (the History keeps that epoch; stopped_epoch is set)."""
-    from .fit_data import FitData, verbosity  # loaders, validation_data, verbose
-    from .fit_plan import FitPlan
-
     progress, silent = verbosity(verbose, progress, silent)
     if not _is_flag(distributed):  # R's texts (a truthy "a" must not start MPI)
         raise PyggmlrValueError("ag_fit: distributed must be True or False")
@@ -155,9 +153,6 @@ def ag_fit(
     data = FitData(x, y, validation_data, batch_size, shuffle, seed, val_split)
     x, y, val_split = data.x, data.y, data.val_split
     batch_size, shuffle, seed = data.batch_size, data.shuffle, data.seed
-    from .fit_progress import FitProgress, progress_mode
-    from .random import Generator, _seed_int
-
     pmode = progress_mode(progress, silent)
     lossfn, loss_name = _loss_fn(loss)
     per_datapoint = loss_name != "sum"
@@ -187,8 +182,6 @@ def ag_fit(
         opt.accum_count = 0
         sync = None
         if distributed:  # the same collectives as R's ag_fit (distributed_fit.py)
-            from .parallel.sync import FitSync
-
             sync = FitSync(model, params)
             batch_size, nbatch_logical = batch_size * sync.world, nbatch_logical * sync.world
             pmode = pmode if sync.rank == 0 else "none"  # only rank 0 prints
@@ -216,8 +209,6 @@ def ag_fit(
         start_epoch = 1
         resume: Optional[Dict[str, Any]] = None
         if resume_from is not None:
-            from .fit_resume import load_weights, read_checkpoint
-
             try:
                 ck_epoch, fs = read_checkpoint(
                     resume_from, settings

@@ -8,7 +8,8 @@ import json
 import os
 from typing import Any, Dict, List, Tuple
 
-from ._core import check, lib
+from .._core import check, lib
+from ..io.modelfile import _load_checkpoint, _save, ag_model_info
 
 __all__: List[str] = []
 
@@ -17,8 +18,6 @@ _SETTINGS = ("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss"
 
 def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
     """Model, optimizer, epoch and the run's state (fit: ag_fit's _Fit) to path."""
-    from .io.modelfile import _save
-
     cb_states: List[Any] = []
     cb_arrays: Dict[str, Any] = {}
     for i, cb in enumerate(fit.callbacks):
@@ -47,8 +46,6 @@ def read_checkpoint(path: Any, settings: Dict[str, Any]) -> Tuple[int, Dict[str,
     """The checkpoint's run state, checked against this run's settings by the core (its epoch,
     history and random state too). Writes nothing (the weights come later, from load_weights,
     once the run is set up: a refused checkpoint changes nothing). Returns (epoch, fit state)."""
-    from .io.modelfile import ag_model_info
-
     info = ag_model_info(path)  # a model file, checked as one
     text = json.dumps({k: settings[k] for k in _SETTINGS}).encode()
     check(lib.pg_fit_resume_check(os.fsencode(path), text, len(text)))
@@ -57,6 +54,4 @@ def read_checkpoint(path: Any, settings: Dict[str, Any]) -> Tuple[int, Dict[str,
 
 def load_weights(path: Any, model: Any, opt: Any) -> Dict[str, Any]:
     """The checkpoint's weights and optimizer state (all checked before the first write)."""
-    from .io.modelfile import _load_checkpoint
-
     return _load_checkpoint(path, model, opt)
