@@ -103,7 +103,7 @@ class ag_dataloader:
         self.shuffle = check_flag(shuffle, "ag_dataloader", "shuffle")
         self.drop_last = check_flag(drop_last, "ag_dataloader", "drop_last")
         self._gen = None if seed is None else Generator(_seed_int(seed, "ag_dataloader"))
-        self.seed = seed  # ag_fit(loader) runs on it when it has no seed of its own (fit_data.py)
+        self.seed = seed  # ag_fit(loader) runs on it when it has no seed of its own (fit/data.py)
         self.order = np.arange(self.n)
         self.pos = 0
         self.reset()

@@ -1,4 +1,4 @@
-"""ag_fit's argument checks, its callback list and its validation pass (fit.py keeps the loop)."""
+"""ag_fit's argument checks, its callback list and its validation pass (loop.py keeps the loop)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
 Precedence (documented in ag_fit): a loader's x / y, batch_size and shuffle become the fit's
 (its seed too when ag_fit has none); passing ag_fit's own batch_size / shuffle other than their
 defaults, or y, together with a loader is an error rather than a silent choice. The batching
-stays in the core's plan (fit_plan.py): validation data are appended after the training data
+stays in the core's plan (plan.py): validation data are appended after the training data
 and held out as the plan's validation part, with the split fixed (never shuffled into the
 training part); the training part is still reshuffled every epoch when shuffle."""
 

@@ -99,7 +99,7 @@ def ag_fit(
     verbose: Optional[int] = None,
 ) -> History:
     """Train `model` on x [features, n] (samples are columns) and y; returns a History. Keras' forms
-    (rules in pyggmlr.fit_data): x an ag_dataloader, validation_data=(x_val, y_val), verbose 0/1/2.
+    (rules in pyggmlr.fit.data): x an ag_dataloader, validation_data=(x_val, y_val), verbose 0/1/2.
 
     loss: "cross_entropy" (fused softmax + CE on the model's logits; y are 0-based class ids, a
     vector of n, or a one-hot [classes, n] matrix), "mse" (y [outputs, n]), "mean" / "sum" (of the
@@ -181,7 +181,7 @@ def ag_fit(
         opt.accumulate_steps = accum
         opt.accum_count = 0
         sync = None
-        if distributed:  # the same collectives as R's ag_fit (distributed_fit.py)
+        if distributed:  # the same collectives as R's ag_fit (parallel/sync.py)
             sync = FitSync(model, params)
             batch_size, nbatch_logical = batch_size * sync.world, nbatch_logical * sync.world
             pmode = pmode if sync.rank == 0 else "none"  # only rank 0 prints
@@ -232,7 +232,7 @@ def ag_fit(
         stream = (
             Generator(settings["seed"]) if settings["seed"] is not None else Generator.current()
         )
-        # the split, the shuffles and the batches live in the core (fit_plan.py, native/fit.c)
+        # the split, the shuffles and the batches live in the core (fit/plan.py, native/fit.c)
         try:
             plan = FitPlan(
                 ag_tensor(X, dtype=dtype),

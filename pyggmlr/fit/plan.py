@@ -1,5 +1,5 @@
 """The Python face of the core's fit plan (native/fit.c, pg_api_fit.h): the split, the
-shuffles, the batches and the per-epoch statistics of ag_fit live once in C; ag_fit (fit.py)
+shuffles, the batches and the per-epoch statistics of ag_fit live once in C; ag_fit (loop.py)
 runs the model, the loss and the optimizer between batch() and record()."""
 
 from __future__ import annotations

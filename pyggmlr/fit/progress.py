@@ -31,7 +31,7 @@ def progress_mode(progress: Any, silent: bool) -> str:
     """ "bar" or "none" for ag_fit's progress= and silent= (silent wins)."""
     if progress == "lines" and isinstance(
         progress, str
-    ):  # verbose=2 (fit_data.verbosity): epoch lines, no bar
+    ):  # verbose=2 (fit/data.py verbosity): epoch lines, no bar
         return "none" if silent else "lines"
     if not isinstance(progress, str) or progress not in PROGRESS_MODES:
         raise PyggmlrValueError(f'ag_fit: progress must be "auto", "bar" or "none", got {progress}')

@@ -1,5 +1,5 @@
 """ag_fit's helpers: the model walk (parameters, buffers, mode, snapshots), the data and loss
-arguments, the optimizer set-up and the compiled steps (fit.py runs the loop)."""
+arguments, the optimizer set-up and the compiled steps (loop.py runs the loop)."""
 
 from __future__ import annotations
 

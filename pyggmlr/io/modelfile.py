@@ -41,7 +41,7 @@ from .check import (
     os_error,
 )
 
-__all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: state.py
+__all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: save.py
 
 _DT: Dict[str, np.dtype] = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
 
@@ -348,7 +348,7 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
     return w.commit(path)
 
 
-# ag_save_model / ag_load_model (ggmlR's arguments): pyggmlr/state.py
+# ag_save_model / ag_load_model (ggmlR's arguments): io/save.py
 
 
 def _rebuild(f, dtype):

@@ -1,7 +1,7 @@
 """What every layer module builds on: the Module base class and ag_train / ag_eval, the
 functional row ops (ag_slice_rows, ag_concat_rows, the transposed GEMM and the causal mask),
 the weight initialisers (drawn from the core's R-compatible stream, pyggmlr.random) and the
-dropout op. pyggmlr.nn re-exports the public names; nn.py and nn_layers.py hold the layers."""
+dropout op. pyggmlr.nn re-exports the public names; modules.py and layers.py hold the layers."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ class Module(_reg.StateMethods):
     A subclass registers, as torch.nn.Module does, the layers, parameter tensors (ag_param)
     and lists / tuples / dicts of them it holds as attributes: parameters() walks them in
     assignment order (names ``fc1.W``, ``blocks.0.b``), train()/eval() reach the layers, repr
-    lists them, state_dict() / load_state_dict() save and load them (pyggmlr.nn_module).
+    lists them, state_dict() / load_state_dict() save and load them (pyggmlr.nn.module).
 
     ``training`` starts True; ``train()`` / ``eval()`` (or ag_train / ag_eval) set it on the
     module and, recursively, on its sub-layers."""

@@ -1,6 +1,6 @@
 """The normalisation, embedding and attention layers (ggmlR's ag_batch_norm, ag_layer_norm,
-ag_embedding, ag_multihead_attention), built on Module and the helpers in nn_base.py; ag_linear,
-ag_sequential, ag_dropout and the configs are in nn.py, which re-exports these. The layer ops
+ag_embedding, ag_multihead_attention), built on Module and the helpers in base.py; ag_linear,
+ag_sequential, ag_dropout and the configs are in modules.py, which re-exports these. The layer ops
 run in the C core (native/ops_layers.c)."""
 
 from __future__ import annotations

@@ -261,7 +261,7 @@ def _load_file_form(opt: Any, h: _Host, st: Mapping, stacklevel: int, check_only
 def file_state(opt: Any) -> Dict[str, Any]:
     """The optimizer state in this project's model-file layout (kind, t, accum_count, every
     hyper-parameter, per-parameter dicts of slot arrays incl. the sum_grads accumulator, None
-    when unused), for io.py."""
+    when unused), for io/modelfile.py."""
     slots = _names(lib.PG_OPTIM_NAMES_FILE_SLOTS, opt._kind)
     per = []
     for i in range(lib.pg_optim_nparams(opt._o)):
@@ -282,10 +282,10 @@ def file_state(opt: Any) -> Dict[str, Any]:
 
 
 def load_file_state(opt: Any, st: Dict[str, Any], check_only: bool = False) -> None:
-    """Moments, accumulators and counters from a model file (shapes checked by io.py first):
+    """Moments, accumulators and counters from a model file (shapes checked by io/modelfile.py first):
     the core checks every value (finite, within the dtype's range, Adam's v >= 0) and the
     counters, then swaps all the slots in at once; check_only: the checks alone, nothing
-    written (io.py runs them before it writes any weight)."""
+    written (io/modelfile.py runs them before it writes any weight)."""
     h = _Host(_FILE)
     h.c.is_map = 1
     _load_file_form(opt, h, st, stacklevel=6, check_only=check_only)
