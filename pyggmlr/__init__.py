@@ -3,6 +3,21 @@
 Mirrors ggmlR's ag_* API (ag_tensor, ag_param, with_grad_tape, backward, ag_matmul, ...,
 optimizer_adam, ag_sequential, ag_fit). Tensors are column-major [features, batch] matrices:
 ``shape`` is R's ``dim()``.
+
+The modules, bottom to top (docs/contributing.md, "Python's layers"; each imports only from its
+own layer and those below):
+
+- core: ``_core`` (the compiled ``lib``), ``errors``, ``_args``, ``tensor``, ``tensor_index``,
+  ``ops``, ``ops_loss``, ``ops_select``, ``tape``, ``random``, ``_walk``, ``gradcheck``, ``gpu``,
+  ``checkpoint``, ``attention``, ``data``;
+- ``nn/``: modules and layers, state dicts;
+- ``optim/``: optimizers, their state, schedules;
+- ``graph/``: memory counters, ag_compile, captures, memory reports and estimates;
+- ``io/``: model files;
+- ``parallel/``: MPI collectives, DistributedOptimizer, dp_train;
+- ``fit/``: ag_fit and what it runs on;
+- this namespace, ``__main__`` (the command line), ``distributed`` (the MPI API with
+  ag_fit_distributed) and ``r`` (the R bridge).
 """
 
 from ._core import (
