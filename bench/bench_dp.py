@@ -27,6 +27,7 @@ def worker(a):
 
     import pyggmlr as pg
     from pyggmlr import distributed as dist
+    from pyggmlr.parallel import mpi
 
     comm = dist.init()
     R, W = comm.Get_rank(), comm.Get_size()
@@ -69,7 +70,7 @@ def worker(a):
     dt = time.perf_counter() - t0
     st = dist.ag_mpi_stats()
     spread = dist.ag_parameters_spread(model)
-    comm_max = comm.allreduce(t_comm, op=dist._import_mpi().MAX)
+    comm_max = comm.allreduce(t_comm, op=mpi._import_mpi().MAX)
     if R == 0:
         print(
             json.dumps(

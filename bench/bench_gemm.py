@@ -42,7 +42,7 @@ from pyggmlr._native import lib  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
 from pyggmlr import _core  # noqa: E402
-from pyggmlr.nn import _matmul_t  # noqa: E402
+from pyggmlr.nn.base import _matmul_t  # noqa: E402
 
 KERNELS = {0: "portable", 1: "AVX2+FMA", 2: "AVX-512F"}
 

@@ -3,6 +3,21 @@
 Mirrors ggmlR's ag_* API (ag_tensor, ag_param, with_grad_tape, backward, ag_matmul, ...,
 optimizer_adam, ag_sequential, ag_fit). Tensors are column-major [features, batch] matrices:
 ``shape`` is R's ``dim()``.
+
+The modules, bottom to top (docs/contributing.md, "Python's layers"; each imports only from its
+own layer and those below):
+
+- core: ``_core`` (the compiled ``lib``), ``errors``, ``_args``, ``tensor``, ``tensor_index``,
+  ``ops``, ``ops_loss``, ``ops_select``, ``tape``, ``random``, ``_walk``, ``gradcheck``, ``gpu``,
+  ``checkpoint``, ``attention``, ``data``;
+- ``nn/``: modules and layers, state dicts;
+- ``optim/``: optimizers, their state, schedules;
+- ``graph/``: memory counters, ag_compile, captures, memory reports and estimates;
+- ``io/``: model files;
+- ``parallel/``: MPI collectives, DistributedOptimizer, dp_train;
+- ``fit/``: ag_fit and what it runs on;
+- this namespace, ``__main__`` (the command line), ``distributed`` (the MPI API with
+  ag_fit_distributed) and ``r`` (the R bridge).
 """
 
 from ._core import (
@@ -12,10 +27,9 @@ from ._core import (
     ag_set_threads,
     blas_library_path,
 )
+from ._version import __version__  # noqa: F401
 from .attention import *  # noqa: F401,F403  (ag_flash_attention)
-from .capture import *  # noqa: F401,F403  (ggmlR's captured functions and steps, eager on the CPU)
 from .checkpoint import ag_checkpoint  # noqa: F401  (gradient checkpointing)
-from .compile import ag_compile  # noqa: F401  (static graphs)
 from .data import *  # noqa: F401,F403  (ag_dataloader, data sets)
 from .distributed import (  # noqa: F401  (MPI optional, imported on use)
     DistributedOptimizer,
@@ -33,6 +47,7 @@ from .errors import (
     ArgumentError,
     DTypeError,
     GradientKeyError,
+    ModifiedTensorError,  # noqa: F401  (backward over a tensor overwritten after recording)
     NonFiniteLossWarning,
     PyggmlrError,
     PyggmlrMemoryError,
@@ -40,21 +55,24 @@ from .errors import (
     ShapeError,
     StateError,
 )
-from .fit import *  # noqa: F401,F403  (ag_fit, callbacks, history)
+from .fit import *  # noqa: F401,F403  (ag_fit, callbacks, history, ag_predict)
 from .gpu import *  # noqa: F401,F403  (ggmlR's GPU switches and probes: no GPU here)
 from .gradcheck import *  # noqa: F401,F403
-from .io import *  # noqa: F401,F403  (ag_save_model, ag_load_model)
-from .memory import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory, ...)
-from .nn import *  # noqa: F401,F403  (layers and modules)
+from .graph.capture import *  # noqa: F401,F403  (ggmlR's captured functions and steps, eager on the CPU)
+from .graph.compile import ag_compile  # noqa: F401  (static graphs)
+from .graph.estimate import *  # noqa: F401,F403  (ag_tape_memory, ag_estimate_training_memory)
+from .graph.memory import *  # noqa: F401,F403  (ag_memory_stats, ..., MemoryReport)
+from .io import *  # noqa: F401,F403  (ag_save_model, ag_load_model, ag_model_info, ggml_version)
+from .nn.modules import *  # noqa: F401,F403  (layers and modules)
+from .nn.state import *  # noqa: F401,F403  (ag_state_dict, ag_load_state_dict)
 from .ops import *  # noqa: F401,F403
 from .ops_loss import *  # noqa: F401,F403  (bce, bce with logits, huber, mae, weighted mse)
 from .ops_select import *  # noqa: F401,F403  (argmax, log-softmax, gather, max, sampling)
-from .optim import Optimizer, clip_grad_norm, optimizer_adam, optimizer_sgd
-from .optim_state import OptimizerHyperWarning  # noqa: F401  (load_state's hyper-parameter warning)
+from .optim.optimizer import Optimizer, clip_grad_norm, optimizer_adam, optimizer_sgd
+from .optim.sched import *  # noqa: F401,F403  (lr schedulers, clip_grad_value, check_grad_anomaly)
+from .optim.state import OptimizerHyperWarning  # noqa: F401  (load_state's hyper-parameter warning)
+from .parallel.replicas import dp_train  # noqa: F401  (ggmlR dp_train)
 from .random import ag_rng, ggml_set_seed
-from .replicas import dp_train  # noqa: F401  (ggmlR dp_train)
-from .sched import *  # noqa: F401,F403  (lr schedulers, clip_grad_value, check_grad_anomaly)
-from .state import *  # noqa: F401,F403  (ag_state_dict, ag_load_state_dict, ag_save_model, ag_load_model, ggml_version)
 from .tape import Gradients, ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from .tensor import (
     DeviceError,
@@ -70,9 +88,6 @@ from .tensor import (
     is_ag_tensor,
 )
 from .tensor_index import PyggmlrIndexError  # noqa: F401  (Tensor.__getitem__: t[i, j], slices, masks)
-
-__version__ = "0.1.0"
-from .errors import ModifiedTensorError  # noqa: F401  (backward over a tensor overwritten after recording)
 
 # The public API, for help(pyggmlr), `from pyggmlr import *` and type checkers (a literal list:
 # mypy reads it). tests/test_py_habits.py checks it against the names imported above, sorted.

@@ -11,10 +11,17 @@ Commands:
 
 import argparse
 import gc
+import importlib
 import os
 import sys
 import tempfile
 import time
+
+import numpy as np
+
+import pyggmlr as pg
+
+from . import r
 
 
 def _nbytes(t):
@@ -125,12 +132,6 @@ def _r_parity(pg, weights, hist, x, y, args):
     """The demo's script run again in R (the R package through rpy2) from the same seed alone:
     the same initial weights, shuffles and validation split come from R's generator in both
     languages; returns the parity line."""
-    import numpy as np
-
-    try:
-        from . import r
-    except ImportError as e:  # the bridge is optional
-        return f"R parity: skipped (the R bridge cannot be imported: {e})"
     why = r.unavailable_reason()
     if why:
         return f"R parity: skipped ({why})"
@@ -164,9 +165,6 @@ def _r_parity(pg, weights, hist, x, y, args):
 
 
 def _cmd_demo(args):
-
-    import pyggmlr as pg
-
     x, y, classes = pg.load_iris()
     x = (x - x.mean(axis=1, keepdims=True)) / x.std(axis=1, keepdims=True)
     print(
@@ -285,8 +283,6 @@ def _parity(argv):
             file=sys.stderr,
         )
         return 2
-    import importlib
-
     sys.path.insert(0, tests)
     try:
         parity = importlib.import_module("parity")

@@ -20,6 +20,13 @@ _blas_dll = None  # keep the library loaded for the life of the process
 _blas_path = None
 
 
+def last_message() -> str:
+    """The core's last error message, then cleared (for a text the caller raises itself)."""
+    m = ffi.string(lib.pg_last_error()).decode("utf-8", "replace")
+    lib.pg_clear_error()
+    return m
+
+
 def raise_last(default_status=0):
     status = lib.pg_last_status() or default_status
     msg = ffi.string(lib.pg_last_error()).decode("utf-8", "replace") or "pyggmlr: unknown error"

@@ -16,6 +16,7 @@ from . import _core
 from ._args import as_numeric, check_flag, check_int
 from ._core import lib
 from .errors import ShapeError, StateError
+from .random import Generator, _seed_int
 from .tensor import Tensor, ag_tensor
 
 __all__ = ["ag_dataloader", "load_iris"]
@@ -101,10 +102,8 @@ class ag_dataloader:
         self.batch_size = check_int(batch_size, "ag_dataloader", "batch_size", 1)
         self.shuffle = check_flag(shuffle, "ag_dataloader", "shuffle")
         self.drop_last = check_flag(drop_last, "ag_dataloader", "drop_last")
-        from .random import Generator, _seed_int
-
         self._gen = None if seed is None else Generator(_seed_int(seed, "ag_dataloader"))
-        self.seed = seed  # ag_fit(loader) runs on it when it has no seed of its own (fit_data.py)
+        self.seed = seed  # ag_fit(loader) runs on it when it has no seed of its own (fit/data.py)
         self.order = np.arange(self.n)
         self.pos = 0
         self.reset()
@@ -112,8 +111,6 @@ class ag_dataloader:
     def _rng(self):
         if self._gen is not None:
             return self._gen
-        from .random import Generator
-
         return Generator.current()
 
     def reset(self):

@@ -1,8 +1,6 @@
 """Exception types. Every error raised by the C core maps onto one of these; each also
 inherits the matching builtin so ``except ValueError`` keeps working."""
 
-from typing import Any
-
 from ._native import lib as _lib  # the core's status codes (enum pg_status)
 
 
@@ -65,15 +63,3 @@ def error_for_status(status, message):
     """The typed exception (not raised) for a C status code and message: ShapeError for 1,
     DTypeError, ...; PyggmlrError for an unknown code."""
     return _BY_STATUS.get(status, PyggmlrError)(message)
-
-
-_MOVED = ("INT_MAX", "as_flag", "as_numeric", "check_flag", "check_int", "check_num")
-
-
-def __getattr__(name: str) -> Any:
-    """The argument checks moved to _args.py; imports from their old home keep working."""
-    if name in _MOVED:
-        from . import _args as args
-
-        return getattr(args, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -40,12 +40,16 @@ is R's). Embedded R is single-threaded: call this module from one thread only.
 from __future__ import annotations
 
 import atexit
+import gc
 import importlib.util
+import os
 from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 
+from . import _core
 from .errors import PyggmlrError
+from .tensor import Tensor, ag_param, ag_tensor
 
 _T = TypeVar("_T")
 
@@ -156,8 +160,6 @@ def start() -> None:
     why = unavailable_reason()
     if why:
         raise RuntimeError(f"pyggmlr.r: {why}")
-    import os
-
     ld = os.environ.get("LD_LIBRARY_PATH")
     import rpy2.rinterface as ri
     import rpy2.robjects  # noqa: F401  (initialises embedded R)
@@ -193,8 +195,6 @@ def _drop_bridge():
     # release our R handles while rpy2 is still intact (interpreter teardown clears modules)
     _st["b"] = None
     _st["started"] = False
-    import gc
-
     gc.collect()
 
 
@@ -215,8 +215,6 @@ def sync_blas(force: bool = False) -> Any:
     produce bit-identical products. Returns R's ag_blas_name(). Done again only when Python's
     choice changed since the last call (or when `force`, e.g. after R code switched it).
     Raises RuntimeError when R is not available, RError when R fails to load the library."""
-    from . import _core
-
     _ri()
     want = (_core.ag_blas_name(), _core.blas_library_path())
     if force or _st.get("blas") != want:  # dyn.load once per change, not per call
@@ -326,8 +324,6 @@ def _to_sexp(x, tensors=True):
     ri = _ri()
     from rpy2.rinterface_lib.sexp import Sexp
 
-    from .tensor import Tensor
-
     if isinstance(x, RObject):
         return x._sexp
     if isinstance(x, Sexp):
@@ -430,8 +426,6 @@ def from_r(obj: Any) -> Any:
     if _is_atomic(s):
         return _atomic(s)
     if s.typeof == ri.RTYPES.ENVSXP and "ag_tensor" in s.rclass:
-        from .tensor import ag_param, ag_tensor
-
         info = _bridge("tensor_info")(s)
         data, dtype, rg = _atomic(info[0]), str(info[1][0]), bool(info[2][0])
         data = np.asarray(data, dtype=np.float64).reshape(np.shape(data) or (1, 1), order="F")
@@ -463,8 +457,6 @@ def to_r_tensor(
     the tensor's flag (False for arrays). 0-D / 1-D data becomes an [n, 1] column; 2-D data
     keeps [rows, cols]. Returns an RObject handle. Raises RuntimeError when R is not available,
     RError when R rejects the values (e.g. an unknown dtype)."""
-    from .tensor import Tensor
-
     ri = _ri()
     if isinstance(x, Tensor):
         a = x.numpy()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import numbers
 import threading
+import warnings
 from typing import Any, Iterator, Optional, Sequence, SupportsInt, Union, cast
 
 import numpy as np
@@ -238,8 +239,6 @@ def _draw2(h, cfn, fn, n, a, an, b, bn):
         )
     )
     if nnan[0]:
-        import warnings
-
         warnings.warn(f"{fn}: NAs produced", RuntimeWarning, stacklevel=3)
     return out
 

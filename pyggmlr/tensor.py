@@ -400,9 +400,7 @@ class Tensor:
 
     def backward(self):
         """Same as ``backward(self)``: returns the gradient map."""
-        from .tape import backward
-
-        return backward(self)
+        return _tape.backward(self)
 
     # ---- operators: the ops of ops.py (imported at the end of this module, which it needs) ----
     def __add__(self, other: ArrayLike) -> Tensor:
@@ -570,4 +568,5 @@ def ag_to_device(tensor: Tensor, device: str) -> Tensor:
 # the operators above call these modules, which import Tensor from this one: imported last, once
 # every name they take from here exists
 from . import ops as _ops  # noqa: E402
+from . import tape as _tape  # noqa: E402
 from . import tensor_index as _index  # noqa: E402

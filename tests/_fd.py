@@ -4,7 +4,7 @@ pytest)."""
 import numpy as np
 
 import pyggmlr as pg
-from pyggmlr.nn import _causal_mask, _matmul_t
+from pyggmlr.nn.base import _causal_mask, _matmul_t
 
 EPS = 1e-6
 

@@ -118,7 +118,7 @@ def _op(X, t):
 def test_builtin_gemm_transposes_forward_and_grad(builtin_gemm, rng, ta, tb, m, k, n):
     # matmul_t reaches pg_gemm with every (ta, tb) and alpha != 1 forward; its backward runs the
     # transposed products dA = al G op(B)^T, dB = al op(A)^T G in their four layouts as well
-    from pyggmlr.nn import _matmul_t
+    from pyggmlr.nn.base import _matmul_t
 
     al = -0.75
     A = R(rng, k, m) if ta else R(rng, m, k)
@@ -212,7 +212,7 @@ def _gemm_layouts(rng, shapes, dt, make=pg.ag_tensor):
 def test_builtin_gemm_small_and_thin_shapes(builtin_gemm, rng, ta, tb):
     # forward against numpy with alpha != 1, then accumulation into a used output (beta = 1: the
     # backward's gradient slots) through a tape, every layout, f64 and f32
-    from pyggmlr.nn import _matmul_t
+    from pyggmlr.nn.base import _matmul_t
 
     al = -0.75
     for m, k, n in SMALL_GEMMS:
@@ -260,7 +260,7 @@ def test_builtin_gemm_paths_give_identical_bits(builtin_gemm, gemm_path, rng, dt
     # the direct (unpacked) path and the packed blocked path sum every element in the same order
     # with the same operations: identical bits, whichever the size picks, in every layout, with
     # alpha != 1, k > KC (several k blocks) and n > NC (several B panels in the packed path)
-    from pyggmlr.nn import _matmul_t
+    from pyggmlr.nn.base import _matmul_t
 
     shapes = SMALL_GEMMS[:14] + [
         (1, 33, 19),
@@ -283,7 +283,7 @@ def test_builtin_gemm_is_bit_reproducible(builtin_gemm, rng, dt):
     # every element sums its products in one fixed order (k blocks of KC, in increasing k), whatever
     # the run, the addresses (and so the alignment) of the inputs, the element's place in a tile or
     # block, or the layout the operands come in: packing absorbs it
-    from pyggmlr.nn import _matmul_t
+    from pyggmlr.nn.base import _matmul_t
 
     A, B = R(rng, 150, 300), R(rng, 300, 70)
     ref = _bits(pg.ag_matmul(pg.ag_tensor(A, dtype=dt), pg.ag_tensor(B, dtype=dt)).numpy())
@@ -327,7 +327,7 @@ def test_builtin_gemm_threads_give_identical_bits(builtin_gemm, gemm_path, gemm_
     # n, thin n) and the packed one (forced, and by size), every layout, alpha != 1, beta 0 and
     # 1 (accumulation through backward). The minimum work per thread is set to 0 so that even
     # the small shapes are split (the rows or columns permitting).
-    from pyggmlr.nn import _matmul_t
+    from pyggmlr.nn.base import _matmul_t
 
     assert gemm_threads.pg_gemm_thread_min_flops(0) == 0
     shapes = [
@@ -467,7 +467,7 @@ def test_builtin_gemm_avx2_and_avx512_kernels_give_identical_bits(rng, dt):
     # step from 0, then alpha * acc + C / + beta * C), so the two agree to the bit in every layout,
     # with alpha != 1 and with accumulation (beta = 1 in backward); the portable kernel (no FMA)
     # only agrees to rounding
-    from pyggmlr.nn import _matmul_t
+    from pyggmlr.nn.base import _matmul_t
 
     prev = pg.ag_blas_name()
     pg.ag_set_blas("builtin")

@@ -405,7 +405,7 @@ def test_dropout_is_one_op_whose_backward_is_g_times_mask(f64):
     np.testing.assert_array_equal(y.numpy(), x0 * mask)
     np.testing.assert_array_equal(g[x], w * mask)
     with pytest.raises(pg.PyggmlrValueError, match=r"ag_dropout: rate must be in \[0, 1\)"):
-        pg.nn._dropout(x, 1.0)
+        pg.nn.base._dropout(x, 1.0)
 
 
 def test_ggml_set_seed_takes_strings_as_ggmlr_does():

@@ -21,6 +21,20 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 MIN_DOC = 30  # characters: more than a restatement of the name
 
 
+def _public_modules():
+    """The modules under pyggmlr/ (subpackages' too, as "fit.loop"), but private ones (a part
+    of the path starting with "_")."""
+    out = []
+    for m in pkgutil.walk_packages(pg.__path__, "pyggmlr."):
+        rel = m.name[len("pyggmlr.") :]
+        if not any(part.startswith("_") for part in rel.split(".")):
+            out.append(rel)
+    return out
+
+
+PUBLIC_MODULES = _public_modules()
+
+
 def _public_objects():
     """Everything `from pyggmlr import *` gives, plus the public functions and classes defined
     at module level in every public pyggmlr module."""
@@ -31,10 +45,8 @@ def _public_objects():
         for k, v in ns.items()
         if not k.startswith("_") and not inspect.ismodule(v)
     }
-    for m in pkgutil.iter_modules(pg.__path__):
-        if m.name.startswith("_"):
-            continue
-        mod = importlib.import_module(f"pyggmlr.{m.name}")
+    for name in PUBLIC_MODULES:
+        mod = importlib.import_module(f"pyggmlr.{name}")
         for k, v in vars(mod).items():
             if (
                 not k.startswith("_")
@@ -102,35 +114,44 @@ def test_public_method_has_docstring(name):
 TYPED_MODULES = (
     "tensor",
     "tape",
-    "fit",
+    "fit.loop",
     "data",
-    "memory",
-    "io",
+    "graph.memory",
+    "graph.estimate",
+    "io.modelfile",
+    "io.save",
     "random",
     "gradcheck",
-    "optim",
+    "optim.optimizer",
     "_core",
     "ops",
     "ops_select",
-    "sched",
+    "optim.sched",
     "gpu",
-    "nn",
+    "nn.modules",
     "distributed",
+    "parallel.mpi",
     "r",
-    "compile",
-    "capture",
-    "state",
-    "fit_plan",
+    "graph.compile",
+    "graph.capture",
+    "nn.state",
+    "fit.plan",
     "attention",
-    "optim_state",
+    "optim.state",
 )
 TYPED_MODULES += ("ops_loss",)
-TYPED_MODULES += ("checkpoint", "nn_layers")
-TYPED_MODULES += ("fit_progress", "fit_util", "fit_history", "fit_callbacks", "fit_resume")
-TYPED_MODULES += ("distributed_fit", "fit_args", "predict", "replicas")
-TYPED_MODULES += ("io_check",)
-TYPED_MODULES += ("nn_module", "tensor_index", "fit_data")
-TYPED_MODULES += ("nn_base",)
+TYPED_MODULES += ("checkpoint", "nn.layers")
+TYPED_MODULES += ("fit.progress", "fit.util", "fit.history", "fit.callbacks", "fit.resume")
+TYPED_MODULES += ("parallel.sync", "fit.args", "fit.predict", "parallel.replicas")
+TYPED_MODULES += ("io.check",)
+TYPED_MODULES += ("nn.module", "tensor_index", "fit.data")
+TYPED_MODULES += ("nn.base",)
+
+
+def _module_of(o):
+    """The module that defines o, relative to the package ("fit.loop"; "" outside it)."""
+    m = getattr(o, "__module__", "") or ""
+    return m[len("pyggmlr.") :] if m.startswith("pyggmlr.") else ""
 
 
 def _typed_objects():
@@ -139,11 +160,7 @@ def _typed_objects():
     out = {}
     for n in sorted(OBJECTS, key=lambda n: (n.count("."), n)):
         o = OBJECTS[n]
-        if (
-            callable(o)
-            and getattr(o, "__module__", "").split(".")[-1] in TYPED_MODULES
-            and all(o is not v for v in out.values())
-        ):
+        if callable(o) and _module_of(o) in TYPED_MODULES and all(o is not v for v in out.values()):
             out[n] = o
     return out
 
@@ -151,13 +168,14 @@ def _typed_objects():
 TYPED = _typed_objects()
 METHOD_TYPED_MODULES = (
     "ops",
-    "nn",
-    "nn_base",
+    "nn.modules",
+    "nn.base",
     "distributed",
-    "distributed_fit",
-    "replicas",
+    "parallel.mpi",
+    "parallel.sync",
+    "parallel.replicas",
     "r",
-    "compile",
+    "graph.compile",
 )
 
 
@@ -173,8 +191,11 @@ def _missing_hints(fn):
 
 
 def test_typed_list_covers_every_public_module():
-    mods = {m.name for m in pkgutil.iter_modules(pg.__path__) if not m.name.startswith("_")}
-    untyped = mods - set(TYPED_MODULES) - {"errors", "__main__"}  # exception classes only; the CLI
+    pkgs = {
+        m.name[len("pyggmlr.") :] for m in pkgutil.walk_packages(pg.__path__, "pyggmlr.") if m.ispkg
+    }
+    mods = set(PUBLIC_MODULES) - pkgs  # a subpackage's __init__ only re-exports
+    untyped = mods - set(TYPED_MODULES) - {"errors"}  # exception classes only
     assert not untyped, f"public modules without type hints: {sorted(untyped)}"
     assert {
         "pyggmlr.ag_matmul",
@@ -205,7 +226,7 @@ def _typed_methods():
     their methods (the older typed modules have hints on their functions and constructors)."""
     out = {}
     for n, cls in TYPED.items():
-        if not inspect.isclass(cls) or cls.__module__.split(".")[-1] not in METHOD_TYPED_MODULES:
+        if not inspect.isclass(cls) or _module_of(cls) not in METHOD_TYPED_MODULES:
             continue
         for k, v in vars(cls).items():
             if k.startswith("_") and k not in ("__init__", "__call__"):
@@ -235,7 +256,7 @@ def test_hinted_signatures_resolve():
     import typing
 
     for obj in {**TYPED, **TYPED_METHODS}.values():
-        if obj.__module__.split(".")[-1] in METHOD_TYPED_MODULES:
+        if _module_of(obj) in METHOD_TYPED_MODULES:
             fn = obj.__init__ if inspect.isclass(obj) else obj
             if inspect.isfunction(fn):
                 typing.get_type_hints(fn)  # raises NameError for an unresolvable hint

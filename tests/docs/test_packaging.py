@@ -11,6 +11,11 @@ import zipfile
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+def _modules():
+    """Every .py file under pyggmlr/, as a path in the archive."""
+    return {p.relative_to(ROOT).as_posix() for p in (ROOT / "pyggmlr").rglob("*.py")}
+
+
 def _build(kind, out):
     cmd = [sys.executable, "-m", "build", f"--{kind}", "--no-isolation", "-o", str(out), str(ROOT)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -41,6 +46,7 @@ def test_sdist_ships_the_core_and_package_data(tmp_path):
         "pyggmlr/__init__.py",
     ):
         assert f in names, f
+    assert _modules() <= names, sorted(_modules() - names)  # the subpackages' too
     _no_harness(names)
 
 
@@ -51,6 +57,7 @@ def test_wheel_holds_the_package_without_the_parity_harness(tmp_path):
     for f in ("pyggmlr/__init__.py", "pyggmlr/__main__.py", "pyggmlr/data/iris.csv"):
         assert f in names, f
     assert any(n.startswith("pyggmlr/_native") for n in names)
+    assert _modules() <= set(names), sorted(_modules() - set(names))  # the subpackages' too
     _no_harness(names)
     # installed (here: unpacked) without a checkout, `python -m pyggmlr parity` says where the
     # harness lives, in one line, and fails

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pyggmlr as pg
-from pyggmlr.errors import INT_MAX, check_int, check_num
+from pyggmlr._args import INT_MAX, check_int, check_num
 
 # ---------------------------------------------------------------------------------------------
 # the shared validators, by property

@@ -342,7 +342,7 @@ def test_mutated_model_files_only_raise_value_errors(tmp_path, dtype, no_code_ex
                         else:
                             pg.ag_load_model(bad, model=m, optimizer=opt)
                     # loaded: the model's tensors have exactly the file's shapes
-                    from pyggmlr.io import _read_safetensors
+                    from pyggmlr.io.modelfile import _read_safetensors
 
                     file_tensors = _read_safetensors(bad)[0]
                     for k, t in m.parameters().items():

@@ -392,7 +392,7 @@ _GOLDEN_FILE = (
 
 
 def test_writer_bytes_are_the_ones_r_writes(tmp_path):
-    from pyggmlr import io
+    from pyggmlr.io import modelfile as io
 
     p = tmp_path / "g.safetensors"
     w = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.float32)
@@ -446,7 +446,7 @@ def test_hostile_config_sizes_are_refused_before_building(tmp_path, cfg, msg):
         "buffers": "[]",
         "config": json.dumps(cfg),
     }
-    from pyggmlr import io
+    from pyggmlr.io import modelfile as io
 
     io._write_safetensors(p, [], meta)
     with pytest.raises(pg.PyggmlrValueError, match=msg):

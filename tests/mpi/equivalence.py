@@ -11,6 +11,7 @@ from _common import MLP, out_path, regression_data, write_json  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
 from pyggmlr import distributed as dist  # noqa: E402
+from pyggmlr.parallel import mpi  # noqa: E402
 
 comm = dist.init()
 R, W = comm.Get_rank(), comm.Get_size()
@@ -38,12 +39,12 @@ report["A_bit_identical"] = comm.allreduce(
             for k, t in model.parameters().items()
         )
     ),
-    op=dist._import_mpi().MIN,
+    op=mpi._import_mpi().MIN,
 )
 allw = comm.gather({k: t.numpy() for k, t in model.parameters().items()}, root=0)
 if R == 0:
     try:  # refused before any collective, so one rank may call it alone
-        dist.ag_fit_distributed(model, X, Y, comm=dist._import_mpi().COMM_SELF)
+        dist.ag_fit_distributed(model, X, Y, comm=mpi._import_mpi().COMM_SELF)
     except pg.PyggmlrValueError as e:
         report["A_comm_refused"] = str(e)
     ref = MLP(4, 6, 2, seed=100)

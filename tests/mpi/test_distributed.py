@@ -15,6 +15,7 @@ import pytest
 import pyggmlr as pg
 from pyggmlr import distributed as dist
 from pyggmlr._core import NULL
+from pyggmlr.parallel import mpi, replicas
 
 HERE = os.path.dirname(os.path.abspath(__file__))  # tests/mpi: this test and the scripts it runs
 sys.path.insert(0, HERE)
@@ -40,26 +41,26 @@ def test_averaged_gradient_equals_gradient_of_combined_batch(f64):
     X, Y = regression_data(12)
     m0, m1, m2, full = (MLP(4, 6, 2, seed=s) for s in (1, 2, 3, 4))
     for m in (m1, m2, full):
-        pg.replicas.ag_copy_parameters(m, m0)
+        replicas.ag_copy_parameters(m, m0)
     g0 = _grads_of(m0, X[:, :4], Y[:, :4])
     g1 = _grads_of(m1, X[:, 4:8], Y[:, 4:8])
     g2 = _grads_of(m2, X[:, 8:], Y[:, 8:])
     gf = _grads_of(full, X, Y)
-    pg.replicas.ag_average_gradients([m0, m1, m2], [g0, g1, g2])
+    replicas.ag_average_gradients([m0, m1, m2], [g0, g1, g2])
     for k, t in m0.parameters().items():
         ref = gf[full.parameters()[k]]
         np.testing.assert_allclose(_g(g0, t), ref, rtol=0, atol=1e-12)
         assert np.max(np.abs(ref)) > 1e-3
     # .grad mode (each replica's .grad): same result, and the maps handed out are not changed
     for m in (m0, m1, m2):
-        pg.replicas.ag_copy_parameters(m, full)
+        replicas.ag_copy_parameters(m, full)
         for t in m.parameters().values():
             t.grad = None
     h0 = _grads_of(m0, X[:, :4], Y[:, :4])
     before = h0[m0.W1].copy()
     _grads_of(m1, X[:, 4:8], Y[:, 4:8])
     _grads_of(m2, X[:, 8:], Y[:, 8:])
-    pg.replicas.ag_average_gradients([m0, m1, m2], [None, None, None])
+    replicas.ag_average_gradients([m0, m1, m2], [None, None, None])
     for k, t in m0.parameters().items():
         np.testing.assert_allclose(t.grad, gf[full.parameters()[k]], rtol=0, atol=1e-12)
     np.testing.assert_array_equal(h0.get_tensor(m0.W1).numpy(), before)
@@ -75,7 +76,7 @@ def test_average_gradients_missing_and_mismatch(f64):
     g0 = _grads_of(m0, x, np.zeros((1, 3)))
     w1 = g0[m0.W1].copy()
     b2 = g0[m0.b2].copy()
-    pg.replicas.ag_average_gradients([m0, m1], [g0, g1])
+    replicas.ag_average_gradients([m0, m1], [g0, g1])
     np.testing.assert_allclose(_g(g0, m0.W1), w1 / 2, rtol=0, atol=1e-15)
     np.testing.assert_allclose(_g(g0, m0.b2), (b2 + 1) / 2, rtol=0, atol=1e-15)
     # replica 0's map lacks a gradient another replica has: a map cannot grow -> clear error
@@ -84,12 +85,12 @@ def test_average_gradients_missing_and_mismatch(f64):
     h0 = pg.backward(l0)
     h1 = _grads_of(m1, x, np.zeros((1, 3)))
     with pytest.raises(pg.StateError, match="no gradient in replica 0's map"):
-        pg.replicas.ag_average_gradients([m0, m1], [h0, h1])
+        replicas.ag_average_gradients([m0, m1], [h0, h1])
     with pytest.raises(ValueError, match="replica 1 has 2 parameters"):
-        pg.replicas.ag_average_gradients([m0, [m1.W1, m1.b1]], [h0, h1])
+        replicas.ag_average_gradients([m0, [m1.W1, m1.b1]], [h0, h1])
     other = MLP(2, 4, 1, seed=0)
     with pytest.raises(pg.ShapeError, match="parameter 0 is .*4x2.* in replica 1"):
-        pg.replicas.ag_average_gradients([m0, other], [None, None])
+        replicas.ag_average_gradients([m0, other], [None, None])
 
 
 @pytest.mark.parametrize("buf_dtype", [np.float64, np.float32])
@@ -98,17 +99,17 @@ def test_pack_unpack_round_trip(f64, buf_dtype):
     X, Y = regression_data(6, n_in=3)
     g = _grads_of(m, X, Y)
     ts = list(m.parameters().values())
-    arr, n = dist._arr(ts), len(ts)
-    L = dist._flat_len(arr, n, 1)
+    arr, n = mpi._arr(ts), len(ts)
+    L = mpi._flat_len(arr, n, 1)
     assert L == sum(t.size for t in ts) + n == 4 * 3 + 4 + 2 * 4 + 2 + 4
     orig = [g.get_tensor(t).numpy() for t in ts]
     buf = np.full(L + 1, -7.0, dtype=buf_dtype)
-    dist._pack(arr, n, g._m, dist._GRAD, 1, 2.0, buf)
+    mpi._pack(arr, n, g._m, mpi._GRAD, 1, 2.0, buf)
     expect = np.concatenate([2 * g[t].reshape(-1, order="F") for t in ts] + [np.ones(n)])
     np.testing.assert_allclose(buf[:L], expect, rtol=1e-6 if buf_dtype == np.float32 else 0)
     assert buf[L] == -7.0  # past the layout: untouched
     buf[: L - n] *= 3
-    dist._unpack(arr, n, g._m, dist._GRAD, 1, 0.25, buf)
+    mpi._unpack(arr, n, g._m, mpi._GRAD, 1, 0.25, buf)
     for t, o in zip(
         ts, orig
     ):  # 2 * 3 * 0.25 = 1.5 times the original, written into the map in place
@@ -117,10 +118,10 @@ def test_pack_unpack_round_trip(f64, buf_dtype):
         )
     # values: pack and unpack into another model
     other = MLP(3, 4, 2, seed=6)
-    vbuf = np.empty(dist._flat_len(arr, n, 0), dtype=np.float64)
-    dist._pack(arr, n, NULL, dist._VALUE, 0, 1.0, vbuf)
-    oarr = dist._arr(list(other.parameters().values()))
-    dist._unpack(oarr, n, NULL, dist._VALUE, 0, 1.0, vbuf)
+    vbuf = np.empty(mpi._flat_len(arr, n, 0), dtype=np.float64)
+    mpi._pack(arr, n, NULL, mpi._VALUE, 0, 1.0, vbuf)
+    oarr = mpi._arr(list(other.parameters().values()))
+    mpi._unpack(oarr, n, NULL, mpi._VALUE, 0, 1.0, vbuf)
     for k, v in _params(m).items():
         np.testing.assert_array_equal(_params(other)[k], v)
 
@@ -131,19 +132,19 @@ def test_pack_missing_gradients_flags_and_grad_mode(f64):
     with pg.with_grad_tape():
         loss = pg.ag_sum(pg.ag_mul(m.b2, 3.0))
     g = pg.backward(loss)
-    arr, n = dist._arr(ts), len(ts)
-    L = dist._flat_len(arr, n, 1)
+    arr, n = mpi._arr(ts), len(ts)
+    L = mpi._flat_len(arr, n, 1)
     buf = np.empty(L)
-    dist._pack(arr, n, g._m, dist._GRAD, 1, 1.0, buf)
+    mpi._pack(arr, n, g._m, mpi._GRAD, 1, 1.0, buf)
     np.testing.assert_array_equal(buf[: L - n], [0.0] * (L - n - 1) + [3.0])
     np.testing.assert_array_equal(buf[L - n :], [0, 0, 0, 1])
     # another "rank" had a W1 gradient: a map cannot take it ...
     buf[L - n] = 1.0
     with pytest.raises(pg.StateError, match="no gradient in this process's map"):
-        dist._unpack(arr, n, g._m, dist._GRAD, 1, 1.0, buf)
+        mpi._unpack(arr, n, g._m, mpi._GRAD, 1, 1.0, buf)
     # ... .grad can: a fresh .grad is set for W1 and b2; b1, W2 (flag 0) stay without one
     buf[:6] = np.arange(6)
-    dist._unpack(arr, n, NULL, dist._GRAD, 1, 0.5, buf)
+    mpi._unpack(arr, n, NULL, mpi._GRAD, 1, 0.5, buf)
     np.testing.assert_array_equal(m.W1.grad, np.arange(6).reshape(3, 2, order="F") * 0.5)
     assert m.b1.grad is None and m.W2.grad is None
     np.testing.assert_array_equal(m.b2.grad, [[1.5]])
@@ -151,16 +152,16 @@ def test_pack_missing_gradients_flags_and_grad_mode(f64):
         g.get_tensor(m.b2).numpy()[0, 0] == 3.0
     )  # the map returned by backward() is not changed in .grad mode
     with pytest.raises(pg.ShapeError, match="buffer has 3 elements"):
-        dist._pack(arr, n, NULL, dist._GRAD, 1, 1.0, np.empty(3))
+        mpi._pack(arr, n, NULL, mpi._GRAD, 1, 1.0, np.empty(3))
     with pytest.raises(ValueError, match="flags apply to gradients only"):
-        dist._pack(arr, n, NULL, dist._VALUE, 1, 1.0, buf)
+        mpi._pack(arr, n, NULL, mpi._VALUE, 1, 1.0, buf)
 
 
 def test_copy_parameters_shape_mismatch():
     with pytest.raises(pg.ShapeError, match="parameter 0"):
-        pg.replicas.ag_copy_parameters(MLP(2, 3, 1, seed=0), MLP(2, 4, 1, seed=0))
+        replicas.ag_copy_parameters(MLP(2, 3, 1, seed=0), MLP(2, 4, 1, seed=0))
     with pytest.raises(ValueError, match="destination has 4 parameters, source has 1"):
-        pg.replicas.ag_copy_parameters(MLP(2, 3, 1, seed=0), [pg.ag_param(np.ones((3, 2)))])
+        replicas.ag_copy_parameters(MLP(2, 3, 1, seed=0), [pg.ag_param(np.ones((3, 2)))])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -176,8 +177,8 @@ def test_import_pyggmlr_does_not_import_mpi4py():
 
 def test_missing_mpi_gives_install_instructions(monkeypatch):
     monkeypatch.setitem(sys.modules, "mpi4py", None)  # import mpi4py -> ImportError
-    monkeypatch.setitem(dist._state, "MPI", None)
-    monkeypatch.setitem(dist._state, "comm", None)
+    monkeypatch.setitem(mpi._state, "MPI", None)
+    monkeypatch.setitem(mpi._state, "comm", None)
     assert dist.mpi_available() is False
     for fn in (
         dist.init,
@@ -227,8 +228,8 @@ def test_fit_distributed_maps_onto_ag_fit(monkeypatch):
 def test_fit_distributed_refuses_what_ag_fit_lacks(monkeypatch):
     """max_norm, drop_last=False and verbose=k are refused before MPI (here: mpi4py missing)."""
     monkeypatch.setitem(sys.modules, "mpi4py", None)
-    monkeypatch.setitem(dist._state, "MPI", None)
-    monkeypatch.setitem(dist._state, "comm", None)
+    monkeypatch.setitem(mpi._state, "MPI", None)
+    monkeypatch.setitem(mpi._state, "comm", None)
     m, X, Y = MLP(4, 3, 2, seed=0), *regression_data(8)
     cases = [
         (dict(max_norm=1.0), "max_norm=1.0 is not supported.*DistributedOptimizer"),

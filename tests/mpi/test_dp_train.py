@@ -1,4 +1,4 @@
-"""dp_train: ggmlR's in-process data parallelism (pyggmlr/replicas.py): fields, history,
+"""dp_train: ggmlR's in-process data parallelism (pyggmlr/parallel/replicas.py): fields, history,
 printed format, replicas kept equal, and the same trajectory as Adam on the combined batch."""
 
 import os

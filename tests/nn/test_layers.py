@@ -10,7 +10,7 @@ import pytest
 from _fd import numeric_grad
 
 import pyggmlr as pg
-from pyggmlr.nn import _causal_mask, _matmul_t
+from pyggmlr.nn.base import _causal_mask, _matmul_t
 
 
 def F(vals, r, c):

@@ -1,4 +1,4 @@
-"""Modules (pyggmlr/nn.py): spec section 10's test-ag-layers.R and test-ag-mha.R checks,
+"""Modules (pyggmlr/nn/): spec section 10's test-ag-layers.R and test-ag-mha.R checks,
 ag_linear init options, custom layers, reprs, the config round trip and the memory of big
 layers. Gradchecks and golden values of the layer ops: test_layers.py."""
 

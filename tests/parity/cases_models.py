@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from pyggmlr.fit_history import _KEYS
+from pyggmlr.fit.history import _KEYS
 
 from .cases_api import _mlp_inputs
 from .core import CASES, ScriptCase, _u, as_dtype, call_r, r_values, with_dtype

@@ -12,7 +12,7 @@ if not r.available():
 
 pytestmark = pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
 
-from pyggmlr.fit_history import _KEYS, History  # noqa: E402
+from pyggmlr.fit.history import _KEYS, History  # noqa: E402
 
 _NAN = math.nan
 _RUNS = {

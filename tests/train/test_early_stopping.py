@@ -169,8 +169,8 @@ def test_settings_read_back_and_checkpoint_state():
 
 def test_history_columns_are_the_cores_log_names():
     """The History's columns after epoch are the names the core's monitors read, in its order."""
-    from pyggmlr.fit_callbacks import _LOG_NAMES
-    from pyggmlr.fit_history import _KEYS
+    from pyggmlr.fit.callbacks import _LOG_NAMES
+    from pyggmlr.fit.history import _KEYS
 
     assert _KEYS == ("epoch", *_LOG_NAMES)
 
@@ -182,7 +182,7 @@ def test_plotting_an_empty_history_is_refused():
 
 def test_a_hand_edited_history_prints():
     """NaN epochs print as "-"; a stopped / best epoch that is not a number is none"""
-    from pyggmlr.fit_history import History
+    from pyggmlr.fit.history import History
 
     nan = float("nan")
     d = {k: [nan, nan] for k in History().as_dict() if k not in ("stopped_epoch", "best_epoch")}

@@ -1,4 +1,4 @@
-"""ag_fit's checkpoints and resume (pyggmlr/fit_resume.py): bit-exact resumes, refused
+"""ag_fit's checkpoints and resume (pyggmlr/fit/resume.py): bit-exact resumes, refused
 settings, the checkpoint pattern, a run checkpointed in R resumed in Python, and a refused
 resume that changes nothing. The rest of ag_fit: test_training.py."""
 

@@ -1,4 +1,4 @@
-"""Learning-rate schedules and gradient helpers of ggmlR 0.8.6 (pyggmlr/sched.py on native/sched.c):
+"""Learning-rate schedules and gradient helpers of ggmlR 0.8.6 (pyggmlr/optim/sched.py on native/sched.c):
 the spec's golden sequences (§8), its errors, momentum cycling, and clip_grad_value /
 check_grad_anomaly (§7); then clip_grad_norm and lr_scheduler (step, cosine, restarts, warmup)."""
 

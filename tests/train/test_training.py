@@ -10,7 +10,7 @@ import pytest
 from _fit_models import _iris, _mlp, _weights
 
 import pyggmlr as pg
-from pyggmlr.fit_history import _KEYS
+from pyggmlr.fit.history import _KEYS
 
 
 def _copy_weights(dst, src):

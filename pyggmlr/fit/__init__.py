@@ -1,0 +1,30 @@
+"""Training (layer 6, the top of the library's layers): ag_fit and what it runs on.
+
+- ``loop.py``: ag_fit, answering the core's training session's events;
+- ``args.py``, ``data.py``, ``util.py``: its arguments, data (arrays, loaders, validation) and
+  helpers (the model's parameters, mode and dtype, the optimizer, the compiled steps);
+- ``plan.py``: the data plan and the session; ``progress.py``: the progress bar;
+- ``callbacks.py``, ``history.py``: callbacks, early stopping, checkpoints, the History;
+- ``resume.py``: checkpoints written and read for ag_fit(resume_from=);
+- ``predict.py``: ag_predict, ag_accuracy.
+"""
+
+from .loop import (
+    Callback,
+    History,
+    ag_accuracy,
+    ag_early_stopping,
+    ag_fit,
+    ag_model_checkpoint,
+    ag_predict,
+)
+
+__all__ = [
+    "ag_fit",
+    "ag_predict",
+    "ag_accuracy",
+    "History",
+    "Callback",
+    "ag_early_stopping",
+    "ag_model_checkpoint",
+]

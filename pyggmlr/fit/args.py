@@ -1,0 +1,56 @@
+"""ag_fit's argument checks, its callback list and its validation pass (loop.py keeps the loop)."""
+
+from __future__ import annotations
+
+from typing import Any, List, Tuple
+
+from .._args import check_flag, check_int, check_real
+from ..errors import ArgumentError
+from .callbacks import Callback, _FnCallback
+
+__all__: List[str] = []
+
+
+def check_args(
+    nepoch: Any, batch_size: Any, shuffle: Any, nbatch_logical: Any, val_split: Any, opt_params: Any
+) -> Tuple[int, int, bool, int, int, float]:
+    """(nepoch, batch_size, shuffle, nbatch_logical, micro-batches per logical batch, val_split),
+    or the error naming ag_fit and the argument."""
+    # R's .arg_int rule (ag_predict's and ag_dataloader's too): the wrong kind is an
+    # ArgumentError, a fraction or a value out of range a PyggmlrValueError
+    nepoch = check_int(nepoch, "ag_fit", "nepoch", 1)
+    batch_size = check_int(batch_size, "ag_fit", "batch_size", 1)
+    shuffle = check_flag(shuffle, "ag_fit", "shuffle")
+    nbl = check_int(
+        batch_size if nbatch_logical is None else nbatch_logical, "ag_fit", "nbatch_logical", 1
+    )
+    # the rest of the rules (a multiple of batch_size, val_split in [0, 1)) are the core's
+    # (pg_fit_new), one text in both languages
+    val_split = check_real(val_split, "ag_fit", "val_split")
+    if opt_params is not None and not callable(opt_params):
+        raise ArgumentError("ag_fit: opt_params must be a callable(epoch) -> dict or None")
+    return nepoch, batch_size, shuffle, nbl, nbl // batch_size, val_split
+
+
+def make_callbacks(callbacks: Any) -> List[Any]:
+    """Callback objects (anything with on_epoch_end) as they are, functions wrapped."""
+    if callable(callbacks) or hasattr(callbacks, "on_epoch_end"):
+        callbacks = (callbacks,)  # one callback, as R's ag_fit(callbacks = cb)
+    try:
+        callbacks = list(callbacks)
+    except TypeError:
+        raise ArgumentError(
+            "ag_fit: callbacks must be a list of callbacks or functions, got "
+            f"{type(callbacks).__name__}"
+        ) from None
+    cbs = []
+    for cb in callbacks:
+        if isinstance(cb, Callback) or hasattr(cb, "on_epoch_end"):
+            cbs.append(cb)
+        elif callable(cb):
+            cbs.append(_FnCallback(cb))
+        else:
+            raise ArgumentError(
+                f"ag_fit: callbacks must be Callback objects or functions, got {type(cb).__name__}"
+            )
+    return cbs

@@ -1,0 +1,354 @@
+"""ag_fit's callbacks: Callback, ag_early_stopping, ag_model_checkpoint."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, List, Optional, Union
+
+from .. import _core
+from .._args import check_flag, check_int, check_num
+from .._core import NULL, ffi, lib
+from ..errors import ArgumentError, PyggmlrValueError
+from .util import _restore, _snapshot
+
+__all__ = ["Callback", "ag_early_stopping", "ag_model_checkpoint"]
+
+
+# ---------------------------------------------------------------------------------------------
+# callbacks
+
+
+class Callback:
+    """Base class. ag_fit calls on_train_begin(fit), on_batch_end(step, logs),
+    on_epoch_end(epoch, logs) (return False to stop) and on_train_end(fit); ``fit`` exposes
+    model, optimizer, history, nepoch and stop (set True to stop after this epoch). Callbacks
+    with state(): dict / load_state(dict) are saved in checkpoints and restored on resume."""
+
+    def on_train_begin(self, fit):
+        """Called once before the first epoch with the run state ``fit`` (model, optimizer,
+        history, nepoch, stop)."""
+        pass
+
+    def on_batch_end(self, step, logs):
+        """Called after every optimizer micro-step with the global step number and
+        {epoch, batch, loss}."""
+        pass
+
+    def on_epoch_end(self, epoch, logs):
+        """Called after each epoch's validation with the 1-based epoch and its logs (loss,
+        accuracy, val_loss, val_accuracy, lr, times); return False to stop training."""
+        return None
+
+    def on_train_end(self, fit):
+        """Called once when training ends (also after an early stop), before ag_fit returns."""
+        pass
+
+
+class _FnCallback(Callback):
+    def __init__(self, fn):
+        self.fn = fn
+
+    def on_epoch_end(self, epoch, logs):
+        return self.fn(epoch, logs)
+
+
+class _Monitored(Callback):
+    """A callback whose rule is a core object watching one logged value (pg_<_kind>_*)."""
+
+    _kind = ""  # "early_stop" or "checkpoint"
+
+    def _make(self, params):
+        k = self._kind
+        h = getattr(lib, f"pg_{k}_new")(ffi.new(f"pg_{k}_params *", params))
+        if h == NULL:
+            _core.raise_last()
+        self._h = ffi.gc(h, getattr(lib, f"pg_{k}_free"))
+        self._fit: Any = None
+
+    def _params(self):
+        """The settings, read back from the core (one copy)."""
+        p = ffi.new(f"pg_{self._kind}_params *")
+        _core.check(getattr(lib, f"pg_{self._kind}_params_get")(self._h, p))
+        return p
+
+    def _state(self):
+        s = ffi.new("pg_early_stop_state *")
+        _core.check(getattr(lib, f"pg_{self._kind}_get_state")(self._h, s))
+        return s
+
+    @property
+    def monitor(self) -> Optional[str]:
+        """The monitor asked for (None: val_loss or loss, resolved when a fit begins)."""
+        return _log_name(self._params().monitor)
+
+    @property
+    def mode(self) -> str:
+        """ "auto" (accuracy upwards, the rest downwards), "min" or "max"."""
+        return ffi.string(lib.pg_monitor_mode_name(self._params().mode)).decode()
+
+    @property
+    def best(self) -> float:
+        """The best monitored value of the last fit (inf / -inf before any)."""
+        return float(self._state().best)
+
+    def _begin_args(self, fit):
+        """(has validation data, counts accuracy) of the run (a hand-written loop's run object
+        may not say: then every value counts as measured)."""
+        return int(getattr(fit, "has_val", True)), int(getattr(fit, "has_accuracy", True))
+
+
+class ag_early_stopping(_Monitored):
+    """Stop when the monitored value has not improved by more than min_delta for `patience`
+    epochs; with restore_best the model gets the weights (and batch-norm buffers) of the best
+    epoch back at the end of training. The rule lives in the core (native/fit_stop.c).
+
+    monitor: a History column ("val_loss", "val_accuracy", "loss", "accuracy", ...); None:
+    val_loss when the fit has validation data, else loss. A name the fit never measures (a val_*
+    without validation data, accuracy without classes) is an error before training starts.
+    mode: "auto" (maximise accuracy values, minimise the rest), "min" or "max". Each ag_fit
+    starts afresh: the object can be reused."""
+
+    _kind = "early_stop"
+
+    def __init__(
+        self,
+        patience: int = 5,
+        min_delta: float = 0.0,
+        restore_best: bool = True,
+        monitor: Optional[str] = None,
+        mode: str = "auto",
+    ) -> None:
+        fn = "ag_early_stopping"
+        p = lib.pg_early_stop_default_params()
+        p.patience = check_int(patience, fn, "patience", 1)
+        p.min_delta = check_num(min_delta, fn, "min_delta", 0)
+        p.restore_best = int(check_flag(restore_best, fn, "restore_best"))
+        p.mode, p.monitor = _monitor_codes(fn, monitor, mode)
+        self._make(p)
+        self._best_weights: Any = None
+
+    @property
+    def patience(self) -> int:
+        """Epochs without improvement before training stops."""
+        return int(self._params().patience)
+
+    @property
+    def min_delta(self) -> float:
+        """The margin an improvement must exceed."""
+        return float(self._params().min_delta)
+
+    @property
+    def restore_best(self) -> bool:
+        """Whether the best epoch's weights come back when training ends."""
+        return bool(self._params().restore_best)
+
+    # the last fit's counters
+    @property
+    def best_epoch(self) -> Optional[int]:
+        """The last fit's best epoch (None before any)."""
+        return int(self._state().best_epoch) or None
+
+    @property
+    def wait(self) -> int:
+        """Epochs since the best."""
+        return int(self._state().wait)
+
+    @property
+    def stopped_epoch(self) -> Optional[int]:
+        """The epoch the last fit stopped at (None: it ran to the end)."""
+        return int(self._state().stopped_epoch) or None
+
+    def on_train_begin(self, fit):
+        _core.check(lib.pg_early_stop_begin(self._h, *self._begin_args(fit)))
+        self._fit, self._best_weights = fit, None
+
+    def on_epoch_end(self, epoch, logs):
+        act = ffi.new("int *")
+        _core.check(lib.pg_early_stop_update(self._h, int(epoch), _log_values(logs), act))
+        if act[0] == lib.PG_EARLY_STOP_IMPROVED and self.restore_best:
+            self._best_weights = _snapshot(self._fit.model)
+        return False if act[0] == lib.PG_EARLY_STOP_STOP else None
+
+    def on_train_end(self, fit):
+        fit.history.best_epoch = self.best_epoch
+        last = fit.history.epoch[-1] if fit.history.epoch else 0
+        restore = ffi.new("int *")
+        _core.check(lib.pg_early_stop_end(self._h, last, restore))
+        if restore[0] and self._best_weights is not None:
+            _restore(fit.model, self._best_weights)
+        self._fit = None
+
+    def state(self):
+        """(JSON-able counters, best weights or None): what a checkpoint saves for resuming."""
+        s = self._state()
+        st = {"best": float(s.best), "best_epoch": int(s.best_epoch) or None, "wait": int(s.wait)}
+        return st, self._best_weights
+
+    def check_state(self, st):
+        """Raise PyggmlrValueError unless st is a state load_state() takes (ag_fit asks before
+        it writes anything on resume)."""
+        _state_values(st)
+
+    def load_state(self, st, arrays=None):
+        """Restore the counters (and best weights, when given) saved by state(); all checked
+        before the first is set (by the core)."""
+        _core.check(lib.pg_early_stop_set_state(self._h, *_state_values(st)))
+        if arrays is not None:
+            self._best_weights = arrays
+
+    def __repr__(self):
+        mon = self.monitor or "auto"
+        return (
+            f"ag_early_stopping | patience={self.patience} | min_delta={self.min_delta:g} | "
+            f"restore_best={self.restore_best} | monitor={mon} | mode={self.mode}"
+        )
+
+
+# the History's columns after epoch, in the core's order (its update reads them by position)
+_LOG_NAMES = tuple(ffi.string(lib.pg_fit_log_name(i)).decode() for i in range(lib.PG_FIT_LOG_COUNT))
+
+
+def _log_values(logs):
+    """An epoch's logs as the core reads them: PG_FIT_LOG_COUNT values in its order."""
+    return ffi.new("double[]", [float(logs.get(k, math.nan)) for k in _LOG_NAMES])
+
+
+def _log_name(code):
+    return None if code < 0 else ffi.string(lib.pg_fit_log_name(code)).decode()
+
+
+def _monitor_codes(fn, monitor, mode):
+    """(mode, monitor) codes of the core from the callbacks' string arguments (monitor None:
+    -1, resolved when a fit begins)."""
+    out = ffi.new("int *")
+    _core.check(lib.pg_monitor_mode_parse(fn.encode(), _name(fn, "mode", mode, "max"), out))
+    mode_code = out[0]
+    if monitor is None:
+        return mode_code, -1
+    m = _name(fn, "monitor", monitor, "val_loss")
+    _core.check(lib.pg_fit_log_parse(fn.encode(), b"monitor", m, out))
+    return mode_code, out[0]
+
+
+def _name(fn, arg, name, example):
+    """A string argument for the core's name parsers, as bytes."""
+    if not isinstance(name, str):
+        raise ArgumentError(
+            f"{fn}: {arg} must be a string such as {example!r}, got {type(name).__name__}"
+        )
+    return name.encode()
+
+
+def _state_values(st, fn="ag_early_stopping"):
+    """(best, best_epoch, wait) of a checkpoint's early-stopping state, JSON types checked; the
+    core checks the values."""
+    b, be, w = (
+        (st.get(k) for k in ("best", "best_epoch", "wait")) if isinstance(st, dict) else (0, 0, "?")
+    )
+    num = (int, float)
+    if not (
+        (b is None or (isinstance(b, num) and not isinstance(b, bool)))
+        and (be is None or (isinstance(be, int) and not isinstance(be, bool) and 0 <= be < 2**62))
+        and (w is None or (isinstance(w, int) and not isinstance(w, bool) and 0 <= w < 2**62))
+    ):
+        raise PyggmlrValueError(
+            f"{fn}: the checkpoint's callback state is not usable "
+            f"(best, best_epoch, wait = {b!r}, {be!r}, {w!r})"
+        )
+    return (math.inf if b is None else float(b)), int(be or 0), int(w or 0)
+
+
+def _checkpoint_path(path) -> str:
+    """ag_model_checkpoint's path, checked now rather than after the first epoch: the core's rule
+    (pg_checkpoint_path_check: {epoch} or {epoch:03d}, {{ and }}, a writable directory)."""
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise PyggmlrValueError(
+            f"ag_model_checkpoint: path must be a file name, got {type(path).__name__}"
+        )
+    p = os.fspath(path)
+    _core.check(lib.pg_checkpoint_path_check(os.fsencode(p)))
+    return p
+
+
+def _epoch_path(path: str, epoch: int) -> str:
+    """The file name of epoch's checkpoint (the core's rule, as R's)."""
+    n = lib.pg_checkpoint_path(os.fsencode(path), epoch, NULL, 0)
+    if n < 0:
+        _core.raise_last(-n)
+    buf = ffi.new("char[]", n + 1)
+    lib.pg_checkpoint_path(os.fsencode(path), epoch, buf, n + 1)
+    return os.fsdecode(ffi.string(buf))
+
+
+class ag_model_checkpoint(_Monitored):
+    """Save model + optimizer state + epoch (+ everything ag_fit needs to resume: the run's seed,
+    the random stream, history, callback states) to `path` every `every` epochs and at the last
+    one. Continue with ag_fit(..., resume_from=path). `path` may contain "{epoch}".
+
+    save_best_only: of those epochs, save only when the monitored value (monitor and mode as
+    ag_early_stopping's: val_loss with validation data, else loss; accuracy maximised) beats
+    the best seen at the epochs looked at before (keras' ModelCheckpoint). The rule lives in
+    the core (native/fit_stop.c)."""
+
+    _kind = "checkpoint"
+
+    def __init__(
+        self,
+        path: Union[str, os.PathLike],
+        every: int = 1,
+        save_best_only: bool = False,
+        monitor: Optional[str] = None,
+        mode: str = "auto",
+    ) -> None:
+        fn = "ag_model_checkpoint"
+        p = lib.pg_checkpoint_default_params()
+        p.every = check_int(every, fn, "every", 1)
+        p.best_only = int(check_flag(save_best_only, fn, "save_best_only"))
+        p.mode, p.monitor = _monitor_codes(fn, monitor, mode)
+        self.path = _checkpoint_path(path)
+        self._make(p)
+        self.saved: List[str] = []
+
+    @property
+    def every(self) -> int:
+        """Epochs between the saves looked at (the last epoch is always looked at)."""
+        return int(self._params().every)
+
+    @property
+    def save_best_only(self) -> bool:
+        """Whether a save needs the monitored value to improve."""
+        return bool(self._params().best_only)
+
+    def on_train_begin(self, fit):
+        self._fit = fit
+        _core.check(lib.pg_checkpoint_begin(self._h, fit.nepoch, *self._begin_args(fit)))
+
+    def on_epoch_end(self, epoch, logs):
+        save = ffi.new("int *")
+        _core.check(lib.pg_checkpoint_update(self._h, int(epoch), _log_values(logs), save))
+        if save[0]:
+            p = _epoch_path(self.path, int(epoch))
+            self._fit.save_checkpoint(p, epoch)
+            self.saved.append(p)
+        return None
+
+    def state(self):
+        """(JSON-able best, None): what a checkpoint keeps for resuming a save_best_only run."""
+        s = self._state()
+        return {"best": float(s.best), "best_epoch": int(s.best_epoch) or None}, None
+
+    def check_state(self, st):
+        """Raise PyggmlrValueError unless st is a state load_state() takes."""
+        _state_values(st, "ag_model_checkpoint")
+
+    def load_state(self, st, arrays=None):
+        """Restore the best value saved by state() (checked first)."""
+        b, be, _ = _state_values(st, "ag_model_checkpoint")
+        _core.check(lib.pg_checkpoint_set_state(self._h, b, be))
+
+    def __repr__(self):
+        best = f" | save_best_only=True | monitor={self.monitor or 'auto'} | mode={self.mode}"
+        return f"ag_model_checkpoint | path={self.path} | every={self.every}" + (
+            best if self.save_best_only else ""
+        )

@@ -1,0 +1,160 @@
+"""ag_fit's History: per-epoch results, table, plot (statistics: the core's native/stats.c)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from .._core import check, ffi, lib
+from ..errors import ArgumentError, PyggmlrValueError
+
+__all__ = ["History"]
+
+
+# ---------------------------------------------------------------------------------------------
+# history
+
+
+class History:
+    """Per-epoch results of ag_fit (1-based epochs). Attributes are lists, one value per epoch:
+    loss, loss_unc, accuracy, accuracy_unc, val_loss, val_loss_unc, val_accuracy,
+    val_accuracy_unc (NaN where not applicable), lr, time_train, time_val (seconds).
+    stopped_epoch: the epoch early stopping (or a callback) ended the run at, else None."""
+
+    # declared once, for type checkers and for _KEYS (below): the per-epoch lists, then two per run
+    epoch: List[int]
+    loss: List[float]
+    loss_unc: List[float]
+    accuracy: List[float]
+    accuracy_unc: List[float]
+    val_loss: List[float]
+    val_loss_unc: List[float]
+    val_accuracy: List[float]
+    val_accuracy_unc: List[float]
+    lr: List[float]
+    time_train: List[float]
+    time_val: List[float]
+    stopped_epoch: Optional[int]
+    best_epoch: Optional[int]
+
+    def __init__(self) -> None:
+        for k in _KEYS:
+            setattr(self, k, [])
+        self.stopped_epoch = None
+        self.best_epoch = None
+
+    def _append(self, logs):
+        for k in _KEYS:
+            getattr(self, k).append(logs.get(k, math.nan))
+
+    def __len__(self):
+        return len(self.epoch)
+
+    def as_dict(self):
+        """All per-epoch lists plus stopped_epoch and best_epoch as a plain dict (JSON-able)."""
+        d: Dict[str, Any] = {k: list(getattr(self, k)) for k in _KEYS}
+        d["stopped_epoch"], d["best_epoch"] = self.stopped_epoch, self.best_epoch
+        return d
+
+    @classmethod
+    def from_dict(cls, d):
+        h = cls()
+        for k in _KEYS:
+            setattr(h, k, [(math.nan if v is None else v) for v in d.get(k, [])])
+        h.stopped_epoch, h.best_epoch = d.get("stopped_epoch"), d.get("best_epoch")
+        return h
+
+    def table(self):
+        """The per-epoch table as text: loss, accuracy, val_loss, val_accuracy (each with its
+        uncertainty, columns only when present) and the epoch's time (the core's format, the
+        one R's print shows)."""
+        return self._format(None)
+
+    def __repr__(self):
+        return self._format("History")
+
+    def _format(self, name):
+        n = len(self.epoch)
+        ep = np.ascontiguousarray(self.epoch, dtype=np.float64)
+        cols = [getattr(self, ffi.string(lib.pg_fit_log_name(k)).decode()) for k in range(_NLOG)]
+        if any(len(c) != n for c in cols):  # as R's print: hand-made histories included
+            raise ArgumentError(
+                f"{name or 'History'}: the history's columns are not {_NLOG + 1} numeric lists "
+                "of one length per epoch"
+            )
+        logs = np.ascontiguousarray(cols, dtype=np.float64).reshape(_NLOG, n)  # logs[k, i]
+        args = (
+            ffi.NULL if name is None else name.encode(),
+            ffi.cast("double *", ffi.from_buffer(ep)),
+            ffi.cast("double *", ffi.from_buffer(logs)),
+            n,
+            _num(self.stopped_epoch),
+            _num(self.best_epoch),
+            " \u00b1 ".encode(),
+        )
+        need = lib.pg_fit_history_format(*args, ffi.NULL, 0)
+        if need < 0:
+            check(need)
+        buf = ffi.new("char[]", need + 1)
+        lib.pg_fit_history_format(*args, buf, need + 1)
+        return ffi.string(buf).decode()
+
+    def plot(self, path=None, show=False):
+        """Loss curves (train and validation; accuracy on a second panel when available) with
+        matplotlib. Saves to path when given; returns the figure."""
+        if not self.epoch:  # as R's plot.ag_history
+            raise PyggmlrValueError("History.plot: no epochs to plot")
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise ImportError("History.plot() needs matplotlib (pip install matplotlib)") from None
+        has_acc = any(not math.isnan(v) for v in self.accuracy)
+        fig, axes = plt.subplots(
+            1, 2 if has_acc else 1, figsize=(10 if has_acc else 6, 4), squeeze=False
+        )
+        ax = axes[0][0]
+        ep = np.asarray(self.epoch)
+        for key, lab in (("loss", "train"), ("val_loss", "validation")):
+            v, u = (
+                np.asarray(getattr(self, key), float),
+                np.asarray(getattr(self, key + "_unc"), float),
+            )
+            if np.all(np.isnan(v)):
+                continue
+            ax.plot(ep, v, label=lab)
+            ax.fill_between(ep, v - np.nan_to_num(u), v + np.nan_to_num(u), alpha=0.2)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("loss")
+        ax.legend()
+        if has_acc:
+            ax = axes[0][1]
+            for key, lab in (("accuracy", "train"), ("val_accuracy", "validation")):
+                v = np.asarray(getattr(self, key), float)
+                if not np.all(np.isnan(v)):
+                    ax.plot(ep, v, label=lab)
+            ax.set_xlabel("epoch")
+            ax.set_ylabel("accuracy")
+            ax.legend()
+        fig.tight_layout()
+        if path is not None:
+            fig.savefig(path, dpi=100)
+        if show:
+            plt.show()
+        else:
+            plt.close(fig)
+        return fig
+
+
+# the per-epoch lists, in History's order: all its fields but stopped_epoch and best_epoch
+_KEYS = tuple(k for k in History.__annotations__ if k not in ("stopped_epoch", "best_epoch"))
+
+
+def _num(v):
+    """stopped_epoch / best_epoch for the core: a number, or NaN (none)"""
+    return float(v) if isinstance(v, numbers.Real) else math.nan
+
+
+_NLOG = lib.PG_FIT_LOG_COUNT  # the per-epoch values after epoch, in the core's order

@@ -1,0 +1,393 @@
+"""ag_fit: the high-level training loop (ggml's ggml_opt_fit contract on the ag_* path).
+
+Per epoch: shuffle the training part (R's sample.int from the run's random stream, whose state
+a checkpoint keeps, so a resumed run repeats the same shuffles), walk it in logical batches of
+``nbatch_logical`` samples made of ``nbatch_logical / batch_size`` micro-batches whose gradients
+the optimizer accumulates (its ``accumulate_steps``) and applies once per logical batch, then
+evaluate the held-out part in eval mode. Loss/accuracy and their uncertainties follow
+ggml_opt_result_loss / ggml_opt_result_accuracy."""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from typing import Any, Callable, Dict, Optional, Sequence, Union
+
+import numpy as np
+
+from .._core import lib
+from ..errors import ArgumentError, NonFiniteLossWarning, PyggmlrValueError, ShapeError
+from ..optim.optimizer import Optimizer
+from ..parallel.sync import FitSync
+from ..random import Generator, _seed_int
+from ..tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
+from ..tensor import Tensor, ag_tensor
+from .args import check_args, make_callbacks
+from .callbacks import Callback, ag_early_stopping, ag_model_checkpoint  # noqa: F401  (re-exported)
+from .data import FitData, verbosity  # loaders, validation_data, verbose
+from .history import History  # noqa: F401  (re-exported)
+from .plan import FitPlan, Session, check_loss
+from .predict import ag_accuracy, ag_predict  # noqa: F401  (re-exported)
+from .progress import FitProgress, progress_mode
+from .resume import load_weights, read_checkpoint, save_checkpoint
+from .util import (
+    _apply_hyper,
+    _as_cols,
+    _builtin_model,
+    _forward,
+    _loss_fn,
+    _make_optimizer,
+    _model_dtype,
+    _params,
+    _row_major_hint,
+    _set_mode,
+    _StaticSteps,
+)
+
+__all__ = [
+    "ag_fit",
+    "ag_predict",
+    "ag_accuracy",
+    "History",
+    "Callback",
+    "ag_early_stopping",
+    "ag_model_checkpoint",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# the loop
+
+
+class _Fit:
+    """Run state shared with callbacks."""
+
+    def __init__(self, model, optimizer, history, nepoch, settings):
+        self.model, self.optimizer, self.history, self.nepoch = model, optimizer, history, nepoch
+        self.settings = settings
+        self.callbacks, self.stop = [], False
+        self.stream: Any = None  # the run's random stream (its state goes into checkpoints)
+        self.has_val = self.has_accuracy = False  # what the run measures (callbacks' monitors)
+
+    def save_checkpoint(self, path, epoch):
+
+        save_checkpoint(self, path, epoch)
+
+
+def ag_fit(
+    model: Any,
+    x: Any,
+    y: Any = None,
+    loss: Union[str, Callable[[Tensor, Any], Tensor]] = "cross_entropy",
+    optimizer: Union[str, Optimizer] = "adamw",
+    opt_params: Optional[Callable[[int], dict]] = None,
+    nepoch: int = 30,
+    batch_size: int = 32,
+    nbatch_logical: Optional[int] = None,
+    val_split: float = 0.0,
+    shuffle: bool = True,
+    callbacks: Sequence[Any] = (),
+    silent: bool = False,
+    seed: Optional[int] = None,
+    lr: float = 1e-3,
+    resume_from: Optional[Union[str, os.PathLike]] = None,
+    distributed: bool = False,
+    static: Optional[bool] = None,
+    progress: str = "auto",
+    validation_data: Any = None,
+    verbose: Optional[int] = None,
+) -> History:
+    """Train `model` on x [features, n] (samples are columns) and y; returns a History. Keras' forms
+    (rules in pyggmlr.fit.data): x an ag_dataloader, validation_data=(x_val, y_val), verbose 0/1/2.
+
+    loss: "cross_entropy" (fused softmax + CE on the model's logits; y are 0-based class ids, a
+    vector of n, or a one-hot [classes, n] matrix), "mse" (y [outputs, n]), "mean" / "sum" (of the
+    model's output; y unused), "binary_cross_entropy" (the output are probabilities: end the model
+    in a sigmoid), "bce_with_logits", "huber" (delta 1), "mae" (ag_binary_cross_entropy_loss ...
+    ag_mae_loss against y [outputs, n]; no accuracy) or a callable(output, y_batch_tensor) -> 1x1
+    tensor (e.g. lambda out, y: ag_weighted_mse_loss(out, y, w) for a weighted MSE).
+    optimizer: "adamw" (optimizer_adam with decoupled weight decay, default 0 as in ggml),
+    "sgd", or an optimizer object built on the model's parameters (lr is then ignored; ag_fit
+    sets its accumulate_steps to nbatch_logical / batch_size).
+    opt_params: callable(epoch) -> dict of hyper-parameters (lr/alpha, weight_decay/wd, beta1,
+    momentum, ...) applied at the start of each epoch (1-based).
+    batch_size: samples per forward/backward (physical batch). nbatch_logical: samples per
+    optimizer step, a multiple of batch_size (default batch_size); the micro-batch gradients of
+    one logical batch are averaged, so each step applies exactly that logical batch's gradient.
+    Training data that do not fill a whole logical batch are left out of that epoch (as ggml).
+    val_split: fraction held out at the end of the data (after one shuffle when shuffle) and
+    evaluated in eval mode after every epoch (all of it, in batches of batch_size).
+    shuffle: reshuffle the training part every epoch. seed: the run draws from a random stream
+    of its own, seeded as set.seed(seed) would be (the process-wide stream is left alone, and
+    fits in several threads are as reproducible as one after another); None: from the current
+    stream (ggml_set_seed). The draws, the same in R: sample.int(n) once when shuffle (the
+    training part is its first n - n_val entries, validation the rest), then per epoch
+    sample.int(n_train) over the training part, and the dropout masks of the forward passes.
+    callbacks: ag_early_stopping, ag_model_checkpoint, Callback objects or functions fn(epoch, logs)
+    (returning False stops). silent: no progress display (the same as progress="none"; it wins).
+    progress: "auto" (default): one bar for the whole run (tqdm when installed; epoch, running
+    loss / accuracy, the last epoch's val_loss / val_acc, ETA) and a compact line per finished
+    epoch above it, on stderr, shown only in interactive sessions (a terminal on stderr, IPython);
+    "bar": always; "none": never (as R's ag_fit). resume_from: a checkpoint written by
+    ag_model_checkpoint; training continues after its epoch exactly as the uninterrupted run would.
+    distributed: data-parallel over MPI ranks (launch with mpirun; see docs/distributed.md):
+    batch_size and nbatch_logical are per rank, rank 0's weights are broadcast first, every
+    micro-batch's gradients are averaged over the global batch (an f64 all-reduce weighted by
+    each rank's samples), the history covers all ranks' samples and only rank 0 prints.
+    static: run each training step as one replay of a compiled graph (ag_compile, build
+    "opt") and validation through compiled "forward" graphs (one per batch width: the last,
+    partial validation batch gets its own), with exactly the eager results (same kernels, same
+    order, same random draws, batch-norm statistics updated once per step). None (default):
+    static when the model is made of built-in layers, the loss is a built-in name and the run
+    is not distributed; otherwise eager. True: require it (raises when the step cannot be
+    compiled or with distributed). False: the eager tape.
+    The model is in train mode while training and in eval mode when ag_fit returns. An epoch
+    whose training or validation loss is NaN or infinite ends the run with a
+    NonFiniteLossWarning naming it (the History keeps that epoch; stopped_epoch is set)."""
+    progress, silent = verbosity(verbose, progress, silent)
+    if not _is_flag(distributed):  # R's texts (a truthy "a" must not start MPI)
+        raise PyggmlrValueError("ag_fit: distributed must be True or False")
+    if static is not None and not _is_flag(static):
+        raise PyggmlrValueError("ag_fit: static must be True, False or None")
+    data = FitData(x, y, validation_data, batch_size, shuffle, seed, val_split)
+    x, y, val_split = data.x, data.y, data.val_split
+    batch_size, shuffle, seed = data.batch_size, data.shuffle, data.seed
+    pmode = progress_mode(progress, silent)
+    lossfn, loss_name = _loss_fn(loss)
+    per_datapoint = loss_name != "sum"
+    nepoch, batch_size, shuffle, nbatch_logical, accum, val_split = check_args(
+        nepoch, batch_size, shuffle, nbatch_logical, val_split, opt_params
+    )
+
+    X = _as_cols(x, "x")
+    n = X.shape[1]
+    if y is None and loss_name not in ("callable", "mean", "sum"):
+        raise PyggmlrValueError(f"ag_fit: loss {loss_name!r} needs targets y")
+    Y = None if y is None else _as_cols(y, "y")
+    if Y is not None and Y.shape[1] != n:
+        raise ShapeError(
+            f"ag_fit: x has {n} samples (columns) but y has {Y.shape[1]}" + _row_major_hint(X, Y)
+        )
+    classify = loss_name == "cross_entropy"
+
+    params = _params(model)
+    if not params:
+        raise PyggmlrValueError("ag_fit: the model has no parameters to train")
+    dtype = _model_dtype(model)
+    opt = _make_optimizer(optimizer, params, lr)
+    opt_before = (opt.accumulate_steps, opt.accum_count)  # put back when the setup fails
+    try:  # a setup that fails (bad ids, a refused resume, ...) leaves the optimizer as it was
+        opt.accumulate_steps = accum
+        opt.accum_count = 0
+        sync = None
+        if distributed:  # the same collectives as R's ag_fit (parallel/sync.py)
+            sync = FitSync(model, params)
+            batch_size, nbatch_logical = batch_size * sync.world, nbatch_logical * sync.world
+            pmode = pmode if sync.rank == 0 else "none"  # only rank 0 prints
+
+        if static is None:
+            static = not distributed and isinstance(loss, str) and _builtin_model(model)
+        elif static and distributed:
+            raise PyggmlrValueError(
+                "ag_fit: static=True cannot be combined with distributed=True (the compiled step has no gradient all-reduce)"
+            )
+        static_steps = _StaticSteps(model, lossfn, opt, Y is not None) if static else None
+
+        settings = {
+            "n": n,
+            "batch_size": batch_size,
+            "nbatch_logical": nbatch_logical,
+            "val_split": val_split,
+            "shuffle": bool(shuffle),
+            "loss": loss_name,
+            "seed": None,
+            "split_state": None,
+        }
+        cbs = make_callbacks(callbacks)
+        history = History()
+        start_epoch = 1
+        resume: Optional[Dict[str, Any]] = None
+        if resume_from is not None:
+            if isinstance(resume_from, bytes) or not isinstance(resume_from, (str, os.PathLike)):
+                raise ArgumentError(
+                    "ag_fit: resume_from must be a file name, got "
+                    f"{type(resume_from).__name__} {resume_from!r}"[:200]
+                )
+
+            try:
+                ck_epoch, fs = read_checkpoint(
+                    resume_from, settings
+                )  # checked; nothing written yet
+                for cb, cst in zip(
+                    cbs, fs.get("callbacks") or []
+                ):  # the callbacks' saved states too
+                    check = getattr(cb, "check_state", None)
+                    if cst is not None and callable(check):
+                        check(cst)
+            except BaseException:
+                opt.accumulate_steps, opt.accum_count = opt_before
+                raise
+            saved = fs["settings"]
+            settings["seed"], settings["split_state"] = saved.get("seed"), saved.get("split_state")
+            history = History.from_dict(fs["history"])
+            start_epoch = ck_epoch + 1
+            resume = {}
+        elif seed is not None:
+            settings["seed"] = _seed_int(seed, "ag_fit")
+        stream = (
+            Generator(settings["seed"]) if settings["seed"] is not None else Generator.current()
+        )
+        # the split, the shuffles and the batches live in the core (fit/plan.py, native/fit.c)
+        try:
+            plan = FitPlan(
+                ag_tensor(X, dtype=dtype),
+                None if Y is None else ag_tensor(Y, dtype=dtype),
+                classify,
+                batch_size,
+                nbatch_logical,
+                val_split,
+                shuffle,
+                stream,
+                settings["split_state"] if resume is not None else None,
+                fixed_split=data.fixed_split,
+            )
+        except (TypeError, ValueError) as e:
+            if resume is not None:
+                opt.accumulate_steps, opt.accum_count = opt_before
+            if resume is not None and "state" in str(e).lower():
+                raise PyggmlrValueError(
+                    f"ag_fit: {resume_from!r} holds an unusable random-stream state"
+                ) from None
+            raise
+        if sync is not None:
+            plan.shard(sync.rank, sync.world)
+        settings["split_state"] = plan.split_state()
+        if resume is not None:  # the run is set up: now the weights, then the stream (both checked)
+            try:
+                resume = load_weights(resume_from, model, opt)
+            except BaseException:
+                opt.accumulate_steps, opt.accum_count = opt_before
+                raise
+            opt.accumulate_steps = accum
+            try:
+                stream.set_state(fs["rng_state"])
+            except (TypeError, ValueError, KeyError):
+                raise PyggmlrValueError(
+                    f"ag_fit: {resume_from!r} holds an unusable random-stream state"
+                ) from None
+
+        fit = _Fit(model, opt, history, nepoch, settings)
+        fit.stream = stream
+        fit.has_val, fit.has_accuracy = plan.n_val > 0, classify
+        fit.callbacks = cbs
+        for cb in cbs:
+            if hasattr(cb, "on_train_begin"):
+                cb.on_train_begin(fit)
+        if resume is not None:
+            states = (fs or {}).get("callbacks") or []
+            for i, cb in enumerate(cbs):
+                if i < len(states) and states[i] is not None and hasattr(cb, "load_state"):
+                    arrays = resume["more"].get(i)
+                    cb.load_state(states[i], arrays)
+    except BaseException:
+        opt.accumulate_steps, opt.accum_count = opt_before
+        raise
+
+    # an optimizer whose step is the core's (not overridden) steps inside the core
+    core_step = sync is None and type(opt).step is Optimizer.step and "step" not in vars(opt)
+    batch_cbs = [cb for cb in cbs if hasattr(cb, "on_batch_end")]
+    prog = FitProgress(
+        pmode, plan.running, max(0, nepoch - start_epoch + 1) * plan.n_batches, nepoch, start_epoch
+    )
+    # the loop is the core's (native/fit_session.c): this answers only what calls user code
+    sess = Session(plan, nepoch, start_epoch, per_datapoint, prog.on or bool(batch_cbs))
+    in_stream = stream.active()  # dropout and user code draw from the run's stream
+    in_stream.__enter__()
+    try:
+        ev = sess.next()
+        while ev != lib.PG_SESSION_DONE:
+            if ev == lib.PG_SESSION_TRAIN_BATCH:
+                xb, yb = plan.batch(False, sess.where().batch)
+                if static_steps is not None:  # recorded once; the session replays it from now on
+                    sess.set_static(False, xb.shape[1], *static_steps.record(False, xb, yb))
+                else:
+                    with with_grad_tape():
+                        out = _forward(model, xb)
+                        lv = lossfn(out, yb)
+                    if core_step:  # backward, step, zero grad, record, tape clear: one core call
+                        plan.train_step(lv, out, opt)
+                    else:  # the gradients pass through the host: MPI's all-reduce, a user's step
+                        _host_step(plan, lv, out, opt, sync, xb.shape[1])
+                    del lv, out
+            elif ev == lib.PG_SESSION_BATCH_END:
+                at = sess.where()
+                prog.tick()
+                for cb in batch_cbs:
+                    cb.on_batch_end(
+                        at.step, {"epoch": at.epoch, "batch": at.batch + 1, "loss": at.loss}
+                    )
+            elif ev == lib.PG_SESSION_EPOCH_BEGIN:
+                epoch = sess.where().epoch
+                if opt_params is not None:
+                    _apply_hyper(opt, opt_params(epoch), epoch)
+                sess.set_lr(float(getattr(opt, "lr", math.nan)))
+                _set_mode(model, True)
+                prog.epoch_begin(epoch)
+            elif ev == lib.PG_SESSION_TRAIN_END and sync is not None:
+                sync.stats(plan)
+            elif ev == lib.PG_SESSION_VAL_BEGIN or ev == lib.PG_SESSION_VAL_END:
+                _set_mode(model, ev == lib.PG_SESSION_VAL_END)
+            elif ev == lib.PG_SESSION_VAL_BATCH:
+                xb, yb = plan.batch(True, sess.where().batch)
+                with ag_no_grad():
+                    if static_steps is not None:
+                        sess.set_static(True, xb.shape[1], *static_steps.record(True, xb, yb))
+                    else:
+                        out = _forward(model, xb)
+                        plan.record(True, lossfn(out, yb).item(), out)
+                        del out
+            elif ev == lib.PG_SESSION_EPOCH_END:
+                logs, diverged = sess.logs(epoch)  # NaN / Inf loss: warn, and the run ends
+                history._append(logs)
+                prog.epoch_end(logs)
+                stop = False
+                for cb in cbs:
+                    if cb.on_epoch_end(epoch, dict(logs)) is False:
+                        stop = True
+                if diverged is not None:
+                    warnings.warn(diverged, NonFiniteLossWarning, stacklevel=2)
+                if stop or fit.stop:
+                    sess.stop()
+            ev = sess.next()
+        if sess.where().stopped_epoch:
+            history.stopped_epoch = int(sess.where().stopped_epoch)
+        for cb in cbs:
+            if hasattr(cb, "on_train_end"):
+                cb.on_train_end(fit)
+    finally:
+        prog.close()
+        in_stream.__exit__(None, None, None)
+        opt.zero_grad()
+        ag_tape_clear()
+        _set_mode(model, False)
+    return history
+
+
+def _host_step(plan, lv, out, opt, sync, width):
+    """plan.train_step's work with the gradients in the host: averaged over MPI ranks first, or
+    stepped by an optimizer whose step() is the user's."""
+    check_loss(lv)
+    grads = backward(lv)
+    if sync is not None:
+        sync.grads(grads, width)
+    opt.step(grads, sum_grads=True)  # one map per micro-batch: the optimizer sums them
+    opt.zero_grad()
+    del grads
+    plan.record(False, lv.item(), out)
+    ag_tape_clear()
+    return lv.item()
+
+
+def _is_flag(v):
+    return isinstance(v, (bool, np.bool_))

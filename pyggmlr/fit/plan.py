@@ -1,0 +1,186 @@
+"""The Python face of the core's fit plan (native/fit.c, pg_api_fit.h): the split, the
+shuffles, the batches and the per-epoch statistics of ag_fit live once in C; ag_fit (loop.py)
+runs the model, the loss and the optimizer between batch() and record()."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from .. import _core
+from .._core import NULL, ffi, lib
+from ..errors import PyggmlrValueError
+from ..random import Generator
+from ..tape import _pending, _raise_pending
+from ..tensor import Tensor, _wrap
+
+__all__: List[str] = []
+
+
+class FitPlan:
+    """x, y: tensors in the model's dtype (y None: no targets); stream: the Generator the split
+    and the shuffles draw from; split_state: a 626-integer state loaded before the split
+    (resuming) or None; fixed_split: the validation part is the last columns as given (ag_fit's
+    validation_data): no initial shuffle of the split, the training part still reshuffled per epoch."""
+
+    def __init__(
+        self,
+        x: Tensor,
+        y: Optional[Tensor],
+        classify: bool,
+        batch_size: int,
+        nbatch_logical: int,
+        val_split: float,
+        shuffle: bool,
+        stream: Generator,
+        split_state: Optional[List[int]] = None,
+        fixed_split: bool = False,
+    ) -> None:
+        if split_state is not None and len(split_state) != lib.PG_RNG_STATE_LEN:
+            raise PyggmlrValueError(  # the core reads that many values
+                f"ag_fit: a split state holds {lib.PG_RNG_STATE_LEN} integers, got {len(split_state)}"
+            )
+        st = NULL if split_state is None else ffi.new("int32_t[]", [int(v) for v in split_state])
+        prm = ffi.new("pg_fit_params *", lib.pg_fit_default_params())
+        prm.classify, prm.batch_size, prm.nbatch_logical = int(classify), batch_size, nbatch_logical
+        prm.val_split, prm.shuffle = val_split, int(shuffle and not fixed_split)
+        prm.rng, prm.split_state = stream._h, st
+        p = lib.pg_fit_new(x._handle(), NULL if y is None else y._handle(), prm)
+        if p == NULL:
+            _core.raise_last()
+        self._p = ffi.gc(p, lib.pg_fit_free)
+        if fixed_split and shuffle:
+            _core.check(lib.pg_fit_set_shuffle(self._p, 1))
+        self._stream = stream  # the plan borrows its stream: keep it alive
+        self._keep: List[Any] = []  # compiled steps a session borrows
+        self._wrappers: Dict[
+            int, Tensor
+        ] = {}  # one Tensor per reused batch tensor, so compiled steps see the same inputs
+        s = ffi.new("pg_fit_dims *")
+        _core.check(lib.pg_fit_sizes(self._p, s))
+        self.n, self.n_train, self.n_val = int(s.n), int(s.n_train), int(s.n_val)
+        self.n_batches, self.accum, self.n_val_batches = (
+            int(s.n_batches),
+            int(s.accum),
+            int(s.n_val_batches),
+        )
+
+    def shard(self, rank: int, world: int) -> None:
+        """This rank's chunk of every global training batch (data parallelism)."""
+        _core.check(lib.pg_fit_shard(self._p, rank, world))
+
+    def split_state(self) -> List[int]:
+        out = ffi.new("int32_t[]", lib.PG_RNG_STATE_LEN)
+        _core.check(lib.pg_fit_split_state(self._p, out))
+        return list(out)
+
+    def _tensor(self, p: Any) -> Optional[Tensor]:
+        if p == NULL:
+            return None
+        key = lib.pg_tensor_id(p)
+        t = self._wrappers.get(key)
+        if t is not None:
+            lib.pg_tensor_release(p)  # the extra reference the core handed out
+            return t
+        t = _wrap(p)
+        self._wrappers[key] = t
+        return t
+
+    def batch(self, val: bool, b: int) -> Tuple[Tensor, Optional[Tensor]]:
+        """Batch b gathered in the core: (x [F, w], y [K, w] or None), reused tensors."""
+        xb, yb = ffi.new("pg_tensor **"), ffi.new("pg_tensor **")
+        w = lib.pg_fit_batch(self._p, int(val), b, xb, yb)
+        if w < 0:
+            _core.raise_last(-w)
+        x = self._tensor(xb[0])
+        assert x is not None
+        return x, self._tensor(yb[0])
+
+    def record(self, val: bool, loss: float, out: Tensor) -> None:
+        _core.check(lib.pg_fit_record(self._p, int(val), float(loss), out._handle()))
+
+    def train_step(self, loss: Any, out: Tensor, opt: Any) -> float:
+        """One eager micro-batch after the forward and the loss, in the core: backward, the
+        optimizer's summed step, zero grad, record, tape clear; returns the loss value."""
+        check_loss(loss)
+        v = ffi.new("double *")
+        _pending.exc = None
+        if lib.pg_fit_train_step(self._p, loss._handle("ag_fit"), out._handle(), opt._o, v):
+            _raise_pending()  # an error inside an ag_checkpoint segment's replay, as raised
+            _core.raise_last()
+        return float(v[0])
+
+    def running(self) -> Tuple[float, float]:
+        o = ffi.new("double[2]")
+        _core.check(lib.pg_fit_running(self._p, o, o + 1))
+        return o[0], o[1]
+
+
+_LOGS = (
+    ["lr", "time_train"]
+    + [  # ag_fit's logs in the order they have always had
+        ffi.string(lib.pg_fit_log_name(i)).decode() for i in range(lib.PG_FIT_LOG_LR)
+    ]
+    + ["time_val"]
+)
+_LOG_AT = [
+    lib.PG_FIT_LOG_LR,
+    lib.PG_FIT_LOG_TIME_TRAIN,
+    *range(lib.PG_FIT_LOG_LR),
+    lib.PG_FIT_LOG_TIME_VAL,
+]
+
+
+class Session:
+    """The core's training session (native/fit_session.c) over a plan: next() gives the events
+    ag_fit answers (lib.PG_SESSION_*); the loop's bookkeeping is the core's."""
+
+    def __init__(
+        self, plan: FitPlan, nepoch: int, first_epoch: int, per_datapoint: bool, batch_events: bool
+    ) -> None:
+        prm = ffi.new("pg_session_params *", lib.pg_session_default_params())
+        prm.nepoch, prm.first_epoch = nepoch, first_epoch
+        prm.per_datapoint, prm.batch_events = int(per_datapoint), int(batch_events)
+        p = lib.pg_session_new(plan._p, prm)
+        if p == NULL:
+            _core.raise_last()
+        self._s = ffi.gc(p, lib.pg_session_free)
+        self._plan = plan  # borrowed by the session: keep it alive
+        self._ev, self._at = ffi.new("int *"), ffi.new("pg_session_pos *")
+        self._logs, self._msg = ffi.new("double[]", lib.PG_FIT_LOG_COUNT), ffi.new("char[512]")
+
+    def next(self) -> int:
+        _core.check(lib.pg_session_next(self._s, self._ev))
+        return int(self._ev[0])
+
+    def where(self) -> Any:
+        """epoch, batch (0-based), step, stopped_epoch, loss (the last training batch's)"""
+        _core.check(lib.pg_session_where(self._s, self._at))
+        return self._at
+
+    def set_lr(self, lr: float) -> None:
+        _core.check(lib.pg_session_set_lr(self._s, lr))
+
+    def set_static(self, val: bool, width: int, step: Any, out: Tensor) -> None:
+        """Hand a compiled step to the session (and with it the batch being answered)."""
+        _core.check(lib.pg_session_set_static(self._s, int(val), width, step._g, out._handle()))
+        self._plan._keep.append((step, out))
+
+    def logs(self, epoch: int) -> Tuple[Dict[str, float], Optional[str]]:
+        """The epoch's logs (ag_fit's dict) and the divergence warning, or None."""
+        rc = lib.pg_session_logs(self._s, self._logs, self._msg, 512)
+        if rc < 0:
+            _core.raise_last(-rc)
+        logs: Dict[str, float] = {"epoch": epoch}
+        logs.update((k, float(self._logs[i])) for k, i in zip(_LOGS, _LOG_AT))
+        return logs, ffi.string(self._msg).decode("utf-8", "replace") if rc else None
+
+    def stop(self) -> None:
+        _core.check(lib.pg_session_stop(self._s))
+
+
+def check_loss(loss: Any) -> None:
+    """ag_fit's loss must be a tensor (the core checks that it is 1x1)."""
+    if not isinstance(loss, Tensor):
+        raise PyggmlrValueError(
+            f"ag_fit: the loss must be a 1x1 ag_tensor, got {type(loss).__name__}"
+        )

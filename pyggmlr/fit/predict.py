@@ -1,0 +1,74 @@
+"""ag_predict and ag_accuracy: a trained model's outputs, and the share of arg-max hits (counted
+in the core, pg_accuracy_count, as R's)."""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+import numpy as np
+
+from .. import _core
+from .._args import check_int
+from .._core import ffi, lib
+from ..errors import ArgumentError, ShapeError
+from ..tape import ag_no_grad
+from ..tensor import ag_tensor
+from .util import _as_cols, _forward, _model_dtype, _set_mode
+
+__all__: List[str] = ["ag_predict", "ag_accuracy"]
+
+
+def ag_predict(model: Any, x: Any, batch_size: int = 256) -> np.ndarray:
+    """The model's outputs for x [features, n] in eval mode, without a tape, as a numpy
+    [outputs, n] array (computed in batches of batch_size columns). The model's mode is put
+    back afterwards."""
+    return _predict(model, x, batch_size, "ag_predict")
+
+
+def _predict(model: Any, x: Any, batch_size: Any, fn: str) -> np.ndarray:
+    """ag_predict's work; fn: the user-facing function its errors name."""
+    if not (hasattr(model, "forward") or callable(model)):
+        raise ArgumentError(f"{fn}: model must have forward(x), got {type(model).__name__}")
+    X = _as_cols(x, "x", fn)
+    bs = check_int(batch_size, fn, "batch_size", 1)
+    dtype = _model_dtype(model)
+    was_training = bool(getattr(model, "training", False))
+    outs = []
+    try:
+        _set_mode(model, False)  # inside: the mode comes back on every exit path
+        with ag_no_grad():
+            for s in range(0, X.shape[1], bs):
+                xb = ag_tensor(X[:, s : s + bs], dtype=dtype)
+                outs.append(_forward(model, xb, fn).numpy())
+    finally:
+        if was_training:
+            _set_mode(model, True)
+    if not outs:
+        raise ShapeError(f"{fn}: x has no samples")
+    return np.asfortranarray(np.concatenate(outs, axis=1))
+
+
+def ag_accuracy(model: Any, x: Any, y: Any, batch_size: int = 256) -> float:
+    """Fraction of samples whose arg-max output row equals y (0-based ids or one-hot columns)."""
+    Y = _as_cols(y, "y", "ag_accuracy")
+    out = _predict(model, x, batch_size, "ag_accuracy")
+    if Y.shape[1] != out.shape[1]:
+        raise ShapeError(f"ag_accuracy: x has {out.shape[1]} samples but y has {Y.shape[1]}")
+    if Y.shape[0] == 1 and Y.dtype.kind == "b":
+        raise ArgumentError(
+            "ag_accuracy: y must be 0-based class ids or a one-hot matrix, got booleans"
+        )
+    o = np.asfortranarray(out, dtype=np.float64)
+    t = np.asfortranarray(Y, dtype=np.float64)
+    hit = ffi.new("int64_t *")  # the count in the core, as R's
+    _core.check(
+        lib.pg_accuracy_count(
+            ffi.cast("double *", o.ctypes.data),
+            o.shape[0],
+            o.shape[1],
+            ffi.cast("double *", t.ctypes.data),
+            t.shape[0],
+            hit,
+        )
+    )
+    return float(hit[0]) / o.shape[1]

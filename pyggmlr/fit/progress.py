@@ -1,0 +1,134 @@
+"""ag_fit's progress display, as R's (r/R/fit_progress.R): one bar for the whole run (epochs x
+batches, tqdm when installed) whose postfix shows the epoch, the running loss / accuracy (from the
+core's plan), the last epoch's validation values and the ETA, plus one compact line per finished
+epoch written above it. progress="auto" shows it only in interactive sessions (a terminal on
+stderr, or IPython / Jupyter), so scripts, pipes and tests stay quiet."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from ..errors import PyggmlrValueError
+
+PROGRESS_MODES = ("auto", "bar", "none")
+
+
+def _interactive() -> bool:
+    """A terminal on stderr or an IPython shell / kernel (R's interactive())."""
+    ip = sys.modules.get("IPython")
+    if ip is not None and getattr(ip, "get_ipython", lambda: None)() is not None:
+        return True
+    try:
+        return bool(sys.stderr.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def progress_mode(progress: Any, silent: bool) -> str:
+    """ "bar" or "none" for ag_fit's progress= and silent= (silent wins)."""
+    if progress == "lines" and isinstance(
+        progress, str
+    ):  # verbose=2 (fit/data.py verbosity): epoch lines, no bar
+        return "none" if silent else "lines"
+    if not isinstance(progress, str) or progress not in PROGRESS_MODES:
+        raise PyggmlrValueError(f'ag_fit: progress must be "auto", "bar" or "none", got {progress}')
+    if silent or progress == "none" or (progress == "auto" and not _interactive()):
+        return "none"
+    return "bar"
+
+
+def epoch_line(logs: Dict[str, Any], nepoch: int) -> str:
+    """The compact per-epoch line (R's .fit_epoch_line)."""
+    parts = [f"loss={logs['loss']:.5f}"]
+    if not math.isnan(logs["accuracy"]):
+        parts.append(f"acc={logs['accuracy']:.4f}")
+    if not math.isnan(logs["val_loss"]):
+        parts.append(f"val_loss={logs['val_loss']:.5f}")
+    if not math.isnan(logs["val_accuracy"]):
+        parts.append(f"val_acc={logs['val_accuracy']:.4f}")
+    return (
+        f"epoch {logs['epoch']}/{nepoch} "
+        + " ".join(parts)
+        + f" ({logs['time_train'] + logs['time_val']:.2f}s)"
+    )
+
+
+class FitProgress:
+    """tick() after every training batch, epoch_begin(epoch) / epoch_end(logs) around an
+    epoch, close() when the run ends; all no-ops when the mode is "none". Without tqdm only
+    the per-epoch lines are written (to stderr)."""
+
+    _EVERY = 0.1  # seconds between postfix refreshes: plan.running() is not needed per batch
+
+    def __init__(
+        self,
+        mode: str,
+        running: Callable[[], Tuple[float, float]],
+        total: int,
+        nepoch: int,
+        first: int = 1,
+    ) -> None:
+        self.on = mode in ("bar", "lines") and total > 0
+        self._use_bar = mode == "bar"  # "lines": the per-epoch lines only
+        self.running, self.total, self.nepoch, self._first = running, total, nepoch, first
+        self.epoch, self.val, self.bar, self._t = 0, "", None, 0.0
+
+    def _status(self) -> str:
+        loss, acc = self.running()
+        s = "" if math.isnan(loss) else f"loss {loss:.4f}"
+        if not math.isnan(acc):
+            s += f" acc {acc:.3f}"
+        return s + self.val
+
+    def epoch_begin(self, epoch: int) -> None:
+        self.epoch = epoch
+        desc = f"epoch {epoch}/{self.nepoch}"
+        if self.on and self._use_bar and self.bar is None and epoch == self._first:
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                return
+            self.bar = tqdm(
+                total=self.total,
+                desc=desc,
+                unit="batch",
+                leave=True,
+                dynamic_ncols=True,
+                file=sys.stderr,
+            )
+        elif self.bar is not None:
+            self.bar.set_description_str(desc, refresh=False)
+
+    def tick(self) -> None:
+        if self.bar is None:
+            return
+        now = time.monotonic()
+        if now - self._t >= self._EVERY:
+            self._t = now
+            self.bar.set_postfix_str(self._status(), refresh=False)
+        self.bar.update(1)
+
+    def epoch_end(self, logs: Dict[str, Any]) -> None:
+        if not self.on:
+            return
+        v = []
+        if not math.isnan(logs["val_loss"]):
+            v.append(f"val_loss {logs['val_loss']:.4f}")
+        if not math.isnan(logs["val_accuracy"]):
+            v.append(f"val_acc {logs['val_accuracy']:.3f}")
+        self.val = (" | " + " ".join(v)) if v else ""
+        line = epoch_line(logs, self.nepoch)
+        if self.bar is not None:
+            self.bar.set_postfix_str(self._status(), refresh=False)
+            self.bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        bar: Optional[Any] = self.bar
+        self.bar = None
+        if bar is not None:
+            bar.close()

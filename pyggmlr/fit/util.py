@@ -1,0 +1,214 @@
+"""ag_fit's helpers: the model walk (parameters, buffers, mode, snapshots), the data and loss
+arguments, the optimizer set-up and the compiled steps (loop.py runs the loop)."""
+
+from __future__ import annotations
+
+from typing import List
+
+import numpy as np
+
+from .. import _walk
+from .._args import as_numeric
+from .._core import NULL, check, ffi, lib
+from ..errors import ArgumentError, PyggmlrValueError, ShapeError
+from ..graph.compile import ag_compile
+from ..nn import modules as nn
+from ..optim.optimizer import Optimizer, optimizer_adam, optimizer_sgd
+from ..tensor import Tensor, _wrap, ag_default_dtype
+
+__all__: List[str] = []
+
+# opt_params keys: ggml's names are accepted as aliases of the optimizer attributes
+_HYPER_ALIASES = {"alpha": "lr", "wd": "weight_decay"}
+
+
+# ---------------------------------------------------------------------------------------------
+# model helpers (work with nn modules and with any object with forward/parameters)
+
+
+def _forward(model, x, fn="ag_fit"):
+    if hasattr(model, "forward"):
+        out = model.forward(x)
+    elif callable(model):
+        out = model(x)
+    else:
+        raise ArgumentError(f"{fn}: model must have forward(x), got {type(model).__name__}")
+    if not isinstance(out, Tensor):  # a number would reach the loss as a constant
+        raise ArgumentError(f"{fn}: model forward returned a {type(out).__name__}, not a tensor")
+    return out
+
+
+def _params(model):
+    if not hasattr(model, "parameters"):
+        raise ArgumentError(f"ag_fit: model must have parameters(), got {type(model).__name__}")
+    return dict(_walk.items(model))
+
+
+def _buffers(model):
+    return dict(_walk.items(model, "buffers", own=False))
+
+
+def _set_mode(model, training):
+
+    fn = getattr(nn, "ag_train" if training else "ag_eval", None)
+    if fn is not None:
+        fn(model)
+    elif hasattr(model, "training"):
+        model.training = training
+
+
+def _model_dtype(model):
+    """The first parameter's dtype; the default one for a model without parameters (a plain
+    function given to ag_predict, as R's)."""
+    if hasattr(model, "parameters"):
+        for t in _params(model).values():
+            return t.dtype
+    return ag_default_dtype()
+
+
+def _snapshot(model):
+    """Exact copies of the parameters and buffers (numpy, own dtype)."""
+    return (
+        {k: t.data for k, t in _params(model).items()},
+        {k: (t.data if isinstance(t, Tensor) else np.array(t)) for k, t in _buffers(model).items()},
+    )
+
+
+def _restore(model, snap):
+    ps, bs = snap
+    for k, t in _params(model).items():
+        t.data = ps[k]
+    for k, t in _buffers(model).items():
+        if isinstance(t, Tensor):
+            t.data = bs[k]
+
+
+# ---------------------------------------------------------------------------------------------
+# data
+
+
+def _as_cols(v, name, fn="ag_fit"):
+    a = v.numpy() if isinstance(v, Tensor) else as_numeric(v, fn, name)
+    if a.ndim == 1:
+        a = a.reshape(1, -1)
+    elif a.ndim != 2:
+        raise ShapeError(
+            f"{fn}: {name} must be a [features, n] matrix (samples are columns), got shape {a.shape}"
+        )
+    return np.asfortranarray(a)
+
+
+def _row_major_hint(X, Y):
+    """A hint for the common mistake of passing row-major [samples, features] data."""
+    if X.shape[0] == Y.shape[1]:
+        what, rows = "x", X.shape[0]
+    elif Y.shape[0] == X.shape[1] and Y.shape[0] != Y.shape[1]:
+        what, rows = "y", Y.shape[0]
+    elif X.shape[0] == Y.shape[0]:
+        return (
+            f"; x and y look row-major ({X.shape[0]} rows each, one per sample): pyggmlr data are "
+            f"[features, samples] with one column per sample, so pass x.T and y.T"
+        )
+    else:
+        return ""
+    return (
+        f"; {what} looks row-major ({rows} rows, one per sample): pyggmlr data are [features, samples] "
+        f"with one column per sample, so pass {what}.T"
+    )
+
+
+def _loss_fn(loss):
+    """(loss function, name): a callable as given, else the core's loss of that name."""
+    if callable(loss):
+        return loss, "callable"
+    if not isinstance(loss, str):
+        raise PyggmlrValueError(
+            f"ag_fit: loss must be a loss name such as 'mse' or a callable(output, y), got {loss!r}"
+        )
+    code = ffi.new("int *")
+    check(lib.pg_fit_loss_parse(loss.encode("utf-8", "replace"), code))
+    k = code[0]
+
+    def fn(out, y=None):
+        return _wrap(lib.pg_fit_loss(k, out._handle("ag_fit"), NULL if y is None else y._p))
+
+    return fn, loss
+
+
+def _make_optimizer(optimizer, params, lr):
+    if isinstance(optimizer, Optimizer):
+        return optimizer
+    name = optimizer.encode() if isinstance(optimizer, str) else NULL  # the core's names and text
+    kind = ffi.new("int *")
+    check(lib.pg_fit_optim_parse(name, repr(optimizer)[:60].encode(), kind))
+    make = optimizer_adam if kind[0] == lib.PG_OPTIM_KIND_ADAM else optimizer_sgd
+    return make(params, lr=lr)
+
+
+def _apply_hyper(opt, hp, epoch):
+    if hp is None:
+        return
+    if not isinstance(hp, dict):
+        raise ArgumentError(
+            f"ag_fit: opt_params(epoch) must return a dict, got {type(hp).__name__} at epoch {epoch}"
+        )
+    for k, v in hp.items():
+        name = _HYPER_ALIASES[k] if k in _HYPER_ALIASES else k
+        try:
+            getattr(opt, name)
+        except AttributeError:
+            raise PyggmlrValueError(
+                f"ag_fit: opt_params returned unknown hyper-parameter {k!r} for {type(opt).__name__}"
+            ) from None
+        setattr(opt, name, v)
+
+
+def _builtin_model(model):
+    """True when every layer is a built-in pyggmlr layer (whose whole forward runs in C ops a
+    compiled graph replays), so ag_fit can compile its step by default."""
+    if isinstance(model, nn.ag_sequential):
+        return all(_builtin_model(m) for m in model.layers)
+    return type(model) in (
+        nn.ag_linear,
+        nn.ag_dropout,
+        nn.ag_batch_norm,
+        nn.ag_layer_norm,
+        nn.ag_embedding,
+        nn.ag_multihead_attention,
+    )
+
+
+class _StaticSteps:
+    """ag_fit's compiled graphs: one "opt" graph for the training batches (all of batch_size
+    columns: a partial last batch is never trained on) recorded in training mode, and
+    "forward" graphs for validation recorded in eval mode, one per batch width (the full one
+    and the last partial batch). Recording leaves the model as it was: no optimizer step, no
+    random draws and the buffers (batch-norm running statistics) put back, so the run equals
+    the eager one bit for bit."""
+
+    def __init__(self, model, lossfn, opt, has_y):
+        self.model, self.lossfn, self.opt, self.has_y = model, lossfn, opt, has_y
+
+    def record(self, val, xv, yv):
+        """The step for this batch's width, recorded on the plan's batch tensors (the training
+        step in training mode, build "opt"; validation in eval mode, build "forward"):
+        (step, model output tensor) for the session, which runs them from then on."""
+        build = "forward" if val else "opt"
+        holder = {}
+
+        def fn(x, y=None):
+            out = _forward(self.model, x)
+            holder["out"] = out
+            return self.lossfn(out, y)
+
+        bufs = {k: t.data for k, t in _buffers(self.model).items() if isinstance(t, Tensor)}
+        ins = [xv] + (
+            [yv] if self.has_y else []
+        )  # the plan's batch tensors: each gather refills the graph's inputs
+        try:
+            step = ag_compile(fn, *ins, build=build, optimizer=self.opt if build == "opt" else None)
+        finally:
+            for k, t in _buffers(self.model).items():
+                if k in bufs:
+                    t.data = bufs[k]
+        return step, holder["out"]

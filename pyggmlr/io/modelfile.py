@@ -1,0 +1,507 @@
+"""Model files: weights in safetensors format, the architecture as JSON in its metadata.
+
+Format (docs/model-format.md has the full description, shared with the R package):
+8-byte little-endian header length N, N bytes of JSON header (space padded to a multiple of 8),
+then the raw little-endian data. Each tensor entry: {"dtype": "F32"|"F64", "shape": [rows, cols],
+"data_offsets": [begin, end]} (offsets relative to the end of the header). Values are stored
+row-major (C order), as every safetensors reader expects: an R matrix m is written as
+as.vector(t(m)) and read back with matrix(v, rows, cols, byrow = TRUE). ``__metadata__`` (string
+values only) holds format, format_version, config (the model's to_config() as JSON), the
+ordered parameter and buffer names, and optionally epoch, optimizer state and extra JSON.
+
+Reading never unpickles or evaluates anything. The codec and the schema (every size, offset,
+dtype, metadata rule, name and shape match, and the save rules) are the C core's
+(native/codec*.c, native/modelfile*.c); this module converts and raises PyggmlrValueError."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import warnings
+from typing import Any, Dict, Tuple, Union
+
+import numpy as np
+
+from .._core import check, ffi, lib
+from .._version import __version__
+from ..errors import ArgumentError, PyggmlrError, PyggmlrValueError
+from ..nn.base import ag_eval
+from ..nn.modules import ag_module_from_config
+from ..nn.state import check_fits
+from ..optim.optimizer import _ADAM, Optimizer
+from ..tensor import ag_dtype
+from .check import (
+    _build,
+    _check_built_dtype,
+    _model_parts,
+    check_config,
+    check_epoch,
+    clean,
+    os_error,
+)
+
+__all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: save.py
+
+_DT: Dict[str, np.dtype] = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
+
+# ---------------------------------------------------------------------------------------------
+# safetensors writer / reader: the C core's codec (native/codec*.c), shared with the R package
+
+
+def _st_tensor(e, name, a, keep):
+    """Fill the pg_st_tensor e with a 2-D (or fewer) numpy array; keep holds the buffers."""
+    a = np.asarray(a)
+    code = lib.PG_ST_DTYPE_F64 if a.dtype == np.float64 else lib.PG_ST_DTYPE_F32
+    raw = np.ascontiguousarray(a, dtype=_DT["F64" if code == lib.PG_ST_DTYPE_F64 else "F32"])
+    if raw.ndim > 2:
+        raise PyggmlrValueError(
+            f"ag_save_model(): tensor {name!r} has {raw.ndim} dimensions (at most 2)"
+        )
+    nm = ffi.new("char[]", str(name).encode("utf-8", "surrogatepass"))
+    keep += [nm, raw]
+    e.name, e.dtype, e.ndim = nm, code, raw.ndim
+    e.rows = raw.shape[0] if raw.ndim else 1
+    e.cols = raw.shape[1] if raw.ndim == 2 else 1
+    e.data = ffi.from_buffer(raw) if raw.size else ffi.NULL
+    return e
+
+
+def _write_safetensors(path, tensors, metadata):
+    """tensors: list of (name, 2-D numpy float32/float64 array); metadata: dict str -> str.
+    The core writes it atomically: a temp file in the same directory, fsynced, renamed over
+    path, the directory fsynced."""
+    path = _path_arg(path, "ag_save_model()")
+    keep: list = []
+    arr = ffi.new("pg_st_tensor[]", max(len(tensors), 1))
+    for i, (name, a) in enumerate(tensors):
+        _st_tensor(arr[i], name, a, keep)
+    ks = [ffi.new("char[]", str(k).encode("utf-8", "surrogatepass")) for k in metadata]
+    vs = [ffi.new("char[]", str(v).encode("utf-8", "surrogatepass")) for v in metadata.values()]
+    rc = lib.pg_st_write(
+        path.encode("utf-8", "surrogateescape"),
+        arr,
+        len(tensors),
+        ffi.new("char *[]", ks or [ffi.NULL]),
+        ffi.new("char *[]", vs or [ffi.NULL]),
+        len(ks),
+    )
+    if rc == lib.PG_STATUS_ERR_IO:  # FileNotFoundError, PermissionError, ... with errno and path
+        raise os_error(path)
+    check(rc)
+    return path
+
+
+class _Writer:
+    """The core's model-file writer (native/modelfile_write.c: the save rules, the metadata
+    map); this keeps the converted buffers alive until the commit."""
+
+    def __init__(self):
+        h = ffi.new("pg_mf_writer **")
+        check(lib.pg_mf_writer_new(h))
+        self.h, self.keep = ffi.gc(h[0], lib.pg_mf_writer_free), []
+
+    def text(self, s):
+        b = ffi.new("char[]", str(s).encode("utf-8", "surrogatepass"))
+        self.keep.append(b)
+        return b
+
+    def add(self, role, name, a):
+        check(
+            lib.pg_mf_writer_add(
+                self.h, role, _st_tensor(ffi.new("pg_st_tensor *"), name, a, self.keep)
+            )
+        )
+
+    def add_slot(self, slot, param, a):
+        t = (
+            ffi.NULL
+            if a is None
+            else _st_tensor(ffi.new("pg_st_tensor *"), f"optimizer.{slot}.{param}", a, self.keep)
+        )
+        check(lib.pg_mf_writer_add_slot(self.h, self.text(slot), self.text(param), t))
+
+    def set(self, field, text):
+        check(lib.pg_mf_writer_set(self.h, field, self.text(text)))
+
+    def set_optimizer(self, st, names):
+        m = ffi.new("pg_mf_opt_meta *", lib.pg_mf_opt_meta_default())
+        m.kind, m.t, m.accum_count = self.text(st["kind"]), int(st["t"]), int(st["accum_count"])
+        hyper = clean(st["hyper"], "the optimizer state")  # non-finite numbers: None (null)
+        ty = [
+            lib.PG_MF_NUM_BOOL
+            if isinstance(v, bool)
+            else lib.PG_MF_NUM_INT
+            if isinstance(v, int)
+            else lib.PG_MF_NUM_DOUBLE
+            for v in hyper.values()
+        ]
+        vals = [float("nan") if v is None else float(v) for v in hyper.values()]
+        arrays = [
+            ffi.new("char *[]", [self.text(k) for k in hyper] or [ffi.NULL]),
+            ffi.new("double[]", vals or [0.0]),
+            ffi.new("int[]", ty or [0]),
+            ffi.new("char *[]", [self.text(k) for k in names] or [ffi.NULL]),
+        ]
+        self.keep += arrays
+        m.n_hyper, m.hyper_names, m.hyper_values, m.hyper_types = len(vals), *arrays[:3]
+        m.n_params, m.params = len(names), arrays[3]
+        check(lib.pg_mf_writer_set_optimizer(self.h, m))
+
+    def commit(self, path):
+        rc = lib.pg_mf_writer_commit(self.h, path.encode("utf-8", "surrogateescape"))
+        if rc == lib.PG_STATUS_ERR_IO:  # FileNotFoundError, PermissionError, ... with errno
+            raise os_error(path)
+        check(rc)
+        return path
+
+
+def _last_msg():
+    msg = ffi.string(lib.pg_last_error()).decode("utf-8", "replace")
+    lib.pg_clear_error()
+    return msg
+
+
+def _bad(path, msg):
+    return PyggmlrValueError(f"{os.fspath(path)!s}: {msg}")
+
+
+def _path_arg(path, fn):
+    """path as str/bytes; an int or bool is refused (open() would take it as a file descriptor:
+    ag_load_model(0) read stdin and closed it), as is anything else that is not a path."""
+    if isinstance(path, (bool, int)) or not isinstance(path, (str, bytes, os.PathLike)):
+        raise ArgumentError(
+            f"{fn}: path must be a file name (str, bytes or os.PathLike), got {type(path).__name__} {path!r:.40}"
+        )
+    return os.fspath(path)
+
+
+def _regular_file(path, fn):
+    """The language's ordinary errors for a missing file or a directory; a FIFO, device or
+    socket is refused before anything opens it (reading one would block or never end)."""
+    kind = lib.pg_file_kind(os.fsencode(path))
+    if kind == lib.PG_FILE_KIND_MISSING:
+        os.stat(path)  # FileNotFoundError / PermissionError with the system's text
+    if kind == lib.PG_FILE_KIND_DIR:
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if kind != lib.PG_FILE_KIND_REGULAR:
+        raise PyggmlrValueError(
+            f"{fn}: {os.fspath(path)!s}: not a regular file (a FIFO, device or socket): model files are regular files"
+        )
+
+
+def _raise(rc, path):
+    """A failed core call on a model file as the language's error: the OSError of its errno,
+    MemoryError, else the status's typed exception with the core's text."""
+    if rc == lib.PG_STATUS_ERR_IO:  # FileNotFoundError, PermissionError, ... with errno and path
+        raise os_error(path)
+    if rc == lib.PG_STATUS_ERR_NOMEM:
+        raise MemoryError(_last_msg())
+    check(rc)
+
+
+def _text(p):
+    return None if p == ffi.NULL else ffi.string(p).decode("utf-8")
+
+
+class _ModelFile:
+    """An open model file (native/modelfile.c's pg_mf): the core checks the framing when it
+    opens and the schema in pg_mf_check_*; this only converts what it hands out."""
+
+    def __init__(self, path, fn):
+        self.path = _path_arg(path, fn)
+        _regular_file(self.path, fn)
+        h = ffi.new("pg_mf **")
+        _raise(lib.pg_mf_open(os.fsencode(self.path), fn.encode(), h), self.path)
+        self.h, self.st = h[0], lib.pg_mf_st(h[0])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        lib.pg_mf_close(self.h)
+
+    def call(self, rc):
+        if rc:
+            _raise(rc, self.path)
+
+    def tensors(self):
+        """name -> 2-D C-ordered numpy array, in file order"""
+        out, f = {}, self.st
+        for i in range(lib.pg_st_count(f)):
+            dt = _DT["F64" if lib.pg_st_dtype(f, i) == lib.PG_ST_DTYPE_F64 else "F32"]
+            a = np.empty((lib.pg_st_rows(f, i), lib.pg_st_cols(f, i)), dtype=dt.newbyteorder("="))
+            if a.nbytes:
+                self.call(lib.pg_st_read(f, i, ffi.from_buffer(a), a.nbytes))
+            out[_text(lib.pg_st_name(f, i))] = a
+        return out
+
+    def meta(self):
+        f = self.st
+        return {
+            _text(lib.pg_st_meta_key(f, i)): _text(lib.pg_st_meta_value(f, i))
+            for i in range(lib.pg_st_meta_count(f))
+        }
+
+    def names(self, which):
+        if not lib.pg_mf_has_names(self.h, which):
+            return None
+        return [
+            _text(lib.pg_mf_name(self.h, which, i))
+            for i in range(lib.pg_mf_name_count(self.h, which))
+        ]
+
+    def json(self, p):
+        text = _text(p)
+        return None if text is None else json.loads(text)  # checked by the core
+
+    def match(self, which, model_d, tensors):
+        """ggmlR's name-set then shape checks (pg_mf_match). Returns [(tensor, array)]."""
+        names = list(model_d)
+        keep = [ffi.new("char[]", k.encode("utf-8", "surrogatepass")) for k in names]
+        shapes = [tuple(t.shape) for t in model_d.values()]
+        self.call(
+            lib.pg_mf_match(
+                self.h,
+                which,
+                len(names),
+                ffi.new("char *[]", keep or [ffi.NULL]),
+                ffi.new("int64_t[]", [s[0] for s in shapes] or [0]),
+                ffi.new("int64_t[]", [s[1] for s in shapes] or [0]),
+                ffi.NULL,
+            )
+        )
+        return [(t, tensors[k]) for k, t in model_d.items()]
+
+
+def _read_safetensors(path, fn="ag_load_model()"):
+    """Validate and read a safetensors file (the core checks everything before any tensor is
+    read): returns (dict name -> 2-D C-ordered numpy array in file order, metadata dict). A file
+    refused on its framing or header names fn too ("ag_load_model(): <path>: header length ...")."""
+    with _ModelFile(path, fn) as f:
+        return f.tensors(), f.meta()
+
+
+# ---------------------------------------------------------------------------------------------
+# model <-> file
+
+
+def _opt_names(opt, params):
+    by_id = {t.id: k for k, t in params.items()}
+    return [by_id.get(t.id, f"#{i + 1}") for i, t in enumerate(opt.params.values())]
+
+
+def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
+
+    path = _path_arg(path, "ag_save_model()")
+    params, bufs = _model_parts(model)
+    w = _Writer()
+    for k, t in params.items():
+        w.add(lib.PG_MF_ROLE_PARAMETER, k, t.numpy())
+    for k, t in bufs.items():
+        w.add(lib.PG_MF_ROLE_BUFFER, k, t.numpy())
+    check(lib.pg_mf_writer_check(w.h))  # no name both a parameter and a buffer
+    w.set(lib.PG_MF_FIELD_CREATED_BY, f"pyggmlr {__version__}")
+    to_config = getattr(model, "to_config", None)
+    if callable(to_config):
+        try:
+            cfg = to_config()
+        except PyggmlrValueError as e:  # e.g. a custom layer without to_config(): weights only
+            warnings.warn(
+                f"ag_save_model(): saving the weights without the architecture ({e}); "
+                "load with ag_load_model(path, model=...)",
+                stacklevel=3,
+            )
+        else:
+            what = "the model's architecture config"
+            cfg = clean(cfg, what)  # too deep, a cycle: PyggmlrValueError
+            try:
+                text = json.dumps(cfg, allow_nan=False)
+            except (TypeError, ValueError) as e:  # a function or an object in a custom config
+                raise ArgumentError(
+                    f"ag_save_model(): {what} must be JSON-serialisable ({e})"
+                ) from None
+            check_config(text, params, bufs)  # whatever is saved must load
+            w.set(lib.PG_MF_FIELD_CONFIG, text)
+    if epoch is not None:
+        check(lib.pg_mf_writer_set_epoch(w.h, check_epoch(epoch)))
+    if optimizer is not None:
+        if not isinstance(optimizer, Optimizer):
+            raise ArgumentError(
+                f"ag_save_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
+            )
+        st = optimizer._file_state()  # this file's layout (ggmlR's state() has another)
+        names = _opt_names(optimizer, params)
+        w.set_optimizer(st, names)
+        for nm, entry in zip(names, st["params"]):
+            for s, v in entry.items():
+                w.add_slot(s, nm, v)  # None: the slot is listed, without a tensor
+    if extra is not None:
+        ex = clean(extra, "extra")  # bounded depth, no cycles: typed errors, not RecursionError
+        try:
+            text = json.dumps(ex, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise ArgumentError(f"ag_save_model(): extra must be JSON-serialisable ({e})") from None
+        w.set(lib.PG_MF_FIELD_EXTRA, text)  # the core checks that it loads back
+    for k, v in (more or {}).items():
+        w.add(lib.PG_MF_ROLE_TENSOR, k, v)
+    return w.commit(path)
+
+
+# ag_save_model / ag_load_model (ggmlR's arguments): io/save.py
+
+
+def _rebuild(f, dtype):
+    """The model from the file's architecture config (checked and matched against the file's
+    tensors by pg_mf_check_load before this builds anything)."""
+    listed = lib.pg_mf_has_names(f.h, lib.PG_MF_LIST_PARAMETERS)
+    prev = ag_dtype(dtype or ("f64" if listed and lib.pg_mf_all_f64(f.h) else "f32"))
+    try:
+        model = ag_module_from_config(f.json(lib.pg_mf_config(f.h)))
+    except Exception as e:  # untrusted content: any failure to build is a bad file
+        raise _bad(
+            f.path,
+            f"cannot rebuild the model from its architecture config: {type(e).__name__}: {e}",
+        ) from None
+    finally:
+        ag_dtype(prev)
+    return model
+
+
+def _opt_state(f, tensors, optimizer, params):
+    """The file's optimizer state for optimizer, in _load_file_state's layout, after the core's
+    checks of the metadata, the kind, the parameter names and the slot shapes."""
+    kind = "adam" if optimizer._kind == _ADAM else "sgd"
+    mine = _opt_names(optimizer, params)
+    keep = [ffi.new("char[]", k.encode("utf-8", "surrogatepass")) for k in mine]
+    shapes = [tuple(p.shape) for p in optimizer.params.values()]
+    f.call(
+        lib.pg_mf_opt_check(
+            f.h,
+            kind.encode(),
+            len(mine),
+            ffi.new("char *[]", keep or [ffi.NULL]),
+            ffi.new("int64_t[]", [s[0] for s in shapes] or [0]),
+            ffi.new("int64_t[]", [s[1] for s in shapes] or [0]),
+        )
+    )
+    slots = [_text(lib.pg_mf_opt_name(f.h, 2, i)) for i in range(lib.pg_mf_opt_count(f.h, 2))]
+    hyper = {}
+    for i in range(lib.pg_mf_opt_count(f.h, 0)):
+        v, ty = lib.pg_mf_opt_hyper_value(f.h, i), lib.pg_mf_opt_hyper_type(f.h, i)
+        v = int(v) if ty == lib.PG_MF_NUM_INT else bool(v) if ty == lib.PG_MF_NUM_BOOL else v
+        hyper[_text(lib.pg_mf_opt_name(f.h, 0, i))] = v
+    per = []
+    for nm in mine:
+        entry = {}
+        for s in slots:
+            a = tensors.get(f"optimizer.{s}.{nm}")
+            entry[s] = None if a is None else np.asfortranarray(a)
+        per.append(entry)
+    return {
+        "format": "ggmlR.ag_opt_state",
+        "version": 1,
+        "kind": kind,
+        "t": int(lib.pg_mf_opt_t(f.h)),
+        "accum_count": int(lib.pg_mf_opt_accum_count(f.h)),
+        "hyper": hyper,
+        "params": per,
+    }
+
+
+def _load(
+    path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False, builder=None, dtype=None
+):
+    with _ModelFile(path, "ag_load_model()") as f:
+        opts = ffi.new("pg_mf_load_opts *", lib.pg_mf_load_opts_default())
+        opts.have_model = model is not None or builder is not None
+        opts.need_epoch = bool(need_epoch)
+        opts.rebuild = model is None and builder is None
+        f.call(lib.pg_mf_check_load(f.h, opts))  # format, names, epoch, extra, config
+        tensors, meta = f.tensors(), f.meta()
+        epoch = lib.pg_mf_epoch(f.h)
+        epoch = None if epoch < 0 else int(epoch)
+        extra = f.json(lib.pg_mf_extra(f.h))
+        if model is None and builder is not None:  # in dtype, else the file's (ggmlR: param_dtypes)
+            model = _build(builder, dtype or ("f64" if lib.pg_mf_all_f64(f.h) else "f32"))
+            params, bufs = _model_parts(model)
+        elif model is None:
+            model = _rebuild(f, dtype)
+            try:
+                params, bufs = _model_parts(model)
+            except PyggmlrError as e:
+                raise _bad(path, f"the rebuilt model is not usable: {e}") from None
+        else:
+            params, bufs = _model_parts(model)
+        if dtype is not None:
+            _check_built_dtype(params, dtype)
+        writes = f.match(lib.PG_MF_LIST_PARAMETERS, params, tensors)
+        writes += f.match(lib.PG_MF_LIST_BUFFERS, bufs, tensors)
+        ostate = None
+        if optimizer is not None:
+            if not isinstance(optimizer, Optimizer):
+                raise ArgumentError(
+                    f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
+                )
+            ostate = _opt_state(f, tensors, optimizer, params)
+            try:
+                optimizer._load_file_state(ostate, check_only=True)
+            except PyggmlrValueError as e:
+                raise _bad(path, str(e)) from None
+    for (t, a), k in zip(writes, list(params) + list(bufs)):
+        try:
+            check_fits(t, a, f"tensor '{k}'")
+        except PyggmlrValueError as e:
+            raise _bad(path, str(e)) from None
+    for t, a in writes:  # everything checked: now write
+        t.data = np.asfortranarray(a)
+    if ostate is not None:
+        with warnings.catch_warnings():
+            if quiet_hyper:
+                warnings.simplefilter("ignore")
+            optimizer._load_file_state(ostate)
+    ag_eval(model)  # as ag_fit leaves a model
+    return model, {"epoch": epoch, "extra": extra, "tensors": tensors, "meta": meta}
+
+
+def _load_checkpoint(path, model, optimizer):
+    model, info = _load(path, model=model, optimizer=optimizer, quiet_hyper=True, need_epoch=True)
+    more: Dict[int, Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]] = {}  # i: (params, bufs)
+    for k, a in info["tensors"].items():
+        if k.startswith("callback"):
+            head, _, rest = k.partition(".")
+            kind, _, name = rest.partition(".")
+            if head[8:].isdigit() and kind in ("param", "buffer"):
+                ps, bs = more.setdefault(int(head[8:]), ({}, {}))
+                (ps if kind == "param" else bs)[name] = np.asfortranarray(a)
+    return {"epoch": info["epoch"], "extra": info["extra"], "more": more}
+
+
+def ag_model_info(path: Union[str, os.PathLike]) -> Dict[str, Any]:
+    """What a model file holds, without building anything: a dict with format, parameter and
+    buffer names with their shapes and dtypes, config (dict or None), epoch, optimizer kind and
+    extra."""
+    with _ModelFile(path, "ag_model_info()") as f:
+        f.call(lib.pg_mf_check_info(f.h))
+        st = f.st
+        index = {_text(lib.pg_st_name(st, i)): i for i in range(lib.pg_st_count(st))}
+
+        def desc(which):
+            out = {}
+            for k in f.names(which) or []:
+                i = index[k]
+                dt = "f64" if lib.pg_st_dtype(st, i) == lib.PG_ST_DTYPE_F64 else "f32"
+                out[k] = ((int(lib.pg_st_rows(st, i)), int(lib.pg_st_cols(st, i))), dt)
+            return out
+
+        ep = lib.pg_mf_epoch(f.h)
+        return {
+            "format": _text(lib.pg_mf_meta(f.h, b"format")),
+            "format_version": _text(lib.pg_mf_meta(f.h, b"format_version")),
+            "parameters": desc(lib.PG_MF_LIST_PARAMETERS),
+            "buffers": desc(lib.PG_MF_LIST_BUFFERS),
+            "config": f.json(lib.pg_mf_config(f.h)),
+            "epoch": None if ep < 0 else int(ep),
+            "optimizer": _text(lib.pg_mf_opt_kind(f.h)),
+            "extra": f.json(lib.pg_mf_extra(f.h)),
+        }

@@ -1,0 +1,96 @@
+"""ggmlR 0.8.6's ag_save_model / ag_load_model with ggmlR's arguments over this project's
+safetensors model files (modelfile.py), and ggml_version()."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Optional, Union
+
+from .._core import ffi, lib
+from ..errors import ArgumentError, PyggmlrValueError
+from ..tensor import ag_device
+from .modelfile import _load, _save
+
+__all__ = ["ag_save_model", "ag_load_model", "ggml_version"]
+
+
+def ag_save_model(
+    model: Any,
+    path: Union[str, os.PathLike],
+    model_fn: Optional[Callable[[], Any]] = None,
+    optimizer: Any = None,
+    epoch: Optional[int] = None,
+    extra: Any = None,
+) -> Union[str, os.PathLike]:
+    """Save the model's parameters and buffers (batch-norm running statistics) by their ggmlR
+    names to a safetensors file, with its architecture (to_config()) as JSON so that
+    ag_load_model(path) can rebuild it; optionally the optimizer's state, the epoch and an
+    `extra` JSON-able dict (for resuming). The write is atomic. Returns path.
+
+    model_fn: ggmlR's rebuild closure: checked (a function or None, ggmlR's message) but not
+    stored, since a safetensors file holds no code; pass it to ag_load_model again for a model
+    without to_config(). Raises ArgumentError for a model without parameters(), a model_fn that
+    is not callable or a bad optimizer; PyggmlrValueError for a bad epoch or extra."""
+    if model_fn is not None and not callable(model_fn):
+        raise ArgumentError("ag_save_model(): `model_fn` must be a function or NULL.")
+    return _save(model, path, optimizer=optimizer, epoch=epoch, extra=extra)
+
+
+def _load_dtype(dtype: Optional[str]) -> Optional[str]:
+    if dtype is None:
+        return None
+    if not isinstance(dtype, str) or dtype not in ("f32", "f64", "f16", "bf16"):
+        raise PyggmlrValueError(
+            f'ag_load_model(): dtype must be one of "f32", "f64" (or None), got {dtype!r}'
+        )
+    if dtype in ("f16", "bf16"):
+        raise PyggmlrValueError(
+            f'ag_load_model(): dtype "{dtype}" is not supported by the CPU engine; use "f32" or "f64"'
+        )
+    return dtype
+
+
+def ag_load_model(
+    path: Union[str, os.PathLike],
+    model_fn: Optional[Callable[[], Any]] = None,
+    device: Optional[str] = None,
+    dtype: Optional[str] = None,
+    model: Any = None,
+    optimizer: Any = None,
+) -> Any:
+    """Load a file written by ag_save_model (ggmlR's arguments: path, model_fn, device, dtype).
+
+    model_fn=None and model=None rebuild the architecture from the file's JSON config; model_fn
+    (a function of no arguments returning the model, as in ggmlR) is called with ``dtype`` (else
+    the file's dtype: f64 when all parameters are F64) as the default dtype and its model
+    filled; model= fills a model you built (a model object given as model_fn is taken as model).
+    device: None or "cpu", the default device during the rebuild (restored after; "gpu" raises
+    as ag_device("gpu") does). dtype: None, "f32" or "f64" (ggmlR's "f16"/"bf16" are refused).
+    optimizer: restore its moments and counters from the file too. The model must have exactly
+    the file's parameter and buffer names with the same shapes (ggmlR's "parameter mismatch ...
+    missing in file: / not in model:" and "shape mismatch for parameter 'x': model AxB vs file
+    CxD" errors). Nothing is changed unless the whole file checks out. Returns the model, in
+    eval mode. A truncated, corrupt or foreign file raises PyggmlrValueError."""
+    if model_fn is not None and model is None and callable(getattr(model_fn, "parameters", None)):
+        model, model_fn = model_fn, None  # a model object where ggmlR has the builder
+    if model_fn is not None and not callable(model_fn):
+        raise ArgumentError(
+            f"ag_load_model(): model_fn must be a function returning the model, got {type(model_fn).__name__}"
+        )
+    if model is not None and model_fn is not None:
+        raise ArgumentError("ag_load_model(): give model= or model_fn=, not both")
+    if model is not None and callable(model) and not callable(getattr(model, "parameters", None)):
+        model, model_fn = None, model  # a builder given as model=
+    dt = _load_dtype(dtype)
+    prev = ag_device(device) if device is not None else None
+    try:
+        return _load(path, model=model, optimizer=optimizer, builder=model_fn, dtype=dt)[0]
+    finally:
+        if prev is not None:
+            ag_device(prev)
+
+
+def ggml_version() -> str:
+    """The version string of the C core (pg_version(); the same in R and Python). ggmlR returns
+    its vendored ggml library's version; this package has no ggml library."""
+    return ffi.string(lib.pg_version()).decode()

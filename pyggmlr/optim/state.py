@@ -1,0 +1,291 @@
+"""Optimizer state()/load_state() in ggmlR 0.8.6's layout, and the layout this project's model
+files store. The tables, checks, messages and the write are the C core's (native/optim_state.c,
+shared with R); this module walks the dict, converts it and raises or warns in Python."""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .. import _core
+from .._core import NULL, ffi, lib
+from ..tensor import _read
+
+__all__ = ["OptimizerHyperWarning"]
+
+FORMAT = ffi.string(lib.pg_optim_state_format()).decode()
+_GGMLR, _LEGACY, _FILE = (
+    lib.PG_OPTIM_STATE_FORM_GGMLR,
+    lib.PG_OPTIM_STATE_FORM_LEGACY,
+    lib.PG_OPTIM_STATE_FORM_FILE,
+)
+
+
+class OptimizerHyperWarning(UserWarning):
+    """load_state(): the state's hyper-parameters differ from the optimizer's (they are not
+    restored); ggmlR's condition class ggmlR_opt_hyper_warning. ``changed`` maps each name to
+    {"current": ..., "state": ...}."""
+
+    def __init__(self, message: str, changed: Dict[str, Dict[str, Any]]) -> None:
+        super().__init__(message)
+        self.changed = changed
+
+
+def _names(table: int, kind: int) -> Tuple[str, ...]:
+    out, j = [], 0
+    while (p := lib.pg_optim_name(table, kind, j)) != NULL:
+        out.append(ffi.string(p).decode())
+        j += 1
+    return tuple(out)
+
+
+def _type(opt) -> str:
+    return ffi.string(lib.pg_optim_kind_name(opt._kind)).decode()
+
+
+def _count(rc: int) -> int:
+    """A count from the core, raising its error when negative."""
+    if rc < 0:
+        _core.raise_last(-rc)
+    return rc
+
+
+def state(opt: Any) -> Dict[str, Any]:
+    """Optimizer.state(): ggmlR 0.8.6's state list of optimizer opt (copies). Warns (UserWarning)
+    when taken mid-accumulation. Returns a dict (format, version, type, t, accum_count, names,
+    slots, hyper)."""
+    t = _type(opt)
+    buf = ffi.new("char[]", 512)
+    if _count(lib.pg_optim_state_note(opt._o, buf, 512)):
+        warnings.warn(ffi.string(buf).decode(), UserWarning, stacklevel=3)
+    slots = {
+        nm: list(opt._slot(s).values())
+        for s, nm in enumerate(_names(lib.PG_OPTIM_NAMES_SLOTS, opt._kind))
+    }
+    names, values = ffi.new("const char *[]", 8), ffi.new("double[]", 8)
+    n = _count(lib.pg_optim_state_hyper(opt._o, names, values, 8))
+    hyper: Dict[str, Any] = {}
+    for k in range(n):
+        nm = ffi.string(names[k]).decode()
+        hyper[nm] = bool(values[k]) if lib.pg_optim_is_flag(names[k]) else values[k]
+    return {
+        "format": FORMAT,
+        "version": 1,
+        "type": t,
+        "t": opt.t if t == "adam" else 0,
+        "accum_count": opt.accum_count,
+        "names": list(opt.params) if opt._named else None,
+        "slots": slots,
+        "hyper": hyper,
+    }
+
+
+class _Host:
+    """A state dict as the core's pg_optim_state_in; keeps every buffer alive across calls."""
+
+    def __init__(self, form: int) -> None:
+        self.keep: List[Any] = []
+        self.c = ffi.new("pg_optim_state_in *", lib.pg_optim_state_in_default())
+        self.c.form = form
+
+    def text(self, s: str):
+        b = ffi.new("char[]", s.encode("utf-8", "replace"))
+        self.keep.append(b)
+        return b
+
+    def value(self, dst, v: Any, show: bool = False) -> None:
+        """dst <- v: its kind and number; show: the display is str(v) whatever it is."""
+        if v is None:
+            dst.kind = lib.PG_HOST_ABSENT
+        elif isinstance(v, (bool, np.bool_)):
+            dst.kind, dst.num = lib.PG_HOST_BOOL, float(bool(v))
+        elif isinstance(v, numbers.Integral):
+            dst.kind, dst.num = lib.PG_HOST_INT, float(v)
+        elif isinstance(v, numbers.Real):
+            dst.kind, dst.num = lib.PG_HOST_NUM, float(v)
+        elif isinstance(v, str):
+            dst.kind, dst.text = lib.PG_HOST_TEXT, self.text(v)
+        else:
+            dst.kind, dst.text = lib.PG_HOST_OTHER, self.text(str(v))
+        if show:
+            dst.text = self.text(str(v))
+
+    def strings(self, xs: Sequence[str]):
+        arr = ffi.new("const char *[]", [self.text(x) for x in xs] or 1)
+        self.keep.append(arr)
+        return arr
+
+    def matrices(self, vals: List[Any]) -> None:
+        arr = ffi.new("pg_host_matrix[]", max(len(vals), 1))
+        for m, v in zip(arr, vals):
+            if v is None:
+                continue
+            m.present = 1
+            try:
+                shape = tuple(int(d) for d in np.shape(v))
+            except Exception:  # noqa: BLE001 - unshapeable: no dims, as R's dim(NULL)
+                shape = ()
+            dims = ffi.new("int64_t[]", list(shape) or 1)
+            self.keep.append(dims)
+            m.ndim, m.dims = len(shape), dims
+            a = _numbers(v)
+            if a is not None:
+                m.numeric = 1
+                if a.ndim == 2:
+                    self.keep.append(a)
+                    m.data = ffi.cast("double *", a.ctypes.data)
+        self.keep.append(arr)
+        self.c.slots, self.c.n_slots = arr, len(vals)
+
+    def hyper(self, sh: Any) -> None:
+        sh = sh if isinstance(sh, Mapping) else {}
+        keys = [k for k in sh if isinstance(k, str)]
+        vals = ffi.new("pg_host_value[]", max(len(keys), 1))
+        for dst, k in zip(vals, keys):
+            self.value(dst, sh[k])
+            if sh[k] is None:  # a None entry is a value here (shown as None), not "not there"
+                dst.kind, dst.text = lib.PG_HOST_OTHER, self.text("None")
+        self.keep.append(vals)
+        self.c.hyper_names, self.c.hyper, self.c.n_hyper = self.strings(keys), vals, len(keys)
+        self.sh, self.keys = sh, keys
+
+    def load(self, opt: Any, check_only: bool) -> None:
+        _core.check(lib.pg_optim_state_load(opt._o, self.c, int(check_only)))
+
+    def warn_hyper(self, opt: Any, stacklevel: int) -> None:
+        d = ffi.new("pg_optim_hyper_diff *")
+        _core.check(lib.pg_optim_hyper_diff_of(opt._o, self.c, d))
+        changed: Dict[str, Dict[str, Any]] = {}
+        for k in range(d.n):
+            nm = ffi.string(d.name[k]).decode()
+            dflt = bool(d.default_value[k]) if d.is_flag[k] else d.default_value[k]
+            sv = self.sh[self.keys[d.entry[k]]] if d.entry[k] >= 0 else dflt
+            changed[nm] = {"current": getattr(opt, nm), "state": sv}
+        if changed:
+            msg = ffi.string(d.message).decode("utf-8", "replace")
+            warnings.warn(OptimizerHyperWarning(msg, changed), stacklevel=stacklevel)
+
+
+def _numbers(v: Any) -> Optional[np.ndarray]:
+    """v as float64 Fortran numbers when it holds numbers (ints, floats), else None."""
+    if isinstance(v, (bool, str, bytes)) or v is None:
+        return None
+    try:
+        a = np.asarray(v)
+    except Exception:  # noqa: BLE001
+        return None
+    if a.dtype.kind not in "iuf":
+        return None
+    return np.asfortranarray(a, dtype=np.float64)
+
+
+def _slot_list(v: Any) -> List[Any]:
+    """One slot's per-parameter values as a list (a sequence, a mapping's values, one value)."""
+    if isinstance(v, Sequence) and not isinstance(v, (str, bytes)):
+        return list(v)
+    if isinstance(v, Mapping):
+        return list(v.values())
+    return [] if v is None else [v]
+
+
+def load_state(opt: Any, st: Any) -> bool:
+    """Optimizer.load_state(st): ggmlR 0.8.6's eight checks in order (PyggmlrValueError with
+    ggmlR's text on the first that fails, nothing written), the hyper-parameter comparison
+    (OptimizerHyperWarning), then moments and counters written at once. Returns True."""
+    is_map = isinstance(st, Mapping)
+    get = st.get if is_map else (lambda k, d=None: d)
+    legacy = is_map and "type" not in st and "kind" in st and isinstance(st.get("params"), list)
+    h = _Host(_LEGACY if legacy else _GGMLR)
+    h.c.is_map = int(is_map)
+    h.value(h.c.format, get("format"))
+    if legacy:  # a state() of pyggmlr before ggmlR 0.8.6's layout: the model files' layout
+        return _load_file_form(opt, h, st, stacklevel=5)
+    h.value(h.c.version, get("version"))
+    h.value(h.c.type, get("type"), show=True)
+    slots = get("slots")
+    slots = slots if isinstance(slots, Mapping) else {}
+    lists = [_slot_list(slots.get(nm)) for nm in _names(lib.PG_OPTIM_NAMES_SLOTS, opt._kind)]
+    for s, lst in enumerate(lists):
+        h.c.slot_len[s] = len(lst)
+    sn = get("names")
+    if sn is not None and (
+        isinstance(sn, (str, bytes, Mapping)) or not isinstance(sn, (Sequence, np.ndarray))
+    ):
+        h.c.names_bad = h.text(type(sn).__name__)
+    elif sn is not None:
+        names = [str(x) for x in sn]
+        h.c.names_given, h.c.names, h.c.n_names = 1, h.strings(names), len(names)
+    if opt._named:
+        h.c.opt_names, h.c.n_opt_names = h.strings(list(opt.params)), len(opt.params)
+    n = len(opt.params)
+    h.matrices([v for lst in lists for v in lst] if all(len(x) == n for x in lists) else [])
+    h.value(h.c.t, get("t"))
+    h.value(h.c.accum_count, get("accum_count"))
+    h.hyper(get("hyper"))
+    h.load(opt, check_only=True)
+    h.warn_hyper(opt, stacklevel=4)
+    h.load(opt, check_only=False)
+    return True
+
+
+def _load_file_form(opt: Any, h: _Host, st: Mapping, stacklevel: int, check_only=False) -> bool:
+    """The model files' layout (and pyggmlr's earlier state()): checked, warned, written."""
+    per = st.get("params")
+    per = per if isinstance(per, list) else []
+    h.value(h.c.type, st.get("kind"), show=True)
+    h.c.slot_len[0] = len(per)
+    names = _names(lib.PG_OPTIM_NAMES_FILE_SLOTS, opt._kind)
+    n = len(opt.params)
+    h.matrices(
+        [e.get(nm) if isinstance(e, Mapping) else None for e in per for nm in names]
+        if len(per) == n
+        else []
+    )
+    h.value(h.c.t, st.get("t"))
+    h.value(h.c.accum_count, st.get("accum_count"))
+    h.hyper(st.get("hyper"))
+    h.load(opt, check_only=True)
+    if not check_only:
+        h.warn_hyper(opt, stacklevel=stacklevel)
+        h.load(opt, check_only=False)
+    return True
+
+
+# ---- the layout of this project's model files (ag_save_model(optimizer =), ag_fit checkpoints) ----
+
+
+def file_state(opt: Any) -> Dict[str, Any]:
+    """The optimizer state in this project's model-file layout (kind, t, accum_count, every
+    hyper-parameter, per-parameter dicts of slot arrays incl. the sum_grads accumulator, None
+    when unused), for io/modelfile.py."""
+    slots = _names(lib.PG_OPTIM_NAMES_FILE_SLOTS, opt._kind)
+    per = []
+    for i in range(lib.pg_optim_nparams(opt._o)):
+        entry = {}
+        for s, nm in enumerate(slots):
+            p = lib.pg_optim_state(opt._o, i, s)
+            entry[nm] = None if p == NULL else _read(p)
+        per.append(entry)
+    return {
+        "format": FORMAT,
+        "version": 1,
+        "kind": _type(opt),
+        "t": opt.t,
+        "accum_count": opt.accum_count,
+        "hyper": {k: getattr(opt, k) for k in _names(lib.PG_OPTIM_NAMES_FILE_HYPER, opt._kind)},
+        "params": per,
+    }
+
+
+def load_file_state(opt: Any, st: Dict[str, Any], check_only: bool = False) -> None:
+    """Moments, accumulators and counters from a model file (shapes checked by io/modelfile.py first):
+    the core checks every value (finite, within the dtype's range, Adam's v >= 0) and the
+    counters, then swaps all the slots in at once; check_only: the checks alone, nothing
+    written (io/modelfile.py runs them before it writes any weight)."""
+    h = _Host(_FILE)
+    h.c.is_map = 1
+    _load_file_form(opt, h, st, stacklevel=6, check_only=check_only)
