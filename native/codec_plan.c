@@ -1,6 +1,6 @@
 /* pg_config_match (pg_api_codec.h): an architecture config against a file's tensors, before a
  * loader builds anything. Each built-in layer's tensors, named as both front ends name them
- * (pyggmlr/nn_layers.py, r/R/layers.R: a layer's own names, prefixed layer<i>_ for the i-th
+ * (pyggmlr/nn/layers.py, r/R/layers.R: a layer's own names, prefixed layer<i>_ for the i-th
  * layer, 1-based, of each enclosing sequential), must be in the file with the config's shape. */
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* ag_module_from_config's layer table (pg_api_layer_config.h): the built-in layer types, each
  * argument's kind, range and default, and the refusals' texts, once for both front ends. The
- * ranges are the constructors' own (pyggmlr/nn_layers.py, r/R/layers.R), so a config the core
+ * ranges are the constructors' own (pyggmlr/nn/layers.py, r/R/layers.R), so a config the core
  * passes builds, and one it refuses is named by ag_module_from_config and the layer. */
 #include <math.h>
 #include <stdio.h>

@@ -2,8 +2,9 @@
 ag_embedding and ag_multihead_attention (plus ag_layer_norm), and the architecture configs.
 
 Forward and backward of the layer ops run in the C core (native/ops_layers.c). Module, the row
-ops and the initialisers are in nn_base.py, the normalisation, embedding and attention layers
-in nn_layers.py; this module re-exports them, so ``pyggmlr.nn`` names every layer.
+ops and the initialisers are in nn/base.py, the normalisation, embedding and attention layers
+in nn/layers.py; the package (nn/__init__.py) re-exports them, so ``pyggmlr.nn`` names every
+layer.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-# ag_fit: the high-level training loop (the same semantics as pyggmlr/fit.py).
+# ag_fit: the high-level training loop (the same semantics as pyggmlr/fit/loop.py).
 #
 # Per epoch: shuffle the training part, walk it in logical batches of `nbatch_logical` samples
 # made of `nbatch_logical / batch_size` micro-batches whose gradients the optimizer accumulates

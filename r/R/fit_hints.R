@@ -1,4 +1,4 @@
-# Hints for the two commonest data mistakes, with Python's texts (pyggmlr/fit_util.py
+# Hints for the two commonest data mistakes, with Python's texts (pyggmlr/fit/util.py
 # _row_major_hint): row-major data (one row per sample) and 1-based class labels.
 
 # "" or "; x looks row-major ..." for X [features, n] and Y [k, m] whose columns disagree

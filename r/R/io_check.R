@@ -1,5 +1,5 @@
 # Checks that keep a model file round-trip safe (issue 19, "nothing lost"), as Python's
-# pyggmlr/io_check.py: what ag_save_model would write is checked against what ag_load_model
+# pyggmlr/io/check.py: what ag_save_model would write is checked against what ag_load_model
 # accepts before the old file is touched, and what a load would write into the user's objects is
 # checked before the first write.
 

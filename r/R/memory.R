@@ -35,7 +35,7 @@ ag_tape_memory <- function(top = 10L, quiet = FALSE) {
 }
 
 # ggmlR's budget from shapes, counted at the dtype the core stores (4 bytes f32, 8 f64), or with
-# model = measured (memory_model.R); the texts are Python's (pyggmlr/memory.py)
+# model = measured (memory_model.R); the texts are Python's (pyggmlr/graph/memory.py)
 ag_estimate_training_memory <- function(shapes = NULL, batch_size = 32L,
                                         optimizer = c("adam", "sgd", "sgd_plain"),
                                         activation_frac = 0.01, quiet = FALSE, dtype = NULL,

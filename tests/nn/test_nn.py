@@ -423,7 +423,7 @@ def test_config_errors_and_custom_registration():
 
 def test_config_checks_are_the_cores():
     """native/layer_config.c's table: the texts R raises too (tests/parity's config case)."""
-    from pyggmlr.nn import _BUILDERS, _builtin_types
+    from pyggmlr.nn.modules import _BUILDERS, _builtin_types
 
     assert _builtin_types() == ["sequential", *sorted(_BUILDERS)]
     lin = {"type": "linear", "in_features": 2, "out_features": 3}
