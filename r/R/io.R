@@ -1,6 +1,6 @@
 # Model files: weights in safetensors format, the architecture as JSON in its metadata. The same
-# format as the Python package (pyggmlr/io/modelfile.py, docs/model-format.md), so a file written by one
-# language loads in the other:
+# format as the Python package (pyggmlr/io/modelfile.py, docs/model-format.md), so a file
+# written by one language loads in the other:
 #   8-byte little-endian header length N, N bytes of UTF-8 JSON header (space padded to a
 #   multiple of 8), then the raw little-endian data. Entries {"dtype": "F32"|"F64",
 #   "shape": [rows, cols], "data_offsets": [begin, end]}; values row-major (an R matrix m is

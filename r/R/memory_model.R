@@ -1,5 +1,6 @@
 # ag_estimate_training_memory(model =): parameters from the model, activations measured by one
-# real forward + loss + backward on a private tape (as Python's pyggmlr/graph/memory.py _measure_step):
+# real forward + loss + backward on a private tape (as Python's _measure_step,
+# pyggmlr/graph/estimate.py):
 # activations = the peak bytes the core held above the weights and the parameters' gradients.
 
 .OPT_K <- c(adam = 2, sgd = 1, sgd_plain = 0)
