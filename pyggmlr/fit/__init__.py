@@ -9,15 +9,10 @@
 - ``predict.py``: ag_predict, ag_accuracy.
 """
 
-from .loop import (
-    Callback,
-    History,
-    ag_accuracy,
-    ag_early_stopping,
-    ag_fit,
-    ag_model_checkpoint,
-    ag_predict,
-)
+from .callbacks import Callback, ag_early_stopping, ag_model_checkpoint
+from .history import History
+from .loop import ag_fit
+from .predict import ag_accuracy, ag_predict
 
 __all__ = [
     "ag_fit",

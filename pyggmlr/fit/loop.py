@@ -24,11 +24,9 @@ from ..random import Generator, _seed_int
 from ..tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from ..tensor import Tensor, ag_tensor
 from .args import check_args, make_callbacks
-from .callbacks import Callback, ag_early_stopping, ag_model_checkpoint  # noqa: F401  (re-exported)
 from .data import FitData, verbosity  # loaders, validation_data, verbose
-from .history import History  # noqa: F401  (re-exported)
+from .history import History
 from .plan import FitPlan, Session, check_loss
-from .predict import ag_accuracy, ag_predict  # noqa: F401  (re-exported)
 from .progress import FitProgress, progress_mode
 from .resume import load_weights, read_checkpoint, save_checkpoint
 from .util import (
@@ -45,15 +43,7 @@ from .util import (
     _StaticSteps,
 )
 
-__all__ = [
-    "ag_fit",
-    "ag_predict",
-    "ag_accuracy",
-    "History",
-    "Callback",
-    "ag_early_stopping",
-    "ag_model_checkpoint",
-]
+__all__ = ["ag_fit"]
 
 
 # ---------------------------------------------------------------------------------------------

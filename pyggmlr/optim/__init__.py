@@ -6,7 +6,8 @@ ggmlR's and this project's file layout, the learning-rate schedules and gradient
 - ``sched.py``: the lr schedulers, clip_grad_value, check_grad_anomaly.
 """
 
-from .optimizer import (
+from . import optimizer as _optimizer
+from .optimizer import (  # noqa: F401  (the names of optimizer.py's __all__)
     Optimizer,
     OptimizerHyperWarning,
     clip_grad_norm,
@@ -14,10 +15,4 @@ from .optimizer import (
     optimizer_sgd,
 )
 
-__all__ = [
-    "optimizer_sgd",
-    "optimizer_adam",
-    "Optimizer",
-    "clip_grad_norm",
-    "OptimizerHyperWarning",
-]
+__all__ = list(_optimizer.__all__)  # the schedulers are pyggmlr.optim.sched's
