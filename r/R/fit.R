@@ -188,7 +188,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   oh <- opt$.h
   started <- TRUE
   repeat {
-    ev <- .Call(R_pg_session_next, s, cfwd, lossfn, oh)
+    ev <- .Call(R_pg_session_next, s, cfwd, if (is.null(L$code)) lossfn else L$code, oh)
     switch(ev,
       train_batch = {
         at <- .Call(R_pg_session_where, s)

@@ -164,7 +164,7 @@
     .fit_stop(paste0("ag_fit: loss must be a loss name such as \"mse\" or a ",
                      "function(output, y), got %s"), .arg_show(loss))
   code <- .Call(R_pg_fit_loss_parse, loss)
-  list(fn = function(out, y = NULL) .Call(R_pg_fit_loss, code, out, y), name = loss)
+  list(fn = function(out, y = NULL) .Call(R_pg_fit_loss, code, out, y), name = loss, code = code)
 }
 
 .snapshot <- function(model) {

@@ -49,8 +49,9 @@ static const char *class_name(SEXP x)
  * every exit (R_UnwindProtect, as with_grad_tape), then pg_fit_train_step: the R loop's results,
  * bit for bit, without R's per-batch loop. */
 struct eager {
-    SEXP fwd, lossfn, x, y;
+    SEXP fwd, lossfn, x, y; /* lossfn: an R function, or a built-in loss's code (integer) */
     int depth;
+    pg_tensor *loss; /* a built-in loss, made in C (no R wrapper per step) */
 };
 
 static SEXP eager_eval(void *data)
@@ -61,8 +62,16 @@ static SEXP eager_eval(void *data)
     if (TYPEOF(r_handle(out)) != EXTPTRSXP) /* a number would reach the loss as a constant */
         r_stopf(PG_STATUS_ERR_ARG, "ag_fit: model forward returned a %s, not a tensor",
                 class_name(out));
-    SEXP c2 = PROTECT(Rf_lang3(e->lossfn, out, e->y));
-    SEXP lv = PROTECT(Rf_eval(c2, R_GlobalEnv));
+    SEXP c2 = PROTECT(TYPEOF(e->lossfn) == INTSXP ? R_NilValue : Rf_lang3(e->lossfn, out, e->y));
+    SEXP lv = R_NilValue;
+    if (TYPEOF(e->lossfn) == INTSXP) { /* a built-in loss: the core's op on the tape */
+        pg_tensor *yt = Rf_isNull(e->y) ? NULL : r_get(r_handle(e->y), R_TENSOR);
+        e->loss = pg_fit_loss(INTEGER(e->lossfn)[0], r_get(r_handle(out), R_TENSOR), yt);
+        if (!e->loss) r_fail();
+    } else {
+        lv = Rf_eval(c2, R_GlobalEnv);
+    }
+    PROTECT(lv);
     SEXP res = Rf_allocVector(VECSXP, 2);
     SET_VECTOR_ELT(res, 0, out);
     SET_VECTOR_ELT(res, 1, lv);
@@ -83,17 +92,20 @@ static void eager_step(pg_fit *f, int64_t b, SEXP fwd, SEXP lossfn, pg_optim *o)
     SEXP x = PROTECT(r_wrap_tensor(xb));
     SEXP y = yb ? r_wrap_tensor(yb) : R_NilValue;
     PROTECT(y);
-    struct eager e = {fwd, lossfn, x, y, pg_tape_depth()};
+    struct eager e = {fwd, lossfn, x, y, pg_tape_depth(), NULL};
     SEXP cont = PROTECT(R_MakeUnwindCont());
     R_pg_tape(PROTECT(Rf_ScalarInteger(R_TAPE_BEGIN)));
     UNPROTECT(1);
     SEXP res = PROTECT(R_UnwindProtect(eager_eval, &e, eager_close, &e, cont));
     SEXP out = VECTOR_ELT(res, 0), lv = VECTOR_ELT(res, 1), lh = r_handle(lv);
-    if (TYPEOF(lh) != EXTPTRSXP)
+    if (!e.loss && TYPEOF(lh) != EXTPTRSXP)
         r_stopf(PG_STATUS_ERR_VALUE, "ag_fit: the loss must be a 1x1 ag_tensor, got %s",
                 class_name(lv));
     double v;
-    if (pg_fit_train_step(f, r_get(lh, R_TENSOR), r_get(r_handle(out), R_TENSOR), o, &v)) {
+    pg_tensor *lt = e.loss ? e.loss : r_get(lh, R_TENSOR);
+    const int rc = pg_fit_train_step(f, lt, r_get(r_handle(out), R_TENSOR), o, &v);
+    pg_tensor_release(e.loss);
+    if (rc) {
         r_host_rethrow(); /* an R error in an ag_checkpoint replay goes on unchanged */
         r_fail();
     }
