@@ -14,6 +14,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
+from .._args import check_flag
 from ..data import ag_dataloader
 from ..errors import ArgumentError, PyggmlrValueError, ShapeError
 from .util import _as_cols
@@ -129,6 +130,7 @@ def verbosity(verbose: Any, progress: str, silent: bool) -> Tuple[str, bool]:
     """keras' verbose levels onto ag_fit's progress= / silent=: 0 silent, 1 the progress bar
     (always, as progress="bar"), 2 one line per epoch and no bar ("lines"); None: progress and
     silent as given. Returns (progress, silent)."""
+    silent = check_flag(silent, "ag_fit", "silent")
     if verbose is None:
         return progress, silent
     if isinstance(verbose, bool) or verbose not in (0, 1, 2):

@@ -72,6 +72,7 @@
 # keras' verbose: 0 silent, 1 the progress bar, 2 one line per epoch; NULL: progress / silent as
 # given
 .fit_verbosity <- function(verbose, progress, silent) {
+  silent <- .arg_flag(silent, "ag_fit", "silent")
   if (is.null(verbose)) return(list(progress = progress, silent = silent))
   if (!is.numeric(verbose) || length(verbose) != 1L || is.na(verbose) || !verbose %in% 0:2)
     .arg_fail("value",

@@ -5,11 +5,11 @@
 
 ag_register_layer <- function(type, builder) {
   if (!.is_str(type) || !nzchar(type))
-    .pg_stop("argument", "ag_register_layer(): type must be a non-empty string")
+    .pg_stop("argument", "ag_register_layer: type must be a non-empty string")
   if (type %in% .Call(R_pg_layer_types))
-    .pg_stop("value", sprintf("ag_register_layer(): \"%s\" is a built-in layer type", type))
+    .pg_stop("value", sprintf("ag_register_layer: '%s' is a built-in layer type", type))
   if (!is.function(builder))
-    .pg_stop("argument", "ag_register_layer(): builder must be a function (cfg) -> layer")
+    .pg_stop("argument", "ag_register_layer: builder must be a function (cfg) -> layer")
   .pg$layer_builders[[type]] <- builder
   invisible(builder)
 }

@@ -37,6 +37,7 @@ _CASES = [  # (Python keyword arguments, R arguments, Python type)
     (dict(progress="bogus"), 'progress = "bogus"', pg.PyggmlrValueError),
     (dict(verbose=5), "verbose = 5", pg.PyggmlrValueError),
     (dict(resume_from=5), "resume_from = 5", pg.ArgumentError),
+    (dict(silent="a"), 'silent = "a"', pg.ArgumentError),
 ]  # fmt: skip
 
 _R = """a <- list(nepoch = 1L, batch_size = 2L, silent = TRUE)
@@ -48,7 +49,8 @@ tryCatch({{ do.call(ag_fit, c(list(ag_linear(2, 2), x, y), a)); list("none", "")
 
 def _idiom(msg):
     """Python's way of showing a value, as R shows it (the texts are otherwise the same)."""
-    return msg.replace("got int 5", "got 5").replace("or None,", "or NULL,")
+    return (msg.replace("got int 5", "got 5").replace("or None,", "or NULL,")
+            .replace("must be True or False, got str 'a'", 'must be TRUE or FALSE, got "a"'))  # fmt: skip
 
 
 @pytest.mark.parametrize("kw, code, exc", _CASES, ids=[c[1] for c in _CASES])

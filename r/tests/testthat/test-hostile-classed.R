@@ -174,9 +174,9 @@ test_that("the losses and ag_accuracy name themselves, not the helper they call"
 test_that("model-file and config argument errors are classed and name the function", {
   m <- ag_sequential(ag_linear(2, 3))
   .expect_refused(ag_register_layer(1, function(cfg) NULL), "pyggmlr_argument_error",
-                  "ag_register_layer()", "type")
+                  "ag_register_layer:", "type")
   .expect_refused(ag_register_layer("linear", function(cfg) NULL), "pyggmlr_value_error",
-                  "ag_register_layer()", "built-in")
+                  "ag_register_layer:", "'linear' is a built-in layer type")
   .expect_refused(ag_to_config(1), "pyggmlr_argument_error", "ag_to_config()")
   .expect_refused(ag_module_from_config('{"type": "nope"}'), "pyggmlr_value_error",
                   "ag_module_from_config:", "unknown layer type")
