@@ -103,7 +103,7 @@ static int bad(const char *type, const char *fmt, const char *a, const char *b)
 {
     char t[300];
     squote(type, t, sizeof t);
-    char what[600];
+    char what[1024]; /* fmt, a (< 600) and b (< 300) fit whole */
     snprintf(what, sizeof what, fmt, a, b);
     return pg_fail(PG_STATUS_ERR_VALUE, FN ": bad arguments for a %s layer: %s", t, what);
 }
