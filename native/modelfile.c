@@ -123,6 +123,7 @@ static void names_free(mf_names *nm)
 void pg_mf_close(pg_mf *mf)
 {
     if (!mf) return;
+    mf_stage_free(mf);
     for (int k = 0; k < PG_MF_LIST_COUNT; k++) names_free(&mf->names[k]);
     mf_opt_clear(mf);
     free(mf->opt_kind);

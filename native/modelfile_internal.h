@@ -16,6 +16,9 @@ typedef struct {
     pj_doc doc;
 } mf_names;
 
+/* what pg_mf_load_check staged for pg_mf_load_commit (modelfile_model.c) */
+typedef struct mf_stage mf_stage;
+
 struct pg_mf {
     pg_st_file *st;
     char *path;
@@ -35,6 +38,7 @@ struct pg_mf {
     const char **opt_list[2]; /* params, slots (into opt_doc's pool) */
     int64_t opt_n[2];
     pj_doc opt_doc;
+    mf_stage *stage;
 };
 
 /* PG_STATUS_ERR_VALUE "<path>: <formatted text>" */
@@ -43,6 +47,9 @@ int mf_bad(const pg_mf *mf, const char *fmt, ...) __attribute__((format(printf, 
  * caller) and checked to be of type want (-1: any) with the loaders' texts. */
 int mf_json(const pg_mf *mf, const char *key, int want, int64_t budget, pj_doc *doc, int *present);
 void mf_opt_clear(pg_mf *mf);
+/* the writer frees data with itself (freed at once when it cannot be kept) */
+int mf_writer_adopt(pg_mf_writer *w, void *data);
+void mf_stage_free(pg_mf *mf); /* what pg_mf_load_check staged */
 
 /* A growing message text (for name lists); mf_str_add appends, sep between items. */
 typedef struct {

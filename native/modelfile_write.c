@@ -23,7 +23,21 @@ struct pg_mf_writer {
     const char *field[PG_MF_FIELD_COUNT];
     int64_t epoch;  /* -1: none */
     char *opt_head; /* the optimizer's JSON up to its slots, or NULL */
+    void **owned;   /* buffers the writer frees with itself (mf_writer_adopt) */
+    int64_t n_owned;
 };
+
+int mf_writer_adopt(pg_mf_writer *w, void *data)
+{
+    void **v = realloc(w->owned, sizeof(void *) * (size_t)(w->n_owned + 1));
+    if (!v) {
+        free(data);
+        return pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory");
+    }
+    w->owned = v;
+    w->owned[w->n_owned++] = data;
+    return 0;
+}
 
 /* a growing text for the JSON the writer makes */
 static void jb_raw(mf_str *b, const char *s) { mf_str_add(b, s); }
@@ -88,6 +102,8 @@ void pg_mf_writer_free(pg_mf_writer *w)
     if (!w) return;
     for (int64_t i = 0; i < w->n; i++) free(w->v[i].name);
     for (int64_t i = 0; i < w->n_slots; i++) free(w->slots[i]);
+    for (int64_t i = 0; i < w->n_owned; i++) free(w->owned[i]);
+    free(w->owned);
     free(w->v), free(w->slots), free(w->opt_head), free(w);
 }
 

@@ -119,3 +119,34 @@ int pg_mf_writer_check(pg_mf_writer *w);
 /* The save rules (no name both a parameter and a buffer), the metadata (format, version,
  * created_by, parameters, buffers, config, epoch, optimizer, extra), then pg_st_write. */
 int pg_mf_writer_commit(pg_mf_writer *w, const char *path);
+
+/* ---- a model and its optimizer, straight from and into core objects (modelfile_model.c) ----
+ * Neither front end converts weights or optimizer state to host values: it names the model's
+ * tensors and hands over its optimizer. An optimizer parameter that is none of the model's
+ * parameters is named "#<i>" (1-based); a tensor under two names takes the first. */
+typedef struct {
+    int64_t n_params, n_buffers;
+    const char *const *param_names;
+    pg_tensor *const *params;
+    const char *const *buffer_names;
+    pg_tensor *const *buffers;
+    pg_optim *optim; /* NULL: none */
+} pg_mf_model;
+pg_mf_model pg_mf_model_default(void);
+
+/* The model's parameters and buffers (copied now, row-major in their own dtype), the save rules
+ * (pg_mf_writer_check), and with an optimizer its state in the file layout: kind, t,
+ * accum_count, every hyper-parameter (PG_OPTIM_NAMES_FILE_HYPER), each parameter's slots
+ * (optimizer.<slot>.<name>; a slot never used is listed without a tensor). */
+int pg_mf_writer_add_model(pg_mf_writer *w, const pg_mf_model *m);
+
+/* Loading into a model, in two steps so that the host can warn between them and a failed load
+ * changes nothing. pg_mf_load_check: after pg_mf_check_load, ggmlR's name and shape checks of
+ * the parameters and buffers (pg_mf_match), with an optimizer its metadata and slot shapes
+ * (pg_mf_opt_check) and values (pg_optim_state_load's checks), then that every value fits its
+ * tensor's dtype ("<path>: tensor 'w' holds ..."); the values are staged. diff (may be NULL):
+ * the optimizer's hyper-parameters that differ from the file's (entry[k] indexes
+ * pg_mf_opt_hyper_value), for the host's warning. pg_mf_load_commit writes what the check
+ * staged: the optimizer's state, then every tensor. */
+int pg_mf_load_check(pg_mf *mf, const pg_mf_model *m, struct pg_optim_hyper_diff *diff);
+int pg_mf_load_commit(pg_mf *mf);

@@ -28,8 +28,8 @@ from .._version import __version__
 from ..errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from ..nn.base import ag_eval
 from ..nn.modules import ag_module_from_config
-from ..nn.state import check_fits
-from ..optim.optimizer import _ADAM, Optimizer
+from ..optim.optimizer import Optimizer
+from ..optim.state import warn_hyper
 from ..tensor import ag_dtype
 from .check import (
     _build,
@@ -113,40 +113,8 @@ class _Writer:
             )
         )
 
-    def add_slot(self, slot, param, a):
-        t = (
-            ffi.NULL
-            if a is None
-            else _st_tensor(ffi.new("pg_st_tensor *"), f"optimizer.{slot}.{param}", a, self.keep)
-        )
-        check(lib.pg_mf_writer_add_slot(self.h, self.text(slot), self.text(param), t))
-
     def set(self, field, text):
         check(lib.pg_mf_writer_set(self.h, field, self.text(text)))
-
-    def set_optimizer(self, st, names):
-        m = ffi.new("pg_mf_opt_meta *", lib.pg_mf_opt_meta_default())
-        m.kind, m.t, m.accum_count = self.text(st["kind"]), int(st["t"]), int(st["accum_count"])
-        hyper = clean(st["hyper"], "the optimizer state")  # non-finite numbers: None (null)
-        ty = [
-            lib.PG_MF_NUM_BOOL
-            if isinstance(v, bool)
-            else lib.PG_MF_NUM_INT
-            if isinstance(v, int)
-            else lib.PG_MF_NUM_DOUBLE
-            for v in hyper.values()
-        ]
-        vals = [float("nan") if v is None else float(v) for v in hyper.values()]
-        arrays = [
-            ffi.new("char *[]", [self.text(k) for k in hyper] or [ffi.NULL]),
-            ffi.new("double[]", vals or [0.0]),
-            ffi.new("int[]", ty or [0]),
-            ffi.new("char *[]", [self.text(k) for k in names] or [ffi.NULL]),
-        ]
-        self.keep += arrays
-        m.n_hyper, m.hyper_names, m.hyper_values, m.hyper_types = len(vals), *arrays[:3]
-        m.n_params, m.params = len(names), arrays[3]
-        check(lib.pg_mf_writer_set_optimizer(self.h, m))
 
     def commit(self, path):
         rc = lib.pg_mf_writer_commit(self.h, path.encode("utf-8", "surrogateescape"))
@@ -154,6 +122,30 @@ class _Writer:
             raise os_error(path)
         check(rc)
         return path
+
+
+class _Model:
+    """A model's named tensors and its optimizer as the core's pg_mf_model: the core copies
+    them into a file and loads a file into them (native/modelfile_model.c)."""
+
+    def __init__(self, params, bufs, optimizer=None):
+        self.c = ffi.new("pg_mf_model *", lib.pg_mf_model_default())
+        self.keep = [self.c]
+        for d, n, nm, ts in (
+            (params, "n_params", "param_names", "params"),
+            (bufs, "n_buffers", "buffer_names", "buffers"),
+        ):
+            names = [ffi.new("char[]", k.encode("utf-8", "surrogatepass")) for k in d]
+            arrs = (
+                ffi.new("char *[]", names or 1),
+                ffi.new("pg_tensor *[]", [t._handle() for t in d.values()] or 1),
+            )
+            self.keep += names + list(arrs) + list(d.values())
+            setattr(self.c, n, len(d))
+            setattr(self.c, nm, arrs[0])
+            setattr(self.c, ts, arrs[1])
+        if optimizer is not None:
+            self.c.optim, self.opt = optimizer._o, optimizer
 
 
 def _last_msg():
@@ -225,10 +217,12 @@ class _ModelFile:
         if rc:
             _raise(rc, self.path)
 
-    def tensors(self):
-        """name -> 2-D C-ordered numpy array, in file order"""
+    def tensors(self, prefix=""):
+        """name -> 2-D C-ordered numpy array, in file order (those whose names start with prefix)"""
         out, f = {}, self.st
         for i in range(lib.pg_st_count(f)):
+            if not _text(lib.pg_st_name(f, i)).startswith(prefix):
+                continue
             dt = _DT["F64" if lib.pg_st_dtype(f, i) == lib.PG_ST_DTYPE_F64 else "F32"]
             a = np.empty((lib.pg_st_rows(f, i), lib.pg_st_cols(f, i)), dtype=dt.newbyteorder("="))
             if a.nbytes:
@@ -255,24 +249,6 @@ class _ModelFile:
         text = _text(p)
         return None if text is None else json.loads(text)  # checked by the core
 
-    def match(self, which, model_d, tensors):
-        """ggmlR's name-set then shape checks (pg_mf_match). Returns [(tensor, array)]."""
-        names = list(model_d)
-        keep = [ffi.new("char[]", k.encode("utf-8", "surrogatepass")) for k in names]
-        shapes = [tuple(t.shape) for t in model_d.values()]
-        self.call(
-            lib.pg_mf_match(
-                self.h,
-                which,
-                len(names),
-                ffi.new("char *[]", keep or [ffi.NULL]),
-                ffi.new("int64_t[]", [s[0] for s in shapes] or [0]),
-                ffi.new("int64_t[]", [s[1] for s in shapes] or [0]),
-                ffi.NULL,
-            )
-        )
-        return [(t, tensors[k]) for k, t in model_d.items()]
-
 
 def _read_safetensors(path, fn="ag_load_model()"):
     """Validate and read a safetensors file (the core checks everything before any tensor is
@@ -286,21 +262,17 @@ def _read_safetensors(path, fn="ag_load_model()"):
 # model <-> file
 
 
-def _opt_names(opt, params):
-    by_id = {t.id: k for k, t in params.items()}
-    return [by_id.get(t.id, f"#{i + 1}") for i, t in enumerate(opt.params.values())]
-
-
 def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
 
     path = _path_arg(path, "ag_save_model()")
     params, bufs = _model_parts(model)
+    if optimizer is not None and not isinstance(optimizer, Optimizer):
+        raise ArgumentError(
+            f"ag_save_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
+        )
     w = _Writer()
-    for k, t in params.items():
-        w.add(lib.PG_MF_ROLE_PARAMETER, k, t.numpy())
-    for k, t in bufs.items():
-        w.add(lib.PG_MF_ROLE_BUFFER, k, t.numpy())
-    check(lib.pg_mf_writer_check(w.h))  # no name both a parameter and a buffer
+    w.keep.append(_Model(params, bufs, optimizer))
+    check(lib.pg_mf_writer_add_model(w.h, w.keep[-1].c))  # the save rules; the optimizer's state
     w.set(lib.PG_MF_FIELD_CREATED_BY, f"pyggmlr {__version__}")
     to_config = getattr(model, "to_config", None)
     if callable(to_config):
@@ -325,17 +297,6 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
             w.set(lib.PG_MF_FIELD_CONFIG, text)
     if epoch is not None:
         check(lib.pg_mf_writer_set_epoch(w.h, check_epoch(epoch)))
-    if optimizer is not None:
-        if not isinstance(optimizer, Optimizer):
-            raise ArgumentError(
-                f"ag_save_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
-            )
-        st = optimizer._file_state()  # this file's layout (ggmlR's state() has another)
-        names = _opt_names(optimizer, params)
-        w.set_optimizer(st, names)
-        for nm, entry in zip(names, st["params"]):
-            for s, v in entry.items():
-                w.add_slot(s, nm, v)  # None: the slot is listed, without a tensor
     if extra is not None:
         ex = clean(extra, "extra")  # bounded depth, no cycles: typed errors, not RecursionError
         try:
@@ -368,45 +329,9 @@ def _rebuild(f, dtype):
     return model
 
 
-def _opt_state(f, tensors, optimizer, params):
-    """The file's optimizer state for optimizer, in _load_file_state's layout, after the core's
-    checks of the metadata, the kind, the parameter names and the slot shapes."""
-    kind = "adam" if optimizer._kind == _ADAM else "sgd"
-    mine = _opt_names(optimizer, params)
-    keep = [ffi.new("char[]", k.encode("utf-8", "surrogatepass")) for k in mine]
-    shapes = [tuple(p.shape) for p in optimizer.params.values()]
-    f.call(
-        lib.pg_mf_opt_check(
-            f.h,
-            kind.encode(),
-            len(mine),
-            ffi.new("char *[]", keep or [ffi.NULL]),
-            ffi.new("int64_t[]", [s[0] for s in shapes] or [0]),
-            ffi.new("int64_t[]", [s[1] for s in shapes] or [0]),
-        )
-    )
-    slots = [_text(lib.pg_mf_opt_name(f.h, 2, i)) for i in range(lib.pg_mf_opt_count(f.h, 2))]
-    hyper = {}
-    for i in range(lib.pg_mf_opt_count(f.h, 0)):
-        v, ty = lib.pg_mf_opt_hyper_value(f.h, i), lib.pg_mf_opt_hyper_type(f.h, i)
-        v = int(v) if ty == lib.PG_MF_NUM_INT else bool(v) if ty == lib.PG_MF_NUM_BOOL else v
-        hyper[_text(lib.pg_mf_opt_name(f.h, 0, i))] = v
-    per = []
-    for nm in mine:
-        entry = {}
-        for s in slots:
-            a = tensors.get(f"optimizer.{s}.{nm}")
-            entry[s] = None if a is None else np.asfortranarray(a)
-        per.append(entry)
-    return {
-        "format": "ggmlR.ag_opt_state",
-        "version": 1,
-        "kind": kind,
-        "t": int(lib.pg_mf_opt_t(f.h)),
-        "accum_count": int(lib.pg_mf_opt_accum_count(f.h)),
-        "hyper": hyper,
-        "params": per,
-    }
+def _hyper_value(f, j):
+    v, ty = lib.pg_mf_opt_hyper_value(f.h, j), lib.pg_mf_opt_hyper_type(f.h, j)
+    return int(v) if ty == lib.PG_MF_NUM_INT else bool(v) if ty == lib.PG_MF_NUM_BOOL else v
 
 
 def _load(
@@ -418,7 +343,7 @@ def _load(
         opts.need_epoch = bool(need_epoch)
         opts.rebuild = model is None and builder is None
         f.call(lib.pg_mf_check_load(f.h, opts))  # format, names, epoch, extra, config
-        tensors, meta = f.tensors(), f.meta()
+        more = f.tensors("callback") if need_epoch else {}  # ag_fit's callback arrays
         epoch = lib.pg_mf_epoch(f.h)
         epoch = None if epoch < 0 else int(epoch)
         extra = f.json(lib.pg_mf_extra(f.h))
@@ -435,33 +360,18 @@ def _load(
             params, bufs = _model_parts(model)
         if dtype is not None:
             _check_built_dtype(params, dtype)
-        writes = f.match(lib.PG_MF_LIST_PARAMETERS, params, tensors)
-        writes += f.match(lib.PG_MF_LIST_BUFFERS, bufs, tensors)
-        ostate = None
-        if optimizer is not None:
-            if not isinstance(optimizer, Optimizer):
-                raise ArgumentError(
-                    f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
-                )
-            ostate = _opt_state(f, tensors, optimizer, params)
-            try:
-                optimizer._load_file_state(ostate, check_only=True)
-            except PyggmlrValueError as e:
-                raise _bad(path, str(e)) from None
-    for (t, a), k in zip(writes, list(params) + list(bufs)):
-        try:
-            check_fits(t, a, f"tensor '{k}'")
-        except PyggmlrValueError as e:
-            raise _bad(path, str(e)) from None
-    for t, a in writes:  # everything checked: now write
-        t.data = np.asfortranarray(a)
-    if ostate is not None:
-        with warnings.catch_warnings():
-            if quiet_hyper:
-                warnings.simplefilter("ignore")
-            optimizer._load_file_state(ostate)
+        if optimizer is not None and not isinstance(optimizer, Optimizer):
+            raise ArgumentError(
+                f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
+            )
+        # names, shapes, the optimizer's state, every value: all checked before anything is written
+        m, d = _Model(params, bufs, optimizer), ffi.new("pg_optim_hyper_diff *")
+        f.call(lib.pg_mf_load_check(f.h, m.c, d))
+        if d.n and not quiet_hyper:
+            warn_hyper(optimizer, d, lambda j: _hyper_value(f, j), stacklevel=3)
+        f.call(lib.pg_mf_load_commit(f.h))
     ag_eval(model)  # as ag_fit leaves a model
-    return model, {"epoch": epoch, "extra": extra, "tensors": tensors, "meta": meta}
+    return model, {"epoch": epoch, "extra": extra, "tensors": more}
 
 
 def _load_checkpoint(path, model, optimizer):

@@ -268,12 +268,6 @@ class Optimizer:
         they differ."""
         return _state.load_state(self, state)
 
-    def _file_state(self):
-        return _state.file_state(self)
-
-    def _load_file_state(self, st, check_only=False):
-        _state.load_file_state(self, st, check_only)
-
 
 class optimizer_sgd(Optimizer):
     """SGD: p -= lr * g; with momentum: v = momentum * v + g, p -= lr * v (Nesterov:

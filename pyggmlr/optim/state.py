@@ -7,22 +7,17 @@ from __future__ import annotations
 import numbers
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from .. import _core
 from .._core import NULL, ffi, lib
-from ..tensor import _read
 
 __all__ = ["OptimizerHyperWarning"]
 
 FORMAT = ffi.string(lib.pg_optim_state_format()).decode()
-_GGMLR, _LEGACY, _FILE = (
-    lib.PG_OPTIM_STATE_FORM_GGMLR,
-    lib.PG_OPTIM_STATE_FORM_LEGACY,
-    lib.PG_OPTIM_STATE_FORM_FILE,
-)
+_GGMLR, _LEGACY = lib.PG_OPTIM_STATE_FORM_GGMLR, lib.PG_OPTIM_STATE_FORM_LEGACY
 
 
 class OptimizerHyperWarning(UserWarning):
@@ -159,15 +154,22 @@ class _Host:
     def warn_hyper(self, opt: Any, stacklevel: int) -> None:
         d = ffi.new("pg_optim_hyper_diff *")
         _core.check(lib.pg_optim_hyper_diff_of(opt._o, self.c, d))
-        changed: Dict[str, Dict[str, Any]] = {}
-        for k in range(d.n):
-            nm = ffi.string(d.name[k]).decode()
-            dflt = bool(d.default_value[k]) if d.is_flag[k] else d.default_value[k]
-            sv = self.sh[self.keys[d.entry[k]]] if d.entry[k] >= 0 else dflt
-            changed[nm] = {"current": getattr(opt, nm), "state": sv}
-        if changed:
-            msg = ffi.string(d.message).decode("utf-8", "replace")
-            warnings.warn(OptimizerHyperWarning(msg, changed), stacklevel=stacklevel)
+        warn_hyper(opt, d, lambda j: self.sh[self.keys[j]], stacklevel)
+
+
+def warn_hyper(opt: Any, d: Any, state_value: Callable[[int], Any], stacklevel: int) -> None:
+    """The core's hyper-parameter comparison d (pg_optim_hyper_diff) as OptimizerHyperWarning;
+    state_value(j): the state's j-th hyper-parameter as the host has it; stacklevel as the
+    caller's own warnings.warn would take it."""
+    changed: Dict[str, Dict[str, Any]] = {}
+    for k in range(d.n):
+        nm = ffi.string(d.name[k]).decode()
+        dflt = bool(d.default_value[k]) if d.is_flag[k] else d.default_value[k]
+        sv = state_value(d.entry[k]) if d.entry[k] >= 0 else dflt
+        changed[nm] = {"current": getattr(opt, nm), "state": sv}
+    if changed:
+        msg = ffi.string(d.message).decode("utf-8", "replace")
+        warnings.warn(OptimizerHyperWarning(msg, changed), stacklevel=stacklevel + 1)
 
 
 def _numbers(v: Any) -> Optional[np.ndarray]:
@@ -232,8 +234,8 @@ def load_state(opt: Any, st: Any) -> bool:
     return True
 
 
-def _load_file_form(opt: Any, h: _Host, st: Mapping, stacklevel: int, check_only=False) -> bool:
-    """The model files' layout (and pyggmlr's earlier state()): checked, warned, written."""
+def _load_file_form(opt: Any, h: _Host, st: Mapping, stacklevel: int) -> bool:
+    """pyggmlr's earlier state() (the model files' layout): checked, warned, written."""
     per = st.get("params")
     per = per if isinstance(per, list) else []
     h.value(h.c.type, st.get("kind"), show=True)
@@ -249,43 +251,6 @@ def _load_file_form(opt: Any, h: _Host, st: Mapping, stacklevel: int, check_only
     h.value(h.c.accum_count, st.get("accum_count"))
     h.hyper(st.get("hyper"))
     h.load(opt, check_only=True)
-    if not check_only:
-        h.warn_hyper(opt, stacklevel=stacklevel)
-        h.load(opt, check_only=False)
+    h.warn_hyper(opt, stacklevel=stacklevel)
+    h.load(opt, check_only=False)
     return True
-
-
-# ---- the layout of this project's model files (ag_save_model(optimizer =), ag_fit checkpoints) ----
-
-
-def file_state(opt: Any) -> Dict[str, Any]:
-    """The optimizer state in this project's model-file layout (kind, t, accum_count, every
-    hyper-parameter, per-parameter dicts of slot arrays incl. the sum_grads accumulator, None
-    when unused), for io/modelfile.py."""
-    slots = _names(lib.PG_OPTIM_NAMES_FILE_SLOTS, opt._kind)
-    per = []
-    for i in range(lib.pg_optim_nparams(opt._o)):
-        entry = {}
-        for s, nm in enumerate(slots):
-            p = lib.pg_optim_state(opt._o, i, s)
-            entry[nm] = None if p == NULL else _read(p)
-        per.append(entry)
-    return {
-        "format": FORMAT,
-        "version": 1,
-        "kind": _type(opt),
-        "t": opt.t,
-        "accum_count": opt.accum_count,
-        "hyper": {k: getattr(opt, k) for k in _names(lib.PG_OPTIM_NAMES_FILE_HYPER, opt._kind)},
-        "params": per,
-    }
-
-
-def load_file_state(opt: Any, st: Dict[str, Any], check_only: bool = False) -> None:
-    """Moments, accumulators and counters from a model file (shapes checked by io/modelfile.py first):
-    the core checks every value (finite, within the dtype's range, Adam's v >= 0) and the
-    counters, then swaps all the slots in at once; check_only: the checks alone, nothing
-    written (io/modelfile.py runs them before it writes any weight)."""
-    h = _Host(_FILE)
-    h.c.is_map = 1
-    _load_file_form(opt, h, st, stacklevel=6, check_only=check_only)

@@ -114,7 +114,7 @@ print.ag_model_checkpoint <- function(x, ...) {
 # The checkpoint's weights and optimizer state (all checked before the first write); its tensors.
 .fit_resume_load <- function(path, model, opt) {
   # this run's hyper-parameters stay (as in Python): no warning that the file's differ
-  r <- withCallingHandlers(.load_model(path, model = model, optimizer = opt),
+  r <- withCallingHandlers(.load_model(path, model = model, optimizer = opt, more = TRUE),
                            ggmlR_opt_hyper_warning = function(w) invokeRestart("muffleWarning"))
   r$tensors
 }

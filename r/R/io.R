@@ -174,33 +174,24 @@
 
 .same <- function(a, b) isTRUE(.Call(R_pg_same_tensor, a$.ptr, b$.ptr))
 
-.opt_names <- function(opt, params) {
-  vapply(seq_along(opt$params), function(i) {
-    t <- opt$params[[i]]
-    for (k in names(params)) if (.same(params[[k]], t)) return(k)
-    paste0("#", i)
-  }, "")
-}
-
 .is_optimizer <- function(o) inherits(o, c("ag_optimizer_sgd", "ag_optimizer_adam"))
 
 
-# list(names, f64, values) of named tensors (or of list(name, value, dtype) entries: `more`)
-.tensor_group <- function(d) {
-  list(enc2utf8(as.character(names(d))),
-       vapply(d, function(t) identical(t$dtype, "f64"), logical(1)),
-       lapply(d, function(t) {
-         v <- as.matrix(t$data)
+# a model's named tensors and its optimizer as the core's description (pg_mf_model)
+.mf_model <- function(params, bufs, optimizer = NULL) {
+  list(enc2utf8(as.character(names(params))), unname(params), enc2utf8(as.character(names(bufs))),
+       unname(bufs), if (!is.null(optimizer)) optimizer$.h)
+}
+
+# list(names, f64, values) of ag_fit's callback arrays (list(name, value, dtype) entries)
+.more_group <- function(more) {
+  list(enc2utf8(vapply(more, function(e) as.character(e$name), "")),
+       vapply(more, function(e) identical(e$dtype, "F64"), logical(1)),
+       lapply(more, function(e) {
+         v <- as.matrix(e$value)
          if (!is.double(v)) storage.mode(v) <- "double"
          v
        }))
-}
-
-.more_group <- function(more) {
-  d <- lapply(more, function(e) list(data = e$value,
-                                     dtype = if (identical(e$dtype, "F64")) "f64" else "f32"))
-  names(d) <- vapply(more, function(e) as.character(e$name), "")
-  .tensor_group(d)
 }
 
 # The save rules and the metadata map are the core's (native/modelfile_write.c); this converts
@@ -228,29 +219,13 @@
     }
   }
   ep <- if (!is.null(epoch)) as.double(.check_save_epoch(epoch)) else NULL
-  opt <- NULL
-  if (!is.null(optimizer)) {
-    if (!.is_optimizer(optimizer))
-      .pg_stop("argument", sprintf("ag_save_model(): optimizer must be an optimizer object, got %s",
-                   class(optimizer)[[1L]]))
-    st <- .opt_file_state(optimizer)  # this file's layout (ggmlR's state() has another)
-    names_o <- .opt_names(optimizer, params)
-    sl <- list(character(0), character(0), list(), logical(0))  # slot, param, value, f64
-    for (i in seq_along(names_o)) for (s in names(st$params[[i]])) {
-      v <- st$params[[i]][[s]]
-      if (is.null(v)) next  # an unused slot is not listed (as before)
-      sl[[1L]] <- c(sl[[1L]], s)
-      sl[[2L]] <- c(sl[[2L]], names_o[[i]])
-      sl[[3L]] <- c(sl[[3L]], list(as.matrix(v) + 0))
-      sl[[4L]] <- c(sl[[4L]], identical(optimizer$params[[i]]$dtype, "f64"))
-    }
-    hyper <- lapply(st$hyper, function(v) if (is.logical(v)) v else as.double(v))
-    opt <- list(st$kind, as.double(st$t), as.double(st$accum_count), hyper,
-                enc2utf8(as.character(names_o)), sl)
-  }
+  if (!is.null(optimizer) && !.is_optimizer(optimizer))
+    .pg_stop("argument", sprintf("ag_save_model(): optimizer must be an optimizer object, got %s",
+                 class(optimizer)[[1L]]))
   if (!is.null(extra)) fields[[3L]] <- .to_json(extra, "extra")  # the core checks it loads back
-  res <- .Call(R_pg_mf_save, path.expand(path), .tensor_group(params), .tensor_group(bufs),
-               .more_group(more), enc2utf8(fields), ep, opt)  # more: ag_fit's callback arrays
+  # the core copies the tensors and the optimizer's state; more: ag_fit's callback arrays
+  res <- .Call(R_pg_mf_save, path.expand(path), .mf_model(params, bufs, optimizer),
+               .more_group(more), enc2utf8(fields), ep)
   if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, path)
   if (!identical(res$status, .pg$code$status[["OK"]])) .mf_fail(res, path)
   invisible(path.expand(path))
@@ -274,38 +249,9 @@
                     conditionMessage(e))))
 }
 
-.dims <- function(d, k) vapply(d, function(t) as.double(dim(t)[[k]]), 0)
-
-# ggmlR's checks (the core's pg_mf_match): the same names, then the same shapes
-.match_tensors <- function(f, buffers, model_d, tensors, path) {
-  nm <- if (length(model_d)) names(model_d) else character(0)
-  .mf_fail(.Call(R_pg_mf_match, f, buffers, enc2utf8(nm), .dims(model_d, 1L),
-                 .dims(model_d, 2L)), path)
-  lapply(nm, function(k) list(t = model_d[[k]], a = tensors[[k]]))
-}
-
-# The file's optimizer state for optimizer (.opt_load_file_state's layout) after the core's
-# checks of the metadata, the kind, the parameter names and the slot shapes
-.opt_state_from_file <- function(f, tensors, optimizer, params, path) {
-  mine <- .opt_names(optimizer, params)
-  res <- .Call(R_pg_mf_opt_check, f, optimizer$kind, enc2utf8(mine), .dims(optimizer$params, 1L),
-               .dims(optimizer$params, 2L))
-  if (!is.null(res$status)) .mf_fail(res, path)
-  per <- lapply(mine, function(nm) {
-    entry <- list()
-    for (s in .SLOTS[[optimizer$kind]]) {
-      a <- if (s %in% res$slots) tensors[[sprintf("optimizer.%s.%s", s, nm)]] else NULL
-      if (!is.null(a)) attr(a, "dtype") <- NULL
-      entry[s] <- list(a)
-    }
-    entry
-  })
-  list(format = "ggmlR.ag_opt_state", version = 1L, kind = optimizer$kind, t = res$t,
-       accum_count = res$accum_count, hyper = if (length(res$hyper)) res$hyper else list(),
-       params = per)
-}
-
-.load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL, dtype = NULL) {
+# more: ag_fit's callback arrays are read too (list(..., tensors))
+.load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL, dtype = NULL,
+                        more = FALSE) {
   if (!is.null(model_fn) && !is.function(model_fn))
     .pg_stop("argument",
              "ag_load_model(): model_fn must be a function returning the model, or NULL")
@@ -317,9 +263,6 @@
   # format, name lists, epoch, extra; the config too when the model is rebuilt from it
   .mf_fail(.Call(R_pg_mf_check_load, f, !is.null(model) || !is.null(model_fn), FALSE,
                  is.null(model) && is.null(model_fn)), path)
-  rd <- .Call(R_pg_mf_read, f)
-  if (!is.null(rd$status)) .mf_fail(rd, path)
-  tensors <- rd$tensors
   v <- .Call(R_pg_mf_values, f)
   epoch <- v$epoch
   extra <- .mf_json(v$extra, "extra", path)
@@ -342,26 +285,14 @@
   }
   .check_built_dtype(params, dtype)
   bufs <- .model_buffers(model, "ag_load_model()")
-  writes <- c(.match_tensors(f, FALSE, params, tensors, path),
-              .match_tensors(f, TRUE, bufs, tensors, path))
-  ostate <- if (!is.null(optimizer)) .opt_state_from_file(f, tensors, optimizer, params,
-                                                          path) else NULL
-  if (!is.null(ostate))
-    tryCatch(.opt_load_file_state(optimizer, ostate, check_only = TRUE),
-             error = function(e) .io_bad(path, conditionMessage(e)))
-  wn <- c(names(params), names(bufs))
-  for (i in seq_along(writes)) {
-    bad <- .check_fits(writes[[i]]$t, writes[[i]]$a, sprintf("tensor '%s'", wn[[i]]))
-    if (!is.null(bad)) .io_bad(path, bad)
-  }
-  for (w in writes) {  # everything checked: now write
-    a <- w$a
-    attr(a, "dtype") <- NULL
-    w$t$data <- a
-  }
-  if (!is.null(ostate)) .opt_load_file_state(optimizer, ostate)
+  # names, shapes, the optimizer's state, every value: all checked before anything is written
+  d <- .Call(R_pg_mf_load_check, f, .mf_model(params, bufs, optimizer))
+  if (!is.null(d$status)) .mf_fail(d, path)
+  if (!is.null(d)) .opt_hyper_warn(optimizer, d)
+  .mf_fail(.Call(R_pg_mf_load_commit, f), path)
   ag_eval(model)
-  list(model = model, epoch = epoch, extra = extra, tensors = tensors, meta = rd$meta)
+  list(model = model, epoch = epoch, extra = extra,
+       tensors = if (more) .read_safetensors(path, "ag_load_model()")$tensors)
 }
 
 # ag_load_model(): state.R (ggmlR's arguments, and ggmlR's RDS containers)

@@ -33,7 +33,6 @@
 
 # the layout of this project's model files (io.R): slots incl. the accumulator, all
 # hyper-parameters; by kind, read from the core's tables at load (zzz.R)
-.SLOTS <- NULL
 .HYPER <- NULL
 
 # ggmlR 0.8.6: params must be a list (a model or one tensor accepted too), walked by position,

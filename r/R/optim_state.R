@@ -37,14 +37,15 @@
        hyper_names = names(sh), hyper = lapply(sh, .st_val))
 }
 
-# the core's hyper-parameter comparison, warned with ggmlR's condition class
-.opt_hyper_warn <- function(e, desc, sh) {
-  d <- .Call(R_pg_optim_hyper_diff, e$.h, desc)
+# the core's hyper-parameter comparison d (a list from R_pg_optim_hyper_diff, or from
+# R_pg_mf_load_check with the file's values in d$state), warned with ggmlR's condition class;
+# sh: the state list's hyper-parameters that d$entry indexes
+.opt_hyper_warn <- function(e, d, sh = NULL) {
   if (is.null(d)) return(invisible())
   changed <- list()
   for (k in seq_along(d$name)) {
-    sv <- if (d$entry[[k]] > 0L) sh[[d$entry[[k]]]]
-          else if (d$is_flag[[k]]) as.logical(d$default[[k]]) else d$default[[k]]
+    dflt <- if (d$is_flag[[k]]) as.logical(d$default[[k]]) else d$default[[k]]
+    sv <- if (d$entry[[k]] == 0L) dflt else if (is.null(sh)) d$state[[k]] else sh[[d$entry[[k]]]]
     changed[[d$name[[k]]]] <- list(current = get(d$name[[k]], envir = e), state = sv)
   }
   warning(structure(class = c("ggmlR_opt_hyper_warning", "warning", "condition"),
@@ -52,12 +53,10 @@
 }
 
 # checked (ggmlR's 8 checks, in order), warned, then written: nothing is written unless all pass
-.st_load <- function(e, desc, sh, check_only = FALSE) {
+.st_load <- function(e, desc, sh) {
   .Call(R_pg_optim_state_load, e$.h, desc, TRUE)
-  if (!check_only) {
-    .opt_hyper_warn(e, desc, sh)
-    .Call(R_pg_optim_state_load, e$.h, desc, FALSE)
-  }
+  .opt_hyper_warn(e, .Call(R_pg_optim_hyper_diff, e$.h, desc), sh)
+  .Call(R_pg_optim_state_load, e$.h, desc, FALSE)
   invisible(e)
 }
 
@@ -90,31 +89,4 @@
   vals <- if (length(per) == length(e$params))
     do.call(c, lapply(per, function(p) lapply(slots, function(s) if (is.list(p)) p[[s]])))
   .st_desc(e, state, form, vals, length(per))
-}
-
-# ---- the layout of this project's model files (ag_save_model(optimizer =), ag_fit checkpoints)
-# ----
-
-.opt_file_state <- function(e) {
-  kind <- e$kind
-  parts <- .Call(R_pg_optim_state_parts, e$.h)
-  slots <- parts$file_slots
-  per <- lapply(seq_along(e$params), function(i) {
-    s <- lapply(seq_along(slots), function(k) .Call(R_pg_optim_state, e$.h, i - 1, k - 1L))
-    names(s) <- slots
-    s
-  })
-  names(per) <- names(e$params)
-  hp <- lapply(.HYPER[[kind]], function(k) get(k, envir = e))
-  names(hp) <- .HYPER[[kind]]
-  list(format = parts$format, version = 1L, kind = kind, t = e$t,
-       accum_count = e$accum_count,
-       hyper = hp, params = per)
-}
-
-# The core checks every value (finite, within the dtype's range, Adam's v >= 0) and the counters,
-# then swaps all the slots in at once; check_only: the checks alone (io.R runs them before it
-# writes any weight). Shapes were checked by the caller.
-.opt_load_file_state <- function(e, state, check_only = FALSE) {
-  .st_load(e, .st_file_desc(e, state, "FILE"), .st_hyper(state), check_only)
 }

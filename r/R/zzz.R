@@ -12,7 +12,6 @@
   .pg$code <- .Call(R_pg_codes)  # the other codes by name: dtype, optim, sched, tape, scope, ...
   tables <- .Call(R_pg_optim_tables)  # the optimizers' model-file tables (optim.R)
   ns <- topenv()
-  assign(".SLOTS", tables$file_slots, envir = ns)
   assign(".HYPER", tables$file_hyper, envir = ns)
   invisible()
 }

@@ -175,10 +175,10 @@ extern SEXP R_pg_mf_check_load(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_check_info(SEXP);
 extern SEXP R_pg_mf_read(SEXP);
 extern SEXP R_pg_mf_values(SEXP);
-extern SEXP R_pg_mf_match(SEXP, SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_mf_opt_check(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_load_check(SEXP, SEXP);
+extern SEXP R_pg_mf_load_commit(SEXP);
 extern SEXP R_pg_mf_names_check(SEXP, SEXP);
-extern SEXP R_pg_mf_save(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_save(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_check_dims(SEXP, SEXP, SEXP);
 extern SEXP R_pg_gc_room(SEXP);
 extern SEXP R_pg_file_kind(SEXP);
@@ -347,10 +347,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mf_check_info", (DL_FUNC)&R_pg_mf_check_info, 1},
     {"R_pg_mf_read", (DL_FUNC)&R_pg_mf_read, 1},
     {"R_pg_mf_values", (DL_FUNC)&R_pg_mf_values, 1},
-    {"R_pg_mf_match", (DL_FUNC)&R_pg_mf_match, 5},
-    {"R_pg_mf_opt_check", (DL_FUNC)&R_pg_mf_opt_check, 5},
+    {"R_pg_mf_load_check", (DL_FUNC)&R_pg_mf_load_check, 2},
+    {"R_pg_mf_load_commit", (DL_FUNC)&R_pg_mf_load_commit, 1},
     {"R_pg_mf_names_check", (DL_FUNC)&R_pg_mf_names_check, 2},
-    {"R_pg_mf_save", (DL_FUNC)&R_pg_mf_save, 7},
+    {"R_pg_mf_save", (DL_FUNC)&R_pg_mf_save, 5},
     {"R_pg_check_dims", (DL_FUNC)&R_pg_check_dims, 3},
     {"R_pg_gc_room", (DL_FUNC)&R_pg_gc_room, 1},
     {"R_pg_file_kind", (DL_FUNC)&R_pg_file_kind, 1},

@@ -2,7 +2,6 @@
  * R_MODELFILE (closed by R_pg_mf_close, or by its finalizer when an R error intervened).
  * Refusals come back as list(status, message, errno) for io.R to raise classed, as r_codec.c's. */
 #include "r_util.h"
-#include <limits.h>
 #include <string.h>
 
 static pg_mf *mf_arg(SEXP p) { return r_get(p, R_MODELFILE); }
@@ -17,11 +16,6 @@ static const char *str_arg(SEXP s, const char *what)
 static SEXP str_or_null(const char *s)
 {
     return s ? Rf_ScalarString(Rf_mkCharCE(s, CE_UTF8)) : R_NilValue;
-}
-
-static SEXP num_or_int(double v)
-{
-    return v >= INT_MIN && v <= INT_MAX ? Rf_ScalarInteger((int)v) : Rf_ScalarReal(v);
 }
 
 /* path (native encoding, expanded), fn: the user's function. The open file, or a status list */
@@ -112,72 +106,5 @@ SEXP R_pg_mf_values(SEXP p)
     for (int i = 0; i < 12; i++) SET_STRING_ELT(on, i, Rf_mkChar(nm[i]));
     Rf_setAttrib(out, R_NamesSymbol, on);
     UNPROTECT(6);
-    return out;
-}
-
-/* names (character) with rows and cols (doubles) into C arrays (R_alloc: freed by R) */
-static int64_t shapes_arg(SEXP names, SEXP rows, SEXP cols, const char ***nm, int64_t **r,
-                          int64_t **c)
-{
-    R_xlen_t n = XLENGTH(names);
-    if (!Rf_isString(names) || TYPEOF(rows) != REALSXP || TYPEOF(cols) != REALSXP ||
-        XLENGTH(rows) != n || XLENGTH(cols) != n)
-        r_stopf(PG_STATUS_ERR_ARG, "internal: bad names or shapes for the model-file check");
-    *nm = (const char **)R_alloc((size_t)n + 1, sizeof(char *));
-    *r = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
-    *c = (int64_t *)R_alloc((size_t)n + 1, sizeof(int64_t));
-    for (R_xlen_t i = 0; i < n; i++) {
-        (*nm)[i] = Rf_translateCharUTF8(STRING_ELT(names, i));
-        (*r)[i] = (int64_t)REAL(rows)[i];
-        (*c)[i] = (int64_t)REAL(cols)[i];
-    }
-    return (int64_t)n;
-}
-
-/* NULL when the model's parameters (buffers = FALSE) or buffers match the file (pg_mf_match) */
-SEXP R_pg_mf_match(SEXP p, SEXP buffers, SEXP names, SEXP rows, SEXP cols)
-{
-    pg_mf *mf = mf_arg(p);
-    const char **nm;
-    int64_t *r, *c, n = shapes_arg(names, rows, cols, &nm, &r, &c);
-    int list = Rf_asLogical(buffers) == TRUE ? PG_MF_LIST_BUFFERS : PG_MF_LIST_PARAMETERS;
-    int rc = pg_mf_match(mf, list, n, nm, r, c, NULL);
-    return rc ? r_status_list(rc) : R_NilValue;
-}
-
-/* The optimizer's kind and parameters (names, shapes) against the file (pg_mf_opt_check):
- * list(t, accum_count, hyper = named list, slots), or a status list */
-SEXP R_pg_mf_opt_check(SEXP p, SEXP kind, SEXP names, SEXP rows, SEXP cols)
-{
-    pg_mf *mf = mf_arg(p);
-    const char *k = str_arg(kind, "kind"), **nm;
-    int64_t *r, *c, n = shapes_arg(names, rows, cols, &nm, &r, &c);
-    int rc = pg_mf_opt_check(mf, k, n, nm, r, c);
-    if (rc) return r_status_list(rc);
-    int64_t nh = pg_mf_opt_count(mf, 0), ns = pg_mf_opt_count(mf, 2);
-    SEXP hyper = PROTECT(Rf_allocVector(VECSXP, (R_xlen_t)nh));
-    SEXP hn = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)nh));
-    for (int64_t i = 0; i < nh; i++) {
-        double v = pg_mf_opt_hyper_value(mf, i);
-        int ty = pg_mf_opt_hyper_type(mf, i);
-        SET_VECTOR_ELT(hyper, (R_xlen_t)i,
-                       ty == PG_MF_NUM_BOOL      ? Rf_ScalarLogical(v != 0)
-                           : ty == PG_MF_NUM_INT ? num_or_int(v)
-                                                 : Rf_ScalarReal(v));
-        SET_STRING_ELT(hn, (R_xlen_t)i, Rf_mkCharCE(pg_mf_opt_name(mf, 0, i), CE_UTF8));
-    }
-    Rf_setAttrib(hyper, R_NamesSymbol, hn);
-    SEXP slots = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)ns));
-    for (int64_t i = 0; i < ns; i++)
-        SET_STRING_ELT(slots, (R_xlen_t)i, Rf_mkCharCE(pg_mf_opt_name(mf, 2, i), CE_UTF8));
-    SEXP out = PROTECT(Rf_allocVector(VECSXP, 4)), on = PROTECT(Rf_allocVector(STRSXP, 4));
-    SET_VECTOR_ELT(out, 0, num_or_int((double)pg_mf_opt_t(mf)));
-    SET_VECTOR_ELT(out, 1, num_or_int((double)pg_mf_opt_accum_count(mf)));
-    SET_VECTOR_ELT(out, 2, hyper);
-    SET_VECTOR_ELT(out, 3, slots);
-    const char *onm[] = {"t", "accum_count", "hyper", "slots"};
-    for (int i = 0; i < 4; i++) SET_STRING_ELT(on, i, Rf_mkChar(onm[i]));
-    Rf_setAttrib(out, R_NamesSymbol, on);
-    UNPROTECT(5);
     return out;
 }

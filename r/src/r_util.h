@@ -138,5 +138,8 @@ void r_gc_pressure(void);
 SEXP r_status_list(int rc);
 SEXP r_st_contents(pg_st_file *f, int close);
 void r_st_tensor(SEXP v, int f64, const char *name, pg_st_tensor *t);
+/* r_modelfile_model.c: list(param names, params, buffer names, buffers, optimizer or NULL) as
+ * the core's model description (R_alloc'd) */
+pg_mf_model r_mf_model(SEXP m);
 
 #endif

@@ -50,6 +50,7 @@ void test_concurrent(void);
 void test_host(void);
 void test_codec(void);
 void test_modelfile(void);
+void test_modelfile_model(void);
 void test_codec_plan(void);
 void test_fit_plan(void);
 void test_fit_session(void);

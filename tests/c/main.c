@@ -41,6 +41,7 @@ int main(void)
     run("codec", test_codec);
     run("codec plan", test_codec_plan);
     run("model-file schema", test_modelfile);
+    run("model files on core objects", test_modelfile_model);
     run("fit plan", test_fit_plan);
     run("fit session", test_fit_session);
     run("early stopping", test_fit_stop);

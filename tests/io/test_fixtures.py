@@ -32,7 +32,7 @@ def test_v1_files_load(dt):
     else:
         opt = pg.optimizer_sgd(m.parameters(), lr=0.1, momentum=0.9)
     pg.ag_load_model(p, model=m, optimizer=opt)
-    assert opt._file_state()["t"] == (1 if dt == "f32" else 0)
+    assert opt.t == (1 if dt == "f32" else 0)
 
 
 def test_v1_file_written_by_r_loads():
@@ -51,4 +51,4 @@ def test_v1_file_written_by_r_loads():
     np.testing.assert_allclose(pg.ag_predict(m, x), np.array(want["predict"]), rtol=1e-13)
     opt = pg.optimizer_adam(m.parameters(), lr=0.01)
     pg.ag_load_model(p, model=m, optimizer=opt)
-    assert opt._file_state()["t"] == 1
+    assert opt.t == 1

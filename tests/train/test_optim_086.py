@@ -453,7 +453,18 @@ def test_state_through_pickle_continues_identically(f64, rng, kind):
 
 def test_earlier_pyggmlr_state_layout_still_loads(f64):
     opt, W, b = _trained_adam()
-    old = opt._file_state()  # the layout state() had before ggmlR 0.8.6's
+    new = opt.state()  # as the layout state() had before ggmlR 0.8.6's: per parameter, "kind"
+    old = {
+        "format": new["format"],
+        "version": 1,
+        "kind": "adam",
+        "t": new["t"],
+        "accum_count": 0,
+        "hyper": {"lr": opt.lr, "beta1": opt.beta1, "beta2": opt.beta2, "eps": opt.eps},
+        "params": [
+            {"m": m, "v": v, "accum": None} for m, v in zip(new["slots"]["m"], new["slots"]["v"])
+        ],
+    }
     assert old["kind"] == "adam" and "type" not in old
     o2 = pg.optimizer_adam({"W": W, "b": b}, lr=0.01)
     assert o2.load_state(old) is True

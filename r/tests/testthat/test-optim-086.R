@@ -330,7 +330,11 @@ test_that("hyper-parameter warning: class, call, changed; the load goes on (6.5)
 test_that("a state() of the earlier pyggmlr layout still loads", {
   local_f64()
   r <- .trained()
-  old <- pyggmlr:::.opt_file_state(r$o)
+  new <- r$o$state()  # as the layout state() had before ggmlR 0.8.6's: per parameter, "kind"
+  old <- list(format = new$format, version = 1L, kind = "adam", t = new$t, accum_count = 0L,
+              hyper = list(lr = r$o$lr, beta1 = r$o$beta1, beta2 = r$o$beta2, eps = r$o$eps),
+              params = lapply(seq_along(new$slots$m), function(i)
+                list(m = new$slots$m[[i]], v = new$slots$v[[i]], accum = NULL)))
   expect_identical(old$kind, "adam")
   o2 <- optimizer_adam(list(W = r$W, b = r$b), lr = 0.01)
   expect_true(o2$load_state(old))
