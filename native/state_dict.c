@@ -30,12 +30,29 @@ static int64_t find(const pg_state_dict_side *s, const char *nm)
     return -1;
 }
 
-/* appends ", "-joined text to buf (size n) at *at; cut at the buffer, as the core's error text is */
-static void add(char *buf, size_t n, size_t *at, int sep, const char *s)
+/* a ", "-joined list of names for a message: the core's error text holds 1024 bytes, so a long
+ * list ends with "... (N more)" rather than being cut mid-name (and the message's tail with it) */
+typedef struct name_list {
+    char s[440];
+    size_t at;
+    int64_t n, more;
+} name_list;
+
+static void add(name_list *l, const char *name)
 {
-    if (*at >= n) return;
-    int k = snprintf(buf + *at, n - *at, "%s%s", sep ? ", " : "", s);
-    *at += k > 0 ? (size_t)k : 0;
+    size_t need = strlen(name) + (l->n ? 2 : 0);
+    if (!l->more && l->at + need + 24 < sizeof l->s) {
+        snprintf(l->s + l->at, sizeof l->s - l->at, "%s%s", l->n ? ", " : "", name);
+        l->at += need, l->n++;
+    } else l->more++;
+}
+
+static const char *listed(name_list *l)
+{
+    if (l->more)
+        snprintf(l->s + l->at, sizeof l->s - l->at, "%s... (%lld more)", l->n ? ", " : "",
+                 (long long)l->more);
+    return l->s;
 }
 
 /* the model's names of one kind: all there (no NA, no ""), none twice */
@@ -47,15 +64,12 @@ static int check_distinct(const char *caller, int kind, const pg_state_dict_side
         for (int64_t j = 0; j < i && !bad; j++) bad = same_name(m->names[i], m->names[j]);
     }
     if (!bad) return 0;
-    char got[900];
-    size_t at = 0;
-    got[0] = 0;
-    if (!m->names) add(got, sizeof got, &at, 0, "an unnamed list");
-    for (int64_t i = 0; m->names && i < m->n; i++)
-        add(got, sizeof got, &at, i > 0, shown(m->names[i]));
+    name_list got = {{0}, 0, 0, 0};
+    if (!m->names) add(&got, "an unnamed list");
+    for (int64_t i = 0; m->names && i < m->n; i++) add(&got, shown(m->names[i]));
     return pg_fail(PG_STATUS_ERR_VALUE,
                    "%s: the model's %ss need distinct names to be matched with a state (got %s)",
-                   caller, KIND[kind], got);
+                   caller, KIND[kind], listed(&got));
 }
 
 /* strict: model names missing in the state (model order), then the state's names not in the
@@ -63,24 +77,21 @@ static int check_distinct(const char *caller, int kind, const pg_state_dict_side
 static int check_strict(const char *caller, int kind, const pg_state_dict_side *m,
                         const pg_state_dict_side *s)
 {
-    char miss[480], extra[480];
-    size_t am = 0, ae = 0;
-    int nm = 0, ne = 0;
-    miss[0] = extra[0] = 0;
+    name_list miss = {{0}, 0, 0, 0}, extra = {{0}, 0, 0, 0};
     for (int64_t i = 0; i < m->n; i++)
-        if (find(s, m->names[i]) < 0) add(miss, sizeof miss, &am, nm++ > 0, shown(m->names[i]));
+        if (find(s, m->names[i]) < 0) add(&miss, shown(m->names[i]));
     for (int64_t j = 0; j < s->n; j++) {
         const char *k = name_at(s, j);
         int seen = 0;
         for (int64_t i = 0; i < j && !seen; i++) seen = same_name(name_at(s, i), k);
         for (int64_t i = 0; i < m->n && !seen; i++) seen = same_name(m->names[i], k);
-        if (!seen) add(extra, sizeof extra, &ae, ne++ > 0, shown(k));
+        if (!seen) add(&extra, shown(k));
     }
-    if (!nm && !ne) return 0;
+    if (!miss.n && !miss.more && !extra.n && !extra.more) return 0;
     return pg_fail(
         PG_STATUS_ERR_VALUE,
         "%s: %s names differ (strict = TRUE)\n  missing in state: %s\n  not in model: %s", caller,
-        KIND[kind], miss, extra);
+        KIND[kind], listed(&miss), listed(&extra));
 }
 
 /* the state's dims as the messages show them: "3x3", "2" for a vector, "1" without dims */

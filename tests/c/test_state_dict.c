@@ -155,6 +155,39 @@ static void test_not_strict(void)
     teardown(&f);
 }
 
+/* a long list of names ends with "... (N more)": the core's error text (1024 bytes) keeps the
+ * message's tail */
+static void test_long_lists(void)
+{
+    fixture f;
+    setup(&f);
+    char names[100][32];
+    const char *mn[100];
+    pg_tensor *t[100];
+    for (int j = 0; j < 100; j++) {
+        snprintf(names[j], sizeof names[j], "parameter_number_%03d", j);
+        mn[j] = names[j], t[j] = f.t[0];
+    }
+    f.model[0] = (pg_state_dict_side){100, mn, t, NULL};
+    f.state[0].n = 0;
+    pg_clear_error();
+    CHECK(pg_state_dict_load(C, f.model, f.state, 1) == PG_STATUS_ERR_VALUE);
+    const char *e = pg_last_error();
+    CHECK(!strncmp(e,
+                   C ": parameter names differ (strict = TRUE)\n  missing in state: "
+                     "parameter_number_000, parameter_number_001, ",
+                   110));
+    CHECK(strstr(e, ", ... (") && strstr(e, " more)\n  not in model: ") && strlen(e) < 1000);
+    mn[99] = mn[0];
+    pg_clear_error();
+    CHECK(pg_state_dict_load(C, f.model, f.state, 1) == PG_STATUS_ERR_VALUE);
+    e = pg_last_error();
+    CHECK(strstr(e, "need distinct names") && strstr(e, " more)") && e[strlen(e) - 1] == ')');
+    CHECK(untouched(&f));
+    pg_clear_error();
+    teardown(&f);
+}
+
 static void test_bad_calls(void)
 {
     fixture f;
@@ -177,5 +210,6 @@ void test_state_dict(void)
     test_names();
     test_values();
     test_not_strict();
+    test_long_lists();
     test_bad_calls();
 }
