@@ -16,6 +16,7 @@
 #include "pg_api_sched.h"
 #include "pg_api_train.h"
 #include "pg_api_optim_state.h"
+#include "pg_api_state_dict.h"
 #include "pg_api_train_stop.h"
 #include "pg_api_train_session.h"
 #include "pg_api_layer_config.h"

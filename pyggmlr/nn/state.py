@@ -16,8 +16,8 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from .. import _walk
-from .._core import ffi, last_message, lib
-from ..errors import ArgumentError, PyggmlrValueError, ShapeError
+from .._core import check, ffi, last_message, lib
+from ..errors import ArgumentError, PyggmlrValueError
 from ..tensor import Tensor
 
 __all__ = ["ag_state_dict", "ag_load_state_dict"]
@@ -87,35 +87,35 @@ def ag_state_dict(model: Any) -> Dict[str, Any]:
     }
 
 
-def _dim_str(v: Any) -> str:
-    return "x".join(str(int(s)) for s in v.shape) if v.ndim else "1"
+def _side(keep: list, side: Any, names: List[str]) -> None:
+    """One kind's names as C strings into side (kept alive by keep)."""
+    cs = [ffi.new("char[]", k.encode("utf-8", "replace")) for k in names]
+    arr = ffi.new("char *[]", cs or 1)
+    keep += [cs, arr]
+    side.n, side.names = len(names), arr
 
 
-def _value(caller: str, nm: str, shape: Tuple[int, int], val: Any) -> np.ndarray:
-    """ggmlR's checks of one used entry: numeric with the model's dims, then finite."""
-    if isinstance(val, Tensor):
-        val = val.numpy()
-    try:
-        a = np.asarray(val)
-    except (TypeError, ValueError):
-        a = np.asarray([])
-    if a.dtype.kind not in "iuf" or a.ndim != 2 or tuple(a.shape) != tuple(shape):
-        raise ShapeError(
-            f"{caller}: shape mismatch for '{nm}': model {shape[0]}x{shape[1]}, state {_dim_str(a)}"
-        )
-    if not np.all(np.isfinite(a)):
-        raise PyggmlrValueError(f"{caller}: '{nm}' contains NA, NaN or Inf")
-    return np.asfortranarray(a if a.dtype.kind == "f" else a.astype(np.float64))
-
-
-def _distinct(items: List[Tuple[str, Tensor]], caller: str, what: str) -> List[str]:
-    names = [k for k, _ in items]
-    if len(set(names)) != len(names) or any(not k for k in names):
-        raise PyggmlrValueError(
-            f"{caller}: the model's {what} need distinct names to be matched with a state "
-            f"(got {', '.join(names)})"
-        )
-    return names
+def _values(keep: list, side: Any, saved: Mapping, used: set) -> None:
+    """The state's values of one kind as the core's host matrices: dims (a tensor stands for its
+    values), numbers or not, and the doubles of the entries the model may use."""
+    vals = ffi.new("pg_host_matrix[]", max(len(saved), 1))
+    keep.append(vals)
+    side.values = vals
+    for m, (k, v) in zip(vals, saved.items()):
+        if isinstance(v, Tensor):
+            v = v.numpy()
+        try:
+            a = np.asarray(v)
+        except (TypeError, ValueError):  # ragged or unconvertible: no numbers, 0 long
+            a = np.asarray([])
+        dims = ffi.new("int64_t[]", [int(d) for d in a.shape] or 1)
+        keep.append(dims)
+        m.present, m.ndim, m.dims = 1, a.ndim, dims
+        m.numeric = a.dtype.kind in "iuf"
+        if m.numeric and a.ndim == 2 and str(k) in used:
+            d = np.asfortranarray(a, dtype=np.float64)
+            keep.append(d)
+            m.data = ffi.cast("double *", d.ctypes.data)
 
 
 def ag_load_state_dict(model: Any, state: Mapping, strict: bool = True) -> Any:
@@ -125,14 +125,15 @@ def ag_load_state_dict(model: Any, state: Mapping, strict: bool = True) -> Any:
     [rows, cols] arrays ("buffers" may be missing; "format" is not checked, so a state converted
     from R loads); strict: True: parameter names, then buffer names, must match exactly; False:
     only the names on both sides are used.
-    Every used entry is checked (shape, then finite) before anything is written, so a failing
-    load changes no weight; the same tensor objects get the values (an optimizer built on the
+    Every used entry is checked (shape, then finite, then the f32 range) before anything is
+    written, so a failing load changes no weight (the rules and the write are the C core's,
+    native/state_dict.c, shared with R); the same tensor objects get the values (an optimizer built on the
     model stays bound, converted to each tensor's dtype); .grad, the training flag and optimizer
     state are untouched. Returns: model.
     Raises: ArgumentError (``ag_load_state_dict(): `state` is not a state dict (no
     $parameters)``, strict not a bool); PyggmlrValueError for differing names under strict
     (``parameter names differ (strict = TRUE)`` + ``missing in state:`` / ``not in model:``
-    lines) and for NA/NaN/Inf values; ShapeError ``shape mismatch for 'layer1_W': model 8x4,
+    lines), for NA/NaN/Inf values and for finite values beyond an f32 tensor's range; ShapeError ``shape mismatch for 'layer1_W': model 8x4,
     state 3x3``."""
     caller = "ag_load_state_dict()"
     if not isinstance(state, Mapping) or not isinstance(state.get("parameters"), Mapping):
@@ -147,25 +148,19 @@ def ag_load_state_dict(model: Any, state: Mapping, strict: bool = True) -> Any:
     if not isinstance(sb, Mapping):
         raise ArgumentError(f"{caller}: `state` is not a state dict ($buffers is not a list)")
 
-    def used(have, saved, what):
-        hn = _distinct(have, caller, what + "s")
-        sn = [str(k) for k in saved]
-        missing, extra = [k for k in hn if k not in sn], [k for k in sn if k not in hn]
-        if strict and (missing or extra):
-            raise PyggmlrValueError(
-                f"{caller}: {what} names differ (strict = TRUE)\n  missing in state: "
-                f"{', '.join(missing)}\n  not in model: {', '.join(extra)}"
-            )
-        return [k for k in hn if k in sn]
-
-    pn, bn = used(params, sp, "parameter"), used(bufs, sb, "buffer")
-    pt, bt = dict(params), dict(bufs)
-    pv = [(pt[k], _value(caller, k, pt[k].shape, sp[k])) for k in pn]
-    bv = [(bt[k], _value(caller, k, bt[k].shape, sb[k])) for k in bn]
-    for (t, a), k in zip(pv + bv, pn + bn):  # a finite double beyond f32 would become Inf
-        check_fits(t, np.asarray(a, dtype=np.float64), f"{caller}: '{k}'")
-    for t, a in pv + bv:  # all checked: now write
-        t.data = a
+    # the rules (names, then each used value's shape and finiteness, then the dtype's range) and
+    # the write into the same tensors, all or nothing, are the C core's (native/state_dict.c),
+    # shared with R
+    keep: list = []
+    model_c, state_c = ffi.new("pg_state_dict_side[2]"), ffi.new("pg_state_dict_side[2]")
+    for k, (have, saved) in enumerate([(params, sp), (bufs, sb)]):
+        _side(keep, model_c[k], [n for n, _ in have])
+        handles = ffi.new("pg_tensor *[]", [t._handle() for _, t in have] or 1)
+        keep.append(handles)
+        model_c[k].tensors = handles
+        _side(keep, state_c[k], [str(n) for n in saved])
+        _values(keep, state_c[k], saved, {n for n, _ in have})
+    check(lib.pg_state_dict_load(caller.encode(), model_c, state_c, bool(strict)))
     return model
 
 

@@ -69,35 +69,12 @@ ag_state_dict <- function(model) {
 .dim_str <- function(v) if (is.null(dim(v))) as.character(length(v)) else paste(dim(v),
     collapse = "x")
 
-# Every used entry numeric, of the model's dims, finite (ggmlR's texts); returns the value to write
-.sd_value <- function(caller, nm, model_dim, val) {
-  if (is_ag_tensor(val)) val <- val$data
-  if (!is.numeric(val) || !identical(as.integer(dim(val)), as.integer(model_dim)))
-    .arg_stop(sprintf("%s: shape mismatch for '%s': model %s, state %s", caller, nm,
-                 paste(model_dim, collapse = "x"),
-                 .dim_str(val)), kind = "shape")
-  if (!all(is.finite(val))) .arg_stop(sprintf("%s: '%s' contains NA, NaN or Inf", caller, nm),
-                                      kind = "value")
-  storage.mode(val) <- "double"
-  val
-}
-
 # a finite double beyond the f32 range would become Inf in an f32 tensor: refused before any write
 .fits_all <- function(caller, tensors, values, nms) {
   for (i in seq_along(values)) {
     bad <- .check_fits(tensors[[i]], values[[i]], sprintf("%s: '%s'", caller, nms[[i]]))
     if (!is.null(bad)) .pg_stop("value", bad)  # as Python's check_fits
   }
-}
-
-.distinct_names <- function(lst, caller, what) {
-  nm <- names(lst)
-  if (length(lst) && (is.null(nm) || any(is.na(nm) | !nzchar(nm)) || anyDuplicated(nm)))
-    .arg_stop(sprintf("%s: the model's %s need distinct names to be matched with a state (got %s)",
-                 caller, what,
-                 if (is.null(nm)) "an unnamed list" else paste(nm, collapse = ", ")),
-              kind = "value")
-  if (is.null(nm)) character(0) else nm
 }
 
 ag_load_state_dict <- function(model, state, strict = TRUE) {
@@ -108,30 +85,13 @@ ag_load_state_dict <- function(model, state, strict = TRUE) {
     .arg_stop(caller, ": `strict` must be TRUE or FALSE")
   params <- .state_params(model, caller)
   bufs <- .state_buffers(model)
-  sp <- state[["parameters"]]
   sb <- state[["buffers"]]
   if (is.null(sb)) sb <- list()
   if (!is.list(sb)) .arg_stop(caller, ": `state` is not a state dict ($buffers is not a list)")
-  used <- function(have, saved, what) {
-    hn <- .distinct_names(have, caller, paste0(what, "s"))
-    sn <- names(saved)
-    if (is.null(sn)) sn <- rep("", length(saved))
-    missing <- setdiff(hn, sn)
-    extra <- setdiff(sn, hn)
-    if (strict && (length(missing) || length(extra)))
-      .arg_stop(caller, ": ", what, " names differ (strict = TRUE)", "\n  missing in state: ",
-           paste(missing, collapse = ", "),
-           "\n  not in model: ", paste(extra, collapse = ", "), kind = "value")
-    intersect(hn, sn)
-  }
-  pn <- used(params, sp, "parameter")
-  bn <- used(bufs, sb, "buffer")
-  # every check before the first write: a failing load changes nothing
-  pv <- lapply(pn, function(nm) .sd_value(caller, nm, dim(params[[nm]]), sp[[nm]]))
-  bv <- lapply(bn, function(nm) .sd_value(caller, nm, dim(bufs[[nm]]), sb[[nm]]))
-  .fits_all(caller, c(params[pn], bufs[bn]), c(pv, bv), c(pn, bn))
-  for (i in seq_along(pn)) params[[pn[i]]]$data <- pv[[i]]  # in place: optimizers stay bound
-  for (i in seq_along(bn)) bufs[[bn[i]]]$data <- bv[[i]]
+  # the rules (names, then each used value's shape and finiteness, then the dtype's range) and the
+  # write into the same tensors, all or nothing, are the C core's (native/state_dict.c), shared
+  # with Python; its refusals come back classed (shape, value)
+  .Call(R_pg_state_dict_load, list(params, bufs), list(state[["parameters"]], sb), strict, caller)
   invisible(model)
 }
 

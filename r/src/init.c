@@ -163,6 +163,7 @@ extern SEXP R_pg_optim_hyper_diff(SEXP, SEXP);
 extern SEXP R_pg_optim_state_parts(SEXP);
 extern SEXP R_pg_optim_tables(void);
 extern SEXP R_pg_values_fit(SEXP, SEXP, SEXP);
+extern SEXP R_pg_state_dict_load(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_st_read(SEXP);
 extern SEXP R_pg_st_write(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_json_check(SEXP, SEXP, SEXP);
@@ -335,6 +336,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_optim_state_parts", (DL_FUNC)&R_pg_optim_state_parts, 1},
     {"R_pg_optim_tables", (DL_FUNC)&R_pg_optim_tables, 0},
     {"R_pg_values_fit", (DL_FUNC)&R_pg_values_fit, 3},
+    {"R_pg_state_dict_load", (DL_FUNC)&R_pg_state_dict_load, 4},
     {"R_pg_st_read", (DL_FUNC)&R_pg_st_read, 1},
     {"R_pg_st_write", (DL_FUNC)&R_pg_st_write, 6},
     {"R_pg_json_check", (DL_FUNC)&R_pg_json_check, 3},

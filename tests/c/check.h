@@ -43,6 +43,7 @@ void test_ops(void);
 void test_gemm(void);
 void test_optim(void);
 void test_optim_state(void);
+void test_state_dict(void);
 void test_memory(void);
 void test_dist(void);
 void test_threads(void);

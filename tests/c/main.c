@@ -33,6 +33,7 @@ int main(void)
     run("gemm", test_gemm);
     run("optim", test_optim);
     run("optim state", test_optim_state);
+    run("state dict", test_state_dict);
     run("memory", test_memory);
     run("dist", test_dist);
     run("threads", test_threads);

@@ -1,0 +1,31 @@
+/* pyggmlr C core: ag_load_state_dict()'s rules and its write (state_dict.c), once for R and
+ * Python. The front ends check their own objects (the state a dict / list with "parameters", strict
+ * a flag), walk the model for its named tensors and describe the state's entries as host data
+ * (pg_host_matrix, pg_api_optim_state.h); the rules, in ggmlR's order with its texts, and the
+ * all-or-nothing write are here. Named to sort after pg_api_optim_state.h (cffi reads the headers
+ * in name order, and pg_host_matrix comes from there). */
+
+/* the two kinds a state holds, in the order they are checked */
+enum pg_state_dict_kind { PG_STATE_DICT_PARAMETERS = 0, PG_STATE_DICT_BUFFERS = 1 };
+
+/* One kind on one side. names: n names, a NULL entry for R's NA; names NULL (n > 0): an unnamed
+ * list (the model's side refuses it, the state's reads every name as ""). tensors: the model's n
+ * tensors (borrowed; NULL on the state's side). values: the state's n values (NULL on the model's
+ * side); a value needs data only when a model tensor uses it with its shape. */
+typedef struct pg_state_dict_side {
+    int64_t n;
+    const char *const *names;
+    pg_tensor *const *tensors;
+    const pg_host_matrix *values;
+} pg_state_dict_side;
+
+/* model[k], state[k] for k in pg_state_dict_kind. For parameters, then buffers: the model's names
+ * distinct and non-empty; under strict the same names on both sides. Then each used entry (model
+ * order, the names on both sides; parameters first): numbers of the model's shape
+ * (PG_STATUS_ERR_SHAPE), finite; then every used value fits its tensor's dtype (pg_values_fit).
+ * Only then every value is written into its tensor (pg_tensor_write): a refused load writes
+ * nothing. Messages start with caller ("ag_load_state_dict()"); refusals are PG_STATUS_ERR_VALUE
+ * but for the shape; a malformed description (NULL where values are needed) is
+ * PG_STATUS_ERR_ARG. */
+int pg_state_dict_load(const char *caller, const pg_state_dict_side *model,
+                       const pg_state_dict_side *state, int strict);

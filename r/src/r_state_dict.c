@@ -1,0 +1,81 @@
+/* .Call glue: ag_load_state_dict() (native/state_dict.c). state.R checks the R objects (the
+ * state a list with $parameters, strict a flag) and walks the model; this turns the model's
+ * named tensors and the state's named values into the core's description, which checks and
+ * writes, all or nothing, and raises the core's refusal classed. */
+#include <string.h>
+#include "r_util.h"
+
+/* a list's names (a NULL entry for NA); NULL when the list has none */
+static const char *const *names_of(SEXP lst)
+{
+    SEXP nm = Rf_getAttrib(lst, R_NamesSymbol);
+    if (Rf_isNull(nm)) return NULL;
+    const char **out = (const char **)R_alloc(XLENGTH(nm) > 0 ? XLENGTH(nm) : 1, sizeof *out);
+    for (R_xlen_t j = 0; j < XLENGTH(nm); j++)
+        out[j] = STRING_ELT(nm, j) == NA_STRING ? NULL : Rf_translateCharUTF8(STRING_ELT(nm, j));
+    return out;
+}
+
+/* one state value as the checks see it (R's is.numeric, dim() or else length(), the doubles);
+ * an ag_tensor stands for its $data */
+static void host_matrix(SEXP x, pg_host_matrix *m)
+{
+    memset(m, 0, sizeof *m);
+    int64_t *dims = (int64_t *)R_alloc(2, sizeof *dims);
+    m->present = 1;
+    m->dims = dims;
+    if (Rf_inherits(x, "ag_tensor")) {
+        pg_tensor *t = r_get(r_handle(x), R_TENSOR);
+        double *v = (double *)R_alloc(pg_tensor_numel(t) > 0 ? pg_tensor_numel(t) : 1, sizeof *v);
+        r_check(pg_tensor_read(t, v, PG_DTYPE_F64));
+        m->numeric = 1, m->ndim = 2, m->data = v;
+        dims[0] = pg_tensor_nrow(t), dims[1] = pg_tensor_ncol(t);
+        return;
+    }
+    /* R's is.numeric: numbers, not a factor, a date, a time or a time difference */
+    m->numeric = (TYPEOF(x) == REALSXP || TYPEOF(x) == INTSXP) && !Rf_isFactor(x) &&
+        !Rf_inherits(x, "Date") && !Rf_inherits(x, "POSIXt") && !Rf_inherits(x, "difftime");
+    SEXP d = Rf_getAttrib(x, R_DimSymbol);
+    if (Rf_isNull(d) || TYPEOF(d) != INTSXP) {
+        m->ndim = 1, dims[0] = (int64_t)Rf_xlength(x); /* R's .dim_str: the length */
+        return;
+    }
+    m->ndim = (int)XLENGTH(d);
+    if (m->ndim > 2) m->dims = dims = (int64_t *)R_alloc(m->ndim, sizeof *dims);
+    for (int k = 0; k < m->ndim; k++) dims[k] = INTEGER(d)[k];
+    /* a dim that disagrees with the length (a tampered object) gets no data: read as no numbers */
+    if (m->numeric && m->ndim == 2 && dims[0] * dims[1] != (int64_t)XLENGTH(x)) m->numeric = 0;
+    if (!m->numeric || m->ndim != 2) return;
+    if (TYPEOF(x) == REALSXP) m->data = REAL(x);
+    else {
+        double *v = (double *)R_alloc(XLENGTH(x) > 0 ? XLENGTH(x) : 1, sizeof *v);
+        for (R_xlen_t e = 0; e < XLENGTH(x); e++)
+            v[e] = INTEGER(x)[e] == NA_INTEGER ? NAN : INTEGER(x)[e];
+        m->data = v;
+    }
+}
+
+/* model: list(parameters, buffers), each a named list of ag_tensors; state: list(parameters,
+ * buffers), each a named list of values. NULL, or the core's refusal raised classed. */
+SEXP R_pg_state_dict_load(SEXP model, SEXP state, SEXP strict, SEXP caller)
+{
+    if (TYPEOF(model) != VECSXP || XLENGTH(model) != 2 || TYPEOF(state) != VECSXP ||
+        XLENGTH(state) != 2 || !Rf_isString(caller) || XLENGTH(caller) != 1)
+        r_stopf(PG_STATUS_ERR_ARG, "internal: bad state dict description");
+    pg_state_dict_side ms[2], ss[2];
+    for (int k = 0; k < 2; k++) {
+        SEXP mk = VECTOR_ELT(model, k), sk = VECTOR_ELT(state, k);
+        if (TYPEOF(mk) != VECSXP || TYPEOF(sk) != VECSXP)
+            r_stopf(PG_STATUS_ERR_ARG, "internal: bad state dict description");
+        ms[k].n = XLENGTH(mk), ms[k].names = names_of(mk), ms[k].values = NULL;
+        pg_tensor **t = (pg_tensor **)R_alloc(ms[k].n > 0 ? ms[k].n : 1, sizeof *t);
+        for (int64_t j = 0; j < ms[k].n; j++) t[j] = r_get(r_handle(VECTOR_ELT(mk, j)), R_TENSOR);
+        ms[k].tensors = t;
+        ss[k].n = XLENGTH(sk), ss[k].names = names_of(sk), ss[k].tensors = NULL;
+        pg_host_matrix *v = (pg_host_matrix *)R_alloc(ss[k].n > 0 ? ss[k].n : 1, sizeof *v);
+        for (int64_t j = 0; j < ss[k].n; j++) host_matrix(VECTOR_ELT(sk, j), &v[j]);
+        ss[k].values = v;
+    }
+    r_check(pg_state_dict_load(CHAR(STRING_ELT(caller, 0)), ms, ss, Rf_asLogical(strict) == TRUE));
+    return R_NilValue;
+}

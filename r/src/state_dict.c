@@ -1,0 +1,1 @@
+../../native/state_dict.c
