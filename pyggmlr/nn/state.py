@@ -16,8 +16,8 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from .. import _walk
-from .._core import check, ffi, last_message, lib
-from ..errors import ArgumentError, PyggmlrValueError
+from .._core import check, ffi, lib
+from ..errors import ArgumentError
 from ..tensor import Tensor
 
 __all__ = ["ag_state_dict", "ag_load_state_dict"]
@@ -162,16 +162,3 @@ def ag_load_state_dict(model: Any, state: Mapping, strict: bool = True) -> Any:
         _values(keep, state_c[k], saved, {n for n, _ in have})
     check(lib.pg_state_dict_load(caller.encode(), model_c, state_c, bool(strict)))
     return model
-
-
-def check_fits(t: Any, a: np.ndarray, what: str) -> None:
-    """Values for tensor t: a finite double beyond the f32 range would become Inf there."""
-    if a.size and a.dtype == np.float64 and t.dtype == "f32":
-        b = np.ascontiguousarray(a)
-        if lib.pg_values_fit(
-            ffi.cast("double *", b.ctypes.data),
-            b.size,
-            lib.PG_DTYPE_F32,
-            what.encode("utf-8", "replace"),
-        ):
-            raise PyggmlrValueError(last_message())
