@@ -51,24 +51,11 @@ SEXP R_pg_mf_load_check(SEXP p, SEXP model)
     int rc = pg_mf_load_check(mf, &m, &d);
     if (rc) return r_status_list(rc);
     if (!d.n) return R_NilValue;
-    static const char *const fields[] = {"message", "name", "entry", "default", "is_flag", "state"};
-    SEXP out = PROTECT(r_named_list(fields, 6)), nm = PROTECT(Rf_allocVector(STRSXP, d.n));
-    SEXP entry = PROTECT(Rf_allocVector(INTSXP, d.n)), dflt = PROTECT(Rf_allocVector(REALSXP, d.n));
-    SEXP flag = PROTECT(Rf_allocVector(LGLSXP, d.n)), st = PROTECT(Rf_allocVector(VECSXP, d.n));
-    for (int k = 0; k < d.n; k++) {
-        SET_STRING_ELT(nm, k, Rf_mkChar(d.name[k]));
-        INTEGER(entry)[k] = (int)d.entry[k] + 1;
-        REAL(dflt)[k] = d.default_value[k];
-        LOGICAL(flag)[k] = d.is_flag[k];
+    SEXP st = PROTECT(Rf_allocVector(VECSXP, d.n));
+    for (int k = 0; k < d.n; k++)
         if (d.entry[k] >= 0) SET_VECTOR_ELT(st, k, hyper_value(mf, d.entry[k]));
-    }
-    SET_VECTOR_ELT(out, 0, Rf_ScalarString(Rf_mkCharCE(d.message, CE_UTF8)));
-    SET_VECTOR_ELT(out, 1, nm);
-    SET_VECTOR_ELT(out, 2, entry);
-    SET_VECTOR_ELT(out, 3, dflt);
-    SET_VECTOR_ELT(out, 4, flag);
-    SET_VECTOR_ELT(out, 5, st);
-    UNPROTECT(6);
+    SEXP out = r_hyper_diff(&d, st);
+    UNPROTECT(1);
     return out;
 }
 

@@ -3,6 +3,15 @@
 #include <string.h>
 #include "r_util.h"
 
+const double *r_doubles(SEXP x)
+{
+    if (TYPEOF(x) == REALSXP) return REAL(x);
+    double *v = (double *)R_alloc(XLENGTH(x) > 0 ? XLENGTH(x) : 1, sizeof *v);
+    for (R_xlen_t e = 0; e < XLENGTH(x); e++)
+        v[e] = INTEGER(x)[e] == NA_INTEGER ? NAN : INTEGER(x)[e];
+    return v;
+}
+
 static SEXP field(SEXP list, const char *name)
 {
     SEXP nms = Rf_getAttrib(list, R_NamesSymbol);
@@ -58,13 +67,7 @@ static void host_matrix(SEXP x, pg_host_matrix *m)
     for (int k = 0; k < m->ndim; k++) dims[k] = INTEGER(d)[k];
     m->dims = dims;
     if (!m->numeric || m->ndim != 2) return;
-    if (TYPEOF(x) == REALSXP) m->data = REAL(x);
-    else {
-        double *v = (double *)R_alloc(XLENGTH(x) > 0 ? XLENGTH(x) : 1, sizeof *v);
-        for (R_xlen_t e = 0; e < XLENGTH(x); e++)
-            v[e] = INTEGER(x)[e] == NA_INTEGER ? NAN : INTEGER(x)[e];
-        m->data = v;
-    }
+    m->data = r_doubles(x);
 }
 
 /* .st_desc's list as the core's description */
@@ -117,23 +120,31 @@ SEXP R_pg_optim_hyper_diff(SEXP h, SEXP desc)
     pg_optim_state_in in = describe(desc);
     pg_optim_hyper_diff d;
     r_check(pg_optim_hyper_diff_of(o, &in, &d));
-    if (!d.n) return R_NilValue;
-    static const char *const fields[] = {"message", "name", "entry", "default", "is_flag"};
-    SEXP out = PROTECT(r_named_list(fields, 5)), nm = PROTECT(Rf_allocVector(STRSXP, d.n));
-    SEXP entry = PROTECT(Rf_allocVector(INTSXP, d.n)), dflt = PROTECT(Rf_allocVector(REALSXP, d.n));
-    SEXP flag = PROTECT(Rf_allocVector(LGLSXP, d.n));
-    for (int k = 0; k < d.n; k++) {
-        SET_STRING_ELT(nm, k, Rf_mkChar(d.name[k]));
-        INTEGER(entry)[k] = (int)d.entry[k] + 1;
-        REAL(dflt)[k] = d.default_value[k];
-        LOGICAL(flag)[k] = d.is_flag[k];
+    return r_hyper_diff(&d, R_NilValue);
+}
+
+SEXP r_hyper_diff(const pg_optim_hyper_diff *d, SEXP state)
+{
+    if (!d->n) return R_NilValue;
+    PROTECT(state);
+    static const char *const fields[] = {"message", "name", "entry", "default", "is_flag", "state"};
+    SEXP out = PROTECT(r_named_list(fields, Rf_isNull(state) ? 5 : 6));
+    SEXP nm = PROTECT(Rf_allocVector(STRSXP, d->n)), entry = PROTECT(Rf_allocVector(INTSXP, d->n));
+    SEXP dflt = PROTECT(Rf_allocVector(REALSXP, d->n)),
+         flag = PROTECT(Rf_allocVector(LGLSXP, d->n));
+    for (int k = 0; k < d->n; k++) {
+        SET_STRING_ELT(nm, k, Rf_mkChar(d->name[k]));
+        INTEGER(entry)[k] = (int)d->entry[k] + 1;
+        REAL(dflt)[k] = d->default_value[k];
+        LOGICAL(flag)[k] = d->is_flag[k];
     }
-    SET_VECTOR_ELT(out, 0, Rf_ScalarString(Rf_mkCharCE(d.message, CE_UTF8)));
+    SET_VECTOR_ELT(out, 0, Rf_ScalarString(Rf_mkCharCE(d->message, CE_UTF8)));
     SET_VECTOR_ELT(out, 1, nm);
     SET_VECTOR_ELT(out, 2, entry);
     SET_VECTOR_ELT(out, 3, dflt);
     SET_VECTOR_ELT(out, 4, flag);
-    UNPROTECT(5);
+    if (!Rf_isNull(state)) SET_VECTOR_ELT(out, 5, state);
+    UNPROTECT(6);
     return out;
 }
 

@@ -46,13 +46,7 @@ static void host_matrix(SEXP x, pg_host_matrix *m)
     /* a dim that disagrees with the length (a tampered object) gets no data: read as no numbers */
     if (m->numeric && m->ndim == 2 && dims[0] * dims[1] != (int64_t)XLENGTH(x)) m->numeric = 0;
     if (!m->numeric || m->ndim != 2) return;
-    if (TYPEOF(x) == REALSXP) m->data = REAL(x);
-    else {
-        double *v = (double *)R_alloc(XLENGTH(x) > 0 ? XLENGTH(x) : 1, sizeof *v);
-        for (R_xlen_t e = 0; e < XLENGTH(x); e++)
-            v[e] = INTEGER(x)[e] == NA_INTEGER ? NAN : INTEGER(x)[e];
-        m->data = v;
-    }
+    m->data = r_doubles(x);
 }
 
 /* model: list(parameters, buffers), each a named list of ag_tensors; state: list(parameters,

@@ -138,6 +138,11 @@ void r_gc_pressure(void);
 SEXP r_status_list(int rc);
 SEXP r_st_contents(pg_st_file *f, int close);
 void r_st_tensor(SEXP v, int f64, const char *name, pg_st_tensor *t);
+/* r_optim_state.c: x's numbers as doubles (x itself, or an R_alloc'd copy of integers, NA as
+ * NaN); the core's hyper-parameter comparison as R's list(message, name, entry (1-based, 0: the
+ * default), default, is_flag[, state = the state's values when given]), NULL when none differ */
+const double *r_doubles(SEXP x);
+SEXP r_hyper_diff(const pg_optim_hyper_diff *d, SEXP state);
 /* r_modelfile_model.c: list(param names, params, buffer names, buffers, optimizer or NULL) as
  * the core's model description (R_alloc'd) */
 pg_mf_model r_mf_model(SEXP m);
