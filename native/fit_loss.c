@@ -74,3 +74,49 @@ pg_tensor *pg_fit_loss(int loss, pg_tensor *out, pg_tensor *y)
         return NULL;
     }
 }
+
+/* ag_fit's opt_params(epoch): checked whole before the first is set, and any set undone when a
+ * later one is refused, so a refused epoch's hyper-parameters are the previous ones */
+int pg_fit_opt_params(pg_optim *o, int64_t n, const char *const *names, const pg_host_value *v,
+                      int64_t epoch)
+{
+    if (!o || n < 0 || (n && (!names || !v)))
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_opt_params(): bad arguments");
+    if (n > 64)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_fit: opt_params returned %lld entries at epoch %lld (at most 64)",
+                       (long long)n, (long long)epoch);
+    int kind = pg_optim_kind(o);
+    const char *fn = kind == PG_OPTIM_KIND_ADAM ? "optimizer_adam" : "optimizer_sgd";
+    const char *canon[64];
+    double old[64];
+    for (int64_t i = 0; i < n; i++) {
+        const char *k = names[i] ? names[i] : "";
+        canon[i] = !strcmp(k, "alpha") ? "lr" : !strcmp(k, "wd") ? "weight_decay" : k;
+        int known = 0;
+        for (int j = 0; pg_optim_name(PG_OPTIM_NAMES_FILE_HYPER, kind, j); j++)
+            known |= !strcmp(canon[i], pg_optim_name(PG_OPTIM_NAMES_FILE_HYPER, kind, j));
+        char q[80];
+        snprintf(q, sizeof q, "'%.60s'", k);
+        if (!known)
+            return pg_fail(PG_STATUS_ERR_VALUE,
+                           "ag_fit: opt_params returned unknown hyper-parameter %s for %s", q, fn);
+        int flag = pg_optim_is_flag(canon[i]);
+        if (!(v[i].kind == PG_HOST_NUM || v[i].kind == PG_HOST_INT ||
+              (flag && v[i].kind == PG_HOST_BOOL)))
+            return pg_fail(PG_STATUS_ERR_ARG,
+                           "ag_fit: opt_params returned %s = %s at epoch %lld; it must be %s", q,
+                           v[i].text ? v[i].text : "?", (long long)epoch,
+                           flag ? "TRUE or FALSE" : "one number");
+        old[i] = pg_optim_get(o, canon[i]);
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (pg_optim_set(o, canon[i], v[i].num)) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", pg_last_error());
+            for (int64_t j = 0; j < i; j++) pg_optim_set(o, canon[j], old[j]);
+            return pg_fail(PG_STATUS_ERR_VALUE, "ag_fit: opt_params at epoch %lld: %s",
+                           (long long)epoch, msg);
+        }
+    return 0;
+}

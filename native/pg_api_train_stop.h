@@ -156,5 +156,12 @@ int pg_fit_loss_parse(const char *name, int *loss);
  * (PG_OPTIM_KIND_*). name: NULL when the argument is no string, shown then says what it is. An
  * unknown one is PG_STATUS_ERR_VALUE naming ag_fit and the accepted names. */
 int pg_fit_optim_parse(const char *name, const char *shown, int *kind);
+/* ag_fit's opt_params(epoch) result for optimizer o, all or nothing: each name through ggmlR's
+ * aliases (alpha: lr, wd: weight_decay) one of o's hyper-parameters (PG_OPTIM_NAMES_FILE_HYPER),
+ * else PG_STATUS_ERR_VALUE; each value a number (nesterov / average: a flag too; v[i].text: the
+ * host's display), else PG_STATUS_ERR_ARG; then pg_optim_set's range check as each is set, a
+ * refusal undoing the ones before (PG_STATUS_ERR_VALUE). At most 64 entries. */
+int pg_fit_opt_params(pg_optim *o, int64_t n, const char *const *names, const pg_host_value *v,
+                      int64_t epoch);
 /* the loss of out against y (NULL for mean / sum), on the tape like the op it calls */
 pg_tensor *pg_fit_loss(int loss, pg_tensor *out, pg_tensor *y);

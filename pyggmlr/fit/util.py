@@ -14,13 +14,10 @@ from ..errors import ArgumentError, PyggmlrValueError, ShapeError
 from ..graph.compile import ag_compile
 from ..nn import modules as nn
 from ..optim.optimizer import Optimizer, optimizer_adam, optimizer_sgd
+from ..optim.state import _Host
 from ..tensor import Tensor, _wrap, ag_default_dtype
 
 __all__: List[str] = []
-
-# opt_params keys: ggml's names are accepted as aliases of the optimizer attributes
-_HYPER_ALIASES = {"alpha": "lr", "wd": "weight_decay"}
-
 
 # ---------------------------------------------------------------------------------------------
 # model helpers (work with nn modules and with any object with forward/parameters)
@@ -146,21 +143,20 @@ def _make_optimizer(optimizer, params, lr):
 
 
 def _apply_hyper(opt, hp, epoch):
+    """opt_params(epoch)'s dict set on opt by the core (pg_fit_opt_params: ggmlR's aliases, the
+    optimizer's names, the values and their ranges; all or nothing)."""
     if hp is None:
         return
     if not isinstance(hp, dict):
         raise ArgumentError(
             f"ag_fit: opt_params(epoch) must return a dict, got {type(hp).__name__} at epoch {epoch}"
         )
-    for k, v in hp.items():
-        name = _HYPER_ALIASES[k] if k in _HYPER_ALIASES else k
-        try:
-            getattr(opt, name)
-        except AttributeError:
-            raise PyggmlrValueError(
-                f"ag_fit: opt_params returned unknown hyper-parameter {k!r} for {type(opt).__name__}"
-            ) from None
-        setattr(opt, name, v)
+    h = _Host(lib.PG_OPTIM_STATE_FORM_GGMLR)
+    vals = ffi.new("pg_host_value[]", max(len(hp), 1))
+    for dst, v in zip(vals, hp.values()):
+        h.value(dst, v, show=True)
+    names = h.strings([str(k) for k in hp])
+    check(lib.pg_fit_opt_params(opt._o, len(hp), names, vals, epoch))
 
 
 def _builtin_model(model):

@@ -180,20 +180,15 @@
   invisible(model)
 }
 
-.HYPER_ALIASES <- c(alpha = "lr", wd = "weight_decay")
-
+# opt_params(epoch)'s list set on opt by the core (pg_fit_opt_params: ggmlR's aliases, the
+# optimizer's names, the values and their ranges; all or nothing)
 .apply_hyper <- function(opt, hp, epoch) {
   if (is.null(hp)) return(invisible())
   if (!is.list(hp) || (length(hp) && is.null(names(hp))))
-    .fit_stop("ag_fit: opt_params(epoch) must return a named list, got %s at epoch %d",
-              class(hp)[[1L]], epoch)
-  for (k in names(hp)) {
-    nm <- if (k %in% names(.HYPER_ALIASES)) .HYPER_ALIASES[[k]] else k
-    if (!nm %in% .HYPER[[opt$kind]])
-      .fit_stop("ag_fit: opt_params returned unknown hyper-parameter '%s' for %s", k,
-                class(opt)[[1L]])
-    assign(nm, hp[[k]], envir = opt)
-  }
+    .fit_type_stop("ag_fit: opt_params(epoch) must return a named list, got %s at epoch %d",
+                   class(hp)[[1L]], epoch)
+  vals <- lapply(hp, function(v) if (is.null(v)) list(NULL, "NULL") else .st_val(v, show = TRUE))
+  .Call(R_pg_fit_opt_params, opt$.h, enc2utf8(names(hp)), vals, as.double(epoch))
   invisible()
 }
 

@@ -214,3 +214,21 @@ SEXP R_pg_optim_tables(void)
     UNPROTECT(2);
     return out;
 }
+
+/* ag_fit's opt_params(epoch) (pg_fit_opt_params): names, values as .st_val pairs; refusals are
+ * raised classed */
+SEXP R_pg_fit_opt_params(SEXP h, SEXP names, SEXP values, SEXP epoch)
+{
+    pg_optim *o = r_get(h, R_OPTIM);
+    R_xlen_t n = XLENGTH(values);
+    if (!Rf_isString(names) || TYPEOF(values) != VECSXP || XLENGTH(names) != n)
+        Rf_error("internal: bad opt_params for the core");
+    const char **nm = (const char **)R_alloc((size_t)n + 1, sizeof(char *));
+    pg_host_value *v = (pg_host_value *)R_alloc((size_t)n + 1, sizeof *v);
+    for (R_xlen_t i = 0; i < n; i++) {
+        nm[i] = utf8(names, i);
+        host_value(VECTOR_ELT(values, i), &v[i]);
+    }
+    r_check(pg_fit_opt_params(o, (int64_t)n, nm, v, (int64_t)Rf_asReal(epoch)));
+    return R_NilValue;
+}

@@ -369,6 +369,36 @@ static void test_state_side(pg_optim *o, pg_optim *sgd)
                   "the state"));
 }
 
+/* ag_fit's opt_params (pg_fit_opt_params): aliases, the kind's names, values, all or nothing */
+static void test_opt_params(pg_optim *o)
+{
+    double lr = pg_optim_get(o, "lr"), wd = pg_optim_get(o, "weight_decay");
+    const char *nm[2] = {"alpha", "wd"};
+    pg_host_value v[2] = {{PG_HOST_NUM, 0.5, "0.5"}, {PG_HOST_INT, 2, "2"}};
+    CHECK(pg_fit_opt_params(o, 2, nm, v, 1) == 0);
+    CHECK(pg_optim_get(o, "lr") == 0.5 && pg_optim_get(o, "weight_decay") == 2);
+    v[1].num = -1; /* refused as it is set: lr is put back */
+    v[0].num = 0.25;
+    CHECK(pg_fit_opt_params(o, 2, nm, v, 3) == PG_STATUS_ERR_VALUE);
+    CHECK(strstr(pg_last_error(), "ag_fit: opt_params at epoch 3: optimizer_adam: weight_decay") ==
+          pg_last_error());
+    CHECK(pg_optim_get(o, "lr") == 0.5 && pg_optim_get(o, "weight_decay") == 2);
+    const char *bad[3] = {"t", "momentum", "nesterov"};
+    for (int i = 0; i < 3; i++) {
+        CHECK(pg_fit_opt_params(o, 1, &bad[i], v, 1) == PG_STATUS_ERR_VALUE);
+        CHECK(strstr(pg_last_error(), "unknown hyper-parameter") != NULL);
+    }
+    pg_host_value flag = {PG_HOST_BOOL, 1, "TRUE"}, text = {PG_HOST_TEXT, 0, "a"};
+    CHECK(pg_fit_opt_params(o, 1, nm, &flag, 2) == PG_STATUS_ERR_ARG);
+    CHECK(!strcmp(pg_last_error(),
+                  "ag_fit: opt_params returned 'alpha' = TRUE at epoch 2; it must be one number"));
+    CHECK(pg_fit_opt_params(o, 1, nm, &text, 2) == PG_STATUS_ERR_ARG);
+    CHECK(pg_fit_opt_params(o, 65, nm, v, 2) == PG_STATUS_ERR_VALUE);
+    pg_clear_error();
+    pg_optim_set(o, "lr", lr);
+    pg_optim_set(o, "weight_decay", wd);
+}
+
 void test_optim_state(void)
 {
     test_tables();
@@ -383,6 +413,7 @@ void test_optim_state(void)
         test_legacy_and_file(o);
         test_hyper(o, sgd);
         test_state_side(o, sgd);
+        test_opt_params(o);
         pg_optim_free(o);
         pg_optim_free(sgd);
         REL(p);

@@ -62,3 +62,54 @@ def test_same_class_and_text(kw, code, exc):
     rclass, rmsg = r.run(_R.format(a=code), x=_X, y=_Y)
     assert (rclass, rmsg) == (_R_CLASS[exc], _idiom(str(e.value)))
     assert rmsg.startswith("ag_fit: ") or rmsg.startswith("optimizer_adam: ")
+
+
+_HP = [  # opt_params(epoch)'s result (pg_fit_opt_params): Python dict, R list, Python type
+    ({"bogus": 1}, "list(bogus = 1)", pg.PyggmlrValueError),
+    ({"t": 5}, "list(t = 5)", pg.PyggmlrValueError),  # a counter, not a hyper-parameter
+    ({"momentum": 0.5}, "list(momentum = 0.5)", pg.PyggmlrValueError),  # SGD's, not Adam's
+    ({"lr": -1}, "list(lr = -1)", pg.PyggmlrValueError),
+    ({"alpha": 0.5, "wd": -1}, "list(alpha = 0.5, wd = -1)", pg.PyggmlrValueError),
+    ({"lr": "a"}, 'list(lr = "a")', pg.ArgumentError),
+    ({"lr": True}, "list(lr = TRUE)", pg.ArgumentError),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("hp, code, exc", _HP, ids=[c[1] for c in _HP])
+def test_same_opt_params_refusals(hp, code, exc):
+    with pytest.raises(exc) as e:
+        pg.ag_fit(
+            pg.ag_linear(2, 2),
+            _X,
+            _Y,
+            nepoch=1,
+            batch_size=2,
+            silent=True,
+            opt_params=lambda ep: hp,
+        )
+    rclass, rmsg = r.run(
+        f"tryCatch({{ ag_fit(ag_linear(2, 2), x, y, nepoch = 1L, batch_size = 2L, silent = TRUE, "
+        f"opt_params = function(e) {code}); list('none', '') }}, "
+        "error = function(e) list(class(e)[[1L]], conditionMessage(e)))",
+        x=_X,
+        y=_Y,
+    )
+    assert (rclass, rmsg) == (_R_CLASS[exc], str(e.value).replace("True", "TRUE"))
+    assert rmsg.startswith("ag_fit: opt_params")
+
+
+def test_opt_params_all_or_nothing():
+    """A refused entry leaves every hyper-parameter as it was, in both languages."""
+    opt = pg.optimizer_adam(pg.ag_linear(2, 2).parameters(), lr=0.01)
+    from pyggmlr.fit.util import _apply_hyper
+
+    with pytest.raises(pg.PyggmlrValueError):
+        _apply_hyper(opt, {"lr": 0.5, "weight_decay": -1}, 3)
+    _apply_hyper(opt, {"alpha": 0.25, "wd": 0.1}, 4)
+    got = r.run(
+        "o <- optimizer_adam(ag_linear(2, 2)$params(), lr = 0.01); "
+        "r <- tryCatch(pyggmlr:::.apply_hyper(o, list(lr = 0.5, weight_decay = -1), 3L), "
+        "error = function(e) o$lr); pyggmlr:::.apply_hyper(o, list(alpha = 0.25, wd = 0.1), 4L); "
+        "c(r, o$lr, o$weight_decay)"
+    )
+    assert list(got) == [0.01, opt.lr, opt.weight_decay] == [0.01, 0.25, 0.1]
