@@ -346,23 +346,24 @@ def _builtin_types() -> List[str]:
 
 
 def ag_register_layer(
-    type_name: str, builder: Callable[[Dict[str, Any]], Any]
+    type: str,  # noqa: A002 - R's name for the argument (one name in both languages)
+    builder: Callable[[Dict[str, Any]], Any],
 ) -> Callable[[Dict[str, Any]], Any]:
     """Make ag_module_from_config() rebuild custom layers whose to_config() returns
-    ``{"type": type_name, ...}``: builder(cfg) must return the layer (fresh weights).
+    ``{"type": type, ...}``: builder(cfg) must return the layer (fresh weights).
 
-    Args: type_name: a non-empty string, not a built-in layer type; builder: a callable
+    Args: type: a non-empty string, not a built-in layer type; builder: a callable
     cfg dict -> layer.
     Returns: builder (so it can be used as a decorator).
-    Raises: ArgumentError when type_name is not a non-empty string or builder is not callable,
-    PyggmlrValueError when type_name is a built-in type."""
-    if not isinstance(type_name, str) or not type_name:
-        raise ArgumentError("ag_register_layer: type_name must be a non-empty string")
-    if type_name in _builtin_types():
-        raise PyggmlrValueError(f"ag_register_layer: {type_name!r} is a built-in layer type")
+    Raises: ArgumentError when type is not a non-empty string or builder is not callable,
+    PyggmlrValueError when type is a built-in type."""
+    if not isinstance(type, str) or not type:
+        raise ArgumentError("ag_register_layer: type must be a non-empty string")
+    if type in _builtin_types():
+        raise PyggmlrValueError(f"ag_register_layer: {type!r} is a built-in layer type")
     if not callable(builder):
         raise ArgumentError("ag_register_layer: builder must be callable (cfg -> layer)")
-    _CUSTOM[type_name] = builder
+    _CUSTOM[type] = builder
     return builder
 
 

@@ -113,3 +113,21 @@ def test_opt_params_all_or_nothing():
         "c(r, o$lr, o$weight_decay)"
     )
     assert list(got) == [0.01, opt.lr, opt.weight_decay] == [0.01, 0.25, 0.1]
+
+
+_REG = [  # ag_register_layer: one argument name (type) and the same texts in both languages
+    (("", "f"), 'ag_register_layer("", f)', pg.ArgumentError),
+    ((5, "f"), "ag_register_layer(5, f)", pg.ArgumentError),
+    (("linear", "f"), 'ag_register_layer(type = "linear", builder = f)', pg.PyggmlrValueError),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("args, code, exc", _REG, ids=[c[1] for c in _REG])
+def test_same_register_layer_refusals(args, code, exc):
+    with pytest.raises(exc) as e:
+        pg.ag_register_layer(type=args[0], builder=lambda cfg: cfg)
+    rclass, rmsg = r.run(
+        f"f <- function(cfg) cfg; tryCatch({{ {code}; list('none', '') }}, "
+        "error = function(e) list(class(e)[[1L]], conditionMessage(e)))"
+    )
+    assert (rclass, rmsg) == (_R_CLASS[exc], str(e.value))
