@@ -386,12 +386,11 @@ int pg_fit_epoch_end(const pg_fit *f, int per_datapoint, pg_fit_result *train, p
     return 0;
 }
 
-int pg_fit_loss_diverged(const pg_fit *f, int per_datapoint, int64_t epoch, char *msg, int64_t n)
+int pg_fit_loss_diverged(const pg_fit *f, const pg_fit_result *r, int64_t epoch, char *msg,
+                         int64_t n)
 {
-    pg_fit_result r[2];
-    if (!msg || n < 1) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL message buffer", OP);
+    if (!f || !r || !msg || n < 1) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL argument", OP);
     msg[0] = 0;
-    if (pg_fit_epoch_end(f, per_datapoint, &r[0], &r[1])) return -1;
     for (int k = 0; k < 2; k++) {
         const double v = r[k].loss;
         if ((k == 1 && !f->n_val) || isfinite(v)) continue;

@@ -132,7 +132,7 @@ static int epoch_end(pg_session *s, int *event)
 {
     pg_fit_result r[2];
     if (pg_fit_epoch_end(s->f, s->p.per_datapoint, &r[0], &r[1])) return -1;
-    const int rc = pg_fit_loss_diverged(s->f, s->p.per_datapoint, s->epoch, s->msg, sizeof s->msg);
+    const int rc = pg_fit_loss_diverged(s->f, r, s->epoch, s->msg, sizeof s->msg);
     if (rc < 0) return -1;
     for (int k = 0; k < 2; k++) {
         double *l = s->logs + 4 * k; /* loss, its unc, accuracy, its unc; then the val_ ones */

@@ -73,10 +73,12 @@ typedef struct pg_fit_result {
 /* The epoch's statistics of the training batches and of validation (NaN without).
  * per_datapoint 0: a sum loss (ggml's totals). */
 int pg_fit_epoch_end(const pg_fit *f, int per_datapoint, pg_fit_result *train, pg_fit_result *val);
-/* ag_fit's guard on a diverged run (as keras' TerminateOnNaN): 1 when the epoch's training loss or
- * its measured validation loss is NaN or +-Inf, with the warning that ag_fit gives (naming the
- * epoch, why training stops, what to try) in msg (n bytes); 0 when finite; < 0 on error. */
-int pg_fit_loss_diverged(const pg_fit *f, int per_datapoint, int64_t epoch, char *msg, int64_t n);
+/* ag_fit's guard on a diverged run (as keras' TerminateOnNaN), on the epoch's statistics r[0]
+ * (training) and r[1] (validation) from pg_fit_epoch_end: 1 when the training loss or a measured
+ * validation loss is NaN or +-Inf, with the warning that ag_fit gives (naming the epoch, why
+ * training stops, what to try) in msg (n bytes); 0 when finite; < 0 on error. */
+int pg_fit_loss_diverged(const pg_fit *f, const pg_fit_result *r, int64_t epoch, char *msg,
+                         int64_t n);
 /* Batches b0 .. b1 - 1 of a part through a compiled step g (ag_compile) recorded on the plan's
  * batch tensors of their width (inputs 0 and 1: x and y), all in C: gather, replay, record the
  * loss and, when classifying, the arg-max of out (the graph's model output). Returns the count
