@@ -277,3 +277,47 @@ int pg_checkpoint_set_state(pg_checkpoint *c, double best, int64_t best_epoch)
                        CK, best, (long long)best_epoch);
     return pg_early_stop_set_state(&c->m, best, best_epoch, 0);
 }
+
+/* a checkpoint value as the refusal shows it: JSON's null, a number to the last bit, a string
+ * quoted, else the host's display */
+static const char *shown(char *buf, size_t n, const pg_host_value *v)
+{
+    if (v->kind == PG_HOST_ABSENT) snprintf(buf, n, "null");
+    else if ((v->kind == PG_HOST_NUM || v->kind == PG_HOST_INT) && isnan(v->num))
+        snprintf(buf, n, "NaN"); /* as R shows it */
+    else if (v->kind == PG_HOST_NUM || v->kind == PG_HOST_INT) {
+        for (int d = 15; d <= 17; d++) {
+            snprintf(buf, n, "%.*g", d, v->num);
+            if (strtod(buf, NULL) == v->num) break;
+        }
+    } else if (v->kind == PG_HOST_TEXT) snprintf(buf, n, "\"%.40s\"", v->text ? v->text : "");
+    else snprintf(buf, n, "%.40s", v->text ? v->text : "?");
+    return buf;
+}
+
+int pg_callback_state_parse(const char *fn, int is_map, const pg_host_value *v, double *best,
+                            int64_t *best_epoch, int64_t *wait)
+{
+    if (!v || !best || !best_epoch || !wait)
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_callback_state_parse(): NULL argument");
+    int ok = is_map;
+    for (int k = 0; k < 3 && ok; k++) {
+        const int num = v[k].kind == PG_HOST_NUM || v[k].kind == PG_HOST_INT;
+        ok = v[k].kind == PG_HOST_ABSENT || (num && !isnan(v[k].num));
+        if (k && num) /* a count: whole, in [0, 2^62) */
+            ok = ok && v[k].num >= 0 && v[k].num < 4611686018427387904.0 &&
+                v[k].num == floor(v[k].num);
+    }
+    if (!ok) {
+        char a[64] = "?", b[64] = "?", c[64] = "?";
+        if (is_map) shown(a, sizeof a, &v[0]), shown(b, sizeof b, &v[1]), shown(c, sizeof c, &v[2]);
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: the checkpoint's callback state is not usable (best, best_epoch, "
+                       "wait = %s, %s, %s)",
+                       fn ? fn : "ag_fit", a, b, c);
+    }
+    *best = v[0].kind == PG_HOST_ABSENT ? INFINITY : v[0].num;
+    *best_epoch = v[1].kind == PG_HOST_ABSENT ? 0 : (int64_t)v[1].num;
+    *wait = v[2].kind == PG_HOST_ABSENT ? 0 : (int64_t)v[2].num;
+    return 0;
+}

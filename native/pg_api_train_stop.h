@@ -80,6 +80,12 @@ int pg_early_stop_get_state(const pg_early_stop *es, pg_early_stop_state *out);
 /* A checkpoint's counters (resuming, after pg_early_stop_begin): all checked before any is set
  * (best not NaN; best_epoch, wait >= 0). */
 int pg_early_stop_set_state(pg_early_stop *es, double best, int64_t best_epoch, int64_t wait);
+/* A checkpoint's callback state as the host read it from the file's JSON (ag_early_stopping's
+ * and ag_model_checkpoint's: best, best_epoch, wait): best a number or absent (+Inf), best_epoch
+ * and wait whole numbers in [0, 2^62) or absent (0); is_map 0: the state is no object. A refusal
+ * is PG_STATUS_ERR_VALUE naming fn and showing the three values as JSON. */
+int pg_callback_state_parse(const char *fn, int is_map, const pg_host_value *v, double *best,
+                            int64_t *best_epoch, int64_t *wait);
 /* End of training at last_epoch: *restore 1 when the host puts back the best epoch's weights
  * (restore_best, a best epoch was seen and it is not the last one). */
 int pg_early_stop_end(const pg_early_stop *es, int64_t last_epoch, int *restore);

@@ -10,6 +10,7 @@ from .. import _core
 from .._args import check_flag, check_int, check_num
 from .._core import NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
+from ..optim.state import _Host
 from .util import _restore, _snapshot
 
 __all__ = ["Callback", "ag_early_stopping", "ag_model_checkpoint"]
@@ -241,22 +242,15 @@ def _name(fn, arg, name, example):
 
 
 def _state_values(st, fn="ag_early_stopping"):
-    """(best, best_epoch, wait) of a checkpoint's early-stopping state, JSON types checked; the
-    core checks the values."""
-    b, be, w = (
-        (st.get(k) for k in ("best", "best_epoch", "wait")) if isinstance(st, dict) else (0, 0, "?")
-    )
-    num = (int, float)
-    if not (
-        (b is None or (isinstance(b, num) and not isinstance(b, bool)))
-        and (be is None or (isinstance(be, int) and not isinstance(be, bool) and 0 <= be < 2**62))
-        and (w is None or (isinstance(w, int) and not isinstance(w, bool) and 0 <= w < 2**62))
-    ):
-        raise PyggmlrValueError(
-            f"{fn}: the checkpoint's callback state is not usable "
-            f"(best, best_epoch, wait = {b!r}, {be!r}, {w!r})"
-        )
-    return (math.inf if b is None else float(b)), int(be or 0), int(w or 0)
+    """(best, best_epoch, wait) of a checkpoint's callback state, by the core's rule and text
+    (pg_callback_state_parse, as R's)."""
+    is_map = isinstance(st, dict)
+    h, v = _Host(lib.PG_OPTIM_STATE_FORM_GGMLR), ffi.new("pg_host_value[3]")
+    for dst, k in zip(v, ("best", "best_epoch", "wait")):
+        h.value(dst, st.get(k) if is_map else None)
+    out = ffi.new("double *"), ffi.new("int64_t *"), ffi.new("int64_t *")
+    _core.check(lib.pg_callback_state_parse(fn.encode(), is_map, v, *out))
+    return out[0][0], int(out[1][0]), int(out[2][0])
 
 
 def _checkpoint_path(path) -> str:

@@ -53,16 +53,12 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
   e
 }
 
-# (best, best_epoch, wait) of a checkpoint's early-stopping state, or a classed value error
+# c(best, best_epoch, wait) of a checkpoint's callback state, or the core's classed refusal
+# (pg_callback_state_parse: the same rule and text as Python's)
 .early_stop_state <- function(st, fn = "ag_early_stopping") {
-  one <- function(v, lo = -Inf) is.null(v) || (is.numeric(v) && length(v) == 1L && !is.na(v) &&
-                                               v >= lo && v < 2^62)
-  if (!is.list(st) || !one(st$best) || !one(st$best_epoch, 0) || !one(st$wait, 0))
-    .pg_stop("value", paste0(fn, ": the checkpoint's callback state is not usable ",
-                             "(best, best_epoch, wait)"))
-  list(if (is.null(st$best)) Inf else as.double(st$best),
-       if (is.null(st$best_epoch)) 0 else as.double(st$best_epoch),
-       if (is.null(st$wait)) 0 else as.double(st$wait))
+  m <- is.list(st)
+  vals <- lapply(c("best", "best_epoch", "wait"), function(k) .st_val(if (m) st[[k]]))
+  .Call(R_pg_callback_state_parse, fn, m, vals)
 }
 
 print.ag_early_stopping <- function(x, ...) {

@@ -246,3 +246,20 @@ SEXP R_pg_fit_loss(SEXP code, SEXP out, SEXP y)
     pg_tensor *t = Rf_isNull(y) ? NULL : r_get(r_handle(y), R_TENSOR);
     return r_wrap_tensor(pg_fit_loss(Rf_asInteger(code), o, t));
 }
+
+/* a checkpoint's callback state (pg_callback_state_parse): vals, three .st_val pairs (best,
+ * best_epoch, wait); c(best, best_epoch, wait), or the core's refusal raised classed */
+SEXP R_pg_callback_state_parse(SEXP fn, SEXP is_map, SEXP vals)
+{
+    if (TYPEOF(vals) != VECSXP || XLENGTH(vals) != 3 || !Rf_isString(fn) || XLENGTH(fn) != 1)
+        Rf_error("internal: bad callback state for the core");
+    pg_host_value v[3];
+    for (int k = 0; k < 3; k++) r_host_value(VECTOR_ELT(vals, k), &v[k]);
+    double best;
+    int64_t be, w;
+    r_check(pg_callback_state_parse(CHAR(STRING_ELT(fn, 0)), Rf_asLogical(is_map) == TRUE, v, &best,
+                                    &be, &w));
+    SEXP out = Rf_allocVector(REALSXP, 3);
+    REAL(out)[0] = best, REAL(out)[1] = (double)be, REAL(out)[2] = (double)w;
+    return out;
+}

@@ -26,7 +26,7 @@ static const char *utf8(SEXP s, R_xlen_t j)
 }
 
 /* list(value, text): scalars by kind; text (R's display) when given, and for anything else */
-static void host_value(SEXP pair, pg_host_value *v)
+void r_host_value(SEXP pair, pg_host_value *v)
 {
     memset(v, 0, sizeof *v);
     if (TYPEOF(pair) != VECSXP || XLENGTH(pair) != 2) return;
@@ -77,11 +77,11 @@ static pg_optim_state_in describe(SEXP desc)
     pg_optim_state_in in = pg_optim_state_in_default();
     in.form = Rf_asInteger(field(desc, "form"));
     in.is_map = Rf_asLogical(field(desc, "is_map")) == TRUE;
-    host_value(field(desc, "format"), &in.format);
-    host_value(field(desc, "version"), &in.version);
-    host_value(field(desc, "type"), &in.type);
-    host_value(field(desc, "t"), &in.t);
-    host_value(field(desc, "accum_count"), &in.accum_count);
+    r_host_value(field(desc, "format"), &in.format);
+    r_host_value(field(desc, "version"), &in.version);
+    r_host_value(field(desc, "type"), &in.type);
+    r_host_value(field(desc, "t"), &in.t);
+    r_host_value(field(desc, "accum_count"), &in.accum_count);
     SEXP len = field(desc, "slot_len");
     for (R_xlen_t s = 0; s < 3 && s < XLENGTH(len) && TYPEOF(len) == INTSXP; s++)
         in.slot_len[s] = INTEGER(len)[s];
@@ -98,7 +98,7 @@ static pg_optim_state_in describe(SEXP desc)
     in.hyper_names = strings(hn, &in.n_hyper);
     if (TYPEOF(hv) != VECSXP || XLENGTH(hv) != in.n_hyper) in.n_hyper = 0;
     pg_host_value *h = (pg_host_value *)R_alloc(in.n_hyper > 0 ? in.n_hyper : 1, sizeof *h);
-    for (int64_t j = 0; j < in.n_hyper; j++) host_value(VECTOR_ELT(hv, j), &h[j]);
+    for (int64_t j = 0; j < in.n_hyper; j++) r_host_value(VECTOR_ELT(hv, j), &h[j]);
     in.hyper = h;
     return in;
 }
@@ -227,7 +227,7 @@ SEXP R_pg_fit_opt_params(SEXP h, SEXP names, SEXP values, SEXP epoch)
     pg_host_value *v = (pg_host_value *)R_alloc((size_t)n + 1, sizeof *v);
     for (R_xlen_t i = 0; i < n; i++) {
         nm[i] = utf8(names, i);
-        host_value(VECTOR_ELT(values, i), &v[i]);
+        r_host_value(VECTOR_ELT(values, i), &v[i]);
     }
     r_check(pg_fit_opt_params(o, (int64_t)n, nm, v, (int64_t)Rf_asReal(epoch)));
     return R_NilValue;

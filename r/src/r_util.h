@@ -142,6 +142,8 @@ void r_st_tensor(SEXP v, int f64, const char *name, pg_st_tensor *t);
  * NaN); the core's hyper-parameter comparison as R's list(message, name, entry (1-based, 0: the
  * default), default, is_flag[, state = the state's values when given]), NULL when none differ */
 const double *r_doubles(SEXP x);
+/* list(value, text) (optim_state.R's .st_val) as the core's host value (strings R-owned) */
+void r_host_value(SEXP pair, pg_host_value *v);
 SEXP r_hyper_diff(const pg_optim_hyper_diff *d, SEXP state);
 /* r_modelfile_model.c: list(param names, params, buffer names, buffers, optimizer or NULL) as
  * the core's model description (R_alloc'd) */

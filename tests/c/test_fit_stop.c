@@ -15,8 +15,34 @@ static int epoch(pg_early_stop *es, int64_t e, int k, double v)
     return act;
 }
 
+/* a checkpoint's callback state (pg_callback_state_parse): the rule and the text */
+static void test_state_parse(void)
+{
+    pg_host_value v[3] = {
+        {PG_HOST_NUM, 0.5, NULL}, {PG_HOST_NUM, 3, NULL}, {PG_HOST_ABSENT, 0, NULL}};
+    double best;
+    int64_t be, w;
+    CHECK(pg_callback_state_parse("ag_early_stopping", 1, v, &best, &be, &w) == 0);
+    CHECK(best == 0.5 && be == 3 && w == 0);
+    v[0].kind = PG_HOST_ABSENT;
+    CHECK(pg_callback_state_parse("x", 1, v, &best, &be, &w) == 0 && isinf(best) && best > 0);
+    v[1].num = 2.5;
+    CHECK(pg_callback_state_parse("ag_model_checkpoint", 1, v, &best, &be, &w) ==
+          PG_STATUS_ERR_VALUE);
+    CHECK(!strcmp(pg_last_error(),
+                  "ag_model_checkpoint: the checkpoint's callback state is not "
+                  "usable (best, best_epoch, wait = null, 2.5, null)"));
+    v[1].num = 1, v[2] = (pg_host_value){PG_HOST_BOOL, 1, "TRUE"};
+    CHECK(pg_callback_state_parse("f", 1, v, &best, &be, &w) == PG_STATUS_ERR_VALUE);
+    CHECK(strstr(pg_last_error(), "= null, 1, TRUE)") != NULL);
+    CHECK(pg_callback_state_parse("f", 0, v, &best, &be, &w) == PG_STATUS_ERR_VALUE);
+    CHECK(strstr(pg_last_error(), "= ?, ?, ?)") != NULL);
+    pg_clear_error();
+}
+
 void test_fit_stop(void)
 {
+    test_state_parse();
     int code = -1;
     CHECK(pg_fit_log_parse("f", "monitor", "val_accuracy", &code) == 0);
     CHECK(code == PG_FIT_LOG_VAL_ACCURACY);

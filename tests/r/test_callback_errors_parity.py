@@ -46,3 +46,34 @@ def test_same_class_and_text(call, code, exc):
         call()
     rclass, rmsg = r.run(_CATCH.format(code=code), x=_X, y=_Y)
     assert (rclass, rmsg) == (_R_CLASS[exc], str(e.value))
+
+
+_STATES = [  # a checkpoint's callback state (pg_callback_state_parse): Python dict, R list
+    ({"best": 0.5, "best_epoch": 2.5, "wait": 0}, "list(best = 0.5, best_epoch = 2.5, wait = 0)"),
+    ({"best": 0.5, "best_epoch": -1, "wait": 0}, "list(best = 0.5, best_epoch = -1, wait = 0)"),
+    ({"best": "a", "best_epoch": 1, "wait": 0}, 'list(best = "a", best_epoch = 1, wait = 0)'),
+    ({"best": float("nan"), "best_epoch": 1}, "list(best = NaN, best_epoch = 1)"),
+    ({"best": True, "wait": 1}, "list(best = TRUE, wait = 1)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("st, code", _STATES, ids=[c[1] for c in _STATES])
+@pytest.mark.parametrize("cb", ["ag_early_stopping()", "ag_model_checkpoint(p)"])
+def test_same_callback_state_refusals(tmp_path, st, code, cb):
+    p = str(tmp_path / "m.st")
+    made = pg.ag_early_stopping() if cb.startswith("ag_early") else pg.ag_model_checkpoint(p)
+    with pytest.raises(pg.PyggmlrValueError) as e:
+        made.check_state(st)
+    rclass, rmsg = r.run(_CATCH.format(code=f"{cb}$check_state({code})"), p=p)
+    assert (rclass, rmsg) == ("pyggmlr_value_error", str(e.value).replace("True", "TRUE"))
+
+
+def test_same_callback_state_accepted():
+    """A whole float count (3.0: JSON written by another tool) is taken in both."""
+    es = pg.ag_early_stopping()
+    es.load_state({"best": 0.25, "best_epoch": 3.0, "wait": 1})
+    got = r.run(
+        "e <- ag_early_stopping(); e$load_state(list(best = 0.25, best_epoch = 3, wait = 1L)); "
+        "c(e$best, e$best_epoch, e$wait)"
+    )
+    assert list(got) == [es.best, es.best_epoch, es.wait] == [0.25, 3, 1]
