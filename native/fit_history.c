@@ -98,3 +98,54 @@ int64_t pg_fit_history_format(const char *name, const double *epoch, const doubl
     if (cap > 0) out[b.len < cap ? b.len : cap - 1] = '\0';
     return b.len;
 }
+
+/* appends text to buf (cap bytes; NULL: measure only) at *len, which counts what the whole
+ * needs (as snprintf's return) */
+static void add(char *buf, int64_t cap, int64_t *len, const char *text)
+{
+    if (buf && *len < cap) snprintf(buf + *len, (size_t)(cap - *len), "%s", text);
+    *len += (int64_t)strlen(text);
+}
+
+static void addf(char *buf, int64_t cap, int64_t *len, const char *fmt, double v)
+{
+    char tmp[96];
+    snprintf(tmp, sizeof tmp, fmt, v);
+    add(buf, cap, len, tmp);
+}
+
+int64_t pg_fit_epoch_line(const double *logs, int64_t epoch, int64_t nepoch, char *buf, int64_t cap)
+{
+    if (!logs || cap < 0 || (buf && cap < 1))
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_epoch_line(): bad arguments");
+    char head[64];
+    snprintf(head, sizeof head, "epoch %4lld/%lld  ", (long long)epoch, (long long)nepoch);
+    int64_t len = 0;
+    if (buf) buf[0] = 0;
+    add(buf, cap, &len, head);
+    addf(buf, cap, &len, "loss=%.5f", logs[PG_FIT_LOG_LOSS]);
+    if (!isnan(logs[PG_FIT_LOG_ACCURACY]))
+        addf(buf, cap, &len, "  acc=%.4f", logs[PG_FIT_LOG_ACCURACY]);
+    if (!isnan(logs[PG_FIT_LOG_VAL_LOSS]))
+        addf(buf, cap, &len, "  val_loss=%.5f", logs[PG_FIT_LOG_VAL_LOSS]);
+    if (!isnan(logs[PG_FIT_LOG_VAL_ACCURACY]))
+        addf(buf, cap, &len, "  val_acc=%.4f", logs[PG_FIT_LOG_VAL_ACCURACY]);
+    addf(buf, cap, &len, "  (%.2fs)", logs[PG_FIT_LOG_TIME_TRAIN] + logs[PG_FIT_LOG_TIME_VAL]);
+    return len;
+}
+
+int64_t pg_fit_status_line(double loss, double accuracy, const double *last, char *buf, int64_t cap)
+{
+    if (cap < 0 || (buf && cap < 1))
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_status_line(): bad arguments");
+    int64_t len = 0;
+    if (buf) buf[0] = 0;
+    if (!isnan(loss)) addf(buf, cap, &len, "loss %.4f", loss);
+    if (!isnan(accuracy)) addf(buf, cap, &len, " acc %.3f", accuracy);
+    const int vl = last && !isnan(last[PG_FIT_LOG_VAL_LOSS]);
+    const int va = last && !isnan(last[PG_FIT_LOG_VAL_ACCURACY]);
+    if (vl || va) add(buf, cap, &len, " |");
+    if (vl) addf(buf, cap, &len, " val_loss %.4f", last[PG_FIT_LOG_VAL_LOSS]);
+    if (va) addf(buf, cap, &len, " val_acc %.3f", last[PG_FIT_LOG_VAL_ACCURACY]);
+    return len;
+}

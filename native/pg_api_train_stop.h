@@ -142,6 +142,16 @@ int pg_fit_resume_check(const char *path, const char *settings, int64_t settings
 int64_t pg_fit_history_format(const char *name, const double *epoch, const double *logs, int64_t n,
                               double stopped_epoch, double best_epoch, const char *pm, char *out,
                               int64_t cap);
+/* ag_fit's progress texts, one format for both languages (as pg_fit_history_format: at most cap
+ * bytes to buf, NULL to measure; returns the length the whole text needs, or a negative status).
+ * pg_fit_epoch_line: the line printed after an epoch from its logs (PG_FIT_LOG_COUNT values in
+ * enum pg_fit_log order): "epoch    3/10  loss=0.12345  acc=0.9500  val_loss=...  (0.01s)".
+ * pg_fit_status_line: the bar's status from the running loss and accuracy (NaN: none) and the
+ * last epoch's logs (NULL before the first): "loss 0.1234 acc 0.950 | val_loss 0.2345 ...". */
+int64_t pg_fit_epoch_line(const double *logs, int64_t epoch, int64_t nepoch, char *buf,
+                          int64_t cap);
+int64_t pg_fit_status_line(double loss, double accuracy, const double *last, char *buf,
+                           int64_t cap);
 
 /* ag_fit's built-in losses by name (fit_loss.c): ggml-opt's four, then the ones beyond it. */
 enum pg_fit_loss {

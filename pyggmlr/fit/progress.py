@@ -6,12 +6,13 @@ stderr, or IPython / Jupyter), so scripts, pipes and tests stay quiet."""
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from .._core import check, ffi, lib
 from ..errors import PyggmlrValueError
+from .callbacks import _log_values
 
 PROGRESS_MODES = ("auto", "bar", "none")
 
@@ -40,20 +41,19 @@ def progress_mode(progress: Any, silent: bool) -> str:
     return "bar"
 
 
+def _text(fn: Callable[..., int], *args: Any) -> str:
+    """A text the core writes (measured, then written)."""
+    n = fn(*args, ffi.NULL, 0)
+    if n < 0:
+        check(n)
+    buf = ffi.new("char[]", n + 1)
+    fn(*args, buf, n + 1)
+    return ffi.string(buf).decode()
+
+
 def epoch_line(logs: Dict[str, Any], nepoch: int) -> str:
-    """The compact per-epoch line (R's .fit_epoch_line)."""
-    parts = [f"loss={logs['loss']:.5f}"]
-    if not math.isnan(logs["accuracy"]):
-        parts.append(f"acc={logs['accuracy']:.4f}")
-    if not math.isnan(logs["val_loss"]):
-        parts.append(f"val_loss={logs['val_loss']:.5f}")
-    if not math.isnan(logs["val_accuracy"]):
-        parts.append(f"val_acc={logs['val_accuracy']:.4f}")
-    return (
-        f"epoch {logs['epoch']}/{nepoch} "
-        + " ".join(parts)
-        + f" ({logs['time_train'] + logs['time_val']:.2f}s)"
-    )
+    """The compact per-epoch line (the core's, as R prints it)."""
+    return _text(lib.pg_fit_epoch_line, _log_values(logs), int(logs["epoch"]), nepoch)
 
 
 class FitProgress:
@@ -74,14 +74,11 @@ class FitProgress:
         self.on = mode in ("bar", "lines") and total > 0
         self._use_bar = mode == "bar"  # "lines": the per-epoch lines only
         self.running, self.total, self.nepoch, self._first = running, total, nepoch, first
-        self.epoch, self.val, self.bar, self._t = 0, "", None, 0.0
+        self.epoch, self.last, self.bar, self._t = 0, ffi.NULL, None, 0.0
 
     def _status(self) -> str:
-        loss, acc = self.running()
-        s = "" if math.isnan(loss) else f"loss {loss:.4f}"
-        if not math.isnan(acc):
-            s += f" acc {acc:.3f}"
-        return s + self.val
+        """The bar's status: the running loss / accuracy, the last epoch's validation (the core's)"""
+        return _text(lib.pg_fit_status_line, *self.running(), self.last)
 
     def epoch_begin(self, epoch: int) -> None:
         self.epoch = epoch
@@ -114,12 +111,7 @@ class FitProgress:
     def epoch_end(self, logs: Dict[str, Any]) -> None:
         if not self.on:
             return
-        v = []
-        if not math.isnan(logs["val_loss"]):
-            v.append(f"val_loss {logs['val_loss']:.4f}")
-        if not math.isnan(logs["val_accuracy"]):
-            v.append(f"val_acc {logs['val_accuracy']:.3f}")
-        self.val = (" | " + " ".join(v)) if v else ""
+        self.last = _log_values(logs)
         line = epoch_line(logs, self.nepoch)
         if self.bar is not None:
             self.bar.set_postfix_str(self._status(), refresh=False)

@@ -14,15 +14,8 @@
   else if (progress == "lines") "lines" else "bar"
 }
 
-# the compact per-epoch line, shared by the bar and its fallback
-.fit_epoch_line <- function(logs, nepoch) {
-  parts <- sprintf("loss=%.5f", logs$loss)
-  if (!is.nan(logs$accuracy)) parts <- c(parts, sprintf("acc=%.4f", logs$accuracy))
-  if (!is.nan(logs$val_loss)) parts <- c(parts, sprintf("val_loss=%.5f", logs$val_loss))
-  if (!is.nan(logs$val_accuracy)) parts <- c(parts, sprintf("val_acc=%.4f", logs$val_accuracy))
-  sprintf("epoch %4d/%d  %s  (%.2fs)", logs$epoch, nepoch, paste(parts, collapse = "  "),
-          logs$time_train + logs$time_val)
-}
+# the compact per-epoch line, shared by the bar and its fallback (the core's, as Python's)
+.fit_epoch_line <- function(logs, nepoch) .Call(R_pg_fit_epoch_line, logs, logs$epoch, nepoch)
 
 # p$tick() after every training batch, p$epoch_begin(epoch) / p$epoch_end(logs) around an epoch,
 # p$close() when the run ends (also on error). All no-ops when the mode is "none".
@@ -32,15 +25,10 @@
   p$lines <- identical(mode, "lines")  # one line per epoch on stderr, no bar (verbose = 2)
   p$epoch <- 0L
   p$nepoch <- nepoch
-  p$val <- ""
+  p$last <- NULL  # the last epoch's logs, for the status's validation values
   p$id <- NULL
   # evaluated by cli only when it redraws (its own throttle), so a batch costs one update call
-  p$status <- function() {
-    r <- .Call(R_pg_fit_running, plan)
-    s <- if (is.nan(r[1L])) "" else sprintf("loss %.4f", r[1L])
-    if (!is.nan(r[2L])) s <- paste0(s, sprintf(" acc %.3f", r[2L]))
-    paste0(s, p$val)
-  }
+  p$status <- function() .Call(R_pg_fit_status_line, .Call(R_pg_fit_running, plan), p$last)
   p$n <- 0L
   # the run's last batch is counted in close(): cli ends a bar that reaches its total, and the
   # last epoch's line still has to go above it
@@ -59,10 +47,7 @@
   }
   p$epoch_end <- function(logs) {
     if (!p$on) return(invisible())
-    v <- character()
-    if (!is.nan(logs$val_loss)) v <- sprintf("val_loss %.4f", logs$val_loss)
-    if (!is.nan(logs$val_accuracy)) v <- c(v, sprintf("val_acc %.3f", logs$val_accuracy))
-    p$val <- if (length(v)) paste0(" | ", paste(v, collapse = " ")) else ""
+    p$last <- logs
     p$line <- .fit_epoch_line(logs, nepoch)
     if (p$lines) message(p$line)
     if (!is.null(p$id)) cli::cli_progress_output("{line}", id = p$id, .envir = p)

@@ -119,6 +119,8 @@ extern SEXP R_pg_early_stop_begin(SEXP, SEXP, SEXP);
 extern SEXP R_pg_early_stop_update(SEXP, SEXP, SEXP);
 extern SEXP R_pg_early_stop_set_state(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_callback_state_parse(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_epoch_line(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_status_line(SEXP, SEXP);
 extern SEXP R_pg_early_stop_end(SEXP, SEXP);
 extern SEXP R_pg_checkpoint_new(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_checkpoint_info(SEXP);
@@ -294,6 +296,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_early_stop_update", (DL_FUNC)&R_pg_early_stop_update, 3},
     {"R_pg_early_stop_set_state", (DL_FUNC)&R_pg_early_stop_set_state, 4},
     {"R_pg_callback_state_parse", (DL_FUNC)&R_pg_callback_state_parse, 3},
+    {"R_pg_fit_epoch_line", (DL_FUNC)&R_pg_fit_epoch_line, 3},
+    {"R_pg_fit_status_line", (DL_FUNC)&R_pg_fit_status_line, 2},
     {"R_pg_early_stop_end", (DL_FUNC)&R_pg_early_stop_end, 2},
     {"R_pg_checkpoint_new", (DL_FUNC)&R_pg_checkpoint_new, 4},
     {"R_pg_checkpoint_info", (DL_FUNC)&R_pg_checkpoint_info, 1},

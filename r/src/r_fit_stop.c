@@ -263,3 +263,51 @@ SEXP R_pg_callback_state_parse(SEXP fn, SEXP is_map, SEXP vals)
     REAL(out)[0] = best, REAL(out)[1] = (double)be, REAL(out)[2] = (double)w;
     return out;
 }
+
+/* a core text measured, then written (R_alloc'd) */
+static SEXP core_text(int64_t need, int64_t (*write)(void *, char *, int64_t), void *ctx)
+{
+    if (need < 0) r_fail();
+    char *buf = R_alloc((size_t)need + 1, 1);
+    write(ctx, buf, need + 1);
+    return Rf_ScalarString(Rf_mkCharCE(buf, CE_UTF8));
+}
+
+typedef struct {
+    const double *logs, *last;
+    int64_t epoch, nepoch;
+    double loss, acc;
+} line_ctx;
+
+static int64_t epoch_line(void *c, char *buf, int64_t cap)
+{
+    line_ctx *x = c;
+    return pg_fit_epoch_line(x->logs, x->epoch, x->nepoch, buf, cap);
+}
+
+static int64_t status_line(void *c, char *buf, int64_t cap)
+{
+    line_ctx *x = c;
+    return pg_fit_status_line(x->loss, x->acc, x->last, buf, cap);
+}
+
+/* the line printed after an epoch (pg_fit_epoch_line) from its logs list */
+SEXP R_pg_fit_epoch_line(SEXP logs, SEXP epoch, SEXP nepoch)
+{
+    double v[PG_FIT_LOG_COUNT];
+    log_values(logs, v);
+    line_ctx x = {v, NULL, count_arg(epoch), count_arg(nepoch), 0, 0};
+    return core_text(epoch_line(&x, NULL, 0), epoch_line, &x);
+}
+
+/* the bar's status (pg_fit_status_line): running c(loss, accuracy), the last epoch's logs list
+ * or NULL */
+SEXP R_pg_fit_status_line(SEXP running, SEXP last)
+{
+    double v[PG_FIT_LOG_COUNT];
+    if (!Rf_isNull(last)) log_values(last, v);
+    if (TYPEOF(running) != REALSXP || XLENGTH(running) != 2)
+        Rf_error("internal: bad running values for the status line");
+    line_ctx x = {NULL, Rf_isNull(last) ? NULL : v, 0, 0, REAL(running)[0], REAL(running)[1]};
+    return core_text(status_line(&x, NULL, 0), status_line, &x);
+}

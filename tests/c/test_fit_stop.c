@@ -40,9 +40,30 @@ static void test_state_parse(void)
     pg_clear_error();
 }
 
+/* ag_fit's progress texts: the epoch line, the bar's status, measuring with NULL, truncation */
+static void test_progress_lines(void)
+{
+    double l[PG_FIT_LOG_COUNT];
+    for (int k = 0; k < PG_FIT_LOG_COUNT; k++) l[k] = NAN;
+    l[PG_FIT_LOG_LOSS] = 0.5, l[PG_FIT_LOG_VAL_ACCURACY] = 0.75;
+    l[PG_FIT_LOG_TIME_TRAIN] = 1, l[PG_FIT_LOG_TIME_VAL] = 0.25;
+    char buf[128];
+    const char *want = "epoch    3/10  loss=0.50000  val_acc=0.7500  (1.25s)";
+    CHECK(pg_fit_epoch_line(l, 3, 10, NULL, 0) == (int64_t)strlen(want));
+    CHECK(pg_fit_epoch_line(l, 3, 10, buf, sizeof buf) == (int64_t)strlen(want));
+    CHECK(!strcmp(buf, want));
+    CHECK(pg_fit_epoch_line(l, 3, 10, buf, 8) == (int64_t)strlen(want) && !strcmp(buf, "epoch  "));
+    CHECK(pg_fit_status_line(0.25, NAN, l, buf, sizeof buf) > 0);
+    CHECK(!strcmp(buf, "loss 0.2500 | val_acc 0.750"));
+    CHECK(pg_fit_status_line(NAN, NAN, NULL, buf, sizeof buf) == 0 && !buf[0]);
+    CHECK(pg_fit_epoch_line(NULL, 1, 1, buf, 8) == PG_STATUS_ERR_ARG);
+    pg_clear_error();
+}
+
 void test_fit_stop(void)
 {
     test_state_parse();
+    test_progress_lines();
     int code = -1;
     CHECK(pg_fit_log_parse("f", "monitor", "val_accuracy", &code) == 0);
     CHECK(code == PG_FIT_LOG_VAL_ACCURACY);

@@ -455,13 +455,15 @@ def test_verbose_levels(capsys):
     pg.ag_fit(_model(), x, y, nepoch=2, batch_size=50, verbose=2)
     err = capsys.readouterr().err.strip().splitlines()
     assert (
-        len(err) == 2 and err[0].startswith("epoch 1/2 loss=") and err[1].startswith("epoch 2/2 ")
+        len(err) == 2
+        and err[0].startswith("epoch    1/2  loss=")
+        and err[1].startswith("epoch    2/2  ")
     )
     pg.ag_fit(_model(), x, y, nepoch=2, batch_size=50, verbose=0, progress="bar")
     assert capsys.readouterr().err == ""
     pg.ag_fit(_model(), x, y, nepoch=2, batch_size=50, verbose=1)
     err = capsys.readouterr().err
-    assert "epoch 2/2 loss=" in err and "batch" in err  # tqdm's bar (installed here) and the lines
+    assert "epoch    2/2  loss=" in err and "batch" in err  # tqdm's bar (installed here) and the lines
     with pytest.raises(pg.PyggmlrValueError, match="verbose must be 0"):
         pg.ag_fit(_model(), x, y, verbose=3)
 

@@ -63,3 +63,34 @@ def test_history_prints_alike(name):
         if h.stopped_epoch:
             assert repr(h).splitlines()[0] == f"<History: {len(h)} epochs, stopped at epoch 2>"
             assert repr(h).splitlines()[-1] == "best epoch: 1"
+
+
+_LOGS = [  # an epoch's logs: with validation and accuracy, without, with a NaN loss
+    dict(epoch=3, loss=0.123456789, accuracy=0.95, val_loss=0.25, val_accuracy=0.875,
+         time_train=0.0125, time_val=0.004),
+    dict(epoch=12, loss=1.5, accuracy=float("nan"), val_loss=float("nan"),
+         val_accuracy=float("nan"), time_train=2.5, time_val=0.0),
+    dict(epoch=1, loss=float("nan"), accuracy=0.5, val_loss=float("inf"),
+         val_accuracy=float("nan"), time_train=0.0, time_val=0.0),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("logs", _LOGS, ids=["val", "plain", "nonfinite"])
+def test_same_progress_lines(logs):
+    """ag_fit's per-epoch line and the bar's status are the core's (pg_fit_epoch_line,
+    pg_fit_status_line) in both languages (Python wrote single spaces, R aligned the epoch)."""
+    from pyggmlr._core import lib
+    from pyggmlr.fit.callbacks import _log_values
+    from pyggmlr.fit.progress import _text, epoch_line
+
+    py = (
+        epoch_line(logs, 20),
+        _text(lib.pg_fit_status_line, 0.5, 0.25, _log_values(logs)),
+    )
+    rl = r.run(
+        "l <- as.list(unlist(lg)); l$epoch <- as.integer(l$epoch); "
+        "c(pyggmlr:::.fit_epoch_line(l, 20L), .Call(pyggmlr:::R_pg_fit_status_line, c(0.5, 0.25), l))",
+        lg={k: float(v) for k, v in logs.items()},
+    )
+    assert tuple(rl) == py
+    assert py[0].startswith(f"epoch {logs['epoch']:4d}/20  loss=")

@@ -249,9 +249,9 @@ def test_progress_output(capsys):
     err = capsys.readouterr()
     assert err.out == ""
     for e in (0, 1):
-        line = (
-            f"epoch {e + 1}/2 loss={h.loss[e]:.5f} acc={h.accuracy[e]:.4f} "
-            f"val_loss={h.val_loss[e]:.5f} val_acc={h.val_accuracy[e]:.4f}"
+        line = (  # the core's line, as R prints it (pg_fit_epoch_line)
+            f"epoch {e + 1:4d}/2  loss={h.loss[e]:.5f}  acc={h.accuracy[e]:.4f}  "
+            f"val_loss={h.val_loss[e]:.5f}  val_acc={h.val_accuracy[e]:.4f}  ("
         )
         assert line in err.err
     try:
