@@ -463,7 +463,9 @@ def test_verbose_levels(capsys):
     assert capsys.readouterr().err == ""
     pg.ag_fit(_model(), x, y, nepoch=2, batch_size=50, verbose=1)
     err = capsys.readouterr().err
-    assert "epoch    2/2  loss=" in err and "batch" in err  # tqdm's bar (installed here) and the lines
+    assert (
+        "epoch    2/2  loss=" in err and "batch" in err
+    )  # tqdm's bar (installed here) and the lines
     with pytest.raises(pg.PyggmlrValueError, match="verbose must be 0"):
         pg.ag_fit(_model(), x, y, verbose=3)
 
