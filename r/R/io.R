@@ -291,8 +291,9 @@
   if (!is.null(d)) .opt_hyper_warn(optimizer, d)
   .mf_fail(.Call(R_pg_mf_load_commit, f), path)
   ag_eval(model)
-  list(model = model, epoch = epoch, extra = extra,
-       tensors = if (more) .read_safetensors(path, "ag_load_model()")$tensors)
+  rd <- if (more) .Call(R_pg_mf_read, f)  # from the open file: no second open and check
+  if (!is.null(rd$status)) .mf_fail(rd, path)
+  list(model = model, epoch = epoch, extra = extra, tensors = rd$tensors)
 }
 
 # ag_load_model(): state.R (ggmlR's arguments, and ggmlR's RDS containers)
