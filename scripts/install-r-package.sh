@@ -9,4 +9,10 @@ root=$PWD
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && R CMD build "$root/r" >build.log 2>&1) || { cat "$tmp/build.log"; exit 1; }
+# One install at a time (demo and tests may overlap); under that lock a 00LOCK-pyggmlr left by an
+# install that was killed is stale, and R would refuse every later install until it is removed.
+exec 9>"${TMPDIR:-/tmp}/pyggmlr-r-install.lock"
+flock 9
+lib=$(Rscript -e 'cat(.libPaths()[1])')
+rm -rf "$lib/00LOCK-pyggmlr"
 R CMD INSTALL "$tmp"/pyggmlr_*.tar.gz >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
