@@ -75,7 +75,7 @@ static int check_ids(const pg_tensor *y)
 
 pg_fit_params pg_fit_default_params(void)
 {
-    pg_fit_params p = {0, 32, 0, 0.0, 1, NULL, NULL};
+    pg_fit_params p = {0, 32, 0, 0.0, 1, NULL, NULL, 0};
     return p;
 }
 
@@ -113,9 +113,12 @@ pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, const pg_fit_params *params)
         return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: val_split must be in [0, 1), got %s", OP,
                             pg_format_r(v, sizeof v, val_split));
     }
-    if (classify && y && y->ne[0] == 1 && check_ids(y)) return NULL;
     int64_t n_val = (int64_t)nearbyint(val_split * (double)n); /* R's round(): halves to even */
     if (val_split > 0 && n_val < 1) n_val = 1;
+    const int64_t n_main = params->fixed_split ? n - n_val : n; /* the rest: validation_data */
+    if (pg_fit_check_finite(x, "x", n_main) || (y && pg_fit_check_finite(y, "y", n_main)))
+        return NULL;
+    if (classify && y && y->ne[0] == 1 && check_ids(y)) return NULL;
     const int64_t n_train = n - n_val, n_logical = pg_batch_count(OP, n_train, nbatch_logical, 1);
     if (n_logical < 1)
         return pg_fail_null(PG_STATUS_ERR_VALUE,
@@ -150,7 +153,7 @@ pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, const pg_fit_params *params)
     }
     int rc = split_state ? pg_rng_set_state(rng, split_state, PG_RNG_STATE_LEN) : 0;
     if (!rc) rc = pg_rng_get_state(rng, f->split_state);
-    if (!rc && f->shuffle) rc = draw_perm(f, n, f->order);
+    if (!rc && f->shuffle && !params->fixed_split) rc = draw_perm(f, n, f->order);
     else
         for (int64_t i = 0; i < n; i++) f->order[i] = i;
     if (rc) {
@@ -396,8 +399,8 @@ int pg_fit_loss_diverged(const pg_fit *f, const pg_fit_result *r, int64_t epoch,
         if ((k == 1 && !f->n_val) || isfinite(v)) continue;
         snprintf(msg, (size_t)n,
                  "ag_fit: the %s loss of epoch %lld is %s: training stops here (the weights may "
-                 "no longer be finite; lower lr, clip gradients with max_norm, or look for NaN or "
-                 "Inf in x and y)",
+                 "no longer be finite; lower lr, clip gradients with max_norm, or scale x and y "
+                 "to smaller values)",
                  k ? "validation" : "training", (long long)epoch,
                  isnan(v) ? "NaN" : (v > 0 ? "Inf" : "-Inf"));
         return 1;
@@ -458,15 +461,6 @@ int64_t pg_fit_width(const pg_fit *f, int val, int64_t b)
     int64_t len = total - b * f->bs < f->bs ? total - b * f->bs : f->bs;
     if (!val && f->world > 1) len = len / f->world + (f->rank < len % f->world ? 1 : 0);
     return len;
-}
-
-/* ag_fit's validation_data: the plan is made without shuffling (the validation part is the last
- * columns as given), then shuffles its training part every epoch from here on. */
-int pg_fit_set_shuffle(pg_fit *f, int shuffle)
-{
-    if (!f) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit", OP);
-    f->shuffle = shuffle != 0;
-    return 0;
 }
 
 int pg_accuracy_count(const double *out, int64_t classes, int64_t n, const double *y, int64_t krows,

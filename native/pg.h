@@ -300,6 +300,9 @@ int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *acc, double *unc);
  * a part has (0 when out of range). */
 int64_t pg_fit_nrecorded(const pg_fit *f, int val, double *last);
 int64_t pg_fit_width(const pg_fit *f, int val, int64_t b);
+/* ag_fit's data are finite (fit_val.c): PG_STATUS_ERR_VALUE naming the count and the first
+ * (row, column); columns from n_main on are validation_data's and named as such. */
+int pg_fit_check_finite(const pg_tensor *t, const char *what, int64_t n_main);
 
 /* Run the block once with T = float and once with T = double, picking by dtype at run time. */
 #define PG_DISPATCH(dt, ...)                                                                       \

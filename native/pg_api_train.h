@@ -17,7 +17,9 @@ typedef struct pg_fit pg_fit;
  *   [0, 1), round(val_split * n) samples (at least 1 when > 0) held out at the end of the order
  *   [0]. shuffle: a new order of the training part each epoch [1]. rng: the stream to draw from,
  *   NULL the current one (borrowed, must outlive the fit) [NULL]. split_state: NULL, or a state
- *   (PG_RNG_STATE_LEN, copied) loaded into rng before the split is drawn (resuming) [NULL]. */
+ *   (PG_RNG_STATE_LEN, copied) loaded into rng before the split is drawn (resuming) [NULL].
+ * fixed_split: the validation part is the last columns as given (validation_data): no shuffle
+ *   before the split; the training part is still reshuffled every epoch when shuffle [0]. */
 typedef struct pg_fit_params {
     int classify;
     int64_t batch_size;
@@ -26,6 +28,7 @@ typedef struct pg_fit_params {
     int shuffle;
     pg_rng *rng;
     const int32_t *split_state;
+    int fixed_split;
 } pg_fit_params;
 pg_fit_params pg_fit_default_params(void);
 /* x, y: retained (y may be NULL). Errors name ag_fit and the argument. */
@@ -52,9 +55,13 @@ int pg_fit_sizes(const pg_fit *f, pg_fit_dims *out);
 int pg_fit_split_state(const pg_fit *f, int32_t *out);
 /* Start an epoch: a new order of the training part when shuffling; clears the statistics. */
 int pg_fit_epoch_begin(pg_fit *f);
-/* Turn the per-epoch shuffle of the training part on or off after pg_fit_new (ag_fit's
- * validation_data: made unshuffled so the split is the columns as given, then shuffled per epoch). */
-int pg_fit_set_shuffle(pg_fit *f, int shuffle);
+/* ag_fit(validation_data =): x, y, xv, yv are [rows, columns] shapes (y, yv NULL without
+ * targets). Checks that xv / yv can follow x / y as their last columns (same rows; targets on
+ * both or neither; a sample each at least; val_split, the caller's argument, exactly 0) and sets
+ * *val_split_out to the fraction that holds out exactly xv's columns. The host appends them and
+ * makes the plan with fixed_split. Errors name ag_fit and validation_data. */
+int pg_fit_val_join(const int64_t *x, const int64_t *y, const int64_t *xv, const int64_t *yv,
+                    double val_split, double *val_split_out);
 /* Batch b (0-based) of the training part (val 0) or the validation part (val 1), gathered into
  * tensors the fit owns and reuses (new references; their values change at the next call of the
  * same width). *yb is NULL without y. Returns the batch's width (samples on this rank), < 0 on

@@ -4,9 +4,9 @@
 Precedence (documented in ag_fit): a loader's x / y, batch_size and shuffle become the fit's
 (its seed too when ag_fit has none); passing ag_fit's own batch_size / shuffle other than their
 defaults, or y, together with a loader is an error rather than a silent choice. The batching
-stays in the core's plan (plan.py): validation data are appended after the training data
-and held out as the plan's validation part, with the split fixed (never shuffled into the
-training part); the training part is still reshuffled every epoch when shuffle."""
+stays in the core's plan (plan.py): validation data are appended after the training data and
+held out as the plan's validation part with the split fixed (never shuffled into the training
+part); the rules on their shapes are the core's (pg_fit_val_join)."""
 
 from __future__ import annotations
 
@@ -14,51 +14,43 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
+from .. import _core
 from .._args import check_flag
+from .._core import NULL, ffi, lib
 from ..data import ag_dataloader
-from ..errors import ArgumentError, PyggmlrValueError, ShapeError
+from ..errors import ArgumentError, PyggmlrValueError
 from .util import _as_cols
 
 __all__: list = []
 
-_DEFAULT_BATCH, _DEFAULT_SHUFFLE = (
-    32,
-    True,
-)  # ag_fit's defaults (an explicit other value with a loader is an error)
+
+def _cols(v: Any, what: str) -> Optional[np.ndarray]:
+    return None if v is None else _as_cols(v, what)
 
 
-def _is_loader(v: Any) -> bool:
-
-    return isinstance(v, ag_dataloader)
-
-
-def _loader_xy(ld: Any, what: str) -> Tuple[np.ndarray, Optional[np.ndarray]]:
-    return _as_cols(ld.x, what), (None if ld.y is None else _as_cols(ld.y, what))
+def _shape(a: Optional[np.ndarray]) -> Any:
+    return NULL if a is None else ffi.new("int64_t[2]", list(a.shape))
 
 
 class FitData:
-    """ag_fit's data after the loader / validation_data rules: x, y (arrays, the validation
-    columns last), batch_size, shuffle, seed, val_split and fixed_split (the validation part is
-    validation_data: the plan must not shuffle it into the training part)."""
+    """ag_fit's data after the loader rules: x, y, batch_size, shuffle, seed; the validation
+    columns (xv, yv) are appended by join() once x and y are checked."""
 
     def __init__(
-        self,
-        x: Any,
-        y: Any,
-        validation_data: Any,
-        batch_size: Any,
-        shuffle: Any,
-        seed: Any,
-        val_split: Any,
+        self, x: Any, y: Any, validation_data: Any, batch_size: Any, shuffle: Any, seed: Any
     ) -> None:
-        self.fixed_split = False
-        self.seed = seed
-        if _is_loader(x):
+        self.seed, self.xv, self.yv, self.fixed_split = seed, None, None, False
+        if isinstance(x, ag_dataloader):
             if y is not None:
                 raise ArgumentError(
                     "ag_fit: x is an ag_dataloader, which holds the targets: pass y to ag_dataloader(x, y), not to ag_fit"
                 )
-            if batch_size != _DEFAULT_BATCH or bool(shuffle) != _DEFAULT_SHUFFLE:
+            # only ag_fit's defaults exactly (32, True) leave the loader's settings alone
+            if (
+                isinstance(batch_size, bool)
+                or batch_size != 32
+                or not (shuffle is True or shuffle is np.True_)
+            ):
                 raise ArgumentError(
                     "ag_fit: x is an ag_dataloader: its batch_size and shuffle are the fit's; set them on "
                     "ag_dataloader(), not on ag_fit"
@@ -66,64 +58,45 @@ class FitData:
             batch_size, shuffle = x.batch_size, x.shuffle
             if seed is None:
                 self.seed = getattr(x, "seed", None)
-            x, y = _loader_xy(x, "x")
-        self.batch_size, self.shuffle = batch_size, shuffle
-        self.x, self.y, self.val_split = x, y, val_split
+            x, y = x.x, x.y
+        self.x, self.y, self.batch_size, self.shuffle = x, y, batch_size, shuffle
         if validation_data is None:
             return
-        if (
-            isinstance(val_split, (int, float))
-            and not isinstance(val_split, bool)
-            and float(val_split) != 0.0
-        ):
-            raise ArgumentError("ag_fit: give either val_split or validation_data, not both")
-        if _is_loader(validation_data):
-            xv, yv = _loader_xy(validation_data, "validation_data")
+        if isinstance(validation_data, ag_dataloader):
+            self.xv, self.yv = (
+                _cols(validation_data.x, "validation_data"),
+                _cols(validation_data.y, "validation_data"),
+            )
         elif isinstance(validation_data, tuple) and len(validation_data) in (1, 2):
-            xv = _as_cols(validation_data[0], "validation_data")
-            yv = (
-                None
-                if len(validation_data) == 1 or validation_data[1] is None
-                else _as_cols(validation_data[1], "validation_data")
+            self.xv = _as_cols(validation_data[0], "validation_data")
+            self.yv = _cols(
+                validation_data[1] if len(validation_data) == 2 else None, "validation_data"
             )
         else:
             raise ArgumentError(
                 "ag_fit: validation_data must be a tuple (x_val, y_val), (x_val,) or an ag_dataloader, "
                 f"got {type(validation_data).__name__}"
             )
-        X = _as_cols(x, "x")
-        Y = None if y is None else _as_cols(y, "y")
-        if (Y is None) != (yv is None):
-            raise ArgumentError(
-                "ag_fit: validation_data needs targets exactly when the training data have them "
-                f"(training y {'given' if Y is not None else 'absent'}, validation y "
-                f"{'given' if yv is not None else 'absent'})"
-            )
-        if xv.shape[0] != X.shape[0]:
-            raise ShapeError(
-                f"ag_fit: validation_data x has {xv.shape[0]} features (rows), x has {X.shape[0]}"
-            )
-        if Y is not None and yv is not None:
-            if yv.shape[1] != xv.shape[1]:
-                raise ShapeError(
-                    f"ag_fit: validation_data x has {xv.shape[1]} samples (columns) but y has {yv.shape[1]}"
-                )
-            if yv.shape[0] != Y.shape[0]:
-                raise ShapeError(
-                    f"ag_fit: validation_data y has {yv.shape[0]} rows, y has {Y.shape[0]}"
-                )
-        n, nv = X.shape[1], xv.shape[1]
-        if nv < 1 or n < 1:
-            raise PyggmlrValueError(
-                f"ag_fit: validation_data and x need at least one sample each, got {nv} and {n}"
-            )
-        self.x = np.concatenate([X, xv.astype(X.dtype, copy=False)], axis=1)
-        if Y is not None and yv is not None:
-            self.y = np.concatenate([Y, yv.astype(Y.dtype, copy=False)], axis=1)
-        self.val_split = nv / (
-            n + nv
-        )  # the plan holds out round(val_split * total) = nv at the end
         self.fixed_split = True
+
+    def join(
+        self, X: np.ndarray, Y: Optional[np.ndarray], val_split: float
+    ) -> Tuple[np.ndarray, Optional[np.ndarray], float]:
+        """x and y (checked) with the validation columns appended, and the val_split that holds
+        out exactly them (the core's rules, pg_fit_val_join)."""
+        if not self.fixed_split:
+            return X, Y, val_split
+        out = ffi.new("double *")
+        _core.check(
+            lib.pg_fit_val_join(
+                _shape(X), _shape(Y), _shape(self.xv), _shape(self.yv), val_split, out
+            )
+        )
+        assert self.xv is not None  # fixed_split: set with it
+        X = np.concatenate([X, self.xv.astype(X.dtype, copy=False)], axis=1)
+        if Y is not None and self.yv is not None:  # the core checked: both or neither
+            Y = np.concatenate([Y, self.yv.astype(Y.dtype, copy=False)], axis=1)
+        return X, Y, float(out[0])
 
 
 def verbosity(verbose: Any, progress: str, silent: bool) -> Tuple[str, bool]:

@@ -140,8 +140,8 @@ def ag_fit(
         raise PyggmlrValueError("ag_fit: distributed must be True or False")
     if static is not None and not _is_flag(static):
         raise PyggmlrValueError("ag_fit: static must be True, False or None")
-    data = FitData(x, y, validation_data, batch_size, shuffle, seed, val_split)
-    x, y, val_split = data.x, data.y, data.val_split
+    data = FitData(x, y, validation_data, batch_size, shuffle, seed)
+    x, y = data.x, data.y
     batch_size, shuffle, seed = data.batch_size, data.shuffle, data.seed
     pmode = progress_mode(progress, silent)
     lossfn, loss_name = _loss_fn(loss)
@@ -159,6 +159,8 @@ def ag_fit(
         raise ShapeError(
             f"ag_fit: x has {n} samples (columns) but y has {Y.shape[1]}" + _row_major_hint(X, Y)
         )
+    X, Y, val_split = data.join(X, Y, val_split)  # validation_data's columns last
+    n = X.shape[1]
     classify = loss_name == "cross_entropy"
 
     params = _params(model)

@@ -42,14 +42,12 @@ class FitPlan:
         st = NULL if split_state is None else ffi.new("int32_t[]", [int(v) for v in split_state])
         prm = ffi.new("pg_fit_params *", lib.pg_fit_default_params())
         prm.classify, prm.batch_size, prm.nbatch_logical = int(classify), batch_size, nbatch_logical
-        prm.val_split, prm.shuffle = val_split, int(shuffle and not fixed_split)
+        prm.val_split, prm.shuffle, prm.fixed_split = val_split, int(shuffle), int(fixed_split)
         prm.rng, prm.split_state = stream._h, st
         p = lib.pg_fit_new(x._handle(), NULL if y is None else y._handle(), prm)
         if p == NULL:
             _core.raise_last()
         self._p = ffi.gc(p, lib.pg_fit_free)
-        if fixed_split and shuffle:
-            _core.check(lib.pg_fit_set_shuffle(self._p, 1))
         self._stream = stream  # the plan borrows its stream: keep it alive
         self._keep: List[Any] = []  # compiled steps a session borrows
         self._wrappers: Dict[

@@ -19,14 +19,12 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
                    progress = "auto", distributed = FALSE, validation_data = NULL, verbose = NULL) {
   # fit_data.R: loaders, validation_data, verbose (as Python's)
   v <- .fit_verbosity(verbose, progress, silent)
-  d <- .fit_data(x, y, validation_data, batch_size, shuffle, seed, val_split,
-                 !isTRUE(all.equal(batch_size, 32)) || !isTRUE(shuffle))
+  d <- .fit_data(x, y, validation_data, batch_size, shuffle, seed)
   x <- d$x
   y <- d$y
   batch_size <- d$batch_size
   shuffle <- d$shuffle
   seed <- d$seed
-  val_split <- d$val_split
   L <- .fit_loss(loss)
   pmode <- .fit_progress_mode(v$progress, v$silent)
   per_datapoint <- L$name != "sum"
@@ -53,6 +51,11 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     .fit_stop("ag_fit: loss \"%s\" needs targets y", L$name)
   tg <- .fit_targets(y, L$name, n, X)
   .check_class_ids(tg$ids, model, nrow(X))  # fit_hints.R: 1-based labels
+  j <- .fit_join(d, X, tg$Y, val_split)  # validation_data's columns last
+  X <- j$X
+  tg$Y <- j$Y
+  val_split <- j$val_split
+  n <- ncol(X)
   classify <- L$name == "cross_entropy"
 
   if (!((is.environment(model) || is.list(model)) &&
@@ -132,11 +135,9 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   # the split, the shuffles, the batches and the statistics live in the core (native/fit.c)
   plan <- tryCatch(.Call(R_pg_fit_new, ag_tensor(X, dtype = dtype)$.ptr,
                          if (is.null(tg$Y)) NULL else ag_tensor(tg$Y, dtype = dtype)$.ptr,
-                classify, batch_size, nbatch_logical, val_split, isTRUE(shuffle) && !d$fixed,
-                if (is.null(res)) NULL else as.integer(.num_vec(res$fit$settings$split_state))),
-                   error = function(e) if (is.null(res)) stop(e) else undo(e))
-  # validation_data stays put
-  if (d$fixed && isTRUE(shuffle)) .Call(R_pg_fit_set_shuffle, plan, TRUE)
+                classify, batch_size, nbatch_logical, val_split, isTRUE(shuffle),
+                if (is.null(res)) NULL else as.integer(.num_vec(res$fit$settings$split_state)),
+                d$fixed), error = function(e) if (is.null(res)) stop(e) else undo(e))
   if (!is.null(sync)) .Call(R_pg_fit_shard, plan, sync$rank, sync$world)
   settings$split_state <- as.list(.Call(R_pg_fit_split_state, plan))
   # the run is set up: now the weights and optimizer, then the stream (all checked)

@@ -1,19 +1,19 @@
-# What ag_fit accepts as data besides matrices, as Python's fit_data.py (same rules, same texts):
+# What ag_fit accepts as data besides matrices, as Python's fit/data.py (same rules, same texts):
 # an ag_dataloader as x (its data, batch_size, shuffle and seed become the fit's), validation_data
 # = list(x_val, y_val) (or a loader) in place of val_split, and keras' verbose levels. The batching
 # stays in the core's plan: validation columns go after the training ones and are held out as
-# the plan's validation part, with the split fixed (pg_fit_set_shuffle).
+# the plan's validation part, with the split fixed; the rules on their shapes are the core's
+# (pg_fit_val_join).
 
-.fit_data <- function(x, y, validation_data, batch_size, shuffle, seed, val_split,
-                      loader_args_given) {
-  d <- list(x = x, y = y, batch_size = batch_size, shuffle = shuffle, seed = seed,
-            val_split = val_split, fixed = FALSE)
+.fit_data <- function(x, y, validation_data, batch_size, shuffle, seed) {
+  d <- list(x = x, y = y, batch_size = batch_size, shuffle = shuffle, seed = seed, fixed = FALSE)
   if (inherits(x, "ag_dataloader")) {
     if (!is.null(y))
       .arg_fail("argument",
                 paste0("ag_fit: x is an ag_dataloader, which holds the targets: pass y to ",
                        "ag_dataloader(x, y), not to ag_fit"))
-    if (loader_args_given)
+    # only ag_fit's defaults exactly (32, TRUE) leave the loader's settings alone
+    if (!is.numeric(batch_size) || !identical(as.double(batch_size), 32) || !isTRUE(shuffle))
       .arg_fail("argument",
                 paste0("ag_fit: x is an ag_dataloader: its batch_size and shuffle are the fit's; ",
                        "set them on ag_dataloader(), not on ag_fit"))
@@ -24,49 +24,31 @@
     d$y <- x$y
   }
   if (is.null(validation_data)) return(d)
-  if (!isTRUE(all.equal(as.double(val_split), 0)))
-    .arg_fail("argument", "ag_fit: give either val_split or validation_data, not both")
   if (inherits(validation_data, "ag_dataloader")) {
     xv <- validation_data$x
     yv <- validation_data$y
   } else if (is.list(validation_data) && length(validation_data) %in% 1:2) {
-    xv <- .fit_cols(validation_data[[1L]], "validation_data")
-    yv <- if (length(validation_data) == 1L ||
-              is.null(validation_data[[2L]])) NULL else validation_data[[2L]]
+    xv <- validation_data[[1L]]
+    yv <- if (length(validation_data) == 1L) NULL else validation_data[[2L]]
   } else {
     .arg_fail("argument",
               paste0("ag_fit: validation_data must be a list (x_val, y_val), (x_val) or an ",
                      "ag_dataloader, got %s"), class(validation_data)[[1L]])
   }
-  X <- .fit_cols(d$x, "x")
+  d$xv <- .fit_cols(xv, "validation_data")
   if (is.factor(yv)) yv <- as.integer(yv) - 1L
-  Y <- if (is.null(d$y)) NULL else .fit_cols(if (is.factor(d$y)) as.integer(d$y) - 1L else d$y, "y")
-  yv <- if (is.null(yv)) NULL else .fit_cols(yv, "validation_data")
-  if (is.null(Y) != is.null(yv))
-    .arg_fail("argument",
-              paste0("ag_fit: validation_data needs targets exactly when the training data have ",
-                     "them (training y %s, validation y %s)"),
-              if (is.null(Y)) "absent" else "given", if (is.null(yv)) "absent" else "given")
-  if (nrow(xv) != nrow(X)) .arg_fail("shape",
-                                     "ag_fit: validation_data x has %d features (rows), x has %d",
-                                     nrow(xv), nrow(X))
-  if (!is.null(Y)) {
-    if (ncol(yv) != ncol(xv)) .arg_fail("shape",
-                                        paste0("ag_fit: validation_data x has %d samples ",
-                                               "(columns) but y has %d"), ncol(xv), ncol(yv))
-    if (nrow(yv) != nrow(Y)) .arg_fail("shape", "ag_fit: validation_data y has %d rows, y has %d",
-                                       nrow(yv), nrow(Y))
-  }
-  n <- ncol(X)
-  nv <- ncol(xv)
-  if (nv < 1L || n < 1L) .arg_fail("value",
-                                   paste0("ag_fit: validation_data and x need at least one ",
-                                          "sample each, got %d and %d"), nv, n)
-  d$x <- cbind(X, xv)
-  if (!is.null(Y)) d$y <- cbind(Y, yv)
-  d$val_split <- nv / (n + nv)  # the plan holds out round(val_split * total) = nv at the end
+  d$yv <- if (is.null(yv)) NULL else .fit_cols(yv, "validation_data")
   d$fixed <- TRUE
   d
+}
+
+# x and y (checked) with validation_data's columns appended, and the val_split that holds out
+# exactly them (the core's rules)
+.fit_join <- function(d, X, Y, val_split) {
+  if (!d$fixed) return(list(X = X, Y = Y, val_split = val_split))
+  dims <- lapply(list(X, Y, d$xv, d$yv), function(m) if (is.null(m)) NULL else as.list(dim(m)))
+  val_split <- .Call(R_pg_fit_val_join, dims, val_split)
+  list(X = cbind(X, d$xv), Y = if (is.null(Y)) NULL else cbind(Y, d$yv), val_split = val_split)
 }
 
 # keras' verbose: 0 silent, 1 the progress bar, 2 one line per epoch; NULL: progress / silent as

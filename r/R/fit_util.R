@@ -146,9 +146,8 @@
   if (ncol(Y) != n)  # fit_hints.R: Python's row-major hint; classed as Python's ShapeError
     .arg_fail("shape", "ag_fit: x has %d samples (columns) but y has %d%s", n, ncol(Y),
               if (is.null(X)) "" else .row_major_hint(X, Y))
-  if (anyNA(Y)) .fit_stop("ag_fit: y has missing values")
-  ids <- NULL
-  if (loss == "cross_entropy" && nrow(Y) == 1L) {
+  ids <- NULL  # NaN / NA: the core's non-finite check (pg_fit_new) names them, as in Python
+  if (loss == "cross_entropy" && nrow(Y) == 1L && !anyNA(Y)) {
     if (any(Y != round(Y)) || any(Y < 0))
       .fit_stop(paste0("ag_fit: cross_entropy targets must be 0-based class ids (whole numbers ",
                        ">= 0), a factor or a one-hot matrix"))

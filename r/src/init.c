@@ -52,7 +52,7 @@ extern SEXP R_pg_clip_grad_norm(SEXP, SEXP, SEXP);
 extern SEXP R_pg_clip_grad_value(SEXP, SEXP, SEXP);
 extern SEXP R_pg_grad_anomaly(SEXP, SEXP);
 extern SEXP R_pg_sched_init(SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_new(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_next(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_where(SEXP);
@@ -106,7 +106,7 @@ extern SEXP R_pg_fit_stats_get(SEXP);
 extern SEXP R_pg_fit_stats_set(SEXP, SEXP);
 extern SEXP R_pg_accuracy_count(SEXP, SEXP);
 extern SEXP R_pg_set_index_base(SEXP);
-extern SEXP R_pg_fit_set_shuffle(SEXP, SEXP);
+extern SEXP R_pg_fit_val_join(SEXP, SEXP);
 extern SEXP R_pg_early_stop_new(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_checkpoint_path(SEXP, SEXP);
 extern SEXP R_pg_fit_resume_check(SEXP, SEXP);
@@ -229,7 +229,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_clip_grad_value", (DL_FUNC)&R_pg_clip_grad_value, 3},
     {"R_pg_grad_anomaly", (DL_FUNC)&R_pg_grad_anomaly, 2},
     {"R_pg_sched_init", (DL_FUNC)&R_pg_sched_init, 3},
-    {"R_pg_fit_new", (DL_FUNC)&R_pg_fit_new, 8},
+    {"R_pg_fit_new", (DL_FUNC)&R_pg_fit_new, 9},
     {"R_pg_session_new", (DL_FUNC)&R_pg_session_new, 5},
     {"R_pg_session_next", (DL_FUNC)&R_pg_session_next, 4},
     {"R_pg_session_where", (DL_FUNC)&R_pg_session_where, 1},
@@ -283,7 +283,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_stats_set", (DL_FUNC)&R_pg_fit_stats_set, 2},
     {"R_pg_accuracy_count", (DL_FUNC)&R_pg_accuracy_count, 2},
     {"R_pg_set_index_base", (DL_FUNC)&R_pg_set_index_base, 1},
-    {"R_pg_fit_set_shuffle", (DL_FUNC)&R_pg_fit_set_shuffle, 2},
+    {"R_pg_fit_val_join", (DL_FUNC)&R_pg_fit_val_join, 2},
     {"R_pg_early_stop_new", (DL_FUNC)&R_pg_early_stop_new, 5},
     {"R_pg_checkpoint_path", (DL_FUNC)&R_pg_checkpoint_path, 2},
     {"R_pg_fit_resume_check", (DL_FUNC)&R_pg_fit_resume_check, 2},

@@ -6,7 +6,7 @@
 static pg_fit *fit_get(SEXP x) { return r_get(x, R_FIT); }
 
 SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP bs, SEXP nbl, SEXP val_split, SEXP shuffle,
-                  SEXP split_state)
+                  SEXP split_state, SEXP fixed_split)
 {
     pg_tensor *xt = r_get(x, R_TENSOR), *yt = Rf_isNull(y) ? NULL : r_get(y, R_TENSOR);
     const int32_t *st = NULL;
@@ -25,6 +25,7 @@ SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP bs, SEXP nbl, SEXP val_spl
     p.val_split = r_num(val_split, "ag_fit: val_split");
     p.shuffle = Rf_asLogical(shuffle) == 1;
     p.split_state = st;
+    p.fixed_split = Rf_asLogical(fixed_split) == 1;
     r_draw c = r_draw_enter();
     pg_fit *f = pg_fit_new(xt, yt, &p);
     r_draw_leave(c, f != NULL);
@@ -120,10 +121,24 @@ SEXP R_pg_accuracy_count(SEXP out, SEXP y)
 }
 
 /* validation_data: the plan was made unshuffled; its training part reshuffles per epoch from now */
-SEXP R_pg_fit_set_shuffle(SEXP fp, SEXP shuffle)
+/* ag_fit(validation_data =): the core's rules on dim(x), dim(y), dim(x_val), dim(y_val) (NULL
+ * without targets); the val_split that holds out x_val's columns */
+static const int64_t *dims2(SEXP d, int64_t *out)
 {
-    r_check(pg_fit_set_shuffle(fit_get(fp), Rf_asLogical(shuffle) == 1));
-    return R_NilValue;
+    if (Rf_isNull(d)) return NULL;
+    out[0] = (int64_t)r_num(VECTOR_ELT(d, 0), "ag_fit: rows");
+    out[1] = (int64_t)r_num(VECTOR_ELT(d, 1), "ag_fit: columns");
+    return out;
+}
+
+SEXP R_pg_fit_val_join(SEXP dims, SEXP val_split)
+{
+    int64_t d[4][2];
+    const int64_t *p[4];
+    for (int k = 0; k < 4; k++) p[k] = dims2(VECTOR_ELT(dims, k), d[k]);
+    double out = 0;
+    r_check(pg_fit_val_join(p[0], p[1], p[2], p[3], r_num(val_split, "ag_fit: val_split"), &out));
+    return Rf_ScalarReal(out);
 }
 
 /* ag_dataloader's batch count (the core's rule, pg_batch_count): n / batch_size with drop_last,

@@ -44,6 +44,7 @@ int main(void)
     run("model-file schema", test_modelfile);
     run("model files on core objects", test_modelfile_model);
     run("fit plan", test_fit_plan);
+    run("fit validation data", test_fit_val);
     run("fit session", test_fit_session);
     run("early stopping", test_fit_stop);
     run("resume checks", test_fit_resume);

@@ -77,8 +77,12 @@ test_that("ag_fit never diverges silently: a NaN or Inf epoch loss warns and sto
   expect_length(h$loss, 1L)
   expect_no_warning(h <- fit(x, y, optimizer = "sgd", lr = 0.01))
   expect_length(h$loss, 10L)
-  xn <- x
+  xn <- x  # non-finite data are refused before training (pg_fit_new), naming the first one
   xn[2L, 6L] <- NaN
-  expect_warning(fit(xn, y), "epoch 1 is NaN.*NaN or Inf in x and y",
+  expect_error(fit(xn, y),
+               "^ag_fit: x has 1 non-finite value \\(NaN or Inf\\), the first at row 2, column 6;",
+               class = "pyggmlr_value_error")
+  expect_warning(fit(x, y, validation_data = list(x[, 1:8] * 1e30, y[, 1:8, drop = FALSE])),
+                 "validation loss of epoch 1 is Inf.*scale x and y",
                  class = "pyggmlr_nonfinite_loss_warning")
 })

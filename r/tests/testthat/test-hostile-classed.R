@@ -24,7 +24,7 @@ test_that("ag_fit's y and data checks are classed and name ag_fit, not an intern
   .expect_refused(ag_fit(.m(), X4, "a", loss = "mse", silent = TRUE), "pyggmlr_argument_error",
                   "ag_fit", "y must be numeric")
   .expect_refused(ag_fit(.m(), X4, c(NA, 1, 1, 1), loss = "mse", silent = TRUE),
-                  "pyggmlr_value_error", "ag_fit", "missing values")
+                  "pyggmlr_value_error", "ag_fit", "non-finite value")
   .expect_refused(ag_fit(.m(), X4, matrix(1, 3, 3), loss = "mse", silent = TRUE),
                   "pyggmlr_shape_error", "ag_fit", "samples")  # Python's ShapeError (issue 29)
   .expect_refused(ag_fit(.m(), X4, NULL, loss = "mse", silent = TRUE), "pyggmlr_value_error",

@@ -1,0 +1,92 @@
+/* ag_fit's data rules in the core (native/fit_val.c): validation_data's shapes and val_split
+ * (pg_fit_val_join), non-finite data refused by pg_fit_new, and a fixed split (fixed_split). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "check.h"
+
+static void test_val_join(void)
+{
+    const int64_t x[2] = {3, 30}, y[2] = {1, 30}, xv[2] = {3, 10}, yv[2] = {1, 10};
+    double vs = -1;
+    CHECK(pg_fit_val_join(x, y, xv, yv, 0.0, &vs) == 0 && vs == 10.0 / 40.0);
+    CHECK(nearbyint(vs * 40) == 10); /* the plan holds out exactly xv's columns */
+    CHECK(pg_fit_val_join(x, NULL, xv, NULL, 0.0, &vs) == 0 && vs == 0.25);
+    CHECK_ERR(pg_fit_val_join(x, y, xv, yv, 1e-10, &vs), PG_STATUS_ERR_ARG,
+              "ag_fit: give either val_split or validation_data, not both");
+    CHECK_ERR(pg_fit_val_join(x, y, xv, yv, NAN, &vs), PG_STATUS_ERR_ARG, "not both");
+    CHECK_ERR(pg_fit_val_join(x, y, xv, NULL, 0, &vs), PG_STATUS_ERR_ARG,
+              "(training y given, validation y absent)");
+    CHECK_ERR(pg_fit_val_join(x, NULL, xv, yv, 0, &vs), PG_STATUS_ERR_ARG,
+              "(training y absent, validation y given)");
+    const int64_t xv2[2] = {2, 10}, yv9[2] = {1, 9}, yv2[2] = {2, 10}, y29[2] = {1, 29};
+    const int64_t xv0[2] = {3, 0}, yv0[2] = {1, 0};
+    CHECK_ERR(pg_fit_val_join(x, y, xv2, yv, 0, &vs), PG_STATUS_ERR_SHAPE,
+              "ag_fit: validation_data x has 2 features (rows), x has 3");
+    CHECK_ERR(pg_fit_val_join(x, y, xv, yv9, 0, &vs), PG_STATUS_ERR_SHAPE,
+              "ag_fit: validation_data x has 10 samples (columns) but y has 9");
+    CHECK_ERR(pg_fit_val_join(x, y, xv, yv2, 0, &vs), PG_STATUS_ERR_SHAPE,
+              "ag_fit: validation_data y has 2 rows, y has 1");
+    CHECK_ERR(pg_fit_val_join(x, y29, xv, yv, 0, &vs), PG_STATUS_ERR_SHAPE,
+              "ag_fit: x has 30 samples (columns) but y has 29");
+    CHECK_ERR(pg_fit_val_join(x, y, xv0, yv0, 0, &vs), PG_STATUS_ERR_VALUE,
+              "ag_fit: validation_data and x need at least one sample each, got 0 and 30");
+    CHECK_ERR(pg_fit_val_join(NULL, y, xv, yv, 0, &vs), PG_STATUS_ERR_ARG, "NULL shape");
+    CHECK(vs == 0.25); /* a refusal leaves the output alone */
+}
+
+static void test_finite_and_fixed(void)
+{
+    double xd[2 * 12], yd[12];
+    for (int i = 0; i < 24; i++) xd[i] = i;
+    for (int i = 0; i < 12; i++) yd[i] = i;
+    pg_rng *r = pg_rng_new_seeded(1);
+    pg_fit_params p = pg_fit_default_params();
+    p.batch_size = 3, p.val_split = 0.25, p.rng = r;
+    CHECK(p.fixed_split == 0);
+    xd[2 * 4 + 1] = NAN, xd[2 * 7] = INFINITY; /* row 2 col 5; row 1 col 8 */
+    pg_tensor *x = pg_tensor_new(PG_DTYPE_F32, 2, 12, xd, PG_DTYPE_F64, 1, 2);
+    pg_tensor *y = pg_tensor_new(PG_DTYPE_F32, 1, 12, yd, PG_DTYPE_F64, 1, 1);
+    CHECK_ERR(!pg_fit_new(x, y, &p), PG_STATUS_ERR_VALUE,
+              "ag_fit: x has 2 non-finite values (NaN or Inf), the first at row 2, column 5; "
+              "give finite data (remove or impute those samples)");
+    pg_tensor_release(x);
+    xd[2 * 4 + 1] = 1, xd[2 * 7] = 1;
+    yd[10] = -INFINITY; /* a validation_data column with a fixed split: named as such */
+    x = pg_tensor_new(PG_DTYPE_F64, 2, 12, xd, PG_DTYPE_F64, 1, 2);
+    pg_tensor_release(y);
+    y = pg_tensor_new(PG_DTYPE_F64, 1, 12, yd, PG_DTYPE_F64, 1, 1);
+    CHECK_ERR(!pg_fit_new(x, y, &p), PG_STATUS_ERR_VALUE, "ag_fit: y has 1 non-finite value");
+    p.fixed_split = 1;
+    CHECK_ERR(!pg_fit_new(x, y, &p), PG_STATUS_ERR_VALUE,
+              "ag_fit: validation_data y has 1 non-finite value (NaN or Inf), the first at row 1, "
+              "column 2;");
+    pg_tensor_release(y);
+    yd[10] = 10;
+    y = pg_tensor_new(PG_DTYPE_F64, 1, 12, yd, PG_DTYPE_F64, 1, 1);
+    /* fixed split: no split draw, validation = the last 3 columns as given, training shuffled */
+    int32_t before[PG_RNG_STATE_LEN], after[PG_RNG_STATE_LEN];
+    CHECK(pg_rng_get_state(r, before) == 0);
+    pg_fit *f = pg_fit_new(x, y, &p);
+    CHECK(f && pg_rng_get_state(r, after) == 0 && !memcmp(before, after, sizeof before));
+    pg_tensor *xb = NULL, *yb = NULL;
+    CHECK(pg_fit_epoch_begin(f) == 0);
+    CHECK(pg_fit_batch(f, 1, 0, &xb, &yb) == 3);
+    const double *v = pg_data(yb);
+    CHECK(v[0] == 9 && v[1] == 10 && v[2] == 11);
+    pg_tensor_release(xb), pg_tensor_release(yb);
+    CHECK(pg_fit_batch(f, 0, 0, &xb, &yb) == 3);
+    v = pg_data(yb);
+    CHECK(v[0] < 9 && v[1] < 9 && v[2] < 9 && !(v[0] == 0 && v[1] == 1 && v[2] == 2));
+    pg_tensor_release(xb), pg_tensor_release(yb);
+    pg_fit_free(f);
+    pg_tensor_release(x);
+    pg_tensor_release(y);
+    pg_rng_free(r);
+}
+
+void test_fit_val(void)
+{
+    test_val_join();
+    test_finite_and_fixed();
+}
