@@ -170,6 +170,7 @@ def ag_fit(
     opt = _make_optimizer(optimizer, params, lr)
     opt_before = (opt.accumulate_steps, opt.accum_count)  # put back when the setup fails
     try:  # a setup that fails (bad ids, a refused resume, ...) leaves the optimizer as it was
+        cbs = make_callbacks(callbacks)  # checked in R's order: before distributed / static
         opt.accumulate_steps = accum
         opt.accum_count = 0
         sync = None
@@ -196,7 +197,6 @@ def ag_fit(
             "seed": None,
             "split_state": None,
         }
-        cbs = make_callbacks(callbacks)
         history = History()
         start_epoch = 1
         resume: Optional[Dict[str, Any]] = None

@@ -18,32 +18,33 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
                    static = NULL,
                    progress = "auto", distributed = FALSE, validation_data = NULL, verbose = NULL) {
   # fit_data.R: loaders, validation_data, verbose (as Python's)
+  # the arguments are checked in Python's order (the first bad one is named in both languages)
   v <- .fit_verbosity(verbose, progress, silent)
+  if (!is.logical(distributed) || length(distributed) != 1L || is.na(distributed))
+    .fit_stop("ag_fit: distributed must be TRUE or FALSE")
+  if (!is.null(static) && (!is.logical(static) || length(static) != 1L || is.na(static)))
+    .fit_stop("ag_fit: static must be TRUE, FALSE or NULL")
   d <- .fit_data(x, y, validation_data, batch_size, shuffle, seed)
   x <- d$x
   y <- d$y
   batch_size <- d$batch_size
   shuffle <- d$shuffle
   seed <- d$seed
-  L <- .fit_loss(loss)
   pmode <- .fit_progress_mode(v$progress, v$silent)
+  L <- .fit_loss(loss)
   per_datapoint <- L$name != "sum"
   nepoch <- .fit_int(nepoch, "nepoch")
   batch_size <- .fit_int(batch_size, "batch_size")
+  shuffle <- .arg_flag(shuffle, "ag_fit", "shuffle")
   nbatch_logical <- if (is.null(nbatch_logical)) batch_size else .fit_int(nbatch_logical,
       "nbatch_logical")
   accum <- nbatch_logical %/% batch_size
-  shuffle <- .arg_flag(shuffle, "ag_fit", "shuffle")
   # the rest of the rules (a multiple of batch_size, val_split in [0, 1)) are the core's
   # (pg_fit_new), one text in both languages
   if (!is.numeric(val_split) || is.factor(val_split) || length(val_split) != 1L)
     .arg_fail("argument", "ag_fit: val_split must be a number, got %s", .arg_show(val_split))
   if (!is.null(opt_params) && !is.function(opt_params))
     .fit_type_stop("ag_fit: opt_params must be a function(epoch) returning a named list, or NULL")
-  if (!is.logical(distributed) || length(distributed) != 1L || is.na(distributed))
-    .fit_stop("ag_fit: distributed must be TRUE or FALSE")
-  if (!is.null(static) && (!is.logical(static) || length(static) != 1L || is.na(static)))
-    .fit_stop("ag_fit: static must be TRUE, FALSE or NULL")
 
   X <- .fit_cols(x, "x")
   n <- ncol(X)

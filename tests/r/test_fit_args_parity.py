@@ -38,6 +38,16 @@ _CASES = [  # (Python keyword arguments, R arguments, Python type)
     (dict(verbose=5), "verbose = 5", pg.PyggmlrValueError),
     (dict(resume_from=5), "resume_from = 5", pg.ArgumentError),
     (dict(silent="a"), 'silent = "a"', pg.ArgumentError),
+    # two bad arguments: both languages check in one order and name the same first one
+    (dict(nepoch=0, distributed=5), "nepoch = 0, distributed = 5", pg.PyggmlrValueError),
+    (dict(loss="hinge", progress="bogus"), 'loss = "hinge", progress = "bogus"',
+     pg.PyggmlrValueError),
+    (dict(nbatch_logical=0, shuffle="a"), 'nbatch_logical = 0, shuffle = "a"', pg.ArgumentError),
+    (dict(val_split=2, validation_data=5), "val_split = 2, validation_data = 5", pg.ArgumentError),
+    (dict(optimizer="bogus", callbacks=5), 'optimizer = "bogus", callbacks = 5',
+     pg.PyggmlrValueError),
+    (dict(callbacks=5, static=True, resume_from=5), "callbacks = 5, resume_from = 5",
+     pg.ArgumentError),
 ]  # fmt: skip
 
 _R = """a <- list(nepoch = 1L, batch_size = 2L, silent = TRUE)
@@ -49,8 +59,12 @@ tryCatch({{ do.call(ag_fit, c(list(ag_linear(2, 2), x, y), a)); list("none", "")
 
 def _idiom(msg):
     """Python's way of showing a value, as R shows it (the texts are otherwise the same)."""
+    msg = msg[: -len("got int")] + "got numeric" if msg.endswith("got int") else msg
     return (msg.replace("got int 5", "got 5").replace("or None,", "or NULL,")
-            .replace("must be True or False, got str 'a'", 'must be TRUE or FALSE, got "a"'))  # fmt: skip
+            .replace("must be True or False, got str 'a'", 'must be TRUE or FALSE, got "a"')
+            .replace("distributed must be True or False", "distributed must be TRUE or FALSE")
+            .replace("(x_val,) or an", "(x_val) or an")
+            .replace("a tuple (x_val", "a list (x_val"))  # fmt: skip
 
 
 @pytest.mark.parametrize("kw, code, exc", _CASES, ids=[c[1] for c in _CASES])
