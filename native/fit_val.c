@@ -18,8 +18,9 @@ int pg_fit_val_join(const int64_t *x, const int64_t *y, const int64_t *xv, const
                        "them (training y %s, validation y %s)",
                        OP, y ? "given" : "absent", yv ? "given" : "absent");
     if (xv[0] != x[0])
-        return pg_fail(PG_STATUS_ERR_SHAPE, "%s: validation_data x has %lld features (rows), x has %lld",
-                       OP, (long long)xv[0], (long long)x[0]);
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "%s: validation_data x has %lld features (rows), x has %lld", OP,
+                       (long long)xv[0], (long long)x[0]);
     if (y && yv[1] != xv[1])
         return pg_fail(PG_STATUS_ERR_SHAPE,
                        "%s: validation_data x has %lld samples (columns) but y has %lld", OP,
@@ -56,4 +57,12 @@ int pg_fit_check_finite(const pg_tensor *t, const char *what, int64_t n_main)
                    "column %lld; give finite data (remove or impute those samples)",
                    OP, val ? "validation_data " : "", what, (long long)bad, bad > 1 ? "s" : "",
                    (long long)r, (long long)(val ? c - n_main : c));
+}
+
+int pg_row_major_guess(int64_t xr, int64_t xc, int64_t yr, int64_t yc)
+{
+    if (xr == yc) return PG_ROW_MAJOR_X;
+    if (yr == xc && yr != yc) return PG_ROW_MAJOR_Y;
+    if (xr == yr) return PG_ROW_MAJOR_BOTH;
+    return PG_ROW_MAJOR_NONE;
 }

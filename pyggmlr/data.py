@@ -82,19 +82,15 @@ class ag_dataloader:
             self.y, self._ydtype = _as_data(y, "y", col_major)
         self.n = self.x.shape[1]
         if self.y is not None and self.y.shape[1] != self.n:
-            hint = ""
-            if self.x.shape[0] == self.y.shape[1]:
-                hint = (
-                    f"; x looks row-major ({self.x.shape[0]} rows, one per sample): pass col_major=False "
-                    "(x and a 2-D y are transposed) or x.T"
-                )
-            elif self.y.shape[0] == self.n:
-                hint = f"; y looks row-major ({self.y.shape[0]} rows, one per sample): pass y.T"
-            elif self.x.shape[0] == self.y.shape[0]:
-                hint = (
-                    f"; x and y look row-major ({self.x.shape[0]} rows each, one per sample): pass "
-                    "col_major=False"
-                )
+            g = lib.pg_row_major_guess(*self.x.shape, *self.y.shape)  # the core's guess
+            hint = (
+                "",
+                f"; x looks row-major ({self.x.shape[0]} rows, one per sample): pass col_major=False "
+                "(x and a 2-D y are transposed) or x.T",
+                f"; y looks row-major ({self.y.shape[0]} rows, one per sample): pass y.T",
+                f"; x and y look row-major ({self.x.shape[0]} rows each, one per sample): pass "
+                "col_major=False",
+            )[g]
             raise ShapeError(
                 "ag_dataloader: x and y must have the same number of samples (columns in "
                 f"col-major): x has {self.n}, y has {self.y.shape[1]}{hint}"

@@ -22,20 +22,31 @@
 # default dtype, or of x's (y's) dtype when it is an ag_tensor.
 ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_major = TRUE,
                           seed = NULL, drop_last = TRUE) {
-  seed <- .seed_int(seed, "ag_dataloader")
+  # checked in Python's order (the first bad argument is named in both languages)
   col_major <- .arg_flag(col_major, "ag_dataloader", "col_major")
+  .check_dims(x, "ag_dataloader", "x")  # a tampered dim must not reach as.matrix / `[`
+  xdt <- if (is_ag_tensor(x)) x$dtype else NULL
+  x <- .loader_data(x, "x", col_major)
+  ydt <- if (is_ag_tensor(y)) y$dtype else NULL
+  if (!is.null(y)) {
+    .check_dims(y, "ag_dataloader", "y")
+    y <- .loader_data(y, "y", col_major)
+  }
+  if (!is.null(y) && ncol(x) != ncol(y)) {
+    g <- .Call(R_pg_row_major_guess, dim(x), dim(y))  # the core's guess, R's words
+    hint <- c("", sprintf(paste0("; x looks row-major (%d rows, one per sample): pass col_major = ",
+                                 "FALSE (x and a 2-D y are transposed) or t(x)"), nrow(x)),
+              sprintf("; y looks row-major (%d rows, one per sample): pass t(y)", nrow(y)),
+              sprintf(paste0("; x and y look row-major (%d rows each, one per sample): pass ",
+                             "col_major = FALSE"), nrow(x)))[g + 1L]
+    .arg_fail("shape", paste0("ag_dataloader: x and y must have the same number of samples ",
+                              "(columns in col-major): x has %d, y has %d%s"), ncol(x), ncol(y),
+              hint)
+  }
+  batch_size <- .arg_int(batch_size, "ag_dataloader", "batch_size", 1L)
   shuffle <- .arg_flag(shuffle, "ag_dataloader", "shuffle")
   drop_last <- .arg_flag(drop_last, "ag_dataloader", "drop_last")
-  .check_dims(x, "ag_dataloader", "x")  # a tampered dim must not reach as.matrix / `[`
-  if (!is.null(y)) .check_dims(y, "ag_dataloader", "y")
-  xdt <- if (is_ag_tensor(x)) x$dtype else NULL
-  ydt <- if (is_ag_tensor(y)) y$dtype else NULL
-  x <- .loader_data(x, "x", col_major)
-  if (!is.null(y)) y <- .loader_data(y, "y", col_major)
-  if (!is.null(y) && ncol(x) != ncol(y))
-    .arg_fail("shape", paste0("ag_dataloader: x and y must have the same number of samples ",
-                              "(columns in col-major): x has %d, y has %d"), ncol(x), ncol(y))
-  batch_size <- .arg_int(batch_size, "ag_dataloader", "batch_size", 1L)
+  seed <- .seed_int(seed, "ag_dataloader")
   e <- new.env(parent = emptyenv())
   e$x <- x
   e$y <- y

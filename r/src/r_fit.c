@@ -121,6 +121,17 @@ SEXP R_pg_accuracy_count(SEXP out, SEXP y)
 }
 
 /* validation_data: the plan was made unshuffled; its training part reshuffles per epoch from now */
+/* dim(x), dim(y) whose columns disagree: enum pg_row_major (0 none, 1 x, 2 y, 3 both) */
+SEXP R_pg_row_major_guess(SEXP dx, SEXP dy)
+{
+    if (XLENGTH(dx) != 2 || XLENGTH(dy) != 2) r_stopf(PG_STATUS_ERR_ARG, "expected two dims");
+    SEXP a = PROTECT(Rf_coerceVector(dx, REALSXP)), b = PROTECT(Rf_coerceVector(dy, REALSXP));
+    const int g = pg_row_major_guess((int64_t)REAL(a)[0], (int64_t)REAL(a)[1], (int64_t)REAL(b)[0],
+                                     (int64_t)REAL(b)[1]);
+    UNPROTECT(2);
+    return Rf_ScalarInteger(g);
+}
+
 /* ag_fit(validation_data =): the core's rules on dim(x), dim(y), dim(x_val), dim(y_val) (NULL
  * without targets); the val_split that holds out x_val's columns */
 static const int64_t *dims2(SEXP d, int64_t *out)

@@ -85,8 +85,21 @@ static void test_finite_and_fixed(void)
     pg_rng_free(r);
 }
 
+static void test_row_major_guess(void)
+{
+    /* x [150, 4] and y [1, 150]: x's rows are y's samples */
+    CHECK(pg_row_major_guess(150, 4, 1, 150) == PG_ROW_MAJOR_X);
+    /* x [4, 150] and y [150, 1]: y's rows are x's samples */
+    CHECK(pg_row_major_guess(4, 150, 150, 1) == PG_ROW_MAJOR_Y);
+    /* a square y is no evidence that y is the row-major one */
+    CHECK(pg_row_major_guess(3, 5, 5, 5) == PG_ROW_MAJOR_NONE);
+    CHECK(pg_row_major_guess(5, 3, 5, 2) == PG_ROW_MAJOR_BOTH);
+    CHECK(pg_row_major_guess(4, 10, 2, 9) == PG_ROW_MAJOR_NONE);
+}
+
 void test_fit_val(void)
 {
+    test_row_major_guess();
     test_val_join();
     test_finite_and_fixed();
 }

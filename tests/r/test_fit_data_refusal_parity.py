@@ -93,3 +93,34 @@ def test_the_texts_name_the_first_non_finite_value():
                        r"value \(NaN or Inf\), the first at row 1, column 3;"):  # fmt: skip
         pg.ag_fit(pg.ag_linear(2, 1), _X, _Y, loss="mse", nepoch=1, silent=True,
                   validation_data=(_XV, _YVI))  # fmt: skip
+
+
+_LOADER = [  # x, y whose samples disagree: the core's row-major guess, each language's words
+    (np.zeros((150, 4)), np.zeros((1, 150)), "x looks row-major (150 rows"),
+    (np.zeros((4, 150)), np.zeros((150, 1)), "y looks row-major (150 rows"),
+    (np.zeros((3, 5)), np.zeros((3, 4)), "x and y look row-major (3 rows each"),
+    (np.zeros((4, 10)), np.zeros((2, 9)), None),
+]
+
+
+@pytest.mark.parametrize("x, y, hint", _LOADER, ids=[str(c[2]) for c in _LOADER])
+def test_loader_and_fit_row_major_hints(x, y, hint):
+    py = {}
+    with pytest.raises(pg.ShapeError) as e:
+        pg.ag_dataloader(x, y)
+    py["loader"] = str(e.value)
+    with pytest.raises(pg.ShapeError) as e:
+        pg.ag_fit(pg.ag_linear(x.shape[0], y.shape[0]), x, y, loss="mse", silent=True)
+    py["fit"] = str(e.value)
+    got = r.run(
+        """f <- function(e) tryCatch({ e; "none" }, error = function(c) conditionMessage(c))
+        c(f(ag_dataloader(x, y)),
+          f(ag_fit(ag_linear(nrow(x), nrow(y)), x, y, loss = "mse", silent = TRUE)))""",
+        x=x, y=y,
+    )  # fmt: skip
+    rw = {"loader": got[0], "fit": got[1]}
+    for k in ("loader", "fit"):
+        assert (hint in py[k] and hint in rw[k]) if hint else ("looks" not in py[k] + rw[k])
+        words = (py[k].replace("col_major=False", "col_major = FALSE").replace("x.T and y.T", "t(x) and t(y)")
+                 .replace("x.T", "t(x)").replace("y.T", "t(y)"))  # fmt: skip
+        assert words == rw[k]
