@@ -132,7 +132,9 @@ def ag_fit(
     static when the model is made of built-in layers, the loss is a built-in name and the run
     is not distributed; otherwise eager. True: require it (raises when the step cannot be
     compiled or with distributed). False: the eager tape.
-    The model is in train mode while training and in eval mode when ag_fit returns. An epoch
+    The model is in train mode while training and in eval mode when ag_fit returns. x, y and
+    validation_data must be finite: a NaN or infinite value is a PyggmlrValueError before
+    training, naming how many there are and the first one's row and column. An epoch
     whose training or validation loss is NaN or infinite ends the run with a
     NonFiniteLossWarning naming it (the History keeps that epoch; stopped_epoch is set)."""
     progress, silent = verbosity(verbose, progress, silent)
