@@ -12,9 +12,9 @@ if not r.available():
 
 pytestmark = pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
 
-import pyggmlr as pg  # noqa: E402
+from _rclass import R_CLASS as _R_CLASS  # noqa: E402
 
-_R_CLASS = {pg.PyggmlrValueError: "pyggmlr_value_error", pg.ArgumentError: "pyggmlr_argument_error"}
+import pyggmlr as pg  # noqa: E402
 
 _CATCH = """tryCatch({{ {code}; list("none", "") }},
                      error = function(e) list(class(e)[[1L]], conditionMessage(e)))"""

@@ -13,9 +13,10 @@ if not r.available():
 
 pytestmark = pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
 
+from _rclass import R_CLASS as _R_CLASS  # noqa: E402
+
 import pyggmlr as pg  # noqa: E402
 
-_R_CLASS = {pg.PyggmlrValueError: "pyggmlr_value_error", pg.ArgumentError: "pyggmlr_argument_error"}
 _X = np.linspace(-1, 1, 16).reshape(2, 8, order="F")
 _Y = np.array([0.0, 1] * 4)
 _NAN = float("nan")

@@ -12,9 +12,10 @@ if not r.available():
 
 pytestmark = pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
 
+from _rclass import R_CLASS as _R_CLASS  # noqa: E402
+
 import pyggmlr as pg  # noqa: E402
 
-_R_CLASS = {pg.PyggmlrValueError: "pyggmlr_value_error", pg.ArgumentError: "pyggmlr_argument_error"}
 _X = np.linspace(-1, 1, 8).reshape(2, 4, order="F")
 _CALLS = {  # Python call, R call
     "ggml_set_seed": (lambda s: pg.ggml_set_seed(s), "ggml_set_seed(s)"),

@@ -13,12 +13,9 @@ if not r.available():
 
 pytestmark = pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
 
-import pyggmlr as pg  # noqa: E402
+from _rclass import R_CLASS as _R_CLASS  # noqa: E402
 
-_R_CLASS = {
-    pg.PyggmlrValueError: "pyggmlr_value_error",
-    pg.ShapeError: "pyggmlr_shape_error",
-}
+import pyggmlr as pg  # noqa: E402
 
 
 def _build():
