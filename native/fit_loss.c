@@ -32,6 +32,18 @@ int pg_fit_loss_parse(const char *name, int *loss)
                    name ? shown : "(none)", list);
 }
 
+int pg_fit_loss_rules(int loss, int has_y, int *classify, int *per_datapoint)
+{
+    if (!classify || !per_datapoint) return pg_fail(PG_STATUS_ERR_ARG, "ag_fit: NULL output");
+    if (loss < -1 || loss >= PG_FIT_LOSS_COUNT)
+        return pg_fail(PG_STATUS_ERR_VALUE, "ag_fit: loss code %d is out of range", loss);
+    if (loss >= 0 && loss != PG_FIT_LOSS_MEAN && loss != PG_FIT_LOSS_SUM && !has_y)
+        return pg_fail(PG_STATUS_ERR_VALUE, "ag_fit: loss \"%s\" needs targets y", NAMES[loss]);
+    *classify = loss == PG_FIT_LOSS_CROSS_ENTROPY;
+    *per_datapoint = loss != PG_FIT_LOSS_SUM;
+    return 0;
+}
+
 int pg_fit_optim_parse(const char *name, const char *shown, int *kind)
 {
     static const struct {

@@ -35,6 +35,7 @@ from .util import (
     _builtin_model,
     _forward,
     _loss_fn,
+    _loss_rules,
     _make_optimizer,
     _model_dtype,
     _params,
@@ -146,16 +147,14 @@ def ag_fit(
     x, y = data.x, data.y
     batch_size, shuffle, seed = data.batch_size, data.shuffle, data.seed
     pmode = progress_mode(progress, silent)
-    lossfn, loss_name = _loss_fn(loss)
-    per_datapoint = loss_name != "sum"
+    lossfn, loss_name, loss_code = _loss_fn(loss)
     nepoch, batch_size, shuffle, nbatch_logical, accum, val_split = check_args(
         nepoch, batch_size, shuffle, nbatch_logical, val_split, opt_params
     )
 
     X = _as_cols(x, "x")
     n = X.shape[1]
-    if y is None and loss_name not in ("callable", "mean", "sum"):
-        raise PyggmlrValueError(f"ag_fit: loss {loss_name!r} needs targets y")
+    classify, per_datapoint = _loss_rules(loss_code, y is not None)
     Y = None if y is None else _as_cols(y, "y")
     if Y is not None and Y.shape[1] != n:
         raise ShapeError(
@@ -163,7 +162,6 @@ def ag_fit(
         )
     X, Y, val_split = data.join(X, Y, val_split)  # validation_data's columns last
     n = X.shape[1]
-    classify = loss_name == "cross_entropy"
 
     params = _params(model)
     if not params:

@@ -114,9 +114,10 @@ def _row_major_hint(X, Y):
 
 
 def _loss_fn(loss):
-    """(loss function, name): a callable as given, else the core's loss of that name."""
+    """(loss function, name, the core's code or -1): a callable as given, else the core's loss of
+    that name."""
     if callable(loss):
-        return loss, "callable"
+        return loss, "callable", -1
     if not isinstance(loss, str):
         raise PyggmlrValueError(
             f"ag_fit: loss must be a loss name such as 'mse' or a callable(output, y), got {loss!r}"
@@ -128,7 +129,15 @@ def _loss_fn(loss):
     def fn(out, y=None):
         return _wrap(lib.pg_fit_loss(k, out._handle("ag_fit"), NULL if y is None else y._p))
 
-    return fn, loss
+    return fn, loss, k
+
+
+def _loss_rules(code, has_y):
+    """(classify, per_datapoint) of the run's loss, or the core's refusal of a built-in loss
+    that needs targets without them (pg_fit_loss_rules)."""
+    out = ffi.new("int[2]")
+    check(lib.pg_fit_loss_rules(code, int(has_y), out, out + 1))
+    return bool(out[0]), bool(out[1])
 
 
 def _make_optimizer(optimizer, params, lr):

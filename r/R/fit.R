@@ -32,7 +32,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   seed <- d$seed
   pmode <- .fit_progress_mode(v$progress, v$silent)
   L <- .fit_loss(loss)
-  per_datapoint <- L$name != "sum"
   nepoch <- .fit_int(nepoch, "nepoch")
   batch_size <- .fit_int(batch_size, "batch_size")
   shuffle <- .arg_flag(shuffle, "ag_fit", "shuffle")
@@ -48,8 +47,9 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
 
   X <- .fit_cols(x, "x")
   n <- ncol(X)
-  if (is.null(y) && !L$name %in% c("callable", "mean", "sum"))
-    .fit_stop("ag_fit: loss \"%s\" needs targets y", L$name)
+  rules <- .Call(R_pg_fit_loss_rules, if (is.null(L$code)) -1L else L$code, !is.null(y))
+  classify <- rules[[1L]]  # accuracy counted (cross_entropy)
+  per_datapoint <- rules[[2L]]  # a mean per sample (all but sum)
   tg <- .fit_targets(y, L$name, n, X)
   .check_class_ids(tg$ids, model, nrow(X))  # fit_hints.R: 1-based labels
   j <- .fit_join(d, X, tg$Y, val_split)  # validation_data's columns last
@@ -57,7 +57,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   tg$Y <- j$Y
   val_split <- j$val_split
   n <- ncol(X)
-  classify <- L$name == "cross_entropy"
 
   if (!((is.environment(model) || is.list(model)) &&
         (is.function(model$parameters) || is.function(model$params))))

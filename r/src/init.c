@@ -112,6 +112,7 @@ extern SEXP R_pg_early_stop_new(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_checkpoint_path(SEXP, SEXP);
 extern SEXP R_pg_fit_resume_check(SEXP, SEXP);
 extern SEXP R_pg_fit_loss_parse(SEXP);
+extern SEXP R_pg_fit_loss_rules(SEXP, SEXP);
 extern SEXP R_pg_fit_optim_parse(SEXP, SEXP);
 extern SEXP R_pg_fit_loss(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_history_format(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -290,6 +291,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_checkpoint_path", (DL_FUNC)&R_pg_checkpoint_path, 2},
     {"R_pg_fit_resume_check", (DL_FUNC)&R_pg_fit_resume_check, 2},
     {"R_pg_fit_loss_parse", (DL_FUNC)&R_pg_fit_loss_parse, 1},
+    {"R_pg_fit_loss_rules", (DL_FUNC)&R_pg_fit_loss_rules, 2},
     {"R_pg_fit_optim_parse", (DL_FUNC)&R_pg_fit_optim_parse, 2},
     {"R_pg_fit_loss", (DL_FUNC)&R_pg_fit_loss, 3},
     {"R_pg_fit_history_format", (DL_FUNC)&R_pg_fit_history_format, 6},

@@ -97,8 +97,23 @@ static void test_row_major_guess(void)
     CHECK(pg_row_major_guess(4, 10, 2, 9) == PG_ROW_MAJOR_NONE);
 }
 
+static void test_loss_rules(void)
+{
+    int cl = -1, pd = -1;
+    CHECK(pg_fit_loss_rules(PG_FIT_LOSS_CROSS_ENTROPY, 1, &cl, &pd) == 0 && cl == 1 && pd == 1);
+    CHECK(pg_fit_loss_rules(PG_FIT_LOSS_SUM, 0, &cl, &pd) == 0 && cl == 0 && pd == 0);
+    CHECK(pg_fit_loss_rules(PG_FIT_LOSS_MEAN, 0, &cl, &pd) == 0 && cl == 0 && pd == 1);
+    CHECK(pg_fit_loss_rules(-1, 0, &cl, &pd) == 0 && cl == 0 && pd == 1); /* a user function */
+    CHECK_ERR(pg_fit_loss_rules(PG_FIT_LOSS_HUBER, 0, &cl, &pd), PG_STATUS_ERR_VALUE,
+              "ag_fit: loss \"huber\" needs targets y");
+    CHECK_ERR(pg_fit_loss_rules(PG_FIT_LOSS_COUNT, 1, &cl, &pd), PG_STATUS_ERR_VALUE,
+              "out of range");
+    CHECK_ERR(pg_fit_loss_rules(0, 1, NULL, &pd), PG_STATUS_ERR_ARG, "NULL");
+}
+
 void test_fit_val(void)
 {
+    test_loss_rules();
     test_row_major_guess();
     test_val_join();
     test_finite_and_fixed();

@@ -369,7 +369,7 @@ def test_ag_fit_loss_name_errors():
         PyggmlrValueError, match='"binary_cross_entropy", "bce_with_logits", "huber", "mae" or a'
     ):
         pg.ag_fit(m, x, y, loss="bce", nepoch=1, silent=True)
-    with pytest.raises(PyggmlrValueError, match="loss 'huber' needs targets y"):
+    with pytest.raises(PyggmlrValueError, match='loss "huber" needs targets y'):
         pg.ag_fit(m, x, None, loss="huber", nepoch=1, silent=True)
     # a linear output is not a probability: BCE says so and points to the logits form
     with pytest.raises(PyggmlrValueError, match="pred must lie in .* ag_bce_with_logits_loss"):

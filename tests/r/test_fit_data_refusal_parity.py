@@ -41,6 +41,8 @@ _CASES = [  # (Python keyword arguments, R arguments, Python type)
     (dict(validation_data=(_XV[:, :0], _YV[:, :0])),
      "validation_data = list(xv[, 0, drop = FALSE], yv[, 0, drop = FALSE])", pg.PyggmlrValueError),
     (dict(validation_data=(_XV, _YVI)), "validation_data = list(xv, yvi)", pg.PyggmlrValueError),
+    (dict(y=None, loss="huber"), 'y = NULL, loss = "huber"', pg.PyggmlrValueError),
+    (dict(y=None), "y = NULL", pg.PyggmlrValueError),
     (dict(x=_XN), "x = xn", pg.PyggmlrValueError),
     (dict(y=_YN), "y = yn", pg.PyggmlrValueError),
     (dict(x="loader", batch_size=32.0000001), f"x = {_LD}, y = NULL, batch_size = 32.0000001",
