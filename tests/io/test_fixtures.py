@@ -52,3 +52,23 @@ def test_v1_file_written_by_r_loads():
     opt = pg.optimizer_adam(m.parameters(), lr=0.01)
     pg.ag_load_model(p, model=m, optimizer=opt)
     assert opt.t == 1
+
+
+def test_v1_checkpoint_resumes_to_the_same_bits():
+    """A checkpoint written before the training session moved into the core (make_ckpt_v1.py):
+    today's ag_fit(resume_from =) runs on to epoch 4 with the bits that code gave, its
+    early-stopping state and best weights read back."""
+    p = os.path.join(HERE, "ckpt_v1.safetensors")
+    with open(os.path.join(HERE, "ckpt_v1_expected.json")) as f:
+        want = json.load(f)
+    x = np.sin(np.arange(4 * 40) * 0.37).reshape(4, 40, order="F")
+    y = (np.arange(40) % 3).astype(float)
+    pg.ggml_set_seed(5)
+    m = pg.ag_sequential(pg.ag_linear(4, 6, activation="tanh"), pg.ag_linear(6, 3))
+    es = pg.ag_early_stopping(patience=5, monitor="val_loss")
+    h = pg.ag_fit(m, x, y, nepoch=4, batch_size=5, val_split=0.25, seed=2, silent=True,
+                  static=False, resume_from=p, callbacks=[es])  # fmt: skip
+    assert [h.loss, h.val_loss, h.accuracy] == [want["loss"], want["val_loss"], want["accuracy"]]
+    got = [float(v) for t in m.parameters().values() for v in t.numpy().ravel(order="F")]
+    assert got == want["weights"]
+    assert es.best == want["val_loss"][3] and es.best_epoch == 4
