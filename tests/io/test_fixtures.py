@@ -54,17 +54,22 @@ def test_v1_file_written_by_r_loads():
     assert opt.t == 1
 
 
-def test_v1_checkpoint_resumes_to_the_same_bits():
-    """A checkpoint written before the training session moved into the core (make_ckpt_v1.py):
-    today's ag_fit(resume_from =) runs on to epoch 4 with the bits that code gave, its
-    early-stopping state and best weights read back."""
-    p = os.path.join(HERE, "ckpt_v1.safetensors")
-    with open(os.path.join(HERE, "ckpt_v1_expected.json")) as f:
+@pytest.mark.parametrize("who, dt", [("", "f32"), ("_r", "f64")], ids=["python f32", "r f64"])
+def test_v1_checkpoint_resumes_to_the_same_bits(who, dt):
+    """Checkpoints written before the training session moved into the core, by Python (f32,
+    make_ckpt_v1.py) and by R (f64, make_ckpt_v1.R): today's ag_fit(resume_from =) runs on to
+    epoch 4 with the bits that code gave, its early-stopping state and best weights read back."""
+    p = os.path.join(HERE, f"ckpt_v1{who}.safetensors")
+    with open(os.path.join(HERE, f"ckpt_v1{who}_expected.json")) as f:
         want = json.load(f)
     x = np.sin(np.arange(4 * 40) * 0.37).reshape(4, 40, order="F")
     y = (np.arange(40) % 3).astype(float)
     pg.ggml_set_seed(5)
-    m = pg.ag_sequential(pg.ag_linear(4, 6, activation="tanh"), pg.ag_linear(6, 3))
+    prev = pg.ag_dtype(dt)
+    try:
+        m = pg.ag_sequential(pg.ag_linear(4, 6, activation="tanh"), pg.ag_linear(6, 3))
+    finally:
+        pg.ag_dtype(prev)
     es = pg.ag_early_stopping(patience=5, monitor="val_loss")
     h = pg.ag_fit(m, x, y, nepoch=4, batch_size=5, val_split=0.25, seed=2, silent=True,
                   static=False, resume_from=p, callbacks=[es])  # fmt: skip

@@ -29,24 +29,32 @@ test_that("version-1 files written by Python and by R before the move still load
   expect_identical(opt$state()$t, 1L)
 })
 
-test_that("a checkpoint written before the training session moved into the core resumes", {
-  # tests/io/fixtures/make_ckpt_v1.py (Python's code then): R runs it on to epoch 4 with the bits
-  # that code gave, its early-stopping state and best weights read back
+test_that("checkpoints written before the training session moved into the core resume", {
+  # tests/io/fixtures/make_ckpt_v1.py (Python's code then, f32) and make_ckpt_v1.R (R's, f64):
+  # each runs on to epoch 4 with the bits that code gave, its early-stopping state and best
+  # weights read back
   skip_if_not(dir.exists(fixtures), "run from a source checkout")
-  want <- jsonlite::fromJSON(file.path(fixtures, "ckpt_v1_expected.json"))
   x <- matrix(sin((0:159) * 0.37), 4, 40)
   y <- (0:39) %% 3
-  ggml_set_seed(5)
-  m <- ag_sequential(ag_linear(4, 6, activation = "tanh"), ag_linear(6, 3))
-  es <- ag_early_stopping(patience = 5L, monitor = "val_loss")
-  h <- ag_fit(m, x, y, nepoch = 4L, batch_size = 5L, val_split = 0.25, seed = 2L, silent = TRUE,
-              static = FALSE, resume_from = file.path(fixtures, "ckpt_v1.safetensors"),
-              callbacks = list(es))
-  expect_identical(h$loss, want$loss)
-  expect_identical(h$val_loss, want$val_loss)
-  expect_identical(h$accuracy, want$accuracy)
-  expect_identical(unlist(lapply(m$parameters(), function(t) as.vector(t$data)), use.names = FALSE),
-                   want$weights)
-  expect_identical(es$best, want$val_loss[[4L]])
-  expect_identical(es$best_epoch, 4L)
+  resume <- function(who, dtype) {
+    want <- jsonlite::fromJSON(file.path(fixtures, sprintf("ckpt_v1%s_expected.json", who)))
+    prev <- ag_default_dtype()
+    on.exit(ag_dtype(prev))
+    ag_dtype(dtype)
+    ggml_set_seed(5)
+    m <- ag_sequential(ag_linear(4, 6, activation = "tanh"), ag_linear(6, 3))
+    es <- ag_early_stopping(patience = 5L, monitor = "val_loss")
+    f <- file.path(fixtures, sprintf("ckpt_v1%s.safetensors", who))
+    h <- ag_fit(m, x, y, nepoch = 4L, batch_size = 5L, val_split = 0.25, seed = 2L, silent = TRUE,
+                static = FALSE, resume_from = f, callbacks = list(es))
+    expect_identical(h$loss, want$loss)
+    expect_identical(h$val_loss, want$val_loss)
+    expect_identical(h$accuracy, want$accuracy)
+    w <- unlist(lapply(m$parameters(), function(t) as.vector(t$data)), use.names = FALSE)
+    expect_identical(w, want$weights)
+    expect_identical(es$best, want$val_loss[[4L]])
+    expect_identical(es$best_epoch, 4L)
+  }
+  resume("", "f32")
+  resume("_r", "f64")
 })
