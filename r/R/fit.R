@@ -139,7 +139,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
                 if (is.null(res)) NULL else as.integer(.num_vec(res$fit$settings$split_state)),
                 d$fixed), error = function(e) if (is.null(res)) stop(e) else undo(e))
   if (!is.null(sync)) .Call(R_pg_fit_shard, plan, sync$rank, sync$world)
-  settings$split_state <- as.list(.Call(R_pg_fit_split_state, plan))
+  settings$split_state <- .Call(R_pg_fit_split_state, plan)  # a list when saved (JSON array)
   # the run is set up: now the weights and optimizer, then the stream (all checked)
   if (!is.null(res)) {
     res$tensors <- tryCatch(.fit_resume_load(resume_from, model, opt), error = undo)
@@ -160,7 +160,10 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   fit$has_val <- n_val > 0L  # what the run measures (callbacks' monitors)
   fit$has_accuracy <- isTRUE(classify)
   fit$file_dtype <- if (identical(dtype, "f64")) "F64" else "F32"
-  fit$save_checkpoint <- .fit_saver(fit, function() settings, cbs)
+  fit$save_checkpoint <- .fit_saver(fit, function() {
+    settings$split_state <- as.list(settings$split_state)
+    settings
+  }, cbs)
   for (cb in cbs) if (is.function(cb$on_train_begin)) cb$on_train_begin(fit)
   if (!is.null(res)) for (i in seq_along(cbs)) {
     st <- res$fit$callbacks[i]

@@ -5,7 +5,9 @@
                 "val_accuracy", "val_accuracy_unc", "lr", "time_train", "time_val")
 
 .make_history <- function(logs, stopped_epoch, best_epoch) {
-  h <- lapply(.HIST_KEYS, function(k) vapply(logs, function(l) as.double(l[[k]]), 0))
+  # one column per epoch, in .HIST_KEYS order (the session's logs list them in another)
+  m <- vapply(logs, function(l) as.double(unlist(l)[.HIST_KEYS]), double(length(.HIST_KEYS)))
+  h <- lapply(seq_along(.HIST_KEYS), function(i) if (length(logs)) m[i, ] else double(0))
   names(h) <- .HIST_KEYS
   h$epoch <- as.integer(h$epoch)
   h$stopped_epoch <- stopped_epoch

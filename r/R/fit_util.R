@@ -111,8 +111,10 @@
   if (is_ag_tensor(v)) v <- v$data
   # a tampered dim must not reach R's `[` (it trusts dim); named after the public caller
   # (an internal caller such as .fit_targets is not named: fn, ag_fit by default, is)
-  caller <- tryCatch(as.character(sys.call(-1L)[[1L]])[1L], error = function(e) "")
-  if (length(caller) == 1L && !is.na(caller) && startsWith(caller, "ag_")) fn <- caller
+  if (sys.nframe() > 1L) {  # (no tryCatch: it was a quarter of this function's time)
+    caller <- sys.call(-1L)[[1L]]
+    if (is.name(caller) && startsWith(as.character(caller), "ag_")) fn <- as.character(caller)
+  }
   .check_dims(v, fn, name)
   if (is.data.frame(v)) {
     ok <- vapply(v, function(col) is.numeric(col) || is.logical(col), logical(1))
@@ -195,7 +197,7 @@
   if (.is_optimizer(optimizer)) return(optimizer)
   # the core's names and text (pg_fit_optim_parse)
   name <- if (is.character(optimizer) && length(optimizer) == 1L && !is.na(optimizer)) optimizer
-  kind <- .Call(R_pg_fit_optim_parse, name, .arg_show(optimizer))
+  kind <- .Call(R_pg_fit_optim_parse, name, if (is.null(name)) .arg_show(optimizer) else "")
   if (kind == .pg$code$optim[["ADAM"]]) optimizer_adam(params, lr = lr)
   else optimizer_sgd(params, lr = lr)
 }

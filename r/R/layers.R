@@ -310,14 +310,17 @@ ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE)
   e
 }
 
+# (.subset2: `$` on a classed layer looks for a method first; ag_fit's set-up calls this often)
 .layer_params <- function(l) {
   if (is.environment(l)) {
-    if (is.function(l$parameters)) return(l$parameters())
-    return(list())
+    f <- .subset2(l, "parameters")
+    return(if (is.function(f)) f() else list())
   }
   if (is.list(l)) {
-    if (is.function(l$params)) return(l$params())
-    if (is.function(l$parameters)) return(l$parameters())
+    f <- .subset2(l, "params")
+    if (is.function(f)) return(f())
+    f <- .subset2(l, "parameters")
+    if (is.function(f)) return(f())
   }
   list()
 }
@@ -345,8 +348,9 @@ ag_sequential <- function(...) {
   # the layers' parameters (or buffers) in order, named layer<i>_<name>
   per_layer <- function(get) {
     out <- list()
-    for (i in seq_along(e$layers)) {
-      p <- get(e$layers[[i]])
+    layers <- .subset2(e, "layers")
+    for (i in seq_along(layers)) {
+      p <- get(layers[[i]])
       if (length(p)) {
         names(p) <- paste0("layer", i, "_", names(p))
         out <- c(out, p)

@@ -16,18 +16,7 @@
 }
 
 # TRUE at the first occurrence of each tensor (by identity, not by name)
-.first_of_each <- function(params) {
-  keep <- logical(length(params))
-  seen <- list()
-  for (i in seq_along(params)) {
-    p <- params[[i]]$.ptr
-    dup <- FALSE
-    for (q in seen) if (.Call(R_pg_same_tensor, p, q)) { dup <- TRUE; break }
-    keep[i] <- !dup
-    if (!dup) seen[[length(seen) + 1L]] <- p
-  }
-  keep
-}
+.first_of_each <- function(params) .Call(R_pg_first_of_each, params)
 
 .dedup <- function(params) params[.first_of_each(params)]
 
@@ -92,6 +81,23 @@
   as.integer(v)
 }
 
+# how a hyper-parameter reads back from the core (the rest: as the core gives it)
+.OPT_CONV <- list(nesterov = as.logical, average = as.logical, t = as.integer,
+                  accum_count = as.integer, accumulate_steps = as.integer)
+
+# opt$<key>: read from core optimizer h, or written there (the core checks the range). A
+# function rather than local(): an optimizer's twelve bindings were a third of its set-up.
+.opt_binding <- function(e, key, h, where) {
+  conv <- .OPT_CONV[[key]]
+  if (is.null(conv)) conv <- identity
+  makeActiveBinding(key, function(value) {
+    if (missing(value)) return(conv(.Call(R_pg_optim_get, h, key)))
+    if ((!is.numeric(value) && !is.logical(value)) || length(value) != 1L)
+      .arg_fail("argument", "%s: %s must be a single number, got %s", where, key, .arg_show(value))
+    .Call(R_pg_optim_set, h, key, value)
+  }, e)
+}
+
 .make_optimizer <- function(kind, params, hyper, cls, where) {
   params <- .opt_params(params, where)
   hyper$accumulate_steps <- .accum_steps(hyper$accumulate_steps, where)
@@ -102,23 +108,7 @@
   e$.h <- h
   e$kind <- kind
   e$params <- params
-  for (nm in c(.HYPER[[kind]], "t", "accum_count")) {
-    local({
-      key <- nm
-      conv <- if (key %in% c("nesterov", "average")) as.logical
-              else if (key %in% c("t", "accum_count", "accumulate_steps")) as.integer else identity
-      makeActiveBinding(key, function(value) {
-        if (missing(value)) conv(.Call(R_pg_optim_get, h, key))
-        else {
-          # the core checks the range
-          if ((!is.numeric(value) && !is.logical(value)) || length(value) != 1L)
-            .arg_fail("argument", "%s: %s must be a single number, got %s", where, key,
-                      .arg_show(value))
-          .Call(R_pg_optim_set, h, key, value)
-        }
-      }, e)
-    })
-  }
+  for (nm in c(.HYPER[[kind]], "t", "accum_count")) .opt_binding(e, nm, h, where)
   # moments / velocity: one double matrix per parameter, by position, named like params (zeros
   # before use)
   slot_list <- function(s) {

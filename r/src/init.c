@@ -74,6 +74,7 @@ extern SEXP R_pg_tensor_new(SEXP, SEXP, SEXP);
 extern SEXP R_pg_tensor_cast(SEXP, SEXP);
 extern SEXP R_pg_tensor_info(SEXP);
 extern SEXP R_pg_same_tensor(SEXP, SEXP);
+extern SEXP R_pg_first_of_each(SEXP);
 extern SEXP R_pg_xptr_is_null(SEXP);
 extern SEXP R_pg_default_dtype(SEXP);
 extern SEXP R_pg_tape(SEXP);
@@ -253,6 +254,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_tensor_cast", (DL_FUNC)&R_pg_tensor_cast, 2},
     {"R_pg_tensor_info", (DL_FUNC)&R_pg_tensor_info, 1},
     {"R_pg_same_tensor", (DL_FUNC)&R_pg_same_tensor, 2},
+    {"R_pg_first_of_each", (DL_FUNC)&R_pg_first_of_each, 1},
     {"R_pg_xptr_is_null", (DL_FUNC)&R_pg_xptr_is_null, 1},
     {"R_pg_default_dtype", (DL_FUNC)&R_pg_default_dtype, 1},
     {"R_pg_tape", (DL_FUNC)&R_pg_tape, 1},

@@ -136,6 +136,25 @@ SEXP R_pg_same_tensor(SEXP a, SEXP b)
     return Rf_ScalarLogical(r_get(a, R_TENSOR) == r_get(b, R_TENSOR));
 }
 
+/* TRUE at the first occurrence of each tensor in a list of ag_tensors (by identity, not name):
+ * an optimizer keeps a tensor listed twice once. One call: comparing pairs in R cost 30 us per
+ * optimizer of a 3-layer model, a tenth of ag_fit's set-up. */
+SEXP R_pg_first_of_each(SEXP lst)
+{
+    if (TYPEOF(lst) != VECSXP) r_stopf(PG_STATUS_ERR_ARG, "first_of_each: expected a list");
+    const R_xlen_t n = XLENGTH(lst);
+    pg_tensor **t = (pg_tensor **)R_alloc(n > 0 ? n : 1, sizeof(pg_tensor *));
+    for (R_xlen_t i = 0; i < n; i++) t[i] = r_get(r_handle(VECTOR_ELT(lst, i)), R_TENSOR);
+    SEXP keep = PROTECT(Rf_allocVector(LGLSXP, n));
+    for (R_xlen_t i = 0; i < n; i++) {
+        int first = 1;
+        for (R_xlen_t j = 0; j < i && first; j++) first = t[j] != t[i];
+        LOGICAL(keep)[i] = first;
+    }
+    UNPROTECT(1);
+    return keep;
+}
+
 SEXP R_pg_xptr_is_null(SEXP x)
 {
     return Rf_ScalarLogical(TYPEOF(x) != EXTPTRSXP || R_ExternalPtrAddr(x) == NULL);
