@@ -45,3 +45,50 @@ int pg_tape_unstash(void);
  * 0, or PG_STATUS_ERR_VALUE naming ag_estimate_training_memory() and, by position
  * (pg_index_base), the shape and the dimension; n_shapes 0 is the "non-empty list" error. */
 int pg_estimate_params(const double *dims, const int64_t *lens, int64_t n_shapes, double *params);
+
+/* ag_estimate_training_memory's budget and printed report (memory_report.c), once for R and
+ * Python. The optimizer's names and state multipliers k: Adam 2 (m and v), SGD with momentum 1
+ * (the velocity), plain SGD 0; an optimizer that accumulates gradients keeps one more buffer. */
+enum pg_mem_optim {
+    PG_MEM_OPTIM_ADAM = 0,
+    PG_MEM_OPTIM_SGD = 1,
+    PG_MEM_OPTIM_SGD_PLAIN = 2,
+    PG_MEM_OPTIM_COUNT
+};
+const char *pg_mem_optim_name(int optim); /* "adam", "sgd", "sgd_plain"; NULL out of range */
+/* R's match.arg rule (ggmlR's): an exact name, else the one name it uniquely begins. name: NULL
+ * when the argument is no single string (shown: the host's text of it). PG_STATUS_ERR_VALUE
+ * naming ag_estimate_training_memory(), the names and what was given. */
+int pg_mem_optim_parse(const char *name, const char *shown, int *optim);
+
+/* where the activations come from */
+enum pg_mem_source {
+    PG_MEM_SOURCE_GUESS = 0,   /* activation_frac x weights x batch (ggmlR's) */
+    PG_MEM_SOURCE_TAPE = 1,    /* measured: one forward and backward on the tape */
+    PG_MEM_SOURCE_COMPILED = 2 /* measured: the compiled step's planned buffers */
+};
+typedef struct pg_mem_estimate {
+    int optim;              /* enum pg_mem_optim (ADAM) */
+    int accumulate;         /* 1: the optimizer accumulates gradients (0) */
+    int dtype;              /* the dtype weights, gradients and state are stored in (F32) */
+    int source;             /* enum pg_mem_source (GUESS) */
+    int64_t batch;          /* the batch; measured: the one the step ran on (32) */
+    double params;          /* the parameter count (0) */
+    double activation_frac; /* GUESS (0.01) */
+    double weights, gradients, activations; /* TAPE / COMPILED: measured bytes (0) */
+} pg_mem_estimate;
+pg_mem_estimate pg_mem_estimate_default(void);
+typedef struct pg_mem_budget {
+    double params, weights, gradients, optimizer, activations, total; /* bytes but params */
+    int64_t bytes_per_scalar;                                         /* 4 (f32) or 8 (f64) */
+    int64_t k;                                                        /* the state multiplier */
+} pg_mem_budget;
+/* The budget: GUESS counts weights and gradients as params x bytes per scalar; the optimizer's
+ * state is k x the gradients; total = weights + gradients + optimizer + activations.
+ * PG_STATUS_ERR_ARG for a field out of range. */
+int pg_mem_budget_of(const pg_mem_estimate *e, pg_mem_budget *out);
+/* The report's note (what 0) or the whole report as printed (what 1: "Training memory estimate
+ * (adam, batch 32)", the seven lines, the note; lines joined by "\n", no final newline). As
+ * pg_fit_history_format: at most cap bytes (NUL included) to buf, NULL to measure; returns the
+ * length the whole text needs, or -status. */
+int64_t pg_mem_estimate_text(const pg_mem_estimate *e, int what, char *buf, int64_t cap);

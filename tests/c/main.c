@@ -45,6 +45,7 @@ int main(void)
     run("model files on core objects", test_modelfile_model);
     run("fit plan", test_fit_plan);
     run("fit validation data", test_fit_val);
+    run("memory report", test_memory_report);
     run("fit session", test_fit_session);
     run("early stopping", test_fit_stop);
     run("resume checks", test_fit_resume);

@@ -1,0 +1,167 @@
+/* ag_estimate_training_memory's budget, note and printed report, once for R and Python (the
+ * arithmetic, the texts and R's format() of the parameter count were written in both). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pg.h"
+
+static const char *const FN = "ag_estimate_training_memory()";
+static const char *const OPTIM[PG_MEM_OPTIM_COUNT] = {"adam", "sgd", "sgd_plain"};
+static const int64_t OPTIM_K[PG_MEM_OPTIM_COUNT] = {2, 1, 0};
+
+const char *pg_mem_optim_name(int optim)
+{
+    return optim >= 0 && optim < PG_MEM_OPTIM_COUNT ? OPTIM[optim] : NULL;
+}
+
+int pg_mem_optim_parse(const char *name, const char *shown, int *optim)
+{
+    if (!optim) return pg_fail(PG_STATUS_ERR_ARG, "pg_mem_optim_parse(): NULL argument");
+    int hit = -1, hits = 0;
+    for (int i = 0; name && *name && i < PG_MEM_OPTIM_COUNT; i++) {
+        if (!strcmp(name, OPTIM[i])) {
+            *optim = i;
+            return 0;
+        }
+        if (!strncmp(name, OPTIM[i], strlen(name))) hit = i, hits++;
+    }
+    if (hits == 1) {
+        *optim = hit;
+        return 0;
+    }
+    char q[80];
+    if (name) snprintf(q, sizeof q, "\"%.60s\"", name);
+    return pg_fail(PG_STATUS_ERR_VALUE,
+                   "%s: 'optimizer' should be one of \"adam\", \"sgd\", \"sgd_plain\", got %s%s",
+                   FN, name ? q : (shown ? shown : "(none)"),
+                   hits > 1 ? " (it begins more than one)" : "");
+}
+
+pg_mem_estimate pg_mem_estimate_default(void)
+{
+    pg_mem_estimate e;
+    memset(&e, 0, sizeof e);
+    e.optim = PG_MEM_OPTIM_ADAM;
+    e.dtype = PG_DTYPE_F32;
+    e.source = PG_MEM_SOURCE_GUESS;
+    e.batch = 32;
+    e.activation_frac = 0.01;
+    return e;
+}
+
+static int finite_nonneg(double v) { return v >= 0 && v <= 1.7976931348623157e308; }
+
+int pg_mem_budget_of(const pg_mem_estimate *e, pg_mem_budget *out)
+{
+    if (!e || !out) return pg_fail(PG_STATUS_ERR_ARG, "pg_mem_budget_of(): NULL argument");
+    if (!pg_mem_optim_name(e->optim) || (e->dtype != PG_DTYPE_F32 && e->dtype != PG_DTYPE_F64) ||
+        e->source < PG_MEM_SOURCE_GUESS || e->source > PG_MEM_SOURCE_COMPILED || e->batch < 0 ||
+        !finite_nonneg(e->params) || !finite_nonneg(e->activation_frac) ||
+        !finite_nonneg(e->weights) || !finite_nonneg(e->gradients) ||
+        !(e->activations == e->activations))
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: an estimate field is out of range", FN);
+    const int64_t bps = e->dtype == PG_DTYPE_F32 ? 4 : 8;
+    const int64_t k = OPTIM_K[e->optim] + (e->accumulate ? 1 : 0);
+    pg_mem_budget b;
+    b.params = e->params;
+    b.bytes_per_scalar = bps;
+    b.k = k;
+    if (e->source == PG_MEM_SOURCE_GUESS) {
+        b.weights = (double)bps * e->params;
+        b.gradients = (double)bps * e->params;
+        b.optimizer = (double)bps * e->params * (double)k;
+        b.activations = b.weights * e->activation_frac * (double)e->batch;
+    } else {
+        b.weights = e->weights;
+        b.gradients = e->gradients;
+        b.optimizer = e->gradients * (double)k;
+        b.activations = e->activations;
+    }
+    b.total = b.weights + b.gradients + b.optimizer + b.activations;
+    *out = b;
+    return 0;
+}
+
+/* R's format(v, big.mark = " ") of one number: fixed notation unless scientific is narrower
+ * (1e+05, 1e+06), thousands separated by spaces */
+static void format_count(double v, char *out, size_t cap)
+{
+    char fixed[64], sci[64], mant[48];
+    if (v == floor(v) && fabs(v) < 1e15) snprintf(fixed, sizeof fixed, "%.0f", v);
+    else snprintf(fixed, sizeof fixed, "%.7g", v);
+    snprintf(mant, sizeof mant, "%.6e", v);
+    char *ex = strchr(mant, 'e');
+    int e = ex ? atoi(ex + 1) : 0;
+    if (ex) *ex = '\0';
+    if (strchr(mant, '.')) {
+        size_t n = strlen(mant);
+        while (n > 0 && mant[n - 1] == '0') mant[--n] = '\0';
+        if (n > 0 && mant[n - 1] == '.') mant[--n] = '\0';
+    }
+    snprintf(sci, sizeof sci, "%se%c%02d", mant, e >= 0 ? '+' : '-', e >= 0 ? e : -e);
+    if (strlen(fixed) > strlen(sci) || strchr(fixed, '.') || strchr(fixed, 'e')) {
+        snprintf(out, cap, "%s", strlen(fixed) > strlen(sci) ? sci : fixed);
+        return;
+    }
+    const char *d = fixed[0] == '-' ? fixed + 1 : fixed;
+    size_t nd = strlen(d), at = 0;
+    if (fixed[0] == '-' && at + 1 < cap) out[at++] = '-';
+    for (size_t i = 0; i < nd && at + 2 < cap; i++) {
+        if (i > 0 && (nd - i) % 3 == 0) out[at++] = ' ';
+        out[at++] = d[i];
+    }
+    out[at] = '\0';
+}
+
+static int64_t emit(char *buf, int64_t cap, const char *text)
+{
+    const int64_t n = (int64_t)strlen(text);
+    if (buf && cap > 0) snprintf(buf, (size_t)cap, "%s", text);
+    return n;
+}
+
+int64_t pg_mem_estimate_text(const pg_mem_estimate *e, int what, char *buf, int64_t cap)
+{
+    pg_mem_budget b;
+    int rc = pg_mem_budget_of(e, &b);
+    if (rc) return -rc;
+    if ((what != 0 && what != 1) || cap < 0)
+        return -pg_fail(PG_STATUS_ERR_ARG, "pg_mem_estimate_text(): what must be 0 or 1");
+    const int f32 = e->dtype == PG_DTYPE_F32;
+    char note[512];
+    int n = snprintf(note, sizeof note,
+                     "weights, gradients and optimizer state are counted at %s, the dtype the "
+                     "core stores them in (%lld bytes per scalar, %s precision); ",
+                     f32 ? "f32" : "f64", (long long)b.bytes_per_scalar, f32 ? "single" : "double");
+    if (e->source == PG_MEM_SOURCE_GUESS)
+        snprintf(note + n, sizeof note - (size_t)n,
+                 "activations are a guess: activation_frac x weights per unit of batch.");
+    else if (e->source == PG_MEM_SOURCE_TAPE)
+        snprintf(note + n, sizeof note - (size_t)n,
+                 "activations measured from one forward and backward pass on a batch of %lld "
+                 "(tape, gradients of intermediates, loss, input and target).",
+                 (long long)e->batch);
+    else
+        snprintf(note + n, sizeof note - (size_t)n,
+                 "activations measured from the compiled step on a batch of %lld (planned "
+                 "buffers: node outputs, saved buffers and gradients of intermediates, input and "
+                 "target).",
+                 (long long)e->batch);
+    if (what == 0) return emit(buf, cap, note);
+    const double MB = 1024.0 * 1024.0;
+    char count[64], text[1536];
+    format_count(b.params, count, sizeof count);
+    snprintf(text, sizeof text,
+             "Training memory estimate (%s, batch %lld)\n"
+             "  parameters      : %s\n"
+             "  weights         : %8.2f MB\n"
+             "  gradients       : %8.2f MB\n"
+             "  optimizer (x%lld)  : %8.2f MB\n"
+             "  activations     : %8.2f MB\n"
+             "  total           : %8.2f MB\n"
+             "  note: %s",
+             OPTIM[e->optim], (long long)e->batch, count, b.weights / MB, b.gradients / MB,
+             (long long)b.k, b.optimizer / MB, b.activations / MB, b.total / MB, note);
+    return emit(buf, cap, text);
+}

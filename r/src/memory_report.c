@@ -1,0 +1,1 @@
+../../native/memory_report.c

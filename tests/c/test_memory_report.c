@@ -1,0 +1,108 @@
+/* ag_estimate_training_memory's budget and report in the core (native/memory_report.c): ggmlR's
+ * man-page example to the character, R's format() of the count, the optimizer names. */
+#include <stdio.h>
+#include <string.h>
+#include "check.h"
+
+#define CHECK_STR(a, b) CHECK(strcmp((a), (b)) == 0)
+
+static void text_of(const pg_mem_estimate *e, int what, char *out, int64_t cap)
+{
+    const int64_t need = pg_mem_estimate_text(e, what, NULL, 0);
+    CHECK(need > 0 && need < cap);
+    CHECK(pg_mem_estimate_text(e, what, out, cap) == need && (int64_t)strlen(out) == need);
+}
+
+static void test_budget(void)
+{
+    pg_mem_estimate e = pg_mem_estimate_default();
+    CHECK(e.optim == PG_MEM_OPTIM_ADAM && e.batch == 32 && e.activation_frac == 0.01);
+    e.dtype = PG_DTYPE_F64;
+    e.params = 10000;
+    pg_mem_budget b;
+    CHECK(pg_mem_budget_of(&e, &b) == 0);
+    CHECK(b.weights == 80000 && b.gradients == 80000 && b.optimizer == 160000);
+    CHECK(b.activations == 25600 && b.total == 345600 && b.k == 2 && b.bytes_per_scalar == 8);
+    e.optim = PG_MEM_OPTIM_SGD_PLAIN;
+    e.accumulate = 1; /* one more buffer: the accumulated gradients */
+    CHECK(pg_mem_budget_of(&e, &b) == 0 && b.k == 1 && b.optimizer == 80000);
+    e = pg_mem_estimate_default();
+    e.source = PG_MEM_SOURCE_TAPE;
+    e.params = 99;
+    e.weights = 400, e.gradients = 396, e.activations = 1000;
+    CHECK(pg_mem_budget_of(&e, &b) == 0 && b.weights == 400 && b.optimizer == 792);
+    CHECK(b.total == 400 + 396 + 792 + 1000 && b.params == 99);
+    e.batch = -1;
+    CHECK_ERR(pg_mem_budget_of(&e, &b), PG_STATUS_ERR_ARG, "out of range");
+}
+
+static void test_report(void)
+{
+    pg_mem_estimate e = pg_mem_estimate_default();
+    e.dtype = PG_DTYPE_F64;
+    e.params = 3 * 512 * 512;
+    e.batch = 64;
+    char t[2048], note[512];
+    text_of(&e, 1, t, sizeof t);
+    text_of(&e, 0, note, sizeof note);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "Training memory estimate (adam, batch 64)\n"
+             "  parameters      : 786 432\n"
+             "  weights         :     6.00 MB\n"
+             "  gradients       :     6.00 MB\n"
+             "  optimizer (x2)  :    12.00 MB\n"
+             "  activations     :     3.84 MB\n"
+             "  total           :    27.84 MB\n"
+             "  note: %s",
+             note);
+    CHECK_STR(t, want);
+    CHECK_STR(note,
+              "weights, gradients and optimizer state are counted at f64, the dtype the core "
+              "stores them in (8 bytes per scalar, double precision); activations are a "
+              "guess: activation_frac x weights per unit of batch.");
+    char small[8];
+    CHECK(pg_mem_estimate_text(&e, 1, small, sizeof small) == (int64_t)strlen(want));
+    CHECK_STR(small, "Trainin"); /* truncated, NUL-terminated */
+    e.source = PG_MEM_SOURCE_COMPILED;
+    e.batch = 5;
+    text_of(&e, 0, note, sizeof note);
+    CHECK(strstr(note, "from the compiled step on a batch of 5 (planned buffers") != NULL);
+    /* R's format(v, big.mark = " "): scientific where narrower, fractions as %.7g */
+    const double counts[] = {1e5, 1e6, 123456, 1234567, 0.5, 2.25e20, 7};
+    const char *shown[] = {"1e+05", "1e+06", "123 456", "1 234 567", "0.5", "2.25e+20", "7"};
+    e.source = PG_MEM_SOURCE_GUESS;
+    for (int i = 0; i < 7; i++) {
+        e.params = counts[i];
+        text_of(&e, 1, t, sizeof t);
+        char line[96];
+        snprintf(line, sizeof line, "  parameters      : %s\n", shown[i]);
+        CHECK(strstr(t, line) != NULL);
+    }
+    CHECK_ERR(pg_mem_estimate_text(&e, 2, t, sizeof t) < 0, PG_STATUS_ERR_ARG,
+              "what must be 0 or 1");
+}
+
+static void test_optim_names(void)
+{
+    int o = -1;
+    CHECK(pg_mem_optim_parse("sgd", NULL, &o) == 0 && o == PG_MEM_OPTIM_SGD); /* exact first */
+    CHECK(pg_mem_optim_parse("sgd_p", NULL, &o) == 0 && o == PG_MEM_OPTIM_SGD_PLAIN);
+    CHECK(pg_mem_optim_parse("ad", NULL, &o) == 0 && o == PG_MEM_OPTIM_ADAM);
+    CHECK_ERR(pg_mem_optim_parse("rmsprop", NULL, &o), PG_STATUS_ERR_VALUE,
+              "ag_estimate_training_memory(): 'optimizer' should be one of \"adam\", \"sgd\", "
+              "\"sgd_plain\", got \"rmsprop\"");
+    CHECK_ERR(pg_mem_optim_parse("s", NULL, &o), PG_STATUS_ERR_VALUE,
+              "got \"s\" (it begins more than one)");
+    CHECK_ERR(pg_mem_optim_parse("", NULL, &o), PG_STATUS_ERR_VALUE, "got \"\"");
+    CHECK_ERR(pg_mem_optim_parse(NULL, "3", &o), PG_STATUS_ERR_VALUE, ", got 3");
+    CHECK(pg_mem_optim_name(2) && !strcmp(pg_mem_optim_name(2), "sgd_plain"));
+    CHECK(pg_mem_optim_name(3) == NULL && pg_mem_optim_name(-1) == NULL);
+}
+
+void test_memory_report(void)
+{
+    test_budget();
+    test_report();
+    test_optim_names();
+}
