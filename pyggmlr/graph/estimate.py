@@ -18,7 +18,7 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 import numpy as np
 
 from .. import _core, _walk
-from .._args import as_flag, check_int, check_num
+from .._args import as_flag, check_flag, check_int, check_num
 from .._core import F32, NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..ops import ag_mse_loss
@@ -26,7 +26,7 @@ from ..optim.optimizer import Optimizer, optimizer_adam
 from ..tape import backward, with_grad_tape
 from ..tensor import Tensor, _as_tensor, _dtype_code, _wrap
 from .compile import CompiledStep, ag_compile
-from .memory import _MB, MemoryReport, _memory_report, _raw_stats
+from .memory import MemoryReport, _memory_report, _raw_stats
 
 __all__ = ["ag_tape_memory", "ag_estimate_training_memory"]
 
@@ -62,8 +62,10 @@ def ag_tape_memory(top: int = 10, quiet: bool = False, compiled: Any = None) -> 
 # ---------------------------------------------------------------------------------------------
 # ag_estimate_training_memory
 
-_OPTIMIZERS = ("adam", "sgd", "sgd_plain")
-_OPT_K = {"adam": 2, "sgd": 1, "sgd_plain": 0}
+# the optimizer names, in the core's order (R's match.arg default is the whole vector)
+_OPTIMIZERS = tuple(
+    ffi.string(lib.pg_mem_optim_name(i)).decode() for i in range(lib.PG_MEM_OPTIM_COUNT)
+)
 
 
 def _is_number(v):
@@ -115,44 +117,36 @@ def _shape_params(shapes):
 
 
 def _optimizer_k(optimizer):
-    """(name, state multiplier) from a name or an optimizer object."""
+    """(enum pg_mem_optim, accumulates) from a name (the core's rule and text: ggmlR's
+    match.arg) or an optimizer object (k + 1 with gradient accumulation)."""
     if isinstance(optimizer, Optimizer):
-        adam = isinstance(optimizer, optimizer_adam)
-        name = "adam" if adam else ("sgd" if optimizer.momentum > 0 else "sgd_plain")
-        return name, _OPT_K[name] + (1 if optimizer.accumulate_steps > 1 else 0)
+        code = (
+            lib.PG_MEM_OPTIM_ADAM
+            if isinstance(optimizer, optimizer_adam)
+            else (lib.PG_MEM_OPTIM_SGD if optimizer.momentum > 0 else lib.PG_MEM_OPTIM_SGD_PLAIN)
+        )
+        return code, optimizer.accumulate_steps > 1
     if isinstance(optimizer, (list, tuple)) and tuple(optimizer) == _OPTIMIZERS:
         optimizer = "adam"  # R's match.arg default: the first choice
-    if not isinstance(optimizer, str) or optimizer not in _OPT_K:
-        choices = ", ".join(f'"{o}"' for o in _OPTIMIZERS)
-        raise PyggmlrValueError(
-            f"ag_estimate_training_memory(): 'optimizer' should be one of {choices}, got {optimizer!r}"
-        )
-    return optimizer, _OPT_K[optimizer]
+    name = optimizer.encode() if isinstance(optimizer, str) else NULL
+    out = ffi.new("int *")
+    _core.check(lib.pg_mem_optim_parse(name, repr(optimizer).encode(), out))
+    return out[0], False
 
 
-def _r_format_count(v):
-    """R's format(v, big.mark = " ") of one number: fixed notation unless scientific is
-    narrower (1e+05, 1e+06), thousands separated by spaces."""
-    if float(v) == int(v) and abs(v) < 1e15:
-        fixed = str(int(v))
-    else:
-        fixed = f"{v:.7g}"
-    mant, exp = f"{float(v):.6e}".split("e")
-    if "." in mant:
-        mant = mant.rstrip("0").rstrip(".")
-    e = int(exp)
-    sci = f"{mant}e{'+' if e >= 0 else '-'}{abs(e):02d}"
-    if len(fixed) > len(sci):
-        return sci
-    if "." in fixed or "e" in fixed:
-        return fixed
-    neg = fixed.startswith("-")
-    digits = fixed.lstrip("-")
-    groups: List[str] = []
-    while digits:
-        groups.insert(0, digits[-3:])
-        digits = digits[:-3]
-    return ("-" if neg else "") + " ".join(groups)
+def _whole(v):
+    """a count the core gives as a double: an int when whole (as the numbers summed here were)"""
+    return int(v) if v == int(v) and abs(v) < 2**53 else v
+
+
+def _text(est, what):
+    """the core's note (what 0) or printed report (1)"""
+    n = lib.pg_mem_estimate_text(ffi.addressof(est), what, NULL, 0)
+    if n < 0:
+        _core.check(-n)
+    buf = ffi.new("char[]", n + 1)
+    lib.pg_mem_estimate_text(ffi.addressof(est), what, buf, n + 1)
+    return ffi.string(buf).decode()
 
 
 def _nbytes(p):
@@ -310,7 +304,8 @@ def ag_estimate_training_memory(
     vector, or one number), ``params = sum(prod(shape))`` (the core's rule and texts, R's too:
     PyggmlrValueError naming the shape and the dimension that is not a positive number), weights = gradients = params x bytes per scalar,
     optimizer = weights x k (``"adam"`` 2: m and v; ``"sgd"`` 1: velocity; ``"sgd_plain"`` 0;
-    an optimizer object gives its own k, +1 with gradient accumulation) and activations =
+    a unique start of a name is that name, as R's match.arg; an optimizer object gives its own
+    k, +1 with gradient accumulation) and activations =
     weights x ``activation_frac`` x ``batch_size`` (a guess). Unlike ggmlR (always 8 bytes:
     R doubles), bytes per scalar follow ``dtype`` (default the global one): 4 for f32, 8 for f64,
     the dtype the core really stores gradients and moments in.
@@ -331,10 +326,12 @@ def ag_estimate_training_memory(
     peak a compiled training step reaches.
 
     Returns a :class:`MemoryReport`: ``params, weights, gradients, optimizer, activations,
-    total, bytes_per_scalar, note`` (bytes); prints ggmlR's report unless quiet.
+    total, bytes_per_scalar, note`` (bytes); prints ggmlR's report unless quiet. The budget, the
+    note and the report are the core's (native/memory_report.c): R's are the same.
     """
     fn = "ag_estimate_training_memory()"
-    opt_name, k = _optimizer_k(optimizer)
+    est = lib.pg_mem_estimate_default()
+    est.optim, est.accumulate = _optimizer_k(optimizer)
     if model is not None:
         if x is None and input_shape is None:
             raise ArgumentError(f"{fn}: with model=, give x= (a batch) or input_shape=")
@@ -346,61 +343,32 @@ def ag_estimate_training_memory(
     else:
         params = _shape_params(shapes)
         dcode = _dtype_code(dtype, fn)
-    batch_size = check_int(batch_size, fn, "batch_size", 0)
-    activation_frac = check_num(activation_frac, fn, "activation_frac", 0)
-    bps = 4 if dcode == F32 else 8
-    dname = "f32" if dcode == F32 else "f64"
-    precision = "single" if dcode == F32 else "double"
-    store = (
-        f"weights, gradients and optimizer state are counted at {dname}, the dtype the core stores "
-        f"them in ({bps} bytes per scalar, {precision} precision)"
-    )
-
+    est.dtype = dcode
+    est.batch = check_int(batch_size, fn, "batch_size", 0)
+    est.activation_frac = check_num(activation_frac, fn, "activation_frac", 0)
+    quiet = as_flag(quiet, fn, "quiet")
+    static = check_flag(static, fn, "static")  # (as R's: TRUE or FALSE)
     if model is not None:
-        weights, gradients, activations, batch, params = _measure_step(
-            model, x, input_shape, y, loss_fn, int(batch_size), dcode, static=bool(static)
+        est.weights, est.gradients, est.activations, est.batch, est.params = _measure_step(
+            model, x, input_shape, y, loss_fn, int(est.batch), dcode, static=static
         )
-        optimizer_bytes = gradients * k
-        if static:
-            note = (
-                f"{store}; activations measured from the compiled step on a batch of {batch} (planned "
-                f"buffers: node outputs, saved buffers and gradients of intermediates, input and target)."
-            )
-        else:
-            note = (
-                f"{store}; activations measured from one forward and backward pass on a batch of {batch} "
-                f"(tape, gradients of intermediates, loss, input and target)."
-            )
-        batch_size = batch
+        est.source = lib.PG_MEM_SOURCE_COMPILED if static else lib.PG_MEM_SOURCE_TAPE
     else:
-        weights = bps * params
-        gradients = bps * params
-        optimizer_bytes = bps * params * k
-        activations = weights * activation_frac * batch_size
-        note = f"{store}; activations are a guess: activation_frac x weights per unit of batch."
-    total = weights + gradients + optimizer_bytes + activations
+        est.params = params
+    # the budget, its note and the printed report are the core's (R prints the same)
+    b = ffi.new("pg_mem_budget *")
+    _core.check(lib.pg_mem_budget_of(ffi.addressof(est), b))
     rep = MemoryReport(
-        params=params,
-        weights=weights,
-        gradients=gradients,
-        optimizer=optimizer_bytes,
-        activations=activations,
-        total=total,
-        bytes_per_scalar=bps,
-        note=note,
+        params=_whole(b.params),
+        weights=_whole(b.weights),
+        gradients=_whole(b.gradients),
+        optimizer=_whole(b.optimizer),
+        activations=_whole(b.activations),
+        total=_whole(b.total),
+        bytes_per_scalar=int(b.bytes_per_scalar),
+        note=_text(est, 0),
     )
-    rep._text = "\n".join(
-        [
-            f"Training memory estimate ({opt_name}, batch {int(batch_size)})",
-            f"  parameters      : {_r_format_count(params)}",
-            f"  weights         : {weights / _MB:8.2f} MB",
-            f"  gradients       : {gradients / _MB:8.2f} MB",
-            f"  optimizer (x{k})  : {optimizer_bytes / _MB:8.2f} MB",
-            f"  activations     : {activations / _MB:8.2f} MB",
-            f"  total           : {total / _MB:8.2f} MB",
-            f"  note: {note}",
-        ]
-    )
-    if not as_flag(quiet, fn, "quiet"):
+    rep._text = _text(est, 1)
+    if not quiet:
         print(rep._text)
     return rep
