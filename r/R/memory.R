@@ -40,10 +40,10 @@ ag_estimate_training_memory <- function(shapes = NULL, batch_size = 32L,
                                         optimizer = c("adam", "sgd", "sgd_plain"),
                                         activation_frac = 0.01, quiet = FALSE, dtype = NULL,
                                         model = NULL,
-                                        x = NULL, input_shape = NULL, y = NULL, loss_fn = NULL) {
+                                        x = NULL, input_shape = NULL, y = NULL, loss_fn = NULL,
+                                        static = FALSE) {
   fn <- "ag_estimate_training_memory()"
   ok <- .optimizer_k(optimizer)
-  k <- ok$k
   if (!is.null(model)) {
     if (is.null(x) &&
         is.null(input_shape))
@@ -56,45 +56,24 @@ ag_estimate_training_memory <- function(shapes = NULL, batch_size = 32L,
     if (is.numeric(shapes) && !is.list(shapes)) shapes <- list(shapes)  # one bare vector
     params <- .Call(R_pg_estimate_params, shapes)  # the core's rule and texts (as Python's)
   }
-  dtype <- .dtype_name(.dtype_code(dtype, fn))
+  dcode <- .dtype_code(dtype, fn)
   batch_size <- .arg_int(batch_size, "ag_estimate_training_memory", "batch_size", 0L)
   activation_frac <- .arg_num(activation_frac, "ag_estimate_training_memory", "activation_frac", 0)
   quiet <- .arg_flag(quiet, "ag_estimate_training_memory", "quiet")
-  bps <- if (dtype == "f32") 4 else 8
-  store <- sprintf(paste0("weights, gradients and optimizer state are counted at %s, the dtype ",
-                          "the core stores them in (%d bytes per scalar, %s precision)"),
-                   dtype, as.integer(bps), if (dtype == "f32") "single" else "double")
-  if (!is.null(model)) {
-    m <- .measure_step(model, x, input_shape, y, loss_fn, as.integer(batch_size), dtype)
-    res <- list(params = m$params, weights = m$weights, gradients = m$gradients,
-                optimizer = m$gradients * k,
-                activations = m$activations)
-    note <- sprintf(paste0("%s; activations measured from one forward and backward pass on a ",
-                           "batch of %d (tape, gradients of intermediates, loss, input and ",
-                           "target)."),
-                    store, as.integer(m$batch))
-    batch_size <- m$batch
-  } else {
-    weights <- bps * params
-    res <- list(params = params, weights = weights, gradients = bps * params,
-                optimizer = bps * params * k,
-                activations = weights * activation_frac * batch_size)
-    note <- sprintf("%s; activations are a guess: activation_frac x weights per unit of batch.",
-                    store)
-  }
-  res$total <- res$weights + res$gradients + res$optimizer + res$activations
-  res$bytes_per_scalar <- bps
-  res$note <- note
-  if (!quiet) {
-    mb <- function(x) sprintf("%8.2f MB", x / 1024^2)
-    cat(sprintf("Training memory estimate (%s, batch %d)\n", ok$name, as.integer(batch_size)))
-    cat("  parameters      : ", format(res$params, big.mark = " "), "\n", sep = "")
-    cat("  weights         : ", mb(res$weights), "\n", sep = "")
-    cat("  gradients       : ", mb(res$gradients), "\n", sep = "")
-    cat(sprintf("  optimizer (x%d)  : %s\n", as.integer(k), mb(res$optimizer)))
-    cat("  activations     : ", mb(res$activations), "\n", sep = "")
-    cat("  total           : ", mb(res$total), "\n", sep = "")
-    cat("  note: ", res$note, "\n", sep = "")
-  }
+  static <- .arg_flag(static, "ag_estimate_training_memory", "static")
+  src <- .pg$code$mem_source
+  m <- if (is.null(model)) list(weights = 0, gradients = 0, activations = 0, batch = batch_size,
+                                params = params)
+       else .measure_step(model, x, input_shape, y, loss_fn, as.integer(batch_size),
+                          .dtype_name(dcode), static)
+  # the budget, its note and the printed report are the core's (Python prints the same)
+  r <- .Call(R_pg_mem_estimate,
+             as.integer(c(ok$optim, ok$accumulate, dcode,
+                          if (is.null(model)) src[["GUESS"]] else if (static) src[["COMPILED"]]
+                          else src[["TAPE"]], m$batch)),
+             as.double(c(m$params, activation_frac, m$weights, m$gradients, m$activations)))
+  res <- r[c("params", "weights", "gradients", "optimizer", "activations", "total",
+             "bytes_per_scalar", "note")]
+  if (!quiet) cat(r$text, "\n", sep = "")
   invisible(res)
 }

@@ -3,17 +3,17 @@
 # pyggmlr/graph/estimate.py):
 # activations = the peak bytes the core held above the weights and the parameters' gradients.
 
-.OPT_K <- c(adam = 2, sgd = 1, sgd_plain = 0)
-
-# (name, state multiplier) from a name or an optimizer object (+1 with gradient accumulation)
+# (enum pg_mem_optim, accumulates) from a name (the core's match.arg rule and text) or an
+# optimizer object (k + 1 with gradient accumulation)
 .optimizer_k <- function(optimizer) {
+  code <- .pg$code$mem_optim
   if (inherits(optimizer, c("ag_optimizer_adam", "ag_optimizer_sgd"))) {
-    nm <- if (inherits(optimizer, "ag_optimizer_adam")) "adam"
-          else if (optimizer$momentum > 0) "sgd" else "sgd_plain"
-    return(list(name = nm, k = .OPT_K[[nm]] + if (optimizer$accumulate_steps > 1L) 1 else 0))
+    nm <- if (inherits(optimizer, "ag_optimizer_adam")) "ADAM"
+          else if (optimizer$momentum > 0) "SGD" else "SGD_PLAIN"
+    return(list(optim = code[[nm]], accumulate = optimizer$accumulate_steps > 1L))
   }
-  nm <- .arg_match(optimizer, names(.OPT_K), "ag_estimate_training_memory", "optimizer")
-  list(name = nm, k = .OPT_K[[nm]])
+  if (identical(optimizer, c("adam", "sgd", "sgd_plain"))) optimizer <- "adam"  # match.arg's
+  list(optim = .Call(R_pg_mem_optim_parse, optimizer, .arg_show(optimizer)), accumulate = FALSE)
 }
 
 .nbytes <- function(t) prod(as.double(dim(t))) * if (identical(t$dtype, "f32")) 4 else 8
@@ -26,7 +26,7 @@
   .dedup(.layer_params(model))
 }
 
-.measure_step <- function(model, x, input_shape, y, loss_fn, batch_size, dtype) {
+.measure_step <- function(model, x, input_shape, y, loss_fn, batch_size, dtype, static = FALSE) {
   fn <- "ag_estimate_training_memory()"
   params <- .mem_model_params(model)
   weights <- sum(vapply(params, .nbytes, numeric(1)))
@@ -64,20 +64,40 @@
         dtype = dtype)
   } else xt <- ag_tensor(matrix(0, shp[1L], shp[2L]), dtype = dtype)
   batch <- dim(xt)[2L]
-  with_grad_tape({
-    out <- .fit_forward(model, xt, fn)
-    od <- dim(out)
-    yt <- if (is.null(y)) ag_tensor(matrix(0, od[1L], od[2L]), dtype = out$dtype)
-          else if (is_ag_tensor(y)) { extra <- extra + .nbytes(y); y } else ag_tensor(y,
-              dtype = out$dtype)
-    loss <- loss_fn(out, yt)
-  })
-  grads <- backward(loss)
-  peak <- .Call(R_pg_memory_stats)[["peak"]] - base
-  m <- get(".map", envir = grads, inherits = FALSE)
-  gradients <- sum(vapply(params,
-                          function(t) if (is.null(.Call(R_pg_gradmap_get, m,
-                                                        t$id))) 0 else .nbytes(t), numeric(1)))
+  if (static) {  # the compiled step: record a "grad" graph, run it once (plans its buffers)
+    yt <- if (is.null(y)) NULL
+          else if (is_ag_tensor(y)) { extra <- extra + .nbytes(y); y }
+          else ag_tensor(y, dtype = if (length(params)) params[[1L]]$dtype else dtype)
+    step_fn <- function(xa, ya = NULL) {
+      out <- .fit_forward(model, xa, fn)
+      if (is.null(ya)) {  # a zeros target made while recording: a constant of the graph
+        od <- dim(out)
+        ya <- ag_tensor(matrix(0, od[1L], od[2L]), dtype = out$dtype)
+      }
+      loss_fn(out, ya)
+    }
+    g <- attr(do.call(ag_compile, c(list(step_fn, xt), if (!is.null(yt)) list(yt),
+                                    list(build = "grad"))), "graph")
+    .Call(R_pg_graph_run, g)
+    peak <- .Call(R_pg_memory_stats)[["peak"]] - base
+    ids <- names(.Call(R_pg_graph_grads, g))  # tensor ids, "%lld"
+    .Call(R_pg_graph_free, g)  # now, as Python's: not at R's next collection
+    has <- function(t) sprintf("%.0f", t$id) %in% ids
+  } else {
+    with_grad_tape({
+      out <- .fit_forward(model, xt, fn)
+      od <- dim(out)
+      yt <- if (is.null(y)) ag_tensor(matrix(0, od[1L], od[2L]), dtype = out$dtype)
+            else if (is_ag_tensor(y)) { extra <- extra + .nbytes(y); y } else ag_tensor(y,
+                dtype = out$dtype)
+      loss <- loss_fn(out, yt)
+    })
+    grads <- backward(loss)
+    peak <- .Call(R_pg_memory_stats)[["peak"]] - base
+    m <- get(".map", envir = grads, inherits = FALSE)
+    has <- function(t) !is.null(.Call(R_pg_gradmap_get, m, t$id))
+  }
+  gradients <- sum(vapply(params, function(t) if (has(t)) .nbytes(t) else 0, numeric(1)))
   list(weights = weights, gradients = gradients, activations = peak - gradients + extra,
        batch = batch, params = n_params)
 }

@@ -28,6 +28,7 @@ extern SEXP R_pg_graph_set_input(SEXP, SEXP, SEXP);
 extern SEXP R_pg_graph_run(SEXP);
 extern SEXP R_pg_graph_output(SEXP);
 extern SEXP R_pg_graph_grads(SEXP);
+extern SEXP R_pg_graph_free(SEXP);
 extern SEXP R_pg_graph_memory(SEXP);
 extern SEXP R_pg_matmul(SEXP, SEXP);
 extern SEXP R_pg_add(SEXP, SEXP);
@@ -87,6 +88,8 @@ extern SEXP R_pg_memory_stats(void);
 extern SEXP R_pg_memory_category_peaks(void);
 extern SEXP R_pg_memory_cached(void);
 extern SEXP R_pg_estimate_params(SEXP);
+extern SEXP R_pg_mem_optim_parse(SEXP, SEXP);
+extern SEXP R_pg_mem_estimate(SEXP, SEXP);
 extern SEXP R_pg_memory_trim(void);
 extern SEXP R_pg_memory_reset_peak(void);
 extern SEXP R_pg_get_threads(void);
@@ -208,6 +211,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_graph_run", (DL_FUNC)&R_pg_graph_run, 1},
     {"R_pg_graph_output", (DL_FUNC)&R_pg_graph_output, 1},
     {"R_pg_graph_grads", (DL_FUNC)&R_pg_graph_grads, 1},
+    {"R_pg_graph_free", (DL_FUNC)&R_pg_graph_free, 1},
     {"R_pg_graph_memory", (DL_FUNC)&R_pg_graph_memory, 1},
     {"R_pg_matmul", (DL_FUNC)&R_pg_matmul, 2},
     {"R_pg_add", (DL_FUNC)&R_pg_add, 2},
@@ -267,6 +271,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_memory_category_peaks", (DL_FUNC)&R_pg_memory_category_peaks, 0},
     {"R_pg_memory_cached", (DL_FUNC)&R_pg_memory_cached, 0},
     {"R_pg_estimate_params", (DL_FUNC)&R_pg_estimate_params, 1},
+    {"R_pg_mem_optim_parse", (DL_FUNC)&R_pg_mem_optim_parse, 2},
+    {"R_pg_mem_estimate", (DL_FUNC)&R_pg_mem_estimate, 2},
     {"R_pg_memory_trim", (DL_FUNC)&R_pg_memory_trim, 0},
     {"R_pg_memory_reset_peak", (DL_FUNC)&R_pg_memory_reset_peak, 0},
     {"R_pg_get_threads", (DL_FUNC)&R_pg_get_threads, 0},

@@ -89,14 +89,21 @@ SEXP R_pg_codes(void)
     static const r_code state_form[] = {{"GGMLR", PG_OPTIM_STATE_FORM_GGMLR},
                                         {"LEGACY", PG_OPTIM_STATE_FORM_LEGACY},
                                         {"FILE", PG_OPTIM_STATE_FORM_FILE}};
+    static const r_code mem_optim[] = {{"ADAM", PG_MEM_OPTIM_ADAM},
+                                       {"SGD", PG_MEM_OPTIM_SGD},
+                                       {"SGD_PLAIN", PG_MEM_OPTIM_SGD_PLAIN}};
+    static const r_code mem_source[] = {{"GUESS", PG_MEM_SOURCE_GUESS},
+                                        {"TAPE", PG_MEM_SOURCE_TAPE},
+                                        {"COMPILED", PG_MEM_SOURCE_COMPILED}};
     static const struct {
         const char *name;
         const r_code *c;
         int n;
-    } g[] = {GROUP(dtype), GROUP(status),     GROUP(optim),      GROUP(sched),
-             GROUP(build), GROUP(dist),       GROUP(act),        GROUP(file),
-             GROUP(tape),  GROUP(scope),      GROUP(scoped),     GROUP(ckpt),
-             GROUP(limit), GROUP(early_stop), GROUP(state_form), GROUP(seed)};
+    } g[] = {GROUP(dtype),     GROUP(status),     GROUP(optim),      GROUP(sched),
+             GROUP(build),     GROUP(dist),       GROUP(act),        GROUP(file),
+             GROUP(tape),      GROUP(scope),      GROUP(scoped),     GROUP(ckpt),
+             GROUP(limit),     GROUP(early_stop), GROUP(state_form), GROUP(seed),
+             GROUP(mem_optim), GROUP(mem_source)};
     const int n = (int)(sizeof g / sizeof g[0]);
     SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));
     for (int i = 0; i < n; i++) {

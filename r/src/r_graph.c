@@ -63,6 +63,16 @@ SEXP R_pg_graph_output(SEXP gp)
     return r_wrap_tensor(o);
 }
 
+/* free a graph now (its planned buffers with it) rather than at R's next collection: a
+ * measurement's graph (ag_estimate_training_memory(static = TRUE)) is gone when it returns, as
+ * in Python; the handle is dead afterwards */
+SEXP R_pg_graph_free(SEXP gp)
+{
+    r_get(gp, R_GRAPH);
+    r_free_now(gp, R_GRAPH);
+    return R_NilValue;
+}
+
 /* gradients of the last run: a list of matrices named by tensor id */
 SEXP R_pg_graph_grads(SEXP gp)
 {

@@ -61,3 +61,55 @@ SEXP R_pg_estimate_params(SEXP shapes)
     r_check(pg_estimate_params(dims, lens, (int64_t)n, &params));
     return Rf_ScalarReal(params);
 }
+
+/* ag_estimate_training_memory's optimizer name (the core's match.arg rule and text) */
+SEXP R_pg_mem_optim_parse(SEXP name, SEXP shown)
+{
+    int optim = -1;
+    const char *n = Rf_isString(name) && XLENGTH(name) == 1 && STRING_ELT(name, 0) != NA_STRING
+        ? Rf_translateCharUTF8(STRING_ELT(name, 0))
+        : NULL;
+    r_check(pg_mem_optim_parse(n, Rf_translateCharUTF8(STRING_ELT(shown, 0)), &optim));
+    return Rf_ScalarInteger(optim);
+}
+
+/* The budget, note and report of one estimate (pg_mem_budget_of / pg_mem_estimate_text). ints:
+ * optim, accumulate, dtype, source, batch; dbl: params, activation_frac and the measured
+ * weights, gradients, activations. */
+SEXP R_pg_mem_estimate(SEXP ints, SEXP dbl)
+{
+    if (TYPEOF(ints) != INTSXP || XLENGTH(ints) != 5 || TYPEOF(dbl) != REALSXP || XLENGTH(dbl) != 5)
+        r_stopf(PG_STATUS_ERR_ARG, "mem_estimate: 5 integers and 5 doubles expected");
+    const int *i = INTEGER(ints);
+    const double *d = REAL(dbl);
+    pg_mem_estimate e = pg_mem_estimate_default();
+    e.optim = i[0], e.accumulate = i[1], e.dtype = i[2], e.source = i[3], e.batch = i[4];
+    e.params = d[0], e.activation_frac = d[1], e.weights = d[2], e.gradients = d[3];
+    e.activations = d[4];
+    pg_mem_budget b;
+    r_check(pg_mem_budget_of(&e, &b));
+    SEXP text[2];
+    for (int w = 0; w < 2; w++) {
+        const int64_t n = pg_mem_estimate_text(&e, w, NULL, 0);
+        if (n < 0) r_fail();
+        char *buf = R_alloc((size_t)n + 1, 1);
+        pg_mem_estimate_text(&e, w, buf, n + 1);
+        text[w] = PROTECT(Rf_mkCharCE(buf, CE_UTF8));
+    }
+    static const char *const names[] = {"params",           "weights",     "gradients",
+                                        "optimizer",        "activations", "total",
+                                        "bytes_per_scalar", "note",        "text"};
+    SEXP out = PROTECT(r_named_list(names, 9));
+    const double v[7] = {b.params,
+                         b.weights,
+                         b.gradients,
+                         b.optimizer,
+                         b.activations,
+                         b.total,
+                         (double)b.bytes_per_scalar};
+    for (int k = 0; k < 7; k++) SET_VECTOR_ELT(out, k, Rf_ScalarReal(v[k]));
+    SET_VECTOR_ELT(out, 7, Rf_ScalarString(text[0]));
+    SET_VECTOR_ELT(out, 8, Rf_ScalarString(text[1]));
+    UNPROTECT(3);
+    return out;
+}

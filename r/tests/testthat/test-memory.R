@@ -55,3 +55,45 @@ test_that("ag_tape_memory counts nodes and bytes of the current tape", {
   expect_true("matmul" %in% r$by_op$op)
   expect_output(ag_tape_memory(), "Gradient tape")
 })
+
+test_that("ag_estimate_training_memory(static = TRUE): the compiled step's peak, as Python's", {
+  set.seed(5)
+  m <- ag_sequential(ag_linear(4, 16, "relu"), ag_batch_norm(16), ag_linear(16, 3))
+  x <- matrix(rnorm(4 * 32), 4)
+  y <- matrix(sample(0:2, 32, TRUE), 1)
+  loss <- function(out, t) ag_softmax_cross_entropy_loss(out, t)
+  opt <- optimizer_adam(m$parameters(), lr = 0.01)
+  est <- ag_estimate_training_memory(model = m, x = x, y = y, loss_fn = loss, optimizer = opt,
+                                     static = TRUE, quiet = TRUE)
+  # the measured peak of a real compiled step (record + first replay with the Adam update); an
+  # earlier test's tape would be emptied by the recording, inside the measurement
+  ag_tape_clear()
+  invisible(gc())
+  base <- ag_memory_stats()$total$current
+  ag_memory_reset_peak()
+  step <- ag_compile(function(a, b) loss(m$forward(a), b), x, y, optimizer = opt)
+  step(x, y)
+  expect_equal(ag_memory_peak() - base, est$total - est$weights)
+  eager <- ag_estimate_training_memory(model = m, x = x, y = y, loss_fn = loss, optimizer = opt,
+                                       quiet = TRUE)
+  expect_equal(c(eager$weights, eager$gradients, eager$optimizer),
+               c(est$weights, est$gradients, est$optimizer))
+  expect_gte(est$activations, eager$activations)
+  expect_match(est$note, "from the compiled step on a batch of 32 (planned buffers", fixed = TRUE)
+  expect_error(ag_estimate_training_memory(model = m, x = x, static = NA),
+               "static must be TRUE or FALSE", class = "pyggmlr_argument_error")
+})
+
+test_that("ag_estimate_training_memory: optimizer names are the core's (match.arg, one text)", {
+  expect_error(ag_estimate_training_memory(7, optimizer = "rmsprop"),
+               paste0("ag_estimate_training_memory(): 'optimizer' should be one of \"adam\", ",
+                      "\"sgd\", \"sgd_plain\", got \"rmsprop\""),
+               fixed = TRUE, class = "pyggmlr_value_error")
+  expect_error(ag_estimate_training_memory(7, optimizer = "s"), "(it begins more than one)",
+               fixed = TRUE, class = "pyggmlr_value_error")
+  expect_equal(ag_estimate_training_memory(7, optimizer = "sgd_p", quiet = TRUE)$optimizer, 0)
+  expect_equal(ag_estimate_training_memory(7, optimizer = "sgd", quiet = TRUE)$optimizer, 28)
+  out <- capture.output(r <- ag_estimate_training_memory(1e5, quiet = FALSE))
+  expect_equal(out[2], "  parameters      : 1e+05")
+  expect_equal(out[8], paste0("  note: ", r$note))
+})
