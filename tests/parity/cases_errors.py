@@ -123,6 +123,20 @@ def _estimate_refusals(P, d, steps):
         "one number": np.array(
             [float(P.ag_estimate_training_memory(shapes=7, quiet=True)["params"])]
         ),
+        # the optimizer's names are the core's (ggmlR's match.arg rule), one text in both
+        "optimizer 'rmsprop'": refusal(P, est(shapes=7, optimizer="rmsprop")),
+        "optimizer 's' (two names)": refusal(P, est(shapes=7, optimizer="s")),
+        "optimizer 3": refusal(P, est(shapes=7, optimizer=3), text=False),
+        "optimizer 'sgd_p'": np.array(
+            [
+                float(
+                    P.ag_estimate_training_memory(shapes=7, optimizer="sgd_p", quiet=True)[
+                        "optimizer"
+                    ]
+                )
+            ]
+        ),
+        "static 'yes'": refusal(P, est(shapes=7, static="yes"), text=False),  # TRUE / True
     }
 
 
