@@ -92,3 +92,14 @@ int pg_mem_budget_of(const pg_mem_estimate *e, pg_mem_budget *out);
  * pg_fit_history_format: at most cap bytes (NUL included) to buf, NULL to measure; returns the
  * length the whole text needs, or -status. */
 int64_t pg_mem_estimate_text(const pg_mem_estimate *e, int what, char *buf, int64_t cap);
+
+/* The printed report of a tape (build NULL: ag_tape_memory) or of a compiled graph (build its
+ * kind, "opt" / "grad" / "forward": its planned buffers, gradients included) from totals and
+ * the op rows pg_tape_memory / pg_graph_memory_report gave (nrows of them; the first `top`
+ * listed, 0: totals only). ndropout: the graph's dropout nodes, whose masks each replay redraws.
+ * Lines joined by "\n", no final newline. As pg_fit_history_format: at most cap bytes (NUL
+ * included) to buf, NULL to measure; returns the length the whole text needs, or -status. */
+int64_t pg_memory_report_text(const pg_memory_totals *totals, const char *build, int64_t ndropout,
+                              const char *const *op_label, const int64_t *op_nodes,
+                              const int64_t *op_bytes, int64_t nrows, int64_t top, char *buf,
+                              int64_t cap);

@@ -100,8 +100,55 @@ static void test_optim_names(void)
     CHECK(pg_mem_optim_name(3) == NULL && pg_mem_optim_name(-1) == NULL);
 }
 
+static void test_tape_text(void)
+{
+    const double MB = 1024.0 * 1024.0;
+    pg_memory_totals t = {
+        3, (int64_t)(1.5 * MB), (int64_t)MB, (int64_t)(0.25 * MB), (int64_t)(0.25 * MB), 0};
+    const char *lab[2] = {"matmul", "relu"};
+    const int64_t nn[2] = {2, 1}, nb[2] = {(int64_t)(0.75 * MB), (int64_t)(0.25 * MB)};
+    char out[1024];
+    const int64_t need = pg_memory_report_text(&t, NULL, 0, lab, nn, nb, 2, 10, NULL, 0);
+    CHECK(pg_memory_report_text(&t, NULL, 0, lab, nn, nb, 2, 10, out, sizeof out) == need);
+    CHECK_STR(out,
+              "Gradient tape: 3 nodes, 1.50 MB held alive\n"
+              "  operands (outlive the tape)     :     0.25 MB\n"
+              "  activations (freed by clearing) :     1.00 MB\n"
+              "  graph-path fields (beyond those):     0.25 MB\n"
+              "\n"
+              "  by operation (top 2):\n"
+              "    op                     nodes        MB\n"
+              "    matmul                     2      0.75\n"
+              "    relu                       1      0.25");
+    CHECK((int64_t)strlen(out) == need);
+    pg_memory_totals e = {0, 0, 0, 0, 0, 0};
+    CHECK(pg_memory_report_text(&e, NULL, 0, NULL, NULL, NULL, 0, 10, out, sizeof out) > 0);
+    CHECK(strstr(out, "Gradient tape: 0 nodes, 0.00 MB held alive\n  (empty -- the tape") == out);
+    t.nodes = 1, t.bytes_gradients = (int64_t)(2 * MB);
+    CHECK(pg_memory_report_text(&t, "opt", 2, lab, nn, nb, 2, 1, out, sizeof out) > 0);
+    CHECK_STR(out,
+              "Compiled graph (opt): 1 node, 1.50 MB planned, 2 dropout masks redrawn per "
+              "call\n"
+              "  operands (outlive the graph)    :     0.25 MB\n"
+              "  activations (planned buffers)   :     1.00 MB\n"
+              "  gradients (planned buffers)     :     2.00 MB\n"
+              "  graph-path fields (beyond those):     0.25 MB\n"
+              "\n"
+              "  by operation (top 1):\n"
+              "    op                     nodes        MB\n"
+              "    matmul                     2      0.75");
+    CHECK(pg_memory_report_text(&t, "grad", 1, lab, nn, nb, 2, 0, out, sizeof out) > 0);
+    CHECK(strstr(out, "1 dropout mask redrawn per call\n") && !strstr(out, "by operation"));
+    char small[10];
+    CHECK(pg_memory_report_text(&t, "grad", 0, lab, nn, nb, 2, 2, small, sizeof small) > 10);
+    CHECK_STR(small, "Compiled ");
+    CHECK_ERR(pg_memory_report_text(&t, NULL, 0, NULL, nn, nb, 2, 2, out, sizeof out) < 0,
+              PG_STATUS_ERR_ARG, "pg_memory_report_text");
+}
+
 void test_memory_report(void)
 {
+    test_tape_text();
     test_budget();
     test_report();
     test_optim_names();
