@@ -119,8 +119,15 @@ class CompiledStep:
         def fill(*arrays):  # (totals, labels, nodes, nbytes, cap) -> rows
             return lib.pg_graph_memory_report(self._g, *arrays)
 
+        ndropout = sum(op == "dropout" for op in self.ops)  # each replay redraws their masks
         return _memory_report(
-            fill, max(self.n_nodes, 1), top, quiet, compiled=self.build, buffers=buffers
+            fill,
+            max(self.n_nodes, 1),
+            top,
+            quiet,
+            compiled=self.build,
+            buffers=buffers,
+            ndropout=ndropout,
         )
 
     def __call__(

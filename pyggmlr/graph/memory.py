@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from .. import _core
-from .._core import ffi, lib
+from .._core import NULL, ffi, lib
 
 __all__ = [
     "ag_memory_stats",
@@ -113,10 +113,10 @@ def ag_live_objects() -> int:
 # ag_tape_memory
 
 
-def _memory_report(fill, cap, top, quiet, compiled=None, buffers=None):
+def _memory_report(fill, cap, top, quiet, compiled=None, buffers=None, ndropout=0):
     """The report of a tape or (compiled: its build) a compiled graph: fill(totals, labels,
     nodes, nbytes, cap) is the core's walk (returns the op rows, < 0 an error); buffers() adds
-    the graph's planned-buffer fields after by_op."""
+    the graph's planned-buffer fields after by_op; ndropout: the graph's dropout nodes."""
     totals = ffi.new("pg_memory_totals *")
     labels = ffi.new("const char *[]", cap)
     nodes = ffi.new("int64_t[]", cap)
@@ -144,37 +144,15 @@ def _memory_report(fill, cap, top, quiet, compiled=None, buffers=None):
     ]
     if buffers is not None:
         rep.update(buffers())
-    rep._text = _tape_text(rep, top, compiled=compiled)
+    # the printed text is the core's (R prints the same)
+    build = NULL if compiled is None else compiled.encode()
+    args = (totals, build, ndropout, labels, nodes, nbytes, nrows, top)
+    n = lib.pg_memory_report_text(*args, NULL, 0)
+    if n < 0:
+        _core.raise_last(-n)
+    buf = ffi.new("char[]", n + 1)
+    lib.pg_memory_report_text(*args, buf, n + 1)
+    rep._text = ffi.string(buf).decode()
     if not quiet:
         print(rep._text)
     return rep
-
-
-def _tape_text(r, top, compiled=None):
-    n = r["nodes"]
-    if compiled is not None:  # a compiled graph (CompiledStep.memory): its planned buffers
-        lines = [
-            f"Compiled graph ({compiled}): {n} node{'' if n == 1 else 's'}, {r['bytes_total'] / _MB:.2f} MB planned",
-            f"  operands (outlive the graph)    : {r['bytes_inputs'] / _MB:8.2f} MB",
-            f"  activations (planned buffers)   : {r['bytes_snapshots'] / _MB:8.2f} MB",
-            f"  gradients (planned buffers)     : {r['bytes_gradients'] / _MB:8.2f} MB",
-            f"  graph-path fields (beyond those): {r['bytes_fields'] / _MB:8.2f} MB",
-        ]
-    else:
-        lines = [
-            f"Gradient tape: {n} node{'' if n == 1 else 's'}, {r['bytes_total'] / _MB:.2f} MB held alive"
-        ]
-        if n == 0:
-            lines.append(
-                "  (empty -- the tape is cleared by zero_grad(), so call this between backward() and the step)"
-            )
-        lines += [
-            f"  operands (outlive the tape)     : {r['bytes_inputs'] / _MB:8.2f} MB",
-            f"  activations (freed by clearing) : {r['bytes_snapshots'] / _MB:8.2f} MB",
-            f"  graph-path fields (beyond those): {r['bytes_fields'] / _MB:8.2f} MB",
-        ]
-    rows = r["by_op"]
-    if top > 0 and rows:
-        k = min(top, len(rows))
-        lines += ["", f"  by operation (top {k}):", r.by_op_table(k)]
-    return "\n".join(lines)

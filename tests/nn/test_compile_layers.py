@@ -332,3 +332,23 @@ def test_compiled_memory_report_and_estimate(rng, capsys):
         and eager.optimizer == est.optimizer
     )
     assert est.activations >= eager.activations
+
+
+def test_compiled_memory_text_names_redrawn_dropout_masks(rng, capsys):
+    """The report's text is the core's (R's print(step) shows the same first lines): a graph
+    with dropout says each replay redraws its masks."""
+    d = pg.ag_sequential(pg.ag_linear(4, 4), pg.ag_dropout(0.5))
+    x = rng.normal(size=(4, 8))
+    step = pg.ag_compile(lambda a: pg.ag_mean(d.forward(a)), x, build="grad")
+    rep = step.memory(top=0, quiet=False)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        f"Compiled graph (grad): {rep.nodes} nodes, {rep.bytes_total / 1024**2:.2f} MB planned, "
+        "1 dropout mask redrawn per call"
+    )
+    assert out[1:] == [
+        f"  operands (outlive the graph)    : {rep.bytes_inputs / 1024**2:8.2f} MB",
+        f"  activations (planned buffers)   : {rep.bytes_snapshots / 1024**2:8.2f} MB",
+        f"  gradients (planned buffers)     : {rep.bytes_gradients / 1024**2:8.2f} MB",
+        f"  graph-path fields (beyond those): {rep.bytes_fields / 1024**2:8.2f} MB",
+    ]
