@@ -79,16 +79,6 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
 }
 
 print.ag_compiled <- function(x, ...) {
-  m <- .Call(R_pg_graph_memory, attr(x, "graph"))
-  nm <- sum(.Call(R_pg_graph_ops, attr(x, "graph")) == "dropout")  # each replay redraws their masks
-  cat(sprintf("Compiled graph (%s): %d nodes, %.2f MB planned%s\n", attr(x, "build"),
-              as.integer(m[1L]),
-              m[2L] / 1024^2,
-              if (nm) sprintf(", %d dropout mask%s redrawn per call", nm, if (nm == 1L) "" else "s")
-              else ""))
-  cat(sprintf("  operands (outlive the graph)    : %8.2f MB\n", m[5L] / 1024^2))
-  cat(sprintf("  activations (planned buffers)   : %8.2f MB\n", m[3L] / 1024^2))
-  cat(sprintf("  gradients (planned buffers)     : %8.2f MB\n", m[6L] / 1024^2))
-  cat(sprintf("  graph-path fields (beyond those): %8.2f MB\n", m[4L] / 1024^2))
+  cat(.memory_report(x, 0L)$text, "\n", sep = "")  # the core's text, as Python's memory()
   invisible(x)
 }

@@ -1,37 +1,35 @@
 # Memory reports: what the tape holds (measured by the core) and a training budget estimate.
 
-ag_tape_memory <- function(top = 10L, quiet = FALSE) {
+ag_tape_memory <- function(top = 10L, quiet = FALSE, compiled = NULL) {
   top <- .arg_int(top, "ag_tape_memory", "top", 0L)  # as Python's: a whole number >= 0
   quiet <- .arg_flag(quiet, "ag_tape_memory", "quiet")
+  if (!is.null(compiled) && !inherits(compiled, "ag_compiled"))
+    .arg_fail("argument", "ag_tape_memory: compiled must be a step from ag_compile, got %s",
+              class(compiled)[[1L]])
   # handles R no longer reaches still hold their tensors until collected: collect first, so the
   # core's count of what only the tape keeps alive is exactly what ag_tape_clear() frees
-  invisible(gc(verbose = FALSE, full = TRUE))
-  r <- .Call(R_pg_tape_memory)
+  if (is.null(compiled)) invisible(gc(verbose = FALSE, full = TRUE))
+  r <- .memory_report(compiled, top)
+  if (!quiet) cat(r$text, "\n", sep = "")
+  invisible(r$res)
+}
+
+# the core's walk and text (Python's too) of the tape, or of a compiled step's planned buffers
+.memory_report <- function(compiled, top) {
+  g <- if (!is.null(compiled)) attr(compiled, "graph")
+  build <- if (!is.null(g)) attr(compiled, "build") else ""
+  nd <- if (!is.null(g)) sum(.Call(R_pg_graph_ops, g) == "dropout") else 0L  # redrawn per call
+  r <- .Call(R_pg_memory_report, g, as.integer(top), build, as.integer(nd))
   tot <- r[[1L]]
-  by_op <- data.frame(op = r[[2L]], nodes = r[[3L]], mb = r[[4L]] / 1024^2,
-                      stringsAsFactors = FALSE)
   res <- list(nodes = as.integer(tot[1L]), bytes_total = tot[2L], bytes_snapshots = tot[3L],
-              bytes_fields = tot[4L], bytes_inputs = tot[5L], by_op = by_op)
-  if (!quiet) {
-    n <- res$nodes
-    cat(sprintf("Gradient tape: %d node%s, %.2f MB held alive\n", n, if (n == 1L) "" else "s",
-                res$bytes_total / 1024^2))
-    if (n == 0L)
-      cat(paste0("  (empty -- the tape is cleared by zero_grad(), so call this between ",
-                 "backward() and the step)\n"))
-    cat(sprintf("  operands (outlive the tape)     : %8.2f MB\n", res$bytes_inputs / 1024^2))
-    cat(sprintf("  activations (freed by clearing) : %8.2f MB\n", res$bytes_snapshots / 1024^2))
-    cat(sprintf("  graph-path fields (beyond those): %8.2f MB\n", res$bytes_fields / 1024^2))
-    top <- as.integer(top)
-    if (top > 0L && nrow(by_op) > 0L) {
-      k <- min(top, nrow(by_op))
-      cat(sprintf("\n  by operation (top %d):\n", k))
-      cat(sprintf("    %-20s %7s  %8s\n", "op", "nodes", "MB"))
-      for (i in seq_len(k)) cat(sprintf("    %-20s %7d  %8.2f\n", by_op$op[i], by_op$nodes[i],
-                                        by_op$mb[i]))
-    }
-  }
-  invisible(res)
+              bytes_fields = tot[4L], bytes_inputs = tot[5L])
+  if (!is.null(g)) res$bytes_gradients <- tot[6L]
+  res$by_op <- data.frame(op = r[[2L]], nodes = r[[3L]], mb = r[[4L]] / 1024^2,
+                          bytes = r[[4L]], stringsAsFactors = FALSE)
+  if (!is.null(g))
+    res <- c(res, list(outputs = r[[6L]][1L], saved = r[[6L]][2L], gradients = r[[6L]][3L],
+                       build = build))
+  list(res = res, text = r[[5L]])
 }
 
 # ggmlR's budget from shapes, counted at the dtype the core stores (4 bytes f32, 8 f64), or with

@@ -29,7 +29,6 @@ extern SEXP R_pg_graph_run(SEXP);
 extern SEXP R_pg_graph_output(SEXP);
 extern SEXP R_pg_graph_grads(SEXP);
 extern SEXP R_pg_graph_free(SEXP);
-extern SEXP R_pg_graph_memory(SEXP);
 extern SEXP R_pg_matmul(SEXP, SEXP);
 extern SEXP R_pg_add(SEXP, SEXP);
 extern SEXP R_pg_sub(SEXP, SEXP);
@@ -90,6 +89,7 @@ extern SEXP R_pg_memory_cached(void);
 extern SEXP R_pg_estimate_params(SEXP);
 extern SEXP R_pg_mem_optim_parse(SEXP, SEXP);
 extern SEXP R_pg_mem_estimate(SEXP, SEXP);
+extern SEXP R_pg_memory_report(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_memory_trim(void);
 extern SEXP R_pg_memory_reset_peak(void);
 extern SEXP R_pg_get_threads(void);
@@ -98,7 +98,6 @@ extern SEXP R_pg_set_blas(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_blas_name(void);
 extern SEXP R_pg_set_threads(SEXP);
 extern SEXP R_pg_version(void);
-extern SEXP R_pg_tape_memory(void);
 extern SEXP R_pg_dist_average(SEXP, SEXP, SEXP);
 extern SEXP R_pg_dist_copy(SEXP, SEXP);
 extern SEXP R_pg_dist_zero_grad(SEXP);
@@ -212,7 +211,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_graph_output", (DL_FUNC)&R_pg_graph_output, 1},
     {"R_pg_graph_grads", (DL_FUNC)&R_pg_graph_grads, 1},
     {"R_pg_graph_free", (DL_FUNC)&R_pg_graph_free, 1},
-    {"R_pg_graph_memory", (DL_FUNC)&R_pg_graph_memory, 1},
     {"R_pg_matmul", (DL_FUNC)&R_pg_matmul, 2},
     {"R_pg_add", (DL_FUNC)&R_pg_add, 2},
     {"R_pg_sub", (DL_FUNC)&R_pg_sub, 2},
@@ -273,6 +271,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_estimate_params", (DL_FUNC)&R_pg_estimate_params, 1},
     {"R_pg_mem_optim_parse", (DL_FUNC)&R_pg_mem_optim_parse, 2},
     {"R_pg_mem_estimate", (DL_FUNC)&R_pg_mem_estimate, 2},
+    {"R_pg_memory_report", (DL_FUNC)&R_pg_memory_report, 4},
     {"R_pg_memory_trim", (DL_FUNC)&R_pg_memory_trim, 0},
     {"R_pg_memory_reset_peak", (DL_FUNC)&R_pg_memory_reset_peak, 0},
     {"R_pg_get_threads", (DL_FUNC)&R_pg_get_threads, 0},
@@ -281,7 +280,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_blas_name", (DL_FUNC)&R_pg_blas_name, 0},
     {"R_pg_set_threads", (DL_FUNC)&R_pg_set_threads, 1},
     {"R_pg_version", (DL_FUNC)&R_pg_version, 0},
-    {"R_pg_tape_memory", (DL_FUNC)&R_pg_tape_memory, 0},
     {"R_pg_dist_average", (DL_FUNC)&R_pg_dist_average, 3},
     {"R_pg_dist_copy", (DL_FUNC)&R_pg_dist_copy, 2},
     {"R_pg_dist_zero_grad", (DL_FUNC)&R_pg_dist_zero_grad, 1},

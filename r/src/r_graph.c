@@ -90,13 +90,3 @@ SEXP R_pg_graph_grads(SEXP gp)
     UNPROTECT(2);
     return out;
 }
-
-/* c(nodes, bytes_total, bytes_planned, bytes_fields, bytes_operands, bytes_gradients) */
-SEXP R_pg_graph_memory(SEXP gp)
-{
-    pg_memory_totals m;
-    if (pg_graph_memory_report(r_get(gp, R_GRAPH), &m, NULL, NULL, NULL, 0) < 0) r_fail();
-    const int64_t t[6] = {m.nodes,        m.bytes_total,  m.bytes_snapshots,
-                          m.bytes_fields, m.bytes_inputs, m.bytes_gradients};
-    return r_counts(t, 6);
-}

@@ -113,3 +113,46 @@ SEXP R_pg_mem_estimate(SEXP ints, SEXP dbl)
     UNPROTECT(3);
     return out;
 }
+
+/* ag_tape_memory: the tape's (gp NULL) or a compiled graph's memory walk and its printed report
+ * (the core's text, Python's too). list(totals: nodes, bytes_total, bytes_snapshots,
+ * bytes_fields, bytes_inputs, bytes_gradients; op labels, nodes, bytes; the text; a graph's
+ * buffers by kind: outputs, saved, gradients). build: the graph's kind for the text. */
+SEXP R_pg_memory_report(SEXP gp, SEXP top, SEXP build, SEXP ndropout)
+{
+    pg_graph *g = Rf_isNull(gp) ? NULL : r_get(gp, R_GRAPH);
+    pg_memory_totals t;
+    int64_t n = g ? pg_graph_memory_report(g, &t, NULL, NULL, NULL, 0)
+                  : pg_tape_memory(&t, NULL, NULL, NULL, 0);
+    if (n < 0) r_fail();
+    const char **lab = (const char **)R_alloc(n > 0 ? n : 1, sizeof(char *));
+    int64_t *nn = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
+    int64_t *nb = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
+    n = g ? pg_graph_memory_report(g, &t, lab, nn, nb, n) : pg_tape_memory(&t, lab, nn, nb, n);
+    if (n < 0) r_fail();
+    const char *b = g ? Rf_translateCharUTF8(STRING_ELT(build, 0)) : NULL;
+    const int64_t k = (int64_t)Rf_asInteger(top), nd = (int64_t)Rf_asInteger(ndropout);
+    const int64_t len = pg_memory_report_text(&t, b, nd, lab, nn, nb, n, k, NULL, 0);
+    if (len < 0) r_fail();
+    char *text = R_alloc((size_t)len + 1, 1);
+    pg_memory_report_text(&t, b, nd, lab, nn, nb, n, k, text, len + 1);
+    pg_graph_buffers gb = {0};
+    if (g) r_check(pg_graph_memory(g, &gb));
+    const int64_t tot[6] = {t.nodes,        t.bytes_total,  t.bytes_snapshots,
+                            t.bytes_fields, t.bytes_inputs, t.bytes_gradients};
+    const int64_t kinds[3] = {gb.bytes_outputs, gb.bytes_saved, gb.bytes_gradients};
+    SEXP items[6];
+    items[0] = PROTECT(r_counts(tot, 6));
+    items[1] = PROTECT(Rf_allocVector(STRSXP, n));
+    items[2] = PROTECT(Rf_allocVector(INTSXP, n));
+    items[3] = PROTECT(r_counts(nb, n));
+    for (int64_t i = 0; i < n; i++) {
+        SET_STRING_ELT(items[1], i, Rf_mkChar(lab[i]));
+        INTEGER(items[2])[i] = (int)nn[i];
+    }
+    items[4] = PROTECT(Rf_mkString(text));
+    items[5] = PROTECT(r_counts(kinds, 3));
+    SEXP out = r_list(6, items);
+    UNPROTECT(6);
+    return out;
+}

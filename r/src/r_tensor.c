@@ -381,28 +381,3 @@ SEXP R_pg_set_threads(SEXP n)
 }
 
 SEXP R_pg_version(void) { return Rf_mkString(pg_version()); }
-
-/* tape memory report: list(totals[5], labels, nodes, bytes) */
-SEXP R_pg_tape_memory(void)
-{
-    pg_memory_totals tt;
-    int64_t n = pg_tape_memory(&tt, NULL, NULL, NULL, 0);
-    if (n < 0) r_fail();
-    const char **lab = (const char **)R_alloc(n > 0 ? n : 1, sizeof(char *));
-    int64_t *nn = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
-    int64_t *nb = (int64_t *)R_alloc(n > 0 ? n : 1, sizeof(int64_t));
-    n = pg_tape_memory(&tt, lab, nn, nb, n);
-    if (n < 0) r_fail();
-    const int64_t tot[5] = {tt.nodes, tt.bytes_total, tt.bytes_snapshots, tt.bytes_fields,
-                            tt.bytes_inputs};
-    SEXP t = PROTECT(r_counts(tot, 5)), l = PROTECT(Rf_allocVector(STRSXP, n)),
-         a = PROTECT(Rf_allocVector(INTSXP, n)), b = PROTECT(r_counts(nb, n));
-    for (int64_t i = 0; i < n; i++) {
-        SET_STRING_ELT(l, i, Rf_mkChar(lab[i]));
-        INTEGER(a)[i] = (int)nn[i];
-    }
-    const SEXP items[4] = {t, l, a, b};
-    SEXP out = r_list(4, items);
-    UNPROTECT(4);
-    return out;
-}

@@ -97,3 +97,37 @@ test_that("ag_estimate_training_memory: optimizer names are the core's (match.ar
   expect_equal(out[2], "  parameters      : 1e+05")
   expect_equal(out[8], paste0("  note: ", r$note))
 })
+
+test_that("ag_tape_memory(compiled =): a compiled step's planned buffers, as Python's", {
+  ag_tape_clear()
+  set.seed(3)
+  m <- ag_sequential(ag_linear(4, 16, "relu"), ag_batch_norm(16), ag_linear(16, 3))
+  x <- matrix(rnorm(4 * 32), 4)
+  y <- matrix(sample(0:2, 32, TRUE), 1)
+  opt <- optimizer_adam(m$parameters(), lr = 0.01)
+  step <- ag_compile(function(a, b) ag_softmax_cross_entropy_loss(m$forward(a), b), x, y,
+                     optimizer = opt)
+  step(x, y)
+  out <- capture.output(rep <- ag_tape_memory(compiled = step, top = 3))
+  expect_equal(out[1L], sprintf("Compiled graph (opt): %d nodes, %.2f MB planned", rep$nodes,
+                                rep$bytes_total / 1024^2))
+  expect_equal(rep$nodes, 4L)  # linear, batch_norm, linear, softmax_ce_loss
+  f32 <- 4
+  # the numbers Python's test_compiled_memory_report_and_estimate asserts for this model
+  expect_equal(rep$outputs, f32 * (16 * 32 * 2 + 3 * 32 + 1))
+  expect_equal(rep$bytes_snapshots, rep$outputs + rep$saved)
+  expect_equal(rep$bytes_snapshots, f32 * (16 * 32 * 2 + 3 * 32 + 1 + 16 * 32 + 16 + 3 * 32))
+  weights <- sum(vapply(m$parameters(), function(t) length(t$data), 0)) * f32
+  expect_equal(rep$bytes_inputs, weights + 2 * 16 * f32 + f32 * (4 * 32 + 32))
+  expect_equal(rep$bytes_gradients, weights + f32 * (16 * 32 * 2 + 3 * 32 + 1))
+  expect_equal(rep$bytes_total, rep$bytes_snapshots + rep$bytes_inputs + rep$bytes_gradients +
+                 rep$bytes_fields)
+  expect_equal(sum(rep$by_op$bytes), rep$bytes_total - rep$bytes_gradients)
+  expect_equal(out[7L], "  by operation (top 3):")
+  expect_equal(capture.output(print(step)), out[1:5])  # the same text, without the op table
+  expect_error(ag_tape_memory(compiled = m), "compiled must be a step from ag_compile",
+               class = "pyggmlr_argument_error")
+  d <- ag_sequential(ag_linear(4, 4), ag_dropout(0.5))
+  s2 <- ag_compile(function(a) ag_mean(d$forward(a)), x, build = "grad")
+  expect_match(capture.output(print(s2))[1L], ", 1 dropout mask redrawn per call$")
+})
