@@ -1,6 +1,7 @@
 /* Per-thread last error: the core never aborts or prints; callers read the message. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include "pg.h"
 
 static _Thread_local char err_msg[1024];
@@ -71,6 +72,23 @@ const char *pg_fmt_num(char *buf, size_t n, double v)
     else if (v < -1.7976931348623157e308) snprintf(buf, n, "-Inf");
     else snprintf(buf, n, "%g", v);
     return buf;
+}
+
+void pg_text_put(pg_text *t, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n >= sizeof tmp) n = (int)sizeof tmp - 1;
+    if (t->buf && t->len < t->cap - 1) {
+        const int64_t room = t->cap - 1 - t->len, k = n < room ? n : room;
+        memcpy(t->buf + t->len, tmp, (size_t)k);
+        t->buf[t->len + k] = '\0';
+    }
+    t->len += n;
 }
 
 const char *pg_dtype_name(int dtype)

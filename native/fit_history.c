@@ -6,26 +6,6 @@
 #include <string.h>
 #include "pg.h"
 
-typedef struct {
-    char *out;
-    int64_t cap, len;
-} sbuf;
-
-static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(sbuf *b, const char *fmt, ...)
-{
-    char tmp[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (k < 0) return;
-    if ((size_t)k >= sizeof tmp) k = (int)sizeof tmp - 1;
-    int64_t room = b->cap - 1 - b->len; /* what still fits before the NUL */
-    if (room > 0) memcpy(b->out + b->len, tmp, (size_t)(k < room ? k : room));
-    b->len += k;
-}
-
 /* the separator's width on screen: its UTF-8 code points (" ± " is 3, " +- " 4) */
 static int width(const char *s)
 {
@@ -35,18 +15,18 @@ static int width(const char *s)
 }
 
 /* "  0.12345 ± 0.00123" (9 + pm + 7 wide), "-" when not measured */
-static void pm_cell(sbuf *b, double v, double u, const char *pm, int w)
+static void pm_cell(pg_text *b, double v, double u, const char *pm, int w)
 {
-    if (isnan(v)) put(b, "  %*s", w, "-");
-    else if (isnan(u)) put(b, "  %9.5f%*s", v, w - 9, "");
-    else put(b, "  %9.5f%s%-7.5f", v, pm, u);
+    if (isnan(v)) pg_text_put(b, "  %*s", w, "-");
+    else if (isnan(u)) pg_text_put(b, "  %9.5f%*s", v, w - 9, "");
+    else pg_text_put(b, "  %9.5f%s%-7.5f", v, pm, u);
 }
 
 /* " 93.33% ±  1.20%" (7 + pm + 6 wide) */
-static void pct_cell(sbuf *b, double v, double u, const char *pm, int w)
+static void pct_cell(pg_text *b, double v, double u, const char *pm, int w)
 {
-    if (isnan(v)) put(b, "  %*s", w, "-");
-    else put(b, "  %6.2f%%%s%5.2f%%", 100 * v, pm, 100 * (isnan(u) ? 0 : u));
+    if (isnan(v)) pg_text_put(b, "  %*s", w, "-");
+    else pg_text_put(b, "  %6.2f%%%s%5.2f%%", 100 * v, pm, 100 * (isnan(u) ? 0 : u));
 }
 
 static int any(const double *v, int64_t n)
@@ -62,26 +42,26 @@ int64_t pg_fit_history_format(const char *name, const double *epoch, const doubl
 {
     if (n < 0 || (n > 0 && (!epoch || !logs)) || !pm || cap < 0 || (cap > 0 && !out))
         return -pg_fail(PG_STATUS_ERR_ARG, "pg_fit_history_format(): bad arguments");
-    sbuf b = {out, cap, 0};
+    pg_text b = {out, cap, 0};
 #define COL(k) (logs + (int64_t)(k)*n)
     if (name) {
-        if (n == 0) put(&b, "<%s: no epochs>", name);
-        else put(&b, "<%s: %lld epoch%s", name, (long long)n, n == 1 ? "" : "s");
+        if (n == 0) pg_text_put(&b, "<%s: no epochs>", name);
+        else pg_text_put(&b, "<%s: %lld epoch%s", name, (long long)n, n == 1 ? "" : "s");
         if (n > 0 && stopped_epoch > 0 && stopped_epoch < 1e15) /* NaN, Inf: none */
-            put(&b, ", stopped at epoch %.0f", stopped_epoch);
-        if (n > 0) put(&b, ">\n");
+            pg_text_put(&b, ", stopped at epoch %.0f", stopped_epoch);
+        if (n > 0) pg_text_put(&b, ">\n");
     }
     if (n > 0) {
         int val = any(COL(PG_FIT_LOG_VAL_LOSS), n), acc = any(COL(PG_FIT_LOG_ACCURACY), n);
         int wl = 9 + width(pm) + 7, wa = 7 + width(pm) + 6; /* headers as wide as the cells */
-        put(&b, "%5s  %*s", "epoch", wl, "loss");
-        if (acc) put(&b, "  %*s", wa, "accuracy");
-        if (val) put(&b, "  %*s", wl, "val_loss");
-        if (val && acc) put(&b, "  %*s", wa, "val_accuracy");
-        put(&b, "  %7s", "time");
+        pg_text_put(&b, "%5s  %*s", "epoch", wl, "loss");
+        if (acc) pg_text_put(&b, "  %*s", wa, "accuracy");
+        if (val) pg_text_put(&b, "  %*s", wl, "val_loss");
+        if (val && acc) pg_text_put(&b, "  %*s", wa, "val_accuracy");
+        pg_text_put(&b, "  %7s", "time");
         for (int64_t i = 0; i < n; i++) {
-            if (isfinite(epoch[i])) put(&b, "\n%5.0f", epoch[i]);
-            else put(&b, "\n%5s", "-");
+            if (isfinite(epoch[i])) pg_text_put(&b, "\n%5.0f", epoch[i]);
+            else pg_text_put(&b, "\n%5s", "-");
             pm_cell(&b, COL(PG_FIT_LOG_LOSS)[i], COL(PG_FIT_LOG_LOSS_UNC)[i], pm, wl);
             if (acc)
                 pct_cell(&b, COL(PG_FIT_LOG_ACCURACY)[i], COL(PG_FIT_LOG_ACCURACY_UNC)[i], pm, wa);
@@ -90,62 +70,46 @@ int64_t pg_fit_history_format(const char *name, const double *epoch, const doubl
             if (val && acc)
                 pct_cell(&b, COL(PG_FIT_LOG_VAL_ACCURACY)[i], COL(PG_FIT_LOG_VAL_ACCURACY_UNC)[i],
                          pm, wa);
-            put(&b, "  %6.2fs", COL(PG_FIT_LOG_TIME_TRAIN)[i] + COL(PG_FIT_LOG_TIME_VAL)[i]);
+            pg_text_put(&b, "  %6.2fs",
+                        COL(PG_FIT_LOG_TIME_TRAIN)[i] + COL(PG_FIT_LOG_TIME_VAL)[i]);
         }
-        if (name && best_epoch > 0 && best_epoch < 1e15) put(&b, "\nbest epoch: %.0f", best_epoch);
+        if (name && best_epoch > 0 && best_epoch < 1e15)
+            pg_text_put(&b, "\nbest epoch: %.0f", best_epoch);
     }
 #undef COL
     if (cap > 0) out[b.len < cap ? b.len : cap - 1] = '\0';
     return b.len;
 }
 
-/* appends text to buf (cap bytes; NULL: measure only) at *len, which counts what the whole
- * needs (as snprintf's return) */
-static void add(char *buf, int64_t cap, int64_t *len, const char *text)
-{
-    if (buf && *len < cap) snprintf(buf + *len, (size_t)(cap - *len), "%s", text);
-    *len += (int64_t)strlen(text);
-}
-
-static void addf(char *buf, int64_t cap, int64_t *len, const char *fmt, double v)
-{
-    char tmp[96];
-    snprintf(tmp, sizeof tmp, fmt, v);
-    add(buf, cap, len, tmp);
-}
-
 int64_t pg_fit_epoch_line(const double *logs, int64_t epoch, int64_t nepoch, char *buf, int64_t cap)
 {
     if (!logs || cap < 0 || (buf && cap < 1))
         return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_epoch_line(): bad arguments");
-    char head[64];
-    snprintf(head, sizeof head, "epoch %4lld/%lld  ", (long long)epoch, (long long)nepoch);
-    int64_t len = 0;
+    pg_text t = {buf, cap, 0};
     if (buf) buf[0] = 0;
-    add(buf, cap, &len, head);
-    addf(buf, cap, &len, "loss=%.5f", logs[PG_FIT_LOG_LOSS]);
-    if (!isnan(logs[PG_FIT_LOG_ACCURACY]))
-        addf(buf, cap, &len, "  acc=%.4f", logs[PG_FIT_LOG_ACCURACY]);
+    pg_text_put(&t, "epoch %4lld/%lld  ", (long long)epoch, (long long)nepoch);
+    pg_text_put(&t, "loss=%.5f", logs[PG_FIT_LOG_LOSS]);
+    if (!isnan(logs[PG_FIT_LOG_ACCURACY])) pg_text_put(&t, "  acc=%.4f", logs[PG_FIT_LOG_ACCURACY]);
     if (!isnan(logs[PG_FIT_LOG_VAL_LOSS]))
-        addf(buf, cap, &len, "  val_loss=%.5f", logs[PG_FIT_LOG_VAL_LOSS]);
+        pg_text_put(&t, "  val_loss=%.5f", logs[PG_FIT_LOG_VAL_LOSS]);
     if (!isnan(logs[PG_FIT_LOG_VAL_ACCURACY]))
-        addf(buf, cap, &len, "  val_acc=%.4f", logs[PG_FIT_LOG_VAL_ACCURACY]);
-    addf(buf, cap, &len, "  (%.2fs)", logs[PG_FIT_LOG_TIME_TRAIN] + logs[PG_FIT_LOG_TIME_VAL]);
-    return len;
+        pg_text_put(&t, "  val_acc=%.4f", logs[PG_FIT_LOG_VAL_ACCURACY]);
+    pg_text_put(&t, "  (%.2fs)", logs[PG_FIT_LOG_TIME_TRAIN] + logs[PG_FIT_LOG_TIME_VAL]);
+    return t.len;
 }
 
 int64_t pg_fit_status_line(double loss, double accuracy, const double *last, char *buf, int64_t cap)
 {
     if (cap < 0 || (buf && cap < 1))
         return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_status_line(): bad arguments");
-    int64_t len = 0;
+    pg_text t = {buf, cap, 0};
     if (buf) buf[0] = 0;
-    if (!isnan(loss)) addf(buf, cap, &len, "loss %.4f", loss);
-    if (!isnan(accuracy)) addf(buf, cap, &len, " acc %.3f", accuracy);
+    if (!isnan(loss)) pg_text_put(&t, "loss %.4f", loss);
+    if (!isnan(accuracy)) pg_text_put(&t, " acc %.3f", accuracy);
     const int vl = last && !isnan(last[PG_FIT_LOG_VAL_LOSS]);
     const int va = last && !isnan(last[PG_FIT_LOG_VAL_ACCURACY]);
-    if (vl || va) add(buf, cap, &len, " |");
-    if (vl) addf(buf, cap, &len, " val_loss %.4f", last[PG_FIT_LOG_VAL_LOSS]);
-    if (va) addf(buf, cap, &len, " val_acc %.3f", last[PG_FIT_LOG_VAL_ACCURACY]);
-    return len;
+    if (vl || va) pg_text_put(&t, " |");
+    if (vl) pg_text_put(&t, " val_loss %.4f", last[PG_FIT_LOG_VAL_LOSS]);
+    if (va) pg_text_put(&t, " val_acc %.3f", last[PG_FIT_LOG_VAL_ACCURACY]);
+    return t.len;
 }

@@ -1,7 +1,6 @@
 /* ag_estimate_training_memory's budget, note and printed report, once for R and Python (the
  * arithmetic, the texts and R's format() of the parameter count were written in both). */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,29 +166,6 @@ int64_t pg_mem_estimate_text(const pg_mem_estimate *e, int what, char *buf, int6
     return emit(buf, cap, text);
 }
 
-/* a text written piecewise: always counted, copied while it fits (a NULL buf only measures) */
-typedef struct text_out {
-    char *buf;
-    int64_t cap, len;
-} text_out;
-
-static void put(text_out *o, const char *fmt, ...)
-{
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    if ((size_t)n >= sizeof tmp) n = (int)sizeof tmp - 1; /* a line never comes near this */
-    if (o->buf && o->len < o->cap - 1) {
-        int64_t room = o->cap - 1 - o->len, k = n < room ? n : room;
-        memcpy(o->buf + o->len, tmp, (size_t)k);
-        o->buf[o->len + k] = '\0';
-    }
-    o->len += n;
-}
-
 int64_t pg_memory_report_text(const pg_memory_totals *t, const char *build, int64_t ndropout,
                               const char *const *op_label, const int64_t *op_nodes,
                               const int64_t *op_bytes, int64_t nrows, int64_t top, char *buf,
@@ -199,36 +175,36 @@ int64_t pg_memory_report_text(const pg_memory_totals *t, const char *build, int6
         (nrows > 0 && top > 0 && (!op_label || !op_nodes || !op_bytes)))
         return -pg_fail(PG_STATUS_ERR_ARG, "pg_memory_report_text(): bad argument");
     const double MB = 1024.0 * 1024.0;
-    text_out o = {buf, cap, 0};
+    pg_text o = {buf, cap, 0};
     if (buf && cap > 0) buf[0] = '\0';
     const char *s = t->nodes == 1 ? "" : "s";
     if (build) {
-        put(&o, "Compiled graph (%s): %lld node%s, %.2f MB planned", build, (long long)t->nodes, s,
-            t->bytes_total / MB);
+        pg_text_put(&o, "Compiled graph (%s): %lld node%s, %.2f MB planned", build,
+                    (long long)t->nodes, s, t->bytes_total / MB);
         if (ndropout)
-            put(&o, ", %lld dropout mask%s redrawn per call", (long long)ndropout,
-                ndropout == 1 ? "" : "s");
-        put(&o, "\n  operands (outlive the graph)    : %8.2f MB\n", t->bytes_inputs / MB);
-        put(&o, "  activations (planned buffers)   : %8.2f MB\n", t->bytes_snapshots / MB);
-        put(&o, "  gradients (planned buffers)     : %8.2f MB\n", t->bytes_gradients / MB);
+            pg_text_put(&o, ", %lld dropout mask%s redrawn per call", (long long)ndropout,
+                        ndropout == 1 ? "" : "s");
+        pg_text_put(&o, "\n  operands (outlive the graph)    : %8.2f MB\n", t->bytes_inputs / MB);
+        pg_text_put(&o, "  activations (planned buffers)   : %8.2f MB\n", t->bytes_snapshots / MB);
+        pg_text_put(&o, "  gradients (planned buffers)     : %8.2f MB\n", t->bytes_gradients / MB);
     } else {
-        put(&o, "Gradient tape: %lld node%s, %.2f MB held alive\n", (long long)t->nodes, s,
-            t->bytes_total / MB);
+        pg_text_put(&o, "Gradient tape: %lld node%s, %.2f MB held alive\n", (long long)t->nodes, s,
+                    t->bytes_total / MB);
         if (t->nodes == 0)
-            put(&o,
-                "  (empty -- the tape is cleared by zero_grad(), so call this between "
-                "backward() and the step)\n");
-        put(&o, "  operands (outlive the tape)     : %8.2f MB\n", t->bytes_inputs / MB);
-        put(&o, "  activations (freed by clearing) : %8.2f MB\n", t->bytes_snapshots / MB);
+            pg_text_put(&o,
+                        "  (empty -- the tape is cleared by zero_grad(), so call this between "
+                        "backward() and the step)\n");
+        pg_text_put(&o, "  operands (outlive the tape)     : %8.2f MB\n", t->bytes_inputs / MB);
+        pg_text_put(&o, "  activations (freed by clearing) : %8.2f MB\n", t->bytes_snapshots / MB);
     }
-    put(&o, "  graph-path fields (beyond those): %8.2f MB", t->bytes_fields / MB);
+    pg_text_put(&o, "  graph-path fields (beyond those): %8.2f MB", t->bytes_fields / MB);
     const int64_t k = top < nrows ? top : nrows;
     if (k > 0) {
-        put(&o, "\n\n  by operation (top %lld):\n    %-20s %7s  %8s", (long long)k, "op", "nodes",
-            "MB");
+        pg_text_put(&o, "\n\n  by operation (top %lld):\n    %-20s %7s  %8s", (long long)k, "op",
+                    "nodes", "MB");
         for (int64_t i = 0; i < k; i++)
-            put(&o, "\n    %-20s %7lld  %8.2f", op_label[i] ? op_label[i] : "",
-                (long long)op_nodes[i], op_bytes[i] / MB);
+            pg_text_put(&o, "\n    %-20s %7lld  %8.2f", op_label[i] ? op_label[i] : "",
+                        (long long)op_nodes[i], op_bytes[i] / MB);
     }
     return o.len;
 }

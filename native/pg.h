@@ -101,6 +101,14 @@ void *pg_fail_null(int status, const char *fmt, ...) __attribute__((format(print
 const char *pg_dtype_name(int dtype);
 /* a number for messages as both front ends print it: NaN, Inf, -Inf, else %g; returns buf */
 const char *pg_fmt_num(char *buf, size_t n, double v);
+/* A text written piecewise into cap bytes, the texts both front ends print (History, progress,
+ * memory reports): len counts what the whole needs, as snprintf's return; buf (NULL: measure
+ * only) stays NUL-terminated. One piece is at most 511 bytes. */
+typedef struct pg_text {
+    char *buf;
+    int64_t cap, len;
+} pg_text;
+void pg_text_put(pg_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "[2x3] f32" description of a tensor for messages; rotates through a few static buffers */
 const char *pg_desc(const pg_tensor *t);
 
