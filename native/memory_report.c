@@ -114,11 +114,27 @@ static void format_count(double v, char *out, size_t cap)
     out[at] = '\0';
 }
 
-static int64_t emit(char *buf, int64_t cap, const char *text)
+/* the note: which dtype was counted and where the activations come from */
+static void put_note(pg_text *t, const pg_mem_estimate *e, const pg_mem_budget *b)
 {
-    const int64_t n = (int64_t)strlen(text);
-    if (buf && cap > 0) snprintf(buf, (size_t)cap, "%s", text);
-    return n;
+    const int f32 = e->dtype == PG_DTYPE_F32;
+    pg_text_put(t,
+                "weights, gradients and optimizer state are counted at %s, the dtype the core "
+                "stores them in (%lld bytes per scalar, %s precision); ",
+                f32 ? "f32" : "f64", (long long)b->bytes_per_scalar, f32 ? "single" : "double");
+    if (e->source == PG_MEM_SOURCE_GUESS)
+        pg_text_put(t, "activations are a guess: activation_frac x weights per unit of batch.");
+    else if (e->source == PG_MEM_SOURCE_TAPE)
+        pg_text_put(t,
+                    "activations measured from one forward and backward pass on a batch of %lld "
+                    "(tape, gradients of intermediates, loss, input and target).",
+                    (long long)e->batch);
+    else
+        pg_text_put(t,
+                    "activations measured from the compiled step on a batch of %lld (planned "
+                    "buffers: node outputs, saved buffers and gradients of intermediates, input "
+                    "and target).",
+                    (long long)e->batch);
 }
 
 int64_t pg_mem_estimate_text(const pg_mem_estimate *e, int what, char *buf, int64_t cap)
@@ -128,42 +144,22 @@ int64_t pg_mem_estimate_text(const pg_mem_estimate *e, int what, char *buf, int6
     if (rc) return -rc;
     if ((what != 0 && what != 1) || cap < 0)
         return -pg_fail(PG_STATUS_ERR_ARG, "pg_mem_estimate_text(): what must be 0 or 1");
-    const int f32 = e->dtype == PG_DTYPE_F32;
-    char note[512];
-    int n = snprintf(note, sizeof note,
-                     "weights, gradients and optimizer state are counted at %s, the dtype the "
-                     "core stores them in (%lld bytes per scalar, %s precision); ",
-                     f32 ? "f32" : "f64", (long long)b.bytes_per_scalar, f32 ? "single" : "double");
-    if (e->source == PG_MEM_SOURCE_GUESS)
-        snprintf(note + n, sizeof note - (size_t)n,
-                 "activations are a guess: activation_frac x weights per unit of batch.");
-    else if (e->source == PG_MEM_SOURCE_TAPE)
-        snprintf(note + n, sizeof note - (size_t)n,
-                 "activations measured from one forward and backward pass on a batch of %lld "
-                 "(tape, gradients of intermediates, loss, input and target).",
-                 (long long)e->batch);
-    else
-        snprintf(note + n, sizeof note - (size_t)n,
-                 "activations measured from the compiled step on a batch of %lld (planned "
-                 "buffers: node outputs, saved buffers and gradients of intermediates, input and "
-                 "target).",
-                 (long long)e->batch);
-    if (what == 0) return emit(buf, cap, note);
-    const double MB = 1024.0 * 1024.0;
-    char count[64], text[1536];
-    format_count(b.params, count, sizeof count);
-    snprintf(text, sizeof text,
-             "Training memory estimate (%s, batch %lld)\n"
-             "  parameters      : %s\n"
-             "  weights         : %8.2f MB\n"
-             "  gradients       : %8.2f MB\n"
-             "  optimizer (x%lld)  : %8.2f MB\n"
-             "  activations     : %8.2f MB\n"
-             "  total           : %8.2f MB\n"
-             "  note: %s",
-             OPTIM[e->optim], (long long)e->batch, count, b.weights / MB, b.gradients / MB,
-             (long long)b.k, b.optimizer / MB, b.activations / MB, b.total / MB, note);
-    return emit(buf, cap, text);
+    pg_text t = {buf, cap, 0};
+    if (buf && cap > 0) buf[0] = '\0';
+    if (what == 1) {
+        const double MB = 1024.0 * 1024.0;
+        char count[64];
+        format_count(b.params, count, sizeof count);
+        pg_text_put(&t, "Training memory estimate (%s, batch %lld)\n  parameters      : %s\n",
+                    OPTIM[e->optim], (long long)e->batch, count);
+        pg_text_put(&t, "  weights         : %8.2f MB\n", b.weights / MB);
+        pg_text_put(&t, "  gradients       : %8.2f MB\n", b.gradients / MB);
+        pg_text_put(&t, "  optimizer (x%lld)  : %8.2f MB\n", (long long)b.k, b.optimizer / MB);
+        pg_text_put(&t, "  activations     : %8.2f MB\n", b.activations / MB);
+        pg_text_put(&t, "  total           : %8.2f MB\n  note: ", b.total / MB);
+    }
+    put_note(&t, e, &b);
+    return t.len;
 }
 
 int64_t pg_memory_report_text(const pg_memory_totals *t, const char *build, int64_t ndropout,
