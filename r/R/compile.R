@@ -79,6 +79,6 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
 }
 
 print.ag_compiled <- function(x, ...) {
-  cat(.memory_report(x, 0L)$text, "\n", sep = "")  # the core's text, as Python's memory()
+  ag_tape_memory(top = 0L, compiled = x)  # the core's text, as Python's memory()
   invisible(x)
 }

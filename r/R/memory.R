@@ -3,7 +3,8 @@
 ag_tape_memory <- function(top = 10L, quiet = FALSE, compiled = NULL) {
   top <- .arg_int(top, "ag_tape_memory", "top", 0L)  # as Python's: a whole number >= 0
   quiet <- .arg_flag(quiet, "ag_tape_memory", "quiet")
-  if (!is.null(compiled) && !inherits(compiled, "ag_compiled"))
+  if (!is.null(compiled) && (!inherits(compiled, "ag_compiled") ||
+                             typeof(attr(compiled, "graph")) != "externalptr"))
     .arg_fail("argument", "ag_tape_memory: compiled must be a step from ag_compile, got %s",
               class(compiled)[[1L]])
   # handles R no longer reaches still hold their tensors until collected: collect first, so the

@@ -127,6 +127,11 @@ test_that("ag_tape_memory(compiled =): a compiled step's planned buffers, as Pyt
   expect_equal(capture.output(print(step)), out[1:5])  # the same text, without the op table
   expect_error(ag_tape_memory(compiled = m), "compiled must be a step from ag_compile",
                class = "pyggmlr_argument_error")
+  fake <- structure(function() 1, class = "ag_compiled", graph = 1L)
+  expect_error(ag_tape_memory(compiled = fake), "compiled must be a step from ag_compile",
+               class = "pyggmlr_argument_error")
+  expect_error(print(fake), "compiled must be a step from ag_compile",
+               class = "pyggmlr_argument_error")
   d <- ag_sequential(ag_linear(4, 4), ag_dropout(0.5))
   s2 <- ag_compile(function(a) ag_mean(d$forward(a)), x, build = "grad")
   expect_match(capture.output(print(s2))[1L], ", 1 dropout mask redrawn per call$")
