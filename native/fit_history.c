@@ -29,6 +29,26 @@ static void pct_cell(pg_text *b, double v, double u, const char *pm, int w)
     else pg_text_put(b, "  %6.2f%%%s%5.2f%%", 100 * v, pm, 100 * (isnan(u) ? 0 : u));
 }
 
+/* a duration as keras prints it, so a short epoch is not "0.00s": "850us" below a millisecond,
+ * "12ms" below a second, "1.23s" below a minute, then "2m 05s" and "1h 02m 05s"; "-" when not
+ * measured. Each unit is used while the value rounds below the next one ("999.7ms" -> "1.00s"). */
+static void put_time(pg_text *b, const char *fmt, double s)
+{
+    char t[32];
+    if (!isfinite(s) || s < 0) snprintf(t, sizeof t, "-");
+    else if (s * 1e6 < 999.5) snprintf(t, sizeof t, "%.0fus", s * 1e6);
+    else if (s * 1e3 < 999.5) snprintf(t, sizeof t, "%.0fms", s * 1e3);
+    else if (s < 59.995) snprintf(t, sizeof t, "%.2fs", s);
+    else if (s < 3599.5) {
+        long long r = llround(s);
+        snprintf(t, sizeof t, "%lldm %02llds", r / 60, r % 60);
+    } else {
+        long long r = s < 1e15 ? llround(s) : 999999999999999LL;
+        snprintf(t, sizeof t, "%lldh %02lldm %02llds", r / 3600, r / 60 % 60, r % 60);
+    }
+    pg_text_put(b, fmt, t);
+}
+
 static int any(const double *v, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
@@ -70,8 +90,7 @@ int64_t pg_fit_history_format(const char *name, const double *epoch, const doubl
             if (val && acc)
                 pct_cell(&b, COL(PG_FIT_LOG_VAL_ACCURACY)[i], COL(PG_FIT_LOG_VAL_ACCURACY_UNC)[i],
                          pm, wa);
-            pg_text_put(&b, "  %6.2fs",
-                        COL(PG_FIT_LOG_TIME_TRAIN)[i] + COL(PG_FIT_LOG_TIME_VAL)[i]);
+            put_time(&b, "  %7s", COL(PG_FIT_LOG_TIME_TRAIN)[i] + COL(PG_FIT_LOG_TIME_VAL)[i]);
         }
         if (name && best_epoch > 0 && best_epoch < 1e15)
             pg_text_put(&b, "\nbest epoch: %.0f", best_epoch);
@@ -94,7 +113,7 @@ int64_t pg_fit_epoch_line(const double *logs, int64_t epoch, int64_t nepoch, cha
         pg_text_put(&t, "  val_loss=%.5f", logs[PG_FIT_LOG_VAL_LOSS]);
     if (!isnan(logs[PG_FIT_LOG_VAL_ACCURACY]))
         pg_text_put(&t, "  val_acc=%.4f", logs[PG_FIT_LOG_VAL_ACCURACY]);
-    pg_text_put(&t, "  (%.2fs)", logs[PG_FIT_LOG_TIME_TRAIN] + logs[PG_FIT_LOG_TIME_VAL]);
+    put_time(&t, "  (%s)", logs[PG_FIT_LOG_TIME_TRAIN] + logs[PG_FIT_LOG_TIME_VAL]);
     return t.len;
 }
 

@@ -129,6 +129,9 @@ void test_fit_history(void)
     char small[8];
     CHECK(pg_fit_history_format("H", ep, logs, 2, 2, 1, " +- ", small, sizeof small) == n);
     CHECK(!strcmp(small, "<H: 2 e"));
+    logs[PG_FIT_LOG_TIME_TRAIN * 2 + 1] = 0.0126; /* a short epoch in ms, not "0.01s" */
+    CHECK(pg_fit_history_format("H", ep, logs, 2, 2, 1, " +- ", buf, sizeof buf) == n);
+    CHECK(strstr(buf, "\n    2    0.25000                13ms\nbest epoch: 1") != NULL);
     CHECK(pg_fit_history_format(NULL, ep, logs, 2, 0, 0, " +- ", buf, sizeof buf) > 0);
     CHECK(!strncmp(buf, "epoch ", 6) && !strstr(buf, "best"));
     CHECK(pg_fit_history_format("H", NULL, NULL, 0, 0, 0, "", buf, sizeof buf) == 14);

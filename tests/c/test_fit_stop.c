@@ -53,6 +53,19 @@ static void test_progress_lines(void)
     CHECK(pg_fit_epoch_line(l, 3, 10, buf, sizeof buf) == (int64_t)strlen(want));
     CHECK(!strcmp(buf, want));
     CHECK(pg_fit_epoch_line(l, 3, 10, buf, 8) == (int64_t)strlen(want) && !strcmp(buf, "epoch  "));
+    /* times as keras prints them (one rule for the line and the History's column) */
+    const double secs[] = {0,     4e-6,   0.0009994, 0.0009996, 0.0126, 0.9994, 0.9996,
+                           59.99, 59.996, 125,       3599.4,    3599.6, 3725,   NAN};
+    const char *txt[] = {"0us",     "4us",        "999us",      "1ms",    "13ms",
+                         "999ms",   "1.00s",      "59.99s",     "1m 00s", "2m 05s",
+                         "59m 59s", "1h 00m 00s", "1h 02m 05s", "-"};
+    for (int i = 0; i < (int)(sizeof secs / sizeof *secs); i++) {
+        char w[64];
+        l[PG_FIT_LOG_TIME_TRAIN] = secs[i], l[PG_FIT_LOG_TIME_VAL] = 0;
+        snprintf(w, sizeof w, "epoch    3/10  loss=0.50000  val_acc=0.7500  (%s)", txt[i]);
+        CHECK(pg_fit_epoch_line(l, 3, 10, buf, sizeof buf) == (int64_t)strlen(w) &&
+              !strcmp(buf, w));
+    }
     CHECK(pg_fit_status_line(0.25, NAN, l, buf, sizeof buf) > 0);
     CHECK(!strcmp(buf, "loss 0.2500 | val_acc 0.750"));
     CHECK(pg_fit_status_line(NAN, NAN, NULL, buf, sizeof buf) == 0 && !buf[0]);
