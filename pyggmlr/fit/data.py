@@ -100,14 +100,16 @@ class FitData:
 
 
 def verbosity(verbose: Any, progress: str, silent: bool) -> Tuple[str, bool]:
-    """keras' verbose levels onto ag_fit's progress= / silent=: 0 silent, 1 the progress bar
-    (always, as progress="bar"), 2 one line per epoch and no bar ("lines"); None: progress and
-    silent as given. Returns (progress, silent)."""
+    """keras' verbose levels onto ag_fit's progress= / silent=: 0 silent, 1 the live bar
+    (progress="bar"), 2 one line per epoch and no bar ("lines"); None or "auto" (keras'
+    default): progress and silent as given, so progress="auto" picks 1 or 2 (fit/progress.py).
+    Returns (progress, silent)."""
     silent = check_flag(silent, "ag_fit", "silent")
-    if verbose is None:
+    if verbose is None or (isinstance(verbose, str) and verbose == "auto"):
         return progress, silent
     if isinstance(verbose, bool) or verbose not in (0, 1, 2):
         raise PyggmlrValueError(
-            f"ag_fit: verbose must be 0 (silent), 1 (progress bar), 2 (one line per epoch) or None, got {verbose!r}"
+            "ag_fit: verbose must be 0 (silent), 1 (progress bar), 2 (one line per epoch), "
+            f'"auto" or None, got {verbose!r}'
         )
     return ("none", "bar", "lines")[int(verbose)], silent or verbose == 0

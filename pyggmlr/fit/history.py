@@ -109,6 +109,7 @@ class History:
             raise PyggmlrValueError("History.plot: no epochs to plot")
         try:
             import matplotlib.pyplot as plt
+            from matplotlib.ticker import MaxNLocator
         except ImportError:
             raise ImportError("History.plot() needs matplotlib (pip install matplotlib)") from None
         has_acc = any(not math.isnan(v) for v in self.accuracy)
@@ -127,6 +128,7 @@ class History:
             ax.plot(ep, v, label=lab)
             ax.fill_between(ep, v - np.nan_to_num(u), v + np.nan_to_num(u), alpha=0.2)
         ax.set_xlabel("epoch")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs, never 1.5
         ax.set_ylabel("loss")
         ax.legend()
         if has_acc:
@@ -136,6 +138,7 @@ class History:
                 if not np.all(np.isnan(v)):
                     ax.plot(ep, v, label=lab)
             ax.set_xlabel("epoch")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_ylabel("accuracy")
             ax.legend()
         fig.tight_layout()

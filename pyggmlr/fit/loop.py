@@ -117,10 +117,11 @@ def ag_fit(
     sample.int(n_train) over the training part, and the dropout masks of the forward passes.
     callbacks: ag_early_stopping, ag_model_checkpoint, Callback objects or functions fn(epoch, logs)
     (returning False stops). silent: no progress display (the same as progress="none"; it wins).
-    progress: "auto" (default): one bar for the whole run (tqdm when installed; epoch, running
-    loss / accuracy, the last epoch's val_loss / val_acc, ETA) and a compact line per finished
-    epoch above it, on stderr, shown only in interactive sessions (a terminal on stderr, IPython);
-    "bar": always; "none": never (as R's ag_fit). resume_from: a checkpoint written by
+    progress: "auto" (default) and "bar" (verbose=1): one bar for the whole run (tqdm when
+    installed; epoch, running loss / accuracy, the last epoch's val_loss / val_acc, ETA) and a
+    compact line per finished epoch above it, on stderr, where a bar can be redrawn (a terminal
+    on stderr, IPython); elsewhere (scripts' logs, CI) the lines alone (verbose=2), as keras;
+    "none": never (as R's ag_fit). resume_from: a checkpoint written by
     ag_model_checkpoint; training continues after its epoch exactly as the uninterrupted run would.
     distributed: data-parallel over MPI ranks (launch with mpirun; see docs/distributed.md):
     batch_size and nbatch_logical are per rank, rank 0's weights are broadcast first, every

@@ -1,8 +1,8 @@
 """ag_fit's progress display, as R's (r/R/fit_progress.R): one bar for the whole run (epochs x
 batches, tqdm when installed) whose postfix shows the epoch, the running loss / accuracy (from the
 core's plan), the last epoch's validation values and the ETA, plus one compact line per finished
-epoch written above it. progress="auto" shows it only in interactive sessions (a terminal on
-stderr, or IPython / Jupyter), so scripts, pipes and tests stay quiet."""
+epoch written above it. Where nothing can redraw a bar (stderr a file or pipe: scripts' logs, CI,
+pytest) it is one line per epoch instead, as keras' progress bar prints only finished epochs there."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ PROGRESS_MODES = ("auto", "bar", "none")
 
 
 def _interactive() -> bool:
-    """A terminal on stderr or an IPython shell / kernel (R's interactive())."""
+    """Whether a bar can be redrawn for a person: a terminal on stderr or an IPython shell /
+    kernel (R: cli's dynamic console, not while knitting)."""
     ip = sys.modules.get("IPython")
     if ip is not None and getattr(ip, "get_ipython", lambda: None)() is not None:
         return True
@@ -29,16 +30,17 @@ def _interactive() -> bool:
 
 
 def progress_mode(progress: Any, silent: bool) -> str:
-    """ "bar" or "none" for ag_fit's progress= and silent= (silent wins)."""
+    """ "bar" (verbose=1), "lines" (verbose=2) or "none" for ag_fit's progress= and silent=
+    (silent wins): "auto" and "bar" draw the bar where it can be redrawn, else the lines."""
     if progress == "lines" and isinstance(
         progress, str
     ):  # verbose=2 (fit/data.py verbosity): epoch lines, no bar
         return "none" if silent else "lines"
     if not isinstance(progress, str) or progress not in PROGRESS_MODES:
         raise PyggmlrValueError(f'ag_fit: progress must be "auto", "bar" or "none", got {progress}')
-    if silent or progress == "none" or (progress == "auto" and not _interactive()):
+    if silent or progress == "none":
         return "none"
-    return "bar"
+    return "bar" if _interactive() else "lines"
 
 
 def _text(fn: Callable[..., int], *args: Any) -> str:

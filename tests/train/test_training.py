@@ -4,6 +4,7 @@ test_fit_resume.py."""
 
 import functools
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -241,10 +242,12 @@ def test_predict_and_accuracy():
     np.testing.assert_allclose(pg.ag_predict(pg.ag_relu, x - 5), np.maximum(x - 5, 0), rtol=1e-6)
 
 
-def test_progress_output(capsys):
-    """progress="bar": one bar for the run and a line per epoch (on stderr) with the history's
-    values; "auto" is quiet outside a terminal (pytest captures stderr); silent / "none" never print."""
+def test_progress_output(capsys, monkeypatch):
+    """progress="bar" in a terminal: one bar for the run and a line per epoch (on stderr) with the
+    history's values; outside one (pytest captures stderr) the lines alone (test_fit_progress.py);
+    silent / "none" never print."""
     x, y = _iris()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     h = pg.ag_fit(_mlp(), x, y, nepoch=2, val_split=0.2, progress="bar")
     err = capsys.readouterr()
     assert err.out == ""
@@ -260,7 +263,7 @@ def test_progress_output(capsys):
         pass
     else:  # one bar over 2 epochs x 3 batches, its postfix the running values and the last val
         assert "epoch 2/2" in err.err and "6/6" in err.err and "| val_loss " in err.err
-    for kw in ({}, {"silent": True}, {"silent": True, "progress": "bar"}, {"progress": "none"}):
+    for kw in ({"silent": True}, {"silent": True, "progress": "bar"}, {"progress": "none"}):
         pg.ag_fit(_mlp(), x, y, nepoch=2, **kw)
         err = capsys.readouterr()
         assert err.err == "" and err.out == "", kw
