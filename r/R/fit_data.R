@@ -51,15 +51,16 @@
   list(X = cbind(X, d$xv), Y = if (is.null(Y)) NULL else cbind(Y, d$yv), val_split = val_split)
 }
 
-# keras' verbose: 0 silent, 1 the progress bar, 2 one line per epoch; NULL: progress / silent as
-# given
+# keras' verbose: 0 silent, 1 the live bar, 2 one line per epoch; NULL or "auto" (keras' default):
+# progress / silent as given, so progress = "auto" picks 1 or 2 (.fit_progress_mode)
 .fit_verbosity <- function(verbose, progress, silent) {
   silent <- .arg_flag(silent, "ag_fit", "silent")
-  if (is.null(verbose)) return(list(progress = progress, silent = silent))
+  if (is.null(verbose) || identical(verbose, "auto"))
+    return(list(progress = progress, silent = silent))
   if (!is.numeric(verbose) || length(verbose) != 1L || is.na(verbose) || !verbose %in% 0:2)
     .arg_fail("value",
               paste0("ag_fit: verbose must be 0 (silent), 1 (progress bar), 2 (one line per ",
-                     "epoch) or NULL, got %s"),
+                     "epoch), \"auto\" or NULL, got %s"),
               paste(format(verbose), collapse = " "))
   list(progress = c("none", "bar", "lines")[verbose + 1L], silent = isTRUE(silent) || verbose == 0)
 }

@@ -27,6 +27,13 @@ print.ag_history <- function(x, ...) {
   invisible(x)
 }
 
+# whole epochs on the x axis (R's own ticks put 1.5 between epochs 1 and 2), as Python's plot
+.epoch_ticks <- function(ep) {
+  at <- pretty(ep)
+  at[at == round(at)]
+}
+.epoch_axis <- function(ep) graphics::axis(1, at = .epoch_ticks(ep))
+
 plot.ag_history <- function(x, y, ...) {
   ep <- x$epoch
   if (!length(ep)) .pg_stop("value", "plot.ag_history: no epochs to plot")
@@ -46,7 +53,8 @@ plot.ag_history <- function(x, y, ...) {
   hi <- c(x$loss + ifelse(is.na(x$loss_unc), 0, x$loss_unc),
           if (has_val) x$val_loss + ifelse(is.na(x$val_loss_unc), 0, x$val_loss_unc))
   graphics::plot(ep, x$loss, type = "l", col = "steelblue", lwd = 2, xlab = "epoch", ylab = "loss",
-                 ylim = range(c(lo, hi), finite = TRUE), main = "loss", ...)
+                 ylim = range(c(lo, hi), finite = TRUE), main = "loss", xaxt = "n", ...)
+  .epoch_axis(ep)
   band(x$loss, x$loss_unc, "steelblue")
   leg <- "train"
   cols <- "steelblue"
@@ -61,7 +69,8 @@ plot.ag_history <- function(x, y, ...) {
     yl <- range(c(x$accuracy, if (has_val) x$val_accuracy), finite = TRUE)
     graphics::plot(ep, x$accuracy, type = "l", col = "steelblue", lwd = 2, xlab = "epoch",
                    ylab = "accuracy",
-                   ylim = yl, main = "accuracy")
+                   ylim = yl, main = "accuracy", xaxt = "n")
+    .epoch_axis(ep)
     if (has_val) graphics::lines(ep, x$val_accuracy, col = "darkorange", lwd = 2)
     graphics::legend("bottomright", legend = leg, col = cols, lwd = 2, bty = "n")
   }

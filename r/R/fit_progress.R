@@ -1,17 +1,24 @@
 # ag_fit's progress display: one cli bar for the whole run (epochs x batches) whose status shows
 # the epoch, the running loss / accuracy (from the core's plan), the last epoch's validation
 # values and the ETA, plus one compact line per finished epoch printed above the bar (as keras).
-# "auto" shows it only in interactive sessions, so scripts, tests and R CMD check stay quiet.
+# Where nothing can redraw a bar (Rscript into a file or pipe, R CMD check, testthat, knitr) it
+# is one line per epoch instead, as keras' progress bar prints only finished epochs there.
 
 .FIT_PROGRESS <- c("auto", "bar", "none", "lines")  # "lines": verbose = 2, the epoch lines only
 
+# a console that redraws a line in place (a terminal, RStudio, R.app: cli's rule, which the
+# cli.dynamic option overrides); never while knitting, where messages go into the document
+.fit_can_redraw <- function() !isTRUE(getOption("knitr.in.progress")) && cli::is_dynamic_tty()
+
+# "bar" (verbose = 1), "lines" (verbose = 2) or "none": "auto" and "bar" draw the bar where it
+# can be redrawn and print the lines elsewhere, as Python's (silent wins)
 .fit_progress_mode <- function(progress, silent) {
   if (!is.character(progress) || length(progress) != 1L || is.na(progress) ||
       !progress %in% .FIT_PROGRESS)
     .fit_stop("ag_fit: progress must be \"auto\", \"bar\" or \"none\", got %s",
               paste(format(progress), collapse = " "))
-  if (isTRUE(silent) || progress == "none" || (progress == "auto" && !interactive())) "none"
-  else if (progress == "lines") "lines" else "bar"
+  if (isTRUE(silent) || progress == "none") "none"
+  else if (progress == "lines" || !.fit_can_redraw()) "lines" else "bar"
 }
 
 # the compact per-epoch line, shared by the bar and its fallback (the core's, as Python's)

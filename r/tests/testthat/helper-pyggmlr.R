@@ -32,3 +32,7 @@ skip_without_rmpi <- function() {
 
 # iris as [4 features, 150], standardised (the ag_fit tests)
 iris_x <- function() t(scale(as.matrix(iris[, 1:4])))
+
+# cli redraws a progress bar only when its timer is due (every 3 s when cli loaded outside a
+# terminal, as under testthat): cli's own test helper keeps it due, so a bar in a test draws
+with_cli_ticks <- function(expr) cli:::cli_with_ticks(expr)

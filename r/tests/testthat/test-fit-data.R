@@ -53,6 +53,7 @@ test_that("verbose: 0 silent, 2 one line per epoch (no bar), anything else an er
   expect_length(msgs, 2L)
   expect_match(msgs[[1L]], "^epoch    1/2  loss=")
   expect_silent(ag_fit(m, d$x, d$y, nepoch = 1L, batch_size = 8L, verbose = 0L))
-  expect_error(ag_fit(m, d$x, d$y, nepoch = 1L, verbose = 3L), "ag_fit: verbose must be 0 (silent)",
-               fixed = TRUE)
+  expect_error(ag_fit(m, d$x, d$y, nepoch = 1L, verbose = 3L),
+               paste0("ag_fit: verbose must be 0 (silent), 1 (progress bar), 2 (one line per ",
+                      "epoch), \"auto\" or NULL, got 3"), fixed = TRUE)
 })

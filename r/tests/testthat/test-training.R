@@ -158,13 +158,14 @@ test_that("ag_early_stopping stops and restores the best weights; function callb
 test_that(paste0("ag_fit shows one cli bar for the run with progress = \"bar\", a line per epoch ",
                  "matching the history"), {
   x <- iris_x()
-  old <- options(cli.progress_show_after = 0)
+  # a console that redraws (testthat sets cli.dynamic = FALSE, as a log is)
+  old <- options(cli.progress_show_after = 0, cli.dynamic = TRUE)
   on.exit(options(old))
   msgs <- character()
   set.seed(6)
   out <- capture.output(h <- withCallingHandlers(
-    ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 2, batch_size = 50, val_split = 0.2,
-           progress = "bar"),
+    with_cli_ticks(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 2, batch_size = 50,
+                          val_split = 0.2, progress = "bar")),
     message = function(m) { msgs <<- c(msgs,
                                        conditionMessage(m))
                                        invokeRestart("muffleMessage") }))
@@ -176,8 +177,7 @@ test_that(paste0("ag_fit shows one cli bar for the run with progress = \"bar\", 
                               h$val_loss[e], h$val_accuracy[e]), txt, fixed = TRUE))
   # one bar over 2 epochs x 2 batches
   expect_match(txt, "4/4 ETA +[0-9]+s | loss [0-9.]+ acc [0-9.]+ | val_lo")
-  # "auto" (the default) is quiet outside interactive sessions; silent and "none" always
-  expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50))
+  # silent and "none" are quiet everywhere (the default prints lines here: test-fit-progress.R)
   expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50, silent = TRUE,
                        progress = "bar"))
   expect_silent(ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 1, batch_size = 50,
