@@ -294,7 +294,7 @@ def ag_fit(
         pmode, plan.running, max(0, nepoch - start_epoch + 1) * plan.n_batches, nepoch, start_epoch
     )
     # the loop is the core's (native/fit_session.c): this answers only what calls user code
-    sess = Session(plan, nepoch, start_epoch, per_datapoint, prog.on or bool(batch_cbs))
+    sess = Session(plan, nepoch, start_epoch, per_datapoint, prog.ticks or bool(batch_cbs))
     in_stream = stream.active()  # dropout and user code draw from the run's stream
     in_stream.__enter__()
     try:

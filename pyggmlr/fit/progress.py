@@ -75,6 +75,8 @@ class FitProgress:
     ) -> None:
         self.on = mode in ("bar", "lines") and total > 0
         self._use_bar = mode == "bar"  # "lines": the per-epoch lines only
+        # only a bar needs each batch: the lines leave a static run its one-call epochs
+        self.ticks = self.on and self._use_bar
         self.running, self.total, self.nepoch, self._first = running, total, nepoch, first
         self.epoch, self.last, self.bar, self._t = 0, ffi.NULL, None, 0.0
 

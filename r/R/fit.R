@@ -187,7 +187,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   fwd <- .fit_forward_fn(model)  # looked up once: the loop calls them by value
   lossfn <- L$fn
   # the loop is the core's (native/fit_session.c): this answers only what calls R code
-  s <- .Call(R_pg_session_new, plan, nepoch, first, per_datapoint, prog$on || length(batch_cbs))
+  s <- .Call(R_pg_session_new, plan, nepoch, first, per_datapoint, prog$ticks || length(batch_cbs))
   cfwd <- if (core_step) fwd
   oh <- opt$.h
   started <- TRUE

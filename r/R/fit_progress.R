@@ -30,6 +30,7 @@
   p <- new.env(parent = baseenv())
   p$on <- mode %in% c("bar", "lines") && total > 0L
   p$lines <- identical(mode, "lines")  # one line per epoch on stderr, no bar (verbose = 2)
+  p$ticks <- p$on && !p$lines  # only a bar needs each batch: a static run keeps one-call epochs
   p$epoch <- 0L
   p$nepoch <- nepoch
   p$last <- NULL  # the last epoch's logs, for the status's validation values

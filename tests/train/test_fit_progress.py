@@ -128,3 +128,20 @@ def test_plot_has_whole_epoch_ticks():
         ticks = [t for t in ax.get_xticks() if 1 <= t <= 3]
         assert ticks == [1, 2, 3] and all(float(t).is_integer() for t in ticks)
     assert np.array_equal(fig.axes[0].lines[0].get_xdata(), [1, 2, 3])
+
+
+def test_lines_keep_static_epochs_in_one_core_call(monkeypatch, capsys):
+    """Only a bar needs each batch: with the lines (the default in a log) or nothing printed, a
+    static run still replays an epoch in one core call (the session asks for no batch events)."""
+    import pyggmlr.fit.loop as loop
+
+    seen = []
+    real = loop.Session
+    monkeypatch.setattr(loop, "Session", lambda *a: seen.append(a[-1]) or real(*a))
+    x, y = _iris()
+    for verbose in (2, 0):
+        pg.ag_fit(_mlp(), x, y, nepoch=2, batch_size=30, static=True, verbose=verbose)
+    capsys.readouterr()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    pg.ag_fit(_mlp(), x, y, nepoch=2, batch_size=30, static=True, verbose=1)
+    assert seen == [False, False, True]  # the bar: each batch

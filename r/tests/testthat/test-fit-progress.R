@@ -85,3 +85,8 @@ test_that("the history plot labels whole epochs", {
   on.exit(grDevices::dev.off(), add = TRUE)
   expect_identical(plot(h), h)
 })
+
+test_that("only a bar asks the session for each batch (the lines keep static one-call epochs)", {
+  ticks <- function(mode) pyggmlr:::.fit_progress(mode, NULL, 10L, 2L)$ticks
+  expect_identical(c(ticks("bar"), ticks("lines"), ticks("none")), c(TRUE, FALSE, FALSE))
+})
