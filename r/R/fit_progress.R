@@ -58,7 +58,12 @@
     p$last <- logs
     p$line <- .fit_epoch_line(logs, nepoch)
     if (p$lines) message(p$line)
-    if (!is.null(p$id)) cli::cli_progress_output("{line}", id = p$id, .envir = p)
+    # non-breaking spaces: cli would collapse the line's aligning runs of spaces, and prints
+    # them as plain spaces, so the line is the core's text, as Python's
+    if (!is.null(p$id)) {
+      p$line <- gsub(" ", "\u00a0", p$line, fixed = TRUE)
+      cli::cli_progress_output("{line}", id = p$id, .envir = p)
+    }
     invisible()
   }
   p$close <- function() {

@@ -172,7 +172,7 @@ test_that(paste0("ag_fit shows one cli bar for the run with progress = \"bar\", 
   expect_identical(out, character())  # cli writes to the message stream
   txt <- paste(msgs, collapse = "")
   for (e in 1:2)
-    expect_true(grepl(sprintf("epoch %d/2 loss=%.5f acc=%.4f val_loss=%.5f val_acc=%.4f", e,
+    expect_true(grepl(sprintf("epoch %4d/2  loss=%.5f  acc=%.4f  val_loss=%.5f  val_acc=%.4f", e,
                               h$loss[e], h$accuracy[e],
                               h$val_loss[e], h$val_accuracy[e]), txt, fixed = TRUE))
   # one bar over 2 epochs x 2 batches
