@@ -4,20 +4,21 @@
 
 fp_fit <- function(...) {
   set.seed(1)
-  ag_fit(ag_linear(4, 3), iris_x(), iris$Species, nepoch = 3, batch_size = 30, val_split = 0.2,
-         seed = 1, ...)
+  x <- t(scale(as.matrix(iris[, 1:4])))  # iris_x() (a helper: not visible to lintr here)
+  ag_fit(ag_linear(4, 3), x, iris$Species, nepoch = 3, batch_size = 30, val_split = 0.2, seed = 1,
+         ...)
 }
 
 # the core's epoch lines, one message each, no carriage returns
 expect_epoch_lines <- function(msgs, h) {
-  expect_length(msgs, 3L)
-  expect_false(any(grepl("\r", msgs, fixed = TRUE)))
+  testthat::expect_length(msgs, 3L)
+  testthat::expect_false(any(grepl("\r", msgs, fixed = TRUE)))
   for (e in 1:3)
-    expect_true(startsWith(msgs[[e]], sprintf(
+    testthat::expect_true(startsWith(msgs[[e]], sprintf(
       "epoch %4d/3  loss=%.5f  acc=%.4f  val_loss=%.5f  val_acc=%.4f  (", e, h$loss[e],
       h$accuracy[e], h$val_loss[e], h$val_accuracy[e])))
-  expect_match(msgs, "\\([0-9.]+(us|ms|s)\\)\n$")
-  expect_false(any(grepl("0.00s", msgs, fixed = TRUE)))
+  testthat::expect_match(msgs, "\\([0-9.]+(us|ms|s)\\)\n$")
+  testthat::expect_false(any(grepl("0.00s", msgs, fixed = TRUE)))
 }
 
 test_that("outside a console that redraws, the default and a forced bar print one line per epoch", {
