@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from _fd import gradcheck
 
 import pyggmlr as pg
-from _fd import gradcheck
 from pyggmlr.errors import DTypeError, PyggmlrValueError, ShapeError
 
 RTOL = 1e-10
