@@ -89,13 +89,13 @@ _case(
     lambda P, x, d: P.ag_softmax_cross_entropy_loss(x, d["ids"], label_smoothing=0.2),
 )
 _case(
-    "softmax_ce weight + ignore_index + label_smoothing",
+    "softmax_ce weight + ignore_index + smoothing",
     lambda P, x, d: P.ag_softmax_cross_entropy_loss(
         x, d["ids"], weight=d["cw"], ignore_index=3, label_smoothing=0.25
     ),
 )
 _case(
-    "softmax_ce probabilities, weight + label_smoothing",
+    "softmax_ce probabilities, weight + smoothing",
     lambda P, x, d: P.ag_softmax_cross_entropy_loss(
         x, P.ag_softmax(P.ag_tensor(d["target"])), weight=d["cw"], label_smoothing=0.1
     ),
