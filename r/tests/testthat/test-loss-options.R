@@ -184,7 +184,8 @@ test_that("cross-entropy option refusals, classed with the core's text", {
                sprintf("^%s: logits are \\[4x9\\] f32 but weight is \\[3x1\\] f32; give one value per class \\(4\\)$", op), # nolint: line_length_linter. the exact text
                class = "pyggmlr_shape_error")
   expect_error(f(weight = c(1, -2, 1, 1)),
-               sprintf("^%s: weight must be finite and >= 0, got -2 at position 2 of \\[4x1\\]", op),
+               sprintf("^%s: weight must be finite and >= 0, got -2 at position 2 of \\[4x1\\]",
+                       op),
                class = "pyggmlr_value_error")
   expect_error(f(weight = c(1, NaN, 1, 1)), "weight must be finite and >= 0, got NaN",
                class = "pyggmlr_value_error")
