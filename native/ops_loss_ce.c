@@ -134,7 +134,9 @@ static int ceo_bw(pg_node *n, pg_tensor *g)
             CEO_COEFS(T, j, a, A);
             T *dc = d + j * K;
             const T *pc = pp + j * K;
-            PG_STORE_LOOP(acc, K, dc, (A * pc[i] - a[i]) * s);
+            if (A == 0) /* nothing weighs on the column (ignored): 0, even when s is Inf */
+                PG_STORE_LOOP(acc, K, dc, (T)0);
+            else PG_STORE_LOOP(acc, K, dc, (A * pc[i] - a[i]) * s);
         }
     });
     (void)den;

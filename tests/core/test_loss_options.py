@@ -324,8 +324,8 @@ def test_ce_option_errors(ce):
 
 def test_ce_all_ignored_is_nan(ce):
     x, y, _ = ce
-    loss = pg.ag_softmax_cross_entropy_loss(x, np.zeros(B), ignore_index=0)
-    assert np.isnan(loss.item())  # torch: 0 / 0
+    loss, g = ours(pg.ag_softmax_cross_entropy_loss, x, np.zeros(B), ignore_index=0)
+    assert np.isnan(loss) and np.array_equal(g, np.zeros((K, B)))  # torch: 0 / 0, gradient 0
 
 
 # ---- compiled replays, memory, ag_fit ----
