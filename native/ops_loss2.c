@@ -4,6 +4,7 @@
  * target (and weight) are kept by reference and read again by backward and every replay. */
 #include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <tgmath.h>
+#include <string.h>
 #include "pg.h"
 
 int pg_loss_check_target(const char *op, pg_tensor *pred, pg_tensor *target); /* ops_loss.c */
@@ -46,6 +47,105 @@ static pg_tensor *run_loss(const char *label, pg_fw_fn fw, pg_bw_fn bw, pg_tenso
 
 enum { EL_BCE, EL_BCE_LOGITS, EL_HUBER, EL_MAE };
 
+/* ---- pos_weight for the two BCE losses (torch's binary_cross_entropy_with_logits(pos_weight)):
+ * the positive term of row i weighted by pw[i] (one value per row, or one for all), saved[1]. ---- */
+
+/* Every value of w finite and >= 0, else the error naming the first that is not. Run by the
+ * forward rule (a replay with a bad weight changes nothing). Shared with ops_loss_ce.c. */
+int pg_loss_check_weights(const char *op, const char *arg, const pg_tensor *w)
+{
+    PG_DISPATCH(w->dtype, {
+        const T *wv = pg_data(w);
+        for (int64_t i = 0; i < pg_numel(w); i++)
+            if (!(wv[i] >= 0 && isfinite(wv[i]))) {
+                char num[32];
+                return pg_fail(PG_STATUS_ERR_VALUE,
+                               "%s: %s must be finite and >= 0, got %s at position %lld of %s", op,
+                               arg, pg_fmt_num(num, sizeof num, (double)wv[i]),
+                               (long long)(i + pg_index_base()), pg_desc(w));
+            }
+    });
+    return 0;
+}
+
+/* w: k values (a [k, 1] column or a [1, k] row; one value too where scalar_ok) of x's dtype, a
+ * constant; else the error naming op, arg and both shapes. Shared with ops_loss_ce.c. */
+int pg_loss_check_vec(const char *op, const char *arg, const pg_tensor *w, const pg_tensor *x,
+                      const char *xw, int64_t k, const char *per, int scalar_ok)
+{
+    if (pg_not_live(w, op, arg)) return -1;
+    if (w->dtype != x->dtype)
+        return pg_fail(PG_STATUS_ERR_DTYPE, "%s: dtype mismatch: %s is %s, %s is %s", op, xw,
+                       pg_desc(x), arg, pg_desc(w));
+    const int vec = pg_numel(w) == k && (w->ne[0] == 1 || w->ne[1] == 1);
+    if (!vec && !(scalar_ok && pg_numel(w) == 1))
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "%s: %s %s %s but %s is %s; give one value per %s (%lld)%s", op, xw,
+                       strcmp(xw, "logits") ? "is" : "are", pg_desc(x), arg, pg_desc(w), per,
+                       (long long)k, scalar_ok ? " or a single value" : "");
+    if (w->requires_grad)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: %s must not require grad (it is a constant: no gradient flows into it)",
+                       op, arg);
+    return 0;
+}
+
+static int bce_pw_fw(pg_node *n)
+{
+    pg_tensor *pred = n->in[0], *target = n->saved[0], *pw = n->saved[1];
+    const int kind = (int)n->ip[0];
+    const char *op = kind == EL_BCE ? "ag_binary_cross_entropy_loss" : "ag_bce_with_logits_loss";
+    if (pg_loss_check_weights(op, "pos_weight", pw)) return -1;
+    const int64_t R = pred->ne[0], N = pg_numel(pred), sw = pg_numel(pw) == 1 ? 0 : 1;
+    double s = 0;
+    PG_DISPATCH(pred->dtype, {
+        const T *p = pg_data(pred), *t = pg_data(target), *w = pg_data(pw);
+        const T lo = (T)BCE_LOG_MIN, one = 1;
+        if (kind == EL_BCE) {
+            for (int64_t i = 0; i < N; i++) { /* -(pw t log p + (1 - t) log(1 - p)), clamped */
+                T l1 = log(p[i]), l0 = log(one - p[i]);
+                l1 = l1 > lo ? l1 : lo;
+                l0 = l0 > lo ? l0 : lo;
+                s -= (double)(w[(i % R) * sw] * t[i]) * (double)l1 +
+                    (double)(one - t[i]) * (double)l0;
+            }
+        } else { /* torch's form: (1 - t) x + (1 + (pw - 1) t) (log1p(exp(-|x|)) + max(-x, 0)) */
+            for (int64_t i = 0; i < N; i++) {
+                T lw = one + (w[(i % R) * sw] - one) * t[i], m = p[i] < 0 ? -p[i] : (T)0;
+                s += (double)((one - t[i]) * p[i] + lw * (log1p(exp(-fabs(p[i]))) + m));
+            }
+        }
+    });
+    pg_scalar_set(n->out, s / (double)N);
+    return 0;
+}
+
+static int bce_pw_bw(pg_node *n, pg_tensor *g, void *slot, int acc)
+{
+    pg_tensor *x = n->in[0], *target = n->saved[0], *pw = n->saved[1];
+    const int64_t R = x->ne[0], N = pg_numel(x), sw = pg_numel(pw) == 1 ? 0 : 1;
+    PG_DISPATCH(x->dtype, {
+        T *d = slot;
+        const T *p = pg_data(x), *t = pg_data(target), *w = pg_data(pw);
+        const T s = (T)n->p[0] * *(const T *)pg_data(g), lo = (T)BCE_LOG_MIN, one = 1;
+        for (int64_t i = 0; i < N; i++) {
+            T wi = w[(i % R) * sw], v;
+            if ((int)n->ip[0] == EL_BCE) { /* a clamped log's term contributes nothing */
+                v = (log(p[i]) > lo ? -wi * t[i] / p[i] : (T)0) +
+                    (log(one - p[i]) > lo ? (one - t[i]) / (one - p[i]) : (T)0);
+            } else { /* (1 - t) sigmoid(x) - pw t sigmoid(-x), each sigmoid without overflow */
+                T e = exp(-fabs(p[i])), sp = p[i] >= 0 ? one / (one + e) : e / (one + e);
+                T sn = p[i] >= 0 ? e / (one + e) : one / (one + e);
+                v = (one - t[i]) * sp - wi * t[i] * sn;
+            }
+            v *= s;
+            if (acc) d[i] += v;
+            else d[i] = v;
+        }
+    });
+    return 0;
+}
+
 static int elem_fw(pg_node *n)
 {
     pg_tensor *pred = n->in[0], *target = n->saved[0];
@@ -60,6 +160,7 @@ static int elem_fw(pg_node *n)
                check_unit("ag_bce_with_logits_loss", "target", target, "")) {
         return -1;
     }
+    if (n->n_saved > 1) return bce_pw_fw(n);
     int64_t N = pg_numel(pred);
     double s = 0;
     PG_DISPATCH(pred->dtype, {
@@ -103,6 +204,7 @@ static int elem_bw(pg_node *n, pg_tensor *g)
     if (r <= 0) return r;
     int64_t N = pg_numel(x);
     const int kind = (int)n->ip[0];
+    if (n->n_saved > 1) return bce_pw_bw(n, g, slot, acc);
     PG_DISPATCH(x->dtype, {
         T *d = slot;
         const T *p = pg_data(x), *t = pg_data(target);
@@ -136,26 +238,51 @@ static int elem_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
+/* pw: the BCE losses' pos_weight (saved[1]) or NULL */
+static pg_tensor *run_elem_pw(const char *op, const char *label, int kind, pg_tensor *pred,
+                              pg_tensor *target, double p1, pg_tensor *pw)
+{
+    if (pg_loss_check_target(op, pred, target)) return NULL;
+    if (pw &&
+        pg_loss_check_vec(op, "pos_weight", pw, pred, kind == EL_BCE ? "pred" : "logits",
+                          pred->ne[0], "row", 1))
+        return NULL;
+    pg_tensor *out = pg_new(pred->dtype, 1, 1, PG_MEM_CATEGORY_OTHER);
+    if (!out) return NULL;
+    pg_tensor *saved[2] = {target, pw};
+    pg_tensor_retain(target);
+    if (pw) pg_tensor_retain(pw);
+    double p[4] = {1.0 / (double)pg_numel(pred), p1, 0, 0};
+    int64_t ip[4] = {kind, 0, 0, 0};
+    return pg_op_run(label, elem_fw, elem_bw, out, 1, &pred, p, ip, pw ? 2 : 1, saved);
+}
+
 static pg_tensor *run_elem(const char *op, const char *label, int kind, pg_tensor *pred,
                            pg_tensor *target, double p1)
 {
-    if (pg_loss_check_target(op, pred, target)) return NULL;
-    pg_tensor *out = pg_new(pred->dtype, 1, 1, PG_MEM_CATEGORY_OTHER);
-    if (!out) return NULL;
-    pg_tensor_retain(target);
-    double p[4] = {1.0 / (double)pg_numel(pred), p1, 0, 0};
-    int64_t ip[4] = {kind, 0, 0, 0};
-    return pg_op_run(label, elem_fw, elem_bw, out, 1, &pred, p, ip, 1, &target);
+    return run_elem_pw(op, label, kind, pred, target, p1, NULL);
 }
 
 pg_tensor *pg_bce_loss(pg_tensor *pred, pg_tensor *target)
 {
-    return run_elem("ag_binary_cross_entropy_loss", "bce_loss", EL_BCE, pred, target, 0);
+    return pg_bce_loss_pw(pred, target, NULL);
 }
 
 pg_tensor *pg_bce_logits_loss(pg_tensor *logits, pg_tensor *target)
 {
-    return run_elem("ag_bce_with_logits_loss", "bce_logits_loss", EL_BCE_LOGITS, logits, target, 0);
+    return pg_bce_logits_loss_pw(logits, target, NULL);
+}
+
+pg_tensor *pg_bce_loss_pw(pg_tensor *pred, pg_tensor *target, pg_tensor *pos_weight)
+{
+    return run_elem_pw("ag_binary_cross_entropy_loss", "bce_loss", EL_BCE, pred, target, 0,
+                       pos_weight);
+}
+
+pg_tensor *pg_bce_logits_loss_pw(pg_tensor *logits, pg_tensor *target, pg_tensor *pos_weight)
+{
+    return run_elem_pw("ag_bce_with_logits_loss", "bce_logits_loss", EL_BCE_LOGITS, logits, target,
+                       0, pos_weight);
 }
 
 pg_tensor *pg_huber_loss(pg_tensor *pred, pg_tensor *target, double delta)

@@ -11,13 +11,14 @@ number)."""
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _core
 from ._args import INT_MAX, as_numeric, asarray, check_int
-from ._core import lib
+from ._core import ffi, lib
 from .errors import ArgumentError, PyggmlrValueError, ShapeError
 from .tensor import ArrayLike, Tensor, _as_tensor, _wrap
 
@@ -371,18 +372,33 @@ def _class_ids(a, name, what="class ids"):
     return np.ascontiguousarray(a.reshape(-1, order="F"), dtype=np.int64)
 
 
-def ag_softmax_cross_entropy_loss(logits: ArrayLike, target: ArrayLike) -> Tensor:
-    """Fused, stable softmax + cross-entropy on logits [classes, batch].
+def ag_softmax_cross_entropy_loss(
+    logits: ArrayLike,
+    target: ArrayLike,
+    weight: Optional[ArrayLike] = None,
+    ignore_index: Optional[int] = None,
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """Fused, stable softmax + cross-entropy on logits [classes, batch], with the options of
+    torch.nn.functional.cross_entropy (reduction "mean").
 
     Args: logits: [classes, batch] (unnormalised scores); target: a one-hot / soft-label
     matrix of the logits' shape, or 0-based class ids, one per column (an integer array or
-    tensor, a 1-D vector, or a [1, batch] row).
-    Returns: a [1, 1] tensor, the mean over the batch of -sum(t * log_softmax(logits)) (exact,
-    no clamp); gradient (sum(t) softmax(logits) - t) / batch per column, (softmax - t) / batch
-    for one-hot or normalised targets.
-    Raises: ShapeError when target is neither the logits' shape nor batch ids,
-    PyggmlrValueError for non-integer or out-of-range ids, ArgumentError for ids of a
-    non-numeric dtype."""
+    tensor, a 1-D vector, or a [1, batch] row); weight: None or one weight per class (finite,
+    >= 0, a constant); ignore_index: None or a class id whose columns add nothing (any whole
+    number, e.g. -100; class ids only, as torch); label_smoothing: in [0, 1), torch's smoothing
+    toward the uniform distribution.
+    Returns: a [1, 1] tensor. Without options: the mean over the batch of
+    -sum(t * log_softmax(logits)) (exact, no clamp); gradient (sum(t) softmax(logits) - t) / batch
+    per column. With class ids: sum over the kept columns of (1 - ls) w[y] (-log p[y]) +
+    ls / K sum_c w[c] (-log p[c]), divided by the sum of w[y] over the kept columns (their count
+    without weight), as torch. A matrix target is torch's probability target: each column's
+    -sum_c w[c] ((1 - ls) t[c] + ls / K) log p[c], mean over the columns (not divided by the
+    weights). The gradient is the exact derivative in every case.
+    Raises: ShapeError when target is neither the logits' shape nor batch ids, or weight has not
+    one value per class; PyggmlrValueError for non-integer or out-of-range ids, a negative or
+    non-finite weight, label_smoothing outside [0, 1), a non-integer ignore_index or
+    ignore_index with a matrix target; ArgumentError for ids of a non-numeric dtype."""
     name = "ag_softmax_cross_entropy_loss"
     logits = _unary_arg(logits, name)  # a plain array is a constant
     lp = logits._handle(name)
@@ -391,10 +407,45 @@ def ag_softmax_cross_entropy_loss(logits: ArrayLike, target: ArrayLike) -> Tenso
         t = target
     else:
         t, ids = _ce_target(target, (lib.pg_tensor_nrow(lp), lib.pg_tensor_ncol(lp)), logits, name)
-    if ids:  # a vector is class ids, whatever its length (also for [1x1] logits)
-        return _out(lib.pg_softmax_ce_loss_ids(lp, t._handle(name)))
-    # the core's one rule for a tensor (pg_softmax_ce_loss_any)
-    return _out(lib.pg_softmax_ce_loss_any(lp, t._handle(name)))
+    if weight is None and ignore_index is None and _is_zero(label_smoothing):
+        if ids:  # a vector is class ids, whatever its length (also for [1x1] logits)
+            return _out(lib.pg_softmax_ce_loss_ids(lp, t._handle(name)))
+        # the core's one rule for a tensor (pg_softmax_ce_loss_any)
+        return _out(lib.pg_softmax_ce_loss_any(lp, t._handle(name)))
+    w = _loss_weights(weight, logits, name, "weight")
+    ls = _loss_number(label_smoothing, name, "label_smoothing", "a number in [0, 1)")
+    ig = (
+        0.0
+        if ignore_index is None
+        else _loss_number(ignore_index, name, "ignore_index", "a whole number")
+    )
+    wh = ffi.NULL if w is None else w._handle(name)
+    return _out(
+        lib.pg_softmax_ce_loss_opt(lp, t._handle(name), ids, wh, ignore_index is not None, ig, ls)
+    )
+
+
+def _is_zero(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and v == 0
+
+
+def _loss_number(v, op: str, arg: str, rule: str) -> float:
+    """A loss's number option goes to the core, which checks its range with R's text; a
+    non-number is refused here with the same words."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise PyggmlrValueError(f"{op}: {arg} must be {rule}, got {v!r}")
+    return float(v)
+
+
+def _loss_weights(v, like: Tensor, op: str, arg: str) -> Optional[Tensor]:
+    """A loss's per-row / per-class weights as a constant [n, 1] of like's dtype (a Tensor as it
+    is); the core checks the length against like and the values."""
+    if v is None or isinstance(v, Tensor):
+        return v
+    a = as_numeric(v, op, arg)
+    if a.dtype.kind == "b":
+        raise ArgumentError(f"{op}: {arg} must be numbers, got booleans")
+    return _as_tensor(np.asarray(a, dtype=np.float64).reshape(-1, 1, order="F"), op, like)
 
 
 def _ce_target(target, shape, logits, name):

@@ -11,10 +11,11 @@ function, the argument, the element and the shape)."""
 from __future__ import annotations
 
 import numbers
+from typing import Optional
 
 from ._core import lib
 from .errors import PyggmlrValueError
-from .ops import _out, _pair
+from .ops import _loss_weights, _out, _pair
 from .tensor import ArrayLike, Tensor
 
 __all__ = [
@@ -26,33 +27,52 @@ __all__ = [
 ]
 
 
-def ag_binary_cross_entropy_loss(pred: ArrayLike, target: ArrayLike) -> Tensor:
+def ag_binary_cross_entropy_loss(
+    pred: ArrayLike, target: ArrayLike, pos_weight: Optional[ArrayLike] = None
+) -> Tensor:
     """Binary cross-entropy of probabilities, torch's BCELoss (mean):
     mean(-(t * log(p) + (1 - t) * log(1 - p))) with each log clamped to >= -100 (so p = 0 or 1
     gives a finite loss of at most 100 per element).
 
-    Args: pred: probabilities in [0, 1] (e.g. ag_sigmoid output), any shape; target: the same
-    shape, values in [0, 1] (hard 0/1 or soft labels).
-    Returns: a [1, 1] tensor; gradient (-t / p + (1 - t) / (1 - p)) / numel into pred, each term 0
-    where its log is clamped (the exact derivative of the clamped loss).
+    Args: pred: probabilities in [0, 1] (e.g. ag_sigmoid output), [outputs, batch]; target: the
+    same shape, values in [0, 1] (hard 0/1 or soft labels); pos_weight: None, or the weight of
+    the positive term per output row (one value per row of pred, or one value), finite and >= 0:
+    -(pw * t * log(p) + (1 - t) * log(1 - p)), the rule of ag_bce_with_logits_loss's pos_weight
+    (torch's BCELoss has none).
+    Returns: a [1, 1] tensor; gradient (-pw * t / p + (1 - t) / (1 - p)) / numel into pred, each
+    term 0 where its log is clamped (the exact derivative of the clamped loss).
     Raises: PyggmlrValueError when a pred or target value is outside [0, 1] or NaN (for logits use
-    ag_bce_with_logits_loss), ShapeError / DTypeError as the other losses."""
+    ag_bce_with_logits_loss) or a pos_weight is negative or not finite; ShapeError when
+    pos_weight has not one value per row, ShapeError / DTypeError as the other losses."""
     op = "ag_binary_cross_entropy_loss"
     p, t = _pair(pred, target, op)
-    return _out(lib.pg_bce_loss(p._handle(op), t._handle(op)))
+    pw = _loss_weights(pos_weight, p, op, "pos_weight")
+    if pw is None:
+        return _out(lib.pg_bce_loss(p._handle(op), t._handle(op)))
+    return _out(lib.pg_bce_loss_pw(p._handle(op), t._handle(op), pw._handle(op)))
 
 
-def ag_bce_with_logits_loss(logits: ArrayLike, target: ArrayLike) -> Tensor:
+def ag_bce_with_logits_loss(
+    logits: ArrayLike, target: ArrayLike, pos_weight: Optional[ArrayLike] = None
+) -> Tensor:
     """Binary cross-entropy on logits, torch's BCEWithLogitsLoss (mean), in the stable form
     mean(max(x, 0) - x * t + log1p(exp(-|x|))) (no overflow for any finite x).
 
-    Args: logits: raw scores x, any shape; target: the same shape, values in [0, 1].
-    Returns: a [1, 1] tensor; gradient (sigmoid(x) - t) / numel into logits.
-    Raises: PyggmlrValueError for a target value outside [0, 1] or NaN, ShapeError /
+    Args: logits: raw scores x, [outputs, batch]; target: the same shape, values in [0, 1];
+    pos_weight: None, or torch's pos_weight: the weight of the positive term per output row (one
+    value per row of logits, or one value), finite and >= 0; the loss is then
+    (1 - t) * x + (1 + (pw - 1) * t) * (log1p(exp(-|x|)) + max(-x, 0)), exactly torch's.
+    Returns: a [1, 1] tensor; gradient (sigmoid(x) - t) / numel into logits,
+    ((1 - t) * sigmoid(x) - pw * t * sigmoid(-x)) / numel with pos_weight.
+    Raises: PyggmlrValueError for a target value outside [0, 1] or NaN or a negative or
+    non-finite pos_weight, ShapeError when pos_weight has not one value per row, ShapeError /
     DTypeError as the other losses."""
     op = "ag_bce_with_logits_loss"
     x, t = _pair(logits, target, op)
-    return _out(lib.pg_bce_logits_loss(x._handle(op), t._handle(op)))
+    pw = _loss_weights(pos_weight, x, op, "pos_weight")
+    if pw is None:
+        return _out(lib.pg_bce_logits_loss(x._handle(op), t._handle(op)))
+    return _out(lib.pg_bce_logits_loss_pw(x._handle(op), t._handle(op), pw._handle(op)))
 
 
 def _delta(delta) -> float:

@@ -4,11 +4,36 @@
 # reduction); only pred / logits get a gradient, target and weight are constants.
 
 # torch's BCELoss: -(t log p + (1 - t) log(1 - p)), each log clamped to >= -100; pred and target in
-# [0, 1]
-ag_binary_cross_entropy_loss <- function(pred, target) .Call(R_pg_bce_loss, pred, target)
+# [0, 1]; pos_weight (one per row, or one): -(pw t log p + (1 - t) log(1 - p))
+ag_binary_cross_entropy_loss <- function(pred, target, pos_weight = NULL) {
+  if (is.null(pos_weight)) return(.Call(R_pg_bce_loss, pred, target))
+  .Call(R_pg_bce_loss_pw, pred, target,
+        .loss_weights(pos_weight, "ag_binary_cross_entropy_loss", "pos_weight"))
+}
 
-# torch's BCEWithLogitsLoss: max(x, 0) - x t + log1p(exp(-|x|)); target in [0, 1]
-ag_bce_with_logits_loss <- function(logits, target) .Call(R_pg_bce_logits_loss, logits, target)
+# torch's BCEWithLogitsLoss: max(x, 0) - x t + log1p(exp(-|x|)); target in [0, 1]; pos_weight as
+# torch's (one per row, or one); the core checks its length and values
+ag_bce_with_logits_loss <- function(logits, target, pos_weight = NULL) {
+  if (is.null(pos_weight)) return(.Call(R_pg_bce_logits_loss, logits, target))
+  .Call(R_pg_bce_logits_loss_pw, logits, target,
+        .loss_weights(pos_weight, "ag_bce_with_logits_loss", "pos_weight"))
+}
+
+# a loss's weights: an ag_tensor, or numbers as a column (the core checks length and values)
+.loss_weights <- function(v, op, arg) {
+  if (is_ag_tensor(v)) return(v)
+  if (is.logical(v)) .arg_fail("argument", "%s: %s must be numbers, got booleans", op, arg)
+  if (!is.numeric(v))
+    .arg_fail("argument", "%s: %s must be numbers, got %s", op, arg, class(v)[1L])
+  matrix(as.double(v), ncol = 1L)
+}
+
+# a loss's number option (a non-number gets the core's text for a bad value)
+.loss_number <- function(v, op, arg, rule) {
+  if (!is.numeric(v) || length(v) != 1L)
+    .arg_fail("value", "%s: %s must be %s, got %s", op, arg, rule, deparse(v)[1L])
+  as.double(v)
+}
 
 # torch's HuberLoss: 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); d = pred - target
 ag_huber_loss <- function(pred, target, delta = 1) {

@@ -84,7 +84,9 @@ ag_cross_entropy_loss <- function(pred, target) {
 # target: a one-hot / soft-label matrix of the logits' shape (any storage, integer one-hot
 # included), or 0-based class ids, one per column (a vector, a 1-D array, or a [1, batch] / [batch,
 # 1] matrix). The rule is the core's (pg_softmax_ce_loss_any); R only refuses what is not numbers.
-ag_softmax_cross_entropy_loss <- function(logits, target) {
+# weight / ignore_index / label_smoothing: torch's cross_entropy options, checked by the core.
+ag_softmax_cross_entropy_loss <- function(logits, target, weight = NULL, ignore_index = NULL,
+                                          label_smoothing = 0) {
   op <- "ag_softmax_cross_entropy_loss"
   logits <- .need_tensor(logits, op)
   vec <- FALSE
@@ -106,6 +108,13 @@ ag_softmax_cross_entropy_loss <- function(logits, target) {
       .arg_stop(sprintf("%s: target must be numeric", op))
     if (vec) target <- matrix(as.double(target), nrow = 1L)
   }
-  .with_label_hint(.Call(R_pg_softmax_ce_loss_any, logits, target, vec), target,
-                   dim(logits)[1L])  # fit_hints.R
+  if (is.null(weight) && is.null(ignore_index) && identical(label_smoothing, 0))
+    return(.with_label_hint(.Call(R_pg_softmax_ce_loss_any, logits, target, vec), target,
+                            dim(logits)[1L]))  # fit_hints.R
+  if (!is.null(weight)) weight <- .loss_weights(weight, op, "weight")
+  ls <- .loss_number(label_smoothing, op, "label_smoothing", "a number in [0, 1)")
+  ig <- if (is.null(ignore_index)) 0 else .loss_number(ignore_index, op, "ignore_index",
+                                                       "a whole number")
+  .with_label_hint(.Call(R_pg_softmax_ce_loss_opt, logits, target, vec, weight,
+                         !is.null(ignore_index), ig, ls), target, dim(logits)[1L])
 }

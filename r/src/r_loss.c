@@ -78,3 +78,24 @@ SEXP R_pg_weighted_mse_loss(SEXP p, SEXP t, SEXP w)
     ops_get(&o, x, PT, 3, "ag_weighted_mse_loss");
     return done(&o, pg_weighted_mse_loss(o.t[0], o.t[1], o.t[2]));
 }
+
+/* the BCE losses with pos_weight (pg_bce_loss_pw / pg_bce_logits_loss_pw): pos_weight an ag_tensor
+ * or R numbers (a vector becomes a column of pred's dtype) */
+static const char *PTW[3] = {"pred", "target", "pos_weight"};
+static const char *LTW[3] = {"logits", "target", "pos_weight"};
+
+SEXP R_pg_bce_loss_pw(SEXP p, SEXP t, SEXP w)
+{
+    SEXP x[3] = {p, t, w};
+    r_ops3 o;
+    ops_get(&o, x, PTW, 3, "ag_binary_cross_entropy_loss");
+    return done(&o, pg_bce_loss_pw(o.t[0], o.t[1], o.t[2]));
+}
+
+SEXP R_pg_bce_logits_loss_pw(SEXP l, SEXP t, SEXP w)
+{
+    SEXP x[3] = {l, t, w};
+    r_ops3 o;
+    ops_get(&o, x, LTW, 3, "ag_bce_with_logits_loss");
+    return done(&o, pg_bce_logits_loss_pw(o.t[0], o.t[1], o.t[2]));
+}

@@ -123,3 +123,36 @@ SEXP R_pg_softmax_ce_loss_any(SEXP L, SEXP T, SEXP ids_vec)
     if (tmp) pg_tensor_release(t);
     return r_wrap_tensor(out);
 }
+
+/* ag_softmax_cross_entropy_loss with torch's options (pg_softmax_ce_loss_opt): the target as
+ * R_pg_softmax_ce_loss_any reads it; W NULL or per-class weights (an ag_tensor or R numbers, in
+ * the logits' dtype); has_ig / ig: ignore_index; ls: label_smoothing. The core checks them all. */
+SEXP R_pg_softmax_ce_loss_opt(SEXP L, SEXP T, SEXP ids_vec, SEXP W, SEXP has_ig, SEXP ig, SEXP ls)
+{
+    const char *op = "ag_softmax_cross_entropy_loss";
+    pg_tensor *l = r_get(r_handle(L), R_TENSOR), *t, *w = NULL;
+    SEXP th = r_handle(T);
+    int tmp = 0, wtmp = 0;
+    if (TYPEOF(th) == EXTPTRSXP) {
+        t = r_get(th, R_TENSOR);
+    } else {
+        SEXP d = Rf_getAttrib(T, R_DimSymbol);
+        const int same = !Rf_isNull(d) && XLENGTH(d) == 2 && INTEGER(d)[0] == pg_tensor_nrow(l) &&
+            INTEGER(d)[1] == pg_tensor_ncol(l);
+        t = r_operand(T, same ? pg_tensor_dtype(l) : PG_DTYPE_F64, op, "target", &tmp);
+        if (!t) r_fail();
+    }
+    if (!Rf_isNull(W)) {
+        w = r_operand(W, pg_tensor_dtype(l), op, "weight", &wtmp);
+        if (!w) {
+            if (tmp) pg_tensor_release(t);
+            r_fail();
+        }
+    }
+    pg_tensor *out =
+        pg_softmax_ce_loss_opt(l, t, Rf_asLogical(ids_vec) == 1, w, Rf_asLogical(has_ig) == 1,
+                               Rf_asReal(ig), Rf_asReal(ls));
+    if (tmp) pg_tensor_release(t);
+    if (wtmp) pg_tensor_release(w);
+    return r_wrap_tensor(out);
+}

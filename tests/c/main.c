@@ -60,6 +60,7 @@ int main(void)
     run("versions", test_versions);
     run("views", test_views);
     run("index", test_index);
+    run("loss options", test_loss_opt);
     pg_tape_clear();
     pg_memory_counts st;
     pg_memory_stats(&st);

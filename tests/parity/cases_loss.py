@@ -21,6 +21,9 @@ def _inputs(rng: Any) -> Dict[str, Any]:
         "w": rng.uniform(0.0, 2.0, size=(4, 6)),
         "wcol": rng.uniform(0.0, 2.0, size=(4, 1)),
         "wrow": rng.uniform(0.0, 2.0, size=(1, 6)),
+        "ids": np.array([0, 3, 1, 1, 2, 3]),  # drawn last: the cases above keep their inputs
+        "pw": rng.uniform(0.2, 3.0, size=4),
+        "cw": rng.uniform(0.2, 3.0, size=4),
     }
 
 
@@ -58,6 +61,45 @@ _case("weighted_mse column", lambda P, x, d: P.ag_weighted_mse_loss(x, d["target
 _case("weighted_mse row", lambda P, x, d: P.ag_weighted_mse_loss(x, d["target"], d["wrow"]))
 _case("weighted_mse scalar", lambda P, x, d: P.ag_weighted_mse_loss(x, d["target"], 0.3))
 
+
+# ---- torch's options (issue 31): pos_weight, and cross-entropy's weight / ignore_index /
+# label_smoothing on ids and on a probability matrix
+_case(
+    "bce_with_logits pos_weight vector",
+    lambda P, x, d: P.ag_bce_with_logits_loss(x, d["probs"], pos_weight=d["pw"]),
+)
+_case(
+    "bce_with_logits pos_weight scalar",
+    lambda P, x, d: P.ag_bce_with_logits_loss(x, d["probs"], pos_weight=2.5),
+)
+_case(
+    "binary_cross_entropy pos_weight",
+    lambda P, x, d: P.ag_binary_cross_entropy_loss(P.ag_sigmoid(x), d["probs"], pos_weight=d["pw"]),
+)
+_case(
+    "softmax_ce weight",
+    lambda P, x, d: P.ag_softmax_cross_entropy_loss(x, d["ids"], weight=d["cw"]),
+)
+_case(
+    "softmax_ce ignore_index",
+    lambda P, x, d: P.ag_softmax_cross_entropy_loss(x, d["ids"], ignore_index=1),
+)
+_case(
+    "softmax_ce label_smoothing",
+    lambda P, x, d: P.ag_softmax_cross_entropy_loss(x, d["ids"], label_smoothing=0.2),
+)
+_case(
+    "softmax_ce weight + ignore_index + smoothing",
+    lambda P, x, d: P.ag_softmax_cross_entropy_loss(
+        x, d["ids"], weight=d["cw"], ignore_index=3, label_smoothing=0.25
+    ),
+)
+_case(
+    "softmax_ce probabilities, weight + smoothing",
+    lambda P, x, d: P.ag_softmax_cross_entropy_loss(
+        x, P.ag_softmax(P.ag_tensor(d["target"])), weight=d["cw"], label_smoothing=0.1
+    ),
+)
 
 # ---- ag_fit with each new loss name: the whole loop in each language (cases_models' ag_fit)
 
