@@ -271,7 +271,7 @@ def ag_fit(
 
         fit = _Fit(model, opt, history, nepoch, settings)
         fit.stream = stream
-        fit.has_val, fit.has_accuracy = plan.n_val > 0, classify
+        fit.has_val, fit.has_accuracy = plan.n_val > 0, bool(classify)
         fit.callbacks = cbs
         for cb in cbs:
             if hasattr(cb, "on_train_begin"):

@@ -133,11 +133,11 @@ def _loss_fn(loss):
 
 
 def _loss_rules(code, has_y):
-    """(classify, per_datapoint) of the run's loss, or the core's refusal of a built-in loss
+    """(classify, per_datapoint) of the run's loss (classify: a PG_FIT_CLASSIFY_* code), or the core's refusal of a built-in loss
     that needs targets without them (pg_fit_loss_rules)."""
     out = ffi.new("int[2]")
     check(lib.pg_fit_loss_rules(code, int(has_y), out, out + 1))
-    return bool(out[0]), bool(out[1])
+    return int(out[0]), bool(out[1])
 
 
 def _make_optimizer(optimizer, params, lr):
