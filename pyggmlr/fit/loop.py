@@ -33,6 +33,7 @@ from .util import (
     _apply_hyper,
     _as_cols,
     _builtin_model,
+    _check_class_count,
     _forward,
     _loss_fn,
     _loss_rules,
@@ -160,6 +161,8 @@ def ag_fit(
         raise ShapeError(
             f"ag_fit: x has {n} samples (columns) but y has {Y.shape[1]}" + _row_major_hint(X, Y)
         )
+    if classify == lib.PG_FIT_CLASSIFY_ARGMAX:  # the classes against the model's outputs
+        _check_class_count(Y, model, X.shape[0])
     X, Y, val_split = data.join(X, Y, val_split)  # validation_data's columns last
     n = X.shape[1]
 
