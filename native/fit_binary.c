@@ -42,8 +42,8 @@ int pg_binary_count(const double *out, int64_t rows, int64_t n, const double *y,
 
 int pg_fit_binary_targets(const pg_tensor *y, int classify)
 {
-    const char *what = classify == PG_FIT_CLASSIFY_LOGITS ? "bce_with_logits"
-                                                          : "binary_cross_entropy";
+    const char *what =
+        classify == PG_FIT_CLASSIFY_LOGITS ? "bce_with_logits" : "binary_cross_entropy";
     const int64_t m = y->ne[0] * y->ne[1];
     PG_DISPATCH(y->dtype, {
         const T *v = pg_data(y);

@@ -41,7 +41,9 @@ def _unc(a, n):
 
 
 @pytest.mark.parametrize("static", [False, True])
-@pytest.mark.parametrize("loss, act", [("bce_with_logits", None), ("binary_cross_entropy", "sigmoid")])
+@pytest.mark.parametrize(
+    "loss, act", [("bce_with_logits", None), ("binary_cross_entropy", "sigmoid")]
+)
 def test_history_binary_accuracy(f64, loss, act, static):
     x, y, _ = _data()
     h = _fit(_model(W1, B1, act), x, y, loss, static=static)

@@ -64,7 +64,8 @@ test_that("ag_accuracy scores 1-output and thresholded models per element", {
   bad <- d$y
   bad[1, 3] <- 2
   expect_error(ag_accuracy(m, d$x, bad), paste0("^ag_accuracy: binary targets must be in ",
-               "\\[0, 1\\] \\(0/1 labels\\), got 2 at row 1, column 3$"), class = "pyggmlr_value_error")
+               "\\[0, 1\\] \\(0/1 labels\\), got 2 at row 1, column 3$"),
+               class = "pyggmlr_value_error")
   expect_error(ag_accuracy(m, d$x, d$y, threshold = "0.5"),
                "^ag_accuracy: threshold must be a number or NULL")
 })
@@ -76,8 +77,9 @@ test_that("BCE targets outside [0, 1] are refused before training", {
     y[1, 4] <- bad
     m <- .bin_model(W1, B1, "sigmoid")
     expect_error(.bin_fit(m, d, y, loss, lr = 0.1),
-                 sprintf("^ag_fit: %s targets must be in \\[0, 1\\] \\(0/1 labels\\), got %s at row 1, column 4$",
-                         loss, format(bad)), class = "pyggmlr_value_error")
+                 sprintf(paste0("^ag_fit: %s targets must be in \\[0, 1\\] \\(0/1 labels\\), ",
+                                "got %s at row 1, column 4$"), loss, format(bad)),
+                 class = "pyggmlr_value_error")
     expect_equal(m$parameters()$layer1_W$data, W1, tolerance = 1e-7)
   }
 })
