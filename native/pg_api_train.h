@@ -108,7 +108,7 @@ int pg_fit_loss_diverged(const pg_fit *f, const pg_fit_result *r, int64_t epoch,
                          int64_t n);
 /* Batches b0 .. b1 - 1 of a part through a compiled step g (ag_compile) recorded on the plan's
  * batch tensors of their width (inputs 0 and 1: x and y), all in C: gather, replay, record the
- * loss and, when classifying, the arg-max of out (the graph's model output). Returns the count
+ * loss and, when classifying, the hits of out (the graph's model output). Returns the count
  * run, < 0 on error (the batches before it stay recorded). */
 int64_t pg_fit_run_static(pg_fit *f, int val, int64_t b0, int64_t b1, pg_graph *g, pg_tensor *out);
 /* One eager training micro-batch after the host's forward and loss (the host closed the tape):

@@ -275,7 +275,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   opt$step(grads, sum_grads = TRUE)  # one environment per micro-batch: the optimizer sums them
   opt$zero_grad()
   lval <- lv$data[1L, 1L]
-  .Call(R_pg_fit_record, plan, FALSE, lval, out)  # accuracy: arg-max in C, no copy of out
+  .Call(R_pg_fit_record, plan, FALSE, lval, out)  # accuracy counted in C, no copy of out
   ag_tape_clear()
   lval
 }
