@@ -146,7 +146,10 @@
     if (loss != "cross_entropy" && !binary)
       .fit_stop(paste0("ag_fit: a factor y needs loss = \"cross_entropy\" (or, with 2 levels, ",
                        "\"binary_cross_entropy\" / \"bce_with_logits\")"))
-    if (anyNA(y)) .fit_stop("ag_fit: y has missing values")
+    if (anyNA(y))  # worded as the core's non-finite check (pg_fit_check_finite)
+      .fit_stop(paste0("ag_fit: y has %d missing value%s (NA), the first at row 1, column %d; ",
+                       "give finite data (remove or impute those samples)"),
+                sum(is.na(y)), if (sum(is.na(y)) > 1L) "s" else "", which(is.na(y))[1L])
     y <- as.integer(y) - 1L  # levels in order -> 0-based class ids
   }
   Y <- .fit_cols(y, "y")

@@ -107,6 +107,11 @@ test_that("NA in x or y is refused before training, naming its row and column", 
   x[2, 7] <- NA
   expect_error(.bin_fit(.bin_model(W1, B1), list(x = x), d$y, "bce_with_logits"),
                "^ag_fit: x has 1 non-finite value \\(NaN or Inf\\), the first at row 2, column 7")
+  f <- factor(ifelse(d$y[1, ] > 0, "pos", "neg"))
+  f[c(4, 9)] <- NA  # a factor's NA: the same words
+  expect_error(ag_fit(ag_sequential(ag_linear(3, 2)), d$x, f, nepoch = 1L, silent = TRUE),
+               paste0("^ag_fit: y has 2 missing values \\(NA\\), the first at row 1, column 4; ",
+                      "give finite data"), class = "pyggmlr_value_error")
   y <- d$y
   y[1, 8] <- NA
   expect_error(.bin_fit(.bin_model(W1, B1), d, y, "bce_with_logits"),
