@@ -122,7 +122,8 @@ pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, const pg_fit_params *params)
         return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: classify code %d is out of range", OP,
                             classify);
     if (classify == PG_FIT_CLASSIFY_ARGMAX && y && y->ne[0] == 1 && check_ids(y)) return NULL;
-    if (classify > PG_FIT_CLASSIFY_ARGMAX && y && pg_fit_binary_targets(y, classify)) return NULL;
+    if (classify > PG_FIT_CLASSIFY_ARGMAX && y && pg_fit_binary_targets(y, classify, n_main))
+        return NULL;
     const int64_t n_train = n - n_val, n_logical = pg_batch_count(OP, n_train, nbatch_logical, 1);
     if (n_logical < 1)
         return pg_fail_null(PG_STATUS_ERR_VALUE,

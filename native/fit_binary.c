@@ -1,19 +1,24 @@
 /* Classification's data rules for ag_fit and ag_accuracy, one text for R and Python: the class
- * count against the model's outputs, and binary accuracy (keras' binary_accuracy): each element of the output is a prediction (1 when above the threshold: 0.5 on
- * probabilities, 0 on logits), each target is 1 when above 0.5, and a multi-label output [k, n]
- * counts its k * n elements (keras averages over all of them). */
+ * count against the model's outputs, and binary accuracy (keras' binary_accuracy): each element
+ * of the output is a prediction (1 when above the threshold: 0.5 on probabilities, 0 on logits),
+ * each target is 1 when above 0.5, and a multi-label output [k, n] counts its k * n elements
+ * (keras averages over all of them). */
 #include <math.h>
 #include <stdio.h>
 #include "pg.h"
 
-static int target_fail(const char *fn, const char *what, double v, int64_t i, int64_t rows)
+/* element i of [rows, n] targets is refused; columns from n_main on are validation_data's */
+static int target_fail(const char *fn, const char *what, double v, int64_t i, int64_t rows,
+                       int64_t n_main)
 {
     char b[40];
+    const int64_t c = i / rows + 1;
+    const int val = c > n_main;
     return pg_fail(PG_STATUS_ERR_VALUE,
                    "%s: %s targets must be in [0, 1] (0/1 labels), got %s at row %lld, column "
-                   "%lld",
+                   "%lld%s",
                    fn, what, pg_fmt_num(b, sizeof b, v), (long long)(i % rows + 1),
-                   (long long)(i / rows + 1));
+                   (long long)(val ? c - n_main : c), val ? " of validation_data" : "");
 }
 
 int pg_binary_count(const double *out, int64_t rows, int64_t n, const double *y, int64_t yrows,
@@ -32,7 +37,7 @@ int pg_binary_count(const double *out, int64_t rows, int64_t n, const double *y,
                        F, (long long)rows, (long long)n, (long long)yrows);
     int64_t hit = 0;
     for (int64_t i = 0; i < rows * n; i++) {
-        if (!(y[i] >= 0 && y[i] <= 1)) return target_fail(F, "binary", y[i], i, rows);
+        if (!(y[i] >= 0 && y[i] <= 1)) return target_fail(F, "binary", y[i], i, rows, n);
         hit += (out[i] > threshold) == (y[i] > 0.5);
     }
     *ncorrect = hit;
@@ -40,7 +45,7 @@ int pg_binary_count(const double *out, int64_t rows, int64_t n, const double *y,
     return 0;
 }
 
-int pg_fit_binary_targets(const pg_tensor *y, int classify)
+int pg_fit_binary_targets(const pg_tensor *y, int classify, int64_t n_main)
 {
     const char *what =
         classify == PG_FIT_CLASSIFY_LOGITS ? "bce_with_logits" : "binary_cross_entropy";
@@ -48,7 +53,8 @@ int pg_fit_binary_targets(const pg_tensor *y, int classify)
     PG_DISPATCH(y->dtype, {
         const T *v = pg_data(y);
         for (int64_t i = 0; i < m; i++)
-            if (!(v[i] >= 0 && v[i] <= 1)) return target_fail("ag_fit", what, v[i], i, y->ne[0]);
+            if (!(v[i] >= 0 && v[i] <= 1))
+                return target_fail("ag_fit", what, v[i], i, y->ne[0], n_main);
     });
     return 0;
 }

@@ -133,3 +133,13 @@ def test_early_stopping_maximises_binary_val_accuracy(f64):
     assert (h.best_epoch, h.stopped_epoch) == (4, 6)  # keras' rule on acc, maximising
     h = run([pg.ag_early_stopping(monitor="val_accuracy", patience=2, mode="min")])
     assert (h.best_epoch, h.stopped_epoch) == (1, 3)
+
+
+def test_bce_targets_of_validation_data_are_named_as_such():
+    x, y, _ = _data()
+    yv = y[:, :10].copy()
+    yv[0, 2] = 3.0
+    with pytest.raises(pg.PyggmlrValueError, match=r"^ag_fit: bce_with_logits targets must be in "
+                       r"\[0, 1\] \(0/1 labels\), got 3 at row 1, column 3 of validation_data$"):  # fmt: skip
+        pg.ag_fit(_model(W1, B1), x, y, loss="bce_with_logits", nepoch=1, verbose=0,
+                  validation_data=(x[:, :10], yv))  # fmt: skip
