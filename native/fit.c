@@ -118,7 +118,12 @@ pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, const pg_fit_params *params)
     const int64_t n_main = params->fixed_split ? n - n_val : n; /* the rest: validation_data */
     if (pg_fit_check_finite(x, "x", n_main) || (y && pg_fit_check_finite(y, "y", n_main)))
         return NULL;
-    if (classify && y && y->ne[0] == 1 && check_ids(y)) return NULL;
+    if (classify < PG_FIT_CLASSIFY_NONE || classify > PG_FIT_CLASSIFY_LOGITS)
+        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: classify code %d is out of range", OP,
+                            classify);
+    if (classify == PG_FIT_CLASSIFY_ARGMAX && y && y->ne[0] == 1 && check_ids(y)) return NULL;
+    if (classify > PG_FIT_CLASSIFY_ARGMAX && y && pg_fit_binary_targets(y, classify, n_main))
+        return NULL;
     const int64_t n_train = n - n_val, n_logical = pg_batch_count(OP, n_train, nbatch_logical, 1);
     if (n_logical < 1)
         return pg_fail_null(PG_STATUS_ERR_VALUE,
@@ -135,7 +140,7 @@ pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, const pg_fit_params *params)
     f->n_valb = pg_batch_count(OP, n_val, batch_size, 0);
     f->shuffle = shuffle != 0;
     f->rng = rng;
-    f->classify = classify != 0;
+    f->classify = classify;
     f->rank = 0;
     f->world = 1;
     f->x = x;
@@ -275,7 +280,7 @@ int64_t pg_fit_batch(pg_fit *f, int val, int64_t b, pg_tensor **xb, pg_tensor **
                        (long long)len);
     gather(f->x, xt, f->idx, len);
     if (yt) gather(f->y, yt, f->idx, len);
-    if (f->classify && f->y) labels(f, len);
+    if (f->classify == PG_FIT_CLASSIFY_ARGMAX && f->y) labels(f, len);
     if (val) f->width_val = len;
     else f->width = len;
     pg_tensor_retain(xt);
@@ -300,7 +305,14 @@ int pg_fit_record(pg_fit *f, int val, double loss, pg_tensor *out)
         s->w = ww;
         s->cap = cap;
     }
-    if (f->classify && f->y) {
+    if (f->classify > PG_FIT_CLASSIFY_ARGMAX && f->y) { /* idx: still this batch's samples */
+        int64_t h = 0;
+        if (pg_not_live(out, OP, "the model's output") ||
+            pg_fit_binary_hits(out, f->y, f->idx, w, f->classify, &h))
+            return -1;
+        s->ncorrect += h;
+        s->ndata += w * f->y->ne[0];
+    } else if (f->classify && f->y) {
         if (pg_not_live(out, OP, "the model's output")) return -1;
         if (out->ne[1] != w)
             return pg_fail(PG_STATUS_ERR_SHAPE,

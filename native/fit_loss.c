@@ -39,7 +39,10 @@ int pg_fit_loss_rules(int loss, int has_y, int *classify, int *per_datapoint)
         return pg_fail(PG_STATUS_ERR_VALUE, "ag_fit: loss code %d is out of range", loss);
     if (loss >= 0 && loss != PG_FIT_LOSS_MEAN && loss != PG_FIT_LOSS_SUM && !has_y)
         return pg_fail(PG_STATUS_ERR_VALUE, "ag_fit: loss \"%s\" needs targets y", NAMES[loss]);
-    *classify = loss == PG_FIT_LOSS_CROSS_ENTROPY;
+    *classify = loss == PG_FIT_LOSS_CROSS_ENTROPY  ? PG_FIT_CLASSIFY_ARGMAX
+        : loss == PG_FIT_LOSS_BINARY_CROSS_ENTROPY ? PG_FIT_CLASSIFY_PROBS
+        : loss == PG_FIT_LOSS_BCE_WITH_LOGITS      ? PG_FIT_CLASSIFY_LOGITS
+                                                   : PG_FIT_CLASSIFY_NONE;
     *per_datapoint = loss != PG_FIT_LOSS_SUM;
     return 0;
 }

@@ -132,7 +132,7 @@ static int monitor_begin(pg_early_stop *es, const char *fn, int has_val, int has
     if (acc && !has_accuracy)
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "%s: monitor \"%s\" is measured only when ag_fit counts accuracy (loss "
-                       "\"cross_entropy\")",
+                       "\"cross_entropy\", \"binary_cross_entropy\" or \"bce_with_logits\")",
                        fn, LOG_NAMES[m]);
     reset(es);
     es->s.monitor = m;

@@ -311,6 +311,14 @@ int64_t pg_fit_width(const pg_fit *f, int val, int64_t b);
 /* ag_fit's data are finite (fit_val.c): PG_STATUS_ERR_VALUE naming the count and the first
  * (row, column); columns from n_main on are validation_data's and named as such. */
 int pg_fit_check_finite(const pg_tensor *t, const char *what, int64_t n_main);
+/* ag_fit's binary accuracy (fit_binary.c) for classify PG_FIT_CLASSIFY_PROBS / _LOGITS:
+ * pg_fit_binary_targets refuses BCE targets outside [0, 1] naming the loss, row and column
+ * (columns from n_main on: validation_data's, named as such);
+ * pg_fit_binary_hits counts the elements of out [k, w] on the right side of the threshold
+ * against y's columns idx[0 .. w-1] (PG_STATUS_ERR_SHAPE when out is not [k, w]). */
+int pg_fit_binary_targets(const pg_tensor *y, int classify, int64_t n_main);
+int pg_fit_binary_hits(const pg_tensor *out, const pg_tensor *y, const int64_t *idx, int64_t w,
+                       int classify, int64_t *hit);
 
 /* Run the block once with T = float and once with T = double, picking by dtype at run time. */
 #define PG_DISPATCH(dt, ...)                                                                       \

@@ -11,8 +11,10 @@ typedef struct pg_fit pg_fit;
 
 /* The plan's settings, ggml_opt_params-style: start from pg_fit_default_params() and set what
  * differs (ag_fit's defaults in brackets).
- * classify: targets are class ids (K == 1: whole numbers >= 0, checked) or one-hot columns, and
- *   accuracy is counted [0]. batch_size: samples per micro-batch, >= 1 [32]. nbatch_logical:
+ * classify: a pg_fit_classify code [0]: ARGMAX: targets are class ids (K == 1: whole numbers
+ *   >= 0, checked) or one-hot columns, and arg-max accuracy is counted; PROBS / LOGITS: targets
+ *   are 0/1 labels (in [0, 1], checked) and binary accuracy is counted per element (keras'
+ *   binary_accuracy: output above 0.5 / 0, target above 0.5). batch_size: samples per micro-batch, >= 1 [32]. nbatch_logical:
  *   samples per optimizer step, a multiple of batch_size; 0: batch_size [0]. val_split: in
  *   [0, 1), round(val_split * n) samples (at least 1 when > 0) held out at the end of the order
  *   [0]. shuffle: a new order of the training part each epoch [1]. rng: the stream to draw from,
@@ -20,6 +22,12 @@ typedef struct pg_fit pg_fit;
  *   (PG_RNG_STATE_LEN, copied) loaded into rng before the split is drawn (resuming) [NULL].
  * fixed_split: the validation part is the last columns as given (validation_data): no shuffle
  *   before the split; the training part is still reshuffled every epoch when shuffle [0]. */
+enum pg_fit_classify {
+    PG_FIT_CLASSIFY_NONE = 0,   /* no accuracy (regression, mean / sum, the user's loss) */
+    PG_FIT_CLASSIFY_ARGMAX = 1, /* cross_entropy: arg-max against the class */
+    PG_FIT_CLASSIFY_PROBS = 2,  /* binary_cross_entropy: probabilities, threshold 0.5 */
+    PG_FIT_CLASSIFY_LOGITS = 3  /* bce_with_logits: logits, threshold 0 */
+};
 typedef struct pg_fit_params {
     int classify;
     int64_t batch_size;
@@ -79,7 +87,8 @@ int pg_fit_val_join(const int64_t *x, const int64_t *y, const int64_t *xv, const
  * error. */
 int64_t pg_fit_batch(pg_fit *f, int val, int64_t b, pg_tensor **xb, pg_tensor **yb);
 /* Record the loss of the batch just gathered and, when classifying, the number of columns of
- * out [C, width] whose arg-max is the batch's class. */
+ * out [C, width] whose arg-max is the batch's class (ARGMAX), or of out's elements whose side of
+ * the threshold is their target's (PROBS / LOGITS: out must be y's shape [K, width]). */
 int pg_fit_record(pg_fit *f, int val, double loss, pg_tensor *out);
 /* For the progress display: *loss the mean training loss so far, *accuracy the accuracy so far
  * (NaN when not classifying or nothing recorded). */
@@ -99,7 +108,7 @@ int pg_fit_loss_diverged(const pg_fit *f, const pg_fit_result *r, int64_t epoch,
                          int64_t n);
 /* Batches b0 .. b1 - 1 of a part through a compiled step g (ag_compile) recorded on the plan's
  * batch tensors of their width (inputs 0 and 1: x and y), all in C: gather, replay, record the
- * loss and, when classifying, the arg-max of out (the graph's model output). Returns the count
+ * loss and, when classifying, the hits of out (the graph's model output). Returns the count
  * run, < 0 on error (the batches before it stay recorded). */
 int64_t pg_fit_run_static(pg_fit *f, int val, int64_t b0, int64_t b1, pg_graph *g, pg_tensor *out);
 /* One eager training micro-batch after the host's forward and loss (the host closed the tape):
@@ -120,3 +129,15 @@ int pg_fit_stats_import(pg_fit *f, const double *buf, int64_t len);
  * naming the position) or [classes, n] one-hot / scores (their first maximum). */
 int pg_accuracy_count(const double *out, int64_t classes, int64_t n, const double *y, int64_t krows,
                       int64_t *ncorrect);
+/* ag_accuracy's binary count (fit_binary.c): elements of out [rows, n] above threshold (0.5 for
+ * probabilities, 0 for logits) that match y [rows, n] (0/1 labels: a target counts as 1 above
+ * 0.5; one outside [0, 1] is PG_STATUS_ERR_VALUE naming its row and column); *ndata = rows * n.
+ * A multi-label output counts each element, as keras' binary_accuracy. */
+int pg_binary_count(const double *out, int64_t rows, int64_t n, const double *y, int64_t yrows,
+                    double threshold, int64_t *ncorrect, int64_t *ndata);
+/* ag_fit's class count before training (fit_binary.c): nclass classes in cross_entropy targets
+ * (levels 1: an R factor's levels, which must equal the model's outputs; 0: the largest id + 1,
+ * which must not exceed them: a class absent from the data is fine, as in PyTorch and keras)
+ * against the model's outputs (< 1: unknown, nothing checked). PG_STATUS_ERR_VALUE names both
+ * numbers. */
+int pg_fit_check_classes(int64_t nclass, int64_t outputs, int levels);

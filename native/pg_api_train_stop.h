@@ -170,7 +170,9 @@ const char *pg_fit_loss_name(int loss); /* "cross_entropy", ...; NULL out of ran
 /* name to code; an unknown name is PG_STATUS_ERR_VALUE naming ag_fit and every accepted name */
 int pg_fit_loss_parse(const char *name, int *loss);
 /* What the loss means for a run: loss a PG_FIT_LOSS_* code, or -1 for the user's function;
- * has_y: targets were given. *classify: accuracy is counted (cross_entropy); *per_datapoint: the
+ * has_y: targets were given. *classify: how accuracy is counted, a pg_fit_classify code
+ * (cross_entropy: ARGMAX; binary_cross_entropy: PROBS; bce_with_logits: LOGITS; else NONE);
+ * *per_datapoint: the
  * loss is a mean per sample (all but sum). A built-in loss that needs targets (all but mean and
  * sum) without them is PG_STATUS_ERR_VALUE naming ag_fit and the loss. */
 int pg_fit_loss_rules(int loss, int has_y, int *classify, int *per_datapoint);

@@ -33,6 +33,7 @@ from .util import (
     _apply_hyper,
     _as_cols,
     _builtin_model,
+    _check_class_count,
     _forward,
     _loss_fn,
     _loss_rules,
@@ -96,8 +97,15 @@ def ag_fit(
     vector of n, or a one-hot [classes, n] matrix), "mse" (y [outputs, n]), "mean" / "sum" (of the
     model's output; y unused), "binary_cross_entropy" (the output are probabilities: end the model
     in a sigmoid), "bce_with_logits", "huber" (delta 1), "mae" (ag_binary_cross_entropy_loss ...
-    ag_mae_loss against y [outputs, n]; no accuracy) or a callable(output, y_batch_tensor) -> 1x1
+    ag_mae_loss against y [outputs, n]) or a callable(output, y_batch_tensor) -> 1x1
     tensor (e.g. lambda out, y: ag_weighted_mse_loss(out, y, w) for a weighted MSE).
+    The BCE losses take 0/1 labels (values in [0, 1], else an error naming the row and column)
+    of the output's shape. History's accuracy: arg-max hits for cross_entropy; binary accuracy
+    (keras' binary_accuracy: an output above 0.5 for binary_cross_entropy, above 0 for
+    bce_with_logits, predicts 1; a target above 0.5 is 1) for the BCE losses, per element for a
+    multi-output (multi-label) model; none (NaN) for the rest. Uncertainty sqrt(a(1-a)/(n-1)).
+    cross_entropy class ids beyond the model's outputs (when its layers say them) are refused
+    before training; fewer classes present than outputs is fine (as PyTorch).
     optimizer: "adamw" (optimizer_adam with decoupled weight decay, default 0 as in ggml),
     "sgd", or an optimizer object built on the model's parameters (lr is then ignored; ag_fit
     sets its accumulate_steps to nbatch_logical / batch_size).
@@ -161,6 +169,8 @@ def ag_fit(
         raise ShapeError(
             f"ag_fit: x has {n} samples (columns) but y has {Y.shape[1]}" + _row_major_hint(X, Y)
         )
+    if classify == lib.PG_FIT_CLASSIFY_ARGMAX:  # the classes against the model's outputs
+        _check_class_count(Y, model, X.shape[0])
     X, Y, val_split = data.join(X, Y, val_split)  # validation_data's columns last
     n = X.shape[1]
 
@@ -272,7 +282,7 @@ def ag_fit(
 
         fit = _Fit(model, opt, history, nepoch, settings)
         fit.stream = stream
-        fit.has_val, fit.has_accuracy = plan.n_val > 0, classify
+        fit.has_val, fit.has_accuracy = plan.n_val > 0, bool(classify)
         fit.callbacks = cbs
         for cb in cbs:
             if hasattr(cb, "on_train_begin"):

@@ -26,7 +26,7 @@ class FitPlan:
         self,
         x: Tensor,
         y: Optional[Tensor],
-        classify: bool,
+        classify: int,
         batch_size: int,
         nbatch_logical: int,
         val_split: float,

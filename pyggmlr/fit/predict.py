@@ -1,9 +1,9 @@
-"""ag_predict and ag_accuracy: a trained model's outputs, and the share of arg-max hits (counted
-in the core, pg_accuracy_count, as R's)."""
+"""ag_predict and ag_accuracy: a trained model's outputs, and the share of arg-max hits or of
+binary hits (counted in the core, pg_accuracy_count / pg_binary_count, as R's)."""
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, List, Optional
 
 import numpy as np
 
@@ -48,18 +48,45 @@ def _predict(model: Any, x: Any, batch_size: Any, fn: str) -> np.ndarray:
     return np.asfortranarray(np.concatenate(outs, axis=1))
 
 
-def ag_accuracy(model: Any, x: Any, y: Any, batch_size: int = 256) -> float:
-    """Fraction of samples whose arg-max output row equals y (0-based ids or one-hot columns)."""
-    Y = _as_cols(y, "y", "ag_accuracy")
-    out = _predict(model, x, batch_size, "ag_accuracy")
+def ag_accuracy(
+    model: Any, x: Any, y: Any, batch_size: int = 256, threshold: Optional[float] = None
+) -> float:
+    """Fraction of samples whose arg-max output row equals y (0-based ids or one-hot columns).
+
+    Binary and multi-label models (keras' binary_accuracy): a 1-output model, or any model when
+    threshold is given, is scored per element: an output above threshold predicts 1, a target
+    (0/1 labels in [0, 1]; one above 0.5 counts as 1) of the output's shape is compared with it,
+    and the result is the share of matching elements. threshold None (the default) means 0.5 on
+    a 1-output model and arg-max on a multi-output one; pass 0 for a model that outputs logits
+    (bce_with_logits)."""
+    fn = "ag_accuracy"
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number))
+    ):
+        raise ArgumentError(f"{fn}: threshold must be a number or None, got {threshold!r}")
+    Y = _as_cols(y, "y", fn)
+    out = _predict(model, x, batch_size, fn)
     if Y.shape[1] != out.shape[1]:
-        raise ShapeError(f"ag_accuracy: x has {out.shape[1]} samples but y has {Y.shape[1]}")
-    if Y.shape[0] == 1 and Y.dtype.kind == "b":
-        raise ArgumentError(
-            "ag_accuracy: y must be 0-based class ids or a one-hot matrix, got booleans"
-        )
+        raise ShapeError(f"{fn}: x has {out.shape[1]} samples but y has {Y.shape[1]}")
     o = np.asfortranarray(out, dtype=np.float64)
     t = np.asfortranarray(Y, dtype=np.float64)
+    if threshold is not None or o.shape[0] == 1:  # binary / multi-label: the core's rule
+        hit, nd = ffi.new("int64_t *"), ffi.new("int64_t *")
+        _core.check(
+            lib.pg_binary_count(
+                ffi.cast("double *", o.ctypes.data),
+                o.shape[0],
+                o.shape[1],
+                ffi.cast("double *", t.ctypes.data),
+                t.shape[0],
+                0.5 if threshold is None else float(threshold),
+                hit,
+                nd,
+            )
+        )
+        return float(hit[0]) / float(nd[0])
+    if Y.shape[0] == 1 and Y.dtype.kind == "b":
+        raise ArgumentError(f"{fn}: y must be 0-based class ids or a one-hot matrix, got booleans")
     hit = ffi.new("int64_t *")  # the count in the core, as R's
     _core.check(
         lib.pg_accuracy_count(

@@ -3,7 +3,7 @@ arguments, the optimizer set-up and the compiled steps (loop.py runs the loop)."
 
 from __future__ import annotations
 
-from typing import List
+from typing import Any, List, Optional
 
 import numpy as np
 
@@ -133,11 +133,11 @@ def _loss_fn(loss):
 
 
 def _loss_rules(code, has_y):
-    """(classify, per_datapoint) of the run's loss, or the core's refusal of a built-in loss
+    """(classify, per_datapoint) of the run's loss (classify: a PG_FIT_CLASSIFY_* code), or the core's refusal of a built-in loss
     that needs targets without them (pg_fit_loss_rules)."""
     out = ffi.new("int[2]")
     check(lib.pg_fit_loss_rules(code, int(has_y), out, out + 1))
-    return bool(out[0]), bool(out[1])
+    return int(out[0]), bool(out[1])
 
 
 def _make_optimizer(optimizer, params, lr):
@@ -216,3 +216,36 @@ class _StaticSteps:
                 if k in bufs:
                     t.data = bufs[k]
         return step, holder["out"]
+
+
+def _out_rows(model: Any, rows_in: Optional[int]) -> Optional[int]:
+    """The model's output rows as its structure says them (R's .out_rows), None when unknown."""
+    from ..nn.layers import ag_batch_norm, ag_embedding, ag_layer_norm, ag_multihead_attention
+    from ..nn.modules import ag_dropout, ag_linear, ag_sequential
+
+    if isinstance(model, ag_linear):
+        return int(model.out_features)
+    if isinstance(model, (ag_dropout, ag_batch_norm, ag_layer_norm)):
+        return rows_in
+    if isinstance(model, ag_embedding):
+        return int(model.dim)
+    if isinstance(model, ag_multihead_attention):
+        return int(model.d_model)
+    if isinstance(model, ag_sequential):
+        for layer in model.layers:
+            rows_in = _out_rows(layer, rows_in)
+        return rows_in
+    return None
+
+
+def _check_class_count(Y: Any, model: Any, features: int) -> None:
+    """cross_entropy ids [1, n]: the largest id + 1 must not exceed the model's outputs when its
+    structure says them (the core's rule and text, pg_fit_check_classes, as R's)."""
+    if Y is None or Y.shape[0] != 1 or Y.shape[1] == 0:
+        return
+    v = np.asarray(Y, dtype=np.float64)
+    if not (np.all(np.isfinite(v)) and np.all(v >= 0) and np.all(v == np.floor(v))):
+        return  # the core's id check (pg_fit_new) names the sample
+    k = _out_rows(model, features)
+    if k is not None:
+        check(lib.pg_fit_check_classes(int(v.max()) + 1, k, 0))

@@ -16,7 +16,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
                    shuffle = TRUE,
                    callbacks = list(), silent = FALSE, seed = NULL, lr = 1e-3, resume_from = NULL,
                    static = NULL,
-                   progress = "auto", distributed = FALSE, validation_data = NULL, verbose = NULL) {
+                   progress = "auto", distributed = FALSE, validation_data = NULL, verbose = NULL,
+                   data = NULL) {
   # fit_data.R: loaders, validation_data, verbose (as Python's)
   # the arguments are checked in Python's order (the first bad one is named in both languages)
   v <- .fit_verbosity(verbose, progress, silent)
@@ -24,7 +25,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     .fit_stop("ag_fit: distributed must be TRUE or FALSE")
   if (!is.null(static) && (!is.logical(static) || length(static) != 1L || is.na(static)))
     .fit_stop("ag_fit: static must be TRUE, FALSE or NULL")
-  d <- .fit_data(x, y, validation_data, batch_size, shuffle, seed)
+  fm <- .fit_formula(x, y, data)  # fit_formula.R: y ~ ., data = df; factor columns of a df x
+  d <- .fit_data(fm$x, fm$y, validation_data, batch_size, shuffle, seed)
   x <- d$x
   y <- d$y
   batch_size <- d$batch_size
@@ -48,10 +50,11 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   X <- .fit_cols(x, "x")
   n <- ncol(X)
   rules <- .Call(R_pg_fit_loss_rules, if (is.null(L$code)) -1L else L$code, !is.null(y))
-  classify <- rules[[1L]]  # accuracy counted (cross_entropy)
-  per_datapoint <- rules[[2L]]  # a mean per sample (all but sum)
+  classify <- rules[[1L]]  # how accuracy is counted: 0 none, 1 arg-max, 2 / 3 binary (BCE)
+  per_datapoint <- rules[[2L]] == 1L  # a mean per sample (all but sum)
   tg <- .fit_targets(y, L$name, n, X)
   .check_class_ids(tg$ids, model, nrow(X))  # fit_hints.R: 1-based labels
+  .check_class_count(tg, model, nrow(X))  # fit_hints.R: classes against the model's outputs
   j <- .fit_join(d, X, tg$Y, val_split)  # validation_data's columns last
   X <- j$X
   tg$Y <- j$Y
@@ -158,7 +161,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   fit$logs <- if (is.null(res)) list() else .history_logs(res$fit$history)
   fit$best_epoch <- NULL
   fit$has_val <- n_val > 0L  # what the run measures (callbacks' monitors)
-  fit$has_accuracy <- isTRUE(classify)
+  fit$has_accuracy <- classify > 0L
   fit$file_dtype <- if (identical(dtype, "f64")) "F64" else "F32"
   fit$save_checkpoint <- .fit_saver(fit, function() {
     settings$split_state <- as.list(settings$split_state)
@@ -259,7 +262,9 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   }
   stopped <- .Call(R_pg_session_where, s)[[4L]]
   for (cb in cbs) if (is.function(cb$on_train_end)) cb$on_train_end(fit)
-  .make_history(fit$logs, if (stopped > 0) as.integer(stopped), fit$best_epoch)
+  h <- .make_history(fit$logs, if (stopped > 0) as.integer(stopped), fit$best_epoch)
+  if (!is.null(tg$levels)) attr(h, "levels") <- tg$levels  # a factor y's classes, in id order
+  h
 }
 
 # pg_fit_train_step's work with the gradients in R: averaged over MPI ranks first, or stepped by
@@ -270,7 +275,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   opt$step(grads, sum_grads = TRUE)  # one environment per micro-batch: the optimizer sums them
   opt$zero_grad()
   lval <- lv$data[1L, 1L]
-  .Call(R_pg_fit_record, plan, FALSE, lval, out)  # accuracy: arg-max in C, no copy of out
+  .Call(R_pg_fit_record, plan, FALSE, lval, out)  # accuracy counted in C, no copy of out
   ag_tape_clear()
   lval
 }

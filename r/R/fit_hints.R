@@ -45,3 +45,13 @@
     stop(e)
   })
 }
+
+# ag_fit: cross_entropy's classes (a factor's levels, else the largest id + 1) against the
+# model's outputs when its structure says them (the rule and text are the core's)
+.check_class_count <- function(tg, model, features) {
+  if (is.null(tg$ids)) return(invisible())  # cross_entropy ids (a factor's included)
+  k <- tryCatch(.out_rows(model, features), error = function(e) NA_integer_)
+  nc <- if (!is.null(tg$levels)) length(tg$levels) else if (length(tg$ids)) max(tg$ids) + 1
+  if (!is.null(nc)) .Call(R_pg_fit_check_classes, as.double(nc), as.double(k), !is.null(tg$levels))
+  invisible()
+}

@@ -139,9 +139,17 @@
 
 .fit_targets <- function(y, loss, n, X = NULL) {
   if (is.null(y)) return(list(Y = NULL, ids = NULL))
+  lev <- if (is.factor(y)) levels(y)
   if (is.factor(y)) {
-    if (loss != "cross_entropy") .fit_stop("ag_fit: a factor y needs loss = \"cross_entropy\"")
-    if (anyNA(y)) .fit_stop("ag_fit: y has missing values")
+    # a 2-level factor is a binary target too: its second level is 1 (as glm's)
+    binary <- loss %in% c("binary_cross_entropy", "bce_with_logits") && nlevels(y) == 2L
+    if (loss != "cross_entropy" && !binary)
+      .fit_stop(paste0("ag_fit: a factor y needs loss = \"cross_entropy\" (or, with 2 levels, ",
+                       "\"binary_cross_entropy\" / \"bce_with_logits\")"))
+    if (anyNA(y))  # worded as the core's non-finite check (pg_fit_check_finite)
+      .fit_stop(paste0("ag_fit: y has %d missing value%s (NA), the first at row 1, column %d; ",
+                       "give finite data (remove or impute those samples)"),
+                sum(is.na(y)), if (sum(is.na(y)) > 1L) "s" else "", which(is.na(y))[1L])
     y <- as.integer(y) - 1L  # levels in order -> 0-based class ids
   }
   Y <- .fit_cols(y, "y")
@@ -155,7 +163,7 @@
                        ">= 0), a factor or a one-hot matrix"))
     ids <- as.integer(Y[1L, ])
   }
-  list(Y = Y, ids = ids)
+  list(Y = Y, ids = ids, levels = lev)
 }
 
 # (fn, name): a function as given, else the core's loss of that name (native/fit_loss.c)

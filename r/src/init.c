@@ -197,6 +197,8 @@ extern SEXP R_pg_tape_stash(SEXP);
 extern SEXP R_pg_bce_loss_pw(SEXP, SEXP, SEXP);
 extern SEXP R_pg_bce_logits_loss_pw(SEXP, SEXP, SEXP);
 extern SEXP R_pg_softmax_ce_loss_opt(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_binary_count(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_check_classes(SEXP, SEXP, SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm", (DL_FUNC)&R_pg_batch_norm, 8},
@@ -382,6 +384,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_bce_loss_pw", (DL_FUNC)&R_pg_bce_loss_pw, 3},
     {"R_pg_bce_logits_loss_pw", (DL_FUNC)&R_pg_bce_logits_loss_pw, 3},
     {"R_pg_softmax_ce_loss_opt", (DL_FUNC)&R_pg_softmax_ce_loss_opt, 7},
+    {"R_pg_binary_count", (DL_FUNC)&R_pg_binary_count, 3},
+    {"R_pg_fit_check_classes", (DL_FUNC)&R_pg_fit_check_classes, 3},
     {NULL, NULL, 0}};
 
 /* Keep this library's code mapped after dyn.unload() (unloadNamespace, devtools reloads): live

@@ -19,7 +19,7 @@ SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP bs, SEXP nbl, SEXP val_spl
         st = (const int32_t *)INTEGER(split_state);
     }
     pg_fit_params p = pg_fit_default_params();
-    p.classify = Rf_asLogical(classify) == 1;
+    p.classify = Rf_asInteger(classify); /* a pg_fit_classify code */
     p.batch_size = (int64_t)r_num(bs, "ag_fit: batch_size");
     p.nbatch_logical = (int64_t)r_num(nbl, "ag_fit: nbatch_logical");
     p.val_split = r_num(val_split, "ag_fit: val_split");
@@ -118,6 +118,34 @@ SEXP R_pg_accuracy_count(SEXP out, SEXP y)
     int64_t hit = 0;
     r_check(pg_accuracy_count(REAL(out), c, n, REAL(y), k, &hit));
     return Rf_ScalarReal((double)hit);
+}
+
+/* ag_accuracy's binary count in the core: out and y [rows, n] doubles, a threshold; c(hits,
+ * elements) */
+SEXP R_pg_binary_count(SEXP out, SEXP y, SEXP threshold)
+{
+    SEXP od = Rf_getAttrib(out, R_DimSymbol), yd = Rf_getAttrib(y, R_DimSymbol);
+    if (TYPEOF(out) != REALSXP || TYPEOF(y) != REALSXP || XLENGTH(od) != 2 || XLENGTH(yd) != 2)
+        r_stopf(PG_STATUS_ERR_ARG, "ag_accuracy: outputs and targets must be double matrices");
+    const int64_t c = INTEGER(od)[0], n = INTEGER(od)[1], k = INTEGER(yd)[0];
+    if ((int64_t)INTEGER(yd)[1] != n || XLENGTH(out) != c * n || XLENGTH(y) != k * n)
+        r_stopf(PG_STATUS_ERR_SHAPE,
+                "ag_accuracy: outputs and targets disagree in their number of samples");
+    int64_t hit = 0, nd = 0;
+    r_check(pg_binary_count(REAL(out), c, n, REAL(y), k, Rf_asReal(threshold), &hit, &nd));
+    SEXP r = Rf_allocVector(REALSXP, 2);
+    REAL(r)[0] = (double)hit;
+    REAL(r)[1] = (double)nd;
+    return r;
+}
+
+/* ag_fit's class count before training: nclass (levels or max id + 1), outputs (NA: unknown) */
+SEXP R_pg_fit_check_classes(SEXP nclass, SEXP outputs, SEXP levels)
+{
+    const double nc = Rf_asReal(nclass), k = Rf_asReal(outputs);
+    if (ISNAN(nc) || ISNAN(k)) return R_NilValue;
+    r_check(pg_fit_check_classes((int64_t)nc, (int64_t)k, Rf_asLogical(levels) == 1));
+    return R_NilValue;
 }
 
 /* validation_data: the plan was made unshuffled; its training part reshuffles per epoch from now */

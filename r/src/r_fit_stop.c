@@ -230,15 +230,16 @@ SEXP R_pg_fit_loss_parse(SEXP name)
     return Rf_ScalarInteger(code);
 }
 
-/* c(classify, per_datapoint) of the run's loss (code -1: the user's function); a built-in loss
- * that needs targets without them: the core's error */
+/* c(classify, per_datapoint) of the run's loss (code -1: the user's function) as integers:
+ * classify a pg_fit_classify code; a built-in loss that needs targets without them: the core's
+ * error */
 SEXP R_pg_fit_loss_rules(SEXP code, SEXP has_y)
 {
     int cl = 0, pd = 0;
     r_check(pg_fit_loss_rules(Rf_asInteger(code), Rf_asLogical(has_y) == 1, &cl, &pd));
-    SEXP out = Rf_allocVector(LGLSXP, 2);
-    LOGICAL(out)[0] = cl;
-    LOGICAL(out)[1] = pd;
+    SEXP out = Rf_allocVector(INTSXP, 2);
+    INTEGER(out)[0] = cl;
+    INTEGER(out)[1] = pd;
     return out;
 }
 

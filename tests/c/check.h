@@ -71,4 +71,5 @@ void test_versions(void);
 void test_views(void);
 void test_index(void);
 void test_loss_opt(void);
+void test_fit_binary(void);
 #endif

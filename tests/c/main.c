@@ -61,6 +61,7 @@ int main(void)
     run("views", test_views);
     run("index", test_index);
     run("loss options", test_loss_opt);
+    run("fit_binary", test_fit_binary);
     pg_tape_clear();
     pg_memory_counts st;
     pg_memory_stats(&st);

@@ -344,7 +344,10 @@ def test_ag_fit_loss_names_train(loss, static):
         m, x, y, loss=loss, nepoch=6, batch_size=16, lr=0.05, silent=True, seed=2, static=static
     )
     assert h.loss[-1] < 0.8 * h.loss[0]
-    assert all(np.isnan(h.accuracy))  # accuracy only for cross_entropy, as ggml
+    if loss in ("binary_cross_entropy", "bce_with_logits"):  # binary accuracy (issue 31)
+        assert np.all(np.isfinite(h.accuracy)) and h.accuracy[-1] > h.accuracy[0]
+    else:
+        assert all(np.isnan(h.accuracy))  # no accuracy for regression losses
 
 
 @pytest.mark.parametrize("loss", FIT_LOSSES)
@@ -357,8 +360,10 @@ def test_ag_fit_static_equals_eager(loss):
         last = "sigmoid" if loss == "binary_cross_entropy" else None
         m = pg.ag_sequential(pg.ag_linear(4, 8, "tanh"), pg.ag_linear(8, 2, last))
         h = pg.ag_fit(m, x, y, loss=loss, static=static, **same)
-        runs.append((h.loss, h.val_loss, [t.numpy() for t in m.parameters().values()]))
+        runs.append((h.loss, h.val_loss, [t.numpy() for t in m.parameters().values()],
+                     h.accuracy + h.val_accuracy))  # fmt: skip
     assert runs[0][0] == runs[1][0] and runs[0][1] == runs[1][1]
+    assert np.array_equal(runs[0][3], runs[1][3], equal_nan=True)  # binary accuracy too
     assert all(np.array_equal(a, b) for a, b in zip(runs[0][2], runs[1][2]))
 
 

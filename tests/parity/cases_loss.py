@@ -129,3 +129,38 @@ fit_cases_on([
      "mlp", "sgd", 0.1, None, False, "mae", 6, 6, 0.0),
 ], target=_probs)
 # fmt: on
+
+
+# ---- binary classification (issue 31): a 1-output model on 0/1 targets, so the History's
+# accuracy / val_accuracy columns (binary accuracy, counted in C) are compared to the bit
+
+ARCHS.setdefault(
+    "mlp_1out",
+    (
+        'ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 1))',
+        {**linear_shapes(1, 4, 6), **linear_shapes(2, 6, 1)},
+        {},
+    ),
+)
+ARCHS.setdefault(
+    "mlp_1prob",
+    (
+        'ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 1, "sigmoid"))',
+        {**linear_shapes(1, 4, 6), **linear_shapes(2, 6, 1)},
+        {},
+    ),
+)
+
+
+def _labels01(rng: Any, n: int, loss: str) -> Any:
+    return (rng.uniform(0.0, 1.0, size=(1, n)) > 0.5).astype(np.float64)  # 0/1 labels
+
+
+# fmt: off
+fit_cases_on([
+    ("binary acc: bce_with_logits, 1 out, val 0.25", 28,
+     "mlp_1out", "adamw", 0.02, 0.01, False, "bce_with_logits", 4, 4, 0.25),
+    ("binary acc: bce of sigmoid, sgd, val 0.2", 30,
+     "mlp_1prob", "sgd", 0.5, None, False, "binary_cross_entropy", 5, 5, 0.2),
+], target=_labels01)
+# fmt: on

@@ -1,0 +1,45 @@
+# R's model idioms for ag_fit, an R-only front end (Python has no formulas): a formula with
+# data = a data.frame, or a data.frame x with factor / character columns. Features go through
+# model.matrix without an intercept, transposed to [features, n]; the response is y as it is
+# (a factor stays one: .fit_targets makes it 0-based ids and keeps its levels). Missing values
+# are passed on (na.pass), so the core's non-finite check names their row and column instead of
+# model.frame dropping samples silently.
+.fit_formula <- function(x, y, data) {
+  if (inherits(x, "formula")) {
+    if (!is.null(y))
+      .arg_fail("argument", "ag_fit: x is a formula, which names the response: give y = NULL")
+    if (!is.data.frame(data))
+      .arg_fail("argument", "ag_fit: a formula x needs data = a data.frame, got %s",
+                class(data)[[1L]])
+    mf <- stats::model.frame(x, data, na.action = stats::na.pass)
+    y <- stats::model.response(mf)
+    return(list(x = .fit_design(mf), y = .fit_response(y)))
+  }
+  if (!is.null(data))
+    .arg_fail("argument", "ag_fit: data = is for a formula x (y ~ ., data = df), got x a %s",
+              class(x)[[1L]])
+  if (is.data.frame(x) && !all(vapply(x, function(col) is.numeric(col) || is.logical(col),
+                                      logical(1)))) {
+    mf <- stats::model.frame(~ ., x, na.action = stats::na.pass)
+    x <- .fit_design(mf)
+  }
+  list(x = x, y = y)
+}
+
+# model.matrix of a model frame without an intercept, one column per sample
+.fit_design <- function(mf) {
+  tt <- stats::terms(mf)
+  attr(tt, "intercept") <- 0L
+  X <- stats::model.matrix(tt, mf)
+  attr(X, "assign") <- attr(X, "contrasts") <- NULL
+  t(X)
+}
+
+# a formula's response: a factor (or characters, as a factor) stays one; a matrix response
+# (cbind(a, b) ~ .) is [n, k], so it is transposed to [k, n]; numbers / logicals a vector
+.fit_response <- function(y) {
+  if (is.null(y) || is.factor(y)) return(y)
+  if (is.character(y)) return(factor(y))
+  if (is.matrix(y)) return(t(y))
+  as.vector(y)
+}
