@@ -194,6 +194,9 @@ extern SEXP R_pg_gc_room(SEXP);
 extern SEXP R_pg_file_kind(SEXP);
 extern SEXP R_pg_check_alloc(SEXP, SEXP, SEXP);
 extern SEXP R_pg_tape_stash(SEXP);
+extern SEXP R_pg_fit_set_weights(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_batch_weights(SEXP);
+extern SEXP R_pg_fit_loss_weighted(SEXP, SEXP, SEXP, SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm", (DL_FUNC)&R_pg_batch_norm, 8},
@@ -376,6 +379,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_file_kind", (DL_FUNC)&R_pg_file_kind, 1},
     {"R_pg_check_alloc", (DL_FUNC)&R_pg_check_alloc, 3},
     {"R_pg_tape_stash", (DL_FUNC)&R_pg_tape_stash, 1},
+    {"R_pg_fit_set_weights", (DL_FUNC)&R_pg_fit_set_weights, 4},
+    {"R_pg_fit_batch_weights", (DL_FUNC)&R_pg_fit_batch_weights, 1},
+    {"R_pg_fit_loss_weighted", (DL_FUNC)&R_pg_fit_loss_weighted, 4},
     {NULL, NULL, 0}};
 
 /* Keep this library's code mapped after dyn.unload() (unloadNamespace, devtools reloads): live
