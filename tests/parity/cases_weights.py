@@ -52,11 +52,11 @@ def _case(name: str, n: int, loss: str, opt: str, static: bool, sw: bool, cw: bo
                 "cw_ids": np.array([0.0, 2.0]) if cw else None,
                 "cw": rng.uniform(0.2, 3.0, size=2) if cw else None}
 
-    CASES.append(ScriptCase(f"ag_fit weighted: {name}", _py, _r, 3, inputs, group="fit"))
+    CASES.append(ScriptCase(f"ag_fit weights: {name}", _py, _r, 3, inputs, group="fit"))
 
 
-_case("cross_entropy, class_weight x sample_weight, sgd", 24, "cross_entropy", "sgd", False,
+_case("ce, class x sample, sgd", 24, "cross_entropy", "sgd", False,
       True, True)
-_case("cross_entropy, class_weight, adamw, static, val 0.25", 28, "cross_entropy", "adamw",
+_case("ce, class, adamw, static, val 0.25", 28, "cross_entropy", "adamw",
       True, False, True, 0.25)
-_case("mse, sample_weight, adamw, val 0.2", 30, "mse", "adamw", False, True, False, 0.2)
+_case("mse, sample, adamw, val 0.2", 30, "mse", "adamw", False, True, False, 0.2)
