@@ -43,8 +43,8 @@ int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const
 {
     if (!f) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit", OP);
     if (!sw && !cw) return 0;
-    const char *arg = sw && cw ? "sample_weight / class_weight" : (sw ? "sample_weight"
-                                                                      : "class_weight");
+    const char *arg =
+        sw && cw ? "sample_weight / class_weight" : (sw ? "sample_weight" : "class_weight");
     if (loss < 0)
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "%s: %s needs a built-in loss (a name such as \"mse\"); a loss function "
@@ -62,8 +62,7 @@ int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const
     pg_tensor *x, *y, **slot;
     int64_t n_given;
     slot = pg_fit_weight_slot(f, &x, &y, &n_given);
-    if (*slot)
-        return pg_fail(PG_STATUS_ERR_STATE, "%s: the plan's weights are already set", OP);
+    if (*slot) return pg_fail(PG_STATUS_ERR_STATE, "%s: the plan's weights are already set", OP);
     if (cw && !y) return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight needs targets y", OP);
     if (sw && nsw != n_given)
         return pg_fail(PG_STATUS_ERR_SHAPE,
@@ -75,8 +74,8 @@ int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const
             return pg_fail(PG_STATUS_ERR_VALUE,
                            "%s: sample_weight must be finite and >= 0; position %lld has %g", OP,
                            (long long)(j + pg_index_base()), sw[j]);
-    if (cw && ncw < 0) return pg_fail(PG_STATUS_ERR_ARG, "%s: class_weight has %lld values", OP,
-                                      (long long)ncw);
+    if (cw && ncw < 0)
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: class_weight has %lld values", OP, (long long)ncw);
     for (int64_t c = 0; cw && c < ncw; c++)
         if (!isnan(cw[c]) && !(isfinite(cw[c]) && cw[c] >= 0))
             return pg_fail(PG_STATUS_ERR_VALUE,
@@ -84,8 +83,8 @@ int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const
                            (long long)c, cw[c]);
     const int64_t n = x->ne[1];
     double *wv = malloc((size_t)(n ? n : 1) * sizeof *wv);
-    if (!wv) return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for %lld weights", OP,
-                            (long long)n);
+    if (!wv)
+        return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for %lld weights", OP, (long long)n);
     int any = 0;
     for (int64_t j = 0; j < n; j++) {
         double v = (sw && j < n_given) ? sw[j] : 1; /* validation_data's columns: unweighted */
@@ -107,7 +106,8 @@ int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const
                        sw && cw ? "sample_weight times class_weight" : arg);
     }
     pg_tensor *t = pg_new(x->dtype, 1, n, PG_MEM_CATEGORY_OTHER);
-    if (t) PG_DISPATCH(t->dtype, {
+    if (t)
+        PG_DISPATCH(t->dtype, {
             T *d = pg_data(t);
             for (int64_t j = 0; j < n; j++) d[j] = (T)wv[j];
         });

@@ -15,10 +15,15 @@ enum { WL_CE_HOT, WL_CE_IDS, WL_MSE, WL_BCE, WL_BCE_LOGITS, WL_HUBER, WL_MAE, WL
 /* the unweighted op's name, for messages */
 static const char *op_name(int kind)
 {
-    static const char *const N[] = {
-        "ag_softmax_cross_entropy_loss", "ag_softmax_cross_entropy_loss", "ag_mse_loss",
-        "ag_binary_cross_entropy_loss", "ag_bce_with_logits_loss", "ag_huber_loss", "ag_mae_loss",
-        "ag_fit", "ag_fit"};
+    static const char *const N[] = {"ag_softmax_cross_entropy_loss",
+                                    "ag_softmax_cross_entropy_loss",
+                                    "ag_mse_loss",
+                                    "ag_binary_cross_entropy_loss",
+                                    "ag_bce_with_logits_loss",
+                                    "ag_huber_loss",
+                                    "ag_mae_loss",
+                                    "ag_fit",
+                                    "ag_fit"};
     return N[kind];
 }
 
@@ -46,8 +51,7 @@ static int wl_fw(pg_node *n)
     const int64_t R = x->ne[0], C = x->ne[1];
     if ((kind == WL_BCE && (check_unit(kind, "pred", x) || check_unit(kind, "target", t))) ||
         (kind == WL_BCE_LOGITS && check_unit(kind, "target", t)) ||
-        (kind == WL_CE_IDS &&
-         pg_ids_check(t, C, R, op_name(kind), "class id", x, "logits", "")))
+        (kind == WL_CE_IDS && pg_ids_check(t, C, R, op_name(kind), "class id", x, "logits", "")))
         return -1;
     double s = 0, *mx = NULL, *ls = NULL;
     if (kind == WL_CE_HOT || kind == WL_CE_IDS) {
@@ -67,8 +71,7 @@ static int wl_fw(pg_node *n)
             switch (kind) {
             case WL_CE_HOT: /* a class of weight 0 costs nothing, even at -Inf */
                 for (int64_t i = 0; i < R; i++)
-                    if (tc[i] != 0)
-                        s += wj * ((double)tc[i] * (ls[j] - ((double)pc[i] - mx[j])));
+                    if (tc[i] != 0) s += wj * ((double)tc[i] * (ls[j] - ((double)pc[i] - mx[j])));
                 break;
             case WL_CE_IDS: {
                 const int64_t c = (int64_t)tv[j];
@@ -161,10 +164,9 @@ static int wl_bw(pg_node *n, pg_tensor *g)
                 }
                 break;
             case WL_HUBER:
-                PG_STORE_LOOP(acc, R, dc,
-                              (pc[i] - tc[i] > dl ? dl
-                                                  : (pc[i] - tc[i] < -dl ? -dl : pc[i] - tc[i])) *
-                                  sj);
+                PG_STORE_LOOP(
+                    acc, R, dc,
+                    (pc[i] - tc[i] > dl ? dl : (pc[i] - tc[i] < -dl ? -dl : pc[i] - tc[i])) * sj);
                 break;
             case WL_MAE:
                 PG_STORE_LOOP(
@@ -199,9 +201,8 @@ pg_tensor *pg_fit_loss_weighted(int loss, pg_tensor *out, pg_tensor *y, pg_tenso
     if (targets && y->dtype != out->dtype)
         return pg_fail_null(PG_STATUS_ERR_DTYPE, "%s: the model's output is %s but y is %s", op,
                             pg_desc(out), pg_desc(y));
-    static const int KIND[PG_FIT_LOSS_COUNT] = {WL_CE_HOT,     WL_MSE,   WL_MEAN,
-                                                WL_SUM,        WL_BCE,   WL_BCE_LOGITS,
-                                                WL_HUBER,      WL_MAE};
+    static const int KIND[PG_FIT_LOSS_COUNT] = {WL_CE_HOT, WL_MSE,        WL_MEAN,  WL_SUM,
+                                                WL_BCE,    WL_BCE_LOGITS, WL_HUBER, WL_MAE};
     int kind = KIND[loss];
     const double B = (double)out->ne[1], N = (double)pg_numel(out);
     if (kind == WL_CE_HOT) {

@@ -29,7 +29,6 @@ from .history import History
 from .plan import FitPlan, Session, check_loss
 from .progress import FitProgress, progress_mode
 from .resume import load_weights, read_checkpoint, save_checkpoint
-from .weights import attach, weight_spec
 from .util import (
     _apply_hyper,
     _as_cols,
@@ -44,6 +43,7 @@ from .util import (
     _set_mode,
     _StaticSteps,
 )
+from .weights import attach, weight_spec
 
 __all__ = ["ag_fit"]
 

@@ -55,7 +55,9 @@ def class_weights(v: Any) -> Optional[np.ndarray]:
             raise PyggmlrValueError("ag_fit: class_weight names a class id twice")
         table = np.full(max(ids) + 1 if ids else 0, np.nan)
         for c, w in zip(ids, v.values()):
-            if isinstance(w, (bool, np.bool_, str, bytes)) or not np.isscalar(w):
+            if isinstance(w, (bool, np.bool_)) or not isinstance(
+                w, (int, float, np.integer, np.floating)
+            ):
                 raise ArgumentError(
                     f"ag_fit: class_weight's values must be numbers, got {w!r} for class {c}"
                 )
@@ -90,7 +92,11 @@ def attach(plan: Any, loss_code: int, sw: Optional[np.ndarray], cw: Optional[np.
     p_cw = NULL if cw is None else ffi.cast("double *", ffi.from_buffer(cw))
     _core.check(
         lib.pg_fit_set_weights(
-            plan._p, loss_code, p_sw, 0 if sw is None else sw.size, p_cw,
+            plan._p,
+            loss_code,
+            p_sw,
+            0 if sw is None else sw.size,
+            p_cw,
             0 if cw is None else cw.size,
         )
     )

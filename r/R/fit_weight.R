@@ -10,8 +10,8 @@
     .arg_fail("argument", "ag_fit: sample_weight must be a numeric vector, got %s", .arg_show(v))
   d <- dim(v)
   if (length(d) > 2L || (length(d) == 2L && !any(d == 1L)))
-    .arg_fail("shape", "ag_fit: sample_weight must be a vector of one weight per sample, got a %s array",
-              paste(d, collapse = "x"))
+    .arg_fail("shape", paste0("ag_fit: sample_weight must be a vector of one weight per sample, ",
+                              "got a %s array"), paste(d, collapse = "x"))
   v <- as.double(v)
   v[is.na(v)] <- NaN  # NA: the core's "must be finite" names it
   v
@@ -27,8 +27,7 @@
               .arg_show(v))
   if (anyNA(v))
     .arg_fail("value", "ag_fit: class_weight must be finite and >= 0; class %s has NA",
-              if (is.null(names(v))) length(which(is.na(v))[1L] - 1L) else
-                names(v)[which(is.na(v))[1L]])
+              if (is.null(names(v))) which(is.na(v))[1L] - 1L else names(v)[which(is.na(v))[1L]])
   nm <- names(v)
   if (is.null(nm)) return(as.double(v))
   ids <- if (is.factor(y)) match(nm, levels(y)) - 1L else {

@@ -67,8 +67,8 @@ static SEXP eager_eval(void *data)
     SEXP lv = R_NilValue;
     if (TYPEOF(e->lossfn) == INTSXP) { /* a built-in loss: the core's op on the tape */
         pg_tensor *yt = Rf_isNull(e->y) ? NULL : r_get(r_handle(e->y), R_TENSOR);
-        e->loss = pg_fit_loss_weighted(INTEGER(e->lossfn)[0], r_get(r_handle(out), R_TENSOR), yt,
-                                       e->w);
+        e->loss =
+            pg_fit_loss_weighted(INTEGER(e->lossfn)[0], r_get(r_handle(out), R_TENSOR), yt, e->w);
         if (!e->loss) r_fail();
     } else {
         lv = Rf_eval(c2, R_GlobalEnv);

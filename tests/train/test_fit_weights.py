@@ -36,8 +36,10 @@ def _model(kind):
 
 def _torch_run(m, kind, x, y, w, nepoch):
     """The same SGD run in torch: batches in order (shuffle=False), the last partial one dropped."""
-    p = {k: torch.tensor(t.numpy(), dtype=torch.float64, requires_grad=True)
-         for k, t in m.parameters().items()}
+    p = {
+        k: torch.tensor(t.numpy(), dtype=torch.float64, requires_grad=True)
+        for k, t in m.parameters().items()
+    }
     X = torch.tensor(x.T)
     losses = []
     for _ in range(nepoch):
@@ -50,8 +52,9 @@ def _torch_run(m, kind, x, y, w, nepoch):
             if kind == "cross_entropy":
                 per = F.cross_entropy(o, torch.tensor(y[s]).long(), reduction="none")
             elif kind == "binary_cross_entropy":
-                per = F.binary_cross_entropy(torch.sigmoid(o), torch.tensor(y[0, s])[:, None],
-                                             reduction="none").mean(dim=1)
+                per = F.binary_cross_entropy(
+                    torch.sigmoid(o), torch.tensor(y[0, s])[:, None], reduction="none"
+                ).mean(dim=1)
             else:
                 per = F.mse_loss(o, torch.tensor(y[:, s].T), reduction="none").mean(dim=1)
             loss = (per * wb).sum() / B
@@ -92,8 +95,20 @@ def test_weighted_fit_matches_torch(f64, kind, kw, _cls):
     w, args = _weights(kind, kw, y)
     m = _model(kind)
     want, losses = _torch_run(m, kind, x, y, w, nepoch=2)
-    h = pg.ag_fit(m, x, y, loss=kind, optimizer="sgd", lr=LR, nepoch=2, batch_size=B,
-              shuffle=False, silent=True, static=False, **args)
+    h = pg.ag_fit(
+        m,
+        x,
+        y,
+        loss=kind,
+        optimizer="sgd",
+        lr=LR,
+        nepoch=2,
+        batch_size=B,
+        shuffle=False,
+        silent=True,
+        static=False,
+        **args,
+    )
     for k, t in m.parameters().items():
         np.testing.assert_allclose(t.numpy(), want[k], rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(h.loss, losses, rtol=1e-10)  # the History: the weighted loss
@@ -106,8 +121,19 @@ def test_weighted_static_equals_eager(kind, kw, _cls):
     runs = []
     for static in (False, True):
         m = _model(kind)
-        h = pg.ag_fit(m, x, y, loss=kind, nepoch=3, batch_size=B, val_split=0.25, seed=5,
-                      silent=True, static=static, **args)
+        h = pg.ag_fit(
+            m,
+            x,
+            y,
+            loss=kind,
+            nepoch=3,
+            batch_size=B,
+            val_split=0.25,
+            seed=5,
+            silent=True,
+            static=static,
+            **args,
+        )
         runs.append((h.loss, h.val_loss, [t.numpy() for t in m.parameters().values()]))
     assert runs[0][0] == runs[1][0] and runs[0][1] == runs[1][1]
     assert all(np.array_equal(a, b) for a, b in zip(runs[0][2], runs[1][2]))
@@ -129,8 +155,20 @@ def test_history_loss_is_weighted_and_validation_is_not(f64):
     x, y = _data("mse")
     w = np.linspace(0, 2, N)
     m = _model("mse")
-    h = pg.ag_fit(m, x, y, loss="mse", optimizer="sgd", lr=LR, nepoch=1, batch_size=B,
-                  val_split=0.25, shuffle=False, silent=True, sample_weight=w)
+    h = pg.ag_fit(
+        m,
+        x,
+        y,
+        loss="mse",
+        optimizer="sgd",
+        lr=LR,
+        nepoch=1,
+        batch_size=B,
+        val_split=0.25,
+        shuffle=False,
+        silent=True,
+        sample_weight=w,
+    )
     # after the epoch: validation (the last 6 columns) is the plain mse of the final weights
     out = pg.ag_predict(m, x[:, 18:])
     assert h.val_loss[0] == pytest.approx(np.mean((out - y[:, 18:]) ** 2), rel=1e-12)
@@ -140,12 +178,28 @@ def test_history_loss_is_weighted_and_validation_is_not(f64):
 def test_validation_data_takes_weights_of_x_only():
     x, y = _data("cross_entropy")
     m = _model("cross_entropy")
-    h = pg.ag_fit(m, x[:, :16], y[:16], validation_data=(x[:, 16:], y[16:]), nepoch=1,
-                  batch_size=B, silent=True, sample_weight=np.ones(16))
+    h = pg.ag_fit(
+        m,
+        x[:, :16],
+        y[:16],
+        validation_data=(x[:, 16:], y[16:]),
+        nepoch=1,
+        batch_size=B,
+        silent=True,
+        sample_weight=np.ones(16),
+    )
     assert np.isfinite(h.val_loss[0])
     with pytest.raises(ShapeError, match="sample_weight has 24 values but x has 16 samples"):
-        pg.ag_fit(m, x[:, :16], y[:16], validation_data=(x[:, 16:], y[16:]), nepoch=1,
-                  batch_size=B, silent=True, sample_weight=np.ones(24))
+        pg.ag_fit(
+            m,
+            x[:, :16],
+            y[:16],
+            validation_data=(x[:, 16:], y[16:]),
+            nepoch=1,
+            batch_size=B,
+            silent=True,
+            sample_weight=np.ones(24),
+        )
 
 
 def test_weight_errors():
@@ -156,16 +210,22 @@ def test_weight_errors():
         pg.ag_fit(m, x, y, sample_weight=np.ones(5), **fit)
     bad = np.ones(N)
     bad[3] = -1
-    with pytest.raises(PyggmlrValueError, match="sample_weight must be finite and >= 0; position 3 has -1"):
+    with pytest.raises(
+        PyggmlrValueError, match="sample_weight must be finite and >= 0; position 3 has -1"
+    ):
         pg.ag_fit(m, x, y, sample_weight=bad, **fit)
     bad[3] = np.nan
     with pytest.raises(PyggmlrValueError, match="sample_weight must be finite and >= 0"):
         pg.ag_fit(m, x, y, sample_weight=bad, **fit)
     with pytest.raises(PyggmlrValueError, match="every sample's weight .* is 0"):
         pg.ag_fit(m, x, y, sample_weight=np.zeros(N), **fit)
-    with pytest.raises(PyggmlrValueError, match='class_weight needs class-id targets .* not loss "mse"'):
+    with pytest.raises(
+        PyggmlrValueError, match='class_weight needs class-id targets .* not loss "mse"'
+    ):
         pg.ag_fit(pg.ag_linear(3, 1), x, y[None, :], loss="mse", class_weight={0: 1}, **fit)
-    with pytest.raises(PyggmlrValueError, match="class_weight must be finite and >= 0; class 1 has -2"):
+    with pytest.raises(
+        PyggmlrValueError, match="class_weight must be finite and >= 0; class 1 has -2"
+    ):
         pg.ag_fit(m, x, y, class_weight={1: -2.0}, **fit)
     with pytest.raises(ArgumentError, match="class_weight's keys must be 0-based class ids"):
         pg.ag_fit(m, x, y, class_weight={"a": 1.0}, **fit)
@@ -174,20 +234,40 @@ def test_weight_errors():
     yb = np.ones((1, N))
     yb[0, 1] = 0.5  # soft labels have no class
     with pytest.raises(PyggmlrValueError, match="needs 0/1 targets; sample 1 has 0.5"):
-        pg.ag_fit(pg.ag_linear(3, 1, "sigmoid"), x, yb, loss="binary_cross_entropy",
-                  class_weight={1: 2.0}, **fit)
+        pg.ag_fit(
+            pg.ag_linear(3, 1, "sigmoid"),
+            x,
+            yb,
+            loss="binary_cross_entropy",
+            class_weight={1: 2.0},
+            **fit,
+        )
 
 
 def test_resume_needs_a_run_alike(tmp_path):
     x, y = _data("cross_entropy")
     path = str(tmp_path / "ck.safetensors")
     fit = dict(nepoch=1, batch_size=B, silent=True, seed=2)
-    pg.ag_fit(_model("cross_entropy"), x, y, callbacks=[pg.ag_model_checkpoint(path)],
-              sample_weight=np.ones(N), **fit)
-    with pytest.raises(PyggmlrValueError, match="cannot resume: weighted was true in the checkpoint, now null"):
+    pg.ag_fit(
+        _model("cross_entropy"),
+        x,
+        y,
+        callbacks=[pg.ag_model_checkpoint(path)],
+        sample_weight=np.ones(N),
+        **fit,
+    )
+    with pytest.raises(
+        PyggmlrValueError, match="cannot resume: weighted was true in the checkpoint, now null"
+    ):
         pg.ag_fit(_model("cross_entropy"), x, y, resume_from=path, **dict(fit, nepoch=2))
-    h = pg.ag_fit(_model("cross_entropy"), x, y, resume_from=path, sample_weight=np.ones(N),
-                  **dict(fit, nepoch=2))
+    h = pg.ag_fit(
+        _model("cross_entropy"),
+        x,
+        y,
+        resume_from=path,
+        sample_weight=np.ones(N),
+        **dict(fit, nepoch=2),
+    )
     assert len(h.loss) == 2
     plain = str(tmp_path / "plain.safetensors")
     pg.ag_fit(_model("cross_entropy"), x, y, callbacks=[pg.ag_model_checkpoint(plain)], **fit)
@@ -212,9 +292,20 @@ def _torch_per_sample(name, o, t):
     return per * o.shape[0] if name == "sum" else per
 
 
-@pytest.mark.parametrize("name", ["cross_entropy", "cross_entropy_ids", "mse",
-                                  "binary_cross_entropy", "bce_with_logits", "huber", "mae",
-                                  "mean", "sum"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "cross_entropy",
+        "cross_entropy_ids",
+        "mse",
+        "binary_cross_entropy",
+        "bce_with_logits",
+        "huber",
+        "mae",
+        "mean",
+        "sum",
+    ],
+)
 def test_weighted_loss_op_value_and_gradient(rng, name):
     """pg_fit_loss_weighted: sum_j w_j l_j / B (sum: not divided) and its exact gradient, f64."""
     from pyggmlr._core import NULL, lib
@@ -222,7 +313,11 @@ def test_weighted_loss_op_value_and_gradient(rng, name):
 
     R, C = 3, 6
     base = "cross_entropy" if name == "cross_entropy_ids" else name
-    o = rng.uniform(0.05, 0.95, size=(R, C)) if base == "binary_cross_entropy" else rng.normal(size=(R, C)) * 2
+    o = (
+        rng.uniform(0.05, 0.95, size=(R, C))
+        if base == "binary_cross_entropy"
+        else rng.normal(size=(R, C)) * 2
+    )
     if name == "cross_entropy":
         t = np.eye(R)[:, rng.integers(0, R, C)]
     elif name == "cross_entropy_ids":
@@ -231,8 +326,16 @@ def test_weighted_loss_op_value_and_gradient(rng, name):
         t = rng.uniform(0, 1, size=(R, C))
     w = rng.uniform(0, 2, size=(1, C))
     w[0, 2] = 0.0
-    code = ["cross_entropy", "mse", "mean", "sum", "binary_cross_entropy", "bce_with_logits",
-            "huber", "mae"].index(base)
+    code = [
+        "cross_entropy",
+        "mse",
+        "mean",
+        "sum",
+        "binary_cross_entropy",
+        "bce_with_logits",
+        "huber",
+        "mae",
+    ].index(base)
     x = pg.ag_param(o, dtype="f64")
     tt, wt = pg.ag_tensor(t, dtype="f64"), pg.ag_tensor(w, dtype="f64")
     with pg.with_grad_tape():

@@ -3,8 +3,8 @@
 
 sw_data <- function(n = 12L) {
   set.seed(5)
-  list(x = matrix(rnorm(3 * n), 3, n), w = runif(n, 0, 2), ids = c(0, 1, 2, 1, 0, 2, 2, 1, 0, 0, 1, 2),
-       Y = matrix(rnorm(2 * n), 2, n))
+  list(x = matrix(rnorm(3 * n), 3, n), w = runif(n, 0, 2),
+       ids = c(0, 1, 2, 1, 0, 2, 2, 1, 0, 0, 1, 2), Y = matrix(rnorm(2 * n), 2, n))
 }
 
 # W, b after plain SGD over batches in order (shuffle = FALSE) with keras' weighted loss:
@@ -99,7 +99,10 @@ test_that("weight errors are classed and name ag_fit and the argument", {
                class = "pyggmlr_value_error")
   expect_error(fit(class_weight = c(a = 1)), "class_weight's names must be 0-based class ids",
                class = "pyggmlr_value_error")
-  expect_error(fit(class_weight = c("1" = -2)), "class_weight must be finite and >= 0; class 1 has -2",
+  expect_error(fit(class_weight = c("1" = -2)),
+               "class_weight must be finite and >= 0; class 1 has -2",
+               class = "pyggmlr_value_error")
+  expect_error(fit(class_weight = c(1, NA)), "class_weight must be finite and >= 0; class 1 has NA",
                class = "pyggmlr_value_error")
   expect_error(fit(class_weight = "a"), "class_weight must be a numeric vector",
                class = "pyggmlr_argument_error")
