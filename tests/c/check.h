@@ -70,4 +70,5 @@ void test_hostile(void);
 void test_versions(void);
 void test_views(void);
 void test_index(void);
+void test_fit_weight(void);
 #endif

@@ -60,6 +60,7 @@ int main(void)
     run("versions", test_versions);
     run("views", test_views);
     run("index", test_index);
+    run("fit weights", test_fit_weight);
     pg_tape_clear();
     pg_memory_counts st;
     pg_memory_stats(&st);
