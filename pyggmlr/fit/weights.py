@@ -104,4 +104,6 @@ def attach(plan: Any, loss_code: int, sw: Optional[np.ndarray], cw: Optional[np.
 
 
 def weight_spec(sw: Any, cw: Any) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+    """ag_fit's (sample_weight, class_weight) as (float64 vector or None, table by class id or
+    None); ArgumentError / ShapeError / PyggmlrValueError naming ag_fit and the argument."""
     return sample_weights(sw), class_weights(cw)
