@@ -17,6 +17,8 @@ from ..tensor import Tensor
 
 __all__: List[str] = []
 
+_MAX_CLASS = 2**24  # R's fit_weight.R: the same bound
+
 
 def sample_weights(v: Any) -> Optional[np.ndarray]:
     """A numeric vector of n (a [1, n] or [n, 1] array too) as float64, or None."""
@@ -37,10 +39,13 @@ def _class_id(k: Any) -> int:
         raise ArgumentError(
             f"ag_fit: class_weight's keys must be 0-based class ids (integers), got {k!r}"
         )
-    if not (float(k) >= 0 and float(k) == math.floor(float(k))) or math.isinf(float(k)):
+    f = float(k)
+    if not (math.isfinite(f) and f >= 0 and f == math.floor(f)):
         raise PyggmlrValueError(
             f"ag_fit: class_weight's keys must be 0-based class ids (whole numbers >= 0), got {k!r}"
         )
+    if k > _MAX_CLASS:  # the core takes a table by class id: a bound on its size
+        raise PyggmlrValueError(f"ag_fit: class_weight's class id {k!r} is above {_MAX_CLASS}")
     return int(k)
 
 

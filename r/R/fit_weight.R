@@ -40,6 +40,9 @@
               if (is.factor(y)) "levels of the factor y" else "0-based class ids as in y",
               nm[bad[1L]])
   if (anyDuplicated(ids)) .arg_fail("value", "ag_fit: class_weight names a class twice")
+  if (max(ids) > 2^24)  # the core takes a table by class id: a bound on its size (as Python's)
+    .arg_fail("value", "ag_fit: class_weight's class id %s is above %d", nm[which.max(ids)],
+              2^24)
   table <- rep(NaN, max(ids) + 1)
   table[ids + 1] <- as.double(v)
   table

@@ -348,3 +348,25 @@ def test_weighted_loss_op_value_and_gradient(rng, name):
     (gr,) = torch.autograd.grad(ref, ot)
     assert loss.item() == pytest.approx(ref.item(), rel=1e-13)
     np.testing.assert_allclose(g, gr.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_class_weight_keys_and_sequences():
+    x, y = _data("cross_entropy")
+    fit = dict(nepoch=1, batch_size=B, silent=True)
+    for bad in ({float("inf"): 1.0}, {-1: 1.0}, {1.5: 1.0}):
+        with pytest.raises(PyggmlrValueError, match="class_weight's keys must be 0-based"):
+            pg.ag_fit(_model("cross_entropy"), x, y, class_weight=bad, **fit)
+    with pytest.raises(PyggmlrValueError, match="class id 1000000000 is above"):
+        pg.ag_fit(_model("cross_entropy"), x, y, class_weight={10**9: 1.0}, **fit)
+    with pytest.raises(ArgumentError, match="class_weight's values must be numbers"):
+        pg.ag_fit(_model("cross_entropy"), x, y, class_weight={0: "a"}, **fit)
+    with pytest.raises(PyggmlrValueError, match="class 1 has nan"):
+        pg.ag_fit(_model("cross_entropy"), x, y, class_weight=[1.0, float("nan")], **fit)
+    with pytest.raises(ShapeError, match="one weight per sample"):
+        pg.ag_fit(_model("cross_entropy"), x, y, sample_weight=np.ones((4, 6)), **fit)
+    # a dict, a list and a numpy array of the same table: the same run
+    runs = []
+    for cw in ({0: 2.0, 1: 1.0, 2: 0.5}, [2.0, 1.0, 0.5], np.array([2.0, 1.0, 0.5])):
+        m = _model("cross_entropy")
+        runs.append(pg.ag_fit(m, x, y, class_weight=cw, seed=1, **fit).loss)
+    assert runs[0] == runs[1] == runs[2]
