@@ -25,6 +25,9 @@ struct pg_fit {
     int64_t width, width_val; /* the last gathered batch */
     int32_t split_state[PG_RNG_STATE_LEN];
     pg_tensor *xb[2], *yb[2]; /* reused batch tensors: [0] full width, [1] a narrower last batch */
+    pg_tensor *w, *wb[2], *wcur; /* sample weights [1, n] (fit_weight.c), their batch rows, the
+                                  * last training batch's row (borrowed); NULL: unweighted */
+    int fixed;                   /* validation_data: the last n_val columns were appended */
     fit_stats st[2];
 };
 
@@ -35,9 +38,11 @@ void pg_fit_free(pg_fit *f)
     if (!f) return;
     pg_tensor_release(f->x);
     pg_tensor_release(f->y);
+    pg_tensor_release(f->w);
     for (int k = 0; k < 2; k++) {
         pg_tensor_release(f->xb[k]);
         pg_tensor_release(f->yb[k]);
+        pg_tensor_release(f->wb[k]);
         free(f->st[k].loss);
         free(f->st[k].w);
     }
@@ -143,6 +148,7 @@ pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, const pg_fit_params *params)
     f->classify = classify;
     f->rank = 0;
     f->world = 1;
+    f->fixed = params->fixed_split != 0;
     f->x = x;
     pg_tensor_retain(x);
     f->y = y;
@@ -280,6 +286,13 @@ int64_t pg_fit_batch(pg_fit *f, int val, int64_t b, pg_tensor **xb, pg_tensor **
                        (long long)len);
     gather(f->x, xt, f->idx, len);
     if (yt) gather(f->y, yt, f->idx, len);
+    if (!val && f->w) { /* validation stays unweighted (keras without validation weights) */
+        f->wcur = slot(f->wb, f->w->dtype, 1, len, full);
+        if (!f->wcur)
+            return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for a batch of %lld", OP,
+                           (long long)len);
+        gather(f->w, f->wcur, f->idx, len);
+    }
     if (f->classify == PG_FIT_CLASSIFY_ARGMAX && f->y) labels(f, len);
     if (val) f->width_val = len;
     else f->width = len;
@@ -427,7 +440,8 @@ int64_t pg_fit_run_static(pg_fit *f, int val, int64_t b0, int64_t b1, pg_graph *
         pg_tensor *xb = NULL, *yb = NULL;
         if (pg_fit_batch(f, val, b, &xb, &yb) < 0) return -1;
         /* the step must read the tensors the plan gathers into: no copy per batch */
-        const int same = pg_graph_input(g, 0) == xb && (!yb || pg_graph_input(g, 1) == yb);
+        const int same = pg_graph_input(g, 0) == xb && (!yb || pg_graph_input(g, 1) == yb) &&
+            (val || !f->w || pg_graph_input(g, yb ? 2 : 1) == f->wcur); /* the weight row next */
         pg_tensor_release(xb);
         pg_tensor_release(yb);
         if (!same)
@@ -520,4 +534,19 @@ int64_t pg_batch_count(const char *fn, int64_t n, int64_t batch_size, int drop_l
                         "%s: batches of %lld over %lld samples: batch_size must be >= 1", fn,
                         (long long)batch_size, (long long)n);
     return drop_last ? n / batch_size : (n + batch_size - 1) / batch_size;
+}
+
+pg_tensor *pg_fit_batch_weights(pg_fit *f)
+{
+    if (!f) return pg_fail_null(PG_STATUS_ERR_ARG, "%s: NULL fit", OP);
+    if (f->w && f->wcur) pg_tensor_retain(f->wcur);
+    return f->w ? f->wcur : NULL;
+}
+
+pg_tensor **pg_fit_weight_slot(pg_fit *f, pg_tensor **x, pg_tensor **y, int64_t *n_given)
+{
+    *x = f->x;
+    *y = f->y;
+    *n_given = f->fixed ? f->n - f->n_val : f->n;
+    return &f->w;
 }

@@ -8,8 +8,10 @@
 #include "pg.h"
 #include "codec_internal.h"
 
-static const char *RESUMED[] = {"n",         "batch_size", "nbatch_logical",
-                                "val_split", "shuffle",    "loss"};
+/* "weighted": true for a run with sample / class weights, else absent or null (so checkpoints
+ * from before weights load) */
+static const char *RESUMED[] = {"n",       "batch_size", "nbatch_logical", "val_split",
+                                "shuffle", "loss",       "weighted"};
 
 /* a value's text for messages: the JSON source, "null" when absent */
 static void show(const pj_doc *d, int64_t node, char *out, size_t cap)

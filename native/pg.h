@@ -19,6 +19,7 @@
 #include "pg_api_state_dict.h"
 #include "pg_api_train_stop.h"
 #include "pg_api_train_session.h"
+#include "pg_api_train_weight.h"
 #include "pg_api_layer_config.h"
 #include "pg_api_gradcheck.h"
 #include "pg_api_loss.h"
@@ -308,6 +309,9 @@ int pg_acc_stats(int64_t ncorrect, int64_t ndata, double *acc, double *unc);
  * a part has (0 when out of range). */
 int64_t pg_fit_nrecorded(const pg_fit *f, int val, double *last);
 int64_t pg_fit_width(const pg_fit *f, int val, int64_t b);
+/* fit_weight.c's view of the plan: its x, y, the samples the caller gave (x's own columns,
+ * without validation_data's) and the slot of its weight row */
+pg_tensor **pg_fit_weight_slot(pg_fit *f, pg_tensor **x, pg_tensor **y, int64_t *n_given);
 /* ag_fit's data are finite (fit_val.c): PG_STATUS_ERR_VALUE naming the count and the first
  * (row, column); columns from n_main on are validation_data's and named as such. */
 int pg_fit_check_finite(const pg_tensor *t, const char *what, int64_t n_main);

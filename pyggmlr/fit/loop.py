@@ -44,6 +44,7 @@ from .util import (
     _set_mode,
     _StaticSteps,
 )
+from .weights import attach, weight_spec
 
 __all__ = ["ag_fit"]
 
@@ -89,6 +90,8 @@ def ag_fit(
     progress: str = "auto",
     validation_data: Any = None,
     verbose: Optional[int] = None,
+    class_weight: Any = None,
+    sample_weight: Any = None,
 ) -> History:
     """Train `model` on x [features, n] (samples are columns) and y; returns a History. Keras' forms
     (rules in pyggmlr.fit.data): x an ag_dataloader, validation_data=(x_val, y_val), verbose 0/1/2.
@@ -146,7 +149,20 @@ def ag_fit(
     validation_data must be finite: a NaN or infinite value is a PyggmlrValueError before
     training, naming how many there are and the first one's row and column. An epoch
     whose training or validation loss is NaN or infinite ends the run with a
-    NonFiniteLossWarning naming it (the History keeps that epoch; stopped_epoch is set)."""
+    NonFiniteLossWarning naming it (the History keeps that epoch; stopped_epoch is set).
+    sample_weight: one weight per sample of x (a vector of n; with validation_data, x's own
+    samples), finite and >= 0, not all 0. class_weight: for class-id targets (loss
+    "cross_entropy" with ids or one-hot y, "binary_cross_entropy" / "bce_with_logits" with 0/1
+    targets in one row) a weight per class: a dict {class id: weight} (a class not in it weighs
+    1, as keras) or a sequence indexed by 0-based class id; another loss is refused. Both given:
+    multiplied. keras' semantics: each sample's loss is multiplied by its weight and a batch's loss
+    is the sum of the weighted per-sample losses divided by the batch size ("sum_over_batch_size";
+    for mse / bce / huber / mae / mean each of the sample's terms is weighted, divided by numel as
+    unweighted; "sum" is not divided). The History's loss is that weighted training loss; the
+    validation loss and accuracy stay unweighted (keras without validation sample weights).
+    Weights need a built-in loss name: a loss function is refused (weight its terms inside it).
+    A checkpoint remembers whether the run was weighted and resumes only a run that is alike
+    (the weights themselves are not compared)."""
     progress, silent = verbosity(verbose, progress, silent)
     if not _is_flag(distributed):  # R's texts (a truthy "a" must not start MPI)
         raise PyggmlrValueError("ag_fit: distributed must be True or False")
@@ -172,6 +188,7 @@ def ag_fit(
     if classify == lib.PG_FIT_CLASSIFY_ARGMAX:  # the classes against the model's outputs
         _check_class_count(Y, model, X.shape[0])
     X, Y, val_split = data.join(X, Y, val_split)  # validation_data's columns last
+    SW, CW = weight_spec(sample_weight, class_weight)  # checked by the core with the plan
     n = X.shape[1]
 
     params = _params(model)
@@ -207,6 +224,7 @@ def ag_fit(
             "loss": loss_name,
             "seed": None,
             "split_state": None,
+            "weighted": True if SW is not None or CW is not None else None,
         }
         history = History()
         start_epoch = 1
@@ -263,6 +281,12 @@ def ag_fit(
                     f"ag_fit: {resume_from!r} holds an unusable random-stream state"
                 ) from None
             raise
+        try:
+            weighted = attach(plan, loss_code, SW, CW)  # the core's checks and weight row
+        except BaseException:
+            if resume is not None:
+                opt.accumulate_steps, opt.accum_count = opt_before
+            raise
         if sync is not None:
             plan.shard(sync.rank, sync.world)
         settings["split_state"] = plan.split_state()
@@ -312,12 +336,13 @@ def ag_fit(
         while ev != lib.PG_SESSION_DONE:
             if ev == lib.PG_SESSION_TRAIN_BATCH:
                 xb, yb = plan.batch(False, sess.where().batch)
+                wb = plan.weights() if weighted else None  # this batch's weight row
                 if static_steps is not None:  # recorded once; the session replays it from now on
-                    sess.set_static(False, xb.shape[1], *static_steps.record(False, xb, yb))
+                    sess.set_static(False, xb.shape[1], *static_steps.record(False, xb, yb, wb))
                 else:
                     with with_grad_tape():
                         out = _forward(model, xb)
-                        lv = lossfn(out, yb)
+                        lv = lossfn(out, yb) if wb is None else lossfn(out, yb, wb)
                     if core_step:  # backward, step, zero grad, record, tape clear: one core call
                         plan.train_step(lv, out, opt)
                     else:  # the gradients pass through the host: MPI's all-reduce, a user's step

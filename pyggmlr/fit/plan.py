@@ -93,6 +93,11 @@ class FitPlan:
         assert x is not None
         return x, self._tensor(yb[0])
 
+    def weights(self) -> Optional[Tensor]:
+        """The weight row [1, w] of the training batch gathered last (reused), or None when the
+        run is unweighted (sample_weight / class_weight)."""
+        return self._tensor(lib.pg_fit_batch_weights(self._p))
+
     def record(self, val: bool, loss: float, out: Tensor) -> None:
         _core.check(lib.pg_fit_record(self._p, int(val), float(loss), out._handle()))
 

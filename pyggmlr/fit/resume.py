@@ -13,7 +13,8 @@ from ..io.modelfile import _load_checkpoint, _save, ag_model_info
 
 __all__: List[str] = []
 
-_SETTINGS = ("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss")  # resumed alike
+# resumed alike; "weighted": True for a run with sample / class weights, else None (as before)
+_SETTINGS = ("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss", "weighted")
 
 
 def save_checkpoint(fit: Any, path: str, epoch: int) -> None:

@@ -126,8 +126,11 @@ def _loss_fn(loss):
     check(lib.pg_fit_loss_parse(loss.encode("utf-8", "replace"), code))
     k = code[0]
 
-    def fn(out, y=None):
-        return _wrap(lib.pg_fit_loss(k, out._handle("ag_fit"), NULL if y is None else y._p))
+    def fn(out, y=None, w=None):  # w: the batch's weight row (sample_weight / class_weight)
+        yp = NULL if y is None else y._p
+        if w is None:
+            return _wrap(lib.pg_fit_loss(k, out._handle("ag_fit"), yp))
+        return _wrap(lib.pg_fit_loss_weighted(k, out._handle("ag_fit"), yp, w._p))
 
     return fn, loss, k
 
@@ -193,22 +196,27 @@ class _StaticSteps:
     def __init__(self, model, lossfn, opt, has_y):
         self.model, self.lossfn, self.opt, self.has_y = model, lossfn, opt, has_y
 
-    def record(self, val, xv, yv):
+    def record(self, val, xv, yv, wv=None):
         """The step for this batch's width, recorded on the plan's batch tensors (the training
         step in training mode, build "opt"; validation in eval mode, build "forward"):
         (step, model output tensor) for the session, which runs them from then on."""
         build = "forward" if val else "opt"
         holder = {}
 
-        def fn(x, y=None):
+        def fn(x, *yw):  # (x, y), (x, y, w), (x, w): the inputs below, in their order
             out = _forward(self.model, x)
             holder["out"] = out
-            return self.lossfn(out, y)
+            y = yw[0] if self.has_y else None
+            if wv is None:
+                return self.lossfn(out, y)
+            return self.lossfn(out, y, yw[-1])
 
         bufs = {k: t.data for k, t in _buffers(self.model).items() if isinstance(t, Tensor)}
         ins = [xv] + (
             [yv] if self.has_y else []
         )  # the plan's batch tensors: each gather refills the graph's inputs
+        if wv is not None:  # the training batch's weight row: one more input (pg_fit_run_static)
+            ins.append(wv)
         try:
             step = ag_compile(fn, *ins, build=build, optimizer=self.opt if build == "opt" else None)
         finally:

@@ -17,7 +17,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
                    callbacks = list(), silent = FALSE, seed = NULL, lr = 1e-3, resume_from = NULL,
                    static = NULL,
                    progress = "auto", distributed = FALSE, validation_data = NULL, verbose = NULL,
-                   data = NULL) {
+                   class_weight = NULL, sample_weight = NULL, data = NULL) {
   # fit_data.R: loaders, validation_data, verbose (as Python's)
   # the arguments are checked in Python's order (the first bad one is named in both languages)
   v <- .fit_verbosity(verbose, progress, silent)
@@ -52,6 +52,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   rules <- .Call(R_pg_fit_loss_rules, if (is.null(L$code)) -1L else L$code, !is.null(y))
   classify <- rules[[1L]]  # how accuracy is counted: 0 none, 1 arg-max, 2 / 3 binary (BCE)
   per_datapoint <- rules[[2L]] == 1L  # a mean per sample (all but sum)
+  SW <- .fit_sample_weight(sample_weight)  # fit_weight.R; the values are the core's to check
+  CW <- .fit_class_weight(class_weight, y)
   tg <- .fit_targets(y, L$name, n, X)
   .check_class_ids(tg$ids, model, nrow(X))  # fit_hints.R: 1-based labels
   .check_class_count(tg, model, nrow(X))  # fit_hints.R: classes against the model's outputs
@@ -112,7 +114,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
                    val_split = val_split,
                    shuffle = isTRUE(shuffle), loss = L$name,
                    seed = if (is.null(seed)) NULL else .seed_int(seed, "ag_fit"),
-                   split_state = NULL)
+                   split_state = NULL,
+                   weighted = if (!is.null(SW) || !is.null(CW)) TRUE)
   res <- NULL
   if (!is.null(resume_from)) {  # weights, optimizer, then the run's own state from the checkpoint
     if (!is.character(resume_from) || length(resume_from) != 1L || is.na(resume_from))
@@ -141,6 +144,9 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
                 classify, batch_size, nbatch_logical, val_split, isTRUE(shuffle),
                 if (is.null(res)) NULL else as.integer(.num_vec(res$fit$settings$split_state)),
                 d$fixed), error = function(e) if (is.null(res)) stop(e) else undo(e))
+  tryCatch(.Call(R_pg_fit_set_weights, plan, if (is.null(L$code)) -1L else L$code, SW, CW),
+           error = function(e) if (is.null(res)) stop(e) else undo(e))
+  weighted <- !is.null(SW) || !is.null(CW)
   if (!is.null(sync)) .Call(R_pg_fit_shard, plan, sync$rank, sync$world)
   settings$split_state <- .Call(R_pg_fit_split_state, plan)  # a list when saved (JSON array)
   # the run is set up: now the weights and optimizer, then the stream (all checked)
@@ -200,19 +206,20 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
       train_batch = {
         at <- .Call(R_pg_session_where, s)
         bt <- .Call(R_pg_fit_batch, plan, FALSE, at[[2L]])
+        wb <- if (weighted) .Call(R_pg_fit_batch_weights, plan)  # this batch's weight row
         if (!is.null(ss)) {  # recorded once; the session replays it from now on
-          g <- ss$record(FALSE, bt[[1L]], bt[[2L]])
+          g <- ss$record(FALSE, bt[[1L]], bt[[2L]], wb)
           .Call(R_pg_session_set_static, s, FALSE, ncol(bt[[1L]]), attr(g$step, "graph"), g$out)
         } else {  # the gradients pass through R: MPI's all-reduce, a user's step()
           with_grad_tape({
             out <- .fit_out(fwd(bt[[1L]]))
-            lv <- lossfn(out, bt[[2L]])
+            lv <- if (is.null(wb)) lossfn(out, bt[[2L]]) else lossfn(out, bt[[2L]], wb)
           })
           if (!is_ag_tensor(lv))
             .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor, got %s", class(lv)[[1L]])
           .fit_host_step(plan, lv, out, opt, sync, ncol(bt[[1L]]))
         }
-        out <- bt <- lv <- NULL  # drop the references
+        out <- bt <- lv <- wb <- NULL  # drop the references
       },
       batch_end = {
         at <- .Call(R_pg_session_where, s)

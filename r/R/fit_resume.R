@@ -105,7 +105,7 @@ print.ag_model_checkpoint <- function(x, ...) {
 # changes nothing).
 .fit_resume <- function(path, settings) {
   info <- ag_model_info(path)  # a model file, checked as one
-  keys <- c("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss")
+  keys <- c("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss", "weighted")
   js <- .to_json(settings[keys], "the run's settings")  # numbers to the last bit, as saved
   .Call(R_pg_fit_resume_check, path, enc2utf8(as.character(js)))
   list(epoch = as.integer(info$epoch), fit = info$extra$fit)

@@ -173,7 +173,10 @@
     .fit_stop(paste0("ag_fit: loss must be a loss name such as \"mse\" or a ",
                      "function(output, y), got %s"), .arg_show(loss))
   code <- .Call(R_pg_fit_loss_parse, loss)
-  list(fn = function(out, y = NULL) .Call(R_pg_fit_loss, code, out, y), name = loss, code = code)
+  list(fn = function(out, y = NULL, w = NULL) {  # w: the batch's weight row (sample weights)
+    if (is.null(w)) .Call(R_pg_fit_loss, code, out, y)
+    else .Call(R_pg_fit_loss_weighted, code, out, y, w)
+  }, name = loss, code = code)
 }
 
 .snapshot <- function(model) {
@@ -240,13 +243,15 @@
   s <- new.env(parent = emptyenv())
   # the step for a batch's width, recorded on the plan's batch tensors (training: build "opt" in
   # training mode; validation: "forward" in eval mode): list(step, out) for the session
-  s$record <- function(val, xv, yv) {
+  s$record <- function(val, xv, yv, wv = NULL) {
     build <- if (val) "forward" else "opt"
     holder <- new.env(parent = emptyenv())
-    fn <- function(x, y = NULL) {
+    fn <- function(x, ...) {  # (x, y), (x, y, w), (x, w): the inputs below, in their order
+      yw <- list(...)
       out <- .fit_forward(model, x)
       holder$out <- out
-      lossfn(out, y)
+      y <- if (has_y) yw[[1L]]
+      if (is.null(wv)) lossfn(out, y) else lossfn(out, y, yw[[length(yw)]])
     }
     bufs <- lapply(.layer_buffers(model), function(t) t$data)
     on.exit({
@@ -255,6 +260,7 @@
     })
     ins <- list(xv)  # the plan's batch tensors: each gather refills the graph's inputs
     if (has_y) ins[[2L]] <- yv
+    if (!is.null(wv)) ins[[length(ins) + 1L]] <- wv  # the weight row: pg_fit_run_static's input
     step <- do.call(ag_compile,
                     c(list(fn), ins, list(build = build, optimizer = if (build == "opt") opt)))
     list(step = step, out = holder$out)

@@ -199,6 +199,9 @@ extern SEXP R_pg_bce_logits_loss_pw(SEXP, SEXP, SEXP);
 extern SEXP R_pg_softmax_ce_loss_opt(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_binary_count(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_check_classes(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_set_weights(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_batch_weights(SEXP);
+extern SEXP R_pg_fit_loss_weighted(SEXP, SEXP, SEXP, SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm", (DL_FUNC)&R_pg_batch_norm, 8},
@@ -386,6 +389,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_softmax_ce_loss_opt", (DL_FUNC)&R_pg_softmax_ce_loss_opt, 7},
     {"R_pg_binary_count", (DL_FUNC)&R_pg_binary_count, 3},
     {"R_pg_fit_check_classes", (DL_FUNC)&R_pg_fit_check_classes, 3},
+    {"R_pg_fit_set_weights", (DL_FUNC)&R_pg_fit_set_weights, 4},
+    {"R_pg_fit_batch_weights", (DL_FUNC)&R_pg_fit_batch_weights, 1},
+    {"R_pg_fit_loss_weighted", (DL_FUNC)&R_pg_fit_loss_weighted, 4},
     {NULL, NULL, 0}};
 
 /* Keep this library's code mapped after dyn.unload() (unloadNamespace, devtools reloads): live

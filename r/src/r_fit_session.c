@@ -50,6 +50,7 @@ static const char *class_name(SEXP x)
  * bit for bit, without R's per-batch loop. */
 struct eager {
     SEXP fwd, lossfn, x, y; /* lossfn: an R function, or a built-in loss's code (integer) */
+    pg_tensor *w;           /* the batch's weight row (sample_weight / class_weight) or NULL */
     int depth;
     pg_tensor *loss; /* a built-in loss, made in C (no R wrapper per step) */
 };
@@ -66,7 +67,8 @@ static SEXP eager_eval(void *data)
     SEXP lv = R_NilValue;
     if (TYPEOF(e->lossfn) == INTSXP) { /* a built-in loss: the core's op on the tape */
         pg_tensor *yt = Rf_isNull(e->y) ? NULL : r_get(r_handle(e->y), R_TENSOR);
-        e->loss = pg_fit_loss(INTEGER(e->lossfn)[0], r_get(r_handle(out), R_TENSOR), yt);
+        e->loss =
+            pg_fit_loss_weighted(INTEGER(e->lossfn)[0], r_get(r_handle(out), R_TENSOR), yt, e->w);
         if (!e->loss) r_fail();
     } else {
         lv = Rf_eval(c2, R_GlobalEnv);
@@ -92,7 +94,9 @@ static void eager_step(pg_fit *f, int64_t b, SEXP fwd, SEXP lossfn, pg_optim *o)
     SEXP x = PROTECT(r_wrap_tensor(xb));
     SEXP y = yb ? r_wrap_tensor(yb) : R_NilValue;
     PROTECT(y);
-    struct eager e = {fwd, lossfn, x, y, pg_tape_depth(), NULL};
+    pg_tensor *wb = pg_fit_batch_weights(f); /* borrowed below: the plan keeps it alive */
+    pg_tensor_release(wb);
+    struct eager e = {fwd, lossfn, x, y, wb, pg_tape_depth(), NULL};
     SEXP cont = PROTECT(R_MakeUnwindCont());
     R_pg_tape(PROTECT(Rf_ScalarInteger(R_TAPE_BEGIN)));
     UNPROTECT(1);

@@ -146,6 +146,7 @@ TYPED_MODULES += ("parallel.sync", "fit.args", "fit.predict", "parallel.replicas
 TYPED_MODULES += ("io.check",)
 TYPED_MODULES += ("nn.module", "tensor_index", "fit.data")
 TYPED_MODULES += ("nn.base",)
+TYPED_MODULES += ("fit.weights",)
 
 
 def _module_of(o):

@@ -28,6 +28,7 @@ R_FILES = (
     "optim.R",
     "capture.R",
     "compile.R",
+    "weights.R",
 )
 
 _R_ENV: Dict[str, Any] = {}

@@ -1,0 +1,118 @@
+/* ag_fit(sample_weight =, class_weight =) (pg_api_train_weight.h): the checks and the per-sample
+ * weight row of the plan, one rule for R and Python. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "pg.h"
+
+static const char *OP = "ag_fit";
+
+static int binary_loss(int loss)
+{
+    return loss == PG_FIT_LOSS_BINARY_CROSS_ENTROPY || loss == PG_FIT_LOSS_BCE_WITH_LOGITS;
+}
+
+/* sample j's class: an id (one row) or the first maximum of a one-hot column; -1 on error */
+static int64_t class_of(const pg_tensor *y, int loss, int64_t j)
+{
+    const int64_t K = y->ne[0];
+    const char *name = pg_fit_loss_name(loss);
+    if (K > 1 && binary_loss(loss))
+        return -pg_fail(PG_STATUS_ERR_SHAPE,
+                        "%s: class_weight with loss \"%s\" needs one 0/1 target per sample (y "
+                        "with 1 row); y has %lld rows (a multi-label y: use sample_weight)",
+                        OP, name, (long long)K);
+    double v = 0;
+    int64_t best = 0;
+    PG_DISPATCH(y->dtype, {
+        const T *c = (const T *)pg_data(y) + j * K;
+        v = (double)c[0];
+        for (int64_t i = 1; i < K; i++)
+            if (c[i] > c[best]) best = i;
+    });
+    if (K > 1) return best;
+    if (binary_loss(loss) && !(v == 0 || v == 1))
+        return -pg_fail(PG_STATUS_ERR_VALUE,
+                        "%s: class_weight with loss \"%s\" needs 0/1 targets; sample %lld has %g",
+                        OP, name, (long long)(j + pg_index_base()), v);
+    return (int64_t)v; /* cross_entropy's ids: whole numbers >= 0, checked by pg_fit_new */
+}
+
+int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw,
+                       int64_t ncw)
+{
+    if (!f) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit", OP);
+    if (!sw && !cw) return 0;
+    const char *arg =
+        sw && cw ? "sample_weight / class_weight" : (sw ? "sample_weight" : "class_weight");
+    if (loss < 0)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: %s needs a built-in loss (a name such as \"mse\"); a loss function "
+                       "gets no per-sample weights: weight the terms inside it instead (e.g. "
+                       "ag_weighted_mse_loss)",
+                       OP, arg);
+    if (loss >= PG_FIT_LOSS_COUNT)
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: loss code %d is out of range", OP, loss);
+    if (cw && loss != PG_FIT_LOSS_CROSS_ENTROPY && !binary_loss(loss))
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: class_weight needs class-id targets (loss \"cross_entropy\", "
+                       "\"binary_cross_entropy\" or \"bce_with_logits\"), not loss \"%s\"; weight "
+                       "samples with sample_weight",
+                       OP, pg_fit_loss_name(loss));
+    pg_tensor *x, *y, **slot;
+    int64_t n_given;
+    slot = pg_fit_weight_slot(f, &x, &y, &n_given);
+    if (*slot) return pg_fail(PG_STATUS_ERR_STATE, "%s: the plan's weights are already set", OP);
+    if (cw && !y) return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight needs targets y", OP);
+    if (sw && nsw != n_given)
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "%s: sample_weight has %lld values but x has %lld samples (columns); give "
+                       "one weight per sample",
+                       OP, (long long)nsw, (long long)n_given);
+    for (int64_t j = 0; sw && j < nsw; j++)
+        if (!(isfinite(sw[j]) && sw[j] >= 0))
+            return pg_fail(PG_STATUS_ERR_VALUE,
+                           "%s: sample_weight must be finite and >= 0; position %lld has %g", OP,
+                           (long long)(j + pg_index_base()), sw[j]);
+    if (cw && ncw < 0)
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: class_weight has %lld values", OP, (long long)ncw);
+    for (int64_t c = 0; cw && c < ncw; c++)
+        if (!isnan(cw[c]) && !(isfinite(cw[c]) && cw[c] >= 0))
+            return pg_fail(PG_STATUS_ERR_VALUE,
+                           "%s: class_weight must be finite and >= 0; class %lld has %g", OP,
+                           (long long)c, cw[c]);
+    const int64_t n = x->ne[1];
+    double *wv = malloc((size_t)(n ? n : 1) * sizeof *wv);
+    if (!wv)
+        return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for %lld weights", OP, (long long)n);
+    int any = 0;
+    for (int64_t j = 0; j < n; j++) {
+        double v = (sw && j < n_given) ? sw[j] : 1; /* validation_data's columns: unweighted */
+        if (cw && j < n_given) {
+            const int64_t c = class_of(y, loss, j);
+            if (c < 0) {
+                free(wv);
+                return pg_last_status();
+            }
+            if (c < ncw && !isnan(cw[c])) v *= cw[c]; /* a class not given weighs 1 (keras) */
+        }
+        any |= j < n_given && v > 0;
+        wv[j] = v;
+    }
+    if (!any) {
+        free(wv);
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: every sample's weight (%s) is 0: there is nothing to train on", OP,
+                       sw && cw ? "sample_weight times class_weight" : arg);
+    }
+    pg_tensor *t = pg_new(x->dtype, 1, n, PG_MEM_CATEGORY_OTHER);
+    if (t)
+        PG_DISPATCH(t->dtype, {
+            T *d = pg_data(t);
+            for (int64_t j = 0; j < n; j++) d[j] = (T)wv[j];
+        });
+    free(wv);
+    if (!t) return pg_last_status();
+    *slot = t;
+    return 0;
+}

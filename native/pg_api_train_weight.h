@@ -1,0 +1,27 @@
+/* pyggmlr C core: ag_fit(sample_weight =, class_weight =), keras' semantics, once for R and
+ * Python (fit_weight.c, fit_wloss.c). cdef-clean like pg_api.h.
+ *
+ * Each training sample's loss is multiplied by its weight and a batch's loss is the sum of the
+ * weighted per-sample losses divided by the batch size (keras' "sum_over_batch_size"): for the
+ * element-mean losses (mse, binary_cross_entropy, bce_with_logits, huber, mae, mean) every term
+ * of sample j is multiplied by w[j] and the total divided by numel as before; cross_entropy's
+ * per-column terms by w[j], divided by the batch size; sum's by w[j], not divided. Validation
+ * stays unweighted (keras without validation sample weights). */
+
+/* Attach weights to plan f (after pg_fit_new, before the first batch), for the run's loss (a
+ * PG_FIT_LOSS_* code; -1, a user's function, is refused: it gets no weights).
+ * sw: nsw sample weights (NULL: none), one per sample the caller gave (x's columns; with
+ *   validation_data, x's own columns only), finite and >= 0.
+ * cw: ncw class weights indexed by 0-based class id (NULL: none); NaN marks a class not given,
+ *   which weighs 1 (keras); each given one finite and >= 0. Only for class-id targets: loss
+ *   cross_entropy (ids or one-hot: the first maximum) or a binary loss with one 0/1 row.
+ * Both: multiplied. Every weight 0 is an error. Errors name ag_fit and the argument. */
+int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw,
+                       int64_t ncw);
+/* The weight row [1, width] of the training batch pg_fit_batch gathered last (a new reference,
+ * reused like the batch tensors), NULL when the plan is unweighted (no error). */
+pg_tensor *pg_fit_batch_weights(pg_fit *f);
+/* The loss of pg_fit_loss with each sample (column of out) weighted by w [1, width] (a
+ * constant in out's dtype, read again by every replay of a compiled graph); NULL w: pg_fit_loss.
+ * One tape node with the exact derivative (f32 and f64). */
+pg_tensor *pg_fit_loss_weighted(int loss, pg_tensor *out, pg_tensor *y, pg_tensor *w);

@@ -1,0 +1,49 @@
+# ag_fit(sample_weight =, class_weight =): the arguments as doubles for the core, which checks the
+# values, builds the plan's weight row and owns the weighted losses (native/fit_weight.c,
+# native/fit_wloss.c; Python's pyggmlr/fit/weights.py converts the same way).
+
+# sample_weight: a numeric vector (a one-row or one-column matrix too) as doubles, or NULL
+.fit_sample_weight <- function(v) {
+  if (is.null(v)) return(NULL)
+  if (is_ag_tensor(v)) v <- v$data
+  if (!is.numeric(v) || is.factor(v))
+    .arg_fail("argument", "ag_fit: sample_weight must be a numeric vector, got %s", .arg_show(v))
+  d <- dim(v)
+  if (length(d) > 2L || (length(d) == 2L && !any(d == 1L)))
+    .arg_fail("shape", paste0("ag_fit: sample_weight must be a vector of one weight per sample, ",
+                              "got a %s array"), paste(d, collapse = "x"))
+  v <- as.double(v)
+  v[is.na(v)] <- NaN  # NA: the core's "must be finite" names it
+  v
+}
+
+# class_weight: a table by 0-based class id (NaN: a class not given, which weighs 1 as in keras),
+# or NULL. Names are class ids as in y ("0", "1", ...) or, for a factor y, its levels; a plain
+# vector is indexed by 0-based class id in order.
+.fit_class_weight <- function(v, y) {
+  if (is.null(v)) return(NULL)
+  if (!is.numeric(v) || is.factor(v) || length(dim(v)) > 1L)
+    .arg_fail("argument", "ag_fit: class_weight must be a numeric vector (named by class), got %s",
+              .arg_show(v))
+  if (anyNA(v))
+    .arg_fail("value", "ag_fit: class_weight must be finite and >= 0; class %s has NA",
+              if (is.null(names(v))) which(is.na(v))[1L] - 1L else names(v)[which(is.na(v))[1L]])
+  nm <- names(v)
+  if (is.null(nm)) return(as.double(v))
+  ids <- if (is.factor(y)) match(nm, levels(y)) - 1L else {
+    k <- suppressWarnings(as.numeric(nm))
+    ifelse(!is.na(k) & k >= 0 & k == floor(k) & grepl("^[0-9.eE+]+$", nm), k, NA)
+  }
+  bad <- which(is.na(ids))
+  if (length(bad))
+    .arg_fail("value", paste0("ag_fit: class_weight's names must be %s; got \"%s\""),
+              if (is.factor(y)) "levels of the factor y" else "0-based class ids as in y",
+              nm[bad[1L]])
+  if (anyDuplicated(ids)) .arg_fail("value", "ag_fit: class_weight names a class twice")
+  if (max(ids) > 2^24)  # the core takes a table by class id: a bound on its size (as Python's)
+    .arg_fail("value", "ag_fit: class_weight's class id %s is above %d", nm[which.max(ids)],
+              2^24)
+  table <- rep(NaN, max(ids) + 1)
+  table[ids + 1] <- as.double(v)
+  table
+}

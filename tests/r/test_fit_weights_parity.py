@@ -1,0 +1,47 @@
+"""ag_fit(sample_weight=, class_weight=)'s refusals in Python and in R (through rpy2): the same
+condition class and, for the core's rules (native/fit_weight.c), the same text."""
+
+import numpy as np
+import pytest
+
+from pyggmlr import r
+
+if not r.available():
+    pytest.skip(f"R bridge unavailable: {r.unavailable_reason()}", allow_module_level=True)
+
+pytestmark = pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
+
+from _rclass import R_CLASS as _R_CLASS  # noqa: E402
+
+import pyggmlr as pg  # noqa: E402
+
+_X = np.linspace(-1, 1, 16).reshape(2, 8, order="F")
+_Y = np.array([0.0, 1] * 4)
+
+_CASES = [  # (Python keyword arguments, R arguments, Python type)
+    (dict(sample_weight=[1.0, 2, 3]), "sample_weight = c(1, 2, 3)", pg.ShapeError),
+    (dict(sample_weight=[0.0] * 8), "sample_weight = rep(0, 8)", pg.PyggmlrValueError),
+    (dict(class_weight={1: -2.0}), 'class_weight = c("1" = -2)', pg.PyggmlrValueError),
+    (dict(class_weight=[0.0, 0.0]), "class_weight = c(0, 0)", pg.PyggmlrValueError),
+    (dict(loss="mse", class_weight=[1.0, 2.0]), 'loss = "mse", class_weight = c(1, 2)',
+     pg.PyggmlrValueError),
+    (dict(loss="huber", class_weight={0: 1.0}, sample_weight=[1.0] * 8),
+     'loss = "huber", class_weight = c("0" = 1), sample_weight = rep(1, 8)', pg.PyggmlrValueError),
+]  # fmt: skip
+
+_R = """a <- list(nepoch = 1L, batch_size = 2L, silent = TRUE)
+b <- list({a})
+a[names(b)] <- b
+tryCatch({{ do.call(ag_fit, c(list(ag_linear(2, 2), x, y), a)); list("none", "") }},
+         error = function(e) list(class(e)[[1L]], conditionMessage(e)))"""
+
+
+@pytest.mark.parametrize("kw, code, exc", _CASES, ids=[c[1] for c in _CASES])
+def test_same_class_and_text(kw, code, exc):
+    args = dict(nepoch=1, batch_size=2, silent=True)
+    args.update(kw)
+    with pytest.raises(exc) as e:
+        pg.ag_fit(pg.ag_linear(2, 2), _X, _Y, **args)
+    rclass, rmsg = r.run(_R.format(a=code), x=_X, y=_Y)
+    assert (rclass, rmsg) == (_R_CLASS[exc], str(e.value))
+    assert rmsg.startswith("ag_fit: ")
