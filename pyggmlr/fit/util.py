@@ -228,18 +228,15 @@ class _StaticSteps:
 
 def _out_rows(model: Any, rows_in: Optional[int]) -> Optional[int]:
     """The model's output rows as its structure says them (R's .out_rows), None when unknown."""
-    from ..nn.layers import ag_batch_norm, ag_embedding, ag_layer_norm, ag_multihead_attention
-    from ..nn.modules import ag_dropout, ag_linear, ag_sequential
-
-    if isinstance(model, ag_linear):
+    if isinstance(model, nn.ag_linear):
         return int(model.out_features)
-    if isinstance(model, (ag_dropout, ag_batch_norm, ag_layer_norm)):
+    if isinstance(model, (nn.ag_dropout, nn.ag_batch_norm, nn.ag_layer_norm)):
         return rows_in
-    if isinstance(model, ag_embedding):
+    if isinstance(model, nn.ag_embedding):
         return int(model.dim)
-    if isinstance(model, ag_multihead_attention):
+    if isinstance(model, nn.ag_multihead_attention):
         return int(model.d_model)
-    if isinstance(model, ag_sequential):
+    if isinstance(model, nn.ag_sequential):
         for layer in model.layers:
             rows_in = _out_rows(layer, rows_in)
         return rows_in
