@@ -105,16 +105,23 @@ SEXP R_pg_fit_stats_set(SEXP fp, SEXP buf)
     return R_NilValue;
 }
 
-/* ag_accuracy's count in the core: out [classes, n] and y (ids [1, n] or one-hot) as doubles */
-SEXP R_pg_accuracy_count(SEXP out, SEXP y)
+/* ag_accuracy's operands: out [c, n] and y [k, n] double matrices; writes c, n, k */
+static void acc_dims(SEXP out, SEXP y, int64_t *c, int64_t *n, int64_t *k)
 {
     SEXP od = Rf_getAttrib(out, R_DimSymbol), yd = Rf_getAttrib(y, R_DimSymbol);
     if (TYPEOF(out) != REALSXP || TYPEOF(y) != REALSXP || XLENGTH(od) != 2 || XLENGTH(yd) != 2)
         r_stopf(PG_STATUS_ERR_ARG, "ag_accuracy: outputs and targets must be double matrices");
-    const int64_t c = INTEGER(od)[0], n = INTEGER(od)[1], k = INTEGER(yd)[0];
-    if ((int64_t)INTEGER(yd)[1] != n || XLENGTH(out) != c * n || XLENGTH(y) != k * n)
+    *c = INTEGER(od)[0], *n = INTEGER(od)[1], *k = INTEGER(yd)[0];
+    if ((int64_t)INTEGER(yd)[1] != *n || XLENGTH(out) != *c * *n || XLENGTH(y) != *k * *n)
         r_stopf(PG_STATUS_ERR_SHAPE,
                 "ag_accuracy: outputs and targets disagree in their number of samples");
+}
+
+/* ag_accuracy's count in the core: out [classes, n] and y (ids [1, n] or one-hot) as doubles */
+SEXP R_pg_accuracy_count(SEXP out, SEXP y)
+{
+    int64_t c, n, k;
+    acc_dims(out, y, &c, &n, &k);
     int64_t hit = 0;
     r_check(pg_accuracy_count(REAL(out), c, n, REAL(y), k, &hit));
     return Rf_ScalarReal((double)hit);
@@ -124,13 +131,8 @@ SEXP R_pg_accuracy_count(SEXP out, SEXP y)
  * elements) */
 SEXP R_pg_binary_count(SEXP out, SEXP y, SEXP threshold)
 {
-    SEXP od = Rf_getAttrib(out, R_DimSymbol), yd = Rf_getAttrib(y, R_DimSymbol);
-    if (TYPEOF(out) != REALSXP || TYPEOF(y) != REALSXP || XLENGTH(od) != 2 || XLENGTH(yd) != 2)
-        r_stopf(PG_STATUS_ERR_ARG, "ag_accuracy: outputs and targets must be double matrices");
-    const int64_t c = INTEGER(od)[0], n = INTEGER(od)[1], k = INTEGER(yd)[0];
-    if ((int64_t)INTEGER(yd)[1] != n || XLENGTH(out) != c * n || XLENGTH(y) != k * n)
-        r_stopf(PG_STATUS_ERR_SHAPE,
-                "ag_accuracy: outputs and targets disagree in their number of samples");
+    int64_t c, n, k;
+    acc_dims(out, y, &c, &n, &k);
     int64_t hit = 0, nd = 0;
     r_check(pg_binary_count(REAL(out), c, n, REAL(y), k, Rf_asReal(threshold), &hit, &nd));
     SEXP r = Rf_allocVector(REALSXP, 2);

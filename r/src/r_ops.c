@@ -100,6 +100,20 @@ SEXP R_pg_unary(SEXP kind, SEXP X, SEXP p1, SEXP p2, SEXP name)
     return r_wrap_tensor(out);
 }
 
+/* A softmax-CE target: an ag_tensor as it is; R numbers in the logits' dtype when they are a
+ * matrix of the logits' shape, else f64 ids (*tmp: the caller releases the converted tensor). */
+static pg_tensor *ce_target(pg_tensor *l, SEXP T, const char *op, int *tmp)
+{
+    SEXP th = r_handle(T);
+    if (TYPEOF(th) == EXTPTRSXP) return r_get(th, R_TENSOR);
+    SEXP d = Rf_getAttrib(T, R_DimSymbol);
+    const int same = !Rf_isNull(d) && XLENGTH(d) == 2 && INTEGER(d)[0] == pg_tensor_nrow(l) &&
+        INTEGER(d)[1] == pg_tensor_ncol(l);
+    pg_tensor *t = r_operand(T, same ? pg_tensor_dtype(l) : PG_DTYPE_F64, op, "target", tmp);
+    if (!t) r_fail();
+    return t;
+}
+
 /* ag_softmax_cross_entropy_loss: the core's one rule (pg_softmax_ce_loss_any) for a tensor
  * target or R numbers (a matrix of the logits' shape in their dtype, else class ids in f64);
  * ids_vec TRUE: R had a vector, class ids whatever its length (pg_softmax_ce_loss_ids) */
@@ -107,17 +121,8 @@ SEXP R_pg_softmax_ce_loss_any(SEXP L, SEXP T, SEXP ids_vec)
 {
     const char *op = "ag_softmax_cross_entropy_loss";
     pg_tensor *l = r_get(r_handle(L), R_TENSOR), *t;
-    SEXP th = r_handle(T);
     int tmp = 0;
-    if (TYPEOF(th) == EXTPTRSXP) {
-        t = r_get(th, R_TENSOR);
-    } else {
-        SEXP d = Rf_getAttrib(T, R_DimSymbol);
-        const int same = !Rf_isNull(d) && XLENGTH(d) == 2 && INTEGER(d)[0] == pg_tensor_nrow(l) &&
-            INTEGER(d)[1] == pg_tensor_ncol(l);
-        t = r_operand(T, same ? pg_tensor_dtype(l) : PG_DTYPE_F64, op, "target", &tmp);
-        if (!t) r_fail();
-    }
+    t = ce_target(l, T, op, &tmp);
     pg_tensor *out =
         Rf_asLogical(ids_vec) == 1 ? pg_softmax_ce_loss_ids(l, t) : pg_softmax_ce_loss_any(l, t);
     if (tmp) pg_tensor_release(t);
@@ -131,17 +136,8 @@ SEXP R_pg_softmax_ce_loss_opt(SEXP L, SEXP T, SEXP ids_vec, SEXP W, SEXP has_ig,
 {
     const char *op = "ag_softmax_cross_entropy_loss";
     pg_tensor *l = r_get(r_handle(L), R_TENSOR), *t, *w = NULL;
-    SEXP th = r_handle(T);
     int tmp = 0, wtmp = 0;
-    if (TYPEOF(th) == EXTPTRSXP) {
-        t = r_get(th, R_TENSOR);
-    } else {
-        SEXP d = Rf_getAttrib(T, R_DimSymbol);
-        const int same = !Rf_isNull(d) && XLENGTH(d) == 2 && INTEGER(d)[0] == pg_tensor_nrow(l) &&
-            INTEGER(d)[1] == pg_tensor_ncol(l);
-        t = r_operand(T, same ? pg_tensor_dtype(l) : PG_DTYPE_F64, op, "target", &tmp);
-        if (!t) r_fail();
-    }
+    t = ce_target(l, T, op, &tmp);
     if (!Rf_isNull(W)) {
         w = r_operand(W, pg_tensor_dtype(l), op, "weight", &wtmp);
         if (!w) {

@@ -14,7 +14,7 @@ from typing import Any, Dict
 import numpy as np
 
 from .cases_models import ARCHS, arch_inputs, py_model
-from .core import CASES, ScriptCase, _u, with_dtype
+from .core import CASES, ScriptCase, _u, call_r, with_dtype
 
 _TIMES = {"time_train": [0.0004, 0.0126, 1.5, 125.0], "time_val": [0.0, 0.0004, 0.001, 0.5]}
 _TIME = re.compile(r"\((\d+us|\d+ms|\d+\.\d\ds|\d+m \d\ds|\d+h \d\dm \d\ds)\)$")
@@ -65,39 +65,23 @@ def _py(d, steps, dtype):
     return with_dtype(dtype, run)
 
 
-_R = """local({
-  prev <- ag_dtype(dtype)
-  on.exit(ag_dtype(prev))
-  m <- eval(parse(text = arch))
-  p <- m$parameters()
-  for (k in names(init)) p[[k]]$data <- init[[k]]
-  msgs <- character()
-  h <- withCallingHandlers(
-    ag_fit(m, x, y, nepoch = as.integer(steps), shuffle = FALSE, batch_size = 4L,
-           val_split = 0.25, lr = 0.05, verbose = 2L),
-    message = function(c) {
-      msgs <<- c(msgs, sub("\\n$", "", conditionMessage(c)))
-      invokeRestart("muffleMessage")
-    })
-  h$time_train <- time_train
-  h$time_val <- time_val
-  Sys.setlocale("LC_CTYPE", "C.UTF-8")  # the table's "±", as Python's
-  list(lines = msgs, table = paste(capture.output(print(h)), collapse = "\\n"))
-})"""
-
-
 def _r(d, steps, dtype):
-    from pyggmlr import r
-
-    res = r.run(
-        _R, dtype=dtype, arch=ARCHS["mlp"][0], init=d["init"], x=d["x"], y=d["y"], steps=steps,
+    res = call_r(
+        "parity_fit_text",
+        dtype=dtype,
+        arch=ARCHS["mlp"][0],
+        init=d["init"],
+        binit=d["binit"],
+        x=d["x"],
+        y=d["y"],
+        steps=steps,
         **{k: np.array(v[:steps]) for k, v in _TIMES.items()},
-    )  # fmt: skip
+    )  # fmt: skip  (tests/parity/progress.R)
     lines = [str(s) for s in np.atleast_1d(res["lines"])]
     return _records(lines, str(np.atleast_1d(res["table"])[0]), steps)
 
 
 CASES.append(
-    ScriptCase("ag_fit text: epoch lines and History table (verbose 2)", _py, _r, 4, _inputs,
+    ScriptCase("ag_fit text: epoch lines, History table", _py, _r, 4, _inputs,
                group="fit")
 )  # fmt: skip

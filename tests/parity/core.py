@@ -29,6 +29,7 @@ R_FILES = (
     "capture.R",
     "compile.R",
     "weights.R",
+    "progress.R",
 )
 
 _R_ENV: Dict[str, Any] = {}
