@@ -11,7 +11,7 @@
     if (!is.data.frame(data))
       .arg_fail("argument", "ag_fit: a formula x needs data = a data.frame, got %s",
                 class(data)[[1L]])
-    mf <- stats::model.frame(x, data, na.action = stats::na.pass)
+    mf <- .fit_frame(x, data)
     y <- stats::model.response(mf)
     return(list(x = .fit_design(mf), y = .fit_response(y)))
   }
@@ -20,10 +20,16 @@
               class(x)[[1L]])
   if (is.data.frame(x) && !all(vapply(x, function(col) is.numeric(col) || is.logical(col),
                                       logical(1)))) {
-    mf <- stats::model.frame(~ ., x, na.action = stats::na.pass)
+    mf <- .fit_frame(~ ., x)
     x <- .fit_design(mf)
   }
   list(x = x, y = y)
+}
+
+# model.frame's own errors (a column the data lack, a bad term) as ag_fit's classed condition
+.fit_frame <- function(f, data) {
+  tryCatch(stats::model.frame(f, data, na.action = stats::na.pass), error = function(e)
+    .arg_fail("value", "ag_fit: the formula does not fit data: %s", conditionMessage(e)))
 }
 
 # model.matrix of a model frame without an intercept, one column per sample

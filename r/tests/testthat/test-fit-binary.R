@@ -151,4 +151,7 @@ test_that("formula and data.frame calls: model.matrix without intercept, factor 
                "^ag_fit: a formula x needs data = a data.frame, got NULL")
   expect_error(ag_fit(ag_sequential(ag_linear(3, 2)), d$x, d$y, data = df),
                "^ag_fit: data = is for a formula x")
+  # a column the data lack: model.frame's text inside ag_fit's classed condition
+  expect_error(ag_fit(ag_sequential(ag_linear(4, 2)), cls ~ a + nope, data = df, nepoch = 1L),
+               "^ag_fit: the formula does not fit data: .*nope", class = "pyggmlr_value_error")
 })
