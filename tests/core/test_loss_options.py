@@ -5,14 +5,23 @@ replays and user losses in ag_fit (eager and static)."""
 
 import numpy as np
 import pytest
-import torch
-import torch.nn.functional as F
 from _fd import gradcheck
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # the comparisons below skip and say so; the closed forms and refusals run
+    torch = F = None
 
 import pyggmlr as pg
 from pyggmlr.errors import DTypeError, PyggmlrValueError, ShapeError
 
 RTOL = 1e-10
+needs_torch = pytest.mark.skipif(
+    torch is None,
+    reason="torch is not installed: the PyTorch comparison is skipped (scripts/test.sh installs "
+    "the local torch 2.13 wheel; the finite-difference and closed-form tests still run)",
+)
 
 
 def ours(fn, x, *args, dtype="f64", **kw):
@@ -55,6 +64,7 @@ def data():
 # ---- pos_weight ----
 
 
+@needs_torch
 @pytest.mark.parametrize("pw", [[0.5, 2.0, 7.0], [3.0], 2.5, [0.0, 1.0, 1.0]])
 def test_bce_logits_pos_weight_vs_torch(data, pw):
     x, t = data
@@ -75,6 +85,7 @@ def test_bce_logits_pos_weight_tensor_and_row(data):
         assert got[0] == ref[0] and np.array_equal(got[1], ref[1])
 
 
+@needs_torch
 def test_bce_logits_pos_weight_large_logits():
     x = np.array([[-40.0, -5.0, 0.0, 5.0, 40.0]])
     t = np.array([[1.0, 0.0, 1.0, 1.0, 0.0]])
@@ -89,6 +100,7 @@ def np_bce_pw(p, t, pw):
     return np.mean(-(pw * t * l1 + (1 - t) * l0))
 
 
+@needs_torch
 @pytest.mark.parametrize("pw", [[0.5, 2.0, 7.0], 2.5])
 def test_bce_prob_pos_weight(data, pw):
     x, t = data
@@ -199,6 +211,7 @@ def _kw(o, w):
     return kw
 
 
+@needs_torch
 @pytest.mark.parametrize("opt", OPTS, ids=lambda o: "+".join(o))
 def test_ce_ids_vs_torch(ce, opt):
     x, y, w = ce
@@ -211,6 +224,7 @@ def test_ce_ids_vs_torch(ce, opt):
         close(ours(pg.ag_softmax_cross_entropy_loss, x, ids, **kw), b)
 
 
+@needs_torch
 def test_ce_ignore_negative_ids(ce):
     x, y, w = ce
     y = y.copy()
@@ -223,6 +237,7 @@ def test_ce_ignore_negative_ids(ce):
         )
 
 
+@needs_torch
 @pytest.mark.parametrize(
     "opt", [o for o in OPTS if "ignore_index" not in o], ids=lambda o: "+".join(o)
 )

@@ -9,8 +9,16 @@ import pytest
 import pyggmlr as pg
 from pyggmlr.errors import ArgumentError, PyggmlrValueError, ShapeError
 
-torch = pytest.importorskip("torch")
-F = torch.nn.functional
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # the comparisons skip and say so; eager / static, goldens and refusals run
+    torch = F = None
+needs_torch = pytest.mark.skipif(
+    torch is None,
+    reason="torch is not installed: the PyTorch comparison is skipped (scripts/test.sh installs "
+    "the local torch 2.13 wheel)",
+)
 
 N, B, LR = 24, 8, 0.1
 
@@ -89,6 +97,7 @@ def _weights(kind, kw, y):
     return w, args
 
 
+@needs_torch
 @pytest.mark.parametrize("kind,kw,_cls", CASES)
 def test_weighted_fit_matches_torch(f64, kind, kw, _cls):
     x, y = _data(kind)
@@ -292,6 +301,7 @@ def _torch_per_sample(name, o, t):
     return per * o.shape[0] if name == "sum" else per
 
 
+@needs_torch
 @pytest.mark.parametrize(
     "name",
     [
