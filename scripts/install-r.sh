@@ -3,8 +3,9 @@
 set -euo pipefail
 need=""
 command -v R >/dev/null 2>&1 || need="r-base-core r-base-dev"
-# Rmpi: R's side of ag_fit(distributed = TRUE) (it brings OpenMPI with it); lintr: scripts/lint-r.sh
-for p in testthat jsonlite cli knitr rmarkdown remotes Rmpi lintr; do
+# Rmpi: R's side of ag_fit(distributed = TRUE) (it brings OpenMPI with it); lintr: scripts/lint-r.sh;
+# mlbench: the reference copy of the shipped letter-recognition data in the R tests
+for p in testthat jsonlite cli knitr rmarkdown remotes Rmpi lintr mlbench; do
     Rscript -e "quit(status = !requireNamespace('$p', quietly = TRUE))" >/dev/null 2>&1 || need="$need r-cran-$(echo $p | tr A-Z a-z)"
 done
 if [ -n "$need" ]; then
