@@ -38,7 +38,63 @@ static int64_t class_of(const pg_tensor *y, int loss, int64_t j)
     return (int64_t)v; /* cross_entropy's ids: whole numbers >= 0, checked by pg_fit_new */
 }
 
-int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw,
+/* class_weight's (id, weight) pairs as a table by class id (NaN: not given, weighs 1), checked:
+ * ids whole numbers in [0, 2^24] (a bound on the table's size), each once; weights finite, >= 0 */
+static double *class_table(const double *ids, const double *cw, int64_t ncw, int64_t *len)
+{
+    const double max_id = 16777216; /* 2^24 */
+    int64_t n = ids ? 0 : ncw;
+    for (int64_t i = 0; ids && i < ncw; i++) {
+        if (!(isfinite(ids[i]) && ids[i] >= 0 && ids[i] == floor(ids[i])))
+            return pg_fail(PG_STATUS_ERR_VALUE,
+                           "%s: class_weight's classes must be 0-based class ids (whole numbers "
+                           ">= 0); got %g",
+                           OP, ids[i]),
+                   NULL;
+        if (ids[i] > max_id)
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight's class id %.0f is above %.0f",
+                           OP, ids[i], max_id),
+                   NULL;
+        if ((int64_t)ids[i] + 1 > n) n = (int64_t)ids[i] + 1;
+    }
+    double *t = malloc((size_t)(n ? n : 1) * sizeof *t);
+    if (!t) return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for class_weight", OP), NULL;
+    for (int64_t c = 0; c < n; c++) t[c] = NAN;
+    for (int64_t i = 0; i < ncw; i++) {
+        const int64_t c = ids ? (int64_t)ids[i] : i;
+        const char *why = !isnan(t[c])         ? "names a class twice"
+            : !(isfinite(cw[i]) && cw[i] >= 0) ? "must be finite and >= 0"
+                                               : NULL;
+        if (why) {
+            free(t);
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight %s; class %lld has %g", OP, why,
+                           (long long)c, cw[i]),
+                   NULL;
+        }
+        t[c] = cw[i];
+    }
+    *len = n;
+    return t;
+}
+
+static int set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw,
+                       int64_t ncw);
+
+int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw_id,
+                       const double *cw, int64_t ncw)
+{
+    if (!cw) return set_weights(f, loss, sw, nsw, NULL, 0);
+    if (ncw < 0)
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: class_weight has %lld values", OP, (long long)ncw);
+    int64_t len = 0;
+    double *t = class_table(cw_id, cw, ncw, &len);
+    if (!t) return pg_last_status();
+    const int rc = set_weights(f, loss, sw, nsw, t, len);
+    free(t);
+    return rc;
+}
+
+static int set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw,
                        int64_t ncw)
 {
     if (!f) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit", OP);
@@ -74,13 +130,6 @@ int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const
             return pg_fail(PG_STATUS_ERR_VALUE,
                            "%s: sample_weight must be finite and >= 0; position %lld has %g", OP,
                            (long long)(j + pg_index_base()), sw[j]);
-    if (cw && ncw < 0)
-        return pg_fail(PG_STATUS_ERR_ARG, "%s: class_weight has %lld values", OP, (long long)ncw);
-    for (int64_t c = 0; cw && c < ncw; c++)
-        if (!isnan(cw[c]) && !(isfinite(cw[c]) && cw[c] >= 0))
-            return pg_fail(PG_STATUS_ERR_VALUE,
-                           "%s: class_weight must be finite and >= 0; class %lld has %g", OP,
-                           (long long)c, cw[c]);
     const int64_t n = x->ne[1];
     double *wv = malloc((size_t)(n ? n : 1) * sizeof *wv);
     if (!wv)

@@ -12,12 +12,13 @@
  * PG_FIT_LOSS_* code; -1, a user's function, is refused: it gets no weights).
  * sw: nsw sample weights (NULL: none), one per sample the caller gave (x's columns; with
  *   validation_data, x's own columns only), finite and >= 0.
- * cw: ncw class weights indexed by 0-based class id (NULL: none); NaN marks a class not given,
- *   which weighs 1 (keras); each given one finite and >= 0. Only for class-id targets: loss
- *   cross_entropy (ids or one-hot: the first maximum) or a binary loss with one 0/1 row.
+ * cw: ncw class weights (NULL: none) for the 0-based class ids cw_id (NULL: 0 .. ncw - 1),
+ *   whole numbers in [0, 2^24], each once; a class not given weighs 1 (keras); each weight
+ *   finite and >= 0. Only for class-id targets: loss cross_entropy (ids or one-hot: the first
+ *   maximum) or a binary loss with one 0/1 row.
  * Both: multiplied. Every weight 0 is an error. Errors name ag_fit and the argument. */
-int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw,
-                       int64_t ncw);
+int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw_id,
+                       const double *cw, int64_t ncw);
 /* The weight row [1, width] of the training batch pg_fit_batch gathered last (a new reference,
  * reused like the batch tensors), NULL when the plan is unweighted (no error). */
 pg_tensor *pg_fit_batch_weights(pg_fit *f);

@@ -4,7 +4,6 @@ native/fit_wloss.c; R's fit_weight.R converts the same way)."""
 
 from __future__ import annotations
 
-import math
 from typing import Any, List, Optional, Tuple
 
 import numpy as np
@@ -12,12 +11,10 @@ import numpy as np
 from .. import _core
 from .._args import as_numeric
 from .._core import NULL, ffi, lib
-from ..errors import ArgumentError, PyggmlrValueError, ShapeError
+from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 
 __all__: List[str] = []
-
-_MAX_CLASS = 2**24  # R's fit_weight.R: the same bound
 
 
 def sample_weights(v: Any) -> Optional[np.ndarray]:
@@ -34,44 +31,23 @@ def sample_weights(v: Any) -> Optional[np.ndarray]:
     return np.ascontiguousarray(a, dtype=np.float64)
 
 
-def _class_id(k: Any) -> int:
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer, float, np.floating)):
-        raise ArgumentError(
-            f"ag_fit: class_weight's keys must be 0-based class ids (integers), got {k!r}"
-        )
-    f = float(k)
-    if not (math.isfinite(f) and f >= 0 and f == math.floor(f)):
-        raise PyggmlrValueError(
-            f"ag_fit: class_weight's keys must be 0-based class ids (whole numbers >= 0), got {k!r}"
-        )
-    if k > _MAX_CLASS:  # the core takes a table by class id: a bound on its size
-        raise PyggmlrValueError(f"ag_fit: class_weight's class id {k!r} is above {_MAX_CLASS}")
-    return int(k)
+def _number(v: Any, what: str) -> float:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise ArgumentError(f"ag_fit: class_weight's {what}, got {v!r}")
+    return float(v)
 
 
-def class_weights(v: Any) -> Optional[np.ndarray]:
-    """A dict {class id: weight} or a sequence indexed by class id as a table by class id, NaN
-    where a class is not given (it weighs 1, as keras'); None."""
+def class_weights(v: Any) -> Optional[Tuple[Optional[np.ndarray], np.ndarray]]:
+    """A dict {class id: weight} as (ids, weights), a sequence indexed by class id as (None,
+    weights) (the core checks both: whole-number ids, each once, finite weights >= 0); None."""
     if v is None:
         return None
     if isinstance(v, dict):
-        ids = [_class_id(k) for k in v]
-        if len(set(ids)) != len(ids):
-            raise PyggmlrValueError("ag_fit: class_weight names a class id twice")
-        table = np.full(max(ids) + 1 if ids else 0, np.nan)
-        for c, w in zip(ids, v.values()):
-            if isinstance(w, (bool, np.bool_)) or not isinstance(
-                w, (int, float, np.integer, np.floating)
-            ):
-                raise ArgumentError(
-                    f"ag_fit: class_weight's values must be numbers, got {w!r} for class {c}"
-                )
-            table[c] = float(w)
-            if math.isnan(table[c]):  # NaN means "not given" to the core: refuse it here
-                raise PyggmlrValueError(
-                    f"ag_fit: class_weight must be finite and >= 0; class {c} has nan"
-                )
-        return table
+        ids = np.array(
+            [_number(k, "keys must be 0-based class ids (numbers)") for k in v], dtype=np.float64
+        )
+        w = np.array([_number(x, "values must be numbers") for x in v.values()], dtype=np.float64)
+        return ids, w
     if isinstance(v, (str, bytes)):
         raise ArgumentError(
             f"ag_fit: class_weight must be a dict {{class: weight}} or a sequence, got {v!r}"
@@ -81,34 +57,33 @@ def class_weights(v: Any) -> Optional[np.ndarray]:
         raise ShapeError(
             f"ag_fit: class_weight must be a dict or a 1-d sequence indexed by class, got shape {a.shape}"
         )
-    bad = np.flatnonzero(np.isnan(a))
-    if bad.size:
-        raise PyggmlrValueError(
-            f"ag_fit: class_weight must be finite and >= 0; class {int(bad[0])} has nan"
-        )
-    return np.ascontiguousarray(a)
+    return None, np.ascontiguousarray(a)
 
 
-def attach(plan: Any, loss_code: int, sw: Optional[np.ndarray], cw: Optional[np.ndarray]) -> bool:
+def attach(plan: Any, loss_code: int, sw: Optional[np.ndarray], cw: Any) -> bool:
     """The weights on the plan (the core's checks); True when the run is weighted."""
     if sw is None and cw is None:
         return False
-    p_sw = NULL if sw is None else ffi.cast("double *", ffi.from_buffer(sw))
-    p_cw = NULL if cw is None else ffi.cast("double *", ffi.from_buffer(cw))
+    ids, w = (None, None) if cw is None else cw
     _core.check(
         lib.pg_fit_set_weights(
             plan._p,
             loss_code,
-            p_sw,
+            _ptr(sw),
             0 if sw is None else sw.size,
-            p_cw,
-            0 if cw is None else cw.size,
+            _ptr(ids),
+            _ptr(w),
+            0 if w is None else w.size,
         )
     )
     return True
 
 
-def weight_spec(sw: Any, cw: Any) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
-    """ag_fit's (sample_weight, class_weight) as (float64 vector or None, table by class id or
-    None); ArgumentError / ShapeError / PyggmlrValueError naming ag_fit and the argument."""
+def _ptr(a: Optional[np.ndarray]) -> Any:
+    return NULL if a is None else ffi.cast("double *", ffi.from_buffer(a))
+
+
+def weight_spec(sw: Any, cw: Any) -> Tuple[Optional[np.ndarray], Any]:
+    """ag_fit's (sample_weight, class_weight) as (float64 vector or None, (ids or None, weights)
+    or None); ArgumentError / ShapeError naming ag_fit and the argument."""
     return sample_weights(sw), class_weights(cw)

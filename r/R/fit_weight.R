@@ -17,33 +17,24 @@
   v
 }
 
-# class_weight: a table by 0-based class id (NaN: a class not given, which weighs 1 as in keras),
-# or NULL. Names are class ids as in y ("0", "1", ...) or, for a factor y, its levels; a plain
-# vector is indexed by 0-based class id in order.
+# class_weight: list(ids, weights) for the core (ids NULL: 0-based class ids in order), or NULL.
+# Names are class ids as in y ("0", "1", ...) or, for a factor y, its levels; the core checks the
+# ids (whole numbers, each once) and the weights (finite, >= 0).
 .fit_class_weight <- function(v, y) {
   if (is.null(v)) return(NULL)
   if (!is.numeric(v) || is.factor(v) || length(dim(v)) > 1L)
     .arg_fail("argument", "ag_fit: class_weight must be a numeric vector (named by class), got %s",
               .arg_show(v))
-  if (anyNA(v))
-    .arg_fail("value", "ag_fit: class_weight must be finite and >= 0; class %s has NA",
-              if (is.null(names(v))) which(is.na(v))[1L] - 1L else names(v)[which(is.na(v))[1L]])
+  w <- as.double(v)
+  w[is.na(w)] <- NaN  # NA: the core's "must be finite" names its class
   nm <- names(v)
-  if (is.null(nm)) return(as.double(v))
-  ids <- if (is.factor(y)) match(nm, levels(y)) - 1L else {
-    k <- suppressWarnings(as.numeric(nm))
-    ifelse(!is.na(k) & k >= 0 & k == floor(k) & grepl("^[0-9.eE+]+$", nm), k, NA)
-  }
+  if (is.null(nm)) return(list(NULL, w))
+  ids <- if (is.factor(y)) match(nm, levels(y)) - 1 else
+    ifelse(grepl("^[0-9.eE+]+$", nm), suppressWarnings(as.numeric(nm)), NA)
   bad <- which(is.na(ids))
   if (length(bad))
     .arg_fail("value", paste0("ag_fit: class_weight's names must be %s; got \"%s\""),
               if (is.factor(y)) "levels of the factor y" else "0-based class ids as in y",
               nm[bad[1L]])
-  if (anyDuplicated(ids)) .arg_fail("value", "ag_fit: class_weight names a class twice")
-  if (max(ids) > 2^24)  # the core takes a table by class id: a bound on its size (as Python's)
-    .arg_fail("value", "ag_fit: class_weight's class id %s is above %d", nm[which.max(ids)],
-              2^24)
-  table <- rep(NaN, max(ids) + 1)
-  table[ids + 1] <- as.double(v)
-  table
+  list(as.double(ids), w)
 }

@@ -1,15 +1,21 @@
 /* .Call glue: ag_fit(sample_weight =, class_weight =) (the core's fit_weight.c, fit_wloss.c). */
 #include "r_util.h"
 
-/* the weights on the plan: sw, cw doubles or NULL (cw NaN: a class not given), code the loss's
- * (-1: a loss function, refused by the core) */
-SEXP R_pg_fit_set_weights(SEXP fp, SEXP code, SEXP sw, SEXP cw)
+/* the weights on the plan: sw doubles or NULL, cw NULL or list(ids doubles or NULL, weights
+ * doubles), code the loss's (-1: a loss function, refused by the core) */
+static const double *dbl(SEXP v)
 {
     static const double none = 0; /* an empty vector is still given: never NULL */
-    const double *s = Rf_isNull(sw) ? NULL : (XLENGTH(sw) ? REAL(sw) : &none);
-    const double *c = Rf_isNull(cw) ? NULL : (XLENGTH(cw) ? REAL(cw) : &none);
-    r_check(pg_fit_set_weights(r_get(fp, R_FIT), Rf_asInteger(code), s,
-                               s ? (int64_t)XLENGTH(sw) : 0, c, c ? (int64_t)XLENGTH(cw) : 0));
+    return Rf_isNull(v) ? NULL : (XLENGTH(v) ? REAL(v) : &none);
+}
+
+SEXP R_pg_fit_set_weights(SEXP fp, SEXP code, SEXP sw, SEXP cw)
+{
+    SEXP ids = Rf_isNull(cw) ? R_NilValue : VECTOR_ELT(cw, 0);
+    SEXP w = Rf_isNull(cw) ? R_NilValue : VECTOR_ELT(cw, 1);
+    r_check(pg_fit_set_weights(r_get(fp, R_FIT), Rf_asInteger(code), dbl(sw),
+                               Rf_isNull(sw) ? 0 : (int64_t)XLENGTH(sw), dbl(ids), dbl(w),
+                               Rf_isNull(w) ? 0 : (int64_t)XLENGTH(w)));
     return R_NilValue;
 }
 

@@ -15,7 +15,7 @@ static pg_fit *plan(pg_tensor *x, pg_tensor *y, int classify)
 
 static void test_set_and_gather(void)
 {
-    double xd[16], yd[8] = {0, 1, 2, 1, 0, 2, 2, 1}, sw[8], cw[3] = {2, NAN, 0.5};
+    double xd[16], yd[8] = {0, 1, 2, 1, 0, 2, 2, 1}, sw[8], cw[2] = {2, 0.5}, ids[2] = {0, 2};
     for (int i = 0; i < 16; i++) xd[i] = i;
     for (int i = 0; i < 8; i++) sw[i] = i + 1;
     pg_tensor *x = pg_tensor_new(PG_DTYPE_F64, 2, 8, xd, PG_DTYPE_F64, 1, 2);
@@ -23,25 +23,34 @@ static void test_set_and_gather(void)
     pg_fit *f = plan(x, y, 1);
     CHECK(f != NULL);
     CHECK(pg_fit_batch_weights(f) == NULL && pg_last_status() == 0); /* unweighted: no error */
-    CHECK_ERR(pg_fit_set_weights(f, -1, sw, 8, NULL, 0), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_set_weights(f, -1, sw, 8, NULL, NULL, 0), PG_STATUS_ERR_VALUE,
               "ag_fit: sample_weight needs a built-in loss");
-    CHECK_ERR(pg_fit_set_weights(f, PG_FIT_LOSS_MSE, NULL, 0, cw, 3), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_set_weights(f, PG_FIT_LOSS_MSE, NULL, 0, ids, cw, 2), PG_STATUS_ERR_VALUE,
               "class_weight needs class-id targets");
-    CHECK_ERR(pg_fit_set_weights(f, 0, sw, 7, NULL, 0), PG_STATUS_ERR_SHAPE,
+    CHECK_ERR(pg_fit_set_weights(f, 0, sw, 7, NULL, NULL, 0), PG_STATUS_ERR_SHAPE,
               "ag_fit: sample_weight has 7 values but x has 8 samples");
     sw[2] = -1;
-    CHECK_ERR(pg_fit_set_weights(f, 0, sw, 8, NULL, 0), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_set_weights(f, 0, sw, 8, NULL, NULL, 0), PG_STATUS_ERR_VALUE,
               "sample_weight must be finite and >= 0");
     sw[2] = 3;
-    cw[2] = -0.5;
-    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, cw, 3), PG_STATUS_ERR_VALUE,
+    cw[1] = -0.5;
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, ids, cw, 2), PG_STATUS_ERR_VALUE,
               "class_weight must be finite and >= 0; class 2 has -0.5");
-    cw[2] = 0.5;
-    const double zero[3] = {0, 0, 0};
-    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, zero, 3), PG_STATUS_ERR_VALUE,
+    cw[1] = NAN;
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, ids, cw, 2), PG_STATUS_ERR_VALUE,
+              "class_weight must be finite and >= 0; class 2 has nan");
+    cw[1] = 0.5;
+    const double dup[2] = {1, 1}, frac[1] = {1.5}, big[1] = {16777217}, zero[3] = {0, 0, 0};
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, dup, cw, 2), PG_STATUS_ERR_VALUE,
+              "class_weight names a class twice; class 1 has 0.5");
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, frac, cw, 1), PG_STATUS_ERR_VALUE,
+              "must be 0-based class ids (whole numbers >= 0); got 1.5");
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, big, cw, 1), PG_STATUS_ERR_VALUE,
+              "class id 16777217 is above 16777216");
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, NULL, zero, 3), PG_STATUS_ERR_VALUE,
               "every sample's weight (class_weight) is 0");
-    CHECK(pg_fit_set_weights(f, 0, sw, 8, cw, 3) == 0);
-    CHECK_ERR(pg_fit_set_weights(f, 0, sw, 8, cw, 3), PG_STATUS_ERR_STATE, "already set");
+    CHECK(pg_fit_set_weights(f, 0, sw, 8, ids, cw, 2) == 0);
+    CHECK_ERR(pg_fit_set_weights(f, 0, sw, 8, ids, cw, 2), PG_STATUS_ERR_STATE, "already set");
     pg_tensor *xb, *yb;
     CHECK(pg_fit_epoch_begin(f) == 0);
     CHECK(pg_fit_batch(f, 0, 1, &xb, &yb) == 4);
@@ -56,7 +65,7 @@ static void test_set_and_gather(void)
     double yb01[8] = {0, 1, 1, 0, 1, 0.5, 0, 1};
     pg_tensor *y01 = pg_tensor_new(PG_DTYPE_F64, 1, 8, yb01, PG_DTYPE_F64, 1, 1);
     f = plan(x, y01, 0);
-    CHECK_ERR(pg_fit_set_weights(f, PG_FIT_LOSS_BCE_WITH_LOGITS, NULL, 0, cw, 3),
+    CHECK_ERR(pg_fit_set_weights(f, PG_FIT_LOSS_BCE_WITH_LOGITS, NULL, 0, ids, cw, 2),
               PG_STATUS_ERR_VALUE, "needs 0/1 targets; sample 5 has 0.5");
     pg_fit_free(f);
     REL(x), REL(y), REL(y01);

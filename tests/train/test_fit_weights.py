@@ -364,7 +364,7 @@ def test_class_weight_keys_and_sequences():
     x, y = _data("cross_entropy")
     fit = dict(nepoch=1, batch_size=B, silent=True)
     for bad in ({float("inf"): 1.0}, {-1: 1.0}, {1.5: 1.0}):
-        with pytest.raises(PyggmlrValueError, match="class_weight's keys must be 0-based"):
+        with pytest.raises(PyggmlrValueError, match="class_weight's classes must be 0-based"):
             pg.ag_fit(_model("cross_entropy"), x, y, class_weight=bad, **fit)
     with pytest.raises(PyggmlrValueError, match="class id 1000000000 is above"):
         pg.ag_fit(_model("cross_entropy"), x, y, class_weight={10**9: 1.0}, **fit)

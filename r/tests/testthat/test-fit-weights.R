@@ -102,7 +102,14 @@ test_that("weight errors are classed and name ag_fit and the argument", {
   expect_error(fit(class_weight = c("1" = -2)),
                "class_weight must be finite and >= 0; class 1 has -2",
                class = "pyggmlr_value_error")
-  expect_error(fit(class_weight = c(1, NA)), "class_weight must be finite and >= 0; class 1 has NA",
+  expect_error(fit(class_weight = c(1, NA)), "must be finite and >= 0; class 1 has nan",
+               class = "pyggmlr_value_error")
+  # the ids' rules are the core's (Python's test_fit_weights.py: the same texts)
+  expect_error(fit(class_weight = c("1" = 1, "1" = 2)), "class_weight names a class twice; class 1",
+               class = "pyggmlr_value_error")
+  expect_error(fit(class_weight = c("1.5" = 1)), "0-based class ids .*; got 1.5",
+               class = "pyggmlr_value_error")
+  expect_error(fit(class_weight = c("1e9" = 1)), "class id 1000000000 is above 16777216",
                class = "pyggmlr_value_error")
   expect_error(fit(class_weight = "a"), "class_weight must be a numeric vector",
                class = "pyggmlr_argument_error")
