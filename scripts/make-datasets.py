@@ -22,14 +22,43 @@ OUT = ROOT / "pyggmlr" / "data"
 SK = pathlib.Path(os.path.dirname(sklearn.__file__)) / "datasets" / "data"
 
 # scikit-learn's feature names (sklearn.datasets.load_breast_cancer().feature_names)
-_BC_BASE = ["radius", "texture", "perimeter", "area", "smoothness", "compactness", "concavity",
-            "concave points", "symmetry", "fractal dimension"]
-BC_FEATURES = ([f"mean {b}" for b in _BC_BASE] + [f"{b} error" for b in _BC_BASE]
-               + [f"worst {b}" for b in _BC_BASE])
+_BC_BASE = [
+    "radius",
+    "texture",
+    "perimeter",
+    "area",
+    "smoothness",
+    "compactness",
+    "concavity",
+    "concave points",
+    "symmetry",
+    "fractal dimension",
+]
+BC_FEATURES = (
+    [f"mean {b}" for b in _BC_BASE]
+    + [f"{b} error" for b in _BC_BASE]
+    + [f"worst {b}" for b in _BC_BASE]
+)
 DIGIT_FEATURES = [f"pixel_{r}_{c}" for r in range(8) for c in range(8)]
 # UCI's attribute names for letter-recognition.data (mlbench writes '.' for '-')
-LETTER_FEATURES = ["x-box", "y-box", "width", "high", "onpix", "x-bar", "y-bar", "x2bar",
-                   "y2bar", "xybar", "x2ybr", "xy2br", "x-ege", "xegvy", "y-ege", "yegvx"]
+LETTER_FEATURES = [
+    "x-box",
+    "y-box",
+    "width",
+    "high",
+    "onpix",
+    "x-bar",
+    "y-bar",
+    "x2bar",
+    "y2bar",
+    "xybar",
+    "x2ybr",
+    "xy2br",
+    "x-ege",
+    "xegvy",
+    "y-ege",
+    "yegvx",
+]
 
 
 def write(name: str, header, rows) -> None:
@@ -37,8 +66,10 @@ def write(name: str, header, rows) -> None:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(header)
     w.writerows(rows)
-    with open(OUT / name, "wb") as f, gzip.GzipFile(filename="", mode="wb", fileobj=f,
-                                                     mtime=0, compresslevel=9) as g:
+    with (
+        open(OUT / name, "wb") as f,
+        gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0, compresslevel=9) as g,
+    ):
         g.write(buf.getvalue().encode("ascii"))
 
 
@@ -62,9 +93,11 @@ def digits() -> None:
 
 
 def letters() -> None:
-    r = ("data(LetterRecognition, package = 'mlbench'); d <- LetterRecognition; "
-         "write.table(cbind(d[, -1], label = as.character(d$lettr)), stdout(), sep = ',', "
-         "quote = FALSE, row.names = FALSE, col.names = FALSE)")
+    r = (
+        "data(LetterRecognition, package = 'mlbench'); d <- LetterRecognition; "
+        "write.table(cbind(d[, -1], label = as.character(d$lettr)), stdout(), sep = ',', "
+        "quote = FALSE, row.names = FALSE, col.names = FALSE)"
+    )
     text = subprocess.run(["Rscript", "-e", r], check=True, capture_output=True, text=True).stdout
     rows = [ln.split(",") for ln in text.splitlines()]
     assert len(rows) == 20000 and all(len(v) == 17 for v in rows)

@@ -25,8 +25,34 @@ FILES = ("breast_cancer.csv.gz", "digits.csv.gz", "letters.csv.gz")
 
 DIGIT_COUNTS = [178, 182, 177, 183, 181, 182, 181, 179, 174, 180]
 # table(mlbench's LetterRecognition$lettr), A..Z
-LETTER_COUNTS = [789, 766, 736, 805, 768, 775, 773, 734, 755, 747, 739, 761, 792,
-                 783, 753, 803, 783, 758, 748, 796, 813, 764, 752, 787, 786, 734]
+LETTER_COUNTS = [
+    789,
+    766,
+    736,
+    805,
+    768,
+    775,
+    773,
+    734,
+    755,
+    747,
+    739,
+    761,
+    792,
+    783,
+    753,
+    803,
+    783,
+    758,
+    748,
+    796,
+    813,
+    764,
+    752,
+    787,
+    786,
+    734,
+]
 
 
 def _check_layout(x, y, classes, features, p, n):
@@ -68,8 +94,24 @@ def test_letters_shape_counts_and_uci_order():
     _check_layout(x, y, classes, features, 16, 20000)
     assert classes == [chr(c) for c in range(65, 91)]
     assert np.bincount(y).tolist() == LETTER_COUNTS
-    assert features == ["x-box", "y-box", "width", "high", "onpix", "x-bar", "y-bar", "x2bar",
-                        "y2bar", "xybar", "x2ybr", "xy2br", "x-ege", "xegvy", "y-ege", "yegvx"]
+    assert features == [
+        "x-box",
+        "y-box",
+        "width",
+        "high",
+        "onpix",
+        "x-bar",
+        "y-bar",
+        "x2bar",
+        "y2bar",
+        "xybar",
+        "x2ybr",
+        "xy2br",
+        "x-ege",
+        "xegvy",
+        "y-ege",
+        "yegvx",
+    ]
     assert set(np.unique(x)) <= set(range(16))
     # letter-recognition.data's first lines: T,2,8,3,5,1,8,13,0,6,6,10,8,0,8,0,8 then I, D, N, G
     assert "".join(classes[i] for i in y[:5]) == "TIDNG"
