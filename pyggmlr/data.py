@@ -1,4 +1,4 @@
-"""Mini-batches (ag_dataloader) and the shipped iris data set.
+"""Mini-batches (ag_dataloader) and the shipped data sets (iris, breast cancer, digits, letters).
 
 Data are column-major like everything else: x is [features, n], y is [outputs, n] (or a vector
 of n class ids). ``col_major=False`` takes row-major [n, features] data and transposes it."""
@@ -6,6 +6,7 @@ of n class ids). ``col_major=False`` takes row-major [n, features] data and tran
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 from importlib import resources
 from typing import Any, List, Optional, Tuple
@@ -19,7 +20,7 @@ from .errors import ShapeError, StateError
 from .random import Generator, _seed_int
 from .tensor import Tensor, ag_tensor
 
-__all__ = ["ag_dataloader", "load_iris"]
+__all__ = ["ag_dataloader", "load_breast_cancer", "load_digits", "load_iris", "load_letters"]
 
 
 class Batch(dict):
@@ -180,3 +181,53 @@ def load_iris() -> Tuple[np.ndarray, np.ndarray, List[str]]:
     x = np.asfortranarray(np.array([[float(v) for v in r[:4]] for r in body], dtype=np.float64).T)
     y = np.array([classes.index(r[4]) for r in body], dtype=np.int64)
     return x, y, classes
+
+
+# The gzip CSVs in pyggmlr/data/ (R reads the same files: r/inst/extdata/ links to them): a
+# header of feature names then "label", one sample a row. Sources and licences: data/README.md.
+_CLASSES = {
+    "breast_cancer": ["malignant", "benign"],  # scikit-learn's order: y matches its target
+    "digits": [str(d) for d in range(10)],
+    "letters": [chr(c) for c in range(ord("A"), ord("Z") + 1)],
+}
+
+
+def _load_shipped(name: str) -> Tuple[np.ndarray, np.ndarray, List[str], List[str]]:
+    raw = resources.files("pyggmlr").joinpath(f"data/{name}.csv.gz").read_bytes()
+    lines = gzip.decompress(raw).decode("ascii").splitlines()
+    features = lines[0].split(",")[:-1]
+    rows = [ln.split(",") for ln in lines[1:] if ln]
+    classes = list(_CLASSES[name])
+    ids = {c: i for i, c in enumerate(classes)}
+    # float() of each text (numpy's str -> float64) is correctly rounded, like R's read.csv
+    x = np.asfortranarray(np.array([r[:-1] for r in rows], dtype=np.float64).T)
+    y = np.array([ids[r[-1]] for r in rows], dtype=np.int64)
+    return x, y, classes, features
+
+
+def load_breast_cancer() -> Tuple[np.ndarray, np.ndarray, List[str], List[str]]:
+    """Breast cancer Wisconsin (diagnostic), UCI (CC BY 4.0), as scikit-learn ships it.
+
+    Returns (x, y, classes, features): x a float64 [30, 569] matrix (one column per tumour),
+    y int64 0-based class ids (569,), classes ["malignant", "benign"] (ids 0 and 1, as
+    scikit-learn's target: 212 malignant, 357 benign), features the 30 feature names
+    ("mean radius", ..., "worst fractal dimension")."""
+    return _load_shipped("breast_cancer")
+
+
+def load_digits() -> Tuple[np.ndarray, np.ndarray, List[str], List[str]]:
+    """Handwritten digits, UCI optdigits' test set (CC BY 4.0), as scikit-learn ships it.
+
+    Returns (x, y, classes, features): x a float64 [64, 1797] matrix of 8x8 images with
+    pixels 0..16 (feature k is row k // 8, column k % 8: ``x[:, i].reshape(8, 8)``), y int64
+    class ids (1797,) equal to the digit, classes ["0", ..., "9"], features "pixel_<row>_<col>"."""
+    return _load_shipped("digits")
+
+
+def load_letters() -> Tuple[np.ndarray, np.ndarray, List[str], List[str]]:
+    """Letter recognition, UCI (CC BY 4.0), in UCI's row order.
+
+    Returns (x, y, classes, features): x a float64 [16, 20000] matrix of integer features
+    0..15 (one column per letter image), y int64 0-based class ids (20000,), classes
+    ["A", ..., "Z"], features UCI's attribute names ("x-box", ..., "yegvx")."""
+    return _load_shipped("letters")

@@ -1,5 +1,6 @@
 """The sdist carries everything `pip install pyggmlr-x.tar.gz` needs: the C core (sources and
-the cdef headers), the build script, the iris data and py.typed. Neither it nor the wheel
+the cdef headers), the build script, the shipped data sets with their licence note
+(pyggmlr/data/) and py.typed. Neither it nor the wheel
 carries the tests, the parity harness (tests/parity) among them."""
 
 import pathlib
@@ -20,6 +21,14 @@ def _build(kind, out):
     cmd = [sys.executable, "-m", "build", f"--{kind}", "--no-isolation", "-o", str(out), str(ROOT)]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def _data_files():
+    """Every shipped data file (iris, the three gzip CSVs, their README), as a path in the
+    archive."""
+    files = {p.relative_to(ROOT).as_posix() for p in (ROOT / "pyggmlr" / "data").iterdir()}
+    assert {"pyggmlr/data/letters.csv.gz", "pyggmlr/data/README.md"} <= files
+    return files
 
 
 def _no_harness(names):
@@ -47,6 +56,7 @@ def test_sdist_ships_the_core_and_package_data(tmp_path):
     ):
         assert f in names, f
     assert _modules() <= names, sorted(_modules() - names)  # the subpackages' too
+    assert _data_files() <= names, sorted(_data_files() - names)
     _no_harness(names)
 
 
@@ -58,6 +68,7 @@ def test_wheel_holds_the_package_without_the_parity_harness(tmp_path):
         assert f in names, f
     assert any(n.startswith("pyggmlr/_native") for n in names)
     assert _modules() <= set(names), sorted(_modules() - set(names))  # the subpackages' too
+    assert _data_files() <= set(names), sorted(_data_files() - set(names))
     _no_harness(names)
     # installed (here: unpacked) without a checkout, `python -m pyggmlr parity` says where the
     # harness lives, in one line, and fails
@@ -74,3 +85,14 @@ def test_wheel_holds_the_package_without_the_parity_harness(tmp_path):
     )
     assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout, r.stderr)
     assert r.stderr.count("\n") == 1 and "tests/parity of the source checkout" in r.stderr, r.stderr
+    # the loaders read the shipped data from the installed package, not from a checkout
+    r = subprocess.run(
+        [sys.executable, "-c", "import pyggmlr as p; print(p.load_letters()[0].shape, "
+         "p.load_digits()[0].shape, p.load_breast_cancer()[0].shape)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert r.stdout == "(16, 20000) (64, 1797) (30, 569)\n", (r.stdout, r.stderr)
