@@ -70,7 +70,8 @@ def ag_predict(
     )
     if kind[0] == lib.PG_PREDICT_PROB:
         return res
-    ids = res[: rows[0], :]
+    # the core wrote [rows[0], n] column-major at the buffer's start
+    ids = res.ravel(order="F")[: rows[0] * o.shape[1]].reshape(rows[0], o.shape[1], order="F")
     ids = ids[0] if rows[0] == 1 else ids  # one class a sample: a vector of n
     nan = np.isnan(ids)
     if classes is None:

@@ -30,6 +30,7 @@ R_FILES = (
     "compile.R",
     "weights.R",
     "progress.R",
+    "predict.R",
 )
 
 _R_ENV: Dict[str, Any] = {}
