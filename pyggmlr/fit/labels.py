@@ -29,14 +29,17 @@ def _categorical(y: Any) -> Optional[Tuple[np.ndarray, List[str]]]:
 
 def _strings(y: Any) -> Optional[np.ndarray]:
     """y as a 1-D object array when it holds labels (str values; None / NaN missing), else None."""
+    a: np.ndarray
     if isinstance(y, (list, tuple)):
         if not y or not any(isinstance(v, str) for v in y):
             return None
         a = np.empty(len(y), dtype=object)
         a[:] = list(y)
     else:
-        a = np.asarray(y) if isinstance(y, np.ndarray) or hasattr(y, "__array__") else None
-        if a is None or a.dtype.kind not in "USO":
+        if not (isinstance(y, np.ndarray) or hasattr(y, "__array__")):
+            return None
+        a = np.asarray(y)
+        if a.dtype.kind not in "USO":
             return None
         if a.dtype.kind == "O" and not any(isinstance(v, str) for v in a.ravel()):
             return None
@@ -93,10 +96,12 @@ def encode_labels(y: Any, loss: str, validation_data: Any) -> Tuple[Any, Any, Op
         cv = _categorical(yv)
         av = None if cv is not None else _strings(yv)
         if cv is not None or av is not None:
-            vals = [cv[1][c] if c >= 0 else None for c in cv[0]] if cv is not None else list(av)
+            vals: List[Any] = (
+                [cv[1][c] if c >= 0 else None for c in cv[0]] if cv is not None else ([] if av is None else list(av))
+            )
             index = {c: i for i, c in enumerate(classes)}
             for v in vals:
-                if v not in index:
+                if not isinstance(v, str) or v not in index:
                     raise PyggmlrValueError(
                         f"ag_fit: validation_data's y has the label {v!r:.40}, which is not one "
                         f"of y's labels ({', '.join(map(repr, classes[:10]))}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -162,7 +162,7 @@ def _check_built_dtype(params: Dict[str, Tensor], dtype: str) -> None:
 # None).
 
 
-def model_target(model: Any):
+def model_target(model: Any) -> Tuple[Optional[str], Optional[List[str]]]:
     """(loss name or None, list of str labels or None) recorded on model."""
     loss = getattr(model, "loss_", None)
     classes = getattr(model, "classes_", None)
