@@ -42,7 +42,8 @@ static int check(const pj_doc *d, target *t, char *why, size_t cap)
                             "'classify' must be \"none\", \"argmax\", \"probs\" or \"logits\""),
                    1;
         if (t->loss && kind != rule)
-            return snprintf(why, cap, "'classify' \"%s\" is not how loss \"%s\" reads outputs (\"%s\")",
+            return snprintf(why, cap,
+                            "'classify' \"%s\" is not how loss \"%s\" reads outputs (\"%s\")",
                             pg_fit_classify_name(kind), t->loss, pg_fit_classify_name(rule)),
                    1;
         t->classify = kind;
@@ -55,8 +56,7 @@ static int check(const pj_doc *d, target *t, char *why, size_t cap)
     for (int64_t e = nd[k].first; e >= 0; e = nd[e].next) {
         if (nd[e].type != PJ_STR) {
             free(t->classes), t->classes = NULL;
-            return snprintf(why, cap, "'classes' entry %lld is not a string",
-                            (long long)t->n + 2),
+            return snprintf(why, cap, "'classes' entry %lld is not a string", (long long)t->n + 2),
                    1;
         }
         const char *s = d->pool + nd[e].str;
@@ -140,11 +140,10 @@ int pg_mf_writer_set_target(pg_mf_writer *w, const char *loss, int classify, int
     if (!pg_fit_classify_name(classify))
         return pg_fail(PG_STATUS_ERR_VALUE, "%s: classify kind %d is out of range", F, classify);
     for (int64_t i = 0; i < n_classes; i++)
-        if (!classes[i] || !pj_utf8_ok((const unsigned char *)classes[i],
-                                       (int64_t)strlen(classes[i])))
-            return pg_fail(PG_STATUS_ERR_VALUE,
-                           "%s: class label %lld is missing or not UTF-8 text", F,
-                           (long long)i + 1);
+        if (!classes[i] ||
+            !pj_utf8_ok((const unsigned char *)classes[i], (int64_t)strlen(classes[i])))
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s: class label %lld is missing or not UTF-8 text",
+                           F, (long long)i + 1);
     char *s = NULL;
     int64_t cap = 0, pos = 0;
     pos = put(&s, &cap, pos, "{\"loss\":", 0);

@@ -105,8 +105,8 @@ int pg_predict_transform(const char *fn, const double *out, int64_t rows, int64_
         return pg_fail(PG_STATUS_ERR_ARG, "%s: internal: bad outputs [%lldx%lld]", fn,
                        (long long)rows, (long long)n);
     if (type < 0 || type >= PG_PREDICT_COUNT || classify < 0 || classify >= N_KINDS)
-        return pg_fail(PG_STATUS_ERR_VALUE, "%s: internal: type %d or classify %d out of range",
-                       fn, type, classify);
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: internal: type %d or classify %d out of range", fn,
+                       type, classify);
     *res_rows = rows;
     if (type == PG_PREDICT_RESPONSE) {
         if (n) memcpy(res, out, sizeof(double) * (size_t)(rows * n));

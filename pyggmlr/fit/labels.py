@@ -97,7 +97,9 @@ def encode_labels(y: Any, loss: str, validation_data: Any) -> Tuple[Any, Any, Op
         av = None if cv is not None else _strings(yv)
         if cv is not None or av is not None:
             vals: List[Any] = (
-                [cv[1][c] if c >= 0 else None for c in cv[0]] if cv is not None else ([] if av is None else list(av))
+                [cv[1][c] if c >= 0 else None for c in cv[0]]
+                if cv is not None
+                else ([] if av is None else list(av))
             )
             index = {c: i for i, c in enumerate(classes)}
             for v in vals:

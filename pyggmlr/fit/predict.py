@@ -43,7 +43,9 @@ def ag_predict(
     _core.check(lib.pg_predict_type_parse(fn.encode(), t, shown, kind))
     rec_loss, classes = model_target(model)
     if loss is not None and not isinstance(loss, str):
-        raise ArgumentError(f"{fn}: loss must be one of ag_fit's loss names or None, got {loss!r:.60}")
+        raise ArgumentError(
+            f"{fn}: loss must be one of ag_fit's loss names or None, got {loss!r:.60}"
+        )
     name = rec_loss if loss is None else loss
     classify = ffi.new("int *")
     if name is not None:

@@ -290,7 +290,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   lval
 }
 
-# ag_predict (predict.R)'s work; fn: the user-facing function its errors name (ag_accuracy calls it too)
+# ag_predict (predict.R)'s work; fn: the user-facing function its errors name (ag_accuracy
+# calls it too)
 .predict <- function(model, x, batch_size, fn) {
   if (!(((is.environment(model) || is.list(model)) && is.function(model$forward)) ||
         is.function(model)))

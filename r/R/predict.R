@@ -83,8 +83,9 @@ predict.ag_linear <- function(object, newdata, type = c("response", "prob", "cla
   if (is.null(tt)) return(df)
   mf <- tryCatch(stats::model.frame(tt, df, na.action = stats::na.pass,
                                     xlev = attr(tt, "xlevels")),
-                 error = function(e) .arg_fail("value", "predict: newdata does not fit the model's formula: %s",
-                                               conditionMessage(e)))
+                 error = function(e)
+                   .arg_fail("value", "predict: newdata does not fit the model's formula: %s",
+                             conditionMessage(e)))
   .fit_design(mf)
 }
 

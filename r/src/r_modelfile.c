@@ -111,9 +111,9 @@ SEXP R_pg_mf_values(SEXP p)
     Rf_setAttrib(rows, R_NamesSymbol, tn);
     Rf_setAttrib(cols, R_NamesSymbol, tn);
     Rf_setAttrib(f64, R_NamesSymbol, tn);
-    const char *nm[] = {"parameters", "buffers", "epoch",          "config", "extra", "opt_kind",
-                        "all_f64",    "format",  "format_version", "rows",   "cols",  "f64",
-                        "target"};
+    const char *nm[] = {"parameters", "buffers", "epoch",  "config",         "extra",
+                        "opt_kind",   "all_f64", "format", "format_version", "rows",
+                        "cols",       "f64",     "target"};
     SEXP out = PROTECT(Rf_allocVector(VECSXP, 13)), on = PROTECT(Rf_allocVector(STRSXP, 13));
     SET_VECTOR_ELT(out, 0, names_of(mf, PG_MF_LIST_PARAMETERS));
     SET_VECTOR_ELT(out, 1, names_of(mf, PG_MF_LIST_BUFFERS));

@@ -80,8 +80,8 @@ SEXP R_pg_mf_save(SEXP path, SEXP model, SEXP more, SEXP fields, SEXP epoch, SEX
             t_n = XLENGTH(c);
             t_cls = (const char **)R_alloc((size_t)(t_n ? t_n : 1), sizeof(char *));
             for (int64_t i = 0; i < t_n; i++)
-                t_cls[i] = STRING_ELT(c, i) == NA_STRING ? NULL
-                                                         : Rf_translateCharUTF8(STRING_ELT(c, i));
+                t_cls[i] =
+                    STRING_ELT(c, i) == NA_STRING ? NULL : Rf_translateCharUTF8(STRING_ELT(c, i));
         }
     }
     /* converted: from here on no R call, so the writer cannot leak */

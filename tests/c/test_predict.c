@@ -12,12 +12,12 @@ static void transform(void)
     const double out[6] = {1, 2, 3, -1, 0, -1}; /* [3, 2] column-major */
     double r[6];
     int64_t rows = 0;
-    CHECK(pg_predict_transform("f", out, 3, 2, PG_PREDICT_PROB, PG_FIT_CLASSIFY_ARGMAX, NULL, -1,
-                               r, &rows) == 0);
+    CHECK(pg_predict_transform("f", out, 3, 2, PG_PREDICT_PROB, PG_FIT_CLASSIFY_ARGMAX, NULL, -1, r,
+                               &rows) == 0);
     const double s = exp(-2.0) + exp(-1.0) + 1.0;
     CHECK(rows == 3 && fabs(r[2] - 1.0 / s) < 1e-15 && fabs(r[0] - exp(-2.0) / s) < 1e-15);
-    CHECK(pg_predict_transform("f", out, 3, 2, PG_PREDICT_CLASS, PG_FIT_CLASSIFY_ARGMAX, NULL, 3,
-                               r, &rows) == 0);
+    CHECK(pg_predict_transform("f", out, 3, 2, PG_PREDICT_CLASS, PG_FIT_CLASSIFY_ARGMAX, NULL, 3, r,
+                               &rows) == 0);
     CHECK(rows == 1 && r[0] == 2 && r[1] == 1); /* the first maximum (column 2: rows 1 and 3 tie) */
     const double lg[3] = {-1000, 0, 2};
     CHECK(pg_predict_transform("f", lg, 1, 3, PG_PREDICT_PROB, PG_FIT_CLASSIFY_LOGITS, NULL, -1, r,
@@ -36,8 +36,8 @@ static void transform(void)
     CHECK_ERR(pg_predict_transform("ag_predict", out, 3, 2, PG_PREDICT_CLASS, PG_FIT_CLASSIFY_NONE,
                                    NULL, -1, r, &rows),
               PG_STATUS_ERR_VALUE, "give loss =");
-    CHECK_ERR(pg_predict_transform("ag_predict", lg, 1, 3, PG_PREDICT_CLASS,
-                                   PG_FIT_CLASSIFY_PROBS, NULL, 3, r, &rows),
+    CHECK_ERR(pg_predict_transform("ag_predict", lg, 1, 3, PG_PREDICT_CLASS, PG_FIT_CLASSIFY_PROBS,
+                                   NULL, 3, r, &rows),
               PG_STATUS_ERR_VALUE, "1 output but 3 class labels");
     int k = -1;
     CHECK(pg_predict_type_parse("ag_predict", "class", NULL, &k) == 0 && k == PG_PREDICT_CLASS);

@@ -51,9 +51,7 @@ def _r_to_py(d, steps, dtype):
     s = d["settings"]
     path = _io_tmp()
     try:
-        call_r_arch(
-            "parity_predict_save", s["arch"], d, dtype=dtype, loss=s["loss"], path=path
-        )
+        call_r_arch("parity_predict_save", s["arch"], d, dtype=dtype, loss=s["loss"], path=path)
         return with_dtype(dtype, lambda: _py_load(d, path))
     finally:
         os.unlink(path)
@@ -71,7 +69,14 @@ def _py_to_r(d, steps, dtype):
             m = py_model(s["arch"], d["init"], d["binit"])
             y = np.array(LABELS[s["loss"]])[d["ids"].astype(int)]
             pg.ag_fit(
-                m, d["x"], y, loss=s["loss"], nepoch=2, batch_size=8, shuffle=False, lr=0.05,
+                m,
+                d["x"],
+                y,
+                loss=s["loss"],
+                nepoch=2,
+                batch_size=8,
+                shuffle=False,
+                lr=0.05,
                 silent=True,
             )
             pg.ag_save_model(m, path)
@@ -82,7 +87,10 @@ def _py_to_r(d, steps, dtype):
         os.unlink(path)
     labels = [res["labels"]] if isinstance(res["labels"], str) else list(res["labels"])
     return _record(
-        r_values(res["response"]), r_values(res["prob"]), r_values(res["class"]), labels,
+        r_values(res["response"]),
+        r_values(res["prob"]),
+        r_values(res["class"]),
+        labels,
         res["loss"],
     )
 
@@ -96,7 +104,9 @@ def _case(name, arch, loss):
         ids = rng.integers(0, len(LABELS[loss]), size=20).astype(np.float64)
         return {"init": init, "binit": binit, "x": x, "y": ids, "ids": ids, "settings": settings}
 
-    CASES.append(ScriptCase(f"predict: R file -> Python, {name}", _r_to_py, _py_to_r, 1, inputs, group="io"))
+    CASES.append(
+        ScriptCase(f"predict: R file -> Python, {name}", _r_to_py, _py_to_r, 1, inputs, group="io")
+    )
 
 
 _case("labels, cross_entropy", "mlp", "cross_entropy")

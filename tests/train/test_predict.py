@@ -34,7 +34,9 @@ def _fit(out, y, loss, act=None, dtype="f64"):
     prev = pg.ag_dtype(dtype)
     try:
         pg.ggml_set_seed(3)
-        m = pg.ag_sequential(pg.ag_linear(4, 8, activation="relu"), pg.ag_linear(8, out, activation=act))
+        m = pg.ag_sequential(
+            pg.ag_linear(4, 8, activation="relu"), pg.ag_linear(8, out, activation=act)
+        )
         pg.ag_fit(m, _data(), y, loss=loss, nepoch=3, batch_size=10, silent=True, seed=1)
     finally:
         pg.ag_dtype(prev)
@@ -42,7 +44,9 @@ def _fit(out, y, loss, act=None, dtype="f64"):
 
 
 def _labels(k, seed=2):
-    return np.array(["lion", "bear", "\u00e9lan"][:k])[np.random.default_rng(seed).integers(0, k, N)]
+    return np.array(["lion", "bear", "\u00e9lan"][:k])[
+        np.random.default_rng(seed).integers(0, k, N)
+    ]
 
 
 @needs_torch
@@ -85,7 +89,9 @@ def test_bce_probabilities_as_they_are_and_threshold():
     m = _fit(1, y, "binary_cross_entropy", act="sigmoid")
     out = pg.ag_predict(m, _data(5))
     np.testing.assert_array_equal(pg.ag_predict(m, _data(5), type="prob"), out)
-    np.testing.assert_array_equal(pg.ag_predict(m, _data(5), type="class"), (out[0] > 0.5).astype(int))
+    np.testing.assert_array_equal(
+        pg.ag_predict(m, _data(5), type="class"), (out[0] > 0.5).astype(int)
+    )
 
 
 def test_class_cross_entropy_is_first_argmax_and_labels():
@@ -127,7 +133,7 @@ def test_categorical_duck_typed_keeps_category_order():
 
 
 def test_label_refusals():
-    with pytest.raises(PyggmlrValueError, match="need loss = \"cross_entropy\""):
+    with pytest.raises(PyggmlrValueError, match='need loss = "cross_entropy"'):
         _fit(2, _labels(3), "mse")
     y = _labels(3).astype(object)
     y[4] = None
@@ -135,7 +141,11 @@ def test_label_refusals():
         _fit(3, y, "cross_entropy")
     with pytest.raises(PyggmlrValueError, match="validation_data's y has the label 'wolf'"):
         pg.ag_fit(
-            pg.ag_linear(4, 3), _data(), _labels(3), nepoch=1, silent=True,
+            pg.ag_linear(4, 3),
+            _data(),
+            _labels(3),
+            nepoch=1,
+            silent=True,
             validation_data=(_data(3)[:, :2], np.array(["lion", "wolf"])),
         )
 
@@ -145,7 +155,11 @@ def test_save_load_keeps_labels(tmp_path):
     p = str(tmp_path / "m.safetensors")
     pg.ag_save_model(m, p)
     info = pg.ag_model_info(p)
-    assert info["target"] == {"loss": "cross_entropy", "classify": "argmax", "classes": list(m.classes_)}
+    assert info["target"] == {
+        "loss": "cross_entropy",
+        "classify": "argmax",
+        "classes": list(m.classes_),
+    }
     m2 = pg.ag_load_model(p)
     np.testing.assert_array_equal(m2.classes_, m.classes_)
     np.testing.assert_array_equal(
@@ -160,7 +174,7 @@ def test_old_file_without_target_loads(tmp_path):
     assert pg.ag_model_info(p)["target"] is None
     m2 = pg.ag_load_model(p)
     assert getattr(m2, "classes_", None) is None
-    with pytest.raises(PyggmlrValueError, match="ag_predict: type = \"class\" needs to know"):
+    with pytest.raises(PyggmlrValueError, match='ag_predict: type = "class" needs to know'):
         pg.ag_predict(m2, _data(), type="class")
     cl = pg.ag_predict(m2, _data(), type="class", loss="cross_entropy")
     np.testing.assert_array_equal(cl, np.argmax(pg.ag_predict(m2, _data()), axis=0))
@@ -179,7 +193,7 @@ def _with_meta(src, dst, key, value):
     [
         ('["a"]', "wrong type"),
         ('{"loss": "hinge"}', "'loss' \"hinge\" is not one of ag_fit's losses"),
-        ('{"loss": "mse", "classify": "argmax"}', "is not how loss \"mse\" reads outputs"),
+        ('{"loss": "mse", "classify": "argmax"}', 'is not how loss "mse" reads outputs'),
         ('{"classify": "maybe"}', "'classify' must be"),
         ('{"classes": ["a", "a"]}', "'classes' lists \"a\" twice"),
         ('{"classes": ["a", 3]}', "'classes' entry 2 is not a string"),
@@ -199,7 +213,9 @@ def test_bad_target_refused(tmp_path, target, why):
 
 def test_predict_refusals():
     m = _fit(2, np.random.default_rng(1).normal(size=(2, N)), "mse")
-    with pytest.raises(PyggmlrValueError, match='type must be "response", "prob" or "class", got "probs"'):
+    with pytest.raises(
+        PyggmlrValueError, match='type must be "response", "prob" or "class", got "probs"'
+    ):
         pg.ag_predict(m, _data(), type="probs")
     with pytest.raises(PyggmlrValueError, match="got 3"):
         pg.ag_predict(m, _data(), type=3)
@@ -232,5 +248,9 @@ def test_target_json_is_documented_shape(tmp_path):
     from pyggmlr.io.modelfile import _read_safetensors
 
     meta = _read_safetensors(p)[1]
-    assert json.loads(meta["target"]) == {"loss": "bce_with_logits", "classify": "logits", "classes": ["a", "b"]}
+    assert json.loads(meta["target"]) == {
+        "loss": "bce_with_logits",
+        "classify": "logits",
+        "classes": ["a", "b"],
+    }
     assert os.path.getsize(p) > 0
