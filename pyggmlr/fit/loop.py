@@ -99,7 +99,9 @@ def ag_fit(
     (rules in pyggmlr.fit.data): x an ag_dataloader, validation_data=(x_val, y_val), verbose 0/1/2.
 
     loss: "cross_entropy" (fused softmax + CE on the model's logits; y are 0-based class ids, a
-    vector of n, or a one-hot [classes, n] matrix), "mse" (y [outputs, n]), "mean" / "sum" (of the
+    vector of n, or a one-hot [classes, n] matrix; or labels: an array of strings or a pandas
+    Categorical, whose labels ag_fit records as model.classes_ with the loss as model.loss_ for
+    ag_predict(type="class") and model files: fit/labels.py), "mse" (y [outputs, n]), "mean" / "sum" (of the
     model's output; y unused), "binary_cross_entropy" (the output are probabilities: end the model
     in a sigmoid), "bce_with_logits", "huber" (delta 1), "mae" (ag_binary_cross_entropy_loss ...
     ag_mae_loss against y [outputs, n]) or a callable(output, y_batch_tensor) -> 1x1

@@ -105,9 +105,9 @@ def _case(name, arch, loss):
         return {"init": init, "binit": binit, "x": x, "y": ids, "ids": ids, "settings": settings}
 
     CASES.append(
-        ScriptCase(f"predict: R file -> Python, {name}", _r_to_py, _py_to_r, 1, inputs, group="io")
+        ScriptCase(f"predict: labels in files, {name}", _r_to_py, _py_to_r, 1, inputs, group="io")
     )
 
 
-_case("labels, cross_entropy", "mlp", "cross_entropy")
-_case("labels, bce_with_logits", "mlp1", "bce_with_logits")
+_case("cross_entropy", "mlp", "cross_entropy")
+_case("bce_with_logits", "mlp1", "bce_with_logits")
