@@ -126,3 +126,22 @@ test_that("a formula model predicts on a data.frame through the same model matri
   expect_identical(predict(m, new), ag_predict(m, X[, c(2, 5)]))
   expect_identical(levels(predict(m, new, type = "class")), c("p", "q"))
 })
+
+test_that("validation_data's factor is coded with y's levels (as Python's labels)", {
+  x <- pred_x()
+  y <- pred_labels(3L)
+  xv <- pred_x(9L, 4L)
+  yv <- factor(c("lion", "\u00e9lan", "lion", "\u00e9lan"))  # two levels, not y's order
+  fit_val <- function(v) {
+    set.seed(5)  # the same initial weights
+    m <- ag_sequential(ag_linear(4, 3))
+    h <- ag_fit(m, x, y, validation_data = list(xv, v), nepoch = 1L, batch_size = 10L,
+                silent = TRUE, seed = 1L)
+    as.data.frame(h)$val_loss[1L]
+  }
+  expect_identical(fit_val(yv), fit_val(match(as.character(yv), levels(y)) - 1L))
+  expect_error(ag_fit(ag_sequential(ag_linear(4, 3)), x, y, nepoch = 1L, silent = TRUE,
+                      validation_data = list(xv, c("lion", "wolf", "lion", "lion"))),
+               "validation_data's y has the label 'wolf', which is not one of y's labels \\('bear'",
+               class = "pyggmlr_value_error")
+})
