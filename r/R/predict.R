@@ -41,8 +41,14 @@ ag_predict <- function(model, x, batch_size = 256L, type = "response", loss = NU
 
 .set_target <- function(model, loss, classes) {
   if (!is.environment(model)) return(invisible())
-  model$loss <- loss
-  model$classes <- if (!is.null(classes)) as.character(classes)
+  # a user's own field of that name (a function, a number) or a locked one is left alone
+  put <- function(k, v) {
+    old <- get0(k, envir = model, inherits = FALSE)
+    if (is.null(old) || is.character(old))
+      tryCatch(assign(k, v, envir = model), error = function(e) NULL)
+  }
+  put("loss", loss)
+  put("classes", if (!is.null(classes)) as.character(classes))
   invisible()
 }
 

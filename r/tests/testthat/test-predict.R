@@ -145,3 +145,11 @@ test_that("validation_data's factor is coded with y's levels (as Python's labels
                "validation_data's y has the label 'wolf', which is not one of y's labels \\('bear'",
                class = "pyggmlr_value_error")
 })
+
+test_that("a model's own field named loss (a function) is left alone", {
+  m <- ag_sequential(ag_linear(4, 2))
+  m$loss <- function() "mine"
+  ag_fit(m, pred_x(), rep(0:1, 15L), nepoch = 1L, batch_size = 10L, silent = TRUE)
+  expect_identical(m$loss(), "mine")
+  expect_error(ag_predict(m, pred_x(), type = "class"), "needs to know")
+})
