@@ -104,6 +104,11 @@ def test_class_cross_entropy_is_first_argmax_and_labels():
     np.testing.assert_array_equal(pg.ag_predict(m, _data(5), type="response"), out)
 
 
+def test_repr_shows_loss_and_classes():
+    m = _fit(3, _labels(3), "cross_entropy")
+    assert repr(m).endswith("\n  loss: cross_entropy\n  classes (3): bear, lion, \u00e9lan")
+
+
 def test_class_ids_without_labels():
     ids = np.random.default_rng(2).integers(0, 3, N).astype(float)
     m = _fit(3, ids, "cross_entropy")
