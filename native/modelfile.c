@@ -104,7 +104,7 @@ int pg_mf_open(const char *path, const char *fn, pg_mf **out)
         return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory opening %s", fn, path);
     }
     strcpy(mf->path, path);
-    mf->st = st, mf->n = n, mf->epoch = -1;
+    mf->st = st, mf->n = n, mf->epoch = -1, mf->n_classes = -1;
     for (int64_t i = 0; i < n; i++) mf->sorted[i] = i;
     sort_mf = mf;
     qsort(mf->sorted, (size_t)n, sizeof(int64_t), cmp_idx);
@@ -126,6 +126,7 @@ void pg_mf_close(pg_mf *mf)
     mf_stage_free(mf);
     for (int k = 0; k < PG_MF_LIST_COUNT; k++) names_free(&mf->names[k]);
     mf_opt_clear(mf);
+    mf_target_free(mf);
     free(mf->opt_kind);
     pg_st_close(mf->st);
     free(mf->sorted);
@@ -333,6 +334,7 @@ int pg_mf_check_load(pg_mf *mf, const pg_mf_load_opts *opts)
     if (!rc) rc = mf_json(mf, "extra", -1, 0, &d, &present);
     if (!rc && present) pj_free(&d);
     if (!rc && o.rebuild) rc = check_config(mf, &o, nm);
+    if (!rc) rc = mf_target_read(mf);
     if (rc) {
         names_free(&nm[0]), names_free(&nm[1]);
         return rc;
@@ -356,6 +358,7 @@ int pg_mf_check_info(pg_mf *mf)
     if (!rc) rc = mf_json(mf, "optimizer", PJ_OBJ, 0, &od, &op);
     if (!rc) rc = mf_json(mf, "config", PJ_OBJ, 0, &cd, &cp);
     if (!rc) rc = mf_json(mf, "extra", -1, 0, &ed, &ep);
+    if (!rc) rc = mf_target_read(mf);
     char *kind = NULL;
     if (!rc && op) {
         int64_t k = pj_get(&od, 0, "kind");

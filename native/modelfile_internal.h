@@ -39,6 +39,12 @@ struct pg_mf {
     int64_t opt_n[2];
     pj_doc opt_doc;
     mf_stage *stage;
+    /* metadata 'target' (modelfile_target.c), read by the checks */
+    int target_present, target_classify;
+    const char *target_loss; /* into target_doc's pool; NULL: none */
+    int64_t n_classes;       /* -1: no labels */
+    const char **classes;    /* into target_doc's pool */
+    pj_doc target_doc;
 };
 
 /* PG_STATUS_ERR_VALUE "<path>: <formatted text>" */
@@ -47,6 +53,11 @@ int mf_bad(const pg_mf *mf, const char *fmt, ...) __attribute__((format(printf, 
  * caller) and checked to be of type want (-1: any) with the loaders' texts. */
 int mf_json(const pg_mf *mf, const char *key, int want, int64_t budget, pj_doc *doc, int *present);
 void mf_opt_clear(pg_mf *mf);
+/* metadata 'target' checked (the schema's texts) and recorded on mf; absent: none recorded */
+int mf_target_read(pg_mf *mf);
+void mf_target_free(pg_mf *mf);
+/* the writer's check of a 'target' text (the reader's schema): 0, or a status naming ag_save_model */
+int mf_target_check(const char *text);
 /* the writer frees data with itself (freed at once when it cannot be kept) */
 int mf_writer_adopt(pg_mf_writer *w, void *data);
 void mf_stage_free(pg_mf *mf); /* what pg_mf_load_check staged */

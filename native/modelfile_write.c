@@ -161,12 +161,16 @@ int pg_mf_writer_set(pg_mf_writer *w, int field, const char *text)
     if (!w || field < 0 || field >= PG_MF_FIELD_COUNT)
         return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_writer_set(): bad arguments");
     if (text && field != PG_MF_FIELD_CREATED_BY) { /* whatever is saved must load */
-        const char *what = field == PG_MF_FIELD_EXTRA ? "metadata 'extra'" : "metadata 'config'";
+        const char *what = field == PG_MF_FIELD_EXTRA ? "metadata 'extra'"
+            : field == PG_MF_FIELD_TARGET             ? "metadata 'target'"
+                                                      : "metadata 'config'";
         if (pg_json_check(text, (int64_t)strlen(text), what, 0)) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", pg_last_error());
             return pg_fail(PG_STATUS_ERR_VALUE, "ag_save_model(): %s; nothing was written", msg);
         }
+        int trc = field == PG_MF_FIELD_TARGET ? mf_target_check(text) : 0;
+        if (trc) return trc;
     }
     w->field[field] = text;
     return 0;
@@ -307,7 +311,7 @@ int pg_mf_writer_commit(pg_mf_writer *w, const char *path)
     }
     char epoch[32];
     snprintf(epoch, sizeof epoch, "%lld", (long long)w->epoch);
-    const char *keys[9], *vals[9];
+    const char *keys[10], *vals[10];
     int64_t nm = 0;
 #define META(key, value)                                                                           \
     do {                                                                                           \
@@ -323,6 +327,7 @@ int pg_mf_writer_commit(pg_mf_writer *w, const char *path)
     META("epoch", ep);
     META("optimizer", opt.s);
     META("extra", w->field[PG_MF_FIELD_EXTRA]);
+    META("target", w->field[PG_MF_FIELD_TARGET]);
 #undef META
     rc = pg_st_write(path, t, k, keys, vals, nm);
 done:

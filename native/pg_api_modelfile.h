@@ -46,6 +46,13 @@ int64_t pg_mf_epoch(const pg_mf *mf);      /* -1: none (or, for info, not 1-12 d
 const char *pg_mf_config(const pg_mf *mf); /* checked JSON object text, or NULL */
 const char *pg_mf_extra(const pg_mf *mf);  /* checked JSON text, or NULL */
 int64_t pg_mf_index(const pg_mf *mf, const char *name); /* tensor index, -1 none */
+/* metadata 'target' after a check: 1 when the file has it; its loss (NULL none), classify kind
+ * (PG_FIT_CLASSIFY_NONE without), label count (-1: none) and label i */
+int pg_mf_has_target(const pg_mf *mf);
+const char *pg_mf_target_loss(const pg_mf *mf);
+int pg_mf_target_classify(const pg_mf *mf);
+int64_t pg_mf_class_count(const pg_mf *mf);
+const char *pg_mf_class(const pg_mf *mf, int64_t i);
 /* 1 when every listed parameter (all tensors when there is no list) is F64 */
 int pg_mf_all_f64(const pg_mf *mf);
 
@@ -85,6 +92,7 @@ enum pg_mf_field {
     PG_MF_FIELD_CREATED_BY = 0,
     PG_MF_FIELD_CONFIG = 1, /* the architecture (the front end checks that it rebuilds) */
     PG_MF_FIELD_EXTRA = 2,  /* JSON the loader must read back */
+    PG_MF_FIELD_TARGET = 3, /* 'target' (pg_mf_writer_set_target makes it; checked as read) */
     PG_MF_FIELD_COUNT
 };
 
@@ -114,6 +122,13 @@ int pg_mf_writer_add_slot(pg_mf_writer *w, const char *slot, const char *param,
 int pg_mf_writer_set(pg_mf_writer *w, int field, const char *text);
 int pg_mf_writer_set_epoch(pg_mf_writer *w, int64_t epoch); /* [0, 1e12): what loads back */
 int pg_mf_writer_set_optimizer(pg_mf_writer *w, const pg_mf_opt_meta *m);
+/* metadata 'target' (docs/model-format.md): how the model's outputs are read and its class
+ * labels, so that a file alone turns new data into labels. loss: one of ag_fit's loss names, or
+ * NULL (none known); classify: its pg_fit_classify kind (must be the loss's; with loss NULL any
+ * kind); classes: n_classes distinct UTF-8 labels, in class-id order (-1: none). Written as
+ * {"loss": ..., "classify": "argmax", "classes": [...]}. */
+int pg_mf_writer_set_target(pg_mf_writer *w, const char *loss, int classify, int64_t n_classes,
+                            const char *const *classes);
 /* The save rules on what was added: no name is both a parameter and a buffer. */
 int pg_mf_writer_check(pg_mf_writer *w);
 /* The save rules (no name both a parameter and a buffer), the metadata (format, version,

@@ -18,6 +18,7 @@ import numpy as np
 
 from .._core import lib
 from ..errors import ArgumentError, NonFiniteLossWarning, PyggmlrValueError, ShapeError
+from ..io.check import set_target
 from ..optim.optimizer import Optimizer
 from ..parallel.sync import FitSync
 from ..random import Generator, _seed_int
@@ -26,6 +27,7 @@ from ..tensor import Tensor, ag_tensor
 from .args import check_args, make_callbacks
 from .data import FitData, verbosity  # loaders, validation_data, verbose
 from .history import History
+from .labels import encode_labels
 from .plan import FitPlan, Session, check_loss
 from .progress import FitProgress, progress_mode
 from .resume import load_weights, read_checkpoint, save_checkpoint
@@ -97,7 +99,9 @@ def ag_fit(
     (rules in pyggmlr.fit.data): x an ag_dataloader, validation_data=(x_val, y_val), verbose 0/1/2.
 
     loss: "cross_entropy" (fused softmax + CE on the model's logits; y are 0-based class ids, a
-    vector of n, or a one-hot [classes, n] matrix), "mse" (y [outputs, n]), "mean" / "sum" (of the
+    vector of n, or a one-hot [classes, n] matrix; or labels: an array of strings or a pandas
+    Categorical, whose labels ag_fit records as model.classes_ with the loss as model.loss_ for
+    ag_predict(type="class") and model files: fit/labels.py), "mse" (y [outputs, n]), "mean" / "sum" (of the
     model's output; y unused), "binary_cross_entropy" (the output are probabilities: end the model
     in a sigmoid), "bce_with_logits", "huber" (delta 1), "mae" (ag_binary_cross_entropy_loss ...
     ag_mae_loss against y [outputs, n]) or a callable(output, y_batch_tensor) -> 1x1
@@ -164,6 +168,10 @@ def ag_fit(
     A checkpoint remembers whether the run was weighted and resumes only a run that is alike
     (the weights themselves are not compared)."""
     progress, silent = verbosity(verbose, progress, silent)
+    if isinstance(loss, str):  # labels (strings, a Categorical) as 0-based ids (fit/labels.py)
+        y, validation_data, classes = encode_labels(y, loss, validation_data)
+    else:
+        classes = None
     if not _is_flag(distributed):  # R's texts (a truthy "a" must not start MPI)
         raise PyggmlrValueError("ag_fit: distributed must be True or False")
     if static is not None and not _is_flag(static):
@@ -321,6 +329,8 @@ def ag_fit(
         opt.accumulate_steps, opt.accum_count = opt_before
         raise
 
+    # how the outputs are read, for ag_predict(type=) and model files (checkpoints included)
+    set_target(model, loss_name if loss_code >= 0 else None, classes)
     # an optimizer whose step is the core's (not overridden) steps inside the core
     core_step = sync is None and type(opt).step is Optimizer.step and "step" not in vars(opt)
     batch_cbs = [cb for cb in cbs if hasattr(cb, "on_batch_end")]

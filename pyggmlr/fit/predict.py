@@ -1,5 +1,6 @@
-"""ag_predict and ag_accuracy: a trained model's outputs, and the share of arg-max hits or of
-binary hits (counted in the core, pg_accuracy_count / pg_binary_count, as R's)."""
+"""ag_predict and ag_accuracy: a trained model's outputs (raw, as probabilities or as classes:
+the core's pg_predict_transform, as R's), and the share of arg-max hits or of binary hits
+(counted in the core, pg_accuracy_count / pg_binary_count, as R's)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from .. import _core
 from .._args import check_int
 from .._core import ffi, lib
 from ..errors import ArgumentError, ShapeError
+from ..io.check import model_target
 from ..tape import ag_no_grad
 from ..tensor import ag_tensor
 from .util import _as_cols, _forward, _model_dtype, _set_mode
@@ -18,11 +20,68 @@ from .util import _as_cols, _forward, _model_dtype, _set_mode
 __all__: List[str] = ["ag_predict", "ag_accuracy"]
 
 
-def ag_predict(model: Any, x: Any, batch_size: int = 256) -> np.ndarray:
-    """The model's outputs for x [features, n] in eval mode, without a tape, as a numpy
-    [outputs, n] array (computed in batches of batch_size columns). The model's mode is put
-    back afterwards."""
-    return _predict(model, x, batch_size, "ag_predict")
+def ag_predict(
+    model: Any, x: Any, batch_size: int = 256, type: str = "response", loss: Optional[str] = None
+) -> np.ndarray:
+    """The model's outputs for x [features, n] in eval mode, without a tape (computed in batches
+    of batch_size columns; the model's mode is put back afterwards).
+
+    type: "response" (default): the outputs as a numpy [outputs, n] array. "prob": probabilities
+    [outputs, n], read as the model's loss reads its outputs: softmax over each column for
+    cross_entropy (logits), sigmoid for bce_with_logits, as they are for binary_cross_entropy.
+    "class": the predicted classes, a numpy array of n: the arg-max row (cross_entropy), or 1
+    where the output is above the threshold (0.5 on probabilities, 0 on logits) else 0 (the BCE
+    losses; a multi-label model gives [outputs, n]); as the model's labels (classes_, from ag_fit
+    with string labels or a file that keeps them) when it has them, else 0-based class ids.
+    loss: how the outputs are read, one of ag_fit's loss names; None (default): the loss ag_fit
+    trained the model with (its loss_ attribute, kept in model files). A model without a known
+    classifier loss refuses "prob" and "class" (PyggmlrValueError saying how to give loss=)."""
+    fn = "ag_predict"
+    kind = ffi.new("int *")
+    shown = f"{type!r:.60}".encode("utf-8", "replace")
+    t = type.encode("utf-8", "replace") if isinstance(type, str) else ffi.NULL
+    _core.check(lib.pg_predict_type_parse(fn.encode(), t, shown, kind))
+    rec_loss, classes = model_target(model)
+    if loss is not None and not isinstance(loss, str):
+        raise ArgumentError(
+            f"{fn}: loss must be one of ag_fit's loss names or None, got {loss!r:.60}"
+        )
+    name = rec_loss if loss is None else loss
+    classify = ffi.new("int *")
+    if name is not None:
+        _core.check(lib.pg_predict_classify(fn.encode(), name.encode("utf-8", "replace"), classify))
+    out = _predict(model, x, batch_size, fn)
+    if kind[0] == lib.PG_PREDICT_RESPONSE:
+        return out
+    o = np.asfortranarray(out, dtype=np.float64)
+    res = np.empty_like(o, order="F")
+    rows = ffi.new("int64_t *")
+    _core.check(
+        lib.pg_predict_transform(
+            fn.encode(),
+            ffi.cast("double *", o.ctypes.data),
+            o.shape[0],
+            o.shape[1],
+            kind[0],
+            classify[0],
+            ffi.NULL if name is None else name.encode("utf-8", "replace"),
+            -1 if classes is None else len(classes),
+            ffi.cast("double *", res.ctypes.data),
+            rows,
+        )
+    )
+    if kind[0] == lib.PG_PREDICT_PROB:
+        return res
+    # the core wrote [rows[0], n] column-major at the buffer's start
+    ids = res.ravel(order="F")[: rows[0] * o.shape[1]].reshape(rows[0], o.shape[1], order="F")
+    ids = ids[0] if rows[0] == 1 else ids  # one class a sample: a vector of n
+    nan = np.isnan(ids)
+    if classes is None:
+        return ids if nan.any() else ids.astype(np.int64)
+    labels = np.asarray(classes)
+    if nan.any():  # a NaN output has no class: None there
+        return np.array([None if m else labels[int(i)] for i, m in zip(ids, nan)], dtype=object)
+    return labels[ids.astype(np.int64)]
 
 
 def _predict(model: Any, x: Any, batch_size: Any, fn: str) -> np.ndarray:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -153,3 +153,30 @@ def _check_built_dtype(params: Dict[str, Tensor], dtype: str) -> None:
                 f'ag_load_model(): dtype = "{dtype}" was asked for, but the model\'s parameter '
                 f"'{k}' is {t.dtype} (does model_fn fix its own dtype?)"
             )
+
+
+# ---------------------------------------------------------------------------------------------
+# what a model says about its outputs (issue 31): ag_fit records it, model files keep it
+# (metadata 'target'), ag_predict(type=) reads it. Attributes, as scikit-learn's: loss_ (one of
+# ag_fit's loss names, or None) and classes_ (a numpy array of str labels in class-id order, or
+# None).
+
+
+def model_target(model: Any) -> Tuple[Optional[str], Optional[List[str]]]:
+    """(loss name or None, list of str labels or None) recorded on model."""
+    loss = getattr(model, "loss_", None)
+    classes = getattr(model, "classes_", None)
+    return (
+        loss if isinstance(loss, str) else None,
+        None if classes is None else [str(c) for c in np.asarray(classes).ravel()],
+    )
+
+
+def set_target(model: Any, loss: Optional[str], classes: Any) -> None:
+    """Record loss / classes on model where it takes attributes (a plain function or an object
+    with __slots__ does not: ag_predict then needs loss=)."""
+    try:
+        model.loss_ = loss
+        model.classes_ = None if classes is None else np.asarray([str(c) for c in classes])
+    except (AttributeError, TypeError):
+        pass

@@ -38,7 +38,9 @@ from .check import (
     check_config,
     check_epoch,
     clean,
+    model_target,
     os_error,
+    set_target,
 )
 
 __all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: save.py
@@ -304,9 +306,43 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
         except (TypeError, ValueError) as e:
             raise ArgumentError(f"ag_save_model(): extra must be JSON-serialisable ({e})") from None
         w.set(lib.PG_MF_FIELD_EXTRA, text)  # the core checks that it loads back
+    _set_target(w, model)
     for k, v in (more or {}).items():
         w.add(lib.PG_MF_ROLE_TENSOR, k, v)
     return w.commit(path)
+
+
+def _set_target(w, model):
+    """metadata 'target': the loss and labels ag_fit recorded on the model (none: not written)"""
+    loss, classes = model_target(model)
+    if loss is None and classes is None:
+        return
+    kind = ffi.new("int *")
+    if loss is not None:
+        check(lib.pg_predict_classify(b"ag_save_model()", w.text(loss), kind))
+    labels = [w.text(c) for c in classes or []]
+    arr = ffi.new("char *[]", labels or 1)
+    check(
+        lib.pg_mf_writer_set_target(
+            w.h,
+            ffi.NULL if loss is None else w.text(loss),
+            kind[0],
+            -1 if classes is None else len(classes),
+            arr,
+        )
+    )
+
+
+def _get_target(f, model):
+    """the file's metadata 'target' onto the loaded model (a file without it changes nothing)"""
+    if not lib.pg_mf_has_target(f.h):
+        return
+    n = lib.pg_mf_class_count(f.h)
+    set_target(
+        model,
+        _text(lib.pg_mf_target_loss(f.h)),
+        None if n < 0 else [_text(lib.pg_mf_class(f.h, i)) for i in range(n)],
+    )
 
 
 # ag_save_model / ag_load_model (ggmlR's arguments): io/save.py
@@ -370,6 +406,7 @@ def _load(
         if d.n and not quiet_hyper:
             warn_hyper(optimizer, d, lambda j: _hyper_value(f, j), stacklevel=3)
         f.call(lib.pg_mf_load_commit(f.h))
+        _get_target(f, model)
     ag_eval(model)  # as ag_fit leaves a model
     return model, {"epoch": epoch, "extra": extra, "tensors": more}
 
@@ -389,8 +426,8 @@ def _load_checkpoint(path, model, optimizer):
 
 def ag_model_info(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     """What a model file holds, without building anything: a dict with format, parameter and
-    buffer names with their shapes and dtypes, config (dict or None), epoch, optimizer kind and
-    extra."""
+    buffer names with their shapes and dtypes, config (dict or None), epoch, optimizer kind,
+    extra and target (the loss, classify kind and class labels ag_fit recorded, or None)."""
     with _ModelFile(path, "ag_model_info()") as f:
         f.call(lib.pg_mf_check_info(f.h))
         st = f.st
@@ -414,4 +451,5 @@ def ag_model_info(path: Union[str, os.PathLike]) -> Dict[str, Any]:
             "epoch": None if ep < 0 else int(ep),
             "optimizer": _text(lib.pg_mf_opt_kind(f.h)),
             "extra": f.json(lib.pg_mf_extra(f.h)),
+            "target": f.json(lib.pg_mf_meta(f.h, b"target")) if lib.pg_mf_has_target(f.h) else None,
         }

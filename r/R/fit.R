@@ -199,6 +199,9 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   s <- .Call(R_pg_session_new, plan, nepoch, first, per_datapoint, prog$ticks || length(batch_cbs))
   cfwd <- if (core_step) fwd
   oh <- opt$.h
+  # how the outputs are read, for ag_predict(type =) and model files (checkpoints included)
+  .set_target(model, if (is.null(L$code)) NULL else L$name, tg$levels)
+  if (is.environment(model)) model$x_terms <- fm$terms  # predict() on a data.frame (predict.R)
   started <- TRUE
   repeat {
     ev <- .Call(R_pg_session_next, s, cfwd, if (is.null(L$code)) lossfn else L$code, oh)
@@ -287,9 +290,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   lval
 }
 
-ag_predict <- function(model, x, batch_size = 256L) .predict(model, x, batch_size, "ag_predict")
-
-# ag_predict's work; fn: the user-facing function its errors name (ag_accuracy calls it too)
+# ag_predict (predict.R)'s work; fn: the user-facing function its errors name (ag_accuracy
+# calls it too)
 .predict <- function(model, x, batch_size, fn) {
   if (!(((is.environment(model) || is.list(model)) && is.function(model$forward)) ||
         is.function(model)))

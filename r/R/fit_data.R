@@ -36,10 +36,24 @@
                      "ag_dataloader, got %s"), class(validation_data)[[1L]])
   }
   d$xv <- .fit_cols(xv, "validation_data")
-  if (is.factor(yv)) yv <- as.integer(yv) - 1L
+  if (is.factor(y) && (is.factor(yv) || is.character(yv))) yv <- .val_ids(yv, levels(y))
+  else if (is.factor(yv)) yv <- as.integer(yv) - 1L
   d$yv <- if (is.null(yv)) NULL else .fit_cols(yv, "validation_data")
   d$fixed <- TRUE
   d
+}
+
+# validation labels as y's class ids (their own levels may be fewer or in another order), as
+# Python's fit/labels.py
+.val_ids <- function(yv, lev) {
+  v <- as.character(yv)
+  bad <- !is.na(v) & !(v %in% lev)
+  if (any(bad))
+    .fit_stop(paste0("ag_fit: validation_data's y has the label '%s', which is not one of y's ",
+                     "labels (%s%s)"), substr(v[bad][1L], 1L, 40L),
+              paste0("'", utils::head(lev, 10L), "'", collapse = ", "),
+              if (length(lev) > 10L) ", ..." else "")
+  match(v, lev) - 1L
 }
 
 # x and y (checked) with validation_data's columns appended, and the val_split that holds out

@@ -13,7 +13,7 @@
                 class(data)[[1L]])
     mf <- .fit_frame(x, data)
     y <- stats::model.response(mf)
-    return(list(x = .fit_design(mf), y = .fit_response(y)))
+    return(list(x = .fit_design(mf), y = .fit_response(y), terms = .fit_terms(mf)))
   }
   if (!is.null(data))
     .arg_fail("argument", "ag_fit: data = is for a formula x (y ~ ., data = df), got x a %s",
@@ -22,8 +22,17 @@
                                       logical(1)))) {
     mf <- .fit_frame(~ ., x)
     x <- .fit_design(mf)
+    return(list(x = x, y = y, terms = .fit_terms(mf)))
   }
   list(x = x, y = y)
+}
+
+# what predict() needs to build the same model matrix from new data: the terms without the
+# response, with the factor levels seen (predict.R)
+.fit_terms <- function(mf) {
+  tt <- stats::delete.response(stats::terms(mf))
+  attr(tt, "xlevels") <- stats::.getXlevels(stats::terms(mf), mf)
+  tt
 }
 
 # model.frame's own errors (a column the data lack, a bad term) as ag_fit's classed condition

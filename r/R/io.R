@@ -204,7 +204,7 @@
   .mf_fail(.Call(R_pg_mf_names_check, enc2utf8(as.character(names(params))),
                  enc2utf8(as.character(names(bufs)))), path)
   fields <- c(sprintf("pyggmlr (R) %s", as.character(utils::packageVersion("pyggmlr"))),
-              NA_character_, NA_character_)  # created_by, config, extra
+              NA_character_, NA_character_, NA_character_)  # created_by, config, extra, target
   tc <- if (is.function(model$to_config)) model$to_config else NULL
   if (!is.null(tc)) {
     cfg <- tryCatch(tc(), error = function(e) {
@@ -225,7 +225,7 @@
   if (!is.null(extra)) fields[[3L]] <- .to_json(extra, "extra")  # the core checks it loads back
   # the core copies the tensors and the optimizer's state; more: ag_fit's callback arrays
   res <- .Call(R_pg_mf_save, path.expand(path), .mf_model(params, bufs, optimizer),
-               .more_group(more), enc2utf8(fields), ep)
+               .more_group(more), enc2utf8(fields), ep, .target_meta(model))  # predict.R
   if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, path)
   if (!identical(res$status, .pg$code$status[["OK"]])) .mf_fail(res, path)
   invisible(path.expand(path))
@@ -290,6 +290,7 @@
   if (!is.null(d$status)) .mf_fail(d, path)
   if (!is.null(d)) .opt_hyper_warn(optimizer, d)
   .mf_fail(.Call(R_pg_mf_load_commit, f), path)
+  if (!is.null(v$target)) .set_target(model, v$target$loss, v$target$classes)  # predict.R
   ag_eval(model)
   rd <- if (more) .Call(R_pg_mf_read, f)  # from the open file: no second open and check
   if (!is.null(rd$status)) .mf_fail(rd, path)
@@ -312,5 +313,5 @@ ag_model_info <- function(path) {
   }
   list(format = v$format, format_version = v$format_version, parameters = desc(v$parameters),
        buffers = desc(v$buffers), config = .mf_json(v$config, "config", path), epoch = v$epoch,
-       optimizer = v$opt_kind, extra = .mf_json(v$extra, "extra", path))
+       optimizer = v$opt_kind, extra = .mf_json(v$extra, "extra", path), target = v$target)
 }

@@ -390,6 +390,7 @@ print.ag_sequential <- function(x, ...) {
   cat(sprintf("ag_sequential (%d layers, %s mode)\n", length(x$layers),
               if (isTRUE(x$training)) "train" else "eval"))
   for (i in seq_along(x$layers)) cat(sprintf("  [%d] %s\n", i, .layer_label(x$layers[[i]])))
+  .target_line(x)  # predict.R: the loss and labels ag_fit recorded
   invisible(x)
 }
 
@@ -399,6 +400,7 @@ print.ag_layer <- function(x, ...) {
               if (isTRUE(x$training)) "train" else "eval", length(p),
               if (length(p) == 1L) "" else "s"))
   for (nm in names(p)) { d <- dim(p[[nm]]); cat(sprintf("  %s: [%dx%d]\n", nm, d[1L], d[2L])) }
+  .target_line(x)
   invisible(x)
 }
 

@@ -36,7 +36,7 @@
 .summary_model <- function(object, layers, title) {
   tab <- .summary_table(layers)
   structure(list(title = title, layers = tab, total = sum(tab$params),
-                 non_trainable = sum(tab$buffers)),
+                 non_trainable = sum(tab$buffers), model = object),
             class = "summary.ag_sequential")
 }
 
@@ -67,5 +67,6 @@ print.summary.ag_sequential <- function(x, ...) {
   cat("Total params: ", num(x$total + x$non_trainable), "\n", sep = "")
   cat("Trainable params: ", num(x$total), "\n", sep = "")
   cat("Non-trainable params: ", num(x$non_trainable), "\n", sep = "")
+  if (!is.null(x$model)) .target_line(x$model)  # predict.R: ag_fit's loss and labels
   invisible(x)
 }

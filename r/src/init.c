@@ -188,7 +188,7 @@ extern SEXP R_pg_mf_load_check(SEXP, SEXP);
 extern SEXP R_pg_mf_load_commit(SEXP);
 extern SEXP R_pg_fit_opt_params(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_names_check(SEXP, SEXP);
-extern SEXP R_pg_mf_save(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_save(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_check_dims(SEXP, SEXP, SEXP);
 extern SEXP R_pg_gc_room(SEXP);
 extern SEXP R_pg_file_kind(SEXP);
@@ -202,6 +202,9 @@ extern SEXP R_pg_fit_check_classes(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_set_weights(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_batch_weights(SEXP);
 extern SEXP R_pg_fit_loss_weighted(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_predict_type(SEXP, SEXP);
+extern SEXP R_pg_predict_classify(SEXP, SEXP);
+extern SEXP R_pg_predict_transform(SEXP, SEXP, SEXP, SEXP, SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm", (DL_FUNC)&R_pg_batch_norm, 8},
@@ -378,7 +381,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mf_load_commit", (DL_FUNC)&R_pg_mf_load_commit, 1},
     {"R_pg_fit_opt_params", (DL_FUNC)&R_pg_fit_opt_params, 4},
     {"R_pg_mf_names_check", (DL_FUNC)&R_pg_mf_names_check, 2},
-    {"R_pg_mf_save", (DL_FUNC)&R_pg_mf_save, 5},
+    {"R_pg_mf_save", (DL_FUNC)&R_pg_mf_save, 6},
     {"R_pg_check_dims", (DL_FUNC)&R_pg_check_dims, 3},
     {"R_pg_gc_room", (DL_FUNC)&R_pg_gc_room, 1},
     {"R_pg_file_kind", (DL_FUNC)&R_pg_file_kind, 1},
@@ -392,6 +395,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_set_weights", (DL_FUNC)&R_pg_fit_set_weights, 4},
     {"R_pg_fit_batch_weights", (DL_FUNC)&R_pg_fit_batch_weights, 1},
     {"R_pg_fit_loss_weighted", (DL_FUNC)&R_pg_fit_loss_weighted, 4},
+    {"R_pg_predict_type", (DL_FUNC)&R_pg_predict_type, 2},
+    {"R_pg_predict_classify", (DL_FUNC)&R_pg_predict_classify, 2},
+    {"R_pg_predict_transform", (DL_FUNC)&R_pg_predict_transform, 5},
     {NULL, NULL, 0}};
 
 /* Keep this library's code mapped after dyn.unload() (unloadNamespace, devtools reloads): live

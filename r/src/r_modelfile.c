@@ -67,6 +67,29 @@ static SEXP names_of(pg_mf *mf, int list)
     return v;
 }
 
+/* metadata 'target': NULL, or list(loss (NULL: none), classify (its name), classes (NULL:
+ * none)) */
+static SEXP target_of(const pg_mf *mf)
+{
+    if (!pg_mf_has_target(mf)) return R_NilValue;
+    int64_t n = pg_mf_class_count(mf);
+    SEXP t = PROTECT(Rf_allocVector(VECSXP, 3)), nm = PROTECT(Rf_allocVector(STRSXP, 3));
+    SET_VECTOR_ELT(t, 0, str_or_null(pg_mf_target_loss(mf)));
+    SET_VECTOR_ELT(t, 1, str_or_null(pg_fit_classify_name(pg_mf_target_classify(mf))));
+    if (n >= 0) {
+        SEXP cl = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)n));
+        for (int64_t i = 0; i < n; i++)
+            SET_STRING_ELT(cl, (R_xlen_t)i, Rf_mkCharCE(pg_mf_class(mf, i), CE_UTF8));
+        SET_VECTOR_ELT(t, 2, cl);
+        UNPROTECT(1);
+    }
+    const char *k[] = {"loss", "classify", "classes"};
+    for (int i = 0; i < 3; i++) SET_STRING_ELT(nm, i, Rf_mkChar(k[i]));
+    Rf_setAttrib(t, R_NamesSymbol, nm);
+    UNPROTECT(2);
+    return t;
+}
+
 /* What the last check recorded: name lists, epoch, texts, the optimizer's kind, the files'
  * dtype, format fields, and every tensor's rows, cols and F64 flag (named) */
 SEXP R_pg_mf_values(SEXP p)
@@ -88,9 +111,10 @@ SEXP R_pg_mf_values(SEXP p)
     Rf_setAttrib(rows, R_NamesSymbol, tn);
     Rf_setAttrib(cols, R_NamesSymbol, tn);
     Rf_setAttrib(f64, R_NamesSymbol, tn);
-    const char *nm[] = {"parameters", "buffers", "epoch",          "config", "extra", "opt_kind",
-                        "all_f64",    "format",  "format_version", "rows",   "cols",  "f64"};
-    SEXP out = PROTECT(Rf_allocVector(VECSXP, 12)), on = PROTECT(Rf_allocVector(STRSXP, 12));
+    const char *nm[] = {"parameters", "buffers", "epoch",  "config",         "extra",
+                        "opt_kind",   "all_f64", "format", "format_version", "rows",
+                        "cols",       "f64",     "target"};
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 13)), on = PROTECT(Rf_allocVector(STRSXP, 13));
     SET_VECTOR_ELT(out, 0, names_of(mf, PG_MF_LIST_PARAMETERS));
     SET_VECTOR_ELT(out, 1, names_of(mf, PG_MF_LIST_BUFFERS));
     SET_VECTOR_ELT(out, 2, ep < 0 ? R_NilValue : Rf_ScalarReal((double)ep));
@@ -103,7 +127,8 @@ SEXP R_pg_mf_values(SEXP p)
     SET_VECTOR_ELT(out, 9, rows);
     SET_VECTOR_ELT(out, 10, cols);
     SET_VECTOR_ELT(out, 11, f64);
-    for (int i = 0; i < 12; i++) SET_STRING_ELT(on, i, Rf_mkChar(nm[i]));
+    SET_VECTOR_ELT(out, 12, target_of(mf));
+    for (int i = 0; i < 13; i++) SET_STRING_ELT(on, i, Rf_mkChar(nm[i]));
     Rf_setAttrib(out, R_NamesSymbol, on);
     UNPROTECT(6);
     return out;

@@ -73,4 +73,5 @@ void test_index(void);
 void test_loss_opt(void);
 void test_fit_binary(void);
 void test_fit_weight(void);
+void test_predict(void);
 #endif

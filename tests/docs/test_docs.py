@@ -147,6 +147,7 @@ TYPED_MODULES += ("io.check",)
 TYPED_MODULES += ("nn.module", "tensor_index", "fit.data")
 TYPED_MODULES += ("nn.base",)
 TYPED_MODULES += ("fit.weights",)
+TYPED_MODULES += ("fit.labels",)
 
 
 def _module_of(o):

@@ -23,6 +23,7 @@ def test_v1_files_load(dt):
     info = pg.ag_model_info(p)
     info["parameters"] = {k: [list(s), d] for k, (s, d) in info["parameters"].items()}
     info["buffers"] = {k: [list(s), d] for k, (s, d) in info["buffers"].items()}
+    assert info.pop("target") is None  # written before metadata 'target' (issue 31): no labels
     assert info == EXPECTED[dt]["info"]
     m = pg.ag_load_model(p)
     x = np.linspace(-1, 1, 3 * 5).reshape(3, 5)

@@ -92,6 +92,10 @@ def _fit_refusals(P, d, steps):
         "predict x 3-D": refusal(P, lambda: P.ag_predict(m, np.ones((2, 2, 4))), text=False),
         "accuracy y samples": refusal(P, lambda: P.ag_accuracy(m, _X, np.zeros((1, 3)))),
         "loss 'hinge'": refusal(P, fit(m, _X, y, loss="hinge")),  # the core's loss table
+        # ag_predict(type=): the core's texts (native/predict.c)
+        "predict type 'probs'": refusal(P, lambda: P.ag_predict(m, _X, type="probs")),
+        "predict class, no loss": refusal(P, lambda: P.ag_predict(m, _X, type="class")),
+        "predict loss 'hinge'": refusal(P, lambda: P.ag_predict(m, _X, type="prob", loss="hinge")),
     }
 
 

@@ -109,6 +109,11 @@ ARCHS = {
         {**linear_shapes(1, 4, 6), **_bn_shapes(2, 6), **linear_shapes(4, 6, 3)},
         _bn_running(2, 6),
     ),
+    "mlp1": (  # one output: a binary (BCE) classifier (cases_predict.py)
+        'ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 1))',
+        {**linear_shapes(1, 4, 6), **linear_shapes(2, 6, 1)},
+        {},
+    ),
 }
 
 

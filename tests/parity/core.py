@@ -31,6 +31,7 @@ R_FILES = (
     "weights.R",
     "progress.R",
     "datasets.R",
+    "predict.R",
 )
 
 _R_ENV: Dict[str, Any] = {}

@@ -1,0 +1,114 @@
+"""ag_fit's class labels (issue 31): y given as labels (an array of strings, or a pandas
+Categorical / category Series, duck-typed: pandas is never imported) becomes 0-based class ids
+and the labels' list, as R's factor y does: the labels are the categories in their order, else
+the sorted distinct strings (code-point order; R's factor levels follow the locale's collation).
+With "binary_cross_entropy" / "bce_with_logits" two labels are 0 and 1 (the second is 1, as
+glm's)."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Tuple
+
+import numpy as np
+
+from ..errors import PyggmlrValueError
+
+__all__: List[str] = []
+
+_BINARY = ("binary_cross_entropy", "bce_with_logits")
+
+
+def _categorical(y: Any) -> Optional[Tuple[np.ndarray, List[str]]]:
+    """(codes, categories as str) of a pandas Categorical or category Series, else None."""
+    cat = getattr(y, "cat", None)  # a Series of dtype "category"
+    src = cat if cat is not None and hasattr(cat, "categories") else y
+    if not (hasattr(src, "categories") and hasattr(src, "codes")):
+        return None
+    return np.asarray(src.codes, dtype=np.int64).ravel(), [str(c) for c in src.categories]
+
+
+def _strings(y: Any) -> Optional[np.ndarray]:
+    """y as a 1-D object array when it holds labels (str values; None / NaN missing), else None."""
+    a: np.ndarray
+    if isinstance(y, (list, tuple)):
+        if not y or not any(isinstance(v, str) for v in y):
+            return None
+        a = np.empty(len(y), dtype=object)
+        a[:] = list(y)
+    else:
+        if not (isinstance(y, np.ndarray) or hasattr(y, "__array__")):
+            return None
+        a = np.asarray(y)
+        if a.dtype.kind not in "USO":
+            return None
+        if a.dtype.kind == "O" and not any(isinstance(v, str) for v in a.ravel()):
+            return None
+        if a.ndim == 2 and 1 in a.shape:
+            a = a.ravel()
+        if a.ndim != 1:
+            raise PyggmlrValueError(
+                f"ag_fit: labels y must be one label per sample (a vector), got a {a.shape} array"
+            )
+        a = a.astype(object)
+    for v in a:
+        if not (isinstance(v, str) or v is None or (isinstance(v, float) and np.isnan(v))):
+            raise PyggmlrValueError(
+                f"ag_fit: labels y mix strings with {type(v).__name__} values ({v!r:.40}); give "
+                "all labels as strings, or 0-based class ids"
+            )
+    return a
+
+
+def _missing(codes_bad: np.ndarray) -> PyggmlrValueError:
+    k = int(codes_bad.sum())  # worded as R's factor y (and the core's non-finite check)
+    return PyggmlrValueError(
+        f"ag_fit: y has {k} missing value{'s' if k > 1 else ''} (NA), the first at row 1, column "
+        f"{int(np.argmax(codes_bad)) + 1}; give finite data (remove or impute those samples)"
+    )
+
+
+def encode_labels(y: Any, loss: str, validation_data: Any) -> Tuple[Any, Any, Optional[List[str]]]:
+    """(y, validation_data, classes): labels as 0-based ids (float64, one per sample) and their
+    list; anything else as given with classes None. validation_data's labels (a tuple's second
+    entry) are coded with y's labels."""
+    cat = _categorical(y)
+    if cat is not None:
+        codes, classes = cat
+        if (codes < 0).any():
+            raise _missing(codes < 0)
+    else:
+        a = _strings(y)
+        if a is None:
+            return y, validation_data, None
+        bad = np.array([not isinstance(v, str) for v in a], dtype=bool)
+        if bad.any():
+            raise _missing(bad)
+        classes = sorted(set(a.tolist()))
+        index = {c: i for i, c in enumerate(classes)}
+        codes = np.array([index[v] for v in a], dtype=np.int64)
+    if loss != "cross_entropy" and not (loss in _BINARY and len(classes) == 2):
+        raise PyggmlrValueError(
+            'ag_fit: labels y (strings or a Categorical) need loss = "cross_entropy" (or, with 2 '
+            'labels, "binary_cross_entropy" / "bce_with_logits")'
+        )
+    if isinstance(validation_data, tuple) and len(validation_data) == 2:
+        yv = validation_data[1]
+        cv = _categorical(yv)
+        av = None if cv is not None else _strings(yv)
+        if cv is not None or av is not None:
+            vals: List[Any] = (
+                [cv[1][c] if c >= 0 else None for c in cv[0]]
+                if cv is not None
+                else ([] if av is None else list(av))
+            )
+            index = {c: i for i, c in enumerate(classes)}
+            for v in vals:
+                if not isinstance(v, str) or v not in index:
+                    raise PyggmlrValueError(
+                        f"ag_fit: validation_data's y has the label {v!r:.40}, which is not one "
+                        f"of y's labels ({', '.join(map(repr, classes[:10]))}"
+                        f"{', ...' if len(classes) > 10 else ''})"
+                    )
+            ids = np.array([index[v] for v in vals], dtype=np.float64)
+            validation_data = (validation_data[0], ids)
+    return codes.astype(np.float64), validation_data, classes

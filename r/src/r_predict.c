@@ -1,0 +1,53 @@
+/* R glue for ag_predict(type =) (native/predict.c) and a model file's 'target' metadata
+ * (native/modelfile_target.c). */
+#include "r_util.h"
+
+static const char *str_arg(SEXP s)
+{
+    return Rf_isString(s) && XLENGTH(s) == 1 && STRING_ELT(s, 0) != NA_STRING
+        ? Rf_translateCharUTF8(STRING_ELT(s, 0))
+        : NULL;
+}
+
+/* type: the core's code (0 response, 1 prob, 2 class); shown: how R shows a non-string type */
+SEXP R_pg_predict_type(SEXP type, SEXP shown)
+{
+    int k = 0;
+    r_check(pg_predict_type_parse("ag_predict", str_arg(type), str_arg(shown), &k));
+    return Rf_ScalarInteger(k);
+}
+
+/* a loss name's classify kind (enum pg_fit_classify); fn names the caller */
+SEXP R_pg_predict_classify(SEXP loss, SEXP fn)
+{
+    int k = 0;
+    r_check(pg_predict_classify(str_arg(fn), str_arg(loss), &k));
+    return Rf_ScalarInteger(k);
+}
+
+/* out: a double matrix [rows, n]; loss: a name or NULL; n_classes: -1 none. A matrix
+ * [res_rows, n] of doubles. */
+SEXP R_pg_predict_transform(SEXP out, SEXP type, SEXP classify, SEXP loss, SEXP n_classes)
+{
+    SEXP d = Rf_getAttrib(out, R_DimSymbol);
+    if (!Rf_isReal(out) || XLENGTH(d) != 2)
+        r_stopf(PG_STATUS_ERR_ARG, "ag_predict: internal: the outputs are not a double matrix");
+    const int64_t rows = INTEGER(d)[0], n = INTEGER(d)[1];
+    SEXP res = PROTECT(Rf_allocMatrix(REALSXP, (int)rows, (int)n));
+    int64_t rr = rows;
+    int rc = pg_predict_transform("ag_predict", REAL(out), rows, n, Rf_asInteger(type),
+                                  Rf_asInteger(classify), str_arg(loss),
+                                  (int64_t)Rf_asReal(n_classes), REAL(res), &rr);
+    if (rc) {
+        UNPROTECT(1);
+        r_fail();
+    }
+    if (rr != rows) { /* arg-max: one row of ids */
+        SEXP one = PROTECT(Rf_allocMatrix(REALSXP, (int)rr, (int)n));
+        for (int64_t j = 0; j < n; j++) REAL(one)[j] = REAL(res)[j];
+        UNPROTECT(2);
+        return one;
+    }
+    UNPROTECT(1);
+    return res;
+}
