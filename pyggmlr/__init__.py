@@ -156,6 +156,7 @@ __all__ = [
     "ag_graph_mode",
     "ag_huber_loss",
     "ag_layer_norm",
+    "ag_normalization",
     "ag_linear",
     "ag_live_objects",
     "ag_load_model",
