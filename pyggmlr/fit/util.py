@@ -182,6 +182,7 @@ def _builtin_model(model):
         nn.ag_layer_norm,
         nn.ag_embedding,
         nn.ag_multihead_attention,
+        nn.ag_normalization,
     )
 
 
@@ -230,7 +231,7 @@ def _out_rows(model: Any, rows_in: Optional[int]) -> Optional[int]:
     """The model's output rows as its structure says them (R's .out_rows), None when unknown."""
     if isinstance(model, nn.ag_linear):
         return int(model.out_features)
-    if isinstance(model, (nn.ag_dropout, nn.ag_batch_norm, nn.ag_layer_norm)):
+    if isinstance(model, (nn.ag_dropout, nn.ag_batch_norm, nn.ag_layer_norm, nn.ag_normalization)):
         return rows_in
     if isinstance(model, nn.ag_embedding):
         return int(model.dim)
