@@ -54,6 +54,7 @@ from .errors import (
     PyggmlrValueError,
     ShapeError,
     StateError,
+    StaticFallbackWarning,
 )
 from .fit import *  # noqa: F401,F403  (ag_fit, callbacks, history, ag_predict)
 from .gpu import *  # noqa: F401,F403  (ggmlR's GPU switches and probes: no GPU here)
@@ -113,6 +114,7 @@ __all__ = [
     "PyggmlrMemoryError",
     "PyggmlrValueError",
     "ShapeError",
+    "StaticFallbackWarning",
     "StateError",
     "Tensor",
     "ag_accuracy",
