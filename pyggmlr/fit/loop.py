@@ -361,9 +361,11 @@ def ag_fit(
             if ev == lib.PG_SESSION_TRAIN_BATCH:
                 xb, yb = plan.batch(False, sess.where().batch)
                 wb = plan.weights() if weighted else None  # this batch's weight row
-                rec = None
+                rec = why = None
                 if static_steps is not None:  # recorded once; the session replays it from now on
-                    rec = _static_record(static_steps, auto, plan, sess.where().batch, xb, yb, wb)
+                    rec, why = _static_record(
+                        static_steps, auto, plan, sess.where().batch, xb, yb, wb
+                    )
                     static_steps = static_steps if rec is not None else None  # fell back
                     auto = False
                 if rec is not None:
@@ -377,6 +379,8 @@ def ag_fit(
                     else:  # the gradients pass through the host: MPI's all-reduce, a user's step
                         _host_step(plan, lv, out, opt, sync, xb.shape[1])
                     del lv, out
+                    if why is not None:  # static=None fell back: said once the eager step ran
+                        static_notice(why)
             elif ev == lib.PG_SESSION_BATCH_END:
                 at = sess.where()
                 prog.tick()

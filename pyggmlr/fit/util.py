@@ -314,20 +314,20 @@ def static_notice(why: str) -> None:
         f"ag_fit: static=None runs this model eagerly (its step cannot be compiled safely: {why}); "
         "static=False silences this notice",
         StaticFallbackWarning,
-        stacklevel=4,
+        stacklevel=3,
     )
 
 
 def _static_record(steps, auto, plan, b, xv, yv, wv):
-    """The training step recorded for the session; with static=None on a model that is not all
-    built-in (auto), first the probe: None (and the notice) when it or the recording refuses."""
+    """(the training step recorded for the session, None); with static=None on a model that is
+    not all built-in (auto), first the probe: (None, why) when it or the recording refuses, the
+    caller saying why once its first eager step has run (an eager error comes alone)."""
     if not auto:
-        return steps.record(False, xv, yv, wv)
+        return steps.record(False, xv, yv, wv), None
     try:
         why = steps.probe(plan, b, xv, yv, wv)
         if why is None:
-            return steps.record(False, xv, yv, wv)
+            return steps.record(False, xv, yv, wv), None
     except PyggmlrError as e:
         why = str(e)
-    static_notice(why)
-    return None
+    return None, why

@@ -213,9 +213,11 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         at <- .Call(R_pg_session_where, s)
         bt <- .Call(R_pg_fit_batch, plan, FALSE, at[[2L]])
         wb <- if (weighted) .Call(R_pg_fit_batch_weights, plan)  # this batch's weight row
-        g <- NULL
+        g <- why <- NULL
         if (!is.null(ss)) {  # recorded once; the session replays it from now on
-          g <- .static_record(ss, auto, plan, at[[2L]], nb, bt[[1L]], bt[[2L]], wb)
+          gw <- .static_record(ss, auto, plan, at[[2L]], nb, bt[[1L]], bt[[2L]], wb)
+          g <- gw[[1L]]
+          why <- gw[[2L]]
           if (is.null(g)) ss <- NULL  # fell back (static = NULL)
           auto <- FALSE
         }
@@ -229,6 +231,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
           if (!is_ag_tensor(lv))
             .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor, got %s", class(lv)[[1L]])
           .fit_host_step(plan, lv, out, opt, sync, ncol(bt[[1L]]))
+          if (!is.null(why)) .static_notice(why)  # static = NULL fell back: once the step ran
         }
         out <- bt <- lv <- wb <- NULL  # drop the references
       },

@@ -309,15 +309,15 @@
                          "compiled safely: %s); static = FALSE silences this notice"), why))
 }
 
-# the training step recorded for the session; with static = NULL on a model that is not all
-# built-in (auto), first the probe: NULL (and the notice) when it or the recording refuses
+# list(the training step recorded for the session, NULL); with static = NULL on a model that is
+# not all built-in (auto), first the probe: list(NULL, why) when it or the recording refuses, the
+# caller saying why once its first eager step has run (an eager error comes alone)
 .static_record <- function(ss, auto, plan, b, nb, xv, yv, wv) {
-  if (!auto) return(ss$record(FALSE, xv, yv, wv))
+  if (!auto) return(list(ss$record(FALSE, xv, yv, wv), NULL))
   why <- tryCatch({
     w <- ss$probe(plan, b, nb, xv, yv, wv)
-    if (is.null(w)) return(ss$record(FALSE, xv, yv, wv))
+    if (is.null(w)) return(list(ss$record(FALSE, xv, yv, wv), NULL))
     w
   }, pyggmlr_error = function(e) conditionMessage(e))
-  .static_notice(why)
-  NULL
+  list(NULL, why)
 }
