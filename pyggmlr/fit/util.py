@@ -240,7 +240,7 @@ class _StaticSteps:
         """The step for this batch's width, recorded on the plan's batch tensors (the training
         step in training mode, build "opt"; validation in eval mode, build "forward"):
         (step, model output tensor) for the session, which runs them from then on."""
-        holder = {}
+        holder: dict = {}
         fn = self._fn(holder, wv is not None)
         step = self._compile("forward" if val else "opt", self._ins(xv, yv, wv), fn)
         return step, holder["out"]

@@ -72,8 +72,8 @@ class ag_normalization(Module):
             self.features = int(self.mean.shape[0])
         else:
             xt = None if x is None else _as_tensor(x, FN)
-            F2 = F if xt is None else int(xt.shape[0])
-            if F is not None and F2 != F:
+            F2 = int(xt.shape[0]) if xt is not None else int(F or 0)
+            if xt is not None and F is not None and F2 != F:
                 raise ShapeError(f"{FN}: features = {F} but x has {F2} rows ({xt.shape})")
             like = xt
             with _layer_memory(
