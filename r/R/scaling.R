@@ -7,7 +7,8 @@
   if (!is.numeric(v) || is.factor(v) || length(v) == 0L ||
       (length(dim(v)) == 2L && !any(dim(v) == 1L)) || length(dim(v)) > 2L)
     .arg_fail("argument",
-              "ag_normalization: %s must be a non-empty numeric vector (one value per feature), got %s",
+              paste0("ag_normalization: %s must be a non-empty numeric vector (one value per ",
+                     "feature), got %s"),
               name, .arg_show(v))
   ag_tensor(matrix(as.double(v), ncol = 1L))
 }
