@@ -97,3 +97,88 @@ def _case(name: str, static: bool) -> None:
 
 _case("ag_fit eager, files crossed", False)
 _case("ag_fit static, files crossed", True)
+
+
+# ---- ag_fit(static=None) on a custom layer: compiled (ag ops only) or eager (reads values) ----
+
+
+def _auto_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
+    import warnings
+
+    import pyggmlr as pg
+
+    class Custom(pg.Module):
+        def __init__(self) -> None:
+            self.lin = pg.ag_linear(4, 3)
+            self.lin.W.data, self.lin.b.data = d["W"], d["b"]
+
+        def forward(self, x):
+            if d["host"]:
+                return self.lin(pg.ag_tensor(x.numpy() * 1.0))
+            return pg.ag_tanh(self.lin(x)) * 2
+
+        def parameters(self):
+            return self.lin.parameters()
+
+    def run():
+        m = Custom()
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            h = pg.ag_fit(
+                m,
+                d["x"],
+                d["y"],
+                loss="mse",
+                nepoch=steps,
+                batch_size=6,
+                shuffle=False,
+                val_split=0.25,
+                silent=True,
+            )
+        n = sum(issubclass(i.category, pg.StaticFallbackWarning) for i in w)
+        return _auto_rec(h.loss, h.val_loss, m.lin.W.numpy(), m.lin.b.numpy(), n)
+
+    return with_dtype(dtype, run)
+
+
+def _auto_rec(loss, val_loss, W, b, n):
+    return [
+        {
+            "history loss": np.asarray(loss, dtype=np.float64),
+            "history val_loss": np.asarray(val_loss, dtype=np.float64),
+            "weights W": np.asarray(W),
+            "weights b": np.asarray(b),
+            "fallback notices": np.asarray(n, dtype=np.float64).reshape(-1),
+        }
+    ]
+
+
+def _auto_r(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
+    res = call_r(
+        "parity_static_auto",
+        dtype=dtype,
+        W=d["W"],
+        b=d["b"],
+        x=d["x"],
+        y=d["y"],
+        nepoch=steps,
+        host=d["host"],
+    )
+    return _auto_rec(*(r_values(res[k]) for k in ("loss", "val_loss", "W", "b", "n_msg")))
+
+
+def _auto_case(name: str, host: bool) -> None:
+    def inputs(rng: Any) -> Dict[str, Any]:
+        return {
+            "W": _u(rng, 3, 4),
+            "b": _u(rng, 3, 1),
+            "x": _u(rng, 4, 48, lo=-2, hi=2),
+            "y": _u(rng, 3, 48),
+            "host": host,
+        }
+
+    CASES.append(ScriptCase(f"static=None: {name}", _auto_py, _auto_r, 2, inputs, group="fit"))
+
+
+_auto_case("custom layer compiled", False)
+_auto_case("host read falls back, one notice", True)
