@@ -157,7 +157,8 @@ def ag_fit(
     there, bit for bit (a forward that reads tensor values in host code, e.g. x.numpy(), or
     branches on them would replay the first batch's choice). Otherwise the run is eager and
     says why once (a StaticFallbackWarning with the core's reason). The probe cannot see host
-    state that changes later (a step counter, a clock): use False for such a forward; a
+    state that changes later (a step counter, a clock), nor a branch that two batches take
+    alike (with one training batch it compares that batch): use False for such a forward; a
     forward that branches on the training flag is safe (training and validation graphs are
     recorded in their own modes). True: require it (raises when the step cannot be compiled
     or with distributed). False: the eager tape, no notice.
