@@ -97,6 +97,10 @@ static int layer(const M *m, int64_t o, const char *prefix, int depth)
     } else if (!strcmp(type, "embedding")) {
         int64_t v = size_field(d, o, "vocab_size"), dim = size_field(d, o, "dim");
         if (v > 0 && dim > 0) rc = need(m, prefix, type, "weight", dim, v, 0);
+    } else if (!strcmp(type, "normalization")) {
+        int64_t f = size_field(d, o, "features");
+        if (f > 0 && !(rc = need(m, prefix, type, "mean", f, 1, 0)))
+            rc = need(m, prefix, type, "variance", f, 1, 0);
     } else if (!strcmp(type, "multihead_attention")) {
         int64_t dm = size_field(d, o, "d_model");
         int bias = flag_field(d, o, "bias");

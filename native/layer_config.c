@@ -61,6 +61,7 @@ static const layer_spec LAYERS[] = {
       CHOICE("init", "\"glorot_uniform\"", INITS, 0), NUM("gain", "1", -HUGE_VAL, HUGE_VAL, 0)}},
     {"multihead_attention",
      {SIZE("d_model"), SIZE("n_heads"), NUM("dropout", "0", 0, 1, 1), FLAG("bias", "true")}},
+    {"normalization", {SIZE("features"), NUM("eps", "1e-07", 0, HUGE_VAL, 0)}},
 };
 #define N_LAYERS ((int)(sizeof LAYERS / sizeof LAYERS[0]))
 

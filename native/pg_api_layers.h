@@ -41,3 +41,13 @@ pg_tensor *pg_matmul_t(pg_tensor *a, pg_tensor *b, int ta, int tb, double alpha)
  * column softmax wants them): entry (i, j) becomes -inf when key i comes after query j
  * (i > j), other entries pass through. Gradient: g where kept, 0 where masked. */
 pg_tensor *pg_causal_mask(pg_tensor *x);
+
+/* keras3's Normalization layer (ag_normalization): out = (x - mean) / max(sqrt(variance), eps)
+ * per row of x [F, B]; mean, variance: [F, 1] buffers of x's dtype (no gradient). Backward:
+ * dx = g / max(sqrt(variance), eps). A constant feature (variance 0) divides by eps. */
+pg_tensor *pg_normalization(pg_tensor *x, pg_tensor *mean, pg_tensor *variance, double eps);
+/* adapt(): mean and population variance (divided by n) of each row of x [F, n], n >= 1, into
+ * the [F, 1] buffers, computed in double; x must be finite (the first bad row and column named). */
+int pg_normalization_adapt(const pg_tensor *x, pg_tensor *mean, pg_tensor *variance);
+/* given buffers: [F, 1] each, F = features when features > 0, finite, variance >= 0 */
+int pg_normalization_check(const pg_tensor *mean, const pg_tensor *variance, int64_t features);

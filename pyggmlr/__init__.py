@@ -54,6 +54,7 @@ from .errors import (
     PyggmlrValueError,
     ShapeError,
     StateError,
+    StaticFallbackWarning,
 )
 from .fit import *  # noqa: F401,F403  (ag_fit, callbacks, history, ag_predict)
 from .gpu import *  # noqa: F401,F403  (ggmlR's GPU switches and probes: no GPU here)
@@ -114,6 +115,7 @@ __all__ = [
     "PyggmlrValueError",
     "ShapeError",
     "StateError",
+    "StaticFallbackWarning",
     "Tensor",
     "ag_accuracy",
     "ag_add",
@@ -185,6 +187,7 @@ __all__ = [
     "ag_multihead_attention",
     "ag_neg",
     "ag_no_grad",
+    "ag_normalization",
     "ag_param",
     "ag_parameters_spread",
     "ag_pow",

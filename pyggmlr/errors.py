@@ -32,6 +32,11 @@ class ArgumentError(PyggmlrError, TypeError):
     """An argument of the wrong kind (not a tensor, freed or foreign object...)."""
 
 
+class StaticFallbackWarning(UserWarning):
+    """ag_fit(static=None) runs a model eagerly because its step cannot be compiled safely (the
+    message gives the reason; static=False silences it)."""
+
+
 class NonFiniteLossWarning(RuntimeWarning):
     """ag_fit stopped because an epoch's loss turned NaN or infinite (the message names the
     epoch and what to try); the History keeps the epochs up to that one."""

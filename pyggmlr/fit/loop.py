@@ -17,7 +17,13 @@ from typing import Any, Callable, Dict, Optional, Sequence, Union
 import numpy as np
 
 from .._core import lib
-from ..errors import ArgumentError, NonFiniteLossWarning, PyggmlrValueError, ShapeError
+from ..errors import (
+    ArgumentError,
+    NonFiniteLossWarning,
+    PyggmlrError,
+    PyggmlrValueError,
+    ShapeError,
+)
 from ..io.check import set_target
 from ..optim.optimizer import Optimizer
 from ..parallel.sync import FitSync
@@ -44,7 +50,9 @@ from .util import (
     _params,
     _row_major_hint,
     _set_mode,
+    _static_record,
     _StaticSteps,
+    static_notice,
 )
 from .weights import attach, weight_spec
 
@@ -146,9 +154,18 @@ def ag_fit(
     "opt") and validation through compiled "forward" graphs (one per batch width: the last,
     partial validation batch gets its own), with exactly the eager results (same kernels, same
     order, same random draws, batch-norm statistics updated once per step). None (default):
-    static when the model is made of built-in layers, the loss is a built-in name and the run
-    is not distributed; otherwise eager. True: require it (raises when the step cannot be
-    compiled or with distributed). False: the eager tape.
+    static unless distributed. A model of built-in layers with a built-in loss name is compiled
+    at once; any other (custom layers, a callable loss) only when it is safe: ag_compile must
+    record its step (no ag_checkpoint, every op replayable) and a forward graph recorded on the
+    first training batch must replay another training batch to the loss the eager forward gives
+    there, bit for bit (a forward that reads tensor values in host code, e.g. x.numpy(), or
+    branches on them would replay the first batch's choice). Otherwise the run is eager and
+    says why once (a StaticFallbackWarning with the core's reason). The probe cannot see host
+    state that changes later (a step counter, a clock), nor a branch that two batches take
+    alike (with one training batch it compares that batch): use False for such a forward; a
+    forward that branches on the training flag is safe (training and validation graphs are
+    recorded in their own modes). True: require it (raises when the step cannot be compiled
+    or with distributed). False: the eager tape, no notice.
     The model is in train mode while training and in eval mode when ag_fit returns. x, y and
     validation_data must be finite: a NaN or infinite value is a PyggmlrValueError before
     training, naming how many there are and the first one's row and column. An epoch
@@ -215,13 +232,21 @@ def ag_fit(
             batch_size, nbatch_logical = batch_size * sync.world, nbatch_logical * sync.world
             pmode = pmode if sync.rank == 0 else "none"  # only rank 0 prints
 
-        if static is None:
-            static = not distributed and isinstance(loss, str) and _builtin_model(model)
+        # static=None: compiled when the model and loss are built-ins; any other model is
+        # compiled too when ag_compile records its step and a probe replay equals the eager step
+        # (else it runs eagerly, saying why once)
+        auto = static is None and not distributed
+        if auto:
+            static = True
+            auto = not (isinstance(loss, str) and _builtin_model(model))
+        elif static is None:
+            static = False
         elif static and distributed:
             raise PyggmlrValueError(
                 "ag_fit: static=True cannot be combined with distributed=True (the compiled step has no gradient all-reduce)"
             )
         static_steps = _StaticSteps(model, lossfn, opt, Y is not None) if static else None
+        auto_run, val_static = auto, True
 
         settings = {
             "n": n,
@@ -347,8 +372,15 @@ def ag_fit(
             if ev == lib.PG_SESSION_TRAIN_BATCH:
                 xb, yb = plan.batch(False, sess.where().batch)
                 wb = plan.weights() if weighted else None  # this batch's weight row
+                rec = why = None
                 if static_steps is not None:  # recorded once; the session replays it from now on
-                    sess.set_static(False, xb.shape[1], *static_steps.record(False, xb, yb, wb))
+                    rec, why = _static_record(
+                        static_steps, auto, plan, sess.where().batch, xb, yb, wb
+                    )
+                    static_steps = static_steps if rec is not None else None  # fell back
+                    auto = False
+                if rec is not None:
+                    sess.set_static(False, xb.shape[1], *rec)
                 else:
                     with with_grad_tape():
                         out = _forward(model, xb)
@@ -358,6 +390,8 @@ def ag_fit(
                     else:  # the gradients pass through the host: MPI's all-reduce, a user's step
                         _host_step(plan, lv, out, opt, sync, xb.shape[1])
                     del lv, out
+                    if why is not None:  # static=None fell back: said once the eager step ran
+                        static_notice(why)
             elif ev == lib.PG_SESSION_BATCH_END:
                 at = sess.where()
                 prog.tick()
@@ -379,8 +413,16 @@ def ag_fit(
             elif ev == lib.PG_SESSION_VAL_BATCH:
                 xb, yb = plan.batch(True, sess.where().batch)
                 with ag_no_grad():
-                    if static_steps is not None:
-                        sess.set_static(True, xb.shape[1], *static_steps.record(True, xb, yb))
+                    if static_steps is not None and val_static:
+                        try:
+                            vs = static_steps.record(True, xb, yb)
+                        except PyggmlrError as e:
+                            if not auto_run:
+                                raise
+                            static_notice(str(e))  # eval mode's forward cannot be replayed
+                            val_static = False
+                    if static_steps is not None and val_static:
+                        sess.set_static(True, xb.shape[1], *vs)
                     else:
                         out = _forward(model, xb)
                         plan.record(True, lossfn(out, yb).item(), out)

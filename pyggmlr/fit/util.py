@@ -3,6 +3,8 @@ arguments, the optimizer set-up and the compiled steps (loop.py runs the loop)."
 
 from __future__ import annotations
 
+import math
+import warnings
 from typing import Any, List, Optional
 
 import numpy as np
@@ -10,11 +12,19 @@ import numpy as np
 from .. import _walk
 from .._args import as_numeric
 from .._core import NULL, check, ffi, lib
-from ..errors import ArgumentError, PyggmlrValueError, ShapeError
+from ..errors import (
+    ArgumentError,
+    PyggmlrError,
+    PyggmlrValueError,
+    ShapeError,
+    StaticFallbackWarning,
+)
 from ..graph.compile import ag_compile
 from ..nn import modules as nn
 from ..optim.optimizer import Optimizer, optimizer_adam, optimizer_sgd
 from ..optim.state import _Host
+from ..random import Generator
+from ..tape import with_grad_tape
 from ..tensor import Tensor, _wrap, ag_default_dtype
 
 __all__: List[str] = []
@@ -182,6 +192,7 @@ def _builtin_model(model):
         nn.ag_layer_norm,
         nn.ag_embedding,
         nn.ag_multihead_attention,
+        nn.ag_normalization,
     )
 
 
@@ -196,41 +207,82 @@ class _StaticSteps:
     def __init__(self, model, lossfn, opt, has_y):
         self.model, self.lossfn, self.opt, self.has_y = model, lossfn, opt, has_y
 
-    def record(self, val, xv, yv, wv=None):
-        """The step for this batch's width, recorded on the plan's batch tensors (the training
-        step in training mode, build "opt"; validation in eval mode, build "forward"):
-        (step, model output tensor) for the session, which runs them from then on."""
-        build = "forward" if val else "opt"
-        holder = {}
-
+    def _fn(self, holder, weighted):
         def fn(x, *yw):  # (x, y), (x, y, w), (x, w): the inputs below, in their order
             out = _forward(self.model, x)
             holder["out"] = out
             y = yw[0] if self.has_y else None
-            if wv is None:
+            if not weighted:
                 return self.lossfn(out, y)
             return self.lossfn(out, y, yw[-1])
 
+        return fn
+
+    def _ins(self, xv, yv, wv):
+        # the plan's batch tensors: each gather refills the graph's inputs; the training batch's
+        # weight row is one more input (pg_fit_run_static)
+        return [xv] + ([yv] if self.has_y else []) + ([wv] if wv is not None else [])
+
+    def _compile(self, build, ins, fn):
+        """ag_compile(fn, *ins), the model's buffers put back afterwards."""
         bufs = {k: t.data for k, t in _buffers(self.model).items() if isinstance(t, Tensor)}
-        ins = [xv] + (
-            [yv] if self.has_y else []
-        )  # the plan's batch tensors: each gather refills the graph's inputs
-        if wv is not None:  # the training batch's weight row: one more input (pg_fit_run_static)
-            ins.append(wv)
         try:
-            step = ag_compile(fn, *ins, build=build, optimizer=self.opt if build == "opt" else None)
+            return ag_compile(fn, *ins, build=build, optimizer=self.opt if build == "opt" else None)
         finally:
-            for k, t in _buffers(self.model).items():
-                if k in bufs:
-                    t.data = bufs[k]
+            self._put_back(bufs)
+
+    def _put_back(self, bufs):
+        for k, t in _buffers(self.model).items():
+            if k in bufs:
+                t.data = bufs[k]
+
+    def record(self, val, xv, yv, wv=None):
+        """The step for this batch's width, recorded on the plan's batch tensors (the training
+        step in training mode, build "opt"; validation in eval mode, build "forward"):
+        (step, model output tensor) for the session, which runs them from then on."""
+        holder: dict = {}
+        fn = self._fn(holder, wv is not None)
+        step = self._compile("forward" if val else "opt", self._ins(xv, yv, wv), fn)
         return step, holder["out"]
+
+    def probe(self, plan, b, xv, yv, wv):
+        """static=None's check that replaying is safe for this model: a forward graph recorded
+        on training batch b must give, on another training batch, the loss the eager forward
+        gives there (a forward that reads values in host code or branches on them was recorded
+        once and would replay wrongly). None when it does, else why not. Leaves the batch
+        tensors holding batch b, the buffers and the random stream as they were."""
+        ins = self._ins(xv, yv, wv)
+        fn = self._fn({}, wv is not None)
+        fwd = self._compile("forward", ins, fn)
+        other = plan.n_batches - 1 if b != plan.n_batches - 1 else 0
+        plan.batch(False, other)  # refills the same tensors (and the weight row)
+        bufs = {k: t.data for k, t in _buffers(self.model).items() if isinstance(t, Tensor)}
+        stream = Generator.current()
+        state = stream.get_state()
+        try:
+            with with_grad_tape():
+                eager = fn(*ins).item()
+            self._put_back(bufs)
+            stream.set_state(state)
+            replay = fwd(*ins).item()
+        finally:
+            self._put_back(bufs)
+            stream.set_state(state)
+            plan.batch(False, b)
+        if eager == replay or (math.isnan(eager) and math.isnan(replay)):
+            return None
+        return (
+            f"a replay of the recorded step gives loss {replay!r} where the eager step gives "
+            f"{eager!r} on batch {other + 1} (the forward reads tensor values in host code or "
+            "branches on them)"
+        )
 
 
 def _out_rows(model: Any, rows_in: Optional[int]) -> Optional[int]:
     """The model's output rows as its structure says them (R's .out_rows), None when unknown."""
     if isinstance(model, nn.ag_linear):
         return int(model.out_features)
-    if isinstance(model, (nn.ag_dropout, nn.ag_batch_norm, nn.ag_layer_norm)):
+    if isinstance(model, (nn.ag_dropout, nn.ag_batch_norm, nn.ag_layer_norm, nn.ag_normalization)):
         return rows_in
     if isinstance(model, nn.ag_embedding):
         return int(model.dim)
@@ -254,3 +306,28 @@ def _check_class_count(Y: Any, model: Any, features: int) -> None:
     k = _out_rows(model, features)
     if k is not None:
         check(lib.pg_fit_check_classes(int(v.max()) + 1, k, 0))
+
+
+def static_notice(why: str) -> None:
+    """static=None's one notice of an ag_fit call that runs eagerly: the core's reason."""
+    warnings.warn(
+        f"ag_fit: static=None runs this model eagerly (its step cannot be compiled safely: {why}); "
+        "static=False silences this notice",
+        StaticFallbackWarning,
+        stacklevel=3,
+    )
+
+
+def _static_record(steps, auto, plan, b, xv, yv, wv):
+    """(the training step recorded for the session, None); with static=None on a model that is
+    not all built-in (auto), first the probe: (None, why) when it or the recording refuses, the
+    caller saying why once its first eager step has run (an eager error comes alone)."""
+    if not auto:
+        return steps.record(False, xv, yv, wv), None
+    try:
+        why = steps.probe(plan, b, xv, yv, wv)
+        if why is None:
+            return steps.record(False, xv, yv, wv), None
+    except PyggmlrError as e:
+        why = str(e)
+    return None, why

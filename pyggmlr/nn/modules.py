@@ -50,6 +50,7 @@ from .base import (
     ag_train,
 )
 from .layers import ag_batch_norm, ag_embedding, ag_layer_norm, ag_multihead_attention
+from .scaling import ag_normalization
 
 __all__ = [
     "Module",
@@ -58,6 +59,7 @@ __all__ = [
     "ag_dropout",
     "ag_batch_norm",
     "ag_layer_norm",
+    "ag_normalization",
     "ag_embedding",
     "ag_multihead_attention",
     "ag_train",
@@ -342,6 +344,7 @@ _BUILDERS = {
     "layer_norm": ag_layer_norm,
     "embedding": ag_embedding,
     "multihead_attention": ag_multihead_attention,
+    "normalization": ag_normalization,
 }
 
 

@@ -107,8 +107,14 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     nbatch_logical <- nbatch_logical * sync$world
     if (sync$rank != 0L) pmode <- "none"  # only rank 0 prints
   }
-  if (is.null(static)) static <- is.character(loss) && .builtin_model(model)
+  # static = NULL: compiled when the model and loss are built-ins; any other model is compiled
+  # too when ag_compile records its step and a probe replay equals the eager step (else eager,
+  # saying why once)
+  auto <- is.null(static) && !(is.character(loss) && .builtin_model(model))
+  if (is.null(static)) static <- TRUE
   ss <- if (static) .static_steps(model, L$fn, opt, !is.null(tg$Y)) else NULL
+  auto_run <- auto
+  val_static <- TRUE
 
   settings <- list(n = n, batch_size = batch_size, nbatch_logical = nbatch_logical,
                    val_split = val_split,
@@ -210,8 +216,15 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         at <- .Call(R_pg_session_where, s)
         bt <- .Call(R_pg_fit_batch, plan, FALSE, at[[2L]])
         wb <- if (weighted) .Call(R_pg_fit_batch_weights, plan)  # this batch's weight row
+        g <- why <- NULL
         if (!is.null(ss)) {  # recorded once; the session replays it from now on
-          g <- ss$record(FALSE, bt[[1L]], bt[[2L]], wb)
+          gw <- .static_record(ss, auto, plan, at[[2L]], nb, bt[[1L]], bt[[2L]], wb)
+          g <- gw[[1L]]
+          why <- gw[[2L]]
+          if (is.null(g)) ss <- NULL  # fell back (static = NULL)
+          auto <- FALSE
+        }
+        if (!is.null(g)) {
           .Call(R_pg_session_set_static, s, FALSE, ncol(bt[[1L]]), attr(g$step, "graph"), g$out)
         } else {  # the gradients pass through R: MPI's all-reduce, a user's step()
           with_grad_tape({
@@ -221,6 +234,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
           if (!is_ag_tensor(lv))
             .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor, got %s", class(lv)[[1L]])
           .fit_host_step(plan, lv, out, opt, sync, ncol(bt[[1L]]))
+          if (!is.null(why)) .static_notice(why)  # static = NULL fell back: once the step ran
         }
         out <- bt <- lv <- wb <- NULL  # drop the references
       },
@@ -245,8 +259,15 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         at <- .Call(R_pg_session_where, s)
         bt <- .Call(R_pg_fit_batch, plan, TRUE, at[[2L]])
         ag_no_grad({
-          if (!is.null(ss)) {
-            g <- ss$record(TRUE, bt[[1L]], bt[[2L]])
+          g <- NULL
+          if (!is.null(ss) && val_static)
+            g <- tryCatch(ss$record(TRUE, bt[[1L]], bt[[2L]]), pyggmlr_error = function(e) {
+              if (!auto_run) stop(e)
+              .static_notice(conditionMessage(e))  # eval mode's forward cannot be replayed
+              NULL
+            })
+          val_static <- !is.null(g)
+          if (!is.null(g)) {
             .Call(R_pg_session_set_static, s, TRUE, ncol(bt[[1L]]), attr(g$step, "graph"), g$out)
           } else {
             out <- .fit_forward(model, bt[[1L]])

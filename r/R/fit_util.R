@@ -225,7 +225,7 @@
       return(length(model$layers) > 0L && all(vapply(model$layers, .builtin_model, logical(1))))
     return(inherits(model,
                     c("ag_dropout", "ag_batch_norm", "ag_layer_norm", "ag_multihead_attention",
-                              "ag_embedding")))
+                              "ag_embedding", "ag_normalization")))
   }
   # ag_linear is a (classed) list
   is.list(model) && (!is.object(model) || inherits(model, "ag_linear")) && identical(names(model),
@@ -241,29 +241,83 @@
 # buffers (batch-norm running statistics) put back, so the run equals the eager one bit for bit.
 .static_steps <- function(model, lossfn, opt, has_y) {
   s <- new.env(parent = emptyenv())
+  s$fn <- function(holder, weighted) function(x, ...) {  # (x, y), (x, y, w), (x, w)
+    yw <- list(...)
+    out <- .fit_forward(model, x)
+    holder$out <- out
+    y <- if (has_y) yw[[1L]]
+    if (!weighted) lossfn(out, y) else lossfn(out, y, yw[[length(yw)]])
+  }
+  s$ins <- function(xv, yv, wv) {  # the plan's batch tensors: each gather refills the inputs
+    ins <- list(xv)
+    if (has_y) ins[[2L]] <- yv
+    if (!is.null(wv)) ins[[length(ins) + 1L]] <- wv  # the weight row: pg_fit_run_static's input
+    ins
+  }
+  s$bufs <- function() lapply(.layer_buffers(model), function(t) t$data)
+  s$put_back <- function(bufs) {
+    b <- .layer_buffers(model)
+    for (k in names(b)) if (!is.null(bufs[[k]])) b[[k]]$data <- bufs[[k]]
+  }
+  s$compile <- function(build, ins, fn) {  # ag_compile, the buffers put back afterwards
+    bufs <- s$bufs()
+    on.exit(s$put_back(bufs))
+    do.call(ag_compile, c(list(fn), ins, list(build = build, optimizer = if (build == "opt") opt)))
+  }
   # the step for a batch's width, recorded on the plan's batch tensors (training: build "opt" in
   # training mode; validation: "forward" in eval mode): list(step, out) for the session
   s$record <- function(val, xv, yv, wv = NULL) {
-    build <- if (val) "forward" else "opt"
     holder <- new.env(parent = emptyenv())
-    fn <- function(x, ...) {  # (x, y), (x, y, w), (x, w): the inputs below, in their order
-      yw <- list(...)
-      out <- .fit_forward(model, x)
-      holder$out <- out
-      y <- if (has_y) yw[[1L]]
-      if (is.null(wv)) lossfn(out, y) else lossfn(out, y, yw[[length(yw)]])
-    }
-    bufs <- lapply(.layer_buffers(model), function(t) t$data)
-    on.exit({
-      b <- .layer_buffers(model)
-      for (k in names(b)) if (!is.null(bufs[[k]])) b[[k]]$data <- bufs[[k]]
-    })
-    ins <- list(xv)  # the plan's batch tensors: each gather refills the graph's inputs
-    if (has_y) ins[[2L]] <- yv
-    if (!is.null(wv)) ins[[length(ins) + 1L]] <- wv  # the weight row: pg_fit_run_static's input
-    step <- do.call(ag_compile,
-                    c(list(fn), ins, list(build = build, optimizer = if (build == "opt") opt)))
+    step <- s$compile(if (val) "forward" else "opt", s$ins(xv, yv, wv),
+                      s$fn(holder, !is.null(wv)))
     list(step = step, out = holder$out)
   }
+  # static = NULL's check (Python's _StaticSteps.probe): a forward graph recorded on training
+  # batch b must replay another training batch to the loss the eager forward gives there; NULL
+  # when it does, else why not. The batch tensors end holding batch b again, the buffers and
+  # the random stream as they were.
+  s$probe <- function(plan, b, nb, xv, yv, wv) {
+    ins <- s$ins(xv, yv, wv)
+    fn <- s$fn(new.env(parent = emptyenv()), !is.null(wv))
+    fwd <- s$compile("forward", ins, fn)
+    other <- if (b != nb - 1L) nb - 1L else 0L
+    .Call(R_pg_fit_batch, plan, FALSE, other)  # refills the same tensors (and the weight row)
+    bufs <- s$bufs()
+    seed <- .rng_save()
+    on.exit({
+      s$put_back(bufs)
+      .rng_restore(seed)
+      .Call(R_pg_fit_batch, plan, FALSE, b)
+    })
+    with_grad_tape(eager <- do.call(fn, ins)$data[1L, 1L])
+    s$put_back(bufs)
+    .rng_restore(seed)
+    r <- do.call(fwd, ins)
+    replay <- (if (is_ag_tensor(r)) r$data else r)[1L, 1L]
+    if (identical(eager, replay) || (is.nan(eager) && is.nan(replay))) return(NULL)
+    sprintf(paste0("a replay of the recorded step gives loss %s where the eager step gives %s ",
+                   "on batch %d (the forward reads tensor values in host code or branches on ",
+                   "them)"),
+            format(replay, digits = 17L), format(eager, digits = 17L), other + 1L)
+  }
   s
+}
+
+# static = NULL's one notice of an ag_fit call that runs eagerly: the core's reason
+.static_notice <- function(why) {
+  message(sprintf(paste0("ag_fit: static = NULL runs this model eagerly (its step cannot be ",
+                         "compiled safely: %s); static = FALSE silences this notice"), why))
+}
+
+# list(the training step recorded for the session, NULL); with static = NULL on a model that is
+# not all built-in (auto), first the probe: list(NULL, why) when it or the recording refuses, the
+# caller saying why once its first eager step has run (an eager error comes alone)
+.static_record <- function(ss, auto, plan, b, nb, xv, yv, wv) {
+  if (!auto) return(list(ss$record(FALSE, xv, yv, wv), NULL))
+  why <- tryCatch({
+    w <- ss$probe(plan, b, nb, xv, yv, wv)
+    if (is.null(w)) return(list(ss$record(FALSE, xv, yv, wv), NULL))
+    w
+  }, pyggmlr_error = function(e) conditionMessage(e))
+  list(NULL, why)
 }

@@ -16,6 +16,9 @@ int pg_gemm_threads_stop(void); /* native/pg_api_gemm.h */
 
 extern SEXP R_pg_batch_norm(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_norm(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_normalization(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_normalization_adapt(SEXP, SEXP, SEXP);
+extern SEXP R_pg_normalization_check(SEXP, SEXP, SEXP);
 extern SEXP R_pg_embedding(SEXP, SEXP);
 extern SEXP R_pg_linear(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_embedding_ids(SEXP, SEXP);
@@ -209,6 +212,9 @@ extern SEXP R_pg_predict_transform(SEXP, SEXP, SEXP, SEXP, SEXP);
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm", (DL_FUNC)&R_pg_batch_norm, 8},
     {"R_pg_layer_norm", (DL_FUNC)&R_pg_layer_norm, 4},
+    {"R_pg_normalization", (DL_FUNC)&R_pg_normalization, 4},
+    {"R_pg_normalization_adapt", (DL_FUNC)&R_pg_normalization_adapt, 3},
+    {"R_pg_normalization_check", (DL_FUNC)&R_pg_normalization_check, 3},
     {"R_pg_embedding", (DL_FUNC)&R_pg_embedding, 2},
     {"R_pg_linear", (DL_FUNC)&R_pg_linear, 4},
     {"R_pg_embedding_ids", (DL_FUNC)&R_pg_embedding_ids, 2},

@@ -68,3 +68,24 @@ SEXP R_pg_matmul_t(SEXP a, SEXP b, SEXP ta, SEXP tb, SEXP alpha)
 }
 
 SEXP R_pg_causal_mask(SEXP x) { return r_wrap(pg_causal_mask(r_get(x, R_TENSOR)), R_TENSOR); }
+
+SEXP R_pg_normalization(SEXP x, SEXP mean, SEXP variance, SEXP eps)
+{
+    return r_wrap(pg_normalization(r_get(x, R_TENSOR), r_get(mean, R_TENSOR),
+                                   r_get(variance, R_TENSOR), r_num(eps, "ag_normalization: eps")),
+                  R_TENSOR);
+}
+
+SEXP R_pg_normalization_adapt(SEXP x, SEXP mean, SEXP variance)
+{
+    r_check(pg_normalization_adapt(r_get(x, R_TENSOR), r_get(mean, R_TENSOR),
+                                   r_get(variance, R_TENSOR)));
+    return R_NilValue;
+}
+
+SEXP R_pg_normalization_check(SEXP mean, SEXP variance, SEXP features)
+{
+    r_check(pg_normalization_check(r_get(mean, R_TENSOR), r_get(variance, R_TENSOR),
+                                   (int64_t)r_num(features, "ag_normalization: features")));
+    return R_NilValue;
+}

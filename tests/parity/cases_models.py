@@ -103,6 +103,11 @@ ARCHS = {
         {**linear_shapes(1, 4, 6), **_bn_shapes(2, 6), **linear_shapes(3, 6, 3)},
         _bn_running(2, 6),
     ),
+    "norm": (
+        'ag_sequential(ag_normalization(features = 4), ag_linear(4, 6, "relu"), ag_linear(6, 3))',
+        {**linear_shapes(2, 4, 6), **linear_shapes(3, 6, 3)},
+        {},
+    ),
     "io": (
         'ag_sequential(ag_linear(4, 6, "relu"), ag_batch_norm(6), ag_dropout(0.25), '
         'ag_linear(6, 3, "tanh"))',
