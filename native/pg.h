@@ -30,6 +30,7 @@
 #include "pg_api_bounds.h"
 #include "pg_api_version.h"
 #include "pg_api_index.h"
+#include "pg_api_metrics.h"
 
 #define PG_TENSOR_MAGIC 0x50475431u /* "PGT1": live tensor */
 #define PG_DEAD_MAGIC   0xDEADDEADu

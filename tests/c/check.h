@@ -72,5 +72,6 @@ void test_views(void);
 void test_index(void);
 void test_loss_opt(void);
 void test_fit_binary(void);
+void test_metrics(void);
 void test_fit_weight(void);
 #endif

@@ -1,0 +1,96 @@
+/* ag_fit / ag_evaluate metrics in the core (native/metrics.c, issue 31): names and task checks,
+ * ROC AUC with ties, precision / recall / f1 averages with a class never predicted, the confusion
+ * matrix's orientation and the regression metrics, against scikit-learn 1.9's values. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "check.h"
+
+#define NEAR(a, b) (fabs((a) - (b)) < 1e-12)
+
+static double val(int code, int classify, const double *out, int64_t k, int64_t n,
+                  const double *y, int64_t yrows)
+{
+    double v = -1;
+    CHECK(pg_metric_value("ag_evaluate", code, classify, NAN, out, k, n, y, yrows, &v) == 0);
+    return v;
+}
+
+static void test_names(void)
+{
+    CHECK(pg_metric_code("ag_fit", "auc", PG_FIT_CLASSIFY_PROBS, 1) == PG_METRIC_AUC);
+    CHECK(pg_metric_code("ag_fit", "r2", PG_FIT_CLASSIFY_NONE, 1) == PG_METRIC_R2);
+    CHECK(strcmp(pg_metric_name(PG_METRIC_F1_MICRO), "f1_micro") == 0);
+    CHECK(pg_metric_mode("val_auc") == 1 && pg_metric_mode("rmse") == -1);
+    CHECK(pg_metric_mode("loss") == 0 && pg_metric_mode("confusion_matrix") == 0);
+    CHECK(pg_metric_code("ag_fit", "AUC", 1, 1) == -PG_STATUS_ERR_VALUE);
+    CHECK(strstr(pg_last_error(), "ag_fit: metrics has an unknown name \"AUC\"; valid: "
+                                  "accuracy, binary_accuracy, auc,") != NULL);
+    CHECK_ERR(-pg_metric_code("ag_fit", "auc", PG_FIT_CLASSIFY_NONE, 1), PG_STATUS_ERR_VALUE,
+              "ag_fit: metrics: \"auc\" needs a classification loss");
+    CHECK_ERR(-pg_metric_code("ag_fit", "confusion_matrix", 1, 1), PG_STATUS_ERR_VALUE,
+              "not a History column");
+    CHECK(pg_metric_code("ag_evaluate", "confusion_matrix", 1, 0) == PG_METRIC_CONFUSION_MATRIX);
+}
+
+static void test_binary(void)
+{
+    /* roc_auc_score([1,0,1,0,0,1,0], s) = 0.75 with the three tied 0.5 scores */
+    const double s[7] = {0.9, 0.2, 0.5, 0.7, 0.1, 0.5, 0.5}, y[7] = {1, 0, 1, 0, 0, 1, 0};
+    CHECK(NEAR(val(PG_METRIC_AUC, PG_FIT_CLASSIFY_PROBS, s, 1, 7, y, 1), 0.75));
+    CHECK(NEAR(val(PG_METRIC_PRECISION, PG_FIT_CLASSIFY_PROBS, s, 1, 7, y, 1), 0.5));
+    CHECK(NEAR(val(PG_METRIC_RECALL, PG_FIT_CLASSIFY_PROBS, s, 1, 7, y, 1), 1.0 / 3));
+    CHECK(NEAR(val(PG_METRIC_F1, PG_FIT_CLASSIFY_PROBS, s, 1, 7, y, 1), 0.4));
+    CHECK(NEAR(val(PG_METRIC_F1_MACRO, PG_FIT_CLASSIFY_PROBS, s, 1, 7, y, 1), 0.8 * 2 / 3));
+    CHECK(NEAR(val(PG_METRIC_ACCURACY, PG_FIT_CLASSIFY_PROBS, s, 1, 7, y, 1), 4.0 / 7));
+    int64_t cm[4];
+    CHECK(pg_confusion_matrix("ag_evaluate", PG_FIT_CLASSIFY_PROBS, NAN, s, 1, 7, y, 1, cm) == 0);
+    CHECK(cm[0] == 3 && cm[1] == 2 && cm[2] == 1 && cm[3] == 1); /* rows true, columns predicted */
+    const double one[2] = {1, 1};
+    CHECK(isnan(val(PG_METRIC_AUC, PG_FIT_CLASSIFY_PROBS, s, 1, 2, one, 1))); /* one class only */
+    const double bad[2] = {1, 2};
+    double v;
+    CHECK_ERR(pg_metric_value("ag_evaluate", PG_METRIC_F1, 2, NAN, s, 1, 2, bad, 1, &v),
+              PG_STATUS_ERR_VALUE, "binary targets must be in [0, 1]");
+}
+
+static void test_multiclass(void)
+{
+    /* y_true [0,1,2,2,0], y_pred [0,2,2,2,0]: class 1 never predicted (its precision 0/0 = 0) */
+    const double out[15] = {3, 1, 0, 0, 1, 2, 0, 0, 5, 1, 2, 3, 9, 0, 0};
+    const double ids[5] = {0, 1, 2, 2, 0};
+    const int A = PG_FIT_CLASSIFY_ARGMAX;
+    CHECK(NEAR(val(PG_METRIC_PRECISION, A, out, 3, 5, ids, 1), 5.0 / 9));
+    CHECK(NEAR(val(PG_METRIC_RECALL_MACRO, A, out, 3, 5, ids, 1), 2.0 / 3));
+    CHECK(NEAR(val(PG_METRIC_F1, A, out, 3, 5, ids, 1), 0.6));
+    CHECK(NEAR(val(PG_METRIC_F1_MICRO, A, out, 3, 5, ids, 1), 0.8));
+    int64_t cm[9];
+    CHECK(pg_confusion_matrix("ag_evaluate", A, NAN, out, 3, 5, ids, 1, cm) == 0);
+    CHECK(cm[0] == 2 && cm[1 + 3 * 2] == 1 && cm[2 + 3 * 2] == 2 && cm[1 + 3 * 1] == 0);
+    const double bad[5] = {0, 1, 3, 2, 0};
+    double v;
+    CHECK_ERR(pg_metric_value("ag_evaluate", PG_METRIC_F1, A, NAN, out, 3, 5, bad, 1, &v),
+              PG_STATUS_ERR_VALUE, "y must be 0-based class ids in [0, 3), sample 3 has 3");
+}
+
+static void test_regression(void)
+{
+    /* y [[1,2],[2,2],[3,2]] (samples as columns), predictions [[1.5,2],[2,2],[2,2]] */
+    const double y[6] = {1, 2, 2, 2, 3, 2}, p[6] = {1.5, 2, 2, 2, 2, 2};
+    const int N = PG_FIT_CLASSIFY_NONE;
+    CHECK(NEAR(val(PG_METRIC_R2, N, p, 2, 3, y, 2), 0.6875));
+    CHECK(NEAR(val(PG_METRIC_MAE, N, p, 2, 3, y, 2), 0.25));
+    CHECK(NEAR(val(PG_METRIC_MSE, N, p, 2, 3, y, 2), 1.25 / 6));
+    CHECK(NEAR(val(PG_METRIC_RMSE, N, p, 2, 3, y, 2), sqrt(1.25 / 3) / 2));
+    double v;
+    CHECK_ERR(pg_metric_value("ag_evaluate", PG_METRIC_MSE, N, NAN, p, 2, 3, y, 1, &v),
+              PG_STATUS_ERR_SHAPE, "mse compares outputs [2x3]");
+}
+
+void test_metrics(void)
+{
+    test_names();
+    test_binary();
+    test_multiclass();
+    test_regression();
+}
