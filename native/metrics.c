@@ -321,3 +321,16 @@ int pg_metric_value(const char *fn, int code, int classify, double threshold, co
     free(cm);
     return rc;
 }
+
+int pg_metric_loss(const char *fn, const char *name, int *loss, int *classify)
+{
+    if (!fn) fn = "ag_evaluate";
+    int pd = 0, rc = pg_fit_loss_parse(name, loss);
+    if (!rc) rc = pg_fit_loss_rules(*loss, 1, classify, &pd);
+    if (rc && !strncmp(pg_last_error(), "ag_fit: ", 8)) { /* the table's text, fn's name */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", pg_last_error() + 8);
+        return pg_fail(rc, "%s: %s", fn, msg);
+    }
+    return rc;
+}

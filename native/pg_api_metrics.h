@@ -56,3 +56,6 @@ int64_t pg_metric_nclass(int classify, int64_t k);
  * column = predicted (sklearn's and R's table(true, pred) orientation). */
 int pg_confusion_matrix(const char *fn, int classify, double threshold, const double *out,
                         int64_t k, int64_t n, const double *y, int64_t yrows, int64_t *counts);
+/* ag_evaluate's loss = name: the PG_FIT_LOSS_* code and how it reads the outputs (a
+ * pg_fit_classify code), ag_fit's names and rules with fn's name in the errors. */
+int pg_metric_loss(const char *fn, const char *name, int *loss, int *classify);

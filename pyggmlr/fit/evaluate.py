@@ -1,0 +1,130 @@
+"""ag_evaluate and the metric names of ag_fit(metrics=): every value is computed in the core
+(native/metrics.c, the same calls as R's), this file validates and converts."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from .._core import check, ffi, lib
+from ..errors import ArgumentError, ShapeError
+from ..tape import ag_no_grad
+from ..tensor import _wrap, ag_tensor
+from .predict import _predict
+from .util import _as_cols
+
+__all__: List[str] = ["ag_evaluate"]
+
+
+def metric_codes(metrics: Any, fn: str, classify: int, in_fit: bool) -> List[int]:
+    """The core's codes of metrics (None, a name or a list of names), checked against the task
+    (pg_metric_code: unknown names, metrics that do not fit the loss)."""
+    if metrics is None:
+        return []
+    names = [metrics] if isinstance(metrics, str) else metrics
+    if not isinstance(names, (list, tuple)) or not all(isinstance(m, str) for m in names):
+        raise ArgumentError(
+            f"{fn}: metrics must be None, a metric name or a list of names, got {metrics!r}"[:200]
+        )
+    codes = []
+    for m in names:
+        c = lib.pg_metric_code(fn.encode(), m.encode("utf-8", "replace"), classify, int(in_fit))
+        if c < 0:
+            check(-c)
+        if c not in codes:
+            codes.append(c)
+    return codes
+
+
+def metric_name(code: int) -> str:
+    return ffi.string(lib.pg_metric_name(code)).decode()
+
+
+def metric_value(fn: str, code: int, classify: int, threshold: float, o: Any, t: Any) -> float:
+    """One metric of o [k, n] against t [rows, n] (float64, column-major) in the core."""
+    v = ffi.new("double *")
+    check(
+        lib.pg_metric_value(
+            fn.encode(), code, classify, threshold,
+            ffi.cast("double *", o.ctypes.data), o.shape[0], o.shape[1],
+            ffi.cast("double *", t.ctypes.data), t.shape[0], v,
+        )
+    )  # fmt: skip
+    return float(v[0])
+
+
+def _confusion(fn: str, classify: int, threshold: float, o: Any, t: Any) -> np.ndarray:
+    c = int(lib.pg_metric_nclass(classify, o.shape[0]))
+    counts = np.zeros(c * c, dtype=np.int64)
+    check(
+        lib.pg_confusion_matrix(
+            fn.encode(), classify, threshold,
+            ffi.cast("double *", o.ctypes.data), o.shape[0], o.shape[1],
+            ffi.cast("double *", t.ctypes.data), t.shape[0],
+            ffi.cast("int64_t *", counts.ctypes.data),
+        )
+    )  # fmt: skip
+    return counts.reshape((c, c), order="F")  # rows: true class, columns: predicted
+
+
+def ag_evaluate(
+    model: Any,
+    x: Any,
+    y: Any,
+    metrics: Any = None,
+    batch_size: int = 256,
+    loss: Optional[str] = None,
+    threshold: Optional[float] = None,
+) -> Dict[str, Any]:
+    """The loss and metrics of model on x [features, n] against y, from ag_predict's outputs (eval
+    mode, no tape), as a dict: "loss" (when loss names one of ag_fit's losses: its value over all
+    samples at once, in float64) then each metric by name (floats; "confusion_matrix": an int64
+    [classes, classes] array, rows the true class, columns the predicted one).
+
+    How the outputs are read follows the loss: cross_entropy arg-max (logits), binary_cross_entropy
+    probabilities (threshold 0.5), bce_with_logits logits (threshold 0), other losses regression
+    (mae, mse, rmse, r2 only). Without a loss, a 1-output model (or any model given threshold) is
+    read as probabilities above threshold (0.5 by default), a multi-output one by arg-max. The
+    metric names and definitions (scikit-learn's) are in docs/metrics.md."""
+    fn = "ag_evaluate"
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number))
+    ):
+        raise ArgumentError(f"{fn}: threshold must be a number or None, got {threshold!r}")
+    if loss is not None and not isinstance(loss, str):
+        raise ArgumentError(f"{fn}: loss must be None or a loss name such as 'mse', got {loss!r}")
+    if loss is None and metrics is None:
+        raise ArgumentError(f"{fn}: give loss, metrics or both")
+    Y = _as_cols(y, "y", fn)
+    out = _predict(model, x, batch_size, fn)
+    if Y.shape[1] != out.shape[1]:
+        raise ShapeError(f"{fn}: x has {out.shape[1]} samples but y has {Y.shape[1]}")
+    o = np.asfortranarray(out, dtype=np.float64)
+    t = np.asfortranarray(Y, dtype=np.float64)
+    code = ffi.new("int *")
+    classify = ffi.new("int *")
+    if loss is not None:
+        check(lib.pg_metric_loss(fn.encode(), loss.encode("utf-8", "replace"), code, classify))
+    elif threshold is not None or o.shape[0] == 1:
+        classify[0] = lib.PG_FIT_CLASSIFY_PROBS
+    else:
+        classify[0] = lib.PG_FIT_CLASSIFY_ARGMAX
+    cl = int(classify[0])
+    codes = metric_codes(metrics, fn, cl, False)
+    thr = float("nan") if threshold is None else float(threshold)
+    res: Dict[str, Any] = {}
+    if loss is not None:
+        with ag_no_grad():
+            targets = ag_tensor(t, dtype="f64")  # mean / sum read the outputs alone
+            none = code[0] in (lib.PG_FIT_LOSS_MEAN, lib.PG_FIT_LOSS_SUM)
+            yp = ffi.NULL if none else targets._p
+            outputs = ag_tensor(o, dtype="f64")  # held: the core borrows its handle
+            lt = lib.pg_fit_loss(code[0], outputs._p, yp)
+            res["loss"] = float(_wrap(lt).numpy()[0, 0])
+    for c in codes:
+        if c == lib.PG_METRIC_CONFUSION_MATRIX:
+            res[metric_name(c)] = _confusion(fn, cl, thr, o, t)
+        else:
+            res[metric_name(c)] = metric_value(fn, c, cl, thr, o, t)
+    return res
