@@ -334,3 +334,21 @@ int pg_metric_loss(const char *fn, const char *name, int *loss, int *classify)
     }
     return rc;
 }
+
+int pg_metric_loss_value(const char *fn, int loss, const double *out, int64_t k, int64_t n,
+                         const double *y, int64_t yrows, double *value)
+{
+    if (!fn) fn = "ag_evaluate";
+    if (!value || !out || !y || k < 1 || n < 1 || yrows < 1)
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL or empty output, targets or value", fn);
+    const int D = PG_DTYPE_F64, alone = loss == PG_FIT_LOSS_MEAN || loss == PG_FIT_LOSS_SUM;
+    pg_tensor *o = pg_tensor_new(D, k, n, out, D, 1, k);
+    pg_tensor *t = alone ? NULL : pg_tensor_new(D, yrows, n, y, D, 1, yrows);
+    pg_tensor *l = o && (alone || t) ? pg_fit_loss(loss, o, t) : NULL;
+    const int rc = l ? 0 : pg_last_status() ? pg_last_status() : PG_STATUS_ERR_NOMEM;
+    if (l) *value = ((const double *)pg_tensor_data(l))[0];
+    pg_tensor_release(l);
+    pg_tensor_release(t);
+    pg_tensor_release(o);
+    return rc;
+}

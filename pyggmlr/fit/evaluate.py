@@ -9,8 +9,6 @@ import numpy as np
 
 from .._core import check, ffi, lib
 from ..errors import ArgumentError, ShapeError
-from ..tape import ag_no_grad
-from ..tensor import _wrap, ag_tensor
 from .predict import _predict
 from .util import _as_cols
 
@@ -114,14 +112,16 @@ def ag_evaluate(
     codes = metric_codes(metrics, fn, cl, False)
     thr = float("nan") if threshold is None else float(threshold)
     res: Dict[str, Any] = {}
-    if loss is not None:
-        with ag_no_grad():
-            targets = ag_tensor(t, dtype="f64")  # mean / sum read the outputs alone
-            none = code[0] in (lib.PG_FIT_LOSS_MEAN, lib.PG_FIT_LOSS_SUM)
-            yp = ffi.NULL if none else targets._p
-            outputs = ag_tensor(o, dtype="f64")  # held: the core borrows its handle
-            lt = lib.pg_fit_loss(code[0], outputs._p, yp)
-            res["loss"] = float(_wrap(lt).numpy()[0, 0])
+    if loss is not None:  # over all samples at once, in f64, by the core
+        v = ffi.new("double *")
+        check(
+            lib.pg_metric_loss_value(
+                fn.encode(), code[0],
+                ffi.cast("double *", o.ctypes.data), o.shape[0], o.shape[1],
+                ffi.cast("double *", t.ctypes.data), t.shape[0], v,
+            )
+        )  # fmt: skip
+        res["loss"] = float(v[0])
     for c in codes:
         if c == lib.PG_METRIC_CONFUSION_MATRIX:
             res[metric_name(c)] = _confusion(fn, cl, thr, o, t)

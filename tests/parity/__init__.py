@@ -44,6 +44,7 @@ from . import cases_ckpt, cases_opt, cases_capture, cases_robj, cases_callbacks 
 from . import cases_errors  # noqa: F401
 from . import cases_progress  # noqa: F401
 from . import cases_weights  # noqa: F401
+from . import cases_metrics  # noqa: F401
 
 # isort: on
 from .cases_models import py_model as _py_model

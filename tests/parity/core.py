@@ -29,6 +29,7 @@ R_FILES = (
     "capture.R",
     "compile.R",
     "weights.R",
+    "metrics.R",
     "progress.R",
 )
 

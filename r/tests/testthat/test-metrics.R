@@ -1,0 +1,113 @@
+# Metrics (issue 31): ag_evaluate's values (computed in the core, native/metrics.c) against base
+# R formulas: table() for the confusion matrix and precision / recall / f1, the Wilcoxon
+# statistic with average ranks for the AUC, per-output means for mae / mse / rmse / r2. The same
+# data as Python's tests/train/test_metrics.py, whose numbers are scikit-learn's.
+
+.lin <- function(w, b, act = NULL) {
+  m <- ag_sequential(if (is.null(act)) ag_linear(ncol(w), nrow(w)) else
+    ag_linear(ncol(w), nrow(w), act))
+  p <- m$parameters()
+  p$layer1_W$data <- w
+  p$layer1_b$data <- b
+  m
+}
+.xs <- function(rows, n) matrix(sin(0.7 * seq_len(rows * n)), rows)
+.wilcox_auc <- function(s, y) {
+  r <- rank(s)  # average ranks for ties
+  np <- sum(y == 1)
+  (sum(r[y == 1]) - np * (np + 1) / 2) / (np * sum(y == 0))
+}
+.prf <- function(t, p, k) {  # per class precision, recall, f1 from table(true, pred)
+  cm <- table(factor(t, 0:(k - 1)), factor(p, 0:(k - 1)))
+  tp <- diag(cm)
+  pr <- ifelse(colSums(cm) > 0, tp / colSums(cm), 0)
+  rc <- ifelse(rowSums(cm) > 0, tp / rowSums(cm), 0)
+  f1 <- ifelse(2 * tp + (colSums(cm) - tp) + (rowSums(cm) - tp) > 0,
+               2 * tp / (2 * tp + (colSums(cm) - tp) + (rowSums(cm) - tp)), 0)
+  seen <- rowSums(cm) + colSums(cm) > 0
+  list(cm = cm, p = pr, r = rc, f1 = f1, seen = seen)
+}
+
+test_that("binary metrics: Wilcoxon AUC with ties, positive-class precision / recall / f1", {
+  local_f64()
+  x <- round(.xs(1, 60), 1)
+  y <- matrix(as.double(sin(1.3 * (0:59)) + x[1, ] > 0.1), 1)
+  m <- .lin(matrix(1), matrix(0))
+  r <- ag_evaluate(m, x, y, metrics = c("auc", "precision", "recall", "f1", "f1_macro",
+                                        "f1_micro", "accuracy", "confusion_matrix"),
+                   threshold = 0)
+  s <- x[1, ]
+  t <- y[1, ]
+  p <- as.double(s > 0)
+  expect_true(anyDuplicated(s) > 0)
+  expect_equal(r$auc, .wilcox_auc(s, t), tolerance = 1e-12)
+  k <- .prf(t, p, 2)
+  expect_equal(r$precision, unname(k$p[2]), tolerance = 1e-12)
+  expect_equal(r$recall, unname(k$r[2]), tolerance = 1e-12)
+  expect_equal(r$f1, unname(k$f1[2]), tolerance = 1e-12)
+  expect_equal(r$f1_macro, mean(k$f1[k$seen]), tolerance = 1e-12)
+  expect_equal(r$f1_micro, mean(t == p), tolerance = 1e-12)
+  expect_equal(r$accuracy, mean(t == p), tolerance = 1e-12)
+  cm <- r$confusion_matrix
+  expect_true(is.integer(cm))
+  expect_identical(dimnames(cm), list(true = c("0", "1"), predicted = c("0", "1")))
+  expect_equal(unname(unclass(cm)), unname(matrix(as.integer(k$cm), 2)))
+})
+
+test_that("cross_entropy metrics: macro averages over classes seen, a class never predicted", {
+  local_f64()
+  x <- .xs(3, 40)
+  w <- rbind(c(1, 0, 0.2), c(0, 1, 0), c(0.3, 0.3, 0.3), c(-5, -5, -5))
+  m <- .lin(w, matrix(c(0, 0, 0, -9), 4))
+  y <- matrix(as.double(((0:39) * 7) %% 4), 1)
+  r <- ag_evaluate(m, x, y, loss = "cross_entropy",
+                   metrics = c("accuracy", "precision", "recall", "f1", "f1_micro", "auc",
+                               "confusion_matrix"))
+  out <- ag_predict(m, x)
+  p <- apply(out, 2, which.max) - 1
+  t <- y[1, ]
+  expect_false(3 %in% p)
+  k <- .prf(t, p, 4)
+  expect_equal(r$precision, mean(k$p[k$seen]), tolerance = 1e-12)
+  expect_equal(r$recall, mean(k$r[k$seen]), tolerance = 1e-12)
+  expect_equal(r$f1, mean(k$f1[k$seen]), tolerance = 1e-12)
+  expect_equal(r$f1_micro, mean(t == p), tolerance = 1e-12)
+  prob <- apply(out, 2, function(z) exp(z - max(z)) / sum(exp(z - max(z))))
+  expect_equal(r$auc, mean(sapply(0:3, function(c) .wilcox_auc(prob[c + 1, ], t == c))),
+               tolerance = 1e-12)
+  expect_equal(r$loss, mean(-log(prob[cbind(t + 1, seq_along(t))])), tolerance = 1e-10)
+  expect_equal(unname(unclass(r$confusion_matrix)), unname(matrix(as.integer(k$cm), 4)))
+  f <- factor(c("a", "b", "c", "d")[t + 1])  # a factor's levels name the matrix
+  expect_identical(rownames(ag_evaluate(m, x, f, metrics = "confusion_matrix")$confusion_matrix),
+                   c("a", "b", "c", "d"))
+})
+
+test_that("regression metrics average over outputs uniformly", {
+  local_f64()
+  x <- .xs(3, 30)
+  m <- .lin(rbind(c(1, 0.5, 0), c(0, 0.2, -1)), matrix(c(0.1, 0), 2))
+  y <- rbind(x[1, ] + 0.3 * x[3, ], cos(0:29))
+  r <- ag_evaluate(m, x, y, loss = "mse", metrics = c("mae", "mse", "rmse", "r2"))
+  p <- ag_predict(m, x)
+  expect_equal(r$mae, mean(abs(p - y)), tolerance = 1e-12)
+  expect_equal(r$mse, mean((p - y)^2), tolerance = 1e-12)
+  expect_equal(r$loss, r$mse, tolerance = 1e-12)
+  expect_equal(r$rmse, mean(sqrt(rowMeans((p - y)^2))), tolerance = 1e-12)
+  r2 <- 1 - rowSums((p - y)^2) / rowSums((y - rowMeans(y))^2)
+  expect_equal(r$r2, mean(r2), tolerance = 1e-12)
+})
+
+test_that("refusals name ag_evaluate, the argument and the valid names", {
+  m <- .lin(matrix(1), matrix(0))
+  x <- .xs(1, 10)
+  y <- matrix(as.double(x > 0), 1)
+  expect_error(ag_evaluate(m, x, y, metrics = "AUC"),
+               "ag_evaluate: metrics has an unknown name \"AUC\"; valid: accuracy", fixed = TRUE)
+  expect_error(ag_evaluate(m, x, y, metrics = "auc", loss = "mse"),
+               "ag_evaluate: metrics: \"auc\" needs a classification loss", fixed = TRUE)
+  expect_error(ag_evaluate(m, x, y), "ag_evaluate: give loss, metrics or both", fixed = TRUE)
+  expect_error(ag_evaluate(m, x, y, metrics = 3), "ag_evaluate: metrics must be NULL")
+  expect_error(ag_evaluate(m, x, y, loss = "nope"), "ag_evaluate: unknown loss \"nope\"",
+               fixed = TRUE)
+  expect_error(ag_evaluate(m, x, y * 2, metrics = "f1"), "binary targets must be in")
+})
