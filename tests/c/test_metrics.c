@@ -87,8 +87,49 @@ static void test_regression(void)
               PG_STATUS_ERR_SHAPE, "mse compares outputs [2x3]");
 }
 
+/* a plan keeps the epoch's outputs and targets: the AUC of 8 logits in two batches is the AUC
+ * of all 8 (not the mean of the batches'), NaN for validation, cleared each epoch; refused when
+ * sharded (distributed) */
+static void test_fit_keep(void)
+{
+    double xv[8] = {1.0, -2.0, 0.5, -0.1, 3.0, -1.0, 0.0, 2.0}, yv[8] = {1, 0, 0, 0, 1, 1, 0, 1};
+    pg_tensor *x = pg_tensor_new(PG_DTYPE_F64, 1, 8, xv, PG_DTYPE_F64, 1, 1);
+    pg_tensor *y = pg_tensor_new(PG_DTYPE_F64, 1, 8, yv, PG_DTYPE_F64, 1, 1);
+    pg_fit_params p = pg_fit_default_params();
+    p.classify = PG_FIT_CLASSIFY_LOGITS, p.batch_size = 4, p.shuffle = 0;
+    pg_fit *f = pg_fit_new(x, y, &p);
+    const int codes[2] = {PG_METRIC_AUC, PG_METRIC_F1};
+    CHECK(f && pg_fit_metrics(f, 2, codes) == 0);
+    double whole[2], v[2], vv[2];
+    CHECK(pg_metric_value("t", PG_METRIC_AUC, p.classify, NAN, xv, 1, 8, yv, 1, &whole[0]) == 0);
+    CHECK(pg_metric_value("t", PG_METRIC_F1, p.classify, NAN, xv, 1, 8, yv, 1, &whole[1]) == 0);
+    for (int epoch = 0; f && epoch < 2; epoch++) {
+        CHECK(pg_fit_epoch_begin(f) == 0);
+        for (int64_t b = 0; b < 2; b++) {
+            pg_tensor *xb = NULL, *yb = NULL;
+            CHECK(pg_fit_batch(f, 0, b, &xb, &yb) == 4);
+            CHECK(pg_fit_record(f, 0, 1.0, xb) == 0);
+            pg_tensor_release(xb);
+            pg_tensor_release(yb);
+        }
+        CHECK(pg_fit_metrics_epoch(f, 0, v) == 0 && v[0] == whole[0] && v[1] == whole[1]);
+        CHECK(pg_fit_metrics_epoch(f, 1, vv) == 0 && isnan(vv[0]) && isnan(vv[1]));
+    }
+    CHECK(whole[0] == 13.0 / 16.0); /* pairs positive above negative */
+    CHECK_ERR(pg_fit_shard(f, 0, 2), PG_STATUS_ERR_VALUE,
+              "ag_fit: metrics cannot be combined with distributed training");
+    const int cm = PG_METRIC_CONFUSION_MATRIX;
+    CHECK_ERR(pg_fit_metrics(f, 1, &cm), PG_STATUS_ERR_VALUE, "has no History column");
+    CHECK(pg_fit_metrics(f, 0, NULL) == 0 && pg_fit_shard(f, 0, 2) == 0);
+    CHECK_ERR(pg_fit_metrics(f, 2, codes), PG_STATUS_ERR_VALUE, "distributed");
+    pg_fit_free(f);
+    pg_tensor_release(x);
+    pg_tensor_release(y);
+}
+
 void test_metrics(void)
 {
+    test_fit_keep();
     test_names();
     test_binary();
     test_multiclass();
