@@ -128,3 +128,40 @@ def ag_evaluate(
         else:
             res[metric_name(c)] = metric_value(fn, c, cl, thr, o, t)
     return res
+
+
+# ---- ag_fit(metrics=): the plan keeps the epoch's outputs, the core computes at epoch end ----
+
+
+def fit_metric_codes(metrics: Any, classify: int, has_y: bool) -> List[int]:
+    """ag_fit's metric codes, checked before training (names, the loss, confusion_matrix)."""
+    codes = metric_codes(metrics, "ag_fit", classify, True)
+    # "accuracy" is the History's own column (the same count, with its uncertainty)
+    codes = [c for c in codes if c != lib.PG_METRIC_ACCURACY]
+    if codes and not has_y:
+        raise ArgumentError("ag_fit: metrics need targets y")
+    return codes
+
+
+def fit_metrics_set(plan: Any, codes: List[int], history: Any) -> None:
+    """Turn keeping on in the plan (before plan.shard, which then refuses distributed) and give
+    the History its columns: each name, then val_<name> with validation data."""
+    if not codes:
+        return
+    arr = ffi.new("int[]", codes)
+    check(lib.pg_fit_metrics(plan._p, len(codes), arr))
+    names = [metric_name(c) for c in codes]
+    history._set_metrics(names + (["val_" + m for m in names] if plan.n_val > 0 else []))
+
+
+def fit_metrics_logs(plan: Any, codes: List[int], logs: Dict[str, Any]) -> None:
+    """The epoch's metric values (over the whole epoch, in the core) added to its logs."""
+    if not codes:
+        return
+    v = ffi.new("double[]", len(codes))
+    for val, prefix in ((0, ""), (1, "val_")):
+        if val and plan.n_val == 0:
+            continue
+        check(lib.pg_fit_metrics_epoch(plan._p, val, v))
+        for i, c in enumerate(codes):
+            logs[prefix + metric_name(c)] = float(v[i])
