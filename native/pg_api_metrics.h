@@ -63,3 +63,10 @@ int pg_metric_loss(const char *fn, const char *name, int *loss, int *classify);
  * [yrows, n] over all samples at once, in f64 (mean and sum read out alone). */
 int pg_metric_loss_value(const char *fn, int loss, const double *out, int64_t k, int64_t n,
                          const double *y, int64_t yrows, double *value);
+/* ag_early_stopping / ag_model_checkpoint's monitor may name a History metric column ("auc",
+ * "val_f1"): pg_fit_log_parse gives it the code PG_FIT_LOG_COUNT + 2 * (metric - 1) + val, and
+ * the logs arrays the callbacks' updates read then hold PG_FIT_LOG_ALL values: the History's
+ * PG_FIT_LOG_COUNT, then per metric code its value and its val_ value (NaN where not measured).
+ * pg_early_stop_begin / pg_checkpoint_begin's has_accuracy is then a mask: bit 0 accuracy is
+ * counted, bit c metric code c is in ag_fit(metrics =); -1: unknown, all count as measured. */
+enum { PG_FIT_LOG_ALL = 45 };

@@ -25,7 +25,7 @@ from ..tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from ..tensor import Tensor, ag_tensor
 from .args import check_args, make_callbacks
 from .data import FitData, verbosity  # loaders, validation_data, verbose
-from .evaluate import fit_metric_codes, fit_metrics_logs, fit_metrics_set
+from .evaluate import fit_metric_codes, fit_metrics_logs, fit_metrics_set, metric_mask
 from .history import History
 from .plan import FitPlan, Session, check_loss
 from .progress import FitProgress, progress_mode
@@ -315,7 +315,8 @@ def ag_fit(
 
         fit = _Fit(model, opt, history, nepoch, settings)
         fit.stream = stream
-        fit.has_val, fit.has_accuracy = plan.n_val > 0, bool(classify)
+        # has_accuracy: bit 0 accuracy is counted, bit c metric code c is a column (the core's)
+        fit.has_val, fit.has_accuracy = plan.n_val > 0, int(bool(classify)) | metric_mask(mcodes)
         fit.callbacks = cbs
         for cb in cbs:
             if hasattr(cb, "on_train_begin"):

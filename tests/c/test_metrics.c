@@ -127,8 +127,48 @@ static void test_fit_keep(void)
     pg_tensor_release(y);
 }
 
+/* early stopping on a metric column: parsed by name, mode auto maximizes auc and minimizes
+ * rmse, refused when ag_fit's metrics lack it or without validation data */
+static void test_monitor(void)
+{
+    int m = -1;
+    CHECK(pg_fit_log_parse("ag_early_stopping", "monitor", "val_auc", &m) == 0);
+    CHECK(m == PG_FIT_LOG_COUNT + 2 * (PG_METRIC_AUC - 1) + 1);
+    CHECK(strcmp(pg_fit_log_name(m), "val_auc") == 0);
+    int acc = -1;
+    CHECK(pg_fit_log_parse("f", "monitor", "accuracy", &acc) == 0 && acc == PG_FIT_LOG_ACCURACY);
+    CHECK_ERR(pg_fit_log_parse("ag_early_stopping", "monitor", "val_aucc", &acc),
+              PG_STATUS_ERR_VALUE, "or a column of ag_fit(metrics =) such as \"auc\"");
+    pg_early_stop_params p = pg_early_stop_default_params();
+    p.monitor = m, p.patience = 2;
+    pg_early_stop *es = pg_early_stop_new(&p);
+    CHECK(es != NULL);
+    CHECK_ERR(pg_early_stop_begin(es, 1, 1), PG_STATUS_ERR_VALUE,
+              "monitor \"val_auc\" is measured only when ag_fit's metrics names \"auc\"");
+    CHECK_ERR(pg_early_stop_begin(es, 0, 1 | (1 << PG_METRIC_AUC)), PG_STATUS_ERR_VALUE,
+              "only with validation data");
+    CHECK(pg_early_stop_begin(es, 1, 1 | (1 << PG_METRIC_AUC)) == 0);
+    double logs[PG_FIT_LOG_ALL];
+    for (int i = 0; i < PG_FIT_LOG_ALL; i++) logs[i] = NAN;
+    int act = -1;
+    logs[m] = 0.7;
+    CHECK(pg_early_stop_update(es, 1, logs, &act) == 0 && act == PG_EARLY_STOP_IMPROVED);
+    logs[m] = 0.8; /* larger is better for auc */
+    CHECK(pg_early_stop_update(es, 2, logs, &act) == 0 && act == PG_EARLY_STOP_IMPROVED);
+    pg_early_stop_free(es);
+    CHECK(pg_fit_log_parse("f", "monitor", "rmse", &p.monitor) == 0);
+    es = pg_early_stop_new(&p);
+    CHECK(es && pg_early_stop_begin(es, 0, -1) == 0);
+    logs[p.monitor] = 0.5;
+    CHECK(pg_early_stop_update(es, 1, logs, &act) == 0 && act == PG_EARLY_STOP_IMPROVED);
+    logs[p.monitor] = 0.6; /* smaller is better for rmse */
+    CHECK(pg_early_stop_update(es, 2, logs, &act) == 0 && act == PG_EARLY_STOP_CONTINUE);
+    pg_early_stop_free(es);
+}
+
 void test_metrics(void)
 {
+    test_monitor();
     test_fit_keep();
     test_names();
     test_binary();

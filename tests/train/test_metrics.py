@@ -128,3 +128,62 @@ def test_refusals_name_the_function_and_argument():
         pg.ag_evaluate(m, x, y[:, :2], metrics="auc")
     with pytest.raises(PyggmlrValueError, match="binary targets must be in"):
         pg.ag_evaluate(m, x, y * 2, metrics="f1")
+
+
+# ---- ag_fit(metrics=) ---------------------------------------------------------------------------
+
+
+def _fixed_fit(static, **kw):
+    """lr 0 and fixed weights: every epoch sees the same outputs, so the History's metrics equal
+    ag_evaluate's on the training and validation columns"""
+    x, y = _binary()[1:]
+    m = _linear([[2.0]], [[0.1]], "sigmoid")
+    a = dict(loss="binary_cross_entropy", optimizer="sgd", lr=0.0, nepoch=3, batch_size=10,
+             shuffle=False, val_split=0.25, verbose=0, static=static)  # fmt: skip
+    a.update(kw)
+    return m, x, y, pg.ag_fit(m, x, y, **a)
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_fit_history_metric_columns(static):
+    m, x, y, h = _fixed_fit(static, metrics=["auc", "f1", "mse", "accuracy"])
+    assert h.metrics == ["auc", "f1", "mse", "val_auc", "val_f1", "val_mse"]
+    # 45 training samples: 4 batches of 10 are trained on (the partial one is dropped, as ggml)
+    tr = pg.ag_evaluate(m, x[:, :40], y[:, :40], metrics=["auc", "f1", "mse"])
+    va = pg.ag_evaluate(m, x[:, 45:], y[:, 45:], metrics=["auc", "f1", "mse"])
+    for k in ("auc", "f1", "mse"):
+        assert getattr(h, k) == [tr[k]] * 3
+        assert getattr(h, "val_" + k) == [va[k]] * 3
+    assert "val_auc" in h.as_dict() and pg.History.from_dict(h.as_dict()).val_auc == h.val_auc
+
+
+def test_fit_metrics_refusals():
+    x, y = _binary()[1:]
+    m = _linear([[1.0]], [[0.0]])
+    with pytest.raises(PyggmlrValueError, match="ag_fit: metrics: confusion_matrix is not a History column"):
+        pg.ag_fit(m, x, y, loss="bce_with_logits", metrics=["confusion_matrix"], verbose=0)
+    with pytest.raises(PyggmlrValueError, match="ag_fit: metrics has an unknown name \"auroc\""):
+        pg.ag_fit(m, x, y, loss="bce_with_logits", metrics="auroc", verbose=0)
+    with pytest.raises(PyggmlrValueError, match="ag_fit: metrics: \"auc\" needs a classification loss"):
+        pg.ag_fit(m, x, y, loss="mse", metrics="auc", verbose=0)
+
+
+@pytest.mark.parametrize("monitor", ["val_auc", "val_f1"])
+def test_early_stopping_on_a_metric_maximizes(monitor):
+    """mode auto: larger is better for auc and f1; a constant metric stops after patience"""
+    es = pg.ag_early_stopping(patience=2, monitor=monitor, restore_best=False)
+    h = _fixed_fit(False, metrics=["auc", "f1"], nepoch=10, callbacks=[es])[3]
+    assert len(h.epoch) == 3 and h.stopped_epoch == 3 and es.best_epoch == 1
+    assert es.best == getattr(h, monitor)[0]
+    with pytest.raises(PyggmlrValueError, match="measured only when ag_fit's metrics names \"auc\""):
+        _fixed_fit(False, metrics=["f1"], callbacks=[pg.ag_early_stopping(monitor="val_auc")])
+
+
+def test_early_stopping_mode_auto_minimizes_rmse():
+    es = pg.ag_early_stopping(patience=1, monitor="val_rmse")
+    x = _x(3, 40)
+    y = x[:1] * 0.5
+    m = _linear([[0.1, 0.0, 0.0]], [[0.0]])
+    pg.ag_fit(m, x, y, loss="mse", metrics=["rmse"], optimizer="sgd", lr=0.1, nepoch=4,
+              batch_size=8, val_split=0.25, verbose=0, callbacks=[es], shuffle=False)  # fmt: skip
+    assert es.best_epoch == 4  # rmse falls every epoch: the last is best under "min"
