@@ -71,11 +71,14 @@ int pg_fit_log_parse(const char *fn, const char *arg, const char *name, int *log
     /* metric columns; "accuracy" / "val_accuracy" stay the History's own */
     for (int m = PG_FIT_LOG_COUNT + 2; name && log && m < PG_FIT_LOG_ALL; m++)
         if (*pg_fit_log_name(m) && !strcmp(name, pg_fit_log_name(m))) return (*log = m, 0);
-    const int rc = parse(fn, arg, name, LOG_NAMES, PG_FIT_LOG_COUNT, log);
-    if (rc != PG_STATUS_ERR_VALUE) return rc;
-    char msg[600];
-    snprintf(msg, sizeof msg, "%s", pg_last_error());
-    return pg_fail(rc, "%s, or a column of ag_fit(metrics =) such as \"auc\" or \"val_f1\"", msg);
+    if (!name || !log || !fn || !arg) return parse(fn, arg, name, LOG_NAMES, PG_FIT_LOG_COUNT, log);
+    for (int i = 0; i < PG_FIT_LOG_COUNT; i++)
+        if (!strcmp(name, LOG_NAMES[i])) return (*log = i, PG_STATUS_OK);
+    char list[256];
+    return pg_fail(PG_STATUS_ERR_VALUE,
+                   "%s: %s must be %s (or an ag_fit(metrics =) column such as \"auc\" or "
+                   "\"val_f1\"), got \"%s\"",
+                   fn, arg, name_list(list, sizeof list, LOG_NAMES, PG_FIT_LOG_COUNT), name);
 }
 
 int pg_monitor_mode_parse(const char *fn, const char *name, int *mode)

@@ -138,7 +138,7 @@ static void test_monitor(void)
     int acc = -1;
     CHECK(pg_fit_log_parse("f", "monitor", "accuracy", &acc) == 0 && acc == PG_FIT_LOG_ACCURACY);
     CHECK_ERR(pg_fit_log_parse("ag_early_stopping", "monitor", "val_aucc", &acc),
-              PG_STATUS_ERR_VALUE, "or a column of ag_fit(metrics =) such as \"auc\"");
+              PG_STATUS_ERR_VALUE, "(or an ag_fit(metrics =) column such as \"auc\"");
     pg_early_stop_params p = pg_early_stop_default_params();
     p.monitor = m, p.patience = 2;
     pg_early_stop *es = pg_early_stop_new(&p);
