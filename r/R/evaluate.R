@@ -52,3 +52,34 @@ ag_evaluate <- function(model, x, y, metrics = NULL, batch_size = 256L, loss = N
   }
   res
 }
+
+# ---- ag_fit(metrics =): the plan keeps the epoch's outputs, the core computes at epoch end ----
+
+# ag_fit's metric codes, checked before training; "accuracy" is the History's own column
+.fit_metric_codes <- function(metrics, classify, has_y) {
+  codes <- .metric_codes(metrics, "ag_fit", classify, TRUE)
+  codes <- codes[codes != 1L]
+  if (length(codes) && !has_y) .arg_fail("argument", "ag_fit: metrics need targets y")
+  codes
+}
+
+# the History's metric columns: each name, then val_<name> with validation data
+.fit_metric_columns <- function(codes, has_val) {
+  nm <- vapply(codes, .metric_name, "")
+  c(nm, if (has_val && length(nm)) paste0("val_", nm))
+}
+
+# the epoch's metric values (the core's, over the whole epoch) added to its logs
+.fit_metric_logs <- function(plan, codes, has_val, logs) {
+  if (!length(codes)) return(logs)
+  nm <- vapply(codes, .metric_name, "")
+  v <- .Call(R_pg_fit_metrics_epoch, plan, FALSE, length(codes))
+  logs[nm] <- as.list(v)
+  if (has_val) logs[paste0("val_", nm)] <- as.list(.Call(R_pg_fit_metrics_epoch, plan, TRUE,
+                                                         length(codes)))
+  logs
+}
+
+# the monitors' has_accuracy: the run's mask (bit 0 accuracy, bit c metric code c); -1 for a
+# hand-written loop's run that does not say (everything counts as measured); FALSE / TRUE as 0 / 1
+.monitor_mask <- function(a) if (is.null(a)) -1L else as.integer(a)

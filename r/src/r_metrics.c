@@ -88,3 +88,21 @@ SEXP R_pg_metric_value(SEXP fn, SEXP code, SEXP classify, SEXP threshold, SEXP o
     UNPROTECT(1);
     return r;
 }
+
+/* ag_fit(metrics =): keep the epoch's outputs in the plan for these codes (integer vector) */
+SEXP R_pg_fit_metrics(SEXP fp, SEXP codes)
+{
+    SEXP c = PROTECT(Rf_coerceVector(codes, INTSXP));
+    r_check(pg_fit_metrics(r_get(fp, R_FIT), XLENGTH(c), INTEGER(c)));
+    UNPROTECT(1);
+    return R_NilValue;
+}
+
+/* the epoch's n metric values of a part (val FALSE: training) */
+SEXP R_pg_fit_metrics_epoch(SEXP fp, SEXP val, SEXP n)
+{
+    SEXP r = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)Rf_asInteger(n)));
+    r_check(pg_fit_metrics_epoch(r_get(fp, R_FIT), Rf_asLogical(val) == 1, REAL(r)));
+    UNPROTECT(1);
+    return r;
+}

@@ -111,3 +111,60 @@ test_that("refusals name ag_evaluate, the argument and the valid names", {
                fixed = TRUE)
   expect_error(ag_evaluate(m, x, y * 2, metrics = "f1"), "binary targets must be in")
 })
+
+# ---- ag_fit(metrics =) ---------------------------------------------------------------------------
+
+# lr 0 and fixed weights: every epoch sees the same outputs, so the History's metrics equal
+# ag_evaluate's on the trained columns (4 batches of 10 of 45) and the validation ones (15)
+.fixed_fit <- function(static, ...) {
+  x <- round(.xs(1, 60), 1)
+  y <- matrix(as.double(sin(1.3 * (0:59)) + x[1, ] > 0.1), 1)
+  m <- .lin(matrix(2), matrix(0.1), "sigmoid")
+  a <- list(loss = "binary_cross_entropy", optimizer = "sgd", lr = 0, nepoch = 3L,
+            batch_size = 10L, shuffle = FALSE, val_split = 0.25, silent = TRUE, static = static)
+  a[names(list(...))] <- list(...)
+  list(m = m, x = x, y = y, h = do.call(ag_fit, c(list(m, x, y), a)))
+}
+
+test_that("ag_fit's History has <name> and val_<name> columns over each whole epoch", {
+  local_f64()
+  for (static in c(FALSE, TRUE)) {
+    r <- .fixed_fit(static, metrics = c("auc", "f1", "mse", "accuracy"))
+    h <- r$h
+    tr <- ag_evaluate(r$m, r$x[, 1:40, drop = FALSE], r$y[, 1:40, drop = FALSE],
+                      metrics = c("auc", "f1", "mse"))
+    va <- ag_evaluate(r$m, r$x[, 46:60, drop = FALSE], r$y[, 46:60, drop = FALSE],
+                      metrics = c("auc", "f1", "mse"))
+    for (k in c("auc", "f1", "mse")) {
+      expect_identical(h[[k]], rep(tr[[k]], 3))
+      expect_identical(h[[paste0("val_", k)]], rep(va[[k]], 3))
+    }
+  }
+})
+
+test_that("ag_fit refuses confusion_matrix, unknown names and metrics that do not fit the loss", {
+  x <- .xs(1, 20)
+  y <- matrix(as.double(x > 0), 1)
+  m <- .lin(matrix(1), matrix(0))
+  expect_error(ag_fit(m, x, y, loss = "bce_with_logits", metrics = "confusion_matrix",
+                      silent = TRUE), "ag_fit: metrics: confusion_matrix is not a History column",
+               fixed = TRUE)
+  expect_error(ag_fit(m, x, y, loss = "bce_with_logits", metrics = "auroc", silent = TRUE),
+               "ag_fit: metrics has an unknown name \"auroc\"", fixed = TRUE)
+  expect_error(ag_fit(m, x, y, loss = "mse", metrics = "auc", silent = TRUE),
+               "ag_fit: metrics: \"auc\" needs a classification loss", fixed = TRUE)
+})
+
+test_that("early stopping on val_auc / val_f1: mode auto maximizes; an absent metric is refused", {
+  local_f64()
+  for (mon in c("val_auc", "val_f1")) {
+    es <- ag_early_stopping(patience = 2L, monitor = mon, restore_best = FALSE)
+    h <- .fixed_fit(FALSE, metrics = c("auc", "f1"), nepoch = 10L, callbacks = list(es))$h
+    expect_identical(length(h$epoch), 3L)
+    expect_identical(h$stopped_epoch, 3L)
+    expect_identical(es$best_epoch, 1L)
+    expect_identical(es$best, h[[mon]][[1L]])
+  }
+  expect_error(.fixed_fit(FALSE, metrics = "f1", callbacks = list(ag_early_stopping(monitor = "val_auc"))),
+               "measured only when ag_fit's metrics names \"auc\"", fixed = TRUE)
+})
