@@ -366,8 +366,9 @@ int pg_fit_record(pg_fit *f, int val, double loss, pg_tensor *out)
         for (int64_t j = 0; j < w; j++) s->ncorrect += f->am[j] == f->lab[j];
         s->ndata += w;
     }
-    if (f->keep && (pg_not_live(out, OP, "the model's output") ||
-                    pg_fit_keep_add(f->keep, val, out, f->y, f->idx, w)))
+    if (f->keep &&
+        (pg_not_live(out, OP, "the model's output") ||
+         pg_fit_keep_add(f->keep, val, out, f->y, f->idx, w)))
         return -1;
     s->loss[s->n] = loss;
     /* training batches weigh equally (all full), validation ones by width; a shard keeps its

@@ -10,7 +10,7 @@ struct pg_fit_keep {
     int *codes;
     int64_t ncode;
     int classify;
-    int64_t k, yrows;     /* the output's and the targets' rows (set by the first batch) */
+    int64_t k, yrows;      /* the output's and the targets' rows (set by the first batch) */
     double *out[2], *y[2]; /* [k, n[part]] and [yrows, n[part]], column-major */
     int64_t n[2], cap[2];
 };
@@ -19,8 +19,10 @@ pg_fit_keep *pg_fit_keep_new(int64_t n, const int *codes, int classify)
 {
     for (int64_t i = 0; i < n; i++)
         if (codes[i] < 1 || codes[i] == PG_METRIC_CONFUSION_MATRIX || !*pg_metric_name(codes[i]))
-            return pg_fail_null(PG_STATUS_ERR_VALUE, "ag_fit: metric code %d has no History "
-                                "column", codes[i]);
+            return pg_fail_null(PG_STATUS_ERR_VALUE,
+                                "ag_fit: metric code %d has no History "
+                                "column",
+                                codes[i]);
     pg_fit_keep *k = calloc(1, sizeof *k);
     if (k) k->codes = malloc((size_t)(n ? n : 1) * sizeof *k->codes);
     if (!k || !k->codes) {
@@ -58,12 +60,16 @@ int pg_fit_keep_add(pg_fit_keep *k, int val, const pg_tensor *out, const pg_tens
     const int p = val ? 1 : 0;
     if (!y) return pg_fail(PG_STATUS_ERR_VALUE, "ag_fit: metrics need targets y");
     if (out->ne[1] != w)
-        return pg_fail(PG_STATUS_ERR_SHAPE, "ag_fit: the model's output is %s for a batch of %lld "
-                       "samples", pg_desc(out), (long long)w);
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "ag_fit: the model's output is %s for a batch of %lld "
+                       "samples",
+                       pg_desc(out), (long long)w);
     if (k->n[0] + k->n[1] == 0) k->k = out->ne[0], k->yrows = y->ne[0];
     if (out->ne[0] != k->k)
-        return pg_fail(PG_STATUS_ERR_SHAPE, "ag_fit: the model's output changed from %lld to %lld "
-                       "rows within an epoch", (long long)k->k, (long long)out->ne[0]);
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "ag_fit: the model's output changed from %lld to %lld "
+                       "rows within an epoch",
+                       (long long)k->k, (long long)out->ne[0]);
     if (k->n[p] + w > k->cap[p]) {
         int64_t cap = k->cap[p] ? 2 * k->cap[p] : 256;
         while (cap < k->n[p] + w) cap *= 2;

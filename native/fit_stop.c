@@ -20,11 +20,24 @@ _Static_assert(PG_FIT_LOG_ALL == PG_FIT_LOG_COUNT + 2 * PG_METRIC_R2, "metric lo
 
 const char *pg_fit_log_name(int log)
 {
-    static const char *const VAL[PG_METRIC_R2 + 1] = {
-        "", "val_accuracy", "val_binary_accuracy", "val_auc", "val_precision",
-        "val_precision_macro", "val_precision_micro", "val_recall", "val_recall_macro",
-        "val_recall_micro", "val_f1", "val_f1_macro", "val_f1_micro", "", "val_mae", "val_mse",
-        "val_rmse", "val_r2"};
+    static const char *const VAL[PG_METRIC_R2 + 1] = {"",
+                                                      "val_accuracy",
+                                                      "val_binary_accuracy",
+                                                      "val_auc",
+                                                      "val_precision",
+                                                      "val_precision_macro",
+                                                      "val_precision_micro",
+                                                      "val_recall",
+                                                      "val_recall_macro",
+                                                      "val_recall_micro",
+                                                      "val_f1",
+                                                      "val_f1_macro",
+                                                      "val_f1_micro",
+                                                      "",
+                                                      "val_mae",
+                                                      "val_mse",
+                                                      "val_rmse",
+                                                      "val_r2"};
     if (log >= PG_FIT_LOG_COUNT && log < PG_FIT_LOG_ALL) { /* a metric column */
         const int c = (log - PG_FIT_LOG_COUNT) / 2 + 1;
         return (log - PG_FIT_LOG_COUNT) % 2 ? VAL[c] : pg_metric_name(c);
@@ -151,8 +164,8 @@ static int monitor_begin(pg_early_stop *es, const char *fn, int has_val, int has
         m == PG_FIT_LOG_VAL_ACCURACY || m == PG_FIT_LOG_VAL_ACCURACY_UNC;
     if (metric && has_accuracy != -1 && !(has_accuracy & (1 << metric)))
         return pg_fail(PG_STATUS_ERR_VALUE,
-                       "%s: monitor \"%s\" is measured only when ag_fit's metrics names \"%s\"",
-                       fn, pg_fit_log_name(m), pg_metric_name(metric));
+                       "%s: monitor \"%s\" is measured only when ag_fit's metrics names \"%s\"", fn,
+                       pg_fit_log_name(m), pg_metric_name(metric));
     if (val && !has_val)
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "%s: monitor \"%s\" is measured only with validation data (ag_fit's "

@@ -153,7 +153,8 @@ int pg_confusion_matrix(const char *fn, int classify, double threshold, const do
     if (!counts || n < 0 || (n > 0 && (!out || !y)))
         return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL output, targets or counts", fn);
     int64_t *t = malloc((size_t)(n ? n : 1) * 2 * sizeof *t);
-    if (!t) return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for %lld samples", fn, (long long)n);
+    if (!t)
+        return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for %lld samples", fn, (long long)n);
     int rc = classes(fn, classify, thr_of(classify, threshold), out, k, n, y, yrows, t, t + n);
     if (!rc) {
         memset(counts, 0, (size_t)(c * c) * sizeof *counts);
@@ -173,19 +174,21 @@ static double prf(const int64_t *cm, int64_t c, int what, int avg)
     int64_t seen = 0;
     for (int64_t i = 0; i < c; i++) {
         double rows = 0, cols = 0;
-        for (int64_t j = 0; j < c; j++) rows += (double)cm[i + c * j], cols += (double)cm[j + c * i];
+        for (int64_t j = 0; j < c; j++)
+            rows += (double)cm[i + c * j], cols += (double)cm[j + c * i];
         const double ti = (double)cm[i + c * i], fpi = cols - ti, fni = rows - ti;
         if (avg == 0 && i != 1) continue;
         if (avg == 1 && rows + cols == 0) continue; /* a class in neither y nor the predictions */
         tp += ti, fp += fpi, fn += fni;
         const double v = what == 0 ? ratio(ti, ti + fpi)
-                         : what == 1 ? ratio(ti, ti + fni)
-                                     : ratio(2 * ti, 2 * ti + fpi + fni);
+            : what == 1            ? ratio(ti, ti + fni)
+                                   : ratio(2 * ti, 2 * ti + fpi + fni);
         sum += v, seen++;
     }
     if (avg == 1) return seen ? sum / (double)seen : 0.0;
-    return what == 0 ? ratio(tp, tp + fp) : what == 1 ? ratio(tp, tp + fn)
-                                                      : ratio(2 * tp, 2 * tp + fp + fn);
+    return what == 0 ? ratio(tp, tp + fp)
+        : what == 1  ? ratio(tp, tp + fn)
+                     : ratio(2 * tp, 2 * tp + fp + fn);
 }
 
 typedef struct {
@@ -263,12 +266,12 @@ static double regression(int what, const double *out, int64_t k, int64_t n, cons
         }
         mean /= (double)n;
         for (int64_t j = 0; j < n; j++) ss += (y[j * k + i] - mean) * (y[j * k + i] - mean);
-        const double v = what == 0   ? ae / (double)n
-                         : what == 1 ? se / (double)n
-                         : what == 2 ? sqrt(se / (double)n)
-                         : ss > 0    ? 1.0 - se / ss
-                         : se == 0   ? 1.0
-                                     : 0.0;
+        const double v = what == 0 ? ae / (double)n
+            : what == 1            ? se / (double)n
+            : what == 2            ? sqrt(se / (double)n)
+            : ss > 0               ? 1.0 - se / ss
+            : se == 0              ? 1.0
+                                   : 0.0;
         total += v;
     }
     return total / (double)k;
@@ -306,7 +309,8 @@ int pg_metric_value(const char *fn, int code, int classify, double threshold, co
     }
     const int64_t c = pg_metric_nclass(classify, k);
     int64_t *cm = calloc((size_t)(c * c), sizeof *cm);
-    if (!cm) return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for %lld classes", fn, (long long)c);
+    if (!cm)
+        return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory for %lld classes", fn, (long long)c);
     int rc = pg_confusion_matrix(fn, classify, threshold, out, k, n, y, yrows, cm);
     if (!rc && code == PG_METRIC_ACCURACY) {
         double d = 0;

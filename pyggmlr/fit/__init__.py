@@ -10,8 +10,8 @@
 """
 
 from .callbacks import Callback, ag_early_stopping, ag_model_checkpoint
-from .history import History
 from .evaluate import ag_evaluate
+from .history import History
 from .loop import ag_fit
 from .predict import ag_accuracy, ag_predict
 

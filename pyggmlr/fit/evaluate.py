@@ -36,6 +36,7 @@ def metric_codes(metrics: Any, fn: str, classify: int, in_fit: bool) -> List[int
 
 
 def metric_name(code: int) -> str:
+    """The core's name of a metric code ("auc", ...)."""
     return ffi.string(lib.pg_metric_name(code)).decode()
 
 

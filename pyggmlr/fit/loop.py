@@ -62,7 +62,10 @@ class _Fit:
         self.settings = settings
         self.callbacks, self.stop = [], False
         self.stream: Any = None  # the run's random stream (its state goes into checkpoints)
-        self.has_val = self.has_accuracy = False  # what the run measures (callbacks' monitors)
+        # what the run measures (callbacks' monitors): has_accuracy is the core's mask (bit 0
+        # accuracy, bit c metric code c)
+        self.has_val: bool = False
+        self.has_accuracy: int = 0
 
     def save_checkpoint(self, path, epoch):
 

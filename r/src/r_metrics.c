@@ -75,12 +75,13 @@ SEXP R_pg_metric_value(SEXP fn, SEXP code, SEXP classify, SEXP threshold, SEXP o
     const double thr = Rf_asReal(threshold); /* NA: the classify's default */
     if (c != PG_METRIC_CONFUSION_MATRIX) {
         double v = 0;
-        r_check(pg_metric_value(f, c, cl, ISNAN(thr) ? NAN : thr, REAL(out), k, n, REAL(y), rows,
-                                &v));
+        r_check(
+            pg_metric_value(f, c, cl, ISNAN(thr) ? NAN : thr, REAL(out), k, n, REAL(y), rows, &v));
         return Rf_ScalarReal(v);
     }
     const int64_t m = pg_metric_nclass(cl, k);
-    if (m < 1 || m > 46340) r_stopf(PG_STATUS_ERR_VALUE, "%s: confusion_matrix needs a classifier", f);
+    if (m < 1 || m > 46340)
+        r_stopf(PG_STATUS_ERR_VALUE, "%s: confusion_matrix needs a classifier", f);
     int64_t *cm = (int64_t *)R_alloc((size_t)(m * m), sizeof *cm);
     r_check(pg_confusion_matrix(f, cl, ISNAN(thr) ? NAN : thr, REAL(out), k, n, REAL(y), rows, cm));
     SEXP r = PROTECT(Rf_allocMatrix(INTSXP, (int)m, (int)m));

@@ -83,7 +83,9 @@ void test_fit_stop(void)
     CHECK(strcmp(pg_fit_log_name(code), "val_accuracy") == 0 && !pg_fit_log_name(-1));
     CHECK(pg_fit_log_parse("f", "monitor", "val_los", &code) == PG_STATUS_ERR_VALUE);
     CHECK(strstr(pg_last_error(), "f: monitor must be \"loss\", ") != NULL);
-    CHECK(strstr(pg_last_error(), " or \"time_val\" (or an ag_fit(metrics =) column such as \"auc\" or \"val_f1\"), got \"val_los\"") != NULL);
+    CHECK(strstr(pg_last_error(),
+                 " or \"time_val\" (or an ag_fit(metrics =) column such as \"auc\" or \"val_f1\"), "
+                 "got \"val_los\"") != NULL);
     CHECK(pg_monitor_mode_parse("f", NULL, &code) == PG_STATUS_ERR_VALUE);
     CHECK(strstr(pg_last_error(), "got nothing") != NULL);
 

@@ -8,8 +8,8 @@
 
 #define NEAR(a, b) (fabs((a) - (b)) < 1e-12)
 
-static double val(int code, int classify, const double *out, int64_t k, int64_t n,
-                  const double *y, int64_t yrows)
+static double val(int code, int classify, const double *out, int64_t k, int64_t n, const double *y,
+                  int64_t yrows)
 {
     double v = -1;
     CHECK(pg_metric_value("ag_evaluate", code, classify, NAN, out, k, n, y, yrows, &v) == 0);
@@ -24,8 +24,9 @@ static void test_names(void)
     CHECK(pg_metric_mode("val_auc") == 1 && pg_metric_mode("rmse") == -1);
     CHECK(pg_metric_mode("loss") == 0 && pg_metric_mode("confusion_matrix") == 0);
     CHECK(pg_metric_code("ag_fit", "AUC", 1, 1) == -PG_STATUS_ERR_VALUE);
-    CHECK(strstr(pg_last_error(), "ag_fit: metrics has an unknown name \"AUC\"; valid: "
-                                  "accuracy, binary_accuracy, auc,") != NULL);
+    CHECK(strstr(pg_last_error(),
+                 "ag_fit: metrics has an unknown name \"AUC\"; valid: "
+                 "accuracy, binary_accuracy, auc,") != NULL);
     CHECK_ERR(-pg_metric_code("ag_fit", "auc", PG_FIT_CLASSIFY_NONE, 1), PG_STATUS_ERR_VALUE,
               "ag_fit: metrics: \"auc\" needs a classification loss");
     CHECK_ERR(-pg_metric_code("ag_fit", "confusion_matrix", 1, 1), PG_STATUS_ERR_VALUE,

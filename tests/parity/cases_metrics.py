@@ -56,7 +56,11 @@ FIT_METRICS = ["auc", "f1", "precision_micro", "recall"]
 
 
 def _fit_keys() -> List[str]:
-    return ["loss", "accuracy", "val_loss", "val_accuracy"] + FIT_METRICS + ["val_" + m for m in FIT_METRICS]
+    return (
+        ["loss", "accuracy", "val_loss", "val_accuracy"]
+        + FIT_METRICS
+        + ["val_" + m for m in FIT_METRICS]
+    )
 
 
 def _fit_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Dict[str, np.ndarray]]:
@@ -76,14 +80,23 @@ def _fit_r(d: Dict[str, Any], steps: int, dtype: str) -> List[Dict[str, np.ndarr
     res = call_r_arch("parity_fit_metrics", "mlp", d, dtype=dtype, nepoch=steps,
                       static=d["static"], metrics=np.array(FIT_METRICS), keys=np.array(_fit_keys()))  # fmt: skip
     h = r_dict(res)
-    return [{k: np.array([float(np.asarray(h[k]).reshape(-1)[e])]) for k in _fit_keys()} for e in range(steps)]
+    return [
+        {k: np.array([float(np.asarray(h[k]).reshape(-1)[e])]) for k in _fit_keys()}
+        for e in range(steps)
+    ]
 
 
 def _fit_case(name: str, n: int, static: bool) -> None:
     def inputs(rng: Any) -> Dict[str, Any]:
         init, binit = arch_inputs(rng, "mlp")
         x = _u(rng, 4, n, lo=-2, hi=2)
-        return {"init": init, "binit": binit, "x": x, "y": rng.integers(0, 3, size=n), "static": static}
+        return {
+            "init": init,
+            "binit": binit,
+            "x": x,
+            "y": rng.integers(0, 3, size=n),
+            "static": static,
+        }
 
     CASES.append(ScriptCase(f"ag_fit metrics: {name}", _fit_py, _fit_r, 3, inputs, group="fit"))
 

@@ -20,7 +20,9 @@ needs_sklearn = pytest.mark.skipif(skm is None, reason="scikit-learn is not inst
 
 def _linear(w, b, act=None, dtype="f64"):
     w = np.asarray(w, dtype=float)
-    m = pg.ag_sequential(pg.ag_linear(w.shape[1], w.shape[0], act) if act else pg.ag_linear(w.shape[1], w.shape[0]))
+    m = pg.ag_sequential(
+        pg.ag_linear(w.shape[1], w.shape[0], act) if act else pg.ag_linear(w.shape[1], w.shape[0])
+    )
     p = m.parameters()
     p["layer1_W"].data, p["layer1_b"].data = w, np.asarray(b, dtype=float)
     return m
@@ -71,7 +73,10 @@ def test_bce_loss_reads_probabilities():
 
 def _multiclass():
     x = _x(3, 40)
-    m = _linear([[1.0, 0.0, 0.2], [0.0, 1.0, 0.0], [0.3, 0.3, 0.3], [-5.0, -5.0, -5.0]], [[0], [0], [0], [-9]])
+    m = _linear(
+        [[1.0, 0.0, 0.2], [0.0, 1.0, 0.0], [0.3, 0.3, 0.3], [-5.0, -5.0, -5.0]],
+        [[0], [0], [0], [-9]],
+    )
     y = (np.arange(40) * 7 % 4)[None].astype(float)  # class 3 is never predicted (bias -9)
     return m, x, y
 
@@ -114,11 +119,16 @@ def test_regression_metrics_match_sklearn():
 
 def test_refusals_name_the_function_and_argument():
     m, x, y = _binary()
-    with pytest.raises(PyggmlrValueError, match=r"ag_evaluate: metrics has an unknown name \"AUC\"; valid: accuracy"):
+    with pytest.raises(
+        PyggmlrValueError,
+        match=r"ag_evaluate: metrics has an unknown name \"AUC\"; valid: accuracy",
+    ):
         pg.ag_evaluate(m, x, y, metrics="AUC")
-    with pytest.raises(PyggmlrValueError, match="ag_evaluate: metrics: \"auc\" needs a classification loss"):
+    with pytest.raises(
+        PyggmlrValueError, match='ag_evaluate: metrics: "auc" needs a classification loss'
+    ):
         pg.ag_evaluate(m, x, y, metrics="auc", loss="mse")
-    with pytest.raises(PyggmlrValueError, match="ag_evaluate: unknown loss \"nope\""):
+    with pytest.raises(PyggmlrValueError, match='ag_evaluate: unknown loss "nope"'):
         pg.ag_evaluate(m, x, y, loss="nope")
     with pytest.raises(ArgumentError, match="ag_evaluate: give loss, metrics or both"):
         pg.ag_evaluate(m, x, y)
@@ -160,11 +170,15 @@ def test_fit_history_metric_columns(static):
 def test_fit_metrics_refusals():
     x, y = _binary()[1:]
     m = _linear([[1.0]], [[0.0]])
-    with pytest.raises(PyggmlrValueError, match="ag_fit: metrics: confusion_matrix is not a History column"):
+    with pytest.raises(
+        PyggmlrValueError, match="ag_fit: metrics: confusion_matrix is not a History column"
+    ):
         pg.ag_fit(m, x, y, loss="bce_with_logits", metrics=["confusion_matrix"], verbose=0)
-    with pytest.raises(PyggmlrValueError, match="ag_fit: metrics has an unknown name \"auroc\""):
+    with pytest.raises(PyggmlrValueError, match='ag_fit: metrics has an unknown name "auroc"'):
         pg.ag_fit(m, x, y, loss="bce_with_logits", metrics="auroc", verbose=0)
-    with pytest.raises(PyggmlrValueError, match="ag_fit: metrics: \"auc\" needs a classification loss"):
+    with pytest.raises(
+        PyggmlrValueError, match='ag_fit: metrics: "auc" needs a classification loss'
+    ):
         pg.ag_fit(m, x, y, loss="mse", metrics="auc", verbose=0)
 
 
@@ -175,7 +189,7 @@ def test_early_stopping_on_a_metric_maximizes(monitor):
     h = _fixed_fit(False, metrics=["auc", "f1"], nepoch=10, callbacks=[es])[3]
     assert len(h.epoch) == 3 and h.stopped_epoch == 3 and es.best_epoch == 1
     assert es.best == getattr(h, monitor)[0]
-    with pytest.raises(PyggmlrValueError, match="measured only when ag_fit's metrics names \"auc\""):
+    with pytest.raises(PyggmlrValueError, match='measured only when ag_fit\'s metrics names "auc"'):
         _fixed_fit(False, metrics=["f1"], callbacks=[pg.ag_early_stopping(monitor="val_auc")])
 
 

@@ -65,7 +65,8 @@ test_that("names are checked when the callback is built; unmeasured monitors bef
   err <- expect_error(ag_early_stopping(monitor = "val_los"), class = "pyggmlr_value_error")
   expect_match(conditionMessage(err), '^ag_early_stopping: monitor must be "loss", "loss_unc",')
   expect_match(conditionMessage(err),
-               "\"time_val\" (or an ag_fit(metrics =) column such as \"auc\" or \"val_f1\"), got \"val_los\"",
+               paste0("\"time_val\" (or an ag_fit(metrics =) column such as \"auc\" or ",
+                      "\"val_f1\"), got \"val_los\""),
                fixed = TRUE)
   expect_error(ag_early_stopping(mode = "up"), 'mode must be "auto", "min" or "max", got "up"',
                fixed = TRUE, class = "pyggmlr_value_error")

@@ -165,6 +165,7 @@ test_that("early stopping on val_auc / val_f1: mode auto maximizes; an absent me
     expect_identical(es$best_epoch, 1L)
     expect_identical(es$best, h[[mon]][[1L]])
   }
-  expect_error(.fixed_fit(FALSE, metrics = "f1", callbacks = list(ag_early_stopping(monitor = "val_auc"))),
+  es <- ag_early_stopping(monitor = "val_auc")
+  expect_error(.fixed_fit(FALSE, metrics = "f1", callbacks = list(es)),
                "measured only when ag_fit's metrics names \"auc\"", fixed = TRUE)
 })
