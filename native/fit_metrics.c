@@ -2,6 +2,7 @@
  * targets kept as doubles per part, so metrics that are not batch means (AUC, F1, R^2) are
  * computed over the whole epoch by metrics.c. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pg.h"
@@ -99,4 +100,42 @@ int pg_fit_keep_values(const pg_fit_keep *k, int val, double *values)
             return -1;
     }
     return 0;
+}
+
+/* append to out (at most cap bytes) at *at, counting the whole length */
+static void put(char *out, int64_t cap, int64_t *at, const char *fmt, const char *s, double v)
+{
+    char b[64];
+    const int w = s ? snprintf(b, sizeof b, fmt, s) : snprintf(b, sizeof b, fmt, v);
+    if (out && *at + w < cap) memcpy(out + *at, b, (size_t)w + 1);
+    *at += w;
+}
+
+int64_t pg_fit_metrics_format(int64_t ncol, const char *const *names, const double *values,
+                              const double *epoch, int64_t n, char *out, int64_t cap)
+{
+    if (ncol < 0 || n < 0 || (ncol > 0 && (!names || !values || (n > 0 && !epoch))))
+        return -pg_fail(PG_STATUS_ERR_ARG, "ag_fit: bad History metric columns");
+    int64_t at = 0;
+    if (out && cap > 0) out[0] = 0;
+    if (ncol == 0) return 0;
+    put(out, cap, &at, "%s", "epoch", 0);
+    char fs[16], fv[16]; /* each column as wide as its name, at least 8 */
+    for (int64_t c = 0; c < ncol; c++) {
+        const int w = strlen(names[c]) > 8 ? (int)strlen(names[c]) : 8;
+        snprintf(fs, sizeof fs, "  %%%ds", w);
+        put(out, cap, &at, fs, names[c], 0);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        put(out, cap, &at, "\n%5.0f", NULL, isfinite(epoch[i]) ? epoch[i] : 0);
+        for (int64_t c = 0; c < ncol; c++) {
+            const int w = strlen(names[c]) > 8 ? (int)strlen(names[c]) : 8;
+            const double v = values[c * n + i];
+            snprintf(fs, sizeof fs, "  %%%ds", w);
+            snprintf(fv, sizeof fv, "  %%%d.4f", w);
+            if (isnan(v)) put(out, cap, &at, fs, "-", 0);
+            else put(out, cap, &at, fv, NULL, v);
+        }
+    }
+    return at;
 }

@@ -13,3 +13,9 @@ int pg_fit_metrics(pg_fit *f, int64_t n, const int *codes);
 /* The epoch's value of each metric (n of them, in codes' order) for the training part (val 0)
  * or validation (1); NaN where the part recorded no batch. */
 int pg_fit_metrics_epoch(const pg_fit *f, int val, double *values);
+/* The History's metric columns as both front ends print them below the main table: ncol columns
+ * named names[c] with values[c * n + i] for epoch[i] (NaN: "-"), 4 decimals. As
+ * pg_fit_history_format: at most cap bytes (NUL included) to out, NULL to measure; returns the
+ * length the whole text needs, or a negative status. ncol 0: "". */
+int64_t pg_fit_metrics_format(int64_t ncol, const char *const *names, const double *values,
+                              const double *epoch, int64_t n, char *out, int64_t cap);

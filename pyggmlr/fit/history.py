@@ -115,7 +115,27 @@ class History:
             check(need)
         buf = ffi.new("char[]", need + 1)
         lib.pg_fit_history_format(*args, buf, need + 1)
-        return ffi.string(buf).decode()
+        return ffi.string(buf).decode() + self._metrics_table(ep)
+
+    def _metrics_table(self, ep):
+        """ag_fit(metrics=)'s columns below the table (the core's format, R's print's too)."""
+        if not self.metrics:
+            return ""
+        names = [ffi.new("char[]", k.encode()) for k in self.metrics]
+        vals = np.ascontiguousarray([getattr(self, k) for k in self.metrics], dtype=np.float64)
+        args = (
+            len(names),
+            ffi.new("char *[]", names),
+            ffi.cast("double *", ffi.from_buffer(vals)),
+            ffi.cast("double *", ffi.from_buffer(ep)),
+            len(ep),
+        )
+        need = lib.pg_fit_metrics_format(*args, ffi.NULL, 0)
+        if need < 0:
+            check(-need)
+        buf = ffi.new("char[]", need + 1)
+        lib.pg_fit_metrics_format(*args, buf, need + 1)
+        return "\n" + ffi.string(buf).decode()
 
     def plot(self, path=None, show=False):
         """Loss curves (train and validation; accuracy on a second panel when available) with

@@ -167,8 +167,23 @@ static void test_monitor(void)
     pg_early_stop_free(es);
 }
 
+static void test_metrics_format(void)
+{
+    const char *names[2] = {"auc", "val_precision_macro"};
+    const double v[4] = {0.5, 0.75, NAN, 1.0 / 3}, ep[2] = {1, 2};
+    char buf[256];
+    const int64_t need = pg_fit_metrics_format(2, names, v, ep, 2, NULL, 0);
+    CHECK(need > 0 && pg_fit_metrics_format(2, names, v, ep, 2, buf, sizeof buf) == need);
+    CHECK(strcmp(buf,
+                 "epoch       auc  val_precision_macro\n"
+                 "    1    0.5000                    -\n"
+                 "    2    0.7500               0.3333") == 0);
+    CHECK(pg_fit_metrics_format(0, NULL, NULL, NULL, 0, buf, sizeof buf) == 0 && !*buf);
+}
+
 void test_metrics(void)
 {
+    test_metrics_format();
     test_monitor();
     test_fit_keep();
     test_names();

@@ -201,3 +201,10 @@ def test_early_stopping_mode_auto_minimizes_rmse():
     pg.ag_fit(m, x, y, loss="mse", metrics=["rmse"], optimizer="sgd", lr=0.1, nepoch=4,
               batch_size=8, val_split=0.25, verbose=0, callbacks=[es], shuffle=False)  # fmt: skip
     assert es.best_epoch == 4  # rmse falls every epoch: the last is best under "min"
+
+
+def test_history_prints_the_metric_columns():
+    h = _fixed_fit(False, metrics=["auc"], nepoch=2)[3]
+    lines = repr(h).splitlines()
+    assert lines[-3] == "epoch       auc   val_auc"
+    assert lines[-1] == f"    2  {h.auc[1]:8.4f}  {h.val_auc[1]:8.4f}"

@@ -169,3 +169,11 @@ test_that("early stopping on val_auc / val_f1: mode auto maximizes; an absent me
   expect_error(.fixed_fit(FALSE, metrics = "f1", callbacks = list(es)),
                "measured only when ag_fit's metrics names \"auc\"", fixed = TRUE)
 })
+
+test_that("print shows the metric columns below the History's table", {
+  local_f64()
+  h <- .fixed_fit(FALSE, metrics = "auc", nepoch = 2L)$h
+  out <- capture.output(print(h))
+  expect_identical(out[length(out) - 2L], "epoch       auc   val_auc")
+  expect_identical(out[length(out)], sprintf("    2  %8.4f  %8.4f", h$auc[2], h$val_auc[2]))
+})
