@@ -208,3 +208,9 @@ def test_history_prints_the_metric_columns():
     lines = repr(h).splitlines()
     assert lines[-3] == "epoch       auc   val_auc"
     assert lines[-1] == f"    2  {h.auc[1]:8.4f}  {h.val_auc[1]:8.4f}"
+
+
+def test_epoch_line_shows_the_metrics(capsys):
+    h = _fixed_fit(False, metrics=["auc"], nepoch=1, verbose=2)[3]
+    err = capsys.readouterr().err
+    assert f"  auc={h.auc[0]:.4f}  val_auc={h.val_auc[0]:.4f}  (" in err

@@ -177,3 +177,11 @@ test_that("print shows the metric columns below the History's table", {
   expect_identical(out[length(out) - 2L], "epoch       auc   val_auc")
   expect_identical(out[length(out)], sprintf("    2  %8.4f  %8.4f", h$auc[2], h$val_auc[2]))
 })
+
+test_that("the per-epoch line shows the metrics", {
+  local_f64()
+  msgs <- testthat::capture_messages(h <- .fixed_fit(FALSE, metrics = "auc", nepoch = 1L,
+                                                     silent = FALSE, verbose = 2L)$h)
+  expect_true(any(grepl(sprintf("  auc=%.4f  val_auc=%.4f  (", h$auc, h$val_auc), msgs,
+                        fixed = TRUE)))
+})
