@@ -28,6 +28,7 @@ struct pg_fit {
     pg_tensor *w, *wb[2], *wcur; /* sample weights [1, n] (fit_weight.c), their batch rows, the
                                   * last training batch's row (borrowed); NULL: unweighted */
     int fixed;                   /* validation_data: the last n_val columns were appended */
+    pg_fit_keep *keep;           /* metrics (fit_metrics.c): the epoch's outputs; NULL: none */
     fit_stats st[2];
 };
 
@@ -46,6 +47,7 @@ void pg_fit_free(pg_fit *f)
         free(f->st[k].loss);
         free(f->st[k].w);
     }
+    pg_fit_keep_free(f->keep);
     PG_FREE_ALL(f->order, f->perm, f->idx, f->lab, f->am, f);
 }
 
@@ -175,15 +177,43 @@ pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, const pg_fit_params *params)
     return f;
 }
 
+/* each rank would keep only its shard of the epoch's outputs, and AUC, F1 or R^2 of shards do
+ * not all-reduce into the whole epoch's */
+static int distributed_metrics(void)
+{
+    return pg_fail(PG_STATUS_ERR_VALUE,
+                   "%s: metrics cannot be combined with distributed training: each rank sees "
+                   "only its shard of the epoch's outputs; evaluate on rank 0 with ag_evaluate",
+                   OP);
+}
+
 int pg_fit_shard(pg_fit *f, int64_t rank, int64_t world)
 {
     if (!f) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit", OP);
     if (world < 1 || rank < 0 || rank >= world)
         return pg_fail(PG_STATUS_ERR_VALUE, "%s: rank %lld is not in [0, %lld)", OP,
                        (long long)rank, (long long)world);
+    if (world > 1 && f->keep) return distributed_metrics();
     f->rank = rank;
     f->world = world;
     return 0;
+}
+
+int pg_fit_metrics(pg_fit *f, int64_t n, const int *codes)
+{
+    if (!f || n < 0 || (n > 0 && !codes)) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL metrics", OP);
+    if (n > 0 && f->world > 1) return distributed_metrics();
+    pg_fit_keep *k = n > 0 ? pg_fit_keep_new(n, codes, f->classify) : NULL;
+    if (n > 0 && !k) return -1;
+    pg_fit_keep_free(f->keep);
+    f->keep = k;
+    return 0;
+}
+
+int pg_fit_metrics_epoch(const pg_fit *f, int val, double *values)
+{
+    if (!f || (f->keep && !values)) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit or values", OP);
+    return f->keep ? pg_fit_keep_values(f->keep, val, values) : 0;
 }
 
 int pg_fit_sizes(const pg_fit *f, pg_fit_dims *out)
@@ -217,6 +247,7 @@ int pg_fit_epoch_begin(pg_fit *f)
         if (rc) return rc;
     }
     for (int k = 0; k < 2; k++) f->st[k].n = f->st[k].ncorrect = f->st[k].ndata = 0;
+    pg_fit_keep_clear(f->keep);
     return 0;
 }
 
@@ -335,6 +366,10 @@ int pg_fit_record(pg_fit *f, int val, double loss, pg_tensor *out)
         for (int64_t j = 0; j < w; j++) s->ncorrect += f->am[j] == f->lab[j];
         s->ndata += w;
     }
+    if (f->keep &&
+        (pg_not_live(out, OP, "the model's output") ||
+         pg_fit_keep_add(f->keep, val, out, f->y, f->idx, w)))
+        return -1;
     s->loss[s->n] = loss;
     /* training batches weigh equally (all full), validation ones by width; a shard keeps its
      * width until pg_fit_stats_import merges the ranks' global batches */

@@ -113,6 +113,10 @@ int64_t pg_fit_epoch_line(const double *logs, int64_t epoch, int64_t nepoch, cha
         pg_text_put(&t, "  val_loss=%.5f", logs[PG_FIT_LOG_VAL_LOSS]);
     if (!isnan(logs[PG_FIT_LOG_VAL_ACCURACY]))
         pg_text_put(&t, "  val_acc=%.4f", logs[PG_FIT_LOG_VAL_ACCURACY]);
+    /* ag_fit(metrics =)'s columns ("accuracy" is the History's own, shown as acc=) */
+    for (int m = PG_FIT_LOG_COUNT + 2; m < PG_FIT_LOG_ALL; m++)
+        if (!isnan(logs[m]) && *pg_fit_log_name(m))
+            pg_text_put(&t, "  %s=%.4f", pg_fit_log_name(m), logs[m]);
     put_time(&t, "  (%s)", logs[PG_FIT_LOG_TIME_TRAIN] + logs[PG_FIT_LOG_TIME_VAL]);
     return t.len;
 }

@@ -16,8 +16,32 @@ struct pg_early_stop {
     pg_early_stop_state s;
 };
 
+_Static_assert(PG_FIT_LOG_ALL == PG_FIT_LOG_COUNT + 2 * PG_METRIC_R2, "metric log layout");
+
 const char *pg_fit_log_name(int log)
 {
+    static const char *const VAL[PG_METRIC_R2 + 1] = {"",
+                                                      "val_accuracy",
+                                                      "val_binary_accuracy",
+                                                      "val_auc",
+                                                      "val_precision",
+                                                      "val_precision_macro",
+                                                      "val_precision_micro",
+                                                      "val_recall",
+                                                      "val_recall_macro",
+                                                      "val_recall_micro",
+                                                      "val_f1",
+                                                      "val_f1_macro",
+                                                      "val_f1_micro",
+                                                      "",
+                                                      "val_mae",
+                                                      "val_mse",
+                                                      "val_rmse",
+                                                      "val_r2"};
+    if (log >= PG_FIT_LOG_COUNT && log < PG_FIT_LOG_ALL) { /* a metric column */
+        const int c = (log - PG_FIT_LOG_COUNT) / 2 + 1;
+        return (log - PG_FIT_LOG_COUNT) % 2 ? VAL[c] : pg_metric_name(c);
+    }
     return log >= 0 && log < PG_FIT_LOG_COUNT ? LOG_NAMES[log] : NULL;
 }
 
@@ -57,7 +81,17 @@ static int parse(const char *fn, const char *arg, const char *name, const char *
 
 int pg_fit_log_parse(const char *fn, const char *arg, const char *name, int *log)
 {
-    return parse(fn, arg, name, LOG_NAMES, PG_FIT_LOG_COUNT, log);
+    /* metric columns; "accuracy" / "val_accuracy" stay the History's own */
+    for (int m = PG_FIT_LOG_COUNT + 2; name && log && m < PG_FIT_LOG_ALL; m++)
+        if (*pg_fit_log_name(m) && !strcmp(name, pg_fit_log_name(m))) return (*log = m, 0);
+    if (!name || !log || !fn || !arg) return parse(fn, arg, name, LOG_NAMES, PG_FIT_LOG_COUNT, log);
+    for (int i = 0; i < PG_FIT_LOG_COUNT; i++)
+        if (!strcmp(name, LOG_NAMES[i])) return (*log = i, PG_STATUS_OK);
+    char list[256];
+    return pg_fail(PG_STATUS_ERR_VALUE,
+                   "%s: %s must be %s (or an ag_fit(metrics =) column such as \"auc\" or "
+                   "\"val_f1\"), got \"%s\"",
+                   fn, arg, name_list(list, sizeof list, LOG_NAMES, PG_FIT_LOG_COUNT), name);
 }
 
 int pg_monitor_mode_parse(const char *fn, const char *name, int *mode)
@@ -76,7 +110,8 @@ static int check_params(const pg_early_stop_params *p)
                        OP, p->min_delta);
     if (p->mode < 0 || p->mode >= PG_MONITOR_MODE_COUNT)
         return pg_fail(PG_STATUS_ERR_VALUE, "%s: mode code %d is not a monitor mode", OP, p->mode);
-    if (p->monitor < -1 || p->monitor >= PG_FIT_LOG_COUNT)
+    if (p->monitor < -1 || p->monitor >= PG_FIT_LOG_ALL ||
+        (p->monitor >= 0 && !*pg_fit_log_name(p->monitor)))
         return pg_fail(PG_STATUS_ERR_VALUE, "%s: monitor code %d is not a logged value", OP,
                        p->monitor);
     return PG_STATUS_OK;
@@ -113,6 +148,7 @@ int pg_early_stop_params_get(const pg_early_stop *es, pg_early_stop_params *out)
 /* accuracy values improve upwards; their uncertainties, losses, lr and times downwards */
 static int is_accuracy(int log)
 {
+    if (log >= PG_FIT_LOG_COUNT) return pg_metric_mode(pg_fit_log_name(log)) > 0;
     return log == PG_FIT_LOG_ACCURACY || log == PG_FIT_LOG_VAL_ACCURACY;
 }
 
@@ -121,15 +157,21 @@ static int monitor_begin(pg_early_stop *es, const char *fn, int has_val, int has
 {
     int m = es->p.monitor;
     if (m < 0) m = has_val ? PG_FIT_LOG_VAL_LOSS : PG_FIT_LOG_LOSS;
-    const int val = m >= PG_FIT_LOG_VAL_LOSS && m <= PG_FIT_LOG_VAL_ACCURACY_UNC;
+    const int metric = m >= PG_FIT_LOG_COUNT ? (m - PG_FIT_LOG_COUNT) / 2 + 1 : 0;
+    const int val = (m >= PG_FIT_LOG_VAL_LOSS && m <= PG_FIT_LOG_VAL_ACCURACY_UNC) ||
+        (metric && (m - PG_FIT_LOG_COUNT) % 2);
     const int acc = m == PG_FIT_LOG_ACCURACY || m == PG_FIT_LOG_ACCURACY_UNC ||
         m == PG_FIT_LOG_VAL_ACCURACY || m == PG_FIT_LOG_VAL_ACCURACY_UNC;
+    if (metric && has_accuracy != -1 && !(has_accuracy & (1 << metric)))
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: monitor \"%s\" is measured only when ag_fit's metrics names \"%s\"", fn,
+                       pg_fit_log_name(m), pg_metric_name(metric));
     if (val && !has_val)
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "%s: monitor \"%s\" is measured only with validation data (ag_fit's "
                        "val_split > 0 or validation_data)",
-                       fn, LOG_NAMES[m]);
-    if (acc && !has_accuracy)
+                       fn, pg_fit_log_name(m));
+    if (acc && !(has_accuracy & 1))
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "%s: monitor \"%s\" is measured only when ag_fit counts accuracy (loss "
                        "\"cross_entropy\", \"binary_cross_entropy\" or \"bce_with_logits\")",
@@ -247,7 +289,7 @@ int pg_checkpoint_begin(pg_checkpoint *c, int64_t nepoch, int has_val, int has_a
     c->nepoch = nepoch;
     /* without best_only the monitor is not used: nothing the fit lacks is asked for */
     return c->p.best_only ? monitor_begin(&c->m, CK, has_val, has_accuracy)
-                          : monitor_begin(&c->m, CK, 1, 1);
+                          : monitor_begin(&c->m, CK, 1, -1);
 }
 
 int pg_checkpoint_update(pg_checkpoint *c, int64_t epoch, const double *logs, int *save)

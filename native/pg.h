@@ -15,6 +15,7 @@
 #include "pg_api_select.h"
 #include "pg_api_sched.h"
 #include "pg_api_train.h"
+#include "pg_api_train_metrics.h"
 #include "pg_api_optim_state.h"
 #include "pg_api_state_dict.h"
 #include "pg_api_train_stop.h"
@@ -31,6 +32,7 @@
 #include "pg_api_bounds.h"
 #include "pg_api_version.h"
 #include "pg_api_index.h"
+#include "pg_api_metrics.h"
 
 #define PG_TENSOR_MAGIC 0x50475431u /* "PGT1": live tensor */
 #define PG_DEAD_MAGIC   0xDEADDEADu
@@ -322,6 +324,15 @@ int pg_fit_check_finite(const pg_tensor *t, const char *what, int64_t n_main);
  * pg_fit_binary_hits counts the elements of out [k, w] on the right side of the threshold
  * against y's columns idx[0 .. w-1] (PG_STATUS_ERR_SHAPE when out is not [k, w]). */
 int pg_fit_binary_targets(const pg_tensor *y, int classify, int64_t n_main);
+/* ag_fit(metrics =)'s epoch outputs and targets (fit_metrics.c): made by pg_fit_metrics; add
+ * appends out [k, w] and y's columns idx (any dtype); clear at each epoch's start. */
+typedef struct pg_fit_keep pg_fit_keep;
+pg_fit_keep *pg_fit_keep_new(int64_t n, const int *codes, int classify);
+void pg_fit_keep_free(pg_fit_keep *k);
+void pg_fit_keep_clear(pg_fit_keep *k);
+int pg_fit_keep_add(pg_fit_keep *k, int val, const pg_tensor *out, const pg_tensor *y,
+                    const int64_t *idx, int64_t w);
+int pg_fit_keep_values(const pg_fit_keep *k, int val, double *values);
 int pg_fit_binary_hits(const pg_tensor *out, const pg_tensor *y, const int64_t *idx, int64_t w,
                        int classify, int64_t *hit);
 

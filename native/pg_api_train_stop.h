@@ -144,8 +144,10 @@ int64_t pg_fit_history_format(const char *name, const double *epoch, const doubl
                               int64_t cap);
 /* ag_fit's progress texts, one format for both languages (as pg_fit_history_format: at most cap
  * bytes to buf, NULL to measure; returns the length the whole text needs, or a negative status).
- * pg_fit_epoch_line: the line printed after an epoch from its logs (PG_FIT_LOG_COUNT values in
- * enum pg_fit_log order): "epoch    3/10  loss=0.12345  acc=0.9500  val_loss=...  (12ms)".
+ * pg_fit_epoch_line: the line printed after an epoch from its logs (PG_FIT_LOG_ALL values: enum
+ * pg_fit_log order, then ag_fit(metrics =)'s columns, pg_api_metrics.h; each metric measured is
+ * shown as "  auc=0.8440" before the time): "epoch    3/10  loss=0.12345  acc=0.9500  val_loss=...
+ * (12ms)".
  * Times (here and in the History's time column) as keras: "850us", "12ms", "1.23s", "2m 05s".
  * pg_fit_status_line: the bar's status from the running loss and accuracy (NaN: none) and the
  * last epoch's logs (NULL before the first): "loss 0.1234 acc 0.950 | val_loss 0.2345 ...". */

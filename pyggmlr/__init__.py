@@ -146,6 +146,7 @@ __all__ = [
     "ag_embedding",
     "ag_estimate_training_memory",
     "ag_eval",
+    "ag_evaluate",
     "ag_exp",
     "ag_fit",
     "ag_fit_distributed",

@@ -96,7 +96,7 @@ class _Monitored(Callback):
     def _begin_args(self, fit):
         """(has validation data, counts accuracy) of the run (a hand-written loop's run object
         may not say: then every value counts as measured)."""
-        return int(getattr(fit, "has_val", True)), int(getattr(fit, "has_accuracy", True))
+        return int(getattr(fit, "has_val", True)), int(getattr(fit, "has_accuracy", -1))
 
 
 class ag_early_stopping(_Monitored):
@@ -207,11 +207,12 @@ class ag_early_stopping(_Monitored):
 
 
 # the History's columns after epoch, in the core's order (its update reads them by position)
-_LOG_NAMES = tuple(ffi.string(lib.pg_fit_log_name(i)).decode() for i in range(lib.PG_FIT_LOG_COUNT))
+# (then ag_fit(metrics=)'s columns, two per metric code: PG_FIT_LOG_ALL in all)
+_LOG_NAMES = tuple(ffi.string(lib.pg_fit_log_name(i)).decode() for i in range(lib.PG_FIT_LOG_ALL))
 
 
 def _log_values(logs):
-    """An epoch's logs as the core reads them: PG_FIT_LOG_COUNT values in its order."""
+    """An epoch's logs as the core reads them: PG_FIT_LOG_ALL values in its order."""
     return ffi.new("double[]", [float(logs.get(k, math.nan)) for k in _LOG_NAMES])
 
 

@@ -22,7 +22,9 @@ class History:
     """Per-epoch results of ag_fit (1-based epochs). Attributes are lists, one value per epoch:
     loss, loss_unc, accuracy, accuracy_unc, val_loss, val_loss_unc, val_accuracy,
     val_accuracy_unc (NaN where not applicable), lr, time_train, time_val (seconds).
-    stopped_epoch: the epoch early stopping (or a callback) ended the run at, else None."""
+    stopped_epoch: the epoch early stopping (or a callback) ended the run at, else None.
+    metrics: the names of ag_fit(metrics=)'s columns ("auc", then "val_auc" with validation
+    data, ...), each also an attribute: one value per epoch over the whole epoch's outputs."""
 
     # declared once, for type checkers and for _KEYS (below): the per-epoch lists, then two per run
     epoch: List[int]
@@ -45,9 +47,19 @@ class History:
             setattr(self, k, [])
         self.stopped_epoch = None
         self.best_epoch = None
+        self.metrics: List[str] = []
+
+    def _set_metrics(self, names):
+        """ag_fit(metrics=)'s columns, empty lists for a new run (kept when resuming)."""
+        for k in names:
+            if k not in self.metrics:
+                setattr(self, k, [math.nan] * len(self.epoch))
+                self.metrics.append(k)
 
     def _append(self, logs):
         for k in _KEYS:
+            getattr(self, k).append(logs.get(k, math.nan))
+        for k in self.metrics:
             getattr(self, k).append(logs.get(k, math.nan))
 
     def __len__(self):
@@ -55,7 +67,7 @@ class History:
 
     def as_dict(self):
         """All per-epoch lists plus stopped_epoch and best_epoch as a plain dict (JSON-able)."""
-        d: Dict[str, Any] = {k: list(getattr(self, k)) for k in _KEYS}
+        d: Dict[str, Any] = {k: list(getattr(self, k)) for k in _KEYS + tuple(self.metrics)}
         d["stopped_epoch"], d["best_epoch"] = self.stopped_epoch, self.best_epoch
         return d
 
@@ -64,6 +76,9 @@ class History:
         h = cls()
         for k in _KEYS:
             setattr(h, k, [(math.nan if v is None else v) for v in d.get(k, [])])
+        for k in [k for k in d if k not in _KEYS and k not in ("stopped_epoch", "best_epoch")]:
+            setattr(h, k, [(math.nan if v is None else v) for v in d[k]])
+            h.metrics.append(k)
         h.stopped_epoch, h.best_epoch = d.get("stopped_epoch"), d.get("best_epoch")
         return h
 
@@ -100,7 +115,27 @@ class History:
             check(need)
         buf = ffi.new("char[]", need + 1)
         lib.pg_fit_history_format(*args, buf, need + 1)
-        return ffi.string(buf).decode()
+        return ffi.string(buf).decode() + self._metrics_table(ep)
+
+    def _metrics_table(self, ep):
+        """ag_fit(metrics=)'s columns below the table (the core's format, R's print's too)."""
+        if not self.metrics:
+            return ""
+        names = [ffi.new("char[]", k.encode()) for k in self.metrics]
+        vals = np.ascontiguousarray([getattr(self, k) for k in self.metrics], dtype=np.float64)
+        args = (
+            len(names),
+            ffi.new("char *[]", names),
+            ffi.cast("double *", ffi.from_buffer(vals)),
+            ffi.cast("double *", ffi.from_buffer(ep)),
+            len(ep),
+        )
+        need = lib.pg_fit_metrics_format(*args, ffi.NULL, 0)
+        if need < 0:
+            check(-need)
+        buf = ffi.new("char[]", need + 1)
+        lib.pg_fit_metrics_format(*args, buf, need + 1)
+        return "\n" + ffi.string(buf).decode()
 
     def plot(self, path=None, show=False):
         """Loss curves (train and validation; accuracy on a second panel when available) with

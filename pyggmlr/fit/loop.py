@@ -32,6 +32,7 @@ from ..tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from ..tensor import Tensor, ag_tensor
 from .args import check_args, make_callbacks
 from .data import FitData, verbosity  # loaders, validation_data, verbose
+from .evaluate import fit_metric_codes, fit_metrics_logs, fit_metrics_set, metric_mask
 from .history import History
 from .labels import encode_labels
 from .plan import FitPlan, Session, check_loss
@@ -71,7 +72,10 @@ class _Fit:
         self.settings = settings
         self.callbacks, self.stop = [], False
         self.stream: Any = None  # the run's random stream (its state goes into checkpoints)
-        self.has_val = self.has_accuracy = False  # what the run measures (callbacks' monitors)
+        # what the run measures (callbacks' monitors): has_accuracy is the core's mask (bit 0
+        # accuracy, bit c metric code c)
+        self.has_val: bool = False
+        self.has_accuracy: int = 0
 
     def save_checkpoint(self, path, epoch):
 
@@ -102,6 +106,7 @@ def ag_fit(
     verbose: Optional[int] = None,
     class_weight: Any = None,
     sample_weight: Any = None,
+    metrics: Any = None,
 ) -> History:
     """Train `model` on x [features, n] (samples are columns) and y; returns a History. Keras' forms
     (rules in pyggmlr.fit.data): x an ag_dataloader, validation_data=(x_val, y_val), verbose 0/1/2.
@@ -183,7 +188,12 @@ def ag_fit(
     validation loss and accuracy stay unweighted (keras without validation sample weights).
     Weights need a built-in loss name: a loss function is refused (weight its terms inside it).
     A checkpoint remembers whether the run was weighted and resumes only a run that is alike
-    (the weights themselves are not compared)."""
+    (the weights themselves are not compared).
+    metrics: None or a list of metric names (docs/metrics.md: "accuracy", "auc", "f1", "mae",
+    "r2", ...; not "confusion_matrix", which ag_evaluate returns): the History gets a column per
+    name and val_<name> with validation data, each computed in the core over the whole epoch's
+    outputs (the training batches as the model saw them in training mode, as keras). Checked
+    against the loss before training; refused with distributed=True."""
     progress, silent = verbosity(verbose, progress, silent)
     if isinstance(loss, str):  # labels (strings, a Categorical) as 0-based ids (fit/labels.py)
         y, validation_data, classes = encode_labels(y, loss, validation_data)
@@ -205,6 +215,7 @@ def ag_fit(
     X = _as_cols(x, "x")
     n = X.shape[1]
     classify, per_datapoint = _loss_rules(loss_code, y is not None)
+    mcodes = fit_metric_codes(metrics, classify, y is not None)  # before training
     Y = None if y is None else _as_cols(y, "y")
     if Y is not None and Y.shape[1] != n:
         raise ShapeError(
@@ -320,6 +331,7 @@ def ag_fit(
             if resume is not None:
                 opt.accumulate_steps, opt.accum_count = opt_before
             raise
+        fit_metrics_set(plan, mcodes, history)  # before shard: refused when distributed
         if sync is not None:
             plan.shard(sync.rank, sync.world)
         settings["split_state"] = plan.split_state()
@@ -339,7 +351,8 @@ def ag_fit(
 
         fit = _Fit(model, opt, history, nepoch, settings)
         fit.stream = stream
-        fit.has_val, fit.has_accuracy = plan.n_val > 0, bool(classify)
+        # has_accuracy: bit 0 accuracy is counted, bit c metric code c is a column (the core's)
+        fit.has_val, fit.has_accuracy = plan.n_val > 0, int(bool(classify)) | metric_mask(mcodes)
         fit.callbacks = cbs
         for cb in cbs:
             if hasattr(cb, "on_train_begin"):
@@ -429,6 +442,7 @@ def ag_fit(
                         del out
             elif ev == lib.PG_SESSION_EPOCH_END:
                 logs, diverged = sess.logs(epoch)  # NaN / Inf loss: warn, and the run ends
+                fit_metrics_logs(plan, mcodes, logs)
                 history._append(logs)
                 prog.epoch_end(logs)
                 stop = False

@@ -17,7 +17,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
                    callbacks = list(), silent = FALSE, seed = NULL, lr = 1e-3, resume_from = NULL,
                    static = NULL,
                    progress = "auto", distributed = FALSE, validation_data = NULL, verbose = NULL,
-                   class_weight = NULL, sample_weight = NULL, data = NULL) {
+                   class_weight = NULL, sample_weight = NULL, data = NULL, metrics = NULL) {
   # fit_data.R: loaders, validation_data, verbose (as Python's)
   # the arguments are checked in Python's order (the first bad one is named in both languages)
   v <- .fit_verbosity(verbose, progress, silent)
@@ -52,6 +52,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   rules <- .Call(R_pg_fit_loss_rules, if (is.null(L$code)) -1L else L$code, !is.null(y))
   classify <- rules[[1L]]  # how accuracy is counted: 0 none, 1 arg-max, 2 / 3 binary (BCE)
   per_datapoint <- rules[[2L]] == 1L  # a mean per sample (all but sum)
+  mcodes <- .fit_metric_codes(metrics, classify, !is.null(y))  # evaluate.R, before training
   SW <- .fit_sample_weight(sample_weight)  # fit_weight.R; the values are the core's to check
   CW <- .fit_class_weight(class_weight, y)
   tg <- .fit_targets(y, L$name, n, X)
@@ -153,6 +154,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   tryCatch(.Call(R_pg_fit_set_weights, plan, if (is.null(L$code)) -1L else L$code, SW, CW),
            error = function(e) if (is.null(res)) stop(e) else undo(e))
   weighted <- !is.null(SW) || !is.null(CW)
+  .Call(R_pg_fit_metrics, plan, mcodes)  # before the shard: refused when distributed
   if (!is.null(sync)) .Call(R_pg_fit_shard, plan, sync$rank, sync$world)
   settings$split_state <- .Call(R_pg_fit_split_state, plan)  # a list when saved (JSON array)
   # the run is set up: now the weights and optimizer, then the stream (all checked)
@@ -173,7 +175,9 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   fit$logs <- if (is.null(res)) list() else .history_logs(res$fit$history)
   fit$best_epoch <- NULL
   fit$has_val <- n_val > 0L  # what the run measures (callbacks' monitors)
-  fit$has_accuracy <- classify > 0L
+  # bit 0: accuracy is counted; bit c: metric code c is a column (the core's monitor mask)
+  fit$has_accuracy <- as.integer(classify > 0L) + sum(2^mcodes)
+  fit$metrics <- .fit_metric_columns(mcodes, n_val > 0L)
   fit$file_dtype <- if (identical(dtype, "f64")) "F64" else "F32"
   fit$save_checkpoint <- .fit_saver(fit, function() {
     settings$split_state <- as.list(settings$split_state)
@@ -281,6 +285,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         logs <- .Call(R_pg_session_logs, s)  # NaN / Inf loss: warn, and the run ends
         diverged <- attr(logs, "diverged")
         attr(logs, "diverged") <- NULL
+        logs <- .fit_metric_logs(plan, mcodes, n_val > 0L, logs)
         fit$logs[[length(fit$logs) + 1L]] <- logs
         prog$epoch_end(logs)
         stop_now <- FALSE
@@ -293,7 +298,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   }
   stopped <- .Call(R_pg_session_where, s)[[4L]]
   for (cb in cbs) if (is.function(cb$on_train_end)) cb$on_train_end(fit)
-  h <- .make_history(fit$logs, if (stopped > 0) as.integer(stopped), fit$best_epoch)
+  h <- .make_history(fit$logs, if (stopped > 0) as.integer(stopped), fit$best_epoch, fit$metrics)
   if (!is.null(tg$levels)) attr(h, "levels") <- tg$levels  # a factor y's classes, in id order
   h
 }

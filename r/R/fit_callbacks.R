@@ -23,7 +23,7 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
   e$fit <- NULL
   e$on_train_begin <- function(fit) {
     # (a hand-written loop's run object may not say: then every value counts as measured)
-    .Call(R_pg_early_stop_begin, e$.ptr, !isFALSE(fit$has_val), !isFALSE(fit$has_accuracy))
+    .Call(R_pg_early_stop_begin, e$.ptr, !isFALSE(fit$has_val), .monitor_mask(fit$has_accuracy))
     e$fit <- fit
     e$best_weights <- NULL
   }

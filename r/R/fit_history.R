@@ -4,11 +4,13 @@
 .HIST_KEYS <- c("epoch", "loss", "loss_unc", "accuracy", "accuracy_unc", "val_loss", "val_loss_unc",
                 "val_accuracy", "val_accuracy_unc", "lr", "time_train", "time_val")
 
-.make_history <- function(logs, stopped_epoch, best_epoch) {
-  # one column per epoch, in .HIST_KEYS order (the session's logs list them in another)
-  m <- vapply(logs, function(l) as.double(unlist(l)[.HIST_KEYS]), double(length(.HIST_KEYS)))
-  h <- lapply(seq_along(.HIST_KEYS), function(i) if (length(logs)) m[i, ] else double(0))
-  names(h) <- .HIST_KEYS
+.make_history <- function(logs, stopped_epoch, best_epoch, metrics = character(0)) {
+  # one column per epoch, in .HIST_KEYS order (the session's logs list them in another), then
+  # ag_fit(metrics =)'s columns (NA where an epoch lacks one: a resumed run's earlier epochs)
+  keys <- c(.HIST_KEYS, metrics)
+  m <- vapply(logs, function(l) as.double(unlist(l)[keys]), double(length(keys)))
+  h <- lapply(seq_along(keys), function(i) if (length(logs)) m[i, ] else double(0))
+  names(h) <- keys
   h$epoch <- as.integer(h$epoch)
   h$stopped_epoch <- stopped_epoch
   h$best_epoch <- best_epoch
@@ -24,6 +26,11 @@ print.ag_history <- function(x, ...) {
   logs <- unlist(lapply(.HIST_KEYS[-1L], function(k) as.double(x[[k]])))  # the core's log order
   cat(.Call(R_pg_fit_history_format, "ag_history", as.double(x$epoch), logs,
             as.double(x$stopped_epoch), as.double(x$best_epoch), .pm_sym()), "\n", sep = "")
+  # the metric columns of ag_fit's metrics argument, below the table
+  mk <- setdiff(names(x), c(.HIST_KEYS, "stopped_epoch", "best_epoch"))
+  if (length(mk))
+    cat(.Call(R_pg_fit_metrics_format, mk, unlist(lapply(mk, function(k) as.double(x[[k]]))),
+              as.double(x$epoch)), "\n", sep = "")
   invisible(x)
 }
 

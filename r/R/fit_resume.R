@@ -25,7 +25,7 @@ ag_model_checkpoint <- function(path, every = 1L, save_best_only = FALSE, monito
   e$fit <- NULL
   e$on_train_begin <- function(fit) {
     .Call(R_pg_checkpoint_begin, e$.ptr, fit$nepoch, !isFALSE(fit$has_val),
-          !isFALSE(fit$has_accuracy))
+          .monitor_mask(fit$has_accuracy))
     e$fit <- fit
   }
   e$on_epoch_end <- function(epoch, logs) {

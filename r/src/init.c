@@ -201,6 +201,14 @@ extern SEXP R_pg_bce_loss_pw(SEXP, SEXP, SEXP);
 extern SEXP R_pg_bce_logits_loss_pw(SEXP, SEXP, SEXP);
 extern SEXP R_pg_softmax_ce_loss_opt(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_binary_count(SEXP, SEXP, SEXP);
+extern SEXP R_pg_metric_codes(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_metrics(SEXP, SEXP);
+extern SEXP R_pg_fit_metrics_format(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_metrics_epoch(SEXP, SEXP, SEXP);
+extern SEXP R_pg_metric_name(SEXP);
+extern SEXP R_pg_metric_loss(SEXP, SEXP);
+extern SEXP R_pg_metric_loss_value(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_metric_value(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_check_classes(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_set_weights(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_batch_weights(SEXP);
@@ -397,6 +405,14 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_bce_logits_loss_pw", (DL_FUNC)&R_pg_bce_logits_loss_pw, 3},
     {"R_pg_softmax_ce_loss_opt", (DL_FUNC)&R_pg_softmax_ce_loss_opt, 7},
     {"R_pg_binary_count", (DL_FUNC)&R_pg_binary_count, 3},
+    {"R_pg_metric_codes", (DL_FUNC)&R_pg_metric_codes, 4},
+    {"R_pg_fit_metrics", (DL_FUNC)&R_pg_fit_metrics, 2},
+    {"R_pg_fit_metrics_format", (DL_FUNC)&R_pg_fit_metrics_format, 3},
+    {"R_pg_fit_metrics_epoch", (DL_FUNC)&R_pg_fit_metrics_epoch, 3},
+    {"R_pg_metric_name", (DL_FUNC)&R_pg_metric_name, 1},
+    {"R_pg_metric_loss", (DL_FUNC)&R_pg_metric_loss, 2},
+    {"R_pg_metric_loss_value", (DL_FUNC)&R_pg_metric_loss_value, 4},
+    {"R_pg_metric_value", (DL_FUNC)&R_pg_metric_value, 6},
     {"R_pg_fit_check_classes", (DL_FUNC)&R_pg_fit_check_classes, 3},
     {"R_pg_fit_set_weights", (DL_FUNC)&R_pg_fit_set_weights, 4},
     {"R_pg_fit_batch_weights", (DL_FUNC)&R_pg_fit_batch_weights, 1},

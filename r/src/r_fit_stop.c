@@ -69,7 +69,7 @@ SEXP R_pg_early_stop_info(SEXP h)
 SEXP R_pg_early_stop_begin(SEXP h, SEXP has_val, SEXP has_accuracy)
 {
     r_check(pg_early_stop_begin(r_get(h, R_EARLY_STOP), Rf_asLogical(has_val) == 1,
-                                Rf_asLogical(has_accuracy) == 1));
+                                Rf_asInteger(has_accuracy))); /* the run's mask, -1 unknown */
     return R_NilValue;
 }
 
@@ -77,7 +77,7 @@ SEXP R_pg_early_stop_begin(SEXP h, SEXP has_val, SEXP has_accuracy)
 static void log_values(SEXP logs, double *v)
 {
     SEXP nm = Rf_getAttrib(logs, R_NamesSymbol);
-    for (int k = 0; k < PG_FIT_LOG_COUNT; k++) {
+    for (int k = 0; k < PG_FIT_LOG_ALL; k++) { /* ag_fit(metrics =)'s columns too */
         v[k] = R_NaN;
         for (R_xlen_t i = 0; TYPEOF(logs) == VECSXP && !Rf_isNull(nm) && i < XLENGTH(logs); i++) {
             SEXP e = VECTOR_ELT(logs, i);
@@ -92,7 +92,7 @@ static void log_values(SEXP logs, double *v)
 SEXP R_pg_early_stop_update(SEXP h, SEXP epoch, SEXP logs)
 {
     pg_early_stop *es = r_get(h, R_EARLY_STOP);
-    double v[PG_FIT_LOG_COUNT];
+    double v[PG_FIT_LOG_ALL];
     log_values(logs, v);
     int action;
     r_check(pg_early_stop_update(es, count_arg(epoch), v, &action));
@@ -149,14 +149,14 @@ SEXP R_pg_checkpoint_info(SEXP h)
 SEXP R_pg_checkpoint_begin(SEXP h, SEXP nepoch, SEXP has_val, SEXP has_accuracy)
 {
     r_check(pg_checkpoint_begin(r_get(h, R_CHECKPOINT), count_arg(nepoch),
-                                Rf_asLogical(has_val) == 1, Rf_asLogical(has_accuracy) == 1));
+                                Rf_asLogical(has_val) == 1, Rf_asInteger(has_accuracy)));
     return R_NilValue;
 }
 
 /* TRUE when this epoch writes the checkpoint */
 SEXP R_pg_checkpoint_update(SEXP h, SEXP epoch, SEXP logs)
 {
-    double v[PG_FIT_LOG_COUNT];
+    double v[PG_FIT_LOG_ALL];
     log_values(logs, v);
     int save;
     r_check(pg_checkpoint_update(r_get(h, R_CHECKPOINT), count_arg(epoch), v, &save));
@@ -307,7 +307,7 @@ static int64_t status_line(void *c, char *buf, int64_t cap)
 /* the line printed after an epoch (pg_fit_epoch_line) from its logs list */
 SEXP R_pg_fit_epoch_line(SEXP logs, SEXP epoch, SEXP nepoch)
 {
-    double v[PG_FIT_LOG_COUNT];
+    double v[PG_FIT_LOG_ALL];
     log_values(logs, v);
     line_ctx x = {v, NULL, count_arg(epoch), count_arg(nepoch), 0, 0};
     return core_text(epoch_line(&x, NULL, 0), epoch_line, &x);
@@ -317,7 +317,7 @@ SEXP R_pg_fit_epoch_line(SEXP logs, SEXP epoch, SEXP nepoch)
  * or NULL */
 SEXP R_pg_fit_status_line(SEXP running, SEXP last)
 {
-    double v[PG_FIT_LOG_COUNT];
+    double v[PG_FIT_LOG_ALL];
     if (!Rf_isNull(last)) log_values(last, v);
     if (TYPEOF(running) != REALSXP || XLENGTH(running) != 2)
         Rf_error("internal: bad running values for the status line");

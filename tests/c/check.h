@@ -73,6 +73,7 @@ void test_views(void);
 void test_index(void);
 void test_loss_opt(void);
 void test_fit_binary(void);
+void test_metrics(void);
 void test_fit_weight(void);
 void test_predict(void);
 #endif

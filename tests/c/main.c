@@ -63,6 +63,7 @@ int main(void)
     run("index", test_index);
     run("loss options", test_loss_opt);
     run("fit_binary", test_fit_binary);
+    run("metrics", test_metrics);
     run("fit weights", test_fit_weight);
     run("predict", test_predict);
     pg_tape_clear();

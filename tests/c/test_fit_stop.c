@@ -43,8 +43,8 @@ static void test_state_parse(void)
 /* ag_fit's progress texts: the epoch line, the bar's status, measuring with NULL, truncation */
 static void test_progress_lines(void)
 {
-    double l[PG_FIT_LOG_COUNT];
-    for (int k = 0; k < PG_FIT_LOG_COUNT; k++) l[k] = NAN;
+    double l[PG_FIT_LOG_ALL];
+    for (int k = 0; k < PG_FIT_LOG_ALL; k++) l[k] = NAN;
     l[PG_FIT_LOG_LOSS] = 0.5, l[PG_FIT_LOG_VAL_ACCURACY] = 0.75;
     l[PG_FIT_LOG_TIME_TRAIN] = 1, l[PG_FIT_LOG_TIME_VAL] = 0.25;
     char buf[128];
@@ -66,6 +66,9 @@ static void test_progress_lines(void)
         CHECK(pg_fit_epoch_line(l, 3, 10, buf, sizeof buf) == (int64_t)strlen(w) &&
               !strcmp(buf, w));
     }
+    l[PG_FIT_LOG_COUNT + 2 * (PG_METRIC_AUC - 1) + 1] = 0.8125; /* a metric column: val_auc */
+    CHECK(pg_fit_epoch_line(l, 3, 10, buf, sizeof buf) > 0);
+    CHECK(!strcmp(buf, "epoch    3/10  loss=0.50000  val_acc=0.7500  val_auc=0.8125  (-)"));
     CHECK(pg_fit_status_line(0.25, NAN, l, buf, sizeof buf) > 0);
     CHECK(!strcmp(buf, "loss 0.2500 | val_acc 0.750"));
     CHECK(pg_fit_status_line(NAN, NAN, NULL, buf, sizeof buf) == 0 && !buf[0]);
@@ -83,7 +86,9 @@ void test_fit_stop(void)
     CHECK(strcmp(pg_fit_log_name(code), "val_accuracy") == 0 && !pg_fit_log_name(-1));
     CHECK(pg_fit_log_parse("f", "monitor", "val_los", &code) == PG_STATUS_ERR_VALUE);
     CHECK(strstr(pg_last_error(), "f: monitor must be \"loss\", ") != NULL);
-    CHECK(strstr(pg_last_error(), " or \"time_val\", got \"val_los\"") != NULL);
+    CHECK(strstr(pg_last_error(),
+                 " or \"time_val\" (or an ag_fit(metrics =) column such as \"auc\" or \"val_f1\"), "
+                 "got \"val_los\"") != NULL);
     CHECK(pg_monitor_mode_parse("f", NULL, &code) == PG_STATUS_ERR_VALUE);
     CHECK(strstr(pg_last_error(), "got nothing") != NULL);
 

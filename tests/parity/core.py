@@ -30,6 +30,7 @@ R_FILES = (
     "compile.R",
     "weights.R",
     "scaling.R",
+    "metrics.R",
     "progress.R",
     "datasets.R",
     "predict.R",

@@ -27,12 +27,20 @@ _RUNS = {
         val_accuracy=[_NAN] * 3, val_accuracy_unc=[_NAN] * 3, time_train=[0.1, 0.2, 0.3],
         time_val=[0.0] * 3, stopped_epoch=None, best_epoch=None),
     "no epochs": dict(stopped_epoch=None, best_epoch=None),
+    "ag_fit(metrics =) columns below the table": dict(
+        loss=[0.5, 0.25], accuracy=[0.7, 0.8], time_train=[0.1, 0.2], time_val=[0.0] * 2,
+        auc=[0.8125, 0.9], val_f1_macro=[_NAN, 1 / 3], stopped_epoch=None, best_epoch=None),
 }  # fmt: skip
+
+
+def _extra(d):
+    """ag_fit(metrics =)'s columns of a run"""
+    return tuple(k for k in d if k not in _KEYS and k not in ("stopped_epoch", "best_epoch"))
 
 
 def _history(d):
     n = len(d.get("loss", []))
-    full = {k: d.get(k, [_NAN] * n) for k in _KEYS}
+    full = {k: d.get(k, [_NAN] * n) for k in _KEYS + _extra(d)}
     full["epoch"] = list(range(1, n + 1))
     full["stopped_epoch"], full["best_epoch"] = d["stopped_epoch"], d["best_epoch"]
     return History.from_dict(full)
@@ -50,16 +58,17 @@ _R_PRINT = """{
 @pytest.mark.parametrize("name", list(_RUNS))
 def test_history_prints_alike(name):
     h = _history(_RUNS[name])
-    cols = ", ".join(f"{k} = h_{k}" for k in _KEYS)
+    keys = _KEYS + _extra(_RUNS[name])
+    cols = ", ".join(f"{k} = h_{k}" for k in keys)
     out = r.run(
         "Sys.setlocale('LC_CTYPE', 'C.UTF-8'); " + _R_PRINT % cols,
         stopped=h.stopped_epoch, best=h.best_epoch,
-        **{f"h_{k}": [float(v) for v in getattr(h, k)] for k in _KEYS},
+        **{f"h_{k}": [float(v) for v in getattr(h, k)] for k in keys},
     )  # fmt: skip
     text = out[0] if isinstance(out, (list, tuple)) else str(out)
     assert text == repr(h).replace("<History:", "<ag_history:")
     if h.epoch:
-        assert repr(h).splitlines()[1:][: len(h) + 1] == h.table().splitlines()
+        assert repr(h).splitlines()[1:][: len(h) + 1] == h.table().splitlines()[: len(h) + 1]
         if h.stopped_epoch:
             assert repr(h).splitlines()[0] == f"<History: {len(h)} epochs, stopped at epoch 2>"
             assert repr(h).splitlines()[-1] == "best epoch: 1"

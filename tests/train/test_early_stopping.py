@@ -121,7 +121,9 @@ def test_names_are_checked_when_built():
     with pytest.raises(pg.PyggmlrValueError) as e:
         pg.ag_early_stopping(monitor="val_los")
     assert str(e.value).startswith('ag_early_stopping: monitor must be "loss", "loss_unc",')
-    assert str(e.value).endswith('"time_val", got "val_los"')
+    assert str(e.value).endswith(
+        '"time_val" (or an ag_fit(metrics =) column such as "auc" or "val_f1"), got "val_los"'
+    )
     with pytest.raises(pg.PyggmlrValueError, match='mode must be "auto", "min" or "max", got "up"'):
         pg.ag_early_stopping(mode="up")
     with pytest.raises(pg.ArgumentError, match="monitor must be a string"):
@@ -168,11 +170,16 @@ def test_settings_read_back_and_checkpoint_state():
 
 
 def test_history_columns_are_the_cores_log_names():
-    """The History's columns after epoch are the names the core's monitors read, in its order."""
+    """The History's columns after epoch are the names the core's monitors read, in its order
+    (then ag_fit(metrics=)'s columns, two per metric code)."""
     from pyggmlr.fit.callbacks import _LOG_NAMES
     from pyggmlr.fit.history import _KEYS
 
-    assert _KEYS == ("epoch", *_LOG_NAMES)
+    assert _KEYS == ("epoch", *_LOG_NAMES[: pg._core.lib.PG_FIT_LOG_COUNT])
+    assert _LOG_NAMES[pg._core.lib.PG_FIT_LOG_COUNT + 4 : pg._core.lib.PG_FIT_LOG_COUNT + 6] == (
+        "auc",
+        "val_auc",
+    )
 
 
 def test_plotting_an_empty_history_is_refused():

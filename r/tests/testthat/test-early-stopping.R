@@ -64,7 +64,10 @@ test_that("a reused ag_early_stopping starts afresh", {
 test_that("names are checked when the callback is built; unmeasured monitors before training", {
   err <- expect_error(ag_early_stopping(monitor = "val_los"), class = "pyggmlr_value_error")
   expect_match(conditionMessage(err), '^ag_early_stopping: monitor must be "loss", "loss_unc",')
-  expect_match(conditionMessage(err), '"time_val", got "val_los"$')
+  expect_match(conditionMessage(err),
+               paste0("\"time_val\" (or an ag_fit(metrics =) column such as \"auc\" or ",
+                      "\"val_f1\"), got \"val_los\""),
+               fixed = TRUE)
   expect_error(ag_early_stopping(mode = "up"), 'mode must be "auto", "min" or "max", got "up"',
                fixed = TRUE, class = "pyggmlr_value_error")
   expect_error(ag_early_stopping(monitor = 3), "monitor must be NULL or a single string",

@@ -1,0 +1,176 @@
+"""ag_evaluate and the metric names of ag_fit(metrics=): every value is computed in the core
+(native/metrics.c, the same calls as R's), this file validates and converts."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from .._core import check, ffi, lib
+from ..errors import ArgumentError, ShapeError
+from .predict import _predict
+from .util import _as_cols
+
+__all__: List[str] = ["ag_evaluate"]
+
+
+def metric_codes(metrics: Any, fn: str, classify: int, in_fit: bool) -> List[int]:
+    """The core's codes of metrics (None, a name or a list of names), checked against the task
+    (pg_metric_code: unknown names, metrics that do not fit the loss)."""
+    if metrics is None:
+        return []
+    names = [metrics] if isinstance(metrics, str) else metrics
+    if not isinstance(names, (list, tuple)) or not all(isinstance(m, str) for m in names):
+        raise ArgumentError(
+            f"{fn}: metrics must be None, a metric name or a list of names, got {metrics!r}"[:200]
+        )
+    codes = []
+    for m in names:
+        c = lib.pg_metric_code(fn.encode(), m.encode("utf-8", "replace"), classify, int(in_fit))
+        if c < 0:
+            check(-c)
+        if c not in codes:
+            codes.append(c)
+    return codes
+
+
+def metric_name(code: int) -> str:
+    """The core's name of a metric code ("auc", ...)."""
+    return ffi.string(lib.pg_metric_name(code)).decode()
+
+
+def metric_value(fn: str, code: int, classify: int, threshold: float, o: Any, t: Any) -> float:
+    """One metric of o [k, n] against t [rows, n] (float64, column-major) in the core."""
+    v = ffi.new("double *")
+    check(
+        lib.pg_metric_value(
+            fn.encode(), code, classify, threshold,
+            ffi.cast("double *", o.ctypes.data), o.shape[0], o.shape[1],
+            ffi.cast("double *", t.ctypes.data), t.shape[0], v,
+        )
+    )  # fmt: skip
+    return float(v[0])
+
+
+def _confusion(fn: str, classify: int, threshold: float, o: Any, t: Any) -> np.ndarray:
+    c = int(lib.pg_metric_nclass(classify, o.shape[0]))
+    counts = np.zeros(c * c, dtype=np.int64)
+    check(
+        lib.pg_confusion_matrix(
+            fn.encode(), classify, threshold,
+            ffi.cast("double *", o.ctypes.data), o.shape[0], o.shape[1],
+            ffi.cast("double *", t.ctypes.data), t.shape[0],
+            ffi.cast("int64_t *", counts.ctypes.data),
+        )
+    )  # fmt: skip
+    return counts.reshape((c, c), order="F")  # rows: true class, columns: predicted
+
+
+def ag_evaluate(
+    model: Any,
+    x: Any,
+    y: Any,
+    metrics: Any = None,
+    batch_size: int = 256,
+    loss: Optional[str] = None,
+    threshold: Optional[float] = None,
+) -> Dict[str, Any]:
+    """The loss and metrics of model on x [features, n] against y, from ag_predict's outputs (eval
+    mode, no tape), as a dict: "loss" (when loss names one of ag_fit's losses: its value over all
+    samples at once, in float64) then each metric by name (floats; "confusion_matrix": an int64
+    [classes, classes] array, rows the true class, columns the predicted one).
+
+    How the outputs are read follows the loss: cross_entropy arg-max (logits), binary_cross_entropy
+    probabilities (threshold 0.5), bce_with_logits logits (threshold 0), other losses regression
+    (mae, mse, rmse, r2 only). Without a loss, a 1-output model (or any model given threshold) is
+    read as probabilities above threshold (0.5 by default), a multi-output one by arg-max. The
+    metric names and definitions (scikit-learn's) are in docs/metrics.md."""
+    fn = "ag_evaluate"
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number))
+    ):
+        raise ArgumentError(f"{fn}: threshold must be a number or None, got {threshold!r}")
+    if loss is not None and not isinstance(loss, str):
+        raise ArgumentError(f"{fn}: loss must be None or a loss name such as 'mse', got {loss!r}")
+    if loss is None and metrics is None:
+        raise ArgumentError(f"{fn}: give loss, metrics or both")
+    Y = _as_cols(y, "y", fn)
+    out = _predict(model, x, batch_size, fn)
+    if Y.shape[1] != out.shape[1]:
+        raise ShapeError(f"{fn}: x has {out.shape[1]} samples but y has {Y.shape[1]}")
+    o = np.asfortranarray(out, dtype=np.float64)
+    t = np.asfortranarray(Y, dtype=np.float64)
+    code = ffi.new("int *")
+    classify = ffi.new("int *")
+    if loss is not None:
+        check(lib.pg_metric_loss(fn.encode(), loss.encode("utf-8", "replace"), code, classify))
+    elif threshold is not None or o.shape[0] == 1:
+        classify[0] = lib.PG_FIT_CLASSIFY_PROBS
+    else:
+        classify[0] = lib.PG_FIT_CLASSIFY_ARGMAX
+    cl = int(classify[0])
+    codes = metric_codes(metrics, fn, cl, False)
+    thr = float("nan") if threshold is None else float(threshold)
+    res: Dict[str, Any] = {}
+    if loss is not None:  # over all samples at once, in f64, by the core
+        v = ffi.new("double *")
+        check(
+            lib.pg_metric_loss_value(
+                fn.encode(), code[0],
+                ffi.cast("double *", o.ctypes.data), o.shape[0], o.shape[1],
+                ffi.cast("double *", t.ctypes.data), t.shape[0], v,
+            )
+        )  # fmt: skip
+        res["loss"] = float(v[0])
+    for c in codes:
+        if c == lib.PG_METRIC_CONFUSION_MATRIX:
+            res[metric_name(c)] = _confusion(fn, cl, thr, o, t)
+        else:
+            res[metric_name(c)] = metric_value(fn, c, cl, thr, o, t)
+    return res
+
+
+# ---- ag_fit(metrics=): the plan keeps the epoch's outputs, the core computes at epoch end ----
+
+
+def fit_metric_codes(metrics: Any, classify: int, has_y: bool) -> List[int]:
+    """ag_fit's metric codes, checked before training (names, the loss, confusion_matrix)."""
+    codes = metric_codes(metrics, "ag_fit", classify, True)
+    # "accuracy" is the History's own column (the same count, with its uncertainty)
+    codes = [c for c in codes if c != lib.PG_METRIC_ACCURACY]
+    if codes and not has_y:
+        raise ArgumentError("ag_fit: metrics need targets y")
+    return codes
+
+
+def metric_mask(codes: List[int]) -> int:
+    """The monitors' mask of ag_fit's metric columns (bit c: metric code c)."""
+    m = 0
+    for c in codes:
+        m |= 1 << c
+    return m
+
+
+def fit_metrics_set(plan: Any, codes: List[int], history: Any) -> None:
+    """Turn keeping on in the plan (before plan.shard, which then refuses distributed) and give
+    the History its columns: each name, then val_<name> with validation data."""
+    if not codes:
+        return
+    arr = ffi.new("int[]", codes)
+    check(lib.pg_fit_metrics(plan._p, len(codes), arr))
+    names = [metric_name(c) for c in codes]
+    history._set_metrics(names + (["val_" + m for m in names] if plan.n_val > 0 else []))
+
+
+def fit_metrics_logs(plan: Any, codes: List[int], logs: Dict[str, Any]) -> None:
+    """The epoch's metric values (over the whole epoch, in the core) added to its logs."""
+    if not codes:
+        return
+    v = ffi.new("double[]", len(codes))
+    for val, prefix in ((0, ""), (1, "val_")):
+        if val and plan.n_val == 0:
+            continue
+        check(lib.pg_fit_metrics_epoch(plan._p, val, v))
+        for i, c in enumerate(codes):
+            logs[prefix + metric_name(c)] = float(v[i])

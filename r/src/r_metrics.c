@@ -1,0 +1,128 @@
+/* .Call glue: ag_fit(metrics =) names and ag_evaluate's values, all computed in the core
+ * (native/metrics.c), as Python's pyggmlr/fit/evaluate.py calls them. */
+#include <string.h>
+#include "r_util.h"
+
+static const char *fn_of(SEXP fn)
+{
+    if (!Rf_isString(fn) || XLENGTH(fn) != 1) Rf_error("internal: fn must be one string");
+    return CHAR(STRING_ELT(fn, 0));
+}
+
+/* the codes of a character vector of metric names, unique, checked against classify */
+SEXP R_pg_metric_codes(SEXP fn, SEXP names, SEXP classify, SEXP in_fit)
+{
+    const char *f = fn_of(fn);
+    const R_xlen_t m = XLENGTH(names);
+    SEXP r = PROTECT(Rf_allocVector(INTSXP, m));
+    R_xlen_t k = 0;
+    for (R_xlen_t i = 0; i < m; i++) {
+        const char *nm = STRING_ELT(names, i) == NA_STRING ? NULL : CHAR(STRING_ELT(names, i));
+        const int c = pg_metric_code(f, nm, Rf_asInteger(classify), Rf_asLogical(in_fit) == 1);
+        if (c < 0) r_fail();
+        int seen = 0;
+        for (R_xlen_t j = 0; j < k; j++) seen |= INTEGER(r)[j] == c;
+        if (!seen) INTEGER(r)[k++] = c;
+    }
+    r = Rf_lengthgets(r, k);
+    UNPROTECT(1);
+    return r;
+}
+
+SEXP R_pg_metric_name(SEXP code) { return Rf_mkString(pg_metric_name(Rf_asInteger(code))); }
+
+/* ag_evaluate's loss name: c(loss code, classify code) */
+SEXP R_pg_metric_loss(SEXP fn, SEXP name)
+{
+    int loss = 0, classify = 0;
+    r_check(pg_metric_loss(fn_of(fn), CHAR(STRING_ELT(name, 0)), &loss, &classify));
+    SEXP r = Rf_allocVector(INTSXP, 2);
+    INTEGER(r)[0] = loss;
+    INTEGER(r)[1] = classify;
+    return r;
+}
+
+/* out [k, n] and y [rows, n] double matrices; writes k, n, rows */
+static void dims(const char *f, SEXP out, SEXP y, int64_t *k, int64_t *n, int64_t *rows)
+{
+    SEXP od = Rf_getAttrib(out, R_DimSymbol), yd = Rf_getAttrib(y, R_DimSymbol);
+    if (TYPEOF(out) != REALSXP || TYPEOF(y) != REALSXP || XLENGTH(od) != 2 || XLENGTH(yd) != 2)
+        r_stopf(PG_STATUS_ERR_ARG, "%s: outputs and targets must be double matrices", f);
+    *k = INTEGER(od)[0], *n = INTEGER(od)[1], *rows = INTEGER(yd)[0];
+    if ((int64_t)INTEGER(yd)[1] != *n)
+        r_stopf(PG_STATUS_ERR_SHAPE, "%s: x has %lld samples but y has %lld", f, (long long)*n,
+                (long long)INTEGER(yd)[1]);
+}
+
+/* ag_evaluate's loss value (loss: a PG_FIT_LOSS_* code) */
+SEXP R_pg_metric_loss_value(SEXP fn, SEXP loss, SEXP out, SEXP y)
+{
+    const char *f = fn_of(fn);
+    int64_t k, n, rows;
+    double v = 0;
+    dims(f, out, y, &k, &n, &rows);
+    r_check(pg_metric_loss_value(f, Rf_asInteger(loss), REAL(out), k, n, REAL(y), rows, &v));
+    return Rf_ScalarReal(v);
+}
+
+/* one metric: a number, or the confusion matrix (an integer matrix, rows true, columns predicted) */
+SEXP R_pg_metric_value(SEXP fn, SEXP code, SEXP classify, SEXP threshold, SEXP out, SEXP y)
+{
+    const char *f = fn_of(fn);
+    int64_t k, n, rows;
+    dims(f, out, y, &k, &n, &rows);
+    const int c = Rf_asInteger(code), cl = Rf_asInteger(classify);
+    const double thr = Rf_asReal(threshold); /* NA: the classify's default */
+    if (c != PG_METRIC_CONFUSION_MATRIX) {
+        double v = 0;
+        r_check(
+            pg_metric_value(f, c, cl, ISNAN(thr) ? NAN : thr, REAL(out), k, n, REAL(y), rows, &v));
+        return Rf_ScalarReal(v);
+    }
+    const int64_t m = pg_metric_nclass(cl, k);
+    if (m < 1 || m > 46340)
+        r_stopf(PG_STATUS_ERR_VALUE, "%s: confusion_matrix needs a classifier", f);
+    int64_t *cm = (int64_t *)R_alloc((size_t)(m * m), sizeof *cm);
+    r_check(pg_confusion_matrix(f, cl, ISNAN(thr) ? NAN : thr, REAL(out), k, n, REAL(y), rows, cm));
+    SEXP r = PROTECT(Rf_allocMatrix(INTSXP, (int)m, (int)m));
+    for (int64_t i = 0; i < m * m; i++) INTEGER(r)[i] = (int)cm[i];
+    UNPROTECT(1);
+    return r;
+}
+
+/* ag_fit(metrics =): keep the epoch's outputs in the plan for these codes (integer vector) */
+SEXP R_pg_fit_metrics(SEXP fp, SEXP codes)
+{
+    SEXP c = PROTECT(Rf_coerceVector(codes, INTSXP));
+    r_check(pg_fit_metrics(r_get(fp, R_FIT), XLENGTH(c), INTEGER(c)));
+    UNPROTECT(1);
+    return R_NilValue;
+}
+
+/* the epoch's n metric values of a part (val FALSE: training) */
+SEXP R_pg_fit_metrics_epoch(SEXP fp, SEXP val, SEXP n)
+{
+    SEXP r = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)Rf_asInteger(n)));
+    r_check(pg_fit_metrics_epoch(r_get(fp, R_FIT), Rf_asLogical(val) == 1, REAL(r)));
+    UNPROTECT(1);
+    return r;
+}
+
+/* the History's metric columns as text (pg_fit_metrics_format): names, their values column by
+ * column, the epochs */
+SEXP R_pg_fit_metrics_format(SEXP names, SEXP values, SEXP epoch)
+{
+    const int64_t nc = XLENGTH(names), n = XLENGTH(epoch);
+    if (!Rf_isString(names) || TYPEOF(values) != REALSXP || TYPEOF(epoch) != REALSXP ||
+        XLENGTH(values) != nc * n)
+        r_stopf(PG_STATUS_ERR_ARG,
+                "print.ag_history: the metric columns are not numeric vectors "
+                "of one length per epoch");
+    const char **nm = (const char **)R_alloc((size_t)(nc ? nc : 1), sizeof *nm);
+    for (int64_t c = 0; c < nc; c++) nm[c] = CHAR(STRING_ELT(names, c));
+    const int64_t need = pg_fit_metrics_format(nc, nm, REAL(values), REAL(epoch), n, NULL, 0);
+    if (need < 0) r_fail();
+    char *buf = R_alloc((size_t)need + 1, 1);
+    pg_fit_metrics_format(nc, nm, REAL(values), REAL(epoch), n, buf, need + 1);
+    return Rf_mkString(buf);
+}
