@@ -9,6 +9,8 @@ import numpy as np
 
 from .._core import check, ffi, lib
 from ..errors import ArgumentError, ShapeError
+from ..io.check import model_target
+from .labels import code_labels
 from .predict import _predict
 from .util import _as_cols
 
@@ -85,7 +87,11 @@ def ag_evaluate(
     probabilities (threshold 0.5), bce_with_logits logits (threshold 0), other losses regression
     (mae, mse, rmse, r2 only). Without a loss, a 1-output model (or any model given threshold) is
     read as probabilities above threshold (0.5 by default), a multi-output one by arg-max. The
-    metric names and definitions (scikit-learn's) are in docs/metrics.md."""
+    metric names and definitions (scikit-learn's) are in docs/metrics.md.
+
+    loss None: the loss ag_fit trained the model with (model.loss_, kept in model files), if any.
+    y: class ids, one-hot columns or targets; or labels (strings, a Categorical) when the model
+    has classes_ (ag_fit on labels, or a file that keeps them), coded as ag_fit coded them."""
     fn = "ag_evaluate"
     if threshold is not None and (
         isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number))
@@ -93,9 +99,13 @@ def ag_evaluate(
         raise ArgumentError(f"{fn}: threshold must be a number or None, got {threshold!r}")
     if loss is not None and not isinstance(loss, str):
         raise ArgumentError(f"{fn}: loss must be None or a loss name such as 'mse', got {loss!r}")
+    rec_loss, classes = model_target(model)  # what ag_fit recorded (model files keep it)
+    if loss is None:
+        loss = rec_loss
     if loss is None and metrics is None:
         raise ArgumentError(f"{fn}: give loss, metrics or both")
-    Y = _as_cols(y, "y", fn)
+    ids = None if classes is None else code_labels(y, classes, fn, "y", "the model's classes")
+    Y = _as_cols(y if ids is None else ids, "y", fn)
     out = _predict(model, x, batch_size, fn)
     if Y.shape[1] != out.shape[1]:
         raise ShapeError(f"{fn}: x has {out.shape[1]} samples but y has {Y.shape[1]}")

@@ -92,23 +92,29 @@ def encode_labels(y: Any, loss: str, validation_data: Any) -> Tuple[Any, Any, Op
             'labels, "binary_cross_entropy" / "bce_with_logits")'
         )
     if isinstance(validation_data, tuple) and len(validation_data) == 2:
-        yv = validation_data[1]
-        cv = _categorical(yv)
-        av = None if cv is not None else _strings(yv)
-        if cv is not None or av is not None:
-            vals: List[Any] = (
-                [cv[1][c] if c >= 0 else None for c in cv[0]]
-                if cv is not None
-                else ([] if av is None else list(av))
-            )
-            index = {c: i for i, c in enumerate(classes)}
-            for v in vals:
-                if not isinstance(v, str) or v not in index:
-                    raise PyggmlrValueError(
-                        f"ag_fit: validation_data's y has the label {v!r:.40}, which is not one "
-                        f"of y's labels ({', '.join(map(repr, classes[:10]))}"
-                        f"{', ...' if len(classes) > 10 else ''})"
-                    )
-            ids = np.array([index[v] for v in vals], dtype=np.float64)
+        ids = code_labels(
+            validation_data[1], classes, "ag_fit", "validation_data's y", "y's labels"
+        )
+        if ids is not None:
             validation_data = (validation_data[0], ids)
     return codes.astype(np.float64), validation_data, classes
+
+
+def code_labels(y: Any, classes: List[str], fn: str, what: str, whose: str) -> Optional[np.ndarray]:
+    """Labels y (strings or a Categorical) as float64 0-based ids in classes (known labels: y's in
+    ag_fit, the model's classes_ in ag_evaluate); None when y holds no labels."""
+    cv = _categorical(y)
+    av = None if cv is not None else _strings(y)
+    if cv is None and av is None:
+        return None
+    vals: List[Any] = (
+        [cv[1][c] if c >= 0 else None for c in cv[0]] if cv is not None else list(av)  # type: ignore[arg-type]
+    )
+    index = {c: i for i, c in enumerate(classes)}
+    for v in vals:
+        if not isinstance(v, str) or v not in index:
+            raise PyggmlrValueError(
+                f"{fn}: {what} has the label {v!r:.40}, which is not one of {whose} "
+                f"({', '.join(map(repr, classes[:10]))}{', ...' if len(classes) > 10 else ''})"
+            )
+    return np.array([index[v] for v in vals], dtype=np.float64)

@@ -22,11 +22,22 @@ ag_evaluate <- function(model, x, y, metrics = NULL, batch_size = 256L, loss = N
   if (!is.null(loss) && !(is.character(loss) && length(loss) == 1L && !is.na(loss)))
     .arg_fail("argument", "%s: loss must be NULL or a loss name such as \"mse\", got %s", fn,
               .arg_show(loss))
+  tg <- .model_target(model)  # what ag_fit recorded (model files keep it)
+  if (is.null(loss)) loss <- tg$loss
   if (is.null(loss) && is.null(metrics)) .arg_fail("argument", "%s: give loss, metrics or both", fn)
   if (!is.null(metrics) && !is.character(metrics))
     .arg_fail("argument", "%s: metrics must be NULL or a character vector of metric names, got %s",
               fn, .arg_show(metrics))
   levels <- if (is.factor(y)) levels(y)
+  if (!is.null(tg$classes) && (is.factor(y) || is.character(y))) {  # labels: the model's codes
+    lab <- as.character(y)
+    bad <- which(is.na(match(lab, tg$classes)))
+    if (length(bad))
+      .arg_fail("value", "%s: y has the label '%s', which is not one of the model's classes (%s)",
+                fn, lab[bad[1L]], paste0("'", utils::head(tg$classes, 10L), "'", collapse = ", "))
+    levels <- tg$classes
+    y <- match(lab, tg$classes) - 1L
+  }
   if (is.factor(y)) y <- as.integer(y) - 1L
   Y <- .fit_cols(y, "y", fn)
   out <- .predict(model, x, batch_size, fn)

@@ -18,7 +18,11 @@
   h
 }
 
-as.data.frame.ag_history <- function(x, ...) as.data.frame(unclass(x)[.HIST_KEYS])
+# the metric columns of ag_fit(metrics =) after the History's own (as Python's as_dict)
+.hist_metrics <- function(x) setdiff(names(x), c(.HIST_KEYS, "stopped_epoch", "best_epoch"))
+
+as.data.frame.ag_history <- function(x, ...)
+  as.data.frame(unclass(x)[c(.HIST_KEYS, .hist_metrics(x))])
 
 .pm_sym <- function() if (isTRUE(l10n_info()[["UTF-8"]])) " \u00b1 " else " +- "
 
@@ -27,7 +31,7 @@ print.ag_history <- function(x, ...) {
   cat(.Call(R_pg_fit_history_format, "ag_history", as.double(x$epoch), logs,
             as.double(x$stopped_epoch), as.double(x$best_epoch), .pm_sym()), "\n", sep = "")
   # the metric columns of ag_fit's metrics argument, below the table
-  mk <- setdiff(names(x), c(.HIST_KEYS, "stopped_epoch", "best_epoch"))
+  mk <- .hist_metrics(x)
   if (length(mk))
     cat(.Call(R_pg_fit_metrics_format, mk, unlist(lapply(mk, function(k) as.double(x[[k]]))),
               as.double(x$epoch)), "\n", sep = "")

@@ -214,3 +214,20 @@ def test_epoch_line_shows_the_metrics(capsys):
     h = _fixed_fit(False, metrics=["auc"], nepoch=1, verbose=2)[3]
     err = capsys.readouterr().err
     assert f"  auc={h.auc[0]:.4f}  val_auc={h.val_auc[0]:.4f}  (" in err
+
+
+def test_evaluate_reads_the_models_loss_and_labels():
+    """A model trained on labels: ag_evaluate takes its loss (model.loss_) and codes label y by
+    its classes_, giving the numbers of the ids; an unknown label is refused by name."""
+    x, y, classes = pg.load_iris()
+    pg.ggml_set_seed(3)
+    m = pg.ag_sequential(pg.ag_normalization(x), pg.ag_linear(4, 3))
+    labels = np.array(classes)[y]
+    pg.ag_fit(m, x, labels, loss="cross_entropy", nepoch=3, verbose=0, seed=1)
+    by_label = pg.ag_evaluate(m, x, labels, metrics=["accuracy", "confusion_matrix"])
+    by_id = pg.ag_evaluate(m, x, y, loss="cross_entropy", metrics=["accuracy", "confusion_matrix"])
+    assert list(by_label) == ["loss", "accuracy", "confusion_matrix"]
+    assert by_label["loss"] == by_id["loss"] and by_label["accuracy"] == by_id["accuracy"]
+    np.testing.assert_array_equal(by_label["confusion_matrix"], by_id["confusion_matrix"])
+    with pytest.raises(PyggmlrValueError, match="y has the label 'wolf', which is not one of the"):
+        pg.ag_evaluate(m, x[:, :2], ["setosa", "wolf"], metrics="accuracy")

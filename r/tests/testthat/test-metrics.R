@@ -185,3 +185,24 @@ test_that("the per-epoch line shows the metrics", {
   expect_true(any(grepl(sprintf("  auc=%.4f  val_auc=%.4f  (", h$auc, h$val_auc), msgs,
                         fixed = TRUE)))
 })
+
+test_that("ag_evaluate takes the model's loss and codes labels by its classes", {
+  x <- t(as.matrix(iris[, 1:4]))
+  ggml_set_seed(3)
+  m <- ag_sequential(ag_normalization(x), ag_linear(4, 3))
+  ag_fit(m, x, iris$Species, loss = "cross_entropy", nepoch = 3L, silent = TRUE, seed = 1L)
+  by_label <- ag_evaluate(m, x, as.character(iris$Species),
+                          metrics = c("accuracy", "confusion_matrix"))
+  by_id <- ag_evaluate(m, x, as.integer(iris$Species) - 1L, loss = "cross_entropy",
+                       metrics = c("accuracy", "confusion_matrix"))
+  expect_named(by_label, c("loss", "accuracy", "confusion_matrix"))
+  expect_identical(by_label$loss, by_id$loss)
+  expect_identical(unname(by_label$confusion_matrix), unname(by_id$confusion_matrix))
+  expect_identical(rownames(by_label$confusion_matrix), levels(iris$Species))
+  expect_error(ag_evaluate(m, x[, 1:2], c("setosa", "wolf"), metrics = "accuracy"),
+               "y has the label 'wolf', which is not one of the model's classes",
+               class = "pyggmlr_value_error")
+  h <- ag_fit(m, x, iris$Species, loss = "cross_entropy", nepoch = 2L, silent = TRUE,
+              metrics = "f1_macro", val_split = 0.2, seed = 1L)
+  expect_identical(as.data.frame(h)$val_f1_macro, h$val_f1_macro)  # metric columns included
+})
