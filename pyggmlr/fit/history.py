@@ -138,8 +138,9 @@ class History:
         return "\n" + ffi.string(buf).decode()
 
     def plot(self, path=None, show=False):
-        """Loss curves (train and validation; accuracy on a second panel when available) with
-        matplotlib. Saves to path when given; returns the figure."""
+        """Loss curves (train and validation), then a panel for accuracy when available and one
+        per ag_fit(metrics=) metric (train and val_), with matplotlib. Saves to path when given;
+        returns the figure."""
         if not self.epoch:  # as R's plot.ag_history
             raise PyggmlrValueError("History.plot: no epochs to plot")
         try:
@@ -147,35 +148,28 @@ class History:
             from matplotlib.ticker import MaxNLocator
         except ImportError:
             raise ImportError("History.plot() needs matplotlib (pip install matplotlib)") from None
-        has_acc = any(not math.isnan(v) for v in self.accuracy)
-        fig, axes = plt.subplots(
-            1, 2 if has_acc else 1, figsize=(10 if has_acc else 6, 4), squeeze=False
-        )
-        ax = axes[0][0]
+        panels = ["loss"] + (["accuracy"] if any(not math.isnan(v) for v in self.accuracy) else [])
+        panels += [k for k in self.metrics if not k.startswith("val_")]
+        ncol = min(len(panels), 3)
+        nrow = -(-len(panels) // ncol)
+        fig, axes = plt.subplots(nrow, ncol, figsize=(4 + 3 * ncol, 4 * nrow), squeeze=False)
         ep = np.asarray(self.epoch)
-        for key, lab in (("loss", "train"), ("val_loss", "validation")):
-            v, u = (
-                np.asarray(getattr(self, key), float),
-                np.asarray(getattr(self, key + "_unc"), float),
-            )
-            if np.all(np.isnan(v)):
-                continue
-            ax.plot(ep, v, label=lab)
-            ax.fill_between(ep, v - np.nan_to_num(u), v + np.nan_to_num(u), alpha=0.2)
-        ax.set_xlabel("epoch")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs, never 1.5
-        ax.set_ylabel("loss")
-        ax.legend()
-        if has_acc:
-            ax = axes[0][1]
-            for key, lab in (("accuracy", "train"), ("val_accuracy", "validation")):
-                v = np.asarray(getattr(self, key), float)
-                if not np.all(np.isnan(v)):
-                    ax.plot(ep, v, label=lab)
+        for i, name in enumerate(panels):
+            ax = axes[i // ncol][i % ncol]
+            for key, lab in ((name, "train"), ("val_" + name, "validation")):
+                v = np.asarray(getattr(self, key, [math.nan] * len(ep)), float)
+                if np.all(np.isnan(v)):
+                    continue
+                ax.plot(ep, v, label=lab)
+                if name == "loss":  # the loss's uncertainty band
+                    u = np.nan_to_num(np.asarray(getattr(self, key + "_unc"), float))
+                    ax.fill_between(ep, v - u, v + u, alpha=0.2)
             ax.set_xlabel("epoch")
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_ylabel("accuracy")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs, never 1.5
+            ax.set_ylabel(name)
             ax.legend()
+        for j in range(len(panels), nrow * ncol):
+            axes[j // ncol][j % ncol].set_visible(False)
         fig.tight_layout()
         if path is not None:
             fig.savefig(path, dpi=100)

@@ -50,7 +50,9 @@ plot.ag_history <- function(x, y, ...) {
   if (!length(ep)) .pg_stop("value", "plot.ag_history: no epochs to plot")
   has_acc <- any(!is.nan(x$accuracy))
   has_val <- any(!is.nan(x$val_loss))
-  op <- graphics::par(mfrow = c(1L, if (has_acc) 2L else 1L))
+  mk <- grep("^val_", .hist_metrics(x), value = TRUE, invert = TRUE)  # a panel per metric
+  np <- 1L + has_acc + length(mk)
+  op <- graphics::par(mfrow = c(ceiling(np / min(np, 3L)), min(np, 3L)))
   on.exit(graphics::par(op))
   band <- function(v, u, col) {
     u[is.na(u)] <- 0
@@ -84,6 +86,18 @@ plot.ag_history <- function(x, y, ...) {
     .epoch_axis(ep)
     if (has_val) graphics::lines(ep, x$val_accuracy, col = "darkorange", lwd = 2)
     graphics::legend("bottomright", legend = leg, col = cols, lwd = 2, bty = "n")
+  }
+  for (k in mk) {  # ag_fit(metrics =): train and validation lines, as Python's panels
+    v <- x[[k]]
+    vv <- x[[paste0("val_", k)]]
+    yl <- range(c(v, vv), finite = TRUE)
+    if (!all(is.finite(yl))) yl <- c(0, 1)
+    graphics::plot(ep, v, type = "l", col = "steelblue", lwd = 2, xlab = "epoch", ylab = k,
+                   ylim = yl, main = k, xaxt = "n")
+    .epoch_axis(ep)
+    if (!is.null(vv)) graphics::lines(ep, vv, col = "darkorange", lwd = 2)
+    graphics::legend("bottomright", legend = c("train", if (!is.null(vv)) "validation"),
+                     col = c("steelblue", if (!is.null(vv)) "darkorange"), lwd = 2, bty = "n")
   }
   invisible(x)
 }

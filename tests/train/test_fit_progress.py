@@ -130,6 +130,24 @@ def test_plot_has_whole_epoch_ticks():
     assert np.array_equal(fig.axes[0].lines[0].get_xdata(), [1, 2, 3])
 
 
+def test_plot_has_a_panel_per_metric():
+    """ag_fit(metrics=)'s columns each get a panel (train and validation lines), after loss and
+    accuracy; panels wrap at three per row and unused cells are hidden."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    d = {k: [math.nan] * 3 for k in _KEYS}
+    d.update(epoch=[1, 2, 3], loss=[1.0, 0.5, 0.25], accuracy=[0.5, 0.7, 0.9],
+             auc=[0.6, 0.7, 0.8], val_auc=[0.55, 0.65, 0.7], mae=[3.0, 2.0, 1.0])  # fmt: skip
+    d["stopped_epoch"] = d["best_epoch"] = None
+    fig = History.from_dict(d).plot()
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_ylabel() for ax in shown] == ["loss", "accuracy", "auc", "mae"]
+    auc = shown[2]
+    assert [ln.get_label() for ln in auc.lines] == ["train", "validation"]
+    assert np.array_equal(auc.lines[1].get_ydata(), [0.55, 0.65, 0.7])
+    assert len(fig.axes) == 6 and len(shown) == 4  # a 2 x 3 grid, two cells hidden
+
+
 def test_lines_keep_static_epochs_in_one_core_call(monkeypatch, capsys):
     """Only a bar needs each batch: with the lines (the default in a log) or nothing printed, a
     static run still replays an epoch in one core call (the session asks for no batch events)."""

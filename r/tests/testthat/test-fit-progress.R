@@ -89,6 +89,22 @@ test_that("the history plot labels whole epochs", {
   expect_identical(plot(h), h)
 })
 
+test_that("the history plot has a panel per ag_fit(metrics =) metric, as Python's", {
+  h <- list(epoch = 1:3, loss = c(1, 0.5, 0.25), accuracy = c(0.5, 0.7, 0.9),
+            time_train = rep(0.1, 3))
+  for (k in setdiff(pyggmlr:::.HIST_KEYS, names(h))) h[[k]] <- rep(NaN, 3)
+  h[c("auc", "val_auc", "mae")] <- list(c(0.6, 0.7, 0.8), c(0.55, 0.65, 0.7), c(3, 2, 1))
+  class(h) <- "ag_history"
+  grDevices::pdf(NULL)
+  on.exit(grDevices::dev.off(), add = TRUE)
+  grDevices::dev.control("enable")
+  expect_identical(plot(h), h)
+  calls <- grDevices::recordPlot()[[1L]]
+  titles <- unlist(lapply(calls, function(e) if (identical(e[[2L]][[1L]]$name, "C_title"))
+    e[[2L]][[2L]]))
+  expect_identical(titles, c("loss", "accuracy", "auc", "mae"))
+})
+
 test_that("only a bar asks the session for each batch (the lines keep static one-call epochs)", {
   ticks <- function(mode) pyggmlr:::.fit_progress(mode, NULL, 10L, 2L)$ticks
   expect_identical(c(ticks("bar"), ticks("lines"), ticks("none")), c(TRUE, FALSE, FALSE))
