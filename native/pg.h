@@ -33,6 +33,7 @@
 #include "pg_api_version.h"
 #include "pg_api_index.h"
 #include "pg_api_metrics.h"
+#include "pg_api_image.h"
 
 #define PG_TENSOR_MAGIC 0x50475431u /* "PGT1": live tensor */
 #define PG_DEAD_MAGIC   0xDEADDEADu
@@ -62,6 +63,9 @@ struct pg_tensor {
     int64_t refcount;
     int64_t id; /* process-wide, from 1; 0 for internal buffers */
     int64_t ne[4];
+    /* image shape (W, H, C) with W*H*C == ne[0], or zeros: set by the image ops (conv, pool)
+     * and ag_image_shape<-, kept by pg_new_like, so layers after them need no input_shape */
+    int64_t img[3];
     pg_storage *st;
     int requires_grad;
     pg_node *node;     /* producing tape node (not owned); cleared when the tape is */

@@ -214,7 +214,9 @@ pg_tensor *pg_new_zeros(int dtype, int64_t nrow, int64_t ncol, int category)
 
 pg_tensor *pg_new_like(const pg_tensor *t, int category)
 {
-    return pg_new(t->dtype, t->ne[0], t->ne[1], category);
+    pg_tensor *o = pg_new(t->dtype, t->ne[0], t->ne[1], category);
+    if (o) memcpy(o->img, t->img, sizeof o->img); /* elementwise results keep the image shape */
+    return o;
 }
 
 int pg_not_live(const pg_tensor *t, const char *op, const char *arg)

@@ -7,6 +7,22 @@
 /* ---- tensors: construction, copies, accessors ---- */
 void test_tensors(void)
 {
+    { /* the image shape: set with W * H * C == nrow, kept by elementwise ops, cleared */
+        pg_tensor *x = rnd(PG_DTYPE_F64, 12, 2, 0);
+        int64_t shp[3] = {2, 3, 2}, got[3] = {0, 0, 0}, bad[3] = {2, 2, 2}, neg[3] = {-1, 1, 1};
+        CHECK(pg_tensor_image_shape(x, got) == 0);
+        CHECK(pg_tensor_set_image_shape(x, shp, "f") == 0);
+        pg_tensor *y = pg_unary(PG_UNARY_OP_TANH, x);
+        CHECK(pg_tensor_image_shape(y, got) == 1 && got[0] == 2 && got[1] == 3 && got[2] == 2);
+        CHECK_ERR(pg_tensor_set_image_shape(x, bad, "f") != 0, PG_STATUS_ERR_VALUE,
+                  "f: shape (W 2, H 2, C 2) needs W * H * C rows, but x is [12x2] f64");
+        CHECK_ERR(pg_tensor_set_image_shape(x, neg, "f") != 0, PG_STATUS_ERR_VALUE, ">= 1");
+        CHECK(pg_tensor_set_image_shape(x, NULL, "f") == 0 && pg_tensor_image_shape(x, got) == 0);
+        CHECK(pg_tensor_image_shape(NULL, got) < 0);
+        REL(x);
+        REL(y);
+        pg_clear_error();
+    }
     /* every source dtype, C order (row stride ncol) into column-major */
     float f[6] = {1, 2, 3, 4, 5, 6};
     double d[6] = {1, 2, 3, 4, 5, 6};

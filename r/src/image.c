@@ -1,0 +1,1 @@
+../../native/image.c
