@@ -346,10 +346,22 @@ int pg_metric_loss_value(const char *fn, int loss, const double *out, int64_t k,
     if (!value || !out || !y || k < 1 || n < 1 || yrows < 1)
         return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL or empty output, targets or value", fn);
     const int D = PG_DTYPE_F64, alone = loss == PG_FIT_LOSS_MEAN || loss == PG_FIT_LOSS_SUM;
+    if (loss == PG_FIT_LOSS_CROSS_ENTROPY && yrows == 1) /* class ids: the metrics' own text */
+        for (int64_t j = 0; j < n; j++)
+            if (!(y[j] >= 0 && y[j] < (double)k) || y[j] != floor(y[j]))
+                return pg_fail(PG_STATUS_ERR_VALUE,
+                               "%s: y must be 0-based class ids in [0, %lld), sample %lld has %g",
+                               fn, (long long)k, (long long)j + 1, y[j]);
     pg_tensor *o = pg_tensor_new(D, k, n, out, D, 1, k);
     pg_tensor *t = alone ? NULL : pg_tensor_new(D, yrows, n, y, D, 1, yrows);
     pg_tensor *l = o && (alone || t) ? pg_fit_loss(loss, o, t) : NULL;
-    const int rc = l ? 0 : pg_last_status() ? pg_last_status() : PG_STATUS_ERR_NOMEM;
+    int rc = l ? 0 : pg_last_status() ? pg_last_status() : PG_STATUS_ERR_NOMEM;
+    const char *e = pg_last_error(), *colon = e ? strstr(e, ": ") : NULL;
+    if (rc && colon && strncmp(e, fn, strlen(fn))) { /* the loss op's text, fn's name */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", colon + 2);
+        rc = pg_fail(rc, "%s: %s", fn, msg);
+    }
     if (l) *value = ((const double *)pg_tensor_data(l))[0];
     pg_tensor_release(l);
     pg_tensor_release(t);

@@ -138,6 +138,14 @@ def test_refusals_name_the_function_and_argument():
         pg.ag_evaluate(m, x, y[:, :2], metrics="auc")
     with pytest.raises(PyggmlrValueError, match="binary targets must be in"):
         pg.ag_evaluate(m, x, y * 2, metrics="f1")
+    # a loss's own refusal names ag_evaluate, not the loss op it runs
+    m3 = pg.ag_sequential(pg.ag_linear(1, 3))
+    ids = np.array([[0.0, 1.0, 5.0, 2.0]])
+    for yy in (ids, ids / 2):
+        with pytest.raises(PyggmlrValueError, match=r"^ag_evaluate: y must be 0-based class ids"):
+            pg.ag_evaluate(m3, x[:, :4], yy, loss="cross_entropy")
+    with pytest.raises(ShapeError, match=r"^ag_evaluate: pred is \[3x4\]"):
+        pg.ag_evaluate(m3, x[:, :4], np.zeros((2, 4)), loss="mse")
 
 
 # ---- ag_fit(metrics=) ---------------------------------------------------------------------------

@@ -110,6 +110,14 @@ test_that("refusals name ag_evaluate, the argument and the valid names", {
   expect_error(ag_evaluate(m, x, y, loss = "nope"), "ag_evaluate: unknown loss \"nope\"",
                fixed = TRUE)
   expect_error(ag_evaluate(m, x, y * 2, metrics = "f1"), "binary targets must be in")
+  # a loss's own refusal names ag_evaluate, not the loss op it runs
+  m3 <- ag_sequential(ag_linear(1L, 3L))
+  ids <- matrix(c(0, 1, 5, 2), 1)
+  for (yy in list(ids, ids / 2))
+    expect_error(ag_evaluate(m3, x[, 1:4, drop = FALSE], yy, loss = "cross_entropy"),
+                 "^ag_evaluate: y must be 0-based class ids", class = "pyggmlr_value_error")
+  expect_error(ag_evaluate(m3, x[, 1:4, drop = FALSE], matrix(0, 2, 4), loss = "mse"),
+               "^ag_evaluate: pred is \\[3x4\\]")
 })
 
 # ---- ag_fit(metrics =) ---------------------------------------------------------------------------
