@@ -252,3 +252,25 @@ int pg_session_stop(pg_session *s)
     s->stopped_epoch = s->epoch;
     return 0;
 }
+
+static void put_loss(pg_text *t, double v) /* every digit, as both languages print them */
+{
+    char b[32];
+    if (isfinite(v)) pg_text_put(t, "%.17g", v);
+    else pg_text_put(t, "%s", pg_fmt_num(b, sizeof b, v));
+}
+
+int64_t pg_fit_probe_why(double eager, double replay, int64_t batch, char *buf, int64_t cap)
+{
+    if (eager == replay || (isnan(eager) && isnan(replay))) return 0; /* as == and identical() */
+    pg_text t = {buf, buf ? cap : 0, 0};
+    pg_text_put(&t, "a replay of the recorded step gives loss ");
+    put_loss(&t, replay);
+    pg_text_put(&t, " where the eager step gives ");
+    put_loss(&t, eager);
+    pg_text_put(&t,
+                " on batch %lld (the forward reads tensor values in host code or branches on "
+                "them)",
+                (long long)batch);
+    return t.len;
+}

@@ -75,3 +75,9 @@ int pg_session_logs(const pg_session *s, double *logs, char *msg, int64_t n);
 
 /* At EPOCH_END: the run ends after this epoch (a callback asked). */
 int pg_session_stop(pg_session *s);
+
+/* static = NULL's probe verdict: eager is the loss the eager forward gives on training batch
+ * `batch` (1-based), replay what a replay of the step recorded on another batch gives there.
+ * Returns 0 when they are the same bits (or both NaN), else writes why the step cannot be
+ * compiled safely into buf (cap bytes, NUL-terminated) and returns that text's length. */
+int64_t pg_fit_probe_why(double eager, double replay, int64_t batch, char *buf, int64_t cap);

@@ -3,7 +3,6 @@ arguments, the optimizer set-up and the compiled steps (loop.py runs the loop)."
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Any, List, Optional
 
@@ -269,13 +268,10 @@ class _StaticSteps:
             self._put_back(bufs)
             stream.set_state(state)
             plan.batch(False, b)
-        if eager == replay or (math.isnan(eager) and math.isnan(replay)):
+        why = ffi.new("char[512]")  # the core's verdict and text, as R's
+        if lib.pg_fit_probe_why(eager, replay, other + 1, why, 512) == 0:
             return None
-        return (
-            f"a replay of the recorded step gives loss {replay!r} where the eager step gives "
-            f"{eager!r} on batch {other + 1} (the forward reads tensor values in host code or "
-            "branches on them)"
-        )
+        return ffi.string(why).decode()
 
 
 def _out_rows(model: Any, rows_in: Optional[int]) -> Optional[int]:

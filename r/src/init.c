@@ -210,6 +210,7 @@ extern SEXP R_pg_metric_loss(SEXP, SEXP);
 extern SEXP R_pg_metric_loss_value(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_value(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_check_classes(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_probe_why(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_set_weights(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_batch_weights(SEXP);
 extern SEXP R_pg_fit_loss_weighted(SEXP, SEXP, SEXP, SEXP);
@@ -414,6 +415,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_metric_loss_value", (DL_FUNC)&R_pg_metric_loss_value, 4},
     {"R_pg_metric_value", (DL_FUNC)&R_pg_metric_value, 6},
     {"R_pg_fit_check_classes", (DL_FUNC)&R_pg_fit_check_classes, 3},
+    {"R_pg_fit_probe_why", (DL_FUNC)&R_pg_fit_probe_why, 3},
     {"R_pg_fit_set_weights", (DL_FUNC)&R_pg_fit_set_weights, 4},
     {"R_pg_fit_batch_weights", (DL_FUNC)&R_pg_fit_batch_weights, 1},
     {"R_pg_fit_loss_weighted", (DL_FUNC)&R_pg_fit_loss_weighted, 4},

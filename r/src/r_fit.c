@@ -150,6 +150,16 @@ SEXP R_pg_fit_check_classes(SEXP nclass, SEXP outputs, SEXP levels)
     return R_NilValue;
 }
 
+/* static = NULL's probe verdict (pg_fit_probe_why): NULL when the replay equals the eager loss */
+SEXP R_pg_fit_probe_why(SEXP eager, SEXP replay, SEXP batch)
+{
+    char buf[512];
+    if (!pg_fit_probe_why(Rf_asReal(eager), Rf_asReal(replay), (int64_t)Rf_asReal(batch), buf,
+                          sizeof buf))
+        return R_NilValue;
+    return Rf_mkString(buf);
+}
+
 /* validation_data: the plan was made unshuffled; its training part reshuffles per epoch from now */
 /* dim(x), dim(y) whose columns disagree: enum pg_row_major (0 none, 1 x, 2 y, 3 both) */
 SEXP R_pg_row_major_guess(SEXP dx, SEXP dy)

@@ -31,6 +31,18 @@ static int drive(pg_fit *f, pg_session *s, int *ev, int cap, double nan_at_epoch
 
 void test_fit_session(void)
 {
+    { /* static = NULL's probe verdict: every digit, both languages' text */
+        char b[512];
+        CHECK(pg_fit_probe_why(0.5, 0.5, 2, b, sizeof b) == 0);
+        CHECK(pg_fit_probe_why(NAN, NAN, 2, b, sizeof b) == 0);
+        CHECK(pg_fit_probe_why(0.0, -0.0, 2, b, sizeof b) == 0);
+        CHECK(pg_fit_probe_why(0.1, 0.2, 3, b, sizeof b) > 0);
+        CHECK(!strcmp(b,
+                      "a replay of the recorded step gives loss 0.20000000000000001 where the "
+                      "eager step gives 0.10000000000000001 on batch 3 (the forward reads "
+                      "tensor values in host code or branches on them)"));
+        CHECK(pg_fit_probe_why(1, INFINITY, 1, b, sizeof b) > 0 && strstr(b, "loss Inf where"));
+    }
     pg_session_params d = pg_session_default_params();
     CHECK(d.nepoch == 30 && d.first_epoch == 1 && d.per_datapoint == 1 && d.batch_events == 0);
     CHECK(!strcmp(pg_session_event_name(PG_SESSION_VAL_BATCH), "val_batch"));
