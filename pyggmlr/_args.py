@@ -107,14 +107,6 @@ def as_numeric(v, fn, arg):
     return a
 
 
-def as_flag(v, fn, arg):
-    """bool(v) for a single value (Python's truthiness, as before), but a container or an array is
-    an ArgumentError naming fn and arg instead of numpy's "truth value is ambiguous"."""
-    if isinstance(v, (list, tuple, dict, set, np.ndarray)):
-        raise ArgumentError(f"{fn}: {arg} must be True or False, got {type(v).__name__}")
-    return bool(v)
-
-
 def check_number(v: Any, fn: str, arg: str) -> float:
     """float(v) for one number of any kind float() takes (NaN and Inf too: the core checks the
     range); PyggmlrValueError for bools, strings, None and what float() refuses."""

@@ -18,7 +18,7 @@ from typing import Any, Callable, List, Optional, Sequence, Union
 import numpy as np
 
 from .. import _core, _walk
-from .._args import as_flag, check_flag, check_int, check_num
+from .._args import check_flag, check_int, check_num
 from .._core import F32, NULL, ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..ops import ag_mse_loss
@@ -346,7 +346,7 @@ def ag_estimate_training_memory(
     est.dtype = dcode
     est.batch = check_int(batch_size, fn, "batch_size", 0)
     est.activation_frac = check_num(activation_frac, fn, "activation_frac", 0)
-    quiet = as_flag(quiet, fn, "quiet")
+    quiet = check_flag(quiet, fn, "quiet")
     static = check_flag(static, fn, "static")  # (as R's: TRUE or FALSE)
     if model is not None:
         est.weights, est.gradients, est.activations, est.batch, est.params = _measure_step(

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from .. import _core
-from .._args import as_flag, check_num, check_number
+from .._args import check_flag, check_num, check_number
 from .._core import ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from .optimizer import Optimizer, _grads_handle, _param_list, optimizer_adam, optimizer_sgd
@@ -122,7 +122,7 @@ class lr_scheduler_cosine(_Schedule):
     ) -> None:
         self.lr_min, self.restart, self.T_mult = (
             check_number(lr_min, self._name, "lr_min"),
-            as_flag(restart, self._name, "restart"),
+            check_flag(restart, self._name, "restart"),
             check_number(T_mult, self._name, "T_mult"),
         )
         self._init(
@@ -217,7 +217,7 @@ class lr_scheduler_onecycle(_Schedule):
             raise PyggmlrValueError(
                 f"{self._name}: anneal_strategy must be 'cos' or 'linear', got {anneal_strategy!r}"
             )
-        if as_flag(cycle_momentum, self._name, "cycle_momentum"):
+        if check_flag(cycle_momentum, self._name, "cycle_momentum"):
             self._mom_field = (
                 "momentum"
                 if isinstance(optimizer, optimizer_sgd)

@@ -96,8 +96,8 @@ lr_scheduler_cosine <- function(optimizer, T_max, lr_min = 0, restart = FALSE, T
   call <- sys.call()
   T_max <- .sched_count(T_max)
   # nolint end
-  r <- .sched_init("cosine",
-                   c(T_max, .sched_num(lr_min), isTRUE(as.logical(restart)), .sched_num(T_mult)),
+  restart <- .arg_flag(restart, "lr_scheduler_cosine", "restart")
+  r <- .sched_init("cosine", c(T_max, .sched_num(lr_min), restart, .sched_num(T_mult)),
                    optimizer, call)
   .sched_need_num(lr_min, "lr_min", call)
   .sched_make("cosine", "lr_scheduler_cosine", optimizer, r,
@@ -142,13 +142,14 @@ lr_scheduler_onecycle <- function(optimizer, max_lr, total_steps, pct_start = 0.
   anneal_strategy <- .arg_match(anneal_strategy, c("cos", "linear"), "lr_scheduler_onecycle",
                                 "anneal_strategy")
   total_steps <- .sched_count(total_steps)
+  cycle_momentum <- .arg_flag(cycle_momentum, "lr_scheduler_onecycle", "cycle_momentum")
   par <- c(.sched_num(max_lr), total_steps, .sched_num(pct_start), .sched_num(div_factor),
            .sched_num(final_div_factor), anneal_strategy == "linear", .sched_num(base_momentum),
            .sched_num(max_momentum))
   r <- .sched_init("onecycle", par, optimizer, call)
   for (nm in c("max_lr", "div_factor", "final_div_factor", "base_momentum", "max_momentum"))
     .sched_need_num(get(nm), nm, call)
-  mom_field <- if (!isTRUE(cycle_momentum)) NULL
+  mom_field <- if (!cycle_momentum) NULL
                else if (inherits(optimizer, "ag_optimizer_sgd")) "momentum"
                else if (inherits(optimizer, "ag_optimizer_adam")) "beta1"
   p <- r[[1L]]

@@ -159,6 +159,20 @@ CASES = [
         "lr_min",
     ),
     (
+        "cosine restart 'yes'",
+        lambda: pg.lr_scheduler_cosine(_opt(), 4, restart="yes"),
+        pg.ArgumentError,
+        "lr_scheduler_cosine",
+        "restart",
+    ),
+    (
+        "onecycle cycle_momentum None",
+        lambda: pg.lr_scheduler_onecycle(_opt(), 0.1, 10, cycle_momentum=None),
+        pg.ArgumentError,
+        "lr_scheduler_onecycle",
+        "cycle_momentum",
+    ),
+    (
         "cyclic base_lr < 0",
         lambda: pg.lr_scheduler_cyclic(_opt(), -1, 1),
         V,
