@@ -198,27 +198,43 @@ static int pool_bw(pg_node *n, pg_tensor *gout)
     return 0;
 }
 
+/* the layer's arguments alone (no input yet): sizes and padding <= kernel / 2 into k, s, p */
+static int check_args(int kind, int dims, const double *kernel, const double *stride,
+                      const double *padding, const char **fn, int64_t *k, int64_t *s, int64_t *p)
+{
+    if (kind != PG_POOL_KIND_MAX && kind != PG_POOL_KIND_AVG)
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_pool(): bad kind %d", kind);
+    if (dims != 1 && dims != 2)
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_pool(): dims must be 1 or 2, got %d", dims);
+    if (!*fn) *fn = def_name(kind, dims);
+    if (!kernel || !padding)
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: kernel_size and padding are required", *fn);
+    if (sizes(*fn, "kernel_size", kernel, dims, 1, 1, k) ||
+        sizes(*fn, "stride", stride ? stride : kernel, dims, 1, 1, s) ||
+        sizes(*fn, "padding", padding, dims, 0, 0, p))
+        return -1;
+    char bk[80], bp[80];
+    if (2 * p[0] > k[0] || 2 * p[1] > k[1])
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: padding %s must be at most half of kernel_size %s",
+                       *fn, show(bp, sizeof bp, padding, dims), show(bk, sizeof bk, kernel, dims));
+    return 0;
+}
+
+int pg_pool_check(int kind, int dims, const double *kernel, const double *stride,
+                  const double *padding, const char *fn)
+{
+    int64_t k[2], s[2], p[2];
+    return check_args(kind, dims, kernel, stride, padding, &fn, k, s, p) ? pg_last_status() : 0;
+}
+
 pg_tensor *pg_pool(pg_tensor *x, int kind, int dims, const double *shape, const double *kernel,
                    const double *stride, const double *padding, const char *fn)
 {
-    if (kind != PG_POOL_KIND_MAX && kind != PG_POOL_KIND_AVG)
-        return pg_fail_null(PG_STATUS_ERR_ARG, "pg_pool(): bad kind %d", kind);
-    if (dims != 1 && dims != 2)
-        return pg_fail_null(PG_STATUS_ERR_ARG, "pg_pool(): dims must be 1 or 2, got %d", dims);
-    if (!fn) fn = def_name(kind, dims);
-    if (pg_not_live(x, fn, "x")) return NULL;
-    if (!kernel || !padding)
-        return pg_fail_null(PG_STATUS_ERR_ARG, "%s: kernel_size and padding are required", fn);
     int64_t k[2], s[2], p[2], chw[3];
-    if (sizes(fn, "kernel_size", kernel, dims, 1, 1, k) ||
-        sizes(fn, "stride", stride ? stride : kernel, dims, 1, 1, s) ||
-        sizes(fn, "padding", padding, dims, 0, 0, p) || image_of(x, shape, dims, fn, chw))
+    if (check_args(kind, dims, kernel, stride, padding, &fn, k, s, p) || pg_not_live(x, fn, "x") ||
+        image_of(x, shape, dims, fn, chw))
         return NULL;
-    char bk[80], bp[80];
-    if (2 * p[0] > k[0] || 2 * p[1] > k[1])
-        return pg_fail_null(PG_STATUS_ERR_VALUE,
-                            "%s: padding %s must be at most half of kernel_size %s", fn,
-                            show(bp, sizeof bp, padding, dims), show(bk, sizeof bk, kernel, dims));
+    char bk[80];
     geom g = {chw[0], chw[1], chw[2], k[0], k[1], s[0], s[1], p[0], p[1], 0, 0};
     if (g.H + 2 * g.ph < g.kh || g.W + 2 * g.pw < g.kw) {
         char in[120];

@@ -22,6 +22,11 @@ enum pg_pool_kind { PG_POOL_KIND_MAX = 0, PG_POOL_KIND_AVG = 1, PG_POOL_KIND_COU
 pg_tensor *pg_pool(pg_tensor *x, int kind, int dims, const double *shape, const double *kernel,
                    const double *stride, const double *padding, const char *fn);
 
+/* pg_pool's checks of kernel, stride and padding alone (a layer's constructor): 0 or the
+ * status with pg_pool's text. */
+int pg_pool_check(int kind, int dims, const double *kernel, const double *stride,
+                  const double *padding, const char *fn);
+
 /* Global average or max pooling over each channel's H*W values: [C*H*W, N] -> [C, N], untagged.
  * shape: (C, H, W) or NULL for x's tag; max follows pg_pool's tie and NaN rule. */
 pg_tensor *pg_global_pool(pg_tensor *x, int kind, const double *shape, const char *fn);
