@@ -85,9 +85,15 @@ def test_pool2d_matches_torch(f64, kind, k, s, p):
     ref = tf(torch.tensor(a), k, s, p)
     w = rng.normal(size=(ref[0].numel(), 3))
     y, g, ty, tg = run_pair(
-        op, lambda t: tf(t, k, s, p), a, w, kernel_size=k, stride=s, padding=p,
+        op,
+        lambda t: tf(t, k, s, p),
+        a,
+        w,
+        kernel_size=k,
+        stride=s,
+        padding=p,
         input_shape=(2, 7, 6),
-    )  # fmt: skip
+    )
     np.testing.assert_allclose(y, ty, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(g, tg, rtol=1e-10, atol=1e-12)
 
@@ -103,9 +109,15 @@ def test_pool1d_matches_torch(f64, kind, k, s, p):
     ref = tf(torch.tensor(a), k, s, p)
     w = rng.normal(size=(ref[0].numel(), 4))
     y, g, ty, tg = run_pair(
-        op, lambda t: tf(t, k, s, p), a, w, kernel_size=k, stride=s, padding=p,
+        op,
+        lambda t: tf(t, k, s, p),
+        a,
+        w,
+        kernel_size=k,
+        stride=s,
+        padding=p,
         input_shape=(3, 11),
-    )  # fmt: skip
+    )
     np.testing.assert_allclose(y, ty, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(g, tg, rtol=1e-10, atol=1e-12)
 
@@ -116,15 +128,21 @@ def test_global_pools_match_torch(f64):
     a = rng.normal(size=(5, 3, 4, 6))
     w = rng.normal(size=(3, 5))
     y, g, ty, tg = run_pair(
-        pg.ag_global_avg_pool_op, lambda t: F.adaptive_avg_pool2d(t, 1), a, w,
+        pg.ag_global_avg_pool_op,
+        lambda t: F.adaptive_avg_pool2d(t, 1),
+        a,
+        w,
         input_shape=(3, 4, 6),
-    )  # fmt: skip
+    )
     np.testing.assert_allclose(y, ty, rtol=1e-10)
     np.testing.assert_allclose(g, tg, rtol=1e-10)
     y, g, ty, tg = run_pair(
-        pg.ag_global_max_pool_op, lambda t: F.adaptive_max_pool2d(t, 1), a, w,
+        pg.ag_global_max_pool_op,
+        lambda t: F.adaptive_max_pool2d(t, 1),
+        a,
+        w,
         input_shape=(3, 4, 6),
-    )  # fmt: skip
+    )
     np.testing.assert_array_equal(y, ty)
     np.testing.assert_array_equal(g, tg)
 
@@ -140,18 +158,28 @@ def test_ties_and_nan_follow_torch(f64):
         ref = F.max_pool2d(torch.tensor(a), k, s, p)
         w = rng.normal(size=(ref[0].numel(), 2))
         y, g, ty, tg = run_pair(
-            pg.ag_max_pool2d_op, lambda t: F.max_pool2d(t, k, s, p), a, w, kernel_size=k,
-            stride=s, padding=p, input_shape=(2, 6, 6),
-        )  # fmt: skip
+            pg.ag_max_pool2d_op,
+            lambda t, k=k, s=s, p=p: F.max_pool2d(t, k, s, p),
+            a,
+            w,
+            kernel_size=k,
+            stride=s,
+            padding=p,
+            input_shape=(2, 6, 6),
+        )
         np.testing.assert_array_equal(y, ty)
         np.testing.assert_array_equal(g, tg)
     b = a.copy()
     b[0, 0, 0, 0] = b[0, 0, 1, 1] = b[1, 1, 4, 5] = np.nan
     w = rng.normal(size=(2 * 3 * 3, 2))
     y, g, ty, tg = run_pair(
-        pg.ag_max_pool2d_op, lambda t: F.max_pool2d(t, 2), b, w, kernel_size=2,
+        pg.ag_max_pool2d_op,
+        lambda t: F.max_pool2d(t, 2),
+        b,
+        w,
+        kernel_size=2,
         input_shape=(2, 6, 6),
-    )  # fmt: skip
+    )
     np.testing.assert_array_equal(np.isnan(y), np.isnan(ty))
     np.testing.assert_array_equal(y[~np.isnan(y)], ty[~np.isnan(ty)])
     np.testing.assert_array_equal(g, tg)
@@ -254,7 +282,7 @@ def test_compiled_step_equals_eager(f64):
         m = pg.ag_sequential([Tagger((2, 6, 6))] + cnn_tail())
         opt = pg.optimizer_adam(m.parameters(), lr=0.01)
 
-        def step(a, b):
+        def step(a, b, m=m):
             return pg.ag_mse_loss(m(a), b)
 
         out = []
