@@ -26,8 +26,10 @@
 .pool <- function(x, kind, dims, kernel_size, stride, padding, input_shape, fn) {
   x <- .as_t(x, fn)
   .wrap(.Call(R_pg_pool, x$.ptr, .pg$code$pool[[kind]], dims,
-              .pool_shape(input_shape, fn, dims + 1L), .pool_sizes(kernel_size, fn, "kernel_size", dims),
-              .pool_sizes(stride, fn, "stride", dims), .pool_sizes(padding, fn, "padding", dims), fn))
+              .pool_shape(input_shape, fn, dims + 1L),
+              .pool_sizes(kernel_size, fn, "kernel_size", dims),
+              .pool_sizes(stride, fn, "stride", dims), .pool_sizes(padding, fn, "padding", dims),
+              fn))
 }
 
 .global_pool <- function(x, kind, input_shape, fn) {

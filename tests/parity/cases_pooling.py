@@ -46,7 +46,9 @@ def _py(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
         recs = []
         for _ in range(steps):
             if step is not None:
-                loss = float(step(x, y))
+                res = step(x, y)  # the loss, a float (build "opt")
+                assert isinstance(res, float)
+                loss = res
             else:
                 with pg.with_grad_tape():
                     lt = loss_fn(x, y)
