@@ -94,32 +94,64 @@ static int image_of(pg_tensor *x, const double *shape, int dims, const char *fn,
     return 0;
 }
 
-/* ---- the kernels: one window's first maximum (ties) / last NaN, as torch's CPU loop ---- */
+/* ---- the kernels: one window's first maximum (ties) / last NaN, as torch's CPU loop. The fast
+ * path takes the plain maximum with a NaN flag (selects the compiler vectorises; a branch per
+ * element mispredicts on real data) and finds the first element equal to it; a window with NaN
+ * takes the rule's scan. ---- */
 #define POOL_SPAN(o, s, p, k, n, lo, hi)                                                           \
     int64_t lo = (o) * (s) - (p), hi = lo + (k);                                                   \
     if (lo < 0) lo = 0;                                                                            \
     if (hi > (n)) hi = (n)
 
 #define DEF_ARGMAX(T, SUF)                                                                         \
-    static int64_t argmax_##SUF(const T *x, int64_t W, int64_t h0, int64_t h1, int64_t w0,         \
-                                int64_t w1)                                                        \
+    static int64_t argmax_nan_##SUF(const T *x, int64_t W, int64_t h0, int64_t h1, int64_t w0,     \
+                                    int64_t w1)                                                    \
     {                                                                                              \
         int64_t best = h0 * W + w0;                                                                \
         T m = x[best];                                                                             \
         for (int64_t h = h0; h < h1; h++)                                                          \
+            for (int64_t w = w0; w < w1; w++)                                                      \
+                if (x[h * W + w] > m || isnan(x[h * W + w])) m = x[best = h * W + w];              \
+        return best;                                                                               \
+    }                                                                                              \
+    static inline T maxv_##SUF(const T *x, int64_t W, int64_t h0, int64_t h1, int64_t w0,          \
+                               int64_t w1, int *nan)                                               \
+    {                                                                                              \
+        T m = x[h0 * W + w0];                                                                      \
+        int bad = 0;                                                                               \
+        for (int64_t h = h0; h < h1; h++)                                                          \
             for (int64_t w = w0; w < w1; w++) {                                                    \
                 T v = x[h * W + w];                                                                \
-                if (v > m || isnan(v)) {                                                           \
-                    m = v;                                                                         \
-                    best = h * W + w;                                                              \
-                }                                                                                  \
+                m = v > m ? v : m;                                                                 \
+                bad |= v != v;                                                                     \
             }                                                                                      \
-        return best;                                                                               \
+        *nan = bad;                                                                                \
+        return m;                                                                                  \
+    }                                                                                              \
+    static inline int64_t argmax_##SUF(const T *x, int64_t W, int64_t h0, int64_t h1, int64_t w0,  \
+                                       int64_t w1)                                                 \
+    {                                                                                              \
+        int nan;                                                                                   \
+        T m = maxv_##SUF(x, W, h0, h1, w0, w1, &nan);                                              \
+        if (nan) return argmax_nan_##SUF(x, W, h0, h1, w0, w1);                                    \
+        for (int64_t h = h0; h < h1; h++)                                                          \
+            for (int64_t w = w0; w < w1; w++)                                                      \
+                if (x[h * W + w] == m) return h * W + w;                                           \
+        return h0 * W + w0; /* not reached */                                                      \
+    }                                                                                              \
+    static inline T maxval_##SUF(const T *x, int64_t W, int64_t h0, int64_t h1, int64_t w0,        \
+                                 int64_t w1)                                                       \
+    {                                                                                              \
+        int nan;                                                                                   \
+        T m = maxv_##SUF(x, W, h0, h1, w0, w1, &nan);                                              \
+        return nan ? x[argmax_nan_##SUF(x, W, h0, h1, w0, w1)] : m;                                \
     }
 DEF_ARGMAX(float, f)
 DEF_ARGMAX(double, d)
 #define ARGMAX(x, ...)                                                                             \
     _Generic((x), const float * : argmax_f, const double * : argmax_d)(x, __VA_ARGS__)
+#define MAXVAL(x, ...)                                                                             \
+    _Generic((x), const float * : maxval_f, const double * : maxval_d)(x, __VA_ARGS__)
 
 /* the node's geometry: ip[0] = H << 32 | W, ip[1] = C, ip[2] = kh << 32 | kw, ip[3] = sh << 32 |
  * sw, p[0..1] = padding, p[2] = kind (every size < 2^31) */
@@ -150,7 +182,7 @@ static int pool_fw(pg_node *n)
                 for (int64_t ow = 0; ow < g.Wo; ow++) {
                     POOL_SPAN(ow, g.sw, g.pw, g.kw, g.W, w0, w1);
                     if (!avg) {
-                        o[oh * g.Wo + ow] = xp[ARGMAX(xp, g.W, h0, h1, w0, w1)];
+                        o[oh * g.Wo + ow] = MAXVAL(xp, g.W, h0, h1, w0, w1);
                         continue;
                     }
                     T s = 0;
@@ -230,7 +262,7 @@ int pg_pool_check(int kind, int dims, const double *kernel, const double *stride
 pg_tensor *pg_pool(pg_tensor *x, int kind, int dims, const double *shape, const double *kernel,
                    const double *stride, const double *padding, const char *fn)
 {
-    int64_t k[2], s[2], p[2], chw[3];
+    int64_t k[2], s[2], p[2], chw[3] = {0, 0, 0};
     if (check_args(kind, dims, kernel, stride, padding, &fn, k, s, p) || pg_not_live(x, fn, "x") ||
         image_of(x, shape, dims, fn, chw))
         return NULL;
@@ -272,7 +304,7 @@ static int gpool_fw(pg_node *n)
         for (int64_t c = 0; c < planes; c++) {
             const T *v = xp + c * HW;
             if (!avg) {
-                o[c] = v[ARGMAX(v, HW, 0, 1, 0, HW)];
+                o[c] = MAXVAL(v, HW, 0, 1, 0, HW);
                 continue;
             }
             T s = 0;
@@ -314,7 +346,7 @@ pg_tensor *pg_global_pool(pg_tensor *x, int kind, const double *shape, const cha
     if (kind != PG_POOL_KIND_MAX && kind != PG_POOL_KIND_AVG)
         return pg_fail_null(PG_STATUS_ERR_ARG, "pg_global_pool(): bad kind %d", kind);
     if (!fn) fn = kind == PG_POOL_KIND_MAX ? "ag_global_max_pool_op" : "ag_global_avg_pool_op";
-    int64_t chw[3];
+    int64_t chw[3] = {0, 0, 0};
     if (pg_not_live(x, fn, "x") || image_of(x, shape, 2, fn, chw)) return NULL;
     pg_tensor *out = pg_new(x->dtype, chw[0], x->ne[1], PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
