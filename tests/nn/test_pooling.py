@@ -395,3 +395,22 @@ def test_errors_name_function_argument_and_shapes():
         PyggmlrValueError, match=r"bad arguments for a 'max_pool2d' layer: padding \[2, 2\] must be"
     ):
         pg.ag_module_from_config({"type": "max_pool2d", "kernel_size": 2, "padding": 2})
+
+
+@needs_torch
+def test_signed_zeros_and_infinities_follow_torch(f64):
+    """-0 before +0 (a tie: the first wins, its sign kept), -Inf windows and +Inf, as torch."""
+    a = np.array([[[[-0.0, 0.0, -np.inf, -np.inf], [0.0, -0.0, -np.inf, -np.inf],
+                    [np.inf, 1.0, 2.0, np.inf], [3.0, np.inf, 2.0, 2.0]]]])  # fmt: skip
+    w = np.arange(1.0, 5.0).reshape(4, 1)
+    y, g, ty, tg = run_pair(
+        pg.ag_max_pool2d_op,
+        lambda t: F.max_pool2d(t, 2),
+        a,
+        w,
+        kernel_size=2,
+        input_shape=(1, 4, 4),
+    )
+    np.testing.assert_array_equal(y, ty)
+    np.testing.assert_array_equal(np.signbit(y), np.signbit(ty))
+    np.testing.assert_array_equal(g, tg)

@@ -12,7 +12,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from .cases_models import linear_shapes
-from .core import CASES, ScriptCase, _u, call_r, r_values, with_dtype
+from .core import CASES, Case, Record, ScriptCase, _u, call_r, r_values, with_dtype
 
 SHAPE = (2, 6, 6)
 
@@ -167,4 +167,39 @@ def _files_inputs(rng: Any) -> Dict[str, Any]:
 
 CASES.append(
     ScriptCase("pooling: model files crossed", _files_py, _files_r, 1, _files_inputs, group="io")
+)
+
+
+# ---- refusals: the core's texts, the same class and text in both languages ----
+
+
+def _pool_refusals(P: Any, d: Dict[str, Any], steps: int) -> Record:
+    from .cases_errors import refusal
+
+    x = np.ones((48, 2))
+    return {
+        "no shape, no tag": refusal(P, lambda: P.ag_max_pool2d_op(x, 2)),
+        "kernel larger than input": refusal(
+            P, lambda: P.ag_avg_pool2d_op(x, 5, input_shape=np.array([3.0, 4.0, 4.0]))
+        ),
+        "rows not C*H*W": refusal(
+            P, lambda: P.ag_max_pool2d_op(x, 2, input_shape=np.array([3.0, 4.0, 5.0]))
+        ),
+        "kernel 2.5": refusal(P, lambda: P.ag_max_pool2d(2.5)),
+        "stride 0": refusal(P, lambda: P.ag_avg_pool1d(2, stride=0)),
+        "padding over half": refusal(P, lambda: P.ag_max_pool2d(3, padding=np.array([2.0, 1.0]))),
+        "1-D kernel over length": refusal(
+            P, lambda: P.ag_max_pool1d_op(x, 17, input_shape=np.array([3.0, 16.0]))
+        ),
+        "global, no tag": refusal(P, lambda: P.ag_global_avg_pool_op(x)),
+    }
+
+
+CASES.append(
+    Case(
+        "errors: pooling refusals",
+        "errors",
+        lambda P, d, steps: [_pool_refusals(P, d, steps)],
+        ggmlr=False,
+    )
 )
