@@ -42,23 +42,40 @@ typedef struct {
     {                                                                                              \
         n, PG_LAYER_ARG_FLAG, d, 0, 0, 0, NULL, 0                                                  \
     }
+/* DIMS: a whole number in [lo, 2^31 - 1] or (count 2) a pair [H, W] of them; z: null too */
+#define DIMS(n, d, lo, count, z)                                                                   \
+    {                                                                                              \
+        n, PG_LAYER_ARG_DIMS, d, lo, count, 0, NULL, z                                             \
+    }
 #define CHOICE(n, d, c, z)                                                                         \
     {                                                                                              \
         n, PG_LAYER_ARG_CHOICE, d, 0, 0, 0, c, z                                                   \
     }
 
 /* sorted by type: the unknown-type message lists them in this order, after "sequential" */
+#define POOL_ARGS(c, p0)                                                                           \
+    {                                                                                              \
+        DIMS("kernel_size", NULL, 1, c, 0), DIMS("stride", "null", 1, c, 1),                       \
+            DIMS("padding", p0, 0, c, 0)                                                           \
+    }
 static const layer_spec LAYERS[] = {
+    {"avg_pool1d", POOL_ARGS(1, "0")},
+    {"avg_pool2d", POOL_ARGS(2, "[0, 0]")},
     {"batch_norm",
      {SIZE("num_features"), NUM("eps", "1e-05", 0, HUGE_VAL, 0), NUM("momentum", "0.1", 0, 1, 0)}},
     {"dropout", {NUM("rate", NULL, 0, 1, 1)}},
     {"embedding", {SIZE("vocab_size"), SIZE("dim")}},
+    {"flatten", {{NULL, 0, NULL, 0, 0, 0, NULL, 0}}},
+    {"global_avg_pool", {{NULL, 0, NULL, 0, 0, 0, NULL, 0}}},
+    {"global_max_pool", {{NULL, 0, NULL, 0, 0, 0, NULL, 0}}},
     {"layer_norm",
      {SIZE("normalized_shape"), NUM("eps", "1e-05", 0, HUGE_VAL, 0),
       FLAG("elementwise_affine", "true")}},
     {"linear",
      {SIZE("in_features"), SIZE("out_features"), CHOICE("activation", "null", ACTIVATIONS, 1),
       CHOICE("init", "\"glorot_uniform\"", INITS, 0), NUM("gain", "1", -HUGE_VAL, HUGE_VAL, 0)}},
+    {"max_pool1d", POOL_ARGS(1, "0")},
+    {"max_pool2d", POOL_ARGS(2, "[0, 0]")},
     {"multihead_attention",
      {SIZE("d_model"), SIZE("n_heads"), NUM("dropout", "0", 0, 1, 1), FLAG("bias", "true")}},
     {"normalization", {SIZE("features"), NUM("eps", "1e-07", 0, HUGE_VAL, 0)}},
@@ -121,6 +138,10 @@ static void rule(const arg_spec *a, char *out, size_t cap)
         else snprintf(out, cap, "a number in [%g, %g%c", a->lo, a->hi, a->hi_open ? ')' : ']');
         break;
     case PG_LAYER_ARG_FLAG: snprintf(out, cap, "true or false"); break;
+    case PG_LAYER_ARG_DIMS:
+        snprintf(out, cap, "a whole number >= %g%s%s", a->lo,
+                 a->hi == 2 ? " or a pair [H, W] of them" : "", a->null_ok ? " or null" : "");
+        break;
     default:
         k = (size_t)snprintf(out, cap, "one of ");
         for (int i = 0; a->choices[i] && k < cap; i++)
@@ -133,13 +154,45 @@ static void rule(const arg_spec *a, char *out, size_t cap)
     }
 }
 
-/* value node v against a; its normalized text in val */
+/* a DIMS value: a number (both of a pair) or an array of a->hi numbers, each whole in
+ * [a->lo, 2^31 - 1]; into dv[2] and its text ("[h, w]", or "l" for one) into val */
+static int dims_arg(const pj_doc *d, const arg_spec *a, int64_t v, char *val, size_t cap,
+                    int64_t *dv)
+{
+    const pj_node *x = &d->nodes[v];
+    const int count = (int)a->hi;
+    int n = 0;
+    if (x->type == PJ_NULL && a->null_ok) {
+        snprintf(val, cap, "null");
+        return 1;
+    }
+    if (x->type == PJ_NUM) {
+        n = 1;
+        dv[0] = dv[1] = -1;
+        double f = pj_number(d, x);
+        if (f >= a->lo && f <= SIZE_MAX_ && f == floor(f)) dv[0] = dv[1] = (int64_t)f;
+    } else if (x->type == PJ_ARR && (x->count == count || x->count == 1)) {
+        for (int64_t c = x->first; c >= 0; c = d->nodes[c].next, n++) {
+            double f = d->nodes[c].type == PJ_NUM ? pj_number(d, &d->nodes[c]) : NAN;
+            dv[n] = f >= a->lo && f <= SIZE_MAX_ && f == floor(f) ? (int64_t)f : -1;
+        }
+        if (n == 1) dv[1] = dv[0];
+    } else return 0;
+    if (dv[0] < 0 || dv[1] < 0) return 0;
+    if (count == 2) snprintf(val, cap, "[%lld, %lld]", (long long)dv[0], (long long)dv[1]);
+    else snprintf(val, cap, "%lld", (long long)dv[0]);
+    return 1;
+}
+
+/* value node v against a; its normalized text in val (DIMS: the sizes in dv) */
 static int check_arg(const pj_doc *d, const char *type, const arg_spec *a, int64_t v, char *val,
-                     size_t cap)
+                     size_t cap, int64_t *dv)
 {
     const pj_node *x = &d->nodes[v];
     int ok = 0;
-    if (a->kind == PG_LAYER_ARG_SIZE && x->type == PJ_NUM) {
+    if (a->kind == PG_LAYER_ARG_DIMS) {
+        ok = dims_arg(d, a, v, val, cap, dv);
+    } else if (a->kind == PG_LAYER_ARG_SIZE && x->type == PJ_NUM) {
         double f = pj_number(d, x);
         ok = f >= 1 && f <= SIZE_MAX_ && f == floor(f);
         if (ok) snprintf(val, cap, "%lld", (long long)f);
@@ -199,7 +252,7 @@ static int64_t layer_args(const pj_doc *d, int64_t o, const layer_spec *L, char 
     if (rc) return -rc;
     char buf[PG_LAYER_CONFIG_MAX];
     size_t k = (size_t)snprintf(buf, sizeof buf, "{");
-    int64_t size[MAX_ARGS] = {0};
+    int64_t size[MAX_ARGS] = {0}, dv[MAX_ARGS][2] = {{0}};
     for (int i = 0; i < MAX_ARGS && L->args[i].name; i++) {
         const arg_spec *a = &L->args[i];
         int64_t v = pj_get(d, o, a->name);
@@ -207,7 +260,7 @@ static int64_t layer_args(const pj_doc *d, int64_t o, const layer_spec *L, char 
         char val[64];
         if (v < 0 && !a->def) return -bad(L->type, "%s is missing%s", a->name, "");
         if (v < 0) snprintf(val, sizeof val, "%s", a->def);
-        else if ((rc = check_arg(d, L->type, a, v, val, sizeof val))) return -rc;
+        else if ((rc = check_arg(d, L->type, a, v, val, sizeof val, dv[i]))) return -rc;
         if (a->kind == PG_LAYER_ARG_SIZE) size[i] = strtoll(val, NULL, 10);
         k += (size_t)snprintf(buf + k, sizeof buf - k, "%s\"%s\": %s", i ? ", " : "", a->name, val);
     }
@@ -218,6 +271,17 @@ static int64_t layer_args(const pj_doc *d, int64_t o, const layer_spec *L, char 
         snprintf(a, sizeof a, "%lld", (long long)size[0]);
         snprintf(b, sizeof b, "%lld", (long long)size[1]);
         return -bad(L->type, "d_model (%s) must be divisible by n_heads (%s)", a, b);
+    }
+    /* pooling: padding at most half the kernel (torch's rule, as the layer's constructor) */
+    if (L->args[0].kind == PG_LAYER_ARG_DIMS && pj_get(d, o, "padding") >= 0 &&
+        (2 * dv[2][0] > dv[0][0] || 2 * dv[2][1] > dv[0][1])) {
+        char a[64], b[64];
+        int two = L->args[0].hi == 2;
+        snprintf(a, sizeof a, two ? "[%lld, %lld]" : "%lld", (long long)dv[2][0],
+                 (long long)dv[2][1]);
+        snprintf(b, sizeof b, two ? "[%lld, %lld]" : "%lld", (long long)dv[0][0],
+                 (long long)dv[0][1]);
+        return -bad(L->type, "padding %s must be at most half of kernel_size %s", a, b);
     }
     int64_t n = (int64_t)strlen(buf);
     if (out && cap > 0) {
@@ -250,7 +314,7 @@ static int64_t check(const pj_doc *d, int custom, char *out, int64_t cap)
     for (int i = 0; i < N_LAYERS; i++)
         if (!strcmp(type, LAYERS[i].type)) return layer_args(d, 0, &LAYERS[i], out, cap);
     if (custom) return 0;
-    char q[300], names[300];
+    char q[300], names[700];
     size_t k = 0;
     squote(type, q, sizeof q);
     for (int i = 0; pg_layer_type_name(i); i++)

@@ -12,6 +12,7 @@ enum pg_layer_arg_kind {
     PG_LAYER_ARG_NUMBER = 1, /* a finite number within the argument's range */
     PG_LAYER_ARG_FLAG = 2,   /* true or false */
     PG_LAYER_ARG_CHOICE = 3, /* one string of a list (some also take null) */
+    PG_LAYER_ARG_DIMS = 4,   /* pooling sizes: a whole number >= lo, or a pair of them (2-D) */
     PG_LAYER_ARG_COUNT
 };
 

@@ -192,6 +192,13 @@ def _builtin_model(model):
         nn.ag_embedding,
         nn.ag_multihead_attention,
         nn.ag_normalization,
+        nn.ag_max_pool2d,
+        nn.ag_avg_pool2d,
+        nn.ag_max_pool1d,
+        nn.ag_avg_pool1d,
+        nn.ag_global_avg_pool,
+        nn.ag_global_max_pool,
+        nn.ag_flatten,
     )
 
 
@@ -278,7 +285,10 @@ def _out_rows(model: Any, rows_in: Optional[int]) -> Optional[int]:
     """The model's output rows as its structure says them (R's .out_rows), None when unknown."""
     if isinstance(model, nn.ag_linear):
         return int(model.out_features)
-    if isinstance(model, (nn.ag_dropout, nn.ag_batch_norm, nn.ag_layer_norm, nn.ag_normalization)):
+    if isinstance(
+        model,
+        (nn.ag_dropout, nn.ag_batch_norm, nn.ag_layer_norm, nn.ag_normalization, nn.ag_flatten),
+    ):
         return rows_in
     if isinstance(model, nn.ag_embedding):
         return int(model.dim)

@@ -50,6 +50,21 @@ from .base import (
     ag_train,
 )
 from .layers import ag_batch_norm, ag_embedding, ag_layer_norm, ag_multihead_attention
+from .pooling import (
+    ag_avg_pool1d,
+    ag_avg_pool1d_op,
+    ag_avg_pool2d,
+    ag_avg_pool2d_op,
+    ag_flatten,
+    ag_global_avg_pool,
+    ag_global_avg_pool_op,
+    ag_global_max_pool,
+    ag_global_max_pool_op,
+    ag_max_pool1d,
+    ag_max_pool1d_op,
+    ag_max_pool2d,
+    ag_max_pool2d_op,
+)
 from .scaling import ag_normalization
 
 __all__ = [
@@ -69,6 +84,19 @@ __all__ = [
     "ag_module_from_config",
     "ag_to_config",
     "ag_register_layer",
+    "ag_max_pool2d",
+    "ag_avg_pool2d",
+    "ag_max_pool1d",
+    "ag_avg_pool1d",
+    "ag_global_avg_pool",
+    "ag_global_max_pool",
+    "ag_flatten",
+    "ag_max_pool2d_op",
+    "ag_avg_pool2d_op",
+    "ag_max_pool1d_op",
+    "ag_avg_pool1d_op",
+    "ag_global_avg_pool_op",
+    "ag_global_max_pool_op",
 ]
 
 
@@ -345,6 +373,13 @@ _BUILDERS = {
     "embedding": ag_embedding,
     "multihead_attention": ag_multihead_attention,
     "normalization": ag_normalization,
+    "avg_pool1d": ag_avg_pool1d,
+    "avg_pool2d": ag_avg_pool2d,
+    "flatten": ag_flatten,
+    "global_avg_pool": ag_global_avg_pool,
+    "global_max_pool": ag_global_max_pool,
+    "max_pool1d": ag_max_pool1d,
+    "max_pool2d": ag_max_pool2d,
 }
 
 

@@ -5,7 +5,8 @@
 # rows out of a layer given the rows in (NA: unknown)
 .out_rows <- function(l, rows_in) {
   if (inherits(l, "ag_linear")) return(as.integer(l$to_config()$out_features))
-  if (inherits(l, c("ag_dropout", "ag_batch_norm", "ag_layer_norm", "ag_normalization")))
+  if (inherits(l, c("ag_dropout", "ag_batch_norm", "ag_layer_norm", "ag_normalization",
+                    "ag_flatten")))
     return(rows_in)
   if (inherits(l, "ag_embedding")) return(l$dim)
   if (inherits(l, "ag_multihead_attention")) return(l$d_model)

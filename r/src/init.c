@@ -19,6 +19,10 @@ extern SEXP R_pg_layer_norm(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_normalization(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_normalization_adapt(SEXP, SEXP, SEXP);
 extern SEXP R_pg_normalization_check(SEXP, SEXP, SEXP);
+extern SEXP R_pg_pool(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_pool_check(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_global_pool(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_pool_tag(SEXP, SEXP);
 extern SEXP R_pg_embedding(SEXP, SEXP);
 extern SEXP R_pg_linear(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_embedding_ids(SEXP, SEXP);
@@ -224,6 +228,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_normalization", (DL_FUNC)&R_pg_normalization, 4},
     {"R_pg_normalization_adapt", (DL_FUNC)&R_pg_normalization_adapt, 3},
     {"R_pg_normalization_check", (DL_FUNC)&R_pg_normalization_check, 3},
+    {"R_pg_pool", (DL_FUNC)&R_pg_pool, 8},
+    {"R_pg_pool_check", (DL_FUNC)&R_pg_pool_check, 6},
+    {"R_pg_global_pool", (DL_FUNC)&R_pg_global_pool, 4},
+    {"R_pg_pool_tag", (DL_FUNC)&R_pg_pool_tag, 2},
     {"R_pg_embedding", (DL_FUNC)&R_pg_embedding, 2},
     {"R_pg_linear", (DL_FUNC)&R_pg_linear, 4},
     {"R_pg_embedding_ids", (DL_FUNC)&R_pg_embedding_ids, 2},

@@ -52,10 +52,38 @@ void test_layer_config(void)
     CHECK(!strcmp(small, "{\"v"));
 
     REFUSED("{\"type\": \"conv\"}",
-            "ag_module_from_config: unknown layer type 'conv' (built-in: sequential, batch_norm, "
-            "dropout, embedding, layer_norm, linear, multihead_attention, normalization; register "
-            "custom ones "
-            "with ag_register_layer)");
+            "ag_module_from_config: unknown layer type 'conv' (built-in: sequential, ");
+    /* the list: every built-in type, then how to add custom ones */
+    cfg("{\"type\": \"conv\"}");
+    CHECK(strstr(pg_last_error(),
+                 "embedding, flatten, global_avg_pool, global_max_pool, "
+                 "layer_norm") != NULL);
+    CHECK(strstr(pg_last_error(),
+                 "multihead_attention, normalization; register custom ones "
+                 "with ag_register_layer)") != NULL);
+    pg_clear_error();
+    /* pooling (issue 30): a number or a pair, stride null (the kernel), padding 0 */
+    CHECK(cfg("{\"type\": \"max_pool2d\", \"kernel_size\": 2}") > 0 &&
+          !strcmp(out, "{\"kernel_size\": [2, 2], \"stride\": null, \"padding\": [0, 0]}"));
+    CHECK(cfg("{\"type\": \"avg_pool2d\", \"kernel_size\": [3, 2], \"stride\": [1, 2.0], "
+              "\"padding\": [1, 0]}") > 0 &&
+          !strcmp(out, "{\"kernel_size\": [3, 2], \"stride\": [1, 2], \"padding\": [1, 0]}"));
+    CHECK(cfg("{\"type\": \"max_pool1d\", \"kernel_size\": [3], \"padding\": 1}") > 0 &&
+          !strcmp(out, "{\"kernel_size\": 3, \"stride\": null, \"padding\": 1}"));
+    CHECK(cfg("{\"type\": \"flatten\"}") == 2 && !strcmp(out, "{}"));
+    CHECK(cfg("{\"type\": \"global_max_pool\"}") == 2);
+    REFUSED("{\"type\": \"max_pool2d\", \"kernel_size\": 2, \"padding\": 2}",
+            "bad arguments for a 'max_pool2d' layer: padding [2, 2] must be at most half of "
+            "kernel_size [2, 2]");
+    REFUSED("{\"type\": \"avg_pool1d\", \"kernel_size\": 2.5}",
+            "bad arguments for a 'avg_pool1d' layer: kernel_size must be a whole number >= 1, got "
+            "2.5");
+    REFUSED("{\"type\": \"avg_pool2d\", \"kernel_size\": [2, 2, 2]}",
+            "kernel_size must be a whole number >= 1 or a pair [H, W] of them, got [2, 2, 2]");
+    REFUSED("{\"type\": \"max_pool2d\", \"kernel_size\": 2, \"stride\": 0}",
+            "stride must be a whole number >= 1 or a pair [H, W] of them or null, got 0");
+    REFUSED("{\"type\": \"flatten\", \"start_dim\": 1}",
+            "bad arguments for a 'flatten' layer: unknown argument 'start_dim'");
     REFUSED("{\"layers\": []}",
             "ag_module_from_config: expected an object with a 'type' string, got {\"layers\": []}");
     REFUSED("[1, 2]", "expected an object with a 'type' string, got [1, 2]");
@@ -111,7 +139,13 @@ void test_layer_config(void)
     CHECK(pg_layer_config(lin, (int64_t)strlen(lin), PG_CONFIG_MAX_DEPTH, 0, out, sizeof out) > 0);
     CHECK_ERR(pg_layer_config(NULL, 0, 0, 0, out, sizeof out) < 0, PG_STATUS_ERR_ARG,
               "bad arguments");
-    CHECK(!strcmp(pg_layer_type_name(0), "sequential") && !pg_layer_type_name(8) &&
-          !pg_layer_type_name(-1) && !strcmp(pg_layer_type_name(6), "multihead_attention") &&
-          !strcmp(pg_layer_type_name(7), "normalization"));
+    /* "sequential", then the built-in types sorted, then NULL */
+    int nt = 1, sorted = 1, seen = 0;
+    for (; pg_layer_type_name(nt); nt++) {
+        if (nt > 1) sorted &= strcmp(pg_layer_type_name(nt - 1), pg_layer_type_name(nt)) < 0;
+        seen += !strcmp(pg_layer_type_name(nt), "multihead_attention") +
+            !strcmp(pg_layer_type_name(nt), "max_pool2d");
+    }
+    CHECK(!strcmp(pg_layer_type_name(0), "sequential") && !pg_layer_type_name(-1) && sorted &&
+          seen == 2 && nt >= 15);
 }

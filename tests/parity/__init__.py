@@ -47,6 +47,7 @@ from . import cases_weights  # noqa: F401
 from . import cases_data  # noqa: F401
 from . import cases_predict  # noqa: F401
 from . import cases_scaling  # noqa: F401
+from . import cases_pooling  # noqa: F401
 from . import cases_metrics  # noqa: F401
 
 # isort: on
