@@ -53,6 +53,7 @@ int main(void)
     run("loss table", test_fit_loss);
     run("layer configs", test_layer_config);
     run("normalization", test_norm);
+    run("recurrent", test_rnn);
     run("checkpoint policy", test_checkpoint_policy);
     run("checkpoint path", test_checkpoint_path);
     run("seed rule", test_seed_rule);
