@@ -50,6 +50,7 @@ from .base import (
     ag_train,
 )
 from .layers import ag_batch_norm, ag_embedding, ag_layer_norm, ag_multihead_attention
+from .recurrent import ag_gru, ag_lstm, ag_rnn
 from .scaling import ag_normalization
 
 __all__ = [
@@ -69,6 +70,9 @@ __all__ = [
     "ag_module_from_config",
     "ag_to_config",
     "ag_register_layer",
+    "ag_lstm",
+    "ag_gru",
+    "ag_rnn",
 ]
 
 
@@ -345,6 +349,9 @@ _BUILDERS = {
     "embedding": ag_embedding,
     "multihead_attention": ag_multihead_attention,
     "normalization": ag_normalization,
+    "lstm": ag_lstm,
+    "gru": ag_gru,
+    "rnn": ag_rnn,
 }
 
 
