@@ -19,7 +19,8 @@ rng = np.random.default_rng(0)
 x = rng.normal(size=(N, T, F)).astype(np.float32)
 y = rng.normal(size=(N, 1)).astype(np.float32)
 
-for kind in ("lstm", "gru"):
+
+def bench(kind):
     cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[kind]
     rnn, head = cls(F, H, batch_first=True), torch.nn.Linear(H, 1)
     opt = torch.optim.Adam(list(rnn.parameters()) + list(head.parameters()))
@@ -49,6 +50,12 @@ for kind in ("lstm", "gru"):
         for _ in range(5):
             fn()
         res[name] = statistics.median(call_times(fn, REPS))
-    print(f"{kind}: torch {res['torch'] * 1e3:.2f} ms, pyggmlr eager {res['eager'] * 1e3:.2f} ms "
-          f"({res['eager'] / res['torch']:.2f}x), compiled {res['compiled'] * 1e3:.2f} ms "
-          f"({res['compiled'] / res['torch']:.2f}x)")
+    print(
+        f"{kind}: torch {res['torch'] * 1e3:.2f} ms, pyggmlr eager {res['eager'] * 1e3:.2f} ms "
+        f"({res['eager'] / res['torch']:.2f}x), compiled {res['compiled'] * 1e3:.2f} ms "
+        f"({res['compiled'] / res['torch']:.2f}x)"
+    )
+
+
+for kind in ("lstm", "gru"):
+    bench(kind)

@@ -65,8 +65,11 @@ static int rnn_layer(const M *m, const pj_doc *d, int64_t o, const char *prefix,
 {
     int64_t F = size_field(d, o, "input_size"), H = size_field(d, o, "hidden_size");
     int64_t L = pj_get(d, o, "num_layers") >= 0 ? size_field(d, o, "num_layers") : 1;
-    int64_t bd = pj_get(d, o, "bidirectional"), G = !strcmp(type, "lstm") ? 4 : strcmp(type, "gru") ? 1 : 3;
-    int D = bd >= 0 && d->nodes[bd].type == PJ_TRUE ? 2 : 1, bias = flag_field(d, o, "bias"), rc = 0;
+    int64_t bd = pj_get(d, o, "bidirectional"), G = 1; /* gates: lstm 4, gru 3, rnn 1 */
+    if (!strcmp(type, "lstm")) G = 4;
+    else if (!strcmp(type, "gru")) G = 3;
+    int D = bd >= 0 && d->nodes[bd].type == PJ_TRUE ? 2 : 1, bias = flag_field(d, o, "bias"),
+        rc = 0;
     if (F < 1 || H < 1 || L < 1 || L > 1000) return 0;
     for (int64_t l = 0; l < L && !rc; l++)
         for (int k = 0; k < D && !rc; k++) {

@@ -54,7 +54,7 @@ typedef struct {
 
 /* the recurrent layers' (ag_lstm, ag_gru, ag_rnn) */
 #define RNN_ARGS                                                                                   \
-    SIZE("input_size"), SIZE("hidden_size"), SIZE_D("num_layers", "1"), FLAG("bias", "true"),             \
+    SIZE("input_size"), SIZE("hidden_size"), SIZE_D("num_layers", "1"), FLAG("bias", "true"),      \
         NUM("dropout", "0", 0, 1, 1), FLAG("bidirectional", "false"),                              \
         FLAG("return_sequences", "false")
 

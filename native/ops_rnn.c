@@ -27,13 +27,14 @@ static int rnn_fw(pg_node *nd)
     const int mode = d.mode, dt = x->dtype;
     void *A = d.rnn ? pg_data(nd->out) : pg_data(nd->saved[0]);
     const size_t es = pg_dtype_size(dt);
-    void *tmp = malloc((size_t)(GH * N + H) * es);
+    void *tmp = malloc((size_t)(GH * N) * es);
     if (!tmp) return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory (a step's gates)", d.fn);
     /* every step's input projection at once */
     pg_gemm(dt, 0, 0, GH, TN, d.F, 1.0, pg_data(nd->in[1]), GH, pg_data(x), d.F, 0.0, A, GH);
     PG_DISPATCH(dt, {
-        T *a0 = A, *q0 = tmp, *th = q0 + GH * N, *o0 = pg_data(nd->out);
+        T *a0 = A, *q0 = tmp, *o0 = pg_data(nd->out);
         T *e0 = nd->n_saved > 1 ? pg_data(nd->saved[1]) : NULL;
+        T *tc0 = nd->n_saved > 2 ? pg_data(nd->saved[2]) : NULL;
         const T *bi = b ? pg_data(b) : NULL, *bh = bi ? bi + GH : NULL;
         const T *sp = s0 ? pg_data(s0) : NULL;
         const int64_t sld = s0 ? s0->ne[0] : 0;
@@ -59,8 +60,9 @@ static int rnn_fw(pg_node *nd)
                     const T *cp = s ? e0 + H * (tp + L * n) : sp ? sp + sld * n + H : NULL;
                     for (int64_t j = 0; j < H; j++)
                         c[j] = (cp ? a[H + j] * cp[j] : 0) + a[j] * a[2 * H + j];
-                    pg_vtanh(dt, c, th, H);
-                    for (int64_t j = 0; j < H; j++) h[j] = a[3 * H + j] * th[j];
+                    T *tc = tc0 + H * (t + L * n); /* tanh(c), kept for backward */
+                    pg_vtanh(dt, c, tc, H);
+                    for (int64_t j = 0; j < H; j++) h[j] = a[3 * H + j] * tc[j];
                 } else if (mode == PG_RNN_GRU) {
                     T *hn = e0 + H * (t + L * n);
                     for (int64_t j = 0; j < H; j++) hn[j] = q[2 * H + j] + (bh ? bh[2 * H + j] : 0);
@@ -111,8 +113,8 @@ static int check_args(int mode, pg_tensor *x, pg_tensor *W_ih, pg_tensor *W_hh, 
             return -1;
     const int64_t G = pg_rnn_gates(mode), H = W_hh->ne[1], F = W_ih->ne[1];
     const char *gates = mode == PG_RNN_LSTM ? "the gates i, f, g, o stacked"
-                        : mode == PG_RNN_GRU ? "the gates r, z, n stacked"
-                                             : "hidden_size rows";
+        : mode == PG_RNN_GRU                ? "the gates r, z, n stacked"
+                                            : "hidden_size rows";
     if (H < 1 || W_hh->ne[0] != G * H)
         return pg_fail(PG_STATUS_ERR_SHAPE, "%s: W_hh is %s but must be [%s%s, hidden_size] (%s)",
                        fn, pg_desc(W_hh), G > 1 ? (G == 4 ? "4*" : "3*") : "", "hidden_size",
@@ -152,25 +154,25 @@ pg_tensor *pg_rnn(int mode, pg_tensor *x, pg_tensor *W_ih, pg_tensor *W_hh, pg_t
     pg_tensor *b = b_ih ? pg_concat_rows(b_ih, b_hh) : NULL;
     pg_tensor *s0 = c0 ? pg_concat_rows(h0, c0) : h0;
     if (s0 == h0 && h0) pg_tensor_retain(h0);
-    pg_tensor *out = NULL, *sv[2] = {NULL, NULL}, *r = NULL;
-    int ns = mode == PG_RNN_LSTM || mode == PG_RNN_GRU ? 2 : 0;
+    pg_tensor *out = NULL, *sv[3] = {NULL, NULL, NULL}, *r = NULL;
+    int ns = mode == PG_RNN_LSTM ? 3 : mode == PG_RNN_GRU ? 2 : 0;
     if ((b_ih && !b) || (c0 && !s0)) goto done;
     out = pg_new(x->dtype, H * L, N, PG_MEM_CATEGORY_OTHER);
     if (ns) {
         sv[0] = pg_new(x->dtype, G * H, L * N, PG_MEM_CATEGORY_SAVED);
         sv[1] = pg_new(x->dtype, H, L * N, PG_MEM_CATEGORY_SAVED);
     }
-    if (!out || (ns && (!sv[0] || !sv[1]))) {
+    if (ns == 3) sv[2] = pg_new(x->dtype, H, L * N, PG_MEM_CATEGORY_SAVED);
+    if (!out || (ns && (!sv[0] || !sv[1])) || (ns == 3 && !sv[2])) {
         pg_tensor_release(out);
-        pg_tensor_release(sv[0]);
-        pg_tensor_release(sv[1]);
+        for (int i = 0; i < 3; i++) pg_tensor_release(sv[i]);
         goto done;
     }
     pg_tensor *in[5] = {x, W_ih, W_hh, b, s0};
     int64_t ip[4] = {mode, F, reverse != 0, H};
-    r = pg_op_run(mode == PG_RNN_LSTM  ? "lstm"
-                  : mode == PG_RNN_GRU ? "gru"
-                                       : "rnn",
+    r = pg_op_run(mode == PG_RNN_LSTM      ? "lstm"
+                      : mode == PG_RNN_GRU ? "gru"
+                                           : "rnn",
                   rnn_fw, pg_rnn_bw, out, 5, in, NULL, ip, ns, sv);
 done:
     pg_tensor_release(b);

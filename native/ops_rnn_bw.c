@@ -7,7 +7,7 @@
 #include "ops_rnn_internal.h"
 
 /* the buffers: D, Dh (GRU), P (each step's previous state [H, T*N]), dh, dc, the GRU's direct
- * dh' * z term [H, N] each, th [H] */
+ * dh' * z term [H, N] each, th [H] zeros */
 typedef struct {
     void *D, *Dh, *P, *dh, *dc, *dd, *th;
 } bufs;
@@ -22,10 +22,12 @@ static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
         const T *gp = pg_data(g), *o0 = pg_data(nd->out);
         const T *a0 = d->rnn ? NULL : pg_data(nd->saved[0]);
         const T *e0 = d->rnn ? NULL : pg_data(nd->saved[1]);
+        const T *tc0 = mode == PG_RNN_LSTM ? pg_data(nd->saved[2]) : NULL, *zero = w->th;
         const T *sp = s0 ? pg_data(s0) : NULL;
         const int64_t sld = s0 ? s0->ne[0] : 0;
-        T *D = w->D, *Dh = w->Dh, *P = w->P, *dh = w->dh, *dc = w->dc, *dd = w->dd, *th = w->th;
+        T *D = w->D, *Dh = w->Dh, *P = w->P, *dh = w->dh, *dc = w->dc, *dd = w->dd;
         memset(dh, 0, (size_t)(H * N) * es);
+        memset(w->th, 0, (size_t)H * es); /* zeros: the LSTM's c before step 1 without c0 */
         if (dc) memset(dc, 0, (size_t)(H * N) * es);
         for (int64_t s = L - 1; s >= 0; s--) {
             const int64_t t = d->rev ? L - 1 - s : s, tp = d->rev ? t + 1 : t - 1;
@@ -40,15 +42,14 @@ static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
                     p[j] = hpn ? hpn[j] : 0;
                 }
                 if (mode == PG_RNN_LSTM) {
-                    const T *a = a0 + GH * col, *c = e0 + H * col;
-                    const T *cp = s ? e0 + H * (tp + L * n) : sp ? sp + sld * n + H : NULL;
+                    const T *a = a0 + GH * col, *th = tc0 + H * col;
+                    const T *cp = s ? e0 + H * (tp + L * n) : sp ? sp + sld * n + H : zero;
                     T *dcn = dc + H * n;
-                    pg_vtanh(dt, c, th, H);
                     for (int64_t j = 0; j < H; j++) {
                         const T i = a[j], f = a[H + j], gg = a[2 * H + j], o = a[3 * H + j];
                         const T tc = th[j], dct = dcn[j] + dhn[j] * o * (1 - tc * tc);
                         Dc[j] = dct * gg * i * (1 - i);
-                        Dc[H + j] = (cp ? dct * cp[j] : 0) * f * (1 - f);
+                        Dc[H + j] = dct * cp[j] * f * (1 - f);
                         Dc[2 * H + j] = dct * i * (1 - gg * gg);
                         Dc[3 * H + j] = dhn[j] * tc * o * (1 - o);
                         dcn[j] = dct * f;
@@ -122,8 +123,7 @@ int pg_rnn_bw(pg_node *nd, pg_tensor *g)
     if (wi > 0)
         pg_gemm(dt, 0, 1, GH, d.F, TN, 1.0, w.D, GH, pg_data(x), d.F, acc ? 1.0 : 0.0, slot, GH);
     int wh = wi < 0 ? -1 : pg_grad_slot_for(Wh, &slot, &acc);
-    if (wh > 0)
-        pg_gemm(dt, 0, 1, GH, H, TN, 1.0, w.Dh, GH, w.P, H, acc ? 1.0 : 0.0, slot, GH);
+    if (wh > 0) pg_gemm(dt, 0, 1, GH, H, TN, 1.0, w.Dh, GH, w.P, H, acc ? 1.0 : 0.0, slot, GH);
     int wb = wh < 0 ? -1 : pg_grad_slot_for(b, &slot, &acc);
     if (wb > 0) {
         row_sums(dt, w.D, GH, TN, slot, acc);

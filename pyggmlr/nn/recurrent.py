@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from .._args import check_flag, check_int, check_num
 from .._core import NULL, lib
@@ -59,17 +59,22 @@ class _Recurrent(Module):
             self._mode = _MODES[self.kind]
         H, G, D = self.hidden_size, _GATES[self.kind], 2 if self.bidirectional else 1
         a = 1.0 / math.sqrt(H)  # torch's default: every tensor U(-1/sqrt(hidden), 1/sqrt(hidden))
-        n = sum(
-            (G * H * ((self.input_size if l == 0 else D * H) + H + (2 if self.bias else 0)))
-            for l in range(self.num_layers)
-        ) * D
-        what = f"for input_size = {self.input_size}, hidden_size = {H}, num_layers = {self.num_layers}"
+        n = (
+            sum(
+                (G * H * ((self.input_size if li == 0 else D * H) + H + (2 if self.bias else 0)))
+                for li in range(self.num_layers)
+            )
+            * D
+        )
+        what = (
+            f"for input_size = {self.input_size}, hidden_size = {H}, num_layers = {self.num_layers}"
+        )
         self._names: List[str] = []
         with _layer_memory(fn, what, float(n)):
-            for l in range(self.num_layers):
-                f_in = self.input_size if l == 0 else D * H
+            for li in range(self.num_layers):
+                f_in = self.input_size if li == 0 else D * H
                 for k in range(D):
-                    sx = f"_l{l}" + ("_reverse" if k else "")
+                    sx = f"_l{li}" + ("_reverse" if k else "")
                     shapes = [("W_ih", G * H, f_in), ("W_hh", G * H, H)]
                     if self.bias:
                         shapes += [("b_ih", G * H, 1), ("b_hh", G * H, 1)]
@@ -147,25 +152,36 @@ class _Recurrent(Module):
         T = rows // F
         hs, cs = self._states(h0, "h0", W0, N), self._states(c0, "c0", W0, N)
         D = 2 if self.bidirectional else 1
-        seq, outs = x, []
-        for l in range(self.num_layers):
-            if l and self.dropout and self.training:
+        seq: Tensor = x
+        outs: List[Tensor] = []
+        for li in range(self.num_layers):
+            if li and self.dropout and self.training:
                 seq = _dropout(seq, self.dropout)
             outs = []
             for k in range(D):
-                sx = f"_l{l}" + ("_reverse" if k else "")
-                p = [getattr(self, nm + sx)._p if self.bias or nm[0] == "W" else NULL
-                     for nm in ("W_ih", "W_hh", "b_ih", "b_hh")]
-                h, c = hs[l * D + k], cs[l * D + k]
+                sx = f"_l{li}" + ("_reverse" if k else "")
+                p = [
+                    getattr(self, nm + sx)._p if self.bias or nm[0] == "W" else NULL
+                    for nm in ("W_ih", "W_hh", "b_ih", "b_hh")
+                ]
+                h, c = hs[li * D + k], cs[li * D + k]
                 outs.append(
                     _wrap(
                         lib.pg_rnn(
-                            self._mode, seq._p, *p, h._p if h is not None else NULL,
-                            c._p if c is not None else NULL, k,
+                            self._mode,
+                            seq._p,
+                            *p,
+                            h._p if h is not None else NULL,
+                            c._p if c is not None else NULL,
+                            k,
                         )
                     )
                 )
-            seq = outs[0] if D == 1 else _wrap(lib.pg_seq_concat(outs[0]._p, outs[1]._p, T, fn.encode()))
+            seq = (
+                outs[0]
+                if D == 1
+                else _wrap(lib.pg_seq_concat(outs[0]._p, outs[1]._p, T, fn.encode()))
+            )
         if self.return_sequences:
             return seq
         last = _wrap(lib.pg_slice_rows(outs[0]._p, (T - 1) * H, H))
@@ -175,8 +191,15 @@ class _Recurrent(Module):
         return _wrap(lib.pg_concat_rows(last._p, first._p))
 
     def to_config(self) -> Dict[str, Any]:
-        f = ["input_size", "hidden_size", "num_layers", "bias", "dropout", "bidirectional",
-             "return_sequences"]
+        f = [
+            "input_size",
+            "hidden_size",
+            "num_layers",
+            "bias",
+            "dropout",
+            "bidirectional",
+            "return_sequences",
+        ]
         return _config(self, self.kind, *(f + (["nonlinearity"] if self.kind == "rnn" else [])))
 
 
@@ -195,11 +218,19 @@ class ag_lstm(_Recurrent):
 
     kind = "lstm"
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
-                 dropout: float = 0, bidirectional: bool = False,
-                 return_sequences: bool = False) -> None:
-        super().__init__(input_size, hidden_size, num_layers, bias, dropout, bidirectional,
-                         return_sequences)
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        dropout: float = 0,
+        bidirectional: bool = False,
+        return_sequences: bool = False,
+    ) -> None:
+        super().__init__(
+            input_size, hidden_size, num_layers, bias, dropout, bidirectional, return_sequences
+        )
 
 
 class ag_gru(_Recurrent):
@@ -208,11 +239,19 @@ class ag_gru(_Recurrent):
 
     kind = "gru"
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
-                 dropout: float = 0, bidirectional: bool = False,
-                 return_sequences: bool = False) -> None:
-        super().__init__(input_size, hidden_size, num_layers, bias, dropout, bidirectional,
-                         return_sequences)
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bias: bool = True,
+        dropout: float = 0,
+        bidirectional: bool = False,
+        return_sequences: bool = False,
+    ) -> None:
+        super().__init__(
+            input_size, hidden_size, num_layers, bias, dropout, bidirectional, return_sequences
+        )
 
     def forward(self, x: ArrayLike, h0: Any = None) -> Tensor:  # type: ignore[override]
         """As ag_lstm's forward, without c0."""

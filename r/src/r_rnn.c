@@ -1,10 +1,7 @@
 /* .Call glue for the recurrent ops of native/pg_api_rnn.h (ag_lstm, ag_gru, ag_rnn). */
 #include "r_util.h"
 
-static pg_tensor *opt_t(SEXP x)
-{
-    return Rf_isNull(x) ? NULL : (pg_tensor *)r_get(x, R_TENSOR);
-}
+static pg_tensor *opt_t(SEXP x) { return Rf_isNull(x) ? NULL : (pg_tensor *)r_get(x, R_TENSOR); }
 
 SEXP R_pg_rnn(SEXP mode, SEXP x, SEXP wih, SEXP whh, SEXP bih, SEXP bhh, SEXP h0, SEXP c0,
               SEXP reverse)

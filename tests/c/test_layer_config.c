@@ -53,7 +53,8 @@ void test_layer_config(void)
 
     REFUSED("{\"type\": \"conv\"}",
             "ag_module_from_config: unknown layer type 'conv' (built-in: sequential, batch_norm, "
-            "dropout, embedding, layer_norm, linear, multihead_attention, normalization; register "
+            "dropout, embedding, gru, layer_norm, linear, lstm, multihead_attention, normalization, "
+            "rnn; register "
             "custom ones "
             "with ag_register_layer)");
     REFUSED("{\"layers\": []}",
@@ -111,7 +112,7 @@ void test_layer_config(void)
     CHECK(pg_layer_config(lin, (int64_t)strlen(lin), PG_CONFIG_MAX_DEPTH, 0, out, sizeof out) > 0);
     CHECK_ERR(pg_layer_config(NULL, 0, 0, 0, out, sizeof out) < 0, PG_STATUS_ERR_ARG,
               "bad arguments");
-    CHECK(!strcmp(pg_layer_type_name(0), "sequential") && !pg_layer_type_name(8) &&
-          !pg_layer_type_name(-1) && !strcmp(pg_layer_type_name(6), "multihead_attention") &&
-          !strcmp(pg_layer_type_name(7), "normalization"));
+    CHECK(!strcmp(pg_layer_type_name(0), "sequential") && !pg_layer_type_name(11) &&
+          !pg_layer_type_name(-1) && !strcmp(pg_layer_type_name(8), "multihead_attention") &&
+          !strcmp(pg_layer_type_name(9), "normalization"));
 }

@@ -74,14 +74,15 @@ void test_rnn(void)
               PG_STATUS_ERR_SHAPE,
               "ag_rnn: x is [3x1] f64, its rows are not a multiple of input_size = 2");
     CHECK_ERR(pg_rnn(PG_RNN_LSTM, x, Wi, Wh, NULL, NULL, NULL, NULL, 0) == NULL,
-              PG_STATUS_ERR_SHAPE, "ag_lstm: W_hh is [1x1] f64 but must be [4*hidden_size, "
-                                   "hidden_size] (the gates i, f, g, o stacked)");
+              PG_STATUS_ERR_SHAPE,
+              "ag_lstm: W_hh is [1x1] f64 but must be [4*hidden_size, "
+              "hidden_size] (the gates i, f, g, o stacked)");
     CHECK_ERR(pg_rnn(PG_RNN_TANH, x, Wi, Wh, Bi, NULL, NULL, NULL, 0) == NULL, PG_STATUS_ERR_ARG,
               "ag_rnn: give both b_ih and b_hh, or neither");
-    CHECK_ERR(pg_rnn(PG_RNN_GRU, x, Wi, Wh, NULL, NULL, NULL, NULL, 0) == NULL,
-              PG_STATUS_ERR_SHAPE, "ag_gru: W_hh is [1x1] f64 but must be [3*hidden_size");
-    CHECK_ERR(pg_rnn(PG_RNN_TANH, x, Wi, Wh, NULL, NULL, x3, NULL, 0) == NULL,
-              PG_STATUS_ERR_SHAPE, "ag_rnn: h0 is [3x1] f64 but must be [1, 1] (hidden_size x batch)");
+    CHECK_ERR(pg_rnn(PG_RNN_GRU, x, Wi, Wh, NULL, NULL, NULL, NULL, 0) == NULL, PG_STATUS_ERR_SHAPE,
+              "ag_gru: W_hh is [1x1] f64 but must be [3*hidden_size");
+    CHECK_ERR(pg_rnn(PG_RNN_TANH, x, Wi, Wh, NULL, NULL, x3, NULL, 0) == NULL, PG_STATUS_ERR_SHAPE,
+              "ag_rnn: h0 is [3x1] f64 but must be [1, 1] (hidden_size x batch)");
     pg_tensor *x32 = pg_tensor_new(PG_DTYPE_F32, 2, 1, xv, PG_DTYPE_F64, 1, 2);
     CHECK_ERR(pg_rnn(PG_RNN_TANH, x32, Wi, Wh, NULL, NULL, NULL, NULL, 0) == NULL,
               PG_STATUS_ERR_DTYPE, "ag_rnn");

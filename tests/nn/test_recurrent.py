@@ -32,8 +32,15 @@ def f64():
 def torch_twin(kind, layer, **kw):
     """The torch module with the layer's weights copied in (f64)."""
     cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn": torch.nn.RNN}[kind]
-    t = cls(layer.input_size, layer.hidden_size, num_layers=layer.num_layers, bias=layer.bias,
-            batch_first=True, bidirectional=layer.bidirectional, **kw).double()
+    t = cls(
+        layer.input_size,
+        layer.hidden_size,
+        num_layers=layer.num_layers,
+        bias=layer.bias,
+        batch_first=True,
+        bidirectional=layer.bidirectional,
+        **kw,
+    ).double()
     with torch.no_grad():
         for name, p in layer.parameters().items():
             tn = name.replace("W_ih", "weight_ih").replace("W_hh", "weight_hh")
@@ -59,8 +66,11 @@ def run_both(kind, layer, x, h0=None, c0=None, **kw):
     if kind == "lstm":
         hn = hn[0]
     D = 2 if layer.bidirectional else 1
-    ref = out.reshape(N, -1).T if layer.return_sequences else torch.cat(
-        [hn[-D + k] for k in range(D)], 1).T
+    ref = (
+        out.reshape(N, -1).T
+        if layer.return_sequences
+        else torch.cat([hn[-D + k] for k in range(D)], 1).T
+    )
     rng = np.random.default_rng(7)
     w = rng.normal(size=tuple(ref.shape))
     (ref * torch.tensor(w)).sum().backward()
@@ -81,19 +91,21 @@ def run_both(kind, layer, x, h0=None, c0=None, **kw):
         tg = getattr(tm, tn).grad.numpy()
         np.testing.assert_allclose(g[p].reshape(tg.shape), tg, rtol=1e-9, atol=1e-12)
     if h0 is not None:
-        np.testing.assert_allclose(g[args["h0"]], np.vstack([s.T for s in th0.grad.numpy()]),
-                                   rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(
+            g[args["h0"]], np.vstack([s.T for s in th0.grad.numpy()]), rtol=1e-9, atol=1e-12
+        )
         if kind == "lstm":
-            np.testing.assert_allclose(g[args["c0"]],
-                                       np.vstack([s.T for s in tc0.grad.numpy()]), rtol=1e-9,
-                                       atol=1e-12)
+            np.testing.assert_allclose(
+                g[args["c0"]], np.vstack([s.T for s in tc0.grad.numpy()]), rtol=1e-9, atol=1e-12
+            )
 
 
 @needs_torch
 @pytest.mark.parametrize("kind", ["lstm", "gru", "rnn"])
-@pytest.mark.parametrize("layers,bidir,seqs", [(1, False, True), (1, False, False),
-                                               (2, True, True), (2, True, False),
-                                               (1, True, False)])
+@pytest.mark.parametrize(
+    "layers,bidir,seqs",
+    [(1, False, True), (1, False, False), (2, True, True), (2, True, False), (1, True, False)],
+)
 def test_matches_torch(kind, layers, bidir, seqs, f64):
     pg.ggml_set_seed(1)
     layer = LAYERS[kind](3, 5, num_layers=layers, bidirectional=bidir, return_sequences=seqs)
@@ -105,8 +117,7 @@ def test_matches_torch(kind, layers, bidir, seqs, f64):
 @pytest.mark.parametrize("kind", ["lstm", "gru", "rnn"])
 def test_initial_states_and_no_bias_match_torch(kind, f64):
     pg.ggml_set_seed(3)
-    layer = LAYERS[kind](2, 4, num_layers=2, bias=False, bidirectional=True,
-                         return_sequences=True)
+    layer = LAYERS[kind](2, 4, num_layers=2, bias=False, bidirectional=True, return_sequences=True)
     rng = np.random.default_rng(4)
     x = rng.normal(size=(3, 5, 2))
     h0, c0 = rng.normal(size=(4, 3, 4)), rng.normal(size=(4, 3, 4))
@@ -126,8 +137,16 @@ def test_init_is_torch_default_from_the_stream(f64):
     pg.ggml_set_seed(11)
     b = pg.ag_gru(3, 16, num_layers=2)
     names = list(a.parameters())
-    assert names == ["W_ih_l0", "W_hh_l0", "b_ih_l0", "b_hh_l0",
-                     "W_ih_l1", "W_hh_l1", "b_ih_l1", "b_hh_l1"]
+    assert names == [
+        "W_ih_l0",
+        "W_hh_l0",
+        "b_ih_l0",
+        "b_hh_l0",
+        "W_ih_l1",
+        "W_hh_l1",
+        "b_ih_l1",
+        "b_hh_l1",
+    ]
     assert a.parameters()["W_ih_l1"].shape == (48, 16)
     for k in names:
         v = a.parameters()[k].numpy()
@@ -138,8 +157,9 @@ def test_init_is_torch_default_from_the_stream(f64):
 @pytest.mark.parametrize("kind", ["lstm", "gru", "rnn"])
 def test_model_file_config_compile_and_fit_static(kind, tmp_path, f64):
     pg.ggml_set_seed(8)
-    m = pg.ag_sequential(LAYERS[kind](2, 6, num_layers=2, bidirectional=True, dropout=0.25),
-                         pg.ag_linear(12, 1))
+    m = pg.ag_sequential(
+        LAYERS[kind](2, 6, num_layers=2, bidirectional=True, dropout=0.25), pg.ag_linear(12, 1)
+    )
     rng = np.random.default_rng(9)
     x, y = rng.normal(size=(2 * 5, 16)), rng.normal(size=(1, 16))
     cfg = pg.ag_to_config(m)["layers"][0]
@@ -153,8 +173,9 @@ def test_model_file_config_compile_and_fit_static(kind, tmp_path, f64):
     for static in (False, True):
         pg.ggml_set_seed(10)
         mm = pg.ag_module_from_config(pg.ag_to_config(m))
-        h = pg.ag_fit(mm, x, y, nepoch=2, batch_size=8, shuffle=False, static=static, loss="mse",
-                      silent=True)
+        h = pg.ag_fit(
+            mm, x, y, nepoch=2, batch_size=8, shuffle=False, static=static, loss="mse", silent=True
+        )
         runs.append((np.asarray(h.loss), pg.ag_predict(mm, x)))
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
@@ -201,8 +222,11 @@ def test_memory_estimate_equals_measured_step(f64):
 
 def test_errors_name_the_layer_argument_and_shapes(f64):
     lstm = pg.ag_lstm(3, 4)
-    with pytest.raises(ShapeError, match=r"ag_lstm: x is \[10x2\], its rows are not a multiple "
-                                         r"of input_size = 3"):
+    with pytest.raises(
+        ShapeError,
+        match=r"ag_lstm: x is \[10x2\], its rows are not a multiple "
+        r"of input_size = 3",
+    ):
         lstm(np.ones((10, 2)))
     with pytest.raises(ShapeError, match=r"ag_lstm: h0 is \[3x2\] but must be \[4, 2\]"):
         lstm(np.ones((9, 2)), h0=np.ones((3, 2)), c0=np.ones((3, 2)))
@@ -218,5 +242,7 @@ def test_errors_name_the_layer_argument_and_shapes(f64):
         pg.ag_gru(3, 0)
     with pytest.raises(PyggmlrValueError, match="dropout"):
         pg.ag_lstm(3, 4, dropout=1)
-    with pytest.raises(PyggmlrValueError, match="ag_module_from_config: bad arguments for a 'lstm'"):
+    with pytest.raises(
+        PyggmlrValueError, match="ag_module_from_config: bad arguments for a 'lstm'"
+    ):
         pg.ag_module_from_config({"type": "lstm", "input_size": 3})

@@ -27,11 +27,21 @@ def _py(kind: str, static: bool):
         def run():
             pg.ggml_set_seed(_SEED)
             layer = {"lstm": pg.ag_lstm, "gru": pg.ag_gru, "rnn": pg.ag_rnn}[kind]
-            m = pg.ag_sequential(layer(2, 3, num_layers=2, bidirectional=True, dropout=0.3),
-                                 pg.ag_linear(6, 1))
+            m = pg.ag_sequential(
+                layer(2, 3, num_layers=2, bidirectional=True, dropout=0.3), pg.ag_linear(6, 1)
+            )
             rec0 = {f"init {k}": v.numpy().astype(np.float64) for k, v in m.parameters().items()}
-            h = pg.ag_fit(m, d["x"], d["y"], loss="mse", nepoch=steps, batch_size=4,
-                          shuffle=True, static=static, silent=True)
+            h = pg.ag_fit(
+                m,
+                d["x"],
+                d["y"],
+                loss="mse",
+                nepoch=steps,
+                batch_size=4,
+                shuffle=True,
+                static=static,
+                silent=True,
+            )
             rec1 = {f"final {k}": v.numpy().astype(np.float64) for k, v in m.parameters().items()}
             rec1["loss"] = np.asarray(h.loss, dtype=np.float64)
             rec1["predict"] = np.asarray(pg.ag_predict(m, d["x"]), dtype=np.float64)
@@ -44,8 +54,16 @@ def _py(kind: str, static: bool):
 
 def _r(kind: str, static: bool):
     def run_case(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
-        res = call_r("parity_recurrent_fit", dtype=dtype, seed=_SEED, kind=kind, static=static,
-                     x=d["x"], y=d["y"], nepoch=steps)
+        res = call_r(
+            "parity_recurrent_fit",
+            dtype=dtype,
+            seed=_SEED,
+            kind=kind,
+            static=static,
+            x=d["x"],
+            y=d["y"],
+            nepoch=steps,
+        )
         return [{k: r_values(v) for k, v in rec.items()} for rec in res]
 
     return run_case
@@ -54,5 +72,6 @@ def _r(kind: str, static: bool):
 for _kind in _KINDS:
     for _static in (False, True):
         _name = f"script: recurrent {_kind} fit {'compiled' if _static else 'eager'}"
-        CASES.append(ScriptCase(_name, _py(_kind, _static), _r(_kind, _static), 2, _inputs,
-                                group="seed"))
+        CASES.append(
+            ScriptCase(_name, _py(_kind, _static), _r(_kind, _static), 2, _inputs, group="seed")
+        )
