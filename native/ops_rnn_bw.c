@@ -12,6 +12,24 @@ typedef struct {
     void *D, *Dh, *P, *dh, *dc, *dd, *th;
 } bufs;
 
+/* one LSTM column's gate gradients: restrict lets the compiler vectorise it */
+#define LSTM_COL(name, T)                                                                          \
+    static void name(const T *restrict a, const T *restrict th, const T *restrict cp,              \
+                     const T *restrict dh, T *restrict dc, T *restrict D, int64_t H)               \
+    {                                                                                              \
+        for (int64_t j = 0; j < H; j++) {                                                          \
+            const T i = a[j], f = a[H + j], gg = a[2 * H + j], o = a[3 * H + j];                   \
+            const T tc = th[j], dct = dc[j] + dh[j] * o * (1 - tc * tc);                           \
+            D[j] = dct * gg * i * (1 - i);                                                         \
+            D[H + j] = dct * cp[j] * f * (1 - f);                                                  \
+            D[2 * H + j] = dct * i * (1 - gg * gg);                                                \
+            D[3 * H + j] = dh[j] * tc * o * (1 - o);                                               \
+            dc[j] = dct * f;                                                                       \
+        }                                                                                          \
+    }
+LSTM_COL(lstm_col_f, float)
+LSTM_COL(lstm_col_d, double)
+
 static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
 {
     const int64_t H = d->H, GH = d->GH, L = d->L, N = d->N;
@@ -44,16 +62,12 @@ static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
                 if (mode == PG_RNN_LSTM) {
                     const T *a = a0 + GH * col, *th = tc0 + H * col;
                     const T *cp = s ? e0 + H * (tp + L * n) : sp ? sp + sld * n + H : zero;
-                    T *dcn = dc + H * n;
-                    for (int64_t j = 0; j < H; j++) {
-                        const T i = a[j], f = a[H + j], gg = a[2 * H + j], o = a[3 * H + j];
-                        const T tc = th[j], dct = dcn[j] + dhn[j] * o * (1 - tc * tc);
-                        Dc[j] = dct * gg * i * (1 - i);
-                        Dc[H + j] = dct * cp[j] * f * (1 - f);
-                        Dc[2 * H + j] = dct * i * (1 - gg * gg);
-                        Dc[3 * H + j] = dhn[j] * tc * o * (1 - o);
-                        dcn[j] = dct * f;
-                    }
+                    if (dt == PG_DTYPE_F32)
+                        lstm_col_f((const float *)a, (const float *)th, (const float *)cp,
+                                   (const float *)dhn, (float *)(dc + H * n), (float *)Dc, H);
+                    else
+                        lstm_col_d((const double *)a, (const double *)th, (const double *)cp,
+                                   (const double *)dhn, (double *)(dc + H * n), (double *)Dc, H);
                 } else if (mode == PG_RNN_GRU) {
                     const T *a = a0 + GH * col, *hn = e0 + H * col;
                     T *Dhc = Dh + GH * col, *ddn = dd + H * n;
