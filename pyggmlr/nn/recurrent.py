@@ -253,17 +253,9 @@ class ag_gru(_Recurrent):
             input_size, hidden_size, num_layers, bias, dropout, bidirectional, return_sequences
         )
 
-    def forward(self, x: ArrayLike, h0: Any = None) -> Tensor:  # type: ignore[override]
-        """As ag_lstm's forward, without c0."""
-        return super().forward(x, h0)
-
 
 class ag_rnn(_Recurrent):
     """Plain recurrent layer as torch.nn.RNN(batch_first=True): h = act(W_ih x + b_ih + W_hh h
     + b_hh), nonlinearity "tanh" or "relu". Arguments, output and errors as ag_lstm."""
 
     kind = "rnn"
-
-    def forward(self, x: ArrayLike, h0: Any = None) -> Tensor:  # type: ignore[override]
-        """As ag_lstm's forward, without c0."""
-        return super().forward(x, h0)

@@ -51,12 +51,13 @@ void test_layer_config(void)
     CHECK(pg_layer_config(lin, (int64_t)strlen(lin), 0, 0, small, sizeof small) == 27);
     CHECK(!strcmp(small, "{\"v"));
 
-    REFUSED("{\"type\": \"conv\"}",
-            "ag_module_from_config: unknown layer type 'conv' (built-in: sequential, batch_norm, "
-            "dropout, embedding, gru, layer_norm, linear, lstm, multihead_attention, normalization, "
-            "rnn; register "
-            "custom ones "
-            "with ag_register_layer)");
+    REFUSED(
+        "{\"type\": \"conv\"}",
+        "ag_module_from_config: unknown layer type 'conv' (built-in: sequential, batch_norm, "
+        "dropout, embedding, gru, layer_norm, linear, lstm, multihead_attention, normalization, "
+        "rnn; register "
+        "custom ones "
+        "with ag_register_layer)");
     REFUSED("{\"layers\": []}",
             "ag_module_from_config: expected an object with a 'type' string, got {\"layers\": []}");
     REFUSED("[1, 2]", "expected an object with a 'type' string, got [1, 2]");

@@ -232,6 +232,8 @@ def test_errors_name_the_layer_argument_and_shapes(f64):
         lstm(np.ones((9, 2)), h0=np.ones((3, 2)), c0=np.ones((3, 2)))
     with pytest.raises(ArgumentError, match="ag_lstm: give both h0 and c0, or neither"):
         lstm(np.ones((9, 2)), h0=np.ones((4, 2)))
+    with pytest.raises(ArgumentError, match=r"ag_gru: c0 \(an initial cell state\) is for ag_lstm"):
+        pg.ag_gru(3, 4)(np.ones((9, 2)), c0=np.ones((4, 2)))
     with pytest.raises(ShapeError, match=r"ag_rnn: h0 has 1 states, expected 2"):
         pg.ag_rnn(3, 4, num_layers=2)(np.ones((9, 2)), h0=[np.ones((4, 2))])
     with pytest.raises(DTypeError, match="ag_lstm"):
