@@ -59,6 +59,34 @@ static int need(const M *m, const char *prefix, const char *type, const char *nm
                    who, full, (long long)r, (long long)c, (double)r * (double)c);
 }
 
+/* ag_lstm / ag_gru / ag_rnn: per layer l and direction, torch's four tensors (W_ih_l0,
+ * W_hh_l0, b_ih_l0, b_hh_l0, then the _reverse ones) */
+static int rnn_layer(const M *m, const pj_doc *d, int64_t o, const char *prefix, const char *type)
+{
+    int64_t F = size_field(d, o, "input_size"), H = size_field(d, o, "hidden_size");
+    int64_t L = pj_get(d, o, "num_layers") >= 0 ? size_field(d, o, "num_layers") : 1;
+    int64_t bd = pj_get(d, o, "bidirectional"), G = 1; /* gates: lstm 4, gru 3, rnn 1 */
+    if (!strcmp(type, "lstm")) G = 4;
+    else if (!strcmp(type, "gru")) G = 3;
+    int D = bd >= 0 && d->nodes[bd].type == PJ_TRUE ? 2 : 1, bias = flag_field(d, o, "bias"),
+        rc = 0;
+    if (F < 1 || H < 1 || L < 1 || L > 1000) return 0;
+    for (int64_t l = 0; l < L && !rc; l++)
+        for (int k = 0; k < D && !rc; k++) {
+            char nm[4][64];
+            const char *sx = k ? "_reverse" : "";
+            snprintf(nm[0], 64, "W_ih_l%lld%s", (long long)l, sx);
+            snprintf(nm[1], 64, "W_hh_l%lld%s", (long long)l, sx);
+            snprintf(nm[2], 64, "b_ih_l%lld%s", (long long)l, sx);
+            snprintf(nm[3], 64, "b_hh_l%lld%s", (long long)l, sx);
+            if (!(rc = need(m, prefix, type, nm[0], G * H, l ? D * H : F, 0)) &&
+                !(rc = need(m, prefix, type, nm[1], G * H, H, 0)) && bias)
+                if (!(rc = need(m, prefix, type, nm[2], G * H, 1, bias < 0)))
+                    rc = need(m, prefix, type, nm[3], G * H, 1, bias < 0);
+        }
+    return rc;
+}
+
 static int layer(const M *m, int64_t o, const char *prefix, int depth)
 {
     const pj_doc *d = m->d;
@@ -101,6 +129,8 @@ static int layer(const M *m, int64_t o, const char *prefix, int depth)
         int64_t f = size_field(d, o, "features");
         if (f > 0 && !(rc = need(m, prefix, type, "mean", f, 1, 0)))
             rc = need(m, prefix, type, "variance", f, 1, 0);
+    } else if (!strcmp(type, "lstm") || !strcmp(type, "gru") || !strcmp(type, "rnn")) {
+        rc = rnn_layer(m, d, o, prefix, type);
     } else if (!strcmp(type, "multihead_attention")) {
         int64_t dm = size_field(d, o, "d_model");
         int bias = flag_field(d, o, "bias");

@@ -13,6 +13,7 @@
 
 static const char *const ACTIVATIONS[] = {"gelu", "relu", "sigmoid", "softmax", "tanh", NULL};
 static const char *const INITS[] = {"glorot_uniform", "orthogonal", NULL};
+static const char *const NONLIN[] = {"tanh", "relu", NULL};
 
 typedef struct {
     const char *name;
@@ -24,7 +25,7 @@ typedef struct {
     int null_ok;                /* PG_LAYER_ARG_CHOICE: null too (no activation) */
 } arg_spec;
 
-#define MAX_ARGS 5
+#define MAX_ARGS 8
 typedef struct {
     const char *type;
     arg_spec args[MAX_ARGS];
@@ -33,6 +34,10 @@ typedef struct {
 #define SIZE(n)                                                                                    \
     {                                                                                              \
         n, PG_LAYER_ARG_SIZE, NULL, 0, 0, 0, NULL, 0                                               \
+    }
+#define SIZE_D(n, d)                                                                               \
+    {                                                                                              \
+        n, PG_LAYER_ARG_SIZE, d, 0, 0, 0, NULL, 0                                                  \
     }
 #define NUM(n, d, l, h, o)                                                                         \
     {                                                                                              \
@@ -52,6 +57,12 @@ typedef struct {
         n, PG_LAYER_ARG_CHOICE, d, 0, 0, 0, c, z                                                   \
     }
 
+/* the recurrent layers' (ag_lstm, ag_gru, ag_rnn) */
+#define RNN_ARGS                                                                                   \
+    SIZE("input_size"), SIZE("hidden_size"), SIZE_D("num_layers", "1"), FLAG("bias", "true"),      \
+        NUM("dropout", "0", 0, 1, 1), FLAG("bidirectional", "false"),                              \
+        FLAG("return_sequences", "false")
+
 /* sorted by type: the unknown-type message lists them in this order, after "sequential" */
 #define POOL_ARGS(c, p0)                                                                           \
     {                                                                                              \
@@ -68,17 +79,20 @@ static const layer_spec LAYERS[] = {
     {"flatten", {{NULL, 0, NULL, 0, 0, 0, NULL, 0}}},
     {"global_avg_pool", {{NULL, 0, NULL, 0, 0, 0, NULL, 0}}},
     {"global_max_pool", {{NULL, 0, NULL, 0, 0, 0, NULL, 0}}},
+    {"gru", {RNN_ARGS}},
     {"layer_norm",
      {SIZE("normalized_shape"), NUM("eps", "1e-05", 0, HUGE_VAL, 0),
       FLAG("elementwise_affine", "true")}},
     {"linear",
      {SIZE("in_features"), SIZE("out_features"), CHOICE("activation", "null", ACTIVATIONS, 1),
       CHOICE("init", "\"glorot_uniform\"", INITS, 0), NUM("gain", "1", -HUGE_VAL, HUGE_VAL, 0)}},
+    {"lstm", {RNN_ARGS}},
     {"max_pool1d", POOL_ARGS(1, "0")},
     {"max_pool2d", POOL_ARGS(2, "[0, 0]")},
     {"multihead_attention",
      {SIZE("d_model"), SIZE("n_heads"), NUM("dropout", "0", 0, 1, 1), FLAG("bias", "true")}},
     {"normalization", {SIZE("features"), NUM("eps", "1e-07", 0, HUGE_VAL, 0)}},
+    {"rnn", {RNN_ARGS, CHOICE("nonlinearity", "\"tanh\"", NONLIN, 0)}},
 };
 #define N_LAYERS ((int)(sizeof LAYERS / sizeof LAYERS[0]))
 

@@ -199,6 +199,9 @@ def _builtin_model(model):
         nn.ag_global_avg_pool,
         nn.ag_global_max_pool,
         nn.ag_flatten,
+        nn.ag_lstm,
+        nn.ag_gru,
+        nn.ag_rnn,
     )
 
 
@@ -294,6 +297,10 @@ def _out_rows(model: Any, rows_in: Optional[int]) -> Optional[int]:
         return int(model.dim)
     if isinstance(model, nn.ag_multihead_attention):
         return int(model.d_model)
+    if isinstance(model, (nn.ag_lstm, nn.ag_gru, nn.ag_rnn)):
+        if model.return_sequences:
+            return None  # output_size * T: T is the data's
+        return int(model.output_size)
     if isinstance(model, nn.ag_sequential):
         for layer in model.layers:
             rows_in = _out_rows(layer, rows_in)

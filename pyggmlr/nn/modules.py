@@ -65,6 +65,7 @@ from .pooling import (
     ag_max_pool2d,
     ag_max_pool2d_op,
 )
+from .recurrent import ag_gru, ag_lstm, ag_rnn
 from .scaling import ag_normalization
 
 __all__ = [
@@ -97,6 +98,9 @@ __all__ = [
     "ag_avg_pool1d_op",
     "ag_global_avg_pool_op",
     "ag_global_max_pool_op",
+    "ag_lstm",
+    "ag_gru",
+    "ag_rnn",
 ]
 
 
@@ -380,6 +384,9 @@ _BUILDERS = {
     "global_max_pool": ag_global_max_pool,
     "max_pool1d": ag_max_pool1d,
     "max_pool2d": ag_max_pool2d,
+    "lstm": ag_lstm,
+    "gru": ag_gru,
+    "rnn": ag_rnn,
 }
 
 

@@ -19,10 +19,11 @@ ag_register_layer <- function(type, builder) {
 .BUILDERS <- c(linear = "ag_linear", dropout = "ag_dropout", batch_norm = "ag_batch_norm",
                layer_norm = "ag_layer_norm", embedding = "ag_embedding",
                multihead_attention = "ag_multihead_attention", normalization = "ag_normalization",
-               # pooling and flatten (issue 30)
+               # pooling and flatten, recurrent layers (issue 30)
                avg_pool1d = "ag_avg_pool1d", avg_pool2d = "ag_avg_pool2d", flatten = "ag_flatten",
                global_avg_pool = "ag_global_avg_pool", global_max_pool = "ag_global_max_pool",
-               max_pool1d = "ag_max_pool1d", max_pool2d = "ag_max_pool2d")
+               max_pool1d = "ag_max_pool1d", max_pool2d = "ag_max_pool2d",
+               lstm = "ag_lstm", gru = "ag_gru", rnn = "ag_rnn")
 
 # TRUE when v nests lists deeper than k levels (it stops looking there)
 .nested_over <- function(v, k) {

@@ -10,6 +10,8 @@
     return(rows_in)
   if (inherits(l, "ag_embedding")) return(l$dim)
   if (inherits(l, "ag_multihead_attention")) return(l$d_model)
+  if (inherits(l, c("ag_lstm", "ag_gru", "ag_rnn")))
+    return(if (l$return_sequences) NA_integer_ else as.integer(l$output_size))
   if (inherits(l, "ag_sequential")) {
     for (s in l$layers) rows_in <- .out_rows(s, rows_in)
     return(rows_in)

@@ -28,6 +28,8 @@ extern SEXP R_pg_linear(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_embedding_ids(SEXP, SEXP);
 extern SEXP R_pg_slice_rows(SEXP, SEXP, SEXP);
 extern SEXP R_pg_concat_rows(SEXP, SEXP);
+extern SEXP R_pg_rnn(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_seq_concat(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_matmul_t(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_causal_mask(SEXP);
 extern SEXP R_pg_graph_record_end(SEXP, SEXP, SEXP, SEXP);
@@ -237,6 +239,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_embedding_ids", (DL_FUNC)&R_pg_embedding_ids, 2},
     {"R_pg_slice_rows", (DL_FUNC)&R_pg_slice_rows, 3},
     {"R_pg_concat_rows", (DL_FUNC)&R_pg_concat_rows, 2},
+    {"R_pg_rnn", (DL_FUNC)&R_pg_rnn, 9},
+    {"R_pg_seq_concat", (DL_FUNC)&R_pg_seq_concat, 4},
     {"R_pg_matmul_t", (DL_FUNC)&R_pg_matmul_t, 5},
     {"R_pg_causal_mask", (DL_FUNC)&R_pg_causal_mask, 1},
     {"R_pg_graph_record_end", (DL_FUNC)&R_pg_graph_record_end, 4},

@@ -56,10 +56,10 @@ void test_layer_config(void)
     /* the list: every built-in type, then how to add custom ones */
     cfg("{\"type\": \"conv\"}");
     CHECK(strstr(pg_last_error(),
-                 "embedding, flatten, global_avg_pool, global_max_pool, "
-                 "layer_norm") != NULL);
+                 "embedding, flatten, global_avg_pool, global_max_pool, gru, "
+                 "layer_norm, linear, lstm, max_pool1d") != NULL);
     CHECK(strstr(pg_last_error(),
-                 "multihead_attention, normalization; register custom ones "
+                 "multihead_attention, normalization, rnn; register custom ones "
                  "with ag_register_layer)") != NULL);
     pg_clear_error();
     /* pooling (issue 30): a number or a pair, stride null (the kernel), padding 0 */

@@ -35,6 +35,7 @@ R_FILES = (
     "datasets.R",
     "predict.R",
     "pooling.R",
+    "recurrent.R",
 )
 
 _R_ENV: Dict[str, Any] = {}

@@ -1,0 +1,161 @@
+/* Backpropagation through time for pg_rnn (ops_rnn.c): steps walked last to first, each step's
+ * gate gradients D into a [GH, T*N] buffer laid out as the forward's gates; then x's and the
+ * weights' gradients are one GEMM each over all steps. The GRU's n gate splits: its input part
+ * takes dn, its recurrent part (W_hn h + b_hn) dn * r, so it keeps a second buffer Dh. */
+#include <string.h>
+#include "pg.h"
+#include "ops_rnn_internal.h"
+
+/* the buffers: D, Dh (GRU), P (each step's previous state [H, T*N]), dh, dc, the GRU's direct
+ * dh' * z term [H, N] each, th [H] zeros */
+typedef struct {
+    void *D, *Dh, *P, *dh, *dc, *dd, *th;
+} bufs;
+
+/* one LSTM column's gate gradients: restrict lets the compiler vectorise it */
+#define LSTM_COL(name, T)                                                                          \
+    static void name(const T *restrict a, const T *restrict th, const T *restrict cp,              \
+                     const T *restrict dh, T *restrict dc, T *restrict D, int64_t H)               \
+    {                                                                                              \
+        for (int64_t j = 0; j < H; j++) {                                                          \
+            const T i = a[j], f = a[H + j], gg = a[2 * H + j], o = a[3 * H + j];                   \
+            const T tc = th[j], dct = dc[j] + dh[j] * o * (1 - tc * tc);                           \
+            D[j] = dct * gg * i * (1 - i);                                                         \
+            D[H + j] = dct * cp[j] * f * (1 - f);                                                  \
+            D[2 * H + j] = dct * i * (1 - gg * gg);                                                \
+            D[3 * H + j] = dh[j] * tc * o * (1 - o);                                               \
+            dc[j] = dct * f;                                                                       \
+        }                                                                                          \
+    }
+LSTM_COL(lstm_col_f, float)
+LSTM_COL(lstm_col_d, double)
+
+static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
+{
+    const int64_t H = d->H, GH = d->GH, L = d->L, N = d->N;
+    pg_tensor *s0 = nd->in[4];
+    const int mode = d->mode, dt = g->dtype;
+    const size_t es = pg_dtype_size(dt);
+    PG_DISPATCH(dt, {
+        const T *gp = pg_data(g), *o0 = pg_data(nd->out);
+        const T *a0 = d->rnn ? NULL : pg_data(nd->saved[0]);
+        const T *e0 = d->rnn ? NULL : pg_data(nd->saved[1]);
+        const T *tc0 = mode == PG_RNN_LSTM ? pg_data(nd->saved[2]) : NULL, *zero = w->th;
+        const T *sp = s0 ? pg_data(s0) : NULL;
+        const int64_t sld = s0 ? s0->ne[0] : 0;
+        T *D = w->D, *Dh = w->Dh, *P = w->P, *dh = w->dh, *dc = w->dc, *dd = w->dd;
+        memset(dh, 0, (size_t)(H * N) * es);
+        memset(w->th, 0, (size_t)H * es); /* zeros: the LSTM's c before step 1 without c0 */
+        if (dc) memset(dc, 0, (size_t)(H * N) * es);
+        for (int64_t s = L - 1; s >= 0; s--) {
+            const int64_t t = d->rev ? L - 1 - s : s, tp = d->rev ? t + 1 : t - 1;
+            const T *hp = s ? o0 + H * tp : sp;
+            const int64_t ld = s ? H * L : sld;
+            for (int64_t n = 0; n < N; n++) {
+                const int64_t col = t + L * n;
+                const T *gt = gp + H * col, *h = o0 + H * col, *hpn = hp ? hp + ld * n : NULL;
+                T *dhn = dh + H * n, *Dc = D + GH * col, *p = P + H * col;
+                for (int64_t j = 0; j < H; j++) {
+                    dhn[j] += gt[j]; /* dh_t: the output's gradient plus the next step's */
+                    p[j] = hpn ? hpn[j] : 0;
+                }
+                if (mode == PG_RNN_LSTM) {
+                    const T *a = a0 + GH * col, *th = tc0 + H * col;
+                    const T *cp = s ? e0 + H * (tp + L * n) : sp ? sp + sld * n + H : zero;
+                    if (dt == PG_DTYPE_F32)
+                        lstm_col_f((const float *)a, (const float *)th, (const float *)cp,
+                                   (const float *)dhn, (float *)(dc + H * n), (float *)Dc, H);
+                    else
+                        lstm_col_d((const double *)a, (const double *)th, (const double *)cp,
+                                   (const double *)dhn, (double *)(dc + H * n), (double *)Dc, H);
+                } else if (mode == PG_RNN_GRU) {
+                    const T *a = a0 + GH * col, *hn = e0 + H * col;
+                    T *Dhc = Dh + GH * col, *ddn = dd + H * n;
+                    for (int64_t j = 0; j < H; j++) {
+                        const T r = a[j], z = a[H + j], nn = a[2 * H + j], dy = dhn[j];
+                        const T dan = dy * (1 - z) * (1 - nn * nn);
+                        Dc[j] = Dhc[j] = dan * hn[j] * r * (1 - r);
+                        Dc[H + j] = Dhc[H + j] = dy * ((hpn ? hpn[j] : 0) - nn) * z * (1 - z);
+                        Dc[2 * H + j] = dan;
+                        Dhc[2 * H + j] = dan * r;
+                        ddn[j] = dy * z;
+                    }
+                } else {
+                    for (int64_t j = 0; j < H; j++)
+                        Dc[j] = mode == PG_RNN_TANH ? dhn[j] * (1 - h[j] * h[j])
+                                                    : (h[j] > 0 ? dhn[j] : 0);
+                }
+            }
+            /* dh_{t-1} = W_hh^T D_t (+ the GRU's z * dh_t); not needed before step 0 without s0 */
+            if (s == 0 && !s0) break;
+            const T *Dr = (mode == PG_RNN_GRU ? Dh : D) + GH * t;
+            if (mode == PG_RNN_GRU) memcpy(dh, dd, (size_t)(H * N) * es);
+            pg_gemm(dt, 1, 0, H, N, GH, 1.0, pg_data(nd->in[2]), GH, Dr, GH * L,
+                    mode == PG_RNN_GRU ? 1.0 : 0.0, dh, H);
+        }
+    });
+    return 0;
+}
+
+/* the sums of each row of M [R, C] into s (+= when acc) */
+static void row_sums(int dt, const void *M, int64_t R, int64_t C, void *s, int acc)
+{
+    PG_DISPATCH(dt, {
+        const T *m = M;
+        T *o = s;
+        if (!acc) memset(o, 0, (size_t)R * sizeof(T));
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t k = 0; k < R; k++) o[k] += m[k + R * c];
+    });
+}
+
+int pg_rnn_bw(pg_node *nd, pg_tensor *g)
+{
+    pg_rnn_dims d;
+    pg_rnn_dims_of(nd, &d);
+    const int64_t H = d.H, GH = d.GH, TN = d.L * d.N, N = d.N;
+    pg_tensor *x = nd->in[0], *Wi = nd->in[1], *Wh = nd->in[2], *b = nd->in[3], *s0 = nd->in[4];
+    const int dt = g->dtype, gru = d.mode == PG_RNN_GRU, lstm = d.mode == PG_RNN_LSTM;
+    const size_t es = pg_dtype_size(dt);
+    const int64_t nD = GH * TN * (gru ? 2 : 1), nP = H * TN, nS = H * N * 3 + H;
+    char *mem = malloc((size_t)(nD + nP + nS) * es);
+    if (!mem) return pg_fail(PG_STATUS_ERR_NOMEM, "%s backward: out of memory", d.fn);
+    bufs w = {mem, NULL, NULL, NULL, NULL, NULL, NULL};
+    w.Dh = gru ? mem + (size_t)(GH * TN) * es : w.D;
+    w.P = mem + (size_t)nD * es;
+    w.dh = (char *)w.P + (size_t)nP * es;
+    w.dc = lstm ? (char *)w.dh + (size_t)(H * N) * es : NULL;
+    w.dd = gru ? (char *)w.dh + (size_t)(2 * H * N) * es : NULL;
+    w.th = (char *)w.dh + (size_t)(3 * H * N) * es;
+    bw_steps(nd, g, &d, &w);
+    int rc = 0, acc;
+    void *slot;
+    int wx = pg_grad_slot_for(x, &slot, &acc);
+    if (wx > 0)
+        pg_gemm(dt, 1, 0, d.F, TN, GH, 1.0, pg_data(Wi), GH, w.D, GH, acc ? 1.0 : 0.0, slot, d.F);
+    int wi = wx < 0 ? -1 : pg_grad_slot_for(Wi, &slot, &acc);
+    if (wi > 0)
+        pg_gemm(dt, 0, 1, GH, d.F, TN, 1.0, w.D, GH, pg_data(x), d.F, acc ? 1.0 : 0.0, slot, GH);
+    int wh = wi < 0 ? -1 : pg_grad_slot_for(Wh, &slot, &acc);
+    if (wh > 0) pg_gemm(dt, 0, 1, GH, H, TN, 1.0, w.Dh, GH, w.P, H, acc ? 1.0 : 0.0, slot, GH);
+    int wb = wh < 0 ? -1 : pg_grad_slot_for(b, &slot, &acc);
+    if (wb > 0) {
+        row_sums(dt, w.D, GH, TN, slot, acc);
+        row_sums(dt, w.Dh, GH, TN, (char *)slot + (size_t)GH * es, acc);
+    }
+    int ws = wb < 0 ? -1 : pg_grad_slot_for(s0, &slot, &acc);
+    if (ws > 0) {
+        const int64_t ld = s0->ne[0];
+        PG_DISPATCH(dt, {
+            T *o = slot;
+            const T *dh = w.dh, *dc = w.dc;
+            for (int64_t n = 0; n < N; n++) {
+                PG_STORE_LOOP(acc, H, (o + ld * n), dh[H * n + i]);
+                if (dc) PG_STORE_LOOP(acc, H, (o + ld * n + H), dc[H * n + i]);
+            }
+        });
+    }
+    if (ws < 0) rc = -1;
+    free(mem);
+    return rc;
+}

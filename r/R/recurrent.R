@@ -1,0 +1,143 @@
+# Recurrent layers: ag_lstm, ag_gru, ag_rnn, as Python's nn/recurrent.py (torch.nn.LSTM / GRU /
+# RNN with batch_first). The whole sequence runs in one core op per layer and direction
+# (native/ops_rnn.c: forward, exact backpropagation through time, compiled replays); this file
+# checks the arguments, draws the weights and stacks the ops.
+# A sequence batch is x [F*T, N]: column n is one sequence, its time steps' features stacked.
+
+.RNN_MODE <- c(tanh = 0L, relu = 1L, lstm = 2L, gru = 3L)  # the core's enum pg_rnn_mode
+.RNN_GATES <- c(lstm = 4L, gru = 3L, rnn = 1L)
+
+.recurrent <- function(kind, input_size, hidden_size, num_layers, bias, dropout, bidirectional,
+                       return_sequences, nonlinearity = "tanh") {
+  fn <- paste0("ag_", kind)
+  e <- .layer(kind, "")
+  e$input_size <- .arg_int(input_size, fn, "input_size", 1L)
+  e$hidden_size <- .arg_int(hidden_size, fn, "hidden_size", 1L)
+  e$num_layers <- .arg_int(num_layers, fn, "num_layers", 1L)
+  e$bias <- .arg_flag(bias, fn, "bias")
+  e$dropout <- .arg_num(dropout, fn, "dropout", 0, 1, hi_open = TRUE)
+  e$bidirectional <- .arg_flag(bidirectional, fn, "bidirectional")
+  e$return_sequences <- .arg_flag(return_sequences, fn, "return_sequences")
+  if (kind == "rnn") {
+    if (!.is_str(nonlinearity) || !nonlinearity %in% c("tanh", "relu"))
+      .arg_fail("value", "%s: nonlinearity must be 'tanh' or 'relu', got %s", fn,
+                .arg_show(nonlinearity))
+    e$nonlinearity <- nonlinearity
+    mode <- .RNN_MODE[[nonlinearity]]
+  } else {
+    mode <- .RNN_MODE[[kind]]
+  }
+  H <- e$hidden_size
+  G <- .RNN_GATES[[kind]]
+  D <- if (e$bidirectional) 2L else 1L
+  a <- 1 / sqrt(H)  # torch's default: every tensor U(-1/sqrt(hidden), 1/sqrt(hidden))
+  n <- 0
+  for (l in seq_len(e$num_layers))
+    n <- n + D * G * H * ((if (l == 1L) e$input_size else D * H) + H + (if (e$bias) 2 else 0))
+  what <- sprintf("for input_size = %d, hidden_size = %d, num_layers = %d", e$input_size, H,
+                  e$num_layers)
+  params <- list()
+  .layer_memory(fn, what, n, {
+    for (l in seq_len(e$num_layers) - 1L) {
+      f_in <- if (l == 0L) e$input_size else D * H
+      for (k in seq_len(D) - 1L) {
+        sx <- paste0("_l", l, if (k == 1L) "_reverse" else "")
+        shapes <- list(W_ih = c(G * H, f_in), W_hh = c(G * H, H))
+        if (e$bias) shapes <- c(shapes, list(b_ih = c(G * H, 1L), b_hh = c(G * H, 1L)))
+        for (nm in names(shapes))  # torch's order, one draw each, column-major
+          params[[paste0(nm, sx)]] <- ag_param(.uniform_weight(shapes[[nm]][1L], shapes[[nm]][2L],
+                                                               a, fn))
+      }
+    }
+  })
+  e$params_list <- params
+  extra <- paste0(if (e$num_layers > 1L) sprintf(", num_layers=%d", e$num_layers),
+                  if (e$bidirectional) ", bidirectional",
+                  if (e$dropout != 0) sprintf(", dropout=%.15g", e$dropout))
+  e$name <- sprintf("%s(%d, %d%s)", kind, e$input_size, H, extra)
+  e$output_size <- D * H
+  e$parameters <- function() e$params_list
+  states <- function(s, arg, N) {  # one [H, N] tensor per layer and direction, or NULLs
+    k <- e$num_layers * D
+    if (is.null(s)) return(vector("list", k))
+    if (is.list(s) && !is_ag_tensor(s)) {
+      if (length(s) != k)
+        .arg_fail("shape", paste0("%s: %s has %d states, expected %d (one [hidden_size, batch] ",
+                                  "per layer and direction)"), fn, arg, length(s), k)
+      return(lapply(s, function(v) .as_t(v, fn)))
+    }
+    t <- .as_t(s, fn)
+    d <- dim(t)
+    if (d[1L] != k * H || d[2L] != N)
+      .arg_fail("shape", paste0("%s: %s is [%dx%d] but must be [%d, %d] (num_layers * ",
+                                "directions * hidden_size, batch)"), fn, arg, d[1L], d[2L], k * H,
+                N)
+    if (k == 1L) return(list(t))
+    lapply(seq_len(k) - 1L, function(i) .wrap(.Call(R_pg_slice_rows, t$.ptr, i * H, H)))
+  }
+  e$forward <- function(x, h0 = NULL, c0 = NULL) {
+    x <- .as_t(x, fn)
+    if (!is.null(c0) && kind != "lstm")
+      .arg_fail("argument", "%s: c0 (an initial cell state) is for ag_lstm only", fn)
+    n_in <- e$input_size
+    d <- dim(x)
+    if (d[1L] < n_in || d[1L] %% n_in != 0)
+      .arg_fail("shape", paste0("%s: x is [%dx%d], its rows are not a multiple of input_size = ",
+                                "%d; x is [input_size*T, batch], each column one sequence with ",
+                                "the time steps' features stacked (numpy (N, T, F) as ",
+                                "x.reshape(N, -1).T)"), fn, d[1L], d[2L], n_in)
+    steps <- d[1L] %/% n_in
+    hs <- states(h0, "h0", d[2L])
+    cs <- states(c0, "c0", d[2L])
+    seq <- x
+    outs <- list()
+    for (l in seq_len(e$num_layers) - 1L) {
+      if (l > 0L && e$dropout != 0 && isTRUE(e$training)) seq <- .dropout_mul(seq, e$dropout)
+      outs <- list()
+      for (k in seq_len(D) - 1L) {
+        sx <- paste0("_l", l, if (k == 1L) "_reverse" else "")
+        p <- e$params_list
+        b <- function(nm) if (e$bias) p[[paste0(nm, sx)]]$.ptr else NULL
+        h <- hs[[l * D + k + 1L]]
+        cc <- cs[[l * D + k + 1L]]
+        outs[[k + 1L]] <- .wrap(.Call(R_pg_rnn, mode, seq$.ptr, p[[paste0("W_ih", sx)]]$.ptr,
+                                      p[[paste0("W_hh", sx)]]$.ptr, b("b_ih"), b("b_hh"),
+                                      if (is.null(h)) NULL else h$.ptr,
+                                      if (is.null(cc)) NULL else cc$.ptr, k == 1L))
+      }
+      seq <- if (D == 1L) outs[[1L]] else .wrap(.Call(R_pg_seq_concat, outs[[1L]]$.ptr,
+                                                      outs[[2L]]$.ptr, steps, fn))
+    }
+    if (e$return_sequences) return(seq)
+    last <- .wrap(.Call(R_pg_slice_rows, outs[[1L]]$.ptr, (steps - 1) * H, H))
+    if (D == 1L) return(last)
+    first <- .wrap(.Call(R_pg_slice_rows, outs[[2L]]$.ptr, 0, H))
+    .wrap(.Call(R_pg_concat_rows, last$.ptr, first$.ptr))
+  }
+  e$to_config <- function() {
+    cfg <- list(type = kind, input_size = e$input_size, hidden_size = H,
+                num_layers = e$num_layers, bias = e$bias, dropout = e$dropout,
+                bidirectional = e$bidirectional, return_sequences = e$return_sequences)
+    if (kind == "rnn") cfg$nonlinearity <- e$nonlinearity
+    cfg
+  }
+  e
+}
+
+ag_lstm <- function(input_size, hidden_size, num_layers = 1L, bias = TRUE, dropout = 0,
+                    bidirectional = FALSE, return_sequences = FALSE) {
+  .recurrent("lstm", input_size, hidden_size, num_layers, bias, dropout, bidirectional,
+             return_sequences)
+}
+
+ag_gru <- function(input_size, hidden_size, num_layers = 1L, bias = TRUE, dropout = 0,
+                   bidirectional = FALSE, return_sequences = FALSE) {
+  .recurrent("gru", input_size, hidden_size, num_layers, bias, dropout, bidirectional,
+             return_sequences)
+}
+
+ag_rnn <- function(input_size, hidden_size, num_layers = 1L, bias = TRUE, dropout = 0,
+                   bidirectional = FALSE, return_sequences = FALSE, nonlinearity = "tanh") {
+  .recurrent("rnn", input_size, hidden_size, num_layers, bias, dropout, bidirectional,
+             return_sequences, nonlinearity)
+}

@@ -1,0 +1,1 @@
+../../native/ops_rnn_internal.h

@@ -1,0 +1,140 @@
+# ag_lstm, ag_gru, ag_rnn: forwards against the recurrences written out in R, gradients against
+# central differences (ag_gradcheck), stacked and bidirectional layers, configs and model files,
+# ag_fit eager vs compiled, the init's range and the classed errors.
+
+seq_data <- function(f, steps, n, seed = 1L) {
+  set.seed(seed)
+  matrix(rnorm(f * steps * n), f * steps, n)
+}
+
+test_that("the tanh RNN and the LSTM equal their recurrences written out", {
+  old <- ag_dtype("f64"); on.exit(ag_dtype(old))
+  set.seed(2)
+  x <- seq_data(2L, 4L, 3L)
+  r <- ag_rnn(2L, 3L, return_sequences = TRUE)
+  p <- lapply(r$parameters(), function(t) t$data)
+  h <- matrix(0, 3L, 3L)
+  want <- NULL
+  for (t in 1:4) {
+    xt <- x[(2L * t - 1L):(2L * t), , drop = FALSE]
+    h <- tanh(p$W_ih_l0 %*% xt + drop(p$b_ih_l0) + p$W_hh_l0 %*% h + drop(p$b_hh_l0))
+    want <- rbind(want, h)
+  }
+  expect_equal(r$forward(x)$data, want, tolerance = 1e-13)
+
+  l <- ag_lstm(2L, 3L)
+  p <- lapply(l$parameters(), function(t) t$data)
+  sig <- function(v) 1 / (1 + exp(-v))
+  h <- cc <- matrix(0, 3L, 3L)
+  for (t in 1:4) {
+    a <- p$W_ih_l0 %*% x[(2L * t - 1L):(2L * t), , drop = FALSE] + drop(p$b_ih_l0) +
+      p$W_hh_l0 %*% h + drop(p$b_hh_l0)
+    cc <- sig(a[4:6, ]) * cc + sig(a[1:3, ]) * tanh(a[7:9, ])
+    h <- sig(a[10:12, ]) * tanh(cc)
+  }
+  expect_equal(l$forward(x)$data, h, tolerance = 1e-13)
+})
+
+test_that("gradients of inputs, weights and initial states pass ag_gradcheck", {
+  old <- ag_dtype("f64"); on.exit(ag_dtype(old))
+  for (kind in c("lstm", "gru", "rnn")) {
+    set.seed(3)
+    mk <- get(paste0("ag_", kind))
+    l <- mk(2L, 3L, num_layers = 2L, bidirectional = TRUE, return_sequences = TRUE)
+    x <- ag_param(seq_data(2L, 3L, 2L))
+    h0 <- ag_param(matrix(rnorm(12L * 2L), 12L, 2L))
+    c0 <- ag_param(matrix(rnorm(12L * 2L), 12L, 2L))
+    w <- ag_tensor(matrix(rnorm(18L * 2L), 18L, 2L))
+    inputs <- c(list(x = x, h0 = h0), if (kind == "lstm") list(c0 = c0), l$parameters())
+    f <- function(inp) {
+      y <- if (kind == "lstm") l$forward(inp$x, inp$h0, inp$c0) else l$forward(inp$x, inp$h0)
+      ag_sum(y * w)
+    }
+    expect_true(isTRUE(ag_gradcheck(f, inputs, quiet = TRUE)))
+  }
+})
+
+test_that("the init is U(-1/sqrt(hidden), 1/sqrt(hidden)) from R's stream, torch's names", {
+  set.seed(11)
+  a <- ag_gru(3L, 16L, num_layers = 2L)
+  set.seed(11)
+  b <- ag_gru(3L, 16L, num_layers = 2L)
+  expect_named(a$parameters(), c("W_ih_l0", "W_hh_l0", "b_ih_l0", "b_hh_l0", "W_ih_l1",
+                                 "W_hh_l1", "b_ih_l1", "b_hh_l1"))
+  expect_identical(dim(a$parameters()$W_ih_l1), c(48L, 16L))
+  for (k in names(a$parameters())) {
+    v <- a$parameters()[[k]]$data
+    expect_identical(v, b$parameters()[[k]]$data)
+    expect_true(max(abs(v)) <= 0.25 && max(abs(v)) > 0.2)
+  }
+})
+
+test_that("model files, configs and ag_fit(static = TRUE) equal to eager", {
+  old <- ag_dtype("f64"); on.exit(ag_dtype(old))
+  for (kind in c("lstm", "gru", "rnn")) {
+    set.seed(8)
+    m <- ag_sequential(get(paste0("ag_", kind))(2L, 6L, num_layers = 2L, bidirectional = TRUE,
+                                                dropout = 0.25), ag_linear(12L, 1L))
+    x <- seq_data(2L, 5L, 16L, 9L)
+    y <- matrix(rnorm(16L), 1L)
+    cfg <- ag_to_config(m)$layers[[1L]]
+    expect_identical(cfg$type, kind)
+    expect_true(cfg$bidirectional)
+    path <- tempfile(fileext = ".gguf")
+    ag_eval(m)
+    ag_save_model(m, path)
+    m2 <- ag_load_model(path)
+    unlink(path)
+    expect_identical(ag_predict(m2, x), ag_predict(m, x))
+    runs <- lapply(c(FALSE, TRUE), function(st) {
+      set.seed(10)
+      mm <- ag_module_from_config(ag_to_config(m))
+      h <- ag_fit(mm, x, y, nepoch = 2L, batch_size = 8L, shuffle = FALSE, static = st,
+                  loss = "mse", silent = TRUE)
+      list(h$loss, ag_predict(mm, x))
+    })
+    expect_identical(runs[[1L]], runs[[2L]])
+  }
+})
+
+test_that("errors are classed and name the layer, the argument and the shapes", {
+  l <- ag_lstm(3L, 4L)
+  expect_error(l$forward(matrix(1, 10L, 2L)), class = "pyggmlr_shape_error",
+               "ag_lstm: x is \\[10x2\\], its rows are not a multiple of input_size = 3")
+  expect_error(l$forward(matrix(1, 9L, 2L), h0 = matrix(1, 3L, 2L), c0 = matrix(1, 3L, 2L)),
+               class = "pyggmlr_shape_error", "ag_lstm: h0 is \\[3x2\\] but must be \\[4, 2\\]")
+  expect_error(l$forward(matrix(1, 9L, 2L), h0 = matrix(1, 4L, 2L)),
+               class = "pyggmlr_argument_error", "ag_lstm: give both h0 and c0, or neither")
+  expect_error(ag_gru(3L, 4L)$forward(matrix(1, 9L, 2L), c0 = matrix(1, 4L, 2L)),
+               class = "pyggmlr_argument_error", "ag_gru: c0 .* is for ag_lstm only")
+  expect_error(ag_rnn(3L, 4L, num_layers = 2L)$forward(matrix(1, 9L, 2L),
+                                                       h0 = list(matrix(1, 4L, 2L))),
+               class = "pyggmlr_shape_error", "ag_rnn: h0 has 1 states, expected 2")
+  expect_error(l$forward(ag_tensor(matrix(1, 9L, 2L), dtype = "f64")),
+               class = "pyggmlr_dtype_error", "ag_lstm")
+  expect_error(ag_rnn(3L, 4L, nonlinearity = "sigmoid"), class = "pyggmlr_value_error",
+               "ag_rnn: nonlinearity must be 'tanh' or 'relu'")
+  expect_error(ag_gru(3L, 0L), class = "pyggmlr_value_error", "ag_gru: hidden_size")
+  expect_error(ag_lstm(3L, 4L, dropout = 1), class = "pyggmlr_value_error", "dropout")
+  expect_error(ag_module_from_config(list(type = "lstm", input_size = 3L)),
+               class = "pyggmlr_value_error", "bad arguments for a 'lstm'")
+})
+
+test_that("the memory estimate of a compiled step equals the measured peak", {
+  set.seed(15)
+  m <- ag_sequential(ag_lstm(3L, 8L, bidirectional = TRUE), ag_linear(16L, 2L))
+  x <- seq_data(3L, 8L, 16L, 14L)
+  y <- matrix(rnorm(32L), 2L)
+  loss <- function(out, t) ag_mse_loss(out, t)
+  opt <- optimizer_adam(m$parameters(), lr = 0.01)
+  est <- ag_estimate_training_memory(model = m, x = x, y = y, loss_fn = loss, optimizer = opt,
+                                     static = TRUE, quiet = TRUE)
+  expect_equal(est$params, 2 * 4 * 8 * (3 + 8 + 2) + 16 * 2 + 2)
+  ag_tape_clear()
+  invisible(gc())
+  base <- ag_memory_stats()$total$current
+  ag_memory_reset_peak()
+  step <- ag_compile(function(a, b) loss(m$forward(a), b), x, y, optimizer = opt)
+  step(x, y)
+  expect_equal(ag_memory_peak() - base, est$total - est$weights)
+})

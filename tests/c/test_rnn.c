@@ -1,0 +1,97 @@
+/* The recurrent op (native/ops_rnn.c, ops_rnn_bw.c): gradcheck of LSTM, GRU and the tanh / relu
+ * RNN, forwards and reversed, with biases or initial states; a hand-computed step; the texts. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "check.h"
+
+typedef struct {
+    int mode, rev, states; /* states: inputs 3, 4 are h0 (and c0) instead of the biases */
+} rnn_ctx;
+
+static pg_tensor *f_rnn(pg_tensor **in, const void *ctx)
+{
+    const rnn_ctx *c = ctx;
+    if (c->states)
+        return pg_rnn(c->mode, in[0], in[1], in[2], NULL, NULL, in[3],
+                      c->mode == PG_RNN_LSTM ? in[4] : NULL, c->rev);
+    return pg_rnn(c->mode, in[0], in[1], in[2], in[3], in[4], NULL, NULL, c->rev);
+}
+
+static pg_tensor *f_seqcat(pg_tensor **in, const void *ctx)
+{
+    (void)ctx;
+    return pg_seq_concat(in[0], in[1], 3, "test");
+}
+
+static pg_tensor *mat(int64_t r, int64_t c, const double *v)
+{
+    return pg_tensor_new(PG_DTYPE_F64, r, c, v, PG_DTYPE_F64, 1, r);
+}
+
+void test_rnn(void)
+{
+    const int modes[4] = {PG_RNN_TANH, PG_RNN_RELU, PG_RNN_LSTM, PG_RNN_GRU};
+    const int64_t F = 2, H = 3, L = 4, N = 2;
+    for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++)
+        for (int m = 0; m < 4; m++) {
+            const int64_t G = modes[m] == PG_RNN_LSTM ? 4 : modes[m] == PG_RNN_GRU ? 3 : 1;
+            for (int v = 0; v < 3; v++) {
+                rnn_ctx c = {modes[m], v == 1, v == 2};
+                int64_t sh[10] = {F * L, N, G * H, F, G * H, H, G * H, 1, G * H, 1};
+                if (c.states) sh[6] = H, sh[7] = N, sh[8] = H, sh[9] = N;
+                int n_in = c.states && modes[m] != PG_RNN_LSTM ? 4 : 5;
+                char name[64];
+                snprintf(name, sizeof name, "%s mode %d variant %d", pg_dtype_name(dt), modes[m],
+                         v);
+                gradcheck(name, f_rnn, &c, n_in, sh, 0, (1u << n_in) - 1, dt);
+            }
+        }
+    const int64_t sc[4] = {6, 2, 9, 2};
+    gradcheck("seq_concat", f_seqcat, NULL, 2, sc, 0, 3, PG_DTYPE_F64);
+
+    /* one step by hand: tanh RNN, F = H = 1, x = (1, 2) over two steps */
+    const double xv[] = {1, 2}, wi[] = {0.5}, wh[] = {-0.25}, bi[] = {0.1}, bh[] = {0.2};
+    pg_tensor *x = mat(2, 1, xv), *Wi = mat(1, 1, wi), *Wh = mat(1, 1, wh), *Bi = mat(1, 1, bi),
+              *Bh = mat(1, 1, bh);
+    pg_tensor *y = pg_rnn(PG_RNN_TANH, x, Wi, Wh, Bi, Bh, NULL, NULL, 0);
+    double yv[2] = {0};
+    CHECK(y != NULL);
+    if (y) pg_tensor_read(y, yv, PG_DTYPE_F64);
+    double h1 = tanh(0.5 + 0.3), h2 = tanh(1.0 + 0.3 - 0.25 * h1);
+    CHECK(fabs(yv[0] - h1) < 1e-15 && fabs(yv[1] - h2) < 1e-15);
+    REL(y);
+    y = pg_rnn(PG_RNN_TANH, x, Wi, Wh, Bi, Bh, NULL, NULL, 1); /* reversed: step 2 first */
+    if (y) pg_tensor_read(y, yv, PG_DTYPE_F64);
+    double r2 = tanh(1.0 + 0.3), r1 = tanh(0.5 + 0.3 - 0.25 * r2);
+    CHECK(y && fabs(yv[0] - r1) < 1e-15 && fabs(yv[1] - r2) < 1e-15);
+    REL(y);
+
+    /* the texts name the layer, the argument and the shapes */
+    const double three[] = {1, 2, 3};
+    pg_tensor *x3 = mat(3, 1, three), *W2 = mat(1, 2, three);
+    CHECK_ERR(pg_rnn(PG_RNN_TANH, x3, W2, Wh, NULL, NULL, NULL, NULL, 0) == NULL,
+              PG_STATUS_ERR_SHAPE,
+              "ag_rnn: x is [3x1] f64, its rows are not a multiple of input_size = 2");
+    CHECK_ERR(pg_rnn(PG_RNN_LSTM, x, Wi, Wh, NULL, NULL, NULL, NULL, 0) == NULL,
+              PG_STATUS_ERR_SHAPE,
+              "ag_lstm: W_hh is [1x1] f64 but must be [4*hidden_size, "
+              "hidden_size] (the gates i, f, g, o stacked)");
+    CHECK_ERR(pg_rnn(PG_RNN_TANH, x, Wi, Wh, Bi, NULL, NULL, NULL, 0) == NULL, PG_STATUS_ERR_ARG,
+              "ag_rnn: give both b_ih and b_hh, or neither");
+    CHECK_ERR(pg_rnn(PG_RNN_GRU, x, Wi, Wh, NULL, NULL, NULL, NULL, 0) == NULL, PG_STATUS_ERR_SHAPE,
+              "ag_gru: W_hh is [1x1] f64 but must be [3*hidden_size");
+    CHECK_ERR(pg_rnn(PG_RNN_TANH, x, Wi, Wh, NULL, NULL, x3, NULL, 0) == NULL, PG_STATUS_ERR_SHAPE,
+              "ag_rnn: h0 is [3x1] f64 but must be [1, 1] (hidden_size x batch)");
+    pg_tensor *x32 = pg_tensor_new(PG_DTYPE_F32, 2, 1, xv, PG_DTYPE_F64, 1, 2);
+    CHECK_ERR(pg_rnn(PG_RNN_TANH, x32, Wi, Wh, NULL, NULL, NULL, NULL, 0) == NULL,
+              PG_STATUS_ERR_DTYPE, "ag_rnn");
+    REL(x32);
+    REL(x3);
+    REL(W2);
+    REL(x);
+    REL(Wi);
+    REL(Wh);
+    REL(Bi);
+    REL(Bh);
+}

@@ -1,0 +1,250 @@
+"""ag_lstm, ag_gru, ag_rnn against torch.nn.LSTM / GRU / RNN (batch_first) in f64: outputs and
+gradients of inputs, weights, biases and initial states, stacked and bidirectional layers; the
+layer table, model files, ag_compile and ag_fit(static = TRUE), the memory estimate, the texts."""
+
+import gc
+import os
+
+import numpy as np
+import pytest
+from conftest import current_bytes, itemsize
+
+import pyggmlr as pg
+from pyggmlr.errors import ArgumentError, DTypeError, PyggmlrValueError, ShapeError
+
+try:
+    import torch
+except ImportError:  # the comparisons need it; the rest runs without
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+
+LAYERS = {"lstm": pg.ag_lstm, "gru": pg.ag_gru, "rnn": pg.ag_rnn}
+
+
+@pytest.fixture
+def f64():
+    prev = pg.ag_dtype("f64")
+    yield
+    pg.ag_dtype(prev)
+
+
+def torch_twin(kind, layer, **kw):
+    """The torch module with the layer's weights copied in (f64)."""
+    cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn": torch.nn.RNN}[kind]
+    t = cls(
+        layer.input_size,
+        layer.hidden_size,
+        num_layers=layer.num_layers,
+        bias=layer.bias,
+        batch_first=True,
+        bidirectional=layer.bidirectional,
+        **kw,
+    ).double()
+    with torch.no_grad():
+        for name, p in layer.parameters().items():
+            tn = name.replace("W_ih", "weight_ih").replace("W_hh", "weight_hh")
+            tn = tn.replace("b_ih", "bias_ih").replace("b_hh", "bias_hh")
+            v = p.numpy()
+            getattr(t, tn).copy_(torch.tensor(v.ravel() if v.shape[1] == 1 else v))
+    return t
+
+
+def run_both(kind, layer, x, h0=None, c0=None, **kw):
+    """Outputs and gradients of sum(out * w) from the layer and from torch."""
+    N, T, F = x.shape
+    tm = torch_twin(kind, layer, **kw)
+    tx = torch.tensor(x, requires_grad=True)
+    states = None
+    if h0 is not None:
+        th0 = torch.tensor(h0, requires_grad=True)  # (L*D, N, H)
+        states = th0
+        if kind == "lstm":
+            tc0 = torch.tensor(c0, requires_grad=True)
+            states = (th0, tc0)
+    out, hn = tm(tx, states)
+    if kind == "lstm":
+        hn = hn[0]
+    D = 2 if layer.bidirectional else 1
+    ref = (
+        out.reshape(N, -1).T
+        if layer.return_sequences
+        else torch.cat([hn[-D + k] for k in range(D)], 1).T
+    )
+    rng = np.random.default_rng(7)
+    w = rng.normal(size=tuple(ref.shape))
+    (ref * torch.tensor(w)).sum().backward()
+    xt = pg.ag_param(x.reshape(N, -1).T.copy())
+    args = {}
+    if h0 is not None:
+        args["h0"] = pg.ag_param(np.vstack([s.T for s in h0]))  # [L*D*H, N], torch's order
+        if kind == "lstm":
+            args["c0"] = pg.ag_param(np.vstack([s.T for s in c0]))
+    with pg.with_grad_tape():
+        y = layer(xt, **args)
+        loss = pg.ag_sum(y * pg.ag_tensor(w))
+    g = pg.backward(loss)
+    np.testing.assert_allclose(y.numpy(), ref.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(g[xt], tx.grad.numpy().reshape(N, -1).T, rtol=1e-9, atol=1e-12)
+    for name, p in layer.parameters().items():
+        tn = name.replace("W_", "weight_").replace("b_", "bias_")
+        tg = getattr(tm, tn).grad.numpy()
+        np.testing.assert_allclose(g[p].reshape(tg.shape), tg, rtol=1e-9, atol=1e-12)
+    if h0 is not None:
+        np.testing.assert_allclose(
+            g[args["h0"]], np.vstack([s.T for s in th0.grad.numpy()]), rtol=1e-9, atol=1e-12
+        )
+        if kind == "lstm":
+            np.testing.assert_allclose(
+                g[args["c0"]], np.vstack([s.T for s in tc0.grad.numpy()]), rtol=1e-9, atol=1e-12
+            )
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn"])
+@pytest.mark.parametrize(
+    "layers,bidir,seqs",
+    [(1, False, True), (1, False, False), (2, True, True), (2, True, False), (1, True, False)],
+)
+def test_matches_torch(kind, layers, bidir, seqs, f64):
+    pg.ggml_set_seed(1)
+    layer = LAYERS[kind](3, 5, num_layers=layers, bidirectional=bidir, return_sequences=seqs)
+    x = np.random.default_rng(2).normal(size=(4, 6, 3))
+    run_both(kind, layer, x)
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn"])
+def test_initial_states_and_no_bias_match_torch(kind, f64):
+    pg.ggml_set_seed(3)
+    layer = LAYERS[kind](2, 4, num_layers=2, bias=False, bidirectional=True, return_sequences=True)
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(3, 5, 2))
+    h0, c0 = rng.normal(size=(4, 3, 4)), rng.normal(size=(4, 3, 4))
+    run_both(kind, layer, x, h0, c0 if kind == "lstm" else None)
+
+
+@needs_torch
+def test_relu_rnn_matches_torch(f64):
+    pg.ggml_set_seed(5)
+    layer = pg.ag_rnn(3, 4, nonlinearity="relu", return_sequences=True)
+    run_both("rnn", layer, np.random.default_rng(6).normal(size=(2, 7, 3)), nonlinearity="relu")
+
+
+def test_init_is_torch_default_from_the_stream(f64):
+    pg.ggml_set_seed(11)
+    a = pg.ag_gru(3, 16, num_layers=2)
+    pg.ggml_set_seed(11)
+    b = pg.ag_gru(3, 16, num_layers=2)
+    names = list(a.parameters())
+    assert names == [
+        "W_ih_l0",
+        "W_hh_l0",
+        "b_ih_l0",
+        "b_hh_l0",
+        "W_ih_l1",
+        "W_hh_l1",
+        "b_ih_l1",
+        "b_hh_l1",
+    ]
+    assert a.parameters()["W_ih_l1"].shape == (48, 16)
+    for k in names:
+        v = a.parameters()[k].numpy()
+        np.testing.assert_array_equal(v, b.parameters()[k].numpy())
+        assert np.abs(v).max() <= 0.25 and np.abs(v).max() > 0.2
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn"])
+def test_model_file_config_compile_and_fit_static(kind, tmp_path, f64):
+    pg.ggml_set_seed(8)
+    m = pg.ag_sequential(
+        LAYERS[kind](2, 6, num_layers=2, bidirectional=True, dropout=0.25), pg.ag_linear(12, 1)
+    )
+    rng = np.random.default_rng(9)
+    x, y = rng.normal(size=(2 * 5, 16)), rng.normal(size=(1, 16))
+    cfg = pg.ag_to_config(m)["layers"][0]
+    assert cfg["type"] == kind and cfg["num_layers"] == 2 and cfg["bidirectional"] is True
+    path = os.fspath(tmp_path / "rnn.gguf")
+    pg.ag_eval(m)
+    pg.ag_save_model(m, path)
+    m2 = pg.ag_load_model(path)
+    np.testing.assert_array_equal(pg.ag_predict(m2, x), pg.ag_predict(m, x))
+    runs = []
+    for static in (False, True):
+        pg.ggml_set_seed(10)
+        mm = pg.ag_module_from_config(pg.ag_to_config(m))
+        h = pg.ag_fit(
+            mm, x, y, nepoch=2, batch_size=8, shuffle=False, static=static, loss="mse", silent=True
+        )
+        runs.append((np.asarray(h.loss), pg.ag_predict(mm, x)))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])
+
+
+def test_compiled_grad_step_replays_bit_exact(f64):
+    pg.ggml_set_seed(12)
+    layer = pg.ag_lstm(3, 4, num_layers=2, bidirectional=True)
+    rng = np.random.default_rng(13)
+    x1, x2 = rng.normal(size=(3 * 5, 6)), rng.normal(size=(3 * 5, 6))
+    step = pg.ag_compile(lambda x: pg.ag_sum(layer(x)), x1, build="grad")
+    for xv in (x1, x2):
+        xt = pg.ag_tensor(xv)
+        with pg.with_grad_tape():
+            eager = pg.ag_sum(layer(xt))
+        ge = pg.backward(eager)
+        loss, grads = step(xv)
+        assert loss == float(eager.numpy()[0, 0])
+        for p in layer.parameters().values():
+            np.testing.assert_array_equal(grads[p.id], ge[p])
+
+
+def test_memory_estimate_equals_measured_step(f64):
+    rng = np.random.default_rng(14)
+    x = pg.ag_tensor(rng.normal(size=(3 * 8, 16)))
+    y = pg.ag_tensor(rng.normal(size=(2, 16)))
+    pg.ggml_set_seed(15)
+    model = pg.ag_sequential(pg.ag_lstm(3, 8), pg.ag_linear(8, 2))
+    est = pg.ag_estimate_training_memory(model=model, x=x, y=y, optimizer="adam", quiet=True)
+    assert est.params == 4 * 8 * (3 + 8 + 2) + 8 * 2 + 2
+    gc.collect()
+    weights = est.params * itemsize()
+    base = current_bytes() - weights - x.size * itemsize() - y.size * itemsize()
+    opt = pg.optimizer_adam(model.parameters())
+    pg.ag_memory_reset_peak()
+    with pg.with_grad_tape():
+        loss = pg.ag_mse_loss(model.forward(x), y)
+    opt.step(pg.backward(loss))
+    del loss
+    opt.zero_grad()
+    peak = pg.ag_memory_peak() - base
+    assert abs(est.total / peak - 1) < 0.02
+
+
+def test_errors_name_the_layer_argument_and_shapes(f64):
+    lstm = pg.ag_lstm(3, 4)
+    with pytest.raises(
+        ShapeError,
+        match=r"ag_lstm: x is \[10x2\], its rows are not a multiple "
+        r"of input_size = 3",
+    ):
+        lstm(np.ones((10, 2)))
+    with pytest.raises(ShapeError, match=r"ag_lstm: h0 is \[3x2\] but must be \[4, 2\]"):
+        lstm(np.ones((9, 2)), h0=np.ones((3, 2)), c0=np.ones((3, 2)))
+    with pytest.raises(ArgumentError, match="ag_lstm: give both h0 and c0, or neither"):
+        lstm(np.ones((9, 2)), h0=np.ones((4, 2)))
+    with pytest.raises(ArgumentError, match=r"ag_gru: c0 \(an initial cell state\) is for ag_lstm"):
+        pg.ag_gru(3, 4)(np.ones((9, 2)), c0=np.ones((4, 2)))
+    with pytest.raises(ShapeError, match=r"ag_rnn: h0 has 1 states, expected 2"):
+        pg.ag_rnn(3, 4, num_layers=2)(np.ones((9, 2)), h0=[np.ones((4, 2))])
+    with pytest.raises(DTypeError, match="ag_lstm"):
+        lstm(pg.ag_tensor(np.ones((9, 2)), dtype="f32"))
+    with pytest.raises(PyggmlrValueError, match="ag_rnn: nonlinearity must be 'tanh' or 'relu'"):
+        pg.ag_rnn(3, 4, nonlinearity="sigmoid")
+    with pytest.raises(PyggmlrValueError, match="ag_gru: hidden_size"):
+        pg.ag_gru(3, 0)
+    with pytest.raises(PyggmlrValueError, match="dropout"):
+        pg.ag_lstm(3, 4, dropout=1)
+    with pytest.raises(
+        PyggmlrValueError, match="ag_module_from_config: bad arguments for a 'lstm'"
+    ):
+        pg.ag_module_from_config({"type": "lstm", "input_size": 3})
