@@ -54,7 +54,7 @@ static void col_range(int64_t off, int64_t s, int64_t W, int64_t OW, int64_t *lo
 /* one sample's group gi as col [P, Kg] (column k = (ci*kh + ky)*kw + kx); add: col2im instead,
  * adding col back into xs */
 #define IM2COL(T)                                                                                  \
-    static void im2col_##T(const geom *q, int64_t gi, T *xs, T *col, int add)                      \
+    __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void im2col_##T(const geom *q, int64_t gi, T *xs, T *col, int add)                      \
     {                                                                                              \
         const int64_t Cg = q->C / q->g, P = q->OH * q->OW, HW = q->H * q->W;                       \
         for (int64_t ci = 0; ci < Cg; ci++)                                                        \
@@ -75,11 +75,12 @@ static void col_range(int64_t off, int64_t s, int64_t W, int64_t OW, int64_t *lo
                             continue;                                                              \
                         }                                                                          \
                         if (!in) {                                                                 \
-                            memset(row, 0, (size_t)q->OW * sizeof(T));                             \
+                            for (int64_t ox = 0; ox < q->OW; ox++) row[ox] = 0;                    \
                             continue;                                                              \
                         }                                                                          \
                         for (int64_t ox = 0; ox < lo; ox++) row[ox] = 0;                           \
-                        if (q->sw == 1) memcpy(row + lo, xr + lo, (size_t)(hi - lo) * sizeof(T));  \
+                        if (q->sw == 1)                                                            \
+                            for (int64_t ox = lo; ox < hi; ox++) row[ox] = xr[ox];                 \
                         else                                                                       \
                             for (int64_t ox = lo; ox < hi; ox++) row[ox] = xr[ox * q->sw];         \
                         for (int64_t ox = hi; ox < q->OW; ox++) row[ox] = 0;                       \
@@ -105,15 +106,19 @@ static int conv_fw(pg_node *n)
     const int64_t N = x->ne[1], Cg = q.C / q.g, Cog = q.Co / q.g, P = q.OH * q.OW;
     const int64_t Kg = Cg * q.kh * q.kw, pw = pointwise(&q);
     PG_DISPATCH(x->dtype, {
-        T *col = pw ? NULL : pg_scratch((size_t)(P * Kg) * sizeof(T));
-        if (!pw && !col) return -1;
+        /* col, then w transposed [K, C_out]: the products run untransposed (faster when tiny) */
+        T *col = pg_scratch((size_t)((pw ? 0 : P * Kg) + Kg * q.Co) * sizeof(T));
+        if (!col) return -1;
+        T *wt = col + (pw ? 0 : P * Kg);
         const T *wp = pg_data(w), *bp = b ? pg_data(b) : NULL;
+        for (int64_t k = 0; k < Kg; k++)
+            for (int64_t o = 0; o < q.Co; o++) wt[k + o * Kg] = wp[o + k * q.Co];
         for (int64_t j = 0; j < N; j++) {
             T *xs = (T *)pg_data(x) + j * q.C * q.H * q.W, *ys = (T *)pg_data(out) + j * q.Co * P;
             for (int64_t gi = 0; gi < q.g; gi++) {
                 const T *a = pw ? xs + gi * Cg * P : col;
                 if (!pw) IM2COL_T(T, &q, gi, xs, col, 0);
-                pg_gemm(x->dtype, 0, 1, P, Cog, Kg, 1.0, a, P, wp + gi * Cog, q.Co, 0.0,
+                pg_gemm(x->dtype, 0, 0, P, Cog, Kg, 1.0, a, P, wt + gi * Cog * Kg, Kg, 0.0,
                         ys + gi * Cog * P, P);
             }
             for (int64_t c = 0; bp && c < q.Co; c++) {
@@ -140,10 +145,17 @@ static int conv_bw(pg_node *n, pg_tensor *g)
         const T *gp = pg_data(g), *wp = pg_data(w);
         if (wb > 0) {
             T *db = sb;
-            for (int64_t c = 0; c < q.Co; c++) {
+            for (int64_t c = 0; c < q.Co; c++) { /* 8 lanes (vectorised), a fixed order */
                 double s = 0;
-                for (int64_t j = 0; j < N; j++)
-                    for (int64_t i = 0; i < P; i++) s += gp[j * q.Co * P + c * P + i];
+                for (int64_t j = 0; j < N; j++) {
+                    const T *gc = gp + j * q.Co * P + c * P;
+                    T lane[8] = {0};
+                    int64_t i = 0;
+                    for (; i + 8 <= P; i += 8)
+                        for (int l = 0; l < 8; l++) lane[l] += gc[i + l];
+                    for (; i < P; i++) lane[i & 7] += gc[i];
+                    for (int l = 0; l < 8; l++) s += (double)lane[l];
+                }
                 db[c] = ab ? db[c] + (T)s : (T)s;
             }
         }
@@ -188,7 +200,7 @@ static int whole_arg(const char *fn, const double *a, int i, double lo, int64_t 
 {
     char num[32];
     if (!pg_is_whole(a[i]) || a[i] < lo || a[i] > 2147483647.0)
-        return pg_fail(pg_is_whole(a[i]) ? PG_STATUS_ERR_VALUE : PG_STATUS_ERR_ARG,
+        return pg_fail(PG_STATUS_ERR_VALUE,
                        "%s: %s must be %s >= %g, got %s", fn, ARG_NAME[i],
                        i == PG_CONV_GROUPS ? "a whole number" : "whole numbers", lo,
                        pg_fmt_num(num, sizeof num, a[i]));

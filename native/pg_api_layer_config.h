@@ -12,6 +12,9 @@ enum pg_layer_arg_kind {
     PG_LAYER_ARG_NUMBER = 1, /* a finite number within the argument's range */
     PG_LAYER_ARG_FLAG = 2,   /* true or false */
     PG_LAYER_ARG_CHOICE = 3, /* one string of a list (some also take null) */
+    PG_LAYER_ARG_PAIR = 4,   /* a whole number >= lo, or a list of one or two (conv's (H, W));
+                                some also take strings of a list (padding: "same", "valid") */
+    PG_LAYER_ARG_SHAPE = 5,  /* null or a list of lo..hi whole numbers >= 1 (input_shape) */
     PG_LAYER_ARG_COUNT
 };
 

@@ -118,7 +118,7 @@ void test_conv(void)
     CHECK_ERR(pg_conv(x, w, NULL, a, 2, "ag_conv2d") == NULL, PG_STATUS_ERR_VALUE,
               "ag_conv2d: stride must be whole numbers >= 1, got 0");
     a[PG_CONV_SH] = 1.5;
-    CHECK_ERR(pg_conv(x, w, NULL, a, 2, NULL) == NULL, PG_STATUS_ERR_ARG,
+    CHECK_ERR(pg_conv(x, w, NULL, a, 2, NULL) == NULL, PG_STATUS_ERR_VALUE,
               "ag_conv2d_op: stride must be whole numbers >= 1, got 1.5");
     a[PG_CONV_SH] = 2;
     a[PG_CONV_PAD_MODE] = PG_CONV_PAD_SAME;
@@ -171,4 +171,24 @@ void test_conv(void)
     CHECK(i2 && pg_tensor_image_shape(i2, s) == 1 && s[0] == 2 && s[1] == 2 && s[2] == 3);
     REL(i1);
     REL(i2);
+
+    /* the layer table: defaults filled, pairs and shapes kept, the refusals' texts */
+    char out[PG_LAYER_CONFIG_MAX];
+    const char *c2 = "{\"type\": \"conv2d\", \"in_channels\": 2, \"out_channels\": 4, "
+                     "\"kernel_size\": [3, 2], \"padding\": \"same\", \"input_shape\": [2, 8, 8]}";
+    CHECK(pg_layer_config(c2, (int64_t)strlen(c2), 0, 0, out, sizeof out) > 0);
+    CHECK(!strcmp(out, "{\"in_channels\": 2, \"out_channels\": 4, \"kernel_size\": [3, 2], "
+                       "\"stride\": 1, \"padding\": \"same\", \"dilation\": 1, \"groups\": 1, "
+                       "\"bias\": true, \"input_shape\": [2, 8, 8]}"));
+    const char *c1 = "{\"type\": \"conv1d\", \"in_channels\": 3, \"out_channels\": 4, "
+                     "\"kernel_size\": 3, \"groups\": 2}";
+    CHECK_ERR(pg_layer_config(c1, (int64_t)strlen(c1), 0, 0, out, sizeof out) < 0,
+              PG_STATUS_ERR_VALUE,
+              "bad arguments for a 'conv1d' layer: in_channels and out_channels (3, 4) must be "
+              "divisible by groups (2)");
+    const char *c3 = "{\"type\": \"conv2d\", \"in_channels\": 3, \"out_channels\": 4, "
+                     "\"kernel_size\": [0, 2]}";
+    CHECK_ERR(pg_layer_config(c3, (int64_t)strlen(c3), 0, 0, out, sizeof out) < 0,
+              PG_STATUS_ERR_VALUE,
+              "kernel_size must be a whole number >= 1 or a list of two, got [0, 2]");
 }

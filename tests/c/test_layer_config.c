@@ -53,7 +53,7 @@ void test_layer_config(void)
 
     REFUSED("{\"type\": \"conv\"}",
             "ag_module_from_config: unknown layer type 'conv' (built-in: sequential, batch_norm, "
-            "dropout, embedding, layer_norm, linear, multihead_attention, normalization; register "
+            "conv1d, conv2d, dropout, embedding, layer_norm, linear, multihead_attention, normalization; register "
             "custom ones "
             "with ag_register_layer)");
     REFUSED("{\"layers\": []}",
@@ -111,7 +111,8 @@ void test_layer_config(void)
     CHECK(pg_layer_config(lin, (int64_t)strlen(lin), PG_CONFIG_MAX_DEPTH, 0, out, sizeof out) > 0);
     CHECK_ERR(pg_layer_config(NULL, 0, 0, 0, out, sizeof out) < 0, PG_STATUS_ERR_ARG,
               "bad arguments");
-    CHECK(!strcmp(pg_layer_type_name(0), "sequential") && !pg_layer_type_name(8) &&
-          !pg_layer_type_name(-1) && !strcmp(pg_layer_type_name(6), "multihead_attention") &&
-          !strcmp(pg_layer_type_name(7), "normalization"));
+    CHECK(!strcmp(pg_layer_type_name(0), "sequential") && !pg_layer_type_name(10) &&
+          !pg_layer_type_name(-1) && !strcmp(pg_layer_type_name(8), "multihead_attention") &&
+          !strcmp(pg_layer_type_name(9), "normalization") &&
+          !strcmp(pg_layer_type_name(2), "conv1d"));
 }
