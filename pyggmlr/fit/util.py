@@ -193,6 +193,8 @@ def _builtin_model(model):
         nn.ag_embedding,
         nn.ag_multihead_attention,
         nn.ag_normalization,
+        nn.ag_conv1d,
+        nn.ag_conv2d,
     )
 
 

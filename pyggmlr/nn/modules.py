@@ -50,6 +50,7 @@ from .base import (
     ag_train,
 )
 from .layers import ag_batch_norm, ag_embedding, ag_layer_norm, ag_multihead_attention
+from .conv import ag_conv1d, ag_conv2d
 from .scaling import ag_normalization
 
 __all__ = [
@@ -60,6 +61,8 @@ __all__ = [
     "ag_batch_norm",
     "ag_layer_norm",
     "ag_normalization",
+    "ag_conv1d",
+    "ag_conv2d",
     "ag_embedding",
     "ag_multihead_attention",
     "ag_train",
@@ -345,6 +348,8 @@ _BUILDERS = {
     "embedding": ag_embedding,
     "multihead_attention": ag_multihead_attention,
     "normalization": ag_normalization,
+    "conv1d": ag_conv1d,
+    "conv2d": ag_conv2d,
 }
 
 
