@@ -225,7 +225,7 @@
       return(length(model$layers) > 0L && all(vapply(model$layers, .builtin_model, logical(1))))
     return(inherits(model,
                     c("ag_dropout", "ag_batch_norm", "ag_layer_norm", "ag_multihead_attention",
-                              "ag_embedding", "ag_normalization")))
+                              "ag_embedding", "ag_normalization", "ag_conv1d", "ag_conv2d")))
   }
   # ag_linear is a (classed) list
   is.list(model) && (!is.object(model) || inherits(model, "ag_linear")) && identical(names(model),

@@ -18,7 +18,8 @@ ag_register_layer <- function(type, builder) {
 # normalized arguments go to it by name
 .BUILDERS <- c(linear = "ag_linear", dropout = "ag_dropout", batch_norm = "ag_batch_norm",
                layer_norm = "ag_layer_norm", embedding = "ag_embedding",
-               multihead_attention = "ag_multihead_attention", normalization = "ag_normalization")
+               multihead_attention = "ag_multihead_attention", normalization = "ag_normalization",
+               conv1d = "ag_conv1d", conv2d = "ag_conv2d")
 
 # TRUE when v nests lists deeper than k levels (it stops looking there)
 .nested_over <- function(v, k) {
