@@ -215,4 +215,4 @@ print.ag_conv2d <- function(x, ...) {
   invisible(x)
 }
 
-print.ag_conv1d <- print.ag_conv2d
+print.ag_conv1d <- function(x, ...) print.ag_conv2d(x, ...)

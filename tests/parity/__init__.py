@@ -48,6 +48,7 @@ from . import cases_data  # noqa: F401
 from . import cases_predict  # noqa: F401
 from . import cases_scaling  # noqa: F401
 from . import cases_metrics  # noqa: F401
+from . import cases_conv  # noqa: F401
 
 # isort: on
 from .cases_models import py_model as _py_model

@@ -34,6 +34,7 @@ R_FILES = (
     "progress.R",
     "datasets.R",
     "predict.R",
+    "conv.R",
 )
 
 _R_ENV: Dict[str, Any] = {}
