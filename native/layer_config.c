@@ -60,8 +60,8 @@ typedef struct {
     {                                                                                              \
         SIZE("in_channels"), SIZE("out_channels"), PAIR("kernel_size", NULL, 1, NULL),             \
             PAIR("stride", "1", 1, NULL), PAIR("padding", "0", 0, PADS),                           \
-            PAIR("dilation", "1", 1, NULL), SIZE_D("groups", "1"),                   \
-            FLAG("bias", "true"), SHAPE("input_shape", k, k)                                       \
+            PAIR("dilation", "1", 1, NULL), SIZE_D("groups", "1"), FLAG("bias", "true"),           \
+            SHAPE("input_shape", k, k)                                                             \
     }
 #define CHOICE(n, d, c, z)                                                                         \
     {                                                                                              \
@@ -187,7 +187,8 @@ static int list_arg(const pj_doc *d, const arg_spec *a, int64_t v, char *val, si
             snprintf(val, cap, "\"%s\"", a->choices[i]);
             return 1;
         }
-    if (a->kind == PG_LAYER_ARG_PAIR && x->type == PJ_NUM) return whole_item(d, v, a->lo, val, cap, &k);
+    if (a->kind == PG_LAYER_ARG_PAIR && x->type == PJ_NUM)
+        return whole_item(d, v, a->lo, val, cap, &k);
     if (x->type != PJ_ARR) return 0;
     int64_t lo = a->kind == PG_LAYER_ARG_PAIR ? 1 : (int64_t)a->lo;
     int64_t hi = a->kind == PG_LAYER_ARG_PAIR ? 2 : (int64_t)a->hi, n = 0;

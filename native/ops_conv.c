@@ -54,7 +54,8 @@ static void col_range(int64_t off, int64_t s, int64_t W, int64_t OW, int64_t *lo
 /* one sample's group gi as col [P, Kg] (column k = (ci*kh + ky)*kw + kx); add: col2im instead,
  * adding col back into xs */
 #define IM2COL(T)                                                                                  \
-    __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void im2col_##T(const geom *q, int64_t gi, T *xs, T *col, int add)                      \
+    __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void im2col_##T(          \
+        const geom *q, int64_t gi, T *xs, T *col, int add)                                         \
     {                                                                                              \
         const int64_t Cg = q->C / q->g, P = q->OH * q->OW, HW = q->H * q->W;                       \
         for (int64_t ci = 0; ci < Cg; ci++)                                                        \
@@ -90,13 +91,13 @@ static void col_range(int64_t off, int64_t s, int64_t W, int64_t OW, int64_t *lo
 IM2COL(float)
 IM2COL(double)
 #define IM2COL_T(T, q, gi, xs, col, add)                                                           \
-    _Generic((col), float *: im2col_float, double *: im2col_double)(q, gi, xs, col, add)
+    _Generic((col), float * : im2col_float, double * : im2col_double)(q, gi, xs, col, add)
 
 /* a 1x1 kernel, stride 1, no padding: the sample itself is the column matrix */
 static int pointwise(const geom *q)
 {
-    return q->kh == 1 && q->kw == 1 && q->sh == 1 && q->sw == 1 && !q->ph0 && !q->ph1 &&
-        !q->pw0 && !q->pw1;
+    return q->kh == 1 && q->kw == 1 && q->sh == 1 && q->sw == 1 && !q->ph0 && !q->ph1 && !q->pw0 &&
+        !q->pw1;
 }
 
 static int conv_fw(pg_node *n)
@@ -193,15 +194,15 @@ static int conv_bw(pg_node *n, pg_tensor *g)
 /* ---- argument checks: every number whole and in range, named as the user wrote it ---- */
 
 static const char *const ARG_NAME[PG_CONV_NARGS] = {
-    "input_shape", "input_shape", "input_shape", "", "kernel_size", "kernel_size", "stride",
-    "stride",      "padding",     "padding",     "dilation", "dilation", "groups", "padding"};
+    "input_shape", "input_shape", "input_shape", "",        "kernel_size",
+    "kernel_size", "stride",      "stride",      "padding", "padding",
+    "dilation",    "dilation",    "groups",      "padding"};
 
 static int whole_arg(const char *fn, const double *a, int i, double lo, int64_t *v)
 {
     char num[32];
     if (!pg_is_whole(a[i]) || a[i] < lo || a[i] > 2147483647.0)
-        return pg_fail(PG_STATUS_ERR_VALUE,
-                       "%s: %s must be %s >= %g, got %s", fn, ARG_NAME[i],
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s must be %s >= %g, got %s", fn, ARG_NAME[i],
                        i == PG_CONV_GROUPS ? "a whole number" : "whole numbers", lo,
                        pg_fmt_num(num, sizeof num, a[i]));
     *v = (int64_t)a[i];
@@ -298,8 +299,8 @@ static int geometry(const char *fn, pg_tensor *x, pg_tensor *w, pg_tensor *b, co
     } else if (mode == PG_CONV_PAD_SAME) {
         if (q->sh != 1 || q->sw != 1)
             return pg_fail(PG_STATUS_ERR_VALUE,
-                           "%s: padding = \"same\" needs stride 1 (as torch), got stride %lld",
-                           fn, (long long)(q->sh != 1 ? q->sh : q->sw));
+                           "%s: padding = \"same\" needs stride 1 (as torch), got stride %lld", fn,
+                           (long long)(q->sh != 1 ? q->sh : q->sw));
         int64_t th = q->dh * (q->kh - 1), tw = q->dw * (q->kw - 1);
         q->ph0 = th / 2, q->ph1 = th - th / 2, q->pw0 = tw / 2, q->pw1 = tw - tw / 2;
     } else if (mode != PG_CONV_PAD_VALID) {
@@ -349,8 +350,7 @@ pg_tensor *pg_conv(pg_tensor *x, pg_tensor *w, pg_tensor *b, const double *args,
     int64_t ip[4];
     geom_pack(&q, p, ip);
     pg_tensor *in[3] = {x, w, b};
-    return pg_op_run(dims == 1 ? "conv1d" : "conv2d", conv_fw, conv_bw, out, 3, in, p, ip, 0,
-                     NULL);
+    return pg_op_run(dims == 1 ? "conv1d" : "conv2d", conv_fw, conv_bw, out, 3, in, p, ip, 0, NULL);
 }
 
 pg_tensor *pg_images(const double *data, int64_t n, int64_t c, int64_t h, int64_t w,

@@ -27,8 +27,8 @@ enum pg_conv_arg {
 
 enum pg_conv_pad {
     PG_CONV_PAD_NUMBERS = 0, /* PG_CONV_PH / PG_CONV_PW on both sides */
-    PG_CONV_PAD_SAME = 1,    /* torch's "same" (stride 1 only): total d*(k-1), the extra one after */
-    PG_CONV_PAD_VALID = 2,   /* no padding */
+    PG_CONV_PAD_SAME = 1,  /* torch's "same" (stride 1 only): total d*(k-1), the extra one after */
+    PG_CONV_PAD_VALID = 2, /* no padding */
     PG_CONV_PAD_COUNT
 };
 

@@ -57,9 +57,13 @@ def _args(
     if input_shape is not None:
         want = 3 if dims == 2 else 2
         if isinstance(input_shape, (str, bytes)) or not hasattr(input_shape, "__len__"):
-            raise ArgumentError(f"{fn}: input_shape must be {_shape_rule(dims)}, got {input_shape!r}")
+            raise ArgumentError(
+                f"{fn}: input_shape must be {_shape_rule(dims)}, got {input_shape!r}"
+            )
         if len(input_shape) != want:
-            raise ArgumentError(f"{fn}: input_shape must be {_shape_rule(dims)}, got {input_shape!r}")
+            raise ArgumentError(
+                f"{fn}: input_shape must be {_shape_rule(dims)}, got {input_shape!r}"
+            )
         s = [_num(v, fn, "input_shape", _shape_rule(dims)) for v in input_shape]
         c, h, w = s if dims == 2 else (s[0], 1.0, s[1])
         a[lib.PG_CONV_C], a[lib.PG_CONV_H], a[lib.PG_CONV_W] = c, h, w
@@ -116,7 +120,9 @@ def ag_conv2d_op(
     input), PyggmlrValueError (non-whole or out-of-range sizes, no image shape, groups not
     dividing the channels), ArgumentError (wrong kinds)."""
     fn = "ag_conv2d_op"
-    return _conv(fn, 2, x, weight, bias, input_shape, stride, padding, dilation, groups, kernel_size)
+    return _conv(
+        fn, 2, x, weight, bias, input_shape, stride, padding, dilation, groups, kernel_size
+    )
 
 
 def ag_conv1d_op(
@@ -135,7 +141,9 @@ def ag_conv1d_op(
     bias None or [C_out, 1]; input_shape (C, L) or None (x's tag, H = 1); stride, padding,
     dilation: numbers (padding also "same" / "valid"). Errors as ag_conv2d_op."""
     fn = "ag_conv1d_op"
-    return _conv(fn, 1, x, weight, bias, input_shape, stride, padding, dilation, groups, kernel_size)
+    return _conv(
+        fn, 1, x, weight, bias, input_shape, stride, padding, dilation, groups, kernel_size
+    )
 
 
 def ag_image_shape(x: Tensor) -> Optional[Tuple[int, int, int]]:
@@ -155,15 +163,18 @@ def ag_images(x: Any, layout: str = "NCHW", dtype: Optional[str] = None) -> Tens
         raise PyggmlrValueError(f"{fn}: layout must be 'NCHW' or 'NHWC', got {layout!r}")
     code = _dtype_code(dtype, fn)
     if isinstance(x, Tensor):
-        raise ArgumentError(f"{fn}: x must be an array (N, C, H, W), not a Tensor; tag a tensor "
-                            "with x.image_shape = (C, H, W)")
+        raise ArgumentError(
+            f"{fn}: x must be an array (N, C, H, W), not a Tensor; tag a tensor "
+            "with x.image_shape = (C, H, W)"
+        )
     try:
         a = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as e:
         raise DTypeError(f"{fn}: x must be numeric ({e})") from None
     if a.ndim not in (3, 4):
-        raise ShapeError(f"{fn}: x must be a 4-d array (N, C, H, W) or a 3-d (N, C, L), got "
-                         f"shape {a.shape}")
+        raise ShapeError(
+            f"{fn}: x must be a 4-d array (N, C, H, W) or a 3-d (N, C, L), got shape {a.shape}"
+        )
     s = [v // a.itemsize for v in a.strides]
     if a.ndim == 3:  # signals: H = 1
         n, c, h, w = (a.shape[0], a.shape[1], 1, a.shape[2])
@@ -171,7 +182,7 @@ def ag_images(x: Any, layout: str = "NCHW", dtype: Optional[str] = None) -> Tens
         if layout == "NHWC":
             n, c, w, st = a.shape[0], a.shape[2], a.shape[1], (s[0], s[2], 0, s[1])
     elif layout == "NCHW":
-        (n, c, h, w), st = a.shape, tuple(s)
+        (n, c, h, w), st = a.shape, (s[0], s[1], s[2], s[3])
     else:
         n, h, w, c = a.shape
         st = (s[0], s[3], s[1], s[2])

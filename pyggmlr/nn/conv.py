@@ -72,7 +72,7 @@ class _ConvNd(Module):
                 )
             if padding == "same" and any(s != 1 for s in self._stride):
                 raise PyggmlrValueError(
-                    f"{fn}: padding = \"same\" needs stride 1 (as torch), got stride {stride!r}"
+                    f'{fn}: padding = "same" needs stride 1 (as torch), got stride {stride!r}'
                 )
             self._padding: Any = padding
         else:

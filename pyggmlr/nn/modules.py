@@ -49,8 +49,8 @@ from .base import (
     ag_slice_rows,
     ag_train,
 )
-from .layers import ag_batch_norm, ag_embedding, ag_layer_norm, ag_multihead_attention
 from .conv import ag_conv1d, ag_conv2d
+from .layers import ag_batch_norm, ag_embedding, ag_layer_norm, ag_multihead_attention
 from .scaling import ag_normalization
 
 __all__ = [

@@ -140,8 +140,9 @@ ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
   cout <- .arg_int(out_channels, fn, "out_channels", 1L)
   g <- .arg_int(groups, fn, "groups", 1L)
   if (cin %% g != 0L || cout %% g != 0L)
-    .arg_fail("value", "%s: in_channels (%d) and out_channels (%d) must be divisible by groups (%d)",
-              fn, cin, cout, g)
+    .arg_fail("value",
+              "%s: in_channels (%d) and out_channels (%d) must be divisible by groups (%d)", fn,
+              cin, cout, g)
   k <- .conv_ints(kernel_size, fn, "kernel_size", dims, 1L)
   st <- .conv_ints(stride, fn, "stride", dims, 1L)
   dil <- .conv_ints(dilation, fn, "dilation", dims, 1L)

@@ -177,9 +177,10 @@ void test_conv(void)
     const char *c2 = "{\"type\": \"conv2d\", \"in_channels\": 2, \"out_channels\": 4, "
                      "\"kernel_size\": [3, 2], \"padding\": \"same\", \"input_shape\": [2, 8, 8]}";
     CHECK(pg_layer_config(c2, (int64_t)strlen(c2), 0, 0, out, sizeof out) > 0);
-    CHECK(!strcmp(out, "{\"in_channels\": 2, \"out_channels\": 4, \"kernel_size\": [3, 2], "
-                       "\"stride\": 1, \"padding\": \"same\", \"dilation\": 1, \"groups\": 1, "
-                       "\"bias\": true, \"input_shape\": [2, 8, 8]}"));
+    CHECK(!strcmp(out,
+                  "{\"in_channels\": 2, \"out_channels\": 4, \"kernel_size\": [3, 2], "
+                  "\"stride\": 1, \"padding\": \"same\", \"dilation\": 1, \"groups\": 1, "
+                  "\"bias\": true, \"input_shape\": [2, 8, 8]}"));
     const char *c1 = "{\"type\": \"conv1d\", \"in_channels\": 3, \"out_channels\": 4, "
                      "\"kernel_size\": 3, \"groups\": 2}";
     CHECK_ERR(pg_layer_config(c1, (int64_t)strlen(c1), 0, 0, out, sizeof out) < 0,

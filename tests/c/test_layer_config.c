@@ -53,7 +53,8 @@ void test_layer_config(void)
 
     REFUSED("{\"type\": \"conv\"}",
             "ag_module_from_config: unknown layer type 'conv' (built-in: sequential, batch_norm, "
-            "conv1d, conv2d, dropout, embedding, layer_norm, linear, multihead_attention, normalization; register "
+            "conv1d, conv2d, dropout, embedding, layer_norm, linear, multihead_attention, "
+            "normalization; register "
             "custom ones "
             "with ag_register_layer)");
     REFUSED("{\"layers\": []}",

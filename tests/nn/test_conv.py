@@ -62,8 +62,17 @@ def run_pair(dims, case, rng):
     op = pg.ag_conv2d_op if dims == 2 else pg.ag_conv1d_op
     shape = (C, H, W) if dims == 2 else (C, W)
     with pg.with_grad_tape():
-        y = op(X, Wt, B, input_shape=shape, stride=s, padding=p, dilation=d, groups=g,
-               kernel_size=k if dims == 2 else kw)
+        y = op(
+            X,
+            Wt,
+            B,
+            input_shape=shape,
+            stride=s,
+            padding=p,
+            dilation=d,
+            groups=g,
+            kernel_size=k if dims == 2 else kw,
+        )
         gw = rng.normal(size=y.shape)
         loss = pg.ag_sum(pg.ag_mul(y, gw))
     grads = pg.backward(loss)
@@ -135,43 +144,61 @@ def test_images_layouts_and_tag():
 def test_errors_name_function_argument_and_shapes():
     x = pg.ag_tensor(np.zeros((36, 2)))
     w = pg.ag_tensor(np.zeros((2, 9)))
-    with pytest.raises(PyggmlrValueError, match="ag_conv2d_op: x \\[36x2\\] f32 carries no image "
-                       "shape; give input_shape = \\(C, H, W\\)"):
+    with pytest.raises(
+        PyggmlrValueError,
+        match="ag_conv2d_op: x \\[36x2\\] f32 carries no image "
+        "shape; give input_shape = \\(C, H, W\\)",
+    ):
         pg.ag_conv2d_op(x, w)
-    with pytest.raises(ShapeError, match="input_shape \\(C 1, H 5, W 6\\) needs C \\* H \\* W rows"):
+    with pytest.raises(
+        ShapeError, match="input_shape \\(C 1, H 5, W 6\\) needs C \\* H \\* W rows"
+    ):
         pg.ag_conv2d_op(x, w, input_shape=(1, 5, 6))
-    with pytest.raises(PyggmlrValueError, match="ag_conv2d_op: stride must be whole numbers >= 1, "
-                       "got 0"):
+    with pytest.raises(
+        PyggmlrValueError, match="ag_conv2d_op: stride must be whole numbers >= 1, got 0"
+    ):
         pg.ag_conv2d_op(x, w, input_shape=(1, 6, 6), stride=0)
     with pytest.raises(PyggmlrValueError, match="dilation must be whole numbers >= 1, got 1.5"):
         pg.ag_conv2d_op(x, w, input_shape=(1, 6, 6), dilation=1.5)
-    with pytest.raises(ShapeError, match="the kernel \\(dilated size \\(7, 7\\)\\) is larger than "
-                       "the padded input \\(C 1, H 6, W 6\\)"):
+    with pytest.raises(
+        ShapeError,
+        match="the kernel \\(dilated size \\(7, 7\\)\\) is larger than "
+        "the padded input \\(C 1, H 6, W 6\\)",
+    ):
         pg.ag_conv2d_op(x, w, input_shape=(1, 6, 6), dilation=3)
-    with pytest.raises(PyggmlrValueError, match="groups = 2 must divide the input channels \\(1\\)"):
+    with pytest.raises(
+        PyggmlrValueError, match="groups = 2 must divide the input channels \\(1\\)"
+    ):
         pg.ag_conv2d_op(x, w, input_shape=(1, 6, 6), groups=2)
-    with pytest.raises(PyggmlrValueError, match="padding = \"same\" needs stride 1"):
+    with pytest.raises(PyggmlrValueError, match='padding = "same" needs stride 1'):
         pg.ag_conv2d_op(x, w, input_shape=(1, 6, 6), padding="same", stride=2)
     with pytest.raises(ShapeError, match="weight \\[2x8\\] f32 must be \\[C_out, \\(C / groups\\)"):
         pg.ag_conv2d_op(x, pg.ag_tensor(np.zeros((2, 8))), input_shape=(1, 6, 6))
     with pytest.raises(ArgumentError, match="ag_conv2d_op: stride must be a number or a pair"):
         pg.ag_conv2d_op(x, w, input_shape=(1, 6, 6), stride="2")
-    with pytest.raises(PyggmlrValueError, match="padding must be a number, a pair \\(H, W\\), "
-                       "'same' or 'valid', got 'full'"):
+    with pytest.raises(
+        PyggmlrValueError,
+        match="padding must be a number, a pair \\(H, W\\), 'same' or 'valid', got 'full'",
+    ):
         pg.ag_conv2d_op(x, w, input_shape=(1, 6, 6), padding="full")
     with pytest.raises(ShapeError, match="ag_conv1d_op: x \\[36x2\\] f32 carries the image shape"):
         y = pg.ag_tensor(np.zeros((36, 2)))
         y.image_shape = (1, 6, 6)
         pg.ag_conv1d_op(y, pg.ag_tensor(np.zeros((2, 3))))
     # the layers name themselves
-    with pytest.raises(PyggmlrValueError, match="ag_conv2d: in_channels \\(3\\) and out_channels "
-                       "\\(4\\) must be divisible by groups \\(2\\)"):
+    with pytest.raises(
+        PyggmlrValueError,
+        match="ag_conv2d: in_channels \\(3\\) and out_channels "
+        "\\(4\\) must be divisible by groups \\(2\\)",
+    ):
         pg.ag_conv2d(3, 4, 3, groups=2)
     with pytest.raises(PyggmlrValueError, match="ag_conv2d: kernel_size must be an integer >= 1"):
         pg.ag_conv2d(1, 4, 0)
     with pytest.raises(PyggmlrValueError, match="ag_conv1d: stride must be an integer >= 1"):
         pg.ag_conv1d(1, 4, 3, stride=-1)
-    with pytest.raises(PyggmlrValueError, match="ag_conv2d: x \\[36x2\\] f32 carries no image shape"):
+    with pytest.raises(
+        PyggmlrValueError, match="ag_conv2d: x \\[36x2\\] f32 carries no image shape"
+    ):
         pg.ag_conv2d(1, 2, 3)(x)
 
 
@@ -181,8 +208,9 @@ def test_layer_init_matches_the_generator_and_torch_bounds():
     pg.ggml_set_seed(7)
     bound = 1 / np.sqrt(1 * 3 * 2)
     u = pg.random.runif(4 * 6 + 4, -bound, bound)
-    np.testing.assert_array_equal(layer.weight.numpy(), u[:24].reshape((4, 6), order="F")
-                                  .astype(np.float32))
+    np.testing.assert_array_equal(
+        layer.weight.numpy(), u[:24].reshape((4, 6), order="F").astype(np.float32)
+    )
     np.testing.assert_array_equal(layer.bias.numpy().ravel(), u[24:].astype(np.float32))
     assert list(layer.parameters()) == ["weight", "bias"]
     assert list(pg.ag_conv1d(2, 3, 3, bias=False).parameters()) == ["weight"]
@@ -222,8 +250,15 @@ def test_config_model_file_and_sequential(tmp_path, f64):
     m = small_cnn()
     cfg = pg.ag_to_config(m)
     assert cfg["layers"][0] == {
-        "type": "conv2d", "in_channels": 1, "out_channels": 3, "kernel_size": [3, 3],
-        "stride": [2, 2], "padding": [1, 1], "dilation": [1, 1], "groups": 1, "bias": True,
+        "type": "conv2d",
+        "in_channels": 1,
+        "out_channels": 3,
+        "kernel_size": [3, 3],
+        "stride": [2, 2],
+        "padding": [1, 1],
+        "dilation": [1, 1],
+        "groups": 1,
+        "bias": True,
         "input_shape": [1, 6, 6],
     }
     m2 = pg.ag_module_from_config(cfg)

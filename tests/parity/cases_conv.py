@@ -38,9 +38,20 @@ def _py(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
             )
         init = tensor_values(m.parameters())
         f = pg.ag_compile(lambda t: m(t), d["x"][:, :4], build="forward")
-        fwd = f(d["x"][:, 4:8]).numpy()
-        recs = fit_py(m, d["x"], d["y"], loss="mse", optimizer="adam", nepoch=steps,
-                      batch_size=4, lr=0.02, static=d["static"])
+        out = f(d["x"][:, 4:8])
+        assert isinstance(out, pg.Tensor)
+        fwd = out.numpy()
+        recs = fit_py(
+            m,
+            d["x"],
+            d["y"],
+            loss="mse",
+            optimizer="adam",
+            nepoch=steps,
+            batch_size=4,
+            lr=0.02,
+            static=d["static"],
+        )
         path = _path("py", dtype)
         pg.ag_save_model(m, path)
         return init, fwd, recs, path
@@ -58,8 +69,18 @@ def _r(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
     import pyggmlr as pg
 
     path = _path("r", dtype)
-    res = call_r("parity_conv_fit", dtype=dtype, dims=d["dims"], seed=d["seed"], x=d["x"], y=d["y"],
-                 nepoch=steps, static=d["static"], hist_keys=np.array(HIST_KEYS), path=path)
+    res = call_r(
+        "parity_conv_fit",
+        dtype=dtype,
+        dims=d["dims"],
+        seed=d["seed"],
+        x=d["x"],
+        y=d["y"],
+        nepoch=steps,
+        static=d["static"],
+        hist_keys=np.array(HIST_KEYS),
+        path=path,
+    )
     recs = fit_r_records(res["fit"])
     recs[0].update({f"init {k}": v for k, v in r_dict(res["init"]).items()})
     recs[0]["compiled forward"] = r_values(res["fwd"])
@@ -72,8 +93,13 @@ def _r(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
 def _case(name: str, dims: int, static: bool) -> None:
     def inputs(rng: Any) -> Dict[str, Any]:
         rows = 72 if dims == 2 else 18
-        return {"seed": 20301.0, "dims": dims, "x": _u(rng, rows, 12, lo=-2, hi=2),
-                "y": _u(rng, 3, 12), "static": static}
+        return {
+            "seed": 20301.0,
+            "dims": dims,
+            "x": _u(rng, rows, 12, lo=-2, hi=2),
+            "y": _u(rng, 3, 12),
+            "static": static,
+        }
 
     CASES.append(ScriptCase(f"conv: {name}", _py, _r, 2, inputs, group="fit"))
 

@@ -5,7 +5,7 @@
 
 # torch's conv2d, one output element at a time: x array c(N, C, H, W), w c(Co, C/g, kh, kw)
 direct_conv <- function(x, w, b, s, p, d, g) {
-  N <- dim(x)[1]; C <- dim(x)[2]; H <- dim(x)[3]; W <- dim(x)[4]
+  N <- dim(x)[1]; H <- dim(x)[3]; W <- dim(x)[4]
   Co <- dim(w)[1]; Cg <- dim(w)[2]; kh <- dim(w)[3]; kw <- dim(w)[4]
   OH <- (H + 2 * p - d * (kh - 1) - 1) %/% s + 1
   OW <- (W + 2 * p - d * (kw - 1) - 1) %/% s + 1
