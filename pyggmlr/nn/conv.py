@@ -106,22 +106,27 @@ class _ConvNd(Module):
 
     @property
     def kernel_size(self) -> Any:
+        """The kernel size as the config writes it: [kH, kW] (1-D: a number)."""
         return self._cfg(self._k)
 
     @property
     def stride(self) -> Any:
+        """The stride as the config writes it: [sH, sW] (1-D: a number)."""
         return self._cfg(self._stride)
 
     @property
     def padding(self) -> Any:
+        """The padding: [pH, pW] (1-D: a number), or "same" / "valid"."""
         return self._cfg(self._padding)
 
     @property
     def dilation(self) -> Any:
+        """The dilation as the config writes it: [dH, dW] (1-D: a number)."""
         return self._cfg(self._dilation)
 
     @property
     def name(self) -> str:
+        """conv2d(C_in, C_out, kHxkW), the layer's label in prints and summaries."""
         k = "x".join(str(v) for v in self._k)
         return f"{self.kind}({self.in_channels}, {self.out_channels}, {k})"
 
@@ -153,6 +158,7 @@ class _ConvNd(Module):
         return p
 
     def to_config(self) -> Dict[str, Any]:
+        """The layer's arguments for ag_module_from_config and model files."""
         return {
             "type": self.kind,
             "in_channels": self.in_channels,

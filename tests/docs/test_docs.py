@@ -148,6 +148,7 @@ TYPED_MODULES += ("nn.module", "tensor_index", "fit.data")
 TYPED_MODULES += ("nn.base",)
 TYPED_MODULES += ("fit.weights",)
 TYPED_MODULES += ("fit.labels",)
+TYPED_MODULES += ("conv", "nn.conv")
 
 
 def _module_of(o):
