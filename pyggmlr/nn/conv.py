@@ -12,9 +12,11 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from .._args import check_flag, check_int
-from ..conv import _conv
+from .._core import NULL, ffi, lib
+from ..conv import _args
 from ..errors import ArgumentError, PyggmlrValueError
-from ..tensor import ArrayLike, Tensor, ag_param
+from ..ops import _out
+from ..tensor import ArrayLike, Tensor, _as_tensor, ag_param
 from .base import Module, _layer_memory, _uniform
 
 __all__ = ["ag_conv1d", "ag_conv2d"]
@@ -136,19 +138,31 @@ class _ConvNd(Module):
     def forward(self, x: ArrayLike) -> Tensor:
         """The convolution of x [C*H*W, N] (its image shape, else input_shape) -> [C_out*OH*OW,
         N], tagged (C_out, OH, OW). Errors name the layer, the argument and the shapes."""
-        return _conv(
-            "ag_" + self.kind,
-            self.dims,
-            x,
-            self.weight,
-            self.bias,
-            self.input_shape if not isinstance(x, Tensor) or x.image_shape is None else None,
-            self._stride,
-            self._padding,
-            self._dilation,
-            self.groups,
-            self._k,
+        xt = _as_tensor(x, "ag_" + self.kind, self.weight)
+        p = xt._handle()
+        c = self.__dict__.get("_ccache") or self._core_args()
+        tagged = lib.pg_tensor_image_shape(p, c[2]) == 1
+        a = c[0] if tagged or c[1] is None else c[1]
+        b = NULL if self.bias is None else self.bias._p
+        return _out(lib.pg_conv(p, self.weight._p, b, a, self.dims, c[3]))
+
+    def _core_args(self) -> Any:
+        """The core's argument vectors, made once: without input_shape (the input's own image
+        shape) and with it (data without one); kept out of copies and pickles (cffi memory)."""
+        fn = "ag_" + self.kind
+        a = (self._stride, self._padding, self._dilation, self.groups, self._k)
+        shp = self.input_shape
+        c = (
+            _args(fn, self.dims, None, *a),
+            None if shp is None else _args(fn, self.dims, shp, *a),
+            ffi.new("int64_t[3]"),
+            fn.encode(),
         )
+        self._ccache = c
+        return c
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_ccache"}
 
     def parameters(self) -> OrderedDict[str, Tensor]:
         """``weight`` [C_out, (C_in/groups)*kH*kW] and ``bias`` [C_out, 1] (when bias)."""
