@@ -87,6 +87,26 @@ static int rnn_layer(const M *m, const pj_doc *d, int64_t o, const char *prefix,
     return rc;
 }
 
+/* a convolution's kernel_size as kH * kW: a number k (conv2d: k * k), a list [kW] or [kH, kW];
+ * -1 for anything else (the builder's error) */
+static int64_t kernel_field(const pj_doc *d, int64_t o, int dims)
+{
+    int64_t c = pj_get(d, o, "kernel_size");
+    if (c < 0) return -1;
+    if (d->nodes[c].type == PJ_NUM) {
+        int64_t k = size_field(d, o, "kernel_size");
+        return k < 0 ? -1 : dims == 2 ? k * k : k;
+    }
+    if (d->nodes[c].type != PJ_ARR) return -1;
+    int64_t p = 1, n = 0;
+    for (int64_t e = d->nodes[c].first; e >= 0; e = d->nodes[e].next, n++) {
+        double v = d->nodes[e].type == PJ_NUM ? pj_number(d, &d->nodes[e]) : -1;
+        if (!(v >= 1 && v <= 65535) || v != floor(v)) return -1;
+        p *= (int64_t)v;
+    }
+    return n >= 1 && n <= dims ? (n == 1 && dims == 2 ? p * p : p) : -1;
+}
+
 static int layer(const M *m, int64_t o, const char *prefix, int depth)
 {
     const pj_doc *d = m->d;
@@ -131,6 +151,14 @@ static int layer(const M *m, int64_t o, const char *prefix, int depth)
             rc = need(m, prefix, type, "variance", f, 1, 0);
     } else if (!strcmp(type, "lstm") || !strcmp(type, "gru") || !strcmp(type, "rnn")) {
         rc = rnn_layer(m, d, o, prefix, type);
+    } else if (!strcmp(type, "conv1d") || !strcmp(type, "conv2d")) {
+        int64_t in = size_field(d, o, "in_channels"), out = size_field(d, o, "out_channels");
+        int64_t g = pj_get(d, o, "groups") >= 0 ? size_field(d, o, "groups") : 1;
+        int64_t kk = kernel_field(d, o, type[4] == '1' ? 1 : 2);
+        int bias = flag_field(d, o, "bias");
+        if (in > 0 && out > 0 && g > 0 && kk > 0 && in % g == 0)
+            if (!(rc = need(m, prefix, type, "weight", out, in / g * kk, 0)) && bias)
+                rc = need(m, prefix, type, "bias", out, 1, bias < 0);
     } else if (!strcmp(type, "multihead_attention")) {
         int64_t dm = size_field(d, o, "d_model");
         int bias = flag_field(d, o, "bias");

@@ -14,6 +14,7 @@
 static const char *const ACTIVATIONS[] = {"gelu", "relu", "sigmoid", "softmax", "tanh", NULL};
 static const char *const INITS[] = {"glorot_uniform", "orthogonal", NULL};
 static const char *const NONLIN[] = {"tanh", "relu", NULL};
+static const char *const PADS[] = {"same", "valid", NULL};
 
 typedef struct {
     const char *name;
@@ -25,7 +26,7 @@ typedef struct {
     int null_ok;                /* PG_LAYER_ARG_CHOICE: null too (no activation) */
 } arg_spec;
 
-#define MAX_ARGS 8
+#define MAX_ARGS 9
 typedef struct {
     const char *type;
     arg_spec args[MAX_ARGS];
@@ -52,6 +53,22 @@ typedef struct {
     {                                                                                              \
         n, PG_LAYER_ARG_DIMS, d, lo, count, 0, NULL, z                                             \
     }
+#define PAIR(n, d, l, c)                                                                           \
+    {                                                                                              \
+        n, PG_LAYER_ARG_PAIR, d, l, 0, 0, c, 0                                                     \
+    }
+#define SHAPE(n, l, h)                                                                             \
+    {                                                                                              \
+        n, PG_LAYER_ARG_SHAPE, "null", l, h, 0, NULL, 1                                            \
+    }
+/* the convolutions' arguments (ag_conv1d / ag_conv2d), in their constructors' order */
+#define CONV_ARGS(k)                                                                               \
+    {                                                                                              \
+        SIZE("in_channels"), SIZE("out_channels"), PAIR("kernel_size", NULL, 1, NULL),             \
+            PAIR("stride", "1", 1, NULL), PAIR("padding", "0", 0, PADS),                           \
+            PAIR("dilation", "1", 1, NULL), SIZE_D("groups", "1"), FLAG("bias", "true"),           \
+            SHAPE("input_shape", k, k)                                                             \
+    }
 #define CHOICE(n, d, c, z)                                                                         \
     {                                                                                              \
         n, PG_LAYER_ARG_CHOICE, d, 0, 0, 0, c, z                                                   \
@@ -74,6 +91,8 @@ static const layer_spec LAYERS[] = {
     {"avg_pool2d", POOL_ARGS(2, "[0, 0]")},
     {"batch_norm",
      {SIZE("num_features"), NUM("eps", "1e-05", 0, HUGE_VAL, 0), NUM("momentum", "0.1", 0, 1, 0)}},
+    {"conv1d", CONV_ARGS(2)},
+    {"conv2d", CONV_ARGS(3)},
     {"dropout", {NUM("rate", NULL, 0, 1, 1)}},
     {"embedding", {SIZE("vocab_size"), SIZE("dim")}},
     {"flatten", {{NULL, 0, NULL, 0, 0, 0, NULL, 0}}},
@@ -156,6 +175,13 @@ static void rule(const arg_spec *a, char *out, size_t cap)
         snprintf(out, cap, "a whole number >= %g%s%s", a->lo,
                  a->hi == 2 ? " or a pair [H, W] of them" : "", a->null_ok ? " or null" : "");
         break;
+    case PG_LAYER_ARG_PAIR:
+        snprintf(out, cap, "a whole number >= %g or a list of two%s", a->lo,
+                 a->choices ? ", \"same\" or \"valid\"" : "");
+        break;
+    case PG_LAYER_ARG_SHAPE:
+        snprintf(out, cap, "null or a list of %g whole numbers >= 1", a->lo);
+        break;
     default:
         k = (size_t)snprintf(out, cap, "one of ");
         for (int i = 0; a->choices[i] && k < cap; i++)
@@ -198,7 +224,46 @@ static int dims_arg(const pj_doc *d, const arg_spec *a, int64_t v, char *val, si
     return 1;
 }
 
-/* value node v against a; its normalized text in val (DIMS: the sizes in dv) */
+/* a whole number in [lo, 2^31 - 1] written into val at *k */
+static int whole_item(const pj_doc *d, int64_t v, double lo, char *val, size_t cap, size_t *k)
+{
+    const pj_node *x = &d->nodes[v];
+    double f = x->type == PJ_NUM ? pj_number(d, x) : NAN;
+    if (!(f >= lo && f <= SIZE_MAX_ && f == floor(f))) return 0;
+    *k += (size_t)snprintf(val + *k, cap - *k, "%lld", (long long)f);
+    return 1;
+}
+
+/* PG_LAYER_ARG_PAIR (a number, a list of one or two, a choice) and _SHAPE (null, a list) */
+static int list_arg(const pj_doc *d, const arg_spec *a, int64_t v, char *val, size_t cap)
+{
+    const pj_node *x = &d->nodes[v];
+    size_t k = 0;
+    if (a->kind == PG_LAYER_ARG_SHAPE && x->type == PJ_NULL) {
+        snprintf(val, cap, "null");
+        return 1;
+    }
+    for (int i = 0; x->type == PJ_STR && a->choices && a->choices[i]; i++)
+        if (!strcmp(d->pool + x->str, a->choices[i])) {
+            snprintf(val, cap, "\"%s\"", a->choices[i]);
+            return 1;
+        }
+    if (a->kind == PG_LAYER_ARG_PAIR && x->type == PJ_NUM)
+        return whole_item(d, v, a->lo, val, cap, &k);
+    if (x->type != PJ_ARR) return 0;
+    int64_t lo = a->kind == PG_LAYER_ARG_PAIR ? 1 : (int64_t)a->lo;
+    int64_t hi = a->kind == PG_LAYER_ARG_PAIR ? 2 : (int64_t)a->hi, n = 0;
+    k += (size_t)snprintf(val, cap, "[");
+    for (int64_t c = x->first; c >= 0; c = d->nodes[c].next, n++) {
+        if (n >= hi) return 0;
+        if (n) k += (size_t)snprintf(val + k, cap - k, ", ");
+        if (!whole_item(d, c, a->kind == PG_LAYER_ARG_PAIR ? a->lo : 1, val, cap, &k)) return 0;
+    }
+    snprintf(val + k, cap - k, "]");
+    return n >= lo;
+}
+
+/* value node v against a; its normalized text in val */
 static int check_arg(const pj_doc *d, const char *type, const arg_spec *a, int64_t v, char *val,
                      size_t cap, int64_t *dv)
 {
@@ -217,6 +282,8 @@ static int check_arg(const pj_doc *d, const char *type, const arg_spec *a, int64
     } else if (a->kind == PG_LAYER_ARG_FLAG && (x->type == PJ_TRUE || x->type == PJ_FALSE)) {
         ok = 1;
         snprintf(val, cap, "%s", x->type == PJ_TRUE ? "true" : "false");
+    } else if (a->kind == PG_LAYER_ARG_PAIR || a->kind == PG_LAYER_ARG_SHAPE) {
+        ok = list_arg(d, a, v, val, cap);
     } else if (a->kind == PG_LAYER_ARG_CHOICE) {
         if (x->type == PJ_NULL && a->null_ok) {
             ok = 1;
@@ -279,6 +346,14 @@ static int64_t layer_args(const pj_doc *d, int64_t o, const layer_spec *L, char 
         k += (size_t)snprintf(buf + k, sizeof buf - k, "%s\"%s\": %s", i ? ", " : "", a->name, val);
     }
     snprintf(buf + k, sizeof buf - k, "}");
+    /* convolutions: groups split both channel counts evenly */
+    if (!strncmp(L->type, "conv", 4) && (size[0] % size[6] || size[1] % size[6])) {
+        char a[64], b[32];
+        snprintf(a, sizeof a, "%lld, %lld", (long long)size[0], (long long)size[1]);
+        snprintf(b, sizeof b, "%lld", (long long)size[6]);
+        return -bad(L->type, "in_channels and out_channels (%s) must be divisible by groups (%s)",
+                    a, b);
+    }
     /* the one rule across arguments: heads split d_model evenly */
     if (!strcmp(L->type, "multihead_attention") && size[0] % size[1]) {
         char a[32], b[32];

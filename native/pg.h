@@ -36,6 +36,7 @@
 #include "pg_api_image.h"
 #include "pg_api_pool.h"
 #include "pg_api_rnn.h"
+#include "pg_api_conv.h"
 
 #define PG_TENSOR_MAGIC 0x50475431u /* "PGT1": live tensor */
 #define PG_DEAD_MAGIC   0xDEADDEADu

@@ -13,6 +13,9 @@ enum pg_layer_arg_kind {
     PG_LAYER_ARG_FLAG = 2,   /* true or false */
     PG_LAYER_ARG_CHOICE = 3, /* one string of a list (some also take null) */
     PG_LAYER_ARG_DIMS = 4,   /* pooling sizes: a whole number >= lo, or a pair of them (2-D) */
+    PG_LAYER_ARG_PAIR = 5,   /* a whole number >= lo, or a list of one or two (conv's (H, W));
+                                some also take strings of a list (padding: "same", "valid") */
+    PG_LAYER_ARG_SHAPE = 6,  /* null or a list of lo..hi whole numbers >= 1 (input_shape) */
     PG_LAYER_ARG_COUNT
 };
 

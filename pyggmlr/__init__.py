@@ -30,6 +30,7 @@ from ._core import (
 from ._version import __version__  # noqa: F401
 from .attention import *  # noqa: F401,F403  (ag_flash_attention)
 from .checkpoint import ag_checkpoint  # noqa: F401  (gradient checkpointing)
+from .conv import *  # noqa: F401,F403  (ag_images, ag_image_shape, ag_conv2d_op, ag_conv1d_op)
 from .data import *  # noqa: F401,F403  (ag_dataloader, data sets)
 from .distributed import (  # noqa: F401  (MPI optional, imported on use)
     DistributedOptimizer,
@@ -138,6 +139,10 @@ __all__ = [
     "ag_clamp",
     "ag_compile",
     "ag_concat_rows",
+    "ag_conv1d",
+    "ag_conv1d_op",
+    "ag_conv2d",
+    "ag_conv2d_op",
     "ag_cross_entropy_loss",
     "ag_dataloader",
     "ag_default_device",
@@ -168,6 +173,8 @@ __all__ = [
     "ag_graph_mode",
     "ag_gru",
     "ag_huber_loss",
+    "ag_image_shape",
+    "ag_images",
     "ag_layer_norm",
     "ag_linear",
     "ag_live_objects",

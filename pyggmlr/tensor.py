@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._args import asarray, check_flag
+from ._args import asarray, check_flag, check_int
 from ._core import DTYPE_CODE, DTYPE_NAME, F32, F64, NULL, ffi, lib
 from .errors import ArgumentError, DTypeError, PyggmlrError, PyggmlrValueError, ShapeError
 
@@ -248,6 +248,28 @@ class Tensor:
         """(rows, cols) as R's dim(): (features, batch) for data; a vector is (n, 1)."""
         p = self._handle()
         return (lib.pg_tensor_nrow(p), lib.pg_tensor_ncol(p))
+
+    @property
+    def image_shape(self) -> Optional[Tuple[int, int, int]]:
+        """The image shape (C, H, W) each column holds (numpy's C-order, W fastest), or None.
+        Set by ag_images and the image ops; assign (C, H, W) to tag data, None to clear."""
+        out = ffi.new("int64_t[3]")
+        rc = lib.pg_tensor_image_shape(self._handle(), out)
+        if rc <= 0:
+            return None if rc == 0 else _core.check(rc)
+        return (int(out[2]), int(out[1]), int(out[0]))
+
+    @image_shape.setter
+    def image_shape(self, shape: Any) -> None:
+        fn = "Tensor.image_shape"
+        if shape is None:
+            _core.check(lib.pg_tensor_set_image_shape(self._handle(), NULL, fn.encode()))
+            return
+        if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) != 3:
+            raise ArgumentError(f"{fn}: shape must be (C, H, W) or None, got {shape!r}"[:300])
+        c, h, w = (check_int(v, fn, "shape", 1) for v in shape)
+        arr = ffi.new("int64_t[3]", [w, h, c])
+        _core.check(lib.pg_tensor_set_image_shape(self._handle(), arr, fn.encode()))
 
     @property
     def nrow(self) -> int:

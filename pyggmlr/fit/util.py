@@ -202,6 +202,8 @@ def _builtin_model(model):
         nn.ag_lstm,
         nn.ag_gru,
         nn.ag_rnn,
+        nn.ag_conv1d,
+        nn.ag_conv2d,
     )
 
 

@@ -49,6 +49,7 @@ from .base import (
     ag_slice_rows,
     ag_train,
 )
+from .conv import ag_conv1d, ag_conv2d
 from .layers import ag_batch_norm, ag_embedding, ag_layer_norm, ag_multihead_attention
 from .pooling import (
     ag_avg_pool1d,
@@ -76,6 +77,8 @@ __all__ = [
     "ag_batch_norm",
     "ag_layer_norm",
     "ag_normalization",
+    "ag_conv1d",
+    "ag_conv2d",
     "ag_embedding",
     "ag_multihead_attention",
     "ag_train",
@@ -387,6 +390,8 @@ _BUILDERS = {
     "lstm": ag_lstm,
     "gru": ag_gru,
     "rnn": ag_rnn,
+    "conv1d": ag_conv1d,
+    "conv2d": ag_conv2d,
 }
 
 

@@ -223,6 +223,10 @@ extern SEXP R_pg_fit_loss_weighted(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_predict_type(SEXP, SEXP);
 extern SEXP R_pg_predict_classify(SEXP, SEXP);
 extern SEXP R_pg_predict_transform(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_conv(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_images(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_image_shape(SEXP);
+extern SEXP R_pg_set_image_shape(SEXP, SEXP, SEXP);
 
 static const R_CallMethodDef CallEntries[] = {
     {"R_pg_batch_norm", (DL_FUNC)&R_pg_batch_norm, 8},
@@ -434,6 +438,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_predict_type", (DL_FUNC)&R_pg_predict_type, 2},
     {"R_pg_predict_classify", (DL_FUNC)&R_pg_predict_classify, 2},
     {"R_pg_predict_transform", (DL_FUNC)&R_pg_predict_transform, 5},
+    {"R_pg_conv", (DL_FUNC)&R_pg_conv, 11},
+    {"R_pg_images", (DL_FUNC)&R_pg_images, 5},
+    {"R_pg_image_shape", (DL_FUNC)&R_pg_image_shape, 1},
+    {"R_pg_set_image_shape", (DL_FUNC)&R_pg_set_image_shape, 3},
     {NULL, NULL, 0}};
 
 /* Keep this library's code mapped after dyn.unload() (unloadNamespace, devtools reloads): live

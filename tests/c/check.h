@@ -78,4 +78,5 @@ void test_fit_binary(void);
 void test_metrics(void);
 void test_fit_weight(void);
 void test_predict(void);
+void test_conv(void);
 #endif

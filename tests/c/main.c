@@ -68,6 +68,7 @@ int main(void)
     run("metrics", test_metrics);
     run("fit weights", test_fit_weight);
     run("predict", test_predict);
+    run("convolution", test_conv);
     pg_tape_clear();
     pg_memory_counts st;
     pg_memory_stats(&st);

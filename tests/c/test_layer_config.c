@@ -56,7 +56,8 @@ void test_layer_config(void)
     /* the list: every built-in type, then how to add custom ones */
     cfg("{\"type\": \"conv\"}");
     CHECK(strstr(pg_last_error(),
-                 "embedding, flatten, global_avg_pool, global_max_pool, gru, "
+                 "batch_norm, conv1d, conv2d, dropout, embedding, flatten, global_avg_pool, "
+                 "global_max_pool, gru, "
                  "layer_norm, linear, lstm, max_pool1d") != NULL);
     CHECK(strstr(pg_last_error(),
                  "multihead_attention, normalization, rnn; register custom ones "
@@ -144,8 +145,9 @@ void test_layer_config(void)
     for (; pg_layer_type_name(nt); nt++) {
         if (nt > 1) sorted &= strcmp(pg_layer_type_name(nt - 1), pg_layer_type_name(nt)) < 0;
         seen += !strcmp(pg_layer_type_name(nt), "multihead_attention") +
-            !strcmp(pg_layer_type_name(nt), "max_pool2d");
+            !strcmp(pg_layer_type_name(nt), "max_pool2d") +
+            !strcmp(pg_layer_type_name(nt), "conv1d");
     }
     CHECK(!strcmp(pg_layer_type_name(0), "sequential") && !pg_layer_type_name(-1) && sorted &&
-          seen == 2 && nt >= 15);
+          seen == 3 && nt >= 20);
 }

@@ -150,6 +150,7 @@ TYPED_MODULES += ("nn.base",)
 TYPED_MODULES += ("fit.weights",)
 TYPED_MODULES += ("fit.labels",)
 TYPED_MODULES += ("nn.pooling",)
+TYPED_MODULES += ("conv", "nn.conv")
 
 
 def _module_of(o):

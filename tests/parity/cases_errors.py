@@ -306,3 +306,25 @@ def _config_refusals(P, d, steps):
         # a host value that is no config: the host's own words (dict / list), class only
         "not a config": refusal(P, cfg(3), text=False),
     }
+
+
+@_add("errors: convolution refusals (issue 30)")
+def _conv_refusals(P, d, steps):
+    x, w = np.zeros((36, 2)), np.zeros((2, 9))
+    shp = np.array([1.0, 6.0, 6.0])
+
+    def conv(**k):
+        return lambda: P.ag_conv2d_op(x, w, **k)
+
+    return {
+        "no image shape": refusal(P, conv()),
+        "rows not C*H*W": refusal(P, conv(input_shape=np.array([1.0, 5.0, 6.0]))),
+        "stride 0": refusal(P, conv(input_shape=shp, stride=0)),
+        "dilation 1.5": refusal(P, conv(input_shape=shp, dilation=1.5)),
+        "kernel larger than input": refusal(P, conv(input_shape=shp, dilation=3)),
+        "groups 2 of 1 channel": refusal(P, conv(input_shape=shp, groups=2)),
+        "same with stride 2": refusal(P, conv(input_shape=shp, padding="same", stride=2)),
+        "layer groups": refusal(P, lambda: P.ag_conv2d(3, 4, 3, groups=2)),
+        "layer kernel 0": refusal(P, lambda: P.ag_conv2d(1, 4, 0), text=False),  # R: "0L"
+        "layer without a tag": refusal(P, lambda: P.ag_conv2d(1, 2, 3).forward(x)),
+    }

@@ -36,6 +36,7 @@ R_FILES = (
     "predict.R",
     "pooling.R",
     "recurrent.R",
+    "conv.R",
 )
 
 _R_ENV: Dict[str, Any] = {}

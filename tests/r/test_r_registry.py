@@ -186,6 +186,7 @@ PY_ONLY = {
 }
 R_ONLY = {
     "%*%": "R's operator (R < 4.3 dispatch)",
+    "ag_image_shape<-": "R's replacement form (Python: x.image_shape = (C, H, W))",
 }
 
 

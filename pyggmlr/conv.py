@@ -1,0 +1,191 @@
+"""Images and convolution: ag_images (numpy image batches to tagged [C*H*W, N] tensors),
+ag_image_shape, and the functional ops ag_conv2d_op / ag_conv1d_op (the core runs forward and
+backward; here the arguments become the core's numbers).
+
+Layout: an image batch is a matrix [C*H*W, N], each column one image in numpy's (C, H, W)
+C-order (W fastest): numpy's (N, C, H, W) as x.reshape(N, -1).T. A 1-D signal is an image with
+H = 1: numpy's (N, C, L). Shapes are written in torch order, (C, H, W) / (C, L); pairs (H, W)."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ._core import NULL, ffi, lib
+from .errors import ArgumentError, DTypeError, PyggmlrValueError, ShapeError
+from .ops import _out
+from .tensor import ArrayLike, Tensor, _as_tensor, _dtype_code
+
+__all__ = ["ag_conv1d_op", "ag_conv2d_op", "ag_image_shape", "ag_images"]
+
+Pair = Union[int, Sequence[int]]
+
+
+def _num(v: Any, fn: str, arg: str, what: str) -> float:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        raise ArgumentError(f"{fn}: {arg} must be {what}, got {v!r}"[:300])
+    return float(v)
+
+
+def _pair(v: Any, fn: str, arg: str, dims: int, h1: float) -> Tuple[float, float]:
+    """(H, W) of a number or a pair; 1-D: a number (or a 1-tuple) for L, H gets h1."""
+    what = "a number or a pair (H, W)" if dims == 2 else "a number"
+    if isinstance(v, (list, tuple, np.ndarray)) and not isinstance(v, str):
+        vals = list(np.asarray(v, dtype=object).ravel()) if isinstance(v, np.ndarray) else list(v)
+        if len(vals) == dims:
+            got = [_num(e, fn, arg, what) for e in vals]
+            return (h1, got[0]) if dims == 1 else (got[0], got[1])
+        raise ArgumentError(f"{fn}: {arg} must be {what}, got {v!r}"[:300])
+    f = _num(v, fn, arg, what)
+    return (h1, f) if dims == 1 else (f, f)
+
+
+def _args(
+    fn: str,
+    dims: int,
+    input_shape: Any,
+    stride: Any,
+    padding: Any,
+    dilation: Any,
+    groups: Any,
+    kernel_size: Any,
+) -> Any:
+    """The core's argument vector (pg_api_conv.h's enum pg_conv_arg)."""
+    a = ffi.new("double[]", lib.PG_CONV_NARGS)
+    if input_shape is not None:
+        want = 3 if dims == 2 else 2
+        if isinstance(input_shape, (str, bytes)) or not hasattr(input_shape, "__len__"):
+            raise ArgumentError(
+                f"{fn}: input_shape must be {_shape_rule(dims)}, got {input_shape!r}"
+            )
+        if len(input_shape) != want:
+            raise ArgumentError(
+                f"{fn}: input_shape must be {_shape_rule(dims)}, got {input_shape!r}"
+            )
+        s = [_num(v, fn, "input_shape", _shape_rule(dims)) for v in input_shape]
+        c, h, w = s if dims == 2 else (s[0], 1.0, s[1])
+        a[lib.PG_CONV_C], a[lib.PG_CONV_H], a[lib.PG_CONV_W] = c, h, w
+        a[lib.PG_CONV_HAS_SHAPE] = 1
+    if kernel_size is not None:
+        a[lib.PG_CONV_KH], a[lib.PG_CONV_KW] = _pair(kernel_size, fn, "kernel_size", dims, 1.0)
+    a[lib.PG_CONV_SH], a[lib.PG_CONV_SW] = _pair(stride, fn, "stride", dims, 1.0)
+    a[lib.PG_CONV_DH], a[lib.PG_CONV_DW] = _pair(dilation, fn, "dilation", dims, 1.0)
+    if isinstance(padding, str):
+        modes = {"same": lib.PG_CONV_PAD_SAME, "valid": lib.PG_CONV_PAD_VALID}
+        if padding not in modes:
+            raise PyggmlrValueError(
+                f"{fn}: padding must be a number, {'a pair (H, W), ' if dims == 2 else ''}"
+                f"'same' or 'valid', got {padding!r}"
+            )
+        a[lib.PG_CONV_PAD_MODE] = modes[padding]
+    else:
+        a[lib.PG_CONV_PH], a[lib.PG_CONV_PW] = _pair(padding, fn, "padding", dims, 0.0)
+    a[lib.PG_CONV_GROUPS] = _num(groups, fn, "groups", "a whole number >= 1")
+    return a
+
+
+def _shape_rule(dims: int) -> str:
+    return "(C, H, W)" if dims == 2 else "(C, L)"
+
+
+def _conv(fn, dims, x, weight, bias, input_shape, stride, padding, dilation, groups, kernel_size):
+    a = _args(fn, dims, input_shape, stride, padding, dilation, groups, kernel_size)
+    like = next((t for t in (x, weight, bias) if isinstance(t, Tensor)), None)
+    xt = _as_tensor(x, fn, like)
+    wt = _as_tensor(weight, fn, xt)
+    bt = None if bias is None else _as_tensor(bias, fn, xt)
+    bp = NULL if bt is None else bt._handle(fn)
+    return _out(lib.pg_conv(xt._handle(fn), wt._handle(fn), bp, a, dims, fn.encode()))
+
+
+def ag_conv2d_op(
+    x: ArrayLike,
+    weight: ArrayLike,
+    bias: Optional[ArrayLike] = None,
+    input_shape: Optional[Sequence[int]] = None,
+    stride: Pair = 1,
+    padding: Union[Pair, str] = 0,
+    dilation: Pair = 1,
+    groups: int = 1,
+    kernel_size: Optional[Pair] = None,
+) -> Tensor:
+    """torch.nn.functional.conv2d on an image batch x [C*H*W, N] -> [C_out*OH*OW, N], tagged
+    (C_out, OH, OW). weight [C_out, (C/groups)*kH*kW] (torch's weight reshaped (C_out, -1)),
+    bias None or [C_out, 1]. input_shape (C, H, W): None reads x's image shape. stride,
+    padding, dilation: a number or a pair (H, W); padding also "same" (stride 1) or "valid".
+    kernel_size: None for a square kernel (from weight's columns), else a number or a pair.
+    Raises ShapeError (rows not C*H*W, weight or bias not fitting, kernel larger than the padded
+    input), PyggmlrValueError (non-whole or out-of-range sizes, no image shape, groups not
+    dividing the channels), ArgumentError (wrong kinds)."""
+    fn = "ag_conv2d_op"
+    return _conv(
+        fn, 2, x, weight, bias, input_shape, stride, padding, dilation, groups, kernel_size
+    )
+
+
+def ag_conv1d_op(
+    x: ArrayLike,
+    weight: ArrayLike,
+    bias: Optional[ArrayLike] = None,
+    input_shape: Optional[Sequence[int]] = None,
+    stride: int = 1,
+    padding: Union[int, str] = 0,
+    dilation: int = 1,
+    groups: int = 1,
+    kernel_size: Optional[int] = None,
+) -> Tensor:
+    """torch.nn.functional.conv1d on signals x [C*L, N] (numpy's (N, C, L) as
+    x.reshape(N, -1).T) -> [C_out*OL, N], tagged (C_out, 1, OL). weight [C_out, (C/groups)*k],
+    bias None or [C_out, 1]; input_shape (C, L) or None (x's tag, H = 1); stride, padding,
+    dilation: numbers (padding also "same" / "valid"). Errors as ag_conv2d_op."""
+    fn = "ag_conv1d_op"
+    return _conv(
+        fn, 1, x, weight, bias, input_shape, stride, padding, dilation, groups, kernel_size
+    )
+
+
+def ag_image_shape(x: Tensor) -> Optional[Tuple[int, int, int]]:
+    """x's image shape (C, H, W), or None (R's ag_image_shape(x); set it with
+    ``x.image_shape = (C, H, W)``)."""
+    if not isinstance(x, Tensor):
+        raise ArgumentError(f"ag_image_shape: x must be a Tensor, got {type(x).__name__}")
+    return x.image_shape
+
+
+def ag_images(x: Any, layout: str = "NCHW", dtype: Optional[str] = None) -> Tensor:
+    """An image batch from a numpy array: (N, C, H, W) (layout "NCHW", torch's) or (N, H, W, C)
+    ("NHWC", keras'); 3-d arrays are signals (N, C, L) / (N, L, C). Returns a new [C*H*W, N]
+    tensor (dtype: "f32" / "f64", None the default) tagged (C, H, W); the core does the copy."""
+    fn = "ag_images"
+    if layout not in ("NCHW", "NHWC"):
+        raise PyggmlrValueError(f"{fn}: layout must be 'NCHW' or 'NHWC', got {layout!r}")
+    code = _dtype_code(dtype, fn)
+    if isinstance(x, Tensor):
+        raise ArgumentError(
+            f"{fn}: x must be an array (N, C, H, W), not a Tensor; tag a tensor "
+            "with x.image_shape = (C, H, W)"
+        )
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise DTypeError(f"{fn}: x must be numeric ({e})") from None
+    if a.ndim not in (3, 4):
+        raise ShapeError(
+            f"{fn}: x must be a 4-d array (N, C, H, W) or a 3-d (N, C, L), got shape {a.shape}"
+        )
+    s = [v // a.itemsize for v in a.strides]
+    if a.ndim == 3:  # signals: H = 1
+        n, c, h, w = (a.shape[0], a.shape[1], 1, a.shape[2])
+        st = (s[0], s[1], 0, s[2])
+        if layout == "NHWC":
+            n, c, w, st = a.shape[0], a.shape[2], a.shape[1], (s[0], s[2], 0, s[1])
+    elif layout == "NCHW":
+        (n, c, h, w), st = a.shape, (s[0], s[1], s[2], s[3])
+    else:
+        n, h, w, c = a.shape
+        st = (s[0], s[3], s[1], s[2])
+    strides = ffi.new("int64_t[4]", list(st))
+    data = ffi.cast("double *", a.ctypes.data)
+    return _out(lib.pg_images(data, n, c, h, w, strides, code, fn.encode()))

@@ -1,0 +1,219 @@
+# Images and convolution, as Python's pyggmlr/conv.py and nn/conv.py: ag_images (R arrays to
+# tagged [C*H*W, N] tensors), ag_image_shape, the functional ops ag_conv2d_op / ag_conv1d_op and
+# the layers ag_conv2d / ag_conv1d. The core runs forward and backward and checks the values;
+# this checks the kinds and hands doubles. Shapes are (C, H, W) / (C, L), pairs c(H, W).
+
+# a number or a pair c(H, W) (1-D: a number) as doubles; strings only where the caller allows
+.conv_pair <- function(v, fn, arg, dims) {
+  what <- if (dims == 2L) "a number or a pair c(H, W)" else "a number"
+  if (is.list(v) && all(vapply(v, function(e) is.numeric(e) && length(e) == 1L, logical(1))))
+    v <- unlist(v)
+  if (!is.numeric(v) || is.factor(v) || !(length(v) %in% c(1L, dims)))
+    .arg_fail("argument", "%s: %s must be %s, got %s", fn, arg, what, .arg_show(v))
+  as.double(v)
+}
+
+.conv_padding <- function(v, fn, dims) {
+  if (is.character(v)) {
+    if (length(v) != 1L || !(v %in% c("same", "valid")))
+      .arg_fail("value", "%s: padding must be a number, %s'same' or 'valid', got %s", fn,
+                if (dims == 2L) "a pair (H, W), " else "", .arg_show(v))
+    return(v)
+  }
+  .conv_pair(v, fn, "padding", dims)
+}
+
+.conv_shape <- function(v, fn, dims) {
+  if (is.null(v)) return(NULL)
+  if (is.list(v)) v <- unlist(v)
+  rule <- if (dims == 2L) "(C, H, W)" else "(C, L)"
+  if (!is.numeric(v) || length(v) != dims + 1L)
+    .arg_fail("argument", "%s: input_shape must be %s, got %s", fn, rule, .arg_show(v))
+  as.double(v)
+}
+
+.conv_call <- function(fn, dims, x, weight, bias, input_shape, stride, padding, dilation, groups,
+                       kernel_size) {
+  shape <- .conv_shape(input_shape, fn, dims)
+  kernel <- if (is.null(kernel_size)) NULL else .conv_pair(kernel_size, fn, "kernel_size", dims)
+  st <- .conv_pair(stride, fn, "stride", dims)
+  pad <- .conv_padding(padding, fn, dims)
+  dil <- .conv_pair(dilation, fn, "dilation", dims)
+  if (!is.numeric(groups) || length(groups) != 1L)
+    .arg_fail("argument", "%s: groups must be a whole number >= 1, got %s", fn, .arg_show(groups))
+  like <- Find(is_ag_tensor, list(x, weight, bias))
+  dt <- if (is.null(like)) ag_default_dtype() else tolower(like$dtype)
+  as_t <- function(v) if (is_ag_tensor(v)) v else .need_tensor_dtype(v, fn, dt)
+  x <- as_t(x)
+  weight <- as_t(weight)
+  b <- if (is.null(bias)) NULL else as_t(bias)$.ptr
+  .wrap(.Call(R_pg_conv, x$.ptr, weight$.ptr, b, shape, kernel, st, pad, dil, as.double(groups),
+              dims, fn))
+}
+
+# data to a constant tensor of dtype dt; a conversion error names fn
+.need_tensor_dtype <- function(v, fn, dt) {
+  tryCatch(ag_tensor(v, dtype = dt), pyggmlr_error = function(e) {
+    e$message <- sub("^ag_tensor: ", paste0(fn, ": "), conditionMessage(e))
+    e$call <- NULL
+    stop(e)
+  })
+}
+
+ag_conv2d_op <- function(x, weight, bias = NULL, input_shape = NULL, stride = 1, padding = 0,
+                         dilation = 1, groups = 1, kernel_size = NULL) {
+  .conv_call("ag_conv2d_op", 2L, x, weight, bias, input_shape, stride, padding, dilation, groups,
+             kernel_size)
+}
+
+ag_conv1d_op <- function(x, weight, bias = NULL, input_shape = NULL, stride = 1, padding = 0,
+                         dilation = 1, groups = 1, kernel_size = NULL) {
+  .conv_call("ag_conv1d_op", 1L, x, weight, bias, input_shape, stride, padding, dilation, groups,
+             kernel_size)
+}
+
+ag_image_shape <- function(x) {
+  if (!is_ag_tensor(x))
+    .arg_fail("argument", "ag_image_shape: x must be an ag_tensor, got %s", class(x)[[1L]])
+  .Call(R_pg_image_shape, x$.ptr)
+}
+
+`ag_image_shape<-` <- function(x, value) {
+  fn <- "ag_image_shape<-"
+  if (!is_ag_tensor(x))
+    .arg_fail("argument", "%s: x must be an ag_tensor, got %s", fn, class(x)[[1L]])
+  if (!is.null(value)) {
+    if (!is.numeric(value) || length(value) != 3L)
+      .arg_fail("argument", "%s: value must be c(C, H, W) or NULL, got %s", fn, .arg_show(value))
+    value <- vapply(value, function(v) as.double(.arg_int(v, fn, "shape", 1L)), numeric(1))
+  }
+  .Call(R_pg_set_image_shape, x$.ptr, value, fn)
+  x
+}
+
+# R arrays are column-major: dim c(N, C, H, W) ("NCHW") or c(N, H, W, C) ("NHWC"); 3-d arrays are
+# signals c(N, C, L) / c(N, L, C). The core copies by strides (pg_images).
+ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
+  fn <- "ag_images"
+  if (!is.character(layout) || length(layout) != 1L || !(layout %in% c("NCHW", "NHWC")))
+    .arg_fail("value", "%s: layout must be 'NCHW' or 'NHWC', got %s", fn, .arg_show(layout))
+  if (is_ag_tensor(x))
+    .arg_fail("argument", paste0("%s: x must be an array c(N, C, H, W), not an ag_tensor; tag a ",
+                                 "tensor with ag_image_shape(x) <- c(C, H, W)"), fn)
+  if (!is.numeric(x) && !is.logical(x))
+    .arg_fail("dtype", "%s: x must be a numeric array, got %s", fn, class(x)[[1L]])
+  d <- dim(x)
+  if (!(length(d) %in% c(3L, 4L)))
+    .arg_fail("shape", "%s: x must be a 4-d array c(N, C, H, W) or a 3-d c(N, C, L), got dim %s",
+              fn, .arg_show(d))
+  d <- as.double(d)
+  cum <- cumprod(c(1, d))  # the stride of each dimension
+  if (length(d) == 3L) {
+    shp <- if (layout == "NCHW") c(d[1L], d[2L], 1, d[3L]) else c(d[1L], d[3L], 1, d[2L])
+    st <- if (layout == "NCHW") c(1, cum[2L], 0, cum[3L]) else c(1, cum[3L], 0, cum[2L])
+  } else if (layout == "NCHW") {
+    shp <- d
+    st <- cum[1:4]
+  } else {
+    shp <- c(d[1L], d[4L], d[2L], d[3L])
+    st <- c(1, cum[4L], cum[2L], cum[3L])
+  }
+  code <- .pg$code$dtype[[toupper(.arg_match(tolower(dtype), c("f32", "f64"), fn, "dtype"))]]
+  .wrap(.Call(R_pg_images, as.double(x), shp, st, code, fn))
+}
+
+# ---- layers ----
+
+.conv_ints <- function(v, fn, arg, dims, lo) {
+  if (is.list(v)) v <- unlist(v)
+  if (!is.numeric(v) || !(length(v) %in% c(1L, dims)))
+    .arg_fail("argument", "%s: %s must be %s, got %s", fn, arg,
+              if (dims == 2L) "a number or a pair c(H, W)" else "a number", .arg_show(v))
+  v <- vapply(v, function(e) .arg_int(e, fn, arg, lo), integer(1))
+  if (length(v) < dims) rep(v, dims) else v
+}
+
+.conv_layer <- function(kind, dims, in_channels, out_channels, kernel_size, stride, padding,
+                        dilation, groups, bias, input_shape) {
+  fn <- paste0("ag_", kind)
+  cin <- .arg_int(in_channels, fn, "in_channels", 1L)
+  cout <- .arg_int(out_channels, fn, "out_channels", 1L)
+  g <- .arg_int(groups, fn, "groups", 1L)
+  if (cin %% g != 0L || cout %% g != 0L)
+    .arg_fail("value",
+              "%s: in_channels (%d) and out_channels (%d) must be divisible by groups (%d)", fn,
+              cin, cout, g)
+  k <- .conv_ints(kernel_size, fn, "kernel_size", dims, 1L)
+  st <- .conv_ints(stride, fn, "stride", dims, 1L)
+  dil <- .conv_ints(dilation, fn, "dilation", dims, 1L)
+  if (is.character(padding)) {
+    pad <- .conv_padding(padding, fn, dims)
+    if (pad == "same" && any(st != 1L))
+      .arg_fail("value", "%s: padding = \"same\" needs stride 1 (as torch), got stride %s", fn,
+                .arg_show(stride))
+  } else {
+    pad <- .conv_ints(padding, fn, "padding", dims, 0L)
+  }
+  bias <- .arg_flag(bias, fn, "bias")
+  if (!is.null(input_shape)) {
+    if (is.list(input_shape)) input_shape <- unlist(input_shape)
+    if (!is.numeric(input_shape) || length(input_shape) != dims + 1L)
+      .arg_fail("argument", "%s: input_shape must be %s, got %s", fn,
+                if (dims == 2L) "(C, H, W)" else "(C, L)", .arg_show(input_shape))
+    input_shape <- vapply(input_shape, function(e) .arg_int(e, fn, "input_shape", 1L), integer(1))
+    if (input_shape[[1L]] != cin)
+      .arg_fail("value", "%s: input_shape (%s) has %d channels but in_channels = %d", fn,
+                paste(input_shape, collapse = ", "), input_shape[[1L]], cin)
+  }
+  fan_in <- cin %/% g * prod(k)
+  a <- 1 / sqrt(fan_in)
+  e <- .layer(kind, sprintf("%s(%d, %d, %s)", kind, cin, cout, paste(k, collapse = "x")))
+  .layer_memory(fn, sprintf("for a [%dx%d] weight", cout, as.integer(fan_in)),
+                as.double(cout) * (fan_in + 1), {
+    e$weight <- ag_param(.uniform_weight(cout, fan_in, a, fn))
+    e$bias <- if (bias) ag_param(.uniform_weight(cout, 1L, a, fn)) else NULL
+  })
+  e$in_channels <- cin
+  e$out_channels <- cout
+  e$groups <- g
+  e$kernel_size <- k
+  e$stride <- st
+  e$padding <- pad
+  e$dilation <- dil
+  e$use_bias <- bias
+  e$input_shape <- input_shape
+  e$forward <- function(x) {
+    shape <- if (is_ag_tensor(x) && !is.null(ag_image_shape(x))) NULL else e$input_shape
+    .conv_call(fn, dims, x, e$weight, e$bias, shape, e$stride, e$padding, e$dilation, e$groups,
+               e$kernel_size)
+  }
+  e$parameters <- function() if (is.null(e$bias)) list(weight = e$weight) else
+    list(weight = e$weight, bias = e$bias)
+  # pairs as lists c(H, W) (1-D: numbers), as Python's to_config
+  cfg <- function(v) if (is.character(v)) v else if (dims == 2L) as.list(v) else v[[1L]]
+  e$to_config <- function() list(type = kind, in_channels = cin, out_channels = cout,
+                                 kernel_size = cfg(k), stride = cfg(st), padding = cfg(e$padding),
+                                 dilation = cfg(dil), groups = g, bias = bias,
+                                 input_shape = if (is.null(e$input_shape)) NULL else
+                                   as.list(e$input_shape))
+  e
+}
+
+ag_conv2d <- function(in_channels, out_channels, kernel_size, stride = 1, padding = 0,
+                      dilation = 1, groups = 1, bias = TRUE, input_shape = NULL) {
+  .conv_layer("conv2d", 2L, in_channels, out_channels, kernel_size, stride, padding, dilation,
+              groups, bias, input_shape)
+}
+
+ag_conv1d <- function(in_channels, out_channels, kernel_size, stride = 1, padding = 0,
+                      dilation = 1, groups = 1, bias = TRUE, input_shape = NULL) {
+  .conv_layer("conv1d", 1L, in_channels, out_channels, kernel_size, stride, padding, dilation,
+              groups, bias, input_shape)
+}
+
+print.ag_conv2d <- function(x, ...) {
+  cat(sprintf("ag_%s\n", x$name))
+  invisible(x)
+}
+
+print.ag_conv1d <- function(x, ...) print.ag_conv2d(x, ...)

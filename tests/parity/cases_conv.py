@@ -1,0 +1,109 @@
+"""Parity cases for convolution (native/ops_conv.c): a CNN drawn from the same seed in each
+language (the layers' init through the core's generator), trained by ag_fit eager and compiled,
+an ag_compile'd forward replayed on new data, saved, and each language's file read by the
+other, bit for bit. The R half is conv.R."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any, Dict, List
+
+import numpy as np
+
+from .cases_models import HIST_KEYS, fit_py, fit_r_records, r_dict, tensor_values
+from .core import CASES, ScriptCase, _u, call_r, r_values, with_dtype
+
+
+def _path(side: str, dtype: str) -> str:
+    return os.path.join(tempfile.gettempdir(), f"pg-parity-conv-{os.getpid()}-{side}-{dtype}.gguf")
+
+
+def _py(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
+    import pyggmlr as pg
+
+    def run():
+        pg.ggml_set_seed(int(d["seed"]))
+        if d["dims"] == 2:
+            m = pg.ag_sequential(
+                pg.ag_conv2d(2, 4, 3, stride=2, padding=1, input_shape=(2, 6, 6)),
+                pg.ag_conv2d(4, 4, (2, 1), groups=2, dilation=(1, 2), padding="same"),
+                pg.ag_linear(4 * 9, 3),
+            )
+        else:
+            m = pg.ag_sequential(
+                pg.ag_conv1d(2, 4, 3, stride=2, padding=1, input_shape=(2, 9)),
+                pg.ag_conv1d(4, 4, 2, groups=2, dilation=2, padding="same"),
+                pg.ag_linear(4 * 5, 3),
+            )
+        init = tensor_values(m.parameters())
+        f = pg.ag_compile(lambda t: m(t), d["x"][:, :4], build="forward")
+        out = f(d["x"][:, 4:8])
+        assert isinstance(out, pg.Tensor)
+        fwd = out.numpy()
+        recs = fit_py(
+            m,
+            d["x"],
+            d["y"],
+            loss="mse",
+            optimizer="adam",
+            nepoch=steps,
+            batch_size=4,
+            lr=0.02,
+            static=d["static"],
+        )
+        path = _path("py", dtype)
+        pg.ag_save_model(m, path)
+        return init, fwd, recs, path
+
+    init, fwd, recs, path = with_dtype(dtype, run)
+    recs[0].update({f"init {k}": v for k, v in init.items()})
+    recs[0]["compiled forward"] = fwd
+    res = call_r("parity_conv_read", path=path, x=d["x"])  # R reads Python's file
+    os.remove(path)
+    recs[-1]["other side's read: ag_predict"] = r_values(res)
+    return recs
+
+
+def _r(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
+    import pyggmlr as pg
+
+    path = _path("r", dtype)
+    res = call_r(
+        "parity_conv_fit",
+        dtype=dtype,
+        dims=d["dims"],
+        seed=d["seed"],
+        x=d["x"],
+        y=d["y"],
+        nepoch=steps,
+        static=d["static"],
+        hist_keys=np.array(HIST_KEYS),
+        path=path,
+    )
+    recs = fit_r_records(res["fit"])
+    recs[0].update({f"init {k}": v for k, v in r_dict(res["init"]).items()})
+    recs[0]["compiled forward"] = r_values(res["fwd"])
+    m = pg.ag_load_model(path)  # Python reads R's file
+    os.remove(path)
+    recs[-1]["other side's read: ag_predict"] = np.asarray(pg.ag_predict(m, d["x"]), np.float64)
+    return recs
+
+
+def _case(name: str, dims: int, static: bool) -> None:
+    def inputs(rng: Any) -> Dict[str, Any]:
+        rows = 72 if dims == 2 else 18
+        return {
+            "seed": 20301.0,
+            "dims": dims,
+            "x": _u(rng, rows, 12, lo=-2, hi=2),
+            "y": _u(rng, 3, 12),
+            "static": static,
+        }
+
+    CASES.append(ScriptCase(f"conv: {name}", _py, _r, 2, inputs, group="fit"))
+
+
+_case("seeded 2-d CNN, ag_fit eager, files crossed", 2, False)
+_case("seeded 2-d CNN, ag_fit static, files crossed", 2, True)
+_case("seeded 1-d CNN, ag_fit static, files crossed", 1, True)

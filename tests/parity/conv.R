@@ -1,0 +1,29 @@
+# The R half of the convolution cases (tests/parity/cases_conv.py). Uses helpers.R and models.R
+# (fit_records). Alone: Rscript tests/parity/conv.R (defines the functions, runs nothing).
+suppressPackageStartupMessages(library(pyggmlr))
+
+# the CNN drawn from `seed`, its initial weights, a compiled forward, ag_fit, saved to `path`
+parity_conv_fit <- function(dtype, dims, seed, x, y, nepoch, static, hist_keys, path) {
+  with_dtype(dtype, function() {
+    ggml_set_seed(seed)
+    m <- if (dims == 2) {
+      ag_sequential(ag_conv2d(2, 4, 3, stride = 2, padding = 1, input_shape = c(2, 6, 6)),
+                    ag_conv2d(4, 4, c(2, 1), groups = 2, dilation = c(1, 2), padding = "same"),
+                    ag_linear(4 * 9, 3))
+    } else {
+      ag_sequential(ag_conv1d(2, 4, 3, stride = 2, padding = 1, input_shape = c(2, 9)),
+                    ag_conv1d(4, 4, 2, groups = 2, dilation = 2, padding = "same"),
+                    ag_linear(4 * 5, 3))
+    }
+    init <- values_of(m$parameters())
+    f <- ag_compile(function(t) m$forward(t), x[, 1:4], build = "forward")
+    fwd <- f(x[, 5:8])$data
+    res <- fit_records(m, x, y, hist_keys, loss = "mse", optimizer = "adam", nepoch = nepoch,
+                       batch_size = 4L, lr = 0.02, static = static)
+    ag_save_model(m, path)
+    list(init = init, fwd = fwd, fit = res)
+  })
+}
+
+# a file written by Python read here: ag_predict on x
+parity_conv_read <- function(path, x) ag_predict(ag_load_model(path), x)
