@@ -26,7 +26,7 @@ typedef struct {
     int null_ok;                /* PG_LAYER_ARG_CHOICE: null too (no activation) */
 } arg_spec;
 
-#define MAX_ARGS 9
+#define MAX_ARGS 10
 typedef struct {
     const char *type;
     arg_spec args[MAX_ARGS];
@@ -67,7 +67,7 @@ typedef struct {
         SIZE("in_channels"), SIZE("out_channels"), PAIR("kernel_size", NULL, 1, NULL),             \
             PAIR("stride", "1", 1, NULL), PAIR("padding", "0", 0, PADS),                           \
             PAIR("dilation", "1", 1, NULL), SIZE_D("groups", "1"), FLAG("bias", "true"),           \
-            SHAPE("input_shape", k, k)                                                             \
+            SHAPE("input_shape", k, k), CHOICE("activation", "null", ACTIVATIONS, 1)               \
     }
 #define CHOICE(n, d, c, z)                                                                         \
     {                                                                                              \

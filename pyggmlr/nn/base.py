@@ -16,6 +16,7 @@ from .. import tensor as _tensor
 from .._args import check_int
 from .._core import ffi, lib
 from ..errors import ArgumentError, PyggmlrMemoryError, PyggmlrValueError, ShapeError
+from ..ops import ag_gelu, ag_relu, ag_sigmoid, ag_softmax, ag_tanh
 from ..random import runif
 from ..tensor import ArrayLike, Tensor, _wrap
 from . import module as _reg
@@ -283,3 +284,24 @@ def _dropout(x, rate, transpose=False):
     transpose: drawn as ggmlR draws attention weights, [queries, keys]."""
     x = _as_tensor(x, "ag_dropout")
     return _wrap(lib.pg_dropout(x._handle(), float(rate), int(transpose)))
+
+
+# a layer's activation by name (ag_linear, ag_conv1d, ag_conv2d): None or one of these
+_ACTIVATIONS = {
+    "relu": ag_relu,
+    "sigmoid": ag_sigmoid,
+    "tanh": ag_tanh,
+    "softmax": ag_softmax,
+    "gelu": ag_gelu,
+}
+
+
+def _check_activation(activation: Any, fn: str) -> Optional[str]:
+    """activation as given (None or a name of _ACTIVATIONS), else PyggmlrValueError naming fn."""
+    if activation is not None and (
+        not isinstance(activation, str) or activation not in _ACTIVATIONS
+    ):
+        raise PyggmlrValueError(
+            f"{fn}: activation must be one of {sorted(_ACTIVATIONS)} or None, got {activation!r}"
+        )
+    return activation

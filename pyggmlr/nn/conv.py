@@ -17,7 +17,7 @@ from ..conv import _args
 from ..errors import ArgumentError, PyggmlrValueError
 from ..ops import _out
 from ..tensor import ArrayLike, Tensor, _as_tensor, ag_param
-from .base import Module, _layer_memory, _uniform
+from .base import _ACTIVATIONS, Module, _check_activation, _layer_memory, _uniform
 
 __all__ = ["ag_conv1d", "ag_conv2d"]
 
@@ -51,6 +51,7 @@ class _ConvNd(Module):
         groups: int = 1,
         bias: bool = True,
         input_shape: Optional[Sequence[int]] = None,
+        activation: Optional[str] = None,
     ) -> None:
         fn, d = "ag_" + self.kind, self.dims
         cin = check_int(in_channels, fn, "in_channels", 1)
@@ -80,6 +81,7 @@ class _ConvNd(Module):
         else:
             self._padding = _ints(padding, fn, "padding", d, 0)
         self.bias_flag = check_flag(bias, fn, "bias")
+        self.activation = _check_activation(activation, fn)  # keras' Conv2D(activation =)
         if input_shape is not None:
             want = 3 if d == 2 else 2
             if not isinstance(input_shape, (list, tuple)) or len(input_shape) != want:
@@ -144,7 +146,8 @@ class _ConvNd(Module):
         tagged = lib.pg_tensor_image_shape(p, c[2]) == 1
         a = c[0] if tagged or c[1] is None else c[1]
         b = NULL if self.bias is None else self.bias._p
-        return _out(lib.pg_conv(p, self.weight._p, b, a, self.dims, c[3]))
+        y = _out(lib.pg_conv(p, self.weight._p, b, a, self.dims, c[3]))
+        return y if self.activation is None else _ACTIVATIONS[self.activation](y)
 
     def _core_args(self) -> Any:
         """The core's argument vectors, made once: without input_shape (the input's own image
@@ -184,6 +187,7 @@ class _ConvNd(Module):
             "groups": self.groups,
             "bias": self.bias_flag,
             "input_shape": None if self.input_shape is None else list(self.input_shape),
+            "activation": self.activation,
         }
 
 
@@ -192,7 +196,8 @@ class ag_conv2d(_ConvNd):
     dilation a number or a pair (H, W); padding also "same" (stride 1) or "valid"; groups
     dividing both channel counts (groups = in_channels: depthwise); bias a flag. input_shape
     (C, H, W) is only needed when the input carries no image shape (raw data to a first layer).
-    Raises ArgumentError / PyggmlrValueError for bad arguments (naming ag_conv2d and the
+    activation: None or "relu", "sigmoid", "tanh", "softmax", "gelu", applied to the output as
+    ag_linear's (keras' Conv2D(activation=)); the result keeps the image shape. Raises ArgumentError / PyggmlrValueError for bad arguments (naming ag_conv2d and the
     argument), ShapeError in forward for inputs that do not fit."""
 
     dims = 2
@@ -202,7 +207,8 @@ class ag_conv2d(_ConvNd):
 class ag_conv1d(_ConvNd):
     """1-D convolution layer (torch.nn.Conv1d) on signals [C*L, N] (numpy's (N, C, L) as
     x.reshape(N, -1).T; an image with H = 1): kernel_size, stride, padding ("same", "valid"
-    too), dilation numbers; input_shape (C, L) when the input carries no image shape."""
+    too), dilation numbers; input_shape (C, L) when the input carries no image shape;
+    activation as ag_conv2d's."""
 
     dims = 1
     kind = "conv1d"

@@ -25,17 +25,14 @@ from ..errors import ArgumentError, PyggmlrValueError, ShapeError
 from ..ops import (
     _linear,
     ag_add,
-    ag_gelu,
     ag_matmul,
-    ag_relu,
-    ag_sigmoid,
-    ag_softmax,
-    ag_tanh,
 )
 from ..tensor import ArrayLike, Tensor, ag_param
 from .base import (
+    _ACTIVATIONS,
     _INITS,
     Module,
+    _check_activation,
     _config,
     _dropout,
     _fmt_num,
@@ -113,13 +110,6 @@ _FUSED = {
     "sigmoid": lib.PG_UNARY_OP_SIGMOID,
     "tanh": lib.PG_UNARY_OP_TANH,
 }
-_ACTIVATIONS = {
-    "relu": ag_relu,
-    "sigmoid": ag_sigmoid,
-    "tanh": ag_tanh,
-    "softmax": ag_softmax,
-    "gelu": ag_gelu,
-}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,12 +146,7 @@ class ag_linear(Module):
             raise PyggmlrValueError(
                 f"ag_linear: in_features and out_features must be >= 1, got {n_in} and {n_out}"
             )
-        if activation is not None and (
-            not isinstance(activation, str) or activation not in _ACTIVATIONS
-        ):
-            raise PyggmlrValueError(
-                f"ag_linear: activation must be one of {sorted(_ACTIVATIONS)} or None, got {activation!r}"
-            )
+        _check_activation(activation, "ag_linear")
         # ggmlR 0.8.6's order: gain, then init (validated before any draw)
         if (
             isinstance(gain, (bool, np.bool_))

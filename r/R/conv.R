@@ -134,7 +134,7 @@ ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
 }
 
 .conv_layer <- function(kind, dims, in_channels, out_channels, kernel_size, stride, padding,
-                        dilation, groups, bias, input_shape) {
+                        dilation, groups, bias, input_shape, activation) {
   fn <- paste0("ag_", kind)
   cin <- .arg_int(in_channels, fn, "in_channels", 1L)
   cout <- .arg_int(out_channels, fn, "out_channels", 1L)
@@ -155,6 +155,7 @@ ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
     pad <- .conv_ints(padding, fn, "padding", dims, 0L)
   }
   bias <- .arg_flag(bias, fn, "bias")
+  act <- .act(activation, fn)  # keras' Conv2D(activation =), as ag_linear's
   if (!is.null(input_shape)) {
     if (is.list(input_shape)) input_shape <- unlist(input_shape)
     if (!is.numeric(input_shape) || length(input_shape) != dims + 1L)
@@ -184,9 +185,10 @@ ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
   e$input_shape <- input_shape
   e$forward <- function(x) {
     shape <- if (is_ag_tensor(x) && !is.null(ag_image_shape(x))) NULL else e$input_shape
-    .conv_call(fn, dims, x, e$weight, e$bias, shape, e$stride, e$padding, e$dilation, e$groups,
-               e$kernel_size)
+    act(.conv_call(fn, dims, x, e$weight, e$bias, shape, e$stride, e$padding, e$dilation,
+                   e$groups, e$kernel_size))
   }
+  e$activation <- activation
   e$parameters <- function() if (is.null(e$bias)) list(weight = e$weight) else
     list(weight = e$weight, bias = e$bias)
   # pairs as lists c(H, W) (1-D: numbers), as Python's to_config
@@ -195,20 +197,22 @@ ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
                                  kernel_size = cfg(k), stride = cfg(st), padding = cfg(e$padding),
                                  dilation = cfg(dil), groups = g, bias = bias,
                                  input_shape = if (is.null(e$input_shape)) NULL else
-                                   as.list(e$input_shape))
+                                   as.list(e$input_shape), activation = activation)
   e
 }
 
 ag_conv2d <- function(in_channels, out_channels, kernel_size, stride = 1, padding = 0,
-                      dilation = 1, groups = 1, bias = TRUE, input_shape = NULL) {
+                      dilation = 1, groups = 1, bias = TRUE, input_shape = NULL,
+                      activation = NULL) {
   .conv_layer("conv2d", 2L, in_channels, out_channels, kernel_size, stride, padding, dilation,
-              groups, bias, input_shape)
+              groups, bias, input_shape, activation)
 }
 
 ag_conv1d <- function(in_channels, out_channels, kernel_size, stride = 1, padding = 0,
-                      dilation = 1, groups = 1, bias = TRUE, input_shape = NULL) {
+                      dilation = 1, groups = 1, bias = TRUE, input_shape = NULL,
+                      activation = NULL) {
   .conv_layer("conv1d", 1L, in_channels, out_channels, kernel_size, stride, padding, dilation,
-              groups, bias, input_shape)
+              groups, bias, input_shape, activation)
 }
 
 print.ag_conv2d <- function(x, ...) {

@@ -19,12 +19,12 @@
 }
 
 # NULL is the identity; an unknown name is an error (ggmlR silently used the identity), as in Python
-.act <- function(activation) {
+.act <- function(activation, fn = "ag_linear") {
   if (is.null(activation)) return(identity)
   acts <- list(gelu = ag_gelu, relu = ag_relu, sigmoid = ag_sigmoid, softmax = ag_softmax,
                tanh = ag_tanh)
   if (!is.character(activation) || length(activation) != 1L || !activation %in% names(acts))
-    .arg_stop(sprintf("ag_linear: activation must be one of %s or NULL, got %s",
+    .arg_stop(sprintf("%s: activation must be one of %s or NULL, got %s", fn,
                  paste(sprintf("'%s'", names(acts)), collapse = ", "),
                  paste(deparse(activation), collapse = " ")), kind = "value")
   acts[[activation]]

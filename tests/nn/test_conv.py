@@ -244,6 +244,28 @@ def test_layers_forward_match_torch_and_keep_the_tag(f64):
     assert rel(y.numpy(), ref) < 1e-12
 
 
+def test_activation_is_applied_kept_in_files_and_checked(tmp_path, f64):
+    rng = np.random.default_rng(8)
+    x = pg.ag_tensor(rng.normal(size=(2 * 5 * 5, 3)))
+    pg.ggml_set_seed(3)
+    plain = pg.ag_conv2d(2, 4, 3, padding=1, input_shape=(2, 5, 5))
+    for act, f in (("relu", pg.ag_relu), ("tanh", pg.ag_tanh), ("sigmoid", pg.ag_sigmoid)):
+        pg.ggml_set_seed(3)
+        c = pg.ag_conv2d(2, 4, 3, padding=1, input_shape=(2, 5, 5), activation=act)
+        y = c(x)
+        np.testing.assert_array_equal(y.numpy(), f(plain(x)).numpy())
+        assert pg.ag_image_shape(y) == (4, 5, 5)  # the activation keeps the image shape
+        assert c.to_config()["activation"] == act
+    m = pg.ag_sequential(c, pg.ag_max_pool2d(2), pg.ag_flatten(), pg.ag_linear(16, 2))
+    path = os.fspath(tmp_path / "act.safetensors")
+    pg.ag_save_model(m, path)
+    m2 = pg.ag_load_model(path)
+    assert m2.layers[0].activation == "sigmoid"
+    np.testing.assert_array_equal(pg.ag_predict(m2, x), pg.ag_predict(m, x))
+    with pytest.raises(PyggmlrValueError, match=r"^ag_conv1d: activation must be one of"):
+        pg.ag_conv1d(1, 2, 3, activation="swish")
+
+
 def test_config_model_file_and_sequential(tmp_path, f64):
     rng = np.random.default_rng(5)
     x = rng.normal(size=(36, 4))
@@ -260,6 +282,7 @@ def test_config_model_file_and_sequential(tmp_path, f64):
         "groups": 1,
         "bias": True,
         "input_shape": [1, 6, 6],
+        "activation": None,
     }
     m2 = pg.ag_module_from_config(cfg)
     assert [type(v) for v in m2.layers] == [type(v) for v in m.layers]

@@ -187,3 +187,25 @@ test_that("the memory estimate of a compiled step with convolutions equals the m
   step(x, y)
   expect_equal(ag_memory_peak() - base, est$total - est$weights - 4 * (36 * 16 + 3 * 16))
 })
+
+test_that("activation is applied, keeps the image shape, goes through files and is checked", {
+  x <- ag_tensor(matrix(rnorm(2 * 5 * 5 * 3), 50, 3))
+  set.seed(3)
+  plain <- ag_conv2d(2, 4, 3, padding = 1, input_shape = c(2, 5, 5))
+  for (act in c("relu", "tanh", "sigmoid")) {
+    set.seed(3)
+    cv <- ag_conv2d(2, 4, 3, padding = 1, input_shape = c(2, 5, 5), activation = act)
+    y <- cv$forward(x)
+    f <- switch(act, relu = ag_relu, tanh = ag_tanh, sigmoid = ag_sigmoid)
+    expect_identical(y$data, f(plain$forward(x))$data)
+    expect_identical(ag_image_shape(y), c(4L, 5L, 5L))
+    expect_identical(cv$to_config()$activation, act)
+  }
+  m <- ag_sequential(cv, ag_max_pool2d(2), ag_flatten(), ag_linear(16, 2))
+  path <- tempfile(fileext = ".safetensors")
+  ag_save_model(m, path)
+  m2 <- ag_load_model(path)
+  expect_identical(ag_predict(m2, x), ag_predict(m, x))
+  expect_error(ag_conv1d(1, 2, 3, activation = "swish"), "^ag_conv1d: activation must be one of",
+               class = "pyggmlr_value_error")
+})
