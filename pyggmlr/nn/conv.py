@@ -130,9 +130,10 @@ class _ConvNd(Module):
 
     @property
     def name(self) -> str:
-        """conv2d(C_in, C_out, kHxkW), the layer's label in prints and summaries."""
+        """conv2d(C_in, C_out, kHxkW[, activation]), the layer's label in prints and summaries."""
         k = "x".join(str(v) for v in self._k)
-        return f"{self.kind}({self.in_channels}, {self.out_channels}, {k})"
+        act = f", {self.activation}" if self.activation else ""  # as ag_linear's
+        return f"{self.kind}({self.in_channels}, {self.out_channels}, {k}{act})"
 
     def __repr__(self) -> str:
         return f"ag_{self.name}"

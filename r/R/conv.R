@@ -168,7 +168,8 @@ ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
   }
   fan_in <- cin %/% g * prod(k)
   a <- 1 / sqrt(fan_in)
-  e <- .layer(kind, sprintf("%s(%d, %d, %s)", kind, cin, cout, paste(k, collapse = "x")))
+  e <- .layer(kind, sprintf("%s(%d, %d, %s%s)", kind, cin, cout, paste(k, collapse = "x"),
+                            if (is.null(activation)) "" else paste0(", ", activation)))
   .layer_memory(fn, sprintf("for a [%dx%d] weight", cout, as.integer(fan_in)),
                 as.double(cout) * (fan_in + 1), {
     e$weight <- ag_param(.uniform_weight(cout, fan_in, a, fn))

@@ -23,7 +23,8 @@ ag_register_layer <- function(type, builder) {
                avg_pool1d = "ag_avg_pool1d", avg_pool2d = "ag_avg_pool2d", flatten = "ag_flatten",
                global_avg_pool = "ag_global_avg_pool", global_max_pool = "ag_global_max_pool",
                max_pool1d = "ag_max_pool1d", max_pool2d = "ag_max_pool2d",
-               lstm = "ag_lstm", gru = "ag_gru", rnn = "ag_rnn", conv1d = "ag_conv1d", conv2d = "ag_conv2d")
+               lstm = "ag_lstm", gru = "ag_gru", rnn = "ag_rnn", conv1d = "ag_conv1d",
+               conv2d = "ag_conv2d")
 
 # TRUE when v nests lists deeper than k levels (it stops looking there)
 .nested_over <- function(v, k) {
