@@ -236,7 +236,7 @@ test_that("the other codes come from the core and the glue by name (R_pg_codes)"
   code <- pyggmlr:::.pg$code
   expect_setequal(names(code), c("dtype", "status", "optim", "sched", "build", "dist", "act",
                                  "file", "tape", "scope", "scoped", "ckpt", "limit", "early_stop",
-                                 "state_form", "seed", "mem_optim", "mem_source"))
+                                 "state_form", "seed", "mem_optim", "mem_source", "pool"))
   for (g in names(code)) {
     expect_true(is.integer(code[[g]]) && !is.null(names(code[[g]])), info = g)
     expect_false(anyDuplicated(names(code[[g]])) > 0, info = g)
@@ -252,4 +252,5 @@ test_that("the other codes come from the core and the glue by name (R_pg_codes)"
   expect_identical(.Call(pyggmlr:::R_pg_file_kind, tempfile()), code$file[["MISSING"]])
   err <- tryCatch(ag_reshape(ag_tensor(matrix(1, 2, 2)), 3, 1), error = function(e) e)
   expect_s3_class(err, "pyggmlr_shape_error")
+  expect_setequal(names(code$pool), c("MAX", "AVG"))
 })
