@@ -260,6 +260,7 @@ __all__ = [
     "load_digits",
     "load_iris",
     "load_letters",
+    "load_sunspots",
     "lr_scheduler_cosine",
     "lr_scheduler_cyclic",
     "lr_scheduler_onecycle",

@@ -1,4 +1,5 @@
-"""Mini-batches (ag_dataloader) and the shipped data sets (iris, breast cancer, digits, letters).
+"""Mini-batches (ag_dataloader) and the shipped data sets (iris, breast cancer, digits, letters,
+sunspots).
 
 Data are column-major like everything else: x is [features, n], y is [outputs, n] (or a vector
 of n class ids). ``col_major=False`` takes row-major [n, features] data and transposes it."""
@@ -20,7 +21,14 @@ from .errors import ShapeError, StateError
 from .random import Generator, _seed_int
 from .tensor import Tensor, ag_tensor
 
-__all__ = ["ag_dataloader", "load_breast_cancer", "load_digits", "load_iris", "load_letters"]
+__all__ = [
+    "ag_dataloader",
+    "load_breast_cancer",
+    "load_digits",
+    "load_iris",
+    "load_letters",
+    "load_sunspots",
+]
 
 
 class Batch(dict):
@@ -231,3 +239,18 @@ def load_letters() -> Tuple[np.ndarray, np.ndarray, List[str], List[str]]:
     0..15 (one column per letter image), y int64 0-based class ids (20000,), classes
     ["A", ..., "Z"], features UCI's attribute names ("x-box", ..., "yegvx")."""
     return _load_shipped("letters")
+
+
+def load_sunspots() -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Monthly mean sunspot numbers, January 1749 to September 2013 (WDC-SILSO, Royal
+    Observatory of Belgium), the values of R's ``datasets::sunspot.month`` (R 4.2).
+
+    Returns (x, year, month): x float64 (3177,) the monthly means (one decimal), year and
+    month int64 (3177,) (month 1..12). Python only: R has ``sunspot.month``, the same numbers
+    bit for bit. Licence and source: data/README.md."""
+    text = resources.files("pyggmlr").joinpath("data/sunspot_month.csv").read_text("ascii")
+    rows = [ln.split(",") for ln in text.splitlines()[1:] if ln]
+    x = np.array([r[2] for r in rows], dtype=np.float64)  # correctly rounded, as R's scan
+    year = np.array([int(r[0]) for r in rows], dtype=np.int64)
+    month = np.array([int(r[1]) for r in rows], dtype=np.int64)
+    return x, year, month

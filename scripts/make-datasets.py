@@ -2,7 +2,8 @@
 
 Sources (read locally, nothing is downloaded): scikit-learn's copies of UCI's breast cancer
 (Wisconsin diagnostic) and optdigits test set, and R's mlbench copy of UCI's letter recognition
-data (`Rscript` with mlbench installed). Each file is a gzip CSV: a header of feature names and
+data (`Rscript` with mlbench installed), and R's own `datasets::sunspot.month` (a plain CSV of
+year, month and the value to one decimal, as R prints it). Each file is a gzip CSV: a header of feature names and
 `label`, one sample a row, the label last; gzip with mtime 0 so a rebuild is byte-identical.
 Usage: python scripts/make-datasets.py   (from the repository root)"""
 
@@ -106,7 +107,20 @@ def letters() -> None:
     write("letters.csv.gz", LETTER_FEATURES + ["label"], rows)
 
 
+def sunspots() -> None:
+    r = (
+        "x <- sunspot.month; stopifnot(all(x == round(x, 1))); "
+        "write.table(data.frame(year = floor(time(x) + 1e-9), month = cycle(x), "
+        "sunspots = sprintf('%.1f', as.numeric(x))), stdout(), sep = ',', quote = FALSE, "
+        "row.names = FALSE)"
+    )
+    text = subprocess.run(["Rscript", "-e", r], check=True, capture_output=True, text=True).stdout
+    assert text.startswith("year,month,sunspots\n1749,1,58.0\n") and text.count("\n") == 3178
+    (OUT / "sunspot_month.csv").write_text(text, encoding="ascii")
+
+
 if __name__ == "__main__":
     breast_cancer()
     digits()
     letters()
+    sunspots()

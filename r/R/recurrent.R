@@ -51,7 +51,7 @@
     }
   })
   e$params_list <- params
-  extra <- paste0(if (e$num_layers > 1L) sprintf(", num_layers=%d", e$num_layers),
+  extra <- paste0("", if (e$num_layers > 1L) sprintf(", num_layers=%d", e$num_layers),
                   if (e$bidirectional) ", bidirectional",
                   if (e$dropout != 0) sprintf(", dropout=%.15g", e$dropout))
   e$name <- sprintf("%s(%d, %d%s)", kind, e$input_size, H, extra)

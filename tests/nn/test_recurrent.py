@@ -248,3 +248,13 @@ def test_errors_name_the_layer_argument_and_shapes(f64):
         PyggmlrValueError, match="ag_module_from_config: bad arguments for a 'lstm'"
     ):
         pg.ag_module_from_config({"type": "lstm", "input_size": 3})
+
+
+def test_the_layers_print_their_options():
+    """R prints the same names (r/tests/testthat/test-recurrent.R)."""
+    assert pg.ag_gru(1, 32).name == "gru(1, 32)"
+    a = pg.ag_lstm(2, 3, num_layers=2, bidirectional=True, dropout=0.25)
+    assert a.name == "lstm(2, 3, num_layers=2, bidirectional, dropout=0.25)"
+    assert pg.ag_rnn(4, 5).name == "rnn(4, 5)"
+    text = str(pg.ag_sequential(pg.ag_gru(1, 32), pg.ag_linear(32, 1))).splitlines()
+    assert text[1:3] == ["  [1] gru(1, 32)", "  [2] linear(32, 1)"]

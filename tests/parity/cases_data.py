@@ -8,7 +8,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from .core import CASES, Record, ScriptCase, call_r
+from .core import CASES, Record, ScriptCase, call_r, r_values, with_dtype
 
 LOADERS = ("load_breast_cancer", "load_digits", "load_letters")
 
@@ -54,4 +54,42 @@ def _r(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
 CASES.append(
     ScriptCase("data: shipped data sets (x, labels, names)", _py, _r, 1, lambda rng: {},
                group="data")
+)  # fmt: skip
+
+
+# The sequences guide (vignettes/08-sequences.md, r/vignettes/sequences.Rmd): Python's
+# load_sunspots() is R's sunspot.month bit for bit, and the guide's windows, scaling, GRU and
+# ag_fit give the same bits in both languages (a shorter fit: 1 epoch on every 4th window).
+def _sunspots_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
+    import pyggmlr as pg
+
+    s, year, month = pg.load_sunspots()
+    z = (s - 50) / 40
+    targets = np.arange(120, len(s))
+    x = np.stack([z[t - 60 : t] for t in targets], axis=1)
+    y = z[targets][None, :]
+    train = targets < len(s) - 600
+    rec0 = {"sunspots": s, "year": year.astype(np.float64), "month": month.astype(np.float64)}
+
+    def run():
+        pg.ggml_set_seed(1)
+        model = pg.ag_sequential(pg.ag_gru(1, 8), pg.ag_linear(8, 1))
+        xt, yt = x[:, train][:, ::4], y[:, train][:, ::4]
+        h = pg.ag_fit(model, xt, yt, loss="mse", nepoch=steps, batch_size=32, lr=3e-3, seed=11,
+                      verbose=0)  # fmt: skip
+        res = pg.ag_evaluate(model, x[:, ~train], y[:, ~train], metrics=["rmse"])
+        return {"loss": np.asarray(h.loss), "rmse": np.asarray([res["rmse"]]),
+                "predict": pg.ag_predict(model, x[:, ~train]).astype(np.float64)}  # fmt: skip
+
+    return [rec0, with_dtype(dtype, run)]
+
+
+def _sunspots_r(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
+    res = call_r("parity_sunspots", dtype=dtype, nepoch=steps)  # tests/parity/datasets.R
+    return [{k: r_values(v) for k, v in rec.items()} for rec in res]
+
+
+CASES.append(
+    ScriptCase("data: sunspots and the sequences guide's GRU", _sunspots_py, _sunspots_r, 1,
+               lambda rng: {}, group="data")
 )  # fmt: skip

@@ -213,3 +213,15 @@ def test_batch_count_refuses_bad_sizes():
     lib.pg_clear_error()
     assert lib.pg_batch_count(b"ag_dataloader", -1, 2, 0) < 0
     lib.pg_clear_error()
+
+
+def test_load_sunspots():
+    """R's sunspot.month (R 4.2): 3177 months from 1749-01 to 2013-09, one decimal each (the
+    parity tier checks every value against R's own)."""
+    x, year, month = pg.load_sunspots()
+    assert x.shape == year.shape == month.shape == (3177,) and x.dtype == np.float64
+    assert (year[0], month[0], year[-1], month[-1]) == (1749, 1, 2013, 9)
+    np.testing.assert_array_equal(np.diff(year * 12 + month - 1), 1)  # no month left out
+    np.testing.assert_array_equal(x[:3], [58.0, 62.6, 70.0])
+    assert x[-1] == 37.0 and x.max() == 253.8 and x.min() == 0.0
+    np.testing.assert_array_equal(np.round(x * 10) / 10, x)

@@ -138,3 +138,14 @@ test_that("the memory estimate of a compiled step equals the measured peak", {
   step(x, y)
   expect_equal(ag_memory_peak() - base, est$total - est$weights)
 })
+
+test_that("the layers print as Python's (the name with only the options that are set)", {
+  expect_identical(ag_gru(1, 32)$name, "gru(1, 32)")
+  expect_identical(ag_lstm(2, 3, num_layers = 2, bidirectional = TRUE, dropout = 0.25)$name,
+                   "lstm(2, 3, num_layers=2, bidirectional, dropout=0.25)")
+  expect_identical(ag_rnn(4, 5)$name, "rnn(4, 5)")
+  out <- capture.output(print(ag_sequential(ag_gru(1, 32), ag_linear(32, 1))))
+  expect_identical(out[2:3], c("  [1] gru(1, 32)", "  [2] linear(32, 1)"))
+  expect_match(capture.output(print(ag_gru(1, 32)))[1],
+               "^ag_gru \\(gru\\(1, 32\\), train mode, 4 parameter tensors\\)$")
+})
