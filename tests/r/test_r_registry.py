@@ -183,6 +183,7 @@ PY_ONLY = {
     "ag_rng": "a numpy Generator on the shared stream; R draws with set.seed / runif",
     "blas_library_path": "what pyggmlr.r hands R's ag_set_blas('openblas', path)",
     "load_iris": "R has datasets::iris",
+    "load_sunspots": "R has datasets::sunspot.month (the same values)",
 }
 R_ONLY = {
     "%*%": "R's operator (R < 4.3 dispatch)",
