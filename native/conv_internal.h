@@ -11,7 +11,7 @@ typedef struct {
 /* sizes in p[0..3] (exact in a double), the small numbers in ip[0..2] (16 bits each) */
 void pg_conv_geom_pack(const pg_conv_geom *q, double *p, int64_t *ip);
 void pg_conv_geom_unpack(const pg_node *n, pg_conv_geom *q); /* OH, OW left to the caller */
-void pg_conv_geom_out(pg_conv_geom *q);                       /* OH, OW of a convolution */
+void pg_conv_geom_out(pg_conv_geom *q);                      /* OH, OW of a convolution */
 
 /* one sample's group gi as col [OH*OW, Kg] (column k = (ci*kh + ky)*kw + kx); add: col2im,
  * adding col back into xs (whose channels are q->C, of q->H x q->W) */

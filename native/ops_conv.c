@@ -204,9 +204,10 @@ static int conv_bw(pg_node *n, pg_tensor *g)
 /* ---- argument checks: every number whole and in range, named as the user wrote it ---- */
 
 static const char *const ARG_NAME[PG_CONV_NARGS] = {
-    "input_shape", "input_shape", "input_shape", "",        "kernel_size",
-    "kernel_size", "stride",      "stride",      "padding", "padding",
-    "dilation",    "dilation",    "groups",      "padding", "output_padding", "output_padding"};
+    "input_shape", "input_shape", "input_shape",    "",
+    "kernel_size", "kernel_size", "stride",         "stride",
+    "padding",     "padding",     "dilation",       "dilation",
+    "groups",      "padding",     "output_padding", "output_padding"};
 
 int pg_conv_whole(const char *fn, const double *a, int i, double lo, int64_t *v)
 {
@@ -263,7 +264,8 @@ static int kernel_geom(const char *fn, const pg_tensor *w, const double *a, int 
 {
     const int64_t Cg = q->C / q->g, cols = w->ne[1];
     if (a[PG_CONV_KH] != 0 || a[PG_CONV_KW] != 0) {
-        if (pg_conv_whole(fn, a, PG_CONV_KH, 1, &q->kh) || pg_conv_whole(fn, a, PG_CONV_KW, 1, &q->kw))
+        if (pg_conv_whole(fn, a, PG_CONV_KH, 1, &q->kh) ||
+            pg_conv_whole(fn, a, PG_CONV_KW, 1, &q->kw))
             return -1;
     } else {
         int64_t kk = cols / Cg, k = (int64_t)llround(sqrt((double)kk));
@@ -287,7 +289,8 @@ static int geometry(const char *fn, pg_tensor *x, pg_tensor *w, pg_tensor *b, co
 {
     char s[96];
     memset(q, 0, sizeof *q);
-    if (pg_conv_input(fn, x, a, dims, q) || pg_conv_whole(fn, a, PG_CONV_GROUPS, 1, &q->g)) return -1;
+    if (pg_conv_input(fn, x, a, dims, q) || pg_conv_whole(fn, a, PG_CONV_GROUPS, 1, &q->g))
+        return -1;
     q->Co = w->ne[0];
     if (q->C % q->g || q->Co % q->g)
         return pg_fail(PG_STATUS_ERR_VALUE,
@@ -298,12 +301,14 @@ static int geometry(const char *fn, pg_tensor *x, pg_tensor *w, pg_tensor *b, co
     if (b && (b->ne[0] != q->Co || b->ne[1] != 1))
         return pg_fail(PG_STATUS_ERR_SHAPE, "%s: bias %s must be [%lldx1], one per output channel",
                        fn, pg_desc(b), (long long)q->Co);
-    if (pg_conv_whole(fn, a, PG_CONV_SH, 1, &q->sh) || pg_conv_whole(fn, a, PG_CONV_SW, 1, &q->sw) ||
+    if (pg_conv_whole(fn, a, PG_CONV_SH, 1, &q->sh) ||
+        pg_conv_whole(fn, a, PG_CONV_SW, 1, &q->sw) ||
         pg_conv_whole(fn, a, PG_CONV_DH, 1, &q->dh) || pg_conv_whole(fn, a, PG_CONV_DW, 1, &q->dw))
         return -1;
     int mode = (int)a[PG_CONV_PAD_MODE];
     if (mode == PG_CONV_PAD_NUMBERS) {
-        if (pg_conv_whole(fn, a, PG_CONV_PH, 0, &q->ph0) || pg_conv_whole(fn, a, PG_CONV_PW, 0, &q->pw0))
+        if (pg_conv_whole(fn, a, PG_CONV_PH, 0, &q->ph0) ||
+            pg_conv_whole(fn, a, PG_CONV_PW, 0, &q->pw0))
             return -1;
         q->ph1 = q->ph0, q->pw1 = q->pw0;
     } else if (mode == PG_CONV_PAD_SAME) {

@@ -101,14 +101,19 @@ static int big(const char *fn, const geom *q)
  * the stride or the dilation */
 static int steps(const char *fn, const double *a, geom *q, int64_t *oph, int64_t *opw)
 {
-    if (pg_conv_whole(fn, a, PG_CONV_SH, 1, &q->sh) || pg_conv_whole(fn, a, PG_CONV_SW, 1, &q->sw) ||
-        pg_conv_whole(fn, a, PG_CONV_DH, 1, &q->dh) || pg_conv_whole(fn, a, PG_CONV_DW, 1, &q->dw) ||
-        pg_conv_whole(fn, a, PG_CONV_PH, 0, &q->ph0) || pg_conv_whole(fn, a, PG_CONV_PW, 0, &q->pw0) ||
-        pg_conv_whole(fn, a, PG_CONV_OPH, 0, oph) || pg_conv_whole(fn, a, PG_CONV_OPW, 0, opw))
+    if (pg_conv_whole(fn, a, PG_CONV_SH, 1, &q->sh) ||
+        pg_conv_whole(fn, a, PG_CONV_SW, 1, &q->sw) ||
+        pg_conv_whole(fn, a, PG_CONV_DH, 1, &q->dh) ||
+        pg_conv_whole(fn, a, PG_CONV_DW, 1, &q->dw) ||
+        pg_conv_whole(fn, a, PG_CONV_PH, 0, &q->ph0) ||
+        pg_conv_whole(fn, a, PG_CONV_PW, 0, &q->pw0) || pg_conv_whole(fn, a, PG_CONV_OPH, 0, oph) ||
+        pg_conv_whole(fn, a, PG_CONV_OPW, 0, opw))
         return -1;
     if (a[PG_CONV_PAD_MODE] != PG_CONV_PAD_NUMBERS)
-        return pg_fail(PG_STATUS_ERR_VALUE, "%s: padding must be numbers (torch's "
-                       "ConvTranspose2d takes no \"same\" or \"valid\")", fn);
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: padding must be numbers (torch's "
+                       "ConvTranspose2d takes no \"same\" or \"valid\")",
+                       fn);
     q->ph1 = q->ph0, q->pw1 = q->pw0;
     if ((*oph >= q->sh && *oph >= q->dh) || (*opw >= q->sw && *opw >= q->dw))
         return pg_fail(PG_STATUS_ERR_VALUE,
@@ -214,17 +219,17 @@ static int whole(const char *fn, const char *arg, double v, double lo)
                    pg_fmt_num(num, sizeof num, v));
 }
 
-int pg_conv_check(double in_channels, double out_channels, const double *a, int dims,
-                  int transpose, const char *fn)
+int pg_conv_check(double in_channels, double out_channels, const double *a, int dims, int transpose,
+                  const char *fn)
 {
     static const struct {
         int i;
         double lo;
         const char *name;
-    } P[] = {{PG_CONV_KH, 1, "kernel_size"}, {PG_CONV_KW, 1, "kernel_size"},
-             {PG_CONV_SH, 1, "stride"},      {PG_CONV_SW, 1, "stride"},
-             {PG_CONV_PH, 0, "padding"},     {PG_CONV_PW, 0, "padding"},
-             {PG_CONV_DH, 1, "dilation"},    {PG_CONV_DW, 1, "dilation"},
+    } P[] = {{PG_CONV_KH, 1, "kernel_size"},     {PG_CONV_KW, 1, "kernel_size"},
+             {PG_CONV_SH, 1, "stride"},          {PG_CONV_SW, 1, "stride"},
+             {PG_CONV_PH, 0, "padding"},         {PG_CONV_PW, 0, "padding"},
+             {PG_CONV_DH, 1, "dilation"},        {PG_CONV_DW, 1, "dilation"},
              {PG_CONV_OPH, 0, "output_padding"}, {PG_CONV_OPW, 0, "output_padding"}};
     if (!fn) fn = transpose ? "ag_conv_transpose2d" : dims == 1 ? "ag_conv1d" : "ag_conv2d";
     if (!a || (dims != 1 && dims != 2))

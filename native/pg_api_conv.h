@@ -22,7 +22,7 @@ enum pg_conv_arg {
     PG_CONV_DW = 11,
     PG_CONV_GROUPS = 12,
     PG_CONV_PAD_MODE = 13, /* enum pg_conv_pad */
-    PG_CONV_OPH = 14, /* output_padding >= 0 (ag_conv_transpose2d only) */
+    PG_CONV_OPH = 14,      /* output_padding >= 0 (ag_conv_transpose2d only) */
     PG_CONV_OPW = 15,
     PG_CONV_NARGS = 16
 };

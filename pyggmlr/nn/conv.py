@@ -6,8 +6,8 @@ drawn as torch does by default, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), from the cur
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 import numbers
+from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -73,7 +73,16 @@ class _ConvNd(Module):
                 f"got {input_shape!r}"
             )
         v, cin, cout = _check(
-            fn, d, 0, in_channels, out_channels, input_shape, stride, padding, dilation, groups,
+            fn,
+            d,
+            0,
+            in_channels,
+            out_channels,
+            input_shape,
+            stride,
+            padding,
+            dilation,
+            groups,
             kernel_size,
         )
         g = int(v[lib.PG_CONV_GROUPS])
@@ -241,8 +250,18 @@ class ag_conv_transpose2d(_ConvNd):
         if input_shape is not None and not isinstance(input_shape, (list, tuple)):
             raise ArgumentError(f"{fn}: input_shape must be (C, H, W), got {input_shape!r}")
         v, cin, cout = _check(
-            fn, 2, 1, in_channels, out_channels, input_shape, stride, padding, dilation, groups,
-            kernel_size, output_padding,
+            fn,
+            2,
+            1,
+            in_channels,
+            out_channels,
+            input_shape,
+            stride,
+            padding,
+            dilation,
+            groups,
+            kernel_size,
+            output_padding,
         )
         g = int(v[lib.PG_CONV_GROUPS])
         self.in_channels, self.out_channels, self.groups = cin, cout, g

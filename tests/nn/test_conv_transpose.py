@@ -60,8 +60,16 @@ def test_op_matches_torch(case, f64):
     B = pg.ag_param(b.reshape(-1, 1)) if bias else None
     with pg.with_grad_tape():
         y = pg.ag_conv_transpose2d_op(
-            X, Wt, B, stride=s, padding=p, output_padding=op, groups=g, dilation=d,
-            input_shape=(C, H, W), kernel_size=k,
+            X,
+            Wt,
+            B,
+            stride=s,
+            padding=p,
+            output_padding=op,
+            groups=g,
+            dilation=d,
+            input_shape=(C, H, W),
+            kernel_size=k,
         )
         gy = rng.normal(size=y.shape)
         loss = pg.ag_sum(pg.ag_mul(y, pg.ag_tensor(gy)))
@@ -69,8 +77,9 @@ def test_op_matches_torch(case, f64):
     tx = torch.tensor(x, requires_grad=True)
     tw = torch.tensor(w, requires_grad=True)
     tb = torch.tensor(b, requires_grad=True) if bias else None
-    ty = F.conv_transpose2d(tx, tw, tb, stride=s, padding=p, output_padding=op, groups=g,
-                            dilation=d)
+    ty = F.conv_transpose2d(
+        tx, tw, tb, stride=s, padding=p, output_padding=op, groups=g, dilation=d
+    )
     ref = ty.detach().numpy().reshape(N, -1).T
     assert y.shape == ref.shape
     assert pg.ag_image_shape(y) == tuple(ty.shape[1:])
@@ -99,7 +108,9 @@ def test_refusals_name_the_function_and_the_shapes():
     w = pg.ag_tensor(np.zeros((1, 18)))
     b = pg.ag_tensor(np.zeros((2, 1)))
     op = pg.ag_conv_transpose2d_op
-    with pytest.raises(PyggmlrValueError, match="^ag_conv_transpose2d_op: x \\[9x2\\] f32 carries no"):
+    with pytest.raises(
+        PyggmlrValueError, match="^ag_conv_transpose2d_op: x \\[9x2\\] f32 carries no"
+    ):
         op(x, w, b)
     shp = (1, 3, 3)
     with pytest.raises(
@@ -137,11 +148,18 @@ def test_refusals_name_the_function_and_the_shapes():
         "divisible by groups \\(2\\)",
     ):
         pg.ag_conv_transpose2d(3, 4, 3, groups=2)
-    with pytest.raises(PyggmlrValueError, match="^ag_conv_transpose2d: stride must be an integer >= 1, got 0"):
+    with pytest.raises(
+        PyggmlrValueError, match="^ag_conv_transpose2d: stride must be an integer >= 1, got 0"
+    ):
         pg.ag_conv_transpose2d(1, 2, 3, stride=0)
-    with pytest.raises(PyggmlrValueError, match="^ag_conv_transpose2d: kernel_size must be an integer >= 1, got 2.5"):
+    with pytest.raises(
+        PyggmlrValueError,
+        match="^ag_conv_transpose2d: kernel_size must be an integer >= 1, got 2.5",
+    ):
         pg.ag_conv_transpose2d(1, 2, 2.5)
-    with pytest.raises(ArgumentError, match="^ag_conv_transpose2d: in_channels must be an integer >= 1, got str"):
+    with pytest.raises(
+        ArgumentError, match="^ag_conv_transpose2d: in_channels must be an integer >= 1, got str"
+    ):
         pg.ag_conv_transpose2d("1", 2, 3)
     with pytest.raises(
         PyggmlrValueError,
@@ -159,11 +177,15 @@ def test_refusals_name_the_function_and_the_shapes():
 
 
 def test_conv_layers_share_the_core_check():
-    with pytest.raises(PyggmlrValueError, match="^ag_conv1d: in_channels must be an integer >= 1, got 0"):
+    with pytest.raises(
+        PyggmlrValueError, match="^ag_conv1d: in_channels must be an integer >= 1, got 0"
+    ):
         pg.ag_conv1d(0, 2, 3)
     with pytest.raises(PyggmlrValueError, match='^ag_conv2d: padding = "same" needs stride 1'):
         pg.ag_conv2d(1, 2, 3, stride=2, padding="same")
-    with pytest.raises(PyggmlrValueError, match="^ag_conv2d: dilation must be an integer >= 1, got 0"):
+    with pytest.raises(
+        PyggmlrValueError, match="^ag_conv2d: dilation must be an integer >= 1, got 0"
+    ):
         pg.ag_conv2d(1, 2, 3, dilation=(1, 0))
 
 
@@ -187,8 +209,7 @@ def decoder(seed=11):
     pg.ggml_set_seed(seed)
     return pg.ag_sequential(
         pg.ag_conv2d(1, 3, 3, stride=2, padding=1, input_shape=(1, 6, 6)),
-        pg.ag_conv_transpose2d(3, 2, 3, stride=2, padding=1, output_padding=1,
-                               activation="relu"),
+        pg.ag_conv_transpose2d(3, 2, 3, stride=2, padding=1, output_padding=1, activation="relu"),
         pg.ag_flatten(),
         pg.ag_linear(72, 3),
     )
