@@ -34,7 +34,7 @@ ag_conv_transpose2d <- function(in_channels, out_channels, kernel_size, stride =
                      groups, input_shape, output_padding)
   bias <- .arg_flag(bias, fn, "bias")
   act <- .act(activation, fn)
-  fan_in <- v$cout %/% v$g * prod(v$k)  # torch: weight.size(1) * kH * kW
+  fan_in <- v$cout %/% v$g * prod(v$k)  # torch reads it from the weight's second dimension
   a <- 1 / sqrt(fan_in)
   e <- .layer(kind, sprintf("%s(%d, %d, %s%s)", kind, v$cin, v$cout, paste(v$k, collapse = "x"),
                             if (is.null(activation)) "" else paste0(", ", activation)))

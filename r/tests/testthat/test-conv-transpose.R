@@ -142,9 +142,11 @@ test_that("refusals are classed and name the function, the argument and the shap
   expect_error(ag_conv_transpose2d(3, 4, 3, groups = 2),
                "ag_conv_transpose2d: in_channels (3) and out_channels (4) must be divisible by",
                fixed = TRUE, class = "pyggmlr_value_error")
-  expect_error(ag_conv_transpose2d(1, 2, 2.5), "^ag_conv_transpose2d: kernel_size must be an integer >= 1, got 2.5",
+  expect_error(ag_conv_transpose2d(1, 2, 2.5),
+               "^ag_conv_transpose2d: kernel_size must be an integer >= 1, got 2.5",
                class = "pyggmlr_value_error")
-  expect_error(ag_conv_transpose2d("1", 2, 3), "^ag_conv_transpose2d: in_channels must be an integer",
+  expect_error(ag_conv_transpose2d("1", 2, 3),
+               "^ag_conv_transpose2d: in_channels must be an integer",
                class = "pyggmlr_argument_error")
   expect_error(ag_conv_transpose2d(1, 2, 3, input_shape = c(2, 4, 4)),
                "input_shape (2, 4, 4) has 2 channels but in_channels = 1", fixed = TRUE,
