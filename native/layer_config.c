@@ -26,7 +26,7 @@ typedef struct {
     int null_ok;                /* PG_LAYER_ARG_CHOICE: null too (no activation) */
 } arg_spec;
 
-#define MAX_ARGS 10
+#define MAX_ARGS 12
 typedef struct {
     const char *type;
     arg_spec args[MAX_ARGS];
@@ -69,6 +69,15 @@ typedef struct {
             PAIR("dilation", "1", 1, NULL), SIZE_D("groups", "1"), FLAG("bias", "true"),           \
             SHAPE("input_shape", k, k), CHOICE("activation", "null", ACTIVATIONS, 1)               \
     }
+/* ag_conv_transpose2d's, in torch's ConvTranspose2d order */
+#define CONVT_ARGS                                                                                 \
+    {                                                                                              \
+        SIZE("in_channels"), SIZE("out_channels"), PAIR("kernel_size", NULL, 1, NULL),             \
+            PAIR("stride", "1", 1, NULL), PAIR("padding", "0", 0, NULL),                           \
+            PAIR("output_padding", "0", 0, NULL), SIZE_D("groups", "1"), FLAG("bias", "true"),     \
+            PAIR("dilation", "1", 1, NULL), SHAPE("input_shape", 3, 3),                            \
+            CHOICE("activation", "null", ACTIVATIONS, 1)                                           \
+    }
 #define CHOICE(n, d, c, z)                                                                         \
     {                                                                                              \
         n, PG_LAYER_ARG_CHOICE, d, 0, 0, 0, c, z                                                   \
@@ -93,6 +102,7 @@ static const layer_spec LAYERS[] = {
      {SIZE("num_features"), NUM("eps", "1e-05", 0, HUGE_VAL, 0), NUM("momentum", "0.1", 0, 1, 0)}},
     {"conv1d", CONV_ARGS(2)},
     {"conv2d", CONV_ARGS(3)},
+    {"conv_transpose2d", CONVT_ARGS},
     {"dropout", {NUM("rate", NULL, 0, 1, 1)}},
     {"embedding", {SIZE("vocab_size"), SIZE("dim")}},
     {"flatten", {{NULL, 0, NULL, 0, 0, 0, NULL, 0}}},

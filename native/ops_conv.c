@@ -5,15 +5,14 @@
 #include <stdio.h>
 #include <string.h>
 #include "pg.h"
+#include "conv_internal.h"
 
-typedef struct {
-    int64_t C, H, W, Co, kh, kw, sh, sw, ph0, ph1, pw0, pw1, dh, dw, g, OH, OW;
-} geom;
+typedef pg_conv_geom geom;
 
 /* the node keeps the geometry: sizes in p (exact in a double), the small numbers in ip */
 #define F16(v, s) (((int64_t)(v)&0xffff) << (s))
 #define G16(v, s) (((v) >> (s)) & 0xffff)
-static void geom_pack(const geom *q, double *p, int64_t *ip)
+void pg_conv_geom_pack(const geom *q, double *p, int64_t *ip)
 {
     p[0] = (double)q->C, p[1] = (double)q->H, p[2] = (double)q->W, p[3] = (double)q->g;
     ip[0] = F16(q->kh, 0) | F16(q->kw, 16) | F16(q->sh, 32) | F16(q->sw, 48);
@@ -22,23 +21,28 @@ static void geom_pack(const geom *q, double *p, int64_t *ip)
     ip[3] = 0;
 }
 
-static void geom_out(geom *q)
+void pg_conv_geom_out(geom *q)
 {
     q->OH = (q->H + q->ph0 + q->ph1 - q->dh * (q->kh - 1) - 1) / q->sh + 1;
     q->OW = (q->W + q->pw0 + q->pw1 - q->dw * (q->kw - 1) - 1) / q->sw + 1;
 }
 
+void pg_conv_geom_unpack(const pg_node *n, geom *q)
+{
+    q->C = (int64_t)n->p[0], q->H = (int64_t)n->p[1], q->W = (int64_t)n->p[2];
+    q->g = (int64_t)n->p[3], q->Co = n->in[1]->ne[0];
+    q->kh = G16(n->ip[0], 0), q->kw = G16(n->ip[0], 16), q->sh = G16(n->ip[0], 32);
+    q->sw = G16(n->ip[0], 48);
+    q->ph0 = G16(n->ip[1], 0), q->ph1 = G16(n->ip[1], 16), q->pw0 = G16(n->ip[1], 32);
+    q->pw1 = G16(n->ip[1], 48);
+    q->dh = G16(n->ip[2], 0), q->dw = G16(n->ip[2], 16);
+}
+
 static geom geom_unpack(const pg_node *n)
 {
     geom q;
-    q.C = (int64_t)n->p[0], q.H = (int64_t)n->p[1], q.W = (int64_t)n->p[2], q.g = (int64_t)n->p[3];
-    q.Co = n->in[1]->ne[0];
-    q.kh = G16(n->ip[0], 0), q.kw = G16(n->ip[0], 16), q.sh = G16(n->ip[0], 32);
-    q.sw = G16(n->ip[0], 48);
-    q.ph0 = G16(n->ip[1], 0), q.ph1 = G16(n->ip[1], 16), q.pw0 = G16(n->ip[1], 32);
-    q.pw1 = G16(n->ip[1], 48);
-    q.dh = G16(n->ip[2], 0), q.dw = G16(n->ip[2], 16);
-    geom_out(&q);
+    pg_conv_geom_unpack(n, &q);
+    pg_conv_geom_out(&q);
     return q;
 }
 
@@ -53,8 +57,8 @@ static void col_range(int64_t off, int64_t s, int64_t W, int64_t OW, int64_t *lo
 
 /* one sample's group gi as col [P, Kg] (column k = (ci*kh + ky)*kw + kx); add: col2im instead,
  * adding col back into xs */
-#define IM2COL(T)                                                                                  \
-    __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void im2col_##T(          \
+#define IM2COL(T, NAME)                                                                            \
+    __attribute__((optimize("no-tree-loop-distribute-patterns"))) void NAME(                       \
         const geom *q, int64_t gi, T *xs, T *col, int add)                                         \
     {                                                                                              \
         const int64_t Cg = q->C / q->g, P = q->OH * q->OW, HW = q->H * q->W;                       \
@@ -88,13 +92,12 @@ static void col_range(int64_t off, int64_t s, int64_t W, int64_t OW, int64_t *lo
                     }                                                                              \
                 }                                                                                  \
     }
-IM2COL(float)
-IM2COL(double)
-#define IM2COL_T(T, q, gi, xs, col, add)                                                           \
-    _Generic((col), float * : im2col_float, double * : im2col_double)(q, gi, xs, col, add)
+IM2COL(float, pg_im2col_f32)
+IM2COL(double, pg_im2col_f64)
+#define IM2COL_T(T, q, gi, xs, col, add) PG_IM2COL(q, gi, xs, col, add)
 
 /* a 1x1 kernel, stride 1, no padding: the sample itself is the column matrix */
-static int pointwise(const geom *q)
+int pg_conv_pointwise(const geom *q)
 {
     return q->kh == 1 && q->kw == 1 && q->sh == 1 && q->sw == 1 && !q->ph0 && !q->ph1 && !q->pw0 &&
         !q->pw1;
@@ -105,7 +108,7 @@ static int conv_fw(pg_node *n)
     pg_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2], *out = n->out;
     const geom q = geom_unpack(n);
     const int64_t N = x->ne[1], Cg = q.C / q.g, Cog = q.Co / q.g, P = q.OH * q.OW;
-    const int64_t Kg = Cg * q.kh * q.kw, pw = pointwise(&q);
+    const int64_t Kg = Cg * q.kh * q.kw, pw = pg_conv_pointwise(&q);
     PG_DISPATCH(x->dtype, {
         /* col, then w transposed [K, C_out]: the products run untransposed (faster when tiny) */
         T *col = pg_scratch((size_t)((pw ? 0 : P * Kg) + Kg * q.Co) * sizeof(T));
@@ -131,35 +134,42 @@ static int conv_fw(pg_node *n)
     return 0;
 }
 
+void pg_conv_bias_grad(int dtype, const void *dy, int64_t N, int64_t Co, int64_t P, void *db,
+                       int acc)
+{
+    PG_DISPATCH(dtype, {
+        const T *gp = dy;
+        T *d = db;
+        for (int64_t c = 0; c < Co; c++) { /* 8 lanes (vectorised), a fixed order */
+            double s = 0;
+            for (int64_t j = 0; j < N; j++) {
+                const T *gc = gp + j * Co * P + c * P;
+                T lane[8] = {0};
+                int64_t i = 0;
+                for (; i + 8 <= P; i += 8)
+                    for (int l = 0; l < 8; l++) lane[l] += gc[i + l];
+                for (; i < P; i++) lane[i & 7] += gc[i];
+                for (int l = 0; l < 8; l++) s += (double)lane[l];
+            }
+            d[c] = acc ? d[c] + (T)s : (T)s;
+        }
+    });
+}
+
 static int conv_bw(pg_node *n, pg_tensor *g)
 {
     pg_tensor *x = n->in[0], *w = n->in[1], *b = n->in[2];
     const geom q = geom_unpack(n);
     const int64_t N = x->ne[1], Cg = q.C / q.g, Cog = q.Co / q.g, P = q.OH * q.OW;
-    const int64_t Kg = Cg * q.kh * q.kw, pw = pointwise(&q), X = q.C * q.H * q.W;
+    const int64_t Kg = Cg * q.kh * q.kw, pw = pg_conv_pointwise(&q), X = q.C * q.H * q.W;
     void *sx = NULL, *sw = NULL, *sb = NULL;
     int ax = 0, aw = 0, ab = 0;
     int wx = pg_grad_slot_for(x, &sx, &ax), ww = pg_grad_slot_for(w, &sw, &aw);
     int wb = b ? pg_grad_slot_for(b, &sb, &ab) : 0;
     if (wx < 0 || ww < 0 || wb < 0) return -1;
+    if (wb > 0) pg_conv_bias_grad(x->dtype, pg_data(g), N, q.Co, P, sb, ab);
     PG_DISPATCH(x->dtype, {
         const T *gp = pg_data(g), *wp = pg_data(w);
-        if (wb > 0) {
-            T *db = sb;
-            for (int64_t c = 0; c < q.Co; c++) { /* 8 lanes (vectorised), a fixed order */
-                double s = 0;
-                for (int64_t j = 0; j < N; j++) {
-                    const T *gc = gp + j * q.Co * P + c * P;
-                    T lane[8] = {0};
-                    int64_t i = 0;
-                    for (; i + 8 <= P; i += 8)
-                        for (int l = 0; l < 8; l++) lane[l] += gc[i + l];
-                    for (; i < P; i++) lane[i & 7] += gc[i];
-                    for (int l = 0; l < 8; l++) s += (double)lane[l];
-                }
-                db[c] = ab ? db[c] + (T)s : (T)s;
-            }
-        }
         if (wx > 0 && !ax) memset(sx, 0, (size_t)(X * N) * sizeof(T));
         if (ww > 0 && !aw) memset(sw, 0, (size_t)(q.Co * Kg) * sizeof(T));
         if (wx > 0 || ww > 0) {
@@ -194,11 +204,12 @@ static int conv_bw(pg_node *n, pg_tensor *g)
 /* ---- argument checks: every number whole and in range, named as the user wrote it ---- */
 
 static const char *const ARG_NAME[PG_CONV_NARGS] = {
-    "input_shape", "input_shape", "input_shape", "",        "kernel_size",
-    "kernel_size", "stride",      "stride",      "padding", "padding",
-    "dilation",    "dilation",    "groups",      "padding"};
+    "input_shape", "input_shape", "input_shape",    "",
+    "kernel_size", "kernel_size", "stride",         "stride",
+    "padding",     "padding",     "dilation",       "dilation",
+    "groups",      "padding",     "output_padding", "output_padding"};
 
-static int whole_arg(const char *fn, const double *a, int i, double lo, int64_t *v)
+int pg_conv_whole(const char *fn, const double *a, int i, double lo, int64_t *v)
 {
     char num[32];
     if (!pg_is_whole(a[i]) || a[i] < lo || a[i] > 2147483647.0)
@@ -217,13 +228,13 @@ static const char *shape_text(char *buf, size_t cap, int dims, int64_t C, int64_
     return buf;
 }
 
-static int input_geom(const char *fn, pg_tensor *x, const double *a, int dims, geom *q)
+int pg_conv_input(const char *fn, pg_tensor *x, const double *a, int dims, geom *q)
 {
     char s[96];
     if (a[PG_CONV_HAS_SHAPE] != 0) {
         int64_t v[3];
         for (int i = 0; i < 3; i++)
-            if (whole_arg(fn, a, i, 1, &v[i])) return -1;
+            if (pg_conv_whole(fn, a, i, 1, &v[i])) return -1;
         q->C = v[0], q->H = v[1], q->W = v[2];
         int64_t hw, chw;
         if (__builtin_mul_overflow(v[0], v[1], &hw) || __builtin_mul_overflow(hw, v[2], &chw) ||
@@ -253,7 +264,8 @@ static int kernel_geom(const char *fn, const pg_tensor *w, const double *a, int 
 {
     const int64_t Cg = q->C / q->g, cols = w->ne[1];
     if (a[PG_CONV_KH] != 0 || a[PG_CONV_KW] != 0) {
-        if (whole_arg(fn, a, PG_CONV_KH, 1, &q->kh) || whole_arg(fn, a, PG_CONV_KW, 1, &q->kw))
+        if (pg_conv_whole(fn, a, PG_CONV_KH, 1, &q->kh) ||
+            pg_conv_whole(fn, a, PG_CONV_KW, 1, &q->kw))
             return -1;
     } else {
         int64_t kk = cols / Cg, k = (int64_t)llround(sqrt((double)kk));
@@ -277,7 +289,8 @@ static int geometry(const char *fn, pg_tensor *x, pg_tensor *w, pg_tensor *b, co
 {
     char s[96];
     memset(q, 0, sizeof *q);
-    if (input_geom(fn, x, a, dims, q) || whole_arg(fn, a, PG_CONV_GROUPS, 1, &q->g)) return -1;
+    if (pg_conv_input(fn, x, a, dims, q) || pg_conv_whole(fn, a, PG_CONV_GROUPS, 1, &q->g))
+        return -1;
     q->Co = w->ne[0];
     if (q->C % q->g || q->Co % q->g)
         return pg_fail(PG_STATUS_ERR_VALUE,
@@ -288,12 +301,14 @@ static int geometry(const char *fn, pg_tensor *x, pg_tensor *w, pg_tensor *b, co
     if (b && (b->ne[0] != q->Co || b->ne[1] != 1))
         return pg_fail(PG_STATUS_ERR_SHAPE, "%s: bias %s must be [%lldx1], one per output channel",
                        fn, pg_desc(b), (long long)q->Co);
-    if (whole_arg(fn, a, PG_CONV_SH, 1, &q->sh) || whole_arg(fn, a, PG_CONV_SW, 1, &q->sw) ||
-        whole_arg(fn, a, PG_CONV_DH, 1, &q->dh) || whole_arg(fn, a, PG_CONV_DW, 1, &q->dw))
+    if (pg_conv_whole(fn, a, PG_CONV_SH, 1, &q->sh) ||
+        pg_conv_whole(fn, a, PG_CONV_SW, 1, &q->sw) ||
+        pg_conv_whole(fn, a, PG_CONV_DH, 1, &q->dh) || pg_conv_whole(fn, a, PG_CONV_DW, 1, &q->dw))
         return -1;
     int mode = (int)a[PG_CONV_PAD_MODE];
     if (mode == PG_CONV_PAD_NUMBERS) {
-        if (whole_arg(fn, a, PG_CONV_PH, 0, &q->ph0) || whole_arg(fn, a, PG_CONV_PW, 0, &q->pw0))
+        if (pg_conv_whole(fn, a, PG_CONV_PH, 0, &q->ph0) ||
+            pg_conv_whole(fn, a, PG_CONV_PW, 0, &q->pw0))
             return -1;
         q->ph1 = q->ph0, q->pw1 = q->pw0;
     } else if (mode == PG_CONV_PAD_SAME) {
@@ -323,7 +338,7 @@ static int geometry(const char *fn, pg_tensor *x, pg_tensor *w, pg_tensor *b, co
                        fn, k, shape_text(s, sizeof s, dims, q->C, q->H, q->W),
                        (long long)(q->ph0 + q->ph1), (long long)(q->pw0 + q->pw1));
     }
-    geom_out(q);
+    pg_conv_geom_out(q);
     return 0;
 }
 
@@ -348,7 +363,7 @@ pg_tensor *pg_conv(pg_tensor *x, pg_tensor *w, pg_tensor *b, const double *args,
     out->img[0] = q.OW, out->img[1] = q.OH, out->img[2] = q.Co;
     double p[4];
     int64_t ip[4];
-    geom_pack(&q, p, ip);
+    pg_conv_geom_pack(&q, p, ip);
     pg_tensor *in[3] = {x, w, b};
     return pg_op_run(dims == 1 ? "conv1d" : "conv2d", conv_fw, conv_bw, out, 3, in, p, ip, 0, NULL);
 }

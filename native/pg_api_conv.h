@@ -22,7 +22,9 @@ enum pg_conv_arg {
     PG_CONV_DW = 11,
     PG_CONV_GROUPS = 12,
     PG_CONV_PAD_MODE = 13, /* enum pg_conv_pad */
-    PG_CONV_NARGS = 14
+    PG_CONV_OPH = 14,      /* output_padding >= 0 (ag_conv_transpose2d only) */
+    PG_CONV_OPW = 15,
+    PG_CONV_NARGS = 16
 };
 
 enum pg_conv_pad {
@@ -44,3 +46,22 @@ pg_tensor *pg_conv(pg_tensor *x, pg_tensor *w, pg_tensor *b, const double *args,
  * (w, h, c). fn names the caller in refusals. */
 pg_tensor *pg_images(const double *data, int64_t n, int64_t c, int64_t h, int64_t w,
                      const int64_t *st, int dtype, const char *fn);
+
+/* torch.nn.functional.conv_transpose2d: x [C_in*H*W, N] (args' input_shape (C_in, H, W) or x's
+ * tag), w [C_in, (C_out/groups)*kH*kW] (torch's weight (C_in, C_out/groups, kH, kW) reshaped
+ * (C_in, -1)), b NULL or [C_out, 1]; args as pg_conv's with PG_CONV_OPH / _OPW the
+ * output_padding (smaller than the stride or the dilation, as torch) and numeric padding only.
+ * kernel_size 0 and 0: a square kernel with C_out from b (refused without b). The result is
+ * [C_out*OH*OW, N], OH = (H-1)*sH - 2*pH + dH*(kH-1) + opH + 1, tagged (OW, OH, C_out); exact
+ * backward for x, w and b. fn: the user-facing function (NULL: "ag_conv_transpose2d_op"). */
+pg_tensor *pg_conv_transpose(pg_tensor *x, pg_tensor *w, pg_tensor *b, const double *args,
+                             const char *fn);
+
+/* A convolution layer's constructor arguments alone (ag_conv1d, ag_conv2d, ag_conv_transpose2d;
+ * transpose 1 for the last): in_channels, out_channels, groups whole >= 1 and dividing both;
+ * args' kernel_size, stride, dilation >= 1, padding >= 0 (or "same" with stride 1 / "valid";
+ * transpose: numbers, and output_padding >= 0 smaller than the stride or the dilation);
+ * input_shape (when PG_CONV_HAS_SHAPE) whole >= 1 with in_channels channels. 0 or the status,
+ * the text naming fn and the argument (ERR_VALUE); kinds are the front ends' to check. */
+int pg_conv_check(double in_channels, double out_channels, const double *args, int dims,
+                  int transpose, const char *fn);

@@ -18,7 +18,13 @@ from .errors import ArgumentError, DTypeError, PyggmlrValueError, ShapeError
 from .ops import _out
 from .tensor import ArrayLike, Tensor, _as_tensor, _dtype_code
 
-__all__ = ["ag_conv1d_op", "ag_conv2d_op", "ag_image_shape", "ag_images"]
+__all__ = [
+    "ag_conv1d_op",
+    "ag_conv2d_op",
+    "ag_conv_transpose2d_op",
+    "ag_image_shape",
+    "ag_images",
+]
 
 Pair = Union[int, Sequence[int]]
 
@@ -51,8 +57,10 @@ def _args(
     dilation: Any,
     groups: Any,
     kernel_size: Any,
+    output_padding: Any = None,
 ) -> Any:
-    """The core's argument vector (pg_api_conv.h's enum pg_conv_arg)."""
+    """The core's argument vector (pg_api_conv.h's enum pg_conv_arg); output_padding: the
+    transposed convolution's (None: 0)."""
     a = ffi.new("double[]", lib.PG_CONV_NARGS)
     if input_shape is not None:
         want = 3 if dims == 2 else 2
@@ -83,6 +91,8 @@ def _args(
     else:
         a[lib.PG_CONV_PH], a[lib.PG_CONV_PW] = _pair(padding, fn, "padding", dims, 0.0)
     a[lib.PG_CONV_GROUPS] = _num(groups, fn, "groups", "a whole number >= 1")
+    if output_padding is not None:
+        a[lib.PG_CONV_OPH], a[lib.PG_CONV_OPW] = _pair(output_padding, fn, "output_padding", 2, 0)
     return a
 
 
@@ -144,6 +154,37 @@ def ag_conv1d_op(
     return _conv(
         fn, 1, x, weight, bias, input_shape, stride, padding, dilation, groups, kernel_size
     )
+
+
+def ag_conv_transpose2d_op(
+    x: ArrayLike,
+    weight: ArrayLike,
+    bias: Optional[ArrayLike] = None,
+    stride: Pair = 1,
+    padding: Pair = 0,
+    output_padding: Pair = 0,
+    groups: int = 1,
+    dilation: Pair = 1,
+    input_shape: Optional[Sequence[int]] = None,
+    kernel_size: Optional[Pair] = None,
+) -> Tensor:
+    """torch.nn.functional.conv_transpose2d on an image batch x [C_in*H*W, N] -> [C_out*OH*OW,
+    N], tagged (C_out, OH, OW), OH = (H - 1) * stride - 2 * padding + dilation * (kH - 1) +
+    output_padding + 1. weight [C_in, (C_out/groups)*kH*kW]: torch's weight (C_in,
+    C_out/groups, kH, kW) reshaped (C_in, -1); bias None or [C_out, 1]. stride, padding,
+    output_padding (smaller than the stride or the dilation), dilation: a number or a pair
+    (H, W). input_shape (C_in, H, W): None reads x's image shape. kernel_size: None for a square
+    kernel with C_out read from bias (needed without bias). Raises ShapeError (rows, weight or
+    bias not fitting, an empty output), PyggmlrValueError (non-whole or out-of-range sizes, no
+    image shape, groups not dividing C_in), ArgumentError (wrong kinds)."""
+    fn = "ag_conv_transpose2d_op"
+    a = _args(fn, 2, input_shape, stride, padding, dilation, groups, kernel_size, output_padding)
+    like = next((t for t in (x, weight, bias) if isinstance(t, Tensor)), None)
+    xt = _as_tensor(x, fn, like)
+    wt = _as_tensor(weight, fn, xt)
+    bt = None if bias is None else _as_tensor(bias, fn, xt)
+    bp = NULL if bt is None else bt._handle(fn)
+    return _out(lib.pg_conv_transpose(xt._handle(fn), wt._handle(fn), bp, a, fn.encode()))
 
 
 def ag_image_shape(x: Tensor) -> Optional[Tuple[int, int, int]]:

@@ -204,6 +204,7 @@ def _builtin_model(model):
         nn.ag_rnn,
         nn.ag_conv1d,
         nn.ag_conv2d,
+        nn.ag_conv_transpose2d,
     )
 
 

@@ -6,34 +6,47 @@ drawn as torch does by default, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), from the cur
 from __future__ import annotations
 
 import math
+import numbers
 from collections import OrderedDict
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .._args import check_flag, check_int
-from .._core import NULL, ffi, lib
+from .._args import check_flag
+from .._core import NULL, check, ffi, lib
 from ..conv import _args
-from ..errors import ArgumentError, PyggmlrValueError
+from ..errors import ArgumentError
 from ..ops import _out
 from ..tensor import ArrayLike, Tensor, _as_tensor, ag_param
 from .base import _ACTIVATIONS, Module, _check_activation, _layer_memory, _uniform
 
-__all__ = ["ag_conv1d", "ag_conv2d"]
+__all__ = ["ag_conv1d", "ag_conv2d", "ag_conv_transpose2d"]
 
 Pair = Union[int, Sequence[int]]
 
 
-def _ints(v: Any, fn: str, arg: str, dims: int, lo: int) -> List[int]:
-    """A number or a pair (H, W) (1-D: a number, or a list of one) as [H, W] / [L] ints."""
-    if isinstance(v, (list, tuple, np.ndarray)):
-        vals = list(v)
-        if len(vals) != dims:
-            what = "a number or a pair (H, W)" if dims == 2 else "a number"
-            raise ArgumentError(f"{fn}: {arg} must be {what}, got {v!r}"[:300])
-    else:
-        vals = [v] * dims
-    return [check_int(e, fn, arg, lo) for e in vals]
+def _whole(v: Any, fn: str, arg: str) -> float:
+    """A channel count's kind (the core checks the value: pg_conv_check)."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        raise ArgumentError(
+            f"{fn}: {arg} must be an integer >= 1, got {type(v).__name__} {v!r}"[:300]
+        )
+    return float(v)
+
+
+def _check(
+    fn: str, dims: int, transpose: int, cin: Any, cout: Any, shape: Any, *a: Any
+) -> Tuple[Any, int, int]:
+    """The constructor's arguments checked once by the core (pg_conv_check, the texts R raises
+    too); returns the argument vector and the channel counts."""
+    v = _args(fn, dims, shape, *a)
+    ci, co = _whole(cin, fn, "in_channels"), _whole(cout, fn, "out_channels")
+    check(lib.pg_conv_check(ci, co, v, dims, transpose, fn.encode()))
+    return v, int(ci), int(co)
+
+
+def _pair_of(v: Any, ih: int, iw: int, dims: int) -> List[int]:
+    return [int(v[ih]), int(v[iw])] if dims == 2 else [int(v[iw])]
 
 
 class _ConvNd(Module):
@@ -54,45 +67,36 @@ class _ConvNd(Module):
         activation: Optional[str] = None,
     ) -> None:
         fn, d = "ag_" + self.kind, self.dims
-        cin = check_int(in_channels, fn, "in_channels", 1)
-        cout = check_int(out_channels, fn, "out_channels", 1)
-        g = check_int(groups, fn, "groups", 1)
-        if cin % g or cout % g:
-            raise PyggmlrValueError(
-                f"{fn}: in_channels ({cin}) and out_channels ({cout}) must be divisible by "
-                f"groups ({g})"
+        if input_shape is not None and not isinstance(input_shape, (list, tuple)):
+            raise ArgumentError(
+                f"{fn}: input_shape must be {'(C, H, W)' if d == 2 else '(C, L)'}, "
+                f"got {input_shape!r}"
             )
-        k = _ints(kernel_size, fn, "kernel_size", d, 1)
+        v, cin, cout = _check(
+            fn,
+            d,
+            0,
+            in_channels,
+            out_channels,
+            input_shape,
+            stride,
+            padding,
+            dilation,
+            groups,
+            kernel_size,
+        )
+        g = int(v[lib.PG_CONV_GROUPS])
+        k = _pair_of(v, lib.PG_CONV_KH, lib.PG_CONV_KW, d)
         self.in_channels, self.out_channels, self.groups = cin, cout, g
         self._k = k
-        self._stride = _ints(stride, fn, "stride", d, 1)
-        self._dilation = _ints(dilation, fn, "dilation", d, 1)
-        if isinstance(padding, str):
-            if padding not in ("same", "valid"):
-                raise PyggmlrValueError(
-                    f"{fn}: padding must be a number, {'a pair (H, W), ' if d == 2 else ''}"
-                    f"'same' or 'valid', got {padding!r}"
-                )
-            if padding == "same" and any(s != 1 for s in self._stride):
-                raise PyggmlrValueError(
-                    f'{fn}: padding = "same" needs stride 1 (as torch), got stride {stride!r}'
-                )
-            self._padding: Any = padding
-        else:
-            self._padding = _ints(padding, fn, "padding", d, 0)
+        self._stride = _pair_of(v, lib.PG_CONV_SH, lib.PG_CONV_SW, d)
+        self._dilation = _pair_of(v, lib.PG_CONV_DH, lib.PG_CONV_DW, d)
+        pad_str = isinstance(padding, str)
+        self._padding: Any = padding if pad_str else _pair_of(v, lib.PG_CONV_PH, lib.PG_CONV_PW, d)
         self.bias_flag = check_flag(bias, fn, "bias")
         self.activation = _check_activation(activation, fn)  # keras' Conv2D(activation =)
         if input_shape is not None:
-            want = 3 if d == 2 else 2
-            if not isinstance(input_shape, (list, tuple)) or len(input_shape) != want:
-                rule = "(C, H, W)" if d == 2 else "(C, L)"
-                raise ArgumentError(f"{fn}: input_shape must be {rule}, got {input_shape!r}")
-            input_shape = [check_int(v, fn, "input_shape", 1) for v in input_shape]
-            if input_shape[0] != cin:
-                raise PyggmlrValueError(
-                    f"{fn}: input_shape {tuple(input_shape)} has {input_shape[0]} channels but "
-                    f"in_channels = {cin}"
-                )
+            input_shape = [int(e) for e in input_shape]
         self.input_shape = None if input_shape is None else tuple(input_shape)
         fan_in = cin // g * math.prod(k)
         a = 1.0 / math.sqrt(fan_in)
@@ -213,3 +217,117 @@ class ag_conv1d(_ConvNd):
 
     dims = 1
     kind = "conv1d"
+
+
+class ag_conv_transpose2d(_ConvNd):
+    """Transposed 2-D convolution layer, torch.nn.ConvTranspose2d's arguments in its order:
+    kernel_size, stride, padding, output_padding (smaller than the stride or the dilation),
+    dilation a number or a pair (H, W); groups dividing both channel counts; bias a flag.
+    Weight [C_in, (C_out/groups)*kH*kW] (torch's (C_in, C_out/groups, kH, kW) reshaped
+    (C_in, -1)) and bias [C_out, 1] drawn as torch does, U(+-1/sqrt(fan_in)) with fan_in =
+    (C_out/groups)*kH*kW. input_shape (C_in, H, W) and activation as ag_conv2d's. The output is
+    [C_out*OH*OW, N], OH = (H - 1) * stride - 2 * padding + dilation * (kH - 1) +
+    output_padding + 1, tagged (C_out, OH, OW)."""
+
+    dims = 2
+    kind = "conv_transpose2d"
+
+    def __init__(  # pylint: disable=super-init-not-called
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Pair,
+        stride: Pair = 1,
+        padding: Pair = 0,
+        output_padding: Pair = 0,
+        groups: int = 1,
+        bias: bool = True,
+        dilation: Pair = 1,
+        input_shape: Optional[Sequence[int]] = None,
+        activation: Optional[str] = None,
+    ) -> None:
+        fn = "ag_conv_transpose2d"
+        if input_shape is not None and not isinstance(input_shape, (list, tuple)):
+            raise ArgumentError(f"{fn}: input_shape must be (C, H, W), got {input_shape!r}")
+        v, cin, cout = _check(
+            fn,
+            2,
+            1,
+            in_channels,
+            out_channels,
+            input_shape,
+            stride,
+            padding,
+            dilation,
+            groups,
+            kernel_size,
+            output_padding,
+        )
+        g = int(v[lib.PG_CONV_GROUPS])
+        self.in_channels, self.out_channels, self.groups = cin, cout, g
+        self._k = _pair_of(v, lib.PG_CONV_KH, lib.PG_CONV_KW, 2)
+        self._stride = _pair_of(v, lib.PG_CONV_SH, lib.PG_CONV_SW, 2)
+        self._padding = _pair_of(v, lib.PG_CONV_PH, lib.PG_CONV_PW, 2)
+        self._output_padding = _pair_of(v, lib.PG_CONV_OPH, lib.PG_CONV_OPW, 2)
+        self._dilation = _pair_of(v, lib.PG_CONV_DH, lib.PG_CONV_DW, 2)
+        self.bias_flag = check_flag(bias, fn, "bias")
+        self.activation = _check_activation(activation, fn)
+        self.input_shape = None if input_shape is None else tuple(int(e) for e in input_shape)
+        fan_in = cout // g * math.prod(self._k)  # torch: weight.size(1) * kH * kW
+        a = 1.0 / math.sqrt(fan_in)
+        with _layer_memory(fn, f"for a [{cin}x{fan_in}] weight", float(cin) * fan_in + cout):
+            self.weight = ag_param(_uniform(a, cin, fan_in, fn))
+            self.bias = ag_param(_uniform(a, cout, 1, fn)) if self.bias_flag else None
+        self.training = True
+
+    @property
+    def output_padding(self) -> Any:
+        """The output padding as the config writes it: [opH, opW]."""
+        return list(self._output_padding)
+
+    def forward(self, x: ArrayLike) -> Tensor:
+        """The transposed convolution of x [C_in*H*W, N] (its image shape, else input_shape)
+        -> [C_out*OH*OW, N], tagged (C_out, OH, OW)."""
+        fn = "ag_" + self.kind
+        xt = _as_tensor(x, fn, self.weight)
+        p = xt._handle()
+        c = self.__dict__.get("_ccache") or self._core_args()
+        tagged = lib.pg_tensor_image_shape(p, c[2]) == 1
+        a = c[0] if tagged or c[1] is None else c[1]
+        b = NULL if self.bias is None else self.bias._p
+        y = _out(lib.pg_conv_transpose(p, self.weight._p, b, a, c[3]))
+        return y if self.activation is None else _ACTIVATIONS[self.activation](y)
+
+    def _core_args(self) -> Any:
+        fn = "ag_" + self.kind
+        a = (self._stride, self._padding, self._dilation, self.groups, self._k)
+        op, shp = self._output_padding, self.input_shape
+        c = (
+            _args(fn, 2, None, *a, op),
+            None if shp is None else _args(fn, 2, shp, *a, op),
+            ffi.new("int64_t[3]"),
+            fn.encode(),
+        )
+        self._ccache = c
+        return c
+
+    def parameters(self) -> OrderedDict[str, Tensor]:
+        """``weight`` [C_in, (C_out/groups)*kH*kW] and ``bias`` [C_out, 1] (when bias)."""
+        return super().parameters()
+
+    def to_config(self) -> Dict[str, Any]:
+        """The layer's arguments (torch's order) for ag_module_from_config and model files."""
+        return {
+            "type": self.kind,
+            "in_channels": self.in_channels,
+            "out_channels": self.out_channels,
+            "kernel_size": self.kernel_size,
+            "stride": self.stride,
+            "padding": self.padding,
+            "output_padding": self.output_padding,
+            "groups": self.groups,
+            "bias": self.bias_flag,
+            "dilation": self.dilation,
+            "input_shape": None if self.input_shape is None else list(self.input_shape),
+            "activation": self.activation,
+        }

@@ -124,48 +124,52 @@ ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
 
 # ---- layers ----
 
-.conv_ints <- function(v, fn, arg, dims, lo) {
-  if (is.list(v)) v <- unlist(v)
-  if (!is.numeric(v) || !(length(v) %in% c(1L, dims)))
-    .arg_fail("argument", "%s: %s must be %s, got %s", fn, arg,
-              if (dims == 2L) "a number or a pair c(H, W)" else "a number", .arg_show(v))
-  v <- vapply(v, function(e) .arg_int(e, fn, arg, lo), integer(1))
-  if (length(v) < dims) rep(v, dims) else v
+# a channel count's kind; the core checks the value (pg_conv_check)
+.conv_count <- function(v, fn, arg) {
+  if (!is.numeric(v) || is.factor(v) || length(v) != 1L || length(dim(v)) > 1L)
+    .arg_fail("argument", "%s: %s must be an integer >= 1, got %s", fn, arg, .arg_show(v))
+  as.double(v)
+}
+
+# a layer constructor's arguments: kinds here, values once in the core (the texts Python raises
+# too); the pairs come back as integers c(H, W) (1-D: one)
+.conv_checked <- function(fn, dims, cin, cout, kernel_size, stride, padding, dilation, groups,
+                          input_shape, output_padding = NULL) {
+  if (!is.null(input_shape) && is.list(input_shape)) input_shape <- unlist(input_shape)
+  shape <- .conv_shape(input_shape, fn, dims)
+  k <- .conv_pair(kernel_size, fn, "kernel_size", dims)
+  st <- .conv_pair(stride, fn, "stride", dims)
+  pad <- .conv_padding(padding, fn, dims)
+  dil <- .conv_pair(dilation, fn, "dilation", dims)
+  op <- if (is.null(output_padding)) NULL else
+    .conv_pair(output_padding, fn, "output_padding", dims)
+  if (!is.numeric(groups) || length(groups) != 1L)
+    .arg_fail("argument", "%s: groups must be an integer >= 1, got %s", fn, .arg_show(groups))
+  .Call(R_pg_conv_check, .conv_count(cin, fn, "in_channels"),
+        .conv_count(cout, fn, "out_channels"), shape, k, st, pad, op, dil, as.double(groups),
+        dims, fn)
+  int <- function(v) as.integer(rep_len(v, dims))
+  list(cin = as.integer(cin), cout = as.integer(cout), k = int(k), st = int(st),
+       pad = if (is.character(pad)) pad else int(pad), dil = int(dil),
+       op = if (is.null(op)) NULL else int(op), g = as.integer(groups),
+       shape = if (is.null(shape)) NULL else as.integer(shape))
 }
 
 .conv_layer <- function(kind, dims, in_channels, out_channels, kernel_size, stride, padding,
                         dilation, groups, bias, input_shape, activation) {
   fn <- paste0("ag_", kind)
-  cin <- .arg_int(in_channels, fn, "in_channels", 1L)
-  cout <- .arg_int(out_channels, fn, "out_channels", 1L)
-  g <- .arg_int(groups, fn, "groups", 1L)
-  if (cin %% g != 0L || cout %% g != 0L)
-    .arg_fail("value",
-              "%s: in_channels (%d) and out_channels (%d) must be divisible by groups (%d)", fn,
-              cin, cout, g)
-  k <- .conv_ints(kernel_size, fn, "kernel_size", dims, 1L)
-  st <- .conv_ints(stride, fn, "stride", dims, 1L)
-  dil <- .conv_ints(dilation, fn, "dilation", dims, 1L)
-  if (is.character(padding)) {
-    pad <- .conv_padding(padding, fn, dims)
-    if (pad == "same" && any(st != 1L))
-      .arg_fail("value", "%s: padding = \"same\" needs stride 1 (as torch), got stride %s", fn,
-                .arg_show(stride))
-  } else {
-    pad <- .conv_ints(padding, fn, "padding", dims, 0L)
-  }
+  v <- .conv_checked(fn, dims, in_channels, out_channels, kernel_size, stride, padding, dilation,
+                     groups, input_shape)
+  cin <- v$cin
+  cout <- v$cout
+  g <- v$g
+  k <- v$k
+  st <- v$st
+  dil <- v$dil
+  pad <- v$pad
+  input_shape <- v$shape
   bias <- .arg_flag(bias, fn, "bias")
   act <- .act(activation, fn)  # keras' Conv2D(activation =), as ag_linear's
-  if (!is.null(input_shape)) {
-    if (is.list(input_shape)) input_shape <- unlist(input_shape)
-    if (!is.numeric(input_shape) || length(input_shape) != dims + 1L)
-      .arg_fail("argument", "%s: input_shape must be %s, got %s", fn,
-                if (dims == 2L) "(C, H, W)" else "(C, L)", .arg_show(input_shape))
-    input_shape <- vapply(input_shape, function(e) .arg_int(e, fn, "input_shape", 1L), integer(1))
-    if (input_shape[[1L]] != cin)
-      .arg_fail("value", "%s: input_shape (%s) has %d channels but in_channels = %d", fn,
-                paste(input_shape, collapse = ", "), input_shape[[1L]], cin)
-  }
   fan_in <- cin %/% g * prod(k)
   a <- 1 / sqrt(fan_in)
   e <- .layer(kind, sprintf("%s(%d, %d, %s%s)", kind, cin, cout, paste(k, collapse = "x"),

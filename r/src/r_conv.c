@@ -16,12 +16,11 @@ static void pair(SEXP v, int dims, double h1, double *a, int ih, int iw, const c
     a[iw] = XLENGTH(v) == 1 ? p[0] : p[1];
 }
 
-SEXP R_pg_conv(SEXP x, SEXP w, SEXP b, SEXP shape, SEXP kernel, SEXP stride, SEXP padding,
-               SEXP dilation, SEXP groups, SEXP dims, SEXP fn)
+/* the core's argument vector; output_padding: R's NULL for the plain convolutions */
+static void conv_args(double *a, int d, SEXP shape, SEXP kernel, SEXP stride, SEXP padding,
+                      SEXP dilation, SEXP groups, SEXP outpad, const char *f)
 {
-    const char *f = CHAR(STRING_ELT(fn, 0));
-    int d = Rf_asInteger(dims);
-    double a[PG_CONV_NARGS] = {0};
+    memset(a, 0, sizeof(double) * PG_CONV_NARGS);
     if (!Rf_isNull(shape)) {
         if (TYPEOF(shape) != REALSXP || XLENGTH(shape) != (d == 2 ? 3 : 2))
             r_stopf(PG_STATUS_ERR_ARG, "%s: input_shape must be %s", f,
@@ -39,9 +38,42 @@ SEXP R_pg_conv(SEXP x, SEXP w, SEXP b, SEXP shape, SEXP kernel, SEXP stride, SEX
     } else {
         pair(padding, d, 0, a, PG_CONV_PH, PG_CONV_PW, f, "padding");
     }
+    if (!Rf_isNull(outpad)) pair(outpad, d, 0, a, PG_CONV_OPH, PG_CONV_OPW, f, "output_padding");
     a[PG_CONV_GROUPS] = r_num(groups, "groups");
+}
+
+SEXP R_pg_conv(SEXP x, SEXP w, SEXP b, SEXP shape, SEXP kernel, SEXP stride, SEXP padding,
+               SEXP dilation, SEXP groups, SEXP dims, SEXP fn)
+{
+    const char *f = CHAR(STRING_ELT(fn, 0));
+    int d = Rf_asInteger(dims);
+    double a[PG_CONV_NARGS];
+    conv_args(a, d, shape, kernel, stride, padding, dilation, groups, R_NilValue, f);
     pg_tensor *bt = Rf_isNull(b) ? NULL : r_get(b, R_TENSOR);
     return r_wrap(pg_conv(r_get(x, R_TENSOR), r_get(w, R_TENSOR), bt, a, d, f), R_TENSOR);
+}
+
+SEXP R_pg_conv_transpose(SEXP x, SEXP w, SEXP b, SEXP shape, SEXP kernel, SEXP stride, SEXP padding,
+                         SEXP outpad, SEXP dilation, SEXP groups, SEXP fn)
+{
+    const char *f = CHAR(STRING_ELT(fn, 0));
+    double a[PG_CONV_NARGS];
+    conv_args(a, 2, shape, kernel, stride, padding, dilation, groups, outpad, f);
+    pg_tensor *bt = Rf_isNull(b) ? NULL : r_get(b, R_TENSOR);
+    return r_wrap(pg_conv_transpose(r_get(x, R_TENSOR), r_get(w, R_TENSOR), bt, a, f), R_TENSOR);
+}
+
+/* a layer constructor's values checked by the core (pg_conv_check); outpad NULL: not transposed */
+SEXP R_pg_conv_check(SEXP cin, SEXP cout, SEXP shape, SEXP kernel, SEXP stride, SEXP padding,
+                     SEXP outpad, SEXP dilation, SEXP groups, SEXP dims, SEXP fn)
+{
+    const char *f = CHAR(STRING_ELT(fn, 0));
+    int d = Rf_asInteger(dims);
+    double a[PG_CONV_NARGS];
+    conv_args(a, d, shape, kernel, stride, padding, dilation, groups, outpad, f);
+    r_check(pg_conv_check(r_num(cin, "in_channels"), r_num(cout, "out_channels"), a, d,
+                          !Rf_isNull(outpad), f));
+    return R_NilValue;
 }
 
 /* data: doubles; shape c(N, C, H, W); strides (elements) of n, c, h, w */

@@ -79,4 +79,5 @@ void test_metrics(void);
 void test_fit_weight(void);
 void test_predict(void);
 void test_conv(void);
+void test_convt(void);
 #endif

@@ -69,6 +69,7 @@ int main(void)
     run("fit weights", test_fit_weight);
     run("predict", test_predict);
     run("convolution", test_conv);
+    run("transposed convolution", test_convt);
     pg_tape_clear();
     pg_memory_counts st;
     pg_memory_stats(&st);

@@ -56,7 +56,8 @@ void test_layer_config(void)
     /* the list: every built-in type, then how to add custom ones */
     cfg("{\"type\": \"conv\"}");
     CHECK(strstr(pg_last_error(),
-                 "batch_norm, conv1d, conv2d, dropout, embedding, flatten, global_avg_pool, "
+                 "batch_norm, conv1d, conv2d, conv_transpose2d, dropout, embedding, flatten, "
+                 "global_avg_pool, "
                  "global_max_pool, gru, "
                  "layer_norm, linear, lstm, max_pool1d") != NULL);
     CHECK(strstr(pg_last_error(),

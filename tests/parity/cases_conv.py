@@ -1,7 +1,7 @@
 """Parity cases for convolution (native/ops_conv.c): a CNN drawn from the same seed in each
 language (the layers' init through the core's generator), trained by ag_fit eager and compiled,
 an ag_compile'd forward replayed on new data, saved, and each language's file read by the
-other, bit for bit. The R half is conv.R."""
+other, bit for bit; "dims" 3 is a decoder with a transposed convolution. The R half is conv.R."""
 
 from __future__ import annotations
 
@@ -24,7 +24,15 @@ def _py(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
 
     def run():
         pg.ggml_set_seed(int(d["seed"]))
-        if d["dims"] == 2:
+        if d["dims"] == 3:  # a transposed convolution back up to 6x6 (ag_conv_transpose2d)
+            m = pg.ag_sequential(
+                pg.ag_conv2d(2, 4, 3, stride=2, padding=1, input_shape=(2, 6, 6)),
+                pg.ag_conv_transpose2d(
+                    4, 2, 3, stride=2, padding=1, output_padding=1, groups=2, dilation=(1, 1)
+                ),
+                pg.ag_linear(2 * 36, 3),
+            )
+        elif d["dims"] == 2:
             m = pg.ag_sequential(
                 pg.ag_conv2d(2, 4, 3, stride=2, padding=1, input_shape=(2, 6, 6)),
                 pg.ag_conv2d(4, 4, (2, 1), groups=2, dilation=(1, 2), padding="same"),
@@ -92,7 +100,7 @@ def _r(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
 
 def _case(name: str, dims: int, static: bool) -> None:
     def inputs(rng: Any) -> Dict[str, Any]:
-        rows = 72 if dims == 2 else 18
+        rows = 18 if dims == 1 else 72
         return {
             "seed": 20301.0,
             "dims": dims,
@@ -107,3 +115,5 @@ def _case(name: str, dims: int, static: bool) -> None:
 _case("seeded 2-d CNN, ag_fit eager, files crossed", 2, False)
 _case("seeded 2-d CNN, ag_fit static, files crossed", 2, True)
 _case("seeded 1-d CNN, ag_fit static, files crossed", 1, True)
+_case("transposed decoder, eager fit, files crossed", 3, False)
+_case("transposed decoder, static fit, files crossed", 3, True)

@@ -325,6 +325,35 @@ def _conv_refusals(P, d, steps):
         "groups 2 of 1 channel": refusal(P, conv(input_shape=shp, groups=2)),
         "same with stride 2": refusal(P, conv(input_shape=shp, padding="same", stride=2)),
         "layer groups": refusal(P, lambda: P.ag_conv2d(3, 4, 3, groups=2)),
-        "layer kernel 0": refusal(P, lambda: P.ag_conv2d(1, 4, 0), text=False),  # R: "0L"
+        "layer kernel 0": refusal(P, lambda: P.ag_conv2d(1, 4, 0)),  # the core's text
         "layer without a tag": refusal(P, lambda: P.ag_conv2d(1, 2, 3).forward(x)),
+    }
+
+
+@_add("errors: transposed convolution refusals (issue 30)")
+def _convt_refusals(P, d, steps):
+    x, w, b = np.zeros((9, 2)), np.zeros((1, 18)), np.zeros((2, 1))
+    shp = np.array([1.0, 3.0, 3.0])
+
+    def convt(**k):
+        return lambda: P.ag_conv_transpose2d_op(x, w, b, **k)
+
+    return {
+        "no image shape": refusal(P, convt()),
+        "output_padding 1, stride 1": refusal(P, convt(input_shape=shp, output_padding=1)),
+        "stride 0": refusal(P, convt(input_shape=shp, stride=0)),
+        "padding 0.5": refusal(P, convt(input_shape=shp, padding=0.5)),
+        "empty output": refusal(P, convt(input_shape=shp, padding=3)),
+        "channels": refusal(
+            P,
+            lambda: P.ag_conv_transpose2d_op(
+                np.zeros((27, 2)), w, b, input_shape=np.array([3.0, 3, 3])
+            ),
+        ),
+        "layer output_padding": refusal(
+            P, lambda: P.ag_conv_transpose2d(1, 2, 3, stride=2, output_padding=2)
+        ),
+        "layer groups": refusal(P, lambda: P.ag_conv_transpose2d(3, 4, 3, groups=2)),
+        "layer kernel 2.5": refusal(P, lambda: P.ag_conv_transpose2d(1, 2, 2.5)),
+        "layer in_channels 0": refusal(P, lambda: P.ag_conv1d(0, 2, 3)),
     }

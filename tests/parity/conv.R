@@ -6,7 +6,12 @@ suppressPackageStartupMessages(library(pyggmlr))
 parity_conv_fit <- function(dtype, dims, seed, x, y, nepoch, static, hist_keys, path) {
   with_dtype(dtype, function() {
     ggml_set_seed(seed)
-    m <- if (dims == 2) {
+    m <- if (dims == 3) {  # a transposed convolution back up to 6x6
+      ag_sequential(ag_conv2d(2, 4, 3, stride = 2, padding = 1, input_shape = c(2, 6, 6)),
+                    ag_conv_transpose2d(4, 2, 3, stride = 2, padding = 1, output_padding = 1,
+                                        groups = 2, dilation = c(1, 1)),
+                    ag_linear(2 * 36, 3))
+    } else if (dims == 2) {
       ag_sequential(ag_conv2d(2, 4, 3, stride = 2, padding = 1, input_shape = c(2, 6, 6)),
                     ag_conv2d(4, 4, c(2, 1), groups = 2, dilation = c(1, 2), padding = "same"),
                     ag_linear(4 * 9, 3))

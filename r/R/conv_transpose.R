@@ -1,0 +1,73 @@
+# Transposed convolution, as Python's ag_conv_transpose2d_op (pyggmlr/conv.py) and
+# ag_conv_transpose2d (pyggmlr/nn/conv.py): torch's conv_transpose2d / ConvTranspose2d, the
+# arguments in torch's order. The core runs forward and backward and checks the values
+# (pg_conv_transpose, pg_conv_check); this checks the kinds and hands doubles.
+
+ag_conv_transpose2d_op <- function(x, weight, bias = NULL, stride = 1, padding = 0,
+                                   output_padding = 0, groups = 1, dilation = 1,
+                                   input_shape = NULL, kernel_size = NULL) {
+  fn <- "ag_conv_transpose2d_op"
+  shape <- .conv_shape(input_shape, fn, 2L)
+  kernel <- if (is.null(kernel_size)) NULL else .conv_pair(kernel_size, fn, "kernel_size", 2L)
+  st <- .conv_pair(stride, fn, "stride", 2L)
+  pad <- .conv_padding(padding, fn, 2L)
+  op <- .conv_pair(output_padding, fn, "output_padding", 2L)
+  dil <- .conv_pair(dilation, fn, "dilation", 2L)
+  if (!is.numeric(groups) || length(groups) != 1L)
+    .arg_fail("argument", "%s: groups must be a whole number >= 1, got %s", fn, .arg_show(groups))
+  like <- Find(is_ag_tensor, list(x, weight, bias))
+  dt <- if (is.null(like)) ag_default_dtype() else tolower(like$dtype)
+  as_t <- function(v) if (is_ag_tensor(v)) v else .need_tensor_dtype(v, fn, dt)
+  x <- as_t(x)
+  weight <- as_t(weight)
+  b <- if (is.null(bias)) NULL else as_t(bias)$.ptr
+  .wrap(.Call(R_pg_conv_transpose, x$.ptr, weight$.ptr, b, shape, kernel, st, pad, op, dil,
+              as.double(groups), fn))
+}
+
+ag_conv_transpose2d <- function(in_channels, out_channels, kernel_size, stride = 1, padding = 0,
+                                output_padding = 0, groups = 1, bias = TRUE, dilation = 1,
+                                input_shape = NULL, activation = NULL) {
+  kind <- "conv_transpose2d"
+  fn <- "ag_conv_transpose2d"
+  v <- .conv_checked(fn, 2L, in_channels, out_channels, kernel_size, stride, padding, dilation,
+                     groups, input_shape, output_padding)
+  bias <- .arg_flag(bias, fn, "bias")
+  act <- .act(activation, fn)
+  fan_in <- v$cout %/% v$g * prod(v$k)  # torch reads it from the weight's second dimension
+  a <- 1 / sqrt(fan_in)
+  e <- .layer(kind, sprintf("%s(%d, %d, %s%s)", kind, v$cin, v$cout, paste(v$k, collapse = "x"),
+                            if (is.null(activation)) "" else paste0(", ", activation)))
+  .layer_memory(fn, sprintf("for a [%dx%d] weight", v$cin, as.integer(fan_in)),
+                as.double(v$cin) * fan_in + v$cout, {
+    e$weight <- ag_param(.uniform_weight(v$cin, fan_in, a, fn))
+    e$bias <- if (bias) ag_param(.uniform_weight(v$cout, 1L, a, fn)) else NULL
+  })
+  e$in_channels <- v$cin
+  e$out_channels <- v$cout
+  e$groups <- v$g
+  e$kernel_size <- v$k
+  e$stride <- v$st
+  e$padding <- v$pad
+  e$output_padding <- v$op
+  e$dilation <- v$dil
+  e$use_bias <- bias
+  e$input_shape <- v$shape
+  e$activation <- activation
+  e$forward <- function(x) {
+    shape <- if (is_ag_tensor(x) && !is.null(ag_image_shape(x))) NULL else e$input_shape
+    act(ag_conv_transpose2d_op(x, e$weight, e$bias, e$stride, e$padding, e$output_padding,
+                               e$groups, e$dilation, shape, e$kernel_size))
+  }
+  e$parameters <- function() if (is.null(e$bias)) list(weight = e$weight) else
+    list(weight = e$weight, bias = e$bias)
+  e$to_config <- function() list(type = kind, in_channels = v$cin, out_channels = v$cout,
+                                 kernel_size = as.list(v$k), stride = as.list(v$st),
+                                 padding = as.list(v$pad), output_padding = as.list(v$op),
+                                 groups = v$g, bias = bias, dilation = as.list(v$dil),
+                                 input_shape = if (is.null(e$input_shape)) NULL else
+                                   as.list(e$input_shape), activation = activation)
+  e
+}
+
+print.ag_conv_transpose2d <- function(x, ...) print.ag_conv2d(x, ...)

@@ -1,0 +1,1 @@
+../../native/conv_internal.h
