@@ -204,6 +204,9 @@ def _builtin_model(model):
         nn.ag_rnn,
         nn.ag_conv1d,
         nn.ag_conv2d,
+        nn.ag_pad1d,
+        nn.ag_pad2d,
+        nn.ag_upsample2d,
     )
 
 
