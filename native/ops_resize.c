@@ -154,11 +154,13 @@ static int pad_args(int dims, const double *padding, int npad, double value, con
 }
 
 int pg_pad2d_check(int dims, const double *padding, int npad, double value, const char *mode,
-                   const char *fn)
+                   const char *fn, double *lrtb)
 {
-    int64_t lrtb[4];
+    int64_t v[4];
     int m;
-    return pad_args(dims, padding, npad, value, mode, &fn, lrtb, &m) ? pg_last_status() : 0;
+    if (pad_args(dims, padding, npad, value, mode, &fn, v, &m)) return pg_last_status();
+    for (int i = 0; lrtb && i < 4; i++) lrtb[i] = (double)v[i];
+    return 0;
 }
 
 pg_tensor *pg_pad2d(pg_tensor *x, int dims, const double *shape, const double *padding, int npad,

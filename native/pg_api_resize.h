@@ -21,9 +21,10 @@ pg_tensor *pg_pad2d(pg_tensor *x, int dims, const double *shape, const double *p
                     double value, const char *mode, const char *fn);
 
 /* pg_pad2d's checks of padding, value and mode alone (a layer's constructor): 0 or the status
- * with pg_pad2d's text. */
+ * with pg_pad2d's text. lrtb (NULL: not wanted) receives the padding as (left, right, top,
+ * bottom), the form the layers keep (pad1d: the first two). */
 int pg_pad2d_check(int dims, const double *padding, int npad, double value, const char *mode,
-                   const char *fn);
+                   const char *fn, double *lrtb);
 
 /* Upsamples x by whole scale factors: dims 2: shape (C, H, W), scale (H, W); dims 1: shape
  * (C, L), scale one value. mode NULL: "nearest"; "bilinear" (dims 1: linear along L). fn NULL:

@@ -132,7 +132,7 @@ static void refusals(void)
     CHECK_ERR(pg_pad2d(x, 2, sh, p4, 4, 0, "reflect", NULL) == NULL, PG_STATUS_ERR_SHAPE,
               "ag_pad2d_op: reflect padding (left 1, right 4, top 0, bottom 0) must be less than "
               "the input's W 4 (left, right) and H 4 (top, bottom); x is [48x2] f32");
-    CHECK_ERR(pg_pad2d_check(1, p4, 4, 0, NULL, "ag_pad1d") == PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_pad2d_check(1, p4, 4, 0, NULL, "ag_pad1d", NULL) == PG_STATUS_ERR_VALUE,
               PG_STATUS_ERR_VALUE,
               "ag_pad1d: padding must be a whole number >= 0 or a pair (left, right) of them, "
               "got 4 values");
@@ -146,6 +146,10 @@ static void refusals(void)
     CHECK_ERR(pg_upsample2d(x, 2, shbad, p4, NULL, NULL) == NULL, PG_STATUS_ERR_SHAPE,
               "ag_upsample2d_op: input_shape (C 3, H 4, W 5) needs 60 rows (C * H * W), but x is "
               "[48x2] f32");
+    double lrtb[4];
+    const double hw[2] = {1, 3};
+    CHECK(pg_pad2d_check(2, hw, 2, 0, NULL, NULL, lrtb) == 0 && lrtb[0] == 3 && lrtb[1] == 3 &&
+          lrtb[2] == 1 && lrtb[3] == 1);
     REL(x);
 }
 
