@@ -53,8 +53,12 @@ typedef struct {
 
 static pgeom pad_geom(const pg_node *n)
 {
-    pgeom g = {n->ip[1],           n->ip[0] >> 32,          n->ip[0] & 0xffffffff,
-               n->ip[2] >> 32,     n->ip[2] & 0xffffffff,   n->ip[3] >> 32,
+    pgeom g = {n->ip[1],
+               n->ip[0] >> 32,
+               n->ip[0] & 0xffffffff,
+               n->ip[2] >> 32,
+               n->ip[2] & 0xffffffff,
+               n->ip[3] >> 32,
                n->ip[3] & 0xffffffff};
     return g;
 }
@@ -182,13 +186,15 @@ pg_tensor *pg_pad2d(pg_tensor *x, int dims, const double *shape, const double *p
                             "%s: reflect padding (left %lld, right %lld, top %lld, bottom %lld) "
                             "must be less than the input's W %lld (left, right) and H %lld (top, "
                             "bottom); x is %s",
-                            fn, (long long)p[0], (long long)p[1], (long long)p[2],
-                            (long long)p[3], (long long)W, (long long)H, pg_desc(x));
+                            fn, (long long)p[0], (long long)p[1], (long long)p[2], (long long)p[3],
+                            (long long)W, (long long)H, pg_desc(x));
     }
     const int64_t Ho = H + p[2] + p[3], Wo = W + p[0] + p[1];
     if (Ho > 2147483647 || Wo > 2147483647)
-        return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: the padded image (H %lld, W %lld) is too "
-                            "large", fn, (long long)Ho, (long long)Wo);
+        return pg_fail_null(PG_STATUS_ERR_VALUE,
+                            "%s: the padded image (H %lld, W %lld) is too "
+                            "large",
+                            fn, (long long)Ho, (long long)Wo);
     pg_tensor *out = pg_new(x->dtype, C * Ho * Wo, x->ne[1], PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     out->img[0] = Wo, out->img[1] = Ho, out->img[2] = C;
@@ -283,8 +289,7 @@ static int up_args(int dims, const double *scale, const char *mode, const char *
         return pg_fail(PG_STATUS_ERR_ARG, "pg_upsample2d(): dims must be 1 or 2, got %d", dims);
     if (!*fn) *fn = dims == 2 ? "ag_upsample2d_op" : "ag_upsample1d_op";
     char b[80];
-    if (!scale)
-        return pg_fail(PG_STATUS_ERR_VALUE, "%s: scale_factor is required", *fn);
+    if (!scale) return pg_fail(PG_STATUS_ERR_VALUE, "%s: scale_factor is required", *fn);
     if (!whole_in(scale, dims, 1))
         return pg_fail(PG_STATUS_ERR_VALUE, "%s: scale_factor must be %s >= 1, got %s", *fn,
                        dims == 2 ? "one or two (H, W) whole numbers" : "a whole number",

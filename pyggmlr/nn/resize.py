@@ -157,8 +157,7 @@ class _Pad(Module):
 
     def to_config(self) -> Dict[str, Any]:
         value = int(self.value) if self.value == int(self.value) else self.value
-        return {"type": self.kind, "padding": list(self.padding), "value": value,
-                "mode": self.mode}
+        return {"type": self.kind, "padding": list(self.padding), "value": value, "mode": self.mode}
 
 
 class ag_pad2d(_Pad):
@@ -183,8 +182,9 @@ class ag_upsample2d(Module):
 
     kind = "upsample2d"
 
-    def __init__(self, scale_factor: Union[int, float, Sequence[Union[int, float]]],
-                 mode: str = "nearest"):
+    def __init__(
+        self, scale_factor: Union[int, float, Sequence[Union[int, float]]], mode: str = "nearest"
+    ):
         fn = "ag_upsample2d"
         s, m = _sizes(scale_factor, fn, "scale_factor", 2), _mode(mode, fn)
         check(lib.pg_upsample2d_check(2, s, m, fn.encode()))

@@ -46,8 +46,8 @@ ag_pad1d_op <- function(x, padding, value = 0, mode = "constant", input_shape = 
 ag_upsample2d_op <- function(x, scale_factor, mode = "nearest", input_shape = NULL)
   .upsample(x, 2L, scale_factor, mode, input_shape, "ag_upsample2d_op")
 
-# the padding layers keep the padding as the core normalizes it: c(left, right, top, bottom)
-# (1-D: c(left, right))
+# the padding layers keep the padding as the core normalizes it: left, right, top, bottom
+# (1-D: left, right)
 .pad_layer <- function(kind, dims, padding, value, mode) {
   fn <- paste0("ag_", kind)
   value <- .pad_value(value, fn)

@@ -86,7 +86,9 @@ def test_pad2d_matches_torch(f64, mode, p, tp):
     value = 1.5 if mode == "constant" else 0
     y, g, ty, tg = run_pair(
         pg.ag_pad2d_op,
-        lambda t: F.pad(t, tp, mode=mode, value=value) if mode == "constant" else F.pad(t, tp, mode=mode),
+        lambda t: (
+            F.pad(t, tp, mode=mode, value=value) if mode == "constant" else F.pad(t, tp, mode=mode)
+        ),
         a,
         padding=p,
         value=value,
@@ -321,7 +323,9 @@ def test_errors_name_function_argument_and_shapes():
         match=r"ag_pad2d_op: value \(2\) applies to mode \"constant\" only, got mode \"replicate\"",
     ):
         pg.ag_pad2d_op(x, 1, value=2, mode="replicate", input_shape=(3, 4, 4))
-    with pytest.raises(PyggmlrValueError, match=r"ag_pad2d: value must be a finite number, got inf"):
+    with pytest.raises(
+        PyggmlrValueError, match=r"ag_pad2d: value must be a finite number, got inf"
+    ):
         pg.ag_pad2d(1, value=float("inf"))
     with pytest.raises(
         PyggmlrValueError,

@@ -169,9 +169,11 @@ test_that("errors name the function, the argument and the shapes", {
                "ag_pad2d: padding must be a whole number >= 0, a pair \\(H, W\\) or four")
   expect_error(ag_pad1d(c(1, -1)), class = "pyggmlr_value_error", "got \\(1, -1\\)")
   expect_error(ag_pad2d(1, mode = "circular"), class = "pyggmlr_value_error",
-               "ag_pad2d: mode must be \"constant\", \"reflect\" or \"replicate\", got \"circular\"")
+               paste0("ag_pad2d: mode must be \"constant\", \"reflect\" or \"replicate\", ",
+                      "got \"circular\""))
   expect_error(ag_pad2d_op(x, 1, 2, "replicate", c(3, 4, 4)), class = "pyggmlr_value_error",
-               "ag_pad2d_op: value \\(2\\) applies to mode \"constant\" only, got mode \"replicate\"")
+               paste0("ag_pad2d_op: value \\(2\\) applies to mode \"constant\" only, ",
+                      "got mode \"replicate\""))
   expect_error(ag_pad2d(1, value = Inf), class = "pyggmlr_value_error",
                "ag_pad2d: value must be a finite number, got inf")
   expect_error(ag_upsample2d(1.5), class = "pyggmlr_value_error",
