@@ -188,3 +188,27 @@ test_that("errors name the function, the argument and the shapes", {
                class = "pyggmlr_value_error",
                "bad arguments for a 'pad2d' layer: padding must be a whole number >= 0 or a list")
 })
+
+test_that("summary() shows the rows and image shapes of image layers (torch's sizes)", {
+  m <- ag_sequential(ag_conv2d(1L, 16L, 3L, padding = 1L, input_shape = c(1, 8, 8)),
+                     ag_max_pool2d(2), ag_pad2d(c(0, 1, 1, 0)), ag_upsample2d(2),
+                     ag_conv2d(16L, 4L, 3L, stride = 2L, dilation = 2L),
+                     ag_avg_pool2d(2, padding = 1), ag_flatten(), ag_linear(16L, 10L))
+  expect_identical(summary(m)$layers$output_shape,
+                   c("[1024 x batch] (16, 8, 8)", "[256 x batch] (16, 4, 4)",
+                     "[400 x batch] (16, 5, 5)", "[1600 x batch] (16, 10, 10)",
+                     "[36 x batch] (4, 3, 3)", "[16 x batch] (4, 2, 2)", "[16 x batch]",
+                     "[10 x batch]"))
+  m <- ag_sequential(ag_conv1d(3L, 8L, 5L, input_shape = c(3, 32)), ag_max_pool1d(2, padding = 1),
+                     ag_pad1d(c(1, 2)), ag_global_avg_pool(), ag_linear(8L, 2L))
+  expect_identical(summary(m)$layers$output_shape,
+                   c("[224 x batch] (8, 1, 28)", "[120 x batch] (8, 1, 15)",
+                     "[144 x batch] (8, 1, 18)", "[8 x batch]", "[2 x batch]"))
+  same <- ag_conv2d(1L, 2L, 3L, padding = "same", input_shape = c(1, 5, 5))
+  expect_identical(summary(same)$layers$output_shape, "[50 x batch] (2, 5, 5)")
+  # no input_shape on the first convolution: unknown until a layer sets the size
+  m <- ag_sequential(ag_conv2d(1L, 4L, 3L), ag_flatten(), ag_linear(36L, 2L))
+  expect_identical(summary(m)$layers$output_shape, c("?", "?", "[2 x batch]"))
+  expect_identical(summary(ag_lstm(3L, 5L, return_sequences = TRUE))$layers$output_shape, "?")
+  expect_output(print(summary(m)), "conv2d\\(1, 4, 3x3\\) \\(ag_conv2d\\)")
+})
