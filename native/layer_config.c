@@ -15,6 +15,8 @@ static const char *const ACTIVATIONS[] = {"gelu", "relu", "sigmoid", "softmax", 
 static const char *const INITS[] = {"glorot_uniform", "orthogonal", NULL};
 static const char *const NONLIN[] = {"tanh", "relu", NULL};
 static const char *const PADS[] = {"same", "valid", NULL};
+static const char *const PAD_MODES[] = {"constant", "reflect", "replicate", NULL};
+static const char *const UP_MODES[] = {"nearest", "bilinear", NULL};
 
 typedef struct {
     const char *name;
@@ -78,6 +80,14 @@ typedef struct {
             PAIR("dilation", "1", 1, NULL), SHAPE("input_shape", 3, 3),                            \
             CHOICE("activation", "null", ACTIVATIONS, 1)                                           \
     }
+/* padding layers (ag_pad1d / ag_pad2d): padding a number or a list of up to `c` (pad2d: 1, 2 or
+ * 4; never 3) whole numbers >= 0 */
+#define PAD_ARGS(c)                                                                                \
+    {                                                                                              \
+        {"padding", PG_LAYER_ARG_PAIR, NULL, 0, c, 0, NULL, 0},                                    \
+            NUM("value", "0", -HUGE_VAL, HUGE_VAL, 0),                                             \
+            CHOICE("mode", "\"constant\"", PAD_MODES, 0)                                           \
+    }
 #define CHOICE(n, d, c, z)                                                                         \
     {                                                                                              \
         n, PG_LAYER_ARG_CHOICE, d, 0, 0, 0, c, z                                                   \
@@ -121,7 +131,11 @@ static const layer_spec LAYERS[] = {
     {"multihead_attention",
      {SIZE("d_model"), SIZE("n_heads"), NUM("dropout", "0", 0, 1, 1), FLAG("bias", "true")}},
     {"normalization", {SIZE("features"), NUM("eps", "1e-07", 0, HUGE_VAL, 0)}},
+    {"pad1d", PAD_ARGS(2)},
+    {"pad2d", PAD_ARGS(4)},
     {"rnn", {RNN_ARGS, CHOICE("nonlinearity", "\"tanh\"", NONLIN, 0)}},
+    {"upsample2d",
+     {DIMS("scale_factor", NULL, 1, 2, 0), CHOICE("mode", "\"nearest\"", UP_MODES, 0)}},
 };
 #define N_LAYERS ((int)(sizeof LAYERS / sizeof LAYERS[0]))
 
@@ -186,8 +200,10 @@ static void rule(const arg_spec *a, char *out, size_t cap)
                  a->hi == 2 ? " or a pair [H, W] of them" : "", a->null_ok ? " or null" : "");
         break;
     case PG_LAYER_ARG_PAIR:
-        snprintf(out, cap, "a whole number >= %g or a list of two%s", a->lo,
-                 a->choices ? ", \"same\" or \"valid\"" : "");
+        if (a->hi == 4) snprintf(out, cap, "a whole number >= %g or a list of 1, 2 or 4", a->lo);
+        else
+            snprintf(out, cap, "a whole number >= %g or a list of %s%s", a->lo,
+                     a->hi == 2 ? "1 or 2" : "two", a->choices ? ", \"same\" or \"valid\"" : "");
         break;
     case PG_LAYER_ARG_SHAPE:
         snprintf(out, cap, "null or a list of %g whole numbers >= 1", a->lo);
@@ -262,7 +278,8 @@ static int list_arg(const pj_doc *d, const arg_spec *a, int64_t v, char *val, si
         return whole_item(d, v, a->lo, val, cap, &k);
     if (x->type != PJ_ARR) return 0;
     int64_t lo = a->kind == PG_LAYER_ARG_PAIR ? 1 : (int64_t)a->lo;
-    int64_t hi = a->kind == PG_LAYER_ARG_PAIR ? 2 : (int64_t)a->hi, n = 0;
+    int64_t hi = a->kind == PG_LAYER_ARG_PAIR ? (a->hi ? (int64_t)a->hi : 2) : (int64_t)a->hi;
+    int64_t n = 0;
     k += (size_t)snprintf(val, cap, "[");
     for (int64_t c = x->first; c >= 0; c = d->nodes[c].next, n++) {
         if (n >= hi) return 0;
@@ -270,7 +287,7 @@ static int list_arg(const pj_doc *d, const arg_spec *a, int64_t v, char *val, si
         if (!whole_item(d, c, a->kind == PG_LAYER_ARG_PAIR ? a->lo : 1, val, cap, &k)) return 0;
     }
     snprintf(val + k, cap - k, "]");
-    return n >= lo;
+    return n >= lo && (a->kind != PG_LAYER_ARG_PAIR || n != 3); /* 3: no padding's count */
 }
 
 /* value node v against a; its normalized text in val */

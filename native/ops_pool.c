@@ -47,8 +47,9 @@ static int sizes(const char *fn, const char *arg, const double *v, int dims, dou
     return 0;
 }
 
-/* (C, H, W) from shape (dims + 1 values, torch order) or x's tag, checked against x's rows */
-static int image_of(pg_tensor *x, const double *shape, int dims, const char *fn, int64_t *chw)
+/* (C, H, W) from shape (dims + 1 values, torch order) or x's tag, checked against x's rows
+ * (pg.h: the resize ops share it) */
+int pg_image_of(pg_tensor *x, const double *shape, int dims, const char *fn, int64_t *chw)
 {
     char b[160];
     if (shape) {
@@ -264,7 +265,7 @@ pg_tensor *pg_pool(pg_tensor *x, int kind, int dims, const double *shape, const 
 {
     int64_t k[2], s[2], p[2], chw[3] = {0, 0, 0};
     if (check_args(kind, dims, kernel, stride, padding, &fn, k, s, p) || pg_not_live(x, fn, "x") ||
-        image_of(x, shape, dims, fn, chw))
+        pg_image_of(x, shape, dims, fn, chw))
         return NULL;
     char bk[80];
     geom g = {chw[0], chw[1], chw[2], k[0], k[1], s[0], s[1], p[0], p[1], 0, 0};
@@ -347,7 +348,7 @@ pg_tensor *pg_global_pool(pg_tensor *x, int kind, const double *shape, const cha
         return pg_fail_null(PG_STATUS_ERR_ARG, "pg_global_pool(): bad kind %d", kind);
     if (!fn) fn = kind == PG_POOL_KIND_MAX ? "ag_global_max_pool_op" : "ag_global_avg_pool_op";
     int64_t chw[3] = {0, 0, 0};
-    if (pg_not_live(x, fn, "x") || image_of(x, shape, 2, fn, chw)) return NULL;
+    if (pg_not_live(x, fn, "x") || pg_image_of(x, shape, 2, fn, chw)) return NULL;
     pg_tensor *out = pg_new(x->dtype, chw[0], x->ne[1], PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     int64_t ip[4] = {chw[0], chw[1] * chw[2], 0, 0};

@@ -35,6 +35,7 @@
 #include "pg_api_metrics.h"
 #include "pg_api_image.h"
 #include "pg_api_pool.h"
+#include "pg_api_resize.h"
 #include "pg_api_rnn.h"
 #include "pg_api_conv.h"
 
@@ -406,5 +407,9 @@ static inline int pg_ids_check(const pg_tensor *ids, int64_t n, int64_t k, const
             for (int64_t i = 0; i < (n); i++) (dst)[i] = (expr);                                   \
         }                                                                                          \
     } while (0)
+
+/* An image op's (C, H, W) into chw from shape (dims + 1 values, torch order (C, H, W) or
+ * (C, L)) or else x's image tag, checked against x's rows; the texts name fn (ops_pool.c). */
+int pg_image_of(pg_tensor *x, const double *shape, int dims, const char *fn, int64_t *chw);
 
 #endif

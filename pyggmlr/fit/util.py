@@ -205,6 +205,9 @@ def _builtin_model(model):
         nn.ag_conv1d,
         nn.ag_conv2d,
         nn.ag_conv_transpose2d,
+        nn.ag_pad1d,
+        nn.ag_pad2d,
+        nn.ag_upsample2d,
     )
 
 

@@ -64,6 +64,14 @@ from .pooling import (
     ag_max_pool2d_op,
 )
 from .recurrent import ag_gru, ag_lstm, ag_rnn
+from .resize import (
+    ag_pad1d,
+    ag_pad1d_op,
+    ag_pad2d,
+    ag_pad2d_op,
+    ag_upsample2d,
+    ag_upsample2d_op,
+)
 from .scaling import ag_normalization
 
 __all__ = [
@@ -102,6 +110,12 @@ __all__ = [
     "ag_lstm",
     "ag_gru",
     "ag_rnn",
+    "ag_pad2d",
+    "ag_pad1d",
+    "ag_upsample2d",
+    "ag_pad2d_op",
+    "ag_pad1d_op",
+    "ag_upsample2d_op",
 ]
 
 
@@ -379,6 +393,9 @@ _BUILDERS = {
     "conv1d": ag_conv1d,
     "conv2d": ag_conv2d,
     "conv_transpose2d": ag_conv_transpose2d,
+    "pad1d": ag_pad1d,
+    "pad2d": ag_pad2d,
+    "upsample2d": ag_upsample2d,
 }
 
 

@@ -23,6 +23,10 @@ extern SEXP R_pg_pool(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_pool_check(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_global_pool(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_pool_tag(SEXP, SEXP);
+extern SEXP R_pg_pad2d(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_pad2d_check(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_upsample2d(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_upsample2d_check(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_embedding(SEXP, SEXP);
 extern SEXP R_pg_linear(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_embedding_ids(SEXP, SEXP);
@@ -240,6 +244,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_pool_check", (DL_FUNC)&R_pg_pool_check, 6},
     {"R_pg_global_pool", (DL_FUNC)&R_pg_global_pool, 4},
     {"R_pg_pool_tag", (DL_FUNC)&R_pg_pool_tag, 2},
+    {"R_pg_pad2d", (DL_FUNC)&R_pg_pad2d, 7},
+    {"R_pg_pad2d_check", (DL_FUNC)&R_pg_pad2d_check, 5},
+    {"R_pg_upsample2d", (DL_FUNC)&R_pg_upsample2d, 6},
+    {"R_pg_upsample2d_check", (DL_FUNC)&R_pg_upsample2d_check, 4},
     {"R_pg_embedding", (DL_FUNC)&R_pg_embedding, 2},
     {"R_pg_linear", (DL_FUNC)&R_pg_linear, 4},
     {"R_pg_embedding_ids", (DL_FUNC)&R_pg_embedding_ids, 2},

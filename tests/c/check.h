@@ -64,6 +64,7 @@ void test_fit_loss(void);
 void test_layer_config(void);
 void test_norm(void);
 void test_pool(void);
+void test_resize(void);
 void test_rnn(void);
 void test_checkpoint_policy(void);
 void test_checkpoint_path(void);

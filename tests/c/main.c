@@ -54,6 +54,7 @@ int main(void)
     run("layer configs", test_layer_config);
     run("normalization", test_norm);
     run("pooling", test_pool);
+    run("padding and upsampling", test_resize);
     run("recurrent", test_rnn);
     run("checkpoint policy", test_checkpoint_policy);
     run("checkpoint path", test_checkpoint_path);

@@ -61,8 +61,8 @@ void test_layer_config(void)
                  "global_max_pool, gru, "
                  "layer_norm, linear, lstm, max_pool1d") != NULL);
     CHECK(strstr(pg_last_error(),
-                 "multihead_attention, normalization, rnn; register custom ones "
-                 "with ag_register_layer)") != NULL);
+                 "multihead_attention, normalization, pad1d, pad2d, rnn, upsample2d; register "
+                 "custom ones with ag_register_layer)") != NULL);
     pg_clear_error();
     /* pooling (issue 30): a number or a pair, stride null (the kernel), padding 0 */
     CHECK(cfg("{\"type\": \"max_pool2d\", \"kernel_size\": 2}") > 0 &&
@@ -73,6 +73,20 @@ void test_layer_config(void)
     CHECK(cfg("{\"type\": \"max_pool1d\", \"kernel_size\": [3], \"padding\": 1}") > 0 &&
           !strcmp(out, "{\"kernel_size\": 3, \"stride\": null, \"padding\": 1}"));
     CHECK(cfg("{\"type\": \"flatten\"}") == 2 && !strcmp(out, "{}"));
+    /* padding and upsampling: padding 1, 2 or 4 numbers (pad1d: 1 or 2), never 3 */
+    CHECK(cfg("{\"type\": \"pad2d\", \"padding\": [1, 2, 0, 3]}") > 0 &&
+          !strcmp(out, "{\"padding\": [1, 2, 0, 3], \"value\": 0, \"mode\": \"constant\"}"));
+    CHECK(cfg("{\"type\": \"pad1d\", \"padding\": 2, \"mode\": \"reflect\"}") > 0 &&
+          !strcmp(out, "{\"padding\": 2, \"value\": 0, \"mode\": \"reflect\"}"));
+    CHECK(cfg("{\"type\": \"upsample2d\", \"scale_factor\": 2}") > 0 &&
+          !strcmp(out, "{\"scale_factor\": [2, 2], \"mode\": \"nearest\"}"));
+    REFUSED("{\"type\": \"pad2d\", \"padding\": [1, 1, 1]}",
+            "bad arguments for a 'pad2d' layer: padding must be a whole number >= 0 or a list of "
+            "1, 2 or 4, got [1, 1, 1]");
+    REFUSED("{\"type\": \"pad1d\", \"padding\": [1, 1, 1, 1]}",
+            "padding must be a whole number >= 0 or a list of 1 or 2, got [1, 1, 1, 1]");
+    REFUSED("{\"type\": \"upsample2d\", \"scale_factor\": 2, \"mode\": \"area\"}",
+            "mode must be one of \"nearest\" or \"bilinear\", got \"area\"");
     CHECK(cfg("{\"type\": \"global_max_pool\"}") == 2);
     REFUSED("{\"type\": \"max_pool2d\", \"kernel_size\": 2, \"padding\": 2}",
             "bad arguments for a 'max_pool2d' layer: padding [2, 2] must be at most half of "

@@ -151,6 +151,7 @@ TYPED_MODULES += ("fit.weights",)
 TYPED_MODULES += ("fit.labels",)
 TYPED_MODULES += ("nn.pooling",)
 TYPED_MODULES += ("conv", "nn.conv")
+TYPED_MODULES += ("nn.resize",)
 
 
 def _module_of(o):

@@ -37,6 +37,7 @@ R_FILES = (
     "pooling.R",
     "recurrent.R",
     "conv.R",
+    "resize.R",
 )
 
 _R_ENV: Dict[str, Any] = {}
