@@ -47,13 +47,17 @@ static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
         memset(dh, 0, (size_t)(H * N) * es);
         memset(w->th, 0, (size_t)H * es); /* zeros: the LSTM's c before step 1 without c0 */
         if (dc) memset(dc, 0, (size_t)(H * N) * es);
+        if (d->cell) /* the last cell state's own gradient starts the cells' chain */
+            for (int64_t n = 0; n < N; n++)
+                memcpy(dc + H * n, gp + H * L + d->OS * n, (size_t)H * es);
         for (int64_t s = L - 1; s >= 0; s--) {
             const int64_t t = d->rev ? L - 1 - s : s, tp = d->rev ? t + 1 : t - 1;
             const T *hp = s ? o0 + H * tp : sp;
-            const int64_t ld = s ? H * L : sld;
+            const int64_t ld = s ? d->OS : sld;
             for (int64_t n = 0; n < N; n++) {
                 const int64_t col = t + L * n;
-                const T *gt = gp + H * col, *h = o0 + H * col, *hpn = hp ? hp + ld * n : NULL;
+                const T *gt = gp + H * t + d->OS * n, *h = o0 + H * t + d->OS * n;
+                const T *hpn = hp ? hp + ld * n : NULL;
                 T *dhn = dh + H * n, *Dc = D + GH * col, *p = P + H * col;
                 for (int64_t j = 0; j < H; j++) {
                     dhn[j] += gt[j]; /* dh_t: the output's gradient plus the next step's */
