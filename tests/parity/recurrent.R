@@ -28,7 +28,7 @@ parity_recurrent_state <- function(dtype, seed, kind, static, x, y, steps) {
     layer <- get(paste0("ag_", kind))(2L, 3L, num_layers = 2L, bidirectional = TRUE,
                                       return_state = TRUE)
     head <- ag_linear(6L, 1L)
-    hp <- head$parameters()
+    hp <- head$params()  # ag_linear is a list: params() gives its tensors
     params <- c(layer$parameters(), stats::setNames(hp, paste("head", names(hp))))
     opt <- optimizer_adam(params, lr = 0.01)
     f <- function(x, y) {
@@ -45,7 +45,7 @@ parity_recurrent_state <- function(dtype, seed, kind, static, x, y, steps) {
         loss <- with_grad_tape(f(ag_tensor(x), ag_tensor(y)))
         opt$step(backward(loss))
         opt$zero_grad()
-        rec <- list(loss = loss$data)
+        rec <- list(loss = as.vector(loss$data))
       }
       for (nm in names(params)) rec[[nm]] <- params[[nm]]$data
       res <- layer$forward(ag_tensor(x))
