@@ -5,6 +5,7 @@
  * A sequence batch [F*T, N] is, as a matrix, [F, T*N] with column t + T*n: so the input
  * projection of every step is one GEMM, and step t of all sequences is the strided matrix at
  * column t with leading dimension F*T: each step's h GEMM reads the previous states in place. */
+#include "pg_fp.h" /* first: no FMA contraction, one vectoriser model (R = Python bits) */
 #include <string.h>
 #include "pg.h"
 #include "ops_rnn_internal.h"
@@ -27,32 +28,45 @@ static int rnn_fw(pg_node *nd)
     const int mode = d.mode, dt = x->dtype;
     void *A = d.rnn ? pg_data(nd->out) : pg_data(nd->saved[0]);
     const size_t es = pg_dtype_size(dt);
-    void *tmp = malloc((size_t)(GH * N) * es);
+    /* a step's W_hh h (the GRU's), the biases, the last states contiguous (the GEMM reads them
+     * faster than at the output's stride, a multiple of 4 KiB) */
+    void *tmp = malloc((size_t)(GH * N + GH + H * N) * es);
     if (!tmp) return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory (a step's gates)", d.fn);
     /* every step's input projection at once */
     pg_gemm(dt, 0, 0, GH, TN, d.F, 1.0, pg_data(nd->in[1]), GH, pg_data(x), d.F, 0.0, A, GH);
     PG_DISPATCH(dt, {
-        T *a0 = A, *q0 = tmp, *o0 = pg_data(nd->out);
+        T *a0 = A, *q0 = tmp, *o0 = pg_data(nd->out), *hb = q0 + GH * N + GH;
         T *e0 = nd->n_saved > 1 ? pg_data(nd->saved[1]) : NULL;
         T *tc0 = nd->n_saved > 2 ? pg_data(nd->saved[2]) : NULL;
         const T *bi = b ? pg_data(b) : NULL, *bh = bi ? bi + GH : NULL;
         const T *sp = s0 ? pg_data(s0) : NULL;
         const int64_t sld = s0 ? s0->ne[0] : 0;
-        if (bi) /* the GRU's b_hn sits inside r * (.), added per step */
-            for (int64_t c = 0; c < TN; c++)
-                for (int64_t k = 0; k < GH; k++)
-                    a0[k + GH * c] += bi[k] + (mode == PG_RNN_GRU && k >= 2 * H ? 0 : bh[k]);
+        T *bb = bi ? q0 + GH * N : NULL; /* b_ih + b_hh; the GRU's b_hn sits inside r * (.) */
+        for (int64_t k = 0; bb && k < GH; k++)
+            bb[k] = bi[k] + (mode == PG_RNN_GRU && k >= 2 * H ? 0 : bh[k]);
         for (int64_t s = 0; s < L; s++) {
             const int64_t t = d.rev ? L - 1 - s : s, tp = d.rev ? t + 1 : t - 1;
             const T *hp = s ? o0 + H * tp : sp; /* the previous states, column n at ld * n */
             const int64_t ld = s ? d.OS : sld;
-            if (hp) pg_gemm(dt, 0, 0, GH, N, H, 1.0, pg_data(nd->in[2]), GH, hp, ld, 0.0, q0, GH);
+            const T *hg = s ? hb : sp; /* the same, for the GEMM */
+            const int64_t ldg = s ? H : sld;
+            /* the LSTM's and the plain RNN's W_hh h adds straight onto the gates (beta 1: the
+             * same sum a + q); the GRU keeps its n part apart */
+            const void *Wh = pg_data(nd->in[2]);
+            for (int64_t n = 0; bb && n < N; n++) { /* the biases, while the step's gates are hot */
+                T *a = a0 + GH * (t + L * n);
+                for (int64_t k = 0; k < GH; k++) a[k] += bb[k];
+            }
+            if (hp && mode != PG_RNN_GRU)
+                pg_gemm(dt, 0, 0, GH, N, H, 1.0, Wh, GH, hg, ldg, 1.0, a0 + GH * t, GH * L);
+            else if (hp) pg_gemm(dt, 0, 0, GH, N, H, 1.0, Wh, GH, hg, ldg, 0.0, q0, GH);
             else memset(q0, 0, (size_t)(GH * N) * es);
             for (int64_t n = 0; n < N; n++) {
                 T *a = a0 + GH * (t + L * n), *q = q0 + GH * n, *h = o0 + H * t + d.OS * n;
                 const T *hpn = hp ? hp + ld * n : NULL;
                 if (mode == PG_RNN_LSTM) {
-                    for (int64_t k = 0; k < GH; k++) a[k] += q[k];
+                    if (!hp)
+                        for (int64_t k = 0; k < GH; k++) a[k] += q[k];
                     pg_vsigmoid(dt, a, a, 2 * H);
                     pg_vtanh(dt, a + 2 * H, a + 2 * H, H);
                     pg_vsigmoid(dt, a + 3 * H, a + 3 * H, H);
@@ -76,11 +90,13 @@ static int rnn_fw(pg_node *nd)
                         h[j] = (1 - z) * nn + (hpn ? z * hpn[j] : 0);
                     }
                 } else { /* a is h itself */
-                    for (int64_t j = 0; j < H; j++) a[j] += q[j];
+                    if (!hp)
+                        for (int64_t j = 0; j < H; j++) a[j] += q[j];
                     if (mode == PG_RNN_TANH) pg_vtanh(dt, a, a, H);
                     else
                         for (int64_t j = 0; j < H; j++) a[j] = a[j] > 0 ? a[j] : 0;
                 }
+                memcpy(hb + H * n, h, (size_t)H * es);
             }
         }
     });
