@@ -133,7 +133,7 @@ class _Recurrent(Module):
             return [t]
         return [_wrap(lib.pg_slice_rows(t._p, i * H, H)) for i in range(k)]
 
-    def forward(
+    def forward(  # type: ignore[override]  # return_state: a tuple, as torch's (out, h_n)
         self, x: ArrayLike, h0: Any = None, c0: Any = None
     ) -> Union[Tensor, Tuple[Tensor, ...]]:
         """x [input_size*T, batch] (column n: sequence n, time steps' features stacked) ->

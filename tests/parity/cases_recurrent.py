@@ -103,9 +103,9 @@ def _state_py(kind: str, static: bool):
                 return pg.ag_add(loss, pg.ag_sum(res[2])) if kind == "lstm" else loss
 
             step = pg.ag_compile(f, d["x"], d["y"], optimizer=opt) if static else None
-            out = []
+            out: List[Record] = []
             for _ in range(steps):
-                if static:
+                if step is not None:
                     rec = {"loss": np.array([step(d["x"], d["y"])], dtype=np.float64)}
                 else:
                     with pg.with_grad_tape():
@@ -115,8 +115,10 @@ def _state_py(kind: str, static: bool):
                     rec = {"loss": loss.numpy().astype(np.float64).ravel()}
                 for k, v in params.items():
                     rec[k] = v.numpy().astype(np.float64)
-                for i, s in enumerate(layer(pg.ag_tensor(d["x"]))):
-                    rec[f"result {i}"] = s.numpy().astype(np.float64)
+                res = layer(pg.ag_tensor(d["x"]))
+                assert isinstance(res, tuple)
+                for i, r in enumerate(res):
+                    rec[f"result {i}"] = r.numpy().astype(np.float64)
                 out.append(rec)
             return out
 
