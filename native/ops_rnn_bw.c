@@ -16,8 +16,8 @@ typedef struct {
 /* one LSTM column's gate gradients: restrict lets the compiler vectorise it; an AVX2 copy does
  * the same IEEE operations per lane (no contraction: pg_fp.h), twice as wide */
 #define LSTM_COL(name, T, ATTR)                                                                    \
-    static ATTR void name(const T *restrict a, const T *restrict th, const T *restrict cp,              \
-                     const T *restrict dh, T *restrict dc, T *restrict D, int64_t H)               \
+    static ATTR void name(const T *restrict a, const T *restrict th, const T *restrict cp,         \
+                          const T *restrict dh, T *restrict dc, T *restrict D, int64_t H)          \
     {                                                                                              \
         for (int64_t j = 0; j < H; j++) {                                                          \
             const T i = a[j], f = a[H + j], gg = a[2 * H + j], o = a[3 * H + j];                   \

@@ -7,7 +7,7 @@
 
 typedef struct {
     int mode, rev, states; /* states: inputs 3, 4 are h0 (and c0) instead of the biases */
-} rnn_ctx; /* rev: pg_rnn's flags (PG_RNN_REVERSE, PG_RNN_CELL) */
+} rnn_ctx;                 /* rev: pg_rnn's flags (PG_RNN_REVERSE, PG_RNN_CELL) */
 
 static pg_tensor *f_rnn(pg_tensor **in, const void *ctx)
 {
@@ -39,7 +39,7 @@ void test_rnn(void)
             for (int v = 0; v < (modes[m] == PG_RNN_LSTM ? 5 : 3); v++) {
                 /* the LSTM's last cell state as an output: forwards from c0, reversed with biases */
                 rnn_ctx c = {modes[m],
-                             v == 1 ? PG_RNN_REVERSE
+                             v == 1       ? PG_RNN_REVERSE
                                  : v == 3 ? PG_RNN_CELL
                                  : v == 4 ? PG_RNN_CELL | PG_RNN_REVERSE
                                           : 0,
