@@ -97,7 +97,7 @@ typedef struct {
 #define RNN_ARGS                                                                                   \
     SIZE("input_size"), SIZE("hidden_size"), SIZE_D("num_layers", "1"), FLAG("bias", "true"),      \
         NUM("dropout", "0", 0, 1, 1), FLAG("bidirectional", "false"),                              \
-        FLAG("return_sequences", "false")
+        FLAG("return_sequences", "false"), FLAG("return_state", "false")
 
 /* sorted by type: the unknown-type message lists them in this order, after "sequential" */
 #define POOL_ARGS(c, p0)                                                                           \

@@ -5,6 +5,7 @@
  * A sequence batch [F*T, N] is, as a matrix, [F, T*N] with column t + T*n: so the input
  * projection of every step is one GEMM, and step t of all sequences is the strided matrix at
  * column t with leading dimension F*T: each step's h GEMM reads the previous states in place. */
+#include "pg_fp.h" /* first: no FMA contraction, one vectoriser model (R = Python bits) */
 #include <string.h>
 #include "pg.h"
 #include "ops_rnn_internal.h"
@@ -27,32 +28,45 @@ static int rnn_fw(pg_node *nd)
     const int mode = d.mode, dt = x->dtype;
     void *A = d.rnn ? pg_data(nd->out) : pg_data(nd->saved[0]);
     const size_t es = pg_dtype_size(dt);
-    void *tmp = malloc((size_t)(GH * N) * es);
+    /* a step's W_hh h (the GRU's), the biases, the last states contiguous (the GEMM reads them
+     * faster than at the output's stride, a multiple of 4 KiB) */
+    void *tmp = malloc((size_t)(GH * N + GH + H * N) * es);
     if (!tmp) return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory (a step's gates)", d.fn);
     /* every step's input projection at once */
     pg_gemm(dt, 0, 0, GH, TN, d.F, 1.0, pg_data(nd->in[1]), GH, pg_data(x), d.F, 0.0, A, GH);
     PG_DISPATCH(dt, {
-        T *a0 = A, *q0 = tmp, *o0 = pg_data(nd->out);
+        T *a0 = A, *q0 = tmp, *o0 = pg_data(nd->out), *hb = q0 + GH * N + GH;
         T *e0 = nd->n_saved > 1 ? pg_data(nd->saved[1]) : NULL;
         T *tc0 = nd->n_saved > 2 ? pg_data(nd->saved[2]) : NULL;
         const T *bi = b ? pg_data(b) : NULL, *bh = bi ? bi + GH : NULL;
         const T *sp = s0 ? pg_data(s0) : NULL;
         const int64_t sld = s0 ? s0->ne[0] : 0;
-        if (bi) /* the GRU's b_hn sits inside r * (.), added per step */
-            for (int64_t c = 0; c < TN; c++)
-                for (int64_t k = 0; k < GH; k++)
-                    a0[k + GH * c] += bi[k] + (mode == PG_RNN_GRU && k >= 2 * H ? 0 : bh[k]);
+        T *bb = bi ? q0 + GH * N : NULL; /* b_ih + b_hh; the GRU's b_hn sits inside r * (.) */
+        for (int64_t k = 0; bb && k < GH; k++)
+            bb[k] = bi[k] + (mode == PG_RNN_GRU && k >= 2 * H ? 0 : bh[k]);
         for (int64_t s = 0; s < L; s++) {
             const int64_t t = d.rev ? L - 1 - s : s, tp = d.rev ? t + 1 : t - 1;
             const T *hp = s ? o0 + H * tp : sp; /* the previous states, column n at ld * n */
-            const int64_t ld = s ? H * L : sld;
-            if (hp) pg_gemm(dt, 0, 0, GH, N, H, 1.0, pg_data(nd->in[2]), GH, hp, ld, 0.0, q0, GH);
+            const int64_t ld = s ? d.OS : sld;
+            const T *hg = s ? hb : sp; /* the same, for the GEMM */
+            const int64_t ldg = s ? H : sld;
+            /* the LSTM's and the plain RNN's W_hh h adds straight onto the gates (beta 1: the
+             * same sum a + q); the GRU keeps its n part apart */
+            const void *Wh = pg_data(nd->in[2]);
+            for (int64_t n = 0; bb && n < N; n++) { /* the biases, while the step's gates are hot */
+                T *a = a0 + GH * (t + L * n);
+                for (int64_t k = 0; k < GH; k++) a[k] += bb[k];
+            }
+            if (hp && mode != PG_RNN_GRU)
+                pg_gemm(dt, 0, 0, GH, N, H, 1.0, Wh, GH, hg, ldg, 1.0, a0 + GH * t, GH * L);
+            else if (hp) pg_gemm(dt, 0, 0, GH, N, H, 1.0, Wh, GH, hg, ldg, 0.0, q0, GH);
             else memset(q0, 0, (size_t)(GH * N) * es);
             for (int64_t n = 0; n < N; n++) {
-                T *a = a0 + GH * (t + L * n), *q = q0 + GH * n, *h = o0 + H * (t + L * n);
+                T *a = a0 + GH * (t + L * n), *q = q0 + GH * n, *h = o0 + H * t + d.OS * n;
                 const T *hpn = hp ? hp + ld * n : NULL;
                 if (mode == PG_RNN_LSTM) {
-                    for (int64_t k = 0; k < GH; k++) a[k] += q[k];
+                    if (!hp)
+                        for (int64_t k = 0; k < GH; k++) a[k] += q[k];
                     pg_vsigmoid(dt, a, a, 2 * H);
                     pg_vtanh(dt, a + 2 * H, a + 2 * H, H);
                     pg_vsigmoid(dt, a + 3 * H, a + 3 * H, H);
@@ -63,6 +77,7 @@ static int rnn_fw(pg_node *nd)
                     T *tc = tc0 + H * (t + L * n); /* tanh(c), kept for backward */
                     pg_vtanh(dt, c, tc, H);
                     for (int64_t j = 0; j < H; j++) h[j] = a[3 * H + j] * tc[j];
+                    if (d.cell && s == L - 1) memcpy(o0 + H * L + d.OS * n, c, (size_t)H * es);
                 } else if (mode == PG_RNN_GRU) {
                     T *hn = e0 + H * (t + L * n);
                     for (int64_t j = 0; j < H; j++) hn[j] = q[2 * H + j] + (bh ? bh[2 * H + j] : 0);
@@ -75,11 +90,13 @@ static int rnn_fw(pg_node *nd)
                         h[j] = (1 - z) * nn + (hpn ? z * hpn[j] : 0);
                     }
                 } else { /* a is h itself */
-                    for (int64_t j = 0; j < H; j++) a[j] += q[j];
+                    if (!hp)
+                        for (int64_t j = 0; j < H; j++) a[j] += q[j];
                     if (mode == PG_RNN_TANH) pg_vtanh(dt, a, a, H);
                     else
                         for (int64_t j = 0; j < H; j++) a[j] = a[j] > 0 ? a[j] : 0;
                 }
+                memcpy(hb + H * n, h, (size_t)H * es);
             }
         }
     });
@@ -145,9 +162,14 @@ static int check_args(int mode, pg_tensor *x, pg_tensor *W_ih, pg_tensor *W_hh, 
 }
 
 pg_tensor *pg_rnn(int mode, pg_tensor *x, pg_tensor *W_ih, pg_tensor *W_hh, pg_tensor *b_ih,
-                  pg_tensor *b_hh, pg_tensor *h0, pg_tensor *c0, int reverse)
+                  pg_tensor *b_hh, pg_tensor *h0, pg_tensor *c0, int flags)
 {
     if (check_args(mode, x, W_ih, W_hh, b_ih, b_hh, h0, c0)) return NULL;
+    if (flags & ~(PG_RNN_REVERSE | PG_RNN_CELL) || (flags & PG_RNN_CELL && mode != PG_RNN_LSTM))
+        return pg_fail_null(PG_STATUS_ERR_ARG,
+                            "%s: flags %d: the cell state (PG_RNN_CELL) is ag_lstm's only",
+                            pg_rnn_fn(mode), flags);
+    const int cell = (flags & PG_RNN_CELL) != 0;
     const int64_t G = pg_rnn_gates(mode), H = W_hh->ne[1], F = W_ih->ne[1];
     const int64_t L = x->ne[0] / F, N = x->ne[1];
     /* biases and the LSTM's states travel as one input each (a node has 5 inputs) */
@@ -157,7 +179,7 @@ pg_tensor *pg_rnn(int mode, pg_tensor *x, pg_tensor *W_ih, pg_tensor *W_hh, pg_t
     pg_tensor *out = NULL, *sv[3] = {NULL, NULL, NULL}, *r = NULL;
     int ns = mode == PG_RNN_LSTM ? 3 : mode == PG_RNN_GRU ? 2 : 0;
     if ((b_ih && !b) || (c0 && !s0)) goto done;
-    out = pg_new(x->dtype, H * L, N, PG_MEM_CATEGORY_OTHER);
+    out = pg_new(x->dtype, H * L + (cell ? H : 0), N, PG_MEM_CATEGORY_OTHER);
     if (ns) {
         sv[0] = pg_new(x->dtype, G * H, L * N, PG_MEM_CATEGORY_SAVED);
         sv[1] = pg_new(x->dtype, H, L * N, PG_MEM_CATEGORY_SAVED);
@@ -169,7 +191,7 @@ pg_tensor *pg_rnn(int mode, pg_tensor *x, pg_tensor *W_ih, pg_tensor *W_hh, pg_t
         goto done;
     }
     pg_tensor *in[5] = {x, W_ih, W_hh, b, s0};
-    int64_t ip[4] = {mode, F, reverse != 0, H};
+    int64_t ip[4] = {mode, F, flags, H}; /* ip[2]: PG_RNN_REVERSE | PG_RNN_CELL */
     r = pg_op_run(mode == PG_RNN_LSTM      ? "lstm"
                       : mode == PG_RNN_GRU ? "gru"
                                            : "rnn",
@@ -184,11 +206,13 @@ void pg_rnn_dims_of(const pg_node *nd, pg_rnn_dims *d)
 {
     d->mode = (int)nd->ip[0];
     d->F = nd->ip[1];
-    d->rev = (int)nd->ip[2];
+    d->rev = (nd->ip[2] & PG_RNN_REVERSE) != 0;
+    d->cell = (nd->ip[2] & PG_RNN_CELL) != 0;
     d->H = nd->ip[3];
     d->GH = pg_rnn_gates(d->mode) * d->H;
     d->L = nd->in[0]->ne[0] / d->F;
     d->N = nd->in[0]->ne[1];
+    d->OS = d->H * d->L + (d->cell ? d->H : 0);
     d->rnn = d->mode == PG_RNN_TANH || d->mode == PG_RNN_RELU;
     d->fn = pg_rnn_fn(d->mode);
 }

@@ -2,6 +2,7 @@
  * gate gradients D into a [GH, T*N] buffer laid out as the forward's gates; then x's and the
  * weights' gradients are one GEMM each over all steps. The GRU's n gate splits: its input part
  * takes dn, its recurrent part (W_hn h + b_hn) dn * r, so it keeps a second buffer Dh. */
+#include "pg_fp.h" /* first: no FMA contraction, one vectoriser model (R = Python bits) */
 #include <string.h>
 #include "pg.h"
 #include "ops_rnn_internal.h"
@@ -12,10 +13,11 @@ typedef struct {
     void *D, *Dh, *P, *dh, *dc, *dd, *th;
 } bufs;
 
-/* one LSTM column's gate gradients: restrict lets the compiler vectorise it */
-#define LSTM_COL(name, T)                                                                          \
-    static void name(const T *restrict a, const T *restrict th, const T *restrict cp,              \
-                     const T *restrict dh, T *restrict dc, T *restrict D, int64_t H)               \
+/* one LSTM column's gate gradients: restrict lets the compiler vectorise it; an AVX2 copy does
+ * the same IEEE operations per lane (no contraction: pg_fp.h), twice as wide */
+#define LSTM_COL(name, T, ATTR)                                                                    \
+    static ATTR void name(const T *restrict a, const T *restrict th, const T *restrict cp,         \
+                          const T *restrict dh, T *restrict dc, T *restrict D, int64_t H)          \
     {                                                                                              \
         for (int64_t j = 0; j < H; j++) {                                                          \
             const T i = a[j], f = a[H + j], gg = a[2 * H + j], o = a[3 * H + j];                   \
@@ -27,14 +29,21 @@ typedef struct {
             dc[j] = dct * f;                                                                       \
         }                                                                                          \
     }
-LSTM_COL(lstm_col_f, float)
-LSTM_COL(lstm_col_d, double)
+LSTM_COL(lstm_col_f, float, )
+LSTM_COL(lstm_col_d, double, )
+#if PG_X86_SIMD
+LSTM_COL(lstm_col_f_avx2, float, PG_TARGET_AVX2)
+LSTM_COL(lstm_col_d_avx2, double, PG_TARGET_AVX2)
+#else
+#define lstm_col_f_avx2 lstm_col_f
+#define lstm_col_d_avx2 lstm_col_d
+#endif
 
 static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
 {
     const int64_t H = d->H, GH = d->GH, L = d->L, N = d->N;
     pg_tensor *s0 = nd->in[4];
-    const int mode = d->mode, dt = g->dtype;
+    const int mode = d->mode, dt = g->dtype, wide = pg_simd_level() >= 1;
     const size_t es = pg_dtype_size(dt);
     PG_DISPATCH(dt, {
         const T *gp = pg_data(g), *o0 = pg_data(nd->out);
@@ -47,13 +56,17 @@ static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
         memset(dh, 0, (size_t)(H * N) * es);
         memset(w->th, 0, (size_t)H * es); /* zeros: the LSTM's c before step 1 without c0 */
         if (dc) memset(dc, 0, (size_t)(H * N) * es);
+        if (d->cell) /* the last cell state's own gradient starts the cells' chain */
+            for (int64_t n = 0; n < N; n++)
+                memcpy(dc + H * n, gp + H * L + d->OS * n, (size_t)H * es);
         for (int64_t s = L - 1; s >= 0; s--) {
             const int64_t t = d->rev ? L - 1 - s : s, tp = d->rev ? t + 1 : t - 1;
             const T *hp = s ? o0 + H * tp : sp;
-            const int64_t ld = s ? H * L : sld;
+            const int64_t ld = s ? d->OS : sld;
             for (int64_t n = 0; n < N; n++) {
                 const int64_t col = t + L * n;
-                const T *gt = gp + H * col, *h = o0 + H * col, *hpn = hp ? hp + ld * n : NULL;
+                const T *gt = gp + H * t + d->OS * n, *h = o0 + H * t + d->OS * n;
+                const T *hpn = hp ? hp + ld * n : NULL;
                 T *dhn = dh + H * n, *Dc = D + GH * col, *p = P + H * col;
                 for (int64_t j = 0; j < H; j++) {
                     dhn[j] += gt[j]; /* dh_t: the output's gradient plus the next step's */
@@ -63,11 +76,13 @@ static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
                     const T *a = a0 + GH * col, *th = tc0 + H * col;
                     const T *cp = s ? e0 + H * (tp + L * n) : sp ? sp + sld * n + H : zero;
                     if (dt == PG_DTYPE_F32)
-                        lstm_col_f((const float *)a, (const float *)th, (const float *)cp,
-                                   (const float *)dhn, (float *)(dc + H * n), (float *)Dc, H);
+                        (wide ? lstm_col_f_avx2 : lstm_col_f)(
+                            (const float *)a, (const float *)th, (const float *)cp,
+                            (const float *)dhn, (float *)(dc + H * n), (float *)Dc, H);
                     else
-                        lstm_col_d((const double *)a, (const double *)th, (const double *)cp,
-                                   (const double *)dhn, (double *)(dc + H * n), (double *)Dc, H);
+                        (wide ? lstm_col_d_avx2 : lstm_col_d)(
+                            (const double *)a, (const double *)th, (const double *)cp,
+                            (const double *)dhn, (double *)(dc + H * n), (double *)Dc, H);
                 } else if (mode == PG_RNN_GRU) {
                     const T *a = a0 + GH * col, *hn = e0 + H * col;
                     T *Dhc = Dh + GH * col, *ddn = dd + H * n;
@@ -141,7 +156,10 @@ int pg_rnn_bw(pg_node *nd, pg_tensor *g)
     int wb = wh < 0 ? -1 : pg_grad_slot_for(b, &slot, &acc);
     if (wb > 0) {
         row_sums(dt, w.D, GH, TN, slot, acc);
-        row_sums(dt, w.Dh, GH, TN, (char *)slot + (size_t)GH * es, acc);
+        if (gru) row_sums(dt, w.Dh, GH, TN, (char *)slot + (size_t)GH * es, acc);
+        else if (!acc) /* b_hh's gradient is b_ih's (one buffer D): summed once */
+            memcpy((char *)slot + (size_t)GH * es, slot, (size_t)GH * es);
+        else row_sums(dt, w.D, GH, TN, (char *)slot + (size_t)GH * es, acc);
     }
     int ws = wb < 0 ? -1 : pg_grad_slot_for(s0, &slot, &acc);
     if (ws > 0) {

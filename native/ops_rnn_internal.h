@@ -5,9 +5,9 @@
 
 /* a recurrent node's sizes: mode, input size F, hidden size H, G*H gate rows, steps L, batch N */
 typedef struct {
-    int mode, rev, rnn;
-    int64_t F, H, GH, L, N;
-    const char *fn; /* the user-facing name: ag_lstm, ag_gru, ag_rnn */
+    int mode, rev, rnn, cell;
+    int64_t F, H, GH, L, N, OS; /* OS: the output's column stride, H*L (+ H with the cell) */
+    const char *fn;             /* the user-facing name: ag_lstm, ag_gru, ag_rnn */
 } pg_rnn_dims;
 
 static inline int64_t pg_rnn_gates(int mode)

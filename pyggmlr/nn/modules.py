@@ -262,6 +262,12 @@ class ag_sequential(Module):
                 raise ArgumentError(
                     f"ag_sequential: layer {i} ({type(layer).__name__}) has no forward() method"
                 )
+            if getattr(layer, "return_state", False) is True:  # a tuple feeds no next layer
+                raise ArgumentError(
+                    f"ag_sequential: layer {i} ({layer.name}) has return_state set: it returns "
+                    f"(output, h_n[, c_n]), a sequential passes one tensor from layer to layer; "
+                    f"call the layer directly"
+                )
         self.layers = list(layers)
         self.training = True
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple, Union
 
 from .._args import check_flag, check_int, check_num
 from .._core import NULL, lib
@@ -39,6 +39,7 @@ class _Recurrent(Module):
         bidirectional: bool = False,
         return_sequences: bool = False,
         nonlinearity: str = "tanh",
+        return_state: bool = False,
     ) -> None:
         fn = f"ag_{self.kind}"
         self.input_size = check_int(input_size, fn, "input_size", 1)
@@ -48,6 +49,7 @@ class _Recurrent(Module):
         self.dropout = check_num(dropout, fn, "dropout", 0, 1, hi_open=True)
         self.bidirectional = check_flag(bidirectional, fn, "bidirectional")
         self.return_sequences = check_flag(return_sequences, fn, "return_sequences")
+        self.return_state = check_flag(return_state, fn, "return_state")
         if self.kind == "rnn":
             if nonlinearity not in ("tanh", "relu"):
                 raise PyggmlrValueError(
@@ -92,6 +94,8 @@ class _Recurrent(Module):
             extra += ", bidirectional"
         if self.dropout:
             extra += f", dropout={_fmt_num(self.dropout)}"
+        if self.return_state:
+            extra += ", return_state"
         return f"{self.kind}({self.input_size}, {self.hidden_size}{extra})"
 
     @property
@@ -129,12 +133,17 @@ class _Recurrent(Module):
             return [t]
         return [_wrap(lib.pg_slice_rows(t._p, i * H, H)) for i in range(k)]
 
-    def forward(self, x: ArrayLike, h0: Any = None, c0: Any = None) -> Tensor:
+    def forward(  # type: ignore[override]  # return_state: a tuple, as torch's (out, h_n)
+        self, x: ArrayLike, h0: Any = None, c0: Any = None
+    ) -> Union[Tensor, Tuple[Tensor, ...]]:
         """x [input_size*T, batch] (column n: sequence n, time steps' features stacked) ->
         [D*hidden*T, batch] with return_sequences (time step t's block: the forward state, then
         the backward one), else the last step's [D*hidden, batch] (bidirectional: forward's
         state at T and backward's at 1, torch's h_n). h0 (and the LSTM's c0): initial states,
         [hidden, batch] per layer and direction as a list or stacked; None: zeros.
+        With return_state: a tuple (output, h_n) (ag_lstm: (output, h_n, c_n)), h_n and c_n
+        the final states stacked [num_layers*D*hidden, batch] in torch's order (layer-major,
+        direction-minor: block l*D + k), which h0 / c0 take back.
         Raises ShapeError (rows not a multiple of input_size, bad state shapes), DTypeError."""
         fn = f"ag_{self.kind}"
         W0 = getattr(self, self._names[0])
@@ -154,6 +163,10 @@ class _Recurrent(Module):
         D = 2 if self.bidirectional else 1
         seq: Tensor = x
         outs: List[Tensor] = []
+        # the final states per layer and direction; the LSTM's cells come out of the op
+        hn: List[Tensor] = []
+        cn: List[Tensor] = []
+        cell = self.return_state and self.kind == "lstm"
         for li in range(self.num_layers):
             if li and self.dropout and self.training:
                 seq = _dropout(seq, self.dropout)
@@ -165,30 +178,36 @@ class _Recurrent(Module):
                     for nm in ("W_ih", "W_hh", "b_ih", "b_hh")
                 ]
                 h, c = hs[li * D + k], cs[li * D + k]
-                outs.append(
-                    _wrap(
-                        lib.pg_rnn(
-                            self._mode,
-                            seq._p,
-                            *p,
-                            h._p if h is not None else NULL,
-                            c._p if c is not None else NULL,
-                            k,
-                        )
+                o = _wrap(
+                    lib.pg_rnn(
+                        self._mode,
+                        seq._p,
+                        *p,
+                        h._p if h is not None else NULL,
+                        c._p if c is not None else NULL,
+                        k | (lib.PG_RNN_CELL if cell else 0),
                     )
                 )
+                if cell:  # [H*T + H, N]: the hidden states over the last cell state
+                    cn.append(_wrap(lib.pg_slice_rows(o._p, T * H, H)))
+                    o = _wrap(lib.pg_slice_rows(o._p, 0, T * H))
+                outs.append(o)
+                top = li == self.num_layers - 1 and not self.return_sequences
+                if self.return_state or top:
+                    hn.append(_wrap(lib.pg_slice_rows(o._p, (T - 1) * H if k == 0 else 0, H)))
             seq = (
                 outs[0]
                 if D == 1
                 else _wrap(lib.pg_seq_concat(outs[0]._p, outs[1]._p, T, fn.encode()))
             )
         if self.return_sequences:
-            return seq
-        last = _wrap(lib.pg_slice_rows(outs[0]._p, (T - 1) * H, H))
-        if D == 1:
-            return last
-        first = _wrap(lib.pg_slice_rows(outs[1]._p, 0, H))
-        return _wrap(lib.pg_concat_rows(last._p, first._p))
+            out = seq
+        else:
+            out = hn[-D] if D == 1 else _wrap(lib.pg_concat_rows(hn[-2]._p, hn[-1]._p))
+        if not self.return_state:
+            return out
+        states = [_stack(hn)] + ([_stack(cn)] if cell else [])
+        return (out, *states)
 
     def to_config(self) -> Dict[str, Any]:
         f = [
@@ -199,8 +218,17 @@ class _Recurrent(Module):
             "dropout",
             "bidirectional",
             "return_sequences",
+            "return_state",
         ]
         return _config(self, self.kind, *(f + (["nonlinearity"] if self.kind == "rnn" else [])))
+
+
+def _stack(ts: List[Tensor]) -> Tensor:
+    """[hidden, N] tensors stacked by rows (one tensor as it is)."""
+    out = ts[0]
+    for t in ts[1:]:
+        out = _wrap(lib.pg_concat_rows(out._p, t._p))
+    return out
 
 
 class ag_lstm(_Recurrent):
@@ -211,7 +239,9 @@ class ag_lstm(_Recurrent):
     b_ih and b_hh; dropout in [0, 1): on each stacked layer's input but the first, in training
     mode only (drawn from the current random stream); bidirectional: a second direction running
     time backwards; return_sequences: output every step ([D*hidden*T, batch]) or the last
-    ([D*hidden, batch]). Weights and biases are U(-1/sqrt(hidden), 1/sqrt(hidden)) (torch's
+    ([D*hidden, batch]); return_state: forward returns (output, h_n, c_n) (ag_gru, ag_rnn:
+    (output, h_n)), the final states [num_layers*D*hidden, batch] (torch's h_n, c_n; keras'
+    return_state), exact gradients through them. Weights and biases are U(-1/sqrt(hidden), 1/sqrt(hidden)) (torch's
     default) from the current random stream, the same bits as R.
     Raises: ArgumentError / PyggmlrValueError for bad arguments; forward: ShapeError,
     DTypeError (the core's texts naming ag_lstm, the argument and the shapes)."""
@@ -227,9 +257,17 @@ class ag_lstm(_Recurrent):
         dropout: float = 0,
         bidirectional: bool = False,
         return_sequences: bool = False,
+        return_state: bool = False,
     ) -> None:
         super().__init__(
-            input_size, hidden_size, num_layers, bias, dropout, bidirectional, return_sequences
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            dropout,
+            bidirectional,
+            return_sequences,
+            return_state=return_state,
         )
 
 
@@ -248,9 +286,17 @@ class ag_gru(_Recurrent):
         dropout: float = 0,
         bidirectional: bool = False,
         return_sequences: bool = False,
+        return_state: bool = False,
     ) -> None:
         super().__init__(
-            input_size, hidden_size, num_layers, bias, dropout, bidirectional, return_sequences
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            dropout,
+            bidirectional,
+            return_sequences,
+            return_state=return_state,
         )
 
 

@@ -337,6 +337,10 @@ ag_sequential <- function(...) {
     if (!(is.list(l) || is.environment(l)) || !is.function(l$forward))
       .arg_fail("argument", "ag_sequential: layer %d has no forward function (got %s)", i,
                 if (is.list(l) || is.environment(l)) class(l)[[1L]] else .arg_show(l))
+    if (isTRUE(l$return_state))  # a list feeds no next layer
+      .arg_fail("argument", paste0("ag_sequential: layer %d (%s) has return_state set: it ",
+                                   "returns (output, h_n[, c_n]), a sequential passes one tensor ",
+                                   "from layer to layer; call the layer directly"), i, l$name)
   }
   e <- .layer("sequential", "sequential")
   e$layers <- layers

@@ -8,7 +8,7 @@
 .RNN_GATES <- c(lstm = 4L, gru = 3L, rnn = 1L)
 
 .recurrent <- function(kind, input_size, hidden_size, num_layers, bias, dropout, bidirectional,
-                       return_sequences, nonlinearity = "tanh") {
+                       return_sequences, nonlinearity = "tanh", return_state = FALSE) {
   fn <- paste0("ag_", kind)
   e <- .layer(kind, "")
   e$input_size <- .arg_int(input_size, fn, "input_size", 1L)
@@ -18,6 +18,7 @@
   e$dropout <- .arg_num(dropout, fn, "dropout", 0, 1, hi_open = TRUE)
   e$bidirectional <- .arg_flag(bidirectional, fn, "bidirectional")
   e$return_sequences <- .arg_flag(return_sequences, fn, "return_sequences")
+  e$return_state <- .arg_flag(return_state, fn, "return_state")
   if (kind == "rnn") {
     if (!.is_str(nonlinearity) || !nonlinearity %in% c("tanh", "relu"))
       .arg_fail("value", "%s: nonlinearity must be 'tanh' or 'relu', got %s", fn,
@@ -53,7 +54,8 @@
   e$params_list <- params
   extra <- paste0("", if (e$num_layers > 1L) sprintf(", num_layers=%d", e$num_layers),
                   if (e$bidirectional) ", bidirectional",
-                  if (e$dropout != 0) sprintf(", dropout=%.15g", e$dropout))
+                  if (e$dropout != 0) sprintf(", dropout=%.15g", e$dropout),
+                  if (e$return_state) ", return_state")
   e$name <- sprintf("%s(%d, %d%s)", kind, e$input_size, H, extra)
   e$output_size <- D * H
   e$parameters <- function() e$params_list
@@ -91,6 +93,9 @@
     cs <- states(c0, "c0", d[2L])
     seq <- x
     outs <- list()
+    hn <- list()  # the final states per layer and direction; the LSTM's cells come out of the op
+    cn <- list()
+    cell <- e$return_state && kind == "lstm"
     for (l in seq_len(e$num_layers) - 1L) {
       if (l > 0L && e$dropout != 0 && isTRUE(e$training)) seq <- .dropout_mul(seq, e$dropout)
       outs <- list()
@@ -100,24 +105,35 @@
         b <- function(nm) if (e$bias) p[[paste0(nm, sx)]]$.ptr else NULL
         h <- hs[[l * D + k + 1L]]
         cc <- cs[[l * D + k + 1L]]
-        outs[[k + 1L]] <- .wrap(.Call(R_pg_rnn, mode, seq$.ptr, p[[paste0("W_ih", sx)]]$.ptr,
-                                      p[[paste0("W_hh", sx)]]$.ptr, b("b_ih"), b("b_hh"),
-                                      if (is.null(h)) NULL else h$.ptr,
-                                      if (is.null(cc)) NULL else cc$.ptr, k == 1L))
+        o <- .wrap(.Call(R_pg_rnn, mode, seq$.ptr, p[[paste0("W_ih", sx)]]$.ptr,
+                         p[[paste0("W_hh", sx)]]$.ptr, b("b_ih"), b("b_hh"),
+                         if (is.null(h)) NULL else h$.ptr, if (is.null(cc)) NULL else cc$.ptr,
+                         k + if (cell) 2L else 0L))  # flags: PG_RNN_REVERSE, PG_RNN_CELL
+        if (cell) {  # [H*T + H, N]: the hidden states over the last cell state
+          cn[[length(cn) + 1L]] <- .wrap(.Call(R_pg_slice_rows, o$.ptr, steps * H, H))
+          o <- .wrap(.Call(R_pg_slice_rows, o$.ptr, 0, steps * H))
+        }
+        outs[[k + 1L]] <- o
+        if (e$return_state || (l == e$num_layers - 1L && !e$return_sequences))
+          hn[[length(hn) + 1L]] <- .wrap(.Call(R_pg_slice_rows, o$.ptr,
+                                               if (k == 0L) (steps - 1) * H else 0, H))
       }
       seq <- if (D == 1L) outs[[1L]] else .wrap(.Call(R_pg_seq_concat, outs[[1L]]$.ptr,
                                                       outs[[2L]]$.ptr, steps, fn))
     }
-    if (e$return_sequences) return(seq)
-    last <- .wrap(.Call(R_pg_slice_rows, outs[[1L]]$.ptr, (steps - 1) * H, H))
-    if (D == 1L) return(last)
-    first <- .wrap(.Call(R_pg_slice_rows, outs[[2L]]$.ptr, 0, H))
-    .wrap(.Call(R_pg_concat_rows, last$.ptr, first$.ptr))
+    nh <- length(hn)
+    out <- if (e$return_sequences) seq
+           else if (D == 1L) hn[[nh]]
+           else .wrap(.Call(R_pg_concat_rows, hn[[nh - 1L]]$.ptr, hn[[nh]]$.ptr))
+    if (!e$return_state) return(out)
+    stack <- function(ts) Reduce(function(a, t) .wrap(.Call(R_pg_concat_rows, a$.ptr, t$.ptr)), ts)
+    c(list(out, stack(hn)), if (cell) list(stack(cn)))
   }
   e$to_config <- function() {
     cfg <- list(type = kind, input_size = e$input_size, hidden_size = H,
                 num_layers = e$num_layers, bias = e$bias, dropout = e$dropout,
-                bidirectional = e$bidirectional, return_sequences = e$return_sequences)
+                bidirectional = e$bidirectional, return_sequences = e$return_sequences,
+                return_state = e$return_state)
     if (kind == "rnn") cfg$nonlinearity <- e$nonlinearity
     cfg
   }
@@ -125,19 +141,20 @@
 }
 
 ag_lstm <- function(input_size, hidden_size, num_layers = 1L, bias = TRUE, dropout = 0,
-                    bidirectional = FALSE, return_sequences = FALSE) {
+                    bidirectional = FALSE, return_sequences = FALSE, return_state = FALSE) {
   .recurrent("lstm", input_size, hidden_size, num_layers, bias, dropout, bidirectional,
-             return_sequences)
+             return_sequences, return_state = return_state)
 }
 
 ag_gru <- function(input_size, hidden_size, num_layers = 1L, bias = TRUE, dropout = 0,
-                   bidirectional = FALSE, return_sequences = FALSE) {
+                   bidirectional = FALSE, return_sequences = FALSE, return_state = FALSE) {
   .recurrent("gru", input_size, hidden_size, num_layers, bias, dropout, bidirectional,
-             return_sequences)
+             return_sequences, return_state = return_state)
 }
 
 ag_rnn <- function(input_size, hidden_size, num_layers = 1L, bias = TRUE, dropout = 0,
-                   bidirectional = FALSE, return_sequences = FALSE, nonlinearity = "tanh") {
+                   bidirectional = FALSE, return_sequences = FALSE, nonlinearity = "tanh",
+                   return_state = FALSE) {
   .recurrent("rnn", input_size, hidden_size, num_layers, bias, dropout, bidirectional,
-             return_sequences, nonlinearity)
+             return_sequences, nonlinearity, return_state)
 }

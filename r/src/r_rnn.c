@@ -4,11 +4,11 @@
 static pg_tensor *opt_t(SEXP x) { return Rf_isNull(x) ? NULL : (pg_tensor *)r_get(x, R_TENSOR); }
 
 SEXP R_pg_rnn(SEXP mode, SEXP x, SEXP wih, SEXP whh, SEXP bih, SEXP bhh, SEXP h0, SEXP c0,
-              SEXP reverse)
+              SEXP flags)
 {
     return r_wrap(pg_rnn(Rf_asInteger(mode), r_get(x, R_TENSOR), r_get(wih, R_TENSOR),
                          r_get(whh, R_TENSOR), opt_t(bih), opt_t(bhh), opt_t(h0), opt_t(c0),
-                         Rf_asLogical(reverse) == TRUE),
+                         Rf_asInteger(flags)),
                   R_TENSOR);
 }
 

@@ -7,7 +7,7 @@
 
 typedef struct {
     int mode, rev, states; /* states: inputs 3, 4 are h0 (and c0) instead of the biases */
-} rnn_ctx;
+} rnn_ctx;                 /* rev: pg_rnn's flags (PG_RNN_REVERSE, PG_RNN_CELL) */
 
 static pg_tensor *f_rnn(pg_tensor **in, const void *ctx)
 {
@@ -36,8 +36,14 @@ void test_rnn(void)
     for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++)
         for (int m = 0; m < 4; m++) {
             const int64_t G = modes[m] == PG_RNN_LSTM ? 4 : modes[m] == PG_RNN_GRU ? 3 : 1;
-            for (int v = 0; v < 3; v++) {
-                rnn_ctx c = {modes[m], v == 1, v == 2};
+            for (int v = 0; v < (modes[m] == PG_RNN_LSTM ? 5 : 3); v++) {
+                /* the LSTM's last cell state as an output: forwards from c0, reversed with biases */
+                rnn_ctx c = {modes[m],
+                             v == 1       ? PG_RNN_REVERSE
+                                 : v == 3 ? PG_RNN_CELL
+                                 : v == 4 ? PG_RNN_CELL | PG_RNN_REVERSE
+                                          : 0,
+                             v == 2 || v == 3};
                 int64_t sh[10] = {F * L, N, G * H, F, G * H, H, G * H, 1, G * H, 1};
                 if (c.states) sh[6] = H, sh[7] = N, sh[8] = H, sh[9] = N;
                 int n_in = c.states && modes[m] != PG_RNN_LSTM ? 4 : 5;
@@ -79,6 +85,8 @@ void test_rnn(void)
               "hidden_size] (the gates i, f, g, o stacked)");
     CHECK_ERR(pg_rnn(PG_RNN_TANH, x, Wi, Wh, Bi, NULL, NULL, NULL, 0) == NULL, PG_STATUS_ERR_ARG,
               "ag_rnn: give both b_ih and b_hh, or neither");
+    CHECK_ERR(pg_rnn(PG_RNN_TANH, x, Wi, Wh, NULL, NULL, NULL, NULL, PG_RNN_CELL) == NULL,
+              PG_STATUS_ERR_ARG, "ag_rnn: flags 2: the cell state (PG_RNN_CELL) is ag_lstm's only");
     CHECK_ERR(pg_rnn(PG_RNN_GRU, x, Wi, Wh, NULL, NULL, NULL, NULL, 0) == NULL, PG_STATUS_ERR_SHAPE,
               "ag_gru: W_hh is [1x1] f64 but must be [3*hidden_size");
     CHECK_ERR(pg_rnn(PG_RNN_TANH, x, Wi, Wh, NULL, NULL, x3, NULL, 0) == NULL, PG_STATUS_ERR_SHAPE,

@@ -75,3 +75,80 @@ for _kind in _KINDS:
         CASES.append(
             ScriptCase(_name, _py(_kind, _static), _r(_kind, _static), 2, _inputs, group="seed")
         )
+
+
+# ---- return_state: the final states (h_n, and the LSTM's c_n) in the loss, Adam steps eager or
+# through ag_compile; records the loss, the states and the weights per step (R: recurrent.R) ----
+
+
+def _state_py(kind: str, static: bool):
+    def run_case(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
+        import pyggmlr as pg
+
+        def run():
+            pg.ggml_set_seed(_SEED)
+            layer = {"lstm": pg.ag_lstm, "gru": pg.ag_gru}[kind](
+                2, 3, num_layers=2, bidirectional=True, return_state=True
+            )
+            head = pg.ag_linear(6, 1)
+            params = dict(layer.parameters())
+            params.update({f"head {k}": v for k, v in head.parameters().items()})
+            opt = pg.optimizer_adam(params, lr=0.01)
+
+            def f(x, y):
+                res = layer(x)
+                loss = pg.ag_add(
+                    pg.ag_mse_loss(head(res[0]), y), pg.ag_sum(pg.ag_mul(res[1], res[1]))
+                )
+                return pg.ag_add(loss, pg.ag_sum(res[2])) if kind == "lstm" else loss
+
+            step = pg.ag_compile(f, d["x"], d["y"], optimizer=opt) if static else None
+            out: List[Record] = []
+            for _ in range(steps):
+                if step is not None:
+                    rec = {"loss": np.array([step(d["x"], d["y"])], dtype=np.float64)}
+                else:
+                    with pg.with_grad_tape():
+                        loss = f(pg.ag_tensor(d["x"]), pg.ag_tensor(d["y"]))
+                    opt.step(pg.backward(loss))
+                    opt.zero_grad()
+                    rec = {"loss": loss.numpy().astype(np.float64).ravel()}
+                for k, v in params.items():
+                    rec[k] = v.numpy().astype(np.float64)
+                res = layer(pg.ag_tensor(d["x"]))
+                assert isinstance(res, tuple)
+                for i, r in enumerate(res):
+                    rec[f"result {i}"] = r.numpy().astype(np.float64)
+                out.append(rec)
+            return out
+
+        return with_dtype(dtype, run)
+
+    return run_case
+
+
+def _state_r(kind: str, static: bool):
+    def run_case(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
+        res = call_r(
+            "parity_recurrent_state",
+            dtype=dtype,
+            seed=_SEED,
+            kind=kind,
+            static=static,
+            x=d["x"],
+            y=d["y"],
+            steps=steps,
+        )
+        return [{k: r_values(v) for k, v in rec.items()} for rec in res]
+
+    return run_case
+
+
+for _kind in ("lstm", "gru"):
+    for _static in (False, True):
+        _name = f"script: recurrent {_kind} return_state {'compiled' if _static else 'eager'}"
+        CASES.append(
+            ScriptCase(
+                _name, _state_py(_kind, _static), _state_r(_kind, _static), 2, _inputs, group="seed"
+            )
+        )

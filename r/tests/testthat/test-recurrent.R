@@ -149,3 +149,66 @@ test_that("the layers print as Python's (the name with only the options that are
   expect_match(capture.output(print(ag_gru(1, 32)))[1],
                "^ag_gru \\(gru\\(1, 32\\), train mode, 4 parameter tensors\\)$")
 })
+
+test_that("return_state: the final states equal the recurrence, feed back, pass ag_gradcheck", {
+  old <- ag_dtype("f64"); on.exit(ag_dtype(old))
+  set.seed(31)
+  x <- seq_data(2L, 4L, 3L)
+  l <- ag_lstm(2L, 3L, return_state = TRUE)
+  p <- lapply(l$parameters(), function(t) t$data)
+  sig <- function(v) 1 / (1 + exp(-v))
+  h <- cc <- matrix(0, 3L, 3L)
+  for (t in 1:4) {
+    a <- p$W_ih_l0 %*% x[(2L * t - 1L):(2L * t), , drop = FALSE] + drop(p$b_ih_l0) +
+      p$W_hh_l0 %*% h + drop(p$b_hh_l0)
+    cc <- sig(a[4:6, ]) * cc + sig(a[1:3, ]) * tanh(a[7:9, ])
+    h <- sig(a[10:12, ]) * tanh(cc)
+  }
+  res <- l$forward(x)
+  expect_length(res, 3L)
+  expect_equal(res[[1L]]$data, h, tolerance = 1e-13)
+  expect_equal(res[[2L]]$data, h, tolerance = 1e-13)
+  expect_equal(res[[3L]]$data, cc, tolerance = 1e-13)
+  # two chunks of a sequence, the second from the first's states, equal the whole sequence
+  x8 <- seq_data(2L, 8L, 3L, seed = 32L)
+  whole <- l$forward(x8)
+  first <- l$forward(x8[1:8, , drop = FALSE])
+  second <- l$forward(x8[9:16, , drop = FALSE], first[[2L]], first[[3L]])
+  for (i in 1:3) expect_equal(second[[i]]$data, whole[[i]]$data, tolerance = 1e-13)
+  for (kind in c("lstm", "gru", "rnn")) {
+    set.seed(33)
+    m <- get(paste0("ag_", kind))(2L, 3L, num_layers = 2L, bidirectional = TRUE,
+                                  return_state = TRUE)
+    xp <- ag_param(seq_data(2L, 3L, 2L))
+    h0 <- ag_param(matrix(rnorm(12L * 2L), 12L, 2L))
+    ws <- lapply(c(6L, 12L, 12L), function(r) ag_tensor(matrix(rnorm(r * 2L), r, 2L)))
+    inputs <- c(list(x = xp, h0 = h0), m$parameters())
+    f <- function(inp) {
+      res <- m$forward(inp$x, inp$h0, if (kind == "lstm") inp$h0)
+      expect_length(res, if (kind == "lstm") 3L else 2L)
+      Reduce(ag_add, lapply(seq_along(res), function(i) ag_sum(res[[i]] * ws[[i]])))
+    }
+    expect_true(isTRUE(ag_gradcheck(f, inputs, quiet = TRUE)))
+  }
+})
+
+test_that("return_state: in configs and model files, refused by ag_sequential", {
+  set.seed(34)
+  l <- ag_gru(2L, 3L, return_state = TRUE)
+  expect_true(ag_to_config(l)$return_state)
+  expect_false(ag_to_config(ag_gru(2L, 3L))$return_state)
+  expect_match(l$name, "return_state")
+  path <- tempfile(fileext = ".gguf")
+  on.exit(unlink(path))
+  ag_save_model(l, path)
+  back <- ag_load_model(path)
+  x <- seq_data(2L, 4L, 3L)
+  a <- l$forward(x)
+  b <- back$forward(x)
+  for (i in 1:2) expect_identical(a[[i]]$data, b[[i]]$data)
+  expect_error(ag_sequential(l, ag_linear(3L, 1L)),
+               "ag_sequential: layer 1 \\(gru\\(2, 3, return_state\\)\\) has return_state set",
+               class = "pyggmlr_argument_error")
+  expect_error(ag_module_from_config(list(type = "sequential", layers = list(ag_to_config(l)))),
+               "has return_state set", class = "pyggmlr_argument_error")
+})
