@@ -10,7 +10,10 @@ pyggmlr runs eagerly (with_grad_tape, backward, opt.step, zero_grad) and compile
 one replay a step); PyTorch its idiomatic loop. Both start from the same weights (copied into
 torch), and one step of each is compared first, so the two compute the same thing. Medians of
 BENCH_ROUNDS rounds (default 9), ratio pyggmlr / PyTorch; the CPU is printed. Numbers are printed,
-never asserted. Run: python bench/bench_cnn.py [case ...]
+never asserted. A second table gives each step's memory: the core's measured peak of one eager
+step (weights, batch and everything the step allocates), against what the step must hold (the
+tape's activations + weights + gradients + Adam's two moments + the batch) and against
+ag_estimate_training_memory. Run: python bench/bench_cnn.py [case ...]
 """
 
 import os
@@ -160,6 +163,29 @@ def steps(make):
     return out
 
 
+def memory(make):
+    """(measured peak, activations, weights, estimate) in bytes for one eager Adam step."""
+    model, _, shape, batch, target = make()
+    x, y = data(shape, batch, target)
+    lossf = pg.ag_softmax_cross_entropy_loss if target == "class" else pg.ag_mse_loss
+    opt = pg.optimizer_adam(model.parameters(), lr=1e-3)
+    w = sum(p.size for p in model.parameters().values()) * 4
+    est = pg.ag_estimate_training_memory(model=model, input_shape=(int(np.prod(shape)), batch),
+                                         quiet=True).total  # fmt: skip
+    base = pg.ag_memory_stats()["total"]["current"] - w
+    pg.ag_memory_reset_peak()
+    X, Y = pg.ag_tensor(x), pg.ag_tensor(y.reshape(1, -1))
+    with pg.with_grad_tape():
+        loss = lossf(model.forward(X), Y)
+    grads = pg.backward(loss)
+    act = pg.ag_tape_memory(quiet=True).bytes_snapshots
+    opt.step(grads)
+    peak = pg.ag_memory_peak() - base
+    del grads, loss
+    opt.zero_grad()
+    return peak, act, w, est, x.nbytes + batch * 4
+
+
 def main(names):
     pg.ag_set_threads(1)
     if torch is not None:
@@ -174,6 +200,13 @@ def main(names):
         t = med.get("torch", float("nan"))
         print(f"{name:<12}{med['eager']:>10.1f}{med['compiled']:>13.1f}{t:>10.1f}"
               f"{med['eager'] / t:>13.2f}{med['compiled'] / t:>16.2f}")  # fmt: skip
+    print(f"\n{'model':<12}{'peak KB':>10}{'act KB':>9}{'weights KB':>12}{'need KB':>10}"
+          f"{'peak/need':>11}{'est/peak':>10}")  # fmt: skip
+    for name in names:
+        peak, act, w, est, xy = memory(CASES[name])
+        need = act + 4 * w + xy  # activations, weights + grads + 2 Adam moments, the batch
+        print(f"{name:<12}{peak / 1024:>10.1f}{act / 1024:>9.1f}{w / 1024:>12.1f}"
+              f"{need / 1024:>10.1f}{peak / need:>11.2f}{est / peak:>10.3f}")  # fmt: skip
 
 
 if __name__ == "__main__":
