@@ -33,6 +33,12 @@ __all__: List[str] = []
 
 
 def _forward(model, x, fn="ag_fit"):
+    if getattr(model, "return_state", False) is True:  # R's .fit_forward_fn: the same text
+        raise ArgumentError(
+            f"{fn}: the model ({model.name}) has return_state set: its forward returns "
+            "(output, h_n[, c_n]), not a tensor; use return_state = FALSE for this call (the "
+            "same weights)"
+        )
     if hasattr(model, "forward"):
         out = model.forward(x)
     elif callable(model):

@@ -323,6 +323,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         is.function(model)))
     .arg_fail("argument", "%s: model must have a forward(x) function, got %s", fn,
               class(model)[[1L]])
+  .fit_forward_fn(model, fn)  # refuses a return_state layer, as Python's
   X <- .fit_cols(x, "x", fn)
   batch_size <- .fit_int(batch_size, "batch_size", fn = fn)
   if (ncol(X) == 0L) .arg_fail("shape", "%s: x has no samples", fn)

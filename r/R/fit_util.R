@@ -91,6 +91,10 @@
 
 # the model's forward function (a model with forward(x), or a function), or a classed error
 .fit_forward_fn <- function(model, fn = "ag_fit") {
+  if ((is.environment(model) || is.list(model)) && isTRUE(model$return_state))  # Python's _forward
+    .arg_fail("argument", paste0("%s: the model (%s) has return_state set: its forward returns ",
+                                 "(output, h_n[, c_n]), not a tensor; use return_state = FALSE ",
+                                 "for this call (the same weights)"), fn, model$name)
   if ((is.environment(model) || is.list(model)) && is.function(model$forward)) return(model$forward)
   if (is.function(model)) return(model)
   .fit_type_stop("%s: model must have a forward(x) function", fn)

@@ -258,3 +258,21 @@ def test_the_layers_print_their_options():
     assert pg.ag_rnn(4, 5).name == "rnn(4, 5)"
     text = str(pg.ag_sequential(pg.ag_gru(1, 32), pg.ag_linear(32, 1))).splitlines()
     assert text[1:3] == ["  [1] gru(1, 32)", "  [2] linear(32, 1)"]
+
+
+@pytest.mark.parametrize("static", [None, False, True])
+def test_fit_and_predict_refuse_a_return_state_layer(static):
+    """R gives the same text (r/tests/testthat/test-recurrent.R)."""
+    m = pg.ag_lstm(1, 4, return_state=True)
+    txt = (
+        "the model (lstm(1, 4, return_state)) has return_state set: its forward returns "
+        "(output, h_n[, c_n]), not a tensor; use return_state = FALSE for this call (the same "
+        "weights)"
+    )
+    x, y = np.zeros((3, 8)), np.zeros((4, 8))
+    with pytest.raises(ArgumentError) as e:
+        pg.ag_fit(m, x, y, loss="mse", nepoch=1, batch_size=4, verbose=0, static=static)
+    assert str(e.value) == "ag_fit: " + txt
+    with pytest.raises(ArgumentError) as e:
+        pg.ag_predict(m, x)
+    assert str(e.value) == "ag_predict: " + txt

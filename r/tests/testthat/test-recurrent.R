@@ -212,3 +212,18 @@ test_that("return_state: in configs and model files, refused by ag_sequential", 
   expect_error(ag_module_from_config(list(type = "sequential", layers = list(ag_to_config(l)))),
                "has return_state set", class = "pyggmlr_argument_error")
 })
+
+test_that("ag_fit and ag_predict refuse a return_state layer with Python's text", {
+  m <- ag_lstm(1, 4, return_state = TRUE)
+  txt <- paste0("the model (lstm(1, 4, return_state)) has return_state set: its forward ",
+                "returns (output, h_n[, c_n]), not a tensor; use return_state = FALSE for this ",
+                "call (the same weights)")
+  for (st in list(NULL, FALSE, TRUE)) {
+    e <- tryCatch(ag_fit(m, matrix(0, 3, 8), matrix(0, 4, 8), loss = "mse", nepoch = 1,
+                         batch_size = 4, verbose = 0, static = st), error = function(e) e)
+    expect_s3_class(e, "pyggmlr_argument_error")
+    expect_identical(conditionMessage(e), paste0("ag_fit: ", txt))
+  }
+  e <- tryCatch(ag_predict(m, matrix(0, 3, 8)), error = function(e) e)
+  expect_identical(conditionMessage(e), paste0("ag_predict: ", txt))
+})
