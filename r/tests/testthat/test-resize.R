@@ -136,6 +136,22 @@ test_that("1-D upsampling (nearest, linear) matches the reference, configs and m
                "ag_upsample1d_op: input_shape")
 })
 
+test_that("ag_fit trains a 1-D upsampling model eagerly and compiled alike", {
+  old <- ag_dtype("f64"); on.exit(ag_dtype(old))
+  set.seed(7)
+  x <- matrix(rnorm(16 * 24), ncol = 24L)
+  y <- matrix(rnorm(48), 2L)
+  runs <- lapply(c(FALSE, TRUE), function(st) {
+    set.seed(8)
+    m <- ag_sequential(ag_conv1d(2L, 3L, 3L, input_shape = c(2, 8)), ag_upsample1d(2, "linear"),
+                       ag_upsample1d(2), ag_flatten(), ag_linear(72L, 2L))
+    h <- ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, shuffle = FALSE, static = st,
+                silent = TRUE)
+    list(h$loss, ag_predict(m, x))
+  })
+  expect_identical(runs[[1L]], runs[[2L]])
+})
+
 tagger <- function(shape) {
   structure(list(forward = function(x) ag_pad2d_op(x, 0, input_shape = shape),
                  parameters = function() list()), class = "resize_tagger")
