@@ -17,6 +17,7 @@ static const char *const NONLIN[] = {"tanh", "relu", NULL};
 static const char *const PADS[] = {"same", "valid", NULL};
 static const char *const PAD_MODES[] = {"constant", "reflect", "replicate", NULL};
 static const char *const UP_MODES[] = {"nearest", "bilinear", NULL};
+static const char *const UP1_MODES[] = {"nearest", "linear", NULL};
 
 typedef struct {
     const char *name;
@@ -134,6 +135,8 @@ static const layer_spec LAYERS[] = {
     {"pad1d", PAD_ARGS(2)},
     {"pad2d", PAD_ARGS(4)},
     {"rnn", {RNN_ARGS, CHOICE("nonlinearity", "\"tanh\"", NONLIN, 0)}},
+    {"upsample1d",
+     {DIMS("scale_factor", NULL, 1, 1, 0), CHOICE("mode", "\"nearest\"", UP1_MODES, 0)}},
     {"upsample2d",
      {DIMS("scale_factor", NULL, 1, 2, 0), CHOICE("mode", "\"nearest\"", UP_MODES, 0)}},
 };

@@ -11,6 +11,8 @@ enum { PAD_CONSTANT, PAD_REFLECT, PAD_REPLICATE };
 enum { UP_NEAREST, UP_BILINEAR };
 static const char *const PAD_MODES[] = {"constant", "reflect", "replicate", NULL};
 static const char *const UP_MODES[] = {"nearest", "bilinear", NULL};
+/* 1-D: torch's names ("linear" is bilinear with H = 1 and scale 1 along H) */
+static const char *const UP1_MODES[] = {"nearest", "linear", NULL};
 
 /* mode's index in names (NULL: 0), or the refusal naming fn and the choices */
 static int mode_of(const char *fn, const char *mode, const char *const *names, int *out)
@@ -294,7 +296,7 @@ static int up_args(int dims, const double *scale, const char *mode, const char *
         return pg_fail(PG_STATUS_ERR_VALUE, "%s: scale_factor must be %s >= 1, got %s", *fn,
                        dims == 2 ? "one or two (H, W) whole numbers" : "a whole number",
                        show(b, sizeof b, scale, dims));
-    if (mode_of(*fn, mode, UP_MODES, m)) return -1;
+    if (mode_of(*fn, mode, dims == 2 ? UP_MODES : UP1_MODES, m)) return -1;
     if (dims == 2) s[0] = (int64_t)scale[0], s[1] = (int64_t)scale[1];
     else s[0] = 1, s[1] = (int64_t)scale[0];
     return 0;

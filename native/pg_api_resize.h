@@ -27,7 +27,7 @@ int pg_pad2d_check(int dims, const double *padding, int npad, double value, cons
                    const char *fn, double *lrtb);
 
 /* Upsamples x by whole scale factors: dims 2: shape (C, H, W), scale (H, W); dims 1: shape
- * (C, L), scale one value. mode NULL: "nearest"; "bilinear" (dims 1: linear along L). fn NULL:
+ * (C, L), scale one value. mode NULL: "nearest"; "bilinear" (dims 1: "linear", along L). fn NULL:
  * "ag_upsample2d_op" / "ag_upsample1d_op". The result [C*(H*sh)*(W*sw), N] is tagged. */
 pg_tensor *pg_upsample2d(pg_tensor *x, int dims, const double *shape, const double *scale,
                          const char *mode, const char *fn);

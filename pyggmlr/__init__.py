@@ -248,6 +248,8 @@ __all__ = [
     "ag_to_device",
     "ag_train",
     "ag_transpose",
+    "ag_upsample1d",
+    "ag_upsample1d_op",
     "ag_upsample2d",
     "ag_upsample2d_op",
     "ag_weighted_mse_loss",

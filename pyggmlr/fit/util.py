@@ -214,6 +214,7 @@ def _builtin_model(model):
         nn.ag_pad1d,
         nn.ag_pad2d,
         nn.ag_upsample2d,
+        nn.ag_upsample1d,
     )
 
 

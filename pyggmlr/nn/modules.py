@@ -69,6 +69,8 @@ from .resize import (
     ag_pad1d_op,
     ag_pad2d,
     ag_pad2d_op,
+    ag_upsample1d,
+    ag_upsample1d_op,
     ag_upsample2d,
     ag_upsample2d_op,
 )
@@ -113,9 +115,11 @@ __all__ = [
     "ag_pad2d",
     "ag_pad1d",
     "ag_upsample2d",
+    "ag_upsample1d",
     "ag_pad2d_op",
     "ag_pad1d_op",
     "ag_upsample2d_op",
+    "ag_upsample1d_op",
 ]
 
 
@@ -401,6 +405,7 @@ _BUILDERS = {
     "conv_transpose2d": ag_conv_transpose2d,
     "pad1d": ag_pad1d,
     "pad2d": ag_pad2d,
+    "upsample1d": ag_upsample1d,
     "upsample2d": ag_upsample2d,
 }
 

@@ -1,5 +1,6 @@
 """Padding and upsampling of image batches (issue 30): the functional ops (ag_pad2d_op,
-ag_pad1d_op, ag_upsample2d_op) and the layers (ag_pad2d, ag_pad1d, ag_upsample2d).
+ag_pad1d_op, ag_upsample2d_op, ag_upsample1d_op) and the layers (ag_pad2d, ag_pad1d, ag_upsample2d,
+ag_upsample1d).
 
 Images are [C*H*W, N] as for pooling (nn/pooling.py); the ops read the image shape from
 ``input_shape`` (torch order (C, H, W), or (C, L) for 1-D) or else from the tensor's image tag,
@@ -22,9 +23,11 @@ __all__ = [
     "ag_pad2d_op",
     "ag_pad1d_op",
     "ag_upsample2d_op",
+    "ag_upsample1d_op",
     "ag_pad2d",
     "ag_pad1d",
     "ag_upsample2d",
+    "ag_upsample1d",
 ]
 
 Pad = Union[int, float, Sequence[Union[int, float]]]
@@ -125,6 +128,19 @@ def ag_upsample2d_op(
     return _upsample(x, 2, scale_factor, mode, input_shape, "ag_upsample2d_op")
 
 
+def ag_upsample1d_op(
+    x: ArrayLike,
+    scale_factor: Union[int, float],
+    mode: str = "nearest",
+    input_shape: Optional[Sequence[int]] = None,
+) -> Tensor:
+    """Upsamples signals x [C*L, N] by a whole factor (torch's nn.Upsample on (N, C, L); keras'
+    UpSampling1D(size) is "nearest"): mode "nearest" or "linear" (align_corners False, the
+    bilinear rule with H = 1); input_shape (C, L) or None for x's tag (H must be 1).
+    Returns [C*L*s, N] tagged (C, 1, L*s). Raises as ag_upsample2d_op."""
+    return _upsample(x, 1, scale_factor, mode, input_shape, "ag_upsample1d_op")
+
+
 # ---------------------------------------------------------------------------------------------
 # layers
 
@@ -200,3 +216,28 @@ class ag_upsample2d(Module):
 
     def to_config(self) -> Dict[str, Any]:
         return {"type": "upsample2d", "scale_factor": list(self.scale_factor), "mode": self.mode}
+
+
+class ag_upsample1d(Module):
+    """Upsampling layer over signals [C*L, N] tagged (C, 1, L) (torch's nn.Upsample on (N, C, L),
+    keras' UpSampling1D): a whole scale factor; mode "nearest" or "linear" (align_corners
+    False)."""
+
+    kind = "upsample1d"
+
+    def __init__(self, scale_factor: Union[int, float], mode: str = "nearest"):
+        fn = "ag_upsample1d"
+        s, m = _sizes(scale_factor, fn, "scale_factor", 1), _mode(mode, fn)
+        check(lib.pg_upsample2d_check(1, s, m, fn.encode()))
+        self.scale_factor, self.mode = int(s[0]), mode
+        self.training = True
+
+    @property
+    def name(self) -> str:
+        return f"upsample1d({self.scale_factor}, {self.mode})"
+
+    def forward(self, x: ArrayLike) -> Tensor:
+        return _upsample(x, 1, self.scale_factor, self.mode, None, "ag_upsample1d")
+
+    def to_config(self) -> Dict[str, Any]:
+        return {"type": "upsample1d", "scale_factor": self.scale_factor, "mode": self.mode}

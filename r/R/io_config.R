@@ -26,7 +26,8 @@ ag_register_layer <- function(type, builder) {
                lstm = "ag_lstm", gru = "ag_gru", rnn = "ag_rnn", conv1d = "ag_conv1d",
                conv2d = "ag_conv2d", conv_transpose2d = "ag_conv_transpose2d",
                # padding and upsampling (issue 30)
-               pad1d = "ag_pad1d", pad2d = "ag_pad2d", upsample2d = "ag_upsample2d")
+               pad1d = "ag_pad1d", pad2d = "ag_pad2d", upsample2d = "ag_upsample2d",
+               upsample1d = "ag_upsample1d")
 
 # TRUE when v nests lists deeper than k levels (it stops looking there)
 .nested_over <- function(v, k) {

@@ -46,6 +46,10 @@ ag_pad1d_op <- function(x, padding, value = 0, mode = "constant", input_shape = 
 ag_upsample2d_op <- function(x, scale_factor, mode = "nearest", input_shape = NULL)
   .upsample(x, 2L, scale_factor, mode, input_shape, "ag_upsample2d_op")
 
+# 1-D: torch's nn.Upsample on (N, C, L), modes "nearest" and "linear" (H = 1 bilinear)
+ag_upsample1d_op <- function(x, scale_factor, mode = "nearest", input_shape = NULL)
+  .upsample(x, 1L, scale_factor, mode, input_shape, "ag_upsample1d_op")
+
 # the padding layers keep the padding as the core normalizes it: left, right, top, bottom
 # (1-D: left, right)
 .pad_layer <- function(kind, dims, padding, value, mode) {
@@ -84,6 +88,21 @@ ag_upsample2d <- function(scale_factor, mode = "nearest") {
   e$forward <- function(x) .upsample(x, 2L, e$scale_factor, e$mode, NULL, fn)
   e$parameters <- function() list()
   e$to_config <- function() list(type = "upsample2d", scale_factor = e$scale_factor,
+                                 mode = e$mode)
+  e
+}
+
+ag_upsample1d <- function(scale_factor, mode = "nearest") {
+  fn <- "ag_upsample1d"
+  s <- .pool_sizes(scale_factor, fn, "scale_factor", 1L)
+  mode <- .resize_mode(mode, fn)
+  .Call(R_pg_upsample2d_check, 1L, s, mode, fn)
+  e <- .layer("upsample1d", sprintf("upsample1d(%d, %s)", as.integer(s[[1L]]), mode))
+  e$scale_factor <- as.integer(s[[1L]])
+  e$mode <- mode
+  e$forward <- function(x) .upsample(x, 1L, e$scale_factor, e$mode, NULL, fn)
+  e$parameters <- function() list()
+  e$to_config <- function() list(type = "upsample1d", scale_factor = e$scale_factor,
                                  mode = e$mode)
   e
 }

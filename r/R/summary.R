@@ -44,7 +44,7 @@
       l$input_shape
   if (inherits(l, c("ag_conv2d", "ag_conv1d", "ag_max_pool2d", "ag_avg_pool2d", "ag_max_pool1d",
                     "ag_avg_pool1d", "ag_global_avg_pool", "ag_global_max_pool", "ag_pad2d",
-                    "ag_pad1d", "ag_upsample2d"))) {
+                    "ag_pad1d", "ag_upsample2d", "ag_upsample1d"))) {
     if (is.null(img)) return(none)
     img <- as.integer(img)
     if (inherits(l, c("ag_global_avg_pool", "ag_global_max_pool"))) return(list(rows = img[[1L]]))
@@ -53,6 +53,8 @@
       img + c(0L, p[[3L]] + p[[4L]], p[[1L]] + p[[2L]])
     } else if (inherits(l, "ag_upsample2d")) {
       img * c(1L, l$scale_factor)
+    } else if (inherits(l, "ag_upsample1d")) {
+      img * c(1L, 1L, l$scale_factor)
     } else {
       .window_img(l, img, inherits(l, c("ag_conv2d", "ag_conv1d")))
     }

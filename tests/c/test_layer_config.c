@@ -61,8 +61,8 @@ void test_layer_config(void)
                  "global_max_pool, gru, "
                  "layer_norm, linear, lstm, max_pool1d") != NULL);
     CHECK(strstr(pg_last_error(),
-                 "multihead_attention, normalization, pad1d, pad2d, rnn, upsample2d; register "
-                 "custom ones with ag_register_layer)") != NULL);
+                 "multihead_attention, normalization, pad1d, pad2d, rnn, upsample1d, upsample2d; "
+                 "register custom ones with ag_register_layer)") != NULL);
     pg_clear_error();
     /* pooling (issue 30): a number or a pair, stride null (the kernel), padding 0 */
     CHECK(cfg("{\"type\": \"max_pool2d\", \"kernel_size\": 2}") > 0 &&

@@ -71,7 +71,7 @@ static void gradchecks(void)
         {1, 2, 0, {2, 3, 4}, {2, 3}, 0, "nearest"},
         {1, 2, 0, {2, 3, 4}, {3, 2}, 0, "bilinear"},
         {1, 2, 0, {2, 1, 4}, {1, 3}, 0, "bilinear"},
-        {1, 1, 0, {3, 5}, {3}, 0, "bilinear"},
+        {1, 1, 0, {3, 5}, {3}, 0, "linear"},
     };
     for (int dt = 0; dt < 2; dt++)
         for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
@@ -142,6 +142,12 @@ static void refusals(void)
     CHECK_ERR(pg_upsample2d_check(2, p4, "bicubic", "ag_upsample2d") == PG_STATUS_ERR_VALUE,
               PG_STATUS_ERR_VALUE,
               "ag_upsample2d: mode must be \"nearest\" or \"bilinear\", got \"bicubic\"");
+    /* 1-D takes torch's "linear", not "bilinear" */
+    CHECK_ERR(pg_upsample2d_check(1, p4, "bilinear", "ag_upsample1d") == PG_STATUS_ERR_VALUE,
+              PG_STATUS_ERR_VALUE,
+              "ag_upsample1d: mode must be \"nearest\" or \"linear\", got \"bilinear\"");
+    CHECK_ERR(pg_upsample2d_check(1, s0, NULL, NULL) == PG_STATUS_ERR_VALUE, PG_STATUS_ERR_VALUE,
+              "ag_upsample1d_op: scale_factor must be a whole number >= 1, got 0");
     const double shbad[3] = {3, 4, 5};
     CHECK_ERR(pg_upsample2d(x, 2, shbad, p4, NULL, NULL) == NULL, PG_STATUS_ERR_SHAPE,
               "ag_upsample2d_op: input_shape (C 3, H 4, W 5) needs 60 rows (C * H * W), but x is "

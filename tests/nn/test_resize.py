@@ -347,3 +347,124 @@ def test_errors_name_function_argument_and_shapes():
         r"list of 1, 2 or 4, got \[1,1,1\]",
     ):
         pg.ag_module_from_config({"type": "pad2d", "padding": [1, 1, 1]})
+
+
+# ---------------------------------------------------------------------------------------------
+# 1-D upsampling: a signal is an image with H = 1; "linear" is bilinear with scale 1 along H
+
+
+@needs_torch
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+@pytest.mark.parametrize("s", [1, 2, 3, 5])
+def test_upsample1d_matches_torch(f64, mode, s):
+    a = np.random.default_rng(14).normal(size=(2, 3, 7))
+    kw = {} if mode == "nearest" else {"align_corners": False}
+    up = torch.nn.Upsample(scale_factor=s, mode=mode, **kw)
+    y, g, ty, tg = run_pair(
+        pg.ag_upsample1d_op, up, a, scale_factor=s, mode=mode, input_shape=(3, 7)
+    )
+    close(y, ty)
+    close(g, tg)
+    if mode == "nearest":
+        np.testing.assert_array_equal(y, ty)
+    # the 2-D op on H = 1 with scale (1, s) is the same computation, bit for bit
+    m2 = "nearest" if mode == "nearest" else "bilinear"
+    y2 = pg.ag_upsample2d_op(to_cols(a), (1, s), m2, input_shape=(3, 1, 7)).numpy()
+    np.testing.assert_array_equal(y, y2)
+
+
+@needs_torch
+def test_upsample1d_length_one_signal(f64):
+    a = np.random.default_rng(15).normal(size=(3, 2, 1))
+    up = torch.nn.Upsample(scale_factor=4, mode="linear", align_corners=False)
+    y, g, ty, tg = run_pair(pg.ag_upsample1d_op, up, a, scale_factor=4, mode="linear",
+                            input_shape=(2, 1))  # fmt: skip
+    close(y, ty)
+    close(g, tg)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_upsample1d_layer_reads_the_tag(dtype, tmp_path):
+    prev = pg.ag_dtype(dtype)
+    try:
+        s = tag(pg.ag_tensor(np.random.default_rng(16).normal(size=(3 * 10, 2))), (3, 1, 10))
+        layer = pg.ag_upsample1d(3, "linear")
+        y = layer(s)
+        assert y.shape == (3 * 30, 2) and image_shape(y) == (3, 1, 30)
+        np.testing.assert_array_equal(
+            y.numpy(), pg.ag_upsample1d_op(s.numpy(), 3, "linear", input_shape=(3, 10)).numpy()
+        )
+        assert layer.scale_factor == 3 and layer.name == "upsample1d(3, linear)"
+        assert image_shape(pg.ag_upsample1d(2)(s)) == (3, 1, 20)
+    finally:
+        pg.ag_dtype(prev)
+
+
+def test_upsample1d_config_and_model_file(tmp_path):
+    pg.ggml_set_seed(4)
+    seq = pg.ag_sequential(
+        [
+            pg.ag_conv1d(2, 3, 3, input_shape=(2, 8)),
+            pg.ag_upsample1d(2, "linear"),
+            pg.ag_pad1d(1),
+            pg.ag_upsample1d(3),
+            pg.ag_flatten(),
+            pg.ag_linear(3 * 42, 2),
+        ]
+    )
+    cfg = pg.ag_to_config(seq)
+    assert cfg["layers"][1] == {"type": "upsample1d", "scale_factor": 2, "mode": "linear"}
+    assert cfg["layers"][3] == {"type": "upsample1d", "scale_factor": 3, "mode": "nearest"}
+    assert pg.ag_to_config(pg.ag_module_from_config(cfg)) == cfg
+    path = os.fspath(tmp_path / "up1d.gguf")
+    pg.ag_save_model(seq, path)
+    back = pg.ag_load_model(path)
+    x = np.random.default_rng(17).normal(size=(2 * 8, 5))
+    np.testing.assert_array_equal(back(x).numpy(), seq(x).numpy())
+    assert "upsample1d(2, linear)" in repr(seq)
+
+
+def test_upsample1d_errors():
+    x = pg.ag_tensor(np.ones((12, 2)))
+    with pytest.raises(
+        PyggmlrValueError,
+        match=r"ag_upsample1d: mode must be \"nearest\" or \"linear\", got "
+        r"\"bilinear\"",
+    ):
+        pg.ag_upsample1d(2, "bilinear")
+    with pytest.raises(
+        PyggmlrValueError,
+        match=r"ag_upsample1d_op: scale_factor must be a whole number >= 1, got 0",
+    ):
+        pg.ag_upsample1d_op(x, 0, input_shape=(3, 4))
+    with pytest.raises(
+        PyggmlrValueError, match=r"ag_upsample1d: scale_factor must be a whole number >= 1, got 2.5"
+    ):
+        pg.ag_upsample1d(2.5)
+    with pytest.raises(ArgumentError, match=r"ag_upsample1d: scale_factor must be a number, got"):
+        pg.ag_upsample1d((2, 2))
+    with pytest.raises(ShapeError, match=r"ag_upsample1d_op: input_shape .*5.* but x is \[12x2\]"):
+        pg.ag_upsample1d_op(x, 2, input_shape=(3, 5))
+    with pytest.raises(ShapeError, match=r"ag_upsample1d_op: x \[12x2\] f32 carries no image"):
+        pg.ag_upsample1d_op(x, 2)
+
+
+def test_upsample1d_ag_fit_static_equals_eager(f64):
+    rng = np.random.default_rng(18)
+    x, y = rng.normal(size=(2 * 8, 24)), rng.normal(size=(2, 24))
+    runs = []
+    for static in (False, True):
+        pg.ggml_set_seed(19)
+        m = pg.ag_sequential(
+            [
+                pg.ag_conv1d(2, 3, 3, input_shape=(2, 8)),
+                pg.ag_upsample1d(2, "linear"),
+                pg.ag_upsample1d(2),
+                pg.ag_flatten(),
+                pg.ag_linear(3 * 24, 2),
+            ]
+        )
+        h = pg.ag_fit(m, x, y, nepoch=2, batch_size=8, shuffle=False, static=static, silent=True)
+        runs.append((np.asarray(h.loss), pg.ag_predict(m, x)))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1], runs[1][1])

@@ -1,7 +1,7 @@
 """Parity cases for padding and upsampling (native/ops_resize.c, issue 30): a small model
 (replicate padding op, reflect padding and bilinear upsampling layers on the tag, max pool,
-constant padding with a value, nearest upsampling, flatten, linear) plus 1-D padding and
-nearest upsampling terms, trained by Adam eagerly and as an ag_compile step, bit for bit; model
+constant padding with a value, nearest upsampling, flatten, linear) plus 1-D padding, nearest
+upsampling and 1-D linear upsampling terms, trained by Adam eagerly and as an ag_compile step, bit for bit; model
 files crossed; the refusals. The R half is resize.R."""
 
 from __future__ import annotations
@@ -44,7 +44,13 @@ def _py(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
             h = pg.ag_pad2d_op(x, (1, 2), mode="replicate", input_shape=SHAPE)
             e1 = pg.ag_pad1d_op(x, (2, 1), mode="reflect", input_shape=(2, 16))
             e2 = pg.ag_upsample2d_op(x, (2, 1), input_shape=SHAPE)
-            return pg.ag_mse_loss(m(h), y) + pg.ag_mean(e1 * e1) + pg.ag_mean(e2 * e2)
+            e3 = pg.ag_upsample1d_op(x, 3, "linear", input_shape=(2, 16))
+            return (
+                pg.ag_mse_loss(m(h), y)
+                + pg.ag_mean(e1 * e1)
+                + pg.ag_mean(e2 * e2)
+                + pg.ag_mean(e3 * e3)
+            )
 
         x, y = pg.ag_tensor(d["x"]), pg.ag_tensor(d["y"])
         step = pg.ag_compile(loss_fn, x, y, optimizer=opt) if d["compiled"] else None

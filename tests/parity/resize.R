@@ -22,7 +22,8 @@ parity_resize_steps <- function(dtype, init, x, y, steps, compiled) {
       h <- ag_pad2d_op(x, c(1, 2), mode = "replicate", input_shape = c(2, 4, 4))
       e1 <- ag_pad1d_op(x, c(2, 1), mode = "reflect", input_shape = c(2, 16))
       e2 <- ag_upsample2d_op(x, c(2, 1), input_shape = c(2, 4, 4))
-      ag_mse_loss(m$forward(h), y) + ag_mean(e1 * e1) + ag_mean(e2 * e2)
+      e3 <- ag_upsample1d_op(x, 3, "linear", input_shape = c(2, 16))
+      ag_mse_loss(m$forward(h), y) + ag_mean(e1 * e1) + ag_mean(e2 * e2) + ag_mean(e3 * e3)
     }
     xt <- ag_tensor(x)
     yt <- ag_tensor(y)

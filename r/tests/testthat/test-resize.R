@@ -86,6 +86,72 @@ test_that("upsampling matches the reference (nearest, bilinear) and passes gradc
   expect_identical(y$data[1:4, 1], c(1, 1.25, 1.75, 2))
 })
 
+test_that("1-D upsampling (nearest, linear) matches the reference, configs and model files", {
+  old <- ag_dtype("f64"); on.exit(ag_dtype(old))
+  set.seed(5)
+  x <- matrix(rnorm(3 * 7 * 2), ncol = 2L)
+  for (s in c(1, 2, 3)) for (mode in c("nearest", "linear")) {
+    y <- ag_upsample1d_op(x, s, mode, input_shape = c(3, 7))
+    expect_equal(y$data, up_ref(x, c(3, 1, 7), c(1, s), mode), tolerance = 1e-14)
+    expect_identical(ag_image_shape(y), c(3L, 1L, 7L * as.integer(s)))
+    # the 2-D op on H = 1 with scale c(1, s), bit for bit
+    m2 <- if (mode == "linear") "bilinear" else mode
+    expect_identical(y$data, ag_upsample2d_op(x, c(1, s), m2, input_shape = c(3, 1, 7))$data)
+    w <- matrix(rnorm(length(y$data)), nrow(y$data))
+    expect_true(ag_gradcheck(function(i) ag_sum(ag_upsample1d_op(i$x, s, mode,
+                                                                 input_shape = c(3, 7)) * w),
+                             list(x = ag_param(x)), quiet = TRUE))
+  }
+  # torch's nn.Upsample(scale_factor = 2, mode = "linear") on 1 2 3
+  expect_identical(drop(ag_upsample1d_op(c(1, 2, 3), 2, "linear", input_shape = c(1, 3))$data),
+                   c(1, 1.25, 1.75, 2.25, 2.75, 3))
+  z <- ag_tensor(x)
+  ag_image_shape(z) <- c(3, 1, 7)
+  l <- ag_upsample1d(2, "linear")
+  expect_identical(l$scale_factor, 2L)
+  expect_identical(ag_image_shape(l$forward(z)), c(3L, 1L, 14L))
+  set.seed(6)
+  m <- ag_sequential(ag_conv1d(2L, 3L, 3L, input_shape = c(2, 8)), ag_upsample1d(2, "linear"),
+                     ag_pad1d(1), ag_upsample1d(3), ag_flatten(), ag_linear(126L, 2L))
+  cfg <- ag_to_config(m)
+  expect_identical(cfg$layers[[2L]], list(type = "upsample1d", scale_factor = 2L, mode = "linear"))
+  expect_identical(ag_to_config(ag_module_from_config(cfg)), cfg)
+  f <- tempfile(fileext = ".gguf")
+  ag_save_model(m, f)
+  back <- ag_load_model(f)
+  unlink(f)
+  u <- matrix(rnorm(16 * 5), ncol = 5L)
+  expect_identical(back$forward(u)$data, m$forward(u)$data)
+  expect_identical(summary(m)$layers$output_shape[1:4],
+                   c("[18 x batch] (3, 1, 6)", "[36 x batch] (3, 1, 12)",
+                     "[42 x batch] (3, 1, 14)", "[126 x batch] (3, 1, 42)"))
+  expect_output(print(m), "upsample1d\\(2, linear\\)")
+  expect_error(ag_upsample1d(2, "bilinear"), class = "pyggmlr_value_error",
+               "ag_upsample1d: mode must be \"nearest\" or \"linear\", got \"bilinear\"")
+  expect_error(ag_upsample1d_op(x, 0, input_shape = c(3, 7)), class = "pyggmlr_value_error",
+               "ag_upsample1d_op: scale_factor must be a whole number >= 1, got 0")
+  expect_error(ag_upsample1d(c(2, 2)), class = "pyggmlr_argument_error",
+               "ag_upsample1d: scale_factor must be a number, got")
+  expect_error(ag_upsample1d_op(x, 2, input_shape = c(3, 5)), class = "pyggmlr_shape_error",
+               "ag_upsample1d_op: input_shape")
+})
+
+test_that("ag_fit trains a 1-D upsampling model eagerly and compiled alike", {
+  old <- ag_dtype("f64"); on.exit(ag_dtype(old))
+  set.seed(7)
+  x <- matrix(rnorm(16 * 24), ncol = 24L)
+  y <- matrix(rnorm(48), 2L)
+  runs <- lapply(c(FALSE, TRUE), function(st) {
+    set.seed(8)
+    m <- ag_sequential(ag_conv1d(2L, 3L, 3L, input_shape = c(2, 8)), ag_upsample1d(2, "linear"),
+                       ag_upsample1d(2), ag_flatten(), ag_linear(72L, 2L))
+    h <- ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, shuffle = FALSE, static = st,
+                silent = TRUE)
+    list(h$loss, ag_predict(m, x))
+  })
+  expect_identical(runs[[1L]], runs[[2L]])
+})
+
 tagger <- function(shape) {
   structure(list(forward = function(x) ag_pad2d_op(x, 0, input_shape = shape),
                  parameters = function() list()), class = "resize_tagger")
