@@ -13,6 +13,7 @@
 
 static const char *const ACTIVATIONS[] = {"gelu", "relu", "sigmoid", "softmax", "tanh", NULL};
 static const char *const INITS[] = {"glorot_uniform", "orthogonal", NULL};
+static const char *const CONV_INITS[] = {"torch", "glorot_uniform", "he_uniform", NULL};
 static const char *const NONLIN[] = {"tanh", "relu", NULL};
 static const char *const PADS[] = {"same", "valid", NULL};
 static const char *const PAD_MODES[] = {"constant", "reflect", "replicate", NULL};
@@ -70,7 +71,8 @@ typedef struct {
         SIZE("in_channels"), SIZE("out_channels"), PAIR("kernel_size", NULL, 1, NULL),             \
             PAIR("stride", "1", 1, NULL), PAIR("padding", "0", 0, PADS),                           \
             PAIR("dilation", "1", 1, NULL), SIZE_D("groups", "1"), FLAG("bias", "true"),           \
-            SHAPE("input_shape", k, k), CHOICE("activation", "null", ACTIVATIONS, 1)               \
+            SHAPE("input_shape", k, k), CHOICE("activation", "null", ACTIVATIONS, 1),              \
+            CHOICE("init", "\"torch\"", CONV_INITS, 0)                                             \
     }
 /* ag_conv_transpose2d's, in torch's ConvTranspose2d order */
 #define CONVT_ARGS                                                                                 \
@@ -79,7 +81,8 @@ typedef struct {
             PAIR("stride", "1", 1, NULL), PAIR("padding", "0", 0, NULL),                           \
             PAIR("output_padding", "0", 0, NULL), SIZE_D("groups", "1"), FLAG("bias", "true"),     \
             PAIR("dilation", "1", 1, NULL), SHAPE("input_shape", 3, 3),                            \
-            CHOICE("activation", "null", ACTIVATIONS, 1)                                           \
+            CHOICE("activation", "null", ACTIVATIONS, 1),                                          \
+            CHOICE("init", "\"torch\"", CONV_INITS, 0)                                             \
     }
 /* padding layers (ag_pad1d / ag_pad2d): padding a number or a list of up to `c` (pad2d: 1, 2 or
  * 4; never 3) whole numbers >= 0 */

@@ -1,7 +1,7 @@
 """ag_conv2d / ag_conv1d: convolution layers (torch.nn.Conv2d / Conv1d) on image batches
 [C*H*W, N] (pyggmlr.conv's layout). Weight [C_out, (C_in/groups)*kH*kW] and bias [C_out, 1]
 drawn as torch does by default, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), from the current stream
-(R draws the same bits)."""
+(R draws the same bits); init = "glorot_uniform" / "he_uniform" draw keras' kernels, bias zeros."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 from .._args import check_flag
 from .._core import NULL, check, ffi, lib
 from ..conv import _args
-from ..errors import ArgumentError
+from ..errors import ArgumentError, PyggmlrValueError
 from ..ops import _out
 from ..tensor import ArrayLike, Tensor, _as_tensor, ag_param
 from .base import _ACTIVATIONS, Module, _check_activation, _layer_memory, _uniform
@@ -45,6 +45,41 @@ def _check(
     return v, int(ci), int(co)
 
 
+# init: torch's default (weight and bias U(+-1/sqrt(fan_in))), keras' glorot_uniform and
+# he_uniform (torch's xavier_uniform_ / kaiming_uniform_(nonlinearity="relu") on the torch-shaped
+# weight; bias zeros); a unique prefix names one, as R's match.arg
+_CONV_INITS = ("torch", "glorot_uniform", "he_uniform")
+
+
+def _conv_init(init: Any, fn: str) -> str:
+    """init checked (before any draw): one of _CONV_INITS or a unique prefix of one."""
+    hits = [k for k in _CONV_INITS if k.startswith(init)] if isinstance(init, str) and init else []
+    if isinstance(init, str) and (init in _CONV_INITS or len(hits) == 1):
+        return init if init in _CONV_INITS else hits[0]
+    err = PyggmlrValueError if isinstance(init, str) else ArgumentError
+    raise err(
+        f"{fn}: init must be one of 'torch', 'glorot_uniform', 'he_uniform', got {init!r}"[:300]
+    )
+
+
+def _conv_draw(
+    init: str, fn: str, rows: int, cols: int, nbias: int, fans: Tuple[int, int]
+) -> Tuple[Any, Any]:
+    """The weight [rows, cols] (one runif) then the bias [nbias, 1] (torch: a second runif;
+    keras' inits: zeros, no draw; nbias 0: none). fans: torch's (fan_in, fan_out)."""
+    fan_in, fan_out = fans
+    if init == "torch":
+        a = 1.0 / math.sqrt(fan_in)
+    elif init == "glorot_uniform":
+        a = math.sqrt(6.0 / (fan_in + fan_out))
+    else:
+        a = math.sqrt(6.0 / fan_in)
+    w = ag_param(_uniform(a, rows, cols, fn))
+    if not nbias:
+        return w, None
+    return w, ag_param(_uniform(a, nbias, 1, fn) if init == "torch" else np.zeros((nbias, 1)))
+
+
 def _pair_of(v: Any, ih: int, iw: int, dims: int) -> List[int]:
     return [int(v[ih]), int(v[iw])] if dims == 2 else [int(v[iw])]
 
@@ -65,6 +100,7 @@ class _ConvNd(Module):
         bias: bool = True,
         input_shape: Optional[Sequence[int]] = None,
         activation: Optional[str] = None,
+        init: str = "torch",
     ) -> None:
         fn, d = "ag_" + self.kind, self.dims
         if input_shape is not None and not isinstance(input_shape, (list, tuple)):
@@ -95,15 +131,16 @@ class _ConvNd(Module):
         self._padding: Any = padding if pad_str else _pair_of(v, lib.PG_CONV_PH, lib.PG_CONV_PW, d)
         self.bias_flag = check_flag(bias, fn, "bias")
         self.activation = _check_activation(activation, fn)  # keras' Conv2D(activation =)
+        self.init = _conv_init(init, fn)
         if input_shape is not None:
             input_shape = [int(e) for e in input_shape]
         self.input_shape = None if input_shape is None else tuple(input_shape)
         fan_in = cin // g * math.prod(k)
-        a = 1.0 / math.sqrt(fan_in)
+        fans = (fan_in, cout * math.prod(k))  # torch's, from the weight (C_out, C_in/g, kH, kW)
         what = f"for a [{cout}x{fan_in}] weight"
         with _layer_memory(fn, what, float(cout) * (fan_in + 1)):
-            self.weight = ag_param(_uniform(a, cout, fan_in, fn))
-            self.bias = ag_param(_uniform(a, cout, 1, fn)) if self.bias_flag else None
+            nb = cout if self.bias_flag else 0
+            self.weight, self.bias = _conv_draw(self.init, fn, cout, fan_in, nb, fans)
         self.training = True
 
     # the config's values: pairs as [H, W] lists (1-D: numbers), padding a string or numbers
@@ -193,6 +230,7 @@ class _ConvNd(Module):
             "bias": self.bias_flag,
             "input_shape": None if self.input_shape is None else list(self.input_shape),
             "activation": self.activation,
+            "init": self.init,
         }
 
 
@@ -202,7 +240,11 @@ class ag_conv2d(_ConvNd):
     dividing both channel counts (groups = in_channels: depthwise); bias a flag. input_shape
     (C, H, W) is only needed when the input carries no image shape (raw data to a first layer).
     activation: None or "relu", "sigmoid", "tanh", "softmax", "gelu", applied to the output as
-    ag_linear's (keras' Conv2D(activation=)); the result keeps the image shape. Raises ArgumentError / PyggmlrValueError for bad arguments (naming ag_conv2d and the
+    ag_linear's (keras' Conv2D(activation=)); the result keeps the image shape. init: "torch"
+    (torch's default: weight and bias U(+-1/sqrt(fan_in)), fan_in = (C_in/groups)*kH*kW),
+    "glorot_uniform" (keras' default: U(+-sqrt(6/(fan_in+fan_out))), fan_out = C_out*kH*kW)
+    or "he_uniform" (U(+-sqrt(6/fan_in))), those two with bias zeros; a unique prefix too.
+    Raises ArgumentError / PyggmlrValueError for bad arguments (naming ag_conv2d and the
     argument), ShapeError in forward for inputs that do not fit."""
 
     dims = 2
@@ -225,7 +267,8 @@ class ag_conv_transpose2d(_ConvNd):
     dilation a number or a pair (H, W); groups dividing both channel counts; bias a flag.
     Weight [C_in, (C_out/groups)*kH*kW] (torch's (C_in, C_out/groups, kH, kW) reshaped
     (C_in, -1)) and bias [C_out, 1] drawn as torch does, U(+-1/sqrt(fan_in)) with fan_in =
-    (C_out/groups)*kH*kW. input_shape (C_in, H, W) and activation as ag_conv2d's. The output is
+    (C_out/groups)*kH*kW. input_shape (C_in, H, W), activation and init as ag_conv2d's (torch's
+    fans of that weight: fan_out = C_in*kH*kW). The output is
     [C_out*OH*OW, N], OH = (H - 1) * stride - 2 * padding + dilation * (kH - 1) +
     output_padding + 1, tagged (C_out, OH, OW)."""
 
@@ -245,6 +288,7 @@ class ag_conv_transpose2d(_ConvNd):
         dilation: Pair = 1,
         input_shape: Optional[Sequence[int]] = None,
         activation: Optional[str] = None,
+        init: str = "torch",
     ) -> None:
         fn = "ag_conv_transpose2d"
         if input_shape is not None and not isinstance(input_shape, (list, tuple)):
@@ -272,12 +316,13 @@ class ag_conv_transpose2d(_ConvNd):
         self._dilation = _pair_of(v, lib.PG_CONV_DH, lib.PG_CONV_DW, 2)
         self.bias_flag = check_flag(bias, fn, "bias")
         self.activation = _check_activation(activation, fn)
+        self.init = _conv_init(init, fn)
         self.input_shape = None if input_shape is None else tuple(int(e) for e in input_shape)
         fan_in = cout // g * math.prod(self._k)  # torch: weight.size(1) * kH * kW
-        a = 1.0 / math.sqrt(fan_in)
+        fans = (fan_in, cin * math.prod(self._k))  # and weight.size(0) * kH * kW
         with _layer_memory(fn, f"for a [{cin}x{fan_in}] weight", float(cin) * fan_in + cout):
-            self.weight = ag_param(_uniform(a, cin, fan_in, fn))
-            self.bias = ag_param(_uniform(a, cout, 1, fn)) if self.bias_flag else None
+            nb = cout if self.bias_flag else 0
+            self.weight, self.bias = _conv_draw(self.init, fn, cin, fan_in, nb, fans)
         self.training = True
 
     @property
@@ -330,4 +375,5 @@ class ag_conv_transpose2d(_ConvNd):
             "dilation": self.dilation,
             "input_shape": None if self.input_shape is None else list(self.input_shape),
             "activation": self.activation,
+            "init": self.init,
         }

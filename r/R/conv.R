@@ -155,8 +155,35 @@ ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
        shape = if (is.null(shape)) NULL else as.integer(shape))
 }
 
+# init: torch's default (weight and bias U(+-1/sqrt(fan_in))), keras' glorot_uniform and
+# he_uniform (torch's xavier_uniform_ / kaiming_uniform_(nonlinearity = "relu") on the
+# torch-shaped weight; bias zeros); a unique prefix names one (match.arg's rule). Python's
+# _conv_init has the same text.
+.CONV_INITS <- c("torch", "glorot_uniform", "he_uniform")
+.conv_init <- function(init, fn) {
+  i <- if (is.character(init) && length(init) == 1L && !is.na(init) && nzchar(init))
+         pmatch(init, .CONV_INITS) else NA_integer_
+  if (is.na(i))
+    .arg_fail(if (is.character(init) && length(init) == 1L) "value" else "argument",
+              "%s: init must be one of 'torch', 'glorot_uniform', 'he_uniform', got %s", fn,
+              .arg_show(init))
+  .CONV_INITS[[i]]
+}
+
+# the weight [rows, cols] (one runif) then the bias [nbias, 1] (torch: a second runif; keras'
+# inits: zeros, no draw; nbias 0: none); fans: torch's c(fan_in, fan_out)
+.conv_draw <- function(e, init, fn, rows, cols, nbias, fans) {
+  a <- switch(init, torch = 1 / sqrt(fans[[1L]]),
+              glorot_uniform = sqrt(6 / (fans[[1L]] + fans[[2L]])),
+              he_uniform = sqrt(6 / fans[[1L]]))
+  e$weight <- ag_param(.uniform_weight(rows, cols, a, fn))
+  e$bias <- if (nbias == 0L) NULL else if (init == "torch")
+    ag_param(.uniform_weight(nbias, 1L, a, fn)) else ag_param(matrix(0, nbias, 1L))
+  invisible(e)
+}
+
 .conv_layer <- function(kind, dims, in_channels, out_channels, kernel_size, stride, padding,
-                        dilation, groups, bias, input_shape, activation) {
+                        dilation, groups, bias, input_shape, activation, init) {
   fn <- paste0("ag_", kind)
   v <- .conv_checked(fn, dims, in_channels, out_channels, kernel_size, stride, padding, dilation,
                      groups, input_shape)
@@ -170,15 +197,14 @@ ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
   input_shape <- v$shape
   bias <- .arg_flag(bias, fn, "bias")
   act <- .act(activation, fn)  # keras' Conv2D(activation =), as ag_linear's
+  init <- .conv_init(init, fn)
   fan_in <- cin %/% g * prod(k)
-  a <- 1 / sqrt(fan_in)
+  fans <- c(fan_in, cout * prod(k))  # torch's, from the weight (C_out, C_in/g, kH, kW)
   e <- .layer(kind, sprintf("%s(%d, %d, %s%s)", kind, cin, cout, paste(k, collapse = "x"),
                             if (is.null(activation)) "" else paste0(", ", activation)))
   .layer_memory(fn, sprintf("for a [%dx%d] weight", cout, as.integer(fan_in)),
-                as.double(cout) * (fan_in + 1), {
-    e$weight <- ag_param(.uniform_weight(cout, fan_in, a, fn))
-    e$bias <- if (bias) ag_param(.uniform_weight(cout, 1L, a, fn)) else NULL
-  })
+                as.double(cout) * (fan_in + 1),
+                .conv_draw(e, init, fn, cout, fan_in, if (bias) cout else 0L, fans))
   e$in_channels <- cin
   e$out_channels <- cout
   e$groups <- g
@@ -194,6 +220,7 @@ ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
                    e$groups, e$kernel_size))
   }
   e$activation <- activation
+  e$init <- init
   e$parameters <- function() if (is.null(e$bias)) list(weight = e$weight) else
     list(weight = e$weight, bias = e$bias)
   # pairs as lists c(H, W) (1-D: numbers), as Python's to_config
@@ -202,22 +229,23 @@ ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
                                  kernel_size = cfg(k), stride = cfg(st), padding = cfg(e$padding),
                                  dilation = cfg(dil), groups = g, bias = bias,
                                  input_shape = if (is.null(e$input_shape)) NULL else
-                                   as.list(e$input_shape), activation = activation)
+                                   as.list(e$input_shape), activation = activation,
+                                 init = init)
   e
 }
 
 ag_conv2d <- function(in_channels, out_channels, kernel_size, stride = 1, padding = 0,
                       dilation = 1, groups = 1, bias = TRUE, input_shape = NULL,
-                      activation = NULL) {
+                      activation = NULL, init = "torch") {
   .conv_layer("conv2d", 2L, in_channels, out_channels, kernel_size, stride, padding, dilation,
-              groups, bias, input_shape, activation)
+              groups, bias, input_shape, activation, init)
 }
 
 ag_conv1d <- function(in_channels, out_channels, kernel_size, stride = 1, padding = 0,
                       dilation = 1, groups = 1, bias = TRUE, input_shape = NULL,
-                      activation = NULL) {
+                      activation = NULL, init = "torch") {
   .conv_layer("conv1d", 1L, in_channels, out_channels, kernel_size, stride, padding, dilation,
-              groups, bias, input_shape, activation)
+              groups, bias, input_shape, activation, init)
 }
 
 print.ag_conv2d <- function(x, ...) {

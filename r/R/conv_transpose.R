@@ -27,22 +27,21 @@ ag_conv_transpose2d_op <- function(x, weight, bias = NULL, stride = 1, padding =
 
 ag_conv_transpose2d <- function(in_channels, out_channels, kernel_size, stride = 1, padding = 0,
                                 output_padding = 0, groups = 1, bias = TRUE, dilation = 1,
-                                input_shape = NULL, activation = NULL) {
+                                input_shape = NULL, activation = NULL, init = "torch") {
   kind <- "conv_transpose2d"
   fn <- "ag_conv_transpose2d"
   v <- .conv_checked(fn, 2L, in_channels, out_channels, kernel_size, stride, padding, dilation,
                      groups, input_shape, output_padding)
   bias <- .arg_flag(bias, fn, "bias")
   act <- .act(activation, fn)
+  init <- .conv_init(init, fn)
   fan_in <- v$cout %/% v$g * prod(v$k)  # torch reads it from the weight's second dimension
-  a <- 1 / sqrt(fan_in)
+  fans <- c(fan_in, v$cin * prod(v$k))  # and fan_out from its first
   e <- .layer(kind, sprintf("%s(%d, %d, %s%s)", kind, v$cin, v$cout, paste(v$k, collapse = "x"),
                             if (is.null(activation)) "" else paste0(", ", activation)))
   .layer_memory(fn, sprintf("for a [%dx%d] weight", v$cin, as.integer(fan_in)),
-                as.double(v$cin) * fan_in + v$cout, {
-    e$weight <- ag_param(.uniform_weight(v$cin, fan_in, a, fn))
-    e$bias <- if (bias) ag_param(.uniform_weight(v$cout, 1L, a, fn)) else NULL
-  })
+                as.double(v$cin) * fan_in + v$cout,
+                .conv_draw(e, init, fn, v$cin, fan_in, if (bias) v$cout else 0L, fans))
   e$in_channels <- v$cin
   e$out_channels <- v$cout
   e$groups <- v$g
@@ -54,6 +53,7 @@ ag_conv_transpose2d <- function(in_channels, out_channels, kernel_size, stride =
   e$use_bias <- bias
   e$input_shape <- v$shape
   e$activation <- activation
+  e$init <- init
   e$forward <- function(x) {
     shape <- if (is_ag_tensor(x) && !is.null(ag_image_shape(x))) NULL else e$input_shape
     act(ag_conv_transpose2d_op(x, e$weight, e$bias, e$stride, e$padding, e$output_padding,
@@ -66,7 +66,8 @@ ag_conv_transpose2d <- function(in_channels, out_channels, kernel_size, stride =
                                  padding = as.list(v$pad), output_padding = as.list(v$op),
                                  groups = v$g, bias = bias, dilation = as.list(v$dil),
                                  input_shape = if (is.null(e$input_shape)) NULL else
-                                   as.list(e$input_shape), activation = activation)
+                                   as.list(e$input_shape), activation = activation,
+                                 init = init)
   e
 }
 

@@ -180,11 +180,12 @@ void test_conv(void)
     CHECK(!strcmp(out,
                   "{\"in_channels\": 2, \"out_channels\": 4, \"kernel_size\": [3, 2], "
                   "\"stride\": 1, \"padding\": \"same\", \"dilation\": 1, \"groups\": 1, "
-                  "\"bias\": true, \"input_shape\": [2, 8, 8], \"activation\": null}"));
+                  "\"bias\": true, \"input_shape\": [2, 8, 8], \"activation\": null, "
+                  "\"init\": \"torch\"}"));
     const char *ca = "{\"type\": \"conv1d\", \"in_channels\": 1, \"out_channels\": 2, "
                      "\"kernel_size\": 3, \"activation\": \"relu\"}";
     CHECK(pg_layer_config(ca, (int64_t)strlen(ca), 0, 0, out, sizeof out) > 0 &&
-          strstr(out, "\"input_shape\": null, \"activation\": \"relu\"}"));
+          strstr(out, "\"input_shape\": null, \"activation\": \"relu\", \"init\": \"torch\"}"));
     const char *cs = "{\"type\": \"conv1d\", \"in_channels\": 1, \"out_channels\": 2, "
                      "\"kernel_size\": 3, \"activation\": \"swish\"}";
     CHECK_ERR(pg_layer_config(cs, (int64_t)strlen(cs), 0, 0, out, sizeof out) < 0,

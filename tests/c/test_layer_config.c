@@ -37,6 +37,17 @@ void test_layer_config(void)
     CHECK(cfg("{\"type\": \"embedding\", \"vocab_size\": 6, \"dim\": 3}") > 0 &&
           !strcmp(out, "{\"vocab_size\": 6, \"dim\": 3}"));
     CHECK(cfg("{\"type\": \"sequential\", \"layers\": []}") == 2 && !strcmp(out, "{}"));
+    /* the convolutions' init (issue 30): torch's default filled, keras' two named, others refused */
+    CHECK(cfg("{\"type\": \"conv1d\", \"in_channels\": 2, \"out_channels\": 3, "
+              "\"kernel_size\": 2}") > 0 &&
+          strstr(out, "\"activation\": null, \"init\": \"torch\"}"));
+    CHECK(cfg("{\"type\": \"conv_transpose2d\", \"in_channels\": 2, \"out_channels\": 3, "
+              "\"kernel_size\": 2, \"init\": \"he_uniform\"}") > 0 &&
+          strstr(out, "\"init\": \"he_uniform\"}"));
+    REFUSED("{\"type\": \"conv2d\", \"in_channels\": 2, \"out_channels\": 3, \"kernel_size\": 2, "
+            "\"init\": \"orthogonal\"}",
+            "bad arguments for a 'conv2d' layer: init must be one of \"torch\", \"glorot_uniform\" "
+            "or \"he_uniform\", got \"orthogonal\"");
     /* a number reads back as the same double */
     CHECK(cfg("{\"type\": \"dropout\", \"rate\": 0.30000000000000004}") > 0 &&
           !strcmp(out, "{\"rate\": 0.30000000000000004}"));

@@ -283,6 +283,7 @@ def test_config_model_file_and_sequential(tmp_path, f64):
         "bias": True,
         "input_shape": [1, 6, 6],
         "activation": None,
+        "init": "torch",
     }
     m2 = pg.ag_module_from_config(cfg)
     assert [type(v) for v in m2.layers] == [type(v) for v in m.layers]

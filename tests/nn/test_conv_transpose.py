@@ -251,6 +251,7 @@ def test_config_model_file_and_sequential(tmp_path, f64):
         "dilation": [1, 1],
         "input_shape": None,
         "activation": "relu",
+        "init": "torch",
     }
     m2 = pg.ag_module_from_config(cfg)
     assert [type(v) for v in m2.layers] == [type(v) for v in m.layers]

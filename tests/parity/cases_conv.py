@@ -5,6 +5,7 @@ other, bit for bit; "dims" 3 is a decoder with a transposed convolution. The R h
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from typing import Any, Dict, List
@@ -117,3 +118,46 @@ _case("seeded 2-d CNN, ag_fit static, files crossed", 2, True)
 _case("seeded 1-d CNN, ag_fit static, files crossed", 1, True)
 _case("transposed decoder, eager fit, files crossed", 3, False)
 _case("transposed decoder, static fit, files crossed", 3, True)
+
+
+# init = (torch's default, keras' glorot_uniform and he_uniform): each layer kind drawn from one
+# seed, its parameters and a forward, one record per init (the R half: parity_conv_init)
+_INITS = ("torch", "glorot_uniform", "he_uniform")
+
+
+def _init_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
+    import pyggmlr as pg
+
+    def run(init: str) -> Dict[str, Any]:
+        pg.ggml_set_seed(int(d["seed"]))
+        c2 = pg.ag_conv2d(2, 4, (3, 2), groups=2, input_shape=(2, 6, 6), init=init)
+        c1 = pg.ag_conv1d(3, 5, 4, init=init)
+        ct = pg.ag_conv_transpose2d(4, 6, 3, groups=2, init=init)
+        rec = {}
+        for nm, layer in (("conv2d", c2), ("conv1d", c1), ("conv_transpose2d", ct)):
+            rec.update({f"{nm} {k}": v for k, v in tensor_values(layer.parameters()).items()})
+        rec["conv2d forward"] = c2(d["x"]).numpy()
+        return rec
+
+    return [with_dtype(dtype, functools.partial(run, i)) for i in _INITS]
+
+
+def _init_r(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
+    res = call_r("parity_conv_init", dtype=dtype, seed=d["seed"], x=d["x"])
+    return [r_dict(res[i]) for i in _INITS]
+
+
+def _init_inputs(rng: Any) -> Dict[str, Any]:
+    return {"seed": 20302.0, "x": _u(rng, 72, 5, lo=-2, hi=2)}
+
+
+CASES.append(
+    ScriptCase(
+        "conv: init torch, glorot_uniform, he_uniform drawn",
+        _init_py,
+        _init_r,
+        3,
+        _init_inputs,
+        group="fit",
+    )
+)

@@ -32,3 +32,24 @@ parity_conv_fit <- function(dtype, dims, seed, x, y, nepoch, static, hist_keys, 
 
 # a file written by Python read here: ag_predict on x
 parity_conv_read <- function(path, x) ag_predict(ag_load_model(path), x)
+
+# each init's layers from `seed`: their parameters and the conv2d's forward on x (init = cases)
+parity_conv_init <- function(dtype, seed, x) {
+  with_dtype(dtype, function() {
+    run <- function(init) {
+      ggml_set_seed(seed)
+      c2 <- ag_conv2d(2, 4, c(3, 2), groups = 2, input_shape = c(2, 6, 6), init = init)
+      c1 <- ag_conv1d(3, 5, 4, init = init)
+      ct <- ag_conv_transpose2d(4, 6, 3, groups = 2, init = init)
+      rec <- list()
+      for (nm in c("conv2d", "conv1d", "conv_transpose2d")) {
+        p <- values_of(list(conv2d = c2, conv1d = c1, conv_transpose2d = ct)[[nm]]$parameters())
+        names(p) <- paste(nm, names(p))
+        rec <- c(rec, p)
+      }
+      rec[["conv2d forward"]] <- c2$forward(x)$data
+      rec
+    }
+    sapply(c("torch", "glorot_uniform", "he_uniform"), run, simplify = FALSE)
+  })
+}
