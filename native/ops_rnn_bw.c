@@ -8,9 +8,9 @@
 #include "ops_rnn_internal.h"
 
 /* the buffers: D, Dh (GRU), P (each step's previous state [H, T*N]), dh, dc, the GRU's direct
- * dh' * z term [H, N] each, th [H] zeros */
+ * dh' * z term [H, N] each, th [H] zeros, Ds [GH, N] one step's D (or Dh) contiguous */
 typedef struct {
-    void *D, *Dh, *P, *dh, *dc, *dd, *th;
+    void *D, *Dh, *P, *dh, *dc, *dd, *th, *Ds;
 } bufs;
 
 /* one LSTM column's gate gradients: restrict lets the compiler vectorise it; an AVX2 copy does
@@ -103,9 +103,13 @@ static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
             }
             /* dh_{t-1} = W_hh^T D_t (+ the GRU's z * dh_t); not needed before step 0 without s0 */
             if (s == 0 && !s0) break;
+            /* the step's gate gradients, contiguous: read in place at the stride GH * L (a
+             * multiple of 4 KiB) the GEMM's columns fight over a few cache sets, 1.7x slower */
             const T *Dr = (mode == PG_RNN_GRU ? Dh : D) + GH * t;
+            T *Ds = w->Ds;
+            for (int64_t n = 0; n < N; n++) memcpy(Ds + GH * n, Dr + GH * L * n, (size_t)GH * es);
             if (mode == PG_RNN_GRU) memcpy(dh, dd, (size_t)(H * N) * es);
-            pg_gemm(dt, 1, 0, H, N, GH, 1.0, pg_data(nd->in[2]), GH, Dr, GH * L,
+            pg_gemm(dt, 1, 0, H, N, GH, 1.0, pg_data(nd->in[2]), GH, Ds, GH,
                     mode == PG_RNN_GRU ? 1.0 : 0.0, dh, H);
         }
     });
@@ -132,16 +136,17 @@ int pg_rnn_bw(pg_node *nd, pg_tensor *g)
     pg_tensor *x = nd->in[0], *Wi = nd->in[1], *Wh = nd->in[2], *b = nd->in[3], *s0 = nd->in[4];
     const int dt = g->dtype, gru = d.mode == PG_RNN_GRU, lstm = d.mode == PG_RNN_LSTM;
     const size_t es = pg_dtype_size(dt);
-    const int64_t nD = GH * TN * (gru ? 2 : 1), nP = H * TN, nS = H * N * 3 + H;
+    const int64_t nD = GH * TN * (gru ? 2 : 1), nP = H * TN, nS = H * N * 3 + H + GH * N;
     char *mem = malloc((size_t)(nD + nP + nS) * es);
     if (!mem) return pg_fail(PG_STATUS_ERR_NOMEM, "%s backward: out of memory", d.fn);
-    bufs w = {mem, NULL, NULL, NULL, NULL, NULL, NULL};
+    bufs w = {mem, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     w.Dh = gru ? mem + (size_t)(GH * TN) * es : w.D;
     w.P = mem + (size_t)nD * es;
     w.dh = (char *)w.P + (size_t)nP * es;
     w.dc = lstm ? (char *)w.dh + (size_t)(H * N) * es : NULL;
     w.dd = gru ? (char *)w.dh + (size_t)(2 * H * N) * es : NULL;
     w.th = (char *)w.dh + (size_t)(3 * H * N) * es;
+    w.Ds = (char *)w.th + (size_t)H * es;
     bw_steps(nd, g, &d, &w);
     int rc = 0, acc;
     void *slot;
