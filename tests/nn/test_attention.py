@@ -12,13 +12,6 @@ import pyggmlr as pg
 FA = pg.ag_flash_attention
 
 
-@pytest.fixture
-def f64():
-    prev = pg.ag_dtype("f64")
-    yield
-    pg.ag_dtype(prev)
-
-
 def _ref(q, k, v, H, scale=None, mask=None, causal=False, G=None):
     """numpy f64 forward (and, with G, the backward of sum(out * G)) from the spec's formulas."""
     D, Sq = q.shape

@@ -8,26 +8,10 @@ import os
 
 import numpy as np
 import pytest
+from _nnref import needs_torch, torch
 
 import pyggmlr as pg
 from pyggmlr.errors import ArgumentError, PyggmlrValueError
-
-try:
-    import torch
-except ImportError:  # the bounds' reference; the draw, file and error tests still run
-    torch = None
-
-needs_torch = pytest.mark.skipif(
-    torch is None, reason="torch (the bounds' reference) is not installed"
-)
-
-
-@pytest.fixture
-def f64():
-    prev = pg.ag_dtype("f64")
-    yield
-    pg.ag_dtype(prev)
-
 
 # (constructor, args, torch-shaped weight, torch's fan_in, fan_out)
 LAYERS = [

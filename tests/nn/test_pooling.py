@@ -3,53 +3,15 @@
 rule, the image tag, configs and model files, ag_compile and ag_fit(static=True) against the
 eager run, the memory estimate, and the core's error texts."""
 
-import gc
 import os
 
 import numpy as np
 import pytest
-from conftest import current_bytes, itemsize
+from _nnref import F, estimate_and_peak, image_shape, needs_torch, tag, to_cols, torch
 
 import pyggmlr as pg
-from pyggmlr._core import ffi, lib
 from pyggmlr.errors import ArgumentError, PyggmlrValueError, ShapeError
 from pyggmlr.nn import Module
-
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:  # the reference is optional: the tests that need it skip
-    torch = None
-
-needs_torch = pytest.mark.skipif(
-    torch is None, reason="PyTorch (the f64 reference) is not installed"
-)
-
-
-@pytest.fixture
-def f64():
-    prev = pg.ag_dtype("f64")
-    yield
-    pg.ag_dtype(prev)
-
-
-def to_cols(a):
-    """numpy (N, C, H, W) or (N, C, L) -> the package's [C*H*W, N]."""
-    return np.ascontiguousarray(a.reshape(a.shape[0], -1).T)
-
-
-def tag(t, shape):
-    """Set t's image tag from a torch-order (C, H, W) shape (the core's setter)."""
-    c, h, w = shape
-    assert lib.pg_tensor_set_image_shape(t._p, ffi.new("int64_t[3]", [w, h, c]), ffi.NULL) == 0
-    return t
-
-
-def image_shape(t):
-    out = ffi.new("int64_t[3]")
-    if lib.pg_tensor_image_shape(t._p, out) != 1:
-        return None
-    return (out[2], out[1], out[0])
 
 
 def run_pair(op, ref, a, w, **kw):
@@ -320,21 +282,8 @@ def test_memory_estimate_equals_measured_step(f64):
     x = pg.ag_tensor(rng.normal(size=(2 * 6 * 6, 16)))
     y = pg.ag_tensor(rng.normal(size=(2, 16)))
     model = pg.ag_sequential([Tagger((2, 6, 6))] + cnn_tail())
-    est = pg.ag_estimate_training_memory(model=model, x=x, y=y, optimizer="adam", quiet=True)
+    est, peak = estimate_and_peak(model, x, y, steps=2)
     assert est.params == 18 * 4 + 4 + 4 * 2 + 2  # pooling holds no parameters
-    gc.collect()
-    weights = est.params * itemsize()
-    base = current_bytes() - weights - x.size * itemsize() - y.size * itemsize()
-    opt = pg.optimizer_adam(model.parameters())
-    for i in range(2):  # the second step: Adam's state exists from the first, as in training
-        if i == 1:
-            pg.ag_memory_reset_peak()
-        with pg.with_grad_tape():
-            loss = pg.ag_mse_loss(model.forward(x), y)
-        opt.step(pg.backward(loss))
-        del loss
-        opt.zero_grad()
-    peak = pg.ag_memory_peak() - base
     assert abs(est.total / peak - 1) < 0.02
 
 

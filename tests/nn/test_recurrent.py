@@ -2,58 +2,22 @@
 gradients of inputs, weights, biases and initial states, stacked and bidirectional layers; the
 layer table, model files, ag_compile and ag_fit(static = TRUE), the memory estimate, the texts."""
 
-import gc
 import os
 
 import numpy as np
 import pytest
-from conftest import current_bytes, itemsize
+from _nnref import estimate_and_peak, needs_torch, rnn_twin, torch
 
 import pyggmlr as pg
 from pyggmlr.errors import ArgumentError, DTypeError, PyggmlrValueError, ShapeError
 
-try:
-    import torch
-except ImportError:  # the comparisons need it; the rest runs without
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
-
 LAYERS = {"lstm": pg.ag_lstm, "gru": pg.ag_gru, "rnn": pg.ag_rnn}
-
-
-@pytest.fixture
-def f64():
-    prev = pg.ag_dtype("f64")
-    yield
-    pg.ag_dtype(prev)
-
-
-def torch_twin(kind, layer, **kw):
-    """The torch module with the layer's weights copied in (f64)."""
-    cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn": torch.nn.RNN}[kind]
-    t = cls(
-        layer.input_size,
-        layer.hidden_size,
-        num_layers=layer.num_layers,
-        bias=layer.bias,
-        batch_first=True,
-        bidirectional=layer.bidirectional,
-        **kw,
-    ).double()
-    with torch.no_grad():
-        for name, p in layer.parameters().items():
-            tn = name.replace("W_ih", "weight_ih").replace("W_hh", "weight_hh")
-            tn = tn.replace("b_ih", "bias_ih").replace("b_hh", "bias_hh")
-            v = p.numpy()
-            getattr(t, tn).copy_(torch.tensor(v.ravel() if v.shape[1] == 1 else v))
-    return t
 
 
 def run_both(kind, layer, x, h0=None, c0=None, **kw):
     """Outputs and gradients of sum(out * w) from the layer and from torch."""
     N, T, F = x.shape
-    tm = torch_twin(kind, layer, **kw)
+    tm = rnn_twin(kind, layer, **kw)
     tx = torch.tensor(x, requires_grad=True)
     states = None
     if h0 is not None:
@@ -204,19 +168,8 @@ def test_memory_estimate_equals_measured_step(f64):
     y = pg.ag_tensor(rng.normal(size=(2, 16)))
     pg.ggml_set_seed(15)
     model = pg.ag_sequential(pg.ag_lstm(3, 8), pg.ag_linear(8, 2))
-    est = pg.ag_estimate_training_memory(model=model, x=x, y=y, optimizer="adam", quiet=True)
+    est, peak = estimate_and_peak(model, x, y)
     assert est.params == 4 * 8 * (3 + 8 + 2) + 8 * 2 + 2
-    gc.collect()
-    weights = est.params * itemsize()
-    base = current_bytes() - weights - x.size * itemsize() - y.size * itemsize()
-    opt = pg.optimizer_adam(model.parameters())
-    pg.ag_memory_reset_peak()
-    with pg.with_grad_tape():
-        loss = pg.ag_mse_loss(model.forward(x), y)
-    opt.step(pg.backward(loss))
-    del loss
-    opt.zero_grad()
-    peak = pg.ag_memory_peak() - base
     assert abs(est.total / peak - 1) < 0.02
 
 

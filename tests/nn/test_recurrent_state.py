@@ -6,44 +6,12 @@ import os
 
 import numpy as np
 import pytest
+from _nnref import needs_torch, rnn_twin, torch
 
 import pyggmlr as pg
 from pyggmlr.errors import ArgumentError
 
-try:
-    import torch
-except ImportError:  # the comparisons need it; the rest runs without
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
-
 LAYERS = {"lstm": pg.ag_lstm, "gru": pg.ag_gru, "rnn": pg.ag_rnn}
-
-
-@pytest.fixture
-def f64():
-    prev = pg.ag_dtype("f64")
-    yield
-    pg.ag_dtype(prev)
-
-
-def torch_twin(kind, layer):
-    """The torch module with the layer's weights copied in (f64)."""
-    cls = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn": torch.nn.RNN}[kind]
-    t = cls(
-        layer.input_size,
-        layer.hidden_size,
-        num_layers=layer.num_layers,
-        bias=layer.bias,
-        batch_first=True,
-        bidirectional=layer.bidirectional,
-    ).double()
-    with torch.no_grad():
-        for name, p in layer.parameters().items():
-            tn = name.replace("W_", "weight_").replace("b_", "bias_")
-            v = p.numpy()
-            getattr(t, tn).copy_(torch.tensor(v.ravel() if v.shape[1] == 1 else v))
-    return t
 
 
 def stacked(s):
@@ -59,7 +27,7 @@ def check(kind, layers, bidir, seqs, with_h0):
     rng = np.random.default_rng(22)
     N, T, D = 5, 6, 2 if bidir else 1
     x = rng.normal(size=(N, T, 3))
-    tm = torch_twin(kind, layer)
+    tm = rnn_twin(kind, layer)
     tx = torch.tensor(x, requires_grad=True)
     th0 = torch.tensor(rng.normal(size=(layers * D, N, 4)), requires_grad=True)
     tc0 = torch.tensor(rng.normal(size=(layers * D, N, 4)), requires_grad=True)
