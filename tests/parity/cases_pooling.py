@@ -12,7 +12,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from .cases_models import linear_shapes
-from .core import CASES, Case, Record, ScriptCase, _u, call_r, r_values, with_dtype
+from .core import CASES, Case, Record, ScriptCase, _u, call_r, r_values, train_steps, with_dtype
 
 SHAPE = (2, 6, 6)
 
@@ -41,28 +41,15 @@ def _py(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
             )
             return pg.ag_mse_loss(m(h), y) + extra
 
+        def record(loss):
+            return {
+                "loss": np.asarray([loss]),
+                "W": ps["layer3_W"].numpy(),
+                "b": ps["layer4_b"].numpy(),
+            }
+
         x, y = pg.ag_tensor(d["x"]), pg.ag_tensor(d["y"])
-        step = pg.ag_compile(loss_fn, x, y, optimizer=opt) if d["compiled"] else None
-        recs = []
-        for _ in range(steps):
-            if step is not None:
-                res = step(x, y)  # the loss, a float (build "opt")
-                assert isinstance(res, float)
-                loss = res
-            else:
-                with pg.with_grad_tape():
-                    lt = loss_fn(x, y)
-                opt.step(pg.backward(lt))
-                opt.zero_grad()
-                loss = lt.item()
-            recs.append(
-                {
-                    "loss": np.asarray([loss]),
-                    "W": ps["layer3_W"].numpy(),
-                    "b": ps["layer4_b"].numpy(),
-                }
-            )
-        return recs
+        return train_steps(loss_fn, opt, x, y, steps, d["compiled"], record)
 
     return with_dtype(dtype, run)
 

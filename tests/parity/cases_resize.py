@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from .cases_models import linear_shapes
-from .core import CASES, Case, Record, ScriptCase, _u, call_r, r_values, with_dtype
+from .core import CASES, Case, Record, ScriptCase, _u, call_r, r_values, train_steps, with_dtype
 
 SHAPE = (2, 4, 4)
 
@@ -52,26 +52,15 @@ def _py(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
                 + pg.ag_mean(e3 * e3)
             )
 
+        def record(loss):
+            return {
+                "loss": np.asarray([loss]),
+                "W": ps["layer7_W"].numpy(),
+                "b": ps["layer7_b"].numpy(),
+            }
+
         x, y = pg.ag_tensor(d["x"]), pg.ag_tensor(d["y"])
-        step = pg.ag_compile(loss_fn, x, y, optimizer=opt) if d["compiled"] else None
-        recs = []
-        for _ in range(steps):
-            if step is not None:
-                loss = step(x, y)
-            else:
-                with pg.with_grad_tape():
-                    lt = loss_fn(x, y)
-                opt.step(pg.backward(lt))
-                opt.zero_grad()
-                loss = lt.item()
-            recs.append(
-                {
-                    "loss": np.asarray([loss]),
-                    "W": ps["layer7_W"].numpy(),
-                    "b": ps["layer7_b"].numpy(),
-                }
-            )
-        return recs
+        return train_steps(loss_fn, opt, x, y, steps, d["compiled"], record)
 
     return with_dtype(dtype, run)
 

@@ -219,6 +219,35 @@ def call_r(fname: str, **inputs: Any) -> Any:
     return r.from_r(r.call(env[fname], **inputs))
 
 
+def train_steps(
+    loss_fn: Callable[[Any, Any], Any],
+    opt: Any,
+    x: Any,
+    y: Any,
+    steps: int,
+    compiled: bool,
+    record: Callable[[float], Dict[str, Any]],
+) -> List[Any]:
+    """`steps` optimizer steps on loss_fn(x, y), eager (a tape, backward, step, zero_grad) or as
+    one ag_compile step; record(loss) after each. R's twin: train_steps in helpers.R."""
+    import pyggmlr as pg
+
+    step = pg.ag_compile(loss_fn, x, y, optimizer=opt) if compiled else None
+    recs = []
+    for _ in range(steps):
+        if step is not None:
+            loss = step(x, y)  # the loss, a float (build "opt")
+            assert isinstance(loss, float)
+        else:
+            with pg.with_grad_tape():
+                lt = loss_fn(x, y)
+            opt.step(pg.backward(lt))
+            opt.zero_grad()
+            loss = lt.item()
+        recs.append(record(loss))
+    return recs
+
+
 def with_dtype(dtype: str, f: Callable[[], Any]) -> Any:
     """f() with Python's default dtype set to `dtype` (restored afterwards)."""
     import pyggmlr as pg

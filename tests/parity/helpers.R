@@ -20,5 +20,24 @@ with_dtype <- function(dtype, f) {
   tryCatch(f(), finally = ag_dtype(prev))
 }
 
+# `steps` optimizer steps on loss_fn(xt, yt), eager or as one ag_compile step; record(loss) after
+# each (core.py's train_steps)
+train_steps <- function(loss_fn, opt, xt, yt, steps, compiled, record) {
+  step <- if (compiled) ag_compile(loss_fn, xt, yt, optimizer = opt) else NULL
+  lapply(seq_len(steps), function(i) {
+    if (!is.null(step)) {
+      loss <- step(xt, yt)
+    } else {
+      with_grad_tape({
+        lt <- loss_fn(xt, yt)
+      })
+      opt$step(backward(lt))
+      opt$zero_grad()
+      loss <- lt$data[[1L]]
+    }
+    record(loss)
+  })
+}
+
 # an architecture given as the expression both languages evaluate, e.g. "ag_sequential(...)"
 build_arch <- function(arch, init, binit) set_values(eval(parse(text = arch)), init, binit)

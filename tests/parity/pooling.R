@@ -17,22 +17,10 @@ parity_pool_steps <- function(dtype, init, x, y, steps, compiled) {
         ag_mean(ag_avg_pool1d_op(x, 4, 2, 1, input_shape = c(2, 36)))
       ag_mse_loss(m$forward(h), y) + extra
     }
-    xt <- ag_tensor(x)
-    yt <- ag_tensor(y)
-    step <- if (compiled) ag_compile(loss_fn, xt, yt, optimizer = opt) else NULL
-    lapply(seq_len(steps), function(i) {
-      if (!is.null(step)) {
-        loss <- step(xt, yt)
-      } else {
-        with_grad_tape({
-          lt <- loss_fn(xt, yt)
-        })
-        opt$step(backward(lt))
-        opt$zero_grad()
-        loss <- lt$data[[1L]]
-      }
+    record <- function(loss) {
       list(loss = loss, W = ps[["layer3_W"]]$data, b = ps[["layer4_b"]]$data)
-    })
+    }
+    train_steps(loss_fn, opt, ag_tensor(x), ag_tensor(y), steps, compiled, record)
   })
 }
 

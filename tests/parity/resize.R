@@ -25,22 +25,10 @@ parity_resize_steps <- function(dtype, init, x, y, steps, compiled) {
       e3 <- ag_upsample1d_op(x, 3, "linear", input_shape = c(2, 16))
       ag_mse_loss(m$forward(h), y) + ag_mean(e1 * e1) + ag_mean(e2 * e2) + ag_mean(e3 * e3)
     }
-    xt <- ag_tensor(x)
-    yt <- ag_tensor(y)
-    step <- if (compiled) ag_compile(loss_fn, xt, yt, optimizer = opt) else NULL
-    lapply(seq_len(steps), function(i) {
-      if (!is.null(step)) {
-        loss <- step(xt, yt)
-      } else {
-        with_grad_tape({
-          lt <- loss_fn(xt, yt)
-        })
-        opt$step(backward(lt))
-        opt$zero_grad()
-        loss <- lt$data[[1L]]
-      }
+    record <- function(loss) {
       list(loss = loss, W = ps[["layer7_W"]]$data, b = ps[["layer7_b"]]$data)
-    })
+    }
+    train_steps(loss_fn, opt, ag_tensor(x), ag_tensor(y), steps, compiled, record)
   })
 }
 
