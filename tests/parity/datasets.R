@@ -27,7 +27,17 @@ parity_sunspots <- function(dtype, nepoch) {
     h <- ag_fit(model, x[, keep], y[, keep, drop = FALSE], loss = "mse", nepoch = nepoch,
                 batch_size = 32, lr = 3e-3, seed = 11, verbose = 0)
     res <- ag_evaluate(model, x[, !train], y[, !train, drop = FALSE], metrics = "rmse")
-    list(loss = h$loss, rmse = res$rmse, predict = ag_predict(model, x[, !train]))
+    # the guide's forecast ahead: a return_state twin fed its own forecasts, 3 months
+    stepper <- ag_gru(1, 8, return_state = TRUE)
+    ag_load_state_dict(stepper, ag_state_dict(model$layers[[1]]))
+    st <- stepper$forward(ag_tensor(x[, !train]))
+    p <- model$layers[[2]]$forward(st[[2]])
+    for (k in 1:2) {
+      st <- stepper$forward(p, h0 = st[[2]])
+      p <- model$layers[[2]]$forward(st[[2]])
+    }
+    list(loss = h$loss, rmse = res$rmse, predict = ag_predict(model, x[, !train]),
+         ahead = p$data)
   })
   list(rec0, rec1)
 }
