@@ -17,27 +17,6 @@ static int check_vec(const char *op, const char *name, const pg_tensor *v, const
     return 0;
 }
 
-/* Records the node and attaches saved tensors; releases the saved refs either way. Returns out
- * (NULL after releasing it if recording failed). */
-static pg_tensor *finish(const char *label, pg_bw_fn bw, pg_tensor *out, int n_in, pg_tensor **in,
-                         pg_tensor *s0, pg_tensor *s1, pg_node **nd)
-{
-    int err;
-    pg_node *n = pg_record(label, bw, out, n_in, in, &err);
-    if (!err && n) {
-        if (s0) pg_node_save(n, s0);
-        if (s1) pg_node_save(n, s1);
-    }
-    pg_tensor_release(s0);
-    pg_tensor_release(s1);
-    if (err) {
-        pg_tensor_release(out);
-        return NULL;
-    }
-    if (nd) *nd = n;
-    return out;
-}
-
 /* ---- shared by batch norm (per row) and layer norm (per column) ----
  * xhat [F, B] and invstd (one value per normalised group) are saved. The gradients of gamma and
  * beta are per feature row in both cases. */
@@ -323,7 +302,7 @@ pg_tensor *pg_layer_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, double
 
 /* ---- embedding ---- */
 
-/* The ids of node n: saved[0] (f64, copied from a caller's array) or in[1] (an ids tensor). */
+/* id k of an ids tensor (f32 or f64; an array's ids come as f64) */
 static int64_t emb_id(const pg_tensor *ids, int64_t k)
 {
     return ids->dtype == PG_DTYPE_F32 ? (int64_t)((const float *)pg_data(ids))[k]
@@ -332,7 +311,7 @@ static int64_t emb_id(const pg_tensor *ids, int64_t k)
 
 static int embedding_bw(pg_node *n, pg_tensor *g)
 {
-    pg_tensor *w = n->in[0], *ids = n->n_in > 1 ? n->in[1] : n->saved[0];
+    pg_tensor *w = n->in[0], *ids = n->in[1];
     void *slot;
     int acc, r = pg_grad_slot_for(w, &slot, &acc);
     if (r <= 0) return r;
@@ -358,7 +337,7 @@ pg_tensor *pg_embedding(pg_tensor *weight, const int64_t *idx, int64_t n)
         return pg_fail_null(PG_STATUS_ERR_VALUE, "%s: number of ids must be >= 0, got %lld", op,
                             (long long)n);
     if (n > 0 && !idx) return pg_fail_null(PG_STATUS_ERR_ARG, "%s: ids pointer is NULL", op);
-    int64_t D = weight->ne[0], V = weight->ne[1];
+    const int64_t V = weight->ne[1];
     for (int64_t k = 0; k < n; k++)
         if (idx[k] < 0 || idx[k] >= V)
             return pg_fail_null(PG_STATUS_ERR_VALUE,
@@ -366,26 +345,15 @@ pg_tensor *pg_embedding(pg_tensor *weight, const int64_t *idx, int64_t n)
                                 "must be in [0, %lld) for weight %s",
                                 op, (long long)idx[k], (long long)(k + pg_index_base()),
                                 (long long)V, pg_desc(weight));
-    pg_tensor *out = pg_new(weight->dtype, D, n, PG_MEM_CATEGORY_OTHER);
-    if (!out) return NULL;
-    PG_DISPATCH(weight->dtype, {
-        const T *w = pg_data(weight);
-        T *o = pg_data(out);
-        for (int64_t k = 0; k < n; k++) memcpy(o + k * D, w + idx[k] * D, (size_t)D * sizeof(T));
-    });
-    pg_tensor *ids = NULL;
-    if (pg_wants_grad(weight) && pg_tape_enabled()) {
-        ids = pg_new(PG_DTYPE_F64, 1, n, PG_MEM_CATEGORY_SAVED); /* exact for ids < 2^53 */
-        if (!ids) {
-            pg_tensor_release(out);
-            return NULL;
-        }
-        double *ip = pg_data(ids);
-        for (int64_t k = 0; k < n; k++) ip[k] = (double)idx[k];
-    }
-    /* no forward rule: the ids were copied from a caller's array, so a compiled graph could
-     * not refill them (ag_compile refuses the op; pass the ids as a tensor, pg_embedding_ids) */
-    return finish("embedding", embedding_bw, out, 1, &weight, ids, NULL, NULL);
+    /* the ids become a tensor the node reads on every run: a compiled graph keeps it as a
+     * constant and replays the op (exact in f64 for ids < 2^53) */
+    pg_tensor *ids = pg_new(PG_DTYPE_F64, 1, n, PG_MEM_CATEGORY_SAVED);
+    if (!ids) return NULL;
+    double *ip = pg_data(ids);
+    for (int64_t k = 0; k < n; k++) ip[k] = (double)idx[k];
+    pg_tensor *out = pg_embedding_ids(weight, ids);
+    pg_tensor_release(ids);
+    return out;
 }
 
 /* in: weight, ids (a tensor, read on every run: a compiled graph refills it) */

@@ -25,11 +25,12 @@ eager one.) The layers' modes are read at record time: a graph recorded in train
 keeps dropout and batch statistics; record a second ("forward") graph after ag_eval(model)
 for evaluation with the running statistics.
 
-Data: only the inputs are refilled. Tensors or arrays that fn builds or closes over are
-constants of the graph (their values at record time), e.g. class ids given to
-ag_softmax_cross_entropy_loss as an array. Give per-step data as inputs: embedding ids as an
-input tensor (ag_embedding reads a tensor's ids on every replay); ids given to ag_embedding as
-an array cannot be replayed and make ag_compile raise.
+Data: what changes per call is the inputs (refilled), the parameters' values (each replay
+reads them as they are) and dropout masks (drawn anew). What does not: tensors or arrays that fn
+builds or closes over are constants of the graph, their values at record time, e.g. class ids
+given to ag_softmax_cross_entropy_loss or ids given to ag_embedding as an array; so are values fn
+reads back into Python (x.numpy()) and the branches it takes on them. Give per-step data as
+inputs (ag_embedding reads an input tensor's ids on every replay).
 """
 
 from __future__ import annotations
@@ -188,7 +189,7 @@ def ag_compile(
     Returns: a CompiledStep.
     Raises: ArgumentError when fn is not callable or does not return a tensor, or build "opt"
     has no optimizer; PyggmlrValueError for an unknown build or a graph that cannot be
-    replayed (e.g. embedding ids given as an array); whatever fn raises."""
+    replayed (e.g. fn calls ag_checkpoint); whatever fn raises."""
     op = "ag_compile"
     if not callable(fn):
         raise ArgumentError(f"ag_compile(): fn must be callable, got {type(fn).__name__}")

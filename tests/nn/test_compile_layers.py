@@ -160,9 +160,45 @@ def test_compiled_embedding_ids_are_refilled(rng):
         match=r"ag_embedding: id 6 at position 2 is out of range \[0, 6\)",
     ):
         fwd(np.array([[0, 1, 6]]))
-    # ids given as an array inside fn cannot be refilled: refused
-    with pytest.raises(PyggmlrValueError, match="op 'embedding' cannot be replayed"):
-        pg.ag_compile(lambda x: pg.ag_sum(emb.forward([1, 2])), np.zeros((1, 1)), build="grad")
+
+
+def test_compiled_embedding_array_ids_are_constants(rng):
+    """ids given as an array inside fn are a constant of the graph (their values at record time),
+    as class ids given to a loss as an array: each replay reads them again, the input changes."""
+    pg.ag_dtype("f64")
+    emb, lin = pg.ag_embedding(6, 4), pg.ag_linear(4, 2)
+    ids = np.array([5, 1, 1, 3])
+    params = list(emb.parameters().values()) + list(lin.parameters().values())
+
+    def loss(x):
+        return pg.ag_mean(lin(emb(ids)) * x)
+
+    x0 = rng.normal(size=(2, 4))
+    fwd = pg.ag_compile(lambda x: lin(emb(ids)), x0, build="forward")
+    assert "embedding" in fwd.ops
+    np.testing.assert_array_equal(fwd(x0).numpy(), lin(emb(ids)).numpy())
+    start = [p.numpy() for p in params]
+    xs = [rng.normal(size=(2, 4)) for _ in range(3)]
+    eager = []
+    opt = pg.optimizer_adam(params, lr=0.1)
+    for x in xs:
+        with pg.with_grad_tape():
+            lt = loss(pg.ag_tensor(x))
+        opt.step(pg.backward(lt))
+        opt.zero_grad()
+        eager.append(lt.item())
+    after = [p.numpy() for p in params]
+    for p, v in zip(params, start):
+        p.data = v
+    opt = pg.optimizer_adam(params, lr=0.1)
+    step = pg.ag_compile(loss, xs[0], optimizer=opt)
+    assert [step(x) for x in xs] == eager
+    for p, v in zip(params, after):
+        np.testing.assert_array_equal(p.numpy(), v)
+    with pytest.raises(
+        PyggmlrValueError, match=r"ag_embedding: id 6 at position 1 is out of range"
+    ):
+        pg.ag_compile(lambda x: emb(np.array([0, 6])), x0, build="forward")
 
 
 def test_compiled_softmax_ce_array_ids_are_constants(rng):

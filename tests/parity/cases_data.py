@@ -83,11 +83,11 @@ def _sunspots_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
         gru, readout = model.layers
         stepper = pg.ag_gru(1, 8, return_state=True)
         pg.ag_load_state_dict(stepper, pg.ag_state_dict(gru))
-        _, h_n = stepper(pg.ag_tensor(x[:, ~train]))
-        p = readout(h_n)
+        st: Any = stepper(pg.ag_tensor(x[:, ~train]))  # (output, h_n)
+        p = readout(st[1])
         for _ in range(2):
-            _, h_n = stepper(p, h0=h_n)
-            p = readout(h_n)
+            st = stepper(p, h0=st[1])
+            p = readout(st[1])
         return {"loss": np.asarray(h.loss), "rmse": np.asarray([res["rmse"]]),
                 "predict": pg.ag_predict(model, x[:, ~train]).astype(np.float64),
                 "ahead": p.numpy().astype(np.float64)}  # fmt: skip

@@ -37,10 +37,10 @@ iris_x <- function() t(scale(as.matrix(iris[, 1:4])))
 # terminal, as under testthat): cli's own test helper keeps it due, so a bar in a test draws
 with_cli_ticks <- function(expr) cli:::cli_with_ticks(expr)
 
-# The layer tests' estimate-vs-peak check: ag_estimate_training_memory of a compiled Adam step
-# (MSE, static = TRUE) and the measured peak of that step above what exists before it
-estimate_and_peak <- function(m, x, y) {
-  loss <- function(out, t) ag_mse_loss(out, t)
+# The estimate-vs-peak check: ag_estimate_training_memory of a compiled Adam step (static =
+# TRUE) and the measured peak of that step (record + first replay) above what exists before it;
+# an earlier test's tape would be emptied by the recording, inside the measurement
+estimate_and_peak <- function(m, x, y, loss = function(out, t) ag_mse_loss(out, t)) {
   opt <- optimizer_adam(m$parameters(), lr = 0.01)
   est <- ag_estimate_training_memory(model = m, x = x, y = y, loss_fn = loss, optimizer = opt,
                                      static = TRUE, quiet = TRUE)
@@ -50,5 +50,5 @@ estimate_and_peak <- function(m, x, y) {
   ag_memory_reset_peak()
   step <- ag_compile(function(a, b) loss(m$forward(a), b), x, y, optimizer = opt)
   step(x, y)
-  list(est = est, peak = ag_memory_peak() - base)
+  list(est = est, peak = ag_memory_peak() - base, opt = opt)
 }

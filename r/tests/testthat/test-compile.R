@@ -210,3 +210,33 @@ test_that("batch norm in compiled graphs updates its running statistics once per
     expect_identical(Mc$W$data, Me$W$data)
   }
 })
+
+test_that("ids given to ag_embedding as an R vector are a constant of the graph", {
+  local_f64()
+  set.seed(8)
+  emb <- ag_embedding(6, 4)
+  lin <- ag_linear(4, 2)
+  ids <- c(5, 1, 1, 3)
+  params <- c(emb$parameters(), lin$params())
+  loss <- function(x) ag_mean(lin$forward(emb$forward(ids)) * x)
+  x0 <- matrix(rnorm(8), 2, 4)
+  fwd <- ag_compile(function(x) lin$forward(emb$forward(ids)), x0, build = "forward")
+  expect_identical(fwd(x0)$data, lin$forward(emb$forward(ids))$data)
+  xs <- lapply(1:3, function(i) matrix(rnorm(8), 2, 4))
+  start <- lapply(params, function(p) p$data)
+  opt <- optimizer_adam(params, lr = 0.1)
+  eager <- vapply(xs, function(x) {
+    with_grad_tape(lt <- loss(ag_tensor(x)))
+    opt$step(backward(lt))
+    opt$zero_grad()
+    lt$data[[1L]]
+  }, numeric(1))
+  after <- lapply(params, function(p) p$data)
+  for (k in seq_along(params)) params[[k]]$data <- start[[k]]
+  opt <- optimizer_adam(params, lr = 0.1)
+  step <- ag_compile(loss, xs[[1L]], optimizer = opt)
+  expect_identical(vapply(xs, step, numeric(1)), eager)
+  expect_identical(lapply(params, function(p) p$data), after)
+  expect_error(ag_compile(function(x) emb$forward(c(0, 6)), x0, build = "forward"),
+               class = "pyggmlr_value_error", "ag_embedding: id 6 at position 2 is out of range")
+})

@@ -62,18 +62,10 @@ test_that("ag_estimate_training_memory(static = TRUE): the compiled step's peak,
   x <- matrix(rnorm(4 * 32), 4)
   y <- matrix(sample(0:2, 32, TRUE), 1)
   loss <- function(out, t) ag_softmax_cross_entropy_loss(out, t)
-  opt <- optimizer_adam(m$parameters(), lr = 0.01)
-  est <- ag_estimate_training_memory(model = m, x = x, y = y, loss_fn = loss, optimizer = opt,
-                                     static = TRUE, quiet = TRUE)
-  # the measured peak of a real compiled step (record + first replay with the Adam update); an
-  # earlier test's tape would be emptied by the recording, inside the measurement
-  ag_tape_clear()
-  invisible(gc())
-  base <- ag_memory_stats()$total$current
-  ag_memory_reset_peak()
-  step <- ag_compile(function(a, b) loss(m$forward(a), b), x, y, optimizer = opt)
-  step(x, y)
-  expect_equal(ag_memory_peak() - base, est$total - est$weights)
+  r <- estimate_and_peak(m, x, y, loss)
+  est <- r$est
+  opt <- r$opt
+  expect_equal(r$peak, est$total - est$weights)
   eager <- ag_estimate_training_memory(model = m, x = x, y = y, loss_fn = loss, optimizer = opt,
                                        quiet = TRUE)
   expect_equal(c(eager$weights, eager$gradients, eager$optimizer),
