@@ -204,3 +204,19 @@ def test_thousands_and_unicode_widths():
 
     lines = str(pg.summary(pg.ag_sequential(Café(), pg.ag_linear(2, 1)))).split("\n")
     assert lines[4].index("?") == lines[5].index("[1 x batch]")  # aligned by characters
+
+
+def test_fit_hint_reads_the_core_rows():
+    from pyggmlr.fit.util import _out_rows
+
+    r = pg.ag_sequential(pg.ag_lstm(3, 5, return_sequences=True), pg.ag_linear(10, 4))
+    assert _out_rows(r[0], 6) == 10 and _out_rows(r, 6) == 4 and _out_rows(r[0], None) is None
+
+    class Same:
+        def forward(self, x):
+            return x
+
+    assert _out_rows(pg.ag_sequential(pg.ag_linear(2, 3), Same()), 2) is None
+    assert pg.summary(7).layers == [
+        {"layer": "int", "type": "int", "output_shape": "?", "params": 0, "buffers": 0}
+    ]
