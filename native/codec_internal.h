@@ -53,4 +53,11 @@ void pj_snippet(const pj_doc *d, int64_t node, int max, char *out, size_t cap);
 /* Same for a string: quoted, truncated. */
 void pj_qname(const char *s, char *out, size_t cap);
 
+/* layer_config.c for layer_shape.c: object node o's arguments normalized when it is a built-in
+ * layer (not "sequential"), as pg_layer_config writes them; 0 for other types, -status when the
+ * table refuses them. */
+int64_t pg_layer_builtin_args(const pj_doc *d, int64_t o, char *out, int64_t cap);
+/* layer_shape.c: 1 when the built-in type has an output-shape rule (tests/c: every one has) */
+int pg_layer_shape_known(const char *type);
+
 #endif

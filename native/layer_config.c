@@ -448,6 +448,19 @@ static int64_t check(const pj_doc *d, int custom, char *out, int64_t cap)
                     q, names);
 }
 
+/* layer_shape.c's question: object node o's arguments normalized (as pg_layer_config writes
+ * them) when it is a built-in layer other than "sequential"; 0 for any other type (none written),
+ * -status for arguments the table refuses. */
+int64_t pg_layer_builtin_args(const pj_doc *d, int64_t o, char *out, int64_t cap)
+{
+    int64_t t = d->nodes[o].type == PJ_OBJ ? pj_get(d, o, "type") : -1;
+    if (t < 0 || d->nodes[t].type != PJ_STR) return 0;
+    for (int i = 0; i < N_LAYERS; i++)
+        if (!strcmp(d->pool + d->nodes[t].str, LAYERS[i].type))
+            return layer_args(d, o, &LAYERS[i], out, cap);
+    return 0;
+}
+
 int64_t pg_layer_config(const char *text, int64_t len, int64_t depth, int custom, char *out,
                         int64_t cap)
 {

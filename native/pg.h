@@ -23,6 +23,7 @@
 #include "pg_api_train_weight.h"
 #include "pg_api_predict.h"
 #include "pg_api_layer_config.h"
+#include "pg_api_layer_shape.h"
 #include "pg_api_gradcheck.h"
 #include "pg_api_loss.h"
 #include "pg_api_attention.h"

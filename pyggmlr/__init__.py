@@ -67,6 +67,7 @@ from .graph.memory import *  # noqa: F401,F403  (ag_memory_stats, ..., MemoryRep
 from .io import *  # noqa: F401,F403  (ag_save_model, ag_load_model, ag_model_info, ggml_version)
 from .nn.modules import *  # noqa: F401,F403  (layers and modules)
 from .nn.state import *  # noqa: F401,F403  (ag_state_dict, ag_load_state_dict)
+from .nn.summary import Summary, summary  # noqa: F401  (R's summary(model): the layer table)
 from .ops import *  # noqa: F401,F403
 from .ops_loss import *  # noqa: F401,F403  (bce, bce with logits, huber, mae, weighted mse)
 from .ops_select import *  # noqa: F401,F403  (argmax, log-softmax, gather, max, sampling)
@@ -117,6 +118,7 @@ __all__ = [
     "ShapeError",
     "StateError",
     "StaticFallbackWarning",
+    "Summary",
     "Tensor",
     "ag_accuracy",
     "ag_add",
@@ -279,6 +281,7 @@ __all__ = [
     "lr_scheduler_warmup_cosine",
     "optimizer_adam",
     "optimizer_sgd",
+    "summary",
     "with_grad_tape",
 ]
 

@@ -4,7 +4,7 @@ arguments, the optimizer set-up and the compiled steps (loop.py runs the loop)."
 from __future__ import annotations
 
 import warnings
-from typing import Any, List, Optional
+from typing import Any, List
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from ..errors import (
 )
 from ..graph.compile import ag_compile
 from ..nn import modules as nn
+from ..nn.summary import _out_rows  # the core's shape rules (R's .out_rows)
 from ..optim.optimizer import Optimizer, optimizer_adam, optimizer_sgd
 from ..optim.state import _Host
 from ..random import Generator
@@ -295,30 +296,6 @@ class _StaticSteps:
         if lib.pg_fit_probe_why(eager, replay, other + 1, why, 512) == 0:
             return None
         return ffi.string(why).decode()
-
-
-def _out_rows(model: Any, rows_in: Optional[int]) -> Optional[int]:
-    """The model's output rows as its structure says them (R's .out_rows), None when unknown."""
-    if isinstance(model, nn.ag_linear):
-        return int(model.out_features)
-    if isinstance(
-        model,
-        (nn.ag_dropout, nn.ag_batch_norm, nn.ag_layer_norm, nn.ag_normalization, nn.ag_flatten),
-    ):
-        return rows_in
-    if isinstance(model, nn.ag_embedding):
-        return int(model.dim)
-    if isinstance(model, nn.ag_multihead_attention):
-        return int(model.d_model)
-    if isinstance(model, (nn.ag_lstm, nn.ag_gru, nn.ag_rnn)):
-        if model.return_sequences:
-            return None  # output_size * T: T is the data's
-        return int(model.output_size)
-    if isinstance(model, nn.ag_sequential):
-        for layer in model.layers:
-            rows_in = _out_rows(layer, rows_in)
-        return rows_in
-    return None
 
 
 def _check_class_count(Y: Any, model: Any, features: int) -> None:

@@ -21,6 +21,8 @@ from ..random import runif
 from ..tensor import ArrayLike, Tensor, _wrap
 from . import module as _reg
 from .module import _layer_name as _layer_name  # (nn/modules.py names layers with it)
+from .summary import Summary
+from .summary import summary as _summary
 
 __all__ = ["Module", "ag_train", "ag_eval", "ag_slice_rows", "ag_concat_rows"]
 
@@ -173,6 +175,12 @@ class Module(_reg.StateMethods):
         raise PyggmlrValueError(
             f"{type(self).__name__} has no to_config(); it cannot be saved as an architecture"
         )
+
+    def summary(self) -> Summary:
+        """R's summary(model): the table of layers (an ag_sequential's, else this one), their
+        output shapes, parameter counts and totals; print() prints it as R does. See
+        pyggmlr.summary. Never raises."""
+        return _summary(self)
 
     def _n_params(self):
         return sum(t.size for t in self.parameters().values())

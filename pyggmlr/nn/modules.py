@@ -75,6 +75,7 @@ from .resize import (
     ag_upsample2d_op,
 )
 from .scaling import ag_normalization
+from .summary import _target_lines
 
 __all__ = [
     "Module",
@@ -316,15 +317,7 @@ class ag_sequential(Module):
         mode = "train" if self.training else "eval"
         lines = [f"ag_sequential ({len(self.layers)} layers, {mode} mode)"]
         lines += [f"  [{i}] {_layer_name(layer)}" for i, layer in enumerate(self.layers, 1)]
-        # what ag_fit recorded (R's print shows the same lines)
-        loss, classes = getattr(self, "loss_", None), getattr(self, "classes_", None)
-        if isinstance(loss, str):
-            lines.append(f"  loss: {loss}")
-        if classes is not None:
-            cl = [str(c) for c in classes]
-            lines.append(
-                f"  classes ({len(cl)}): " + ", ".join(cl[:10] + (["..."] if len(cl) > 10 else []))
-            )
+        lines += _target_lines(self)  # what ag_fit recorded (R's print shows the same lines)
         return "\n".join(lines)
 
     def to_config(self) -> Dict[str, Any]:

@@ -190,6 +190,9 @@ extern SEXP R_pg_st_write(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_json_check(SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_config(SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_types(void);
+extern SEXP R_pg_layer_shape(SEXP, SEXP);
+extern SEXP R_pg_layer_shape_label(SEXP);
+extern SEXP R_pg_summary_text(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_config_match(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_open(SEXP, SEXP);
 extern SEXP R_pg_mf_close(SEXP);
@@ -411,6 +414,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_json_check", (DL_FUNC)&R_pg_json_check, 3},
     {"R_pg_layer_config", (DL_FUNC)&R_pg_layer_config, 3},
     {"R_pg_layer_types", (DL_FUNC)&R_pg_layer_types, 0},
+    {"R_pg_layer_shape", (DL_FUNC)&R_pg_layer_shape, 2},
+    {"R_pg_layer_shape_label", (DL_FUNC)&R_pg_layer_shape_label, 1},
+    {"R_pg_summary_text", (DL_FUNC)&R_pg_summary_text, 6},
     {"R_pg_config_match", (DL_FUNC)&R_pg_config_match, 4},
     {"R_pg_mf_open", (DL_FUNC)&R_pg_mf_open, 2},
     {"R_pg_mf_close", (DL_FUNC)&R_pg_mf_close, 1},

@@ -27,3 +27,60 @@ SEXP R_pg_layer_types(void)
     UNPROTECT(1);
     return out;
 }
+
+/* summary(model): the state c(rows, C, H, W) (-1: unknown, C -1: no image) after the layer
+ * whose config is text (JSON; NULL: a layer without one, unknown) (the core's
+ * pg_layer_shape) */
+SEXP R_pg_layer_shape(SEXP text, SEXP state)
+{
+    int64_t st[PG_SHAPE_STATE] = {-1, -1, -1, -1};
+    if (!Rf_isReal(state) || XLENGTH(state) != PG_SHAPE_STATE)
+        r_stopf(PG_STATUS_ERR_ARG, "summary: internal: the shape state");
+    for (int i = 0; i < PG_SHAPE_STATE; i++) st[i] = (int64_t)REAL(state)[i];
+    if (Rf_isString(text) && XLENGTH(text) == 1 && STRING_ELT(text, 0) != NA_STRING) {
+        const char *s = Rf_translateCharUTF8(STRING_ELT(text, 0));
+        r_check(pg_layer_shape(s, (int64_t)strlen(s), st));
+    } else st[0] = st[1] = st[2] = st[3] = -1;
+    SEXP out = PROTECT(Rf_allocVector(REALSXP, PG_SHAPE_STATE));
+    for (int i = 0; i < PG_SHAPE_STATE; i++) REAL(out)[i] = (double)st[i];
+    UNPROTECT(1);
+    return out;
+}
+
+/* the output-shape label of a state ("?", "[10 x batch]", "[1024 x batch] (16, 8, 8)") */
+SEXP R_pg_layer_shape_label(SEXP state)
+{
+    int64_t st[PG_SHAPE_STATE];
+    if (!Rf_isReal(state) || XLENGTH(state) != PG_SHAPE_STATE)
+        r_stopf(PG_STATUS_ERR_ARG, "summary: internal: the shape state");
+    for (int i = 0; i < PG_SHAPE_STATE; i++) st[i] = (int64_t)REAL(state)[i];
+    char b[160];
+    if (pg_layer_shape_label(st, b, sizeof b) < 0) r_fail();
+    return Rf_mkString(b);
+}
+
+/* the summary table's text (pg_summary_text): the title, the rows' layer names, types, shape
+ * labels and parameter counts, the trainable and non-trainable totals */
+SEXP R_pg_summary_text(SEXP title, SEXP layer, SEXP type, SEXP shape, SEXP params, SEXP totals)
+{
+    const R_xlen_t n = XLENGTH(layer);
+    if (!Rf_isString(title) || XLENGTH(title) != 1 || !Rf_isString(layer) || !Rf_isString(type) ||
+        !Rf_isString(shape) || !Rf_isReal(params) || XLENGTH(type) != n || XLENGTH(shape) != n ||
+        XLENGTH(params) != n || !Rf_isReal(totals) || XLENGTH(totals) != 2)
+        r_stopf(PG_STATUS_ERR_ARG, "summary: internal: the table's columns");
+    const char **cols = (const char **)R_alloc((size_t)(3 * n + 1), sizeof(char *));
+    SEXP src[3] = {layer, type, shape};
+    for (int c = 0; c < 3; c++)
+        for (R_xlen_t i = 0; i < n; i++)
+            cols[c * n + i] = STRING_ELT(src[c], i) == NA_STRING
+                ? "NA"
+                : Rf_translateCharUTF8(STRING_ELT(src[c], i));
+    const char *t = Rf_translateCharUTF8(STRING_ELT(title, 0));
+    const double *p = REAL(params), tr = REAL(totals)[0], nt = REAL(totals)[1];
+    const int64_t len =
+        pg_summary_text(t, (int64_t)n, cols, cols + n, cols + 2 * n, p, tr, nt, NULL, 0);
+    if (len < 0) r_fail();
+    char *text = R_alloc((size_t)len + 1, 1);
+    pg_summary_text(t, (int64_t)n, cols, cols + n, cols + 2 * n, p, tr, nt, text, len + 1);
+    return Rf_ScalarString(Rf_mkCharCE(text, CE_UTF8));
+}

@@ -62,6 +62,7 @@ void test_fit_resume(void);
 void test_fit_history(void);
 void test_fit_loss(void);
 void test_layer_config(void);
+void test_layer_shape(void);
 void test_norm(void);
 void test_pool(void);
 void test_resize(void);

@@ -52,6 +52,7 @@ int main(void)
     run("history table", test_fit_history);
     run("loss table", test_fit_loss);
     run("layer configs", test_layer_config);
+    run("layer shapes", test_layer_shape);
     run("normalization", test_norm);
     run("pooling", test_pool);
     run("padding and upsampling", test_resize);

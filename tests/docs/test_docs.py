@@ -152,6 +152,7 @@ TYPED_MODULES += ("fit.labels",)
 TYPED_MODULES += ("nn.pooling",)
 TYPED_MODULES += ("conv", "nn.conv")
 TYPED_MODULES += ("nn.resize",)
+TYPED_MODULES += ("nn.summary",)
 
 
 def _module_of(o):

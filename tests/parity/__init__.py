@@ -52,6 +52,7 @@ from . import cases_metrics  # noqa: F401
 from . import cases_recurrent  # noqa: F401
 from . import cases_conv  # noqa: F401
 from . import cases_resize  # noqa: F401
+from . import cases_summary  # noqa: F401
 
 # isort: on
 from .cases_models import py_model as _py_model

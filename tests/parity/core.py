@@ -38,6 +38,7 @@ R_FILES = (
     "recurrent.R",
     "conv.R",
     "resize.R",
+    "summary.R",
 )
 
 _R_ENV: Dict[str, Any] = {}

@@ -269,4 +269,22 @@ test_that("summary() shows the rows and image shapes of image layers (torch's si
   expect_identical(summary(m)$layers$output_shape, c("?", "?", "[2 x batch]"))
   expect_identical(summary(ag_lstm(3L, 5L, return_sequences = TRUE))$layers$output_shape, "?")
   expect_output(print(summary(m)), "conv2d\\(1, 4, 3x3\\) \\(ag_conv2d\\)")
+  # the core's rules (native/layer_shape.c): the transposed convolution, (n-1)s - 2p + d(k-1) +
+  # output_padding + 1; norms keep the image shape as the tensors do
+  m <- ag_sequential(ag_conv_transpose2d(2L, 3L, 3L, stride = 2L, padding = 1L,
+                                         output_padding = 1L, input_shape = c(2, 4, 4)),
+                     ag_batch_norm(192L), ag_max_pool2d(2), ag_global_max_pool())
+  expect_identical(summary(m)$layers$output_shape,
+                   c("[192 x batch] (3, 8, 8)", "[192 x batch] (3, 8, 8)",
+                     "[48 x batch] (3, 4, 4)", "[3 x batch]"))
+  x <- ag_tensor(matrix(runif(32 * 2), 32, 2))
+  ag_image_shape(x) <- c(2, 4, 4)
+  expect_identical(dim(m$layers[[1L]]$forward(x)), c(192L, 2L))
+  # recurrent: [input_size * T, batch] in; per step with return_sequences (x2 bidirectional)
+  r <- ag_sequential(ag_linear(4L, 12L), ag_lstm(3L, 5L, bidirectional = TRUE,
+                                                  return_sequences = TRUE), ag_gru(10L, 4L))
+  expect_identical(summary(r)$layers$output_shape, c("[12 x batch]", "[40 x batch]",
+                                                     "[4 x batch]"))
+  expect_identical(pyggmlr:::.out_rows(r, 4L), 4L)
+  expect_identical(pyggmlr:::.out_rows(ag_sequential(list(forward = identity)), 4L), NA_integer_)
 })

@@ -1,0 +1,1 @@
+../../native/layer_shape.c
