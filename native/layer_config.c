@@ -74,13 +74,13 @@ typedef struct {
             SHAPE("input_shape", k, k), CHOICE("activation", "null", ACTIVATIONS, 1),              \
             CHOICE("init", "\"torch\"", CONV_INITS, 0)                                             \
     }
-/* ag_conv_transpose2d's, in torch's ConvTranspose2d order */
-#define CONVT_ARGS                                                                                 \
+/* ag_conv_transpose1d's / ag_conv_transpose2d's, in torch's ConvTranspose2d order */
+#define CONVT_ARGS(k)                                                                              \
     {                                                                                              \
         SIZE("in_channels"), SIZE("out_channels"), PAIR("kernel_size", NULL, 1, NULL),             \
             PAIR("stride", "1", 1, NULL), PAIR("padding", "0", 0, NULL),                           \
             PAIR("output_padding", "0", 0, NULL), SIZE_D("groups", "1"), FLAG("bias", "true"),     \
-            PAIR("dilation", "1", 1, NULL), SHAPE("input_shape", 3, 3),                            \
+            PAIR("dilation", "1", 1, NULL), SHAPE("input_shape", k, k),                            \
             CHOICE("activation", "null", ACTIVATIONS, 1),                                          \
             CHOICE("init", "\"torch\"", CONV_INITS, 0)                                             \
     }
@@ -116,7 +116,8 @@ static const layer_spec LAYERS[] = {
      {SIZE("num_features"), NUM("eps", "1e-05", 0, HUGE_VAL, 0), NUM("momentum", "0.1", 0, 1, 0)}},
     {"conv1d", CONV_ARGS(2)},
     {"conv2d", CONV_ARGS(3)},
-    {"conv_transpose2d", CONVT_ARGS},
+    {"conv_transpose1d", CONVT_ARGS(2)},
+    {"conv_transpose2d", CONVT_ARGS(3)},
     {"dropout", {NUM("rate", NULL, 0, 1, 1)}},
     {"embedding", {SIZE("vocab_size"), SIZE("dim")}},
     {"flatten", {{NULL, 0, NULL, 0, 0, 0, NULL, 0}}},

@@ -66,11 +66,13 @@ void test_layer_config(void)
             "ag_module_from_config: unknown layer type 'conv' (built-in: sequential, ");
     /* the list: every built-in type, then how to add custom ones */
     cfg("{\"type\": \"conv\"}");
-    CHECK(strstr(pg_last_error(),
-                 "batch_norm, conv1d, conv2d, conv_transpose2d, dropout, embedding, flatten, "
-                 "global_avg_pool, "
-                 "global_max_pool, gru, "
-                 "layer_norm, linear, lstm, max_pool1d") != NULL);
+    CHECK(strstr(
+              pg_last_error(),
+              "batch_norm, conv1d, conv2d, conv_transpose1d, conv_transpose2d, dropout, embedding, "
+              "flatten, "
+              "global_avg_pool, "
+              "global_max_pool, gru, "
+              "layer_norm, linear, lstm, max_pool1d") != NULL);
     CHECK(strstr(pg_last_error(),
                  "multihead_attention, normalization, pad1d, pad2d, rnn, upsample1d, upsample2d; "
                  "register custom ones with ag_register_layer)") != NULL);
