@@ -85,10 +85,10 @@ typedef struct {
             CHOICE("init", "\"torch\"", CONV_INITS, 0)                                             \
     }
 /* padding layers (ag_pad1d / ag_pad2d): padding a number or a list of up to `c` (pad2d: 1, 2 or
- * 4; never 3) whole numbers >= 0 */
+ * 4; never 3) whole numbers, negative ones cropping (torch's F.pad) */
 #define PAD_ARGS(c)                                                                                \
     {                                                                                              \
-        {"padding", PG_LAYER_ARG_PAIR, NULL, 0, c, 0, NULL, 0},                                    \
+        {"padding", PG_LAYER_ARG_PAIR, NULL, -SIZE_MAX_, c, 0, NULL, 0},                           \
             NUM("value", "0", -HUGE_VAL, HUGE_VAL, 0),                                             \
             CHOICE("mode", "\"constant\"", PAD_MODES, 0)                                           \
     }
@@ -207,7 +207,11 @@ static void rule(const arg_spec *a, char *out, size_t cap)
                  a->hi == 2 ? " or a pair [H, W] of them" : "", a->null_ok ? " or null" : "");
         break;
     case PG_LAYER_ARG_PAIR:
-        if (a->hi == 4) snprintf(out, cap, "a whole number >= %g or a list of 1, 2 or 4", a->lo);
+        if (a->lo < 0) /* padding's: negative crops */
+            snprintf(out, cap, "a whole number or a list of %s",
+                     a->hi == 4 ? "1, 2 or 4" : "1 or 2");
+        else if (a->hi == 4)
+            snprintf(out, cap, "a whole number >= %g or a list of 1, 2 or 4", a->lo);
         else
             snprintf(out, cap, "a whole number >= %g or a list of %s%s", a->lo,
                      a->hi == 2 ? "1 or 2" : "two", a->choices ? ", \"same\" or \"valid\"" : "");

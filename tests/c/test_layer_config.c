@@ -93,11 +93,16 @@ void test_layer_config(void)
           !strcmp(out, "{\"padding\": 2, \"value\": 0, \"mode\": \"reflect\"}"));
     CHECK(cfg("{\"type\": \"upsample2d\", \"scale_factor\": 2}") > 0 &&
           !strcmp(out, "{\"scale_factor\": [2, 2], \"mode\": \"nearest\"}"));
+    /* negative pads crop (torch's F.pad) */
+    CHECK(cfg("{\"type\": \"pad2d\", \"padding\": [-1, 2, 0, -3]}") > 0 &&
+          !strcmp(out, "{\"padding\": [-1, 2, 0, -3], \"value\": 0, \"mode\": \"constant\"}"));
     REFUSED("{\"type\": \"pad2d\", \"padding\": [1, 1, 1]}",
-            "bad arguments for a 'pad2d' layer: padding must be a whole number >= 0 or a list of "
+            "bad arguments for a 'pad2d' layer: padding must be a whole number or a list of "
             "1, 2 or 4, got [1, 1, 1]");
     REFUSED("{\"type\": \"pad1d\", \"padding\": [1, 1, 1, 1]}",
-            "padding must be a whole number >= 0 or a list of 1 or 2, got [1, 1, 1, 1]");
+            "padding must be a whole number or a list of 1 or 2, got [1, 1, 1, 1]");
+    REFUSED("{\"type\": \"pad1d\", \"padding\": [1, -0.5]}",
+            "padding must be a whole number or a list of 1 or 2, got [1, -0.5]");
     REFUSED("{\"type\": \"upsample2d\", \"scale_factor\": 2, \"mode\": \"area\"}",
             "mode must be one of \"nearest\" or \"bilinear\", got \"area\"");
     CHECK(cfg("{\"type\": \"global_max_pool\"}") == 2);
