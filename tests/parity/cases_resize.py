@@ -200,7 +200,7 @@ def _crops(P: Any, d: Dict[str, Any], steps: int) -> List[Record]:
     for i, (dims, pad, mode, shape) in enumerate(_CROPS):
         x = P.ag_param(d["x"])
         op = P.ag_pad2d_op if dims == 2 else P.ag_pad1d_op
-        box = {}
+        box: Dict[str, Any] = {}
 
         def fwd(x=x, op=op, pad=pad, mode=mode, shape=shape, box=box):
             y = op(x, np.array(pad), value=0.5 if mode == "constant" else 0, mode=mode,
