@@ -126,7 +126,7 @@ _case("seeded 2-d CNN, ag_fit static, files crossed", 2, True)
 _case("seeded 1-d CNN, ag_fit static, files crossed", 1, True)
 _case("transposed decoder, eager fit, files crossed", 3, False)
 _case("transposed decoder, static fit, files crossed", 3, True)
-_case("transposed 1-d decoder, static fit, files crossed", 4, True)
+_case("transposed 1-d decoder, static, files crossed", 4, True)
 
 
 # init = (torch's default, keras' glorot_uniform and he_uniform): each layer kind drawn from one
