@@ -159,10 +159,11 @@ static int layer(const M *m, int64_t o, const char *prefix, int depth)
         if (in > 0 && out > 0 && g > 0 && kk > 0 && in % g == 0)
             if (!(rc = need(m, prefix, type, "weight", out, in / g * kk, 0)) && bias)
                 rc = need(m, prefix, type, "bias", out, 1, bias < 0);
-    } else if (!strcmp(type, "conv_transpose2d")) { /* weight [C_in, (C_out/g)*kH*kW] */
+    } else if (!strcmp(type, "conv_transpose1d") || !strcmp(type, "conv_transpose2d")) {
+        /* weight [C_in, (C_out/g)*kH*kW] */
         int64_t in = size_field(d, o, "in_channels"), out = size_field(d, o, "out_channels");
         int64_t g = pj_get(d, o, "groups") >= 0 ? size_field(d, o, "groups") : 1;
-        int64_t kk = kernel_field(d, o, 2);
+        int64_t kk = kernel_field(d, o, type[14] == '1' ? 1 : 2);
         int bias = flag_field(d, o, "bias");
         if (in > 0 && out > 0 && g > 0 && kk > 0 && out % g == 0)
             if (!(rc = need(m, prefix, type, "weight", in, out / g * kk, 0)) && bias)

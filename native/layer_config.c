@@ -74,21 +74,21 @@ typedef struct {
             SHAPE("input_shape", k, k), CHOICE("activation", "null", ACTIVATIONS, 1),              \
             CHOICE("init", "\"torch\"", CONV_INITS, 0)                                             \
     }
-/* ag_conv_transpose2d's, in torch's ConvTranspose2d order */
-#define CONVT_ARGS                                                                                 \
+/* ag_conv_transpose1d's / ag_conv_transpose2d's, in torch's ConvTranspose2d order */
+#define CONVT_ARGS(k)                                                                              \
     {                                                                                              \
         SIZE("in_channels"), SIZE("out_channels"), PAIR("kernel_size", NULL, 1, NULL),             \
             PAIR("stride", "1", 1, NULL), PAIR("padding", "0", 0, NULL),                           \
             PAIR("output_padding", "0", 0, NULL), SIZE_D("groups", "1"), FLAG("bias", "true"),     \
-            PAIR("dilation", "1", 1, NULL), SHAPE("input_shape", 3, 3),                            \
+            PAIR("dilation", "1", 1, NULL), SHAPE("input_shape", k, k),                            \
             CHOICE("activation", "null", ACTIVATIONS, 1),                                          \
             CHOICE("init", "\"torch\"", CONV_INITS, 0)                                             \
     }
 /* padding layers (ag_pad1d / ag_pad2d): padding a number or a list of up to `c` (pad2d: 1, 2 or
- * 4; never 3) whole numbers >= 0 */
+ * 4; never 3) whole numbers, negative ones cropping (torch's F.pad) */
 #define PAD_ARGS(c)                                                                                \
     {                                                                                              \
-        {"padding", PG_LAYER_ARG_PAIR, NULL, 0, c, 0, NULL, 0},                                    \
+        {"padding", PG_LAYER_ARG_PAIR, NULL, -SIZE_MAX_, c, 0, NULL, 0},                           \
             NUM("value", "0", -HUGE_VAL, HUGE_VAL, 0),                                             \
             CHOICE("mode", "\"constant\"", PAD_MODES, 0)                                           \
     }
@@ -116,7 +116,8 @@ static const layer_spec LAYERS[] = {
      {SIZE("num_features"), NUM("eps", "1e-05", 0, HUGE_VAL, 0), NUM("momentum", "0.1", 0, 1, 0)}},
     {"conv1d", CONV_ARGS(2)},
     {"conv2d", CONV_ARGS(3)},
-    {"conv_transpose2d", CONVT_ARGS},
+    {"conv_transpose1d", CONVT_ARGS(2)},
+    {"conv_transpose2d", CONVT_ARGS(3)},
     {"dropout", {NUM("rate", NULL, 0, 1, 1)}},
     {"embedding", {SIZE("vocab_size"), SIZE("dim")}},
     {"flatten", {{NULL, 0, NULL, 0, 0, 0, NULL, 0}}},
@@ -206,7 +207,11 @@ static void rule(const arg_spec *a, char *out, size_t cap)
                  a->hi == 2 ? " or a pair [H, W] of them" : "", a->null_ok ? " or null" : "");
         break;
     case PG_LAYER_ARG_PAIR:
-        if (a->hi == 4) snprintf(out, cap, "a whole number >= %g or a list of 1, 2 or 4", a->lo);
+        if (a->lo < 0) /* padding's: negative crops */
+            snprintf(out, cap, "a whole number or a list of %s",
+                     a->hi == 4 ? "1, 2 or 4" : "1 or 2");
+        else if (a->hi == 4)
+            snprintf(out, cap, "a whole number >= %g or a list of 1, 2 or 4", a->lo);
         else
             snprintf(out, cap, "a whole number >= %g or a list of %s%s", a->lo,
                      a->hi == 2 ? "1 or 2" : "two", a->choices ? ", \"same\" or \"valid\"" : "");

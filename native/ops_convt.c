@@ -99,7 +99,7 @@ static int big(const char *fn, const geom *q)
 
 /* stride, padding, dilation, output_padding of a; torch's rule: output_padding smaller than
  * the stride or the dilation */
-static int steps(const char *fn, const double *a, geom *q, int64_t *oph, int64_t *opw)
+static int steps(const char *fn, const double *a, int dims, geom *q, int64_t *oph, int64_t *opw)
 {
     if (pg_conv_whole(fn, a, PG_CONV_SH, 1, &q->sh) ||
         pg_conv_whole(fn, a, PG_CONV_SW, 1, &q->sw) ||
@@ -112,9 +112,14 @@ static int steps(const char *fn, const double *a, geom *q, int64_t *oph, int64_t
     if (a[PG_CONV_PAD_MODE] != PG_CONV_PAD_NUMBERS)
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "%s: padding must be numbers (torch's "
-                       "ConvTranspose2d takes no \"same\" or \"valid\")",
-                       fn);
+                       "ConvTranspose%dd takes no \"same\" or \"valid\")",
+                       fn, dims);
     q->ph1 = q->ph0, q->pw1 = q->pw0;
+    if (dims == 1 && *opw >= q->sw && *opw >= q->dw) /* H is 1: only the L side is the user's */
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: output_padding (%lld) must be smaller than the stride (%lld) or the "
+                       "dilation (%lld)",
+                       fn, (long long)*opw, (long long)q->sw, (long long)q->dw);
     if ((*oph >= q->sh && *oph >= q->dh) || (*opw >= q->sw && *opw >= q->dw))
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "%s: output_padding (%lld, %lld) must be smaller than the stride (%lld, "
@@ -124,16 +129,18 @@ static int steps(const char *fn, const double *a, geom *q, int64_t *oph, int64_t
     return big(fn, q);
 }
 
-/* x (C_in, H, W) -> the adjoint convolution's geometry (see the top) */
+/* x (C_in, H, W) -> the adjoint convolution's geometry (see the top); dims 1: H = 1 and kH = 1,
+ * the texts in (C, L) */
 static int geometry(const char *fn, pg_tensor *x, pg_tensor *w, pg_tensor *b, const double *a,
-                    geom *q)
+                    int dims, geom *q)
 {
     geom in;
     int64_t oph, opw;
     memset(q, 0, sizeof *q);
     memset(&in, 0, sizeof in);
-    if (pg_conv_input(fn, x, a, 2, &in) || pg_conv_whole(fn, a, PG_CONV_GROUPS, 1, &q->g) ||
-        steps(fn, a, q, &oph, &opw))
+    const char *kd = dims == 1 ? "k" : "kH * kW";
+    if (pg_conv_input(fn, x, a, dims, &in) || pg_conv_whole(fn, a, PG_CONV_GROUPS, 1, &q->g) ||
+        steps(fn, a, dims, q, &oph, &opw))
         return -1;
     const int64_t Ci = in.C, cols = w->ne[1];
     if (Ci % q->g)
@@ -142,9 +149,9 @@ static int geometry(const char *fn, pg_tensor *x, pg_tensor *w, pg_tensor *b, co
                        (long long)q->g, (long long)Ci);
     if (w->ne[0] != Ci)
         return pg_fail(PG_STATUS_ERR_SHAPE,
-                       "%s: weight %s must have C_in = %lld rows ([C_in, (C_out / groups) * kH * "
-                       "kW], torch's weight reshaped (C_in, -1)) for x of %lld channels",
-                       fn, pg_desc(w), (long long)Ci, (long long)Ci);
+                       "%s: weight %s must have C_in = %lld rows ([C_in, (C_out / groups) * %s], "
+                       "torch's weight reshaped (C_in, -1)) for x of %lld channels",
+                       fn, pg_desc(w), (long long)Ci, kd, (long long)Ci);
     int given = a[PG_CONV_KH] != 0 || a[PG_CONV_KW] != 0;
     if (given) {
         if (pg_conv_whole(fn, a, PG_CONV_KH, 1, &q->kh) ||
@@ -152,26 +159,34 @@ static int geometry(const char *fn, pg_tensor *x, pg_tensor *w, pg_tensor *b, co
             return -1;
     } else if (b && b->ne[0] > 0 && b->ne[0] % q->g == 0 && cols % (b->ne[0] / q->g) == 0) {
         int64_t kk = cols / (b->ne[0] / q->g), k = (int64_t)llround(sqrt((double)kk));
-        q->kh = q->kw = k; /* a square kernel, C_out from the bias */
+        q->kh = dims == 1 ? 1 : k, q->kw = dims == 1 ? kk : k; /* C_out from the bias */
     } else {
         return pg_fail(PG_STATUS_ERR_VALUE,
-                       "%s: give kernel_size: weight %s [C_in, (C_out / groups) * kH * kW] does "
+                       "%s: give kernel_size: weight %s [C_in, (C_out / groups) * %s] does "
                        "not tell C_out from the kernel without a bias",
-                       fn, pg_desc(w));
+                       fn, pg_desc(w), kd);
     }
     if (big(fn, q)) return -1;
-    if (cols == 0 || cols % (q->kh * q->kw))
+    if (cols == 0 || cols % (q->kh * q->kw)) {
+        char k[64];
+        if (dims == 1) snprintf(k, sizeof k, "%lld", (long long)q->kw);
+        else snprintf(k, sizeof k, "%lld * %lld", (long long)q->kh, (long long)q->kw);
         return pg_fail(PG_STATUS_ERR_SHAPE,
-                       "%s: weight %s must be [C_in, (C_out / groups) * kH * kW] = [%lld, "
-                       "(C_out / %lld) * %lld * %lld]",
-                       fn, pg_desc(w), (long long)Ci, (long long)q->g, (long long)q->kh,
-                       (long long)q->kw);
+                       "%s: weight %s must be [C_in, (C_out / groups) * %s] = [%lld, "
+                       "(C_out / %lld) * %s]",
+                       fn, pg_desc(w), kd, (long long)Ci, (long long)q->g, k);
+    }
     q->C = cols / (q->kh * q->kw) * q->g, q->Co = Ci, q->OH = in.H, q->OW = in.W;
     if (b && (b->ne[0] != q->C || b->ne[1] != 1))
         return pg_fail(PG_STATUS_ERR_SHAPE, "%s: bias %s must be [%lldx1], one per output channel",
                        fn, pg_desc(b), (long long)q->C);
     q->H = (in.H - 1) * q->sh - 2 * q->ph0 + q->dh * (q->kh - 1) + oph + 1;
     q->W = (in.W - 1) * q->sw - 2 * q->pw0 + q->dw * (q->kw - 1) + opw + 1;
+    if (dims == 1 && q->W < 1)
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "%s: the output (L %lld) would be empty: input (C %lld, L %lld) with "
+                       "padding %lld is too small for the kernel",
+                       fn, (long long)q->W, (long long)Ci, (long long)in.W, (long long)q->pw0);
     if (q->H < 1 || q->W < 1)
         return pg_fail(PG_STATUS_ERR_SHAPE,
                        "%s: the output (H %lld, W %lld) would be empty: input (C %lld, H %lld, W "
@@ -181,17 +196,19 @@ static int geometry(const char *fn, pg_tensor *x, pg_tensor *w, pg_tensor *b, co
     return 0;
 }
 
-pg_tensor *pg_conv_transpose(pg_tensor *x, pg_tensor *w, pg_tensor *b, const double *args,
+pg_tensor *pg_conv_transpose(pg_tensor *x, pg_tensor *w, pg_tensor *b, const double *args, int dims,
                              const char *fn)
 {
-    if (!fn) fn = "ag_conv_transpose2d_op";
+    if (!fn) fn = dims == 1 ? "ag_conv_transpose1d_op" : "ag_conv_transpose2d_op";
     if (pg_not_live(x, fn, "x") || pg_not_live(w, fn, "weight") ||
         (b && pg_not_live(b, fn, "bias")) || pg_same_dtype(fn, "x", x, "weight", w) ||
         (b && pg_same_dtype(fn, "x", x, "bias", b)))
         return NULL;
-    if (!args) return pg_fail_null(PG_STATUS_ERR_ARG, "%s: bad arguments (args NULL)", fn);
+    if (!args || (dims != 1 && dims != 2))
+        return pg_fail_null(PG_STATUS_ERR_ARG, "%s: bad arguments (args %p, dims %d)", fn,
+                            (const void *)args, dims);
     geom q;
-    if (geometry(fn, x, w, b, args, &q)) return NULL;
+    if (geometry(fn, x, w, b, args, dims, &q)) return NULL;
     int64_t hw, rows;
     if (__builtin_mul_overflow(q.H, q.W, &hw) || __builtin_mul_overflow(hw, q.C, &rows) ||
         q.H > 2147483647 || q.W > 2147483647)
@@ -204,7 +221,8 @@ pg_tensor *pg_conv_transpose(pg_tensor *x, pg_tensor *w, pg_tensor *b, const dou
     pg_conv_geom_pack(&q, p, ip);
     ip[3] = q.OH << 32 | q.OW;
     pg_tensor *in[3] = {x, w, b};
-    return pg_op_run("conv_transpose2d", convt_fw, convt_bw, out, 3, in, p, ip, 0, NULL);
+    return pg_op_run(dims == 1 ? "conv_transpose1d" : "conv_transpose2d", convt_fw, convt_bw, out,
+                     3, in, p, ip, 0, NULL);
 }
 
 /* ---- the layers' constructor check ---- */
@@ -231,7 +249,10 @@ int pg_conv_check(double in_channels, double out_channels, const double *a, int 
              {PG_CONV_PH, 0, "padding"},         {PG_CONV_PW, 0, "padding"},
              {PG_CONV_DH, 1, "dilation"},        {PG_CONV_DW, 1, "dilation"},
              {PG_CONV_OPH, 0, "output_padding"}, {PG_CONV_OPW, 0, "output_padding"}};
-    if (!fn) fn = transpose ? "ag_conv_transpose2d" : dims == 1 ? "ag_conv1d" : "ag_conv2d";
+    if (!fn)
+        fn = transpose  ? (dims == 1 ? "ag_conv_transpose1d" : "ag_conv_transpose2d")
+            : dims == 1 ? "ag_conv1d"
+                        : "ag_conv2d";
     if (!a || (dims != 1 && dims != 2))
         return pg_fail(PG_STATUS_ERR_ARG, "%s: bad arguments (dims %d)", fn, dims);
     if (whole(fn, "in_channels", in_channels, 1) || whole(fn, "out_channels", out_channels, 1) ||
@@ -261,7 +282,7 @@ int pg_conv_check(double in_channels, double out_channels, const double *a, int 
         geom q;
         int64_t oph, opw;
         memset(&q, 0, sizeof q);
-        if (steps(fn, a, &q, &oph, &opw)) return pg_last_status();
+        if (steps(fn, a, dims, &q, &oph, &opw)) return pg_last_status();
     }
     if (a[PG_CONV_HAS_SHAPE] != 0) {
         for (int i = 0; i < 3; i++)

@@ -48,7 +48,7 @@ static int whole_in(const double *v, int n, double lo)
 }
 
 /* ---- padding: ip[0] = H << 32 | W, ip[1] = C, ip[2] = left << 32 | right, ip[3] = top << 32 |
- * bottom, p[0] = value, p[1] = mode ---- */
+ * bottom (each pad a signed 32-bit half: negative crops), p[0] = value, p[1] = mode ---- */
 typedef struct {
     int64_t C, H, W, l, r, t, b;
 } pgeom;
@@ -58,15 +58,21 @@ static pgeom pad_geom(const pg_node *n)
     pgeom g = {n->ip[1],
                n->ip[0] >> 32,
                n->ip[0] & 0xffffffff,
-               n->ip[2] >> 32,
-               n->ip[2] & 0xffffffff,
-               n->ip[3] >> 32,
-               n->ip[3] & 0xffffffff};
+               (int32_t)(uint32_t)((uint64_t)n->ip[2] >> 32),
+               (int32_t)(uint32_t)(uint64_t)n->ip[2],
+               (int32_t)(uint32_t)((uint64_t)n->ip[3] >> 32),
+               (int32_t)(uint32_t)(uint64_t)n->ip[3]};
     return g;
 }
 
+static int64_t pack2(int64_t hi, int64_t lo)
+{
+    return (int64_t)((uint64_t)(uint32_t)(int32_t)hi << 32 | (uint32_t)(int32_t)lo);
+}
+
 /* the source index of padded position i (already shifted by the leading pad) in [0, n), or -1
- * for the constant fill; reflect needs pad < n, so one mirror suffices */
+ * for the constant fill; reflect needs pad < n, so one mirror suffices. A negative pad only
+ * shifts i: the mirror and the edge stay the input's own (torch's rule) */
 static inline int64_t pad_src(int64_t i, int64_t n, int mode)
 {
     if (i >= 0 && i < n) return i;
@@ -132,14 +138,15 @@ static int pad_args(int dims, const double *padding, int npad, double value, con
     if (dims != 1 && dims != 2)
         return pg_fail(PG_STATUS_ERR_ARG, "pg_pad2d(): dims must be 1 or 2, got %d", dims);
     if (!*fn) *fn = dims == 2 ? "ag_pad2d_op" : "ag_pad1d_op";
-    const char *what = dims == 2 ? "a whole number >= 0, a pair (H, W) or four (left, right, top, "
-                                   "bottom) of them"
-                                 : "a whole number >= 0 or a pair (left, right) of them";
+    const char *what = dims == 2
+        ? "a whole number (negative: crop), a pair (H, W) or four (left, "
+          "right, top, bottom) of them"
+        : "a whole number (negative: crop) or a pair (left, right) of them";
     char b[160];
     if (!padding || !(npad == 1 || npad == 2 || (dims == 2 && npad == 4)))
         return pg_fail(PG_STATUS_ERR_VALUE, "%s: padding must be %s, got %d values", *fn, what,
                        padding ? npad : 0);
-    if (!whole_in(padding, npad, 0))
+    if (!whole_in(padding, npad, -2147483647.0))
         return pg_fail(PG_STATUS_ERR_VALUE, "%s: padding must be %s, got %s", *fn, what,
                        show(b, sizeof b, padding, npad));
     if (mode_of(*fn, mode, PAD_MODES, m)) return -1;
@@ -169,11 +176,41 @@ int pg_pad2d_check(int dims, const double *padding, int npad, double value, cons
     return 0;
 }
 
+/* negative pads crop (torch's F.pad): the result keeps >= 1 in each dimension; "constant"
+ * crops before it pads, so its crops together must fit in the input (torch's narrow()) */
+static int crops(const char *fn, int dims, int m, pg_tensor *x, int64_t C, int64_t H, int64_t W,
+                 const int64_t *p, int64_t Ho, int64_t Wo)
+{
+    char pad[128], in[96], out[64];
+    if (dims == 1) {
+        snprintf(pad, sizeof pad, "(left %lld, right %lld)", (long long)p[0], (long long)p[1]);
+        snprintf(in, sizeof in, "(C %lld, L %lld)", (long long)C, (long long)W);
+        snprintf(out, sizeof out, "L %lld", (long long)Wo);
+    } else {
+        snprintf(pad, sizeof pad, "(left %lld, right %lld, top %lld, bottom %lld)", (long long)p[0],
+                 (long long)p[1], (long long)p[2], (long long)p[3]);
+        snprintf(in, sizeof in, "(C %lld, H %lld, W %lld)", (long long)C, (long long)H,
+                 (long long)W);
+        snprintf(out, sizeof out, "H %lld, W %lld", (long long)Ho, (long long)Wo);
+    }
+    const int64_t cw = (p[0] < 0 ? -p[0] : 0) + (p[1] < 0 ? -p[1] : 0);
+    const int64_t ch = (p[2] < 0 ? -p[2] : 0) + (p[3] < 0 ? -p[3] : 0);
+    if (m == PAD_CONSTANT && (cw > W || ch > H))
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "%s: padding %s crops more than the input %s holds; x is %s", fn, pad, in,
+                       pg_desc(x));
+    if (Ho < 1 || Wo < 1)
+        return pg_fail(PG_STATUS_ERR_SHAPE,
+                       "%s: padding %s leaves an empty output (%s) of the input %s; x is %s", fn,
+                       pad, out, in, pg_desc(x));
+    return 0;
+}
+
 pg_tensor *pg_pad2d(pg_tensor *x, int dims, const double *shape, const double *padding, int npad,
                     double value, const char *mode, const char *fn)
 {
-    int64_t p[4], chw[3] = {0, 0, 0};
-    int m;
+    int64_t p[4] = {0, 0, 0, 0}, chw[3] = {0, 0, 0}; /* set on success: -O3 cannot tell */
+    int m = 0;
     if (pad_args(dims, padding, npad, value, mode, &fn, p, &m) || pg_not_live(x, fn, "x") ||
         pg_image_of(x, shape, dims, fn, chw))
         return NULL;
@@ -192,6 +229,7 @@ pg_tensor *pg_pad2d(pg_tensor *x, int dims, const double *shape, const double *p
                             (long long)W, (long long)H, pg_desc(x));
     }
     const int64_t Ho = H + p[2] + p[3], Wo = W + p[0] + p[1];
+    if (crops(fn, dims, m, x, C, H, W, p, Ho, Wo)) return NULL;
     if (Ho > 2147483647 || Wo > 2147483647)
         return pg_fail_null(PG_STATUS_ERR_VALUE,
                             "%s: the padded image (H %lld, W %lld) is too "
@@ -200,7 +238,7 @@ pg_tensor *pg_pad2d(pg_tensor *x, int dims, const double *shape, const double *p
     pg_tensor *out = pg_new(x->dtype, C * Ho * Wo, x->ne[1], PG_MEM_CATEGORY_OTHER);
     if (!out) return NULL;
     out->img[0] = Wo, out->img[1] = Ho, out->img[2] = C;
-    int64_t ip[4] = {H << 32 | W, C, p[0] << 32 | p[1], p[2] << 32 | p[3]};
+    int64_t ip[4] = {H << 32 | W, C, pack2(p[0], p[1]), pack2(p[2], p[3])};
     double pp[4] = {value, (double)m, 0, 0};
     pg_tensor *in[1] = {x};
     return pg_op_run("pad2d", pad_fw, pad_bw, out, 1, in, pp, ip, 0, NULL);
@@ -312,8 +350,8 @@ int pg_upsample2d_check(int dims, const double *scale, const char *mode, const c
 pg_tensor *pg_upsample2d(pg_tensor *x, int dims, const double *shape, const double *scale,
                          const char *mode, const char *fn)
 {
-    int64_t s[2], chw[3] = {0, 0, 0};
-    int m;
+    int64_t s[2] = {1, 1}, chw[3] = {0, 0, 0}; /* s: set on success, -O3 cannot tell */
+    int m = 0;
     if (up_args(dims, scale, mode, &fn, s, &m) || pg_not_live(x, fn, "x") ||
         pg_image_of(x, shape, dims, fn, chw))
         return NULL;

@@ -22,7 +22,7 @@ enum pg_conv_arg {
     PG_CONV_DW = 11,
     PG_CONV_GROUPS = 12,
     PG_CONV_PAD_MODE = 13, /* enum pg_conv_pad */
-    PG_CONV_OPH = 14,      /* output_padding >= 0 (ag_conv_transpose2d only) */
+    PG_CONV_OPH = 14,      /* output_padding >= 0 (the transposed convolutions only) */
     PG_CONV_OPW = 15,
     PG_CONV_NARGS = 16
 };
@@ -53,12 +53,14 @@ pg_tensor *pg_images(const double *data, int64_t n, int64_t c, int64_t h, int64_
  * output_padding (smaller than the stride or the dilation, as torch) and numeric padding only.
  * kernel_size 0 and 0: a square kernel with C_out from b (refused without b). The result is
  * [C_out*OH*OW, N], OH = (H-1)*sH - 2*pH + dH*(kH-1) + opH + 1, tagged (OW, OH, C_out); exact
- * backward for x, w and b. fn: the user-facing function (NULL: "ag_conv_transpose2d_op"). */
-pg_tensor *pg_conv_transpose(pg_tensor *x, pg_tensor *w, pg_tensor *b, const double *args,
+ * backward for x, w and b. dims 2, or 1 (conv_transpose1d: H = 1, kH = 1, the L side's numbers
+ * in the W slots, shapes named (C, L)). fn: the user-facing function (NULL:
+ * "ag_conv_transpose2d_op" / "ag_conv_transpose1d_op"). */
+pg_tensor *pg_conv_transpose(pg_tensor *x, pg_tensor *w, pg_tensor *b, const double *args, int dims,
                              const char *fn);
 
-/* A convolution layer's constructor arguments alone (ag_conv1d, ag_conv2d, ag_conv_transpose2d;
- * transpose 1 for the last): in_channels, out_channels, groups whole >= 1 and dividing both;
+/* A convolution layer's constructor arguments alone (ag_conv1d, ag_conv2d, ag_conv_transpose1d,
+ * ag_conv_transpose2d; transpose 1 for the last two): in_channels, out_channels, groups whole >= 1 and dividing both;
  * args' kernel_size, stride, dilation >= 1, padding >= 0 (or "same" with stride 1 / "valid";
  * transpose: numbers, and output_padding >= 0 smaller than the stride or the dilation);
  * input_shape (when PG_CONV_HAS_SHAPE) whole >= 1 with in_channels channels. 0 or the status,

@@ -5,7 +5,8 @@
  *
  * Padding (torch's F.pad on the last two dims): mode "constant" fills `value`; "reflect" mirrors
  * without repeating the edge (each side's padding must be less than that dimension, torch's
- * rule); "replicate" repeats the edge. Upsampling (torch's nn.Upsample, integer scale factors):
+ * rule); "replicate" repeats the edge. A negative pad crops that side, in every mode (as torch
+ * 2.13's: the mirror and the edge stay the input's own). Upsampling (torch's nn.Upsample, integer scale factors):
  * "nearest" copies input (oh / sh, ow / sw); "bilinear" (align_corners False) reads the source
  * coordinate max(0, (o + 0.5) / s - 0.5), as torch's with scale_factor given. */
 
@@ -13,9 +14,10 @@
  * left and right W) or 4 (left, right, top, bottom: torch's order); dims 1: shape (C, L),
  * padding npad = 1 or 2 (left, right). mode NULL: "constant". shape NULL: x's image tag. fn:
  * the user-facing function for the messages (NULL: "ag_pad2d_op" / "ag_pad1d_op"). Refused
- * (ERR_VALUE / ERR_SHAPE, naming fn and the argument): padding not whole numbers >= 0, a bad
+ * (ERR_VALUE / ERR_SHAPE, naming fn and the argument): padding not whole numbers, a bad
  * count or mode, a non-finite value, a nonzero value with another mode than "constant", reflect
- * padding not less than the input size, x's rows not C*H*W. The result [C*Ho*Wo, N] carries the
+ * padding not less than the input size, x's rows not C*H*W, an output with a dimension < 1, or
+ * ("constant", torch's rule) crops that together exceed the input's dimension. The result [C*Ho*Wo, N] carries the
  * image shape (Wo, Ho, C). Exact backward (value is a constant: no gradient). */
 pg_tensor *pg_pad2d(pg_tensor *x, int dims, const double *shape, const double *padding, int npad,
                     double value, const char *mode, const char *fn);

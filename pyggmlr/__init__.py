@@ -145,6 +145,8 @@ __all__ = [
     "ag_conv1d_op",
     "ag_conv2d",
     "ag_conv2d_op",
+    "ag_conv_transpose1d",
+    "ag_conv_transpose1d_op",
     "ag_conv_transpose2d",
     "ag_conv_transpose2d_op",
     "ag_cross_entropy_loss",

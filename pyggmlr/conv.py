@@ -21,6 +21,7 @@ from .tensor import ArrayLike, Tensor, _as_tensor, _dtype_code
 __all__ = [
     "ag_conv1d_op",
     "ag_conv2d_op",
+    "ag_conv_transpose1d_op",
     "ag_conv_transpose2d_op",
     "ag_image_shape",
     "ag_images",
@@ -92,7 +93,8 @@ def _args(
         a[lib.PG_CONV_PH], a[lib.PG_CONV_PW] = _pair(padding, fn, "padding", dims, 0.0)
     a[lib.PG_CONV_GROUPS] = _num(groups, fn, "groups", "a whole number >= 1")
     if output_padding is not None:
-        a[lib.PG_CONV_OPH], a[lib.PG_CONV_OPW] = _pair(output_padding, fn, "output_padding", 2, 0)
+        op = _pair(output_padding, fn, "output_padding", dims, 0.0)
+        a[lib.PG_CONV_OPH], a[lib.PG_CONV_OPW] = op
     return a
 
 
@@ -177,14 +179,40 @@ def ag_conv_transpose2d_op(
     kernel with C_out read from bias (needed without bias). Raises ShapeError (rows, weight or
     bias not fitting, an empty output), PyggmlrValueError (non-whole or out-of-range sizes, no
     image shape, groups not dividing C_in), ArgumentError (wrong kinds)."""
-    fn = "ag_conv_transpose2d_op"
-    a = _args(fn, 2, input_shape, stride, padding, dilation, groups, kernel_size, output_padding)
+    geom = (stride, padding, output_padding, groups, dilation, input_shape, kernel_size)
+    return _conv_t("ag_conv_transpose2d_op", 2, x, weight, bias, *geom)
+
+
+def ag_conv_transpose1d_op(
+    x: ArrayLike,
+    weight: ArrayLike,
+    bias: Optional[ArrayLike] = None,
+    stride: int = 1,
+    padding: int = 0,
+    output_padding: int = 0,
+    groups: int = 1,
+    dilation: int = 1,
+    input_shape: Optional[Sequence[int]] = None,
+    kernel_size: Optional[int] = None,
+) -> Tensor:
+    """torch.nn.functional.conv_transpose1d on signals x [C_in*L, N] (numpy's (N, C_in, L) as
+    x.reshape(N, -1).T) -> [C_out*OL, N], tagged (C_out, 1, OL), OL = (L - 1) * stride - 2 *
+    padding + dilation * (k - 1) + output_padding + 1. weight [C_in, (C_out/groups)*k]: torch's
+    weight (C_in, C_out/groups, k) reshaped (C_in, -1); bias None or [C_out, 1]. stride,
+    padding, output_padding, dilation: numbers; input_shape (C_in, L) or None (x's tag, H = 1);
+    kernel_size None reads k with C_out from bias. Errors as ag_conv_transpose2d_op's."""
+    geom = (stride, padding, output_padding, groups, dilation, input_shape, kernel_size)
+    return _conv_t("ag_conv_transpose1d_op", 1, x, weight, bias, *geom)
+
+
+def _conv_t(fn, dims, x, weight, bias, stride, padding, output_padding, groups, dilation, shape, k):
+    a = _args(fn, dims, shape, stride, padding, dilation, groups, k, output_padding)
     like = next((t for t in (x, weight, bias) if isinstance(t, Tensor)), None)
     xt = _as_tensor(x, fn, like)
     wt = _as_tensor(weight, fn, xt)
     bt = None if bias is None else _as_tensor(bias, fn, xt)
     bp = NULL if bt is None else bt._handle(fn)
-    return _out(lib.pg_conv_transpose(xt._handle(fn), wt._handle(fn), bp, a, fn.encode()))
+    return _out(lib.pg_conv_transpose(xt._handle(fn), wt._handle(fn), bp, a, dims, fn.encode()))
 
 
 def ag_image_shape(x: Tensor) -> Optional[Tuple[int, int, int]]:

@@ -211,6 +211,7 @@ def _builtin_model(model):
         nn.ag_rnn,
         nn.ag_conv1d,
         nn.ag_conv2d,
+        nn.ag_conv_transpose1d,
         nn.ag_conv_transpose2d,
         nn.ag_pad1d,
         nn.ag_pad2d,

@@ -20,7 +20,7 @@ from ..ops import _out
 from ..tensor import ArrayLike, Tensor, _as_tensor, ag_param
 from .base import _ACTIVATIONS, Module, _check_activation, _layer_memory, _uniform
 
-__all__ = ["ag_conv1d", "ag_conv2d", "ag_conv_transpose2d"]
+__all__ = ["ag_conv1d", "ag_conv2d", "ag_conv_transpose1d", "ag_conv_transpose2d"]
 
 Pair = Union[int, Sequence[int]]
 
@@ -261,16 +261,9 @@ class ag_conv1d(_ConvNd):
     kind = "conv1d"
 
 
-class ag_conv_transpose2d(_ConvNd):
-    """Transposed 2-D convolution layer, torch.nn.ConvTranspose2d's arguments in its order:
-    kernel_size, stride, padding, output_padding (smaller than the stride or the dilation),
-    dilation a number or a pair (H, W); groups dividing both channel counts; bias a flag.
-    Weight [C_in, (C_out/groups)*kH*kW] (torch's (C_in, C_out/groups, kH, kW) reshaped
-    (C_in, -1)) and bias [C_out, 1] drawn as torch does, U(+-1/sqrt(fan_in)) with fan_in =
-    (C_out/groups)*kH*kW. input_shape (C_in, H, W), activation and init as ag_conv2d's (torch's
-    fans of that weight: fan_out = C_in*kH*kW). The output is
-    [C_out*OH*OW, N], OH = (H - 1) * stride - 2 * padding + dilation * (kH - 1) +
-    output_padding + 1, tagged (C_out, OH, OW)."""
+class _ConvTransposeNd(_ConvNd):
+    """The transposed convolutions (ag_conv_transpose2d, ag_conv_transpose1d): torch's
+    ConvTranspose2d / ConvTranspose1d arguments in its order, one core op (pg_conv_transpose)."""
 
     dims = 2
     kind = "conv_transpose2d"
@@ -290,12 +283,15 @@ class ag_conv_transpose2d(_ConvNd):
         activation: Optional[str] = None,
         init: str = "torch",
     ) -> None:
-        fn = "ag_conv_transpose2d"
+        fn, d = "ag_" + self.kind, self.dims
         if input_shape is not None and not isinstance(input_shape, (list, tuple)):
-            raise ArgumentError(f"{fn}: input_shape must be (C, H, W), got {input_shape!r}")
+            raise ArgumentError(
+                f"{fn}: input_shape must be {'(C, H, W)' if d == 2 else '(C, L)'}, "
+                f"got {input_shape!r}"
+            )
         v, cin, cout = _check(
             fn,
-            2,
+            d,
             1,
             in_channels,
             out_channels,
@@ -309,11 +305,11 @@ class ag_conv_transpose2d(_ConvNd):
         )
         g = int(v[lib.PG_CONV_GROUPS])
         self.in_channels, self.out_channels, self.groups = cin, cout, g
-        self._k = _pair_of(v, lib.PG_CONV_KH, lib.PG_CONV_KW, 2)
-        self._stride = _pair_of(v, lib.PG_CONV_SH, lib.PG_CONV_SW, 2)
-        self._padding = _pair_of(v, lib.PG_CONV_PH, lib.PG_CONV_PW, 2)
-        self._output_padding = _pair_of(v, lib.PG_CONV_OPH, lib.PG_CONV_OPW, 2)
-        self._dilation = _pair_of(v, lib.PG_CONV_DH, lib.PG_CONV_DW, 2)
+        self._k = _pair_of(v, lib.PG_CONV_KH, lib.PG_CONV_KW, d)
+        self._stride = _pair_of(v, lib.PG_CONV_SH, lib.PG_CONV_SW, d)
+        self._padding = _pair_of(v, lib.PG_CONV_PH, lib.PG_CONV_PW, d)
+        self._output_padding = _pair_of(v, lib.PG_CONV_OPH, lib.PG_CONV_OPW, d)
+        self._dilation = _pair_of(v, lib.PG_CONV_DH, lib.PG_CONV_DW, d)
         self.bias_flag = check_flag(bias, fn, "bias")
         self.activation = _check_activation(activation, fn)
         self.init = _conv_init(init, fn)
@@ -327,12 +323,12 @@ class ag_conv_transpose2d(_ConvNd):
 
     @property
     def output_padding(self) -> Any:
-        """The output padding as the config writes it: [opH, opW]."""
-        return list(self._output_padding)
+        """The output padding as the config writes it: [opH, opW] (1-D: a number)."""
+        return self._cfg(self._output_padding)
 
     def forward(self, x: ArrayLike) -> Tensor:
         """The transposed convolution of x [C_in*H*W, N] (its image shape, else input_shape)
-        -> [C_out*OH*OW, N], tagged (C_out, OH, OW)."""
+        -> [C_out*OH*OW, N], tagged (C_out, OH, OW) (1-D: H = 1)."""
         fn = "ag_" + self.kind
         xt = _as_tensor(x, fn, self.weight)
         p = xt._handle()
@@ -340,7 +336,7 @@ class ag_conv_transpose2d(_ConvNd):
         tagged = lib.pg_tensor_image_shape(p, c[2]) == 1
         a = c[0] if tagged or c[1] is None else c[1]
         b = NULL if self.bias is None else self.bias._p
-        y = _out(lib.pg_conv_transpose(p, self.weight._p, b, a, c[3]))
+        y = _out(lib.pg_conv_transpose(p, self.weight._p, b, a, self.dims, c[3]))
         return y if self.activation is None else _ACTIVATIONS[self.activation](y)
 
     def _core_args(self) -> Any:
@@ -348,8 +344,8 @@ class ag_conv_transpose2d(_ConvNd):
         a = (self._stride, self._padding, self._dilation, self.groups, self._k)
         op, shp = self._output_padding, self.input_shape
         c = (
-            _args(fn, 2, None, *a, op),
-            None if shp is None else _args(fn, 2, shp, *a, op),
+            _args(fn, self.dims, None, *a, op),
+            None if shp is None else _args(fn, self.dims, shp, *a, op),
             ffi.new("int64_t[3]"),
             fn.encode(),
         )
@@ -377,3 +373,32 @@ class ag_conv_transpose2d(_ConvNd):
             "activation": self.activation,
             "init": self.init,
         }
+
+
+class ag_conv_transpose2d(_ConvTransposeNd):
+    """Transposed 2-D convolution layer, torch.nn.ConvTranspose2d's arguments in its order:
+    kernel_size, stride, padding, output_padding (smaller than the stride or the dilation),
+    dilation a number or a pair (H, W); groups dividing both channel counts; bias a flag.
+    Weight [C_in, (C_out/groups)*kH*kW] (torch's (C_in, C_out/groups, kH, kW) reshaped
+    (C_in, -1)) and bias [C_out, 1] drawn as torch does, U(+-1/sqrt(fan_in)) with fan_in =
+    (C_out/groups)*kH*kW. input_shape (C_in, H, W), activation and init as ag_conv2d's (torch's
+    fans of that weight: fan_out = C_in*kH*kW). The output is
+    [C_out*OH*OW, N], OH = (H - 1) * stride - 2 * padding + dilation * (kH - 1) +
+    output_padding + 1, tagged (C_out, OH, OW)."""
+
+    dims = 2
+    kind = "conv_transpose2d"
+
+
+class ag_conv_transpose1d(_ConvTransposeNd):
+    """Transposed 1-D convolution layer (torch.nn.ConvTranspose1d) on signals [C_in*L, N]
+    (numpy's (N, C_in, L) as x.reshape(N, -1).T; an image with H = 1), its arguments in its
+    order: kernel_size, stride, padding, output_padding (smaller than the stride or the
+    dilation), dilation numbers; groups, bias, activation, init as ag_conv_transpose2d's.
+    Weight [C_in, (C_out/groups)*k] (torch's (C_in, C_out/groups, k) reshaped (C_in, -1)),
+    bias [C_out, 1]; input_shape (C_in, L) when the input carries no image shape. The output is
+    [C_out*OL, N], OL = (L - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1,
+    tagged (C_out, 1, OL)."""
+
+    dims = 1
+    kind = "conv_transpose1d"

@@ -46,7 +46,7 @@ from .base import (
     ag_slice_rows,
     ag_train,
 )
-from .conv import ag_conv1d, ag_conv2d, ag_conv_transpose2d
+from .conv import ag_conv1d, ag_conv2d, ag_conv_transpose1d, ag_conv_transpose2d
 from .layers import ag_batch_norm, ag_embedding, ag_layer_norm, ag_multihead_attention
 from .pooling import (
     ag_avg_pool1d,
@@ -87,6 +87,7 @@ __all__ = [
     "ag_normalization",
     "ag_conv1d",
     "ag_conv2d",
+    "ag_conv_transpose1d",
     "ag_conv_transpose2d",
     "ag_embedding",
     "ag_multihead_attention",
@@ -395,6 +396,7 @@ _BUILDERS = {
     "rnn": ag_rnn,
     "conv1d": ag_conv1d,
     "conv2d": ag_conv2d,
+    "conv_transpose1d": ag_conv_transpose1d,
     "conv_transpose2d": ag_conv_transpose2d,
     "pad1d": ag_pad1d,
     "pad2d": ag_pad2d,

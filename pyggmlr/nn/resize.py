@@ -35,7 +35,7 @@ Pad = Union[int, float, Sequence[Union[int, float]]]
 
 def _padding(v: Any, fn: str, dims: int) -> Any:
     """A number or a sequence of numbers as (double[n], n) for the core, which checks the count
-    (1, 2 or 4; 1-D: 1 or 2) and that each is a whole number >= 0."""
+    (1, 2 or 4; 1-D: 1 or 2) and that each is a whole number (negative: crop)."""
     if isinstance(v, np.ndarray):
         v = v.tolist()
     vals = [v] if _real(v) else v
@@ -85,15 +85,18 @@ def ag_pad2d_op(
 ) -> Tensor:
     """Pads images x [C*H*W, N] (torch's F.pad on (N, C, H, W)).
 
-    Args: padding: a whole number >= 0 (every side), a pair (H, W) (top and bottom H, left and
-    right W, keras' ZeroPadding2D) or four (left, right, top, bottom) as torch's F.pad; value:
+    Args: padding: a whole number (every side), a pair (H, W) (top and bottom H, left and
+    right W, keras' ZeroPadding2D) or four (left, right, top, bottom) as torch's F.pad, a
+    negative pad cropping that side in every mode (torch's rule: the result keeps >= 1 in each
+    dimension; "constant"'s crops together fit in the input); value:
     the fill of mode "constant" (finite); mode: "constant", "reflect" (mirror without the edge;
     each side's padding less than that dimension) or "replicate" (repeat the edge);
     input_shape: (C, H, W), None for x's image tag.
     Returns: [C*Ho*Wo, N] tagged (C, Ho, Wo), Ho = H + top + bottom, Wo = W + left + right.
     Raises: ArgumentError for a non-number, PyggmlrValueError for bad sizes, counts, modes or
     a nonzero value with another mode, ShapeError for rows that are not C*H*W, no shape and
-    no tag, or reflect padding not less than the input (the core's texts)."""
+    no tag, reflect padding not less than the input, or crops that empty the result or
+    ("constant") exceed the input (the core's texts)."""
     return _pad(x, 2, padding, value, mode, input_shape, "ag_pad2d_op")
 
 

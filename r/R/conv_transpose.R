@@ -1,18 +1,17 @@
-# Transposed convolution, as Python's ag_conv_transpose2d_op (pyggmlr/conv.py) and
-# ag_conv_transpose2d (pyggmlr/nn/conv.py): torch's conv_transpose2d / ConvTranspose2d, the
-# arguments in torch's order. The core runs forward and backward and checks the values
-# (pg_conv_transpose, pg_conv_check); this checks the kinds and hands doubles.
+# Transposed convolution, as Python's ag_conv_transpose2d_op / ag_conv_transpose1d_op
+# (pyggmlr/conv.py) and ag_conv_transpose2d / ag_conv_transpose1d (pyggmlr/nn/conv.py): torch's
+# conv_transpose2d / 1d and ConvTranspose2d / 1d, the arguments in torch's order. The core runs
+# forward and backward and checks the values (pg_conv_transpose, pg_conv_check); this checks the
+# kinds and hands doubles. 1-D signals are images with H = 1.
 
-ag_conv_transpose2d_op <- function(x, weight, bias = NULL, stride = 1, padding = 0,
-                                   output_padding = 0, groups = 1, dilation = 1,
-                                   input_shape = NULL, kernel_size = NULL) {
-  fn <- "ag_conv_transpose2d_op"
-  shape <- .conv_shape(input_shape, fn, 2L)
-  kernel <- if (is.null(kernel_size)) NULL else .conv_pair(kernel_size, fn, "kernel_size", 2L)
-  st <- .conv_pair(stride, fn, "stride", 2L)
-  pad <- .conv_padding(padding, fn, 2L)
-  op <- .conv_pair(output_padding, fn, "output_padding", 2L)
-  dil <- .conv_pair(dilation, fn, "dilation", 2L)
+.conv_t_call <- function(fn, dims, x, weight, bias, stride, padding, output_padding, groups,
+                         dilation, input_shape, kernel_size) {
+  shape <- .conv_shape(input_shape, fn, dims)
+  kernel <- if (is.null(kernel_size)) NULL else .conv_pair(kernel_size, fn, "kernel_size", dims)
+  st <- .conv_pair(stride, fn, "stride", dims)
+  pad <- .conv_padding(padding, fn, dims)
+  op <- .conv_pair(output_padding, fn, "output_padding", dims)
+  dil <- .conv_pair(dilation, fn, "dilation", dims)
   if (!is.numeric(groups) || length(groups) != 1L)
     .arg_fail("argument", "%s: groups must be a whole number >= 1, got %s", fn, .arg_show(groups))
   like <- Find(is_ag_tensor, list(x, weight, bias))
@@ -22,15 +21,27 @@ ag_conv_transpose2d_op <- function(x, weight, bias = NULL, stride = 1, padding =
   weight <- as_t(weight)
   b <- if (is.null(bias)) NULL else as_t(bias)$.ptr
   .wrap(.Call(R_pg_conv_transpose, x$.ptr, weight$.ptr, b, shape, kernel, st, pad, op, dil,
-              as.double(groups), fn))
+              as.double(groups), dims, fn))
 }
 
-ag_conv_transpose2d <- function(in_channels, out_channels, kernel_size, stride = 1, padding = 0,
-                                output_padding = 0, groups = 1, bias = TRUE, dilation = 1,
-                                input_shape = NULL, activation = NULL, init = "torch") {
-  kind <- "conv_transpose2d"
-  fn <- "ag_conv_transpose2d"
-  v <- .conv_checked(fn, 2L, in_channels, out_channels, kernel_size, stride, padding, dilation,
+ag_conv_transpose2d_op <- function(x, weight, bias = NULL, stride = 1, padding = 0,
+                                   output_padding = 0, groups = 1, dilation = 1,
+                                   input_shape = NULL, kernel_size = NULL) {
+  .conv_t_call("ag_conv_transpose2d_op", 2L, x, weight, bias, stride, padding, output_padding,
+               groups, dilation, input_shape, kernel_size)
+}
+
+ag_conv_transpose1d_op <- function(x, weight, bias = NULL, stride = 1, padding = 0,
+                                   output_padding = 0, groups = 1, dilation = 1,
+                                   input_shape = NULL, kernel_size = NULL) {
+  .conv_t_call("ag_conv_transpose1d_op", 1L, x, weight, bias, stride, padding, output_padding,
+               groups, dilation, input_shape, kernel_size)
+}
+
+.conv_t_layer <- function(kind, dims, in_channels, out_channels, kernel_size, stride, padding,
+                          output_padding, groups, bias, dilation, input_shape, activation, init) {
+  fn <- paste0("ag_", kind)
+  v <- .conv_checked(fn, dims, in_channels, out_channels, kernel_size, stride, padding, dilation,
                      groups, input_shape, output_padding)
   bias <- .arg_flag(bias, fn, "bias")
   act <- .act(activation, fn)
@@ -56,19 +67,37 @@ ag_conv_transpose2d <- function(in_channels, out_channels, kernel_size, stride =
   e$init <- init
   e$forward <- function(x) {
     shape <- if (is_ag_tensor(x) && !is.null(ag_image_shape(x))) NULL else e$input_shape
-    act(ag_conv_transpose2d_op(x, e$weight, e$bias, e$stride, e$padding, e$output_padding,
-                               e$groups, e$dilation, shape, e$kernel_size))
+    act(.conv_t_call(fn, dims, x, e$weight, e$bias, e$stride, e$padding,
+                     e$output_padding, e$groups, e$dilation, shape, e$kernel_size))
   }
   e$parameters <- function() if (is.null(e$bias)) list(weight = e$weight) else
     list(weight = e$weight, bias = e$bias)
+  # pairs as lists c(H, W) (1-D: numbers), as Python's to_config
+  cfg <- function(v) if (dims == 2L) as.list(v) else v[[1L]]
   e$to_config <- function() list(type = kind, in_channels = v$cin, out_channels = v$cout,
-                                 kernel_size = as.list(v$k), stride = as.list(v$st),
-                                 padding = as.list(v$pad), output_padding = as.list(v$op),
-                                 groups = v$g, bias = bias, dilation = as.list(v$dil),
+                                 kernel_size = cfg(v$k), stride = cfg(v$st),
+                                 padding = cfg(v$pad), output_padding = cfg(v$op),
+                                 groups = v$g, bias = bias, dilation = cfg(v$dil),
                                  input_shape = if (is.null(e$input_shape)) NULL else
                                    as.list(e$input_shape), activation = activation,
                                  init = init)
   e
 }
 
+ag_conv_transpose2d <- function(in_channels, out_channels, kernel_size, stride = 1, padding = 0,
+                                output_padding = 0, groups = 1, bias = TRUE, dilation = 1,
+                                input_shape = NULL, activation = NULL, init = "torch") {
+  .conv_t_layer("conv_transpose2d", 2L, in_channels, out_channels, kernel_size, stride, padding,
+                output_padding, groups, bias, dilation, input_shape, activation, init)
+}
+
+ag_conv_transpose1d <- function(in_channels, out_channels, kernel_size, stride = 1, padding = 0,
+                                output_padding = 0, groups = 1, bias = TRUE, dilation = 1,
+                                input_shape = NULL, activation = NULL, init = "torch") {
+  .conv_t_layer("conv_transpose1d", 1L, in_channels, out_channels, kernel_size, stride, padding,
+                output_padding, groups, bias, dilation, input_shape, activation, init)
+}
+
 print.ag_conv_transpose2d <- function(x, ...) print.ag_conv2d(x, ...)
+
+print.ag_conv_transpose1d <- function(x, ...) print.ag_conv2d(x, ...)

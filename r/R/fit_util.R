@@ -232,7 +232,8 @@
                               "ag_embedding", "ag_normalization", "ag_max_pool2d", "ag_avg_pool2d",
                               "ag_max_pool1d", "ag_avg_pool1d", "ag_global_avg_pool",
                               "ag_global_max_pool", "ag_flatten", "ag_lstm", "ag_gru",
-                              "ag_rnn", "ag_conv1d", "ag_conv2d", "ag_conv_transpose2d",
+                              "ag_rnn", "ag_conv1d", "ag_conv2d", "ag_conv_transpose1d",
+                              "ag_conv_transpose2d",
                               "ag_pad1d", "ag_pad2d", "ag_upsample2d",
                               "ag_upsample1d")))
   }

@@ -24,7 +24,8 @@ ag_register_layer <- function(type, builder) {
                global_avg_pool = "ag_global_avg_pool", global_max_pool = "ag_global_max_pool",
                max_pool1d = "ag_max_pool1d", max_pool2d = "ag_max_pool2d",
                lstm = "ag_lstm", gru = "ag_gru", rnn = "ag_rnn", conv1d = "ag_conv1d",
-               conv2d = "ag_conv2d", conv_transpose2d = "ag_conv_transpose2d",
+               conv2d = "ag_conv2d", conv_transpose1d = "ag_conv_transpose1d",
+               conv_transpose2d = "ag_conv_transpose2d",
                # padding and upsampling (issue 30)
                pad1d = "ag_pad1d", pad2d = "ag_pad2d", upsample2d = "ag_upsample2d",
                upsample1d = "ag_upsample1d")

@@ -232,7 +232,8 @@ extern SEXP R_pg_predict_classify(SEXP, SEXP);
 extern SEXP R_pg_predict_transform(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_conv(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_conv_check(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_conv_transpose(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_conv_transpose(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
+                                SEXP);
 extern SEXP R_pg_images(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_image_shape(SEXP);
 extern SEXP R_pg_set_image_shape(SEXP, SEXP, SEXP);
@@ -456,7 +457,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_predict_transform", (DL_FUNC)&R_pg_predict_transform, 5},
     {"R_pg_conv", (DL_FUNC)&R_pg_conv, 11},
     {"R_pg_conv_check", (DL_FUNC)&R_pg_conv_check, 11},
-    {"R_pg_conv_transpose", (DL_FUNC)&R_pg_conv_transpose, 11},
+    {"R_pg_conv_transpose", (DL_FUNC)&R_pg_conv_transpose, 12},
     {"R_pg_images", (DL_FUNC)&R_pg_images, 5},
     {"R_pg_image_shape", (DL_FUNC)&R_pg_image_shape, 1},
     {"R_pg_set_image_shape", (DL_FUNC)&R_pg_set_image_shape, 3},

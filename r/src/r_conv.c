@@ -54,13 +54,14 @@ SEXP R_pg_conv(SEXP x, SEXP w, SEXP b, SEXP shape, SEXP kernel, SEXP stride, SEX
 }
 
 SEXP R_pg_conv_transpose(SEXP x, SEXP w, SEXP b, SEXP shape, SEXP kernel, SEXP stride, SEXP padding,
-                         SEXP outpad, SEXP dilation, SEXP groups, SEXP fn)
+                         SEXP outpad, SEXP dilation, SEXP groups, SEXP dims, SEXP fn)
 {
     const char *f = CHAR(STRING_ELT(fn, 0));
+    int d = Rf_asInteger(dims);
     double a[PG_CONV_NARGS];
-    conv_args(a, 2, shape, kernel, stride, padding, dilation, groups, outpad, f);
+    conv_args(a, d, shape, kernel, stride, padding, dilation, groups, outpad, f);
     pg_tensor *bt = Rf_isNull(b) ? NULL : r_get(b, R_TENSOR);
-    return r_wrap(pg_conv_transpose(r_get(x, R_TENSOR), r_get(w, R_TENSOR), bt, a, f), R_TENSOR);
+    return r_wrap(pg_conv_transpose(r_get(x, R_TENSOR), r_get(w, R_TENSOR), bt, a, d, f), R_TENSOR);
 }
 
 /* a layer constructor's values checked by the core (pg_conv_check); outpad NULL: not transposed */

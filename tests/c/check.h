@@ -82,4 +82,5 @@ void test_fit_weight(void);
 void test_predict(void);
 void test_conv(void);
 void test_convt(void);
+void test_convt1d(void);
 #endif

@@ -72,6 +72,7 @@ int main(void)
     run("predict", test_predict);
     run("convolution", test_conv);
     run("transposed convolution", test_convt);
+    run("transposed convolution 1-D", test_convt1d);
     pg_tape_clear();
     pg_memory_counts st;
     pg_memory_stats(&st);

@@ -66,11 +66,13 @@ void test_layer_config(void)
             "ag_module_from_config: unknown layer type 'conv' (built-in: sequential, ");
     /* the list: every built-in type, then how to add custom ones */
     cfg("{\"type\": \"conv\"}");
-    CHECK(strstr(pg_last_error(),
-                 "batch_norm, conv1d, conv2d, conv_transpose2d, dropout, embedding, flatten, "
-                 "global_avg_pool, "
-                 "global_max_pool, gru, "
-                 "layer_norm, linear, lstm, max_pool1d") != NULL);
+    CHECK(strstr(
+              pg_last_error(),
+              "batch_norm, conv1d, conv2d, conv_transpose1d, conv_transpose2d, dropout, embedding, "
+              "flatten, "
+              "global_avg_pool, "
+              "global_max_pool, gru, "
+              "layer_norm, linear, lstm, max_pool1d") != NULL);
     CHECK(strstr(pg_last_error(),
                  "multihead_attention, normalization, pad1d, pad2d, rnn, upsample1d, upsample2d; "
                  "register custom ones with ag_register_layer)") != NULL);
@@ -91,11 +93,16 @@ void test_layer_config(void)
           !strcmp(out, "{\"padding\": 2, \"value\": 0, \"mode\": \"reflect\"}"));
     CHECK(cfg("{\"type\": \"upsample2d\", \"scale_factor\": 2}") > 0 &&
           !strcmp(out, "{\"scale_factor\": [2, 2], \"mode\": \"nearest\"}"));
+    /* negative pads crop (torch's F.pad) */
+    CHECK(cfg("{\"type\": \"pad2d\", \"padding\": [-1, 2, 0, -3]}") > 0 &&
+          !strcmp(out, "{\"padding\": [-1, 2, 0, -3], \"value\": 0, \"mode\": \"constant\"}"));
     REFUSED("{\"type\": \"pad2d\", \"padding\": [1, 1, 1]}",
-            "bad arguments for a 'pad2d' layer: padding must be a whole number >= 0 or a list of "
+            "bad arguments for a 'pad2d' layer: padding must be a whole number or a list of "
             "1, 2 or 4, got [1, 1, 1]");
     REFUSED("{\"type\": \"pad1d\", \"padding\": [1, 1, 1, 1]}",
-            "padding must be a whole number >= 0 or a list of 1 or 2, got [1, 1, 1, 1]");
+            "padding must be a whole number or a list of 1 or 2, got [1, 1, 1, 1]");
+    REFUSED("{\"type\": \"pad1d\", \"padding\": [1, -0.5]}",
+            "padding must be a whole number or a list of 1 or 2, got [1, -0.5]");
     REFUSED("{\"type\": \"upsample2d\", \"scale_factor\": 2, \"mode\": \"area\"}",
             "mode must be one of \"nearest\" or \"bilinear\", got \"area\"");
     CHECK(cfg("{\"type\": \"global_max_pool\"}") == 2);

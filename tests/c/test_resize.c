@@ -68,6 +68,13 @@ static void gradchecks(void)
         {0, 2, 1, {2, 3, 4}, {3}, 0, "replicate"},
         {0, 1, 2, {3, 5}, {4, 1}, 0, "reflect"},
         {0, 1, 1, {3, 5}, {2}, 0, NULL},
+        /* negative pads crop, mixed signs, every mode (torch's F.pad) */
+        {0, 2, 4, {2, 3, 4}, {-1, 2, 1, -2}, 0.5, "constant"},
+        {0, 2, 4, {2, 3, 4}, {-3, 1, -1, -1}, 0, "constant"},
+        {0, 2, 4, {2, 3, 4}, {2, -3, -1, 2}, 0, "reflect"},
+        {0, 2, 4, {2, 3, 4}, {-5, 3, 0, -2}, 0, "replicate"},
+        {0, 1, 2, {3, 5}, {-7, 4}, 0, "reflect"},
+        {0, 1, 2, {3, 5}, {-2, -2}, 0, NULL},
         {1, 2, 0, {2, 3, 4}, {2, 3}, 0, "nearest"},
         {1, 2, 0, {2, 3, 4}, {3, 2}, 0, "bilinear"},
         {1, 2, 0, {2, 1, 4}, {1, 3}, 0, "bilinear"},
@@ -112,6 +119,50 @@ static void compiled(void)
     for (int i = 0; i < 10; i++) REL(ts[i]);
 }
 
+/* negative pads: known crops and the refusals (an empty result; "constant" crops beyond x) */
+static void crops(void)
+{
+    /* 0 1 2 3 4 padded (-2, 3): constant 2 3 4 9 9 9, reflect 2 3 4 3 2 1, replicate 2 3 4 4 4
+     * 4; (-7, 4): reflect 1 0, replicate 4 4, constant refused (crops 7 of 5) */
+    const double v[5] = {0, 1, 2, 3, 4}, sh[2] = {1, 5}, p[2] = {-2, 3}, p7[2] = {-7, 4};
+    const double want[3][6] = {{2, 3, 4, 9, 9, 9}, {2, 3, 4, 3, 2, 1}, {2, 3, 4, 4, 4, 4}};
+    const double want7[3][2] = {{0, 0}, {1, 0}, {4, 4}};
+    const char *modes[3] = {"constant", "reflect", "replicate"};
+    pg_tensor *x = mat(5, 1, v);
+    for (int m = 0; m < 3; m++) {
+        pg_tensor *y = pg_pad2d(x, 1, sh, p, 2, m ? 0 : 9, modes[m], NULL);
+        double o[6] = {0};
+        CHECK(y && pg_tensor_nrow(y) == 6);
+        if (y) pg_tensor_read(y, o, PG_DTYPE_F64);
+        CHECK(!memcmp(o, want[m], sizeof o));
+        REL(y);
+        if (!m) continue;
+        y = pg_pad2d(x, 1, sh, p7, 2, 0, modes[m], NULL);
+        double o7[2] = {0};
+        CHECK(y && pg_tensor_nrow(y) == 2);
+        if (y) pg_tensor_read(y, o7, PG_DTYPE_F64);
+        CHECK(!memcmp(o7, want7[m], sizeof o7));
+        REL(y);
+    }
+    CHECK_ERR(pg_pad2d(x, 1, sh, p7, 2, 0, NULL, "ag_pad1d") == NULL, PG_STATUS_ERR_SHAPE,
+              "ag_pad1d: padding (left -7, right 4) crops more than the input (C 1, L 5) holds; "
+              "x is [5x1] f64");
+    const double e1[2] = {-3, -2}, e2[4] = {0, 0, 1, -2}, sh2[3] = {1, 1, 5};
+    CHECK_ERR(pg_pad2d(x, 1, sh, e1, 2, 0, "replicate", NULL) == NULL, PG_STATUS_ERR_SHAPE,
+              "ag_pad1d_op: padding (left -3, right -2) leaves an empty output (L 0) of the input "
+              "(C 1, L 5); x is [5x1] f64");
+    CHECK_ERR(pg_pad2d(x, 2, sh2, e2, 4, 0, NULL, NULL) == NULL, PG_STATUS_ERR_SHAPE,
+              "ag_pad2d_op: padding (left 0, right 0, top 1, bottom -2) crops more than the input "
+              "(C 1, H 1, W 5) holds");
+    CHECK_ERR(pg_pad2d(x, 2, sh2, e2, 4, 0, "reflect", NULL) == NULL, PG_STATUS_ERR_SHAPE,
+              "ag_pad2d_op: reflect padding (left 0, right 0, top 1, bottom -2) must be less than");
+    double lrtb[4];
+    const double n1[1] = {-1};
+    CHECK(pg_pad2d_check(2, n1, 1, 0, "reflect", NULL, lrtb) == 0 && lrtb[0] == -1 &&
+          lrtb[3] == -1);
+    REL(x);
+}
+
 static void refusals(void)
 {
     pg_tensor *x = pg_tensor_full(PG_DTYPE_F32, 48, 2, 0);
@@ -120,8 +171,8 @@ static void refusals(void)
     CHECK_ERR(pg_pad2d(x, 2, NULL, p1, 1, 0, NULL, "ag_pad2d") == NULL, PG_STATUS_ERR_SHAPE,
               "ag_pad2d: x [48x2] f32 carries no image shape; give input_shape = (C, H, W)");
     CHECK_ERR(pg_pad2d(x, 2, sh, p3, 3, 0, NULL, NULL) == NULL, PG_STATUS_ERR_VALUE,
-              "ag_pad2d_op: padding must be a whole number >= 0, a pair (H, W) or four (left, "
-              "right, top, bottom) of them, got 3 values");
+              "ag_pad2d_op: padding must be a whole number (negative: crop), a pair (H, W) or four "
+              "(left, right, top, bottom) of them, got 3 values");
     CHECK_ERR(pg_pad2d(x, 2, sh, pf, 2, 0, NULL, NULL) == NULL, PG_STATUS_ERR_VALUE,
               "of them, got (1.5, 0)");
     CHECK_ERR(pg_pad2d(x, 2, sh, p1, 1, 0, "circular", NULL) == NULL, PG_STATUS_ERR_VALUE,
@@ -132,10 +183,11 @@ static void refusals(void)
     CHECK_ERR(pg_pad2d(x, 2, sh, p4, 4, 0, "reflect", NULL) == NULL, PG_STATUS_ERR_SHAPE,
               "ag_pad2d_op: reflect padding (left 1, right 4, top 0, bottom 0) must be less than "
               "the input's W 4 (left, right) and H 4 (top, bottom); x is [48x2] f32");
-    CHECK_ERR(pg_pad2d_check(1, p4, 4, 0, NULL, "ag_pad1d", NULL) == PG_STATUS_ERR_VALUE,
-              PG_STATUS_ERR_VALUE,
-              "ag_pad1d: padding must be a whole number >= 0 or a pair (left, right) of them, "
-              "got 4 values");
+    CHECK_ERR(
+        pg_pad2d_check(1, p4, 4, 0, NULL, "ag_pad1d", NULL) == PG_STATUS_ERR_VALUE,
+        PG_STATUS_ERR_VALUE,
+        "ag_pad1d: padding must be a whole number (negative: crop) or a pair (left, right) of "
+        "them, got 4 values");
     CHECK_ERR(pg_upsample2d(x, 2, sh, s0, NULL, NULL) == NULL, PG_STATUS_ERR_VALUE,
               "ag_upsample2d_op: scale_factor must be one or two (H, W) whole numbers >= 1, got "
               "(0, 2)");
@@ -164,5 +216,6 @@ void test_resize(void)
     known_values();
     gradchecks();
     compiled();
+    crops();
     refusals();
 }

@@ -18,6 +18,7 @@ LAYERS = [
     (pg.ag_conv2d, (4, 6, (3, 2)), {"groups": 2}, (6, 2, 3, 2), 12, 36),
     (pg.ag_conv1d, (3, 5, 4), {}, (5, 3, 4), 12, 20),
     (pg.ag_conv_transpose2d, (4, 6, 3), {"groups": 2}, (4, 3, 3, 3), 27, 36),
+    (pg.ag_conv_transpose1d, (4, 6, 3), {"groups": 2}, (4, 3, 3), 9, 12),
 ]
 
 
@@ -28,7 +29,9 @@ def bound_of(init, fan_in, fan_out):
 
 
 @pytest.mark.parametrize("init", ["glorot_uniform", "he_uniform"])
-@pytest.mark.parametrize("spec", LAYERS, ids=["conv2d", "conv1d", "conv_transpose2d"])
+@pytest.mark.parametrize(
+    "spec", LAYERS, ids=["conv2d", "conv1d", "conv_transpose2d", "conv_transpose1d"]
+)
 def test_keras_inits_are_one_runif_then_zero_bias(spec, init, f64):
     make, args, kw, tshape, fi, fo = spec
     pg.ggml_set_seed(13)
@@ -51,7 +54,9 @@ def test_keras_inits_are_one_runif_then_zero_bias(spec, init, f64):
 
 @needs_torch
 @pytest.mark.parametrize("init", ["torch", "glorot_uniform", "he_uniform"])
-@pytest.mark.parametrize("spec", LAYERS, ids=["conv2d", "conv1d", "conv_transpose2d"])
+@pytest.mark.parametrize(
+    "spec", LAYERS, ids=["conv2d", "conv1d", "conv_transpose2d", "conv_transpose1d"]
+)
 def test_bounds_are_torch_definitions_on_the_torch_weight(spec, init):
     make, args, kw, tshape, fi, fo = spec
     t = torch.empty(tshape, dtype=torch.float64)

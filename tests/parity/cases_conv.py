@@ -1,7 +1,7 @@
 """Parity cases for convolution (native/ops_conv.c): a CNN drawn from the same seed in each
 language (the layers' init through the core's generator), trained by ag_fit eager and compiled,
 an ag_compile'd forward replayed on new data, saved, and each language's file read by the
-other, bit for bit; "dims" 3 is a decoder with a transposed convolution. The R half is conv.R."""
+other, bit for bit; "dims" 3 is a decoder with a transposed convolution, 4 its 1-d form. The R half is conv.R."""
 
 from __future__ import annotations
 
@@ -25,7 +25,15 @@ def _py(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
 
     def run():
         pg.ggml_set_seed(int(d["seed"]))
-        if d["dims"] == 3:  # a transposed convolution back up to 6x6 (ag_conv_transpose2d)
+        if d["dims"] == 4:  # a 1-d decoder: back up from 5 to 10 (ag_conv_transpose1d)
+            m = pg.ag_sequential(
+                pg.ag_conv1d(2, 4, 3, stride=2, padding=1, input_shape=(2, 9)),
+                pg.ag_conv_transpose1d(
+                    4, 2, 3, stride=2, padding=1, output_padding=1, groups=2, activation="tanh"
+                ),
+                pg.ag_linear(2 * 10, 3),
+            )
+        elif d["dims"] == 3:  # a transposed convolution back up to 6x6 (ag_conv_transpose2d)
             m = pg.ag_sequential(
                 pg.ag_conv2d(2, 4, 3, stride=2, padding=1, input_shape=(2, 6, 6)),
                 pg.ag_conv_transpose2d(
@@ -101,7 +109,7 @@ def _r(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
 
 def _case(name: str, dims: int, static: bool) -> None:
     def inputs(rng: Any) -> Dict[str, Any]:
-        rows = 18 if dims == 1 else 72
+        rows = 18 if dims in (1, 4) else 72
         return {
             "seed": 20301.0,
             "dims": dims,
@@ -118,6 +126,7 @@ _case("seeded 2-d CNN, ag_fit static, files crossed", 2, True)
 _case("seeded 1-d CNN, ag_fit static, files crossed", 1, True)
 _case("transposed decoder, eager fit, files crossed", 3, False)
 _case("transposed decoder, static fit, files crossed", 3, True)
+_case("transposed 1-d decoder, static, files crossed", 4, True)
 
 
 # init = (torch's default, keras' glorot_uniform and he_uniform): each layer kind drawn from one
@@ -133,8 +142,10 @@ def _init_py(d: Dict[str, Any], steps: int, dtype: str) -> List[Any]:
         c2 = pg.ag_conv2d(2, 4, (3, 2), groups=2, input_shape=(2, 6, 6), init=init)
         c1 = pg.ag_conv1d(3, 5, 4, init=init)
         ct = pg.ag_conv_transpose2d(4, 6, 3, groups=2, init=init)
+        ct1 = pg.ag_conv_transpose1d(2, 6, 5, groups=2, init=init)
         rec = {}
-        for nm, layer in (("conv2d", c2), ("conv1d", c1), ("conv_transpose2d", ct)):
+        layers = (("conv2d", c2), ("conv1d", c1), ("conv_transpose2d", ct))
+        for nm, layer in layers + (("conv_transpose1d", ct1),):
             rec.update({f"{nm} {k}": v for k, v in tensor_values(layer.parameters()).items()})
         rec["conv2d forward"] = c2(d["x"]).numpy()
         return rec

@@ -357,3 +357,25 @@ def _convt_refusals(P, d, steps):
         "layer kernel 2.5": refusal(P, lambda: P.ag_conv_transpose2d(1, 2, 2.5)),
         "layer in_channels 0": refusal(P, lambda: P.ag_conv1d(0, 2, 3)),
     }
+
+
+@_add("errors: 1-d transposed convolution refusals")
+def _convt1_refusals(P, d, steps):
+    x, w, b = np.zeros((5, 2)), np.zeros((1, 6)), np.zeros((2, 1))
+    shp = np.array([1.0, 5.0])
+
+    def convt(**k):
+        return lambda: P.ag_conv_transpose1d_op(x, w, b, **k)
+
+    return {
+        "no image shape": refusal(P, convt()),
+        "output_padding 1, stride 1": refusal(P, convt(input_shape=shp, output_padding=1)),
+        "kernel 4": refusal(P, convt(input_shape=shp, kernel_size=4)),
+        "empty output": refusal(P, convt(input_shape=shp, padding=4)),
+        "rows not C*L": refusal(P, convt(input_shape=np.array([1.0, 4.0]))),
+        "layer output_padding": refusal(
+            P, lambda: P.ag_conv_transpose1d(1, 2, 3, stride=2, output_padding=2)
+        ),
+        "layer same": refusal(P, lambda: P.ag_conv_transpose1d(1, 2, 3, padding="same")),
+        "layer input_shape": refusal(P, lambda: P.ag_conv_transpose1d(1, 2, 3, input_shape=[2, 4])),
+    }

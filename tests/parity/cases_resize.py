@@ -168,3 +168,51 @@ CASES.append(
         ggmlr=False,
     )
 )
+
+
+# ---- negative padding (crops, torch's F.pad): forward and gradient of each mode, both dims ----
+
+_CROPS = [  # (dims, padding, mode, input_shape)
+    (2, [-1.0, 2.0, 1.0, -2.0], "constant", [2.0, 4.0, 4.0]),
+    (2, [2.0, -3.0, -1.0, 1.0], "reflect", [2.0, 4.0, 4.0]),
+    (2, [-3.0, 1.0, 0.0, -1.0], "replicate", [2.0, 4.0, 4.0]),
+    (1, [-7.0, 4.0], "reflect", [2.0, 16.0]),
+    (1, [3.0, -5.0], "replicate", [2.0, 16.0]),
+    (1, [-2.0, -1.0], "constant", [2.0, 16.0]),
+]
+
+
+def _crops(P: Any, d: Dict[str, Any], steps: int) -> List[Record]:
+    from .cases_errors import refusal
+
+    rec: Record = {}
+    for i, (dims, pad, mode, shape) in enumerate(_CROPS):
+        x = P.ag_param(d["x"])
+        op = P.ag_pad2d_op if dims == 2 else P.ag_pad1d_op
+        box: Dict[str, Any] = {}
+
+        def fwd(x=x, op=op, pad=pad, mode=mode, shape=shape, box=box):
+            y = op(x, np.array(pad), value=0.5 if mode == "constant" else 0, mode=mode,
+                   input_shape=np.array(shape))  # fmt: skip
+            box["y"] = y
+            w = d["w"][: P.np(y).size].reshape(P.np(y).shape, order="F")
+            return P.ag_sum(P.ag_mul(y, w))
+
+        g = P.backward(P.tape(fwd))
+        rec[f"{i} {mode} y"] = P.np(box["y"])
+        rec[f"{i} {mode} grad x"] = P.grad(g, x)
+    layer = P.ag_pad1d(np.array([-1.0, 2.0]), mode="reflect")
+    rec["layer forward"] = P.np(
+        layer.forward(P.ag_pad1d_op(d["x"], 0, input_shape=np.array([2.0, 16.0])))
+    )
+    rec["crops more than the input"] = refusal(
+        P, lambda: P.ag_pad1d_op(d["x"], np.array([-17.0, 2.0]), input_shape=np.array([2.0, 16.0]))
+    )
+    return [rec]
+
+
+def _crop_inputs(rng: Any) -> Dict[str, Any]:
+    return {"x": _u(rng, 32, 3, lo=-2, hi=2), "w": _u(rng, 64 * 3)}
+
+
+CASES.append(Case("resize: negative padding crops (every mode)", "layers", _crops, 1, _crop_inputs))

@@ -6,7 +6,12 @@ suppressPackageStartupMessages(library(pyggmlr))
 parity_conv_fit <- function(dtype, dims, seed, x, y, nepoch, static, hist_keys, path) {
   with_dtype(dtype, function() {
     ggml_set_seed(seed)
-    m <- if (dims == 3) {  # a transposed convolution back up to 6x6
+    m <- if (dims == 4) {  # a 1-d decoder: back up from 5 to 10
+      ag_sequential(ag_conv1d(2, 4, 3, stride = 2, padding = 1, input_shape = c(2, 9)),
+                    ag_conv_transpose1d(4, 2, 3, stride = 2, padding = 1, output_padding = 1,
+                                        groups = 2, activation = "tanh"),
+                    ag_linear(2 * 10, 3))
+    } else if (dims == 3) {  # a transposed convolution back up to 6x6
       ag_sequential(ag_conv2d(2, 4, 3, stride = 2, padding = 1, input_shape = c(2, 6, 6)),
                     ag_conv_transpose2d(4, 2, 3, stride = 2, padding = 1, output_padding = 1,
                                         groups = 2, dilation = c(1, 1)),
@@ -41,9 +46,11 @@ parity_conv_init <- function(dtype, seed, x) {
       c2 <- ag_conv2d(2, 4, c(3, 2), groups = 2, input_shape = c(2, 6, 6), init = init)
       c1 <- ag_conv1d(3, 5, 4, init = init)
       ct <- ag_conv_transpose2d(4, 6, 3, groups = 2, init = init)
+      ct1 <- ag_conv_transpose1d(2, 6, 5, groups = 2, init = init)
+      layers <- list(conv2d = c2, conv1d = c1, conv_transpose2d = ct, conv_transpose1d = ct1)
       rec <- list()
-      for (nm in c("conv2d", "conv1d", "conv_transpose2d")) {
-        p <- values_of(list(conv2d = c2, conv1d = c1, conv_transpose2d = ct)[[nm]]$parameters())
+      for (nm in names(layers)) {
+        p <- values_of(layers[[nm]]$parameters())
         names(p) <- paste(nm, names(p))
         rec <- c(rec, p)
       }

@@ -9,7 +9,8 @@ bound_of <- function(init, fan_in, fan_out) switch(init, torch = 1 / sqrt(fan_in
 conv_specs <- list(
   conv2d = list(ag_conv2d, list(4, 6, c(3, 2), groups = 2), c(6, 12), 12, 36),
   conv1d = list(ag_conv1d, list(3, 5, 4), c(5, 12), 12, 20),
-  conv_transpose2d = list(ag_conv_transpose2d, list(4, 6, 3, groups = 2), c(4, 27), 27, 36))
+  conv_transpose2d = list(ag_conv_transpose2d, list(4, 6, 3, groups = 2), c(4, 27), 27, 36),
+  conv_transpose1d = list(ag_conv_transpose1d, list(4, 6, 3, groups = 2), c(4, 9), 9, 12))
 
 test_that("glorot_uniform and he_uniform are one runif of torch's bound, bias zeros", {
   old <- ag_dtype("f64"); on.exit(ag_dtype(old))

@@ -224,8 +224,8 @@ test_that("errors name the function, the argument and the shapes", {
   expect_error(ag_upsample2d_op(x, 2, input_shape = c(3, 4, 5)), class = "pyggmlr_shape_error",
                "input_shape \\(C 3, H 4, W 5\\) needs 60 rows \\(C \\* H \\* W\\), but x is")
   expect_error(ag_pad2d(c(1, 1, 1)), class = "pyggmlr_value_error",
-               "ag_pad2d: padding must be a whole number >= 0, a pair \\(H, W\\) or four")
-  expect_error(ag_pad1d(c(1, -1)), class = "pyggmlr_value_error", "got \\(1, -1\\)")
+               "ag_pad2d: padding must be a whole number \\(negative: crop\\), a pair \\(H, W\\)")
+  expect_error(ag_pad1d(c(1, -0.5)), class = "pyggmlr_value_error", "got \\(1, -0.5\\)")
   expect_error(ag_pad2d(1, mode = "circular"), class = "pyggmlr_value_error",
                paste0("ag_pad2d: mode must be \"constant\", \"reflect\" or \"replicate\", ",
                       "got \"circular\""))
@@ -244,7 +244,7 @@ test_that("errors name the function, the argument and the shapes", {
                "ag_upsample2d_op: mode must be a string, got 2")
   expect_error(ag_module_from_config(list(type = "pad2d", padding = c(1, 1, 1))),
                class = "pyggmlr_value_error",
-               "bad arguments for a 'pad2d' layer: padding must be a whole number >= 0 or a list")
+               "bad arguments for a 'pad2d' layer: padding must be a whole number or a list")
 })
 
 test_that("summary() shows the rows and image shapes of image layers (torch's sizes)", {
