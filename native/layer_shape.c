@@ -36,6 +36,7 @@ static const shape_rule RULES[] = {
     {"batch_norm", KEEP, 0, "num_features"},
     {"conv1d", CONV, 1, NULL},
     {"conv2d", CONV, 2, NULL},
+    {"conv_transpose1d", CONVT, 1, NULL},
     {"conv_transpose2d", CONVT, 2, NULL},
     {"dropout", KEEP, 0, NULL},
     {"embedding", ROWS, 0, "dim"},
@@ -150,9 +151,9 @@ static int image_out(const shape_rule *r, const pj_doc *a, int64_t img[3])
             pad[0] = (int64_t)pj_number(a, &a->nodes[a->nodes[n].first]);
             pad[1] = (int64_t)pj_number(a, &a->nodes[a->nodes[a->nodes[n].first].next]);
         }
-        img[1] += pad[2] + pad[3];
+        img[1] += pad[2] + pad[3]; /* negative pads crop */
         img[2] += pad[0] + pad[1];
-        return 1;
+        return img[1] >= 1 && img[2] >= 1;
     case UP:
         axes(a, "scale_factor", r->dims, 1, v);
         for (int ax = first; ax < 2; ax++)

@@ -75,6 +75,17 @@ static void test_rules(void)
     CHECK(!shape("{\"type\": \"conv_transpose2d\", \"in_channels\": 2, \"out_channels\": 1, "
                  "\"kernel_size\": [2, 3], \"dilation\": [1, 2], \"input_shape\": [2, 3, 3]}"));
     CHECK(is(28, 1, 4, 7));
+    /* the 1-D transposed convolution: W alone */
+    set(30, 3, 1, 10);
+    CHECK(!shape("{\"type\": \"conv_transpose1d\", \"in_channels\": 3, \"out_channels\": 4, "
+                 "\"kernel_size\": 3, \"stride\": 2, \"output_padding\": 1}"));
+    CHECK(is(88, 4, 1, 22));
+    /* negative pads crop; a crop to nothing is unknown */
+    CHECK(!shape("{\"type\": \"pad1d\", \"padding\": [-2, 1]}") && is(84, 4, 1, 21));
+    CHECK(!shape("{\"type\": \"pad2d\", \"padding\": [1, -1, -1, 0]}") && is(-1, -1, -1, -1));
+    set(-1, -1, -1, -1);
+    CHECK(!shape("{\"type\": \"conv_transpose2d\", \"in_channels\": 2, \"out_channels\": 1, "
+                 "\"kernel_size\": [2, 3], \"dilation\": [1, 2], \"input_shape\": [2, 3, 3]}"));
     /* pad2d's pair is (H, W): top and bottom H, left and right W */
     CHECK(!shape("{\"type\": \"pad2d\", \"padding\": [1, 2]}") && is(66, 1, 6, 11));
     /* a convolution with no image and no input_shape, a kernel larger than the input */

@@ -4,29 +4,12 @@ their configs, and the refusals (an empty result; "constant" crops beyond the in
 
 import numpy as np
 import pytest
+from _nnref import F, needs_torch, rel, torch
 
 import pyggmlr as pg
 from pyggmlr.errors import PyggmlrValueError, ShapeError
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:  # the reference; the other tests still run
-    torch = None
-
-needs_torch = pytest.mark.skipif(torch is None, reason="torch (the f64 reference) is not installed")
 MODES = ["constant", "reflect", "replicate"]
-
-
-@pytest.fixture
-def f64():
-    prev = pg.ag_dtype("f64")
-    yield
-    pg.ag_dtype(prev)
-
-
-def rel(a, b):
-    return np.abs(a - b).max() / max(np.abs(b).max(), 1e-300)
 
 
 def against_torch(a, op, ref, **kw):

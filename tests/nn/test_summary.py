@@ -150,6 +150,22 @@ def test_signals_1d_against_torch():
     assert run(m, 96) == (2, None)
 
 
+def test_transposed_1d_and_crops_against_torch():
+    m = pg.ag_sequential(
+        pg.ag_conv_transpose1d(3, 4, 3, stride=2, output_padding=1, input_shape=(3, 10)),
+        pg.ag_pad1d((-2, 1)),
+        pg.ag_pad2d((1, -1, -1, 0)),
+    )
+    t = torch.nn.ConvTranspose1d(3, 4, 3, stride=2, output_padding=1)(torch.zeros(1, 3, 10))
+    lens = [t.shape[2]]
+    t = torch.nn.functional.pad(t, (-2, 1))
+    lens.append(t.shape[2])
+    assert lens == [22, 21]
+    # cropping the one row of a 1-D signal leaves nothing (the layer refuses it): unknown
+    assert shapes(m) == [f"[{4 * n} x batch] (4, 1, {n})" for n in lens] + ["?"]
+    assert run(pg.ag_sequential(*m.layers[:2]), 30) == (84, (4, 1, 21))
+
+
 def test_recurrent_embedding_attention_and_custom_layers():
     r = pg.ag_sequential(
         pg.ag_linear(4, 12),
