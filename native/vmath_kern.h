@@ -224,6 +224,62 @@ VMATH_LOOP(vtanh_f64, double, vd, W64, F(tanh_core))
 VMATH_LOOP(vlog_f64, double, vd, W64, F(log_core))
 VMATH_LOOP(vlog_f32, float, vs, W32, F(logf_core))
 #undef VMATH_LOOP
+
+/* One LSTM step of one column (ops_rnn.c): the gates' sums a = (a + bb) + q (bb may be NULL),
+ * i, f, o = sigmoid, g = tanh (kept in a), c = f * cp + i * g (0 + i * g without cp), tc =
+ * tanh(c), h = o * tc, into h and hb. The cores above, lane by lane: the same bits as the
+ * separate passes, in one sweep over the column (W lanes at a time, the tail zero-padded). */
+#define VMATH_LSTM(NAME, T, VT, W, SIG, TANH)                                                      \
+    ATTR static inline __attribute__((always_inline)) void F(NAME##_vec)(                          \
+        T *a, const T *bb, const T *q, const T *cp, T *c, T *tc, T *h, T *hb, int64_t H)           \
+    {                                                                                              \
+        VT v0, v1, v2, v3, w0, w1, w2, w3, cv;                                                     \
+        memcpy(&v0, a, sizeof v0), memcpy(&v1, a + H, sizeof v0);                                  \
+        memcpy(&v2, a + 2 * H, sizeof v0), memcpy(&v3, a + 3 * H, sizeof v0);                      \
+        if (bb) {                                                                                  \
+            memcpy(&w0, bb, sizeof v0), memcpy(&w1, bb + H, sizeof v0);                            \
+            memcpy(&w2, bb + 2 * H, sizeof v0), memcpy(&w3, bb + 3 * H, sizeof v0);                \
+            v0 = v0 + w0, v1 = v1 + w1, v2 = v2 + w2, v3 = v3 + w3;                                \
+        }                                                                                          \
+        memcpy(&w0, q, sizeof v0), memcpy(&w1, q + H, sizeof v0);                                  \
+        memcpy(&w2, q + 2 * H, sizeof v0), memcpy(&w3, q + 3 * H, sizeof v0);                      \
+        v0 = SIG(v0 + w0), v1 = SIG(v1 + w1), v2 = TANH(v2 + w2), v3 = SIG(v3 + w3);               \
+        memcpy(a, &v0, sizeof v0), memcpy(a + H, &v1, sizeof v0);                                  \
+        memcpy(a + 2 * H, &v2, sizeof v0), memcpy(a + 3 * H, &v3, sizeof v0);                      \
+        const VT ig = v0 * v2;                                                                     \
+        if (cp) {                                                                                  \
+            memcpy(&cv, cp, sizeof cv);                                                            \
+            cv = v1 * cv + ig;                                                                     \
+        } else cv = (VT){0} + ig;                                                                  \
+        const VT tv = TANH(cv), hv = v3 * tv;                                                      \
+        memcpy(c, &cv, sizeof cv), memcpy(tc, &tv, sizeof cv);                                     \
+        memcpy(h, &hv, sizeof cv), memcpy(hb, &hv, sizeof cv);                                     \
+    }                                                                                              \
+    ATTR static void F(NAME)(T *a, const T *bb, const T *q, const T *cp, T *c, T *tc, T *h,       \
+                             T *hb, int64_t H)                                                     \
+    {                                                                                              \
+        int64_t j = 0;                                                                             \
+        for (; j + (W) <= H; j += (W))                                                             \
+            F(NAME##_vec)(a + j, bb ? bb + j : NULL, q + j, cp ? cp + j : NULL, c + j, tc + j,     \
+                          h + j, hb + j, H);                                                       \
+        if (j == H) return;                                                                        \
+        /* the tail through zero-padded copies, four gates W apart */                              \
+        const int64_t n = H - j;                                                                   \
+        T ta[4 * (W)] = {0}, tb[4 * (W)] = {0}, tq[4 * (W)] = {0}, tp[W] = {0}, o[4][W];           \
+        for (int k = 0; k < 4; k++) {                                                              \
+            memcpy(ta + k * (W), a + k * H + j, (size_t)n * sizeof(T));                            \
+            if (bb) memcpy(tb + k * (W), bb + k * H + j, (size_t)n * sizeof(T));                   \
+            memcpy(tq + k * (W), q + k * H + j, (size_t)n * sizeof(T));                            \
+        }                                                                                          \
+        if (cp) memcpy(tp, cp + j, (size_t)n * sizeof(T));                                         \
+        F(NAME##_vec)(ta, bb ? tb : NULL, tq, cp ? tp : NULL, o[0], o[1], o[2], o[3], W);          \
+        for (int k = 0; k < 4; k++) memcpy(a + k * H + j, ta + k * (W), (size_t)n * sizeof(T));   \
+        memcpy(c + j, o[0], (size_t)n * sizeof(T)), memcpy(tc + j, o[1], (size_t)n * sizeof(T));   \
+        memcpy(h + j, o[2], (size_t)n * sizeof(T)), memcpy(hb + j, o[3], (size_t)n * sizeof(T));   \
+    }
+VMATH_LSTM(vlstm_f32, float, vs, W32, F(sigmoidf_core), F(tanhf_core))
+VMATH_LSTM(vlstm_f64, double, vd, W64, F(sigmoid_core), F(tanh_core))
+#undef VMATH_LSTM
 #undef vd
 #undef vl
 #undef vu
