@@ -14,19 +14,20 @@ typedef struct {
     void *D, *Dh, *P, *dh, *dc, *dd, *th, *Ds, *WT;
 } bufs;
 
-/* one LSTM column's gate gradients: restrict lets the compiler vectorise it; an AVX2 copy does
- * the same IEEE operations per lane (no contraction: pg_fp.h), twice as wide */
+/* one LSTM column's gate gradients from dh_t = dh + gt (the next step's part plus the output's):
+ * restrict lets the compiler vectorise it; the AVX2 and AVX-512 copies do the same IEEE
+ * operations per lane (no contraction: pg_fp.h) */
 #define LSTM_COL(name, T, ATTR)                                                                    \
     static ATTR void name(const T *restrict a, const T *restrict th, const T *restrict cp,         \
-                          const T *restrict dh, T *restrict dc, T *restrict D, int64_t H)          \
+                          const T *restrict dhp, const T *restrict gt, T *restrict dc,             \
+                          T *restrict D, int64_t H)                                                \
     {                                                                                              \
         for (int64_t j = 0; j < H; j++) {                                                          \
             const T i = a[j], f = a[H + j], gg = a[2 * H + j], o = a[3 * H + j];                   \
-            const T tc = th[j], dct = dc[j] + dh[j] * o * (1 - tc * tc);                           \
-            D[j] = dct * gg * i * (1 - i);                                                         \
-            D[H + j] = dct * cp[j] * f * (1 - f);                                                  \
-            D[2 * H + j] = dct * i * (1 - gg * gg);                                                \
-            D[3 * H + j] = dh[j] * tc * o * (1 - o);                                               \
+            const T dh = dhp[j] + gt[j], tc = th[j], dct = dc[j] + dh * o * (1 - tc * tc);         \
+            const T d0 = dct * gg * i * (1 - i), d1 = dct * cp[j] * f * (1 - f);                  \
+            const T d2 = dct * i * (1 - gg * gg), d3 = dh * tc * o * (1 - o);                      \
+            D[j] = d0, D[H + j] = d1, D[2 * H + j] = d2, D[3 * H + j] = d3;                        \
             dc[j] = dct * f;                                                                       \
         }                                                                                          \
     }
@@ -74,22 +75,28 @@ static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
                 const T *gt = gp + H * t + d->OS * n, *h = o0 + H * t + d->OS * n;
                 const T *hpn = hp ? hp + ld * n : NULL;
                 T *dhn = dh + H * n, *Dc = D + GH * col, *p = P + H * col;
-                for (int64_t j = 0; j < H; j++) {
-                    dhn[j] += gt[j]; /* dh_t: the output's gradient plus the next step's */
-                    p[j] = hpn ? hpn[j] : 0;
-                }
-                if (mode == PG_RNN_LSTM) {
+                if (mode == PG_RNN_LSTM) { /* dh_t inside lstm_col */
+                    if (hpn) memcpy(p, hpn, (size_t)H * es);
+                    else memset(p, 0, (size_t)H * es);
                     const T *a = a0 + GH * col, *th = tc0 + H * col;
                     const T *cp = s ? e0 + H * (tp + L * n) : sp ? sp + sld * n + H : zero;
                     if (dt == PG_DTYPE_F32)
                         (wide > 1 ? lstm_col_f_avx512 : wide ? lstm_col_f_avx2 : lstm_col_f)(
                             (const float *)a, (const float *)th, (const float *)cp,
-                            (const float *)dhn, (float *)(dc + H * n), (float *)Dc, H);
+                            (const float *)dhn, (const float *)gt, (float *)(dc + H * n),
+                            (float *)Dc, H);
                     else
                         (wide > 1 ? lstm_col_d_avx512 : wide ? lstm_col_d_avx2 : lstm_col_d)(
                             (const double *)a, (const double *)th, (const double *)cp,
-                            (const double *)dhn, (double *)(dc + H * n), (double *)Dc, H);
-                } else if (mode == PG_RNN_GRU) {
+                            (const double *)dhn, (const double *)gt, (double *)(dc + H * n),
+                            (double *)Dc, H);
+                    continue;
+                }
+                for (int64_t j = 0; j < H; j++) {
+                    dhn[j] += gt[j]; /* dh_t: the output's gradient plus the next step's */
+                    p[j] = hpn ? hpn[j] : 0;
+                }
+                if (mode == PG_RNN_GRU) {
                     const T *a = a0 + GH * col, *hn = e0 + H * col;
                     T *Dhc = Dh + GH * col, *ddn = dd + H * n;
                     for (int64_t j = 0; j < H; j++) {

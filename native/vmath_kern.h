@@ -230,10 +230,11 @@ VMATH_LOOP(vlog_f32, float, vs, W32, F(logf_core))
  * tanh(c), h = o * tc, into h and hb. The cores above, lane by lane: the same bits as the
  * separate passes, in one sweep over the column (W lanes at a time, the tail zero-padded). */
 #define VMATH_LSTM(NAME, T, VT, W, SIG, TANH)                                                      \
-    ATTR static inline __attribute__((always_inline)) void F(NAME##_vec)(                          \
-        T *a, const T *bb, const T *q, const T *cp, T *c, T *tc, T *h, T *hb, int64_t H)           \
+    /* the gates (whole vectors): four independent chains per step of the loop */                  \
+    ATTR static inline __attribute__((always_inline)) void F(NAME##_gates)(T *a, const T *bb,      \
+                                                                           const T *q, int64_t H)  \
     {                                                                                              \
-        VT v0, v1, v2, v3, w0, w1, w2, w3, cv;                                                     \
+        VT v0, v1, v2, v3, w0, w1, w2, w3;                                                         \
         memcpy(&v0, a, sizeof v0), memcpy(&v1, a + H, sizeof v0);                                  \
         memcpy(&v2, a + 2 * H, sizeof v0), memcpy(&v3, a + 3 * H, sizeof v0);                      \
         if (bb) {                                                                                  \
@@ -246,12 +247,20 @@ VMATH_LOOP(vlog_f32, float, vs, W32, F(logf_core))
         v0 = SIG(v0 + w0), v1 = SIG(v1 + w1), v2 = TANH(v2 + w2), v3 = SIG(v3 + w3);               \
         memcpy(a, &v0, sizeof v0), memcpy(a + H, &v1, sizeof v0);                                  \
         memcpy(a + 2 * H, &v2, sizeof v0), memcpy(a + 3 * H, &v3, sizeof v0);                      \
-        const VT ig = v0 * v2;                                                                     \
+    }                                                                                              \
+    /* the cell and h from the gates (whole vectors) */                                            \
+    ATTR static inline __attribute__((always_inline)) void F(NAME##_cell)(                         \
+        const T *a, const T *cp, T *c, T *tc, T *h, T *hb, int64_t H)                              \
+    {                                                                                              \
+        VT i, f, g, o, cv;                                                                         \
+        memcpy(&i, a, sizeof i), memcpy(&f, a + H, sizeof i);                                      \
+        memcpy(&g, a + 2 * H, sizeof i), memcpy(&o, a + 3 * H, sizeof i);                          \
+        const VT ig = i * g;                                                                       \
         if (cp) {                                                                                  \
             memcpy(&cv, cp, sizeof cv);                                                            \
-            cv = v1 * cv + ig;                                                                     \
+            cv = f * cv + ig;                                                                      \
         } else cv = (VT){0} + ig;                                                                  \
-        const VT tv = TANH(cv), hv = v3 * tv;                                                      \
+        const VT tv = TANH(cv), hv = o * tv;                                                       \
         memcpy(c, &cv, sizeof cv), memcpy(tc, &tv, sizeof cv);                                     \
         memcpy(h, &hv, sizeof cv), memcpy(hb, &hv, sizeof cv);                                     \
     }                                                                                              \
@@ -259,11 +268,11 @@ VMATH_LOOP(vlog_f32, float, vs, W32, F(logf_core))
                              T *hb, int64_t H)                                                     \
     {                                                                                              \
         int64_t j = 0;                                                                             \
-        for (; j + (W) <= H; j += (W))                                                             \
-            F(NAME##_vec)(a + j, bb ? bb + j : NULL, q + j, cp ? cp + j : NULL, c + j, tc + j,     \
-                          h + j, hb + j, H);                                                       \
+        for (; j + (W) <= H; j += (W)) F(NAME##_gates)(a + j, bb ? bb + j : NULL, q + j, H);       \
+        for (j = 0; j + (W) <= H; j += (W))                                                        \
+            F(NAME##_cell)(a + j, cp ? cp + j : NULL, c + j, tc + j, h + j, hb + j, H);            \
         if (j == H) return;                                                                        \
-        /* the tail through zero-padded copies, four gates W apart */                              \
+        /* the tail through zero-padded copies, the four gates W apart */                          \
         const int64_t n = H - j;                                                                   \
         T ta[4 * (W)] = {0}, tb[4 * (W)] = {0}, tq[4 * (W)] = {0}, tp[W] = {0}, o[4][W];           \
         for (int k = 0; k < 4; k++) {                                                              \
@@ -272,7 +281,8 @@ VMATH_LOOP(vlog_f32, float, vs, W32, F(logf_core))
             memcpy(tq + k * (W), q + k * H + j, (size_t)n * sizeof(T));                            \
         }                                                                                          \
         if (cp) memcpy(tp, cp + j, (size_t)n * sizeof(T));                                         \
-        F(NAME##_vec)(ta, bb ? tb : NULL, tq, cp ? tp : NULL, o[0], o[1], o[2], o[3], W);          \
+        F(NAME##_gates)(ta, bb ? tb : NULL, tq, W);                                                \
+        F(NAME##_cell)(ta, cp ? tp : NULL, o[0], o[1], o[2], o[3], W);                             \
         for (int k = 0; k < 4; k++) memcpy(a + k * H + j, ta + k * (W), (size_t)n * sizeof(T));   \
         memcpy(c + j, o[0], (size_t)n * sizeof(T)), memcpy(tc + j, o[1], (size_t)n * sizeof(T));   \
         memcpy(h + j, o[2], (size_t)n * sizeof(T)), memcpy(hb + j, o[3], (size_t)n * sizeof(T));   \
