@@ -113,17 +113,38 @@ ATTR static inline __attribute__((always_inline)) vs F(sigmoidf_core)(vs x)
 
 /* tanh for W32 floats: below |x| = 0.625 Cephes' odd polynomial (no cancellation), above it
  * 1 - 2 / (exp(2|x|) + 1); x's sign put back */
-ATTR static inline __attribute__((always_inline)) vs F(tanhf_core)(vs x)
+ATTR static inline __attribute__((always_inline)) vs F(tanhf_poly)(vs a)
 {
-    const vi sign = (vi)x & (vi)VS(-0.0f);
-    const vs a = (vs)((vi)x & ~(vi)VS(-0.0f));
     const vs z = a * a;
     const vs e0 = VS(-5.70498872745E-3f) * z + VS(2.06390887954E-2f);
     const vs e1 = VS(-5.37397155531E-2f) * z + VS(1.33314422036E-1f);
     const vs z2 = z * z;
-    const vs poly = ((e0 * z2 + e1) * z + VS(-3.33332819422E-1f)) * z * a + a;
-    const vs big = VS(1.0f) - VS(2.0f) / (F(expf_core)(a + a) + VS(1.0f));
+    return ((e0 * z2 + e1) * z + VS(-3.33332819422E-1f)) * z * a + a;
+}
+ATTR static inline __attribute__((always_inline)) vs F(tanhf_big)(vs a)
+{
+    return VS(1.0f) - VS(2.0f) / (F(expf_core)(a + a) + VS(1.0f));
+}
+ATTR static inline __attribute__((always_inline)) vs F(tanhf_core)(vs x)
+{
+    const vi sign = (vi)x & (vi)VS(-0.0f);
+    const vs a = (vs)((vi)x & ~(vi)VS(-0.0f));
+    const vs poly = F(tanhf_poly)(a), big = F(tanhf_big)(a);
     return (vs)((vi)vssel(a < VS(0.625f), poly, big) | sign);
+}
+/* tanhf_core computing only the side that every lane takes, when they agree (the LSTM's cells
+ * and gates mostly lie below 0.625): the select would pick the same values, the same bits */
+ATTR static inline __attribute__((always_inline)) vs F(tanhf_sided)(vs x)
+{
+    const vi sign = (vi)x & (vi)VS(-0.0f);
+    const vs a = (vs)((vi)x & ~(vi)VS(-0.0f));
+    const vi m = (vi)(a < VS(0.625f));
+    unsigned long long u[VBYTES / 8], all = ~0ULL, any = 0;
+    memcpy(u, &m, sizeof u);
+    for (int k = 0; k < VBYTES / 8; k++) all &= u[k], any |= u[k];
+    if (all == ~0ULL) return (vs)((vi)F(tanhf_poly)(a) | sign);
+    if (!any) return (vs)((vi)F(tanhf_big)(a) | sign);
+    return (vs)((vi)vssel(m, F(tanhf_poly)(a), F(tanhf_big)(a)) | sign);
 }
 
 /* log for W64 doubles (fdlibm's e_log): x = 2^k m with m in [sqrt(1/2), sqrt(2)), f = m - 1,
@@ -287,7 +308,7 @@ VMATH_LOOP(vlog_f32, float, vs, W32, F(logf_core))
         memcpy(c + j, o[0], (size_t)n * sizeof(T)), memcpy(tc + j, o[1], (size_t)n * sizeof(T));   \
         memcpy(h + j, o[2], (size_t)n * sizeof(T)), memcpy(hb + j, o[3], (size_t)n * sizeof(T));   \
     }
-VMATH_LSTM(vlstm_f32, float, vs, W32, F(sigmoidf_core), F(tanhf_core))
+VMATH_LSTM(vlstm_f32, float, vs, W32, F(sigmoidf_core), F(tanhf_sided))
 VMATH_LSTM(vlstm_f64, double, vd, W64, F(sigmoid_core), F(tanh_core))
 #undef VMATH_LSTM
 #undef vd
