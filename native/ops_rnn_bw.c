@@ -25,7 +25,7 @@ typedef struct {
         for (int64_t j = 0; j < H; j++) {                                                          \
             const T i = a[j], f = a[H + j], gg = a[2 * H + j], o = a[3 * H + j];                   \
             const T dh = dhp[j] + gt[j], tc = th[j], dct = dc[j] + dh * o * (1 - tc * tc);         \
-            const T d0 = dct * gg * i * (1 - i), d1 = dct * cp[j] * f * (1 - f);                  \
+            const T d0 = dct * gg * i * (1 - i), d1 = dct * cp[j] * f * (1 - f);                   \
             const T d2 = dct * i * (1 - gg * gg), d3 = dh * tc * o * (1 - o);                      \
             D[j] = d0, D[H + j] = d1, D[2 * H + j] = d2, D[3 * H + j] = d3;                        \
             dc[j] = dct * f;                                                                       \
@@ -45,6 +45,9 @@ LSTM_COL(lstm_col_d_avx512, double, PG_TARGET_AVX512_WIDE)
 #define lstm_col_f_avx512 lstm_col_f
 #define lstm_col_d_avx512 lstm_col_d
 #endif
+
+/* the SIMD level's copy of lstm_col (s: f or d) */
+#define LSTM_PICK(s) (wide > 1 ? lstm_col_##s##_avx512 : wide ? lstm_col_##s##_avx2 : lstm_col_##s)
 
 static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
 {
@@ -81,15 +84,14 @@ static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
                     const T *a = a0 + GH * col, *th = tc0 + H * col;
                     const T *cp = s ? e0 + H * (tp + L * n) : sp ? sp + sld * n + H : zero;
                     if (dt == PG_DTYPE_F32)
-                        (wide > 1 ? lstm_col_f_avx512 : wide ? lstm_col_f_avx2 : lstm_col_f)(
-                            (const float *)a, (const float *)th, (const float *)cp,
-                            (const float *)dhn, (const float *)gt, (float *)(dc + H * n),
-                            (float *)Dc, H);
+                        LSTM_PICK(f)
+                        ((const float *)a, (const float *)th, (const float *)cp, (const float *)dhn,
+                         (const float *)gt, (float *)(dc + H * n), (float *)Dc, H);
                     else
-                        (wide > 1 ? lstm_col_d_avx512 : wide ? lstm_col_d_avx2 : lstm_col_d)(
-                            (const double *)a, (const double *)th, (const double *)cp,
-                            (const double *)dhn, (const double *)gt, (double *)(dc + H * n),
-                            (double *)Dc, H);
+                        LSTM_PICK(d)
+                        ((const double *)a, (const double *)th, (const double *)cp,
+                         (const double *)dhn, (const double *)gt, (double *)(dc + H * n),
+                         (double *)Dc, H);
                     continue;
                 }
                 for (int64_t j = 0; j < H; j++) {

@@ -94,8 +94,8 @@ void pg_vlstm_cell(int dtype, void *a, const void *bb, const void *q, const void
 {
     static void (*const f32[3])(float *, const float *, const float *, const float *, float *,
                                 float *, float *, float *, int64_t) = LEVELS(vlstm_f32);
-    static void (*const f64[3])(double *, const double *, const double *, const double *,
-                                double *, double *, double *, double *, int64_t) = LEVELS(vlstm_f64);
+    static void (*const f64[3])(double *, const double *, const double *, const double *, double *,
+                                double *, double *, double *, int64_t) = LEVELS(vlstm_f64);
     const int l = pg_simd_level();
     if (dtype == PG_DTYPE_F32) f32[l](a, bb, q, cp, c, tc, h, hb, H);
     else f64[l](a, bb, q, cp, c, tc, h, hb, H);

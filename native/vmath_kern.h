@@ -252,7 +252,7 @@ VMATH_LOOP(vlog_f32, float, vs, W32, F(logf_core))
  * separate passes, in one sweep over the column (W lanes at a time, the tail zero-padded). */
 #define VMATH_LSTM(NAME, T, VT, W, SIG, TANH)                                                      \
     /* the gates (whole vectors): four independent chains per step of the loop */                  \
-    ATTR static inline __attribute__((always_inline)) void F(NAME##_gates)(T *a, const T *bb,      \
+    ATTR static inline __attribute__((always_inline)) void F(NAME##_gates)(T * a, const T *bb,     \
                                                                            const T *q, int64_t H)  \
     {                                                                                              \
         VT v0, v1, v2, v3, w0, w1, w2, w3;                                                         \
@@ -285,7 +285,7 @@ VMATH_LOOP(vlog_f32, float, vs, W32, F(logf_core))
         memcpy(c, &cv, sizeof cv), memcpy(tc, &tv, sizeof cv);                                     \
         memcpy(h, &hv, sizeof cv), memcpy(hb, &hv, sizeof cv);                                     \
     }                                                                                              \
-    ATTR static void F(NAME)(T *a, const T *bb, const T *q, const T *cp, T *c, T *tc, T *h,       \
+    ATTR static void F(NAME)(T * a, const T *bb, const T *q, const T *cp, T *c, T *tc, T *h,       \
                              T *hb, int64_t H)                                                     \
     {                                                                                              \
         int64_t j = 0;                                                                             \
@@ -304,7 +304,7 @@ VMATH_LOOP(vlog_f32, float, vs, W32, F(logf_core))
         if (cp) memcpy(tp, cp + j, (size_t)n * sizeof(T));                                         \
         F(NAME##_gates)(ta, bb ? tb : NULL, tq, W);                                                \
         F(NAME##_cell)(ta, cp ? tp : NULL, o[0], o[1], o[2], o[3], W);                             \
-        for (int k = 0; k < 4; k++) memcpy(a + k * H + j, ta + k * (W), (size_t)n * sizeof(T));   \
+        for (int k = 0; k < 4; k++) memcpy(a + k * H + j, ta + k * (W), (size_t)n * sizeof(T));    \
         memcpy(c + j, o[0], (size_t)n * sizeof(T)), memcpy(tc + j, o[1], (size_t)n * sizeof(T));   \
         memcpy(h + j, o[2], (size_t)n * sizeof(T)), memcpy(hb + j, o[3], (size_t)n * sizeof(T));   \
     }
