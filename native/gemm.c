@@ -35,6 +35,8 @@ int pg_set_blas(void *sgemm, void *dgemm, void *set_threads, const char *name)
 
 const char *pg_blas_name(void) { return blas_name; }
 
+int pg_gemm_builtin(int dtype) { return dtype == PG_DTYPE_F32 ? !blas_sgemm : !blas_dgemm; }
+
 int pg_set_threads(int n)
 {
     if (n < 1 || n > PG_MAX_THREADS)

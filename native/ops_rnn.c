@@ -44,6 +44,11 @@ static int rnn_fw(pg_node *nd)
         T *bb = bi ? q0 + GH * N : NULL; /* b_ih + b_hh; the GRU's b_hn sits inside r * (.) */
         for (int64_t k = 0; bb && k < GH; k++)
             bb[k] = bi[k] + (mode == PG_RNN_GRU && k >= 2 * H ? 0 : bh[k]);
+        /* the LSTM in one pass per column (vmath.c), its W_hh h apart and contiguous (at the
+         * gates' stride, a multiple of 4 KiB, the GEMM's columns share a few cache sets):
+         * (a + bb) + q is the sum the GEMM's beta 1 forms, where the built-in kernel sums all
+         * of k in one block (H <= its KC, 256) and n > 1 (n = 1 takes the plain loops) */
+        const int fuse = mode == PG_RNN_LSTM && N > 1 && H <= 256 && pg_gemm_builtin(dt);
         for (int64_t s = 0; s < L; s++) {
             const int64_t t = d.rev ? L - 1 - s : s, tp = d.rev ? t + 1 : t - 1;
             const T *hp = s ? o0 + H * tp : sp; /* the previous states, column n at ld * n */
@@ -53,6 +58,18 @@ static int rnn_fw(pg_node *nd)
             /* the LSTM's and the plain RNN's W_hh h adds straight onto the gates (beta 1: the
              * same sum a + q); the GRU keeps its n part apart */
             const void *Wh = pg_data(nd->in[2]);
+            if (fuse) {
+                if (hp) pg_gemm(dt, 0, 0, GH, N, H, 1.0, Wh, GH, hg, ldg, 0.0, q0, GH);
+                else memset(q0, 0, (size_t)(GH * N) * es);
+                for (int64_t n = 0; n < N; n++) {
+                    T *c = e0 + H * (t + L * n);
+                    const T *cp = s ? e0 + H * (tp + L * n) : sp ? sp + sld * n + H : NULL;
+                    pg_vlstm_cell(dt, a0 + GH * (t + L * n), bb, q0 + GH * n, cp, c,
+                                  tc0 + H * (t + L * n), o0 + H * t + d.OS * n, hb + H * n, H);
+                    if (d.cell && s == L - 1) memcpy(o0 + H * L + d.OS * n, c, (size_t)H * es);
+                }
+                continue;
+            }
             for (int64_t n = 0; bb && n < N; n++) { /* the biases, while the step's gates are hot */
                 T *a = a0 + GH * (t + L * n);
                 for (int64_t k = 0; k < GH; k++) a[k] += bb[k];

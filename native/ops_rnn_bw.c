@@ -8,42 +8,52 @@
 #include "ops_rnn_internal.h"
 
 /* the buffers: D, Dh (GRU), P (each step's previous state [H, T*N]), dh, dc, the GRU's direct
- * dh' * z term [H, N] each, th [H] zeros, Ds [GH, N] one step's D (or Dh) contiguous */
+ * dh' * z term [H, N] each, th [H] zeros, Ds [GH, N] one step's D (or Dh) contiguous, WT [H, GH]
+ * W_hh^T (or NULL) */
 typedef struct {
-    void *D, *Dh, *P, *dh, *dc, *dd, *th, *Ds;
+    void *D, *Dh, *P, *dh, *dc, *dd, *th, *Ds, *WT;
 } bufs;
 
-/* one LSTM column's gate gradients: restrict lets the compiler vectorise it; an AVX2 copy does
- * the same IEEE operations per lane (no contraction: pg_fp.h), twice as wide */
+/* one LSTM column's gate gradients from dh_t = dh + gt (the next step's part plus the output's):
+ * restrict lets the compiler vectorise it; the AVX2 and AVX-512 copies do the same IEEE
+ * operations per lane (no contraction: pg_fp.h) */
 #define LSTM_COL(name, T, ATTR)                                                                    \
     static ATTR void name(const T *restrict a, const T *restrict th, const T *restrict cp,         \
-                          const T *restrict dh, T *restrict dc, T *restrict D, int64_t H)          \
+                          const T *restrict dhp, const T *restrict gt, T *restrict dc,             \
+                          T *restrict D, int64_t H)                                                \
     {                                                                                              \
         for (int64_t j = 0; j < H; j++) {                                                          \
             const T i = a[j], f = a[H + j], gg = a[2 * H + j], o = a[3 * H + j];                   \
-            const T tc = th[j], dct = dc[j] + dh[j] * o * (1 - tc * tc);                           \
-            D[j] = dct * gg * i * (1 - i);                                                         \
-            D[H + j] = dct * cp[j] * f * (1 - f);                                                  \
-            D[2 * H + j] = dct * i * (1 - gg * gg);                                                \
-            D[3 * H + j] = dh[j] * tc * o * (1 - o);                                               \
+            const T dh = dhp[j] + gt[j], tc = th[j], dct = dc[j] + dh * o * (1 - tc * tc);         \
+            const T d0 = dct * gg * i * (1 - i), d1 = dct * cp[j] * f * (1 - f);                   \
+            const T d2 = dct * i * (1 - gg * gg), d3 = dh * tc * o * (1 - o);                      \
+            D[j] = d0, D[H + j] = d1, D[2 * H + j] = d2, D[3 * H + j] = d3;                        \
             dc[j] = dct * f;                                                                       \
         }                                                                                          \
     }
 LSTM_COL(lstm_col_f, float, )
 LSTM_COL(lstm_col_d, double, )
 #if PG_X86_SIMD
+#define PG_TARGET_AVX512_WIDE __attribute__((target("avx512f,avx2,fma,prefer-vector-width=512")))
 LSTM_COL(lstm_col_f_avx2, float, PG_TARGET_AVX2)
 LSTM_COL(lstm_col_d_avx2, double, PG_TARGET_AVX2)
+LSTM_COL(lstm_col_f_avx512, float, PG_TARGET_AVX512_WIDE)
+LSTM_COL(lstm_col_d_avx512, double, PG_TARGET_AVX512_WIDE)
 #else
-#define lstm_col_f_avx2 lstm_col_f
-#define lstm_col_d_avx2 lstm_col_d
+#define lstm_col_f_avx2   lstm_col_f
+#define lstm_col_d_avx2   lstm_col_d
+#define lstm_col_f_avx512 lstm_col_f
+#define lstm_col_d_avx512 lstm_col_d
 #endif
+
+/* the SIMD level's copy of lstm_col (s: f or d) */
+#define LSTM_PICK(s) (wide > 1 ? lstm_col_##s##_avx512 : wide ? lstm_col_##s##_avx2 : lstm_col_##s)
 
 static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
 {
     const int64_t H = d->H, GH = d->GH, L = d->L, N = d->N;
     pg_tensor *s0 = nd->in[4];
-    const int mode = d->mode, dt = g->dtype, wide = pg_simd_level() >= 1;
+    const int mode = d->mode, dt = g->dtype, wide = pg_simd_level();
     const size_t es = pg_dtype_size(dt);
     PG_DISPATCH(dt, {
         const T *gp = pg_data(g), *o0 = pg_data(nd->out);
@@ -68,22 +78,27 @@ static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
                 const T *gt = gp + H * t + d->OS * n, *h = o0 + H * t + d->OS * n;
                 const T *hpn = hp ? hp + ld * n : NULL;
                 T *dhn = dh + H * n, *Dc = D + GH * col, *p = P + H * col;
+                if (mode == PG_RNN_LSTM) { /* dh_t inside lstm_col */
+                    if (hpn) memcpy(p, hpn, (size_t)H * es);
+                    else memset(p, 0, (size_t)H * es);
+                    const T *a = a0 + GH * col, *th = tc0 + H * col;
+                    const T *cp = s ? e0 + H * (tp + L * n) : sp ? sp + sld * n + H : zero;
+                    if (dt == PG_DTYPE_F32)
+                        LSTM_PICK(f)
+                        ((const float *)a, (const float *)th, (const float *)cp, (const float *)dhn,
+                         (const float *)gt, (float *)(dc + H * n), (float *)Dc, H);
+                    else
+                        LSTM_PICK(d)
+                        ((const double *)a, (const double *)th, (const double *)cp,
+                         (const double *)dhn, (const double *)gt, (double *)(dc + H * n),
+                         (double *)Dc, H);
+                    continue;
+                }
                 for (int64_t j = 0; j < H; j++) {
                     dhn[j] += gt[j]; /* dh_t: the output's gradient plus the next step's */
                     p[j] = hpn ? hpn[j] : 0;
                 }
-                if (mode == PG_RNN_LSTM) {
-                    const T *a = a0 + GH * col, *th = tc0 + H * col;
-                    const T *cp = s ? e0 + H * (tp + L * n) : sp ? sp + sld * n + H : zero;
-                    if (dt == PG_DTYPE_F32)
-                        (wide ? lstm_col_f_avx2 : lstm_col_f)(
-                            (const float *)a, (const float *)th, (const float *)cp,
-                            (const float *)dhn, (float *)(dc + H * n), (float *)Dc, H);
-                    else
-                        (wide ? lstm_col_d_avx2 : lstm_col_d)(
-                            (const double *)a, (const double *)th, (const double *)cp,
-                            (const double *)dhn, (double *)(dc + H * n), (double *)Dc, H);
-                } else if (mode == PG_RNN_GRU) {
+                if (mode == PG_RNN_GRU) {
                     const T *a = a0 + GH * col, *hn = e0 + H * col;
                     T *Dhc = Dh + GH * col, *ddn = dd + H * n;
                     for (int64_t j = 0; j < H; j++) {
@@ -109,23 +124,50 @@ static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
             T *Ds = w->Ds;
             for (int64_t n = 0; n < N; n++) memcpy(Ds + GH * n, Dr + GH * L * n, (size_t)GH * es);
             if (mode == PG_RNN_GRU) memcpy(dh, dd, (size_t)(H * N) * es);
-            pg_gemm(dt, 1, 0, H, N, GH, 1.0, pg_data(nd->in[2]), GH, Ds, GH,
-                    mode == PG_RNN_GRU ? 1.0 : 0.0, dh, H);
+            if (w->WT) /* W_hh^T transposed once, not packed again at every step */
+                pg_gemm(dt, 0, 0, H, N, GH, 1.0, w->WT, H, Ds, GH, mode == PG_RNN_GRU ? 1.0 : 0.0,
+                        dh, H);
+            else
+                pg_gemm(dt, 1, 0, H, N, GH, 1.0, pg_data(nd->in[2]), GH, Ds, GH,
+                        mode == PG_RNN_GRU ? 1.0 : 0.0, dh, H);
         }
     });
     return 0;
 }
 
+/* o[k] += the sum of row k of m [R, C], column after column: 64 rows at a time held in
+ * registers over all the columns (each row's additions in the same order) */
+#define ROW_SUMS(name, T, ATTR)                                                                    \
+    static ATTR void name(const T *restrict m, int64_t R, int64_t C, T *restrict o)                \
+    {                                                                                              \
+        int64_t k0 = 0;                                                                            \
+        for (; k0 + 64 <= R; k0 += 64) {                                                           \
+            T a[64];                                                                               \
+            memcpy(a, o + k0, sizeof a);                                                           \
+            for (int64_t c = 0; c < C; c++)                                                        \
+                for (int k = 0; k < 64; k++) a[k] += m[k0 + k + R * c];                            \
+            memcpy(o + k0, a, sizeof a);                                                           \
+        }                                                                                          \
+        for (int64_t c = 0; k0 < R && c < C; c++)                                                  \
+            for (int64_t k = k0; k < R; k++) o[k] += m[k + R * c];                                 \
+    }
+ROW_SUMS(row_sums_f, float, )
+ROW_SUMS(row_sums_d, double, )
+#if PG_X86_SIMD
+ROW_SUMS(row_sums_f_avx512, float, PG_TARGET_AVX512_WIDE)
+ROW_SUMS(row_sums_d_avx512, double, PG_TARGET_AVX512_WIDE)
+#else
+#define row_sums_f_avx512 row_sums_f
+#define row_sums_d_avx512 row_sums_d
+#endif
+
 /* the sums of each row of M [R, C] into s (+= when acc) */
 static void row_sums(int dt, const void *M, int64_t R, int64_t C, void *s, int acc)
 {
-    PG_DISPATCH(dt, {
-        const T *m = M;
-        T *o = s;
-        if (!acc) memset(o, 0, (size_t)R * sizeof(T));
-        for (int64_t c = 0; c < C; c++)
-            for (int64_t k = 0; k < R; k++) o[k] += m[k + R * c];
-    });
+    const int wide = pg_simd_level() > 1;
+    if (!acc) memset(s, 0, (size_t)R * pg_dtype_size(dt));
+    if (dt == PG_DTYPE_F32) (wide ? row_sums_f_avx512 : row_sums_f)(M, R, C, s);
+    else (wide ? row_sums_d_avx512 : row_sums_d)(M, R, C, s);
 }
 
 int pg_rnn_bw(pg_node *nd, pg_tensor *g)
@@ -136,7 +178,11 @@ int pg_rnn_bw(pg_node *nd, pg_tensor *g)
     pg_tensor *x = nd->in[0], *Wi = nd->in[1], *Wh = nd->in[2], *b = nd->in[3], *s0 = nd->in[4];
     const int dt = g->dtype, gru = d.mode == PG_RNN_GRU, lstm = d.mode == PG_RNN_LSTM;
     const size_t es = pg_dtype_size(dt);
-    const int64_t nD = GH * TN * (gru ? 2 : 1), nP = H * TN, nS = H * N * 3 + H + GH * N;
+    /* W_hh^T by hand where the built-in GEMM sums op(A) = A^T and A alike (its direct and
+     * packed paths: every k in the same order; n = 1 takes the plain loops, which do not) */
+    const int wt = N > 1 && d.L > 1 && pg_gemm_builtin(dt);
+    const int64_t nD = GH * TN * (gru ? 2 : 1), nP = H * TN;
+    const int64_t nS = H * N * 3 + H + GH * N + (wt ? GH * H : 0);
     char *mem = malloc((size_t)(nD + nP + nS) * es);
     if (!mem) return pg_fail(PG_STATUS_ERR_NOMEM, "%s backward: out of memory", d.fn);
     bufs w = {mem, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
@@ -147,6 +193,14 @@ int pg_rnn_bw(pg_node *nd, pg_tensor *g)
     w.dd = gru ? (char *)w.dh + (size_t)(2 * H * N) * es : NULL;
     w.th = (char *)w.dh + (size_t)(3 * H * N) * es;
     w.Ds = (char *)w.th + (size_t)H * es;
+    w.WT = wt ? (char *)w.Ds + (size_t)(GH * N) * es : NULL;
+    if (wt)
+        PG_DISPATCH(dt, {
+            const T *W = pg_data(Wh);
+            T *o = w.WT;
+            for (int64_t k = 0; k < GH; k++)
+                for (int64_t j = 0; j < H; j++) o[j + H * k] = W[k + GH * j];
+        });
     bw_steps(nd, g, &d, &w);
     int rc = 0, acc;
     void *slot;

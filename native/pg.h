@@ -175,6 +175,12 @@ static inline int pg_simd_level(void) { return pg_simd_sel < 0 ? pg_simd_select(
 void pg_vexp(int dtype, const void *x, void *y, int64_t n);
 void pg_vsigmoid(int dtype, const void *x, void *y, int64_t n);
 void pg_vtanh(int dtype, const void *x, void *y, int64_t n);
+/* one LSTM step of one column (ops_rnn.c): a [4H] = act((a + bb) + q) (bb may be NULL), c =
+ * f * cp + i * g (cp may be NULL: 0 + i * g), tc = tanh(c), h = hb = o * tc (vmath.c) */
+void pg_vlstm_cell(int dtype, void *a, const void *bb, const void *q, const void *cp, void *c,
+                   void *tc, void *h, void *hb, int64_t H);
+/* 1 when pg_gemm runs the built-in kernel for dtype (no BLAS handed in): its summation order */
+int pg_gemm_builtin(int dtype);
 /* ops_unary.c: y = act(x) over n elements for the activations a fused layer applies (relu,
  * sigmoid, tanh; y may be x); 1, or 0 leaving y alone for any other op */
 int pg_unary_act(int dtype, int op, const void *x, void *y, int64_t n);

@@ -88,6 +88,19 @@ VMATH_API(sigmoid)
 VMATH_API(log)
 VMATH_API(tanh)
 
+/* one LSTM step of one column: vmath_kern.h's vlstm */
+void pg_vlstm_cell(int dtype, void *a, const void *bb, const void *q, const void *cp, void *c,
+                   void *tc, void *h, void *hb, int64_t H)
+{
+    static void (*const f32[3])(float *, const float *, const float *, const float *, float *,
+                                float *, float *, float *, int64_t) = LEVELS(vlstm_f32);
+    static void (*const f64[3])(double *, const double *, const double *, const double *, double *,
+                                double *, double *, double *, int64_t) = LEVELS(vlstm_f64);
+    const int l = pg_simd_level();
+    if (dtype == PG_DTYPE_F32) f32[l](a, bb, q, cp, c, tc, h, hb, H);
+    else f64[l](a, bb, q, cp, c, tc, h, hb, H);
+}
+
 /* Sum in double over 16 interleaved lanes (element i goes to lane i % 16), lanes then added
  * pairwise in a fixed tree: a fixed order, so the same bits on every machine and compiler, and
  * independent chains the compiler can vectorise (a single running sum ran 4-7x slower than

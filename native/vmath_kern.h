@@ -113,17 +113,38 @@ ATTR static inline __attribute__((always_inline)) vs F(sigmoidf_core)(vs x)
 
 /* tanh for W32 floats: below |x| = 0.625 Cephes' odd polynomial (no cancellation), above it
  * 1 - 2 / (exp(2|x|) + 1); x's sign put back */
-ATTR static inline __attribute__((always_inline)) vs F(tanhf_core)(vs x)
+ATTR static inline __attribute__((always_inline)) vs F(tanhf_poly)(vs a)
 {
-    const vi sign = (vi)x & (vi)VS(-0.0f);
-    const vs a = (vs)((vi)x & ~(vi)VS(-0.0f));
     const vs z = a * a;
     const vs e0 = VS(-5.70498872745E-3f) * z + VS(2.06390887954E-2f);
     const vs e1 = VS(-5.37397155531E-2f) * z + VS(1.33314422036E-1f);
     const vs z2 = z * z;
-    const vs poly = ((e0 * z2 + e1) * z + VS(-3.33332819422E-1f)) * z * a + a;
-    const vs big = VS(1.0f) - VS(2.0f) / (F(expf_core)(a + a) + VS(1.0f));
+    return ((e0 * z2 + e1) * z + VS(-3.33332819422E-1f)) * z * a + a;
+}
+ATTR static inline __attribute__((always_inline)) vs F(tanhf_big)(vs a)
+{
+    return VS(1.0f) - VS(2.0f) / (F(expf_core)(a + a) + VS(1.0f));
+}
+ATTR static inline __attribute__((always_inline)) vs F(tanhf_core)(vs x)
+{
+    const vi sign = (vi)x & (vi)VS(-0.0f);
+    const vs a = (vs)((vi)x & ~(vi)VS(-0.0f));
+    const vs poly = F(tanhf_poly)(a), big = F(tanhf_big)(a);
     return (vs)((vi)vssel(a < VS(0.625f), poly, big) | sign);
+}
+/* tanhf_core computing only the side that every lane takes, when they agree (the LSTM's cells
+ * and gates mostly lie below 0.625): the select would pick the same values, the same bits */
+ATTR static inline __attribute__((always_inline)) vs F(tanhf_sided)(vs x)
+{
+    const vi sign = (vi)x & (vi)VS(-0.0f);
+    const vs a = (vs)((vi)x & ~(vi)VS(-0.0f));
+    const vi m = (vi)(a < VS(0.625f));
+    unsigned long long u[VBYTES / 8], all = ~0ULL, any = 0;
+    memcpy(u, &m, sizeof u);
+    for (int k = 0; k < VBYTES / 8; k++) all &= u[k], any |= u[k];
+    if (all == ~0ULL) return (vs)((vi)F(tanhf_poly)(a) | sign);
+    if (!any) return (vs)((vi)F(tanhf_big)(a) | sign);
+    return (vs)((vi)vssel(m, F(tanhf_poly)(a), F(tanhf_big)(a)) | sign);
 }
 
 /* log for W64 doubles (fdlibm's e_log): x = 2^k m with m in [sqrt(1/2), sqrt(2)), f = m - 1,
@@ -224,6 +245,72 @@ VMATH_LOOP(vtanh_f64, double, vd, W64, F(tanh_core))
 VMATH_LOOP(vlog_f64, double, vd, W64, F(log_core))
 VMATH_LOOP(vlog_f32, float, vs, W32, F(logf_core))
 #undef VMATH_LOOP
+
+/* One LSTM step of one column (ops_rnn.c): the gates' sums a = (a + bb) + q (bb may be NULL),
+ * i, f, o = sigmoid, g = tanh (kept in a), c = f * cp + i * g (0 + i * g without cp), tc =
+ * tanh(c), h = o * tc, into h and hb. The cores above, lane by lane: the same bits as the
+ * separate passes, in one sweep over the column (W lanes at a time, the tail zero-padded). */
+#define VMATH_LSTM(NAME, T, VT, W, SIG, TANH)                                                      \
+    /* the gates (whole vectors): four independent chains per step of the loop */                  \
+    ATTR static inline __attribute__((always_inline)) void F(NAME##_gates)(T * a, const T *bb,     \
+                                                                           const T *q, int64_t H)  \
+    {                                                                                              \
+        VT v0, v1, v2, v3, w0, w1, w2, w3;                                                         \
+        memcpy(&v0, a, sizeof v0), memcpy(&v1, a + H, sizeof v0);                                  \
+        memcpy(&v2, a + 2 * H, sizeof v0), memcpy(&v3, a + 3 * H, sizeof v0);                      \
+        if (bb) {                                                                                  \
+            memcpy(&w0, bb, sizeof v0), memcpy(&w1, bb + H, sizeof v0);                            \
+            memcpy(&w2, bb + 2 * H, sizeof v0), memcpy(&w3, bb + 3 * H, sizeof v0);                \
+            v0 = v0 + w0, v1 = v1 + w1, v2 = v2 + w2, v3 = v3 + w3;                                \
+        }                                                                                          \
+        memcpy(&w0, q, sizeof v0), memcpy(&w1, q + H, sizeof v0);                                  \
+        memcpy(&w2, q + 2 * H, sizeof v0), memcpy(&w3, q + 3 * H, sizeof v0);                      \
+        v0 = SIG(v0 + w0), v1 = SIG(v1 + w1), v2 = TANH(v2 + w2), v3 = SIG(v3 + w3);               \
+        memcpy(a, &v0, sizeof v0), memcpy(a + H, &v1, sizeof v0);                                  \
+        memcpy(a + 2 * H, &v2, sizeof v0), memcpy(a + 3 * H, &v3, sizeof v0);                      \
+    }                                                                                              \
+    /* the cell and h from the gates (whole vectors) */                                            \
+    ATTR static inline __attribute__((always_inline)) void F(NAME##_cell)(                         \
+        const T *a, const T *cp, T *c, T *tc, T *h, T *hb, int64_t H)                              \
+    {                                                                                              \
+        VT i, f, g, o, cv;                                                                         \
+        memcpy(&i, a, sizeof i), memcpy(&f, a + H, sizeof i);                                      \
+        memcpy(&g, a + 2 * H, sizeof i), memcpy(&o, a + 3 * H, sizeof i);                          \
+        const VT ig = i * g;                                                                       \
+        if (cp) {                                                                                  \
+            memcpy(&cv, cp, sizeof cv);                                                            \
+            cv = f * cv + ig;                                                                      \
+        } else cv = (VT){0} + ig;                                                                  \
+        const VT tv = TANH(cv), hv = o * tv;                                                       \
+        memcpy(c, &cv, sizeof cv), memcpy(tc, &tv, sizeof cv);                                     \
+        memcpy(h, &hv, sizeof cv), memcpy(hb, &hv, sizeof cv);                                     \
+    }                                                                                              \
+    ATTR static void F(NAME)(T * a, const T *bb, const T *q, const T *cp, T *c, T *tc, T *h,       \
+                             T *hb, int64_t H)                                                     \
+    {                                                                                              \
+        int64_t j = 0;                                                                             \
+        for (; j + (W) <= H; j += (W)) F(NAME##_gates)(a + j, bb ? bb + j : NULL, q + j, H);       \
+        for (j = 0; j + (W) <= H; j += (W))                                                        \
+            F(NAME##_cell)(a + j, cp ? cp + j : NULL, c + j, tc + j, h + j, hb + j, H);            \
+        if (j == H) return;                                                                        \
+        /* the tail through zero-padded copies, the four gates W apart */                          \
+        const int64_t n = H - j;                                                                   \
+        T ta[4 * (W)] = {0}, tb[4 * (W)] = {0}, tq[4 * (W)] = {0}, tp[W] = {0}, o[4][W];           \
+        for (int k = 0; k < 4; k++) {                                                              \
+            memcpy(ta + k * (W), a + k * H + j, (size_t)n * sizeof(T));                            \
+            if (bb) memcpy(tb + k * (W), bb + k * H + j, (size_t)n * sizeof(T));                   \
+            memcpy(tq + k * (W), q + k * H + j, (size_t)n * sizeof(T));                            \
+        }                                                                                          \
+        if (cp) memcpy(tp, cp + j, (size_t)n * sizeof(T));                                         \
+        F(NAME##_gates)(ta, bb ? tb : NULL, tq, W);                                                \
+        F(NAME##_cell)(ta, cp ? tp : NULL, o[0], o[1], o[2], o[3], W);                             \
+        for (int k = 0; k < 4; k++) memcpy(a + k * H + j, ta + k * (W), (size_t)n * sizeof(T));    \
+        memcpy(c + j, o[0], (size_t)n * sizeof(T)), memcpy(tc + j, o[1], (size_t)n * sizeof(T));   \
+        memcpy(h + j, o[2], (size_t)n * sizeof(T)), memcpy(hb + j, o[3], (size_t)n * sizeof(T));   \
+    }
+VMATH_LSTM(vlstm_f32, float, vs, W32, F(sigmoidf_core), F(tanhf_sided))
+VMATH_LSTM(vlstm_f64, double, vd, W64, F(sigmoid_core), F(tanh_core))
+#undef VMATH_LSTM
 #undef vd
 #undef vl
 #undef vu
