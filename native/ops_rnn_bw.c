@@ -46,8 +46,9 @@ LSTM_COL(lstm_col_d_avx512, double, PG_TARGET_AVX512_WIDE)
 #define lstm_col_d_avx512 lstm_col_d
 #endif
 
-/* the SIMD level's copy of lstm_col (s: f or d) */
-#define LSTM_PICK(s) (wide > 1 ? lstm_col_##s##_avx512 : wide ? lstm_col_##s##_avx2 : lstm_col_##s)
+/* lstm_col's copy for the SIMD level (s: f or d), called with the arguments */
+#define LSTM_CALL(s, ...)                                                                          \
+    (wide > 1 ? lstm_col_##s##_avx512 : wide ? lstm_col_##s##_avx2 : lstm_col_##s)(__VA_ARGS__)
 
 static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
 {
@@ -84,14 +85,13 @@ static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
                     const T *a = a0 + GH * col, *th = tc0 + H * col;
                     const T *cp = s ? e0 + H * (tp + L * n) : sp ? sp + sld * n + H : zero;
                     if (dt == PG_DTYPE_F32)
-                        LSTM_PICK(f)
-                        ((const float *)a, (const float *)th, (const float *)cp, (const float *)dhn,
-                         (const float *)gt, (float *)(dc + H * n), (float *)Dc, H);
+                        LSTM_CALL(f, (const float *)a, (const float *)th, (const float *)cp,
+                                  (const float *)dhn, (const float *)gt, (float *)(dc + H * n),
+                                  (float *)Dc, H);
                     else
-                        LSTM_PICK(d)
-                        ((const double *)a, (const double *)th, (const double *)cp,
-                         (const double *)dhn, (const double *)gt, (double *)(dc + H * n),
-                         (double *)Dc, H);
+                        LSTM_CALL(d, (const double *)a, (const double *)th, (const double *)cp,
+                                  (const double *)dhn, (const double *)gt, (double *)(dc + H * n),
+                                  (double *)Dc, H);
                     continue;
                 }
                 for (int64_t j = 0; j < H; j++) {
