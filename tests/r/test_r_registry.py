@@ -184,6 +184,7 @@ PY_ONLY = {
     "blas_library_path": "what pyggmlr.r hands R's ag_set_blas('openblas', path)",
     "load_iris": "R has datasets::iris",
     "load_sunspots": "R has datasets::sunspot.month (the same values)",
+    "summary": "R's base summary() generic, with the package's S3 methods (summary.ag_sequential)",
 }
 R_ONLY = {
     "%*%": "R's operator (R < 4.3 dispatch)",
