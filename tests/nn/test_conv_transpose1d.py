@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 import pytest
-from _nnref import F, estimate_and_peak, needs_torch, rel, torch
+from _nnref import F, estimate_and_peak, fit_static_equals_eager, needs_torch, rel, torch
 
 import pyggmlr as pg
 from pyggmlr.errors import ArgumentError, PyggmlrValueError, ShapeError
@@ -212,17 +212,7 @@ def test_config_model_file_and_sequential(tmp_path, f64):
 def test_compile_and_fit_static_equal_eager(f64):
     rng = np.random.default_rng(6)
     x, y = rng.normal(size=(16, 12)), rng.normal(size=(3, 12))
-    runs = []
-    for static in (False, True):
-        m = decoder()
-        h = pg.ag_fit(m, x, y, nepoch=2, batch_size=4, shuffle=False, static=static, silent=True)
-        runs.append((np.asarray(h.loss), pg.ag_predict(m, x)))
-    np.testing.assert_array_equal(runs[0][0], runs[1][0])
-    np.testing.assert_array_equal(runs[0][1], runs[1][1])
-    m = decoder()
-    step = pg.ag_compile(lambda t: m(t), pg.ag_tensor(x[:, :4]), build="forward")
-    assert step.ops[:2] == ["conv1d", "conv_transpose1d"]
-    np.testing.assert_array_equal(step(x[:, 4:8]).numpy(), m(pg.ag_tensor(x[:, 4:8])).numpy())
+    fit_static_equals_eager(decoder, x, y, first_ops=("conv1d", "conv_transpose1d"))
 
 
 def test_memory_estimate_equals_measured_step(f64):

@@ -52,3 +52,15 @@ estimate_and_peak <- function(m, x, y, loss = function(out, t) ag_mse_loss(out, 
   step(x, y)
   list(est = est, peak = ag_memory_peak() - base, opt = opt)
 }
+
+# ag_fit(static = TRUE) trains as the eager run does, bit for bit: the loss history and the
+# predictions after two epochs (make_model() builds the same start each call)
+expect_fit_static_equals_eager <- function(make_model, x, y, batch_size = 4L) {
+  runs <- lapply(c(FALSE, TRUE), function(st) {
+    m <- make_model()
+    h <- ag_fit(m, x, y, nepoch = 2L, batch_size = batch_size, shuffle = FALSE, static = st,
+                silent = TRUE)
+    list(h$loss, ag_predict(m, x))
+  })
+  testthat::expect_identical(runs[[1L]], runs[[2L]])
+}

@@ -93,13 +93,7 @@ test_that("configs, model files, ag_fit static = eager and the memory estimate",
   on.exit(unlink(path), add = TRUE)
   ag_save_model(m, path)
   expect_identical(ag_predict(ag_load_model(path), x), ag_predict(m, x))
-  runs <- lapply(c(FALSE, TRUE), function(static) {
-    mm <- decoder()
-    h <- ag_fit(mm, x, y, nepoch = 2, batch_size = 4, shuffle = FALSE, static = static,
-                silent = TRUE)
-    list(h$loss, ag_predict(mm, x))
-  })
-  expect_identical(runs[[1]], runs[[2]])
+  expect_fit_static_equals_eager(decoder, x, y)
   ag_dtype("f32")
   xt <- ag_tensor(matrix(rnorm(36 * 16), 36, 16))
   yt <- ag_tensor(matrix(rnorm(3 * 16), 3, 16))

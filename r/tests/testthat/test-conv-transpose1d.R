@@ -89,13 +89,7 @@ test_that("the layer's init, config, model file and ag_fit static = eager", {
   on.exit(unlink(path), add = TRUE)
   ag_save_model(m, path)
   expect_identical(ag_predict(ag_load_model(path), x), ag_predict(m, x))
-  runs <- lapply(c(FALSE, TRUE), function(static) {
-    mm <- decoder1()
-    h <- ag_fit(mm, x, y, nepoch = 2, batch_size = 4, shuffle = FALSE, static = static,
-                silent = TRUE)
-    list(h$loss, ag_predict(mm, x))
-  })
-  expect_identical(runs[[1]], runs[[2]])
+  expect_fit_static_equals_eager(decoder1, x, y)
 })
 
 test_that("refusals are classed and name the function, the argument and the shapes", {

@@ -158,13 +158,7 @@ test_that("configs, model files and ag_fit static = eager", {
   ag_save_model(m, path)
   m2 <- ag_load_model(path)
   expect_identical(ag_predict(m2, x), ag_predict(m, x))
-  runs <- lapply(c(FALSE, TRUE), function(static) {
-    mm <- small_cnn()
-    h <- ag_fit(mm, x, y, nepoch = 2, batch_size = 4, shuffle = FALSE, static = static,
-                silent = TRUE)
-    list(h$loss, ag_predict(mm, x))
-  })
-  expect_identical(runs[[1]], runs[[2]])
+  expect_fit_static_equals_eager(small_cnn, x, y)
 })
 
 test_that("the memory estimate of a compiled step with convolutions equals the measured peak", {

@@ -141,15 +141,11 @@ test_that("ag_fit trains a 1-D upsampling model eagerly and compiled alike", {
   set.seed(7)
   x <- matrix(rnorm(16 * 24), ncol = 24L)
   y <- matrix(rnorm(48), 2L)
-  runs <- lapply(c(FALSE, TRUE), function(st) {
+  expect_fit_static_equals_eager(function() {
     set.seed(8)
-    m <- ag_sequential(ag_conv1d(2L, 3L, 3L, input_shape = c(2, 8)), ag_upsample1d(2, "linear"),
-                       ag_upsample1d(2), ag_flatten(), ag_linear(72L, 2L))
-    h <- ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, shuffle = FALSE, static = st,
-                silent = TRUE)
-    list(h$loss, ag_predict(m, x))
-  })
-  expect_identical(runs[[1L]], runs[[2L]])
+    ag_sequential(ag_conv1d(2L, 3L, 3L, input_shape = c(2, 8)), ag_upsample1d(2, "linear"),
+                  ag_upsample1d(2), ag_flatten(), ag_linear(72L, 2L))
+  }, x, y, batch_size = 8L)
 })
 
 tagger <- function(shape) {
@@ -195,14 +191,10 @@ test_that("ag_fit trains eagerly and compiled alike; the estimate equals the pea
   set.seed(4)
   x <- matrix(rnorm(50 * 24), ncol = 24L)
   y <- matrix(rnorm(48), 2L)
-  runs <- lapply(c(FALSE, TRUE), function(st) {
+  expect_fit_static_equals_eager(function() {
     set.seed(12)
-    m <- do.call(ag_sequential, c(list(tagger(c(2, 5, 5))), cnn()))
-    h <- ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, shuffle = FALSE, static = st,
-                silent = TRUE)
-    list(h$loss, ag_predict(m, x))
-  })
-  expect_identical(runs[[1L]], runs[[2L]])
+    do.call(ag_sequential, c(list(tagger(c(2, 5, 5))), cnn()))
+  }, x, y, batch_size = 8L)
   set.seed(5)
   m <- do.call(ag_sequential, c(list(ag_linear(50L, 50L), tagger(c(2, 5, 5))), cnn()))
   xs <- x[, 1:16]
