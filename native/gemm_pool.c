@@ -115,10 +115,11 @@ static pid_t pool_pid;
 static const double spin_us_w = 20, spin_us_c = 100;
 /* Load from elsewhere (see the top), in a job of at least judge_us: its threads off their cores
  * (wall minus CPU time of the chunks) for over a quarter of it, a wait for the workers' last
- * chunks longer than the caller's own share, or every chunk done by the caller alone. Each
- * starts a single-threaded spell of backoff_us, doubled while it goes on up to max_backoff_us,
- * halved at each job that runs well. */
-static const double judge_us = 150, min_backoff_us = 2e3, max_backoff_us = 256e3;
+ * chunks longer than the caller's own share, or, in a job of alone_us, every chunk done by the
+ * caller alone (a sleeping worker on an idle virtual CPU can take a few hundred us to wake:
+ * shorter jobs say nothing). Each starts a single-threaded spell of backoff_us, doubled while
+ * it goes on up to max_backoff_us, halved at each job that runs well. */
+static const double judge_us = 150, alone_us = 1000, min_backoff_us = 2e3, max_backoff_us = 256e3;
 static double backoff_us = min_backoff_us, serial_until;
 static int adaptive = 1; /* pg_gemm_threads_adaptive */
 int pg_gemm_threads_adaptive(int flag)
@@ -319,7 +320,8 @@ static int pool_run(const pool_job *j, int threads)
     double t2 = now_us(), waited = t2 - t1;
     int64_t helped = __atomic_load_n(&by_workers, __ATOMIC_RELAXED);
     if (t2 - t0 >= judge_us) {
-        int late = waited > t1 - t0, alone = helped == 0, lost = off > 0.25 * (t2 - t0);
+        int late = waited > t1 - t0, alone = helped == 0 && t1 - t0 > alone_us;
+        int lost = off > 0.25 * (t2 - t0);
         if (late || alone || lost) { /* the cores are taken: see the top */
             serial_until = t2 + backoff_us;
             backoff_us = backoff_us * 2 < max_backoff_us ? backoff_us * 2 : max_backoff_us;
