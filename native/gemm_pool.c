@@ -29,10 +29,11 @@
  * bits; no oversubscription of the cores).
  *
  * Under load from other processes (issue 32: never slower than one thread): when a job's
- * caller waited long for a worker's chunk (the worker's core taken away mid-chunk), or did
- * every chunk itself in a job long enough that an awake worker would have joined, jobs run
- * single-threaded for a while (1 ms, doubling to 128 ms while it goes on; back to normal at
- * the first job where the workers keep up).
+ * threads spent a quarter of it off their cores, or its caller waited for a worker's chunk
+ * longer than its own share, or no worker joined a long job, jobs run single-threaded for a
+ * spell (2 ms, doubling to 256 ms while it goes on, halved by each job that runs well): two
+ * threads that share busy cores with other processes get no more CPU than one, and lose
+ * time waiting for each other.
  *
  * A thread that cannot be created: fewer threads (down to single-threaded). Workers block all
  * signals (the application's handlers run on its own threads). At process exit, and when the
