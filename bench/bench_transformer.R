@@ -10,7 +10,8 @@
 suppressPackageStartupMessages(library(pyggmlr))
 ag_set_threads(as.integer(Sys.getenv("BENCH_THREADS", "1")))
 rounds <- as.integer(Sys.getenv("BENCH_ROUNDS", "7"))
-sizes <- list(large = c(V = 1000, D = 256, H = 4, T = 128), small = c(V = 64, D = 32, H = 4, T = 16))
+sizes <- list(large = c(V = 1000, D = 256, H = 4, T = 128),
+              small = c(V = 64, D = 32, H = 4, T = 16))
 
 block <- function(V, D, H, T) {
   set.seed(1)
@@ -21,7 +22,7 @@ block <- function(V, D, H, T) {
   f1 <- ag_linear(D, 4 * D, "gelu")
   f2 <- ag_linear(4 * D, D)
   head <- ag_linear(D, V)
-  ps <- function(m) if (is.function(m$parameters)) m$parameters() else m$params()  # ag_linear: params
+  ps <- function(m) if (is.function(m$parameters)) m$parameters() else m$params()  # ag_linear
   params <- unlist(lapply(list(emb, att, ln1, f1, f2, ln2, head), ps), recursive = FALSE,
                    use.names = FALSE)
   loss <- function(ids, tgt) {
