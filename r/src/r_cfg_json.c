@@ -1,8 +1,9 @@
 /* .Call glue: a layer's config (an R list) as JSON for the core's layer table, in C. jsonlite
  * took about 0.2 ms a value, so ag_fit's class-count check (the model's output rows, from the
  * configs) cost more than a small model's whole fit. Plain values only: anything else gives
- * NULL and R's own writer (io_config.R) takes over, so the two never disagree on what a
- * value is, only on spacing, which the core's parser ignores. */
+ * NULL and R's own writer (io_config.R) takes over. The text is Python's (and was R's):
+ * `"key": value` at the top, values compact (`[1,2]`), non-ASCII as \u escapes, as the core's
+ * messages quote a bad value as written. */
 #include <math.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -118,11 +119,11 @@ static void value(jbuf *b, SEXP v, int depth)
         int obj = nm != R_NilValue;
         put(b, obj ? "{" : "[", 1);
         for (R_xlen_t i = 0; i < n && !b->bad; i++) {
-            if (i) put(b, ", ", 2);
+            if (i) put(b, ", ", depth ? 1 : 2); /* R's and Python's spacing: see the header */
             if (obj) {
                 if (STRING_ELT(nm, i) == NA_STRING || !*CHAR(STRING_ELT(nm, i))) b->bad = 1;
                 else put_str(b, Rf_translateCharUTF8(STRING_ELT(nm, i)));
-                put(b, ": ", 2);
+                put(b, ": ", depth ? 1 : 2);
             }
             value(b, VECTOR_ELT(v, i), depth + 1);
         }
@@ -139,7 +140,7 @@ static void value(jbuf *b, SEXP v, int depth)
     }
     put(b, "[", 1);
     for (R_xlen_t i = 0; i < n && !b->bad; i++) {
-        if (i) put(b, ", ", 2);
+        if (i) put(b, ",", 1);
         elem(b, v, i, factor);
     }
     put(b, "]", 1);
@@ -148,8 +149,7 @@ static void value(jbuf *b, SEXP v, int depth)
 /* cfg: a list with names throughout -> its JSON text, or NULL where R's writer is needed */
 SEXP R_pg_cfg_json(SEXP cfg)
 {
-    if (TYPEOF(cfg) != VECSXP || Rf_getAttrib(cfg, R_NamesSymbol) == R_NilValue)
-        return R_NilValue;
+    if (TYPEOF(cfg) != VECSXP || Rf_getAttrib(cfg, R_NamesSymbol) == R_NilValue) return R_NilValue;
     jbuf b = {NULL, 0, 0, 0};
     value(&b, cfg, 0);
     if (b.bad || b.n > INT32_MAX) return R_NilValue;
