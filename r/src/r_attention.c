@@ -97,3 +97,13 @@ SEXP R_pg_mha_check(SEXP d_model, SEXP Q, SEXP K, SEXP V)
     r_check(pg_mha_check_inputs((int64_t)Rf_asInteger(d_model), q, k, v));
     return R_NilValue;
 }
+
+/* ag_multihead_attention's heads after its projections (pg_mha_heads): Q, K, V external
+ * pointers; dropout 0 in eval mode */
+SEXP R_pg_mha_heads(SEXP Q, SEXP K, SEXP V, SEXP n_heads, SEXP scale, SEXP causal, SEXP rate)
+{
+    pg_tensor *q = r_get(Q, R_TENSOR), *k = r_get(K, R_TENSOR), *v = r_get(V, R_TENSOR);
+    return r_wrap(pg_mha_heads(q, k, v, (int64_t)Rf_asInteger(n_heads), Rf_asReal(scale),
+                               Rf_asLogical(causal) == 1, Rf_asReal(rate)),
+                  R_TENSOR);
+}
