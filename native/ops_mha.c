@@ -148,8 +148,8 @@ static int mha_bw(pg_node *n, pg_tensor *g)
     int acc;
     for (int64_t h = a.H - 1; h >= 0; h--) {
         const char *P = (const char *)pg_data(n->saved[0]) + (size_t)(h * nkq) * a.es;
-        const char *m = a.drop ? (const char *)pg_data(n->saved[1]) + (size_t)(h * nkq) * a.es
-                               : NULL;
+        const char *m =
+            a.drop ? (const char *)pg_data(n->saved[1]) + (size_t)(h * nkq) * a.es : NULL;
         if (!one) {
             rows_get(a.es, qh, pg_data(Q), a.D, h * a.dk, a.dk, a.Sq);
             rows_get(a.es, kh, pg_data(K), a.D, h * a.dk, a.dk, a.Skv);
@@ -164,8 +164,8 @@ static int mha_bw(pg_node *n, pg_tensor *g)
         if (wv) { /* ag_matmul(v_h, Pd)'s rule for A */
             void *d = one ? head_slot(V, 1, &acc) : dv;
             if (!d) return -1;
-            pg_gemm(a.dt, 0, 1, a.dk, a.Skv, a.Sq, 1.0, G, a.dk, pw, a.Skv,
-                    one && acc ? 1.0 : 0.0, d, a.dk);
+            pg_gemm(a.dt, 0, 1, a.dk, a.Skv, a.Sq, 1.0, G, a.dk, pw, a.Skv, one && acc ? 1.0 : 0.0,
+                    d, a.dk);
         }
         if (wq || wk) {
             pg_gemm(a.dt, 1, 0, a.Skv, a.Sq, a.dk, 1.0, vh, a.dk, G, a.dk, 0.0, dpd, a.Skv);
