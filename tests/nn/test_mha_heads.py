@@ -157,3 +157,17 @@ def test_compiled_adam_steps_equal_eager_and_composed(dtype, monkeypatch):
     step = runs["compiled"][2]
     assert step.ops.count("mha_heads") == 1
     assert lib.pg_graph_dropout_masks(step._g) == 4  # one per head, redrawn by every replay
+
+
+def test_fit_static_equals_eager_with_dropout():
+    """ag_fit(static=True) replays the heads' op (masks redrawn per step): eager's parameters"""
+    pg.ag_dtype("f32")
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(8, 40)), rng.normal(size=(8, 40))
+    res = []
+    for static in (False, True):
+        pg.ggml_set_seed(3)
+        m = pg.ag_sequential(pg.ag_multihead_attention(8, 2, dropout=0.3), pg.ag_linear(8, 8))
+        pg.ag_fit(m, x, y, loss="mse", nepoch=3, batch_size=10, static=static, silent=True, seed=4)
+        res.append([p.numpy() for p in m.parameters().values()])
+    assert all(_same(a, b) for a, b in zip(*res))
