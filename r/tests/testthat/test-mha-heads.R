@@ -34,7 +34,8 @@ mha_run <- function(fwd, e, xs, causal) {
     l <- ag_sum(ag_mul(out, G))
   })
   g <- backward(l)
-  res <- c(list(out$data), lapply(c(e$parameters(), xs), function(t) gradof(g, t)))
+  grad <- function(t) get0(as.character(t$id), envir = g, inherits = FALSE)  # helper's gradof
+  res <- c(list(out$data), lapply(c(e$parameters(), xs), grad))
   ag_tape_clear()
   res
 }
