@@ -171,3 +171,24 @@ def test_fit_static_equals_eager_with_dropout():
         pg.ag_fit(m, x, y, loss="mse", nepoch=3, batch_size=10, static=static, silent=True, seed=4)
         res.append([p.numpy() for p in m.parameters().values()])
     assert all(_same(a, b) for a, b in zip(*res))
+
+
+def test_core_refusals_name_the_layer():
+    from pyggmlr.errors import DTypeError, PyggmlrValueError, ShapeError
+    from pyggmlr.tensor import _wrap
+
+    q = pg.ag_tensor(np.ones((8, 3)), dtype="f64")
+    k = pg.ag_tensor(np.ones((8, 4)), dtype="f64")
+
+    def heads(a, b, c, h=2, rate=0.0):
+        return _wrap(lib.pg_mha_heads(a._p, b._p, c._p, h, 0.5, 0, rate))
+
+    assert heads(q, k, k).shape == (8, 3)
+    with pytest.raises(PyggmlrValueError, match="ag_multihead_attention: n_heads = 3 must"):
+        heads(q, k, k, h=3)
+    with pytest.raises(PyggmlrValueError, match="ag_multihead_attention: dropout must be in"):
+        heads(q, k, k, rate=1.0)
+    with pytest.raises(ShapeError, match=r"ag_multihead_attention: k is \[8x4\] f64 and v is"):
+        heads(q, k, q)
+    with pytest.raises(DTypeError, match="ag_multihead_attention"):
+        heads(q, k, pg.ag_tensor(np.ones((8, 4)), dtype="f32"))
