@@ -55,6 +55,22 @@ void pg_softmax_cols_lse(int dtype, const void *x, void *p, int64_t R, int64_t C
     });
 }
 
+void pg_softmax_cols_bw(int dtype, const void *p, const void *g, void *d, int64_t R, int64_t C,
+                        int acc)
+{
+    PG_DISPATCH(dtype, {
+        const T *op = p, *gp = g;
+        T *dp = d;
+        for (int64_t j = 0; j < C; j++) {
+            const T *pc = op + j * R, *gc = gp + j * R;
+            T *dc = dp + j * R;
+            T s = 0;
+            for (int64_t i = 0; i < R; i++) s += pc[i] * gc[i];
+            PG_STORE_LOOP(acc, R, dc, pc[i] * (gc[i] - s));
+        }
+    });
+}
+
 static int unary_bw(pg_node *n, pg_tensor *g)
 {
     pg_tensor *x = n->in[0], *o = n->out;
@@ -91,15 +107,7 @@ static int unary_bw(pg_node *n, pg_tensor *g)
         case PG_UNARY_OP_LOG: PG_STORE_LOOP(acc, N, d, gp[i] / xp[i]); break;
         case PG_UNARY_OP_EXP: PG_STORE_LOOP(acc, N, d, gp[i] * op[i]); break;
         case PG_UNARY_OP_NEG: PG_STORE_LOOP(acc, N, d, -gp[i]); break;
-        case PG_UNARY_OP_SOFTMAX:
-            for (int64_t j = 0; j < C; j++) {
-                const T *pc = op + j * R, *gc = gp + j * R;
-                T *dc = d + j * R;
-                T s = 0;
-                for (int64_t i = 0; i < R; i++) s += pc[i] * gc[i];
-                PG_STORE_LOOP(acc, R, dc, pc[i] * (gc[i] - s));
-            }
-            break;
+        case PG_UNARY_OP_SOFTMAX: pg_softmax_cols_bw(x->dtype, op, gp, d, R, C, acc); break;
         }
     });
     return 0;

@@ -189,6 +189,9 @@ double pg_vsum(int dtype, const void *x, int64_t n); /* in double, in a fixed or
 /* column softmax of x [R, C] into p (ops_unary.c); _lse also gives each column's max and the log
  * of its sum of exps (either may be NULL) */
 void pg_softmax_cols(int dtype, const void *x, void *p, int64_t R, int64_t C);
+/* its backward: d (+)= p * (g - sum(p * g)) per column (acc: add), softmax's rule and MHA's */
+void pg_softmax_cols_bw(int dtype, const void *p, const void *g, void *d, int64_t R, int64_t C,
+                        int acc);
 void pg_softmax_cols_lse(int dtype, const void *x, void *p, int64_t R, int64_t C, double *mx,
                          double *lsum);
 void *pg_obj_new(size_t sz); /* zeroed; sizes share the buffer cache */
