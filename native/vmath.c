@@ -87,6 +87,20 @@ VMATH_API(exp)
 VMATH_API(sigmoid)
 VMATH_API(log)
 VMATH_API(tanh)
+VMATH_API(erfc)
+VMATH_API(gelu)
+
+/* the gelu's backward: d = g gelu'(x), or d += it when acc (the unary op's gradient slot) */
+void pg_vgelu_bw(int dtype, const void *g, const void *x, void *d, int64_t n, int acc)
+{
+    static void (*const f32[3])(const float *, const float *, float *, int64_t, int) =
+        LEVELS(vgelu_bw_f32);
+    static void (*const f64[3])(const double *, const double *, double *, int64_t, int) =
+        LEVELS(vgelu_bw_f64);
+    const int l = pg_simd_level();
+    if (dtype == PG_DTYPE_F32) f32[l](g, x, d, n, acc);
+    else f64[l](g, x, d, n, acc);
+}
 
 /* one LSTM step of one column: vmath_kern.h's vlstm */
 void pg_vlstm_cell(int dtype, void *a, const void *bb, const void *q, const void *cp, void *c,
