@@ -129,7 +129,7 @@ def test_vmath_simd_levels_give_identical_bits(dtype):
         assert res == out[0], SIMD_LEVELS[level]
 
 
-# ---- GELU (erfc cores of native/vmath_kern.h) ----
+# ---- GELU (erfc cores of native/vmath_erf.h) ----
 
 
 def _gelu_inputs(dt):
