@@ -97,13 +97,7 @@ static int unary_bw(pg_node *n, pg_tensor *g)
             break;
         case PG_UNARY_OP_SIGMOID: PG_STORE_LOOP(acc, N, d, gp[i] * op[i] * (1 - op[i])); break;
         case PG_UNARY_OP_TANH: PG_STORE_LOOP(acc, N, d, gp[i] * (1 - op[i] * op[i])); break;
-        case PG_UNARY_OP_GELU:
-            PG_STORE_LOOP(
-                acc, N, d,
-                gp[i] *
-                    ((T)0.5 * (1 + erf(xp[i] * (T)M_SQRT1_2)) +
-                     xp[i] * exp((T)-0.5 * xp[i] * xp[i]) * (T)(0.5 * M_2_SQRTPI * M_SQRT1_2)));
-            break;
+        case PG_UNARY_OP_GELU: pg_vgelu_bw(x->dtype, gp, xp, d, N, acc); break;
         case PG_UNARY_OP_LOG: PG_STORE_LOOP(acc, N, d, gp[i] / xp[i]); break;
         case PG_UNARY_OP_EXP: PG_STORE_LOOP(acc, N, d, gp[i] * op[i]); break;
         case PG_UNARY_OP_NEG: PG_STORE_LOOP(acc, N, d, -gp[i]); break;
@@ -145,9 +139,7 @@ static int unary_fw(pg_node *n)
         case PG_UNARY_OP_RELU:
         case PG_UNARY_OP_SIGMOID:
         case PG_UNARY_OP_TANH: pg_unary_act(x->dtype, op, xp, o, N); break;
-        case PG_UNARY_OP_GELU:
-            for (int64_t i = 0; i < N; i++) o[i] = (T)0.5 * xp[i] * (1 + erf(xp[i] * (T)M_SQRT1_2));
-            break;
+        case PG_UNARY_OP_GELU: pg_vgelu(x->dtype, xp, o, N); break;
         case PG_UNARY_OP_LOG: pg_vlog(x->dtype, xp, o, N); break;
         case PG_UNARY_OP_EXP: pg_vexp(x->dtype, xp, o, N); break;
         case PG_UNARY_OP_NEG:

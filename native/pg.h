@@ -175,6 +175,10 @@ static inline int pg_simd_level(void) { return pg_simd_sel < 0 ? pg_simd_select(
 void pg_vexp(int dtype, const void *x, void *y, int64_t n);
 void pg_vsigmoid(int dtype, const void *x, void *y, int64_t n);
 void pg_vtanh(int dtype, const void *x, void *y, int64_t n);
+void pg_verfc(int dtype, const void *x, void *y, int64_t n);
+void pg_vgelu(int dtype, const void *x, void *y, int64_t n); /* x/2 (1 + erf(x / sqrt2)) */
+/* d = g * gelu'(x) over n elements, or d += it when acc (vmath.c) */
+void pg_vgelu_bw(int dtype, const void *g, const void *x, void *d, int64_t n, int acc);
 /* one LSTM step of one column (ops_rnn.c): a [4H] = act((a + bb) + q) (bb may be NULL), c =
  * f * cp + i * g (cp may be NULL: 0 + i * g), tc = tanh(c), h = hb = o * tc (vmath.c) */
 void pg_vlstm_cell(int dtype, void *a, const void *bb, const void *q, const void *cp, void *c,
