@@ -5,7 +5,9 @@ Block: embedding, causal multi-head attention (with dropout 0), residual, layer 
 (width 4d), residual, layer norm, the vocabulary head, softmax cross-entropy, Adam; f32, one
 thread. Sizes: large (vocabulary 1000, width 256, 4 heads, 128 tokens) and small (64, 32, 4,
 16). Medians of BENCH_ROUNDS rounds; ratios against PyTorch and against the GEMM floor; the CPU
-is printed. Run: python bench/bench_transformer.py. Numbers are printed, never asserted."""
+is printed. Writes bench/results/bench_transformer.json (with each size's first loss, which
+bench_transformer.R checks bit for bit). Run: python bench/bench_transformer.py. Numbers are
+printed, never asserted."""
 
 import os
 
@@ -14,7 +16,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 import numpy as np  # noqa: E402
-from bench_common import cpu_name, median_per_call  # noqa: E402
+from bench_common import cpu_name, median_per_call, write_results  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
 
@@ -46,6 +48,7 @@ def pyggmlr_steps(V, D, H, T):
     params, loss = _block(V, D, H)
     ids = pg.ag_tensor((pg.random.sample_int(V, T, replace=True) - 1).reshape(1, T).astype(float))
     tgt = pg.ag_tensor((pg.random.sample_int(V, T, replace=True) - 1).reshape(1, T).astype(float))
+    loss0 = float(np.asarray(loss(ids, tgt)).ravel()[0])  # before any step: R's first loss
     opt = pg.optimizer_adam(params, lr=1e-3)
 
     def eager():
@@ -58,7 +61,7 @@ def pyggmlr_steps(V, D, H, T):
     params2, loss2 = _block(V, D, H)
     opt2 = pg.optimizer_adam(params2, lr=1e-3)
     step = pg.ag_compile(loss2, ids, tgt, build="opt", optimizer=opt2)
-    return eager, lambda: step(ids, tgt)
+    return eager, lambda: step(ids, tgt), loss0
 
 
 def torch_step(V, D, H, T):
@@ -139,9 +142,10 @@ def main():
         f"{'size':<7}{'eager ms':>10}{'compiled':>10}{'torch':>9}{'GEMMs':>9}{'eager/torch':>13}{'compiled/torch':>16}"
         f"{'compiled/GEMMs':>16}"
     )
+    out = {}
     for name, (V, D, H, T) in SIZES.items():
         reps = 5 if name == "large" else 200
-        eager, compiled = pyggmlr_steps(V, D, H, T)
+        eager, compiled, loss0 = pyggmlr_steps(V, D, H, T)
         e, c, g = (
             median_ms(eager, reps),
             median_ms(compiled, reps),
@@ -154,9 +158,13 @@ def main():
         print(
             f"{name:<7}{e:>10.3f}{c:>10.3f}{t:>9.3f}{g:>9.3f}{e / t:>13.2f}{c / t:>16.2f}{c / g:>16.2f}"
         )
+        out[name] = {"eager_ms": e, "compiled_ms": c, "torch_ms": t, "gemm_ms": g, "loss0": loss0}
     print(
         "(torch columns: NaN when torch is not installed; pip install torch==2.13.0 takes a local CPU wheel)"
     )
+    # for bench_transformer.R (R / Python); NaN (no torch) written as null
+    clean = {k: {a: (None if b != b else b) for a, b in v.items()} for k, v in out.items()}
+    write_results("bench_transformer", {"cpu": cpu_name(), "sizes": clean})
 
 
 if __name__ == "__main__":

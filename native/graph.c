@@ -292,6 +292,18 @@ const char *pg_graph_node_op(pg_graph *g, int64_t i)
     return (g && i >= 0 && i < g->n) ? g->nodes[i]->op : "";
 }
 
+int64_t pg_graph_dropout_masks(pg_graph *g)
+{
+    if (!g) return -1;
+    int64_t n = 0;
+    for (int64_t i = 0; i < g->n; i++) {
+        const pg_node *nd = g->nodes[i];
+        if (!strcmp(nd->op, "dropout")) n++;
+        else if (!strcmp(nd->op, "mha_heads") && nd->ip[2]) n += nd->ip[0];
+    }
+    return n;
+}
+
 /* bytes of the planned gradient buffers: the sizes they have (or will have at the first run) */
 static int64_t grad_bytes(const pg_graph *g)
 {

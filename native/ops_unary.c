@@ -73,6 +73,22 @@ void pg_softmax_cols_lse(int dtype, const void *x, void *p, int64_t R, int64_t C
     pg_par_for(C, R >= 16384 ? 1 : 16384 / (R > 0 ? R : 1), softmax_range, &S);
 }
 
+void pg_softmax_cols_bw(int dtype, const void *p, const void *g, void *d, int64_t R, int64_t C,
+                        int acc)
+{
+    PG_DISPATCH(dtype, {
+        const T *op = p, *gp = g;
+        T *dp = d;
+        for (int64_t j = 0; j < C; j++) {
+            const T *pc = op + j * R, *gc = gp + j * R;
+            T *dc = dp + j * R;
+            T s = 0;
+            for (int64_t i = 0; i < R; i++) s += pc[i] * gc[i];
+            PG_STORE_LOOP(acc, R, dc, pc[i] * (gc[i] - s));
+        }
+    });
+}
+
 static int unary_bw(pg_node *n, pg_tensor *g)
 {
     pg_tensor *x = n->in[0], *o = n->out;
@@ -99,25 +115,11 @@ static int unary_bw(pg_node *n, pg_tensor *g)
             break;
         case PG_UNARY_OP_SIGMOID: PG_STORE_LOOP(acc, N, d, gp[i] * op[i] * (1 - op[i])); break;
         case PG_UNARY_OP_TANH: PG_STORE_LOOP(acc, N, d, gp[i] * (1 - op[i] * op[i])); break;
-        case PG_UNARY_OP_GELU:
-            PG_STORE_LOOP(
-                acc, N, d,
-                gp[i] *
-                    ((T)0.5 * (1 + erf(xp[i] * (T)M_SQRT1_2)) +
-                     xp[i] * exp((T)-0.5 * xp[i] * xp[i]) * (T)(0.5 * M_2_SQRTPI * M_SQRT1_2)));
-            break;
+        case PG_UNARY_OP_GELU: pg_vgelu_bw(x->dtype, gp, xp, d, N, acc); break;
         case PG_UNARY_OP_LOG: PG_STORE_LOOP(acc, N, d, gp[i] / xp[i]); break;
         case PG_UNARY_OP_EXP: PG_STORE_LOOP(acc, N, d, gp[i] * op[i]); break;
         case PG_UNARY_OP_NEG: PG_STORE_LOOP(acc, N, d, -gp[i]); break;
-        case PG_UNARY_OP_SOFTMAX:
-            for (int64_t j = 0; j < C; j++) {
-                const T *pc = op + j * R, *gc = gp + j * R;
-                T *dc = d + j * R;
-                T s = 0;
-                for (int64_t i = 0; i < R; i++) s += pc[i] * gc[i];
-                PG_STORE_LOOP(acc, R, dc, pc[i] * (gc[i] - s));
-            }
-            break;
+        case PG_UNARY_OP_SOFTMAX: pg_softmax_cols_bw(x->dtype, op, gp, d, R, C, acc); break;
         }
     });
     return 0;
@@ -155,9 +157,7 @@ static int unary_fw(pg_node *n)
         case PG_UNARY_OP_RELU:
         case PG_UNARY_OP_SIGMOID:
         case PG_UNARY_OP_TANH: pg_unary_act(x->dtype, op, xp, o, N); break;
-        case PG_UNARY_OP_GELU:
-            for (int64_t i = 0; i < N; i++) o[i] = (T)0.5 * xp[i] * (1 + erf(xp[i] * (T)M_SQRT1_2));
-            break;
+        case PG_UNARY_OP_GELU: pg_vgelu(x->dtype, xp, o, N); break;
         case PG_UNARY_OP_LOG: pg_vlog(x->dtype, xp, o, N); break;
         case PG_UNARY_OP_EXP: pg_vexp(x->dtype, xp, o, N); break;
         case PG_UNARY_OP_NEG:

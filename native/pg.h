@@ -175,6 +175,10 @@ static inline int pg_simd_level(void) { return pg_simd_sel < 0 ? pg_simd_select(
 void pg_vexp(int dtype, const void *x, void *y, int64_t n);
 void pg_vsigmoid(int dtype, const void *x, void *y, int64_t n);
 void pg_vtanh(int dtype, const void *x, void *y, int64_t n);
+void pg_verfc(int dtype, const void *x, void *y, int64_t n);
+void pg_vgelu(int dtype, const void *x, void *y, int64_t n); /* x/2 (1 + erf(x / sqrt2)) */
+/* d = g * gelu'(x) over n elements, or d += it when acc (vmath.c) */
+void pg_vgelu_bw(int dtype, const void *g, const void *x, void *d, int64_t n, int acc);
 /* one LSTM step of one column (ops_rnn.c): a [4H] = act((a + bb) + q) (bb may be NULL), c =
  * f * cp + i * g (cp may be NULL: 0 + i * g), tc = tanh(c), h = hb = o * tc (vmath.c) */
 void pg_vlstm_cell(int dtype, void *a, const void *bb, const void *q, const void *cp, void *c,
@@ -189,6 +193,9 @@ double pg_vsum(int dtype, const void *x, int64_t n); /* in double, in a fixed or
 /* column softmax of x [R, C] into p (ops_unary.c); _lse also gives each column's max and the log
  * of its sum of exps (either may be NULL) */
 void pg_softmax_cols(int dtype, const void *x, void *p, int64_t R, int64_t C);
+/* its backward: d (+)= p * (g - sum(p * g)) per column (acc: add), softmax's rule and MHA's */
+void pg_softmax_cols_bw(int dtype, const void *p, const void *g, void *d, int64_t R, int64_t C,
+                        int acc);
 void pg_softmax_cols_lse(int dtype, const void *x, void *p, int64_t R, int64_t C, double *mx,
                          double *lsum);
 void *pg_obj_new(size_t sz); /* zeroed; sizes share the buffer cache */

@@ -30,3 +30,15 @@ pg_tensor *pg_flash_attention(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t 
  * [d_model, seq_q], k and v [d_model, seq_kv]. 0, or PG_STATUS_ERR_SHAPE naming the layer, the
  * input, its shape and d_model (PG_STATUS_ERR_ARG for a dead tensor). */
 int pg_mha_check_inputs(int64_t d_model, pg_tensor *q, pg_tensor *k, pg_tensor *v);
+
+/* ag_multihead_attention's heads (ops_mha.c), after its projections: Q [d_model, seq_q], K and V
+ * [d_model, seq_kv] -> the heads stacked by rows [d_model, seq_q]. Per head h (rows
+ * h*d_k .. (h+1)*d_k - 1, d_k = d_model / n_heads): St = scale K_h^T Q_h [seq_kv, seq_q], key
+ * i > query j set to -Inf when causal, P = softmax down each column, with dropout_rate > 0 an
+ * inverted-dropout mask drawn per head (in head order, [queries, keys] order, as ag_dropout with
+ * transpose) from the current stream, head_h = V_h (P mask). The same kernels and order as the
+ * composed ops (slice rows, matmul_t, causal mask, softmax, dropout, matmul, concat rows), so
+ * forward and gradients are theirs bit for bit. One tape node; saves P (and the masks) for
+ * backward; a compiled graph's replay redraws the masks. Pass dropout_rate 0 in eval mode. */
+pg_tensor *pg_mha_heads(pg_tensor *q, pg_tensor *k, pg_tensor *v, int64_t n_heads, double scale,
+                        int causal, double dropout_rate);

@@ -39,6 +39,9 @@ pg_tensor *pg_graph_input(pg_graph *g,
 pg_gradmap *pg_graph_grads(pg_graph *g);
 int64_t pg_graph_nodes(pg_graph *g);
 const char *pg_graph_node_op(pg_graph *g, int64_t i);
+/* the dropout masks each replay redraws (memory reports): one per dropout node, n_heads per
+ * multi-head attention node with dropout; -1 for NULL */
+int64_t pg_graph_dropout_masks(pg_graph *g);
 /* A compiled graph's buffers by kind. */
 typedef struct pg_graph_buffers {
     int64_t bytes_outputs;   /* node outputs */

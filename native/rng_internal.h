@@ -12,5 +12,8 @@ double pg_rng_runif1(pg_rng *r, double a, double b); /* runif(1, a, b), NaN with
 double pg_rng_rnorm1(pg_rng *r, double mu, double sigma);
 /* rng_layers.c: pg_dropout's mask drawn into an existing f32/f64 tensor (locks the stream itself) */
 int pg_rng_dropout_fill(pg_rng *r, pg_tensor *mask, double rate, int transpose);
+/* the same draws and values into a plain [nrow, ncol] f32/f64 buffer (ops_mha.c's per-head masks) */
+int pg_rng_dropout_fill_raw(pg_rng *r, int dtype, void *dst, int64_t nrow, int64_t ncol,
+                            double rate, int transpose);
 
 #endif

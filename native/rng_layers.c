@@ -39,6 +39,25 @@ int pg_rng_dropout_fill(pg_rng *r, pg_tensor *mask, double rate, int transpose)
     return rc;
 }
 
+int pg_rng_dropout_fill_raw(pg_rng *r, int dtype, void *dst, int64_t nrow, int64_t ncol,
+                            double rate, int transpose)
+{
+    int64_t n = nrow * ncol;
+    double *m = malloc((size_t)(n ? n : 1) * sizeof *m);
+    if (!m) return pg_fail(PG_STATUS_ERR_NOMEM, "dropout: out of memory for a mask");
+    int rc = draw_mask(r, n, rate, m);
+    /* pg_tensor_write's conversion, element (i, j) from m[i + j * nrow] or m[j + i * ncol] */
+    if (!rc)
+        PG_DISPATCH(dtype, {
+            T *d = dst;
+            for (int64_t j = 0; j < ncol; j++)
+                for (int64_t i = 0; i < nrow; i++)
+                    d[i + j * nrow] = (T)m[transpose ? j + i * ncol : i + j * nrow];
+        });
+    free(m);
+    return rc;
+}
+
 /* ---- dropout, one op: the mask is a saved buffer redrawn by every run of the node ---- */
 
 static int dropout_fw(pg_node *n)

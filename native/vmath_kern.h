@@ -215,6 +215,8 @@ ATTR static inline __attribute__((always_inline)) vs F(logf_core)(vs x)
     return vssel(x < VS(0.0f), VS(NAN), vssel(x != x, x, y));
 }
 
+#include "vmath_erf.h" /* erfc and the GELU */
+
 /* y[i] = f(x[i]) over whole vectors of W lanes, then the tail through a zero-padded vector: the
  * same lanes' arithmetic for every element */
 #define VMATH_LOOP(NAME, T, VT, W, CORE)                                                           \
@@ -244,7 +246,40 @@ VMATH_LOOP(vtanh_f32, float, vs, W32, F(tanhf_core))
 VMATH_LOOP(vtanh_f64, double, vd, W64, F(tanh_core))
 VMATH_LOOP(vlog_f64, double, vd, W64, F(log_core))
 VMATH_LOOP(vlog_f32, float, vs, W32, F(logf_core))
+VMATH_LOOP(verfc_f64, double, vd, W64, F(erfc_core))
+VMATH_LOOP(verfc_f32, float, vs, W32, F(erfcf_core))
+VMATH_LOOP(vgelu_f64, double, vd, W64, F(gelu_core))
+VMATH_LOOP(vgelu_f32, float, vs, W32, F(geluf_core))
 #undef VMATH_LOOP
+
+/* d[i] = CORE(g[i], x[i]), or d[i] += it when acc (a NaN in d stays itself): whole vectors,
+ * then the zero-padded tail */
+#define VMATH_LOOP_BW(NAME, T, VT, W, CORE, SEL)                                                   \
+    ATTR static void F(NAME)(const T *g, const T *x, T *d, int64_t n, int acc)                     \
+    {                                                                                              \
+        int64_t i = 0;                                                                             \
+        VT gv, xv, dv;                                                                             \
+        for (; i + (W) <= n; i += (W)) {                                                           \
+            memcpy(&gv, g + i, sizeof gv), memcpy(&xv, x + i, sizeof xv);                          \
+            gv = CORE(gv, xv);                                                                     \
+            if (acc) memcpy(&dv, d + i, sizeof dv), gv = SEL(dv != dv, dv, dv + gv);               \
+            memcpy(d + i, &gv, sizeof gv);                                                         \
+        }                                                                                          \
+        if (i < n) {                                                                               \
+            T bg[W] = {0}, bx[W] = {0}, bd[W] = {0};                                               \
+            const size_t sz = (size_t)(n - i) * sizeof *x;                                         \
+            memcpy(bg, g + i, sz), memcpy(bx, x + i, sz);                                          \
+            if (acc) memcpy(bd, d + i, sz);                                                        \
+            memcpy(&gv, bg, sizeof gv), memcpy(&xv, bx, sizeof xv), memcpy(&dv, bd, sizeof dv);    \
+            gv = CORE(gv, xv);                                                                     \
+            if (acc) gv = SEL(dv != dv, dv, dv + gv);                                              \
+            memcpy(bd, &gv, sizeof gv);                                                            \
+            memcpy(d + i, bd, sz);                                                                 \
+        }                                                                                          \
+    }
+VMATH_LOOP_BW(vgelu_bw_f64, double, vd, W64, F(gelu_bw_core), vsel)
+VMATH_LOOP_BW(vgelu_bw_f32, float, vs, W32, F(geluf_bw_core), vssel)
+#undef VMATH_LOOP_BW
 
 /* One LSTM step of one column (ops_rnn.c): the gates' sums a = (a + bb) + q (bb may be NULL),
  * i, f, o = sigmoid, g = tanh (kept in a), c = f * cp + i * g (0 + i * g without cp), tc =

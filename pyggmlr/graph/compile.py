@@ -120,7 +120,7 @@ class CompiledStep:
         def fill(*arrays):  # (totals, labels, nodes, nbytes, cap) -> rows
             return lib.pg_graph_memory_report(self._g, *arrays)
 
-        ndropout = sum(op == "dropout" for op in self.ops)  # each replay redraws their masks
+        ndropout = lib.pg_graph_dropout_masks(self._g)  # each replay redraws them
         return _memory_report(
             fill,
             max(self.n_nodes, 1),

@@ -15,20 +15,15 @@ from .. import _core
 from .._args import INT_MAX, check_int, check_num
 from .._core import NULL, ffi, lib
 from ..errors import PyggmlrValueError, ShapeError
-from ..ops import _class_ids, ag_add, ag_matmul, ag_softmax
+from ..ops import _class_ids, ag_add, ag_matmul
 from ..tensor import ArrayLike, Tensor, _wrap, ag_param, ag_tensor
 from .base import (
     Module,
     _as_tensor,
-    _causal_mask,
     _config,
-    _dropout,
     _glorot,
     _layer_memory,
-    _matmul_t,
     _uniform,
-    ag_concat_rows,
-    ag_slice_rows,
 )
 
 __all__ = ["ag_batch_norm", "ag_layer_norm", "ag_embedding", "ag_multihead_attention"]
@@ -235,7 +230,8 @@ class ag_multihead_attention(Module):
     k defaults to q and v to k. Per head h (rows h*d_k .. of Q = W_q q, K, V): scores =
     (q_h^T k_h) * scale, key j > query i masked when causal, softmax over keys, inverted
     dropout on the weights in training, head = v_h attn^T; heads stacked by rows,
-    out = W_o concat + b_o. Heads are taken with row slices (no selector matrices).
+    out = W_o concat + b_o. The heads run as one core op (the per-head slices, scores, mask,
+    softmax, dropout and products in one tape node, bit for bit the composed ops' results).
 
     Args: d_model: >= 1; n_heads: >= 1, dividing d_model; dropout: 0 <= dropout < 1 on the
     attention weights; bias: whether b_o exists.
@@ -296,24 +292,14 @@ class ag_multihead_attention(Module):
         Q = ag_matmul(self.W_q, q)
         K = ag_matmul(self.W_k, k)
         V = ag_matmul(self.W_v, v)
-        dk, H = self.d_k, self.n_heads
-        concat = None
-        for h in range(H):
-            if H == 1:
-                qh, kh, vh = Q, K, V
-            else:
-                qh = ag_slice_rows(Q, h * dk, dk)
-                kh = ag_slice_rows(K, h * dk, dk)
-                vh = ag_slice_rows(V, h * dk, dk)
-            s = _matmul_t(kh, qh, ta=True, alpha=self.scale)  # scores^T [seq_kv, seq_q]
-            if causal_mask:
-                s = _causal_mask(s)
-            p = ag_softmax(s)  # softmax over keys
-            if self.training and self.dropout > 0:
-                p = _dropout(p, self.dropout, transpose=True)  # ggmlR's [queries, keys] draw
-            head = ag_matmul(vh, p)  # [d_v, seq_q]
-            concat = head if concat is None else ag_concat_rows(concat, head)
-        out = ag_matmul(self.W_o, concat)  # type: ignore[arg-type]  # n_heads >= 1: never None
+        # the heads, one core op (ops_mha.c): the composed per-head loop's bits, one tape node
+        rate = self.dropout if self.training else 0.0
+        concat = _wrap(
+            lib.pg_mha_heads(
+                Q._p, K._p, V._p, self.n_heads, self.scale, int(bool(causal_mask)), float(rate)
+            )
+        )
+        out = ag_matmul(self.W_o, concat)
         if self.b_o is not None:
             out = ag_add(out, self.b_o)
         return out

@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional
 
 from .. import _walk
 from .._core import check, ffi, lib
+from ..errors import ArgumentError
 from .module import _layer_name
 
 __all__ = ["Summary", "summary"]
@@ -133,7 +134,13 @@ def summary(model: Any) -> Summary:
     layers, and ``?`` where the layer does not say (a custom layer, a convolution given no
     input_shape and no image) and after it until a layer sets the size. A model ag_fit trained
     adds its loss and class labels under the table.
-    Raises: nothing of its own (custom layers that fail count as unknown)."""
+    Raises: ArgumentError when model is not a model (no forward() and not callable: a number,
+    a tensor, None); custom layers that fail count as unknown."""
+    if not (hasattr(model, "forward") or callable(model)):
+        raise ArgumentError(
+            "summary: model must be an ag_sequential, a layer or an object with forward(x), "
+            f"got {type(model).__name__}"
+        )
     if _is_sequential(model):
         mode = "train" if getattr(model, "training", False) else "eval"
         layers = list(model.layers)

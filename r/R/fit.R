@@ -56,8 +56,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   SW <- .fit_sample_weight(sample_weight)  # fit_weight.R; the values are the core's to check
   CW <- .fit_class_weight(class_weight, y)
   tg <- .fit_targets(y, L$name, n, X)
-  .check_class_ids(tg$ids, model, nrow(X))  # fit_hints.R: 1-based labels
-  .check_class_count(tg, model, nrow(X))  # fit_hints.R: classes against the model's outputs
+  .check_classes(tg, model, nrow(X))  # fit_hints.R: 1-based labels, classes against outputs
   j <- .fit_join(d, X, tg$Y, val_split)  # validation_data's columns last
   X <- j$X
   tg$Y <- j$Y

@@ -25,16 +25,6 @@
   length(ids) > 0L && !is.na(k) && is.numeric(ids) && !anyNA(ids) && min(ids) == 1 && max(ids) == k
 }
 
-# ag_fit: refuse 1-based ids up front when the model says how many classes it outputs
-.check_class_ids <- function(ids, model, features) {
-  if (is.null(ids)) return(invisible())
-  k <- tryCatch(.out_rows(model, features), error = function(e) NA_integer_)
-  if (.one_based(ids, k))
-    .fit_stop("ag_fit: y holds class ids 1..%d but the model has %d outputs; %s", as.integer(k),
-              as.integer(k), .ONE_BASED_HINT)
-  invisible()
-}
-
 # ag_softmax_cross_entropy_loss: an out-of-range error on 1-based ids gets the hint (the
 # condition keeps its class); ids are read only when the call failed
 .with_label_hint <- function(expr, target, k) {
@@ -46,11 +36,16 @@
   })
 }
 
-# ag_fit: cross_entropy's classes (a factor's levels, else the largest id + 1) against the
-# model's outputs when its structure says them (the rule and text are the core's)
-.check_class_count <- function(tg, model, features) {
+# ag_fit's class checks, with the model's outputs read once (from the layer configs): 1-based
+# ids refused up front when the model says how many classes it outputs, then cross_entropy's
+# classes (a factor's levels, else the largest id + 1) against those outputs (the rule and
+# text are the core's)
+.check_classes <- function(tg, model, features) {
   if (is.null(tg$ids)) return(invisible())  # cross_entropy ids (a factor's included)
   k <- tryCatch(.out_rows(model, features), error = function(e) NA_integer_)
+  if (.one_based(tg$ids, k))
+    .fit_stop("ag_fit: y holds class ids 1..%d but the model has %d outputs; %s", as.integer(k),
+              as.integer(k), .ONE_BASED_HINT)
   nc <- if (!is.null(tg$levels)) length(tg$levels) else if (length(tg$ids)) max(tg$ids) + 1
   if (!is.null(nc)) .Call(R_pg_fit_check_classes, as.double(nc), as.double(k), !is.null(tg$levels))
   invisible()

@@ -38,14 +38,19 @@ ag_register_layer <- function(type, builder) {
   FALSE
 }
 
-# One layer's config as JSON for the core, value by value: what JSON cannot hold (an
-# environment, a function, a deep nest) goes as a short description, which the core's table
-# then refuses by name; NA, NaN and Inf are null, as in Python.
+# One layer's config as JSON for the core: plain values by the glue's writer (r_cfg_json.c,
+# fast), else value by value here: what JSON cannot hold (an environment, a function, a deep
+# nest) goes as a short description, which the core's table then refuses by name; NA, NaN and
+# Inf are null, as in Python.
 .cfg_value <- function(v) {
   if (.nested_over(v, 8L)) return(.to_json("a list nested deeper than 8 levels"))
   tryCatch(.to_json(v), error = function(e) .to_json(.arg_show(v)))
 }
 .cfg_json <- function(cfg) {
+  js <- .Call(R_pg_cfg_json, cfg)
+  if (is.null(js)) .cfg_json_r(cfg) else js
+}
+.cfg_json_r <- function(cfg) {
   nm <- names(cfg)
   paste0("{", paste(vapply(seq_along(cfg), function(i)
     paste0(.to_json(nm[[i]]), ": ", .cfg_value(cfg[[i]])), ""), collapse = ", "), "}")

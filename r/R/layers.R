@@ -278,23 +278,10 @@ ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE)
     Q <- ag_matmul(e$W_q, q)
     K <- ag_matmul(e$W_k, k)
     Vv <- ag_matmul(e$W_v, v)
-    dk <- e$d_k
-    heads <- NULL
-    for (h in seq_len(e$n_heads)) {
-      from <- (h - 1L) * dk
-      qh <- ag_slice_rows(Q, from, dk)
-      kh <- ag_slice_rows(K, from, dk)
-      vh <- ag_slice_rows(Vv, from, dk)
-      # scores laid out [keys, queries] so the column softmax is ggmlR's row softmax, transposed
-      s <- .wrap(.Call(R_pg_matmul_t, kh$.ptr, qh$.ptr, TRUE, FALSE, e$scale))
-      if (isTRUE(causal_mask)) s <- .wrap(.Call(R_pg_causal_mask, s$.ptr))
-      attn <- ag_softmax(s)
-      # ggmlR draws its mask on the [queries, keys] matrix: drawn transposed
-      if (isTRUE(e$training) && e$dropout > 0) attn <- .dropout_mul(attn, e$dropout,
-          transpose = TRUE)
-      head <- ag_matmul(vh, attn)
-      heads <- if (is.null(heads)) head else ag_concat_rows(heads, head)
-    }
+    # the heads, one core op (ops_mha.c): the composed per-head loop's bits, one tape node
+    rate <- if (isTRUE(e$training)) e$dropout else 0
+    heads <- .wrap(.Call(R_pg_mha_heads, Q$.ptr, K$.ptr, Vv$.ptr, e$n_heads, e$scale,
+                         isTRUE(causal_mask), rate))
     out <- ag_matmul(e$W_o, heads)
     if (!is.null(e$b_o)) out <- ag_add(out, e$b_o)
     out

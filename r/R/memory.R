@@ -19,7 +19,7 @@ ag_tape_memory <- function(top = 10L, quiet = FALSE, compiled = NULL) {
 .memory_report <- function(compiled, top) {
   g <- if (!is.null(compiled)) attr(compiled, "graph")
   build <- if (!is.null(g)) attr(compiled, "build") else ""
-  nd <- if (!is.null(g)) sum(.Call(R_pg_graph_ops, g) == "dropout") else 0L  # redrawn per call
+  nd <- if (!is.null(g)) .Call(R_pg_graph_dropout_masks, g) else 0L  # redrawn per call
   r <- .Call(R_pg_memory_report, g, as.integer(top), build, as.integer(nd))
   tot <- r[[1L]]
   res <- list(nodes = as.integer(tot[1L]), bytes_total = tot[2L], bytes_snapshots = tot[3L],

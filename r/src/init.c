@@ -153,6 +153,7 @@ extern SEXP R_pg_rng_sample(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_rng_orthogonal(SEXP, SEXP, SEXP);
 extern SEXP R_pg_dropout(SEXP, SEXP, SEXP);
 extern SEXP R_pg_graph_ops(SEXP);
+extern SEXP R_pg_graph_dropout_masks(SEXP);
 extern SEXP R_pg_rng_new(SEXP);
 extern SEXP R_pg_rng_use(SEXP);
 extern SEXP R_pg_seed_parse(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -172,6 +173,7 @@ extern SEXP R_pg_mae_loss(SEXP, SEXP);
 extern SEXP R_pg_weighted_mse_loss(SEXP, SEXP, SEXP);
 extern SEXP R_pg_flash_attention(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_mha_check(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_mha_heads(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_ckpt_record(SEXP, SEXP, SEXP);
 extern SEXP R_pg_ckpt_replay(SEXP);
 extern SEXP R_pg_ckpt_tape(SEXP);
@@ -191,6 +193,7 @@ extern SEXP R_pg_json_check(SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_config(SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_types(void);
 extern SEXP R_pg_layer_shape(SEXP, SEXP);
+extern SEXP R_pg_cfg_json(SEXP);
 extern SEXP R_pg_layer_shape_label(SEXP);
 extern SEXP R_pg_summary_text(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_config_match(SEXP, SEXP, SEXP, SEXP);
@@ -378,6 +381,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_rng_orthogonal", (DL_FUNC)&R_pg_rng_orthogonal, 3},
     {"R_pg_dropout", (DL_FUNC)&R_pg_dropout, 3},
     {"R_pg_graph_ops", (DL_FUNC)&R_pg_graph_ops, 1},
+    {"R_pg_graph_dropout_masks", (DL_FUNC)&R_pg_graph_dropout_masks, 1},
     {"R_pg_rng_new", (DL_FUNC)&R_pg_rng_new, 1},
     {"R_pg_rng_use", (DL_FUNC)&R_pg_rng_use, 1},
     {"R_pg_seed_parse", (DL_FUNC)&R_pg_seed_parse, 6},
@@ -397,6 +401,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_weighted_mse_loss", (DL_FUNC)&R_pg_weighted_mse_loss, 3},
     {"R_pg_flash_attention", (DL_FUNC)&R_pg_flash_attention, 7},
     {"R_pg_mha_check", (DL_FUNC)&R_pg_mha_check, 4},
+    {"R_pg_mha_heads", (DL_FUNC)&R_pg_mha_heads, 7},
     {"R_pg_ckpt_record", (DL_FUNC)&R_pg_ckpt_record, 3},
     {"R_pg_ckpt_replay", (DL_FUNC)&R_pg_ckpt_replay, 1},
     {"R_pg_ckpt_tape", (DL_FUNC)&R_pg_ckpt_tape, 1},
@@ -416,6 +421,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_layer_config", (DL_FUNC)&R_pg_layer_config, 3},
     {"R_pg_layer_types", (DL_FUNC)&R_pg_layer_types, 0},
     {"R_pg_layer_shape", (DL_FUNC)&R_pg_layer_shape, 2},
+    {"R_pg_cfg_json", (DL_FUNC)&R_pg_cfg_json, 1},
     {"R_pg_layer_shape_label", (DL_FUNC)&R_pg_layer_shape_label, 1},
     {"R_pg_summary_text", (DL_FUNC)&R_pg_summary_text, 6},
     {"R_pg_config_match", (DL_FUNC)&R_pg_config_match, 4},

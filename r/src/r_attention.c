@@ -97,3 +97,18 @@ SEXP R_pg_mha_check(SEXP d_model, SEXP Q, SEXP K, SEXP V)
     r_check(pg_mha_check_inputs((int64_t)Rf_asInteger(d_model), q, k, v));
     return R_NilValue;
 }
+
+/* ag_multihead_attention's heads after its projections (pg_mha_heads): Q, K, V external
+ * pointers; dropout 0 in eval mode */
+SEXP R_pg_mha_heads(SEXP Q, SEXP K, SEXP V, SEXP n_heads, SEXP scale, SEXP causal, SEXP rate)
+{
+    pg_tensor *q = r_get(Q, R_TENSOR), *k = r_get(K, R_TENSOR), *v = r_get(V, R_TENSOR);
+    const int64_t h = (int64_t)Rf_asInteger(n_heads);
+    const double sc = Rf_asReal(scale), p = Rf_asReal(rate);
+    const int ca = Rf_asLogical(causal) == 1;
+    if (!(p > 0.0)) return r_wrap(pg_mha_heads(q, k, v, h, sc, ca, p), R_TENSOR);
+    r_draw c = r_draw_enter(); /* the masks come from R's .Random.seed (or the run stream) */
+    pg_tensor *out = pg_mha_heads(q, k, v, h, sc, ca, p);
+    r_draw_leave(c, out != NULL);
+    return r_wrap(out, R_TENSOR);
+}

@@ -55,6 +55,12 @@ SEXP R_pg_graph_ops(SEXP gp)
     return out;
 }
 
+/* the dropout masks each replay redraws (for the memory report) */
+SEXP R_pg_graph_dropout_masks(SEXP gp)
+{
+    return Rf_ScalarInteger((int)pg_graph_dropout_masks(r_get(gp, R_GRAPH)));
+}
+
 /* the output tensor (reused by every replay) as an ag_tensor */
 SEXP R_pg_graph_output(SEXP gp)
 {

@@ -127,6 +127,16 @@ static pg_tensor *f_flash(pg_tensor **in, const void *c)
     return out;
 }
 
+/* ag_multihead_attention's heads: ctx = {n_heads, causal, dropout in percent}; with dropout
+ * the current stream is reseeded first, so every evaluation draws the same masks */
+static pg_tensor *f_mha(pg_tensor **in, const void *c)
+{
+    const int *m = c;
+    if (m[2]) pg_rng_seed(NULL, 7);
+    int64_t dk = pg_tensor_nrow(in[0]) / m[0];
+    return pg_mha_heads(in[0], in[1], in[2], m[0], 1.0 / sqrt((double)dk), m[1], m[2] / 100.0);
+}
+
 void test_ops(void)
 {
     for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++) {
@@ -193,5 +203,9 @@ void test_ops(void)
         int fc[] = {2, 1}, fq[] = {3, 0};
         gradcheck("flash_attention blocks", f_flash, fc, 3, fb, 0, 7, dt);
         gradcheck("flash_attention q only", f_flash, fq, 3, fs, 0, 1, dt);
+        int64_t ms[] = {8, 5, 8, 5, 8, 5}, mx[] = {8, 4, 8, 7, 8, 7};
+        int mm[][3] = {{1, 0, 0}, {2, 1, 0}, {4, 0, 30}, {2, 1, 30}};
+        for (int k = 0; k < 4; k++) gradcheck("mha_heads", f_mha, mm[k], 3, ms, 0, 7, dt);
+        for (int k = 0; k < 4; k++) gradcheck("mha_heads cross", f_mha, mm[k], 3, mx, 0, 7, dt);
     }
 }

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import pyggmlr as pg
+from pyggmlr._core import lib
 from pyggmlr.errors import PyggmlrValueError
 
 # ---- every layer in a compiled graph ----
@@ -103,11 +104,11 @@ def test_compiled_layers_bit_identical(kind, dtype):
     assert len(set(comp)) > 1
     for a, b in zip(_state(me), _state(mc)):
         assert a.dtype == b.dtype and np.array_equal(a, b)
-    if kind in (
-        "mlp-dropout",
-        "attention",
-    ):  # one dropout node per mask, each redrawn by every replay
-        assert step.ops.count("dropout") == (1 if kind == "mlp-dropout" else 2)
+    if kind == "mlp-dropout":  # one dropout node per mask, each redrawn by every replay
+        assert step.ops.count("dropout") == 1
+    if kind == "attention":  # the heads' op draws one mask per head at every replay
+        assert step.ops.count("mha_heads") == 1
+        assert lib.pg_graph_dropout_masks(step._g) == 2
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])

@@ -233,6 +233,12 @@ def test_fit_hint_reads_the_core_rows():
             return x
 
     assert _out_rows(pg.ag_sequential(pg.ag_linear(2, 3), Same()), 2) is None
-    assert pg.summary(7).layers == [
-        {"layer": "int", "type": "int", "output_shape": "?", "params": 0, "buffers": 0}
+    for bad in (7, None, pg.ag_tensor([[1.0]])):  # not models: refused, naming the kind
+        with pytest.raises(
+            pg.ArgumentError, match=f"^summary: model must be .* got {type(bad).__name__}$"
+        ):
+            pg.summary(bad)
+    fn = pg.summary(lambda x: x)  # a callable is a custom layer: unknown shape
+    assert fn.layers == [
+        {"layer": "function", "type": "function", "output_shape": "?", "params": 0, "buffers": 0}
     ]

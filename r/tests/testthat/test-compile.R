@@ -116,8 +116,11 @@ test_that(paste0("dropout in compiled steps: new masks each replay in the eager 
     expect_identical(r$Pe, r$Pc)
     expect_identical(r$seed_c, r$seed_e)
     expect_gt(length(unique(r$lc)), 1L)
-    # one ag_dropout node and one attention dropout node per head, each redrawn by every replay
-    expect_equal(sum(.Call(pyggmlr:::R_pg_graph_ops, attr(r$step, "graph")) == "dropout"), 3L)
+    # one ag_dropout node and the attention heads' node (one mask per head), each redrawn by
+    # every replay
+    ops <- .Call(pyggmlr:::R_pg_graph_ops, attr(r$step, "graph"))
+    expect_equal(c(sum(ops == "dropout"), sum(ops == "mha_heads")), c(1L, 1L))
+    expect_equal(.Call(pyggmlr:::R_pg_graph_dropout_masks, attr(r$step, "graph")), 3L)
     expect_output(print(r$step), "3 dropout masks redrawn per call")
   }
 })

@@ -48,3 +48,48 @@ test_that("the core fills the defaults and the types agree with the constructors
   expect_null(mha$b_o)
   expect_error(ag_register_layer("sequential", function(cfg) NULL), "built-in")
 })
+
+test_that("the glue's config writer and R's own give the same JSON values", {
+  fast <- function(cfg) .Call(pyggmlr:::R_pg_cfg_json, cfg)
+  same <- function(cfg, text = TRUE) {  # text: the same bytes too (ASCII; R's writer keeps UTF-8)
+    js <- fast(cfg)
+    expect_false(is.null(js))
+    expect_identical(jsonlite::parse_json(js), jsonlite::parse_json(pyggmlr:::.cfg_json_r(cfg)))
+    if (text) expect_identical(js, pyggmlr:::.cfg_json_r(cfg))
+  }
+  same(list(type = "linear", in_features = 4L, out_features = 64, activation = "relu",
+            gain = 1 / 3, bias = TRUE, init = NULL))
+  same(list(type = "conv2d", kernel_size = c(3, 5), stride = 1L, padding = "same",
+            dilation = c(2L, 1L), input_shape = c(1, 8, 8)))
+  same(list(a = NA, b = NA_real_, c = Inf, d = -Inf, e = NaN, f = NA_character_, g = NA_integer_,
+            h = c(1, NA, 3), i = logical(0), j = character(0), k = numeric(0)))
+  same(list(s = "quote \" back \\ tab \t nl \n", u = "\u00e9\u4e2d\U0001F600",
+            f = factor("b", c("a", "b")), ff = factor(c("x", "y", "x"))), text = FALSE)
+  expect_identical(fast(list(u = "\u00e9")), "{\"u\": \"\\u00e9\"}")  # Python's json.dumps
+  same(list(x = 1e-300, y = 2^60, z = .Machine$double.xmax, w = -0.1, v = 123456789.123456789,
+            big = 2147483647L, neg = -5L))
+  same(list(nest = list(a = list(1, 2, list(b = "c")), e = list()),
+            named_empty = setNames(list(), character(0))))
+  # values only R's writer can take: the glue hands them back (NULL)
+  expect_null(fast(list(e = new.env())))
+  expect_null(fast(list(f = function(x) x)))
+  expect_null(fast(list(m = matrix(1:4, 2))))
+  expect_null(fast(list(v = c(a = 1, b = 2))))
+  expect_null(fast(list(l = list(a = 1, 2))))
+  expect_null(fast(list(1, 2)))
+  deep <- 1
+  for (i in 1:10) deep <- list(deep)
+  expect_null(fast(list(d = deep)))
+  expect_identical(pyggmlr:::.cfg_json(list(d = deep)), pyggmlr:::.cfg_json_r(list(d = deep)))
+  # every built-in layer's config, through the core's table, either way
+  layers <- list(ag_linear(3, 4, "gelu"), ag_conv2d(1, 4, 3, input_shape = c(1, 8, 8)),
+                 ag_max_pool2d(2), ag_lstm(3, 5, return_sequences = TRUE), ag_dropout(0.25),
+                 ag_batch_norm(4), ag_embedding(10, 4), ag_multihead_attention(8, 2))
+  for (l in layers) {
+    cfg <- l$to_config()
+    same(cfg)
+    st <- c(-1, -1, -1, -1)
+    expect_identical(.Call(pyggmlr:::R_pg_layer_shape, fast(cfg), st),
+                     .Call(pyggmlr:::R_pg_layer_shape, pyggmlr:::.cfg_json_r(cfg), st))
+  }
+})

@@ -1,0 +1,1 @@
+../../native/ops_mha.c
