@@ -79,7 +79,8 @@ void pg_gemm_one_double(int direct, int ta, int tb, int64_t m, int64_t n, int64_
                         double *c, int64_t ldc);
 
 /* A product to split over threads (gemm_pool.c): C cut along its columns (by_cols) or rows in
- * units of `unit` (whole tiles of the path that runs); `parts` is filled in by the pool. */
+ * units of `unit` (whole tiles of the path that runs); `parts` (the chunks) is filled in by the
+ * pool. */
 typedef struct {
     int dtype, direct, ta, tb, by_cols, parts;
     int64_t m, n, k, lda, ldb, ldc, unit;

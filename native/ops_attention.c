@@ -170,6 +170,54 @@ static void block_probs(const att *a, int64_t h, int64_t j0, int64_t bn, const v
     });
 }
 
+/* Heads over threads (ag_set_threads): each head writes only its own rows of the output, the
+ * statistics and the gradients, in the one order of its query blocks, so splitting the heads
+ * gives the same bits for any thread count (the products inside run on their thread alone).
+ * Each head gets its own slot of the scratch (H slots when split, one when not). Split when a
+ * head has about 2^20 multiply-adds or more. */
+typedef struct {
+    const att *a;
+    const void *q, *k, *v, *g, *o;
+    void *dq, *dk, *dv, *st; /* fw: dv is the output */
+    size_t slot;             /* bytes of scratch per head */
+    char *buf;
+    int one_slot;
+} att_job;
+static int att_heads(att_job *J, void (*fn)(void *, int64_t, int64_t))
+{
+    const att *a = J->a;
+    double per = (double)a->Sq * (double)a->Skv * (double)a->dh;
+    int split = pg_get_threads() > 1 && a->H > 1 && per * 2 >= 1048576.0;
+    J->one_slot = !split;
+    J->buf = pg_scratch(J->slot * (size_t)(split ? a->H : 1));
+    if (!J->buf) return -1;
+    if (split) pg_par_for(a->H, 1, fn, J);
+    else fn(J, 0, a->H);
+    return 0;
+}
+static char *att_slot(const att_job *J, int64_t h)
+{
+    return J->buf + (J->one_slot ? 0 : h) * J->slot;
+}
+
+static void fw_heads(void *ctx, int64_t h0, int64_t h1)
+{
+    const att_job *J = ctx;
+    const att *a = J->a;
+    for (int64_t h = h0; h < h1; h++) {
+        void *P = att_slot(J, h);
+        for (int64_t j0 = 0; j0 < a->Sq; j0 += a->nb) {
+            const int64_t bn = a->Sq - j0 < a->nb ? a->Sq - j0 : a->nb;
+            const int64_t Re = keys_of(a, j0, bn);
+            block_probs(a, h, j0, bn, J->q, J->k, P, J->st, 1);
+            PG_DISPATCH(a->dt, {
+                pg_gemm(a->dt, 0, 0, a->dh, bn, Re, 1.0, (const T *)J->v + h * a->dh, a->D, P, Re,
+                        0.0, (T *)J->dv + h * a->dh + j0 * a->D, a->D);
+            });
+        }
+    }
+}
+
 /* in: q, k, v; saved: stats [2H, Sq], mask (optional); p[0] scale; ip: n_heads, causal */
 static int flash_fw(pg_node *n)
 {
@@ -185,18 +233,8 @@ static int flash_fw(pg_node *n)
         });
         return 0;
     }
-    void *P = pg_scratch((size_t)(a.Skv * a.nb) * esz);
-    if (!P) return -1;
-    for (int64_t h = 0; h < a.H; h++)
-        for (int64_t j0 = 0; j0 < a.Sq; j0 += a.nb) {
-            const int64_t bn = a.Sq - j0 < a.nb ? a.Sq - j0 : a.nb;
-            const int64_t Re = keys_of(&a, j0, bn);
-            block_probs(&a, h, j0, bn, q, k, P, st, 1);
-            PG_DISPATCH(a.dt, {
-                pg_gemm(a.dt, 0, 0, a.dh, bn, Re, 1.0, (const T *)v + h * a.dh, a.D, P, Re, 0.0,
-                        (T *)out + h * a.dh + j0 * a.D, a.D);
-            });
-        }
+    att_job J = {&a, q, k, v, NULL, NULL, NULL, NULL, out, st, (size_t)(a.Skv * a.nb) * esz};
+    if (att_heads(&J, fw_heads)) return -1;
     return 0;
 }
 
@@ -215,6 +253,49 @@ static void *zeroed_slot(pg_tensor *t, int *fail)
     return d;
 }
 
+static void bw_heads(void *ctx, int64_t h0, int64_t h1)
+{
+    const att_job *J = ctx;
+    const att *a = J->a;
+    const int64_t D = a->D, dh = a->dh;
+    const void *q = J->q, *k = J->k, *v = J->v, *st = J->st;
+    void *dq = J->dq, *dk = J->dk, *dv = J->dv;
+    PG_DISPATCH(a->dt, {
+        const T *gp = J->g, *op = J->o;
+        for (int64_t h = h0; h < h1; h++) {
+            char *buf = att_slot(J, h);
+            void *P = buf;
+            T *ds = (T *)(buf + J->slot / 2);
+            const T *pp = P;
+            for (int64_t j0 = 0; j0 < a->Sq; j0 += a->nb) {
+                const int64_t bn = a->Sq - j0 < a->nb ? a->Sq - j0 : a->nb;
+                const T *G = gp + h * dh + j0 * D;
+                const int64_t R = keys_of(a, j0, bn);
+                block_probs(a, h, j0, bn, q, k, P, (void *)st, 0);
+                if (dv) /* dV_h += G P^T */
+                    pg_gemm(a->dt, 0, 1, dh, R, bn, 1.0, G, D, P, R, 1.0, (T *)dv + h * dh, D);
+                if (!dq && !dk) continue;
+                /* dPt = v_h^T G, then dSt = P (dPt - G . out) column by column */
+                pg_gemm(a->dt, 1, 0, R, bn, dh, 1.0, (const T *)v + h * dh, D, G, D, 0.0, ds, R);
+                for (int64_t jj = 0; jj < bn; jj++) {
+                    const T *gc = G + jj * D, *oc = op + h * dh + (j0 + jj) * D, *pc = pp + jj * R;
+                    T *dc = ds + jj * R;
+                    double dot = 0;
+                    for (int64_t i = 0; i < dh; i++) dot += (double)gc[i] * (double)oc[i];
+                    const T dj = (T)dot;
+                    for (int64_t i = 0; i < R; i++) dc[i] = pc[i] * (dc[i] - dj);
+                }
+                if (dq) /* dQ_h[, block] += scale k_h dSt */
+                    pg_gemm(a->dt, 0, 0, dh, bn, R, a->scale, (const T *)k + h * dh, D, ds, R, 1.0,
+                            (T *)dq + h * dh + j0 * D, D);
+                if (dk) /* dK_h += scale q_h[, block] dSt^T */
+                    pg_gemm(a->dt, 0, 1, dh, R, bn, a->scale, (const T *)q + h * dh + j0 * D, D, ds,
+                            R, 1.0, (T *)dk + h * dh, D);
+            }
+        }
+    });
+}
+
 static int flash_bw(pg_node *n, pg_tensor *g)
 {
     const att a = att_of(n);
@@ -227,41 +308,9 @@ static int flash_bw(pg_node *n, pg_tensor *g)
     const void *q = pg_data(n->in[0]), *k = pg_data(n->in[1]), *v = pg_data(n->in[2]);
     void *st = pg_data(n->saved[0]);
     const size_t esz = pg_dtype_size(a.dt);
-    const int64_t D = a.D, dh = a.dh;
-    char *buf = pg_scratch((size_t)(2 * a.Skv * a.nb) * esz);
-    if (!buf) return -1;
-    void *P = buf, *dS = buf + (size_t)(a.Skv * a.nb) * esz;
-    PG_DISPATCH(a.dt, {
-        const T *gp = pg_data(g), *op = pg_data(n->out);
-        T *ds = dS;
-        const T *pp = P;
-        for (int64_t h = 0; h < a.H; h++)
-            for (int64_t j0 = 0; j0 < a.Sq; j0 += a.nb) {
-                const int64_t bn = a.Sq - j0 < a.nb ? a.Sq - j0 : a.nb;
-                const T *G = gp + h * dh + j0 * D;
-                const int64_t R = keys_of(&a, j0, bn);
-                block_probs(&a, h, j0, bn, q, k, P, st, 0);
-                if (dv) /* dV_h += G P^T */
-                    pg_gemm(a.dt, 0, 1, dh, R, bn, 1.0, G, D, P, R, 1.0, (T *)dv + h * dh, D);
-                if (!dq && !dk) continue;
-                /* dPt = v_h^T G, then dSt = P (dPt - G . out) column by column */
-                pg_gemm(a.dt, 1, 0, R, bn, dh, 1.0, (const T *)v + h * dh, D, G, D, 0.0, ds, R);
-                for (int64_t jj = 0; jj < bn; jj++) {
-                    const T *gc = G + jj * D, *oc = op + h * dh + (j0 + jj) * D, *pc = pp + jj * R;
-                    T *dc = ds + jj * R;
-                    double dot = 0;
-                    for (int64_t i = 0; i < dh; i++) dot += (double)gc[i] * (double)oc[i];
-                    const T dj = (T)dot;
-                    for (int64_t i = 0; i < R; i++) dc[i] = pc[i] * (dc[i] - dj);
-                }
-                if (dq) /* dQ_h[, block] += scale k_h dSt */
-                    pg_gemm(a.dt, 0, 0, dh, bn, R, a.scale, (const T *)k + h * dh, D, ds, R, 1.0,
-                            (T *)dq + h * dh + j0 * D, D);
-                if (dk) /* dK_h += scale q_h[, block] dSt^T */
-                    pg_gemm(a.dt, 0, 1, dh, R, bn, a.scale, (const T *)q + h * dh + j0 * D, D, ds,
-                            R, 1.0, (T *)dk + h * dh, D);
-            }
-    });
+    att_job J = {
+        &a, q, k, v, pg_data(g), pg_data(n->out), dq, dk, dv, st, (size_t)(2 * a.Skv * a.nb) * esz};
+    if (att_heads(&J, bw_heads)) return -1;
     return 0;
 }
 

@@ -208,6 +208,48 @@ pg_tensor *pg_batch_norm(pg_tensor *x, pg_tensor *gamma, pg_tensor *beta, pg_ten
 
 /* ---- layer norm ---- */
 
+/* Layer norm works column by column (each column's sums in one fixed order): the columns are
+ * split over threads (ag_set_threads) with the same bits for every count; at least 16384
+ * elements a thread. The parameters' gradients sum over columns and stay on one thread. */
+#define LN_MIN_ELEMS 16384
+typedef struct {
+    int64_t F;
+    int acc;
+    const void *x, *ga, *be, *g;
+    void *o, *xh, *is, *d;
+    double eps;
+} ln_job;
+static int64_t ln_min_cols(int64_t F) { return F >= LN_MIN_ELEMS ? 1 : LN_MIN_ELEMS / F; }
+
+static void ln_bw_cols(void *ctx, int64_t j0, int64_t j1, int dtype)
+{
+    const ln_job *L = ctx;
+    const int64_t F = L->F;
+    const int acc = L->acc;
+    PG_DISPATCH(dtype, {
+        T *d = L->d;
+        const T *gp = L->g, *xh = L->xh, *is = L->is, *ga = L->ga;
+        for (int64_t j = j0; j < j1; j++) {
+            const T *gc = gp + j * F, *hc = xh + j * F;
+            T *dc = d + j * F;
+            double s1 = 0, s2 = 0;
+            for (int64_t i = 0; i < F; i++) {
+                double dxh = (double)gc[i] * (ga ? (double)ga[i] : 1.0);
+                s1 += dxh;
+                s2 += dxh * (double)hc[i];
+            }
+            const double m1 = s1 / (double)F, m2 = s2 / (double)F, sc = (double)is[j];
+            for (int64_t i = 0; i < F; i++) {
+                double dxh = (double)gc[i] * (ga ? (double)ga[i] : 1.0);
+                T v = (T)(sc * (dxh - m1 - (double)hc[i] * m2));
+                dc[i] = acc ? dc[i] + v : v;
+            }
+        }
+    });
+}
+static void ln_bw_f32(void *ctx, int64_t j0, int64_t j1) { ln_bw_cols(ctx, j0, j1, PG_DTYPE_F32); }
+static void ln_bw_f64(void *ctx, int64_t j0, int64_t j1) { ln_bw_cols(ctx, j0, j1, PG_DTYPE_F64); }
+
 static int layer_norm_bw(pg_node *n, pg_tensor *g)
 {
     pg_tensor *x = n->in[0], *gamma = n->in[1];
@@ -217,43 +259,31 @@ static int layer_norm_bw(pg_node *n, pg_tensor *g)
         int acc;
         void *slot = pg_grad_slot(x, &acc);
         if (!slot) return -1;
-        PG_DISPATCH(x->dtype, {
-            T *d = slot;
-            const T *gp = pg_data(g), *xh = pg_data(xhat), *is = pg_data(invstd);
-            const T *ga = gamma ? (const T *)pg_data(gamma) : NULL;
-            for (int64_t j = 0; j < B; j++) {
-                const T *gc = gp + j * F, *hc = xh + j * F;
-                T *dc = d + j * F;
-                double s1 = 0, s2 = 0;
-                for (int64_t i = 0; i < F; i++) {
-                    double dxh = (double)gc[i] * (ga ? (double)ga[i] : 1.0);
-                    s1 += dxh;
-                    s2 += dxh * (double)hc[i];
-                }
-                const double m1 = s1 / (double)F, m2 = s2 / (double)F, sc = (double)is[j];
-                for (int64_t i = 0; i < F; i++) {
-                    double dxh = (double)gc[i] * (ga ? (double)ga[i] : 1.0);
-                    T v = (T)(sc * (dxh - m1 - (double)hc[i] * m2));
-                    dc[i] = acc ? dc[i] + v : v;
-                }
-            }
-        });
+        ln_job L = {F,
+                    acc,
+                    NULL,
+                    gamma ? pg_data(gamma) : NULL,
+                    NULL,
+                    pg_data(g),
+                    NULL,
+                    (void *)pg_data(xhat),
+                    pg_data(invstd),
+                    slot,
+                    0};
+        pg_par_for(B, ln_min_cols(F), x->dtype == PG_DTYPE_F32 ? ln_bw_f32 : ln_bw_f64, &L);
     }
     return affine_param_grads(n, g, xhat);
 }
 
-static int layer_norm_fw(pg_node *n)
+static void ln_fw_cols(void *ctx, int64_t j0, int64_t j1, int dtype)
 {
-    pg_tensor *x = n->in[0], *gamma = n->in[1], *beta = n->in[2];
-    pg_tensor *out = n->out, *xhat = n->saved[0], *invstd = n->saved[1];
-    const double eps = n->p[0];
-    int64_t F = x->ne[0], B = x->ne[1];
-    PG_DISPATCH(x->dtype, {
-        const T *xp = pg_data(x);
-        const T *ga = gamma ? (const T *)pg_data(gamma) : NULL,
-                *be = beta ? (const T *)pg_data(beta) : NULL;
-        T *o = pg_data(out), *xh = pg_data(xhat), *is = pg_data(invstd);
-        for (int64_t j = 0; j < B; j++) {
+    const ln_job *L = ctx;
+    const int64_t F = L->F;
+    const double eps = L->eps;
+    PG_DISPATCH(dtype, {
+        const T *xp = L->x, *ga = L->ga, *be = L->be;
+        T *o = L->o, *xh = L->xh, *is = L->is;
+        for (int64_t j = j0; j < j1; j++) {
             const T *xc = xp + j * F;
             double s = 0;
             for (int64_t i = 0; i < F; i++) s += xc[i];
@@ -272,6 +302,27 @@ static int layer_norm_fw(pg_node *n)
             }
         }
     });
+}
+static void ln_fw_f32(void *ctx, int64_t j0, int64_t j1) { ln_fw_cols(ctx, j0, j1, PG_DTYPE_F32); }
+static void ln_fw_f64(void *ctx, int64_t j0, int64_t j1) { ln_fw_cols(ctx, j0, j1, PG_DTYPE_F64); }
+
+static int layer_norm_fw(pg_node *n)
+{
+    pg_tensor *x = n->in[0], *gamma = n->in[1], *beta = n->in[2];
+    pg_tensor *out = n->out, *xhat = n->saved[0], *invstd = n->saved[1];
+    int64_t F = x->ne[0], B = x->ne[1];
+    ln_job L = {F,
+                0,
+                pg_data(x),
+                gamma ? pg_data(gamma) : NULL,
+                beta ? pg_data(beta) : NULL,
+                NULL,
+                pg_data(out),
+                pg_data(xhat),
+                pg_data(invstd),
+                NULL,
+                n->p[0]};
+    pg_par_for(B, ln_min_cols(F), x->dtype == PG_DTYPE_F32 ? ln_fw_f32 : ln_fw_f64, &L);
     return 0;
 }
 

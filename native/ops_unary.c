@@ -19,14 +19,25 @@ void pg_softmax_cols(int dtype, const void *x, void *p, int64_t R, int64_t C)
 }
 
 /* mx, lsum (optional, C each): the column's max and log of its double sum of exps, so that
- * log(p[i]) = (x[i] - mx) - lsum exactly, unclamped, for the cross-entropy losses. */
-void pg_softmax_cols_lse(int dtype, const void *x, void *p, int64_t R, int64_t C, double *mx_out,
-                         double *lsum)
+ * log(p[i]) = (x[i] - mx) - lsum exactly, unclamped, for the cross-entropy losses. Ranges of
+ * columns over threads (ag_set_threads; each column alone decides its values: the same bits for
+ * any split), at least 16384 values a thread. */
+typedef struct {
+    int dtype;
+    int64_t R;
+    const void *x;
+    void *p;
+    double *mx_out, *lsum;
+} softmax_job;
+static void softmax_range(void *ctx, int64_t j0, int64_t j1)
 {
-    PG_DISPATCH(dtype, {
-        const T *xp = x;
-        T *pp = p;
-        for (int64_t j = 0; j < C; j++) {
+    const softmax_job *S = ctx;
+    const int64_t R = S->R;
+    double *mx_out = S->mx_out, *lsum = S->lsum;
+    PG_DISPATCH(S->dtype, {
+        const T *xp = S->x;
+        T *pp = S->p;
+        for (int64_t j = j0; j < j1; j++) {
             const T *xc = xp + j * R;
             T *pc = pp + j * R;
             T mx = -INFINITY;
@@ -44,15 +55,22 @@ void pg_softmax_cols_lse(int dtype, const void *x, void *p, int64_t R, int64_t C
             for (int64_t i = 0; i < R; i++) pc[i] = xc[i] - mx;
             if (mx_out) mx_out[j] = (double)mx;
         }
-        pg_vexp(dtype, pp, pp, R * C);
-        for (int64_t j = 0; j < C; j++) {
+        pg_vexp(S->dtype, pp + j0 * R, pp + j0 * R, R * (j1 - j0));
+        for (int64_t j = j0; j < j1; j++) {
             T *pc = pp + j * R;
-            const double sd = pg_vsum(dtype, pc, R);
+            const double sd = pg_vsum(S->dtype, pc, R);
             const T s = (T)sd;
             if (lsum) lsum[j] = log(sd);
             for (int64_t i = 0; i < R; i++) pc[i] /= s;
         }
     });
+}
+
+void pg_softmax_cols_lse(int dtype, const void *x, void *p, int64_t R, int64_t C, double *mx_out,
+                         double *lsum)
+{
+    softmax_job S = {dtype, R, x, p, mx_out, lsum};
+    pg_par_for(C, R >= 16384 ? 1 : 16384 / (R > 0 ? R : 1), softmax_range, &S);
 }
 
 void pg_softmax_cols_bw(int dtype, const void *p, const void *g, void *d, int64_t R, int64_t C,

@@ -79,6 +79,34 @@ ADAM_FN(adam_f64_sse2, double, sqrt, , )
 static void(*const adam_f32[3]) ADAM_ARGS(float) = {adam_f32_sse2, adam_f32_avx2, adam_f32_avx512};
 static void(*const adam_f64[3]) ADAM_ARGS(double) = {adam_f64_sse2, adam_f64_avx2, adam_f64_avx512};
 
+/* One parameter's update over threads (ag_set_threads): elementwise, so any split gives the same
+ * bits; in blocks of 64 elements (whole vectors), at least 16384 elements a thread (about 30 us,
+ * below which a second thread does not pay). */
+#define ADAM_BLOCK      64
+#define ADAM_MIN_BLOCKS 256
+typedef struct {
+    int f32, sel;
+    int64_t n;
+    void *w, *m, *v;
+    const void *g;
+    double s[9]; /* b1, c1, b2, c2, eps, gs, sc, rc2, decay */
+} adam_job;
+static void adam_range(void *ctx, int64_t b0, int64_t b1)
+{
+    const adam_job *a = ctx;
+    const double *s = a->s;
+    int64_t e0 = b0 * ADAM_BLOCK, e1 = b1 * ADAM_BLOCK < a->n ? b1 * ADAM_BLOCK : a->n;
+    if (a->f32)
+        adam_f32[a->sel]((float *)a->w + e0, (float *)a->m + e0, (float *)a->v + e0,
+                         (const float *)a->g + e0, e1 - e0, (float)s[0], (float)s[1], (float)s[2],
+                         (float)s[3], (float)s[4], (float)s[5], (float)s[6], (float)s[7],
+                         (float)s[8]);
+    else
+        adam_f64[a->sel]((double *)a->w + e0, (double *)a->m + e0, (double *)a->v + e0,
+                         (const double *)a->g + e0, e1 - e0, s[0], s[1], s[2], s[3], s[4], s[5],
+                         s[6], s[7], s[8]);
+}
+
 static int step_locked(pg_optim *o, pg_gradmap *grads, int sum);
 static int zero_grad_locked(pg_optim *o);
 
@@ -411,14 +439,16 @@ static int update(pg_optim *o, int64_t i, const pg_tensor *g, double gscale)
         /* w -= lr * (m / bc1) / (sqrt(v / bc2) + eps), as  w -= m * (lr / bc1) / (sqrt(v) * bc2^-1/2 + eps):
          * one square root and one division per element. */
         double sc = o->lr / bc1, rc2 = 1 / sqrt(bc2), decay = o->lr * o->weight_decay;
-        const int sel = pg_simd_level();
-        if (p->dtype == PG_DTYPE_F32)
-            adam_f32[sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, (float)o->beta1,
-                          (float)(1 - o->beta1), (float)o->beta2, (float)(1 - o->beta2),
-                          (float)o->eps, (float)gscale, (float)sc, (float)rc2, (float)decay);
-        else
-            adam_f64[sel](pg_data(p), pg_data(m), pg_data(v), pg_data(g), N, o->beta1, 1 - o->beta1,
-                          o->beta2, 1 - o->beta2, o->eps, gscale, sc, rc2, decay);
+        adam_job a = {
+            p->dtype == PG_DTYPE_F32,
+            pg_simd_level(),
+            N,
+            pg_data(p),
+            pg_data(m),
+            pg_data(v),
+            pg_data(g),
+            {o->beta1, 1 - o->beta1, o->beta2, 1 - o->beta2, o->eps, gscale, sc, rc2, decay}};
+        pg_par_for((N + ADAM_BLOCK - 1) / ADAM_BLOCK, ADAM_MIN_BLOCKS, adam_range, &a);
     }
     return 0;
 }

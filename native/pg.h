@@ -320,6 +320,13 @@ void pg_gemm(int dtype, int ta, int tb, int64_t m, int64_t n, int64_t k, double 
              int64_t ldc);
 /* The built-in kernel (gemm_kernel.c, gemm_ukernel.c, gemm_pool.c): gemm_internal.h; its
  * selectors for tests and benchmarks: pg_api_gemm.h. */
+/* fn(ctx, i0, i1) over [0, n) in ranges run on up to ag_set_threads(n) threads (gemm_pool.c),
+ * at least min_items per thread (else fewer threads; all of it on the caller below 2 min_items).
+ * The ranges are disjoint and the caller waits for all: fn must give, for each item, a result
+ * that depends on the item alone (never on the range's bounds), so that every thread count
+ * gives the same bits. A fn that itself asks for threads runs single-threaded. */
+void pg_par_for(int64_t n, int64_t min_items, void (*fn)(void *ctx, int64_t i0, int64_t i1),
+                void *ctx);
 
 /* Per-epoch training statistics (stats.c, for pg_fit_epoch_end). pg_loss_stats: *loss = mean of
  * the n per-batch losses v weighted by w (the total of v when per_datapoint is 0), *unc = its

@@ -27,3 +27,7 @@ int pg_gemm_threads_live(void);
  * how many were stopped. Runs by itself at exit and when the library is unloaded; an R
  * package may call it from its R_unload_<pkg> hook as well. Waits for a product in flight. */
 int pg_gemm_threads_stop(void);
+/* 1 (the default): a job that finds the cores taken by other processes starts a spell of
+ * single-threaded jobs (gemm_pool.c); 0: every job that pays is split (tests: the same bits
+ * whatever the load). Returns the previous setting; flag < 0 only reads it. Process-wide. */
+int pg_gemm_threads_adaptive(int flag);

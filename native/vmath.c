@@ -71,11 +71,34 @@ typedef struct {
     void (*f64[3])(const double *, double *, int64_t);
 } vfn; /* one function's loops, per dtype and SIMD level */
 
+/* Large n over threads (ag_set_threads): each lane's result depends on its element alone (the
+ * tail goes through a zero-padded vector), so any split gives the same bits; in blocks of 64
+ * elements, at least 16384 a thread (tens of microseconds: less does not pay for the hand-off). */
+#define APPLY_BLOCK      64
+#define APPLY_MIN_BLOCKS 256
+typedef struct {
+    const vfn *f;
+    int f32, l;
+    const char *x;
+    char *y;
+    int64_t n;
+} apply_job;
+static void apply_range(void *ctx, int64_t b0, int64_t b1)
+{
+    const apply_job *a = ctx;
+    int64_t e0 = b0 * APPLY_BLOCK, e1 = b1 * APPLY_BLOCK < a->n ? b1 * APPLY_BLOCK : a->n;
+    size_t sz = a->f32 ? sizeof(float) : sizeof(double);
+    if (a->f32)
+        a->f->f32[a->l]((const float *)(a->x + e0 * sz), (float *)(a->y + e0 * sz), e1 - e0);
+    else a->f->f64[a->l]((const double *)(a->x + e0 * sz), (double *)(a->y + e0 * sz), e1 - e0);
+}
+
 static void apply(const vfn *f, int dtype, const void *x, void *y, int64_t n)
 {
-    const int l = pg_simd_level();
-    if (dtype == PG_DTYPE_F32) f->f32[l](x, y, n);
-    else f->f64[l](x, y, n);
+    apply_job a = {f, dtype == PG_DTYPE_F32, pg_simd_level(), x, y, n};
+    if (n < 2 * APPLY_BLOCK * APPLY_MIN_BLOCKS)
+        apply_range(&a, 0, (n + APPLY_BLOCK - 1) / APPLY_BLOCK);
+    else pg_par_for((n + APPLY_BLOCK - 1) / APPLY_BLOCK, APPLY_MIN_BLOCKS, apply_range, &a);
 }
 
 #define VMATH_API(name)                                                                            \
@@ -91,16 +114,34 @@ VMATH_API(tanh)
 VMATH_API(erfc)
 VMATH_API(gelu)
 
-/* the gelu's backward: d = g gelu'(x), or d += it when acc (the unary op's gradient slot) */
-void pg_vgelu_bw(int dtype, const void *g, const void *x, void *d, int64_t n, int acc)
+/* the gelu's backward: d = g gelu'(x), or d += it when acc (the unary op's gradient slot);
+ * elementwise, so over threads as apply() */
+typedef struct {
+    int f32, l, acc;
+    const char *g, *x;
+    char *d;
+    int64_t n;
+} gelu_bw_job;
+static void gelu_bw_range(void *ctx, int64_t b0, int64_t b1)
 {
     static void (*const f32[3])(const float *, const float *, float *, int64_t, int) =
         LEVELS(vgelu_bw_f32);
     static void (*const f64[3])(const double *, const double *, double *, int64_t, int) =
         LEVELS(vgelu_bw_f64);
-    const int l = pg_simd_level();
-    if (dtype == PG_DTYPE_F32) f32[l](g, x, d, n, acc);
-    else f64[l](g, x, d, n, acc);
+    const gelu_bw_job *a = ctx;
+    int64_t e0 = b0 * APPLY_BLOCK, e1 = b1 * APPLY_BLOCK < a->n ? b1 * APPLY_BLOCK : a->n;
+    size_t o = (size_t)e0 * (a->f32 ? sizeof(float) : sizeof(double));
+    if (a->f32)
+        f32[a->l]((const float *)(a->g + o), (const float *)(a->x + o), (float *)(a->d + o),
+                  e1 - e0, a->acc);
+    else
+        f64[a->l]((const double *)(a->g + o), (const double *)(a->x + o), (double *)(a->d + o),
+                  e1 - e0, a->acc);
+}
+void pg_vgelu_bw(int dtype, const void *g, const void *x, void *d, int64_t n, int acc)
+{
+    gelu_bw_job a = {dtype == PG_DTYPE_F32, pg_simd_level(), acc, g, x, d, n};
+    pg_par_for((n + APPLY_BLOCK - 1) / APPLY_BLOCK, APPLY_MIN_BLOCKS, gelu_bw_range, &a);
 }
 
 /* one LSTM step of one column: vmath_kern.h's vlstm */

@@ -112,10 +112,12 @@ if os.environ.get("PYGGMLR_BLAS", "").lower() == "openblas":
 
 
 def ag_set_threads(n: int) -> int:
-    """Threads for large matrix products; 1 by default (on a small shared machine a second
-    thread rarely pays). OpenBLAS gets n threads; the built-in kernel splits products of at
-    least 2 (f64) / 4 (f32) MFLOP per thread over a pool of n - 1 workers, with the same bits for
-    every n. Returns the previous value."""
+    """Threads for the core's large loops; 1 by default. OpenBLAS gets n threads; the built-in
+    kernel splits products of at least 2 (f64) / 4 (f32) MFLOP per thread over a pool of n - 1
+    workers, and the same pool runs large optimizer updates, vectorised math, layer norm columns
+    and attention heads, with the same bits for every n. While other processes keep the cores
+    busy, the pool runs single-threaded for a while (never much slower than one thread).
+    Returns the previous value."""
     prev = lib.pg_get_threads()
     n = check_int(n, "ag_set_threads()", "n", 1, lib.PG_MAX_THREADS)  # the core's bound
     check(lib.pg_set_threads(n))

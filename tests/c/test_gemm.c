@@ -268,6 +268,51 @@ static void gemm_threads(int best)
     free_operands(A, B, C, Af, Bf, Cf);
 }
 
+/* pg_par_for: every item once, in ranges within [0, n), for 1..4 threads and any minimum; a
+ * range's fn may ask for threads itself (it runs alone when the pool is busy: no deadlock) */
+typedef struct {
+    int64_t n;
+    int *seen;
+    int nested, bad;
+} par_ctx;
+static void par_inner(void *ctx, int64_t i0, int64_t i1)
+{
+    __atomic_add_fetch((int64_t *)ctx, i1 - i0, __ATOMIC_RELAXED);
+}
+static void par_fn(void *ctx, int64_t i0, int64_t i1)
+{
+    par_ctx *p = ctx;
+    if (i0 < 0 || i1 > p->n || i0 >= i1) __atomic_add_fetch(&p->bad, 1, __ATOMIC_RELAXED);
+    for (int64_t i = i0; i < i1 && i >= 0 && i < p->n; i++)
+        __atomic_add_fetch(&p->seen[i], 1, __ATOMIC_RELAXED);
+    if (p->nested && i0 == 0) {
+        int64_t whole = 0;
+        pg_par_for(5000, 1, par_inner, &whole);
+        if (whole != 5000) __atomic_add_fetch(&p->bad, 1, __ATOMIC_RELAXED);
+    }
+}
+static void par_for_ranges(void)
+{
+    static const int64_t ns[] = {0, 1, 7, 1000, 100003};
+    static const int64_t mins[] = {1, 3, 1000, 0};
+    int *seen = malloc(sizeof(int) * 100003);
+    int bad = 0;
+    for (int th = 1; th <= 4; th++)
+        for (size_t a = 0; a < sizeof ns / sizeof *ns; a++)
+            for (size_t b = 0; b < sizeof mins / sizeof *mins; b++)
+                for (int nested = 0; nested < 2; nested++) {
+                    CHECK(pg_set_threads(th) == 0);
+                    memset(seen, 0, sizeof(int) * 100003);
+                    par_ctx p = {ns[a], seen, nested, 0};
+                    pg_par_for(ns[a], mins[b], par_fn, &p);
+                    bad += p.bad;
+                    for (int64_t i = 0; i < ns[a]; i++) bad += seen[i] != 1;
+                }
+    CHECK(bad == 0);
+    CHECK(pg_set_threads(1) == 0);
+    free(seen);
+}
+
 void test_gemm(void)
 {
     /* m, n, k: loops (a single column); the kernel (ragged; m > MC, k > KC; n > NC); the small
@@ -299,6 +344,7 @@ void test_gemm(void)
     }
     gemm_same_bits(best);
     gemm_threads(best);
+    par_for_ranges();
     CHECK(pg_gemm_kernel_select(best + 1) == best); /* a kernel the CPU lacks: the best below it */
     if (best == 2) { /* AVX2 and AVX-512 sum in the same order: the same bits, every layout */
         int64_t m = 70, n = 45, k = 600; /* ragged against both tiles; k > KC */
