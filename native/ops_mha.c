@@ -35,31 +35,6 @@ static mha mha_of(const pg_node *n)
     return a;
 }
 
-/* dst [nr, C] = rows [r0, r0 + nr) of src [Rs, C]: ag_slice_rows's copy */
-static void rows_get(size_t es, void *dst, const void *src, int64_t Rs, int64_t r0, int64_t nr,
-                     int64_t C)
-{
-    for (int64_t j = 0; j < C; j++)
-        memcpy((char *)dst + (size_t)(j * nr) * es, (const char *)src + (size_t)(j * Rs + r0) * es,
-               (size_t)nr * es);
-}
-
-/* rows [r0, r0 + nr) of dst [Rd, C] (+)= src [nr, C]: ag_concat_rows's copy (acc 0) and
- * ag_slice_rows's backward (acc 1) */
-static void rows_put(int dt, void *dst, int64_t Rd, int64_t r0, const void *src, int64_t nr,
-                     int64_t C, int acc)
-{
-    PG_DISPATCH(dt, {
-        T *d = dst;
-        const T *s = src;
-        for (int64_t j = 0; j < C; j++) {
-            T *dc = d + j * Rd + r0;
-            const T *sc = s + j * nr;
-            PG_STORE_LOOP(acc, nr, dc, sc[i]);
-        }
-    });
-}
-
 /* x [R, C] masked in place: ag_causal_mask's forward (-Inf) and backward (0) for key i > query j */
 static void causal_fill(int dt, void *x, int64_t R, int64_t C, int backward)
 {
@@ -97,9 +72,9 @@ static int mha_fw(pg_node *n)
     for (int64_t h = 0; h < a.H; h++) {
         char *P = (char *)pg_data(n->saved[0]) + (size_t)(h * nkq) * a.es;
         if (!one) {
-            rows_get(a.es, qh, pg_data(Q), a.D, h * a.dk, a.dk, a.Sq);
-            rows_get(a.es, kh, pg_data(K), a.D, h * a.dk, a.dk, a.Skv);
-            rows_get(a.es, vh, pg_data(V), a.D, h * a.dk, a.dk, a.Skv);
+            pg_rows_get(a.dt, qh, pg_data(Q), a.D, h * a.dk, a.dk, a.Sq, 0);
+            pg_rows_get(a.dt, kh, pg_data(K), a.D, h * a.dk, a.dk, a.Skv, 0);
+            pg_rows_get(a.dt, vh, pg_data(V), a.D, h * a.dk, a.dk, a.Skv, 0);
         }
         pg_gemm(a.dt, 1, 0, a.Skv, a.Sq, a.dk, a.scale, kh, a.dk, qh, a.dk, 0.0, P, a.Skv);
         if (a.causal) causal_fill(a.dt, P, a.Skv, a.Sq, 0);
@@ -114,7 +89,7 @@ static int mha_fw(pg_node *n)
             pw = o;
         }
         pg_gemm(a.dt, 0, 0, a.dk, a.Sq, a.Skv, 1.0, vh, a.dk, pw, a.Skv, 0.0, hd, a.dk);
-        if (!one) rows_put(a.dt, pg_data(n->out), a.D, h * a.dk, hd, a.dk, a.Sq, 0);
+        if (!one) pg_rows_add(a.dt, pg_data(n->out), a.D, h * a.dk, hd, a.dk, a.Sq, 0);
     }
     return 0;
 }
@@ -151,10 +126,10 @@ static int mha_bw(pg_node *n, pg_tensor *g)
         const char *m =
             a.drop ? (const char *)pg_data(n->saved[1]) + (size_t)(h * nkq) * a.es : NULL;
         if (!one) {
-            rows_get(a.es, qh, pg_data(Q), a.D, h * a.dk, a.dk, a.Sq);
-            rows_get(a.es, kh, pg_data(K), a.D, h * a.dk, a.dk, a.Skv);
-            rows_get(a.es, vh, pg_data(V), a.D, h * a.dk, a.dk, a.Skv);
-            rows_get(a.es, G, pg_data(g), a.D, h * a.dk, a.dk, a.Sq);
+            pg_rows_get(a.dt, qh, pg_data(Q), a.D, h * a.dk, a.dk, a.Sq, 0);
+            pg_rows_get(a.dt, kh, pg_data(K), a.D, h * a.dk, a.dk, a.Skv, 0);
+            pg_rows_get(a.dt, vh, pg_data(V), a.D, h * a.dk, a.dk, a.Skv, 0);
+            pg_rows_get(a.dt, G, pg_data(g), a.D, h * a.dk, a.dk, a.Sq, 0);
         }
         const char *pw = P;
         if (m) {
@@ -194,7 +169,7 @@ static int mha_bw(pg_node *n, pg_tensor *g)
             if (!want[i]) continue;
             void *s = head_slot(x[i], 0, &acc);
             if (!s) return -1;
-            rows_put(a.dt, s, a.D, h * a.dk, src[i], a.dk, x[i]->ne[1], 1);
+            pg_rows_add(a.dt, s, a.D, h * a.dk, src[i], a.dk, x[i]->ne[1], 1);
         }
     }
     return 0;

@@ -7,9 +7,9 @@
 
 /* ---- row slice / concat ---- */
 
-/* dst rows [r0, r0 + nr) of a [Rd, C] matrix (+)= src [nr, C] */
-static void rows_add(int dtype, void *dst, int64_t Rd, int64_t r0, const void *src, int64_t nr,
-                     int64_t C, int acc)
+/* dst rows [r0, r0 + nr) of a [Rd, C] matrix (+)= src [nr, C] (ops_mha.c too) */
+void pg_rows_add(int dtype, void *dst, int64_t Rd, int64_t r0, const void *src, int64_t nr,
+                 int64_t C, int acc)
 {
     PG_DISPATCH(dtype, {
         T *d = dst;
@@ -23,8 +23,8 @@ static void rows_add(int dtype, void *dst, int64_t Rd, int64_t r0, const void *s
 }
 
 /* dst [nr, C] (+)= rows [r0, r0 + nr) of src [Rs, C] */
-static void rows_get(int dtype, void *dst, const void *src, int64_t Rs, int64_t r0, int64_t nr,
-                     int64_t C, int acc)
+void pg_rows_get(int dtype, void *dst, const void *src, int64_t Rs, int64_t r0, int64_t nr,
+                 int64_t C, int acc)
 {
     if (acc) {
         PG_DISPATCH(dtype, {
@@ -49,14 +49,15 @@ static int slice_rows_bw(pg_node *n, pg_tensor *g)
     if (!slot) return -1;
     int64_t R = x->ne[0], C = x->ne[1], from = n->ip[0], nr = g->ne[0];
     if (!acc) memset(slot, 0, (size_t)pg_numel(x) * pg_dtype_size(x->dtype));
-    rows_add(x->dtype, slot, R, from, pg_data(g), nr, C, 1);
+    pg_rows_add(x->dtype, slot, R, from, pg_data(g), nr, C, 1);
     return 0;
 }
 
 static int slice_rows_fw(pg_node *n)
 {
     pg_tensor *x = n->in[0];
-    rows_get(x->dtype, pg_data(n->out), pg_data(x), x->ne[0], n->ip[0], n->out->ne[0], x->ne[1], 0);
+    pg_rows_get(x->dtype, pg_data(n->out), pg_data(x), x->ne[0], n->ip[0], n->out->ne[0], x->ne[1],
+                0);
     return 0;
 }
 
@@ -82,12 +83,12 @@ static int concat_rows_bw(pg_node *n, pg_tensor *g)
     if (pg_wants_grad(a)) {
         void *slot = pg_grad_slot(a, &acc);
         if (!slot) return -1;
-        rows_get(g->dtype, slot, pg_data(g), R, 0, Ra, C, acc);
+        pg_rows_get(g->dtype, slot, pg_data(g), R, 0, Ra, C, acc);
     }
     if (pg_wants_grad(b)) {
         void *slot = pg_grad_slot(b, &acc);
         if (!slot) return -1;
-        rows_get(g->dtype, slot, pg_data(g), R, Ra, Rb, C, acc);
+        pg_rows_get(g->dtype, slot, pg_data(g), R, Ra, Rb, C, acc);
     }
     return 0;
 }
@@ -96,8 +97,8 @@ static int concat_rows_fw(pg_node *n)
 {
     pg_tensor *a = n->in[0], *b = n->in[1];
     int64_t Ra = a->ne[0], Rb = b->ne[0], C = a->ne[1];
-    rows_add(a->dtype, pg_data(n->out), Ra + Rb, 0, pg_data(a), Ra, C, 0);
-    rows_add(a->dtype, pg_data(n->out), Ra + Rb, Ra, pg_data(b), Rb, C, 0);
+    pg_rows_add(a->dtype, pg_data(n->out), Ra + Rb, 0, pg_data(a), Ra, C, 0);
+    pg_rows_add(a->dtype, pg_data(n->out), Ra + Rb, Ra, pg_data(b), Rb, C, 0);
     return 0;
 }
 

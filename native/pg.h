@@ -190,6 +190,13 @@ int pg_gemm_builtin(int dtype);
 int pg_unary_act(int dtype, int op, const void *x, void *y, int64_t n);
 void pg_vlog(int dtype, const void *x, void *y, int64_t n);
 double pg_vsum(int dtype, const void *x, int64_t n); /* in double, in a fixed order (vmath.c) */
+/* rows [r0, r0 + nr) of a [Rd, C] matrix (+)= src [nr, C], and dst [nr, C] (+)= rows [r0,
+ * r0 + nr) of src [Rs, C] (acc 0: store): ag_slice_rows / ag_concat_rows and the attention
+ * heads (ops_rows.c) */
+void pg_rows_add(int dtype, void *dst, int64_t Rd, int64_t r0, const void *src, int64_t nr,
+                 int64_t C, int acc);
+void pg_rows_get(int dtype, void *dst, const void *src, int64_t Rs, int64_t r0, int64_t nr,
+                 int64_t C, int acc);
 /* column softmax of x [R, C] into p (ops_unary.c); _lse also gives each column's max and the log
  * of its sum of exps (either may be NULL) */
 void pg_softmax_cols(int dtype, const void *x, void *p, int64_t R, int64_t C);

@@ -26,16 +26,7 @@ ATTR static inline __attribute__((always_inline)) vs F(expf_hl)(vs hi, vs lo)
     const vs t = xc * VS(0x1.715476p0f) + VS(0x1.8p23f);
     const vs nd = t - VS(0x1.8p23f);
     const vs r = ((hi - nd * VS(0.693359375f)) + lo) - nd * VS(-2.12194440e-4f);
-    const vs r2 = r * r;
-    const vs e0 = VS(5.0000001201E-1f) + VS(1.6666665459E-1f) * r;
-    const vs e1 = VS(4.1665795894E-2f) + VS(8.3334519073E-3f) * r;
-    const vs e2 = VS(1.3981999507E-3f) + VS(1.9875691500E-4f) * r;
-    const vs q = e0 + (e1 + e2 * r2) * r2;
-    const vs p = (q * r2 + r) + VS(1.0f);
-    const vi n = (vi)t - (vi)VS(0x1.8p23f);
-    const vi n1 = (vi)(((vu32)(n + 256)) >> 1) - 128, n2 = n - n1;
-    const vs s1 = (vs)((n1 + 127) << 23), s2 = (vs)((n2 + 127) << 23);
-    return vssel(x < VS(-104.0f), VS(0.0f), p * s1 * s2);
+    return vssel(x < VS(-104.0f), VS(0.0f), F(expf_scale)(r, t));
 }
 
 /* whether any lane of comparison mask m is set (its bytes read as 64-bit words, so f32 masks

@@ -85,15 +85,9 @@ ATTR static inline __attribute__((always_inline)) vd F(sigmoid_core)(vd x)
     return VD(1.0) / (VD(1.0) + F(exp_core)(-x));
 }
 
-/* exp for W32 floats, in f32 (Cephes' expf): n ln2 + r with ln2 in two parts (n * C1 exact),
- * exp(r) = 1 + r + r^2 P(r) with P of degree 5, times 2^n1 * 2^n2. Within 1 ulp but for
- * results below FLT_MIN (measured over the whole range in the tests). */
-ATTR static inline __attribute__((always_inline)) vs F(expf_core)(vs x)
+/* exp(r) 2^n for expf_core and expf_hl: r reduced, t = x / ln2 + the 1.5 * 2^23 shift */
+ATTR static inline __attribute__((always_inline)) vs F(expf_scale)(vs r, vs t)
 {
-    const vs xc = vsmin(vsmax(x, VS(-104.0f)), VS(89.0f));
-    const vs t = xc * VS(0x1.715476p0f) + VS(0x1.8p23f);
-    const vs nd = t - VS(0x1.8p23f);
-    const vs r = (xc - nd * VS(0.693359375f)) - nd * VS(-2.12194440e-4f);
     const vs r2 = r * r;
     const vs e0 = VS(5.0000001201E-1f) + VS(1.6666665459E-1f) * r;
     const vs e1 = VS(4.1665795894E-2f) + VS(8.3334519073E-3f) * r;
@@ -103,7 +97,19 @@ ATTR static inline __attribute__((always_inline)) vs F(expf_core)(vs x)
     const vi n = (vi)t - (vi)VS(0x1.8p23f);
     const vi n1 = (vi)(((vu32)(n + 256)) >> 1) - 128, n2 = n - n1;
     const vs s1 = (vs)((n1 + 127) << 23), s2 = (vs)((n2 + 127) << 23);
-    return vssel(x != x, x, p * s1 * s2); /* clamped x gives inf / 0 at the ends */
+    return p * s1 * s2;
+}
+
+/* exp for W32 floats, in f32 (Cephes' expf): n ln2 + r with ln2 in two parts (n * C1 exact),
+ * exp(r) = 1 + r + r^2 P(r) with P of degree 5, times 2^n1 * 2^n2. Within 1 ulp but for
+ * results below FLT_MIN (measured over the whole range in the tests). */
+ATTR static inline __attribute__((always_inline)) vs F(expf_core)(vs x)
+{
+    const vs xc = vsmin(vsmax(x, VS(-104.0f)), VS(89.0f));
+    const vs t = xc * VS(0x1.715476p0f) + VS(0x1.8p23f);
+    const vs nd = t - VS(0x1.8p23f);
+    const vs r = (xc - nd * VS(0.693359375f)) - nd * VS(-2.12194440e-4f);
+    return vssel(x != x, x, F(expf_scale)(r, t)); /* clamped x gives inf / 0 at the ends */
 }
 
 ATTR static inline __attribute__((always_inline)) vs F(sigmoidf_core)(vs x)

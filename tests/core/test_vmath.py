@@ -89,44 +89,43 @@ def test_vmath_accuracy_and_special_values(dtype):
         np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(ref[zero]), err_msg=name)
 
 
-@pytest.mark.parametrize("dtype", ["f32", "f64"])
-def test_vmath_simd_levels_give_identical_bits(dtype):
-    # SSE2, AVX2 and AVX-512 vectors (4 / 8 / 16 floats, 2 / 4 / 8 doubles) and the padded tail:
-    # the same bits; lengths ragged against every width; also through softmax
+def _same_bits_at_every_level(run):
+    """run() (a list of bytes) at each SIMD level the CPU has: all equal to the portable one's."""
     from pyggmlr._native import lib
 
-    dt = np.float32 if dtype == "f32" else np.float64
-    x = _vmath_inputs(dt)[::7]
-    ops = [(name, op) for name, op, _, _ in (_VMATH_F32 if dtype == "f32" else _VMATH_F64)]
-    ops.append(("softmax", pg.ag_softmax))
     out = {}
     try:
         for level in sorted(SIMD_LEVELS):
-            if lib.pg_simd_select(level) != level:
-                continue
-            res = []
-            for name, op in ops:
-                for n in (1, 3, 5, 15, 17, 33, x.size):
-                    src = (
-                        x[:n]
-                        if name != "softmax"
-                        else np.nan_to_num(x[:n], posinf=50, neginf=-50) % 60
-                    )
-                    res.append(
-                        op(
-                            pg.ag_tensor(
-                                src[None, :] if name != "softmax" else src[:, None], dtype=dtype
-                            )
-                        )
-                        .numpy()
-                        .tobytes()
-                    )
-            out[level] = res
+            if lib.pg_simd_select(level) == level:
+                out[level] = run()
     finally:
         lib.pg_simd_select(-1)
     assert 0 in out
     for level, res in out.items():
         assert res == out[0], SIMD_LEVELS[level]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_vmath_simd_levels_give_identical_bits(dtype):
+    # SSE2, AVX2 and AVX-512 vectors (4 / 8 / 16 floats, 2 / 4 / 8 doubles) and the padded tail:
+    # the same bits; lengths ragged against every width; also through softmax
+    dt = np.float32 if dtype == "f32" else np.float64
+    x = _vmath_inputs(dt)[::7]
+    ops = [(name, op) for name, op, _, _ in (_VMATH_F32 if dtype == "f32" else _VMATH_F64)]
+    ops.append(("softmax", pg.ag_softmax))
+
+    def run():
+        res = []
+        for name, op in ops:
+            for n in (1, 3, 5, 15, 17, 33, x.size):
+                if name == "softmax":
+                    src = (np.nan_to_num(x[:n], posinf=50, neginf=-50) % 60)[:, None]
+                else:
+                    src = x[None, :n]
+                res.append(op(pg.ag_tensor(src, dtype=dtype)).numpy().tobytes())
+        return res
+
+    _same_bits_at_every_level(run)
 
 
 # ---- GELU (erfc cores of native/vmath_erf.h) ----
@@ -196,25 +195,17 @@ def test_gelu_accuracy_and_special_values(dtype):
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 def test_gelu_simd_levels_give_identical_bits(dtype):
     # forward, backward into a fresh gradient and accumulated into one (x used twice), ragged
-    from pyggmlr._native import lib
-
     dt = np.float32 if dtype == "f32" else np.float64
     x = _gelu_inputs(dt)[::5]
-    out = {}
-    try:
-        for level in sorted(SIMD_LEVELS):
-            if lib.pg_simd_select(level) != level:
-                continue
-            res = []
-            for n in (1, 3, 5, 15, 17, 33, x.size):
-                xp = pg.ag_param(x[None, :n], dtype=dtype)
-                with pg.with_grad_tape():
-                    y = pg.ag_gelu(xp)
-                    loss = pg.ag_add(pg.ag_sum(pg.ag_mul(y, y)), pg.ag_sum(pg.ag_gelu(xp)))
-                res += [y.numpy().tobytes(), pg.backward(loss)[xp].tobytes()]
-            out[level] = res
-    finally:
-        lib.pg_simd_select(-1)
-    assert 0 in out
-    for level, res in out.items():
-        assert res == out[0], SIMD_LEVELS[level]
+
+    def run():
+        res = []
+        for n in (1, 3, 5, 15, 17, 33, x.size):
+            xp = pg.ag_param(x[None, :n], dtype=dtype)
+            with pg.with_grad_tape():
+                y = pg.ag_gelu(xp)
+                loss = pg.ag_add(pg.ag_sum(pg.ag_mul(y, y)), pg.ag_sum(pg.ag_gelu(xp)))
+            res += [y.numpy().tobytes(), pg.backward(loss)[xp].tobytes()]
+        return res
+
+    _same_bits_at_every_level(run)
