@@ -64,6 +64,19 @@ def median_per_call(fn, rounds, reps):
     return per[len(per) // 2]
 
 
+def medians_interleaved(fns, rounds, reps):
+    """Seconds a call of each fn (upper medians), measured round-robin: each round times `reps`
+    calls of every fn in turn, so a noisy spell on a shared machine hits them all alike."""
+    per = [[] for _ in fns]
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            per[i].append((time.perf_counter() - t) / reps)
+    return [sorted(p)[len(p) // 2] for p in per]
+
+
 def rscript_lines(rscript, code, args, flags=()):
     """Run R code (written to a temporary .R file) with Rscript: `rscript *flags file *args`,
     checked, 600 s at most. Returns its stdout split into lines."""

@@ -4,8 +4,9 @@ idiomatic loop (when torch is importable) and the step's GEMMs alone (numpy), in
 Block: embedding, causal multi-head attention (with dropout 0), residual, layer norm, a GELU MLP
 (width 4d), residual, layer norm, the vocabulary head, softmax cross-entropy, Adam; f32, one
 thread. Sizes: large (vocabulary 1000, width 256, 4 heads, 128 tokens) and small (64, 32, 4,
-16). Medians of BENCH_ROUNDS rounds; ratios against PyTorch and against the GEMM floor; the CPU
-is printed. Writes bench/results/bench_transformer.json (with each size's first loss, which
+16). Medians of BENCH_ROUNDS rounds, taken round-robin over the four columns (a noisy spell
+of a shared machine hits them alike); ratios against PyTorch and against the GEMM floor; the
+CPU is printed. Writes bench/results/bench_transformer.json (with each size's first loss, which
 bench_transformer.R checks bit for bit). Run: python bench/bench_transformer.py. Numbers are
 printed, never asserted."""
 
@@ -16,7 +17,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 import numpy as np  # noqa: E402
-from bench_common import cpu_name, median_per_call, write_results  # noqa: E402
+from bench_common import cpu_name, medians_interleaved, write_results  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
 
@@ -128,9 +129,10 @@ def gemm_floor(V, D, H, T):
     return step
 
 
-def median_ms(fn, reps):
-    fn()  # warm up (and record buffers)
-    return median_per_call(fn, ROUNDS, reps) * 1e3
+def medians_ms(fns, reps):
+    for fn in fns:  # warm up (and record buffers)
+        fn()
+    return [s * 1e3 for s in medians_interleaved(fns, ROUNDS, reps)]
 
 
 def main():
@@ -146,15 +148,14 @@ def main():
     for name, (V, D, H, T) in SIZES.items():
         reps = 5 if name == "large" else 200
         eager, compiled, loss0 = pyggmlr_steps(V, D, H, T)
-        e, c, g = (
-            median_ms(eager, reps),
-            median_ms(compiled, reps),
-            median_ms(gemm_floor(V, D, H, T), reps),
-        )
+        fns = [eager, compiled, gemm_floor(V, D, H, T)]
         try:
-            t = median_ms(torch_step(V, D, H, T), reps)
+            fns.append(torch_step(V, D, H, T))
         except ImportError:
-            t = float("nan")
+            pass
+        # round-robin rounds: the four columns share each noisy spell of a shared machine
+        e, c, g, *rest = medians_ms(fns, reps)
+        t = rest[0] if rest else float("nan")
         print(
             f"{name:<7}{e:>10.3f}{c:>10.3f}{t:>9.3f}{g:>9.3f}{e / t:>13.2f}{c / t:>16.2f}{c / g:>16.2f}"
         )
