@@ -83,7 +83,7 @@ def ag_fit_distributed(
             verbose,
             "use True (a line per epoch) or False, or ag_fit's verbose / callbacks",
         )
-    if comm is not None and comm != _comm(None):
+    if comm is not None and _comm(comm, "ag_fit_distributed") != _comm(None, "ag_fit"):
         raise _refuse(
             "comm",
             comm,

@@ -24,7 +24,7 @@ import numpy as np
 from .. import _core, _walk
 from .._args import check_int, check_real
 from .._core import F32, F64, NULL, ffi, lib
-from ..errors import PyggmlrError, PyggmlrValueError
+from ..errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from ..optim.optimizer import _grads_handle
 from ..tape import Gradients
 from ..tensor import Tensor
@@ -183,6 +183,7 @@ def init(comm: Optional[Comm] = None, abort_on_error: bool = True) -> Comm:
     Raises: DistributedError (with install instructions) when mpi4py or the MPI library is
     missing."""
     MPI = _import_mpi()
+    _check_comm(MPI, comm, "ag_mpi_init")
     if comm is not None or _state["comm"] is None:
         _state["comm"] = comm if comm is not None else MPI.COMM_WORLD
     if abort_on_error and not _state["hook"]:
@@ -198,9 +199,19 @@ def is_initialized() -> bool:
     return _state["comm"] is not None
 
 
-def _comm(comm):
+def _check_comm(MPI, comm, fn):
+    """A comm that is not an mpi4py communicator would fail deep inside a collective (an
+    AttributeError, or a hang on other ranks): refused up front, naming the function."""
+    if comm is not None and not isinstance(comm, MPI.Comm):
+        raise ArgumentError(
+            f"{fn}: comm must be an mpi4py communicator (e.g. MPI.COMM_WORLD) or None, got "
+            f"{type(comm).__name__} {comm!r}"[:200]
+        )
+
+
+def _comm(comm, fn):
     if comm is not None:
-        _import_mpi()
+        _check_comm(_import_mpi(), comm, fn)
         return comm
     return _state["comm"] if _state["comm"] is not None else init()
 
@@ -208,19 +219,19 @@ def _comm(comm):
 def rank(comm: Optional[Comm] = None) -> int:
     """This process's rank (0-based) in comm (default: the one from init, started on demand).
     Raises DistributedError when MPI is not available."""
-    return _comm(comm).Get_rank()
+    return _comm(comm, "ag_mpi_rank").Get_rank()
 
 
 def world_size(comm: Optional[Comm] = None) -> int:
     """Number of ranks in comm (default: the one from init, started on demand). Raises
     DistributedError when MPI is not available."""
-    return _comm(comm).Get_size()
+    return _comm(comm, "ag_mpi_world_size").Get_size()
 
 
 def barrier(comm: Optional[Comm] = None) -> None:
     """Block until every MPI rank of comm (default: the one from init) reaches this call.
     Raises DistributedError when MPI is not available."""
-    _comm(comm).Barrier()
+    _comm(comm, "ag_mpi_barrier").Barrier()
 
 
 ag_mpi_init, ag_mpi_rank, ag_mpi_world_size, ag_mpi_barrier, ag_mpi_available = (
@@ -281,7 +292,7 @@ def ag_broadcast_parameters(
     Returns: None (tensors are overwritten in place).
     Raises: DistributedError when MPI is missing or the ranks' layouts (count, shapes, dtypes)
     differ (raised on every rank)."""
-    comm = _comm(comm)
+    comm = _comm(comm, "ag_broadcast_parameters")
     # an invalid root reaches MPI_Bcast, whose default error handler may abort the process
     root = check_int(root, "ag_broadcast_parameters", "root", 0, comm.Get_size() - 1)
     tensors = _tensors(model, "ag_broadcast_parameters")
@@ -327,7 +338,7 @@ def ag_allreduce_gradients(
     Raises: DistributedError (MPI missing, layouts differ), PyggmlrValueError for a negative or
     non-finite weight or a dtype other than 'f32' / 'f64', ArgumentError when grads is not a
     gradient map."""
-    comm = _comm(comm)
+    comm = _comm(comm, "ag_allreduce_gradients")
     tensors = _tensors(params, "ag_allreduce_gradients")
     gh = _grads_handle(grads, "ag_allreduce_gradients")
     weight = check_real(weight, "ag_allreduce_gradients", "weight")
@@ -364,7 +375,7 @@ def ag_allreduce_mean(
 
     Returns: a float for a scalar values, else a flat f64 numpy array of values' size (every
     rank must pass the same size). Raises DistributedError when MPI is missing."""
-    comm = _comm(comm)
+    comm = _comm(comm, "ag_allreduce_mean")
     MPI = _import_mpi()
     v = np.atleast_1d(np.asarray(values, dtype=np.float64))
     buf = np.concatenate([v * float(weight), [float(weight)]])
@@ -378,7 +389,7 @@ def ag_parameters_spread(model: Params, comm: Optional[Comm] = None) -> float:
     """Largest difference of any parameter element between ranks (0.0: bit-identical weights
     everywhere). Every rank gets the same answer. Costs an all-reduce of twice the model.
     Raises DistributedError when MPI is missing or the ranks' layouts differ."""
-    comm = _comm(comm)
+    comm = _comm(comm, "ag_parameters_spread")
     MPI = _import_mpi()
     tensors = _tensors(model, "ag_parameters_spread")
     arr, n = _arr(tensors), len(tensors)
@@ -396,6 +407,6 @@ def ag_rank_slice(idx: Union[Sequence[int], np.ndarray], comm: Optional[Comm] = 
     """This rank's part of a global batch of indices: consecutive chunks, rank r gets chunk r
     (sizes differ by at most one; equal when the batch is a multiple of the world size).
     Returns a numpy array (a view of idx). Raises DistributedError when MPI is missing."""
-    comm = _comm(comm)
+    comm = _comm(comm, "ag_rank_slice")
     idx = np.asarray(idx)
     return np.array_split(idx, comm.Get_size())[comm.Get_rank()]

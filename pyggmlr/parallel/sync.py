@@ -37,7 +37,7 @@ class FitSync:
     (every rank's history describes all samples)."""
 
     def __init__(self, model: Any, params: list, comm: Optional[Comm] = None) -> None:
-        self.comm = _comm(comm)
+        self.comm = _comm(comm, "ag_fit")
         self.params, self.first = params, True
         self.rank, self.world = self.comm.Get_rank(), self.comm.Get_size()
         ag_broadcast_parameters(model, comm=self.comm)
@@ -86,7 +86,7 @@ class DistributedOptimizer:
                 f"DistributedOptimizer: expected an optimizer (optimizer_adam / optimizer_sgd), got {type(optimizer).__name__}"
             )
         object.__setattr__(self, "optimizer", optimizer)
-        object.__setattr__(self, "comm", _comm(comm))
+        object.__setattr__(self, "comm", _comm(comm, "DistributedOptimizer"))
         object.__setattr__(self, "dtype", dtype)
         object.__setattr__(self, "_steps", 0)
         object.__setattr__(
@@ -137,7 +137,7 @@ def ag_distributed_setup(
     applies exactly the global batch's gradient.
     Raises: DistributedError when MPI is missing or the ranks' models differ, ArgumentError
     when optimizer is not an Optimizer."""
-    comm = _comm(comm)
+    comm = _comm(comm, "ag_distributed_setup")
     W = comm.Get_size()
     ag_broadcast_parameters(model, comm=comm)
     opt = (

@@ -325,6 +325,55 @@ def test_mpi_layout_mismatch_is_an_error_on_every_rank(tmp_path):
     assert "should not happen" not in r.stdout
 
 
+_BAD_COMM = """
+import json, numpy as np, pyggmlr as pg, pyggmlr.distributed as d
+m = pg.ag_sequential([pg.ag_linear(2, 1)])
+opt = pg.optimizer_sgd(m)
+calls = {
+    "ag_mpi_init": lambda: d.ag_mpi_init(0),
+    "ag_mpi_rank": lambda: d.ag_mpi_rank(0),
+    "ag_mpi_world_size": lambda: d.ag_mpi_world_size("x"),
+    "ag_mpi_barrier": lambda: d.ag_mpi_barrier(1.5),
+    "ag_broadcast_parameters": lambda: d.ag_broadcast_parameters(m, comm=0),
+    "ag_allreduce_gradients": lambda: d.ag_allreduce_gradients(m, comm=0),
+    "ag_allreduce_mean": lambda: d.ag_allreduce_mean(1.0, comm=0),
+    "ag_parameters_spread": lambda: d.ag_parameters_spread(m, comm=0),
+    "ag_rank_slice": lambda: d.ag_rank_slice([1, 2], comm=0),
+    "ag_distributed_setup": lambda: d.ag_distributed_setup(m, opt, 4, comm=0),
+    "DistributedOptimizer": lambda: d.DistributedOptimizer(opt, comm=0),
+    "ag_fit_distributed": lambda: d.ag_fit_distributed(
+        m, np.zeros((2, 4)), np.zeros((1, 4)), "mse", comm=0),
+}
+out = {}
+for k, f in calls.items():
+    try:
+        f()
+        out[k] = "no error"
+    except Exception as e:
+        out[k] = [type(e).__name__, str(e)]
+out["initialized"] = d.is_initialized()
+print(json.dumps(out))
+"""
+
+
+@needs_mpi
+def test_a_comm_that_is_not_a_communicator_is_refused():
+    """Every function taking comm refuses one that is not an mpi4py communicator, naming itself
+    (it used to fail with an AttributeError inside the collective), and changes nothing. A
+    subprocess: importing mpi4py.MPI starts MPI (singleton) in that process."""
+    r = subprocess.run(
+        [sys.executable, "-c", _BAD_COMM], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out.pop("initialized") is False  # the refused ag_mpi_init(0) picked no communicator
+    assert len(out) == 12
+    for fn, (cls, msg) in out.items():
+        assert cls == "ArgumentError", (fn, cls, msg)
+        assert msg.startswith(f"{fn}: comm must be an mpi4py communicator"), msg
+        assert msg.endswith(("got int 0", "got str 'x'", "got float 1.5")), msg
+
+
 _RSCRIPT = shutil.which("Rscript")
 
 
