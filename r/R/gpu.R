@@ -33,6 +33,8 @@ ag_matmul_precision <- function(precision) {
 # Set the modes for the rest of the calling function (envir) and put them back when it exits,
 # normally or by an error.
 ag_local_mode <- function(graph = NULL, matmul_precision = NULL, envir = parent.frame()) {
+  if (!is.environment(envir))  # else on.exit's own unclassed error, after the modes were read
+    .arg_fail("argument", "ag_local_mode: envir must be an environment, got %s", .arg_show(envir))
   if (!is.null(graph) && !.is_flag(graph))
     .arg_stop("ag_local_mode(): `graph` must be TRUE, FALSE or NULL")
   if (!is.null(matmul_precision)) matmul_precision <- .arg_match(matmul_precision,

@@ -37,4 +37,9 @@ test_that("ag_local_mode restores on exit and on error", {
   expect_error(ag_local_mode(graph = "yes"), "`graph` must be TRUE, FALSE or NULL")
   h <- function() ag_local_mode(matmul_precision = "f32")
   expect_identical(h(), list(matmul_precision = "default"))
+  # an envir that is not an environment: classed, and the modes stay as they were
+  k <- function() ag_local_mode(graph = TRUE, envir = 0)
+  expect_error(k(), "ag_local_mode: envir must be an environment, got 0",
+               class = "pyggmlr_argument_error")
+  expect_false(ag_graph_mode())
 })
