@@ -68,21 +68,24 @@ def _dtype_code(dtype, fn=None):
     raise DTypeError(f"{pre}dtype must be 'f32' or 'f64', got {dtype!r}")
 
 
-def _as_matrix(data):
-    """numpy view of `data` as a 2-D array with a dtype the core can read (no copy if possible)."""
+def _as_matrix(data, who=""):
+    """numpy view of `data` as a 2-D array with a dtype the core can read (no copy if possible).
+    who: the caller's name for the refusals ("compiled step: input 2: "), or "" for none."""
     a = asarray(
         data,
-        lambda e: PyggmlrValueError(f"cannot make a tensor from this {type(data).__name__}: {e}"),
+        lambda e: PyggmlrValueError(
+            f"{who}cannot make a tensor from this {type(data).__name__}: {e}"
+        ),
     )
     if a.dtype.kind not in "biuf":
-        raise DTypeError(f"cannot make a tensor from data of dtype {a.dtype} (numbers only)")
+        raise DTypeError(f"{who}cannot make a tensor from data of dtype {a.dtype} (numbers only)")
     if a.ndim == 0:
         a = a.reshape(1, 1)
     elif a.ndim == 1:
         a = a.reshape(-1, 1)  # an R vector becomes an [n, 1] column
     elif a.ndim != 2:
         raise ShapeError(
-            f"tensors are 2-D matrices [features, batch]; got an array of shape {a.shape}"
+            f"{who}tensors are 2-D matrices [features, batch]; got an array of shape {a.shape}"
         )
     if a.dtype == np.bool_:
         a = a.view(np.uint8)
@@ -349,7 +352,7 @@ class Tensor:
 
     @data.setter
     def data(self, value):
-        a = _as_matrix(value.numpy() if isinstance(value, Tensor) else value)
+        a = _as_matrix(value.numpy() if isinstance(value, Tensor) else value, "Tensor.data: ")
         _core.check(lib.pg_tensor_write(self._handle(), *_src(a)))
 
     def numpy(self, copy: bool = True):

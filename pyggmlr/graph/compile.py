@@ -43,7 +43,7 @@ import numpy as np
 from .. import _core
 from .._args import check_int
 from .._core import NULL, ffi, lib
-from ..errors import ArgumentError, PyggmlrValueError, ShapeError
+from ..errors import ArgumentError, PyggmlrValueError
 from ..optim.optimizer import Optimizer
 from ..random import Generator
 from ..tensor import ArrayLike, Tensor, _as_matrix, _read, _src, ag_tensor
@@ -148,14 +148,8 @@ class CompiledStep:
                 continue
             if isinstance(v, Tensor):
                 v = v.numpy()
-            a = _as_matrix(v)
-            rshape = t.shape
-            if a.shape != rshape:
-                raise ShapeError(
-                    f"compiled step: input {i + 1} was recorded as [{rshape[0]}x{rshape[1]}] but "
-                    f"the new value is [{a.shape[0]}x{a.shape[1]}]; shapes are fixed (compile again "
-                    f"for this shape)"
-                )
+            a = _as_matrix(v, f"compiled step: input {i + 1}: ")
+            # the core refuses another shape (R's text: "compiled graph: input 1 was recorded as")
             _core.check(lib.pg_graph_set_input(g, i, *_src(a)))
         rc = lib.pg_graph_run(g)
         if rc < 0:

@@ -259,9 +259,17 @@ def test_compiled_shape_change_raises(rng):
     opt = pg.optimizer_sgd([W])
     step = pg.ag_compile(lambda x: pg.ag_sum(pg.ag_matmul(W, x)), np.zeros((4, 5)), optimizer=opt)
     with pytest.raises(
-        ShapeError, match=r"input 1 was recorded as \[4x5\] but the new value is \[4x6\]"
+        ShapeError,
+        match=r"^compiled graph: input 1 was recorded as \[4x5\] f\d\d but the new value is \[4x6\]",
     ):
         step(np.zeros((4, 6)))
+    before = W.numpy().copy()
+    # an input that is not numbers names the step and the input (as R's "compiled step: ...")
+    with pytest.raises(pg.DTypeError, match=r"^compiled step: input 1: cannot make a tensor"):
+        step("a")
+    with pytest.raises(ShapeError, match=r"^compiled step: input 1: tensors are 2-D"):
+        step(np.zeros((4, 5, 1)))
+    assert np.array_equal(W.numpy(), before)  # refused calls changed nothing
     step(np.ones((4, 5)))  # the recorded shape still works
 
 
