@@ -252,6 +252,14 @@ def test_the_layers_print_their_options():
     assert pg.ag_rnn(4, 5).name == "rnn(4, 5)"
     text = str(pg.ag_sequential(pg.ag_gru(1, 32), pg.ag_linear(32, 1))).splitlines()
     assert text[1:3] == ["  [1] gru(1, 32)", "  [2] linear(32, 1)"]
+    # alone: the core's line with the same name (R's print; tests/parity/cases_summary.py)
+    assert repr(a) == (
+        "ag_lstm: lstm(2, 3, num_layers=2, bidirectional, dropout=0.25) (432 parameters, "
+        "train mode)"
+    )
+    g = pg.ag_eval(pg.ag_gru(1, 32))
+    assert repr(g) == str(g) == "ag_gru: gru(1, 32) (3360 parameters, eval mode)"
+    assert repr(pg.ag_rnn(4, 5, bias=False)) == "ag_rnn: rnn(4, 5) (45 parameters, train mode)"
 
 
 @pytest.mark.parametrize("static", [None, False, True])
