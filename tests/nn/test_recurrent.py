@@ -250,6 +250,8 @@ def test_the_layers_print_their_options():
     a = pg.ag_lstm(2, 3, num_layers=2, bidirectional=True, dropout=0.25)
     assert a.name == "lstm(2, 3, num_layers=2, bidirectional, dropout=0.25)"
     assert pg.ag_rnn(4, 5).name == "rnn(4, 5)"
+    r = pg.ag_rnn(4, 5, nonlinearity="relu", return_sequences=True, return_state=True)
+    assert r.name == "rnn(4, 5, relu, return_sequences, return_state)"
     text = str(pg.ag_sequential(pg.ag_gru(1, 32), pg.ag_linear(32, 1))).splitlines()
     assert text[1:3] == ["  [1] gru(1, 32)", "  [2] linear(32, 1)"]
     # alone: the core's line with the same name (R's print; tests/parity/cases_summary.py)
