@@ -412,3 +412,23 @@ int64_t pg_summary_text(const char *title, int64_t n, const char *const *layer,
     if (buf && cap > 0) buf[o.len < cap ? o.len : cap - 1] = 0;
     return o.len;
 }
+
+int64_t pg_layer_print_text(const char *kind, const char *name, double params, int training,
+                            char *buf, int64_t cap)
+{
+    if (!kind || !name || cap < 0 || (cap > 0 && !buf))
+        return -pg_fail(PG_STATUS_ERR_ARG, "pg_layer_print_text(): bad arguments");
+    char num[64];
+    if (isfinite(params)) snprintf(num, sizeof num, "%.0f", params);
+    else snprintf(num, sizeof num, "NA");
+    text_out o = {buf, cap, 0};
+    puts_(&o, "ag_");
+    puts_(&o, kind);
+    puts_(&o, ": ");
+    puts_(&o, name); /* in pieces: no bound on a layer's name */
+    puts_(&o, " (");
+    puts_(&o, num);
+    puts_(&o, training ? " parameters, train mode)" : " parameters, eval mode)");
+    if (buf && cap > 0) buf[o.len < cap ? o.len : cap - 1] = 0;
+    return o.len;
+}

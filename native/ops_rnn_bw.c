@@ -46,9 +46,40 @@ LSTM_COL(lstm_col_d_avx512, double, PG_TARGET_AVX512_WIDE)
 #define lstm_col_d_avx512 lstm_col_d
 #endif
 
-/* lstm_col's copy for the SIMD level (s: f or d), called with the arguments */
-#define LSTM_CALL(s, ...)                                                                          \
-    (wide > 1 ? lstm_col_##s##_avx512 : wide ? lstm_col_##s##_avx2 : lstm_col_##s)(__VA_ARGS__)
+/* one GRU column's gate gradients D (the input side) and Dh (the recurrent side, whose n row
+ * is dn * r) from dh_t = dh + gt, and the direct term dd = dh_t * z; hp: the previous state
+ * (zeros before step 1 without h0); the same IEEE operations per lane at every level */
+#define GRU_COL(name, T, ATTR)                                                                     \
+    static ATTR void name(const T *restrict a, const T *restrict hn, const T *restrict hp,         \
+                          const T *restrict dhp, const T *restrict gt, T *restrict D,              \
+                          T *restrict Dh, T *restrict dd, int64_t H)                               \
+    {                                                                                              \
+        for (int64_t j = 0; j < H; j++) {                                                          \
+            const T r = a[j], z = a[H + j], nn = a[2 * H + j], dy = dhp[j] + gt[j];                \
+            const T dan = dy * (1 - z) * (1 - nn * nn);                                            \
+            const T dr = dan * hn[j] * r * (1 - r), dz = dy * (hp[j] - nn) * z * (1 - z);          \
+            D[j] = Dh[j] = dr, D[H + j] = Dh[H + j] = dz;                                          \
+            D[2 * H + j] = dan, Dh[2 * H + j] = dan * r;                                           \
+            dd[j] = dy * z;                                                                        \
+        }                                                                                          \
+    }
+GRU_COL(gru_col_f, float, )
+GRU_COL(gru_col_d, double, )
+#if PG_X86_SIMD
+GRU_COL(gru_col_f_avx2, float, PG_TARGET_AVX2)
+GRU_COL(gru_col_d_avx2, double, PG_TARGET_AVX2)
+GRU_COL(gru_col_f_avx512, float, PG_TARGET_AVX512_WIDE)
+GRU_COL(gru_col_d_avx512, double, PG_TARGET_AVX512_WIDE)
+#else
+#define gru_col_f_avx2   gru_col_f
+#define gru_col_d_avx2   gru_col_d
+#define gru_col_f_avx512 gru_col_f
+#define gru_col_d_avx512 gru_col_d
+#endif
+
+/* lstm_col's or gru_col's copy for the SIMD level (s: f or d), called with the arguments */
+#define COL_CALL(k, s, ...)                                                                        \
+    (wide > 1 ? k##_col_##s##_avx512 : wide ? k##_col_##s##_avx2 : k##_col_##s)(__VA_ARGS__)
 
 static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
 {
@@ -65,7 +96,7 @@ static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
         const int64_t sld = s0 ? s0->ne[0] : 0;
         T *D = w->D, *Dh = w->Dh, *P = w->P, *dh = w->dh, *dc = w->dc, *dd = w->dd;
         memset(dh, 0, (size_t)(H * N) * es);
-        memset(w->th, 0, (size_t)H * es); /* zeros: the LSTM's c before step 1 without c0 */
+        memset(w->th, 0, (size_t)H * es); /* zeros: the LSTM's c0, the GRU's h0 when absent */
         if (dc) memset(dc, 0, (size_t)(H * N) * es);
         if (d->cell) /* the last cell state's own gradient starts the cells' chain */
             for (int64_t n = 0; n < N; n++)
@@ -79,41 +110,36 @@ static int bw_steps(pg_node *nd, pg_tensor *g, const pg_rnn_dims *d, bufs *w)
                 const T *gt = gp + H * t + d->OS * n, *h = o0 + H * t + d->OS * n;
                 const T *hpn = hp ? hp + ld * n : NULL;
                 T *dhn = dh + H * n, *Dc = D + GH * col, *p = P + H * col;
+                if (hpn) memcpy(p, hpn, (size_t)H * es);
+                else memset(p, 0, (size_t)H * es);
                 if (mode == PG_RNN_LSTM) { /* dh_t inside lstm_col */
-                    if (hpn) memcpy(p, hpn, (size_t)H * es);
-                    else memset(p, 0, (size_t)H * es);
                     const T *a = a0 + GH * col, *th = tc0 + H * col;
                     const T *cp = s ? e0 + H * (tp + L * n) : sp ? sp + sld * n + H : zero;
                     if (dt == PG_DTYPE_F32)
-                        LSTM_CALL(f, (const float *)a, (const float *)th, (const float *)cp,
-                                  (const float *)dhn, (const float *)gt, (float *)(dc + H * n),
-                                  (float *)Dc, H);
+                        COL_CALL(lstm, f, (const float *)a, (const float *)th, (const float *)cp,
+                                 (const float *)dhn, (const float *)gt, (float *)(dc + H * n),
+                                 (float *)Dc, H);
                     else
-                        LSTM_CALL(d, (const double *)a, (const double *)th, (const double *)cp,
-                                  (const double *)dhn, (const double *)gt, (double *)(dc + H * n),
-                                  (double *)Dc, H);
-                    continue;
-                }
-                for (int64_t j = 0; j < H; j++) {
-                    dhn[j] += gt[j]; /* dh_t: the output's gradient plus the next step's */
-                    p[j] = hpn ? hpn[j] : 0;
-                }
-                if (mode == PG_RNN_GRU) {
-                    const T *a = a0 + GH * col, *hn = e0 + H * col;
+                        COL_CALL(lstm, d, (const double *)a, (const double *)th, (const double *)cp,
+                                 (const double *)dhn, (const double *)gt, (double *)(dc + H * n),
+                                 (double *)Dc, H);
+                } else if (mode == PG_RNN_GRU) { /* dh_t inside gru_col; dh becomes dd below */
+                    const T *a = a0 + GH * col, *hn = e0 + H * col, *hq = hpn ? hpn : zero;
                     T *Dhc = Dh + GH * col, *ddn = dd + H * n;
-                    for (int64_t j = 0; j < H; j++) {
-                        const T r = a[j], z = a[H + j], nn = a[2 * H + j], dy = dhn[j];
-                        const T dan = dy * (1 - z) * (1 - nn * nn);
-                        Dc[j] = Dhc[j] = dan * hn[j] * r * (1 - r);
-                        Dc[H + j] = Dhc[H + j] = dy * ((hpn ? hpn[j] : 0) - nn) * z * (1 - z);
-                        Dc[2 * H + j] = dan;
-                        Dhc[2 * H + j] = dan * r;
-                        ddn[j] = dy * z;
-                    }
+                    if (dt == PG_DTYPE_F32)
+                        COL_CALL(gru, f, (const float *)a, (const float *)hn, (const float *)hq,
+                                 (const float *)dhn, (const float *)gt, (float *)Dc, (float *)Dhc,
+                                 (float *)ddn, H);
+                    else
+                        COL_CALL(gru, d, (const double *)a, (const double *)hn, (const double *)hq,
+                                 (const double *)dhn, (const double *)gt, (double *)Dc,
+                                 (double *)Dhc, (double *)ddn, H);
                 } else {
-                    for (int64_t j = 0; j < H; j++)
+                    for (int64_t j = 0; j < H; j++) {
+                        dhn[j] += gt[j]; /* dh_t: the output's gradient plus the next step's */
                         Dc[j] = mode == PG_RNN_TANH ? dhn[j] * (1 - h[j] * h[j])
                                                     : (h[j] > 0 ? dhn[j] : 0);
+                    }
                 }
             }
             /* dh_{t-1} = W_hh^T D_t (+ the GRU's z * dh_t); not needed before step 0 without s0 */

@@ -21,7 +21,7 @@ from ..random import runif
 from ..tensor import ArrayLike, Tensor, _wrap
 from . import module as _reg
 from .module import _layer_name as _layer_name  # (nn/modules.py names layers with it)
-from .summary import Summary
+from .summary import Summary, _print_text
 from .summary import summary as _summary
 
 __all__ = ["Module", "ag_train", "ag_eval", "ag_slice_rows", "ag_concat_rows"]
@@ -187,10 +187,8 @@ class Module(_reg.StateMethods):
 
     def __repr__(self):
         mode = "train" if self.training else "eval"
-        if type(self).kind != "module":  # a built-in layer
-            return _reg.describe(
-                self, f"ag_{self.kind}: {self.name} ({self._n_params()} parameters, {mode} mode)"
-            )
+        if type(self).kind != "module":  # a built-in layer: the core's text, as R prints it
+            return _reg.describe(self, _print_text(self))
         return _reg.describe(
             self, f"{type(self).__name__} ({self._n_params()} parameters, {mode} mode)"
         )

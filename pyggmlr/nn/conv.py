@@ -176,9 +176,6 @@ class _ConvNd(Module):
         act = f", {self.activation}" if self.activation else ""  # as ag_linear's
         return f"{self.kind}({self.in_channels}, {self.out_channels}, {k}{act})"
 
-    def __repr__(self) -> str:
-        return f"ag_{self.name}"
-
     def forward(self, x: ArrayLike) -> Tensor:
         """The convolution of x [C*H*W, N] (its image shape, else input_shape) -> [C_out*OH*OW,
         N], tagged (C_out, OH, OW). Errors name the layer, the argument and the shapes."""

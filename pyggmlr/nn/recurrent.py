@@ -87,13 +87,15 @@ class _Recurrent(Module):
 
     @property
     def name(self) -> str:
-        extra = ""
+        extra = ", relu" if getattr(self, "nonlinearity", "tanh") == "relu" else ""
         if self.num_layers > 1:
             extra += f", num_layers={self.num_layers}"
         if self.bidirectional:
             extra += ", bidirectional"
         if self.dropout:
             extra += f", dropout={_fmt_num(self.dropout)}"
+        if self.return_sequences:
+            extra += ", return_sequences"
         if self.return_state:
             extra += ", return_state"
         return f"{self.kind}({self.input_size}, {self.hidden_size}{extra})"

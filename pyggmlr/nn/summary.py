@@ -30,6 +30,18 @@ def _target_lines(model: Any) -> List[str]:
     return lines
 
 
+def _print_text(layer: Any) -> str:
+    """A built-in layer printed alone (the core's text, R's print): "ag_gru: gru(1, 32) (3360
+    parameters, train mode)", then what ag_fit recorded."""
+    kind, name = str(layer.kind).encode(), _layer_name(layer).encode()
+    n = float(_count(layer, "parameters"))
+    size = lib.pg_layer_print_text(kind, name, n, int(bool(layer.training)), ffi.NULL, 0)
+    check(size if size < 0 else 0)
+    buf = ffi.new("char[]", size + 1)
+    lib.pg_layer_print_text(kind, name, n, int(bool(layer.training)), buf, size + 1)
+    return "\n".join([ffi.string(buf).decode(), *_target_lines(layer)])
+
+
 def _is_sequential(layer: Any) -> bool:
     return getattr(type(layer), "kind", None) == "sequential" and isinstance(
         getattr(layer, "layers", None), list

@@ -247,10 +247,3 @@ ag_conv1d <- function(in_channels, out_channels, kernel_size, stride = 1, paddin
   .conv_layer("conv1d", 1L, in_channels, out_channels, kernel_size, stride, padding, dilation,
               groups, bias, input_shape, activation, init)
 }
-
-print.ag_conv2d <- function(x, ...) {
-  cat(sprintf("ag_%s\n", x$name))
-  invisible(x)
-}
-
-print.ag_conv1d <- function(x, ...) print.ag_conv2d(x, ...)

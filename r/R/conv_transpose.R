@@ -97,7 +97,3 @@ ag_conv_transpose1d <- function(in_channels, out_channels, kernel_size, stride =
   .conv_t_layer("conv_transpose1d", 1L, in_channels, out_channels, kernel_size, stride, padding,
                 output_padding, groups, bias, dilation, input_shape, activation, init)
 }
-
-print.ag_conv_transpose2d <- function(x, ...) print.ag_conv2d(x, ...)
-
-print.ag_conv_transpose1d <- function(x, ...) print.ag_conv2d(x, ...)

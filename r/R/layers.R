@@ -385,12 +385,11 @@ print.ag_sequential <- function(x, ...) {
   invisible(x)
 }
 
+# a built-in layer alone: the core's text, as Python's repr ("ag_gru: gru(1, 32) (3360
+# parameters, train mode)"), the name the sequential's print and summary() use
 print.ag_layer <- function(x, ...) {
-  p <- x$parameters()
-  cat(sprintf("%s (%s, %s mode, %d parameter tensor%s)\n", class(x)[[1L]], x$name,
-              if (isTRUE(x$training)) "train" else "eval", length(p),
-              if (length(p) == 1L) "" else "s"))
-  for (nm in names(p)) { d <- dim(p[[nm]]); cat(sprintf("  %s: [%dx%d]\n", nm, d[1L], d[2L])) }
+  cat(.Call(R_pg_layer_print_text, sub("^ag_", "", class(x)[[1L]]), .layer_label(x),
+            as.double(.n_params(x)), isTRUE(x$training)), "\n", sep = "")
   .target_line(x)
   invisible(x)
 }

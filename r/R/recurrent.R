@@ -52,9 +52,11 @@
     }
   })
   e$params_list <- params
-  extra <- paste0("", if (e$num_layers > 1L) sprintf(", num_layers=%d", e$num_layers),
+  extra <- paste0("", if (identical(e$nonlinearity, "relu")) ", relu",
+                  if (e$num_layers > 1L) sprintf(", num_layers=%d", e$num_layers),
                   if (e$bidirectional) ", bidirectional",
                   if (e$dropout != 0) sprintf(", dropout=%.15g", e$dropout),
+                  if (e$return_sequences) ", return_sequences",
                   if (e$return_state) ", return_state")
   e$name <- sprintf("%s(%d, %d%s)", kind, e$input_size, H, extra)
   e$output_size <- D * H

@@ -196,6 +196,7 @@ extern SEXP R_pg_layer_shape(SEXP, SEXP);
 extern SEXP R_pg_cfg_json(SEXP);
 extern SEXP R_pg_layer_shape_label(SEXP);
 extern SEXP R_pg_summary_text(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_layer_print_text(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_config_match(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_open(SEXP, SEXP);
 extern SEXP R_pg_mf_close(SEXP);
@@ -424,6 +425,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_cfg_json", (DL_FUNC)&R_pg_cfg_json, 1},
     {"R_pg_layer_shape_label", (DL_FUNC)&R_pg_layer_shape_label, 1},
     {"R_pg_summary_text", (DL_FUNC)&R_pg_summary_text, 6},
+    {"R_pg_layer_print_text", (DL_FUNC)&R_pg_layer_print_text, 4},
     {"R_pg_config_match", (DL_FUNC)&R_pg_config_match, 4},
     {"R_pg_mf_open", (DL_FUNC)&R_pg_mf_open, 2},
     {"R_pg_mf_close", (DL_FUNC)&R_pg_mf_close, 1},

@@ -84,3 +84,20 @@ SEXP R_pg_summary_text(SEXP title, SEXP layer, SEXP type, SEXP shape, SEXP param
     pg_summary_text(t, (int64_t)n, cols, cols + n, cols + 2 * n, p, tr, nt, text, len + 1);
     return Rf_ScalarString(Rf_mkCharCE(text, CE_UTF8));
 }
+
+/* a built-in layer printed alone (pg_layer_print_text): kind, its name, the parameter count, the
+ * training flag */
+SEXP R_pg_layer_print_text(SEXP kind, SEXP name, SEXP params, SEXP training)
+{
+    if (!Rf_isString(kind) || XLENGTH(kind) != 1 || !Rf_isString(name) || XLENGTH(name) != 1 ||
+        !Rf_isReal(params) || XLENGTH(params) != 1)
+        r_stopf(PG_STATUS_ERR_ARG, "print: internal: the layer's kind, name and count");
+    const char *k = Rf_translateCharUTF8(STRING_ELT(kind, 0));
+    const char *nm = Rf_translateCharUTF8(STRING_ELT(name, 0));
+    const int tr = Rf_asLogical(training) == TRUE;
+    const int64_t len = pg_layer_print_text(k, nm, REAL(params)[0], tr, NULL, 0);
+    if (len < 0) r_fail();
+    char *text = R_alloc((size_t)len + 1, 1);
+    pg_layer_print_text(k, nm, REAL(params)[0], tr, text, len + 1);
+    return Rf_ScalarString(Rf_mkCharCE(text, CE_UTF8));
+}

@@ -181,8 +181,24 @@ static void test_table(void)
               "pg_summary_text");
 }
 
+/* a layer printed alone: "ag_<kind>: <name> (<n> parameters, <mode> mode)", any length */
+static void test_print_text(void)
+{
+    char b[128];
+    const char *want = "ag_gru: gru(1, 32) (3360 parameters, train mode)";
+    CHECK(pg_layer_print_text("gru", "gru(1, 32)", 3360, 1, NULL, 0) == (int64_t)strlen(want));
+    CHECK(pg_layer_print_text("gru", "gru(1, 32)", 3360, 1, b, sizeof b) == (int64_t)strlen(want));
+    CHECK(!strcmp(b, want));
+    CHECK(pg_layer_print_text("max_pool2d", "max_pool2d(2x2)", 0, 0, b, sizeof b) > 0);
+    CHECK(!strcmp(b, "ag_max_pool2d: max_pool2d(2x2) (0 parameters, eval mode)"));
+    CHECK(pg_layer_print_text("lstm", "l", 1234567, 1, b, 8) == 43 && !strcmp(b, "ag_lstm"));
+    CHECK_ERR(pg_layer_print_text("gru", NULL, 0, 1, b, sizeof b) < 0, PG_STATUS_ERR_ARG,
+              "pg_layer_print_text");
+}
+
 void test_layer_shape(void)
 {
     test_rules();
     test_table();
+    test_print_text();
 }

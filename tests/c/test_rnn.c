@@ -1,7 +1,9 @@
 /* The recurrent op (native/ops_rnn.c, ops_rnn_bw.c): gradcheck of LSTM, GRU and the tanh / relu
- * RNN, forwards and reversed, with biases or initial states; a hand-computed step; the texts. */
+ * RNN, forwards and reversed, with biases or initial states; a hand-computed step; the texts;
+ * the same bits at every SIMD level. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "check.h"
 
@@ -27,6 +29,68 @@ static pg_tensor *f_seqcat(pg_tensor **in, const void *ctx)
 static pg_tensor *mat(int64_t r, int64_t c, const double *v)
 {
     return pg_tensor_new(PG_DTYPE_F64, r, c, v, PG_DTYPE_F64, 1, r);
+}
+
+/* the bytes of the output and of every input's gradient of sum(y * w), appended to buf at *n */
+static void rnn_bytes(int mode, int dt, int flags, int64_t H, int64_t N, char *buf, size_t *n)
+{
+    const int64_t F = 3, L = 5, G = mode == PG_RNN_LSTM ? 4 : mode == PG_RNN_GRU ? 3 : 1;
+    lcg = 77;
+    pg_tensor *in[7] = {rnd(dt, F * L, N, 0),
+                        rnd(dt, G * H, F, 0),
+                        rnd(dt, G * H, H, 0),
+                        rnd(dt, G * H, 1, 0),
+                        rnd(dt, G * H, 1, 0),
+                        rnd(dt, H, N, 0),
+                        mode == PG_RNN_LSTM ? rnd(dt, H, N, 0) : NULL};
+    for (int i = 0; i < 7; i++)
+        if (in[i]) pg_tensor_set_requires_grad(in[i], 1);
+    pg_tape_begin();
+    pg_tensor *y = pg_rnn(mode, in[0], in[1], in[2], in[3], in[4], in[5], in[6], flags);
+    pg_tensor *w = y ? rnd(dt, y->ne[0], y->ne[1], 0) : NULL, *yw = y ? pg_mul(y, w) : NULL;
+    pg_tensor *s = yw ? pg_sum(yw, 0) : NULL;
+    pg_gradmap *g = s ? pg_backward(s) : NULL;
+    CHECK(g != NULL);
+    for (int i = -1; g && i < 7; i++) {
+        pg_tensor *t = i < 0 ? y : in[i] ? pg_gradmap_get(g, in[i]) : NULL;
+        if (!t) continue;
+        const size_t k = (size_t)(t->ne[0] * t->ne[1]) * pg_dtype_size(dt);
+        memcpy(buf + *n, pg_tensor_data(t), k);
+        *n += k;
+    }
+    if (g) pg_gradmap_free(g);
+    REL(s), REL(yw), REL(w), REL(y);
+    pg_tape_clear();
+    pg_tape_end();
+    for (int i = 0; i < 7; i++) REL(in[i]);
+}
+
+/* the column kernels' SSE2, AVX2 and AVX-512 copies (forward and backward through time): the
+ * same bytes; hidden sizes ragged against every width, forwards, reversed, the LSTM's cell */
+static void rnn_simd_levels(void)
+{
+    const int modes[4] = {PG_RNN_TANH, PG_RNN_RELU, PG_RNN_LSTM, PG_RNN_GRU};
+    const size_t cap = 1 << 20;
+    char *ref = malloc(cap), *got = malloc(cap);
+    for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++)
+        for (int m = 0; m < 4; m++) {
+            size_t nr = 0;
+            for (int level = 0; level <= 2; level++) {
+                if (pg_simd_select(level) != level) continue;
+                size_t n = 0;
+                const int64_t Hs[3] = {5, 17, 33}, Ns[3] = {3, 1, 4};
+                for (int k = 0; k < 3; k++) {
+                    const int fl = k == 1                   ? PG_RNN_REVERSE
+                        : k == 2 && modes[m] == PG_RNN_LSTM ? PG_RNN_CELL
+                                                            : 0;
+                    rnn_bytes(modes[m], dt, fl, Hs[k], Ns[k], level ? got : ref, level ? &n : &nr);
+                }
+                if (level) CHECK(n == nr && memcmp(ref, got, nr) == 0);
+            }
+            CHECK(nr > 0);
+        }
+    pg_simd_select(-1);
+    free(ref), free(got);
 }
 
 void test_rnn(void)
@@ -102,4 +166,5 @@ void test_rnn(void)
     REL(Wh);
     REL(Bi);
     REL(Bh);
+    rnn_simd_levels();
 }

@@ -3,12 +3,12 @@ the same bits on every SIMD level."""
 
 import numpy as np
 import pytest
+from _simd import same_bits_at_every_level
 
 import pyggmlr as pg
 
 # ---- vectorised exp, sigmoid, tanh (native/vmath.c) ----
 
-SIMD_LEVELS = {0: "SSE2", 1: "AVX2", 2: "AVX-512"}
 _VMATH_F32 = (
     ("exp", pg.ag_exp, np.exp, 1),
     ("sigmoid", pg.ag_sigmoid, lambda v: 1 / (1 + np.exp(-v)), 2),
@@ -89,22 +89,6 @@ def test_vmath_accuracy_and_special_values(dtype):
         np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(ref[zero]), err_msg=name)
 
 
-def _same_bits_at_every_level(run):
-    """run() (a list of bytes) at each SIMD level the CPU has: all equal to the portable one's."""
-    from pyggmlr._native import lib
-
-    out = {}
-    try:
-        for level in sorted(SIMD_LEVELS):
-            if lib.pg_simd_select(level) == level:
-                out[level] = run()
-    finally:
-        lib.pg_simd_select(-1)
-    assert 0 in out
-    for level, res in out.items():
-        assert res == out[0], SIMD_LEVELS[level]
-
-
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 def test_vmath_simd_levels_give_identical_bits(dtype):
     # SSE2, AVX2 and AVX-512 vectors (4 / 8 / 16 floats, 2 / 4 / 8 doubles) and the padded tail:
@@ -125,7 +109,7 @@ def test_vmath_simd_levels_give_identical_bits(dtype):
                 res.append(op(pg.ag_tensor(src, dtype=dtype)).numpy().tobytes())
         return res
 
-    _same_bits_at_every_level(run)
+    same_bits_at_every_level(run)
 
 
 # ---- GELU (erfc cores of native/vmath_erf.h) ----
@@ -208,4 +192,4 @@ def test_gelu_simd_levels_give_identical_bits(dtype):
             res += [y.numpy().tobytes(), pg.backward(loss)[xp].tobytes()]
         return res
 
-    _same_bits_at_every_level(run)
+    same_bits_at_every_level(run)

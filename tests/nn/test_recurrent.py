@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 from _nnref import estimate_and_peak, needs_torch, rnn_twin, torch
+from _simd import same_bits_at_every_level
 
 import pyggmlr as pg
 from pyggmlr.errors import ArgumentError, DTypeError, PyggmlrValueError, ShapeError
@@ -162,6 +163,46 @@ def test_compiled_grad_step_replays_bit_exact(f64):
             np.testing.assert_array_equal(grads[p.id], ge[p])
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("kind", ["lstm", "gru", "rnn"])
+def test_simd_levels_give_identical_bits(kind, dtype):
+    """The column kernels of the forward and of backpropagation through time (SSE2, AVX2,
+    AVX-512 copies): the same output and gradients, bit for bit; hidden sizes ragged against
+    every vector width, with and without h0, both directions, batch 1."""
+    pg.ag_dtype(dtype)
+    try:
+        rng = np.random.default_rng(21)
+        cases = []
+        for H, N, h0, bidir in ((5, 3, False, True), (17, 4, True, False), (64, 1, True, False)):
+            pg.ggml_set_seed(22)
+            layer = LAYERS[kind](3, H, bidirectional=bidir, return_sequences=True)
+            x = rng.normal(size=(3 * 6, N))
+            w = rng.normal(size=(H * (2 if bidir else 1) * 6, N))
+            h = rng.normal(size=(H * (2 if bidir else 1), N)) if h0 else None
+            c = h[::-1].copy() if h0 and kind == "lstm" else None
+            cases.append((layer, x, w, h, c))
+
+        def run():
+            res = []
+            for layer, x, w, h, c in cases:
+                xt = pg.ag_param(x)
+                args = {} if h is None else {"h0": pg.ag_param(h)}
+                if c is not None:
+                    args["c0"] = pg.ag_param(c)
+                with pg.with_grad_tape():
+                    y = layer(xt, **args)
+                    loss = pg.ag_sum(y * pg.ag_tensor(w))
+                g = pg.backward(loss)
+                res.append(y.numpy().tobytes())
+                for t in [xt, *args.values(), *layer.parameters().values()]:
+                    res.append(np.asarray(g[t]).tobytes())
+            return res
+
+        same_bits_at_every_level(run)
+    finally:
+        pg.ag_dtype("f32")
+
+
 def test_memory_estimate_equals_measured_step(f64):
     rng = np.random.default_rng(14)
     x = pg.ag_tensor(rng.normal(size=(3 * 8, 16)))
@@ -209,8 +250,18 @@ def test_the_layers_print_their_options():
     a = pg.ag_lstm(2, 3, num_layers=2, bidirectional=True, dropout=0.25)
     assert a.name == "lstm(2, 3, num_layers=2, bidirectional, dropout=0.25)"
     assert pg.ag_rnn(4, 5).name == "rnn(4, 5)"
+    r = pg.ag_rnn(4, 5, nonlinearity="relu", return_sequences=True, return_state=True)
+    assert r.name == "rnn(4, 5, relu, return_sequences, return_state)"
     text = str(pg.ag_sequential(pg.ag_gru(1, 32), pg.ag_linear(32, 1))).splitlines()
     assert text[1:3] == ["  [1] gru(1, 32)", "  [2] linear(32, 1)"]
+    # alone: the core's line with the same name (R's print; tests/parity/cases_summary.py)
+    assert repr(a) == (
+        "ag_lstm: lstm(2, 3, num_layers=2, bidirectional, dropout=0.25) (432 parameters, "
+        "train mode)"
+    )
+    g = pg.ag_eval(pg.ag_gru(1, 32))
+    assert repr(g) == str(g) == "ag_gru: gru(1, 32) (3360 parameters, eval mode)"
+    assert repr(pg.ag_rnn(4, 5, bias=False)) == "ag_rnn: rnn(4, 5) (45 parameters, train mode)"
 
 
 @pytest.mark.parametrize("static", [None, False, True])

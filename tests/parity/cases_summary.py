@@ -1,7 +1,8 @@
 """Parity case for summary(model) (native/layer_shape.c): R's print(summary(model)) and
 Python's str(summary(model)) are the same bytes for a CNN (convolution, batch norm, pooling,
 transposed convolution, padding), a 1-D signal model, a recurrent model, a model with a custom
-layer and a single layer. The R half is summary.R."""
+layer and a single layer; print() of every built-in layer alone (the core's line). The R half
+is summary.R."""
 
 from __future__ import annotations
 
@@ -89,5 +90,54 @@ def _r(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
 
 CASES.append(
     ScriptCase("summary text: CNN, 1-D, RNN, custom, one layer", _py, _r, 1,
+               lambda rng: {"seed": np.array([7.0])}, group="layers")
+)  # fmt: skip
+
+
+def _alone(pg: Any) -> List[Any]:
+    """Every built-in layer printed alone but ag_linear, ag_layer_norm and ag_normalization
+    (ggmlR's own prints, tested apart); the GRU in eval mode."""
+    gru = pg.ag_gru(1, 32)
+    pg.ag_eval(gru)
+    return [
+        pg.ag_lstm(2, 3, num_layers=2, bidirectional=True, dropout=0.25),
+        gru,
+        pg.ag_rnn(4, 5, nonlinearity="relu", return_sequences=True),
+        pg.ag_conv2d(1, 4, 3, input_shape=(1, 8, 8), activation="relu"),
+        pg.ag_conv1d(2, 3, 3),
+        pg.ag_conv_transpose2d(2, 3, 3),
+        pg.ag_conv_transpose1d(2, 3, 3),
+        pg.ag_max_pool2d(2),
+        pg.ag_avg_pool1d(2),
+        pg.ag_global_avg_pool(),
+        pg.ag_global_max_pool(),
+        pg.ag_flatten(),
+        pg.ag_pad2d(1),
+        pg.ag_pad1d((1, 2), mode="reflect"),
+        pg.ag_upsample2d(2),
+        pg.ag_upsample1d(2, mode="linear"),
+        pg.ag_multihead_attention(8, 2),
+        pg.ag_embedding(10, 4),
+        pg.ag_batch_norm(4),
+        pg.ag_dropout(0.5),
+    ]
+
+
+def _py_alone(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
+    import pyggmlr as pg
+
+    pg.ggml_set_seed(int(d["seed"][0]))
+    text = "\n".join(repr(m) for m in _alone(pg))
+    assert "ag_gru: gru(1, 32) (3360 parameters, eval mode)" in text, text
+    return [{"prints": _as_bytes(text)}]
+
+
+def _r_alone(d: Dict[str, Any], steps: int, dtype: str) -> List[Record]:
+    res = call_r("parity_print_text", seed=int(d["seed"][0]))
+    return [{"prints": _as_bytes(str(np.atleast_1d(res)[0]))}]
+
+
+CASES.append(
+    ScriptCase("print text: each built-in layer alone", _py_alone, _r_alone, 1,
                lambda rng: {"seed": np.array([7.0])}, group="layers")
 )  # fmt: skip

@@ -1,5 +1,6 @@
 # The R half of the summary cases (tests/parity/cases_summary.py): print(summary(model)) of a
-# CNN, a 1-D signal model, a recurrent model and one with a custom layer, as text. Alone:
+# CNN, a 1-D signal model, a recurrent model and one with a custom layer, as text; every
+# built-in layer printed alone (parity_print_text). Alone:
 # Rscript tests/parity/summary.R (defines the functions, runs nothing).
 suppressPackageStartupMessages(library(pyggmlr))
 
@@ -31,4 +32,20 @@ parity_summary_text <- function(seed) {
   Sys.setlocale("LC_CTYPE", "C.UTF-8")
   vapply(.summary_models(), function(m) paste(capture.output(print(summary(m))), collapse = "\n"),
          "")
+}
+
+# every built-in layer printed alone (cases_summary.py's _alone), the lines joined by "\n"
+parity_print_text <- function(seed) {
+  ggml_set_seed(seed)
+  gru <- ag_gru(1L, 32L)
+  ag_eval(gru)
+  layers <- list(
+    ag_lstm(2L, 3L, num_layers = 2L, bidirectional = TRUE, dropout = 0.25), gru,
+    ag_rnn(4L, 5L, nonlinearity = "relu", return_sequences = TRUE),
+    ag_conv2d(1L, 4L, 3L, input_shape = c(1, 8, 8), activation = "relu"), ag_conv1d(2L, 3L, 3L),
+    ag_conv_transpose2d(2L, 3L, 3L), ag_conv_transpose1d(2L, 3L, 3L), ag_max_pool2d(2),
+    ag_avg_pool1d(2), ag_global_avg_pool(), ag_global_max_pool(), ag_flatten(), ag_pad2d(1),
+    ag_pad1d(c(1, 2), mode = "reflect"), ag_upsample2d(2), ag_upsample1d(2, mode = "linear"),
+    ag_multihead_attention(8L, 2L), ag_embedding(10L, 4L), ag_batch_norm(4L), ag_dropout(0.5))
+  paste(unlist(lapply(layers, function(l) capture.output(print(l)))), collapse = "\n")
 }

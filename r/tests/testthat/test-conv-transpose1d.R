@@ -72,7 +72,8 @@ test_that("the layer's init, config, model file and ag_fit static = eager", {
   u <- runif(4 * 9 + 6, -bound, bound)
   expect_equal(l$weight$data, matrix(u[1:36], 4, 9), tolerance = 1e-7)
   expect_equal(drop(l$bias$data), u[37:42], tolerance = 1e-7)
-  expect_output(print(l), "ag_conv_transpose1d\\(4, 6, 3\\)")
+  expect_identical(capture.output(print(l)),
+                   "ag_conv_transpose1d: conv_transpose1d(4, 6, 3) (42 parameters, train mode)")
   old <- ag_dtype("f64"); on.exit(ag_dtype(old))
   set.seed(5)
   x <- matrix(rnorm(16 * 12), 16, 12)

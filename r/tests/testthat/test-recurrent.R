@@ -136,10 +136,22 @@ test_that("the layers print as Python's (the name with only the options that are
   expect_identical(ag_lstm(2, 3, num_layers = 2, bidirectional = TRUE, dropout = 0.25)$name,
                    "lstm(2, 3, num_layers=2, bidirectional, dropout=0.25)")
   expect_identical(ag_rnn(4, 5)$name, "rnn(4, 5)")
+  expect_identical(ag_rnn(4, 5, nonlinearity = "relu", return_sequences = TRUE,
+                          return_state = TRUE)$name,
+                   "rnn(4, 5, relu, return_sequences, return_state)")
   out <- capture.output(print(ag_sequential(ag_gru(1, 32), ag_linear(32, 1))))
   expect_identical(out[2:3], c("  [1] gru(1, 32)", "  [2] linear(32, 1)"))
-  expect_match(capture.output(print(ag_gru(1, 32)))[1],
-               "^ag_gru \\(gru\\(1, 32\\), train mode, 4 parameter tensors\\)$")
+  # alone: the core's line with the same name, as Python's repr (tests/parity/cases_summary.py)
+  expect_identical(capture.output(print(ag_lstm(2, 3, num_layers = 2, bidirectional = TRUE,
+                                                dropout = 0.25))),
+                   paste("ag_lstm: lstm(2, 3, num_layers=2, bidirectional, dropout=0.25)",
+                         "(432 parameters, train mode)"))
+  g <- ag_gru(1, 32)
+  ag_eval(g)
+  expect_identical(capture.output(print(g)), "ag_gru: gru(1, 32) (3360 parameters, eval mode)")
+  expect_identical(capture.output(print(ag_rnn(4, 5, bias = FALSE))),
+                   "ag_rnn: rnn(4, 5) (45 parameters, train mode)")
+  capture.output(expect_invisible(print(g)))
 })
 
 test_that("return_state: the final states equal the recurrence, feed back, pass ag_gradcheck", {
