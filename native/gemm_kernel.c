@@ -227,17 +227,24 @@ GEMM_DIRECT(float)
 GEMM_DIRECT(double)
 
 /* The direct path for everything whose operands and result fit in about 4 MiB, where it beats
- * packing; beyond, B must be streamed from further out and packing wins (docs/gemm.md). Shape
- * only. */
+ * packing; beyond, B must be streamed from further out and packing wins (docs/gemm.md). With
+ * the AVX2 kernel (8 f64 / 16 f32 rows a tile), also not where op(B) = B^T is broadcast
+ * unswapped from rows 128 KiB or more apart over a k block (dW = G X^T of wide layers): each
+ * row tile walks that span again, and packing B once was 1.1-1.6x faster there (on AVX-512,
+ * twice the rows a tile, no loss). Speed only: both paths give the same bits. */
 static int path_sel = -1; /* pg_gemm_path_select: -1 by size, 0 packed, 1 direct */
 int pg_gemm_path_select(int which)
 {
     path_sel = which < 0 ? -1 : which > 1 ? 1 : which;
     return path_sel;
 }
-static int direct_pays(int64_t m, int64_t n, int64_t k, size_t es)
+static int direct_pays(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t ldb, size_t es,
+                       int vl)
 {
     if (path_sel >= 0) return path_sel;
+    double span = (double)(k < DK_KC ? k : DK_KC) * (double)ldb * (double)es;
+    if (pg_gemm_ksel == 1 && tb && span >= 131072.0 && !direct_swap(ta, tb, m, n, k, vl, es))
+        return 0;
     return ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n) * (double)es <=
         4194304.0;
 }
@@ -315,7 +322,7 @@ GEMM_PACKED(double)
                             int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc)       \
     {                                                                                              \
         if (pg_gemm_ksel < 0) pg_gemm_kernel_select(-1);                                           \
-        int direct = direct_pays(m, n, k, sizeof(T));                                              \
+        int direct = direct_pays(ta, tb, m, n, k, ldb, sizeof(T), pg_gemm_kern_##T()->mr / 2);     \
         if (pg_get_threads() > 1) {                                                                \
             const kern_##T *kr = pg_gemm_kern_##T();                                               \
             int by_cols = n > m, mr = kr->mr;                                                      \
