@@ -30,7 +30,8 @@ FFN, LM head, the per-head attention products of native/ops_mha.c) and the LSTM 
 bench/bench_rnn.py (hidden 64, 8 features, sequence 32, batch 32: native/ops_rnn*.c), single
 thread, built-in (and AVX2) against OpenBLAS only, with each one's spread (slowest / fastest
 round) and the shapes whose built-in / OpenBLAS ratio exceeds 1/0.9. Writes
-bench/results/bench_gemm_models.json.
+bench/results/bench_gemm_models.json. For an AVX2 machine's pair on an AVX-512 one, read the
+avx2/ob column of a run with BENCH_KEEP_OPENBLAS_ENV=1 OPENBLAS_CORETYPE=Haswell.
 
 Run: python bench/bench_gemm.py [--shapes default|models]  (BENCH_SECONDS per measurement,
 default 0.15; medians of 7). Writes bench/results/bench_gemm.json (or $BENCH_OUT). Numbers are
