@@ -91,7 +91,6 @@ SHAPES = [
 ]
 
 
-
 def _linear(tag, o, i, b):
     """A linear layer's three products: Y = W X, dX = W^T G, dW = G X^T."""
     return [
@@ -116,7 +115,12 @@ def _recurrent(tag, gh, h=64, f=8, n=32, t=32):
 
 
 MODEL_SHAPES = (
-    [s for b in (64, 256) for d in ((784, 256), (256, 128), (128, 10)) for s in _linear(f"mlp{b} {d[0]}->{d[1]}", d[1], d[0], b)]
+    [
+        s
+        for b in (64, 256)
+        for d in ((784, 256), (256, 128), (128, 10))
+        for s in _linear(f"mlp{b} {d[0]}->{d[1]}", d[1], d[0], b)
+    ]
     + _linear("tfm qkv/out", 256, 256, 128)
     + _linear("tfm ffn up", 1024, 256, 128)
     + _linear("tfm ffn down", 256, 1024, 128)
@@ -226,11 +230,23 @@ def main_models(best, core):
             r = t_bi / t_ob
             r2 = t_avx2 / t_ob if t_avx2 else None
             rows.append(
-                {"shape": name, "m": m, "k": k, "n": n, "layout": layout, "dtype": dt,
-                 "builtin_kernel": KERNELS[best], "builtin_s": t_bi, "builtin_spread": sp_bi[0],
-                 "builtin_avx2_s": t_avx2, "openblas_core": core, "openblas_s": t_ob,
-                 "openblas_spread": sp_ob[0], "ratio_builtin_openblas": r,
-                 "ratio_avx2_openblas": r2}
+                {
+                    "shape": name,
+                    "m": m,
+                    "k": k,
+                    "n": n,
+                    "layout": layout,
+                    "dtype": dt,
+                    "builtin_kernel": KERNELS[best],
+                    "builtin_s": t_bi,
+                    "builtin_spread": sp_bi[0],
+                    "builtin_avx2_s": t_avx2,
+                    "openblas_core": core,
+                    "openblas_s": t_ob,
+                    "openblas_spread": sp_ob[0],
+                    "ratio_builtin_openblas": r,
+                    "ratio_avx2_openblas": r2,
+                }
             )
             if r > 1 / 0.9 or (r2 and r2 > 1 / 0.9):
                 slow.append(f"{name} {dt} ({r:.2f}" + (f", avx2 {r2:.2f})" if r2 else ")"))
@@ -246,8 +262,17 @@ def main_models(best, core):
     out = os.environ.get("BENCH_OUT", os.path.join(HERE, "results", "bench_gemm_models.json"))
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
-        json.dump({"cpu": cpu_name(), "threads": 1, "seconds_per_measurement": SECONDS,
-                   "repeats": REPEATS, "rows": rows}, f, indent=1)
+        json.dump(
+            {
+                "cpu": cpu_name(),
+                "threads": 1,
+                "seconds_per_measurement": SECONDS,
+                "repeats": REPEATS,
+                "rows": rows,
+            },
+            f,
+            indent=1,
+        )
     print(f"wrote {out}")
 
 

@@ -66,7 +66,7 @@ extern int pg_gemm_ksel;
         int dnr;                                                                                   \
         const dk_##T (*dk)[8][2];                                                                  \
     } kern_##T;                                                                                    \
-    const kern_##T *pg_gemm_kern_##T(void);                                                    \
+    const kern_##T *pg_gemm_kern_##T(void);                                                        \
     const kern_##T *pg_gemm_kern_half_##T(void); /* the AVX2 one under AVX-512, else NULL */
 PG_GEMM_KERN_TYPES(float)
 PG_GEMM_KERN_TYPES(double)

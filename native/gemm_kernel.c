@@ -166,7 +166,7 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
  * table: one NV) in balanced column tiles (10 = 5 + 5, not 8 + 2: few accumulators stall). */
 #define DK_COLS(ktab, prt, nrmax, ar, crow, nrows)                                                 \
     do {                                                                                           \
-        int64_t nt = (S + (nrmax) - 1) / (nrmax), q = S / nt, rem = S % nt;                        \
+        int64_t nt = (S + nrmax - 1) / nrmax, q = S / nt, rem = S % nt;                            \
         for (int64_t t = 0, s0 = 0; t < nt; t++) {                                                 \
             int cols = (int)(q + (t < rem));                                                       \
             (ktab)[cols - 1][prt](kc, ar, sar, bs + pc * rsb + s0 * csb, rsb, csb,                 \
@@ -206,7 +206,7 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
             for (int64_t r0 = 0; r0 < R; r0 += mrv) {                                              \
                 int rows = (int)(R - r0 < mrv ? R - r0 : mrv);                                     \
                 /* under AVX-512, ragged rows filling at most half a vector run at half width   \
-                 * (AVX2 kernels, a second pass): 10 f64 rows cost 1.25 vector FMAs, not 2 */    \
+                 * (AVX2 kernels, a second pass): 10 f64 rows cost 1.5 vector FMAs, not 2 */  \
                 int half = kh && rows % vl && rows % vl <= vl / 2 ? rows % vl : 0;                 \
                 int main_ = rows - half;                                                           \
                 int nv = main_ > vl ? 2 : 1, part = main_ % vl != 0, nrmax = nv == 2 ? nr2 : 8;    \
@@ -216,8 +216,7 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
                     PACK_A(T, 1, pk, ldp, r0, pc, rows, kc, mrv, buf, 0);                          \
                     ar = buf, sar = mrv;                                                           \
                 } else ar = as + r0 + pc * sa;                                                     \
-                if (main_)                                                                         \
-                    DK_COLS(tab[nv - 1], part, nrmax, ar, c + r0 * rc, main_);                     \
+                if (main_) DK_COLS(tab[nv - 1], part, nrmax, ar, c + r0 * rc, main_);              \
                 if (half)                                                                          \
                     DK_COLS(kh->dk[0], half < vl / 2, 8, ar + main_, c + (r0 + main_) * rc, half); \
             }                                                                                      \
