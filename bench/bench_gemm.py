@@ -23,8 +23,19 @@ OpenBLAS are timed with ag_set_threads(BENCH_THREADS, default 2) as well ("bi Nt
 kernel splits rows or columns of C over a persistent pool (same bits for every thread count);
 products run back to back here, so its workers are still awake from the previous one.
 
-Run: python bench/bench_gemm.py  (BENCH_SECONDS per measurement, default 0.15; medians of 7).
-Writes bench/results/bench_gemm.json (or $BENCH_OUT). Numbers are printed, never asserted."""
+`--shapes models` times instead every GEMM of the project's models as the core calls it
+(forward, and backward's dX = W^T G "tn" and dW = G X^T "nt"): the MLP 784-256-128-10 at batch
+64 and 256, the transformer block (vocabulary 1000, D 256, 4 heads, 128 tokens: projections,
+FFN, LM head, the per-head attention products of native/ops_mha.c) and the LSTM / GRU of
+bench/bench_rnn.py (hidden 64, 8 features, sequence 32, batch 32: native/ops_rnn*.c), single
+thread, built-in (and AVX2) against OpenBLAS only, with each one's spread (slowest / fastest
+round) and the shapes whose built-in / OpenBLAS ratio exceeds 1/0.9. Writes
+bench/results/bench_gemm_models.json. For an AVX2 machine's pair on an AVX-512 one, read the
+avx2/ob column of a run with BENCH_KEEP_OPENBLAS_ENV=1 OPENBLAS_CORETYPE=Haswell.
+
+Run: python bench/bench_gemm.py [--shapes default|models]  (BENCH_SECONDS per measurement,
+default 0.15; medians of 7). Writes bench/results/bench_gemm.json (or $BENCH_OUT). Numbers are
+printed, never asserted."""
 
 import os
 
@@ -32,12 +43,13 @@ from bench_common import pin_blas_env
 
 pin_blas_env(force_one_thread=True)  # before numpy and pyggmlr load OpenBLAS
 
+import argparse  # noqa: E402
 import ctypes  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
-from bench_common import median_per_call  # noqa: E402
+from bench_common import cpu_name  # noqa: E402
 from pyggmlr._native import lib  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
@@ -79,12 +91,71 @@ SHAPES = [
 ]
 
 
-def median_seconds(fn):
+def _linear(tag, o, i, b):
+    """A linear layer's three products: Y = W X, dX = W^T G, dW = G X^T."""
+    return [
+        (f"{tag} fwd", o, i, b, "nn"),
+        (f"{tag} dX", i, o, b, "tn"),
+        (f"{tag} dW", o, b, i, "nt"),
+    ]
+
+
+def _recurrent(tag, gh, h=64, f=8, n=32, t=32):
+    """native/ops_rnn*.c: the input projection over all steps, the per-step recurrent product,
+    and backward's dh (W_h^T stored: nn), dX, dW_i and dW_h over all steps."""
+    tn = t * n
+    return [
+        (f"{tag} x proj", gh, f, tn, "nn"),
+        (f"{tag} step", gh, h, n, "nn"),
+        (f"{tag} bw dh", h, gh, n, "nn"),
+        (f"{tag} bw dX", f, gh, tn, "tn"),
+        (f"{tag} bw dWi", gh, tn, f, "nt"),
+        (f"{tag} bw dWh", gh, tn, h, "nt"),
+    ]
+
+
+MODEL_SHAPES = (
+    [
+        s
+        for b in (64, 256)
+        for d in ((784, 256), (256, 128), (128, 10))
+        for s in _linear(f"mlp{b} {d[0]}->{d[1]}", d[1], d[0], b)
+    ]
+    + _linear("tfm qkv/out", 256, 256, 128)
+    + _linear("tfm ffn up", 1024, 256, 128)
+    + _linear("tfm ffn down", 256, 1024, 128)
+    + _linear("tfm lm head", 1000, 256, 128)
+    + [
+        ("tfm attn S=K^T Q", 128, 64, 128, "tn"),
+        ("tfm attn O=V P", 64, 128, 128, "nn"),
+        ("tfm attn dV=G P^T", 64, 128, 128, "nt"),
+    ]
+    + _recurrent("lstm", 256)
+    + _recurrent("gru", 192)
+)
+
+
+def timed_rounds(fn):
+    """Seconds per call in each of REPEATS rounds (each about SECONDS long), sorted."""
     fn()
     t = time.perf_counter()
     fn()
     one = max(time.perf_counter() - t, 1e-7)
-    return median_per_call(fn, REPEATS, max(1, int(SECONDS / one)))
+    reps = max(1, int(SECONDS / one))
+    per = []
+    for _ in range(REPEATS):
+        t = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        per.append((time.perf_counter() - t) / reps)
+    return sorted(per)
+
+
+def median_seconds(fn, spread=None):
+    per = timed_rounds(fn)
+    if spread is not None:
+        spread.append(per[-1] / per[0])
+    return per[len(per) // 2]
 
 
 def operands(m, k, n, layout, dtype, rng):
@@ -116,27 +187,99 @@ def openblas_core():
     return fn().decode()
 
 
-def builtin_time(fn, kernel, threads=1):
+def builtin_time(fn, kernel, threads=1, spread=None):
     pg.ag_set_blas("builtin")
     lib.pg_gemm_kernel_select(kernel)
     pg.ag_set_threads(threads)
     try:
-        return median_seconds(fn)
+        return median_seconds(fn, spread)
     finally:
         pg.ag_set_threads(1)
         lib.pg_gemm_kernel_select(-1)
 
 
-def openblas_time(fn, threads=1):
+def openblas_time(fn, threads=1, spread=None):
     pg.ag_set_blas("openblas")
     pg.ag_set_threads(threads)
     try:
-        return median_seconds(fn)
+        return median_seconds(fn, spread)
     finally:
         pg.ag_set_threads(1)
 
 
+def main_models(best, core):
+    """--shapes models: every GEMM of the models, built-in (and AVX2) / OpenBLAS, one thread."""
+    rng = np.random.default_rng(0)
+    rows, slow = [], []
+    print(f"CPU: {cpu_name()}; one thread; medians of {REPEATS}; spread = slowest / fastest round")
+    print(f"built-in kernel: {KERNELS[best]}; OpenBLAS core: {core or '-'}")
+    head = (
+        f"{'shape':<24} {'m':>5} {'k':>5} {'n':>5} {'op':<3} {'dt':<4} {'builtin ms':>10} {'sprd':>5} "
+        f"{'avx2 ms':>8} {'openblas ms':>11} {'sprd':>5} {'bi/ob':>6} {'avx2/ob':>7}"
+    )
+    print(head)
+    print("-" * len(head))
+    for dt, npdt in (("f32", np.float32), ("f64", np.float64)):
+        for name, m, k, n, layout in MODEL_SHAPES:
+            a, b = operands(m, k, n, layout, npdt, rng)
+            fn = pyggmlr_fn(a, b, layout, dt)
+            sp_bi, sp_ob = [], []
+            t_bi = builtin_time(fn, best, spread=sp_bi)
+            t_avx2 = builtin_time(fn, 1) if best == 2 else None
+            t_ob = openblas_time(fn, spread=sp_ob)
+            r = t_bi / t_ob
+            r2 = t_avx2 / t_ob if t_avx2 else None
+            rows.append(
+                {
+                    "shape": name,
+                    "m": m,
+                    "k": k,
+                    "n": n,
+                    "layout": layout,
+                    "dtype": dt,
+                    "builtin_kernel": KERNELS[best],
+                    "builtin_s": t_bi,
+                    "builtin_spread": sp_bi[0],
+                    "builtin_avx2_s": t_avx2,
+                    "openblas_core": core,
+                    "openblas_s": t_ob,
+                    "openblas_spread": sp_ob[0],
+                    "ratio_builtin_openblas": r,
+                    "ratio_avx2_openblas": r2,
+                }
+            )
+            if r > 1 / 0.9 or (r2 and r2 > 1 / 0.9):
+                slow.append(f"{name} {dt} ({r:.2f}" + (f", avx2 {r2:.2f})" if r2 else ")"))
+            avx2 = f"{t_avx2 * 1e3:8.4f}" if t_avx2 else f"{'-':>8}"
+            r2s = f"{r2:7.2f}" if r2 else f"{'-':>7}"
+            print(
+                f"{name:<24} {m:5d} {k:5d} {n:5d} {layout:<3} {dt:<4} {t_bi * 1e3:10.4f} {sp_bi[0]:5.2f} "
+                f"{avx2} {t_ob * 1e3:11.4f} {sp_ob[0]:5.2f} {r:6.2f} {r2s}",
+                flush=True,
+            )
+    print("above 1/0.9 of OpenBLAS: " + ("; ".join(slow) if slow else "none"))
+    pg.ag_set_blas("openblas")
+    out = os.environ.get("BENCH_OUT", os.path.join(HERE, "results", "bench_gemm_models.json"))
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        json.dump(
+            {
+                "cpu": cpu_name(),
+                "threads": 1,
+                "seconds_per_measurement": SECONDS,
+                "repeats": REPEATS,
+                "rows": rows,
+            },
+            f,
+            indent=1,
+        )
+    print(f"wrote {out}")
+
+
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shapes", choices=("default", "models"), default="default")
+    args = ap.parse_args()
     pg.ag_set_threads(1)
     have_openblas = True
     try:
@@ -147,6 +290,10 @@ def main():
     rng = np.random.default_rng(0)
     rows = []
     core = openblas_core() if have_openblas else None
+    if args.shapes == "models":
+        if not have_openblas:
+            raise SystemExit("--shapes models needs OpenBLAS (scipy-openblas32)")
+        return main_models(best, core)
     print(
         f"single thread unless said ({THREADS} threads: shapes of >= {THREADED_MIN_FLOPS / 1e6:g} MFLOP); "
         f"medians of {REPEATS}; GFLOP/s = 2mnk / time; built-in kernel: {KERNELS[best]}; "

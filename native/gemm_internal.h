@@ -53,7 +53,7 @@ extern int pg_gemm_ksel;
  * the direct-path kernels dk[NV - 1][cols - 1][ragged] (NV vectors of MR / 2 rows by cols
  * columns, read in place; see gemm_kernel.c), and the kernel's block sizes. dnr: the direct
  * path's most columns per tile at NV = 2 (8 at NV = 1). pg_gemm_kern_<T>() gives the kernel
- * in use (pg_gemm_ksel chosen). */
+ * in use (pg_gemm_ksel chosen); pg_gemm_kern_half_<T>() the half-width one under AVX-512. */
 #define PG_GEMM_KERN_TYPES(T)                                                                      \
     typedef void (*ukr_##T)(int64_t kc, const T *a, const T *b, T *c, int64_t ldc, T alpha,        \
                             T beta);                                                               \
@@ -66,7 +66,8 @@ extern int pg_gemm_ksel;
         int dnr;                                                                                   \
         const dk_##T (*dk)[8][2];                                                                  \
     } kern_##T;                                                                                    \
-    const kern_##T *pg_gemm_kern_##T(void);
+    const kern_##T *pg_gemm_kern_##T(void);                                                        \
+    const kern_##T *pg_gemm_kern_half_##T(void); /* the AVX2 one under AVX-512, else NULL */
 PG_GEMM_KERN_TYPES(float)
 PG_GEMM_KERN_TYPES(double)
 

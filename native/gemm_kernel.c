@@ -162,6 +162,19 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
     return swap < keep;
 }
 
+/* One row tile of the direct path across all S columns, with kernels ktab (a row of a kernel
+ * table: one NV) in balanced column tiles (10 = 5 + 5, not 8 + 2: few accumulators stall). */
+#define DK_COLS(ktab, prt, nrmax, ar, crow, nrows)                                                 \
+    do {                                                                                           \
+        int64_t nt = (S + nrmax - 1) / nrmax, q = S / nt, rem = S % nt;                            \
+        for (int64_t t = 0, s0 = 0; t < nt; t++) {                                                 \
+            int cols = (int)(q + (t < rem));                                                       \
+            (ktab)[cols - 1][prt](kc, ar, sar, bs + pc * rsb + s0 * csb, rsb, csb,                 \
+                                  (crow) + s0 * cc, rc, cc, nrows, alpha, bet);                    \
+            s0 += cols;                                                                            \
+        }                                                                                          \
+    } while (0)
+
 /* The direct path over the whole product: k blocks of DK_KC (beta on the first), tiles of up
  * to 2 VL rows (of the output, or of its transpose when swapped) by up to 8 / dnr columns. */
 #define GEMM_DIRECT(T)                                                                             \
@@ -169,7 +182,7 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
                                 const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,    \
                                 int64_t ldc)                                                       \
     {                                                                                              \
-        const kern_##T *kr = pg_gemm_kern_##T();                                                   \
+        const kern_##T *kr = pg_gemm_kern_##T(), *kh = pg_gemm_kern_half_##T();                    \
         const int vl = kr->mr / 2;                                                                 \
         const dk_##T(*tab)[8][2] = kr->dk;                                                         \
         int swap = direct_swap(ta, tb, m, n, k, vl, sizeof(T));                                    \
@@ -192,21 +205,20 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
             T bet = pc == 0 ? beta : (T)1;                                                         \
             for (int64_t r0 = 0; r0 < R; r0 += mrv) {                                              \
                 int rows = (int)(R - r0 < mrv ? R - r0 : mrv);                                     \
-                int nv = rows > vl ? 2 : 1, part = rows % vl != 0, nrmax = nv == 2 ? nr2 : 8;      \
+                /* under AVX-512, ragged rows filling at most half a vector run at half width   \
+                 * (AVX2 kernels, a second pass): 10 f64 rows cost 1.5 vector FMAs, not 2 */  \
+                int half = kh && rows % vl && rows % vl <= vl / 2 ? rows % vl : 0;                 \
+                int main_ = rows - half;                                                           \
+                int nv = main_ > vl ? 2 : 1, part = main_ % vl != 0, nrmax = nv == 2 ? nr2 : 8;    \
                 const T *ar;                                                                       \
                 int64_t sar = sa;                                                                  \
                 if (pack) {                                                                        \
                     PACK_A(T, 1, pk, ldp, r0, pc, rows, kc, mrv, buf, 0);                          \
                     ar = buf, sar = mrv;                                                           \
                 } else ar = as + r0 + pc * sa;                                                     \
-                /* columns in balanced tiles (10 = 5 + 5, not 8 + 2: few accumulators stall) */    \
-                int64_t nt = (S + nrmax - 1) / nrmax, q = S / nt, rem = S % nt;                    \
-                for (int64_t t = 0, s0 = 0; t < nt; t++) {                                         \
-                    int cols = (int)(q + (t < rem));                                               \
-                    tab[nv - 1][cols - 1][part](kc, ar, sar, bs + pc * rsb + s0 * csb, rsb, csb,   \
-                                                c + r0 * rc + s0 * cc, rc, cc, rows, alpha, bet);  \
-                    s0 += cols;                                                                    \
-                }                                                                                  \
+                if (main_) DK_COLS(tab[nv - 1], part, nrmax, ar, c + r0 * rc, main_);              \
+                if (half)                                                                          \
+                    DK_COLS(kh->dk[0], half < vl / 2, 8, ar + main_, c + (r0 + main_) * rc, half); \
             }                                                                                      \
         }                                                                                          \
     }
@@ -214,17 +226,24 @@ GEMM_DIRECT(float)
 GEMM_DIRECT(double)
 
 /* The direct path for everything whose operands and result fit in about 4 MiB, where it beats
- * packing; beyond, B must be streamed from further out and packing wins (docs/gemm.md). Shape
- * only. */
+ * packing; beyond, B must be streamed from further out and packing wins (docs/gemm.md). With
+ * the AVX2 kernel (8 f64 / 16 f32 rows a tile), also not where op(B) = B^T is broadcast
+ * unswapped from rows 128 KiB or more apart over a k block (dW = G X^T of wide layers): each
+ * row tile walks that span again, and packing B once was 1.1-1.6x faster there (on AVX-512,
+ * twice the rows a tile, no loss). Speed only: both paths give the same bits. */
 static int path_sel = -1; /* pg_gemm_path_select: -1 by size, 0 packed, 1 direct */
 int pg_gemm_path_select(int which)
 {
     path_sel = which < 0 ? -1 : which > 1 ? 1 : which;
     return path_sel;
 }
-static int direct_pays(int64_t m, int64_t n, int64_t k, size_t es)
+static int direct_pays(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t ldb, size_t es,
+                       int vl)
 {
     if (path_sel >= 0) return path_sel;
+    double span = (double)(k < DK_KC ? k : DK_KC) * (double)ldb * (double)es;
+    if (pg_gemm_ksel == 1 && tb && span >= 131072.0 && !direct_swap(ta, tb, m, n, k, vl, es))
+        return 0;
     return ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n) * (double)es <=
         4194304.0;
 }
@@ -302,7 +321,7 @@ GEMM_PACKED(double)
                             int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc)       \
     {                                                                                              \
         if (pg_gemm_ksel < 0) pg_gemm_kernel_select(-1);                                           \
-        int direct = direct_pays(m, n, k, sizeof(T));                                              \
+        int direct = direct_pays(ta, tb, m, n, k, ldb, sizeof(T), pg_gemm_kern_##T()->mr / 2);     \
         if (pg_get_threads() > 1) {                                                                \
             const kern_##T *kr = pg_gemm_kern_##T();                                               \
             int by_cols = n > m, mr = kr->mr;                                                      \

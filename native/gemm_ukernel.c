@@ -214,6 +214,16 @@ static const kern_double kerns_double[] = {KERN(GV, d, 2, 64, 6) KERNS_X86(pd, 4
     const kern_##T *pg_gemm_kern_##T(void) { return &kerns_##T[pg_gemm_ksel > 0 ? pg_gemm_ksel : 0]; }
 KERN_GET(float)
 KERN_GET(double)
+/* AVX-512 in use: the AVX2 kernels (the same bits), for ragged rows that fill half a vector */
+#if PG_GEMM_X86
+#define KERN_HALF(T)                                                                           \
+    const kern_##T *pg_gemm_kern_half_##T(void) { return pg_gemm_ksel == 2 ? &kerns_##T[1] : NULL; }
+#else
+#define KERN_HALF(T)                                                                           \
+    const kern_##T *pg_gemm_kern_half_##T(void) { return NULL; }
+#endif
+KERN_HALF(float)
+KERN_HALF(double)
 
 int pg_gemm_ksel = -1;
 
