@@ -66,10 +66,10 @@ static void times(int dt, void *o, const void *p, const void *m, int64_t n)
 typedef struct {
     const mha *a;
     pg_node *n;
-    const char *g;         /* bw: the output's gradient */
-    char *sv, *sk, *sq;    /* bw: the gradient slots (NULL: not wanted) */
-    int accv, acck, accq;  /* bw, one head: whether they hold a sum */
-    size_t slot;           /* bytes of scratch per head */
+    const char *g;        /* bw: the output's gradient */
+    char *sv, *sk, *sq;   /* bw: the gradient slots (NULL: not wanted) */
+    int accv, acck, accq; /* bw, one head: whether they hold a sum */
+    size_t slot;          /* bytes of scratch per head */
     char *buf;
     int one_slot;
 } mha_job;
@@ -102,10 +102,12 @@ static void fw_heads(void *ctx, int64_t h0, int64_t h1)
     const size_t es = a->es;
     for (int64_t h = h0; h < h1; h++) {
         /* scratch: q_h, k_h, v_h, the head's output, the dropped weights */
-        char *qh = mha_slot(J, h), *kh = qh + (size_t)(a->dk * a->Sq) * es;
-        char *vh = kh + (size_t)(a->dk * a->Skv) * es, *hd = vh + (size_t)(a->dk * a->Skv) * es;
-        char *pd = hd + (size_t)(a->dk * a->Sq) * es;
-        if (one) pd = qh, qh = pg_data(Q), kh = pg_data(K), vh = pg_data(V), hd = pg_data(n->out);
+        char *qh = mha_slot(J, h), *kh, *vh, *hd, *pd = qh;
+        if (one) qh = pg_data(Q), kh = pg_data(K), vh = pg_data(V), hd = pg_data(n->out);
+        else {
+            kh = qh + (size_t)(a->dk * a->Sq) * es, vh = kh + (size_t)(a->dk * a->Skv) * es;
+            hd = vh + (size_t)(a->dk * a->Skv) * es, pd = hd + (size_t)(a->dk * a->Sq) * es;
+        }
         char *P = (char *)pg_data(n->saved[0]) + (size_t)(h * nkq) * es;
         if (!one) {
             pg_rows_get(a->dt, qh, pg_data(Q), a->D, h * a->dk, a->dk, a->Sq, 0);
@@ -129,12 +131,11 @@ static int mha_fw(pg_node *n)
 {
     mha a = mha_of(n);
     const int64_t nkq = a.Skv * a.Sq;
-    if (a.drop) /* every head's mask first, in head order: the stream's draws of the head loop */
-        for (int64_t h = 0; h < a.H; h++)
-            if (pg_rng_dropout_fill_raw(NULL, a.dt, (char *)pg_data(n->saved[1]) +
-                                                        (size_t)(h * nkq) * a.es,
-                                        a.Skv, a.Sq, a.rate, 1))
-                return -1;
+    /* every head's mask first, in head order: the stream's draws of the head loop */
+    for (int64_t h = 0; a.drop && h < a.H; h++) {
+        char *m = (char *)pg_data(n->saved[1]) + (size_t)(h * nkq) * a.es;
+        if (pg_rng_dropout_fill_raw(NULL, a.dt, m, a.Skv, a.Sq, a.rate, 1)) return -1;
+    }
     mha_job J = {&a, n, NULL, NULL, NULL, NULL, 0, 0, 0, 0, NULL, 0};
     J.slot = (size_t)((a.H == 1 ? 0 : a.dk * (2 * a.Sq + 2 * a.Skv)) + (a.drop ? nkq : 0)) * a.es;
     return mha_heads_run(&J, fw_heads);
