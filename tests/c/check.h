@@ -47,6 +47,7 @@ void test_state_dict(void);
 void test_memory(void);
 void test_dist(void);
 void test_threads(void);
+void test_mha_threads(void);
 void test_vmath(void);
 void test_concurrent(void);
 void test_host(void);

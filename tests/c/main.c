@@ -37,6 +37,7 @@ int main(void)
     run("memory", test_memory);
     run("dist", test_dist);
     run("threads", test_threads);
+    run("attention heads over threads", test_mha_threads);
     run("vectorised math", test_vmath);
     run("concurrent", test_concurrent);
     run("host", test_host);

@@ -95,3 +95,61 @@ void test_concurrent(void)
     REL(l);
     REL(x);
 }
+
+/* ---- ag_multihead_attention's heads over the pool: 4 heads of 256 x 256 queries x keys, d_k 8
+ * (split at 2 and 3 threads, the load adaptation off), dropout: 2 and 3 threads give one
+ * thread's output, gradients and random stream; q, k, v distinct or one tensor (whose rows then
+ * take three sums a head) ---- */
+enum { MHA_D = 32, MHA_T = 256, MHA_N = MHA_D * MHA_T };
+static void mha_run(int threads, int dt, int same, double *res, int32_t *state)
+{
+    lcg = 11;
+    pg_tensor *x[3];
+    for (int i = 0; i < 3; i++) {
+        x[i] = same && i ? x[0] : rnd(dt, MHA_D, MHA_T, 0);
+        if (!same || !i) pg_tensor_set_requires_grad(x[i], 1);
+    }
+    CHECK(pg_rng_seed(NULL, 5) == 0);
+    CHECK(pg_set_threads(threads) == 0);
+    pg_tape_begin();
+    pg_tensor *o = pg_mha_heads(x[0], x[1], x[2], 4, 0.35, same, 0.25);
+    pg_tensor *l = o ? pg_sum(o, 0) : NULL;
+    pg_tape_end();
+    CHECK(l != NULL);
+    pg_gradmap *m = l ? pg_backward(l) : NULL;
+    CHECK(pg_set_threads(1) == 0);
+    CHECK(m != NULL);
+    memset(res, 0, 4 * MHA_N * sizeof *res);
+    if (o) pg_tensor_read(o, res, PG_DTYPE_F64);
+    for (int i = 0; i < 3 && m; i++) {
+        pg_tensor *g = pg_gradmap_get(m, x[i]);
+        CHECK(g != NULL);
+        if (g) pg_tensor_read(g, res + (i + 1) * MHA_N, PG_DTYPE_F64);
+    }
+    CHECK(pg_rng_get_state(NULL, state) == 0);
+    if (m) pg_gradmap_free(m);
+    pg_tape_clear();
+    REL(o);
+    REL(l);
+    for (int i = 0; i < 3; i++)
+        if (!same || !i) REL(x[i]);
+}
+
+void test_mha_threads(void)
+{
+    int was = pg_gemm_threads_adaptive(0);
+    double *ref = malloc(4 * MHA_N * sizeof *ref), *got = malloc(4 * MHA_N * sizeof *got);
+    int32_t s1[PG_RNG_STATE_LEN], s2[PG_RNG_STATE_LEN];
+    for (int dt = PG_DTYPE_F32; dt <= PG_DTYPE_F64; dt++)
+        for (int same = 0; same <= 1; same++) {
+            mha_run(1, dt, same, ref, s1);
+            for (int th = 2; th <= 3; th++) {
+                mha_run(th, dt, same, got, s2);
+                CHECK(memcmp(ref, got, 4 * MHA_N * sizeof *ref) == 0);
+                CHECK(memcmp(s1, s2, sizeof s1) == 0);
+            }
+        }
+    free(ref);
+    free(got);
+    pg_gemm_threads_adaptive(was);
+}

@@ -119,3 +119,70 @@ def test_adaptive_setting_reads_and_restores():
     assert lib.pg_gemm_threads_adaptive(-1) == 0
     assert lib.pg_gemm_threads_adaptive(was) == 0
     assert lib.pg_gemm_threads_adaptive(-1) == was
+
+
+# ag_multihead_attention's heads (one core op, pg_mha_heads) split over threads: heads of
+# seq_q * seq_kv * d_k >= 2^19 (here d_k 8 and 256 x 256 or more), 3 threads give the 4 heads
+# as 1 + 1 + 2. (H, seq_q, seq_kv or None: self-attention, causal)
+MHA_CASES = [
+    (1, 256, None, True),
+    (4, 256, None, False),
+    (4, 256, None, True),
+    (4, 256, 288, False),
+    (4, 288, 256, True),
+]
+
+
+def _mha(dt, case, threads, compiled, D=32, rate=0.25):
+    """Training with dropout on `threads` threads. Eager: the output and the gradients of
+    sum(out * G) for the parameters and the inputs; compiled: 3 Adam steps' losses and
+    weights. Both with the random stream's state after (the masks' draws)."""
+    H, Sq, Skv, causal = case
+    pg.ag_set_threads(1)
+    pg.ggml_set_seed(5)
+    m = pg.ag_multihead_attention(D, H, dropout=rate)
+    rng = np.random.default_rng(H * 1000 + Sq)
+    data = [rng.normal(size=(D, Sq))] + ([] if Skv is None else [rng.normal(size=(D, Skv))])
+    pg.ggml_set_seed(11)
+    pg.ag_set_threads(threads)
+    try:
+        if compiled:
+            y = pg.ag_tensor(rng.normal(size=(D, Sq)), dtype=dt)
+            xs = [pg.ag_tensor(a, dtype=dt) for a in data]
+            opt = pg.optimizer_adam(m.parameters(), lr=0.01)
+
+            def loss(*a):
+                return pg.ag_mse_loss(m.forward(*a[:-1], causal_mask=causal), a[-1])
+
+            step = pg.ag_compile(loss, *xs, y, optimizer=opt)
+            res = [np.asarray(step(*xs, y)) for _ in range(3)]
+            res += [p.numpy() for p in m.parameters().values()]
+        else:
+            xs = [pg.ag_param(a, dtype=dt) for a in data]
+            with pg.with_grad_tape():
+                out = m.forward(*xs, causal_mask=causal)
+                G = pg.ag_tensor(np.cos(np.arange(D * Sq)).reshape(D, Sq), dtype=dt)
+                lv = pg.ag_sum(pg.ag_mul(out, G))
+            grads = pg.backward(lv)
+            res = [out.numpy()] + [grads[p] for p in m.parameters().values()]
+            res += [grads[x] for x in xs]
+            pg.ag_tape_clear()
+    finally:
+        pg.ag_set_threads(1)
+    return [_bits(np.asarray(r)) for r in res] + [np.asarray(pg.random.get_state())]
+
+
+@pytest.mark.parametrize("dt", ["f32", "f64"])
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("case", MHA_CASES, ids=lambda c: "H{}-{}x{}-{}".format(*c))
+def test_multihead_attention_has_the_bits_of_one_thread(split_always, dt, compiled, case):
+    pg.ag_dtype(dt)
+    try:
+        one = _mha(dt, case, 1, compiled)
+        for threads in (2, 3):
+            other = _mha(dt, case, threads, compiled)
+            assert len(other) == len(one)
+            for i, (a, b) in enumerate(zip(one, other)):
+                assert a.tobytes() == b.tobytes(), f"result {i}, {threads} threads"
+    finally:
+        pg.ag_dtype("f32")
