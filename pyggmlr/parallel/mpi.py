@@ -202,7 +202,10 @@ def is_initialized() -> bool:
 def _check_comm(MPI, comm, fn):
     """A comm that is not an mpi4py communicator would fail deep inside a collective (an
     AttributeError, or a hang on other ranks): refused up front, naming the function."""
-    if comm is not None and not isinstance(comm, MPI.Comm):
+    # duck-typed (mpi4py's Comm, or a stand-in with its methods), as the collectives use it
+    if comm is not None and not (
+        isinstance(comm, MPI.Comm) or all(hasattr(comm, m) for m in ("Get_rank", "Get_size"))
+    ):
         raise ArgumentError(
             f"{fn}: comm must be an mpi4py communicator (e.g. MPI.COMM_WORLD) or None, got "
             f"{type(comm).__name__} {comm!r}"[:200]

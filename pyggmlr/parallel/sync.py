@@ -85,13 +85,13 @@ class DistributedOptimizer:
             raise ArgumentError(
                 f"DistributedOptimizer: expected an optimizer (optimizer_adam / optimizer_sgd), got {type(optimizer).__name__}"
             )
+        # the plain arguments first: they need no MPI (the comm check starts it)
+        max_norm = check_real(max_norm, "DistributedOptimizer", "max_norm")
         object.__setattr__(self, "optimizer", optimizer)
         object.__setattr__(self, "comm", _comm(comm, "DistributedOptimizer"))
         object.__setattr__(self, "dtype", dtype)
         object.__setattr__(self, "_steps", 0)
-        object.__setattr__(
-            self, "max_norm", check_real(max_norm, "DistributedOptimizer", "max_norm")
-        )
+        object.__setattr__(self, "max_norm", max_norm)
 
     def step(
         self, grads: Optional[Gradients] = None, weight: float = 1.0, sum_grads: bool = False

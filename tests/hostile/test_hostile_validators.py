@@ -203,5 +203,8 @@ def test_broadcast_root_out_of_range_is_refused_before_mpi():
         def Get_size(self):
             return 1
 
+        def Get_rank(self):
+            return 0
+
     with pytest.raises(pg.PyggmlrValueError, match="ag_broadcast_parameters: root"):
         dist.ag_broadcast_parameters(pg.ag_sequential(pg.ag_linear(2, 2)), root=3, comm=OneRank())
