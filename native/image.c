@@ -34,3 +34,19 @@ int pg_tensor_set_image_shape(pg_tensor *t, const int64_t *shape, const char *fn
     memcpy(t->img, shape, sizeof t->img);
     return PG_STATUS_OK;
 }
+
+/* the images' strided copy with C = 1, H = t, W = f (rows f + F*step), then no image tag */
+pg_tensor *pg_sequences(const double *data, int64_t n, int64_t t, int64_t f, const int64_t *st,
+                        int dtype, const char *fn)
+{
+    if (!fn) fn = "ag_sequences";
+    if (!data || !st || n < 0 || t < 1 || f < 1)
+        return pg_fail_null(PG_STATUS_ERR_VALUE,
+                            "%s: x must hold N >= 0 sequences of T >= 1 steps of F >= 1 "
+                            "features, got (N %lld, T %lld, F %lld)",
+                            fn, (long long)n, (long long)t, (long long)f);
+    const int64_t st4[4] = {st[0], 0, st[1], st[2]};
+    pg_tensor *out = pg_images(data, n, 1, t, f, st4, dtype, fn);
+    if (out) memset(out->img, 0, sizeof out->img);
+    return out;
+}

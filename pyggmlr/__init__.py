@@ -234,6 +234,7 @@ __all__ = [
     "ag_sample_normal",
     "ag_save_model",
     "ag_scale",
+    "ag_sequences",
     "ag_sequential",
     "ag_set_blas",
     "ag_set_threads",

@@ -1,4 +1,5 @@
-"""Images and convolution: ag_images (numpy image batches to tagged [C*H*W, N] tensors),
+"""Images and convolution: ag_images (numpy image batches to tagged [C*H*W, N] tensors; and
+ag_sequences, sequence batches for the recurrent layers),
 ag_image_shape, and the functional ops ag_conv2d_op / ag_conv1d_op (the core runs forward and
 backward; here the arguments become the core's numbers).
 
@@ -25,6 +26,7 @@ __all__ = [
     "ag_conv_transpose2d_op",
     "ag_image_shape",
     "ag_images",
+    "ag_sequences",
 ]
 
 Pair = Union[int, Sequence[int]]
@@ -258,3 +260,36 @@ def ag_images(x: Any, layout: str = "NCHW", dtype: Optional[str] = None) -> Tens
     strides = ffi.new("int64_t[4]", list(st))
     data = ffi.cast("double *", a.ctypes.data)
     return _out(lib.pg_images(data, n, c, h, w, strides, code, fn.encode()))
+
+
+def ag_sequences(x: Any, layout: str = "NTF", dtype: Optional[str] = None) -> Tensor:
+    """A sequence batch for ag_lstm / ag_gru / ag_rnn from a numpy array: (N, T, F) (layout
+    "NTF", keras' and torch's batch_first) or (T, N, F) ("TNF", torch's default); a 2-d array is
+    one feature per step, (N, T) / (T, N). Returns a new [F*T, N] tensor (dtype: "f32" / "f64",
+    None the default), each column one sequence with its steps' features stacked, step 0 first
+    (the layers' input); the core does the copy (R's ag_sequences takes R's arrays alike)."""
+    fn = "ag_sequences"
+    if layout not in ("NTF", "TNF"):
+        raise PyggmlrValueError(f"{fn}: layout must be 'NTF' or 'TNF', got {layout!r}")
+    code = _dtype_code(dtype, fn)
+    if isinstance(x, Tensor):
+        raise ArgumentError(
+            f"{fn}: x must be an array (N, T, F), not a Tensor (a tensor [F*T, N] is already "
+            "the layers' input)"
+        )
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise DTypeError(f"{fn}: x must be numeric ({e})") from None
+    if a.ndim not in (2, 3):
+        raise ShapeError(
+            f"{fn}: x must be a 3-d array ({', '.join(layout)}) or a 2-d ({', '.join(layout[:2])}), "
+            f"got shape {a.shape}"
+        )
+    s = [v // a.itemsize for v in a.strides] + ([0] if a.ndim == 2 else [])
+    dims = list(a.shape) + ([1] if a.ndim == 2 else [])
+    if layout == "TNF":  # the core takes (n, step, feature)
+        dims[0], dims[1], s[0], s[1] = dims[1], dims[0], s[1], s[0]
+    strides = ffi.new("int64_t[3]", s)
+    data = ffi.cast("double *", a.ctypes.data)
+    return _out(lib.pg_sequences(data, dims[0], dims[1], dims[2], strides, code, fn.encode()))

@@ -160,3 +160,34 @@ ag_rnn <- function(input_size, hidden_size, num_layers = 1L, bias = TRUE, dropou
   .recurrent("rnn", input_size, hidden_size, num_layers, bias, dropout, bidirectional,
              return_sequences, nonlinearity, return_state)
 }
+
+# A sequence batch from an R array: dim c(N, T, F) ("NTF", keras's) or c(T, N, F) ("TNF",
+# torch's default); a matrix is one feature per step, c(N, T) / c(T, N). The core does the copy
+# (pg_sequences), as Python's ag_sequences from numpy's arrays.
+ag_sequences <- function(x, layout = "NTF", dtype = ag_default_dtype()) {
+  fn <- "ag_sequences"
+  if (!is.character(layout) || length(layout) != 1L || !(layout %in% c("NTF", "TNF")))
+    .arg_fail("value", "%s: layout must be 'NTF' or 'TNF', got %s", fn, .arg_show(layout))
+  if (is_ag_tensor(x))
+    .arg_fail("argument", paste0("%s: x must be an array c(N, T, F), not an ag_tensor (a tensor ",
+                                 "[F*T, N] is already the layers' input)"), fn)
+  if (!is.numeric(x) && !is.logical(x))
+    .arg_fail("dtype", "%s: x must be a numeric array, got %s", fn, class(x)[[1L]])
+  d <- dim(x)
+  if (!(length(d) %in% c(2L, 3L)))
+    .arg_fail("shape", "%s: x must be a 3-d array c(%s) or a matrix c(%s), got dim %s", fn,
+              paste(strsplit(layout, "")[[1L]], collapse = ", "),
+              paste(strsplit(substr(layout, 1L, 2L), "")[[1L]], collapse = ", "), .arg_show(d))
+  d <- as.double(d)
+  st <- cumprod(c(1, d))[seq_along(d)]  # the stride of each dimension
+  if (length(d) == 2L) {
+    d <- c(d, 1)
+    st <- c(st, 0)
+  }
+  if (layout == "TNF") {  # the core takes (n, step, feature)
+    d <- d[c(2L, 1L, 3L)]
+    st <- st[c(2L, 1L, 3L)]
+  }
+  code <- .pg$code$dtype[[toupper(.arg_match(tolower(dtype), c("f32", "f64"), fn, "dtype"))]]
+  .wrap(.Call(R_pg_sequences, as.double(x), d, st, code, fn))
+}

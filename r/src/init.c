@@ -239,6 +239,7 @@ extern SEXP R_pg_conv_check(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP
 extern SEXP R_pg_conv_transpose(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP,
                                 SEXP);
 extern SEXP R_pg_images(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_sequences(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_image_shape(SEXP);
 extern SEXP R_pg_set_image_shape(SEXP, SEXP, SEXP);
 
@@ -467,6 +468,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_conv_check", (DL_FUNC)&R_pg_conv_check, 11},
     {"R_pg_conv_transpose", (DL_FUNC)&R_pg_conv_transpose, 12},
     {"R_pg_images", (DL_FUNC)&R_pg_images, 5},
+    {"R_pg_sequences", (DL_FUNC)&R_pg_sequences, 5},
     {"R_pg_image_shape", (DL_FUNC)&R_pg_image_shape, 1},
     {"R_pg_set_image_shape", (DL_FUNC)&R_pg_set_image_shape, 3},
     {NULL, NULL, 0}};

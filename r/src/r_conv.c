@@ -90,6 +90,19 @@ SEXP R_pg_images(SEXP data, SEXP shape, SEXP strides, SEXP dtype, SEXP fn)
                   R_TENSOR);
 }
 
+/* data: doubles; shape c(N, T, F); strides (elements) of n, step, feature */
+SEXP R_pg_sequences(SEXP data, SEXP shape, SEXP strides, SEXP dtype, SEXP fn)
+{
+    int64_t s[3], st[3];
+    for (int i = 0; i < 3; i++) {
+        s[i] = (int64_t)REAL(shape)[i];
+        st[i] = (int64_t)REAL(strides)[i];
+    }
+    return r_wrap(pg_sequences(REAL(data), s[0], s[1], s[2], st, Rf_asInteger(dtype),
+                               CHAR(STRING_ELT(fn, 0))),
+                  R_TENSOR);
+}
+
 /* c(C, H, W) as integers, or NULL */
 SEXP R_pg_image_shape(SEXP x)
 {

@@ -172,6 +172,22 @@ void test_conv(void)
     REL(i1);
     REL(i2);
 
+    /* ag_sequences: (N, T, F) and (T, N, F) strides give the same [F*T, N], untagged */
+    const int64_t ntf[3] = {12, 4, 1}, tnf[3] = {4, 8, 1}; /* d as (2, 3, 4) and (3, 2, 4) */
+    double g[24];
+    for (int n = 0; n < 2; n++)
+        for (int t = 0; t < 3; t++)
+            for (int f = 0; f < 4; f++) g[(t * 2 + n) * 4 + f] = d[(n * 3 + t) * 4 + f];
+    pg_tensor *q1 = pg_sequences(d, 2, 3, 4, ntf, PG_DTYPE_F64, NULL);
+    pg_tensor *q2 = pg_sequences(g, 2, 3, 4, tnf, PG_DTYPE_F64, NULL);
+    CHECK(q1 && q2 && !memcmp(pg_tensor_data(q1), d, sizeof d) &&
+          !memcmp(pg_tensor_data(q2), d, sizeof d) && pg_tensor_image_shape(q1, s) == 0);
+    REL(q1);
+    REL(q2);
+    CHECK_ERR(pg_sequences(d, 2, 0, 4, ntf, PG_DTYPE_F64, NULL) == NULL, PG_STATUS_ERR_VALUE,
+              "ag_sequences: x must hold N >= 0 sequences of T >= 1 steps of F >= 1 features, "
+              "got (N 2, T 0, F 4)");
+
     /* the layer table: defaults filled, pairs and shapes kept, the refusals' texts */
     char out[PG_LAYER_CONFIG_MAX];
     const char *c2 = "{\"type\": \"conv2d\", \"in_channels\": 2, \"out_channels\": 4, "

@@ -280,3 +280,36 @@ def test_fit_and_predict_refuse_a_return_state_layer(static):
     with pytest.raises(ArgumentError) as e:
         pg.ag_predict(m, x)
     assert str(e.value) == "ag_predict: " + txt
+
+
+def test_ag_sequences_from_numpy_layouts():
+    """(N, T, F) and (T, N, F) arrays, any strides, become the layers' [F*T, N] input."""
+    x = np.arange(2 * 3 * 4, dtype=np.float64).reshape(2, 3, 4) / 7
+    t = pg.ag_sequences(x)
+    assert t.shape == (12, 2) and t.dtype == pg.ag_default_dtype() and t.image_shape is None
+    ref = x.reshape(2, -1).T  # the documented reshape
+    assert np.array_equal(t.numpy(), ref.astype(np.float32))
+    tnf = pg.ag_sequences(np.ascontiguousarray(x.transpose(1, 0, 2)), layout="TNF", dtype="f64")
+    assert tnf.dtype == "f64" and np.array_equal(tnf.numpy(), ref)
+    view = x[::-1, :, ::2]  # negative and doubled strides read in place
+    assert np.array_equal(pg.ag_sequences(view, dtype="f64").numpy(), view.reshape(2, -1).T)
+    one = pg.ag_sequences(x[:, :, 0], dtype="f64")  # one feature per step
+    assert np.array_equal(one.numpy(), x[:, :, 0].T)
+    h = pg.ag_lstm(4, 5)(pg.ag_sequences(x))  # what the layer takes
+    assert h.shape == (5, 2)
+
+
+def test_ag_sequences_refusals():
+    x = np.zeros((2, 3, 4))
+    with pytest.raises(PyggmlrValueError, match="ag_sequences: layout must be 'NTF' or 'TNF'"):
+        pg.ag_sequences(x, layout="NCT")
+    with pytest.raises(ShapeError, match=r"3-d array \(N, T, F\) or a 2-d \(N, T\), got shape"):
+        pg.ag_sequences(np.zeros(3))
+    with pytest.raises(PyggmlrValueError, match=r"got \(N 2, T 0, F 3\)"):
+        pg.ag_sequences(np.zeros((2, 0, 3)))
+    with pytest.raises(DTypeError, match="ag_sequences: x must be numeric"):
+        pg.ag_sequences("a")
+    with pytest.raises(ArgumentError, match="not a Tensor"):
+        pg.ag_sequences(pg.ag_tensor(np.zeros((2, 2))))
+    with pytest.raises(pg.DTypeError, match="ag_sequences"):
+        pg.ag_sequences(x, dtype="f16")

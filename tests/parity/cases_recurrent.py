@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from .core import CASES, Record, ScriptCase, _u, call_r, r_values, with_dtype
+from .core import CASES, Case, Record, ScriptCase, _u, call_r, r_values, with_dtype
 
 _SEED = 20261204
 _KINDS = ("lstm", "gru", "rnn")
@@ -152,3 +152,30 @@ for _kind in ("lstm", "gru"):
                 _name, _state_py(_kind, _static), _state_r(_kind, _static), 2, _inputs, group="seed"
             )
         )
+
+
+def _sequences(P: Any, d: Dict[str, Any], steps: int) -> List[Record]:
+    """ag_sequences from the same arrays (numpy's (N, T, F) handed to R as an R array of those
+    dims): NTF, TNF, one feature per step, and an explicit f64; then an LSTM's output on it."""
+    x = d["x"].reshape(3, 4, 2)  # 3 sequences, 4 steps, 2 features
+    rec = {
+        "NTF": P.np(P.ag_sequences(x)),
+        "TNF": P.np(P.ag_sequences(np.ascontiguousarray(x.transpose(1, 0, 2)), layout="TNF")),
+        "one feature": P.np(P.ag_sequences(x[:, :, 0])),
+        "f64": P.np(P.ag_sequences(x, dtype="f64")),
+    }
+    P.ggml_set_seed(_SEED)
+    lstm = P.ag_lstm(2, 3)
+    rec["lstm"] = P.np(lstm.forward(P.ag_sequences(x)))
+    return [{k: np.asarray(v, dtype=np.float64) for k, v in rec.items()}]
+
+
+CASES.append(
+    Case(
+        "ag_sequences: (N,T,F), (T,N,F), (N,T) to [F*T, N]",
+        "layers",
+        _sequences,
+        inputs=lambda rng: {"x": _u(rng, 4, 6)},
+        ggmlr=False,
+    )
+)

@@ -231,3 +231,30 @@ test_that("ag_fit and ag_predict refuse a return_state layer with Python's text"
   e <- tryCatch(ag_predict(m, matrix(0, 3, 8)), error = function(e) e)
   expect_identical(conditionMessage(e), paste0("ag_predict: ", txt))
 })
+
+test_that("ag_sequences turns c(N, T, F) and c(T, N, F) arrays into the layers' [F*T, N] input", {
+  x <- array(as.double(1:24) / 7, c(2, 3, 4))  # 2 sequences, 3 steps, 4 features
+  ref <- matrix(0, 12, 2)
+  for (n in 1:2) for (s in 1:3) for (f in 1:4) ref[(s - 1) * 4 + f, n] <- x[n, s, f]
+  t64 <- ag_sequences(x, dtype = "f64")
+  expect_identical(t64$data, ref)
+  expect_null(ag_image_shape(t64))
+  expect_identical(ag_sequences(aperm(x, c(2, 1, 3)), layout = "TNF", dtype = "f64")$data, ref)
+  expect_identical(ag_sequences(x[, , 1], dtype = "f64")$data, t(x[, , 1]))  # one feature
+  t32 <- ag_sequences(x, dtype = "f32")
+  expect_equal(t32$data, ref, tolerance = 1e-7)
+  expect_identical(dim(ag_lstm(4, 5)$forward(t32)$data), c(5L, 2L))
+})
+
+test_that("ag_sequences refuses what it cannot read, classed", {
+  x <- array(0, c(2, 3, 4))
+  expect_error(ag_sequences(x, layout = "NCT"), "layout must be 'NTF' or 'TNF'",
+               class = "pyggmlr_value_error")
+  expect_error(ag_sequences(1:3), "3-d array c\\(N, T, F\\) or a matrix c\\(N, T\\)",
+               class = "pyggmlr_shape_error")
+  expect_error(ag_sequences(array(0, c(2, 0, 3))), "got \\(N 2, T 0, F 3\\)",
+               class = "pyggmlr_value_error")
+  expect_error(ag_sequences("a"), "numeric array", class = "pyggmlr_dtype_error")
+  expect_error(ag_sequences(ag_tensor(matrix(0, 2, 2))), "not an ag_tensor",
+               class = "pyggmlr_argument_error")
+})
