@@ -225,23 +225,32 @@ def ag_image_shape(x: Tensor) -> Optional[Tuple[int, int, int]]:
     return x.image_shape
 
 
+def _batch_array(fn, x, layout, layouts, dtype, tensor_hint):
+    """ag_images' / ag_sequences' common checks: the layout, the dtype, an array of numbers (not
+    a Tensor): (x as float64 numpy, the dtype's code)."""
+    if layout not in layouts:
+        raise PyggmlrValueError(
+            f"{fn}: layout must be '{layouts[0]}' or '{layouts[1]}', got {layout!r}"
+        )
+    code = _dtype_code(dtype, fn)
+    if isinstance(x, Tensor):
+        raise ArgumentError(
+            f"{fn}: x must be an array ({', '.join(layout)}), not a Tensor{tensor_hint}"
+        )
+    try:
+        return np.asarray(x, dtype=np.float64), code
+    except (TypeError, ValueError) as e:
+        raise DTypeError(f"{fn}: x must be numeric ({e})") from None
+
+
 def ag_images(x: Any, layout: str = "NCHW", dtype: Optional[str] = None) -> Tensor:
     """An image batch from a numpy array: (N, C, H, W) (layout "NCHW", torch's) or (N, H, W, C)
     ("NHWC", keras'); 3-d arrays are signals (N, C, L) / (N, L, C). Returns a new [C*H*W, N]
     tensor (dtype: "f32" / "f64", None the default) tagged (C, H, W); the core does the copy."""
     fn = "ag_images"
-    if layout not in ("NCHW", "NHWC"):
-        raise PyggmlrValueError(f"{fn}: layout must be 'NCHW' or 'NHWC', got {layout!r}")
-    code = _dtype_code(dtype, fn)
-    if isinstance(x, Tensor):
-        raise ArgumentError(
-            f"{fn}: x must be an array (N, C, H, W), not a Tensor; tag a tensor "
-            "with x.image_shape = (C, H, W)"
-        )
-    try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as e:
-        raise DTypeError(f"{fn}: x must be numeric ({e})") from None
+    a, code = _batch_array(
+        fn, x, layout, ("NCHW", "NHWC"), dtype, "; tag a tensor with x.image_shape = (C, H, W)"
+    )
     if a.ndim not in (3, 4):
         raise ShapeError(
             f"{fn}: x must be a 4-d array (N, C, H, W) or a 3-d (N, C, L), got shape {a.shape}"
@@ -269,18 +278,9 @@ def ag_sequences(x: Any, layout: str = "NTF", dtype: Optional[str] = None) -> Te
     None the default), each column one sequence with its steps' features stacked, step 0 first
     (the layers' input); the core does the copy (R's ag_sequences takes R's arrays alike)."""
     fn = "ag_sequences"
-    if layout not in ("NTF", "TNF"):
-        raise PyggmlrValueError(f"{fn}: layout must be 'NTF' or 'TNF', got {layout!r}")
-    code = _dtype_code(dtype, fn)
-    if isinstance(x, Tensor):
-        raise ArgumentError(
-            f"{fn}: x must be an array (N, T, F), not a Tensor (a tensor [F*T, N] is already "
-            "the layers' input)"
-        )
-    try:
-        a = np.asarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as e:
-        raise DTypeError(f"{fn}: x must be numeric ({e})") from None
+    a, code = _batch_array(
+        fn, x, layout, ("NTF", "TNF"), dtype, " (a tensor [F*T, N] is already the layers' input)"
+    )
     if a.ndim not in (2, 3):
         raise ShapeError(
             f"{fn}: x must be a 3-d array ({', '.join(layout)}) or a 2-d ({', '.join(layout[:2])}), "

@@ -93,15 +93,22 @@ ag_image_shape <- function(x) {
 
 # R arrays are column-major: dim c(N, C, H, W) ("NCHW") or c(N, H, W, C) ("NHWC"); 3-d arrays are
 # signals c(N, C, L) / c(N, L, C). The core copies by strides (pg_images).
-ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
-  fn <- "ag_images"
-  if (!is.character(layout) || length(layout) != 1L || !(layout %in% c("NCHW", "NHWC")))
-    .arg_fail("value", "%s: layout must be 'NCHW' or 'NHWC', got %s", fn, .arg_show(layout))
+# ag_images' / ag_sequences' common checks: the layout, an array of numbers (not an ag_tensor)
+.batch_array <- function(fn, x, layout, layouts, tensor_hint) {
+  if (!is.character(layout) || length(layout) != 1L || !(layout %in% layouts))
+    .arg_fail("value", "%s: layout must be '%s' or '%s', got %s", fn, layouts[[1L]],
+              layouts[[2L]], .arg_show(layout))
   if (is_ag_tensor(x))
-    .arg_fail("argument", paste0("%s: x must be an array c(N, C, H, W), not an ag_tensor; tag a ",
-                                 "tensor with ag_image_shape(x) <- c(C, H, W)"), fn)
+    .arg_fail("argument", "%s: x must be an array c(%s), not an ag_tensor%s", fn,
+              paste(strsplit(layout, "")[[1L]], collapse = ", "), tensor_hint)
   if (!is.numeric(x) && !is.logical(x))
     .arg_fail("dtype", "%s: x must be a numeric array, got %s", fn, class(x)[[1L]])
+}
+
+ag_images <- function(x, layout = "NCHW", dtype = ag_default_dtype()) {
+  fn <- "ag_images"
+  .batch_array(fn, x, layout, c("NCHW", "NHWC"),
+               "; tag a tensor with ag_image_shape(x) <- c(C, H, W)")
   d <- dim(x)
   if (!(length(d) %in% c(3L, 4L)))
     .arg_fail("shape", "%s: x must be a 4-d array c(N, C, H, W) or a 3-d c(N, C, L), got dim %s",

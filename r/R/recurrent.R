@@ -166,13 +166,7 @@ ag_rnn <- function(input_size, hidden_size, num_layers = 1L, bias = TRUE, dropou
 # (pg_sequences), as Python's ag_sequences from numpy's arrays.
 ag_sequences <- function(x, layout = "NTF", dtype = ag_default_dtype()) {
   fn <- "ag_sequences"
-  if (!is.character(layout) || length(layout) != 1L || !(layout %in% c("NTF", "TNF")))
-    .arg_fail("value", "%s: layout must be 'NTF' or 'TNF', got %s", fn, .arg_show(layout))
-  if (is_ag_tensor(x))
-    .arg_fail("argument", paste0("%s: x must be an array c(N, T, F), not an ag_tensor (a tensor ",
-                                 "[F*T, N] is already the layers' input)"), fn)
-  if (!is.numeric(x) && !is.logical(x))
-    .arg_fail("dtype", "%s: x must be a numeric array, got %s", fn, class(x)[[1L]])
+  .batch_array(fn, x, layout, c("NTF", "TNF"), " (a tensor [F*T, N] is already the layers' input)")
   d <- dim(x)
   if (!(length(d) %in% c(2L, 3L)))
     .arg_fail("shape", "%s: x must be a 3-d array c(%s) or a matrix c(%s), got dim %s", fn,
