@@ -237,6 +237,8 @@ def _batch_array(fn, x, layout, layouts, dtype, tensor_hint):
         raise ArgumentError(
             f"{fn}: x must be an array ({', '.join(layout)}), not a Tensor{tensor_hint}"
         )
+    if np.iscomplexobj(x):  # numpy would drop the imaginary part with a warning; R refuses it
+        raise DTypeError(f"{fn}: x must be a real numeric array, got complex values")
     try:
         return np.asarray(x, dtype=np.float64), code
     except (TypeError, ValueError) as e:

@@ -309,6 +309,10 @@ def test_ag_sequences_refusals():
         pg.ag_sequences(np.zeros((2, 0, 3)))
     with pytest.raises(DTypeError, match="ag_sequences: x must be numeric"):
         pg.ag_sequences("a")
+    with pytest.raises(DTypeError, match="ag_sequences: x must be a real numeric array"):
+        pg.ag_sequences(np.zeros((2, 3, 4), dtype=complex))  # R refuses complex arrays too
+    with pytest.raises(DTypeError, match="ag_images: x must be a real numeric array"):
+        pg.ag_images(np.zeros((2, 1, 3, 4), dtype=complex))
     with pytest.raises(ArgumentError, match="not a Tensor"):
         pg.ag_sequences(pg.ag_tensor(np.zeros((2, 2))))
     with pytest.raises(pg.DTypeError, match="ag_sequences"):
