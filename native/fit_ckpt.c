@@ -63,8 +63,8 @@ static int json_value(const char *text, int object, const char *what)
                        why);
     int ok = !object || d.nodes[0].type == PJ_OBJ;
     pj_free(&d);
-    return ok ? 0 : pg_fail(PG_STATUS_ERR_VALUE, "ag_model_checkpoint: %s must be a JSON object",
-                            what);
+    return ok ? 0
+              : pg_fail(PG_STATUS_ERR_VALUE, "ag_model_checkpoint: %s must be a JSON object", what);
 }
 
 static int reserved(const char *k)
@@ -125,9 +125,9 @@ int64_t pg_fit_ckpt_extra(const char *settings, const double *hist, int64_t n, i
     put(&b, ", \"history\": {", -1);
     const int64_t ncol = 1 + PG_FIT_LOG_COUNT + n_metrics;
     for (int64_t c = 0; c < ncol; c++) {
-        const char *k = c == 0                   ? "epoch"
-            : c <= PG_FIT_LOG_COUNT              ? pg_fit_log_name((int)c - 1)
-                                                 : metrics[c - 1 - PG_FIT_LOG_COUNT];
+        const char *k = c == 0      ? "epoch"
+            : c <= PG_FIT_LOG_COUNT ? pg_fit_log_name((int)c - 1)
+                                    : metrics[c - 1 - PG_FIT_LOG_COUNT];
         if (c) put(&b, ", ", 2);
         put_str(&b, k);
         put(&b, ": [", 3);

@@ -52,8 +52,7 @@ void test_fit_ckpt(void)
     CHECK(pg_json_check(text, need, "extra", 0) == 0);
     /* a short buffer: truncated, NUL-terminated, the whole length returned */
     char small[10];
-    CHECK(pg_fit_ckpt_extra(SETTINGS, hist, 2, 1, metrics, NAN, 2, rng, 2, cbs, small, 10) ==
-          need);
+    CHECK(pg_fit_ckpt_extra(SETTINGS, hist, 2, 1, metrics, NAN, 2, rng, 2, cbs, small, 10) == need);
     CHECK(strlen(small) == 9);
 
     /* read back: what was written, in the same column order */
@@ -96,9 +95,10 @@ void test_fit_ckpt(void)
     CHECK_ERR(pg_fit_ckpt_open(path, SETTINGS, (int64_t)strlen(SETTINGS), &c) != 0,
               PG_STATUS_ERR_VALUE, "unusable training state (history or random stream)");
     free(ragged);
-    write_file(path, "{\"fit\": {\"settings\": {\"n\": 8, \"batch_size\": 4, \"nbatch_logical\": "
-                     "4, \"val_split\": 0.25, \"shuffle\": true, \"loss\": \"mse\"}, "
-                     "\"history\": {}, \"rng_state\": [], \"callbacks\": 3}}");
+    write_file(path,
+               "{\"fit\": {\"settings\": {\"n\": 8, \"batch_size\": 4, \"nbatch_logical\": "
+               "4, \"val_split\": 0.25, \"shuffle\": true, \"loss\": \"mse\"}, "
+               "\"history\": {}, \"rng_state\": [], \"callbacks\": 3}}");
     CHECK_ERR(pg_fit_ckpt_open(path, SETTINGS, (int64_t)strlen(SETTINGS), &c) != 0,
               PG_STATUS_ERR_VALUE, "(callbacks: not an array)");
     CHECK_ERR(pg_fit_ckpt_open(path, SETTINGS, 1, NULL) != 0, PG_STATUS_ERR_ARG, "out is NULL");
@@ -111,8 +111,8 @@ void test_fit_ckpt(void)
               PG_STATUS_ERR_VALUE, "ag_model_checkpoint: the run's settings is not valid JSON");
     CHECK_ERR(pg_fit_ckpt_extra("[1]", hist, 2, 1, metrics, NAN, NAN, rng, 0, NULL, out, 64) < 0,
               PG_STATUS_ERR_VALUE, "settings must be a JSON object");
-    CHECK_ERR(pg_fit_ckpt_extra(SETTINGS, hist, 2, 1, metrics, NAN, NAN, rng, 1, bad_cb, out,
-                                64) < 0,
+    CHECK_ERR(pg_fit_ckpt_extra(SETTINGS, hist, 2, 1, metrics, NAN, NAN, rng, 1, bad_cb, out, 64) <
+                  0,
               PG_STATUS_ERR_VALUE, "callback 1's state is not valid JSON");
     const char *dup[2] = {"auc", "loss"};
     CHECK_ERR(pg_fit_ckpt_extra(SETTINGS, hist, 2, 2, dup, NAN, NAN, rng, 0, NULL, out, 64) < 0,
@@ -120,9 +120,9 @@ void test_fit_ckpt(void)
     int32_t bad_rng[PG_RNG_STATE_LEN];
     memcpy(bad_rng, rng, sizeof bad_rng);
     bad_rng[0] = 99;
-    CHECK_ERR(pg_fit_ckpt_extra(SETTINGS, hist, 2, 1, metrics, NAN, NAN, bad_rng, 0, NULL, out,
-                                64) < 0,
-              PG_STATUS_ERR_VALUE, "random stream's state");
+    CHECK_ERR(
+        pg_fit_ckpt_extra(SETTINGS, hist, 2, 1, metrics, NAN, NAN, bad_rng, 0, NULL, out, 64) < 0,
+        PG_STATUS_ERR_VALUE, "random stream's state");
     CHECK_ERR(pg_fit_ckpt_extra(NULL, hist, 2, 1, metrics, NAN, NAN, rng, 0, NULL, out, 64) < 0,
               PG_STATUS_ERR_ARG, "pg_fit_ckpt_extra(): NULL");
     CHECK(!strcmp(out, "untouched"));
