@@ -130,6 +130,49 @@ int pg_checkpoint_path_check(const char *path);
  * state (one R's default generator takes). PG_STATUS_ERR_VALUE naming ag_fit and the path. */
 int pg_fit_resume_check(const char *path, const char *settings, int64_t settings_len);
 
+/* ag_model_checkpoint's run state, one layout for both front ends (fit_ckpt.c): the model file's
+ * metadata 'extra' {"fit": {"settings": settings, "history": {...}, "rng_state": [...],
+ * "callbacks": [...]}}. settings: the run's settings as a JSON object text; hist[c * n + i]:
+ * epoch i's column c, the columns epoch, then enum pg_fit_log's (pg_fit_log_name), then the
+ * n_metrics named ag_fit(metrics =) columns (not finite: null); stopped / best epoch (NaN:
+ * null); rng: the run's stream state (PG_RNG_STATE_LEN, one R's default generator takes); cb:
+ * the n_cb callbacks' state JSON texts (NULL: null). Writes at most cap bytes (NUL included) to
+ * out (NULL: measure); returns the text's length, or -status (naming ag_model_checkpoint). */
+int64_t pg_fit_ckpt_extra(const char *settings, const double *hist, int64_t n, int64_t n_metrics,
+                          const char *const *metrics, double stopped_epoch, double best_epoch,
+                          const int32_t *rng, int64_t n_cb, const char *const *cb, char *out,
+                          int64_t cap);
+/* The file's name of callback callback's (0-based) tensor name, kind PG_FIT_CKPT_PARAM or
+ * PG_FIT_CKPT_BUFFER: "callback<i>.param.<name>" (as pg_fit_ckpt_extra: out, cap, length or
+ * -status). pg_fit_ckpt_tensor_parse: 1 when name is one (callback, kind and the offset of its
+ * own name after the prefix set), else 0. */
+enum { PG_FIT_CKPT_PARAM = 0, PG_FIT_CKPT_BUFFER = 1 };
+int64_t pg_fit_ckpt_tensor_name(int64_t callback, int kind, const char *name, char *out,
+                                int64_t cap);
+int pg_fit_ckpt_tensor_parse(const char *name, int64_t *callback, int *kind, int64_t *rest);
+/* ag_fit(resume_from = path): the checkpoint checked (pg_fit_resume_check, nothing written) and
+ * its run state handed out (fit_resume.c): its epoch; the saved seed and split_state (1 when
+ * present, copied to out: PG_RNG_STATE_LEN integers for the states); the stream's state; the
+ * history (n epochs; columns epoch, enum pg_fit_log's, then the file's other columns in file
+ * order, null and absent as NaN); stopped / best epoch (NaN: none); each callback's state as
+ * JSON text (NULL: null). Texts live as long as the handle. */
+typedef struct pg_fit_ckpt pg_fit_ckpt;
+int pg_fit_ckpt_open(const char *path, const char *settings, int64_t settings_len,
+                     pg_fit_ckpt **out);
+void pg_fit_ckpt_free(pg_fit_ckpt *c);
+int64_t pg_fit_ckpt_epoch(const pg_fit_ckpt *c);
+int pg_fit_ckpt_seed(const pg_fit_ckpt *c, int32_t *seed);
+int pg_fit_ckpt_split_state(const pg_fit_ckpt *c, int32_t *out);
+void pg_fit_ckpt_rng_state(const pg_fit_ckpt *c, int32_t *out);
+int64_t pg_fit_ckpt_epochs(const pg_fit_ckpt *c);
+int64_t pg_fit_ckpt_columns(const pg_fit_ckpt *c);
+const char *pg_fit_ckpt_column_name(const pg_fit_ckpt *c, int64_t j);
+void pg_fit_ckpt_column(const pg_fit_ckpt *c, int64_t j, double *out);
+double pg_fit_ckpt_stopped_epoch(const pg_fit_ckpt *c);
+double pg_fit_ckpt_best_epoch(const pg_fit_ckpt *c);
+int64_t pg_fit_ckpt_callbacks(const pg_fit_ckpt *c);
+const char *pg_fit_ckpt_callback_state(const pg_fit_ckpt *c, int64_t i);
+
 /* ag_fit's History as both front ends print it (fit_history.c): n epochs, epoch[i] their
  * numbers (not finite: "-"), logs[k * n + i] epoch i's enum pg_fit_log value k (NaN: not
  * measured). Columns

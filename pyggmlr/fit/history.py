@@ -8,8 +8,9 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from .._core import check, ffi, lib
+from .._core import ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
+from .progress import _text
 
 __all__ = ["History"]
 
@@ -110,12 +111,7 @@ class History:
             _num(self.best_epoch),
             " \u00b1 ".encode(),
         )
-        need = lib.pg_fit_history_format(*args, ffi.NULL, 0)
-        if need < 0:
-            check(need)
-        buf = ffi.new("char[]", need + 1)
-        lib.pg_fit_history_format(*args, buf, need + 1)
-        return ffi.string(buf).decode() + self._metrics_table(ep)
+        return _text(lib.pg_fit_history_format, *args) + self._metrics_table(ep)
 
     def _metrics_table(self, ep):
         """ag_fit(metrics=)'s columns below the table (the core's format, R's print's too)."""
@@ -130,12 +126,7 @@ class History:
             ffi.cast("double *", ffi.from_buffer(ep)),
             len(ep),
         )
-        need = lib.pg_fit_metrics_format(*args, ffi.NULL, 0)
-        if need < 0:
-            check(-need)
-        buf = ffi.new("char[]", need + 1)
-        lib.pg_fit_metrics_format(*args, buf, need + 1)
-        return "\n" + ffi.string(buf).decode()
+        return "\n" + _text(lib.pg_fit_metrics_format, *args)
 
     def plot(self, path=None, show=False):
         """Loss curves (train and validation), then a panel for accuracy when available and one

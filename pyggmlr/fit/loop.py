@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -37,7 +37,7 @@ from .history import History
 from .labels import encode_labels
 from .plan import FitPlan, Session, check_loss
 from .progress import FitProgress, progress_mode
-from .resume import load_weights, read_checkpoint, save_checkpoint
+from .resume import Checkpoint, save_checkpoint
 from .util import (
     _apply_hyper,
     _as_cols,
@@ -270,34 +270,16 @@ def ag_fit(
             "split_state": None,
             "weighted": True if SW is not None or CW is not None else None,
         }
-        history = History()
-        start_epoch = 1
-        resume: Optional[Dict[str, Any]] = None
+        history, start_epoch, ck = History(), 1, None
         if resume_from is not None:
             if isinstance(resume_from, bytes) or not isinstance(resume_from, (str, os.PathLike)):
                 raise ArgumentError(
                     "ag_fit: resume_from must be a file name, got "
                     f"{type(resume_from).__name__} {resume_from!r}"[:200]
                 )
-
-            try:
-                ck_epoch, fs = read_checkpoint(
-                    resume_from, settings
-                )  # checked; nothing written yet
-                for cb, cst in zip(
-                    cbs, fs.get("callbacks") or []
-                ):  # the callbacks' saved states too
-                    check = getattr(cb, "check_state", None)
-                    if cst is not None and callable(check):
-                        check(cst)
-            except BaseException:
-                opt.accumulate_steps, opt.accum_count = opt_before
-                raise
-            saved = fs["settings"]
-            settings["seed"], settings["split_state"] = saved.get("seed"), saved.get("split_state")
-            history = History.from_dict(fs["history"])
-            start_epoch = ck_epoch + 1
-            resume = {}
+            ck = Checkpoint(resume_from, settings, cbs)  # checked; nothing written yet
+            settings["seed"], settings["split_state"] = ck.seed, ck.split_state
+            history, start_epoch = ck.history, ck.epoch + 1
         elif seed is not None:
             settings["seed"] = _seed_int(seed, "ag_fit")
         stream = (
@@ -314,41 +296,24 @@ def ag_fit(
                 val_split,
                 shuffle,
                 stream,
-                settings["split_state"] if resume is not None else None,
+                settings["split_state"],
                 fixed_split=data.fixed_split,
             )
         except (TypeError, ValueError) as e:
-            if resume is not None:
-                opt.accumulate_steps, opt.accum_count = opt_before
-            if resume is not None and "state" in str(e).lower():
+            if ck is not None and "state" in str(e).lower():
                 raise PyggmlrValueError(
                     f"ag_fit: {resume_from!r} holds an unusable random-stream state"
                 ) from None
             raise
-        try:
-            weighted = attach(plan, loss_code, SW, CW)  # the core's checks and weight row
-        except BaseException:
-            if resume is not None:
-                opt.accumulate_steps, opt.accum_count = opt_before
-            raise
+        weighted = attach(plan, loss_code, SW, CW)  # the core's checks and weight row
         fit_metrics_set(plan, mcodes, history)  # before shard: refused when distributed
         if sync is not None:
             plan.shard(sync.rank, sync.world)
         settings["split_state"] = plan.split_state()
-        if resume is not None:  # the run is set up: now the weights, then the stream (both checked)
-            try:
-                resume = load_weights(resume_from, model, opt)
-            except BaseException:
-                opt.accumulate_steps, opt.accum_count = opt_before
-                raise
+        if ck is not None:  # the run is set up: now the weights, then the stream (all checked)
+            cb_arrays = ck.load_weights(model, opt)
             opt.accumulate_steps = accum
-            try:
-                stream.set_state(fs["rng_state"])
-            except (TypeError, ValueError, KeyError):
-                raise PyggmlrValueError(
-                    f"ag_fit: {resume_from!r} holds an unusable random-stream state"
-                ) from None
-
+            stream.set_state(ck.rng_state)
         fit = _Fit(model, opt, history, nepoch, settings)
         fit.stream = stream
         # has_accuracy: bit 0 accuracy is counted, bit c metric code c is a column (the core's)
@@ -357,12 +322,8 @@ def ag_fit(
         for cb in cbs:
             if hasattr(cb, "on_train_begin"):
                 cb.on_train_begin(fit)
-        if resume is not None:
-            states = (fs or {}).get("callbacks") or []
-            for i, cb in enumerate(cbs):
-                if i < len(states) and states[i] is not None and hasattr(cb, "load_state"):
-                    arrays = resume["more"].get(i)
-                    cb.load_state(states[i], arrays)
+        if ck is not None:
+            ck.load_callbacks(cbs, cb_arrays)
     except BaseException:
         opt.accumulate_steps, opt.accum_count = opt_before
         raise

@@ -1,58 +1,118 @@
-"""ag_fit's checkpoints: what ag_model_checkpoint writes and ag_fit(resume_from=) reads, in the
-layout R's fit_resume.R uses too (a model file whose extra holds the run's settings, history,
-random state and callback states), so either language resumes the other's run."""
+"""ag_fit's checkpoints: what ag_model_checkpoint writes and ag_fit(resume_from=) reads. The
+layout (a model file whose extra holds the run's settings, history, random state and callback
+states, and the callbacks' tensors) is the core's (native/fit_ckpt.c, fit_resume.c), R's too, so
+either language resumes the other's run; this converts and calls the callbacks' own code."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List
 
-from .._core import check, lib
-from ..io.modelfile import _load_checkpoint, _save, ag_model_info
+import numpy as np
+
+from .._core import check, ffi, lib
+from ..errors import ArgumentError
+from ..io.check import clean
+from ..io.modelfile import _load, _save, ag_model_info
+from .history import History, _num
+from .progress import _text
 
 __all__: List[str] = []
 
-# resumed alike; "weighted": True for a run with sample / class weights, else None (as before)
-_SETTINGS = ("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss", "weighted")
+
+def _str(p):
+    return None if p == ffi.NULL else ffi.string(p).decode("utf-8")
 
 
 def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
     """Model, optimizer, epoch and the run's state (fit: ag_fit's _Fit) to path."""
-    cb_states: List[Any] = []
-    cb_arrays: Dict[str, Any] = {}
+    states, arrays = [], {}
     for i, cb in enumerate(fit.callbacks):
-        st = getattr(cb, "state", None)
-        if not callable(st):
-            cb_states.append(None)
-            continue
-        js, arrays = st()
-        cb_states.append(js)
-        if arrays is not None:
-            ps, bs = arrays
-            cb_arrays.update({f"callback{i}.param.{k}": v for k, v in ps.items()})
-            cb_arrays.update({f"callback{i}.buffer.{k}": v for k, v in bs.items()})
-    extra = {
-        "fit": {
-            "settings": fit.settings,
-            "history": fit.history.as_dict(),
-            "rng_state": fit.stream.get_state().tolist(),
-            "callbacks": cb_states,
-        }
-    }
-    _save(fit.model, path, optimizer=fit.optimizer, epoch=epoch, extra=extra, more=cb_arrays)
+        js, arr = cb.state() if callable(getattr(cb, "state", None)) else (None, None)
+        try:
+            states.append(None if js is None else json.dumps(clean(js, "extra"), allow_nan=False))
+        except (TypeError, ValueError) as e:
+            raise ArgumentError(f"ag_save_model(): extra must be JSON-serialisable ({e})") from None
+        for kind, d in zip((lib.PG_FIT_CKPT_PARAM, lib.PG_FIT_CKPT_BUFFER), arr or ()):
+            arrays.update(
+                {_text(lib.pg_fit_ckpt_tensor_name, i, kind, k.encode()): v for k, v in d.items()}
+            )
+    h = fit.history
+    keys = (
+        ["epoch"] + [_str(lib.pg_fit_log_name(k)) for k in range(lib.PG_FIT_LOG_COUNT)] + h.metrics
+    )
+    hist = np.ascontiguousarray([getattr(h, k) for k in keys], dtype=np.float64)
+    texts = [ffi.NULL if t is None else ffi.new("char[]", t.encode()) for t in states]
+    names = [ffi.new("char[]", k.encode()) for k in h.metrics]
+    extra = _text(
+        lib.pg_fit_ckpt_extra,
+        json.dumps(fit.settings).encode(),
+        ffi.cast("double *", ffi.from_buffer(hist)),
+        len(h.epoch),
+        len(names),
+        ffi.new("char *[]", names or 1),
+        _num(h.stopped_epoch),
+        _num(h.best_epoch),
+        ffi.new("int32_t[]", fit.stream.get_state().tolist()),
+        len(texts),
+        ffi.new("char *[]", texts or 1),
+    )
+    _save(fit.model, path, optimizer=fit.optimizer, epoch=epoch, extra_text=extra, more=arrays)
 
 
-def read_checkpoint(path: Any, settings: Dict[str, Any]) -> Tuple[int, Dict[str, Any]]:
-    """The checkpoint's run state, checked against this run's settings by the core (its epoch,
-    history and random state too). Writes nothing (the weights come later, from load_weights,
-    once the run is set up: a refused checkpoint changes nothing). Returns (epoch, fit state)."""
-    info = ag_model_info(path)  # a model file, checked as one
-    text = json.dumps({k: settings[k] for k in _SETTINGS}).encode()
-    check(lib.pg_fit_resume_check(os.fsencode(path), text, len(text)))
-    return int(info["epoch"]), info["extra"]["fit"]
+class Checkpoint:
+    """A checkpoint's run state as the core hands it out (checked against this run and by the
+    callbacks' check_state, nothing written): epoch, seed, split_state, rng_state, history and
+    the callbacks' states."""
 
+    def __init__(self, path: Any, settings: Dict[str, Any], callbacks: List[Any]):
+        self.path, text, h = path, json.dumps(settings).encode(), ffi.new("pg_fit_ckpt **")
+        ag_model_info(path)  # a model file, checked as one
+        check(lib.pg_fit_ckpt_open(os.fsencode(path), text, len(text), h))
+        c = ffi.gc(h[0], lib.pg_fit_ckpt_free)
+        seed, n = ffi.new("int32_t *"), lib.PG_RNG_STATE_LEN
+        split, rng = ffi.new("int32_t[]", n), ffi.new("int32_t[]", n)
+        self.epoch, self.seed = (
+            lib.pg_fit_ckpt_epoch(c),
+            seed[0] if lib.pg_fit_ckpt_seed(c, seed) else None,
+        )
+        self.split_state = list(split) if lib.pg_fit_ckpt_split_state(c, split) else None
+        lib.pg_fit_ckpt_rng_state(c, rng)
+        self.rng_state = list(rng)
+        d: Dict[str, Any] = {}
+        for j in range(lib.pg_fit_ckpt_columns(c)):
+            col = ffi.new("double[]", lib.pg_fit_ckpt_epochs(c))
+            lib.pg_fit_ckpt_column(c, j, col)
+            d[_str(lib.pg_fit_ckpt_column_name(c, j))] = list(col)
+        d["epoch"] = [int(e) if math.isfinite(e) else e for e in d["epoch"]]
+        stop, best = lib.pg_fit_ckpt_stopped_epoch(c), lib.pg_fit_ckpt_best_epoch(c)
+        d["stopped_epoch"], d["best_epoch"] = (
+            None if math.isnan(v) else int(v) for v in (stop, best)
+        )
+        self.history = History.from_dict(d)
+        texts = [
+            _str(lib.pg_fit_ckpt_callback_state(c, i)) for i in range(lib.pg_fit_ckpt_callbacks(c))
+        ]
+        self.states = [None if t is None else json.loads(t) for t in texts]
+        for cb, st in zip(callbacks, self.states):  # the callbacks' saved states too
+            if st is not None and callable(getattr(cb, "check_state", None)):
+                cb.check_state(st)
 
-def load_weights(path: Any, model: Any, opt: Any) -> Dict[str, Any]:
-    """The checkpoint's weights and optimizer state (all checked before the first write)."""
-    return _load_checkpoint(path, model, opt)
+    def load_weights(self, model: Any, opt: Any) -> Dict[int, Any]:
+        """The checkpoint's weights and optimizer state (all checked before the first write);
+        returns the callbacks' arrays: {callback index: (params, buffers)}."""
+        _, info = _load(self.path, model=model, optimizer=opt, quiet_hyper=True, need_epoch=True)
+        more: Dict[int, Any] = {}
+        i, kind, rest = ffi.new("int64_t *"), ffi.new("int *"), ffi.new("int64_t *")
+        for k, a in info["tensors"].items():
+            if lib.pg_fit_ckpt_tensor_parse(k.encode(), i, kind, rest):
+                name = k.encode()[rest[0] :].decode()
+                more.setdefault(i[0], ({}, {}))[kind[0]][name] = np.asfortranarray(a)
+        return more
+
+    def load_callbacks(self, callbacks: List[Any], arrays: Dict[int, Any]) -> None:
+        for i, (cb, st) in enumerate(zip(callbacks, self.states)):
+            if st is not None and hasattr(cb, "load_state"):
+                cb.load_state(st, arrays.get(i))

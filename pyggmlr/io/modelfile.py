@@ -19,7 +19,7 @@ import errno
 import json
 import os
 import warnings
-from typing import Any, Dict, Tuple, Union
+from typing import Any, Dict, Union
 
 import numpy as np
 
@@ -264,8 +264,8 @@ def _read_safetensors(path, fn="ag_load_model()"):
 # model <-> file
 
 
-def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
-
+def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_text=None):
+    """extra_text: extra already as JSON text (ag_fit's checkpoints: the core's layout)"""
     path = _path_arg(path, "ag_save_model()")
     params, bufs = _model_parts(model)
     if optimizer is not None and not isinstance(optimizer, Optimizer):
@@ -306,6 +306,8 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None):
         except (TypeError, ValueError) as e:
             raise ArgumentError(f"ag_save_model(): extra must be JSON-serialisable ({e})") from None
         w.set(lib.PG_MF_FIELD_EXTRA, text)  # the core checks that it loads back
+    if extra_text is not None:
+        w.set(lib.PG_MF_FIELD_EXTRA, extra_text)
     _set_target(w, model)
     for k, v in (more or {}).items():
         w.add(lib.PG_MF_ROLE_TENSOR, k, v)
@@ -409,19 +411,6 @@ def _load(
         _get_target(f, model)
     ag_eval(model)  # as ag_fit leaves a model
     return model, {"epoch": epoch, "extra": extra, "tensors": more}
-
-
-def _load_checkpoint(path, model, optimizer):
-    model, info = _load(path, model=model, optimizer=optimizer, quiet_hyper=True, need_epoch=True)
-    more: Dict[int, Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]] = {}  # i: (params, bufs)
-    for k, a in info["tensors"].items():
-        if k.startswith("callback"):
-            head, _, rest = k.partition(".")
-            kind, _, name = rest.partition(".")
-            if head[8:].isdigit() and kind in ("param", "buffer"):
-                ps, bs = more.setdefault(int(head[8:]), ({}, {}))
-                (ps if kind == "param" else bs)[name] = np.asfortranarray(a)
-    return {"epoch": info["epoch"], "extra": info["extra"], "more": more}
 
 
 def ag_model_info(path: Union[str, os.PathLike]) -> Dict[str, Any]:

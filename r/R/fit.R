@@ -127,16 +127,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     if (!is.character(resume_from) || length(resume_from) != 1L || is.na(resume_from))
       .arg_fail("argument", "ag_fit: resume_from must be a file name, got %s",
                 .arg_show(resume_from))
-    res <- tryCatch({
-      r <- .fit_resume(resume_from, settings)  # checked; nothing written yet
-      for (i in seq_along(cbs)) {  # the callbacks' saved states too
-        st <- r$fit$callbacks[i]
-        if (length(st) && !is.null(st[[1L]]) &&
-            is.function(cbs[[i]]$check_state)) cbs[[i]]$check_state(st[[1L]])
-      }
-      r
-    }, error = undo)
-    settings$seed <- if (is.null(res$fit$settings$seed)) NULL else as.integer(res$fit$settings$seed)
+    res <- tryCatch(.fit_resume(resume_from, settings, cbs), error = undo)  # nothing written
+    settings$seed <- res$seed
   }
   if (!is.null(settings$seed)) {  # the whole run (shuffles, dropout) on a stream of its own
     run_rng <- .rng_stream(settings$seed)
@@ -148,7 +140,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   plan <- tryCatch(.Call(R_pg_fit_new, ag_tensor(X, dtype = dtype)$.ptr,
                          if (is.null(tg$Y)) NULL else ag_tensor(tg$Y, dtype = dtype)$.ptr,
                 classify, batch_size, nbatch_logical, val_split, isTRUE(shuffle),
-                if (is.null(res)) NULL else as.integer(.num_vec(res$fit$settings$split_state)),
+                res$split_state,
                 d$fixed), error = function(e) if (is.null(res)) stop(e) else undo(e))
   tryCatch(.Call(R_pg_fit_set_weights, plan, if (is.null(L$code)) -1L else L$code, SW, CW),
            error = function(e) if (is.null(res)) stop(e) else undo(e))
@@ -160,7 +152,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   if (!is.null(res)) {
     res$tensors <- tryCatch(.fit_resume_load(resume_from, model, opt), error = undo)
     opt$accumulate_steps <- accum
-    .ckpt_rng_load(as.integer(.num_vec(res$fit$rng_state)))
+    .ckpt_rng_load(res$rng_state)
   }
   sz <- .Call(R_pg_fit_sizes, plan)
   n_val <- sz[[3L]]
@@ -171,7 +163,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   fit$optimizer <- opt
   fit$nepoch <- nepoch
   fit$stop <- FALSE
-  fit$logs <- if (is.null(res)) list() else .history_logs(res$fit$history)
+  fit$logs <- if (is.null(res)) list() else .history_logs(res$history)
   fit$best_epoch <- NULL
   fit$has_val <- n_val > 0L  # what the run measures (callbacks' monitors)
   # bit 0: accuracy is counted; bit c: metric code c is a column (the core's monitor mask)
@@ -183,11 +175,9 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     settings
   }, cbs)
   for (cb in cbs) if (is.function(cb$on_train_begin)) cb$on_train_begin(fit)
-  if (!is.null(res)) for (i in seq_along(cbs)) {
-    st <- res$fit$callbacks[i]
-    if (length(st) && !is.null(st[[1L]]) && is.function(cbs[[i]]$load_state))
-      cbs[[i]]$load_state(st[[1L]], .fit_cb_arrays(res$tensors, i))
-  }
+  for (i in seq_len(min(length(cbs), length(res$callbacks))))
+    if (!is.null(res$callbacks[[i]]) && is.function(cbs[[i]]$load_state))
+      cbs[[i]]$load_state(res$callbacks[[i]], .fit_cb_arrays(res$tensors, i))
 
   on.exit({
     opt$zero_grad()

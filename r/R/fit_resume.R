@@ -58,18 +58,8 @@ print.ag_model_checkpoint <- function(x, ...) {
   invisible(x)
 }
 
-# JSON arrays (lists with NULL for NaN) <-> R vectors
-.num_vec <- function(v) vapply(v, function(x) if (is.null(x)) NaN else as.double(x), 0)
-
-.history_dict <- function(logs, stopped, best) {
-  d <- lapply(.HIST_KEYS, function(k) as.list(vapply(logs, function(l) as.double(l[[k]]), 0)))
-  names(d) <- .HIST_KEYS
-  c(d, list(stopped_epoch = stopped, best_epoch = best))
-}
-
-.history_logs <- function(d) {
-  cols <- lapply(.HIST_KEYS, function(k) .num_vec(d[[k]]))
-  names(cols) <- .HIST_KEYS
+# the per-epoch logs of a checkpoint's history columns (epoch, the logs, the metric columns)
+.history_logs <- function(cols) {
   lapply(seq_along(cols$epoch), function(i) {
     l <- lapply(cols, `[[`, i)
     l$epoch <- as.integer(l$epoch)
@@ -77,38 +67,43 @@ print.ag_model_checkpoint <- function(x, ...) {
   })
 }
 
-# the run's state for the checkpoint callback: fit$save_checkpoint(path, epoch)
+# the run's state for the checkpoint callback: fit$save_checkpoint(path, epoch). The layout and
+# the callback tensors' names are the core's (native/fit_ckpt.c), Python's too.
 .fit_saver <- function(fit, settings, cbs) {
   function(path, epoch) {
     states <- list()
     more <- list()
     for (i in seq_along(cbs)) {
       st <- if (is.function(cbs[[i]]$state)) cbs[[i]]$state() else NULL
-      states[i] <- list(st$js)
-      for (kind in c("params", "buffers")) for (k in names(st$arrays[[kind]])) {
-        a <- st$arrays[[kind]][[k]]
-        more[[length(more) + 1L]] <- list(name = sprintf("callback%d.%s.%s", i - 1L,
-                                                         substr(kind, 1L, nchar(kind) - 1L), k),
-                                          value = a, dtype = fit$file_dtype)
-      }
+      states[i] <- list(if (!is.null(st$js)) .to_json(st$js, "extra"))
+      for (kind in 1:2) for (k in names(st$arrays[[c("params", "buffers")[kind]]]))
+        more[[length(more) + 1L]] <- list(
+          name = .Call(R_pg_fit_ckpt_tensor_name, i - 1L, kind - 1L, enc2utf8(k)),
+          value = st$arrays[[c("params", "buffers")[kind]]][[k]], dtype = fit$file_dtype)
     }
-    extra <- list(fit = list(settings = settings(), history = .history_dict(fit$logs, NULL, NULL),
-                             rng_state = as.list(.ckpt_rng_state()), callbacks = states))
-    .save_model(fit$model, path, optimizer = fit$optimizer, epoch = epoch, extra = extra,
-                more = more)
+    keys <- c(.HIST_KEYS, fit$metrics)
+    h <- .make_history(fit$logs, NULL, NULL, fit$metrics)
+    extra <- .Call(R_pg_fit_ckpt_extra, .to_json(settings(), "the run's settings"),
+                   as.double(unlist(h[keys])), length(fit$logs), as.character(fit$metrics),
+                   NULL, NULL, .ckpt_rng_state(), states)
+    .save_model(fit$model, path, optimizer = fit$optimizer, epoch = epoch,
+                extra = structure(extra, class = "json"), more = more)
   }
 }
 
-# Check a checkpoint against this run, writing nothing: the core checks its settings, epoch,
-# history and random state. Returns list(epoch, fit = the saved fit state); .fit_resume_load
-# writes the weights and the optimizer later, once the run is set up (a refused checkpoint
-# changes nothing).
-.fit_resume <- function(path, settings) {
-  info <- ag_model_info(path)  # a model file, checked as one
-  keys <- c("n", "batch_size", "nbatch_logical", "val_split", "shuffle", "loss", "weighted")
-  js <- .to_json(settings[keys], "the run's settings")  # numbers to the last bit, as saved
-  .Call(R_pg_fit_resume_check, path, enc2utf8(as.character(js)))
-  list(epoch = as.integer(info$epoch), fit = info$extra$fit)
+# A checkpoint checked against this run, writing nothing: the core checks its settings, epoch,
+# history and random state, the callbacks their states. Returns its run state (the core's
+# R_pg_fit_ckpt_read); .fit_resume_load writes the weights and the optimizer later, once the
+# run is set up (a refused checkpoint changes nothing).
+.fit_resume <- function(path, settings, cbs) {
+  ag_model_info(path)  # a model file, checked as one
+  r <- .Call(R_pg_fit_ckpt_read, path, enc2utf8(.to_json(settings, "the run's settings")))
+  r$callbacks <- lapply(r$callbacks, function(t)
+    if (!is.null(t)) jsonlite::parse_json(t, simplifyVector = FALSE))
+  for (i in seq_len(min(length(cbs), length(r$callbacks))))
+    if (!is.null(r$callbacks[[i]]) && is.function(cbs[[i]]$check_state))
+      cbs[[i]]$check_state(r$callbacks[[i]])
+  r
 }
 
 # The checkpoint's weights and optimizer state (all checked before the first write); its tensors.
@@ -121,17 +116,10 @@ print.ag_model_checkpoint <- function(x, ...) {
 
 # callback i's arrays saved in the checkpoint: list(params, buffers) or NULL
 .fit_cb_arrays <- function(tensors, i) {
-  pre <- sprintf("callback%d.", i - 1L)
-  keys <- names(tensors)[startsWith(names(tensors), pre)]
-  if (!length(keys)) return(NULL)
+  p <- .Call(R_pg_fit_ckpt_tensor_parse, enc2utf8(as.character(names(tensors))))
+  mine <- which(p$callback == i - 1L)
+  if (!length(mine)) return(NULL)
   out <- list(params = list(), buffers = list())
-  for (k in keys) {
-    rest <- substring(k, nchar(pre) + 1L)
-    kind <- sub("\\..*$", "", rest)
-    nm <- sub("^[^.]*\\.", "", rest)
-    a <- tensors[[k]]
-    attr(a, "dtype") <- NULL
-    if (kind == "param") out$params[[nm]] <- a else if (kind == "buffer") out$buffers[[nm]] <- a
-  }
+  for (j in mine) out[[p$kind[[j]] + 1L]][[p$name[[j]]]] <- `attr<-`(tensors[[j]], "dtype", NULL)
   out
 }

@@ -222,7 +222,9 @@
   if (!is.null(optimizer) && !.is_optimizer(optimizer))
     .pg_stop("argument", sprintf("ag_save_model(): optimizer must be an optimizer object, got %s",
                  class(optimizer)[[1L]]))
-  if (!is.null(extra)) fields[[3L]] <- .to_json(extra, "extra")  # the core checks it loads back
+  # the core checks it loads back; a "json" text (ag_fit's checkpoints) as it is
+  if (!is.null(extra)) fields[[3L]] <- if (inherits(extra, "json")) extra
+                                       else .to_json(extra, "extra")
   # the core copies the tensors and the optimizer's state; more: ag_fit's callback arrays
   res <- .Call(R_pg_mf_save, path.expand(path), .mf_model(params, bufs, optimizer),
                .more_group(more), enc2utf8(fields), ep, .target_meta(model))  # predict.R

@@ -126,7 +126,10 @@ extern SEXP R_pg_fit_val_join(SEXP, SEXP);
 extern SEXP R_pg_row_major_guess(SEXP, SEXP);
 extern SEXP R_pg_early_stop_new(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_checkpoint_path(SEXP, SEXP);
-extern SEXP R_pg_fit_resume_check(SEXP, SEXP);
+extern SEXP R_pg_fit_ckpt_extra(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_ckpt_tensor_name(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_ckpt_tensor_parse(SEXP);
+extern SEXP R_pg_fit_ckpt_read(SEXP, SEXP);
 extern SEXP R_pg_fit_loss_parse(SEXP);
 extern SEXP R_pg_fit_loss_rules(SEXP, SEXP);
 extern SEXP R_pg_fit_optim_parse(SEXP, SEXP);
@@ -356,7 +359,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_row_major_guess", (DL_FUNC)&R_pg_row_major_guess, 2},
     {"R_pg_early_stop_new", (DL_FUNC)&R_pg_early_stop_new, 5},
     {"R_pg_checkpoint_path", (DL_FUNC)&R_pg_checkpoint_path, 2},
-    {"R_pg_fit_resume_check", (DL_FUNC)&R_pg_fit_resume_check, 2},
+    {"R_pg_fit_ckpt_extra", (DL_FUNC)&R_pg_fit_ckpt_extra, 8},
+    {"R_pg_fit_ckpt_tensor_name", (DL_FUNC)&R_pg_fit_ckpt_tensor_name, 3},
+    {"R_pg_fit_ckpt_tensor_parse", (DL_FUNC)&R_pg_fit_ckpt_tensor_parse, 1},
+    {"R_pg_fit_ckpt_read", (DL_FUNC)&R_pg_fit_ckpt_read, 2},
     {"R_pg_fit_loss_parse", (DL_FUNC)&R_pg_fit_loss_parse, 1},
     {"R_pg_fit_loss_rules", (DL_FUNC)&R_pg_fit_loss_rules, 2},
     {"R_pg_fit_optim_parse", (DL_FUNC)&R_pg_fit_optim_parse, 2},

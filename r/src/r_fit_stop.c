@@ -189,16 +189,6 @@ SEXP R_pg_checkpoint_path(SEXP path, SEXP epoch)
     return Rf_mkString(buf);
 }
 
-/* ag_fit(resume_from = path): the checkpoint's training state against this run's settings (a
- * JSON object text); a classed error naming ag_fit and the path, else NULL */
-SEXP R_pg_fit_resume_check(SEXP path, SEXP settings)
-{
-    const char *p = Rf_translateChar(STRING_ELT(path, 0));
-    const char *s = Rf_translateCharUTF8(STRING_ELT(settings, 0));
-    r_check(pg_fit_resume_check(p, s, (int64_t)strlen(s)));
-    return R_NilValue;
-}
-
 /* print.ag_history's text: the core's History table (pg_fit_history_format). logs: the
  * per-epoch values in the core's log order, one column per log (epochs x PG_FIT_LOG_COUNT). */
 SEXP R_pg_fit_history_format(SEXP name, SEXP epoch, SEXP logs, SEXP stopped, SEXP best, SEXP pm)

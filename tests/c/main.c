@@ -51,6 +51,7 @@ int main(void)
     run("fit session", test_fit_session);
     run("early stopping", test_fit_stop);
     run("resume checks", test_fit_resume);
+    run("checkpoint run state", test_fit_ckpt);
     run("history table", test_fit_history);
     run("loss table", test_fit_loss);
     run("layer configs", test_layer_config);

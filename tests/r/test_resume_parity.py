@@ -63,3 +63,33 @@ def test_each_resumes_each(tmp_path, writer):
     assert len(py) == len(rr) == 2
     for a, b in zip(py, rr):
         assert a.shape == b.shape and a.tobytes() == np.asarray(b, dtype=a.dtype).tobytes()
+
+
+@pytest.mark.parametrize("writer", ["python", "r"])
+def test_metric_columns_cross(tmp_path, writer):
+    """A checkpoint's metrics= columns come back in either language (the core's layout): the
+    resumed histories agree, the checkpointed epochs included."""
+    p = str(tmp_path / "m.st")
+    if writer == "python":
+        pg.ggml_set_seed(1)
+        cb = pg.ag_model_checkpoint(p)
+        pg.ag_fit(pg.ag_linear(4, 3), _X, _Y, nepoch=2, callbacks=[cb], metrics=["f1"], **_ARGS)
+    else:
+        r.run(
+            "ggml_set_seed(1L); m <- ag_linear(4, 3); cb <- ag_model_checkpoint(p); "
+            + _R_FIT.format(n=2, more=", callbacks = list(cb), metrics = 'f1'"),
+            p=p,
+            x=_X,
+            y=_Y,
+        )
+    py = pg.ag_fit(pg.ag_linear(4, 3), _X, _Y, nepoch=3, resume_from=p, metrics=["f1"], **_ARGS)
+    rr = r.run(
+        "m <- ag_linear(4, 3); h <- "
+        + _R_FIT.format(n=3, more=", resume_from = p, metrics = 'f1'")
+        + "; c(h$f1, h$val_f1)",
+        p=p,
+        x=_X,
+        y=_Y,
+    )
+    got = np.asarray(rr, dtype=np.float64)
+    assert not np.isnan(py.f1[0]) and np.array_equal(py.f1 + py.val_f1, got, equal_nan=True)

@@ -198,3 +198,24 @@ def test_save_best_only_refusals_and_resume_state(tmp_path):
     assert ck2.best == st["best"] and ck2.saved == []  # nothing to do after epoch 3
     with pytest.raises(pg.PyggmlrValueError, match="ag_model_checkpoint: the checkpoint's"):
         ck2.load_state({"best": "x"})
+
+
+def test_a_checkpoint_with_metrics_resumes_across_languages(tmp_path):
+    """The metrics= columns go into the core's layout and come back, in Python and in R (which
+    dropped them before the layout was the core's); the history is the uninterrupted run's."""
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((4, 10)), rng.standard_normal((2, 10))
+    kw = dict(loss="mse", batch_size=2, val_split=0.2, silent=True, seed=3, metrics=["mae"])
+
+    def mk():
+        pg.ggml_set_seed(5)
+        return pg.ag_linear(4, 2)
+
+    full = pg.ag_fit(mk(), x, y, nepoch=4, **kw)
+    m, f = mk(), str(tmp_path / "ck.safetensors")
+    pg.ag_fit(m, x, y, nepoch=2, callbacks=[pg.ag_model_checkpoint(f)], **kw)
+    hist = pg.ag_model_info(f)["extra"]["fit"]["history"]
+    assert list(hist)[-4:] == ["mae", "val_mae", "stopped_epoch", "best_epoch"]
+    rest = pg.ag_fit(m, x, y, nepoch=4, resume_from=f, **kw)
+    assert rest.mae == full.mae and rest.val_mae == full.val_mae and rest.epoch == [1, 2, 3, 4]
+    assert rest.metrics == ["mae", "val_mae"]

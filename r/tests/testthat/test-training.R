@@ -365,3 +365,23 @@ test_that("a refused resume_from changes nothing; R resumes a Python checkpoint 
   expect_silent(ag_fit(m2, x, y, nepoch = 3L, batch_size = 8L, seed = 1L, silent = TRUE, lr = 0.5,
                        resume_from = f))
 })
+
+test_that("a resumed run keeps the checkpoint's metrics = columns (the core's layout)", {
+  local_f64()
+  set.seed(1)
+  x <- matrix(rnorm(40), 4, 10)
+  y <- matrix(rnorm(20), 2, 10)
+  f <- tempfile(fileext = ".safetensors")
+  run <- function(m, nepoch, ...)
+    ag_fit(m, x, y, loss = "mse", nepoch = nepoch, batch_size = 2L, val_split = 0.2,
+           silent = TRUE, seed = 3L, metrics = "mae", ...)
+  mk <- function() { set.seed(5); ag_linear(4, 2) }
+  full <- run(mk(), 4L)
+  m <- mk()
+  run(m, 2L, callbacks = list(ag_model_checkpoint(f)))
+  rest <- run(m, 4L, resume_from = f)
+  expect_identical(rest$mae, full$mae)
+  expect_identical(rest$val_mae, full$val_mae)
+  h <- ag_model_info(f)$extra$fit$history
+  expect_identical(names(h)[13:16], c("mae", "val_mae", "stopped_epoch", "best_epoch"))
+})
