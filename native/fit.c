@@ -24,6 +24,7 @@ struct pg_fit {
     int64_t *am;              /* [bs] arg-max scratch */
     int64_t width, width_val; /* the last gathered batch */
     int32_t split_state[PG_RNG_STATE_LEN];
+    int no_state; /* the stream is external (R's non-default RNGkind): nothing to save */
     pg_tensor *xb[2], *yb[2]; /* reused batch tensors: [0] full width, [1] a narrower last batch */
     pg_tensor *w, *wb[2], *wcur; /* sample weights [1, n] (fit_weight.c), their batch rows, the
                                   * last training batch's row (borrowed); NULL: unweighted */
@@ -164,8 +165,17 @@ pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, const pg_fit_params *params)
         pg_fit_free(f);
         return pg_fail_null(PG_STATUS_ERR_NOMEM, "%s: out of memory", OP);
     }
-    int rc = split_state ? pg_rng_set_state(rng, split_state, PG_RNG_STATE_LEN) : 0;
-    if (!rc) rc = pg_rng_get_state(rng, f->split_state);
+    /* an external stream (R's non-default RNGkind) shuffles like R's sample.int, but has no
+     * state to save: such a run trains, its checkpoints are refused (pg_fit_split_state) */
+    int has = pg_rng_has_state(rng), rc = has < 0 ? -has : 0;
+    if (!rc && split_state && !has)
+        rc = pg_fail(PG_STATUS_ERR_STATE,
+                     "%s: cannot resume on a random stream without a state (R with a non-default "
+                     "RNGkind()): use R's default generator, or seed = in the run that saved",
+                     OP);
+    else if (!rc && split_state) rc = pg_rng_set_state(rng, split_state, PG_RNG_STATE_LEN);
+    if (!rc && has) rc = pg_rng_get_state(rng, f->split_state);
+    f->no_state = !has;
     if (!rc && f->shuffle && !params->fixed_split) rc = draw_perm(f, n, f->order);
     else
         for (int64_t i = 0; i < n; i++) f->order[i] = i;
@@ -231,6 +241,11 @@ int pg_fit_sizes(const pg_fit *f, pg_fit_dims *out)
 int pg_fit_split_state(const pg_fit *f, int32_t *out)
 {
     if (!f || !out) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit or output", OP);
+    if (f->no_state)
+        return pg_fail(PG_STATUS_ERR_STATE,
+                       "%s: the run's random stream has no state to save (R with a non-default "
+                       "RNGkind()): pass seed = to checkpoint the run",
+                       OP);
     memcpy(out, f->split_state, sizeof f->split_state);
     return 0;
 }

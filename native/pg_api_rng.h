@@ -38,6 +38,8 @@ pg_rng *pg_rng_new_external(double (*unif)(void), double (*norm)(void), double (
 /* ---- state ---- */
 int pg_rng_seed(pg_rng *r, int32_t seed);      /* exactly set.seed(seed) (seed mod 2^32) */
 int pg_rng_get_state(pg_rng *r, int32_t *out); /* writes PG_RNG_STATE_LEN integers */
+/* 1 when r has a state to get and set, 0 for an external stream, a negative status on error. */
+int pg_rng_has_state(pg_rng *r);
 /* Load a .Random.seed. len must be PG_RNG_STATE_LEN and state[0] PG_RNG_KIND_DEFAULT (another
  * kind is PG_STATUS_ERR_VALUE: the core reproduces R's default kinds only); as R, a position outside
  * 1..624 is read as 624, and an all-zero state reseeds from the clock. */

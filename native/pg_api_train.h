@@ -59,7 +59,8 @@ typedef struct pg_fit_dims {
     int64_t n_val_batches; /* validation batches */
 } pg_fit_dims;
 int pg_fit_sizes(const pg_fit *f, pg_fit_dims *out);
-/* The stream's state just before the split was drawn (PG_RNG_STATE_LEN integers). */
+/* The stream's state just before the split was drawn (PG_RNG_STATE_LEN integers);
+ * PG_STATUS_ERR_STATE when the run's stream is external (it has none). */
 int pg_fit_split_state(const pg_fit *f, int32_t *out);
 /* Start an epoch: a new order of the training part when shuffling; clears the statistics. */
 int pg_fit_epoch_begin(pg_fit *f);

@@ -356,6 +356,14 @@ int pg_rng_seed(pg_rng *r, int32_t seed)
     return rc;
 }
 
+int pg_rng_has_state(pg_rng *r)
+{
+    if (!(r = pg_rng_lock(r, "has_state"))) return -pg_last_status();
+    int has = r->ext_unif == NULL;
+    pg_rng_unlock(r);
+    return has;
+}
+
 int pg_rng_get_state(pg_rng *r, int32_t *out)
 {
     if (!out) return pg_fail(PG_STATUS_ERR_ARG, "get_state: out is NULL");

@@ -166,6 +166,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   fit$logs <- if (is.null(res)) list() else .history_logs(res$history)
   fit$best_epoch <- NULL
   fit$has_val <- n_val > 0L  # what the run measures (callbacks' monitors)
+  fit$has_rng_state <- !is.null(settings$split_state)  # not on R's non-default RNGkind()
   # bit 0: accuracy is counted; bit c: metric code c is a column (the core's monitor mask)
   fit$has_accuracy <- as.integer(classify > 0L) + sum(2^mcodes)
   fit$metrics <- .fit_metric_columns(mcodes, n_val > 0L)

@@ -41,10 +41,17 @@ SEXP R_pg_fit_sizes(SEXP fp)
     return r_counts(s, 6);
 }
 
+/* NULL for a run on an external stream (R's non-default RNGkind(): nothing to save) */
 SEXP R_pg_fit_split_state(SEXP fp)
 {
     SEXP v = PROTECT(Rf_allocVector(INTSXP, PG_RNG_STATE_LEN));
-    r_check(pg_fit_split_state(fit_get(fp), (int32_t *)INTEGER(v)));
+    int rc = pg_fit_split_state(fit_get(fp), (int32_t *)INTEGER(v));
+    if (rc == PG_STATUS_ERR_STATE) {
+        pg_clear_error();
+        UNPROTECT(1);
+        return R_NilValue;
+    }
+    r_check(rc);
     UNPROTECT(1);
     return v;
 }

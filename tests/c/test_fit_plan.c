@@ -4,6 +4,9 @@
 #include <string.h>
 #include "check.h"
 
+static double ext_unif(void) { return 0.5; }
+static double ext_index(double dn) { return floor(dn / 2); }
+
 void test_fit_plan(void)
 {
     pg_fit_params d = pg_fit_default_params();
@@ -42,6 +45,22 @@ void test_fit_plan(void)
     CHECK(f && pg_fit_split_state(f, st2) == 0 && !memcmp(st, st2, sizeof st));
     pg_fit_free(f);
     p.split_state = NULL;
+
+    /* an external stream (R's non-default RNGkind) splits and shuffles through its index draws;
+     * it has no state: the plan says so when asked, and a resume on it is refused */
+    pg_rng *ext = pg_rng_new_external(ext_unif, ext_unif, ext_index);
+    CHECK(pg_rng_has_state(ext) == 0 && pg_rng_has_state(r) == 1);
+    p.rng = ext;
+    f = pg_fit_new(x, y, &p);
+    CHECK(f && pg_fit_sizes(f, &s) == 0 && s.n_val == 25);
+    CHECK_ERR(pg_fit_split_state(f, st2) == PG_STATUS_ERR_STATE, PG_STATUS_ERR_STATE,
+              "ag_fit: the run's random stream has no state to save");
+    pg_fit_free(f);
+    p.split_state = st;
+    CHECK_ERR(!pg_fit_new(x, y, &p), PG_STATUS_ERR_STATE,
+              "ag_fit: cannot resume on a random stream without a state");
+    p.split_state = NULL, p.rng = r;
+    pg_rng_free(ext);
 
     /* refusals name ag_fit and the argument; nothing is made */
     pg_fit_params b = p;

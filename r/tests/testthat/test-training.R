@@ -347,6 +347,41 @@ test_that(paste0("ag_fit(resume_from =) continues a checkpointed run exactly (sh
                 "ag_model_checkpoint | path=a.safetensors | every=2", fixed = TRUE)
 })
 
+test_that("ag_model_checkpoint on a non-default RNGkind without seed is refused before training", {
+  old <- RNGkind()
+  on.exit(RNGkind(old[[1L]], old[[2L]], old[[3L]]), add = TRUE)
+  RNGkind("L'Ecuyer-CMRG")
+  set.seed(2)
+  x <- matrix(rnorm(4 * 32), 4, 32)
+  y <- rep(0:1, 16L)
+  m <- ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 2))
+  before <- lapply(m$parameters(), function(p) p$data)
+  f <- tempfile(fileext = ".safetensors")
+  err <- tryCatch(ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, silent = TRUE,
+                         callbacks = list(ag_model_checkpoint(f))), error = function(e) e)
+  expect_s3_class(err, "pyggmlr_state_error")
+  expect_match(conditionMessage(err), "ag_model_checkpoint: the run's random stream has no state",
+               fixed = TRUE)
+  expect_false(file.exists(f))
+  expect_identical(lapply(m$parameters(), function(p) p$data), before)  # nothing trained
+  # without a checkpoint it trains on R's own stream (as ggmlR's sample()): the same
+  # set.seed gives the same run, and R's stream advanced
+  run <- function() {
+    set.seed(7)
+    m <- ag_sequential(ag_linear(4, 6, "relu"), ag_linear(6, 2))
+    h <- ag_fit(m, x, y, nepoch = 2L, batch_size = 8L, val_split = 0.25, silent = TRUE)
+    list(h$loss, h$val_loss, runif(1))
+  }
+  a <- run()
+  expect_identical(a, run())
+  set.seed(7)
+  expect_false(identical(a[[3L]], runif(1)))
+  # with seed = the run has a stream of its own: it saves
+  ag_fit(m, x, y, nepoch = 1L, batch_size = 8L, silent = TRUE, seed = 1L,
+         callbacks = list(ag_model_checkpoint(f)))
+  expect_true(file.exists(f))
+})
+
 test_that("a refused resume_from changes nothing; R resumes a Python checkpoint layout", {
   local_f64()
   set.seed(3)
