@@ -20,10 +20,24 @@
   .Call(R_pg_layer_shape, cfg, as.double(st))
 }
 
-# the rows out of a layer given the rows in (NA: unknown); fit_hints.R's question
+# the rows out of a layer given the rows in (NA: unknown); fit_hints.R's question (every
+# ag_fit): first the walk under one tryCatch, and only when something in it fails the walk
+# above, which catches each layer's config on its own
 .out_rows <- function(l, rows_in) {
-  rows <- .layer_state(l, c(if (is.na(rows_in)) -1 else as.double(rows_in), -1, -1, -1))[[1L]]
+  st <- c(if (is.na(rows_in)) -1 else as.double(rows_in), -1, -1, -1)
+  rows <- tryCatch(.layer_state_all(l, st), error = function(e) NULL)
+  if (is.null(rows)) rows <- .layer_state(l, st)
+  rows <- rows[[1L]]
   if (rows < 0) NA_integer_ else as.integer(rows)
+}
+
+.layer_state_all <- function(l, st) {
+  if (inherits(l, "ag_sequential")) {
+    for (s in l$layers) st <- .layer_state_all(s, st)
+    return(st)
+  }
+  f <- l[["to_config"]]
+  .Call(R_pg_layer_shape, if (is.function(f)) .cfg_json(f()), as.double(st))
 }
 
 # "[rows x batch]", and the image shape in torch order after it where the layer knows it
