@@ -20,14 +20,12 @@
   .Call(R_pg_layer_shape, cfg, as.double(st))
 }
 
-# the rows out of a layer given the rows in (NA: unknown); fit_hints.R's question (every
-# ag_fit): first the walk under one tryCatch, and only when something in it fails the walk
-# above, which catches each layer's config on its own
-.out_rows <- function(l, rows_in) {
+# the rows out of a layer given the rows in (NA: unknown); fit_hints.R's question. all: the
+# walk with no tryCatch per layer (ag_fit's first try, under one of its own), which fails where
+# a layer's config does; else each layer's failing config counts as unknown (.layer_state)
+.out_rows <- function(l, rows_in, all = FALSE) {
   st <- c(if (is.na(rows_in)) -1 else as.double(rows_in), -1, -1, -1)
-  rows <- tryCatch(.layer_state_all(l, st), error = function(e) NULL)
-  if (is.null(rows)) rows <- .layer_state(l, st)
-  rows <- rows[[1L]]
+  rows <- (if (all) .layer_state_all(l, st) else .layer_state(l, st))[[1L]]
   if (rows < 0) NA_integer_ else as.integer(rows)
 }
 
