@@ -50,13 +50,13 @@ ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
   .rng_restore(seed)
   if (!is_ag_tensor(out))
     .arg_stop("ag_compile(): fn must return an ag_tensor, got ", class(out)[1L])
-  g <- .Call(R_pg_graph_record_end, out$.ptr, lapply(inputs, function(t) t$.ptr),
+  # the recorded inputs' handles, read once: a replay fed its own input tensors (ag_fit's batch
+  # tensors, refilled in the core) copies nothing, and the check costs no `$` dispatch per call
+  in_ptrs <- lapply(inputs, .subset2, ".ptr")
+  g <- .Call(R_pg_graph_record_end, .subset2(out, ".ptr"), in_ptrs,
              .pg$code$build[[toupper(build)]],
              if (build == "opt") optimizer$.h else NULL)
   n_in <- length(inputs)
-  # the recorded inputs' handles, read once: a replay fed its own input tensors (ag_fit's batch
-  # tensors, refilled in the core) copies nothing, and the check costs no `$` dispatch per call
-  in_ptrs <- lapply(inputs, function(t) .subset2(t, ".ptr"))
   step <- function(...) {
     if (...length() != n_in)
       .arg_stop(sprintf("compiled step: expected %d inputs, got %d", n_in, ...length()))

@@ -137,8 +137,10 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     .Call(R_pg_rng_use, run_rng)
   }
   # the split, the shuffles, the batches and the statistics live in the core (native/fit.c)
-  plan <- tryCatch(.Call(R_pg_fit_new, ag_tensor(X, dtype = dtype)$.ptr,
-                         if (is.null(tg$Y)) NULL else ag_tensor(tg$Y, dtype = dtype)$.ptr,
+  # the tensors as ag_tensor() makes them, but no wrapper: only the core's handles are used
+  dcode <- .dtype_code(dtype, "ag_tensor")
+  plan <- tryCatch(.Call(R_pg_fit_new, .Call(R_pg_tensor_new, X, dcode, FALSE),
+                         if (is.null(tg$Y)) NULL else .Call(R_pg_tensor_new, tg$Y, dcode, FALSE),
                 classify, batch_size, nbatch_logical, val_split, isTRUE(shuffle),
                 res$split_state,
                 d$fixed), error = function(e) if (is.null(res)) stop(e) else undo(e))
@@ -188,7 +190,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   first <- if (is.null(res)) 1L else res$epoch + 1L
   prog <- .fit_progress(pmode, plan, max(0L, nepoch - first + 1L) * nb, nepoch)
   on.exit(prog$close(), add = TRUE)
-  batch_cbs <- Filter(function(cb) is.function(cb$on_batch_end), cbs)
+  batch_cbs <- if (length(cbs)) Filter(function(cb) is.function(cb$on_batch_end), cbs) else list()
   # an optimizer of this package whose step is its own: eager batches are answered in C
   core_step <- is.null(ss) && is.null(sync) &&
     inherits(opt, c("ag_optimizer_sgd", "ag_optimizer_adam")) &&

@@ -42,7 +42,8 @@
 # text are the core's)
 .check_classes <- function(tg, model, features) {
   if (is.null(tg$ids)) return(invisible())  # cross_entropy ids (a factor's included)
-  k <- tryCatch(.out_rows(model, features), error = function(e) NA_integer_)
+  k <- tryCatch(.out_rows(model, features, all = TRUE), error = function(e)
+    tryCatch(.out_rows(model, features), error = function(e) NA_integer_))
   if (.one_based(tg$ids, k))
     .fit_stop("ag_fit: y holds class ids 1..%d but the model has %d outputs; %s", as.integer(k),
               as.integer(k), .ONE_BASED_HINT)

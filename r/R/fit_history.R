@@ -9,7 +9,8 @@
   # ag_fit(metrics =)'s columns (NA where an epoch lacks one: a resumed run's earlier epochs)
   keys <- c(.HIST_KEYS, metrics)
   m <- vapply(logs, function(l) as.double(unlist(l)[keys]), double(length(keys)))
-  h <- lapply(seq_along(keys), function(i) if (length(logs)) m[i, ] else double(0))
+  h <- vector("list", length(keys))  # a loop, not a closure per column
+  for (i in seq_along(keys)) h[[i]] <- if (length(logs)) m[i, ] else double(0)
   names(h) <- keys
   h$epoch <- as.integer(h$epoch)
   h$stopped_epoch <- stopped_epoch

@@ -27,6 +27,7 @@
 # p$tick() after every training batch, p$epoch_begin(epoch) / p$epoch_end(logs) around an epoch,
 # p$close() when the run ends (also on error). All no-ops when the mode is "none".
 .fit_progress <- function(mode, plan, total, nepoch) {
+  if (!mode %in% c("bar", "lines")) return(.FIT_PROGRESS_NONE)
   p <- new.env(parent = baseenv())
   p$on <- mode %in% c("bar", "lines") && total > 0L
   p$lines <- identical(mode, "lines")  # one line per epoch on stderr, no bar (verbose = 2)
@@ -75,3 +76,8 @@
   }
   p
 }
+
+# mode "none" (silent runs): nothing to show, nothing to build per call
+.FIT_PROGRESS_NONE <- list(on = FALSE, lines = FALSE, ticks = FALSE, tick = function() NULL,
+                           epoch_begin = function(epoch) NULL,
+                           epoch_end = function(logs) invisible(), close = function() NULL)

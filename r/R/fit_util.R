@@ -46,6 +46,11 @@
 # "<fn>: <arg> must be <rule>, got <v>", the rule "an integer >= lo" (or "in [lo, hi]") unless the
 # caller words it.
 .arg_int <- function(v, fn, arg, lo = NULL, hi = .INT_MAX, rule = NULL) {
+  # the common case first: a good value costs no text (ag_fit checks several per call)
+  if (is.numeric(v) && length(v) == 1L && !is.factor(v) && length(dim(v)) <= 1L &&
+      !is.na(v) && is.finite(v) && v == floor(v) && (is.null(lo) || v >= lo) &&
+      (is.null(hi) || v <= hi))
+    return(if (abs(v) <= .INT_MAX) as.integer(v) else as.double(v))
   at_max <- !is.null(hi) && hi == .INT_MAX
   rng <- if (!is.null(rule)) rule
          else if (is.null(lo) && is.null(hi)) "an integer"
@@ -162,10 +167,12 @@
               if (is.null(X)) "" else .row_major_hint(X, Y))
   ids <- NULL  # NaN / NA: the core's non-finite check (pg_fit_new) names them, as in Python
   if (loss == "cross_entropy" && nrow(Y) == 1L && !anyNA(Y)) {
-    if (any(Y != round(Y)) || any(Y < 0))
+    # integer ids are whole numbers already (no rounding pass over the data)
+    whole <- is.integer(y) && is.null(dim(y))
+    if ((!whole && any(Y != round(Y))) || any(Y < 0))
       .fit_stop(paste0("ag_fit: cross_entropy targets must be 0-based class ids (whole numbers ",
                        ">= 0), a factor or a one-hot matrix"))
-    ids <- as.integer(Y[1L, ])
+    ids <- if (whole) as.integer(y) else as.integer(Y[1L, ])
   }
   list(Y = Y, ids = ids, levels = lev)
 }
@@ -266,6 +273,7 @@
   }
   s$bufs <- function() lapply(.layer_buffers(model), function(t) t$data)
   s$put_back <- function(bufs) {
+    if (!length(bufs)) return(invisible())  # nothing saved: nothing to put back (no walk)
     b <- .layer_buffers(model)
     for (k in names(b)) if (!is.null(bufs[[k]])) b[[k]]$data <- bufs[[k]]
   }

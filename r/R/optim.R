@@ -92,23 +92,30 @@
   if (is.null(conv)) conv <- identity
   makeActiveBinding(key, function(value) {
     if (missing(value)) return(conv(.Call(R_pg_optim_get, h, key)))
-    if ((!is.numeric(value) && !is.logical(value)) || length(value) != 1L)
-      .arg_fail("argument", "%s: %s must be a single number, got %s", where, key, .arg_show(value))
-    .Call(R_pg_optim_set, h, key, value)
+    .opt_set(h, key, value, where)
   }, e)
+}
+
+# opt$<key> <- value: one number (the kind checked here, the range by the core)
+.opt_set <- function(h, key, value, where) {
+  if ((!is.numeric(value) && !is.logical(value)) || length(value) != 1L)
+    .arg_fail("argument", "%s: %s must be a single number, got %s", where, key, .arg_show(value))
+  .Call(R_pg_optim_set, h, key, value)
 }
 
 .make_optimizer <- function(kind, params, hyper, cls, where) {
   params <- .opt_params(params, where)
   hyper$accumulate_steps <- .accum_steps(hyper$accumulate_steps, where)
   hyper$average <- isTRUE(hyper$average)
-  res <- .Call(R_pg_optim_new, .pg$code$optim[[toupper(kind)]], lapply(params, function(p) p$.ptr))
+  # .subset2: a tensor's `$` dispatches (a third of an optimizer's set-up in ag_fit)
+  res <- .Call(R_pg_optim_new, .pg$code$optim[[toupper(kind)]], lapply(params, .subset2, ".ptr"))
   h <- res[[1L]]
   e <- new.env(parent = emptyenv())
   e$.h <- h
   e$kind <- kind
   e$params <- params
-  for (nm in c(.HYPER[[kind]], "t", "accum_count")) .opt_binding(e, nm, h, where)
+  bound <- c(.HYPER[[kind]], "t", "accum_count")
+  for (nm in bound) .opt_binding(e, nm, h, where)
   # moments / velocity: one double matrix per parameter, by position, named like params (zeros
   # before use)
   slot_list <- function(s) {
@@ -126,7 +133,8 @@
     makeActiveBinding("v", function() slot_list(1L), e)
     e$resident <- FALSE
   }
-  for (nm in names(hyper)) assign(nm, hyper[[nm]], envir = e)
+  for (nm in names(hyper))  # a bound key's set, as assign() through its binding would run it
+    if (nm %in% bound) .opt_set(h, nm, hyper[[nm]], where) else assign(nm, hyper[[nm]], envir = e)
   # ggmlR 0.8.6: with accumulate_steps k, calls 1..k-1 only count (nothing read); call k reads
   # grads (or each $grad) / k and applies. sum_grads = TRUE (this project's): every call's grads
   # are summed by the optimizer, for loops that pass one environment per micro-batch.

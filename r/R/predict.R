@@ -44,8 +44,13 @@ ag_predict <- function(model, x, batch_size = 256L, type = "response", loss = NU
   # a user's own field of that name (a function, a number) or a locked one is left alone
   put <- function(k, v) {
     old <- get0(k, envir = model, inherits = FALSE)
-    if (is.null(old) || is.character(old))
-      tryCatch(assign(k, v, envir = model), error = function(e) NULL)
+    if (!is.null(old) && !is.character(old)) return()
+    # a new field of an open environment, or a plain unlocked one, cannot fail: no tryCatch
+    safe <- if (exists(k, envir = model, inherits = FALSE))
+      !bindingIsLocked(k, model) && !bindingIsActive(k, model)
+    else !environmentIsLocked(model)
+    if (safe) assign(k, v, envir = model)
+    else tryCatch(assign(k, v, envir = model), error = function(e) NULL)
   }
   put("loss", loss)
   put("classes", if (!is.null(classes)) as.character(classes))

@@ -33,6 +33,9 @@
   str <- one && is.character(seed) && !is.na(seed)
   kind <- .pg$code$seed[[if (!one) "OTHER" else if (str) "STRING" else "NUMBER"]]
   shown <- if (!one || (is.na(seed) && !is.nan(seed))) .arg_show(seed)  # NA, not NaN
-  .Call(R_pg_seed_parse, fn, arg, kind, if (one && !str) suppressWarnings(as.double(seed)) else NaN,
+  # a plain number converts without a warning (suppressWarnings costs more than the rest)
+  num <- if (!one || str) NaN else if (is.numeric(seed) && !is.object(seed)) as.double(seed)
+         else suppressWarnings(as.double(seed))
+  .Call(R_pg_seed_parse, fn, arg, kind, num,
         if (str) enc2utf8(seed), shown)
 }
