@@ -1,7 +1,43 @@
 """Model files edited by hand for tests: one field of the metadata changed, the data kept."""
 
 import json
+import os
 import struct
+
+from pyggmlr._core import check, ffi, lib
+from pyggmlr.io.check import os_error
+from pyggmlr.io.modelfile import _ModelFile, _path_arg, _st_tensor
+
+
+def write_safetensors(path, tensors, metadata):
+    """A raw safetensors file through the core's writer (pg_st_write: atomic, fsynced): tensors a
+    list of (name, 2-D float32/float64 array), metadata a dict str -> str."""
+    path = _path_arg(path, "ag_save_model()")
+    keep: list = []
+    arr = ffi.new("pg_st_tensor[]", max(len(tensors), 1))
+    for i, (name, a) in enumerate(tensors):
+        _st_tensor(arr[i], name, a, keep)
+    ks = [ffi.new("char[]", str(k).encode("utf-8", "surrogatepass")) for k in metadata]
+    vs = [ffi.new("char[]", str(v).encode("utf-8", "surrogatepass")) for v in metadata.values()]
+    rc = lib.pg_st_write(
+        path.encode("utf-8", "surrogateescape"),
+        arr,
+        len(tensors),
+        ffi.new("char *[]", ks or [ffi.NULL]),
+        ffi.new("char *[]", vs or [ffi.NULL]),
+        len(ks),
+    )
+    if rc == lib.PG_STATUS_ERR_IO:
+        raise os_error(path)
+    check(rc)
+    return path
+
+
+def read_safetensors(path, fn="ag_load_model()"):
+    """A model file's (name -> 2-D C-ordered array in file order, metadata dict), read through the
+    core (every check before any tensor is read; a refusal names fn)."""
+    with _ModelFile(os.fspath(path), fn) as f:
+        return f.tensors(), f.meta()
 
 
 def edit_meta(path, fn, out=None):

@@ -69,31 +69,6 @@ def _st_tensor(e, name, a, keep):
     return e
 
 
-def _write_safetensors(path, tensors, metadata):
-    """tensors: list of (name, 2-D numpy float32/float64 array); metadata: dict str -> str.
-    The core writes it atomically: a temp file in the same directory, fsynced, renamed over
-    path, the directory fsynced."""
-    path = _path_arg(path, "ag_save_model()")
-    keep: list = []
-    arr = ffi.new("pg_st_tensor[]", max(len(tensors), 1))
-    for i, (name, a) in enumerate(tensors):
-        _st_tensor(arr[i], name, a, keep)
-    ks = [ffi.new("char[]", str(k).encode("utf-8", "surrogatepass")) for k in metadata]
-    vs = [ffi.new("char[]", str(v).encode("utf-8", "surrogatepass")) for v in metadata.values()]
-    rc = lib.pg_st_write(
-        path.encode("utf-8", "surrogateescape"),
-        arr,
-        len(tensors),
-        ffi.new("char *[]", ks or [ffi.NULL]),
-        ffi.new("char *[]", vs or [ffi.NULL]),
-        len(ks),
-    )
-    if rc == lib.PG_STATUS_ERR_IO:  # FileNotFoundError, PermissionError, ... with errno and path
-        raise os_error(path)
-    check(rc)
-    return path
-
-
 class _Writer:
     """The core's model-file writer (native/modelfile_write.c: the save rules, the metadata
     map); this keeps the converted buffers alive until the commit."""
@@ -250,14 +225,6 @@ class _ModelFile:
     def json(self, p):
         text = _text(p)
         return None if text is None else json.loads(text)  # checked by the core
-
-
-def _read_safetensors(path, fn="ag_load_model()"):
-    """Validate and read a safetensors file (the core checks everything before any tensor is
-    read): returns (dict name -> 2-D C-ordered numpy array in file order, metadata dict). A file
-    refused on its framing or header names fn too ("ag_load_model(): <path>: header length ...")."""
-    with _ModelFile(path, fn) as f:
-        return f.tensors(), f.meta()
 
 
 # ---------------------------------------------------------------------------------------------

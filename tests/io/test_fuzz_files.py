@@ -22,6 +22,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _files import read_safetensors
 from _tokens import TOKENS
 
 import pyggmlr as pg
@@ -342,9 +343,7 @@ def test_mutated_model_files_only_raise_value_errors(tmp_path, dtype, no_code_ex
                         else:
                             pg.ag_load_model(bad, model=m, optimizer=opt)
                     # loaded: the model's tensors have exactly the file's shapes
-                    from pyggmlr.io.modelfile import _read_safetensors
-
-                    file_tensors = _read_safetensors(bad)[0]
+                    file_tensors = read_safetensors(bad)[0]
                     for k, t in m.parameters().items():
                         assert tuple(t.shape) == file_tensors[k].shape
                     outcomes["loaded"] += 1

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _files import read_safetensors, write_safetensors
 from _tokens import TOKENS
 
 import pyggmlr as pg
@@ -392,17 +393,15 @@ _GOLDEN_FILE = (
 
 
 def test_writer_bytes_are_the_ones_r_writes(tmp_path):
-    from pyggmlr.io import modelfile as io
-
     p = tmp_path / "g.safetensors"
     w = np.array([[1, 2, 3], [4, 5, 6]], dtype=np.float32)
-    io._write_safetensors(
+    write_safetensors(
         p,
         [("layer1_W", w), ("caf\u00e9", np.array([[0.5], [-2.0]]))],
         {"format": "pyggmlr.ag_model", "config": '{"a":"\u00fc"}'},
     )
     assert p.read_bytes().hex() == _GOLDEN_FILE
-    t, meta = io._read_safetensors(p)
+    t, meta = read_safetensors(p)
     assert t["layer1_W"].tobytes() == w.tobytes() and t["caf\u00e9"].dtype == np.float64
     assert meta == {"format": "pyggmlr.ag_model", "config": '{"a":"\u00fc"}'}
 
@@ -446,8 +445,6 @@ def test_hostile_config_sizes_are_refused_before_building(tmp_path, cfg, msg):
         "buffers": "[]",
         "config": json.dumps(cfg),
     }
-    from pyggmlr.io import modelfile as io
-
-    io._write_safetensors(p, [], meta)
+    write_safetensors(p, [], meta)
     with pytest.raises(pg.PyggmlrValueError, match=msg):
         pg.ag_load_model(p)

@@ -8,6 +8,7 @@ import os
 
 import numpy as np
 import pytest
+from _files import read_safetensors, write_safetensors
 
 import pyggmlr as pg
 from pyggmlr.errors import PyggmlrValueError
@@ -186,11 +187,9 @@ def test_old_file_without_target_loads(tmp_path):
 
 
 def _with_meta(src, dst, key, value):
-    from pyggmlr.io.modelfile import _read_safetensors, _write_safetensors
-
-    tensors, meta = _read_safetensors(src)
+    tensors, meta = read_safetensors(src)
     meta[key] = value
-    _write_safetensors(dst, list(tensors.items()), meta)
+    write_safetensors(dst, list(tensors.items()), meta)
 
 
 @pytest.mark.parametrize(
@@ -250,9 +249,7 @@ def test_target_json_is_documented_shape(tmp_path):
     m = _fit(1, np.where(np.arange(N) % 2 == 0, "a", "b"), "bce_with_logits")
     p = str(tmp_path / "m.safetensors")
     pg.ag_save_model(m, p)
-    from pyggmlr.io.modelfile import _read_safetensors
-
-    meta = _read_safetensors(p)[1]
+    meta = read_safetensors(p)[1]
     assert json.loads(meta["target"]) == {
         "loss": "bce_with_logits",
         "classify": "logits",
