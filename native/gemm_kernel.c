@@ -219,7 +219,8 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
             for (int64_t r0 = 0; r0 < R; r0 += mrv) {                                              \
                 int rows = (int)(R - r0 < mrv ? R - r0 : mrv);                                     \
                 /* under AVX-512, ragged rows filling at most half a vector run at half width   \
-                 * (AVX2 kernels, a second pass; 2 f64 rows at 128 bits, X2_KERNEL): 10 f64  \
+                 * (AVX2 kernels, a second pass; 2 f64 rows after others at 128 bits,        \
+                 * X2_KERNEL: a product of 2 rows alone ran faster on the AVX2 one): 10 f64    \
                  * rows cost 1.5 vector FMAs, not 2 */  \
                 int half = kh && rows % vl && rows % vl <= vl / 2 ? rows % vl : 0;                 \
                 int main_ = rows - half;                                                           \
@@ -231,7 +232,8 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
                     ar = buf, sar = mrv;                                                           \
                 } else ar = as + r0 + pc * sa;                                                     \
                 if (main_) DK_COLS(tab[nv - 1], part, nrmax, ar, c + r0 * rc, main_);              \
-                if (half == 2 && k2) DK_COLS1(k2, 10, ar + main_, c + (r0 + main_) * rc, half);    \
+                if (half == 2 && k2 && r0 + main_ > 0)                                             \
+                    DK_COLS1(k2, 10, ar + main_, c + (r0 + main_) * rc, half);                     \
                 else if (half)                                                                     \
                     DK_COLS(kh->dk[0], half < vl / 2, 8, ar + main_, c + (r0 + main_) * rc, half); \
             }                                                                                      \
