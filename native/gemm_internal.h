@@ -53,7 +53,8 @@ extern int pg_gemm_ksel;
  * the direct-path kernels dk[NV - 1][cols - 1][ragged] (NV vectors of MR / 2 rows by cols
  * columns, read in place; see gemm_kernel.c), and the kernel's block sizes. dnr: the direct
  * path's most columns per tile at NV = 2 (8 at NV = 1). pg_gemm_kern_<T>() gives the kernel
- * in use (pg_gemm_ksel chosen); pg_gemm_kern_half_<T>() the half-width one under AVX-512. */
+ * in use (pg_gemm_ksel chosen); pg_gemm_kern_half_<T>() the half-width one under AVX-512;
+ * pg_gemm_kern_two_<T>() the direct path's 128-bit kernels for ragged rows of 2 (f64). */
 #define PG_GEMM_KERN_TYPES(T)                                                                      \
     typedef void (*ukr_##T)(int64_t kc, const T *a, const T *b, T *c, int64_t ldc, T alpha,        \
                             T beta);                                                               \
@@ -67,7 +68,8 @@ extern int pg_gemm_ksel;
         const dk_##T (*dk)[8][2];                                                                  \
     } kern_##T;                                                                                    \
     const kern_##T *pg_gemm_kern_##T(void);                                                        \
-    const kern_##T *pg_gemm_kern_half_##T(void); /* the AVX2 one under AVX-512, else NULL */
+    const kern_##T *pg_gemm_kern_half_##T(void); /* the AVX2 one under AVX-512, else NULL */       \
+    const dk_##T *pg_gemm_kern_two_##T(void); /* AVX-512 f64: 2-row tiles, 1-10 columns; or NULL */
 PG_GEMM_KERN_TYPES(float)
 PG_GEMM_KERN_TYPES(double)
 

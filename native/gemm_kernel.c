@@ -175,6 +175,18 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
         }                                                                                          \
     } while (0)
 
+/* DK_COLS with a kernel row indexed by columns only (no ragged flag) */
+#define DK_COLS1(krow, nrmax, ar, crow, nrows)                                                     \
+    do {                                                                                           \
+        int64_t nt = (S + nrmax - 1) / nrmax, q = S / nt, rem = S % nt;                            \
+        for (int64_t t = 0, s0 = 0; t < nt; t++) {                                                 \
+            int cols = (int)(q + (t < rem));                                                       \
+            (krow)[cols - 1](kc, ar, sar, bs + pc * rsb + s0 * csb, rsb, csb, (crow) + s0 * cc,    \
+                             rc, cc, nrows, alpha, bet);                                           \
+            s0 += cols;                                                                            \
+        }                                                                                          \
+    } while (0)
+
 /* The direct path over the whole product: k blocks of DK_KC (beta on the first), tiles of up
  * to 2 VL rows (of the output, or of its transpose when swapped) by up to 8 / dnr columns. */
 #define GEMM_DIRECT(T)                                                                             \
@@ -183,6 +195,7 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
                                 int64_t ldc)                                                       \
     {                                                                                              \
         const kern_##T *kr = pg_gemm_kern_##T(), *kh = pg_gemm_kern_half_##T();                    \
+        const dk_##T *k2 = pg_gemm_kern_two_##T(); /* NULL but for f64 under AVX-512 */            \
         const int vl = kr->mr / 2;                                                                 \
         const dk_##T(*tab)[8][2] = kr->dk;                                                         \
         int swap = direct_swap(ta, tb, m, n, k, vl, sizeof(T));                                    \
@@ -206,7 +219,9 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
             for (int64_t r0 = 0; r0 < R; r0 += mrv) {                                              \
                 int rows = (int)(R - r0 < mrv ? R - r0 : mrv);                                     \
                 /* under AVX-512, ragged rows filling at most half a vector run at half width   \
-                 * (AVX2 kernels, a second pass): 10 f64 rows cost 1.5 vector FMAs, not 2 */  \
+                 * (AVX2 kernels, a second pass; 2 f64 rows after others at 128 bits,        \
+                 * X2_KERNEL: a product of 2 rows alone ran faster on the AVX2 one): 10 f64    \
+                 * rows cost 1.5 vector FMAs, not 2 */  \
                 int half = kh && rows % vl && rows % vl <= vl / 2 ? rows % vl : 0;                 \
                 int main_ = rows - half;                                                           \
                 int nv = main_ > vl ? 2 : 1, part = main_ % vl != 0, nrmax = nv == 2 ? nr2 : 8;    \
@@ -217,7 +232,9 @@ static int direct_swap(int ta, int tb, int64_t m, int64_t n, int64_t k, int vl, 
                     ar = buf, sar = mrv;                                                           \
                 } else ar = as + r0 + pc * sa;                                                     \
                 if (main_) DK_COLS(tab[nv - 1], part, nrmax, ar, c + r0 * rc, main_);              \
-                if (half)                                                                          \
+                if (half == 2 && k2 && r0 + main_ > 0)                                             \
+                    DK_COLS1(k2, 10, ar + main_, c + (r0 + main_) * rc, half);                     \
+                else if (half)                                                                     \
                     DK_COLS(kh->dk[0], half < vl / 2, 8, ar + main_, c + (r0 + main_) * rc, half); \
             }                                                                                      \
         }                                                                                          \

@@ -198,6 +198,46 @@ GEMM_ISA(Z, ps, float, PG_AVX512, __m512, 16)
 GEMM_ISA(Z, pd, double, PG_AVX512, __m512d, 8)
 #endif
 
+#if PG_GEMM_X86
+/* ---- AVX-512 f64: the direct path's ragged tiles of exactly 2 rows (the 10-row output layer
+ * = 8 + 2) at 128 bits, up to 10 columns: a masked AVX2 vector spends 4 lanes on them, and
+ * 8 columns leave its 8 FMA chains latency-bound; here one 128-bit FMA per column and k, 10
+ * chains. Per element the same FMA from 0 in increasing k and the same alpha * acc (+ C,
+ * + beta * C) as every kernel: the same bits. (Tried and slower on Zen 4: one pass sharing
+ * the 8 rows' broadcasts, masked or 128-bit; rows 8-9 of two or four columns in one vector
+ * (blends); vectors along n via packing or gathers: docs/gemm.md.) ---- */
+#define X2_KERNEL(NR)                                                                          \
+    PG_AVX2 static void X2_pd_##NR(int64_t kc, const double *a, int64_t sa, const double *b,   \
+                                   int64_t rsb, int64_t csb, double *c, int64_t rc,            \
+                                   int64_t cc, int rows, double alpha, double beta)            \
+    {                                                                                          \
+        __m128d acc[NR];                                                                       \
+        (void)rows; /* 2 */                                                                    \
+        _Pragma("GCC unroll 10") for (int j = 0; j < NR; j++) acc[j] = _mm_setzero_pd();       \
+        for (int64_t p = 0; p < kc; p++, a += sa, b += rsb) {                                  \
+            const __m128d av = _mm_loadu_pd(a);                                                \
+            _Pragma("GCC unroll 10") for (int j = 0; j < NR; j++)                              \
+                acc[j] = _mm_fmadd_pd(av, _mm_set1_pd(b[j * csb]), acc[j]);                    \
+        }                                                                                      \
+        const __m128d va = _mm_set1_pd(alpha), vb = _mm_set1_pd(beta);                        \
+        const int mode = beta == 0 ? 0 : beta == 1 ? 1 : 2;                                    \
+        _Pragma("GCC unroll 10") for (int j = 0; j < NR; j++) {                                \
+            double *cp = c + j * cc; /* rows rc apart (transposed output: ldc) */              \
+            __m128d t = _mm_mul_pd(va, acc[j]), o;                                             \
+            if (mode) {                                                                        \
+                o = _mm_set_pd(cp[rc], cp[0]);                                                 \
+                t = mode == 1 ? _mm_add_pd(t, o) : _mm_add_pd(t, _mm_mul_pd(vb, o));           \
+            }                                                                                  \
+            _mm_storel_pd(cp, t);                                                              \
+            _mm_storeh_pd(cp + rc, t);                                                         \
+        }                                                                                      \
+    }
+X2_KERNEL(1) X2_KERNEL(2) X2_KERNEL(3) X2_KERNEL(4) X2_KERNEL(5)
+X2_KERNEL(6) X2_KERNEL(7) X2_KERNEL(8) X2_KERNEL(9) X2_KERNEL(10)
+static const dk_double X2_pd_tab[10] = {X2_pd_1, X2_pd_2, X2_pd_3, X2_pd_4, X2_pd_5,
+                                        X2_pd_6, X2_pd_7, X2_pd_8, X2_pd_9, X2_pd_10};
+#endif
+
 /* Block sizes: the packed A block (MC x KC) stays in L2, a B sliver (KC x NR) in L1, the
  * B panel (KC x NC) in L3. KC is part of the summation order (gemm_internal.h); the direct
  * path's blocks (DK_KC in gemm_kernel.c) are the same 256. Indexed by pg_gemm_ksel. */
@@ -224,6 +264,17 @@ KERN_GET(double)
 #endif
 KERN_HALF(float)
 KERN_HALF(double)
+
+/* AVX-512 in use: the 2-row f64 kernels (X2_KERNEL) by columns (1 to 10); else NULL */
+const dk_double *pg_gemm_kern_two_double(void)
+{
+#if PG_GEMM_X86
+    return pg_gemm_ksel == 2 ? X2_pd_tab : NULL;
+#else
+    return NULL;
+#endif
+}
+const dk_float *pg_gemm_kern_two_float(void) { return NULL; }
 
 int pg_gemm_ksel = -1;
 

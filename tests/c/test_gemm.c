@@ -96,10 +96,16 @@ static void gemm_case(int dt, int ta, int tb, int64_t m, int64_t n, int64_t k, d
 /* The direct and the packed paths of every kernel give the same bits, and so do the AVX2 and
  * AVX-512 kernels (on both paths), on small / thin shapes (m = 1..17, vectors along n for thin
  * m, ragged rows, transposed stores), every layout, alpha != 1 and beta 0, 1, 0.5, k > KC. */
-static void gemm_same_bits(int best)
+static const int64_t same_bits_shapes[][3] = {{64, 32, 4},  {3, 32, 32},  {10, 64, 128},
+                                              {4, 32, 64},  {32, 32, 3},  {10, 128, 64},
+                                              {13, 9, 300}, {70, 45, 600}};
+/* m x n x k around the 2-row tails of 10 f64 rows (AVX-512: 8 rows, then 2 at 128 bits), rows
+ * 16 + 2 and 16 + 10, 1 to 21 columns (ragged column tiles), 2 k blocks, C^T tiles of n = 18 */
+static const int64_t two_row_shapes[][3] = {
+    {10, 64, 128}, {10, 256, 128}, {2, 11, 128},  {10, 21, 300}, {18, 9, 64}, {26, 10, 257},
+    {10, 1, 5},    {9, 64, 128},   {11, 64, 128}, {3, 18, 64},   {10, 7, 513}};
+static void gemm_same_bits(int best, const int64_t (*shp)[3], size_t nshp)
 {
-    static const int64_t shp[][3] = {{64, 32, 4}, {3, 32, 32},   {10, 64, 128}, {4, 32, 64},
-                                     {32, 32, 3}, {10, 128, 64}, {13, 9, 300},  {70, 45, 600}};
     const int64_t kmax = 600, dim = 128 + 4;
     double *A = malloc(sizeof(double) * (size_t)(dim * kmax)),
            *B = malloc(sizeof(double) * (size_t)(dim * kmax));
@@ -109,7 +115,7 @@ static void gemm_same_bits(int best)
     float *Cf = malloc(sizeof(float) * (size_t)(4 * dim * dim));
     for (int64_t i = 0; i < dim * kmax; i++)
         Af[i] = (float)(A[i] = urand()), Bf[i] = (float)(B[i] = urand());
-    for (size_t s = 0; s < sizeof shp / sizeof *shp; s++)
+    for (size_t s = 0; s < nshp; s++)
         for (int t = 0; t < 4; t++)
             for (int bi = 0; bi < 3; bi++) {
                 int64_t m = shp[s][0], n = shp[s][1], k = shp[s][2], ldc = m + 1, sz = ldc * n;
@@ -342,7 +348,8 @@ void test_gemm(void)
         }
         pg_gemm_path_select(-1);
     }
-    gemm_same_bits(best);
+    gemm_same_bits(best, same_bits_shapes, sizeof same_bits_shapes / sizeof *same_bits_shapes);
+    gemm_same_bits(best, two_row_shapes, sizeof two_row_shapes / sizeof *two_row_shapes);
     gemm_threads(best);
     par_for_ranges();
     CHECK(pg_gemm_kernel_select(best + 1) == best); /* a kernel the CPU lacks: the best below it */

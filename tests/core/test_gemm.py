@@ -521,3 +521,35 @@ def test_builtin_gemm_avx2_and_avx512_kernels_give_identical_bits(rng, dt):
         _select_kernel(-1)
         if prev != "builtin":
             pg.ag_set_blas("openblas")
+
+
+@pytest.mark.parametrize("dt", ["f64", "f32"])
+def test_builtin_gemm_two_row_tails_give_identical_bits(rng, dt):
+    # AVX-512, f64: rows 8 + 2 (the 10-row output layer; also 16 + 2, 16 + 10 and C^T tiles of
+    # n = 18) run their last 2 rows on 128-bit kernels (up to 10 columns): the same bits as the
+    # AVX2 kernel and the packed path, in the layouts forward and backward use, with alpha != 1,
+    # ragged column tiles and two k blocks (f32 runs the same shapes on its usual kernels)
+    from pyggmlr.nn.base import _matmul_t
+
+    prev = pg.ag_blas_name()
+    pg.ag_set_blas("builtin")
+    try:
+        if _select_kernel(2) != 2:
+            pytest.skip("this CPU lacks AVX-512F: the 2-row AVX-512 kernels cannot run here")
+        shapes = [(10, 128, 64), (10, 128, 256), (10, 300, 21), (2, 128, 11), (18, 64, 9)]
+        shapes += [(26, 257, 10), (10, 5, 1), (3, 64, 18), (10, 513, 7)]
+        for m, k, n, ta, tb, a, b in _gemm_layouts(rng, shapes, dt):
+            got = {}
+            for kern, path in ((2, -1), (2, 1), (1, 1), (2, 0)):
+                _select_kernel(kern)
+                _select_path(path)
+                got[kern, path] = _bits(_matmul_t(a, b, ta=ta, tb=tb, alpha=-0.75).numpy())
+            for key, bits in got.items():
+                np.testing.assert_array_equal(
+                    bits, got[2, 1], err_msg=f"{m}x{k}x{n} ta={ta} tb={tb} {key}"
+                )
+    finally:
+        _select_kernel(-1)
+        _select_path(-1)
+        if prev != "builtin":
+            pg.ag_set_blas("openblas")
