@@ -187,37 +187,14 @@ def _apply_hyper(opt, hp, epoch):
 
 
 def _builtin_model(model):
-    """True when every layer is a built-in pyggmlr layer (whose whole forward runs in C ops a
-    compiled graph replays), so ag_fit can compile its step by default."""
+    """True when every layer is a built-in pyggmlr layer (the core's layer table, whose forwards
+    run wholly in C ops a compiled graph replays), so ag_fit can compile its step by default."""
     if isinstance(model, nn.ag_sequential):
         return all(_builtin_model(m) for m in model.layers)
-    return type(model) in (
-        nn.ag_linear,
-        nn.ag_dropout,
-        nn.ag_batch_norm,
-        nn.ag_layer_norm,
-        nn.ag_embedding,
-        nn.ag_multihead_attention,
-        nn.ag_normalization,
-        nn.ag_max_pool2d,
-        nn.ag_avg_pool2d,
-        nn.ag_max_pool1d,
-        nn.ag_avg_pool1d,
-        nn.ag_global_avg_pool,
-        nn.ag_global_max_pool,
-        nn.ag_flatten,
-        nn.ag_lstm,
-        nn.ag_gru,
-        nn.ag_rnn,
-        nn.ag_conv1d,
-        nn.ag_conv2d,
-        nn.ag_conv_transpose1d,
-        nn.ag_conv_transpose2d,
-        nn.ag_pad1d,
-        nn.ag_pad2d,
-        nn.ag_upsample2d,
-        nn.ag_upsample1d,
-    )
+    return type(model) in _BUILTIN_CLASSES
+
+
+_BUILTIN_CLASSES = frozenset(nn._BUILDERS.values())  # exactly these classes, not subclasses
 
 
 class _StaticSteps:

@@ -227,22 +227,14 @@
 # ---------------------------------------------------------------------------------------------
 # static (compiled) steps
 
-# TRUE when every layer is a built-in one whose whole forward runs in ops a compiled graph
-# replays, so ag_fit compiles its step by default (ag_embedding reads its ids from the batch
-# tensor in the core, so a replay refills them).
+# TRUE when every layer is a built-in one (the core's layer table, .BUILDERS: their forwards run
+# wholly in ops a compiled graph replays), so ag_fit compiles its step by default (ag_embedding
+# reads its ids from the batch tensor in the core, so a replay refills them).
 .builtin_model <- function(model) {
   if (is.environment(model)) {
     if (inherits(model, "ag_sequential"))
       return(length(model$layers) > 0L && all(vapply(model$layers, .builtin_model, logical(1))))
-    return(inherits(model,
-                    c("ag_dropout", "ag_batch_norm", "ag_layer_norm", "ag_multihead_attention",
-                              "ag_embedding", "ag_normalization", "ag_max_pool2d", "ag_avg_pool2d",
-                              "ag_max_pool1d", "ag_avg_pool1d", "ag_global_avg_pool",
-                              "ag_global_max_pool", "ag_flatten", "ag_lstm", "ag_gru",
-                              "ag_rnn", "ag_conv1d", "ag_conv2d", "ag_conv_transpose1d",
-                              "ag_conv_transpose2d",
-                              "ag_pad1d", "ag_pad2d", "ag_upsample2d",
-                              "ag_upsample1d")))
+    return(inherits(model, .BUILDERS))  # ag_linear is a list (below)
   }
   # ag_linear is a (classed) list
   is.list(model) && (!is.object(model) || inherits(model, "ag_linear")) && identical(names(model),
