@@ -240,15 +240,13 @@
 
 # The model from the file's architecture config (checked, and matched against the file's
 # tensors, by the core's pg_mf_check_load before anything is built)
-.rebuild <- function(v, path, dtype = NULL) {
+.rebuild <- function(f, v, path, dtype = NULL) {
   cfg <- .mf_json(v$config, "config", path)
   prev <- ag_default_dtype()
   on.exit(ag_dtype(prev), add = TRUE)
   ag_dtype(if (is.null(dtype)) (if (v$all_f64) "f64" else "f32") else dtype)
   tryCatch(ag_module_from_config(cfg), error = function(e)
-    .io_bad(path,
-            sprintf("cannot rebuild the model from its architecture config: %s",
-                    conditionMessage(e))))
+    .mf_fail(.Call(R_pg_mf_rebuild_fail, f, .pg$code$rebuild[["LOAD"]], conditionMessage(e)), path))
 }
 
 # more: ag_fit's callback arrays are read too (list(..., tensors))
@@ -279,9 +277,10 @@
                    paste(class(model), collapse = "/")))
   }
   if (is.null(model)) {
-    model <- .rebuild(v, path, dtype)
+    model <- .rebuild(f, v, path, dtype)
     params <- tryCatch(.model_params(model, "ag_load_model()"), error = function(e)
-      .io_bad(path, sprintf("the rebuilt model is not usable: %s", conditionMessage(e))))
+      .mf_fail(.Call(R_pg_mf_rebuild_fail, f, .pg$code$rebuild[["UNUSABLE"]],
+                     conditionMessage(e)), path))
   } else {
     params <- .model_params(model, "ag_load_model()")
   }
