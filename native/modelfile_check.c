@@ -58,7 +58,8 @@ int pg_mf_config_check_begin(const char *text, const pg_mf_model *m, int *checke
 {
     int rc = bad_args(text, m, "pg_mf_config_check_begin()");
     if (rc) return rc;
-    if (!checked || !dtype) return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_config_check_begin(): NULL out");
+    if (!checked || !dtype)
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_config_check_begin(): NULL out");
     size_t len;
     char *key = cache_key(text, m, &len);
     if (!key) return pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory");
@@ -76,7 +77,8 @@ int pg_mf_config_check_begin(const char *text, const pg_mf_model *m, int *checke
     if (*checked) return 0;
     /* the loader's budget (modelfile.c's check_config): what it would refuse is refused here */
     rc = pg_json_check(text, (int64_t)strlen(text), "metadata 'config'", 16 * total + 65536);
-    if (rc == PG_STATUS_ERR_VALUE) return pg_mf_rebuild_fail(NULL, PG_MF_REBUILD_SAVE, pg_last_error());
+    if (rc == PG_STATUS_ERR_VALUE)
+        return pg_mf_rebuild_fail(NULL, PG_MF_REBUILD_SAVE, pg_last_error());
     return rc;
 }
 
@@ -148,7 +150,8 @@ int pg_mf_config_check_end(const char *text, const pg_mf_model *m, const pg_mf_m
     for (int k = 0; k < 2; k++) {
         const char *const *mn = k ? m->buffer_names : m->param_names;
         const char *const *bn = k ? built->buffer_names : built->param_names;
-        pg_tensor *const *mt = k ? m->buffers : m->params, *const *bt = k ? built->buffers : built->params;
+        pg_tensor *const *mt = k ? m->buffers : m->params,
+                         *const *bt = k ? built->buffers : built->params;
         int64_t n_m = k ? m->n_buffers : m->n_params, n_b = k ? built->n_buffers : built->n_params;
         int d = differ(mn, mt, n_m, bn, bt, n_b);
         if (d < 0) return pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory");
@@ -186,4 +189,20 @@ void pg_mf_config_cache_clear(void)
     for (int i = 0; i < cache_n; i++) free(cache[i]);
     cache_n = 0;
     pthread_mutex_unlock(&cache_mu);
+}
+
+int pg_mf_json_refuse(int why, const char *what, const char *detail)
+{
+    char d[512]; /* detail may be pg_last_error()'s own buffer */
+    snprintf(d, sizeof d, "%s", detail ? detail : "?");
+    if (!what) what = "a value";
+    if (why == PG_MF_JSON_DEEP)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_save_model(): %s is nested deeper than %d levels (what ag_load_model "
+                       "reads)",
+                       what, PG_JSON_MAX_DEPTH);
+    if (why == PG_MF_JSON_NOT_JSON)
+        return pg_fail(PG_STATUS_ERR_ARG, "ag_save_model(): %s must be JSON-serialisable (%s)",
+                       what, d);
+    return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_json_refuse(): bad arguments");
 }

@@ -190,3 +190,11 @@ void pg_mf_config_cache_clear(void); /* forget every checked config (tests) */
  * rebuilt model is not usable: <why>" (the rebuilt model's parameters refused). */
 enum { PG_MF_REBUILD_SAVE = 0, PG_MF_REBUILD_LOAD = 1, PG_MF_REBUILD_UNUSABLE = 2 };
 int pg_mf_rebuild_fail(const pg_mf *mf, int what, const char *why);
+
+/* ag_save_model's refusals of a config or extra (what: "extra", "the model's architecture
+ * config") that the front end's walk found unwritable, always returned: DEEP, PG_STATUS_ERR_VALUE
+ * "ag_save_model(): <what> is nested deeper than 128 levels (what ag_load_model reads)" (the
+ * parser's PG_JSON_MAX_DEPTH); NOT_JSON, PG_STATUS_ERR_ARG "ag_save_model(): <what> must be
+ * JSON-serialisable (<detail>)" (detail: the language's reason). */
+enum { PG_MF_JSON_DEEP = 0, PG_MF_JSON_NOT_JSON = 1 };
+int pg_mf_json_refuse(int why, const char *what, const char *detail);

@@ -38,10 +38,7 @@ def clean(v: Any, what: str, depth: int = 0, path: Optional[set] = None) -> Any:
     cycle is refused (PyggmlrValueError naming what) instead of recursing without end."""
     if isinstance(v, (dict, list, tuple)):
         if depth >= lib.PG_JSON_MAX_DEPTH:
-            raise PyggmlrValueError(
-                f"ag_save_model(): {what} is nested deeper than {lib.PG_JSON_MAX_DEPTH} levels "
-                "(what ag_load_model reads)"
-            )
+            check(lib.pg_mf_json_refuse(lib.PG_MF_JSON_DEEP, what.encode(), ffi.NULL))
         path = set() if path is None else path
         if id(v) in path:
             raise PyggmlrValueError(
@@ -60,6 +57,18 @@ def clean(v: Any, what: str, depth: int = 0, path: Optional[set] = None) -> Any:
         v = float(v)
         return v if math.isfinite(v) else None
     return v
+
+
+def to_json(v: Any, what: str) -> str:
+    """v as the JSON text a file holds (clean's copy); what JSON cannot hold is refused in the
+    core's words (ArgumentError)."""
+    v = clean(v, what)  # too deep, a cycle: PyggmlrValueError
+    try:
+        return json.dumps(v, allow_nan=False)
+    except (TypeError, ValueError) as e:  # a function or an object in a custom config
+        why = str(e).encode("utf-8", "surrogatepass")
+    check(lib.pg_mf_json_refuse(lib.PG_MF_JSON_NOT_JSON, what.encode(), why))
+    raise AssertionError("unreachable")  # pg_mf_json_refuse always fails
 
 
 def check_epoch(epoch: Any) -> int:

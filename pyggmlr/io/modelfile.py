@@ -38,10 +38,10 @@ from .check import (
     _model_parts,
     check_config,
     check_epoch,
-    clean,
     model_target,
     os_error,
     set_target,
+    to_json,
 )
 
 __all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: save.py
@@ -227,25 +227,13 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_
                 stacklevel=3,
             )
         else:
-            what = "the model's architecture config"
-            cfg = clean(cfg, what)  # too deep, a cycle: PyggmlrValueError
-            try:
-                text = json.dumps(cfg, allow_nan=False)
-            except (TypeError, ValueError) as e:  # a function or an object in a custom config
-                raise ArgumentError(
-                    f"ag_save_model(): {what} must be JSON-serialisable ({e})"
-                ) from None
+            text = to_json(cfg, "the model's architecture config")
             check_config(text, m)  # whatever is saved must load
             w.set(lib.PG_MF_FIELD_CONFIG, text)
     if epoch is not None:
         check(lib.pg_mf_writer_set_epoch(w.h, check_epoch(epoch)))
-    if extra is not None:
-        ex = clean(extra, "extra")  # bounded depth, no cycles: typed errors, not RecursionError
-        try:
-            text = json.dumps(ex, allow_nan=False)
-        except (TypeError, ValueError) as e:
-            raise ArgumentError(f"ag_save_model(): extra must be JSON-serialisable ({e})") from None
-        w.set(lib.PG_MF_FIELD_EXTRA, text)  # the core checks that it loads back
+    if extra is not None:  # bounded depth, no cycles: typed errors, not RecursionError
+        w.set(lib.PG_MF_FIELD_EXTRA, to_json(extra, "extra"))  # the core checks it loads back
     if extra_text is not None:
         w.set(lib.PG_MF_FIELD_EXTRA, extra_text)
     _set_target(w, model)

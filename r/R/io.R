@@ -27,17 +27,16 @@
 
 
 # what: what is written ("extra", "the model's architecture config"); refusals classed and worded
-# as Python's io_check.clean and ag_save_model's extra check
+# by the core (pg_mf_json_refuse), as Python's
 .json_clean <- function(v, what, depth = 0L) {
   if (is.factor(v)) v <- as.character(v)
   if (!is.null(v) && !(is.list(v) && !is.data.frame(v)) && !is.logical(v) && !is.numeric(v) &&
       !is.character(v))
-    .pg_stop("argument", sprintf("ag_save_model(): %s must be JSON-serialisable (a %s cannot be %s",
-                                 what, class(v)[[1L]], "written as JSON)"))
+    .mf_fail(.Call(R_pg_mf_json_refuse, .pg$code$json[["NOT_JSON"]], what,
+                   sprintf("a %s cannot be written as JSON", class(v)[[1L]])), "")
   if (is.list(v)) {
     if (depth >= .pg$code$limit[["JSON_DEPTH"]])  # what the loader reads (the core's parser)
-      .pg_stop("value", sprintf("ag_save_model(): %s is nested deeper than %d levels %s", what,
-                                .pg$code$limit[["JSON_DEPTH"]], "(what ag_load_model reads)"))
+      .mf_fail(.Call(R_pg_mf_json_refuse, .pg$code$json[["DEEP"]], what, NULL), "")
     nm <- names(v)
     out <- lapply(v, .json_clean, what = what, depth = depth + 1L)
     names(out) <- nm

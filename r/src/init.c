@@ -212,6 +212,7 @@ extern SEXP R_pg_mf_load_commit(SEXP);
 extern SEXP R_pg_mf_config_begin(SEXP, SEXP);
 extern SEXP R_pg_mf_config_end(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_rebuild_fail(SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_json_refuse(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_opt_params(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_names_check(SEXP, SEXP);
 extern SEXP R_pg_mf_save(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -448,6 +449,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mf_config_begin", (DL_FUNC)&R_pg_mf_config_begin, 2},
     {"R_pg_mf_config_end", (DL_FUNC)&R_pg_mf_config_end, 3},
     {"R_pg_mf_rebuild_fail", (DL_FUNC)&R_pg_mf_rebuild_fail, 3},
+    {"R_pg_mf_json_refuse", (DL_FUNC)&R_pg_mf_json_refuse, 3},
     {"R_pg_fit_opt_params", (DL_FUNC)&R_pg_fit_opt_params, 4},
     {"R_pg_mf_names_check", (DL_FUNC)&R_pg_mf_names_check, 2},
     {"R_pg_mf_save", (DL_FUNC)&R_pg_mf_save, 6},

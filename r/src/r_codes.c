@@ -100,6 +100,8 @@ SEXP R_pg_codes(void)
     static const r_code rebuild[] = {{"SAVE", PG_MF_REBUILD_SAVE},
                                      {"LOAD", PG_MF_REBUILD_LOAD},
                                      {"UNUSABLE", PG_MF_REBUILD_UNUSABLE}};
+    /* why ag_save_model refuses a config or extra (pg_mf_json_refuse) */
+    static const r_code json[] = {{"DEEP", PG_MF_JSON_DEEP}, {"NOT_JSON", PG_MF_JSON_NOT_JSON}};
     static const struct {
         const char *name;
         const r_code *c;
@@ -108,7 +110,8 @@ SEXP R_pg_codes(void)
              GROUP(build),     GROUP(dist),       GROUP(act),        GROUP(file),
              GROUP(tape),      GROUP(scope),      GROUP(scoped),     GROUP(ckpt),
              GROUP(limit),     GROUP(early_stop), GROUP(state_form), GROUP(seed),
-             GROUP(mem_optim), GROUP(mem_source), GROUP(pool),       GROUP(rebuild)};
+             GROUP(mem_optim), GROUP(mem_source), GROUP(pool),       GROUP(rebuild),
+             GROUP(json)};
     const int n = (int)(sizeof g / sizeof g[0]);
     SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));
     for (int i = 0; i < n; i++) {

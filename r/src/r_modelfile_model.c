@@ -100,3 +100,17 @@ SEXP R_pg_mf_rebuild_fail(SEXP p, SEXP what, SEXP why)
         : "?";
     return r_status_list(pg_mf_rebuild_fail(mf, Rf_asInteger(what), w));
 }
+
+/* ag_save_model's refusal of a config or extra R cannot write (pg_mf_json_refuse): its status
+ * list; why: PG_MF_JSON_*, detail: R's reason or NULL */
+SEXP R_pg_mf_json_refuse(SEXP why, SEXP what, SEXP detail)
+{
+    const char *d =
+        Rf_isString(detail) && XLENGTH(detail) >= 1 && STRING_ELT(detail, 0) != NA_STRING
+        ? Rf_translateCharUTF8(STRING_ELT(detail, 0))
+        : NULL;
+    if (!Rf_isString(what) || XLENGTH(what) != 1 || STRING_ELT(what, 0) == NA_STRING)
+        Rf_error("ag_save_model(): internal: bad what");
+    return r_status_list(
+        pg_mf_json_refuse(Rf_asInteger(why), Rf_translateCharUTF8(STRING_ELT(what, 0)), d));
+}

@@ -1,7 +1,7 @@
 /* ag_save_model's config check (native/modelfile_check.c): the loader's budget, the rebuilt
  * names and shapes against the model's with one text for both front ends, the cache of checked
- * configs (a refusal remembers nothing), the rebuild-failure texts, and metadata 'target' with
- * the loss's own classify kind. */
+ * configs (a refusal remembers nothing), the rebuild-failure texts, the refusals of a config or
+ * extra JSON cannot hold, and metadata 'target' with the loss's own classify kind. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -130,7 +130,8 @@ static void test_rebuild_fail(const char *path)
               PG_STATUS_ERR_VALUE,
               "ag_save_model(): the model's architecture config would not load back (KeyError: "
               "'units'); nothing was written");
-    CHECK_ERR(pg_mf_rebuild_fail(NULL, PG_MF_REBUILD_LOAD, "x"), PG_STATUS_ERR_ARG, "bad arguments");
+    CHECK_ERR(pg_mf_rebuild_fail(NULL, PG_MF_REBUILD_LOAD, "x"), PG_STATUS_ERR_ARG,
+              "bad arguments");
     pg_tensor *t = pg_tensor_new(PG_DTYPE_F32, 1, 1, NULL, PG_DTYPE_F64, 1, 1);
     pg_mf_model m = pg_mf_model_default();
     const char *nm[1] = {"w"};
@@ -151,7 +152,8 @@ static void test_rebuild_fail(const char *path)
         CHECK(pg_mf_target_classify(mf) == PG_FIT_CLASSIFY_ARGMAX);
         char want[512];
         snprintf(want, sizeof want,
-                 "%s: cannot rebuild the model from its architecture config: ValueError: bad", path);
+                 "%s: cannot rebuild the model from its architecture config: ValueError: bad",
+                 path);
         CHECK_ERR(pg_mf_rebuild_fail(mf, PG_MF_REBUILD_LOAD, "ValueError: bad"),
                   PG_STATUS_ERR_VALUE, want);
         snprintf(want, sizeof want, "%s: the rebuilt model is not usable: no parameters()", path);
@@ -168,6 +170,20 @@ static void test_rebuild_fail(const char *path)
     REL(t);
 }
 
+static void test_json_refuse(void)
+{
+    CHECK_ERR(pg_mf_json_refuse(PG_MF_JSON_DEEP, "extra", NULL), PG_STATUS_ERR_VALUE,
+              "ag_save_model(): extra is nested deeper than 128 levels (what ag_load_model reads)");
+    CHECK_ERR(pg_mf_json_refuse(PG_MF_JSON_NOT_JSON, "the model's architecture config",
+                                "Object of type function is not JSON serializable"),
+              PG_STATUS_ERR_ARG,
+              "ag_save_model(): the model's architecture config must be JSON-serialisable (Object "
+              "of type function is not JSON serializable)");
+    CHECK_ERR(pg_mf_json_refuse(PG_MF_JSON_NOT_JSON, NULL, NULL), PG_STATUS_ERR_ARG,
+              "ag_save_model(): a value must be JSON-serialisable (?)");
+    CHECK_ERR(pg_mf_json_refuse(9, "extra", NULL), PG_STATUS_ERR_ARG, "bad arguments");
+}
+
 void test_modelfile_check(void)
 {
     char path[256];
@@ -175,5 +191,6 @@ void test_modelfile_check(void)
     test_compare();
     test_budget();
     test_rebuild_fail(path);
+    test_json_refuse();
     unlink(path);
 }
