@@ -61,6 +61,8 @@ int mf_target_check(const char *text);
 /* the writer frees data with itself (freed at once when it cannot be kept) */
 int mf_writer_adopt(pg_mf_writer *w, void *data);
 void mf_stage_free(pg_mf *mf); /* what pg_mf_load_check staged */
+/* m names only f32 / f64 tensors (modelfile_model.c): 0, else PG_STATUS_ERR_ARG naming fn */
+int mf_check_model(const pg_mf_model *m, const char *fn);
 
 /* A growing message text (for name lists); mf_str_add appends, sep between items. */
 typedef struct {

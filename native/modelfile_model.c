@@ -14,7 +14,7 @@ pg_mf_model pg_mf_model_default(void)
     return m;
 }
 
-static int bad_model(const pg_mf_model *m, const char *fn)
+int mf_check_model(const pg_mf_model *m, const char *fn)
 {
     if (!m || m->n_params < 0 || m->n_buffers < 0 ||
         (m->n_params && (!m->param_names || !m->params)) ||
@@ -102,7 +102,7 @@ static int add_optim(pg_mf_writer *w, const pg_mf_model *m, const char **names)
 int pg_mf_writer_add_model(pg_mf_writer *w, const pg_mf_model *m)
 {
     if (!w) return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_writer_add_model(): NULL writer");
-    int rc = bad_model(m, "ag_save_model()");
+    int rc = mf_check_model(m, "ag_save_model()");
     for (int64_t i = 0; !rc && i < m->n_params; i++)
         rc = add_copy(w, PG_MF_ROLE_PARAMETER, m->param_names[i], m->params[i], NULL);
     for (int64_t i = 0; !rc && i < m->n_buffers; i++)
@@ -274,7 +274,7 @@ static int stage_tensor(pg_mf *mf, mf_stage *s, pg_tensor *t, const char *name, 
 int pg_mf_load_check(pg_mf *mf, const pg_mf_model *m, struct pg_optim_hyper_diff *diff)
 {
     if (!mf) return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_load_check(): NULL file");
-    int rc = bad_model(m, "ag_load_model()");
+    int rc = mf_check_model(m, "ag_load_model()");
     if (rc) return rc;
     mf_stage_free(mf);
     int64_t n = m->n_params + m->n_buffers;

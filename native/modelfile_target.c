@@ -137,6 +137,11 @@ int pg_mf_writer_set_target(pg_mf_writer *w, const char *loss, int classify, int
     static const char *F = "ag_save_model()";
     if (!w || n_classes < -1 || (n_classes > 0 && !classes))
         return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_writer_set_target(): bad arguments");
+    if (classify == -1) { /* the loss's own kind */
+        classify = PG_FIT_CLASSIFY_NONE;
+        int rc = loss ? pg_predict_classify(F, loss, &classify) : 0;
+        if (rc) return rc;
+    }
     if (!pg_fit_classify_name(classify))
         return pg_fail(PG_STATUS_ERR_VALUE, "%s: classify kind %d is out of range", F, classify);
     for (int64_t i = 0; i < n_classes; i++)

@@ -125,7 +125,8 @@ int pg_mf_writer_set_optimizer(pg_mf_writer *w, const pg_mf_opt_meta *m);
 /* metadata 'target' (docs/model-format.md): how the model's outputs are read and its class
  * labels, so that a file alone turns new data into labels. loss: one of ag_fit's loss names, or
  * NULL (none known); classify: its pg_fit_classify kind (must be the loss's; with loss NULL any
- * kind); classes: n_classes distinct UTF-8 labels, in class-id order (-1: none). Written as
+ * kind), -1: the loss's own (pg_predict_classify, naming ag_save_model(); NONE without a loss);
+ * classes: n_classes distinct UTF-8 labels, in class-id order (-1: none). Written as
  * {"loss": ..., "classify": "argmax", "classes": [...]}. */
 int pg_mf_writer_set_target(pg_mf_writer *w, const char *loss, int classify, int64_t n_classes,
                             const char *const *classes);
@@ -165,3 +166,35 @@ int pg_mf_writer_add_model(pg_mf_writer *w, const pg_mf_model *m);
  * staged: the optimizer's state, then every tensor. */
 int pg_mf_load_check(pg_mf *mf, const pg_mf_model *m, struct pg_optim_hyper_diff *diff);
 int pg_mf_load_commit(pg_mf *mf);
+
+/* ---- ag_save_model's check that the config it writes loads back (modelfile_check.c) ----
+ * The front end rebuilds the model from the config between begin and end (the layers'
+ * constructors are the language's; the random stream put back after, so a save draws nothing).
+ * Refusals: PG_STATUS_ERR_VALUE "ag_save_model(): the model's architecture config would not load
+ * back (<why>); nothing was written". m->optim is not read. */
+/* *checked = 1: this text with these parameter and buffer names, shapes and dtypes passed
+ * already (the 16 newest are kept: ag_fit's checkpoints save one architecture every epoch);
+ * nothing more to do. Else 0 after the loader's plausibility checks (pg_json_check with its
+ * budget 16 * elements + 65536); *dtype: the default dtype to rebuild in (PG_DTYPE_F64 when
+ * every parameter is f64, else PG_DTYPE_F32). */
+int pg_mf_config_check_begin(const char *text, const pg_mf_model *m, int *checked, int *dtype);
+/* The rebuilt model's parameter and buffer names and shapes against the model's (in any order);
+ * equal: remembered as checked. Else "...: it rebuilds parameters 'w' 3x4, 'b' 1x4, the model
+ * has 'w' 3x5, 'b' 1x4; nothing was written" (buffers likewise; "none" for an empty list). */
+int pg_mf_config_check_end(const char *text, const pg_mf_model *m, const pg_mf_model *built);
+void pg_mf_config_cache_clear(void); /* forget every checked config (tests) */
+
+/* A front end's rebuild from a config failed with why (the language's error text): the refusal
+ * as PG_STATUS_ERR_VALUE (always returned). SAVE: ag_save_model's text above (mf NULL); LOAD
+ * "<path>: cannot rebuild the model from its architecture config: <why>"; UNUSABLE "<path>: the
+ * rebuilt model is not usable: <why>" (the rebuilt model's parameters refused). */
+enum { PG_MF_REBUILD_SAVE = 0, PG_MF_REBUILD_LOAD = 1, PG_MF_REBUILD_UNUSABLE = 2 };
+int pg_mf_rebuild_fail(const pg_mf *mf, int what, const char *why);
+
+/* ag_save_model's refusals of a config or extra (what: "extra", "the model's architecture
+ * config") that the front end's walk found unwritable, always returned: DEEP, PG_STATUS_ERR_VALUE
+ * "ag_save_model(): <what> is nested deeper than 128 levels (what ag_load_model reads)" (the
+ * parser's PG_JSON_MAX_DEPTH); NOT_JSON, PG_STATUS_ERR_ARG "ag_save_model(): <what> must be
+ * JSON-serialisable (<detail>)" (detail: the language's reason). */
+enum { PG_MF_JSON_DEEP = 0, PG_MF_JSON_NOT_JSON = 1 };
+int pg_mf_json_refuse(int why, const char *what, const char *detail);

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _walk
 from .._args import check_int
-from .._core import last_message, lib
+from .._core import check, ffi, last_message, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..nn.modules import ag_module_from_config
 from ..random import Generator
@@ -21,7 +21,6 @@ from ..tensor import Tensor, ag_dtype
 
 __all__: list = []
 
-_CHECKED: Dict[Any, bool] = {}  # configs (with their shapes) that rebuilt, newest last
 MAX_EPOCH = 10**12  # the loader reads at most 12 digits (io._load, R's .load_model)
 
 
@@ -39,10 +38,7 @@ def clean(v: Any, what: str, depth: int = 0, path: Optional[set] = None) -> Any:
     cycle is refused (PyggmlrValueError naming what) instead of recursing without end."""
     if isinstance(v, (dict, list, tuple)):
         if depth >= lib.PG_JSON_MAX_DEPTH:
-            raise PyggmlrValueError(
-                f"ag_save_model(): {what} is nested deeper than {lib.PG_JSON_MAX_DEPTH} levels "
-                "(what ag_load_model reads)"
-            )
+            check(lib.pg_mf_json_refuse(lib.PG_MF_JSON_DEEP, what.encode(), ffi.NULL))
         path = set() if path is None else path
         if id(v) in path:
             raise PyggmlrValueError(
@@ -63,9 +59,16 @@ def clean(v: Any, what: str, depth: int = 0, path: Optional[set] = None) -> Any:
     return v
 
 
-def config_budget(sizes: Any) -> int:
-    """The most elements one layer of a file's config may ask for (io._rebuild's bound)."""
-    return 16 * int(sum(sizes)) + 65536
+def to_json(v: Any, what: str) -> str:
+    """v as the JSON text a file holds (clean's copy); what JSON cannot hold is refused in the
+    core's words (ArgumentError)."""
+    v = clean(v, what)  # too deep, a cycle: PyggmlrValueError
+    try:
+        return json.dumps(v, allow_nan=False)
+    except (TypeError, ValueError) as e:  # a function or an object in a custom config
+        why = str(e).encode("utf-8", "surrogatepass")
+    check(lib.pg_mf_json_refuse(lib.PG_MF_JSON_NOT_JSON, what.encode(), why))
+    raise AssertionError("unreachable")  # pg_mf_json_refuse always fails
 
 
 def check_epoch(epoch: Any) -> int:
@@ -92,43 +95,53 @@ def _model_parts(model):
     return params, bufs
 
 
-def check_config(text: str, params: Dict[str, Any], bufs: Dict[str, Any]) -> None:
-    """The architecture as the loader will rebuild it: the core's plausibility checks with the
-    budget of this file's tensors, then a rebuild (the random stream put back afterwards, so a
-    save draws nothing) whose parameter and buffer names and shapes must be the model's."""
-    pre = "ag_save_model(): the model's architecture config would not load back"
-    key = (
-        text,
-        tuple((k, tuple(t.shape), t.dtype) for k, t in list(params.items()) + list(bufs.items())),
-    )
-    if key in _CHECKED:  # ag_fit's checkpoints save the same architecture every epoch
-        return
+class _Model:
+    """A model's named tensors and its optimizer as the core's pg_mf_model: the core copies
+    them into a file, loads a file into them and checks a config's rebuild against them
+    (native/modelfile_model.c, modelfile_check.c)."""
+
+    def __init__(self, params, bufs, optimizer=None):
+        self.c = ffi.new("pg_mf_model *", lib.pg_mf_model_default())
+        self.keep = [self.c]
+        for d, n, nm, ts in (
+            (params, "n_params", "param_names", "params"),
+            (bufs, "n_buffers", "buffer_names", "buffers"),
+        ):
+            names = [ffi.new("char[]", k.encode("utf-8", "surrogatepass")) for k in d]
+            arrs = (
+                ffi.new("char *[]", names or 1),
+                ffi.new("pg_tensor *[]", [t._handle() for t in d.values()] or 1),
+            )
+            self.keep += names + list(arrs) + list(d.values())
+            setattr(self.c, n, len(d))
+            setattr(self.c, nm, arrs[0])
+            setattr(self.c, ts, arrs[1])
+        if optimizer is not None:
+            self.c.optim, self.opt = optimizer._o, optimizer
+
+
+def check_config(text: str, m: _Model) -> None:
+    """The architecture as the loader will rebuild it (native/modelfile_check.c: the budget,
+    the comparison, the texts, the cache of checked configs); this rebuilds, with the random
+    stream put back afterwards, so a save draws nothing."""
     raw = text.encode("utf-8", "surrogatepass")
-    budget = config_budget(t.size for t in list(params.values()) + list(bufs.values()))
-    if lib.pg_json_check(raw, len(raw), b"metadata 'config'", budget) != 0:
-        raise PyggmlrValueError(f"{pre} ({last_message()}); nothing was written")
+    checked, dt = ffi.new("int *"), ffi.new("int *")
+    check(lib.pg_mf_config_check_begin(raw, m.c, checked, dt))
+    if checked[0]:
+        return
     gen = Generator.current()
     state = gen.get_state()
-    dts = {t.dtype for t in params.values()}
-    prev = ag_dtype("f64" if dts == {"f64"} else "f32")
+    prev = ag_dtype("f64" if dt[0] == lib.PG_DTYPE_F64 else "f32")
     try:
-        built = ag_module_from_config(json.loads(text))
-        bp, bb = _model_parts(built)
+        built = _Model(*_model_parts(ag_module_from_config(json.loads(text))))
     except Exception as e:  # noqa: BLE001 - any failure to rebuild: the file would be refused
-        raise PyggmlrValueError(f"{pre} ({type(e).__name__}: {e}); nothing was written") from None
+        why = f"{type(e).__name__}: {e}".encode("utf-8", "surrogatepass")
+        check(lib.pg_mf_rebuild_fail(ffi.NULL, lib.PG_MF_REBUILD_SAVE, why))
+    else:
+        check(lib.pg_mf_config_check_end(raw, m.c, built.c))
     finally:
         ag_dtype(prev)
         gen.set_state(state)
-    for kind, mine, theirs in (("parameter", params, bp), ("buffer", bufs, bb)):
-        shapes = {k: tuple(t.shape) for k, t in mine.items()}
-        back = {k: tuple(t.shape) for k, t in theirs.items()}
-        if shapes != back:
-            raise PyggmlrValueError(
-                f"{pre}: it rebuilds {kind}s {back}, the model has {shapes}; nothing was written"
-            )
-    _CHECKED[key] = True
-    while len(_CHECKED) > 16:
-        _CHECKED.pop(next(iter(_CHECKED)))
 
 
 def _build(builder: Callable[[], Any], dtype: str) -> Any:

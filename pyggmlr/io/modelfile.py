@@ -34,13 +34,14 @@ from ..tensor import ag_dtype
 from .check import (
     _build,
     _check_built_dtype,
+    _Model,
     _model_parts,
     check_config,
     check_epoch,
-    clean,
     model_target,
     os_error,
     set_target,
+    to_json,
 )
 
 __all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: save.py
@@ -101,38 +102,10 @@ class _Writer:
         return path
 
 
-class _Model:
-    """A model's named tensors and its optimizer as the core's pg_mf_model: the core copies
-    them into a file and loads a file into them (native/modelfile_model.c)."""
-
-    def __init__(self, params, bufs, optimizer=None):
-        self.c = ffi.new("pg_mf_model *", lib.pg_mf_model_default())
-        self.keep = [self.c]
-        for d, n, nm, ts in (
-            (params, "n_params", "param_names", "params"),
-            (bufs, "n_buffers", "buffer_names", "buffers"),
-        ):
-            names = [ffi.new("char[]", k.encode("utf-8", "surrogatepass")) for k in d]
-            arrs = (
-                ffi.new("char *[]", names or 1),
-                ffi.new("pg_tensor *[]", [t._handle() for t in d.values()] or 1),
-            )
-            self.keep += names + list(arrs) + list(d.values())
-            setattr(self.c, n, len(d))
-            setattr(self.c, nm, arrs[0])
-            setattr(self.c, ts, arrs[1])
-        if optimizer is not None:
-            self.c.optim, self.opt = optimizer._o, optimizer
-
-
 def _last_msg():
     msg = ffi.string(lib.pg_last_error()).decode("utf-8", "replace")
     lib.pg_clear_error()
     return msg
-
-
-def _bad(path, msg):
-    return PyggmlrValueError(f"{os.fspath(path)!s}: {msg}")
 
 
 def _path_arg(path, fn):
@@ -239,9 +212,9 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_
         raise ArgumentError(
             f"ag_save_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
         )
-    w = _Writer()
-    w.keep.append(_Model(params, bufs, optimizer))
-    check(lib.pg_mf_writer_add_model(w.h, w.keep[-1].c))  # the save rules; the optimizer's state
+    w, m = _Writer(), _Model(params, bufs, optimizer)
+    w.keep.append(m)
+    check(lib.pg_mf_writer_add_model(w.h, m.c))  # the save rules; the optimizer's state
     w.set(lib.PG_MF_FIELD_CREATED_BY, f"pyggmlr {__version__}")
     to_config = getattr(model, "to_config", None)
     if callable(to_config):
@@ -254,25 +227,13 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_
                 stacklevel=3,
             )
         else:
-            what = "the model's architecture config"
-            cfg = clean(cfg, what)  # too deep, a cycle: PyggmlrValueError
-            try:
-                text = json.dumps(cfg, allow_nan=False)
-            except (TypeError, ValueError) as e:  # a function or an object in a custom config
-                raise ArgumentError(
-                    f"ag_save_model(): {what} must be JSON-serialisable ({e})"
-                ) from None
-            check_config(text, params, bufs)  # whatever is saved must load
+            text = to_json(cfg, "the model's architecture config")
+            check_config(text, m)  # whatever is saved must load
             w.set(lib.PG_MF_FIELD_CONFIG, text)
     if epoch is not None:
         check(lib.pg_mf_writer_set_epoch(w.h, check_epoch(epoch)))
-    if extra is not None:
-        ex = clean(extra, "extra")  # bounded depth, no cycles: typed errors, not RecursionError
-        try:
-            text = json.dumps(ex, allow_nan=False)
-        except (TypeError, ValueError) as e:
-            raise ArgumentError(f"ag_save_model(): extra must be JSON-serialisable ({e})") from None
-        w.set(lib.PG_MF_FIELD_EXTRA, text)  # the core checks that it loads back
+    if extra is not None:  # bounded depth, no cycles: typed errors, not RecursionError
+        w.set(lib.PG_MF_FIELD_EXTRA, to_json(extra, "extra"))  # the core checks it loads back
     if extra_text is not None:
         w.set(lib.PG_MF_FIELD_EXTRA, extra_text)
     _set_target(w, model)
@@ -286,20 +247,10 @@ def _set_target(w, model):
     loss, classes = model_target(model)
     if loss is None and classes is None:
         return
-    kind = ffi.new("int *")
-    if loss is not None:
-        check(lib.pg_predict_classify(b"ag_save_model()", w.text(loss), kind))
-    labels = [w.text(c) for c in classes or []]
-    arr = ffi.new("char *[]", labels or 1)
-    check(
-        lib.pg_mf_writer_set_target(
-            w.h,
-            ffi.NULL if loss is None else w.text(loss),
-            kind[0],
-            -1 if classes is None else len(classes),
-            arr,
-        )
-    )
+    arr = ffi.new("char *[]", [w.text(c) for c in classes or []] or 1)
+    n = -1 if classes is None else len(classes)
+    # classify -1: the loss's own kind (the core checks the loss name)
+    check(lib.pg_mf_writer_set_target(w.h, ffi.NULL if loss is None else w.text(loss), -1, n, arr))
 
 
 def _get_target(f, model):
@@ -320,15 +271,12 @@ def _get_target(f, model):
 def _rebuild(f, dtype):
     """The model from the file's architecture config (checked and matched against the file's
     tensors by pg_mf_check_load before this builds anything)."""
-    listed = lib.pg_mf_has_names(f.h, lib.PG_MF_LIST_PARAMETERS)
-    prev = ag_dtype(dtype or ("f64" if listed and lib.pg_mf_all_f64(f.h) else "f32"))
+    prev = ag_dtype(dtype or ("f64" if lib.pg_mf_all_f64(f.h) else "f32"))
     try:
         model = ag_module_from_config(f.json(lib.pg_mf_config(f.h)))
     except Exception as e:  # untrusted content: any failure to build is a bad file
-        raise _bad(
-            f.path,
-            f"cannot rebuild the model from its architecture config: {type(e).__name__}: {e}",
-        ) from None
+        why = f"{type(e).__name__}: {e}".encode("utf-8", "surrogatepass")
+        f.call(lib.pg_mf_rebuild_fail(f.h, lib.PG_MF_REBUILD_LOAD, why))
     finally:
         ag_dtype(prev)
     return model
@@ -360,7 +308,8 @@ def _load(
             try:
                 params, bufs = _model_parts(model)
             except PyggmlrError as e:
-                raise _bad(path, f"the rebuilt model is not usable: {e}") from None
+                why = str(e).encode("utf-8", "surrogatepass")
+                f.call(lib.pg_mf_rebuild_fail(f.h, lib.PG_MF_REBUILD_UNUSABLE, why))
         else:
             params, bufs = _model_parts(model)
         if dtype is not None:

@@ -27,17 +27,16 @@
 
 
 # what: what is written ("extra", "the model's architecture config"); refusals classed and worded
-# as Python's io_check.clean and ag_save_model's extra check
+# by the core (pg_mf_json_refuse), as Python's
 .json_clean <- function(v, what, depth = 0L) {
   if (is.factor(v)) v <- as.character(v)
   if (!is.null(v) && !(is.list(v) && !is.data.frame(v)) && !is.logical(v) && !is.numeric(v) &&
       !is.character(v))
-    .pg_stop("argument", sprintf("ag_save_model(): %s must be JSON-serialisable (a %s cannot be %s",
-                                 what, class(v)[[1L]], "written as JSON)"))
+    .mf_fail(.Call(R_pg_mf_json_refuse, .pg$code$json[["NOT_JSON"]], what,
+                   sprintf("a %s cannot be written as JSON", class(v)[[1L]])), "")
   if (is.list(v)) {
     if (depth >= .pg$code$limit[["JSON_DEPTH"]])  # what the loader reads (the core's parser)
-      .pg_stop("value", sprintf("ag_save_model(): %s is nested deeper than %d levels %s", what,
-                                .pg$code$limit[["JSON_DEPTH"]], "(what ag_load_model reads)"))
+      .mf_fail(.Call(R_pg_mf_json_refuse, .pg$code$json[["DEEP"]], what, NULL), "")
     nm <- names(v)
     out <- lapply(v, .json_clean, what = what, depth = depth + 1L)
     names(out) <- nm
@@ -240,15 +239,13 @@
 
 # The model from the file's architecture config (checked, and matched against the file's
 # tensors, by the core's pg_mf_check_load before anything is built)
-.rebuild <- function(v, path, dtype = NULL) {
+.rebuild <- function(f, v, path, dtype = NULL) {
   cfg <- .mf_json(v$config, "config", path)
   prev <- ag_default_dtype()
   on.exit(ag_dtype(prev), add = TRUE)
   ag_dtype(if (is.null(dtype)) (if (v$all_f64) "f64" else "f32") else dtype)
   tryCatch(ag_module_from_config(cfg), error = function(e)
-    .io_bad(path,
-            sprintf("cannot rebuild the model from its architecture config: %s",
-                    conditionMessage(e))))
+    .mf_fail(.Call(R_pg_mf_rebuild_fail, f, .pg$code$rebuild[["LOAD"]], conditionMessage(e)), path))
 }
 
 # more: ag_fit's callback arrays are read too (list(..., tensors))
@@ -279,9 +276,10 @@
                    paste(class(model), collapse = "/")))
   }
   if (is.null(model)) {
-    model <- .rebuild(v, path, dtype)
+    model <- .rebuild(f, v, path, dtype)
     params <- tryCatch(.model_params(model, "ag_load_model()"), error = function(e)
-      .io_bad(path, sprintf("the rebuilt model is not usable: %s", conditionMessage(e))))
+      .mf_fail(.Call(R_pg_mf_rebuild_fail, f, .pg$code$rebuild[["UNUSABLE"]],
+                     conditionMessage(e)), path))
   } else {
     params <- .model_params(model, "ag_load_model()")
   }

@@ -26,42 +26,20 @@
   expr
 }
 
-# The architecture as the loader will rebuild it: the core's plausibility checks with the budget
-# of this file's tensors (.rebuild's), then a rebuild whose parameter and buffer names and
-# shapes must be the model's.
+# The architecture as the loader will rebuild it: the core (native/modelfile_check.c) checks
+# it with the loader's budget, compares the rebuilt names and shapes with the model's, words the
+# refusals and remembers what passed; this rebuilds.
 .check_save_config <- function(text, params, bufs) {
-  pre <- "ag_save_model(): the model's architecture config would not load back"
-  all_t <- c(params, bufs)
-  key <- paste(text,
-               paste(names(all_t),
-                     vapply(all_t, function(t) paste(c(dim(t), t$dtype), collapse = "x"), ""),
-                           collapse = ";"), sep = "\n")
-  # ag_fit's checkpoints save it every epoch
-  if (key %in% .pg$checked_configs) return(invisible(NULL))
-  budget <- 16 * sum(vapply(all_t, function(t) prod(dim(t)), numeric(1))) + 65536
-  bad <- .Call(R_pg_json_check, enc2utf8(text), "metadata 'config'", as.double(budget))
-  if (!is.null(bad)) .pg_stop("value", sprintf("%s (%s); nothing was written", pre, bad))
-  dts <- unique(vapply(params, function(t) t$dtype, ""))
-  built <- tryCatch(.keep_rng(.with_dtype(if (identical(dts, "f64")) "f64" else "f32", function() {
-    m <- ag_module_from_config(jsonlite::parse_json(text, simplifyVector = FALSE))
-    list(p = .model_params(m, "ag_save_model()"), b = .model_buffers(m))
-  })), error = function(e) .pg_stop("value", sprintf("%s (%s); nothing was written", pre,
-                                                     conditionMessage(e))))
-  shapes <- function(l) {
-    if (!length(l)) return(character(0))
-    v <- vapply(l, function(t) paste(dim(t), collapse = "x"), "")
-    v[order(names(v))]
-  }
-  for (kind in c("parameter", "buffer")) {
-    mine <- shapes(if (kind == "parameter") params else bufs)
-    back <- shapes(if (kind == "parameter") built$p else built$b)
-    if (!identical(mine, back))
-      .pg_stop("value", sprintf("%s: it rebuilds %ss %s, the model has %s; nothing was written",
-                                pre, kind, paste(names(back), back, collapse = ", "),
-                                paste(names(mine), mine, collapse = ", ")))
-  }
-  .pg$checked_configs <- utils::tail(c(.pg$checked_configs, key), 16L)
-  invisible(NULL)
+  m <- .mf_model(params, bufs)
+  dt <- .Call(R_pg_mf_config_begin, enc2utf8(text), m)
+  if (is.list(dt)) .mf_fail(dt, "")
+  if (is.null(dt)) return(invisible(NULL))  # checked before (ag_fit's checkpoints, each epoch)
+  built <- tryCatch(.keep_rng(.with_dtype(dt, function() {
+    b <- ag_module_from_config(jsonlite::parse_json(text, simplifyVector = FALSE))
+    .mf_model(.model_params(b, "ag_save_model()"), .model_buffers(b))
+  })), error = function(e) .mf_fail(.Call(R_pg_mf_rebuild_fail, NULL,
+                                          .pg$code$rebuild[["SAVE"]], conditionMessage(e)), ""))
+  .mf_fail(.Call(R_pg_mf_config_end, enc2utf8(text), m, built), "")
 }
 
 # NULL when value (doubles) fits tensor t's dtype, else the core's message (a finite double

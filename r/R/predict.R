@@ -57,14 +57,12 @@ ag_predict <- function(model, x, batch_size = 256L, type = "response", loss = NU
   invisible()
 }
 
-# metadata 'target' for the model-file writer: NULL (nothing recorded) or list(loss, classify
-# code, classes)
+# metadata 'target' for the model-file writer: NULL (nothing recorded) or list(loss, classes);
+# the core checks the loss and finds its classify kind
 .target_meta <- function(model) {
   tg <- .model_target(model)
   if (is.null(tg$loss) && is.null(tg$classes)) return(NULL)
-  list(tg$loss,
-       if (is.null(tg$loss)) 0L else .Call(R_pg_predict_classify, tg$loss, "ag_save_model()"),
-       if (!is.null(tg$classes)) enc2utf8(tg$classes))
+  list(tg$loss, if (!is.null(tg$classes)) enc2utf8(tg$classes))
 }
 
 # predict(): newdata as ag_predict's x ([features, n]); a data.frame for a model fitted by formula

@@ -209,6 +209,10 @@ extern SEXP R_pg_mf_read(SEXP);
 extern SEXP R_pg_mf_values(SEXP);
 extern SEXP R_pg_mf_load_check(SEXP, SEXP);
 extern SEXP R_pg_mf_load_commit(SEXP);
+extern SEXP R_pg_mf_config_begin(SEXP, SEXP);
+extern SEXP R_pg_mf_config_end(SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_rebuild_fail(SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_json_refuse(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_opt_params(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_names_check(SEXP, SEXP);
 extern SEXP R_pg_mf_save(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -442,6 +446,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mf_values", (DL_FUNC)&R_pg_mf_values, 1},
     {"R_pg_mf_load_check", (DL_FUNC)&R_pg_mf_load_check, 2},
     {"R_pg_mf_load_commit", (DL_FUNC)&R_pg_mf_load_commit, 1},
+    {"R_pg_mf_config_begin", (DL_FUNC)&R_pg_mf_config_begin, 2},
+    {"R_pg_mf_config_end", (DL_FUNC)&R_pg_mf_config_end, 3},
+    {"R_pg_mf_rebuild_fail", (DL_FUNC)&R_pg_mf_rebuild_fail, 3},
+    {"R_pg_mf_json_refuse", (DL_FUNC)&R_pg_mf_json_refuse, 3},
     {"R_pg_fit_opt_params", (DL_FUNC)&R_pg_fit_opt_params, 4},
     {"R_pg_mf_names_check", (DL_FUNC)&R_pg_mf_names_check, 2},
     {"R_pg_mf_save", (DL_FUNC)&R_pg_mf_save, 6},

@@ -96,6 +96,12 @@ SEXP R_pg_codes(void)
                                         {"TAPE", PG_MEM_SOURCE_TAPE},
                                         {"COMPILED", PG_MEM_SOURCE_COMPILED}};
     static const r_code pool[] = {{"MAX", PG_POOL_KIND_MAX}, {"AVG", PG_POOL_KIND_AVG}};
+    /* whose rebuild from a config failed (pg_mf_rebuild_fail) */
+    static const r_code rebuild[] = {{"SAVE", PG_MF_REBUILD_SAVE},
+                                     {"LOAD", PG_MF_REBUILD_LOAD},
+                                     {"UNUSABLE", PG_MF_REBUILD_UNUSABLE}};
+    /* why ag_save_model refuses a config or extra (pg_mf_json_refuse) */
+    static const r_code json[] = {{"DEEP", PG_MF_JSON_DEEP}, {"NOT_JSON", PG_MF_JSON_NOT_JSON}};
     static const struct {
         const char *name;
         const r_code *c;
@@ -104,7 +110,8 @@ SEXP R_pg_codes(void)
              GROUP(build),     GROUP(dist),       GROUP(act),        GROUP(file),
              GROUP(tape),      GROUP(scope),      GROUP(scoped),     GROUP(ckpt),
              GROUP(limit),     GROUP(early_stop), GROUP(state_form), GROUP(seed),
-             GROUP(mem_optim), GROUP(mem_source), GROUP(pool)};
+             GROUP(mem_optim), GROUP(mem_source), GROUP(pool),       GROUP(rebuild),
+             GROUP(json)};
     const int n = (int)(sizeof g / sizeof g[0]);
     SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));
     for (int i = 0; i < n; i++) {

@@ -65,3 +65,52 @@ SEXP R_pg_mf_load_commit(SEXP p)
     int rc = pg_mf_load_commit(r_get(p, R_MODELFILE));
     return rc ? r_status_list(rc) : R_NilValue;
 }
+
+/* ag_save_model's check that the config loads back (native/modelfile_check.c); R rebuilds
+ * between begin and end. begin: NULL when the config was checked already, else the dtype to
+ * rebuild in ("f32" / "f64"), or a status list. */
+SEXP R_pg_mf_config_begin(SEXP text, SEXP model)
+{
+    if (!Rf_isString(text) || XLENGTH(text) != 1 || STRING_ELT(text, 0) == NA_STRING)
+        Rf_error("ag_save_model(): internal: bad config text");
+    pg_mf_model m = r_mf_model(model);
+    int checked = 0, dt = 0;
+    int rc = pg_mf_config_check_begin(Rf_translateCharUTF8(STRING_ELT(text, 0)), &m, &checked, &dt);
+    if (rc) return r_status_list(rc);
+    return checked ? R_NilValue : Rf_mkString(dt == PG_DTYPE_F64 ? "f64" : "f32");
+}
+
+/* the rebuilt model against the model: NULL, or a status list */
+SEXP R_pg_mf_config_end(SEXP text, SEXP model, SEXP built)
+{
+    if (!Rf_isString(text) || XLENGTH(text) != 1 || STRING_ELT(text, 0) == NA_STRING)
+        Rf_error("ag_save_model(): internal: bad config text");
+    pg_mf_model m = r_mf_model(model), b = r_mf_model(built);
+    int rc = pg_mf_config_check_end(Rf_translateCharUTF8(STRING_ELT(text, 0)), &m, &b);
+    return rc ? r_status_list(rc) : R_NilValue;
+}
+
+/* a rebuild that failed with why (conditionMessage): the refusal's status list. p: the open
+ * model file, NULL for ag_save_model's check; what: PG_MF_REBUILD_* */
+SEXP R_pg_mf_rebuild_fail(SEXP p, SEXP what, SEXP why)
+{
+    const pg_mf *mf = Rf_isNull(p) ? NULL : r_get(p, R_MODELFILE);
+    const char *w = Rf_isString(why) && XLENGTH(why) >= 1 && STRING_ELT(why, 0) != NA_STRING
+        ? Rf_translateCharUTF8(STRING_ELT(why, 0))
+        : "?";
+    return r_status_list(pg_mf_rebuild_fail(mf, Rf_asInteger(what), w));
+}
+
+/* ag_save_model's refusal of a config or extra R cannot write (pg_mf_json_refuse): its status
+ * list; why: PG_MF_JSON_*, detail: R's reason or NULL */
+SEXP R_pg_mf_json_refuse(SEXP why, SEXP what, SEXP detail)
+{
+    const char *d =
+        Rf_isString(detail) && XLENGTH(detail) >= 1 && STRING_ELT(detail, 0) != NA_STRING
+        ? Rf_translateCharUTF8(STRING_ELT(detail, 0))
+        : NULL;
+    if (!Rf_isString(what) || XLENGTH(what) != 1 || STRING_ELT(what, 0) == NA_STRING)
+        Rf_error("ag_save_model(): internal: bad what");
+    return r_status_list(
+        pg_mf_json_refuse(Rf_asInteger(why), Rf_translateCharUTF8(STRING_ELT(what, 0)), d));
+}

@@ -55,7 +55,8 @@ SEXP R_pg_mf_names_check(SEXP params, SEXP bufs)
 
 /* model: r_mf_model's list; more: list(names, f64, values) (ag_fit's callback arrays); fields:
  * character (created_by, config, extra, target; NA = none); epoch: a number or NULL; target:
- * NULL or list(loss (NULL: none), classify, classes (NULL: none)) for metadata 'target'. Writes
+ * NULL or list(loss (NULL: none), classes (NULL: none)) for metadata 'target' (the loss's
+ * classify kind: the core's). Writes
  * path; returns list(status, message, errno), status 0 = written. */
 SEXP R_pg_mf_save(SEXP path, SEXP model, SEXP more, SEXP fields, SEXP epoch, SEXP target)
 {
@@ -70,12 +71,10 @@ SEXP R_pg_mf_save(SEXP path, SEXP model, SEXP more, SEXP fields, SEXP epoch, SEX
             STRING_ELT(fields, i) == NA_STRING ? NULL : Rf_translateCharUTF8(STRING_ELT(fields, i));
     const char *p = Rf_translateChar(STRING_ELT(path, 0));
     const char *t_loss = NULL, **t_cls = NULL;
-    int t_kind = 0;
     int64_t t_n = -1;
     if (!Rf_isNull(target)) {
-        SEXP l = VECTOR_ELT(target, 0), c = VECTOR_ELT(target, 2);
+        SEXP l = VECTOR_ELT(target, 0), c = VECTOR_ELT(target, 1);
         t_loss = Rf_isNull(l) ? NULL : Rf_translateCharUTF8(STRING_ELT(l, 0));
-        t_kind = Rf_asInteger(VECTOR_ELT(target, 1));
         if (!Rf_isNull(c)) {
             t_n = XLENGTH(c);
             t_cls = (const char **)R_alloc((size_t)(t_n ? t_n : 1), sizeof(char *));
@@ -92,7 +91,7 @@ SEXP R_pg_mf_save(SEXP path, SEXP model, SEXP more, SEXP fields, SEXP epoch, SEX
         if (f[i]) rc = pg_mf_writer_set(w, i, f[i]);
     if (!rc && !Rf_isNull(epoch)) rc = pg_mf_writer_set_epoch(w, (int64_t)Rf_asReal(epoch));
     if (!rc && !Rf_isNull(target))
-        rc = pg_mf_writer_set_target(w, t_loss, t_kind, t_n, (const char *const *)t_cls);
+        rc = pg_mf_writer_set_target(w, t_loss, -1, t_n, (const char *const *)t_cls);
     for (R_xlen_t i = 0; !rc && i < g.n; i++) rc = pg_mf_writer_add(w, PG_MF_ROLE_TENSOR, &g.t[i]);
     if (!rc) rc = pg_mf_writer_commit(w, p);
     pg_mf_writer_free(w);

@@ -229,3 +229,81 @@ def test_checkpoint_with_a_bad_stream_state_is_a_typed_error(tmp_path, key, valu
         )
     for k, t in m.parameters().items():
         np.testing.assert_array_equal(t.numpy(), before[k])
+
+
+class _Wrong:
+    """A linear layer (2 -> 3) whose config says out_features = out, with extra buffers."""
+
+    def __init__(self, out, bufs=None, cfg=None):
+        self.lin, self.out, self.bufs, self.cfg = pg.ag_linear(2, 3), out, bufs or {}, cfg
+        self.calls = 0
+
+    def parameters(self):
+        return self.lin.parameters()
+
+    def buffers(self):
+        return self.bufs
+
+    def to_config(self):
+        self.calls += 1
+        return self.cfg or {"type": "linear", "in_features": 2, "out_features": self.out}
+
+
+PRE = "ag_save_model(): the model's architecture config would not load back"
+
+
+def test_save_config_check_one_core_text(tmp_path):
+    """The core (native/modelfile_check.c) compares the rebuilt names and shapes with the
+    model's and words the refusal for both languages (R: test-hostile-files.R)."""
+    p = tmp_path / "m.st"
+    with pytest.raises(PyggmlrValueError) as e:
+        pg.ag_save_model(_Wrong(4), p)
+    assert str(e.value) == (
+        f"{PRE}: it rebuilds parameters 'W' 4x2, 'b' 4x1, the model has 'W' 3x2, 'b' 3x1; "
+        "nothing was written"
+    )
+    rm = pg.ag_tensor(np.zeros((3, 1)))
+    with pytest.raises(PyggmlrValueError) as e:
+        pg.ag_save_model(_Wrong(3, {"rm": rm}), p)
+    assert str(e.value) == (
+        f"{PRE}: it rebuilds buffers none, the model has 'rm' 3x1; nothing was written"
+    )
+    with pytest.raises(PyggmlrValueError) as e:  # the rebuild fails: the language's reason
+        pg.ag_save_model(_Wrong(3, cfg={"type": "linear", "in_features": 2}), p)
+    assert str(e.value).startswith(f"{PRE} (PyggmlrValueError: ag_module_from_config: ")
+    assert str(e.value).endswith("out_features is missing); nothing was written")
+    with pytest.raises(PyggmlrValueError, match=r"^ag_save_model\(\).*\(architecture config has"):
+        pg.ag_save_model(_Wrong(3, cfg={"type": "linear", "in_features": 2, "x": 10**6}), p)
+    assert not p.exists()
+
+
+def test_save_config_checked_once_a_refusal_remembered_never(tmp_path, monkeypatch):
+    """A config that passed is not rebuilt again (the core's cache); one refused stays refused."""
+    import pyggmlr.io.check as chk
+
+    built = []
+    real = chk.ag_module_from_config
+    monkeypatch.setattr(chk, "ag_module_from_config", lambda c: built.append(1) or real(c))
+    m = _Wrong(3)
+    m.cfg = {"type": "linear", "in_features": 2, "out_features": 3, "activation": "relu"}
+    pg.ag_save_model(m, tmp_path / "a.st")
+    pg.ag_save_model(m, tmp_path / "b.st")
+    assert len(built) == 1
+    bad = _Wrong(5)
+    for _ in range(2):
+        with pytest.raises(PyggmlrValueError, match="it rebuilds parameters 'W' 5x2"):
+            pg.ag_save_model(bad, tmp_path / "c.st")
+    assert len(built) == 3
+
+
+def test_load_rebuild_failure_names_the_file(tmp_path):
+    """A config the front end cannot build: the core's text, naming the file (R: test-io-limits.R)."""
+    p = tmp_path / "m.st"
+    pg.ag_save_model(pg.ag_sequential(pg.ag_linear(2, 3)), p)
+    cfg = {"type": "sequential", "layers": [{"type": "no_such_layer"}]}
+    edit_meta(p, lambda meta: meta.update(config=json.dumps(cfg)))
+    with pytest.raises(PyggmlrValueError) as e:
+        pg.ag_load_model(p)
+    assert str(e.value).startswith(
+        f"{p}: cannot rebuild the model from its architecture config: PyggmlrValueError: "
+    )

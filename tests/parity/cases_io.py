@@ -278,3 +278,68 @@ CASES.append(
         group="gradcheck",
     )
 )
+
+
+# ---- ag_save_model's config check: one core text in both languages (issue 29) ---------------
+# A model whose config does not rebuild it (another width; buffers the config does not make):
+# the core compares the rebuilt names and shapes and words the refusal for both.
+
+_SAVE_PROBES = {
+    "parameters: out_features 4, the model's 3": (4, {}),
+    "buffers: none, the model's 'rm'": (3, {"rm": np.zeros((3, 1))}),
+}
+
+
+def _save_config_py(d, steps, dtype):
+    import os
+    import tempfile
+
+    import pyggmlr as pg
+
+    from .cases_errors import refusal
+
+    class _Model:
+        def __init__(self, out, bufs):
+            self.lin = pg.ag_linear(2, 3)
+            self.out, self.bufs = out, {k: pg.ag_tensor(v) for k, v in bufs.items()}
+
+        def parameters(self):
+            return self.lin.parameters()
+
+        def buffers(self):
+            return self.bufs
+
+        def to_config(self):
+            return {"type": "linear", "in_features": 2, "out_features": self.out}
+
+    path = os.path.join(tempfile.gettempdir(), "pg_parity_save_config.st")
+
+    def probe(out, bufs):
+        m = with_dtype(dtype, lambda: _Model(out, bufs))
+        return refusal(None, lambda: pg.ag_save_model(m, path))
+
+    return [{k: probe(*v) for k, v in _SAVE_PROBES.items()}]
+
+
+def _save_config_r(d, steps, dtype):
+    from .cases_errors import _KINDS, _r_kind
+
+    def probe(out, bufs):
+        res = call_r("parity_save_config_refusal", dtype=dtype, out=out, bufs=bufs)
+        kind = _r_kind((str(res["cls"]),))
+        code = _KINDS.index(kind) if kind else 99
+        return np.array([float(code), float(zlib.crc32(str(res["msg"]).encode()))])
+
+    return [{k: probe(*v) for k, v in _SAVE_PROBES.items()}]
+
+
+CASES.append(
+    ScriptCase(
+        "ag_save_model: a config that does not rebuild the model (one core text)",
+        _save_config_py,
+        _save_config_r,
+        1,
+        lambda rng: {},
+        group="io",
+    )
+)

@@ -164,3 +164,21 @@ parity_fit_es <- function(dtype, arch, init, binit, x, y, es, ckpt, refit, nepoc
     out
   })
 }
+
+# ag_save_model's check that the config loads back (native/modelfile_check.c): a linear layer
+# whose config says out_features = out, with extra buffers bufs (a named list of matrices);
+# list(class, message) of the refusal
+parity_save_config_refusal <- function(dtype, out, bufs) {
+  with_dtype(dtype, function() {
+    lin <- ag_linear(2L, 3L)
+    b <- lapply(bufs, ag_tensor)
+    m <- list(parameters = lin$params, buffers = function() b,
+              to_config = function() list(type = "linear", in_features = 2L, out_features = out))
+    e <- tryCatch({
+      ag_save_model(m, tempfile(fileext = ".st"))
+      NULL
+    }, error = function(e) e)
+    if (is.null(e)) return(list(cls = "", msg = ""))
+    list(cls = class(e)[[1L]], msg = conditionMessage(e))
+  })
+}

@@ -158,3 +158,60 @@ test_that("a non-ggmlR RDS file is refused naming the function and the path", {
                                                "container. (%s: an R data file"), f),
                fixed = TRUE, class = "pyggmlr_value_error")
 })
+
+# a linear layer (2 -> 3) whose config says out_features = out, with extra buffers
+io_wrong <- function(out, bufs = list(), cfg = NULL) {
+  lin <- ag_linear(2L, 3L)
+  list(parameters = lin$params, buffers = function() bufs,
+       to_config = function() if (is.null(cfg)) list(type = "linear", in_features = 2L,
+                                                     out_features = out) else cfg)
+}
+
+test_that("ag_save_model's config check: the core's text, as Python's (test_io_limits.py)", {
+  pre <- "ag_save_model(): the model's architecture config would not load back"
+  f <- tempfile(fileext = ".st")
+  e <- tryCatch(ag_save_model(io_wrong(4L), f), error = function(e) e)
+  expect_s3_class(e, "pyggmlr_value_error")
+  expect_identical(conditionMessage(e), paste0(
+    pre, ": it rebuilds parameters 'W' 4x2, 'b' 4x1, the model has 'W' 3x2, 'b' 3x1; ",
+    "nothing was written"))
+  e <- tryCatch(ag_save_model(io_wrong(3L, list(rm = ag_tensor(matrix(0, 3, 1)))), f),
+                error = function(e) e)
+  expect_identical(conditionMessage(e), paste0(
+    pre, ": it rebuilds buffers none, the model has 'rm' 3x1; nothing was written"))
+  # the rebuild fails: R's reason inside the core's text
+  expect_error(ag_save_model(io_wrong(3L, cfg = list(type = "linear", in_features = 2L)), f),
+               paste0(pre, " (ag_module_from_config: "), fixed = TRUE)
+  expect_error(ag_save_model(io_wrong(3L, cfg = list(type = "linear", in_features = 2L,
+                                                     x = 1e6)), f),
+               "(architecture config has", fixed = TRUE)
+  expect_false(file.exists(f))
+})
+
+test_that("a config that passed is not rebuilt again; a refused one stays refused", {
+  f <- tempfile(fileext = ".st")
+  cnt <- new.env()
+  cnt$n <- 0L
+  bump <- function() cnt$n <- cnt$n + 1L
+  trace("ag_module_from_config", bquote(.(bump)()), print = FALSE,
+        where = asNamespace("pyggmlr"))
+  on.exit(untrace("ag_module_from_config", where = asNamespace("pyggmlr")), add = TRUE)
+  m <- io_wrong(3L, cfg = list(type = "linear", in_features = 2L, out_features = 3L,
+                               activation = "tanh"))
+  ag_save_model(m, f)
+  ag_save_model(m, f)
+  expect_identical(cnt$n, 1L)
+  for (i in 1:2) expect_error(ag_save_model(io_wrong(5L), f), "it rebuilds parameters 'W' 5x2",
+                              fixed = TRUE)
+  expect_identical(cnt$n, 3L)
+})
+
+test_that("a config R cannot build: the core's text, naming the file (as test_io_limits.py)", {
+  f <- tempfile(fileext = ".st")
+  ag_save_model(ag_sequential(ag_linear(2L, 3L)), f)
+  cfg <- '{"type": "sequential", "layers": [{"type": "no_such_layer"}]}'
+  il_meta(f, function(meta) { meta$config <- cfg; meta })
+  expect_error(ag_load_model(f),
+               sprintf("%s: cannot rebuild the model from its architecture config: ", f),
+               fixed = TRUE, class = "pyggmlr_value_error")
+})
