@@ -125,6 +125,17 @@ int pg_fit_setup_split_state(const pg_fit_setup *s, int32_t *out)
     return s->info.has_split;
 }
 
+int pg_fit_setup_plan_params(const pg_fit_setup *s, pg_fit_params *p)
+{
+    if (!s || !p) return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_setup_plan_params(): NULL argument");
+    p->batch_size = s->info.batch_size;
+    p->nbatch_logical = s->info.nbatch_logical;
+    p->val_split = s->p.val_split;
+    p->shuffle = s->p.shuffle;
+    p->split_state = s->info.has_split ? s->split : NULL;
+    return 0;
+}
+
 int pg_fit_setup_plan(pg_fit_setup *s, const pg_fit *f)
 {
     if (!s || !f) return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_setup_plan(): NULL argument");
@@ -170,12 +181,14 @@ int64_t pg_fit_setup_settings(const pg_fit_setup *s, char *out, int64_t cap)
             snprintf(v, sizeof v, "%.*g", d, s->p.val_split);
             if (strtod(v, NULL) == s->p.val_split) break;
         }
-    put(&b, "{\"n\": %lld, \"batch_size\": %lld, \"nbatch_logical\": %lld, \"val_split\": %s, "
-            "\"shuffle\": %s, \"loss\": ",
+    put(&b,
+        "{\"n\": %lld, \"batch_size\": %lld, \"nbatch_logical\": %lld, \"val_split\": %s, "
+        "\"shuffle\": %s, \"loss\": ",
         (long long)s->p.n, (long long)s->info.batch_size, (long long)s->info.nbatch_logical, v,
         s->p.shuffle ? "true" : "false");
     const int64_t ln = (int64_t)strlen(s->loss), q = pj_quote(NULL, 0, 0, s->loss, ln);
-    if (b.out && b.len + q < b.cap) pj_quote(b.out, b.cap, b.len, s->loss, ln), b.out[b.len + q] = 0;
+    if (b.out && b.len + q < b.cap)
+        pj_quote(b.out, b.cap, b.len, s->loss, ln), b.out[b.len + q] = 0;
     b.len += q;
     if (s->info.has_seed) put(&b, ", \"seed\": %d", (int)s->info.seed);
     else put(&b, ", \"seed\": null");

@@ -61,6 +61,10 @@ int pg_fit_setup_resume(pg_fit_setup *s, const char *path, struct pg_fit_ckpt **
  * checkpoint's before the plan is made, to draw the same split; the plan's after
  * pg_fit_setup_plan), else 0. */
 int pg_fit_setup_split_state(const pg_fit_setup *s, int32_t *out);
+/* The plan's settings from the set-up: batch_size and nbatch_logical (the global batch's),
+ * val_split, shuffle and split_state (resuming; borrowed from s, which must outlive
+ * pg_fit_new); the other fields of *p as they were. */
+int pg_fit_setup_plan_params(const pg_fit_setup *s, pg_fit_params *p);
 /* The plan is made: its split state (none when it draws from an external stream) is the run's. */
 int pg_fit_setup_plan(pg_fit_setup *s, const pg_fit *f);
 /* The settings as a checkpoint records them (JSON: n, batch_size, nbatch_logical, val_split,

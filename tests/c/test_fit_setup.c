@@ -72,9 +72,11 @@ void test_fit_setup(void)
     CHECK(pg_fit_setup_new(&d, &s) == 0 && s);
     d.loss = "mse"; /* copied */
     char *t = settings(s);
-    CHECK(t && !strcmp(t, "{\"n\": 100, \"batch_size\": 4, \"nbatch_logical\": 4, \"val_split\": "
-                          "0.25, \"shuffle\": false, \"loss\": \"my \\\"loss\\\"\", \"seed\": "
-                          "null, \"split_state\": null, \"weighted\": null}"));
+    CHECK(t &&
+          !strcmp(t,
+                  "{\"n\": 100, \"batch_size\": 4, \"nbatch_logical\": 4, \"val_split\": "
+                  "0.25, \"shuffle\": false, \"loss\": \"my \\\"loss\\\"\", \"seed\": "
+                  "null, \"split_state\": null, \"weighted\": null}"));
     char small[8];
     CHECK(pg_fit_setup_settings(s, small, sizeof small) == (int64_t)strlen(t));
     CHECK(strlen(small) == 7 && !strncmp(small, t, 7));
@@ -98,6 +100,12 @@ void test_fit_setup(void)
     CHECK(pg_fit_setup_world(s, 3) == 0);
     CHECK(pg_fit_setup_get(s, &i) == 0 && i.batch_size == 12 && i.nbatch_logical == 24);
     CHECK(i.static_step == 0 && i.auto_static == 0);
+    pg_fit_params q = pg_fit_default_params(); /* the plan's fields set, the rest kept */
+    q.classify = PG_FIT_CLASSIFY_ARGMAX, q.shuffle = 0, q.val_split = 0.5;
+    CHECK(pg_fit_setup_plan_params(s, &q) == 0 && q.classify == PG_FIT_CLASSIFY_ARGMAX);
+    CHECK(q.batch_size == 12 && q.nbatch_logical == 24 && q.val_split == 0 && q.shuffle == 1);
+    CHECK(q.split_state == NULL && q.rng == NULL);
+    CHECK_ERR(pg_fit_setup_plan_params(s, NULL) != 0, PG_STATUS_ERR_ARG, "NULL argument");
     CHECK_ERR(pg_fit_setup_world(s, 2) == PG_STATUS_ERR_STATE, PG_STATUS_ERR_STATE, "set already");
     CHECK(pg_fit_setup_get(s, &i) == 0 && i.batch_size == 12);
     t = settings(s);
@@ -135,7 +143,8 @@ void test_fit_setup(void)
     for (int k = 0; k < 1 + PG_FIT_LOG_COUNT; k++) hist[k] = k ? NAN : 1;
     int64_t n = pg_fit_ckpt_extra(t, hist, 1, 0, NULL, NAN, NAN, rng, 0, NULL, NULL, 0);
     char *extra = n > 0 ? malloc((size_t)n + 1) : NULL;
-    CHECK(extra && pg_fit_ckpt_extra(t, hist, 1, 0, NULL, NAN, NAN, rng, 0, NULL, extra, n + 1) == n);
+    CHECK(extra &&
+          pg_fit_ckpt_extra(t, hist, 1, 0, NULL, NAN, NAN, rng, 0, NULL, extra, n + 1) == n);
     free(t);
     char path[64];
     snprintf(path, sizeof path, "/tmp/pg-setup-%d.safetensors", (int)getpid());
@@ -161,7 +170,8 @@ void test_fit_setup(void)
     CHECK(pg_fit_setup_split_state(s, st2) == 1 && !memcmp(st1, st2, sizeof st1));
     pg_fit_ckpt_free(c);
     /* the same split again from the saved state; an external stream leaves none */
-    fp.split_state = st2;
+    CHECK(pg_fit_setup_plan_params(s, &fp) == 0 && fp.split_state && fp.batch_size == 2);
+    CHECK(!memcmp(fp.split_state, st1, sizeof st1));
     pg_fit *f2 = pg_fit_new(x, y, &fp);
     CHECK(f2 && pg_fit_setup_plan(s, f2) == 0 && pg_fit_setup_split_state(s, NULL) == 1);
     pg_fit_free(f2);
