@@ -248,6 +248,8 @@ def ag_fit(
             sync = FitSync(model, params)
             setup.world(sync.world)
             pmode = pmode if sync.rank == 0 else "none"  # only rank 0 prints
+        if seed is not None:  # checked when resuming too, as R (the checkpoint's seed wins)
+            setup.seed(_seed_int(seed, "ag_fit"))
         info = setup.info
         # static=None: compiled; a model or loss not all built-in only when ag_compile records
         # its step and a probe replay equals the eager step (else it runs eagerly, saying why)
@@ -263,8 +265,6 @@ def ag_fit(
                 )
             ck = Checkpoint(resume_from, setup, cbs)  # checked; its seed and split state taken
             history, start_epoch = ck.history, ck.epoch + 1
-        elif seed is not None:
-            setup.seed(_seed_int(seed, "ag_fit"))
         stream = Generator(info.seed) if info.has_seed else Generator.current()
         # the split, the shuffles and the batches live in the core (fit/plan.py, native/fit.c)
         # (a checkpoint's split state is checked by the resume check, before this loads it)

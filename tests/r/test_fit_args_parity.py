@@ -49,6 +49,8 @@ _CASES = [  # (Python keyword arguments, R arguments, Python type)
      pg.PyggmlrValueError),
     (dict(callbacks=5, static=True, resume_from=5), "callbacks = 5, resume_from = 5",
      pg.ArgumentError),
+    # seed is checked before resume_from in both (Python skipped it when resuming)
+    (dict(seed="abc", resume_from=5), 'seed = "abc", resume_from = 5', pg.PyggmlrValueError),
     # the core's rule (native/fit_setup.c), refused before MPI starts in both languages
     (dict(static=True, distributed=True), "static = TRUE, distributed = TRUE",
      pg.PyggmlrValueError),
