@@ -74,6 +74,17 @@ static int history_ok(const pj_doc *d, int64_t h)
     return 1;
 }
 
+/* the generator's own rule, on a throwaway stream (the split state too: refused here, before
+ * the plan loads it, with this text in both languages) */
+static int state_ok(const int32_t *state)
+{
+    pg_rng *r = pg_rng_new_seeded(0);
+    int ok = r && pg_rng_set_state(r, state, PG_RNG_STATE_LEN) == 0;
+    pg_rng_free(r);
+    pg_clear_error();
+    return ok;
+}
+
 static int check(const char *path, const pj_doc *x, int64_t epoch, const pj_doc *s)
 {
     int64_t fit = x ? pj_get(x, 0, "fit") : -1, st = fit >= 0 ? pj_get(x, fit, "settings") : -1;
@@ -95,28 +106,21 @@ static int check(const char *path, const pj_doc *x, int64_t epoch, const pj_doc 
         }
     }
     int64_t seed = pj_get(x, st, "seed"), split = pj_get(x, st, "split_state");
+    int32_t state[PG_RNG_STATE_LEN];
     if (!(seed < 0 || x->nodes[seed].type == PJ_NULL || is_int32(x, seed)) ||
-        !(split < 0 || x->nodes[split].type == PJ_NULL || int32_array(x, split, NULL)))
+        !(split < 0 || x->nodes[split].type == PJ_NULL ||
+          (int32_array(x, split, state) && state_ok(state))))
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "ag_fit: %s holds an unusable random-stream state (settings 'seed' / "
                        "'split_state': null, or an integer / %d 32-bit integers)",
                        path, PG_RNG_STATE_LEN);
-    int32_t state[PG_RNG_STATE_LEN];
     int64_t cbs = pj_get(x, fit, "callbacks"); /* absent, null or an array */
     if (cbs >= 0 && x->nodes[cbs].type != PJ_NULL && x->nodes[cbs].type != PJ_ARR)
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "ag_fit: %s holds an unusable training state (callbacks: not an array)",
                        path);
-    int ok = history_ok(x, pj_get(x, fit, "history")) &&
-        int32_array(x, pj_get(x, fit, "rng_state"), state);
-    if (ok) { /* the generator's own rule, on a throwaway stream */
-        pg_rng *r = pg_rng_new_seeded(0);
-        if (!r) return pg_last_status();
-        ok = pg_rng_set_state(r, state, PG_RNG_STATE_LEN) == 0;
-        pg_rng_free(r);
-        pg_clear_error();
-    }
-    if (!ok)
+    if (!history_ok(x, pj_get(x, fit, "history")) ||
+        !int32_array(x, pj_get(x, fit, "rng_state"), state) || !state_ok(state))
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "ag_fit: %s holds an unusable training state (history or random stream)",
                        path);

@@ -19,6 +19,7 @@
 #include "pg_api_optim_state.h"
 #include "pg_api_state_dict.h"
 #include "pg_api_train_stop.h"
+#include "pg_api_train_setup.h"
 #include "pg_api_train_session.h"
 #include "pg_api_train_weight.h"
 #include "pg_api_predict.h"

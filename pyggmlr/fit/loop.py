@@ -35,7 +35,7 @@ from .data import FitData, verbosity  # loaders, validation_data, verbose
 from .evaluate import fit_metric_codes, fit_metrics_logs, fit_metrics_set, metric_mask
 from .history import History
 from .labels import encode_labels
-from .plan import FitPlan, Session, check_loss
+from .plan import FitPlan, FitSetup, Session, check_loss
 from .progress import FitProgress, progress_mode
 from .resume import Checkpoint, save_checkpoint
 from .util import (
@@ -67,9 +67,9 @@ __all__ = ["ag_fit"]
 class _Fit:
     """Run state shared with callbacks."""
 
-    def __init__(self, model, optimizer, history, nepoch, settings):
+    def __init__(self, model, optimizer, history, nepoch, setup):
         self.model, self.optimizer, self.history, self.nepoch = model, optimizer, history, nepoch
-        self.settings = settings
+        self.setup = setup  # the run's settings for its checkpoints (the core's)
         self.callbacks, self.stop = [], False
         self.stream: Any = None  # the run's random stream (its state goes into checkpoints)
         # what the run measures (callbacks' monitors): has_accuracy is the core's mask (bit 0
@@ -237,39 +237,25 @@ def ag_fit(
         cbs = make_callbacks(callbacks)  # checked in R's order: before distributed / static
         opt.accumulate_steps = accum
         opt.accum_count = 0
+        # static / distributed, the batch sizes over ranks and the run's settings (kept for the
+        # resume check and the checkpoints) are the core's (native/fit_setup.c), R's too
+        builtin = static is None and isinstance(loss, str) and _builtin_model(model)
+        setup = FitSetup(static, distributed, builtin, n,
+                         batch_size, nbatch_logical, val_split, shuffle, loss_name,
+                         SW is not None or CW is not None)  # fmt: skip
         sync = None
         if distributed:  # the same collectives as R's ag_fit (parallel/sync.py)
             sync = FitSync(model, params)
-            batch_size, nbatch_logical = batch_size * sync.world, nbatch_logical * sync.world
+            setup.world(sync.world)
             pmode = pmode if sync.rank == 0 else "none"  # only rank 0 prints
-
-        # static=None: compiled when the model and loss are built-ins; any other model is
-        # compiled too when ag_compile records its step and a probe replay equals the eager step
-        # (else it runs eagerly, saying why once)
-        auto = static is None and not distributed
-        if auto:
-            static = True
-            auto = not (isinstance(loss, str) and _builtin_model(model))
-        elif static is None:
-            static = False
-        elif static and distributed:
-            raise PyggmlrValueError(
-                "ag_fit: static=True cannot be combined with distributed=True (the compiled step has no gradient all-reduce)"
-            )
-        static_steps = _StaticSteps(model, lossfn, opt, Y is not None) if static else None
-        auto_run, val_static = auto, True
-
-        settings = {
-            "n": n,
-            "batch_size": batch_size,
-            "nbatch_logical": nbatch_logical,
-            "val_split": val_split,
-            "shuffle": bool(shuffle),
-            "loss": loss_name,
-            "seed": None,
-            "split_state": None,
-            "weighted": True if SW is not None or CW is not None else None,
-        }
+        if seed is not None:  # checked when resuming too, as R (the checkpoint's seed wins)
+            setup.seed(_seed_int(seed, "ag_fit"))
+        info = setup.info
+        # static=None: compiled; a model or loss not all built-in only when ag_compile records
+        # its step and a probe replay equals the eager step (else it runs eagerly, saying why)
+        static_steps = _StaticSteps(model, lossfn, opt, Y is not None) if info.static_step else None
+        auto = auto_run = bool(info.auto_static)
+        val_static = True
         history, start_epoch, ck = History(), 1, None
         if resume_from is not None:
             if isinstance(resume_from, bytes) or not isinstance(resume_from, (str, os.PathLike)):
@@ -277,44 +263,28 @@ def ag_fit(
                     "ag_fit: resume_from must be a file name, got "
                     f"{type(resume_from).__name__} {resume_from!r}"[:200]
                 )
-            ck = Checkpoint(resume_from, settings, cbs)  # checked; nothing written yet
-            settings["seed"], settings["split_state"] = ck.seed, ck.split_state
+            ck = Checkpoint(resume_from, setup, cbs)  # checked; its seed and split state taken
             history, start_epoch = ck.history, ck.epoch + 1
-        elif seed is not None:
-            settings["seed"] = _seed_int(seed, "ag_fit")
-        stream = (
-            Generator(settings["seed"]) if settings["seed"] is not None else Generator.current()
-        )
+        stream = Generator(info.seed) if info.has_seed else Generator.current()
         # the split, the shuffles and the batches live in the core (fit/plan.py, native/fit.c)
-        try:
-            plan = FitPlan(
-                ag_tensor(X, dtype=dtype),
-                None if Y is None else ag_tensor(Y, dtype=dtype),
-                classify,
-                batch_size,
-                nbatch_logical,
-                val_split,
-                shuffle,
-                stream,
-                settings["split_state"],
-                fixed_split=data.fixed_split,
-            )
-        except (TypeError, ValueError) as e:
-            if ck is not None and "state" in str(e).lower():
-                raise PyggmlrValueError(
-                    f"ag_fit: {resume_from!r} holds an unusable random-stream state"
-                ) from None
-            raise
+        # (a checkpoint's split state is checked by the resume check, before this loads it)
+        plan = FitPlan(
+            ag_tensor(X, dtype=dtype),
+            None if Y is None else ag_tensor(Y, dtype=dtype),
+            classify,
+            stream,
+            setup,
+            fixed_split=data.fixed_split,
+        )
         weighted = attach(plan, loss_code, SW, CW)  # the core's checks and weight row
         fit_metrics_set(plan, mcodes, history)  # before shard: refused when distributed
         if sync is not None:
             plan.shard(sync.rank, sync.world)
-        settings["split_state"] = plan.split_state()
         if ck is not None:  # the run is set up: now the weights, then the stream (all checked)
             cb_arrays = ck.load_weights(model, opt)
             opt.accumulate_steps = accum
             stream.set_state(ck.rng_state)
-        fit = _Fit(model, opt, history, nepoch, settings)
+        fit = _Fit(model, opt, history, nepoch, setup)
         fit.stream = stream
         # has_accuracy: bit 0 accuracy is counted, bit c metric code c is a column (the core's)
         fit.has_val, fit.has_accuracy = plan.n_val > 0, int(bool(classify)) | metric_mask(mcodes)

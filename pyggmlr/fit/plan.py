@@ -16,38 +16,62 @@ from ..tensor import Tensor, _wrap
 __all__: List[str] = []
 
 
+class FitSetup:
+    """ag_fit's set-up, the core's (native/fit_setup.c): static / distributed, the batch sizes
+    over ranks (world()), and the run's settings from the resume check to every checkpoint;
+    info: static_step, auto_static, batch_size, nbatch_logical, has_seed, seed."""
+
+    def __init__(self, static: Any, distributed: bool, builtin: bool, n: int, batch_size: int,
+                 nbatch_logical: int, val_split: float, shuffle: bool, loss: str,
+                 weighted: bool) -> None:  # fmt: skip
+        p = ffi.new("pg_fit_setup_params *", lib.pg_fit_setup_default_params())
+        p.static_mode = lib.PG_FIT_STATIC_AUTO if static is None else int(static)
+        p.distributed, p.builtin, p.n, p.weighted = int(distributed), int(builtin), n, int(weighted)
+        p.batch_size, p.nbatch_logical, p.val_split, p.shuffle = (
+            batch_size, nbatch_logical, val_split, int(shuffle))  # fmt: skip
+        name = ffi.new("char[]", loss.encode())  # copied by the core
+        p.loss, h = name, ffi.new("pg_fit_setup **")
+        _core.check(lib.pg_fit_setup_new(p, h))
+        self._p, self.info = ffi.gc(h[0], lib.pg_fit_setup_free), ffi.new("pg_fit_setup_info *")
+        self._get()
+
+    def _get(self) -> None:
+        _core.check(lib.pg_fit_setup_get(self._p, self.info))
+
+    def world(self, world: int) -> None:
+        _core.check(lib.pg_fit_setup_world(self._p, world))
+        self._get()
+
+    def seed(self, seed: int) -> None:
+        _core.check(lib.pg_fit_setup_seed(self._p, seed))
+        self._get()
+
+
 class FitPlan:
     """x, y: tensors in the model's dtype (y None: no targets); stream: the Generator the split
-    and the shuffles draw from; split_state: a 626-integer state loaded before the split
-    (resuming) or None; fixed_split: the validation part is the last columns as given (ag_fit's
-    validation_data): no initial shuffle of the split, the training part still reshuffled per epoch."""
+    and the shuffles draw from; setup: the run's FitSetup (batch sizes, val_split, shuffle and,
+    resuming, the split state loaded before the split; it keeps the plan's); fixed_split: the
+    validation part is the last columns as given (ag_fit's validation_data): no initial shuffle
+    of the split, the training part still reshuffled per epoch."""
 
     def __init__(
         self,
         x: Tensor,
         y: Optional[Tensor],
         classify: int,
-        batch_size: int,
-        nbatch_logical: int,
-        val_split: float,
-        shuffle: bool,
         stream: Generator,
-        split_state: Optional[List[int]] = None,
+        setup: FitSetup,
         fixed_split: bool = False,
     ) -> None:
-        if split_state is not None and len(split_state) != lib.PG_RNG_STATE_LEN:
-            raise PyggmlrValueError(  # the core reads that many values
-                f"ag_fit: a split state holds {lib.PG_RNG_STATE_LEN} integers, got {len(split_state)}"
-            )
-        st = NULL if split_state is None else ffi.new("int32_t[]", [int(v) for v in split_state])
         prm = ffi.new("pg_fit_params *", lib.pg_fit_default_params())
-        prm.classify, prm.batch_size, prm.nbatch_logical = int(classify), batch_size, nbatch_logical
-        prm.val_split, prm.shuffle, prm.fixed_split = val_split, int(shuffle), int(fixed_split)
-        prm.rng, prm.split_state = stream._h, st
+        _core.check(lib.pg_fit_setup_plan_params(setup._p, prm))
+        prm.classify, prm.fixed_split = int(classify), int(fixed_split)
+        prm.rng = stream._h
         p = lib.pg_fit_new(x._handle(), NULL if y is None else y._handle(), prm)
         if p == NULL:
             _core.raise_last()
         self._p = ffi.gc(p, lib.pg_fit_free)
+        _core.check(lib.pg_fit_setup_plan(setup._p, self._p))  # the run's split state now
         self._stream = stream  # the plan borrows its stream: keep it alive
         self._keep: List[Any] = []  # compiled steps a session borrows
         self._wrappers: Dict[
@@ -65,11 +89,6 @@ class FitPlan:
     def shard(self, rank: int, world: int) -> None:
         """This rank's chunk of every global training batch (data parallelism)."""
         _core.check(lib.pg_fit_shard(self._p, rank, world))
-
-    def split_state(self) -> List[int]:
-        out = ffi.new("int32_t[]", lib.PG_RNG_STATE_LEN)
-        _core.check(lib.pg_fit_split_state(self._p, out))
-        return list(out)
 
     def _tensor(self, p: Any) -> Optional[Tensor]:
         if p == NULL:

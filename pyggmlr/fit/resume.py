@@ -48,7 +48,7 @@ def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
     names = [ffi.new("char[]", k.encode()) for k in h.metrics]
     extra = _text(
         lib.pg_fit_ckpt_extra,
-        json.dumps(fit.settings).encode(),
+        _text(lib.pg_fit_setup_settings, fit.setup._p).encode(),
         ffi.cast("double *", ffi.from_buffer(hist)),
         len(h.epoch),
         len(names),
@@ -64,21 +64,18 @@ def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
 
 class Checkpoint:
     """A checkpoint's run state as the core hands it out (checked against this run and by the
-    callbacks' check_state, nothing written): epoch, seed, split_state, rng_state, history and
-    the callbacks' states."""
+    callbacks' check_state, nothing written): epoch, rng_state, history and the callbacks'
+    states."""
 
-    def __init__(self, path: Any, settings: Dict[str, Any], callbacks: List[Any]):
-        self.path, text, h = path, json.dumps(settings).encode(), ffi.new("pg_fit_ckpt **")
+    def __init__(self, path: Any, setup: Any, callbacks: List[Any]):
+        self.path, h = path, ffi.new("pg_fit_ckpt **")
         ag_model_info(path)  # a model file, checked as one
-        check(lib.pg_fit_ckpt_open(os.fsencode(path), text, len(text), h))
+        # checked against the run's settings; the run takes its seed and split state (the core's)
+        check(lib.pg_fit_setup_resume(setup._p, os.fsencode(path), h))
+        setup._get()
         c = ffi.gc(h[0], lib.pg_fit_ckpt_free)
-        seed, n = ffi.new("int32_t *"), lib.PG_RNG_STATE_LEN
-        split, rng = ffi.new("int32_t[]", n), ffi.new("int32_t[]", n)
-        self.epoch, self.seed = (
-            lib.pg_fit_ckpt_epoch(c),
-            seed[0] if lib.pg_fit_ckpt_seed(c, seed) else None,
-        )
-        self.split_state = list(split) if lib.pg_fit_ckpt_split_state(c, split) else None
+        rng = ffi.new("int32_t[]", lib.PG_RNG_STATE_LEN)
+        self.epoch = lib.pg_fit_ckpt_epoch(c)
         lib.pg_fit_ckpt_rng_state(c, rng)
         self.rng_state = list(rng)
         d: Dict[str, Any] = {}

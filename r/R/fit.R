@@ -96,42 +96,35 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
                           "environments with on_epoch_end, or functions(epoch, logs)"))
   })
 
+  # static / distributed, the batch sizes over ranks and the run's settings (kept for the resume
+  # check and the checkpoints) are the core's (native/fit_setup.c), Python's too
+  su <- .Call(R_pg_fit_setup_new, static, isTRUE(distributed),
+              is.null(static) && is.character(loss) && .builtin_model(model), n, batch_size,
+              nbatch_logical, val_split, isTRUE(shuffle), L$name, !is.null(SW) || !is.null(CW))
   sync <- NULL
   if (isTRUE(distributed)) {  # MPI over Rmpi: the same collectives as Python's (distributed.R)
-    if (isTRUE(static))
-      .fit_stop(paste0("ag_fit: static=TRUE cannot be combined with distributed=TRUE (the ",
-                       "compiled step has no gradient all-reduce)"))
-    static <- FALSE
     sync <- .fit_sync(model, params)
-    batch_size <- batch_size * sync$world
-    nbatch_logical <- nbatch_logical * sync$world
+    .Call(R_pg_fit_setup_world, su, sync$world)
     if (sync$rank != 0L) pmode <- "none"  # only rank 0 prints
   }
-  # static = NULL: compiled when the model and loss are built-ins; any other model is compiled
-  # too when ag_compile records its step and a probe replay equals the eager step (else eager,
-  # saying why once)
-  auto <- is.null(static) && !(is.character(loss) && .builtin_model(model))
-  if (is.null(static)) static <- TRUE
-  ss <- if (static) .static_steps(model, L$fn, opt, !is.null(tg$Y)) else NULL
-  auto_run <- auto
+  if (!is.null(seed)) .Call(R_pg_fit_setup_seed, su, .seed_int(seed, "ag_fit"))
+  info <- .Call(R_pg_fit_setup_info, su)
+  # static = NULL: compiled; a model or loss not all built-in only when ag_compile records its
+  # step and a probe replay equals the eager step (else eager, saying why once)
+  ss <- if (info$static) .static_steps(model, L$fn, opt, !is.null(tg$Y)) else NULL
+  auto <- auto_run <- info$auto
   val_static <- TRUE
-
-  settings <- list(n = n, batch_size = batch_size, nbatch_logical = nbatch_logical,
-                   val_split = val_split,
-                   shuffle = isTRUE(shuffle), loss = L$name,
-                   seed = if (is.null(seed)) NULL else .seed_int(seed, "ag_fit"),
-                   split_state = NULL,
-                   weighted = if (!is.null(SW) || !is.null(CW)) TRUE)
   res <- NULL
   if (!is.null(resume_from)) {  # weights, optimizer, then the run's own state from the checkpoint
     if (!is.character(resume_from) || length(resume_from) != 1L || is.na(resume_from))
       .arg_fail("argument", "ag_fit: resume_from must be a file name, got %s",
                 .arg_show(resume_from))
-    res <- tryCatch(.fit_resume(resume_from, settings, cbs), error = undo)  # nothing written
-    settings$seed <- res$seed
+    # checked against the run's settings, whose seed and split state become the checkpoint's
+    res <- tryCatch(.fit_resume(resume_from, su, cbs), error = undo)  # nothing written
+    info <- .Call(R_pg_fit_setup_info, su)
   }
-  if (!is.null(settings$seed)) {  # the whole run (shuffles, dropout) on a stream of its own
-    run_rng <- .rng_stream(settings$seed)
+  if (!is.null(info$seed)) {  # the whole run (shuffles, dropout) on a stream of its own
+    run_rng <- .rng_stream(info$seed)
     prev_rng <- .Call(R_pg_rng_current)   # restore registered before the switch
     on.exit(.Call(R_pg_rng_use, prev_rng), add = TRUE)
     .Call(R_pg_rng_use, run_rng)
@@ -141,15 +134,12 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   dcode <- .dtype_code(dtype, "ag_tensor")
   plan <- tryCatch(.Call(R_pg_fit_new, .Call(R_pg_tensor_new, X, dcode, FALSE),
                          if (is.null(tg$Y)) NULL else .Call(R_pg_tensor_new, tg$Y, dcode, FALSE),
-                classify, batch_size, nbatch_logical, val_split, isTRUE(shuffle),
-                res$split_state,
-                d$fixed), error = function(e) if (is.null(res)) stop(e) else undo(e))
+                classify, su, d$fixed), error = function(e) if (is.null(res)) stop(e) else undo(e))
   tryCatch(.Call(R_pg_fit_set_weights, plan, if (is.null(L$code)) -1L else L$code, SW, CW),
            error = function(e) if (is.null(res)) stop(e) else undo(e))
   weighted <- !is.null(SW) || !is.null(CW)
   .Call(R_pg_fit_metrics, plan, mcodes)  # before the shard: refused when distributed
   if (!is.null(sync)) .Call(R_pg_fit_shard, plan, sync$rank, sync$world)
-  settings$split_state <- .Call(R_pg_fit_split_state, plan)  # a list when saved (JSON array)
   # the run is set up: now the weights and optimizer, then the stream (all checked)
   if (!is.null(res)) {
     res$tensors <- tryCatch(.fit_resume_load(resume_from, model, opt), error = undo)
@@ -168,15 +158,13 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   fit$logs <- if (is.null(res)) list() else .history_logs(res$history)
   fit$best_epoch <- NULL
   fit$has_val <- n_val > 0L  # what the run measures (callbacks' monitors)
-  fit$has_rng_state <- !is.null(settings$split_state)  # not on R's non-default RNGkind()
+  # not on R's non-default RNGkind()
+  fit$has_rng_state <- .Call(R_pg_fit_setup_info, su)$has_split_state
   # bit 0: accuracy is counted; bit c: metric code c is a column (the core's monitor mask)
   fit$has_accuracy <- as.integer(classify > 0L) + sum(2^mcodes)
   fit$metrics <- .fit_metric_columns(mcodes, n_val > 0L)
   fit$file_dtype <- if (identical(dtype, "f64")) "F64" else "F32"
-  fit$save_checkpoint <- .fit_saver(fit, function() {
-    settings$split_state <- as.list(settings$split_state)
-    settings
-  }, cbs)
+  fit$save_checkpoint <- .fit_saver(fit, su, cbs)
   for (cb in cbs) if (is.function(cb$on_train_begin)) cb$on_train_begin(fit)
   for (i in seq_len(min(length(cbs), length(res$callbacks))))
     if (!is.null(res$callbacks[[i]]) && is.function(cbs[[i]]$load_state))

@@ -75,7 +75,7 @@ print.ag_model_checkpoint <- function(x, ...) {
 
 # the run's state for the checkpoint callback: fit$save_checkpoint(path, epoch). The layout and
 # the callback tensors' names are the core's (native/fit_ckpt.c), Python's too.
-.fit_saver <- function(fit, settings, cbs) {
+.fit_saver <- function(fit, setup, cbs) {
   function(path, epoch) {
     states <- list()
     more <- list()
@@ -89,7 +89,7 @@ print.ag_model_checkpoint <- function(x, ...) {
     }
     keys <- c(.HIST_KEYS, fit$metrics)
     h <- .make_history(fit$logs, NULL, NULL, fit$metrics)
-    extra <- .Call(R_pg_fit_ckpt_extra, .to_json(settings(), "the run's settings"),
+    extra <- .Call(R_pg_fit_ckpt_extra, .Call(R_pg_fit_setup_settings, setup),
                    as.double(unlist(h[keys])), length(fit$logs), as.character(fit$metrics),
                    NULL, NULL, .ckpt_rng_state(), states)
     .save_model(fit$model, path, optimizer = fit$optimizer, epoch = epoch,
@@ -97,13 +97,14 @@ print.ag_model_checkpoint <- function(x, ...) {
   }
 }
 
-# A checkpoint checked against this run, writing nothing: the core checks its settings, epoch,
-# history and random state, the callbacks their states. Returns its run state (the core's
-# R_pg_fit_ckpt_read); .fit_resume_load writes the weights and the optimizer later, once the
-# run is set up (a refused checkpoint changes nothing).
-.fit_resume <- function(path, settings, cbs) {
+# A checkpoint checked against this run, writing nothing: the core checks its settings (the
+# set-up's, which takes the seed and split state), epoch, history and random state, the callbacks
+# their states. Returns its run state (the core's R_pg_fit_ckpt_read); .fit_resume_load writes
+# the weights and the optimizer later, once the run is set up (a refused checkpoint changes
+# nothing).
+.fit_resume <- function(path, setup, cbs) {
   ag_model_info(path)  # a model file, checked as one
-  r <- .Call(R_pg_fit_ckpt_read, path, enc2utf8(.to_json(settings, "the run's settings")))
+  r <- .Call(R_pg_fit_ckpt_read, setup, path)
   r$callbacks <- lapply(r$callbacks, function(t)
     if (!is.null(t)) jsonlite::parse_json(t, simplifyVector = FALSE))
   for (i in seq_len(min(length(cbs), length(r$callbacks))))

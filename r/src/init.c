@@ -65,7 +65,7 @@ extern SEXP R_pg_clip_grad_norm(SEXP, SEXP, SEXP);
 extern SEXP R_pg_clip_grad_value(SEXP, SEXP, SEXP);
 extern SEXP R_pg_grad_anomaly(SEXP, SEXP);
 extern SEXP R_pg_sched_init(SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_new(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_new(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_next(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_where(SEXP);
@@ -75,7 +75,6 @@ extern SEXP R_pg_session_logs(SEXP);
 extern SEXP R_pg_session_stop(SEXP);
 extern SEXP R_pg_fit_sizes(SEXP);
 extern SEXP R_pg_batch_count(SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_split_state(SEXP);
 extern SEXP R_pg_fit_batch(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_record(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_running(SEXP);
@@ -130,6 +129,11 @@ extern SEXP R_pg_fit_ckpt_extra(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_ckpt_tensor_name(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_ckpt_tensor_parse(SEXP);
 extern SEXP R_pg_fit_ckpt_read(SEXP, SEXP);
+extern SEXP R_pg_fit_setup_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_setup_info(SEXP);
+extern SEXP R_pg_fit_setup_world(SEXP, SEXP);
+extern SEXP R_pg_fit_setup_seed(SEXP, SEXP);
+extern SEXP R_pg_fit_setup_settings(SEXP);
 extern SEXP R_pg_fit_loss_parse(SEXP);
 extern SEXP R_pg_fit_loss_rules(SEXP, SEXP);
 extern SEXP R_pg_fit_optim_parse(SEXP, SEXP);
@@ -302,7 +306,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_clip_grad_value", (DL_FUNC)&R_pg_clip_grad_value, 3},
     {"R_pg_grad_anomaly", (DL_FUNC)&R_pg_grad_anomaly, 2},
     {"R_pg_sched_init", (DL_FUNC)&R_pg_sched_init, 3},
-    {"R_pg_fit_new", (DL_FUNC)&R_pg_fit_new, 9},
+    {"R_pg_fit_new", (DL_FUNC)&R_pg_fit_new, 5},
     {"R_pg_session_new", (DL_FUNC)&R_pg_session_new, 5},
     {"R_pg_session_next", (DL_FUNC)&R_pg_session_next, 4},
     {"R_pg_session_where", (DL_FUNC)&R_pg_session_where, 1},
@@ -312,7 +316,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_session_stop", (DL_FUNC)&R_pg_session_stop, 1},
     {"R_pg_fit_sizes", (DL_FUNC)&R_pg_fit_sizes, 1},
     {"R_pg_batch_count", (DL_FUNC)&R_pg_batch_count, 3},
-    {"R_pg_fit_split_state", (DL_FUNC)&R_pg_fit_split_state, 1},
     {"R_pg_fit_batch", (DL_FUNC)&R_pg_fit_batch, 3},
     {"R_pg_fit_record", (DL_FUNC)&R_pg_fit_record, 4},
     {"R_pg_fit_running", (DL_FUNC)&R_pg_fit_running, 1},
@@ -367,6 +370,11 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_ckpt_tensor_name", (DL_FUNC)&R_pg_fit_ckpt_tensor_name, 3},
     {"R_pg_fit_ckpt_tensor_parse", (DL_FUNC)&R_pg_fit_ckpt_tensor_parse, 1},
     {"R_pg_fit_ckpt_read", (DL_FUNC)&R_pg_fit_ckpt_read, 2},
+    {"R_pg_fit_setup_new", (DL_FUNC)&R_pg_fit_setup_new, 10},
+    {"R_pg_fit_setup_info", (DL_FUNC)&R_pg_fit_setup_info, 1},
+    {"R_pg_fit_setup_world", (DL_FUNC)&R_pg_fit_setup_world, 2},
+    {"R_pg_fit_setup_seed", (DL_FUNC)&R_pg_fit_setup_seed, 2},
+    {"R_pg_fit_setup_settings", (DL_FUNC)&R_pg_fit_setup_settings, 1},
     {"R_pg_fit_loss_parse", (DL_FUNC)&R_pg_fit_loss_parse, 1},
     {"R_pg_fit_loss_rules", (DL_FUNC)&R_pg_fit_loss_rules, 2},
     {"R_pg_fit_optim_parse", (DL_FUNC)&R_pg_fit_optim_parse, 2},

@@ -5,31 +5,23 @@
 
 static pg_fit *fit_get(SEXP x) { return r_get(x, R_FIT); }
 
-SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP bs, SEXP nbl, SEXP val_split, SEXP shuffle,
-                  SEXP split_state, SEXP fixed_split)
+/* setup: the run's set-up (batch sizes, val_split, shuffle and, resuming, the split state loaded
+ * before the split; it takes the plan's) */
+SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP setup, SEXP fixed_split)
 {
     pg_tensor *xt = r_get(x, R_TENSOR), *yt = Rf_isNull(y) ? NULL : r_get(y, R_TENSOR);
-    const int32_t *st = NULL;
-    if (!Rf_isNull(split_state)) {
-        if (TYPEOF(split_state) != INTSXP || XLENGTH(split_state) != PG_RNG_STATE_LEN) {
-            pg_fail(PG_STATUS_ERR_VALUE, "ag_fit: the checkpoint's split state must be %d integers",
-                    (int)PG_RNG_STATE_LEN);
-            r_fail(); /* classed, as every core error */
-        }
-        st = (const int32_t *)INTEGER(split_state);
-    }
+    pg_fit_setup *su = r_get(setup, R_FIT_SETUP);
     pg_fit_params p = pg_fit_default_params();
+    r_check(pg_fit_setup_plan_params(su, &p));
     p.classify = Rf_asInteger(classify); /* a pg_fit_classify code */
-    p.batch_size = (int64_t)r_num(bs, "ag_fit: batch_size");
-    p.nbatch_logical = (int64_t)r_num(nbl, "ag_fit: nbatch_logical");
-    p.val_split = r_num(val_split, "ag_fit: val_split");
-    p.shuffle = Rf_asLogical(shuffle) == 1;
-    p.split_state = st;
     p.fixed_split = Rf_asLogical(fixed_split) == 1;
     r_draw c = r_draw_enter();
     pg_fit *f = pg_fit_new(xt, yt, &p);
     r_draw_leave(c, f != NULL);
-    return r_wrap(f, R_FIT);
+    SEXP out = PROTECT(r_wrap(f, R_FIT));
+    r_check(pg_fit_setup_plan(su, f));
+    UNPROTECT(1);
+    return out;
 }
 
 /* c(n, n_train, n_val, training batches, micro-batches per logical batch, validation batches) */
@@ -39,21 +31,6 @@ SEXP R_pg_fit_sizes(SEXP fp)
     r_check(pg_fit_sizes(fit_get(fp), &d));
     const int64_t s[6] = {d.n, d.n_train, d.n_val, d.n_batches, d.accum, d.n_val_batches};
     return r_counts(s, 6);
-}
-
-/* NULL for a run on an external stream (R's non-default RNGkind(): nothing to save) */
-SEXP R_pg_fit_split_state(SEXP fp)
-{
-    SEXP v = PROTECT(Rf_allocVector(INTSXP, PG_RNG_STATE_LEN));
-    int rc = pg_fit_split_state(fit_get(fp), (int32_t *)INTEGER(v));
-    if (rc == PG_STATUS_ERR_STATE) {
-        pg_clear_error();
-        UNPROTECT(1);
-        return R_NilValue;
-    }
-    r_check(rc);
-    UNPROTECT(1);
-    return v;
 }
 
 /* list(x, y) of batch b (0-based) as ag_tensors (the plan's reused tensors); y NULL without */

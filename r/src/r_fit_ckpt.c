@@ -84,14 +84,15 @@ static SEXP ints_or_null(const int32_t *v, int has)
 
 static SEXP epoch_or_null(double v) { return isnan(v) ? R_NilValue : Rf_ScalarInteger((int)v); }
 
-/* ag_fit(resume_from = path): the checkpoint checked against the run's settings (a JSON object
- * text), nothing written; list(epoch, seed, split_state, rng_state, history = the columns,
- * stopped_epoch, best_epoch, callbacks = each state's JSON text or NULL) */
-SEXP R_pg_fit_ckpt_read(SEXP path, SEXP settings)
+/* ag_fit(resume_from = path): the checkpoint checked against the run's settings (the set-up's,
+ * which takes its seed and split state), nothing written; list(epoch, seed, split_state,
+ * rng_state, history = the columns, stopped_epoch, best_epoch, callbacks = each state's JSON
+ * text or NULL) */
+SEXP R_pg_fit_ckpt_read(SEXP setup, SEXP path)
 {
-    const char *s = utf8(settings, 0);
     pg_fit_ckpt *c = NULL;
-    r_check(pg_fit_ckpt_open(Rf_translateChar(STRING_ELT(path, 0)), s, (int64_t)strlen(s), &c));
+    r_check(
+        pg_fit_setup_resume(r_get(setup, R_FIT_SETUP), Rf_translateChar(STRING_ELT(path, 0)), &c));
     SEXP xp = PROTECT(R_MakeExternalPtr(c, R_NilValue, R_NilValue));
     R_RegisterCFinalizer(xp, ckpt_free); /* freed on an R error below too */
     static const char *const F[] = {"epoch",   "seed",          "split_state", "rng_state",

@@ -23,24 +23,39 @@ static void free_session(void *p) { pg_session_free((pg_session *)p); }
 
 static void free_modelfile(void *p) { pg_mf_close((pg_mf *)p); }
 
+static void free_fit_setup(void *p) { pg_fit_setup_free((pg_fit_setup *)p); }
+
 /* per kind: the pointer's tag, its finalizer, and what it is (the errors of a wrong kind and of
  * a cleared pointer: a handle saved with saveRDS and read back) */
-static const char *const kind_name[R_KIND_COUNT] = {
-    [R_TENSOR] = "pg_tensor",         [R_GRADMAP] = "pg_gradmap", [R_OPTIM] = "pg_optim",
-    [R_EARLY_STOP] = "pg_early_stop", [R_FIT] = "pg_fit",         [R_CHECKPOINT] = "pg_checkpoint",
-    [R_GRAPH] = "pg_graph",           [R_RNG] = "pg_rng",         [R_SESSION] = "pg_session",
-    [R_MODELFILE] = "pg_mf"};
-static void (*const kind_free[R_KIND_COUNT])(void *) = {
-    [R_TENSOR] = free_tensor,         [R_GRADMAP] = free_gradmap, [R_OPTIM] = free_optim,
-    [R_EARLY_STOP] = free_early_stop, [R_FIT] = free_fit,         [R_CHECKPOINT] = free_checkpoint,
-    [R_GRAPH] = free_graph,           [R_RNG] = free_rng,         [R_SESSION] = free_session,
-    [R_MODELFILE] = free_modelfile};
+static const char *const kind_name[R_KIND_COUNT] = {[R_TENSOR] = "pg_tensor",
+                                                    [R_GRADMAP] = "pg_gradmap",
+                                                    [R_OPTIM] = "pg_optim",
+                                                    [R_EARLY_STOP] = "pg_early_stop",
+                                                    [R_FIT] = "pg_fit",
+                                                    [R_CHECKPOINT] = "pg_checkpoint",
+                                                    [R_GRAPH] = "pg_graph",
+                                                    [R_RNG] = "pg_rng",
+                                                    [R_SESSION] = "pg_session",
+                                                    [R_MODELFILE] = "pg_mf",
+                                                    [R_FIT_SETUP] = "pg_fit_setup"};
+static void (*const kind_free[R_KIND_COUNT])(void *) = {[R_TENSOR] = free_tensor,
+                                                        [R_GRADMAP] = free_gradmap,
+                                                        [R_OPTIM] = free_optim,
+                                                        [R_EARLY_STOP] = free_early_stop,
+                                                        [R_FIT] = free_fit,
+                                                        [R_CHECKPOINT] = free_checkpoint,
+                                                        [R_GRAPH] = free_graph,
+                                                        [R_RNG] = free_rng,
+                                                        [R_SESSION] = free_session,
+                                                        [R_MODELFILE] = free_modelfile,
+                                                        [R_FIT_SETUP] = free_fit_setup};
 static const char *const kind_what[R_KIND_COUNT] = {
     [R_TENSOR] = "tensor",          [R_GRADMAP] = "gradient map",
     [R_OPTIM] = "optimizer",        [R_EARLY_STOP] = "ag_early_stopping",
     [R_FIT] = "ag_fit data plan",   [R_CHECKPOINT] = "ag_model_checkpoint",
     [R_GRAPH] = "compiled step",    [R_RNG] = "random stream",
-    [R_SESSION] = "ag_fit session", [R_MODELFILE] = "open model file"};
+    [R_SESSION] = "ag_fit session", [R_MODELFILE] = "open model file",
+    [R_FIT_SETUP] = "ag_fit set-up"};
 
 static SEXP kind_tag(int kind)
 {

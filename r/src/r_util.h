@@ -20,6 +20,7 @@ enum r_kind {
     R_RNG,       /* a run stream (pg_rng) */
     R_SESSION,   /* ag_fit's training session (pg_session) */
     R_MODELFILE, /* an open model file (pg_mf) */
+    R_FIT_SETUP, /* ag_fit's set-up (pg_fit_setup) */
     R_KIND_COUNT
 };
 

@@ -63,6 +63,7 @@ void test_fit_session(void);
 void test_fit_stop(void);
 void test_fit_resume(void);
 void test_fit_ckpt(void);
+void test_fit_setup(void);
 void test_fit_history(void);
 void test_fit_loss(void);
 void test_layer_config(void);

@@ -53,6 +53,7 @@ int main(void)
     run("early stopping", test_fit_stop);
     run("resume checks", test_fit_resume);
     run("checkpoint run state", test_fit_ckpt);
+    run("fit set-up", test_fit_setup);
     run("history table", test_fit_history);
     run("loss table", test_fit_loss);
     run("layer configs", test_layer_config);

@@ -90,6 +90,19 @@ void test_fit_resume(void)
                             "\"split_state\": [1, 2, 3]}";
     write_ckpt("2", extra(bad_split, hist, rng));
     CHECK_ERR(resume(run) != 0, PG_STATUS_ERR_VALUE, "'split_state': null, or an integer / 626");
+    { /* 626 integers the generator refuses (state[0] not R's default kind): refused here,
+       * before the plan would load it */
+        static char wrong[4096];
+        int k = snprintf(wrong, sizeof wrong, "%s",
+                         "{\"n\": 8, \"batch_size\": 4, "
+                         "\"nbatch_logical\": 1, \"val_split\": 0.2, \"shuffle\": true, "
+                         "\"loss\": \"mse\", \"split_state\": [1");
+        for (int i = 1; i < PG_RNG_STATE_LEN; i++)
+            k += snprintf(wrong + k, sizeof wrong - k, ", 1");
+        snprintf(wrong + k, sizeof wrong - k, "]}");
+        write_ckpt("2", extra(wrong, hist, rng));
+        CHECK_ERR(resume(run) != 0, PG_STATUS_ERR_VALUE, "holds an unusable random-stream state");
+    }
 
     write_ckpt("2", extra(saved, "{\"loss\": [\"a\"]}", rng));
     CHECK_ERR(resume(run) != 0, PG_STATUS_ERR_VALUE, "unusable training state (history or random");

@@ -295,7 +295,7 @@ def test_fit_static_default_and_mse(rng, monkeypatch):
     assert builds == [((3, 8), "opt"), ((3, 8), "forward"), ((3, 2), "forward")]
     assert res[0][0] == res[1][0] and res[0][1] == res[1][1]
     assert all(np.array_equal(a, b) for a, b in zip(res[0][2], res[1][2]))
-    with pytest.raises(PyggmlrValueError, match="static=True cannot be combined with distributed"):
+    with pytest.raises(PyggmlrValueError, match="static cannot be true with distributed training"):
         pg.ag_fit(
             pg.ag_linear(3, 2),
             x,

@@ -49,6 +49,11 @@ _CASES = [  # (Python keyword arguments, R arguments, Python type)
      pg.PyggmlrValueError),
     (dict(callbacks=5, static=True, resume_from=5), "callbacks = 5, resume_from = 5",
      pg.ArgumentError),
+    # seed is checked before resume_from in both (Python skipped it when resuming)
+    (dict(seed="abc", resume_from=5), 'seed = "abc", resume_from = 5', pg.PyggmlrValueError),
+    # the core's rule (native/fit_setup.c), refused before MPI starts in both languages
+    (dict(static=True, distributed=True), "static = TRUE, distributed = TRUE",
+     pg.PyggmlrValueError),
 ]  # fmt: skip
 
 _R = """a <- list(nepoch = 1L, batch_size = 2L, silent = TRUE)

@@ -93,3 +93,37 @@ def test_metric_columns_cross(tmp_path, writer):
     )
     got = np.asarray(rr, dtype=np.float64)
     assert not np.isnan(py.f1[0]) and np.array_equal(py.f1 + py.val_f1, got, equal_nan=True)
+
+
+def test_a_split_state_the_generator_refuses_is_one_refusal(tmp_path):
+    """626 integers that are no state of R's default generator: the core's resume check refuses
+    them in both languages with one class and text (R used to fail later, in the plan, with the
+    generator's own words), the model untouched."""
+    import json
+
+    from _files import edit_meta
+    from _rclass import R_CLASS
+
+    ckpt = _py_checkpoint(tmp_path / "m_{epoch}.st")
+
+    def bad(meta):
+        ex = json.loads(meta["extra"])
+        ex["fit"]["settings"]["split_state"] = [1] * 626
+        meta["extra"] = json.dumps(ex)
+
+    edit_meta(ckpt, bad)
+    m = pg.ag_linear(4, 3)
+    before = [t.numpy().copy() for t in m.parameters().values()]
+    with pytest.raises(pg.PyggmlrValueError) as e:
+        pg.ag_fit(m, _X, _Y, nepoch=3, resume_from=ckpt, **_ARGS)
+    assert all(np.array_equal(a, t.numpy()) for a, t in zip(before, m.parameters().values()))
+    got = r.run(
+        "m <- ag_linear(4, 3); tryCatch({ "
+        + _R_FIT.format(n=3, more=", resume_from = p")
+        + "; 'none' }, error = function(e) c(class(e)[[1L]], conditionMessage(e)))",
+        p=ckpt,
+        x=_X,
+        y=_Y,
+    )
+    assert list(got) == [R_CLASS[pg.PyggmlrValueError], str(e.value)]
+    assert "holds an unusable random-stream state" in str(e.value)

@@ -9,7 +9,7 @@ test_that("ag_fit(distributed = TRUE) argument checks", {
                "ag_fit: distributed must be TRUE or FALSE", fixed = TRUE)
   expect_error(ag_fit(ag_linear(2, 2), x, x, loss = "mse", nepoch = 1L, silent = TRUE,
                       static = TRUE, distributed = TRUE),
-               "static=TRUE cannot be combined with distributed=TRUE", fixed = TRUE)
+               "ag_fit: static cannot be true with distributed training", fixed = TRUE)
 })
 
 test_that(paste0("one MPI rank: ag_fit(distributed = TRUE) equals the plain run, and the ",

@@ -1,0 +1,1 @@
+../../native/pg_api_train_setup.h
