@@ -29,3 +29,12 @@ typedef struct pg_state_dict_side {
  * PG_STATUS_ERR_ARG. */
 int pg_state_dict_load(const char *caller, const pg_state_dict_side *model,
                        const pg_state_dict_side *state, int strict);
+
+/* ag_state_dict()'s format tag, "ggmlR.ag_state_dict" (its version is 1) */
+const char *pg_state_dict_format(void);
+
+/* ag_load_state_dict()'s checks of its arguments, before the model is walked, in order with
+ * their texts (PG_STATUS_ERR_ARG, "caller: ..."): state_ok, the state is a dict / list whose
+ * "parameters" is one; strict_ok, strict is one flag; buffers_ok, its "buffers" is absent or a
+ * dict / list. Returns 0 when all hold. */
+int pg_state_dict_check_args(const char *caller, int state_ok, int strict_ok, int buffers_ok);

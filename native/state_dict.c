@@ -194,3 +194,18 @@ int pg_state_dict_load(const char *caller, const pg_state_dict_side *model,
     free(u);
     return rc;
 }
+
+const char *pg_state_dict_format(void) { return "ggmlR.ag_state_dict"; }
+
+int pg_state_dict_check_args(const char *caller, int state_ok, int strict_ok, int buffers_ok)
+{
+    if (!caller) caller = "ag_load_state_dict()";
+    if (!state_ok)
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: `state` is not a state dict (no $parameters)",
+                       caller);
+    if (!strict_ok) return pg_fail(PG_STATUS_ERR_ARG, "%s: `strict` must be TRUE or FALSE", caller);
+    if (!buffers_ok)
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "%s: `state` is not a state dict ($buffers is not a list)", caller);
+    return 0;
+}

@@ -3,13 +3,12 @@
 # (native/optim_state.c, shared with Python); this walks the list and raises or warns in R.
 
 .opt_state <- function(e) {
-  parts <- .Call(R_pg_optim_state_parts, e$.h)
-  if (!is.null(parts$note)) warning(parts$note, call. = FALSE)
-  slots <- lapply(seq_along(parts$slots), function(s) e$.slot(s - 1L))
-  names(slots) <- parts$slots
-  list(format = parts$format, version = 1L, type = e$kind,
-       t = if (e$kind == "adam") e$t else 0L,
-       accum_count = e$accum_count, names = names(e$params), slots = slots, hyper = parts$hyper)
+  p <- .Call(R_pg_optim_state_parts, e$.h)  # all but the names and the slot values
+  if (!is.null(p$note)) warning(p$note, call. = FALSE)
+  slots <- lapply(seq_along(p$slots), function(s) e$.slot(s - 1L))
+  names(slots) <- p$slots
+  c(p[c("format", "version", "type", "t", "accum_count")],
+    list(names = names(e$params), slots = slots, hyper = p$hyper))
 }
 
 # a value as the core's checks see it: list(value, R's display when it is no plain scalar, or
@@ -54,10 +53,9 @@
 
 # checked (ggmlR's 8 checks, in order), warned, then written: nothing is written unless all pass
 .st_load <- function(e, desc, sh) {
-  .Call(R_pg_optim_state_load, e$.h, desc, TRUE)
-  .opt_hyper_warn(e, .Call(R_pg_optim_hyper_diff, e$.h, desc), sh)
+  .opt_hyper_warn(e, .Call(R_pg_optim_state_check, e$.h, desc), sh)
   .Call(R_pg_optim_state_load, e$.h, desc, FALSE)
-  invisible(e)
+  invisible(TRUE)
 }
 
 .st_hyper <- function(state) {
@@ -69,24 +67,19 @@
   if (is.list(state) && is.null(state[["type"]]) && !is.null(state[["kind"]]) &&
       is.list(state[["params"]])) {
     # a state() of pyggmlr before ggmlR 0.8.6's layout: the model files' layout
-    .st_load(e, .st_file_desc(e, state, "LEGACY"), .st_hyper(state))
-    return(invisible(TRUE))
+    return(.st_load(e, .st_file_desc(e, state, "LEGACY"), .st_hyper(state)))
   }
   sl <- if (is.list(state)) state[["slots"]] else NULL
   lists <- lapply(.Call(R_pg_optim_state_parts, e$.h)$slots,
                   function(s) if (is.list(sl)) sl[[s]] else NULL)
-  n <- length(e$params)
-  lens <- vapply(lists, length, 1L)
-  vals <- if (all(lens == n))
-    do.call(c, lapply(lists, function(l) lapply(seq_len(n), function(i) l[[i]])))
-  .st_load(e, .st_desc(e, state, "GGMLR", vals, lens), .st_hyper(state))
-  invisible(TRUE)
+  # every value, slot-major: the core checks the counts first
+  vals <- do.call(c, lapply(lists, function(l) lapply(seq_along(l), function(i) l[[i]])))
+  .st_load(e, .st_desc(e, state, "GGMLR", vals, lengths(lists)), .st_hyper(state))
 }
 
 .st_file_desc <- function(e, state, form) {
   per <- state$params
   slots <- .Call(R_pg_optim_state_parts, e$.h)$file_slots
-  vals <- if (length(per) == length(e$params))
-    do.call(c, lapply(per, function(p) lapply(slots, function(s) if (is.list(p)) p[[s]])))
+  vals <- do.call(c, lapply(per, function(p) lapply(slots, function(s) if (is.list(p)) p[[s]])))
   .st_desc(e, state, form, vals, length(per))
 }

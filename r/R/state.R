@@ -2,7 +2,6 @@
 # ag_load_model arguments over this package's safetensors files (io.R), the import of a ggmlR
 # RDS container, and the internals ggmlR's examples reach with `:::`.
 
-.SD_FORMAT <- "ggmlR.ag_state_dict"
 .RDS_FORMAT <- "ggmlR.ag_state"
 
 # `[[` rather than `$`: a list's `$` matches partially (a field "params_x" would answer $params)
@@ -59,7 +58,7 @@
 ag_state_dict <- function(model) {
   params <- .state_params(model, "ag_state_dict()")
   bufs <- .state_buffers(model)
-  list(format = .SD_FORMAT, version = 1L,
+  list(format = .Call(R_pg_state_dict_format), version = 1L,
        parameters = lapply(params, function(p) p$data),
        param_dtypes = vapply(params, function(p) { d <- p$dtype; if (is.null(d)) "f32" else d },
                              character(1L)),
@@ -79,19 +78,16 @@ ag_state_dict <- function(model) {
 
 ag_load_state_dict <- function(model, state, strict = TRUE) {
   caller <- "ag_load_state_dict()"
-  if (!is.list(state) || !is.list(state[["parameters"]]))
-    .arg_stop(caller, ": `state` is not a state dict (no $parameters)")
-  if (!is.logical(strict) || length(strict) != 1L || is.na(strict))
-    .arg_stop(caller, ": `strict` must be TRUE or FALSE")
+  sp <- if (is.list(state)) state[["parameters"]]
+  sb <- if (is.list(state)) state[["buffers"]]
+  .Call(R_pg_state_dict_check_args, caller, is.list(sp),
+        is.logical(strict) && length(strict) == 1L && !is.na(strict), is.null(sb) || is.list(sb))
   params <- .state_params(model, caller)
-  bufs <- .state_buffers(model)
-  sb <- state[["buffers"]]
-  if (is.null(sb)) sb <- list()
-  if (!is.list(sb)) .arg_stop(caller, ": `state` is not a state dict ($buffers is not a list)")
   # the rules (names, then each used value's shape and finiteness, then the dtype's range) and the
   # write into the same tensors, all or nothing, are the C core's (native/state_dict.c), shared
   # with Python; its refusals come back classed (shape, value)
-  .Call(R_pg_state_dict_load, list(params, bufs), list(state[["parameters"]], sb), strict, caller)
+  .Call(R_pg_state_dict_load, list(params, .state_buffers(model)),
+        list(sp, if (is.null(sb)) list() else sb), strict, caller)
   invisible(model)
 }
 

@@ -205,8 +205,22 @@ static void test_bad_calls(void)
     teardown(&f);
 }
 
+/* the arguments' checks, in order, with the front ends' texts */
+static void test_args(void)
+{
+    CHECK(!strcmp(pg_state_dict_format(), "ggmlR.ag_state_dict"));
+    CHECK(pg_state_dict_check_args(C, 1, 1, 1) == 0);
+    CHECK_ERR(pg_state_dict_check_args(C, 0, 0, 0) == PG_STATUS_ERR_ARG, PG_STATUS_ERR_ARG,
+              C ": `state` is not a state dict (no $parameters)");
+    CHECK_ERR(pg_state_dict_check_args(C, 1, 0, 0) == PG_STATUS_ERR_ARG, PG_STATUS_ERR_ARG,
+              C ": `strict` must be TRUE or FALSE");
+    CHECK_ERR(pg_state_dict_check_args(NULL, 1, 1, 0) == PG_STATUS_ERR_ARG, PG_STATUS_ERR_ARG,
+              C ": `state` is not a state dict ($buffers is not a list)");
+}
+
 void test_state_dict(void)
 {
+    test_args();
     test_names();
     test_values();
     test_not_strict();
