@@ -136,8 +136,8 @@ def ag_load_state_dict(model: Any, state: Mapping, strict: bool = True) -> Any:
     lines), for NA/NaN/Inf values and for finite values beyond an f32 tensor's range; ShapeError ``shape mismatch for 'layer1_W': model 8x4,
     state 3x3``."""
     caller = "ag_load_state_dict()"
-    get = state.get if isinstance(state, Mapping) else lambda k: None
-    sp, sb = get("parameters"), get("buffers")
+    st: Any = state if isinstance(state, Mapping) else {}
+    sp, sb = st.get("parameters"), st.get("buffers")
     ok = (isinstance(sp, Mapping), isinstance(strict, (bool, np.bool_)), isinstance(sb, Mapping))
     check(lib.pg_state_dict_check_args(caller.encode(), ok[0], ok[1], ok[2] or sb is None))
     params = _state_params(model, caller)

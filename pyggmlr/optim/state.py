@@ -182,14 +182,21 @@ def load_state(opt: Any, st: Any) -> bool:
     (OptimizerHyperWarning), then moments and counters written at once. Returns True."""
     is_map = isinstance(st, Mapping)
     get = st.get if is_map else (lambda k, d=None: d)
+    # a state() of pyggmlr before ggmlR 0.8.6's layout (kind, params): the model files' layout
     legacy = is_map and "type" not in st and "kind" in st and isinstance(st.get("params"), list)
     h = _Host(_LEGACY if legacy else _GGMLR)
     h.c.is_map = int(is_map)
     h.value(h.c.format, get("format"))
-    if legacy:  # a state() of pyggmlr before ggmlR 0.8.6's layout: the model files' layout
-        return _load_file_form(opt, h, st, stacklevel=5)
+    h.value(h.c.type, get("kind" if legacy else "type"), show=True)
+    h.value(h.c.t, get("t"))
+    h.value(h.c.accum_count, get("accum_count"))
+    h.hyper(get("hyper"))
+    if legacy:  # parameter-major over the file slots
+        fs = _names(lib.PG_OPTIM_NAMES_FILE_SLOTS, opt._kind)
+        h.c.slot_len[0] = len(st["params"])
+        h.matrices([e.get(n) if isinstance(e, Mapping) else None for e in st["params"] for n in fs])
+        return h.load(opt, stacklevel=4)
     h.value(h.c.version, get("version"))
-    h.value(h.c.type, get("type"), show=True)
     slots = get("slots")
     slots = slots if isinstance(slots, Mapping) else {}
     lists = [_slot_list(slots.get(nm)) for nm in _names(lib.PG_OPTIM_NAMES_SLOTS, opt._kind)]
@@ -206,21 +213,4 @@ def load_state(opt: Any, st: Any) -> bool:
     if opt._named:
         h.c.opt_names, h.c.n_opt_names = h.strings(list(opt.params)), len(opt.params)
     h.matrices([v for lst in lists for v in lst])  # the core checks the counts first
-    h.value(h.c.t, get("t"))
-    h.value(h.c.accum_count, get("accum_count"))
-    h.hyper(get("hyper"))
     return h.load(opt, stacklevel=4)
-
-
-def _load_file_form(opt: Any, h: _Host, st: Mapping, stacklevel: int) -> bool:
-    """pyggmlr's earlier state() (the model files' layout): checked, warned, written."""
-    per = st.get("params")
-    per = per if isinstance(per, list) else []
-    h.value(h.c.type, st.get("kind"), show=True)
-    h.c.slot_len[0] = len(per)
-    names = _names(lib.PG_OPTIM_NAMES_FILE_SLOTS, opt._kind)
-    h.matrices([e.get(nm) if isinstance(e, Mapping) else None for e in per for nm in names])
-    h.value(h.c.t, st.get("t"))
-    h.value(h.c.accum_count, st.get("accum_count"))
-    h.hyper(st.get("hyper"))
-    return h.load(opt, stacklevel=stacklevel)

@@ -21,19 +21,19 @@
 }
 
 # the state list as the core's description (pg_optim_state_in); slots: the values in the order
-# of the form (GGMLR slot-major, LEGACY / FILE parameter-major)
+# of the form (GGMLR slot-major, LEGACY / FILE parameter-major); sh: its hyper-parameters, kept
+# for the warning's "changed" values
 .st_desc <- function(e, state, form, slots, slot_len) {
-  sh <- .st_hyper(state)
+  st <- if (is.list(state)) state else list()
+  sh <- if (is.list(st[["hyper"]]) && !is.null(names(st[["hyper"]]))) st[["hyper"]] else list()
   list(form = .pg$code$state_form[[form]], is_map = is.list(state),
-       format = .st_val(if (is.list(state)) state[["format"]]),
-       version = .st_val(if (is.list(state)) state[["version"]]),
-       type = .st_val(if (is.list(state)) state[[if (form == "GGMLR") "type" else "kind"]], TRUE),
-       t = .st_val(if (is.list(state)) state[["t"]]),
-       accum_count = .st_val(if (is.list(state)) state[["accum_count"]]),
+       format = .st_val(st[["format"]]), version = .st_val(st[["version"]]),
+       type = .st_val(st[[if (form == "GGMLR") "type" else "kind"]], TRUE),
+       t = .st_val(st[["t"]]), accum_count = .st_val(st[["accum_count"]]),
        slot_len = as.integer(slot_len),
-       names = if (is.list(state) && !is.null(state[["names"]])) as.character(state[["names"]]),
+       names = if (!is.null(st[["names"]])) as.character(st[["names"]]),
        opt_names = names(e$params), slots = slots,
-       hyper_names = names(sh), hyper = lapply(sh, .st_val))
+       hyper_names = names(sh), hyper = lapply(sh, .st_val), sh = sh)
 }
 
 # the core's hyper-parameter comparison d (a list from R_pg_optim_hyper_diff, or from
@@ -52,29 +52,22 @@
 }
 
 # checked (ggmlR's 8 checks, in order), warned, then written: nothing is written unless all pass
-.st_load <- function(e, desc, sh) {
-  .opt_hyper_warn(e, .Call(R_pg_optim_state_check, e$.h, desc), sh)
+.st_load <- function(e, desc) {
+  .opt_hyper_warn(e, .Call(R_pg_optim_state_check, e$.h, desc), desc$sh)
   .Call(R_pg_optim_state_load, e$.h, desc, FALSE)
   invisible(TRUE)
 }
 
-.st_hyper <- function(state) {
-  sh <- if (is.list(state)) state[["hyper"]] else NULL
-  if (is.list(sh) && !is.null(names(sh))) sh else list()
-}
-
 .opt_load_state <- function(e, state) {
+  # a state() of pyggmlr before ggmlR 0.8.6's layout: the model files' layout
   if (is.list(state) && is.null(state[["type"]]) && !is.null(state[["kind"]]) &&
-      is.list(state[["params"]])) {
-    # a state() of pyggmlr before ggmlR 0.8.6's layout: the model files' layout
-    return(.st_load(e, .st_file_desc(e, state, "LEGACY"), .st_hyper(state)))
-  }
+      is.list(state[["params"]]))
+    return(.st_load(e, .st_file_desc(e, state, "LEGACY")))
   sl <- if (is.list(state)) state[["slots"]] else NULL
   lists <- lapply(.Call(R_pg_optim_state_parts, e$.h)$slots,
-                  function(s) if (is.list(sl)) sl[[s]] else NULL)
+                  function(s) if (is.list(sl)) as.list(sl[[s]]))
   # every value, slot-major: the core checks the counts first
-  vals <- do.call(c, lapply(lists, function(l) lapply(seq_along(l), function(i) l[[i]])))
-  .st_load(e, .st_desc(e, state, "GGMLR", vals, lengths(lists)), .st_hyper(state))
+  .st_load(e, .st_desc(e, state, "GGMLR", do.call(c, lists), lengths(lists)))
 }
 
 .st_file_desc <- function(e, state, form) {

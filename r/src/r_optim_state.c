@@ -167,8 +167,8 @@ SEXP R_pg_optim_state_parts(SEXP h)
     pg_optim *o = r_get(h, R_OPTIM);
     pg_optim_state_out s;
     r_check(pg_optim_state_of(o, &s));
-    static const char *const fields[] = {"note", "format", "version", "type",  "t",
-                                         "accum_count", "slots", "hyper", "file_slots"};
+    static const char *const fields[] = {"note",        "format", "version", "type",      "t",
+                                         "accum_count", "slots",  "hyper",   "file_slots"};
     SEXP out = PROTECT(r_named_list(fields, 9));
     SET_VECTOR_ELT(out, 0, s.has_note ? Rf_ScalarString(Rf_mkCharCE(s.note, CE_UTF8)) : R_NilValue);
     SET_VECTOR_ELT(out, 1, Rf_mkString(s.format));
@@ -177,10 +177,12 @@ SEXP R_pg_optim_state_parts(SEXP h)
     SET_VECTOR_ELT(out, 4, Rf_ScalarInteger((int)s.t));
     SET_VECTOR_ELT(out, 5, Rf_ScalarInteger((int)s.accum_count));
     SET_VECTOR_ELT(out, 6, name_vec(PG_OPTIM_NAMES_SLOTS, pg_optim_kind(o)));
-    SEXP hy = PROTECT(Rf_allocVector(VECSXP, s.n_hyper)), hn = PROTECT(Rf_allocVector(STRSXP, s.n_hyper));
+    SEXP hy = PROTECT(Rf_allocVector(VECSXP, s.n_hyper)),
+         hn = PROTECT(Rf_allocVector(STRSXP, s.n_hyper));
     for (int k = 0; k < s.n_hyper; k++) {
-        SET_VECTOR_ELT(hy, k, s.hyper_is_flag[k] ? Rf_ScalarLogical(s.hyper_value[k] != 0)
-                                                 : Rf_ScalarReal(s.hyper_value[k]));
+        SET_VECTOR_ELT(hy, k,
+                       s.hyper_is_flag[k] ? Rf_ScalarLogical(s.hyper_value[k] != 0)
+                                          : Rf_ScalarReal(s.hyper_value[k]));
         SET_STRING_ELT(hn, k, Rf_mkChar(s.hyper_name[k]));
     }
     Rf_setAttrib(hy, R_NamesSymbol, hn);

@@ -77,12 +77,10 @@ SEXP R_pg_state_dict_load(SEXP model, SEXP state, SEXP strict, SEXP caller)
 /* pg_state_dict_check_args: NULL, or its refusal raised classed */
 SEXP R_pg_state_dict_check_args(SEXP caller, SEXP state_ok, SEXP strict_ok, SEXP buffers_ok)
 {
-    r_check(pg_state_dict_check_args(Rf_isString(caller) && XLENGTH(caller) == 1
-                                         ? CHAR(STRING_ELT(caller, 0))
-                                         : NULL,
-                                     Rf_asLogical(state_ok) == TRUE,
-                                     Rf_asLogical(strict_ok) == TRUE,
-                                     Rf_asLogical(buffers_ok) == TRUE));
+    r_check(pg_state_dict_check_args(
+        Rf_isString(caller) && XLENGTH(caller) == 1 ? CHAR(STRING_ELT(caller, 0)) : NULL,
+        Rf_asLogical(state_ok) == TRUE, Rf_asLogical(strict_ok) == TRUE,
+        Rf_asLogical(buffers_ok) == TRUE));
     return R_NilValue;
 }
 

@@ -358,7 +358,8 @@ static void test_state_side(pg_optim *o, pg_optim *sgd)
     CHECK(!strcmp(s.hyper_name[2], "weight_decay") && s.hyper_value[2] == 0.25);
     CHECK(s.n_slots == 1 && !strcmp(s.slot[0], "velocity") && !strcmp(s.type, "sgd"));
     pg_optim_set(sgd, "nesterov", 1);
-    CHECK(pg_optim_state_of(sgd, &s) == 0 && s.n_hyper == 4 && !strcmp(s.hyper_name[2], "nesterov"));
+    CHECK(pg_optim_state_of(sgd, &s) == 0 && s.n_hyper == 4 &&
+          !strcmp(s.hyper_name[2], "nesterov"));
     CHECK(s.hyper_value[2] == 1 && s.hyper_is_flag[2]);
     pg_optim_set(sgd, "accumulate_steps", 4);
     pg_optim_set(sgd, "accum_count", 1);
