@@ -65,17 +65,6 @@ ag_state_dict <- function(model) {
        buffers = lapply(bufs, function(b) b$data))
 }
 
-.dim_str <- function(v) if (is.null(dim(v))) as.character(length(v)) else paste(dim(v),
-    collapse = "x")
-
-# a finite double beyond the f32 range would become Inf in an f32 tensor: refused before any write
-.fits_all <- function(caller, tensors, values, nms) {
-  for (i in seq_along(values)) {
-    bad <- .check_fits(tensors[[i]], values[[i]], sprintf("%s: '%s'", caller, nms[[i]]))
-    if (!is.null(bad)) .pg_stop("value", bad)  # as Python's check_fits
-  }
-}
-
 ag_load_state_dict <- function(model, state, strict = TRUE) {
   caller <- "ag_load_state_dict()"
   sp <- if (is.list(state)) state[["parameters"]]
@@ -214,32 +203,14 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
                 paste(class(model), collapse = "/"))
   }
   params <- .model_params(model, "ag_load_model()")
-  miss <- setdiff(names(params), names(saved))
-  extra <- setdiff(names(saved), names(params))
-  if (length(miss) || length(extra))
-    .arg_stop("ag_load_model(): parameter mismatch between saved state and rebuilt model.\n  ",
-              "missing in file: ", paste(miss, collapse = ", "), "\n  not in model: ",
-              paste(extra, collapse = ", "),
-              "\nThe `model_fn` architecture must match the saved one.", kind = "value")
-  value <- function(kind, nm, d, v) {
-    if (!is.numeric(v) || !identical(as.integer(dim(v)), as.integer(d)))
-      .arg_fail("value", "ag_load_model(): shape mismatch for %s '%s': model %s vs file %s.", kind,
-                nm, paste(d, collapse = "x"), .dim_str(v))
-    if (!all(is.finite(v)))
-      .arg_fail("value", "ag_load_model(): %s '%s' in the file contains NA, NaN or Inf", kind, nm)
-    storage.mode(v) <- "double"
-    v
-  }
-  pv <- lapply(names(params), function(nm) value("parameter", nm, dim(params[[nm]]), saved[[nm]]))
-  .check_built_dtype(params, dtype)
-  bufs <- .state_buffers(model)
   sb <- box[["buffers"]]
-  # missing keys: skipped (ggmlR)
-  bn <- if (is.list(sb)) intersect(names(bufs), names(sb)) else character(0)
-  bv <- lapply(bn, function(nm) value("buffer", nm, dim(bufs[[nm]]), sb[[nm]]))
-  .fits_all("ag_load_model()", c(params, bufs[bn]), c(pv, bv), c(names(params), bn))
-  for (i in seq_along(params)) params[[i]]$data <- pv[[i]]
-  for (i in seq_along(bn)) bufs[[bn[i]]]$data <- bv[[i]]
+  sides <- list(list(params, .state_buffers(model)), list(saved, if (is.list(sb)) sb else list()))
+  # the rules (names, then each value's shape and finiteness, then the dtype's range) and the
+  # write, all or nothing, are the core's (native/state_dict.c), with ggmlR's texts; the
+  # builder's dtype is checked between the two
+  .Call(R_pg_state_dict_load_file, sides[[1L]], sides[[2L]], "ag_load_model()", TRUE)
+  .check_built_dtype(params, dtype)
+  .Call(R_pg_state_dict_load_file, sides[[1L]], sides[[2L]], "ag_load_model()", FALSE)
   ag_eval(model)
   model
 }

@@ -192,6 +192,7 @@ extern SEXP R_pg_values_fit(SEXP, SEXP, SEXP);
 extern SEXP R_pg_state_dict_check_args(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_state_dict_format(void);
 extern SEXP R_pg_state_dict_load(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_state_dict_load_file(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_st_read(SEXP);
 extern SEXP R_pg_st_write(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_json_check(SEXP, SEXP, SEXP);
@@ -427,6 +428,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_state_dict_check_args", (DL_FUNC)&R_pg_state_dict_check_args, 4},
     {"R_pg_state_dict_format", (DL_FUNC)&R_pg_state_dict_format, 0},
     {"R_pg_state_dict_load", (DL_FUNC)&R_pg_state_dict_load, 4},
+    {"R_pg_state_dict_load_file", (DL_FUNC)&R_pg_state_dict_load_file, 4},
     {"R_pg_st_read", (DL_FUNC)&R_pg_st_read, 1},
     {"R_pg_st_write", (DL_FUNC)&R_pg_st_write, 6},
     {"R_pg_json_check", (DL_FUNC)&R_pg_json_check, 3},
