@@ -1,5 +1,7 @@
-"""ggmlR 0.8.6's model-state API (0.8.6 spec s9): state dicts, and ag_save_model / ag_load_model
-with ggmlR's arguments over the safetensors files of pyggmlr.io; ggml_version().
+"""ggmlR 0.8.6's in-memory state dicts (0.8.6 spec s9.1-9.2); ag_save_model / ag_load_model and
+ggml_version() are pyggmlr.io's. This module walks the model and converts; the format tag, the
+argument checks, the load's rules and its write are the C core's (native/state_dict.c, shared
+with R).
 
 A state dict is R's list as a dict: ``{"format": "ggmlR.ag_state_dict", "version": 1,
 "parameters": {name: numpy array}, "param_dtypes": {name: "f32"|"f64"}, "buffers": {name:

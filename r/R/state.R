@@ -1,6 +1,7 @@
 # ggmlR 0.8.6's model-state API (0.8.6 spec s9): in-memory state dicts, ggmlR's ag_save_model /
 # ag_load_model arguments over this package's safetensors files (io.R), the import of a ggmlR
-# RDS container, and the internals ggmlR's examples reach with `:::`.
+# RDS container, and the internals ggmlR's examples reach with `:::`. The state dict's and the
+# container's rules and writes are the C core's (native/state_dict.c, shared with Python).
 
 .RDS_FORMAT <- "ggmlR.ag_state"
 
@@ -48,11 +49,8 @@
   if (depth > 64L || !is.list(layers) || !length(layers) ||
       !all(vapply(layers, .is_layer_like, logical(1))))
     return(list())
-  out <- list()
-  for (i in seq_along(layers)) out <- c(out,
-                                        .state_buffers(layers[[i]], paste0(prefix, "layer", i, "_"),
-                                                       depth + 1L))
-  out
+  do.call(c, lapply(seq_along(layers), function(i)
+    .state_buffers(layers[[i]], paste0(prefix, "layer", i, "_"), depth + 1L)))
 }
 
 ag_state_dict <- function(model) {
