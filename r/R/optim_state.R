@@ -36,7 +36,7 @@
        hyper_names = names(sh), hyper = lapply(sh, .st_val), sh = sh)
 }
 
-# the core's hyper-parameter comparison d (a list from R_pg_optim_hyper_diff, or from
+# the core's hyper-parameter comparison d (a list from R_pg_optim_state_check, or from
 # R_pg_mf_load_check with the file's values in d$state), warned with ggmlR's condition class;
 # sh: the state list's hyper-parameters that d$entry indexes
 .opt_hyper_warn <- function(e, d, sh = NULL) {

@@ -37,7 +37,7 @@ static void host_matrix(SEXP x, pg_host_matrix *m)
         !Rf_inherits(x, "Date") && !Rf_inherits(x, "POSIXt") && !Rf_inherits(x, "difftime");
     SEXP d = Rf_getAttrib(x, R_DimSymbol);
     if (Rf_isNull(d) || TYPEOF(d) != INTSXP) {
-        m->ndim = 1, dims[0] = (int64_t)Rf_xlength(x); /* R's .dim_str: the length */
+        m->ndim = 1, dims[0] = (int64_t)Rf_xlength(x); /* shown as its length */
         return;
     }
     m->ndim = (int)XLENGTH(d);
