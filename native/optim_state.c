@@ -375,38 +375,44 @@ int pg_optim_hyper_diff_of(pg_optim *o, const pg_optim_state_in *in, pg_optim_hy
     return 0;
 }
 
-int pg_optim_state_hyper(pg_optim *o, const char **names, double *values, int cap)
+int pg_optim_state_check(pg_optim *o, const pg_optim_state_in *in, pg_optim_hyper_diff *diff)
 {
-    if (!o || cap < 0 || (cap > 0 && (!names || !values)))
-        return -pg_fail(PG_STATUS_ERR_ARG, "optimizer state(): NULL argument");
-    int k = 0, kind = pg_optim_kind(o);
-    for (int j = 0;; j++) {
-        int extra = j >= count_of(PG_OPTIM_NAMES_HYPER, kind);
-        const char *nm = extra
-            ? pg_optim_name(PG_OPTIM_NAMES_EXTRA, kind, j - count_of(PG_OPTIM_NAMES_HYPER, kind))
-            : pg_optim_name(PG_OPTIM_NAMES_HYPER, kind, j);
-        if (!nm) break;
-        double v = pg_optim_get(o, nm);
-        if (extra && v == pg_optim_extra_default(kind, j - count_of(PG_OPTIM_NAMES_HYPER, kind)))
-            continue;
-        if (k >= cap)
-            return -pg_fail(PG_STATUS_ERR_ARG, "optimizer state(): room for %d names only", cap);
-        names[k] = nm;
-        values[k++] = v;
-    }
-    return k;
+    if (!diff) return pg_fail(PG_STATUS_ERR_ARG, WHERE "NULL argument");
+    pg_optim_hyper_diff d;
+    int rc = pg_optim_state_load(o, in, 1);
+    if (!rc) rc = pg_optim_hyper_diff_of(o, in, &d);
+    if (!rc) *diff = d;
+    return rc;
 }
 
-int pg_optim_state_note(pg_optim *o, char *buf, int64_t n)
+int pg_optim_state_of(pg_optim *o, pg_optim_state_out *out)
 {
-    if (!o || !buf || n <= 0)
-        return -pg_fail(PG_STATUS_ERR_ARG, "optimizer state(): NULL argument");
-    buf[0] = 0;
-    double ac = pg_optim_get(o, "accum_count");
-    if (ac <= 0) return 0;
-    snprintf(buf, (size_t)n,
-             "optimizer state(): taken mid-accumulation (%lld of %lld backward passes); the "
-             "accumulated gradients live in the parameters' $grad and are not part of the state",
-             (long long)ac, (long long)pg_optim_get(o, "accumulate_steps"));
-    return 1;
+    if (!o || !out) return pg_fail(PG_STATUS_ERR_ARG, "optimizer state(): NULL argument");
+    memset(out, 0, sizeof *out);
+    int kind = pg_optim_kind(o), nh = count_of(PG_OPTIM_NAMES_HYPER, kind);
+    out->format = pg_optim_state_format();
+    out->version = 1;
+    out->type = pg_optim_kind_name(kind);
+    out->t = kind == PG_OPTIM_KIND_ADAM ? (int64_t)pg_optim_get(o, "t") : 0;
+    out->accum_count = (int64_t)pg_optim_get(o, "accum_count");
+    for (; pg_optim_name(PG_OPTIM_NAMES_SLOTS, kind, out->n_slots); out->n_slots++)
+        out->slot[out->n_slots] = pg_optim_name(PG_OPTIM_NAMES_SLOTS, kind, out->n_slots);
+    for (int j = 0; j < nh + count_of(PG_OPTIM_NAMES_EXTRA, kind); j++) {
+        const char *nm = j < nh ? pg_optim_name(PG_OPTIM_NAMES_HYPER, kind, j)
+                                : pg_optim_name(PG_OPTIM_NAMES_EXTRA, kind, j - nh);
+        double v = pg_optim_get(o, nm);
+        if (j >= nh && v == pg_optim_extra_default(kind, j - nh)) continue;
+        out->hyper_name[out->n_hyper] = nm;
+        out->hyper_is_flag[out->n_hyper] = pg_optim_is_flag(nm);
+        out->hyper_value[out->n_hyper++] = v;
+    }
+    if (out->accum_count > 0) {
+        out->has_note = 1;
+        snprintf(out->note, sizeof out->note,
+                 "optimizer state(): taken mid-accumulation (%lld of %lld backward passes); the "
+                 "accumulated gradients live in the parameters' $grad and are not part of the "
+                 "state",
+                 (long long)out->accum_count, (long long)pg_optim_get(o, "accumulate_steps"));
+    }
+    return 0;
 }

@@ -106,9 +106,27 @@ typedef struct pg_optim_hyper_diff {
 } pg_optim_hyper_diff;
 int pg_optim_hyper_diff_of(pg_optim *o, const pg_optim_state_in *in, pg_optim_hyper_diff *out);
 
-/* state()'s hyper-parameters: ggmlR's, then the extras not at their default, in order; names
- * (static) and values into arrays of cap entries. Returns the count, negative on error. */
-int pg_optim_state_hyper(pg_optim *o, const char **names, double *values, int cap);
-/* 1 and the warning's text in buf when the optimizer is mid-accumulation (state() then warns),
- * 0 when not, negative on error */
-int pg_optim_state_note(pg_optim *o, char *buf, int64_t n);
+/* load_state()'s first half, once for both front ends: pg_optim_state_load's checks
+ * (check_only), then pg_optim_hyper_diff_of into diff. Hosts warn with diff, then write with
+ * pg_optim_state_load. diff is untouched when a check fails. */
+int pg_optim_state_check(pg_optim *o, const pg_optim_state_in *in, pg_optim_hyper_diff *diff);
+
+/* state() in ggmlR 0.8.6's layout but for the slot values and the names (the host's own
+ * containers): format, version 1, type, t (Adam's; ggmlR stores 0 for SGD), accum_count, the
+ * slot names, and the hyper-parameters (ggmlR's, then the extras not at their default, in order;
+ * flags 0 / 1). has_note: taken mid-accumulation, and note is the warning state() gives. */
+typedef struct pg_optim_state_out {
+    const char *format;
+    int version;
+    const char *type;
+    int64_t t, accum_count;
+    int n_slots;
+    const char *slot[3];
+    int n_hyper;
+    const char *hyper_name[8];
+    double hyper_value[8];
+    int hyper_is_flag[8];
+    int has_note;
+    char note[512];
+} pg_optim_state_out;
+int pg_optim_state_of(pg_optim *o, pg_optim_state_out *out);

@@ -29,3 +29,21 @@ typedef struct pg_state_dict_side {
  * PG_STATUS_ERR_ARG. */
 int pg_state_dict_load(const char *caller, const pg_state_dict_side *model,
                        const pg_state_dict_side *state, int strict);
+
+/* ag_state_dict()'s format tag, "ggmlR.ag_state_dict" (its version is 1) */
+const char *pg_state_dict_format(void);
+
+/* ag_load_state_dict()'s checks of its arguments, before the model is walked, in order with
+ * their texts (PG_STATUS_ERR_ARG, "caller: ..."): state_ok, the state is a dict / list whose
+ * "parameters" is one; strict_ok, strict is one flag; buffers_ok, its "buffers" is absent or a
+ * dict / list. Returns 0 when all hold. */
+int pg_state_dict_check_args(const char *caller, int state_ok, int strict_ok, int buffers_ok);
+
+/* ag_load_model()'s ggmlR container (an R data file) with pg_state_dict_load's rules and ggmlR's
+ * texts, all PG_STATUS_ERR_VALUE: the parameters' names must match ("parameter mismatch between
+ * saved state and rebuilt model." + "missing in file:" / "not in model:" lines); buffers on both
+ * sides are used, the others skipped; each used value numbers of the model's shape ("shape
+ * mismatch for parameter 'W': model 2x2 vs file 3x3."), finite; every value fits its dtype.
+ * Then, unless check_only, the writes, all or nothing. caller NULL: "ag_load_model()". */
+int pg_state_dict_load_file(const char *caller, const pg_state_dict_side *model,
+                            const pg_state_dict_side *state, int check_only);

@@ -75,7 +75,7 @@ static int check_distinct(const char *caller, int kind, const pg_state_dict_side
 /* strict: model names missing in the state (model order), then the state's names not in the
  * model (state order, each once: R's setdiff) */
 static int check_strict(const char *caller, int kind, const pg_state_dict_side *m,
-                        const pg_state_dict_side *s)
+                        const pg_state_dict_side *s, int file)
 {
     name_list miss = {{0}, 0, 0, 0}, extra = {{0}, 0, 0, 0};
     for (int64_t i = 0; i < m->n; i++)
@@ -88,6 +88,12 @@ static int check_strict(const char *caller, int kind, const pg_state_dict_side *
         if (!seen) add(&extra, shown(k));
     }
     if (!miss.n && !miss.more && !extra.n && !extra.more) return 0;
+    if (file)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: parameter mismatch between saved state and rebuilt model.\n  missing "
+                       "in file: %s\n  not in model: %s\nThe `model_fn` architecture must match "
+                       "the saved one.",
+                       caller, listed(&miss), listed(&extra));
     return pg_fail(
         PG_STATUS_ERR_VALUE,
         "%s: %s names differ (strict = TRUE)\n  missing in state: %s\n  not in model: %s", caller,
@@ -107,12 +113,17 @@ static const char *dims_text(char *buf, size_t n, const pg_host_matrix *v)
 }
 
 /* one used entry: numbers of the model's shape, then finite */
-static int check_value(const char *caller, const char *nm, const pg_tensor *t,
-                       const pg_host_matrix *v)
+static int check_value(const char *caller, int kind, const char *nm, const pg_tensor *t,
+                       const pg_host_matrix *v, int file)
 {
     if (!(v->present && v->numeric && v->ndim == 2 && v->dims && v->dims[0] == t->ne[0] &&
           v->dims[1] == t->ne[1])) {
         char got[200];
+        if (file)
+            return pg_fail(PG_STATUS_ERR_VALUE,
+                           "%s: shape mismatch for %s '%s': model %lldx%lld vs file %s.", caller,
+                           KIND[kind], nm, (long long)t->ne[0], (long long)t->ne[1],
+                           dims_text(got, sizeof got, v));
         return pg_fail(PG_STATUS_ERR_SHAPE,
                        "%s: shape mismatch for '%s': model %lldx%lld, state %s", caller, nm,
                        (long long)t->ne[0], (long long)t->ne[1], dims_text(got, sizeof got, v));
@@ -122,7 +133,12 @@ static int check_value(const char *caller, const char *nm, const pg_tensor *t,
         return pg_fail(PG_STATUS_ERR_ARG, "%s: '%s' has no values in the description", caller, nm);
     for (int64_t e = 0; e < n; e++)
         if (!isfinite(v->data[e]))
-            return pg_fail(PG_STATUS_ERR_VALUE, "%s: '%s' contains NA, NaN or Inf", caller, nm);
+            return file
+                ? pg_fail(PG_STATUS_ERR_VALUE,
+                          "%s: %s '%s' in the file contains NA, NaN "
+                          "or Inf",
+                          caller, KIND[kind], nm)
+                : pg_fail(PG_STATUS_ERR_VALUE, "%s: '%s' contains NA, NaN or Inf", caller, nm);
     return 0;
 }
 
@@ -132,14 +148,21 @@ typedef struct used {
     int64_t k, j;
 } used;
 
+/* strict: both kinds' names must match; file: a container's rules (the parameters' names must
+ * match, the buffers' need not) and texts; check_only: no write */
+typedef struct mode {
+    int strict, file, check_only;
+} mode;
+
 static int run(const char *caller, const pg_state_dict_side *model, const pg_state_dict_side *state,
-               int strict, used *u)
+               mode md, used *u)
 {
     int64_t nu = 0;
     for (int kind = 0; kind < 2; kind++) {
         const pg_state_dict_side *m = &model[kind], *s = &state[kind];
         int rc = check_distinct(caller, kind, m);
-        if (!rc && strict) rc = check_strict(caller, kind, m, s);
+        if (!rc && (md.file ? kind == PG_STATE_DICT_PARAMETERS : md.strict))
+            rc = check_strict(caller, kind, m, s, md.file);
         if (rc) return rc;
         for (int64_t k = 0; k < m->n; k++) {
             int64_t j = find(s, m->names[k]);
@@ -148,8 +171,8 @@ static int run(const char *caller, const pg_state_dict_side *model, const pg_sta
     }
     for (int64_t i = 0; i < nu; i++) {
         const pg_state_dict_side *m = &model[u[i].kind];
-        int rc = check_value(caller, m->names[u[i].k], m->tensors[u[i].k],
-                             &state[u[i].kind].values[u[i].j]);
+        int rc = check_value(caller, u[i].kind, m->names[u[i].k], m->tensors[u[i].k],
+                             &state[u[i].kind].values[u[i].j], md.file);
         if (rc) return rc;
     }
     /* a finite double beyond the f32 range would become Inf in an f32 tensor */
@@ -162,6 +185,7 @@ static int run(const char *caller, const pg_state_dict_side *model, const pg_sta
                                what);
         if (rc) return rc;
     }
+    if (md.check_only) return 0;
     /* every check passed: the writes, into the same tensor objects (optimizers stay bound) */
     for (int64_t i = 0; i < nu; i++) {
         pg_tensor *t = model[u[i].kind].tensors[u[i].k];
@@ -172,10 +196,9 @@ static int run(const char *caller, const pg_state_dict_side *model, const pg_sta
     return 0;
 }
 
-int pg_state_dict_load(const char *caller, const pg_state_dict_side *model,
-                       const pg_state_dict_side *state, int strict)
+static int load(const char *caller, const pg_state_dict_side *model,
+                const pg_state_dict_side *state, mode md)
 {
-    if (!caller) caller = "ag_load_state_dict()";
     if (!model || !state) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL model or state", caller);
     int64_t n = 0;
     for (int kind = 0; kind < 2; kind++) {
@@ -190,7 +213,34 @@ int pg_state_dict_load(const char *caller, const pg_state_dict_side *model,
     }
     used *u = malloc((size_t)(n > 0 ? n : 1) * sizeof *u);
     if (!u) return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory", caller);
-    int rc = run(caller, model, state, strict, u);
+    int rc = run(caller, model, state, md, u);
     free(u);
     return rc;
+}
+
+int pg_state_dict_load(const char *caller, const pg_state_dict_side *model,
+                       const pg_state_dict_side *state, int strict)
+{
+    return load(caller ? caller : "ag_load_state_dict()", model, state, (mode){strict, 0, 0});
+}
+
+int pg_state_dict_load_file(const char *caller, const pg_state_dict_side *model,
+                            const pg_state_dict_side *state, int check_only)
+{
+    return load(caller ? caller : "ag_load_model()", model, state, (mode){1, 1, check_only});
+}
+
+const char *pg_state_dict_format(void) { return "ggmlR.ag_state_dict"; }
+
+int pg_state_dict_check_args(const char *caller, int state_ok, int strict_ok, int buffers_ok)
+{
+    if (!caller) caller = "ag_load_state_dict()";
+    if (!state_ok)
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: `state` is not a state dict (no $parameters)",
+                       caller);
+    if (!strict_ok) return pg_fail(PG_STATUS_ERR_ARG, "%s: `strict` must be TRUE or FALSE", caller);
+    if (!buffers_ok)
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "%s: `state` is not a state dict ($buffers is not a list)", caller);
+    return 0;
 }

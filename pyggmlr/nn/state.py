@@ -1,5 +1,7 @@
-"""ggmlR 0.8.6's model-state API (0.8.6 spec s9): state dicts, and ag_save_model / ag_load_model
-with ggmlR's arguments over the safetensors files of pyggmlr.io; ggml_version().
+"""ggmlR 0.8.6's in-memory state dicts (0.8.6 spec s9.1-9.2); ag_save_model / ag_load_model and
+ggml_version() are pyggmlr.io's. This module walks the model and converts; the format tag, the
+argument checks, the load's rules and its write are the C core's (native/state_dict.c, shared
+with R).
 
 A state dict is R's list as a dict: ``{"format": "ggmlR.ag_state_dict", "version": 1,
 "parameters": {name: numpy array}, "param_dtypes": {name: "f32"|"f64"}, "buffers": {name:
@@ -22,7 +24,7 @@ from ..tensor import Tensor
 
 __all__ = ["ag_state_dict", "ag_load_state_dict"]
 
-SD_FORMAT = "ggmlR.ag_state_dict"
+SD_FORMAT = ffi.string(lib.pg_state_dict_format()).decode()
 
 
 def _state_params(model: Any, caller: str) -> List[Tuple[str, Tensor]]:
@@ -136,24 +138,19 @@ def ag_load_state_dict(model: Any, state: Mapping, strict: bool = True) -> Any:
     lines), for NA/NaN/Inf values and for finite values beyond an f32 tensor's range; ShapeError ``shape mismatch for 'layer1_W': model 8x4,
     state 3x3``."""
     caller = "ag_load_state_dict()"
-    if not isinstance(state, Mapping) or not isinstance(state.get("parameters"), Mapping):
-        raise ArgumentError(f"{caller}: `state` is not a state dict (no $parameters)")
-    if not isinstance(strict, (bool, np.bool_)):
-        raise ArgumentError(f"{caller}: `strict` must be TRUE or FALSE")
+    st: Any = state if isinstance(state, Mapping) else {}
+    sp, sb = st.get("parameters"), st.get("buffers")
+    ok = (isinstance(sp, Mapping), isinstance(strict, (bool, np.bool_)), isinstance(sb, Mapping))
+    check(lib.pg_state_dict_check_args(caller.encode(), ok[0], ok[1], ok[2] or sb is None))
     params = _state_params(model, caller)
     bufs = _state_buffers(model)
-    sp, sb = state["parameters"], state.get("buffers")
-    if sb is None:
-        sb = {}
-    if not isinstance(sb, Mapping):
-        raise ArgumentError(f"{caller}: `state` is not a state dict ($buffers is not a list)")
 
     # the rules (names, then each used value's shape and finiteness, then the dtype's range) and
     # the write into the same tensors, all or nothing, are the C core's (native/state_dict.c),
     # shared with R
     keep: list = []
     model_c, state_c = ffi.new("pg_state_dict_side[2]"), ffi.new("pg_state_dict_side[2]")
-    for k, (have, saved) in enumerate([(params, sp), (bufs, sb)]):
+    for k, (have, saved) in enumerate([(params, sp), (bufs, sb or {})]):
         _side(keep, model_c[k], [n for n, _ in have])
         handles = ffi.new("pg_tensor *[]", [t._handle() for _, t in have] or 1)
         keep.append(handles)

@@ -16,7 +16,6 @@ from .._core import NULL, ffi, lib
 
 __all__ = ["OptimizerHyperWarning"]
 
-FORMAT = ffi.string(lib.pg_optim_state_format()).decode()
 _GGMLR, _LEGACY = lib.PG_OPTIM_STATE_FORM_GGMLR, lib.PG_OPTIM_STATE_FORM_LEGACY
 
 
@@ -38,44 +37,27 @@ def _names(table: int, kind: int) -> Tuple[str, ...]:
     return tuple(out)
 
 
-def _type(opt) -> str:
-    return ffi.string(lib.pg_optim_kind_name(opt._kind)).decode()
-
-
-def _count(rc: int) -> int:
-    """A count from the core, raising its error when negative."""
-    if rc < 0:
-        _core.raise_last(-rc)
-    return rc
-
-
 def state(opt: Any) -> Dict[str, Any]:
     """Optimizer.state(): ggmlR 0.8.6's state list of optimizer opt (copies). Warns (UserWarning)
     when taken mid-accumulation. Returns a dict (format, version, type, t, accum_count, names,
-    slots, hyper)."""
-    t = _type(opt)
-    buf = ffi.new("char[]", 512)
-    if _count(lib.pg_optim_state_note(opt._o, buf, 512)):
-        warnings.warn(ffi.string(buf).decode(), UserWarning, stacklevel=3)
-    slots = {
-        nm: list(opt._slot(s).values())
-        for s, nm in enumerate(_names(lib.PG_OPTIM_NAMES_SLOTS, opt._kind))
-    }
-    names, values = ffi.new("const char *[]", 8), ffi.new("double[]", 8)
-    n = _count(lib.pg_optim_state_hyper(opt._o, names, values, 8))
-    hyper: Dict[str, Any] = {}
-    for k in range(n):
-        nm = ffi.string(names[k]).decode()
-        hyper[nm] = bool(values[k]) if lib.pg_optim_is_flag(names[k]) else values[k]
+    slots, hyper); all but the names and the slot values are the core's (pg_optim_state_of)."""
+    s = ffi.new("pg_optim_state_out *")
+    _core.check(lib.pg_optim_state_of(opt._o, s))
+    if s.has_note:
+        warnings.warn(ffi.string(s.note).decode(), UserWarning, stacklevel=3)
+    text = lambda p: ffi.string(p).decode()  # noqa: E731
     return {
-        "format": FORMAT,
-        "version": 1,
-        "type": t,
-        "t": opt.t if t == "adam" else 0,
-        "accum_count": opt.accum_count,
+        "format": text(s.format),
+        "version": s.version,
+        "type": text(s.type),
+        "t": s.t,
+        "accum_count": s.accum_count,
         "names": list(opt.params) if opt._named else None,
-        "slots": slots,
-        "hyper": hyper,
+        "slots": {text(s.slot[j]): list(opt._slot(j).values()) for j in range(s.n_slots)},
+        "hyper": {
+            text(s.hyper_name[k]): bool(v) if s.hyper_is_flag[k] else v
+            for k, v in enumerate(s.hyper_value[0 : s.n_hyper])
+        },
     }
 
 
@@ -148,13 +130,13 @@ class _Host:
         self.c.hyper_names, self.c.hyper, self.c.n_hyper = self.strings(keys), vals, len(keys)
         self.sh, self.keys = sh, keys
 
-    def load(self, opt: Any, check_only: bool) -> None:
-        _core.check(lib.pg_optim_state_load(opt._o, self.c, int(check_only)))
-
-    def warn_hyper(self, opt: Any, stacklevel: int) -> None:
+    def load(self, opt: Any, stacklevel: int) -> bool:
+        """Checked and compared (pg_optim_state_check), warned, then written: all or nothing."""
         d = ffi.new("pg_optim_hyper_diff *")
-        _core.check(lib.pg_optim_hyper_diff_of(opt._o, self.c, d))
+        _core.check(lib.pg_optim_state_check(opt._o, self.c, d))
         warn_hyper(opt, d, lambda j: self.sh[self.keys[j]], stacklevel)
+        _core.check(lib.pg_optim_state_load(opt._o, self.c, 0))
+        return True
 
 
 def warn_hyper(opt: Any, d: Any, state_value: Callable[[int], Any], stacklevel: int) -> None:
@@ -200,14 +182,21 @@ def load_state(opt: Any, st: Any) -> bool:
     (OptimizerHyperWarning), then moments and counters written at once. Returns True."""
     is_map = isinstance(st, Mapping)
     get = st.get if is_map else (lambda k, d=None: d)
+    # a state() of pyggmlr before ggmlR 0.8.6's layout (kind, params): the model files' layout
     legacy = is_map and "type" not in st and "kind" in st and isinstance(st.get("params"), list)
     h = _Host(_LEGACY if legacy else _GGMLR)
     h.c.is_map = int(is_map)
     h.value(h.c.format, get("format"))
-    if legacy:  # a state() of pyggmlr before ggmlR 0.8.6's layout: the model files' layout
-        return _load_file_form(opt, h, st, stacklevel=5)
+    h.value(h.c.type, get("kind" if legacy else "type"), show=True)
+    h.value(h.c.t, get("t"))
+    h.value(h.c.accum_count, get("accum_count"))
+    h.hyper(get("hyper"))
+    if legacy:  # parameter-major over the file slots
+        fs = _names(lib.PG_OPTIM_NAMES_FILE_SLOTS, opt._kind)
+        h.c.slot_len[0] = len(st["params"])
+        h.matrices([e.get(n) if isinstance(e, Mapping) else None for e in st["params"] for n in fs])
+        return h.load(opt, stacklevel=4)
     h.value(h.c.version, get("version"))
-    h.value(h.c.type, get("type"), show=True)
     slots = get("slots")
     slots = slots if isinstance(slots, Mapping) else {}
     lists = [_slot_list(slots.get(nm)) for nm in _names(lib.PG_OPTIM_NAMES_SLOTS, opt._kind)]
@@ -223,34 +212,5 @@ def load_state(opt: Any, st: Any) -> bool:
         h.c.names_given, h.c.names, h.c.n_names = 1, h.strings(names), len(names)
     if opt._named:
         h.c.opt_names, h.c.n_opt_names = h.strings(list(opt.params)), len(opt.params)
-    n = len(opt.params)
-    h.matrices([v for lst in lists for v in lst] if all(len(x) == n for x in lists) else [])
-    h.value(h.c.t, get("t"))
-    h.value(h.c.accum_count, get("accum_count"))
-    h.hyper(get("hyper"))
-    h.load(opt, check_only=True)
-    h.warn_hyper(opt, stacklevel=4)
-    h.load(opt, check_only=False)
-    return True
-
-
-def _load_file_form(opt: Any, h: _Host, st: Mapping, stacklevel: int) -> bool:
-    """pyggmlr's earlier state() (the model files' layout): checked, warned, written."""
-    per = st.get("params")
-    per = per if isinstance(per, list) else []
-    h.value(h.c.type, st.get("kind"), show=True)
-    h.c.slot_len[0] = len(per)
-    names = _names(lib.PG_OPTIM_NAMES_FILE_SLOTS, opt._kind)
-    n = len(opt.params)
-    h.matrices(
-        [e.get(nm) if isinstance(e, Mapping) else None for e in per for nm in names]
-        if len(per) == n
-        else []
-    )
-    h.value(h.c.t, st.get("t"))
-    h.value(h.c.accum_count, st.get("accum_count"))
-    h.hyper(st.get("hyper"))
-    h.load(opt, check_only=True)
-    h.warn_hyper(opt, stacklevel=stacklevel)
-    h.load(opt, check_only=False)
-    return True
+    h.matrices([v for lst in lists for v in lst])  # the core checks the counts first
+    return h.load(opt, stacklevel=4)

@@ -3,13 +3,12 @@
 # (native/optim_state.c, shared with Python); this walks the list and raises or warns in R.
 
 .opt_state <- function(e) {
-  parts <- .Call(R_pg_optim_state_parts, e$.h)
-  if (!is.null(parts$note)) warning(parts$note, call. = FALSE)
-  slots <- lapply(seq_along(parts$slots), function(s) e$.slot(s - 1L))
-  names(slots) <- parts$slots
-  list(format = parts$format, version = 1L, type = e$kind,
-       t = if (e$kind == "adam") e$t else 0L,
-       accum_count = e$accum_count, names = names(e$params), slots = slots, hyper = parts$hyper)
+  p <- .Call(R_pg_optim_state_parts, e$.h)  # all but the names and the slot values
+  if (!is.null(p$note)) warning(p$note, call. = FALSE)
+  slots <- lapply(seq_along(p$slots), function(s) e$.slot(s - 1L))
+  names(slots) <- p$slots
+  c(p[c("format", "version", "type", "t", "accum_count")],
+    list(names = names(e$params), slots = slots, hyper = p$hyper))
 }
 
 # a value as the core's checks see it: list(value, R's display when it is no plain scalar, or
@@ -22,22 +21,22 @@
 }
 
 # the state list as the core's description (pg_optim_state_in); slots: the values in the order
-# of the form (GGMLR slot-major, LEGACY / FILE parameter-major)
+# of the form (GGMLR slot-major, LEGACY / FILE parameter-major); sh: its hyper-parameters, kept
+# for the warning's "changed" values
 .st_desc <- function(e, state, form, slots, slot_len) {
-  sh <- .st_hyper(state)
+  st <- if (is.list(state)) state else list()
+  sh <- if (is.list(st[["hyper"]]) && !is.null(names(st[["hyper"]]))) st[["hyper"]] else list()
   list(form = .pg$code$state_form[[form]], is_map = is.list(state),
-       format = .st_val(if (is.list(state)) state[["format"]]),
-       version = .st_val(if (is.list(state)) state[["version"]]),
-       type = .st_val(if (is.list(state)) state[[if (form == "GGMLR") "type" else "kind"]], TRUE),
-       t = .st_val(if (is.list(state)) state[["t"]]),
-       accum_count = .st_val(if (is.list(state)) state[["accum_count"]]),
+       format = .st_val(st[["format"]]), version = .st_val(st[["version"]]),
+       type = .st_val(st[[if (form == "GGMLR") "type" else "kind"]], TRUE),
+       t = .st_val(st[["t"]]), accum_count = .st_val(st[["accum_count"]]),
        slot_len = as.integer(slot_len),
-       names = if (is.list(state) && !is.null(state[["names"]])) as.character(state[["names"]]),
+       names = if (!is.null(st[["names"]])) as.character(st[["names"]]),
        opt_names = names(e$params), slots = slots,
-       hyper_names = names(sh), hyper = lapply(sh, .st_val))
+       hyper_names = names(sh), hyper = lapply(sh, .st_val), sh = sh)
 }
 
-# the core's hyper-parameter comparison d (a list from R_pg_optim_hyper_diff, or from
+# the core's hyper-parameter comparison d (a list from R_pg_optim_state_check, or from
 # R_pg_mf_load_check with the file's values in d$state), warned with ggmlR's condition class;
 # sh: the state list's hyper-parameters that d$entry indexes
 .opt_hyper_warn <- function(e, d, sh = NULL) {
@@ -53,40 +52,27 @@
 }
 
 # checked (ggmlR's 8 checks, in order), warned, then written: nothing is written unless all pass
-.st_load <- function(e, desc, sh) {
-  .Call(R_pg_optim_state_load, e$.h, desc, TRUE)
-  .opt_hyper_warn(e, .Call(R_pg_optim_hyper_diff, e$.h, desc), sh)
+.st_load <- function(e, desc) {
+  .opt_hyper_warn(e, .Call(R_pg_optim_state_check, e$.h, desc), desc$sh)
   .Call(R_pg_optim_state_load, e$.h, desc, FALSE)
-  invisible(e)
-}
-
-.st_hyper <- function(state) {
-  sh <- if (is.list(state)) state[["hyper"]] else NULL
-  if (is.list(sh) && !is.null(names(sh))) sh else list()
+  invisible(TRUE)
 }
 
 .opt_load_state <- function(e, state) {
+  # a state() of pyggmlr before ggmlR 0.8.6's layout: the model files' layout
   if (is.list(state) && is.null(state[["type"]]) && !is.null(state[["kind"]]) &&
-      is.list(state[["params"]])) {
-    # a state() of pyggmlr before ggmlR 0.8.6's layout: the model files' layout
-    .st_load(e, .st_file_desc(e, state, "LEGACY"), .st_hyper(state))
-    return(invisible(TRUE))
-  }
+      is.list(state[["params"]]))
+    return(.st_load(e, .st_file_desc(e, state, "LEGACY")))
   sl <- if (is.list(state)) state[["slots"]] else NULL
   lists <- lapply(.Call(R_pg_optim_state_parts, e$.h)$slots,
-                  function(s) if (is.list(sl)) sl[[s]] else NULL)
-  n <- length(e$params)
-  lens <- vapply(lists, length, 1L)
-  vals <- if (all(lens == n))
-    do.call(c, lapply(lists, function(l) lapply(seq_len(n), function(i) l[[i]])))
-  .st_load(e, .st_desc(e, state, "GGMLR", vals, lens), .st_hyper(state))
-  invisible(TRUE)
+                  function(s) if (is.list(sl)) as.list(sl[[s]]))
+  # every value, slot-major: the core checks the counts first
+  .st_load(e, .st_desc(e, state, "GGMLR", do.call(c, lists), lengths(lists)))
 }
 
 .st_file_desc <- function(e, state, form) {
   per <- state$params
   slots <- .Call(R_pg_optim_state_parts, e$.h)$file_slots
-  vals <- if (length(per) == length(e$params))
-    do.call(c, lapply(per, function(p) lapply(slots, function(s) if (is.list(p)) p[[s]])))
+  vals <- do.call(c, lapply(per, function(p) lapply(slots, function(s) if (is.list(p)) p[[s]])))
   .st_desc(e, state, form, vals, length(per))
 }

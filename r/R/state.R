@@ -1,8 +1,8 @@
 # ggmlR 0.8.6's model-state API (0.8.6 spec s9): in-memory state dicts, ggmlR's ag_save_model /
 # ag_load_model arguments over this package's safetensors files (io.R), the import of a ggmlR
-# RDS container, and the internals ggmlR's examples reach with `:::`.
+# RDS container, and the internals ggmlR's examples reach with `:::`. The state dict's and the
+# container's rules and writes are the C core's (native/state_dict.c, shared with Python).
 
-.SD_FORMAT <- "ggmlR.ag_state_dict"
 .RDS_FORMAT <- "ggmlR.ag_state"
 
 # `[[` rather than `$`: a list's `$` matches partially (a field "params_x" would answer $params)
@@ -49,49 +49,32 @@
   if (depth > 64L || !is.list(layers) || !length(layers) ||
       !all(vapply(layers, .is_layer_like, logical(1))))
     return(list())
-  out <- list()
-  for (i in seq_along(layers)) out <- c(out,
-                                        .state_buffers(layers[[i]], paste0(prefix, "layer", i, "_"),
-                                                       depth + 1L))
-  out
+  do.call(c, lapply(seq_along(layers), function(i)
+    .state_buffers(layers[[i]], paste0(prefix, "layer", i, "_"), depth + 1L)))
 }
 
 ag_state_dict <- function(model) {
   params <- .state_params(model, "ag_state_dict()")
   bufs <- .state_buffers(model)
-  list(format = .SD_FORMAT, version = 1L,
+  list(format = .Call(R_pg_state_dict_format), version = 1L,
        parameters = lapply(params, function(p) p$data),
        param_dtypes = vapply(params, function(p) { d <- p$dtype; if (is.null(d)) "f32" else d },
                              character(1L)),
        buffers = lapply(bufs, function(b) b$data))
 }
 
-.dim_str <- function(v) if (is.null(dim(v))) as.character(length(v)) else paste(dim(v),
-    collapse = "x")
-
-# a finite double beyond the f32 range would become Inf in an f32 tensor: refused before any write
-.fits_all <- function(caller, tensors, values, nms) {
-  for (i in seq_along(values)) {
-    bad <- .check_fits(tensors[[i]], values[[i]], sprintf("%s: '%s'", caller, nms[[i]]))
-    if (!is.null(bad)) .pg_stop("value", bad)  # as Python's check_fits
-  }
-}
-
 ag_load_state_dict <- function(model, state, strict = TRUE) {
   caller <- "ag_load_state_dict()"
-  if (!is.list(state) || !is.list(state[["parameters"]]))
-    .arg_stop(caller, ": `state` is not a state dict (no $parameters)")
-  if (!is.logical(strict) || length(strict) != 1L || is.na(strict))
-    .arg_stop(caller, ": `strict` must be TRUE or FALSE")
+  sp <- if (is.list(state)) state[["parameters"]]
+  sb <- if (is.list(state)) state[["buffers"]]
+  .Call(R_pg_state_dict_check_args, caller, is.list(sp),
+        is.logical(strict) && length(strict) == 1L && !is.na(strict), is.null(sb) || is.list(sb))
   params <- .state_params(model, caller)
-  bufs <- .state_buffers(model)
-  sb <- state[["buffers"]]
-  if (is.null(sb)) sb <- list()
-  if (!is.list(sb)) .arg_stop(caller, ": `state` is not a state dict ($buffers is not a list)")
   # the rules (names, then each used value's shape and finiteness, then the dtype's range) and the
   # write into the same tensors, all or nothing, are the C core's (native/state_dict.c), shared
   # with Python; its refusals come back classed (shape, value)
-  .Call(R_pg_state_dict_load, list(params, bufs), list(state[["parameters"]], sb), strict, caller)
+  .Call(R_pg_state_dict_load, list(params, .state_buffers(model)),
+        list(sp, if (is.null(sb)) list() else sb), strict, caller)
   invisible(model)
 }
 
@@ -218,32 +201,14 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
                 paste(class(model), collapse = "/"))
   }
   params <- .model_params(model, "ag_load_model()")
-  miss <- setdiff(names(params), names(saved))
-  extra <- setdiff(names(saved), names(params))
-  if (length(miss) || length(extra))
-    .arg_stop("ag_load_model(): parameter mismatch between saved state and rebuilt model.\n  ",
-              "missing in file: ", paste(miss, collapse = ", "), "\n  not in model: ",
-              paste(extra, collapse = ", "),
-              "\nThe `model_fn` architecture must match the saved one.", kind = "value")
-  value <- function(kind, nm, d, v) {
-    if (!is.numeric(v) || !identical(as.integer(dim(v)), as.integer(d)))
-      .arg_fail("value", "ag_load_model(): shape mismatch for %s '%s': model %s vs file %s.", kind,
-                nm, paste(d, collapse = "x"), .dim_str(v))
-    if (!all(is.finite(v)))
-      .arg_fail("value", "ag_load_model(): %s '%s' in the file contains NA, NaN or Inf", kind, nm)
-    storage.mode(v) <- "double"
-    v
-  }
-  pv <- lapply(names(params), function(nm) value("parameter", nm, dim(params[[nm]]), saved[[nm]]))
-  .check_built_dtype(params, dtype)
-  bufs <- .state_buffers(model)
   sb <- box[["buffers"]]
-  # missing keys: skipped (ggmlR)
-  bn <- if (is.list(sb)) intersect(names(bufs), names(sb)) else character(0)
-  bv <- lapply(bn, function(nm) value("buffer", nm, dim(bufs[[nm]]), sb[[nm]]))
-  .fits_all("ag_load_model()", c(params, bufs[bn]), c(pv, bv), c(names(params), bn))
-  for (i in seq_along(params)) params[[i]]$data <- pv[[i]]
-  for (i in seq_along(bn)) bufs[[bn[i]]]$data <- bv[[i]]
+  sides <- list(list(params, .state_buffers(model)), list(saved, if (is.list(sb)) sb else list()))
+  # the rules (names, then each value's shape and finiteness, then the dtype's range) and the
+  # write, all or nothing, are the core's (native/state_dict.c), with ggmlR's texts; the
+  # builder's dtype is checked between the two
+  .Call(R_pg_state_dict_load_file, sides[[1L]], sides[[2L]], "ag_load_model()", TRUE)
+  .check_built_dtype(params, dtype)
+  .Call(R_pg_state_dict_load_file, sides[[1L]], sides[[2L]], "ag_load_model()", FALSE)
   ag_eval(model)
   model
 }

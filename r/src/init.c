@@ -189,11 +189,14 @@ extern SEXP R_pg_scoped(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_optim_step_sum(SEXP, SEXP);
 extern SEXP R_pg_gradmap_build(SEXP, SEXP);
 extern SEXP R_pg_optim_state_load(SEXP, SEXP, SEXP);
-extern SEXP R_pg_optim_hyper_diff(SEXP, SEXP);
+extern SEXP R_pg_optim_state_check(SEXP, SEXP);
 extern SEXP R_pg_optim_state_parts(SEXP);
 extern SEXP R_pg_optim_tables(void);
 extern SEXP R_pg_values_fit(SEXP, SEXP, SEXP);
+extern SEXP R_pg_state_dict_check_args(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_state_dict_format(void);
 extern SEXP R_pg_state_dict_load(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_state_dict_load_file(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_st_read(SEXP);
 extern SEXP R_pg_st_write(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_json_check(SEXP, SEXP, SEXP);
@@ -430,11 +433,14 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_optim_step_sum", (DL_FUNC)&R_pg_optim_step_sum, 2},
     {"R_pg_gradmap_build", (DL_FUNC)&R_pg_gradmap_build, 2},
     {"R_pg_optim_state_load", (DL_FUNC)&R_pg_optim_state_load, 3},
-    {"R_pg_optim_hyper_diff", (DL_FUNC)&R_pg_optim_hyper_diff, 2},
+    {"R_pg_optim_state_check", (DL_FUNC)&R_pg_optim_state_check, 2},
     {"R_pg_optim_state_parts", (DL_FUNC)&R_pg_optim_state_parts, 1},
     {"R_pg_optim_tables", (DL_FUNC)&R_pg_optim_tables, 0},
     {"R_pg_values_fit", (DL_FUNC)&R_pg_values_fit, 3},
+    {"R_pg_state_dict_check_args", (DL_FUNC)&R_pg_state_dict_check_args, 4},
+    {"R_pg_state_dict_format", (DL_FUNC)&R_pg_state_dict_format, 0},
     {"R_pg_state_dict_load", (DL_FUNC)&R_pg_state_dict_load, 4},
+    {"R_pg_state_dict_load_file", (DL_FUNC)&R_pg_state_dict_load_file, 4},
     {"R_pg_st_read", (DL_FUNC)&R_pg_st_read, 1},
     {"R_pg_st_write", (DL_FUNC)&R_pg_st_write, 6},
     {"R_pg_json_check", (DL_FUNC)&R_pg_json_check, 3},

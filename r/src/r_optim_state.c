@@ -112,14 +112,15 @@ SEXP R_pg_optim_state_load(SEXP h, SEXP desc, SEXP check_only)
     return R_NilValue;
 }
 
-/* pg_optim_hyper_diff_of: NULL when nothing differs, else list(message, name, entry (1-based,
- * 0: the default), default, is_flag) */
-SEXP R_pg_optim_hyper_diff(SEXP h, SEXP desc)
+/* pg_optim_state_check: the checks (their refusal raised classed), then the comparison: NULL
+ * when nothing differs, else list(message, name, entry (1-based, 0: the default), default,
+ * is_flag) */
+SEXP R_pg_optim_state_check(SEXP h, SEXP desc)
 {
     pg_optim *o = r_get(h, R_OPTIM);
     pg_optim_state_in in = describe(desc);
     pg_optim_hyper_diff d;
-    r_check(pg_optim_hyper_diff_of(o, &in, &d));
+    r_check(pg_optim_state_check(o, &in, &d));
     return r_hyper_diff(&d, R_NilValue);
 }
 
@@ -158,32 +159,35 @@ static SEXP name_vec(int table, int kind)
     return v;
 }
 
-/* state()'s parts from the core: list(note = the mid-accumulation warning or NULL, hyper = the
- * hyper-parameters it stores, flags as logicals, slots = its slot names, file_slots, format) */
+/* state() from the core (pg_optim_state_of): list(note = the mid-accumulation warning or NULL,
+ * format, version, type, t, accum_count, slots = its slot names, hyper = the hyper-parameters it
+ * stores, flags as logicals, file_slots = the model files' slot names) */
 SEXP R_pg_optim_state_parts(SEXP h)
 {
     pg_optim *o = r_get(h, R_OPTIM);
-    char note[512];
-    int rc = pg_optim_state_note(o, note, sizeof note);
-    if (rc < 0) r_fail();
-    const char *nm[8];
-    double val[8];
-    int n = pg_optim_state_hyper(o, nm, val, 8);
-    if (n < 0) r_fail();
-    static const char *const fields[] = {"note", "hyper", "slots", "file_slots", "format"};
-    SEXP out = PROTECT(r_named_list(fields, 5));
-    SET_VECTOR_ELT(out, 0, rc ? Rf_ScalarString(Rf_mkCharCE(note, CE_UTF8)) : R_NilValue);
-    SEXP hy = PROTECT(Rf_allocVector(VECSXP, n)), hn = PROTECT(Rf_allocVector(STRSXP, n));
-    for (int k = 0; k < n; k++) {
-        SET_VECTOR_ELT(
-            hy, k, pg_optim_is_flag(nm[k]) ? Rf_ScalarLogical(val[k] != 0) : Rf_ScalarReal(val[k]));
-        SET_STRING_ELT(hn, k, Rf_mkChar(nm[k]));
+    pg_optim_state_out s;
+    r_check(pg_optim_state_of(o, &s));
+    static const char *const fields[] = {"note",        "format", "version", "type",      "t",
+                                         "accum_count", "slots",  "hyper",   "file_slots"};
+    SEXP out = PROTECT(r_named_list(fields, 9));
+    SET_VECTOR_ELT(out, 0, s.has_note ? Rf_ScalarString(Rf_mkCharCE(s.note, CE_UTF8)) : R_NilValue);
+    SET_VECTOR_ELT(out, 1, Rf_mkString(s.format));
+    SET_VECTOR_ELT(out, 2, Rf_ScalarInteger(s.version));
+    SET_VECTOR_ELT(out, 3, Rf_mkString(s.type));
+    SET_VECTOR_ELT(out, 4, Rf_ScalarInteger((int)s.t));
+    SET_VECTOR_ELT(out, 5, Rf_ScalarInteger((int)s.accum_count));
+    SET_VECTOR_ELT(out, 6, name_vec(PG_OPTIM_NAMES_SLOTS, pg_optim_kind(o)));
+    SEXP hy = PROTECT(Rf_allocVector(VECSXP, s.n_hyper)),
+         hn = PROTECT(Rf_allocVector(STRSXP, s.n_hyper));
+    for (int k = 0; k < s.n_hyper; k++) {
+        SET_VECTOR_ELT(hy, k,
+                       s.hyper_is_flag[k] ? Rf_ScalarLogical(s.hyper_value[k] != 0)
+                                          : Rf_ScalarReal(s.hyper_value[k]));
+        SET_STRING_ELT(hn, k, Rf_mkChar(s.hyper_name[k]));
     }
     Rf_setAttrib(hy, R_NamesSymbol, hn);
-    SET_VECTOR_ELT(out, 1, hy);
-    SET_VECTOR_ELT(out, 2, name_vec(PG_OPTIM_NAMES_SLOTS, pg_optim_kind(o)));
-    SET_VECTOR_ELT(out, 3, name_vec(PG_OPTIM_NAMES_FILE_SLOTS, pg_optim_kind(o)));
-    SET_VECTOR_ELT(out, 4, Rf_mkString(pg_optim_state_format()));
+    SET_VECTOR_ELT(out, 7, hy);
+    SET_VECTOR_ELT(out, 8, name_vec(PG_OPTIM_NAMES_FILE_SLOTS, pg_optim_kind(o)));
     UNPROTECT(3);
     return out;
 }

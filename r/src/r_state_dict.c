@@ -37,7 +37,7 @@ static void host_matrix(SEXP x, pg_host_matrix *m)
         !Rf_inherits(x, "Date") && !Rf_inherits(x, "POSIXt") && !Rf_inherits(x, "difftime");
     SEXP d = Rf_getAttrib(x, R_DimSymbol);
     if (Rf_isNull(d) || TYPEOF(d) != INTSXP) {
-        m->ndim = 1, dims[0] = (int64_t)Rf_xlength(x); /* R's .dim_str: the length */
+        m->ndim = 1, dims[0] = (int64_t)Rf_xlength(x); /* shown as its length */
         return;
     }
     m->ndim = (int)XLENGTH(d);
@@ -50,13 +50,13 @@ static void host_matrix(SEXP x, pg_host_matrix *m)
 }
 
 /* model: list(parameters, buffers), each a named list of ag_tensors; state: list(parameters,
- * buffers), each a named list of values. NULL, or the core's refusal raised classed. */
-SEXP R_pg_state_dict_load(SEXP model, SEXP state, SEXP strict, SEXP caller)
+ * buffers), each a named list of values; as the core's two sides */
+static void describe(SEXP model, SEXP state, SEXP caller, pg_state_dict_side *ms,
+                     pg_state_dict_side *ss)
 {
     if (TYPEOF(model) != VECSXP || XLENGTH(model) != 2 || TYPEOF(state) != VECSXP ||
         XLENGTH(state) != 2 || !Rf_isString(caller) || XLENGTH(caller) != 1)
         r_stopf(PG_STATUS_ERR_ARG, "internal: bad state dict description");
-    pg_state_dict_side ms[2], ss[2];
     for (int k = 0; k < 2; k++) {
         SEXP mk = VECTOR_ELT(model, k), sk = VECTOR_ELT(state, k);
         if (TYPEOF(mk) != VECSXP || TYPEOF(sk) != VECSXP)
@@ -70,6 +70,35 @@ SEXP R_pg_state_dict_load(SEXP model, SEXP state, SEXP strict, SEXP caller)
         for (int64_t j = 0; j < ss[k].n; j++) host_matrix(VECTOR_ELT(sk, j), &v[j]);
         ss[k].values = v;
     }
+}
+
+/* pg_state_dict_load: NULL, or the core's refusal raised classed */
+SEXP R_pg_state_dict_load(SEXP model, SEXP state, SEXP strict, SEXP caller)
+{
+    pg_state_dict_side ms[2], ss[2];
+    describe(model, state, caller, ms, ss);
     r_check(pg_state_dict_load(CHAR(STRING_ELT(caller, 0)), ms, ss, Rf_asLogical(strict) == TRUE));
     return R_NilValue;
 }
+
+/* pg_state_dict_load_file (ag_load_model()'s ggmlR container): NULL, or the refusal raised */
+SEXP R_pg_state_dict_load_file(SEXP model, SEXP state, SEXP caller, SEXP check_only)
+{
+    pg_state_dict_side ms[2], ss[2];
+    describe(model, state, caller, ms, ss);
+    r_check(pg_state_dict_load_file(CHAR(STRING_ELT(caller, 0)), ms, ss,
+                                    Rf_asLogical(check_only) == TRUE));
+    return R_NilValue;
+}
+
+/* pg_state_dict_check_args: NULL, or its refusal raised classed */
+SEXP R_pg_state_dict_check_args(SEXP caller, SEXP state_ok, SEXP strict_ok, SEXP buffers_ok)
+{
+    r_check(pg_state_dict_check_args(
+        Rf_isString(caller) && XLENGTH(caller) == 1 ? CHAR(STRING_ELT(caller, 0)) : NULL,
+        Rf_asLogical(state_ok) == TRUE, Rf_asLogical(strict_ok) == TRUE,
+        Rf_asLogical(buffers_ok) == TRUE));
+    return R_NilValue;
+}
+
+SEXP R_pg_state_dict_format(void) { return Rf_mkString(pg_state_dict_format()); }

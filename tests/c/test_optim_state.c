@@ -343,30 +343,58 @@ static void test_hyper(pg_optim *o, pg_optim *sgd)
 
 static void test_state_side(pg_optim *o, pg_optim *sgd)
 {
-    const char *nm[8];
-    double v[8];
-    char buf[512];
-    CHECK_ERR(pg_optim_state_hyper(NULL, nm, v, 8) < 0, PG_STATUS_ERR_ARG, "NULL argument");
-    CHECK_ERR(pg_optim_state_hyper(o, NULL, v, 8) < 0, PG_STATUS_ERR_ARG, "NULL argument");
-    CHECK_ERR(pg_optim_state_hyper(o, nm, v, -1) < 0, PG_STATUS_ERR_ARG, "NULL argument");
-    CHECK_ERR(pg_optim_state_hyper(o, nm, v, 3) < 0, PG_STATUS_ERR_ARG, "room for 3");
-    CHECK(pg_optim_state_hyper(o, nm, v, 8) == 4 && !strcmp(nm[3], "eps") && v[3] == 1e-8);
+    pg_optim_state_out s;
+    CHECK_ERR(pg_optim_state_of(NULL, &s) != 0, PG_STATUS_ERR_ARG, "NULL argument");
+    CHECK_ERR(pg_optim_state_of(o, NULL) != 0, PG_STATUS_ERR_ARG, "NULL argument");
+    pg_optim_set(o, "t", 5);
+    CHECK(pg_optim_state_of(o, &s) == 0 && s.n_hyper == 4 && !strcmp(s.hyper_name[3], "eps"));
+    CHECK(s.hyper_value[3] == 1e-8 && !s.hyper_is_flag[3] && s.t == 5 && s.version == 1);
+    CHECK(!strcmp(s.format, "ggmlR.ag_opt_state") && !strcmp(s.type, "adam"));
+    CHECK(s.n_slots == 2 && !strcmp(s.slot[1], "v") && !s.has_note && s.note[0] == 0);
+    pg_optim_set(o, "t", 0);
+    pg_optim_set(sgd, "t", 3); /* ggmlR stores t = 0 for SGD */
     pg_optim_set(sgd, "weight_decay", 0.25);
-    CHECK(pg_optim_state_hyper(sgd, nm, v, 8) == 3 && !strcmp(nm[2], "weight_decay"));
-    CHECK(v[2] == 0.25);
+    CHECK(pg_optim_state_of(sgd, &s) == 0 && s.n_hyper == 3 && s.t == 0);
+    CHECK(!strcmp(s.hyper_name[2], "weight_decay") && s.hyper_value[2] == 0.25);
+    CHECK(s.n_slots == 1 && !strcmp(s.slot[0], "velocity") && !strcmp(s.type, "sgd"));
     pg_optim_set(sgd, "nesterov", 1);
-    CHECK(pg_optim_state_hyper(sgd, nm, v, 8) == 4 && !strcmp(nm[2], "nesterov") && v[2] == 1);
-    CHECK_ERR(pg_optim_state_note(NULL, buf, 512) < 0, PG_STATUS_ERR_ARG, "NULL argument");
-    CHECK_ERR(pg_optim_state_note(o, NULL, 512) < 0, PG_STATUS_ERR_ARG, "NULL argument");
-    CHECK_ERR(pg_optim_state_note(o, buf, 0) < 0, PG_STATUS_ERR_ARG, "NULL argument");
-    CHECK(pg_optim_state_note(sgd, buf, 512) == 0 && buf[0] == 0);
+    CHECK(pg_optim_state_of(sgd, &s) == 0 && s.n_hyper == 4 &&
+          !strcmp(s.hyper_name[2], "nesterov"));
+    CHECK(s.hyper_value[2] == 1 && s.hyper_is_flag[2]);
     pg_optim_set(sgd, "accumulate_steps", 4);
     pg_optim_set(sgd, "accum_count", 1);
-    CHECK(pg_optim_state_note(sgd, buf, 512) == 1);
-    CHECK(!strcmp(buf,
+    CHECK(pg_optim_state_of(sgd, &s) == 0 && s.has_note && s.accum_count == 1);
+    CHECK(!strcmp(s.note,
                   "optimizer state(): taken mid-accumulation (1 of 4 backward passes); the "
                   "accumulated gradients live in the parameters' $grad and are not part of "
                   "the state"));
+    pg_optim_set(sgd, "t", 0);
+}
+
+/* pg_optim_state_check: the checks, then the comparison; a refusal leaves diff as it was and
+ * writes nothing */
+static void test_state_check(pg_optim *o)
+{
+    st_fixture f;
+    ggmlr_state(&f);
+    pg_optim_hyper_diff d;
+    pg_host_value lr = num(0.5);
+    const char *hn[1] = {"lr"};
+    f.in.hyper_names = hn, f.in.hyper = &lr, f.in.n_hyper = 1;
+    CHECK_ERR(pg_optim_state_check(o, &f.in, NULL) != 0, PG_STATUS_ERR_ARG, "NULL argument");
+    CHECK_ERR(pg_optim_state_check(NULL, &f.in, &d) != 0, PG_STATUS_ERR_ARG, "NULL optimizer");
+    CHECK(pg_optim_state_check(o, &f.in, &d) == 0 && d.n == 1 && !strcmp(d.name[0], "lr"));
+    CHECK(strstr(d.message, "lr = 0.001 (state 0.5)") != NULL);
+    CHECK(pg_optim_get(o, "t") == 0); /* checked, not written */
+    d.n = 42;
+    f.in.version = integer(2);
+    CHECK_ERR(pg_optim_state_check(o, &f.in, &d) != 0, PG_STATUS_ERR_VALUE,
+              V("unsupported state version 2 (this ggmlR reads version 1)"));
+    CHECK(d.n == 42 && pg_optim_get(o, "t") == 0);
+    f.in.version = integer(1);
+    f.in.hyper = NULL; /* the comparison's refusal */
+    CHECK_ERR(pg_optim_state_check(o, &f.in, &d) != 0, PG_STATUS_ERR_ARG, "without values");
+    CHECK(d.n == 42 && pg_optim_get(o, "t") == 0);
 }
 
 /* ag_fit's opt_params (pg_fit_opt_params): aliases, the kind's names, values, all or nothing */
@@ -413,6 +441,7 @@ void test_optim_state(void)
         test_legacy_and_file(o);
         test_hyper(o, sgd);
         test_state_side(o, sgd);
+        test_state_check(o);
         test_opt_params(o);
         pg_optim_free(o);
         pg_optim_free(sgd);

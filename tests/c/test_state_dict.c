@@ -205,8 +205,64 @@ static void test_bad_calls(void)
     teardown(&f);
 }
 
+/* the arguments' checks, in order, with the front ends' texts */
+static void test_args(void)
+{
+    CHECK(!strcmp(pg_state_dict_format(), "ggmlR.ag_state_dict"));
+    CHECK(pg_state_dict_check_args(C, 1, 1, 1) == 0);
+    CHECK_ERR(pg_state_dict_check_args(C, 0, 0, 0) == PG_STATUS_ERR_ARG, PG_STATUS_ERR_ARG,
+              C ": `state` is not a state dict (no $parameters)");
+    CHECK_ERR(pg_state_dict_check_args(C, 1, 0, 0) == PG_STATUS_ERR_ARG, PG_STATUS_ERR_ARG,
+              C ": `strict` must be TRUE or FALSE");
+    CHECK_ERR(pg_state_dict_check_args(NULL, 1, 1, 0) == PG_STATUS_ERR_ARG, PG_STATUS_ERR_ARG,
+              C ": `state` is not a state dict ($buffers is not a list)");
+}
+
+/* ag_load_model()'s container (pg_state_dict_load_file): the parameters' names must match, the
+ * buffers' need not; ggmlR's texts, all value errors; check_only writes nothing */
+#define F "ag_load_model()"
+static void file_refused(fixture *f, const char *msg)
+{
+    CHECK_ERR(pg_state_dict_load_file(NULL, f->model, f->state, 0) == PG_STATUS_ERR_VALUE,
+              PG_STATUS_ERR_VALUE, msg);
+    CHECK(untouched(f));
+}
+
+static void test_file(void)
+{
+    fixture f;
+    setup(&f);
+    const char *other[2] = {"W", "c"};
+    f.state[0].names = other;
+    file_refused(&f,
+                 F ": parameter mismatch between saved state and rebuilt model.\n  missing in "
+                   "file: b\n  not in model: c\nThe `model_fn` architecture must match the "
+                   "saved one.");
+    f.state[0].names = f.sn;
+    f.m[1].dims = D33;
+    file_refused(&f, F ": shape mismatch for parameter 'b': model 2x1 vs file 3x3.");
+    f.m[1] = (pg_host_matrix){1, 1, 1, D2, NULL};
+    file_refused(&f, F ": shape mismatch for parameter 'b': model 2x1 vs file 2.");
+    f.m[1] = (pg_host_matrix){1, 1, 2, D21, f.v[1]};
+    f.v[2][1] = NAN;
+    file_refused(&f, F ": buffer 'mean' in the file contains NA, NaN or Inf");
+    f.v[2][1] = 1e300; /* beyond the f32 buffer's range */
+    file_refused(&f, F ": 'mean' holds 1e+300 (element 2), outside the f32 range");
+    f.v[2][1] = 1;
+    CHECK(pg_state_dict_load_file(F, f.model, f.state, 1) == 0 && untouched(&f));
+    f.state[1].n = 0; /* a buffer missing in the file: skipped, as ggmlR */
+    CHECK(pg_state_dict_load_file(F, f.model, f.state, 0) == 0);
+    double w[4], m[2];
+    pg_tensor_read(f.t[0], w, PG_DTYPE_F64);
+    pg_tensor_read(f.t[2], m, PG_DTYPE_F64);
+    CHECK(w[0] == 0 && w[3] == 0.75 && m[0] == 0.5 && m[1] == 0.5);
+    teardown(&f);
+}
+
 void test_state_dict(void)
 {
+    test_file();
+    test_args();
     test_names();
     test_values();
     test_not_strict();

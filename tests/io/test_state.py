@@ -172,6 +172,12 @@ def test_load_state_dict_checks_everything_before_writing():
     assert str(e.value) == "ag_load_state_dict(): `state` is not a state dict (no $parameters)"
     with pytest.raises(pg.ArgumentError, match="`strict` must be TRUE or FALSE"):
         pg.ag_load_state_dict(m, sd, strict="yes")
+    # the state's own checks (the core's, as R's) come before the model is walked
+    with pytest.raises(pg.ArgumentError) as e:
+        pg.ag_load_state_dict(object(), {"parameters": {}, "buffers": 3})
+    assert (
+        str(e.value) == "ag_load_state_dict(): `state` is not a state dict ($buffers is not a list)"
+    )
     with pytest.raises(pg.ShapeError, match="shape mismatch for 'layer1_W': model 6x4, state 8x4"):
         pg.ag_load_state_dict(build(1, h=6), sd)
     assert same(weights(m), before)

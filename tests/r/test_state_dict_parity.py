@@ -59,7 +59,15 @@ def _nan_in(name):
     return edit
 
 
+def _buffers(value):
+    def edit(sd):
+        sd["buffers"] = value
+
+    return edit
+
+
 _CASES = [  # (id, edit of a good state, strict, Python type)
+    ("buffers not a list", _buffers(3.0), True, pg.ArgumentError),
     ("shape", _set("parameters", "layer1_b", np.zeros((3, 3))), True, pg.ShapeError),
     ("vector", _set("parameters", "layer3_b", np.array([1.0, 2.0])), True, pg.ShapeError),
     ("3-d", _set("parameters", "layer3_W", np.zeros((2, 2, 2))), True, pg.ShapeError),

@@ -470,3 +470,9 @@ def test_earlier_pyggmlr_state_layout_still_loads(f64):
     assert o2.load_state(old) is True
     assert pickle.dumps(o2.state()) == pickle.dumps(opt.state())
     _err(pg.optimizer_sgd([W, b]), old, "state is for a 'adam' optimizer, this one is 'sgd'")
+    old["hyper"]["lr"] = 0.5  # the earlier layout warns as the current one, at the caller's line
+    with pytest.warns(pg.OptimizerHyperWarning, match="lr = 0.01 \\(state 0.5\\)") as w:
+        assert o2.load_state(old) is True
+    assert w[0].filename == __file__ and w[0].message.changed == {
+        "lr": {"current": 0.01, "state": 0.5}
+    }

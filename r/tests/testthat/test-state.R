@@ -130,6 +130,10 @@ test_that("ag_load_state_dict checks everything before writing (ggmlR's texts)",
                fixed = TRUE)
   expect_error(ag_load_state_dict(m, sd, strict = NA), "`strict` must be TRUE or FALSE",
                fixed = TRUE)
+  # the state's own checks (the core's, as Python's) come before the model is walked
+  expect_error(ag_load_state_dict(list(), list(parameters = list(), buffers = 3)),
+               "ag_load_state_dict(): `state` is not a state dict ($buffers is not a list)",
+               fixed = TRUE, class = "pyggmlr_argument_error")
   expect_error(ag_load_state_dict(sd_build(1L, h = 6L), sd),
                "shape mismatch for 'layer1_W': model 6x4, state 8x4",
                fixed = TRUE)
