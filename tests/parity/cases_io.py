@@ -335,7 +335,7 @@ def _save_config_r(d, steps, dtype):
 
 CASES.append(
     ScriptCase(
-        "ag_save_model: a config that does not rebuild the model (one core text)",
+        "ag_save_model: config not rebuilding the model",
         _save_config_py,
         _save_config_r,
         1,
