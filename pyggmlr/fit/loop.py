@@ -32,7 +32,7 @@ from ..tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from ..tensor import Tensor, ag_tensor
 from .args import check_args, make_callbacks
 from .data import FitData, verbosity  # loaders, validation_data, verbose
-from .evaluate import fit_metric_codes, fit_metrics_logs, fit_metrics_set, metric_mask
+from .evaluate import fit_metric_codes, fit_metrics_logs, fit_metrics_set
 from .history import History
 from .labels import encode_labels
 from .plan import FitPlan, FitSetup, Session, check_loss
@@ -286,8 +286,7 @@ def ag_fit(
             stream.set_state(ck.rng_state)
         fit = _Fit(model, opt, history, nepoch, setup)
         fit.stream = stream
-        # has_accuracy: bit 0 accuracy is counted, bit c metric code c is a column (the core's)
-        fit.has_val, fit.has_accuracy = plan.n_val > 0, int(bool(classify)) | metric_mask(mcodes)
+        fit.has_val, fit.has_accuracy = plan.n_val > 0, plan.monitor_mask()
         fit.callbacks = cbs
         for cb in cbs:
             if hasattr(cb, "on_train_begin"):

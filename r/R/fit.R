@@ -160,8 +160,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   fit$has_val <- n_val > 0L  # what the run measures (callbacks' monitors)
   # not on R's non-default RNGkind()
   fit$has_rng_state <- .Call(R_pg_fit_setup_info, su)$has_split_state
-  # bit 0: accuracy is counted; bit c: metric code c is a column (the core's monitor mask)
-  fit$has_accuracy <- as.integer(classify > 0L) + sum(2^mcodes)
+  fit$has_accuracy <- .Call(R_pg_fit_monitor_mask, plan)  # the core's monitor mask
   fit$metrics <- .fit_metric_columns(mcodes, n_val > 0L)
   fit$file_dtype <- if (identical(dtype, "f64")) "F64" else "F32"
   fit$save_checkpoint <- .fit_saver(fit, su, cbs)

@@ -234,6 +234,7 @@ extern SEXP R_pg_softmax_ce_loss_opt(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_binary_count(SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_codes(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_metrics(SEXP, SEXP);
+extern SEXP R_pg_fit_monitor_mask(SEXP);
 extern SEXP R_pg_fit_metrics_format(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_metrics_epoch(SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_name(SEXP);
@@ -478,6 +479,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_binary_count", (DL_FUNC)&R_pg_binary_count, 3},
     {"R_pg_metric_codes", (DL_FUNC)&R_pg_metric_codes, 4},
     {"R_pg_fit_metrics", (DL_FUNC)&R_pg_fit_metrics, 2},
+    {"R_pg_fit_monitor_mask", (DL_FUNC)&R_pg_fit_monitor_mask, 1},
     {"R_pg_fit_metrics_format", (DL_FUNC)&R_pg_fit_metrics_format, 3},
     {"R_pg_fit_metrics_epoch", (DL_FUNC)&R_pg_fit_metrics_epoch, 3},
     {"R_pg_metric_name", (DL_FUNC)&R_pg_metric_name, 1},
