@@ -80,6 +80,11 @@ enum pg_row_major {
     PG_ROW_MAJOR_BOTH = 3
 };
 int pg_row_major_guess(int64_t xr, int64_t xc, int64_t yr, int64_t yc);
+/* ag_fit's check that y has x's samples (columns): PG_STATUS_ERR_SHAPE naming both counts, with
+ * the row-major hint (pg_row_major_guess) in one text for both languages; tx / ty are how the
+ * language spells x and y transposed ("t(x)", "x.T"). */
+int pg_fit_check_samples(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const char *tx,
+                         const char *ty);
 int pg_fit_val_join(const int64_t *x, const int64_t *y, const int64_t *xv, const int64_t *yv,
                     double val_split, double *val_split_out);
 /* Batch b (0-based) of the training part (val 0) or the validation part (val 1), gathered into

@@ -16,13 +16,12 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from .._core import lib
+from .._core import check, lib
 from ..errors import (
     ArgumentError,
     NonFiniteLossWarning,
     PyggmlrError,
     PyggmlrValueError,
-    ShapeError,
 )
 from ..io.check import set_target
 from ..optim.optimizer import Optimizer
@@ -49,7 +48,6 @@ from .util import (
     _make_optimizer,
     _model_dtype,
     _params,
-    _row_major_hint,
     _set_mode,
     _static_record,
     _StaticSteps,
@@ -217,10 +215,8 @@ def ag_fit(
     classify, per_datapoint = _loss_rules(loss_code, y is not None)
     mcodes = fit_metric_codes(metrics, classify, y is not None)  # before training
     Y = None if y is None else _as_cols(y, "y")
-    if Y is not None and Y.shape[1] != n:
-        raise ShapeError(
-            f"ag_fit: x has {n} samples (columns) but y has {Y.shape[1]}" + _row_major_hint(X, Y)
-        )
+    if Y is not None:  # the samples agree, else the core's row-major hint
+        check(lib.pg_fit_check_samples(*X.shape, *Y.shape, b"x.T", b"y.T"))
     if classify == lib.PG_FIT_CLASSIFY_ARGMAX:  # the classes against the model's outputs
         _check_class_count(Y, model, X.shape[0])
     X, Y, val_split = data.join(X, Y, val_split)  # validation_data's columns last

@@ -55,7 +55,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   mcodes <- .fit_metric_codes(metrics, classify, !is.null(y))  # evaluate.R, before training
   SW <- .fit_sample_weight(sample_weight)  # fit_weight.R; the values are the core's to check
   CW <- .fit_class_weight(class_weight, y)
-  tg <- .fit_targets(y, L$name, n, X)
+  tg <- .fit_targets(y, L$name, X)
   .check_classes(tg, model, nrow(X))  # fit_hints.R: 1-based labels, classes against outputs
   j <- .fit_join(d, X, tg$Y, val_split)  # validation_data's columns last
   X <- j$X
