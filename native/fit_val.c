@@ -77,8 +77,10 @@ int pg_fit_check_samples(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const c
     const char *how = "pyggmlr data are [features, samples] with one column per sample, so pass";
     char hint[320] = "";
     if (g == PG_ROW_MAJOR_BOTH)
-        snprintf(hint, sizeof hint, "; x and y look row-major (%lld rows each, one per sample): %s "
-                 "%s and %s", (long long)xr, how, tx, ty);
+        snprintf(hint, sizeof hint,
+                 "; x and y look row-major (%lld rows each, one per sample): %s "
+                 "%s and %s",
+                 (long long)xr, how, tx, ty);
     else if (g)
         snprintf(hint, sizeof hint, "; %s looks row-major (%lld rows, one per sample): %s %s",
                  g == PG_ROW_MAJOR_X ? "x" : "y", (long long)(g == PG_ROW_MAJOR_X ? xr : yr), how,
