@@ -70,9 +70,10 @@ int pg_fit_epoch_begin(pg_fit *f);
  * *val_split_out to the fraction that holds out exactly xv's columns. The host appends them and
  * makes the plan with fixed_split. Errors name ag_fit and validation_data. */
 /* The commonest data mistake, row-major data (one row per sample), guessed from the shapes of x
- * [xr, xc] and y [yr, yc] whose sample counts (columns) disagree, for the hint ag_fit and
- * ag_dataloader add in each language's words: x looks row-major (its rows match y's samples),
- * y does (its rows match x's samples, and it is not square), both do (same row counts), or none. */
+ * [xr, xc] and y [yr, yc] whose sample counts (columns) disagree, for ag_fit's hint (below)
+ * and the one ag_dataloader adds in each language's words: x looks row-major (its rows match
+ * y's samples), y does (its rows match x's samples, and it is not square), both do (same row
+ * counts), or none. */
 enum pg_row_major {
     PG_ROW_MAJOR_NONE = 0,
     PG_ROW_MAJOR_X = 1,
