@@ -226,6 +226,12 @@ int pg_fit_metrics_epoch(const pg_fit *f, int val, double *values)
     return f->keep ? pg_fit_keep_values(f->keep, val, values) : 0;
 }
 
+int pg_fit_monitor_mask(const pg_fit *f)
+{
+    if (!f) return -pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit", OP);
+    return (f->classify != PG_FIT_CLASSIFY_NONE) | pg_fit_keep_mask(f->keep);
+}
+
 int pg_fit_sizes(const pg_fit *f, pg_fit_dims *out)
 {
     if (!f || !out) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit or output", OP);

@@ -102,6 +102,13 @@ int pg_fit_keep_values(const pg_fit_keep *k, int val, double *values)
     return 0;
 }
 
+int pg_fit_keep_mask(const pg_fit_keep *k)
+{
+    int m = 0;
+    for (int64_t i = 0; k && i < k->ncode; i++) m |= 1 << k->codes[i];
+    return m;
+}
+
 /* append to out (at most cap bytes) at *at, counting the whole length */
 static void put(char *out, int64_t cap, int64_t *at, const char *fmt, const char *s, double v)
 {

@@ -1,6 +1,7 @@
 /* ag_fit's validation_data, keras style (pg_api_train.h): the rules on the shapes and on
  * val_split, one text in both languages; the host appends the columns (its own arrays). */
 #include <math.h>
+#include <stdio.h>
 #include "pg.h"
 
 static const char *OP = "ag_fit";
@@ -65,4 +66,25 @@ int pg_row_major_guess(int64_t xr, int64_t xc, int64_t yr, int64_t yc)
     if (yr == xc && yr != yc) return PG_ROW_MAJOR_Y;
     if (xr == yr) return PG_ROW_MAJOR_BOTH;
     return PG_ROW_MAJOR_NONE;
+}
+
+int pg_fit_check_samples(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const char *tx,
+                         const char *ty)
+{
+    if (xc == yc) return 0;
+    if (!tx || !ty) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL transpose spellings", OP);
+    const int g = pg_row_major_guess(xr, xc, yr, yc);
+    const char *how = "pyggmlr data are [features, samples] with one column per sample, so pass";
+    char hint[320] = "";
+    if (g == PG_ROW_MAJOR_BOTH)
+        snprintf(hint, sizeof hint,
+                 "; x and y look row-major (%lld rows each, one per sample): %s "
+                 "%s and %s",
+                 (long long)xr, how, tx, ty);
+    else if (g)
+        snprintf(hint, sizeof hint, "; %s looks row-major (%lld rows, one per sample): %s %s",
+                 g == PG_ROW_MAJOR_X ? "x" : "y", (long long)(g == PG_ROW_MAJOR_X ? xr : yr), how,
+                 g == PG_ROW_MAJOR_X ? tx : ty);
+    return pg_fail(PG_STATUS_ERR_SHAPE, "%s: x has %lld samples (columns) but y has %lld%s", OP,
+                   (long long)xc, (long long)yc, hint);
 }

@@ -370,6 +370,8 @@ void pg_fit_keep_clear(pg_fit_keep *k);
 int pg_fit_keep_add(pg_fit_keep *k, int val, const pg_tensor *out, const pg_tensor *y,
                     const int64_t *idx, int64_t w);
 int pg_fit_keep_values(const pg_fit_keep *k, int val, double *values);
+/* bit c set for each kept metric code c (0 for NULL) */
+int pg_fit_keep_mask(const pg_fit_keep *k);
 int pg_fit_binary_hits(const pg_tensor *out, const pg_tensor *y, const int64_t *idx, int64_t w,
                        int classify, int64_t *hit);
 

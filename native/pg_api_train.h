@@ -70,9 +70,10 @@ int pg_fit_epoch_begin(pg_fit *f);
  * *val_split_out to the fraction that holds out exactly xv's columns. The host appends them and
  * makes the plan with fixed_split. Errors name ag_fit and validation_data. */
 /* The commonest data mistake, row-major data (one row per sample), guessed from the shapes of x
- * [xr, xc] and y [yr, yc] whose sample counts (columns) disagree, for the hint ag_fit and
- * ag_dataloader add in each language's words: x looks row-major (its rows match y's samples),
- * y does (its rows match x's samples, and it is not square), both do (same row counts), or none. */
+ * [xr, xc] and y [yr, yc] whose sample counts (columns) disagree, for ag_fit's hint (below)
+ * and the one ag_dataloader adds in each language's words: x looks row-major (its rows match
+ * y's samples), y does (its rows match x's samples, and it is not square), both do (same row
+ * counts), or none. */
 enum pg_row_major {
     PG_ROW_MAJOR_NONE = 0,
     PG_ROW_MAJOR_X = 1,
@@ -80,6 +81,11 @@ enum pg_row_major {
     PG_ROW_MAJOR_BOTH = 3
 };
 int pg_row_major_guess(int64_t xr, int64_t xc, int64_t yr, int64_t yc);
+/* ag_fit's check that y has x's samples (columns): PG_STATUS_ERR_SHAPE naming both counts, with
+ * the row-major hint (pg_row_major_guess) in one text for both languages; tx / ty are how the
+ * language spells x and y transposed ("t(x)", "x.T"). */
+int pg_fit_check_samples(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const char *tx,
+                         const char *ty);
 int pg_fit_val_join(const int64_t *x, const int64_t *y, const int64_t *xv, const int64_t *yv,
                     double val_split, double *val_split_out);
 /* Batch b (0-based) of the training part (val 0) or the validation part (val 1), gathered into

@@ -13,6 +13,10 @@ int pg_fit_metrics(pg_fit *f, int64_t n, const int *codes);
 /* The epoch's value of each metric (n of them, in codes' order) for the training part (val 0)
  * or validation (1); NaN where the part recorded no batch. */
 int pg_fit_metrics_epoch(const pg_fit *f, int val, double *values);
+/* The monitors' mask for pg_early_stop_begin / pg_checkpoint_begin (pg_api_metrics.h), once the
+ * metrics are set: bit 0 accuracy is counted (a classify code), bit c metric code c is a column.
+ * Returns -status on error. */
+int pg_fit_monitor_mask(const pg_fit *f);
 /* The History's metric columns as both front ends print them below the main table: ncol columns
  * named names[c] with values[c * n + i] for epoch[i] (NaN: "-"), 4 decimals. As
  * pg_fit_history_format: at most cap bytes (NUL included) to out, NULL to measure; returns the

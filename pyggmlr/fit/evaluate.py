@@ -154,14 +154,6 @@ def fit_metric_codes(metrics: Any, classify: int, has_y: bool) -> List[int]:
     return codes
 
 
-def metric_mask(codes: List[int]) -> int:
-    """The monitors' mask of ag_fit's metric columns (bit c: metric code c)."""
-    m = 0
-    for c in codes:
-        m |= 1 << c
-    return m
-
-
 def fit_metrics_set(plan: Any, codes: List[int], history: Any) -> None:
     """Turn keeping on in the plan (before plan.shard, which then refuses distributed) and give
     the History its columns: each name, then val_<name> with validation data."""

@@ -16,13 +16,12 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from .._core import lib
+from .._core import check, lib
 from ..errors import (
     ArgumentError,
     NonFiniteLossWarning,
     PyggmlrError,
     PyggmlrValueError,
-    ShapeError,
 )
 from ..io.check import set_target
 from ..optim.optimizer import Optimizer
@@ -32,7 +31,7 @@ from ..tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from ..tensor import Tensor, ag_tensor
 from .args import check_args, make_callbacks
 from .data import FitData, verbosity  # loaders, validation_data, verbose
-from .evaluate import fit_metric_codes, fit_metrics_logs, fit_metrics_set, metric_mask
+from .evaluate import fit_metric_codes, fit_metrics_logs, fit_metrics_set
 from .history import History
 from .labels import encode_labels
 from .plan import FitPlan, FitSetup, Session, check_loss
@@ -49,7 +48,6 @@ from .util import (
     _make_optimizer,
     _model_dtype,
     _params,
-    _row_major_hint,
     _set_mode,
     _static_record,
     _StaticSteps,
@@ -217,10 +215,8 @@ def ag_fit(
     classify, per_datapoint = _loss_rules(loss_code, y is not None)
     mcodes = fit_metric_codes(metrics, classify, y is not None)  # before training
     Y = None if y is None else _as_cols(y, "y")
-    if Y is not None and Y.shape[1] != n:
-        raise ShapeError(
-            f"ag_fit: x has {n} samples (columns) but y has {Y.shape[1]}" + _row_major_hint(X, Y)
-        )
+    if Y is not None:  # the samples agree, else the core's row-major hint
+        check(lib.pg_fit_check_samples(*X.shape, *Y.shape, b"x.T", b"y.T"))
     if classify == lib.PG_FIT_CLASSIFY_ARGMAX:  # the classes against the model's outputs
         _check_class_count(Y, model, X.shape[0])
     X, Y, val_split = data.join(X, Y, val_split)  # validation_data's columns last
@@ -286,8 +282,7 @@ def ag_fit(
             stream.set_state(ck.rng_state)
         fit = _Fit(model, opt, history, nepoch, setup)
         fit.stream = stream
-        # has_accuracy: bit 0 accuracy is counted, bit c metric code c is a column (the core's)
-        fit.has_val, fit.has_accuracy = plan.n_val > 0, int(bool(classify)) | metric_mask(mcodes)
+        fit.has_val, fit.has_accuracy = plan.n_val > 0, plan.monitor_mask()
         fit.callbacks = cbs
         for cb in cbs:
             if hasattr(cb, "on_train_begin"):

@@ -90,6 +90,13 @@ class FitPlan:
         """This rank's chunk of every global training batch (data parallelism)."""
         _core.check(lib.pg_fit_shard(self._p, rank, world))
 
+    def monitor_mask(self) -> int:
+        """The monitors' has_accuracy once the metrics are set (bit 0 accuracy, bit c metric c)."""
+        m = lib.pg_fit_monitor_mask(self._p)
+        if m < 0:
+            _core.raise_last(-m)
+        return int(m)
+
     def _tensor(self, p: Any) -> Optional[Tensor]:
         if p == NULL:
             return None

@@ -13,8 +13,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from .._core import check, ffi, lib
-from ..errors import ArgumentError
-from ..io.check import clean
+from ..io.check import to_json
 from ..io.modelfile import _load, _save, ag_model_info
 from .history import History, _num
 from .progress import _text
@@ -31,10 +30,7 @@ def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
     states, arrays = [], {}
     for i, cb in enumerate(fit.callbacks):
         js, arr = cb.state() if callable(getattr(cb, "state", None)) else (None, None)
-        try:
-            states.append(None if js is None else json.dumps(clean(js, "extra"), allow_nan=False))
-        except (TypeError, ValueError) as e:
-            raise ArgumentError(f"ag_save_model(): extra must be JSON-serialisable ({e})") from None
+        states.append(None if js is None else to_json(js, "extra"))  # refused in the core's words
         for kind, d in zip((lib.PG_FIT_CKPT_PARAM, lib.PG_FIT_CKPT_BUFFER), arr or ()):
             arrays.update(
                 {_text(lib.pg_fit_ckpt_tensor_name, i, kind, k.encode()): v for k, v in d.items()}

@@ -111,24 +111,6 @@ def _as_cols(v, name, fn="ag_fit"):
     return np.asfortranarray(a)
 
 
-def _row_major_hint(X, Y):
-    """A hint for the common mistake of passing row-major [samples, features] data (the guess is
-    the core's, pg_row_major_guess; R words it with t())."""
-    g = lib.pg_row_major_guess(X.shape[0], X.shape[1], Y.shape[0], Y.shape[1])
-    if g == lib.PG_ROW_MAJOR_BOTH:
-        return (
-            f"; x and y look row-major ({X.shape[0]} rows each, one per sample): pyggmlr data are "
-            f"[features, samples] with one column per sample, so pass x.T and y.T"
-        )
-    if g == lib.PG_ROW_MAJOR_NONE:
-        return ""
-    what, rows = ("x", X.shape[0]) if g == lib.PG_ROW_MAJOR_X else ("y", Y.shape[0])
-    return (
-        f"; {what} looks row-major ({rows} rows, one per sample): pyggmlr data are [features, samples] "
-        f"with one column per sample, so pass {what}.T"
-    )
-
-
 def _loss_fn(loss):
     """(loss function, name, the core's code or -1): a callable as given, else the core's loss of
     that name."""

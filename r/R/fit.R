@@ -55,7 +55,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   mcodes <- .fit_metric_codes(metrics, classify, !is.null(y))  # evaluate.R, before training
   SW <- .fit_sample_weight(sample_weight)  # fit_weight.R; the values are the core's to check
   CW <- .fit_class_weight(class_weight, y)
-  tg <- .fit_targets(y, L$name, n, X)
+  tg <- .fit_targets(y, L$name, X)
   .check_classes(tg, model, nrow(X))  # fit_hints.R: 1-based labels, classes against outputs
   j <- .fit_join(d, X, tg$Y, val_split)  # validation_data's columns last
   X <- j$X
@@ -160,8 +160,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   fit$has_val <- n_val > 0L  # what the run measures (callbacks' monitors)
   # not on R's non-default RNGkind()
   fit$has_rng_state <- .Call(R_pg_fit_setup_info, su)$has_split_state
-  # bit 0: accuracy is counted; bit c: metric code c is a column (the core's monitor mask)
-  fit$has_accuracy <- as.integer(classify > 0L) + sum(2^mcodes)
+  fit$has_accuracy <- .Call(R_pg_fit_monitor_mask, plan)  # the core's monitor mask
   fit$metrics <- .fit_metric_columns(mcodes, n_val > 0L)
   fit$file_dtype <- if (identical(dtype, "f64")) "F64" else "F32"
   fit$save_checkpoint <- .fit_saver(fit, su, cbs)

@@ -1,22 +1,5 @@
-# Hints for the two commonest data mistakes, with Python's texts (pyggmlr/fit/util.py
-# _row_major_hint): row-major data (one row per sample) and 1-based class labels.
-
-# "" or "; x looks row-major ..." for X [features, n] and Y [k, m] whose columns disagree (the
-# guess is the core's, pg_row_major_guess)
-.row_major_hint <- function(X, Y) {
-  g <- .Call(R_pg_row_major_guess, dim(X), dim(Y))
-  if (g == 0L) return("")
-  if (g == 3L)
-    return(sprintf(paste0("; x and y look row-major (%d rows each, one per sample): ",
-                          "pyggmlr data are ",
-                          "[features, samples] with one column per sample, so pass t(x) and t(y)"),
-                   nrow(X)))
-  what <- if (g == 1L) "x" else "y"
-  sprintf(paste0("; %s looks row-major (%d rows, one per sample): pyggmlr data are ",
-                 "[features, samples] ",
-                 "with one column per sample, so pass t(%s)"), what,
-          if (g == 1L) nrow(X) else nrow(Y), what)
-}
+# The hint for 1-based class labels, with Python's texts (row-major data: the core's
+# pg_fit_check_samples).
 
 .ONE_BASED_HINT <- "class ids are 0-based: pass as.integer(f) - 1L, or the factor itself"
 

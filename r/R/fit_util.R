@@ -146,7 +146,7 @@
   v
 }
 
-.fit_targets <- function(y, loss, n, X = NULL) {
+.fit_targets <- function(y, loss, X) {
   if (is.null(y)) return(list(Y = NULL, ids = NULL))
   lev <- if (is.factor(y)) levels(y)
   if (is.factor(y)) {
@@ -162,9 +162,7 @@
     y <- as.integer(y) - 1L  # levels in order -> 0-based class ids
   }
   Y <- .fit_cols(y, "y")
-  if (ncol(Y) != n)  # fit_hints.R: Python's row-major hint; classed as Python's ShapeError
-    .arg_fail("shape", "ag_fit: x has %d samples (columns) but y has %d%s", n, ncol(Y),
-              if (is.null(X)) "" else .row_major_hint(X, Y))
+  .Call(R_pg_fit_check_samples, dim(X), dim(Y))  # the samples agree, else the core's hint
   ids <- NULL  # NaN / NA: the core's non-finite check (pg_fit_new) names them, as in Python
   if (loss == "cross_entropy" && nrow(Y) == 1L && !anyNA(Y)) {
     # integer ids are whole numbers already (no rounding pass over the data)

@@ -123,6 +123,7 @@ extern SEXP R_pg_accuracy_count(SEXP, SEXP);
 extern SEXP R_pg_set_index_base(SEXP);
 extern SEXP R_pg_fit_val_join(SEXP, SEXP);
 extern SEXP R_pg_row_major_guess(SEXP, SEXP);
+extern SEXP R_pg_fit_check_samples(SEXP, SEXP);
 extern SEXP R_pg_early_stop_new(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_checkpoint_path(SEXP, SEXP);
 extern SEXP R_pg_fit_ckpt_extra(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -234,6 +235,7 @@ extern SEXP R_pg_softmax_ce_loss_opt(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_binary_count(SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_codes(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_metrics(SEXP, SEXP);
+extern SEXP R_pg_fit_monitor_mask(SEXP);
 extern SEXP R_pg_fit_metrics_format(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_metrics_epoch(SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_name(SEXP);
@@ -367,6 +369,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_set_index_base", (DL_FUNC)&R_pg_set_index_base, 1},
     {"R_pg_fit_val_join", (DL_FUNC)&R_pg_fit_val_join, 2},
     {"R_pg_row_major_guess", (DL_FUNC)&R_pg_row_major_guess, 2},
+    {"R_pg_fit_check_samples", (DL_FUNC)&R_pg_fit_check_samples, 2},
     {"R_pg_early_stop_new", (DL_FUNC)&R_pg_early_stop_new, 5},
     {"R_pg_checkpoint_path", (DL_FUNC)&R_pg_checkpoint_path, 2},
     {"R_pg_fit_ckpt_extra", (DL_FUNC)&R_pg_fit_ckpt_extra, 8},
@@ -478,6 +481,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_binary_count", (DL_FUNC)&R_pg_binary_count, 3},
     {"R_pg_metric_codes", (DL_FUNC)&R_pg_metric_codes, 4},
     {"R_pg_fit_metrics", (DL_FUNC)&R_pg_fit_metrics, 2},
+    {"R_pg_fit_monitor_mask", (DL_FUNC)&R_pg_fit_monitor_mask, 1},
     {"R_pg_fit_metrics_format", (DL_FUNC)&R_pg_fit_metrics_format, 3},
     {"R_pg_fit_metrics_epoch", (DL_FUNC)&R_pg_fit_metrics_epoch, 3},
     {"R_pg_metric_name", (DL_FUNC)&R_pg_metric_name, 1},

@@ -156,6 +156,19 @@ SEXP R_pg_row_major_guess(SEXP dx, SEXP dy)
     return Rf_ScalarInteger(g);
 }
 
+/* ag_fit: y has x's samples (dim(x), dim(y)), else the core's error with R's t() in its hint */
+SEXP R_pg_fit_check_samples(SEXP dx, SEXP dy)
+{
+    if (XLENGTH(dx) != 2 || XLENGTH(dy) != 2) r_stopf(PG_STATUS_ERR_ARG, "expected two dims");
+    const double *a = REAL(dx = PROTECT(Rf_coerceVector(dx, REALSXP)));
+    const double *b = REAL(dy = PROTECT(Rf_coerceVector(dy, REALSXP)));
+    const int rc = pg_fit_check_samples((int64_t)a[0], (int64_t)a[1], (int64_t)b[0], (int64_t)b[1],
+                                        "t(x)", "t(y)");
+    UNPROTECT(2);
+    r_check(rc);
+    return R_NilValue;
+}
+
 /* ag_fit(validation_data =): the core's rules on dim(x), dim(y), dim(x_val), dim(y_val) (NULL
  * without targets); the val_split that holds out x_val's columns */
 static const int64_t *dims2(SEXP d, int64_t *out)

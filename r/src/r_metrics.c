@@ -99,6 +99,14 @@ SEXP R_pg_fit_metrics(SEXP fp, SEXP codes)
     return R_NilValue;
 }
 
+/* the monitors' mask once the metrics are set (pg_fit_monitor_mask) */
+SEXP R_pg_fit_monitor_mask(SEXP fp)
+{
+    const int m = pg_fit_monitor_mask(r_get(fp, R_FIT));
+    if (m < 0) r_fail();
+    return Rf_ScalarInteger(m);
+}
+
 /* the epoch's n metric values of a part (val FALSE: training) */
 SEXP R_pg_fit_metrics_epoch(SEXP fp, SEXP val, SEXP n)
 {

@@ -95,6 +95,20 @@ static void test_row_major_guess(void)
     CHECK(pg_row_major_guess(3, 5, 5, 5) == PG_ROW_MAJOR_NONE);
     CHECK(pg_row_major_guess(5, 3, 5, 2) == PG_ROW_MAJOR_BOTH);
     CHECK(pg_row_major_guess(4, 10, 2, 9) == PG_ROW_MAJOR_NONE);
+    /* the sample check words the guess with the language's transpose */
+    CHECK(pg_fit_check_samples(4, 10, 2, 10, "t(x)", "t(y)") == 0);
+    CHECK_ERR(pg_fit_check_samples(150, 4, 1, 150, "x.T", "y.T"), PG_STATUS_ERR_SHAPE,
+              "ag_fit: x has 4 samples (columns) but y has 150; x looks row-major (150 rows, one "
+              "per sample): pyggmlr data are [features, samples] with one column per sample, so "
+              "pass x.T");
+    CHECK_ERR(pg_fit_check_samples(4, 150, 150, 1, "t(x)", "t(y)"), PG_STATUS_ERR_SHAPE,
+              "but y has 1; y looks row-major (150 rows, one per sample)");
+    CHECK_ERR(pg_fit_check_samples(5, 3, 5, 2, "t(x)", "t(y)"), PG_STATUS_ERR_SHAPE,
+              "x and y look row-major (5 rows each, one per sample): pyggmlr data are [features, "
+              "samples] with one column per sample, so pass t(x) and t(y)");
+    CHECK(pg_fit_check_samples(4, 10, 2, 9, "t(x)", "t(y)") == PG_STATUS_ERR_SHAPE);
+    CHECK(strcmp(pg_last_error(), "ag_fit: x has 10 samples (columns) but y has 9") == 0);
+    CHECK_ERR(pg_fit_check_samples(1, 2, 1, 3, NULL, "t(y)"), PG_STATUS_ERR_ARG, "NULL");
 }
 
 static void test_loss_rules(void)

@@ -100,7 +100,10 @@ static void test_fit_keep(void)
     p.classify = PG_FIT_CLASSIFY_LOGITS, p.batch_size = 4, p.shuffle = 0;
     pg_fit *f = pg_fit_new(x, y, &p);
     const int codes[2] = {PG_METRIC_AUC, PG_METRIC_F1};
+    CHECK(f && pg_fit_monitor_mask(f) == 1);
     CHECK(f && pg_fit_metrics(f, 2, codes) == 0);
+    /* the monitors' mask: accuracy counted (bit 0), then one bit per metric column */
+    CHECK(pg_fit_monitor_mask(f) == (1 | 1 << PG_METRIC_AUC | 1 << PG_METRIC_F1));
     double whole[2], v[2], vv[2];
     CHECK(pg_metric_value("t", PG_METRIC_AUC, p.classify, NAN, xv, 1, 8, yv, 1, &whole[0]) == 0);
     CHECK(pg_metric_value("t", PG_METRIC_F1, p.classify, NAN, xv, 1, 8, yv, 1, &whole[1]) == 0);
@@ -122,6 +125,8 @@ static void test_fit_keep(void)
     const int cm = PG_METRIC_CONFUSION_MATRIX;
     CHECK_ERR(pg_fit_metrics(f, 1, &cm), PG_STATUS_ERR_VALUE, "has no History column");
     CHECK(pg_fit_metrics(f, 0, NULL) == 0 && pg_fit_shard(f, 0, 2) == 0);
+    CHECK(pg_fit_monitor_mask(f) == 1);
+    CHECK_ERR(pg_fit_monitor_mask(NULL) < 0, PG_STATUS_ERR_ARG, "NULL fit");
     CHECK_ERR(pg_fit_metrics(f, 2, codes), PG_STATUS_ERR_VALUE, "distributed");
     pg_fit_free(f);
     pg_tensor_release(x);
