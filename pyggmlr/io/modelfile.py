@@ -33,6 +33,7 @@ from ..optim.state import warn_hyper
 from ..tensor import ag_dtype
 from .check import (
     _build,
+    _build_dtype,
     _check_built_dtype,
     _Model,
     _model_parts,
@@ -271,7 +272,7 @@ def _get_target(f, model):
 def _rebuild(f, dtype):
     """The model from the file's architecture config (checked and matched against the file's
     tensors by pg_mf_check_load before this builds anything)."""
-    prev = ag_dtype(dtype or ("f64" if lib.pg_mf_all_f64(f.h) else "f32"))
+    prev = ag_dtype(_build_dtype(dtype, lib.pg_mf_all_f64(f.h)))
     try:
         model = ag_module_from_config(f.json(lib.pg_mf_config(f.h)))
     except Exception as e:  # untrusted content: any failure to build is a bad file
@@ -301,7 +302,7 @@ def _load(
         epoch = None if epoch < 0 else int(epoch)
         extra = f.json(lib.pg_mf_extra(f.h))
         if model is None and builder is not None:  # in dtype, else the file's (ggmlR: param_dtypes)
-            model = _build(builder, dtype or ("f64" if lib.pg_mf_all_f64(f.h) else "f32"))
+            model = _build(builder, _build_dtype(dtype, lib.pg_mf_all_f64(f.h)))
             params, bufs = _model_parts(model)
         elif model is None:
             model = _rebuild(f, dtype)
@@ -312,8 +313,7 @@ def _load(
                 f.call(lib.pg_mf_rebuild_fail(f.h, lib.PG_MF_REBUILD_UNUSABLE, why))
         else:
             params, bufs = _model_parts(model)
-        if dtype is not None:
-            _check_built_dtype(params, dtype)
+        _check_built_dtype(params, dtype)
         if optimizer is not None and not isinstance(optimizer, Optimizer):
             raise ArgumentError(
                 f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
