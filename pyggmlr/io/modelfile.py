@@ -291,6 +291,10 @@ def _hyper_value(f, j):
 def _load(
     path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False, builder=None, dtype=None
 ):
+    if optimizer is not None and not isinstance(optimizer, Optimizer):  # before the file, as R
+        raise ArgumentError(
+            f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
+        )
     with _ModelFile(path, "ag_load_model()") as f:
         opts = ffi.new("pg_mf_load_opts *", lib.pg_mf_load_opts_default())
         opts.have_model = model is not None or builder is not None
@@ -314,10 +318,6 @@ def _load(
         else:
             params, bufs = _model_parts(model)
         _check_built_dtype(params, dtype)
-        if optimizer is not None and not isinstance(optimizer, Optimizer):
-            raise ArgumentError(
-                f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
-            )
         # names, shapes, the optimizer's state, every value: all checked before anything is written
         m, d = _Model(params, bufs, optimizer), ffi.new("pg_optim_hyper_diff *")
         f.call(lib.pg_mf_load_check(f.h, m.c, d))

@@ -145,8 +145,8 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
   }
   .model_path(path, "ag_load_model()")  # 0L / TRUE / a FIFO or device: refused before any read
   if (.is_rds_file(path)) return(.load_ggmlr_container(path, model_fn, dtype, model, trust))
-  .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer,
-              dtype = .load_dtype(dtype))$model
+  dtype <- .load_dtype(dtype)  # before the file is read, as Python's
+  .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer, dtype = dtype)$model
 }
 
 # A ggmlR ag_save_model() file (s9.3 / s9.4): readRDS, checks with ggmlR's messages, then
