@@ -198,3 +198,27 @@ int pg_mf_rebuild_fail(const pg_mf *mf, int what, const char *why);
  * JSON-serialisable (<detail>)" (detail: the language's reason). */
 enum { PG_MF_JSON_DEEP = 0, PG_MF_JSON_NOT_JSON = 1 };
 int pg_mf_json_refuse(int why, const char *what, const char *detail);
+
+/* ---- ag_save_model / ag_load_model's argument rules (modelfile_args.c) ----
+ * The front ends say what kind each value is; the rules and texts are these, for both. */
+enum { PG_MF_FN_SAVE = 0, PG_MF_FN_LOAD = 1 };
+/* model_fn: not given, a function, or anything else */
+enum { PG_MF_ARG_NONE = 0, PG_MF_ARG_FUNCTION = 1, PG_MF_ARG_OTHER = 2 };
+/* fn: PG_MF_FN_*; have_model: ag_load_model's model (after the front end took a model object
+ * given as model_fn as the model). PG_STATUS_ERR_ARG "<fn>: `model_fn` must be a function or
+ * NULL." (ggmlR's), then for a load "ag_load_model(): give `model` or `model_fn`, not both". */
+int pg_mf_builder_args(int fn, int model_fn, int have_model);
+/* ag_load_model's dtype, given (NULL is the front end's, not asked): dtype the string, or NULL
+ * for a value that is no single string (shown: the front end's rendering of it). R's match.arg
+ * (an exact name or the one name it starts) over "f32", "f64", "f16", "bf16"; *out PG_DTYPE_F32
+ * or PG_DTYPE_F64. Refusals: PG_STATUS_ERR_VALUE "ag_load_model(): dtype \"f16\" is not
+ * supported by the CPU engine; use \"f32\" or \"f64\""; "ag_load_model(): 'dtype' should be one
+ * of \"f32\", \"f64\", \"f16\", \"bf16\", got \"x\"" (PG_STATUS_ERR_ARG for no string). */
+int pg_mf_load_dtype(const char *dtype, const char *shown, int *out);
+/* the default dtype a model is built in for a load: asked (PG_DTYPE_F32 / F64), else (-1)
+ * PG_DTYPE_F64 when every parameter of the file is f64 (all_f64), else PG_DTYPE_F32 */
+int pg_mf_build_dtype(int asked, int all_f64);
+/* a built model's parameters (names, dtypes) must all be in the dtype asked (-1: none asked; a
+ * builder may hard-code its own): PG_STATUS_ERR_VALUE "ag_load_model(): dtype = \"f64\" was asked
+ * for, but the model's parameter 'w' is f32 (does model_fn fix its own dtype?)" */
+int pg_mf_built_dtype_check(int asked, int64_t n, const char *const *names, const int *dtypes);

@@ -159,13 +159,21 @@ def _build(builder: Callable[[], Any], dtype: str) -> Any:
     return model
 
 
-def _check_built_dtype(params: Dict[str, Tensor], dtype: str) -> None:
-    for k, t in params.items():
-        if t.dtype != dtype:
-            raise PyggmlrValueError(
-                f'ag_load_model(): dtype = "{dtype}" was asked for, but the model\'s parameter '
-                f"'{k}' is {t.dtype} (does model_fn fix its own dtype?)"
-            )
+def _dtype_code(dtype: Optional[str]) -> int:
+    return -1 if dtype is None else lib.PG_DTYPE_F64 if dtype == "f64" else lib.PG_DTYPE_F32
+
+
+def _check_built_dtype(params: Dict[str, Tensor], dtype: Optional[str]) -> None:
+    """The built model's parameters in the dtype asked (the core's rule, pg_mf_built_dtype_check)."""
+    names = [ffi.new("char[]", k.encode("utf-8", "surrogatepass")) for k in params]
+    codes = ffi.new("int[]", [_dtype_code(t.dtype) for t in params.values()] or [0])
+    check(lib.pg_mf_built_dtype_check(_dtype_code(dtype), len(names), names or ffi.NULL, codes))
+
+
+def _build_dtype(dtype: Optional[str], all_f64: int) -> str:
+    """The dtype a load builds the model in (pg_mf_build_dtype): dtype, else the file's."""
+    code = lib.pg_mf_build_dtype(_dtype_code(dtype), all_f64)
+    return "f64" if code == lib.PG_DTYPE_F64 else "f32"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from ..optim.state import warn_hyper
 from ..tensor import ag_dtype
 from .check import (
     _build,
+    _build_dtype,
     _check_built_dtype,
     _Model,
     _model_parts,
@@ -271,7 +272,7 @@ def _get_target(f, model):
 def _rebuild(f, dtype):
     """The model from the file's architecture config (checked and matched against the file's
     tensors by pg_mf_check_load before this builds anything)."""
-    prev = ag_dtype(dtype or ("f64" if lib.pg_mf_all_f64(f.h) else "f32"))
+    prev = ag_dtype(_build_dtype(dtype, lib.pg_mf_all_f64(f.h)))
     try:
         model = ag_module_from_config(f.json(lib.pg_mf_config(f.h)))
     except Exception as e:  # untrusted content: any failure to build is a bad file
@@ -290,6 +291,10 @@ def _hyper_value(f, j):
 def _load(
     path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False, builder=None, dtype=None
 ):
+    if optimizer is not None and not isinstance(optimizer, Optimizer):  # before the file, as R
+        raise ArgumentError(
+            f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
+        )
     with _ModelFile(path, "ag_load_model()") as f:
         opts = ffi.new("pg_mf_load_opts *", lib.pg_mf_load_opts_default())
         opts.have_model = model is not None or builder is not None
@@ -301,7 +306,7 @@ def _load(
         epoch = None if epoch < 0 else int(epoch)
         extra = f.json(lib.pg_mf_extra(f.h))
         if model is None and builder is not None:  # in dtype, else the file's (ggmlR: param_dtypes)
-            model = _build(builder, dtype or ("f64" if lib.pg_mf_all_f64(f.h) else "f32"))
+            model = _build(builder, _build_dtype(dtype, lib.pg_mf_all_f64(f.h)))
             params, bufs = _model_parts(model)
         elif model is None:
             model = _rebuild(f, dtype)
@@ -312,12 +317,7 @@ def _load(
                 f.call(lib.pg_mf_rebuild_fail(f.h, lib.PG_MF_REBUILD_UNUSABLE, why))
         else:
             params, bufs = _model_parts(model)
-        if dtype is not None:
-            _check_built_dtype(params, dtype)
-        if optimizer is not None and not isinstance(optimizer, Optimizer):
-            raise ArgumentError(
-                f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
-            )
+        _check_built_dtype(params, dtype)
         # names, shapes, the optimizer's state, every value: all checked before anything is written
         m, d = _Model(params, bufs, optimizer), ffi.new("pg_optim_hyper_diff *")
         f.call(lib.pg_mf_load_check(f.h, m.c, d))

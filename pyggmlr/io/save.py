@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Optional, Union
 
-from .._core import ffi, lib
-from ..errors import ArgumentError, PyggmlrValueError
+from .._core import check, ffi, last_message, lib
+from ..errors import PyggmlrValueError
 from ..tensor import ag_device
 from .modelfile import _load, _save
 
@@ -31,23 +31,26 @@ def ag_save_model(
     stored, since a safetensors file holds no code; pass it to ag_load_model again for a model
     without to_config(). Raises ArgumentError for a model without parameters(), a model_fn that
     is not callable or a bad optimizer; PyggmlrValueError for a bad epoch or extra."""
-    if model_fn is not None and not callable(model_fn):
-        raise ArgumentError("ag_save_model(): `model_fn` must be a function or NULL.")
+    check(lib.pg_mf_builder_args(lib.PG_MF_FN_SAVE, _arg_kind(model_fn), 0))
     return _save(model, path, optimizer=optimizer, epoch=epoch, extra=extra)
 
 
-def _load_dtype(dtype: Optional[str]) -> Optional[str]:
+def _arg_kind(model_fn: Any) -> int:
+    if model_fn is None:
+        return lib.PG_MF_ARG_NONE
+    return lib.PG_MF_ARG_FUNCTION if callable(model_fn) else lib.PG_MF_ARG_OTHER
+
+
+def _load_dtype(dtype: Any) -> Optional[str]:
+    """None, "f32" or "f64": the rule and its texts are the core's (pg_mf_load_dtype)."""
     if dtype is None:
         return None
-    if not isinstance(dtype, str) or dtype not in ("f32", "f64", "f16", "bf16"):
-        raise PyggmlrValueError(
-            f'ag_load_model(): dtype must be one of "f32", "f64" (or None), got {dtype!r}'
-        )
-    if dtype in ("f16", "bf16"):
-        raise PyggmlrValueError(
-            f'ag_load_model(): dtype "{dtype}" is not supported by the CPU engine; use "f32" or "f64"'
-        )
-    return dtype
+    out = ffi.new("int *")
+    s = dtype.encode("utf-8", "surrogatepass") if isinstance(dtype, str) else ffi.NULL
+    rc = lib.pg_mf_load_dtype(s, repr(dtype).encode("utf-8", "backslashreplace"), out)
+    if rc:  # every refusal stays a PyggmlrValueError here
+        raise PyggmlrValueError(last_message())
+    return "f64" if out[0] == lib.PG_DTYPE_F64 else "f32"
 
 
 def ag_load_model(
@@ -73,12 +76,7 @@ def ag_load_model(
     eval mode. A truncated, corrupt or foreign file raises PyggmlrValueError."""
     if model_fn is not None and model is None and callable(getattr(model_fn, "parameters", None)):
         model, model_fn = model_fn, None  # a model object where ggmlR has the builder
-    if model_fn is not None and not callable(model_fn):
-        raise ArgumentError(
-            f"ag_load_model(): model_fn must be a function returning the model, got {type(model_fn).__name__}"
-        )
-    if model is not None and model_fn is not None:
-        raise ArgumentError("ag_load_model(): give model= or model_fn=, not both")
+    check(lib.pg_mf_builder_args(lib.PG_MF_FN_LOAD, _arg_kind(model_fn), model is not None))
     if model is not None and callable(model) and not callable(getattr(model, "parameters", None)):
         model, model_fn = None, model  # a builder given as model=
     dt = _load_dtype(dtype)

@@ -243,7 +243,7 @@
   cfg <- .mf_json(v$config, "config", path)
   prev <- ag_default_dtype()
   on.exit(ag_dtype(prev), add = TRUE)
-  ag_dtype(if (is.null(dtype)) (if (v$all_f64) "f64" else "f32") else dtype)
+  ag_dtype(.Call(R_pg_mf_build_dtype, dtype, v$all_f64))
   tryCatch(ag_module_from_config(cfg), error = function(e)
     .mf_fail(.Call(R_pg_mf_rebuild_fail, f, .pg$code$rebuild[["LOAD"]], conditionMessage(e)), path))
 }
@@ -251,9 +251,7 @@
 # more: ag_fit's callback arrays are read too (list(..., tensors))
 .load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL, dtype = NULL,
                         more = FALSE) {
-  if (!is.null(model_fn) && !is.function(model_fn))
-    .pg_stop("argument",
-             "ag_load_model(): model_fn must be a function returning the model, or NULL")
+  .Call(R_pg_mf_builder_args, TRUE, model_fn, !is.null(model))  # the core's rules and texts
   if (!is.null(optimizer) && !.is_optimizer(optimizer))
     .pg_stop("argument", sprintf("ag_load_model(): optimizer must be an optimizer object, got %s",
                  class(optimizer)[[1L]]))
@@ -267,8 +265,7 @@
   extra <- .mf_json(v$extra, "extra", path)
   # built in `dtype`, else the file's (ggmlR: param_dtypes)
   if (is.null(model) && !is.null(model_fn)) {
-    model <- .with_dtype(if (is.null(dtype)) (if (v$all_f64) "f64" else "f32") else dtype,
-                         model_fn)
+    model <- .with_dtype(.Call(R_pg_mf_build_dtype, dtype, v$all_f64), model_fn)
     if (!.is_model(model))
       .pg_stop("argument",
                sprintf(paste0("ag_load_model(): `model_fn` must return an ag_sequential or ag_* ",

@@ -88,35 +88,26 @@ ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch 
              sprintf("ag_save_model(): path must be a file name (a single string), got %s",
                      paste(class(path), collapse = "/")))
   if (!.is_model(model)) .model_params(model, "ag_save_model()")  # its error
-  if (!is.null(model_fn) && !is.function(model_fn))
-    .arg_stop("ag_save_model(): `model_fn` must be a function or NULL.")
+  .Call(R_pg_mf_builder_args, FALSE, model_fn, FALSE)  # the core's rule and text
   # model_fn is checked, not stored: a safetensors file holds no code (the architecture is its
   # JSON config); pass the builder again to ag_load_model for models without to_config()
   invisible(.save_model(model, path, optimizer = optimizer, epoch = epoch, extra = extra))
 }
 
-# NULL, or "f32" / "f64" (ggmlR's f16 / bf16 are metadata there and not kept by the CPU engine)
+# NULL, or "f32" / "f64": the rule (match.arg's, f16 / bf16 refused) and texts are the core's
 .load_dtype <- function(dtype) {
   if (is.null(dtype)) return(NULL)
-  dtype <- .arg_match(dtype, c("f32", "f64", "f16", "bf16"), "ag_load_model", "dtype")
-  if (dtype %in% c("f16", "bf16"))
-    .arg_fail("dtype", paste0("ag_load_model(): dtype \"%s\" is not supported by the CPU engine; ",
-                              "use \"f32\" or \"f64\""), dtype)
-  dtype
+  .Call(R_pg_mf_load_dtype, dtype, .arg_show(dtype))
 }
 
 # the default dtype is put back in C whatever way f() leaves (r_scope.c)
 .with_dtype <- function(dtype, f) .Call(R_pg_scoped, .pg$code$scoped[["DTYPE"]],
                                         .dtype_code(dtype), quote(f()), environment())
 
-# the parameters' dtype must be the one asked for (a builder may hard-code its own)
+# the parameters' dtype must be the one asked for (a builder may hard-code its own): the core's
 .check_built_dtype <- function(params, dtype) {
-  if (is.null(dtype)) return(invisible())
-  for (nm in names(params)) if (!identical(params[[nm]]$dtype, dtype))
-    .arg_fail("value", paste0("ag_load_model(): dtype = \"%s\" was asked for, but the model's ",
-                              "parameter '%s' is %s (does model_fn fix its own dtype?)"),
-              dtype, nm, params[[nm]]$dtype)
-  invisible()
+  dt <- vapply(params, function(p) { d <- p$dtype; if (is.null(d)) "f32" else d }, character(1L))
+  invisible(.Call(R_pg_mf_built_dtype_check, dtype, as.character(names(params)), unname(dt)))
 }
 
 # R serialization (saveRDS: gzip, bzip2, xz or none) rather than safetensors: a plausible
@@ -146,8 +137,7 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
     model <- model_fn
     model_fn <- NULL
   }
-  if (!is.null(model) && !is.null(model_fn))
-    .arg_stop("ag_load_model(): give model or model_fn, not both")
+  .Call(R_pg_mf_builder_args, TRUE, model_fn, !is.null(model))  # the core's rules and texts
   if (!is.null(device)) {
     old <- ag_default_device()
     on.exit(ag_device(old), add = TRUE)
@@ -155,8 +145,8 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
   }
   .model_path(path, "ag_load_model()")  # 0L / TRUE / a FIFO or device: refused before any read
   if (.is_rds_file(path)) return(.load_ggmlr_container(path, model_fn, dtype, model, trust))
-  .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer,
-              dtype = .load_dtype(dtype))$model
+  dtype <- .load_dtype(dtype)  # before the file is read, as Python's
+  .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer, dtype = dtype)$model
 }
 
 # A ggmlR ag_save_model() file (s9.3 / s9.4): readRDS, checks with ggmlR's messages, then
@@ -192,7 +182,7 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
     .arg_stop("ag_load_model(): the container's parameters are not a list", kind = "value")
   pd <- box[["param_dtypes"]]
   # ggmlR's "f32" is a label over R doubles; only an all-"f64" file builds in f64 by itself
-  target <- if (!is.null(dtype)) dtype else if (length(pd) && all(pd %in% "f64")) "f64" else "f32"
+  target <- .Call(R_pg_mf_build_dtype, dtype, length(pd) > 0L && all(pd %in% "f64"))
   if (is.null(model)) {
     model <- .with_dtype(target, builder)
     if (!.is_model(model))

@@ -221,6 +221,10 @@ extern SEXP R_pg_mf_config_begin(SEXP, SEXP);
 extern SEXP R_pg_mf_config_end(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_rebuild_fail(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_json_refuse(SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_builder_args(SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_load_dtype(SEXP, SEXP);
+extern SEXP R_pg_mf_build_dtype(SEXP, SEXP);
+extern SEXP R_pg_mf_built_dtype_check(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_opt_params(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_names_check(SEXP, SEXP);
 extern SEXP R_pg_mf_save(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -467,6 +471,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mf_config_end", (DL_FUNC)&R_pg_mf_config_end, 3},
     {"R_pg_mf_rebuild_fail", (DL_FUNC)&R_pg_mf_rebuild_fail, 3},
     {"R_pg_mf_json_refuse", (DL_FUNC)&R_pg_mf_json_refuse, 3},
+    {"R_pg_mf_builder_args", (DL_FUNC)&R_pg_mf_builder_args, 3},
+    {"R_pg_mf_load_dtype", (DL_FUNC)&R_pg_mf_load_dtype, 2},
+    {"R_pg_mf_build_dtype", (DL_FUNC)&R_pg_mf_build_dtype, 2},
+    {"R_pg_mf_built_dtype_check", (DL_FUNC)&R_pg_mf_built_dtype_check, 3},
     {"R_pg_fit_opt_params", (DL_FUNC)&R_pg_fit_opt_params, 4},
     {"R_pg_mf_names_check", (DL_FUNC)&R_pg_mf_names_check, 2},
     {"R_pg_mf_save", (DL_FUNC)&R_pg_mf_save, 6},

@@ -46,6 +46,7 @@ int main(void)
     run("model-file schema", test_modelfile);
     run("model files on core objects", test_modelfile_model);
     run("model-file config check", test_modelfile_check);
+    run("model-file save/load arguments", test_modelfile_args);
     run("fit plan", test_fit_plan);
     run("fit validation data", test_fit_val);
     run("memory report", test_memory_report);

@@ -241,8 +241,11 @@ def test_save_load_model_fn_device_dtype(tmp_path):
         pg.PyggmlrValueError, match='dtype "f16" is not supported by the CPU engine'
     ):
         pg.ag_load_model(f, dtype="f16")
-    with pytest.raises(pg.PyggmlrValueError, match="dtype must be one of"):
+    with pytest.raises(pg.PyggmlrValueError, match="'dtype' should be one of"):
         pg.ag_load_model(f, dtype="f8")
+    with pytest.raises(pg.PyggmlrValueError, match="got 3$"):  # the core's text, Python's class
+        pg.ag_load_model(f, dtype=3)
+    assert pg.ag_load_model(f, build, dtype="f6").parameters()["layer1_W"].dtype == "f64"
 
     def fixed32():
         prev = pg.ag_dtype("f32")

@@ -193,6 +193,12 @@ test_that("ag_save_model / ag_load_model take ggmlR's arguments: model_fn, devic
   expect_error(ag_load_model(f, dtype = "f16"), "dtype \"f16\" is not supported by the CPU engine",
                fixed = TRUE)
   expect_error(ag_load_model(f, dtype = "f8"), "should be one of")
+  expect_error(ag_load_model(f, dtype = 3), class = "pyggmlr_argument_error",
+               "'dtype' should be one of \"f32\", \"f64\", \"f16\", \"bf16\", got 3", fixed = TRUE)
+  expect_identical(ag_load_model(f, build, dtype = "f6")$parameters()$layer1_W$dtype, "f64")
+  expect_error(ag_load_model(f, model = build(), model_fn = build),
+               "ag_load_model(): give `model` or `model_fn`, not both", fixed = TRUE,
+               class = "pyggmlr_argument_error")
   expect_error(ag_load_model(f, function() ag_sequential(ag_linear(4, 8, "relu"))), "mismatch")
   fixed32 <- function() { prev <- ag_dtype("f32"); on.exit(ag_dtype(prev)); build() }
   expect_error(ag_load_model(f, fixed32, dtype = "f64"),

@@ -1,0 +1,60 @@
+/* R glue for ag_save_model / ag_load_model's argument rules (native/modelfile_args.c): R says
+ * what kind each value is; the rules and texts are the core's, refusals raised classed. */
+#include <string.h>
+#include "r_util.h"
+
+static const char *one_string(SEXP x)
+{
+    return Rf_isString(x) && XLENGTH(x) == 1 && STRING_ELT(x, 0) != NA_STRING
+        ? Rf_translateCharUTF8(STRING_ELT(x, 0))
+        : NULL;
+}
+
+/* "f32" / "f64" (as the core's dtype), NULL: -1 */
+static int dtype_of(SEXP x)
+{
+    const char *s = one_string(x);
+    return !s ? -1 : !strcmp(s, "f64") ? PG_DTYPE_F64 : PG_DTYPE_F32;
+}
+
+/* load: TRUE for ag_load_model; model_fn: the value itself; have_model: a model is given */
+SEXP R_pg_mf_builder_args(SEXP load, SEXP model_fn, SEXP have_model)
+{
+    int k = Rf_isNull(model_fn) ? PG_MF_ARG_NONE
+        : Rf_isFunction(model_fn) ? PG_MF_ARG_FUNCTION
+                                  : PG_MF_ARG_OTHER;
+    r_check(pg_mf_builder_args(Rf_asLogical(load) == TRUE ? PG_MF_FN_LOAD : PG_MF_FN_SAVE, k,
+                               Rf_asLogical(have_model) == TRUE));
+    return R_NilValue;
+}
+
+/* value: dtype as given (not NULL); shown: R's rendering of it. "f32" or "f64" */
+SEXP R_pg_mf_load_dtype(SEXP value, SEXP shown)
+{
+    int out = -1;
+    r_check(pg_mf_load_dtype(one_string(value), one_string(shown), &out));
+    return Rf_mkString(out == PG_DTYPE_F64 ? "f64" : "f32");
+}
+
+/* asked: "f32" / "f64" or NULL; all_f64: every parameter of the file is f64 */
+SEXP R_pg_mf_build_dtype(SEXP asked, SEXP all_f64)
+{
+    int d = pg_mf_build_dtype(dtype_of(asked), Rf_asLogical(all_f64) == TRUE);
+    return Rf_mkString(d == PG_DTYPE_F64 ? "f64" : "f32");
+}
+
+/* asked: "f32" / "f64" or NULL; names, dtypes: the built model's parameters and their dtypes */
+SEXP R_pg_mf_built_dtype_check(SEXP asked, SEXP names, SEXP dtypes)
+{
+    if (!Rf_isString(names) || !Rf_isString(dtypes) || XLENGTH(names) != XLENGTH(dtypes))
+        Rf_error("ag_load_model(): internal: bad parameter names or dtypes");
+    R_xlen_t n = XLENGTH(names);
+    const char **nm = (const char **)R_alloc(n ? n : 1, sizeof *nm);
+    int *dt = (int *)R_alloc(n ? n : 1, sizeof *dt);
+    for (R_xlen_t i = 0; i < n; i++) {
+        nm[i] = Rf_translateCharUTF8(STRING_ELT(names, i));
+        dt[i] = !strcmp(CHAR(STRING_ELT(dtypes, i)), "f64") ? PG_DTYPE_F64 : PG_DTYPE_F32;
+    }
+    r_check(pg_mf_built_dtype_check(dtype_of(asked), n, nm, dt));
+    return R_NilValue;
+}
