@@ -20,7 +20,7 @@ static int dtype_of(SEXP x)
 /* load: TRUE for ag_load_model; model_fn: the value itself; have_model: a model is given */
 SEXP R_pg_mf_builder_args(SEXP load, SEXP model_fn, SEXP have_model)
 {
-    int k = Rf_isNull(model_fn) ? PG_MF_ARG_NONE
+    int k = Rf_isNull(model_fn)   ? PG_MF_ARG_NONE
         : Rf_isFunction(model_fn) ? PG_MF_ARG_FUNCTION
                                   : PG_MF_ARG_OTHER;
     r_check(pg_mf_builder_args(Rf_asLogical(load) == TRUE ? PG_MF_FN_LOAD : PG_MF_FN_SAVE, k,
