@@ -2,7 +2,7 @@
 # opt$step(grads) -> opt$zero_grad()), f32, Adam, one thread, on the models of bench_train.py.
 # Prints medians (µs) and, when bench/results/bench_train.json exists (run bench_train.py first,
 # same machine), the ratio R / Python on the same GEMM. Run with Python's OpenBLAS handed in:
-#   PYGGMLR_OPENBLAS=$(python -c 'import pyggmlr._core as c; print(c.blas_library_path())') Rscript bench/bench_train.R
+#   PYGGMLR_OPENBLAS=$(PYGGMLR_BLAS=openblas python -c 'import pyggmlr._core as c; print(c.blas_library_path())') Rscript bench/bench_train.R
 # or plain `Rscript bench/bench_train.R` for the R package's default GEMM (the built-in kernel where
 # R's BLAS is the reference one), compared with Python's loop on the built-in kernel.
 # As bench_train.py: drop OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set on some machines here to force
