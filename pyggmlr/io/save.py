@@ -6,8 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Optional, Union
 
-from .._core import check, ffi, last_message, lib
-from ..errors import PyggmlrValueError
+from .._core import check, ffi, lib
 from ..tensor import ag_device
 from .modelfile import _load, _save
 
@@ -48,8 +47,7 @@ def _load_dtype(dtype: Any) -> Optional[str]:
     out = ffi.new("int *")
     s = dtype.encode("utf-8", "surrogatepass") if isinstance(dtype, str) else ffi.NULL
     rc = lib.pg_mf_load_dtype(s, repr(dtype).encode("utf-8", "backslashreplace"), out)
-    if rc:  # every refusal stays a PyggmlrValueError here
-        raise PyggmlrValueError(last_message())
+    check(rc)  # a name it refuses: PyggmlrValueError; not a string: ArgumentError, as R
     return "f64" if out[0] == lib.PG_DTYPE_F64 else "f32"
 
 
