@@ -236,9 +236,10 @@ def ag_fit(
         # static / distributed, the batch sizes over ranks and the run's settings (kept for the
         # resume check and the checkpoints) are the core's (native/fit_setup.c), R's too
         builtin = static is None and isinstance(loss, str) and _builtin_model(model)
-        setup = FitSetup(static, distributed, builtin, n,
-                         batch_size, nbatch_logical, val_split, shuffle, loss_name,
-                         SW is not None or CW is not None)  # fmt: skip
+        setup = FitSetup(static, loss_name, distributed=bool(distributed), builtin=builtin, n=n,
+                         batch_size=batch_size, nbatch_logical=nbatch_logical,
+                         val_split=val_split, shuffle=bool(shuffle),
+                         weighted=SW is not None or CW is not None)  # fmt: skip
         sync = None
         if distributed:  # the same collectives as R's ag_fit (parallel/sync.py)
             sync = FitSync(model, params)

@@ -21,14 +21,13 @@ class FitSetup:
     over ranks (world()), and the run's settings from the resume check to every checkpoint;
     info: static_step, auto_static, batch_size, nbatch_logical, has_seed, seed."""
 
-    def __init__(self, static: Any, distributed: bool, builtin: bool, n: int, batch_size: int,
-                 nbatch_logical: int, val_split: float, shuffle: bool, loss: str,
-                 weighted: bool) -> None:  # fmt: skip
+    def __init__(self, static: Any, loss: str, **fields: Any) -> None:
+        """fields: pg_fit_setup_params' other fields by name (distributed, builtin, n, batch_size,
+        nbatch_logical, val_split, shuffle, weighted); one not given keeps the core's default."""
         p = ffi.new("pg_fit_setup_params *", lib.pg_fit_setup_default_params())
         p.static_mode = lib.PG_FIT_STATIC_AUTO if static is None else int(static)
-        p.distributed, p.builtin, p.n, p.weighted = int(distributed), int(builtin), n, int(weighted)
-        p.batch_size, p.nbatch_logical, p.val_split, p.shuffle = (
-            batch_size, nbatch_logical, val_split, int(shuffle))  # fmt: skip
+        for k, v in fields.items():
+            setattr(p, k, int(v) if isinstance(v, bool) else v)
         name = ffi.new("char[]", loss.encode())  # copied by the core
         p.loss, h = name, ffi.new("pg_fit_setup **")
         _core.check(lib.pg_fit_setup_new(p, h))

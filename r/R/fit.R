@@ -98,9 +98,11 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
 
   # static / distributed, the batch sizes over ranks and the run's settings (kept for the resume
   # check and the checkpoints) are the core's (native/fit_setup.c), Python's too
-  su <- .Call(R_pg_fit_setup_new, static, isTRUE(distributed),
-              is.null(static) && is.character(loss) && .builtin_model(model), n, batch_size,
-              nbatch_logical, val_split, isTRUE(shuffle), L$name, !is.null(SW) || !is.null(CW))
+  su <- .Call(R_pg_fit_setup_new, list(
+    static_mode = static, distributed = isTRUE(distributed), n = n, batch_size = batch_size,
+    builtin = is.null(static) && is.character(loss) && .builtin_model(model),
+    nbatch_logical = nbatch_logical, val_split = val_split, shuffle = isTRUE(shuffle),
+    loss = L$name, weighted = !is.null(SW) || !is.null(CW)))
   sync <- NULL
   if (isTRUE(distributed)) {  # MPI over Rmpi: the same collectives as Python's (distributed.R)
     sync <- .fit_sync(model, params)

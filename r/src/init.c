@@ -130,7 +130,7 @@ extern SEXP R_pg_fit_ckpt_extra(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_ckpt_tensor_name(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_ckpt_tensor_parse(SEXP);
 extern SEXP R_pg_fit_ckpt_read(SEXP, SEXP);
-extern SEXP R_pg_fit_setup_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_setup_new(SEXP);
 extern SEXP R_pg_fit_setup_info(SEXP);
 extern SEXP R_pg_fit_setup_world(SEXP, SEXP);
 extern SEXP R_pg_fit_setup_seed(SEXP, SEXP);
@@ -380,7 +380,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_ckpt_tensor_name", (DL_FUNC)&R_pg_fit_ckpt_tensor_name, 3},
     {"R_pg_fit_ckpt_tensor_parse", (DL_FUNC)&R_pg_fit_ckpt_tensor_parse, 1},
     {"R_pg_fit_ckpt_read", (DL_FUNC)&R_pg_fit_ckpt_read, 2},
-    {"R_pg_fit_setup_new", (DL_FUNC)&R_pg_fit_setup_new, 10},
+    {"R_pg_fit_setup_new", (DL_FUNC)&R_pg_fit_setup_new, 1},
     {"R_pg_fit_setup_info", (DL_FUNC)&R_pg_fit_setup_info, 1},
     {"R_pg_fit_setup_world", (DL_FUNC)&R_pg_fit_setup_world, 2},
     {"R_pg_fit_setup_seed", (DL_FUNC)&R_pg_fit_setup_seed, 2},

@@ -1,25 +1,39 @@
 /* .Call glue: ag_fit's set-up (the core's fit_setup.c): static / distributed, the batch sizes
  * over ranks and the run's settings, kept in the handle from the resume check to every
  * checkpoint. */
+#include <string.h>
 #include "r_util.h"
 
 static pg_fit_setup *setup_get(SEXP x) { return r_get(x, R_FIT_SETUP); }
 
-/* static: NULL, TRUE or FALSE (checked by ag_fit); loss: the loss's name ("callable") */
-SEXP R_pg_fit_setup_new(SEXP stat, SEXP distributed, SEXP builtin, SEXP n, SEXP bs, SEXP nbl,
-                        SEXP val_split, SEXP shuffle, SEXP loss, SEXP weighted)
+/* a: ag_fit's settings as a named list (pg_fit_setup_params' field names, static_mode NULL, TRUE or
+ * FALSE as ag_fit(static =) checked it; loss: the loss's name, "callable" for a function); a
+ * field not given keeps the core's default */
+static SEXP field(SEXP a, const char *name)
+{
+    SEXP nm = Rf_getAttrib(a, R_NamesSymbol);
+    for (R_xlen_t i = 0; i < Rf_xlength(a) && !Rf_isNull(nm); i++)
+        if (!strcmp(CHAR(STRING_ELT(nm, i)), name)) return VECTOR_ELT(a, i);
+    return NULL;
+}
+
+SEXP R_pg_fit_setup_new(SEXP a)
 {
     pg_fit_setup_params p = pg_fit_setup_default_params();
-    p.static_mode = Rf_isNull(stat) ? PG_FIT_STATIC_AUTO : Rf_asLogical(stat) == 1;
-    p.distributed = Rf_asLogical(distributed) == 1;
-    p.builtin = Rf_asLogical(builtin) == 1;
-    p.n = (int64_t)r_num(n, "ag_fit: n");
-    p.batch_size = (int64_t)r_num(bs, "ag_fit: batch_size");
-    p.nbatch_logical = (int64_t)r_num(nbl, "ag_fit: nbatch_logical");
-    p.val_split = Rf_asReal(val_split);
-    p.shuffle = Rf_asLogical(shuffle) == 1;
-    p.loss = Rf_translateCharUTF8(STRING_ELT(loss, 0));
-    p.weighted = Rf_asLogical(weighted) == 1;
+    SEXP v;
+    if ((v = field(a, "static_mode")))
+        p.static_mode = Rf_isNull(v) ? PG_FIT_STATIC_AUTO : Rf_asLogical(v) == 1;
+    int *flags[] = {&p.distributed, &p.builtin, &p.shuffle, &p.weighted};
+    const char *flag_names[] = {"distributed", "builtin", "shuffle", "weighted"};
+    for (int k = 0; k < 4; k++)
+        if ((v = field(a, flag_names[k]))) *flags[k] = Rf_asLogical(v) == 1;
+    int64_t *counts[] = {&p.n, &p.batch_size, &p.nbatch_logical};
+    const char *count_names[] = {"n", "batch_size", "nbatch_logical"};
+    const char *count_what[] = {"ag_fit: n", "ag_fit: batch_size", "ag_fit: nbatch_logical"};
+    for (int k = 0; k < 3; k++)
+        if ((v = field(a, count_names[k]))) *counts[k] = (int64_t)r_num(v, count_what[k]);
+    if ((v = field(a, "val_split"))) p.val_split = Rf_asReal(v);
+    if ((v = field(a, "loss"))) p.loss = Rf_translateCharUTF8(STRING_ELT(v, 0));
     pg_fit_setup *s = NULL;
     r_check(pg_fit_setup_new(&p, &s));
     return r_wrap(s, R_FIT_SETUP);
