@@ -1,8 +1,8 @@
 # ag_fit's history: the per-epoch results, their print and plot.
 
 
-.HIST_KEYS <- c("epoch", "loss", "loss_unc", "accuracy", "accuracy_unc", "val_loss", "val_loss_unc",
-                "val_accuracy", "val_accuracy_unc", "lr", "time_train", "time_val")
+# .HIST_KEYS: "epoch", then the core's per-epoch columns in its log order (set in .onLoad)
+.HIST_KEYS <- NULL
 
 .make_history <- function(logs, stopped_epoch, best_epoch, metrics = character(0)) {
   # one column per epoch, in .HIST_KEYS order (the session's logs list them in another), then

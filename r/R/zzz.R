@@ -13,6 +13,7 @@
   tables <- .Call(R_pg_optim_tables)  # the optimizers' model-file tables (optim.R)
   ns <- topenv()
   assign(".HYPER", tables$file_hyper, envir = ns)
+  assign(".HIST_KEYS", c("epoch", .Call(R_pg_fit_log_names)), envir = ns)  # fit_history.R
   invisible()
 }
 

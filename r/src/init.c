@@ -140,6 +140,7 @@ extern SEXP R_pg_fit_loss_rules(SEXP, SEXP);
 extern SEXP R_pg_fit_optim_parse(SEXP, SEXP);
 extern SEXP R_pg_fit_loss(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_history_format(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_log_names(void);
 extern SEXP R_pg_early_stop_info(SEXP);
 extern SEXP R_pg_early_stop_begin(SEXP, SEXP, SEXP);
 extern SEXP R_pg_early_stop_update(SEXP, SEXP, SEXP);
@@ -390,6 +391,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_optim_parse", (DL_FUNC)&R_pg_fit_optim_parse, 2},
     {"R_pg_fit_loss", (DL_FUNC)&R_pg_fit_loss, 3},
     {"R_pg_fit_history_format", (DL_FUNC)&R_pg_fit_history_format, 6},
+    {"R_pg_fit_log_names", (DL_FUNC)&R_pg_fit_log_names, 0},
     {"R_pg_early_stop_info", (DL_FUNC)&R_pg_early_stop_info, 1},
     {"R_pg_early_stop_begin", (DL_FUNC)&R_pg_early_stop_begin, 3},
     {"R_pg_early_stop_update", (DL_FUNC)&R_pg_early_stop_update, 3},

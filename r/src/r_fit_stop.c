@@ -189,6 +189,16 @@ SEXP R_pg_checkpoint_path(SEXP path, SEXP epoch)
     return Rf_mkString(buf);
 }
 
+/* the history's per-epoch columns after "epoch", in the core's log order (R's .HIST_KEYS) */
+SEXP R_pg_fit_log_names(void)
+{
+    SEXP out = PROTECT(Rf_allocVector(STRSXP, PG_FIT_LOG_COUNT));
+    for (int i = 0; i < PG_FIT_LOG_COUNT; i++)
+        SET_STRING_ELT(out, i, Rf_mkChar(pg_fit_log_name(i)));
+    UNPROTECT(1);
+    return out;
+}
+
 /* print.ag_history's text: the core's History table (pg_fit_history_format). logs: the
  * per-epoch values in the core's log order, one column per log (epochs x PG_FIT_LOG_COUNT). */
 SEXP R_pg_fit_history_format(SEXP name, SEXP epoch, SEXP logs, SEXP stopped, SEXP best, SEXP pm)
