@@ -68,23 +68,36 @@ int pg_row_major_guess(int64_t xr, int64_t xc, int64_t yr, int64_t yc)
     return PG_ROW_MAJOR_NONE;
 }
 
-int pg_fit_check_samples(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const char *tx,
-                         const char *ty)
+int pg_check_samples(const char *fn, int64_t xr, int64_t xc, int64_t yr, int64_t yc, const char *tx,
+                     const char *ty, const char *both)
 {
     if (xc == yc) return 0;
-    if (!tx || !ty) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL transpose spellings", OP);
+    if (!fn || !tx || !ty)
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL name or transpose spellings", fn ? fn : OP);
     const int g = pg_row_major_guess(xr, xc, yr, yc);
     const char *how = "pyggmlr data are [features, samples] with one column per sample, so pass";
+    char fix[160];
+    if (g == PG_ROW_MAJOR_BOTH && both) /* fn's own argument transposes both */
+        snprintf(fix, sizeof fix, "%s", both);
+    else if (g == PG_ROW_MAJOR_BOTH) snprintf(fix, sizeof fix, "%s and %s", tx, ty);
+    else if (g == PG_ROW_MAJOR_X && both) /* it transposes x (and a 2-D y: a 1-D y stays) */
+        snprintf(fix, sizeof fix, "%s (x and a 2-D y are transposed) or %s", both, tx);
+    else snprintf(fix, sizeof fix, "%s", g == PG_ROW_MAJOR_X ? tx : ty);
     char hint[320] = "";
     if (g == PG_ROW_MAJOR_BOTH)
         snprintf(hint, sizeof hint,
-                 "; x and y look row-major (%lld rows each, one per sample): %s "
-                 "%s and %s",
-                 (long long)xr, how, tx, ty);
+                 "; x and y look row-major (%lld rows each, one per sample): %s %s", (long long)xr,
+                 how, fix);
     else if (g)
         snprintf(hint, sizeof hint, "; %s looks row-major (%lld rows, one per sample): %s %s",
                  g == PG_ROW_MAJOR_X ? "x" : "y", (long long)(g == PG_ROW_MAJOR_X ? xr : yr), how,
-                 g == PG_ROW_MAJOR_X ? tx : ty);
-    return pg_fail(PG_STATUS_ERR_SHAPE, "%s: x has %lld samples (columns) but y has %lld%s", OP,
+                 fix);
+    return pg_fail(PG_STATUS_ERR_SHAPE, "%s: x has %lld samples (columns) but y has %lld%s", fn,
                    (long long)xc, (long long)yc, hint);
+}
+
+int pg_fit_check_samples(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const char *tx,
+                         const char *ty)
+{
+    return pg_check_samples(OP, xr, xc, yr, yc, tx, ty, NULL);
 }

@@ -71,7 +71,7 @@ int pg_fit_epoch_begin(pg_fit *f);
  * makes the plan with fixed_split. Errors name ag_fit and validation_data. */
 /* The commonest data mistake, row-major data (one row per sample), guessed from the shapes of x
  * [xr, xc] and y [yr, yc] whose sample counts (columns) disagree, for ag_fit's hint (below)
- * and the one ag_dataloader adds in each language's words: x looks row-major (its rows match
+ * and ag_dataloader's (pg_check_samples): x looks row-major (its rows match
  * y's samples), y does (its rows match x's samples, and it is not square), both do (same row
  * counts), or none. */
 enum pg_row_major {
@@ -86,6 +86,11 @@ int pg_row_major_guess(int64_t xr, int64_t xc, int64_t yr, int64_t yc);
  * language spells x and y transposed ("t(x)", "x.T"). */
 int pg_fit_check_samples(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const char *tx,
                          const char *ty);
+/* The same check and text for function fn (ag_dataloader): both, when not NULL, is how the
+ * language spells fn's argument that transposes x and y ("col_major=False"), the fix it offers
+ * first; NULL offers tx / ty only (ag_fit). */
+int pg_check_samples(const char *fn, int64_t xr, int64_t xc, int64_t yr, int64_t yc, const char *tx,
+                     const char *ty, const char *both);
 int pg_fit_val_join(const int64_t *x, const int64_t *y, const int64_t *xv, const int64_t *yv,
                     double val_split, double *val_split_out);
 /* Batch b (0-based) of the training part (val 0) or the validation part (val 1), gathered into

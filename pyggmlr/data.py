@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _core
 from ._args import as_numeric, check_flag, check_int
-from ._core import lib
+from ._core import check, lib
 from .errors import ShapeError, StateError
 from .random import Generator, _seed_int
 from .tensor import Tensor, ag_tensor
@@ -90,20 +90,9 @@ class ag_dataloader:
         if y is not None:
             self.y, self._ydtype = _as_data(y, "y", col_major)
         self.n = self.x.shape[1]
-        if self.y is not None and self.y.shape[1] != self.n:
-            g = lib.pg_row_major_guess(*self.x.shape, *self.y.shape)  # the core's guess
-            hint = (
-                "",
-                f"; x looks row-major ({self.x.shape[0]} rows, one per sample): pass col_major=False "
-                "(x and a 2-D y are transposed) or x.T",
-                f"; y looks row-major ({self.y.shape[0]} rows, one per sample): pass y.T",
-                f"; x and y look row-major ({self.x.shape[0]} rows each, one per sample): pass "
-                "col_major=False",
-            )[g]
-            raise ShapeError(
-                "ag_dataloader: x and y must have the same number of samples (columns in "
-                f"col-major): x has {self.n}, y has {self.y.shape[1]}{hint}"
-            )
+        if self.y is not None:  # the core's text and row-major hint, Python's spellings
+            check(lib.pg_check_samples(b"ag_dataloader", *self.x.shape, *self.y.shape, b"x.T",
+                                       b"y.T", b"col_major=False"))  # fmt: skip
         self.batch_size = check_int(batch_size, "ag_dataloader", "batch_size", 1)
         self.shuffle = check_flag(shuffle, "ag_dataloader", "shuffle")
         self.drop_last = check_flag(drop_last, "ag_dataloader", "drop_last")

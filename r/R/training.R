@@ -32,17 +32,8 @@ ag_dataloader <- function(x, y = NULL, batch_size = 32L, shuffle = TRUE, col_maj
     .check_dims(y, "ag_dataloader", "y")
     y <- .loader_data(y, "y", col_major)
   }
-  if (!is.null(y) && ncol(x) != ncol(y)) {
-    g <- .Call(R_pg_row_major_guess, dim(x), dim(y))  # the core's guess, R's words
-    hint <- c("", sprintf(paste0("; x looks row-major (%d rows, one per sample): pass col_major = ",
-                                 "FALSE (x and a 2-D y are transposed) or t(x)"), nrow(x)),
-              sprintf("; y looks row-major (%d rows, one per sample): pass t(y)", nrow(y)),
-              sprintf(paste0("; x and y look row-major (%d rows each, one per sample): pass ",
-                             "col_major = FALSE"), nrow(x)))[g + 1L]
-    .arg_fail("shape", paste0("ag_dataloader: x and y must have the same number of samples ",
-                              "(columns in col-major): x has %d, y has %d%s"), ncol(x), ncol(y),
-              hint)
-  }
+  # the samples agree, else the core's text and row-major hint, R's spellings
+  if (!is.null(y)) .Call(R_pg_loader_check_samples, dim(x), dim(y))
   batch_size <- .arg_int(batch_size, "ag_dataloader", "batch_size", 1L)
   shuffle <- .arg_flag(shuffle, "ag_dataloader", "shuffle")
   drop_last <- .arg_flag(drop_last, "ag_dataloader", "drop_last")

@@ -122,8 +122,8 @@ extern SEXP R_pg_fit_stats_set(SEXP, SEXP);
 extern SEXP R_pg_accuracy_count(SEXP, SEXP);
 extern SEXP R_pg_set_index_base(SEXP);
 extern SEXP R_pg_fit_val_join(SEXP, SEXP);
-extern SEXP R_pg_row_major_guess(SEXP, SEXP);
 extern SEXP R_pg_fit_check_samples(SEXP, SEXP);
+extern SEXP R_pg_loader_check_samples(SEXP, SEXP);
 extern SEXP R_pg_early_stop_new(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_checkpoint_path(SEXP, SEXP);
 extern SEXP R_pg_fit_ckpt_extra(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -373,8 +373,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_accuracy_count", (DL_FUNC)&R_pg_accuracy_count, 2},
     {"R_pg_set_index_base", (DL_FUNC)&R_pg_set_index_base, 1},
     {"R_pg_fit_val_join", (DL_FUNC)&R_pg_fit_val_join, 2},
-    {"R_pg_row_major_guess", (DL_FUNC)&R_pg_row_major_guess, 2},
     {"R_pg_fit_check_samples", (DL_FUNC)&R_pg_fit_check_samples, 2},
+    {"R_pg_loader_check_samples", (DL_FUNC)&R_pg_loader_check_samples, 2},
     {"R_pg_early_stop_new", (DL_FUNC)&R_pg_early_stop_new, 5},
     {"R_pg_checkpoint_path", (DL_FUNC)&R_pg_checkpoint_path, 2},
     {"R_pg_fit_ckpt_extra", (DL_FUNC)&R_pg_fit_ckpt_extra, 8},

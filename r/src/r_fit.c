@@ -145,17 +145,6 @@ SEXP R_pg_fit_probe_why(SEXP eager, SEXP replay, SEXP batch)
 }
 
 /* validation_data: the plan was made unshuffled; its training part reshuffles per epoch from now */
-/* dim(x), dim(y) whose columns disagree: enum pg_row_major (0 none, 1 x, 2 y, 3 both) */
-SEXP R_pg_row_major_guess(SEXP dx, SEXP dy)
-{
-    if (XLENGTH(dx) != 2 || XLENGTH(dy) != 2) r_stopf(PG_STATUS_ERR_ARG, "expected two dims");
-    SEXP a = PROTECT(Rf_coerceVector(dx, REALSXP)), b = PROTECT(Rf_coerceVector(dy, REALSXP));
-    const int g = pg_row_major_guess((int64_t)REAL(a)[0], (int64_t)REAL(a)[1], (int64_t)REAL(b)[0],
-                                     (int64_t)REAL(b)[1]);
-    UNPROTECT(2);
-    return Rf_ScalarInteger(g);
-}
-
 /* ag_fit: y has x's samples (dim(x), dim(y)), else the core's error with R's t() in its hint */
 SEXP R_pg_fit_check_samples(SEXP dx, SEXP dy)
 {
@@ -164,6 +153,19 @@ SEXP R_pg_fit_check_samples(SEXP dx, SEXP dy)
     const double *b = REAL(dy = PROTECT(Rf_coerceVector(dy, REALSXP)));
     const int rc = pg_fit_check_samples((int64_t)a[0], (int64_t)a[1], (int64_t)b[0], (int64_t)b[1],
                                         "t(x)", "t(y)");
+    UNPROTECT(2);
+    r_check(rc);
+    return R_NilValue;
+}
+
+/* ag_dataloader: the same with its name, col_major = FALSE offered first */
+SEXP R_pg_loader_check_samples(SEXP dx, SEXP dy)
+{
+    if (XLENGTH(dx) != 2 || XLENGTH(dy) != 2) r_stopf(PG_STATUS_ERR_ARG, "expected two dims");
+    const double *a = REAL(dx = PROTECT(Rf_coerceVector(dx, REALSXP)));
+    const double *b = REAL(dy = PROTECT(Rf_coerceVector(dy, REALSXP)));
+    const int rc = pg_check_samples("ag_dataloader", (int64_t)a[0], (int64_t)a[1], (int64_t)b[0],
+                                    (int64_t)b[1], "t(x)", "t(y)", "col_major = FALSE");
     UNPROTECT(2);
     r_check(rc);
     return R_NilValue;

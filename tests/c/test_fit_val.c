@@ -109,6 +109,30 @@ static void test_row_major_guess(void)
     CHECK(pg_fit_check_samples(4, 10, 2, 9, "t(x)", "t(y)") == PG_STATUS_ERR_SHAPE);
     CHECK(strcmp(pg_last_error(), "ag_fit: x has 10 samples (columns) but y has 9") == 0);
     CHECK_ERR(pg_fit_check_samples(1, 2, 1, 3, NULL, "t(y)"), PG_STATUS_ERR_ARG, "NULL");
+    /* ag_dataloader's: its name, and col_major (the language's spelling) offered first */
+    CHECK(pg_check_samples("ag_dataloader", 4, 10, 2, 10, "t(x)", "t(y)", "col_major = FALSE") ==
+          0);
+    CHECK_ERR(pg_check_samples("ag_dataloader", 150, 4, 1, 150, "x.T", "y.T", "col_major=False"),
+              PG_STATUS_ERR_SHAPE,
+              "ag_dataloader: x has 4 samples (columns) but y has 150; x looks row-major (150 "
+              "rows, one per sample): pyggmlr data are [features, samples] with one column per "
+              "sample, so pass col_major=False (x and a 2-D y are transposed) or x.T");
+    CHECK(pg_check_samples("ag_dataloader", 4, 150, 150, 1, "t(x)", "t(y)", "col_major = FALSE") ==
+          PG_STATUS_ERR_SHAPE);
+    CHECK(strcmp(pg_last_error(),
+                 "ag_dataloader: x has 150 samples (columns) but y has 1; y looks row-major (150 "
+                 "rows, one per sample): pyggmlr data are [features, samples] with one column per "
+                 "sample, so pass t(y)") == 0);
+    CHECK(pg_check_samples("ag_dataloader", 5, 3, 5, 2, "t(x)", "t(y)", "col_major = FALSE") ==
+          PG_STATUS_ERR_SHAPE);
+    CHECK(strcmp(pg_last_error(),
+                 "ag_dataloader: x has 3 samples (columns) but y has 2; x and y look row-major (5 "
+                 "rows each, one per sample): pyggmlr data are [features, samples] with one column "
+                 "per sample, so pass col_major = FALSE") == 0);
+    CHECK(pg_check_samples("ag_dataloader", 4, 10, 2, 9, "x.T", "y.T", "col_major=False") ==
+          PG_STATUS_ERR_SHAPE);
+    CHECK(strcmp(pg_last_error(), "ag_dataloader: x has 10 samples (columns) but y has 9") == 0);
+    CHECK_ERR(pg_check_samples(NULL, 1, 2, 1, 3, "t(x)", "t(y)", NULL), PG_STATUS_ERR_ARG, "NULL");
 }
 
 static void test_loss_rules(void)

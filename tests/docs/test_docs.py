@@ -403,7 +403,8 @@ def test_ag_fit_hints_at_row_major_data():
 def test_dataloader_hints_at_row_major_data():
     x, y, _ = pg.load_iris()
     with pytest.raises(
-        pg.ShapeError, match=r"x has 4, y has 150; x looks row-major .*col_major=False"
+        pg.ShapeError,
+        match=r"x has 4 samples \(columns\) but y has 150; x looks row-major .*col_major=False",
     ):
         pg.ag_dataloader(x.T, y)
     with pytest.raises(pg.ShapeError, match=r"y looks row-major \(150 rows.*y\.T"):

@@ -94,12 +94,14 @@ def test_the_texts_name_the_first_non_finite_value():
                   validation_data=(_XV, _YVI))  # fmt: skip
 
 
-_LOADER = [  # x, y whose samples disagree: the core's row-major guess, each language's words
+_LOADER = [  # x, y whose samples disagree: the core's text and row-major guess, each language's
+    # spellings of the fixes (pg_check_samples)
     (np.zeros((150, 4)), np.zeros((1, 150)), "x looks row-major (150 rows"),
     (np.zeros((4, 150)), np.zeros((150, 1)), "y looks row-major (150 rows"),
     (np.zeros((3, 5)), np.zeros((3, 4)), "x and y look row-major (3 rows each"),
     (np.zeros((4, 10)), np.zeros((2, 9)), None),
 ]
+_R_WORDS = (("col_major=False", "col_major = FALSE"), ("x.T", "t(x)"), ("y.T", "t(y)"))
 
 
 @pytest.mark.parametrize("x, y, hint", _LOADER, ids=[str(c[2]) for c in _LOADER])
@@ -112,14 +114,24 @@ def test_loader_and_fit_row_major_hints(x, y, hint):
         pg.ag_fit(pg.ag_linear(x.shape[0], y.shape[0]), x, y, loss="mse", silent=True)
     py["fit"] = str(e.value)
     got = r.run(
-        """f <- function(e) tryCatch({ e; "none" }, error = function(c) conditionMessage(c))
+        """f <- function(e) tryCatch({ e; "none" },
+          error = function(c) c(class(c)[1], conditionMessage(c)))
         c(f(ag_dataloader(x, y)),
           f(ag_fit(ag_linear(nrow(x), nrow(y)), x, y, loss = "mse", silent = TRUE)))""",
         x=x, y=y,
     )  # fmt: skip
-    rw = {"loader": got[0], "fit": got[1]}
-    for k in ("loader", "fit"):
-        assert (hint in py[k] and hint in rw[k]) if hint else ("looks" not in py[k] + rw[k])
-        words = (py[k].replace("col_major=False", "col_major = FALSE").replace("x.T and y.T", "t(x) and t(y)")
-                 .replace("x.T", "t(x)").replace("y.T", "t(y)"))  # fmt: skip
-        assert words == rw[k]
+    rw = {"loader": list(got[0:2]), "fit": list(got[2:4])}
+    for k, fn in (("loader", "ag_dataloader"), ("fit", "ag_fit")):
+        assert py[k].startswith(
+            f"{fn}: x has {x.shape[1]} samples (columns) but y has {y.shape[1]}"
+        )
+        assert (hint in py[k]) if hint else ("looks" not in py[k] and "look " not in py[k])
+        words = py[k]
+        for p_word, r_word in _R_WORDS:
+            words = words.replace(p_word, r_word)
+        assert rw[k] == [_R_CLASS[pg.ShapeError], words]  # one core text, R's spellings
+    if hint and hint.startswith("x looks"):  # ag_dataloader offers its own argument first
+        assert py["loader"].endswith(
+            "so pass col_major=False (x and a 2-D y are transposed) or x.T"
+        )
+        assert py["fit"].endswith("so pass x.T")

@@ -19,8 +19,8 @@ test_that("dataloader: batches, coverage, shuffle with sample(), errors, print",
   dr <- ag_dataloader(t(x), batch_size = 5, shuffle = FALSE, col_major = FALSE)
   expect_equal(dr$next_batch()$x$data, x[, 1:5] + 0)
   expect_error(ag_dataloader(x, matrix(1, 1, 3)),
-               paste0("ag_dataloader: x and y must have the same number of samples (columns in ",
-                      "col-major): x has 10, y has 3"), fixed = TRUE, class = "pyggmlr_shape_error")
+               "ag_dataloader: x has 10 samples (columns) but y has 3", fixed = TRUE,
+               class = "pyggmlr_shape_error")
   expect_equal(capture.output(print(dl)),
                "ag_dataloader | n=10 | batch_size=4 | n_batches=2 | shuffle=FALSE")
 })
