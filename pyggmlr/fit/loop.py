@@ -31,7 +31,7 @@ from ..tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from ..tensor import Tensor, ag_tensor
 from .args import check_args, make_callbacks
 from .data import FitData, verbosity  # loaders, validation_data, verbose
-from .evaluate import fit_metric_codes, fit_metrics_logs, fit_metrics_set
+from .evaluate import fit_metric_codes, fit_metrics_set
 from .history import History
 from .labels import encode_labels
 from .plan import FitPlan, FitSetup, Session, check_loss
@@ -369,7 +369,6 @@ def ag_fit(
                         del out
             elif ev == lib.PG_SESSION_EPOCH_END:
                 logs, diverged = sess.logs(epoch)  # NaN / Inf loss: warn, and the run ends
-                fit_metrics_logs(plan, mcodes, logs)
                 history._append(logs)
                 prog.epoch_end(logs)
                 stop = False

@@ -259,16 +259,13 @@ class _StaticSteps:
 
 
 def _check_class_count(Y: Any, model: Any, features: int) -> None:
-    """cross_entropy ids [1, n]: the largest id + 1 must not exceed the model's outputs when its
-    structure says them (the core's rule and text, pg_fit_check_classes, as R's)."""
-    if Y is None or Y.shape[0] != 1 or Y.shape[1] == 0:
-        return
-    v = np.asarray(Y, dtype=np.float64)
-    if not (np.all(np.isfinite(v)) and np.all(v >= 0) and np.all(v == np.floor(v))):
-        return  # the core's id check (pg_fit_new) names the sample
-    k = _out_rows(model, features)
-    if k is not None:
-        check(lib.pg_fit_check_classes(int(v.max()) + 1, k, 0))
+    """cross_entropy ids [1, n] against the model's outputs when its structure says them (the
+    core's rule and text, pg_fit_check_ids, as R's)."""
+    if Y is not None and Y.shape[0] == 1:
+        v = np.ascontiguousarray(Y[0], dtype=np.float64)
+        k = _out_rows(model, features)
+        ids = ffi.cast("double *", v.ctypes.data)
+        check(lib.pg_fit_check_ids(ids, v.size, -1 if k is None else k, -1, 0))
 
 
 def static_notice(why: str) -> None:

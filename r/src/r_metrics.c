@@ -31,11 +31,17 @@ SEXP R_pg_metric_codes(SEXP fn, SEXP names, SEXP classify, SEXP in_fit)
 
 SEXP R_pg_metric_name(SEXP code) { return Rf_mkString(pg_metric_name(Rf_asInteger(code))); }
 
-/* ag_evaluate's loss name: c(loss code, classify code) */
-SEXP R_pg_metric_loss(SEXP fn, SEXP name)
+/* ag_evaluate's reading of the outputs (pg_metric_read): loss NULL or a name, dims the outputs',
+ * yn y's samples; c(loss code (-1: none), classify) */
+SEXP R_pg_metric_read(SEXP fn, SEXP name, SEXP has_threshold, SEXP dims, SEXP yn)
 {
     int loss = 0, classify = 0;
-    r_check(pg_metric_loss(fn_of(fn), CHAR(STRING_ELT(name, 0)), &loss, &classify));
+    dims = PROTECT(Rf_coerceVector(dims, REALSXP));
+    const int rc = pg_metric_read(fn_of(fn), Rf_isNull(name) ? NULL : CHAR(STRING_ELT(name, 0)),
+                                  Rf_asLogical(has_threshold) == 1, (int64_t)REAL(dims)[0],
+                                  (int64_t)REAL(dims)[1], (int64_t)Rf_asReal(yn), &loss, &classify);
+    UNPROTECT(1);
+    r_check(rc);
     SEXP r = Rf_allocVector(INTSXP, 2);
     INTEGER(r)[0] = loss;
     INTEGER(r)[1] = classify;
