@@ -51,9 +51,10 @@ int pg_arg_num(const char *fn, const char *arg, double v, const double *lo, cons
     else if (lo)
         snprintf(rng, sizeof rng, "a finite number in %s%g, %g%s", lo_open ? "(" : "[", *lo, *hi,
                  hi_open ? ")" : "]");
-    else snprintf(rng, sizeof rng, "a finite number in %s-Inf, %g%s", lo_open ? "(" : "[", *hi,
-                  hi_open ? ")" : "]");
+    else
+        snprintf(rng, sizeof rng, "a finite number in %s-Inf, %g%s", lo_open ? "(" : "[", *hi,
+                 hi_open ? ")" : "]");
     const int ok = !wrong_kind && isfinite(v) && (!lo || (lo_open ? v > *lo : v >= *lo)) &&
-                   (!hi || (hi_open ? v < *hi : v <= *hi));
+        (!hi || (hi_open ? v < *hi : v <= *hi));
     return ok ? 0 : refuse(fn, arg, rng, shown, wrong_kind);
 }

@@ -1,5 +1,6 @@
 /* ag_fit's rules on its data arguments that are not about numbers (pg_api_train.h), once for R
  * and Python: an ag_dataloader's precedence and class labels against the loss. */
+#include <stdio.h>
 #include <string.h>
 #include "pg.h"
 
@@ -26,8 +27,8 @@ int pg_fit_labels_check(const char *loss, int64_t nlabels, int64_t nmissing, int
                        "%lld; give finite data (remove or impute those samples)",
                        (long long)nmissing, nmissing > 1 ? "s" : "", (long long)first + 1);
     /* two labels are a binary target too: the second is 1 (as glm's) */
-    const int binary = (!strcmp(loss, "binary_cross_entropy") || !strcmp(loss, "bce_with_logits"))
-                       && nlabels == 2;
+    const int binary =
+        (!strcmp(loss, "binary_cross_entropy") || !strcmp(loss, "bce_with_logits")) && nlabels == 2;
     if (strcmp(loss, "cross_entropy") && !binary)
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "ag_fit: %s need%s loss = \"cross_entropy\" (or, with 2 %s, "
@@ -35,4 +36,38 @@ int pg_fit_labels_check(const char *loss, int64_t nlabels, int64_t nmissing, int
                        factor ? "a factor y" : "labels y (strings or a Categorical)",
                        factor ? "s" : "", factor ? "levels" : "labels");
     return 0;
+}
+
+int64_t pg_fit_static_notice(const char *why, int r_spelling, char *buf, int64_t cap)
+{
+    if (!why || cap < 0 || (cap && !buf))
+        return -pg_fail(PG_STATUS_ERR_ARG, "pg_fit_static_notice(): NULL or negative argument");
+    const char *none = r_spelling ? "static = NULL" : "static=None";
+    const char *off = r_spelling ? "static = FALSE" : "static=False";
+    const int n = snprintf(buf, (size_t)cap,
+                           "ag_fit: %s runs this model eagerly (its step cannot be compiled "
+                           "safely: %s); %s silences this notice",
+                           none, why, off);
+    return n;
+}
+
+int pg_fit_return_state(const char *fn, const char *model)
+{
+    return pg_fail(PG_STATUS_ERR_ARG,
+                   "%s: the model (%s) has return_state set: its forward returns (output, "
+                   "h_n[, c_n]), not a tensor; use return_state = FALSE for this call (the same "
+                   "weights)",
+                   fn ? fn : "ag_fit", model ? model : "?");
+}
+
+int64_t pg_fit_metric_codes_fit(int *codes, int64_t n, int has_y)
+{
+    if (n < 0 || (n && !codes)) return -pg_fail(PG_STATUS_ERR_ARG, "ag_fit: NULL metric codes");
+    int64_t k = 0; /* "accuracy" is the History's own column (the same count, its uncertainty) */
+    for (int64_t i = 0; i < n; i++) k += codes[i] != PG_METRIC_ACCURACY;
+    if (k && !has_y) return -pg_fail(PG_STATUS_ERR_ARG, "ag_fit: metrics need targets y");
+    k = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (codes[i] != PG_METRIC_ACCURACY) codes[k++] = codes[i];
+    return k;
 }

@@ -175,5 +175,15 @@ int pg_fit_loader_check(int has_y, int settings_given);
  * R's wording). */
 int pg_fit_labels_check(const char *loss, int64_t nlabels, int64_t nmissing, int64_t first,
                         int factor);
+/* static = None's one notice of a run that falls back to the eager step, with the core's reason
+ * (why); r_spelling: R's "static = NULL" / "static = FALSE", else Python's "static=None". As
+ * pg_fit_probe_why: at most cap bytes to buf; returns the whole text's length, or -status. */
+int64_t pg_fit_static_notice(const char *why, int r_spelling, char *buf, int64_t cap);
+/* A model whose recurrent layer has return_state set (its forward returns a list): always
+ * PG_STATUS_ERR_ARG naming fn and the model. */
+int pg_fit_return_state(const char *fn, const char *model);
+/* ag_fit(metrics =)'s codes (pg_metric_code's, n of them) without "accuracy" (the History's own
+ * column), in place; the count left, or -PG_STATUS_ERR_ARG when any is left without targets. */
+int64_t pg_fit_metric_codes_fit(int *codes, int64_t n, int has_y);
 /* R's hint for class ids that look 1-based (finite, min 1, max k >= 1): the text, else NULL. */
 const char *pg_fit_one_based_hint(const double *ids, int64_t n, int64_t k);

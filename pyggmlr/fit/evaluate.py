@@ -136,12 +136,11 @@ def ag_evaluate(
 
 def fit_metric_codes(metrics: Any, classify: int, has_y: bool) -> List[int]:
     """ag_fit's metric codes, checked before training (names, the loss, confusion_matrix)."""
-    codes = metric_codes(metrics, "ag_fit", classify, True)
-    # "accuracy" is the History's own column (the same count, with its uncertainty)
-    codes = [c for c in codes if c != lib.PG_METRIC_ACCURACY]
-    if codes and not has_y:
-        raise ArgumentError("ag_fit: metrics need targets y")
-    return codes
+    mc = metric_codes(metrics, "ag_fit", classify, True)
+    codes = ffi.new("int[]", mc or [0])
+    n = lib.pg_fit_metric_codes_fit(codes, len(mc), has_y)
+    check(-n if n < 0 else 0)  # "accuracy" left to the History's own column; targets needed
+    return list(codes)[:n]
 
 
 def fit_metrics_set(plan: Any, codes: List[int], history: Any) -> None:

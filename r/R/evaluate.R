@@ -66,10 +66,7 @@ ag_evaluate <- function(model, x, y, metrics = NULL, batch_size = 256L, loss = N
 
 # ag_fit's metric codes, checked before training; "accuracy" is the History's own column
 .fit_metric_codes <- function(metrics, classify, has_y) {
-  codes <- .metric_codes(metrics, "ag_fit", classify, TRUE)
-  codes <- codes[codes != 1L]
-  if (length(codes) && !has_y) .arg_fail("argument", "ag_fit: metrics need targets y")
-  codes
+  .Call(R_pg_fit_metric_codes_fit, .metric_codes(metrics, "ag_fit", classify, TRUE), has_y)
 }
 
 # the History's metric columns: each name, then val_<name> with validation data

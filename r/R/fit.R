@@ -48,7 +48,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     .fit_type_stop("ag_fit: opt_params must be a function(epoch) returning a named list, or NULL")
 
   X <- .fit_cols(x, "x")
-  n <- ncol(X)
   rules <- .Call(R_pg_fit_loss_rules, if (is.null(L$code)) -1L else L$code, !is.null(y))
   classify <- rules[[1L]]  # how accuracy is counted: 0 none, 1 arg-max, 2 / 3 binary (BCE)
   per_datapoint <- rules[[2L]] == 1L  # a mean per sample (all but sum)

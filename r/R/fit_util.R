@@ -72,10 +72,8 @@
 
 # the model's forward function (a model with forward(x), or a function), or a classed error
 .fit_forward_fn <- function(model, fn = "ag_fit") {
-  if ((is.environment(model) || is.list(model)) && isTRUE(model$return_state))  # Python's _forward
-    .arg_fail("argument", paste0("%s: the model (%s) has return_state set: its forward returns ",
-                                 "(output, h_n[, c_n]), not a tensor; use return_state = FALSE ",
-                                 "for this call (the same weights)"), fn, model$name)
+  if ((is.environment(model) || is.list(model)) && isTRUE(model$return_state))  # core's text
+    .Call(R_pg_fit_return_state, fn, paste(model$name))
   if ((is.environment(model) || is.list(model)) && is.function(model$forward)) return(model$forward)
   if (is.function(model)) return(model)
   .fit_type_stop("%s: model must have a forward(x) function", fn)
@@ -268,10 +266,7 @@
 }
 
 # static = NULL's one notice of an ag_fit call that runs eagerly: the core's reason
-.static_notice <- function(why) {
-  message(sprintf(paste0("ag_fit: static = NULL runs this model eagerly (its step cannot be ",
-                         "compiled safely: %s); static = FALSE silences this notice"), why))
-}
+.static_notice <- function(why) message(.Call(R_pg_fit_static_notice, why))
 
 # list(the training step recorded for the session, NULL); with static = NULL on a model that is
 # not all built-in (auto), first the probe: list(NULL, why) when it or the recording refuses, the

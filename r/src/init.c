@@ -241,12 +241,14 @@ extern SEXP R_pg_metric_codes(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_metrics(SEXP, SEXP);
 extern SEXP R_pg_fit_monitor_mask(SEXP);
 extern SEXP R_pg_fit_metrics_format(SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_metrics_epoch(SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_name(SEXP);
 extern SEXP R_pg_metric_read(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_loss_value(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_value(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_check_ids(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_static_notice(SEXP);
+extern SEXP R_pg_fit_return_state(SEXP, SEXP);
+extern SEXP R_pg_fit_metric_codes_fit(SEXP, SEXP);
 extern SEXP R_pg_fit_loader_check(SEXP, SEXP);
 extern SEXP R_pg_fit_labels_check(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_arg_int(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -496,12 +498,14 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_metrics", (DL_FUNC)&R_pg_fit_metrics, 2},
     {"R_pg_fit_monitor_mask", (DL_FUNC)&R_pg_fit_monitor_mask, 1},
     {"R_pg_fit_metrics_format", (DL_FUNC)&R_pg_fit_metrics_format, 3},
-    {"R_pg_fit_metrics_epoch", (DL_FUNC)&R_pg_fit_metrics_epoch, 3},
     {"R_pg_metric_name", (DL_FUNC)&R_pg_metric_name, 1},
     {"R_pg_metric_read", (DL_FUNC)&R_pg_metric_read, 5},
     {"R_pg_metric_loss_value", (DL_FUNC)&R_pg_metric_loss_value, 4},
     {"R_pg_metric_value", (DL_FUNC)&R_pg_metric_value, 6},
     {"R_pg_fit_check_ids", (DL_FUNC)&R_pg_fit_check_ids, 3},
+    {"R_pg_fit_static_notice", (DL_FUNC)&R_pg_fit_static_notice, 1},
+    {"R_pg_fit_return_state", (DL_FUNC)&R_pg_fit_return_state, 2},
+    {"R_pg_fit_metric_codes_fit", (DL_FUNC)&R_pg_fit_metric_codes_fit, 2},
     {"R_pg_fit_loader_check", (DL_FUNC)&R_pg_fit_loader_check, 2},
     {"R_pg_fit_labels_check", (DL_FUNC)&R_pg_fit_labels_check, 4},
     {"R_pg_arg_int", (DL_FUNC)&R_pg_arg_int, 8},

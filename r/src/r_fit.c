@@ -207,3 +207,31 @@ SEXP R_pg_fit_labels_check(SEXP loss, SEXP nlabels, SEXP nmissing, SEXP first)
                                 (int64_t)Rf_asReal(first), 1));
     return R_NilValue;
 }
+
+/* static = NULL's notice with R's spelling and the core's reason */
+SEXP R_pg_fit_static_notice(SEXP why)
+{
+    char buf[1024];
+    const char *w = Rf_translateCharUTF8(STRING_ELT(why, 0));
+    if (pg_fit_static_notice(w, 1, buf, sizeof buf) < 0) r_fail();
+    return Rf_mkString(buf);
+}
+
+/* a model with return_state set: the core's refusal naming fn and the model's name */
+SEXP R_pg_fit_return_state(SEXP fn, SEXP model)
+{
+    r_check(
+        pg_fit_return_state(CHAR(STRING_ELT(fn, 0)),
+                            XLENGTH(model) ? Rf_translateCharUTF8(STRING_ELT(model, 0)) : NULL));
+    return R_NilValue;
+}
+
+/* ag_fit(metrics =)'s codes without "accuracy", refused without targets */
+SEXP R_pg_fit_metric_codes_fit(SEXP codes, SEXP has_y)
+{
+    SEXP c = PROTECT(Rf_duplicate(Rf_coerceVector(codes, INTSXP)));
+    const int64_t n = pg_fit_metric_codes_fit(INTEGER(c), XLENGTH(c), Rf_asLogical(has_y) == 1);
+    UNPROTECT(1);
+    if (n < 0) r_fail();
+    return Rf_xlengthgets(c, (R_xlen_t)n);
+}

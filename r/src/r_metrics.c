@@ -113,15 +113,6 @@ SEXP R_pg_fit_monitor_mask(SEXP fp)
     return Rf_ScalarInteger(m);
 }
 
-/* the epoch's n metric values of a part (val FALSE: training) */
-SEXP R_pg_fit_metrics_epoch(SEXP fp, SEXP val, SEXP n)
-{
-    SEXP r = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)Rf_asInteger(n)));
-    r_check(pg_fit_metrics_epoch(r_get(fp, R_FIT), Rf_asLogical(val) == 1, REAL(r)));
-    UNPROTECT(1);
-    return r;
-}
-
 /* the History's metric columns as text (pg_fit_metrics_format): names, their values column by
  * column, the epochs */
 SEXP R_pg_fit_metrics_format(SEXP names, SEXP values, SEXP epoch)

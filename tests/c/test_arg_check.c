@@ -13,8 +13,7 @@ void test_arg_check(void)
               "f: n must be an integer >= 1, got 0");
     CHECK_ERR(pg_arg_int("f", "n", 2.5, &one, &imax, NULL, "2.5", 0), PG_STATUS_ERR_VALUE,
               "f: n must be an integer >= 1, got 2.5");
-    CHECK_ERR(pg_arg_int("f", "n", NAN, &one, &imax, NULL, "NA", 0), PG_STATUS_ERR_VALUE,
-              "got NA");
+    CHECK_ERR(pg_arg_int("f", "n", NAN, &one, &imax, NULL, "NA", 0), PG_STATUS_ERR_VALUE, "got NA");
     CHECK_ERR(pg_arg_int("f", "n", 3e9, &one, &imax, NULL, "3e9", 0), PG_STATUS_ERR_VALUE,
               "f: n must be an integer >= 1 and <= 2147483647 (R's integer range), got 3e9");
     CHECK_ERR(pg_arg_int("f", "n", 11, &neg, &ten, NULL, "11", 0), PG_STATUS_ERR_VALUE,
@@ -91,4 +90,30 @@ void test_fit_args(void)
     CHECK_ERR(pg_metric_read("ag_evaluate", "nope", 0, 3, 5, 5, &loss, &cl), PG_STATUS_ERR_VALUE,
               "ag_evaluate: ");
     CHECK_ERR(pg_metric_read(NULL, NULL, 0, 3, 5, 5, &loss, &cl), PG_STATUS_ERR_ARG, "NULL");
+
+    /* static = None's notice in each language's spelling; return_state's refusal */
+    char b[512];
+    CHECK(pg_fit_static_notice("why", 0, b, sizeof b) == (int64_t)strlen(b));
+    CHECK(!strcmp(b,
+                  "ag_fit: static=None runs this model eagerly (its step cannot be compiled "
+                  "safely: why); static=False silences this notice"));
+    CHECK(pg_fit_static_notice("w", 1, NULL, 0) > 0 && pg_fit_static_notice("w", 1, b, 8) > 8);
+    CHECK(pg_fit_static_notice("w", 1, b, sizeof b) > 0 &&
+          strstr(b, "ag_fit: static = NULL runs") && strstr(b, "; static = FALSE silences"));
+    CHECK(pg_fit_static_notice(NULL, 1, b, sizeof b) == -PG_STATUS_ERR_ARG);
+    CHECK_ERR(pg_fit_return_state("ag_predict", "lstm_1"), PG_STATUS_ERR_ARG,
+              "ag_predict: the model (lstm_1) has return_state set: its forward returns (output, "
+              "h_n[, c_n]), not a tensor; use return_state = FALSE for this call (the same "
+              "weights)");
+
+    /* ag_fit(metrics =): accuracy is the History's own column; the rest need targets */
+    int codes[3] = {PG_METRIC_AUC, PG_METRIC_ACCURACY, PG_METRIC_F1};
+    CHECK(pg_fit_metric_codes_fit(codes, 3, 1) == 2 && codes[0] == PG_METRIC_AUC &&
+          codes[1] == PG_METRIC_F1);
+    int acc[1] = {PG_METRIC_ACCURACY};
+    CHECK(pg_fit_metric_codes_fit(acc, 1, 0) == 0 && pg_fit_metric_codes_fit(NULL, 0, 0) == 0);
+    CHECK_ERR(pg_fit_metric_codes_fit(codes, 2, 0) < 0, PG_STATUS_ERR_ARG,
+              "ag_fit: metrics need targets y");
+    CHECK(codes[0] == PG_METRIC_AUC && codes[1] == PG_METRIC_F1); /* untouched on failure */
+    CHECK(pg_fit_metric_codes_fit(NULL, 2, 1) == -PG_STATUS_ERR_ARG);
 }
