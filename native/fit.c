@@ -226,6 +226,11 @@ int pg_fit_metrics_epoch(const pg_fit *f, int val, double *values)
     return f->keep ? pg_fit_keep_values(f->keep, val, values) : 0;
 }
 
+int64_t pg_fit_metric_codes(const pg_fit *f, const int **codes)
+{
+    return f ? pg_fit_keep_codes(f->keep, codes) : (*codes = NULL, 0);
+}
+
 int pg_fit_monitor_mask(const pg_fit *f)
 {
     if (!f) return -pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit", OP);

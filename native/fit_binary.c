@@ -102,3 +102,34 @@ int pg_fit_check_classes(int64_t nclass, int64_t outputs, int levels)
                        (long long)outputs);
     return 0;
 }
+
+const char *pg_fit_one_based_hint(const double *ids, int64_t n, int64_t k)
+{
+    if (!ids || n < 1 || k < 1) return NULL;
+    double lo = ids[0], hi = ids[0];
+    for (int64_t j = 0; j < n; j++) {
+        if (!isfinite(ids[j])) return NULL;
+        lo = ids[j] < lo ? ids[j] : lo;
+        hi = ids[j] > hi ? ids[j] : hi;
+    }
+    return lo == 1 && hi == (double)k
+        ? "class ids are 0-based: pass as.integer(f) - 1L, or the factor itself"
+        : NULL;
+}
+
+int pg_fit_check_ids(const double *y, int64_t n, int64_t outputs, int64_t nlevels, int one_based)
+{
+    if (n < 0 || (n > 0 && !y)) return pg_fail(PG_STATUS_ERR_ARG, "ag_fit: NULL class ids");
+    const char *hint = one_based ? pg_fit_one_based_hint(y, n, outputs) : NULL;
+    if (hint)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_fit: y holds class ids 1..%lld but the model has %lld outputs; %s",
+                       (long long)outputs, (long long)outputs, hint);
+    if (nlevels >= 0) return pg_fit_check_classes(nlevels, outputs, 1);
+    double hi = -1;
+    for (int64_t j = 0; j < n; j++) { /* not ids: the plan's checks name the sample (pg_fit_new) */
+        if (!(y[j] >= 0) || !isfinite(y[j]) || y[j] != floor(y[j])) return 0;
+        hi = y[j] > hi ? y[j] : hi;
+    }
+    return n > 0 ? pg_fit_check_classes(hi < 9e18 ? (int64_t)hi + 1 : INT64_MAX, outputs, 0) : 0;
+}

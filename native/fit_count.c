@@ -42,6 +42,27 @@ int pg_accuracy_count(const double *out, int64_t classes, int64_t n, const doubl
     return 0;
 }
 
+int pg_accuracy(const char *fn, const double *out, int64_t k, int64_t n, const double *y,
+                int64_t yrows, int64_t yn, int has_threshold, double threshold, int bools,
+                double *acc)
+{
+    if (!fn || !acc) return pg_fail(PG_STATUS_ERR_ARG, "pg_accuracy(): NULL name or result");
+    if (yn != n)
+        return pg_fail(PG_STATUS_ERR_SHAPE, "%s: x has %lld samples but y has %lld", fn,
+                       (long long)n, (long long)yn);
+    int64_t hit = 0, nd = n;
+    int rc;
+    if (has_threshold || k == 1) /* binary / multi-label: keras' binary_accuracy */
+        rc = pg_binary_count(out, k, n, y, yrows, has_threshold ? threshold : 0.5, &hit, &nd);
+    else if (bools && yrows == 1)
+        rc = pg_fail(PG_STATUS_ERR_ARG,
+                     "%s: y must be 0-based class ids or a one-hot matrix, got booleans", fn);
+    else rc = pg_accuracy_count(out, k, n, y, yrows, &hit);
+    if (rc) return rc;
+    *acc = (double)hit / (double)nd;
+    return 0;
+}
+
 int64_t pg_batch_count(const char *fn, int64_t n, int64_t batch_size, int drop_last)
 {
     if (n < 0 || batch_size < 1)

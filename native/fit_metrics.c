@@ -102,6 +102,12 @@ int pg_fit_keep_values(const pg_fit_keep *k, int val, double *values)
     return 0;
 }
 
+int64_t pg_fit_keep_codes(const pg_fit_keep *k, const int **codes)
+{
+    *codes = k ? k->codes : NULL;
+    return k ? k->ncode : 0;
+}
+
 int pg_fit_keep_mask(const pg_fit_keep *k)
 {
     int m = 0;

@@ -8,6 +8,9 @@
 #include "pg.h"
 
 static const char *const OP = "ag_fit";
+
+/* metric code c's log (pg_fit_log_name's numbering): its column, or val_'s */
+static int metric_log(int code, int val) { return PG_FIT_LOG_COUNT + 2 * (code - 1) + val; }
 static const char *const EVENT_NAMES[PG_SESSION_EVENT_COUNT] = {
     "done",      "epoch_begin", "train_batch", "batch_end", "train_end",
     "val_begin", "val_batch",   "val_end",     "epoch_end"};
@@ -26,7 +29,9 @@ struct pg_session {
     int64_t epoch, batch, step; /* batch: 0-based within the current part */
     int64_t stopped_epoch;
     int64_t recorded; /* the part's records when the current batch event was returned */
-    double lr, t0, t1, logs[PG_FIT_LOG_COUNT];
+    double lr, t0, t1, logs[PG_FIT_LOG_ALL]; /* enum pg_fit_log's, then the metric columns */
+    int cols[PG_FIT_LOG_ALL];                /* the History's columns after epoch, as logs' */
+    int64_t ncol;
     int diverged;
     char msg[512];
     compiled train, val[2]; /* val: one per width (full, last partial) */
@@ -76,10 +81,31 @@ pg_session *pg_session_new(pg_fit *f, const pg_session_params *params)
         free(s);
         return NULL;
     }
+    /* the order the History has always had, then each metric, then its val_ column */
+    static const int MAIN[PG_FIT_LOG_COUNT] = {
+        PG_FIT_LOG_LR, PG_FIT_LOG_TIME_TRAIN, 0, 1, 2, 3, 4, 5, 6, 7, PG_FIT_LOG_TIME_VAL};
+    memcpy(s->cols, MAIN, sizeof MAIN);
+    s->ncol = PG_FIT_LOG_COUNT;
+    const int *codes;
+    const int64_t nm = pg_fit_metric_codes(f, &codes);
+    if (nm > PG_METRIC_R2) { /* each code once (the front ends' lists): a column each */
+        free(s);
+        pg_fail(PG_STATUS_ERR_VALUE, "%s: %lld metrics, more than there are", OP, (long long)nm);
+        return NULL;
+    }
+    for (int v = 0; v < (s->d.n_val ? 2 : 1); v++)
+        for (int64_t i = 0; i < nm; i++) s->cols[s->ncol++] = metric_log(codes[i], v);
     return s;
 }
 
 void pg_session_free(pg_session *s) { free(s); }
+
+int64_t pg_session_log_count(const pg_session *s) { return s ? s->ncol : 0; }
+
+const char *pg_session_log_name(const pg_session *s, int64_t i)
+{
+    return s && i >= 0 && i < s->ncol ? pg_fit_log_name(s->cols[i]) : NULL;
+}
 
 static compiled *graph_for(pg_session *s, int val, int64_t width)
 {
@@ -142,6 +168,13 @@ static int epoch_end(pg_session *s, int *event)
         l[3] = r[k].accuracy_unc;
     }
     s->logs[PG_FIT_LOG_LR] = s->lr;
+    const int *codes;
+    const int64_t nm = pg_fit_metric_codes(s->f, &codes);
+    double mv[PG_METRIC_R2 + 1];
+    for (int v = 0; v < (s->d.n_val ? 2 : 1) && nm; v++) { /* over the whole epoch's outputs */
+        if (pg_fit_metrics_epoch(s->f, v, mv)) return -1;
+        for (int64_t i = 0; i < nm; i++) s->logs[metric_log(codes[i], v)] = mv[i];
+    }
     s->logs[PG_FIT_LOG_TIME_VAL] = now() - s->t1;
     s->diverged = rc;
     if (rc) s->stopped_epoch = s->epoch;
@@ -181,7 +214,7 @@ static int epoch_begin(pg_session *s, int *event)
     s->batch = 0;
     s->lr = NAN;
     s->diverged = 0;
-    for (int k = 0; k < PG_FIT_LOG_COUNT; k++) s->logs[k] = NAN;
+    for (int k = 0; k < PG_FIT_LOG_ALL; k++) s->logs[k] = NAN;
     return emit(s, PG_SESSION_EPOCH_BEGIN, event);
 }
 
@@ -239,9 +272,21 @@ int pg_session_logs(const pg_session *s, double *logs, char *msg, int64_t n)
         return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL session or output", OP);
     if (s->ev != PG_SESSION_EPOCH_END)
         return pg_fail(PG_STATUS_ERR_STATE, "%s: an epoch's logs are read at its end", OP);
-    memcpy(logs, s->logs, sizeof s->logs);
+    memcpy(logs, s->logs, PG_FIT_LOG_COUNT * sizeof *logs);
     snprintf(msg, (size_t)n, "%s", s->diverged ? s->msg : "");
     return s->diverged;
+}
+
+int pg_session_epoch_logs(const pg_session *s, double *logs, int64_t nlogs, char *msg, int64_t n)
+{
+    double v[PG_FIT_LOG_COUNT];
+    const int rc = pg_session_logs(s, v, msg, n);
+    if (rc < 0) return rc;
+    if (!logs || nlogs != s->ncol)
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: the logs take %lld values, got room for %lld", OP,
+                       (long long)s->ncol, (long long)nlogs);
+    for (int64_t i = 0; i < s->ncol; i++) logs[i] = s->logs[s->cols[i]];
+    return rc;
 }
 
 int pg_session_stop(pg_session *s)

@@ -339,6 +339,19 @@ int pg_metric_loss(const char *fn, const char *name, int *loss, int *classify)
     return rc;
 }
 
+int pg_metric_read(const char *fn, const char *name, int has_threshold, int64_t rows, int64_t n,
+                   int64_t yn, int *loss, int *classify)
+{
+    if (!fn || !loss || !classify) return pg_fail(PG_STATUS_ERR_ARG, "pg_metric_read(): NULL");
+    if (yn != n)
+        return pg_fail(PG_STATUS_ERR_SHAPE, "%s: x has %lld samples but y has %lld", fn,
+                       (long long)n, (long long)yn);
+    if (name) return pg_metric_loss(fn, name, loss, classify);
+    *loss = -1; /* no loss: probabilities for one output or a threshold, else arg-max */
+    *classify = has_threshold || rows == 1 ? PG_FIT_CLASSIFY_PROBS : PG_FIT_CLASSIFY_ARGMAX;
+    return 0;
+}
+
 int pg_metric_loss_value(const char *fn, int loss, const double *out, int64_t k, int64_t n,
                          const double *y, int64_t yrows, double *value)
 {

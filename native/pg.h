@@ -32,6 +32,7 @@
 #include "pg_api_codec.h"
 #include "pg_api_modelfile.h"
 #include "pg_api_bounds.h"
+#include "pg_api_args.h"
 #include "pg_api_version.h"
 #include "pg_api_index.h"
 #include "pg_api_metrics.h"
@@ -372,6 +373,8 @@ int pg_fit_keep_add(pg_fit_keep *k, int val, const pg_tensor *out, const pg_tens
 int pg_fit_keep_values(const pg_fit_keep *k, int val, double *values);
 /* bit c set for each kept metric code c (0 for NULL) */
 int pg_fit_keep_mask(const pg_fit_keep *k);
+/* the codes kept (n of them, in ag_fit(metrics =)'s order; none for NULL) */
+int64_t pg_fit_keep_codes(const pg_fit_keep *k, const int **codes);
 int pg_fit_binary_hits(const pg_tensor *out, const pg_tensor *y, const int64_t *idx, int64_t w,
                        int classify, int64_t *hit);
 

@@ -59,6 +59,12 @@ int pg_confusion_matrix(const char *fn, int classify, double threshold, const do
 /* ag_evaluate's loss = name: the PG_FIT_LOSS_* code and how it reads the outputs (a
  * pg_fit_classify code), ag_fit's names and rules with fn's name in the errors. */
 int pg_metric_loss(const char *fn, const char *name, int *loss, int *classify);
+/* ag_evaluate's reading of out [rows, n] against y of yn samples (they must agree:
+ * PG_STATUS_ERR_SHAPE "x has n samples but y has yn"): with a loss name, pg_metric_loss's; with
+ * none (NULL) *loss -1 and the outputs read as probabilities for one output or a threshold
+ * (has_threshold), else by arg-max. */
+int pg_metric_read(const char *fn, const char *name, int has_threshold, int64_t rows, int64_t n,
+                   int64_t yn, int *loss, int *classify);
 /* ag_evaluate's loss: the built-in loss (a PG_FIT_LOSS_* code) of out [k, n] against y
  * [yrows, n] over all samples at once, in f64 (mean and sum read out alone). */
 int pg_metric_loss_value(const char *fn, int loss, const double *out, int64_t k, int64_t n,

@@ -147,9 +147,43 @@ int pg_accuracy_count(const double *out, int64_t classes, int64_t n, const doubl
  * A multi-label output counts each element, as keras' binary_accuracy. */
 int pg_binary_count(const double *out, int64_t rows, int64_t n, const double *y, int64_t yrows,
                     double threshold, int64_t *ncorrect, int64_t *ndata);
+/* ag_accuracy's value, once for R and Python (fn names the caller): out [k, n] against y
+ * [yrows, yn] (samples must agree: PG_STATUS_ERR_SHAPE). A 1-output model, or any model given a
+ * threshold (has_threshold), is scored per element (pg_binary_count; 0.5 without one), else
+ * by arg-max (pg_accuracy_count), where booleans (bools: y was a logical / bool vector) are
+ * PG_STATUS_ERR_ARG. *acc: the share of hits. */
+int pg_accuracy(const char *fn, const double *out, int64_t k, int64_t n, const double *y,
+                int64_t yrows, int64_t yn, int has_threshold, double threshold, int bools,
+                double *acc);
 /* ag_fit's class count before training (fit_binary.c): nclass classes in cross_entropy targets
  * (levels 1: an R factor's levels, which must equal the model's outputs; 0: the largest id + 1,
  * which must not exceed them: a class absent from the data is fine, as in PyTorch and keras)
  * against the model's outputs (< 1: unknown, nothing checked). PG_STATUS_ERR_VALUE names both
  * numbers. */
 int pg_fit_check_classes(int64_t nclass, int64_t outputs, int levels);
+/* ag_fit's cross_entropy class ids y [1, n] before training, once for R and Python: with
+ * one_based (R's idiom) ids 1..outputs are refused first with pg_fit_one_based_hint's text; then
+ * pg_fit_check_classes with nlevels (>= 0: a factor's levels) or the largest id + 1. Ids that
+ * are not whole numbers >= 0 (or not finite) pass: pg_fit_new's checks name the sample. */
+int pg_fit_check_ids(const double *y, int64_t n, int64_t outputs, int64_t nlevels, int one_based);
+/* ag_fit(x = an ag_dataloader): y given (has_y), or batch_size / shuffle other than ag_fit's
+ * defaults (settings_given), is PG_STATUS_ERR_ARG: the loader's are the fit's. */
+int pg_fit_loader_check(int has_y, int settings_given);
+/* ag_fit's class labels (R's factor y, Python's strings or Categorical): nmissing missing ones
+ * (the first at 0-based column first) are PG_STATUS_ERR_VALUE as the non-finite check words
+ * them; then the loss must be "cross_entropy", or with nlabels 2 one of the BCE losses (factor:
+ * R's wording). */
+int pg_fit_labels_check(const char *loss, int64_t nlabels, int64_t nmissing, int64_t first,
+                        int factor);
+/* static = None's one notice of a run that falls back to the eager step, with the core's reason
+ * (why); r_spelling: R's "static = NULL" / "static = FALSE", else Python's "static=None". As
+ * pg_fit_probe_why: at most cap bytes to buf; returns the whole text's length, or -status. */
+int64_t pg_fit_static_notice(const char *why, int r_spelling, char *buf, int64_t cap);
+/* A model whose recurrent layer has return_state set (its forward returns a list): always
+ * PG_STATUS_ERR_ARG naming fn and the model. */
+int pg_fit_return_state(const char *fn, const char *model);
+/* ag_fit(metrics =)'s codes (pg_metric_code's, n of them) without "accuracy" (the History's own
+ * column), in place; the count left, or -PG_STATUS_ERR_ARG when any is left without targets. */
+int64_t pg_fit_metric_codes_fit(int *codes, int64_t n, int has_y);
+/* R's hint for class ids that look 1-based (finite, min 1, max k >= 1): the text, else NULL. */
+const char *pg_fit_one_based_hint(const double *ids, int64_t n, int64_t k);

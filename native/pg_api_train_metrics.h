@@ -13,6 +13,8 @@ int pg_fit_metrics(pg_fit *f, int64_t n, const int *codes);
 /* The epoch's value of each metric (n of them, in codes' order) for the training part (val 0)
  * or validation (1); NaN where the part recorded no batch. */
 int pg_fit_metrics_epoch(const pg_fit *f, int val, double *values);
+/* The codes set by pg_fit_metrics (borrowed, in their order) and their count; 0 when none. */
+int64_t pg_fit_metric_codes(const pg_fit *f, const int **codes);
 /* The monitors' mask for pg_early_stop_begin / pg_checkpoint_begin (pg_api_metrics.h), once the
  * metrics are set: bit 0 accuracy is counted (a classify code), bit c metric code c is a column.
  * Returns -status on error. */

@@ -72,6 +72,14 @@ int pg_session_set_lr(pg_session *s, double lr);
  * run then ends after this epoch) with ag_fit's warning in msg (n bytes), 0 when finite, < 0 on
  * error. */
 int pg_session_logs(const pg_session *s, double *logs, char *msg, int64_t n);
+/* The History's columns after "epoch", once for R and Python: lr, time_train, loss ... val_accuracy_unc,
+ * time_val, then each of ag_fit(metrics =)'s metrics (the plan's, set before the session) and,
+ * with validation, its val_ column. pg_session_log_name: column i's name (NULL out of range). */
+int64_t pg_session_log_count(const pg_session *s);
+const char *pg_session_log_name(const pg_session *s, int64_t i);
+/* pg_session_logs in those columns' order, the metrics over the whole epoch included: nlogs
+ * must be pg_session_log_count's; the same return and msg. */
+int pg_session_epoch_logs(const pg_session *s, double *logs, int64_t nlogs, char *msg, int64_t n);
 
 /* At EPOCH_END: the run ends after this epoch (a callback asked). */
 int pg_session_stop(pg_session *s);

@@ -1,7 +1,8 @@
 """Argument checks, in one place: each returns the value converted (int, float, bool, array) or
 raises an error naming the function, the argument, what is accepted and the value. One integer
 rule (check_int) for every integer argument. R's counterparts are .arg_int / .arg_num /
-.arg_flag in r/R/fit_util.R, with the same rules and texts."""
+.arg_flag in r/R/fit_util.R; the integer and number rules and their texts are the core's
+(pg_arg_int / pg_arg_num, native/arg_check.c), for both."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .errors import ArgumentError, PyggmlrValueError
+from ._native import ffi, lib
+from .errors import ArgumentError, PyggmlrValueError, error_for_status
+
+NULL = ffi.NULL
 
 INT_MAX = 2**31 - 1  # R's integer range: the same bound in both languages
 
@@ -20,57 +24,51 @@ def _is_bool(v):
     return isinstance(v, (bool, np.bool_))  # numpy 2 names its type "bool", not "bool_"
 
 
+def _bound(b):
+    """An optional bound for the core (NULL: unbounded); big ints stay finite doubles."""
+    return NULL if b is None else ffi.new("double *", float(max(min(b, 2**1000), -(2**1000))))
+
+
+def _refused(rc):
+    if rc:
+        msg = ffi.string(lib.pg_last_error()).decode("utf-8", "replace")
+        lib.pg_clear_error()
+        raise error_for_status(rc, msg)
+
+
 def check_int(v, fn, arg, lo=None, hi=INT_MAX, rule=None):
-    """The one integer rule (R's .arg_int is the same): v as an int when it is one whole number
-    of any real kind (a Python or numpy integer, or a float with an integral value: 2.0 is 2),
-    finite and in [lo, hi] (None: unbounded; hi defaults to R's integer range). ArgumentError
-    for other kinds (bool, str, None, arrays...), PyggmlrValueError for fractions, NaN, +/-Inf
-    and values out of range; the text is "<fn>: <arg> must be <rule>, got <v>", the rule
-    "an integer >= lo" (or "in [lo, hi]") unless the caller words it."""
-    if rule is not None:
-        rng = rule
-    elif lo is None and hi is None:
-        rng = "an integer"
-    elif lo is not None and (hi is None or hi == INT_MAX):
-        rng = f"an integer >= {lo}"  # R's bound is named only when it is hit
+    """The one integer rule (R's .arg_int is the same; its texts are the core's, pg_arg_int): v
+    as an int when it is one whole number of any real kind (a Python or numpy integer, or a
+    float with an integral value: 2.0 is 2), finite and in [lo, hi] (None: unbounded; hi
+    defaults to R's integer range). ArgumentError for other kinds (bool, str, None, arrays...),
+    PyggmlrValueError for fractions, NaN, +/-Inf and values out of range; the text is
+    "<fn>: <arg> must be <rule>, got <v>", the rule "an integer >= lo" (or "in [lo, hi]")
+    unless the caller words it."""
+    if type(v) is int and (lo is None or v >= lo) and (hi is None or v <= hi):
+        return v  # the common case: no text to make
+    kind = not _is_bool(v) and isinstance(v, numbers.Real)
+    iv: Any  # None only where the core refuses v
+    if kind and isinstance(v, numbers.Integral):
+        iv, f = int(v), float(max(min(int(v), 2**1000), -(2**1000)))
     else:
-        rng = f"an integer in [{'-Inf' if lo is None else lo}, {hi}]"
-    if _is_bool(v) or not isinstance(v, numbers.Real):
-        raise ArgumentError(f"{fn}: {arg} must be {rng}, got {type(v).__name__} {v!r}"[:300])
-    if isinstance(v, numbers.Integral):
-        iv = int(v)
-    else:
-        f = float(v)
-        if not math.isfinite(f) or not f.is_integer():
-            raise PyggmlrValueError(f"{fn}: {arg} must be {rng}, got {v!r}")
-        iv = int(f)
-    if (lo is not None and iv < lo) or (hi is not None and iv > hi):
-        if hi == INT_MAX and iv > hi and rule is None:
-            rng += f" and <= {INT_MAX} (R's integer range)"
-        raise PyggmlrValueError(f"{fn}: {arg} must be {rng}, got {v!r}")
+        f = float(v) if kind else 0.0
+        iv = int(f) if math.isfinite(f) and f.is_integer() else None
+    shown = repr(v) if kind else f"{type(v).__name__} {v!r}"
+    _refused(lib.pg_arg_int(fn.encode(), arg.encode(), f, _bound(lo), _bound(hi),
+                            NULL if rule is None else rule.encode(),
+                            shown.encode("utf-8", "replace"), not kind))  # fmt: skip
     return iv
 
 
 def check_num(v, fn, arg, lo=None, hi=None, lo_open=False, hi_open=False):
     """v as a float when it is one finite number in the range (open or closed at each end; None:
-    unbounded); ArgumentError for other kinds, PyggmlrValueError for NaN, +/-Inf or out of range."""
-    if hi is None:
-        rng = "a finite number" + ("" if lo is None else f" {'>' if lo_open else '>='} {lo:g}")
-    else:
-        rng = (
-            f"a finite number in {'(' if lo_open else '['}{'-Inf' if lo is None else format(lo, 'g')}, "
-            f"{hi:g}{')' if hi_open else ']'}"
-        )
-    if _is_bool(v) or not isinstance(v, numbers.Real):
-        raise ArgumentError(f"{fn}: {arg} must be {rng}, got {type(v).__name__} {v!r}"[:300])
-    f = float(v)
-    ok = f == f and f not in (float("inf"), float("-inf"))
-    if ok and lo is not None:
-        ok = f > lo if lo_open else f >= lo
-    if ok and hi is not None:
-        ok = f < hi if hi_open else f <= hi
-    if not ok:
-        raise PyggmlrValueError(f"{fn}: {arg} must be {rng}, got {v!r}")
+    unbounded); ArgumentError for other kinds, PyggmlrValueError for NaN, +/-Inf or out of range
+    (the core's rule and texts, pg_arg_num, as R's .arg_num)."""
+    kind = not _is_bool(v) and isinstance(v, numbers.Real)
+    f = float(v) if kind else 0.0
+    shown = repr(v) if kind else f"{type(v).__name__} {v!r}"
+    _refused(lib.pg_arg_num(fn.encode(), arg.encode(), f, _bound(lo), _bound(hi), lo_open,
+                            hi_open, shown.encode("utf-8", "replace"), not kind))  # fmt: skip
     return f
 
 

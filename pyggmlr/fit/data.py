@@ -41,20 +41,10 @@ class FitData:
     ) -> None:
         self.seed, self.xv, self.yv, self.fixed_split = seed, None, None, False
         if isinstance(x, ag_dataloader):
-            if y is not None:
-                raise ArgumentError(
-                    "ag_fit: x is an ag_dataloader, which holds the targets: pass y to ag_dataloader(x, y), not to ag_fit"
-                )
             # only ag_fit's defaults exactly (32, True) leave the loader's settings alone
-            if (
-                isinstance(batch_size, bool)
-                or batch_size != 32
-                or not (shuffle is True or shuffle is np.True_)
-            ):
-                raise ArgumentError(
-                    "ag_fit: x is an ag_dataloader: its batch_size and shuffle are the fit's; set them on "
-                    "ag_dataloader(), not on ag_fit"
-                )
+            given = isinstance(batch_size, bool) or batch_size != 32
+            given = given or not (shuffle is True or shuffle is np.True_)
+            _core.check(lib.pg_fit_loader_check(y is not None, given))  # the core's texts
             batch_size, shuffle = x.batch_size, x.shuffle
             if seed is None:
                 self.seed = getattr(x, "seed", None)

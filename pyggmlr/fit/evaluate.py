@@ -7,11 +7,11 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from .._core import check, ffi, lib
-from ..errors import ArgumentError, ShapeError
+from .._core import NULL, check, ffi, lib
+from ..errors import ArgumentError
 from ..io.check import model_target
 from .labels import code_labels
-from .predict import _predict
+from .predict import _predict, check_threshold
 from .util import _as_cols
 
 __all__: List[str] = ["ag_evaluate"]
@@ -93,10 +93,7 @@ def ag_evaluate(
     y: class ids, one-hot columns or targets; or labels (strings, a Categorical) when the model
     has classes_ (ag_fit on labels, or a file that keeps them), coded as ag_fit coded them."""
     fn = "ag_evaluate"
-    if threshold is not None and (
-        isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number))
-    ):
-        raise ArgumentError(f"{fn}: threshold must be a number or None, got {threshold!r}")
+    check_threshold(threshold, fn)
     if loss is not None and not isinstance(loss, str):
         raise ArgumentError(f"{fn}: loss must be None or a loss name such as 'mse', got {loss!r}")
     rec_loss, classes = model_target(model)  # what ag_fit recorded (model files keep it)
@@ -106,19 +103,12 @@ def ag_evaluate(
         raise ArgumentError(f"{fn}: give loss, metrics or both")
     ids = None if classes is None else code_labels(y, classes, fn, "y", "the model's classes")
     Y = _as_cols(y if ids is None else ids, "y", fn)
-    out = _predict(model, x, batch_size, fn)
-    if Y.shape[1] != out.shape[1]:
-        raise ShapeError(f"{fn}: x has {out.shape[1]} samples but y has {Y.shape[1]}")
-    o = np.asfortranarray(out, dtype=np.float64)
+    o = np.asfortranarray(_predict(model, x, batch_size, fn), dtype=np.float64)
     t = np.asfortranarray(Y, dtype=np.float64)
-    code = ffi.new("int *")
-    classify = ffi.new("int *")
-    if loss is not None:
-        check(lib.pg_metric_loss(fn.encode(), loss.encode("utf-8", "replace"), code, classify))
-    elif threshold is not None or o.shape[0] == 1:
-        classify[0] = lib.PG_FIT_CLASSIFY_PROBS
-    else:
-        classify[0] = lib.PG_FIT_CLASSIFY_ARGMAX
+    code, classify = ffi.new("int *"), ffi.new("int *")  # how the outputs are read: the core's
+    name = NULL if loss is None else loss.encode("utf-8", "replace")
+    check(lib.pg_metric_read(fn.encode(), name, threshold is not None, *o.shape, t.shape[1], code,
+                             classify))  # fmt: skip
     cl = int(classify[0])
     codes = metric_codes(metrics, fn, cl, False)
     thr = float("nan") if threshold is None else float(threshold)
@@ -146,12 +136,11 @@ def ag_evaluate(
 
 def fit_metric_codes(metrics: Any, classify: int, has_y: bool) -> List[int]:
     """ag_fit's metric codes, checked before training (names, the loss, confusion_matrix)."""
-    codes = metric_codes(metrics, "ag_fit", classify, True)
-    # "accuracy" is the History's own column (the same count, with its uncertainty)
-    codes = [c for c in codes if c != lib.PG_METRIC_ACCURACY]
-    if codes and not has_y:
-        raise ArgumentError("ag_fit: metrics need targets y")
-    return codes
+    mc = metric_codes(metrics, "ag_fit", classify, True)
+    codes = ffi.new("int[]", mc or [0])
+    n = lib.pg_fit_metric_codes_fit(codes, len(mc), has_y)
+    check(-n if n < 0 else 0)  # "accuracy" left to the History's own column; targets needed
+    return list(codes)[:n]
 
 
 def fit_metrics_set(plan: Any, codes: List[int], history: Any) -> None:
@@ -163,16 +152,3 @@ def fit_metrics_set(plan: Any, codes: List[int], history: Any) -> None:
     check(lib.pg_fit_metrics(plan._p, len(codes), arr))
     names = [metric_name(c) for c in codes]
     history._set_metrics(names + (["val_" + m for m in names] if plan.n_val > 0 else []))
-
-
-def fit_metrics_logs(plan: Any, codes: List[int], logs: Dict[str, Any]) -> None:
-    """The epoch's metric values (over the whole epoch, in the core) added to its logs."""
-    if not codes:
-        return
-    v = ffi.new("double[]", len(codes))
-    for val, prefix in ((0, ""), (1, "val_")):
-        if val and plan.n_val == 0:
-            continue
-        check(lib.pg_fit_metrics_epoch(plan._p, val, v))
-        for i, c in enumerate(codes):
-            logs[prefix + metric_name(c)] = float(v[i])

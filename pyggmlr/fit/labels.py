@@ -11,11 +11,10 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
+from .._core import check, lib
 from ..errors import PyggmlrValueError
 
 __all__: List[str] = []
-
-_BINARY = ("binary_cross_entropy", "bce_with_logits")
 
 
 def _categorical(y: Any) -> Optional[Tuple[np.ndarray, List[str]]]:
@@ -59,14 +58,6 @@ def _strings(y: Any) -> Optional[np.ndarray]:
     return a
 
 
-def _missing(codes_bad: np.ndarray) -> PyggmlrValueError:
-    k = int(codes_bad.sum())  # worded as R's factor y (and the core's non-finite check)
-    return PyggmlrValueError(
-        f"ag_fit: y has {k} missing value{'s' if k > 1 else ''} (NA), the first at row 1, column "
-        f"{int(np.argmax(codes_bad)) + 1}; give finite data (remove or impute those samples)"
-    )
-
-
 def encode_labels(y: Any, loss: str, validation_data: Any) -> Tuple[Any, Any, Optional[List[str]]]:
     """(y, validation_data, classes): labels as 0-based ids (float64, one per sample) and their
     list; anything else as given with classes None. validation_data's labels (a tuple's second
@@ -74,23 +65,22 @@ def encode_labels(y: Any, loss: str, validation_data: Any) -> Tuple[Any, Any, Op
     cat = _categorical(y)
     if cat is not None:
         codes, classes = cat
-        if (codes < 0).any():
-            raise _missing(codes < 0)
+        bad = codes < 0
     else:
         a = _strings(y)
         if a is None:
             return y, validation_data, None
         bad = np.array([not isinstance(v, str) for v in a], dtype=bool)
-        if bad.any():
-            raise _missing(bad)
-        classes = sorted(set(a.tolist()))
+        classes = sorted({v for v in a.tolist() if isinstance(v, str)})
         index = {c: i for i, c in enumerate(classes)}
-        codes = np.array([index[v] for v in a], dtype=np.int64)
-    if loss != "cross_entropy" and not (loss in _BINARY and len(classes) == 2):
-        raise PyggmlrValueError(
-            'ag_fit: labels y (strings or a Categorical) need loss = "cross_entropy" (or, with 2 '
-            'labels, "binary_cross_entropy" / "bce_with_logits")'
+        codes = np.array([index.get(v, -1) for v in a], dtype=np.int64)
+    # missing labels, then the loss: the core's rules and texts (as R's factor y)
+    first = int(np.argmax(bad)) if bad.any() else 0
+    check(
+        lib.pg_fit_labels_check(
+            loss.encode("utf-8", "replace"), len(classes), int(bad.sum()), first, 0
         )
+    )
     if isinstance(validation_data, tuple) and len(validation_data) == 2:
         ids = code_labels(
             validation_data[1], classes, "ag_fit", "validation_data's y", "y's labels"

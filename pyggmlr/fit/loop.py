@@ -31,7 +31,7 @@ from ..tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from ..tensor import Tensor, ag_tensor
 from .args import check_args, make_callbacks
 from .data import FitData, verbosity  # loaders, validation_data, verbose
-from .evaluate import fit_metric_codes, fit_metrics_logs, fit_metrics_set
+from .evaluate import fit_metric_codes, fit_metrics_set
 from .history import History
 from .labels import encode_labels
 from .plan import FitPlan, FitSetup, Session, check_loss
@@ -53,7 +53,7 @@ from .util import (
     _StaticSteps,
     static_notice,
 )
-from .weights import attach, weight_spec
+from .weights import attach, class_weights, sample_weights
 
 __all__ = ["ag_fit"]
 
@@ -211,7 +211,6 @@ def ag_fit(
     )
 
     X = _as_cols(x, "x")
-    n = X.shape[1]
     classify, per_datapoint = _loss_rules(loss_code, y is not None)
     mcodes = fit_metric_codes(metrics, classify, y is not None)  # before training
     Y = None if y is None else _as_cols(y, "y")
@@ -220,7 +219,7 @@ def ag_fit(
     if classify == lib.PG_FIT_CLASSIFY_ARGMAX:  # the classes against the model's outputs
         _check_class_count(Y, model, X.shape[0])
     X, Y, val_split = data.join(X, Y, val_split)  # validation_data's columns last
-    SW, CW = weight_spec(sample_weight, class_weight)  # checked by the core with the plan
+    SW, CW = sample_weights(sample_weight), class_weights(class_weight)  # checked by the core
     n = X.shape[1]
 
     params = _params(model)
@@ -369,7 +368,6 @@ def ag_fit(
                         del out
             elif ev == lib.PG_SESSION_EPOCH_END:
                 logs, diverged = sess.logs(epoch)  # NaN / Inf loss: warn, and the run ends
-                fit_metrics_logs(plan, mcodes, logs)
                 history._append(logs)
                 prog.epoch_end(logs)
                 stop = False

@@ -143,21 +143,6 @@ class FitPlan:
         return o[0], o[1]
 
 
-_LOGS = (
-    ["lr", "time_train"]
-    + [  # ag_fit's logs in the order they have always had
-        ffi.string(lib.pg_fit_log_name(i)).decode() for i in range(lib.PG_FIT_LOG_LR)
-    ]
-    + ["time_val"]
-)
-_LOG_AT = [
-    lib.PG_FIT_LOG_LR,
-    lib.PG_FIT_LOG_TIME_TRAIN,
-    *range(lib.PG_FIT_LOG_LR),
-    lib.PG_FIT_LOG_TIME_VAL,
-]
-
-
 class Session:
     """The core's training session (native/fit_session.c) over a plan: next() gives the events
     ag_fit answers (lib.PG_SESSION_*); the loop's bookkeeping is the core's."""
@@ -174,7 +159,9 @@ class Session:
         self._s = ffi.gc(p, lib.pg_session_free)
         self._plan = plan  # borrowed by the session: keep it alive
         self._ev, self._at = ffi.new("int *"), ffi.new("pg_session_pos *")
-        self._logs, self._msg = ffi.new("double[]", lib.PG_FIT_LOG_COUNT), ffi.new("char[512]")
+        n = lib.pg_session_log_count(p)  # the History's columns, metrics included (the core's)
+        self._names = [ffi.string(lib.pg_session_log_name(p, i)).decode() for i in range(n)]
+        self._logs, self._msg = ffi.new("double[]", max(n, 1)), ffi.new("char[512]")
 
     def next(self) -> int:
         _core.check(lib.pg_session_next(self._s, self._ev))
@@ -194,12 +181,13 @@ class Session:
         self._plan._keep.append((step, out))
 
     def logs(self, epoch: int) -> Tuple[Dict[str, float], Optional[str]]:
-        """The epoch's logs (ag_fit's dict) and the divergence warning, or None."""
-        rc = lib.pg_session_logs(self._s, self._logs, self._msg, 512)
+        """The epoch's logs (ag_fit's dict, the metrics' columns included) and the divergence
+        warning, or None."""
+        rc = lib.pg_session_epoch_logs(self._s, self._logs, len(self._names), self._msg, 512)
         if rc < 0:
             _core.raise_last(-rc)
         logs: Dict[str, float] = {"epoch": epoch}
-        logs.update((k, float(self._logs[i])) for k, i in zip(_LOGS, _LOG_AT))
+        logs.update((k, float(self._logs[i])) for i, k in enumerate(self._names))
         return logs, ffi.string(self._msg).decode("utf-8", "replace") if rc else None
 
     def stop(self) -> None:

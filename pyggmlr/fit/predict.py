@@ -1,6 +1,6 @@
 """ag_predict and ag_accuracy: a trained model's outputs (raw, as probabilities or as classes:
 the core's pg_predict_transform, as R's), and the share of arg-max hits or of binary hits
-(counted in the core, pg_accuracy_count / pg_binary_count, as R's)."""
+(the core's pg_accuracy, as R's)."""
 
 from __future__ import annotations
 
@@ -119,42 +119,25 @@ def ag_accuracy(
     a 1-output model and arg-max on a multi-output one; pass 0 for a model that outputs logits
     (bce_with_logits)."""
     fn = "ag_accuracy"
+    check_threshold(threshold, fn)
+    Y = _as_cols(y, "y", fn)
+    o = np.asfortranarray(_predict(model, x, batch_size, fn), dtype=np.float64)
+    t = np.asfortranarray(Y, dtype=np.float64)
+    v = ffi.new("double *")  # the rule (binary or arg-max) and the count: the core's, as R's
+    _core.check(
+        lib.pg_accuracy(
+            fn.encode(), ffi.cast("double *", o.ctypes.data), o.shape[0], o.shape[1],
+            ffi.cast("double *", t.ctypes.data), t.shape[0], t.shape[1],
+            threshold is not None, 0.5 if threshold is None else float(threshold),
+            Y.dtype.kind == "b", v,
+        )
+    )  # fmt: skip
+    return float(v[0])
+
+
+def check_threshold(threshold: Any, fn: str) -> None:
+    """ag_accuracy's and ag_evaluate's threshold: a number or None."""
     if threshold is not None and (
         isinstance(threshold, bool) or not isinstance(threshold, (int, float, np.number))
     ):
         raise ArgumentError(f"{fn}: threshold must be a number or None, got {threshold!r}")
-    Y = _as_cols(y, "y", fn)
-    out = _predict(model, x, batch_size, fn)
-    if Y.shape[1] != out.shape[1]:
-        raise ShapeError(f"{fn}: x has {out.shape[1]} samples but y has {Y.shape[1]}")
-    o = np.asfortranarray(out, dtype=np.float64)
-    t = np.asfortranarray(Y, dtype=np.float64)
-    if threshold is not None or o.shape[0] == 1:  # binary / multi-label: the core's rule
-        hit, nd = ffi.new("int64_t *"), ffi.new("int64_t *")
-        _core.check(
-            lib.pg_binary_count(
-                ffi.cast("double *", o.ctypes.data),
-                o.shape[0],
-                o.shape[1],
-                ffi.cast("double *", t.ctypes.data),
-                t.shape[0],
-                0.5 if threshold is None else float(threshold),
-                hit,
-                nd,
-            )
-        )
-        return float(hit[0]) / float(nd[0])
-    if Y.shape[0] == 1 and Y.dtype.kind == "b":
-        raise ArgumentError(f"{fn}: y must be 0-based class ids or a one-hot matrix, got booleans")
-    hit = ffi.new("int64_t *")  # the count in the core, as R's
-    _core.check(
-        lib.pg_accuracy_count(
-            ffi.cast("double *", o.ctypes.data),
-            o.shape[0],
-            o.shape[1],
-            ffi.cast("double *", t.ctypes.data),
-            t.shape[0],
-            hit,
-        )
-    )
-    return float(hit[0]) / o.shape[1]

@@ -34,12 +34,8 @@ __all__: List[str] = []
 
 
 def _forward(model, x, fn="ag_fit"):
-    if getattr(model, "return_state", False) is True:  # R's .fit_forward_fn: the same text
-        raise ArgumentError(
-            f"{fn}: the model ({model.name}) has return_state set: its forward returns "
-            "(output, h_n[, c_n]), not a tensor; use return_state = FALSE for this call (the "
-            "same weights)"
-        )
+    if getattr(model, "return_state", False) is True:  # the core's text, as R's
+        check(lib.pg_fit_return_state(fn.encode(), str(model.name).encode("utf-8", "replace")))
     if hasattr(model, "forward"):
         out = model.forward(x)
     elif callable(model):
@@ -259,26 +255,20 @@ class _StaticSteps:
 
 
 def _check_class_count(Y: Any, model: Any, features: int) -> None:
-    """cross_entropy ids [1, n]: the largest id + 1 must not exceed the model's outputs when its
-    structure says them (the core's rule and text, pg_fit_check_classes, as R's)."""
-    if Y is None or Y.shape[0] != 1 or Y.shape[1] == 0:
-        return
-    v = np.asarray(Y, dtype=np.float64)
-    if not (np.all(np.isfinite(v)) and np.all(v >= 0) and np.all(v == np.floor(v))):
-        return  # the core's id check (pg_fit_new) names the sample
-    k = _out_rows(model, features)
-    if k is not None:
-        check(lib.pg_fit_check_classes(int(v.max()) + 1, k, 0))
+    """cross_entropy ids [1, n] against the model's outputs when its structure says them (the
+    core's rule and text, pg_fit_check_ids, as R's)."""
+    if Y is not None and Y.shape[0] == 1:
+        v = np.ascontiguousarray(Y[0], dtype=np.float64)
+        k = _out_rows(model, features)
+        ids = ffi.cast("double *", v.ctypes.data)
+        check(lib.pg_fit_check_ids(ids, v.size, -1 if k is None else k, -1, 0))
 
 
 def static_notice(why: str) -> None:
-    """static=None's one notice of an ag_fit call that runs eagerly: the core's reason."""
-    warnings.warn(
-        f"ag_fit: static=None runs this model eagerly (its step cannot be compiled safely: {why}); "
-        "static=False silences this notice",
-        StaticFallbackWarning,
-        stacklevel=3,
-    )
+    """static=None's one notice of an ag_fit call that runs eagerly: the core's text and reason."""
+    buf = ffi.new("char[]", 1024)
+    check(min(lib.pg_fit_static_notice(why.encode("utf-8", "replace"), 0, buf, 1024), 0))
+    warnings.warn(ffi.string(buf).decode("utf-8", "replace"), StaticFallbackWarning, stacklevel=3)
 
 
 def _static_record(steps, auto, plan, b, xv, yv, wv):

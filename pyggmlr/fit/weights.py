@@ -81,9 +81,3 @@ def attach(plan: Any, loss_code: int, sw: Optional[np.ndarray], cw: Any) -> bool
 
 def _ptr(a: Optional[np.ndarray]) -> Any:
     return NULL if a is None else ffi.cast("double *", ffi.from_buffer(a))
-
-
-def weight_spec(sw: Any, cw: Any) -> Tuple[Optional[np.ndarray], Any]:
-    """ag_fit's (sample_weight, class_weight) as (float64 vector or None, (ids or None, weights)
-    or None); ArgumentError / ShapeError naming ag_fit and the argument."""
-    return sample_weights(sw), class_weights(cw)

@@ -41,16 +41,14 @@ ag_evaluate <- function(model, x, y, metrics = NULL, batch_size = 256L, loss = N
   if (is.factor(y)) y <- as.integer(y) - 1L
   Y <- .fit_cols(y, "y", fn)
   out <- .predict(model, x, batch_size, fn)
-  if (ncol(Y) != ncol(out))
-    .arg_fail("shape", "%s: x has %d samples but y has %d", fn, ncol(out), ncol(Y))
   storage.mode(Y) <- "double"
   storage.mode(out) <- "double"
-  lc <- if (!is.null(loss)) .Call(R_pg_metric_loss, fn, loss)
-  classify <- if (!is.null(lc)) lc[[2L]] else if (!is.null(threshold) || nrow(out) == 1L) 2L else 1L
+  lc <- .Call(R_pg_metric_read, fn, loss, !is.null(threshold), dim(out), ncol(Y))  # the core's
+  classify <- lc[[2L]]
   codes <- .metric_codes(metrics, fn, classify, FALSE)
   thr <- if (is.null(threshold)) NA_real_ else as.double(threshold)
   res <- list()
-  if (!is.null(lc)) res$loss <- .Call(R_pg_metric_loss_value, fn, lc[[1L]], out, Y)
+  if (!is.null(loss)) res$loss <- .Call(R_pg_metric_loss_value, fn, lc[[1L]], out, Y)
   for (code in codes) {
     nm <- .metric_name(code)
     v <- .Call(R_pg_metric_value, fn, code, classify, thr, out, Y)
@@ -68,27 +66,13 @@ ag_evaluate <- function(model, x, y, metrics = NULL, batch_size = 256L, loss = N
 
 # ag_fit's metric codes, checked before training; "accuracy" is the History's own column
 .fit_metric_codes <- function(metrics, classify, has_y) {
-  codes <- .metric_codes(metrics, "ag_fit", classify, TRUE)
-  codes <- codes[codes != 1L]
-  if (length(codes) && !has_y) .arg_fail("argument", "ag_fit: metrics need targets y")
-  codes
+  .Call(R_pg_fit_metric_codes_fit, .metric_codes(metrics, "ag_fit", classify, TRUE), has_y)
 }
 
 # the History's metric columns: each name, then val_<name> with validation data
 .fit_metric_columns <- function(codes, has_val) {
   nm <- vapply(codes, .metric_name, "")
   c(nm, if (has_val && length(nm)) paste0("val_", nm))
-}
-
-# the epoch's metric values (the core's, over the whole epoch) added to its logs
-.fit_metric_logs <- function(plan, codes, has_val, logs) {
-  if (!length(codes)) return(logs)
-  nm <- vapply(codes, .metric_name, "")
-  v <- .Call(R_pg_fit_metrics_epoch, plan, FALSE, length(codes))
-  logs[nm] <- as.list(v)
-  if (has_val) logs[paste0("val_", nm)] <- as.list(.Call(R_pg_fit_metrics_epoch, plan, TRUE,
-                                                         length(codes)))
-  logs
 }
 
 # the monitors' has_accuracy: the run's mask (bit 0 accuracy, bit c metric code c); -1 for a

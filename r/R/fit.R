@@ -48,7 +48,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     .fit_type_stop("ag_fit: opt_params must be a function(epoch) returning a named list, or NULL")
 
   X <- .fit_cols(x, "x")
-  n <- ncol(X)
   rules <- .Call(R_pg_fit_loss_rules, if (is.null(L$code)) -1L else L$code, !is.null(y))
   classify <- rules[[1L]]  # how accuracy is counted: 0 none, 1 arg-max, 2 / 3 binary (BCE)
   per_datapoint <- rules[[2L]] == 1L  # a mean per sample (all but sum)
@@ -56,7 +55,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   SW <- .fit_sample_weight(sample_weight)  # fit_weight.R; the values are the core's to check
   CW <- .fit_class_weight(class_weight, y)
   tg <- .fit_targets(y, L$name, X)
-  .check_classes(tg, model, nrow(X))  # fit_hints.R: 1-based labels, classes against outputs
+  if (classify == 1L && !is.null(tg$Y) && nrow(tg$Y) == 1L)  # arg-max: the ids against outputs
+    .check_classes(tg, model, nrow(X))  # fit_hints.R: 1-based labels, the classes
   j <- .fit_join(d, X, tg$Y, val_split)  # validation_data's columns last
   X <- j$X
   tg$Y <- j$Y
@@ -266,7 +266,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         logs <- .Call(R_pg_session_logs, s)  # NaN / Inf loss: warn, and the run ends
         diverged <- attr(logs, "diverged")
         attr(logs, "diverged") <- NULL
-        logs <- .fit_metric_logs(plan, mcodes, n_val > 0L, logs)
         fit$logs[[length(fit$logs) + 1L]] <- logs
         prog$epoch_end(logs)
         stop_now <- FALSE

@@ -8,15 +8,9 @@
 .fit_data <- function(x, y, validation_data, batch_size, shuffle, seed) {
   d <- list(x = x, y = y, batch_size = batch_size, shuffle = shuffle, seed = seed, fixed = FALSE)
   if (inherits(x, "ag_dataloader")) {
-    if (!is.null(y))
-      .arg_fail("argument",
-                paste0("ag_fit: x is an ag_dataloader, which holds the targets: pass y to ",
-                       "ag_dataloader(x, y), not to ag_fit"))
-    # only ag_fit's defaults exactly (32, TRUE) leave the loader's settings alone
-    if (!is.numeric(batch_size) || !identical(as.double(batch_size), 32) || !isTRUE(shuffle))
-      .arg_fail("argument",
-                paste0("ag_fit: x is an ag_dataloader: its batch_size and shuffle are the fit's; ",
-                       "set them on ag_dataloader(), not on ag_fit"))
+    # only ag_fit's defaults exactly (32, TRUE) leave the loader's settings alone (core's texts)
+    .Call(R_pg_fit_loader_check, !is.null(y),
+          !is.numeric(batch_size) || !identical(as.double(batch_size), 32) || !isTRUE(shuffle))
     d$batch_size <- x$batch_size
     d$shuffle <- x$shuffle
     if (is.null(seed)) d$seed <- x$seed

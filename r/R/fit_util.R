@@ -42,48 +42,24 @@
 # (2.0 is 2), finite and in [lo, hi] (NULL: unbounded; hi defaults to R's integer range), as an
 # integer (a double when the range goes beyond R's integers). Logicals, factors, strings, arrays
 # and vectors of length != 1 are the wrong kind (pyggmlr_argument_error); fractions, NA, +/-Inf
-# and values out of range bad values (pyggmlr_value_error). The text is
-# "<fn>: <arg> must be <rule>, got <v>", the rule "an integer >= lo" (or "in [lo, hi]") unless the
-# caller words it.
+# and values out of range bad values (pyggmlr_value_error), with the core's texts (pg_arg_int):
+# "<fn>: <arg> must be <rule>, got <v>", the rule "an integer >= lo" unless the caller words it.
 .arg_int <- function(v, fn, arg, lo = NULL, hi = .INT_MAX, rule = NULL) {
   # the common case first: a good value costs no text (ag_fit checks several per call)
   if (is.numeric(v) && length(v) == 1L && !is.factor(v) && length(dim(v)) <= 1L &&
       !is.na(v) && is.finite(v) && v == floor(v) && (is.null(lo) || v >= lo) &&
       (is.null(hi) || v <= hi))
     return(if (abs(v) <= .INT_MAX) as.integer(v) else as.double(v))
-  at_max <- !is.null(hi) && hi == .INT_MAX
-  rng <- if (!is.null(rule)) rule
-         else if (is.null(lo) && is.null(hi)) "an integer"
-         else if (!is.null(lo) && (is.null(hi) || at_max)) sprintf("an integer >= %s", .int_str(lo))
-         else sprintf("an integer in [%s, %s]", if (is.null(lo)) "-Inf" else .int_str(lo),
-                      .int_str(hi))
-  if (!is.numeric(v) || is.factor(v) || length(v) != 1L || length(dim(v)) > 1L)
-    .arg_fail("argument", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
-  if (is.na(v) || !is.finite(v) || v != floor(v))
-    .arg_fail("value", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
-  if ((!is.null(lo) && v < lo) || (!is.null(hi) && v > hi)) {
-    if (at_max && v > hi && is.null(rule))
-      rng <- sprintf("%s and <= %d (R's integer range)", rng, .INT_MAX)
-    .arg_fail("value", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
-  }
-  if (abs(v) <= .INT_MAX) as.integer(v) else as.double(v)
+  kind <- is.numeric(v) && !is.factor(v) && length(v) == 1L && length(dim(v)) <= 1L
+  .Call(R_pg_arg_int, fn, arg, if (kind) as.double(v) else 0, lo, hi, rule, .arg_show(v), !kind)
 }
 
-.int_str <- function(x) sprintf("%.0f", x)
-
-# one finite number in the range (open or closed at each end; NULL: unbounded) as a double
+# one finite number in the range (open or closed at each end; NULL: unbounded) as a double (the
+# core's rule and texts, pg_arg_num, as Python's check_num)
 .arg_num <- function(v, fn, arg, lo = NULL, hi = NULL, lo_open = FALSE, hi_open = FALSE) {
-  rng <- if (is.null(hi)) paste0("a finite number",
-                                 if (is.null(lo)) "" else sprintf(" %s %s",
-                                     if (lo_open) ">" else ">=", format(lo)))
-         else sprintf("a finite number in %s%s, %s%s", if (lo_open) "(" else "[",
-                      if (is.null(lo)) "-Inf" else format(lo),
-                      format(hi), if (hi_open) ")" else "]")
-  if (!is.numeric(v) || is.factor(v) || length(v) != 1L || length(dim(v)) > 1L)
-    .arg_fail("argument", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
-  ok <- is.finite(v) && (is.null(lo) || (if (lo_open) v > lo else v >= lo)) &&
-        (is.null(hi) || (if (hi_open) v < hi else v <= hi))
-  if (!ok) .arg_fail("value", "%s: %s must be %s, got %s", fn, arg, rng, .arg_show(v))
+  kind <- is.numeric(v) && !is.factor(v) && length(v) == 1L && length(dim(v)) <= 1L
+  .Call(R_pg_arg_num, fn, arg, if (kind) as.double(v) else 0, lo, hi, lo_open, hi_open,
+        .arg_show(v), !kind)
   as.double(v)
 }
 
@@ -96,10 +72,8 @@
 
 # the model's forward function (a model with forward(x), or a function), or a classed error
 .fit_forward_fn <- function(model, fn = "ag_fit") {
-  if ((is.environment(model) || is.list(model)) && isTRUE(model$return_state))  # Python's _forward
-    .arg_fail("argument", paste0("%s: the model (%s) has return_state set: its forward returns ",
-                                 "(output, h_n[, c_n]), not a tensor; use return_state = FALSE ",
-                                 "for this call (the same weights)"), fn, model$name)
+  if ((is.environment(model) || is.list(model)) && isTRUE(model$return_state))  # core's text
+    .Call(R_pg_fit_return_state, fn, paste(model$name))
   if ((is.environment(model) || is.list(model)) && is.function(model$forward)) return(model$forward)
   if (is.function(model)) return(model)
   .fit_type_stop("%s: model must have a forward(x) function", fn)
@@ -147,32 +121,16 @@
 }
 
 .fit_targets <- function(y, loss, X) {
-  if (is.null(y)) return(list(Y = NULL, ids = NULL))
+  if (is.null(y)) return(list(Y = NULL))
   lev <- if (is.factor(y)) levels(y)
-  if (is.factor(y)) {
-    # a 2-level factor is a binary target too: its second level is 1 (as glm's)
-    binary <- loss %in% c("binary_cross_entropy", "bce_with_logits") && nlevels(y) == 2L
-    if (loss != "cross_entropy" && !binary)
-      .fit_stop(paste0("ag_fit: a factor y needs loss = \"cross_entropy\" (or, with 2 levels, ",
-                       "\"binary_cross_entropy\" / \"bce_with_logits\")"))
-    if (anyNA(y))  # worded as the core's non-finite check (pg_fit_check_finite)
-      .fit_stop(paste0("ag_fit: y has %d missing value%s (NA), the first at row 1, column %d; ",
-                       "give finite data (remove or impute those samples)"),
-                sum(is.na(y)), if (sum(is.na(y)) > 1L) "s" else "", which(is.na(y))[1L])
+  if (is.factor(y)) {  # missing labels, then the loss: the core's rules and texts
+    .Call(R_pg_fit_labels_check, loss, nlevels(y), sum(is.na(y)),
+          if (anyNA(y)) which(is.na(y))[1L] - 1L else 0L)
     y <- as.integer(y) - 1L  # levels in order -> 0-based class ids
   }
   Y <- .fit_cols(y, "y")
   .Call(R_pg_fit_check_samples, dim(X), dim(Y))  # the samples agree, else the core's hint
-  ids <- NULL  # NaN / NA: the core's non-finite check (pg_fit_new) names them, as in Python
-  if (loss == "cross_entropy" && nrow(Y) == 1L && !anyNA(Y)) {
-    # integer ids are whole numbers already (no rounding pass over the data)
-    whole <- is.integer(y) && is.null(dim(y))
-    if ((!whole && any(Y != round(Y))) || any(Y < 0))
-      .fit_stop(paste0("ag_fit: cross_entropy targets must be 0-based class ids (whole numbers ",
-                       ">= 0), a factor or a one-hot matrix"))
-    ids <- if (whole) as.integer(y) else as.integer(Y[1L, ])
-  }
-  list(Y = Y, ids = ids, levels = lev)
+  list(Y = Y, levels = lev)
 }
 
 # (fn, name): a function as given, else the core's loss of that name (native/fit_loss.c)
@@ -308,10 +266,7 @@
 }
 
 # static = NULL's one notice of an ag_fit call that runs eagerly: the core's reason
-.static_notice <- function(why) {
-  message(sprintf(paste0("ag_fit: static = NULL runs this model eagerly (its step cannot be ",
-                         "compiled safely: %s); static = FALSE silences this notice"), why))
-}
+.static_notice <- function(why) message(.Call(R_pg_fit_static_notice, why))
 
 # list(the training step recorded for the session, NULL); with static = NULL on a model that is
 # not all built-in (auto), first the probe: list(NULL, why) when it or the recording refuses, the

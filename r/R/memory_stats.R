@@ -26,7 +26,7 @@ ag_get_threads <- function() .Call(R_pg_get_threads)
 
 # Fraction of samples whose arg-max output row is y (0-based ids, a factor, or one-hot columns);
 # a 1-output model, or any model given a threshold, is scored per element as keras'
-# binary_accuracy (the core's pg_binary_count): NULL means 0.5 on one output, arg-max on more.
+# binary_accuracy (the core's pg_accuracy): NULL means 0.5 on one output, arg-max on more.
 ag_accuracy <- function(model, x, y, batch_size = 256L, threshold = NULL) {
   if (!is.null(threshold) && (!is.numeric(threshold) || length(threshold) != 1L ||
                               is.na(threshold)))
@@ -36,16 +36,6 @@ ag_accuracy <- function(model, x, y, batch_size = 256L, threshold = NULL) {
   bools <- is.logical(y) && is.null(dim(y))
   Y <- .fit_cols(y, "y", "ag_accuracy")
   out <- .predict(model, x, batch_size, "ag_accuracy")
-  if (ncol(Y) != ncol(out)) .arg_fail("shape", "ag_accuracy: x has %d samples but y has %d",
-                                      ncol(out), ncol(Y))
-  storage.mode(Y) <- "double"
   storage.mode(out) <- "double"
-  if (!is.null(threshold) || nrow(out) == 1L) {  # binary / multi-label, counted in the core
-    r <- .Call(R_pg_binary_count, out, Y, if (is.null(threshold)) 0.5 else as.double(threshold))
-    return(r[[1L]] / r[[2L]])
-  }
-  if (bools)
-    .arg_fail("argument",
-              "ag_accuracy: y must be 0-based class ids or a one-hot matrix, got booleans")
-  .Call(R_pg_accuracy_count, out, Y) / ncol(out)  # counted in the core, as Python's
+  .Call(R_pg_accuracy, out, Y, threshold, bools)  # the rule and the count: the core's, as Python's
 }

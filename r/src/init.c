@@ -119,7 +119,7 @@ extern SEXP R_pg_dist_unpack(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_shard(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_stats_get(SEXP);
 extern SEXP R_pg_fit_stats_set(SEXP, SEXP);
-extern SEXP R_pg_accuracy_count(SEXP, SEXP);
+extern SEXP R_pg_accuracy(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_set_index_base(SEXP);
 extern SEXP R_pg_fit_val_join(SEXP, SEXP);
 extern SEXP R_pg_fit_check_samples(SEXP, SEXP);
@@ -237,17 +237,23 @@ extern SEXP R_pg_tape_stash(SEXP);
 extern SEXP R_pg_bce_loss_pw(SEXP, SEXP, SEXP);
 extern SEXP R_pg_bce_logits_loss_pw(SEXP, SEXP, SEXP);
 extern SEXP R_pg_softmax_ce_loss_opt(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_binary_count(SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_codes(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_metrics(SEXP, SEXP);
 extern SEXP R_pg_fit_monitor_mask(SEXP);
 extern SEXP R_pg_fit_metrics_format(SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_metrics_epoch(SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_name(SEXP);
-extern SEXP R_pg_metric_loss(SEXP, SEXP);
+extern SEXP R_pg_metric_read(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_loss_value(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_value(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_check_classes(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_check_ids(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_static_notice(SEXP);
+extern SEXP R_pg_fit_return_state(SEXP, SEXP);
+extern SEXP R_pg_fit_metric_codes_fit(SEXP, SEXP);
+extern SEXP R_pg_fit_loader_check(SEXP, SEXP);
+extern SEXP R_pg_fit_labels_check(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_arg_int(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_arg_num(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_one_based_hint(SEXP, SEXP);
 extern SEXP R_pg_fit_probe_why(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_set_weights(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_batch_weights(SEXP);
@@ -370,7 +376,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_shard", (DL_FUNC)&R_pg_fit_shard, 3},
     {"R_pg_fit_stats_get", (DL_FUNC)&R_pg_fit_stats_get, 1},
     {"R_pg_fit_stats_set", (DL_FUNC)&R_pg_fit_stats_set, 2},
-    {"R_pg_accuracy_count", (DL_FUNC)&R_pg_accuracy_count, 2},
+    {"R_pg_accuracy", (DL_FUNC)&R_pg_accuracy, 4},
     {"R_pg_set_index_base", (DL_FUNC)&R_pg_set_index_base, 1},
     {"R_pg_fit_val_join", (DL_FUNC)&R_pg_fit_val_join, 2},
     {"R_pg_fit_check_samples", (DL_FUNC)&R_pg_fit_check_samples, 2},
@@ -488,17 +494,23 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_bce_loss_pw", (DL_FUNC)&R_pg_bce_loss_pw, 3},
     {"R_pg_bce_logits_loss_pw", (DL_FUNC)&R_pg_bce_logits_loss_pw, 3},
     {"R_pg_softmax_ce_loss_opt", (DL_FUNC)&R_pg_softmax_ce_loss_opt, 7},
-    {"R_pg_binary_count", (DL_FUNC)&R_pg_binary_count, 3},
     {"R_pg_metric_codes", (DL_FUNC)&R_pg_metric_codes, 4},
     {"R_pg_fit_metrics", (DL_FUNC)&R_pg_fit_metrics, 2},
     {"R_pg_fit_monitor_mask", (DL_FUNC)&R_pg_fit_monitor_mask, 1},
     {"R_pg_fit_metrics_format", (DL_FUNC)&R_pg_fit_metrics_format, 3},
-    {"R_pg_fit_metrics_epoch", (DL_FUNC)&R_pg_fit_metrics_epoch, 3},
     {"R_pg_metric_name", (DL_FUNC)&R_pg_metric_name, 1},
-    {"R_pg_metric_loss", (DL_FUNC)&R_pg_metric_loss, 2},
+    {"R_pg_metric_read", (DL_FUNC)&R_pg_metric_read, 5},
     {"R_pg_metric_loss_value", (DL_FUNC)&R_pg_metric_loss_value, 4},
     {"R_pg_metric_value", (DL_FUNC)&R_pg_metric_value, 6},
-    {"R_pg_fit_check_classes", (DL_FUNC)&R_pg_fit_check_classes, 3},
+    {"R_pg_fit_check_ids", (DL_FUNC)&R_pg_fit_check_ids, 3},
+    {"R_pg_fit_static_notice", (DL_FUNC)&R_pg_fit_static_notice, 1},
+    {"R_pg_fit_return_state", (DL_FUNC)&R_pg_fit_return_state, 2},
+    {"R_pg_fit_metric_codes_fit", (DL_FUNC)&R_pg_fit_metric_codes_fit, 2},
+    {"R_pg_fit_loader_check", (DL_FUNC)&R_pg_fit_loader_check, 2},
+    {"R_pg_fit_labels_check", (DL_FUNC)&R_pg_fit_labels_check, 4},
+    {"R_pg_arg_int", (DL_FUNC)&R_pg_arg_int, 8},
+    {"R_pg_arg_num", (DL_FUNC)&R_pg_arg_num, 9},
+    {"R_pg_fit_one_based_hint", (DL_FUNC)&R_pg_fit_one_based_hint, 2},
     {"R_pg_fit_probe_why", (DL_FUNC)&R_pg_fit_probe_why, 3},
     {"R_pg_fit_set_weights", (DL_FUNC)&R_pg_fit_set_weights, 4},
     {"R_pg_fit_batch_weights", (DL_FUNC)&R_pg_fit_batch_weights, 1},

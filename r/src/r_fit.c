@@ -89,49 +89,39 @@ SEXP R_pg_fit_stats_set(SEXP fp, SEXP buf)
     return R_NilValue;
 }
 
-/* ag_accuracy's operands: out [c, n] and y [k, n] double matrices; writes c, n, k */
-static void acc_dims(SEXP out, SEXP y, int64_t *c, int64_t *n, int64_t *k)
+/* ag_accuracy's value in the core (pg_accuracy): out [k, n] and y [rows, m] double matrices,
+ * threshold (NULL: none), bools (y was a logical vector) */
+SEXP R_pg_accuracy(SEXP out, SEXP y, SEXP threshold, SEXP bools)
 {
     SEXP od = Rf_getAttrib(out, R_DimSymbol), yd = Rf_getAttrib(y, R_DimSymbol);
     if (TYPEOF(out) != REALSXP || TYPEOF(y) != REALSXP || XLENGTH(od) != 2 || XLENGTH(yd) != 2)
         r_stopf(PG_STATUS_ERR_ARG, "ag_accuracy: outputs and targets must be double matrices");
-    *c = INTEGER(od)[0], *n = INTEGER(od)[1], *k = INTEGER(yd)[0];
-    if ((int64_t)INTEGER(yd)[1] != *n || XLENGTH(out) != *c * *n || XLENGTH(y) != *k * *n)
-        r_stopf(PG_STATUS_ERR_SHAPE,
-                "ag_accuracy: outputs and targets disagree in their number of samples");
+    double acc = 0;
+    r_check(pg_accuracy("ag_accuracy", REAL(out), INTEGER(od)[0], INTEGER(od)[1], REAL(y),
+                        INTEGER(yd)[0], INTEGER(yd)[1], !Rf_isNull(threshold),
+                        Rf_isNull(threshold) ? 0.5 : Rf_asReal(threshold), Rf_asLogical(bools) == 1,
+                        &acc));
+    return Rf_ScalarReal(acc);
 }
 
-/* ag_accuracy's count in the core: out [classes, n] and y (ids [1, n] or one-hot) as doubles */
-SEXP R_pg_accuracy_count(SEXP out, SEXP y)
+/* ag_fit's class ids before training (pg_fit_check_ids): y a double matrix [1, n]; outputs NA:
+ * unknown; nlevels NULL: not a factor; R's 1-based hint */
+SEXP R_pg_fit_check_ids(SEXP y, SEXP outputs, SEXP nlevels)
 {
-    int64_t c, n, k;
-    acc_dims(out, y, &c, &n, &k);
-    int64_t hit = 0;
-    r_check(pg_accuracy_count(REAL(out), c, n, REAL(y), k, &hit));
-    return Rf_ScalarReal((double)hit);
-}
-
-/* ag_accuracy's binary count in the core: out and y [rows, n] doubles, a threshold; c(hits,
- * elements) */
-SEXP R_pg_binary_count(SEXP out, SEXP y, SEXP threshold)
-{
-    int64_t c, n, k;
-    acc_dims(out, y, &c, &n, &k);
-    int64_t hit = 0, nd = 0;
-    r_check(pg_binary_count(REAL(out), c, n, REAL(y), k, Rf_asReal(threshold), &hit, &nd));
-    SEXP r = Rf_allocVector(REALSXP, 2);
-    REAL(r)[0] = (double)hit;
-    REAL(r)[1] = (double)nd;
-    return r;
-}
-
-/* ag_fit's class count before training: nclass (levels or max id + 1), outputs (NA: unknown) */
-SEXP R_pg_fit_check_classes(SEXP nclass, SEXP outputs, SEXP levels)
-{
-    const double nc = Rf_asReal(nclass), k = Rf_asReal(outputs);
-    if (ISNAN(nc) || ISNAN(k)) return R_NilValue;
-    r_check(pg_fit_check_classes((int64_t)nc, (int64_t)k, Rf_asLogical(levels) == 1));
+    if (TYPEOF(y) != REALSXP) r_stopf(PG_STATUS_ERR_ARG, "ag_fit: class ids must be doubles");
+    const double k = Rf_asReal(outputs);
+    r_check(pg_fit_check_ids(REAL(y), XLENGTH(y), ISNAN(k) ? -1 : (int64_t)k,
+                             Rf_isNull(nlevels) ? -1 : (int64_t)Rf_asReal(nlevels), 1));
     return R_NilValue;
+}
+
+/* the hint for ids that look 1-based for k classes, or NULL (ag_softmax_cross_entropy_loss) */
+SEXP R_pg_fit_one_based_hint(SEXP ids, SEXP k)
+{
+    const double kk = Rf_asReal(k);
+    if (TYPEOF(ids) != REALSXP || ISNAN(kk)) return R_NilValue;
+    const char *h = pg_fit_one_based_hint(REAL(ids), XLENGTH(ids), (int64_t)kk);
+    return h ? Rf_mkString(h) : R_NilValue;
 }
 
 /* static = NULL's probe verdict (pg_fit_probe_why): NULL when the replay equals the eager loss */
@@ -200,4 +190,48 @@ SEXP R_pg_batch_count(SEXP n, SEXP batch_size, SEXP drop_last)
                                      Rf_asLogical(drop_last) == TRUE);
     if (c < 0) r_fail();
     return Rf_ScalarInteger((int)c);
+}
+
+/* ag_fit(x = an ag_dataloader): y given, or batch_size / shuffle other than ag_fit's defaults */
+SEXP R_pg_fit_loader_check(SEXP has_y, SEXP settings_given)
+{
+    r_check(pg_fit_loader_check(Rf_asLogical(has_y) == 1, Rf_asLogical(settings_given) == 1));
+    return R_NilValue;
+}
+
+/* a factor y: its missing labels (count, 0-based first column), then its levels against loss */
+SEXP R_pg_fit_labels_check(SEXP loss, SEXP nlabels, SEXP nmissing, SEXP first)
+{
+    r_check(pg_fit_labels_check(Rf_translateCharUTF8(STRING_ELT(loss, 0)),
+                                (int64_t)Rf_asReal(nlabels), (int64_t)Rf_asReal(nmissing),
+                                (int64_t)Rf_asReal(first), 1));
+    return R_NilValue;
+}
+
+/* static = NULL's notice with R's spelling and the core's reason */
+SEXP R_pg_fit_static_notice(SEXP why)
+{
+    char buf[1024];
+    const char *w = Rf_translateCharUTF8(STRING_ELT(why, 0));
+    if (pg_fit_static_notice(w, 1, buf, sizeof buf) < 0) r_fail();
+    return Rf_mkString(buf);
+}
+
+/* a model with return_state set: the core's refusal naming fn and the model's name */
+SEXP R_pg_fit_return_state(SEXP fn, SEXP model)
+{
+    r_check(
+        pg_fit_return_state(CHAR(STRING_ELT(fn, 0)),
+                            XLENGTH(model) ? Rf_translateCharUTF8(STRING_ELT(model, 0)) : NULL));
+    return R_NilValue;
+}
+
+/* ag_fit(metrics =)'s codes without "accuracy", refused without targets */
+SEXP R_pg_fit_metric_codes_fit(SEXP codes, SEXP has_y)
+{
+    SEXP c = PROTECT(Rf_duplicate(Rf_coerceVector(codes, INTSXP)));
+    const int64_t n = pg_fit_metric_codes_fit(INTEGER(c), XLENGTH(c), Rf_asLogical(has_y) == 1);
+    UNPROTECT(1);
+    if (n < 0) r_fail();
+    return Rf_xlengthgets(c, (R_xlen_t)n);
 }

@@ -174,25 +174,24 @@ SEXP R_pg_session_set_static(SEXP sp, SEXP val, SEXP width, SEXP gp, SEXP out)
     return R_NilValue;
 }
 
-/* the epoch's logs as ag_fit's list (epoch, lr, time_train, loss ... val_accuracy_unc,
- * time_val), with the divergence warning (or NULL) as attribute "diverged" */
+/* the epoch's logs as ag_fit's list (epoch, then the session's columns: lr, time_train, loss ...
+ * time_val, the metrics), with the divergence warning (or NULL) as attribute "diverged" */
 SEXP R_pg_session_logs(SEXP sp)
 {
-    double v[PG_FIT_LOG_COUNT];
+    pg_session *s = sess_get(sp);
+    const int64_t n = pg_session_log_count(s);
+    double *v = (double *)R_alloc((size_t)(n ? n : 1), sizeof *v);
+    const char **names = (const char **)R_alloc((size_t)n + 1, sizeof *names);
     char msg[512];
     pg_session_pos at;
-    pg_session *s = sess_get(sp);
-    const int rc = pg_session_logs(s, v, msg, sizeof msg);
+    const int rc = pg_session_epoch_logs(s, v, n, msg, sizeof msg);
     if (rc < 0) r_fail();
     r_check(pg_session_where(s, &at));
-    enum { N = PG_FIT_LOG_COUNT + 1 };
-    const int at_log[N] = {-1, PG_FIT_LOG_LR,      PG_FIT_LOG_TIME_TRAIN, 0, 1, 2, 3, 4, 5, 6,
-                           7,  PG_FIT_LOG_TIME_VAL};
-    const char *names[N];
-    for (int i = 0; i < N; i++) names[i] = i ? pg_fit_log_name(at_log[i]) : "epoch";
-    SEXP out = PROTECT(r_named_list(names, N));
+    names[0] = "epoch";
+    for (int64_t i = 0; i < n; i++) names[i + 1] = pg_session_log_name(s, i);
+    SEXP out = PROTECT(r_named_list(names, (int)n + 1));
     SET_VECTOR_ELT(out, 0, Rf_ScalarInteger((int)at.epoch));
-    for (int i = 1; i < N; i++) SET_VECTOR_ELT(out, i, Rf_ScalarReal(v[at_log[i]]));
+    for (int64_t i = 0; i < n; i++) SET_VECTOR_ELT(out, i + 1, Rf_ScalarReal(v[i]));
     if (rc) Rf_setAttrib(out, Rf_install("diverged"), Rf_mkString(msg));
     UNPROTECT(1);
     return out;

@@ -31,11 +31,17 @@ SEXP R_pg_metric_codes(SEXP fn, SEXP names, SEXP classify, SEXP in_fit)
 
 SEXP R_pg_metric_name(SEXP code) { return Rf_mkString(pg_metric_name(Rf_asInteger(code))); }
 
-/* ag_evaluate's loss name: c(loss code, classify code) */
-SEXP R_pg_metric_loss(SEXP fn, SEXP name)
+/* ag_evaluate's reading of the outputs (pg_metric_read): loss NULL or a name, dims the outputs',
+ * yn y's samples; c(loss code (-1: none), classify) */
+SEXP R_pg_metric_read(SEXP fn, SEXP name, SEXP has_threshold, SEXP dims, SEXP yn)
 {
     int loss = 0, classify = 0;
-    r_check(pg_metric_loss(fn_of(fn), CHAR(STRING_ELT(name, 0)), &loss, &classify));
+    dims = PROTECT(Rf_coerceVector(dims, REALSXP));
+    const int rc = pg_metric_read(fn_of(fn), Rf_isNull(name) ? NULL : CHAR(STRING_ELT(name, 0)),
+                                  Rf_asLogical(has_threshold) == 1, (int64_t)REAL(dims)[0],
+                                  (int64_t)REAL(dims)[1], (int64_t)Rf_asReal(yn), &loss, &classify);
+    UNPROTECT(1);
+    r_check(rc);
     SEXP r = Rf_allocVector(INTSXP, 2);
     INTEGER(r)[0] = loss;
     INTEGER(r)[1] = classify;
@@ -105,15 +111,6 @@ SEXP R_pg_fit_monitor_mask(SEXP fp)
     const int m = pg_fit_monitor_mask(r_get(fp, R_FIT));
     if (m < 0) r_fail();
     return Rf_ScalarInteger(m);
-}
-
-/* the epoch's n metric values of a part (val FALSE: training) */
-SEXP R_pg_fit_metrics_epoch(SEXP fp, SEXP val, SEXP n)
-{
-    SEXP r = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)Rf_asInteger(n)));
-    r_check(pg_fit_metrics_epoch(r_get(fp, R_FIT), Rf_asLogical(val) == 1, REAL(r)));
-    UNPROTECT(1);
-    return r;
 }
 
 /* the History's metric columns as text (pg_fit_metrics_format): names, their values column by

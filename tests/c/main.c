@@ -73,6 +73,8 @@ int main(void)
     run("index", test_index);
     run("loss options", test_loss_opt);
     run("fit_binary", test_fit_binary);
+    run("arg_check", test_arg_check);
+    run("fit_args", test_fit_args);
     run("metrics", test_metrics);
     run("fit weights", test_fit_weight);
     run("predict", test_predict);

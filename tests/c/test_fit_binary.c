@@ -27,6 +27,33 @@ static void test_binary_count(void)
     CHECK_ERR(pg_binary_count(out, 1, 6, y, 1, 0.5, NULL, &nd), PG_STATUS_ERR_ARG, "NULL");
 }
 
+static void test_accuracy(void)
+{
+    /* ag_accuracy's rule: a 1-output model or a threshold per element, else arg-max */
+    const double p1[4] = {0.9, 0.2, 0.6, 0.4}, y1[4] = {1, 0, 0, 0};
+    double acc = -1;
+    CHECK(pg_accuracy("ag_accuracy", p1, 1, 4, y1, 1, 4, 0, 0, 0, &acc) == 0 && acc == 0.75);
+    CHECK(pg_accuracy("ag_accuracy", p1, 1, 4, y1, 1, 4, 1, 0.65, 0, &acc) == 0 && acc == 1.0);
+    const double o2[6] = {0.1, 0.9, 0.8, 0.2, 0.3, 0.7}, ids[3] = {1, 0, 0};
+    CHECK(pg_accuracy("ag_accuracy", o2, 2, 3, ids, 1, 3, 0, 0, 0, &acc) == 0 &&
+          fabs(acc - 2.0 / 3.0) < 1e-15);
+    const double hot[6] = {0, 1, 1, 0, 0, 1}; /* a threshold: per element against 0/1 */
+    CHECK(pg_accuracy("ag_accuracy", o2, 2, 3, hot, 2, 3, 1, 0.5, 1, &acc) == 0 && acc == 1.0);
+    acc = -1; /* failures leave the result alone */
+    CHECK_ERR(pg_accuracy("ag_accuracy", o2, 2, 3, ids, 1, 2, 0, 0, 0, &acc), PG_STATUS_ERR_SHAPE,
+              "ag_accuracy: x has 3 samples but y has 2");
+    CHECK_ERR(pg_accuracy("ag_accuracy", o2, 2, 3, ids, 1, 3, 0, 0, 1, &acc), PG_STATUS_ERR_ARG,
+              "ag_accuracy: y must be 0-based class ids or a one-hot matrix, got booleans");
+    const double far[3] = {0, 2, 0};
+    CHECK_ERR(pg_accuracy("ag_accuracy", o2, 2, 3, far, 1, 3, 0, 0, 0, &acc), PG_STATUS_ERR_VALUE,
+              "y must be 0-based class ids in [0, 2)");
+    CHECK_ERR(pg_accuracy("ag_accuracy", p1, 1, 4, y1, 1, 4, 1, NAN, 0, &acc), PG_STATUS_ERR_VALUE,
+              "threshold must be a finite number");
+    CHECK_ERR(pg_accuracy("ag_accuracy", p1, 1, 4, y1, 1, 4, 0, 0, 0, NULL), PG_STATUS_ERR_ARG,
+              "NULL");
+    CHECK(acc == -1);
+}
+
 static void test_check_classes(void)
 {
     CHECK(pg_fit_check_classes(3, 3, 1) == 0 && pg_fit_check_classes(2, 3, 0) == 0);
@@ -36,6 +63,23 @@ static void test_check_classes(void)
     CHECK_ERR(pg_fit_check_classes(4, 3, 0), PG_STATUS_ERR_VALUE,
               "ag_fit: y holds class ids up to 3 (4 classes) but the model has 3 outputs; ids "
               "are 0-based, in [0, 3)");
+    /* the ids themselves (pg_fit_check_ids): the largest + 1, a factor's levels, R's hint */
+    const double ok[4] = {0, 2, 1, 2}, big[3] = {0, 3, 1}, one[3] = {1, 3, 2};
+    const double frac[3] = {0, 1.5, 9}, nan[3] = {0, NAN, 9}, neg[2] = {-1, 9};
+    CHECK(pg_fit_check_ids(ok, 4, 3, -1, 1) == 0 && pg_fit_check_ids(big, 3, -1, -1, 0) == 0);
+    CHECK_ERR(pg_fit_check_ids(big, 3, 3, -1, 0), PG_STATUS_ERR_VALUE,
+              "ag_fit: y holds class ids up to 3 (4 classes) but the model has 3 outputs");
+    CHECK_ERR(pg_fit_check_ids(one, 3, 3, -1, 1), PG_STATUS_ERR_VALUE,
+              "ag_fit: y holds class ids 1..3 but the model has 3 outputs; class ids are "
+              "0-based: pass as.integer(f) - 1L, or the factor itself");
+    CHECK_ERR(pg_fit_check_ids(one, 3, 3, -1, 0), PG_STATUS_ERR_VALUE, "up to 3 (4 classes)");
+    CHECK_ERR(pg_fit_check_ids(ok, 4, 3, 2, 0), PG_STATUS_ERR_VALUE,
+              "y is a factor with 2 levels but the model has 3 outputs");
+    CHECK(pg_fit_check_ids(frac, 3, 3, -1, 1) == 0 && pg_fit_check_ids(nan, 3, 3, -1, 1) == 0);
+    CHECK(pg_fit_check_ids(neg, 2, 3, -1, 1) == 0 && pg_fit_check_ids(NULL, 0, 3, -1, 1) == 0);
+    CHECK_ERR(pg_fit_check_ids(NULL, 2, 3, -1, 1), PG_STATUS_ERR_ARG, "NULL class ids");
+    CHECK(pg_fit_one_based_hint(one, 3, 3) && !pg_fit_one_based_hint(one, 3, 4));
+    CHECK(!pg_fit_one_based_hint(ok, 4, 2) && !pg_fit_one_based_hint(nan, 3, 9));
 }
 
 static void test_loss_codes(void)
@@ -88,6 +132,7 @@ static void test_record(void)
 void test_fit_binary(void)
 {
     test_binary_count();
+    test_accuracy();
     test_check_classes();
     test_loss_codes();
     test_record();

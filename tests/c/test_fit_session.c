@@ -87,6 +87,20 @@ void test_fit_session(void)
     CHECK(logs[PG_FIT_LOG_LOSS] == 2 && logs[PG_FIT_LOG_VAL_LOSS] == 10);
     CHECK(logs[PG_FIT_LOG_LR] == 0.5 && isnan(logs[PG_FIT_LOG_ACCURACY]));
     CHECK(logs[PG_FIT_LOG_TIME_TRAIN] >= 0 && logs[PG_FIT_LOG_TIME_VAL] >= 0);
+    { /* the History's columns in their order (no metrics: the 11 logs) and values */
+        const char *cols[] = {"lr",           "time_train",       "loss",     "loss_unc",
+                              "accuracy",     "accuracy_unc",     "val_loss", "val_loss_unc",
+                              "val_accuracy", "val_accuracy_unc", "time_val"};
+        CHECK(pg_session_log_count(s) == 11 && !pg_session_log_name(s, 11));
+        for (int i = 0; i < 11; i++) CHECK(!strcmp(pg_session_log_name(s, i), cols[i]));
+        double v[11];
+        CHECK(pg_session_epoch_logs(s, v, 11, msg, sizeof msg) == 0 && v[0] == 0.5);
+        CHECK(v[2] == 2 && v[6] == 10 && isnan(v[4]) && v[10] == logs[PG_FIT_LOG_TIME_VAL]);
+        v[0] = -1;
+        CHECK_ERR(pg_session_epoch_logs(s, v, 10, msg, sizeof msg), PG_STATUS_ERR_ARG,
+                  "ag_fit: the logs take 11 values, got room for 10");
+        CHECK(v[0] == -1);
+    }
     n = drive(f, s, ev, 64, -1); /* epoch 2, then done */
     CHECK(n == 10 && ev[0] == PG_SESSION_EPOCH_BEGIN && ev[9] == PG_SESSION_DONE);
     pg_session_pos at;
@@ -143,6 +157,31 @@ void test_fit_session(void)
     CHECK_ERR(!pg_session_new(f, &d), PG_STATUS_ERR_VALUE, "ag_fit: nepoch must be >= 0");
     CHECK_ERR(!pg_session_new(NULL, &d), PG_STATUS_ERR_ARG, "NULL plan");
     CHECK_ERR(pg_session_next(NULL, &e) != 0, PG_STATUS_ERR_ARG, "NULL session");
+
+    /* metrics: their columns after the logs (each, then val_), over the whole epoch */
+    const int codes[2] = {PG_METRIC_MAE, PG_METRIC_MSE};
+    CHECK(pg_fit_metrics(f, 2, codes) == 0);
+    d.first_epoch = 1, d.nepoch = 1;
+    s = pg_session_new(f, &d);
+    CHECK(pg_session_log_count(s) == 15 && !strcmp(pg_session_log_name(s, 11), "mae"));
+    CHECK(!strcmp(pg_session_log_name(s, 12), "mse") &&
+          !strcmp(pg_session_log_name(s, 14), "val_mse"));
+    e = -1; /* the targets recorded as the outputs: MAE and MSE 0 */
+    while (pg_session_next(s, &e) == 0 && e != PG_SESSION_EPOCH_END) {
+        if (e != PG_SESSION_TRAIN_BATCH && e != PG_SESSION_VAL_BATCH) continue;
+        pg_tensor *xb = NULL, *yb = NULL;
+        pg_session_where(s, &at);
+        pg_fit_batch(f, e == PG_SESSION_VAL_BATCH, at.batch, &xb, &yb);
+        CHECK(pg_fit_record(f, e == PG_SESSION_VAL_BATCH, 1, yb) == 0);
+        REL(xb);
+        REL(yb);
+    }
+    double mv[15];
+    CHECK(e == PG_SESSION_EPOCH_END && pg_session_epoch_logs(s, mv, 15, msg, sizeof msg) == 0);
+    CHECK(mv[11] == 0 && mv[12] == 0 && mv[13] == 0 && mv[14] == 0 && mv[2] == 1);
+    pg_session_free(s);
+    const int *kept = codes;
+    CHECK(pg_fit_metrics(f, 0, NULL) == 0 && pg_fit_metric_codes(f, &kept) == 0 && !kept);
 
     pg_fit_free(f);
     pg_rng_free(r);

@@ -1,0 +1,60 @@
+/* The front ends' argument rules and texts (pg_api_args.h), once for R and Python. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "pg.h"
+
+#define INT_RANGE 2147483647.0 /* R's integer range: the same bound in both languages */
+
+static int refuse(const char *fn, const char *arg, const char *rng, const char *shown,
+                  int wrong_kind)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s: %s must be %s, got %s", fn, arg, rng, shown ? shown : "?");
+    int chars = 0; /* the wrong kind shown in full would swamp the text: 300 characters */
+    for (char *c = msg; wrong_kind && *c; c++)
+        if ((*c & 0xC0) != 0x80 && ++chars > 300) {
+            *c = '\0';
+            break;
+        }
+    return pg_fail(wrong_kind ? PG_STATUS_ERR_ARG : PG_STATUS_ERR_VALUE, "%s", msg);
+}
+
+int pg_arg_int(const char *fn, const char *arg, double v, const double *lo, const double *hi,
+               const char *rule, const char *shown, int wrong_kind)
+{
+    if (!fn || !arg) return pg_fail(PG_STATUS_ERR_ARG, "pg_arg_int(): NULL name");
+    char rng[200];
+    const int at_max = hi && *hi == INT_RANGE;
+    if (rule) snprintf(rng, sizeof rng, "%s", rule);
+    else if (!lo && !hi) snprintf(rng, sizeof rng, "an integer");
+    else if (lo && (!hi || at_max)) snprintf(rng, sizeof rng, "an integer >= %.0f", *lo);
+    else if (lo) snprintf(rng, sizeof rng, "an integer in [%.0f, %.0f]", *lo, *hi);
+    else snprintf(rng, sizeof rng, "an integer in [-Inf, %.0f]", *hi);
+    if (wrong_kind || !isfinite(v) || v != floor(v)) return refuse(fn, arg, rng, shown, wrong_kind);
+    if ((lo && v < *lo) || (hi && v > *hi)) {
+        if (at_max && v > *hi && !rule)
+            snprintf(rng + strlen(rng), sizeof rng - strlen(rng),
+                     " and <= %.0f (R's integer range)", INT_RANGE);
+        return refuse(fn, arg, rng, shown, 0);
+    }
+    return 0;
+}
+
+int pg_arg_num(const char *fn, const char *arg, double v, const double *lo, const double *hi,
+               int lo_open, int hi_open, const char *shown, int wrong_kind)
+{
+    if (!fn || !arg) return pg_fail(PG_STATUS_ERR_ARG, "pg_arg_num(): NULL name");
+    char rng[200];
+    if (!hi && !lo) snprintf(rng, sizeof rng, "a finite number");
+    else if (!hi) snprintf(rng, sizeof rng, "a finite number %s %g", lo_open ? ">" : ">=", *lo);
+    else if (lo)
+        snprintf(rng, sizeof rng, "a finite number in %s%g, %g%s", lo_open ? "(" : "[", *lo, *hi,
+                 hi_open ? ")" : "]");
+    else
+        snprintf(rng, sizeof rng, "a finite number in %s-Inf, %g%s", lo_open ? "(" : "[", *hi,
+                 hi_open ? ")" : "]");
+    const int ok = !wrong_kind && isfinite(v) && (!lo || (lo_open ? v > *lo : v >= *lo)) &&
+        (!hi || (hi_open ? v < *hi : v <= *hi));
+    return ok ? 0 : refuse(fn, arg, rng, shown, wrong_kind);
+}

@@ -1,0 +1,73 @@
+/* ag_fit's rules on its data arguments that are not about numbers (pg_api_train.h), once for R
+ * and Python: an ag_dataloader's precedence and class labels against the loss. */
+#include <stdio.h>
+#include <string.h>
+#include "pg.h"
+
+int pg_fit_loader_check(int has_y, int settings_given)
+{
+    if (has_y)
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "ag_fit: x is an ag_dataloader, which holds the targets: pass y to "
+                       "ag_dataloader(x, y), not to ag_fit");
+    if (settings_given)
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "ag_fit: x is an ag_dataloader: its batch_size and shuffle are the fit's; "
+                       "set them on ag_dataloader(), not on ag_fit");
+    return 0;
+}
+
+int pg_fit_labels_check(const char *loss, int64_t nlabels, int64_t nmissing, int64_t first,
+                        int factor)
+{
+    if (!loss) return pg_fail(PG_STATUS_ERR_ARG, "ag_fit: NULL loss");
+    if (nmissing > 0) /* worded as the core's non-finite check (pg_fit_check_finite) */
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_fit: y has %lld missing value%s (NA), the first at row 1, column "
+                       "%lld; give finite data (remove or impute those samples)",
+                       (long long)nmissing, nmissing > 1 ? "s" : "", (long long)first + 1);
+    /* two labels are a binary target too: the second is 1 (as glm's) */
+    const int binary =
+        (!strcmp(loss, "binary_cross_entropy") || !strcmp(loss, "bce_with_logits")) && nlabels == 2;
+    if (strcmp(loss, "cross_entropy") && !binary)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_fit: %s need%s loss = \"cross_entropy\" (or, with 2 %s, "
+                       "\"binary_cross_entropy\" / \"bce_with_logits\")",
+                       factor ? "a factor y" : "labels y (strings or a Categorical)",
+                       factor ? "s" : "", factor ? "levels" : "labels");
+    return 0;
+}
+
+int64_t pg_fit_static_notice(const char *why, int r_spelling, char *buf, int64_t cap)
+{
+    if (!why || cap < 0 || (cap && !buf))
+        return -pg_fail(PG_STATUS_ERR_ARG, "pg_fit_static_notice(): NULL or negative argument");
+    const char *none = r_spelling ? "static = NULL" : "static=None";
+    const char *off = r_spelling ? "static = FALSE" : "static=False";
+    const int n = snprintf(buf, (size_t)cap,
+                           "ag_fit: %s runs this model eagerly (its step cannot be compiled "
+                           "safely: %s); %s silences this notice",
+                           none, why, off);
+    return n;
+}
+
+int pg_fit_return_state(const char *fn, const char *model)
+{
+    return pg_fail(PG_STATUS_ERR_ARG,
+                   "%s: the model (%s) has return_state set: its forward returns (output, "
+                   "h_n[, c_n]), not a tensor; use return_state = FALSE for this call (the same "
+                   "weights)",
+                   fn ? fn : "ag_fit", model ? model : "?");
+}
+
+int64_t pg_fit_metric_codes_fit(int *codes, int64_t n, int has_y)
+{
+    if (n < 0 || (n && !codes)) return -pg_fail(PG_STATUS_ERR_ARG, "ag_fit: NULL metric codes");
+    int64_t k = 0; /* "accuracy" is the History's own column (the same count, its uncertainty) */
+    for (int64_t i = 0; i < n; i++) k += codes[i] != PG_METRIC_ACCURACY;
+    if (k && !has_y) return -pg_fail(PG_STATUS_ERR_ARG, "ag_fit: metrics need targets y");
+    k = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (codes[i] != PG_METRIC_ACCURACY) codes[k++] = codes[i];
+    return k;
+}

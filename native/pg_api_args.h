@@ -1,0 +1,17 @@
+/* pyggmlr C core: the front ends' argument rules (arg_check.c), once for R and Python: R's
+ * .arg_int / .arg_num and Python's check_int / check_num test the kind of a value (theirs to
+ * know) and hand the number here, which checks it and words the refusal. cdef-clean like
+ * pg_api.h. */
+
+/* The one integer rule: v whole, finite and in [*lo, *hi] (NULL: unbounded). rule: the caller's
+ * wording of what is accepted, or NULL for "an integer >= lo" ("in [lo, hi]"; hi at R's integer
+ * range is named only when exceeded). shown: v as the language prints it. wrong_kind: the value
+ * was not one number (then v is not read): PG_STATUS_ERR_ARG, at most 300 bytes of text; a bad
+ * value PG_STATUS_ERR_VALUE; the text "<fn>: <arg> must be <rule>, got <shown>". 0 when v
+ * passes. */
+int pg_arg_int(const char *fn, const char *arg, double v, const double *lo, const double *hi,
+               const char *rule, const char *shown, int wrong_kind);
+/* The number rule: v finite and in the range (lo_open / hi_open: that end open; NULL:
+ * unbounded), "a finite number >= 0", "a finite number in (0, 1]", ...; as pg_arg_int. */
+int pg_arg_num(const char *fn, const char *arg, double v, const double *lo, const double *hi,
+               int lo_open, int hi_open, const char *shown, int wrong_kind);

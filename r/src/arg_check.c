@@ -1,0 +1,1 @@
+../../native/arg_check.c

@@ -1,0 +1,1 @@
+../../native/pg_api_args.h

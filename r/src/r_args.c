@@ -1,0 +1,37 @@
+/* .Call glue: the argument rules' texts (the core's arg_check.c), for .arg_int / .arg_num. */
+#include "r_util.h"
+
+static const char *str_or_null(SEXP s)
+{
+    return Rf_isNull(s) ? NULL : Rf_translateCharUTF8(STRING_ELT(s, 0));
+}
+
+/* a bound: NULL unbounded, else its value in *slot */
+static const double *bound(SEXP b, double *slot)
+{
+    if (Rf_isNull(b)) return NULL;
+    *slot = Rf_asReal(b);
+    return slot;
+}
+
+/* v: the value as a double (read unless wrong_kind); lo, hi: NULL or numbers; rule: NULL or a
+ * string; shown: .arg_show's text. Raises the classed refusal; NULL when v passes. */
+SEXP R_pg_arg_int(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP hi, SEXP rule, SEXP shown,
+                  SEXP wrong_kind)
+{
+    double l, h;
+    r_check(pg_arg_int(str_or_null(fn), str_or_null(arg), Rf_asReal(v), bound(lo, &l),
+                       bound(hi, &h), str_or_null(rule), str_or_null(shown),
+                       Rf_asLogical(wrong_kind) == 1));
+    return R_NilValue;
+}
+
+SEXP R_pg_arg_num(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP hi, SEXP lo_open, SEXP hi_open,
+                  SEXP shown, SEXP wrong_kind)
+{
+    double l, h;
+    r_check(pg_arg_num(str_or_null(fn), str_or_null(arg), Rf_asReal(v), bound(lo, &l),
+                       bound(hi, &h), Rf_asLogical(lo_open) == 1, Rf_asLogical(hi_open) == 1,
+                       str_or_null(shown), Rf_asLogical(wrong_kind) == 1));
+    return R_NilValue;
+}

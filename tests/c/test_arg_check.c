@@ -1,0 +1,119 @@
+/* The front ends' argument rules (native/arg_check.c, native/fit_args.c): each rule's text, the
+ * kinds' statuses. */
+#include <math.h>
+#include <string.h>
+#include "check.h"
+
+void test_arg_check(void)
+{
+    const double one = 1, zero = 0, imax = 2147483647.0, neg = -5, ten = 10;
+    CHECK(pg_arg_int("f", "n", 3, &one, &imax, NULL, "3", 0) == 0);
+    CHECK(pg_arg_int("f", "n", 1e12, NULL, NULL, NULL, "1e12", 0) == 0); /* unbounded */
+    CHECK_ERR(pg_arg_int("f", "n", 0, &one, &imax, NULL, "0", 0), PG_STATUS_ERR_VALUE,
+              "f: n must be an integer >= 1, got 0");
+    CHECK_ERR(pg_arg_int("f", "n", 2.5, &one, &imax, NULL, "2.5", 0), PG_STATUS_ERR_VALUE,
+              "f: n must be an integer >= 1, got 2.5");
+    CHECK_ERR(pg_arg_int("f", "n", NAN, &one, &imax, NULL, "NA", 0), PG_STATUS_ERR_VALUE, "got NA");
+    CHECK_ERR(pg_arg_int("f", "n", 3e9, &one, &imax, NULL, "3e9", 0), PG_STATUS_ERR_VALUE,
+              "f: n must be an integer >= 1 and <= 2147483647 (R's integer range), got 3e9");
+    CHECK_ERR(pg_arg_int("f", "n", 11, &neg, &ten, NULL, "11", 0), PG_STATUS_ERR_VALUE,
+              "f: n must be an integer in [-5, 10], got 11");
+    CHECK_ERR(pg_arg_int("f", "n", 11, NULL, &ten, NULL, "11", 0), PG_STATUS_ERR_VALUE,
+              "must be an integer in [-Inf, 10], got 11");
+    CHECK_ERR(pg_arg_int("f", "n", 0.5, NULL, NULL, NULL, "0.5", 0), PG_STATUS_ERR_VALUE,
+              "must be an integer, got 0.5");
+    CHECK_ERR(pg_arg_int("f", "n", 3e9, &one, &imax, "a size", "3e9", 0), PG_STATUS_ERR_VALUE,
+              "f: n must be a size, got 3e9");
+    CHECK_ERR(pg_arg_int("f", "n", 0, &one, &imax, NULL, "\"a\"", 1), PG_STATUS_ERR_ARG,
+              "f: n must be an integer >= 1, got \"a\"");
+    char big[400];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    CHECK(pg_arg_int("f", "n", 0, &one, &imax, NULL, big, 1) == PG_STATUS_ERR_ARG);
+    CHECK(strlen(pg_last_error()) == 300); /* the wrong kind's text: 300 characters */
+    CHECK(pg_arg_int(NULL, "n", 0, NULL, NULL, NULL, "0", 0) == PG_STATUS_ERR_ARG);
+
+    CHECK(pg_arg_num("f", "p", 0.5, &zero, &one, 0, 1, "0.5", 0) == 0);
+    CHECK(pg_arg_num("f", "p", -1e300, NULL, NULL, 0, 0, "-1e300", 0) == 0);
+    CHECK_ERR(pg_arg_num("f", "p", 1, &zero, &one, 0, 1, "1", 0), PG_STATUS_ERR_VALUE,
+              "f: p must be a finite number in [0, 1), got 1");
+    CHECK_ERR(pg_arg_num("f", "p", 0, &zero, NULL, 1, 0, "0", 0), PG_STATUS_ERR_VALUE,
+              "f: p must be a finite number > 0, got 0");
+    CHECK_ERR(pg_arg_num("f", "p", INFINITY, NULL, NULL, 0, 0, "Inf", 0), PG_STATUS_ERR_VALUE,
+              "f: p must be a finite number, got Inf");
+    CHECK_ERR(pg_arg_num("f", "p", 2, NULL, &one, 0, 0, "2", 0), PG_STATUS_ERR_VALUE,
+              "must be a finite number in [-Inf, 1], got 2");
+    CHECK_ERR(pg_arg_num("f", "p", 0, &zero, &one, 1, 0, "TRUE", 1), PG_STATUS_ERR_ARG,
+              "f: p must be a finite number in (0, 1], got TRUE");
+}
+
+void test_fit_args(void)
+{
+    CHECK(pg_fit_loader_check(0, 0) == 0);
+    CHECK_ERR(pg_fit_loader_check(1, 1), PG_STATUS_ERR_ARG,
+              "ag_fit: x is an ag_dataloader, which holds the targets: pass y to "
+              "ag_dataloader(x, y), not to ag_fit");
+    CHECK_ERR(pg_fit_loader_check(0, 1), PG_STATUS_ERR_ARG,
+              "ag_fit: x is an ag_dataloader: its batch_size and shuffle are the fit's; set them "
+              "on ag_dataloader(), not on ag_fit");
+
+    CHECK(pg_fit_labels_check("cross_entropy", 5, 0, 0, 0) == 0);
+    CHECK(pg_fit_labels_check("bce_with_logits", 2, 0, 0, 1) == 0);
+    CHECK(pg_fit_labels_check("binary_cross_entropy", 2, 0, 0, 0) == 0);
+    CHECK_ERR(pg_fit_labels_check("binary_cross_entropy", 3, 0, 0, 0), PG_STATUS_ERR_VALUE,
+              "ag_fit: labels y (strings or a Categorical) need loss = \"cross_entropy\" (or, "
+              "with 2 labels, \"binary_cross_entropy\" / \"bce_with_logits\")");
+    CHECK_ERR(pg_fit_labels_check("mse", 2, 0, 0, 1), PG_STATUS_ERR_VALUE,
+              "ag_fit: a factor y needs loss = \"cross_entropy\" (or, with 2 levels, "
+              "\"binary_cross_entropy\" / \"bce_with_logits\")");
+    CHECK_ERR(pg_fit_labels_check("mse", 2, 1, 4, 1), PG_STATUS_ERR_VALUE,
+              "ag_fit: y has 1 missing value (NA), the first at row 1, column 5; give finite "
+              "data (remove or impute those samples)");
+    CHECK_ERR(pg_fit_labels_check("cross_entropy", 2, 3, 0, 0), PG_STATUS_ERR_VALUE,
+              "y has 3 missing values (NA), the first at row 1, column 1;");
+    CHECK_ERR(pg_fit_labels_check(NULL, 2, 0, 0, 0), PG_STATUS_ERR_ARG, "NULL loss");
+
+    /* ag_evaluate's reading of the outputs (pg_metric_read) */
+    int loss = 7, cl = 7;
+    CHECK(pg_metric_read("ag_evaluate", NULL, 0, 1, 5, 5, &loss, &cl) == 0 && loss == -1 &&
+          cl == PG_FIT_CLASSIFY_PROBS);
+    CHECK(pg_metric_read("ag_evaluate", NULL, 1, 3, 5, 5, &loss, &cl) == 0 &&
+          cl == PG_FIT_CLASSIFY_PROBS);
+    CHECK(pg_metric_read("ag_evaluate", NULL, 0, 3, 5, 5, &loss, &cl) == 0 &&
+          cl == PG_FIT_CLASSIFY_ARGMAX);
+    CHECK(pg_metric_read("ag_evaluate", "mse", 0, 3, 5, 5, &loss, &cl) == 0 && loss >= 0 &&
+          cl == PG_FIT_CLASSIFY_NONE);
+    loss = cl = 7;
+    CHECK_ERR(pg_metric_read("ag_evaluate", NULL, 0, 3, 5, 4, &loss, &cl), PG_STATUS_ERR_SHAPE,
+              "ag_evaluate: x has 5 samples but y has 4");
+    CHECK(loss == 7 && cl == 7);
+    CHECK_ERR(pg_metric_read("ag_evaluate", "nope", 0, 3, 5, 5, &loss, &cl), PG_STATUS_ERR_VALUE,
+              "ag_evaluate: ");
+    CHECK_ERR(pg_metric_read(NULL, NULL, 0, 3, 5, 5, &loss, &cl), PG_STATUS_ERR_ARG, "NULL");
+
+    /* static = None's notice in each language's spelling; return_state's refusal */
+    char b[512];
+    CHECK(pg_fit_static_notice("why", 0, b, sizeof b) == (int64_t)strlen(b));
+    CHECK(!strcmp(b,
+                  "ag_fit: static=None runs this model eagerly (its step cannot be compiled "
+                  "safely: why); static=False silences this notice"));
+    CHECK(pg_fit_static_notice("w", 1, NULL, 0) > 0 && pg_fit_static_notice("w", 1, b, 8) > 8);
+    CHECK(pg_fit_static_notice("w", 1, b, sizeof b) > 0 &&
+          strstr(b, "ag_fit: static = NULL runs") && strstr(b, "; static = FALSE silences"));
+    CHECK(pg_fit_static_notice(NULL, 1, b, sizeof b) == -PG_STATUS_ERR_ARG);
+    CHECK_ERR(pg_fit_return_state("ag_predict", "lstm_1"), PG_STATUS_ERR_ARG,
+              "ag_predict: the model (lstm_1) has return_state set: its forward returns (output, "
+              "h_n[, c_n]), not a tensor; use return_state = FALSE for this call (the same "
+              "weights)");
+
+    /* ag_fit(metrics =): accuracy is the History's own column; the rest need targets */
+    int codes[3] = {PG_METRIC_AUC, PG_METRIC_ACCURACY, PG_METRIC_F1};
+    CHECK(pg_fit_metric_codes_fit(codes, 3, 1) == 2 && codes[0] == PG_METRIC_AUC &&
+          codes[1] == PG_METRIC_F1);
+    int acc[1] = {PG_METRIC_ACCURACY};
+    CHECK(pg_fit_metric_codes_fit(acc, 1, 0) == 0 && pg_fit_metric_codes_fit(NULL, 0, 0) == 0);
+    CHECK_ERR(pg_fit_metric_codes_fit(codes, 2, 0) < 0, PG_STATUS_ERR_ARG,
+              "ag_fit: metrics need targets y");
+    CHECK(codes[0] == PG_METRIC_AUC && codes[1] == PG_METRIC_F1); /* untouched on failure */
+    CHECK(pg_fit_metric_codes_fit(NULL, 2, 1) == -PG_STATUS_ERR_ARG);
+}
