@@ -37,7 +37,10 @@ def read_safetensors(path, fn="ag_load_model()"):
     """A model file's (name -> 2-D C-ordered array in file order, metadata dict), read through the
     core (every check before any tensor is read; a refusal names fn)."""
     with _ModelFile(os.fspath(path), fn) as f:
-        return f.tensors(), f.meta()
+        t = lambda p: ffi.string(p).decode("utf-8")  # noqa: E731
+        n = range(lib.pg_st_meta_count(f.st))
+        meta = {t(lib.pg_st_meta_key(f.st, i)): t(lib.pg_st_meta_value(f.st, i)) for i in n}
+        return f.tensors(), meta
 
 
 def edit_meta(path, fn, out=None):

@@ -232,6 +232,8 @@ extern SEXP R_pg_mf_save(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_check_dims(SEXP, SEXP, SEXP);
 extern SEXP R_pg_gc_room(SEXP);
 extern SEXP R_pg_file_kind(SEXP);
+extern SEXP R_pg_mf_path_check(SEXP, SEXP);
+extern SEXP R_pg_file_is_rds(SEXP);
 extern SEXP R_pg_check_alloc(SEXP, SEXP, SEXP);
 extern SEXP R_pg_tape_stash(SEXP);
 extern SEXP R_pg_bce_loss_pw(SEXP, SEXP, SEXP);
@@ -483,6 +485,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_check_dims", (DL_FUNC)&R_pg_check_dims, 3},
     {"R_pg_gc_room", (DL_FUNC)&R_pg_gc_room, 1},
     {"R_pg_file_kind", (DL_FUNC)&R_pg_file_kind, 1},
+    {"R_pg_mf_path_check", (DL_FUNC)&R_pg_mf_path_check, 2},
+    {"R_pg_file_is_rds", (DL_FUNC)&R_pg_file_is_rds, 1},
     {"R_pg_check_alloc", (DL_FUNC)&R_pg_check_alloc, 3},
     {"R_pg_tape_stash", (DL_FUNC)&R_pg_tape_stash, 1},
     {"R_pg_bce_loss_pw", (DL_FUNC)&R_pg_bce_loss_pw, 3},
