@@ -205,7 +205,8 @@ extern SEXP R_pg_json_check(SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_config(SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_types(void);
 extern SEXP R_pg_layer_shape(SEXP, SEXP);
-extern SEXP R_pg_cfg_json(SEXP);
+extern SEXP R_pg_cfg_json(SEXP, SEXP);
+extern SEXP R_pg_to_json(SEXP, SEXP);
 extern SEXP R_pg_layer_shape_label(SEXP);
 extern SEXP R_pg_summary_text(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_print_text(SEXP, SEXP, SEXP, SEXP);
@@ -458,7 +459,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_layer_config", (DL_FUNC)&R_pg_layer_config, 3},
     {"R_pg_layer_types", (DL_FUNC)&R_pg_layer_types, 0},
     {"R_pg_layer_shape", (DL_FUNC)&R_pg_layer_shape, 2},
-    {"R_pg_cfg_json", (DL_FUNC)&R_pg_cfg_json, 1},
+    {"R_pg_cfg_json", (DL_FUNC)&R_pg_cfg_json, 2},
+    {"R_pg_to_json", (DL_FUNC)&R_pg_to_json, 2},
     {"R_pg_layer_shape_label", (DL_FUNC)&R_pg_layer_shape_label, 1},
     {"R_pg_summary_text", (DL_FUNC)&R_pg_summary_text, 6},
     {"R_pg_layer_print_text", (DL_FUNC)&R_pg_layer_print_text, 4},
