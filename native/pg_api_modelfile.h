@@ -120,6 +120,12 @@ pg_mf_opt_meta pg_mf_opt_meta_default(void);
 int pg_mf_writer_new(pg_mf_writer **out);
 void pg_mf_writer_free(pg_mf_writer *w);
 int pg_mf_writer_add(pg_mf_writer *w, int role, const pg_st_tensor *t);
+/* A host's array of doubles in column-major order (R's matrix, a Fortran-ordered numpy array)
+ * as role's tensor `name`: copied (name too) into the file's row-major layout, F64, else
+ * narrowed to F32. ndim 0-2 with dims[ndim] (rows, cols as pg_st_tensor); more dimensions are
+ * PG_STATUS_ERR_VALUE "ag_save_model(): tensor '<name>' has <ndim> dimensions (at most 2)". */
+int pg_mf_writer_add_values(pg_mf_writer *w, int role, const char *name, int f64, int ndim,
+                            const int64_t *dims, const double *colmajor);
 /* the optimizer's slot for one of its parameters: tensor optimizer.<slot>.<param>; t NULL:
  * the slot is listed without a tensor (param may be NULL then) */
 int pg_mf_writer_add_slot(pg_mf_writer *w, const char *slot, const char *param,

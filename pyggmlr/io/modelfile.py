@@ -52,24 +52,6 @@ _DT: Dict[str, np.dtype] = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
 # safetensors writer / reader: the C core's codec (native/codec*.c), shared with the R package
 
 
-def _st_tensor(e, name, a, keep):
-    """Fill the pg_st_tensor e with a 2-D (or fewer) numpy array; keep holds the buffers."""
-    a = np.asarray(a)
-    code = lib.PG_ST_DTYPE_F64 if a.dtype == np.float64 else lib.PG_ST_DTYPE_F32
-    raw = np.ascontiguousarray(a, dtype=_DT["F64" if code == lib.PG_ST_DTYPE_F64 else "F32"])
-    if raw.ndim > 2:
-        raise PyggmlrValueError(
-            f"ag_save_model(): tensor {name!r} has {raw.ndim} dimensions (at most 2)"
-        )
-    nm = ffi.new("char[]", str(name).encode("utf-8", "surrogatepass"))
-    keep += [nm, raw]
-    e.name, e.dtype, e.ndim = nm, code, raw.ndim
-    e.rows = raw.shape[0] if raw.ndim else 1
-    e.cols = raw.shape[1] if raw.ndim == 2 else 1
-    e.data = ffi.from_buffer(raw) if raw.size else ffi.NULL
-    return e
-
-
 class _Writer:
     """The core's model-file writer (native/modelfile_write.c: the save rules, the metadata
     map); this keeps the converted buffers alive until the commit."""
@@ -85,11 +67,12 @@ class _Writer:
         return b
 
     def add(self, role, name, a):
-        check(
-            lib.pg_mf_writer_add(
-                self.h, role, _st_tensor(ffi.new("pg_st_tensor *"), name, a, self.keep)
-            )
-        )
+        """a (numbers, at most 2-D) as a tensor: the core copies it into the file's layout"""
+        a = np.asarray(a)
+        v = np.asfortranarray(a, dtype=np.float64)  # kept alive by v until the call returns
+        dims, data = ffi.new("int64_t[]", list(a.shape) or [1]), ffi.cast("double *", v.ctypes.data)
+        f64 = a.dtype == np.float64
+        check(lib.pg_mf_writer_add_values(self.h, role, self.text(name), f64, a.ndim, dims, data))
 
     def set(self, field, text):
         check(lib.pg_mf_writer_set(self.h, field, self.text(text)))

@@ -1,5 +1,6 @@
 /* ag_model_info()'s JSON (pg_mf_info_json): its layout and values, a refused file's status and
- * text with nothing handed out; pg_mf_path_check's rules and both languages' texts; and
+ * text with nothing handed out; pg_mf_writer_add_values (a host's column-major doubles in the
+ * file's row-major layout, F32 narrowed, its refusals); pg_mf_path_check's rules and both languages' texts; and
  * pg_file_is_rds, R's sniff for ggmlR's RDS containers. */
 #include <errno.h>
 #include <stdio.h>
@@ -135,6 +136,60 @@ static void test_path(const char *dir)
     CHECK_ERR(pg_mf_path_check(path, NULL, "f()", 0), PG_STATUS_ERR_ARG, "pg_mf_path_check()");
 }
 
+static void test_add_values(const char *dir)
+{
+    char path[300];
+    snprintf(path, sizeof path, "%s/v.safetensors", dir);
+    const double cm[6] = {1, 2, 3, 4, 5, 6.1}; /* 2x3, column-major: rows (1 3 5) (2 4 6.1) */
+    const int64_t d23[2] = {2, 3}, d3[3] = {1, 1, 1}, dneg[2] = {-1, 2}, d0[2] = {0, 4};
+    pg_mf_writer *w = NULL;
+    CHECK(pg_mf_writer_new(&w) == 0);
+    if (!w) return;
+    char name[8] = "cb.W";
+    CHECK(pg_mf_writer_add_values(w, PG_MF_ROLE_TENSOR, name, 1, 2, d23, cm) == 0);
+    name[3] = 'X'; /* the writer keeps its own copy of the name */
+    CHECK(pg_mf_writer_add_values(w, PG_MF_ROLE_TENSOR, "cb.f", 0, 2, d23, cm) == 0);
+    CHECK(pg_mf_writer_add_values(w, PG_MF_ROLE_TENSOR, "cb.s", 1, 0, NULL, cm + 5) == 0);
+    CHECK(pg_mf_writer_add_values(w, PG_MF_ROLE_TENSOR, "cb.e", 0, 2, d0, NULL) == 0);
+    /* refusals add nothing */
+    CHECK_ERR(pg_mf_writer_add_values(w, PG_MF_ROLE_TENSOR, "x3", 1, 3, d3, cm),
+              PG_STATUS_ERR_VALUE, "ag_save_model(): tensor 'x3' has 3 dimensions (at most 2)");
+    CHECK_ERR(pg_mf_writer_add_values(w, PG_MF_ROLE_TENSOR, "n", 1, 2, dneg, cm), PG_STATUS_ERR_ARG,
+              "pg_mf_writer_add_values(): bad arguments");
+    CHECK_ERR(pg_mf_writer_add_values(w, PG_MF_ROLE_TENSOR, "n", 1, 2, d23, NULL),
+              PG_STATUS_ERR_ARG, "pg_mf_writer_add_values(): bad arguments");
+    CHECK_ERR(pg_mf_writer_add_values(w, 99, "n", 1, 2, d23, cm), PG_STATUS_ERR_ARG,
+              "pg_mf_writer_add_values(): bad arguments");
+    CHECK_ERR(pg_mf_writer_add_values(NULL, PG_MF_ROLE_TENSOR, "n", 1, 2, d23, cm),
+              PG_STATUS_ERR_ARG, "pg_mf_writer_add_values(): bad arguments");
+    CHECK(pg_mf_writer_commit(w, path) == 0);
+    pg_mf_writer_free(w);
+    pg_st_file *f = NULL;
+    CHECK(pg_st_open(path, &f) == 0);
+    if (!f) return;
+    CHECK(pg_st_count(f) == 4);
+    double rm[6] = {0};
+    float rf[6] = {0};
+    int64_t k = -1;
+    for (int64_t i = 0; i < pg_st_count(f); i++)
+        if (!strcmp(pg_st_name(f, i), "cb.W")) k = i;
+    CHECK(k >= 0 && pg_st_dtype(f, k) == PG_ST_DTYPE_F64 && pg_st_rows(f, k) == 2 &&
+          pg_st_cols(f, k) == 3 && pg_st_read(f, k, rm, sizeof rm) == 0);
+    CHECK(rm[0] == 1 && rm[1] == 3 && rm[2] == 5 && rm[3] == 2 && rm[4] == 4 && rm[5] == 6.1);
+    for (int64_t i = 0; i < pg_st_count(f); i++) {
+        if (!strcmp(pg_st_name(f, i), "cb.f")) {
+            CHECK(pg_st_dtype(f, i) == PG_ST_DTYPE_F32 && pg_st_read(f, i, rf, sizeof rf) == 0);
+            CHECK(rf[1] == 3 && rf[5] == (float)6.1);
+        }
+        if (!strcmp(pg_st_name(f, i), "cb.s"))
+            CHECK(pg_st_rows(f, i) == 1 && pg_st_cols(f, i) == 1);
+        if (!strcmp(pg_st_name(f, i), "cb.e"))
+            CHECK(pg_st_rows(f, i) == 0 && pg_st_cols(f, i) == 4);
+    }
+    pg_st_close(f);
+    unlink(path);
+}
+
 void test_modelfile_info(void)
 {
     char dir[64];
@@ -146,5 +201,6 @@ void test_modelfile_info(void)
     test_info(dir);
     test_rds(dir);
     test_path(dir);
+    test_add_values(dir);
     rmdir(dir);
 }
