@@ -64,37 +64,6 @@
                                                      substr(conditionMessage(e), 1L, 120L))))
 }
 
-# tensors: list of list(name, matrix, dtype "F32"/"F64"); metadata: named character or list.
-# Written atomically by the core: a temp file in the same directory, fsynced, renamed over path.
-.write_safetensors <- function(path, tensors, metadata) {
-  path <- path.expand(path)
-  values <- lapply(tensors, function(t) {
-    v <- as.matrix(t$value)
-    if (!is.double(v)) storage.mode(v) <- "double"
-    v
-  })
-  given <- path
-  res <- .Call(R_pg_st_write, path, vapply(tensors, function(t) enc2utf8(as.character(t$name)), ""),
-               vapply(tensors, function(t) identical(t$dtype, "F64"), logical(1)), values,
-               enc2utf8(as.character(names(metadata))),
-               enc2utf8(vapply(metadata, as.character, "")))
-  if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, given)
-  if (!identical(res$status, .pg$code$status[["OK"]])) .status_stop(res$status, res$message)
-  invisible(path)
-}
-
-# Validate and read a safetensors file: list(tensors = named list of matrices (file order) with
-# attribute "dtype" ("F32"/"F64"), meta = named list of strings).
-# A file refused on its framing or header names fn too ("ag_load_model(): <path>: header length
-# ...").
-.read_safetensors <- function(path, fn = "ag_load_model()") {
-  f <- .mf_open(path, fn)
-  on.exit(.Call(R_pg_mf_close, f), add = TRUE)
-  res <- .Call(R_pg_mf_read, f)
-  if (!is.null(res$status)) .mf_fail(res, path)
-  res
-}
-
 # ---------------------------------------------------------------------------------------------
 # model parts
 

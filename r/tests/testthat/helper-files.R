@@ -5,7 +5,8 @@ write_safetensors <- function(path, tensors, metadata) {
   res <- .Call(pyggmlr:::R_pg_st_write, path.expand(path),
                vapply(tensors, function(t) enc2utf8(as.character(t$name)), ""),
                vapply(tensors, function(t) identical(t$dtype, "F64"), logical(1)), values,
-               enc2utf8(as.character(names(metadata))), enc2utf8(vapply(metadata, as.character, "")))
+               enc2utf8(as.character(names(metadata))),
+               enc2utf8(vapply(metadata, as.character, "")))
   if (!identical(res$status, 0L)) stop(res$message)
   invisible(path)
 }

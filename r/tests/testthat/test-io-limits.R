@@ -216,7 +216,7 @@ test_that("a config R cannot build: the core's text, naming the file (as test_io
                fixed = TRUE, class = "pyggmlr_value_error")
 })
 
-test_that("a model file's JSON is the glue's writer's, with jsonlite's layout and the core's refusals", {
+test_that("a model file's JSON: the glue's writer, jsonlite's layout, the core's refusals", {
   js <- function(v) pyggmlr:::.to_json(v, "extra")
   expect_identical(js(list(a = 1L, b = c(x = 0.1, y = 2), m = matrix(1:4, 2), n = NULL, s = NA,
                            f = factor("k"), e = list(), l = list(1, "2", TRUE), z = c(Inf, -1))),
