@@ -7,8 +7,8 @@ import struct
 import numpy as np
 
 from pyggmlr._core import check, ffi, lib
-from pyggmlr.io.check import os_error
 from pyggmlr.errors import PyggmlrValueError
+from pyggmlr.io.check import os_error
 from pyggmlr.io.modelfile import _DT, _ModelFile, _path_arg
 
 
