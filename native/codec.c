@@ -333,6 +333,31 @@ int pg_file_kind(const char *path)
                                : PG_FILE_KIND_OTHER;
 }
 
+/* R serialization (gzip, bzip2 or xz compressed, or plain XDR / ASCII / binary) by its first
+ * bytes; a plausible safetensors start (a header length within the file, then '{') wins */
+int pg_file_is_rds(const char *path)
+{
+    static const unsigned char magic[][7] = {
+        {2, 0x1f, 0x8b},         {3, 'B', 'Z', 'h'}, {6, 0xfd, '7', 'z', 'X', 'Z', 0},
+        {5, 'X', '\n', 0, 0, 0}, {2, 'A', '\n'},     {2, 'B', '\n'}};
+    unsigned char b[9];
+    struct stat sb;
+    if (pg_file_kind(path) != PG_FILE_KIND_REGULAR || stat(path, &sb)) return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    if (n < 6) return 0;
+    uint64_t hl = 0;
+    for (int i = 7; i >= 0; i--) hl = hl << 8 | b[i];
+    if (n == 9 && hl <= (uint64_t)ST_MAX_HEADER && 8 + (int64_t)hl <= (int64_t)sb.st_size &&
+        b[8] == '{')
+        return 0;
+    for (size_t k = 0; k < sizeof magic / sizeof magic[0]; k++)
+        if (!memcmp(b, magic[k] + 1, magic[k][0])) return 1;
+    return 0;
+}
+
 #define VALID(f, i) ((f) && (i) >= 0 && (i) < (f)->n)
 int64_t pg_st_count(const pg_st_file *f) { return f ? f->n : 0; }
 const char *pg_st_name(const pg_st_file *f, int64_t i) { return VALID(f, i) ? f->t[i].name : NULL; }

@@ -128,6 +128,7 @@ void pg_mf_close(pg_mf *mf)
     mf_opt_clear(mf);
     mf_target_free(mf);
     free(mf->opt_kind);
+    free(mf->info);
     pg_st_close(mf->st);
     free(mf->sorted);
     free(mf->path);

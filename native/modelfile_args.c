@@ -1,8 +1,10 @@
 /* ag_save_model / ag_load_model's argument rules that call no user code (pg_api_modelfile.h):
  * the builder arguments, the dtype to load in and the built model's dtype, with one text for
  * both front ends (they only say what kind each value is). */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "modelfile_internal.h"
 
 static const char *const FN[] = {"ag_save_model()", "ag_load_model()"};
@@ -86,5 +88,22 @@ int pg_mf_built_dtype_check(int asked, int64_t n, const char *const *names, cons
                            "ag_load_model(): dtype = \"%s\" was asked for, but the model's "
                            "parameter '%s' is %s (does model_fn fix its own dtype?)",
                            dtype_name(asked), names[i] ? names[i] : "?", dtype_name(dtypes[i]));
+    return PG_STATUS_OK;
+}
+
+int pg_mf_path_check(const char *path, const char *shown, const char *fn, int r_text)
+{
+    struct stat sb;
+    if (!path || !shown || !fn)
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_path_check(): NULL argument");
+    int err = stat(path, &sb) ? errno : S_ISDIR(sb.st_mode) ? EISDIR : 0;
+    if (err && !r_text) return pg_fail_io(err, "%s", strerror(err)); /* Python's OSError text */
+    if (err == EISDIR) return pg_fail_io(err, "%s: '%s' is a directory", fn, shown);
+    if (err) return pg_fail_io(err, "%s: cannot open file '%s': %s", fn, shown, strerror(err));
+    if (!S_ISREG(sb.st_mode)) /* reading a FIFO or device would block or never end */
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: %s: not a regular file (a FIFO, device or socket): model files are "
+                       "regular files",
+                       fn, shown);
     return PG_STATUS_OK;
 }

@@ -45,6 +45,7 @@ struct pg_mf {
     int64_t n_classes;       /* -1: no labels */
     const char **classes;    /* into target_doc's pool */
     pj_doc target_doc;
+    char *info; /* pg_mf_info_json's text */
 };
 
 /* PG_STATUS_ERR_VALUE "<path>: <formatted text>" */

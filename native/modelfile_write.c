@@ -129,6 +129,36 @@ int pg_mf_writer_add(pg_mf_writer *w, int role, const pg_st_tensor *t)
     return push(w, role, t, NULL);
 }
 
+int pg_mf_writer_add_values(pg_mf_writer *w, int role, const char *name, int f64, int ndim,
+                            const int64_t *dims, const double *colmajor)
+{
+    int64_t r = ndim > 0 && dims ? dims[0] : 1, c = ndim > 1 && dims ? dims[1] : 1;
+    if (!w || !name || role < 0 || role >= PG_MF_ROLE_COUNT || ndim < 0 || (ndim && !dims) ||
+        r < 0 || c < 0 || (c && r > INT64_MAX / 8 / c) || (r && c && !colmajor))
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_writer_add_values(): bad arguments");
+    if (ndim > 2)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_save_model(): tensor '%s' has %d dimensions (at most 2)", name, ndim);
+    char *nm = malloc(strlen(name) + 1), *buf = malloc((size_t)(r * c) * (f64 ? 8 : 4) + 1);
+    if (!nm || !buf) {
+        free(nm), free(buf);
+        return pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory");
+    }
+    strcpy(nm, name);
+    for (int64_t i = 0; i < r; i++) /* the file's layout: row-major */
+        for (int64_t j = 0; j < c; j++) {
+            double y = colmajor[j * r + i];
+            float z = (float)y;
+            memcpy(buf + (i * c + j) * (f64 ? 8 : 4), f64 ? (void *)&y : (void *)&z, f64 ? 8 : 4);
+        }
+    pg_st_tensor t = {nm, f64 ? PG_ST_DTYPE_F64 : PG_ST_DTYPE_F32, ndim, r, c, r && c ? buf : NULL};
+    int rc = mf_writer_adopt(w, buf);
+    if (rc) return free(nm), rc;
+    rc = push(w, role, &t, nm);
+    if (rc) free(nm);
+    return rc;
+}
+
 int pg_mf_writer_add_slot(pg_mf_writer *w, const char *slot, const char *param,
                           const pg_st_tensor *t)
 {

@@ -29,6 +29,10 @@ enum pg_file_kind {
     PG_FILE_KIND_COUNT
 };
 int pg_file_kind(const char *path); /* an enum pg_file_kind value */
+/* 1 when path is a regular file in R's serialization (saveRDS: gzip, bzip2, xz or none) rather
+ * than a model file (a plausible safetensors start wins), else 0: R's ag_load_model reads
+ * ggmlR's containers */
+int pg_file_is_rds(const char *path);
 void pg_st_close(pg_st_file *f);
 
 int64_t pg_st_count(const pg_st_file *f);               /* tensors, in header order */

@@ -36,6 +36,11 @@ pg_st_file *pg_mf_st(pg_mf *mf); /* the open codec file (borrowed): tensors, raw
 int pg_mf_check_load(pg_mf *mf, const pg_mf_load_opts *opts);
 /* ag_model_info's: the name lists, optimizer (an object), config (an object), extra. */
 int pg_mf_check_info(pg_mf *mf);
+/* pg_mf_check_info, then ag_model_info()'s answer as a JSON object (owned by mf, valid until the
+ * next call or pg_mf_close): format, format_version, parameters and buffers ({name: {"shape":
+ * [rows, cols], "dtype": "f32"|"f64"}}, {} without a list), config, epoch, optimizer (its kind),
+ * extra and target (the file's texts; null when absent). */
+int pg_mf_info_json(pg_mf *mf, const char **out);
 
 /* After a check: the values (NULL / -1 when absent or not checked). */
 const char *pg_mf_meta(const pg_mf *mf, const char *key); /* a raw metadata value */
@@ -115,6 +120,12 @@ pg_mf_opt_meta pg_mf_opt_meta_default(void);
 int pg_mf_writer_new(pg_mf_writer **out);
 void pg_mf_writer_free(pg_mf_writer *w);
 int pg_mf_writer_add(pg_mf_writer *w, int role, const pg_st_tensor *t);
+/* A host's array of doubles in column-major order (R's matrix, a Fortran-ordered numpy array)
+ * as role's tensor `name`: copied (name too) into the file's row-major layout, F64, else
+ * narrowed to F32. ndim 0-2 with dims[ndim] (rows, cols as pg_st_tensor); more dimensions are
+ * PG_STATUS_ERR_VALUE "ag_save_model(): tensor '<name>' has <ndim> dimensions (at most 2)". */
+int pg_mf_writer_add_values(pg_mf_writer *w, int role, const char *name, int f64, int ndim,
+                            const int64_t *dims, const double *colmajor);
 /* the optimizer's slot for one of its parameters: tensor optimizer.<slot>.<param>; t NULL:
  * the slot is listed without a tensor (param may be NULL then) */
 int pg_mf_writer_add_slot(pg_mf_writer *w, const char *slot, const char *param,
@@ -215,6 +226,12 @@ int pg_mf_builder_args(int fn, int model_fn, int have_model);
  * supported by the CPU engine; use \"f32\" or \"f64\""; "ag_load_model(): 'dtype' should be one
  * of \"f32\", \"f64\", \"f16\", \"bf16\", got \"x\"" (PG_STATUS_ERR_ARG for no string). */
 int pg_mf_load_dtype(const char *dtype, const char *shown, int *out);
+/* path (shown as `shown`) as a model file to read, before anything opens it: 0 for a regular
+ * file; PG_STATUS_ERR_IO with the errno (pg_last_errno) when stat fails or it is a directory
+ * (EISDIR), its text the system's (r_text 0: Python's OSError carries the path) or R's ("<fn>:
+ * cannot open file '<shown>': <system text>", "<fn>: '<shown>' is a directory");
+ * PG_STATUS_ERR_VALUE "<fn>: <shown>: not a regular file (a FIFO, device or socket): ..." */
+int pg_mf_path_check(const char *path, const char *shown, const char *fn, int r_text);
 /* the default dtype a model is built in for a load: asked (PG_DTYPE_F32 / F64), else (-1)
  * PG_DTYPE_F64 when every parameter of the file is f64 (all_f64), else PG_DTYPE_F32 */
 int pg_mf_build_dtype(int asked, int all_f64);

@@ -4,9 +4,28 @@ import json
 import os
 import struct
 
+import numpy as np
+
 from pyggmlr._core import check, ffi, lib
+from pyggmlr.errors import PyggmlrValueError
 from pyggmlr.io.check import os_error
-from pyggmlr.io.modelfile import _ModelFile, _path_arg, _st_tensor
+from pyggmlr.io.modelfile import _DT, _ModelFile, _path_arg
+
+
+def _st_tensor(e, name, a, keep):
+    """Fill the pg_st_tensor e with a 2-D (or fewer) numpy array; keep holds the buffers."""
+    a = np.asarray(a)
+    code = lib.PG_ST_DTYPE_F64 if a.dtype == np.float64 else lib.PG_ST_DTYPE_F32
+    raw = np.ascontiguousarray(a, dtype=_DT["F64" if code == lib.PG_ST_DTYPE_F64 else "F32"])
+    if raw.ndim > 2:
+        raise PyggmlrValueError(f"tensor {name!r} has {raw.ndim} dimensions (at most 2)")
+    nm = ffi.new("char[]", str(name).encode("utf-8", "surrogatepass"))
+    keep += [nm, raw]
+    e.name, e.dtype, e.ndim = nm, code, raw.ndim
+    e.rows = raw.shape[0] if raw.ndim else 1
+    e.cols = raw.shape[1] if raw.ndim == 2 else 1
+    e.data = ffi.from_buffer(raw) if raw.size else ffi.NULL
+    return e
 
 
 def write_safetensors(path, tensors, metadata):
@@ -37,7 +56,10 @@ def read_safetensors(path, fn="ag_load_model()"):
     """A model file's (name -> 2-D C-ordered array in file order, metadata dict), read through the
     core (every check before any tensor is read; a refusal names fn)."""
     with _ModelFile(os.fspath(path), fn) as f:
-        return f.tensors(), f.meta()
+        t = lambda p: ffi.string(p).decode("utf-8")  # noqa: E731
+        n = range(lib.pg_st_meta_count(f.st))
+        meta = {t(lib.pg_st_meta_key(f.st, i)): t(lib.pg_st_meta_value(f.st, i)) for i in n}
+        return f.tensors(), meta
 
 
 def edit_meta(path, fn, out=None):

@@ -15,7 +15,6 @@ dtype, metadata rule, name and shape match, and the save rules) are the C core's
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import warnings
@@ -23,7 +22,7 @@ from typing import Any, Dict, Union
 
 import numpy as np
 
-from .._core import check, ffi, lib
+from .._core import check, ffi, last_message, lib
 from .._version import __version__
 from ..errors import ArgumentError, PyggmlrError, PyggmlrValueError
 from ..nn.base import ag_eval
@@ -53,24 +52,6 @@ _DT: Dict[str, np.dtype] = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
 # safetensors writer / reader: the C core's codec (native/codec*.c), shared with the R package
 
 
-def _st_tensor(e, name, a, keep):
-    """Fill the pg_st_tensor e with a 2-D (or fewer) numpy array; keep holds the buffers."""
-    a = np.asarray(a)
-    code = lib.PG_ST_DTYPE_F64 if a.dtype == np.float64 else lib.PG_ST_DTYPE_F32
-    raw = np.ascontiguousarray(a, dtype=_DT["F64" if code == lib.PG_ST_DTYPE_F64 else "F32"])
-    if raw.ndim > 2:
-        raise PyggmlrValueError(
-            f"ag_save_model(): tensor {name!r} has {raw.ndim} dimensions (at most 2)"
-        )
-    nm = ffi.new("char[]", str(name).encode("utf-8", "surrogatepass"))
-    keep += [nm, raw]
-    e.name, e.dtype, e.ndim = nm, code, raw.ndim
-    e.rows = raw.shape[0] if raw.ndim else 1
-    e.cols = raw.shape[1] if raw.ndim == 2 else 1
-    e.data = ffi.from_buffer(raw) if raw.size else ffi.NULL
-    return e
-
-
 class _Writer:
     """The core's model-file writer (native/modelfile_write.c: the save rules, the metadata
     map); this keeps the converted buffers alive until the commit."""
@@ -86,27 +67,19 @@ class _Writer:
         return b
 
     def add(self, role, name, a):
-        check(
-            lib.pg_mf_writer_add(
-                self.h, role, _st_tensor(ffi.new("pg_st_tensor *"), name, a, self.keep)
-            )
-        )
+        """a (numbers, at most 2-D) as a tensor: the core copies it into the file's layout"""
+        a = np.asarray(a)
+        v = np.asfortranarray(a, dtype=np.float64)  # kept alive by v until the call returns
+        dims, data = ffi.new("int64_t[]", list(a.shape) or [1]), ffi.cast("double *", v.ctypes.data)
+        f64 = a.dtype == np.float64
+        check(lib.pg_mf_writer_add_values(self.h, role, self.text(name), f64, a.ndim, dims, data))
 
     def set(self, field, text):
         check(lib.pg_mf_writer_set(self.h, field, self.text(text)))
 
     def commit(self, path):
-        rc = lib.pg_mf_writer_commit(self.h, path.encode("utf-8", "surrogateescape"))
-        if rc == lib.PG_STATUS_ERR_IO:  # FileNotFoundError, PermissionError, ... with errno
-            raise os_error(path)
-        check(rc)
+        _raise(lib.pg_mf_writer_commit(self.h, path.encode("utf-8", "surrogateescape")), path)
         return path
-
-
-def _last_msg():
-    msg = ffi.string(lib.pg_last_error()).decode("utf-8", "replace")
-    lib.pg_clear_error()
-    return msg
 
 
 def _path_arg(path, fn):
@@ -119,27 +92,13 @@ def _path_arg(path, fn):
     return os.fspath(path)
 
 
-def _regular_file(path, fn):
-    """The language's ordinary errors for a missing file or a directory; a FIFO, device or
-    socket is refused before anything opens it (reading one would block or never end)."""
-    kind = lib.pg_file_kind(os.fsencode(path))
-    if kind == lib.PG_FILE_KIND_MISSING:
-        os.stat(path)  # FileNotFoundError / PermissionError with the system's text
-    if kind == lib.PG_FILE_KIND_DIR:
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
-    if kind != lib.PG_FILE_KIND_REGULAR:
-        raise PyggmlrValueError(
-            f"{fn}: {os.fspath(path)!s}: not a regular file (a FIFO, device or socket): model files are regular files"
-        )
-
-
 def _raise(rc, path):
     """A failed core call on a model file as the language's error: the OSError of its errno,
     MemoryError, else the status's typed exception with the core's text."""
     if rc == lib.PG_STATUS_ERR_IO:  # FileNotFoundError, PermissionError, ... with errno and path
         raise os_error(path)
     if rc == lib.PG_STATUS_ERR_NOMEM:
-        raise MemoryError(_last_msg())
+        raise MemoryError(last_message())
     check(rc)
 
 
@@ -153,7 +112,9 @@ class _ModelFile:
 
     def __init__(self, path, fn):
         self.path = _path_arg(path, fn)
-        _regular_file(self.path, fn)
+        # a missing file, a directory: the OSError of its errno; a FIFO or device: refused
+        shown = str(self.path).encode("utf-8", "surrogateescape")
+        _raise(lib.pg_mf_path_check(os.fsencode(self.path), shown, fn.encode(), 0), self.path)
         h = ffi.new("pg_mf **")
         _raise(lib.pg_mf_open(os.fsencode(self.path), fn.encode(), h), self.path)
         self.h, self.st = h[0], lib.pg_mf_st(h[0])
@@ -180,21 +141,6 @@ class _ModelFile:
                 self.call(lib.pg_st_read(f, i, ffi.from_buffer(a), a.nbytes))
             out[_text(lib.pg_st_name(f, i))] = a
         return out
-
-    def meta(self):
-        f = self.st
-        return {
-            _text(lib.pg_st_meta_key(f, i)): _text(lib.pg_st_meta_value(f, i))
-            for i in range(lib.pg_st_meta_count(f))
-        }
-
-    def names(self, which):
-        if not lib.pg_mf_has_names(self.h, which):
-            return None
-        return [
-            _text(lib.pg_mf_name(self.h, which, i))
-            for i in range(lib.pg_mf_name_count(self.h, which))
-        ]
 
     def json(self, p):
         text = _text(p)
@@ -334,27 +280,9 @@ def ag_model_info(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     buffer names with their shapes and dtypes, config (dict or None), epoch, optimizer kind,
     extra and target (the loss, classify kind and class labels ag_fit recorded, or None)."""
     with _ModelFile(path, "ag_model_info()") as f:
-        f.call(lib.pg_mf_check_info(f.h))
-        st = f.st
-        index = {_text(lib.pg_st_name(st, i)): i for i in range(lib.pg_st_count(st))}
-
-        def desc(which):
-            out = {}
-            for k in f.names(which) or []:
-                i = index[k]
-                dt = "f64" if lib.pg_st_dtype(st, i) == lib.PG_ST_DTYPE_F64 else "f32"
-                out[k] = ((int(lib.pg_st_rows(st, i)), int(lib.pg_st_cols(st, i))), dt)
-            return out
-
-        ep = lib.pg_mf_epoch(f.h)
-        return {
-            "format": _text(lib.pg_mf_meta(f.h, b"format")),
-            "format_version": _text(lib.pg_mf_meta(f.h, b"format_version")),
-            "parameters": desc(lib.PG_MF_LIST_PARAMETERS),
-            "buffers": desc(lib.PG_MF_LIST_BUFFERS),
-            "config": f.json(lib.pg_mf_config(f.h)),
-            "epoch": None if ep < 0 else int(ep),
-            "optimizer": _text(lib.pg_mf_opt_kind(f.h)),
-            "extra": f.json(lib.pg_mf_extra(f.h)),
-            "target": f.json(lib.pg_mf_meta(f.h, b"target")) if lib.pg_mf_has_target(f.h) else None,
-        }
+        text = ffi.new("char **")
+        f.call(lib.pg_mf_info_json(f.h, text))  # the checks and the layout: the core's
+        info = json.loads(ffi.string(text[0]).decode("utf-8"))
+    for k in ("parameters", "buffers"):
+        info[k] = {n: (tuple(d["shape"]), d["dtype"]) for n, d in info[k].items()}
+    return info

@@ -31,16 +31,9 @@
   if (!is.character(path) || length(path) != 1L || is.na(path))
     .pg_stop("argument", sprintf("%s: path must be a file name (a single string), got %s", fn,
                                  paste(class(path), collapse = "/")))
-  kind <- .Call(R_pg_file_kind, path)
-  # classed as Python's FileNotFoundError / IsADirectoryError (pyggmlr_io_error, with the path)
-  if (kind == .pg$code$file[["MISSING"]])
-    .pg_stop("io", sprintf("%s: cannot open file '%s': No such file or directory", fn, path),
-             fields = list(path = path))
-  if (kind == .pg$code$file[["DIR"]])
-    .pg_stop("io", sprintf("%s: '%s' is a directory", fn, path), fields = list(path = path))
-  if (kind != .pg$code$file[["REGULAR"]])
-    .pg_stop("value",
-             sprintf(paste0("%s: %s: not a regular file (a FIFO, device or socket): model files ",
-                            "are regular files"), fn, path))
+  # classed as Python's FileNotFoundError / IsADirectoryError (pyggmlr_io_error, with the path
+  # and errno); a FIFO or device refused: the core's rules and texts (pg_mf_path_check)
+  res <- .Call(R_pg_mf_path_check, path, fn)
+  if (!is.null(res)) .mf_fail(res, path)
   invisible(path)
 }

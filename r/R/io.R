@@ -9,9 +9,6 @@
 # dtype, metadata rule, name and shape match, and the save rules) are the core's
 # (native/codec*.c, native/modelfile*.c); this converts R values and raises classed errors.
 
-# the core's limit (native/codec.c); state.R sniffs files with it
-.IO_MAX_HEADER <- 100 * 1024 * 1024
-
 .io_bad <- function(path, msg) .pg_stop("value", sprintf("%s: %s", path, msg))
 
 # the core's PG_STATUS_ERR_IO: a pyggmlr_io_error naming the path, with the system's errno
@@ -22,51 +19,14 @@
   .pg_stop("io", msg, fields = list(path = path, errno = if (is.null(res$errno)) 0L else res$errno))
 }
 
-# ---------------------------------------------------------------------------------------------
-# JSON helpers (jsonlite; strict: no NaN / Inf, non-finite numbers become null)
-
-
-# what: what is written ("extra", "the model's architecture config"); refusals classed and worded
-# by the core (pg_mf_json_refuse), as Python's
-.json_clean <- function(v, what, depth = 0L) {
-  if (is.factor(v)) v <- as.character(v)
-  if (!is.null(v) && !(is.list(v) && !is.data.frame(v)) && !is.logical(v) && !is.numeric(v) &&
-      !is.character(v))
-    .mf_fail(.Call(R_pg_mf_json_refuse, .pg$code$json[["NOT_JSON"]], what,
-                   sprintf("a %s cannot be written as JSON", class(v)[[1L]])), "")
-  if (is.list(v)) {
-    if (depth >= .pg$code$limit[["JSON_DEPTH"]])  # what the loader reads (the core's parser)
-      .mf_fail(.Call(R_pg_mf_json_refuse, .pg$code$json[["DEEP"]], what, NULL), "")
-    nm <- names(v)
-    out <- lapply(v, .json_clean, what = what, depth = depth + 1L)
-    names(out) <- nm
-    return(out)
-  }
-  if (is.double(v)) {
-    v <- as.list(v)
-    v <- lapply(v, function(x) if (is.finite(x)) .json_num(x) else NULL)
-    return(if (length(v) == 1L) v[[1L]] else v)
-  }
-  v
-}
-
-# A finite double as the shortest of 15-17 significant digits that reads back as the same double
-# (jsonlite stops at 15, so histories and hyper-parameters lost their last bits); written verbatim.
-.json_num <- function(x) {
-  for (d in 15:17) {
-    s <- sprintf("%.*g", d, x)
-    if (as.numeric(s) == x) break
-  }
-  structure(s, class = "json")
-}
-
-# config / extra / optimizer info -> JSON text. Named lists are objects, unnamed lists arrays,
-# length-1 atomic vectors scalars, longer atomic vectors arrays.
+# config / extra / callback states -> JSON text: the glue's writer (r/src/r_cfg_json.c: named
+# lists are objects, unnamed lists arrays, length-1 vectors scalars, NA / NaN / Inf null, doubles
+# exact); what: what is written, in the refusals, classed and worded by the core as Python's
 .to_json <- function(v, what = "a value") {
-  as.character(jsonlite::toJSON(.json_clean(v, what), auto_unbox = TRUE, null = "null", na = "null",
-                                digits = NA, json_verbatim = TRUE))
+  js <- .Call(R_pg_to_json, v, what)
+  if (is.list(js)) .mf_fail(js, "")
+  js
 }
-
 
 .is_obj <- function(v) is.list(v) && (length(v) == 0L ||
                                       (!is.null(names(v)) && all(names(v) != "")))
@@ -102,37 +62,6 @@
   tryCatch(jsonlite::parse_json(text, simplifyVector = FALSE),
            error = function(e) .io_bad(path, sprintf("metadata '%s' is not valid JSON (%s)", key,
                                                      substr(conditionMessage(e), 1L, 120L))))
-}
-
-# tensors: list of list(name, matrix, dtype "F32"/"F64"); metadata: named character or list.
-# Written atomically by the core: a temp file in the same directory, fsynced, renamed over path.
-.write_safetensors <- function(path, tensors, metadata) {
-  path <- path.expand(path)
-  values <- lapply(tensors, function(t) {
-    v <- as.matrix(t$value)
-    if (!is.double(v)) storage.mode(v) <- "double"
-    v
-  })
-  given <- path
-  res <- .Call(R_pg_st_write, path, vapply(tensors, function(t) enc2utf8(as.character(t$name)), ""),
-               vapply(tensors, function(t) identical(t$dtype, "F64"), logical(1)), values,
-               enc2utf8(as.character(names(metadata))),
-               enc2utf8(vapply(metadata, as.character, "")))
-  if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, given)
-  if (!identical(res$status, .pg$code$status[["OK"]])) .status_stop(res$status, res$message)
-  invisible(path)
-}
-
-# Validate and read a safetensors file: list(tensors = named list of matrices (file order) with
-# attribute "dtype" ("F32"/"F64"), meta = named list of strings).
-# A file refused on its framing or header names fn too ("ag_load_model(): <path>: header length
-# ...").
-.read_safetensors <- function(path, fn = "ag_load_model()") {
-  f <- .mf_open(path, fn)
-  on.exit(.Call(R_pg_mf_close, f), add = TRUE)
-  res <- .Call(R_pg_mf_read, f)
-  if (!is.null(res$status)) .mf_fail(res, path)
-  res
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -41,10 +41,3 @@
                                           .pg$code$rebuild[["SAVE"]], conditionMessage(e)), ""))
   .mf_fail(.Call(R_pg_mf_config_end, enc2utf8(text), m, built), "")
 }
-
-# NULL when value (doubles) fits tensor t's dtype, else the core's message (a finite double
-# beyond the f32 range would become Inf there).
-.check_fits <- function(t, value, what) {
-  if (!identical(t$dtype, "f32") || !length(value)) return(NULL)
-  .Call(R_pg_values_fit, as.double(value), TRUE, what)
-}

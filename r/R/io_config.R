@@ -38,23 +38,10 @@ ag_register_layer <- function(type, builder) {
   FALSE
 }
 
-# One layer's config as JSON for the core: plain values by the glue's writer (r_cfg_json.c,
-# fast), else value by value here: what JSON cannot hold (an environment, a function, a deep
-# nest) goes as a short description, which the core's table then refuses by name; NA, NaN and
-# Inf are null, as in Python.
-.cfg_value <- function(v) {
-  if (.nested_over(v, 8L)) return(.to_json("a list nested deeper than 8 levels"))
-  tryCatch(.to_json(v), error = function(e) .to_json(.arg_show(v)))
-}
-.cfg_json <- function(cfg) {
-  js <- .Call(R_pg_cfg_json, cfg)
-  if (is.null(js)) .cfg_json_r(cfg) else js
-}
-.cfg_json_r <- function(cfg) {
-  nm <- names(cfg)
-  paste0("{", paste(vapply(seq_along(cfg), function(i)
-    paste0(.to_json(nm[[i]]), ": ", .cfg_value(cfg[[i]])), ""), collapse = ", "), "}")
-}
+# One layer's config as JSON for the core, by the glue's writer (r/src/r_cfg_json.c): what JSON
+# cannot hold (an environment, a function, a deep nest) goes as a short description (.arg_show),
+# which the core's table then refuses by name; NA, NaN and Inf are null, as in Python.
+.cfg_json <- function(cfg) .Call(R_pg_cfg_json, cfg, .arg_show)
 
 ag_module_from_config <- function(cfg) {
   if (is.character(cfg) && length(cfg) == 1L && !is.na(cfg)) {

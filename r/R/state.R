@@ -110,22 +110,8 @@ ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch 
   invisible(.Call(R_pg_mf_built_dtype_check, dtype, as.character(names(params)), unname(dt)))
 }
 
-# R serialization (saveRDS: gzip, bzip2, xz or none) rather than safetensors: a plausible
-# safetensors start (header length within the file, then "{") wins; bytes compared as raw
-.is_rds_file <- function(path) {
-  if (!is.character(path) || length(path) != 1L || is.na(path) || !file.exists(path) ||
-      dir.exists(path)) return(FALSE)
-  # a device: the core says
-  b <- tryCatch(suppressWarnings(readBin(path, "raw", n = 9L)), error = function(e) raw(0))
-  if (length(b) < 6L) return(FALSE)
-  size <- file.info(path)$size
-  hlen <- sum(as.numeric(b[1:8]) * 256^(0:7))
-  if (length(b) == 9L && hlen <= .IO_MAX_HEADER && 8 + hlen <= size &&
-      b[9] == charToRaw("{")) return(FALSE)
-  is <- function(...) identical(b[seq_along(c(...))], as.raw(c(...)))
-  is(0x1f, 0x8b) || is(0x42, 0x5a, 0x68) || is(0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00) ||
-    is(0x58, 0x0a, 0, 0, 0) || is(0x41, 0x0a) || is(0x42, 0x0a)
-}
+# R serialization (saveRDS) rather than safetensors: the core's sniff (pg_file_is_rds)
+.is_rds_file <- function(path) .Call(R_pg_file_is_rds, path)
 
 ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, model = NULL,
                           optimizer = NULL, trust = FALSE) {

@@ -205,7 +205,8 @@ extern SEXP R_pg_json_check(SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_config(SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_types(void);
 extern SEXP R_pg_layer_shape(SEXP, SEXP);
-extern SEXP R_pg_cfg_json(SEXP);
+extern SEXP R_pg_cfg_json(SEXP, SEXP);
+extern SEXP R_pg_to_json(SEXP, SEXP);
 extern SEXP R_pg_layer_shape_label(SEXP);
 extern SEXP R_pg_summary_text(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_print_text(SEXP, SEXP, SEXP, SEXP);
@@ -232,6 +233,8 @@ extern SEXP R_pg_mf_save(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_check_dims(SEXP, SEXP, SEXP);
 extern SEXP R_pg_gc_room(SEXP);
 extern SEXP R_pg_file_kind(SEXP);
+extern SEXP R_pg_mf_path_check(SEXP, SEXP);
+extern SEXP R_pg_file_is_rds(SEXP);
 extern SEXP R_pg_check_alloc(SEXP, SEXP, SEXP);
 extern SEXP R_pg_tape_stash(SEXP);
 extern SEXP R_pg_bce_loss_pw(SEXP, SEXP, SEXP);
@@ -462,7 +465,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_layer_config", (DL_FUNC)&R_pg_layer_config, 3},
     {"R_pg_layer_types", (DL_FUNC)&R_pg_layer_types, 0},
     {"R_pg_layer_shape", (DL_FUNC)&R_pg_layer_shape, 2},
-    {"R_pg_cfg_json", (DL_FUNC)&R_pg_cfg_json, 1},
+    {"R_pg_cfg_json", (DL_FUNC)&R_pg_cfg_json, 2},
+    {"R_pg_to_json", (DL_FUNC)&R_pg_to_json, 2},
     {"R_pg_layer_shape_label", (DL_FUNC)&R_pg_layer_shape_label, 1},
     {"R_pg_summary_text", (DL_FUNC)&R_pg_summary_text, 6},
     {"R_pg_layer_print_text", (DL_FUNC)&R_pg_layer_print_text, 4},
@@ -489,6 +493,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_check_dims", (DL_FUNC)&R_pg_check_dims, 3},
     {"R_pg_gc_room", (DL_FUNC)&R_pg_gc_room, 1},
     {"R_pg_file_kind", (DL_FUNC)&R_pg_file_kind, 1},
+    {"R_pg_mf_path_check", (DL_FUNC)&R_pg_mf_path_check, 2},
+    {"R_pg_file_is_rds", (DL_FUNC)&R_pg_file_is_rds, 1},
     {"R_pg_check_alloc", (DL_FUNC)&R_pg_check_alloc, 3},
     {"R_pg_tape_stash", (DL_FUNC)&R_pg_tape_stash, 1},
     {"R_pg_bce_loss_pw", (DL_FUNC)&R_pg_bce_loss_pw, 3},

@@ -171,6 +171,14 @@ SEXP R_pg_file_kind(SEXP path)
     return Rf_ScalarInteger(pg_file_kind(R_ExpandFileName(Rf_translateChar(STRING_ELT(path, 0)))));
 }
 
+SEXP R_pg_file_is_rds(SEXP path)
+{
+    if (!Rf_isString(path) || XLENGTH(path) != 1 || STRING_ELT(path, 0) == NA_STRING)
+        return Rf_ScalarLogical(0);
+    return Rf_ScalarLogical(
+        pg_file_is_rds(R_ExpandFileName(Rf_translateChar(STRING_ELT(path, 0)))));
+}
+
 /* a layer of n values (R's double copy and the tensor: 16 bytes each) must fit in the memory
  * available: pyggmlr_memory_error "<fn>: out of memory <what> (... GiB needed, ...)" */
 SEXP R_pg_check_alloc(SEXP fn, SEXP what, SEXP n)

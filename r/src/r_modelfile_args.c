@@ -58,3 +58,12 @@ SEXP R_pg_mf_built_dtype_check(SEXP asked, SEXP names, SEXP dtypes)
     r_check(pg_mf_built_dtype_check(dtype_of(asked), n, nm, dt));
     return R_NilValue;
 }
+
+/* NULL for a regular file, else the core's refusal as a status list (R's texts) */
+SEXP R_pg_mf_path_check(SEXP path, SEXP fn)
+{
+    const char *p = R_ExpandFileName(Rf_translateChar(STRING_ELT(path, 0)));
+    int rc = pg_mf_path_check(p, Rf_translateCharUTF8(STRING_ELT(path, 0)),
+                              Rf_translateCharUTF8(STRING_ELT(fn, 0)), 1);
+    return rc ? r_status_list(rc) : R_NilValue;
+}

@@ -6,13 +6,16 @@
 
 typedef struct {
     R_xlen_t n;
-    pg_st_tensor *t;
+    const char **name;
+    int64_t *dims; /* rows, cols of each */
+    const double **data;
+    const int *f64;
 } r_group;
 
-/* list(names, f64, values) -> tensors */
+/* list(names, f64, values: double matrices) -> what pg_mf_writer_add_values takes */
 static r_group group(SEXP g)
 {
-    r_group out = {0, NULL};
+    r_group out = {0};
     if (TYPEOF(g) != VECSXP || XLENGTH(g) != 3)
         Rf_error("ag_save_model(): internal: bad tensor group for the model-file writer");
     SEXP nm = VECTOR_ELT(g, 0), f64 = VECTOR_ELT(g, 1), v = VECTOR_ELT(g, 2);
@@ -20,10 +23,19 @@ static r_group group(SEXP g)
     if (!Rf_isString(nm) || XLENGTH(nm) != out.n || !Rf_isLogical(f64) || XLENGTH(f64) != out.n ||
         TYPEOF(v) != VECSXP)
         Rf_error("ag_save_model(): internal: bad tensor group for the model-file writer");
-    out.t = (pg_st_tensor *)R_alloc((size_t)out.n + 1, sizeof(pg_st_tensor));
-    for (R_xlen_t i = 0; i < out.n; i++)
-        r_st_tensor(VECTOR_ELT(v, i), LOGICAL(f64)[i] == TRUE,
-                    Rf_translateCharUTF8(STRING_ELT(nm, i)), &out.t[i]);
+    out.name = (const char **)R_alloc((size_t)out.n + 1, sizeof(char *));
+    out.dims = (int64_t *)R_alloc(2 * (size_t)out.n + 1, sizeof(int64_t));
+    out.data = (const double **)R_alloc((size_t)out.n + 1, sizeof(double *));
+    out.f64 = LOGICAL(f64);
+    for (R_xlen_t i = 0; i < out.n; i++) {
+        SEXP x = VECTOR_ELT(v, i), dim = Rf_getAttrib(x, R_DimSymbol);
+        out.name[i] = Rf_translateCharUTF8(STRING_ELT(nm, i));
+        if (TYPEOF(x) != REALSXP || TYPEOF(dim) != INTSXP || XLENGTH(dim) != 2 ||
+            (double)INTEGER(dim)[0] * INTEGER(dim)[1] != (double)XLENGTH(x))
+            Rf_error("ag_save_model(): internal: tensor '%s' is not a double matrix", out.name[i]);
+        out.dims[2 * i] = INTEGER(dim)[0], out.dims[2 * i + 1] = INTEGER(dim)[1];
+        out.data[i] = REAL(x);
+    }
     return out;
 }
 
@@ -92,7 +104,9 @@ SEXP R_pg_mf_save(SEXP path, SEXP model, SEXP more, SEXP fields, SEXP epoch, SEX
     if (!rc && !Rf_isNull(epoch)) rc = pg_mf_writer_set_epoch(w, (int64_t)Rf_asReal(epoch));
     if (!rc && !Rf_isNull(target))
         rc = pg_mf_writer_set_target(w, t_loss, -1, t_n, (const char *const *)t_cls);
-    for (R_xlen_t i = 0; !rc && i < g.n; i++) rc = pg_mf_writer_add(w, PG_MF_ROLE_TENSOR, &g.t[i]);
+    for (R_xlen_t i = 0; !rc && i < g.n; i++) /* the core lays the columns out as rows */
+        rc = pg_mf_writer_add_values(w, PG_MF_ROLE_TENSOR, g.name[i], g.f64[i] == TRUE, 2,
+                                     g.dims + 2 * i, g.data[i]);
     if (!rc) rc = pg_mf_writer_commit(w, p);
     pg_mf_writer_free(w);
     return r_status_list(rc);

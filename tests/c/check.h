@@ -56,6 +56,7 @@ void test_modelfile(void);
 void test_modelfile_model(void);
 void test_modelfile_check(void);
 void test_modelfile_args(void);
+void test_modelfile_info(void);
 void test_codec_plan(void);
 void test_fit_plan(void);
 void test_fit_val(void);

@@ -47,6 +47,7 @@ int main(void)
     run("model files on core objects", test_modelfile_model);
     run("model-file config check", test_modelfile_check);
     run("model-file save/load arguments", test_modelfile_args);
+    run("model info and file sniffing", test_modelfile_info);
     run("fit plan", test_fit_plan);
     run("fit validation data", test_fit_val);
     run("memory report", test_memory_report);

@@ -215,3 +215,21 @@ test_that("a config R cannot build: the core's text, naming the file (as test_io
                sprintf("%s: cannot rebuild the model from its architecture config: ", f),
                fixed = TRUE, class = "pyggmlr_value_error")
 })
+
+test_that("a model file's JSON: the glue's writer, jsonlite's layout, the core's refusals", {
+  js <- function(v) pyggmlr:::.to_json(v, "extra")
+  expect_identical(js(list(a = 1L, b = c(x = 0.1, y = 2), m = matrix(1:4, 2), n = NULL, s = NA,
+                           f = factor("k"), e = list(), l = list(1, "2", TRUE), z = c(Inf, -1))),
+                   paste0("{\"a\":1,\"b\":{\"x\":0.1,\"y\":2},\"m\":[[1,3],[2,4]],\"n\":null,",
+                          "\"s\":null,\"f\":\"k\",\"e\":[],\"l\":[1,\"2\",true],\"z\":[null,-1]}"))
+  expect_identical(js(list(1 / 3, structure("{\"v\":1}", class = "json"))),
+                   "[0.3333333333333333,{\"v\":1}]")
+  expect_identical(js(list(a = 1, 2)), "{\"a\":1,\"2\":2}")  # jsonlite's key for no name
+  for (bad in list(as.Date("2020-01-01"), new.env(), data.frame(a = 1), quote(x)))
+    expect_error(js(list(v = bad)), paste0("^ag_save_model\\(\\): extra must be JSON-serialisable ",
+                                           "\\(a \\S+ cannot be written as JSON\\)$"),
+                 class = "pyggmlr_argument_error")
+  deep <- 1
+  for (i in 1:130) deep <- list(deep)
+  expect_error(js(deep), "extra is nested deeper than 128 levels", class = "pyggmlr_value_error")
+})

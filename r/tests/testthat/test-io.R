@@ -340,12 +340,12 @@ test_that("R writes the same bytes as Python for the same input (one writer, in 
   # nolint end
   f <- tempfile(fileext = ".safetensors")
   w <- matrix(c(1, 2, 3, 4, 5, 6), 2, 3, byrow = TRUE)
-  pyggmlr:::.write_safetensors(f, list(list(name = "layer1_W", value = w, dtype = "F32"),
-                                       list(name = "caf\u00e9", value = matrix(c(0.5, -2), 2, 1),
-                                            dtype = "F64")),
-                               list(format = "pyggmlr.ag_model", config = "{\"a\":\"\u00fc\"}"))
+  write_safetensors(f, list(list(name = "layer1_W", value = w, dtype = "F32"),
+                            list(name = "caf\u00e9", value = matrix(c(0.5, -2), 2, 1),
+                                 dtype = "F64")),
+                    list(format = "pyggmlr.ag_model", config = "{\"a\":\"\u00fc\"}"))
   expect_identical(paste(as.character(readBin(f, "raw", file.info(f)$size)), collapse = ""), gold)
-  r <- pyggmlr:::.read_safetensors(f)
+  r <- read_safetensors(f)
   expect_identical(unname(r$tensors$layer1_W[, ]), w)
   expect_identical(attr(r$tensors[["caf\u00e9"]], "dtype"), "F64")
   expect_identical(r$meta$config, "{\"a\":\"\u00fc\"}")
@@ -361,10 +361,9 @@ test_that(paste0("hostile config sizes are refused before building, as in Python
                       "implausible size"),
                     c(paste0("{\"type\":\"linear\",\"x\":", deep, "}"), "nested too deeply"),
                     c("{\"type\":\"linear\",\"a\":1,\"a\":2}", "duplicate key"))) {
-    pyggmlr:::.write_safetensors(f, list(),
-                                 list(format = "pyggmlr.ag_model", format_version = "1",
-                                      parameters = "[]",
-                                                 buffers = "[]", config = case[[1]]))
+    write_safetensors(f, list(),
+                      list(format = "pyggmlr.ag_model", format_version = "1", parameters = "[]",
+                           buffers = "[]", config = case[[1]]))
     expect_error(ag_load_model(f), case[[2]])
   }
 })

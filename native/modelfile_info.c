@@ -1,0 +1,80 @@
+/* ag_model_info()'s answer as one JSON text (pg_api_modelfile.h), composed once for both front
+ * ends: the format fields, each listed parameter's and buffer's shape and dtype, the raw config,
+ * extra and target texts, the epoch and the optimizer's kind. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "modelfile_internal.h"
+
+static void put_str(mf_str *b, const char *s)
+{
+    if (!s) {
+        mf_str_add(b, "null");
+        return;
+    }
+    int64_t n = (int64_t)strlen(s), need = pj_quote(NULL, 0, 0, s, n);
+    char *q = malloc((size_t)need + 1);
+    if (!q) {
+        b->oom = 1;
+        return;
+    }
+    pj_quote(q, need, 0, s, n);
+    q[need] = 0;
+    mf_str_add(b, q);
+    free(q);
+}
+
+static void put_key(mf_str *b, const char *key)
+{
+    mf_str_add(b, b->n > 1 ? ", " : "");
+    put_str(b, key);
+    mf_str_add(b, ": ");
+}
+
+/* {name: {"shape": [rows, cols], "dtype": "f32"|"f64"}} for a name list ({} without one) */
+static void put_list(mf_str *b, const pg_mf *mf, int list)
+{
+    char s[96];
+    mf_str_add(b, "{");
+    for (int64_t i = 0; i < pg_mf_name_count(mf, list); i++) {
+        const char *nm = pg_mf_name(mf, list, i);
+        int64_t k = pg_mf_index(mf, nm);
+        if (i) mf_str_add(b, ", ");
+        put_str(b, nm);
+        snprintf(s, sizeof s, ": {\"shape\": [%lld, %lld], \"dtype\": \"%s\"}",
+                 (long long)pg_st_rows(mf->st, k), (long long)pg_st_cols(mf->st, k),
+                 pg_st_dtype(mf->st, k) == PG_ST_DTYPE_F64 ? "f64" : "f32");
+        mf_str_add(b, s);
+    }
+    mf_str_add(b, "}");
+}
+
+int pg_mf_info_json(pg_mf *mf, const char **out)
+{
+    if (!mf || !out) return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_info_json(): NULL argument");
+    int rc = pg_mf_check_info(mf);
+    if (rc) return rc;
+    mf_str b = {NULL, 0, 0, 0};
+    char num[32];
+    const char *raw[3] = {mf->config, mf->extra,
+                          pg_mf_has_target(mf) ? pg_mf_meta(mf, "target") : NULL};
+    mf_str_add(&b, "{");
+    put_key(&b, "format"), put_str(&b, pg_mf_meta(mf, "format"));
+    put_key(&b, "format_version"), put_str(&b, pg_mf_meta(mf, "format_version"));
+    put_key(&b, "parameters"), put_list(&b, mf, PG_MF_LIST_PARAMETERS);
+    put_key(&b, "buffers"), put_list(&b, mf, PG_MF_LIST_BUFFERS);
+    put_key(&b, "config"), mf_str_add(&b, raw[0] ? raw[0] : "null");
+    snprintf(num, sizeof num, "%lld", (long long)mf->epoch);
+    put_key(&b, "epoch"), mf_str_add(&b, mf->epoch < 0 ? "null" : num);
+    put_key(&b, "optimizer"), put_str(&b, mf->opt_kind);
+    put_key(&b, "extra"), mf_str_add(&b, raw[1] ? raw[1] : "null");
+    put_key(&b, "target"), mf_str_add(&b, raw[2] ? raw[2] : "null");
+    mf_str_add(&b, "}");
+    if (b.oom) {
+        free(b.s);
+        return pg_fail(PG_STATUS_ERR_NOMEM, "ag_model_info(): out of memory");
+    }
+    free(mf->info);
+    *out = mf->info = b.s;
+    return 0;
+}

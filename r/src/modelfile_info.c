@@ -1,0 +1,1 @@
+../../native/modelfile_info.c
