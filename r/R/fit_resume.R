@@ -43,24 +43,13 @@ ag_model_checkpoint <- function(path, every = 1L, save_best_only = FALSE, monito
     NULL
   }
   # a save_best_only run's best goes into the checkpoint, so a resumed run compares with it
-  e$state <- function() {
-    info <- .Call(R_pg_checkpoint_info, e$.ptr)
-    list(js = list(best = info$best, best_epoch = info$best_epoch), arrays = NULL)
-  }
-  e$check_state <- function(st) .early_stop_state(st, fn)
-  e$load_state <- function(st, arrays = NULL) {
-    v <- .early_stop_state(st, fn)
-    .Call(R_pg_checkpoint_set_state, e$.ptr, v[[1L]], v[[2L]])
-  }
+  .cb_state_fns(e, FALSE)
   class(e) <- c("ag_model_checkpoint", "ag_callback")
   e
 }
 
 print.ag_model_checkpoint <- function(x, ...) {
-  best <- if (x$save_best_only) sprintf(" | save_best_only=TRUE | monitor=%s | mode=%s",
-                                         if (is.null(x$monitor)) "auto" else x$monitor, x$mode)
-          else ""
-  cat(sprintf("ag_model_checkpoint | path=%s | every=%d%s\n", x$path, x$every, best))
+  cat(.Call(R_pg_callback_format, x$.ptr, FALSE, x$path, "TRUE"), "\n", sep = "")
   invisible(x)
 }
 
