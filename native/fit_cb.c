@@ -170,13 +170,14 @@ int64_t pg_fit_ckpt_history_json(const pg_fit_ckpt *c, char *out, int64_t cap)
 
 int pg_fit_progress_parse(const char *name, const char *shown, int silent, int *mode)
 {
-    if (!shown || !mode) return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_progress_parse(): NULL argument");
+    if (!shown || !mode)
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_progress_parse(): NULL argument");
     static const char *const NAMES[] = {"none", "lines", "auto", "bar"};
     for (int i = 0; name && i < 4; i++)
         if (!strcmp(name, NAMES[i])) {
             *mode = silent ? PG_FIT_PROGRESS_NONE : i < 2 ? i : PG_FIT_PROGRESS_BAR;
             return PG_STATUS_OK;
         }
-    return pg_fail(PG_STATUS_ERR_VALUE, "ag_fit: progress must be \"auto\", \"bar\" or \"none\", got %s",
-                   shown);
+    return pg_fail(PG_STATUS_ERR_VALUE,
+                   "ag_fit: progress must be \"auto\", \"bar\" or \"none\", got %s", shown);
 }

@@ -142,8 +142,8 @@ int64_t pg_fit_history_text(const char *name, const double *epoch, const double 
                             int64_t n_metrics, const char *const *metrics, const double *values,
                             char *out, int64_t cap)
 {
-    int64_t h = pg_fit_history_format(name, epoch, logs, n, stopped_epoch, best_epoch, pm, out,
-                                      cap);
+    int64_t h =
+        pg_fit_history_format(name, epoch, logs, n, stopped_epoch, best_epoch, pm, out, cap);
     if (h < 0 || n_metrics == 0) return h;
     const int room = out && h + 1 < cap; /* the line break and the metrics' table go after it */
     int64_t m = pg_fit_metrics_format(n_metrics, metrics, values, epoch, n,

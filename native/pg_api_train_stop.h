@@ -198,7 +198,11 @@ int64_t pg_fit_ckpt_history_json(const pg_fit_ckpt *c, char *out, int64_t cap);
 /* ag_fit(progress =): name "auto", "bar", "lines" or "none" (NULL: no single string) into *mode;
  * silent wins (NONE). BAR: a bar where the host can redraw one, else LINES. Another is
  * PG_STATUS_ERR_VALUE "ag_fit: progress must be ..., got <shown>" (shown: the host's display). */
-enum pg_fit_progress { PG_FIT_PROGRESS_NONE = 0, PG_FIT_PROGRESS_LINES = 1, PG_FIT_PROGRESS_BAR = 2 };
+enum pg_fit_progress {
+    PG_FIT_PROGRESS_NONE = 0,
+    PG_FIT_PROGRESS_LINES = 1,
+    PG_FIT_PROGRESS_BAR = 2
+};
 int pg_fit_progress_parse(const char *name, const char *shown, int silent, int *mode);
 
 /* ag_fit's History as both front ends print it (fit_history.c): n epochs, epoch[i] their

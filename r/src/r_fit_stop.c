@@ -212,8 +212,9 @@ SEXP R_pg_fit_history_format(SEXP name, SEXP epoch, SEXP logs, SEXP stopped, SEX
                 "vectors of one length per epoch",
                 PG_FIT_LOG_COUNT + 1);
     if (TYPEOF(metrics) != STRSXP || TYPEOF(values) != REALSXP || XLENGTH(values) != nm_ * n)
-        r_stopf(PG_STATUS_ERR_ARG, "print.ag_history: the metric columns are not numeric vectors "
-                                   "of one length per epoch");
+        r_stopf(PG_STATUS_ERR_ARG,
+                "print.ag_history: the metric columns are not numeric vectors "
+                "of one length per epoch");
     const char *nm = Rf_isNull(name) ? NULL : CHAR(STRING_ELT(name, 0));
     const char *p = Rf_translateCharUTF8(STRING_ELT(pm, 0));
     const char **mk = (const char **)R_alloc((size_t)nm_ + 1, sizeof(char *));
@@ -375,11 +376,13 @@ SEXP R_pg_callback_format(SEXP h, SEXP early_stop, SEXP a, SEXP b)
 /* ag_fit(progress =) by the core's rule: "none", "lines" or "bar" (where R can redraw one) */
 SEXP R_pg_fit_progress_parse(SEXP progress, SEXP shown, SEXP silent)
 {
-    const int one = Rf_isString(progress) && XLENGTH(progress) == 1 &&
-        STRING_ELT(progress, 0) != NA_STRING;
+    const int one =
+        Rf_isString(progress) && XLENGTH(progress) == 1 && STRING_ELT(progress, 0) != NA_STRING;
     int m;
     r_check(pg_fit_progress_parse(one ? Rf_translateCharUTF8(STRING_ELT(progress, 0)) : NULL,
                                   Rf_translateCharUTF8(STRING_ELT(shown, 0)),
                                   Rf_asLogical(silent) == 1, &m));
-    return Rf_mkString(m == PG_FIT_PROGRESS_BAR ? "bar" : m == PG_FIT_PROGRESS_LINES ? "lines" : "none");
+    return Rf_mkString(m == PG_FIT_PROGRESS_BAR         ? "bar"
+                           : m == PG_FIT_PROGRESS_LINES ? "lines"
+                                                        : "none");
 }

@@ -72,8 +72,9 @@ static void test_format(void)
     char t[256];
     int64_t n = pg_early_stop_format(es, "0.5", "FALSE", t, sizeof t);
     CHECK(n == (int64_t)strlen(t));
-    CHECK(!strcmp(t, "ag_early_stopping | patience=4 | min_delta=0.5 | restore_best=FALSE | "
-                     "monitor=val_accuracy | mode=max"));
+    CHECK(!strcmp(t,
+                  "ag_early_stopping | patience=4 | min_delta=0.5 | restore_best=FALSE | "
+                  "monitor=val_accuracy | mode=max"));
     CHECK(pg_early_stop_format(es, "0.5", "FALSE", t, 10) == n && strlen(t) == 9);
     CHECK_ERR(pg_early_stop_format(es, NULL, "x", t, sizeof t) < 0, PG_STATUS_ERR_ARG, "NULL");
     pg_early_stop_free(es);
@@ -85,8 +86,9 @@ static void test_format(void)
     cp.best_only = 1, cp.every = 2;
     c = pg_checkpoint_new(&cp);
     CHECK(pg_checkpoint_format(c, "m.st", "True", t, sizeof t) > 0);
-    CHECK(!strcmp(t, "ag_model_checkpoint | path=m.st | every=2 | save_best_only=True | "
-                     "monitor=auto | mode=auto"));
+    CHECK(!strcmp(t,
+                  "ag_model_checkpoint | path=m.st | every=2 | save_best_only=True | "
+                  "monitor=auto | mode=auto"));
     CHECK_ERR(pg_checkpoint_format(NULL, "m", "T", t, sizeof t) < 0, PG_STATUS_ERR_ARG, "NULL");
     pg_checkpoint_free(c);
 }
@@ -96,9 +98,9 @@ static void test_progress(void)
     static const struct {
         const char *name;
         int silent, want;
-    } ok[] = {{"auto", 0, PG_FIT_PROGRESS_BAR},  {"bar", 0, PG_FIT_PROGRESS_BAR},
+    } ok[] = {{"auto", 0, PG_FIT_PROGRESS_BAR},    {"bar", 0, PG_FIT_PROGRESS_BAR},
               {"lines", 0, PG_FIT_PROGRESS_LINES}, {"none", 0, PG_FIT_PROGRESS_NONE},
-              {"auto", 1, PG_FIT_PROGRESS_NONE}, {"lines", 1, PG_FIT_PROGRESS_NONE}};
+              {"auto", 1, PG_FIT_PROGRESS_NONE},   {"lines", 1, PG_FIT_PROGRESS_NONE}};
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
         int m = -1;
         CHECK(pg_fit_progress_parse(ok[i].name, ok[i].name, ok[i].silent, &m) == 0);
