@@ -11,16 +11,7 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
   patience <- .arg_int(patience, fn, "patience", 1L)
   min_delta <- .arg_num(min_delta, fn, "min_delta", 0)
   restore_best <- .arg_flag(restore_best, fn, "restore_best")
-  e <- new.env(parent = emptyenv())
-  e$.ptr <- .Call(R_pg_early_stop_new, patience, min_delta, restore_best, mode, monitor)
-  for (f in c("patience", "min_delta", "restore_best", "monitor", "mode", "best", "best_epoch",
-              "wait", "stopped_epoch"))
-    makeActiveBinding(f, local({
-      f <- f
-      function() .Call(R_pg_early_stop_info, e$.ptr)[[f]]
-    }), e)
-  e$best_weights <- NULL
-  e$fit <- NULL
+  e <- .cb_env(.Call(R_pg_early_stop_new, patience, min_delta, restore_best, mode, monitor), TRUE)
   e$on_train_begin <- function(fit) {
     # (a hand-written loop's run object may not say: then every value counts as measured)
     .Call(R_pg_early_stop_begin, e$.ptr, !isFALSE(fit$has_val), .monitor_mask(fit$has_accuracy))
@@ -40,15 +31,24 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
       .restore(fit$model, e$best_weights)
     e$fit <- NULL
   }
-  .cb_state_fns(e, TRUE)
   class(e) <- c("ag_early_stopping", "ag_callback")
   e
 }
 
-# state() / check_state() / load_state() of a built-in callback (early_stop: ag_early_stopping,
-# else ag_model_checkpoint): the core writes the state's JSON text and checks one (fit_cb.c), with
-# Python's rule and text
-.cb_state_fns <- function(e, early_stop) {
+# a built-in callback's environment on its core handle (early_stop: ag_early_stopping, else
+# ag_model_checkpoint): its settings and counters read from the core, and state() /
+# check_state() / load_state(): the core writes the state's JSON text and checks one (fit_cb.c),
+# with Python's rule and text
+.cb_env <- function(ptr, early_stop) {
+  e <- new.env(parent = emptyenv())
+  e$.ptr <- ptr
+  info <- if (early_stop) R_pg_early_stop_info else R_pg_checkpoint_info
+  for (f in names(.Call(info, ptr)))
+    makeActiveBinding(f, local({
+      f <- f
+      function() .Call(info, e$.ptr)[[f]]
+    }), e)
+  e$fit <- NULL
   e$state <- function() list(js = jsonlite::parse_json(.Call(R_pg_callback_state, e$.ptr,
                                                                early_stop, NULL, NULL)),
                              arrays = e$best_weights)
@@ -59,6 +59,7 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
     .Call(R_pg_callback_state, e$.ptr, early_stop, is.list(st), vals(st))
     if (!is.null(arrays)) e$best_weights <- arrays
   }
+  e
 }
 
 print.ag_early_stopping <- function(x, ...) {
