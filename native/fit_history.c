@@ -136,3 +136,22 @@ int64_t pg_fit_status_line(double loss, double accuracy, const double *last, cha
     if (va) pg_text_put(&t, " val_acc %.3f", last[PG_FIT_LOG_VAL_ACCURACY]);
     return t.len;
 }
+
+int64_t pg_fit_history_text(const char *name, const double *epoch, const double *logs, int64_t n,
+                            double stopped_epoch, double best_epoch, const char *pm,
+                            int64_t n_metrics, const char *const *metrics, const double *values,
+                            char *out, int64_t cap)
+{
+    int64_t h =
+        pg_fit_history_format(name, epoch, logs, n, stopped_epoch, best_epoch, pm, out, cap);
+    if (h < 0 || n_metrics == 0) return h;
+    const int room = out && h + 1 < cap; /* the line break and the metrics' table go after it */
+    int64_t m = pg_fit_metrics_format(n_metrics, metrics, values, epoch, n,
+                                      room ? out + h + 1 : NULL, room ? cap - h - 1 : 0);
+    if (m < 0) {
+        if (out && cap > 0) out[0] = '\0';
+        return m;
+    }
+    if (room) out[h] = '\n';
+    return h + 1 + m;
+}

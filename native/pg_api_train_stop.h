@@ -173,6 +173,38 @@ double pg_fit_ckpt_best_epoch(const pg_fit_ckpt *c);
 int64_t pg_fit_ckpt_callbacks(const pg_fit_ckpt *c);
 const char *pg_fit_ckpt_callback_state(const pg_fit_ckpt *c, int64_t i);
 
+/* The built-in callbacks' state in a checkpoint (fit_cb.c), from and to their handles: the JSON
+ * text {"best": b, "best_epoch": e, "wait": w} (ag_model_checkpoint's without wait; best not
+ * finite and best_epoch 0 as null), as pg_fit_ckpt_extra writes (out, cap; length or -status).
+ * *_state_load: a state the host read (is_map, v: best, best_epoch, wait) checked by
+ * pg_callback_state_parse's rule and text naming the callback, then set; a NULL handle checks
+ * only. */
+int64_t pg_early_stop_state_json(const pg_early_stop *es, char *out, int64_t cap);
+int64_t pg_checkpoint_state_json(const pg_checkpoint *c, char *out, int64_t cap);
+int pg_early_stop_state_load(pg_early_stop *es, int is_map, const pg_host_value *v);
+int pg_checkpoint_state_load(pg_checkpoint *c, int is_map, const pg_host_value *v);
+/* How the callbacks print: "ag_early_stopping | patience=5 | min_delta=0 | restore_best=True |
+ * monitor=auto | mode=auto", "ag_model_checkpoint | path=p | every=1" (with best_only: " |
+ * save_best_only=True | monitor=... | mode=..."); min_delta, restore_best and yes in the host's
+ * own spelling (R: TRUE). out, cap, length or -status as above. */
+int64_t pg_early_stop_format(const pg_early_stop *es, const char *min_delta,
+                             const char *restore_best, char *out, int64_t cap);
+int64_t pg_checkpoint_format(const pg_checkpoint *c, const char *path, const char *yes, char *out,
+                             int64_t cap);
+/* A checkpoint's history as one JSON object: each column (pg_fit_ckpt_column order) an array,
+ * epoch's numbers whole, the rest real (NaN: null), then stopped_epoch and best_epoch (null:
+ * none). */
+int64_t pg_fit_ckpt_history_json(const pg_fit_ckpt *c, char *out, int64_t cap);
+/* ag_fit(progress =): name "auto", "bar", "lines" or "none" (NULL: no single string) into *mode;
+ * silent wins (NONE). BAR: a bar where the host can redraw one, else LINES. Another is
+ * PG_STATUS_ERR_VALUE "ag_fit: progress must be ..., got <shown>" (shown: the host's display). */
+enum pg_fit_progress {
+    PG_FIT_PROGRESS_NONE = 0,
+    PG_FIT_PROGRESS_LINES = 1,
+    PG_FIT_PROGRESS_BAR = 2
+};
+int pg_fit_progress_parse(const char *name, const char *shown, int silent, int *mode);
+
 /* ag_fit's History as both front ends print it (fit_history.c): n epochs, epoch[i] their
  * numbers (not finite: "-"), logs[k * n + i] epoch i's enum pg_fit_log value k (NaN: not
  * measured). Columns
@@ -185,6 +217,13 @@ const char *pg_fit_ckpt_callback_state(const pg_fit_ckpt *c, int64_t i);
 int64_t pg_fit_history_format(const char *name, const double *epoch, const double *logs, int64_t n,
                               double stopped_epoch, double best_epoch, const char *pm, char *out,
                               int64_t cap);
+/* The History as both front ends print it: pg_fit_history_format's table, then (n_metrics > 0)
+ * a line break and pg_fit_metrics_format's table of the ag_fit(metrics =) columns (metrics[c]
+ * with values[c * n + i]); out, cap and the length as above. */
+int64_t pg_fit_history_text(const char *name, const double *epoch, const double *logs, int64_t n,
+                            double stopped_epoch, double best_epoch, const char *pm,
+                            int64_t n_metrics, const char *const *metrics, const double *values,
+                            char *out, int64_t cap);
 /* ag_fit's progress texts, one format for both languages (as pg_fit_history_format: at most cap
  * bytes to buf, NULL to measure; returns the length the whole text needs, or a negative status).
  * pg_fit_epoch_line: the line printed after an epoch from its logs (PG_FIT_LOG_ALL values: enum

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
-from typing import Any, List, Optional, Union
+from typing import Any, Callable, List, Optional, Union
 
 from .. import _core
 from .._args import check_flag, check_int, check_num
@@ -66,6 +67,7 @@ class _Monitored(Callback):
             _core.raise_last()
         self._h = ffi.gc(h, getattr(lib, f"pg_{k}_free"))
         self._fit: Any = None
+        self._best_weights: Any = None  # ag_early_stopping's snapshot (restore_best)
 
     def _params(self):
         """The settings, read back from the core (one copy)."""
@@ -98,6 +100,24 @@ class _Monitored(Callback):
         may not say: then every value counts as measured)."""
         return int(getattr(fit, "has_val", True)), int(getattr(fit, "has_accuracy", -1))
 
+    def state(self):
+        """(JSON-able counters, best weights or None): what a checkpoint saves for resuming (the
+        core's form: best, best_epoch and ag_early_stopping's wait)."""
+        text = _text(getattr(lib, f"pg_{self._kind}_state_json"), self._h)
+        return json.loads(text), self._best_weights
+
+    def check_state(self, st):
+        """Raise PyggmlrValueError unless st is a state load_state() takes (ag_fit asks before
+        it writes anything on resume)."""
+        _state_load(getattr(lib, f"pg_{self._kind}_state_load"), NULL, st)
+
+    def load_state(self, st, arrays=None):
+        """Restore the counters saved by state() (and the best weights, when given); all checked
+        before the first is set (by the core)."""
+        _state_load(getattr(lib, f"pg_{self._kind}_state_load"), self._h, st)
+        if arrays is not None:
+            self._best_weights = arrays
+
 
 class ag_early_stopping(_Monitored):
     """Stop when the monitored value has not improved by more than min_delta for `patience`
@@ -127,7 +147,6 @@ class ag_early_stopping(_Monitored):
         p.restore_best = int(check_flag(restore_best, fn, "restore_best"))
         p.mode, p.monitor = _monitor_codes(fn, monitor, mode)
         self._make(p)
-        self._best_weights: Any = None
 
     @property
     def patience(self) -> int:
@@ -180,30 +199,9 @@ class ag_early_stopping(_Monitored):
             _restore(fit.model, self._best_weights)
         self._fit = None
 
-    def state(self):
-        """(JSON-able counters, best weights or None): what a checkpoint saves for resuming."""
-        s = self._state()
-        st = {"best": float(s.best), "best_epoch": int(s.best_epoch) or None, "wait": int(s.wait)}
-        return st, self._best_weights
-
-    def check_state(self, st):
-        """Raise PyggmlrValueError unless st is a state load_state() takes (ag_fit asks before
-        it writes anything on resume)."""
-        _state_values(st)
-
-    def load_state(self, st, arrays=None):
-        """Restore the counters (and best weights, when given) saved by state(); all checked
-        before the first is set (by the core)."""
-        _core.check(lib.pg_early_stop_set_state(self._h, *_state_values(st)))
-        if arrays is not None:
-            self._best_weights = arrays
-
     def __repr__(self):
-        mon = self.monitor or "auto"
-        return (
-            f"ag_early_stopping | patience={self.patience} | min_delta={self.min_delta:g} | "
-            f"restore_best={self.restore_best} | monitor={mon} | mode={self.mode}"
-        )
+        md, rb = f"{self.min_delta:g}".encode(), str(self.restore_best).encode()
+        return _text(lib.pg_early_stop_format, self._h, md, rb)  # the core's layout, R's too
 
 
 # the History's columns after epoch, in the core's order (its update reads them by position)
@@ -242,16 +240,23 @@ def _name(fn, arg, name, example):
     return name.encode()
 
 
-def _state_values(st, fn="ag_early_stopping"):
-    """(best, best_epoch, wait) of a checkpoint's callback state, by the core's rule and text
-    (pg_callback_state_parse, as R's)."""
-    is_map = isinstance(st, dict)
-    h, v = _Host(lib.PG_OPTIM_STATE_FORM_GGMLR), ffi.new("pg_host_value[3]")
+def _state_load(load, h, st):
+    """A callback state checked by the core's rule and text (R's too), then set (load:
+    pg_<kind>_state_load; h NULL: checked only)."""
+    host, v = _Host(lib.PG_OPTIM_STATE_FORM_GGMLR), ffi.new("pg_host_value[3]")
     for dst, k in zip(v, ("best", "best_epoch", "wait")):
-        h.value(dst, st.get(k) if is_map else None)
-    out = ffi.new("double *"), ffi.new("int64_t *"), ffi.new("int64_t *")
-    _core.check(lib.pg_callback_state_parse(fn.encode(), is_map, v, *out))
-    return out[0][0], int(out[1][0]), int(out[2][0])
+        host.value(dst, st.get(k) if isinstance(st, dict) else None)
+    _core.check(load(h, isinstance(st, dict), v))
+
+
+def _text(fn: Callable[..., int], *args: Any) -> str:
+    """A text the core writes (measured, then written)."""
+    n = fn(*args, NULL, 0)
+    if n < 0:
+        _core.check(n)
+    buf = ffi.new("char[]", n + 1)
+    fn(*args, buf, n + 1)
+    return ffi.string(buf).decode("utf-8", "surrogateescape")  # a path: as os.fsdecode
 
 
 def _checkpoint_path(path) -> str:
@@ -264,16 +269,6 @@ def _checkpoint_path(path) -> str:
     p = os.fspath(path)
     _core.check(lib.pg_checkpoint_path_check(os.fsencode(p)))
     return p
-
-
-def _epoch_path(path: str, epoch: int) -> str:
-    """The file name of epoch's checkpoint (the core's rule, as R's)."""
-    n = lib.pg_checkpoint_path(os.fsencode(path), epoch, NULL, 0)
-    if n < 0:
-        _core.raise_last(-n)
-    buf = ffi.new("char[]", n + 1)
-    lib.pg_checkpoint_path(os.fsencode(path), epoch, buf, n + 1)
-    return os.fsdecode(ffi.string(buf))
 
 
 class ag_model_checkpoint(_Monitored):
@@ -323,27 +318,10 @@ class ag_model_checkpoint(_Monitored):
         save = ffi.new("int *")
         _core.check(lib.pg_checkpoint_update(self._h, int(epoch), _log_values(logs), save))
         if save[0]:
-            p = _epoch_path(self.path, int(epoch))
+            p = _text(lib.pg_checkpoint_path, os.fsencode(self.path), int(epoch))
             self._fit.save_checkpoint(p, epoch)
             self.saved.append(p)
         return None
 
-    def state(self):
-        """(JSON-able best, None): what a checkpoint keeps for resuming a save_best_only run."""
-        s = self._state()
-        return {"best": float(s.best), "best_epoch": int(s.best_epoch) or None}, None
-
-    def check_state(self, st):
-        """Raise PyggmlrValueError unless st is a state load_state() takes."""
-        _state_values(st, "ag_model_checkpoint")
-
-    def load_state(self, st, arrays=None):
-        """Restore the best value saved by state() (checked first)."""
-        b, be, _ = _state_values(st, "ag_model_checkpoint")
-        _core.check(lib.pg_checkpoint_set_state(self._h, b, be))
-
     def __repr__(self):
-        best = f" | save_best_only=True | monitor={self.monitor or 'auto'} | mode={self.mode}"
-        return f"ag_model_checkpoint | path={self.path} | every={self.every}" + (
-            best if self.save_best_only else ""
-        )
+        return _text(lib.pg_checkpoint_format, self._h, os.fsencode(self.path), b"True")

@@ -10,9 +10,11 @@ import numpy as np
 
 from .._core import ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
-from .progress import _text
+from .callbacks import _text
 
 __all__ = ["History"]
+
+_NLOG = lib.PG_FIT_LOG_COUNT  # the per-epoch values after epoch, in the core's order
 
 
 # ---------------------------------------------------------------------------------------------
@@ -27,7 +29,7 @@ class History:
     metrics: the names of ag_fit(metrics=)'s columns ("auc", then "val_auc" with validation
     data, ...), each also an attribute: one value per epoch over the whole epoch's outputs."""
 
-    # declared once, for type checkers and for _KEYS (below): the per-epoch lists, then two per run
+    # for type checkers: the per-epoch lists, then two per run (names and order: the core's, _KEYS)
     epoch: List[int]
     loss: List[float]
     loss_unc: List[float]
@@ -95,13 +97,15 @@ class History:
     def _format(self, name):
         n = len(self.epoch)
         ep = np.ascontiguousarray(self.epoch, dtype=np.float64)
-        cols = [getattr(self, ffi.string(lib.pg_fit_log_name(k)).decode()) for k in range(_NLOG)]
+        cols = [getattr(self, k) for k in _KEYS[1:]]
         if any(len(c) != n for c in cols):  # as R's print: hand-made histories included
             raise ArgumentError(
                 f"{name or 'History'}: the history's columns are not {_NLOG + 1} numeric lists "
                 "of one length per epoch"
             )
         logs = np.ascontiguousarray(cols, dtype=np.float64).reshape(_NLOG, n)  # logs[k, i]
+        names = [ffi.new("char[]", k.encode()) for k in self.metrics]  # metrics=' table below
+        vals = np.ascontiguousarray([getattr(self, k) for k in self.metrics], dtype=np.float64)
         args = (
             ffi.NULL if name is None else name.encode(),
             ffi.cast("double *", ffi.from_buffer(ep)),
@@ -110,23 +114,11 @@ class History:
             _num(self.stopped_epoch),
             _num(self.best_epoch),
             " \u00b1 ".encode(),
-        )
-        return _text(lib.pg_fit_history_format, *args) + self._metrics_table(ep)
-
-    def _metrics_table(self, ep):
-        """ag_fit(metrics=)'s columns below the table (the core's format, R's print's too)."""
-        if not self.metrics:
-            return ""
-        names = [ffi.new("char[]", k.encode()) for k in self.metrics]
-        vals = np.ascontiguousarray([getattr(self, k) for k in self.metrics], dtype=np.float64)
-        args = (
             len(names),
-            ffi.new("char *[]", names),
+            ffi.new("char *[]", names or 1),
             ffi.cast("double *", ffi.from_buffer(vals)),
-            ffi.cast("double *", ffi.from_buffer(ep)),
-            len(ep),
         )
-        return "\n" + _text(lib.pg_fit_metrics_format, *args)
+        return _text(lib.pg_fit_history_text, *args)  # the core's layout, R's print's too
 
     def plot(self, path=None, show=False):
         """Loss curves (train and validation), then a panel for accuracy when available and one
@@ -171,13 +163,10 @@ class History:
         return fig
 
 
-# the per-epoch lists, in History's order: all its fields but stopped_epoch and best_epoch
-_KEYS = tuple(k for k in History.__annotations__ if k not in ("stopped_epoch", "best_epoch"))
+# the per-epoch lists: epoch, then the core's log columns in its order
+_KEYS = ("epoch",) + tuple(ffi.string(lib.pg_fit_log_name(k)).decode() for k in range(_NLOG))
 
 
 def _num(v):
     """stopped_epoch / best_epoch for the core: a number, or NaN (none)"""
     return float(v) if isinstance(v, numbers.Real) else math.nan
-
-
-_NLOG = lib.PG_FIT_LOG_COUNT  # the per-epoch values after epoch, in the core's order

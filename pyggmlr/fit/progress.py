@@ -11,10 +11,7 @@ import time
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from .._core import check, ffi, lib
-from ..errors import PyggmlrValueError
-from .callbacks import _log_values
-
-PROGRESS_MODES = ("auto", "bar", "none")
+from .callbacks import _log_values, _text
 
 
 def _interactive() -> bool:
@@ -32,25 +29,12 @@ def _interactive() -> bool:
 def progress_mode(progress: Any, silent: bool) -> str:
     """ "bar" (verbose=1), "lines" (verbose=2) or "none" for ag_fit's progress= and silent=
     (silent wins): "auto" and "bar" draw the bar where it can be redrawn, else the lines."""
-    if progress == "lines" and isinstance(
-        progress, str
-    ):  # verbose=2 (fit/data.py verbosity): epoch lines, no bar
-        return "none" if silent else "lines"
-    if not isinstance(progress, str) or progress not in PROGRESS_MODES:
-        raise PyggmlrValueError(f'ag_fit: progress must be "auto", "bar" or "none", got {progress}')
-    if silent or progress == "none":
-        return "none"
-    return "bar" if _interactive() else "lines"
-
-
-def _text(fn: Callable[..., int], *args: Any) -> str:
-    """A text the core writes (measured, then written)."""
-    n = fn(*args, ffi.NULL, 0)
-    if n < 0:
-        check(n)
-    buf = ffi.new("char[]", n + 1)
-    fn(*args, buf, n + 1)
-    return ffi.string(buf).decode()
+    name = progress.encode() if isinstance(progress, str) else ffi.NULL
+    mode = ffi.new("int *")  # the core's rule and text; "got" shows Python's str()
+    check(lib.pg_fit_progress_parse(name, str(progress).encode(), bool(silent), mode))
+    if mode[0] == lib.PG_FIT_PROGRESS_BAR:
+        return "bar" if _interactive() else "lines"
+    return "lines" if mode[0] == lib.PG_FIT_PROGRESS_LINES else "none"
 
 
 def epoch_line(logs: Dict[str, Any], nepoch: int) -> str:

@@ -6,7 +6,6 @@ either language resumes the other's run; this converts and calls the callbacks' 
 from __future__ import annotations
 
 import json
-import math
 import os
 from typing import Any, Dict, List
 
@@ -15,8 +14,8 @@ import numpy as np
 from .._core import check, ffi, lib
 from ..io.check import to_json
 from ..io.modelfile import _load, _save, ag_model_info
-from .history import History, _num
-from .progress import _text
+from .callbacks import _text
+from .history import _KEYS, History, _num
 
 __all__: List[str] = []
 
@@ -36,10 +35,7 @@ def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
                 {_text(lib.pg_fit_ckpt_tensor_name, i, kind, k.encode()): v for k, v in d.items()}
             )
     h = fit.history
-    keys = (
-        ["epoch"] + [_str(lib.pg_fit_log_name(k)) for k in range(lib.PG_FIT_LOG_COUNT)] + h.metrics
-    )
-    hist = np.ascontiguousarray([getattr(h, k) for k in keys], dtype=np.float64)
+    hist = np.ascontiguousarray([getattr(h, k) for k in _KEYS + tuple(h.metrics)], np.float64)
     texts = [ffi.NULL if t is None else ffi.new("char[]", t.encode()) for t in states]
     names = [ffi.new("char[]", k.encode()) for k in h.metrics]
     extra = _text(
@@ -74,17 +70,7 @@ class Checkpoint:
         self.epoch = lib.pg_fit_ckpt_epoch(c)
         lib.pg_fit_ckpt_rng_state(c, rng)
         self.rng_state = list(rng)
-        d: Dict[str, Any] = {}
-        for j in range(lib.pg_fit_ckpt_columns(c)):
-            col = ffi.new("double[]", lib.pg_fit_ckpt_epochs(c))
-            lib.pg_fit_ckpt_column(c, j, col)
-            d[_str(lib.pg_fit_ckpt_column_name(c, j))] = list(col)
-        d["epoch"] = [int(e) if math.isfinite(e) else e for e in d["epoch"]]
-        stop, best = lib.pg_fit_ckpt_stopped_epoch(c), lib.pg_fit_ckpt_best_epoch(c)
-        d["stopped_epoch"], d["best_epoch"] = (
-            None if math.isnan(v) else int(v) for v in (stop, best)
-        )
-        self.history = History.from_dict(d)
+        self.history = History.from_dict(json.loads(_text(lib.pg_fit_ckpt_history_json, c)))
         texts = [
             _str(lib.pg_fit_ckpt_callback_state(c, i)) for i in range(lib.pg_fit_ckpt_callbacks(c))
         ]

@@ -11,16 +11,7 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
   patience <- .arg_int(patience, fn, "patience", 1L)
   min_delta <- .arg_num(min_delta, fn, "min_delta", 0)
   restore_best <- .arg_flag(restore_best, fn, "restore_best")
-  e <- new.env(parent = emptyenv())
-  e$.ptr <- .Call(R_pg_early_stop_new, patience, min_delta, restore_best, mode, monitor)
-  for (f in c("patience", "min_delta", "restore_best", "monitor", "mode", "best", "best_epoch",
-              "wait", "stopped_epoch"))
-    makeActiveBinding(f, local({
-      f <- f
-      function() .Call(R_pg_early_stop_info, e$.ptr)[[f]]
-    }), e)
-  e$best_weights <- NULL
-  e$fit <- NULL
+  e <- .cb_env(.Call(R_pg_early_stop_new, patience, min_delta, restore_best, mode, monitor), TRUE)
   e$on_train_begin <- function(fit) {
     # (a hand-written loop's run object may not say: then every value counts as measured)
     .Call(R_pg_early_stop_begin, e$.ptr, !isFALSE(fit$has_val), .monitor_mask(fit$has_accuracy))
@@ -40,31 +31,39 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
       .restore(fit$model, e$best_weights)
     e$fit <- NULL
   }
-  e$state <- function() list(js = list(best = e$best, best_epoch = e$best_epoch, wait = e$wait),
-                             arrays = e$best_weights)
-  e$check_state <- function(st) .early_stop_state(st)  # ag_fit asks before it writes on resume
-  # from a checkpoint (either language's), checked first (types here, values by the core)
-  e$load_state <- function(st, arrays = NULL) {
-    v <- .early_stop_state(st)
-    .Call(R_pg_early_stop_set_state, e$.ptr, v[[1L]], v[[2L]], v[[3L]])
-    if (!is.null(arrays)) e$best_weights <- arrays
-  }
   class(e) <- c("ag_early_stopping", "ag_callback")
   e
 }
 
-# c(best, best_epoch, wait) of a checkpoint's callback state, or the core's classed refusal
-# (pg_callback_state_parse: the same rule and text as Python's)
-.early_stop_state <- function(st, fn = "ag_early_stopping") {
-  m <- is.list(st)
-  vals <- lapply(c("best", "best_epoch", "wait"), function(k) .st_val(if (m) st[[k]]))
-  .Call(R_pg_callback_state_parse, fn, m, vals)
+# a built-in callback's environment on its core handle (early_stop: ag_early_stopping, else
+# ag_model_checkpoint): its settings and counters read from the core, and state() /
+# check_state() / load_state(): the core writes the state's JSON text and checks one (fit_cb.c),
+# with Python's rule and text
+.cb_env <- function(ptr, early_stop) {
+  e <- new.env(parent = emptyenv())
+  e$.ptr <- ptr
+  info <- if (early_stop) R_pg_early_stop_info else R_pg_checkpoint_info
+  for (f in names(.Call(info, ptr)))
+    makeActiveBinding(f, local({
+      f <- f
+      function() .Call(info, e$.ptr)[[f]]
+    }), e)
+  e$fit <- NULL
+  e$state <- function() list(js = jsonlite::parse_json(.Call(R_pg_callback_state, e$.ptr,
+                                                               early_stop, NULL, NULL)),
+                             arrays = e$best_weights)
+  vals <- function(st) lapply(c("best", "best_epoch", "wait"), function(k)
+    .st_val(if (is.list(st)) st[[k]]))
+  e$check_state <- function(st) .Call(R_pg_callback_state, NULL, early_stop, is.list(st), vals(st))
+  e$load_state <- function(st, arrays = NULL) {  # all checked before the first is set
+    .Call(R_pg_callback_state, e$.ptr, early_stop, is.list(st), vals(st))
+    if (!is.null(arrays)) e$best_weights <- arrays
+  }
+  e
 }
 
 print.ag_early_stopping <- function(x, ...) {
-  cat(sprintf(paste0("ag_early_stopping | patience=%d | min_delta=%s | restore_best=%s | ",
-                     "monitor=%s | mode=%s\n"),
-              x$patience, format(x$min_delta), if (x$restore_best) "TRUE" else "FALSE",
-              if (is.null(x$monitor)) "auto" else x$monitor, x$mode))
+  cat(.Call(R_pg_callback_format, x$.ptr, TRUE, format(x$min_delta), format(x$restore_best)), "\n",
+      sep = "")
   invisible(x)
 }

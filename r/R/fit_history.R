@@ -29,13 +29,10 @@ as.data.frame.ag_history <- function(x, ...)
 
 print.ag_history <- function(x, ...) {
   logs <- unlist(lapply(.HIST_KEYS[-1L], function(k) as.double(x[[k]])))  # the core's log order
+  mk <- .hist_metrics(x)  # ag_fit(metrics =)'s columns, below the table
   cat(.Call(R_pg_fit_history_format, "ag_history", as.double(x$epoch), logs,
-            as.double(x$stopped_epoch), as.double(x$best_epoch), .pm_sym()), "\n", sep = "")
-  # the metric columns of ag_fit's metrics argument, below the table
-  mk <- .hist_metrics(x)
-  if (length(mk))
-    cat(.Call(R_pg_fit_metrics_format, mk, unlist(lapply(mk, function(k) as.double(x[[k]]))),
-              as.double(x$epoch)), "\n", sep = "")
+            as.double(x$stopped_epoch), as.double(x$best_epoch), .pm_sym(), mk,
+            as.double(unlist(lapply(mk, function(k) as.double(x[[k]]))))), "\n", sep = "")
   invisible(x)
 }
 

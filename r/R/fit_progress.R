@@ -4,8 +4,6 @@
 # Where nothing can redraw a bar (Rscript into a file or pipe, R CMD check, testthat, knitr) it
 # is one line per epoch instead, as keras' progress bar prints only finished epochs there.
 
-.FIT_PROGRESS <- c("auto", "bar", "none", "lines")  # "lines": verbose = 2, the epoch lines only
-
 # a console that redraws a line in place (a terminal, RStudio, R.app: cli's rule, which the
 # cli.dynamic option overrides); never while knitting, where messages go into the document
 .fit_can_redraw <- function() !isTRUE(getOption("knitr.in.progress")) && cli::is_dynamic_tty()
@@ -13,12 +11,9 @@
 # "bar" (verbose = 1), "lines" (verbose = 2) or "none": "auto" and "bar" draw the bar where it
 # can be redrawn and print the lines elsewhere, as Python's (silent wins)
 .fit_progress_mode <- function(progress, silent) {
-  if (!is.character(progress) || length(progress) != 1L || is.na(progress) ||
-      !progress %in% .FIT_PROGRESS)
-    .fit_stop("ag_fit: progress must be \"auto\", \"bar\" or \"none\", got %s",
-              paste(format(progress), collapse = " "))
-  if (isTRUE(silent) || progress == "none") "none"
-  else if (progress == "lines" || !.fit_can_redraw()) "lines" else "bar"
+  m <- .Call(R_pg_fit_progress_parse, progress, paste(format(progress), collapse = " "),
+             isTRUE(silent))  # the core's rule and text ("lines": verbose = 2)
+  if (m == "bar" && !.fit_can_redraw()) "lines" else m
 }
 
 # the compact per-epoch line, shared by the bar and its fallback (the core's, as Python's)

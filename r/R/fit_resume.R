@@ -13,16 +13,9 @@ ag_model_checkpoint <- function(path, every = 1L, save_best_only = FALSE, monito
   save_best_only <- .arg_flag(save_best_only, fn, "save_best_only")
   # checked now rather than after the first epoch: the core's rule ({epoch}, {{ }}, the directory)
   .Call(R_pg_checkpoint_path, path.expand(path), NULL)
-  e <- new.env(parent = emptyenv())
-  e$.ptr <- .Call(R_pg_checkpoint_new, every, save_best_only, mode, monitor)
+  e <- .cb_env(.Call(R_pg_checkpoint_new, every, save_best_only, mode, monitor), FALSE)
   e$path <- path
-  for (f in c("every", "save_best_only", "monitor", "mode", "best"))
-    makeActiveBinding(f, local({
-      f <- f
-      function() .Call(R_pg_checkpoint_info, e$.ptr)[[f]]
-    }), e)
   e$saved <- character(0)
-  e$fit <- NULL
   e$on_train_begin <- function(fit) {
     # a run on a non-default RNGkind() without seed = has no stream state to save: refused
     # before the first epoch, not at the first save (Python's streams always have one)
@@ -42,25 +35,13 @@ ag_model_checkpoint <- function(path, every = 1L, save_best_only = FALSE, monito
     }
     NULL
   }
-  # a save_best_only run's best goes into the checkpoint, so a resumed run compares with it
-  e$state <- function() {
-    info <- .Call(R_pg_checkpoint_info, e$.ptr)
-    list(js = list(best = info$best, best_epoch = info$best_epoch), arrays = NULL)
-  }
-  e$check_state <- function(st) .early_stop_state(st, fn)
-  e$load_state <- function(st, arrays = NULL) {
-    v <- .early_stop_state(st, fn)
-    .Call(R_pg_checkpoint_set_state, e$.ptr, v[[1L]], v[[2L]])
-  }
+  # (a save_best_only run's best goes into the checkpoint, so a resumed run compares with it)
   class(e) <- c("ag_model_checkpoint", "ag_callback")
   e
 }
 
 print.ag_model_checkpoint <- function(x, ...) {
-  best <- if (x$save_best_only) sprintf(" | save_best_only=TRUE | monitor=%s | mode=%s",
-                                         if (is.null(x$monitor)) "auto" else x$monitor, x$mode)
-          else ""
-  cat(sprintf("ag_model_checkpoint | path=%s | every=%d%s\n", x$path, x$every, best))
+  cat(.Call(R_pg_callback_format, x$.ptr, FALSE, x$path, "TRUE"), "\n", sep = "")
   invisible(x)
 }
 

@@ -139,13 +139,15 @@ extern SEXP R_pg_fit_loss_parse(SEXP);
 extern SEXP R_pg_fit_loss_rules(SEXP, SEXP);
 extern SEXP R_pg_fit_optim_parse(SEXP, SEXP);
 extern SEXP R_pg_fit_loss(SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_history_format(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_history_format(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_log_names(void);
 extern SEXP R_pg_early_stop_info(SEXP);
 extern SEXP R_pg_early_stop_begin(SEXP, SEXP, SEXP);
 extern SEXP R_pg_early_stop_update(SEXP, SEXP, SEXP);
 extern SEXP R_pg_early_stop_set_state(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_callback_state_parse(SEXP, SEXP, SEXP);
+extern SEXP R_pg_callback_state(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_callback_format(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_progress_parse(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_epoch_line(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_status_line(SEXP, SEXP);
 extern SEXP R_pg_early_stop_end(SEXP, SEXP);
@@ -243,7 +245,6 @@ extern SEXP R_pg_softmax_ce_loss_opt(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_codes(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_metrics(SEXP, SEXP);
 extern SEXP R_pg_fit_monitor_mask(SEXP);
-extern SEXP R_pg_fit_metrics_format(SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_name(SEXP);
 extern SEXP R_pg_metric_read(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_loss_value(SEXP, SEXP, SEXP, SEXP);
@@ -399,13 +400,15 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_loss_rules", (DL_FUNC)&R_pg_fit_loss_rules, 2},
     {"R_pg_fit_optim_parse", (DL_FUNC)&R_pg_fit_optim_parse, 2},
     {"R_pg_fit_loss", (DL_FUNC)&R_pg_fit_loss, 3},
-    {"R_pg_fit_history_format", (DL_FUNC)&R_pg_fit_history_format, 6},
+    {"R_pg_fit_history_format", (DL_FUNC)&R_pg_fit_history_format, 8},
     {"R_pg_fit_log_names", (DL_FUNC)&R_pg_fit_log_names, 0},
     {"R_pg_early_stop_info", (DL_FUNC)&R_pg_early_stop_info, 1},
     {"R_pg_early_stop_begin", (DL_FUNC)&R_pg_early_stop_begin, 3},
     {"R_pg_early_stop_update", (DL_FUNC)&R_pg_early_stop_update, 3},
     {"R_pg_early_stop_set_state", (DL_FUNC)&R_pg_early_stop_set_state, 4},
-    {"R_pg_callback_state_parse", (DL_FUNC)&R_pg_callback_state_parse, 3},
+    {"R_pg_callback_state", (DL_FUNC)&R_pg_callback_state, 4},
+    {"R_pg_callback_format", (DL_FUNC)&R_pg_callback_format, 4},
+    {"R_pg_fit_progress_parse", (DL_FUNC)&R_pg_fit_progress_parse, 3},
     {"R_pg_fit_epoch_line", (DL_FUNC)&R_pg_fit_epoch_line, 3},
     {"R_pg_fit_status_line", (DL_FUNC)&R_pg_fit_status_line, 2},
     {"R_pg_early_stop_end", (DL_FUNC)&R_pg_early_stop_end, 2},
@@ -503,7 +506,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_metric_codes", (DL_FUNC)&R_pg_metric_codes, 4},
     {"R_pg_fit_metrics", (DL_FUNC)&R_pg_fit_metrics, 2},
     {"R_pg_fit_monitor_mask", (DL_FUNC)&R_pg_fit_monitor_mask, 1},
-    {"R_pg_fit_metrics_format", (DL_FUNC)&R_pg_fit_metrics_format, 3},
     {"R_pg_metric_name", (DL_FUNC)&R_pg_metric_name, 1},
     {"R_pg_metric_read", (DL_FUNC)&R_pg_metric_read, 5},
     {"R_pg_metric_loss_value", (DL_FUNC)&R_pg_metric_loss_value, 4},

@@ -201,24 +201,33 @@ SEXP R_pg_fit_log_names(void)
 
 /* print.ag_history's text: the core's History table (pg_fit_history_format). logs: the
  * per-epoch values in the core's log order, one column per log (epochs x PG_FIT_LOG_COUNT). */
-SEXP R_pg_fit_history_format(SEXP name, SEXP epoch, SEXP logs, SEXP stopped, SEXP best, SEXP pm)
+SEXP R_pg_fit_history_format(SEXP name, SEXP epoch, SEXP logs, SEXP stopped, SEXP best, SEXP pm,
+                             SEXP metrics, SEXP values)
 {
-    R_xlen_t n = XLENGTH(epoch);
+    R_xlen_t n = XLENGTH(epoch), nm_ = XLENGTH(metrics);
     if (TYPEOF(epoch) != REALSXP || TYPEOF(logs) != REALSXP ||
         XLENGTH(logs) != n * PG_FIT_LOG_COUNT)
         r_stopf(PG_STATUS_ERR_ARG,
                 "print.ag_history: the history's columns are not %d numeric "
                 "vectors of one length per epoch",
                 PG_FIT_LOG_COUNT + 1);
+    if (TYPEOF(metrics) != STRSXP || TYPEOF(values) != REALSXP || XLENGTH(values) != nm_ * n)
+        r_stopf(PG_STATUS_ERR_ARG,
+                "print.ag_history: the metric columns are not numeric vectors "
+                "of one length per epoch");
     const char *nm = Rf_isNull(name) ? NULL : CHAR(STRING_ELT(name, 0));
     const char *p = Rf_translateCharUTF8(STRING_ELT(pm, 0));
+    const char **mk = (const char **)R_alloc((size_t)nm_ + 1, sizeof(char *));
+    for (R_xlen_t i = 0; i < nm_; i++) mk[i] = Rf_translateCharUTF8(STRING_ELT(metrics, i));
     /* NULL / NA / not a number: none */
     double st = Rf_length(stopped) == 1 ? Rf_asReal(stopped) : NA_REAL;
     double be = Rf_length(best) == 1 ? Rf_asReal(best) : NA_REAL;
-    int64_t need = pg_fit_history_format(nm, REAL(epoch), REAL(logs), n, st, be, p, NULL, 0);
+    int64_t need = pg_fit_history_text(nm, REAL(epoch), REAL(logs), n, st, be, p, nm_, mk,
+                                       REAL(values), NULL, 0);
     if (need < 0) r_fail();
     char *buf = R_alloc((size_t)need + 1, 1);
-    pg_fit_history_format(nm, REAL(epoch), REAL(logs), n, st, be, p, buf, need + 1);
+    pg_fit_history_text(nm, REAL(epoch), REAL(logs), n, st, be, p, nm_, mk, REAL(values), buf,
+                        need + 1);
     return Rf_ScalarString(Rf_mkCharCE(buf, CE_UTF8));
 }
 
@@ -258,23 +267,6 @@ SEXP R_pg_fit_loss(SEXP code, SEXP out, SEXP y)
     pg_tensor *o = r_get(r_handle(out), R_TENSOR);
     pg_tensor *t = Rf_isNull(y) ? NULL : r_get(r_handle(y), R_TENSOR);
     return r_wrap_tensor(pg_fit_loss(Rf_asInteger(code), o, t));
-}
-
-/* a checkpoint's callback state (pg_callback_state_parse): vals, three .st_val pairs (best,
- * best_epoch, wait); c(best, best_epoch, wait), or the core's refusal raised classed */
-SEXP R_pg_callback_state_parse(SEXP fn, SEXP is_map, SEXP vals)
-{
-    if (TYPEOF(vals) != VECSXP || XLENGTH(vals) != 3 || !Rf_isString(fn) || XLENGTH(fn) != 1)
-        Rf_error("internal: bad callback state for the core");
-    pg_host_value v[3];
-    for (int k = 0; k < 3; k++) r_host_value(VECTOR_ELT(vals, k), &v[k]);
-    double best;
-    int64_t be, w;
-    r_check(pg_callback_state_parse(CHAR(STRING_ELT(fn, 0)), Rf_asLogical(is_map) == TRUE, v, &best,
-                                    &be, &w));
-    SEXP out = Rf_allocVector(REALSXP, 3);
-    REAL(out)[0] = best, REAL(out)[1] = (double)be, REAL(out)[2] = (double)w;
-    return out;
 }
 
 /* a core text measured, then written (R_alloc'd) */
@@ -323,4 +315,74 @@ SEXP R_pg_fit_status_line(SEXP running, SEXP last)
         Rf_error("internal: bad running values for the status line");
     line_ctx x = {NULL, Rf_isNull(last) ? NULL : v, 0, 0, REAL(running)[0], REAL(running)[1]};
     return core_text(status_line(&x, NULL, 0), status_line, &x);
+}
+
+/* a built-in callback (ag_early_stopping when early_stop, else ag_model_checkpoint) for the
+ * core's state and print texts (fit_cb.c) */
+typedef struct {
+    pg_early_stop *es;
+    pg_checkpoint *ck;
+    const char *a, *b;
+} cb_ctx;
+
+static cb_ctx cb_of(SEXP h, SEXP early_stop)
+{
+    cb_ctx x = {NULL, NULL, NULL, NULL};
+    if (Rf_asLogical(early_stop) == 1) x.es = Rf_isNull(h) ? NULL : r_get(h, R_EARLY_STOP);
+    else x.ck = Rf_isNull(h) ? NULL : r_get(h, R_CHECKPOINT);
+    return x;
+}
+
+static int64_t cb_json(void *c, char *buf, int64_t cap)
+{
+    cb_ctx *x = c;
+    return x->es ? pg_early_stop_state_json(x->es, buf, cap)
+                 : pg_checkpoint_state_json(x->ck, buf, cap);
+}
+
+/* vals NULL: the callback's checkpoint state as JSON text; else a state (is_map; vals: three
+ * .st_val pairs best, best_epoch, wait) checked by the core (h NULL: only checked) and set */
+SEXP R_pg_callback_state(SEXP h, SEXP early_stop, SEXP is_map, SEXP vals)
+{
+    cb_ctx x = cb_of(h, early_stop);
+    if (Rf_isNull(vals)) return core_text(cb_json(&x, NULL, 0), cb_json, &x);
+    if (TYPEOF(vals) != VECSXP || XLENGTH(vals) != 3)
+        Rf_error("internal: bad callback state for the core");
+    pg_host_value v[3];
+    for (int k = 0; k < 3; k++) r_host_value(VECTOR_ELT(vals, k), &v[k]);
+    const int m = Rf_asLogical(is_map) == TRUE;
+    r_check(Rf_asLogical(early_stop) == 1 ? pg_early_stop_state_load(x.es, m, v)
+                                          : pg_checkpoint_state_load(x.ck, m, v));
+    return R_NilValue;
+}
+
+static int64_t cb_format(void *c, char *buf, int64_t cap)
+{
+    cb_ctx *x = c;
+    return x->es ? pg_early_stop_format(x->es, x->a, x->b, buf, cap)
+                 : pg_checkpoint_format(x->ck, x->a, x->b, buf, cap);
+}
+
+/* how the callback prints: a, b its early-stopping min_delta and restore_best, or its
+ * checkpoint path and "TRUE", in R's spelling */
+SEXP R_pg_callback_format(SEXP h, SEXP early_stop, SEXP a, SEXP b)
+{
+    cb_ctx x = cb_of(h, early_stop);
+    x.a = Rf_translateCharUTF8(STRING_ELT(a, 0));
+    x.b = Rf_translateCharUTF8(STRING_ELT(b, 0));
+    return core_text(cb_format(&x, NULL, 0), cb_format, &x);
+}
+
+/* ag_fit(progress =) by the core's rule: "none", "lines" or "bar" (where R can redraw one) */
+SEXP R_pg_fit_progress_parse(SEXP progress, SEXP shown, SEXP silent)
+{
+    const int one =
+        Rf_isString(progress) && XLENGTH(progress) == 1 && STRING_ELT(progress, 0) != NA_STRING;
+    int m;
+    r_check(pg_fit_progress_parse(one ? Rf_translateCharUTF8(STRING_ELT(progress, 0)) : NULL,
+                                  Rf_translateCharUTF8(STRING_ELT(shown, 0)),
+                                  Rf_asLogical(silent) == 1, &m));
+    return Rf_mkString(m == PG_FIT_PROGRESS_BAR         ? "bar"
+                           : m == PG_FIT_PROGRESS_LINES ? "lines"
+                                                        : "none");
 }

@@ -112,22 +112,3 @@ SEXP R_pg_fit_monitor_mask(SEXP fp)
     if (m < 0) r_fail();
     return Rf_ScalarInteger(m);
 }
-
-/* the History's metric columns as text (pg_fit_metrics_format): names, their values column by
- * column, the epochs */
-SEXP R_pg_fit_metrics_format(SEXP names, SEXP values, SEXP epoch)
-{
-    const int64_t nc = XLENGTH(names), n = XLENGTH(epoch);
-    if (!Rf_isString(names) || TYPEOF(values) != REALSXP || TYPEOF(epoch) != REALSXP ||
-        XLENGTH(values) != nc * n)
-        r_stopf(PG_STATUS_ERR_ARG,
-                "print.ag_history: the metric columns are not numeric vectors "
-                "of one length per epoch");
-    const char **nm = (const char **)R_alloc((size_t)(nc ? nc : 1), sizeof *nm);
-    for (int64_t c = 0; c < nc; c++) nm[c] = CHAR(STRING_ELT(names, c));
-    const int64_t need = pg_fit_metrics_format(nc, nm, REAL(values), REAL(epoch), n, NULL, 0);
-    if (need < 0) r_fail();
-    char *buf = R_alloc((size_t)need + 1, 1);
-    pg_fit_metrics_format(nc, nm, REAL(values), REAL(epoch), n, buf, need + 1);
-    return Rf_mkString(buf);
-}

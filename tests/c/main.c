@@ -53,6 +53,7 @@ int main(void)
     run("memory report", test_memory_report);
     run("fit session", test_fit_session);
     run("early stopping", test_fit_stop);
+    run("callback states, prints, progress", test_fit_cb);
     run("resume checks", test_fit_resume);
     run("checkpoint run state", test_fit_ckpt);
     run("fit set-up", test_fit_setup);

@@ -80,6 +80,16 @@ void test_fit_ckpt(void)
     CHECK(pg_fit_ckpt_callbacks(c) == 2);
     CHECK(!strcmp(pg_fit_ckpt_callback_state(c, 0), cbs[0]));
     CHECK(pg_fit_ckpt_callback_state(c, 1) == NULL && pg_fit_ckpt_callback_state(c, 2) == NULL);
+    /* the history as one JSON object (fit_cb.c): whole epochs, real values, NaN as null */
+    char hj[1024];
+    int64_t hn = pg_fit_ckpt_history_json(c, hj, sizeof hj);
+    CHECK(hn > 0 && hn == (int64_t)strlen(hj) && pg_fit_ckpt_history_json(c, NULL, 0) == hn);
+    const char *hp = "{\"epoch\": [1, 2], \"loss\": [0.1, null], ";
+    CHECK(!strncmp(hj, hp, strlen(hp)));
+    CHECK(strstr(hj, "\"time_train\": [null, null]") && strstr(hj, "\"auc\": [null, 0.75]"));
+    CHECK(strstr(hj, "\"stopped_epoch\": null, \"best_epoch\": 2}") != NULL);
+    CHECK(pg_fit_ckpt_history_json(c, hj, 10) == hn && strlen(hj) == 9);
+    CHECK_ERR(pg_fit_ckpt_history_json(NULL, hj, 10) < 0, PG_STATUS_ERR_ARG, "NULL handle");
     pg_fit_ckpt_free(c);
 
     /* refused checkpoints: the resume check's texts, no handle */

@@ -156,6 +156,28 @@ void test_fit_history(void)
           !strstr(buf, "best"));
     CHECK_ERR(pg_fit_history_format("H", NULL, logs, 2, 0, 0, "", buf, 8) < 0, PG_STATUS_ERR_ARG,
               "pg_fit_history_format");
+    /* with the metric columns: the table, a line break, the metrics' table (pg_fit_history_text) */
+    ep[1] = 2;
+    const char *mk[1] = {"auc"};
+    double mv[2] = {0.5, NAN};
+    char mt[256];
+    char both[768];
+    int64_t h = pg_fit_history_format("H", ep, logs, 2, 2, 1, " +- ", buf, sizeof buf);
+    int64_t m = pg_fit_metrics_format(1, mk, mv, ep, 2, mt, sizeof mt);
+    CHECK(h > 0 && m > 0);
+    int64_t t = pg_fit_history_text("H", ep, logs, 2, 2, 1, " +- ", 1, mk, mv, both, sizeof both);
+    CHECK(t == h + 1 + m && (int64_t)strlen(both) == t && !strncmp(both, buf, (size_t)h));
+    CHECK(both[h] == '\n' && !strcmp(both + h + 1, mt));
+    CHECK(pg_fit_history_text("H", ep, logs, 2, 2, 1, " +- ", 1, mk, mv, NULL, 0) == t);
+    CHECK(pg_fit_history_text("H", ep, logs, 2, 2, 1, " +- ", 0, NULL, NULL, both, sizeof both) ==
+          h);
+    CHECK(pg_fit_history_text("H", ep, logs, 2, 2, 1, " +- ", 1, mk, mv, both, h + 1) == t);
+    CHECK((int64_t)strlen(both) == h); /* no room after the table: the table alone */
+    CHECK(pg_fit_history_text("H", ep, logs, 2, 2, 1, " +- ", 1, mk, mv, both, 9) == t);
+    CHECK(!strcmp(both, "<H: 2 ep"));
+    CHECK_ERR(pg_fit_history_text("H", ep, logs, 2, 2, 1, " +- ", 1, NULL, mv, both, 64) < 0,
+              PG_STATUS_ERR_ARG, "bad History metric columns");
+    CHECK(both[0] == '\0'); /* nothing half-written on a refusal */
 }
 
 /* ag_fit's loss table (native/fit_loss.c) */

@@ -1,0 +1,183 @@
+/* ag_fit's built-in callbacks as both front ends save, restore and show them, the history a
+ * checkpoint hands back, and the progress= rule: once here, so R and Python only convert. The
+ * callbacks' rules are fit_stop.c's; the checkpoint layout fit_ckpt.c's / fit_resume.c's. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pg.h"
+#include "codec_internal.h"
+
+/* the text written into out[0..cap) while it fits; len counts what the whole needs */
+typedef struct {
+    char *out;
+    int64_t cap, len;
+} buf_t;
+
+static void putf(buf_t *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int64_t room = b->out && b->len < b->cap ? b->cap - b->len : 0;
+    int n = vsnprintf(room ? b->out + b->len : NULL, (size_t)room, fmt, ap);
+    va_end(ap);
+    if (n > 0) b->len += n;
+}
+
+/* a double as the shortest text that reads back the same (whole: ".0" added unless whole is
+ * set, so a reader keeps it a real number); not finite: null */
+static void put_num(buf_t *b, double v, int whole)
+{
+    char s[40] = "null";
+    if (isfinite(v)) {
+        for (int d = 15; d <= 17; d++) {
+            snprintf(s, sizeof s, "%.*g", d, v);
+            if (strtod(s, NULL) == v) break;
+        }
+        if (!whole && !strpbrk(s, ".e")) strcat(s, ".0");
+    }
+    putf(b, "%s", s);
+}
+
+static int64_t done(buf_t *b, char *out, int64_t cap)
+{
+    if (out && cap > 0 && b->len >= cap) out[cap - 1] = '\0';
+    return b->len;
+}
+
+/* ---- the built-in callbacks' checkpoint state ---- */
+
+static int64_t state_json(const pg_early_stop_state *s, int wait, char *out, int64_t cap)
+{
+    buf_t b = {out, out ? cap : 0, 0};
+    if (out && cap > 0) out[0] = '\0';
+    putf(&b, "{\"best\": ");
+    put_num(&b, s->best, 0);
+    if (s->best_epoch) putf(&b, ", \"best_epoch\": %lld", (long long)s->best_epoch);
+    else putf(&b, ", \"best_epoch\": null");
+    if (wait) putf(&b, ", \"wait\": %lld", (long long)s->wait);
+    putf(&b, "}");
+    return done(&b, out, cap);
+}
+
+int64_t pg_early_stop_state_json(const pg_early_stop *es, char *out, int64_t cap)
+{
+    pg_early_stop_state s;
+    int rc = pg_early_stop_get_state(es, &s);
+    return rc ? -rc : state_json(&s, 1, out, cap);
+}
+
+int64_t pg_checkpoint_state_json(const pg_checkpoint *c, char *out, int64_t cap)
+{
+    pg_early_stop_state s;
+    int rc = pg_checkpoint_get_state(c, &s);
+    return rc ? -rc : state_json(&s, 0, out, cap);
+}
+
+int pg_early_stop_state_load(pg_early_stop *es, int is_map, const pg_host_value *v)
+{
+    double best;
+    int64_t be, w;
+    int rc = pg_callback_state_parse("ag_early_stopping", is_map, v, &best, &be, &w);
+    return rc || !es ? rc : pg_early_stop_set_state(es, best, be, w);
+}
+
+int pg_checkpoint_state_load(pg_checkpoint *c, int is_map, const pg_host_value *v)
+{
+    double best;
+    int64_t be, w;
+    int rc = pg_callback_state_parse("ag_model_checkpoint", is_map, v, &best, &be, &w);
+    return rc || !c ? rc : pg_checkpoint_set_state(c, best, be);
+}
+
+/* ---- how the callbacks print ---- */
+
+static const char *monitor_shown(int monitor)
+{
+    return monitor < 0 ? "auto" : pg_fit_log_name(monitor);
+}
+
+int64_t pg_early_stop_format(const pg_early_stop *es, const char *min_delta,
+                             const char *restore_best, char *out, int64_t cap)
+{
+    pg_early_stop_params p;
+    int rc = !min_delta || !restore_best
+        ? pg_fail(PG_STATUS_ERR_ARG, "pg_early_stop_format(): NULL argument")
+        : pg_early_stop_params_get(es, &p);
+    if (rc) return -rc;
+    buf_t b = {out, out ? cap : 0, 0};
+    putf(&b,
+         "ag_early_stopping | patience=%lld | min_delta=%s | restore_best=%s | monitor=%s | "
+         "mode=%s",
+         (long long)p.patience, min_delta, restore_best, monitor_shown(p.monitor),
+         pg_monitor_mode_name(p.mode));
+    return done(&b, out, cap);
+}
+
+int64_t pg_checkpoint_format(const pg_checkpoint *c, const char *path, const char *yes, char *out,
+                             int64_t cap)
+{
+    pg_checkpoint_params p;
+    int rc = !path || !yes ? pg_fail(PG_STATUS_ERR_ARG, "pg_checkpoint_format(): NULL argument")
+                           : pg_checkpoint_params_get(c, &p);
+    if (rc) return -rc;
+    buf_t b = {out, out ? cap : 0, 0};
+    putf(&b, "ag_model_checkpoint | path=%s | every=%lld", path, (long long)p.every);
+    if (p.best_only)
+        putf(&b, " | save_best_only=%s | monitor=%s | mode=%s", yes, monitor_shown(p.monitor),
+             pg_monitor_mode_name(p.mode));
+    return done(&b, out, cap);
+}
+
+/* ---- a checkpoint's history, as one JSON object ---- */
+
+int64_t pg_fit_ckpt_history_json(const pg_fit_ckpt *c, char *out, int64_t cap)
+{
+    if (!c) return -pg_fail(PG_STATUS_ERR_ARG, "pg_fit_ckpt_history_json(): NULL handle");
+    const int64_t n = pg_fit_ckpt_epochs(c);
+    double *col = malloc(sizeof(double) * (size_t)(n + 1));
+    if (!col) return -pg_fail(PG_STATUS_ERR_NOMEM, "ag_fit: out of memory");
+    buf_t b = {out, out ? cap : 0, 0};
+    if (out && cap > 0) out[0] = '\0';
+    putf(&b, "{");
+    for (int64_t j = 0; j < pg_fit_ckpt_columns(c); j++) {
+        const char *name = pg_fit_ckpt_column_name(c, j);
+        int64_t q = pj_quote(NULL, 0, 0, name, (int64_t)strlen(name));
+        char *s = malloc((size_t)q + 1);
+        if (!s) return free(col), -pg_fail(PG_STATUS_ERR_NOMEM, "ag_fit: out of memory");
+        pj_quote(s, q + 1, 0, name, (int64_t)strlen(name));
+        s[q] = '\0';
+        putf(&b, "%s%s: [", j ? ", " : "", s);
+        free(s);
+        pg_fit_ckpt_column(c, j, col);
+        for (int64_t i = 0; i < n; i++) {
+            if (i) putf(&b, ", ");
+            put_num(&b, col[i], j == 0); /* epochs are whole */
+        }
+        putf(&b, "]");
+    }
+    free(col);
+    putf(&b, ", \"stopped_epoch\": ");
+    put_num(&b, pg_fit_ckpt_stopped_epoch(c), 1);
+    putf(&b, ", \"best_epoch\": ");
+    put_num(&b, pg_fit_ckpt_best_epoch(c), 1);
+    putf(&b, "}");
+    return done(&b, out, cap);
+}
+
+/* ---- ag_fit(progress =) ---- */
+
+int pg_fit_progress_parse(const char *name, const char *shown, int silent, int *mode)
+{
+    if (!shown || !mode)
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_progress_parse(): NULL argument");
+    static const char *const NAMES[] = {"none", "lines", "auto", "bar"};
+    for (int i = 0; name && i < 4; i++)
+        if (!strcmp(name, NAMES[i])) {
+            *mode = silent ? PG_FIT_PROGRESS_NONE : i < 2 ? i : PG_FIT_PROGRESS_BAR;
+            return PG_STATUS_OK;
+        }
+    return pg_fail(PG_STATUS_ERR_VALUE,
+                   "ag_fit: progress must be \"auto\", \"bar\" or \"none\", got %s", shown);
+}
