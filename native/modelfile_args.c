@@ -97,7 +97,8 @@ int pg_mf_path_check(const char *path, const char *shown, const char *fn, int r_
     if (!path || !shown || !fn)
         return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_path_check(): NULL argument");
     int err = stat(path, &sb) ? errno : S_ISDIR(sb.st_mode) ? EISDIR : 0;
-    if (err && !r_text) return pg_fail_io(err, "%s", strerror(err)); /* Python's OSError text */
+    /* Python's OSError adds the path to its text: "[Errno 2] <fn>: No such file or directory: 'p'" */
+    if (err && !r_text) return pg_fail_io(err, "%s: %s", fn, strerror(err));
     if (err == EISDIR) return pg_fail_io(err, "%s: '%s' is a directory", fn, shown);
     if (err) return pg_fail_io(err, "%s: cannot open file '%s': %s", fn, shown, strerror(err));
     if (!S_ISREG(sb.st_mode)) /* reading a FIFO or device would block or never end */

@@ -228,7 +228,7 @@ int pg_mf_builder_args(int fn, int model_fn, int have_model);
 int pg_mf_load_dtype(const char *dtype, const char *shown, int *out);
 /* path (shown as `shown`) as a model file to read, before anything opens it: 0 for a regular
  * file; PG_STATUS_ERR_IO with the errno (pg_last_errno) when stat fails or it is a directory
- * (EISDIR), its text the system's (r_text 0: Python's OSError carries the path) or R's ("<fn>:
+ * (EISDIR), its text "<fn>: <system text>" (r_text 0: Python's OSError adds the path) or R's ("<fn>:
  * cannot open file '<shown>': <system text>", "<fn>: '<shown>' is a directory");
  * PG_STATUS_ERR_VALUE "<fn>: <shown>: not a regular file (a FIFO, device or socket): ..." */
 int pg_mf_path_check(const char *path, const char *shown, const char *fn, int r_text);

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._core import check, ffi, lib
 from ..io.check import to_json
-from ..io.modelfile import _load, _save, ag_model_info
+from ..io.modelfile import _load, _save, model_info
 from .callbacks import _text
 from .history import _KEYS, History, _num
 
@@ -61,7 +61,7 @@ class Checkpoint:
 
     def __init__(self, path: Any, setup: Any, callbacks: List[Any]):
         self.path, h = path, ffi.new("pg_fit_ckpt **")
-        ag_model_info(path)  # a model file, checked as one
+        model_info(path, "ag_fit: resume_from")  # a model file, checked as one
         # checked against the run's settings; the run takes its seed and split state (the core's)
         check(lib.pg_fit_setup_resume(setup._p, os.fsencode(path), h))
         setup._get()

@@ -279,7 +279,12 @@ def ag_model_info(path: Union[str, os.PathLike]) -> Dict[str, Any]:
     """What a model file holds, without building anything: a dict with format, parameter and
     buffer names with their shapes and dtypes, config (dict or None), epoch, optimizer kind,
     extra and target (the loss, classify kind and class labels ag_fit recorded, or None)."""
-    with _ModelFile(path, "ag_model_info()") as f:
+    return model_info(path, "ag_model_info()")
+
+
+def model_info(path: Any, fn: str) -> Dict[str, Any]:
+    """ag_model_info's answer, its errors naming fn (ag_fit's resume_from checks its file so)."""
+    with _ModelFile(path, fn) as f:
         text = ffi.new("char **")
         f.call(lib.pg_mf_info_json(f.h, text))  # the checks and the layout: the core's
         info = json.loads(ffi.string(text[0]).decode("utf-8"))

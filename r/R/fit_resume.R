@@ -84,7 +84,7 @@ print.ag_model_checkpoint <- function(x, ...) {
 # the weights and the optimizer later, once the run is set up (a refused checkpoint changes
 # nothing).
 .fit_resume <- function(path, setup, cbs) {
-  ag_model_info(path)  # a model file, checked as one
+  .model_info(path, "ag_fit: resume_from")  # a model file, checked as one
   r <- .Call(R_pg_fit_ckpt_read, setup, path)
   r$callbacks <- lapply(r$callbacks, function(t)
     if (!is.null(t)) jsonlite::parse_json(t, simplifyVector = FALSE))

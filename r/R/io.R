@@ -225,9 +225,12 @@
 
 # ag_load_model(): state.R (ggmlR's arguments, and ggmlR's RDS containers)
 
-ag_model_info <- function(path) {
-  .model_path(path, "ag_model_info()")
-  f <- .mf_open(path, "ag_model_info()")
+ag_model_info <- function(path) .model_info(path, "ag_model_info()")
+
+# ag_model_info's answer, its errors naming fn (ag_fit's resume_from checks its file so)
+.model_info <- function(path, fn) {
+  .model_path(path, fn)
+  f <- .mf_open(path, fn)
   on.exit(.Call(R_pg_mf_close, f), add = TRUE)
   .mf_fail(.Call(R_pg_mf_check_info, f), path)  # name lists, optimizer, config, extra
   v <- .Call(R_pg_mf_values, f)

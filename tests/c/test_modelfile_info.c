@@ -113,13 +113,14 @@ static void test_path(const char *dir)
     CHECK(pg_mf_path_check(path, "shown", "ag_load_model()", 0) == 0);
     CHECK(pg_mf_path_check(path, "shown", "ag_load_model()", 1) == 0);
     unlink(path);
-    /* missing: the errno; Python's text is the system's (its OSError adds the path), R's names it */
+    /* missing: the errno; both texts name the function (Python's OSError adds the path) */
+    snprintf(want, sizeof want, "f(): %s", strerror(ENOENT));
     CHECK_ERR(pg_mf_path_check(path, "p", "f()", 0) && pg_last_errno() == ENOENT, PG_STATUS_ERR_IO,
-              strerror(ENOENT));
+              want);
     CHECK_ERR(pg_mf_path_check(path, "~/p", "ag_model_info()", 1), PG_STATUS_ERR_IO,
               "ag_model_info(): cannot open file '~/p': No such file or directory");
     CHECK_ERR(pg_mf_path_check(dir, "d", "f()", 0) && pg_last_errno() == EISDIR, PG_STATUS_ERR_IO,
-              "Is a directory");
+              "f(): Is a directory");
     CHECK_ERR(pg_mf_path_check(dir, "d", "ag_load_model()", 1) && pg_last_errno() == EISDIR,
               PG_STATUS_ERR_IO, "ag_load_model(): 'd' is a directory");
     /* a FIFO: refused before anything opens it, one text for both */

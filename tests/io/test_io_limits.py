@@ -166,7 +166,9 @@ def test_save_errors_are_the_os_error_of_their_errno(tmp_path):
     assert e.value.filename == "/sys/pyggmlr-test.st"
     with pytest.raises(FileNotFoundError) as e:
         pg.ag_model_info(missing)
-    assert e.value.errno == errno.ENOENT
+    assert e.value.errno == errno.ENOENT and "ag_model_info()" in str(e.value)
+    with pytest.raises(IsADirectoryError, match=r"ag_load_model\(\): Is a directory"):
+        pg.ag_load_model(tmp_path)
 
 
 @pytest.mark.parametrize("epoch", ["²", "٣", "3a", "", "1234567890123"])

@@ -2,6 +2,8 @@
 settings, the checkpoint pattern, a run checkpointed in R resumed in Python, and a refused
 resume that changes nothing. The rest of ag_fit: test_training.py."""
 
+import errno
+
 import numpy as np
 import pytest
 from _fit_models import _iris, _mlp, _weights
@@ -219,3 +221,20 @@ def test_a_checkpoint_with_metrics_resumes_across_languages(tmp_path):
     rest = pg.ag_fit(m, x, y, nepoch=4, resume_from=f, **kw)
     assert rest.mae == full.mae and rest.val_mae == full.val_mae and rest.epoch == [1, 2, 3, 4]
     assert rest.metrics == ["mae", "val_mae"]
+
+
+def test_resume_from_file_errors_name_ag_fit(tmp_path):
+    """The file's errors name ag_fit's argument (they named ag_model_info), the OSError of the
+    errno for a missing file or a directory."""
+    x = np.arange(12.0).reshape(3, 4)
+    m = pg.ag_sequential(pg.ag_linear(3, 2))
+    junk = tmp_path / "junk.st"
+    junk.write_bytes(b"\x10" + b"\x00" * 7 + b'{"a":1}')
+    fit = lambda p: pg.ag_fit(m, x, x[:2], loss="mse", nepoch=1, silent=True, resume_from=p)  # noqa: E731
+    with pytest.raises(pg.PyggmlrValueError, match=r"^ag_fit: resume_from: .*truncated file"):
+        fit(junk)
+    with pytest.raises(FileNotFoundError) as e:
+        fit(tmp_path / "none.st")
+    assert e.value.errno == errno.ENOENT and "ag_fit: resume_from: " in str(e.value)
+    with pytest.raises(IsADirectoryError, match="ag_fit: resume_from: "):
+        fit(tmp_path)

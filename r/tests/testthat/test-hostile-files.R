@@ -147,6 +147,22 @@ test_that("a refused resume_from changes nothing (batch size, tampered state, ne
   }
 })
 
+test_that("resume_from's file errors name ag_fit and the argument, not an internal function", {
+  set.seed(0)
+  x <- matrix(runif(24), 3, 8)
+  y <- matrix(runif(16), 2, 8)
+  a <- hf_trained()
+  junk <- tempfile(fileext = ".st")
+  writeBin(as.raw(c(16, 0, 0, 0, 0, 0, 0, 0, charToRaw('{"a":1}'))), junk)
+  go <- function(p) ag_fit(a$m, x, y, loss = "mse", optimizer = a$opt, nepoch = 1, silent = TRUE,
+                           resume_from = p)
+  expect_error(go(junk), paste0("ag_fit: resume_from: ", junk, ": truncated file"), fixed = TRUE,
+               class = "pyggmlr_value_error")
+  expect_error(go(paste0(junk, ".none")), "ag_fit: resume_from: cannot open file", fixed = TRUE,
+               class = "pyggmlr_io_error")
+  expect_error(go(tempdir()), "ag_fit: resume_from: '", fixed = TRUE, class = "pyggmlr_io_error")
+})
+
 test_that("a save the loader would refuse is refused before the old file is touched", {
   a <- hf_trained()
   f <- tempfile(fileext = ".st")
