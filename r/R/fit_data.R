@@ -50,25 +50,22 @@
   match(v, lev) - 1L
 }
 
-# x and y (checked) with validation_data's columns appended, and the val_split that holds out
-# exactly them (the core's rules)
+# the plan's samples and the val_split that holds out exactly validation_data's, once x and y
+# are checked (the core's rules); the plan appends the columns (R_pg_fit_new)
 .fit_join <- function(d, X, Y, val_split) {
-  if (!d$fixed) return(list(X = X, Y = Y, val_split = val_split))
+  if (!d$fixed) return(list(n = ncol(X), val_split = val_split))
   dims <- lapply(list(X, Y, d$xv, d$yv), function(m) if (is.null(m)) NULL else as.list(dim(m)))
-  val_split <- .Call(R_pg_fit_val_join, dims, val_split)
-  list(X = cbind(X, d$xv), Y = if (is.null(Y)) NULL else cbind(Y, d$yv), val_split = val_split)
+  list(n = ncol(X) + ncol(d$xv), val_split = .Call(R_pg_fit_val_join, dims, val_split))
 }
 
-# keras' verbose: 0 silent, 1 the live bar, 2 one line per epoch; NULL or "auto" (keras' default):
-# progress / silent as given, so progress = "auto" picks 1 or 2 (.fit_progress_mode)
+# keras' verbose: 0 silent, 1 the live bar, 2 one line per epoch (the core's rule,
+# pg_fit_verbosity); NULL or "auto" (keras' default): progress / silent as given, so
+# progress = "auto" picks 1 or 2 (.fit_progress_mode)
 .fit_verbosity <- function(verbose, progress, silent) {
   silent <- .arg_flag(silent, "ag_fit", "silent")
   if (is.null(verbose) || identical(verbose, "auto"))
     return(list(progress = progress, silent = silent))
-  if (!is.numeric(verbose) || length(verbose) != 1L || is.na(verbose) || !verbose %in% 0:2)
-    .arg_fail("value",
-              paste0("ag_fit: verbose must be 0 (silent), 1 (progress bar), 2 (one line per ",
-                     "epoch), \"auto\" or NULL, got %s"),
-              paste(format(verbose), collapse = " "))
-  list(progress = c("none", "bar", "lines")[verbose + 1L], silent = isTRUE(silent) || verbose == 0)
+  num <- is.numeric(verbose) && length(verbose) == 1L && !is.na(verbose)
+  m <- .Call(R_pg_fit_verbosity, num, if (num) verbose else 0, paste(format(verbose), collapse = " "))
+  list(progress = c("none", "bar", "lines")[m + 1L], silent = silent || m == 0L)
 }
