@@ -72,3 +72,23 @@ int pg_fit_resume_from_fail(const char *shown)
     return pg_fail(PG_STATUS_ERR_ARG, "%s: resume_from must be a file name, got %s", OP,
                    shown ? shown : "?");
 }
+
+int pg_fit_kind_fail(int what, const char *shown, int64_t epoch, int r_spelling)
+{
+    const char *got = shown ? shown : "?";
+    switch (what) {
+    case PG_FIT_KIND_VALIDATION_DATA:
+        return pg_fail(
+            PG_STATUS_ERR_ARG, "%s: validation_data must be a %s or an ag_dataloader, got %s", OP,
+            r_spelling ? "list (x_val, y_val), (x_val)" : "tuple (x_val, y_val), (x_val,)", got);
+    case PG_FIT_KIND_LOSS:
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: loss must be a loss name such as %s or a %s(output, y), got %s", OP,
+                       r_spelling ? "\"mse\"" : "'mse'", r_spelling ? "function" : "callable", got);
+    case PG_FIT_KIND_OPT_PARAMS:
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "%s: opt_params(epoch) must return a %s, got %s at epoch %lld", OP,
+                       r_spelling ? "named list" : "dict", got, (long long)epoch);
+    default: return pg_fail(PG_STATUS_ERR_ARG, "%s: unknown argument kind %d", OP, what);
+    }
+}

@@ -109,6 +109,16 @@ int pg_fit_flags_check(int distributed_ok, int static_ok, int r_spelling);
 /* ag_fit(resume_from =) that is not one file name: PG_STATUS_ERR_ARG showing `shown`; always
  * fails (the host checks the kind). */
 int pg_fit_resume_from_fail(const char *shown);
+/* ag_fit's refusal of an argument of the wrong kind (what: a pg_fit_kind code), showing what
+ * was given (shown: Python's type or repr, R's class or value) in the language's words
+ * (r_spelling); epoch: opt_params' epoch. Always fails: PG_STATUS_ERR_VALUE for the loss,
+ * PG_STATUS_ERR_ARG for the others. */
+enum pg_fit_kind {
+    PG_FIT_KIND_VALIDATION_DATA = 0, /* not a tuple / list of 1 or 2, nor an ag_dataloader */
+    PG_FIT_KIND_LOSS = 1,            /* not a loss name nor a function */
+    PG_FIT_KIND_OPT_PARAMS = 2       /* opt_params(epoch) returned no dict / named list */
+};
+int pg_fit_kind_fail(int what, const char *shown, int64_t epoch, int r_spelling);
 /* Batch b (0-based) of the training part (val 0) or the validation part (val 1), gathered into
  * tensors the fit owns and reuses (new references; their values change at the next call of the
  * same width). *yb is NULL without y. Returns the batch's width (samples on this rank), < 0 on

@@ -19,8 +19,7 @@ from .. import _core
 from .._args import check_flag
 from .._core import NULL, ffi, lib
 from ..data import ag_dataloader
-from ..errors import ArgumentError
-from .util import _as_cols
+from .util import _as_cols, kind_fail
 
 __all__: list = []
 
@@ -64,10 +63,7 @@ class FitData:
                 validation_data[1] if len(validation_data) == 2 else None, "validation_data"
             )
         else:
-            raise ArgumentError(
-                "ag_fit: validation_data must be a tuple (x_val, y_val), (x_val,) or an ag_dataloader, "
-                f"got {type(validation_data).__name__}"
-            )
+            kind_fail(lib.PG_FIT_KIND_VALIDATION_DATA, type(validation_data).__name__)
         self.fixed_split = True
 
     def join(self, X: np.ndarray, Y: Optional[np.ndarray], val_split: float) -> Tuple[int, float]:

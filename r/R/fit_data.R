@@ -25,9 +25,7 @@
     xv <- validation_data[[1L]]
     yv <- if (length(validation_data) == 1L) NULL else validation_data[[2L]]
   } else {
-    .arg_fail("argument",
-              paste0("ag_fit: validation_data must be a list (x_val, y_val), (x_val) or an ",
-                     "ag_dataloader, got %s"), class(validation_data)[[1L]])
+    .fit_kind_fail("VALIDATION_DATA", class(validation_data)[[1L]])
   }
   d$xv <- .fit_cols(xv, "validation_data")
   if (is.factor(y) && (is.factor(yv) || is.character(yv))) yv <- .val_ids(yv, levels(y))

@@ -210,6 +210,16 @@ SEXP R_pg_fit_flags_check(SEXP distributed_ok, SEXP static_ok)
     return R_NilValue;
 }
 
+/* what: a pg_fit_kind name ("LOSS") */
+SEXP R_pg_fit_kind_fail(SEXP what, SEXP shown, SEXP epoch)
+{
+    static const char *K[] = {"VALIDATION_DATA", "LOSS", "OPT_PARAMS"};
+    int k = 0;
+    while (k < 3 && strcmp(CHAR(STRING_ELT(what, 0)), K[k])) k++;
+    r_check(pg_fit_kind_fail(k, CHAR(STRING_ELT(shown, 0)), (int64_t)Rf_asReal(epoch), 1));
+    return R_NilValue;
+}
+
 SEXP R_pg_fit_resume_from_fail(SEXP shown)
 {
     r_check(pg_fit_resume_from_fail(CHAR(STRING_ELT(shown, 0))));

@@ -113,9 +113,39 @@ static void test_flags(void)
     pg_clear_error();
 }
 
+static void test_kind_fail(void)
+{
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_VALIDATION_DATA, "list", 0, 0) == PG_STATUS_ERR_ARG &&
+          !strcmp(pg_last_error(),
+                  "ag_fit: validation_data must be a tuple (x_val, y_val), "
+                  "(x_val,) or an ag_dataloader, got list"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_VALIDATION_DATA, "numeric", 0, 1) == PG_STATUS_ERR_ARG &&
+          !strcmp(pg_last_error(),
+                  "ag_fit: validation_data must be a list (x_val, y_val), "
+                  "(x_val) or an ag_dataloader, got numeric"));
+    CHECK(
+        pg_fit_kind_fail(PG_FIT_KIND_LOSS, "3", 0, 0) == PG_STATUS_ERR_VALUE &&
+        !strcmp(pg_last_error(),
+                "ag_fit: loss must be a loss name such as 'mse' or a callable(output, y), got 3"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_LOSS, "NA", 0, 1) == PG_STATUS_ERR_VALUE &&
+          !strcmp(pg_last_error(),
+                  "ag_fit: loss must be a loss name such as \"mse\" or a "
+                  "function(output, y), got NA"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_OPT_PARAMS, "list", 4, 0) == PG_STATUS_ERR_ARG &&
+          !strcmp(pg_last_error(),
+                  "ag_fit: opt_params(epoch) must return a dict, got list at "
+                  "epoch 4"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_OPT_PARAMS, "numeric", 2, 1) == PG_STATUS_ERR_ARG &&
+          !strcmp(pg_last_error(),
+                  "ag_fit: opt_params(epoch) must return a named list, got "
+                  "numeric at epoch 2"));
+    CHECK_ERR(pg_fit_kind_fail(9, NULL, 0, 0), PG_STATUS_ERR_ARG, "unknown argument kind 9");
+}
+
 void test_fit_data(void)
 {
     test_join_plan();
     test_verbosity();
     test_flags();
+    test_kind_fail();
 }
