@@ -71,8 +71,8 @@ int pg_fit_epoch_begin(pg_fit *f);
 /* ag_fit(validation_data =): x, y, xv, yv are [rows, columns] shapes (y, yv NULL without
  * targets). Checks that xv / yv can follow x / y as their last columns (same rows; targets on
  * both or neither; a sample each at least; val_split, the caller's argument, exactly 0) and sets
- * *val_split_out to the fraction that holds out exactly xv's columns. The host appends them and
- * makes the plan with fixed_split. Errors name ag_fit and validation_data. */
+ * *val_split_out to the fraction that holds out exactly xv's columns. The host passes xv / yv
+ * to pg_fit_new (pg_fit_params), which appends them. Errors name ag_fit and validation_data. */
 /* The commonest data mistake, row-major data (one row per sample), guessed from the shapes of x
  * [xr, xc] and y [yr, yc] whose sample counts (columns) disagree, for ag_fit's hint (below)
  * and ag_dataloader's (pg_check_samples): x looks row-major (its rows match

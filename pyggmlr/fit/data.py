@@ -6,7 +6,8 @@ Precedence (documented in ag_fit): a loader's x / y, batch_size and shuffle beco
 defaults, or y, together with a loader is an error rather than a silent choice. The batching
 stays in the core's plan (plan.py): validation data are appended after the training data and
 held out as the plan's validation part with the split fixed (never shuffled into the training
-part); the rules on their shapes are the core's (pg_fit_val_join)."""
+part); the rules on their shapes are the core's (pg_fit_val_join), which appends them in the
+plan (pg_fit_new)."""
 
 from __future__ import annotations
 

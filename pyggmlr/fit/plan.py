@@ -57,12 +57,12 @@ class FitPlan:
         self, x: Any, y: Any, dtype: str, classify: int, stream: Generator, setup: FitSetup,
         xv: Any = None, yv: Any = None,
     ) -> None:  # fmt: skip
-        t = [None if a is None else ag_tensor(a, dtype=dtype) for a in (x, y, xv, yv)]
+        keep = [None if a is None else ag_tensor(a, dtype=dtype) for a in (x, y, xv, yv)]
+        h = [NULL if t is None else t._handle() for t in keep]  # alive through the call
         prm = ffi.new("pg_fit_params *", lib.pg_fit_default_params())
         _core.check(lib.pg_fit_setup_plan_params(setup._p, prm))
-        prm.classify, prm.rng = int(classify), stream._h
-        prm.xv, prm.yv = [NULL if a is None else a._handle() for a in t[2:]]
-        p = lib.pg_fit_new(t[0]._handle(), NULL if t[1] is None else t[1]._handle(), prm)
+        prm.classify, prm.rng, prm.xv, prm.yv = int(classify), stream._h, h[2], h[3]
+        p = lib.pg_fit_new(h[0], h[1], prm)
         if p == NULL:
             _core.raise_last()
         self._p = ffi.gc(p, lib.pg_fit_free)

@@ -3,7 +3,7 @@
 # = list(x_val, y_val) (or a loader) in place of val_split, and keras' verbose levels. The batching
 # stays in the core's plan: validation columns go after the training ones and are held out as
 # the plan's validation part, with the split fixed; the rules on their shapes are the core's
-# (pg_fit_val_join).
+# (pg_fit_val_join), which appends them in the plan (pg_fit_new).
 
 .fit_data <- function(x, y, validation_data, batch_size, shuffle, seed) {
   d <- list(x = x, y = y, batch_size = batch_size, shuffle = shuffle, seed = seed, fixed = FALSE)
@@ -64,6 +64,7 @@
   if (is.null(verbose) || identical(verbose, "auto"))
     return(list(progress = progress, silent = silent))
   num <- is.numeric(verbose) && length(verbose) == 1L && !is.na(verbose)
-  m <- .Call(R_pg_fit_verbosity, num, if (num) verbose else 0, paste(format(verbose), collapse = " "))
+  shown <- paste(format(verbose), collapse = " ")
+  m <- .Call(R_pg_fit_verbosity, num, if (num) verbose else 0, shown)
   list(progress = c("none", "bar", "lines")[m + 1L], silent = silent || m == 0L)
 }
