@@ -83,11 +83,11 @@ static int check_ids(const pg_tensor *y)
 
 pg_fit_params pg_fit_default_params(void)
 {
-    pg_fit_params p = {0, 32, 0, 0.0, 1, NULL, NULL, 0};
+    pg_fit_params p = {0, 32, 0, 0.0, 1, NULL, NULL, 0, NULL, NULL};
     return p;
 }
 
-pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, const pg_fit_params *params)
+pg_fit *pg_fit_new_cols(pg_tensor *x, pg_tensor *y, const pg_fit_params *params)
 {
     if (!params) return pg_fail_null(PG_STATUS_ERR_ARG, "%s: params is NULL", OP);
     if (pg_not_live(x, OP, "x") || (y && pg_not_live(y, OP, "y"))) return NULL;

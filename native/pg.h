@@ -356,6 +356,8 @@ pg_tensor **pg_fit_weight_slot(pg_fit *f, pg_tensor **x, pg_tensor **y, int64_t 
 /* ag_fit's data are finite (fit_val.c): PG_STATUS_ERR_VALUE naming the count and the first
  * (row, column); columns from n_main on are validation_data's and named as such. */
 int pg_fit_check_finite(const pg_tensor *t, const char *what, int64_t n_main);
+/* pg_fit_new's plan on x / y as given (fit.c); pg_fit_new (fit_data.c) appends validation_data */
+pg_fit *pg_fit_new_cols(pg_tensor *x, pg_tensor *y, const pg_fit_params *params);
 /* ag_fit's binary accuracy (fit_binary.c) for classify PG_FIT_CLASSIFY_PROBS / _LOGITS:
  * pg_fit_binary_targets refuses BCE targets outside [0, 1] naming the loss, row and column
  * (columns from n_main on: validation_data's, named as such);

@@ -21,7 +21,10 @@ typedef struct pg_fit pg_fit;
  *   NULL the current one (borrowed, must outlive the fit) [NULL]. split_state: NULL, or a state
  *   (PG_RNG_STATE_LEN, copied) loaded into rng before the split is drawn (resuming) [NULL].
  * fixed_split: the validation part is the last columns as given (validation_data): no shuffle
- *   before the split; the training part is still reshuffled every epoch when shuffle [0]. */
+ *   before the split; the training part is still reshuffled every epoch when shuffle [0].
+ * xv, yv: validation_data's x [F, m] and y [K, m] (y exactly when the plan has y; borrowed,
+ *   in x's dtype), appended after x / y's columns as the plan's validation part (fixed_split
+ *   implied; val_split then pg_fit_val_join's) [NULL]. */
 enum pg_fit_classify {
     PG_FIT_CLASSIFY_NONE = 0,   /* no accuracy (regression, mean / sum, the user's loss) */
     PG_FIT_CLASSIFY_ARGMAX = 1, /* cross_entropy: arg-max against the class */
@@ -37,6 +40,7 @@ typedef struct pg_fit_params {
     pg_rng *rng;
     const int32_t *split_state;
     int fixed_split;
+    pg_tensor *xv, *yv;
 } pg_fit_params;
 pg_fit_params pg_fit_default_params(void);
 /* x, y: retained (y may be NULL). Errors name ag_fit and the argument. */
@@ -67,8 +71,8 @@ int pg_fit_epoch_begin(pg_fit *f);
 /* ag_fit(validation_data =): x, y, xv, yv are [rows, columns] shapes (y, yv NULL without
  * targets). Checks that xv / yv can follow x / y as their last columns (same rows; targets on
  * both or neither; a sample each at least; val_split, the caller's argument, exactly 0) and sets
- * *val_split_out to the fraction that holds out exactly xv's columns. The host appends them and
- * makes the plan with fixed_split. Errors name ag_fit and validation_data. */
+ * *val_split_out to the fraction that holds out exactly xv's columns. The host passes xv / yv
+ * to pg_fit_new (pg_fit_params), which appends them. Errors name ag_fit and validation_data. */
 /* The commonest data mistake, row-major data (one row per sample), guessed from the shapes of x
  * [xr, xc] and y [yr, yc] whose sample counts (columns) disagree, for ag_fit's hint (below)
  * and ag_dataloader's (pg_check_samples): x looks row-major (its rows match
@@ -93,6 +97,28 @@ int pg_check_samples(const char *fn, int64_t xr, int64_t xc, int64_t yr, int64_t
                      const char *ty, const char *both);
 int pg_fit_val_join(const int64_t *x, const int64_t *y, const int64_t *xv, const int64_t *yv,
                     double val_split, double *val_split_out);
+/* keras' verbose onto ag_fit's progress (fit_data.c): number 0 (not a number) or v other than
+ * 0, 1, 2 is PG_STATUS_ERR_VALUE showing `shown`, with "None" or (r_spelling) "NULL" as the other
+ * choice; else *mode = v: 0 silent ("none"), 1 the live bar ("bar"), 2 a line per epoch
+ * ("lines"). The host handles "auto" / no verbose (progress and silent as given). */
+int pg_fit_verbosity(int number, double v, const char *shown, int r_spelling, int *mode);
+/* ag_fit's distributed and static flags: distributed_ok 0 (not one flag) or static_ok 0 (not
+ * a flag nor None / NULL) is PG_STATUS_ERR_VALUE in the language's spelling (r_spelling),
+ * distributed first. */
+int pg_fit_flags_check(int distributed_ok, int static_ok, int r_spelling);
+/* ag_fit(resume_from =) that is not one file name: PG_STATUS_ERR_ARG showing `shown`; always
+ * fails (the host checks the kind). */
+int pg_fit_resume_from_fail(const char *shown);
+/* ag_fit's refusal of an argument of the wrong kind (what: a pg_fit_kind code), showing what
+ * was given (shown: Python's type or repr, R's class or value) in the language's words
+ * (r_spelling); epoch: opt_params' epoch. Always fails: PG_STATUS_ERR_VALUE for the loss,
+ * PG_STATUS_ERR_ARG for the others. */
+enum pg_fit_kind {
+    PG_FIT_KIND_VALIDATION_DATA = 0, /* not a tuple / list of 1 or 2, nor an ag_dataloader */
+    PG_FIT_KIND_LOSS = 1,            /* not a loss name nor a function */
+    PG_FIT_KIND_OPT_PARAMS = 2       /* opt_params(epoch) returned no dict / named list */
+};
+int pg_fit_kind_fail(int what, const char *shown, int64_t epoch, int r_spelling);
 /* Batch b (0-based) of the training part (val 0) or the validation part (val 1), gathered into
  * tensors the fit owns and reuses (new references; their values change at the next call of the
  * same width). *yb is NULL without y. Returns the batch's width (samples on this rank), < 0 on

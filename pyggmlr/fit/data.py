@@ -6,10 +6,12 @@ Precedence (documented in ag_fit): a loader's x / y, batch_size and shuffle beco
 defaults, or y, together with a loader is an error rather than a silent choice. The batching
 stays in the core's plan (plan.py): validation data are appended after the training data and
 held out as the plan's validation part with the split fixed (never shuffled into the training
-part); the rules on their shapes are the core's (pg_fit_val_join)."""
+part); the rules on their shapes are the core's (pg_fit_val_join), which appends them in the
+plan (pg_fit_new)."""
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Optional, Tuple
 
 import numpy as np
@@ -18,8 +20,7 @@ from .. import _core
 from .._args import check_flag
 from .._core import NULL, ffi, lib
 from ..data import ag_dataloader
-from ..errors import ArgumentError, PyggmlrValueError
-from .util import _as_cols
+from .util import _as_cols, kind_fail
 
 __all__: list = []
 
@@ -63,43 +64,46 @@ class FitData:
                 validation_data[1] if len(validation_data) == 2 else None, "validation_data"
             )
         else:
-            raise ArgumentError(
-                "ag_fit: validation_data must be a tuple (x_val, y_val), (x_val,) or an ag_dataloader, "
-                f"got {type(validation_data).__name__}"
-            )
+            kind_fail(lib.PG_FIT_KIND_VALIDATION_DATA, type(validation_data).__name__)
         self.fixed_split = True
 
-    def join(
-        self, X: np.ndarray, Y: Optional[np.ndarray], val_split: float
-    ) -> Tuple[np.ndarray, Optional[np.ndarray], float]:
-        """x and y (checked) with the validation columns appended, and the val_split that holds
-        out exactly them (the core's rules, pg_fit_val_join)."""
+    def join(self, X: np.ndarray, Y: Optional[np.ndarray], val_split: float) -> Tuple[int, float]:
+        """(the plan's samples, the val_split that holds out exactly validation_data's) once x
+        and y are checked: the core's rules (pg_fit_val_join); the plan appends the columns."""
         if not self.fixed_split:
-            return X, Y, val_split
+            return X.shape[1], val_split
+        assert self.xv is not None  # fixed_split: set with it
         out = ffi.new("double *")
         _core.check(
             lib.pg_fit_val_join(
                 _shape(X), _shape(Y), _shape(self.xv), _shape(self.yv), val_split, out
             )
         )
-        assert self.xv is not None  # fixed_split: set with it
-        X = np.concatenate([X, self.xv.astype(X.dtype, copy=False)], axis=1)
-        if Y is not None and self.yv is not None:  # the core checked: both or neither
-            Y = np.concatenate([Y, self.yv.astype(Y.dtype, copy=False)], axis=1)
-        return X, Y, float(out[0])
+        return X.shape[1] + self.xv.shape[1], float(out[0])
 
 
-def verbosity(verbose: Any, progress: str, silent: bool) -> Tuple[str, bool]:
-    """keras' verbose levels onto ag_fit's progress= / silent=: 0 silent, 1 the live bar
-    (progress="bar"), 2 one line per epoch and no bar ("lines"); None or "auto" (keras'
-    default): progress and silent as given, so progress="auto" picks 1 or 2 (fit/progress.py).
-    Returns (progress, silent)."""
+def verbosity(verbose: Any, progress: str, silent: Any) -> Tuple[str, bool]:
+    """keras' verbose levels onto ag_fit's progress= / silent= (the core's rule, pg_fit_verbosity):
+    0 silent, 1 the live bar, 2 one line per epoch; None or "auto" (keras' default): progress and
+    silent as given, so progress="auto" picks 1 or 2 (fit/progress.py)."""
     silent = check_flag(silent, "ag_fit", "silent")
     if verbose is None or (isinstance(verbose, str) and verbose == "auto"):
         return progress, silent
-    if isinstance(verbose, bool) or verbose not in (0, 1, 2):
-        raise PyggmlrValueError(
-            "ag_fit: verbose must be 0 (silent), 1 (progress bar), 2 (one line per epoch), "
-            f'"auto" or None, got {verbose!r}'
+    num, mode = (
+        isinstance(verbose, numbers.Real) and not isinstance(verbose, bool),
+        ffi.new("int *"),
+    )
+    shown = repr(verbose).encode("utf-8", "replace")
+    _core.check(lib.pg_fit_verbosity(num, float(verbose) if num else 0, shown, 0, mode))
+    return ("none", "bar", "lines")[mode[0]], silent or mode[0] == 0
+
+
+def check_flags(distributed: Any, static: Any) -> None:
+    """distributed a flag, static a flag or None (the core's texts: a truthy "a" must not start
+    MPI)."""
+    flag = (bool, np.bool_)
+    _core.check(
+        lib.pg_fit_flags_check(
+            isinstance(distributed, flag), static is None or isinstance(static, flag), 0
         )
-    return ("none", "bar", "lines")[int(verbose)], silent or verbose == 0
+    )

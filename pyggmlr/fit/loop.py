@@ -14,11 +14,8 @@ import os
 import warnings
 from typing import Any, Callable, Optional, Sequence, Union
 
-import numpy as np
-
 from .._core import check, lib
 from ..errors import (
-    ArgumentError,
     NonFiniteLossWarning,
     PyggmlrError,
     PyggmlrValueError,
@@ -28,9 +25,9 @@ from ..optim.optimizer import Optimizer
 from ..parallel.sync import FitSync
 from ..random import Generator, _seed_int
 from ..tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
-from ..tensor import Tensor, ag_tensor
+from ..tensor import Tensor
 from .args import check_args, make_callbacks
-from .data import FitData, verbosity  # loaders, validation_data, verbose
+from .data import FitData, check_flags, verbosity  # loaders, validation_data, verbose
 from .evaluate import fit_metric_codes, fit_metrics_set
 from .history import History
 from .labels import encode_labels
@@ -197,10 +194,7 @@ def ag_fit(
         y, validation_data, classes = encode_labels(y, loss, validation_data)
     else:
         classes = None
-    if not _is_flag(distributed):  # R's texts (a truthy "a" must not start MPI)
-        raise PyggmlrValueError("ag_fit: distributed must be True or False")
-    if static is not None and not _is_flag(static):
-        raise PyggmlrValueError("ag_fit: static must be True, False or None")
+    check_flags(distributed, static)
     data = FitData(x, y, validation_data, batch_size, shuffle, seed)
     x, y = data.x, data.y
     batch_size, shuffle, seed = data.batch_size, data.shuffle, data.seed
@@ -218,9 +212,8 @@ def ag_fit(
         check(lib.pg_fit_check_samples(*X.shape, *Y.shape, b"x.T", b"y.T"))
     if classify == lib.PG_FIT_CLASSIFY_ARGMAX:  # the classes against the model's outputs
         _check_class_count(Y, model, X.shape[0])
-    X, Y, val_split = data.join(X, Y, val_split)  # validation_data's columns last
+    n, val_split = data.join(X, Y, val_split)  # validation_data's columns last, in the plan
     SW, CW = sample_weights(sample_weight), class_weights(class_weight)  # checked by the core
-    n = X.shape[1]
 
     params = _params(model)
     if not params:
@@ -255,23 +248,14 @@ def ag_fit(
         history, start_epoch, ck = History(), 1, None
         if resume_from is not None:
             if isinstance(resume_from, bytes) or not isinstance(resume_from, (str, os.PathLike)):
-                raise ArgumentError(
-                    "ag_fit: resume_from must be a file name, got "
-                    f"{type(resume_from).__name__} {resume_from!r}"[:200]
-                )
+                shown = f"{type(resume_from).__name__} {resume_from!r}"[:155]  # 200 in all
+                check(lib.pg_fit_resume_from_fail(shown.encode("utf-8", "replace")))
             ck = Checkpoint(resume_from, setup, cbs)  # checked; its seed and split state taken
             history, start_epoch = ck.history, ck.epoch + 1
         stream = Generator(info.seed) if info.has_seed else Generator.current()
         # the split, the shuffles and the batches live in the core (fit/plan.py, native/fit.c)
         # (a checkpoint's split state is checked by the resume check, before this loads it)
-        plan = FitPlan(
-            ag_tensor(X, dtype=dtype),
-            None if Y is None else ag_tensor(Y, dtype=dtype),
-            classify,
-            stream,
-            setup,
-            fixed_split=data.fixed_split,
-        )
+        plan = FitPlan(X, Y, dtype, classify, stream, setup, data.xv, data.yv)
         weighted = attach(plan, loss_code, SW, CW)  # the core's checks and weight row
         fit_metrics_set(plan, mcodes, history)  # before shard: refused when distributed
         if sync is not None:
@@ -406,7 +390,3 @@ def _host_step(plan, lv, out, opt, sync, width):
     plan.record(False, lv.item(), out)
     ag_tape_clear()
     return lv.item()
-
-
-def _is_flag(v):
-    return isinstance(v, (bool, np.bool_))

@@ -11,7 +11,7 @@ from .._core import NULL, ffi, lib
 from ..errors import PyggmlrValueError
 from ..random import Generator
 from ..tape import _pending, _raise_pending
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor, _wrap, ag_tensor
 
 __all__: List[str] = []
 
@@ -47,26 +47,22 @@ class FitSetup:
 
 
 class FitPlan:
-    """x, y: tensors in the model's dtype (y None: no targets); stream: the Generator the split
-    and the shuffles draw from; setup: the run's FitSetup (batch sizes, val_split, shuffle and,
-    resuming, the split state loaded before the split; it keeps the plan's); fixed_split: the
-    validation part is the last columns as given (ag_fit's validation_data): no initial shuffle
-    of the split, the training part still reshuffled per epoch."""
+    """x, y: [F, n] / [K, n] arrays (y None: no targets) made the model's dtype; stream: the
+    Generator the split and the shuffles draw from; setup: the run's FitSetup (batch sizes,
+    val_split, shuffle and, resuming, the split state loaded before the split; it keeps the
+    plan's); xv, yv: validation_data's, appended by the core as the plan's validation part
+    (split fixed: no initial shuffle of the split, the training part still reshuffled)."""
 
     def __init__(
-        self,
-        x: Tensor,
-        y: Optional[Tensor],
-        classify: int,
-        stream: Generator,
-        setup: FitSetup,
-        fixed_split: bool = False,
-    ) -> None:
+        self, x: Any, y: Any, dtype: str, classify: int, stream: Generator, setup: FitSetup,
+        xv: Any = None, yv: Any = None,
+    ) -> None:  # fmt: skip
+        keep = [None if a is None else ag_tensor(a, dtype=dtype) for a in (x, y, xv, yv)]
+        h = [NULL if t is None else t._handle() for t in keep]  # alive through the call
         prm = ffi.new("pg_fit_params *", lib.pg_fit_default_params())
         _core.check(lib.pg_fit_setup_plan_params(setup._p, prm))
-        prm.classify, prm.fixed_split = int(classify), int(fixed_split)
-        prm.rng = stream._h
-        p = lib.pg_fit_new(x._handle(), NULL if y is None else y._handle(), prm)
+        prm.classify, prm.rng, prm.xv, prm.yv = int(classify), stream._h, h[2], h[3]
+        p = lib.pg_fit_new(h[0], h[1], prm)
         if p == NULL:
             _core.raise_last()
         self._p = ffi.gc(p, lib.pg_fit_free)

@@ -14,7 +14,6 @@ from .._core import NULL, check, ffi, lib
 from ..errors import (
     ArgumentError,
     PyggmlrError,
-    PyggmlrValueError,
     ShapeError,
     StaticFallbackWarning,
 )
@@ -107,15 +106,18 @@ def _as_cols(v, name, fn="ag_fit"):
     return np.asfortranarray(a)
 
 
+def kind_fail(what: int, shown: str, epoch: int = 0) -> None:
+    """ag_fit's refusal of an argument of the wrong kind: the core's text (pg_fit_kind_fail)."""
+    check(lib.pg_fit_kind_fail(what, shown.encode("utf-8", "replace"), epoch, 0))
+
+
 def _loss_fn(loss):
     """(loss function, name, the core's code or -1): a callable as given, else the core's loss of
     that name."""
     if callable(loss):
         return loss, "callable", -1
     if not isinstance(loss, str):
-        raise PyggmlrValueError(
-            f"ag_fit: loss must be a loss name such as 'mse' or a callable(output, y), got {loss!r}"
-        )
+        kind_fail(lib.PG_FIT_KIND_LOSS, repr(loss))
     code = ffi.new("int *")
     check(lib.pg_fit_loss_parse(loss.encode("utf-8", "replace"), code))
     k = code[0]
@@ -153,9 +155,7 @@ def _apply_hyper(opt, hp, epoch):
     if hp is None:
         return
     if not isinstance(hp, dict):
-        raise ArgumentError(
-            f"ag_fit: opt_params(epoch) must return a dict, got {type(hp).__name__} at epoch {epoch}"
-        )
+        kind_fail(lib.PG_FIT_KIND_OPT_PARAMS, type(hp).__name__, epoch)
     h = _Host(lib.PG_OPTIM_STATE_FORM_GGMLR)
     vals = ffi.new("pg_host_value[]", max(len(hp), 1))
     for dst, v in zip(vals, hp.values()):

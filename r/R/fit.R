@@ -21,10 +21,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   # fit_data.R: loaders, validation_data, verbose (as Python's)
   # the arguments are checked in Python's order (the first bad one is named in both languages)
   v <- .fit_verbosity(verbose, progress, silent)
-  if (!is.logical(distributed) || length(distributed) != 1L || is.na(distributed))
-    .fit_stop("ag_fit: distributed must be TRUE or FALSE")
-  if (!is.null(static) && (!is.logical(static) || length(static) != 1L || is.na(static)))
-    .fit_stop("ag_fit: static must be TRUE, FALSE or NULL")
+  flag <- function(v) is.logical(v) && length(v) == 1L && !is.na(v)
+  .Call(R_pg_fit_flags_check, flag(distributed), is.null(static) || flag(static))  # core's texts
   fm <- .fit_formula(x, y, data)  # fit_formula.R: y ~ ., data = df; factor columns of a df x
   d <- .fit_data(fm$x, fm$y, validation_data, batch_size, shuffle, seed)
   x <- d$x
@@ -57,11 +55,9 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   tg <- .fit_targets(y, L$name, X)
   if (classify == 1L && !is.null(tg$Y) && nrow(tg$Y) == 1L)  # arg-max: the ids against outputs
     .check_classes(tg, model, nrow(X))  # fit_hints.R: 1-based labels, the classes
-  j <- .fit_join(d, X, tg$Y, val_split)  # validation_data's columns last
-  X <- j$X
-  tg$Y <- j$Y
+  j <- .fit_join(d, X, tg$Y, val_split)  # validation_data's columns last, in the plan
   val_split <- j$val_split
-  n <- ncol(X)
+  n <- j$n
 
   if (!((is.environment(model) || is.list(model)) &&
         (is.function(model$parameters) || is.function(model$params))))
@@ -119,8 +115,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   res <- NULL
   if (!is.null(resume_from)) {  # weights, optimizer, then the run's own state from the checkpoint
     if (!is.character(resume_from) || length(resume_from) != 1L || is.na(resume_from))
-      .arg_fail("argument", "ag_fit: resume_from must be a file name, got %s",
-                .arg_show(resume_from))
+      .Call(R_pg_fit_resume_from_fail, .arg_show(resume_from))  # the core's text
     # checked against the run's settings, whose seed and split state become the checkpoint's
     res <- tryCatch(.fit_resume(resume_from, su, cbs), error = undo)  # nothing written
     info <- .Call(R_pg_fit_setup_info, su)
@@ -134,9 +129,9 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   # the split, the shuffles, the batches and the statistics live in the core (native/fit.c)
   # the tensors as ag_tensor() makes them, but no wrapper: only the core's handles are used
   dcode <- .dtype_code(dtype, "ag_tensor")
-  plan <- tryCatch(.Call(R_pg_fit_new, .Call(R_pg_tensor_new, X, dcode, FALSE),
-                         if (is.null(tg$Y)) NULL else .Call(R_pg_tensor_new, tg$Y, dcode, FALSE),
-                classify, su, d$fixed), error = function(e) if (is.null(res)) stop(e) else undo(e))
+  tn <- function(m) if (!is.null(m)) .Call(R_pg_tensor_new, m, dcode, FALSE)
+  plan <- tryCatch(.Call(R_pg_fit_new, tn(X), tn(tg$Y), classify, su, tn(d$xv), tn(d$yv)),
+                   error = function(e) if (is.null(res)) stop(e) else undo(e))
   tryCatch(.Call(R_pg_fit_set_weights, plan, if (is.null(L$code)) -1L else L$code, SW, CW),
            error = function(e) if (is.null(res)) stop(e) else undo(e))
   weighted <- !is.null(SW) || !is.null(CW)

@@ -3,7 +3,7 @@
 # = list(x_val, y_val) (or a loader) in place of val_split, and keras' verbose levels. The batching
 # stays in the core's plan: validation columns go after the training ones and are held out as
 # the plan's validation part, with the split fixed; the rules on their shapes are the core's
-# (pg_fit_val_join).
+# (pg_fit_val_join), which appends them in the plan (pg_fit_new).
 
 .fit_data <- function(x, y, validation_data, batch_size, shuffle, seed) {
   d <- list(x = x, y = y, batch_size = batch_size, shuffle = shuffle, seed = seed, fixed = FALSE)
@@ -25,9 +25,7 @@
     xv <- validation_data[[1L]]
     yv <- if (length(validation_data) == 1L) NULL else validation_data[[2L]]
   } else {
-    .arg_fail("argument",
-              paste0("ag_fit: validation_data must be a list (x_val, y_val), (x_val) or an ",
-                     "ag_dataloader, got %s"), class(validation_data)[[1L]])
+    .fit_kind_fail("VALIDATION_DATA", class(validation_data)[[1L]])
   }
   d$xv <- .fit_cols(xv, "validation_data")
   if (is.factor(y) && (is.factor(yv) || is.character(yv))) yv <- .val_ids(yv, levels(y))
@@ -50,25 +48,23 @@
   match(v, lev) - 1L
 }
 
-# x and y (checked) with validation_data's columns appended, and the val_split that holds out
-# exactly them (the core's rules)
+# the plan's samples and the val_split that holds out exactly validation_data's, once x and y
+# are checked (the core's rules); the plan appends the columns (R_pg_fit_new)
 .fit_join <- function(d, X, Y, val_split) {
-  if (!d$fixed) return(list(X = X, Y = Y, val_split = val_split))
+  if (!d$fixed) return(list(n = ncol(X), val_split = val_split))
   dims <- lapply(list(X, Y, d$xv, d$yv), function(m) if (is.null(m)) NULL else as.list(dim(m)))
-  val_split <- .Call(R_pg_fit_val_join, dims, val_split)
-  list(X = cbind(X, d$xv), Y = if (is.null(Y)) NULL else cbind(Y, d$yv), val_split = val_split)
+  list(n = ncol(X) + ncol(d$xv), val_split = .Call(R_pg_fit_val_join, dims, val_split))
 }
 
-# keras' verbose: 0 silent, 1 the live bar, 2 one line per epoch; NULL or "auto" (keras' default):
-# progress / silent as given, so progress = "auto" picks 1 or 2 (.fit_progress_mode)
+# keras' verbose: 0 silent, 1 the live bar, 2 one line per epoch (the core's rule,
+# pg_fit_verbosity); NULL or "auto" (keras' default): progress / silent as given, so
+# progress = "auto" picks 1 or 2 (.fit_progress_mode)
 .fit_verbosity <- function(verbose, progress, silent) {
   silent <- .arg_flag(silent, "ag_fit", "silent")
   if (is.null(verbose) || identical(verbose, "auto"))
     return(list(progress = progress, silent = silent))
-  if (!is.numeric(verbose) || length(verbose) != 1L || is.na(verbose) || !verbose %in% 0:2)
-    .arg_fail("value",
-              paste0("ag_fit: verbose must be 0 (silent), 1 (progress bar), 2 (one line per ",
-                     "epoch), \"auto\" or NULL, got %s"),
-              paste(format(verbose), collapse = " "))
-  list(progress = c("none", "bar", "lines")[verbose + 1L], silent = isTRUE(silent) || verbose == 0)
+  num <- is.numeric(verbose) && length(verbose) == 1L && !is.na(verbose)
+  shown <- paste(format(verbose), collapse = " ")
+  m <- .Call(R_pg_fit_verbosity, num, if (num) verbose else 0, shown)
+  list(progress = c("none", "bar", "lines")[m + 1L], silent = silent || m == 0L)
 }

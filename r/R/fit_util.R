@@ -5,6 +5,9 @@
 .fit_stop <- function(...) .arg_fail("value", ...)
 .fit_type_stop <- function(...) .arg_fail("argument", ...)
 
+# an argument of the wrong kind (a pg_fit_kind name): the core's text (pg_fit_kind_fail)
+.fit_kind_fail <- function(what, shown, epoch = 0) .Call(R_pg_fit_kind_fail, what, shown, epoch)
+
 .fit_int <- function(v, name, lo = 1L, fn = "ag_fit") .arg_int(v, fn, name, lo)
 
 # Argument checks shared by the R front end (issue 19), as Python's check_int / check_num /
@@ -137,8 +140,7 @@
 .fit_loss <- function(loss) {
   if (is.function(loss)) return(list(fn = loss, name = "callable"))
   if (!is.character(loss) || length(loss) != 1L || is.na(loss))
-    .fit_stop(paste0("ag_fit: loss must be a loss name such as \"mse\" or a ",
-                     "function(output, y), got %s"), .arg_show(loss))
+    .fit_kind_fail("LOSS", .arg_show(loss))
   code <- .Call(R_pg_fit_loss_parse, loss)
   list(fn = function(out, y = NULL, w = NULL) {  # w: the batch's weight row (sample weights)
     if (is.null(w)) .Call(R_pg_fit_loss, code, out, y)
@@ -164,8 +166,7 @@
 .apply_hyper <- function(opt, hp, epoch) {
   if (is.null(hp)) return(invisible())
   if (!is.list(hp) || (length(hp) && is.null(names(hp))))
-    .fit_type_stop("ag_fit: opt_params(epoch) must return a named list, got %s at epoch %d",
-                   class(hp)[[1L]], epoch)
+    .fit_kind_fail("OPT_PARAMS", class(hp)[[1L]], epoch)
   vals <- lapply(hp, function(v) if (is.null(v)) list(NULL, "NULL") else .st_val(v, show = TRUE))
   .Call(R_pg_fit_opt_params, opt$.h, enc2utf8(names(hp)), vals, as.double(epoch))
   invisible()

@@ -65,7 +65,7 @@ extern SEXP R_pg_clip_grad_norm(SEXP, SEXP, SEXP);
 extern SEXP R_pg_clip_grad_value(SEXP, SEXP, SEXP);
 extern SEXP R_pg_grad_anomaly(SEXP, SEXP);
 extern SEXP R_pg_sched_init(SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_new(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_new(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_next(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_where(SEXP);
@@ -254,6 +254,10 @@ extern SEXP R_pg_fit_static_notice(SEXP);
 extern SEXP R_pg_fit_return_state(SEXP, SEXP);
 extern SEXP R_pg_fit_metric_codes_fit(SEXP, SEXP);
 extern SEXP R_pg_fit_loader_check(SEXP, SEXP);
+extern SEXP R_pg_fit_verbosity(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_flags_check(SEXP, SEXP);
+extern SEXP R_pg_fit_resume_from_fail(SEXP);
+extern SEXP R_pg_fit_kind_fail(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_labels_check(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_arg_int(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_arg_num(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -326,7 +330,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_clip_grad_value", (DL_FUNC)&R_pg_clip_grad_value, 3},
     {"R_pg_grad_anomaly", (DL_FUNC)&R_pg_grad_anomaly, 2},
     {"R_pg_sched_init", (DL_FUNC)&R_pg_sched_init, 3},
-    {"R_pg_fit_new", (DL_FUNC)&R_pg_fit_new, 5},
+    {"R_pg_fit_new", (DL_FUNC)&R_pg_fit_new, 6},
     {"R_pg_session_new", (DL_FUNC)&R_pg_session_new, 5},
     {"R_pg_session_next", (DL_FUNC)&R_pg_session_next, 4},
     {"R_pg_session_where", (DL_FUNC)&R_pg_session_where, 1},
@@ -515,6 +519,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_return_state", (DL_FUNC)&R_pg_fit_return_state, 2},
     {"R_pg_fit_metric_codes_fit", (DL_FUNC)&R_pg_fit_metric_codes_fit, 2},
     {"R_pg_fit_loader_check", (DL_FUNC)&R_pg_fit_loader_check, 2},
+    {"R_pg_fit_verbosity", (DL_FUNC)&R_pg_fit_verbosity, 3},
+    {"R_pg_fit_flags_check", (DL_FUNC)&R_pg_fit_flags_check, 2},
+    {"R_pg_fit_resume_from_fail", (DL_FUNC)&R_pg_fit_resume_from_fail, 1},
+    {"R_pg_fit_kind_fail", (DL_FUNC)&R_pg_fit_kind_fail, 3},
     {"R_pg_fit_labels_check", (DL_FUNC)&R_pg_fit_labels_check, 4},
     {"R_pg_arg_int", (DL_FUNC)&R_pg_arg_int, 8},
     {"R_pg_arg_num", (DL_FUNC)&R_pg_arg_num, 9},

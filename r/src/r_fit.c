@@ -6,15 +6,17 @@
 static pg_fit *fit_get(SEXP x) { return r_get(x, R_FIT); }
 
 /* setup: the run's set-up (batch sizes, val_split, shuffle and, resuming, the split state loaded
- * before the split; it takes the plan's) */
-SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP setup, SEXP fixed_split)
+ * before the split; it takes the plan's); xv, yv: validation_data's tensors (NULL: none), which
+ * the core appends as the validation part */
+SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP setup, SEXP xv, SEXP yv)
 {
     pg_tensor *xt = r_get(x, R_TENSOR), *yt = Rf_isNull(y) ? NULL : r_get(y, R_TENSOR);
     pg_fit_setup *su = r_get(setup, R_FIT_SETUP);
     pg_fit_params p = pg_fit_default_params();
     r_check(pg_fit_setup_plan_params(su, &p));
     p.classify = Rf_asInteger(classify); /* a pg_fit_classify code */
-    p.fixed_split = Rf_asLogical(fixed_split) == 1;
+    p.xv = Rf_isNull(xv) ? NULL : r_get(xv, R_TENSOR);
+    p.yv = Rf_isNull(yv) ? NULL : r_get(yv, R_TENSOR);
     r_draw c = r_draw_enter();
     pg_fit *f = pg_fit_new(xt, yt, &p);
     r_draw_leave(c, f != NULL);
@@ -190,6 +192,38 @@ SEXP R_pg_batch_count(SEXP n, SEXP batch_size, SEXP drop_last)
                                      Rf_asLogical(drop_last) == TRUE);
     if (c < 0) r_fail();
     return Rf_ScalarInteger((int)c);
+}
+
+/* keras' verbose: number (is.numeric, one, not NA) v's mode 0, 1, 2 (pg_fit_verbosity) */
+SEXP R_pg_fit_verbosity(SEXP number, SEXP v, SEXP shown)
+{
+    int mode = 0;
+    r_check(pg_fit_verbosity(Rf_asLogical(number) == 1, Rf_asReal(v), CHAR(STRING_ELT(shown, 0)), 1,
+                             &mode));
+    return Rf_ScalarInteger(mode);
+}
+
+/* distributed one flag, static one flag or NULL (pg_fit_flags_check's texts) */
+SEXP R_pg_fit_flags_check(SEXP distributed_ok, SEXP static_ok)
+{
+    r_check(pg_fit_flags_check(Rf_asLogical(distributed_ok) == 1, Rf_asLogical(static_ok) == 1, 1));
+    return R_NilValue;
+}
+
+/* what: a pg_fit_kind name ("LOSS") */
+SEXP R_pg_fit_kind_fail(SEXP what, SEXP shown, SEXP epoch)
+{
+    static const char *K[] = {"VALIDATION_DATA", "LOSS", "OPT_PARAMS"};
+    int k = 0;
+    while (k < 3 && strcmp(CHAR(STRING_ELT(what, 0)), K[k])) k++;
+    r_check(pg_fit_kind_fail(k, CHAR(STRING_ELT(shown, 0)), (int64_t)Rf_asReal(epoch), 1));
+    return R_NilValue;
+}
+
+SEXP R_pg_fit_resume_from_fail(SEXP shown)
+{
+    r_check(pg_fit_resume_from_fail(CHAR(STRING_ELT(shown, 0))));
+    return R_NilValue;
 }
 
 /* ag_fit(x = an ag_dataloader): y given, or batch_size / shuffle other than ag_fit's defaults */

@@ -60,6 +60,7 @@ void test_modelfile_info(void);
 void test_codec_plan(void);
 void test_fit_plan(void);
 void test_fit_val(void);
+void test_fit_data(void);
 void test_memory_report(void);
 void test_fit_session(void);
 void test_fit_stop(void);

@@ -50,6 +50,7 @@ int main(void)
     run("model info and file sniffing", test_modelfile_info);
     run("fit plan", test_fit_plan);
     run("fit validation data", test_fit_val);
+    run("fit data arguments", test_fit_data);
     run("memory report", test_memory_report);
     run("fit session", test_fit_session);
     run("early stopping", test_fit_stop);

@@ -1,0 +1,94 @@
+/* ag_fit's data and display arguments (pg_api_train.h), once for R and Python: validation_data's
+ * columns appended into the plan, keras' verbose levels, the distributed / static flags and
+ * resume_from's text. The hosts check the kinds of their own values and pass what they saw. */
+#include <string.h>
+#include "pg.h"
+
+static const char *OP = "ag_fit";
+
+/* a's columns then b's (same rows and dtype, checked by the caller), one new tensor */
+static pg_tensor *cat_cols(const pg_tensor *a, const pg_tensor *b)
+{
+    const int64_t r = a->ne[0], na = a->ne[1], nb = b->ne[1];
+    pg_tensor *t = pg_tensor_new(a->dtype, r, na + nb, NULL, a->dtype, 1, r);
+    if (!t) return NULL;
+    const size_t es = pg_dtype_size(a->dtype);
+    memcpy(pg_data(t), pg_data(a), (size_t)(r * na) * es);
+    memcpy((char *)pg_data(t) + (size_t)(r * na) * es, pg_data(b), (size_t)(r * nb) * es);
+    return t;
+}
+
+pg_fit *pg_fit_new(pg_tensor *x, pg_tensor *y, const pg_fit_params *params)
+{
+    if (!params || !params->xv) return pg_fit_new_cols(x, y, params);
+    pg_tensor *xv = params->xv, *yv = params->yv;
+    if (pg_not_live(x, OP, "x") || (y && pg_not_live(y, OP, "y")) ||
+        pg_not_live(xv, OP, "validation_data x") ||
+        (yv && pg_not_live(yv, OP, "validation_data y")))
+        return NULL;
+    double vs = 0; /* the shapes as pg_fit_val_join checked them for the host's val_split */
+    if (pg_fit_val_join(x->ne, y ? y->ne : NULL, xv->ne, yv ? yv->ne : NULL, 0, &vs)) return NULL;
+    if (xv->dtype != x->dtype || (y && yv->dtype != y->dtype))
+        return pg_fail_null(PG_STATUS_ERR_DTYPE,
+                            "%s: validation_data is %s but x is %s; give both in the model's dtype",
+                            OP, pg_desc(xv->dtype != x->dtype ? xv : yv), pg_desc(x));
+    pg_tensor *jx = cat_cols(x, xv), *jy = y ? cat_cols(y, yv) : NULL;
+    pg_fit *f = NULL;
+    if (jx && (!y || jy)) {
+        pg_fit_params p = *params;
+        p.fixed_split = 1, p.xv = p.yv = NULL;
+        f = pg_fit_new_cols(jx, jy, &p); /* retains what it keeps */
+    }
+    if (jx) pg_tensor_release(jx);
+    if (jy) pg_tensor_release(jy);
+    return f;
+}
+
+int pg_fit_verbosity(int number, double v, const char *shown, int r_spelling, int *mode)
+{
+    if (!mode) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL mode", OP);
+    if (!number || !(v == 0 || v == 1 || v == 2))
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: verbose must be 0 (silent), 1 (progress bar), 2 (one line per epoch), "
+                       "\"auto\" or %s, got %s",
+                       OP, r_spelling ? "NULL" : "None", shown ? shown : "?");
+    *mode = (int)v;
+    return 0;
+}
+
+int pg_fit_flags_check(int distributed_ok, int static_ok, int r_spelling)
+{
+    if (!distributed_ok) /* a truthy "a" must not start MPI */
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: distributed must be %s", OP,
+                       r_spelling ? "TRUE or FALSE" : "True or False");
+    if (!static_ok)
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: static must be %s", OP,
+                       r_spelling ? "TRUE, FALSE or NULL" : "True, False or None");
+    return 0;
+}
+
+int pg_fit_resume_from_fail(const char *shown)
+{
+    return pg_fail(PG_STATUS_ERR_ARG, "%s: resume_from must be a file name, got %s", OP,
+                   shown ? shown : "?");
+}
+
+int pg_fit_kind_fail(int what, const char *shown, int64_t epoch, int r_spelling)
+{
+    const char *got = shown ? shown : "?";
+    switch (what) {
+    case PG_FIT_KIND_VALIDATION_DATA:
+        return pg_fail(
+            PG_STATUS_ERR_ARG, "%s: validation_data must be a %s or an ag_dataloader, got %s", OP,
+            r_spelling ? "list (x_val, y_val), (x_val)" : "tuple (x_val, y_val), (x_val,)", got);
+    case PG_FIT_KIND_LOSS:
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "%s: loss must be a loss name such as %s or a %s(output, y), got %s", OP,
+                       r_spelling ? "\"mse\"" : "'mse'", r_spelling ? "function" : "callable", got);
+    case PG_FIT_KIND_OPT_PARAMS:
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "%s: opt_params(epoch) must return a %s, got %s at epoch %lld", OP,
+                       r_spelling ? "named list" : "dict", got, (long long)epoch);
+    default: return pg_fail(PG_STATUS_ERR_ARG, "%s: unknown argument kind %d", OP, what);
+    }
+}

@@ -1,0 +1,1 @@
+../../native/fit_data.c

@@ -1,0 +1,151 @@
+/* ag_fit's data and display arguments (fit_data.c): validation_data appended by pg_fit_new, the
+ * verbose levels, the distributed / static flags and resume_from's text. */
+#include <string.h>
+#include "check.h"
+
+static int64_t live(void)
+{
+    pg_memory_counts m;
+    return pg_memory_stats(&m) == 0 ? m.live_tensors : -1;
+}
+
+static void test_join_plan(void)
+{
+    double xd[2 * 8], yd[8], xvd[2 * 3], yvd[3];
+    for (int i = 0; i < 16; i++) xd[i] = i;
+    for (int i = 0; i < 8; i++) yd[i] = i;
+    for (int i = 0; i < 6; i++) xvd[i] = 100 + i;
+    for (int i = 0; i < 3; i++) yvd[i] = 8 + i;
+    pg_tensor *x = pg_tensor_new(PG_DTYPE_F64, 2, 8, xd, PG_DTYPE_F64, 1, 2);
+    pg_tensor *y = pg_tensor_new(PG_DTYPE_F64, 1, 8, yd, PG_DTYPE_F64, 1, 1);
+    pg_tensor *xv = pg_tensor_new(PG_DTYPE_F64, 2, 3, xvd, PG_DTYPE_F64, 1, 2);
+    pg_tensor *yv = pg_tensor_new(PG_DTYPE_F64, 1, 3, yvd, PG_DTYPE_F64, 1, 1);
+    pg_rng *r = pg_rng_new_seeded(3);
+    pg_fit_params p = pg_fit_default_params();
+    CHECK(p.xv == NULL && p.yv == NULL);
+    double vs = 0;
+    int64_t sx[2] = {2, 8}, sy[2] = {1, 8}, sxv[2] = {2, 3}, syv[2] = {1, 3};
+    CHECK(pg_fit_val_join(sx, sy, sxv, syv, 0, &vs) == 0);
+    p.batch_size = 2, p.val_split = vs, p.rng = r, p.xv = xv, p.yv = yv;
+    const int64_t before = live();
+    int32_t s0[PG_RNG_STATE_LEN], s1[PG_RNG_STATE_LEN];
+    CHECK(pg_rng_get_state(r, s0) == 0);
+    pg_fit *f = pg_fit_new(x, y, &p);
+    CHECK(f && pg_rng_get_state(r, s1) == 0 && !memcmp(s0, s1, sizeof s0)); /* split fixed */
+    pg_fit_dims d;
+    CHECK(pg_fit_sizes(f, &d) == 0 && d.n == 11 && d.n_train == 8 && d.n_val == 3);
+    CHECK(d.n_val_batches == 2 && d.n_batches == 4);
+    pg_tensor *xb = NULL, *yb = NULL;
+    CHECK(pg_fit_epoch_begin(f) == 0 && pg_fit_batch(f, 1, 0, &xb, &yb) == 2);
+    const double *v = pg_data(xb), *w = pg_data(yb);
+    CHECK(v[0] == 100 && v[1] == 101 && v[2] == 102 && v[3] == 103 && w[0] == 8 && w[1] == 9);
+    REL(xb), REL(yb);
+    CHECK(pg_fit_batch(f, 1, 1, &xb, &yb) == 1);
+    v = pg_data(xb), w = pg_data(yb);
+    CHECK(v[0] == 104 && v[1] == 105 && w[0] == 10);
+    REL(xb), REL(yb);
+    pg_fit_free(f);
+    CHECK(live() == before); /* the joined tensors go with the plan */
+    /* failures: the val_join rules on the tensors, the dtype; nothing made, the inputs alike */
+    p.yv = NULL;
+    CHECK_ERR(!pg_fit_new(x, y, &p), PG_STATUS_ERR_ARG,
+              "ag_fit: validation_data needs targets exactly when the training data have them "
+              "(training y given, validation y absent)");
+    pg_tensor *xv1 = pg_tensor_new(PG_DTYPE_F64, 3, 3, NULL, PG_DTYPE_F64, 1, 3);
+    p.xv = xv1, p.yv = yv;
+    CHECK_ERR(!pg_fit_new(x, y, &p), PG_STATUS_ERR_SHAPE,
+              "ag_fit: validation_data x has 3 features (rows), x has 2");
+    pg_tensor *xv32 = pg_tensor_new(PG_DTYPE_F32, 2, 3, xvd, PG_DTYPE_F64, 1, 2);
+    p.xv = xv32;
+    CHECK_ERR(!pg_fit_new(x, y, &p), PG_STATUS_ERR_DTYPE,
+              "ag_fit: validation_data is [2x3] f32 but x is [2x8] f64; give both in the model's "
+              "dtype");
+    REL(xv1), REL(xv32);
+    CHECK(live() == before);
+    CHECK(((const double *)pg_data(x))[15] == 15 && pg_tensor_check(x) == 0);
+    /* no targets: x alone joined; the non-finite check names validation_data's columns */
+    xvd[5] = 1.0 / 0.0;
+    pg_tensor *xvi = pg_tensor_new(PG_DTYPE_F64, 2, 3, xvd, PG_DTYPE_F64, 1, 2);
+    p.xv = xvi, p.yv = NULL;
+    CHECK_ERR(!pg_fit_new(x, NULL, &p), PG_STATUS_ERR_VALUE,
+              "ag_fit: validation_data x has 1 non-finite value (NaN or Inf), the first at row 2, "
+              "column 3");
+    p.xv = xv;
+    f = pg_fit_new(x, NULL, &p);
+    CHECK(f && pg_fit_sizes(f, &d) == 0 && d.n == 11 && d.n_val == 3);
+    pg_fit_free(f);
+    REL(xvi), REL(x), REL(y), REL(xv), REL(yv);
+    pg_rng_free(r);
+}
+
+static void test_verbosity(void)
+{
+    int m = -1;
+    CHECK(pg_fit_verbosity(1, 0, "0", 0, &m) == 0 && m == 0);
+    CHECK(pg_fit_verbosity(1, 1, "1", 1, &m) == 0 && m == 1);
+    CHECK(pg_fit_verbosity(1, 2.0, "2", 0, &m) == 0 && m == 2);
+    m = 7;
+    CHECK_ERR(pg_fit_verbosity(1, 3, "3", 0, &m), PG_STATUS_ERR_VALUE,
+              "ag_fit: verbose must be 0 (silent), 1 (progress bar), 2 (one line per epoch), "
+              "\"auto\" or None, got 3");
+    CHECK(m == 7);
+    CHECK_ERR(pg_fit_verbosity(1, 1.5, "1.5", 1, &m), PG_STATUS_ERR_VALUE, "or NULL, got 1.5");
+    CHECK_ERR(pg_fit_verbosity(1, 0.0 / 0.0, "NaN", 0, &m), PG_STATUS_ERR_VALUE, "got NaN");
+    CHECK_ERR(pg_fit_verbosity(0, 1, "'1'", 0, &m), PG_STATUS_ERR_VALUE, "got '1'");
+    CHECK_ERR(pg_fit_verbosity(1, 1, "1", 0, NULL), PG_STATUS_ERR_ARG, "NULL");
+    CHECK(m == 7);
+}
+
+static void test_flags(void)
+{
+    CHECK(pg_fit_flags_check(1, 1, 0) == 0);
+    CHECK_ERR(pg_fit_flags_check(0, 0, 0), PG_STATUS_ERR_VALUE,
+              "ag_fit: distributed must be True or False");
+    CHECK(pg_fit_flags_check(0, 1, 1) == PG_STATUS_ERR_VALUE &&
+          !strcmp(pg_last_error(), "ag_fit: distributed must be TRUE or FALSE"));
+    CHECK(pg_fit_flags_check(1, 0, 0) == PG_STATUS_ERR_VALUE &&
+          !strcmp(pg_last_error(), "ag_fit: static must be True, False or None"));
+    CHECK(pg_fit_flags_check(1, 0, 1) == PG_STATUS_ERR_VALUE &&
+          !strcmp(pg_last_error(), "ag_fit: static must be TRUE, FALSE or NULL"));
+    CHECK(pg_fit_resume_from_fail("int 3") == PG_STATUS_ERR_ARG &&
+          !strcmp(pg_last_error(), "ag_fit: resume_from must be a file name, got int 3"));
+    CHECK(pg_fit_resume_from_fail(NULL) == PG_STATUS_ERR_ARG);
+    pg_clear_error();
+}
+
+static void test_kind_fail(void)
+{
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_VALIDATION_DATA, "list", 0, 0) == PG_STATUS_ERR_ARG &&
+          !strcmp(pg_last_error(),
+                  "ag_fit: validation_data must be a tuple (x_val, y_val), "
+                  "(x_val,) or an ag_dataloader, got list"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_VALIDATION_DATA, "numeric", 0, 1) == PG_STATUS_ERR_ARG &&
+          !strcmp(pg_last_error(),
+                  "ag_fit: validation_data must be a list (x_val, y_val), "
+                  "(x_val) or an ag_dataloader, got numeric"));
+    CHECK(
+        pg_fit_kind_fail(PG_FIT_KIND_LOSS, "3", 0, 0) == PG_STATUS_ERR_VALUE &&
+        !strcmp(pg_last_error(),
+                "ag_fit: loss must be a loss name such as 'mse' or a callable(output, y), got 3"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_LOSS, "NA", 0, 1) == PG_STATUS_ERR_VALUE &&
+          !strcmp(pg_last_error(),
+                  "ag_fit: loss must be a loss name such as \"mse\" or a "
+                  "function(output, y), got NA"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_OPT_PARAMS, "list", 4, 0) == PG_STATUS_ERR_ARG &&
+          !strcmp(pg_last_error(),
+                  "ag_fit: opt_params(epoch) must return a dict, got list at "
+                  "epoch 4"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_OPT_PARAMS, "numeric", 2, 1) == PG_STATUS_ERR_ARG &&
+          !strcmp(pg_last_error(),
+                  "ag_fit: opt_params(epoch) must return a named list, got "
+                  "numeric at epoch 2"));
+    CHECK_ERR(pg_fit_kind_fail(9, NULL, 0, 0), PG_STATUS_ERR_ARG, "unknown argument kind 9");
+}
+
+void test_fit_data(void)
+{
+    test_join_plan();
+    test_verbosity();
+    test_flags();
+    test_kind_fail();
+}
