@@ -43,6 +43,16 @@ static void put_str(jbuf *b, const char *s)
     put(b, q, need);
 }
 
+/* a CHARSXP as UTF-8; a "bytes" string has no text (translating it is an unclassed R error):
+ * refused as a value JSON cannot hold */
+static const char *utf8(jbuf *b, SEXP c)
+{
+    if (Rf_getCharCE(c) != CE_BYTES) return Rf_translateCharUTF8(c);
+    if (!b->bad) snprintf(b->cls, sizeof b->cls, "string in \"bytes\" encoding");
+    if (!b->bad) b->bad = 1 + PG_MF_JSON_NOT_JSON;
+    return "";
+}
+
 /* a finite double as the shortest of 15-17 significant digits that reads back the same (R's
  * .json_num); NA, NaN and Inf are null, as R's writer and Python give them */
 static void put_num(jbuf *b, double x)
@@ -74,7 +84,7 @@ static void elem(jbuf *b, SEXP v, R_xlen_t i, int factor)
             SEXP lev = Rf_getAttrib(v, R_LevelsSymbol);
             int k = INTEGER(v)[i];
             if (!Rf_isString(lev) || k < 1 || k > XLENGTH(lev)) b->bad = 1;
-            else put_str(b, Rf_translateCharUTF8(STRING_ELT(lev, k - 1)));
+            else put_str(b, utf8(b, STRING_ELT(lev, k - 1)));
         } else {
             char s[16];
             snprintf(s, sizeof s, "%d", INTEGER(v)[i]);
@@ -84,7 +94,7 @@ static void elem(jbuf *b, SEXP v, R_xlen_t i, int factor)
     case REALSXP: put_num(b, REAL(v)[i]); break;
     case STRSXP:
         if (STRING_ELT(v, i) == NA_STRING) put(b, "null", 4);
-        else put_str(b, Rf_translateCharUTF8(STRING_ELT(v, i)));
+        else put_str(b, utf8(b, STRING_ELT(v, i)));
         break;
     default: b->bad = 1;
     }
@@ -126,7 +136,7 @@ static void value(jbuf *b, SEXP v, int depth)
             if (i) put(b, ", ", depth ? 1 : 2); /* R's and Python's spacing: see the header */
             if (obj) {
                 if (STRING_ELT(nm, i) == NA_STRING || !*CHAR(STRING_ELT(nm, i))) b->bad = 1;
-                else put_str(b, Rf_translateCharUTF8(STRING_ELT(nm, i)));
+                else put_str(b, utf8(b, STRING_ELT(nm, i)));
                 put(b, ": ", depth ? 1 : 2);
             }
             value(b, VECTOR_ELT(v, i), depth + 1);
@@ -201,7 +211,7 @@ static void fvalue(jbuf *b, SEXP v, int depth)
         if (obj) { /* jsonlite's keys: NA as "NA", an empty name as its position */
             char pos[24];
             const char *k =
-                STRING_ELT(nm, i) == NA_STRING ? "NA" : Rf_translateCharUTF8(STRING_ELT(nm, i));
+                STRING_ELT(nm, i) == NA_STRING ? "NA" : utf8(b, STRING_ELT(nm, i));
             if (!*k) snprintf(pos, sizeof pos, "%lld", (long long)i + 1), k = pos;
             put_str(b, k);
             put(b, ":", 1);
@@ -252,7 +262,7 @@ SEXP R_pg_cfg_json(SEXP cfg, SEXP show)
         SEXP v = VECTOR_ELT(cfg, i);
         jbuf e = {NULL, 0, 0, 0, ""}, f = {NULL, 0, 0, 0, ""};
         if (i) put(&b, ", ", 2);
-        put_str(&b, nm == R_NilValue ? "" : Rf_translateCharUTF8(STRING_ELT(nm, i)));
+        put_str(&b, nm == R_NilValue ? "" : utf8(&b, STRING_ELT(nm, i)));
         put(&b, ": ", 2);
         value(&e, v, 1);
         if (!e.bad) {
@@ -269,10 +279,13 @@ SEXP R_pg_cfg_json(SEXP cfg, SEXP show)
             continue;
         }
         SEXP s = PROTECT(Rf_eval(PROTECT(Rf_lang2(show, quoted(v))), R_GlobalEnv));
-        put_str(&b, Rf_isString(s) && XLENGTH(s) ? Rf_translateCharUTF8(STRING_ELT(s, 0)) : "?");
+        put_str(&b, Rf_isString(s) && XLENGTH(s) ? utf8(&b, STRING_ELT(s, 0)) : "?");
         UNPROTECT(2);
     }
     put(&b, "}", 1);
+    if (b.bad) /* only a key in "bytes" encoding stops the writer itself */
+        r_stopf(PG_STATUS_ERR_ARG, "ag_module_from_config: a config key is a string in \"bytes\" "
+                                   "encoding, which JSON cannot hold");
     if (b.n > INT32_MAX) Rf_error("ag_module_from_config: the config is too long");
     return Rf_ScalarString(Rf_mkCharLenCE(b.s, (int)b.n, CE_UTF8));
 }

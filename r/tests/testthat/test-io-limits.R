@@ -232,4 +232,14 @@ test_that("a model file's JSON: the glue's writer, jsonlite's layout, the core's
   deep <- 1
   for (i in 1:130) deep <- list(deep)
   expect_error(js(deep), "extra is nested deeper than 128 levels", class = "pyggmlr_value_error")
+  # a "bytes" string has no text to write: classed (translating it was R's unclassed error)
+  b <- "\xff\xfe"
+  Encoding(b) <- "bytes"
+  named <- list(1)
+  names(named) <- b
+  for (v in list(list(s = b), named, list(f = factor(b))))
+    expect_error(js(v), "(a string in \"bytes\" encoding cannot be written as JSON)", fixed = TRUE,
+                 class = "pyggmlr_argument_error")
+  expect_error(pyggmlr:::.cfg_json(named), "a config key is a string in \"bytes\" encoding",
+               fixed = TRUE, class = "pyggmlr_argument_error")
 })
