@@ -210,8 +210,7 @@ static void fvalue(jbuf *b, SEXP v, int depth)
         if (i) put(b, ",", 1);
         if (obj) { /* jsonlite's keys: NA as "NA", an empty name as its position */
             char pos[24];
-            const char *k =
-                STRING_ELT(nm, i) == NA_STRING ? "NA" : utf8(b, STRING_ELT(nm, i));
+            const char *k = STRING_ELT(nm, i) == NA_STRING ? "NA" : utf8(b, STRING_ELT(nm, i));
             if (!*k) snprintf(pos, sizeof pos, "%lld", (long long)i + 1), k = pos;
             put_str(b, k);
             put(b, ":", 1);
@@ -284,8 +283,9 @@ SEXP R_pg_cfg_json(SEXP cfg, SEXP show)
     }
     put(&b, "}", 1);
     if (b.bad) /* only a key in "bytes" encoding stops the writer itself */
-        r_stopf(PG_STATUS_ERR_ARG, "ag_module_from_config: a config key is a string in \"bytes\" "
-                                   "encoding, which JSON cannot hold");
+        r_stopf(PG_STATUS_ERR_ARG,
+                "ag_module_from_config: a config key is a string in \"bytes\" "
+                "encoding, which JSON cannot hold");
     if (b.n > INT32_MAX) Rf_error("ag_module_from_config: the config is too long");
     return Rf_ScalarString(Rf_mkCharLenCE(b.s, (int)b.n, CE_UTF8));
 }
