@@ -17,15 +17,25 @@ int pg_fit_loader_check(int has_y, int settings_given)
     return 0;
 }
 
+int pg_fit_labels_missing(int validation, int64_t nmissing, int64_t first)
+{
+    if (nmissing < 0 || first < 0)
+        return pg_fail(PG_STATUS_ERR_ARG, "ag_fit: negative missing-label count or position");
+    if (nmissing > 0) /* worded as the core's non-finite check (pg_fit_check_finite) */
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_fit: %s has %lld missing value%s (NA), the first at row 1, column "
+                       "%lld; give finite data (remove or impute those samples)",
+                       validation ? "validation_data y" : "y", (long long)nmissing,
+                       nmissing > 1 ? "s" : "", (long long)first + 1);
+    return 0;
+}
+
 int pg_fit_labels_check(const char *loss, int64_t nlabels, int64_t nmissing, int64_t first,
                         int factor)
 {
     if (!loss) return pg_fail(PG_STATUS_ERR_ARG, "ag_fit: NULL loss");
-    if (nmissing > 0) /* worded as the core's non-finite check (pg_fit_check_finite) */
-        return pg_fail(PG_STATUS_ERR_VALUE,
-                       "ag_fit: y has %lld missing value%s (NA), the first at row 1, column "
-                       "%lld; give finite data (remove or impute those samples)",
-                       (long long)nmissing, nmissing > 1 ? "s" : "", (long long)first + 1);
+    const int st = pg_fit_labels_missing(0, nmissing, first);
+    if (st) return st;
     /* two labels are a binary target too: the second is 1 (as glm's) */
     const int binary =
         (!strcmp(loss, "binary_cross_entropy") || !strcmp(loss, "bce_with_logits")) && nlabels == 2;

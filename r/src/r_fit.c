@@ -242,6 +242,14 @@ SEXP R_pg_fit_labels_check(SEXP loss, SEXP nlabels, SEXP nmissing, SEXP first)
     return R_NilValue;
 }
 
+/* missing labels of y (validation FALSE) or of validation_data's y: count, 0-based first column */
+SEXP R_pg_fit_labels_missing(SEXP validation, SEXP nmissing, SEXP first)
+{
+    r_check(pg_fit_labels_missing(Rf_asLogical(validation) == 1, (int64_t)Rf_asReal(nmissing),
+                                  (int64_t)Rf_asReal(first)));
+    return R_NilValue;
+}
+
 /* static = NULL's notice with R's spelling and the core's reason */
 SEXP R_pg_fit_static_notice(SEXP why)
 {

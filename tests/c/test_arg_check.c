@@ -72,6 +72,16 @@ void test_fit_args(void)
     CHECK_ERR(pg_fit_labels_check("cross_entropy", 2, 3, 0, 0), PG_STATUS_ERR_VALUE,
               "y has 3 missing values (NA), the first at row 1, column 1;");
     CHECK_ERR(pg_fit_labels_check(NULL, 2, 0, 0, 0), PG_STATUS_ERR_ARG, "NULL loss");
+    /* missing labels of y and of validation_data's y: one text, the first's column 1-based */
+    CHECK(pg_fit_labels_missing(0, 0, 0) == 0 && pg_fit_labels_missing(1, 0, 0) == 0);
+    CHECK_ERR(pg_fit_labels_missing(1, 1, 1), PG_STATUS_ERR_VALUE,
+              "ag_fit: validation_data y has 1 missing value (NA), the first at row 1, column 2; "
+              "give finite data (remove or impute those samples)");
+    CHECK_ERR(pg_fit_labels_missing(0, 2, 0), PG_STATUS_ERR_VALUE,
+              "ag_fit: y has 2 missing values (NA), the first at row 1, column 1; give finite "
+              "data (remove or impute those samples)");
+    CHECK_ERR(pg_fit_labels_missing(1, -1, 0), PG_STATUS_ERR_ARG, "negative missing-label");
+    CHECK_ERR(pg_fit_labels_missing(0, 1, -1), PG_STATUS_ERR_ARG, "negative missing-label");
 
     /* ag_evaluate's reading of the outputs (pg_metric_read) */
     int loss = 7, cl = 7;
