@@ -81,3 +81,32 @@ int64_t pg_fit_metric_codes_fit(int *codes, int64_t n, int has_y)
         if (codes[i] != PG_METRIC_ACCURACY) codes[k++] = codes[i];
     return k;
 }
+
+/* the byte length of s's first max code points (UTF-8): a label is shown to 40, as R's substr */
+static size_t utf8_prefix(const char *s, int max)
+{
+    size_t i = 0;
+    for (int k = 0; s[i] && k < max; k++) {
+        i++; /* then the code point's continuation bytes (10xxxxxx) */
+        while (((unsigned char)s[i] & 0xC0) == 0x80) i++;
+    }
+    return i;
+}
+
+int pg_labels_unknown(const char *fn, const char *what, const char *whose, const char *label,
+                      const char *const *classes, int64_t n)
+{
+    if (!fn || !what || !whose || !label || n < 0 || (n && !classes))
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_labels_unknown(): NULL or negative argument");
+    char list[700];
+    size_t len = 0;
+    list[0] = 0;
+    for (int64_t i = 0; i < n && i < 10 && len < sizeof list; i++) {
+        const char *c = classes[i] ? classes[i] : "";
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s'%.*s'", i ? ", " : "",
+                                (int)utf8_prefix(c, 40), c);
+    }
+    if (n > 10 && len < sizeof list) snprintf(list + len, sizeof list - len, ", ...");
+    return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s has the label '%.*s', which is not one of %s (%s)",
+                   fn, what, (int)utf8_prefix(label, 40), label, whose, list);
+}

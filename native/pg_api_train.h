@@ -199,6 +199,11 @@ int pg_fit_loader_check(int has_y, int settings_given);
  * validation: nmissing of them, the first at 0-based column first, are PG_STATUS_ERR_VALUE worded
  * as the non-finite check; none is 0. */
 int pg_fit_labels_missing(int validation, int64_t nmissing, int64_t first);
+/* A label not among the known classes (y's in ag_fit, the model's in ag_evaluate): always
+ * PG_STATUS_ERR_VALUE naming fn, what (e.g. "validation_data's y") and whose labels, with the
+ * first 10 classes; labels shown to 40 code points (UTF-8). */
+int pg_labels_unknown(const char *fn, const char *what, const char *whose, const char *label,
+                      const char *const *classes, int64_t n);
 /* ag_fit's class labels (R's factor y, Python's strings or Categorical): nmissing missing ones
  * (the first at 0-based column first) are PG_STATUS_ERR_VALUE as the non-finite check words
  * them; then the loss must be "cross_entropy", or with nlabels 2 one of the BCE losses (factor:

@@ -11,7 +11,7 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from .._core import check, lib
+from .._core import check, ffi, lib
 from ..errors import PyggmlrValueError
 
 __all__: List[str] = []
@@ -108,9 +108,13 @@ def code_labels(
         check(lib.pg_fit_labels_missing(1, sum(bad), bad.index(True) if any(bad) else 0))
     index = {c: i for i, c in enumerate(classes)}
     for v in vals:
-        if not isinstance(v, str) or v not in index:
-            raise PyggmlrValueError(
-                f"{fn}: {what} has the label {v!r:.40}, which is not one of {whose} "
-                f"({', '.join(map(repr, classes[:10]))}{', ...' if len(classes) > 10 else ''})"
-            )
+        if not isinstance(v, str) or v not in index:  # the core's text, as R's (a missing one: NA)
+            enc = [ffi.new("char[]", c.encode("utf-8", "replace")) for c in classes]
+            check(
+                lib.pg_labels_unknown(
+                    fn.encode(), what.encode(), whose.encode(),
+                    (v if isinstance(v, str) else "NA").encode("utf-8", "replace"),
+                    ffi.new("const char *[]", enc) if enc else ffi.NULL, len(enc),
+                )
+            )  # fmt: skip
     return np.array([index[v] for v in vals], dtype=np.float64)

@@ -53,13 +53,11 @@
   v <- as.character(yv)
   .Call(R_pg_fit_labels_missing, TRUE, sum(is.na(v)),
         if (anyNA(v)) which(is.na(v))[1L] - 1L else 0L)
-  bad <- !is.na(v) & !(v %in% lev)
-  if (any(bad))
-    .fit_stop(paste0("ag_fit: validation_data's y has the label '%s', which is not one of y's ",
-                     "labels (%s%s)"), substr(v[bad][1L], 1L, 40L),
-              paste0("'", utils::head(lev, 10L), "'", collapse = ", "),
-              if (length(lev) > 10L) ", ..." else "")
-  match(v, lev) - 1L
+  ids <- match(v, lev) - 1L
+  if (anyNA(ids))  # the core's text, as Python's
+    .Call(R_pg_labels_unknown, "ag_fit", "validation_data's y", "y's labels",
+          v[is.na(ids)][1L], as.character(lev))
+  ids
 }
 
 # the plan's samples and the val_split that holds out exactly validation_data's, once x and y

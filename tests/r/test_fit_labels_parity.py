@@ -57,6 +57,8 @@ _VAL = [  # Python validation y, R validation y
     (np.array(["a", None, None], dtype=object), 'c("a", NA, NA)'),
     (["a", "b", float("nan")], 'factor(c("a", "b", NA))'),
     (["a", "zz", "b"], 'c("a", "zz", "b")'),
+    (["a", "it's", "b"], 'c("a", "it\'s", "b")'),  # quoted the same way
+    (["a", "\u00e9" * 50, "b"], 'c("a", strrep("\u00e9", 50), "b")'),  # 40 code points shown
 ]
 
 
@@ -68,3 +70,27 @@ def test_validation_label_refusals_same_text(yv, ryv):
     rclass, rmsg = r.run(_R_VAL.format(yv=ryv), x=_X, y=_Y)
     assert [rclass, rmsg] == [_R_CLASS[pg.PyggmlrValueError], str(e.value)]
     assert rmsg.startswith("ag_fit: validation_data")
+
+
+_R_EVAL = """ag_dtype("f64")
+on.exit(ag_dtype("f32"), add = TRUE)
+m <- ag_sequential(ag_linear(4, 6))
+ag_fit(m, x, y, nepoch = 1L, batch_size = 10L, silent = TRUE, seed = 1L)
+tryCatch({{ ag_evaluate(m, x[, 1:3], {yv}, metrics = "accuracy"); list("none", "") }},
+         error = function(e) list(class(e)[[1L]], conditionMessage(e)))"""
+
+
+@pytest.mark.parametrize("yv, ryv", [(["a", "wolf", "b"], 'c("a", "wolf", "b")'),
+                                     (["a", None, "b"], 'c("a", NA, "b")')])  # fmt: skip
+def test_evaluate_unknown_label_same_text(yv, ryv):
+    prev = pg.ag_dtype("f64")
+    try:
+        m = pg.ag_sequential(pg.ag_linear(4, 6))
+        pg.ag_fit(m, _X, _Y, nepoch=1, batch_size=10, silent=True, seed=1)
+        with pytest.raises(pg.PyggmlrValueError) as e:
+            pg.ag_evaluate(m, _X[:, :3], yv, metrics="accuracy")
+    finally:
+        pg.ag_dtype(prev)
+    rclass, rmsg = r.run(_R_EVAL.format(yv=ryv), x=_X, y=_Y)
+    assert [rclass, rmsg] == [_R_CLASS[pg.PyggmlrValueError], str(e.value)]
+    assert "is not one of the model's classes ('B', 'Z', 'a'" in rmsg
