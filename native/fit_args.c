@@ -17,15 +17,25 @@ int pg_fit_loader_check(int has_y, int settings_given)
     return 0;
 }
 
+int pg_fit_labels_missing(int validation, int64_t nmissing, int64_t first)
+{
+    if (nmissing < 0 || first < 0)
+        return pg_fail(PG_STATUS_ERR_ARG, "ag_fit: negative missing-label count or position");
+    if (nmissing > 0) /* worded as the core's non-finite check (pg_fit_check_finite) */
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_fit: %s has %lld missing value%s (NA), the first at row 1, column "
+                       "%lld; give finite data (remove or impute those samples)",
+                       validation ? "validation_data y" : "y", (long long)nmissing,
+                       nmissing > 1 ? "s" : "", (long long)first + 1);
+    return 0;
+}
+
 int pg_fit_labels_check(const char *loss, int64_t nlabels, int64_t nmissing, int64_t first,
                         int factor)
 {
     if (!loss) return pg_fail(PG_STATUS_ERR_ARG, "ag_fit: NULL loss");
-    if (nmissing > 0) /* worded as the core's non-finite check (pg_fit_check_finite) */
-        return pg_fail(PG_STATUS_ERR_VALUE,
-                       "ag_fit: y has %lld missing value%s (NA), the first at row 1, column "
-                       "%lld; give finite data (remove or impute those samples)",
-                       (long long)nmissing, nmissing > 1 ? "s" : "", (long long)first + 1);
+    const int st = pg_fit_labels_missing(0, nmissing, first);
+    if (st) return st;
     /* two labels are a binary target too: the second is 1 (as glm's) */
     const int binary =
         (!strcmp(loss, "binary_cross_entropy") || !strcmp(loss, "bce_with_logits")) && nlabels == 2;
@@ -70,4 +80,33 @@ int64_t pg_fit_metric_codes_fit(int *codes, int64_t n, int has_y)
     for (int64_t i = 0; i < n; i++)
         if (codes[i] != PG_METRIC_ACCURACY) codes[k++] = codes[i];
     return k;
+}
+
+/* the byte length of s's first max code points (UTF-8): a label is shown to 40, as R's substr */
+static size_t utf8_prefix(const char *s, int max)
+{
+    size_t i = 0;
+    for (int k = 0; s[i] && k < max; k++) {
+        i++; /* then the code point's continuation bytes (10xxxxxx) */
+        while (((unsigned char)s[i] & 0xC0) == 0x80) i++;
+    }
+    return i;
+}
+
+int pg_labels_unknown(const char *fn, const char *what, const char *whose, const char *label,
+                      const char *const *classes, int64_t n)
+{
+    if (!fn || !what || !whose || !label || n < 0 || (n && !classes))
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_labels_unknown(): NULL or negative argument");
+    char list[700];
+    size_t len = 0;
+    list[0] = 0;
+    for (int64_t i = 0; i < n && i < 10 && len < sizeof list; i++) {
+        const char *c = classes[i] ? classes[i] : "";
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s'%.*s'", i ? ", " : "",
+                                (int)utf8_prefix(c, 40), c);
+    }
+    if (n > 10 && len < sizeof list) snprintf(list + len, sizeof list - len, ", ...");
+    return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s has the label '%.*s', which is not one of %s (%s)",
+                   fn, what, (int)utf8_prefix(label, 40), label, whose, list);
 }

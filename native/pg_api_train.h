@@ -195,6 +195,15 @@ int pg_fit_check_ids(const double *y, int64_t n, int64_t outputs, int64_t nlevel
 /* ag_fit(x = an ag_dataloader): y given (has_y), or batch_size / shuffle other than ag_fit's
  * defaults (settings_given), is PG_STATUS_ERR_ARG: the loader's are the fit's. */
 int pg_fit_loader_check(int has_y, int settings_given);
+/* Missing class labels (R's NA, Python's None / NaN) of y, or of validation_data's y when
+ * validation: nmissing of them, the first at 0-based column first, are PG_STATUS_ERR_VALUE worded
+ * as the non-finite check; none is 0. */
+int pg_fit_labels_missing(int validation, int64_t nmissing, int64_t first);
+/* A label not among the known classes (y's in ag_fit, the model's in ag_evaluate): always
+ * PG_STATUS_ERR_VALUE naming fn, what (e.g. "validation_data's y") and whose labels, with the
+ * first 10 classes; labels shown to 40 code points (UTF-8). */
+int pg_labels_unknown(const char *fn, const char *what, const char *whose, const char *label,
+                      const char *const *classes, int64_t n);
 /* ag_fit's class labels (R's factor y, Python's strings or Categorical): nmissing missing ones
  * (the first at 0-based column first) are PG_STATUS_ERR_VALUE as the non-finite check words
  * them; then the loss must be "cross_entropy", or with nlabels 2 one of the BCE losses (factor:

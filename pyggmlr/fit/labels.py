@@ -11,7 +11,7 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from .._core import check, lib
+from .._core import check, ffi, lib
 from ..errors import PyggmlrValueError
 
 __all__: List[str] = []
@@ -83,16 +83,19 @@ def encode_labels(y: Any, loss: str, validation_data: Any) -> Tuple[Any, Any, Op
     )
     if isinstance(validation_data, tuple) and len(validation_data) == 2:
         ids = code_labels(
-            validation_data[1], classes, "ag_fit", "validation_data's y", "y's labels"
+            validation_data[1], classes, "ag_fit", "validation_data's y", "y's labels", True
         )
         if ids is not None:
             validation_data = (validation_data[0], ids)
     return codes.astype(np.float64), validation_data, classes
 
 
-def code_labels(y: Any, classes: List[str], fn: str, what: str, whose: str) -> Optional[np.ndarray]:
+def code_labels(
+    y: Any, classes: List[str], fn: str, what: str, whose: str, validation: bool = False
+) -> Optional[np.ndarray]:
     """Labels y (strings or a Categorical) as float64 0-based ids in classes (known labels: y's in
-    ag_fit, the model's classes_ in ag_evaluate); None when y holds no labels."""
+    ag_fit, the model's classes_ in ag_evaluate); None when y holds no labels. validation:
+    ag_fit's validation_data y, whose missing labels are the core's text (as R's)."""
     cv = _categorical(y)
     av = None if cv is not None else _strings(y)
     if cv is None and av is None:
@@ -100,11 +103,18 @@ def code_labels(y: Any, classes: List[str], fn: str, what: str, whose: str) -> O
     vals: List[Any] = (
         [cv[1][c] if c >= 0 else None for c in cv[0]] if cv is not None else list(av)  # type: ignore[arg-type]
     )
+    if validation:
+        bad = [not isinstance(v, str) for v in vals]
+        check(lib.pg_fit_labels_missing(1, sum(bad), bad.index(True) if any(bad) else 0))
     index = {c: i for i, c in enumerate(classes)}
     for v in vals:
-        if not isinstance(v, str) or v not in index:
-            raise PyggmlrValueError(
-                f"{fn}: {what} has the label {v!r:.40}, which is not one of {whose} "
-                f"({', '.join(map(repr, classes[:10]))}{', ...' if len(classes) > 10 else ''})"
-            )
+        if not isinstance(v, str) or v not in index:  # the core's text, as R's (a missing one: NA)
+            enc = [ffi.new("char[]", c.encode("utf-8", "replace")) for c in classes]
+            check(
+                lib.pg_labels_unknown(
+                    fn.encode(), what.encode(), whose.encode(),
+                    (v if isinstance(v, str) else "NA").encode("utf-8", "replace"),
+                    ffi.new("const char *[]", enc) if enc else ffi.NULL, len(enc),
+                )
+            )  # fmt: skip
     return np.array([index[v] for v in vals], dtype=np.float64)

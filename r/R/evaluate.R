@@ -32,9 +32,8 @@ ag_evaluate <- function(model, x, y, metrics = NULL, batch_size = 256L, loss = N
   if (!is.null(tg$classes) && (is.factor(y) || is.character(y))) {  # labels: the model's codes
     lab <- as.character(y)
     bad <- which(is.na(match(lab, tg$classes)))
-    if (length(bad))
-      .arg_fail("value", "%s: y has the label '%s', which is not one of the model's classes (%s)",
-                fn, lab[bad[1L]], paste0("'", utils::head(tg$classes, 10L), "'", collapse = ", "))
+    if (length(bad))  # the core's text, as Python's
+      .Call(R_pg_labels_unknown, fn, "y", "the model's classes", lab[bad[1L]], tg$classes)
     levels <- tg$classes
     y <- match(lab, tg$classes) - 1L
   }

@@ -17,6 +17,7 @@
     d$x <- x$x
     d$y <- x$y
   }
+  d$y <- .labels_factor(d$y)
   if (is.null(validation_data)) return(d)
   if (inherits(validation_data, "ag_dataloader")) {
     xv <- validation_data$x
@@ -28,6 +29,7 @@
     .fit_kind_fail("VALIDATION_DATA", class(validation_data)[[1L]])
   }
   d$xv <- .fit_cols(xv, "validation_data")
+  y <- d$y
   if (is.factor(y) && (is.factor(yv) || is.character(yv))) yv <- .val_ids(yv, levels(y))
   else if (is.factor(yv)) yv <- as.integer(yv) - 1L
   d$yv <- if (is.null(yv)) NULL else .fit_cols(yv, "validation_data")
@@ -35,17 +37,27 @@
   d
 }
 
+# a character y (a vector, or a one-row / one-column matrix) as labels, as Python's strings:
+# the classes are the distinct strings in code-point order (radix: bytes of UTF-8, never the
+# locale's collation); NA is a missing label. Anything else as given.
+.labels_factor <- function(y) {
+  if (!is.character(y) || (length(dim(y)) == 2L && !any(dim(y) == 1L)) || length(dim(y)) > 2L)
+    return(y)
+  y <- enc2utf8(as.vector(y))
+  factor(y, levels = sort(unique(y[!is.na(y)]), method = "radix"))
+}
+
 # validation labels as y's class ids (their own levels may be fewer or in another order), as
-# Python's fit/labels.py
+# Python's fit/labels.py: missing ones first (the core's text), then unknown ones
 .val_ids <- function(yv, lev) {
   v <- as.character(yv)
-  bad <- !is.na(v) & !(v %in% lev)
-  if (any(bad))
-    .fit_stop(paste0("ag_fit: validation_data's y has the label '%s', which is not one of y's ",
-                     "labels (%s%s)"), substr(v[bad][1L], 1L, 40L),
-              paste0("'", utils::head(lev, 10L), "'", collapse = ", "),
-              if (length(lev) > 10L) ", ..." else "")
-  match(v, lev) - 1L
+  .Call(R_pg_fit_labels_missing, TRUE, sum(is.na(v)),
+        if (anyNA(v)) which(is.na(v))[1L] - 1L else 0L)
+  ids <- match(v, lev) - 1L
+  if (anyNA(ids))  # the core's text, as Python's
+    .Call(R_pg_labels_unknown, "ag_fit", "validation_data's y", "y's labels",
+          v[is.na(ids)][1L], as.character(lev))
+  ids
 }
 
 # the plan's samples and the val_split that holds out exactly validation_data's, once x and y

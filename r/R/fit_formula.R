@@ -54,7 +54,7 @@
 # (cbind(a, b) ~ .) is [n, k], so it is transposed to [k, n]; numbers / logicals a vector
 .fit_response <- function(y) {
   if (is.null(y) || is.factor(y)) return(y)
-  if (is.character(y)) return(factor(y))
+  if (is.character(y)) return(.labels_factor(y))  # fit_data.R: code-point order, as Python
   if (is.matrix(y)) return(t(y))
   as.vector(y)
 }

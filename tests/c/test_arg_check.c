@@ -72,6 +72,36 @@ void test_fit_args(void)
     CHECK_ERR(pg_fit_labels_check("cross_entropy", 2, 3, 0, 0), PG_STATUS_ERR_VALUE,
               "y has 3 missing values (NA), the first at row 1, column 1;");
     CHECK_ERR(pg_fit_labels_check(NULL, 2, 0, 0, 0), PG_STATUS_ERR_ARG, "NULL loss");
+    /* missing labels of y and of validation_data's y: one text, the first's column 1-based */
+    CHECK(pg_fit_labels_missing(0, 0, 0) == 0 && pg_fit_labels_missing(1, 0, 0) == 0);
+    CHECK_ERR(pg_fit_labels_missing(1, 1, 1), PG_STATUS_ERR_VALUE,
+              "ag_fit: validation_data y has 1 missing value (NA), the first at row 1, column 2; "
+              "give finite data (remove or impute those samples)");
+    CHECK_ERR(pg_fit_labels_missing(0, 2, 0), PG_STATUS_ERR_VALUE,
+              "ag_fit: y has 2 missing values (NA), the first at row 1, column 1; give finite "
+              "data (remove or impute those samples)");
+    CHECK_ERR(pg_fit_labels_missing(1, -1, 0), PG_STATUS_ERR_ARG, "negative missing-label");
+    CHECK_ERR(pg_fit_labels_missing(0, 1, -1), PG_STATUS_ERR_ARG, "negative missing-label");
+    /* a label not among the classes: the first 10 shown, labels to 40 code points */
+    const char *cls[12] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"};
+    CHECK_ERR(pg_labels_unknown("ag_fit", "validation_data's y", "y's labels", "zz", cls, 3),
+              PG_STATUS_ERR_VALUE,
+              "ag_fit: validation_data's y has the label 'zz', which is not one of y's labels "
+              "('a', 'b', 'c')");
+    CHECK_ERR(pg_labels_unknown("ag_evaluate", "y", "the model's classes", "NA", cls, 12),
+              PG_STATUS_ERR_VALUE,
+              "ag_evaluate: y has the label 'NA', which is not one of the model's classes ('a', "
+              "'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', ...)");
+    CHECK_ERR(pg_labels_unknown("ag_fit", "y", "z", /* 41 code points, 2-byte e-acute: 40 kept */
+                                "\xc3\xa9"
+                                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab",
+                                cls, 0),
+              PG_STATUS_ERR_VALUE,
+              "ag_fit: y has the label '\xc3\xa9"
+              "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', which "
+              "is not one of z ()");
+    CHECK_ERR(pg_labels_unknown("f", "y", "z", NULL, cls, 1), PG_STATUS_ERR_ARG, "NULL");
+    CHECK_ERR(pg_labels_unknown("f", "y", "z", "q", NULL, 1), PG_STATUS_ERR_ARG, "NULL");
 
     /* ag_evaluate's reading of the outputs (pg_metric_read) */
     int loss = 7, cl = 7;

@@ -156,6 +156,31 @@ def test_label_refusals():
         )
 
 
+@pytest.mark.parametrize(
+    "yv", [np.array(["lion", None, "bear"], dtype=object), ["lion", float("nan"), "bear"]]
+)
+def test_validation_missing_label_is_the_cores_text(yv):
+    # the training y's wording (pg_fit_labels_missing), as R's NA in validation_data's y
+    with pytest.raises(PyggmlrValueError) as e:
+        pg.ag_fit(pg.ag_linear(4, 3), _data(), _labels(3), nepoch=1, silent=True,
+                  validation_data=(_data(3)[:, :3], yv))  # fmt: skip
+    assert str(e.value) == (
+        "ag_fit: validation_data y has 1 missing value (NA), the first at row 1, column 2; give "
+        "finite data (remove or impute those samples)"
+    )
+
+
+def test_validation_missing_categorical_label():
+    class Cat:  # a pandas Categorical's code -1 is a missing label
+        categories = ["bear", "lion"]
+        codes = np.array([0, 1, -1, -1])
+
+    with pytest.raises(PyggmlrValueError, match=r"^ag_fit: validation_data y has 2 missing values "
+                       r"\(NA\), the first at row 1, column 3;"):  # fmt: skip
+        pg.ag_fit(pg.ag_linear(4, 2), _data(), _labels(2), nepoch=1, silent=True,
+                  validation_data=(_data(3)[:, :4], Cat()))  # fmt: skip
+
+
 def test_save_load_keeps_labels(tmp_path):
     m = _fit(3, _labels(3), "cross_entropy")
     p = str(tmp_path / "m.safetensors")

@@ -21,8 +21,11 @@ X4 <- matrix(1, 2, 4)
 }
 
 test_that("ag_fit's y and data checks are classed and name ag_fit, not an internal helper", {
-  .expect_refused(ag_fit(.m(), X4, "a", loss = "mse", silent = TRUE), "pyggmlr_argument_error",
-                  "ag_fit", "y must be numeric")
+  .expect_refused(ag_fit(.m(), X4, as.raw(0:3), loss = "mse", silent = TRUE),
+                  "pyggmlr_argument_error", "ag_fit", "y must be numeric")
+  # a character y is labels, as Python's strings: the loss must suit labels (the core's text)
+  .expect_refused(ag_fit(.m(), X4, c("a", "b", "a", "b"), loss = "mse", silent = TRUE),
+                  "pyggmlr_value_error", "ag_fit", "needs loss = \"cross_entropy\"")
   .expect_refused(ag_fit(.m(), X4, c(NA, 1, 1, 1), loss = "mse", silent = TRUE),
                   "pyggmlr_value_error", "ag_fit", "non-finite value")
   .expect_refused(ag_fit(.m(), X4, matrix(1, 3, 3), loss = "mse", silent = TRUE),

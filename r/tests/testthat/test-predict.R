@@ -153,3 +153,40 @@ test_that("a model's own field named loss (a function) is left alone", {
   expect_identical(m$loss(), "mine")
   expect_error(ag_predict(m, pred_x(), type = "class"), "needs to know")
 })
+
+test_that("a character y is labels as Python's strings: code-point order, NA missing", {
+  y <- as.character(pred_labels(3L))  # "bear", "lion", "\u00e9lan"
+  yc <- c("b", "B", "a", "\u00e9", "Z")[rep_len(1:5, 30L)]
+  m <- pred_fit(5L, yc, "cross_entropy")
+  expect_identical(m$classes, c("B", "Z", "a", "b", "\u00e9"))  # never the locale's collation
+  expect_identical(levels(ag_predict(m, pred_x(5L), type = "class")), m$classes)
+  # the same bits as the factor with those levels
+  ggml_set_seed(3L)  # the same initial weights
+  f <- pred_fit(3L, factor(y, levels = sort(unique(y), method = "radix")), "cross_entropy")
+  ggml_set_seed(3L)
+  m <- pred_fit(3L, y, "cross_entropy")
+  expect_identical(m$classes, f$classes)
+  expect_identical(ag_predict(m, pred_x(5L)), ag_predict(f, pred_x(5L)))
+  y[5L] <- NA
+  expect_error(pred_fit(3L, y, "cross_entropy"),
+               paste0("^ag_fit: y has 1 missing value \\(NA\\), the first at row 1, column 5; ",
+                      "give finite data"), class = "pyggmlr_value_error")
+  expect_error(pred_fit(3L, y[-5L], "mse"), "labels y \\(strings or a Categorical\\)|factor y",
+               class = "pyggmlr_value_error")
+})
+
+test_that("validation_data's missing labels are the core's text (as Python's)", {
+  x <- pred_x()
+  y <- as.character(pred_labels(3L))
+  for (yv in list(c("lion", NA, "bear"), factor(c("lion", NA, "bear")))) {
+    expect_error(ag_fit(ag_sequential(ag_linear(4, 3)), x, y, nepoch = 1L, silent = TRUE,
+                        validation_data = list(pred_x(9L, 3L), yv)),
+                 paste0("^ag_fit: validation_data y has 1 missing value \\(NA\\), the first at ",
+                        "row 1, column 2; give finite data \\(remove or impute those samples\\)$"),
+                 class = "pyggmlr_value_error")
+  }
+  expect_error(ag_fit(ag_sequential(ag_linear(4, 3)), x, y, nepoch = 1L, silent = TRUE,
+                      validation_data = list(pred_x(9L, 3L), c("lion", "zz", "bear"))),
+               "validation_data's y has the label 'zz', which is not one of y's labels",
+               class = "pyggmlr_value_error")
+})
