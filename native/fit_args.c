@@ -43,7 +43,7 @@ int pg_fit_labels_check(const char *loss, int64_t nlabels, int64_t nmissing, int
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "ag_fit: %s need%s loss = \"cross_entropy\" (or, with 2 %s, "
                        "\"binary_cross_entropy\" / \"bce_with_logits\")",
-                       factor ? "a factor y" : "labels y (strings or a Categorical)",
+                       factor ? "a factor or character y" : "labels y (strings or a Categorical)",
                        factor ? "s" : "", factor ? "levels" : "labels");
     return 0;
 }

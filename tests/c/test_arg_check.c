@@ -64,7 +64,7 @@ void test_fit_args(void)
               "ag_fit: labels y (strings or a Categorical) need loss = \"cross_entropy\" (or, "
               "with 2 labels, \"binary_cross_entropy\" / \"bce_with_logits\")");
     CHECK_ERR(pg_fit_labels_check("mse", 2, 0, 0, 1), PG_STATUS_ERR_VALUE,
-              "ag_fit: a factor y needs loss = \"cross_entropy\" (or, with 2 levels, "
+              "ag_fit: a factor or character y needs loss = \"cross_entropy\" (or, with 2 levels, "
               "\"binary_cross_entropy\" / \"bce_with_logits\")");
     CHECK_ERR(pg_fit_labels_check("mse", 2, 1, 4, 1), PG_STATUS_ERR_VALUE,
               "ag_fit: y has 1 missing value (NA), the first at row 1, column 5; give finite "
