@@ -2,32 +2,15 @@
  * checkpoint hands back, and the progress= rule: once here, so R and Python only convert. The
  * callbacks' rules are fit_stop.c's; the checkpoint layout fit_ckpt.c's / fit_resume.c's. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pg.h"
 #include "codec_internal.h"
 
-/* the text written into out[0..cap) while it fits; len counts what the whole needs */
-typedef struct {
-    char *out;
-    int64_t cap, len;
-} buf_t;
-
-static void putf(buf_t *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int64_t room = b->out && b->len < b->cap ? b->cap - b->len : 0;
-    int n = vsnprintf(room ? b->out + b->len : NULL, (size_t)room, fmt, ap);
-    va_end(ap);
-    if (n > 0) b->len += n;
-}
-
 /* a double as the shortest text that reads back the same (whole: ".0" added unless whole is
  * set, so a reader keeps it a real number); not finite: null */
-static void put_num(buf_t *b, double v, int whole)
+static void put_num(pg_sbuf *b, double v, int whole)
 {
     char s[40] = "null";
     if (isfinite(v)) {
@@ -37,10 +20,10 @@ static void put_num(buf_t *b, double v, int whole)
         }
         if (!whole && !strpbrk(s, ".e")) strcat(s, ".0");
     }
-    putf(b, "%s", s);
+    pg_sbuf_printf(b, "%s", s);
 }
 
-static int64_t done(buf_t *b, char *out, int64_t cap)
+static int64_t done(pg_sbuf *b, char *out, int64_t cap)
 {
     if (out && cap > 0 && b->len >= cap) out[cap - 1] = '\0';
     return b->len;
@@ -50,14 +33,14 @@ static int64_t done(buf_t *b, char *out, int64_t cap)
 
 static int64_t state_json(const pg_early_stop_state *s, int wait, char *out, int64_t cap)
 {
-    buf_t b = {out, out ? cap : 0, 0};
+    pg_sbuf b = {out, out ? cap : 0, 0};
     if (out && cap > 0) out[0] = '\0';
-    putf(&b, "{\"best\": ");
+    pg_sbuf_printf(&b, "{\"best\": ");
     put_num(&b, s->best, 0);
-    if (s->best_epoch) putf(&b, ", \"best_epoch\": %lld", (long long)s->best_epoch);
-    else putf(&b, ", \"best_epoch\": null");
-    if (wait) putf(&b, ", \"wait\": %lld", (long long)s->wait);
-    putf(&b, "}");
+    if (s->best_epoch) pg_sbuf_printf(&b, ", \"best_epoch\": %lld", (long long)s->best_epoch);
+    else pg_sbuf_printf(&b, ", \"best_epoch\": null");
+    if (wait) pg_sbuf_printf(&b, ", \"wait\": %lld", (long long)s->wait);
+    pg_sbuf_printf(&b, "}");
     return done(&b, out, cap);
 }
 
@@ -106,12 +89,13 @@ int64_t pg_early_stop_format(const pg_early_stop *es, const char *min_delta,
         ? pg_fail(PG_STATUS_ERR_ARG, "pg_early_stop_format(): NULL argument")
         : pg_early_stop_params_get(es, &p);
     if (rc) return -rc;
-    buf_t b = {out, out ? cap : 0, 0};
-    putf(&b,
-         "ag_early_stopping | patience=%lld | min_delta=%s | restore_best=%s | monitor=%s | "
-         "mode=%s",
-         (long long)p.patience, min_delta, restore_best, monitor_shown(p.monitor),
-         pg_monitor_mode_name(p.mode));
+    pg_sbuf b = {out, out ? cap : 0, 0};
+    pg_sbuf_printf(
+        &b,
+        "ag_early_stopping | patience=%lld | min_delta=%s | restore_best=%s | monitor=%s | "
+        "mode=%s",
+        (long long)p.patience, min_delta, restore_best, monitor_shown(p.monitor),
+        pg_monitor_mode_name(p.mode));
     return done(&b, out, cap);
 }
 
@@ -122,11 +106,11 @@ int64_t pg_checkpoint_format(const pg_checkpoint *c, const char *path, const cha
     int rc = !path || !yes ? pg_fail(PG_STATUS_ERR_ARG, "pg_checkpoint_format(): NULL argument")
                            : pg_checkpoint_params_get(c, &p);
     if (rc) return -rc;
-    buf_t b = {out, out ? cap : 0, 0};
-    putf(&b, "ag_model_checkpoint | path=%s | every=%lld", path, (long long)p.every);
+    pg_sbuf b = {out, out ? cap : 0, 0};
+    pg_sbuf_printf(&b, "ag_model_checkpoint | path=%s | every=%lld", path, (long long)p.every);
     if (p.best_only)
-        putf(&b, " | save_best_only=%s | monitor=%s | mode=%s", yes, monitor_shown(p.monitor),
-             pg_monitor_mode_name(p.mode));
+        pg_sbuf_printf(&b, " | save_best_only=%s | monitor=%s | mode=%s", yes,
+                       monitor_shown(p.monitor), pg_monitor_mode_name(p.mode));
     return done(&b, out, cap);
 }
 
@@ -138,9 +122,9 @@ int64_t pg_fit_ckpt_history_json(const pg_fit_ckpt *c, char *out, int64_t cap)
     const int64_t n = pg_fit_ckpt_epochs(c);
     double *col = malloc(sizeof(double) * (size_t)(n + 1));
     if (!col) return -pg_fail(PG_STATUS_ERR_NOMEM, "ag_fit: out of memory");
-    buf_t b = {out, out ? cap : 0, 0};
+    pg_sbuf b = {out, out ? cap : 0, 0};
     if (out && cap > 0) out[0] = '\0';
-    putf(&b, "{");
+    pg_sbuf_printf(&b, "{");
     for (int64_t j = 0; j < pg_fit_ckpt_columns(c); j++) {
         const char *name = pg_fit_ckpt_column_name(c, j);
         int64_t q = pj_quote(NULL, 0, 0, name, (int64_t)strlen(name));
@@ -148,21 +132,21 @@ int64_t pg_fit_ckpt_history_json(const pg_fit_ckpt *c, char *out, int64_t cap)
         if (!s) return free(col), -pg_fail(PG_STATUS_ERR_NOMEM, "ag_fit: out of memory");
         pj_quote(s, q + 1, 0, name, (int64_t)strlen(name));
         s[q] = '\0';
-        putf(&b, "%s%s: [", j ? ", " : "", s);
+        pg_sbuf_printf(&b, "%s%s: [", j ? ", " : "", s);
         free(s);
         pg_fit_ckpt_column(c, j, col);
         for (int64_t i = 0; i < n; i++) {
-            if (i) putf(&b, ", ");
+            if (i) pg_sbuf_printf(&b, ", ");
             put_num(&b, col[i], j == 0); /* epochs are whole */
         }
-        putf(&b, "]");
+        pg_sbuf_printf(&b, "]");
     }
     free(col);
-    putf(&b, ", \"stopped_epoch\": ");
+    pg_sbuf_printf(&b, ", \"stopped_epoch\": ");
     put_num(&b, pg_fit_ckpt_stopped_epoch(c), 1);
-    putf(&b, ", \"best_epoch\": ");
+    pg_sbuf_printf(&b, ", \"best_epoch\": ");
     put_num(&b, pg_fit_ckpt_best_epoch(c), 1);
-    putf(&b, "}");
+    pg_sbuf_printf(&b, "}");
     return done(&b, out, cap);
 }
 

@@ -152,14 +152,7 @@ int pg_fit_setup_plan(pg_fit_setup *s, const pg_fit *f)
     return 0;
 }
 
-/* the text written into out[0..cap) while it fits; len counts what the whole needs */
-typedef struct {
-    char *out;
-    int64_t cap, len;
-} buf_t;
-
-static void put(buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(buf_t *b, const char *fmt, ...)
+void pg_sbuf_printf(pg_sbuf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -173,7 +166,7 @@ int64_t pg_fit_setup_settings(const pg_fit_setup *s, char *out, int64_t cap)
 {
     if (!s || cap < 0 || (cap && !out))
         return -pg_fail(PG_STATUS_ERR_ARG, "pg_fit_setup_settings(): NULL or negative argument");
-    buf_t b = {out, out ? cap : 0, 0};
+    pg_sbuf b = {out, out ? cap : 0, 0};
     if (out && cap > 0) out[0] = '\0';
     char v[40] = "null"; /* val_split: the shortest text that reads back the same */
     if (isfinite(s->p.val_split))
@@ -181,7 +174,8 @@ int64_t pg_fit_setup_settings(const pg_fit_setup *s, char *out, int64_t cap)
             snprintf(v, sizeof v, "%.*g", d, s->p.val_split);
             if (strtod(v, NULL) == s->p.val_split) break;
         }
-    put(&b,
+    pg_sbuf_printf(
+        &b,
         "{\"n\": %lld, \"batch_size\": %lld, \"nbatch_logical\": %lld, \"val_split\": %s, "
         "\"shuffle\": %s, \"loss\": ",
         (long long)s->p.n, (long long)s->info.batch_size, (long long)s->info.nbatch_logical, v,
@@ -190,12 +184,12 @@ int64_t pg_fit_setup_settings(const pg_fit_setup *s, char *out, int64_t cap)
     if (b.out && b.len + q < b.cap)
         pj_quote(b.out, b.cap, b.len, s->loss, ln), b.out[b.len + q] = 0;
     b.len += q;
-    if (s->info.has_seed) put(&b, ", \"seed\": %d", (int)s->info.seed);
-    else put(&b, ", \"seed\": null");
-    put(&b, ", \"split_state\": ");
+    if (s->info.has_seed) pg_sbuf_printf(&b, ", \"seed\": %d", (int)s->info.seed);
+    else pg_sbuf_printf(&b, ", \"seed\": null");
+    pg_sbuf_printf(&b, ", \"split_state\": ");
     for (int i = 0; i < PG_RNG_STATE_LEN && s->info.has_split; i++)
-        put(&b, i ? ", %d" : "[%d", (int)s->split[i]);
-    put(&b, "%s, \"weighted\": %s}", s->info.has_split ? "]" : "null",
-        s->p.weighted ? "true" : "null");
+        pg_sbuf_printf(&b, i ? ", %d" : "[%d", (int)s->split[i]);
+    pg_sbuf_printf(&b, "%s, \"weighted\": %s}", s->info.has_split ? "]" : "null",
+                   s->p.weighted ? "true" : "null");
     return b.len;
 }

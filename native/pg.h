@@ -448,4 +448,12 @@ static inline int pg_ids_check(const pg_tensor *ids, int64_t n, int64_t k, const
  * (C, L)) or else x's image tag, checked against x's rows; the texts name fn (ops_pool.c). */
 int pg_image_of(pg_tensor *x, const double *shape, int dims, const char *fn, int64_t *chw);
 
+/* A text written into out[0..cap) while it fits; len counts what the whole needs (the
+ * measure-then-write texts of fit_setup.c and fit_cb.c). pg_sbuf_printf appends (fit_setup.c). */
+typedef struct {
+    char *out;
+    int64_t cap, len;
+} pg_sbuf;
+void pg_sbuf_printf(pg_sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif
