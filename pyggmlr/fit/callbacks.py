@@ -164,7 +164,7 @@ class ag_early_stopping(_Monitored):
     def on_epoch_end(self, epoch, logs):
         act = ffi.new("int *")
         _core.check(lib.pg_early_stop_update(self._h, int(epoch), _log_values(logs), act))
-        if act[0] == lib.PG_EARLY_STOP_IMPROVED and self.restore_best:
+        if act[0] == lib.PG_EARLY_STOP_SNAPSHOT:  # a new best with restore_best (the core's rule)
             self._best_weights = _snapshot(self._fit.model)
         return False if act[0] == lib.PG_EARLY_STOP_STOP else None
 
