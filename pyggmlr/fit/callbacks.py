@@ -195,14 +195,12 @@ def _log_values(logs):
 def _monitor_codes(fn, monitor, mode):
     """(mode, monitor) codes of the core from the callbacks' string arguments (monitor None:
     -1, resolved when a fit begins)."""
-    out = ffi.new("int *")
+    out = ffi.new("int[2]", [0, -1])
     _core.check(lib.pg_monitor_mode_parse(fn.encode(), _name(fn, "mode", mode, "max"), out))
-    mode_code = out[0]
-    if monitor is None:
-        return mode_code, -1
-    m = _name(fn, "monitor", monitor, "val_loss")
-    _core.check(lib.pg_fit_log_parse(fn.encode(), b"monitor", m, out))
-    return mode_code, out[0]
+    if monitor is not None:
+        m = _name(fn, "monitor", monitor, "val_loss")
+        _core.check(lib.pg_fit_log_parse(fn.encode(), b"monitor", m, out + 1))
+    return out[0], out[1]
 
 
 def _name(fn, arg, name, example):
