@@ -202,7 +202,7 @@ int pg_early_stop_update(pg_early_stop *es, int64_t epoch, const double *logs, i
         es->s.best = v;
         es->s.best_epoch = epoch;
         es->s.wait = 0;
-        *action = PG_EARLY_STOP_IMPROVED;
+        *action = es->p.restore_best ? PG_EARLY_STOP_SNAPSHOT : PG_EARLY_STOP_IMPROVED;
     } else if (++es->s.wait >= es->p.patience) {
         es->s.stopped_epoch = epoch;
         *action = PG_EARLY_STOP_STOP;
@@ -299,7 +299,7 @@ int pg_checkpoint_update(pg_checkpoint *c, int64_t epoch, const double *logs, in
     if (!*save || !c->p.best_only) return PG_STATUS_OK;
     int act;
     if (pg_early_stop_update(&c->m, epoch, logs, &act)) return -1;
-    *save = act == PG_EARLY_STOP_IMPROVED;
+    *save = act == PG_EARLY_STOP_IMPROVED; /* its monitor has no restore_best */
     return PG_STATUS_OK;
 }
 

@@ -60,8 +60,9 @@ int pg_early_stop_begin(pg_early_stop *es, int has_val, int has_accuracy);
 
 enum pg_early_stop_action {
     PG_EARLY_STOP_CONTINUE = 0,
-    PG_EARLY_STOP_IMPROVED = 1, /* a new best: snapshot the weights when restore_best */
-    PG_EARLY_STOP_STOP = 2      /* patience exhausted: training stops after this epoch */
+    PG_EARLY_STOP_IMPROVED = 1, /* a new best (without restore_best) */
+    PG_EARLY_STOP_STOP = 2,     /* patience exhausted: training stops after this epoch */
+    PG_EARLY_STOP_SNAPSHOT = 3  /* a new best with restore_best: the host snapshots the weights */
 };
 /* One epoch (after pg_early_stop_begin): logs holds PG_FIT_LOG_COUNT values in enum pg_fit_log
  * order (NaN where not measured; a NaN is never an improvement). *action: enum

@@ -47,6 +47,23 @@ class Callback:
         pass
 
 
+def _f(name: str, doc: str, conv: Callable[[Any], Any] = lambda v: v) -> Any:
+    """A read-only property: the core handle's field `name` (_Monitored._get), converted."""
+    return property(lambda self: conv(self._get(name)), doc=doc)
+
+
+def _log_name(code: int) -> Optional[str]:
+    return None if code < 0 else ffi.string(lib.pg_fit_log_name(code)).decode()
+
+
+def _mode_name(code: int) -> str:
+    return ffi.string(lib.pg_monitor_mode_name(code)).decode()
+
+
+def _or(e: int) -> Optional[int]:
+    return e or None  # the core's epoch 0: none
+
+
 class _FnCallback(Callback):
     def __init__(self, fn):
         self.fn = fn
@@ -69,31 +86,16 @@ class _Monitored(Callback):
         self._fit: Any = None
         self._best_weights: Any = None  # ag_early_stopping's snapshot (restore_best)
 
-    def _params(self):
-        """The settings, read back from the core (one copy)."""
-        p = ffi.new(f"pg_{self._kind}_params *")
-        _core.check(getattr(lib, f"pg_{self._kind}_params_get")(self._h, p))
-        return p
+    def _get(self, name):
+        """Field `name` of the core handle's settings (one copy), else of its last fit's counters."""
+        k, p, s = self._kind, ffi.new(f"pg_{self._kind}_params *"), ffi.new("pg_early_stop_state *")
+        _core.check(getattr(lib, f"pg_{k}_params_get")(self._h, p))
+        _core.check(getattr(lib, f"pg_{k}_get_state")(self._h, s))
+        return getattr(p, name) if hasattr(p, name) else getattr(s, name)
 
-    def _state(self):
-        s = ffi.new("pg_early_stop_state *")
-        _core.check(getattr(lib, f"pg_{self._kind}_get_state")(self._h, s))
-        return s
-
-    @property
-    def monitor(self) -> Optional[str]:
-        """The monitor asked for (None: val_loss or loss, resolved when a fit begins)."""
-        return _log_name(self._params().monitor)
-
-    @property
-    def mode(self) -> str:
-        """ "auto" (accuracy upwards, the rest downwards), "min" or "max"."""
-        return ffi.string(lib.pg_monitor_mode_name(self._params().mode)).decode()
-
-    @property
-    def best(self) -> float:
-        """The best monitored value of the last fit (inf / -inf before any)."""
-        return float(self._state().best)
+    monitor: Optional[str] = _f("monitor", "The monitor asked for (None: auto).", _log_name)
+    mode: str = _f("mode", '"auto" (accuracy upwards, the rest down), "min" or "max".', _mode_name)
+    best: float = _f("best", "The last fit's best monitored value (inf / -inf before any).")
 
     def _begin_args(self, fit):
         """(has validation data, counts accuracy) of the run (a hand-written loop's run object
@@ -148,36 +150,12 @@ class ag_early_stopping(_Monitored):
         p.mode, p.monitor = _monitor_codes(fn, monitor, mode)
         self._make(p)
 
-    @property
-    def patience(self) -> int:
-        """Epochs without improvement before training stops."""
-        return int(self._params().patience)
-
-    @property
-    def min_delta(self) -> float:
-        """The margin an improvement must exceed."""
-        return float(self._params().min_delta)
-
-    @property
-    def restore_best(self) -> bool:
-        """Whether the best epoch's weights come back when training ends."""
-        return bool(self._params().restore_best)
-
-    # the last fit's counters
-    @property
-    def best_epoch(self) -> Optional[int]:
-        """The last fit's best epoch (None before any)."""
-        return int(self._state().best_epoch) or None
-
-    @property
-    def wait(self) -> int:
-        """Epochs since the best."""
-        return int(self._state().wait)
-
-    @property
-    def stopped_epoch(self) -> Optional[int]:
-        """The epoch the last fit stopped at (None: it ran to the end)."""
-        return int(self._state().stopped_epoch) or None
+    patience: int = _f("patience", "Epochs without improvement before training stops.")
+    min_delta: float = _f("min_delta", "The margin an improvement must exceed.")
+    restore_best: bool = _f("restore_best", "Whether the best epoch's weights come back.", bool)
+    best_epoch: Optional[int] = _f("best_epoch", "The last fit's best epoch (None: none).", _or)
+    wait: int = _f("wait", "Epochs since the best.")
+    stopped_epoch: Optional[int] = _f("stopped_epoch", "The last fit's stop (None: none).", _or)
 
     def on_train_begin(self, fit):
         _core.check(lib.pg_early_stop_begin(self._h, *self._begin_args(fit)))
@@ -186,7 +164,7 @@ class ag_early_stopping(_Monitored):
     def on_epoch_end(self, epoch, logs):
         act = ffi.new("int *")
         _core.check(lib.pg_early_stop_update(self._h, int(epoch), _log_values(logs), act))
-        if act[0] == lib.PG_EARLY_STOP_IMPROVED and self.restore_best:
+        if act[0] == lib.PG_EARLY_STOP_SNAPSHOT:  # a new best with restore_best (the core's rule)
             self._best_weights = _snapshot(self._fit.model)
         return False if act[0] == lib.PG_EARLY_STOP_STOP else None
 
@@ -214,21 +192,15 @@ def _log_values(logs):
     return ffi.new("double[]", [float(logs.get(k, math.nan)) for k in _LOG_NAMES])
 
 
-def _log_name(code):
-    return None if code < 0 else ffi.string(lib.pg_fit_log_name(code)).decode()
-
-
 def _monitor_codes(fn, monitor, mode):
     """(mode, monitor) codes of the core from the callbacks' string arguments (monitor None:
     -1, resolved when a fit begins)."""
-    out = ffi.new("int *")
+    out = ffi.new("int[2]", [0, -1])
     _core.check(lib.pg_monitor_mode_parse(fn.encode(), _name(fn, "mode", mode, "max"), out))
-    mode_code = out[0]
-    if monitor is None:
-        return mode_code, -1
-    m = _name(fn, "monitor", monitor, "val_loss")
-    _core.check(lib.pg_fit_log_parse(fn.encode(), b"monitor", m, out))
-    return mode_code, out[0]
+    if monitor is not None:
+        m = _name(fn, "monitor", monitor, "val_loss")
+        _core.check(lib.pg_fit_log_parse(fn.encode(), b"monitor", m, out + 1))
+    return out[0], out[1]
 
 
 def _name(fn, arg, name, example):
@@ -300,15 +272,8 @@ class ag_model_checkpoint(_Monitored):
         self._make(p)
         self.saved: List[str] = []
 
-    @property
-    def every(self) -> int:
-        """Epochs between the saves looked at (the last epoch is always looked at)."""
-        return int(self._params().every)
-
-    @property
-    def save_best_only(self) -> bool:
-        """Whether a save needs the monitored value to improve."""
-        return bool(self._params().best_only)
+    every: int = _f("every", "Epochs between the saves looked at (the last one always is).")
+    save_best_only: bool = _f("best_only", "Whether a save needs an improvement.", bool)
 
     def on_train_begin(self, fit):
         self._fit = fit

@@ -48,8 +48,7 @@ class History:
     def __init__(self) -> None:
         for k in _KEYS:
             setattr(self, k, [])
-        self.stopped_epoch = None
-        self.best_epoch = None
+        self.stopped_epoch = self.best_epoch = None
         self.metrics: List[str] = []
 
     def _set_metrics(self, names):
@@ -60,9 +59,7 @@ class History:
                 self.metrics.append(k)
 
     def _append(self, logs):
-        for k in _KEYS:
-            getattr(self, k).append(logs.get(k, math.nan))
-        for k in self.metrics:
+        for k in _KEYS + tuple(self.metrics):
             getattr(self, k).append(logs.get(k, math.nan))
 
     def __len__(self):
@@ -77,11 +74,9 @@ class History:
     @classmethod
     def from_dict(cls, d):
         h = cls()
-        for k in _KEYS:
+        h.metrics = [k for k in d if k not in _KEYS and k not in ("stopped_epoch", "best_epoch")]
+        for k in _KEYS + tuple(h.metrics):
             setattr(h, k, [(math.nan if v is None else v) for v in d.get(k, [])])
-        for k in [k for k in d if k not in _KEYS and k not in ("stopped_epoch", "best_epoch")]:
-            setattr(h, k, [(math.nan if v is None else v) for v in d[k]])
-            h.metrics.append(k)
         h.stopped_epoch, h.best_epoch = d.get("stopped_epoch"), d.get("best_epoch")
         return h
 
@@ -95,30 +90,26 @@ class History:
         return self._format("History")
 
     def _format(self, name):
-        n = len(self.epoch)
-        ep = np.ascontiguousarray(self.epoch, dtype=np.float64)
-        cols = [getattr(self, k) for k in _KEYS[1:]]
+        n, cols = len(self.epoch), [getattr(self, k) for k in _KEYS[1:]]
         if any(len(c) != n for c in cols):  # as R's print: hand-made histories included
             raise ArgumentError(
                 f"{name or 'History'}: the history's columns are not {_NLOG + 1} numeric lists "
                 "of one length per epoch"
             )
-        logs = np.ascontiguousarray(cols, dtype=np.float64).reshape(_NLOG, n)  # logs[k, i]
         names = [ffi.new("char[]", k.encode()) for k in self.metrics]  # metrics=' table below
-        vals = np.ascontiguousarray([getattr(self, k) for k in self.metrics], dtype=np.float64)
-        args = (
+        return _text(  # the core's layout, R's print's too
+            lib.pg_fit_history_text,
             ffi.NULL if name is None else name.encode(),
-            ffi.cast("double *", ffi.from_buffer(ep)),
-            ffi.cast("double *", ffi.from_buffer(logs)),
+            _doubles(self.epoch),
+            _doubles(cols),  # [k][i]: epoch i's log k
             n,
             _num(self.stopped_epoch),
             _num(self.best_epoch),
             " \u00b1 ".encode(),
             len(names),
             ffi.new("char *[]", names or 1),
-            ffi.cast("double *", ffi.from_buffer(vals)),
+            _doubles([getattr(self, k) for k in self.metrics]),
         )
-        return _text(lib.pg_fit_history_text, *args)  # the core's layout, R's print's too
 
     def plot(self, path=None, show=False):
         """Loss curves (train and validation), then a panel for accuracy when available and one
@@ -165,6 +156,11 @@ class History:
 
 # the per-epoch lists: epoch, then the core's log columns in its order
 _KEYS = ("epoch",) + tuple(ffi.string(lib.pg_fit_log_name(k)).decode() for k in range(_NLOG))
+
+
+def _doubles(a):
+    """a as the core's doubles (the array lives as long as the result)"""
+    return ffi.from_buffer("double[]", np.ascontiguousarray(a, dtype=np.float64))
 
 
 def _num(v):

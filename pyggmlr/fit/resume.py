@@ -15,7 +15,7 @@ from .._core import check, ffi, lib
 from ..io.check import to_json
 from ..io.modelfile import _load, _save, model_info
 from .callbacks import _text
-from .history import _KEYS, History, _num
+from .history import _KEYS, History, _doubles, _num
 
 __all__: List[str] = []
 
@@ -35,13 +35,12 @@ def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
                 {_text(lib.pg_fit_ckpt_tensor_name, i, kind, k.encode()): v for k, v in d.items()}
             )
     h = fit.history
-    hist = np.ascontiguousarray([getattr(h, k) for k in _KEYS + tuple(h.metrics)], np.float64)
     texts = [ffi.NULL if t is None else ffi.new("char[]", t.encode()) for t in states]
     names = [ffi.new("char[]", k.encode()) for k in h.metrics]
     extra = _text(
         lib.pg_fit_ckpt_extra,
         _text(lib.pg_fit_setup_settings, fit.setup._p).encode(),
-        ffi.cast("double *", ffi.from_buffer(hist)),
+        _doubles([getattr(h, k) for k in _KEYS + tuple(h.metrics)]),
         len(h.epoch),
         len(names),
         ffi.new("char *[]", names or 1),

@@ -20,7 +20,7 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
   }
   e$on_epoch_end <- function(epoch, logs) {
     act <- .Call(R_pg_early_stop_update, e$.ptr, epoch, logs)
-    if (act == .pg$code$early_stop[["IMPROVED"]] && e$restore_best)
+    if (act == .pg$code$early_stop[["SNAPSHOT"]])  # a new best with restore_best (the core's)
       e$best_weights <- .snapshot(e$fit$model)
     if (act == .pg$code$early_stop[["STOP"]]) FALSE else NULL
   }

@@ -85,7 +85,8 @@ SEXP R_pg_codes(void)
                                    {"DP_MAX_REPLICAS", PG_DP_MAX_REPLICAS}};
     static const r_code early_stop[] = {{"CONTINUE", PG_EARLY_STOP_CONTINUE},
                                         {"IMPROVED", PG_EARLY_STOP_IMPROVED},
-                                        {"STOP", PG_EARLY_STOP_STOP}};
+                                        {"STOP", PG_EARLY_STOP_STOP},
+                                        {"SNAPSHOT", PG_EARLY_STOP_SNAPSHOT}};
     static const r_code state_form[] = {{"GGMLR", PG_OPTIM_STATE_FORM_GGMLR},
                                         {"LEGACY", PG_OPTIM_STATE_FORM_LEGACY},
                                         {"FILE", PG_OPTIM_STATE_FORM_FILE}};

@@ -107,11 +107,11 @@ void test_fit_stop(void)
     CHECK(pg_early_stop_update(es, 1, logs, &act) == PG_STATUS_ERR_STATE); /* before begin */
     /* auto without validation watches loss, downwards; an improvement must beat min_delta */
     CHECK(pg_early_stop_begin(es, 0, 1) == 0);
-    CHECK(epoch(es, 1, PG_FIT_LOG_LOSS, 1.0) == PG_EARLY_STOP_IMPROVED);
+    CHECK(epoch(es, 1, PG_FIT_LOG_LOSS, 1.0) == PG_EARLY_STOP_SNAPSHOT);
     CHECK(epoch(es, 2, PG_FIT_LOG_LOSS, 0.95) == PG_EARLY_STOP_CONTINUE);
-    CHECK(epoch(es, 3, PG_FIT_LOG_LOSS, 0.85) == PG_EARLY_STOP_IMPROVED);
+    CHECK(epoch(es, 3, PG_FIT_LOG_LOSS, 0.85) == PG_EARLY_STOP_SNAPSHOT);
     CHECK(epoch(es, 4, PG_FIT_LOG_LOSS, NAN) == PG_EARLY_STOP_CONTINUE);
-    CHECK(epoch(es, 5, PG_FIT_LOG_LOSS, 0.1) == PG_EARLY_STOP_IMPROVED);
+    CHECK(epoch(es, 5, PG_FIT_LOG_LOSS, 0.1) == PG_EARLY_STOP_SNAPSHOT);
     CHECK(epoch(es, 6, PG_FIT_LOG_LOSS, 0.2) == PG_EARLY_STOP_CONTINUE);
     CHECK(epoch(es, 7, PG_FIT_LOG_LOSS, 0.05) == PG_EARLY_STOP_STOP);
     pg_early_stop_state s;
@@ -140,9 +140,17 @@ void test_fit_stop(void)
     CHECK(pg_early_stop_begin(es, 1, 0) == PG_STATUS_ERR_VALUE);
     CHECK(strstr(pg_last_error(), "only when ag_fit counts accuracy") != NULL);
     CHECK(pg_early_stop_begin(es, 1, 1) == 0);
-    CHECK(epoch(es, 1, PG_FIT_LOG_VAL_ACCURACY, 0.5) == PG_EARLY_STOP_IMPROVED);
-    CHECK(epoch(es, 2, PG_FIT_LOG_VAL_ACCURACY, 0.75) == PG_EARLY_STOP_IMPROVED);
+    CHECK(epoch(es, 1, PG_FIT_LOG_VAL_ACCURACY, 0.5) == PG_EARLY_STOP_SNAPSHOT);
+    CHECK(epoch(es, 2, PG_FIT_LOG_VAL_ACCURACY, 0.75) == PG_EARLY_STOP_SNAPSHOT);
     CHECK(epoch(es, 3, PG_FIT_LOG_VAL_ACCURACY, 0.75) == PG_EARLY_STOP_STOP); /* not above */
+    pg_early_stop_free(es);
+    /* without restore_best a new best asks for no snapshot, and nothing goes back at the end */
+    p.restore_best = 0;
+    es = pg_early_stop_new(&p);
+    CHECK(es && pg_early_stop_begin(es, 1, 1) == 0);
+    CHECK(epoch(es, 1, PG_FIT_LOG_VAL_ACCURACY, 0.5) == PG_EARLY_STOP_IMPROVED);
+    CHECK(epoch(es, 2, PG_FIT_LOG_VAL_ACCURACY, 0.5) == PG_EARLY_STOP_STOP);
+    CHECK(pg_early_stop_end(es, 2, &restore) == 0 && restore == 0);
     pg_early_stop_free(es);
     p.mode = PG_MONITOR_MODE_COUNT;
     CHECK(!pg_early_stop_new(&p));

@@ -158,15 +158,15 @@ static void test_monitor(void)
     for (int i = 0; i < PG_FIT_LOG_ALL; i++) logs[i] = NAN;
     int act = -1;
     logs[m] = 0.7;
-    CHECK(pg_early_stop_update(es, 1, logs, &act) == 0 && act == PG_EARLY_STOP_IMPROVED);
+    CHECK(pg_early_stop_update(es, 1, logs, &act) == 0 && act == PG_EARLY_STOP_SNAPSHOT);
     logs[m] = 0.8; /* larger is better for auc */
-    CHECK(pg_early_stop_update(es, 2, logs, &act) == 0 && act == PG_EARLY_STOP_IMPROVED);
+    CHECK(pg_early_stop_update(es, 2, logs, &act) == 0 && act == PG_EARLY_STOP_SNAPSHOT);
     pg_early_stop_free(es);
     CHECK(pg_fit_log_parse("f", "monitor", "rmse", &p.monitor) == 0);
     es = pg_early_stop_new(&p);
     CHECK(es && pg_early_stop_begin(es, 0, -1) == 0);
     logs[p.monitor] = 0.5;
-    CHECK(pg_early_stop_update(es, 1, logs, &act) == 0 && act == PG_EARLY_STOP_IMPROVED);
+    CHECK(pg_early_stop_update(es, 1, logs, &act) == 0 && act == PG_EARLY_STOP_SNAPSHOT);
     logs[p.monitor] = 0.6; /* smaller is better for rmse */
     CHECK(pg_early_stop_update(es, 2, logs, &act) == 0 && act == PG_EARLY_STOP_CONTINUE);
     pg_early_stop_free(es);

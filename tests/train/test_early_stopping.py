@@ -35,6 +35,7 @@ def test_early_stopping_stops_and_restores_best(f64):
     h = _fit_then_decay(model, x, y, [snap, es], val_split=0.2)
     assert h.stopped_epoch == 5 and len(h) == 5 and es.stopped_epoch == 5
     assert h.best_epoch == 3 and h.val_loss[2] == min(h.val_loss)
+    assert es.state()[1] is not None  # the best epoch's snapshot, put back at the end
     w = _weights(model)
     for k in w:
         np.testing.assert_array_equal(w[k], snaps[3][k])
@@ -50,16 +51,12 @@ def test_early_stopping_without_restore_and_on_train_loss(f64):
     x, y = _iris()
     model = _mlp(seed=0, hidden=8)
     snaps = {}
+    es = pg.ag_early_stopping(patience=2, restore_best=False)
     h = _fit_then_decay(
-        model,
-        x,
-        y,
-        [
-            lambda e, logs: snaps.__setitem__(e, _weights(model)),
-            pg.ag_early_stopping(patience=2, restore_best=False),
-        ],
-    )
+        model, x, y, [lambda e, logs: snaps.__setitem__(e, _weights(model)), es]
+    )  # fmt: skip
     assert len(h) < 20 and h.best_epoch == int(np.argmin(h.loss)) + 1  # monitors the training loss
+    assert es.state()[1] is None  # no epoch asked for a snapshot (the core's SNAPSHOT action)
     w = _weights(model)
     for k in w:
         np.testing.assert_array_equal(w[k], snaps[len(h)][k])

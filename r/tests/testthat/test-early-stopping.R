@@ -52,6 +52,21 @@ test_that("monitor = \"val_accuracy\" is maximised in auto and max modes, minimi
   }
 })
 
+test_that("only restore_best snapshots the best epoch (the core's SNAPSHOT action)", {
+  local_f64()
+  for (rb in c(TRUE, FALSE)) {
+    m <- mlp()
+    last <- NULL
+    es <- ag_early_stopping(patience = 3L, monitor = "val_accuracy", restore_best = rb)
+    h <- climbing_fit(m, iris_x(), list(function(epoch, logs) {
+      last <<- lapply(m$parameters(), function(t) t$data)
+      NULL
+    }, es))
+    expect_identical(is.null(es$state()$arrays), !rb)
+    if (!rb) for (k in names(last)) expect_identical(m$parameters()[[k]]$data, last[[k]])
+  }
+})
+
 test_that("a reused ag_early_stopping starts afresh", {
   local_f64()
   es <- ag_early_stopping(patience = 2L, monitor = "val_accuracy")
