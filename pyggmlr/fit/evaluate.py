@@ -99,8 +99,7 @@ def ag_evaluate(
     rec_loss, classes = model_target(model)  # what ag_fit recorded (model files keep it)
     if loss is None:
         loss = rec_loss
-    if loss is None and metrics is None:
-        raise ArgumentError(f"{fn}: give loss, metrics or both")
+    check(lib.pg_metric_asked(fn.encode(), loss is not None, metrics is not None))
     ids = None if classes is None else code_labels(y, classes, fn, "y", "the model's classes")
     Y = _as_cols(y if ids is None else ids, "y", fn)
     o = np.asfortranarray(_predict(model, x, batch_size, fn), dtype=np.float64)
