@@ -265,6 +265,7 @@ extern SEXP R_pg_arg_int(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_arg_num(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_one_based_hint(SEXP, SEXP);
 extern SEXP R_pg_fit_probe_why(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_weight_shape(SEXP);
 extern SEXP R_pg_fit_set_weights(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_batch_weights(SEXP);
 extern SEXP R_pg_fit_loss_weighted(SEXP, SEXP, SEXP, SEXP);
@@ -532,6 +533,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_arg_num", (DL_FUNC)&R_pg_arg_num, 9},
     {"R_pg_fit_one_based_hint", (DL_FUNC)&R_pg_fit_one_based_hint, 2},
     {"R_pg_fit_probe_why", (DL_FUNC)&R_pg_fit_probe_why, 3},
+    {"R_pg_fit_weight_shape", (DL_FUNC)&R_pg_fit_weight_shape, 1},
     {"R_pg_fit_set_weights", (DL_FUNC)&R_pg_fit_set_weights, 4},
     {"R_pg_fit_batch_weights", (DL_FUNC)&R_pg_fit_batch_weights, 1},
     {"R_pg_fit_loss_weighted", (DL_FUNC)&R_pg_fit_loss_weighted, 4},
