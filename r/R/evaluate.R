@@ -12,13 +12,18 @@
 
 .metric_name <- function(code) .Call(R_pg_metric_name, as.integer(code))
 
-ag_evaluate <- function(model, x, y, metrics = NULL, batch_size = 256L, loss = NULL,
-                        threshold = NULL) {
-  fn <- "ag_evaluate"
+# ag_accuracy's and ag_evaluate's threshold: a number or NULL (Python's check_threshold)
+.check_threshold <- function(threshold, fn) {
   if (!is.null(threshold) && (!is.numeric(threshold) || length(threshold) != 1L ||
                               is.na(threshold)))
     .arg_fail("argument", "%s: threshold must be a number or NULL, got %s", fn,
               .arg_show(threshold))
+}
+
+ag_evaluate <- function(model, x, y, metrics = NULL, batch_size = 256L, loss = NULL,
+                        threshold = NULL) {
+  fn <- "ag_evaluate"
+  .check_threshold(threshold, fn)
   if (!is.null(loss) && !(is.character(loss) && length(loss) == 1L && !is.na(loss)))
     .arg_fail("argument", "%s: loss must be NULL or a loss name such as \"mse\", got %s", fn,
               .arg_show(loss))
