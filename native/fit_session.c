@@ -12,9 +12,8 @@ static const char *const OP = "ag_fit";
 /* metric code c's log (pg_fit_log_name's numbering): its column, or val_'s */
 static int metric_log(int code, int val) { return PG_FIT_LOG_COUNT + 2 * (code - 1) + val; }
 static const char *const EVENT_NAMES[PG_SESSION_EVENT_COUNT] = {
-    "done",      "epoch_begin", "train_batch", "batch_end", "train_end", "val_begin",
-    "val_batch", "val_end",     "epoch_end",   "probe",     "record",    "record_val",
-    "notice"};
+    "done",    "epoch_begin", "train_batch", "batch_end", "train_end",  "val_begin", "val_batch",
+    "val_end", "epoch_end",   "probe",       "record",    "record_val", "notice"};
 
 typedef struct {
     int64_t width;

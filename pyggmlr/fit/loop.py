@@ -241,7 +241,7 @@ def ag_fit(
         info = setup.info
         # the compiled steps (ag_compile of the forward and the loss); when to record, probe or
         # fall back is the session's (native/fit_session.c)
-        static_steps = _StaticSteps(model, lossfn, opt, Y is not None) if info.static_step else None
+        static_steps = _StaticSteps(model, lossfn, opt, Y is not None)
         history, start_epoch, ck = History(), 1, None
         if resume_from is not None:
             if isinstance(resume_from, bytes) or not isinstance(resume_from, (str, os.PathLike)):

@@ -186,9 +186,7 @@ class Session:
     def static_fail(self, why: str) -> bool:
         """A compiled step's recording failed: True when ag_fit raises that error."""
         rc = lib.pg_session_static_fail(self._s, why.encode("utf-8", "replace"))
-        if rc < 0:
-            _core.raise_last(-rc)
-        return rc == 1
+        return _core.check(min(rc, 0)) == 0 and rc == 1
 
     def notice(self) -> str:
         """The fallback notice (NOTICE), the core's text."""

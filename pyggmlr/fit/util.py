@@ -13,7 +13,6 @@ from .._args import as_numeric
 from .._core import NULL, check, ffi, lib
 from ..errors import (
     ArgumentError,
-    PyggmlrError,
     ShapeError,
 )
 from ..graph.compile import ag_compile

@@ -109,7 +109,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   info <- .Call(R_pg_fit_setup_info, su)
   # the compiled steps (ag_compile of the forward and the loss); when to record, probe or fall
   # back is the session's (native/fit_session.c)
-  ss <- if (info$static) .static_steps(model, L$fn, opt, !is.null(tg$Y))
+  ss <- .static_steps(model, L$fn, opt, !is.null(tg$Y))
   res <- NULL
   if (!is.null(resume_from)) {  # weights, optimizer, then the run's own state from the checkpoint
     if (!is.character(resume_from) || length(resume_from) != 1L || is.na(resume_from))

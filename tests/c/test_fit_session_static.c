@@ -73,11 +73,12 @@ void test_fit_session_static(void)
         eager(f, s, 0);
         CHECK(next(s) == PG_SESSION_NOTICE);
         CHECK(pg_session_notice(s, buf, sizeof buf) > 0);
-        CHECK(!strcmp(buf, "ag_fit: static=None runs this model eagerly (its step cannot be "
-                           "compiled safely: a replay of the recorded step gives loss 2 where "
-                           "the eager step gives 1 on batch 3 (the forward reads tensor values "
-                           "in host code or branches on them)); static=False silences this "
-                           "notice"));
+        CHECK(!strcmp(buf,
+                      "ag_fit: static=None runs this model eagerly (its step cannot be "
+                      "compiled safely: a replay of the recorded step gives loss 2 where "
+                      "the eager step gives 1 on batch 3 (the forward reads tensor values "
+                      "in host code or branches on them)); static=False silences this "
+                      "notice"));
         const int want[] = {2, 2, 4, 5, 6, 7, 8, 0}; /* eager from now on, no notice again */
         for (int k = 0; k < 8; k++) {
             const int ev = next(s);
@@ -104,9 +105,10 @@ void test_fit_session_static(void)
         CHECK(pg_session_static_fail(s, "no rule for op x") == 0);
         CHECK_ERR(pg_session_static_fail(s, "again") != 0, PG_STATUS_ERR_STATE, "once");
         CHECK(next(s) == PG_SESSION_NOTICE && pg_session_notice(s, buf, sizeof buf) > 0);
-        CHECK(!strcmp(buf, "ag_fit: static = NULL runs this model eagerly (its step cannot be "
-                           "compiled safely: no rule for op x); static = FALSE silences this "
-                           "notice"));
+        CHECK(!strcmp(buf,
+                      "ag_fit: static = NULL runs this model eagerly (its step cannot be "
+                      "compiled safely: no rule for op x); static = FALSE silences this "
+                      "notice"));
         CHECK(next(s) == PG_SESSION_VAL_BATCH);
         eager(f, s, 1);
         CHECK(next(s) == PG_SESSION_VAL_END && next(s) == PG_SESSION_EPOCH_END);
