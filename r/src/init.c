@@ -66,13 +66,16 @@ extern SEXP R_pg_clip_grad_value(SEXP, SEXP, SEXP);
 extern SEXP R_pg_grad_anomaly(SEXP, SEXP);
 extern SEXP R_pg_sched_init(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_session_new(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_session_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_next(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_where(SEXP);
 extern SEXP R_pg_session_set_lr(SEXP, SEXP);
 extern SEXP R_pg_session_set_static(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_logs(SEXP);
 extern SEXP R_pg_session_stop(SEXP);
+extern SEXP R_pg_session_probe(SEXP, SEXP);
+extern SEXP R_pg_session_static_fail(SEXP, SEXP);
+extern SEXP R_pg_session_notice(SEXP);
 extern SEXP R_pg_fit_sizes(SEXP);
 extern SEXP R_pg_batch_count(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_batch(SEXP, SEXP, SEXP);
@@ -250,7 +253,6 @@ extern SEXP R_pg_metric_read(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_loss_value(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_value(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_check_ids(SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_static_notice(SEXP);
 extern SEXP R_pg_fit_return_state(SEXP, SEXP);
 extern SEXP R_pg_fit_metric_codes_fit(SEXP, SEXP);
 extern SEXP R_pg_fit_loader_check(SEXP, SEXP);
@@ -264,7 +266,6 @@ extern SEXP R_pg_labels_unknown(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_arg_int(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_arg_num(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_one_based_hint(SEXP, SEXP);
-extern SEXP R_pg_fit_probe_why(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_set_weights(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_batch_weights(SEXP);
 extern SEXP R_pg_fit_loss_weighted(SEXP, SEXP, SEXP, SEXP);
@@ -333,13 +334,16 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_grad_anomaly", (DL_FUNC)&R_pg_grad_anomaly, 2},
     {"R_pg_sched_init", (DL_FUNC)&R_pg_sched_init, 3},
     {"R_pg_fit_new", (DL_FUNC)&R_pg_fit_new, 6},
-    {"R_pg_session_new", (DL_FUNC)&R_pg_session_new, 5},
+    {"R_pg_session_new", (DL_FUNC)&R_pg_session_new, 6},
     {"R_pg_session_next", (DL_FUNC)&R_pg_session_next, 4},
     {"R_pg_session_where", (DL_FUNC)&R_pg_session_where, 1},
     {"R_pg_session_set_lr", (DL_FUNC)&R_pg_session_set_lr, 2},
     {"R_pg_session_set_static", (DL_FUNC)&R_pg_session_set_static, 5},
     {"R_pg_session_logs", (DL_FUNC)&R_pg_session_logs, 1},
     {"R_pg_session_stop", (DL_FUNC)&R_pg_session_stop, 1},
+    {"R_pg_session_probe", (DL_FUNC)&R_pg_session_probe, 2},
+    {"R_pg_session_static_fail", (DL_FUNC)&R_pg_session_static_fail, 2},
+    {"R_pg_session_notice", (DL_FUNC)&R_pg_session_notice, 1},
     {"R_pg_fit_sizes", (DL_FUNC)&R_pg_fit_sizes, 1},
     {"R_pg_batch_count", (DL_FUNC)&R_pg_batch_count, 3},
     {"R_pg_fit_batch", (DL_FUNC)&R_pg_fit_batch, 3},
@@ -517,7 +521,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_metric_loss_value", (DL_FUNC)&R_pg_metric_loss_value, 4},
     {"R_pg_metric_value", (DL_FUNC)&R_pg_metric_value, 6},
     {"R_pg_fit_check_ids", (DL_FUNC)&R_pg_fit_check_ids, 3},
-    {"R_pg_fit_static_notice", (DL_FUNC)&R_pg_fit_static_notice, 1},
     {"R_pg_fit_return_state", (DL_FUNC)&R_pg_fit_return_state, 2},
     {"R_pg_fit_metric_codes_fit", (DL_FUNC)&R_pg_fit_metric_codes_fit, 2},
     {"R_pg_fit_loader_check", (DL_FUNC)&R_pg_fit_loader_check, 2},
@@ -531,7 +534,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_arg_int", (DL_FUNC)&R_pg_arg_int, 8},
     {"R_pg_arg_num", (DL_FUNC)&R_pg_arg_num, 9},
     {"R_pg_fit_one_based_hint", (DL_FUNC)&R_pg_fit_one_based_hint, 2},
-    {"R_pg_fit_probe_why", (DL_FUNC)&R_pg_fit_probe_why, 3},
     {"R_pg_fit_set_weights", (DL_FUNC)&R_pg_fit_set_weights, 4},
     {"R_pg_fit_batch_weights", (DL_FUNC)&R_pg_fit_batch_weights, 1},
     {"R_pg_fit_loss_weighted", (DL_FUNC)&R_pg_fit_loss_weighted, 4},
