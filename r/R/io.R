@@ -104,6 +104,10 @@
 
 .is_optimizer <- function(o) inherits(o, c("ag_optimizer_sgd", "ag_optimizer_adam"))
 
+# a given optimizer that is none: the core's text (pg_mf_optimizer_fail), naming R's class
+.mf_opt_arg <- function(optimizer, load) if (!is.null(optimizer) && !.is_optimizer(optimizer))
+  .Call(R_pg_mf_optimizer_fail, load, class(optimizer)[[1L]])
+
 
 # a model's named tensors and its optimizer as the core's description (pg_mf_model)
 .mf_model <- function(params, bufs, optimizer = NULL) {
@@ -147,9 +151,7 @@
     }
   }
   ep <- if (!is.null(epoch)) as.double(.check_save_epoch(epoch)) else NULL
-  if (!is.null(optimizer) && !.is_optimizer(optimizer))
-    .pg_stop("argument", sprintf("ag_save_model(): optimizer must be an optimizer object, got %s",
-                 class(optimizer)[[1L]]))
+  .mf_opt_arg(optimizer, FALSE)
   # the core checks it loads back; a "json" text (ag_fit's checkpoints) as it is
   if (!is.null(extra)) fields[[3L]] <- if (inherits(extra, "json")) extra
                                        else .to_json(extra, "extra")
@@ -181,9 +183,7 @@
 .load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL, dtype = NULL,
                         more = FALSE) {
   .Call(R_pg_mf_builder_args, TRUE, model_fn, !is.null(model))  # the core's rules and texts
-  if (!is.null(optimizer) && !.is_optimizer(optimizer))
-    .pg_stop("argument", sprintf("ag_load_model(): optimizer must be an optimizer object, got %s",
-                 class(optimizer)[[1L]]))
+  .mf_opt_arg(optimizer, TRUE)
   f <- .mf_open(path, "ag_load_model()")
   on.exit(.Call(R_pg_mf_close, f), add = TRUE)
   # format, name lists, epoch, extra; the config too when the model is rebuilt from it
@@ -227,20 +227,19 @@
 
 ag_model_info <- function(path) .model_info(path, "ag_model_info()")
 
-# ag_model_info's answer, its errors naming fn (ag_fit's resume_from checks its file so)
+# ag_model_info's answer, its errors naming fn (ag_fit's resume_from checks its file so): the
+# core's checks and JSON (pg_mf_info_json, as Python's), in R's types
 .model_info <- function(path, fn) {
   .model_path(path, fn)
   f <- .mf_open(path, fn)
   on.exit(.Call(R_pg_mf_close, f), add = TRUE)
-  .mf_fail(.Call(R_pg_mf_check_info, f), path)  # name lists, optimizer, config, extra
-  v <- .Call(R_pg_mf_values, f)
-  desc <- function(nms) {
-    out <- lapply(nms, function(k) list(shape = c(v$rows[[k]], v$cols[[k]]),
-                                        dtype = if (v$f64[[k]]) "f64" else "f32"))
-    names(out) <- nms
-    out
-  }
-  list(format = v$format, format_version = v$format_version, parameters = desc(v$parameters),
-       buffers = desc(v$buffers), config = .mf_json(v$config, "config", path), epoch = v$epoch,
-       optimizer = v$opt_kind, extra = .mf_json(v$extra, "extra", path), target = v$target)
+  js <- .Call(R_pg_mf_info_json, f)
+  if (is.list(js)) .mf_fail(js, path)
+  info <- jsonlite::parse_json(js, simplifyVector = FALSE)
+  for (k in c("parameters", "buffers"))
+    info[[k]] <- lapply(info[[k]], function(d) list(shape = as.integer(unlist(d$shape)),
+                                                    dtype = d$dtype))
+  if (!is.null(info$epoch)) info$epoch <- as.double(info$epoch)
+  if (!is.null(info$target$classes)) info$target$classes <- unlist(info$target$classes)
+  info
 }

@@ -28,6 +28,14 @@ SEXP R_pg_mf_builder_args(SEXP load, SEXP model_fn, SEXP have_model)
     return R_NilValue;
 }
 
+/* load: TRUE for ag_load_model; shown: the class of its optimizer argument, not an optimizer */
+SEXP R_pg_mf_optimizer_fail(SEXP load, SEXP shown)
+{
+    r_check(pg_mf_optimizer_fail(Rf_asLogical(load) == TRUE ? PG_MF_FN_LOAD : PG_MF_FN_SAVE,
+                                 one_string(shown)));
+    return R_NilValue;
+}
+
 /* value: dtype as given (not NULL); shown: R's rendering of it. "f32" or "f64" */
 SEXP R_pg_mf_load_dtype(SEXP value, SEXP shown)
 {
