@@ -152,9 +152,9 @@ class _ModelFile:
 
 
 def _opt_arg(optimizer, fn):
-    """a given optimizer that is none: the core's text (pg_mf_optimizer_fail), naming the type"""
+    """a given optimizer that is none: the core's text (pg_mf_arg_fail), naming the type"""
     if optimizer is not None and not isinstance(optimizer, Optimizer):
-        check(lib.pg_mf_optimizer_fail(fn, type(optimizer).__name__.encode()))
+        check(lib.pg_mf_arg_fail(fn, lib.PG_MF_BAD_OPTIMIZER, type(optimizer).__name__.encode()))
 
 
 def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_text=None):

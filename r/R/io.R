@@ -104,9 +104,13 @@
 
 .is_optimizer <- function(o) inherits(o, c("ag_optimizer_sgd", "ag_optimizer_adam"))
 
-# a given optimizer that is none: the core's text (pg_mf_optimizer_fail), naming R's class
+# a given optimizer that is none: the core's text (pg_mf_arg_fail), naming R's class
 .mf_opt_arg <- function(optimizer, load) if (!is.null(optimizer) && !.is_optimizer(optimizer))
-  .Call(R_pg_mf_optimizer_fail, load, class(optimizer)[[1L]])
+  .Call(R_pg_mf_arg_fail, load, .pg$code$mf_bad[["OPTIMIZER"]], class(optimizer)[[1L]])
+
+# what model_fn built must be a model: the core's text (pg_mf_arg_fail, ggmlR's)
+.mf_built_arg <- function(model) if (!.is_model(model))
+  .Call(R_pg_mf_arg_fail, TRUE, .pg$code$mf_bad[["BUILT"]], paste(class(model), collapse = "/"))
 
 
 # a model's named tensors and its optimizer as the core's description (pg_mf_model)
@@ -195,11 +199,7 @@
   # built in `dtype`, else the file's (ggmlR: param_dtypes)
   if (is.null(model) && !is.null(model_fn)) {
     model <- .with_dtype(.Call(R_pg_mf_build_dtype, dtype, v$all_f64), model_fn)
-    if (!.is_model(model))
-      .pg_stop("argument",
-               sprintf(paste0("ag_load_model(): `model_fn` must return an ag_sequential or ag_* ",
-                          "layer (got class: %s)."),
-                   paste(class(model), collapse = "/")))
+    .mf_built_arg(model)
   }
   if (is.null(model)) {
     model <- .rebuild(f, v, path, dtype)

@@ -226,7 +226,7 @@ extern SEXP R_pg_mf_config_end(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_rebuild_fail(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_json_refuse(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_builder_args(SEXP, SEXP, SEXP);
-extern SEXP R_pg_mf_optimizer_fail(SEXP, SEXP);
+extern SEXP R_pg_mf_arg_fail(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_load_dtype(SEXP, SEXP);
 extern SEXP R_pg_mf_build_dtype(SEXP, SEXP);
 extern SEXP R_pg_mf_built_dtype_check(SEXP, SEXP, SEXP);
@@ -494,7 +494,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mf_rebuild_fail", (DL_FUNC)&R_pg_mf_rebuild_fail, 3},
     {"R_pg_mf_json_refuse", (DL_FUNC)&R_pg_mf_json_refuse, 3},
     {"R_pg_mf_builder_args", (DL_FUNC)&R_pg_mf_builder_args, 3},
-    {"R_pg_mf_optimizer_fail", (DL_FUNC)&R_pg_mf_optimizer_fail, 2},
+    {"R_pg_mf_arg_fail", (DL_FUNC)&R_pg_mf_arg_fail, 3},
     {"R_pg_mf_load_dtype", (DL_FUNC)&R_pg_mf_load_dtype, 2},
     {"R_pg_mf_build_dtype", (DL_FUNC)&R_pg_mf_build_dtype, 2},
     {"R_pg_mf_built_dtype_check", (DL_FUNC)&R_pg_mf_built_dtype_check, 3},

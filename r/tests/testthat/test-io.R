@@ -189,6 +189,9 @@ test_that("optimizer state is saved and restored (Adam moments, t)", {
   expect_error(ag_load_model(g, model = m2, optimizer = list()),
                "^ag_load_model\\(\\): optimizer must be an optimizer object, got list$",
                class = "pyggmlr_argument_error")
+  expect_error(ag_load_model(g, model_fn = function() 42),
+               paste0("^ag_load_model\\(\\): `model_fn` must return an ag_sequential or ag_\\* ",
+                      "layer \\(got class: numeric\\)\\.$"), class = "pyggmlr_argument_error")
 })
 
 test_that("truncated, corrupt and foreign files give clear errors", {
