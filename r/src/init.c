@@ -219,7 +219,7 @@ extern SEXP R_pg_config_match(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_open(SEXP, SEXP);
 extern SEXP R_pg_mf_close(SEXP);
 extern SEXP R_pg_mf_check_load(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_mf_check_info(SEXP);
+extern SEXP R_pg_mf_info_json(SEXP);
 extern SEXP R_pg_mf_read(SEXP);
 extern SEXP R_pg_mf_values(SEXP);
 extern SEXP R_pg_mf_load_check(SEXP, SEXP);
@@ -229,6 +229,7 @@ extern SEXP R_pg_mf_config_end(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_rebuild_fail(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_json_refuse(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_builder_args(SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_arg_fail(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_load_dtype(SEXP, SEXP);
 extern SEXP R_pg_mf_build_dtype(SEXP, SEXP);
 extern SEXP R_pg_mf_built_dtype_check(SEXP, SEXP, SEXP);
@@ -487,7 +488,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mf_open", (DL_FUNC)&R_pg_mf_open, 2},
     {"R_pg_mf_close", (DL_FUNC)&R_pg_mf_close, 1},
     {"R_pg_mf_check_load", (DL_FUNC)&R_pg_mf_check_load, 4},
-    {"R_pg_mf_check_info", (DL_FUNC)&R_pg_mf_check_info, 1},
+    {"R_pg_mf_info_json", (DL_FUNC)&R_pg_mf_info_json, 1},
     {"R_pg_mf_read", (DL_FUNC)&R_pg_mf_read, 1},
     {"R_pg_mf_values", (DL_FUNC)&R_pg_mf_values, 1},
     {"R_pg_mf_load_check", (DL_FUNC)&R_pg_mf_load_check, 2},
@@ -497,6 +498,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mf_rebuild_fail", (DL_FUNC)&R_pg_mf_rebuild_fail, 3},
     {"R_pg_mf_json_refuse", (DL_FUNC)&R_pg_mf_json_refuse, 3},
     {"R_pg_mf_builder_args", (DL_FUNC)&R_pg_mf_builder_args, 3},
+    {"R_pg_mf_arg_fail", (DL_FUNC)&R_pg_mf_arg_fail, 3},
     {"R_pg_mf_load_dtype", (DL_FUNC)&R_pg_mf_load_dtype, 2},
     {"R_pg_mf_build_dtype", (DL_FUNC)&R_pg_mf_build_dtype, 2},
     {"R_pg_mf_built_dtype_check", (DL_FUNC)&R_pg_mf_built_dtype_check, 3},
