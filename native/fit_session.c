@@ -12,8 +12,8 @@ static const char *const OP = "ag_fit";
 /* metric code c's log (pg_fit_log_name's numbering): its column, or val_'s */
 static int metric_log(int code, int val) { return PG_FIT_LOG_COUNT + 2 * (code - 1) + val; }
 static const char *const EVENT_NAMES[PG_SESSION_EVENT_COUNT] = {
-    "done",      "epoch_begin", "train_batch", "batch_end", "train_end",
-    "val_begin", "val_batch",   "val_end",     "epoch_end"};
+    "done",    "epoch_begin", "train_batch", "batch_end", "train_end",  "val_begin", "val_batch",
+    "val_end", "epoch_end",   "probe",       "record",    "record_val", "notice"};
 
 typedef struct {
     int64_t width;
@@ -35,6 +35,13 @@ struct pg_session {
     int diverged;
     char msg[512];
     compiled train, val[2]; /* val: one per width (full, last partial) */
+    /* the compiled steps: st 0 eager, 1 recorded when asked, 2 probed first (static = None);
+     * val_off: eval mode's forward could not be recorded; reply: the host's answer to PROBE /
+     * RECORD* (1 the probe agreed, 2 fell back); notice: the fallback notice to say after the
+     * eager step (1) or at once before validation's (2); why: its reason */
+    int st, val_off, reply, notice;
+    int64_t other;
+    char why[1024];
 };
 
 const char *pg_session_event_name(int event)
@@ -44,7 +51,7 @@ const char *pg_session_event_name(int event)
 
 pg_session_params pg_session_default_params(void)
 {
-    pg_session_params p = {30, 1, 1, 0};
+    pg_session_params p = {30, 1, 1, 0, 0, 0, 0};
     return p;
 }
 
@@ -77,6 +84,7 @@ pg_session *pg_session_new(pg_fit *f, const pg_session_params *params)
     s->p = *params;
     s->ev = -1;
     s->epoch = params->first_epoch - 1;
+    s->st = params->static_step ? 1 + (params->auto_static != 0) : 0;
     if (pg_fit_sizes(f, &s->d)) {
         free(s);
         return NULL;
@@ -147,8 +155,9 @@ static int answered(pg_session *s, int val)
 
 static int emit(pg_session *s, int ev, int *event)
 {
-    if (ev == PG_SESSION_TRAIN_BATCH || ev == PG_SESSION_VAL_BATCH)
-        s->recorded = pg_fit_nrecorded(s->f, ev == PG_SESSION_VAL_BATCH, NULL);
+    const int val = ev == PG_SESSION_VAL_BATCH || ev == PG_SESSION_RECORD_VAL;
+    if (val || ev == PG_SESSION_TRAIN_BATCH || ev == PG_SESSION_RECORD)
+        s->recorded = pg_fit_nrecorded(s->f, val, NULL);
     s->ev = ev;
     *event = ev;
     return 0;
@@ -185,7 +194,11 @@ static int epoch_end(pg_session *s, int *event)
 static int train_batch(pg_session *s, int *event)
 {
     for (; s->batch < s->d.n_batches; s->batch++) {
-        if (!s->train.g) return emit(s, PG_SESSION_TRAIN_BATCH, event);
+        if (!s->train.g && s->st == 2) { /* probe on this batch, replaying another one */
+            s->other = s->batch != s->d.n_batches - 1 ? s->d.n_batches - 1 : 0;
+            return emit(s, PG_SESSION_PROBE, event);
+        }
+        if (!s->train.g) return emit(s, s->st ? PG_SESSION_RECORD : PG_SESSION_TRAIN_BATCH, event);
         const int64_t b1 = s->p.batch_events ? s->batch + 1 : s->d.n_batches;
         const int64_t n = pg_fit_run_static(s->f, 0, s->batch, b1, s->train.g, s->train.out);
         if (n < 0) return -1;
@@ -200,7 +213,9 @@ static int val_batch(pg_session *s, int *event)
 {
     for (; s->batch < s->d.n_val_batches; s->batch++) {
         const compiled *c = graph_for(s, 1, pg_fit_width(s->f, 1, s->batch));
-        if (!c) return emit(s, PG_SESSION_VAL_BATCH, event);
+        if (!c)
+            return emit(s, s->st && !s->val_off ? PG_SESSION_RECORD_VAL : PG_SESSION_VAL_BATCH,
+                        event);
         if (pg_fit_run_static(s->f, 1, s->batch, s->batch + 1, c->g, c->out) < 0) return -1;
     }
     return emit(s, PG_SESSION_VAL_END, event);
@@ -218,6 +233,26 @@ static int epoch_begin(pg_session *s, int *event)
     return emit(s, PG_SESSION_EPOCH_BEGIN, event);
 }
 
+/* after a training batch: its BATCH_END event, or the next batch */
+static int train_next(pg_session *s, int *event)
+{
+    if (s->p.batch_events) return emit(s, PG_SESSION_BATCH_END, event);
+    s->batch++;
+    return train_batch(s, event);
+}
+
+/* after PROBE: the step recorded next when the probe agreed, else this batch eagerly */
+static int probed(pg_session *s, int *event)
+{
+    const int r = s->reply;
+    s->reply = 0;
+    if (!r)
+        return pg_fail(PG_STATUS_ERR_STATE,
+                       "%s: the probe on training batch %lld was neither reported nor failed", OP,
+                       (long long)s->batch + 1);
+    return emit(s, r == 1 ? PG_SESSION_RECORD : PG_SESSION_TRAIN_BATCH, event);
+}
+
 int pg_session_next(pg_session *s, int *event)
 {
     if (!s || !event) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL session or event", OP);
@@ -225,12 +260,25 @@ int pg_session_next(pg_session *s, int *event)
     case -1:
     case PG_SESSION_EPOCH_END: return epoch_begin(s, event);
     case PG_SESSION_EPOCH_BEGIN: s->t0 = now(); return train_batch(s, event);
+    case PG_SESSION_PROBE: return probed(s, event);
+    case PG_SESSION_RECORD:
+        if (s->reply) { /* fell back: this batch again, eagerly */
+            s->reply = 0;
+            return emit(s, PG_SESSION_TRAIN_BATCH, event);
+        }
+        /* fall through: the compiled step has the batch */
     case PG_SESSION_TRAIN_BATCH:
         if (answered(s, 0)) return -1;
         s->step++;
-        if (s->p.batch_events) return emit(s, PG_SESSION_BATCH_END, event);
-        s->batch++;
-        return train_batch(s, event);
+        if (s->notice == 1) return emit(s, PG_SESSION_NOTICE, event); /* once the eager step ran */
+        return train_next(s, event);
+    case PG_SESSION_NOTICE:
+        if (s->notice == 2) { /* validation's fallback: this batch, eagerly */
+            s->notice = 0;
+            return val_batch(s, event);
+        }
+        s->notice = 0;
+        return train_next(s, event);
     case PG_SESSION_BATCH_END: s->batch++; return train_batch(s, event);
     case PG_SESSION_TRAIN_END: /* the training time includes MPI's statistics all-reduce */
         s->logs[PG_FIT_LOG_TIME_TRAIN] = now() - s->t0;
@@ -239,6 +287,12 @@ int pg_session_next(pg_session *s, int *event)
         s->batch = 0;
         return emit(s, PG_SESSION_VAL_BEGIN, event);
     case PG_SESSION_VAL_BEGIN: return val_batch(s, event);
+    case PG_SESSION_RECORD_VAL:
+        if (s->reply) {
+            s->reply = 0;
+            return emit(s, PG_SESSION_NOTICE, event);
+        }
+        /* fall through */
     case PG_SESSION_VAL_BATCH:
         if (answered(s, 1)) return -1;
         s->batch++;
@@ -255,6 +309,7 @@ int pg_session_where(const pg_session *s, pg_session_pos *out)
     out->batch = s->batch;
     out->step = s->step;
     out->stopped_epoch = s->stopped_epoch;
+    out->other = s->other;
     pg_fit_nrecorded(s->f, 0, &out->loss);
     return 0;
 }
@@ -296,6 +351,45 @@ int pg_session_stop(pg_session *s)
         return pg_fail(PG_STATUS_ERR_STATE, "%s: a run stops at an epoch's end", OP);
     s->stopped_epoch = s->epoch;
     return 0;
+}
+
+int pg_session_probe(pg_session *s, double eager, double replay)
+{
+    if (!s) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL session", OP);
+    if (s->ev != PG_SESSION_PROBE || s->reply)
+        return pg_fail(PG_STATUS_ERR_STATE, "%s: a probe is reported once, at its event", OP);
+    if (pg_fit_probe_why(eager, replay, s->other + 1, s->why, 512) == 0) {
+        s->reply = 1;
+        return 0;
+    }
+    s->st = 0; /* the replay differs: eager from now on, saying why after the first step */
+    s->notice = 1;
+    s->reply = 2;
+    return 0;
+}
+
+int pg_session_static_fail(pg_session *s, const char *why)
+{
+    if (!s || !why) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL session or reason", OP);
+    const int ev = s->ev;
+    if ((ev != PG_SESSION_PROBE && ev != PG_SESSION_RECORD && ev != PG_SESSION_RECORD_VAL) ||
+        s->reply)
+        return pg_fail(PG_STATUS_ERR_STATE, "%s: a compiled step fails at its event, once", OP);
+    if (!s->p.auto_static) return 1; /* static = TRUE (or built-in): the host's error ends it */
+    snprintf(s->why, sizeof s->why, "%s", why);
+    if (ev == PG_SESSION_RECORD_VAL) s->val_off = 1; /* eval mode's forward cannot be replayed */
+    else s->st = 0;
+    s->notice = ev == PG_SESSION_RECORD_VAL ? 2 : 1;
+    s->reply = 2;
+    return 0;
+}
+
+int64_t pg_session_notice(const pg_session *s, char *buf, int64_t cap)
+{
+    if (!s) return -pg_fail(PG_STATUS_ERR_ARG, "%s: NULL session", OP);
+    if (s->ev != PG_SESSION_NOTICE)
+        return -pg_fail(PG_STATUS_ERR_STATE, "%s: the notice is read at its event", OP);
+    return pg_fit_static_notice(s->why, s->p.r_spelling, buf, cap);
 }
 
 static void put_loss(pg_text *t, double v) /* every digit, as both languages print them */

@@ -1,6 +1,6 @@
 /* ag_save_model / ag_load_model's argument rules that call no user code (pg_api_modelfile.h):
- * the builder arguments, the dtype to load in and the built model's dtype, with one text for
- * both front ends (they only say what kind each value is). */
+ * the builder arguments and result, the optimizer's kind, the dtype to load in and the built model's
+ * dtype, with one text for both front ends (they only say what kind each value is). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +19,20 @@ int pg_mf_builder_args(int fn, int model_fn, int have_model)
     if (fn == PG_MF_FN_LOAD && have_model && model_fn == PG_MF_ARG_FUNCTION)
         return pg_fail(PG_STATUS_ERR_ARG, "ag_load_model(): give `model` or `model_fn`, not both");
     return PG_STATUS_OK;
+}
+
+int pg_mf_arg_fail(int fn, int what, const char *shown)
+{
+    const char *got = shown ? shown : "?";
+    if (fn < PG_MF_FN_SAVE || fn > PG_MF_FN_LOAD || what < PG_MF_BAD_OPTIMIZER ||
+        what > PG_MF_BAD_BUILT)
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_arg_fail(): bad arguments");
+    if (what == PG_MF_BAD_BUILT) /* ggmlR's text */
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "%s: `model_fn` must return an ag_sequential or ag_* layer (got class: %s).",
+                       FN[fn], got);
+    return pg_fail(PG_STATUS_ERR_ARG, "%s: optimizer must be an optimizer object, got %s", FN[fn],
+                   got);
 }
 
 /* R's match.arg (ggmlR's): the exact name, else the one name it starts */

@@ -1,6 +1,6 @@
 /* ag_model_info()'s answer as one JSON text (pg_api_modelfile.h), composed once for both front
- * ends: the format fields, each listed parameter's and buffer's shape and dtype, the raw config,
- * extra and target texts, the epoch and the optimizer's kind. */
+ * ends: the format fields, each listed parameter's and buffer's shape and dtype, the raw config
+ * and extra texts, the epoch, the optimizer's kind and the target as read (its three keys). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +49,22 @@ static void put_list(mf_str *b, const pg_mf *mf, int list)
     mf_str_add(b, "}");
 }
 
+/* metadata 'target' as the loader reads it: {"loss", "classify", "classes"}, null for none */
+static void put_target(mf_str *b, const pg_mf *mf)
+{
+    if (!pg_mf_has_target(mf)) {
+        mf_str_add(b, "null");
+        return;
+    }
+    mf_str_add(b, "{\"loss\": "), put_str(b, pg_mf_target_loss(mf));
+    mf_str_add(b, ", \"classify\": "), put_str(b, pg_fit_classify_name(pg_mf_target_classify(mf)));
+    mf_str_add(b, ", \"classes\": ");
+    int64_t n = pg_mf_class_count(mf);
+    mf_str_add(b, n < 0 ? "null" : "[");
+    for (int64_t i = 0; i < n; i++) mf_str_add(b, i ? ", " : ""), put_str(b, pg_mf_class(mf, i));
+    mf_str_add(b, n < 0 ? "}" : "]}");
+}
+
 int pg_mf_info_json(pg_mf *mf, const char **out)
 {
     if (!mf || !out) return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_info_json(): NULL argument");
@@ -56,8 +72,7 @@ int pg_mf_info_json(pg_mf *mf, const char **out)
     if (rc) return rc;
     mf_str b = {NULL, 0, 0, 0};
     char num[32];
-    const char *raw[3] = {mf->config, mf->extra,
-                          pg_mf_has_target(mf) ? pg_mf_meta(mf, "target") : NULL};
+    const char *raw[2] = {mf->config, mf->extra};
     mf_str_add(&b, "{");
     put_key(&b, "format"), put_str(&b, pg_mf_meta(mf, "format"));
     put_key(&b, "format_version"), put_str(&b, pg_mf_meta(mf, "format_version"));
@@ -68,7 +83,7 @@ int pg_mf_info_json(pg_mf *mf, const char **out)
     put_key(&b, "epoch"), mf_str_add(&b, mf->epoch < 0 ? "null" : num);
     put_key(&b, "optimizer"), put_str(&b, mf->opt_kind);
     put_key(&b, "extra"), mf_str_add(&b, raw[1] ? raw[1] : "null");
-    put_key(&b, "target"), mf_str_add(&b, raw[2] ? raw[2] : "null");
+    put_key(&b, "target"), put_target(&b, mf);
     mf_str_add(&b, "}");
     if (b.oom) {
         free(b.s);

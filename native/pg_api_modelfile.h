@@ -39,7 +39,8 @@ int pg_mf_check_info(pg_mf *mf);
 /* pg_mf_check_info, then ag_model_info()'s answer as a JSON object (owned by mf, valid until the
  * next call or pg_mf_close): format, format_version, parameters and buffers ({name: {"shape":
  * [rows, cols], "dtype": "f32"|"f64"}}, {} without a list), config, epoch, optimizer (its kind),
- * extra and target (the file's texts; null when absent). */
+ * extra (the file's texts; null when absent) and target ({"loss", "classify", "classes"} as the
+ * loader reads it: classify the loss's when absent, null loss or classes for none; null without). */
 int pg_mf_info_json(pg_mf *mf, const char **out);
 
 /* After a check: the values (NULL / -1 when absent or not checked). */
@@ -219,6 +220,12 @@ enum { PG_MF_ARG_NONE = 0, PG_MF_ARG_FUNCTION = 1, PG_MF_ARG_OTHER = 2 };
  * given as model_fn as the model). PG_STATUS_ERR_ARG "<fn>: `model_fn` must be a function or
  * NULL." (ggmlR's), then for a load "ag_load_model(): give `model` or `model_fn`, not both". */
 int pg_mf_builder_args(int fn, int model_fn, int have_model);
+/* A value of the wrong kind (shown: the language's name of its type), always PG_STATUS_ERR_ARG:
+ * OPTIMIZER "<fn>: optimizer must be an optimizer object, got <shown>"; BUILT, what model_fn
+ * returned, "<fn>: `model_fn` must return an ag_sequential or ag_* layer (got class: <shown>)."
+ * (ggmlR's). */
+enum { PG_MF_BAD_OPTIMIZER = 0, PG_MF_BAD_BUILT = 1 };
+int pg_mf_arg_fail(int fn, int what, const char *shown);
 /* ag_load_model's dtype, given (NULL is the front end's, not asked): dtype the string, or NULL
  * for a value that is no single string (shown: the front end's rendering of it). R's match.arg
  * (an exact name or the one name it starts) over "f32", "f64", "f16", "bf16"; *out PG_DTYPE_F32

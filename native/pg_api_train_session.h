@@ -14,12 +14,17 @@ typedef struct pg_session pg_session;
  * what differs (defaults in brackets). nepoch: the last epoch, >= 0 [30]. first_epoch: >= 1;
  * resuming, the checkpoint's epoch + 1 [1]. per_datapoint: the loss is a mean per sample; 0: a
  * sum (ggml's totals) [1]. batch_events: a BATCH_END event after every training batch, also the
- * ones the session runs itself (progress display, on_batch_end callbacks) [0]. */
+ * ones the session runs itself (progress display, on_batch_end callbacks) [0]. static_step,
+ * auto_static: the setup's (pg_fit_setup_info): the session asks for the compiled steps (RECORD,
+ * RECORD_VAL), first for static = None's probe (PROBE) [0, 0]. r_spelling: the fallback
+ * notice in R's words ("static = NULL"), else Python's [0]. */
 typedef struct pg_session_params {
     int64_t nepoch;
     int64_t first_epoch;
     int per_datapoint;
     int batch_events;
+    int static_step, auto_static;
+    int r_spelling;
 } pg_session_params;
 pg_session_params pg_session_default_params(void);
 
@@ -39,6 +44,16 @@ enum pg_session_event {
                                    pg_fit_record */
     PG_SESSION_VAL_END = 7,     /* host: the model back in train mode */
     PG_SESSION_EPOCH_END = 8,   /* host: pg_session_logs, History, callbacks; pg_session_stop */
+    /* the compiled steps (static_step), each on the plan's batch tensors, answered by
+       pg_session_set_static / pg_session_probe, or pg_session_static_fail with the host's error */
+    PG_SESSION_PROBE = 9,       /* host: a forward graph recorded on training batch `batch`, the
+                                   eager forward and its replay on batch `other` (the model's
+                                   buffers and random stream put back); pg_session_probe */
+    PG_SESSION_RECORD = 10,     /* host: the training step ("opt") recorded on training batch
+                                   `batch`; pg_session_set_static(val 0) hands the batch back */
+    PG_SESSION_RECORD_VAL = 11, /* host: the validation forward (eval mode) recorded on validation
+                                   batch `batch`; pg_session_set_static(val 1) */
+    PG_SESSION_NOTICE = 12,     /* host: say pg_session_notice once (static = None ran eagerly) */
     PG_SESSION_EVENT_COUNT
 };
 const char *pg_session_event_name(int event); /* "epoch_begin", ...; NULL out of range */
@@ -55,12 +70,27 @@ int pg_session_next(pg_session *s, int *event);
  * that batch's event, the batch itself is handed back: the session runs it. */
 int pg_session_set_static(pg_session *s, int val, int64_t width, pg_graph *g, pg_tensor *out);
 
+/* At PROBE: the eager forward's loss on batch `other` and the probe graph's replay there. The same
+ * bits: the session asks for RECORD next; else the run is eager, with the notice after the first
+ * eager step. */
+int pg_session_probe(pg_session *s, double eager, double replay);
+/* At PROBE, RECORD or RECORD_VAL: the host's recording failed with text why. Returns 1 when the
+ * run must end with that error (static = TRUE, or a built-in model: the host raises it), 0 when
+ * it goes on eagerly (static = None: the training batch again as TRAIN_BATCH and the notice after
+ * it; validation at once: NOTICE, then VAL_BATCH for this batch and the rest), < 0 on error. */
+int pg_session_static_fail(pg_session *s, const char *why);
+/* At NOTICE: the fallback notice (pg_fit_static_notice's text) into buf (cap bytes); returns
+ * the whole text's length, or -status. */
+int64_t pg_session_notice(const pg_session *s, char *buf, int64_t cap);
+
 /* Where the run is: epoch (1-based), batch (0-based, of the current part), step (training
  * batches done in this run), loss (the last recorded training batch's), stopped_epoch (0: not
- * stopped; set by pg_session_stop or a diverged loss). */
+ * stopped; set by pg_session_stop or a diverged loss), other (at PROBE: the training batch the
+ * probe replays, the last one, or the first when batch is the last). */
 typedef struct pg_session_pos {
     int64_t epoch, batch, step, stopped_epoch;
     double loss;
+    int64_t other;
 } pg_session_pos;
 int pg_session_where(const pg_session *s, pg_session_pos *out);
 

@@ -19,6 +19,7 @@ from ..errors import (
     NonFiniteLossWarning,
     PyggmlrError,
     PyggmlrValueError,
+    StaticFallbackWarning,
 )
 from ..io.check import set_target
 from ..optim.optimizer import Optimizer
@@ -46,9 +47,7 @@ from .util import (
     _model_dtype,
     _params,
     _set_mode,
-    _static_record,
     _StaticSteps,
-    static_notice,
 )
 from .weights import attach, class_weights, sample_weights
 
@@ -240,11 +239,9 @@ def ag_fit(
         if seed is not None:  # checked when resuming too, as R (the checkpoint's seed wins)
             setup.seed(_seed_int(seed, "ag_fit"))
         info = setup.info
-        # static=None: compiled; a model or loss not all built-in only when ag_compile records
-        # its step and a probe replay equals the eager step (else it runs eagerly, saying why)
-        static_steps = _StaticSteps(model, lossfn, opt, Y is not None) if info.static_step else None
-        auto = auto_run = bool(info.auto_static)
-        val_static = True
+        # the compiled steps (ag_compile of the forward and the loss); when to record, probe or
+        # fall back is the session's (native/fit_session.c)
+        static_steps = _StaticSteps(model, lossfn, opt, Y is not None)
         history, start_epoch, ck = History(), 1, None
         if resume_from is not None:
             if isinstance(resume_from, bytes) or not isinstance(resume_from, (str, os.PathLike)):
@@ -286,7 +283,7 @@ def ag_fit(
         pmode, plan.running, max(0, nepoch - start_epoch + 1) * plan.n_batches, nepoch, start_epoch
     )
     # the loop is the core's (native/fit_session.c): this answers only what calls user code
-    sess = Session(plan, nepoch, start_epoch, per_datapoint, prog.ticks or bool(batch_cbs))
+    sess = Session(plan, info, nepoch, start_epoch, per_datapoint, prog.ticks or bool(batch_cbs))
     in_stream = stream.active()  # dropout and user code draw from the run's stream
     in_stream.__enter__()
     try:
@@ -295,26 +292,28 @@ def ag_fit(
             if ev == lib.PG_SESSION_TRAIN_BATCH:
                 xb, yb = plan.batch(False, sess.where().batch)
                 wb = plan.weights() if weighted else None  # this batch's weight row
-                rec = why = None
-                if static_steps is not None:  # recorded once; the session replays it from now on
-                    rec, why = _static_record(
-                        static_steps, auto, plan, sess.where().batch, xb, yb, wb
-                    )
-                    static_steps = static_steps if rec is not None else None  # fell back
-                    auto = False
-                if rec is not None:
-                    sess.set_static(False, xb.shape[1], *rec)
-                else:
-                    with with_grad_tape():
-                        out = _forward(model, xb)
-                        lv = lossfn(out, yb) if wb is None else lossfn(out, yb, wb)
-                    if core_step:  # backward, step, zero grad, record, tape clear: one core call
-                        plan.train_step(lv, out, opt)
-                    else:  # the gradients pass through the host: MPI's all-reduce, a user's step
-                        _host_step(plan, lv, out, opt, sync, xb.shape[1])
-                    del lv, out
-                    if why is not None:  # static=None fell back: said once the eager step ran
-                        static_notice(why)
+                with with_grad_tape():
+                    out = _forward(model, xb)
+                    lv = lossfn(out, yb) if wb is None else lossfn(out, yb, wb)
+                if core_step:  # backward, step, zero grad, record, tape clear: one core call
+                    plan.train_step(lv, out, opt)
+                else:  # the gradients pass through the host: MPI's all-reduce, a user's step
+                    _host_step(plan, lv, out, opt, sync, xb.shape[1])
+                del lv, out
+            elif ev in (lib.PG_SESSION_PROBE, lib.PG_SESSION_RECORD, lib.PG_SESSION_RECORD_VAL):
+                at, val = sess.where(), ev == lib.PG_SESSION_RECORD_VAL  # the session decides
+                xb, yb = plan.batch(val, at.batch)
+                wb = plan.weights() if weighted and not val else None
+                try:
+                    if ev == lib.PG_SESSION_PROBE:
+                        sess.probe(*static_steps.probe(plan, at.other, xb, yb, wb))
+                    else:
+                        sess.set_static(val, xb.shape[1], *static_steps.record(val, xb, yb, wb))
+                except PyggmlrError as e:
+                    if sess.static_fail(str(e)):  # static=True: its error
+                        raise
+            elif ev == lib.PG_SESSION_NOTICE:  # static=None runs eagerly: the core's text, once
+                warnings.warn(sess.notice(), StaticFallbackWarning, stacklevel=2)
             elif ev == lib.PG_SESSION_BATCH_END:
                 at = sess.where()
                 prog.tick()
@@ -336,20 +335,9 @@ def ag_fit(
             elif ev == lib.PG_SESSION_VAL_BATCH:
                 xb, yb = plan.batch(True, sess.where().batch)
                 with ag_no_grad():
-                    if static_steps is not None and val_static:
-                        try:
-                            vs = static_steps.record(True, xb, yb)
-                        except PyggmlrError as e:
-                            if not auto_run:
-                                raise
-                            static_notice(str(e))  # eval mode's forward cannot be replayed
-                            val_static = False
-                    if static_steps is not None and val_static:
-                        sess.set_static(True, xb.shape[1], *vs)
-                    else:
-                        out = _forward(model, xb)
-                        plan.record(True, lossfn(out, yb).item(), out)
-                        del out
+                    out = _forward(model, xb)
+                    plan.record(True, lossfn(out, yb).item(), out)
+                    del out
             elif ev == lib.PG_SESSION_EPOCH_END:
                 logs, diverged = sess.logs(epoch)  # NaN / Inf loss: warn, and the run ends
                 history._append(logs)

@@ -144,9 +144,12 @@ class Session:
     ag_fit answers (lib.PG_SESSION_*); the loop's bookkeeping is the core's."""
 
     def __init__(
-        self, plan: FitPlan, nepoch: int, first_epoch: int, per_datapoint: bool, batch_events: bool
-    ) -> None:
+        self, plan: FitPlan, info: Any, nepoch: int, first_epoch: int, per_datapoint: bool,
+        batch_events: bool,
+    ) -> None:  # fmt: skip
+        """info: the setup's (FitSetup.info): its static mode, for the compiled steps' events."""
         prm = ffi.new("pg_session_params *", lib.pg_session_default_params())
+        prm.static_step, prm.auto_static = info.static_step, info.auto_static
         prm.nepoch, prm.first_epoch = nepoch, first_epoch
         prm.per_datapoint, prm.batch_events = int(per_datapoint), int(batch_events)
         p = lib.pg_session_new(plan._p, prm)
@@ -175,6 +178,21 @@ class Session:
         """Hand a compiled step to the session (and with it the batch being answered)."""
         _core.check(lib.pg_session_set_static(self._s, int(val), width, step._g, out._handle()))
         self._plan._keep.append((step, out))
+
+    def probe(self, eager: float, replay: float) -> None:
+        """The probe's losses (PROBE) for the session's verdict."""
+        _core.check(lib.pg_session_probe(self._s, eager, replay))
+
+    def static_fail(self, why: str) -> bool:
+        """A compiled step's recording failed: True when ag_fit raises that error."""
+        rc = lib.pg_session_static_fail(self._s, why.encode("utf-8", "replace"))
+        return _core.check(min(rc, 0)) == 0 and rc == 1
+
+    def notice(self) -> str:
+        """The fallback notice (NOTICE), the core's text."""
+        buf = ffi.new("char[1024]")
+        _core.check(min(lib.pg_session_notice(self._s, buf, 1024), 0))
+        return ffi.string(buf).decode("utf-8", "replace")
 
     def logs(self, epoch: int) -> Tuple[Dict[str, float], Optional[str]]:
         """The epoch's logs (ag_fit's dict, the metrics' columns included) and the divergence

@@ -3,7 +3,7 @@ arguments, the optimizer set-up and the compiled steps (loop.py runs the loop)."
 
 from __future__ import annotations
 
-import warnings
+import contextlib
 from typing import Any, List
 
 import numpy as np
@@ -13,9 +13,7 @@ from .._args import as_numeric
 from .._core import NULL, check, ffi, lib
 from ..errors import (
     ArgumentError,
-    PyggmlrError,
     ShapeError,
-    StaticFallbackWarning,
 )
 from ..graph.compile import ag_compile
 from ..nn import modules as nn
@@ -23,7 +21,7 @@ from ..nn.summary import _out_rows  # the core's shape rules (R's .out_rows)
 from ..optim.optimizer import Optimizer, optimizer_adam, optimizer_sgd
 from ..optim.state import _Host
 from ..random import Generator
-from ..tape import with_grad_tape
+from ..tape import ag_no_grad, with_grad_tape
 from ..tensor import Tensor, _wrap, ag_default_dtype
 
 __all__: List[str] = []
@@ -221,19 +219,20 @@ class _StaticSteps:
         (step, model output tensor) for the session, which runs them from then on."""
         holder: dict = {}
         fn = self._fn(holder, wv is not None)
-        step = self._compile("forward" if val else "opt", self._ins(xv, yv, wv), fn)
+        with ag_no_grad() if val else contextlib.nullcontext():
+            step = self._compile("forward" if val else "opt", self._ins(xv, yv, wv), fn)
         return step, holder["out"]
 
-    def probe(self, plan, b, xv, yv, wv):
-        """static=None's check that replaying is safe for this model: a forward graph recorded
-        on training batch b must give, on another training batch, the loss the eager forward
-        gives there (a forward that reads values in host code or branches on them was recorded
-        once and would replay wrongly). None when it does, else why not. Leaves the batch
-        tensors holding batch b, the buffers and the random stream as they were."""
+    def probe(self, plan, other, xv, yv, wv):
+        """static=None's check that replaying is safe for this model (the session's PROBE): a
+        forward graph recorded on the training batch the tensors hold, then (eager, replay): the
+        losses the eager forward and that graph's replay give on training batch `other`, for the
+        session's verdict (a forward that reads values in host code or branches on them was
+        recorded once and would replay wrongly). The buffers and the random stream end as they
+        were."""
         ins = self._ins(xv, yv, wv)
         fn = self._fn({}, wv is not None)
         fwd = self._compile("forward", ins, fn)
-        other = plan.n_batches - 1 if b != plan.n_batches - 1 else 0
         plan.batch(False, other)  # refills the same tensors (and the weight row)
         bufs = {k: t.data for k, t in _buffers(self.model).items() if isinstance(t, Tensor)}
         stream = Generator.current()
@@ -247,11 +246,7 @@ class _StaticSteps:
         finally:
             self._put_back(bufs)
             stream.set_state(state)
-            plan.batch(False, b)
-        why = ffi.new("char[512]")  # the core's verdict and text, as R's
-        if lib.pg_fit_probe_why(eager, replay, other + 1, why, 512) == 0:
-            return None
-        return ffi.string(why).decode()
+        return eager, replay
 
 
 def _check_class_count(Y: Any, model: Any, features: int) -> None:
@@ -262,25 +257,3 @@ def _check_class_count(Y: Any, model: Any, features: int) -> None:
         k = _out_rows(model, features)
         ids = ffi.cast("double *", v.ctypes.data)
         check(lib.pg_fit_check_ids(ids, v.size, -1 if k is None else k, -1, 0))
-
-
-def static_notice(why: str) -> None:
-    """static=None's one notice of an ag_fit call that runs eagerly: the core's text and reason."""
-    buf = ffi.new("char[]", 1024)
-    check(min(lib.pg_fit_static_notice(why.encode("utf-8", "replace"), 0, buf, 1024), 0))
-    warnings.warn(ffi.string(buf).decode("utf-8", "replace"), StaticFallbackWarning, stacklevel=3)
-
-
-def _static_record(steps, auto, plan, b, xv, yv, wv):
-    """(the training step recorded for the session, None); with static=None on a model that is
-    not all built-in (auto), first the probe: (None, why) when it or the recording refuses, the
-    caller saying why once its first eager step has run (an eager error comes alone)."""
-    if not auto:
-        return steps.record(False, xv, yv, wv), None
-    try:
-        why = steps.probe(plan, b, xv, yv, wv)
-        if why is None:
-            return steps.record(False, xv, yv, wv), None
-    except PyggmlrError as e:
-        why = str(e)
-    return None, why

@@ -151,11 +151,9 @@ def _build(builder: Callable[[], Any], dtype: str) -> Any:
         model = builder()
     finally:
         ag_dtype(prev)
-    if not callable(getattr(model, "parameters", None)):
-        raise ArgumentError(
-            f"ag_load_model(): `model_fn` must return an ag_sequential or ag_* layer "
-            f"(got class: {type(model).__name__})."
-        )
+    if not callable(getattr(model, "parameters", None)):  # the core's text (ggmlR's)
+        shown = type(model).__name__.encode()
+        check(lib.pg_mf_arg_fail(lib.PG_MF_FN_LOAD, lib.PG_MF_BAD_BUILT, shown))
     return model
 
 

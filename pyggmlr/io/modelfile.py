@@ -151,14 +151,17 @@ class _ModelFile:
 # model <-> file
 
 
+def _opt_arg(optimizer, fn):
+    """a given optimizer that is none: the core's text (pg_mf_arg_fail), naming the type"""
+    if optimizer is not None and not isinstance(optimizer, Optimizer):
+        check(lib.pg_mf_arg_fail(fn, lib.PG_MF_BAD_OPTIMIZER, type(optimizer).__name__.encode()))
+
+
 def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_text=None):
     """extra_text: extra already as JSON text (ag_fit's checkpoints: the core's layout)"""
     path = _path_arg(path, "ag_save_model()")
     params, bufs = _model_parts(model)
-    if optimizer is not None and not isinstance(optimizer, Optimizer):
-        raise ArgumentError(
-            f"ag_save_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
-        )
+    _opt_arg(optimizer, lib.PG_MF_FN_SAVE)
     w, m = _Writer(), _Model(params, bufs, optimizer)
     w.keep.append(m)
     check(lib.pg_mf_writer_add_model(w.h, m.c))  # the save rules; the optimizer's state
@@ -237,10 +240,7 @@ def _hyper_value(f, j):
 def _load(
     path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False, builder=None, dtype=None
 ):
-    if optimizer is not None and not isinstance(optimizer, Optimizer):  # before the file, as R
-        raise ArgumentError(
-            f"ag_load_model(): optimizer must be an optimizer object, got {type(optimizer).__name__}"
-        )
+    _opt_arg(optimizer, lib.PG_MF_FN_LOAD)  # before the file, as R
     with _ModelFile(path, "ag_load_model()") as f:
         opts = ffi.new("pg_mf_load_opts *", lib.pg_mf_load_opts_default())
         opts.have_model = model is not None or builder is not None

@@ -107,11 +107,9 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   }
   if (!is.null(seed)) .Call(R_pg_fit_setup_seed, su, .seed_int(seed, "ag_fit"))
   info <- .Call(R_pg_fit_setup_info, su)
-  # static = NULL: compiled; a model or loss not all built-in only when ag_compile records its
-  # step and a probe replay equals the eager step (else eager, saying why once)
-  ss <- if (info$static) .static_steps(model, L$fn, opt, !is.null(tg$Y)) else NULL
-  auto <- auto_run <- info$auto
-  val_static <- TRUE
+  # the compiled steps (ag_compile of the forward and the loss); when to record, probe or fall
+  # back is the session's (native/fit_session.c)
+  ss <- .static_steps(model, L$fn, opt, !is.null(tg$Y))
   res <- NULL
   if (!is.null(resume_from)) {  # weights, optimizer, then the run's own state from the checkpoint
     if (!is.character(resume_from) || length(resume_from) != 1L || is.na(resume_from))
@@ -176,13 +174,14 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   on.exit(prog$close(), add = TRUE)
   batch_cbs <- if (length(cbs)) Filter(function(cb) is.function(cb$on_batch_end), cbs) else list()
   # an optimizer of this package whose step is its own: eager batches are answered in C
-  core_step <- is.null(ss) && is.null(sync) &&
+  core_step <- is.null(sync) &&
     inherits(opt, c("ag_optimizer_sgd", "ag_optimizer_adam")) &&
     identical(environment(opt$step), environment(opt$zero_grad))
   fwd <- .fit_forward_fn(model)  # looked up once: the loop calls them by value
   lossfn <- L$fn
   # the loop is the core's (native/fit_session.c): this answers only what calls R code
-  s <- .Call(R_pg_session_new, plan, nepoch, first, per_datapoint, prog$ticks || length(batch_cbs))
+  s <- .Call(R_pg_session_new, plan, su, nepoch, first, per_datapoint,
+             prog$ticks || length(batch_cbs))
   cfwd <- if (core_step) fwd
   oh <- opt$.h
   # how the outputs are read, for ag_predict(type =) and model files (checkpoints included)
@@ -196,28 +195,32 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         at <- .Call(R_pg_session_where, s)
         bt <- .Call(R_pg_fit_batch, plan, FALSE, at[[2L]])
         wb <- if (weighted) .Call(R_pg_fit_batch_weights, plan)  # this batch's weight row
-        g <- why <- NULL
-        if (!is.null(ss)) {  # recorded once; the session replays it from now on
-          gw <- .static_record(ss, auto, plan, at[[2L]], nb, bt[[1L]], bt[[2L]], wb)
-          g <- gw[[1L]]
-          why <- gw[[2L]]
-          if (is.null(g)) ss <- NULL  # fell back (static = NULL)
-          auto <- FALSE
-        }
-        if (!is.null(g)) {
-          .Call(R_pg_session_set_static, s, FALSE, ncol(bt[[1L]]), attr(g$step, "graph"), g$out)
-        } else {  # the gradients pass through R: MPI's all-reduce, a user's step()
-          with_grad_tape({
-            out <- .fit_out(fwd(bt[[1L]]))
-            lv <- if (is.null(wb)) lossfn(out, bt[[2L]]) else lossfn(out, bt[[2L]], wb)
-          })
-          if (!is_ag_tensor(lv))
-            .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor, got %s", class(lv)[[1L]])
-          .fit_host_step(plan, lv, out, opt, sync, ncol(bt[[1L]]))
-          if (!is.null(why)) .static_notice(why)  # static = NULL fell back: once the step ran
-        }
+        # the gradients pass through R: MPI's all-reduce, a user's step()
+        with_grad_tape({
+          out <- .fit_out(fwd(bt[[1L]]))
+          lv <- if (is.null(wb)) lossfn(out, bt[[2L]]) else lossfn(out, bt[[2L]], wb)
+        })
+        if (!is_ag_tensor(lv))
+          .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor, got %s", class(lv)[[1L]])
+        .fit_host_step(plan, lv, out, opt, sync, ncol(bt[[1L]]))
         out <- bt <- lv <- wb <- NULL  # drop the references
       },
+      probe = , record = , record_val = {  # the compiled steps: the session asks, runs, decides
+        at <- .Call(R_pg_session_where, s)
+        val <- ev == "record_val"
+        bt <- .Call(R_pg_fit_batch, plan, val, at[[2L]])
+        wb <- if (weighted && !val) .Call(R_pg_fit_batch_weights, plan)
+        tryCatch(if (ev == "probe") {
+          .Call(R_pg_session_probe, s, ss$probe(plan, at[[6L]], bt[[1L]], bt[[2L]], wb))
+        } else {
+          g <- ss$record(val, bt[[1L]], bt[[2L]], wb)
+          .Call(R_pg_session_set_static, s, val, ncol(bt[[1L]]), attr(g$step, "graph"), g$out)
+        }, pyggmlr_error = function(e) {
+          if (.Call(R_pg_session_static_fail, s, conditionMessage(e))) stop(e)
+        })
+        bt <- wb <- g <- NULL
+      },
+      notice = message(.Call(R_pg_session_notice, s)),  # static = NULL runs eagerly
       batch_end = {
         at <- .Call(R_pg_session_where, s)
         if (prog$on) prog$tick()
@@ -239,20 +242,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
         at <- .Call(R_pg_session_where, s)
         bt <- .Call(R_pg_fit_batch, plan, TRUE, at[[2L]])
         ag_no_grad({
-          g <- NULL
-          if (!is.null(ss) && val_static)
-            g <- tryCatch(ss$record(TRUE, bt[[1L]], bt[[2L]]), pyggmlr_error = function(e) {
-              if (!auto_run) stop(e)
-              .static_notice(conditionMessage(e))  # eval mode's forward cannot be replayed
-              NULL
-            })
-          val_static <- !is.null(g)
-          if (!is.null(g)) {
-            .Call(R_pg_session_set_static, s, TRUE, ncol(bt[[1L]]), attr(g$step, "graph"), g$out)
-          } else {
-            out <- .fit_forward(model, bt[[1L]])
-            .Call(R_pg_fit_record, plan, TRUE, L$fn(out, bt[[2L]])$data[1L, 1L], out)
-          }
+          out <- .fit_forward(model, bt[[1L]])
+          .Call(R_pg_fit_record, plan, TRUE, L$fn(out, bt[[2L]])$data[1L, 1L], out)
         })
         out <- bt <- NULL
       },

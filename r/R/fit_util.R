@@ -235,49 +235,31 @@
   # training mode; validation: "forward" in eval mode): list(step, out) for the session
   s$record <- function(val, xv, yv, wv = NULL) {
     holder <- new.env(parent = emptyenv())
-    step <- s$compile(if (val) "forward" else "opt", s$ins(xv, yv, wv),
-                      s$fn(holder, !is.null(wv)))
+    rec <- function() s$compile(if (val) "forward" else "opt", s$ins(xv, yv, wv),
+                                s$fn(holder, !is.null(wv)))
+    step <- if (val) ag_no_grad(rec()) else rec()
     list(step = step, out = holder$out)
   }
-  # static = NULL's check (Python's _StaticSteps.probe): a forward graph recorded on training
-  # batch b must replay another training batch to the loss the eager forward gives there; NULL
-  # when it does, else why not. The batch tensors end holding batch b again, the buffers and
-  # the random stream as they were.
-  s$probe <- function(plan, b, nb, xv, yv, wv) {
+  # static = NULL's probe (the session's PROBE, Python's _StaticSteps.probe): a forward graph
+  # recorded on the training batch the tensors hold, then c(eager, replay): the losses the eager
+  # forward and that graph's replay give on training batch `other`, for the session's verdict.
+  # The buffers and the random stream end as they were.
+  s$probe <- function(plan, other, xv, yv, wv) {
     ins <- s$ins(xv, yv, wv)
     fn <- s$fn(new.env(parent = emptyenv()), !is.null(wv))
     fwd <- s$compile("forward", ins, fn)
-    other <- if (b != nb - 1L) nb - 1L else 0L
     .Call(R_pg_fit_batch, plan, FALSE, other)  # refills the same tensors (and the weight row)
     bufs <- s$bufs()
     seed <- .rng_save()
     on.exit({
       s$put_back(bufs)
       .rng_restore(seed)
-      .Call(R_pg_fit_batch, plan, FALSE, b)
     })
     with_grad_tape(eager <- do.call(fn, ins)$data[1L, 1L])
     s$put_back(bufs)
     .rng_restore(seed)
     r <- do.call(fwd, ins)
-    replay <- (if (is_ag_tensor(r)) r$data else r)[1L, 1L]
-    .Call(R_pg_fit_probe_why, eager, replay, other + 1L)  # NULL: the same loss
+    c(eager, (if (is_ag_tensor(r)) r$data else r)[1L, 1L])
   }
   s
-}
-
-# static = NULL's one notice of an ag_fit call that runs eagerly: the core's reason
-.static_notice <- function(why) message(.Call(R_pg_fit_static_notice, why))
-
-# list(the training step recorded for the session, NULL); with static = NULL on a model that is
-# not all built-in (auto), first the probe: list(NULL, why) when it or the recording refuses, the
-# caller saying why once its first eager step has run (an eager error comes alone)
-.static_record <- function(ss, auto, plan, b, nb, xv, yv, wv) {
-  if (!auto) return(list(ss$record(FALSE, xv, yv, wv), NULL))
-  why <- tryCatch({
-    w <- ss$probe(plan, b, nb, xv, yv, wv)
-    if (is.null(w)) return(list(ss$record(FALSE, xv, yv, wv), NULL))
-    w
-  }, pyggmlr_error = function(e) conditionMessage(e))
-  list(NULL, why)
 }

@@ -9,8 +9,6 @@
 # dtype, metadata rule, name and shape match, and the save rules) are the core's
 # (native/codec*.c, native/modelfile*.c); this converts R values and raises classed errors.
 
-.io_bad <- function(path, msg) .pg_stop("value", sprintf("%s: %s", path, msg))
-
 # the core's PG_STATUS_ERR_IO: a pyggmlr_io_error naming the path, with the system's errno
 # (2 ENOENT, 13 EACCES, ...) and the path as fields, as Python's OSError subclasses carry them
 .io_fail <- function(res, path) {
@@ -45,24 +43,18 @@
   .status_stop(res$status, res$message)
 }
 
-# An open model file (the core's pg_mf, an external pointer): framing checked by the core; the
-# caller closes it (on.exit(.Call(R_pg_mf_close, f))).
+# An open model file (the core's pg_mf, an external pointer): the path (guard.R) and the framing
+# checked by the core; the caller closes it (on.exit(.Call(R_pg_mf_close, f))).
 .mf_open <- function(path, fn) {
-  if (!is.character(path) || length(path) != 1L || is.na(path))
-    .pg_stop("argument", "ag_load_model(): path must be a single file name")
-  .model_path(path, "ag_load_model()")
+  .model_path(path, fn)
   f <- .Call(R_pg_mf_open, path.expand(path), fn)
   if (is.list(f)) .mf_fail(f, path)
   f
 }
 
-# A metadata JSON text the core has checked, as R values
-.mf_json <- function(text, key, path) {
-  if (is.null(text)) return(NULL)
-  tryCatch(jsonlite::parse_json(text, simplifyVector = FALSE),
-           error = function(e) .io_bad(path, sprintf("metadata '%s' is not valid JSON (%s)", key,
-                                                     substr(conditionMessage(e), 1L, 120L))))
-}
+# A metadata JSON text the core has checked (its parser is the stricter), as R values, as
+# Python's json.loads takes it
+.mf_json <- function(text) if (!is.null(text)) jsonlite::parse_json(text, simplifyVector = FALSE)
 
 # ---------------------------------------------------------------------------------------------
 # model parts
@@ -103,6 +95,14 @@
 .same <- function(a, b) isTRUE(.Call(R_pg_same_tensor, a$.ptr, b$.ptr))
 
 .is_optimizer <- function(o) inherits(o, c("ag_optimizer_sgd", "ag_optimizer_adam"))
+
+# a given optimizer that is none: the core's text (pg_mf_arg_fail), naming R's class
+.mf_opt_arg <- function(optimizer, load) if (!is.null(optimizer) && !.is_optimizer(optimizer))
+  .Call(R_pg_mf_arg_fail, load, .pg$code$mf_bad[["OPTIMIZER"]], class(optimizer)[[1L]])
+
+# what model_fn built must be a model: the core's text (pg_mf_arg_fail, ggmlR's)
+.mf_built_arg <- function(model) if (!.is_model(model))
+  .Call(R_pg_mf_arg_fail, TRUE, .pg$code$mf_bad[["BUILT"]], paste(class(model), collapse = "/"))
 
 
 # a model's named tensors and its optimizer as the core's description (pg_mf_model)
@@ -147,9 +147,7 @@
     }
   }
   ep <- if (!is.null(epoch)) as.double(.check_save_epoch(epoch)) else NULL
-  if (!is.null(optimizer) && !.is_optimizer(optimizer))
-    .pg_stop("argument", sprintf("ag_save_model(): optimizer must be an optimizer object, got %s",
-                 class(optimizer)[[1L]]))
+  .mf_opt_arg(optimizer, FALSE)
   # the core checks it loads back; a "json" text (ag_fit's checkpoints) as it is
   if (!is.null(extra)) fields[[3L]] <- if (inherits(extra, "json")) extra
                                        else .to_json(extra, "extra")
@@ -169,7 +167,7 @@
 # The model from the file's architecture config (checked, and matched against the file's
 # tensors, by the core's pg_mf_check_load before anything is built)
 .rebuild <- function(f, v, path, dtype = NULL) {
-  cfg <- .mf_json(v$config, "config", path)
+  cfg <- .mf_json(v$config)
   prev <- ag_default_dtype()
   on.exit(ag_dtype(prev), add = TRUE)
   ag_dtype(.Call(R_pg_mf_build_dtype, dtype, v$all_f64))
@@ -180,10 +178,7 @@
 # more: ag_fit's callback arrays are read too (list(..., tensors))
 .load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL, dtype = NULL,
                         more = FALSE) {
-  .Call(R_pg_mf_builder_args, TRUE, model_fn, !is.null(model))  # the core's rules and texts
-  if (!is.null(optimizer) && !.is_optimizer(optimizer))
-    .pg_stop("argument", sprintf("ag_load_model(): optimizer must be an optimizer object, got %s",
-                 class(optimizer)[[1L]]))
+  .mf_opt_arg(optimizer, TRUE)  # (the builder arguments: ag_load_model's, state.R)
   f <- .mf_open(path, "ag_load_model()")
   on.exit(.Call(R_pg_mf_close, f), add = TRUE)
   # format, name lists, epoch, extra; the config too when the model is rebuilt from it
@@ -191,15 +186,11 @@
                  is.null(model) && is.null(model_fn)), path)
   v <- .Call(R_pg_mf_values, f)
   epoch <- v$epoch
-  extra <- .mf_json(v$extra, "extra", path)
+  extra <- .mf_json(v$extra)
   # built in `dtype`, else the file's (ggmlR: param_dtypes)
   if (is.null(model) && !is.null(model_fn)) {
     model <- .with_dtype(.Call(R_pg_mf_build_dtype, dtype, v$all_f64), model_fn)
-    if (!.is_model(model))
-      .pg_stop("argument",
-               sprintf(paste0("ag_load_model(): `model_fn` must return an ag_sequential or ag_* ",
-                          "layer (got class: %s)."),
-                   paste(class(model), collapse = "/")))
+    .mf_built_arg(model)
   }
   if (is.null(model)) {
     model <- .rebuild(f, v, path, dtype)
@@ -227,20 +218,18 @@
 
 ag_model_info <- function(path) .model_info(path, "ag_model_info()")
 
-# ag_model_info's answer, its errors naming fn (ag_fit's resume_from checks its file so)
+# ag_model_info's answer, its errors naming fn (ag_fit's resume_from checks its file so): the
+# core's checks and JSON (pg_mf_info_json, as Python's), in R's types
 .model_info <- function(path, fn) {
-  .model_path(path, fn)
   f <- .mf_open(path, fn)
   on.exit(.Call(R_pg_mf_close, f), add = TRUE)
-  .mf_fail(.Call(R_pg_mf_check_info, f), path)  # name lists, optimizer, config, extra
-  v <- .Call(R_pg_mf_values, f)
-  desc <- function(nms) {
-    out <- lapply(nms, function(k) list(shape = c(v$rows[[k]], v$cols[[k]]),
-                                        dtype = if (v$f64[[k]]) "f64" else "f32"))
-    names(out) <- nms
-    out
-  }
-  list(format = v$format, format_version = v$format_version, parameters = desc(v$parameters),
-       buffers = desc(v$buffers), config = .mf_json(v$config, "config", path), epoch = v$epoch,
-       optimizer = v$opt_kind, extra = .mf_json(v$extra, "extra", path), target = v$target)
+  js <- .Call(R_pg_mf_info_json, f)
+  if (is.list(js)) .mf_fail(js, path)
+  info <- .mf_json(js)
+  for (k in c("parameters", "buffers"))
+    info[[k]] <- lapply(info[[k]], function(d) list(shape = as.integer(unlist(d$shape)),
+                                                    dtype = d$dtype))
+  if (!is.null(info$epoch)) info$epoch <- as.double(info$epoch)
+  if (!is.null(info$target$classes)) info$target$classes <- unlist(info$target$classes)
+  info
 }

@@ -171,10 +171,7 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
   target <- .Call(R_pg_mf_build_dtype, dtype, length(pd) > 0L && all(pd %in% "f64"))
   if (is.null(model)) {
     model <- .with_dtype(target, builder)
-    if (!.is_model(model))
-      .arg_fail("argument", paste0("ag_load_model(): `model_fn` must return an ag_sequential or ",
-                                   "ag_* layer (got class: %s)."),
-                paste(class(model), collapse = "/"))
+    .mf_built_arg(model)  # io.R
   }
   params <- .model_params(model, "ag_load_model()")
   sb <- box[["buffers"]]

@@ -66,13 +66,16 @@ extern SEXP R_pg_clip_grad_value(SEXP, SEXP, SEXP);
 extern SEXP R_pg_grad_anomaly(SEXP, SEXP);
 extern SEXP R_pg_sched_init(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_session_new(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_session_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_next(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_where(SEXP);
 extern SEXP R_pg_session_set_lr(SEXP, SEXP);
 extern SEXP R_pg_session_set_static(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_logs(SEXP);
 extern SEXP R_pg_session_stop(SEXP);
+extern SEXP R_pg_session_probe(SEXP, SEXP);
+extern SEXP R_pg_session_static_fail(SEXP, SEXP);
+extern SEXP R_pg_session_notice(SEXP);
 extern SEXP R_pg_fit_sizes(SEXP);
 extern SEXP R_pg_batch_count(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_batch(SEXP, SEXP, SEXP);
@@ -216,7 +219,7 @@ extern SEXP R_pg_config_match(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_open(SEXP, SEXP);
 extern SEXP R_pg_mf_close(SEXP);
 extern SEXP R_pg_mf_check_load(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_mf_check_info(SEXP);
+extern SEXP R_pg_mf_info_json(SEXP);
 extern SEXP R_pg_mf_read(SEXP);
 extern SEXP R_pg_mf_values(SEXP);
 extern SEXP R_pg_mf_load_check(SEXP, SEXP);
@@ -226,6 +229,7 @@ extern SEXP R_pg_mf_config_end(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_rebuild_fail(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_json_refuse(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_builder_args(SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_arg_fail(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_load_dtype(SEXP, SEXP);
 extern SEXP R_pg_mf_build_dtype(SEXP, SEXP);
 extern SEXP R_pg_mf_built_dtype_check(SEXP, SEXP, SEXP);
@@ -251,7 +255,6 @@ extern SEXP R_pg_metric_read(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_loss_value(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_value(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_check_ids(SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_static_notice(SEXP);
 extern SEXP R_pg_fit_return_state(SEXP, SEXP);
 extern SEXP R_pg_fit_metric_codes_fit(SEXP, SEXP);
 extern SEXP R_pg_fit_loader_check(SEXP, SEXP);
@@ -264,7 +267,6 @@ extern SEXP R_pg_labels_code(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_arg_int(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_arg_num(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_one_based_hint(SEXP, SEXP);
-extern SEXP R_pg_fit_probe_why(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_weight_shape(SEXP);
 extern SEXP R_pg_fit_set_weights(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_batch_weights(SEXP);
@@ -334,13 +336,16 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_grad_anomaly", (DL_FUNC)&R_pg_grad_anomaly, 2},
     {"R_pg_sched_init", (DL_FUNC)&R_pg_sched_init, 3},
     {"R_pg_fit_new", (DL_FUNC)&R_pg_fit_new, 6},
-    {"R_pg_session_new", (DL_FUNC)&R_pg_session_new, 5},
+    {"R_pg_session_new", (DL_FUNC)&R_pg_session_new, 6},
     {"R_pg_session_next", (DL_FUNC)&R_pg_session_next, 4},
     {"R_pg_session_where", (DL_FUNC)&R_pg_session_where, 1},
     {"R_pg_session_set_lr", (DL_FUNC)&R_pg_session_set_lr, 2},
     {"R_pg_session_set_static", (DL_FUNC)&R_pg_session_set_static, 5},
     {"R_pg_session_logs", (DL_FUNC)&R_pg_session_logs, 1},
     {"R_pg_session_stop", (DL_FUNC)&R_pg_session_stop, 1},
+    {"R_pg_session_probe", (DL_FUNC)&R_pg_session_probe, 2},
+    {"R_pg_session_static_fail", (DL_FUNC)&R_pg_session_static_fail, 2},
+    {"R_pg_session_notice", (DL_FUNC)&R_pg_session_notice, 1},
     {"R_pg_fit_sizes", (DL_FUNC)&R_pg_fit_sizes, 1},
     {"R_pg_batch_count", (DL_FUNC)&R_pg_batch_count, 3},
     {"R_pg_fit_batch", (DL_FUNC)&R_pg_fit_batch, 3},
@@ -484,7 +489,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mf_open", (DL_FUNC)&R_pg_mf_open, 2},
     {"R_pg_mf_close", (DL_FUNC)&R_pg_mf_close, 1},
     {"R_pg_mf_check_load", (DL_FUNC)&R_pg_mf_check_load, 4},
-    {"R_pg_mf_check_info", (DL_FUNC)&R_pg_mf_check_info, 1},
+    {"R_pg_mf_info_json", (DL_FUNC)&R_pg_mf_info_json, 1},
     {"R_pg_mf_read", (DL_FUNC)&R_pg_mf_read, 1},
     {"R_pg_mf_values", (DL_FUNC)&R_pg_mf_values, 1},
     {"R_pg_mf_load_check", (DL_FUNC)&R_pg_mf_load_check, 2},
@@ -494,6 +499,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mf_rebuild_fail", (DL_FUNC)&R_pg_mf_rebuild_fail, 3},
     {"R_pg_mf_json_refuse", (DL_FUNC)&R_pg_mf_json_refuse, 3},
     {"R_pg_mf_builder_args", (DL_FUNC)&R_pg_mf_builder_args, 3},
+    {"R_pg_mf_arg_fail", (DL_FUNC)&R_pg_mf_arg_fail, 3},
     {"R_pg_mf_load_dtype", (DL_FUNC)&R_pg_mf_load_dtype, 2},
     {"R_pg_mf_build_dtype", (DL_FUNC)&R_pg_mf_build_dtype, 2},
     {"R_pg_mf_built_dtype_check", (DL_FUNC)&R_pg_mf_built_dtype_check, 3},
@@ -519,7 +525,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_metric_loss_value", (DL_FUNC)&R_pg_metric_loss_value, 4},
     {"R_pg_metric_value", (DL_FUNC)&R_pg_metric_value, 6},
     {"R_pg_fit_check_ids", (DL_FUNC)&R_pg_fit_check_ids, 3},
-    {"R_pg_fit_static_notice", (DL_FUNC)&R_pg_fit_static_notice, 1},
     {"R_pg_fit_return_state", (DL_FUNC)&R_pg_fit_return_state, 2},
     {"R_pg_fit_metric_codes_fit", (DL_FUNC)&R_pg_fit_metric_codes_fit, 2},
     {"R_pg_fit_loader_check", (DL_FUNC)&R_pg_fit_loader_check, 2},
@@ -532,7 +537,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_arg_int", (DL_FUNC)&R_pg_arg_int, 8},
     {"R_pg_arg_num", (DL_FUNC)&R_pg_arg_num, 9},
     {"R_pg_fit_one_based_hint", (DL_FUNC)&R_pg_fit_one_based_hint, 2},
-    {"R_pg_fit_probe_why", (DL_FUNC)&R_pg_fit_probe_why, 3},
     {"R_pg_fit_weight_shape", (DL_FUNC)&R_pg_fit_weight_shape, 1},
     {"R_pg_fit_set_weights", (DL_FUNC)&R_pg_fit_set_weights, 4},
     {"R_pg_fit_batch_weights", (DL_FUNC)&R_pg_fit_batch_weights, 1},

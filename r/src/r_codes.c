@@ -103,6 +103,8 @@ SEXP R_pg_codes(void)
                                      {"UNUSABLE", PG_MF_REBUILD_UNUSABLE}};
     /* why ag_save_model refuses a config or extra (pg_mf_json_refuse) */
     static const r_code json[] = {{"DEEP", PG_MF_JSON_DEEP}, {"NOT_JSON", PG_MF_JSON_NOT_JSON}};
+    /* a model-file argument of the wrong kind (pg_mf_arg_fail) */
+    static const r_code mf_bad[] = {{"OPTIMIZER", PG_MF_BAD_OPTIMIZER}, {"BUILT", PG_MF_BAD_BUILT}};
     static const struct {
         const char *name;
         const r_code *c;
@@ -112,7 +114,7 @@ SEXP R_pg_codes(void)
              GROUP(tape),      GROUP(scope),      GROUP(scoped),     GROUP(ckpt),
              GROUP(limit),     GROUP(early_stop), GROUP(state_form), GROUP(seed),
              GROUP(mem_optim), GROUP(mem_source), GROUP(pool),       GROUP(rebuild),
-             GROUP(json)};
+             GROUP(json),      GROUP(mf_bad)};
     const int n = (int)(sizeof g / sizeof g[0]);
     SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));
     for (int i = 0; i < n; i++) {

@@ -126,16 +126,6 @@ SEXP R_pg_fit_one_based_hint(SEXP ids, SEXP k)
     return h ? Rf_mkString(h) : R_NilValue;
 }
 
-/* static = NULL's probe verdict (pg_fit_probe_why): NULL when the replay equals the eager loss */
-SEXP R_pg_fit_probe_why(SEXP eager, SEXP replay, SEXP batch)
-{
-    char buf[512];
-    if (!pg_fit_probe_why(Rf_asReal(eager), Rf_asReal(replay), (int64_t)Rf_asReal(batch), buf,
-                          sizeof buf))
-        return R_NilValue;
-    return Rf_mkString(buf);
-}
-
 /* validation_data: the plan was made unshuffled; its training part reshuffles per epoch from now */
 /* ag_fit: y has x's samples (dim(x), dim(y)), else the core's error with R's t() in its hint */
 SEXP R_pg_fit_check_samples(SEXP dx, SEXP dy)
@@ -260,15 +250,6 @@ SEXP R_pg_labels_code(SEXP fn, SEXP what, SEXP whose, SEXP labels, SEXP classes,
     UNPROTECT(1);
     r_check(st);
     return ids;
-}
-
-/* static = NULL's notice with R's spelling and the core's reason */
-SEXP R_pg_fit_static_notice(SEXP why)
-{
-    char buf[1024];
-    const char *w = Rf_translateCharUTF8(STRING_ELT(why, 0));
-    if (pg_fit_static_notice(w, 1, buf, sizeof buf) < 0) r_fail();
-    return Rf_mkString(buf);
 }
 
 /* a model with return_state set: the core's refusal naming fn and the model's name */

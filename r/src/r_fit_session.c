@@ -11,10 +11,15 @@ extern SEXP R_pg_tape(SEXP);
 /* the session's handle keeps (plan, compiled steps...) alive in its prot slot */
 static pg_session *sess_get(SEXP x) { return r_get(x, R_SESSION); }
 
-SEXP R_pg_session_new(SEXP plan, SEXP nepoch, SEXP first_epoch, SEXP per_datapoint,
+/* setup: the run's (its static mode: the session asks for the compiled steps and says the
+ * fallback notice in R's words) */
+SEXP R_pg_session_new(SEXP plan, SEXP setup, SEXP nepoch, SEXP first_epoch, SEXP per_datapoint,
                       SEXP batch_events)
 {
     pg_session_params p = pg_session_default_params();
+    pg_fit_setup_info i;
+    r_check(pg_fit_setup_get(r_get(setup, R_FIT_SETUP), &i));
+    p.static_step = i.static_step, p.auto_static = i.auto_static, p.r_spelling = 1;
     p.nepoch = (int64_t)r_num(nepoch, "ag_fit: nepoch");
     p.first_epoch = (int64_t)r_num(first_epoch, "ag_fit: first epoch");
     p.per_datapoint = Rf_asLogical(per_datapoint) == 1;
@@ -143,15 +148,15 @@ SEXP R_pg_session_next(SEXP sp, SEXP fwd, SEXP lossfn, SEXP opt)
     return Rf_mkString(pg_session_event_name(ev));
 }
 
-/* c(epoch, batch (0-based), step, stopped_epoch, loss) */
+/* c(epoch, batch (0-based), step, stopped_epoch, loss, other (the probe's other batch)) */
 SEXP R_pg_session_where(SEXP sp)
 {
     pg_session_pos at;
     r_check(pg_session_where(sess_get(sp), &at));
-    SEXP v = PROTECT(Rf_allocVector(REALSXP, 5));
+    SEXP v = PROTECT(Rf_allocVector(REALSXP, 6));
     double *d = REAL(v);
     d[0] = (double)at.epoch, d[1] = (double)at.batch, d[2] = (double)at.step;
-    d[3] = (double)at.stopped_epoch, d[4] = at.loss;
+    d[3] = (double)at.stopped_epoch, d[4] = at.loss, d[5] = (double)at.other;
     UNPROTECT(1);
     return v;
 }
@@ -195,6 +200,31 @@ SEXP R_pg_session_logs(SEXP sp)
     if (rc) Rf_setAttrib(out, Rf_install("diverged"), Rf_mkString(msg));
     UNPROTECT(1);
     return out;
+}
+
+/* the probe's losses c(eager, replay) for the session's verdict */
+SEXP R_pg_session_probe(SEXP sp, SEXP losses)
+{
+    if (TYPEOF(losses) != REALSXP || XLENGTH(losses) != 2)
+        r_stopf(PG_STATUS_ERR_ARG, "ag_fit: the probe gives two losses");
+    r_check(pg_session_probe(sess_get(sp), REAL(losses)[0], REAL(losses)[1]));
+    return R_NilValue;
+}
+
+/* a compiled step's recording failed with text why: TRUE when R raises that error */
+SEXP R_pg_session_static_fail(SEXP sp, SEXP why)
+{
+    const int rc = pg_session_static_fail(sess_get(sp), Rf_translateCharUTF8(STRING_ELT(why, 0)));
+    if (rc < 0) r_fail();
+    return Rf_ScalarLogical(rc == 1);
+}
+
+/* the fallback notice (static = NULL ran eagerly), the core's text */
+SEXP R_pg_session_notice(SEXP sp)
+{
+    char buf[1024];
+    if (pg_session_notice(sess_get(sp), buf, sizeof buf) < 0) r_fail();
+    return Rf_mkString(buf);
 }
 
 SEXP R_pg_session_stop(SEXP sp)

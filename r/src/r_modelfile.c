@@ -48,24 +48,15 @@ SEXP R_pg_mf_check_load(SEXP p, SEXP have_model, SEXP need_epoch, SEXP rebuild)
     return rc ? r_status_list(rc) : R_NilValue;
 }
 
-SEXP R_pg_mf_check_info(SEXP p)
+/* ag_model_info()'s answer as the core's JSON text (pg_mf_info_json), else a status list */
+SEXP R_pg_mf_info_json(SEXP p)
 {
-    int rc = pg_mf_check_info(mf_arg(p));
-    return rc ? r_status_list(rc) : R_NilValue;
+    const char *js = NULL;
+    int rc = pg_mf_info_json(mf_arg(p), &js);
+    return rc ? r_status_list(rc) : str_or_null(js);
 }
 
 SEXP R_pg_mf_read(SEXP p) { return r_st_contents(pg_mf_st(mf_arg(p)), 0); }
-
-static SEXP names_of(pg_mf *mf, int list)
-{
-    if (!pg_mf_has_names(mf, list)) return R_NilValue;
-    int64_t n = pg_mf_name_count(mf, list);
-    SEXP v = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)n));
-    for (int64_t i = 0; i < n; i++)
-        SET_STRING_ELT(v, (R_xlen_t)i, Rf_mkCharCE(pg_mf_name(mf, list, i), CE_UTF8));
-    UNPROTECT(1);
-    return v;
-}
 
 /* metadata 'target': NULL, or list(loss (NULL: none), classify (its name), classes (NULL:
  * none)) */
@@ -90,46 +81,21 @@ static SEXP target_of(const pg_mf *mf)
     return t;
 }
 
-/* What the last check recorded: name lists, epoch, texts, the optimizer's kind, the files'
- * dtype, format fields, and every tensor's rows, cols and F64 flag (named) */
+/* What pg_mf_check_load recorded for the load: epoch, the config and extra texts, the file's
+ * dtype and its target */
 SEXP R_pg_mf_values(SEXP p)
 {
     pg_mf *mf = mf_arg(p);
-    pg_st_file *st = pg_mf_st(mf);
-    int64_t n = pg_st_count(st), ep = pg_mf_epoch(mf);
-    SEXP rows = PROTECT(Rf_allocVector(INTSXP, (R_xlen_t)n));
-    SEXP cols = PROTECT(Rf_allocVector(INTSXP, (R_xlen_t)n));
-    SEXP f64 = PROTECT(Rf_allocVector(LGLSXP, (R_xlen_t)n));
-    SEXP tn = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)n));
-    for (int64_t i = 0; i < n; i++) {
-        int64_t r = pg_st_rows(st, i), c = pg_st_cols(st, i);
-        INTEGER(rows)[i] = r > INT_MAX ? NA_INTEGER : (int)r;
-        INTEGER(cols)[i] = c > INT_MAX ? NA_INTEGER : (int)c;
-        LOGICAL(f64)[i] = pg_st_dtype(st, i) == PG_ST_DTYPE_F64;
-        SET_STRING_ELT(tn, (R_xlen_t)i, Rf_mkCharCE(pg_st_name(st, i), CE_UTF8));
-    }
-    Rf_setAttrib(rows, R_NamesSymbol, tn);
-    Rf_setAttrib(cols, R_NamesSymbol, tn);
-    Rf_setAttrib(f64, R_NamesSymbol, tn);
-    const char *nm[] = {"parameters", "buffers", "epoch",  "config",         "extra",
-                        "opt_kind",   "all_f64", "format", "format_version", "rows",
-                        "cols",       "f64",     "target"};
-    SEXP out = PROTECT(Rf_allocVector(VECSXP, 13)), on = PROTECT(Rf_allocVector(STRSXP, 13));
-    SET_VECTOR_ELT(out, 0, names_of(mf, PG_MF_LIST_PARAMETERS));
-    SET_VECTOR_ELT(out, 1, names_of(mf, PG_MF_LIST_BUFFERS));
-    SET_VECTOR_ELT(out, 2, ep < 0 ? R_NilValue : Rf_ScalarReal((double)ep));
-    SET_VECTOR_ELT(out, 3, str_or_null(pg_mf_config(mf)));
-    SET_VECTOR_ELT(out, 4, str_or_null(pg_mf_extra(mf)));
-    SET_VECTOR_ELT(out, 5, str_or_null(pg_mf_opt_kind(mf)));
-    SET_VECTOR_ELT(out, 6, Rf_ScalarLogical(pg_mf_all_f64(mf)));
-    SET_VECTOR_ELT(out, 7, str_or_null(pg_mf_meta(mf, "format")));
-    SET_VECTOR_ELT(out, 8, str_or_null(pg_mf_meta(mf, "format_version")));
-    SET_VECTOR_ELT(out, 9, rows);
-    SET_VECTOR_ELT(out, 10, cols);
-    SET_VECTOR_ELT(out, 11, f64);
-    SET_VECTOR_ELT(out, 12, target_of(mf));
-    for (int i = 0; i < 13; i++) SET_STRING_ELT(on, i, Rf_mkChar(nm[i]));
+    int64_t ep = pg_mf_epoch(mf);
+    const char *nm[] = {"epoch", "config", "extra", "all_f64", "target"};
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 5)), on = PROTECT(Rf_allocVector(STRSXP, 5));
+    SET_VECTOR_ELT(out, 0, ep < 0 ? R_NilValue : Rf_ScalarReal((double)ep));
+    SET_VECTOR_ELT(out, 1, str_or_null(pg_mf_config(mf)));
+    SET_VECTOR_ELT(out, 2, str_or_null(pg_mf_extra(mf)));
+    SET_VECTOR_ELT(out, 3, Rf_ScalarLogical(pg_mf_all_f64(mf)));
+    SET_VECTOR_ELT(out, 4, target_of(mf));
+    for (int i = 0; i < 5; i++) SET_STRING_ELT(on, i, Rf_mkChar(nm[i]));
     Rf_setAttrib(out, R_NamesSymbol, on);
-    UNPROTECT(6);
+    UNPROTECT(2);
     return out;
 }

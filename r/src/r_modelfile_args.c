@@ -28,6 +28,14 @@ SEXP R_pg_mf_builder_args(SEXP load, SEXP model_fn, SEXP have_model)
     return R_NilValue;
 }
 
+/* load: TRUE for ag_load_model; what: PG_MF_BAD_*; shown: R's class of the value */
+SEXP R_pg_mf_arg_fail(SEXP load, SEXP what, SEXP shown)
+{
+    r_check(pg_mf_arg_fail(Rf_asLogical(load) == TRUE ? PG_MF_FN_LOAD : PG_MF_FN_SAVE,
+                           Rf_asInteger(what), one_string(shown)));
+    return R_NilValue;
+}
+
 /* value: dtype as given (not NULL); shown: R's rendering of it. "f32" or "f64" */
 SEXP R_pg_mf_load_dtype(SEXP value, SEXP shown)
 {

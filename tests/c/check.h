@@ -63,6 +63,7 @@ void test_fit_val(void);
 void test_fit_data(void);
 void test_memory_report(void);
 void test_fit_session(void);
+void test_fit_session_static(void);
 void test_fit_stop(void);
 void test_fit_cb(void);
 void test_fit_resume(void);

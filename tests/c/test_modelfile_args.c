@@ -26,6 +26,18 @@ static void test_builder(void)
     CHECK(says(pg_mf_builder_args(PG_MF_FN_LOAD, PG_MF_ARG_FUNCTION, 1), PG_STATUS_ERR_ARG,
                "ag_load_model(): give `model` or `model_fn`, not both"));
     CHECK(pg_mf_builder_args(7, PG_MF_ARG_NONE, 0) == PG_STATUS_ERR_ARG);
+    /* values of the wrong kind: the language names the type */
+    CHECK(says(pg_mf_arg_fail(PG_MF_FN_SAVE, PG_MF_BAD_OPTIMIZER, "list"), PG_STATUS_ERR_ARG,
+               "ag_save_model(): optimizer must be an optimizer object, got list"));
+    CHECK(says(pg_mf_arg_fail(PG_MF_FN_LOAD, PG_MF_BAD_OPTIMIZER, "str"), PG_STATUS_ERR_ARG,
+               "ag_load_model(): optimizer must be an optimizer object, got str"));
+    CHECK(says(pg_mf_arg_fail(PG_MF_FN_LOAD, PG_MF_BAD_BUILT, "numeric"), PG_STATUS_ERR_ARG,
+               "ag_load_model(): `model_fn` must return an ag_sequential or ag_* layer (got "
+               "class: numeric)."));
+    CHECK(says(pg_mf_arg_fail(2, PG_MF_BAD_OPTIMIZER, "x"), PG_STATUS_ERR_ARG,
+               "pg_mf_arg_fail(): bad arguments"));
+    CHECK(says(pg_mf_arg_fail(PG_MF_FN_LOAD, 2, "x"), PG_STATUS_ERR_ARG,
+               "pg_mf_arg_fail(): bad arguments"));
     pg_clear_error();
 }
 

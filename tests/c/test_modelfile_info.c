@@ -1,5 +1,5 @@
-/* ag_model_info()'s JSON (pg_mf_info_json): its layout and values, a refused file's status and
- * text with nothing handed out; pg_mf_writer_add_values (a host's column-major doubles in the
+/* ag_model_info()'s JSON (pg_mf_info_json): its layout and values (the target as read: classify
+ * filled in, other keys dropped), a refused file's status and text with nothing handed out; pg_mf_writer_add_values (a host's column-major doubles in the
  * file's row-major layout, F32 narrowed, its refusals); pg_mf_path_check's rules and both languages' texts; and
  * pg_file_is_rds, R's sniff for ggmlR's RDS containers. */
 #include <errno.h>
@@ -34,7 +34,7 @@ static void test_info(const char *dir)
                        "{\"kind\":\"adam\"}",
                        "{\"type\":\"linear\"}",
                        "[1,null]",
-                       "{\"loss\":\"mse\"}"};
+                       "{\"loss\":\"cross_entropy\",\"classes\":[\"b\",\"a\"],\"x\":1}"};
     CHECK(pg_st_write(path, t, 2, k, v, 9) == 0);
     pg_mf *mf = NULL;
     const char *js = NULL;
@@ -46,7 +46,8 @@ static void test_info(const char *dir)
                   "\"parameters\": {\"W\": {\"shape\": [2, 3], \"dtype\": \"f64\"}}, "
                   "\"buffers\": {\"rm\": {\"shape\": [2, 1], \"dtype\": \"f32\"}}, "
                   "\"config\": {\"type\":\"linear\"}, \"epoch\": 7, \"optimizer\": "
-                  "\"adam\", \"extra\": [1,null], \"target\": {\"loss\":\"mse\"}}"));
+                  "\"adam\", \"extra\": [1,null], \"target\": {\"loss\": "
+                  "\"cross_entropy\", \"classify\": \"argmax\", \"classes\": [\"b\", \"a\"]}}"));
     CHECK_ERR(pg_mf_info_json(NULL, &js), PG_STATUS_ERR_ARG, "pg_mf_info_json(): NULL argument");
     CHECK_ERR(pg_mf_info_json(mf, NULL), PG_STATUS_ERR_ARG, "pg_mf_info_json(): NULL argument");
     pg_mf_close(mf);

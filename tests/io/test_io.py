@@ -162,6 +162,12 @@ def test_optimizer_state_round_trip(tmp_path):
     pg.ag_save_model(m, tmp_path / "plain.safetensors")
     with pytest.raises(pg.PyggmlrValueError, match="no optimizer state"):
         pg.ag_load_model(tmp_path / "plain.safetensors", model=_model(), optimizer=opt2)
+    # not an optimizer: the core's text, with the language's type name (R: its class)
+    msg = r"^ag_{}_model\(\): optimizer must be an optimizer object, got dict$"
+    with pytest.raises(pg.ArgumentError, match=msg.format("save")):
+        pg.ag_save_model(m, path, optimizer={})
+    with pytest.raises(pg.ArgumentError, match=msg.format("load")):
+        pg.ag_load_model(path, model=m, optimizer={})
 
 
 def test_custom_model_without_config(tmp_path):

@@ -165,3 +165,26 @@ def test_same_hyper_warning(tmp_path):
     assert got == {
         k: {kk: float(vv) for kk, vv in v.items()} for k, v in w[0].message.changed.items()
     }
+
+
+@pytest.mark.parametrize("classes", [None, ["b", "\u00e9", "a"]])
+def test_same_model_info(tmp_path, classes):
+    """ag_model_info is the core's answer in both languages (pg_mf_info_json): the same keys in
+    the same order, shapes, epoch and the target as the loader reads it (issue 29: Python's
+    target lacked "classes" without labels, R's had it NULL)."""
+    m, opt = _trained("adam", "f64")
+    m.loss_, m.classes_ = ("mse", None) if classes is None else ("cross_entropy", classes)
+    p = tmp_path / "m.safetensors"
+    pg.ag_save_model(m, str(p), optimizer=opt, epoch=3)
+    info = pg.ag_model_info(str(p))
+    keys, target, epoch, shapes, opt_kind = r.run(
+        "i <- ag_model_info(p); list(names(i), i$target, i$epoch, "
+        "lapply(i$parameters, function(d) d$shape), i$optimizer)",
+        p=str(p),
+    )
+    assert keys == list(info)
+    assert target == info["target"]
+    assert target["classes"] == (None if classes is None else classes)
+    assert epoch == info["epoch"] == 3 and opt_kind == info["optimizer"] == "adam"
+    want = {k: s for k, (s, _) in info["parameters"].items()}
+    assert {k: tuple(v) for k, v in shapes.items()} == want

@@ -115,3 +115,15 @@ def test_callable_loss_is_compiled_after_the_probe():
         return list(h.loss)
 
     assert run(None) == run(True) == run(False)
+
+
+def eval_ckpt(m, x):  # ag_checkpoint in eval mode only: the training step compiles, validation not
+    return pg.ag_checkpoint(m.lin, x) if not getattr(m, "training", True) else m.lin(x)
+
+
+def test_validation_that_cannot_be_compiled_falls_back_with_one_warning():
+    a, f = fit_auto(eval_ckpt, None), fit_auto(eval_ckpt, False)
+    assert a[0] == f[0] and np.array_equal(a[1], f[1]) and f[3] == []
+    assert len(a[3]) == 1 and "fn calls ag_checkpoint()" in a[3][0] and a[2] < f[2]
+    with pytest.raises(pg.PyggmlrValueError, match="ag_checkpoint"):
+        fit_auto(eval_ckpt, True)

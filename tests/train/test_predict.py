@@ -198,6 +198,14 @@ def test_save_load_keeps_labels(tmp_path):
     )
 
 
+def test_model_info_target_without_labels(tmp_path):
+    """the target as the loader reads it, its three keys always (issue 29: R's list, the same)"""
+    m = _fit(2, np.random.default_rng(1).normal(size=(2, N)), "mse")
+    p = str(tmp_path / "mse.safetensors")
+    pg.ag_save_model(m, p)
+    assert pg.ag_model_info(p)["target"] == {"loss": "mse", "classify": "none", "classes": None}
+
+
 def test_old_file_without_target_loads(tmp_path):
     m = pg.ag_sequential(pg.ag_linear(4, 3))
     p = str(tmp_path / "old.safetensors")

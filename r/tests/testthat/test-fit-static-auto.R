@@ -73,3 +73,17 @@ test_that("a step ag_compile refuses falls back with the core's reason", {
   expect_identical(f$msgs, character())
   expect_error(fit_auto(ckpt, TRUE, val_split = 0), "ag_checkpoint", class = "pyggmlr_error")
 })
+
+test_that("a validation forward that cannot be compiled falls back with one message", {
+  # ag_checkpoint in eval mode only: the training step compiles, validation does not
+  eval_ckpt <- function(e, x)
+    if (isFALSE(e$training)) ag_checkpoint(function(z) e$lin$forward(z), x) else e$lin$forward(x)
+  a <- fit_auto(eval_ckpt, NULL)
+  f <- fit_auto(eval_ckpt, FALSE)
+  expect_identical(a$hist, f$hist)
+  expect_identical(a$w, f$w)
+  expect_length(a$msgs, 1L)
+  expect_match(a$msgs, "fn calls ag_checkpoint()", fixed = TRUE)
+  expect_lt(a$calls, f$calls)
+  expect_error(fit_auto(eval_ckpt, TRUE), "ag_checkpoint", class = "pyggmlr_error")
+})

@@ -182,6 +182,16 @@ test_that("optimizer state is saved and restored (Adam moments, t)", {
   g <- tempfile(fileext = ".safetensors")
   ag_save_model(m, g)
   expect_error(ag_load_model(g, model = m2, optimizer = opt2), "no optimizer state")
+  # not an optimizer: the core's text, with the language's type name (Python: its type)
+  expect_error(ag_save_model(m, g, optimizer = list()),
+               "^ag_save_model\\(\\): optimizer must be an optimizer object, got list$",
+               class = "pyggmlr_argument_error")
+  expect_error(ag_load_model(g, model = m2, optimizer = list()),
+               "^ag_load_model\\(\\): optimizer must be an optimizer object, got list$",
+               class = "pyggmlr_argument_error")
+  expect_error(ag_load_model(g, model_fn = function() 42),
+               paste0("^ag_load_model\\(\\): `model_fn` must return an ag_sequential or ag_\\* ",
+                      "layer \\(got class: numeric\\)\\.$"), class = "pyggmlr_argument_error")
 })
 
 test_that("truncated, corrupt and foreign files give clear errors", {

@@ -83,6 +83,14 @@ test_that("save -> load keeps the labels and the loss; the file's target", {
   expect_output(print(summary(m2)), "loss: cross_entropy")
 })
 
+test_that("ag_model_info's target without labels: its three entries (as Python's)", {
+  m <- pred_fit(2L, matrix(rnorm(60L), 2L, 30L), "mse")
+  f <- tempfile(fileext = ".safetensors")
+  on.exit(unlink(f), add = TRUE)
+  ag_save_model(m, f)
+  expect_identical(ag_model_info(f)$target, list(loss = "mse", classify = "none", classes = NULL))
+})
+
 test_that("a file without a target loads; loss = says how outputs are read", {
   m <- ag_sequential(ag_linear(4, 3))
   f <- tempfile(fileext = ".safetensors")
