@@ -1,6 +1,7 @@
 /* ag_fit's rules on its data arguments that are not about numbers (pg_api_train.h), once for R
  * and Python: an ag_dataloader's precedence and class labels against the loss. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "pg.h"
 
@@ -93,11 +94,9 @@ static size_t utf8_prefix(const char *s, int max)
     return i;
 }
 
-int pg_labels_unknown(const char *fn, const char *what, const char *whose, const char *label,
-                      const char *const *classes, int64_t n)
+static int labels_unknown(const char *fn, const char *what, const char *whose, const char *label,
+                          const char *const *classes, int64_t n)
 {
-    if (!fn || !what || !whose || !label || n < 0 || (n && !classes))
-        return pg_fail(PG_STATUS_ERR_ARG, "pg_labels_unknown(): NULL or negative argument");
     char list[700];
     size_t len = 0;
     list[0] = 0;
@@ -109,4 +108,58 @@ int pg_labels_unknown(const char *fn, const char *what, const char *whose, const
     if (n > 10 && len < sizeof list) snprintf(list + len, sizeof list - len, ", ...");
     return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s has the label '%.*s', which is not one of %s (%s)",
                    fn, what, (int)utf8_prefix(label, 40), label, whose, list);
+}
+
+/* a class's name and its index: classes sorted by name (then index, so that the first of equal
+ * names wins, as R's match) are searched in O(log c) a label */
+typedef struct {
+    const char *name;
+    int64_t i;
+} label_ix;
+
+static int label_ix_cmp(const void *a, const void *b)
+{
+    const label_ix *x = a, *y = b;
+    const int c = strcmp(x->name, y->name);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+int pg_labels_code(const char *fn, const char *what, const char *whose, const char *const *labels,
+                   int64_t n, const char *const *classes, int64_t nclasses, int validation,
+                   double *ids)
+{
+    if (!fn || !what || !whose || n < 0 || nclasses < 0 || (n && (!labels || !ids)) ||
+        (nclasses && !classes))
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_labels_code(): NULL or negative argument");
+    if (validation) { /* missing labels first, worded as the non-finite check */
+        int64_t nmiss = 0, first = 0;
+        for (int64_t j = n - 1; j >= 0; j--)
+            if (!labels[j]) nmiss++, first = j;
+        const int st = pg_fit_labels_missing(1, nmiss, first);
+        if (st) return st;
+    }
+    label_ix *ix = malloc((size_t)(nclasses ? nclasses : 1) * sizeof *ix);
+    if (!ix) return pg_fail(PG_STATUS_ERR_NOMEM, "%s: out of memory coding %s's labels", fn, what);
+    for (int64_t c = 0; c < nclasses; c++) ix[c] = (label_ix){classes[c] ? classes[c] : "", c};
+    qsort(ix, (size_t)nclasses, sizeof *ix, label_ix_cmp);
+    for (int64_t j = 0; j < n; j++) {
+        const label_ix key = {labels[j], -1}; /* -1: the first of equal names */
+        const label_ix *hit = NULL;
+        if (labels[j]) {
+            int64_t lo = 0, hi = nclasses;
+            while (lo < hi) {
+                const int64_t mid = lo + (hi - lo) / 2;
+                if (label_ix_cmp(&ix[mid], &key) < 0) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo < nclasses && !strcmp(ix[lo].name, labels[j])) hit = &ix[lo];
+        }
+        if (!hit) { /* a missing label is shown as R's NA */
+            free(ix);
+            return labels_unknown(fn, what, whose, labels[j] ? labels[j] : "NA", classes, nclasses);
+        }
+        ids[j] = (double)hit->i;
+    }
+    free(ix);
+    return 0;
 }

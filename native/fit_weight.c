@@ -80,6 +80,20 @@ static double *class_table(const double *ids, const double *cw, int64_t ncw, int
 static int set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw,
                        int64_t ncw);
 
+int pg_fit_weight_shape(const int64_t *dims, int ndim)
+{
+    if (ndim < 0 || (ndim && !dims))
+        return pg_fail(PG_STATUS_ERR_ARG, "ag_fit: NULL sample_weight shape");
+    if (ndim == 1 || (ndim == 2 && (dims[0] == 1 || dims[1] == 1))) return 0;
+    char s[96] = "scalar"; /* Python's 0-d array; R's vectors are 1-d */
+    for (int i = 0, len = 0; i < ndim && len < (int)sizeof s; i++)
+        len +=
+            snprintf(s + len, sizeof s - (size_t)len, "%s%lld", i ? "x" : "", (long long)dims[i]);
+    return pg_fail(PG_STATUS_ERR_SHAPE,
+                   "ag_fit: sample_weight must be a vector of one weight per sample, got a %s%s", s,
+                   ndim ? " array" : "");
+}
+
 int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw_id,
                        const double *cw, int64_t ncw)
 {

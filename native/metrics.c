@@ -339,6 +339,12 @@ int pg_metric_loss(const char *fn, const char *name, int *loss, int *classify)
     return rc;
 }
 
+int pg_metric_asked(const char *fn, int has_loss, int has_metrics)
+{
+    if (has_loss || has_metrics) return 0;
+    return pg_fail(PG_STATUS_ERR_ARG, "%s: give loss, metrics or both", fn ? fn : "ag_evaluate");
+}
+
 int pg_metric_read(const char *fn, const char *name, int has_threshold, int64_t rows, int64_t n,
                    int64_t yn, int *loss, int *classify)
 {

@@ -138,8 +138,7 @@ int pg_mf_writer_set_target(pg_mf_writer *w, const char *loss, int classify, int
     if (!w || n_classes < -1 || (n_classes > 0 && !classes))
         return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_writer_set_target(): bad arguments");
     if (classify == -1) { /* the loss's own kind */
-        classify = PG_FIT_CLASSIFY_NONE;
-        int rc = loss ? pg_predict_classify(F, loss, &classify) : 0;
+        int rc = pg_predict_classify(F, loss, &classify);
         if (rc) return rc;
     }
     if (!pg_fit_classify_name(classify))

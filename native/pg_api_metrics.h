@@ -59,6 +59,9 @@ int pg_confusion_matrix(const char *fn, int classify, double threshold, const do
 /* ag_evaluate's loss = name: the PG_FIT_LOSS_* code and how it reads the outputs (a
  * pg_fit_classify code), ag_fit's names and rules with fn's name in the errors. */
 int pg_metric_loss(const char *fn, const char *name, int *loss, int *classify);
+/* ag_evaluate asks for something: a loss (given or recorded on the model), metrics or both,
+ * else PG_STATUS_ERR_ARG naming fn. */
+int pg_metric_asked(const char *fn, int has_loss, int has_metrics);
 /* ag_evaluate's reading of out [rows, n] against y of yn samples (they must agree:
  * PG_STATUS_ERR_SHAPE "x has n samples but y has yn"): with a loss name, pg_metric_loss's; with
  * none (NULL) *loss -1 and the outputs read as probabilities for one output or a threshold

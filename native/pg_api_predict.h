@@ -15,7 +15,8 @@ int pg_predict_type_parse(const char *fn, const char *type, const char *shown, i
 const char *pg_fit_classify_name(int classify);
 int pg_fit_classify_parse(const char *name);
 /* How a loss name's outputs are read (ag_predict(loss =), a model's recorded loss): one of
- * ag_fit's loss names, else PG_STATUS_ERR_VALUE naming fn and loss. */
+ * ag_fit's loss names, else PG_STATUS_ERR_VALUE naming fn and loss; no loss (NULL) reads none
+ * (PG_FIT_CLASSIFY_NONE: pg_predict_transform then says how to give one). */
 int pg_predict_classify(const char *fn, const char *loss, int *classify);
 /* out [rows, n] -> res (rows * n doubles), *res_rows its rows. PROB: softmax over each column
  * (ARGMAX: cross_entropy's logits), sigmoid (LOGITS), a copy (PROBS). CLASS: ARGMAX [1, n] the

@@ -199,11 +199,15 @@ int pg_fit_loader_check(int has_y, int settings_given);
  * validation: nmissing of them, the first at 0-based column first, are PG_STATUS_ERR_VALUE worded
  * as the non-finite check; none is 0. */
 int pg_fit_labels_missing(int validation, int64_t nmissing, int64_t first);
-/* A label not among the known classes (y's in ag_fit, the model's in ag_evaluate): always
- * PG_STATUS_ERR_VALUE naming fn, what (e.g. "validation_data's y") and whose labels, with the
- * first 10 classes; labels shown to 40 code points (UTF-8). */
-int pg_labels_unknown(const char *fn, const char *what, const char *whose, const char *label,
-                      const char *const *classes, int64_t n);
+/* Labels (NULL: a missing one, R's NA, Python's None) as 0-based ids (doubles) of classes, the
+ * known labels (y's in ag_fit, the model's in ag_evaluate), once for R and Python. With
+ * validation (validation_data's y) missing labels are first pg_fit_labels_missing's error; then
+ * a label not among classes (a missing one shown as NA) is PG_STATUS_ERR_VALUE naming fn, what
+ * (e.g. "validation_data's y") and whose labels, with the first 10 classes; labels shown to 40
+ * code points (UTF-8). Equal class names: the first wins. */
+int pg_labels_code(const char *fn, const char *what, const char *whose, const char *const *labels,
+                   int64_t n, const char *const *classes, int64_t nclasses, int validation,
+                   double *ids);
 /* ag_fit's class labels (R's factor y, Python's strings or Categorical): nmissing missing ones
  * (the first at 0-based column first) are PG_STATUS_ERR_VALUE as the non-finite check words
  * them; then the loss must be "cross_entropy", or with nlabels 2 one of the BCE losses (factor:

@@ -19,6 +19,9 @@
  * Both: multiplied. Every weight 0 is an error. Errors name ag_fit and the argument. */
 int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw_id,
                        const double *cw, int64_t ncw);
+/* sample_weight's shape dims [ndim], before its values are read: a vector, or a one-row /
+ * one-column matrix, else PG_STATUS_ERR_SHAPE naming ag_fit and the shape ("2x3"). */
+int pg_fit_weight_shape(const int64_t *dims, int ndim);
 /* The weight row [1, width] of the training batch pg_fit_batch gathered last (a new reference,
  * reused like the batch tensors), NULL when the plan is unweighted (no error). */
 pg_tensor *pg_fit_batch_weights(pg_fit *f);

@@ -41,17 +41,19 @@ int pg_predict_classify(const char *fn, const char *loss, int *classify)
 {
     if (!classify) return pg_fail(PG_STATUS_ERR_ARG, "pg_predict_classify(): classify is NULL");
     if (!fn) fn = "ag_predict";
-    for (int i = 0; loss && i < PG_FIT_LOSS_COUNT; i++)
+    *classify = PG_FIT_CLASSIFY_NONE;
+    if (!loss) return 0;
+    for (int i = 0; i < PG_FIT_LOSS_COUNT; i++)
         if (!strcmp(loss, pg_fit_loss_name(i))) {
             int per;
             return pg_fit_loss_rules(i, 1, classify, &per);
         }
     char q[80];
-    if (loss) pj_qname(loss, q, sizeof q);
+    pj_qname(loss, q, sizeof q);
     return pg_fail(PG_STATUS_ERR_VALUE,
                    "%s: unknown loss %s; use one of ag_fit's loss names (\"cross_entropy\", "
                    "\"bce_with_logits\", \"binary_cross_entropy\", \"mse\", ...)",
-                   fn, loss ? q : "(none)");
+                   fn, q);
 }
 
 /* why type needs a classifier's loss, and how to say it */

@@ -42,33 +42,6 @@ def metric_name(code: int) -> str:
     return ffi.string(lib.pg_metric_name(code)).decode()
 
 
-def metric_value(fn: str, code: int, classify: int, threshold: float, o: Any, t: Any) -> float:
-    """One metric of o [k, n] against t [rows, n] (float64, column-major) in the core."""
-    v = ffi.new("double *")
-    check(
-        lib.pg_metric_value(
-            fn.encode(), code, classify, threshold,
-            ffi.cast("double *", o.ctypes.data), o.shape[0], o.shape[1],
-            ffi.cast("double *", t.ctypes.data), t.shape[0], v,
-        )
-    )  # fmt: skip
-    return float(v[0])
-
-
-def _confusion(fn: str, classify: int, threshold: float, o: Any, t: Any) -> np.ndarray:
-    c = int(lib.pg_metric_nclass(classify, o.shape[0]))
-    counts = np.zeros(c * c, dtype=np.int64)
-    check(
-        lib.pg_confusion_matrix(
-            fn.encode(), classify, threshold,
-            ffi.cast("double *", o.ctypes.data), o.shape[0], o.shape[1],
-            ffi.cast("double *", t.ctypes.data), t.shape[0],
-            ffi.cast("int64_t *", counts.ctypes.data),
-        )
-    )  # fmt: skip
-    return counts.reshape((c, c), order="F")  # rows: true class, columns: predicted
-
-
 def ag_evaluate(
     model: Any,
     x: Any,
@@ -99,8 +72,7 @@ def ag_evaluate(
     rec_loss, classes = model_target(model)  # what ag_fit recorded (model files keep it)
     if loss is None:
         loss = rec_loss
-    if loss is None and metrics is None:
-        raise ArgumentError(f"{fn}: give loss, metrics or both")
+    check(lib.pg_metric_asked(fn.encode(), loss is not None, metrics is not None))
     ids = None if classes is None else code_labels(y, classes, fn, "y", "the model's classes")
     Y = _as_cols(y if ids is None else ids, "y", fn)
     o = np.asfortranarray(_predict(model, x, batch_size, fn), dtype=np.float64)
@@ -112,22 +84,24 @@ def ag_evaluate(
     cl = int(classify[0])
     codes = metric_codes(metrics, fn, cl, False)
     thr = float("nan") if threshold is None else float(threshold)
+    # o [k, n] against t [rows, n] (float64, column-major) for each of the core's calls
+    args = (ffi.cast("double *", o.ctypes.data), *o.shape, ffi.cast("double *", t.ctypes.data),
+            t.shape[0])  # fmt: skip
     res: Dict[str, Any] = {}
+    v = ffi.new("double *")
     if loss is not None:  # over all samples at once, in f64, by the core
-        v = ffi.new("double *")
-        check(
-            lib.pg_metric_loss_value(
-                fn.encode(), code[0],
-                ffi.cast("double *", o.ctypes.data), o.shape[0], o.shape[1],
-                ffi.cast("double *", t.ctypes.data), t.shape[0], v,
-            )
-        )  # fmt: skip
+        check(lib.pg_metric_loss_value(fn.encode(), code[0], *args, v))
         res["loss"] = float(v[0])
     for c in codes:
-        if c == lib.PG_METRIC_CONFUSION_MATRIX:
-            res[metric_name(c)] = _confusion(fn, cl, thr, o, t)
-        else:
-            res[metric_name(c)] = metric_value(fn, c, cl, thr, o, t)
+        if c != lib.PG_METRIC_CONFUSION_MATRIX:
+            check(lib.pg_metric_value(fn.encode(), c, cl, thr, *args, v))
+            res[metric_name(c)] = float(v[0])
+            continue
+        m = int(lib.pg_metric_nclass(cl, o.shape[0]))
+        counts = np.zeros(m * m, dtype=np.int64)  # rows: the true class, columns: the predicted
+        check(lib.pg_confusion_matrix(fn.encode(), cl, thr, *args,
+                                      ffi.cast("int64_t *", counts.ctypes.data)))  # fmt: skip
+        res[metric_name(c)] = counts.reshape((m, m), order="F")
     return res
 
 

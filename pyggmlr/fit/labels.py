@@ -11,7 +11,7 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from .._core import check, ffi, lib
+from .._core import NULL, check, ffi, lib
 from ..errors import PyggmlrValueError
 
 __all__: List[str] = []
@@ -103,18 +103,19 @@ def code_labels(
     vals: List[Any] = (
         [cv[1][c] if c >= 0 else None for c in cv[0]] if cv is not None else list(av)  # type: ignore[arg-type]
     )
-    if validation:
-        bad = [not isinstance(v, str) for v in vals]
-        check(lib.pg_fit_labels_missing(1, sum(bad), bad.index(True) if any(bad) else 0))
-    index = {c: i for i, c in enumerate(classes)}
-    for v in vals:
-        if not isinstance(v, str) or v not in index:  # the core's text, as R's (a missing one: NA)
-            enc = [ffi.new("char[]", c.encode("utf-8", "replace")) for c in classes]
-            check(
-                lib.pg_labels_unknown(
-                    fn.encode(), what.encode(), whose.encode(),
-                    (v if isinstance(v, str) else "NA").encode("utf-8", "replace"),
-                    ffi.new("const char *[]", enc) if enc else ffi.NULL, len(enc),
-                )
-            )  # fmt: skip
-    return np.array([index[v] for v in vals], dtype=np.float64)
+    # missing labels (validation), then unknown ones: the core's rules and texts, as R's
+    keep = [ffi.new("char[]", _utf8(v)) if isinstance(v, str) else NULL for v in vals]
+    enc = [ffi.new("char[]", _utf8(c)) for c in classes]
+    ids = np.empty(len(vals), dtype=np.float64)
+    check(
+        lib.pg_labels_code(
+            fn.encode(), what.encode(), whose.encode(), ffi.new("char *[]", keep) if keep else NULL,
+            len(keep), ffi.new("char *[]", enc) if enc else NULL, len(enc), int(validation),
+            ffi.cast("double *", ids.ctypes.data),
+        )
+    )  # fmt: skip
+    return ids
+
+
+def _utf8(s: str) -> bytes:
+    return s.encode("utf-8", "replace")

@@ -47,9 +47,8 @@ def ag_predict(
             f"{fn}: loss must be one of ag_fit's loss names or None, got {loss!r:.60}"
         )
     name = rec_loss if loss is None else loss
-    classify = ffi.new("int *")
-    if name is not None:
-        _core.check(lib.pg_predict_classify(fn.encode(), name.encode("utf-8", "replace"), classify))
+    classify, lb = ffi.new("int *"), ffi.NULL if name is None else name.encode("utf-8", "replace")
+    _core.check(lib.pg_predict_classify(fn.encode(), lb, classify))  # no loss: none (the core's)
     out = _predict(model, x, batch_size, fn)
     if kind[0] == lib.PG_PREDICT_RESPONSE:
         return out
@@ -58,18 +57,11 @@ def ag_predict(
     rows = ffi.new("int64_t *")
     _core.check(
         lib.pg_predict_transform(
-            fn.encode(),
-            ffi.cast("double *", o.ctypes.data),
-            o.shape[0],
-            o.shape[1],
-            kind[0],
-            classify[0],
-            ffi.NULL if name is None else name.encode("utf-8", "replace"),
-            -1 if classes is None else len(classes),
-            ffi.cast("double *", res.ctypes.data),
-            rows,
+            fn.encode(), ffi.cast("double *", o.ctypes.data), o.shape[0], o.shape[1], kind[0],
+            classify[0], lb, -1 if classes is None else len(classes),
+            ffi.cast("double *", res.ctypes.data), rows,
         )
-    )
+    )  # fmt: skip
     if kind[0] == lib.PG_PREDICT_PROB:
         return res
     # the core wrote [rows[0], n] column-major at the buffer's start

@@ -22,13 +22,8 @@ def sample_weights(v: Any) -> Optional[np.ndarray]:
     if v is None:
         return None
     a = v.numpy() if isinstance(v, Tensor) else as_numeric(v, "ag_fit", "sample_weight")
-    if a.ndim == 2 and 1 in a.shape:
-        a = a.reshape(-1)
-    if a.ndim != 1:
-        raise ShapeError(
-            f"ag_fit: sample_weight must be a vector of one weight per sample, got shape {a.shape}"
-        )
-    return np.ascontiguousarray(a, dtype=np.float64)
+    _core.check(lib.pg_fit_weight_shape(ffi.new("int64_t[]", list(a.shape) or [0]), a.ndim))
+    return np.ascontiguousarray(a.reshape(-1), dtype=np.float64)  # the core's rule, as R's
 
 
 def _number(v: Any, what: str) -> float:

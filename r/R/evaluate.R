@@ -12,30 +12,28 @@
 
 .metric_name <- function(code) .Call(R_pg_metric_name, as.integer(code))
 
-ag_evaluate <- function(model, x, y, metrics = NULL, batch_size = 256L, loss = NULL,
-                        threshold = NULL) {
-  fn <- "ag_evaluate"
+# ag_accuracy's and ag_evaluate's threshold: a number or NULL (Python's check_threshold)
+.check_threshold <- function(threshold, fn) {
   if (!is.null(threshold) && (!is.numeric(threshold) || length(threshold) != 1L ||
                               is.na(threshold)))
     .arg_fail("argument", "%s: threshold must be a number or NULL, got %s", fn,
               .arg_show(threshold))
+}
+
+ag_evaluate <- function(model, x, y, metrics = NULL, batch_size = 256L, loss = NULL,
+                        threshold = NULL) {
+  fn <- "ag_evaluate"
+  .check_threshold(threshold, fn)
   if (!is.null(loss) && !(is.character(loss) && length(loss) == 1L && !is.na(loss)))
     .arg_fail("argument", "%s: loss must be NULL or a loss name such as \"mse\", got %s", fn,
               .arg_show(loss))
   tg <- .model_target(model)  # what ag_fit recorded (model files keep it)
   if (is.null(loss)) loss <- tg$loss
-  if (is.null(loss) && is.null(metrics)) .arg_fail("argument", "%s: give loss, metrics or both", fn)
-  if (!is.null(metrics) && !is.character(metrics))
-    .arg_fail("argument", "%s: metrics must be NULL or a character vector of metric names, got %s",
-              fn, .arg_show(metrics))
+  .Call(R_pg_metric_asked, fn, !is.null(loss), !is.null(metrics))
   levels <- if (is.factor(y)) levels(y)
   if (!is.null(tg$classes) && (is.factor(y) || is.character(y))) {  # labels: the model's codes
-    lab <- as.character(y)
-    bad <- which(is.na(match(lab, tg$classes)))
-    if (length(bad))  # the core's text, as Python's
-      .Call(R_pg_labels_unknown, fn, "y", "the model's classes", lab[bad[1L]], tg$classes)
     levels <- tg$classes
-    y <- match(lab, tg$classes) - 1L
+    y <- .code_labels(y, tg$classes, fn, "y", "the model's classes")
   }
   if (is.factor(y)) y <- as.integer(y) - 1L
   Y <- .fit_cols(y, "y", fn)

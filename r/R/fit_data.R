@@ -30,7 +30,8 @@
   }
   d$xv <- .fit_cols(xv, "validation_data")
   y <- d$y
-  if (is.factor(y) && (is.factor(yv) || is.character(yv))) yv <- .val_ids(yv, levels(y))
+  if (is.factor(y) && (is.factor(yv) || is.character(yv)))
+    yv <- .code_labels(yv, levels(y), "ag_fit", "validation_data's y", "y's labels", TRUE)
   else if (is.factor(yv)) yv <- as.integer(yv) - 1L
   d$yv <- if (is.null(yv)) NULL else .fit_cols(yv, "validation_data")
   d$fixed <- TRUE
@@ -47,18 +48,10 @@
   factor(y, levels = sort(unique(y[!is.na(y)]), method = "radix"))
 }
 
-# validation labels as y's class ids (their own levels may be fewer or in another order), as
-# Python's fit/labels.py: missing ones first (the core's text), then unknown ones
-.val_ids <- function(yv, lev) {
-  v <- as.character(yv)
-  .Call(R_pg_fit_labels_missing, TRUE, sum(is.na(v)),
-        if (anyNA(v)) which(is.na(v))[1L] - 1L else 0L)
-  ids <- match(v, lev) - 1L
-  if (anyNA(ids))  # the core's text, as Python's
-    .Call(R_pg_labels_unknown, "ag_fit", "validation_data's y", "y's labels",
-          v[is.na(ids)][1L], as.character(lev))
-  ids
-}
+# labels (a factor or characters) as 0-based ids of classes (validation_data's y: y's levels,
+# ag_evaluate's y: the model's classes): the core's rules and texts, as Python's fit/labels.py
+.code_labels <- function(y, classes, fn, what, whose, validation = FALSE)
+  .Call(R_pg_labels_code, fn, what, whose, as.character(y), as.character(classes), validation)
 
 # the plan's samples and the val_split that holds out exactly validation_data's, once x and y
 # are checked (the core's rules); the plan appends the columns (R_pg_fit_new)

@@ -8,10 +8,7 @@
   if (is_ag_tensor(v)) v <- v$data
   if (!is.numeric(v) || is.factor(v))
     .arg_fail("argument", "ag_fit: sample_weight must be a numeric vector, got %s", .arg_show(v))
-  d <- dim(v)
-  if (length(d) > 2L || (length(d) == 2L && !any(d == 1L)))
-    .arg_fail("shape", paste0("ag_fit: sample_weight must be a vector of one weight per sample, ",
-                              "got a %s array"), paste(d, collapse = "x"))
+  .Call(R_pg_fit_weight_shape, as.double(if (is.null(dim(v))) length(v) else dim(v)))
   v <- as.double(v)
   v[is.na(v)] <- NaN  # NA: the core's "must be finite" names it
   v

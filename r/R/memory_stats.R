@@ -28,10 +28,7 @@ ag_get_threads <- function() .Call(R_pg_get_threads)
 # a 1-output model, or any model given a threshold, is scored per element as keras'
 # binary_accuracy (the core's pg_accuracy): NULL means 0.5 on one output, arg-max on more.
 ag_accuracy <- function(model, x, y, batch_size = 256L, threshold = NULL) {
-  if (!is.null(threshold) && (!is.numeric(threshold) || length(threshold) != 1L ||
-                              is.na(threshold)))
-    .arg_fail("argument", "ag_accuracy: threshold must be a number or NULL, got %s",
-              .arg_show(threshold))
+  .check_threshold(threshold, "ag_accuracy")
   if (is.factor(y)) y <- as.integer(y) - 1L
   bools <- is.logical(y) && is.null(dim(y))
   Y <- .fit_cols(y, "y", "ag_accuracy")

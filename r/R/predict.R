@@ -13,7 +13,7 @@ ag_predict <- function(model, x, batch_size = 256L, type = "response", loss = NU
               .arg_show(loss))
   tg <- .model_target(model)
   name <- if (is.null(loss)) tg$loss else loss
-  classify <- if (is.null(name)) 0L else .Call(R_pg_predict_classify, name, fn)
+  classify <- .Call(R_pg_predict_classify, name, fn)  # no loss: none (the core's)
   out <- .predict(model, x, batch_size, fn)
   if (k == 0L) return(out)
   if (!is.double(out)) storage.mode(out) <- "double"

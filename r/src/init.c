@@ -250,6 +250,7 @@ extern SEXP R_pg_metric_codes(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_metrics(SEXP, SEXP);
 extern SEXP R_pg_fit_monitor_mask(SEXP);
 extern SEXP R_pg_metric_name(SEXP);
+extern SEXP R_pg_metric_asked(SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_read(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_loss_value(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_metric_value(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -262,11 +263,11 @@ extern SEXP R_pg_fit_flags_check(SEXP, SEXP);
 extern SEXP R_pg_fit_resume_from_fail(SEXP);
 extern SEXP R_pg_fit_kind_fail(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_labels_check(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_labels_missing(SEXP, SEXP, SEXP);
-extern SEXP R_pg_labels_unknown(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_labels_code(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_arg_int(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_arg_num(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_one_based_hint(SEXP, SEXP);
+extern SEXP R_pg_fit_weight_shape(SEXP);
 extern SEXP R_pg_fit_set_weights(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_batch_weights(SEXP);
 extern SEXP R_pg_fit_loss_weighted(SEXP, SEXP, SEXP, SEXP);
@@ -519,6 +520,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_metrics", (DL_FUNC)&R_pg_fit_metrics, 2},
     {"R_pg_fit_monitor_mask", (DL_FUNC)&R_pg_fit_monitor_mask, 1},
     {"R_pg_metric_name", (DL_FUNC)&R_pg_metric_name, 1},
+    {"R_pg_metric_asked", (DL_FUNC)&R_pg_metric_asked, 3},
     {"R_pg_metric_read", (DL_FUNC)&R_pg_metric_read, 5},
     {"R_pg_metric_loss_value", (DL_FUNC)&R_pg_metric_loss_value, 4},
     {"R_pg_metric_value", (DL_FUNC)&R_pg_metric_value, 6},
@@ -531,11 +533,11 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_resume_from_fail", (DL_FUNC)&R_pg_fit_resume_from_fail, 1},
     {"R_pg_fit_kind_fail", (DL_FUNC)&R_pg_fit_kind_fail, 3},
     {"R_pg_fit_labels_check", (DL_FUNC)&R_pg_fit_labels_check, 4},
-    {"R_pg_fit_labels_missing", (DL_FUNC)&R_pg_fit_labels_missing, 3},
-    {"R_pg_labels_unknown", (DL_FUNC)&R_pg_labels_unknown, 5},
+    {"R_pg_labels_code", (DL_FUNC)&R_pg_labels_code, 6},
     {"R_pg_arg_int", (DL_FUNC)&R_pg_arg_int, 8},
     {"R_pg_arg_num", (DL_FUNC)&R_pg_arg_num, 9},
     {"R_pg_fit_one_based_hint", (DL_FUNC)&R_pg_fit_one_based_hint, 2},
+    {"R_pg_fit_weight_shape", (DL_FUNC)&R_pg_fit_weight_shape, 1},
     {"R_pg_fit_set_weights", (DL_FUNC)&R_pg_fit_set_weights, 4},
     {"R_pg_fit_batch_weights", (DL_FUNC)&R_pg_fit_batch_weights, 1},
     {"R_pg_fit_loss_weighted", (DL_FUNC)&R_pg_fit_loss_weighted, 4},

@@ -232,24 +232,24 @@ SEXP R_pg_fit_labels_check(SEXP loss, SEXP nlabels, SEXP nmissing, SEXP first)
     return R_NilValue;
 }
 
-/* missing labels of y (validation FALSE) or of validation_data's y: count, 0-based first column */
-SEXP R_pg_fit_labels_missing(SEXP validation, SEXP nmissing, SEXP first)
+/* labels (a character vector, NA missing) as 0-based ids (doubles) of classes: the core's rules
+ * and texts, in UTF-8 */
+SEXP R_pg_labels_code(SEXP fn, SEXP what, SEXP whose, SEXP labels, SEXP classes, SEXP validation)
 {
-    r_check(pg_fit_labels_missing(Rf_asLogical(validation) == 1, (int64_t)Rf_asReal(nmissing),
-                                  (int64_t)Rf_asReal(first)));
-    return R_NilValue;
-}
-
-/* a label not among classes (a character vector): the core's text, in UTF-8 */
-SEXP R_pg_labels_unknown(SEXP fn, SEXP what, SEXP whose, SEXP label, SEXP classes)
-{
-    const R_xlen_t n = XLENGTH(classes);
-    const char **c = (const char **)R_alloc((size_t)(n ? n : 1), sizeof *c);
-    for (R_xlen_t i = 0; i < n; i++) c[i] = Rf_translateCharUTF8(STRING_ELT(classes, i));
-    r_check(pg_labels_unknown(CHAR(STRING_ELT(fn, 0)), CHAR(STRING_ELT(what, 0)),
-                              CHAR(STRING_ELT(whose, 0)),
-                              Rf_translateCharUTF8(STRING_ELT(label, 0)), c, (int64_t)n));
-    return R_NilValue;
+    const R_xlen_t n = XLENGTH(labels), k = XLENGTH(classes);
+    const char **l = (const char **)R_alloc((size_t)(n ? n : 1), sizeof *l);
+    const char **c = (const char **)R_alloc((size_t)(k ? k : 1), sizeof *c);
+    for (R_xlen_t i = 0; i < n; i++)
+        l[i] =
+            STRING_ELT(labels, i) == NA_STRING ? NULL : Rf_translateCharUTF8(STRING_ELT(labels, i));
+    for (R_xlen_t i = 0; i < k; i++) c[i] = Rf_translateCharUTF8(STRING_ELT(classes, i));
+    SEXP ids = PROTECT(Rf_allocVector(REALSXP, n));
+    const int st = pg_labels_code(CHAR(STRING_ELT(fn, 0)), CHAR(STRING_ELT(what, 0)),
+                                  CHAR(STRING_ELT(whose, 0)), l, (int64_t)n, c, (int64_t)k,
+                                  Rf_asLogical(validation) == 1, REAL(ids));
+    UNPROTECT(1);
+    r_check(st);
+    return ids;
 }
 
 /* a model with return_state set: the core's refusal naming fn and the model's name */

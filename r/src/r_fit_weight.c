@@ -9,6 +9,16 @@ static const double *dbl(SEXP v)
     return Rf_isNull(v) ? NULL : (XLENGTH(v) ? REAL(v) : &none);
 }
 
+/* sample_weight's dims (its length for a plain vector): the core's shape rule and text */
+SEXP R_pg_fit_weight_shape(SEXP dims)
+{
+    int64_t d[8] = {0};
+    const int nd = (int)XLENGTH(dims);
+    for (int i = 0; i < nd && i < 8; i++) d[i] = (int64_t)REAL(dims)[i];
+    r_check(pg_fit_weight_shape(d, nd > 8 ? 8 : nd));
+    return R_NilValue;
+}
+
 SEXP R_pg_fit_set_weights(SEXP fp, SEXP code, SEXP sw, SEXP cw)
 {
     SEXP ids = Rf_isNull(cw) ? R_NilValue : VECTOR_ELT(cw, 0);

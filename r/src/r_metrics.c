@@ -33,6 +33,14 @@ SEXP R_pg_metric_name(SEXP code) { return Rf_mkString(pg_metric_name(Rf_asIntege
 
 /* ag_evaluate's reading of the outputs (pg_metric_read): loss NULL or a name, dims the outputs',
  * yn y's samples; c(loss code (-1: none), classify) */
+/* ag_evaluate's loss or metrics: one of them given (the core's text) */
+SEXP R_pg_metric_asked(SEXP fn, SEXP has_loss, SEXP has_metrics)
+{
+    r_check(
+        pg_metric_asked(fn_of(fn), Rf_asLogical(has_loss) == 1, Rf_asLogical(has_metrics) == 1));
+    return R_NilValue;
+}
+
 SEXP R_pg_metric_read(SEXP fn, SEXP name, SEXP has_threshold, SEXP dims, SEXP yn)
 {
     int loss = 0, classify = 0;

@@ -82,28 +82,46 @@ void test_fit_args(void)
               "data (remove or impute those samples)");
     CHECK_ERR(pg_fit_labels_missing(1, -1, 0), PG_STATUS_ERR_ARG, "negative missing-label");
     CHECK_ERR(pg_fit_labels_missing(0, 1, -1), PG_STATUS_ERR_ARG, "negative missing-label");
-    /* a label not among the classes: the first 10 shown, labels to 40 code points */
+    /* labels coded as class ids; a label not among the classes: the first 10 shown, labels to
+     * 40 code points; a missing one (NULL) shown as NA, or first refused under validation */
     const char *cls[12] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"};
-    CHECK_ERR(pg_labels_unknown("ag_fit", "validation_data's y", "y's labels", "zz", cls, 3),
+    const char *lab[4] = {"c", "a", "l", "c"};
+    double ids[4] = {-1, -1, -1, -1};
+    CHECK(pg_labels_code("f", "y", "z", lab, 4, cls, 12, 0, ids) == 0 && ids[0] == 2 &&
+          ids[1] == 0 && ids[2] == 11 && ids[3] == 2);
+    const char *dup[3] = {"b", "a", "b"}; /* equal names: the first wins, as R's match */
+    CHECK(pg_labels_code("f", "y", "z", dup, 3, dup, 3, 1, ids) == 0 && ids[0] == 0 &&
+          ids[1] == 1 && ids[2] == 0);
+    CHECK_ERR(pg_labels_code("f", "y", "z", lab, 1, dup, 3, 0, ids), PG_STATUS_ERR_VALUE,
+              "'c', which");
+    CHECK(pg_labels_code("f", "y", "z", NULL, 0, NULL, 0, 1, NULL) == 0);
+    const char *zz[2] = {"a", "zz"};
+    CHECK_ERR(pg_labels_code("ag_fit", "validation_data's y", "y's labels", zz, 2, cls, 3, 1, ids),
               PG_STATUS_ERR_VALUE,
               "ag_fit: validation_data's y has the label 'zz', which is not one of y's labels "
               "('a', 'b', 'c')");
-    CHECK_ERR(pg_labels_unknown("ag_evaluate", "y", "the model's classes", "NA", cls, 12),
+    const char *na[3] = {"a", NULL, NULL};
+    CHECK_ERR(pg_labels_code("ag_evaluate", "y", "the model's classes", na, 3, cls, 12, 0, ids),
               PG_STATUS_ERR_VALUE,
               "ag_evaluate: y has the label 'NA', which is not one of the model's classes ('a', "
               "'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', ...)");
-    CHECK_ERR(pg_labels_unknown("ag_fit", "y", "z", /* 41 code points, 2-byte e-acute: 40 kept */
-                                "\xc3\xa9"
-                                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab",
-                                cls, 0),
+    CHECK_ERR(pg_labels_code("ag_fit", "validation_data's y", "y's labels", na, 3, cls, 3, 1, ids),
               PG_STATUS_ERR_VALUE,
+              "ag_fit: validation_data y has 2 missing values (NA), the first at row 1, column 2;");
+    const char *lng[1] = {/* 41 code points, 2-byte e-acute: 40 kept */
+                          "\xc3\xa9"
+                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"};
+    CHECK_ERR(pg_labels_code("ag_fit", "y", "z", lng, 1, cls, 0, 0, ids), PG_STATUS_ERR_VALUE,
               "ag_fit: y has the label '\xc3\xa9"
               "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', which "
               "is not one of z ()");
-    CHECK_ERR(pg_labels_unknown("f", "y", "z", NULL, cls, 1), PG_STATUS_ERR_ARG, "NULL");
-    CHECK_ERR(pg_labels_unknown("f", "y", "z", "q", NULL, 1), PG_STATUS_ERR_ARG, "NULL");
+    CHECK_ERR(pg_labels_code("f", "y", "z", NULL, 1, cls, 1, 0, ids), PG_STATUS_ERR_ARG, "NULL");
+    CHECK_ERR(pg_labels_code("f", "y", "z", lab, 1, NULL, 1, 0, ids), PG_STATUS_ERR_ARG, "NULL");
 
-    /* ag_evaluate's reading of the outputs (pg_metric_read) */
+    /* ag_evaluate's loss or metrics, and its reading of the outputs (pg_metric_read) */
+    CHECK(pg_metric_asked("f", 1, 0) == 0 && pg_metric_asked("f", 0, 1) == 0);
+    CHECK_ERR(pg_metric_asked("ag_evaluate", 0, 0), PG_STATUS_ERR_ARG,
+              "ag_evaluate: give loss, metrics or both");
     int loss = 7, cl = 7;
     CHECK(pg_metric_read("ag_evaluate", NULL, 0, 1, 5, 5, &loss, &cl) == 0 && loss == -1 &&
           cl == PG_FIT_CLASSIFY_PROBS);

@@ -129,6 +129,13 @@ static pg_tensor *wloss(pg_tensor **in, const void *ctx)
 void test_fit_weight(void)
 {
     test_set_and_gather();
+    const int64_t row[2] = {1, 5}, col[2] = {5, 1}, mat[3] = {2, 3, 4};
+    CHECK(pg_fit_weight_shape(row, 1) == 0 && pg_fit_weight_shape(row, 2) == 0 &&
+          pg_fit_weight_shape(col, 2) == 0);
+    CHECK_ERR(pg_fit_weight_shape(mat, 2), PG_STATUS_ERR_SHAPE,
+              "ag_fit: sample_weight must be a vector of one weight per sample, got a 2x3 array");
+    CHECK_ERR(pg_fit_weight_shape(mat, 3), PG_STATUS_ERR_SHAPE, "got a 2x3x4 array");
+    CHECK_ERR(pg_fit_weight_shape(NULL, 0), PG_STATUS_ERR_SHAPE, "got a scalar");
     for (int loss = 0; loss < PG_FIT_LOSS_COUNT; loss++) {
         test_unit_weights(loss, PG_DTYPE_F64);
         test_unit_weights(loss, PG_DTYPE_F32);

@@ -44,6 +44,7 @@ static void transform(void)
     CHECK_ERR(pg_predict_type_parse("ag_predict", "x", NULL, &k), PG_STATUS_ERR_VALUE,
               "type must be \"response\", \"prob\" or \"class\", got \"x\"");
     CHECK(pg_predict_classify("f", "binary_cross_entropy", &k) == 0 && k == PG_FIT_CLASSIFY_PROBS);
+    CHECK(pg_predict_classify("f", NULL, &k) == 0 && k == PG_FIT_CLASSIFY_NONE); /* no loss */
     CHECK_ERR(pg_predict_classify("ag_predict", "hinge", &k), PG_STATUS_ERR_VALUE,
               "unknown loss \"hinge\"");
     CHECK(pg_fit_classify_parse("logits") == PG_FIT_CLASSIFY_LOGITS);

@@ -372,7 +372,7 @@ def test_class_weight_keys_and_sequences():
         pg.ag_fit(_model("cross_entropy"), x, y, class_weight={0: "a"}, **fit)
     with pytest.raises(PyggmlrValueError, match="class 1 has nan"):
         pg.ag_fit(_model("cross_entropy"), x, y, class_weight=[1.0, float("nan")], **fit)
-    with pytest.raises(ShapeError, match="one weight per sample"):
+    with pytest.raises(ShapeError, match="one weight per sample, got a 4x6 array"):  # as R's
         pg.ag_fit(_model("cross_entropy"), x, y, sample_weight=np.ones((4, 6)), **fit)
     # a dict, a list and a numpy array of the same table: the same run
     runs = []

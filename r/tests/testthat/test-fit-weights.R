@@ -90,6 +90,9 @@ test_that("weight errors are classed and name ag_fit and the argument", {
   fit <- function(...) ag_fit(m, d$x, d$ids, nepoch = 1L, batch_size = 4L, silent = TRUE, ...)
   expect_error(fit(sample_weight = 1:5), "ag_fit: sample_weight has 5 values but x has 12",
                class = "pyggmlr_shape_error")
+  expect_error(fit(sample_weight = matrix(1, 4, 6)),  # the core's text, as Python's
+               "ag_fit: sample_weight must be a vector of one weight per sample, got a 4x6 array",
+               fixed = TRUE, class = "pyggmlr_shape_error")
   expect_error(fit(sample_weight = c(1, -1, rep(1, 10))),
                "sample_weight must be finite and >= 0; position 2 has -1",
                class = "pyggmlr_value_error")

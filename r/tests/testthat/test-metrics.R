@@ -105,7 +105,8 @@ test_that("refusals name ag_evaluate, the argument and the valid names", {
                "ag_evaluate: metrics has an unknown name \"AUC\"; valid: accuracy", fixed = TRUE)
   expect_error(ag_evaluate(m, x, y, metrics = "auc", loss = "mse"),
                "ag_evaluate: metrics: \"auc\" needs a classification loss", fixed = TRUE)
-  expect_error(ag_evaluate(m, x, y), "ag_evaluate: give loss, metrics or both", fixed = TRUE)
+  expect_error(ag_evaluate(m, x, y), "ag_evaluate: give loss, metrics or both", fixed = TRUE,
+               class = "pyggmlr_argument_error")  # the core's text and kind, as Python's
   expect_error(ag_evaluate(m, x, y, metrics = 3), "ag_evaluate: metrics must be NULL")
   expect_error(ag_evaluate(m, x, y, loss = "nope"), "ag_evaluate: unknown loss \"nope\"",
                fixed = TRUE)
