@@ -63,6 +63,14 @@ void test_fit_val(void);
 void test_fit_data(void);
 void test_memory_report(void);
 void test_fit_session(void);
+/* the plan both session test files drive (test_fit_session.c) */
+typedef struct {
+    pg_tensor *x, *y;
+    pg_rng *r;
+    pg_fit *f;
+} session_plan;
+pg_fit *session_plan_new(session_plan *sp);
+void session_plan_free(session_plan *sp);
 void test_fit_session_static(void);
 void test_fit_stop(void);
 void test_fit_cb(void);

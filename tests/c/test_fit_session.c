@@ -29,6 +29,31 @@ static int drive(pg_fit *f, pg_session *s, int *ev, int cap, double nan_at_epoch
     return n;
 }
 
+/* the sessions' plan: x [2, 20] = 0..39, y [1, 20] = 0..19, batches of 5, 15 training (3
+ * batches) and 5 held out, seed 3 (test_fit_session_static.c uses it too) */
+pg_fit *session_plan_new(session_plan *sp)
+{
+    double xv[2 * 20], yv[20];
+    for (int i = 0; i < 40; i++) xv[i] = i;
+    for (int i = 0; i < 20; i++) yv[i] = i;
+    sp->x = pg_tensor_new(PG_DTYPE_F64, 2, 20, xv, PG_DTYPE_F64, 1, 2);
+    sp->y = pg_tensor_new(PG_DTYPE_F64, 1, 20, yv, PG_DTYPE_F64, 1, 1);
+    sp->r = pg_rng_new_seeded(3);
+    pg_fit_params fp = pg_fit_default_params();
+    fp.rng = sp->r, fp.batch_size = 5, fp.val_split = 0.25;
+    sp->f = pg_fit_new(sp->x, sp->y, &fp);
+    CHECK(sp->f != NULL);
+    return sp->f;
+}
+
+void session_plan_free(session_plan *sp)
+{
+    pg_fit_free(sp->f);
+    pg_rng_free(sp->r);
+    REL(sp->x);
+    REL(sp->y);
+}
+
 void test_fit_session(void)
 {
     { /* static = NULL's probe verdict: every digit, both languages' text */
@@ -48,16 +73,8 @@ void test_fit_session(void)
     CHECK(!strcmp(pg_session_event_name(PG_SESSION_VAL_BATCH), "val_batch"));
     CHECK(pg_session_event_name(PG_SESSION_EVENT_COUNT) == NULL);
 
-    double xv[2 * 20], yv[20];
-    for (int i = 0; i < 40; i++) xv[i] = i;
-    for (int i = 0; i < 20; i++) yv[i] = i;
-    pg_tensor *x = pg_tensor_new(PG_DTYPE_F64, 2, 20, xv, PG_DTYPE_F64, 1, 2);
-    pg_tensor *y = pg_tensor_new(PG_DTYPE_F64, 1, 20, yv, PG_DTYPE_F64, 1, 1);
-    pg_rng *r = pg_rng_new_seeded(3);
-    pg_fit_params fp = pg_fit_default_params();
-    fp.rng = r, fp.batch_size = 5, fp.val_split = 0.25; /* 15 training (3 batches), 5 held out */
-    pg_fit *f = pg_fit_new(x, y, &fp);
-    CHECK(f != NULL);
+    session_plan sp;
+    pg_fit *f = session_plan_new(&sp);
 
     /* two epochs: the order of events, the logs */
     d.nepoch = 2;
@@ -183,8 +200,5 @@ void test_fit_session(void)
     const int *kept = codes;
     CHECK(pg_fit_metrics(f, 0, NULL) == 0 && pg_fit_metric_codes(f, &kept) == 0 && !kept);
 
-    pg_fit_free(f);
-    pg_rng_free(r);
-    REL(x);
-    REL(y);
+    session_plan_free(&sp);
 }

@@ -41,16 +41,8 @@ static int next(pg_session *s)
 
 void test_fit_session_static(void)
 {
-    double xv[2 * 20], yv[20];
-    for (int i = 0; i < 40; i++) xv[i] = i;
-    for (int i = 0; i < 20; i++) yv[i] = i;
-    pg_tensor *x = pg_tensor_new(PG_DTYPE_F64, 2, 20, xv, PG_DTYPE_F64, 1, 2);
-    pg_tensor *y = pg_tensor_new(PG_DTYPE_F64, 1, 20, yv, PG_DTYPE_F64, 1, 1);
-    pg_rng *r = pg_rng_new_seeded(3);
-    pg_fit_params fp = pg_fit_default_params();
-    fp.rng = r, fp.batch_size = 5, fp.val_split = 0.25; /* 15 training (3 batches), 5 held out */
-    pg_fit *f = pg_fit_new(x, y, &fp);
-    CHECK(f != NULL);
+    session_plan sp;
+    pg_fit *f = session_plan_new(&sp);
     pg_session_params d = pg_session_default_params();
     CHECK(d.static_step == 0 && d.auto_static == 0 && d.r_spelling == 0);
     CHECK(!strcmp(pg_session_event_name(PG_SESSION_RECORD_VAL), "record_val"));
@@ -164,8 +156,5 @@ void test_fit_session_static(void)
         CHECK(next(s) == PG_SESSION_EPOCH_BEGIN && next(s) == PG_SESSION_TRAIN_BATCH);
         pg_session_free(s);
     }
-    pg_fit_free(f);
-    pg_rng_free(r);
-    REL(x);
-    REL(y);
+    session_plan_free(&sp);
 }
