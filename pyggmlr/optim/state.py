@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _core
 from .._core import NULL, ffi, lib
+from ..tensor import Tensor
 
 __all__ = ["OptimizerHyperWarning"]
 
@@ -62,7 +63,8 @@ def state(opt: Any) -> Dict[str, Any]:
 
 
 class _Host:
-    """A state dict as the core's pg_optim_state_in; keeps every buffer alive across calls."""
+    """Host data as the core's structs (strings, pg_host_value, pg_host_matrix; a state dict as
+    pg_optim_state_in); keeps every buffer alive across calls."""
 
     def __init__(self, form: int) -> None:
         self.keep: List[Any] = []
@@ -96,27 +98,32 @@ class _Host:
         self.keep.append(arr)
         return arr
 
-    def matrices(self, vals: List[Any]) -> None:
+    def matrices(self, vals: List[Any], used: Any = None, none: bool = True, bad: tuple = ()):
+        """vals as pg_host_matrix[]: absent for None (none), else the dims (a tensor stands for
+        its values; bad: the dims of what numpy cannot take), numbers or not, and the Fortran
+        doubles of a numeric 2-D value whose index is in used (None: every one)."""
         arr = ffi.new("pg_host_matrix[]", max(len(vals), 1))
-        for m, v in zip(arr, vals):
-            if v is None:
-                continue
-            m.present = 1
-            try:
-                shape = tuple(int(d) for d in np.shape(v))
-            except Exception:  # noqa: BLE001 - unshapeable: no dims, as R's dim(NULL)
-                shape = ()
-            dims = ffi.new("int64_t[]", list(shape) or 1)
-            self.keep.append(dims)
-            m.ndim, m.dims = len(shape), dims
-            a = _numbers(v)
-            if a is not None:
-                m.numeric = 1
-                if a.ndim == 2:
-                    self.keep.append(a)
-                    m.data = ffi.cast("double *", a.ctypes.data)
         self.keep.append(arr)
-        self.c.slots, self.c.n_slots = arr, len(vals)
+        for i, (m, v) in enumerate(zip(arr, vals)):
+            if v is None and none:
+                continue
+            try:
+                a: Optional[np.ndarray] = np.asarray(v.numpy() if isinstance(v, Tensor) else v)
+            except Exception:  # noqa: BLE001 - ragged or unconvertible: no numbers
+                a = None
+            shape = bad if a is None else a.shape
+            dims = ffi.new("int64_t[]", [int(d) for d in shape] or 1)
+            self.keep.append(dims)
+            m.present, m.ndim, m.dims = 1, len(shape), dims
+            m.numeric = a is not None and a.dtype.kind in "iuf"
+            if a is not None and m.numeric and a.ndim == 2 and (used is None or i in used):
+                d = np.asfortranarray(a, dtype=np.float64)
+                self.keep.append(d)
+                m.data = ffi.cast("double *", d.ctypes.data)
+        return arr
+
+    def slots(self, vals: List[Any]) -> None:
+        self.c.slots, self.c.n_slots = self.matrices(vals), len(vals)
 
     def hyper(self, sh: Any) -> None:
         sh = sh if isinstance(sh, Mapping) else {}
@@ -154,19 +161,6 @@ def warn_hyper(opt: Any, d: Any, state_value: Callable[[int], Any], stacklevel: 
         warnings.warn(OptimizerHyperWarning(msg, changed), stacklevel=stacklevel + 1)
 
 
-def _numbers(v: Any) -> Optional[np.ndarray]:
-    """v as float64 Fortran numbers when it holds numbers (ints, floats), else None."""
-    if isinstance(v, (bool, str, bytes)) or v is None:
-        return None
-    try:
-        a = np.asarray(v)
-    except Exception:  # noqa: BLE001
-        return None
-    if a.dtype.kind not in "iuf":
-        return None
-    return np.asfortranarray(a, dtype=np.float64)
-
-
 def _slot_list(v: Any) -> List[Any]:
     """One slot's per-parameter values as a list (a sequence, a mapping's values, one value)."""
     if isinstance(v, Sequence) and not isinstance(v, (str, bytes)):
@@ -194,7 +188,7 @@ def load_state(opt: Any, st: Any) -> bool:
     if legacy:  # parameter-major over the file slots
         fs = _names(lib.PG_OPTIM_NAMES_FILE_SLOTS, opt._kind)
         h.c.slot_len[0] = len(st["params"])
-        h.matrices([e.get(n) if isinstance(e, Mapping) else None for e in st["params"] for n in fs])
+        h.slots([e.get(n) if isinstance(e, Mapping) else None for e in st["params"] for n in fs])
         return h.load(opt, stacklevel=4)
     h.value(h.c.version, get("version"))
     slots = get("slots")
@@ -212,5 +206,5 @@ def load_state(opt: Any, st: Any) -> bool:
         h.c.names_given, h.c.names, h.c.n_names = 1, h.strings(names), len(names)
     if opt._named:
         h.c.opt_names, h.c.n_opt_names = h.strings(list(opt.params)), len(opt.params)
-    h.matrices([v for lst in lists for v in lst])  # the core checks the counts first
+    h.slots([v for lst in lists for v in lst])  # the core checks the counts first
     return h.load(opt, stacklevel=4)
