@@ -122,9 +122,6 @@ class _Host:
                 m.data = ffi.cast("double *", d.ctypes.data)
         return arr
 
-    def slots(self, vals: List[Any]) -> None:
-        self.c.slots, self.c.n_slots = self.matrices(vals), len(vals)
-
     def hyper(self, sh: Any) -> None:
         sh = sh if isinstance(sh, Mapping) else {}
         keys = [k for k in sh if isinstance(k, str)]
@@ -137,11 +134,13 @@ class _Host:
         self.c.hyper_names, self.c.hyper, self.c.n_hyper = self.strings(keys), vals, len(keys)
         self.sh, self.keys = sh, keys
 
-    def load(self, opt: Any, stacklevel: int) -> bool:
-        """Checked and compared (pg_optim_state_check), warned, then written: all or nothing."""
+    def load(self, opt: Any, slots: List[Any]) -> bool:
+        """slots (the state's values, in the form's order; the core checks the counts first)
+        checked and compared (pg_optim_state_check), warned, then written: all or nothing."""
+        self.c.slots, self.c.n_slots = self.matrices(slots), len(slots)
         d = ffi.new("pg_optim_hyper_diff *")
         _core.check(lib.pg_optim_state_check(opt._o, self.c, d))
-        warn_hyper(opt, d, lambda j: self.sh[self.keys[j]], stacklevel)
+        warn_hyper(opt, d, lambda j: self.sh[self.keys[j]], stacklevel=4)
         _core.check(lib.pg_optim_state_load(opt._o, self.c, 0))
         return True
 
@@ -180,31 +179,25 @@ def load_state(opt: Any, st: Any) -> bool:
     legacy = is_map and "type" not in st and "kind" in st and isinstance(st.get("params"), list)
     h = _Host(_LEGACY if legacy else _GGMLR)
     h.c.is_map = int(is_map)
-    h.value(h.c.format, get("format"))
-    h.value(h.c.type, get("kind" if legacy else "type"), show=True)
-    h.value(h.c.t, get("t"))
-    h.value(h.c.accum_count, get("accum_count"))
+    for f in ("format", "type", "t", "accum_count") + (() if legacy else ("version",)):
+        h.value(getattr(h.c, f), get("kind" if legacy and f == "type" else f), show=f == "type")
     h.hyper(get("hyper"))
     if legacy:  # parameter-major over the file slots
         fs = _names(lib.PG_OPTIM_NAMES_FILE_SLOTS, opt._kind)
         h.c.slot_len[0] = len(st["params"])
-        h.slots([e.get(n) if isinstance(e, Mapping) else None for e in st["params"] for n in fs])
-        return h.load(opt, stacklevel=4)
-    h.value(h.c.version, get("version"))
+        return h.load(
+            opt, [e.get(n) if isinstance(e, Mapping) else None for e in st["params"] for n in fs]
+        )
     slots = get("slots")
     slots = slots if isinstance(slots, Mapping) else {}
     lists = [_slot_list(slots.get(nm)) for nm in _names(lib.PG_OPTIM_NAMES_SLOTS, opt._kind)]
     for s, lst in enumerate(lists):
         h.c.slot_len[s] = len(lst)
     sn = get("names")
-    if sn is not None and (
-        isinstance(sn, (str, bytes, Mapping)) or not isinstance(sn, (Sequence, np.ndarray))
-    ):
-        h.c.names_bad = h.text(type(sn).__name__)
+    if isinstance(sn, (Sequence, np.ndarray)) and not isinstance(sn, (str, bytes, Mapping)):
+        h.c.names_given, h.c.names, h.c.n_names = 1, h.strings([str(x) for x in sn]), len(sn)
     elif sn is not None:
-        names = [str(x) for x in sn]
-        h.c.names_given, h.c.names, h.c.n_names = 1, h.strings(names), len(names)
+        h.c.names_bad = h.text(type(sn).__name__)
     if opt._named:
         h.c.opt_names, h.c.n_opt_names = h.strings(list(opt.params)), len(opt.params)
-    h.slots([v for lst in lists for v in lst])  # the core checks the counts first
-    return h.load(opt, stacklevel=4)
+    return h.load(opt, [v for lst in lists for v in lst])
