@@ -47,19 +47,16 @@ def state(opt: Any) -> Dict[str, Any]:
     if s.has_note:
         warnings.warn(ffi.string(s.note).decode(), UserWarning, stacklevel=3)
     text = lambda p: ffi.string(p).decode()  # noqa: E731
-    return {
-        "format": text(s.format),
-        "version": s.version,
-        "type": text(s.type),
-        "t": s.t,
-        "accum_count": s.accum_count,
-        "names": list(opt.params) if opt._named else None,
-        "slots": {text(s.slot[j]): list(opt._slot(j).values()) for j in range(s.n_slots)},
-        "hyper": {
-            text(s.hyper_name[k]): bool(v) if s.hyper_is_flag[k] else v
-            for k, v in enumerate(s.hyper_value[0 : s.n_hyper])
-        },
+    out = {k: getattr(s, k) for k in ("format", "version", "type", "t", "accum_count")}
+    out.update(format=text(s.format), type=text(s.type))  # in place: the key order stays
+    out["names"] = list(opt.params) if opt._named else None
+    out["slots"] = {text(s.slot[j]): list(opt._slot(j).values()) for j in range(s.n_slots)}
+    flag = s.hyper_is_flag
+    out["hyper"] = {
+        text(s.hyper_name[k]): bool(v) if flag[k] else v
+        for k, v in enumerate(s.hyper_value[0 : s.n_hyper])
     }
+    return out
 
 
 class _Host:
