@@ -20,6 +20,7 @@ import numpy as np
 from .. import _walk
 from .._core import check, ffi, lib
 from ..errors import ArgumentError
+from ..optim.state import _Host
 from ..tensor import Tensor
 
 __all__ = ["ag_state_dict", "ag_load_state_dict"]
@@ -89,37 +90,6 @@ def ag_state_dict(model: Any) -> Dict[str, Any]:
     }
 
 
-def _side(keep: list, side: Any, names: List[str]) -> None:
-    """One kind's names as C strings into side (kept alive by keep)."""
-    cs = [ffi.new("char[]", k.encode("utf-8", "replace")) for k in names]
-    arr = ffi.new("char *[]", cs or 1)
-    keep += [cs, arr]
-    side.n, side.names = len(names), arr
-
-
-def _values(keep: list, side: Any, saved: Mapping, used: set) -> None:
-    """The state's values of one kind as the core's host matrices: dims (a tensor stands for its
-    values), numbers or not, and the doubles of the entries the model may use."""
-    vals = ffi.new("pg_host_matrix[]", max(len(saved), 1))
-    keep.append(vals)
-    side.values = vals
-    for m, (k, v) in zip(vals, saved.items()):
-        if isinstance(v, Tensor):
-            v = v.numpy()
-        try:
-            a = np.asarray(v)
-        except (TypeError, ValueError):  # ragged or unconvertible: no numbers, 0 long
-            a = np.asarray([])
-        dims = ffi.new("int64_t[]", [int(d) for d in a.shape] or 1)
-        keep.append(dims)
-        m.present, m.ndim, m.dims = 1, a.ndim, dims
-        m.numeric = a.dtype.kind in "iuf"
-        if m.numeric and a.ndim == 2 and str(k) in used:
-            d = np.asfortranarray(a, dtype=np.float64)
-            keep.append(d)
-            m.data = ffi.cast("double *", d.ctypes.data)
-
-
 def ag_load_state_dict(model: Any, state: Mapping, strict: bool = True) -> Any:
     """Write a state dict into model, in place (ggmlR 0.8.6's ag_load_state_dict).
 
@@ -148,14 +118,16 @@ def ag_load_state_dict(model: Any, state: Mapping, strict: bool = True) -> Any:
     # the rules (names, then each used value's shape and finiteness, then the dtype's range) and
     # the write into the same tensors, all or nothing, are the C core's (native/state_dict.c),
     # shared with R
-    keep: list = []
+    h = _Host(lib.PG_OPTIM_STATE_FORM_GGMLR)
     model_c, state_c = ffi.new("pg_state_dict_side[2]"), ffi.new("pg_state_dict_side[2]")
     for k, (have, saved) in enumerate([(params, sp), (bufs, sb or {})]):
-        _side(keep, model_c[k], [n for n, _ in have])
-        handles = ffi.new("pg_tensor *[]", [t._handle() for _, t in have] or 1)
-        keep.append(handles)
-        model_c[k].tensors = handles
-        _side(keep, state_c[k], [str(n) for n in saved])
-        _values(keep, state_c[k], saved, {n for n, _ in have})
+        model_c[k].n, model_c[k].names = len(have), h.strings([n for n, _ in have])
+        model_c[k].tensors = handles = ffi.new("pg_tensor *[]", [t._handle() for _, t in have] or 1)
+        h.keep.append(handles)
+        state_c[k].n, state_c[k].names = len(saved), h.strings([str(n) for n in saved])
+        # a None value is there (no numbers); doubles only for the entries the model may use
+        used = {n for n, _ in have}
+        use = {i for i, n in enumerate(saved) if str(n) in used}
+        state_c[k].values = h.matrices(list(saved.values()), use, none=False, bad=(0,))
     check(lib.pg_state_dict_load(caller.encode(), model_c, state_c, bool(strict)))
     return model

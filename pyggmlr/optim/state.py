@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _core
 from .._core import NULL, ffi, lib
+from ..tensor import Tensor
 
 __all__ = ["OptimizerHyperWarning"]
 
@@ -46,23 +47,21 @@ def state(opt: Any) -> Dict[str, Any]:
     if s.has_note:
         warnings.warn(ffi.string(s.note).decode(), UserWarning, stacklevel=3)
     text = lambda p: ffi.string(p).decode()  # noqa: E731
-    return {
-        "format": text(s.format),
-        "version": s.version,
-        "type": text(s.type),
-        "t": s.t,
-        "accum_count": s.accum_count,
-        "names": list(opt.params) if opt._named else None,
-        "slots": {text(s.slot[j]): list(opt._slot(j).values()) for j in range(s.n_slots)},
-        "hyper": {
-            text(s.hyper_name[k]): bool(v) if s.hyper_is_flag[k] else v
-            for k, v in enumerate(s.hyper_value[0 : s.n_hyper])
-        },
+    out = {k: getattr(s, k) for k in ("format", "version", "type", "t", "accum_count")}
+    out.update(format=text(s.format), type=text(s.type))  # in place: the key order stays
+    out["names"] = list(opt.params) if opt._named else None
+    out["slots"] = {text(s.slot[j]): list(opt._slot(j).values()) for j in range(s.n_slots)}
+    flag = s.hyper_is_flag
+    out["hyper"] = {
+        text(s.hyper_name[k]): bool(v) if flag[k] else v
+        for k, v in enumerate(s.hyper_value[0 : s.n_hyper])
     }
+    return out
 
 
 class _Host:
-    """A state dict as the core's pg_optim_state_in; keeps every buffer alive across calls."""
+    """Host data as the core's structs (strings, pg_host_value, pg_host_matrix; a state dict as
+    pg_optim_state_in); keeps every buffer alive across calls."""
 
     def __init__(self, form: int) -> None:
         self.keep: List[Any] = []
@@ -96,27 +95,29 @@ class _Host:
         self.keep.append(arr)
         return arr
 
-    def matrices(self, vals: List[Any]) -> None:
+    def matrices(self, vals: List[Any], used: Any = None, none: bool = True, bad: tuple = ()):
+        """vals as pg_host_matrix[]: absent for None (none), else the dims (a tensor stands for
+        its values; bad: the dims of what numpy cannot take), numbers or not, and the Fortran
+        doubles of a numeric 2-D value whose index is in used (None: every one)."""
         arr = ffi.new("pg_host_matrix[]", max(len(vals), 1))
-        for m, v in zip(arr, vals):
-            if v is None:
-                continue
-            m.present = 1
-            try:
-                shape = tuple(int(d) for d in np.shape(v))
-            except Exception:  # noqa: BLE001 - unshapeable: no dims, as R's dim(NULL)
-                shape = ()
-            dims = ffi.new("int64_t[]", list(shape) or 1)
-            self.keep.append(dims)
-            m.ndim, m.dims = len(shape), dims
-            a = _numbers(v)
-            if a is not None:
-                m.numeric = 1
-                if a.ndim == 2:
-                    self.keep.append(a)
-                    m.data = ffi.cast("double *", a.ctypes.data)
         self.keep.append(arr)
-        self.c.slots, self.c.n_slots = arr, len(vals)
+        for i, (m, v) in enumerate(zip(arr, vals)):
+            if v is None and none:
+                continue
+            try:
+                a: Optional[np.ndarray] = np.asarray(v.numpy() if isinstance(v, Tensor) else v)
+            except Exception:  # noqa: BLE001 - ragged or unconvertible: no numbers
+                a = None
+            shape = bad if a is None else a.shape
+            dims = ffi.new("int64_t[]", [int(d) for d in shape] or 1)
+            self.keep.append(dims)
+            m.present, m.ndim, m.dims = 1, len(shape), dims
+            m.numeric = a is not None and a.dtype.kind in "iuf"
+            if a is not None and m.numeric and a.ndim == 2 and (used is None or i in used):
+                d = np.asfortranarray(a, dtype=np.float64)
+                self.keep.append(d)
+                m.data = ffi.cast("double *", d.ctypes.data)
+        return arr
 
     def hyper(self, sh: Any) -> None:
         sh = sh if isinstance(sh, Mapping) else {}
@@ -130,11 +131,13 @@ class _Host:
         self.c.hyper_names, self.c.hyper, self.c.n_hyper = self.strings(keys), vals, len(keys)
         self.sh, self.keys = sh, keys
 
-    def load(self, opt: Any, stacklevel: int) -> bool:
-        """Checked and compared (pg_optim_state_check), warned, then written: all or nothing."""
+    def load(self, opt: Any, slots: List[Any]) -> bool:
+        """slots (the state's values, in the form's order; the core checks the counts first)
+        checked and compared (pg_optim_state_check), warned, then written: all or nothing."""
+        self.c.slots, self.c.n_slots = self.matrices(slots), len(slots)
         d = ffi.new("pg_optim_hyper_diff *")
         _core.check(lib.pg_optim_state_check(opt._o, self.c, d))
-        warn_hyper(opt, d, lambda j: self.sh[self.keys[j]], stacklevel)
+        warn_hyper(opt, d, lambda j: self.sh[self.keys[j]], stacklevel=4)
         _core.check(lib.pg_optim_state_load(opt._o, self.c, 0))
         return True
 
@@ -152,19 +155,6 @@ def warn_hyper(opt: Any, d: Any, state_value: Callable[[int], Any], stacklevel: 
     if changed:
         msg = ffi.string(d.message).decode("utf-8", "replace")
         warnings.warn(OptimizerHyperWarning(msg, changed), stacklevel=stacklevel + 1)
-
-
-def _numbers(v: Any) -> Optional[np.ndarray]:
-    """v as float64 Fortran numbers when it holds numbers (ints, floats), else None."""
-    if isinstance(v, (bool, str, bytes)) or v is None:
-        return None
-    try:
-        a = np.asarray(v)
-    except Exception:  # noqa: BLE001
-        return None
-    if a.dtype.kind not in "iuf":
-        return None
-    return np.asfortranarray(a, dtype=np.float64)
 
 
 def _slot_list(v: Any) -> List[Any]:
@@ -186,31 +176,25 @@ def load_state(opt: Any, st: Any) -> bool:
     legacy = is_map and "type" not in st and "kind" in st and isinstance(st.get("params"), list)
     h = _Host(_LEGACY if legacy else _GGMLR)
     h.c.is_map = int(is_map)
-    h.value(h.c.format, get("format"))
-    h.value(h.c.type, get("kind" if legacy else "type"), show=True)
-    h.value(h.c.t, get("t"))
-    h.value(h.c.accum_count, get("accum_count"))
+    for f in ("format", "type", "t", "accum_count") + (() if legacy else ("version",)):
+        h.value(getattr(h.c, f), get("kind" if legacy and f == "type" else f), show=f == "type")
     h.hyper(get("hyper"))
     if legacy:  # parameter-major over the file slots
         fs = _names(lib.PG_OPTIM_NAMES_FILE_SLOTS, opt._kind)
         h.c.slot_len[0] = len(st["params"])
-        h.matrices([e.get(n) if isinstance(e, Mapping) else None for e in st["params"] for n in fs])
-        return h.load(opt, stacklevel=4)
-    h.value(h.c.version, get("version"))
+        return h.load(
+            opt, [e.get(n) if isinstance(e, Mapping) else None for e in st["params"] for n in fs]
+        )
     slots = get("slots")
     slots = slots if isinstance(slots, Mapping) else {}
     lists = [_slot_list(slots.get(nm)) for nm in _names(lib.PG_OPTIM_NAMES_SLOTS, opt._kind)]
     for s, lst in enumerate(lists):
         h.c.slot_len[s] = len(lst)
     sn = get("names")
-    if sn is not None and (
-        isinstance(sn, (str, bytes, Mapping)) or not isinstance(sn, (Sequence, np.ndarray))
-    ):
-        h.c.names_bad = h.text(type(sn).__name__)
+    if isinstance(sn, (Sequence, np.ndarray)) and not isinstance(sn, (str, bytes, Mapping)):
+        h.c.names_given, h.c.names, h.c.n_names = 1, h.strings([str(x) for x in sn]), len(sn)
     elif sn is not None:
-        names = [str(x) for x in sn]
-        h.c.names_given, h.c.names, h.c.n_names = 1, h.strings(names), len(names)
+        h.c.names_bad = h.text(type(sn).__name__)
     if opt._named:
         h.c.opt_names, h.c.n_opt_names = h.strings(list(opt.params)), len(opt.params)
-    h.matrices([v for lst in lists for v in lst])  # the core checks the counts first
-    return h.load(opt, stacklevel=4)
+    return h.load(opt, [v for lst in lists for v in lst])
