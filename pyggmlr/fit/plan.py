@@ -84,15 +84,11 @@ class FitPlan:
         _core.check(lib.pg_fit_setup_plan(setup._p, self._p))  # the run's split state now
         self._stream = stream  # the plan borrows its stream: keep it alive
         self._keep: List[Any] = []  # compiled steps a session borrows
-        self._wrappers: Dict[
-            int, Tensor
-        ] = {}  # one Tensor per reused batch tensor, so compiled steps see the same inputs
+        # one Tensor per reused batch tensor, so compiled steps see the same inputs
+        self._wrappers: Dict[int, Tensor] = {}
         s = ffi.new("pg_fit_dims *")
         _core.check(lib.pg_fit_sizes(self._p, s))
-        dims = (s.n, s.n_train, s.n_val, s.n_batches, s.accum, s.n_val_batches)
-        self.n, self.n_train, self.n_val, self.n_batches, self.accum, self.n_val_batches = map(
-            int, dims
-        )
+        self.n_val, self.n_batches = int(s.n_val), int(s.n_batches)  # what ag_fit reads
 
     shard = _fwd(lib.pg_fit_shard)  # (rank, world): this rank's chunk of every global batch
 
