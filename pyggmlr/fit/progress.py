@@ -56,9 +56,9 @@ class FitProgress:
         first: int = 1,
     ) -> None:  # fmt: skip
         self.on = mode in ("bar", "lines") and total > 0
-        self._use_bar = mode == "bar"  # "lines": the per-epoch lines only
-        # only a bar needs each batch: the lines leave a static run its one-call epochs
-        self.ticks = self.on and self._use_bar
+        # only a bar needs each batch ("lines": the per-epoch lines only): the lines leave a
+        # static run its one-call epochs
+        self.ticks = self.on and mode == "bar"
         self.running, self.total, self.nepoch, self._first = running, total, nepoch, first
         self.epoch, self.last, self.bar, self._t = 0, ffi.NULL, None, 0.0
 
@@ -69,7 +69,7 @@ class FitProgress:
     def epoch_begin(self, epoch: int) -> None:
         self.epoch = epoch
         desc = f"epoch {epoch}/{self.nepoch}"
-        if self.on and self._use_bar and self.bar is None and epoch == self._first:
+        if self.ticks and self.bar is None and epoch == self._first:
             try:
                 from tqdm.auto import tqdm
             except ImportError:
