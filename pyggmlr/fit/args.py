@@ -21,9 +21,8 @@ def check_args(
     nepoch = check_int(nepoch, "ag_fit", "nepoch", 1)
     batch_size = check_int(batch_size, "ag_fit", "batch_size", 1)
     shuffle = check_flag(shuffle, "ag_fit", "shuffle")
-    nbl = check_int(
-        batch_size if nbatch_logical is None else nbatch_logical, "ag_fit", "nbatch_logical", 1
-    )
+    nbl = batch_size if nbatch_logical is None else nbatch_logical
+    nbl = check_int(nbl, "ag_fit", "nbatch_logical", 1)
     # the rest of the rules (a multiple of batch_size, val_split in [0, 1)) are the core's
     # (pg_fit_new), one text in both languages
     val_split = check_real(val_split, "ag_fit", "val_split")

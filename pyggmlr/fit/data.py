@@ -25,8 +25,8 @@ from .util import _as_cols, kind_fail
 __all__: list = []
 
 
-def _cols(v: Any, what: str) -> Optional[np.ndarray]:
-    return None if v is None else _as_cols(v, what)
+def _cols(v: Any) -> Optional[np.ndarray]:
+    return None if v is None else _as_cols(v, "validation_data")
 
 
 def _shape(a: Optional[np.ndarray]) -> Any:
@@ -53,18 +53,13 @@ class FitData:
         self.x, self.y, self.batch_size, self.shuffle = x, y, batch_size, shuffle
         if validation_data is None:
             return
-        if isinstance(validation_data, ag_dataloader):
-            self.xv, self.yv = (
-                _cols(validation_data.x, "validation_data"),
-                _cols(validation_data.y, "validation_data"),
-            )
-        elif isinstance(validation_data, tuple) and len(validation_data) in (1, 2):
-            self.xv = _as_cols(validation_data[0], "validation_data")
-            self.yv = _cols(
-                validation_data[1] if len(validation_data) == 2 else None, "validation_data"
-            )
-        else:
-            kind_fail(lib.PG_FIT_KIND_VALIDATION_DATA, type(validation_data).__name__)
+        vd = validation_data
+        if isinstance(vd, ag_dataloader):
+            vd = (vd.x, vd.y)
+        elif not (isinstance(vd, tuple) and len(vd) in (1, 2)):
+            kind_fail(lib.PG_FIT_KIND_VALIDATION_DATA, type(vd).__name__)
+        self.xv = _as_cols(vd[0], "validation_data")  # a loader's x is never None
+        self.yv = _cols(vd[1] if len(vd) == 2 else None)
         self.fixed_split = True
 
     def join(self, X: np.ndarray, Y: Optional[np.ndarray], val_split: float) -> Tuple[int, float]:
@@ -74,11 +69,8 @@ class FitData:
             return X.shape[1], val_split
         assert self.xv is not None  # fixed_split: set with it
         out = ffi.new("double *")
-        _core.check(
-            lib.pg_fit_val_join(
-                _shape(X), _shape(Y), _shape(self.xv), _shape(self.yv), val_split, out
-            )
-        )
+        shapes = (_shape(a) for a in (X, Y, self.xv, self.yv))
+        _core.check(lib.pg_fit_val_join(*shapes, val_split, out))
         return X.shape[1] + self.xv.shape[1], float(out[0])
 
 
@@ -89,10 +81,8 @@ def verbosity(verbose: Any, progress: str, silent: Any) -> Tuple[str, bool]:
     silent = check_flag(silent, "ag_fit", "silent")
     if verbose is None or (isinstance(verbose, str) and verbose == "auto"):
         return progress, silent
-    num, mode = (
-        isinstance(verbose, numbers.Real) and not isinstance(verbose, bool),
-        ffi.new("int *"),
-    )
+    num = isinstance(verbose, numbers.Real) and not isinstance(verbose, bool)
+    mode = ffi.new("int *")
     shown = repr(verbose).encode("utf-8", "replace")
     _core.check(lib.pg_fit_verbosity(num, float(verbose) if num else 0, shown, 0, mode))
     return ("none", "bar", "lines")[mode[0]], silent or mode[0] == 0
@@ -102,8 +92,5 @@ def check_flags(distributed: Any, static: Any) -> None:
     """distributed a flag, static a flag or None (the core's texts: a truthy "a" must not start
     MPI)."""
     flag = (bool, np.bool_)
-    _core.check(
-        lib.pg_fit_flags_check(
-            isinstance(distributed, flag), static is None or isinstance(static, flag), 0
-        )
-    )
+    ok = static is None or isinstance(static, flag)
+    _core.check(lib.pg_fit_flags_check(isinstance(distributed, flag), ok, 0))

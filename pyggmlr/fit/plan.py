@@ -16,6 +16,29 @@ from ..tensor import Tensor, _wrap, ag_tensor
 __all__: List[str] = []
 
 
+def _ok(rc: int) -> int:
+    """A count or flag the core returns, or its -status raised."""
+    return _core.check(rc) if rc < 0 else int(rc)
+
+
+def _new(p: Any, free: Any) -> Any:
+    """An object the core made (NULL: its error raised), freed with the wrapper."""
+    if p == NULL:
+        _core.raise_last()
+    return ffi.gc(p, free)
+
+
+def _fwd(fn: Any, after: Any = None) -> Any:
+    """A method that only forwards its arguments to the core's fn (self._p first)."""
+
+    def m(self: Any, *a: Any) -> None:
+        _core.check(fn(self._p, *a))
+        if after:
+            after(self)
+
+    return m
+
+
 class FitSetup:
     """ag_fit's set-up, the core's (native/fit_setup.c): static / distributed, the batch sizes
     over ranks (world()), and the run's settings from the resume check to every checkpoint;
@@ -37,13 +60,8 @@ class FitSetup:
     def _get(self) -> None:
         _core.check(lib.pg_fit_setup_get(self._p, self.info))
 
-    def world(self, world: int) -> None:
-        _core.check(lib.pg_fit_setup_world(self._p, world))
-        self._get()
-
-    def seed(self, seed: int) -> None:
-        _core.check(lib.pg_fit_setup_seed(self._p, seed))
-        self._get()
+    world = _fwd(lib.pg_fit_setup_world, _get)  # ranks, then the info again
+    seed = _fwd(lib.pg_fit_setup_seed, _get)
 
 
 class FitPlan:
@@ -62,35 +80,21 @@ class FitPlan:
         prm = ffi.new("pg_fit_params *", lib.pg_fit_default_params())
         _core.check(lib.pg_fit_setup_plan_params(setup._p, prm))
         prm.classify, prm.rng, prm.xv, prm.yv = int(classify), stream._h, h[2], h[3]
-        p = lib.pg_fit_new(h[0], h[1], prm)
-        if p == NULL:
-            _core.raise_last()
-        self._p = ffi.gc(p, lib.pg_fit_free)
+        self._p = _new(lib.pg_fit_new(h[0], h[1], prm), lib.pg_fit_free)
         _core.check(lib.pg_fit_setup_plan(setup._p, self._p))  # the run's split state now
         self._stream = stream  # the plan borrows its stream: keep it alive
         self._keep: List[Any] = []  # compiled steps a session borrows
-        self._wrappers: Dict[
-            int, Tensor
-        ] = {}  # one Tensor per reused batch tensor, so compiled steps see the same inputs
+        # one Tensor per reused batch tensor, so compiled steps see the same inputs
+        self._wrappers: Dict[int, Tensor] = {}
         s = ffi.new("pg_fit_dims *")
         _core.check(lib.pg_fit_sizes(self._p, s))
-        self.n, self.n_train, self.n_val = int(s.n), int(s.n_train), int(s.n_val)
-        self.n_batches, self.accum, self.n_val_batches = (
-            int(s.n_batches),
-            int(s.accum),
-            int(s.n_val_batches),
-        )
+        self.n_val, self.n_batches = int(s.n_val), int(s.n_batches)  # what ag_fit reads
 
-    def shard(self, rank: int, world: int) -> None:
-        """This rank's chunk of every global training batch (data parallelism)."""
-        _core.check(lib.pg_fit_shard(self._p, rank, world))
+    shard = _fwd(lib.pg_fit_shard)  # (rank, world): this rank's chunk of every global batch
 
     def monitor_mask(self) -> int:
         """The monitors' has_accuracy once the metrics are set (bit 0 accuracy, bit c metric c)."""
-        m = lib.pg_fit_monitor_mask(self._p)
-        if m < 0:
-            _core.raise_last(-m)
-        return int(m)
+        return _ok(lib.pg_fit_monitor_mask(self._p))
 
     def _tensor(self, p: Any) -> Optional[Tensor]:
         if p == NULL:
@@ -107,9 +111,7 @@ class FitPlan:
     def batch(self, val: bool, b: int) -> Tuple[Tensor, Optional[Tensor]]:
         """Batch b gathered in the core: (x [F, w], y [K, w] or None), reused tensors."""
         xb, yb = ffi.new("pg_tensor **"), ffi.new("pg_tensor **")
-        w = lib.pg_fit_batch(self._p, int(val), b, xb, yb)
-        if w < 0:
-            _core.raise_last(-w)
+        _ok(lib.pg_fit_batch(self._p, int(val), b, xb, yb))
         x = self._tensor(xb[0])
         assert x is not None
         return x, self._tensor(yb[0])
@@ -152,10 +154,7 @@ class Session:
         prm.static_step, prm.auto_static = info.static_step, info.auto_static
         prm.nepoch, prm.first_epoch = nepoch, first_epoch
         prm.per_datapoint, prm.batch_events = int(per_datapoint), int(batch_events)
-        p = lib.pg_session_new(plan._p, prm)
-        if p == NULL:
-            _core.raise_last()
-        self._s = ffi.gc(p, lib.pg_session_free)
+        self._p = p = _new(lib.pg_session_new(plan._p, prm), lib.pg_session_free)
         self._plan = plan  # borrowed by the session: keep it alive
         self._ev, self._at = ffi.new("int *"), ffi.new("pg_session_pos *")
         n = lib.pg_session_log_count(p)  # the History's columns, metrics included (the core's)
@@ -163,49 +162,40 @@ class Session:
         self._logs, self._msg = ffi.new("double[]", max(n, 1)), ffi.new("char[512]")
 
     def next(self) -> int:
-        _core.check(lib.pg_session_next(self._s, self._ev))
+        _core.check(lib.pg_session_next(self._p, self._ev))
         return int(self._ev[0])
 
     def where(self) -> Any:
         """epoch, batch (0-based), step, stopped_epoch, loss (the last training batch's)"""
-        _core.check(lib.pg_session_where(self._s, self._at))
+        _core.check(lib.pg_session_where(self._p, self._at))
         return self._at
 
-    def set_lr(self, lr: float) -> None:
-        _core.check(lib.pg_session_set_lr(self._s, lr))
+    set_lr = _fwd(lib.pg_session_set_lr)
+    probe = _fwd(lib.pg_session_probe)  # (eager, replay): the probe's losses for the verdict
+    stop = _fwd(lib.pg_session_stop)
 
     def set_static(self, val: bool, width: int, step: Any, out: Tensor) -> None:
         """Hand a compiled step to the session (and with it the batch being answered)."""
-        _core.check(lib.pg_session_set_static(self._s, int(val), width, step._g, out._handle()))
+        _core.check(lib.pg_session_set_static(self._p, int(val), width, step._g, out._handle()))
         self._plan._keep.append((step, out))
-
-    def probe(self, eager: float, replay: float) -> None:
-        """The probe's losses (PROBE) for the session's verdict."""
-        _core.check(lib.pg_session_probe(self._s, eager, replay))
 
     def static_fail(self, why: str) -> bool:
         """A compiled step's recording failed: True when ag_fit raises that error."""
-        rc = lib.pg_session_static_fail(self._s, why.encode("utf-8", "replace"))
-        return _core.check(min(rc, 0)) == 0 and rc == 1
+        return _ok(lib.pg_session_static_fail(self._p, why.encode("utf-8", "replace"))) == 1
 
     def notice(self) -> str:
         """The fallback notice (NOTICE), the core's text."""
         buf = ffi.new("char[1024]")
-        _core.check(min(lib.pg_session_notice(self._s, buf, 1024), 0))
+        _ok(lib.pg_session_notice(self._p, buf, 1024))  # R's cap too
         return ffi.string(buf).decode("utf-8", "replace")
 
     def logs(self, epoch: int) -> Tuple[Dict[str, float], Optional[str]]:
         """The epoch's logs (ag_fit's dict, the metrics' columns included) and the divergence
         warning, or None."""
-        rc = lib.pg_session_epoch_logs(self._s, self._logs, len(self._names), self._msg, 512)
-        if rc < 0:
-            _core.raise_last(-rc)
+        rc = _ok(lib.pg_session_epoch_logs(self._p, self._logs, len(self._names), self._msg, 512))
         logs: Dict[str, float] = {"epoch": epoch}
         logs.update((k, float(self._logs[i])) for i, k in enumerate(self._names))
         return logs, ffi.string(self._msg).decode("utf-8", "replace") if rc else None
-
-    def stop(self) -> None:
-        _core.check(lib.pg_session_stop(self._s))
 
 
 def check_loss(loss: Any) -> None:

@@ -13,6 +13,8 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from .._core import check, ffi, lib
 from .callbacks import _log_values, _text
 
+_BAR = {"unit": "batch", "leave": True, "dynamic_ncols": True}  # tqdm's settings besides the file
+
 
 def _interactive() -> bool:
     """Whether a bar can be redrawn for a person: a terminal on stderr or an IPython shell /
@@ -50,17 +52,13 @@ class FitProgress:
     _EVERY = 0.1  # seconds between postfix refreshes: plan.running() is not needed per batch
 
     def __init__(
-        self,
-        mode: str,
-        running: Callable[[], Tuple[float, float]],
-        total: int,
-        nepoch: int,
+        self, mode: str, running: Callable[[], Tuple[float, float]], total: int, nepoch: int,
         first: int = 1,
-    ) -> None:
+    ) -> None:  # fmt: skip
         self.on = mode in ("bar", "lines") and total > 0
-        self._use_bar = mode == "bar"  # "lines": the per-epoch lines only
-        # only a bar needs each batch: the lines leave a static run its one-call epochs
-        self.ticks = self.on and self._use_bar
+        # only a bar needs each batch ("lines": the per-epoch lines only): the lines leave a
+        # static run its one-call epochs
+        self.ticks = self.on and mode == "bar"
         self.running, self.total, self.nepoch, self._first = running, total, nepoch, first
         self.epoch, self.last, self.bar, self._t = 0, ffi.NULL, None, 0.0
 
@@ -71,19 +69,12 @@ class FitProgress:
     def epoch_begin(self, epoch: int) -> None:
         self.epoch = epoch
         desc = f"epoch {epoch}/{self.nepoch}"
-        if self.on and self._use_bar and self.bar is None and epoch == self._first:
+        if self.ticks and self.bar is None and epoch == self._first:
             try:
                 from tqdm.auto import tqdm
             except ImportError:
                 return
-            self.bar = tqdm(
-                total=self.total,
-                desc=desc,
-                unit="batch",
-                leave=True,
-                dynamic_ncols=True,
-                file=sys.stderr,
-            )
+            self.bar = tqdm(total=self.total, desc=desc, file=sys.stderr, **_BAR)
         elif self.bar is not None:
             self.bar.set_description_str(desc, refresh=False)
 
@@ -108,7 +99,7 @@ class FitProgress:
             print(line, file=sys.stderr, flush=True)
 
     def close(self) -> None:
-        bar: Optional[Any] = self.bar
-        self.bar = None
+        bar: Optional[Any]
+        bar, self.bar = self.bar, None
         if bar is not None:
             bar.close()

@@ -20,10 +20,6 @@ from .history import _KEYS, History, _doubles, _num
 __all__: List[str] = []
 
 
-def _str(p):
-    return None if p == ffi.NULL else ffi.string(p).decode("utf-8")
-
-
 def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
     """Model, optimizer, epoch and the run's state (fit: ag_fit's _Fit) to path."""
     states, arrays = [], {}
@@ -70,10 +66,8 @@ class Checkpoint:
         lib.pg_fit_ckpt_rng_state(c, rng)
         self.rng_state = list(rng)
         self.history = History.from_dict(json.loads(_text(lib.pg_fit_ckpt_history_json, c)))
-        texts = [
-            _str(lib.pg_fit_ckpt_callback_state(c, i)) for i in range(lib.pg_fit_ckpt_callbacks(c))
-        ]
-        self.states = [None if t is None else json.loads(t) for t in texts]
+        got = (lib.pg_fit_ckpt_callback_state(c, i) for i in range(lib.pg_fit_ckpt_callbacks(c)))
+        self.states = [None if t == ffi.NULL else json.loads(ffi.string(t).decode()) for t in got]
         for cb, st in zip(callbacks, self.states):  # the callbacks' saved states too
             if st is not None and callable(getattr(cb, "check_state", None)):
                 cb.check_state(st)
