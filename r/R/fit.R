@@ -51,6 +51,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   mcodes <- .fit_metric_codes(metrics, classify, !is.null(y))  # evaluate.R, before training
   SW <- .fit_sample_weight(sample_weight)  # fit_weight.R; the values are the core's to check
   CW <- .fit_class_weight(class_weight, y)
+  weighted <- !is.null(SW) || !is.null(CW)
   tg <- .fit_targets(y, L$name, X)
   if (classify == 1L && !is.null(tg$Y) && nrow(tg$Y) == 1L)  # arg-max: the ids against outputs
     .check_classes(tg, model, nrow(X))  # fit_hints.R: 1-based labels, the classes
@@ -89,7 +90,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     static_mode = static, distributed = isTRUE(distributed), n = n, batch_size = batch_size,
     builtin = is.null(static) && is.character(loss) && .builtin_model(model),
     nbatch_logical = nbatch_logical, val_split = val_split, shuffle = isTRUE(shuffle),
-    loss = L$name, weighted = !is.null(SW) || !is.null(CW)))
+    loss = L$name, weighted = weighted))
   sync <- NULL
   if (isTRUE(distributed)) {  # MPI over Rmpi: the same collectives as Python's (distributed.R)
     sync <- .fit_sync(model, params)
@@ -121,7 +122,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   tn <- function(m) if (!is.null(m)) .Call(R_pg_tensor_new, m, dcode, FALSE)
   plan <- .Call(R_pg_fit_new, tn(X), tn(tg$Y), classify, su, tn(d$xv), tn(d$yv))
   .Call(R_pg_fit_set_weights, plan, if (is.null(L$code)) -1L else L$code, SW, CW)
-  weighted <- !is.null(SW) || !is.null(CW)
   .Call(R_pg_fit_metrics, plan, mcodes)  # before the shard: refused when distributed
   if (!is.null(sync)) .Call(R_pg_fit_shard, plan, sync$rank, sync$world)
   # the run is set up: now the weights and optimizer, then the stream (all checked)
