@@ -89,6 +89,25 @@ int pg_fit_kind_fail(int what, const char *shown, int64_t epoch, int r_spelling)
         return pg_fail(PG_STATUS_ERR_ARG,
                        "%s: opt_params(epoch) must return a %s, got %s at epoch %lld", OP,
                        r_spelling ? "named list" : "dict", got, (long long)epoch);
+    case PG_FIT_KIND_OPT_PARAMS_FN:
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: opt_params must be a %s", OP,
+                       r_spelling ? "function(epoch) returning a named list, or NULL"
+                                  : "callable(epoch) -> dict or None");
+    case PG_FIT_KIND_MODEL:
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: model must have parameters(), got %s", OP, got);
+    case PG_FIT_KIND_NO_PARAMS:
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: the model has no parameters to train", OP);
+    case PG_FIT_KIND_CALLBACKS:
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "%s: callbacks must be a list of callbacks or functions, got %s", OP, got);
+    case PG_FIT_KIND_CALLBACK:
+        if (r_spelling)
+            return pg_fail(PG_STATUS_ERR_ARG,
+                           "%s: callbacks must be ag_early_stopping() objects, lists/environments"
+                           " with on_epoch_end, or functions(epoch, logs)",
+                           OP);
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "%s: callbacks must be Callback objects or functions, got %s", OP, got);
     default: return pg_fail(PG_STATUS_ERR_ARG, "%s: unknown argument kind %d", OP, what);
     }
 }

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any, List, Tuple
 
 from .._args import check_flag, check_int, check_real
-from ..errors import ArgumentError
+from .._core import lib
 from .callbacks import Callback, _FnCallback
+from .util import kind_fail
 
 __all__: List[str] = []
 
@@ -27,7 +28,7 @@ def check_args(
     # (pg_fit_new), one text in both languages
     val_split = check_real(val_split, "ag_fit", "val_split")
     if opt_params is not None and not callable(opt_params):
-        raise ArgumentError("ag_fit: opt_params must be a callable(epoch) -> dict or None")
+        kind_fail(lib.PG_FIT_KIND_OPT_PARAMS_FN, "")
     return nepoch, batch_size, shuffle, nbl, nbl // batch_size, val_split
 
 
@@ -38,10 +39,7 @@ def make_callbacks(callbacks: Any) -> List[Any]:
     try:
         callbacks = list(callbacks)
     except TypeError:
-        raise ArgumentError(
-            "ag_fit: callbacks must be a list of callbacks or functions, got "
-            f"{type(callbacks).__name__}"
-        ) from None
+        kind_fail(lib.PG_FIT_KIND_CALLBACKS, type(callbacks).__name__)
     cbs = []
     for cb in callbacks:
         if isinstance(cb, Callback) or hasattr(cb, "on_epoch_end"):
@@ -49,7 +47,5 @@ def make_callbacks(callbacks: Any) -> List[Any]:
         elif callable(cb):
             cbs.append(_FnCallback(cb))
         else:
-            raise ArgumentError(
-                f"ag_fit: callbacks must be Callback objects or functions, got {type(cb).__name__}"
-            )
+            kind_fail(lib.PG_FIT_KIND_CALLBACK, type(cb).__name__)
     return cbs

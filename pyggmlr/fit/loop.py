@@ -18,7 +18,6 @@ from .._core import check, lib
 from ..errors import (
     NonFiniteLossWarning,
     PyggmlrError,
-    PyggmlrValueError,
     StaticFallbackWarning,
 )
 from ..io.check import set_target
@@ -48,6 +47,7 @@ from .util import (
     _params,
     _set_mode,
     _StaticSteps,
+    kind_fail,
 )
 from .weights import attach, class_weights, sample_weights
 
@@ -216,7 +216,7 @@ def ag_fit(
 
     params = _params(model)
     if not params:
-        raise PyggmlrValueError("ag_fit: the model has no parameters to train")
+        kind_fail(lib.PG_FIT_KIND_NO_PARAMS, "")
     dtype = _model_dtype(model)
     opt = _make_optimizer(optimizer, params, lr)
     opt_before = (opt.accumulate_steps, opt.accum_count)  # put back when the setup fails

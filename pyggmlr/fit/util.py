@@ -46,7 +46,7 @@ def _forward(model, x, fn="ag_fit"):
 
 def _params(model):
     if not hasattr(model, "parameters"):
-        raise ArgumentError(f"ag_fit: model must have parameters(), got {type(model).__name__}")
+        kind_fail(lib.PG_FIT_KIND_MODEL, type(model).__name__)
     return dict(_walk.items(model))
 
 

@@ -35,15 +35,14 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   nepoch <- .fit_int(nepoch, "nepoch")
   batch_size <- .fit_int(batch_size, "batch_size")
   shuffle <- .arg_flag(shuffle, "ag_fit", "shuffle")
-  nbatch_logical <- if (is.null(nbatch_logical)) batch_size else .fit_int(nbatch_logical,
-      "nbatch_logical")
+  nbatch_logical <- .fit_int(if (is.null(nbatch_logical)) batch_size else nbatch_logical,
+                             "nbatch_logical")
   accum <- nbatch_logical %/% batch_size
   # the rest of the rules (a multiple of batch_size, val_split in [0, 1)) are the core's
   # (pg_fit_new), one text in both languages
   if (!is.numeric(val_split) || is.factor(val_split) || length(val_split) != 1L)
     .arg_fail("argument", "ag_fit: val_split must be a number, got %s", .arg_show(val_split))
-  if (!is.null(opt_params) && !is.function(opt_params))
-    .fit_type_stop("ag_fit: opt_params must be a function(epoch) returning a named list, or NULL")
+  if (!is.null(opt_params) && !is.function(opt_params)) .fit_kind_fail("OPT_PARAMS_FN", "")
 
   X <- .fit_cols(x, "x")
   rules <- .Call(R_pg_fit_loss_rules, if (is.null(L$code)) -1L else L$code, !is.null(y))
@@ -52,6 +51,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   mcodes <- .fit_metric_codes(metrics, classify, !is.null(y))  # evaluate.R, before training
   SW <- .fit_sample_weight(sample_weight)  # fit_weight.R; the values are the core's to check
   CW <- .fit_class_weight(class_weight, y)
+  weighted <- !is.null(SW) || !is.null(CW)
   tg <- .fit_targets(y, L$name, X)
   if (classify == 1L && !is.null(tg$Y) && nrow(tg$Y) == 1L)  # arg-max: the ids against outputs
     .check_classes(tg, model, nrow(X))  # fit_hints.R: 1-based labels, the classes
@@ -61,35 +61,27 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
 
   if (!((is.environment(model) || is.list(model)) &&
         (is.function(model$parameters) || is.function(model$params))))
-    .fit_type_stop("ag_fit: model must have parameters(), got %s", class(model)[[1L]])
+    .fit_kind_fail("MODEL", class(model)[[1L]])  # the core's texts, Python's too
   params <- .layer_params(model)
-  if (!length(params)) .fit_stop("ag_fit: the model has no parameters to train")
+  if (!length(params)) .fit_kind_fail("NO_PARAMS", "")
   dtype <- params[[1L]]$dtype
   opt <- .make_fit_optimizer(optimizer, params, lr)
-  opt_before <- c(opt$accumulate_steps, opt$accum_count)  # put back when a resume is refused
-  restore <- function() {
+  # a setup that fails (bad ids, a refused resume, ...) leaves the optimizer as it was
+  opt_before <- c(opt$accumulate_steps, opt$accum_count)
+  started <- FALSE
+  on.exit(if (!started) {
     opt$accumulate_steps <- opt_before[[1]]
     opt$accum_count <- opt_before[[2]]
-  }
-  undo <- function(e) {
-    restore()
-    stop(e)
-  }
-  # a setup that fails (bad ids, a refused resume, ...) leaves the optimizer as it was
-  started <- FALSE
-  on.exit(if (!started) restore(), add = TRUE)
+  }, add = TRUE)
   opt$accumulate_steps <- accum
   opt$accum_count <- 0
 
   if (is.function(callbacks) || inherits(callbacks, "ag_callback")) callbacks <- list(callbacks)
-  if (!is.list(callbacks))
-    .fit_type_stop("ag_fit: callbacks must be a list of callbacks or functions, got %s",
-                   class(callbacks)[[1L]])
+  if (!is.list(callbacks)) .fit_kind_fail("CALLBACKS", class(callbacks)[[1L]])
   cbs <- lapply(callbacks, function(cb) {
     if (is.function(cb)) return(.fn_callback(cb))
     if ((is.environment(cb) || is.list(cb)) && is.function(cb$on_epoch_end)) return(cb)
-    .fit_type_stop(paste0("ag_fit: callbacks must be ag_early_stopping() objects, lists/",
-                          "environments with on_epoch_end, or functions(epoch, logs)"))
+    .fit_kind_fail("CALLBACK", class(cb)[[1L]])
   })
 
   # static / distributed, the batch sizes over ranks and the run's settings (kept for the resume
@@ -98,7 +90,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     static_mode = static, distributed = isTRUE(distributed), n = n, batch_size = batch_size,
     builtin = is.null(static) && is.character(loss) && .builtin_model(model),
     nbatch_logical = nbatch_logical, val_split = val_split, shuffle = isTRUE(shuffle),
-    loss = L$name, weighted = !is.null(SW) || !is.null(CW)))
+    loss = L$name, weighted = weighted))
   sync <- NULL
   if (isTRUE(distributed)) {  # MPI over Rmpi: the same collectives as Python's (distributed.R)
     sync <- .fit_sync(model, params)
@@ -115,7 +107,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     if (!is.character(resume_from) || length(resume_from) != 1L || is.na(resume_from))
       .Call(R_pg_fit_resume_from_fail, .arg_show(resume_from))  # the core's text
     # checked against the run's settings, whose seed and split state become the checkpoint's
-    res <- tryCatch(.fit_resume(resume_from, su, cbs), error = undo)  # nothing written
+    res <- .fit_resume(resume_from, su, cbs)  # nothing written
     info <- .Call(R_pg_fit_setup_info, su)
   }
   if (!is.null(info$seed)) {  # the whole run (shuffles, dropout) on a stream of its own
@@ -128,16 +120,13 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   # the tensors as ag_tensor() makes them, but no wrapper: only the core's handles are used
   dcode <- .dtype_code(dtype, "ag_tensor")
   tn <- function(m) if (!is.null(m)) .Call(R_pg_tensor_new, m, dcode, FALSE)
-  plan <- tryCatch(.Call(R_pg_fit_new, tn(X), tn(tg$Y), classify, su, tn(d$xv), tn(d$yv)),
-                   error = function(e) if (is.null(res)) stop(e) else undo(e))
-  tryCatch(.Call(R_pg_fit_set_weights, plan, if (is.null(L$code)) -1L else L$code, SW, CW),
-           error = function(e) if (is.null(res)) stop(e) else undo(e))
-  weighted <- !is.null(SW) || !is.null(CW)
+  plan <- .Call(R_pg_fit_new, tn(X), tn(tg$Y), classify, su, tn(d$xv), tn(d$yv))
+  .Call(R_pg_fit_set_weights, plan, if (is.null(L$code)) -1L else L$code, SW, CW)
   .Call(R_pg_fit_metrics, plan, mcodes)  # before the shard: refused when distributed
   if (!is.null(sync)) .Call(R_pg_fit_shard, plan, sync$rank, sync$world)
   # the run is set up: now the weights and optimizer, then the stream (all checked)
   if (!is.null(res)) {
-    res$tensors <- tryCatch(.fit_resume_load(resume_from, model, opt), error = undo)
+    res$tensors <- .fit_resume_load(resume_from, model, opt)
     opt$accumulate_steps <- accum
     .ckpt_rng_load(res$rng_state)
   }
@@ -190,9 +179,9 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   started <- TRUE
   repeat {
     ev <- .Call(R_pg_session_next, s, cfwd, if (is.null(L$code)) lossfn else L$code, oh)
+    at <- .Call(R_pg_session_where, s)  # (epoch, batch, step, stopped, loss, other batch)
     switch(ev,
       train_batch = {
-        at <- .Call(R_pg_session_where, s)
         bt <- .Call(R_pg_fit_batch, plan, FALSE, at[[2L]])
         wb <- if (weighted) .Call(R_pg_fit_batch_weights, plan)  # this batch's weight row
         # the gradients pass through R: MPI's all-reduce, a user's step()
@@ -201,12 +190,11 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
           lv <- if (is.null(wb)) lossfn(out, bt[[2L]]) else lossfn(out, bt[[2L]], wb)
         })
         if (!is_ag_tensor(lv))
-          .fit_stop("ag_fit: the loss must be a 1x1 ag_tensor, got %s", class(lv)[[1L]])
+          .arg_fail("value", "ag_fit: the loss must be a 1x1 ag_tensor, got %s", class(lv)[[1L]])
         .fit_host_step(plan, lv, out, opt, sync, ncol(bt[[1L]]))
         out <- bt <- lv <- wb <- NULL  # drop the references
       },
       probe = , record = , record_val = {  # the compiled steps: the session asks, runs, decides
-        at <- .Call(R_pg_session_where, s)
         val <- ev == "record_val"
         bt <- .Call(R_pg_fit_batch, plan, val, at[[2L]])
         wb <- if (weighted && !val) .Call(R_pg_fit_batch_weights, plan)
@@ -222,7 +210,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
       },
       notice = message(.Call(R_pg_session_notice, s)),  # static = NULL runs eagerly
       batch_end = {
-        at <- .Call(R_pg_session_where, s)
         if (prog$on) prog$tick()
         for (cb in batch_cbs)
           cb$on_batch_end(as.integer(at[[3L]]),
@@ -230,7 +217,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
                                loss = at[[5L]]))
       },
       epoch_begin = {
-        epoch <- as.integer(.Call(R_pg_session_where, s)[[1L]])
+        epoch <- as.integer(at[[1L]])
         if (!is.null(opt_params)) .apply_hyper(opt, opt_params(epoch), epoch)
         .Call(R_pg_session_set_lr, s, as.double(opt$lr))
         ag_train(model)
@@ -239,7 +226,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
       train_end = if (!is.null(sync)) sync$stats(plan),
       val_begin = ag_eval(model),
       val_batch = {
-        at <- .Call(R_pg_session_where, s)
         bt <- .Call(R_pg_fit_batch, plan, TRUE, at[[2L]])
         ag_no_grad({
           out <- .fit_forward(model, bt[[1L]])
@@ -262,7 +248,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
       },
       done = break)
   }
-  stopped <- .Call(R_pg_session_where, s)[[4L]]
+  stopped <- at[[4L]]
   for (cb in cbs) if (is.function(cb$on_train_end)) cb$on_train_end(fit)
   h <- .make_history(fit$logs, if (stopped > 0) as.integer(stopped), fit$best_epoch, fit$metrics)
   if (!is.null(tg$levels)) attr(h, "levels") <- tg$levels  # a factor y's classes, in id order

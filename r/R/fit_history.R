@@ -59,12 +59,11 @@ plot.ag_history <- function(x, y, ...) {
       graphics::polygon(c(ep[ok], rev(ep[ok])), c(v[ok] - u[ok], rev(v[ok] + u[ok])),
                         col = grDevices::adjustcolor(col, alpha.f = 0.2), border = NA)
   }
-  lo <- c(x$loss - ifelse(is.na(x$loss_unc), 0, x$loss_unc),
-          if (has_val) x$val_loss - ifelse(is.na(x$val_loss_unc), 0, x$val_loss_unc))
-  hi <- c(x$loss + ifelse(is.na(x$loss_unc), 0, x$loss_unc),
-          if (has_val) x$val_loss + ifelse(is.na(x$val_loss_unc), 0, x$val_loss_unc))
+  v <- c(x$loss, if (has_val) x$val_loss)  # the limits take the bands (an NA band: none)
+  u <- c(x$loss_unc, if (has_val) x$val_loss_unc)
+  u[is.na(u)] <- 0
   graphics::plot(ep, x$loss, type = "l", col = "steelblue", lwd = 2, xlab = "epoch", ylab = "loss",
-                 ylim = range(c(lo, hi), finite = TRUE), main = "loss", xaxt = "n", ...)
+                 ylim = range(c(v - u, v + u), finite = TRUE), main = "loss", xaxt = "n", ...)
   .epoch_axis(ep)
   band(x$loss, x$loss_unc, "steelblue")
   leg <- "train"

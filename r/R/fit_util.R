@@ -1,8 +1,7 @@
 # ag_fit's helpers: argument checks, data and targets, losses, snapshots, the optimizer set-up
 # and the compiled steps (fit.R runs the loop).
 
-# ag_fit's refusals: classed as Python's (PyggmlrValueError; the wrong kind of data: ArgumentError)
-.fit_stop <- function(...) .arg_fail("value", ...)
+# ag_fit's refusal of the wrong kind of data, classed as Python's ArgumentError
 .fit_type_stop <- function(...) .arg_fail("argument", ...)
 
 # an argument of the wrong kind (a pg_fit_kind name): the core's text (pg_fit_kind_fail)
@@ -251,13 +250,13 @@
     .Call(R_pg_fit_batch, plan, FALSE, other)  # refills the same tensors (and the weight row)
     bufs <- s$bufs()
     seed <- .rng_save()
-    on.exit({
+    back <- function() {
       s$put_back(bufs)
       .rng_restore(seed)
-    })
+    }
+    on.exit(back())
     with_grad_tape(eager <- do.call(fn, ins)$data[1L, 1L])
-    s$put_back(bufs)
-    .rng_restore(seed)
+    back()
     r <- do.call(fwd, ins)
     c(eager, (if (is_ag_tensor(r)) r$data else r)[1L, 1L])
   }

@@ -139,6 +139,20 @@ static void test_kind_fail(void)
           !strcmp(pg_last_error(),
                   "ag_fit: opt_params(epoch) must return a named list, got "
                   "numeric at epoch 2"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_OPT_PARAMS_FN, "", 0, 0) == PG_STATUS_ERR_ARG &&
+          !strcmp(pg_last_error(), "ag_fit: opt_params must be a callable(epoch) -> dict or None"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_MODEL, "list", 0, 1) == PG_STATUS_ERR_ARG &&
+          !strcmp(pg_last_error(), "ag_fit: model must have parameters(), got list"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_NO_PARAMS, "", 0, 0) == PG_STATUS_ERR_VALUE &&
+          !strcmp(pg_last_error(), "ag_fit: the model has no parameters to train"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_CALLBACKS, "int", 0, 0) == PG_STATUS_ERR_ARG &&
+          !strcmp(pg_last_error(),
+                  "ag_fit: callbacks must be a list of callbacks or functions, got int"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_CALLBACK, "int", 0, 0) == PG_STATUS_ERR_ARG &&
+          !strcmp(pg_last_error(),
+                  "ag_fit: callbacks must be Callback objects or functions, got int"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_CALLBACK, "numeric", 0, 1) == PG_STATUS_ERR_ARG &&
+          strstr(pg_last_error(), "ag_early_stopping() objects, lists/environments with"));
     CHECK_ERR(pg_fit_kind_fail(9, NULL, 0, 0), PG_STATUS_ERR_ARG, "unknown argument kind 9");
 }
 
