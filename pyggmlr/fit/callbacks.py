@@ -10,8 +10,8 @@ from typing import Any, Callable, List, Optional, Union
 from .. import _core
 from .._args import check_flag, check_int, check_num
 from .._core import NULL, ffi, lib
+from .._host import HostValues
 from ..errors import ArgumentError, PyggmlrValueError
-from ..optim.state import _Host
 from .util import _restore, _snapshot
 
 __all__ = ["Callback", "ag_early_stopping", "ag_model_checkpoint"]
@@ -215,7 +215,7 @@ def _name(fn, arg, name, example):
 def _state_load(load, h, st):
     """A callback state checked by the core's rule and text (R's too), then set (load:
     pg_<kind>_state_load; h NULL: checked only)."""
-    host, v = _Host(lib.PG_OPTIM_STATE_FORM_GGMLR), ffi.new("pg_host_value[3]")
+    host, v = HostValues(), ffi.new("pg_host_value[3]")
     for dst, k in zip(v, ("best", "best_epoch", "wait")):
         host.value(dst, st.get(k) if isinstance(st, dict) else None)
     _core.check(load(h, isinstance(st, dict), v))

@@ -11,6 +11,7 @@ import numpy as np
 from .. import _walk
 from .._args import as_numeric
 from .._core import NULL, check, ffi, lib
+from .._host import HostValues
 from ..errors import (
     ArgumentError,
     ShapeError,
@@ -19,7 +20,6 @@ from ..graph.compile import ag_compile
 from ..nn import modules as nn
 from ..nn.summary import _out_rows  # the core's shape rules (R's .out_rows)
 from ..optim.optimizer import Optimizer, optimizer_adam, optimizer_sgd
-from ..optim.state import _Host
 from ..random import Generator
 from ..tape import ag_no_grad, with_grad_tape
 from ..tensor import Tensor, _wrap, ag_default_dtype
@@ -154,7 +154,7 @@ def _apply_hyper(opt, hp, epoch):
         return
     if not isinstance(hp, dict):
         kind_fail(lib.PG_FIT_KIND_OPT_PARAMS, type(hp).__name__, epoch)
-    h = _Host(lib.PG_OPTIM_STATE_FORM_GGMLR)
+    h = HostValues()
     vals = ffi.new("pg_host_value[]", max(len(hp), 1))
     for dst, v in zip(vals, hp.values()):
         h.value(dst, v, show=True)

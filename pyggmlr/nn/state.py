@@ -19,8 +19,8 @@ import numpy as np
 
 from .. import _walk
 from .._core import check, ffi, lib
+from .._host import HostValues
 from ..errors import ArgumentError
-from ..optim.state import _Host
 from ..tensor import Tensor
 
 __all__ = ["ag_state_dict", "ag_load_state_dict"]
@@ -118,7 +118,7 @@ def ag_load_state_dict(model: Any, state: Mapping, strict: bool = True) -> Any:
     # the rules (names, then each used value's shape and finiteness, then the dtype's range) and
     # the write into the same tensors, all or nothing, are the C core's (native/state_dict.c),
     # shared with R
-    h = _Host(lib.PG_OPTIM_STATE_FORM_GGMLR)
+    h = HostValues()
     model_c, state_c = ffi.new("pg_state_dict_side[2]"), ffi.new("pg_state_dict_side[2]")
     for k, (have, saved) in enumerate([(params, sp), (bufs, sb or {})]):
         model_c[k].n, model_c[k].names = len(have), h.strings([n for n, _ in have])

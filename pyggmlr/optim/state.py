@@ -4,16 +4,15 @@ shared with R); this module walks the dict, converts it and raises or warns in P
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 
 from .. import _core
 from .._core import NULL, ffi, lib
-from ..tensor import Tensor
+from .._host import HostValues
 
 __all__ = ["OptimizerHyperWarning"]
 
@@ -59,65 +58,13 @@ def state(opt: Any) -> Dict[str, Any]:
     return out
 
 
-class _Host:
-    """Host data as the core's structs (strings, pg_host_value, pg_host_matrix; a state dict as
-    pg_optim_state_in); keeps every buffer alive across calls."""
+class _Host(HostValues):
+    """A state dict as the core's pg_optim_state_in, in the form given."""
 
     def __init__(self, form: int) -> None:
-        self.keep: List[Any] = []
+        super().__init__()
         self.c = ffi.new("pg_optim_state_in *", lib.pg_optim_state_in_default())
         self.c.form = form
-
-    def text(self, s: str):
-        b = ffi.new("char[]", s.encode("utf-8", "replace"))
-        self.keep.append(b)
-        return b
-
-    def value(self, dst, v: Any, show: bool = False) -> None:
-        """dst <- v: its kind and number; show: the display is str(v) whatever it is."""
-        if v is None:
-            dst.kind = lib.PG_HOST_ABSENT
-        elif isinstance(v, (bool, np.bool_)):
-            dst.kind, dst.num = lib.PG_HOST_BOOL, float(bool(v))
-        elif isinstance(v, numbers.Integral):
-            dst.kind, dst.num = lib.PG_HOST_INT, float(v)
-        elif isinstance(v, numbers.Real):
-            dst.kind, dst.num = lib.PG_HOST_NUM, float(v)
-        elif isinstance(v, str):
-            dst.kind, dst.text = lib.PG_HOST_TEXT, self.text(v)
-        else:
-            dst.kind, dst.text = lib.PG_HOST_OTHER, self.text(str(v))
-        if show:
-            dst.text = self.text(str(v))
-
-    def strings(self, xs: Sequence[str]):
-        arr = ffi.new("const char *[]", [self.text(x) for x in xs] or 1)
-        self.keep.append(arr)
-        return arr
-
-    def matrices(self, vals: List[Any], used: Any = None, none: bool = True, bad: tuple = ()):
-        """vals as pg_host_matrix[]: absent for None (none), else the dims (a tensor stands for
-        its values; bad: the dims of what numpy cannot take), numbers or not, and the Fortran
-        doubles of a numeric 2-D value whose index is in used (None: every one)."""
-        arr = ffi.new("pg_host_matrix[]", max(len(vals), 1))
-        self.keep.append(arr)
-        for i, (m, v) in enumerate(zip(arr, vals)):
-            if v is None and none:
-                continue
-            try:
-                a: Optional[np.ndarray] = np.asarray(v.numpy() if isinstance(v, Tensor) else v)
-            except Exception:  # noqa: BLE001 - ragged or unconvertible: no numbers
-                a = None
-            shape = bad if a is None else a.shape
-            dims = ffi.new("int64_t[]", [int(d) for d in shape] or 1)
-            self.keep.append(dims)
-            m.present, m.ndim, m.dims = 1, len(shape), dims
-            m.numeric = a is not None and a.dtype.kind in "iuf"
-            if a is not None and m.numeric and a.ndim == 2 and (used is None or i in used):
-                d = np.asfortranarray(a, dtype=np.float64)
-                self.keep.append(d)
-                m.data = ffi.cast("double *", d.ctypes.data)
-        return arr
 
     def hyper(self, sh: Any) -> None:
         sh = sh if isinstance(sh, Mapping) else {}
