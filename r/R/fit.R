@@ -189,8 +189,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
           out <- .fit_out(fwd(bt[[1L]]))
           lv <- if (is.null(wb)) lossfn(out, bt[[2L]]) else lossfn(out, bt[[2L]], wb)
         })
-        if (!is_ag_tensor(lv))
-          .arg_fail("value", "ag_fit: the loss must be a 1x1 ag_tensor, got %s", class(lv)[[1L]])
+        if (!is_ag_tensor(lv)) .fit_kind_fail("LOSS_VALUE", class(lv)[[1L]])  # the core's text
         .fit_host_step(plan, lv, out, opt, sync, ncol(bt[[1L]]))
         out <- bt <- lv <- wb <- NULL  # drop the references
       },

@@ -203,10 +203,11 @@ SEXP R_pg_fit_flags_check(SEXP distributed_ok, SEXP static_ok)
 /* what: a pg_fit_kind name ("LOSS") */
 SEXP R_pg_fit_kind_fail(SEXP what, SEXP shown, SEXP epoch)
 {
-    static const char *K[] = {"VALIDATION_DATA", "LOSS",      "OPT_PARAMS", "OPT_PARAMS_FN",
-                              "MODEL",           "NO_PARAMS", "CALLBACKS",  "CALLBACK"};
+    static const char *K[] = {"VALIDATION_DATA", "LOSS",     "OPT_PARAMS",
+                              "OPT_PARAMS_FN",   "MODEL",    "NO_PARAMS",
+                              "CALLBACKS",       "CALLBACK", "LOSS_VALUE"};
     int k = 0;
-    while (k < 8 && strcmp(CHAR(STRING_ELT(what, 0)), K[k])) k++;
+    while (k < 9 && strcmp(CHAR(STRING_ELT(what, 0)), K[k])) k++;
     r_check(pg_fit_kind_fail(k, CHAR(STRING_ELT(shown, 0)), (int64_t)Rf_asReal(epoch), 1));
     return R_NilValue;
 }

@@ -41,6 +41,12 @@ def test_a_loss_that_is_not_a_tensor_or_not_1x1():
     x, y = _iris()
     with pytest.raises(pg.PyggmlrValueError, match="the loss must be a 1x1 ag_tensor, got float"):
         pg.ag_fit(_mlp(), x, y, loss=lambda out, yb: 1.0, nepoch=1, silent=True)
+    m = _mlp()  # the host's step (a user's step()): the core's text too
+    opt = _CountingAdam(m.parameters())
+    with pytest.raises(
+        pg.PyggmlrValueError, match=r"^ag_fit: the loss must be a 1x1 ag_tensor, got int$"
+    ):
+        pg.ag_fit(m, x, y, loss=lambda o, yb: 1, optimizer=opt, nepoch=1, static=False, silent=True)
     with pytest.raises(pg.ShapeError, match=r"ag_fit: the loss must be a 1x1 tensor, got \[3x"):
         pg.ag_fit(_mlp(), x, y, loss=lambda out, yb: out, nepoch=1, silent=True)
 
