@@ -199,8 +199,10 @@ int pg_fit_check_classes(int64_t nclass, int64_t outputs, int levels);
  * are not whole numbers >= 0 (or not finite) pass: pg_fit_new's checks name the sample. */
 int pg_fit_check_ids(const double *y, int64_t n, int64_t outputs, int64_t nlevels, int one_based);
 /* ag_fit(x = an ag_dataloader): y given (has_y), or batch_size / shuffle other than ag_fit's
- * defaults (settings_given), is PG_STATUS_ERR_ARG: the loader's are the fit's. */
-int pg_fit_loader_check(int has_y, int settings_given);
+ * defaults exactly (pg_fit_default_params'; batch_size: the number given, NaN when not a
+ * number; shuffle_true: shuffle is the language's TRUE), is PG_STATUS_ERR_ARG: the loader's
+ * are the fit's. */
+int pg_fit_loader_check(int has_y, double batch_size, int shuffle_true);
 /* Missing class labels (R's NA, Python's None / NaN) of y, or of validation_data's y when
  * validation: nmissing of them, the first at 0-based column first, are PG_STATUS_ERR_VALUE worded
  * as the non-finite check; none is 0. */

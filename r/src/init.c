@@ -257,7 +257,7 @@ extern SEXP R_pg_metric_value(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_check_ids(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_return_state(SEXP, SEXP);
 extern SEXP R_pg_fit_metric_codes_fit(SEXP, SEXP);
-extern SEXP R_pg_fit_loader_check(SEXP, SEXP);
+extern SEXP R_pg_fit_loader_check(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_verbosity(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_flags_check(SEXP, SEXP);
 extern SEXP R_pg_fit_resume_from_fail(SEXP);
@@ -527,7 +527,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_check_ids", (DL_FUNC)&R_pg_fit_check_ids, 3},
     {"R_pg_fit_return_state", (DL_FUNC)&R_pg_fit_return_state, 2},
     {"R_pg_fit_metric_codes_fit", (DL_FUNC)&R_pg_fit_metric_codes_fit, 2},
-    {"R_pg_fit_loader_check", (DL_FUNC)&R_pg_fit_loader_check, 2},
+    {"R_pg_fit_loader_check", (DL_FUNC)&R_pg_fit_loader_check, 3},
     {"R_pg_fit_verbosity", (DL_FUNC)&R_pg_fit_verbosity, 3},
     {"R_pg_fit_flags_check", (DL_FUNC)&R_pg_fit_flags_check, 2},
     {"R_pg_fit_resume_from_fail", (DL_FUNC)&R_pg_fit_resume_from_fail, 1},
