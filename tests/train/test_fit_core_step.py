@@ -29,6 +29,7 @@ def test_core_step_equals_the_host_step(f64, nbatch_logical):
         opt = (_CountingAdam if host else pg.optimizer_adam)(model.parameters(), lr=0.01)
         h = pg.ag_fit(model, x, y, optimizer=opt, nepoch=3, batch_size=16, static=False,
                       nbatch_logical=nbatch_logical, val_split=0.2, seed=2, silent=True)  # fmt: skip
+        assert opt.accumulate_steps == nbatch_logical // 16  # the set-up's accum
         runs.append((h, _weights(model), opt.t))
     (h0, w0, t0), (h1, w1, t1) = runs
     assert _CountingAdam.calls > 0 and t0 == t1 > 0
