@@ -184,6 +184,9 @@ int64_t pg_early_stop_state_json(const pg_early_stop *es, char *out, int64_t cap
 int64_t pg_checkpoint_state_json(const pg_checkpoint *c, char *out, int64_t cap);
 int pg_early_stop_state_load(pg_early_stop *es, int is_map, const pg_host_value *v);
 int pg_checkpoint_state_load(pg_checkpoint *c, int is_map, const pg_host_value *v);
+/* The state's keys in v's order (0 "best", 1 "best_epoch", 2 "wait"; NULL past them): the
+ * names both hosts look up in a state they read, and the JSON text's. */
+const char *pg_callback_state_key(int k);
 /* How the callbacks print: "ag_early_stopping | patience=5 | min_delta=0 | restore_best=True |
  * monitor=auto | mode=auto", "ag_model_checkpoint | path=p | every=1" (with best_only: " |
  * save_best_only=True | monitor=... | mode=..."); min_delta, restore_best and yes in the host's

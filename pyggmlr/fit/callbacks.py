@@ -215,9 +215,9 @@ def _name(fn, arg, name, example):
 def _state_load(load, h, st):
     """A callback state checked by the core's rule and text (R's too), then set (load:
     pg_<kind>_state_load; h NULL: checked only)."""
-    host, v = HostValues(), ffi.new("pg_host_value[3]")
-    for dst, k in zip(v, ("best", "best_epoch", "wait")):
-        host.value(dst, st.get(k) if isinstance(st, dict) else None)
+    host, v, d = HostValues(), ffi.new("pg_host_value[3]"), st if isinstance(st, dict) else {}
+    for i, dst in enumerate(v):  # the keys: the core's (pg_callback_state_key), R's too
+        host.value(dst, d.get(ffi.string(lib.pg_callback_state_key(i)).decode()))
     _core.check(load(h, isinstance(st, dict), v))
 
 
