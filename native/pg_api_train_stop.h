@@ -45,6 +45,10 @@ pg_early_stop_params pg_early_stop_default_params(void);
 /* name to code for the front ends' string arguments; errors name `fn` and the accepted names */
 int pg_fit_log_parse(const char *fn, const char *arg, const char *name, int *log);
 int pg_monitor_mode_parse(const char *fn, const char *name, int *mode);
+/* A mode or monitor argument (arg) that is no single string: always PG_STATUS_ERR_ARG naming fn
+ * and arg, showing what was given (shown: Python's type, R's class), in the language's words
+ * (r_spelling: NULL, "max"; else None, 'max'); monitor may also be None / NULL. */
+int pg_monitor_arg_fail(const char *fn, const char *arg, const char *shown, int r_spelling);
 
 typedef struct pg_early_stop pg_early_stop;
 /* checked (errors name ag_early_stopping and the argument); NULL on error */

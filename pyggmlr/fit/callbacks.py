@@ -11,7 +11,7 @@ from .. import _core
 from .._args import check_flag, check_int, check_num
 from .._core import NULL, ffi, lib
 from .._host import HostValues
-from ..errors import ArgumentError, PyggmlrValueError
+from ..errors import PyggmlrValueError
 from .util import _restore, _snapshot
 
 __all__ = ["Callback", "ag_early_stopping", "ag_model_checkpoint"]
@@ -196,19 +196,18 @@ def _monitor_codes(fn, monitor, mode):
     """(mode, monitor) codes of the core from the callbacks' string arguments (monitor None:
     -1, resolved when a fit begins)."""
     out = ffi.new("int[2]", [0, -1])
-    _core.check(lib.pg_monitor_mode_parse(fn.encode(), _name(fn, "mode", mode, "max"), out))
+    _core.check(lib.pg_monitor_mode_parse(fn.encode(), _name(fn, "mode", mode), out))
     if monitor is not None:
-        m = _name(fn, "monitor", monitor, "val_loss")
+        m = _name(fn, "monitor", monitor)
         _core.check(lib.pg_fit_log_parse(fn.encode(), b"monitor", m, out + 1))
     return out[0], out[1]
 
 
-def _name(fn, arg, name, example):
-    """A string argument for the core's name parsers, as bytes."""
+def _name(fn, arg, name):
+    """A string argument for the core's name parsers, as bytes (else the core's text)."""
     if not isinstance(name, str):
-        raise ArgumentError(
-            f"{fn}: {arg} must be a string such as {example!r}, got {type(name).__name__}"
-        )
+        shown = type(name).__name__.encode()
+        _core.check(lib.pg_monitor_arg_fail(fn.encode(), arg.encode(), shown, 0))
     return name.encode()
 
 

@@ -8,9 +8,12 @@ static const char *const FN = "ag_early_stopping";
 static const char *str_arg(const char *fn, SEXP x, const char *arg, int null_ok)
 {
     if (null_ok && Rf_isNull(x)) return NULL;
-    if (TYPEOF(x) != STRSXP || XLENGTH(x) != 1 || STRING_ELT(x, 0) == NA_STRING)
-        r_stopf(PG_STATUS_ERR_ARG, "%s: %s must be %sa single string such as \"%s\"", fn, arg,
-                null_ok ? "NULL or " : "", null_ok ? "val_loss" : "max");
+    if (TYPEOF(x) != STRSXP || XLENGTH(x) != 1 || STRING_ELT(x, 0) == NA_STRING) {
+        SEXP k = Rf_eval(PROTECT(Rf_lang2(Rf_install("class"), x)), R_BaseEnv); /* class(x) */
+        PROTECT(k);
+        r_check(pg_monitor_arg_fail(fn, arg, CHAR(STRING_ELT(k, 0)), 1)); /* always fails */
+        UNPROTECT(2);
+    }
     return Rf_translateCharUTF8(STRING_ELT(x, 0));
 }
 
