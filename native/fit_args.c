@@ -5,13 +5,14 @@
 #include <string.h>
 #include "pg.h"
 
-int pg_fit_loader_check(int has_y, int settings_given)
+int pg_fit_loader_check(int has_y, double batch_size, int shuffle_true)
 {
+    const pg_fit_params d = pg_fit_default_params();
     if (has_y)
         return pg_fail(PG_STATUS_ERR_ARG,
                        "ag_fit: x is an ag_dataloader, which holds the targets: pass y to "
                        "ag_dataloader(x, y), not to ag_fit");
-    if (settings_given)
+    if (!(batch_size == (double)d.batch_size) || !shuffle_true || !d.shuffle)
         return pg_fail(PG_STATUS_ERR_ARG,
                        "ag_fit: x is an ag_dataloader: its batch_size and shuffle are the fit's; "
                        "set them on ag_dataloader(), not on ag_fit");

@@ -31,15 +31,20 @@ static int64_t done(pg_sbuf *b, char *out, int64_t cap)
 
 /* ---- the built-in callbacks' checkpoint state ---- */
 
+static const char *const STATE_KEYS[] = {"best", "best_epoch", "wait"};
+
+const char *pg_callback_state_key(int k) { return k >= 0 && k < 3 ? STATE_KEYS[k] : NULL; }
+
 static int64_t state_json(const pg_early_stop_state *s, int wait, char *out, int64_t cap)
 {
     pg_sbuf b = {out, out ? cap : 0, 0};
     if (out && cap > 0) out[0] = '\0';
-    pg_sbuf_printf(&b, "{\"best\": ");
+    pg_sbuf_printf(&b, "{\"%s\": ", STATE_KEYS[0]);
     put_num(&b, s->best, 0);
-    if (s->best_epoch) pg_sbuf_printf(&b, ", \"best_epoch\": %lld", (long long)s->best_epoch);
-    else pg_sbuf_printf(&b, ", \"best_epoch\": null");
-    if (wait) pg_sbuf_printf(&b, ", \"wait\": %lld", (long long)s->wait);
+    if (s->best_epoch)
+        pg_sbuf_printf(&b, ", \"%s\": %lld", STATE_KEYS[1], (long long)s->best_epoch);
+    else pg_sbuf_printf(&b, ", \"%s\": null", STATE_KEYS[1]);
+    if (wait) pg_sbuf_printf(&b, ", \"%s\": %lld", STATE_KEYS[2], (long long)s->wait);
     pg_sbuf_printf(&b, "}");
     return done(&b, out, cap);
 }

@@ -108,6 +108,9 @@ int pg_fit_kind_fail(int what, const char *shown, int64_t epoch, int r_spelling)
                            OP);
         return pg_fail(PG_STATUS_ERR_ARG,
                        "%s: callbacks must be Callback objects or functions, got %s", OP, got);
+    case PG_FIT_KIND_LOSS_VALUE:
+        return pg_fail(PG_STATUS_ERR_VALUE, "%s: the loss must be a 1x1 ag_tensor, got %s", OP,
+                       got);
     default: return pg_fail(PG_STATUS_ERR_ARG, "%s: unknown argument kind %d", OP, what);
     }
 }

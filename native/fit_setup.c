@@ -58,6 +58,7 @@ int pg_fit_setup_new(const pg_fit_setup_params *params, pg_fit_setup **out)
     s->info.auto_static = p->static_mode == PG_FIT_STATIC_AUTO && !p->distributed && !p->builtin;
     s->info.batch_size = s->p.batch_size;
     s->info.nbatch_logical = s->p.nbatch_logical;
+    s->info.accum = s->p.nbatch_logical / s->p.batch_size;
     *out = s;
     return 0;
 }

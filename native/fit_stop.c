@@ -99,6 +99,18 @@ int pg_monitor_mode_parse(const char *fn, const char *name, int *mode)
     return parse(fn, "mode", name, MODE_NAMES, PG_MONITOR_MODE_COUNT, mode);
 }
 
+int pg_monitor_arg_fail(const char *fn, const char *arg, const char *shown, int r_spelling)
+{
+    const int mon = arg && !strcmp(arg, "monitor");
+    const char *q = r_spelling ? "\"" : "'";
+    return pg_fail(PG_STATUS_ERR_ARG, "%s: %s must be %sa single string such as %s%s%s, got %s",
+                   fn ? fn : "?", arg ? arg : "?",
+                   !mon             ? ""
+                       : r_spelling ? "NULL or "
+                                    : "None or ",
+                   q, mon ? "val_loss" : "max", q, shown ? shown : "?");
+}
+
 static int check_params(const pg_early_stop_params *p)
 {
     if (!p) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL parameters", OP);

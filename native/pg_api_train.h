@@ -111,8 +111,8 @@ int pg_fit_flags_check(int distributed_ok, int static_ok, int r_spelling);
 int pg_fit_resume_from_fail(const char *shown);
 /* ag_fit's refusal of an argument of the wrong kind (what: a pg_fit_kind code), showing what
  * was given (shown: Python's type or repr, R's class or value) in the language's words
- * (r_spelling); epoch: opt_params' epoch. Always fails: PG_STATUS_ERR_VALUE for the loss and
- * NO_PARAMS, PG_STATUS_ERR_ARG for the others. */
+ * (r_spelling); epoch: opt_params' epoch. Always fails: PG_STATUS_ERR_VALUE for the loss, its
+ * value and NO_PARAMS, PG_STATUS_ERR_ARG for the others. */
 enum pg_fit_kind {
     PG_FIT_KIND_VALIDATION_DATA = 0, /* not a tuple / list of 1 or 2, nor an ag_dataloader */
     PG_FIT_KIND_LOSS = 1,            /* not a loss name nor a function */
@@ -121,7 +121,8 @@ enum pg_fit_kind {
     PG_FIT_KIND_MODEL = 4,           /* the model has no parameters() */
     PG_FIT_KIND_NO_PARAMS = 5,       /* parameters() is empty (PG_STATUS_ERR_VALUE) */
     PG_FIT_KIND_CALLBACKS = 6,       /* callbacks is not a list */
-    PG_FIT_KIND_CALLBACK = 7         /* one callback is neither an object nor a function */
+    PG_FIT_KIND_CALLBACK = 7,        /* one callback is neither an object nor a function */
+    PG_FIT_KIND_LOSS_VALUE = 8       /* the loss function returned no tensor */
 };
 int pg_fit_kind_fail(int what, const char *shown, int64_t epoch, int r_spelling);
 /* Batch b (0-based) of the training part (val 0) or the validation part (val 1), gathered into
@@ -198,8 +199,10 @@ int pg_fit_check_classes(int64_t nclass, int64_t outputs, int levels);
  * are not whole numbers >= 0 (or not finite) pass: pg_fit_new's checks name the sample. */
 int pg_fit_check_ids(const double *y, int64_t n, int64_t outputs, int64_t nlevels, int one_based);
 /* ag_fit(x = an ag_dataloader): y given (has_y), or batch_size / shuffle other than ag_fit's
- * defaults (settings_given), is PG_STATUS_ERR_ARG: the loader's are the fit's. */
-int pg_fit_loader_check(int has_y, int settings_given);
+ * defaults exactly (pg_fit_default_params'; batch_size: the number given, NaN when not a
+ * number; shuffle_true: shuffle is the language's TRUE), is PG_STATUS_ERR_ARG: the loader's
+ * are the fit's. */
+int pg_fit_loader_check(int has_y, double batch_size, int shuffle_true);
 /* Missing class labels (R's NA, Python's None / NaN) of y, or of validation_data's y when
  * validation: nmissing of them, the first at 0-based column first, are PG_STATUS_ERR_VALUE worded
  * as the non-finite check; none is 0. */

@@ -36,14 +36,17 @@ int pg_fit_setup_new(const pg_fit_setup_params *params, pg_fit_setup **out);
 void pg_fit_setup_free(pg_fit_setup *s);
 
 /* What the run does: static_step (the step is compiled), auto_static (static = None's probe
- * decides), the plan's batch_size / nbatch_logical (the global batch's when distributed), and
- * the run stream's seed (has_seed: ag_fit(seed =), or a resumed checkpoint's). */
+ * decides), the plan's batch_size / nbatch_logical (the global batch's when distributed), the
+ * run stream's seed (has_seed: ag_fit(seed =), or a resumed checkpoint's), and accum: the
+ * micro-batches per optimizer step (nbatch_logical / batch_size, the optimizer's
+ * accumulate_steps). */
 typedef struct pg_fit_setup_info {
     int static_step, auto_static;
     int64_t batch_size, nbatch_logical;
     int has_seed;
     int32_t seed;
     int has_split; /* pg_fit_setup_split_state has a state: the checkpoint's, then the plan's */
+    int64_t accum;
 } pg_fit_setup_info;
 int pg_fit_setup_get(const pg_fit_setup *s, pg_fit_setup_info *out);
 

@@ -45,6 +45,10 @@ pg_early_stop_params pg_early_stop_default_params(void);
 /* name to code for the front ends' string arguments; errors name `fn` and the accepted names */
 int pg_fit_log_parse(const char *fn, const char *arg, const char *name, int *log);
 int pg_monitor_mode_parse(const char *fn, const char *name, int *mode);
+/* A mode or monitor argument (arg) that is no single string: always PG_STATUS_ERR_ARG naming fn
+ * and arg, showing what was given (shown: Python's type, R's class), in the language's words
+ * (r_spelling: NULL, "max"; else None, 'max'); monitor may also be None / NULL. */
+int pg_monitor_arg_fail(const char *fn, const char *arg, const char *shown, int r_spelling);
 
 typedef struct pg_early_stop pg_early_stop;
 /* checked (errors name ag_early_stopping and the argument); NULL on error */
@@ -184,6 +188,9 @@ int64_t pg_early_stop_state_json(const pg_early_stop *es, char *out, int64_t cap
 int64_t pg_checkpoint_state_json(const pg_checkpoint *c, char *out, int64_t cap);
 int pg_early_stop_state_load(pg_early_stop *es, int is_map, const pg_host_value *v);
 int pg_checkpoint_state_load(pg_checkpoint *c, int is_map, const pg_host_value *v);
+/* The state's keys in v's order (0 "best", 1 "best_epoch", 2 "wait"; NULL past them): the
+ * names both hosts look up in a state they read, and the JSON text's. */
+const char *pg_callback_state_key(int k);
 /* How the callbacks print: "ag_early_stopping | patience=5 | min_delta=0 | restore_best=True |
  * monitor=auto | mode=auto", "ag_model_checkpoint | path=p | every=1" (with best_only: " |
  * save_best_only=True | monitor=... | mode=..."); min_delta, restore_best and yes in the host's

@@ -14,9 +14,9 @@ __all__: List[str] = []
 
 def check_args(
     nepoch: Any, batch_size: Any, shuffle: Any, nbatch_logical: Any, val_split: Any, opt_params: Any
-) -> Tuple[int, int, bool, int, int, float]:
-    """(nepoch, batch_size, shuffle, nbatch_logical, micro-batches per logical batch, val_split),
-    or the error naming ag_fit and the argument."""
+) -> Tuple[int, int, bool, int, float]:
+    """(nepoch, batch_size, shuffle, nbatch_logical, val_split), or the error naming ag_fit and
+    the argument (the micro-batches per logical batch: the set-up's accum)."""
     # R's .arg_int rule (ag_predict's and ag_dataloader's too): the wrong kind is an
     # ArgumentError, a fraction or a value out of range a PyggmlrValueError
     nepoch = check_int(nepoch, "ag_fit", "nepoch", 1)
@@ -29,7 +29,7 @@ def check_args(
     val_split = check_real(val_split, "ag_fit", "val_split")
     if opt_params is not None and not callable(opt_params):
         kind_fail(lib.PG_FIT_KIND_OPT_PARAMS_FN, "")
-    return nepoch, batch_size, shuffle, nbl, nbl // batch_size, val_split
+    return nepoch, batch_size, shuffle, nbl, val_split
 
 
 def make_callbacks(callbacks: Any) -> List[Any]:

@@ -11,7 +11,7 @@ from .. import _core
 from .._args import check_flag, check_int, check_num
 from .._core import NULL, ffi, lib
 from .._host import HostValues
-from ..errors import ArgumentError, PyggmlrValueError
+from ..errors import PyggmlrValueError
 from .util import _restore, _snapshot
 
 __all__ = ["Callback", "ag_early_stopping", "ag_model_checkpoint"]
@@ -196,28 +196,27 @@ def _monitor_codes(fn, monitor, mode):
     """(mode, monitor) codes of the core from the callbacks' string arguments (monitor None:
     -1, resolved when a fit begins)."""
     out = ffi.new("int[2]", [0, -1])
-    _core.check(lib.pg_monitor_mode_parse(fn.encode(), _name(fn, "mode", mode, "max"), out))
+    _core.check(lib.pg_monitor_mode_parse(fn.encode(), _name(fn, "mode", mode), out))
     if monitor is not None:
-        m = _name(fn, "monitor", monitor, "val_loss")
+        m = _name(fn, "monitor", monitor)
         _core.check(lib.pg_fit_log_parse(fn.encode(), b"monitor", m, out + 1))
     return out[0], out[1]
 
 
-def _name(fn, arg, name, example):
-    """A string argument for the core's name parsers, as bytes."""
+def _name(fn, arg, name):
+    """A string argument for the core's name parsers, as bytes (else the core's text)."""
     if not isinstance(name, str):
-        raise ArgumentError(
-            f"{fn}: {arg} must be a string such as {example!r}, got {type(name).__name__}"
-        )
+        shown = type(name).__name__.encode()
+        _core.check(lib.pg_monitor_arg_fail(fn.encode(), arg.encode(), shown, 0))
     return name.encode()
 
 
 def _state_load(load, h, st):
     """A callback state checked by the core's rule and text (R's too), then set (load:
     pg_<kind>_state_load; h NULL: checked only)."""
-    host, v = HostValues(), ffi.new("pg_host_value[3]")
-    for dst, k in zip(v, ("best", "best_epoch", "wait")):
-        host.value(dst, st.get(k) if isinstance(st, dict) else None)
+    host, v, d = HostValues(), ffi.new("pg_host_value[3]"), st if isinstance(st, dict) else {}
+    for i, dst in enumerate(v):  # the keys: the core's (pg_callback_state_key), R's too
+        host.value(dst, d.get(ffi.string(lib.pg_callback_state_key(i)).decode()))
     _core.check(load(h, isinstance(st, dict), v))
 
 

@@ -42,10 +42,11 @@ class FitData:
     ) -> None:
         self.seed, self.xv, self.yv, self.fixed_split = seed, None, None, False
         if isinstance(x, ag_dataloader):
-            # only ag_fit's defaults exactly (32, True) leave the loader's settings alone
-            given = isinstance(batch_size, bool) or batch_size != 32
-            given = given or not (shuffle is True or shuffle is np.True_)
-            _core.check(lib.pg_fit_loader_check(y is not None, given))  # the core's texts
+            # only ag_fit's defaults exactly (32, True) leave the loader's settings alone: the
+            # core's rule and texts (a bool is 0 / 1; not a number: NaN)
+            bs = batch_size if isinstance(batch_size, numbers.Real) else float("nan")
+            true = shuffle is True or shuffle is np.True_
+            _core.check(lib.pg_fit_loader_check(y is not None, bs, true))
             batch_size, shuffle = x.batch_size, x.shuffle
             if seed is None:
                 self.seed = getattr(x, "seed", None)

@@ -199,7 +199,7 @@ def ag_fit(
     batch_size, shuffle, seed = data.batch_size, data.shuffle, data.seed
     pmode = progress_mode(progress, silent)
     lossfn, loss_name, loss_code = _loss_fn(loss)
-    nepoch, batch_size, shuffle, nbatch_logical, accum, val_split = check_args(
+    nepoch, batch_size, shuffle, nbatch_logical, val_split = check_args(
         nepoch, batch_size, shuffle, nbatch_logical, val_split, opt_params
     )
 
@@ -222,8 +222,6 @@ def ag_fit(
     opt_before = (opt.accumulate_steps, opt.accum_count)  # put back when the setup fails
     try:  # a setup that fails (bad ids, a refused resume, ...) leaves the optimizer as it was
         cbs = make_callbacks(callbacks)  # checked in R's order: before distributed / static
-        opt.accumulate_steps = accum
-        opt.accum_count = 0
         # static / distributed, the batch sizes over ranks and the run's settings (kept for the
         # resume check and the checkpoints) are the core's (native/fit_setup.c), R's too
         builtin = static is None and isinstance(loss, str) and _builtin_model(model)
@@ -231,6 +229,7 @@ def ag_fit(
                          batch_size=batch_size, nbatch_logical=nbatch_logical,
                          val_split=val_split, shuffle=bool(shuffle),
                          weighted=SW is not None or CW is not None)  # fmt: skip
+        opt.accumulate_steps, opt.accum_count = setup.info.accum, 0  # nbatch_logical / batch_size
         sync = None
         if distributed:  # the same collectives as R's ag_fit (parallel/sync.py)
             sync = FitSync(model, params)
@@ -259,7 +258,7 @@ def ag_fit(
             plan.shard(sync.rank, sync.world)
         if ck is not None:  # the run is set up: now the weights, then the stream (all checked)
             cb_arrays = ck.load_weights(model, opt)
-            opt.accumulate_steps = accum
+            opt.accumulate_steps = info.accum
             stream.set_state(ck.rng_state)
         fit = _Fit(model, opt, history, nepoch, setup)
         fit.stream = stream

@@ -8,10 +8,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .. import _core
 from .._core import NULL, ffi, lib
-from ..errors import PyggmlrValueError
 from ..random import Generator
 from ..tape import _pending, _raise_pending
 from ..tensor import Tensor, _wrap, ag_tensor
+from .util import kind_fail
 
 __all__: List[str] = []
 
@@ -201,6 +201,4 @@ class Session:
 def check_loss(loss: Any) -> None:
     """ag_fit's loss must be a tensor (the core checks that it is 1x1)."""
     if not isinstance(loss, Tensor):
-        raise PyggmlrValueError(
-            f"ag_fit: the loss must be a 1x1 ag_tensor, got {type(loss).__name__}"
-        )
+        kind_fail(lib.PG_FIT_KIND_LOSS_VALUE, type(loss).__name__)  # the core's text, R's too

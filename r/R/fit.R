@@ -37,7 +37,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   shuffle <- .arg_flag(shuffle, "ag_fit", "shuffle")
   nbatch_logical <- .fit_int(if (is.null(nbatch_logical)) batch_size else nbatch_logical,
                              "nbatch_logical")
-  accum <- nbatch_logical %/% batch_size
   # the rest of the rules (a multiple of batch_size, val_split in [0, 1)) are the core's
   # (pg_fit_new), one text in both languages
   if (!is.numeric(val_split) || is.factor(val_split) || length(val_split) != 1L)
@@ -73,8 +72,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     opt$accumulate_steps <- opt_before[[1]]
     opt$accum_count <- opt_before[[2]]
   }, add = TRUE)
-  opt$accumulate_steps <- accum
-  opt$accum_count <- 0
 
   if (is.function(callbacks) || inherits(callbacks, "ag_callback")) callbacks <- list(callbacks)
   if (!is.list(callbacks)) .fit_kind_fail("CALLBACKS", class(callbacks)[[1L]])
@@ -99,6 +96,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   }
   if (!is.null(seed)) .Call(R_pg_fit_setup_seed, su, .seed_int(seed, "ag_fit"))
   info <- .Call(R_pg_fit_setup_info, su)
+  opt$accumulate_steps <- info$accum  # nbatch_logical / batch_size (the core's)
+  opt$accum_count <- 0
   # the compiled steps (ag_compile of the forward and the loss); when to record, probe or fall
   # back is the session's (native/fit_session.c)
   ss <- .static_steps(model, L$fn, opt, !is.null(tg$Y))
@@ -127,7 +126,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   # the run is set up: now the weights and optimizer, then the stream (all checked)
   if (!is.null(res)) {
     res$tensors <- .fit_resume_load(resume_from, model, opt)
-    opt$accumulate_steps <- accum
+    opt$accumulate_steps <- info$accum
     .ckpt_rng_load(res$rng_state)
   }
   sz <- .Call(R_pg_fit_sizes, plan)
@@ -189,8 +188,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
           out <- .fit_out(fwd(bt[[1L]]))
           lv <- if (is.null(wb)) lossfn(out, bt[[2L]]) else lossfn(out, bt[[2L]], wb)
         })
-        if (!is_ag_tensor(lv))
-          .arg_fail("value", "ag_fit: the loss must be a 1x1 ag_tensor, got %s", class(lv)[[1L]])
+        if (!is_ag_tensor(lv)) .fit_kind_fail("LOSS_VALUE", class(lv)[[1L]])  # the core's text
         .fit_host_step(plan, lv, out, opt, sync, ncol(bt[[1L]]))
         out <- bt <- lv <- wb <- NULL  # drop the references
       },

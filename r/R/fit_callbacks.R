@@ -52,7 +52,7 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
   e$state <- function() list(js = jsonlite::parse_json(.Call(R_pg_callback_state, e$.ptr,
                                                                early_stop, NULL, NULL)),
                              arrays = e$best_weights)
-  vals <- function(st) lapply(c("best", "best_epoch", "wait"), function(k)
+  vals <- function(st) lapply(.Call(R_pg_callback_state_keys), function(k)  # the core's keys
     .st_val(if (is.list(st)) st[[k]]))
   e$check_state <- function(st) .Call(R_pg_callback_state, NULL, early_stop, is.list(st), vals(st))
   e$load_state <- function(st, arrays = NULL) {  # all checked before the first is set

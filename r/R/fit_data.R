@@ -8,9 +8,8 @@
 .fit_data <- function(x, y, validation_data, batch_size, shuffle, seed) {
   d <- list(x = x, y = y, batch_size = batch_size, shuffle = shuffle, seed = seed, fixed = FALSE)
   if (inherits(x, "ag_dataloader")) {
-    # only ag_fit's defaults exactly (32, TRUE) leave the loader's settings alone (core's texts)
-    .Call(R_pg_fit_loader_check, !is.null(y),
-          !is.numeric(batch_size) || !identical(as.double(batch_size), 32) || !isTRUE(shuffle))
+    # only ag_fit's defaults exactly (32, TRUE) leave the loader's settings alone (core's rule)
+    .Call(R_pg_fit_loader_check, !is.null(y), batch_size, isTRUE(shuffle))
     d$batch_size <- x$batch_size
     d$shuffle <- x$shuffle
     if (is.null(seed)) d$seed <- x$seed

@@ -149,6 +149,7 @@ extern SEXP R_pg_early_stop_begin(SEXP, SEXP, SEXP);
 extern SEXP R_pg_early_stop_update(SEXP, SEXP, SEXP);
 extern SEXP R_pg_early_stop_set_state(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_callback_state(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_callback_state_keys(void);
 extern SEXP R_pg_callback_format(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_progress_parse(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_epoch_line(SEXP, SEXP, SEXP);
@@ -257,7 +258,7 @@ extern SEXP R_pg_metric_value(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_check_ids(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_return_state(SEXP, SEXP);
 extern SEXP R_pg_fit_metric_codes_fit(SEXP, SEXP);
-extern SEXP R_pg_fit_loader_check(SEXP, SEXP);
+extern SEXP R_pg_fit_loader_check(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_verbosity(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_flags_check(SEXP, SEXP);
 extern SEXP R_pg_fit_resume_from_fail(SEXP);
@@ -419,6 +420,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_early_stop_update", (DL_FUNC)&R_pg_early_stop_update, 3},
     {"R_pg_early_stop_set_state", (DL_FUNC)&R_pg_early_stop_set_state, 4},
     {"R_pg_callback_state", (DL_FUNC)&R_pg_callback_state, 4},
+    {"R_pg_callback_state_keys", (DL_FUNC)&R_pg_callback_state_keys, 0},
     {"R_pg_callback_format", (DL_FUNC)&R_pg_callback_format, 4},
     {"R_pg_fit_progress_parse", (DL_FUNC)&R_pg_fit_progress_parse, 3},
     {"R_pg_fit_epoch_line", (DL_FUNC)&R_pg_fit_epoch_line, 3},
@@ -527,7 +529,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_check_ids", (DL_FUNC)&R_pg_fit_check_ids, 3},
     {"R_pg_fit_return_state", (DL_FUNC)&R_pg_fit_return_state, 2},
     {"R_pg_fit_metric_codes_fit", (DL_FUNC)&R_pg_fit_metric_codes_fit, 2},
-    {"R_pg_fit_loader_check", (DL_FUNC)&R_pg_fit_loader_check, 2},
+    {"R_pg_fit_loader_check", (DL_FUNC)&R_pg_fit_loader_check, 3},
     {"R_pg_fit_verbosity", (DL_FUNC)&R_pg_fit_verbosity, 3},
     {"R_pg_fit_flags_check", (DL_FUNC)&R_pg_fit_flags_check, 2},
     {"R_pg_fit_resume_from_fail", (DL_FUNC)&R_pg_fit_resume_from_fail, 1},

@@ -1,5 +1,6 @@
 /* .Call glue: ag_fit's data plan (the core's fit.c). Draws (the split, each epoch's shuffle) run
  * between r_draw_enter and r_draw_leave, so they come from R's .Random.seed or the run stream. */
+#include <math.h>
 #include <string.h>
 #include "r_util.h"
 
@@ -203,10 +204,11 @@ SEXP R_pg_fit_flags_check(SEXP distributed_ok, SEXP static_ok)
 /* what: a pg_fit_kind name ("LOSS") */
 SEXP R_pg_fit_kind_fail(SEXP what, SEXP shown, SEXP epoch)
 {
-    static const char *K[] = {"VALIDATION_DATA", "LOSS",      "OPT_PARAMS", "OPT_PARAMS_FN",
-                              "MODEL",           "NO_PARAMS", "CALLBACKS",  "CALLBACK"};
+    static const char *K[] = {"VALIDATION_DATA", "LOSS",     "OPT_PARAMS",
+                              "OPT_PARAMS_FN",   "MODEL",    "NO_PARAMS",
+                              "CALLBACKS",       "CALLBACK", "LOSS_VALUE"};
     int k = 0;
-    while (k < 8 && strcmp(CHAR(STRING_ELT(what, 0)), K[k])) k++;
+    while (k < 9 && strcmp(CHAR(STRING_ELT(what, 0)), K[k])) k++;
     r_check(pg_fit_kind_fail(k, CHAR(STRING_ELT(shown, 0)), (int64_t)Rf_asReal(epoch), 1));
     return R_NilValue;
 }
@@ -217,10 +219,15 @@ SEXP R_pg_fit_resume_from_fail(SEXP shown)
     return R_NilValue;
 }
 
-/* ag_fit(x = an ag_dataloader): y given, or batch_size / shuffle other than ag_fit's defaults */
-SEXP R_pg_fit_loader_check(SEXP has_y, SEXP settings_given)
+/* ag_fit(x = an ag_dataloader): y given, or batch_size / shuffle other than ag_fit's defaults
+ * (batch_size as given: one number, as is.numeric, or none) */
+SEXP R_pg_fit_loader_check(SEXP has_y, SEXP batch_size, SEXP shuffle_true)
 {
-    r_check(pg_fit_loader_check(Rf_asLogical(has_y) == 1, Rf_asLogical(settings_given) == 1));
+    const int t = TYPEOF(batch_size);
+    const int num =
+        (t == REALSXP || (t == INTSXP && !Rf_isFactor(batch_size))) && XLENGTH(batch_size) == 1;
+    r_check(pg_fit_loader_check(Rf_asLogical(has_y) == 1, num ? Rf_asReal(batch_size) : NAN,
+                                Rf_asLogical(shuffle_true) == 1));
     return R_NilValue;
 }
 

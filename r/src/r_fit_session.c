@@ -108,8 +108,7 @@ static void eager_step(pg_fit *f, int64_t b, SEXP fwd, SEXP lossfn, pg_optim *o)
     SEXP res = PROTECT(R_UnwindProtect(eager_eval, &e, eager_close, &e, cont));
     SEXP out = VECTOR_ELT(res, 0), lv = VECTOR_ELT(res, 1), lh = r_handle(lv);
     if (!e.loss && TYPEOF(lh) != EXTPTRSXP)
-        r_stopf(PG_STATUS_ERR_VALUE, "ag_fit: the loss must be a 1x1 ag_tensor, got %s",
-                class_name(lv));
+        r_check(pg_fit_kind_fail(PG_FIT_KIND_LOSS_VALUE, class_name(lv), 0, 1));
     double v;
     pg_tensor *lt = e.loss ? e.loss : r_get(lh, R_TENSOR);
     const int rc = pg_fit_train_step(f, lt, r_get(r_handle(out), R_TENSOR), o, &v);

@@ -8,9 +8,12 @@ static const char *const FN = "ag_early_stopping";
 static const char *str_arg(const char *fn, SEXP x, const char *arg, int null_ok)
 {
     if (null_ok && Rf_isNull(x)) return NULL;
-    if (TYPEOF(x) != STRSXP || XLENGTH(x) != 1 || STRING_ELT(x, 0) == NA_STRING)
-        r_stopf(PG_STATUS_ERR_ARG, "%s: %s must be %sa single string such as \"%s\"", fn, arg,
-                null_ok ? "NULL or " : "", null_ok ? "val_loss" : "max");
+    if (TYPEOF(x) != STRSXP || XLENGTH(x) != 1 || STRING_ELT(x, 0) == NA_STRING) {
+        SEXP k = Rf_eval(PROTECT(Rf_lang2(Rf_install("class"), x)), R_BaseEnv); /* class(x) */
+        PROTECT(k);
+        r_check(pg_monitor_arg_fail(fn, arg, CHAR(STRING_ELT(k, 0)), 1)); /* always fails */
+        UNPROTECT(2);
+    }
     return Rf_translateCharUTF8(STRING_ELT(x, 0));
 }
 
@@ -354,6 +357,17 @@ SEXP R_pg_callback_state(SEXP h, SEXP early_stop, SEXP is_map, SEXP vals)
     r_check(Rf_asLogical(early_stop) == 1 ? pg_early_stop_state_load(x.es, m, v)
                                           : pg_checkpoint_state_load(x.ck, m, v));
     return R_NilValue;
+}
+
+/* the state's keys in the order R_pg_callback_state takes its values (the core's table) */
+SEXP R_pg_callback_state_keys(void)
+{
+    int n = 0;
+    while (pg_callback_state_key(n)) n++;
+    SEXP out = PROTECT(Rf_allocVector(STRSXP, n));
+    for (int k = 0; k < n; k++) SET_STRING_ELT(out, k, Rf_mkChar(pg_callback_state_key(k)));
+    UNPROTECT(1);
+    return out;
 }
 
 static int64_t cb_format(void *c, char *buf, int64_t cap)

@@ -49,13 +49,18 @@ void test_arg_check(void)
 
 void test_fit_args(void)
 {
-    CHECK(pg_fit_loader_check(0, 0) == 0);
-    CHECK_ERR(pg_fit_loader_check(1, 1), PG_STATUS_ERR_ARG,
+    CHECK(pg_fit_loader_check(0, 32, 1) == 0);
+    CHECK_ERR(pg_fit_loader_check(1, 8, 0), PG_STATUS_ERR_ARG,
               "ag_fit: x is an ag_dataloader, which holds the targets: pass y to "
               "ag_dataloader(x, y), not to ag_fit");
-    CHECK_ERR(pg_fit_loader_check(0, 1), PG_STATUS_ERR_ARG,
+    CHECK_ERR(pg_fit_loader_check(0, 8, 1), PG_STATUS_ERR_ARG,
               "ag_fit: x is an ag_dataloader: its batch_size and shuffle are the fit's; set them "
               "on ag_dataloader(), not on ag_fit");
+    /* only the defaults exactly (32, TRUE) leave the loader's settings alone: NaN is no number */
+    CHECK(pg_fit_loader_check(0, 32, 0) == PG_STATUS_ERR_ARG);
+    CHECK(pg_fit_loader_check(0, 32.0000001, 1) == PG_STATUS_ERR_ARG);
+    CHECK(pg_fit_loader_check(0, NAN, 1) == PG_STATUS_ERR_ARG);
+    pg_clear_error();
 
     CHECK(pg_fit_labels_check("cross_entropy", 5, 0, 0, 0) == 0);
     CHECK(pg_fit_labels_check("bce_with_logits", 2, 0, 0, 1) == 0);

@@ -28,6 +28,11 @@ static void test_state(void)
     int64_t n = pg_early_stop_state_json(es, t, sizeof t);
     CHECK(n == (int64_t)strlen(t) && pg_early_stop_state_json(es, NULL, 0) == n);
     CHECK(!strcmp(t, "{\"best\": 0.25, \"best_epoch\": 3, \"wait\": 1}"));
+    /* the keys the hosts look up, in v's order: the JSON text's */
+    CHECK(!strcmp(pg_callback_state_key(0), "best") &&
+          !strcmp(pg_callback_state_key(1), "best_epoch") &&
+          !strcmp(pg_callback_state_key(2), "wait") && !pg_callback_state_key(3) &&
+          !pg_callback_state_key(-1));
     CHECK(pg_early_stop_state_load(es, 1, vals(v, 2, 1, 0)) == 0);
     n = pg_early_stop_state_json(es, t, sizeof t);
     CHECK(n > 0 && strstr(t, "\"best\": 2.0,"));

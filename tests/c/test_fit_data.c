@@ -153,6 +153,10 @@ static void test_kind_fail(void)
                   "ag_fit: callbacks must be Callback objects or functions, got int"));
     CHECK(pg_fit_kind_fail(PG_FIT_KIND_CALLBACK, "numeric", 0, 1) == PG_STATUS_ERR_ARG &&
           strstr(pg_last_error(), "ag_early_stopping() objects, lists/environments with"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_LOSS_VALUE, "float", 0, 0) == PG_STATUS_ERR_VALUE &&
+          !strcmp(pg_last_error(), "ag_fit: the loss must be a 1x1 ag_tensor, got float"));
+    CHECK(pg_fit_kind_fail(PG_FIT_KIND_LOSS_VALUE, "numeric", 0, 1) == PG_STATUS_ERR_VALUE &&
+          !strcmp(pg_last_error(), "ag_fit: the loss must be a 1x1 ag_tensor, got numeric"));
     CHECK_ERR(pg_fit_kind_fail(9, NULL, 0, 0), PG_STATUS_ERR_ARG, "unknown argument kind 9");
 }
 

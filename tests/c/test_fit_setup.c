@@ -86,7 +86,8 @@ void test_fit_setup(void)
     pg_fit_setup_info i;
     CHECK_ERR(pg_fit_setup_world(s, 2) == PG_STATUS_ERR_STATE, PG_STATUS_ERR_STATE,
               "not distributed");
-    CHECK(pg_fit_setup_get(s, &i) == 0 && i.batch_size == 4 && i.nbatch_logical == 4);
+    CHECK(pg_fit_setup_get(s, &i) == 0 && i.batch_size == 4 && i.nbatch_logical == 4 &&
+          i.accum == 1);
     CHECK(pg_fit_setup_split_state(s, NULL) == 0 && !i.has_seed && !i.has_split);
     pg_fit_setup_free(s);
 
@@ -96,9 +97,11 @@ void test_fit_setup(void)
     CHECK(pg_fit_setup_new(&d, &s) == 0);
     CHECK_ERR(pg_fit_setup_world(s, 0) == PG_STATUS_ERR_VALUE, PG_STATUS_ERR_VALUE,
               "ag_fit: 0 ranks (world size) out of range");
-    CHECK(pg_fit_setup_get(s, &i) == 0 && i.batch_size == 4 && i.nbatch_logical == 8);
+    CHECK(pg_fit_setup_get(s, &i) == 0 && i.batch_size == 4 && i.nbatch_logical == 8 &&
+          i.accum == 2); /* the optimizer's accumulate_steps */
     CHECK(pg_fit_setup_world(s, 3) == 0);
-    CHECK(pg_fit_setup_get(s, &i) == 0 && i.batch_size == 12 && i.nbatch_logical == 24);
+    CHECK(pg_fit_setup_get(s, &i) == 0 && i.batch_size == 12 && i.nbatch_logical == 24 &&
+          i.accum == 2); /* per rank as globally */
     CHECK(i.static_step == 0 && i.auto_static == 0);
     pg_fit_params q = pg_fit_default_params(); /* the plan's fields set, the rest kept */
     q.classify = PG_FIT_CLASSIFY_ARGMAX, q.shuffle = 0, q.val_split = 0.5;

@@ -91,6 +91,12 @@ void test_fit_stop(void)
                  "got \"val_los\"") != NULL);
     CHECK(pg_monitor_mode_parse("f", NULL, &code) == PG_STATUS_ERR_VALUE);
     CHECK(strstr(pg_last_error(), "got nothing") != NULL);
+    CHECK_ERR(pg_monitor_arg_fail("f", "mode", "NoneType", 0), PG_STATUS_ERR_ARG,
+              "f: mode must be a single string such as 'max', got NoneType");
+    CHECK_ERR(pg_monitor_arg_fail("f", "monitor", "numeric", 1), PG_STATUS_ERR_ARG,
+              "f: monitor must be NULL or a single string such as \"val_loss\", got numeric");
+    CHECK_ERR(pg_monitor_arg_fail("f", "monitor", "int", 0), PG_STATUS_ERR_ARG,
+              "f: monitor must be None or a single string such as 'val_loss', got int");
 
     pg_early_stop_params p = pg_early_stop_default_params();
     CHECK(p.patience == 5 && p.min_delta == 0 && p.restore_best && p.monitor == -1);

@@ -398,6 +398,8 @@ def test_fit_on_a_loader_equals_fit_on_its_arrays():
         pg.ag_fit(_model(), ld, y)
     with pytest.raises(pg.ArgumentError, match="set them on ag_dataloader"):
         pg.ag_fit(_model(), ld, batch_size=8)
+    # ag_fit's defaults exactly, spelt otherwise: the loader's settings stay
+    pg.ag_fit(_model(), ld, batch_size=32.0, shuffle=np.True_, nepoch=1, progress="none")
 
 
 def test_validation_data_is_the_held_out_part():

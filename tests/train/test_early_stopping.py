@@ -123,10 +123,17 @@ def test_names_are_checked_when_built():
     )
     with pytest.raises(pg.PyggmlrValueError, match='mode must be "auto", "min" or "max", got "up"'):
         pg.ag_early_stopping(mode="up")
-    with pytest.raises(pg.ArgumentError, match="monitor must be a string"):
+    # the core's texts (pg_monitor_arg_fail), R's words in R
+    with pytest.raises(pg.ArgumentError) as e:
         pg.ag_early_stopping(monitor=3)
-    with pytest.raises(pg.ArgumentError, match="mode must be a string"):
-        pg.ag_early_stopping(mode=None)
+    assert str(e.value) == (
+        "ag_early_stopping: monitor must be None or a single string such as 'val_loss', got int"
+    )
+    with pytest.raises(pg.ArgumentError) as e:
+        pg.ag_model_checkpoint("ck.pgm", mode=None)
+    assert str(e.value) == (
+        "ag_model_checkpoint: mode must be a single string such as 'max', got NoneType"
+    )
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,7 @@ def test_core_step_equals_the_host_step(f64, nbatch_logical):
         opt = (_CountingAdam if host else pg.optimizer_adam)(model.parameters(), lr=0.01)
         h = pg.ag_fit(model, x, y, optimizer=opt, nepoch=3, batch_size=16, static=False,
                       nbatch_logical=nbatch_logical, val_split=0.2, seed=2, silent=True)  # fmt: skip
+        assert opt.accumulate_steps == nbatch_logical // 16  # the set-up's accum
         runs.append((h, _weights(model), opt.t))
     (h0, w0, t0), (h1, w1, t1) = runs
     assert _CountingAdam.calls > 0 and t0 == t1 > 0
@@ -41,6 +42,12 @@ def test_a_loss_that_is_not_a_tensor_or_not_1x1():
     x, y = _iris()
     with pytest.raises(pg.PyggmlrValueError, match="the loss must be a 1x1 ag_tensor, got float"):
         pg.ag_fit(_mlp(), x, y, loss=lambda out, yb: 1.0, nepoch=1, silent=True)
+    m = _mlp()  # the host's step (a user's step()): the core's text too
+    opt = _CountingAdam(m.parameters())
+    with pytest.raises(
+        pg.PyggmlrValueError, match=r"^ag_fit: the loss must be a 1x1 ag_tensor, got int$"
+    ):
+        pg.ag_fit(m, x, y, loss=lambda o, yb: 1, optimizer=opt, nepoch=1, static=False, silent=True)
     with pytest.raises(pg.ShapeError, match=r"ag_fit: the loss must be a 1x1 tensor, got \[3x"):
         pg.ag_fit(_mlp(), x, y, loss=lambda out, yb: out, nepoch=1, silent=True)
 

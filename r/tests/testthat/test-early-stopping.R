@@ -85,8 +85,13 @@ test_that("names are checked when the callback is built; unmeasured monitors bef
                fixed = TRUE)
   expect_error(ag_early_stopping(mode = "up"), 'mode must be "auto", "min" or "max", got "up"',
                fixed = TRUE, class = "pyggmlr_value_error")
-  expect_error(ag_early_stopping(monitor = 3), "monitor must be NULL or a single string",
-               class = "pyggmlr_argument_error")
+  # the core's texts (pg_monitor_arg_fail), Python's words in Python
+  expect_error(ag_early_stopping(monitor = 3),
+               paste("ag_early_stopping: monitor must be NULL or a single string such as",
+                     "\"val_loss\", got numeric"), fixed = TRUE, class = "pyggmlr_argument_error")
+  expect_error(ag_model_checkpoint(tempfile(), mode = NULL),
+               "ag_model_checkpoint: mode must be a single string such as \"max\", got NULL",
+               fixed = TRUE, class = "pyggmlr_argument_error")
   expect_error(ag_early_stopping(restore_best = NA), "restore_best",
                class = "pyggmlr_argument_error")
   m <- mlp()

@@ -35,6 +35,13 @@ test_that("a loss that is not a tensor, or not 1x1, is refused naming ag_fit", {
                       silent = TRUE),
                "ag_fit: the loss must be a 1x1 ag_tensor, got numeric", fixed = TRUE,
                class = "pyggmlr_value_error")
+  m <- ag_sequential(ag_linear(4, 3))
+  opt <- optimizer_adam(m$parameters())  # a user's step: the host's path, the core's text too
+  opt$step <- function(grads = NULL, sum_grads = FALSE) NULL
+  expect_error(ag_fit(m, iris_x(), y, loss = function(out, y) "a", optimizer = opt, nepoch = 1L,
+                      silent = TRUE, static = FALSE),
+               "ag_fit: the loss must be a 1x1 ag_tensor, got character", fixed = TRUE,
+               class = "pyggmlr_value_error")
   expect_error(ag_fit(m, iris_x(), y, loss = function(out, y) out, nepoch = 1L,
                       silent = TRUE, static = FALSE),
                "ag_fit: the loss must be a 1x1 tensor, got [3x", fixed = TRUE,

@@ -22,6 +22,11 @@ test_that("an ag_dataloader as x is the fit of its data, batch_size and shuffle"
                fixed = TRUE)
   expect_error(fd_fit(ag_dataloader(d$x, matrix(d$y, 1)), batch_size = 4L),
                class = "pyggmlr_argument_error")
+  expect_error(fd_fit(ag_dataloader(d$x, matrix(d$y, 1)), batch_size = c(32, 32)),
+               paste("ag_fit: x is an ag_dataloader: its batch_size and shuffle are the fit's;",
+                     "set them on ag_dataloader(), not on ag_fit"), fixed = TRUE,
+               class = "pyggmlr_argument_error")
+  expect_silent(fd_fit(ag_dataloader(d$x, matrix(d$y, 1)), batch_size = 32))  # the defaults
 })
 
 test_that("validation_data is held out as given: unshuffled it equals val_split on the joined data",
