@@ -67,17 +67,13 @@
 
 .model_params <- function(model, where) {
   if (!.is_model(model))
-    .pg_stop("argument",
-             sprintf(paste0("%s: `model` must be an ag_sequential or ag_* layer (an object with ",
-                        "parameters()), got %s"),
-                 where, class(model)[[1L]]))
-  p <- .layer_params(model)
-  .check_named_tensors(p, where, "parameter")
+    .arg_fail("argument", paste0("%s: `model` must be an ag_sequential or ag_* layer (an object ",
+                                 "with parameters()), got %s"), where, class(model)[[1L]])
+  .check_named_tensors(.layer_params(model), where, "parameter")
 }
 
-.model_buffers <- function(model,
-                           where = "ag_save_model()") .check_named_tensors(.layer_buffers(model),
-                               where, "buffer")
+.model_buffers <- function(model, where = "ag_save_model()")
+  .check_named_tensors(.layer_buffers(model), where, "buffer")
 
 .check_named_tensors <- function(p, where, kind) {
   if (!length(p)) return(list())
@@ -150,10 +146,8 @@
   if (!is.null(extra)) fields[[3L]] <- if (inherits(extra, "json")) extra
                                        else .to_json(extra, "extra")
   # the core copies the tensors and the optimizer's state; more: ag_fit's callback arrays
-  res <- .Call(R_pg_mf_save, path.expand(path), .mf_model(params, bufs, optimizer),
-               .more_group(more), enc2utf8(fields), ep, .target_meta(model))  # predict.R
-  if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, path)
-  if (!identical(res$status, .pg$code$status[["OK"]])) .mf_fail(res, path)
+  .mf_fail(.Call(R_pg_mf_save, path.expand(path), .mf_model(params, bufs, optimizer),
+                 .more_group(more), enc2utf8(fields), ep, .target_meta(model)), path)  # predict.R
   invisible(path.expand(path))
 }
 

@@ -131,10 +131,11 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
                               conditionMessage(e))))
   # ggmlR's checks in order, with its texts, are the core's (native/state_dict.c): the format, the
   # version, a stored closure (run only with trust = TRUE), a builder, the dtype, the parameters
-  pd <- if (is.list(box)) box[["param_dtypes"]]
+  pd <- if (is.list(box)) box[["param_dtypes"]]  # all "f64": built in f64 when none is asked
+  f64 <- (is.atomic(pd) || is.list(pd)) && length(pd) > 0L && all(pd %in% "f64")
   d <- .Call(R_pg_sd_container, box, path,
              if (is.list(box)) paste(format(box[["version"]]), collapse = " "),
-             c(!is.null(model), !is.null(model_fn), trust, length(pd) > 0L && all(pd %in% "f64")),
+             c(!is.null(model), !is.null(model_fn), trust, f64),
              dtype, .arg_show(dtype))
   if (identical(d$status, .pg$code$status[["STATE"]]))
     .pg_stop("untrusted", d$message, fields = list(path = path))
@@ -175,10 +176,7 @@ print.ggmlR_ag_state <- function(x, ...) {
 .ag_as_matrix <- function(x) x  # ggmlR: a GPU handle -> its matrix; there are no handles here
 # rows from..to, 1-based
 .ag_row_slice <- function(x, from, to) ag_slice_rows(x, from - 1L, to - from + 1L)
-.ag_row_concat <- function(tensors) {
-  if (length(tensors) == 1L) return(tensors[[1L]])
-  Reduce(ag_concat_rows, tensors)
-}
+.ag_row_concat <- function(tensors) Reduce(ag_concat_rows, tensors)  # one tensor: itself
 
 # ggmlR returns the vendored ggml library's version; this is the C core's (pg_version()), the
 # same string in R and Python
