@@ -8,7 +8,7 @@
 
 pg_mf_load_opts pg_mf_load_opts_default(void)
 {
-    pg_mf_load_opts o = {0, 0, 0, "model="};
+    pg_mf_load_opts o = {0, 0, 0, "model=", -1};
     return o;
 }
 
@@ -96,7 +96,7 @@ int pg_mf_open(const char *path, const char *fn, pg_mf **out)
     }
     pg_mf *mf = calloc(1, sizeof *mf);
     int64_t n = pg_st_count(st);
-    if (mf) mf->sorted = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    if (mf) mf->dtype = -1, mf->sorted = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
     if (mf) mf->path = malloc(strlen(path) + 1);
     if (!mf || !mf->sorted || !mf->path) {
         if (mf) free(mf->sorted), free(mf->path), free(mf);
@@ -309,6 +309,7 @@ int pg_mf_check_load(pg_mf *mf, const pg_mf_load_opts *opts)
     if (!mf || !opts) return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_check_load(): NULL argument");
     pg_mf_load_opts o = *opts;
     if (!o.model_arg) o.model_arg = "model=";
+    mf->dtype = o.dtype;
     int rc = check_format(mf, &o);
     if (rc) return rc;
     mf_names nm[PG_MF_LIST_COUNT];
@@ -413,4 +414,9 @@ int pg_mf_all_f64(const pg_mf *mf)
     for (int64_t i = 0; i < n; i++)
         if (pg_st_dtype(mf->st, p->present ? p->idx[i] : i) != PG_ST_DTYPE_F64) return 0;
     return 1;
+}
+
+int pg_mf_dtype(const pg_mf *mf)
+{
+    return mf ? pg_mf_build_dtype(mf->dtype, pg_mf_all_f64(mf)) : -1;
 }

@@ -91,17 +91,19 @@ static const char *dtype_name(int d)
     return d == PG_DTYPE_F32 ? "f32" : d == PG_DTYPE_F64 ? "f64" : "?";
 }
 
-int pg_mf_built_dtype_check(int asked, int64_t n, const char *const *names, const int *dtypes)
+int pg_mf_built_dtype_check(int asked, int64_t n, const char *const *names,
+                            pg_tensor *const *params)
 {
     if (asked < 0) return PG_STATUS_OK; /* nothing asked: the builder's own */
-    if (n < 0 || (n > 0 && (!names || !dtypes)))
+    if (n < 0 || (n > 0 && (!names || !params)))
         return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_built_dtype_check(): bad arguments");
     for (int64_t i = 0; i < n; i++)
-        if (dtypes[i] != asked) /* a builder may hard-code its own dtype */
+        if (params[i] && params[i]->dtype != asked) /* a builder may hard-code its own dtype */
             return pg_fail(PG_STATUS_ERR_VALUE,
                            "ag_load_model(): dtype = \"%s\" was asked for, but the model's "
                            "parameter '%s' is %s (does model_fn fix its own dtype?)",
-                           dtype_name(asked), names[i] ? names[i] : "?", dtype_name(dtypes[i]));
+                           dtype_name(asked), names[i] ? names[i] : "?",
+                           dtype_name(params[i]->dtype));
     return PG_STATUS_OK;
 }
 
@@ -121,4 +123,14 @@ int pg_mf_path_check(const char *path, const char *shown, const char *fn, int r_
                        "regular files",
                        fn, shown);
     return PG_STATUS_OK;
+}
+
+const char *pg_mf_no_config_note(const char *why, int r_text)
+{
+    static _Thread_local char buf[4096];
+    snprintf(buf, sizeof buf,
+             "ag_save_model(): saving the weights without the architecture (%s); load with "
+             "ag_load_model(path, model%s...)",
+             why ? why : "", r_text ? " = " : "=");
+    return buf;
 }

@@ -26,6 +26,7 @@ struct pg_mf {
     int64_t *sorted; /* tensor indices sorted by name, for pg_mf_index */
     mf_names names[PG_MF_LIST_COUNT];
     int64_t epoch;
+    int dtype;                  /* the load's opts.dtype */
     const char *config, *extra; /* checked metadata texts (the codec's strings) */
     /* the optimizer metadata: kind (info and opt_check), the rest after pg_mf_opt_check */
     int opt_checked;

@@ -273,8 +273,9 @@ static int stage_tensor(pg_mf *mf, mf_stage *s, pg_tensor *t, const char *name, 
 
 int pg_mf_load_check(pg_mf *mf, const pg_mf_model *m, struct pg_optim_hyper_diff *diff)
 {
-    if (!mf) return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_load_check(): NULL file");
+    if (!mf || !m) return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_load_check(): NULL file or model");
     int rc = mf_check_model(m, "ag_load_model()");
+    if (!rc) rc = pg_mf_built_dtype_check(mf->dtype, m->n_params, m->param_names, m->params);
     if (rc) return rc;
     mf_stage_free(mf);
     int64_t n = m->n_params + m->n_buffers;

@@ -20,6 +20,7 @@ typedef struct {
     int need_epoch; /* a training checkpoint: the epoch must be there */
     int rebuild;    /* the model is rebuilt from the file: config checked and matched */
     const char *model_arg;
+    int dtype; /* the dtype asked for (PG_DTYPE_F32 / F64; -1, the default: none) */
 } pg_mf_load_opts;
 pg_mf_load_opts pg_mf_load_opts_default(void);
 
@@ -61,6 +62,9 @@ int64_t pg_mf_class_count(const pg_mf *mf);
 const char *pg_mf_class(const pg_mf *mf, int64_t i);
 /* 1 when every listed parameter (all tensors when there is no list) is F64 */
 int pg_mf_all_f64(const pg_mf *mf);
+/* after pg_mf_check_load: the default dtype the model is built in, the one asked for, else the
+ * file's (pg_mf_build_dtype) */
+int pg_mf_dtype(const pg_mf *mf);
 
 /* ggmlR's checks of a model's parameters (or buffers) against the file: the same name sets,
  * then the same shapes (in the model's order). A file without the list takes the model's
@@ -169,7 +173,8 @@ pg_mf_model pg_mf_model_default(void);
 int pg_mf_writer_add_model(pg_mf_writer *w, const pg_mf_model *m);
 
 /* Loading into a model, in two steps so that the host can warn between them and a failed load
- * changes nothing. pg_mf_load_check: after pg_mf_check_load, ggmlR's name and shape checks of
+ * changes nothing. pg_mf_load_check: after pg_mf_check_load, the parameters' dtype against the
+ * load's opts.dtype (pg_mf_built_dtype_check), ggmlR's name and shape checks of
  * the parameters and buffers (pg_mf_match), with an optimizer its metadata and slot shapes
  * (pg_mf_opt_check) and values (pg_optim_state_load's checks), then that every value fits its
  * tensor's dtype ("<path>: tensor 'w' holds ..."); the values are staged. diff (may be NULL):
@@ -211,6 +216,12 @@ int pg_mf_rebuild_fail(const pg_mf *mf, int what, const char *why);
 enum { PG_MF_JSON_DEEP = 0, PG_MF_JSON_NOT_JSON = 1 };
 int pg_mf_json_refuse(int why, const char *what, const char *detail);
 
+/* ag_save_model's warning when the model's to_config() fails (why: the language's text of the
+ * failure; r_text: R's spelling "model = ..."): the weights are saved without the architecture,
+ * "ag_save_model(): saving the weights without the architecture (<why>); load with
+ * ag_load_model(path, model=...)". Valid until the next call on this thread. */
+const char *pg_mf_no_config_note(const char *why, int r_text);
+
 /* ---- ag_save_model / ag_load_model's argument rules (modelfile_args.c) ----
  * The front ends say what kind each value is; the rules and texts are these, for both. */
 enum { PG_MF_FN_SAVE = 0, PG_MF_FN_LOAD = 1 };
@@ -242,7 +253,9 @@ int pg_mf_path_check(const char *path, const char *shown, const char *fn, int r_
 /* the default dtype a model is built in for a load: asked (PG_DTYPE_F32 / F64), else (-1)
  * PG_DTYPE_F64 when every parameter of the file is f64 (all_f64), else PG_DTYPE_F32 */
 int pg_mf_build_dtype(int asked, int all_f64);
-/* a built model's parameters (names, dtypes) must all be in the dtype asked (-1: none asked; a
+/* a built model's parameters (names, tensors) must all be in the dtype asked (-1: none asked; a
  * builder may hard-code its own): PG_STATUS_ERR_VALUE "ag_load_model(): dtype = \"f64\" was asked
- * for, but the model's parameter 'w' is f32 (does model_fn fix its own dtype?)" */
-int pg_mf_built_dtype_check(int asked, int64_t n, const char *const *names, const int *dtypes);
+ * for, but the model's parameter 'w' is f32 (does model_fn fix its own dtype?)". pg_mf_load_check
+ * and pg_state_dict_load_file apply it first (the load's opts.dtype) and last (before the writes). */
+int pg_mf_built_dtype_check(int asked, int64_t n, const char *const *names,
+                            pg_tensor *const *params);

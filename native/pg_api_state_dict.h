@@ -43,7 +43,26 @@ int pg_state_dict_check_args(const char *caller, int state_ok, int strict_ok, in
  * texts, all PG_STATUS_ERR_VALUE: the parameters' names must match ("parameter mismatch between
  * saved state and rebuilt model." + "missing in file:" / "not in model:" lines); buffers on both
  * sides are used, the others skipped; each used value numbers of the model's shape ("shape
- * mismatch for parameter 'W': model 2x2 vs file 3x3."), finite; every value fits its dtype.
- * Then, unless check_only, the writes, all or nothing. caller NULL: "ag_load_model()". */
+ * mismatch for parameter 'W': model 2x2 vs file 3x3."), finite; every value fits its dtype; the
+ * model's parameters are in dtype (pg_mf_built_dtype_check; -1: any). Then the writes, all or
+ * nothing. caller NULL: "ag_load_model()". */
 int pg_state_dict_load_file(const char *caller, const pg_state_dict_side *model,
-                            const pg_state_dict_side *state, int check_only);
+                            const pg_state_dict_side *state, int dtype);
+
+/* ag_load_model()'s ggmlR container, before anything is built: ggmlR's checks in order, with its
+ * texts. The front end read the file (an R data file) and says what it holds and what was given.
+ * is_list: the file holds a list; format: its "format" when one string (NULL else), which must be
+ * "ggmlR.ag_state"; version_ok: its "version" is the integer 1 (version: as the front end prints
+ * it); have_model, have_model_fn: model =, model_fn = given; stored_fn: the file's model_fn is a
+ * function (code from the file, run only with trust); dtype / dtype_shown: ag_load_model's dtype
+ * when have_dtype (pg_mf_load_dtype's rule); params_list: its "parameters" are a list; all_f64:
+ * its parameters are labelled f64 (the dtype built in when none is asked). Refusals
+ * PG_STATUS_ERR_VALUE naming path; PG_STATUS_ERR_STATE for a stored model_fn without trust
+ * (the front end's untrusted condition); a dtype that is no string PG_STATUS_ERR_ARG. On success
+ * *asked: the dtype asked (-1: none), *build: the one the model is built in. */
+typedef struct {
+    const char *path, *format, *version, *dtype, *dtype_shown;
+    int is_list, version_ok, have_model, have_model_fn, stored_fn, trust, have_dtype;
+    int params_list, all_f64;
+} pg_state_dict_container;
+int pg_state_dict_container_check(const pg_state_dict_container *c, int *asked, int *build);

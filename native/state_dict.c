@@ -149,9 +149,9 @@ typedef struct used {
 } used;
 
 /* strict: both kinds' names must match; file: a container's rules (the parameters' names must
- * match, the buffers' need not) and texts; check_only: no write */
+ * match, the buffers' need not) and texts; dtype: the one its parameters must be in (-1: any) */
 typedef struct mode {
-    int strict, file, check_only;
+    int strict, file, dtype;
 } mode;
 
 static int run(const char *caller, const pg_state_dict_side *model, const pg_state_dict_side *state,
@@ -185,7 +185,11 @@ static int run(const char *caller, const pg_state_dict_side *model, const pg_sta
                                what);
         if (rc) return rc;
     }
-    if (md.check_only) return 0;
+    int rc = md.file
+        ? pg_mf_built_dtype_check(md.dtype, model[0].n, (const char *const *)model[0].names,
+                                  model[0].tensors)
+        : 0;
+    if (rc) return rc;
     /* every check passed: the writes, into the same tensor objects (optimizers stay bound) */
     for (int64_t i = 0; i < nu; i++) {
         pg_tensor *t = model[u[i].kind].tensors[u[i].k];
@@ -221,13 +225,13 @@ static int load(const char *caller, const pg_state_dict_side *model,
 int pg_state_dict_load(const char *caller, const pg_state_dict_side *model,
                        const pg_state_dict_side *state, int strict)
 {
-    return load(caller ? caller : "ag_load_state_dict()", model, state, (mode){strict, 0, 0});
+    return load(caller ? caller : "ag_load_state_dict()", model, state, (mode){strict, 0, -1});
 }
 
 int pg_state_dict_load_file(const char *caller, const pg_state_dict_side *model,
-                            const pg_state_dict_side *state, int check_only)
+                            const pg_state_dict_side *state, int dtype)
 {
-    return load(caller ? caller : "ag_load_model()", model, state, (mode){1, 1, check_only});
+    return load(caller ? caller : "ag_load_model()", model, state, (mode){1, 1, dtype});
 }
 
 const char *pg_state_dict_format(void) { return "ggmlR.ag_state_dict"; }
@@ -242,5 +246,45 @@ int pg_state_dict_check_args(const char *caller, int state_ok, int strict_ok, in
     if (!buffers_ok)
         return pg_fail(PG_STATUS_ERR_ARG,
                        "%s: `state` is not a state dict ($buffers is not a list)", caller);
+    return 0;
+}
+
+int pg_state_dict_container_check(const pg_state_dict_container *c, int *asked, int *build)
+{
+    static const char *const FMT = "ggmlR.ag_state";
+    if (!c || !c->path || !asked || !build)
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_state_dict_container_check(): NULL argument");
+    const char *p = c->path;
+    if (!c->is_list || !c->format || strcmp(c->format, FMT))
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_load_model(): file is not a ggmlR ag_state container. (%s: an R data "
+                       "file without format \"%s\")",
+                       p, FMT);
+    if (!c->version_ok)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_load_model(): unsupported container version %s (this ggmlR supports "
+                       "version 1).",
+                       c->version ? c->version : "");
+    if (!c->have_model && !c->have_model_fn && c->stored_fn && !c->trust)
+        return pg_fail(PG_STATUS_ERR_STATE,
+                       "ag_load_model(): %s stores its model_fn as R code (a closure), and code "
+                       "from a file is run only with trust = TRUE. Pass trust = TRUE if you trust "
+                       "the file (its model_fn is then called, as ggmlR 0.8.6 always did), or "
+                       "model_fn = / model = to build the model yourself. Nothing from the file "
+                       "was run.",
+                       p);
+    if (!c->have_model && !c->have_model_fn && !c->stored_fn)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_load_model(): no `model_fn` available. Pass one via the `model_fn` "
+                       "argument, or re-save the model with `model_fn` so it is stored in the "
+                       "file.");
+    *asked = -1;
+    int rc = c->have_dtype ? pg_mf_load_dtype(c->dtype, c->dtype_shown, asked) : 0;
+    if (rc) return rc;
+    if (!c->params_list)
+        return pg_fail(PG_STATUS_ERR_VALUE,
+                       "ag_load_model(): the container's parameters are not a list");
+    /* ggmlR's "f32" is a label over R doubles; only an all-"f64" file builds in f64 by itself */
+    *build = pg_mf_build_dtype(*asked, c->all_f64);
     return 0;
 }

@@ -11,7 +11,7 @@ in ``.grad``. Outside a tape, ``fn(*args)`` is returned as is.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, Tuple
 
 from . import _core
 from ._core import NULL, ffi, lib
@@ -80,17 +80,12 @@ def _host_free(ctx):
     _live.pop(int(ffi.cast("uintptr_t", ctx)), None)
 
 
-def _inputs(args, kwargs) -> List[Tensor]:
-    """The node's inputs: the tensor arguments, positional ones first, in order."""
-    return [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
-
-
 def _checkpoint(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
     if not lib.pg_tape_enabled():
         return fn(*args, **kwargs)
     state = _rng_state()
-    inputs = _inputs(args, kwargs)
-    handles = [t._handle() for t in inputs]  # dead handles raise before anything runs
+    # the node's inputs: the tensor arguments, positional ones first; dead handles raise here
+    handles = [a._handle() for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
     ok = False
     stashed = lib.pg_tape_stash_depth()
     try:

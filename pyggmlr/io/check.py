@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
@@ -142,36 +142,6 @@ def check_config(text: str, m: _Model) -> None:
     finally:
         ag_dtype(prev)
         gen.set_state(state)
-
-
-def _build(builder: Callable[[], Any], dtype: str) -> Any:
-    """Call a zero-argument builder with dtype as the default; it must return a model."""
-    prev = ag_dtype(dtype)
-    try:
-        model = builder()
-    finally:
-        ag_dtype(prev)
-    if not callable(getattr(model, "parameters", None)):  # the core's text (ggmlR's)
-        shown = type(model).__name__.encode()
-        check(lib.pg_mf_arg_fail(lib.PG_MF_FN_LOAD, lib.PG_MF_BAD_BUILT, shown))
-    return model
-
-
-def _dtype_code(dtype: Optional[str]) -> int:
-    return -1 if dtype is None else lib.PG_DTYPE_F64 if dtype == "f64" else lib.PG_DTYPE_F32
-
-
-def _check_built_dtype(params: Dict[str, Tensor], dtype: Optional[str]) -> None:
-    """The built model's parameters in the dtype asked (the core's rule, pg_mf_built_dtype_check)."""
-    names = [ffi.new("char[]", k.encode("utf-8", "surrogatepass")) for k in params]
-    codes = ffi.new("int[]", [_dtype_code(t.dtype) for t in params.values()] or [0])
-    check(lib.pg_mf_built_dtype_check(_dtype_code(dtype), len(names), names or ffi.NULL, codes))
-
-
-def _build_dtype(dtype: Optional[str], all_f64: int) -> str:
-    """The dtype a load builds the model in (pg_mf_build_dtype): dtype, else the file's."""
-    code = lib.pg_mf_build_dtype(_dtype_code(dtype), all_f64)
-    return "f64" if code == lib.PG_DTYPE_F64 else "f32"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,9 +31,6 @@ from ..optim.optimizer import Optimizer
 from ..optim.state import warn_hyper
 from ..tensor import ag_dtype
 from .check import (
-    _build,
-    _build_dtype,
-    _check_built_dtype,
     _Model,
     _model_parts,
     check_config,
@@ -47,6 +44,7 @@ from .check import (
 __all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: save.py
 
 _DT: Dict[str, np.dtype] = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
+_DTN = {lib.PG_DTYPE_F32: "f32", lib.PG_DTYPE_F64: "f64"}
 
 # ---------------------------------------------------------------------------------------------
 # safetensors writer / reader: the C core's codec (native/codec*.c), shared with the R package
@@ -126,8 +124,7 @@ class _ModelFile:
         lib.pg_mf_close(self.h)
 
     def call(self, rc):
-        if rc:
-            _raise(rc, self.path)
+        _raise(rc, self.path)  # 0: nothing
 
     def tensors(self, prefix=""):
         """name -> 2-D C-ordered numpy array, in file order (those whose names start with prefix)"""
@@ -141,6 +138,14 @@ class _ModelFile:
                 self.call(lib.pg_st_read(f, i, ffi.from_buffer(a), a.nbytes))
             out[_text(lib.pg_st_name(f, i))] = a
         return out
+
+    def build(self, fn):
+        """fn() in the load's dtype (the one asked, else the file's: pg_mf_dtype)"""
+        prev = ag_dtype(_DTN[lib.pg_mf_dtype(self.h)])
+        try:
+            return fn()
+        finally:
+            ag_dtype(prev)
 
     def json(self, p):
         text = _text(p)
@@ -171,11 +176,8 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_
         try:
             cfg = to_config()
         except PyggmlrValueError as e:  # e.g. a custom layer without to_config(): weights only
-            warnings.warn(
-                f"ag_save_model(): saving the weights without the architecture ({e}); "
-                "load with ag_load_model(path, model=...)",
-                stacklevel=3,
-            )
+            note = lib.pg_mf_no_config_note(str(e).encode("utf-8", "surrogatepass"), 0)
+            warnings.warn(ffi.string(note).decode("utf-8", "surrogatepass"), stacklevel=3)
         else:
             text = to_json(cfg, "the model's architecture config")
             check_config(text, m)  # whatever is saved must load
@@ -186,50 +188,27 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_
         w.set(lib.PG_MF_FIELD_EXTRA, to_json(extra, "extra"))  # the core checks it loads back
     if extra_text is not None:
         w.set(lib.PG_MF_FIELD_EXTRA, extra_text)
-    _set_target(w, model)
+    loss, classes = model_target(model)  # metadata 'target': what ag_fit recorded (none: none)
+    if loss is not None or classes is not None:  # classify -1: the loss's own kind
+        arr = ffi.new("char *[]", [w.text(c) for c in classes or []] or 1)
+        n, ls = -1 if classes is None else len(classes), ffi.NULL if loss is None else w.text(loss)
+        check(lib.pg_mf_writer_set_target(w.h, ls, -1, n, arr))
     for k, v in (more or {}).items():
         w.add(lib.PG_MF_ROLE_TENSOR, k, v)
     return w.commit(path)
 
 
-def _set_target(w, model):
-    """metadata 'target': the loss and labels ag_fit recorded on the model (none: not written)"""
-    loss, classes = model_target(model)
-    if loss is None and classes is None:
-        return
-    arr = ffi.new("char *[]", [w.text(c) for c in classes or []] or 1)
-    n = -1 if classes is None else len(classes)
-    # classify -1: the loss's own kind (the core checks the loss name)
-    check(lib.pg_mf_writer_set_target(w.h, ffi.NULL if loss is None else w.text(loss), -1, n, arr))
-
-
-def _get_target(f, model):
-    """the file's metadata 'target' onto the loaded model (a file without it changes nothing)"""
-    if not lib.pg_mf_has_target(f.h):
-        return
-    n = lib.pg_mf_class_count(f.h)
-    set_target(
-        model,
-        _text(lib.pg_mf_target_loss(f.h)),
-        None if n < 0 else [_text(lib.pg_mf_class(f.h, i)) for i in range(n)],
-    )
-
-
 # ag_save_model / ag_load_model (ggmlR's arguments): io/save.py
 
 
-def _rebuild(f, dtype):
+def _rebuild(f):
     """The model from the file's architecture config (checked and matched against the file's
-    tensors by pg_mf_check_load before this builds anything)."""
-    prev = ag_dtype(_build_dtype(dtype, lib.pg_mf_all_f64(f.h)))
+    tensors by pg_mf_check_load before this builds anything), in the load's dtype."""
     try:
-        model = ag_module_from_config(f.json(lib.pg_mf_config(f.h)))
+        return f.build(lambda: ag_module_from_config(f.json(lib.pg_mf_config(f.h))))
     except Exception as e:  # untrusted content: any failure to build is a bad file
         why = f"{type(e).__name__}: {e}".encode("utf-8", "surrogatepass")
         f.call(lib.pg_mf_rebuild_fail(f.h, lib.PG_MF_REBUILD_LOAD, why))
-    finally:
-        ag_dtype(prev)
-    return model
 
 
 def _hyper_value(f, j):
@@ -238,7 +217,7 @@ def _hyper_value(f, j):
 
 
 def _load(
-    path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False, builder=None, dtype=None
+    path, model=None, optimizer=None, quiet_hyper=False, need_epoch=False, builder=None, dtype=-1
 ):
     _opt_arg(optimizer, lib.PG_MF_FN_LOAD)  # before the file, as R
     with _ModelFile(path, "ag_load_model()") as f:
@@ -246,16 +225,20 @@ def _load(
         opts.have_model = model is not None or builder is not None
         opts.need_epoch = bool(need_epoch)
         opts.rebuild = model is None and builder is None
+        opts.dtype = dtype  # asked (a core code, -1: none): pg_mf_load_check checks the parameters
         f.call(lib.pg_mf_check_load(f.h, opts))  # format, names, epoch, extra, config
         more = f.tensors("callback") if need_epoch else {}  # ag_fit's callback arrays
         epoch = lib.pg_mf_epoch(f.h)
         epoch = None if epoch < 0 else int(epoch)
         extra = f.json(lib.pg_mf_extra(f.h))
         if model is None and builder is not None:  # in dtype, else the file's (ggmlR: param_dtypes)
-            model = _build(builder, _build_dtype(dtype, lib.pg_mf_all_f64(f.h)))
+            model = f.build(builder)
+            if not callable(getattr(model, "parameters", None)):  # the core's text (ggmlR's)
+                shown = type(model).__name__.encode()
+                check(lib.pg_mf_arg_fail(lib.PG_MF_FN_LOAD, lib.PG_MF_BAD_BUILT, shown))
             params, bufs = _model_parts(model)
         elif model is None:
-            model = _rebuild(f, dtype)
+            model = _rebuild(f)
             try:
                 params, bufs = _model_parts(model)
             except PyggmlrError as e:
@@ -263,14 +246,16 @@ def _load(
                 f.call(lib.pg_mf_rebuild_fail(f.h, lib.PG_MF_REBUILD_UNUSABLE, why))
         else:
             params, bufs = _model_parts(model)
-        _check_built_dtype(params, dtype)
         # names, shapes, the optimizer's state, every value: all checked before anything is written
         m, d = _Model(params, bufs, optimizer), ffi.new("pg_optim_hyper_diff *")
         f.call(lib.pg_mf_load_check(f.h, m.c, d))
         if d.n and not quiet_hyper:
             warn_hyper(optimizer, d, lambda j: _hyper_value(f, j), stacklevel=3)
         f.call(lib.pg_mf_load_commit(f.h))
-        _get_target(f, model)
+        if lib.pg_mf_has_target(f.h):  # the file's metadata 'target' onto the model
+            n = lib.pg_mf_class_count(f.h)
+            cls = None if n < 0 else [_text(lib.pg_mf_class(f.h, i)) for i in range(n)]
+            set_target(model, _text(lib.pg_mf_target_loss(f.h)), cls)
     ag_eval(model)  # as ag_fit leaves a model
     return model, {"epoch": epoch, "extra": extra, "tensors": more}
 

@@ -40,15 +40,14 @@ def _arg_kind(model_fn: Any) -> int:
     return lib.PG_MF_ARG_FUNCTION if callable(model_fn) else lib.PG_MF_ARG_OTHER
 
 
-def _load_dtype(dtype: Any) -> Optional[str]:
-    """None, "f32" or "f64": the rule and its texts are the core's (pg_mf_load_dtype)."""
-    if dtype is None:
-        return None
-    out = ffi.new("int *")
-    s = dtype.encode("utf-8", "surrogatepass") if isinstance(dtype, str) else ffi.NULL
-    rc = lib.pg_mf_load_dtype(s, repr(dtype).encode("utf-8", "backslashreplace"), out)
-    check(rc)  # a name it refuses: PyggmlrValueError; not a string: ArgumentError, as R
-    return "f64" if out[0] == lib.PG_DTYPE_F64 else "f32"
+def _load_dtype(dtype: Any) -> int:
+    """None (-1), "f32" or "f64" as the core's code: the rule and texts are the core's
+    (pg_mf_load_dtype); a name it refuses: PyggmlrValueError; not a string: ArgumentError."""
+    out = ffi.new("int *", -1)
+    if dtype is not None:
+        s = dtype.encode("utf-8", "surrogatepass") if isinstance(dtype, str) else ffi.NULL
+        check(lib.pg_mf_load_dtype(s, repr(dtype).encode("utf-8", "backslashreplace"), out))
+    return out[0]
 
 
 def ag_load_model(

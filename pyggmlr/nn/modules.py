@@ -376,34 +376,6 @@ class ag_dropout(Module):
 # architecture configs: the core's layer table (native/layer_config.c) checks each layer's
 # arguments and fills the defaults; this maps the types to their classes
 
-_BUILDERS = {
-    "linear": ag_linear,
-    "dropout": ag_dropout,
-    "batch_norm": ag_batch_norm,
-    "layer_norm": ag_layer_norm,
-    "embedding": ag_embedding,
-    "multihead_attention": ag_multihead_attention,
-    "normalization": ag_normalization,
-    "avg_pool1d": ag_avg_pool1d,
-    "avg_pool2d": ag_avg_pool2d,
-    "flatten": ag_flatten,
-    "global_avg_pool": ag_global_avg_pool,
-    "global_max_pool": ag_global_max_pool,
-    "max_pool1d": ag_max_pool1d,
-    "max_pool2d": ag_max_pool2d,
-    "lstm": ag_lstm,
-    "gru": ag_gru,
-    "rnn": ag_rnn,
-    "conv1d": ag_conv1d,
-    "conv2d": ag_conv2d,
-    "conv_transpose1d": ag_conv_transpose1d,
-    "conv_transpose2d": ag_conv_transpose2d,
-    "pad1d": ag_pad1d,
-    "pad2d": ag_pad2d,
-    "upsample1d": ag_upsample1d,
-    "upsample2d": ag_upsample2d,
-}
-
 
 def _builtin_types() -> List[str]:
     """The core's built-in layer types ("sequential" first)."""
@@ -412,6 +384,10 @@ def _builtin_types() -> List[str]:
         out.append(ffi.string(name).decode())
         i += 1
     return out
+
+
+# each built-in type's class: ag_<type>, over the core's table (not a second hand-kept list)
+_BUILDERS = {t: globals()[f"ag_{t}"] for t in _builtin_types()[1:]}
 
 
 def ag_register_layer(

@@ -26,6 +26,7 @@ from ..tensor import Tensor
 __all__ = ["ag_state_dict", "ag_load_state_dict"]
 
 SD_FORMAT = ffi.string(lib.pg_state_dict_format()).decode()
+_LAYER_FNS = ("forward", "parameters", "params")  # any of them: a layer (ggmlR's test)
 
 
 def _state_params(model: Any, caller: str) -> List[Tuple[str, Tensor]]:
@@ -42,14 +43,6 @@ def _state_params(model: Any, caller: str) -> List[Tuple[str, Tensor]]:
     return [(str(k), t) for k, t in items]
 
 
-def _is_layer_like(x: Any) -> bool:
-    return (
-        callable(getattr(x, "forward", None))
-        or callable(getattr(x, "parameters", None))
-        or callable(getattr(x, "params", None))
-    )
-
-
 def _state_buffers(model: Any, prefix: str = "", depth: int = 0) -> List[Tuple[str, Tensor]]:
     """ggmlR 0.8.5's buffer keys: a layer's own buffers() (batch norm; ag_sequential, already
     nested ``layer2_layer1_running_mean``), else the ``layer<i>_`` prefixed buffers of its
@@ -61,7 +54,7 @@ def _state_buffers(model: Any, prefix: str = "", depth: int = 0) -> List[Tuple[s
         depth > 64
         or not isinstance(layers, (list, tuple))
         or not layers
-        or not all(map(_is_layer_like, layers))
+        or not all(any(callable(getattr(x, f, None)) for f in _LAYER_FNS) for x in layers)
     ):
         return []
     out: List[Tuple[str, Tensor]] = []

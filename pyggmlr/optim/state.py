@@ -4,6 +4,7 @@ shared with R); this module walks the dict, converts it and raises or warns in P
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Dict, List, Tuple
@@ -30,11 +31,8 @@ class OptimizerHyperWarning(UserWarning):
 
 
 def _names(table: int, kind: int) -> Tuple[str, ...]:
-    out, j = [], 0
-    while (p := lib.pg_optim_name(table, kind, j)) != NULL:
-        out.append(ffi.string(p).decode())
-        j += 1
-    return tuple(out)
+    ps = (lib.pg_optim_name(table, kind, j) for j in itertools.count())
+    return tuple(ffi.string(p).decode() for p in itertools.takewhile(lambda p: p != NULL, ps))
 
 
 def state(opt: Any) -> Dict[str, Any]:

@@ -67,17 +67,13 @@
 
 .model_params <- function(model, where) {
   if (!.is_model(model))
-    .pg_stop("argument",
-             sprintf(paste0("%s: `model` must be an ag_sequential or ag_* layer (an object with ",
-                        "parameters()), got %s"),
-                 where, class(model)[[1L]]))
-  p <- .layer_params(model)
-  .check_named_tensors(p, where, "parameter")
+    .arg_fail("argument", paste0("%s: `model` must be an ag_sequential or ag_* layer (an object ",
+                                 "with parameters()), got %s"), where, class(model)[[1L]])
+  .check_named_tensors(.layer_params(model), where, "parameter")
 }
 
-.model_buffers <- function(model,
-                           where = "ag_save_model()") .check_named_tensors(.layer_buffers(model),
-                               where, "buffer")
+.model_buffers <- function(model, where = "ag_save_model()")
+  .check_named_tensors(.layer_buffers(model), where, "buffer")
 
 .check_named_tensors <- function(p, where, kind) {
   if (!length(p)) return(list())
@@ -135,10 +131,8 @@
               NA_character_, NA_character_, NA_character_)  # created_by, config, extra, target
   tc <- if (is.function(model$to_config)) model$to_config else NULL
   if (!is.null(tc)) {
-    cfg <- tryCatch(tc(), error = function(e) {
-      warning(sprintf(paste0("ag_save_model(): saving the weights without the architecture (%s); ",
-                             "load with ag_load_model(path, model = ...)"),
-                      conditionMessage(e)), call. = FALSE)
+    cfg <- tryCatch(tc(), error = function(e) {  # the core's text
+      warning(.Call(R_pg_mf_no_config_note, conditionMessage(e)), call. = FALSE)
       NULL
     })
     if (!is.null(cfg)) {
@@ -152,10 +146,8 @@
   if (!is.null(extra)) fields[[3L]] <- if (inherits(extra, "json")) extra
                                        else .to_json(extra, "extra")
   # the core copies the tensors and the optimizer's state; more: ag_fit's callback arrays
-  res <- .Call(R_pg_mf_save, path.expand(path), .mf_model(params, bufs, optimizer),
-               .more_group(more), enc2utf8(fields), ep, .target_meta(model))  # predict.R
-  if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, path)
-  if (!identical(res$status, .pg$code$status[["OK"]])) .mf_fail(res, path)
+  .mf_fail(.Call(R_pg_mf_save, path.expand(path), .mf_model(params, bufs, optimizer),
+                 .more_group(more), enc2utf8(fields), ep, .target_meta(model)), path)  # predict.R
   invisible(path.expand(path))
 }
 
@@ -166,12 +158,9 @@
 
 # The model from the file's architecture config (checked, and matched against the file's
 # tensors, by the core's pg_mf_check_load before anything is built)
-.rebuild <- function(f, v, path, dtype = NULL) {
+.rebuild <- function(f, v, path) {
   cfg <- .mf_json(v$config)
-  prev <- ag_default_dtype()
-  on.exit(ag_dtype(prev), add = TRUE)
-  ag_dtype(.Call(R_pg_mf_build_dtype, dtype, v$all_f64))
-  tryCatch(ag_module_from_config(cfg), error = function(e)
+  tryCatch(.with_dtype(v$dtype, function() ag_module_from_config(cfg)), error = function(e)
     .mf_fail(.Call(R_pg_mf_rebuild_fail, f, .pg$code$rebuild[["LOAD"]], conditionMessage(e)), path))
 }
 
@@ -183,24 +172,23 @@
   on.exit(.Call(R_pg_mf_close, f), add = TRUE)
   # format, name lists, epoch, extra; the config too when the model is rebuilt from it
   .mf_fail(.Call(R_pg_mf_check_load, f, !is.null(model) || !is.null(model_fn), FALSE,
-                 is.null(model) && is.null(model_fn)), path)
+                 is.null(model) && is.null(model_fn), dtype), path)
   v <- .Call(R_pg_mf_values, f)
   epoch <- v$epoch
   extra <- .mf_json(v$extra)
-  # built in `dtype`, else the file's (ggmlR: param_dtypes)
+  # built in `dtype`, else the file's (ggmlR: param_dtypes); the core checks the parameters' dtype
   if (is.null(model) && !is.null(model_fn)) {
-    model <- .with_dtype(.Call(R_pg_mf_build_dtype, dtype, v$all_f64), model_fn)
+    model <- .with_dtype(v$dtype, model_fn)
     .mf_built_arg(model)
   }
   if (is.null(model)) {
-    model <- .rebuild(f, v, path, dtype)
+    model <- .rebuild(f, v, path)
     params <- tryCatch(.model_params(model, "ag_load_model()"), error = function(e)
       .mf_fail(.Call(R_pg_mf_rebuild_fail, f, .pg$code$rebuild[["UNUSABLE"]],
                      conditionMessage(e)), path))
   } else {
     params <- .model_params(model, "ag_load_model()")
   }
-  .check_built_dtype(params, dtype)
   bufs <- .model_buffers(model, "ag_load_model()")
   # names, shapes, the optimizer's state, every value: all checked before anything is written
   d <- .Call(R_pg_mf_load_check, f, .mf_model(params, bufs, optimizer))

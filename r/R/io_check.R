@@ -13,16 +13,12 @@
 # R's .Random.seed when the R generator is in use): a save draws nothing.
 .keep_rng <- function(expr) {
   s <- .Call(R_pg_rng_current)
-  if (!is.null(s)) {
-    st <- .Call(R_pg_rng_get_state, s)
-    on.exit(.Call(R_pg_rng_set_state, s, st), add = TRUE)
-  }
-  had <- exists(".Random.seed", envir = globalenv(), inherits = FALSE)
-  old <- if (had) get(".Random.seed", envir = globalenv(), inherits = FALSE) else NULL
-  on.exit(if (had) assign(".Random.seed", old, envir = globalenv())
-          else if (exists(".Random.seed", envir = globalenv(), inherits = FALSE)) rm(".Random.seed",
-              envir = globalenv()),
-          add = TRUE)
+  st <- if (!is.null(s)) .Call(R_pg_rng_get_state, s)
+  if (!is.null(s)) on.exit(.Call(R_pg_rng_set_state, s, st), add = TRUE)
+  g <- globalenv()
+  old <- g[[".Random.seed"]]  # NULL: none, and none is left behind
+  on.exit(if (is.null(old)) suppressWarnings(rm(".Random.seed", envir = g))
+          else assign(".Random.seed", old, envir = g), add = TRUE)
   expr
 }
 

@@ -14,21 +14,9 @@ ag_register_layer <- function(type, builder) {
   invisible(builder)
 }
 
-# the constructor of each built-in type (by name: layers.R loads after this file); the core's
-# normalized arguments go to it by name
-.BUILDERS <- c(linear = "ag_linear", dropout = "ag_dropout", batch_norm = "ag_batch_norm",
-               layer_norm = "ag_layer_norm", embedding = "ag_embedding",
-               multihead_attention = "ag_multihead_attention", normalization = "ag_normalization",
-               # pooling and flatten, recurrent layers (issue 30)
-               avg_pool1d = "ag_avg_pool1d", avg_pool2d = "ag_avg_pool2d", flatten = "ag_flatten",
-               global_avg_pool = "ag_global_avg_pool", global_max_pool = "ag_global_max_pool",
-               max_pool1d = "ag_max_pool1d", max_pool2d = "ag_max_pool2d",
-               lstm = "ag_lstm", gru = "ag_gru", rnn = "ag_rnn", conv1d = "ag_conv1d",
-               conv2d = "ag_conv2d", conv_transpose1d = "ag_conv_transpose1d",
-               conv_transpose2d = "ag_conv_transpose2d",
-               # padding and upsampling (issue 30)
-               pad1d = "ag_pad1d", pad2d = "ag_pad2d", upsample2d = "ag_upsample2d",
-               upsample1d = "ag_upsample1d")
+# the constructor of each built-in type of the core's layer table, ag_<type> (set in .onLoad);
+# the core's normalized arguments go to it by name
+.BUILDERS <- NULL
 
 # TRUE when v nests lists deeper than k levels (it stops looking there)
 .nested_over <- function(v, k) {

@@ -61,18 +61,15 @@
 .opt_load_state <- function(e, state) {
   # a state() of pyggmlr before ggmlR 0.8.6's layout: the model files' layout
   if (is.list(state) && is.null(state[["type"]]) && !is.null(state[["kind"]]) &&
-      is.list(state[["params"]]))
-    return(.st_load(e, .st_file_desc(e, state, "LEGACY")))
+      is.list(state[["params"]])) {  # parameter-major over the file slots
+    fs <- .Call(R_pg_optim_state_parts, e$.h)$file_slots
+    vals <- do.call(c, lapply(state$params, function(p)
+      lapply(fs, function(s) if (is.list(p)) p[[s]])))
+    return(.st_load(e, .st_desc(e, state, "LEGACY", vals, length(state$params))))
+  }
   sl <- if (is.list(state)) state[["slots"]] else NULL
   lists <- lapply(.Call(R_pg_optim_state_parts, e$.h)$slots,
                   function(s) if (is.list(sl)) as.list(sl[[s]]))
   # every value, slot-major: the core checks the counts first
   .st_load(e, .st_desc(e, state, "GGMLR", do.call(c, lists), lengths(lists)))
-}
-
-.st_file_desc <- function(e, state, form) {
-  per <- state$params
-  slots <- .Call(R_pg_optim_state_parts, e$.h)$file_slots
-  vals <- do.call(c, lapply(per, function(p) lapply(slots, function(s) if (is.list(p)) p[[s]])))
-  .st_desc(e, state, form, vals, length(per))
 }

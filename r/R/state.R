@@ -3,8 +3,6 @@
 # RDS container, and the internals ggmlR's examples reach with `:::`. The state dict's and the
 # container's rules and writes are the C core's (native/state_dict.c, shared with Python).
 
-.RDS_FORMAT <- "ggmlR.ag_state"
-
 # `[[` rather than `$`: a list's `$` matches partially (a field "params_x" would answer $params)
 .fn_field <- function(x, nm) {
   if (is_ag_tensor(x) || !(is.environment(x) || is.list(x))) return(NULL)
@@ -94,24 +92,9 @@ ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch 
   invisible(.save_model(model, path, optimizer = optimizer, epoch = epoch, extra = extra))
 }
 
-# NULL, or "f32" / "f64": the rule (match.arg's, f16 / bf16 refused) and texts are the core's
-.load_dtype <- function(dtype) {
-  if (is.null(dtype)) return(NULL)
-  .Call(R_pg_mf_load_dtype, dtype, .arg_show(dtype))
-}
-
 # the default dtype is put back in C whatever way f() leaves (r_scope.c)
 .with_dtype <- function(dtype, f) .Call(R_pg_scoped, .pg$code$scoped[["DTYPE"]],
                                         .dtype_code(dtype), quote(f()), environment())
-
-# the parameters' dtype must be the one asked for (a builder may hard-code its own): the core's
-.check_built_dtype <- function(params, dtype) {
-  dt <- vapply(params, function(p) { d <- p$dtype; if (is.null(d)) "f32" else d }, character(1L))
-  invisible(.Call(R_pg_mf_built_dtype_check, dtype, as.character(names(params)), unname(dt)))
-}
-
-# R serialization (saveRDS) rather than safetensors: the core's sniff (pg_file_is_rds)
-.is_rds_file <- function(path) .Call(R_pg_file_is_rds, path)
 
 ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, model = NULL,
                           optimizer = NULL, trust = FALSE) {
@@ -130,8 +113,11 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
     ag_device(device)
   }
   .model_path(path, "ag_load_model()")  # 0L / TRUE / a FIFO or device: refused before any read
-  if (.is_rds_file(path)) return(.load_ggmlr_container(path, model_fn, dtype, model, trust))
-  dtype <- .load_dtype(dtype)  # before the file is read, as Python's
+  # R serialization (saveRDS) rather than safetensors: the core's sniff (pg_file_is_rds)
+  if (.Call(R_pg_file_is_rds, path))
+    return(.load_ggmlr_container(path, model_fn, dtype, model, trust))
+  # before the file is read, as Python's: "f32" / "f64" (match.arg's rule, f16 / bf16 refused)
+  if (!is.null(dtype)) dtype <- .Call(R_pg_mf_load_dtype, dtype, .arg_show(dtype))
   .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer, dtype = dtype)$model
 }
 
@@ -143,45 +129,30 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
   box <- tryCatch(readRDS(path), error = function(e)  # a corrupt file: as Python's
     .pg_stop("value", sprintf("ag_load_model(): cannot read '%s' as an R data file (%s)", path,
                               conditionMessage(e))))
-  if (!is.list(box) || !identical(box[["format"]], .RDS_FORMAT))
-    .pg_stop("value", sprintf(paste0("ag_load_model(): file is not a ggmlR ag_state container. ",
-                                     "(%s: an R data file without format \"%s\")"),
-                              path, .RDS_FORMAT))
-  if (!identical(box[["version"]], 1L))
-    .arg_stop("ag_load_model(): unsupported container version ",
-              paste(format(box[["version"]]), collapse = " "),
-              " (this ggmlR supports version 1).", kind = "value")
+  # ggmlR's checks in order, with its texts, are the core's (native/state_dict.c): the format, the
+  # version, a stored closure (run only with trust = TRUE), a builder, the dtype, the parameters
+  pd <- if (is.list(box)) box[["param_dtypes"]]  # all "f64": built in f64 when none is asked
+  f64 <- (is.atomic(pd) || is.list(pd)) && length(pd) > 0L && all(pd %in% "f64")
+  d <- .Call(R_pg_sd_container, box, path,
+             if (is.list(box)) paste(format(box[["version"]]), collapse = " "),
+             c(!is.null(model), !is.null(model_fn), trust, f64),
+             dtype, .arg_show(dtype))
+  if (identical(d$status, .pg$code$status[["STATE"]]))
+    .pg_stop("untrusted", d$message, fields = list(path = path))
+  if (!is.null(d$status)) .mf_fail(d, path)
   builder <- if (!is.null(model_fn)) model_fn else box[["model_fn"]]
-  if (is.null(model) && is.null(model_fn) && is.function(builder) && !isTRUE(trust))
-    .pg_stop("untrusted", sprintf(paste0(
-      "ag_load_model(): %s stores its model_fn as R code (a closure), and code ",
-      "from a file is run only with trust = TRUE. Pass trust = TRUE if you trust ",
-      "the file (its model_fn is then called, as ggmlR 0.8.6 always did), or ",
-      "model_fn = / model = to build the model yourself. Nothing from the file ",
-      "was run."), path), fields = list(path = path))
-  if (is.null(model) && (is.null(builder) || !is.function(builder)))
-    .arg_stop("ag_load_model(): no `model_fn` available. Pass one via the `model_fn` argument, ",
-              "or re-save the model with `model_fn` so it is stored in the file.", kind = "value")
-  dtype <- .load_dtype(dtype)
   saved <- box[["parameters"]]
-  if (!is.list(saved))
-    .arg_stop("ag_load_model(): the container's parameters are not a list", kind = "value")
-  pd <- box[["param_dtypes"]]
-  # ggmlR's "f32" is a label over R doubles; only an all-"f64" file builds in f64 by itself
-  target <- .Call(R_pg_mf_build_dtype, dtype, length(pd) > 0L && all(pd %in% "f64"))
   if (is.null(model)) {
-    model <- .with_dtype(target, builder)
+    model <- .with_dtype(d$build, builder)
     .mf_built_arg(model)  # io.R
   }
   params <- .model_params(model, "ag_load_model()")
   sb <- box[["buffers"]]
-  sides <- list(list(params, .state_buffers(model)), list(saved, if (is.list(sb)) sb else list()))
-  # the rules (names, then each value's shape and finiteness, then the dtype's range) and the
-  # write, all or nothing, are the core's (native/state_dict.c), with ggmlR's texts; the
-  # builder's dtype is checked between the two
-  .Call(R_pg_state_dict_load_file, sides[[1L]], sides[[2L]], "ag_load_model()", TRUE)
-  .check_built_dtype(params, dtype)
-  .Call(R_pg_state_dict_load_file, sides[[1L]], sides[[2L]], "ag_load_model()", FALSE)
+  # the rules (names, then each value's shape and finiteness, then the dtype's range, then the
+  # builder's dtype) and the write, all or nothing, are the core's (native/state_dict.c), with
+  # ggmlR's texts
+  .Call(R_pg_state_dict_load_file, list(params, .state_buffers(model)),
+        list(saved, if (is.list(sb)) sb else list()), "ag_load_model()", d$asked)
   ag_eval(model)
   model
 }
@@ -205,10 +176,7 @@ print.ggmlR_ag_state <- function(x, ...) {
 .ag_as_matrix <- function(x) x  # ggmlR: a GPU handle -> its matrix; there are no handles here
 # rows from..to, 1-based
 .ag_row_slice <- function(x, from, to) ag_slice_rows(x, from - 1L, to - from + 1L)
-.ag_row_concat <- function(tensors) {
-  if (length(tensors) == 1L) return(tensors[[1L]])
-  Reduce(ag_concat_rows, tensors)
-}
+.ag_row_concat <- function(tensors) Reduce(ag_concat_rows, tensors)  # one tensor: itself
 
 # ggmlR returns the vendored ggml library's version; this is the C core's (pg_version()), the
 # same string in R and Python

@@ -14,6 +14,8 @@
   ns <- topenv()
   assign(".HYPER", tables$file_hyper, envir = ns)
   assign(".HIST_KEYS", c("epoch", .Call(R_pg_fit_log_names)), envir = ns)  # fit_history.R
+  types <- setdiff(.Call(R_pg_layer_types), "sequential")  # io_config.R
+  assign(".BUILDERS", stats::setNames(paste0("ag_", types), types), envir = ns)
   invisible()
 }
 

@@ -205,6 +205,7 @@ extern SEXP R_pg_state_dict_check_args(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_state_dict_format(void);
 extern SEXP R_pg_state_dict_load(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_state_dict_load_file(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_sd_container(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_st_read(SEXP);
 extern SEXP R_pg_st_write(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_json_check(SEXP, SEXP, SEXP);
@@ -219,7 +220,7 @@ extern SEXP R_pg_layer_print_text(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_config_match(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_open(SEXP, SEXP);
 extern SEXP R_pg_mf_close(SEXP);
-extern SEXP R_pg_mf_check_load(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_check_load(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_info_json(SEXP);
 extern SEXP R_pg_mf_read(SEXP);
 extern SEXP R_pg_mf_values(SEXP);
@@ -232,8 +233,6 @@ extern SEXP R_pg_mf_json_refuse(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_builder_args(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_arg_fail(SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_load_dtype(SEXP, SEXP);
-extern SEXP R_pg_mf_build_dtype(SEXP, SEXP);
-extern SEXP R_pg_mf_built_dtype_check(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_opt_params(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_names_check(SEXP, SEXP);
 extern SEXP R_pg_mf_save(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -241,6 +240,7 @@ extern SEXP R_pg_check_dims(SEXP, SEXP, SEXP);
 extern SEXP R_pg_gc_room(SEXP);
 extern SEXP R_pg_file_kind(SEXP);
 extern SEXP R_pg_mf_path_check(SEXP, SEXP);
+extern SEXP R_pg_mf_no_config_note(SEXP);
 extern SEXP R_pg_file_is_rds(SEXP);
 extern SEXP R_pg_check_alloc(SEXP, SEXP, SEXP);
 extern SEXP R_pg_tape_stash(SEXP);
@@ -476,6 +476,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_state_dict_format", (DL_FUNC)&R_pg_state_dict_format, 0},
     {"R_pg_state_dict_load", (DL_FUNC)&R_pg_state_dict_load, 4},
     {"R_pg_state_dict_load_file", (DL_FUNC)&R_pg_state_dict_load_file, 4},
+    {"R_pg_sd_container", (DL_FUNC)&R_pg_sd_container, 6},
     {"R_pg_st_read", (DL_FUNC)&R_pg_st_read, 1},
     {"R_pg_st_write", (DL_FUNC)&R_pg_st_write, 6},
     {"R_pg_json_check", (DL_FUNC)&R_pg_json_check, 3},
@@ -490,7 +491,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_config_match", (DL_FUNC)&R_pg_config_match, 4},
     {"R_pg_mf_open", (DL_FUNC)&R_pg_mf_open, 2},
     {"R_pg_mf_close", (DL_FUNC)&R_pg_mf_close, 1},
-    {"R_pg_mf_check_load", (DL_FUNC)&R_pg_mf_check_load, 4},
+    {"R_pg_mf_check_load", (DL_FUNC)&R_pg_mf_check_load, 5},
     {"R_pg_mf_info_json", (DL_FUNC)&R_pg_mf_info_json, 1},
     {"R_pg_mf_read", (DL_FUNC)&R_pg_mf_read, 1},
     {"R_pg_mf_values", (DL_FUNC)&R_pg_mf_values, 1},
@@ -503,8 +504,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mf_builder_args", (DL_FUNC)&R_pg_mf_builder_args, 3},
     {"R_pg_mf_arg_fail", (DL_FUNC)&R_pg_mf_arg_fail, 3},
     {"R_pg_mf_load_dtype", (DL_FUNC)&R_pg_mf_load_dtype, 2},
-    {"R_pg_mf_build_dtype", (DL_FUNC)&R_pg_mf_build_dtype, 2},
-    {"R_pg_mf_built_dtype_check", (DL_FUNC)&R_pg_mf_built_dtype_check, 3},
     {"R_pg_fit_opt_params", (DL_FUNC)&R_pg_fit_opt_params, 4},
     {"R_pg_mf_names_check", (DL_FUNC)&R_pg_mf_names_check, 2},
     {"R_pg_mf_save", (DL_FUNC)&R_pg_mf_save, 6},
@@ -512,6 +511,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_gc_room", (DL_FUNC)&R_pg_gc_room, 1},
     {"R_pg_file_kind", (DL_FUNC)&R_pg_file_kind, 1},
     {"R_pg_mf_path_check", (DL_FUNC)&R_pg_mf_path_check, 2},
+    {"R_pg_mf_no_config_note", (DL_FUNC)&R_pg_mf_no_config_note, 1},
     {"R_pg_file_is_rds", (DL_FUNC)&R_pg_file_is_rds, 1},
     {"R_pg_check_alloc", (DL_FUNC)&R_pg_check_alloc, 3},
     {"R_pg_tape_stash", (DL_FUNC)&R_pg_tape_stash, 1},

@@ -36,7 +36,7 @@ SEXP R_pg_mf_close(SEXP p)
 }
 
 /* NULL when the load's metadata rules pass (pg_mf_check_load), else a status list */
-SEXP R_pg_mf_check_load(SEXP p, SEXP have_model, SEXP need_epoch, SEXP rebuild)
+SEXP R_pg_mf_check_load(SEXP p, SEXP have_model, SEXP need_epoch, SEXP rebuild, SEXP dtype)
 {
     pg_mf *mf = mf_arg(p);
     pg_mf_load_opts o = pg_mf_load_opts_default();
@@ -44,6 +44,7 @@ SEXP R_pg_mf_check_load(SEXP p, SEXP have_model, SEXP need_epoch, SEXP rebuild)
     o.need_epoch = Rf_asLogical(need_epoch) == TRUE;
     o.rebuild = Rf_asLogical(rebuild) == TRUE;
     o.model_arg = "model = (or model_fn =)";
+    o.dtype = r_dtype_of(dtype);
     int rc = pg_mf_check_load(mf, &o);
     return rc ? r_status_list(rc) : R_NilValue;
 }
@@ -81,18 +82,18 @@ static SEXP target_of(const pg_mf *mf)
     return t;
 }
 
-/* What pg_mf_check_load recorded for the load: epoch, the config and extra texts, the file's
- * dtype and its target */
+/* What pg_mf_check_load recorded for the load: epoch, the config and extra texts, the dtype to
+ * build in and the target */
 SEXP R_pg_mf_values(SEXP p)
 {
     pg_mf *mf = mf_arg(p);
     int64_t ep = pg_mf_epoch(mf);
-    const char *nm[] = {"epoch", "config", "extra", "all_f64", "target"};
+    const char *nm[] = {"epoch", "config", "extra", "dtype", "target"};
     SEXP out = PROTECT(Rf_allocVector(VECSXP, 5)), on = PROTECT(Rf_allocVector(STRSXP, 5));
     SET_VECTOR_ELT(out, 0, ep < 0 ? R_NilValue : Rf_ScalarReal((double)ep));
     SET_VECTOR_ELT(out, 1, str_or_null(pg_mf_config(mf)));
     SET_VECTOR_ELT(out, 2, str_or_null(pg_mf_extra(mf)));
-    SET_VECTOR_ELT(out, 3, Rf_ScalarLogical(pg_mf_all_f64(mf)));
+    SET_VECTOR_ELT(out, 3, Rf_mkString(pg_mf_dtype(mf) == PG_DTYPE_F64 ? "f64" : "f32"));
     SET_VECTOR_ELT(out, 4, target_of(mf));
     for (int i = 0; i < 5; i++) SET_STRING_ELT(on, i, Rf_mkChar(nm[i]));
     Rf_setAttrib(out, R_NamesSymbol, on);

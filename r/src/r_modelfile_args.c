@@ -11,7 +11,7 @@ static const char *one_string(SEXP x)
 }
 
 /* "f32" / "f64" (as the core's dtype), NULL: -1 */
-static int dtype_of(SEXP x)
+int r_dtype_of(SEXP x)
 {
     const char *s = one_string(x);
     return !s ? -1 : !strcmp(s, "f64") ? PG_DTYPE_F64 : PG_DTYPE_F32;
@@ -44,29 +44,6 @@ SEXP R_pg_mf_load_dtype(SEXP value, SEXP shown)
     return Rf_mkString(out == PG_DTYPE_F64 ? "f64" : "f32");
 }
 
-/* asked: "f32" / "f64" or NULL; all_f64: every parameter of the file is f64 */
-SEXP R_pg_mf_build_dtype(SEXP asked, SEXP all_f64)
-{
-    int d = pg_mf_build_dtype(dtype_of(asked), Rf_asLogical(all_f64) == TRUE);
-    return Rf_mkString(d == PG_DTYPE_F64 ? "f64" : "f32");
-}
-
-/* asked: "f32" / "f64" or NULL; names, dtypes: the built model's parameters and their dtypes */
-SEXP R_pg_mf_built_dtype_check(SEXP asked, SEXP names, SEXP dtypes)
-{
-    if (!Rf_isString(names) || !Rf_isString(dtypes) || XLENGTH(names) != XLENGTH(dtypes))
-        Rf_error("ag_load_model(): internal: bad parameter names or dtypes");
-    R_xlen_t n = XLENGTH(names);
-    const char **nm = (const char **)R_alloc(n ? n : 1, sizeof *nm);
-    int *dt = (int *)R_alloc(n ? n : 1, sizeof *dt);
-    for (R_xlen_t i = 0; i < n; i++) {
-        nm[i] = Rf_translateCharUTF8(STRING_ELT(names, i));
-        dt[i] = !strcmp(CHAR(STRING_ELT(dtypes, i)), "f64") ? PG_DTYPE_F64 : PG_DTYPE_F32;
-    }
-    r_check(pg_mf_built_dtype_check(dtype_of(asked), n, nm, dt));
-    return R_NilValue;
-}
-
 /* NULL for a regular file, else the core's refusal as a status list (R's texts) */
 SEXP R_pg_mf_path_check(SEXP path, SEXP fn)
 {
@@ -74,4 +51,12 @@ SEXP R_pg_mf_path_check(SEXP path, SEXP fn)
     int rc = pg_mf_path_check(p, Rf_translateCharUTF8(STRING_ELT(path, 0)),
                               Rf_translateCharUTF8(STRING_ELT(fn, 0)), 1);
     return rc ? r_status_list(rc) : R_NilValue;
+}
+
+/* ag_save_model's warning text for a failed to_config() (pg_mf_no_config_note, R's spelling) */
+SEXP R_pg_mf_no_config_note(SEXP why)
+{
+    const char *w =
+        Rf_isString(why) && XLENGTH(why) ? Rf_translateCharUTF8(STRING_ELT(why, 0)) : "";
+    return Rf_ScalarString(Rf_mkCharCE(pg_mf_no_config_note(w, 1), CE_UTF8));
 }

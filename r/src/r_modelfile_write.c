@@ -69,7 +69,7 @@ SEXP R_pg_mf_names_check(SEXP params, SEXP bufs)
  * character (created_by, config, extra, target; NA = none); epoch: a number or NULL; target:
  * NULL or list(loss (NULL: none), classes (NULL: none)) for metadata 'target' (the loss's
  * classify kind: the core's). Writes
- * path; returns list(status, message, errno), status 0 = written. */
+ * path; returns NULL when written, else list(status, message, errno). */
 SEXP R_pg_mf_save(SEXP path, SEXP model, SEXP more, SEXP fields, SEXP epoch, SEXP target)
 {
     if (!Rf_isString(path) || XLENGTH(path) != 1 || !Rf_isString(fields) ||
@@ -109,5 +109,5 @@ SEXP R_pg_mf_save(SEXP path, SEXP model, SEXP more, SEXP fields, SEXP epoch, SEX
                                      g.dims + 2 * i, g.data[i]);
     if (!rc) rc = pg_mf_writer_commit(w, p);
     pg_mf_writer_free(w);
-    return r_status_list(rc);
+    return rc ? r_status_list(rc) : R_NilValue;
 }

@@ -81,13 +81,13 @@ SEXP R_pg_state_dict_load(SEXP model, SEXP state, SEXP strict, SEXP caller)
     return R_NilValue;
 }
 
-/* pg_state_dict_load_file (ag_load_model()'s ggmlR container): NULL, or the refusal raised */
-SEXP R_pg_state_dict_load_file(SEXP model, SEXP state, SEXP caller, SEXP check_only)
+/* pg_state_dict_load_file (ag_load_model()'s ggmlR container; dtype "f32" / "f64" asked, or
+ * NULL): NULL, or the refusal raised */
+SEXP R_pg_state_dict_load_file(SEXP model, SEXP state, SEXP caller, SEXP dtype)
 {
     pg_state_dict_side ms[2], ss[2];
     describe(model, state, caller, ms, ss);
-    r_check(pg_state_dict_load_file(CHAR(STRING_ELT(caller, 0)), ms, ss,
-                                    Rf_asLogical(check_only) == TRUE));
+    r_check(pg_state_dict_load_file(CHAR(STRING_ELT(caller, 0)), ms, ss, r_dtype_of(dtype)));
     return R_NilValue;
 }
 
@@ -102,3 +102,51 @@ SEXP R_pg_state_dict_check_args(SEXP caller, SEXP state_ok, SEXP strict_ok, SEXP
 }
 
 SEXP R_pg_state_dict_format(void) { return Rf_mkString(pg_state_dict_format()); }
+
+/* x[[name]] of a list (exact, the first), R_NilValue when x is no list or has none */
+static SEXP field(SEXP x, const char *name)
+{
+    SEXP nm = Rf_getAttrib(x, R_NamesSymbol);
+    if (TYPEOF(x) != VECSXP || !Rf_isString(nm)) return R_NilValue;
+    for (R_xlen_t i = 0; i < XLENGTH(nm); i++)
+        if (STRING_ELT(nm, i) != NA_STRING && !strcmp(CHAR(STRING_ELT(nm, i)), name))
+            return VECTOR_ELT(x, i);
+    return R_NilValue;
+}
+
+static const char *utf8_or_null(SEXP x)
+{
+    return Rf_isString(x) && XLENGTH(x) == 1 && STRING_ELT(x, 0) != NA_STRING
+        ? Rf_translateCharUTF8(STRING_ELT(x, 0))
+        : NULL;
+}
+
+/* pg_state_dict_container_check on what readRDS gave (box); version: its version as R prints
+ * it; have_model, have_model_fn, trust, all_f64: flags; dtype: ag_load_model's (NULL: none),
+ * shown as R shows it. list(asked ("f32" / "f64" or NULL), build), or the refusal as a status
+ * list. */
+SEXP R_pg_sd_container(SEXP box, SEXP path, SEXP version, SEXP flags, SEXP dtype, SEXP shown)
+{
+    SEXP fmt = field(box, "format"), ver = field(box, "version");
+    pg_state_dict_container c = {0};
+    c.path = utf8_or_null(path), c.version = utf8_or_null(version);
+    c.is_list = TYPEOF(box) == VECSXP;
+    /* identical(x, "ggmlR.ag_state") / identical(x, 1L): no attributes */
+    c.format = ATTRIB(fmt) == R_NilValue ? utf8_or_null(fmt) : NULL;
+    c.version_ok = TYPEOF(ver) == INTSXP && XLENGTH(ver) == 1 && INTEGER(ver)[0] == 1 &&
+        ATTRIB(ver) == R_NilValue;
+    c.have_model = LOGICAL(flags)[0] == TRUE, c.have_model_fn = LOGICAL(flags)[1] == TRUE;
+    c.trust = LOGICAL(flags)[2] == TRUE, c.all_f64 = LOGICAL(flags)[3] == TRUE;
+    c.stored_fn = Rf_isFunction(field(box, "model_fn"));
+    c.have_dtype = !Rf_isNull(dtype), c.dtype = utf8_or_null(dtype),
+    c.dtype_shown = utf8_or_null(shown);
+    c.params_list = TYPEOF(field(box, "parameters")) == VECSXP;
+    int asked = -1, build = -1, rc = pg_state_dict_container_check(&c, &asked, &build);
+    if (rc) return r_status_list(rc);
+    const char *nm[2] = {"asked", "build"};
+    SEXP out = PROTECT(r_named_list(nm, 2));
+    if (asked >= 0) SET_VECTOR_ELT(out, 0, Rf_mkString(asked == PG_DTYPE_F64 ? "f64" : "f32"));
+    SET_VECTOR_ELT(out, 1, Rf_mkString(build == PG_DTYPE_F64 ? "f64" : "f32"));
+    UNPROTECT(1);
+    return out;
+}

@@ -149,5 +149,7 @@ SEXP r_hyper_diff(const pg_optim_hyper_diff *d, SEXP state);
 /* r_modelfile_model.c: list(param names, params, buffer names, buffers, optimizer or NULL) as
  * the core's model description (R_alloc'd) */
 pg_mf_model r_mf_model(SEXP m);
+/* r_modelfile_args.c: "f32" / "f64" as the core's dtype code; NULL (nothing asked): -1 */
+int r_dtype_of(SEXP x);
 
 #endif

@@ -82,7 +82,10 @@ static void test_built(void)
     CHECK(pg_mf_build_dtype(-1, 0) == PG_DTYPE_F32);
 
     const char *names[2] = {"layer1_W", "layer1_b"};
-    int same[2] = {PG_DTYPE_F64, PG_DTYPE_F64}, mixed[2] = {PG_DTYPE_F64, PG_DTYPE_F32};
+    pg_tensor *w64 = pg_tensor_full(PG_DTYPE_F64, 2, 2, 0),
+              *b64 = pg_tensor_full(PG_DTYPE_F64, 2, 1, 0),
+              *b32 = pg_tensor_full(PG_DTYPE_F32, 2, 1, 0);
+    pg_tensor *same[2] = {w64, b64}, *mixed[2] = {w64, b32};
     CHECK(pg_mf_built_dtype_check(-1, 2, names, mixed) == PG_STATUS_OK); /* nothing asked */
     CHECK(pg_mf_built_dtype_check(PG_DTYPE_F64, 2, names, same) == PG_STATUS_OK);
     CHECK(pg_mf_built_dtype_check(PG_DTYPE_F64, 0, NULL, NULL) == PG_STATUS_OK);
@@ -93,7 +96,12 @@ static void test_built(void)
                "ag_load_model(): dtype = \"f32\" was asked for, but the model's parameter "
                "'layer1_W' is f64 (does model_fn fix its own dtype?)"));
     CHECK(pg_mf_built_dtype_check(PG_DTYPE_F32, 2, NULL, same) == PG_STATUS_ERR_ARG);
+    pg_tensor_release(w64), pg_tensor_release(b64), pg_tensor_release(b32);
     pg_clear_error();
+    CHECK(!strcmp(pg_mf_no_config_note("no to_config", 0),
+                  "ag_save_model(): saving the weights without the architecture (no to_config); "
+                  "load with ag_load_model(path, model=...)"));
+    CHECK(strstr(pg_mf_no_config_note(NULL, 1), "(); load with ag_load_model(path, model = ...)"));
 }
 
 void test_modelfile_args(void)

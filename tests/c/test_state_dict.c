@@ -219,11 +219,11 @@ static void test_args(void)
 }
 
 /* ag_load_model()'s container (pg_state_dict_load_file): the parameters' names must match, the
- * buffers' need not; ggmlR's texts, all value errors; check_only writes nothing */
+ * buffers' need not; ggmlR's texts, all value errors; the parameters' dtype last, nothing written */
 #define F "ag_load_model()"
 static void file_refused(fixture *f, const char *msg)
 {
-    CHECK_ERR(pg_state_dict_load_file(NULL, f->model, f->state, 0) == PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_state_dict_load_file(NULL, f->model, f->state, -1) == PG_STATUS_ERR_VALUE,
               PG_STATUS_ERR_VALUE, msg);
     CHECK(untouched(f));
 }
@@ -249,9 +249,13 @@ static void test_file(void)
     f.v[2][1] = 1e300; /* beyond the f32 buffer's range */
     file_refused(&f, F ": 'mean' holds 1e+300 (element 2), outside the f32 range");
     f.v[2][1] = 1;
-    CHECK(pg_state_dict_load_file(F, f.model, f.state, 1) == 0 && untouched(&f));
+    CHECK_ERR(pg_state_dict_load_file(F, f.model, f.state, PG_DTYPE_F64) == PG_STATUS_ERR_VALUE,
+              PG_STATUS_ERR_VALUE,
+              F ": dtype = \"f64\" was asked for, but the model's parameter 'W' is f32 (does "
+                "model_fn fix its own dtype?)");
+    CHECK(untouched(&f));
     f.state[1].n = 0; /* a buffer missing in the file: skipped, as ggmlR */
-    CHECK(pg_state_dict_load_file(F, f.model, f.state, 0) == 0);
+    CHECK(pg_state_dict_load_file(F, f.model, f.state, -1) == 0);
     double w[4], m[2];
     pg_tensor_read(f.t[0], w, PG_DTYPE_F64);
     pg_tensor_read(f.t[2], m, PG_DTYPE_F64);
@@ -259,9 +263,52 @@ static void test_file(void)
     teardown(&f);
 }
 
+/* the container's checks before anything is built, in ggmlR's order with its texts */
+static void test_container(void)
+{
+    int asked = 0, build = 0;
+    pg_state_dict_container c = {.path = "m.rds",
+                                 .format = "ggmlR.ag_state",
+                                 .is_list = 1,
+                                 .version_ok = 1,
+                                 .stored_fn = 1,
+                                 .trust = 1,
+                                 .params_list = 1};
+    CHECK(pg_state_dict_container_check(&c, &asked, &build) == 0 && asked == -1 &&
+          build == PG_DTYPE_F32);
+    c.all_f64 = 1, c.have_dtype = 1, c.dtype = "f32";
+    CHECK(pg_state_dict_container_check(&c, &asked, &build) == 0 && asked == PG_DTYPE_F32 &&
+          build == PG_DTYPE_F32);
+    c.have_dtype = 0;
+    CHECK(pg_state_dict_container_check(&c, &asked, &build) == 0 && build == PG_DTYPE_F64);
+    c.params_list = 0;
+    CHECK_ERR(pg_state_dict_container_check(&c, &asked, &build), PG_STATUS_ERR_VALUE,
+              F ": the container's parameters are not a list");
+    c.have_dtype = 1, c.dtype = "f16";
+    CHECK_ERR(pg_state_dict_container_check(&c, &asked, &build), PG_STATUS_ERR_VALUE,
+              F ": dtype \"f16\" is not supported by the CPU engine; use \"f32\" or \"f64\"");
+    c.stored_fn = 0;
+    CHECK_ERR(pg_state_dict_container_check(&c, &asked, &build), PG_STATUS_ERR_VALUE,
+              F ": no `model_fn` available. Pass one via the `model_fn` argument, or re-save the "
+                "model with `model_fn` so it is stored in the file.");
+    c.stored_fn = 1, c.trust = 0;
+    CHECK(pg_state_dict_container_check(&c, &asked, &build) == PG_STATUS_ERR_STATE &&
+          strstr(pg_last_error(), "m.rds stores its model_fn as R code") != NULL);
+    c.version_ok = 0, c.version = "2";
+    CHECK_ERR(pg_state_dict_container_check(&c, &asked, &build), PG_STATUS_ERR_VALUE,
+              F ": unsupported container version 2 (this ggmlR supports version 1).");
+    c.format = "other";
+    CHECK_ERR(pg_state_dict_container_check(&c, &asked, &build), PG_STATUS_ERR_VALUE,
+              F ": file is not a ggmlR ag_state container. (m.rds: an R data file without format "
+                "\"ggmlR.ag_state\")");
+    CHECK(pg_state_dict_container_check(NULL, &asked, &build) == PG_STATUS_ERR_ARG);
+    pg_clear_error();
+}
+
 void test_state_dict(void)
 {
     test_file();
+    test_container();
     test_args();
     test_names();
     test_values();

@@ -189,6 +189,17 @@ def test_custom_model_without_config(tmp_path):
     with pytest.raises(pg.PyggmlrValueError, match="no architecture"):
         pg.ag_load_model(tmp_path / "n.safetensors")
 
+    class Custom(Net):  # a to_config() that refuses: the weights alone, with the core's warning
+        def to_config(self):
+            raise pg.PyggmlrValueError("no config for Custom")
+
+    want = (
+        r"^ag_save_model\(\): saving the weights without the architecture \(no config for "
+        r"Custom\); load with ag_load_model\(path, model=\.\.\.\)$"
+    )
+    with pytest.warns(UserWarning, match=want):
+        pg.ag_save_model(Custom(), tmp_path / "c.safetensors")
+
 
 def test_atomic_save_leaves_no_temp_files(tmp_path, monkeypatch):
     m, _, _ = _trained()

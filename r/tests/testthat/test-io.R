@@ -122,6 +122,9 @@ test_that("a file without an architecture needs model or model_fn", {
   m <- ag_sequential(ag_linear(2, 2), custom)
   f <- tempfile(fileext = ".safetensors")
   expect_warning(ag_save_model(m, f), "without the architecture")
+  w <- tryCatch(ag_save_model(m, f), warning = function(w) conditionMessage(w))  # the core's text
+  expect_match(w, paste0("^ag_save_model\\(\\): saving the weights without the architecture ",
+                        "\\(.*\\); load with ag_load_model\\(path, model = \\.\\.\\.\\)$"))
   expect_error(ag_load_model(f), "model_fn")
   custom$w$data <- matrix(0, 2, 2)
   ag_load_model(f, model = m)

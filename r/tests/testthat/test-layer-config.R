@@ -38,6 +38,8 @@ test_that("the core's table words every refusal, as in Python", {
 test_that("the core fills the defaults and the types agree with the constructors", {
   expect_identical(.Call(pyggmlr:::R_pg_layer_types),
                    c("sequential", sort(names(pyggmlr:::.BUILDERS))))
+  expect_true(all(vapply(pyggmlr:::.BUILDERS, exists, logical(1),
+                         envir = asNamespace("pyggmlr"), inherits = FALSE)))
   m <- ag_module_from_config(list(type = "linear", in_features = 2L, out_features = 3))
   expect_identical(m$to_config(), list(type = "linear", in_features = 2L, out_features = 3L,
                                        activation = NULL, init = "glorot_uniform", gain = 1))
