@@ -52,9 +52,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   SW <- .fit_sample_weight(sample_weight)  # fit_weight.R; the values are the core's to check
   CW <- .fit_class_weight(class_weight, y)
   weighted <- !is.null(SW) || !is.null(CW)
-  tg <- .fit_targets(y, L$name, X)
-  if (classify == 1L && !is.null(tg$Y) && nrow(tg$Y) == 1L)  # arg-max: the ids against outputs
-    .check_classes(tg, model, nrow(X))  # fit_hints.R: 1-based labels, the classes
+  tg <- .fit_targets(y, L$name, X, classify, model)  # the samples, the classes against outputs
   j <- .fit_join(d, X, tg$Y, val_split)  # validation_data's columns last, in the plan
   val_split <- j$val_split
   n <- j$n

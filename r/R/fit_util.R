@@ -107,22 +107,20 @@
                             names(v)[!ok][1L])
     v <- t(as.matrix(v))
   }
-  if (is.null(dim(v))) {
-    if (!is.numeric(v) && !is.logical(v)) .fit_type_stop("%s: %s must be numeric", fn, name)
-    v <- matrix(as.double(v), nrow = 1L)
-  }
-  if (length(dim(v)) != 2L)  # classed as Python's ShapeError
-    .arg_fail("shape",
-              "%s: %s must be a [features, n] matrix (samples are columns), got a %s array", fn,
-              name, paste(dim(v), collapse = "x"))
+  # the [features, n] rule and its text (a vector: one row) are the core's (pg_fit_cols)
+  .Call(R_pg_fit_cols, fn, name, if (is.null(dim(v))) length(v) else dim(v))
   if (!is.numeric(v) && !is.logical(v)) .fit_type_stop("%s: %s must be numeric", fn, name)
+  if (length(dim(v)) != 2L) v <- matrix(v, nrow = 1L)
   # touched only when needed: either would copy the whole data set (pages faulted in every run)
   if (!is.double(v)) storage.mode(v) <- "double"
   if (!is.null(dimnames(v))) dimnames(v) <- NULL
   v
 }
 
-.fit_targets <- function(y, loss, X) {
+# y as [rows, n] doubles (a factor: 0-based ids, its levels kept), checked by the core
+# (pg_fit_targets): the samples against x's, arg-max ids against the model's outputs (read from
+# its layer configs; 1-based ids get R's hint) and a factor's levels
+.fit_targets <- function(y, loss, X, classify, model) {
   if (is.null(y)) return(list(Y = NULL))
   lev <- if (is.factor(y)) levels(y)
   if (is.factor(y)) {  # missing labels, then the loss: the core's rules and texts
@@ -131,7 +129,9 @@
     y <- as.integer(y) - 1L  # levels in order -> 0-based class ids
   }
   Y <- .fit_cols(y, "y")
-  .Call(R_pg_fit_check_samples, dim(X), dim(Y))  # the samples agree, else the core's hint
+  k <- if (classify == 1L) tryCatch(.out_rows(model, nrow(X), all = TRUE), error = function(e)
+    tryCatch(.out_rows(model, nrow(X)), error = function(e) NA_integer_))
+  .Call(R_pg_fit_targets, dim(X), Y, classify, k, if (!is.null(lev)) length(lev))
   list(Y = Y, levels = lev)
 }
 

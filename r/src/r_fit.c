@@ -108,15 +108,6 @@ SEXP R_pg_accuracy(SEXP out, SEXP y, SEXP threshold, SEXP bools)
 
 /* ag_fit's class ids before training (pg_fit_check_ids): y a double matrix [1, n]; outputs NA:
  * unknown; nlevels NULL: not a factor; R's 1-based hint */
-SEXP R_pg_fit_check_ids(SEXP y, SEXP outputs, SEXP nlevels)
-{
-    if (TYPEOF(y) != REALSXP) r_stopf(PG_STATUS_ERR_ARG, "ag_fit: class ids must be doubles");
-    const double k = Rf_asReal(outputs);
-    r_check(pg_fit_check_ids(REAL(y), XLENGTH(y), ISNAN(k) ? -1 : (int64_t)k,
-                             Rf_isNull(nlevels) ? -1 : (int64_t)Rf_asReal(nlevels), 1));
-    return R_NilValue;
-}
-
 /* the hint for ids that look 1-based for k classes, or NULL (ag_softmax_cross_entropy_loss) */
 SEXP R_pg_fit_one_based_hint(SEXP ids, SEXP k)
 {
@@ -127,17 +118,38 @@ SEXP R_pg_fit_one_based_hint(SEXP ids, SEXP k)
 }
 
 /* validation_data: the plan was made unshuffled; its training part reshuffles per epoch from now */
-/* ag_fit: y has x's samples (dim(x), dim(y)), else the core's error with R's t() in its hint */
-SEXP R_pg_fit_check_samples(SEXP dx, SEXP dy)
+/* ag_fit's targets Y (a double matrix) against dim(x) and, under classify arg-max, the model's
+ * outputs (NA: unknown) and a factor's levels (NULL: none): pg_fit_targets with R's t() in the
+ * hint and its 1-based idiom */
+SEXP R_pg_fit_targets(SEXP dx, SEXP y, SEXP classify, SEXP outputs, SEXP nlevels)
 {
-    if (XLENGTH(dx) != 2 || XLENGTH(dy) != 2) r_stopf(PG_STATUS_ERR_ARG, "expected two dims");
-    const double *a = REAL(dx = PROTECT(Rf_coerceVector(dx, REALSXP)));
-    const double *b = REAL(dy = PROTECT(Rf_coerceVector(dy, REALSXP)));
-    const int rc = pg_fit_check_samples((int64_t)a[0], (int64_t)a[1], (int64_t)b[0], (int64_t)b[1],
-                                        "t(x)", "t(y)");
-    UNPROTECT(2);
+    SEXP dy = Rf_getAttrib(y, R_DimSymbol);
+    if (XLENGTH(dx) != 2 || XLENGTH(dy) != 2 || TYPEOF(y) != REALSXP)
+        r_stopf(PG_STATUS_ERR_ARG, "ag_fit: targets must be a double matrix");
+    const double *a = REAL(dx = PROTECT(Rf_coerceVector(dx, REALSXP))), k = Rf_asReal(outputs);
+    const int rc =
+        pg_fit_targets((int64_t)a[0], (int64_t)a[1], INTEGER(dy)[0], INTEGER(dy)[1], REAL(y),
+                       Rf_asInteger(classify), ISNAN(k) ? -1 : (int64_t)k,
+                       Rf_isNull(nlevels) ? -1 : (int64_t)Rf_asReal(nlevels), 1, "t(x)", "t(y)");
+    UNPROTECT(1);
     r_check(rc);
     return R_NilValue;
+}
+
+/* the [features, n] rule (pg_fit_cols) for a value of dims: c(rows, n), else the core's text */
+SEXP R_pg_fit_cols(SEXP fn, SEXP what, SEXP dims)
+{
+    SEXP d = PROTECT(Rf_coerceVector(dims, REALSXP));
+    const int nd = (int)XLENGTH(d);
+    int64_t *v = (int64_t *)R_alloc((size_t)(nd ? nd : 1), sizeof *v), rows = 0, n = 0;
+    for (int i = 0; i < nd; i++) v[i] = (int64_t)REAL(d)[i];
+    const int rc =
+        pg_fit_cols(CHAR(STRING_ELT(fn, 0)), CHAR(STRING_ELT(what, 0)), v, nd, &rows, &n);
+    UNPROTECT(1);
+    r_check(rc);
+    SEXP r = Rf_allocVector(REALSXP, 2);
+    REAL(r)[0] = (double)rows, REAL(r)[1] = (double)n;
+    return r;
 }
 
 /* ag_dataloader: the same with its name, col_major = FALSE offered first */
