@@ -223,6 +223,11 @@ int pg_fit_labels_missing(int validation, int64_t nmissing, int64_t first);
 int pg_labels_code(const char *fn, const char *what, const char *whose, const char *const *labels,
                    int64_t n, const char *const *classes, int64_t nclasses, int validation,
                    double *ids);
+/* ag_fit's labels given as strings (R's character y, Python's str values; NULL: missing), once
+ * for R and Python: the classes are the distinct labels in code-point order (their UTF-8 bytes).
+ * Writes each label's 0-based class id to ids (-1: missing) and the index of each class's first
+ * label to first (room for n); returns the number of classes, or -status. */
+int64_t pg_labels_classes(const char *const *labels, int64_t n, int64_t *ids, int64_t *first);
 /* ag_fit's class labels (R's factor y, Python's strings or Categorical): nmissing missing ones
  * (the first at 0-based column first) are PG_STATUS_ERR_VALUE as the non-finite check words
  * them; then the loss must be "cross_entropy", or with nlabels 2 one of the BCE losses (factor:

@@ -265,6 +265,24 @@ SEXP R_pg_labels_code(SEXP fn, SEXP what, SEXP whose, SEXP labels, SEXP classes,
     return ids;
 }
 
+/* a character vector's classes (pg_labels_classes: code-point order, NA missing): the 1-based
+ * index of each class's first label, in class order */
+SEXP R_pg_labels_classes(SEXP labels)
+{
+    const R_xlen_t n = XLENGTH(labels);
+    const char **l = (const char **)R_alloc((size_t)(n ? n : 1), sizeof *l);
+    int64_t *ids = (int64_t *)R_alloc((size_t)(n ? n : 1), sizeof *ids);
+    int64_t *first = (int64_t *)R_alloc((size_t)(n ? n : 1), sizeof *first);
+    for (R_xlen_t i = 0; i < n; i++)
+        l[i] =
+            STRING_ELT(labels, i) == NA_STRING ? NULL : Rf_translateCharUTF8(STRING_ELT(labels, i));
+    const int64_t k = pg_labels_classes(l, (int64_t)n, ids, first);
+    if (k < 0) r_fail();
+    SEXP r = Rf_allocVector(REALSXP, (R_xlen_t)k);
+    for (int64_t c = 0; c < k; c++) REAL(r)[c] = (double)first[c] + 1;
+    return r;
+}
+
 /* a model with return_state set: the core's refusal naming fn and the model's name */
 SEXP R_pg_fit_return_state(SEXP fn, SEXP model)
 {
