@@ -289,3 +289,19 @@ def test_target_json_is_documented_shape(tmp_path):
         "classes": ["a", "b"],
     }
     assert os.path.getsize(p) > 0
+
+
+def test_features_n_rule_is_the_cores():
+    """x / y as [features, n]: a vector is one row of samples, more than two dimensions are
+    refused with the core's text (pg_fit_cols), word for word as R's."""
+    m = pg.ag_linear(1, 2)
+    assert pg.ag_predict(m, np.array([1.0, 2.0, 3.0])).shape == (2, 3)
+    msg = "ag_predict: x must be a [features, n] matrix (samples are columns), got a 2x3x4 array"
+    with pytest.raises(pg.errors.ShapeError) as e:
+        pg.ag_predict(m, np.zeros((2, 3, 4)))
+    assert str(e.value) == msg
+    with pytest.raises(pg.errors.ShapeError) as e:
+        pg.ag_evaluate(m, np.zeros((1, 3)), 1.0, loss="mse")
+    assert str(e.value) == (
+        "ag_evaluate: y must be a [features, n] matrix (samples are columns), got a scalar"
+    )
