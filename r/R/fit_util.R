@@ -1,9 +1,6 @@
 # ag_fit's helpers: argument checks, data and targets, losses, snapshots, the optimizer set-up
 # and the compiled steps (fit.R runs the loop).
 
-# ag_fit's refusal of the wrong kind of data, classed as Python's ArgumentError
-.fit_type_stop <- function(...) .arg_fail("argument", ...)
-
 # an argument of the wrong kind (a pg_fit_kind name): the core's text (pg_fit_kind_fail)
 .fit_kind_fail <- function(what, shown, epoch = 0) .Call(R_pg_fit_kind_fail, what, shown, epoch)
 
@@ -78,7 +75,7 @@
     .Call(R_pg_fit_return_state, fn, paste(model$name))
   if ((is.environment(model) || is.list(model)) && is.function(model$forward)) return(model$forward)
   if (is.function(model)) return(model)
-  .fit_type_stop("%s: model must have a forward(x) function", fn)
+  .arg_fail("argument", "%s: model must have a forward(x) function", fn)
 }
 
 .fit_forward <- function(model, x, fn = "ag_fit") .fit_out(.fit_forward_fn(model, fn)(x), fn)
@@ -103,13 +100,13 @@
   .check_dims(v, fn, name)
   if (is.data.frame(v)) {
     ok <- vapply(v, function(col) is.numeric(col) || is.logical(col), logical(1))
-    if (!all(ok)) .fit_type_stop("%s: %s: data.frame column '%s' is not numeric", fn, name,
-                            names(v)[!ok][1L])
+    if (!all(ok)) .arg_fail("argument", "%s: %s: data.frame column '%s' is not numeric", fn,
+                            name, names(v)[!ok][1L])
     v <- t(as.matrix(v))
   }
   # the [features, n] rule and its text (a vector: one row) are the core's (pg_fit_cols)
   .Call(R_pg_fit_cols, fn, name, if (is.null(dim(v))) length(v) else dim(v))
-  if (!is.numeric(v) && !is.logical(v)) .fit_type_stop("%s: %s must be numeric", fn, name)
+  if (!is.numeric(v) && !is.logical(v)) .arg_fail("argument", "%s: %s must be numeric", fn, name)
   if (length(dim(v)) != 2L) v <- matrix(v, nrow = 1L)
   # touched only when needed: either would copy the whole data set (pages faulted in every run)
   if (!is.double(v)) storage.mode(v) <- "double"
