@@ -114,6 +114,16 @@ int pg_fit_kind_fail(int what, const char *shown, int64_t epoch, int r_spelling)
     }
 }
 
+/* "a 2x3x4 array" (or "a scalar") into buf */
+static const char *dims_text(char *buf, size_t cap, const int64_t *dims, int ndim)
+{
+    snprintf(buf, cap, "a scalar");
+    for (int i = 0, at = 0; i < ndim && at < (int)cap - 24; i++)
+        at += snprintf(buf + at, cap - (size_t)at, "%s%lld%s", i ? "x" : "a ", (long long)dims[i],
+                       i == ndim - 1 ? " array" : "");
+    return buf;
+}
+
 int pg_fit_cols(const char *fn, const char *what, const int64_t *dims, int ndim, int64_t *rows,
                 int64_t *n)
 {
@@ -123,13 +133,20 @@ int pg_fit_cols(const char *fn, const char *what, const int64_t *dims, int ndim,
         *rows = ndim == 1 ? 1 : dims[0], *n = dims[ndim - 1];
         return 0;
     }
-    char got[128] = "a scalar";
-    for (int i = 0, at = 0; i < ndim && at < (int)sizeof got - 24; i++)
-        at += snprintf(got + at, sizeof got - (size_t)at, "%s%lld%s", i ? "x" : "a ",
-                       (long long)dims[i], i == ndim - 1 ? " array" : "");
+    char got[128];
     return pg_fail(PG_STATUS_ERR_SHAPE,
                    "%s: %s must be a [features, n] matrix (samples are columns), got %s", fn, what,
-                   got);
+                   dims_text(got, sizeof got, dims, ndim));
+}
+
+int pg_labels_shape(const int64_t *dims, int ndim)
+{
+    if (ndim > 0 && !dims) return pg_fail(PG_STATUS_ERR_ARG, "pg_labels_shape(): NULL");
+    if (ndim == 1 || (ndim == 2 && (dims[0] == 1 || dims[1] == 1))) return 0;
+    char got[128];
+    return pg_fail(PG_STATUS_ERR_VALUE,
+                   "ag_fit: labels y must be one label per sample (a vector), got %s",
+                   dims_text(got, sizeof got, dims, ndim));
 }
 
 int pg_fit_targets(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const double *y, int classify,

@@ -223,6 +223,9 @@ int pg_fit_labels_missing(int validation, int64_t nmissing, int64_t first);
 int pg_labels_code(const char *fn, const char *what, const char *whose, const char *const *labels,
                    int64_t n, const char *const *classes, int64_t nclasses, int validation,
                    double *ids);
+/* ag_fit's labels y given as strings hold one label a sample: a vector, or a matrix of one row or
+ * one column (dims, ndim); anything else is PG_STATUS_ERR_VALUE naming the dims. */
+int pg_labels_shape(const int64_t *dims, int ndim);
 /* ag_fit's labels given as strings (R's character y, Python's str values; NULL: missing), once
  * for R and Python: the classes are the distinct labels in code-point order (their UTF-8 bytes).
  * Writes each label's 0-based class id to ids (-1: missing) and the index of each class's first

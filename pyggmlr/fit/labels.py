@@ -42,13 +42,9 @@ def _strings(y: Any) -> Optional[np.ndarray]:
             return None
         if a.dtype.kind == "O" and not any(isinstance(v, str) for v in a.ravel()):
             return None
-        if a.ndim == 2 and 1 in a.shape:
-            a = a.ravel()
-        if a.ndim != 1:
-            raise PyggmlrValueError(
-                f"ag_fit: labels y must be one label per sample (a vector), got a {a.shape} array"
-            )
-        a = a.astype(object)
+        dims = ffi.new("int64_t[]", list(a.shape) or 1)
+        check(lib.pg_labels_shape(dims, a.ndim))  # one label a sample: the core's rule, as R's
+        a = a.ravel().astype(object)
     for v in a:
         if not (isinstance(v, str) or v is None or (isinstance(v, float) and np.isnan(v))):
             raise PyggmlrValueError(

@@ -263,6 +263,7 @@ extern SEXP R_pg_fit_kind_fail(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_labels_check(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_labels_code(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_labels_classes(SEXP);
+extern SEXP R_pg_labels_shape(SEXP);
 extern SEXP R_pg_arg_int(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_arg_num(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_one_based_hint(SEXP, SEXP);
@@ -532,6 +533,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_labels_check", (DL_FUNC)&R_pg_fit_labels_check, 4},
     {"R_pg_labels_code", (DL_FUNC)&R_pg_labels_code, 6},
     {"R_pg_labels_classes", (DL_FUNC)&R_pg_labels_classes, 1},
+    {"R_pg_labels_shape", (DL_FUNC)&R_pg_labels_shape, 1},
     {"R_pg_arg_int", (DL_FUNC)&R_pg_arg_int, 8},
     {"R_pg_arg_num", (DL_FUNC)&R_pg_arg_num, 9},
     {"R_pg_fit_one_based_hint", (DL_FUNC)&R_pg_fit_one_based_hint, 2},

@@ -283,6 +283,19 @@ SEXP R_pg_labels_classes(SEXP labels)
     return r;
 }
 
+/* labels y's dims (a vector's length, else dim(y)): one label a sample (pg_labels_shape) */
+SEXP R_pg_labels_shape(SEXP dims)
+{
+    SEXP d = PROTECT(Rf_coerceVector(dims, REALSXP));
+    const int nd = (int)XLENGTH(d);
+    int64_t *v = (int64_t *)R_alloc((size_t)(nd ? nd : 1), sizeof *v);
+    for (int i = 0; i < nd; i++) v[i] = (int64_t)REAL(d)[i];
+    const int rc = pg_labels_shape(v, nd);
+    UNPROTECT(1);
+    r_check(rc);
+    return R_NilValue;
+}
+
 /* a model with return_state set: the core's refusal naming fn and the model's name */
 SEXP R_pg_fit_return_state(SEXP fn, SEXP model)
 {

@@ -167,6 +167,11 @@ static void test_cols_targets(void)
               "array");
     CHECK_ERR(pg_fit_cols("ag_fit", "y", d, 0, &r, &n), PG_STATUS_ERR_SHAPE,
               "ag_fit: y must be a [features, n] matrix (samples are columns), got a scalar");
+    const int64_t col[2] = {3, 1}, mat[2] = {2, 3};
+    CHECK(pg_labels_shape(d, 1) == 0 && pg_labels_shape(col, 2) == 0);
+    CHECK_ERR(pg_labels_shape(mat, 2), PG_STATUS_ERR_VALUE,
+              "ag_fit: labels y must be one label per sample (a vector), got a 2x3 array");
+    CHECK_ERR(pg_labels_shape(d, 0), PG_STATUS_ERR_VALUE, "got a scalar");
     const double ids[3] = {0, 2, 4}, one[3] = {1, 2, 3};
     CHECK(pg_fit_targets(2, 3, 1, 3, ids, PG_FIT_CLASSIFY_ARGMAX, -1, -1, 0, "x.T", "y.T") == 0);
     CHECK(pg_fit_targets(2, 3, 1, 3, ids, PG_FIT_CLASSIFY_NONE, 3, -1, 0, "x.T", "y.T") == 0);

@@ -305,3 +305,14 @@ def test_features_n_rule_is_the_cores():
     assert str(e.value) == (
         "ag_evaluate: y must be a [features, n] matrix (samples are columns), got a scalar"
     )
+
+
+def test_labels_shape_rule_is_the_cores():
+    """String labels: one a sample (a vector, or one row / one column), else the core's text
+    (pg_labels_shape), word for word as R's."""
+    y = np.array([["a", "b", "a"], ["b", "a", "b"]])
+    with pytest.raises(PyggmlrValueError) as e:
+        pg.ag_fit(pg.ag_linear(4, 2), _data()[:, :3], y, nepoch=1, silent=True)
+    assert str(e.value) == (
+        "ag_fit: labels y must be one label per sample (a vector), got a 2x3 array"
+    )

@@ -207,3 +207,10 @@ test_that("the [features, n] rule is the core's: a vector is one row, more dims 
   expect_error(ag_predict(m, array(0, c(2L, 3L, 4L))), msg, fixed = TRUE,
                class = "pyggmlr_shape_error")
 })
+
+test_that("string labels are one a sample (the core's rule and text, as Python's)", {
+  y <- matrix(c("a", "b", "a", "b", "a", "b"), 2L, 3L)
+  expect_error(ag_fit(ag_linear(4, 2), pred_x(n = 3L), y, nepoch = 1L, silent = TRUE),
+               "ag_fit: labels y must be one label per sample (a vector), got a 2x3 array",
+               fixed = TRUE, class = "pyggmlr_value_error")
+})
