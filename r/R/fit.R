@@ -25,7 +25,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   .Call(R_pg_fit_flags_check, flag(distributed), is.null(static) || flag(static))  # core's texts
   fm <- .fit_formula(x, y, data)  # fit_formula.R: y ~ ., data = df; factor columns of a df x
   d <- .fit_data(fm$x, fm$y, validation_data, batch_size, shuffle, seed)
-  x <- d$x
   y <- d$y
   batch_size <- d$batch_size
   shuffle <- d$shuffle
@@ -44,7 +43,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     .arg_fail("argument", "ag_fit: val_split must be a number, got %s", .arg_show(val_split))
   if (!is.null(opt_params) && !is.function(opt_params)) .fit_kind_fail("OPT_PARAMS_FN", "")
 
-  X <- .fit_cols(x, "x")
+  X <- .fit_cols(d$x, "x")
   rules <- .Call(R_pg_fit_loss_rules, if (is.null(L$code)) -1L else L$code, !is.null(y))
   classify <- rules[[1L]]  # how accuracy is counted: 0 none, 1 arg-max, 2 / 3 binary (BCE)
   per_datapoint <- rules[[2L]] == 1L  # a mean per sample (all but sum)
