@@ -124,14 +124,14 @@ static const char *dims_text(char *buf, size_t cap, const int64_t *dims, int ndi
     return buf;
 }
 
-int pg_fit_cols(const char *fn, const char *what, const int64_t *dims, int ndim, int64_t *rows,
-                int64_t *n)
+int pg_fit_cols(const char *fn, const char *what, const int64_t *dims, int ndim, int samples,
+                int64_t *rows, int64_t *n)
 {
     if (!fn || !what || !rows || !n || (ndim > 0 && !dims))
         return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_cols(): NULL");
     if (ndim == 1 || ndim == 2) { /* a vector is one row of samples */
         *rows = ndim == 1 ? 1 : dims[0], *n = dims[ndim - 1];
-        return 0;
+        return samples && !*n ? pg_fail(PG_STATUS_ERR_SHAPE, "%s: %s has no samples", fn, what) : 0;
     }
     char got[128];
     return pg_fail(PG_STATUS_ERR_SHAPE,

@@ -97,9 +97,10 @@ int pg_check_samples(const char *fn, int64_t xr, int64_t xc, int64_t yr, int64_t
                      const char *ty, const char *both);
 /* ag_fit / ag_predict / ag_evaluate's data as a [features, n] matrix, once for R and Python: a
  * value of ndim dims (dims[i]) that has one (a vector: one row of n samples) or two ([rows, n])
- * writes rows and n; anything else is PG_STATUS_ERR_SHAPE naming fn, what and the dims. */
-int pg_fit_cols(const char *fn, const char *what, const int64_t *dims, int ndim, int64_t *rows,
-                int64_t *n);
+ * writes rows and n; anything else is PG_STATUS_ERR_SHAPE naming fn, what and the dims, and so is
+ * n 0 with samples (ag_predict's x). */
+int pg_fit_cols(const char *fn, const char *what, const int64_t *dims, int ndim, int samples,
+                int64_t *rows, int64_t *n);
 /* ag_fit's targets y [yr, yc] before training: pg_fit_check_samples against x [xr, xc], then,
  * with classify PG_FIT_CLASSIFY_ARGMAX and class ids (yr 1, y's yc values),
  * pg_fit_check_ids(y, yc, outputs, nlevels, one_based). */

@@ -90,12 +90,13 @@ def _restore(model, snap):
 # data
 
 
-def _as_cols(v, name, fn="ag_fit"):
-    """v as a [features, n] array (a vector: one row), else the core's text (pg_fit_cols)."""
+def _as_cols(v, name, fn="ag_fit", samples=False):
+    """v as a [features, n] array (a vector: one row), else the core's text (pg_fit_cols;
+    samples: n 0 refused)."""
     a = v.numpy() if isinstance(v, Tensor) else as_numeric(v, fn, name)
     rn = ffi.new("int64_t[2]")
     dims = ffi.new("int64_t[]", list(a.shape) or 1)
-    check(lib.pg_fit_cols(fn.encode(), name.encode(), dims, a.ndim, rn, rn + 1))
+    check(lib.pg_fit_cols(fn.encode(), name.encode(), dims, a.ndim, samples, rn, rn + 1))
     return np.asfortranarray(a.reshape(rn[0], rn[1]))
 
 

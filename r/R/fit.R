@@ -273,9 +273,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     .arg_fail("argument", "%s: model must have a forward(x) function, got %s", fn,
               class(model)[[1L]])
   .fit_forward_fn(model, fn)  # refuses a return_state layer, as Python's
-  X <- .fit_cols(x, "x", fn)
+  X <- .fit_cols(x, "x", fn, samples = TRUE)  # none: the core's text
   batch_size <- .fit_int(batch_size, "batch_size", fn = fn)
-  if (ncol(X) == 0L) .arg_fail("shape", "%s: x has no samples", fn)
   p <- .layer_params(model)
   dtype <- if (length(p)) p[[1L]]$dtype else ag_default_dtype()
   was_training <- (is.environment(model) && isTRUE(model$training))

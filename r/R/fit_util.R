@@ -89,7 +89,7 @@
 
 # x, y as [features, n] double matrices (samples are columns). A data.frame has one row per
 # sample and is transposed; a vector is one row.
-.fit_cols <- function(v, name, fn = "ag_fit") {
+.fit_cols <- function(v, name, fn = "ag_fit", samples = FALSE) {
   if (is_ag_tensor(v)) v <- v$data
   # a tampered dim must not reach R's `[` (it trusts dim); named after the public caller
   # (an internal caller such as .fit_targets is not named: fn, ag_fit by default, is)
@@ -105,7 +105,7 @@
     v <- t(as.matrix(v))
   }
   # the [features, n] rule and its text (a vector: one row) are the core's (pg_fit_cols)
-  .Call(R_pg_fit_cols, fn, name, if (is.null(dim(v))) length(v) else dim(v))
+  .Call(R_pg_fit_cols, fn, name, if (is.null(dim(v))) length(v) else dim(v), samples)
   if (!is.numeric(v) && !is.logical(v)) .arg_fail("argument", "%s: %s must be numeric", fn, name)
   if (length(dim(v)) != 2L) v <- matrix(v, nrow = 1L)
   # touched only when needed: either would copy the whole data set (pages faulted in every run)

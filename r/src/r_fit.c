@@ -136,15 +136,16 @@ SEXP R_pg_fit_targets(SEXP dx, SEXP y, SEXP classify, SEXP outputs, SEXP nlevels
     return R_NilValue;
 }
 
-/* the [features, n] rule (pg_fit_cols) for a value of dims: c(rows, n), else the core's text */
-SEXP R_pg_fit_cols(SEXP fn, SEXP what, SEXP dims)
+/* the [features, n] rule (pg_fit_cols) for a value of dims (samples: n 0 refused): c(rows, n),
+ * else the core's text */
+SEXP R_pg_fit_cols(SEXP fn, SEXP what, SEXP dims, SEXP samples)
 {
     SEXP d = PROTECT(Rf_coerceVector(dims, REALSXP));
     const int nd = (int)XLENGTH(d);
     int64_t *v = (int64_t *)R_alloc((size_t)(nd ? nd : 1), sizeof *v), rows = 0, n = 0;
     for (int i = 0; i < nd; i++) v[i] = (int64_t)REAL(d)[i];
-    const int rc =
-        pg_fit_cols(CHAR(STRING_ELT(fn, 0)), CHAR(STRING_ELT(what, 0)), v, nd, &rows, &n);
+    const int rc = pg_fit_cols(CHAR(STRING_ELT(fn, 0)), CHAR(STRING_ELT(what, 0)), v, nd,
+                               Rf_asLogical(samples) == 1, &rows, &n);
     UNPROTECT(1);
     r_check(rc);
     SEXP r = Rf_allocVector(REALSXP, 2);

@@ -160,12 +160,16 @@ static void test_kind_fail(void)
 static void test_cols_targets(void)
 {
     int64_t d[3] = {2, 3, 4}, r = 0, n = 0;
-    CHECK(pg_fit_cols("ag_fit", "x", d, 1, &r, &n) == 0 && r == 1 && n == 2);
-    CHECK(pg_fit_cols("ag_fit", "x", d, 2, &r, &n) == 0 && r == 2 && n == 3);
-    CHECK_ERR(pg_fit_cols("ag_predict", "x", d, 3, &r, &n), PG_STATUS_ERR_SHAPE,
+    CHECK(pg_fit_cols("ag_fit", "x", d, 1, 1, &r, &n) == 0 && r == 1 && n == 2);
+    CHECK(pg_fit_cols("ag_fit", "x", d, 2, 1, &r, &n) == 0 && r == 2 && n == 3);
+    const int64_t none[2] = {2, 0};
+    CHECK(pg_fit_cols("ag_fit", "x", none, 2, 0, &r, &n) == 0 && r == 2 && n == 0);
+    CHECK_ERR(pg_fit_cols("ag_predict", "x", none, 2, 1, &r, &n), PG_STATUS_ERR_SHAPE,
+              "ag_predict: x has no samples");
+    CHECK_ERR(pg_fit_cols("ag_predict", "x", d, 3, 0, &r, &n), PG_STATUS_ERR_SHAPE,
               "ag_predict: x must be a [features, n] matrix (samples are columns), got a 2x3x4 "
               "array");
-    CHECK_ERR(pg_fit_cols("ag_fit", "y", d, 0, &r, &n), PG_STATUS_ERR_SHAPE,
+    CHECK_ERR(pg_fit_cols("ag_fit", "y", d, 0, 0, &r, &n), PG_STATUS_ERR_SHAPE,
               "ag_fit: y must be a [features, n] matrix (samples are columns), got a scalar");
     const int64_t col[2] = {3, 1}, mat[2] = {2, 3};
     CHECK(pg_labels_shape(d, 1) == 0 && pg_labels_shape(col, 2) == 0);
