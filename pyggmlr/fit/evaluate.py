@@ -1,5 +1,6 @@
-"""ag_evaluate and the metric names of ag_fit(metrics=): every value is computed in the core
-(native/metrics.c, the same calls as R's), this file validates and converts."""
+"""ag_evaluate and the metric names of ag_fit(metrics=): every value is computed and assembled in
+the core (native/metrics.c, native/evaluate.c: the same calls as R's), this file validates,
+converts and shapes the results."""
 
 from __future__ import annotations
 

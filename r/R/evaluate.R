@@ -1,5 +1,5 @@
-# ag_evaluate and ag_fit(metrics =)'s names: every value comes from the core (native/metrics.c,
-# r/src/r_metrics.c), the same calls as Python's pyggmlr/fit/evaluate.py.
+# ag_evaluate and ag_fit(metrics =)'s names: every value is computed and assembled in the core
+# (native/metrics.c, native/evaluate.c), the same calls as Python's pyggmlr/fit/evaluate.py.
 
 # metrics: NULL or a character vector of names (the core checks the names against the task)
 .metric_names <- function(metrics, fn) {
