@@ -1,6 +1,8 @@
-/* ag_fit's data and display arguments (pg_api_train.h), once for R and Python: validation_data's
- * columns appended into the plan, keras' verbose levels, the distributed / static flags and
- * resume_from's text. The hosts check the kinds of their own values and pass what they saw. */
+/* ag_fit's data and display arguments (pg_api_train.h), once for R and Python: the [features, n]
+ * rule, the targets' checks, validation_data's columns appended into the plan, keras' verbose
+ * levels, the distributed / static flags and resume_from's text. The hosts check the kinds of
+ * their own values and pass what they saw. */
+#include <stdio.h>
 #include <string.h>
 #include "pg.h"
 
@@ -113,4 +115,47 @@ int pg_fit_kind_fail(int what, const char *shown, int64_t epoch, int r_spelling)
                        got);
     default: return pg_fail(PG_STATUS_ERR_ARG, "%s: unknown argument kind %d", OP, what);
     }
+}
+
+/* "a 2x3x4 array" (or "a scalar") into buf */
+static const char *dims_text(char *buf, size_t cap, const int64_t *dims, int ndim)
+{
+    snprintf(buf, cap, "a scalar");
+    for (int i = 0, at = 0; i < ndim && at < (int)cap - 24; i++)
+        at += snprintf(buf + at, cap - (size_t)at, "%s%lld%s", i ? "x" : "a ", (long long)dims[i],
+                       i == ndim - 1 ? " array" : "");
+    return buf;
+}
+
+int pg_fit_cols(const char *fn, const char *what, const int64_t *dims, int ndim, int samples,
+                int64_t *rows, int64_t *n)
+{
+    if (!fn || !what || !rows || !n || (ndim > 0 && !dims))
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_cols(): NULL");
+    if (ndim == 1 || ndim == 2) { /* a vector is one row of samples */
+        *rows = ndim == 1 ? 1 : dims[0], *n = dims[ndim - 1];
+        return samples && !*n ? pg_fail(PG_STATUS_ERR_SHAPE, "%s: %s has no samples", fn, what) : 0;
+    }
+    char got[128];
+    return pg_fail(PG_STATUS_ERR_SHAPE,
+                   "%s: %s must be a [features, n] matrix (samples are columns), got %s", fn, what,
+                   dims_text(got, sizeof got, dims, ndim));
+}
+
+int pg_labels_shape(const int64_t *dims, int ndim)
+{
+    if (ndim > 0 && !dims) return pg_fail(PG_STATUS_ERR_ARG, "pg_labels_shape(): NULL");
+    if (ndim == 1 || (ndim == 2 && (dims[0] == 1 || dims[1] == 1))) return 0;
+    char got[128];
+    return pg_fail(PG_STATUS_ERR_VALUE,
+                   "ag_fit: labels y must be one label per sample (a vector), got %s",
+                   dims_text(got, sizeof got, dims, ndim));
+}
+
+int pg_fit_targets(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const double *y, int classify,
+                   int64_t outputs, int64_t nlevels, int one_based, const char *tx, const char *ty)
+{
+    int rc = pg_fit_check_samples(xr, xc, yr, yc, tx, ty);
+    if (rc || classify != PG_FIT_CLASSIFY_ARGMAX || yr != 1) return rc;
+    return pg_fit_check_ids(y, yc, outputs, nlevels, one_based); /* class ids against outputs */
 }

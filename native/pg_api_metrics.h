@@ -72,6 +72,21 @@ int pg_metric_read(const char *fn, const char *name, int has_threshold, int64_t 
  * [yrows, n] over all samples at once, in f64 (mean and sum read out alone). */
 int pg_metric_loss_value(const char *fn, int loss, const double *out, int64_t k, int64_t n,
                          const double *y, int64_t yrows, double *value);
+/* The distinct codes of n metric names (pg_metric_code's rules and texts, a name given twice
+ * counted once, in the order given) into codes (room for n); the count or -status. */
+int64_t pg_metric_codes(const char *fn, const char *const *names, int64_t n, int classify,
+                        int in_fit, int *codes);
+/* ag_evaluate's results, assembled once for R and Python: out [k, n] against y [yrows, yn] read
+ * as pg_metric_read says (loss a name or NULL; threshold NaN: the reading's default),
+ * then the n_names metric names (pg_metric_codes). Writes the loss's value over all samples to
+ * *loss_value (NaN without a loss) and each metric's code and value to codes / values (room for
+ * n_names); CONFUSION_MATRIX's value is its side c, its c * c counts (column-major, row the true
+ * class) go to cm (room for cm_room counts; max(k, 2)^2 holds any). Returns the number of
+ * metrics, or -status. */
+int64_t pg_evaluate(const char *fn, const char *loss, int has_threshold, double threshold,
+                    const char *const *names, int64_t n_names, const double *out, int64_t k,
+                    int64_t n, const double *y, int64_t yrows, int64_t yn, double *loss_value,
+                    int *codes, double *values, int64_t *cm, int64_t cm_room);
 /* ag_early_stopping / ag_model_checkpoint's monitor may name a History metric column ("auc",
  * "val_f1"): pg_fit_log_parse gives it the code PG_FIT_LOG_COUNT + 2 * (metric - 1) + val, and
  * the logs arrays the callbacks' updates read then hold PG_FIT_LOG_ALL values: the History's

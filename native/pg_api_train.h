@@ -95,6 +95,17 @@ int pg_fit_check_samples(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const c
  * first; NULL offers tx / ty only (ag_fit). */
 int pg_check_samples(const char *fn, int64_t xr, int64_t xc, int64_t yr, int64_t yc, const char *tx,
                      const char *ty, const char *both);
+/* ag_fit / ag_predict / ag_evaluate's data as a [features, n] matrix, once for R and Python: a
+ * value of ndim dims (dims[i]) that has one (a vector: one row of n samples) or two ([rows, n])
+ * writes rows and n; anything else is PG_STATUS_ERR_SHAPE naming fn, what and the dims, and so is
+ * n 0 with samples (ag_predict's x). */
+int pg_fit_cols(const char *fn, const char *what, const int64_t *dims, int ndim, int samples,
+                int64_t *rows, int64_t *n);
+/* ag_fit's targets y [yr, yc] before training: pg_fit_check_samples against x [xr, xc], then,
+ * with classify PG_FIT_CLASSIFY_ARGMAX and class ids (yr 1, y's yc values),
+ * pg_fit_check_ids(y, yc, outputs, nlevels, one_based). */
+int pg_fit_targets(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const double *y, int classify,
+                   int64_t outputs, int64_t nlevels, int one_based, const char *tx, const char *ty);
 int pg_fit_val_join(const int64_t *x, const int64_t *y, const int64_t *xv, const int64_t *yv,
                     double val_split, double *val_split_out);
 /* keras' verbose onto ag_fit's progress (fit_data.c): number 0 (not a number) or v other than
@@ -216,6 +227,14 @@ int pg_fit_labels_missing(int validation, int64_t nmissing, int64_t first);
 int pg_labels_code(const char *fn, const char *what, const char *whose, const char *const *labels,
                    int64_t n, const char *const *classes, int64_t nclasses, int validation,
                    double *ids);
+/* ag_fit's labels y given as strings hold one label a sample: a vector, or a matrix of one row or
+ * one column (dims, ndim); anything else is PG_STATUS_ERR_VALUE naming the dims. */
+int pg_labels_shape(const int64_t *dims, int ndim);
+/* ag_fit's labels given as strings (R's character y, Python's str values; NULL: missing), once
+ * for R and Python: the classes are the distinct labels in code-point order (their UTF-8 bytes).
+ * Writes each label's 0-based class id to ids (-1: missing) and the index of each class's first
+ * label to first (room for n); returns the number of classes, or -status. */
+int64_t pg_labels_classes(const char *const *labels, int64_t n, int64_t *ids, int64_t *first);
 /* ag_fit's class labels (R's factor y, Python's strings or Categorical): nmissing missing ones
  * (the first at 0-based column first) are PG_STATUS_ERR_VALUE as the non-finite check words
  * them; then the loss must be "cross_entropy", or with nlabels 2 one of the BCE losses (factor:

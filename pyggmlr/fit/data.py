@@ -25,14 +25,6 @@ from .util import _as_cols, kind_fail
 __all__: list = []
 
 
-def _cols(v: Any) -> Optional[np.ndarray]:
-    return None if v is None else _as_cols(v, "validation_data")
-
-
-def _shape(a: Optional[np.ndarray]) -> Any:
-    return NULL if a is None else ffi.new("int64_t[2]", list(a.shape))
-
-
 class FitData:
     """ag_fit's data after the loader rules: x, y, batch_size, shuffle, seed; the validation
     columns (xv, yv) are appended by join() once x and y are checked."""
@@ -60,7 +52,8 @@ class FitData:
         elif not (isinstance(vd, tuple) and len(vd) in (1, 2)):
             kind_fail(lib.PG_FIT_KIND_VALIDATION_DATA, type(vd).__name__)
         self.xv = _as_cols(vd[0], "validation_data")  # a loader's x is never None
-        self.yv = _cols(vd[1] if len(vd) == 2 else None)
+        yv = vd[1] if len(vd) == 2 else None
+        self.yv = None if yv is None else _as_cols(yv, "validation_data")
         self.fixed_split = True
 
     def join(self, X: np.ndarray, Y: Optional[np.ndarray], val_split: float) -> Tuple[int, float]:
@@ -70,7 +63,9 @@ class FitData:
             return X.shape[1], val_split
         assert self.xv is not None  # fixed_split: set with it
         out = ffi.new("double *")
-        shapes = (_shape(a) for a in (X, Y, self.xv, self.yv))
+        shapes = (
+            NULL if a is None else ffi.new("int64_t[2]", a.shape) for a in (X, Y, self.xv, self.yv)
+        )
         _core.check(lib.pg_fit_val_join(*shapes, val_split, out))
         return X.shape[1] + self.xv.shape[1], float(out[0])
 

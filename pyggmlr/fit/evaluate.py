@@ -1,5 +1,6 @@
-"""ag_evaluate and the metric names of ag_fit(metrics=): every value is computed in the core
-(native/metrics.c, the same calls as R's), this file validates and converts."""
+"""ag_evaluate and the metric names of ag_fit(metrics=): every value is computed and assembled in
+the core (native/metrics.c, native/evaluate.c: the same calls as R's), this file validates,
+converts and shapes the results."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from .._core import NULL, check, ffi, lib
+from .._host import HostValues
 from ..errors import ArgumentError
 from ..io.check import model_target
 from .labels import code_labels
@@ -17,9 +19,8 @@ from .util import _as_cols
 __all__: List[str] = ["ag_evaluate"]
 
 
-def metric_codes(metrics: Any, fn: str, classify: int, in_fit: bool) -> List[int]:
-    """The core's codes of metrics (None, a name or a list of names), checked against the task
-    (pg_metric_code: unknown names, metrics that do not fit the loss)."""
+def _names(metrics: Any, fn: str) -> List[str]:
+    """metrics (None, a name or a list of names) as a list of names (the core checks them)."""
     if metrics is None:
         return []
     names = [metrics] if isinstance(metrics, str) else metrics
@@ -27,14 +28,7 @@ def metric_codes(metrics: Any, fn: str, classify: int, in_fit: bool) -> List[int
         raise ArgumentError(
             f"{fn}: metrics must be None, a metric name or a list of names, got {metrics!r}"[:200]
         )
-    codes = []
-    for m in names:
-        c = lib.pg_metric_code(fn.encode(), m.encode("utf-8", "replace"), classify, int(in_fit))
-        if c < 0:
-            check(-c)
-        if c not in codes:
-            codes.append(c)
-    return codes
+    return list(names)
 
 
 def metric_name(code: int) -> str:
@@ -77,31 +71,23 @@ def ag_evaluate(
     Y = _as_cols(y if ids is None else ids, "y", fn)
     o = np.asfortranarray(_predict(model, x, batch_size, fn), dtype=np.float64)
     t = np.asfortranarray(Y, dtype=np.float64)
-    code, classify = ffi.new("int *"), ffi.new("int *")  # how the outputs are read: the core's
-    name = NULL if loss is None else loss.encode("utf-8", "replace")
-    check(lib.pg_metric_read(fn.encode(), name, threshold is not None, *o.shape, t.shape[1], code,
-                             classify))  # fmt: skip
-    cl = int(classify[0])
-    codes = metric_codes(metrics, fn, cl, False)
-    thr = float("nan") if threshold is None else float(threshold)
-    # o [k, n] against t [rows, n] (float64, column-major) for each of the core's calls
-    args = (ffi.cast("double *", o.ctypes.data), *o.shape, ffi.cast("double *", t.ctypes.data),
-            t.shape[0])  # fmt: skip
-    res: Dict[str, Any] = {}
-    v = ffi.new("double *")
-    if loss is not None:  # over all samples at once, in f64, by the core
-        check(lib.pg_metric_loss_value(fn.encode(), code[0], *args, v))
-        res["loss"] = float(v[0])
-    for c in codes:
-        if c != lib.PG_METRIC_CONFUSION_MATRIX:
-            check(lib.pg_metric_value(fn.encode(), c, cl, thr, *args, v))
-            res[metric_name(c)] = float(v[0])
-            continue
-        m = int(lib.pg_metric_nclass(cl, o.shape[0]))
-        counts = np.zeros(m * m, dtype=np.int64)  # rows: the true class, columns: the predicted
-        check(lib.pg_confusion_matrix(fn.encode(), cl, thr, *args,
-                                      ffi.cast("int64_t *", counts.ctypes.data)))  # fmt: skip
-        res[metric_name(c)] = counts.reshape((m, m), order="F")
+    names, h = _names(metrics, fn), HostValues()
+    # counts room only when asked for (k outputs may be many): max(k, 2)^2 holds any
+    cm = np.zeros(max(o.shape[0], 2) ** 2 if "confusion_matrix" in names else 0, dtype=np.int64)
+    room = len(names) or 1
+    codes, vals, lv = ffi.new("int[]", room), np.empty(room), ffi.new("double *")
+    m = lib.pg_evaluate(  # the reading, the loss and each metric: the core's
+        fn.encode(), NULL if loss is None else loss.encode("utf-8", "replace"),
+        threshold is not None, float("nan") if threshold is None else float(threshold),
+        h.strings(names), len(names), ffi.cast("double *", o.ctypes.data), *o.shape,
+        ffi.cast("double *", t.ctypes.data), *t.shape, lv, codes,
+        ffi.cast("double *", vals.ctypes.data), ffi.cast("int64_t *", cm.ctypes.data), cm.size,
+    )  # fmt: skip
+    check(-m if m < 0 else 0)
+    res: Dict[str, Any] = {} if loss is None else {"loss": float(lv[0])}
+    for c, v in zip(codes[0:m], vals):  # the confusion matrix: its side, rows the true class
+        side = int(v) if c == lib.PG_METRIC_CONFUSION_MATRIX else 0
+        res[metric_name(c)] = cm[: side * side].reshape(side, side, order="F") if side else float(v)
     return res
 
 
@@ -110,10 +96,12 @@ def ag_evaluate(
 
 def fit_metric_codes(metrics: Any, classify: int, has_y: bool) -> List[int]:
     """ag_fit's metric codes, checked before training (names, the loss, confusion_matrix)."""
-    mc = metric_codes(metrics, "ag_fit", classify, True)
-    codes = ffi.new("int[]", mc or [0])
-    n = lib.pg_fit_metric_codes_fit(codes, len(mc), has_y)
-    check(-n if n < 0 else 0)  # "accuracy" left to the History's own column; targets needed
+    names, h = _names(metrics, "ag_fit"), HostValues()
+    codes = ffi.new("int[]", len(names) or 1)
+    n = lib.pg_metric_codes(b"ag_fit", h.strings(names), len(names), classify, 1, codes)
+    if n >= 0:  # "accuracy" left to the History's own column; targets needed
+        n = lib.pg_fit_metric_codes_fit(codes, n, has_y)
+    check(-n if n < 0 else 0)
     return list(codes)[:n]
 
 

@@ -42,13 +42,9 @@ def _strings(y: Any) -> Optional[np.ndarray]:
             return None
         if a.dtype.kind == "O" and not any(isinstance(v, str) for v in a.ravel()):
             return None
-        if a.ndim == 2 and 1 in a.shape:
-            a = a.ravel()
-        if a.ndim != 1:
-            raise PyggmlrValueError(
-                f"ag_fit: labels y must be one label per sample (a vector), got a {a.shape} array"
-            )
-        a = a.astype(object)
+        dims = ffi.new("int64_t[]", list(a.shape) or 1)
+        check(lib.pg_labels_shape(dims, a.ndim))  # one label a sample: the core's rule, as R's
+        a = a.ravel().astype(object)
     for v in a:
         if not (isinstance(v, str) or v is None or (isinstance(v, float) and np.isnan(v))):
             raise PyggmlrValueError(
@@ -70,10 +66,12 @@ def encode_labels(y: Any, loss: str, validation_data: Any) -> Tuple[Any, Any, Op
         a = _strings(y)
         if a is None:
             return y, validation_data, None
-        bad = np.array([not isinstance(v, str) for v in a], dtype=bool)
-        classes = sorted({v for v in a.tolist() if isinstance(v, str)})
-        index = {c: i for i, c in enumerate(classes)}
-        codes = np.array([index.get(v, -1) for v in a], dtype=np.int64)
+        arr, _keep = _cstrs(a)  # the classes in code-point order: the core's (as R's)
+        buf = np.empty((2, a.size), dtype=np.int64)  # each label's class id, each class's first
+        p = ffi.cast("int64_t *", buf.ctypes.data)
+        k = lib.pg_labels_classes(arr, a.size, p, p + a.size)
+        check(-k if k < 0 else 0)
+        codes, bad, classes = buf[0], buf[0] < 0, [a[i] for i in buf[1, :k]]
     # missing labels, then the loss: the core's rules and texts (as R's factor y)
     first = int(np.argmax(bad)) if bad.any() else 0
     check(
@@ -104,18 +102,22 @@ def code_labels(
         [cv[1][c] if c >= 0 else None for c in cv[0]] if cv is not None else list(av)  # type: ignore[arg-type]
     )
     # missing labels (validation), then unknown ones: the core's rules and texts, as R's
-    keep = [ffi.new("char[]", _utf8(v)) if isinstance(v, str) else NULL for v in vals]
-    enc = [ffi.new("char[]", _utf8(c)) for c in classes]
+    (arr, _k), (enc, _e) = _cstrs(vals), _cstrs(classes)
     ids = np.empty(len(vals), dtype=np.float64)
     check(
         lib.pg_labels_code(
-            fn.encode(), what.encode(), whose.encode(), ffi.new("char *[]", keep) if keep else NULL,
-            len(keep), ffi.new("char *[]", enc) if enc else NULL, len(enc), int(validation),
-            ffi.cast("double *", ids.ctypes.data),
+            fn.encode(), what.encode(), whose.encode(), arr, len(vals), enc, len(classes),
+            int(validation), ffi.cast("double *", ids.ctypes.data),
         )
     )  # fmt: skip
     return ids
 
 
-def _utf8(s: str) -> bytes:
-    return s.encode("utf-8", "replace")
+def _cstrs(vals: Any) -> Tuple[Any, List[Any]]:
+    """(the core's char *[], the strings it points to: keep both alive): UTF-8 strings, NULL for
+    anything else (a missing label)."""
+    keep = [
+        ffi.new("char[]", v.encode("utf-8", "replace")) if isinstance(v, str) else NULL
+        for v in vals
+    ]
+    return ffi.new("char *[]", keep or 1), keep

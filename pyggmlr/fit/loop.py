@@ -38,7 +38,7 @@ from .util import (
     _apply_hyper,
     _as_cols,
     _builtin_model,
-    _check_class_count,
+    _check_targets,
     _forward,
     _loss_fn,
     _loss_rules,
@@ -207,10 +207,8 @@ def ag_fit(
     classify, per_datapoint = _loss_rules(loss_code, y is not None)
     mcodes = fit_metric_codes(metrics, classify, y is not None)  # before training
     Y = None if y is None else _as_cols(y, "y")
-    if Y is not None:  # the samples agree, else the core's row-major hint
-        check(lib.pg_fit_check_samples(*X.shape, *Y.shape, b"x.T", b"y.T"))
-    if classify == lib.PG_FIT_CLASSIFY_ARGMAX:  # the classes against the model's outputs
-        _check_class_count(Y, model, X.shape[0])
+    if Y is not None:  # the samples agree (else a row-major hint), the classes fit the outputs
+        _check_targets(X, Y, classify, model)
     n, val_split = data.join(X, Y, val_split)  # validation_data's columns last, in the plan
     SW, CW = sample_weights(sample_weight), class_weights(class_weight)  # checked by the core
 

@@ -11,7 +11,7 @@ import numpy as np
 from .. import _core
 from .._args import check_int
 from .._core import ffi, lib
-from ..errors import ArgumentError, ShapeError
+from ..errors import ArgumentError
 from ..io.check import model_target
 from ..tape import ag_no_grad
 from ..tensor import ag_tensor
@@ -80,7 +80,7 @@ def _predict(model: Any, x: Any, batch_size: Any, fn: str) -> np.ndarray:
     """ag_predict's work; fn: the user-facing function its errors name."""
     if not (hasattr(model, "forward") or callable(model)):
         raise ArgumentError(f"{fn}: model must have forward(x), got {type(model).__name__}")
-    X = _as_cols(x, "x", fn)
+    X = _as_cols(x, "x", fn, True)  # none: the core's text
     bs = check_int(batch_size, fn, "batch_size", 1)
     dtype = _model_dtype(model)
     was_training = bool(getattr(model, "training", False))
@@ -94,8 +94,6 @@ def _predict(model: Any, x: Any, batch_size: Any, fn: str) -> np.ndarray:
     finally:
         if was_training:
             _set_mode(model, True)
-    if not outs:
-        raise ShapeError(f"{fn}: x has no samples")
     return np.asfortranarray(np.concatenate(outs, axis=1))
 
 

@@ -12,10 +12,7 @@ from .. import _walk
 from .._args import as_numeric
 from .._core import NULL, check, ffi, lib
 from .._host import HostValues
-from ..errors import (
-    ArgumentError,
-    ShapeError,
-)
+from ..errors import ArgumentError
 from ..graph.compile import ag_compile
 from ..nn import modules as nn
 from ..nn.summary import _out_rows  # the core's shape rules (R's .out_rows)
@@ -93,15 +90,14 @@ def _restore(model, snap):
 # data
 
 
-def _as_cols(v, name, fn="ag_fit"):
+def _as_cols(v, name, fn="ag_fit", samples=False):
+    """v as a [features, n] array (a vector: one row), else the core's text (pg_fit_cols;
+    samples: n 0 refused)."""
     a = v.numpy() if isinstance(v, Tensor) else as_numeric(v, fn, name)
-    if a.ndim == 1:
-        a = a.reshape(1, -1)
-    elif a.ndim != 2:
-        raise ShapeError(
-            f"{fn}: {name} must be a [features, n] matrix (samples are columns), got shape {a.shape}"
-        )
-    return np.asfortranarray(a)
+    rn = ffi.new("int64_t[2]")
+    dims = ffi.new("int64_t[]", list(a.shape) or 1)
+    check(lib.pg_fit_cols(fn.encode(), name.encode(), dims, a.ndim, samples, rn, rn + 1))
+    return np.asfortranarray(a.reshape(rn[0], rn[1]))
 
 
 def kind_fail(what: int, shown: str, epoch: int = 0) -> None:
@@ -249,11 +245,10 @@ class _StaticSteps:
         return eager, replay
 
 
-def _check_class_count(Y: Any, model: Any, features: int) -> None:
-    """cross_entropy ids [1, n] against the model's outputs when its structure says them (the
-    core's rule and text, pg_fit_check_ids, as R's)."""
-    if Y is not None and Y.shape[0] == 1:
-        v = np.ascontiguousarray(Y[0], dtype=np.float64)
-        k = _out_rows(model, features)
-        ids = ffi.cast("double *", v.ctypes.data)
-        check(lib.pg_fit_check_ids(ids, v.size, -1 if k is None else k, -1, 0))
+def _check_targets(X: Any, Y: Any, classify: int, model: Any) -> None:
+    """y's samples against x's, then cross_entropy ids [1, n] against the model's outputs when its
+    structure says them: the core's rules and texts (pg_fit_targets, as R's)."""
+    k = _out_rows(model, X.shape[0]) if classify == lib.PG_FIT_CLASSIFY_ARGMAX else None
+    v = np.asfortranarray(Y, dtype=np.float64)
+    check(lib.pg_fit_targets(*X.shape, *Y.shape, ffi.cast("double *", v.ctypes.data), classify,
+                             -1 if k is None else k, -1, 0, b"x.T", b"y.T"))  # fmt: skip

@@ -1,16 +1,13 @@
-# ag_evaluate and ag_fit(metrics =)'s names: every value comes from the core (native/metrics.c,
-# r/src/r_metrics.c), the same calls as Python's pyggmlr/fit/evaluate.py.
+# ag_evaluate and ag_fit(metrics =)'s names: every value is computed and assembled in the core
+# (native/metrics.c, native/evaluate.c), the same calls as Python's pyggmlr/fit/evaluate.py.
 
-# the core's codes of metrics (NULL or a character vector), checked against the task
-.metric_codes <- function(metrics, fn, classify, in_fit) {
-  if (is.null(metrics)) return(integer())
-  if (!is.character(metrics))
+# metrics: NULL or a character vector of names (the core checks the names against the task)
+.metric_names <- function(metrics, fn) {
+  if (!is.null(metrics) && !is.character(metrics))
     .arg_fail("argument", "%s: metrics must be NULL or a character vector of metric names, got %s",
               fn, .arg_show(metrics))
-  .Call(R_pg_metric_codes, fn, metrics, as.integer(classify), in_fit)
+  metrics
 }
-
-.metric_name <- function(code) .Call(R_pg_metric_name, as.integer(code))
 
 # ag_accuracy's and ag_evaluate's threshold: a number or NULL (Python's check_threshold)
 .check_threshold <- function(threshold, fn) {
@@ -38,23 +35,13 @@ ag_evaluate <- function(model, x, y, metrics = NULL, batch_size = 256L, loss = N
   if (is.factor(y)) y <- as.integer(y) - 1L
   Y <- .fit_cols(y, "y", fn)
   out <- .predict(model, x, batch_size, fn)
-  storage.mode(Y) <- "double"
   storage.mode(out) <- "double"
-  lc <- .Call(R_pg_metric_read, fn, loss, !is.null(threshold), dim(out), ncol(Y))  # the core's
-  classify <- lc[[2L]]
-  codes <- .metric_codes(metrics, fn, classify, FALSE)
-  thr <- if (is.null(threshold)) NA_real_ else as.double(threshold)
-  res <- list()
-  if (!is.null(loss)) res$loss <- .Call(R_pg_metric_loss_value, fn, lc[[1L]], out, Y)
-  for (code in codes) {
-    nm <- .metric_name(code)
-    v <- .Call(R_pg_metric_value, fn, code, classify, thr, out, Y)
-    if (is.matrix(v)) {  # confusion_matrix: rows the true class, columns the predicted one
-      lab <- if (!is.null(levels) && length(levels) == nrow(v)) levels else
-        as.character(seq_len(nrow(v)) - 1L)
-      dimnames(v) <- list(true = lab, predicted = lab)
-    }
-    res[[nm]] <- v
+  # the reading, the loss and each metric: the core's (pg_evaluate)
+  res <- .Call(R_pg_evaluate, fn, loss, threshold, .metric_names(metrics, fn), out, Y)
+  cm <- res$confusion_matrix  # rows the true class, columns the predicted one
+  if (!is.null(cm)) {
+    lab <- if (length(levels) == nrow(cm)) levels else as.character(seq_len(nrow(cm)) - 1L)
+    dimnames(res$confusion_matrix) <- list(true = lab, predicted = lab)
   }
   res
 }
@@ -63,12 +50,14 @@ ag_evaluate <- function(model, x, y, metrics = NULL, batch_size = 256L, loss = N
 
 # ag_fit's metric codes, checked before training; "accuracy" is the History's own column
 .fit_metric_codes <- function(metrics, classify, has_y) {
-  .Call(R_pg_fit_metric_codes_fit, .metric_codes(metrics, "ag_fit", classify, TRUE), has_y)
+  codes <- if (!is.null(metrics))
+    .Call(R_pg_metric_codes, "ag_fit", .metric_names(metrics, "ag_fit"), classify, TRUE)
+  .Call(R_pg_fit_metric_codes_fit, as.integer(codes), has_y)
 }
 
 # the History's metric columns: each name, then val_<name> with validation data
 .fit_metric_columns <- function(codes, has_val) {
-  nm <- vapply(codes, .metric_name, "")
+  nm <- vapply(codes, function(c) .Call(R_pg_metric_name, c), "")
   c(nm, if (has_val && length(nm)) paste0("val_", nm))
 }
 

@@ -25,7 +25,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   .Call(R_pg_fit_flags_check, flag(distributed), is.null(static) || flag(static))  # core's texts
   fm <- .fit_formula(x, y, data)  # fit_formula.R: y ~ ., data = df; factor columns of a df x
   d <- .fit_data(fm$x, fm$y, validation_data, batch_size, shuffle, seed)
-  x <- d$x
   y <- d$y
   batch_size <- d$batch_size
   shuffle <- d$shuffle
@@ -43,7 +42,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     .arg_fail("argument", "ag_fit: val_split must be a number, got %s", .arg_show(val_split))
   if (!is.null(opt_params) && !is.function(opt_params)) .fit_kind_fail("OPT_PARAMS_FN", "")
 
-  X <- .fit_cols(x, "x")
+  X <- .fit_cols(d$x, "x")
   rules <- .Call(R_pg_fit_loss_rules, if (is.null(L$code)) -1L else L$code, !is.null(y))
   classify <- rules[[1L]]  # how accuracy is counted: 0 none, 1 arg-max, 2 / 3 binary (BCE)
   per_datapoint <- rules[[2L]] == 1L  # a mean per sample (all but sum)
@@ -51,9 +50,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   SW <- .fit_sample_weight(sample_weight)  # fit_weight.R; the values are the core's to check
   CW <- .fit_class_weight(class_weight, y)
   weighted <- !is.null(SW) || !is.null(CW)
-  tg <- .fit_targets(y, L$name, X)
-  if (classify == 1L && !is.null(tg$Y) && nrow(tg$Y) == 1L)  # arg-max: the ids against outputs
-    .check_classes(tg, model, nrow(X))  # fit_hints.R: 1-based labels, the classes
+  tg <- .fit_targets(y, L$name, X, classify, model)  # the samples, the classes against outputs
   j <- .fit_join(d, X, tg$Y, val_split)  # validation_data's columns last, in the plan
   val_split <- j$val_split
   n <- j$n
@@ -274,9 +271,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     .arg_fail("argument", "%s: model must have a forward(x) function, got %s", fn,
               class(model)[[1L]])
   .fit_forward_fn(model, fn)  # refuses a return_state layer, as Python's
-  X <- .fit_cols(x, "x", fn)
+  X <- .fit_cols(x, "x", fn, samples = TRUE)  # none: the core's text
   batch_size <- .fit_int(batch_size, "batch_size", fn = fn)
-  if (ncol(X) == 0L) .arg_fail("shape", "%s: x has no samples", fn)
   p <- .layer_params(model)
   dtype <- if (length(p)) p[[1L]]$dtype else ag_default_dtype()
   was_training <- (is.environment(model) && isTRUE(model$training))

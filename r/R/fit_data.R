@@ -37,14 +37,15 @@
   d
 }
 
-# a character y (a vector, or a one-row / one-column matrix) as labels, as Python's strings:
-# the classes are the distinct strings in code-point order (radix: bytes of UTF-8, never the
-# locale's collation); NA is a missing label. Anything else as given.
+# a character y (a vector, or a one-row / one-column matrix: the core's rule) as labels, as
+# Python's strings:
+# the classes are the distinct strings in code-point order (the core's, pg_labels_classes: bytes
+# of UTF-8, never the locale's collation); NA is a missing label. Anything else as given.
 .labels_factor <- function(y) {
-  if (!is.character(y) || (length(dim(y)) == 2L && !any(dim(y) == 1L)) || length(dim(y)) > 2L)
-    return(y)
+  if (!is.character(y)) return(y)
+  .Call(R_pg_labels_shape, if (is.null(dim(y))) length(y) else dim(y))  # one label a sample
   y <- enc2utf8(as.vector(y))
-  factor(y, levels = sort(unique(y[!is.na(y)]), method = "radix"))
+  factor(y, levels = y[.Call(R_pg_labels_classes, y)])
 }
 
 # labels (a factor or characters) as 0-based ids of classes (validation_data's y: y's levels,

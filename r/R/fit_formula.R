@@ -12,8 +12,12 @@
       .arg_fail("argument", "ag_fit: a formula x needs data = a data.frame, got %s",
                 class(data)[[1L]])
     mf <- .fit_frame(x, data)
+    # the response: a factor stays one, characters become one (fit_data.R: code-point order, as
+    # Python), a matrix (cbind(a, b) ~ .) [n, k] is transposed to [k, n], the rest a vector
     y <- stats::model.response(mf)
-    return(list(x = .fit_design(mf), y = .fit_response(y), terms = .fit_terms(mf)))
+    y <- if (is.null(y) || is.factor(y)) y else if (is.character(y)) .labels_factor(y) else
+      if (is.matrix(y)) t(y) else as.vector(y)
+    return(list(x = .fit_design(mf), y = y, terms = .fit_terms(mf)))
   }
   if (!is.null(data))
     .arg_fail("argument", "ag_fit: data = is for a formula x (y ~ ., data = df), got x a %s",
@@ -48,13 +52,4 @@
   X <- stats::model.matrix(tt, mf)
   attr(X, "assign") <- attr(X, "contrasts") <- NULL
   t(X)
-}
-
-# a formula's response: a factor (or characters, as a factor) stays one; a matrix response
-# (cbind(a, b) ~ .) is [n, k], so it is transposed to [k, n]; numbers / logicals a vector
-.fit_response <- function(y) {
-  if (is.null(y) || is.factor(y)) return(y)
-  if (is.character(y)) return(.labels_factor(y))  # fit_data.R: code-point order, as Python
-  if (is.matrix(y)) return(t(y))
-  as.vector(y)
 }

@@ -12,12 +12,3 @@
     stop(e)
   })
 }
-
-# ag_fit's class checks (the core's rules and texts, pg_fit_check_ids), with the model's outputs
-# read once (from the layer configs): 1-based ids, then the classes (a factor's levels, else the
-# largest id + 1) against those outputs
-.check_classes <- function(tg, model, features) {
-  k <- tryCatch(.out_rows(model, features, all = TRUE), error = function(e)
-    tryCatch(.out_rows(model, features), error = function(e) NA_integer_))
-  .Call(R_pg_fit_check_ids, tg$Y, k, if (!is.null(tg$levels)) length(tg$levels))
-}

@@ -4,16 +4,15 @@
 # Where nothing can redraw a bar (Rscript into a file or pipe, R CMD check, testthat, knitr) it
 # is one line per epoch instead, as keras' progress bar prints only finished epochs there.
 
-# a console that redraws a line in place (a terminal, RStudio, R.app: cli's rule, which the
-# cli.dynamic option overrides); never while knitting, where messages go into the document
-.fit_can_redraw <- function() !isTRUE(getOption("knitr.in.progress")) && cli::is_dynamic_tty()
-
 # "bar" (verbose = 1), "lines" (verbose = 2) or "none": "auto" and "bar" draw the bar where it
-# can be redrawn and print the lines elsewhere, as Python's (silent wins)
+# can be redrawn and print the lines elsewhere, as Python's (silent wins). A console redraws a
+# line in place when cli says so (a terminal, RStudio, R.app; the cli.dynamic option overrides),
+# never while knitting, where messages go into the document.
 .fit_progress_mode <- function(progress, silent) {
   m <- .Call(R_pg_fit_progress_parse, progress, paste(format(progress), collapse = " "),
              isTRUE(silent))  # the core's rule and text ("lines": verbose = 2)
-  if (m == "bar" && !.fit_can_redraw()) "lines" else m
+  redraw <- !isTRUE(getOption("knitr.in.progress")) && cli::is_dynamic_tty()
+  if (m == "bar" && !redraw) "lines" else m
 }
 
 # the compact per-epoch line, shared by the bar and its fallback (the core's, as Python's)
@@ -23,17 +22,13 @@
 # p$close() when the run ends (also on error). All no-ops when the mode is "none".
 .fit_progress <- function(mode, plan, total, nepoch) {
   if (!mode %in% c("bar", "lines")) return(.FIT_PROGRESS_NONE)
-  p <- new.env(parent = baseenv())
-  p$on <- mode %in% c("bar", "lines") && total > 0L
-  p$lines <- identical(mode, "lines")  # one line per epoch on stderr, no bar (verbose = 2)
+  # lines: one line per epoch on stderr, no bar (verbose = 2); last: the last epoch's logs, for
+  # the status's validation values; n: the batches so far
+  p <- list2env(list(on = total > 0L, lines = mode == "lines", epoch = 0L, nepoch = nepoch,
+                     last = NULL, id = NULL, n = 0L), parent = baseenv())
   p$ticks <- p$on && !p$lines  # only a bar needs each batch: a static run keeps one-call epochs
-  p$epoch <- 0L
-  p$nepoch <- nepoch
-  p$last <- NULL  # the last epoch's logs, for the status's validation values
-  p$id <- NULL
   # evaluated by cli only when it redraws (its own throttle), so a batch costs one update call
   p$status <- function() .Call(R_pg_fit_status_line, .Call(R_pg_fit_running, plan), p$last)
-  p$n <- 0L
   # the run's last batch is counted in close(): cli ends a bar that reaches its total, and the
   # last epoch's line still has to go above it
   p$tick <- function() {

@@ -1,9 +1,6 @@
 # ag_fit's helpers: argument checks, data and targets, losses, snapshots, the optimizer set-up
 # and the compiled steps (fit.R runs the loop).
 
-# ag_fit's refusal of the wrong kind of data, classed as Python's ArgumentError
-.fit_type_stop <- function(...) .arg_fail("argument", ...)
-
 # an argument of the wrong kind (a pg_fit_kind name): the core's text (pg_fit_kind_fail)
 .fit_kind_fail <- function(what, shown, epoch = 0) .Call(R_pg_fit_kind_fail, what, shown, epoch)
 
@@ -78,7 +75,7 @@
     .Call(R_pg_fit_return_state, fn, paste(model$name))
   if ((is.environment(model) || is.list(model)) && is.function(model$forward)) return(model$forward)
   if (is.function(model)) return(model)
-  .fit_type_stop("%s: model must have a forward(x) function", fn)
+  .arg_fail("argument", "%s: model must have a forward(x) function", fn)
 }
 
 .fit_forward <- function(model, x, fn = "ag_fit") .fit_out(.fit_forward_fn(model, fn)(x), fn)
@@ -92,7 +89,7 @@
 
 # x, y as [features, n] double matrices (samples are columns). A data.frame has one row per
 # sample and is transposed; a vector is one row.
-.fit_cols <- function(v, name, fn = "ag_fit") {
+.fit_cols <- function(v, name, fn = "ag_fit", samples = FALSE) {
   if (is_ag_tensor(v)) v <- v$data
   # a tampered dim must not reach R's `[` (it trusts dim); named after the public caller
   # (an internal caller such as .fit_targets is not named: fn, ag_fit by default, is)
@@ -103,26 +100,24 @@
   .check_dims(v, fn, name)
   if (is.data.frame(v)) {
     ok <- vapply(v, function(col) is.numeric(col) || is.logical(col), logical(1))
-    if (!all(ok)) .fit_type_stop("%s: %s: data.frame column '%s' is not numeric", fn, name,
-                            names(v)[!ok][1L])
+    if (!all(ok)) .arg_fail("argument", "%s: %s: data.frame column '%s' is not numeric", fn,
+                            name, names(v)[!ok][1L])
     v <- t(as.matrix(v))
   }
-  if (is.null(dim(v))) {
-    if (!is.numeric(v) && !is.logical(v)) .fit_type_stop("%s: %s must be numeric", fn, name)
-    v <- matrix(as.double(v), nrow = 1L)
-  }
-  if (length(dim(v)) != 2L)  # classed as Python's ShapeError
-    .arg_fail("shape",
-              "%s: %s must be a [features, n] matrix (samples are columns), got a %s array", fn,
-              name, paste(dim(v), collapse = "x"))
-  if (!is.numeric(v) && !is.logical(v)) .fit_type_stop("%s: %s must be numeric", fn, name)
+  # the [features, n] rule and its text (a vector: one row) are the core's (pg_fit_cols)
+  .Call(R_pg_fit_cols, fn, name, if (is.null(dim(v))) length(v) else dim(v), samples)
+  if (!is.numeric(v) && !is.logical(v)) .arg_fail("argument", "%s: %s must be numeric", fn, name)
+  if (length(dim(v)) != 2L) v <- matrix(v, nrow = 1L)
   # touched only when needed: either would copy the whole data set (pages faulted in every run)
   if (!is.double(v)) storage.mode(v) <- "double"
   if (!is.null(dimnames(v))) dimnames(v) <- NULL
   v
 }
 
-.fit_targets <- function(y, loss, X) {
+# y as [rows, n] doubles (a factor: 0-based ids, its levels kept), checked by the core
+# (pg_fit_targets): the samples against x's, arg-max ids against the model's outputs (read from
+# its layer configs; 1-based ids get R's hint) and a factor's levels
+.fit_targets <- function(y, loss, X, classify, model) {
   if (is.null(y)) return(list(Y = NULL))
   lev <- if (is.factor(y)) levels(y)
   if (is.factor(y)) {  # missing labels, then the loss: the core's rules and texts
@@ -131,7 +126,9 @@
     y <- as.integer(y) - 1L  # levels in order -> 0-based class ids
   }
   Y <- .fit_cols(y, "y")
-  .Call(R_pg_fit_check_samples, dim(X), dim(Y))  # the samples agree, else the core's hint
+  k <- if (classify == 1L) tryCatch(.out_rows(model, nrow(X), all = TRUE), error = function(e)
+    tryCatch(.out_rows(model, nrow(X)), error = function(e) NA_integer_))
+  .Call(R_pg_fit_targets, dim(X), Y, classify, k, if (!is.null(lev)) length(lev))
   list(Y = Y, levels = lev)
 }
 

@@ -67,22 +67,17 @@ ag_predict <- function(model, x, batch_size = 256L, type = "response", loss = NU
 
 # predict(): newdata as ag_predict's x ([features, n]); a data.frame for a model fitted by formula
 # (or on a data.frame with factor columns) goes through the same model matrix (fit_formula.R)
-.predict_method <- function(object, newdata, type = c("response", "prob", "class"),
-                            batch_size = 256L, ...) {
+predict.ag_layer <- function(object, newdata, type = c("response", "prob", "class"),
+                             batch_size = 256L, ...) {
   if (identical(type, c("response", "prob", "class"))) type <- "response"
   if (missing(newdata))
     .arg_fail("argument", "predict: newdata is required (a [features, n] matrix or a data.frame)")
   if (is.data.frame(newdata)) newdata <- .predict_frame(object, newdata)
   ag_predict(object, newdata, batch_size = batch_size, type = type, ...)
 }
-
-predict.ag_layer <- function(object, newdata, type = c("response", "prob", "class"),
-                             batch_size = 256L, ...) {
-  .predict_method(object, newdata, type, batch_size, ...)
-}
 predict.ag_linear <- function(object, newdata, type = c("response", "prob", "class"),
                               batch_size = 256L, ...) {
-  .predict_method(object, newdata, type, batch_size, ...)
+  predict.ag_layer(object, newdata, type, batch_size, ...)
 }
 
 # the model's formula terms (ag_fit's x_terms) on new data; without them a numeric data.frame

@@ -125,7 +125,8 @@ extern SEXP R_pg_fit_stats_set(SEXP, SEXP);
 extern SEXP R_pg_accuracy(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_set_index_base(SEXP);
 extern SEXP R_pg_fit_val_join(SEXP, SEXP);
-extern SEXP R_pg_fit_check_samples(SEXP, SEXP);
+extern SEXP R_pg_fit_targets(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_cols(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_loader_check_samples(SEXP, SEXP);
 extern SEXP R_pg_early_stop_new(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_checkpoint_path(SEXP, SEXP);
@@ -252,10 +253,7 @@ extern SEXP R_pg_fit_metrics(SEXP, SEXP);
 extern SEXP R_pg_fit_monitor_mask(SEXP);
 extern SEXP R_pg_metric_name(SEXP);
 extern SEXP R_pg_metric_asked(SEXP, SEXP, SEXP);
-extern SEXP R_pg_metric_read(SEXP, SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_metric_loss_value(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_metric_value(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_check_ids(SEXP, SEXP, SEXP);
+extern SEXP R_pg_evaluate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_return_state(SEXP, SEXP);
 extern SEXP R_pg_fit_metric_codes_fit(SEXP, SEXP);
 extern SEXP R_pg_fit_loader_check(SEXP, SEXP, SEXP);
@@ -265,6 +263,8 @@ extern SEXP R_pg_fit_resume_from_fail(SEXP);
 extern SEXP R_pg_fit_kind_fail(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_labels_check(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_labels_code(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_labels_classes(SEXP);
+extern SEXP R_pg_labels_shape(SEXP);
 extern SEXP R_pg_arg_int(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_arg_num(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_one_based_hint(SEXP, SEXP);
@@ -396,7 +396,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_accuracy", (DL_FUNC)&R_pg_accuracy, 4},
     {"R_pg_set_index_base", (DL_FUNC)&R_pg_set_index_base, 1},
     {"R_pg_fit_val_join", (DL_FUNC)&R_pg_fit_val_join, 2},
-    {"R_pg_fit_check_samples", (DL_FUNC)&R_pg_fit_check_samples, 2},
+    {"R_pg_fit_targets", (DL_FUNC)&R_pg_fit_targets, 5},
+    {"R_pg_fit_cols", (DL_FUNC)&R_pg_fit_cols, 4},
     {"R_pg_loader_check_samples", (DL_FUNC)&R_pg_loader_check_samples, 2},
     {"R_pg_early_stop_new", (DL_FUNC)&R_pg_early_stop_new, 5},
     {"R_pg_checkpoint_path", (DL_FUNC)&R_pg_checkpoint_path, 2},
@@ -523,10 +524,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_monitor_mask", (DL_FUNC)&R_pg_fit_monitor_mask, 1},
     {"R_pg_metric_name", (DL_FUNC)&R_pg_metric_name, 1},
     {"R_pg_metric_asked", (DL_FUNC)&R_pg_metric_asked, 3},
-    {"R_pg_metric_read", (DL_FUNC)&R_pg_metric_read, 5},
-    {"R_pg_metric_loss_value", (DL_FUNC)&R_pg_metric_loss_value, 4},
-    {"R_pg_metric_value", (DL_FUNC)&R_pg_metric_value, 6},
-    {"R_pg_fit_check_ids", (DL_FUNC)&R_pg_fit_check_ids, 3},
+    {"R_pg_evaluate", (DL_FUNC)&R_pg_evaluate, 6},
     {"R_pg_fit_return_state", (DL_FUNC)&R_pg_fit_return_state, 2},
     {"R_pg_fit_metric_codes_fit", (DL_FUNC)&R_pg_fit_metric_codes_fit, 2},
     {"R_pg_fit_loader_check", (DL_FUNC)&R_pg_fit_loader_check, 3},
@@ -536,6 +534,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_kind_fail", (DL_FUNC)&R_pg_fit_kind_fail, 3},
     {"R_pg_fit_labels_check", (DL_FUNC)&R_pg_fit_labels_check, 4},
     {"R_pg_labels_code", (DL_FUNC)&R_pg_labels_code, 6},
+    {"R_pg_labels_classes", (DL_FUNC)&R_pg_labels_classes, 1},
+    {"R_pg_labels_shape", (DL_FUNC)&R_pg_labels_shape, 1},
     {"R_pg_arg_int", (DL_FUNC)&R_pg_arg_int, 8},
     {"R_pg_arg_num", (DL_FUNC)&R_pg_arg_num, 9},
     {"R_pg_fit_one_based_hint", (DL_FUNC)&R_pg_fit_one_based_hint, 2},

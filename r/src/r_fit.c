@@ -109,15 +109,6 @@ SEXP R_pg_accuracy(SEXP out, SEXP y, SEXP threshold, SEXP bools)
 
 /* ag_fit's class ids before training (pg_fit_check_ids): y a double matrix [1, n]; outputs NA:
  * unknown; nlevels NULL: not a factor; R's 1-based hint */
-SEXP R_pg_fit_check_ids(SEXP y, SEXP outputs, SEXP nlevels)
-{
-    if (TYPEOF(y) != REALSXP) r_stopf(PG_STATUS_ERR_ARG, "ag_fit: class ids must be doubles");
-    const double k = Rf_asReal(outputs);
-    r_check(pg_fit_check_ids(REAL(y), XLENGTH(y), ISNAN(k) ? -1 : (int64_t)k,
-                             Rf_isNull(nlevels) ? -1 : (int64_t)Rf_asReal(nlevels), 1));
-    return R_NilValue;
-}
-
 /* the hint for ids that look 1-based for k classes, or NULL (ag_softmax_cross_entropy_loss) */
 SEXP R_pg_fit_one_based_hint(SEXP ids, SEXP k)
 {
@@ -128,17 +119,39 @@ SEXP R_pg_fit_one_based_hint(SEXP ids, SEXP k)
 }
 
 /* validation_data: the plan was made unshuffled; its training part reshuffles per epoch from now */
-/* ag_fit: y has x's samples (dim(x), dim(y)), else the core's error with R's t() in its hint */
-SEXP R_pg_fit_check_samples(SEXP dx, SEXP dy)
+/* ag_fit's targets Y (a double matrix) against dim(x) and, under classify arg-max, the model's
+ * outputs (NA: unknown) and a factor's levels (NULL: none): pg_fit_targets with R's t() in the
+ * hint and its 1-based idiom */
+SEXP R_pg_fit_targets(SEXP dx, SEXP y, SEXP classify, SEXP outputs, SEXP nlevels)
 {
-    if (XLENGTH(dx) != 2 || XLENGTH(dy) != 2) r_stopf(PG_STATUS_ERR_ARG, "expected two dims");
-    const double *a = REAL(dx = PROTECT(Rf_coerceVector(dx, REALSXP)));
-    const double *b = REAL(dy = PROTECT(Rf_coerceVector(dy, REALSXP)));
-    const int rc = pg_fit_check_samples((int64_t)a[0], (int64_t)a[1], (int64_t)b[0], (int64_t)b[1],
-                                        "t(x)", "t(y)");
-    UNPROTECT(2);
+    SEXP dy = Rf_getAttrib(y, R_DimSymbol);
+    if (XLENGTH(dx) != 2 || XLENGTH(dy) != 2 || TYPEOF(y) != REALSXP)
+        r_stopf(PG_STATUS_ERR_ARG, "ag_fit: targets must be a double matrix");
+    const double *a = REAL(dx = PROTECT(Rf_coerceVector(dx, REALSXP))), k = Rf_asReal(outputs);
+    const int rc =
+        pg_fit_targets((int64_t)a[0], (int64_t)a[1], INTEGER(dy)[0], INTEGER(dy)[1], REAL(y),
+                       Rf_asInteger(classify), ISNAN(k) ? -1 : (int64_t)k,
+                       Rf_isNull(nlevels) ? -1 : (int64_t)Rf_asReal(nlevels), 1, "t(x)", "t(y)");
+    UNPROTECT(1);
     r_check(rc);
     return R_NilValue;
+}
+
+/* the [features, n] rule (pg_fit_cols) for a value of dims (samples: n 0 refused): c(rows, n),
+ * else the core's text */
+SEXP R_pg_fit_cols(SEXP fn, SEXP what, SEXP dims, SEXP samples)
+{
+    SEXP d = PROTECT(Rf_coerceVector(dims, REALSXP));
+    const int nd = (int)XLENGTH(d);
+    int64_t *v = (int64_t *)R_alloc((size_t)(nd ? nd : 1), sizeof *v), rows = 0, n = 0;
+    for (int i = 0; i < nd; i++) v[i] = (int64_t)REAL(d)[i];
+    const int rc = pg_fit_cols(CHAR(STRING_ELT(fn, 0)), CHAR(STRING_ELT(what, 0)), v, nd,
+                               Rf_asLogical(samples) == 1, &rows, &n);
+    UNPROTECT(1);
+    r_check(rc);
+    SEXP r = Rf_allocVector(REALSXP, 2);
+    REAL(r)[0] = (double)rows, REAL(r)[1] = (double)n;
+    return r;
 }
 
 /* ag_dataloader: the same with its name, col_major = FALSE offered first */
@@ -258,6 +271,37 @@ SEXP R_pg_labels_code(SEXP fn, SEXP what, SEXP whose, SEXP labels, SEXP classes,
     UNPROTECT(1);
     r_check(st);
     return ids;
+}
+
+/* a character vector's classes (pg_labels_classes: code-point order, NA missing): the 1-based
+ * index of each class's first label, in class order */
+SEXP R_pg_labels_classes(SEXP labels)
+{
+    const R_xlen_t n = XLENGTH(labels);
+    const char **l = (const char **)R_alloc((size_t)(n ? n : 1), sizeof *l);
+    int64_t *ids = (int64_t *)R_alloc((size_t)(n ? n : 1), sizeof *ids);
+    int64_t *first = (int64_t *)R_alloc((size_t)(n ? n : 1), sizeof *first);
+    for (R_xlen_t i = 0; i < n; i++)
+        l[i] =
+            STRING_ELT(labels, i) == NA_STRING ? NULL : Rf_translateCharUTF8(STRING_ELT(labels, i));
+    const int64_t k = pg_labels_classes(l, (int64_t)n, ids, first);
+    if (k < 0) r_fail();
+    SEXP r = Rf_allocVector(REALSXP, (R_xlen_t)k);
+    for (int64_t c = 0; c < k; c++) REAL(r)[c] = (double)first[c] + 1;
+    return r;
+}
+
+/* labels y's dims (a vector's length, else dim(y)): one label a sample (pg_labels_shape) */
+SEXP R_pg_labels_shape(SEXP dims)
+{
+    SEXP d = PROTECT(Rf_coerceVector(dims, REALSXP));
+    const int nd = (int)XLENGTH(d);
+    int64_t *v = (int64_t *)R_alloc((size_t)(nd ? nd : 1), sizeof *v);
+    for (int i = 0; i < nd; i++) v[i] = (int64_t)REAL(d)[i];
+    const int rc = pg_labels_shape(v, nd);
+    UNPROTECT(1);
+    r_check(rc);
+    return R_NilValue;
 }
 
 /* a model with return_state set: the core's refusal naming fn and the model's name */

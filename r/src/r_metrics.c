@@ -9,30 +9,31 @@ static const char *fn_of(SEXP fn)
     return CHAR(STRING_ELT(fn, 0));
 }
 
+/* a character vector's strings (NA: NULL, the core's "missing name"), R_alloc'ed */
+static const char **names_of(SEXP names)
+{
+    const R_xlen_t m = Rf_isNull(names) ? 0 : XLENGTH(names);
+    const char **s = (const char **)R_alloc((size_t)(m ? m : 1), sizeof *s);
+    for (R_xlen_t i = 0; i < m; i++)
+        s[i] = STRING_ELT(names, i) == NA_STRING ? NULL : CHAR(STRING_ELT(names, i));
+    return s;
+}
+
 /* the codes of a character vector of metric names, unique, checked against classify */
 SEXP R_pg_metric_codes(SEXP fn, SEXP names, SEXP classify, SEXP in_fit)
 {
-    const char *f = fn_of(fn);
     const R_xlen_t m = XLENGTH(names);
     SEXP r = PROTECT(Rf_allocVector(INTSXP, m));
-    R_xlen_t k = 0;
-    for (R_xlen_t i = 0; i < m; i++) {
-        const char *nm = STRING_ELT(names, i) == NA_STRING ? NULL : CHAR(STRING_ELT(names, i));
-        const int c = pg_metric_code(f, nm, Rf_asInteger(classify), Rf_asLogical(in_fit) == 1);
-        if (c < 0) r_fail();
-        int seen = 0;
-        for (R_xlen_t j = 0; j < k; j++) seen |= INTEGER(r)[j] == c;
-        if (!seen) INTEGER(r)[k++] = c;
-    }
-    r = Rf_lengthgets(r, k);
+    const int64_t k = pg_metric_codes(fn_of(fn), names_of(names), m, Rf_asInteger(classify),
+                                      Rf_asLogical(in_fit) == 1, INTEGER(r));
+    if (k < 0) r_fail();
+    r = Rf_lengthgets(r, (R_xlen_t)k);
     UNPROTECT(1);
     return r;
 }
 
 SEXP R_pg_metric_name(SEXP code) { return Rf_mkString(pg_metric_name(Rf_asInteger(code))); }
 
-/* ag_evaluate's reading of the outputs (pg_metric_read): loss NULL or a name, dims the outputs',
- * yn y's samples; c(loss code (-1: none), classify) */
 /* ag_evaluate's loss or metrics: one of them given (the core's text) */
 SEXP R_pg_metric_asked(SEXP fn, SEXP has_loss, SEXP has_metrics)
 {
@@ -41,66 +42,48 @@ SEXP R_pg_metric_asked(SEXP fn, SEXP has_loss, SEXP has_metrics)
     return R_NilValue;
 }
 
-SEXP R_pg_metric_read(SEXP fn, SEXP name, SEXP has_threshold, SEXP dims, SEXP yn)
+/* ag_evaluate's results (pg_evaluate): out [k, n] and y [rows, n] double matrices, loss NULL or
+ * a name, threshold NULL or a number, metrics NULL or names; a named list: loss (when given),
+ * then each metric, the confusion matrix an integer matrix (rows true, columns predicted) */
+SEXP R_pg_evaluate(SEXP fn, SEXP loss, SEXP threshold, SEXP metrics, SEXP out, SEXP y)
 {
-    int loss = 0, classify = 0;
-    dims = PROTECT(Rf_coerceVector(dims, REALSXP));
-    const int rc = pg_metric_read(fn_of(fn), Rf_isNull(name) ? NULL : CHAR(STRING_ELT(name, 0)),
-                                  Rf_asLogical(has_threshold) == 1, (int64_t)REAL(dims)[0],
-                                  (int64_t)REAL(dims)[1], (int64_t)Rf_asReal(yn), &loss, &classify);
-    UNPROTECT(1);
-    r_check(rc);
-    SEXP r = Rf_allocVector(INTSXP, 2);
-    INTEGER(r)[0] = loss;
-    INTEGER(r)[1] = classify;
-    return r;
-}
-
-/* out [k, n] and y [rows, n] double matrices; writes k, n, rows */
-static void dims(const char *f, SEXP out, SEXP y, int64_t *k, int64_t *n, int64_t *rows)
-{
+    const char *f = fn_of(fn);
     SEXP od = Rf_getAttrib(out, R_DimSymbol), yd = Rf_getAttrib(y, R_DimSymbol);
     if (TYPEOF(out) != REALSXP || TYPEOF(y) != REALSXP || XLENGTH(od) != 2 || XLENGTH(yd) != 2)
         r_stopf(PG_STATUS_ERR_ARG, "%s: outputs and targets must be double matrices", f);
-    *k = INTEGER(od)[0], *n = INTEGER(od)[1], *rows = INTEGER(yd)[0];
-    if ((int64_t)INTEGER(yd)[1] != *n)
-        r_stopf(PG_STATUS_ERR_SHAPE, "%s: x has %lld samples but y has %lld", f, (long long)*n,
-                (long long)INTEGER(yd)[1]);
-}
-
-/* ag_evaluate's loss value (loss: a PG_FIT_LOSS_* code) */
-SEXP R_pg_metric_loss_value(SEXP fn, SEXP loss, SEXP out, SEXP y)
-{
-    const char *f = fn_of(fn);
-    int64_t k, n, rows;
-    double v = 0;
-    dims(f, out, y, &k, &n, &rows);
-    r_check(pg_metric_loss_value(f, Rf_asInteger(loss), REAL(out), k, n, REAL(y), rows, &v));
-    return Rf_ScalarReal(v);
-}
-
-/* one metric: a number, or the confusion matrix (an integer matrix, rows true, columns predicted) */
-SEXP R_pg_metric_value(SEXP fn, SEXP code, SEXP classify, SEXP threshold, SEXP out, SEXP y)
-{
-    const char *f = fn_of(fn);
-    int64_t k, n, rows;
-    dims(f, out, y, &k, &n, &rows);
-    const int c = Rf_asInteger(code), cl = Rf_asInteger(classify);
-    const double thr = Rf_asReal(threshold); /* NA: the classify's default */
-    if (c != PG_METRIC_CONFUSION_MATRIX) {
-        double v = 0;
-        r_check(
-            pg_metric_value(f, c, cl, ISNAN(thr) ? NAN : thr, REAL(out), k, n, REAL(y), rows, &v));
-        return Rf_ScalarReal(v);
+    const int64_t k = INTEGER(od)[0], nm = Rf_isNull(metrics) ? 0 : XLENGTH(metrics);
+    int cm_wanted = 0; /* counts room only when asked for: k outputs may be many */
+    for (int64_t i = 0; i < nm; i++)
+        cm_wanted |= STRING_ELT(metrics, i) != NA_STRING &&
+            !strcmp(CHAR(STRING_ELT(metrics, i)), "confusion_matrix");
+    const int64_t side = k > 2 ? k : 2, room = cm_wanted && side <= 46340 ? side * side : 0;
+    int *codes = (int *)R_alloc((size_t)(nm ? nm : 1), sizeof *codes);
+    double *vals = (double *)R_alloc((size_t)(nm ? nm : 1), sizeof *vals), lv = 0;
+    int64_t *cm = room ? (int64_t *)R_alloc((size_t)room, sizeof *cm) : NULL;
+    const int64_t m = pg_evaluate(
+        f, Rf_isNull(loss) ? NULL : CHAR(STRING_ELT(loss, 0)), !Rf_isNull(threshold),
+        Rf_isNull(threshold) ? NAN : Rf_asReal(threshold), names_of(metrics), nm, REAL(out), k,
+        INTEGER(od)[1], REAL(y), INTEGER(yd)[0], INTEGER(yd)[1], &lv, codes, vals, cm, room);
+    if (m < 0) r_fail();
+    const int has_loss = !Rf_isNull(loss);
+    SEXP r = PROTECT(Rf_allocVector(VECSXP, m + has_loss));
+    SEXP names = PROTECT(Rf_allocVector(STRSXP, m + has_loss));
+    if (has_loss)
+        SET_VECTOR_ELT(r, 0, Rf_ScalarReal(lv)), SET_STRING_ELT(names, 0, Rf_mkChar("loss"));
+    for (int64_t i = 0; i < m; i++) {
+        SEXP v;
+        if (codes[i] == PG_METRIC_CONFUSION_MATRIX) {
+            const int c = (int)vals[i];
+            v = Rf_allocMatrix(INTSXP, c, c);
+            for (int64_t j = 0; j < (int64_t)c * c; j++) INTEGER(v)[j] = (int)cm[j];
+        } else {
+            v = Rf_ScalarReal(vals[i]);
+        }
+        SET_VECTOR_ELT(r, has_loss + i, v);
+        SET_STRING_ELT(names, has_loss + i, Rf_mkChar(pg_metric_name(codes[i])));
     }
-    const int64_t m = pg_metric_nclass(cl, k);
-    if (m < 1 || m > 46340)
-        r_stopf(PG_STATUS_ERR_VALUE, "%s: confusion_matrix needs a classifier", f);
-    int64_t *cm = (int64_t *)R_alloc((size_t)(m * m), sizeof *cm);
-    r_check(pg_confusion_matrix(f, cl, ISNAN(thr) ? NAN : thr, REAL(out), k, n, REAL(y), rows, cm));
-    SEXP r = PROTECT(Rf_allocMatrix(INTSXP, (int)m, (int)m));
-    for (int64_t i = 0; i < m * m; i++) INTEGER(r)[i] = (int)cm[i];
-    UNPROTECT(1);
+    Rf_setAttrib(r, R_NamesSymbol, names);
+    UNPROTECT(2);
     return r;
 }
 

@@ -129,8 +129,21 @@ static void test_record(void)
     pg_tensor_release(y2);
 }
 
+/* string labels' classes (pg_labels_classes): distinct, in code-point order, NULL missing */
+static void test_labels_classes(void)
+{
+    const char *l[6] = {"lion", NULL, "\xc3\xa9lan", "bear", "lion", "Zebra"};
+    int64_t ids[6], first[6];
+    CHECK(pg_labels_classes(l, 6, ids, first) == 4);
+    CHECK(first[0] == 5 && first[1] == 3 && first[2] == 0 && first[3] == 2); /* Z b l \u00e9 */
+    CHECK(ids[0] == 2 && ids[1] == -1 && ids[2] == 3 && ids[3] == 1 && ids[4] == 2 && ids[5] == 0);
+    CHECK(pg_labels_classes(l, 0, NULL, NULL) == 0);
+    CHECK(pg_labels_classes(NULL, 2, ids, first) == -PG_STATUS_ERR_ARG);
+}
+
 void test_fit_binary(void)
 {
+    test_labels_classes();
     test_binary_count();
     test_accuracy();
     test_check_classes();

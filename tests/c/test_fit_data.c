@@ -160,10 +160,42 @@ static void test_kind_fail(void)
     CHECK_ERR(pg_fit_kind_fail(9, NULL, 0, 0), PG_STATUS_ERR_ARG, "unknown argument kind 9");
 }
 
+/* the [features, n] rule (pg_fit_cols) and ag_fit's targets (pg_fit_targets) */
+static void test_cols_targets(void)
+{
+    int64_t d[3] = {2, 3, 4}, r = 0, n = 0;
+    CHECK(pg_fit_cols("ag_fit", "x", d, 1, 1, &r, &n) == 0 && r == 1 && n == 2);
+    CHECK(pg_fit_cols("ag_fit", "x", d, 2, 1, &r, &n) == 0 && r == 2 && n == 3);
+    const int64_t none[2] = {2, 0};
+    CHECK(pg_fit_cols("ag_fit", "x", none, 2, 0, &r, &n) == 0 && r == 2 && n == 0);
+    CHECK_ERR(pg_fit_cols("ag_predict", "x", none, 2, 1, &r, &n), PG_STATUS_ERR_SHAPE,
+              "ag_predict: x has no samples");
+    CHECK_ERR(pg_fit_cols("ag_predict", "x", d, 3, 0, &r, &n), PG_STATUS_ERR_SHAPE,
+              "ag_predict: x must be a [features, n] matrix (samples are columns), got a 2x3x4 "
+              "array");
+    CHECK_ERR(pg_fit_cols("ag_fit", "y", d, 0, 0, &r, &n), PG_STATUS_ERR_SHAPE,
+              "ag_fit: y must be a [features, n] matrix (samples are columns), got a scalar");
+    const int64_t col[2] = {3, 1}, mat[2] = {2, 3};
+    CHECK(pg_labels_shape(d, 1) == 0 && pg_labels_shape(col, 2) == 0);
+    CHECK_ERR(pg_labels_shape(mat, 2), PG_STATUS_ERR_VALUE,
+              "ag_fit: labels y must be one label per sample (a vector), got a 2x3 array");
+    CHECK_ERR(pg_labels_shape(d, 0), PG_STATUS_ERR_VALUE, "got a scalar");
+    const double ids[3] = {0, 2, 4}, one[3] = {1, 2, 3};
+    CHECK(pg_fit_targets(2, 3, 1, 3, ids, PG_FIT_CLASSIFY_ARGMAX, -1, -1, 0, "x.T", "y.T") == 0);
+    CHECK(pg_fit_targets(2, 3, 1, 3, ids, PG_FIT_CLASSIFY_NONE, 3, -1, 0, "x.T", "y.T") == 0);
+    CHECK_ERR(pg_fit_targets(2, 3, 1, 3, ids, PG_FIT_CLASSIFY_ARGMAX, 3, -1, 0, "x.T", "y.T"),
+              PG_STATUS_ERR_VALUE, "ag_fit:");
+    CHECK_ERR(pg_fit_targets(2, 3, 1, 3, one, PG_FIT_CLASSIFY_ARGMAX, 3, -1, 1, "t(x)", "t(y)"),
+              PG_STATUS_ERR_VALUE, "y holds class ids 1..3 but the model has 3 outputs");
+    CHECK_ERR(pg_fit_targets(2, 3, 1, 2, ids, PG_FIT_CLASSIFY_ARGMAX, 3, -1, 0, "x.T", "y.T"),
+              PG_STATUS_ERR_SHAPE, "ag_fit:"); /* the samples first */
+}
+
 void test_fit_data(void)
 {
     test_join_plan();
     test_verbosity();
     test_flags();
     test_kind_fail();
+    test_cols_targets();
 }

@@ -186,8 +186,35 @@ static void test_metrics_format(void)
     CHECK(pg_fit_metrics_format(0, NULL, NULL, NULL, 0, buf, sizeof buf) == 0 && !*buf);
 }
 
+/* pg_evaluate assembles ag_evaluate's results as R and Python show them; pg_metric_codes */
+static void test_evaluate(void)
+{
+    const double s[7] = {0.9, 0.2, 0.5, 0.7, 0.1, 0.5, 0.5}, y[7] = {1, 0, 1, 0, 0, 1, 0};
+    const char *names[4] = {"auc", "confusion_matrix", "auc", "f1"};
+    int codes[4];
+    double vals[4], lv = 0;
+    int64_t cm[4];
+    CHECK(pg_evaluate("ag_evaluate", "binary_cross_entropy", 0, NAN, names, 4, s, 1, 7, y, 1, 7,
+                      &lv, codes, vals, cm, 4) == 3);
+    CHECK(codes[0] == PG_METRIC_AUC && codes[1] == PG_METRIC_CONFUSION_MATRIX &&
+          codes[2] == PG_METRIC_F1 && NEAR(vals[0], 0.75) && vals[1] == 2 && NEAR(vals[2], 0.4));
+    CHECK(cm[0] == 3 && cm[1] == 2 && cm[2] == 1 && cm[3] == 1 && lv > 0);
+    CHECK(pg_evaluate(NULL, NULL, 0, NAN, names, 1, s, 1, 7, y, 1, 7, &lv, codes, vals, NULL, 0) ==
+              1 &&
+          isnan(lv)); /* no loss: probabilities for one output */
+    CHECK(pg_evaluate("ag_evaluate", NULL, 0, NAN, names, 2, s, 1, 7, y, 1, 7, &lv, codes, vals, cm,
+                      3) == -PG_STATUS_ERR_ARG);
+    CHECK(strstr(pg_last_error(), "ag_evaluate: room for 3 counts, 4 needed") != NULL);
+    CHECK(pg_evaluate("ag_evaluate", NULL, 0, NAN, names, 1, s, 1, 7, y, 1, 6, &lv, codes, vals,
+                      NULL, 0) == -PG_STATUS_ERR_SHAPE); /* pg_metric_read's samples */
+    const char *bad[2] = {"f1", NULL};
+    CHECK(pg_metric_codes("ag_fit", bad, 2, PG_FIT_CLASSIFY_PROBS, 1, codes) == -PG_STATUS_ERR_ARG);
+    CHECK(strstr(pg_last_error(), "ag_fit: metrics holds a missing name") != NULL);
+}
+
 void test_metrics(void)
 {
+    test_evaluate();
     test_metrics_format();
     test_monitor();
     test_fit_keep();

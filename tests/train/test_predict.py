@@ -289,3 +289,30 @@ def test_target_json_is_documented_shape(tmp_path):
         "classes": ["a", "b"],
     }
     assert os.path.getsize(p) > 0
+
+
+def test_features_n_rule_is_the_cores():
+    """x / y as [features, n]: a vector is one row of samples, more than two dimensions are
+    refused with the core's text (pg_fit_cols), word for word as R's."""
+    m = pg.ag_linear(1, 2)
+    assert pg.ag_predict(m, np.array([1.0, 2.0, 3.0])).shape == (2, 3)
+    msg = "ag_predict: x must be a [features, n] matrix (samples are columns), got a 2x3x4 array"
+    with pytest.raises(pg.errors.ShapeError) as e:
+        pg.ag_predict(m, np.zeros((2, 3, 4)))
+    assert str(e.value) == msg
+    with pytest.raises(pg.errors.ShapeError) as e:
+        pg.ag_evaluate(m, np.zeros((1, 3)), 1.0, loss="mse")
+    assert str(e.value) == (
+        "ag_evaluate: y must be a [features, n] matrix (samples are columns), got a scalar"
+    )
+
+
+def test_labels_shape_rule_is_the_cores():
+    """String labels: one a sample (a vector, or one row / one column), else the core's text
+    (pg_labels_shape), word for word as R's."""
+    y = np.array([["a", "b", "a"], ["b", "a", "b"]])
+    with pytest.raises(PyggmlrValueError) as e:
+        pg.ag_fit(pg.ag_linear(4, 2), _data()[:, :3], y, nepoch=1, silent=True)
+    assert str(e.value) == (
+        "ag_fit: labels y must be one label per sample (a vector), got a 2x3 array"
+    )

@@ -198,3 +198,19 @@ test_that("validation_data's missing labels are the core's text (as Python's)", 
                "validation_data's y has the label 'zz', which is not one of y's labels",
                class = "pyggmlr_value_error")
 })
+
+test_that("the [features, n] rule is the core's: a vector is one row, more dims refused", {
+  m <- ag_linear(1, 2)
+  expect_equal(dim(ag_predict(m, c(1, 2, 3))), c(2L, 3L))
+  expect_equal(dim(ag_predict(m, array(c(1, 2, 3), 3L))), c(2L, 3L))  # a 1-d array too
+  msg <- "ag_predict: x must be a [features, n] matrix (samples are columns), got a 2x3x4 array"
+  expect_error(ag_predict(m, array(0, c(2L, 3L, 4L))), msg, fixed = TRUE,
+               class = "pyggmlr_shape_error")
+})
+
+test_that("string labels are one a sample (the core's rule and text, as Python's)", {
+  y <- matrix(c("a", "b", "a", "b", "a", "b"), 2L, 3L)
+  expect_error(ag_fit(ag_linear(4, 2), pred_x(n = 3L), y, nepoch = 1L, silent = TRUE),
+               "ag_fit: labels y must be one label per sample (a vector), got a 2x3 array",
+               fixed = TRUE, class = "pyggmlr_value_error")
+})
