@@ -77,11 +77,9 @@ class FitPlan:
     ) -> None:  # fmt: skip
         keep = [None if a is None else ag_tensor(a, dtype=dtype) for a in (x, y, xv, yv)]
         h = [NULL if t is None else t._handle() for t in keep]  # alive through the call
-        prm = ffi.new("pg_fit_params *", lib.pg_fit_default_params())
-        _core.check(lib.pg_fit_setup_plan_params(setup._p, prm))
-        prm.classify, prm.rng, prm.xv, prm.yv = int(classify), stream._h, h[2], h[3]
-        self._p = _new(lib.pg_fit_new(h[0], h[1], prm), lib.pg_fit_free)
-        _core.check(lib.pg_fit_setup_plan(setup._p, self._p))  # the run's split state now
+        # the set-up's settings (its split state when resuming), then the plan's split state
+        p = lib.pg_fit_setup_new_plan(setup._p, h[0], h[1], int(classify), stream._h, h[2], h[3])
+        self._p = _new(p, lib.pg_fit_free)
         self._stream = stream  # the plan borrows its stream: keep it alive
         self._keep: List[Any] = []  # compiled steps a session borrows
         # one Tensor per reused batch tensor, so compiled steps see the same inputs
