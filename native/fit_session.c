@@ -314,6 +314,19 @@ int pg_session_where(const pg_session *s, pg_session_pos *out)
     return 0;
 }
 
+int64_t pg_session_batch(pg_session *s, pg_tensor **xb, pg_tensor **yb, pg_tensor **wb)
+{
+    if (!s || !xb || !yb || !wb)
+        return -pg_fail(PG_STATUS_ERR_ARG, "%s: NULL session or output", OP);
+    *xb = *yb = *wb = NULL;
+    const int ev = s->ev, val = ev == PG_SESSION_VAL_BATCH || ev == PG_SESSION_RECORD_VAL;
+    if (!val && ev != PG_SESSION_TRAIN_BATCH && ev != PG_SESSION_PROBE && ev != PG_SESSION_RECORD)
+        return -pg_fail(PG_STATUS_ERR_STATE, "%s: no batch at this session event", OP);
+    const int64_t w = pg_fit_batch(s->f, val, s->batch, xb, yb);
+    if (w >= 0 && !val) *wb = pg_fit_batch_weights(s->f);
+    return w;
+}
+
 int pg_session_set_lr(pg_session *s, double lr)
 {
     if (!s) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL session", OP);

@@ -153,6 +153,20 @@ int pg_fit_setup_plan(pg_fit_setup *s, const pg_fit *f)
     return 0;
 }
 
+pg_fit *pg_fit_setup_new_plan(pg_fit_setup *s, pg_tensor *x, pg_tensor *y, int classify,
+                              pg_rng *rng, pg_tensor *xv, pg_tensor *yv)
+{
+    pg_fit_params p = pg_fit_default_params();
+    if (pg_fit_setup_plan_params(s, &p)) return NULL;
+    p.classify = classify, p.rng = rng, p.xv = xv, p.yv = yv;
+    pg_fit *f = pg_fit_new(x, y, &p);
+    if (f && pg_fit_setup_plan(s, f)) {
+        pg_fit_free(f); /* the error stays the set-up's */
+        return NULL;
+    }
+    return f;
+}
+
 void pg_sbuf_printf(pg_sbuf *b, const char *fmt, ...)
 {
     va_list ap;

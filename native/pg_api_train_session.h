@@ -93,6 +93,11 @@ typedef struct pg_session_pos {
     int64_t other;
 } pg_session_pos;
 int pg_session_where(const pg_session *s, pg_session_pos *out);
+/* At a batch event (TRAIN_BATCH, PROBE, RECORD: training batch `batch`; VAL_BATCH, RECORD_VAL:
+ * validation batch `batch`): that batch as pg_fit_batch gathers it, and *wb the weight row of a
+ * training batch of a weighted plan (pg_fit_batch_weights), else NULL. Returns the width, < 0 on
+ * error (PG_STATUS_ERR_STATE at another event). */
+int64_t pg_session_batch(pg_session *s, pg_tensor **xb, pg_tensor **yb, pg_tensor **wb);
 
 /* The epoch's lr for its logs (EPOCH_BEGIN, after opt_params; NaN when not set). */
 int pg_session_set_lr(pg_session *s, double lr);

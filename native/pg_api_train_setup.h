@@ -70,6 +70,11 @@ int pg_fit_setup_split_state(const pg_fit_setup *s, int32_t *out);
 int pg_fit_setup_plan_params(const pg_fit_setup *s, pg_fit_params *p);
 /* The plan is made: its split state (none when it draws from an external stream) is the run's. */
 int pg_fit_setup_plan(pg_fit_setup *s, const pg_fit *f);
+/* Both around pg_fit_new, ag_fit's one call: the plan of x and y (NULL: no targets) with
+ * classify (a pg_fit_classify code), rng (NULL: the process stream) and validation_data's xv /
+ * yv (NULL: none) on the set-up's settings, its split state then the run's. NULL on error. */
+pg_fit *pg_fit_setup_new_plan(pg_fit_setup *s, pg_tensor *x, pg_tensor *y, int classify,
+                              pg_rng *rng, pg_tensor *xv, pg_tensor *yv);
 /* The settings as a checkpoint records them (JSON: n, batch_size, nbatch_logical, val_split,
  * shuffle, loss, seed, split_state, weighted; null where none) for pg_fit_ckpt_extra. At most
  * cap bytes (NUL included) to out, NULL to measure; returns the text's length, or -status. */

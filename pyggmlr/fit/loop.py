@@ -61,19 +61,15 @@ __all__ = ["ag_fit"]
 class _Fit:
     """Run state shared with callbacks."""
 
-    def __init__(self, model, optimizer, history, nepoch, setup):
+    def __init__(self, model, optimizer, history, nepoch, setup, stream, callbacks, plan):
         self.model, self.optimizer, self.history, self.nepoch = model, optimizer, history, nepoch
-        self.setup = setup  # the run's settings for its checkpoints (the core's)
-        self.callbacks, self.stop = [], False
-        self.stream: Any = None  # the run's random stream (its state goes into checkpoints)
+        # the run's settings (the core's) and random stream: their state goes into checkpoints
+        self.setup, self.stream, self.callbacks, self.stop = setup, stream, callbacks, False
         # what the run measures (callbacks' monitors): has_accuracy is the core's mask (bit 0
         # accuracy, bit c metric code c)
-        self.has_val: bool = False
-        self.has_accuracy: int = 0
+        self.has_val, self.has_accuracy = plan.n_val > 0, plan.monitor_mask()
 
-    def save_checkpoint(self, path, epoch):
-
-        save_checkpoint(self, path, epoch)
+    save_checkpoint = save_checkpoint  # (fit, path, epoch): resume.py's
 
 
 def ag_fit(
@@ -250,7 +246,7 @@ def ag_fit(
         # the split, the shuffles and the batches live in the core (fit/plan.py, native/fit.c)
         # (a checkpoint's split state is checked by the resume check, before this loads it)
         plan = FitPlan(X, Y, dtype, classify, stream, setup, data.xv, data.yv)
-        weighted = attach(plan, loss_code, SW, CW)  # the core's checks and weight row
+        attach(plan, loss_code, SW, CW)  # the core's checks and weight row
         fit_metrics_set(plan, mcodes, history)  # before shard: refused when distributed
         if sync is not None:
             plan.shard(sync.rank, sync.world)
@@ -258,10 +254,7 @@ def ag_fit(
             cb_arrays = ck.load_weights(model, opt)
             opt.accumulate_steps = info.accum
             stream.set_state(ck.rng_state)
-        fit = _Fit(model, opt, history, nepoch, setup)
-        fit.stream = stream
-        fit.has_val, fit.has_accuracy = plan.n_val > 0, plan.monitor_mask()
-        fit.callbacks = cbs
+        fit = _Fit(model, opt, history, nepoch, setup, stream, cbs, plan)
         for cb in cbs:
             if hasattr(cb, "on_train_begin"):
                 cb.on_train_begin(fit)
@@ -284,23 +277,29 @@ def ag_fit(
     in_stream = stream.active()  # dropout and user code draw from the run's stream
     in_stream.__enter__()
     try:
-        ev = sess.next()
+        ev, at = sess.next()  # at: where the run is (epoch, batch, step, stopped_epoch, ...)
         while ev != lib.PG_SESSION_DONE:
             if ev == lib.PG_SESSION_TRAIN_BATCH:
-                xb, yb = plan.batch(False, sess.where().batch)
-                wb = plan.weights() if weighted else None  # this batch's weight row
+                xb, yb, wb = sess.batch()  # wb: a weighted run's weight row
                 with with_grad_tape():
                     out = _forward(model, xb)
                     lv = lossfn(out, yb) if wb is None else lossfn(out, yb, wb)
                 if core_step:  # backward, step, zero grad, record, tape clear: one core call
                     plan.train_step(lv, out, opt)
                 else:  # the gradients pass through the host: MPI's all-reduce, a user's step
-                    _host_step(plan, lv, out, opt, sync, xb.shape[1])
+                    check_loss(lv)
+                    grads = backward(lv)
+                    if sync is not None:
+                        sync.grads(grads, xb.shape[1])
+                    opt.step(grads, sum_grads=True)  # one map per micro-batch: the opt. sums them
+                    opt.zero_grad()
+                    del grads
+                    plan.record(False, lv.item(), out)
+                    ag_tape_clear()
                 del lv, out
             elif ev in (lib.PG_SESSION_PROBE, lib.PG_SESSION_RECORD, lib.PG_SESSION_RECORD_VAL):
-                at, val = sess.where(), ev == lib.PG_SESSION_RECORD_VAL  # the session decides
-                xb, yb = plan.batch(val, at.batch)
-                wb = plan.weights() if weighted and not val else None
+                val = ev == lib.PG_SESSION_RECORD_VAL  # the session decides
+                xb, yb, wb = sess.batch()
                 try:
                     if ev == lib.PG_SESSION_PROBE:
                         sess.probe(*static_steps.probe(plan, at.other, xb, yb, wb))
@@ -312,14 +311,13 @@ def ag_fit(
             elif ev == lib.PG_SESSION_NOTICE:  # static=None runs eagerly: the core's text, once
                 warnings.warn(sess.notice(), StaticFallbackWarning, stacklevel=2)
             elif ev == lib.PG_SESSION_BATCH_END:
-                at = sess.where()
                 prog.tick()
                 for cb in batch_cbs:
                     cb.on_batch_end(
                         at.step, {"epoch": at.epoch, "batch": at.batch + 1, "loss": at.loss}
                     )
             elif ev == lib.PG_SESSION_EPOCH_BEGIN:
-                epoch = sess.where().epoch
+                epoch = at.epoch
                 if opt_params is not None:
                     _apply_hyper(opt, opt_params(epoch), epoch)
                 sess.set_lr(float(getattr(opt, "lr", math.nan)))
@@ -330,7 +328,7 @@ def ag_fit(
             elif ev == lib.PG_SESSION_VAL_BEGIN or ev == lib.PG_SESSION_VAL_END:
                 _set_mode(model, ev == lib.PG_SESSION_VAL_END)
             elif ev == lib.PG_SESSION_VAL_BATCH:
-                xb, yb = plan.batch(True, sess.where().batch)
+                xb, yb, _ = sess.batch()
                 with ag_no_grad():
                     out = _forward(model, xb)
                     plan.record(True, lossfn(out, yb).item(), out)
@@ -339,17 +337,14 @@ def ag_fit(
                 logs, diverged = sess.logs(epoch)  # NaN / Inf loss: warn, and the run ends
                 history._append(logs)
                 prog.epoch_end(logs)
-                stop = False
-                for cb in cbs:
-                    if cb.on_epoch_end(epoch, dict(logs)) is False:
-                        stop = True
+                stop = any([cb.on_epoch_end(epoch, dict(logs)) is False for cb in cbs])  # all
                 if diverged is not None:
                     warnings.warn(diverged, NonFiniteLossWarning, stacklevel=2)
                 if stop or fit.stop:
                     sess.stop()
-            ev = sess.next()
-        if sess.where().stopped_epoch:
-            history.stopped_epoch = int(sess.where().stopped_epoch)
+            ev, at = sess.next()
+        if at.stopped_epoch:
+            history.stopped_epoch = int(at.stopped_epoch)
         for cb in cbs:
             if hasattr(cb, "on_train_end"):
                 cb.on_train_end(fit)
@@ -360,18 +355,3 @@ def ag_fit(
         ag_tape_clear()
         _set_mode(model, False)
     return history
-
-
-def _host_step(plan, lv, out, opt, sync, width):
-    """plan.train_step's work with the gradients in the host: averaged over MPI ranks first, or
-    stepped by an optimizer whose step() is the user's."""
-    check_loss(lv)
-    grads = backward(lv)
-    if sync is not None:
-        sync.grads(grads, width)
-    opt.step(grads, sum_grads=True)  # one map per micro-batch: the optimizer sums them
-    opt.zero_grad()
-    del grads
-    plan.record(False, lv.item(), out)
-    ag_tape_clear()
-    return lv.item()

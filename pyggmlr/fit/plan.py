@@ -77,11 +77,9 @@ class FitPlan:
     ) -> None:  # fmt: skip
         keep = [None if a is None else ag_tensor(a, dtype=dtype) for a in (x, y, xv, yv)]
         h = [NULL if t is None else t._handle() for t in keep]  # alive through the call
-        prm = ffi.new("pg_fit_params *", lib.pg_fit_default_params())
-        _core.check(lib.pg_fit_setup_plan_params(setup._p, prm))
-        prm.classify, prm.rng, prm.xv, prm.yv = int(classify), stream._h, h[2], h[3]
-        self._p = _new(lib.pg_fit_new(h[0], h[1], prm), lib.pg_fit_free)
-        _core.check(lib.pg_fit_setup_plan(setup._p, self._p))  # the run's split state now
+        # the set-up's settings (its split state when resuming), then the plan's split state
+        p = lib.pg_fit_setup_new_plan(setup._p, h[0], h[1], int(classify), stream._h, h[2], h[3])
+        self._p = _new(p, lib.pg_fit_free)
         self._stream = stream  # the plan borrows its stream: keep it alive
         self._keep: List[Any] = []  # compiled steps a session borrows
         # one Tensor per reused batch tensor, so compiled steps see the same inputs
@@ -115,11 +113,6 @@ class FitPlan:
         x = self._tensor(xb[0])
         assert x is not None
         return x, self._tensor(yb[0])
-
-    def weights(self) -> Optional[Tensor]:
-        """The weight row [1, w] of the training batch gathered last (reused), or None when the
-        run is unweighted (sample_weight / class_weight)."""
-        return self._tensor(lib.pg_fit_batch_weights(self._p))
 
     def record(self, val: bool, loss: float, out: Tensor) -> None:
         _core.check(lib.pg_fit_record(self._p, int(val), float(loss), out._handle()))
@@ -161,14 +154,21 @@ class Session:
         self._names = [ffi.string(lib.pg_session_log_name(p, i)).decode() for i in range(n)]
         self._logs, self._msg = ffi.new("double[]", max(n, 1)), ffi.new("char[512]")
 
-    def next(self) -> int:
+    def next(self) -> Tuple[int, Any]:
+        """The next event and where the run is then: epoch, batch (0-based), step, stopped_epoch,
+        loss (the last training batch's), other (the probe's second batch); read, not kept."""
         _core.check(lib.pg_session_next(self._p, self._ev))
-        return int(self._ev[0])
-
-    def where(self) -> Any:
-        """epoch, batch (0-based), step, stopped_epoch, loss (the last training batch's)"""
         _core.check(lib.pg_session_where(self._p, self._at))
-        return self._at
+        return int(self._ev[0]), self._at
+
+    def batch(self) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+        """The batch event's batch as the plan's reused tensors: x, y (None without targets) and
+        a training batch's weight row (None unless sample_weight / class_weight)."""
+        t = ffi.new("pg_tensor *[3]")
+        _ok(lib.pg_session_batch(self._p, t, t + 1, t + 2))
+        x, y, w = (self._plan._tensor(p) for p in t)
+        assert x is not None  # every batch has x
+        return x, y, w
 
     set_lr = _fwd(lib.pg_session_set_lr)
     probe = _fwd(lib.pg_session_probe)  # (eager, replay): the probe's losses for the verdict

@@ -126,23 +126,16 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     opt$accumulate_steps <- info$accum
     .ckpt_rng_load(res$rng_state)
   }
-  sz <- .Call(R_pg_fit_sizes, plan)
-  n_val <- sz[[3L]]
-  nb <- sz[[4L]]
-
-  fit <- new.env(parent = emptyenv())
-  fit$model <- model
-  fit$optimizer <- opt
-  fit$nepoch <- nepoch
-  fit$stop <- FALSE
-  fit$logs <- if (is.null(res)) list() else .history_logs(res$history)
-  fit$best_epoch <- NULL
-  fit$has_val <- n_val > 0L  # what the run measures (callbacks' monitors)
-  # not on R's non-default RNGkind()
-  fit$has_rng_state <- .Call(R_pg_fit_setup_info, su)$has_split_state
-  fit$has_accuracy <- .Call(R_pg_fit_monitor_mask, plan)  # the core's monitor mask
-  fit$metrics <- .fit_metric_columns(mcodes, n_val > 0L)
-  fit$file_dtype <- if (identical(dtype, "f64")) "F64" else "F32"
+  sz <- .Call(R_pg_fit_sizes, plan)  # (.., .., n_val, training batches)
+  # the run's state shared with callbacks; has_val, has_accuracy (the core's monitor mask): what
+  # the run measures (callbacks' monitors); has_rng_state: not on R's non-default RNGkind()
+  fit <- list2env(parent = emptyenv(), list(
+    model = model, optimizer = opt, nepoch = nepoch, stop = FALSE, best_epoch = NULL,
+    logs = if (is.null(res)) list() else .history_logs(res$history), has_val = sz[[3L]] > 0L,
+    has_rng_state = .Call(R_pg_fit_setup_info, su)$has_split_state,
+    has_accuracy = .Call(R_pg_fit_monitor_mask, plan),
+    metrics = .fit_metric_columns(mcodes, sz[[3L]] > 0L),
+    file_dtype = if (identical(dtype, "f64")) "F64" else "F32"))
   fit$save_checkpoint <- .fit_saver(fit, su, cbs)
   for (cb in cbs) if (is.function(cb$on_train_begin)) cb$on_train_begin(fit)
   for (i in seq_len(min(length(cbs), length(res$callbacks))))
@@ -155,7 +148,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     ag_eval(model)
   }, add = TRUE)
   first <- if (is.null(res)) 1L else res$epoch + 1L
-  prog <- .fit_progress(pmode, plan, max(0L, nepoch - first + 1L) * nb, nepoch)
+  prog <- .fit_progress(pmode, plan, max(0L, nepoch - first + 1L) * sz[[4L]], nepoch)
   on.exit(prog$close(), add = TRUE)
   batch_cbs <- if (length(cbs)) Filter(function(cb) is.function(cb$on_batch_end), cbs) else list()
   # an optimizer of this package whose step is its own: eager batches are answered in C
@@ -178,30 +171,34 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     at <- .Call(R_pg_session_where, s)  # (epoch, batch, step, stopped, loss, other batch)
     switch(ev,
       train_batch = {
-        bt <- .Call(R_pg_fit_batch, plan, FALSE, at[[2L]])
-        wb <- if (weighted) .Call(R_pg_fit_batch_weights, plan)  # this batch's weight row
-        # the gradients pass through R: MPI's all-reduce, a user's step()
+        bt <- .Call(R_pg_session_batch, s)  # (x, y, a weighted run's weight row)
         with_grad_tape({
           out <- .fit_out(fwd(bt[[1L]]))
-          lv <- if (is.null(wb)) lossfn(out, bt[[2L]]) else lossfn(out, bt[[2L]], wb)
+          lv <- if (is.null(bt[[3L]])) lossfn(out, bt[[2L]]) else lossfn(out, bt[[2L]], bt[[3L]])
         })
         if (!is_ag_tensor(lv)) .fit_kind_fail("LOSS_VALUE", class(lv)[[1L]])  # the core's text
-        .fit_host_step(plan, lv, out, opt, sync, ncol(bt[[1L]]))
-        out <- bt <- lv <- wb <- NULL  # drop the references
+        # the gradients pass through R: MPI's all-reduce, a user's step()
+        grads <- backward(lv)
+        if (!is.null(sync)) sync$grads(grads, ncol(bt[[1L]]))
+        opt$step(grads, sum_grads = TRUE)  # one environment per micro-batch: the optimizer sums
+        opt$zero_grad()
+        grads <- NULL
+        .Call(R_pg_fit_record, plan, FALSE, lv$data[1L, 1L], out)  # accuracy counted in C
+        ag_tape_clear()
+        out <- bt <- lv <- NULL  # drop the references
       },
       probe = , record = , record_val = {  # the compiled steps: the session asks, runs, decides
         val <- ev == "record_val"
-        bt <- .Call(R_pg_fit_batch, plan, val, at[[2L]])
-        wb <- if (weighted && !val) .Call(R_pg_fit_batch_weights, plan)
+        bt <- .Call(R_pg_session_batch, s)
         tryCatch(if (ev == "probe") {
-          .Call(R_pg_session_probe, s, ss$probe(plan, at[[6L]], bt[[1L]], bt[[2L]], wb))
+          .Call(R_pg_session_probe, s, ss$probe(plan, at[[6L]], bt[[1L]], bt[[2L]], bt[[3L]]))
         } else {
-          g <- ss$record(val, bt[[1L]], bt[[2L]], wb)
+          g <- ss$record(val, bt[[1L]], bt[[2L]], bt[[3L]])
           .Call(R_pg_session_set_static, s, val, ncol(bt[[1L]]), attr(g$step, "graph"), g$out)
         }, pyggmlr_error = function(e) {
           if (.Call(R_pg_session_static_fail, s, conditionMessage(e))) stop(e)
         })
-        bt <- wb <- g <- NULL
+        bt <- g <- NULL
       },
       notice = message(.Call(R_pg_session_notice, s)),  # static = NULL runs eagerly
       batch_end = {
@@ -221,7 +218,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
       train_end = if (!is.null(sync)) sync$stats(plan),
       val_begin = ag_eval(model),
       val_batch = {
-        bt <- .Call(R_pg_fit_batch, plan, TRUE, at[[2L]])
+        bt <- .Call(R_pg_session_batch, s)
         ag_no_grad({
           out <- .fit_forward(model, bt[[1L]])
           .Call(R_pg_fit_record, plan, TRUE, L$fn(out, bt[[2L]])$data[1L, 1L], out)
@@ -248,19 +245,6 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   h <- .make_history(fit$logs, if (stopped > 0) as.integer(stopped), fit$best_epoch, fit$metrics)
   if (!is.null(tg$levels)) attr(h, "levels") <- tg$levels  # a factor y's classes, in id order
   h
-}
-
-# pg_fit_train_step's work with the gradients in R: averaged over MPI ranks first, or stepped by
-# an optimizer whose step() is the user's
-.fit_host_step <- function(plan, lv, out, opt, sync, width) {
-  grads <- backward(lv)
-  if (!is.null(sync)) sync$grads(grads, width)
-  opt$step(grads, sum_grads = TRUE)  # one environment per micro-batch: the optimizer sums them
-  opt$zero_grad()
-  lval <- lv$data[1L, 1L]
-  .Call(R_pg_fit_record, plan, FALSE, lval, out)  # accuracy counted in C, no copy of out
-  ag_tape_clear()
-  lval
 }
 
 # ag_predict (predict.R)'s work; fn: the user-facing function its errors name (ag_accuracy

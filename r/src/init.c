@@ -69,6 +69,7 @@ extern SEXP R_pg_fit_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_next(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_where(SEXP);
+extern SEXP R_pg_session_batch(SEXP);
 extern SEXP R_pg_session_set_lr(SEXP, SEXP);
 extern SEXP R_pg_session_set_static(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_logs(SEXP);
@@ -270,7 +271,6 @@ extern SEXP R_pg_arg_num(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_one_based_hint(SEXP, SEXP);
 extern SEXP R_pg_fit_weight_shape(SEXP);
 extern SEXP R_pg_fit_set_weights(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_batch_weights(SEXP);
 extern SEXP R_pg_fit_loss_weighted(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_predict_type(SEXP, SEXP);
 extern SEXP R_pg_predict_classify(SEXP, SEXP);
@@ -340,6 +340,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_session_new", (DL_FUNC)&R_pg_session_new, 6},
     {"R_pg_session_next", (DL_FUNC)&R_pg_session_next, 4},
     {"R_pg_session_where", (DL_FUNC)&R_pg_session_where, 1},
+    {"R_pg_session_batch", (DL_FUNC)&R_pg_session_batch, 1},
     {"R_pg_session_set_lr", (DL_FUNC)&R_pg_session_set_lr, 2},
     {"R_pg_session_set_static", (DL_FUNC)&R_pg_session_set_static, 5},
     {"R_pg_session_logs", (DL_FUNC)&R_pg_session_logs, 1},
@@ -541,7 +542,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_one_based_hint", (DL_FUNC)&R_pg_fit_one_based_hint, 2},
     {"R_pg_fit_weight_shape", (DL_FUNC)&R_pg_fit_weight_shape, 1},
     {"R_pg_fit_set_weights", (DL_FUNC)&R_pg_fit_set_weights, 4},
-    {"R_pg_fit_batch_weights", (DL_FUNC)&R_pg_fit_batch_weights, 1},
     {"R_pg_fit_loss_weighted", (DL_FUNC)&R_pg_fit_loss_weighted, 4},
     {"R_pg_predict_type", (DL_FUNC)&R_pg_predict_type, 2},
     {"R_pg_predict_classify", (DL_FUNC)&R_pg_predict_classify, 2},

@@ -12,19 +12,14 @@ static pg_fit *fit_get(SEXP x) { return r_get(x, R_FIT); }
 SEXP R_pg_fit_new(SEXP x, SEXP y, SEXP classify, SEXP setup, SEXP xv, SEXP yv)
 {
     pg_tensor *xt = r_get(x, R_TENSOR), *yt = Rf_isNull(y) ? NULL : r_get(y, R_TENSOR);
+    pg_tensor *xvt = Rf_isNull(xv) ? NULL : r_get(xv, R_TENSOR);
+    pg_tensor *yvt = Rf_isNull(yv) ? NULL : r_get(yv, R_TENSOR);
     pg_fit_setup *su = r_get(setup, R_FIT_SETUP);
-    pg_fit_params p = pg_fit_default_params();
-    r_check(pg_fit_setup_plan_params(su, &p));
-    p.classify = Rf_asInteger(classify); /* a pg_fit_classify code */
-    p.xv = Rf_isNull(xv) ? NULL : r_get(xv, R_TENSOR);
-    p.yv = Rf_isNull(yv) ? NULL : r_get(yv, R_TENSOR);
-    r_draw c = r_draw_enter();
-    pg_fit *f = pg_fit_new(xt, yt, &p);
+    const int classify_code = Rf_asInteger(classify); /* a pg_fit_classify code */
+    r_draw c = r_draw_enter();                        /* the plan draws from R's stream */
+    pg_fit *f = pg_fit_setup_new_plan(su, xt, yt, classify_code, NULL, xvt, yvt);
     r_draw_leave(c, f != NULL);
-    SEXP out = PROTECT(r_wrap(f, R_FIT));
-    r_check(pg_fit_setup_plan(su, f));
-    UNPROTECT(1);
-    return out;
+    return r_wrap(f, R_FIT);
 }
 
 /* c(n, n_train, n_val, training batches, micro-batches per logical batch, validation batches) */

@@ -160,6 +160,19 @@ SEXP R_pg_session_where(SEXP sp)
     return v;
 }
 
+/* list(x, y, w) of the event's batch as ag_tensors (the plan's reused tensors); y NULL without
+ * targets, w the training batch's weight row of a weighted run, else NULL */
+SEXP R_pg_session_batch(SEXP sp)
+{
+    pg_tensor *t[3];
+    if (pg_session_batch(sess_get(sp), &t[0], &t[1], &t[2]) < 0) r_fail();
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 3));
+    for (int i = 0; i < 3; i++)
+        if (t[i]) SET_VECTOR_ELT(out, i, r_wrap_tensor(t[i]));
+    UNPROTECT(1);
+    return out;
+}
+
 SEXP R_pg_session_set_lr(SEXP sp, SEXP lr)
 {
     r_check(pg_session_set_lr(sess_get(sp), Rf_length(lr) == 1 ? Rf_asReal(lr) : NAN));

@@ -29,13 +29,6 @@ SEXP R_pg_fit_set_weights(SEXP fp, SEXP code, SEXP sw, SEXP cw)
     return R_NilValue;
 }
 
-/* the weight row of the training batch gathered last (an ag_tensor), NULL when unweighted */
-SEXP R_pg_fit_batch_weights(SEXP fp)
-{
-    pg_tensor *w = pg_fit_batch_weights(r_get(fp, R_FIT));
-    return w ? r_wrap_tensor(w) : R_NilValue;
-}
-
 /* the built-in loss `code` of out against y (NULL: none), each sample weighted by w */
 SEXP R_pg_fit_loss_weighted(SEXP code, SEXP out, SEXP y, SEXP w)
 {

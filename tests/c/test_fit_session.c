@@ -87,14 +87,16 @@ void test_fit_session(void)
         pg_session_pos at;
         pg_session_where(s, &at);
         if (e == PG_SESSION_EPOCH_BEGIN) CHECK(pg_session_set_lr(s, 0.5) == 0);
+        pg_tensor *xb = NULL, *yb = NULL, *wb = NULL;
         if (e == PG_SESSION_TRAIN_BATCH || e == PG_SESSION_VAL_BATCH) {
-            pg_tensor *xb = NULL, *yb = NULL;
-            const int val = e == PG_SESSION_VAL_BATCH;
-            CHECK(pg_fit_batch(f, val, at.batch, &xb, &yb) == 5);
+            const int val = e == PG_SESSION_VAL_BATCH; /* the event's batch; no weights */
+            CHECK(pg_session_batch(s, &xb, &yb, &wb) == 5 && xb && !wb);
             CHECK(pg_fit_record(f, val, val ? 10 : (double)(at.batch + 1), xb) == 0);
             REL(xb);
             REL(yb);
-        }
+        } else
+            CHECK_ERR(pg_session_batch(s, &xb, &yb, &wb) < 0, PG_STATUS_ERR_STATE,
+                      "no batch at this session event");
         if (e != PG_SESSION_EPOCH_END) /* logs only at an epoch's end; stops too */
             CHECK_ERR(pg_session_stop(s) != 0, PG_STATUS_ERR_STATE, "at an epoch's end");
     }

@@ -178,6 +178,11 @@ void test_fit_setup(void)
     pg_fit *f2 = pg_fit_new(x, y, &fp);
     CHECK(f2 && pg_fit_setup_plan(s, f2) == 0 && pg_fit_setup_split_state(s, NULL) == 1);
     pg_fit_free(f2);
+    f2 = pg_fit_setup_new_plan(s, x, y, 0, r, NULL, NULL); /* both in one call (ag_fit's) */
+    CHECK(f2 && pg_fit_setup_split_state(s, st2) == 1 && !memcmp(st1, st2, sizeof st1));
+    pg_fit_free(f2);
+    CHECK_ERR(pg_fit_setup_new_plan(NULL, x, y, 0, r, NULL, NULL) == NULL, PG_STATUS_ERR_ARG,
+              "NULL argument");
     pg_rng *ext = pg_rng_new_external(ext_unif, ext_unif, ext_index);
     fp.split_state = NULL, fp.rng = ext;
     f2 = pg_fit_new(x, y, &fp);
