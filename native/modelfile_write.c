@@ -42,26 +42,12 @@ int mf_writer_adopt(pg_mf_writer *w, void *data)
 /* a growing text for the JSON the writer makes */
 static void jb_raw(mf_str *b, const char *s) { mf_str_add(b, s); }
 
-static void jb_str(mf_str *b, const char *s)
-{
-    int64_t need = pj_quote(NULL, 0, 0, s, (int64_t)strlen(s));
-    char *q = malloc((size_t)need + 1);
-    if (!q) {
-        b->oom = 1;
-        return;
-    }
-    pj_quote(q, need + 1, 0, s, (int64_t)strlen(s));
-    q[need] = 0;
-    mf_str_add(b, q);
-    free(q);
-}
-
 static void jb_names(mf_str *b, const char *const *v, int64_t n)
 {
     jb_raw(b, "[");
     for (int64_t i = 0; i < n; i++) {
         if (i) jb_raw(b, ",");
-        jb_str(b, v[i]);
+        mf_str_quote(b, v[i]);
     }
     jb_raw(b, "]");
 }
@@ -229,13 +215,13 @@ int pg_mf_writer_set_optimizer(pg_mf_writer *w, const pg_mf_opt_meta *m)
     mf_str b = {0};
     char num[64];
     jb_raw(&b, "{\"kind\":");
-    jb_str(&b, m->kind);
+    mf_str_quote(&b, m->kind);
     snprintf(num, sizeof num, ",\"t\":%lld,\"accum_count\":%lld,\"hyper\":{", (long long)m->t,
              (long long)m->accum_count);
     jb_raw(&b, num);
     for (int64_t i = 0; i < m->n_hyper; i++) {
         if (i) jb_raw(&b, ",");
-        jb_str(&b, m->hyper_names[i]);
+        mf_str_quote(&b, m->hyper_names[i]);
         jb_raw(&b, ":");
         jb_num(&b, m->hyper_values[i], m->hyper_types ? m->hyper_types[i] : PG_MF_NUM_DOUBLE);
     }
