@@ -192,16 +192,21 @@ int pg_mf_writer_set(pg_mf_writer *w, int field, const char *text)
     return 0;
 }
 
+int pg_mf_epoch_arg(double v, const char *shown, int wrong_kind)
+{
+    const double lo = 0, hi = (double)(MAX_EPOCH - 1);
+    return pg_arg_int("ag_save_model()", "epoch", v, &lo, &hi,
+                      "an integer in [0, 1e12) (what ag_load_model reads back)", shown, wrong_kind);
+}
+
 int pg_mf_writer_set_epoch(pg_mf_writer *w, int64_t epoch)
 {
     if (!w) return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_writer_set_epoch(): NULL writer");
-    if (epoch < 0 || epoch >= MAX_EPOCH)
-        return pg_fail(PG_STATUS_ERR_VALUE,
-                       "ag_save_model(): epoch must be an integer in [0, 1e12) (what "
-                       "ag_load_model reads back), got %lld",
-                       (long long)epoch);
-    w->epoch = epoch;
-    return 0;
+    char shown[32];
+    snprintf(shown, sizeof shown, "%lld", (long long)epoch);
+    int rc = pg_mf_epoch_arg((double)epoch, shown, 0);
+    if (!rc) w->epoch = epoch;
+    return rc;
 }
 
 int pg_mf_writer_set_optimizer(pg_mf_writer *w, const pg_mf_opt_meta *m)
