@@ -48,6 +48,10 @@ int pj_utf8_ok(const unsigned char *s, int64_t n);
 /* Appends s[0..n) as a JSON string (ASCII only: \uXXXX for the rest, as Python's json.dumps) to
  * out[*pos..cap); returns the length it needs (written only while it fits). */
 int64_t pj_quote(char *out, int64_t cap, int64_t pos, const char *s, int64_t n);
+/* The one quoting helper of the JSON the core writes (metadata, model info, checkpoints): s
+ * quoted as pj_quote does, NUL-terminated, in a malloc'd copy the caller frees; NULL s: "null";
+ * NULL when out of memory. */
+char *pj_quoted(const char *s);
 /* A short printable copy of a value's source text (for messages), truncated to max chars. */
 void pj_snippet(const pj_doc *d, int64_t node, int max, char *out, size_t cap);
 /* Same for a string: quoted, truncated. */

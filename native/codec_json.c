@@ -458,6 +458,15 @@ int64_t pj_quote(char *out, int64_t cap, int64_t pos, const char *s, int64_t n)
     return pos;
 }
 
+char *pj_quoted(const char *s)
+{
+    int64_t n = s ? (int64_t)strlen(s) : 0, need = s ? pj_quote(NULL, 0, 0, s, n) : 4;
+    char *q = malloc((size_t)need + 1);
+    if (q && s) pj_quote(q, need, 0, s, n), q[need] = '\0';
+    else if (q) memcpy(q, "null", 5); /* JSON's null, unquoted */
+    return q;
+}
+
 void pj_snippet(const pj_doc *d, int64_t node, int max, char *out, size_t cap)
 {
     const pj_node *nd = &d->nodes[node];

@@ -59,14 +59,9 @@ static void add(buf *o, const char *s, int64_t n)
 
 static void add_str(buf *o, const char *s)
 {
-    int64_t n = (int64_t)strlen(s), need = pj_quote(NULL, 0, 0, s, n);
-    char *q = malloc((size_t)need + 1);
-    if (!q) {
-        o->oom = 1;
-        return;
-    }
-    pj_quote(q, need, 0, s, n);
-    add(o, q, need);
+    char *q = pj_quoted(s);
+    if (q) add(o, q, (int64_t)strlen(q));
+    else o->oom = 1;
     free(q);
 }
 

@@ -28,15 +28,10 @@ static void put(buf_t *b, const char *s, int64_t n)
 
 static void put_str(buf_t *b, const char *s)
 {
-    int64_t n = pj_quote(NULL, 0, 0, s, (int64_t)strlen(s));
-    char *q = malloc((size_t)n + 1);
-    if (!q) { /* measured only: the caller's second pass fails alike, on its own allocation */
-        b->len += n;
-        return;
-    }
-    pj_quote(q, n + 1, 0, s, (int64_t)strlen(s));
-    q[n] = '\0';
-    put(b, q, n);
+    char *q = pj_quoted(s);
+    if (q) put(b, q, -1);
+    else /* measured only: the caller's second pass fails alike, on its own allocation */
+        b->len += pj_quote(NULL, 0, 0, s, (int64_t)strlen(s));
     free(q);
 }
 

@@ -39,6 +39,14 @@ void mf_str_add(mf_str *b, const char *s)
     b->n += L;
 }
 
+void mf_str_quote(mf_str *b, const char *s)
+{
+    char *q = pj_quoted(s);
+    if (q) mf_str_add(b, q);
+    else b->oom = 1;
+    free(q);
+}
+
 static const char *type_name(int t)
 {
     static const char *names[] = {"null",     "a boolean", "a boolean", "a number",

@@ -6,28 +6,10 @@
 #include <string.h>
 #include "modelfile_internal.h"
 
-static void put_str(mf_str *b, const char *s)
-{
-    if (!s) {
-        mf_str_add(b, "null");
-        return;
-    }
-    int64_t n = (int64_t)strlen(s), need = pj_quote(NULL, 0, 0, s, n);
-    char *q = malloc((size_t)need + 1);
-    if (!q) {
-        b->oom = 1;
-        return;
-    }
-    pj_quote(q, need, 0, s, n);
-    q[need] = 0;
-    mf_str_add(b, q);
-    free(q);
-}
-
 static void put_key(mf_str *b, const char *key)
 {
     mf_str_add(b, b->n > 1 ? ", " : "");
-    put_str(b, key);
+    mf_str_quote(b, key);
     mf_str_add(b, ": ");
 }
 
@@ -40,7 +22,7 @@ static void put_list(mf_str *b, const pg_mf *mf, int list)
         const char *nm = pg_mf_name(mf, list, i);
         int64_t k = pg_mf_index(mf, nm);
         if (i) mf_str_add(b, ", ");
-        put_str(b, nm);
+        mf_str_quote(b, nm);
         snprintf(s, sizeof s, ": {\"shape\": [%lld, %lld], \"dtype\": \"%s\"}",
                  (long long)pg_st_rows(mf->st, k), (long long)pg_st_cols(mf->st, k),
                  pg_st_dtype(mf->st, k) == PG_ST_DTYPE_F64 ? "f64" : "f32");
@@ -56,12 +38,14 @@ static void put_target(mf_str *b, const pg_mf *mf)
         mf_str_add(b, "null");
         return;
     }
-    mf_str_add(b, "{\"loss\": "), put_str(b, pg_mf_target_loss(mf));
-    mf_str_add(b, ", \"classify\": "), put_str(b, pg_fit_classify_name(pg_mf_target_classify(mf)));
+    mf_str_add(b, "{\"loss\": "), mf_str_quote(b, pg_mf_target_loss(mf));
+    mf_str_add(b, ", \"classify\": "),
+        mf_str_quote(b, pg_fit_classify_name(pg_mf_target_classify(mf)));
     mf_str_add(b, ", \"classes\": ");
     int64_t n = pg_mf_class_count(mf);
     mf_str_add(b, n < 0 ? "null" : "[");
-    for (int64_t i = 0; i < n; i++) mf_str_add(b, i ? ", " : ""), put_str(b, pg_mf_class(mf, i));
+    for (int64_t i = 0; i < n; i++)
+        mf_str_add(b, i ? ", " : ""), mf_str_quote(b, pg_mf_class(mf, i));
     mf_str_add(b, n < 0 ? "}" : "]}");
 }
 
@@ -74,14 +58,14 @@ int pg_mf_info_json(pg_mf *mf, const char **out)
     char num[32];
     const char *raw[2] = {mf->config, mf->extra};
     mf_str_add(&b, "{");
-    put_key(&b, "format"), put_str(&b, pg_mf_meta(mf, "format"));
-    put_key(&b, "format_version"), put_str(&b, pg_mf_meta(mf, "format_version"));
+    put_key(&b, "format"), mf_str_quote(&b, pg_mf_meta(mf, "format"));
+    put_key(&b, "format_version"), mf_str_quote(&b, pg_mf_meta(mf, "format_version"));
     put_key(&b, "parameters"), put_list(&b, mf, PG_MF_LIST_PARAMETERS);
     put_key(&b, "buffers"), put_list(&b, mf, PG_MF_LIST_BUFFERS);
     put_key(&b, "config"), mf_str_add(&b, raw[0] ? raw[0] : "null");
     snprintf(num, sizeof num, "%lld", (long long)mf->epoch);
     put_key(&b, "epoch"), mf_str_add(&b, mf->epoch < 0 ? "null" : num);
-    put_key(&b, "optimizer"), put_str(&b, mf->opt_kind);
+    put_key(&b, "optimizer"), mf_str_quote(&b, mf->opt_kind);
     put_key(&b, "extra"), mf_str_add(&b, raw[1] ? raw[1] : "null");
     put_key(&b, "target"), put_target(&b, mf);
     mf_str_add(&b, "}");

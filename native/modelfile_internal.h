@@ -73,4 +73,5 @@ typedef struct {
     int oom;
 } mf_str;
 void mf_str_add(mf_str *b, const char *s);
+void mf_str_quote(mf_str *b, const char *s); /* s as a JSON string (pj_quoted); NULL: null */
 #endif

@@ -42,26 +42,12 @@ int mf_writer_adopt(pg_mf_writer *w, void *data)
 /* a growing text for the JSON the writer makes */
 static void jb_raw(mf_str *b, const char *s) { mf_str_add(b, s); }
 
-static void jb_str(mf_str *b, const char *s)
-{
-    int64_t need = pj_quote(NULL, 0, 0, s, (int64_t)strlen(s));
-    char *q = malloc((size_t)need + 1);
-    if (!q) {
-        b->oom = 1;
-        return;
-    }
-    pj_quote(q, need + 1, 0, s, (int64_t)strlen(s));
-    q[need] = 0;
-    mf_str_add(b, q);
-    free(q);
-}
-
 static void jb_names(mf_str *b, const char *const *v, int64_t n)
 {
     jb_raw(b, "[");
     for (int64_t i = 0; i < n; i++) {
         if (i) jb_raw(b, ",");
-        jb_str(b, v[i]);
+        mf_str_quote(b, v[i]);
     }
     jb_raw(b, "]");
 }
@@ -206,16 +192,21 @@ int pg_mf_writer_set(pg_mf_writer *w, int field, const char *text)
     return 0;
 }
 
+int pg_mf_epoch_arg(double v, const char *shown, int wrong_kind)
+{
+    const double lo = 0, hi = (double)(MAX_EPOCH - 1);
+    return pg_arg_int("ag_save_model()", "epoch", v, &lo, &hi,
+                      "an integer in [0, 1e12) (what ag_load_model reads back)", shown, wrong_kind);
+}
+
 int pg_mf_writer_set_epoch(pg_mf_writer *w, int64_t epoch)
 {
     if (!w) return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_writer_set_epoch(): NULL writer");
-    if (epoch < 0 || epoch >= MAX_EPOCH)
-        return pg_fail(PG_STATUS_ERR_VALUE,
-                       "ag_save_model(): epoch must be an integer in [0, 1e12) (what "
-                       "ag_load_model reads back), got %lld",
-                       (long long)epoch);
-    w->epoch = epoch;
-    return 0;
+    char shown[32];
+    snprintf(shown, sizeof shown, "%lld", (long long)epoch);
+    int rc = pg_mf_epoch_arg((double)epoch, shown, 0);
+    if (!rc) w->epoch = epoch;
+    return rc;
 }
 
 int pg_mf_writer_set_optimizer(pg_mf_writer *w, const pg_mf_opt_meta *m)
@@ -229,13 +220,13 @@ int pg_mf_writer_set_optimizer(pg_mf_writer *w, const pg_mf_opt_meta *m)
     mf_str b = {0};
     char num[64];
     jb_raw(&b, "{\"kind\":");
-    jb_str(&b, m->kind);
+    mf_str_quote(&b, m->kind);
     snprintf(num, sizeof num, ",\"t\":%lld,\"accum_count\":%lld,\"hyper\":{", (long long)m->t,
              (long long)m->accum_count);
     jb_raw(&b, num);
     for (int64_t i = 0; i < m->n_hyper; i++) {
         if (i) jb_raw(&b, ",");
-        jb_str(&b, m->hyper_names[i]);
+        mf_str_quote(&b, m->hyper_names[i]);
         jb_raw(&b, ":");
         jb_num(&b, m->hyper_values[i], m->hyper_types ? m->hyper_types[i] : PG_MF_NUM_DOUBLE);
     }

@@ -137,6 +137,9 @@ int pg_mf_writer_add_slot(pg_mf_writer *w, const char *slot, const char *param,
                           const pg_st_tensor *t);
 int pg_mf_writer_set(pg_mf_writer *w, int field, const char *text);
 int pg_mf_writer_set_epoch(pg_mf_writer *w, int64_t epoch); /* [0, 1e12): what loads back */
+/* ag_save_model(epoch=)'s rule and text, once for both front ends (pg_arg_int's checks: shown
+ * is the value as the user wrote it, wrong_kind for a non-number) */
+int pg_mf_epoch_arg(double v, const char *shown, int wrong_kind);
 int pg_mf_writer_set_optimizer(pg_mf_writer *w, const pg_mf_opt_meta *m);
 /* metadata 'target' (docs/model-format.md): how the model's outputs are read and its class
  * labels, so that a file alone turns new data into labels. loss: one of ag_fit's loss names, or

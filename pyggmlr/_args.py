@@ -36,15 +36,16 @@ def _refused(rc):
         raise error_for_status(rc, msg)
 
 
-def check_int(v, fn, arg, lo=None, hi=INT_MAX, rule=None):
+def check_int(v, fn, arg, lo=None, hi=INT_MAX, rule=None, core=None):
     """The one integer rule (R's .arg_int is the same; its texts are the core's, pg_arg_int): v
     as an int when it is one whole number of any real kind (a Python or numpy integer, or a
     float with an integral value: 2.0 is 2), finite and in [lo, hi] (None: unbounded; hi
     defaults to R's integer range). ArgumentError for other kinds (bool, str, None, arrays...),
     PyggmlrValueError for fractions, NaN, +/-Inf and values out of range; the text is
     "<fn>: <arg> must be <rule>, got <v>", the rule "an integer >= lo" (or "in [lo, hi]")
-    unless the caller words it."""
-    if type(v) is int and (lo is None or v >= lo) and (hi is None or v <= hi):
+    unless the caller words it. core: a core rule of (value, shown, wrong_kind) with its own
+    range and text instead (pg_mf_epoch_arg)."""
+    if core is None and type(v) is int and (lo is None or v >= lo) and (hi is None or v <= hi):
         return v  # the common case: no text to make
     kind = not _is_bool(v) and isinstance(v, numbers.Real)
     iv: Any  # None only where the core refuses v
@@ -54,9 +55,10 @@ def check_int(v, fn, arg, lo=None, hi=INT_MAX, rule=None):
         f = float(v) if kind else 0.0
         iv = int(f) if math.isfinite(f) and f.is_integer() else None
     shown = repr(v) if kind else f"{type(v).__name__} {v!r}"
-    _refused(lib.pg_arg_int(fn.encode(), arg.encode(), f, _bound(lo), _bound(hi),
-                            NULL if rule is None else rule.encode(),
-                            shown.encode("utf-8", "replace"), not kind))  # fmt: skip
+    b = shown.encode("utf-8", "replace")
+    _refused(core(f, b, not kind) if core else
+             lib.pg_arg_int(fn.encode(), arg.encode(), f, _bound(lo), _bound(hi),
+                            NULL if rule is None else rule.encode(), b, not kind))  # fmt: skip
     return iv
 
 

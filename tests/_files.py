@@ -9,14 +9,14 @@ import numpy as np
 from pyggmlr._core import check, ffi, lib
 from pyggmlr.errors import PyggmlrValueError
 from pyggmlr.io.check import os_error
-from pyggmlr.io.modelfile import _DT, _ModelFile, _path_arg
+from pyggmlr.io.modelfile import _ModelFile, _path_arg
 
 
 def _st_tensor(e, name, a, keep):
     """Fill the pg_st_tensor e with a 2-D (or fewer) numpy array; keep holds the buffers."""
     a = np.asarray(a)
     code = lib.PG_ST_DTYPE_F64 if a.dtype == np.float64 else lib.PG_ST_DTYPE_F32
-    raw = np.ascontiguousarray(a, dtype=_DT["F64" if code == lib.PG_ST_DTYPE_F64 else "F32"])
+    raw = np.ascontiguousarray(a, dtype="<f8" if code == lib.PG_ST_DTYPE_F64 else "<f4")
     if raw.ndim > 2:
         raise PyggmlrValueError(f"tensor {name!r} has {raw.ndim} dimensions (at most 2)")
     nm = ffi.new("char[]", str(name).encode("utf-8", "surrogatepass"))

@@ -12,7 +12,6 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 from .. import _walk
-from .._args import check_int
 from .._core import check, ffi, last_message, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..nn.modules import ag_module_from_config
@@ -20,8 +19,6 @@ from ..random import Generator
 from ..tensor import Tensor, ag_dtype
 
 __all__: list = []
-
-MAX_EPOCH = 10**12  # the loader reads at most 12 digits (io._load, R's .load_model)
 
 
 def os_error(path: Any) -> OSError:
@@ -69,12 +66,6 @@ def to_json(v: Any, what: str) -> str:
         why = str(e).encode("utf-8", "surrogatepass")
     check(lib.pg_mf_json_refuse(lib.PG_MF_JSON_NOT_JSON, what.encode(), why))
     raise AssertionError("unreachable")  # pg_mf_json_refuse always fails
-
-
-def check_epoch(epoch: Any) -> int:
-    """ag_save_model(epoch=): an integer the loader reads back."""
-    rule = "an integer in [0, 1e12) (what ag_load_model reads back)"
-    return check_int(epoch, "ag_save_model()", "epoch", 0, MAX_EPOCH - 1, rule=rule)
 
 
 def _model_parts(model):

@@ -22,6 +22,7 @@ from typing import Any, Dict, Union
 
 import numpy as np
 
+from .._args import check_int
 from .._core import check, ffi, last_message, lib
 from .._version import __version__
 from ..errors import ArgumentError, PyggmlrError, PyggmlrValueError
@@ -34,7 +35,6 @@ from .check import (
     _Model,
     _model_parts,
     check_config,
-    check_epoch,
     model_target,
     os_error,
     set_target,
@@ -43,7 +43,6 @@ from .check import (
 
 __all__ = ["ag_model_info"]  # ag_save_model / ag_load_model: save.py
 
-_DT: Dict[str, np.dtype] = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8")}
 _DTN = {lib.PG_DTYPE_F32: "f32", lib.PG_DTYPE_F64: "f64"}
 
 # ---------------------------------------------------------------------------------------------
@@ -132,8 +131,8 @@ class _ModelFile:
         for i in range(lib.pg_st_count(f)):
             if not _text(lib.pg_st_name(f, i)).startswith(prefix):
                 continue
-            dt = _DT["F64" if lib.pg_st_dtype(f, i) == lib.PG_ST_DTYPE_F64 else "F32"]
-            a = np.empty((lib.pg_st_rows(f, i), lib.pg_st_cols(f, i)), dtype=dt.newbyteorder("="))
+            dt = np.float64 if lib.pg_st_dtype(f, i) == lib.PG_ST_DTYPE_F64 else np.float32
+            a = np.empty((lib.pg_st_rows(f, i), lib.pg_st_cols(f, i)), dtype=dt)
             if a.nbytes:
                 self.call(lib.pg_st_read(f, i, ffi.from_buffer(a), a.nbytes))
             out[_text(lib.pg_st_name(f, i))] = a
@@ -183,7 +182,8 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_
             check_config(text, m)  # whatever is saved must load
             w.set(lib.PG_MF_FIELD_CONFIG, text)
     if epoch is not None:
-        check(lib.pg_mf_writer_set_epoch(w.h, check_epoch(epoch)))
+        ep = check_int(epoch, "ag_save_model()", "epoch", core=lib.pg_mf_epoch_arg)  # its rule
+        check(lib.pg_mf_writer_set_epoch(w.h, ep))
     if extra is not None:  # bounded depth, no cycles: typed errors, not RecursionError
         w.set(lib.PG_MF_FIELD_EXTRA, to_json(extra, "extra"))  # the core checks it loads back
     if extra_text is not None:
@@ -199,16 +199,6 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_
 
 
 # ag_save_model / ag_load_model (ggmlR's arguments): io/save.py
-
-
-def _rebuild(f):
-    """The model from the file's architecture config (checked and matched against the file's
-    tensors by pg_mf_check_load before this builds anything), in the load's dtype."""
-    try:
-        return f.build(lambda: ag_module_from_config(f.json(lib.pg_mf_config(f.h))))
-    except Exception as e:  # untrusted content: any failure to build is a bad file
-        why = f"{type(e).__name__}: {e}".encode("utf-8", "surrogatepass")
-        f.call(lib.pg_mf_rebuild_fail(f.h, lib.PG_MF_REBUILD_LOAD, why))
 
 
 def _hyper_value(f, j):
@@ -228,24 +218,29 @@ def _load(
         opts.dtype = dtype  # asked (a core code, -1: none): pg_mf_load_check checks the parameters
         f.call(lib.pg_mf_check_load(f.h, opts))  # format, names, epoch, extra, config
         more = f.tensors("callback") if need_epoch else {}  # ag_fit's callback arrays
-        epoch = lib.pg_mf_epoch(f.h)
-        epoch = None if epoch < 0 else int(epoch)
-        extra = f.json(lib.pg_mf_extra(f.h))
+        epoch, extra = lib.pg_mf_epoch(f.h), f.json(lib.pg_mf_extra(f.h))  # epoch -1: none
         if model is None and builder is not None:  # in dtype, else the file's (ggmlR: param_dtypes)
             model = f.build(builder)
             if not callable(getattr(model, "parameters", None)):  # the core's text (ggmlR's)
                 shown = type(model).__name__.encode()
                 check(lib.pg_mf_arg_fail(lib.PG_MF_FN_LOAD, lib.PG_MF_BAD_BUILT, shown))
+        # else rebuilt from the file's config (checked and matched against its tensors by
+        # pg_mf_check_load): untrusted content, so a failure to build, or a model that is none,
+        # is a bad file
+        rebuilt = model is None
+        try:
+            if rebuilt:
+                model = f.build(lambda: ag_module_from_config(f.json(lib.pg_mf_config(f.h))))
+        except Exception as e:  # noqa: BLE001
+            why = f"{type(e).__name__}: {e}".encode("utf-8", "surrogatepass")
+            f.call(lib.pg_mf_rebuild_fail(f.h, lib.PG_MF_REBUILD_LOAD, why))
+        try:
             params, bufs = _model_parts(model)
-        elif model is None:
-            model = _rebuild(f)
-            try:
-                params, bufs = _model_parts(model)
-            except PyggmlrError as e:
-                why = str(e).encode("utf-8", "surrogatepass")
-                f.call(lib.pg_mf_rebuild_fail(f.h, lib.PG_MF_REBUILD_UNUSABLE, why))
-        else:
-            params, bufs = _model_parts(model)
+        except PyggmlrError as e:
+            if not rebuilt:
+                raise
+            why = str(e).encode("utf-8", "surrogatepass")
+            f.call(lib.pg_mf_rebuild_fail(f.h, lib.PG_MF_REBUILD_UNUSABLE, why))
         # names, shapes, the optimizer's state, every value: all checked before anything is written
         m, d = _Model(params, bufs, optimizer), ffi.new("pg_optim_hyper_diff *")
         f.call(lib.pg_mf_load_check(f.h, m.c, d))
@@ -257,7 +252,7 @@ def _load(
             cls = None if n < 0 else [_text(lib.pg_mf_class(f.h, i)) for i in range(n)]
             set_target(model, _text(lib.pg_mf_target_loss(f.h)), cls)
     ag_eval(model)  # as ag_fit leaves a model
-    return model, {"epoch": epoch, "extra": extra, "tensors": more}
+    return model, {"epoch": None if epoch < 0 else int(epoch), "extra": extra, "tensors": more}
 
 
 def ag_model_info(path: Union[str, os.PathLike]) -> Dict[str, Any]:

@@ -73,13 +73,12 @@ def ag_state_dict(model: Any) -> Dict[str, Any]:
     for nested sequentials); arrays are copies [rows, cols] in the tensor's dtype. Draws nothing.
     Raises: ArgumentError when model has no parameters() / params() or returns non-tensors."""
     params = _state_params(model, "ag_state_dict()")
-    bufs = _state_buffers(model)
     return {
         "format": SD_FORMAT,
         "version": 1,
         "parameters": {k: t.numpy() for k, t in params},
         "param_dtypes": {k: t.dtype for k, t in params},
-        "buffers": {k: t.numpy() for k, t in bufs},
+        "buffers": {k: t.numpy() for k, t in _state_buffers(model)},
     }
 
 
@@ -106,14 +105,12 @@ def ag_load_state_dict(model: Any, state: Mapping, strict: bool = True) -> Any:
     ok = (isinstance(sp, Mapping), isinstance(strict, (bool, np.bool_)), isinstance(sb, Mapping))
     check(lib.pg_state_dict_check_args(caller.encode(), ok[0], ok[1], ok[2] or sb is None))
     params = _state_params(model, caller)
-    bufs = _state_buffers(model)
-
     # the rules (names, then each used value's shape and finiteness, then the dtype's range) and
     # the write into the same tensors, all or nothing, are the C core's (native/state_dict.c),
     # shared with R
     h = HostValues()
     model_c, state_c = ffi.new("pg_state_dict_side[2]"), ffi.new("pg_state_dict_side[2]")
-    for k, (have, saved) in enumerate([(params, sp), (bufs, sb or {})]):
+    for k, (have, saved) in enumerate([(params, sp), (_state_buffers(model), sb or {})]):
         model_c[k].n, model_c[k].names = len(have), h.strings([n for n, _ in have])
         model_c[k].tensors = handles = ffi.new("pg_tensor *[]", [t._handle() for _, t in have] or 1)
         h.keep.append(handles)

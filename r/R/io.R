@@ -9,14 +9,6 @@
 # dtype, metadata rule, name and shape match, and the save rules) are the core's
 # (native/codec*.c, native/modelfile*.c); this converts R values and raises classed errors.
 
-# the core's PG_STATUS_ERR_IO: a pyggmlr_io_error naming the path, with the system's errno
-# (2 ENOENT, 13 EACCES, ...) and the path as fields, as Python's OSError subclasses carry them
-.io_fail <- function(res, path) {
-  msg <- res$message
-  if (!grepl(path, msg, fixed = TRUE)) msg <- sprintf("%s (path '%s')", msg, path)
-  .pg_stop("io", msg, fields = list(path = path, errno = if (is.null(res$errno)) 0L else res$errno))
-}
-
 # config / extra / callback states -> JSON text: the glue's writer (r/src/r_cfg_json.c: named
 # lists are objects, unnamed lists arrays, length-1 vectors scalars, NA / NaN / Inf null, doubles
 # exact); what: what is written, in the refusals, classed and worded by the core as Python's
@@ -35,12 +27,17 @@
 # with the Python package, so both write the same bytes and refuse the same files
 
 # the core's answer list(status, message, errno) as a classed condition: its texts already name
-# the file (native/modelfile.c); an I/O refusal carries the path and errno as fields
+# the file (native/modelfile.c); PG_STATUS_ERR_IO is a pyggmlr_io_error naming the path, with the
+# system's errno (2 ENOENT, 13 EACCES, ...) and the path as fields, as Python's OSErrors carry them
 .mf_fail <- function(res, path) {
   if (is.null(res)) return(invisible(NULL))
-  if (identical(res$status, .pg$code$status[["IO"]])) .io_fail(res, path)
-  if (identical(res$status, .pg$code$status[["VALUE"]])) .pg_stop("value", res$message)
-  .status_stop(res$status, res$message)
+  msg <- res$message
+  if (identical(res$status, .pg$code$status[["IO"]]))
+    .pg_stop("io", if (grepl(path, msg, fixed = TRUE)) msg else sprintf("%s (path '%s')", msg,
+                                                                         path),
+             fields = list(path = path, errno = if (is.null(res$errno)) 0L else res$errno))
+  if (identical(res$status, .pg$code$status[["VALUE"]])) .pg_stop("value", msg)
+  .status_stop(res$status, msg)
 }
 
 # An open model file (the core's pg_mf, an external pointer): the path (guard.R) and the framing
@@ -125,29 +122,28 @@
     .pg_stop("argument", "ag_save_model(): path must be a single file name")
   params <- .model_params(model, "ag_save_model()")
   bufs <- .model_buffers(model)
-  .mf_fail(.Call(R_pg_mf_names_check, enc2utf8(as.character(names(params))),
-                 enc2utf8(as.character(names(bufs)))), path)
+  .mf_opt_arg(optimizer, FALSE)  # after the model's parts, as Python's
+  m <- .mf_model(params, bufs, optimizer)
+  .mf_fail(.Call(R_pg_mf_names_check, m[[1L]], m[[3L]]), path)
   fields <- c(sprintf("pyggmlr (R) %s", as.character(utils::packageVersion("pyggmlr"))),
               NA_character_, NA_character_, NA_character_)  # created_by, config, extra, target
-  tc <- if (is.function(model$to_config)) model$to_config else NULL
-  if (!is.null(tc)) {
-    cfg <- tryCatch(tc(), error = function(e) {  # the core's text
+  if (is.function(model$to_config)) {
+    cfg <- tryCatch(model$to_config(), error = function(e) {  # the core's text
       warning(.Call(R_pg_mf_no_config_note, conditionMessage(e)), call. = FALSE)
       NULL
     })
     if (!is.null(cfg)) {
       fields[[2L]] <- .to_json(cfg, "the model's architecture config")
-      .check_save_config(fields[[2L]], params, bufs)  # whatever is saved must load
+      .check_save_config(fields[[2L]], m)  # whatever is saved must load
     }
   }
-  ep <- if (!is.null(epoch)) as.double(.check_save_epoch(epoch)) else NULL
-  .mf_opt_arg(optimizer, FALSE)
+  ep <- if (!is.null(epoch)) .check_save_epoch(epoch)
   # the core checks it loads back; a "json" text (ag_fit's checkpoints) as it is
   if (!is.null(extra)) fields[[3L]] <- if (inherits(extra, "json")) extra
                                        else .to_json(extra, "extra")
   # the core copies the tensors and the optimizer's state; more: ag_fit's callback arrays
-  .mf_fail(.Call(R_pg_mf_save, path.expand(path), .mf_model(params, bufs, optimizer),
-                 .more_group(more), enc2utf8(fields), ep, .target_meta(model)), path)  # predict.R
+  .mf_fail(.Call(R_pg_mf_save, path.expand(path), m, .more_group(more), enc2utf8(fields), ep,
+                 .target_meta(model)), path)  # .target_meta: predict.R
   invisible(path.expand(path))
 }
 
@@ -155,14 +151,6 @@
 
 # ---------------------------------------------------------------------------------------------
 # loading
-
-# The model from the file's architecture config (checked, and matched against the file's
-# tensors, by the core's pg_mf_check_load before anything is built)
-.rebuild <- function(f, v, path) {
-  cfg <- .mf_json(v$config)
-  tryCatch(.with_dtype(v$dtype, function() ag_module_from_config(cfg)), error = function(e)
-    .mf_fail(.Call(R_pg_mf_rebuild_fail, f, .pg$code$rebuild[["LOAD"]], conditionMessage(e)), path))
-}
 
 # more: ag_fit's callback arrays are read too (list(..., tensors))
 .load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL, dtype = NULL,
@@ -174,21 +162,21 @@
   .mf_fail(.Call(R_pg_mf_check_load, f, !is.null(model) || !is.null(model_fn), FALSE,
                  is.null(model) && is.null(model_fn), dtype), path)
   v <- .Call(R_pg_mf_values, f)
-  epoch <- v$epoch
-  extra <- .mf_json(v$extra)
   # built in `dtype`, else the file's (ggmlR: param_dtypes); the core checks the parameters' dtype
   if (is.null(model) && !is.null(model_fn)) {
     model <- .with_dtype(v$dtype, model_fn)
     .mf_built_arg(model)
   }
-  if (is.null(model)) {
-    model <- .rebuild(f, v, path)
-    params <- tryCatch(.model_params(model, "ag_load_model()"), error = function(e)
-      .mf_fail(.Call(R_pg_mf_rebuild_fail, f, .pg$code$rebuild[["UNUSABLE"]],
-                     conditionMessage(e)), path))
-  } else {
-    params <- .model_params(model, "ag_load_model()")
-  }
+  # rebuilt from the file's config (checked, and matched against its tensors, by the core's
+  # pg_mf_check_load before anything is built): a failure to build, or a model that is none, is
+  # a bad file
+  rebuild <- function(how, expr) tryCatch(expr, error = function(e)
+    .mf_fail(.Call(R_pg_mf_rebuild_fail, f, .pg$code$rebuild[[how]], conditionMessage(e)), path))
+  rebuilt <- is.null(model)
+  if (rebuilt) model <- rebuild("LOAD", .with_dtype(v$dtype, function()
+    ag_module_from_config(.mf_json(v$config))))
+  params <- if (rebuilt) rebuild("UNUSABLE", .model_params(model, "ag_load_model()"))
+            else .model_params(model, "ag_load_model()")
   bufs <- .model_buffers(model, "ag_load_model()")
   # names, shapes, the optimizer's state, every value: all checked before anything is written
   d <- .Call(R_pg_mf_load_check, f, .mf_model(params, bufs, optimizer))
@@ -199,7 +187,7 @@
   ag_eval(model)
   rd <- if (more) .Call(R_pg_mf_read, f)  # from the open file: no second open and check
   if (!is.null(rd$status)) .mf_fail(rd, path)
-  list(model = model, epoch = epoch, extra = extra, tensors = rd$tensors)
+  list(model = model, epoch = v$epoch, extra = .mf_json(v$extra), tensors = rd$tensors)
 }
 
 # ag_load_model(): state.R (ggmlR's arguments, and ggmlR's RDS containers)

@@ -3,11 +3,12 @@
 # accepts before the old file is touched, and what a load would write into the user's objects is
 # checked before the first write.
 
-.MAX_EPOCH <- 1e12  # the loader reads at most 12 digits (.load_model)
-
-.check_save_epoch <- function(epoch)
-  sprintf("%.0f", .arg_int(epoch, "ag_save_model()", "epoch", 0, .MAX_EPOCH - 1,
-                           rule = "an integer in [0, 1e12) (what ag_load_model reads back)"))
+# ag_save_model(epoch=): the core's rule and text (pg_mf_epoch_arg), kinds as .arg_int
+.check_save_epoch <- function(epoch) {
+  kind <- is.numeric(epoch) && !is.factor(epoch) && length(epoch) == 1L && length(dim(epoch)) <= 1L
+  .Call(R_pg_mf_epoch_arg, if (kind) as.double(epoch) else 0, .arg_show(epoch), !kind)
+  as.double(epoch)
+}
 
 # Evaluate expr, then put back the random state it drew from (the core's current stream, or
 # R's .Random.seed when the R generator is in use): a save draws nothing.
@@ -25,8 +26,7 @@
 # The architecture as the loader will rebuild it: the core (native/modelfile_check.c) checks
 # it with the loader's budget, compares the rebuilt names and shapes with the model's, words the
 # refusals and remembers what passed; this rebuilds.
-.check_save_config <- function(text, params, bufs) {
-  m <- .mf_model(params, bufs)
+.check_save_config <- function(text, m) {
   dt <- .Call(R_pg_mf_config_begin, enc2utf8(text), m)
   if (is.list(dt)) .mf_fail(dt, "")
   if (is.null(dt)) return(invisible(NULL))  # checked before (ag_fit's checkpoints, each epoch)

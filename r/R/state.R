@@ -53,12 +53,11 @@
 
 ag_state_dict <- function(model) {
   params <- .state_params(model, "ag_state_dict()")
-  bufs <- .state_buffers(model)
   list(format = .Call(R_pg_state_dict_format), version = 1L,
        parameters = lapply(params, function(p) p$data),
        param_dtypes = vapply(params, function(p) { d <- p$dtype; if (is.null(d)) "f32" else d },
                              character(1L)),
-       buffers = lapply(bufs, function(b) b$data))
+       buffers = lapply(.state_buffers(model), function(b) b$data))
 }
 
 ag_load_state_dict <- function(model, state, strict = TRUE) {

@@ -238,6 +238,7 @@ extern SEXP R_pg_mf_load_dtype(SEXP, SEXP);
 extern SEXP R_pg_fit_opt_params(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_mf_names_check(SEXP, SEXP);
 extern SEXP R_pg_mf_save(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_mf_epoch_arg(SEXP, SEXP, SEXP);
 extern SEXP R_pg_check_dims(SEXP, SEXP, SEXP);
 extern SEXP R_pg_gc_room(SEXP);
 extern SEXP R_pg_file_kind(SEXP);
@@ -509,6 +510,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_opt_params", (DL_FUNC)&R_pg_fit_opt_params, 4},
     {"R_pg_mf_names_check", (DL_FUNC)&R_pg_mf_names_check, 2},
     {"R_pg_mf_save", (DL_FUNC)&R_pg_mf_save, 6},
+    {"R_pg_mf_epoch_arg", (DL_FUNC)&R_pg_mf_epoch_arg, 3},
     {"R_pg_check_dims", (DL_FUNC)&R_pg_check_dims, 3},
     {"R_pg_gc_room", (DL_FUNC)&R_pg_gc_room, 1},
     {"R_pg_file_kind", (DL_FUNC)&R_pg_file_kind, 1},

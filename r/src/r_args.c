@@ -35,3 +35,10 @@ SEXP R_pg_arg_num(SEXP fn, SEXP arg, SEXP v, SEXP lo, SEXP hi, SEXP lo_open, SEX
                        str_or_null(shown), Rf_asLogical(wrong_kind) == 1));
     return R_NilValue;
 }
+
+/* ag_save_model(epoch=): the core's rule (pg_mf_epoch_arg), as R_pg_arg_int */
+SEXP R_pg_mf_epoch_arg(SEXP v, SEXP shown, SEXP wrong_kind)
+{
+    r_check(pg_mf_epoch_arg(Rf_asReal(v), str_or_null(shown), Rf_asLogical(wrong_kind) == 1));
+    return R_NilValue;
+}

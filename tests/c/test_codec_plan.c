@@ -1,18 +1,44 @@
 /* pg_config_match (native/codec_plan.c): an architecture config against a file's tensors, and
- * pg_last_errno after a refused write (issue 28). Under ASan/UBSan: deep and odd configs. */
+ * pg_last_errno after a refused write (issue 28). Under ASan/UBSan: deep and odd configs. Then
+ * pj_quoted, the one quoting helper of the JSON the core writes (issue 29). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
+#include "codec_internal.h"
 
 static int match(const char *cfg, int64_t n, const char **names, const int64_t *r, const int64_t *c)
 {
     return pg_config_match(cfg, (int64_t)strlen(cfg), n, names, r, c);
 }
 
+/* s quoted by pj_quoted is want (Python's json.dumps(s) with ensure_ascii, byte for byte) */
+static int quoted_is(const char *s, const char *want)
+{
+    char *q = pj_quoted(s);
+    int ok = q && strcmp(q, want) == 0;
+    if (!ok) fprintf(stderr, "pj_quoted: got %s, want %s\n", q ? q : "(oom)", want);
+    free(q);
+    return ok;
+}
+
+static void test_quoted(void)
+{
+    CHECK(quoted_is("", "\"\""));
+    CHECK(quoted_is(NULL, "null"));
+    CHECK(quoted_is("plain text 123", "\"plain text 123\""));
+    CHECK(quoted_is("a\"b\\c/d", "\"a\\\"b\\\\c/d\""));
+    CHECK(quoted_is("\n\r\t\b\f", "\"\\n\\r\\t\\b\\f\""));
+    CHECK(quoted_is("\x01\x1f\x7f", "\"\\u0001\\u001f\\u007f\""));
+    CHECK(quoted_is("\xc3\xa9", "\"\\u00e9\""));                /* 2-byte UTF-8 */
+    CHECK(quoted_is("\xe2\x82\xac!", "\"\\u20ac!\""));          /* 3-byte */
+    CHECK(quoted_is("\xf0\x9f\x98\x80", "\"\\ud83d\\ude00\"")); /* 4-byte: a surrogate pair */
+}
+
 void test_codec_plan(void)
 {
+    test_quoted();
     const char *nm[] = {"layer1_W_q", "layer1_W_k", "layer1_W_v", "layer1_W_o", "layer1_b_o"};
     const int64_t r[] = {4, 4, 4, 4, 4}, c[] = {4, 4, 4, 4, 1};
     const char *ok = "{\"type\":\"sequential\",\"layers\":[{\"type\":\"multihead_attention\","

@@ -310,7 +310,15 @@ static void test_writer(void)
     CHECK_ERR(pg_mf_writer_set(w, PG_MF_FIELD_EXTRA, "{\"k\":"), PG_STATUS_ERR_VALUE,
               "ag_save_model(): metadata 'extra' is not valid JSON");
     CHECK_ERR(pg_mf_writer_set_epoch(w, 1000000000000LL), PG_STATUS_ERR_VALUE,
-              "epoch must be an integer in [0, 1e12)");
+              "ag_save_model(): epoch must be an integer in [0, 1e12) (what ag_load_model reads "
+              "back), got 1000000000000");
+    /* the front ends' check (pg_mf_epoch_arg): one rule and text, the value as the user wrote it */
+    CHECK(pg_mf_epoch_arg(999999999999.0, "999999999999", 0) == 0);
+    CHECK_ERR(pg_mf_epoch_arg(1.5, "1.5", 0), PG_STATUS_ERR_VALUE,
+              "ag_save_model(): epoch must be an integer in [0, 1e12) (what ag_load_model reads "
+              "back), got 1.5");
+    CHECK_ERR(pg_mf_epoch_arg(-1, "-1", 0), PG_STATUS_ERR_VALUE, "got -1");
+    CHECK_ERR(pg_mf_epoch_arg(0, "str 'a'", 1), PG_STATUS_ERR_ARG, "reads back), got str 'a'");
     CHECK(pg_mf_writer_set_epoch(w, 41) == 0);
     const char *hn[3] = {"lr", "n", "nesterov"}, *pn[2] = {"W", "b"};
     double hv[3] = {0.001, 5, 1};

@@ -259,6 +259,29 @@ def test_save_refuses_epoch_out_of_range_old_file_untouched(tmp_path):
     assert pg.ag_model_info(p)["epoch"] == 10**12 - 1
 
 
+def test_save_epoch_text_is_the_cores_nothing_written(tmp_path):
+    # one rule and text for both languages (pg_mf_epoch_arg; R: test-io-limits.R), whole texts
+    m, p = pg.ag_linear(2, 3), tmp_path / "m.st"
+    rule = "ag_save_model(): epoch must be an integer in [0, 1e12) (what ag_load_model reads back)"
+    for ep, cls, shown in (
+        (-1, PyggmlrValueError, "-1"),
+        (1.5, PyggmlrValueError, "1.5"),
+        ("a", pg.ArgumentError, "str 'a'"),
+        (float("nan"), PyggmlrValueError, "nan"),
+        (10**40, PyggmlrValueError, str(10**40)),
+        (1e300, PyggmlrValueError, "1e+300"),
+        (np.int64(-3), PyggmlrValueError, "np.int64(-3)"),
+    ):
+        with pytest.raises(cls) as e:
+            pg.ag_save_model(m, p, epoch=ep)
+        assert str(e.value) == f"{rule}, got {shown}"
+        assert not p.exists()
+    pg.ag_save_model(m, p, epoch=None)  # None: no epoch
+    assert pg.ag_model_info(p)["epoch"] is None
+    pg.ag_save_model(m, p, epoch=np.float64(4.0))
+    assert pg.ag_model_info(p)["epoch"] == 4
+
+
 def test_save_refuses_unloadable_architecture_old_file_untouched(tmp_path):
     m, _ = _trained()
     p = tmp_path / "m.st"

@@ -132,6 +132,24 @@ test_that("the metadata epoch takes ASCII digits only, as in Python", {
   }
 })
 
+test_that("the epoch's text is the core's, whole, and nothing is written (as in Python)", {
+  m <- ag_linear(2, 3)
+  f <- tempfile(fileext = ".st")
+  rule <- paste("ag_save_model(): epoch must be an integer in [0, 1e12)",
+                "(what ag_load_model reads back), got")
+  cases <- list(list(-1, "value", "-1"), list(1.5, "value", "1.5"), list("a", "argument", '"a"'),
+                list(NA, "argument", "NA"), list(NA_real_, "value", "NA_real_"),
+                list(1e12, "value", "1e+12"), list(1e300, "value", "1e+300"))
+  for (cs in cases) {
+    e <- tryCatch(ag_save_model(m, f, epoch = cs[[1]]), error = function(e) e)
+    expect_s3_class(e, paste0("pyggmlr_", cs[[2]], "_error"))
+    expect_identical(conditionMessage(e), paste(rule, cs[[3]]))
+    expect_false(file.exists(f))
+  }
+  ag_save_model(m, f, epoch = 999999999999)
+  expect_identical(ag_model_info(f)$epoch, 999999999999)
+})
+
 test_that("layer constructors name themselves and the size when memory runs out", {
   skip_on_os(c("windows", "mac"))
   cases <- c("ag_batch_norm(2e9)" = "ag_batch_norm: out of memory .*num_features = 2000000000",
