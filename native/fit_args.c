@@ -1,5 +1,6 @@
 /* ag_fit's rules on its data arguments that are not about numbers (pg_api_train.h), once for R
- * and Python: an ag_dataloader's precedence and class labels against the loss. */
+ * and Python: an ag_dataloader's precedence, class labels against the loss, string labels' classes
+ * and their codes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +112,8 @@ static int labels_unknown(const char *fn, const char *what, const char *whose, c
                    fn, what, (int)utf8_prefix(label, 40), label, whose, list);
 }
 
-/* a class's name and its index: classes sorted by name (then index, so that the first of equal
- * names wins, as R's match) are searched in O(log c) a label */
+/* a class's name (or a label) and its index, sorted by the bytes (UTF-8: code-point order), then
+ * the index: the first of equal names wins, as R's match, and leads its run */
 typedef struct {
     const char *name;
     int64_t i;
@@ -163,4 +164,25 @@ int pg_labels_code(const char *fn, const char *what, const char *whose, const ch
     }
     free(ix);
     return 0;
+}
+
+int64_t pg_labels_classes(const char *const *labels, int64_t n, int64_t *ids, int64_t *first)
+{
+    if (n < 0 || (n && (!labels || !ids || !first)))
+        return -pg_fail(PG_STATUS_ERR_ARG, "pg_labels_classes(): NULL or negative argument");
+    label_ix *ix = malloc((size_t)(n ? n : 1) * sizeof *ix);
+    if (!ix)
+        return -pg_fail(PG_STATUS_ERR_NOMEM, "ag_fit: out of memory for %lld labels", (long long)n);
+    int64_t m = 0, c = -1;
+    for (int64_t j = 0; j < n; j++) {
+        ids[j] = -1; /* a missing label stays -1 */
+        if (labels[j]) ix[m++] = (label_ix){labels[j], j};
+    }
+    qsort(ix, (size_t)m, sizeof *ix, label_ix_cmp); /* a class's first label leads its run */
+    for (int64_t i = 0; i < m; i++) {
+        if (!i || strcmp(ix[i].name, ix[i - 1].name)) first[++c] = ix[i].i;
+        ids[ix[i].i] = c;
+    }
+    free(ix);
+    return c + 1;
 }

@@ -2,11 +2,9 @@
  * count against the model's outputs, and binary accuracy (keras' binary_accuracy): each element
  * of the output is a prediction (1 when above the threshold: 0.5 on probabilities, 0 on logits),
  * each target is 1 when above 0.5, and a multi-label output [k, n] counts its k * n elements
- * (keras averages over all of them). Labels given as strings get their classes here too. */
+ * (keras averages over all of them). */
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include "pg.h"
 
 /* element i of [rows, n] targets is refused; columns from n_main on are validation_data's */
@@ -134,38 +132,4 @@ int pg_fit_check_ids(const double *y, int64_t n, int64_t outputs, int64_t nlevel
         hi = y[j] > hi ? y[j] : hi;
     }
     return n > 0 ? pg_fit_check_classes(hi < 9e18 ? (int64_t)hi + 1 : INT64_MAX, outputs, 0) : 0;
-}
-
-/* a label and its index: sorted by the label's bytes (UTF-8: code-point order), then the index */
-typedef struct {
-    const char *s;
-    int64_t i;
-} label_at;
-
-static int label_at_cmp(const void *a, const void *b)
-{
-    const label_at *x = a, *y = b;
-    const int c = strcmp(x->s, y->s);
-    return c ? c : (x->i > y->i) - (x->i < y->i);
-}
-
-int64_t pg_labels_classes(const char *const *labels, int64_t n, int64_t *ids, int64_t *first)
-{
-    if (n < 0 || (n && (!labels || !ids || !first)))
-        return -pg_fail(PG_STATUS_ERR_ARG, "pg_labels_classes(): NULL or negative argument");
-    label_at *ix = malloc((size_t)(n ? n : 1) * sizeof *ix);
-    if (!ix)
-        return -pg_fail(PG_STATUS_ERR_NOMEM, "ag_fit: out of memory for %lld labels", (long long)n);
-    int64_t m = 0, c = -1;
-    for (int64_t j = 0; j < n; j++) {
-        ids[j] = -1; /* a missing label stays -1 */
-        if (labels[j]) ix[m++] = (label_at){labels[j], j};
-    }
-    qsort(ix, (size_t)m, sizeof *ix, label_at_cmp); /* a class's first label leads its run */
-    for (int64_t i = 0; i < m; i++) {
-        if (!i || strcmp(ix[i].s, ix[i - 1].s)) first[++c] = ix[i].i;
-        ids[ix[i].i] = c;
-    }
-    free(ix);
-    return c + 1;
 }

@@ -360,15 +360,7 @@ SEXP R_pg_callback_state(SEXP h, SEXP early_stop, SEXP is_map, SEXP vals)
 }
 
 /* the state's keys in the order R_pg_callback_state takes its values (the core's table) */
-SEXP R_pg_callback_state_keys(void)
-{
-    int n = 0;
-    while (pg_callback_state_key(n)) n++;
-    SEXP out = PROTECT(Rf_allocVector(STRSXP, n));
-    for (int k = 0; k < n; k++) SET_STRING_ELT(out, k, Rf_mkChar(pg_callback_state_key(k)));
-    UNPROTECT(1);
-    return out;
-}
+SEXP R_pg_callback_state_keys(void) { return r_name_table(pg_callback_state_key); }
 
 static int64_t cb_format(void *c, char *buf, int64_t cap)
 {

@@ -18,15 +18,7 @@ SEXP R_pg_layer_config(SEXP text, SEXP depth, SEXP custom)
 }
 
 /* the core's built-in layer types ("sequential" first): ag_register_layer refuses them */
-SEXP R_pg_layer_types(void)
-{
-    int n = 0;
-    while (pg_layer_type_name(n)) n++;
-    SEXP out = PROTECT(Rf_allocVector(STRSXP, n));
-    for (int i = 0; i < n; i++) SET_STRING_ELT(out, i, Rf_mkChar(pg_layer_type_name(i)));
-    UNPROTECT(1);
-    return out;
-}
+SEXP R_pg_layer_types(void) { return r_name_table(pg_layer_type_name); }
 
 /* summary(model): the state c(rows, C, H, W) (-1: unknown, C -1: no image) after the layer
  * whose config is text (JSON; NULL: a layer without one, unknown) (the core's

@@ -441,6 +441,16 @@ SEXP r_named_counts(const int64_t *v, const char *const *names, int n)
     return out;
 }
 
+SEXP r_name_table(const char *(*name)(int))
+{
+    int n = 0;
+    while (name(n)) n++;
+    SEXP out = PROTECT(Rf_allocVector(STRSXP, n));
+    for (int i = 0; i < n; i++) SET_STRING_ELT(out, i, Rf_mkChar(name(i)));
+    UNPROTECT(1);
+    return out;
+}
+
 /* a list of n NULLs named names[i], for the caller to fill */
 SEXP r_named_list(const char *const *names, int n)
 {

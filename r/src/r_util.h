@@ -97,6 +97,8 @@ SEXP r_named_list(const char *const *names, int n);
 /* an R double vector of the n counts in v (exact up to 2^53); named: names[i] on v[i] */
 SEXP r_counts(const int64_t *v, R_xlen_t n);
 SEXP r_named_counts(const int64_t *v, const char *const *names, int n);
+/* a character vector of a core name table: name(0), name(1), ... up to its NULL */
+SEXP r_name_table(const char *(*name)(int));
 /* r_memory.c: the names of enum pg_mem_category, in its order */
 extern const char *const r_mem_categories[PG_MEM_CATEGORY_COUNT];
 
