@@ -4,14 +4,19 @@ shared by state dicts (nn), optimizer state (optim) and ag_fit's callbacks and h
 from __future__ import annotations
 
 import numbers
-from typing import Any, List, Optional, Sequence
+from typing import Any, Iterable, List, Optional, Tuple
 
 import numpy as np
 
 from ._core import ffi, lib
 from .tensor import Tensor
 
-__all__ = ["HostValues"]
+__all__ = ["HostValues", "dims"]
+
+
+def dims(a: np.ndarray) -> Tuple[Any, int]:
+    """a's shape as the core takes it: (int64_t[], ndim)."""
+    return ffi.new("int64_t[]", list(a.shape) or 1), a.ndim
 
 
 class HostValues:
@@ -43,8 +48,12 @@ class HostValues:
         if show:
             dst.text = self.text(str(v))
 
-    def strings(self, xs: Sequence[str]):
-        arr = ffi.new("const char *[]", [self.text(x) for x in xs] or 1)
+    def strings(self, xs: Iterable[Any]):
+        """xs as the core's const char *[]: UTF-8 strings, NULL for anything else (a missing
+        label)."""
+        arr = ffi.new(
+            "const char *[]", [self.text(x) if isinstance(x, str) else ffi.NULL for x in xs] or 1
+        )
         self.keep.append(arr)
         return arr
 

@@ -11,7 +11,8 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from .._core import NULL, check, ffi, lib
+from .._core import check, ffi, lib
+from .._host import HostValues, dims
 from ..errors import PyggmlrValueError
 
 __all__: List[str] = []
@@ -42,8 +43,7 @@ def _strings(y: Any) -> Optional[np.ndarray]:
             return None
         if a.dtype.kind == "O" and not any(isinstance(v, str) for v in a.ravel()):
             return None
-        dims = ffi.new("int64_t[]", list(a.shape) or 1)
-        check(lib.pg_labels_shape(dims, a.ndim))  # one label a sample: the core's rule, as R's
+        check(lib.pg_labels_shape(*dims(a)))  # one label a sample: the core's rule, as R's
         a = a.ravel().astype(object)
     for v in a:
         if not (isinstance(v, str) or v is None or (isinstance(v, float) and np.isnan(v))):
@@ -66,7 +66,8 @@ def encode_labels(y: Any, loss: str, validation_data: Any) -> Tuple[Any, Any, Op
         a = _strings(y)
         if a is None:
             return y, validation_data, None
-        arr, _keep = _cstrs(a)  # the classes in code-point order: the core's (as R's)
+        h = HostValues()  # keeps the strings alive while the core reads them
+        arr = h.strings(a)  # the classes in code-point order: the core's (as R's)
         buf = np.empty((2, a.size), dtype=np.int64)  # each label's class id, each class's first
         p = ffi.cast("int64_t *", buf.ctypes.data)
         k = lib.pg_labels_classes(arr, a.size, p, p + a.size)
@@ -102,7 +103,8 @@ def code_labels(
         [cv[1][c] if c >= 0 else None for c in cv[0]] if cv is not None else list(av)  # type: ignore[arg-type]
     )
     # missing labels (validation), then unknown ones: the core's rules and texts, as R's
-    (arr, _k), (enc, _e) = _cstrs(vals), _cstrs(classes)
+    h = HostValues()
+    arr, enc = h.strings(vals), h.strings(classes)
     ids = np.empty(len(vals), dtype=np.float64)
     check(
         lib.pg_labels_code(
@@ -111,13 +113,3 @@ def code_labels(
         )
     )  # fmt: skip
     return ids
-
-
-def _cstrs(vals: Any) -> Tuple[Any, List[Any]]:
-    """(the core's char *[], the strings it points to: keep both alive): UTF-8 strings, NULL for
-    anything else (a missing label)."""
-    keep = [
-        ffi.new("char[]", v.encode("utf-8", "replace")) if isinstance(v, str) else NULL
-        for v in vals
-    ]
-    return ffi.new("char *[]", keep or 1), keep

@@ -43,14 +43,19 @@
 # and vectors of length != 1 are the wrong kind (pyggmlr_argument_error); fractions, NA, +/-Inf
 # and values out of range bad values (pyggmlr_value_error), with the core's texts (pg_arg_int):
 # "<fn>: <arg> must be <rule>, got <v>", the rule "an integer >= lo" unless the caller words it.
-.arg_int <- function(v, fn, arg, lo = NULL, hi = .INT_MAX, rule = NULL) {
+# core: a core rule of (value, shown, wrong_kind) with its own range and text instead (as Python's
+# check_int(core =): R_pg_mf_epoch_arg); the value comes back as a double.
+.arg_int <- function(v, fn, arg, lo = NULL, hi = .INT_MAX, rule = NULL, core = NULL) {
   # the common case first: a good value costs no text (ag_fit checks several per call)
-  if (is.numeric(v) && length(v) == 1L && !is.factor(v) && length(dim(v)) <= 1L &&
+  if (is.null(core) && is.numeric(v) && length(v) == 1L && !is.factor(v) && length(dim(v)) <= 1L &&
       !is.na(v) && is.finite(v) && v == floor(v) && (is.null(lo) || v >= lo) &&
       (is.null(hi) || v <= hi))
     return(if (abs(v) <= .INT_MAX) as.integer(v) else as.double(v))
   kind <- is.numeric(v) && !is.factor(v) && length(v) == 1L && length(dim(v)) <= 1L
-  .Call(R_pg_arg_int, fn, arg, if (kind) as.double(v) else 0, lo, hi, rule, .arg_show(v), !kind)
+  x <- if (kind) as.double(v) else 0
+  if (is.null(core)) return(.Call(R_pg_arg_int, fn, arg, x, lo, hi, rule, .arg_show(v), !kind))
+  .Call(core, x, .arg_show(v), !kind)
+  x
 }
 
 # one finite number in the range (open or closed at each end; NULL: unbounded) as a double (the
@@ -105,7 +110,7 @@
     v <- t(as.matrix(v))
   }
   # the [features, n] rule and its text (a vector: one row) are the core's (pg_fit_cols)
-  .Call(R_pg_fit_cols, fn, name, if (is.null(dim(v))) length(v) else dim(v), samples)
+  .Call(R_pg_fit_cols, fn, name, v, samples)
   if (!is.numeric(v) && !is.logical(v)) .arg_fail("argument", "%s: %s must be numeric", fn, name)
   if (length(dim(v)) != 2L) v <- matrix(v, nrow = 1L)
   # touched only when needed: either would copy the whole data set (pages faulted in every run)

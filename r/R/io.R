@@ -137,7 +137,7 @@
       .check_save_config(fields[[2L]], m)  # whatever is saved must load
     }
   }
-  ep <- if (!is.null(epoch)) .check_save_epoch(epoch)
+  ep <- if (!is.null(epoch)) .arg_int(epoch, "ag_save_model()", "epoch", core = R_pg_mf_epoch_arg)
   # the core checks it loads back; a "json" text (ag_fit's checkpoints) as it is
   if (!is.null(extra)) fields[[3L]] <- if (inherits(extra, "json")) extra
                                        else .to_json(extra, "extra")

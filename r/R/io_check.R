@@ -3,13 +3,6 @@
 # accepts before the old file is touched, and what a load would write into the user's objects is
 # checked before the first write.
 
-# ag_save_model(epoch=): the core's rule and text (pg_mf_epoch_arg), kinds as .arg_int
-.check_save_epoch <- function(epoch) {
-  kind <- is.numeric(epoch) && !is.factor(epoch) && length(epoch) == 1L && length(dim(epoch)) <= 1L
-  .Call(R_pg_mf_epoch_arg, if (kind) as.double(epoch) else 0, .arg_show(epoch), !kind)
-  as.double(epoch)
-}
-
 # Evaluate expr, then put back the random state it drew from (the core's current stream, or
 # R's .Random.seed when the R generator is in use): a save draws nothing.
 .keep_rng <- function(expr) {
