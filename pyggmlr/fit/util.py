@@ -11,7 +11,7 @@ import numpy as np
 from .. import _walk
 from .._args import as_numeric
 from .._core import NULL, check, ffi, lib
-from .._host import HostValues
+from .._host import HostValues, dims
 from ..errors import ArgumentError
 from ..graph.compile import ag_compile
 from ..nn import modules as nn
@@ -95,8 +95,7 @@ def _as_cols(v, name, fn="ag_fit", samples=False):
     samples: n 0 refused)."""
     a = v.numpy() if isinstance(v, Tensor) else as_numeric(v, fn, name)
     rn = ffi.new("int64_t[2]")
-    dims = ffi.new("int64_t[]", list(a.shape) or 1)
-    check(lib.pg_fit_cols(fn.encode(), name.encode(), dims, a.ndim, samples, rn, rn + 1))
+    check(lib.pg_fit_cols(fn.encode(), name.encode(), *dims(a), samples, rn, rn + 1))
     return np.asfortranarray(a.reshape(rn[0], rn[1]))
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from .. import _core
 from .._args import as_numeric
 from .._core import NULL, ffi, lib
+from .._host import dims
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 
@@ -22,7 +23,7 @@ def sample_weights(v: Any) -> Optional[np.ndarray]:
     if v is None:
         return None
     a = v.numpy() if isinstance(v, Tensor) else as_numeric(v, "ag_fit", "sample_weight")
-    _core.check(lib.pg_fit_weight_shape(ffi.new("int64_t[]", list(a.shape) or [0]), a.ndim))
+    _core.check(lib.pg_fit_weight_shape(*dims(a)))
     return np.ascontiguousarray(a.reshape(-1), dtype=np.float64)  # the core's rule, as R's
 
 

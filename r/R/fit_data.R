@@ -43,7 +43,7 @@
 # of UTF-8, never the locale's collation); NA is a missing label. Anything else as given.
 .labels_factor <- function(y) {
   if (!is.character(y)) return(y)
-  .Call(R_pg_labels_shape, if (is.null(dim(y))) length(y) else dim(y))  # one label a sample
+  .Call(R_pg_labels_shape, y)  # one label a sample
   y <- enc2utf8(as.vector(y))
   factor(y, levels = y[.Call(R_pg_labels_classes, y)])
 }

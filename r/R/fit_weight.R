@@ -8,7 +8,7 @@
   if (is_ag_tensor(v)) v <- v$data
   if (!is.numeric(v) || is.factor(v))
     .arg_fail("argument", "ag_fit: sample_weight must be a numeric vector, got %s", .arg_show(v))
-  .Call(R_pg_fit_weight_shape, as.double(if (is.null(dim(v))) length(v) else dim(v)))
+  .Call(R_pg_fit_weight_shape, v)
   v <- as.double(v)
   v[is.na(v)] <- NaN  # NA: the core's "must be finite" names it
   v

@@ -132,18 +132,14 @@ SEXP R_pg_fit_targets(SEXP dx, SEXP y, SEXP classify, SEXP outputs, SEXP nlevels
     return R_NilValue;
 }
 
-/* the [features, n] rule (pg_fit_cols) for a value of dims (samples: n 0 refused): c(rows, n),
- * else the core's text */
-SEXP R_pg_fit_cols(SEXP fn, SEXP what, SEXP dims, SEXP samples)
+/* the [features, n] rule (pg_fit_cols) for the value v (samples: n 0 refused): c(rows, n), else
+ * the core's text */
+SEXP R_pg_fit_cols(SEXP fn, SEXP what, SEXP v, SEXP samples)
 {
-    SEXP d = PROTECT(Rf_coerceVector(dims, REALSXP));
-    const int nd = (int)XLENGTH(d);
-    int64_t *v = (int64_t *)R_alloc((size_t)(nd ? nd : 1), sizeof *v), rows = 0, n = 0;
-    for (int i = 0; i < nd; i++) v[i] = (int64_t)REAL(d)[i];
-    const int rc = pg_fit_cols(CHAR(STRING_ELT(fn, 0)), CHAR(STRING_ELT(what, 0)), v, nd,
-                               Rf_asLogical(samples) == 1, &rows, &n);
-    UNPROTECT(1);
-    r_check(rc);
+    int nd = 0;
+    int64_t *d = r_dims(v, &nd), rows = 0, n = 0;
+    r_check(pg_fit_cols(CHAR(STRING_ELT(fn, 0)), CHAR(STRING_ELT(what, 0)), d, nd,
+                        Rf_asLogical(samples) == 1, &rows, &n));
     SEXP r = Rf_allocVector(REALSXP, 2);
     REAL(r)[0] = (double)rows, REAL(r)[1] = (double)n;
     return r;
@@ -286,16 +282,12 @@ SEXP R_pg_labels_classes(SEXP labels)
     return r;
 }
 
-/* labels y's dims (a vector's length, else dim(y)): one label a sample (pg_labels_shape) */
-SEXP R_pg_labels_shape(SEXP dims)
+/* labels y: one label a sample (pg_labels_shape) */
+SEXP R_pg_labels_shape(SEXP y)
 {
-    SEXP d = PROTECT(Rf_coerceVector(dims, REALSXP));
-    const int nd = (int)XLENGTH(d);
-    int64_t *v = (int64_t *)R_alloc((size_t)(nd ? nd : 1), sizeof *v);
-    for (int i = 0; i < nd; i++) v[i] = (int64_t)REAL(d)[i];
-    const int rc = pg_labels_shape(v, nd);
-    UNPROTECT(1);
-    r_check(rc);
+    int nd = 0;
+    const int64_t *d = r_dims(y, &nd);
+    r_check(pg_labels_shape(d, nd));
     return R_NilValue;
 }
 

@@ -9,13 +9,12 @@ static const double *dbl(SEXP v)
     return Rf_isNull(v) ? NULL : (XLENGTH(v) ? REAL(v) : &none);
 }
 
-/* sample_weight's dims (its length for a plain vector): the core's shape rule and text */
-SEXP R_pg_fit_weight_shape(SEXP dims)
+/* sample_weight v (its dims; a plain vector: its length): the core's shape rule and text */
+SEXP R_pg_fit_weight_shape(SEXP v)
 {
-    int64_t d[8] = {0};
-    const int nd = (int)XLENGTH(dims);
-    for (int i = 0; i < nd && i < 8; i++) d[i] = (int64_t)REAL(dims)[i];
-    r_check(pg_fit_weight_shape(d, nd > 8 ? 8 : nd));
+    int nd = 0;
+    const int64_t *d = r_dims(v, &nd);
+    r_check(pg_fit_weight_shape(d, nd));
     return R_NilValue;
 }
 

@@ -441,6 +441,24 @@ SEXP r_named_counts(const int64_t *v, const char *const *names, int n)
     return out;
 }
 
+int64_t *r_dims(SEXP v, int *nd)
+{
+    SEXP dim = Rf_getAttrib(v, R_DimSymbol);
+    if (Rf_isNull(dim)) {
+        int64_t *d = (int64_t *)R_alloc(1, sizeof *d);
+        d[0] = (int64_t)Rf_xlength(v);
+        *nd = 1;
+        return d;
+    }
+    SEXP r = PROTECT(Rf_coerceVector(dim, REALSXP));
+    *nd = (int)XLENGTH(r);
+    int64_t *d = (int64_t *)R_alloc((size_t)(*nd ? *nd : 1), sizeof *d);
+    for (int i = 0; i < *nd; i++)
+        d[i] = REAL(r)[i] >= 0 && REAL(r)[i] < 9e18 ? (int64_t)REAL(r)[i] : -1;
+    UNPROTECT(1);
+    return d;
+}
+
 SEXP r_name_table(const char *(*name)(int))
 {
     int n = 0;

@@ -97,6 +97,9 @@ SEXP r_named_list(const char *const *names, int n);
 /* an R double vector of the n counts in v (exact up to 2^53); named: names[i] on v[i] */
 SEXP r_counts(const int64_t *v, R_xlen_t n);
 SEXP r_named_counts(const int64_t *v, const char *const *names, int n);
+/* v's dims as the core reads them (its dim attribute, else its length: one dim), R_alloc'd; *nd
+ * their count. A dim the core cannot hold (NA, negative) reads -1. */
+int64_t *r_dims(SEXP v, int *nd);
 /* a character vector of a core name table: name(0), name(1), ... up to its NULL */
 SEXP r_name_table(const char *(*name)(int));
 /* r_memory.c: the names of enum pg_mem_category, in its order */
