@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from typing import Any, Dict, Union
+from typing import Any, Dict, List, Union
 
 import numpy as np
 
@@ -139,7 +139,7 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_
     _opt_arg(optimizer, lib.PG_MF_FN_SAVE)
     m = _Model(params, bufs, optimizer)
     s = ffi.new("pg_mf_save_spec *", lib.pg_mf_save_spec_default())
-    keep = [m]  # every buffer the spec points to, alive until the write returns
+    keep: List[Any] = [m]  # every buffer the spec points to, alive until the write returns
 
     def text(v):
         keep.append(ffi.new("char[]", str(v).encode("utf-8", "surrogatepass")))
