@@ -323,3 +323,33 @@ int pg_mf_load_commit(pg_mf *mf)
     mf_stage_free(mf);
     return rc;
 }
+
+pg_mf_save_spec pg_mf_save_spec_default(void)
+{
+    pg_mf_save_spec s;
+    memset(&s, 0, sizeof s);
+    s.epoch = s.n_classes = -1;
+    return s;
+}
+
+int pg_mf_save(const char *path, const pg_mf_save_spec *s)
+{
+    if (!s || !path || s->n_more < 0 ||
+        (s->n_more &&
+         (!s->more_names || !s->more_f64 || !s->more_ndim || !s->more_dims || !s->more_data)))
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_save(): bad arguments");
+    pg_mf_writer *w = NULL;
+    int rc = pg_mf_writer_new(&w);
+    if (!rc) rc = pg_mf_writer_add_model(w, s->model);
+    for (int i = 0; !rc && i < PG_MF_FIELD_COUNT; i++)
+        if (s->fields[i]) rc = pg_mf_writer_set(w, i, s->fields[i]);
+    if (!rc && s->epoch >= 0) rc = pg_mf_writer_set_epoch(w, s->epoch);
+    if (!rc && s->has_target)
+        rc = pg_mf_writer_set_target(w, s->target_loss, -1, s->n_classes, s->classes);
+    for (int64_t i = 0; !rc && i < s->n_more; i++) /* the core lays the columns out as rows */
+        rc = pg_mf_writer_add_values(w, PG_MF_ROLE_TENSOR, s->more_names[i], s->more_f64[i],
+                                     s->more_ndim[i], s->more_dims + 2 * i, s->more_data[i]);
+    if (!rc) rc = pg_mf_writer_commit(w, path);
+    pg_mf_writer_free(w);
+    return rc;
+}

@@ -175,6 +175,28 @@ pg_mf_model pg_mf_model_default(void);
  * (optimizer.<slot>.<name>; a slot never used is listed without a tensor). */
 int pg_mf_writer_add_model(pg_mf_writer *w, const pg_mf_model *m);
 
+/* ag_save_model's whole write in one call, for both front ends: the model and its optimizer
+ * (pg_mf_writer_add_model), the metadata texts (fields[i] NULL: not set), the epoch (-1: none),
+ * the 'target' (has_target: pg_mf_writer_set_target with the loss's own classify kind), then
+ * ag_fit's callback arrays (column-major doubles, pg_mf_writer_add_values: more_ndim[i] 0-2, two
+ * dims each in more_dims) and the commit. Nothing is written when a step fails. */
+typedef struct {
+    const pg_mf_model *model;
+    const char *fields[PG_MF_FIELD_COUNT];
+    int64_t epoch;
+    int has_target;
+    const char *target_loss; /* NULL: none known */
+    int64_t n_classes;       /* -1: no labels */
+    const char *const *classes;
+    int64_t n_more;
+    const char *const *more_names;
+    const int *more_f64, *more_ndim;
+    const int64_t *more_dims;
+    const double *const *more_data;
+} pg_mf_save_spec;
+pg_mf_save_spec pg_mf_save_spec_default(void); /* nothing set, epoch -1, n_classes -1 */
+int pg_mf_save(const char *path, const pg_mf_save_spec *s);
+
 /* Loading into a model, in two steps so that the host can warn between them and a failed load
  * changes nothing. pg_mf_load_check: after pg_mf_check_load, the parameters' dtype against the
  * load's opts.dtype (pg_mf_built_dtype_check), ggmlR's name and shape checks of

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from typing import Any, Dict, Union
+from typing import Any, Dict, List, Union
 
 import numpy as np
 
@@ -47,36 +47,6 @@ _DTN = {lib.PG_DTYPE_F32: "f32", lib.PG_DTYPE_F64: "f64"}
 
 # ---------------------------------------------------------------------------------------------
 # safetensors writer / reader: the C core's codec (native/codec*.c), shared with the R package
-
-
-class _Writer:
-    """The core's model-file writer (native/modelfile_write.c: the save rules, the metadata
-    map); this keeps the converted buffers alive until the commit."""
-
-    def __init__(self):
-        h = ffi.new("pg_mf_writer **")
-        check(lib.pg_mf_writer_new(h))
-        self.h, self.keep = ffi.gc(h[0], lib.pg_mf_writer_free), []
-
-    def text(self, s):
-        b = ffi.new("char[]", str(s).encode("utf-8", "surrogatepass"))
-        self.keep.append(b)
-        return b
-
-    def add(self, role, name, a):
-        """a (numbers, at most 2-D) as a tensor: the core copies it into the file's layout"""
-        a = np.asarray(a)
-        v = np.asfortranarray(a, dtype=np.float64)  # kept alive by v until the call returns
-        dims, data = ffi.new("int64_t[]", list(a.shape) or [1]), ffi.cast("double *", v.ctypes.data)
-        f64 = a.dtype == np.float64
-        check(lib.pg_mf_writer_add_values(self.h, role, self.text(name), f64, a.ndim, dims, data))
-
-    def set(self, field, text):
-        check(lib.pg_mf_writer_set(self.h, field, self.text(text)))
-
-    def commit(self, path):
-        _raise(lib.pg_mf_writer_commit(self.h, path.encode("utf-8", "surrogateescape")), path)
-        return path
 
 
 def _path_arg(path, fn):
@@ -162,14 +132,20 @@ def _opt_arg(optimizer, fn):
 
 
 def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_text=None):
-    """extra_text: extra already as JSON text (ag_fit's checkpoints: the core's layout)"""
+    """extra_text: extra already as JSON text (ag_fit's checkpoints: the core's layout); the
+    write is the core's (pg_mf_save), as R's"""
     path = _path_arg(path, "ag_save_model()")
     params, bufs = _model_parts(model)
     _opt_arg(optimizer, lib.PG_MF_FN_SAVE)
-    w, m = _Writer(), _Model(params, bufs, optimizer)
-    w.keep.append(m)
-    check(lib.pg_mf_writer_add_model(w.h, m.c))  # the save rules; the optimizer's state
-    w.set(lib.PG_MF_FIELD_CREATED_BY, f"pyggmlr {__version__}")
+    m = _Model(params, bufs, optimizer)
+    s = ffi.new("pg_mf_save_spec *", lib.pg_mf_save_spec_default())
+    keep: List[Any] = [m]  # every buffer the spec points to, alive until the write returns
+
+    def text(v):
+        keep.append(ffi.new("char[]", str(v).encode("utf-8", "surrogatepass")))
+        return keep[-1]
+
+    s.model, s.fields[lib.PG_MF_FIELD_CREATED_BY] = m.c, text(f"pyggmlr {__version__}")
     to_config = getattr(model, "to_config", None)
     if callable(to_config):
         try:
@@ -178,24 +154,33 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_
             note = lib.pg_mf_no_config_note(str(e).encode("utf-8", "surrogatepass"), 0)
             warnings.warn(ffi.string(note).decode("utf-8", "surrogatepass"), stacklevel=3)
         else:
-            text = to_json(cfg, "the model's architecture config")
-            check_config(text, m)  # whatever is saved must load
-            w.set(lib.PG_MF_FIELD_CONFIG, text)
+            text_cfg = to_json(cfg, "the model's architecture config")
+            check_config(text_cfg, m)  # whatever is saved must load
+            s.fields[lib.PG_MF_FIELD_CONFIG] = text(text_cfg)
     if epoch is not None:
-        ep = check_int(epoch, "ag_save_model()", "epoch", core=lib.pg_mf_epoch_arg)  # its rule
-        check(lib.pg_mf_writer_set_epoch(w.h, ep))
+        s.epoch = check_int(epoch, "ag_save_model()", "epoch", core=lib.pg_mf_epoch_arg)  # its rule
     if extra is not None:  # bounded depth, no cycles: typed errors, not RecursionError
-        w.set(lib.PG_MF_FIELD_EXTRA, to_json(extra, "extra"))  # the core checks it loads back
+        s.fields[lib.PG_MF_FIELD_EXTRA] = text(to_json(extra, "extra"))  # checked: loads back
     if extra_text is not None:
-        w.set(lib.PG_MF_FIELD_EXTRA, extra_text)
+        s.fields[lib.PG_MF_FIELD_EXTRA] = text(extra_text)
     loss, classes = model_target(model)  # metadata 'target': what ag_fit recorded (none: none)
-    if loss is not None or classes is not None:  # classify -1: the loss's own kind
-        arr = ffi.new("char *[]", [w.text(c) for c in classes or []] or 1)
-        n, ls = -1 if classes is None else len(classes), ffi.NULL if loss is None else w.text(loss)
-        check(lib.pg_mf_writer_set_target(w.h, ls, -1, n, arr))
-    for k, v in (more or {}).items():
-        w.add(lib.PG_MF_ROLE_TENSOR, k, v)
-    return w.commit(path)
+    if loss is not None or classes is not None:
+        s.has_target, s.target_loss = 1, ffi.NULL if loss is None else text(loss)
+        s.n_classes = -1 if classes is None else len(classes)
+        keep.append(ffi.new("char *[]", [text(c) for c in classes or []] or 1))
+        s.classes = keep[-1]
+    arrs = [np.asarray(a) for a in (more or {}).values()]  # ag_fit's callback arrays
+    if arrs:
+        cols = [np.asfortranarray(a, dtype=np.float64) for a in arrs]
+        keep += cols
+        s.n_more, s.more_names = len(arrs), ffi.new("char *[]", [text(k) for k in more])
+        s.more_f64 = ffi.new("int[]", [a.dtype == np.float64 for a in arrs])
+        s.more_ndim = ffi.new("int[]", [a.ndim for a in arrs])
+        s.more_dims = ffi.new("int64_t[]", [d for a in arrs for d in (list(a.shape) + [1, 1])[:2]])
+        s.more_data = ffi.new("double *[]", [ffi.cast("double *", v.ctypes.data) for v in cols])
+        keep += [s.more_names, s.more_f64, s.more_ndim, s.more_dims, s.more_data]
+    _raise(lib.pg_mf_save(path.encode("utf-8", "surrogateescape"), s), path)
+    return path
 
 
 # ag_save_model / ag_load_model (ggmlR's arguments): io/save.py

@@ -77,37 +77,29 @@ SEXP R_pg_mf_save(SEXP path, SEXP model, SEXP more, SEXP fields, SEXP epoch, SEX
         Rf_error("ag_save_model(): internal: bad arguments to the model-file writer");
     pg_mf_model m = r_mf_model(model);
     r_group g = group(more);
-    const char *f[PG_MF_FIELD_COUNT];
+    pg_mf_save_spec s = pg_mf_save_spec_default();
+    s.model = &m;
     for (int i = 0; i < PG_MF_FIELD_COUNT; i++)
-        f[i] =
+        s.fields[i] =
             STRING_ELT(fields, i) == NA_STRING ? NULL : Rf_translateCharUTF8(STRING_ELT(fields, i));
-    const char *p = Rf_translateChar(STRING_ELT(path, 0));
-    const char *t_loss = NULL, **t_cls = NULL;
-    int64_t t_n = -1;
-    if (!Rf_isNull(target)) {
+    if (!Rf_isNull(epoch)) s.epoch = (int64_t)Rf_asReal(epoch);
+    if ((s.has_target = !Rf_isNull(target))) {
         SEXP l = VECTOR_ELT(target, 0), c = VECTOR_ELT(target, 1);
-        t_loss = Rf_isNull(l) ? NULL : Rf_translateCharUTF8(STRING_ELT(l, 0));
+        s.target_loss = Rf_isNull(l) ? NULL : Rf_translateCharUTF8(STRING_ELT(l, 0));
         if (!Rf_isNull(c)) {
-            t_n = XLENGTH(c);
-            t_cls = (const char **)R_alloc((size_t)(t_n ? t_n : 1), sizeof(char *));
-            for (int64_t i = 0; i < t_n; i++)
-                t_cls[i] =
+            s.n_classes = XLENGTH(c);
+            const char **cls = (const char **)R_alloc((size_t)s.n_classes + 1, sizeof(char *));
+            for (int64_t i = 0; i < s.n_classes; i++)
+                cls[i] =
                     STRING_ELT(c, i) == NA_STRING ? NULL : Rf_translateCharUTF8(STRING_ELT(c, i));
+            s.classes = cls;
         }
     }
+    int *two = (int *)R_alloc((size_t)g.n + 1, sizeof(int));
+    for (R_xlen_t i = 0; i < g.n; i++) two[i] = 2;
+    s.n_more = g.n, s.more_names = g.name, s.more_f64 = g.f64, s.more_ndim = two;
+    s.more_dims = g.dims, s.more_data = g.data;
     /* converted: from here on no R call, so the writer cannot leak */
-    pg_mf_writer *w = NULL;
-    int rc = pg_mf_writer_new(&w);
-    if (!rc) rc = pg_mf_writer_add_model(w, &m);
-    for (int i = 0; !rc && i < PG_MF_FIELD_COUNT; i++)
-        if (f[i]) rc = pg_mf_writer_set(w, i, f[i]);
-    if (!rc && !Rf_isNull(epoch)) rc = pg_mf_writer_set_epoch(w, (int64_t)Rf_asReal(epoch));
-    if (!rc && !Rf_isNull(target))
-        rc = pg_mf_writer_set_target(w, t_loss, -1, t_n, (const char *const *)t_cls);
-    for (R_xlen_t i = 0; !rc && i < g.n; i++) /* the core lays the columns out as rows */
-        rc = pg_mf_writer_add_values(w, PG_MF_ROLE_TENSOR, g.name[i], g.f64[i] == TRUE, 2,
-                                     g.dims + 2 * i, g.data[i]);
-    if (!rc) rc = pg_mf_writer_commit(w, p);
-    pg_mf_writer_free(w);
+    int rc = pg_mf_save(Rf_translateChar(STRING_ELT(path, 0)), &s);
     return rc ? r_status_list(rc) : R_NilValue;
 }

@@ -153,6 +153,66 @@ static void test_fits_and_names(const char *path)
     pg_tensor_release(b[0]), pg_tensor_release(c[0]);
 }
 
+static long file_bytes(const char *path, char *buf, long cap)
+{
+    FILE *f = fopen(path, "rb");
+    long n = f ? (long)fread(buf, 1, (size_t)cap, f) : -1;
+    if (f) fclose(f);
+    return n;
+}
+
+/* pg_mf_save (both front ends' one call) writes the bytes of the writer's steps done one by
+ * one; a failing step leaves no file */
+static void test_save_spec(const char *path)
+{
+    pg_tensor *p[2] = {mat(PG_DTYPE_F64, 2, 3, 1), mat(PG_DTYPE_F32, 2, 1, -1)};
+    pg_tensor *b[1] = {mat(PG_DTYPE_F64, 2, 1, 3)};
+    pg_mf_model m = model_of(p, b, NULL);
+    const char *cls[2] = {"a", "b"}, *names[2] = {"callback.1.p.W", "callback.1.s"};
+    const double cm[6] = {1, 2, 3, 4, 5, 6};
+    const double *data[2] = {cm, cm};
+    int f64[2] = {1, 0}, nd[2] = {2, 0};
+    int64_t dims[4] = {2, 3, 1, 1};
+    char one[320];
+    snprintf(one, sizeof one, "%s.one", path);
+    pg_mf_writer *w = NULL;
+    CHECK(pg_mf_writer_new(&w) == 0);
+    CHECK(pg_mf_writer_add_model(w, &m) == 0);
+    CHECK(pg_mf_writer_set(w, PG_MF_FIELD_CREATED_BY, "test") == 0);
+    CHECK(pg_mf_writer_set(w, PG_MF_FIELD_EXTRA, "{\"k\":1}") == 0);
+    CHECK(pg_mf_writer_set_epoch(w, 7) == 0);
+    CHECK(pg_mf_writer_set_target(w, "cross_entropy", -1, 2, cls) == 0);
+    for (int i = 0; i < 2; i++)
+        CHECK(pg_mf_writer_add_values(w, PG_MF_ROLE_TENSOR, names[i], f64[i], nd[i], dims + 2 * i,
+                                      data[i]) == 0);
+    CHECK(pg_mf_writer_commit(w, one) == 0);
+    pg_mf_writer_free(w);
+    pg_mf_save_spec s = pg_mf_save_spec_default();
+    CHECK(s.epoch == -1 && s.n_classes == -1 && !s.model && !s.fields[0] && !s.has_target);
+    s.model = &m, s.epoch = 7, s.has_target = 1, s.target_loss = "cross_entropy";
+    s.fields[PG_MF_FIELD_CREATED_BY] = "test", s.fields[PG_MF_FIELD_EXTRA] = "{\"k\":1}";
+    s.n_classes = 2, s.classes = cls;
+    s.n_more = 2, s.more_names = names, s.more_f64 = f64, s.more_ndim = nd, s.more_dims = dims;
+    s.more_data = data;
+    CHECK(pg_mf_save(path, &s) == 0);
+    static char x[8192], y[8192];
+    long nx = file_bytes(one, x, sizeof x), ny = file_bytes(path, y, sizeof y);
+    CHECK(nx > 0 && nx == ny && memcmp(x, y, (size_t)nx) == 0);
+    unlink(one), unlink(path);
+    CHECK_ERR(pg_mf_save(NULL, &s), PG_STATUS_ERR_ARG, "pg_mf_save(): bad arguments");
+    CHECK_ERR(pg_mf_save(path, NULL), PG_STATUS_ERR_ARG, "pg_mf_save(): bad arguments");
+    s.more_ndim = NULL;
+    CHECK_ERR(pg_mf_save(path, &s), PG_STATUS_ERR_ARG, "pg_mf_save(): bad arguments");
+    s.more_ndim = nd, s.epoch = 1000000000000LL; /* refused by the writer: no file */
+    CHECK_ERR(pg_mf_save(path, &s), PG_STATUS_ERR_VALUE, "epoch");
+    CHECK(access(path, F_OK) != 0);
+    s.epoch = -1, s.model = NULL;
+    CHECK_ERR(pg_mf_save(path, &s), PG_STATUS_ERR_ARG, "bad model description");
+    CHECK(access(path, F_OK) != 0);
+    for (int i = 0; i < 2; i++) pg_tensor_release(p[i]);
+    pg_tensor_release(b[0]);
+}
+
 void test_modelfile_model(void)
 {
     snprintf(dir, sizeof dir, "/tmp/pg-mfm-XXXXXX");
@@ -165,5 +225,6 @@ void test_modelfile_model(void)
     test_round_trip(path);
     test_fits_and_names(path);
     unlink(path);
+    test_save_spec(path);
     rmdir(dir);
 }
