@@ -192,18 +192,6 @@ def _state_load(load, h, st):
     _core.check(load(h, isinstance(st, dict), v))
 
 
-def _checkpoint_path(path) -> str:
-    """ag_model_checkpoint's path, checked now rather than after the first epoch: the core's rule
-    (pg_checkpoint_path_check: {epoch} or {epoch:03d}, {{ and }}, a writable directory)."""
-    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
-        raise PyggmlrValueError(
-            f"ag_model_checkpoint: path must be a file name, got {type(path).__name__}"
-        )
-    p = os.fspath(path)
-    _core.check(lib.pg_checkpoint_path_check(os.fsencode(p)))
-    return p
-
-
 class ag_model_checkpoint(_Monitored):
     """Save model + optimizer state + epoch (+ everything ag_fit needs to resume: the run's seed,
     the random stream, history, callback states) to `path` every `every` epochs and at the last
@@ -229,7 +217,14 @@ class ag_model_checkpoint(_Monitored):
         p.every = check_int(every, fn, "every", 1)
         p.best_only = int(check_flag(save_best_only, fn, "save_best_only"))
         p.mode, p.monitor = _monitor_codes(fn, monitor, mode)
-        self.path = _checkpoint_path(path)
+        if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+            raise PyggmlrValueError(
+                f"ag_model_checkpoint: path must be a file name, got {type(path).__name__}"
+            )
+        # checked now rather than after the first epoch: the core's rule (pg_checkpoint_path_check:
+        # {epoch} or {epoch:03d}, {{ and }}, a writable directory)
+        self.path = os.fspath(path)
+        _core.check(lib.pg_checkpoint_path_check(os.fsencode(self.path)))
         self._make(p)
         self.saved: List[str] = []
 
