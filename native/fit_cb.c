@@ -79,6 +79,65 @@ int pg_checkpoint_state_load(pg_checkpoint *c, int is_map, const pg_host_value *
     return rc || !c ? rc : pg_checkpoint_set_state(c, best, be);
 }
 
+/* ---- the fields the callbacks show ---- */
+
+static pg_host_value hv(int kind, double num, const char *text)
+{
+    pg_host_value v = {kind, num, text};
+    return v;
+}
+
+/* an epoch as a field: 0 is none */
+static pg_host_value epoch_hv(int64_t e)
+{
+    return e ? hv(PG_HOST_INT, (double)e, NULL) : hv(PG_HOST_ABSENT, 0, NULL);
+}
+
+/* field k of names: the callback's own settings (own[0 .. n_own)), then the monitor's fields */
+static const char *field(const char *const *names, int n, int k, const pg_host_value *own,
+                         int n_own, int mode, int monitor, const pg_early_stop_state *s,
+                         pg_host_value *out)
+{
+    if (k < 0 || k >= n) return NULL;
+    if (out) {
+        const pg_host_value common[] = {monitor < 0 ? hv(PG_HOST_ABSENT, 0, NULL)
+                                                    : hv(PG_HOST_TEXT, 0, pg_fit_log_name(monitor)),
+                                        hv(PG_HOST_TEXT, 0, pg_monitor_mode_name(mode)),
+                                        hv(PG_HOST_NUM, s->best, NULL),
+                                        epoch_hv(s->best_epoch),
+                                        hv(PG_HOST_INT, (double)s->wait, NULL),
+                                        epoch_hv(s->stopped_epoch)};
+        *out = k < n_own ? own[k] : common[k - n_own];
+    }
+    return names[k];
+}
+
+const char *pg_early_stop_field(const pg_early_stop *es, int k, pg_host_value *out)
+{
+    static const char *const NAMES[] = {"patience",   "min_delta", "restore_best",
+                                        "monitor",    "mode",      "best",
+                                        "best_epoch", "wait",      "stopped_epoch"};
+    pg_early_stop_params p = pg_early_stop_default_params();
+    pg_early_stop_state s = {0};
+    if (!es || pg_early_stop_params_get(es, &p) || pg_early_stop_get_state(es, &s)) out = NULL;
+    const pg_host_value own[] = {hv(PG_HOST_INT, (double)p.patience, NULL),
+                                 hv(PG_HOST_NUM, p.min_delta, NULL),
+                                 hv(PG_HOST_BOOL, p.restore_best != 0, NULL)};
+    return field(NAMES, 9, k, own, 3, p.mode, p.monitor, &s, out);
+}
+
+const char *pg_checkpoint_field(const pg_checkpoint *c, int k, pg_host_value *out)
+{
+    static const char *const NAMES[] = {"every", "save_best_only", "monitor",
+                                        "mode",  "best",           "best_epoch"};
+    pg_checkpoint_params p = pg_checkpoint_default_params();
+    pg_early_stop_state s = {0};
+    if (!c || pg_checkpoint_params_get(c, &p) || pg_checkpoint_get_state(c, &s)) out = NULL;
+    const pg_host_value own[] = {hv(PG_HOST_INT, (double)p.every, NULL),
+                                 hv(PG_HOST_BOOL, p.best_only != 0, NULL)};
+    return field(NAMES, 6, k, own, 2, p.mode, p.monitor, &s, out);
+}
+
 /* ---- how the callbacks print ---- */
 
 static const char *monitor_shown(int monitor)

@@ -111,6 +111,18 @@ int pg_monitor_arg_fail(const char *fn, const char *arg, const char *shown, int 
                    q, mon ? "val_loss" : "max", q, shown ? shown : "?");
 }
 
+int pg_monitor_args(const char *fn, const char *mode, const char *mode_shown, const char *monitor,
+                    const char *monitor_shown, int r_spelling, int *mode_code, int *log)
+{
+    if (!mode_code || !log) return pg_fail(PG_STATUS_ERR_ARG, "pg_monitor_args(): NULL argument");
+    if (!mode) return pg_monitor_arg_fail(fn, "mode", mode_shown, r_spelling);
+    int rc = pg_monitor_mode_parse(fn, mode, mode_code);
+    *log = -1;
+    if (rc || (!monitor && !monitor_shown)) return rc;
+    return monitor ? pg_fit_log_parse(fn, "monitor", monitor, log)
+                   : pg_monitor_arg_fail(fn, "monitor", monitor_shown, r_spelling);
+}
+
 static int check_params(const pg_early_stop_params *p)
 {
     if (!p) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL parameters", OP);

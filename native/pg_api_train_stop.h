@@ -49,6 +49,12 @@ int pg_monitor_mode_parse(const char *fn, const char *name, int *mode);
  * and arg, showing what was given (shown: Python's type, R's class), in the language's words
  * (r_spelling: NULL, "max"; else None, 'max'); monitor may also be None / NULL. */
 int pg_monitor_arg_fail(const char *fn, const char *arg, const char *shown, int r_spelling);
+/* ag_early_stopping's / ag_model_checkpoint's (fn) mode and monitor arguments as the core's codes,
+ * both checked here in this order: each its string, or NULL when it is no single string (shown:
+ * the host's display of it, pg_monitor_arg_fail's error); monitor and monitor_shown both NULL: no
+ * monitor asked for (*log -1, resolved when a fit begins). */
+int pg_monitor_args(const char *fn, const char *mode, const char *mode_shown, const char *monitor,
+                    const char *monitor_shown, int r_spelling, int *mode_code, int *log);
 
 typedef struct pg_early_stop pg_early_stop;
 /* checked (errors name ag_early_stopping and the argument); NULL on error */
@@ -191,6 +197,13 @@ int pg_checkpoint_state_load(pg_checkpoint *c, int is_map, const pg_host_value *
 /* The state's keys in v's order (0 "best", 1 "best_epoch", 2 "wait"; NULL past them): the
  * names both hosts look up in a state they read, and the JSON text's. */
 const char *pg_callback_state_key(int k);
+/* The settings and counters a built-in callback shows, one table for both front ends' fields
+ * (ag_early_stopping: patience, min_delta, restore_best, monitor, mode, best, best_epoch, wait,
+ * stopped_epoch; ag_model_checkpoint: every, save_best_only, monitor, mode, best, best_epoch):
+ * field k's name, NULL past the last; with a handle and out, its value as a host value: INT,
+ * NUM, BOOL or TEXT, ABSENT for none (an auto monitor, an epoch 0: no best or stop yet). */
+const char *pg_early_stop_field(const pg_early_stop *es, int k, pg_host_value *out);
+const char *pg_checkpoint_field(const pg_checkpoint *c, int k, pg_host_value *out);
 /* How the callbacks print: "ag_early_stopping | patience=5 | min_delta=0 | restore_best=True |
  * monitor=auto | mode=auto", "ag_model_checkpoint | path=p | every=1" (with best_only: " |
  * save_best_only=True | monitor=... | mode=..."); min_delta, restore_best and yes in the host's

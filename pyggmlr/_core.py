@@ -41,6 +41,17 @@ def check(rc):
     return rc
 
 
+def text(fn, *args) -> str:
+    """A text the core writes with fn(*args, out, cap): measured, then written (a path's bytes
+    that are no UTF-8 as os.fsdecode keeps them)."""
+    n = fn(*args, NULL, 0)
+    if n < 0:
+        check(n)
+    buf = ffi.new("char[]", n + 1)
+    fn(*args, buf, n + 1)
+    return ffi.string(buf).decode("utf-8", "surrogateescape")
+
+
 def _load_openblas():
     """Hand OpenBLAS from the scipy-openblas32 wheel to the core, one thread by default.
 

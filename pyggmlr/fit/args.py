@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, List, Tuple
 
 from .._args import check_flag, check_int, check_real
 from .._core import lib
-from .callbacks import Callback, _FnCallback
 from .util import kind_fail
 
 __all__: List[str] = []
@@ -42,10 +42,8 @@ def make_callbacks(callbacks: Any) -> List[Any]:
         kind_fail(lib.PG_FIT_KIND_CALLBACKS, type(callbacks).__name__)
     cbs = []
     for cb in callbacks:
-        if isinstance(cb, Callback) or hasattr(cb, "on_epoch_end"):
-            cbs.append(cb)
-        elif callable(cb):
-            cbs.append(_FnCallback(cb))
+        if hasattr(cb, "on_epoch_end") or callable(cb):  # a function: its on_epoch_end
+            cbs.append(cb if hasattr(cb, "on_epoch_end") else SimpleNamespace(on_epoch_end=cb))
         else:
             kind_fail(lib.PG_FIT_KIND_CALLBACK, type(cb).__name__)
     return cbs

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, List, Optional, Union
 
 from .. import _core
 from .._args import check_flag, check_int, check_num
-from .._core import NULL, ffi, lib
+from .._core import NULL, ffi, lib, text
 from .._host import HostValues
 from ..errors import PyggmlrValueError
 from .util import _restore, _snapshot
@@ -30,46 +30,22 @@ class Callback:
     def on_train_begin(self, fit):
         """Called once before the first epoch with the run state ``fit`` (model, optimizer,
         history, nepoch, stop)."""
-        pass
 
     def on_batch_end(self, step, logs):
         """Called after every optimizer micro-step with the global step number and
         {epoch, batch, loss}."""
-        pass
 
     def on_epoch_end(self, epoch, logs):
         """Called after each epoch's validation with the 1-based epoch and its logs (loss,
         accuracy, val_loss, val_accuracy, lr, times); return False to stop training."""
-        return None
 
     def on_train_end(self, fit):
         """Called once when training ends (also after an early stop), before ag_fit returns."""
-        pass
 
 
-def _f(name: str, doc: str, conv: Callable[[Any], Any] = lambda v: v) -> Any:
-    """A read-only property: the core handle's field `name` (_Monitored._get), converted."""
-    return property(lambda self: conv(self._get(name)), doc=doc)
-
-
-def _log_name(code: int) -> Optional[str]:
-    return None if code < 0 else ffi.string(lib.pg_fit_log_name(code)).decode()
-
-
-def _mode_name(code: int) -> str:
-    return ffi.string(lib.pg_monitor_mode_name(code)).decode()
-
-
-def _or(e: int) -> Optional[int]:
-    return e or None  # the core's epoch 0: none
-
-
-class _FnCallback(Callback):
-    def __init__(self, fn):
-        self.fn = fn
-
-    def on_epoch_end(self, epoch, logs):
-        return self.fn(epoch, logs)
+def _f(name: str, doc: str) -> Any:
+    """A read-only property: the core handle's field `name` (_Monitored._get)."""
+    return property(lambda self: self._get(name), doc=doc)
 
 
 class _Monitored(Callback):
@@ -87,14 +63,18 @@ class _Monitored(Callback):
         self._best_weights: Any = None  # ag_early_stopping's snapshot (restore_best)
 
     def _get(self, name):
-        """Field `name` of the core handle's settings (one copy), else of its last fit's counters."""
-        k, p, s = self._kind, ffi.new(f"pg_{self._kind}_params *"), ffi.new("pg_early_stop_state *")
-        _core.check(getattr(lib, f"pg_{k}_params_get")(self._h, p))
-        _core.check(getattr(lib, f"pg_{k}_get_state")(self._h, s))
-        return getattr(p, name) if hasattr(p, name) else getattr(s, name)
+        """Field `name` of the core handle (its settings, one copy, then its last fit's counters):
+        the core's table (pg_<kind>_field, R's fields too) and its value (ABSENT: None)."""
+        f, v, k = getattr(lib, f"pg_{self._kind}_field"), ffi.new("pg_host_value *"), 0
+        while ffi.string(f(NULL, k, NULL)).decode() != name:
+            k += 1
+        f(self._h, k, v)
+        if v.kind == lib.PG_HOST_TEXT:
+            return ffi.string(v.text).decode()
+        return None if v.kind == lib.PG_HOST_ABSENT else (float, int, bool)[v.kind - 1](v.num)
 
-    monitor: Optional[str] = _f("monitor", "The monitor asked for (None: auto).", _log_name)
-    mode: str = _f("mode", '"auto" (accuracy upwards, the rest down), "min" or "max".', _mode_name)
+    monitor: Optional[str] = _f("monitor", "The monitor asked for (None: auto).")
+    mode: str = _f("mode", '"auto" (accuracy upwards, the rest down), "min" or "max".')
     best: float = _f("best", "The last fit's best monitored value (inf / -inf before any).")
 
     def _begin_args(self, fit):
@@ -105,8 +85,8 @@ class _Monitored(Callback):
     def state(self):
         """(JSON-able counters, best weights or None): what a checkpoint saves for resuming (the
         core's form: best, best_epoch and ag_early_stopping's wait)."""
-        text = _text(getattr(lib, f"pg_{self._kind}_state_json"), self._h)
-        return json.loads(text), self._best_weights
+        js = text(getattr(lib, f"pg_{self._kind}_state_json"), self._h)
+        return json.loads(js), self._best_weights
 
     def check_state(self, st):
         """Raise PyggmlrValueError unless st is a state load_state() takes (ag_fit asks before
@@ -152,10 +132,10 @@ class ag_early_stopping(_Monitored):
 
     patience: int = _f("patience", "Epochs without improvement before training stops.")
     min_delta: float = _f("min_delta", "The margin an improvement must exceed.")
-    restore_best: bool = _f("restore_best", "Whether the best epoch's weights come back.", bool)
-    best_epoch: Optional[int] = _f("best_epoch", "The last fit's best epoch (None: none).", _or)
+    restore_best: bool = _f("restore_best", "Whether the best epoch's weights come back.")
+    best_epoch: Optional[int] = _f("best_epoch", "The last fit's best epoch (None: none).")
     wait: int = _f("wait", "Epochs since the best.")
-    stopped_epoch: Optional[int] = _f("stopped_epoch", "The last fit's stop (None: none).", _or)
+    stopped_epoch: Optional[int] = _f("stopped_epoch", "The last fit's stop (None: none).")
 
     def on_train_begin(self, fit):
         _core.check(lib.pg_early_stop_begin(self._h, *self._begin_args(fit)))
@@ -179,7 +159,7 @@ class ag_early_stopping(_Monitored):
 
     def __repr__(self):
         md, rb = f"{self.min_delta:g}".encode(), str(self.restore_best).encode()
-        return _text(lib.pg_early_stop_format, self._h, md, rb)  # the core's layout, R's too
+        return text(lib.pg_early_stop_format, self._h, md, rb)  # the core's layout, R's too
 
 
 # the History's columns after epoch, in the core's order (its update reads them by position)
@@ -193,22 +173,14 @@ def _log_values(logs):
 
 
 def _monitor_codes(fn, monitor, mode):
-    """(mode, monitor) codes of the core from the callbacks' string arguments (monitor None:
-    -1, resolved when a fit begins)."""
-    out = ffi.new("int[2]", [0, -1])
-    _core.check(lib.pg_monitor_mode_parse(fn.encode(), _name(fn, "mode", mode), out))
-    if monitor is not None:
-        m = _name(fn, "monitor", monitor)
-        _core.check(lib.pg_fit_log_parse(fn.encode(), b"monitor", m, out + 1))
+    """(mode, monitor) codes of the core from the callbacks' arguments, checked by its rule and
+    text (pg_monitor_args, R's too; monitor None: -1, resolved when a fit begins)."""
+    out, args = ffi.new("int[2]"), [fn.encode()]
+    for v, none_ok in ((mode, False), (monitor, True)):  # a string, else what it is (or None)
+        shown = NULL if none_ok and v is None else type(v).__name__.encode()
+        args += [v.encode(), NULL] if isinstance(v, str) else [NULL, shown]
+    _core.check(lib.pg_monitor_args(*args, 0, out, out + 1))
     return out[0], out[1]
-
-
-def _name(fn, arg, name):
-    """A string argument for the core's name parsers, as bytes (else the core's text)."""
-    if not isinstance(name, str):
-        shown = type(name).__name__.encode()
-        _core.check(lib.pg_monitor_arg_fail(fn.encode(), arg.encode(), shown, 0))
-    return name.encode()
 
 
 def _state_load(load, h, st):
@@ -218,28 +190,6 @@ def _state_load(load, h, st):
     for i, dst in enumerate(v):  # the keys: the core's (pg_callback_state_key), R's too
         host.value(dst, d.get(ffi.string(lib.pg_callback_state_key(i)).decode()))
     _core.check(load(h, isinstance(st, dict), v))
-
-
-def _text(fn: Callable[..., int], *args: Any) -> str:
-    """A text the core writes (measured, then written)."""
-    n = fn(*args, NULL, 0)
-    if n < 0:
-        _core.check(n)
-    buf = ffi.new("char[]", n + 1)
-    fn(*args, buf, n + 1)
-    return ffi.string(buf).decode("utf-8", "surrogateescape")  # a path: as os.fsdecode
-
-
-def _checkpoint_path(path) -> str:
-    """ag_model_checkpoint's path, checked now rather than after the first epoch: the core's rule
-    (pg_checkpoint_path_check: {epoch} or {epoch:03d}, {{ and }}, a writable directory)."""
-    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
-        raise PyggmlrValueError(
-            f"ag_model_checkpoint: path must be a file name, got {type(path).__name__}"
-        )
-    p = os.fspath(path)
-    _core.check(lib.pg_checkpoint_path_check(os.fsencode(p)))
-    return p
 
 
 class ag_model_checkpoint(_Monitored):
@@ -267,12 +217,19 @@ class ag_model_checkpoint(_Monitored):
         p.every = check_int(every, fn, "every", 1)
         p.best_only = int(check_flag(save_best_only, fn, "save_best_only"))
         p.mode, p.monitor = _monitor_codes(fn, monitor, mode)
-        self.path = _checkpoint_path(path)
+        if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+            raise PyggmlrValueError(
+                f"ag_model_checkpoint: path must be a file name, got {type(path).__name__}"
+            )
+        # checked now rather than after the first epoch: the core's rule (pg_checkpoint_path_check:
+        # {epoch} or {epoch:03d}, {{ and }}, a writable directory)
+        self.path = os.fspath(path)
+        _core.check(lib.pg_checkpoint_path_check(os.fsencode(self.path)))
         self._make(p)
         self.saved: List[str] = []
 
     every: int = _f("every", "Epochs between the saves looked at (the last one always is).")
-    save_best_only: bool = _f("best_only", "Whether a save needs an improvement.", bool)
+    save_best_only: bool = _f("save_best_only", "Whether a save needs an improvement.")
 
     def on_train_begin(self, fit):
         self._fit = fit
@@ -282,10 +239,9 @@ class ag_model_checkpoint(_Monitored):
         save = ffi.new("int *")
         _core.check(lib.pg_checkpoint_update(self._h, int(epoch), _log_values(logs), save))
         if save[0]:
-            p = _text(lib.pg_checkpoint_path, os.fsencode(self.path), int(epoch))
+            p = text(lib.pg_checkpoint_path, os.fsencode(self.path), int(epoch))
             self._fit.save_checkpoint(p, epoch)
             self.saved.append(p)
-        return None
 
     def __repr__(self):
-        return _text(lib.pg_checkpoint_format, self._h, os.fsencode(self.path), b"True")
+        return text(lib.pg_checkpoint_format, self._h, os.fsencode(self.path), b"True")

@@ -8,9 +8,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from .._core import ffi, lib
+from .._core import ffi, lib, text
 from ..errors import ArgumentError, PyggmlrValueError
-from .callbacks import _text
 
 __all__ = ["History"]
 
@@ -97,7 +96,7 @@ class History:
                 "of one length per epoch"
             )
         names = [ffi.new("char[]", k.encode()) for k in self.metrics]  # metrics=' table below
-        return _text(  # the core's layout, R's print's too
+        return text(  # the core's layout, R's print's too
             lib.pg_fit_history_text,
             ffi.NULL if name is None else name.encode(),
             _doubles(self.epoch),

@@ -10,8 +10,8 @@ import sys
 import time
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from .._core import check, ffi, lib
-from .callbacks import _log_values, _text
+from .._core import check, ffi, lib, text
+from .callbacks import _log_values
 
 _BAR = {"unit": "batch", "leave": True, "dynamic_ncols": True}  # tqdm's settings besides the file
 
@@ -41,7 +41,7 @@ def progress_mode(progress: Any, silent: bool) -> str:
 
 def epoch_line(logs: Dict[str, Any], nepoch: int) -> str:
     """The compact per-epoch line (the core's, as R prints it)."""
-    return _text(lib.pg_fit_epoch_line, _log_values(logs), int(logs["epoch"]), nepoch)
+    return text(lib.pg_fit_epoch_line, _log_values(logs), int(logs["epoch"]), nepoch)
 
 
 class FitProgress:
@@ -64,7 +64,7 @@ class FitProgress:
 
     def _status(self) -> str:
         """The bar's status: the running loss / accuracy, the last epoch's validation (the core's)"""
-        return _text(lib.pg_fit_status_line, *self.running(), self.last)
+        return text(lib.pg_fit_status_line, *self.running(), self.last)
 
     def epoch_begin(self, epoch: int) -> None:
         self.epoch = epoch

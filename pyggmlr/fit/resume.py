@@ -11,10 +11,9 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-from .._core import check, ffi, lib
+from .._core import check, ffi, lib, text
 from ..io.check import to_json
 from ..io.modelfile import _load, _save, model_info
-from .callbacks import _text
 from .history import _KEYS, History, _doubles, _num
 
 __all__: List[str] = []
@@ -28,14 +27,14 @@ def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
         states.append(None if js is None else to_json(js, "extra"))  # refused in the core's words
         for kind, d in zip((lib.PG_FIT_CKPT_PARAM, lib.PG_FIT_CKPT_BUFFER), arr or ()):
             arrays.update(
-                {_text(lib.pg_fit_ckpt_tensor_name, i, kind, k.encode()): v for k, v in d.items()}
+                {text(lib.pg_fit_ckpt_tensor_name, i, kind, k.encode()): v for k, v in d.items()}
             )
     h = fit.history
     texts = [ffi.NULL if t is None else ffi.new("char[]", t.encode()) for t in states]
     names = [ffi.new("char[]", k.encode()) for k in h.metrics]
-    extra = _text(
+    extra = text(
         lib.pg_fit_ckpt_extra,
-        _text(lib.pg_fit_setup_settings, fit.setup._p).encode(),
+        text(lib.pg_fit_setup_settings, fit.setup._p).encode(),
         _doubles([getattr(h, k) for k in _KEYS + tuple(h.metrics)]),
         len(h.epoch),
         len(names),
@@ -65,7 +64,7 @@ class Checkpoint:
         self.epoch = lib.pg_fit_ckpt_epoch(c)
         lib.pg_fit_ckpt_rng_state(c, rng)
         self.rng_state = list(rng)
-        self.history = History.from_dict(json.loads(_text(lib.pg_fit_ckpt_history_json, c)))
+        self.history = History.from_dict(json.loads(text(lib.pg_fit_ckpt_history_json, c)))
         got = (lib.pg_fit_ckpt_callback_state(c, i) for i in range(lib.pg_fit_ckpt_callbacks(c)))
         self.states = [None if t == ffi.NULL else json.loads(ffi.string(t).decode()) for t in got]
         for cb, st in zip(callbacks, self.states):  # the callbacks' saved states too

@@ -141,12 +141,7 @@ def _whole(v):
 
 def _text(est, what):
     """the core's note (what 0) or printed report (1)"""
-    n = lib.pg_mem_estimate_text(ffi.addressof(est), what, NULL, 0)
-    if n < 0:
-        _core.check(-n)
-    buf = ffi.new("char[]", n + 1)
-    lib.pg_mem_estimate_text(ffi.addressof(est), what, buf, n + 1)
-    return ffi.string(buf).decode()
+    return _core.text(lib.pg_mem_estimate_text, ffi.addressof(est), what)
 
 
 def _nbytes(p):

@@ -147,12 +147,7 @@ def _memory_report(fill, cap, top, quiet, compiled=None, buffers=None, ndropout=
     # the printed text is the core's (R prints the same)
     build = NULL if compiled is None else compiled.encode()
     args = (totals, build, ndropout, labels, nodes, nbytes, nrows, top)
-    n = lib.pg_memory_report_text(*args, NULL, 0)
-    if n < 0:
-        _core.raise_last(-n)
-    buf = ffi.new("char[]", n + 1)
-    lib.pg_memory_report_text(*args, buf, n + 1)
-    rep._text = ffi.string(buf).decode()
+    rep._text = _core.text(lib.pg_memory_report_text, *args)
     if not quiet:
         print(rep._text)
     return rep

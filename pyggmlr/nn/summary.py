@@ -9,7 +9,7 @@ import json
 from typing import Any, Dict, List, Optional
 
 from .. import _walk
-from .._core import check, ffi, lib
+from .._core import check, ffi, lib, text
 from ..errors import ArgumentError
 from .module import _layer_name
 
@@ -35,11 +35,8 @@ def _print_text(layer: Any) -> str:
     parameters, train mode)", then what ag_fit recorded."""
     kind, name = str(layer.kind).encode(), _layer_name(layer).encode()
     n = float(_count(layer, "parameters"))
-    size = lib.pg_layer_print_text(kind, name, n, int(bool(layer.training)), ffi.NULL, 0)
-    check(size if size < 0 else 0)
-    buf = ffi.new("char[]", size + 1)
-    lib.pg_layer_print_text(kind, name, n, int(bool(layer.training)), buf, size + 1)
-    return "\n".join([ffi.string(buf).decode(), *_target_lines(layer)])
+    shown = text(lib.pg_layer_print_text, kind, name, n, int(bool(layer.training)))
+    return "\n".join([shown, *_target_lines(layer)])
 
 
 def _is_sequential(layer: Any) -> bool:
@@ -123,12 +120,8 @@ class Summary:
             float(self.total),
             float(self.non_trainable),
         )
-        size = lib.pg_summary_text(*args, ffi.NULL, 0)
-        check(size if size < 0 else 0)
-        buf = ffi.new("char[]", size + 1)
-        lib.pg_summary_text(*args, buf, size + 1)
-        text = ffi.string(buf).decode().rstrip("\n")
-        return "\n".join([text, *_target_lines(self.model)])
+        shown = text(lib.pg_summary_text, *args).rstrip("\n")
+        return "\n".join([shown, *_target_lines(self.model)])
 
     __repr__ = __str__
 

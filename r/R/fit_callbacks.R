@@ -42,11 +42,10 @@ ag_early_stopping <- function(patience = 5L, min_delta = 0, restore_best = TRUE,
 .cb_env <- function(ptr, early_stop) {
   e <- new.env(parent = emptyenv())
   e$.ptr <- ptr
-  info <- if (early_stop) R_pg_early_stop_info else R_pg_checkpoint_info
-  for (f in names(.Call(info, ptr)))
+  for (f in names(.Call(R_pg_callback_info, ptr, early_stop)))  # the core's field table
     makeActiveBinding(f, local({
       f <- f
-      function() .Call(info, e$.ptr)[[f]]
+      function() .Call(R_pg_callback_info, e$.ptr, early_stop)[[f]]
     }), e)
   e$fit <- NULL
   e$state <- function() list(js = jsonlite::parse_json(.Call(R_pg_callback_state, e$.ptr,

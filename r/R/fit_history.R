@@ -46,10 +46,11 @@ print.ag_history <- function(x, ...) {
 plot.ag_history <- function(x, y, ...) {
   ep <- x$epoch
   if (!length(ep)) .pg_stop("value", "plot.ag_history: no epochs to plot")
-  has_acc <- any(!is.nan(x$accuracy))
   has_val <- any(!is.nan(x$val_loss))
-  mk <- grep("^val_", .hist_metrics(x), value = TRUE, invert = TRUE)  # a panel per metric
-  np <- 1L + has_acc + length(mk)
+  # the panels, as Python's: loss, accuracy when counted, one per ag_fit(metrics =) metric
+  panels <- c("loss", if (any(!is.nan(x$accuracy))) "accuracy",
+              grep("^val_", .hist_metrics(x), value = TRUE, invert = TRUE))
+  np <- length(panels)
   op <- graphics::par(mfrow = c(ceiling(np / min(np, 3L)), min(np, 3L)))
   on.exit(graphics::par(op))
   band <- function(v, u, col) {
@@ -59,41 +60,26 @@ plot.ag_history <- function(x, y, ...) {
       graphics::polygon(c(ep[ok], rev(ep[ok])), c(v[ok] - u[ok], rev(v[ok] + u[ok])),
                         col = grDevices::adjustcolor(col, alpha.f = 0.2), border = NA)
   }
-  v <- c(x$loss, if (has_val) x$val_loss)  # the limits take the bands (an NA band: none)
-  u <- c(x$loss_unc, if (has_val) x$val_loss_unc)
-  u[is.na(u)] <- 0
-  graphics::plot(ep, x$loss, type = "l", col = "steelblue", lwd = 2, xlab = "epoch", ylab = "loss",
-                 ylim = range(c(v - u, v + u), finite = TRUE), main = "loss", xaxt = "n", ...)
-  .epoch_axis(ep)
-  band(x$loss, x$loss_unc, "steelblue")
-  leg <- "train"
-  cols <- "steelblue"
-  if (has_val) {
-    graphics::lines(ep, x$val_loss, col = "darkorange", lwd = 2)
-    band(x$val_loss, x$val_loss_unc, "darkorange")
-    leg <- c(leg, "validation")
-    cols <- c(cols, "darkorange")
-  }
-  graphics::legend("topright", legend = leg, col = cols, lwd = 2, bty = "n")
-  if (has_acc) {
-    yl <- range(c(x$accuracy, if (has_val) x$val_accuracy), finite = TRUE)
-    graphics::plot(ep, x$accuracy, type = "l", col = "steelblue", lwd = 2, xlab = "epoch",
-                   ylab = "accuracy",
-                   ylim = yl, main = "accuracy", xaxt = "n")
-    .epoch_axis(ep)
-    if (has_val) graphics::lines(ep, x$val_accuracy, col = "darkorange", lwd = 2)
-    graphics::legend("bottomright", legend = leg, col = cols, lwd = 2, bty = "n")
-  }
-  for (k in mk) {  # ag_fit(metrics =): train and validation lines, as Python's panels
+  for (k in panels) {
     v <- x[[k]]
-    vv <- x[[paste0("val_", k)]]
-    yl <- range(c(v, vv), finite = TRUE)
-    if (!all(is.finite(yl))) yl <- c(0, 1)
-    graphics::plot(ep, v, type = "l", col = "steelblue", lwd = 2, xlab = "epoch", ylab = k,
-                   ylim = yl, main = k, xaxt = "n")
+    vv <- if (has_val || !k %in% c("loss", "accuracy")) x[[paste0("val_", k)]]  # NULL: none
+    lim <- c(v, vv)
+    if (k == "loss") {  # the limits take the bands (an NA band: none)
+      u <- c(x$loss_unc, if (has_val) x$val_loss_unc)
+      u[is.na(u)] <- 0
+      lim <- c(lim - u, lim + u)
+    }
+    yl <- range(lim, finite = TRUE)
+    if (!all(is.finite(yl)) && !k %in% c("loss", "accuracy")) yl <- c(0, 1)  # none finite
+    a <- list(ep, v, type = "l", col = "steelblue", lwd = 2, xlab = "epoch", ylab = k, ylim = yl,
+              main = k, xaxt = "n")
+    do.call(graphics::plot, if (k == "loss") c(a, list(...)) else a)  # `...`: the loss panel's
     .epoch_axis(ep)
+    if (k == "loss") band(v, x$loss_unc, "steelblue")
     if (!is.null(vv)) graphics::lines(ep, vv, col = "darkorange", lwd = 2)
-    graphics::legend("bottomright", legend = c("train", if (!is.null(vv)) "validation"),
+    if (k == "loss" && !is.null(vv)) band(vv, x$val_loss_unc, "darkorange")
+    graphics::legend(if (k == "loss") "topright" else "bottomright",
+                     legend = c("train", if (!is.null(vv)) "validation"),
                      col = c("steelblue", if (!is.null(vv)) "darkorange"), lwd = 2, bty = "n")
   }
   invisible(x)

@@ -146,10 +146,9 @@ extern SEXP R_pg_fit_optim_parse(SEXP, SEXP);
 extern SEXP R_pg_fit_loss(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_history_format(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_log_names(void);
-extern SEXP R_pg_early_stop_info(SEXP);
+extern SEXP R_pg_callback_info(SEXP, SEXP);
 extern SEXP R_pg_early_stop_begin(SEXP, SEXP, SEXP);
 extern SEXP R_pg_early_stop_update(SEXP, SEXP, SEXP);
-extern SEXP R_pg_early_stop_set_state(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_callback_state(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_callback_state_keys(void);
 extern SEXP R_pg_callback_format(SEXP, SEXP, SEXP, SEXP);
@@ -158,10 +157,8 @@ extern SEXP R_pg_fit_epoch_line(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_status_line(SEXP, SEXP);
 extern SEXP R_pg_early_stop_end(SEXP, SEXP);
 extern SEXP R_pg_checkpoint_new(SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_checkpoint_info(SEXP);
 extern SEXP R_pg_checkpoint_begin(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_checkpoint_update(SEXP, SEXP, SEXP);
-extern SEXP R_pg_checkpoint_set_state(SEXP, SEXP, SEXP);
 extern SEXP R_pg_op_codes(void);
 extern SEXP R_pg_codes(void);
 extern SEXP R_pg_rng_runif(SEXP, SEXP, SEXP);
@@ -418,10 +415,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_loss", (DL_FUNC)&R_pg_fit_loss, 3},
     {"R_pg_fit_history_format", (DL_FUNC)&R_pg_fit_history_format, 8},
     {"R_pg_fit_log_names", (DL_FUNC)&R_pg_fit_log_names, 0},
-    {"R_pg_early_stop_info", (DL_FUNC)&R_pg_early_stop_info, 1},
+    {"R_pg_callback_info", (DL_FUNC)&R_pg_callback_info, 2},
     {"R_pg_early_stop_begin", (DL_FUNC)&R_pg_early_stop_begin, 3},
     {"R_pg_early_stop_update", (DL_FUNC)&R_pg_early_stop_update, 3},
-    {"R_pg_early_stop_set_state", (DL_FUNC)&R_pg_early_stop_set_state, 4},
     {"R_pg_callback_state", (DL_FUNC)&R_pg_callback_state, 4},
     {"R_pg_callback_state_keys", (DL_FUNC)&R_pg_callback_state_keys, 0},
     {"R_pg_callback_format", (DL_FUNC)&R_pg_callback_format, 4},
@@ -430,10 +426,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_status_line", (DL_FUNC)&R_pg_fit_status_line, 2},
     {"R_pg_early_stop_end", (DL_FUNC)&R_pg_early_stop_end, 2},
     {"R_pg_checkpoint_new", (DL_FUNC)&R_pg_checkpoint_new, 4},
-    {"R_pg_checkpoint_info", (DL_FUNC)&R_pg_checkpoint_info, 1},
     {"R_pg_checkpoint_begin", (DL_FUNC)&R_pg_checkpoint_begin, 4},
     {"R_pg_checkpoint_update", (DL_FUNC)&R_pg_checkpoint_update, 3},
-    {"R_pg_checkpoint_set_state", (DL_FUNC)&R_pg_checkpoint_set_state, 3},
     {"R_pg_op_codes", (DL_FUNC)&R_pg_op_codes, 0},
     {"R_pg_codes", (DL_FUNC)&R_pg_codes, 0},
     {"R_pg_rng_runif", (DL_FUNC)&R_pg_rng_runif, 3},

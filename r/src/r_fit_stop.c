@@ -4,26 +4,28 @@
 
 static const char *const FN = "ag_early_stopping";
 
-/* a string argument (NULL: none), or a classed argument error naming fn */
-static const char *str_arg(const char *fn, SEXP x, const char *arg, int null_ok)
+/* x as one string (NULL: it is none; *shown then R's class of it, or NULL for a NULL that
+ * null_ok allows) */
+static const char *str_arg(SEXP x, int null_ok, const char **shown)
 {
+    *shown = NULL;
+    if (TYPEOF(x) == STRSXP && XLENGTH(x) == 1 && STRING_ELT(x, 0) != NA_STRING)
+        return Rf_translateCharUTF8(STRING_ELT(x, 0));
     if (null_ok && Rf_isNull(x)) return NULL;
-    if (TYPEOF(x) != STRSXP || XLENGTH(x) != 1 || STRING_ELT(x, 0) == NA_STRING) {
-        SEXP k = Rf_eval(PROTECT(Rf_lang2(Rf_install("class"), x)), R_BaseEnv); /* class(x) */
-        PROTECT(k);
-        r_check(pg_monitor_arg_fail(fn, arg, CHAR(STRING_ELT(k, 0)), 1)); /* always fails */
-        UNPROTECT(2);
-    }
-    return Rf_translateCharUTF8(STRING_ELT(x, 0));
+    SEXP k = Rf_eval(PROTECT(Rf_lang2(Rf_install("class"), x)), R_BaseEnv); /* class(x) */
+    PROTECT(k);
+    const char *c = CHAR(STRING_ELT(k, 0));
+    char *copy = R_alloc(strlen(c) + 1, 1); /* outlives k, to the .Call's end */
+    *shown = strcpy(copy, c);
+    UNPROTECT(2);
+    return NULL;
 }
 
-/* the mode and monitor arguments as the core's codes (monitor NULL: -1) */
+/* the mode and monitor arguments as the core's codes (monitor NULL: -1), by the core's rule */
 static void monitor_args(const char *fn, SEXP mode, SEXP monitor, int *mode_code, int *log)
 {
-    r_check(pg_monitor_mode_parse(fn, str_arg(fn, mode, "mode", 0), mode_code));
-    const char *m = str_arg(fn, monitor, "monitor", 1);
-    *log = -1;
-    if (m) r_check(pg_fit_log_parse(fn, "monitor", m, log));
+    const char *ms, *ns, *m = str_arg(mode, 0, &ms), *n = str_arg(monitor, 1, &ns);
+    r_check(pg_monitor_args(fn, m, ms, n, ns, 1, mode_code, log));
 }
 
 /* a count for the core: one finite number in int64 range, else -1 (the core refuses it) */
@@ -41,32 +43,6 @@ SEXP R_pg_early_stop_new(SEXP patience, SEXP min_delta, SEXP restore_best, SEXP 
     p.restore_best = Rf_asLogical(restore_best) == 1;
     monitor_args(FN, mode, monitor, &p.mode, &p.monitor);
     return r_wrap(pg_early_stop_new(&p), R_EARLY_STOP);
-}
-
-/* list(patience, min_delta, restore_best, monitor (NULL: auto), mode, best, best_epoch (NULL:
- * none), wait, stopped_epoch (NULL: none)) */
-SEXP R_pg_early_stop_info(SEXP h)
-{
-    pg_early_stop *es = r_get(h, R_EARLY_STOP);
-    pg_early_stop_params p;
-    pg_early_stop_state s;
-    r_check(pg_early_stop_params_get(es, &p));
-    r_check(pg_early_stop_get_state(es, &s));
-    static const char *const names[] = {"patience",   "min_delta", "restore_best",
-                                        "monitor",    "mode",      "best",
-                                        "best_epoch", "wait",      "stopped_epoch"};
-    SEXP out = PROTECT(r_named_list(names, (int)(sizeof names / sizeof names[0])));
-    SET_VECTOR_ELT(out, 0, Rf_ScalarInteger((int)p.patience));
-    SET_VECTOR_ELT(out, 1, Rf_ScalarReal(p.min_delta));
-    SET_VECTOR_ELT(out, 2, Rf_ScalarLogical(p.restore_best));
-    if (p.monitor >= 0) SET_VECTOR_ELT(out, 3, Rf_mkString(pg_fit_log_name(p.monitor)));
-    SET_VECTOR_ELT(out, 4, Rf_mkString(pg_monitor_mode_name(p.mode)));
-    SET_VECTOR_ELT(out, 5, Rf_ScalarReal(s.best));
-    if (s.best_epoch) SET_VECTOR_ELT(out, 6, Rf_ScalarInteger((int)s.best_epoch));
-    SET_VECTOR_ELT(out, 7, Rf_ScalarInteger((int)s.wait));
-    if (s.stopped_epoch) SET_VECTOR_ELT(out, 8, Rf_ScalarInteger((int)s.stopped_epoch));
-    UNPROTECT(1);
-    return out;
 }
 
 SEXP R_pg_early_stop_begin(SEXP h, SEXP has_val, SEXP has_accuracy)
@@ -102,13 +78,6 @@ SEXP R_pg_early_stop_update(SEXP h, SEXP epoch, SEXP logs)
     return Rf_ScalarInteger(action);
 }
 
-SEXP R_pg_early_stop_set_state(SEXP h, SEXP best, SEXP best_epoch, SEXP wait)
-{
-    r_check(pg_early_stop_set_state(r_get(h, R_EARLY_STOP), Rf_asReal(best), count_arg(best_epoch),
-                                    count_arg(wait)));
-    return R_NilValue;
-}
-
 /* TRUE when the host puts back the best epoch's weights */
 SEXP R_pg_early_stop_end(SEXP h, SEXP last_epoch)
 {
@@ -128,27 +97,6 @@ SEXP R_pg_checkpoint_new(SEXP every, SEXP best_only, SEXP mode, SEXP monitor)
     return r_wrap(pg_checkpoint_new(&p), R_CHECKPOINT);
 }
 
-/* list(every, save_best_only, monitor (NULL: auto), mode, best, best_epoch (NULL: none)) */
-SEXP R_pg_checkpoint_info(SEXP h)
-{
-    pg_checkpoint *c = r_get(h, R_CHECKPOINT);
-    pg_checkpoint_params p;
-    pg_early_stop_state s;
-    r_check(pg_checkpoint_params_get(c, &p));
-    r_check(pg_checkpoint_get_state(c, &s));
-    static const char *const names[] = {"every", "save_best_only", "monitor",
-                                        "mode",  "best",           "best_epoch"};
-    SEXP out = PROTECT(r_named_list(names, 6));
-    SET_VECTOR_ELT(out, 0, Rf_ScalarInteger((int)p.every));
-    SET_VECTOR_ELT(out, 1, Rf_ScalarLogical(p.best_only));
-    if (p.monitor >= 0) SET_VECTOR_ELT(out, 2, Rf_mkString(pg_fit_log_name(p.monitor)));
-    SET_VECTOR_ELT(out, 3, Rf_mkString(pg_monitor_mode_name(p.mode)));
-    SET_VECTOR_ELT(out, 4, Rf_ScalarReal(s.best));
-    if (s.best_epoch) SET_VECTOR_ELT(out, 5, Rf_ScalarInteger((int)s.best_epoch));
-    UNPROTECT(1);
-    return out;
-}
-
 SEXP R_pg_checkpoint_begin(SEXP h, SEXP nepoch, SEXP has_val, SEXP has_accuracy)
 {
     r_check(pg_checkpoint_begin(r_get(h, R_CHECKPOINT), count_arg(nepoch),
@@ -164,13 +112,6 @@ SEXP R_pg_checkpoint_update(SEXP h, SEXP epoch, SEXP logs)
     int save;
     r_check(pg_checkpoint_update(r_get(h, R_CHECKPOINT), count_arg(epoch), v, &save));
     return Rf_ScalarLogical(save);
-}
-
-SEXP R_pg_checkpoint_set_state(SEXP h, SEXP best, SEXP best_epoch)
-{
-    r_check(
-        pg_checkpoint_set_state(r_get(h, R_CHECKPOINT), Rf_asReal(best), count_arg(best_epoch)));
-    return R_NilValue;
 }
 
 /* ag_model_checkpoint's path rule (fit_ckpt_path.c): with epoch NULL the check when the callback
@@ -357,6 +298,29 @@ SEXP R_pg_callback_state(SEXP h, SEXP early_stop, SEXP is_map, SEXP vals)
     r_check(Rf_asLogical(early_stop) == 1 ? pg_early_stop_state_load(x.es, m, v)
                                           : pg_checkpoint_state_load(x.ck, m, v));
     return R_NilValue;
+}
+
+/* the callback's fields, named as the core's table (pg_early_stop_field / pg_checkpoint_field):
+ * INT as integer, NUM real, BOOL logical, TEXT a string, ABSENT NULL */
+SEXP R_pg_callback_info(SEXP h, SEXP early_stop)
+{
+    cb_ctx x = cb_of(h, early_stop);
+    int n = 0;
+    while (x.es ? pg_early_stop_field(NULL, n, NULL) : pg_checkpoint_field(NULL, n, NULL)) n++;
+    const char **names = (const char **)R_alloc((size_t)n, sizeof(char *));
+    pg_host_value v[16];
+    for (int k = 0; k < n && k < 16; k++)
+        names[k] = x.es ? pg_early_stop_field(x.es, k, &v[k]) : pg_checkpoint_field(x.ck, k, &v[k]);
+    SEXP out = PROTECT(r_named_list(names, n));
+    for (int k = 0; k < n && k < 16; k++)
+        SET_VECTOR_ELT(out, k,
+                       v[k].kind == PG_HOST_INT        ? Rf_ScalarInteger((int)v[k].num)
+                           : v[k].kind == PG_HOST_NUM  ? Rf_ScalarReal(v[k].num)
+                           : v[k].kind == PG_HOST_BOOL ? Rf_ScalarLogical(v[k].num != 0)
+                           : v[k].kind == PG_HOST_TEXT ? Rf_mkString(v[k].text)
+                                                       : R_NilValue);
+    UNPROTECT(1);
+    return out;
 }
 
 /* the state's keys in the order R_pg_callback_state takes its values (the core's table) */

@@ -82,8 +82,32 @@ static void test_format(void)
                   "monitor=val_accuracy | mode=max"));
     CHECK(pg_early_stop_format(es, "0.5", "FALSE", t, 10) == n && strlen(t) == 9);
     CHECK_ERR(pg_early_stop_format(es, NULL, "x", t, sizeof t) < 0, PG_STATUS_ERR_ARG, "NULL");
+    /* the fields both hosts show: names, then values (ABSENT: none) */
+    const char *es_names[] = {"patience", "min_delta",  "restore_best", "monitor",      "mode",
+                              "best",     "best_epoch", "wait",         "stopped_epoch"};
+    pg_host_value v;
+    for (int k = 0; k < 9; k++) CHECK(!strcmp(pg_early_stop_field(NULL, k, NULL), es_names[k]));
+    CHECK(!pg_early_stop_field(NULL, 9, NULL) && !pg_early_stop_field(es, -1, &v));
+    CHECK(pg_early_stop_field(es, 0, &v) && v.kind == PG_HOST_INT && v.num == 4);
+    CHECK(pg_early_stop_field(es, 2, &v) && v.kind == PG_HOST_BOOL && v.num == 1);
+    CHECK(pg_early_stop_field(es, 3, &v) && v.kind == PG_HOST_TEXT &&
+          !strcmp(v.text, "val_accuracy"));
+    CHECK(pg_early_stop_field(es, 4, &v) && v.kind == PG_HOST_TEXT && !strcmp(v.text, "max"));
+    CHECK(pg_early_stop_field(es, 5, &v) && v.kind == PG_HOST_NUM);
+    CHECK(pg_early_stop_field(es, 6, &v) && v.kind == PG_HOST_ABSENT);
+    CHECK(pg_early_stop_set_state(es, 0.25, 3, 1) == 0);
+    CHECK(pg_early_stop_field(es, 6, &v) && v.kind == PG_HOST_INT && v.num == 3);
+    CHECK(pg_early_stop_field(es, 7, &v) && v.kind == PG_HOST_INT && v.num == 1);
+    CHECK(pg_early_stop_field(es, 8, &v) && v.kind == PG_HOST_ABSENT);
     pg_early_stop_free(es);
     pg_checkpoint_params cp = pg_checkpoint_default_params();
+    pg_checkpoint *c0 = pg_checkpoint_new(&cp);
+    CHECK(!strcmp(pg_checkpoint_field(NULL, 1, NULL), "save_best_only"));
+    CHECK(!pg_checkpoint_field(NULL, 6, NULL));
+    CHECK(pg_checkpoint_field(c0, 1, &v) && v.kind == PG_HOST_BOOL && v.num == 0);
+    CHECK(pg_checkpoint_field(c0, 2, &v) && v.kind == PG_HOST_ABSENT); /* monitor: auto */
+    CHECK(pg_checkpoint_field(c0, 0, &v) && v.kind == PG_HOST_INT && v.num == 1);
+    pg_checkpoint_free(c0);
     pg_checkpoint *c = pg_checkpoint_new(&cp);
     CHECK(pg_checkpoint_format(c, "m.st", "True", t, sizeof t) > 0);
     CHECK(!strcmp(t, "ag_model_checkpoint | path=m.st | every=1"));

@@ -97,6 +97,21 @@ void test_fit_stop(void)
               "f: monitor must be NULL or a single string such as \"val_loss\", got numeric");
     CHECK_ERR(pg_monitor_arg_fail("f", "monitor", "int", 0), PG_STATUS_ERR_ARG,
               "f: monitor must be None or a single string such as 'val_loss', got int");
+    /* both arguments in one call, in the hosts' order: mode first, then monitor */
+    int two[2] = {9, 9};
+    CHECK(pg_monitor_args("f", "max", NULL, NULL, NULL, 0, two, two + 1) == PG_STATUS_OK);
+    CHECK(two[0] == PG_MONITOR_MODE_MAX && two[1] == -1);
+    CHECK(pg_monitor_args("f", "auto", NULL, "val_loss", NULL, 1, two, two + 1) == 0);
+    CHECK(two[0] == PG_MONITOR_MODE_AUTO && two[1] == PG_FIT_LOG_VAL_LOSS);
+    CHECK_ERR(pg_monitor_args("f", NULL, "NoneType", NULL, "int", 0, two, two + 1),
+              PG_STATUS_ERR_ARG, "f: mode must be a single string such as 'max', got NoneType");
+    CHECK_ERR(pg_monitor_args("f", "up", NULL, NULL, "int", 0, two, two + 1), PG_STATUS_ERR_VALUE,
+              "f: mode must be");
+    CHECK_ERR(pg_monitor_args("f", "min", NULL, NULL, "numeric", 1, two, two + 1),
+              PG_STATUS_ERR_ARG, "f: monitor must be NULL or a single string");
+    CHECK_ERR(pg_monitor_args("f", "min", NULL, "val_los", NULL, 1, two, two + 1),
+              PG_STATUS_ERR_VALUE, "got \"val_los\"");
+    CHECK(pg_monitor_args("f", "min", NULL, NULL, NULL, 0, NULL, two) == PG_STATUS_ERR_ARG);
 
     pg_early_stop_params p = pg_early_stop_default_params();
     CHECK(p.patience == 5 && p.min_delta == 0 && p.restore_best && p.monitor == -1);

@@ -88,13 +88,13 @@ _LOGS = [  # an epoch's logs: with validation and accuracy, without, with a NaN 
 def test_same_progress_lines(logs):
     """ag_fit's per-epoch line and the bar's status are the core's (pg_fit_epoch_line,
     pg_fit_status_line) in both languages (Python wrote single spaces, R aligned the epoch)."""
-    from pyggmlr._core import lib
+    from pyggmlr._core import lib, text
     from pyggmlr.fit.callbacks import _log_values
-    from pyggmlr.fit.progress import _text, epoch_line
+    from pyggmlr.fit.progress import epoch_line
 
     py = (
         epoch_line(logs, 20),
-        _text(lib.pg_fit_status_line, 0.5, 0.25, _log_values(logs)),
+        text(lib.pg_fit_status_line, 0.5, 0.25, _log_values(logs)),
     )
     rl = r.run(
         "l <- as.list(unlist(lg)); l$epoch <- as.integer(l$epoch); "
