@@ -59,14 +59,9 @@ class Checkpoint:
         # checked against the run's settings; the run takes its seed and split state (the core's)
         check(lib.pg_fit_setup_resume(setup._p, os.fsencode(path), h))
         setup._get()
-        c = ffi.gc(h[0], lib.pg_fit_ckpt_free)
-        rng = ffi.new("int32_t[]", lib.PG_RNG_STATE_LEN)
-        self.epoch = lib.pg_fit_ckpt_epoch(c)
-        lib.pg_fit_ckpt_rng_state(c, rng)
-        self.rng_state = list(rng)
-        self.history = History.from_dict(json.loads(text(lib.pg_fit_ckpt_history_json, c)))
-        got = (lib.pg_fit_ckpt_callback_state(c, i) for i in range(lib.pg_fit_ckpt_callbacks(c)))
-        self.states = [None if t == ffi.NULL else json.loads(ffi.string(t).decode()) for t in got]
+        d = json.loads(text(lib.pg_fit_ckpt_state_json, ffi.gc(h[0], lib.pg_fit_ckpt_free)))
+        self.epoch, self.rng_state, self.states = d["epoch"], d["rng_state"], d["callbacks"]
+        self.history = History.from_dict(d["history"])
         for cb, st in zip(callbacks, self.states):  # the callbacks' saved states too
             if st is not None and callable(getattr(cb, "check_state", None)):
                 cb.check_state(st)
