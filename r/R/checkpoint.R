@@ -19,20 +19,6 @@
   invisible(NULL)
 }
 
-# Called by the core (through src/r_host.c) when backward() reaches the segment's node: fn again,
-# from the forward's random state, on the core's private tape; the caller's state is put back.
-.ckpt_replay <- function(seg) {
-  caller <- .ckpt_rng_state()
-  on.exit(.ckpt_rng_load(caller))
-  .ckpt_rng_load(seg$rng)
-  y <- do.call(seg$fn, seg$args, quote = TRUE)
-  if (!is_ag_tensor(y))
-    .arg_stop("ag_checkpoint(): fn must return an ag_tensor (it returned ", class(y)[1L],
-              " when replayed in backward())")
-  .Call(R_pg_ckpt_replay, y)
-  invisible(NULL)
-}
-
 ag_checkpoint <- function(fn, ...) {
   if (missing(fn) || !is.function(fn))
     .arg_stop("ag_checkpoint() expects a function as its first argument.")
@@ -49,9 +35,20 @@ ag_checkpoint <- function(fn, ...) {
   if (!is_ag_tensor(value))
     .arg_stop("ag_checkpoint(): fn must return an ag_tensor, got ", class(value)[1L])
   seg <- list2env(list(fn = fn, args = args, rng = rng), parent = emptyenv())
-  # replayed by the core (src/r_host.c); its environment holds only the segment
-  seg$replay <- local(function() .ckpt_replay(seg),
-                      list2env(list(seg = seg), parent = asNamespace("pyggmlr")))
+  # called by the core (through src/r_host.c) when backward() reaches the segment's node: fn
+  # again, from the forward's random state, on the core's private tape; the caller's state is
+  # put back. Its environment holds only the segment.
+  seg$replay <- local(function() {
+    caller <- .ckpt_rng_state()
+    on.exit(.ckpt_rng_load(caller))
+    .ckpt_rng_load(seg$rng)
+    y <- do.call(seg$fn, seg$args, quote = TRUE)
+    if (!is_ag_tensor(y))
+      .arg_stop("ag_checkpoint(): fn must return an ag_tensor (it returned ", class(y)[1L],
+                " when replayed in backward())")
+    .Call(R_pg_ckpt_replay, y)
+    invisible(NULL)
+  }, list2env(list(seg = seg), parent = asNamespace("pyggmlr")))
   out <- .Call(R_pg_ckpt_record, value, unname(handles), seg)
   ok <- TRUE
   out

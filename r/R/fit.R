@@ -106,8 +106,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     # checked against the run's settings, whose seed and split state become the checkpoint's;
     # its history as the run's logs (the core's R_pg_fit_ckpt_read), nothing written
     res <- .Call(R_pg_fit_ckpt_read, su, resume_from)
-    res$callbacks <- lapply(res$callbacks, function(t)
-      if (!is.null(t)) jsonlite::parse_json(t, simplifyVector = FALSE))
+    res$callbacks <- lapply(res$callbacks, .mf_json)  # each state's JSON, or NULL
     for (i in seq_len(min(length(cbs), length(res$callbacks))))  # the callbacks' own checks
       if (!is.null(res$callbacks[[i]]) && is.function(cbs[[i]]$check_state))
         cbs[[i]]$check_state(res$callbacks[[i]])
