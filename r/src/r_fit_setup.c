@@ -68,4 +68,3 @@ SEXP R_pg_fit_setup_seed(SEXP s, SEXP seed)
     r_check(pg_fit_setup_seed(setup_get(s), Rf_asInteger(seed)));
     return R_NilValue;
 }
-
