@@ -115,7 +115,9 @@ def ag_fit(
     bce_with_logits, predicts 1; a target above 0.5 is 1) for the BCE losses, per element for a
     multi-output (multi-label) model; none (NaN) for the rest. Uncertainty sqrt(a(1-a)/(n-1)).
     cross_entropy class ids beyond the model's outputs (when its layers say them) are refused
-    before training; fewer classes present than outputs is fine (as PyTorch).
+    before training; fewer classes present than outputs is fine (as PyTorch). Labels' classes (a
+    Categorical's categories, unused ones too, or the distinct strings) must be as many as the
+    model's outputs when its layers say them, as R's factor levels (the same text).
     optimizer: "adamw" (optimizer_adam with decoupled weight decay, default 0 as in ggml),
     "sgd", or an optimizer object built on the model's parameters (lr is then ignored; ag_fit
     sets its accumulate_steps to nbatch_logical / batch_size).
@@ -210,7 +212,7 @@ def ag_fit(
     Y = None if y is None else _as_cols(y, "y")
     outputs = None  # the samples agree (else a row-major hint), the classes fit the outputs
     if Y is not None:
-        outputs = _check_targets(X, Y, classify, model)
+        outputs = _check_targets(X, Y, classify, model, len(classes) if classes else -1)
     # class_weight's classes (the core's check): the model's outputs, else the labels' count
     nclass = outputs or (len(classes) if classes else -1)
     n, val_split = data.join(X, Y, val_split)  # validation_data's columns last, in the plan

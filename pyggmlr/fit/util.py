@@ -244,12 +244,14 @@ class _StaticSteps:
         return eager, replay
 
 
-def _check_targets(X: Any, Y: Any, classify: int, model: Any) -> Optional[int]:
+def _check_targets(X: Any, Y: Any, classify: int, model: Any, nlabels: int = -1) -> Optional[int]:
     """y's samples against x's, then cross_entropy ids [1, n] against the model's outputs when its
-    structure says them: the core's rules and texts (pg_fit_targets, as R's). Returns those
-    outputs (None: unknown, or not cross_entropy)."""
+    structure says them, and labels' classes (nlabels: a Categorical's categories, unused ones
+    too, or the distinct strings; -1: not labels) equal to them, as R's factor levels: the core's
+    rules and texts (pg_fit_targets, as R's). Returns those outputs (None: unknown, or not
+    cross_entropy)."""
     k = _out_rows(model, X.shape[0]) if classify == lib.PG_FIT_CLASSIFY_ARGMAX else None
     v = np.asfortranarray(Y, dtype=np.float64)
     check(lib.pg_fit_targets(*X.shape, *Y.shape, ffi.cast("double *", v.ctypes.data), classify,
-                             -1 if k is None else k, -1, 0, b"x.T", b"y.T"))  # fmt: skip
+                             -1 if k is None else k, nlabels, 0, b"x.T", b"y.T"))  # fmt: skip
     return k
