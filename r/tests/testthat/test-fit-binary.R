@@ -94,7 +94,8 @@ test_that("cross_entropy classes must fit the model's outputs", {
   # give the same texts (tests/train/test_predict.py)
   fewer <- paste0("ag_fit: y's labels have 2 classes (a factor's levels, a Categorical's ",
                   "categories) but the model has 3 outputs; give the model one output per class ",
-                  "(or keep every class: factor(y, levels = ...), pd.Categorical(y, categories=...))")
+                  "(or keep every class: factor(y, levels = ...), ",
+                  "pd.Categorical(y, categories=...))")
   more <- paste0("ag_fit: y's labels have 4 classes (a factor's levels, a Categorical's ",
                  "categories) but the model has 3 outputs; give the model one output per class ",
                  "(unused ones count: droplevels(y), y.cat.remove_unused_categories())")

@@ -139,7 +139,7 @@ test_that("a weighted run's checkpoint resumes only a weighted run; plain ones a
   expect_length(fit(nepoch = 2L, resume_from = path)$loss, 2L)
 })
 
-test_that("class_weight ids beyond the run's classes are refused (Python's text); nothing changes", {
+test_that("class_weight ids beyond the run's classes are refused (Python's text)", {
   d <- sw_data()
   m <- ag_sequential(ag_linear(3, 3))
   before <- lapply(m$parameters(), function(p) p$data)
