@@ -392,7 +392,9 @@ def test_class_weight_ids_beyond_the_classes_are_refused():
     before = {k: t.numpy().copy() for k, t in m.parameters().items()}
     opt = pg.optimizer_adam(m, lr=0.01, accumulate_steps=3)
     opt.accum_count = 1
-    want = r"^ag_fit: class_weight's class id 7 is not a class of this run \(3 classes: ids 0 to 2\)$"
+    want = (
+        r"^ag_fit: class_weight's class id 7 is not a class of this run \(3 classes: ids 0 to 2\)$"
+    )
     with pytest.raises(PyggmlrValueError, match=want):
         pg.ag_fit(m, x, y, optimizer=opt, class_weight={7: 2.0}, **fit)
     assert (opt.accumulate_steps, opt.accum_count) == (3, 1)
