@@ -52,7 +52,7 @@ static double *class_table(const double *ids, const double *cw, int64_t ncw, int
                            OP, ids[i]),
                    NULL;
         if (ids[i] > max_id)
-            return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight's class id %.0f is above %.0f",
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight's class id %.15g is above %.0f",
                            OP, ids[i], max_id),
                    NULL;
         if ((int64_t)ids[i] + 1 > n) n = (int64_t)ids[i] + 1;

@@ -47,6 +47,9 @@ static void test_set_and_gather(void)
               "must be 0-based class ids (whole numbers >= 0); got 1.5");
     CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, big, cw, 1, -1), PG_STATUS_ERR_VALUE,
               "class id 16777217 is above 16777216");
+    const double huge[1] = {1e300}; /* shown as a number, not 301 digits */
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, huge, cw, 1, -1), PG_STATUS_ERR_VALUE,
+              "class_weight's class id 1e+300 is above 16777216");
     CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, NULL, zero, 3, -1), PG_STATUS_ERR_VALUE,
               "every sample's weight (class_weight) is 0");
     /* ids beyond the run's classes (keras refuses such keys): y's largest id + 1, else the host's */
