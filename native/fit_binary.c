@@ -87,14 +87,19 @@ int pg_fit_binary_hits(const pg_tensor *out, const pg_tensor *y, const int64_t *
 int pg_fit_check_classes(int64_t nclass, int64_t outputs, int levels)
 {
     if (outputs < 1 || nclass < 1) return 0; /* unknown before training: the loss checks ids */
-    if (levels && nclass != outputs)
-        return pg_fail(PG_STATUS_ERR_VALUE,
-                       "ag_fit: y is a factor with %lld levels but the model has %lld outputs; "
-                       "give the model one output per level%s",
-                       (long long)nclass, (long long)outputs,
-                       nclass < outputs ? " (or keep all levels: factor(y, levels = ...))"
-                                        : " (droplevels(y) drops unused ones)");
-    if (!levels && nclass > outputs)
+    if (levels) /* one text for R's factor and Python's Categorical / strings (both count unused) */
+        return nclass == outputs
+            ? 0
+            : pg_fail(PG_STATUS_ERR_VALUE,
+                      "ag_fit: y's labels have %lld classes (a factor's levels, a Categorical's "
+                      "categories) but the model has %lld outputs; give the model one output "
+                      "per class%s",
+                      (long long)nclass, (long long)outputs,
+                      nclass < outputs ? " (or keep every class: factor(y, levels = ...), "
+                                         "pd.Categorical(y, categories=...))"
+                                       : " (unused ones count: droplevels(y), "
+                                         "y.cat.remove_unused_categories())");
+    if (nclass > outputs)
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "ag_fit: y holds class ids up to %lld (%lld classes) but the model has "
                        "%lld outputs; ids are 0-based, in [0, %lld)",
@@ -120,7 +125,8 @@ const char *pg_fit_one_based_hint(const double *ids, int64_t n, int64_t k)
 int pg_fit_check_ids(const double *y, int64_t n, int64_t outputs, int64_t nlevels, int one_based)
 {
     if (n < 0 || (n > 0 && !y)) return pg_fail(PG_STATUS_ERR_ARG, "ag_fit: NULL class ids");
-    const char *hint = one_based ? pg_fit_one_based_hint(y, n, outputs) : NULL;
+    /* labels' ids are 0-based by construction: R's hint is for plain ids only */
+    const char *hint = one_based && nlevels < 0 ? pg_fit_one_based_hint(y, n, outputs) : NULL;
     if (hint)
         return pg_fail(PG_STATUS_ERR_VALUE,
                        "ag_fit: y holds class ids 1..%lld but the model has %lld outputs; %s",

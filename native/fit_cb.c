@@ -191,11 +191,8 @@ int64_t pg_fit_ckpt_history_json(const pg_fit_ckpt *c, char *out, int64_t cap)
     pg_sbuf_printf(&b, "{");
     for (int64_t j = 0; j < pg_fit_ckpt_columns(c); j++) {
         const char *name = pg_fit_ckpt_column_name(c, j);
-        int64_t q = pj_quote(NULL, 0, 0, name, (int64_t)strlen(name));
-        char *s = malloc((size_t)q + 1);
+        char *s = pj_quoted(name);
         if (!s) return free(col), -pg_fail(PG_STATUS_ERR_NOMEM, "ag_fit: out of memory");
-        pj_quote(s, q + 1, 0, name, (int64_t)strlen(name));
-        s[q] = '\0';
         pg_sbuf_printf(&b, "%s%s: [", j ? ", " : "", s);
         free(s);
         pg_fit_ckpt_column(c, j, col);

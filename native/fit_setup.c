@@ -195,10 +195,10 @@ int64_t pg_fit_setup_settings(const pg_fit_setup *s, char *out, int64_t cap)
         "\"shuffle\": %s, \"loss\": ",
         (long long)s->p.n, (long long)s->info.batch_size, (long long)s->info.nbatch_logical, v,
         s->p.shuffle ? "true" : "false");
-    const int64_t ln = (int64_t)strlen(s->loss), q = pj_quote(NULL, 0, 0, s->loss, ln);
-    if (b.out && b.len + q < b.cap)
-        pj_quote(b.out, b.cap, b.len, s->loss, ln), b.out[b.len + q] = 0;
-    b.len += q;
+    char *q = pj_quoted(s->loss);
+    if (!q) return -pg_fail(PG_STATUS_ERR_NOMEM, "ag_fit: out of memory");
+    pg_sbuf_printf(&b, "%s", q);
+    free(q);
     if (s->info.has_seed) pg_sbuf_printf(&b, ", \"seed\": %d", (int)s->info.seed);
     else pg_sbuf_printf(&b, ", \"seed\": null");
     pg_sbuf_printf(&b, ", \"split_state\": ");

@@ -52,7 +52,7 @@ static double *class_table(const double *ids, const double *cw, int64_t ncw, int
                            OP, ids[i]),
                    NULL;
         if (ids[i] > max_id)
-            return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight's class id %.0f is above %.0f",
+            return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight's class id %.15g is above %.0f",
                            OP, ids[i], max_id),
                    NULL;
         if ((int64_t)ids[i] + 1 > n) n = (int64_t)ids[i] + 1;
@@ -78,7 +78,7 @@ static double *class_table(const double *ids, const double *cw, int64_t ncw, int
 }
 
 static int set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw,
-                       int64_t ncw);
+                       int64_t ncw, int64_t nclass);
 
 int pg_fit_weight_shape(const int64_t *dims, int ndim)
 {
@@ -95,21 +95,37 @@ int pg_fit_weight_shape(const int64_t *dims, int ndim)
 }
 
 int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw_id,
-                       const double *cw, int64_t ncw)
+                       const double *cw, int64_t ncw, int64_t nclass)
 {
-    if (!cw) return set_weights(f, loss, sw, nsw, NULL, 0);
+    if (!cw) return set_weights(f, loss, sw, nsw, NULL, 0, nclass);
     if (ncw < 0)
         return pg_fail(PG_STATUS_ERR_ARG, "%s: class_weight has %lld values", OP, (long long)ncw);
     int64_t len = 0;
     double *t = class_table(cw_id, cw, ncw, &len);
     if (!t) return pg_last_status();
-    const int rc = set_weights(f, loss, sw, nsw, t, len);
+    const int rc = set_weights(f, loss, sw, nsw, t, len, nclass);
     free(t);
     return rc;
 }
 
+/* the run's number of classes (pg_api_train_weight.h): the binary losses' 2, else the host's
+ * (the model's outputs or the labels' count), else one-hot y's rows or the largest id + 1 */
+static int64_t class_count(const pg_tensor *y, int loss, int64_t nclass)
+{
+    if (binary_loss(loss)) return 2;
+    if (nclass >= 1) return nclass;
+    if (y->ne[0] > 1) return y->ne[0];
+    double hi = -1;
+    PG_DISPATCH(y->dtype, {
+        const T *c = (const T *)pg_data(y);
+        for (int64_t j = 0; j < y->ne[1]; j++)
+            if ((double)c[j] > hi) hi = (double)c[j];
+    });
+    return (int64_t)hi + 1; /* ids: whole numbers >= 0 (pg_fit_new), so hi is one */
+}
+
 static int set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw,
-                       int64_t ncw)
+                       int64_t ncw, int64_t nclass)
 {
     if (!f) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit", OP);
     if (!sw && !cw) return 0;
@@ -134,6 +150,13 @@ static int set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const
     slot = pg_fit_weight_slot(f, &x, &y, &n_given);
     if (*slot) return pg_fail(PG_STATUS_ERR_STATE, "%s: the plan's weights are already set", OP);
     if (cw && !y) return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight needs targets y", OP);
+    const int64_t k = cw ? class_count(y, loss, nclass) : 0;
+    for (int64_t c = k; c < ncw; c++) /* keras refuses a key that is not a class */
+        if (!isnan(cw[c]))
+            return pg_fail(PG_STATUS_ERR_VALUE,
+                           "%s: class_weight's class id %lld is not a class of this run (%lld "
+                           "class%s: ids 0 to %lld)",
+                           OP, (long long)c, (long long)k, k == 1 ? "" : "es", (long long)(k - 1));
     if (sw && nsw != n_given)
         return pg_fail(PG_STATUS_ERR_SHAPE,
                        "%s: sample_weight has %lld values but x has %lld samples (columns); give "

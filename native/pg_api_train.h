@@ -199,14 +199,16 @@ int pg_accuracy(const char *fn, const double *out, int64_t k, int64_t n, const d
                 int64_t yrows, int64_t yn, int has_threshold, double threshold, int bools,
                 double *acc);
 /* ag_fit's class count before training (fit_binary.c): nclass classes in cross_entropy targets
- * (levels 1: an R factor's levels, which must equal the model's outputs; 0: the largest id + 1,
+ * (levels 1: labels' classes, R's factor levels or Python's categories / distinct strings, unused
+ * ones counted, which must equal the model's outputs; 0: the largest id + 1,
  * which must not exceed them: a class absent from the data is fine, as in PyTorch and keras)
  * against the model's outputs (< 1: unknown, nothing checked). PG_STATUS_ERR_VALUE names both
  * numbers. */
 int pg_fit_check_classes(int64_t nclass, int64_t outputs, int levels);
 /* ag_fit's cross_entropy class ids y [1, n] before training, once for R and Python: with
- * one_based (R's idiom) ids 1..outputs are refused first with pg_fit_one_based_hint's text; then
- * pg_fit_check_classes with nlevels (>= 0: a factor's levels) or the largest id + 1. Ids that
+ * one_based (R's idiom) and no labels, ids 1..outputs are refused first with
+ * pg_fit_one_based_hint's text; then pg_fit_check_classes with nlevels (>= 0: the labels' count,
+ * a factor's levels or a Categorical's categories) or the largest id + 1. Ids that
  * are not whole numbers >= 0 (or not finite) pass: pg_fit_new's checks name the sample. */
 int pg_fit_check_ids(const double *y, int64_t n, int64_t outputs, int64_t nlevels, int one_based);
 /* ag_fit(x = an ag_dataloader): y given (has_y), or batch_size / shuffle other than ag_fit's

@@ -16,9 +16,13 @@
  *   whole numbers in [0, 2^24], each once; a class not given weighs 1 (keras); each weight
  *   finite and >= 0. Only for class-id targets: loss cross_entropy (ids or one-hot: the first
  *   maximum) or a binary loss with one 0/1 row.
+ * nclass: cross_entropy's number of classes when the host knows it (the model's outputs, else
+ *   the labels' count: a factor's levels, a Categorical's categories), < 1: from y (one-hot y's
+ *   rows, else the largest id + 1); the binary losses have 2 (ids 0 and 1). A class id given
+ *   that is not one of them is PG_STATUS_ERR_VALUE (keras refuses such keys).
  * Both: multiplied. Every weight 0 is an error. Errors name ag_fit and the argument. */
 int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw_id,
-                       const double *cw, int64_t ncw);
+                       const double *cw, int64_t ncw, int64_t nclass);
 /* sample_weight's shape dims [ndim], before its values are read: a vector, or a one-row /
  * one-column matrix, else PG_STATUS_ERR_SHAPE naming ag_fit and the shape ("2x3"). */
 int pg_fit_weight_shape(const int64_t *dims, int ndim);

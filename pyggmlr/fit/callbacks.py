@@ -11,7 +11,7 @@ from .. import _core
 from .._args import check_flag, check_int, check_num
 from .._core import NULL, ffi, lib, text
 from .._host import HostValues
-from ..errors import PyggmlrValueError
+from ..errors import ArgumentError
 from .util import _restore, _snapshot
 
 __all__ = ["Callback", "ag_early_stopping", "ag_model_checkpoint"]
@@ -213,14 +213,14 @@ class ag_model_checkpoint(_Monitored):
         mode: str = "auto",
     ) -> None:
         fn = "ag_model_checkpoint"
+        if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):  # first, as R
+            raise ArgumentError(
+                f"{fn}: path must be a file name (a single string), got {type(path).__name__}"
+            )
         p = lib.pg_checkpoint_default_params()
         p.every = check_int(every, fn, "every", 1)
         p.best_only = int(check_flag(save_best_only, fn, "save_best_only"))
         p.mode, p.monitor = _monitor_codes(fn, monitor, mode)
-        if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
-            raise PyggmlrValueError(
-                f"ag_model_checkpoint: path must be a file name, got {type(path).__name__}"
-            )
         # checked now rather than after the first epoch: the core's rule (pg_checkpoint_path_check:
         # {epoch} or {epoch:03d}, {{ and }}, a writable directory)
         self.path = os.fspath(path)

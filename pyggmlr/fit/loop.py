@@ -115,7 +115,9 @@ def ag_fit(
     bce_with_logits, predicts 1; a target above 0.5 is 1) for the BCE losses, per element for a
     multi-output (multi-label) model; none (NaN) for the rest. Uncertainty sqrt(a(1-a)/(n-1)).
     cross_entropy class ids beyond the model's outputs (when its layers say them) are refused
-    before training; fewer classes present than outputs is fine (as PyTorch).
+    before training; fewer classes present than outputs is fine (as PyTorch). Labels' classes (a
+    Categorical's categories, unused ones too, or the distinct strings) must be as many as the
+    model's outputs when its layers say them, as R's factor levels (the same text).
     optimizer: "adamw" (optimizer_adam with decoupled weight decay, default 0 as in ggml),
     "sgd", or an optimizer object built on the model's parameters (lr is then ignored; ag_fit
     sets its accumulate_steps to nbatch_logical / batch_size).
@@ -170,7 +172,12 @@ def ag_fit(
     samples), finite and >= 0, not all 0. class_weight: for class-id targets (loss
     "cross_entropy" with ids or one-hot y, "binary_cross_entropy" / "bce_with_logits" with 0/1
     targets in one row) a weight per class: a dict {class id: weight} (a class not in it weighs
-    1, as keras) or a sequence indexed by 0-based class id; another loss is refused. Both given:
+    1, as keras) or a sequence indexed by 0-based class id; another loss is refused. Each id
+    must be a class of the run (keras refuses other keys: "ag_fit: class_weight's class id 7 is
+    not a class of this run (3 classes: ids 0 to 2)"): for "cross_entropy" the model's outputs
+    when its layers say how many, else the labels' count (a Categorical's categories, the
+    distinct strings), else one-hot y's rows or the largest id in y + 1; for the binary losses
+    0 and 1. Both given:
     multiplied. keras' semantics: each sample's loss is multiplied by its weight and a batch's loss
     is the sum of the weighted per-sample losses divided by the batch size ("sum_over_batch_size";
     for mse / bce / huber / mae / mean each of the sample's terms is weighted, divided by numel as
@@ -203,8 +210,11 @@ def ag_fit(
     classify, per_datapoint = _loss_rules(loss_code, y is not None)
     mcodes = fit_metric_codes(metrics, classify, y is not None)  # before training
     Y = None if y is None else _as_cols(y, "y")
-    if Y is not None:  # the samples agree (else a row-major hint), the classes fit the outputs
-        _check_targets(X, Y, classify, model)
+    outputs = None  # the samples agree (else a row-major hint), the classes fit the outputs
+    if Y is not None:
+        outputs = _check_targets(X, Y, classify, model, len(classes) if classes else -1)
+    # class_weight's classes (the core's check): the model's outputs, else the labels' count
+    nclass = outputs or (len(classes) if classes else -1)
     n, val_split = data.join(X, Y, val_split)  # validation_data's columns last, in the plan
     SW, CW = sample_weights(sample_weight), class_weights(class_weight)  # checked by the core
 
@@ -246,7 +256,7 @@ def ag_fit(
         # the split, the shuffles and the batches live in the core (fit/plan.py, native/fit.c)
         # (a checkpoint's split state is checked by the resume check, before this loads it)
         plan = FitPlan(X, Y, dtype, classify, stream, setup, data.xv, data.yv)
-        attach(plan, loss_code, SW, CW)  # the core's checks and weight row
+        attach(plan, loss_code, SW, CW, nclass)  # the core's checks and weight row
         fit_metrics_set(plan, mcodes, history)  # before shard: refused when distributed
         if sync is not None:
             plan.shard(sync.rank, sync.world)

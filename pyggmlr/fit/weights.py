@@ -56,8 +56,9 @@ def class_weights(v: Any) -> Optional[Tuple[Optional[np.ndarray], np.ndarray]]:
     return None, np.ascontiguousarray(a)
 
 
-def attach(plan: Any, loss_code: int, sw: Optional[np.ndarray], cw: Any) -> bool:
-    """The weights on the plan (the core's checks); True when the run is weighted."""
+def attach(plan: Any, loss_code: int, sw: Optional[np.ndarray], cw: Any, nclass: int) -> bool:
+    """The weights on the plan (the core's checks; nclass: the run's classes when known, else
+    -1); True when the run is weighted."""
     if sw is None and cw is None:
         return False
     ids, w = (None, None) if cw is None else cw
@@ -70,6 +71,7 @@ def attach(plan: Any, loss_code: int, sw: Optional[np.ndarray], cw: Any) -> bool
             _ptr(ids),
             _ptr(w),
             0 if w is None else w.size,
+            nclass,
         )
     )
     return True

@@ -173,12 +173,16 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_
     if arrs:
         cols = [np.asfortranarray(a, dtype=np.float64) for a in arrs]
         keep += cols
-        s.n_more, s.more_names = len(arrs), ffi.new("char *[]", [text(k) for k in more])
-        s.more_f64 = ffi.new("int[]", [a.dtype == np.float64 for a in arrs])
-        s.more_ndim = ffi.new("int[]", [a.ndim for a in arrs])
-        s.more_dims = ffi.new("int64_t[]", [d for a in arrs for d in (list(a.shape) + [1, 1])[:2]])
-        s.more_data = ffi.new("double *[]", [ffi.cast("double *", v.ctypes.data) for v in cols])
-        keep += [s.more_names, s.more_f64, s.more_ndim, s.more_dims, s.more_data]
+        parts = (
+            ffi.new("char *[]", [text(k) for k in more]),
+            ffi.new("int[]", [a.dtype == np.float64 for a in arrs]),
+            ffi.new("int[]", [a.ndim for a in arrs]),
+            ffi.new("int64_t[]", [d for a in arrs for d in (list(a.shape) + [1, 1])[:2]]),
+            ffi.new("double *[]", [ffi.cast("double *", v.ctypes.data) for v in cols]),
+        )
+        keep += parts  # a struct field holds no reference: the owners stay here
+        s.n_more = len(arrs)
+        s.more_names, s.more_f64, s.more_ndim, s.more_dims, s.more_data = parts
     _raise(lib.pg_mf_save(path.encode("utf-8", "surrogateescape"), s), path)
     return path
 

@@ -62,131 +62,141 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   if (!length(params)) .fit_kind_fail("NO_PARAMS", "")
   dtype <- params[[1L]]$dtype
   opt <- .make_fit_optimizer(optimizer, params, lr)
-  # a setup that fails (bad ids, a refused resume, ...) leaves the optimizer as it was
+  # a setup that fails (bad ids, a refused resume, ...) leaves the optimizer as it was, put back
+  # before a calling handler sees the error (the exiting handler below, as Python's except);
+  # on.exit covers an interrupt
   opt_before <- c(opt$accumulate_steps, opt$accum_count)
   started <- FALSE
-  on.exit(if (!started) {
+  prev_rng <- NULL
+  restore <- function() {
     opt$accumulate_steps <- opt_before[[1]]
     opt$accum_count <- opt_before[[2]]
-  }, add = TRUE)
+    if (!is.null(prev_rng)) .Call(R_pg_rng_use, prev_rng)
+  }
+  on.exit(if (!started) restore(), add = TRUE)
 
-  if (is.function(callbacks) || inherits(callbacks, "ag_callback")) callbacks <- list(callbacks)
-  if (!is.list(callbacks)) .fit_kind_fail("CALLBACKS", class(callbacks)[[1L]])
-  cbs <- lapply(callbacks, function(cb) {
-    if (is.function(cb)) return(.fn_callback(cb))
-    if ((is.environment(cb) || is.list(cb)) && is.function(cb$on_epoch_end)) return(cb)
-    .fit_kind_fail("CALLBACK", class(cb)[[1L]])
-  })
+  tryCatch({
+    if (is.function(callbacks) || inherits(callbacks, "ag_callback")) callbacks <- list(callbacks)
+    if (!is.list(callbacks)) .fit_kind_fail("CALLBACKS", class(callbacks)[[1L]])
+    cbs <- lapply(callbacks, function(cb) {
+      if (is.function(cb)) return(.fn_callback(cb))
+      if ((is.environment(cb) || is.list(cb)) && is.function(cb$on_epoch_end)) return(cb)
+      .fit_kind_fail("CALLBACK", class(cb)[[1L]])
+    })
 
-  # static / distributed, the batch sizes over ranks and the run's settings (kept for the resume
-  # check and the checkpoints) are the core's (native/fit_setup.c), Python's too
-  su <- .Call(R_pg_fit_setup_new, list(
-    static_mode = static, distributed = isTRUE(distributed), n = n, batch_size = batch_size,
-    builtin = is.null(static) && is.character(loss) && .builtin_model(model),
-    nbatch_logical = nbatch_logical, val_split = val_split, shuffle = isTRUE(shuffle),
-    loss = L$name, weighted = weighted))
-  sync <- NULL
-  if (isTRUE(distributed)) {  # MPI over Rmpi: the same collectives as Python's (distributed.R)
-    sync <- .fit_sync(model, params)
-    .Call(R_pg_fit_setup_world, su, sync$world)
-    if (sync$rank != 0L) pmode <- "none"  # only rank 0 prints
-  }
-  if (!is.null(seed)) .Call(R_pg_fit_setup_seed, su, .seed_int(seed, "ag_fit"))
-  info <- .Call(R_pg_fit_setup_info, su)
-  opt$accumulate_steps <- info$accum  # nbatch_logical / batch_size (the core's)
-  opt$accum_count <- 0
-  # the compiled steps (ag_compile of the forward and the loss); when to record, probe or fall
-  # back is the session's (native/fit_session.c)
-  ss <- .static_steps(model, L$fn, opt, !is.null(tg$Y))
-  res <- NULL
-  if (!is.null(resume_from)) {  # weights, optimizer, then the run's own state from the checkpoint
-    if (!is.character(resume_from) || length(resume_from) != 1L || is.na(resume_from))
-      .Call(R_pg_fit_resume_from_fail, .arg_show(resume_from))  # the core's text
-    .model_info(resume_from, "ag_fit: resume_from")  # a model file, checked as one
-    # checked against the run's settings, whose seed and split state become the checkpoint's;
-    # its history as the run's logs (the core's R_pg_fit_ckpt_read), nothing written
-    res <- .Call(R_pg_fit_ckpt_read, su, resume_from)
-    res$callbacks <- lapply(res$callbacks, .mf_json)  # each state's JSON, or NULL
-    for (i in seq_len(min(length(cbs), length(res$callbacks))))  # the callbacks' own checks
-      if (!is.null(res$callbacks[[i]]) && is.function(cbs[[i]]$check_state))
-        cbs[[i]]$check_state(res$callbacks[[i]])
-    info <- .Call(R_pg_fit_setup_info, su)
-  }
-  if (!is.null(info$seed)) {  # the whole run (shuffles, dropout) on a stream of its own
-    run_rng <- .rng_stream(info$seed)
-    prev_rng <- .Call(R_pg_rng_current)   # restore registered before the switch
-    on.exit(.Call(R_pg_rng_use, prev_rng), add = TRUE)
-    .Call(R_pg_rng_use, run_rng)
-  }
-  # the split, the shuffles, the batches and the statistics live in the core (native/fit.c)
-  # the tensors as ag_tensor() makes them, but no wrapper: only the core's handles are used
-  dcode <- .dtype_code(dtype, "ag_tensor")
-  tn <- function(m) if (!is.null(m)) .Call(R_pg_tensor_new, m, dcode, FALSE)
-  plan <- .Call(R_pg_fit_new, tn(X), tn(tg$Y), classify, su, tn(d$xv), tn(d$yv))
-  .Call(R_pg_fit_set_weights, plan, if (is.null(L$code)) -1L else L$code, SW, CW)
-  .Call(R_pg_fit_metrics, plan, mcodes)  # before the shard: refused when distributed
-  if (!is.null(sync)) .Call(R_pg_fit_shard, plan, sync$rank, sync$world)
-  # the run is set up: now the weights and optimizer, then the stream (all checked)
-  if (!is.null(res)) {
-    # this run's hyper-parameters stay (as in Python): no warning that the file's differ
-    res$arrays <- .Call(R_pg_fit_ckpt_arrays, withCallingHandlers(
-      .load_model(resume_from, model = model, optimizer = opt, more = TRUE),
-      ggmlR_opt_hyper_warning = function(w) invokeRestart("muffleWarning"))$tensors, length(cbs))
-    opt$accumulate_steps <- info$accum
-    .ckpt_rng_load(res$rng_state)
-  }
-  sz <- .Call(R_pg_fit_sizes, plan)  # (.., .., n_val, training batches)
-  # the run's state shared with callbacks; has_val, has_accuracy (the core's monitor mask): what
-  # the run measures (callbacks' monitors); has_rng_state: not on R's non-default RNGkind()
-  fit <- list2env(parent = emptyenv(), list(
-    model = model, optimizer = opt, nepoch = nepoch, stop = FALSE, best_epoch = NULL,
-    logs = if (is.null(res)) list() else res$logs, has_val = sz[[3L]] > 0L,
-    has_rng_state = .Call(R_pg_fit_setup_info, su)$has_split_state,
-    has_accuracy = .Call(R_pg_fit_monitor_mask, plan),
-    metrics = .fit_metric_columns(mcodes, sz[[3L]] > 0L),
-    file_dtype = if (identical(dtype, "f64")) "F64" else "F32"))
-  # ag_model_checkpoint's save: the layout, the history's columns and the callback tensors' names
-  # are the core's (native/fit_ckpt.c), Python's too; the glue reads the logs and the settings
-  fit$save_checkpoint <- function(path, epoch) {
-    states <- more <- list()
-    for (i in seq_along(cbs)) {
-      st <- if (is.function(cbs[[i]]$state)) cbs[[i]]$state() else NULL
-      states[i] <- list(if (!is.null(st$js)) .to_json(st$js, "extra"))
-      more <- c(more, .Call(R_pg_fit_ckpt_more, i - 1L, st$arrays, fit$file_dtype))
+    # static / distributed, the batch sizes over ranks and the run's settings (kept for the resume
+    # check and the checkpoints) are the core's (native/fit_setup.c), Python's too
+    su <- .Call(R_pg_fit_setup_new, list(
+      static_mode = static, distributed = isTRUE(distributed), n = n, batch_size = batch_size,
+      builtin = is.null(static) && is.character(loss) && .builtin_model(model),
+      nbatch_logical = nbatch_logical, val_split = val_split, shuffle = isTRUE(shuffle),
+      loss = L$name, weighted = weighted))
+    sync <- NULL
+    if (isTRUE(distributed)) {  # MPI over Rmpi: the same collectives as Python's (distributed.R)
+      sync <- .fit_sync(model, params)
+      .Call(R_pg_fit_setup_world, su, sync$world)
+      if (sync$rank != 0L) pmode <- "none"  # only rank 0 prints
     }
-    extra <- .Call(R_pg_fit_ckpt_extra, su, fit$logs, as.character(fit$metrics),
-                   .ckpt_rng_state(), states)
-    .save_model(fit$model, path, optimizer = fit$optimizer, epoch = epoch,
-                extra = structure(extra, class = "json"), more = more)
-  }
-  for (cb in cbs) if (is.function(cb$on_train_begin)) cb$on_train_begin(fit)
-  for (i in seq_len(min(length(cbs), length(res$callbacks))))
-    if (!is.null(res$callbacks[[i]]) && is.function(cbs[[i]]$load_state))
-      cbs[[i]]$load_state(res$callbacks[[i]], res$arrays[[i]])
+    if (!is.null(seed)) .Call(R_pg_fit_setup_seed, su, .seed_int(seed, "ag_fit"))
+    info <- .Call(R_pg_fit_setup_info, su)
+    opt$accumulate_steps <- info$accum  # nbatch_logical / batch_size (the core's)
+    opt$accum_count <- 0
+    # the compiled steps (ag_compile of the forward and the loss); when to record, probe or fall
+    # back is the session's (native/fit_session.c)
+    ss <- .static_steps(model, L$fn, opt, !is.null(tg$Y))
+    res <- NULL
+    if (!is.null(resume_from)) {  # weights, optimizer, then the run's own state from the checkpoint
+      if (!is.character(resume_from) || length(resume_from) != 1L || is.na(resume_from))
+        .Call(R_pg_fit_resume_from_fail, .arg_show(resume_from))  # the core's text
+      .model_info(resume_from, "ag_fit: resume_from")  # a model file, checked as one
+      # checked against the run's settings, whose seed and split state become the checkpoint's;
+      # its history as the run's logs (the core's R_pg_fit_ckpt_read), nothing written
+      res <- .Call(R_pg_fit_ckpt_read, su, resume_from)
+      res$callbacks <- lapply(res$callbacks, .mf_json)  # each state's JSON, or NULL
+      for (i in seq_len(min(length(cbs), length(res$callbacks))))  # the callbacks' own checks
+        if (!is.null(res$callbacks[[i]]) && is.function(cbs[[i]]$check_state))
+          cbs[[i]]$check_state(res$callbacks[[i]])
+      info <- .Call(R_pg_fit_setup_info, su)
+    }
+    if (!is.null(info$seed)) {  # the whole run (shuffles, dropout) on a stream of its own
+      run_rng <- .rng_stream(info$seed)
+      prev_rng <- .Call(R_pg_rng_current)   # restore registered before the switch
+      on.exit(.Call(R_pg_rng_use, prev_rng), add = TRUE)
+      .Call(R_pg_rng_use, run_rng)
+    }
+    # the split, the shuffles, the batches and the statistics live in the core (native/fit.c)
+    # the tensors as ag_tensor() makes them, but no wrapper: only the core's handles are used
+    dcode <- .dtype_code(dtype, "ag_tensor")
+    tn <- function(m) if (!is.null(m)) .Call(R_pg_tensor_new, m, dcode, FALSE)
+    plan <- .Call(R_pg_fit_new, tn(X), tn(tg$Y), classify, su, tn(d$xv), tn(d$yv))
+    .Call(R_pg_fit_set_weights, plan, if (is.null(L$code)) -1L else L$code, SW, CW, tg$classes)
+    .Call(R_pg_fit_metrics, plan, mcodes)  # before the shard: refused when distributed
+    if (!is.null(sync)) .Call(R_pg_fit_shard, plan, sync$rank, sync$world)
+    # the run is set up: now the weights and optimizer, then the stream (all checked)
+    if (!is.null(res)) {
+      # this run's hyper-parameters stay (as in Python): no warning that the file's differ
+      res$arrays <- .Call(R_pg_fit_ckpt_arrays, withCallingHandlers(
+        .load_model(resume_from, model = model, optimizer = opt, more = TRUE),
+        ggmlR_opt_hyper_warning = function(w) invokeRestart("muffleWarning"))$tensors, length(cbs))
+      opt$accumulate_steps <- info$accum
+      .ckpt_rng_load(res$rng_state)
+    }
+    sz <- .Call(R_pg_fit_sizes, plan)  # (.., .., n_val, training batches)
+    # the run's state shared with callbacks; has_val, has_accuracy (the core's monitor mask): what
+    # the run measures (callbacks' monitors); has_rng_state: not on R's non-default RNGkind()
+    fit <- list2env(parent = emptyenv(), list(
+      model = model, optimizer = opt, nepoch = nepoch, stop = FALSE, best_epoch = NULL,
+      logs = if (is.null(res)) list() else res$logs, has_val = sz[[3L]] > 0L,
+      has_rng_state = .Call(R_pg_fit_setup_info, su)$has_split_state,
+      has_accuracy = .Call(R_pg_fit_monitor_mask, plan),
+      metrics = .fit_metric_columns(mcodes, sz[[3L]] > 0L),
+      file_dtype = if (identical(dtype, "f64")) "F64" else "F32"))
+    # ag_model_checkpoint's save: the layout, the history's columns and the callback tensors'
+    # names are the core's (native/fit_ckpt.c), Python's too; the glue reads logs and settings
+    fit$save_checkpoint <- function(path, epoch) {
+      states <- more <- list()
+      for (i in seq_along(cbs)) {
+        st <- if (is.function(cbs[[i]]$state)) cbs[[i]]$state() else NULL
+        states[i] <- list(if (!is.null(st$js)) .to_json(st$js, "extra"))
+        more <- c(more, .Call(R_pg_fit_ckpt_more, i - 1L, st$arrays, fit$file_dtype))
+      }
+      extra <- .Call(R_pg_fit_ckpt_extra, su, fit$logs, as.character(fit$metrics),
+                     .ckpt_rng_state(), states)
+      .save_model(fit$model, path, optimizer = fit$optimizer, epoch = epoch,
+                  extra = structure(extra, class = "json"), more = more)
+    }
+    for (cb in cbs) if (is.function(cb$on_train_begin)) cb$on_train_begin(fit)
+    for (i in seq_len(min(length(cbs), length(res$callbacks))))
+      if (!is.null(res$callbacks[[i]]) && is.function(cbs[[i]]$load_state))
+        cbs[[i]]$load_state(res$callbacks[[i]], res$arrays[[i]])
 
-  on.exit({
-    opt$zero_grad()
-    ag_tape_clear()
-    ag_eval(model)
-  }, add = TRUE)
-  first <- if (is.null(res)) 1L else res$epoch + 1L
-  prog <- .fit_progress(pmode, plan, max(0L, nepoch - first + 1L) * sz[[4L]], nepoch)
-  on.exit(prog$close(), add = TRUE)
-  batch_cbs <- if (length(cbs)) Filter(function(cb) is.function(cb$on_batch_end), cbs) else list()
-  # an optimizer of this package whose step is its own: eager batches are answered in C
-  core_step <- is.null(sync) &&
-    inherits(opt, c("ag_optimizer_sgd", "ag_optimizer_adam")) &&
-    identical(environment(opt$step), environment(opt$zero_grad))
-  fwd <- .fit_forward_fn(model)  # looked up once: the loop calls them by value
-  lossfn <- L$fn
-  # the loop is the core's (native/fit_session.c): this answers only what calls R code
-  s <- .Call(R_pg_session_new, plan, su, nepoch, first, per_datapoint,
-             prog$ticks || length(batch_cbs))
-  cfwd <- if (core_step) fwd
-  oh <- opt$.h
-  # how the outputs are read, for ag_predict(type =) and model files (checkpoints included)
-  .set_target(model, if (is.null(L$code)) NULL else L$name, tg$levels)
-  if (is.environment(model)) model$x_terms <- fm$terms  # predict() on a data.frame (predict.R)
+    on.exit({
+      opt$zero_grad()
+      ag_tape_clear()
+      ag_eval(model)
+    }, add = TRUE)
+    first <- if (is.null(res)) 1L else res$epoch + 1L
+    prog <- .fit_progress(pmode, plan, max(0L, nepoch - first + 1L) * sz[[4L]], nepoch)
+    on.exit(prog$close(), add = TRUE)
+    batch_cbs <- if (length(cbs)) Filter(function(cb) is.function(cb$on_batch_end), cbs) else list()
+    # an optimizer of this package whose step is its own: eager batches are answered in C
+    core_step <- is.null(sync) &&
+      inherits(opt, c("ag_optimizer_sgd", "ag_optimizer_adam")) &&
+      identical(environment(opt$step), environment(opt$zero_grad))
+    fwd <- .fit_forward_fn(model)  # looked up once: the loop calls them by value
+    lossfn <- L$fn
+    # the loop is the core's (native/fit_session.c): this answers only what calls R code
+    s <- .Call(R_pg_session_new, plan, su, nepoch, first, per_datapoint,
+               prog$ticks || length(batch_cbs))
+    cfwd <- if (core_step) fwd
+    oh <- opt$.h
+    # how the outputs are read, for ag_predict(type =) and model files (checkpoints included)
+    .set_target(model, if (is.null(L$code)) NULL else L$name, tg$levels)
+    if (is.environment(model)) model$x_terms <- fm$terms  # predict() on a data.frame (predict.R)
+  }, error = function(e) {  # the same condition object: its class and message
+    restore()
+    stop(e)
+  })
   started <- TRUE
   repeat {
     ev <- .Call(R_pg_session_next, s, cfwd, if (is.null(L$code)) lossfn else L$code, oh)

@@ -134,7 +134,10 @@
   k <- if (classify == 1L) tryCatch(.out_rows(model, nrow(X), all = TRUE), error = function(e)
     tryCatch(.out_rows(model, nrow(X)), error = function(e) NA_integer_))
   .Call(R_pg_fit_targets, dim(X), Y, classify, k, if (!is.null(lev)) length(lev))
-  list(Y = Y, levels = lev)
+  # the number of classes for class_weight's check (the core's, pg_fit_set_weights): the
+  # model's outputs when known, else the levels' count, else the core's from y (-1)
+  nclass <- if (length(k) && !is.na(k)) k else if (length(lev)) length(lev) else -1
+  list(Y = Y, levels = lev, classes = nclass)
 }
 
 # (fn, name): a function as given, else the core's loss of that name (native/fit_loss.c)

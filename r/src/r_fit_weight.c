@@ -18,13 +18,13 @@ SEXP R_pg_fit_weight_shape(SEXP v)
     return R_NilValue;
 }
 
-SEXP R_pg_fit_set_weights(SEXP fp, SEXP code, SEXP sw, SEXP cw)
+SEXP R_pg_fit_set_weights(SEXP fp, SEXP code, SEXP sw, SEXP cw, SEXP nclass)
 {
     SEXP ids = Rf_isNull(cw) ? R_NilValue : VECTOR_ELT(cw, 0);
     SEXP w = Rf_isNull(cw) ? R_NilValue : VECTOR_ELT(cw, 1);
     r_check(pg_fit_set_weights(r_get(fp, R_FIT), Rf_asInteger(code), dbl(sw),
                                Rf_isNull(sw) ? 0 : (int64_t)XLENGTH(sw), dbl(ids), dbl(w),
-                               Rf_isNull(w) ? 0 : (int64_t)XLENGTH(w)));
+                               Rf_isNull(w) ? 0 : (int64_t)XLENGTH(w), (int64_t)Rf_asReal(nclass)));
     return R_NilValue;
 }
 

@@ -59,7 +59,12 @@ static void test_check_classes(void)
     CHECK(pg_fit_check_classes(3, 3, 1) == 0 && pg_fit_check_classes(2, 3, 0) == 0);
     CHECK(pg_fit_check_classes(5, 0, 1) == 0); /* outputs unknown: nothing to check */
     CHECK_ERR(pg_fit_check_classes(2, 3, 1), PG_STATUS_ERR_VALUE,
-              "ag_fit: y is a factor with 2 levels but the model has 3 outputs");
+              "ag_fit: y's labels have 2 classes (a factor's levels, a Categorical's categories) "
+              "but the model has 3 outputs; give the model one output per class (or keep every "
+              "class: factor(y, levels = ...), pd.Categorical(y, categories=...))");
+    CHECK_ERR(pg_fit_check_classes(4, 3, 1), PG_STATUS_ERR_VALUE,
+              "outputs; give the model one output per class (unused ones count: droplevels(y), "
+              "y.cat.remove_unused_categories())");
     CHECK_ERR(pg_fit_check_classes(4, 3, 0), PG_STATUS_ERR_VALUE,
               "ag_fit: y holds class ids up to 3 (4 classes) but the model has 3 outputs; ids "
               "are 0-based, in [0, 3)");
@@ -74,7 +79,9 @@ static void test_check_classes(void)
               "0-based: pass as.integer(f) - 1L, or the factor itself");
     CHECK_ERR(pg_fit_check_ids(one, 3, 3, -1, 0), PG_STATUS_ERR_VALUE, "up to 3 (4 classes)");
     CHECK_ERR(pg_fit_check_ids(ok, 4, 3, 2, 0), PG_STATUS_ERR_VALUE,
-              "y is a factor with 2 levels but the model has 3 outputs");
+              "y's labels have 2 classes (a factor's levels, a Categorical's categories) but");
+    /* labels' ids 1..outputs (a first class unused): the levels' text, not R's 1-based hint */
+    CHECK_ERR(pg_fit_check_ids(one, 3, 3, 4, 1), PG_STATUS_ERR_VALUE, "y's labels have 4 classes");
     CHECK(pg_fit_check_ids(frac, 3, 3, -1, 1) == 0 && pg_fit_check_ids(nan, 3, 3, -1, 1) == 0);
     CHECK(pg_fit_check_ids(neg, 2, 3, -1, 1) == 0 && pg_fit_check_ids(NULL, 0, 3, -1, 1) == 0);
     CHECK_ERR(pg_fit_check_ids(NULL, 2, 3, -1, 1), PG_STATUS_ERR_ARG, "NULL class ids");

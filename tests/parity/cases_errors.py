@@ -92,6 +92,12 @@ def _fit_refusals(P, d, steps):
         "predict x 3-D": refusal(P, lambda: P.ag_predict(m, np.ones((2, 2, 4))), text=False),
         "accuracy y samples": refusal(P, lambda: P.ag_accuracy(m, _X, np.zeros((1, 3)))),
         "loss 'hinge'": refusal(P, fit(m, _X, y, loss="hinge")),  # the core's loss table
+        # labels' classes must be the model's outputs (R's character y is a factor: the same
+        # count and text); class_weight's ids must be classes of the run (the core's)
+        "labels 2 classes, 3 outputs": refusal(P, fit(m, _X, np.array(["a", "b", "a", "b"]))),
+        "class_weight 4 of 3 classes": refusal(
+            P, fit(m, _X, np.array([0.0, 1, 2, 1]), class_weight=np.array([1.0, 1, 1, 2]))
+        ),
         # ag_predict(type=): the core's texts (native/predict.c)
         "predict type 'probs'": refusal(P, lambda: P.ag_predict(m, _X, type="probs")),
         "predict class, no loss": refusal(P, lambda: P.ag_predict(m, _X, type="class")),

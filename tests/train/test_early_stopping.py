@@ -134,6 +134,15 @@ def test_names_are_checked_when_built():
     assert str(e.value) == (
         "ag_model_checkpoint: mode must be a single string such as 'max', got NoneType"
     )
+    # the path's kind first (R's order), R's words with Python's type name; "" is the core's
+    for bad, shown in ((3, "int"), (None, "NoneType"), (b"ck.pgm", "bytes")):
+        with pytest.raises(pg.ArgumentError) as e:
+            pg.ag_model_checkpoint(bad, every=0)
+        assert str(e.value) == (
+            f"ag_model_checkpoint: path must be a file name (a single string), got {shown}"
+        )
+    with pytest.raises(pg.PyggmlrValueError, match="path must be a file name, got ''"):
+        pg.ag_model_checkpoint("")
 
 
 @pytest.mark.parametrize(

@@ -51,6 +51,31 @@ def test_checkpoint_resume_is_bit_exact(tmp_path):
     assert any(_weights(other)[k].tobytes() != wf[k].tobytes() for k in wf)
 
 
+def test_a_checkpoint_keeps_early_stoppings_best_weights(tmp_path):
+    """ag_early_stopping(restore_best=True)'s best weights go into the checkpoint as callback
+    tensors, the same bits as its snapshot, and a resume restores them (the writer's arrays
+    must stay alive through the core's write)."""
+    x, y = _iris()
+    kw = dict(lr=0.01, batch_size=16, seed=3, val_split=0.2, silent=True)
+    path = str(tmp_path / "ck.safetensors")
+    es = pg.ag_early_stopping(patience=50, restore_best=True)
+    pg.ag_fit(_mlp(seed=1), x, y, nepoch=3, callbacks=[es, pg.ag_model_checkpoint(path)], **kw)
+    from pyggmlr.io.modelfile import _ModelFile
+
+    with _ModelFile(path, "test") as f:
+        saved = f.tensors("callback")
+    best = es._best_weights[0]
+    assert len(saved) == len(best) > 0
+    by_name = {k.rsplit(".", 1)[-1]: v for k, v in saved.items()}
+    for k, v in best.items():
+        assert np.asarray(by_name[k], dtype=np.float64).tobytes() == np.asarray(
+            v, dtype=np.float64
+        ).tobytes(), k
+    es2 = pg.ag_early_stopping(patience=50, restore_best=True)
+    h = pg.ag_fit(_mlp(seed=9), x, y, nepoch=5, resume_from=path, callbacks=[es2], **kw)
+    assert h.epoch == [1, 2, 3, 4, 5] and es2.best_epoch is not None
+
+
 def test_resume_rejects_other_settings(tmp_path):
     x, y = _iris()
     path = str(tmp_path / "c.safetensors")

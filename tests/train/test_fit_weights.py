@@ -380,3 +380,32 @@ def test_class_weight_keys_and_sequences():
         m = _model("cross_entropy")
         runs.append(pg.ag_fit(m, x, y, class_weight=cw, seed=1, **fit).loss)
     assert runs[0] == runs[1] == runs[2]
+
+
+def test_class_weight_ids_beyond_the_classes_are_refused():
+    """keras refuses a class_weight key that is not a class: the classes are the model's outputs
+    when its layers say them, else y's (one-hot rows, the largest id + 1); the binary losses'
+    are 0 and 1. A refused call changes neither the optimizer nor the model (R's test too)."""
+    x, y = _data("cross_entropy")
+    fit = dict(nepoch=1, batch_size=B, silent=True)
+    m = _model("cross_entropy")
+    before = {k: t.numpy().copy() for k, t in m.parameters().items()}
+    opt = pg.optimizer_adam(m, lr=0.01, accumulate_steps=3)
+    opt.accum_count = 1
+    want = (
+        r"^ag_fit: class_weight's class id 7 is not a class of this run \(3 classes: ids 0 to 2\)$"
+    )
+    with pytest.raises(PyggmlrValueError, match=want):
+        pg.ag_fit(m, x, y, optimizer=opt, class_weight={7: 2.0}, **fit)
+    assert (opt.accumulate_steps, opt.accum_count) == (3, 1)
+    assert all(np.array_equal(t.numpy(), before[k]) for k, t in m.parameters().items())
+    with pytest.raises(PyggmlrValueError, match=r"class id 3 is not a class of this run \(3 c"):
+        pg.ag_fit(m, x, y, class_weight=[1.0, 1.0, 1.0, 2.0], **fit)
+    # y holds ids 0 and 1 only: the model's 3 outputs are the classes, so 2 is one
+    y01 = (y > 0).astype(float)
+    pg.ag_fit(_model("cross_entropy"), x, y01, class_weight={2: 0.5}, **fit)
+    with pytest.raises(PyggmlrValueError, match=r"class id 2 is not a class of this run \(2 c"):
+        pg.ag_fit(
+            pg.ag_linear(3, 1, "sigmoid"), x, y01[None, :], loss="binary_cross_entropy",
+            class_weight={2: 1.0}, **fit,
+        )  # fmt: skip

@@ -138,6 +138,35 @@ def test_categorical_duck_typed_keeps_category_order():
     assert list(m.classes_) == ["z", "a"]
 
 
+# R's test-fit-binary.R asserts the same texts for a factor with unused levels / character y
+_MORE = (
+    "ag_fit: y's labels have 4 classes (a factor's levels, a Categorical's categories) but the "
+    "model has 3 outputs; give the model one output per class (unused ones count: droplevels(y), "
+    "y.cat.remove_unused_categories())"
+)
+_FEWER = (
+    "ag_fit: y's labels have 2 classes (a factor's levels, a Categorical's categories) but the "
+    "model has 3 outputs; give the model one output per class (or keep every class: "
+    "factor(y, levels = ...), pd.Categorical(y, categories=...))"
+)
+
+
+def test_label_classes_must_be_the_outputs():
+    """A Categorical's categories count unused ones, as R's factor levels; strings' classes are
+    the distinct ones, as R's character y (the core's check and text, pg_fit_check_classes)."""
+
+    class Cat:  # 4 categories, "d" unused
+        categories = ["a", "b", "c", "d"]
+        codes = np.array([0, 1, 2] * (N // 3))
+
+    for y, want in ((Cat(), _MORE), (_labels(2), _FEWER)):
+        with pytest.raises(PyggmlrValueError) as e:
+            _fit(3, y, "cross_entropy")
+        assert str(e.value) == want
+    Cat.categories = ["a", "b", "c"]
+    assert list(_fit(3, Cat(), "cross_entropy").classes_) == ["a", "b", "c"]
+
+
 def test_label_refusals():
     with pytest.raises(PyggmlrValueError, match='need loss = "cross_entropy"'):
         _fit(2, _labels(3), "mse")

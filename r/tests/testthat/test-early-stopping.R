@@ -92,6 +92,13 @@ test_that("names are checked when the callback is built; unmeasured monitors bef
   expect_error(ag_model_checkpoint(tempfile(), mode = NULL),
                "ag_model_checkpoint: mode must be a single string such as \"max\", got NULL",
                fixed = TRUE, class = "pyggmlr_argument_error")
+  # the path's kind first, Python's words with R's class names; "" is the core's
+  for (bad in list(3, NULL, c("a", "b"), NA_character_))
+    expect_error(ag_model_checkpoint(bad, every = 0L),
+                 paste("ag_model_checkpoint: path must be a file name (a single string), got",
+                       class(bad)[[1L]]), fixed = TRUE, class = "pyggmlr_argument_error")
+  expect_error(ag_model_checkpoint(""), "path must be a file name, got ''", fixed = TRUE,
+               class = "pyggmlr_value_error")
   expect_error(ag_early_stopping(restore_best = NA), "restore_best",
                class = "pyggmlr_argument_error")
   m <- mlp()

@@ -90,11 +90,25 @@ test_that("cross_entropy classes must fit the model's outputs", {
   expect_error(ag_fit(m, d$x, (0:49) %% 4, nepoch = 1L, silent = TRUE),
                paste0("^ag_fit: y holds class ids up to 3 \\(4 classes\\) but the model has 3 ",
                       "outputs; ids are 0-based, in \\[0, 3\\)$"), class = "pyggmlr_value_error")
-  expect_error(ag_fit(m, d$x, factor(rep(c("a", "b"), 25)), nepoch = 1L, silent = TRUE),
-               "^ag_fit: y is a factor with 2 levels but the model has 3 outputs",
-               class = "pyggmlr_value_error")
-  expect_error(ag_fit(m, d$x, factor(rep(letters[1:4], length.out = 50)), nepoch = 1L,
-                      silent = TRUE), "^ag_fit: y is a factor with 4 levels but the model has 3")
+  # a factor's levels (unused ones too) or character y's classes: Python's Categorical / strings
+  # give the same texts (tests/train/test_predict.py)
+  fewer <- paste0("ag_fit: y's labels have 2 classes (a factor's levels, a Categorical's ",
+                  "categories) but the model has 3 outputs; give the model one output per class ",
+                  "(or keep every class: factor(y, levels = ...), ",
+                  "pd.Categorical(y, categories=...))")
+  more <- paste0("ag_fit: y's labels have 4 classes (a factor's levels, a Categorical's ",
+                 "categories) but the model has 3 outputs; give the model one output per class ",
+                 "(unused ones count: droplevels(y), y.cat.remove_unused_categories())")
+  for (y in list(factor(rep(c("a", "b"), 25)), rep(c("a", "b"), 25)))
+    expect_identical(tryCatch(ag_fit(m, d$x, y, nepoch = 1L, silent = TRUE),
+                              pyggmlr_value_error = conditionMessage), fewer)
+  expect_identical(tryCatch(ag_fit(m, d$x, factor(rep(letters[1:3], length.out = 50),
+                                                  levels = letters[1:4]), nepoch = 1L,
+                                   silent = TRUE), pyggmlr_value_error = conditionMessage), more)
+  # a first level unused gives ids 1..3: the levels' text, not the 1-based hint for plain ids
+  expect_identical(tryCatch(ag_fit(m, d$x, factor(rep(letters[2:4], length.out = 50),
+                                                  levels = letters[1:4]), nepoch = 1L,
+                                   silent = TRUE), pyggmlr_value_error = conditionMessage), more)
   h <- ag_fit(m, d$x, (0:49) %% 2, nepoch = 1L, silent = TRUE)  # a class absent: fine
   expect_length(h$loss, 1L)
   h <- ag_fit(m, d$x, factor(rep(c("a", "b", "c"), length.out = 50)), nepoch = 1L, silent = TRUE)

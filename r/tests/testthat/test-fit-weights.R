@@ -138,3 +138,31 @@ test_that("a weighted run's checkpoint resumes only a weighted run; plain ones a
   fit(nepoch = 1L, callbacks = list(ag_model_checkpoint(path)))
   expect_length(fit(nepoch = 2L, resume_from = path)$loss, 2L)
 })
+
+test_that("class_weight ids beyond the run's classes are refused (Python's text)", {
+  d <- sw_data()
+  m <- ag_sequential(ag_linear(3, 3))
+  before <- lapply(m$parameters(), function(p) p$data)
+  opt <- optimizer_adam(m$parameters(), lr = 0.01, accumulate_steps = 3L)
+  opt$accum_count <- 1
+  fit <- function(...) ag_fit(m, d$x, nepoch = 1L, batch_size = 4L, silent = TRUE, ...)
+  expect_error(fit(d$ids, optimizer = opt, class_weight = c("7" = 2)),
+               paste0("^ag_fit: class_weight's class id 7 is not a class of this run ",
+                      "\\(3 classes: ids 0 to 2\\)$"), class = "pyggmlr_value_error")
+  expect_equal(c(opt$accumulate_steps, opt$accum_count), c(3, 1))
+  expect_identical(lapply(m$parameters(), function(p) p$data), before)
+  expect_error(fit(d$ids, class_weight = c(1, 1, 1, 2)),
+               "class id 3 is not a class of this run (3 classes", fixed = TRUE,
+               class = "pyggmlr_value_error")
+  # y holds 0 and 1 only: the model's 3 outputs are the classes; a factor's levels name them
+  expect_s3_class(fit(as.numeric(d$ids > 0), class_weight = c("2" = 0.5)), "ag_history")
+  f <- factor(c("a", "b")[(d$ids > 0) + 1], levels = c("a", "b", "c"))
+  expect_s3_class(fit(f, class_weight = c(c = 0.5)), "ag_history")
+  expect_error(fit(f, class_weight = c(z = 0.5)), "names must be levels of the factor y",
+               class = "pyggmlr_value_error")
+  expect_error(ag_fit(ag_linear(3, 1, "sigmoid"), d$x, matrix(as.numeric(d$ids > 0), 1),
+                      loss = "binary_cross_entropy", class_weight = c("2" = 1), nepoch = 1L,
+                      batch_size = 4L, silent = TRUE),
+               "class id 2 is not a class of this run (2 classes: ids 0 to 1)", fixed = TRUE,
+               class = "pyggmlr_value_error")
+})

@@ -329,4 +329,17 @@ test_that(paste0("ag_fit that fails in its setup leaves the optimizer as it was 
                       nbatch_logical = 8L,
                       batch_size = 4L, nepoch = 1L, silent = TRUE))
   expect_equal(c(opt$accumulate_steps, opt$accum_count), c(3, 1))
+  # put back before a calling handler sees the error (as Python's except), which it sees once,
+  # with its class and message as signalled
+  seen <- list()
+  e <- tryCatch(withCallingHandlers(
+    ag_fit(m, matrix(0, 2, 8), c(0, 1, 2, 1, 0, 1, 2, 0), optimizer = opt, nbatch_logical = 8L,
+           batch_size = 4L, nepoch = 1L, silent = TRUE, class_weight = c("7" = 1)),
+    error = function(e) seen[[length(seen) + 1L]] <<- c(opt$accumulate_steps, opt$accum_count)),
+    error = identity)
+  expect_equal(seen, list(c(3, 1)))
+  expect_identical(class(e), c("pyggmlr_value_error", "pyggmlr_error", "simpleError", "error",
+                               "condition"))
+  expect_identical(conditionMessage(e), paste0("ag_fit: class_weight's class id 7 is not a class ",
+                                               "of this run (3 classes: ids 0 to 2)"))
 })
