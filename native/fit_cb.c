@@ -211,6 +211,30 @@ int64_t pg_fit_ckpt_history_json(const pg_fit_ckpt *c, char *out, int64_t cap)
     return done(&b, out, cap);
 }
 
+int64_t pg_fit_ckpt_state_json(const pg_fit_ckpt *c, char *out, int64_t cap)
+{
+    const int64_t hn = pg_fit_ckpt_history_json(c, NULL, 0);
+    char *h = hn < 0 ? NULL : malloc((size_t)hn + 1);
+    if (hn < 0) return hn;
+    if (!h) return -pg_fail(PG_STATUS_ERR_NOMEM, "ag_fit: out of memory");
+    pg_fit_ckpt_history_json(c, h, hn + 1);
+    int32_t rng[PG_RNG_STATE_LEN];
+    pg_fit_ckpt_rng_state(c, rng);
+    pg_sbuf b = {out, out ? cap : 0, 0};
+    if (out && cap > 0) out[0] = '\0';
+    pg_sbuf_printf(&b, "{\"epoch\": %lld, \"history\": %s, \"rng_state\": [",
+                   (long long)pg_fit_ckpt_epoch(c), h);
+    free(h);
+    for (int i = 0; i < PG_RNG_STATE_LEN; i++) pg_sbuf_printf(&b, i ? ", %d" : "%d", (int)rng[i]);
+    pg_sbuf_printf(&b, "], \"callbacks\": [");
+    for (int64_t i = 0; i < pg_fit_ckpt_callbacks(c); i++) {
+        const char *t = pg_fit_ckpt_callback_state(c, i);
+        pg_sbuf_printf(&b, "%s%s", i ? ", " : "", t ? t : "null");
+    }
+    pg_sbuf_printf(&b, "]}");
+    return done(&b, out, cap);
+}
+
 /* ---- ag_fit(progress =) ---- */
 
 int pg_fit_progress_parse(const char *name, const char *shown, int silent, int *mode)

@@ -216,6 +216,10 @@ int64_t pg_checkpoint_format(const pg_checkpoint *c, const char *path, const cha
  * epoch's numbers whole, the rest real (NaN: null), then stopped_epoch and best_epoch (null:
  * none). */
 int64_t pg_fit_ckpt_history_json(const pg_fit_ckpt *c, char *out, int64_t cap);
+/* A checkpoint's run state as one JSON object, for a host that reads JSON at once: {"epoch": e,
+ * "history": pg_fit_ckpt_history_json's, "rng_state": [...], "callbacks": [each state's JSON text
+ * or null]} (out, cap; length or -status). */
+int64_t pg_fit_ckpt_state_json(const pg_fit_ckpt *c, char *out, int64_t cap);
 /* ag_fit(progress =): name "auto", "bar", "lines" or "none" (NULL: no single string) into *mode;
  * silent wins (NONE). BAR: a bar where the host can redraw one, else LINES. Another is
  * PG_STATUS_ERR_VALUE "ag_fit: progress must be ..., got <shown>" (shown: the host's display). */

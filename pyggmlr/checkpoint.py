@@ -11,7 +11,7 @@ in ``.grad``. Outside a tape, ``fn(*args)`` is returned as is.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Dict, Tuple
 
 from . import _core
 from ._core import NULL, ffi, lib
@@ -21,8 +21,9 @@ from .tensor import Tensor, _wrap
 
 __all__ = ["ag_checkpoint"]
 
-# segments alive on some tape, by their handle's address: the core holds only the void *
-_live: Dict[int, Tuple[Any, "_Segment"]] = {}
+# segments (their replays) alive on some tape, by their handle's address: the core holds only
+# the void *
+_live: Dict[int, Tuple[Any, Any]] = {}
 
 
 def _rng_state() -> Any:
@@ -35,34 +36,10 @@ def _rng_load(st: Any) -> None:
     _core.check(lib.pg_rng_set_state(lib.pg_rng_current(), st, lib.PG_RNG_STATE_LEN))
 
 
-class _Segment:
-    __slots__ = ("fn", "args", "kwargs", "state")
-
-    def __init__(self, fn, args, kwargs, state):
-        self.fn, self.args, self.kwargs, self.state = fn, args, kwargs, state
-
-    def replay(self) -> None:
-        """Run fn again from the forward's random state, on the core's private tape; the
-        caller's random state comes back afterwards, also on error."""
-        caller = _rng_state()
-        try:
-            _rng_load(self.state)
-            y = self.fn(*self.args, **self.kwargs)
-            if not isinstance(y, Tensor):
-                raise ArgumentError(
-                    f"ag_checkpoint(): fn must return an ag_tensor (it returned {type(y).__name__} when replayed in backward())"
-                )
-            if lib.pg_host_replay(y._handle()) != 0:
-                _raise_pending()  # a nested segment's exception goes on unchanged
-                _core.raise_last()
-        finally:
-            _rng_load(caller)
-
-
 @ffi.def_extern(name="pyggmlr_host_bw")
 def _host_bw(ctx):
     try:
-        ffi.from_handle(ctx).replay()
+        ffi.from_handle(ctx)()  # ag_checkpoint's replay
         return 0
     except BaseException as e:  # the core must unwind first: raised again by backward()
         _pending.exc = e
@@ -80,43 +57,6 @@ def _host_free(ctx):
     _live.pop(int(ffi.cast("uintptr_t", ctx)), None)
 
 
-def _checkpoint(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-    if not lib.pg_tape_enabled():
-        return fn(*args, **kwargs)
-    state = _rng_state()
-    # the node's inputs: the tensor arguments, positional ones first; dead handles raise here
-    handles = [a._handle() for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
-    ok = False
-    stashed = lib.pg_tape_stash_depth()
-    try:
-        _core.check(lib.pg_tape_stash())  # fn runs on an empty tape that does not record
-        value = fn(*args, **kwargs)
-        ok = True
-    finally:
-        lib.pg_tape_unstash_to(stashed)  # ours, if it was set aside, whatever way fn left
-        if not ok:
-            _rng_load(state)  # a failed call leaves the random stream where it was
-    if not isinstance(value, Tensor):
-        _rng_load(state)
-        raise ArgumentError(
-            f"ag_checkpoint(): fn must return an ag_tensor, got {type(value).__name__}"
-        )
-    try:
-        vh = value._handle()
-        seg = _Segment(fn, args, kwargs, state)
-        h = ffi.new_handle(seg)
-        _live[int(ffi.cast("uintptr_t", h))] = (h, seg)  # popped by pyggmlr_host_free
-        ins = ffi.new("pg_tensor *[]", handles) if handles else NULL
-        return _wrap(
-            lib.pg_host_record(
-                vh, ins, len(handles), b"checkpoint", lib.pyggmlr_host_bw, h, lib.pyggmlr_host_free
-            )
-        )
-    except BaseException:
-        _rng_load(state)
-        raise
-
-
 def ag_checkpoint(*args: Any, **kwargs: Any) -> Any:
     """Gradient checkpointing: ``ag_checkpoint(fn, *args, **kwargs)`` returns
     ``fn(*args, **kwargs)``; under a tape its activations are not kept but rebuilt in
@@ -127,4 +67,50 @@ def ag_checkpoint(*args: Any, **kwargs: Any) -> Any:
     callback that saves checkpoints is ag_model_checkpoint(path, every)."""
     if not args or not callable(args[0]):
         raise ArgumentError("ag_checkpoint() expects a function as its first argument.")
-    return _checkpoint(args[0], args[1:], kwargs)
+    fn, args = args[0], args[1:]
+    if not lib.pg_tape_enabled():
+        return fn(*args, **kwargs)
+    state = _rng_state()
+    # the node's inputs: the tensor arguments, positional ones first; dead handles raise here
+    handles = [a._handle() for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+
+    def replay() -> None:
+        """Run fn again from the forward's random state, on the core's private tape; the
+        caller's random state comes back afterwards, also on error."""
+        caller = _rng_state()
+        try:
+            _rng_load(state)
+            y = fn(*args, **kwargs)
+            if not isinstance(y, Tensor):
+                raise ArgumentError(
+                    f"ag_checkpoint(): fn must return an ag_tensor (it returned {type(y).__name__} when replayed in backward())"
+                )
+            if lib.pg_host_replay(y._handle()) != 0:
+                _raise_pending()  # a nested segment's exception goes on unchanged
+                _core.raise_last()
+        finally:
+            _rng_load(caller)
+
+    stashed = lib.pg_tape_stash_depth()
+    try:  # a failed call leaves the random stream where it was
+        try:
+            _core.check(lib.pg_tape_stash())  # fn runs on an empty tape that does not record
+            value = fn(*args, **kwargs)
+        finally:
+            lib.pg_tape_unstash_to(stashed)  # ours, if it was set aside, whatever way fn left
+        if not isinstance(value, Tensor):
+            raise ArgumentError(
+                f"ag_checkpoint(): fn must return an ag_tensor, got {type(value).__name__}"
+            )
+        vh = value._handle()
+        h = ffi.new_handle(replay)
+        _live[int(ffi.cast("uintptr_t", h))] = (h, replay)  # popped by pyggmlr_host_free
+        ins = ffi.new("pg_tensor *[]", handles) if handles else NULL
+        return _wrap(
+            lib.pg_host_record(
+                vh, ins, len(handles), b"checkpoint", lib.pyggmlr_host_bw, h, lib.pyggmlr_host_free
+            )
+        )
+    except BaseException:
+        _rng_load(state)
+        raise

@@ -12,6 +12,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 from .._core import check, ffi, lib, text
+from .._host import HostValues
 from ..io.check import to_json
 from ..io.modelfile import _load, _save, model_info
 from .history import _KEYS, History, _doubles, _num
@@ -29,21 +30,19 @@ def save_checkpoint(fit: Any, path: str, epoch: int) -> None:
             arrays.update(
                 {text(lib.pg_fit_ckpt_tensor_name, i, kind, k.encode()): v for k, v in d.items()}
             )
-    h = fit.history
-    texts = [ffi.NULL if t is None else ffi.new("char[]", t.encode()) for t in states]
-    names = [ffi.new("char[]", k.encode()) for k in h.metrics]
+    h, hv = fit.history, HostValues()  # hv keeps the texts (ASCII: JSON's, the core's names)
     extra = text(
         lib.pg_fit_ckpt_extra,
         text(lib.pg_fit_setup_settings, fit.setup._p).encode(),
         _doubles([getattr(h, k) for k in _KEYS + tuple(h.metrics)]),
         len(h.epoch),
-        len(names),
-        ffi.new("char *[]", names or 1),
+        len(h.metrics),
+        hv.strings(h.metrics),
         _num(h.stopped_epoch),
         _num(h.best_epoch),
         ffi.new("int32_t[]", fit.stream.get_state().tolist()),
-        len(texts),
-        ffi.new("char *[]", texts or 1),
+        len(states),
+        hv.strings(states),
     )
     _save(fit.model, path, optimizer=fit.optimizer, epoch=epoch, extra_text=extra, more=arrays)
 
@@ -59,14 +58,9 @@ class Checkpoint:
         # checked against the run's settings; the run takes its seed and split state (the core's)
         check(lib.pg_fit_setup_resume(setup._p, os.fsencode(path), h))
         setup._get()
-        c = ffi.gc(h[0], lib.pg_fit_ckpt_free)
-        rng = ffi.new("int32_t[]", lib.PG_RNG_STATE_LEN)
-        self.epoch = lib.pg_fit_ckpt_epoch(c)
-        lib.pg_fit_ckpt_rng_state(c, rng)
-        self.rng_state = list(rng)
-        self.history = History.from_dict(json.loads(text(lib.pg_fit_ckpt_history_json, c)))
-        got = (lib.pg_fit_ckpt_callback_state(c, i) for i in range(lib.pg_fit_ckpt_callbacks(c)))
-        self.states = [None if t == ffi.NULL else json.loads(ffi.string(t).decode()) for t in got]
+        d = json.loads(text(lib.pg_fit_ckpt_state_json, ffi.gc(h[0], lib.pg_fit_ckpt_free)))
+        self.epoch, self.rng_state, self.states = d["epoch"], d["rng_state"], d["callbacks"]
+        self.history = History.from_dict(d["history"])
         for cb, st in zip(callbacks, self.states):  # the callbacks' saved states too
             if st is not None and callable(getattr(cb, "check_state", None)):
                 cb.check_state(st)

@@ -19,51 +19,37 @@
   invisible(NULL)
 }
 
-# Called by the core (through src/r_host.c) when backward() reaches the segment's node: fn again,
-# from the forward's random state, on the core's private tape; the caller's state is put back.
-.ckpt_replay <- function(seg) {
-  caller <- .ckpt_rng_state()
-  on.exit(.ckpt_rng_load(caller))
-  .ckpt_rng_load(seg$rng)
-  y <- do.call(seg$fn, seg$args, quote = TRUE)
-  if (!is_ag_tensor(y))
-    .arg_stop("ag_checkpoint(): fn must return an ag_tensor (it returned ", class(y)[1L],
-              " when replayed in backward())")
-  .Call(R_pg_ckpt_replay, y)
-  invisible(NULL)
-}
-
 ag_checkpoint <- function(fn, ...) {
   if (missing(fn) || !is.function(fn))
     .arg_stop("ag_checkpoint() expects a function as its first argument.")
   if (!.Call(R_pg_tape, .pg$code$tape[["ENABLED"]])) return(fn(...))
   args <- list(...)
-  is_t <- vapply(args, is_ag_tensor, logical(1))
-  handles <- lapply(args[is_t], function(t) t$.ptr)   # the node's inputs, in argument order
+  handles <- lapply(Filter(is_ag_tensor, args), function(t) t$.ptr)  # the node's inputs, in order
   rng <- .ckpt_rng_state()
-  value <- .ckpt_forward(fn, args, rng)
-  seg <- new.env(parent = emptyenv())
-  seg$fn <- fn
-  seg$args <- args
-  seg$rng <- rng
-  seg$replay <- function() .ckpt_replay(seg)
-  environment(seg$replay) <- list2env(list(seg = seg), parent = asNamespace("pyggmlr"))
   ok <- FALSE
   on.exit(if (!ok) .ckpt_rng_load(rng))   # a failed call leaves the stream where it was
-  out <- .Call(R_pg_ckpt_record, value, unname(handles), seg)
-  ok <- TRUE
-  out
-}
-
-# fn(...) on an empty tape that records nothing; the caller's tape is given back in C whatever
-# way fn leaves (r_scope.c), and the random stream on an error.
-.ckpt_forward <- function(fn, args, rng) {
-  ok <- FALSE
-  on.exit(if (!ok) .ckpt_rng_load(rng))
+  # fn(...) on an empty tape that records nothing; the caller's tape is given back in C whatever
+  # way fn leaves (r_scope.c)
   value <- .Call(R_pg_scoped, .pg$code$scoped[["STASH"]], NULL,
                  quote(do.call(fn, args, quote = TRUE)), environment())
   if (!is_ag_tensor(value))
     .arg_stop("ag_checkpoint(): fn must return an ag_tensor, got ", class(value)[1L])
+  seg <- list2env(list(fn = fn, args = args, rng = rng), parent = emptyenv())
+  # called by the core (through src/r_host.c) when backward() reaches the segment's node: fn
+  # again, from the forward's random state, on the core's private tape; the caller's state is
+  # put back. Its environment holds only the segment.
+  seg$replay <- local(function() {
+    caller <- .ckpt_rng_state()
+    on.exit(.ckpt_rng_load(caller))
+    .ckpt_rng_load(seg$rng)
+    y <- do.call(seg$fn, seg$args, quote = TRUE)
+    if (!is_ag_tensor(y))
+      .arg_stop("ag_checkpoint(): fn must return an ag_tensor (it returned ", class(y)[1L],
+                " when replayed in backward())")
+    .Call(R_pg_ckpt_replay, y)
+    invisible(NULL)
+  }, list2env(list(seg = seg), parent = asNamespace("pyggmlr")))
+  out <- .Call(R_pg_ckpt_record, value, unname(handles), seg)
   ok <- TRUE
-  value
+  out
 }

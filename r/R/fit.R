@@ -108,8 +108,14 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     if (!is.null(resume_from)) {  # weights, optimizer, then the run's own state from the checkpoint
       if (!is.character(resume_from) || length(resume_from) != 1L || is.na(resume_from))
         .Call(R_pg_fit_resume_from_fail, .arg_show(resume_from))  # the core's text
-      # checked against the run's settings, whose seed and split state become the checkpoint's
-      res <- .fit_resume(resume_from, su, cbs)  # nothing written
+      .model_info(resume_from, "ag_fit: resume_from")  # a model file, checked as one
+      # checked against the run's settings, whose seed and split state become the checkpoint's;
+      # its history as the run's logs (the core's R_pg_fit_ckpt_read), nothing written
+      res <- .Call(R_pg_fit_ckpt_read, su, resume_from)
+      res$callbacks <- lapply(res$callbacks, .mf_json)  # each state's JSON, or NULL
+      for (i in seq_len(min(length(cbs), length(res$callbacks))))  # the callbacks' own checks
+        if (!is.null(res$callbacks[[i]]) && is.function(cbs[[i]]$check_state))
+          cbs[[i]]$check_state(res$callbacks[[i]])
       info <- .Call(R_pg_fit_setup_info, su)
     }
     if (!is.null(info$seed)) {  # the whole run (shuffles, dropout) on a stream of its own
@@ -128,7 +134,10 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     if (!is.null(sync)) .Call(R_pg_fit_shard, plan, sync$rank, sync$world)
     # the run is set up: now the weights and optimizer, then the stream (all checked)
     if (!is.null(res)) {
-      res$tensors <- .fit_resume_load(resume_from, model, opt)
+      # this run's hyper-parameters stay (as in Python): no warning that the file's differ
+      res$arrays <- .Call(R_pg_fit_ckpt_arrays, withCallingHandlers(
+        .load_model(resume_from, model = model, optimizer = opt, more = TRUE),
+        ggmlR_opt_hyper_warning = function(w) invokeRestart("muffleWarning"))$tensors, length(cbs))
       opt$accumulate_steps <- info$accum
       .ckpt_rng_load(res$rng_state)
     }
@@ -137,16 +146,29 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     # the run measures (callbacks' monitors); has_rng_state: not on R's non-default RNGkind()
     fit <- list2env(parent = emptyenv(), list(
       model = model, optimizer = opt, nepoch = nepoch, stop = FALSE, best_epoch = NULL,
-      logs = if (is.null(res)) list() else .history_logs(res$history), has_val = sz[[3L]] > 0L,
+      logs = if (is.null(res)) list() else res$logs, has_val = sz[[3L]] > 0L,
       has_rng_state = .Call(R_pg_fit_setup_info, su)$has_split_state,
       has_accuracy = .Call(R_pg_fit_monitor_mask, plan),
       metrics = .fit_metric_columns(mcodes, sz[[3L]] > 0L),
       file_dtype = if (identical(dtype, "f64")) "F64" else "F32"))
-    fit$save_checkpoint <- .fit_saver(fit, su, cbs)
+    # ag_model_checkpoint's save: the layout, the history's columns and the callback tensors'
+    # names are the core's (native/fit_ckpt.c), Python's too; the glue reads logs and settings
+    fit$save_checkpoint <- function(path, epoch) {
+      states <- more <- list()
+      for (i in seq_along(cbs)) {
+        st <- if (is.function(cbs[[i]]$state)) cbs[[i]]$state() else NULL
+        states[i] <- list(if (!is.null(st$js)) .to_json(st$js, "extra"))
+        more <- c(more, .Call(R_pg_fit_ckpt_more, i - 1L, st$arrays, fit$file_dtype))
+      }
+      extra <- .Call(R_pg_fit_ckpt_extra, su, fit$logs, as.character(fit$metrics),
+                     .ckpt_rng_state(), states)
+      .save_model(fit$model, path, optimizer = fit$optimizer, epoch = epoch,
+                  extra = structure(extra, class = "json"), more = more)
+    }
     for (cb in cbs) if (is.function(cb$on_train_begin)) cb$on_train_begin(fit)
     for (i in seq_len(min(length(cbs), length(res$callbacks))))
       if (!is.null(res$callbacks[[i]]) && is.function(cbs[[i]]$load_state))
-        cbs[[i]]$load_state(res$callbacks[[i]], .fit_cb_arrays(res$tensors, i))
+        cbs[[i]]$load_state(res$callbacks[[i]], res$arrays[[i]])
 
     on.exit({
       opt$zero_grad()

@@ -131,15 +131,14 @@ extern SEXP R_pg_fit_cols(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_loader_check_samples(SEXP, SEXP);
 extern SEXP R_pg_early_stop_new(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_checkpoint_path(SEXP, SEXP);
-extern SEXP R_pg_fit_ckpt_extra(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_ckpt_tensor_name(SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_ckpt_tensor_parse(SEXP);
+extern SEXP R_pg_fit_ckpt_extra(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_ckpt_more(SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_ckpt_arrays(SEXP, SEXP);
 extern SEXP R_pg_fit_ckpt_read(SEXP, SEXP);
 extern SEXP R_pg_fit_setup_new(SEXP);
 extern SEXP R_pg_fit_setup_info(SEXP);
 extern SEXP R_pg_fit_setup_world(SEXP, SEXP);
 extern SEXP R_pg_fit_setup_seed(SEXP, SEXP);
-extern SEXP R_pg_fit_setup_settings(SEXP);
 extern SEXP R_pg_fit_loss_parse(SEXP);
 extern SEXP R_pg_fit_loss_rules(SEXP, SEXP);
 extern SEXP R_pg_fit_optim_parse(SEXP, SEXP);
@@ -400,15 +399,14 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_loader_check_samples", (DL_FUNC)&R_pg_loader_check_samples, 2},
     {"R_pg_early_stop_new", (DL_FUNC)&R_pg_early_stop_new, 5},
     {"R_pg_checkpoint_path", (DL_FUNC)&R_pg_checkpoint_path, 2},
-    {"R_pg_fit_ckpt_extra", (DL_FUNC)&R_pg_fit_ckpt_extra, 8},
-    {"R_pg_fit_ckpt_tensor_name", (DL_FUNC)&R_pg_fit_ckpt_tensor_name, 3},
-    {"R_pg_fit_ckpt_tensor_parse", (DL_FUNC)&R_pg_fit_ckpt_tensor_parse, 1},
+    {"R_pg_fit_ckpt_extra", (DL_FUNC)&R_pg_fit_ckpt_extra, 5},
+    {"R_pg_fit_ckpt_more", (DL_FUNC)&R_pg_fit_ckpt_more, 3},
+    {"R_pg_fit_ckpt_arrays", (DL_FUNC)&R_pg_fit_ckpt_arrays, 2},
     {"R_pg_fit_ckpt_read", (DL_FUNC)&R_pg_fit_ckpt_read, 2},
     {"R_pg_fit_setup_new", (DL_FUNC)&R_pg_fit_setup_new, 1},
     {"R_pg_fit_setup_info", (DL_FUNC)&R_pg_fit_setup_info, 1},
     {"R_pg_fit_setup_world", (DL_FUNC)&R_pg_fit_setup_world, 2},
     {"R_pg_fit_setup_seed", (DL_FUNC)&R_pg_fit_setup_seed, 2},
-    {"R_pg_fit_setup_settings", (DL_FUNC)&R_pg_fit_setup_settings, 1},
     {"R_pg_fit_loss_parse", (DL_FUNC)&R_pg_fit_loss_parse, 1},
     {"R_pg_fit_loss_rules", (DL_FUNC)&R_pg_fit_loss_rules, 2},
     {"R_pg_fit_optim_parse", (DL_FUNC)&R_pg_fit_optim_parse, 2},

@@ -68,14 +68,3 @@ SEXP R_pg_fit_setup_seed(SEXP s, SEXP seed)
     r_check(pg_fit_setup_seed(setup_get(s), Rf_asInteger(seed)));
     return R_NilValue;
 }
-
-/* the settings' JSON text for the checkpoint's extra (R_pg_fit_ckpt_extra) */
-SEXP R_pg_fit_setup_settings(SEXP s)
-{
-    pg_fit_setup *su = setup_get(s);
-    int64_t need = pg_fit_setup_settings(su, NULL, 0);
-    if (need < 0) r_fail();
-    char *buf = R_alloc((size_t)need + 1, 1);
-    pg_fit_setup_settings(su, buf, need + 1);
-    return Rf_ScalarString(Rf_mkCharCE(buf, CE_UTF8));
-}

@@ -90,6 +90,19 @@ void test_fit_ckpt(void)
     CHECK(strstr(hj, "\"stopped_epoch\": null, \"best_epoch\": 2}") != NULL);
     CHECK(pg_fit_ckpt_history_json(c, hj, 10) == hn && strlen(hj) == 9);
     CHECK_ERR(pg_fit_ckpt_history_json(NULL, hj, 10) < 0, PG_STATUS_ERR_ARG, "NULL handle");
+    /* the whole run state as one JSON object: epoch, that history, the stream, the states */
+    char sj[16384], want[256];
+    pg_fit_ckpt_history_json(c, hj, sizeof hj);
+    int64_t sn = pg_fit_ckpt_state_json(c, sj, sizeof sj);
+    CHECK(sn > 0 && sn == (int64_t)strlen(sj) && pg_fit_ckpt_state_json(c, NULL, 0) == sn);
+    snprintf(want, sizeof want, "{\"epoch\": 2, \"history\": %.40s", hj);
+    CHECK(!strncmp(sj, want, strlen(want)) && strstr(sj, hj + 40));
+    snprintf(want, sizeof want, "}, \"rng_state\": [%d, %d, ", (int)rng[0], (int)rng[1]);
+    CHECK(strstr(sj, want) != NULL);
+    snprintf(want, sizeof want, "], \"callbacks\": [%s, null]}", cbs[0]);
+    CHECK(sn > (int64_t)strlen(want) && !strcmp(sj + sn - strlen(want), want));
+    CHECK(pg_fit_ckpt_state_json(c, sj, 10) == sn && strlen(sj) == 9);
+    CHECK_ERR(pg_fit_ckpt_state_json(NULL, sj, 10) < 0, PG_STATUS_ERR_ARG, "NULL handle");
     pg_fit_ckpt_free(c);
 
     /* refused checkpoints: the resume check's texts, no handle */

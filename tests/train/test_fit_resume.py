@@ -68,9 +68,10 @@ def test_a_checkpoint_keeps_early_stoppings_best_weights(tmp_path):
     assert len(saved) == len(best) > 0
     by_name = {k.rsplit(".", 1)[-1]: v for k, v in saved.items()}
     for k, v in best.items():
-        assert np.asarray(by_name[k], dtype=np.float64).tobytes() == np.asarray(
-            v, dtype=np.float64
-        ).tobytes(), k
+        assert (
+            np.asarray(by_name[k], dtype=np.float64).tobytes()
+            == np.asarray(v, dtype=np.float64).tobytes()
+        ), k
     es2 = pg.ag_early_stopping(patience=50, restore_best=True)
     h = pg.ag_fit(_mlp(seed=9), x, y, nepoch=5, resume_from=path, callbacks=[es2], **kw)
     assert h.epoch == [1, 2, 3, 4, 5] and es2.best_epoch is not None
