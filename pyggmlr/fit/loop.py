@@ -234,8 +234,9 @@ def ag_fit(
     if not params:
         kind_fail(lib.PG_FIT_KIND_NO_PARAMS, "")
     dtype = _model_dtype(model)
-    opt = optimizer
-    if not isinstance(optimizer, Optimizer):  # the core's names and text (pg_fit_optim_parse)
+    if isinstance(optimizer, Optimizer):
+        opt = optimizer
+    else:  # the core's names and text (pg_fit_optim_parse)
         kind = ffi.new("int *")
         name = optimizer.encode() if isinstance(optimizer, str) else NULL
         check(lib.pg_fit_optim_parse(name, repr(optimizer)[:60].encode(), kind))
