@@ -1,7 +1,7 @@
 """Argument checks, in one place: each returns the value converted (int, float, bool, array) or
 raises an error naming the function, the argument, what is accepted and the value. One integer
 rule (check_int) for every integer argument. R's counterparts are .arg_int / .arg_num /
-.arg_flag in r/R/fit_util.R; the integer and number rules and their texts are the core's
+.arg_flag in r/R/args.R; the integer and number rules and their texts are the core's
 (pg_arg_int / pg_arg_num, native/arg_check.c), for both."""
 
 from __future__ import annotations

@@ -82,11 +82,3 @@ def verbosity(verbose: Any, progress: str, silent: Any) -> Tuple[str, bool]:
     shown = repr(verbose).encode("utf-8", "replace")
     _core.check(lib.pg_fit_verbosity(num, float(verbose) if num else 0, shown, 0, mode))
     return ("none", "bar", "lines")[mode[0]], silent or mode[0] == 0
-
-
-def check_flags(distributed: Any, static: Any) -> None:
-    """distributed a flag, static a flag or None (the core's texts: a truthy "a" must not start
-    MPI)."""
-    flag = (bool, np.bool_)
-    ok = static is None or isinstance(static, flag)
-    _core.check(lib.pg_fit_flags_check(isinstance(distributed, flag), ok, 0))

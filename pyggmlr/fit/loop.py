@@ -12,22 +12,25 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from types import SimpleNamespace
 from typing import Any, Callable, Optional, Sequence, Union
 
-from .._core import check, lib
+import numpy as np
+
+from .._args import check_flag, check_int, check_real
+from .._core import NULL, check, ffi, lib
 from ..errors import (
     NonFiniteLossWarning,
     PyggmlrError,
     StaticFallbackWarning,
 )
 from ..io.check import set_target
-from ..optim.optimizer import Optimizer
+from ..optim.optimizer import Optimizer, optimizer_adam, optimizer_sgd
 from ..parallel.sync import FitSync
 from ..random import Generator, _seed_int
 from ..tape import ag_no_grad, ag_tape_clear, backward, with_grad_tape
 from ..tensor import Tensor
-from .args import check_args, make_callbacks
-from .data import FitData, check_flags, verbosity  # loaders, validation_data, verbose
+from .data import FitData, verbosity  # loaders, validation_data, verbose
 from .evaluate import fit_metric_codes, fit_metrics_set
 from .history import History
 from .labels import encode_labels
@@ -41,8 +44,6 @@ from .util import (
     _check_targets,
     _forward,
     _loss_fn,
-    _loss_rules,
-    _make_optimizer,
     _model_dtype,
     _params,
     _set_mode,
@@ -196,18 +197,29 @@ def ag_fit(
         y, validation_data, classes = encode_labels(y, loss, validation_data)
     else:
         classes = None
-    check_flags(distributed, static)
+    flag = (bool, np.bool_)  # the core's texts: a truthy "a" must not start MPI
+    ok = static is None or isinstance(static, flag)
+    check(lib.pg_fit_flags_check(isinstance(distributed, flag), ok, 0))
     data = FitData(x, y, validation_data, batch_size, shuffle, seed)
     x, y = data.x, data.y
     batch_size, shuffle, seed = data.batch_size, data.shuffle, data.seed
     pmode = progress_mode(progress, silent)
     lossfn, loss_name, loss_code = _loss_fn(loss)
-    nepoch, batch_size, shuffle, nbatch_logical, val_split = check_args(
-        nepoch, batch_size, shuffle, nbatch_logical, val_split, opt_params
-    )
+    # R's .arg_int rule (a wrong kind an ArgumentError, a fraction or a value out of range a
+    # PyggmlrValueError); the rest (a multiple of batch_size, val_split in [0, 1)) the core's
+    nepoch = check_int(nepoch, "ag_fit", "nepoch", 1)
+    batch_size = check_int(batch_size, "ag_fit", "batch_size", 1)
+    shuffle = check_flag(shuffle, "ag_fit", "shuffle")
+    nbl = batch_size if nbatch_logical is None else nbatch_logical
+    nbatch_logical = check_int(nbl, "ag_fit", "nbatch_logical", 1)
+    val_split = check_real(val_split, "ag_fit", "val_split")
+    if opt_params is not None and not callable(opt_params):
+        kind_fail(lib.PG_FIT_KIND_OPT_PARAMS_FN, "")
 
     X = _as_cols(x, "x")
-    classify, per_datapoint = _loss_rules(loss_code, y is not None)
+    rules = ffi.new("int[2]")  # (classify: a PG_FIT_CLASSIFY_* code, per_datapoint), or a refusal
+    check(lib.pg_fit_loss_rules(loss_code, int(y is not None), rules, rules + 1))
+    classify, per_datapoint = int(rules[0]), bool(rules[1])
     mcodes = fit_metric_codes(metrics, classify, y is not None)  # before training
     Y = None if y is None else _as_cols(y, "y")
     outputs = None  # the samples agree (else a row-major hint), the classes fit the outputs
@@ -222,10 +234,28 @@ def ag_fit(
     if not params:
         kind_fail(lib.PG_FIT_KIND_NO_PARAMS, "")
     dtype = _model_dtype(model)
-    opt = _make_optimizer(optimizer, params, lr)
+    if isinstance(optimizer, Optimizer):
+        opt = optimizer
+    else:  # the core's names and text (pg_fit_optim_parse)
+        kind = ffi.new("int *")
+        name = optimizer.encode() if isinstance(optimizer, str) else NULL
+        check(lib.pg_fit_optim_parse(name, repr(optimizer)[:60].encode(), kind))
+        make = optimizer_adam if kind[0] == lib.PG_OPTIM_KIND_ADAM else optimizer_sgd
+        opt = make(params, lr=lr)
     opt_before = (opt.accumulate_steps, opt.accum_count)  # put back when the setup fails
     try:  # a setup that fails (bad ids, a refused resume, ...) leaves the optimizer as it was
-        cbs = make_callbacks(callbacks)  # checked in R's order: before distributed / static
+        # checked in R's order: before distributed / static; functions wrapped
+        if callable(callbacks) or hasattr(callbacks, "on_epoch_end"):
+            callbacks = (callbacks,)  # one callback, as R's ag_fit(callbacks = cb)
+        try:
+            callbacks = list(callbacks)
+        except TypeError:
+            kind_fail(lib.PG_FIT_KIND_CALLBACKS, type(callbacks).__name__)
+        cbs = []
+        for cb in callbacks:
+            if not (hasattr(cb, "on_epoch_end") or callable(cb)):
+                kind_fail(lib.PG_FIT_KIND_CALLBACK, type(cb).__name__)
+            cbs.append(cb if hasattr(cb, "on_epoch_end") else SimpleNamespace(on_epoch_end=cb))
         # static / distributed, the batch sizes over ranks and the run's settings (kept for the
         # resume check and the checkpoints) are the core's (native/fit_setup.c), R's too
         builtin = static is None and isinstance(loss, str) and _builtin_model(model)

@@ -16,7 +16,6 @@ from ..errors import ArgumentError
 from ..graph.compile import ag_compile
 from ..nn import modules as nn
 from ..nn.summary import _out_rows  # the core's shape rules (R's .out_rows)
-from ..optim.optimizer import Optimizer, optimizer_adam, optimizer_sgd
 from ..random import Generator
 from ..tape import ag_no_grad, with_grad_tape
 from ..tensor import Tensor, _wrap, ag_default_dtype
@@ -52,7 +51,6 @@ def _buffers(model):
 
 
 def _set_mode(model, training):
-
     fn = getattr(nn, "ag_train" if training else "ag_eval", None)
     if fn is not None:
         fn(model)
@@ -122,24 +120,6 @@ def _loss_fn(loss):
         return _wrap(lib.pg_fit_loss_weighted(k, out._handle("ag_fit"), yp, w._p))
 
     return fn, loss, k
-
-
-def _loss_rules(code, has_y):
-    """(classify, per_datapoint) of the run's loss (classify: a PG_FIT_CLASSIFY_* code), or the core's refusal of a built-in loss
-    that needs targets without them (pg_fit_loss_rules)."""
-    out = ffi.new("int[2]")
-    check(lib.pg_fit_loss_rules(code, int(has_y), out, out + 1))
-    return int(out[0]), bool(out[1])
-
-
-def _make_optimizer(optimizer, params, lr):
-    if isinstance(optimizer, Optimizer):
-        return optimizer
-    name = optimizer.encode() if isinstance(optimizer, str) else NULL  # the core's names and text
-    kind = ffi.new("int *")
-    check(lib.pg_fit_optim_parse(name, repr(optimizer)[:60].encode(), kind))
-    make = optimizer_adam if kind[0] == lib.PG_OPTIM_KIND_ADAM else optimizer_sgd
-    return make(params, lr=lr)
 
 
 def _apply_hyper(opt, hp, epoch):

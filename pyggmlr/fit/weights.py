@@ -56,26 +56,12 @@ def class_weights(v: Any) -> Optional[Tuple[Optional[np.ndarray], np.ndarray]]:
     return None, np.ascontiguousarray(a)
 
 
-def attach(plan: Any, loss_code: int, sw: Optional[np.ndarray], cw: Any, nclass: int) -> bool:
-    """The weights on the plan (the core's checks; nclass: the run's classes when known, else
-    -1); True when the run is weighted."""
+def attach(plan: Any, loss_code: int, sw: Optional[np.ndarray], cw: Any, nclass: int) -> None:
+    """The weights on the plan, if any (the core's checks; nclass: the run's classes when known,
+    else -1)."""
     if sw is None and cw is None:
-        return False
+        return
     ids, w = (None, None) if cw is None else cw
-    _core.check(
-        lib.pg_fit_set_weights(
-            plan._p,
-            loss_code,
-            _ptr(sw),
-            0 if sw is None else sw.size,
-            _ptr(ids),
-            _ptr(w),
-            0 if w is None else w.size,
-            nclass,
-        )
-    )
-    return True
-
-
-def _ptr(a: Optional[np.ndarray]) -> Any:
-    return NULL if a is None else ffi.cast("double *", ffi.from_buffer(a))
+    ptr = [NULL if a is None else ffi.cast("double *", ffi.from_buffer(a)) for a in (sw, ids, w)]
+    nsw, nw = (0 if a is None else a.size for a in (sw, w))
+    _core.check(lib.pg_fit_set_weights(plan._p, loss_code, ptr[0], nsw, ptr[1], ptr[2], nw, nclass))

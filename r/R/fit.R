@@ -31,11 +31,11 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   seed <- d$seed
   pmode <- .fit_progress_mode(v$progress, v$silent)
   L <- .fit_loss(loss)
-  nepoch <- .fit_int(nepoch, "nepoch")
-  batch_size <- .fit_int(batch_size, "batch_size")
+  nepoch <- .arg_int(nepoch, "ag_fit", "nepoch", 1L)
+  batch_size <- .arg_int(batch_size, "ag_fit", "batch_size", 1L)
   shuffle <- .arg_flag(shuffle, "ag_fit", "shuffle")
-  nbatch_logical <- .fit_int(if (is.null(nbatch_logical)) batch_size else nbatch_logical,
-                             "nbatch_logical")
+  nbatch_logical <- .arg_int(if (is.null(nbatch_logical)) batch_size else nbatch_logical,
+                             "ag_fit", "nbatch_logical", 1L)
   # the rest of the rules (a multiple of batch_size, val_split in [0, 1)) are the core's
   # (pg_fit_new), one text in both languages
   if (!is.numeric(val_split) || is.factor(val_split) || length(val_split) != 1L)
@@ -49,11 +49,13 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   mcodes <- .fit_metric_codes(metrics, classify, !is.null(y))  # evaluate.R, before training
   SW <- .fit_sample_weight(sample_weight)  # fit_weight.R; the values are the core's to check
   CW <- .fit_class_weight(class_weight, y)
-  weighted <- !is.null(SW) || !is.null(CW)
   tg <- .fit_targets(y, L$name, X, classify, model)  # the samples, the classes against outputs
-  j <- .fit_join(d, X, tg$Y, val_split)  # validation_data's columns last, in the plan
-  val_split <- j$val_split
-  n <- j$n
+  n <- ncol(X)  # with validation_data: its columns last, in the plan, held out exactly by the
+  if (d$fixed) {  # val_split the core's rules give (pg_fit_val_join)
+    dims <- lapply(list(X, tg$Y, d$xv, d$yv), function(m) if (!is.null(m)) as.list(dim(m)))
+    val_split <- .Call(R_pg_fit_val_join, dims, val_split)
+    n <- n + ncol(d$xv)
+  }
 
   if (!((is.environment(model) || is.list(model)) &&
         (is.function(model$parameters) || is.function(model$params))))
@@ -90,7 +92,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
       static_mode = static, distributed = isTRUE(distributed), n = n, batch_size = batch_size,
       builtin = is.null(static) && is.character(loss) && .builtin_model(model),
       nbatch_logical = nbatch_logical, val_split = val_split, shuffle = isTRUE(shuffle),
-      loss = L$name, weighted = weighted))
+      loss = L$name, weighted = !is.null(SW) || !is.null(CW)))
     sync <- NULL
     if (isTRUE(distributed)) {  # MPI over Rmpi: the same collectives as Python's (distributed.R)
       sync <- .fit_sync(model, params)
@@ -288,7 +290,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
               class(model)[[1L]])
   .fit_forward_fn(model, fn)  # refuses a return_state layer, as Python's
   X <- .fit_cols(x, "x", fn, samples = TRUE)  # none: the core's text
-  batch_size <- .fit_int(batch_size, "batch_size", fn = fn)
+  batch_size <- .arg_int(batch_size, fn, "batch_size", 1L)
   p <- .layer_params(model)
   dtype <- if (length(p)) p[[1L]]$dtype else ag_default_dtype()
   was_training <- (is.environment(model) && isTRUE(model$training))

@@ -53,14 +53,6 @@
 .code_labels <- function(y, classes, fn, what, whose, validation = FALSE)
   .Call(R_pg_labels_code, fn, what, whose, as.character(y), as.character(classes), validation)
 
-# the plan's samples and the val_split that holds out exactly validation_data's, once x and y
-# are checked (the core's rules); the plan appends the columns (R_pg_fit_new)
-.fit_join <- function(d, X, Y, val_split) {
-  if (!d$fixed) return(list(n = ncol(X), val_split = val_split))
-  dims <- lapply(list(X, Y, d$xv, d$yv), function(m) if (is.null(m)) NULL else as.list(dim(m)))
-  list(n = ncol(X) + ncol(d$xv), val_split = .Call(R_pg_fit_val_join, dims, val_split))
-}
-
 # keras' verbose: 0 silent, 1 the live bar, 2 one line per epoch (the core's rule,
 # pg_fit_verbosity); NULL or "auto" (keras' default): progress / silent as given, so
 # progress = "auto" picks 1 or 2 (.fit_progress_mode)
