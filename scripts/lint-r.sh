@@ -21,3 +21,12 @@ n <- length(lints)
 cat(sprintf("lint-r: %d lint%s\n", n, if (n == 1L) "" else "s"))
 quit(status = if (n > 0L) 1L else 0L)
 '
+# the help pages parse as R CMD check parses them (an unbalanced quote inside \code{} breaks a
+# whole page): tools::checkRd on each, any message fails
+Rscript -e '
+msgs <- unlist(lapply(list.files("r/man", "[.]Rd$", full.names = TRUE), function(f)
+  tryCatch(as.character(tools::checkRd(f)), error = function(e) paste(f, conditionMessage(e)))))
+if (length(msgs)) writeLines(msgs)
+cat(sprintf("checkRd: %d message%s\n", length(msgs), if (length(msgs) == 1L) "" else "s"))
+quit(status = if (length(msgs)) 1L else 0L)
+'
