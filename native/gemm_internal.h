@@ -48,6 +48,7 @@ void pg_gemm_threads_hint(int n);
 
 /* 0 portable, 1 AVX2 + FMA, 2 AVX-512F; -1 until the first product (or pg_gemm_kernel_select) */
 extern int pg_gemm_ksel;
+extern int pg_gemm_intel; /* an Intel CPU: set with pg_gemm_ksel */
 
 /* Per dtype: the packed micro-kernel (an MR x NR tile of C from packed slivers of A and B),
  * the direct-path kernels dk[NV - 1][cols - 1][ragged] (NV vectors of MR / 2 rows by cols

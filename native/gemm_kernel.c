@@ -246,8 +246,9 @@ GEMM_DIRECT(double)
  * packing; beyond, B must be streamed from further out and packing wins (docs/gemm.md). With
  * the AVX2 kernel (8 f64 / 16 f32 rows a tile), also not where op(B) = B^T is broadcast
  * unswapped from rows 128 KiB or more apart over a k block (dW = G X^T of wide layers): each
- * row tile walks that span again, and packing B once was 1.1-1.6x faster there (on AVX-512,
- * twice the rows a tile, no loss). Speed only: both paths give the same bits. */
+ * row tile walks that span again, and packing B once was 1.1-1.6x faster there. On AVX-512,
+ * twice the rows a tile, AMD's Zen lost nothing; an Intel Xeon (Emerald Rapids) did, from 8
+ * row tiles (m >= 16 vectors) on. Speed only: both paths give the same bits. */
 static int path_sel = -1; /* pg_gemm_path_select: -1 by size, 0 packed, 1 direct */
 int pg_gemm_path_select(int which)
 {
@@ -259,8 +260,8 @@ static int direct_pays(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t 
 {
     if (path_sel >= 0) return path_sel;
     double span = (double)(k < DK_KC ? k : DK_KC) * (double)ldb * (double)es;
-    if (pg_gemm_ksel == 1 && tb && span >= 131072.0 && !direct_swap(ta, tb, m, n, k, vl, es))
-        return 0;
+    int rewalks = pg_gemm_ksel == 1 || (pg_gemm_ksel == 2 && pg_gemm_intel && m >= 16 * vl);
+    if (rewalks && tb && span >= 131072.0 && !direct_swap(ta, tb, m, n, k, vl, es)) return 0;
     return ((double)m * (double)k + (double)k * (double)n + (double)m * (double)n) * (double)es <=
         4194304.0;
 }

@@ -277,6 +277,7 @@ const dk_double *pg_gemm_kern_two_double(void)
 const dk_float *pg_gemm_kern_two_float(void) { return NULL; }
 
 int pg_gemm_ksel = -1;
+int pg_gemm_intel = 0;
 
 /* the widest SIMD level this CPU runs, at most `want` (GEMM kernels, Adam) */
 int pg_cpu_simd(int want)
@@ -298,6 +299,9 @@ int pg_cpu_simd(int want)
 int pg_gemm_kernel_select(int which)
 {
     pg_gemm_ksel = pg_cpu_simd(which < 0 ? 2 : which);
+#if PG_GEMM_X86
+    pg_gemm_intel = __builtin_cpu_is("intel"); /* the direct path's limits differ (gemm_kernel.c) */
+#endif
     return pg_gemm_ksel;
 }
 /* clang-format on */

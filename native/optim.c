@@ -22,7 +22,7 @@
  * width, the compiler and its flags. */
 #define ADAM_SCALAR(T, SQRT)                                                                       \
     for (; k < n; k++) {                                                                           \
-        T gv = g[k] / gs;                                                                          \
+        T gv = unit ? g[k] : g[k] / gs;                                                            \
         m[k] = b1 * m[k] + c1 * gv;                                                                \
         v[k] = b2 * v[k] + c2 * gv * gv;                                                           \
         T den = SQRT(v[k]) * rc2 + eps;                                                            \
@@ -37,7 +37,7 @@
             C2 = P##_set1_##SUF(c2), GS = P##_set1_##SUF(gs), SC = P##_set1_##SUF(sc),             \
             RC2 = P##_set1_##SUF(rc2), EPS = P##_set1_##SUF(eps), DEC = P##_set1_##SUF(decay);     \
     for (; k + (W) <= n; k += (W)) {                                                               \
-        V gv = P##_div_##SUF(P##_loadu_##SUF(g + k), GS);                                          \
+        V gv = unit ? P##_loadu_##SUF(g + k) : P##_div_##SUF(P##_loadu_##SUF(g + k), GS);          \
         V mk = P##_add_##SUF(P##_mul_##SUF(B1, P##_loadu_##SUF(m + k)), P##_mul_##SUF(C1, gv));    \
         V vk = P##_add_##SUF(P##_mul_##SUF(B2, P##_loadu_##SUF(v + k)),                            \
                              P##_mul_##SUF(P##_mul_##SUF(C2, gv), gv));                            \
@@ -57,6 +57,7 @@
     ATTR static void NAME ADAM_ARGS(T)                                                             \
     {                                                                                              \
         int64_t k = 0;                                                                             \
+        const int unit = gs == 1; /* x / 1 is x: no division unless averaging (the same bits) */   \
         BODY ADAM_SCALAR(T, SQRT)                                                                  \
     }
 
