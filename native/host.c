@@ -186,3 +186,17 @@ fail:
     if (destroy) destroy(ctx);
     return NULL;
 }
+
+int pg_ckpt_fail(const char *shown, int replayed)
+{
+    if (!shown)
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "ag_checkpoint() expects a function as its first argument.");
+    if (replayed)
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "ag_checkpoint(): fn must return an ag_tensor (it returned %s when replayed "
+                       "in backward())",
+                       shown);
+    return pg_fail(PG_STATUS_ERR_ARG, "ag_checkpoint(): fn must return an ag_tensor, got %s",
+                   shown);
+}

@@ -29,3 +29,8 @@ int pg_host_depth(void);
 
 /* For a front end's rule: record its failure message (status PG_STATUS_ERR_STATE when status <= 0). */
 int pg_host_fail(int status, const char *msg);
+
+/* ag_checkpoint()'s refusals of its function, once for both front ends (PG_STATUS_ERR_ARG):
+ * shown NULL, the first argument is no function; else fn returned a `shown`, not a tensor, when
+ * called (replayed 0) or when replayed in backward() (1). Returns the status. */
+int pg_ckpt_fail(const char *shown, int replayed);

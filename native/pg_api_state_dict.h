@@ -39,6 +39,14 @@ const char *pg_state_dict_format(void);
  * dict / list. Returns 0 when all hold. */
 int pg_state_dict_check_args(const char *caller, int state_ok, int strict_ok, int buffers_ok);
 
+/* ag_state_dict() / ag_load_state_dict()'s refusals of the model's parameters, once for both
+ * front ends (PG_STATUS_ERR_ARG, "caller: ..."), which walk the model (its methods are user code):
+ * index 0, the model has no parameters() / params() method; -1, parameters() returned `shown`,
+ * no list; i > 0, parameter i (`name`, NULL or "": "unnamed") is a `shown`, not an ag_tensor.
+ * Returns PG_STATUS_ERR_ARG (the error set). */
+int pg_state_dict_model_fail(const char *caller, int64_t index, const char *name,
+                             const char *shown);
+
 /* ag_load_model()'s ggmlR container (an R data file) with pg_state_dict_load's rules and ggmlR's
  * texts, all PG_STATUS_ERR_VALUE: the parameters' names must match ("parameter mismatch between
  * saved state and rebuilt model." + "missing in file:" / "not in model:" lines); buffers on both

@@ -249,6 +249,20 @@ int pg_state_dict_check_args(const char *caller, int state_ok, int strict_ok, in
     return 0;
 }
 
+int pg_state_dict_model_fail(const char *caller, int64_t index, const char *name, const char *shown)
+{
+    if (!caller) caller = "ag_state_dict()";
+    if (!shown) shown = "?";
+    if (index == 0)
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: `model` has no parameters() / params() method",
+                       caller);
+    if (index < 0)
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "%s: parameters() returned a %s, not a list of ag_tensors", caller, shown);
+    return pg_fail(PG_STATUS_ERR_ARG, "%s: parameter %lld (%s) is a %s, not an ag_tensor", caller,
+                   (long long)index, name && *name ? name : "unnamed", shown);
+}
+
 int pg_state_dict_container_check(const pg_state_dict_container *c, int *asked, int *build)
 {
     static const char *const FMT = "ggmlR.ag_state";

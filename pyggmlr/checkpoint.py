@@ -15,7 +15,6 @@ from typing import Any, Dict, Tuple
 
 from . import _core
 from ._core import NULL, ffi, lib
-from .errors import ArgumentError
 from .tape import _pending, _raise_pending
 from .tensor import Tensor, _wrap
 
@@ -65,8 +64,8 @@ def ag_checkpoint(*args: Any, **kwargs: Any) -> Any:
     random stream advances as a plain call would. Nests; raises ArgumentError when the first
     argument is not a function. fn must be reproducible (a replay runs it later). The ag_fit
     callback that saves checkpoints is ag_model_checkpoint(path, every)."""
-    if not args or not callable(args[0]):
-        raise ArgumentError("ag_checkpoint() expects a function as its first argument.")
+    if not args or not callable(args[0]):  # the refusals' texts are the core's, R's too
+        _core.check(lib.pg_ckpt_fail(NULL, 0))
     fn, args = args[0], args[1:]
     if not lib.pg_tape_enabled():
         return fn(*args, **kwargs)
@@ -82,9 +81,7 @@ def ag_checkpoint(*args: Any, **kwargs: Any) -> Any:
             _rng_load(state)
             y = fn(*args, **kwargs)
             if not isinstance(y, Tensor):
-                raise ArgumentError(
-                    f"ag_checkpoint(): fn must return an ag_tensor (it returned {type(y).__name__} when replayed in backward())"
-                )
+                _core.check(lib.pg_ckpt_fail(type(y).__name__.encode(), 1))
             if lib.pg_host_replay(y._handle()) != 0:
                 _raise_pending()  # a nested segment's exception goes on unchanged
                 _core.raise_last()
@@ -99,9 +96,7 @@ def ag_checkpoint(*args: Any, **kwargs: Any) -> Any:
         finally:
             lib.pg_tape_unstash_to(stashed)  # ours, if it was set aside, whatever way fn left
         if not isinstance(value, Tensor):
-            raise ArgumentError(
-                f"ag_checkpoint(): fn must return an ag_tensor, got {type(value).__name__}"
-            )
+            _core.check(lib.pg_ckpt_fail(type(value).__name__.encode(), 0))
         vh = value._handle()
         h = ffi.new_handle(replay)
         _live[int(ffi.cast("uintptr_t", h))] = (h, replay)  # popped by pyggmlr_host_free

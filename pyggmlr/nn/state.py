@@ -18,9 +18,8 @@ from typing import Any, Dict, List, Tuple
 import numpy as np
 
 from .. import _walk
-from .._core import check, ffi, lib
+from .._core import NULL, check, ffi, lib
 from .._host import HostValues
-from ..errors import ArgumentError
 from ..tensor import Tensor
 
 __all__ = ["ag_state_dict", "ag_load_state_dict"]
@@ -32,14 +31,20 @@ _LAYER_FNS = ("forward", "parameters", "params")  # any of them: a layer (ggmlR'
 def _state_params(model: Any, caller: str) -> List[Tuple[str, Tensor]]:
     """parameters() first, else params() (ggmlR's bare ag_linear); (name, tensor) pairs."""
     has = callable(getattr(model, "parameters", None)) or callable(getattr(model, "params", None))
+
+    def fail(i: int, k: Any, what: Any) -> None:  # the core's texts, R's too
+        check(lib.pg_state_dict_model_fail(caller.encode(), i, k, type(what).__name__.encode()))
+
     if not has or isinstance(model, Tensor):
-        raise ArgumentError(f"{caller}: `model` has no parameters() / params() method")
-    items = _walk.items(model, "parameters", alt="params", own=False)
+        fail(0, NULL, None)
+    got = _walk.source(model, "parameters", alt="params", own=False)
+    try:
+        items = _walk.pairs(got)
+    except TypeError:  # not iterable: no list of tensors
+        fail(-1, NULL, got)
     for i, (k, t) in enumerate(items, 1):
         if not isinstance(t, Tensor):
-            raise ArgumentError(
-                f"{caller}: parameter {i} ({k}) is a {type(t).__name__}, not a tensor"
-            )
+            fail(i, str(k).encode("utf-8", "replace"), t)
     return [(str(k), t) for k, t in items]
 
 

@@ -56,37 +56,6 @@ def state(opt: Any) -> Dict[str, Any]:
     return out
 
 
-class _Host(HostValues):
-    """A state dict as the core's pg_optim_state_in, in the form given."""
-
-    def __init__(self, form: int) -> None:
-        super().__init__()
-        self.c = ffi.new("pg_optim_state_in *", lib.pg_optim_state_in_default())
-        self.c.form = form
-
-    def hyper(self, sh: Any) -> None:
-        sh = sh if isinstance(sh, Mapping) else {}
-        keys = [k for k in sh if isinstance(k, str)]
-        vals = ffi.new("pg_host_value[]", max(len(keys), 1))
-        for dst, k in zip(vals, keys):
-            self.value(dst, sh[k])
-            if sh[k] is None:  # a None entry is a value here (shown as None), not "not there"
-                dst.kind, dst.text = lib.PG_HOST_OTHER, self.text("None")
-        self.keep.append(vals)
-        self.c.hyper_names, self.c.hyper, self.c.n_hyper = self.strings(keys), vals, len(keys)
-        self.sh, self.keys = sh, keys
-
-    def load(self, opt: Any, slots: List[Any]) -> bool:
-        """slots (the state's values, in the form's order; the core checks the counts first)
-        checked and compared (pg_optim_state_check), warned, then written: all or nothing."""
-        self.c.slots, self.c.n_slots = self.matrices(slots), len(slots)
-        d = ffi.new("pg_optim_hyper_diff *")
-        _core.check(lib.pg_optim_state_check(opt._o, self.c, d))
-        warn_hyper(opt, d, lambda j: self.sh[self.keys[j]], stacklevel=4)
-        _core.check(lib.pg_optim_state_load(opt._o, self.c, 0))
-        return True
-
-
 def warn_hyper(opt: Any, d: Any, state_value: Callable[[int], Any], stacklevel: int) -> None:
     """The core's hyper-parameter comparison d (pg_optim_hyper_diff) as OptimizerHyperWarning;
     state_value(j): the state's j-th hyper-parameter as the host has it; stacklevel as the
@@ -119,27 +88,42 @@ def load_state(opt: Any, st: Any) -> bool:
     get = st.get if is_map else (lambda k, d=None: d)
     # a state() of pyggmlr before ggmlR 0.8.6's layout (kind, params): the model files' layout
     legacy = is_map and "type" not in st and "kind" in st and isinstance(st.get("params"), list)
-    h = _Host(_LEGACY if legacy else _GGMLR)
-    h.c.is_map = int(is_map)
+    # the state as the core's pg_optim_state_in, in its form; h keeps the buffers alive
+    h, c = HostValues(), ffi.new("pg_optim_state_in *", lib.pg_optim_state_in_default())
+    c.form, c.is_map = _LEGACY if legacy else _GGMLR, int(is_map)
     for f in ("format", "type", "t", "accum_count") + (() if legacy else ("version",)):
-        h.value(getattr(h.c, f), get("kind" if legacy and f == "type" else f), show=f == "type")
-    h.hyper(get("hyper"))
+        h.value(getattr(c, f), get("kind" if legacy and f == "type" else f), show=f == "type")
+    sh = get("hyper") if isinstance(get("hyper"), Mapping) else {}
+    keys = [k for k in sh if isinstance(k, str)]
+    c.hyper = vals = ffi.new("pg_host_value[]", max(len(keys), 1))
+    for dst, k in zip(vals, keys):
+        h.value(dst, sh[k])
+        if sh[k] is None:  # a None entry is a value here (shown as None), not "not there"
+            dst.kind, dst.text = lib.PG_HOST_OTHER, h.text("None")
+    c.hyper_names, c.n_hyper = h.strings(keys), len(keys)
     if legacy:  # parameter-major over the file slots
         fs = _names(lib.PG_OPTIM_NAMES_FILE_SLOTS, opt._kind)
-        h.c.slot_len[0] = len(st["params"])
-        return h.load(
-            opt, [e.get(n) if isinstance(e, Mapping) else None for e in st["params"] for n in fs]
-        )
-    slots = get("slots")
-    slots = slots if isinstance(slots, Mapping) else {}
-    lists = [_slot_list(slots.get(nm)) for nm in _names(lib.PG_OPTIM_NAMES_SLOTS, opt._kind)]
-    for s, lst in enumerate(lists):
-        h.c.slot_len[s] = len(lst)
-    sn = get("names")
-    if isinstance(sn, (Sequence, np.ndarray)) and not isinstance(sn, (str, bytes, Mapping)):
-        h.c.names_given, h.c.names, h.c.n_names = 1, h.strings([str(x) for x in sn]), len(sn)
-    elif sn is not None:
-        h.c.names_bad = h.text(type(sn).__name__)
-    if opt._named:
-        h.c.opt_names, h.c.n_opt_names = h.strings(list(opt.params)), len(opt.params)
-    return h.load(opt, [v for lst in lists for v in lst])
+        c.slot_len[0] = len(st["params"])
+        vs = [e.get(n) if isinstance(e, Mapping) else None for e in st["params"] for n in fs]
+    else:
+        slots = get("slots")
+        slots = slots if isinstance(slots, Mapping) else {}
+        lists = [_slot_list(slots.get(nm)) for nm in _names(lib.PG_OPTIM_NAMES_SLOTS, opt._kind)]
+        for j, lst in enumerate(lists):
+            c.slot_len[j] = len(lst)
+        sn = get("names")
+        if isinstance(sn, (Sequence, np.ndarray)) and not isinstance(sn, (str, bytes, Mapping)):
+            c.names_given, c.names, c.n_names = 1, h.strings([str(x) for x in sn]), len(sn)
+        elif sn is not None:
+            c.names_bad = h.text(type(sn).__name__)
+        if opt._named:
+            c.opt_names, c.n_opt_names = h.strings(list(opt.params)), len(opt.params)
+        vs = [v for lst in lists for v in lst]
+    # checked and compared (the core checks the counts first), warned, then written: all or
+    # nothing
+    c.slots, c.n_slots = h.matrices(vs), len(vs)
+    d = ffi.new("pg_optim_hyper_diff *")
+    _core.check(lib.pg_optim_state_check(opt._o, c, d))
+    warn_hyper(opt, d, lambda j: sh[keys[j]], stacklevel=3)
+    _core.check(lib.pg_optim_state_load(opt._o, c, 0))
+    return True

@@ -20,8 +20,8 @@
 }
 
 ag_checkpoint <- function(fn, ...) {
-  if (missing(fn) || !is.function(fn))
-    .arg_stop("ag_checkpoint() expects a function as its first argument.")
+  # the refusals' texts are the core's (pg_checkpoint_fail), Python's too
+  if (missing(fn) || !is.function(fn)) .Call(R_pg_ckpt_fail, NULL, FALSE)
   if (!.Call(R_pg_tape, .pg$code$tape[["ENABLED"]])) return(fn(...))
   args <- list(...)
   handles <- lapply(Filter(is_ag_tensor, args), function(t) t$.ptr)  # the node's inputs, in order
@@ -32,8 +32,7 @@ ag_checkpoint <- function(fn, ...) {
   # way fn leaves (r_scope.c)
   value <- .Call(R_pg_scoped, .pg$code$scoped[["STASH"]], NULL,
                  quote(do.call(fn, args, quote = TRUE)), environment())
-  if (!is_ag_tensor(value))
-    .arg_stop("ag_checkpoint(): fn must return an ag_tensor, got ", class(value)[1L])
+  if (!is_ag_tensor(value)) .Call(R_pg_ckpt_fail, class(value)[1L], FALSE)
   seg <- list2env(list(fn = fn, args = args, rng = rng), parent = emptyenv())
   # called by the core (through src/r_host.c) when backward() reaches the segment's node: fn
   # again, from the forward's random state, on the core's private tape; the caller's state is
@@ -43,9 +42,7 @@ ag_checkpoint <- function(fn, ...) {
     on.exit(.ckpt_rng_load(caller))
     .ckpt_rng_load(seg$rng)
     y <- do.call(seg$fn, seg$args, quote = TRUE)
-    if (!is_ag_tensor(y))
-      .arg_stop("ag_checkpoint(): fn must return an ag_tensor (it returned ", class(y)[1L],
-                " when replayed in backward())")
+    if (!is_ag_tensor(y)) .Call(R_pg_ckpt_fail, class(y)[1L], TRUE)
     .Call(R_pg_ckpt_replay, y)
     invisible(NULL)
   }, list2env(list(seg = seg), parent = asNamespace("pyggmlr")))

@@ -7,9 +7,7 @@
 ag_model_checkpoint <- function(path, every = 1L, save_best_only = FALSE, monitor = NULL,
                                 mode = "auto") {
   fn <- "ag_model_checkpoint"
-  if (!is.character(path) || length(path) != 1L || is.na(path))  # "": the core's text
-    .arg_fail("argument", "%s: path must be a file name (a single string), got %s", fn,
-              paste(class(path), collapse = "/"))
+  .path_string(path, fn)  # "": the core's text (below)
   every <- .arg_int(every, fn, "every", 1L)
   save_best_only <- .arg_flag(save_best_only, fn, "save_best_only")
   # checked now rather than after the first epoch: the core's rule ({epoch}, {{ }}, the directory)

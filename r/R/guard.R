@@ -25,12 +25,17 @@
   invisible(x)
 }
 
-# a model file path: one string naming a regular file (0L / TRUE are not paths; a FIFO or a
-# device would block readBin/readRDS or never end; a directory is refused as such)
-.model_path <- function(path, fn) {
+# a file path argument of fn: one string (0L / TRUE / NA are not paths)
+.path_string <- function(path, fn) {
   if (!is.character(path) || length(path) != 1L || is.na(path))
     .pg_stop("argument", sprintf("%s: path must be a file name (a single string), got %s", fn,
                                  paste(class(path), collapse = "/")))
+}
+
+# a model file path: one string naming a regular file (a FIFO or a device would block
+# readBin/readRDS or never end; a directory is refused as such)
+.model_path <- function(path, fn) {
+  .path_string(path, fn)
   # classed as Python's FileNotFoundError / IsADirectoryError (pyggmlr_io_error, with the path
   # and errno); a FIFO or device refused: the core's rules and texts (pg_mf_path_check)
   res <- .Call(R_pg_mf_path_check, path, fn)

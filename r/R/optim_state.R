@@ -20,22 +20,6 @@
     paste(format(x), collapse = " "))
 }
 
-# the state list as the core's description (pg_optim_state_in); slots: the values in the order
-# of the form (GGMLR slot-major, LEGACY / FILE parameter-major); sh: its hyper-parameters, kept
-# for the warning's "changed" values
-.st_desc <- function(e, state, form, slots, slot_len) {
-  st <- if (is.list(state)) state else list()
-  sh <- if (is.list(st[["hyper"]]) && !is.null(names(st[["hyper"]]))) st[["hyper"]] else list()
-  list(form = .pg$code$state_form[[form]], is_map = is.list(state),
-       format = .st_val(st[["format"]]), version = .st_val(st[["version"]]),
-       type = .st_val(st[[if (form == "GGMLR") "type" else "kind"]], TRUE),
-       t = .st_val(st[["t"]]), accum_count = .st_val(st[["accum_count"]]),
-       slot_len = as.integer(slot_len),
-       names = if (!is.null(st[["names"]])) as.character(st[["names"]]),
-       opt_names = names(e$params), slots = slots,
-       hyper_names = names(sh), hyper = lapply(sh, .st_val), sh = sh)
-}
-
 # the core's hyper-parameter comparison d (a list from R_pg_optim_state_check, or from
 # R_pg_mf_load_check with the file's values in d$state), warned with ggmlR's condition class;
 # sh: the state list's hyper-parameters that d$entry indexes
@@ -51,25 +35,36 @@
                     list(message = d$message, call = NULL, changed = changed)))
 }
 
-# checked (ggmlR's 8 checks, in order), warned, then written: nothing is written unless all pass
-.st_load <- function(e, desc) {
-  .opt_hyper_warn(e, .Call(R_pg_optim_state_check, e$.h, desc), desc$sh)
+.opt_load_state <- function(e, state) {
+  parts <- .Call(R_pg_optim_state_parts, e$.h)
+  st <- if (is.list(state)) state else list()
+  # a state() of pyggmlr before ggmlR 0.8.6's layout: the model files' layout, parameter-major
+  # over the file slots; else slot-major (the core checks the counts first)
+  legacy <- is.null(st[["type"]]) && !is.null(st[["kind"]]) && is.list(st[["params"]])
+  if (legacy) {
+    vals <- do.call(c, lapply(st[["params"]], function(p)
+      lapply(parts$file_slots, function(s) if (is.list(p)) p[[s]])))
+    slot_len <- length(st[["params"]])
+  } else {
+    sl <- st[["slots"]]
+    lists <- lapply(parts$slots, function(s) if (is.list(sl)) as.list(sl[[s]]))
+    vals <- do.call(c, lists)
+    slot_len <- lengths(lists)
+  }
+  # the state list as the core's description (pg_optim_state_in); sh: its hyper-parameters,
+  # kept for the warning's "changed" values
+  sh <- if (is.list(st[["hyper"]]) && !is.null(names(st[["hyper"]]))) st[["hyper"]] else list()
+  desc <- list(form = .pg$code$state_form[[if (legacy) "LEGACY" else "GGMLR"]],
+               is_map = is.list(state), format = .st_val(st[["format"]]),
+               version = .st_val(st[["version"]]),
+               type = .st_val(st[[if (legacy) "kind" else "type"]], TRUE),
+               t = .st_val(st[["t"]]), accum_count = .st_val(st[["accum_count"]]),
+               slot_len = as.integer(slot_len),
+               names = if (!is.null(st[["names"]])) as.character(st[["names"]]),
+               opt_names = names(e$params), slots = vals,
+               hyper_names = names(sh), hyper = lapply(sh, .st_val))
+  # checked (ggmlR's 8 checks, in order), warned, then written: nothing is written unless all pass
+  .opt_hyper_warn(e, .Call(R_pg_optim_state_check, e$.h, desc), sh)
   .Call(R_pg_optim_state_load, e$.h, desc, FALSE)
   invisible(TRUE)
-}
-
-.opt_load_state <- function(e, state) {
-  # a state() of pyggmlr before ggmlR 0.8.6's layout: the model files' layout
-  if (is.list(state) && is.null(state[["type"]]) && !is.null(state[["kind"]]) &&
-      is.list(state[["params"]])) {  # parameter-major over the file slots
-    fs <- .Call(R_pg_optim_state_parts, e$.h)$file_slots
-    vals <- do.call(c, lapply(state$params, function(p)
-      lapply(fs, function(s) if (is.list(p)) p[[s]])))
-    return(.st_load(e, .st_desc(e, state, "LEGACY", vals, length(state$params))))
-  }
-  sl <- if (is.list(state)) state[["slots"]] else NULL
-  lists <- lapply(.Call(R_pg_optim_state_parts, e$.h)$slots,
-                  function(s) if (is.list(sl)) as.list(sl[[s]]))
-  # every value, slot-major: the core checks the counts first
-  .st_load(e, .st_desc(e, state, "GGMLR", do.call(c, lists), lengths(lists)))
 }

@@ -14,16 +14,13 @@
 .state_params <- function(model, caller) {
   f <- .fn_field(model, "parameters")
   if (is.null(f)) f <- .fn_field(model, "params")
-  if (is.null(f)) .arg_stop(caller, ": `model` has no parameters() / params() method")
+  # the refusals' texts are the core's (pg_state_dict_model_fail), Python's too
+  if (is.null(f)) .Call(R_pg_state_dict_model_fail, caller, 0L, NULL, "")
   p <- f()
   if (is.null(p)) p <- list()
-  if (!is.list(p))
-    .arg_stop(sprintf("%s: parameters() returned a %s, not a list of ag_tensors", caller,
-                      class(p)[[1L]]))
+  if (!is.list(p)) .Call(R_pg_state_dict_model_fail, caller, -1L, NULL, class(p)[[1L]])
   for (i in seq_along(p)) if (!is_ag_tensor(p[[i]]))
-    .arg_stop(sprintf("%s: parameter %d (%s) is a %s, not an ag_tensor", caller, i,
-                 if (is.null(names(p)) || !nzchar(names(p)[i])) "unnamed" else names(p)[i],
-                 class(p[[i]])[[1L]]))
+    .Call(R_pg_state_dict_model_fail, caller, i, names(p)[i], class(p[[i]])[[1L]])
   p
 }
 
@@ -80,10 +77,7 @@ ag_load_state_dict <- function(model, state, strict = TRUE) {
 
 ag_save_model <- function(model, path, model_fn = NULL, optimizer = NULL, epoch = NULL,
                           extra = NULL) {
-  if (!is.character(path) || length(path) != 1L || is.na(path))
-    .pg_stop("argument",
-             sprintf("ag_save_model(): path must be a file name (a single string), got %s",
-                     paste(class(path), collapse = "/")))
+  .path_string(path, "ag_save_model()")
   if (!.is_model(model)) .model_params(model, "ag_save_model()")  # its error
   .Call(R_pg_mf_builder_args, FALSE, model_fn, FALSE)  # the core's rule and text
   # model_fn is checked, not stored: a safetensors file holds no code (the architecture is its

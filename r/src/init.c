@@ -189,6 +189,7 @@ extern SEXP R_pg_mha_check(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_mha_heads(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_ckpt_record(SEXP, SEXP, SEXP);
 extern SEXP R_pg_ckpt_replay(SEXP);
+extern SEXP R_pg_ckpt_fail(SEXP, SEXP);
 extern SEXP R_pg_ckpt_tape(SEXP);
 extern SEXP R_pg_scope(SEXP, SEXP);
 extern SEXP R_pg_scoped(SEXP, SEXP, SEXP, SEXP);
@@ -200,6 +201,7 @@ extern SEXP R_pg_optim_state_parts(SEXP);
 extern SEXP R_pg_optim_tables(void);
 extern SEXP R_pg_values_fit(SEXP, SEXP, SEXP);
 extern SEXP R_pg_state_dict_check_args(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_state_dict_model_fail(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_state_dict_format(void);
 extern SEXP R_pg_state_dict_load(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_state_dict_load_file(SEXP, SEXP, SEXP, SEXP);
@@ -457,6 +459,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_mha_heads", (DL_FUNC)&R_pg_mha_heads, 7},
     {"R_pg_ckpt_record", (DL_FUNC)&R_pg_ckpt_record, 3},
     {"R_pg_ckpt_replay", (DL_FUNC)&R_pg_ckpt_replay, 1},
+    {"R_pg_ckpt_fail", (DL_FUNC)&R_pg_ckpt_fail, 2},
     {"R_pg_ckpt_tape", (DL_FUNC)&R_pg_ckpt_tape, 1},
     {"R_pg_scope", (DL_FUNC)&R_pg_scope, 2},
     {"R_pg_scoped", (DL_FUNC)&R_pg_scoped, 4},
@@ -468,6 +471,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_optim_tables", (DL_FUNC)&R_pg_optim_tables, 0},
     {"R_pg_values_fit", (DL_FUNC)&R_pg_values_fit, 3},
     {"R_pg_state_dict_check_args", (DL_FUNC)&R_pg_state_dict_check_args, 4},
+    {"R_pg_state_dict_model_fail", (DL_FUNC)&R_pg_state_dict_model_fail, 4},
     {"R_pg_state_dict_format", (DL_FUNC)&R_pg_state_dict_format, 0},
     {"R_pg_state_dict_load", (DL_FUNC)&R_pg_state_dict_load, 4},
     {"R_pg_state_dict_load_file", (DL_FUNC)&R_pg_state_dict_load_file, 4},

@@ -92,3 +92,11 @@ SEXP R_pg_ckpt_tape(SEXP what)
     }
     return R_NilValue;
 }
+
+/* pg_ckpt_fail's refusal raised classed: shown NULL (no function), or what fn returned */
+SEXP R_pg_ckpt_fail(SEXP shown, SEXP replayed)
+{
+    r_check(pg_ckpt_fail(Rf_isNull(shown) ? NULL : Rf_translateCharUTF8(STRING_ELT(shown, 0)),
+                         Rf_asLogical(replayed) == TRUE));
+    return R_NilValue;
+}

@@ -92,6 +92,18 @@ SEXP R_pg_state_dict_load_file(SEXP model, SEXP state, SEXP caller, SEXP dtype)
 }
 
 /* pg_state_dict_check_args: NULL, or its refusal raised classed */
+/* pg_state_dict_model_fail's refusal (the model's parameters), raised classed; name NULL or NA:
+ * "unnamed" */
+SEXP R_pg_state_dict_model_fail(SEXP caller, SEXP index, SEXP name, SEXP shown)
+{
+    const char *nm = Rf_isString(name) && XLENGTH(name) == 1 && STRING_ELT(name, 0) != NA_STRING
+        ? Rf_translateCharUTF8(STRING_ELT(name, 0))
+        : NULL;
+    r_check(pg_state_dict_model_fail(CHAR(STRING_ELT(caller, 0)), (int64_t)Rf_asInteger(index), nm,
+                                     Rf_translateCharUTF8(STRING_ELT(shown, 0))));
+    return R_NilValue;
+}
+
 SEXP R_pg_state_dict_check_args(SEXP caller, SEXP state_ok, SEXP strict_ok, SEXP buffers_ok)
 {
     r_check(pg_state_dict_check_args(

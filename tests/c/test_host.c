@@ -137,6 +137,14 @@ void test_host(void)
     CHECK_ERR(pg_host_record(u, NULL, 0, "checkpoint", seg_bw, &c3, seg_free) == NULL,
               PG_STATUS_ERR_STATE, "not recording");
     CHECK(c3.freed == 1);
+    /* ag_checkpoint's refusals of its function, once for both front ends */
+    CHECK_ERR(pg_ckpt_fail(NULL, 0) == PG_STATUS_ERR_ARG, PG_STATUS_ERR_ARG,
+              "ag_checkpoint() expects a function as its first argument.");
+    CHECK_ERR(pg_ckpt_fail("numeric", 0) != 0, PG_STATUS_ERR_ARG,
+              "ag_checkpoint(): fn must return an ag_tensor, got numeric");
+    CHECK_ERR(pg_ckpt_fail("int", 1) != 0, PG_STATUS_ERR_ARG,
+              "ag_checkpoint(): fn must return an ag_tensor (it returned int when replayed in "
+              "backward())");
     pg_tensor *xs[8];
     for (int i = 0; i < 8; i++) xs[i] = rnd(PG_DTYPE_F64, 3, 2, 0);
     pg_tape_begin();

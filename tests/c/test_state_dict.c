@@ -216,6 +216,15 @@ static void test_args(void)
               C ": `strict` must be TRUE or FALSE");
     CHECK_ERR(pg_state_dict_check_args(NULL, 1, 1, 0) == PG_STATUS_ERR_ARG, PG_STATUS_ERR_ARG,
               C ": `state` is not a state dict ($buffers is not a list)");
+    /* the model's refusals (the front ends walk it) */
+    CHECK_ERR(pg_state_dict_model_fail(C, 0, NULL, NULL) == PG_STATUS_ERR_ARG, PG_STATUS_ERR_ARG,
+              C ": `model` has no parameters() / params() method");
+    CHECK_ERR(pg_state_dict_model_fail(C, -1, NULL, "int") != 0, PG_STATUS_ERR_ARG,
+              C ": parameters() returned a int, not a list of ag_tensors");
+    CHECK_ERR(pg_state_dict_model_fail(NULL, 2, "b", "numeric") != 0, PG_STATUS_ERR_ARG,
+              "ag_state_dict(): parameter 2 (b) is a numeric, not an ag_tensor");
+    CHECK_ERR(pg_state_dict_model_fail(C, 1, "", "str") != 0, PG_STATUS_ERR_ARG,
+              C ": parameter 1 (unnamed) is a str, not an ag_tensor");
 }
 
 /* ag_load_model()'s container (pg_state_dict_load_file): the parameters' names must match, the

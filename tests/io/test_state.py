@@ -81,6 +81,23 @@ def test_state_dict_layout_names_dtypes_copies():
         match=r"ag_state_dict\(\): `model` has no parameters\(\) / params\(\) method",
     ):
         pg.ag_state_dict(42)
+
+    # the model's refusals are the core's texts, R's too (test-state.R): was "not a tensor",
+    # and a parameters() that returned no list raised a bare TypeError
+    class Bad:
+        def __init__(self, got):
+            self.got = got
+
+        def parameters(self):
+            return self.got
+
+    lin = pg.ag_linear(2, 2)
+    msg = r"^ag_state_dict\(\): parameters\(\) returned a int, not a list of ag_tensors$"
+    with pytest.raises(pg.ArgumentError, match=msg):
+        pg.ag_state_dict(Bad(3))
+    msg = r"^ag_load_state_dict\(\): parameter 2 \(b\) is a int, not an ag_tensor$"
+    with pytest.raises(pg.ArgumentError, match=msg):
+        pg.ag_load_state_dict(Bad({"W": lin.W, "b": 2}), pg.ag_state_dict(lin))
     prev = pg.ag_dtype("f64")
     try:
         assert set(pg.ag_state_dict(pg.ag_linear(2, 2))["param_dtypes"].values()) == {"f64"}

@@ -318,6 +318,21 @@ def test_error_texts(tmp_path):
     assert str(e.value) == msg
     with pg.with_grad_tape(), pytest.raises(pg.ArgumentError, match="must return an ag_tensor"):
         pg.ag_checkpoint(lambda: 3.0)
+    # a replay that returns no tensor: the core's text, R's too (test-checkpoint.R)
+    calls = []
+
+    def seg(u):
+        calls.append(1)
+        return pg.ag_sum(u) if len(calls) == 1 else 3
+
+    x = pg.ag_param(np.ones((2, 2)))
+    with pg.with_grad_tape():
+        y = pg.ag_checkpoint(seg, x)
+        with pytest.raises(pg.ArgumentError) as e:
+            pg.backward(pg.ag_sum(y))
+    assert str(e.value) == (
+        "ag_checkpoint(): fn must return an ag_tensor (it returned int when replayed in backward())"
+    )
 
 
 def test_compile_refuses_a_checkpoint_naming_it():

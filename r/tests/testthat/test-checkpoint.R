@@ -223,6 +223,19 @@ test_that("error texts, and ag_compile refuses a checkpoint naming it", {
   # R has no model-checkpoint callback
   expect_error(ag_checkpoint("ckpt.safetensors"), msg, fixed = TRUE)
   expect_error(with_grad_tape(ag_checkpoint(function() 3)), "must return an ag_tensor")
+  # a replay that returns no tensor: the core's text, Python's too (test_checkpoint.py)
+  calls <- 0L
+  seg <- function(u) {
+    calls <<- calls + 1L
+    if (calls == 1L) ag_sum(u) else 3
+  }
+  x <- ag_param(matrix(1, 2, 2))
+  with_grad_tape({
+    y <- ag_checkpoint(seg, x)
+    expect_error(backward(ag_sum(y)), paste("ag_checkpoint(): fn must return an ag_tensor",
+                                            "(it returned numeric when replayed in backward())"),
+                 fixed = TRUE, class = "pyggmlr_argument_error")
+  })
   W <- ag_param(matrix(rnorm(9), 3, 3))
   x <- ag_tensor(matrix(rnorm(6), 3, 2))
   expect_error(ag_compile(function(v) ag_sum(ag_checkpoint(function(u) ag_matmul(W, u), v)), x,

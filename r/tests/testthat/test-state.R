@@ -53,6 +53,17 @@ test_that("ag_state_dict: ggmlR's layout, names, dtypes, nested buffer keys; cop
                    c("layer2_running_mean", "layer2_running_var"))
   expect_error(ag_state_dict(list(a = 1)),
                "ag_state_dict(): `model` has no parameters() / params() method", fixed = TRUE)
+  # the model's refusals are the core's texts, Python's too (test_state.py)
+  expect_error(ag_state_dict(list(parameters = function() 3)),
+               "ag_state_dict(): parameters() returned a numeric, not a list of ag_tensors",
+               fixed = TRUE, class = "pyggmlr_argument_error")
+  expect_error(ag_load_state_dict(list(parameters = function() list(W = lin$W, b = 2)),
+                                  ag_state_dict(lin)),
+               "ag_load_state_dict(): parameter 2 (b) is a numeric, not an ag_tensor",
+               fixed = TRUE, class = "pyggmlr_argument_error")
+  expect_error(ag_state_dict(list(parameters = function() list(1))),
+               "ag_state_dict(): parameter 1 (unnamed) is a numeric, not an ag_tensor",
+               fixed = TRUE, class = "pyggmlr_argument_error")
   ag_dtype("f64")
   on.exit(ag_dtype("f32"))
   expect_identical(unname(ag_state_dict(ag_linear(2, 2))$param_dtypes), c("f64", "f64"))
