@@ -223,7 +223,7 @@ def _load(
             why = f"{type(e).__name__}: {e}".encode("utf-8", "surrogatepass")
             f.call(lib.pg_mf_rebuild_fail(f.h, lib.PG_MF_REBUILD_LOAD, why))
         try:
-            params, bufs = _model_parts(model)
+            params, bufs = _model_parts(model, lib.PG_MF_FN_LOAD)
         except PyggmlrError as e:
             if not rebuilt:
                 raise

@@ -62,10 +62,10 @@
      (is.function(model$params) || is.function(model$parameters)))
 }
 
+# where: "ag_save_model()" or "ag_load_model()"; a model that is none: the core's text
 .model_params <- function(model, where) {
-  if (!.is_model(model))
-    .arg_fail("argument", paste0("%s: `model` must be an ag_sequential or ag_* layer (an object ",
-                                 "with parameters()), got %s"), where, class(model)[[1L]])
+  if (!.is_model(model)) .Call(R_pg_mf_arg_fail, identical(where, "ag_load_model()"),
+                               .pg$code$mf_bad[["MODEL"]], class(model)[[1L]])
   .check_named_tensors(.layer_params(model), where, "parameter")
 }
 
