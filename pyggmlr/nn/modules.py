@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _walk
 from .._args import check_int
-from .._core import check, ffi, lib
+from .._core import check, ffi, last_message, lib
 from ..errors import ArgumentError, PyggmlrValueError, ShapeError
 from ..ops import (
     _linear,
@@ -420,8 +420,9 @@ def ag_to_config(model: Any) -> Dict[str, Any]:
 
     Raises: ArgumentError when the model has no to_config()."""
     fn = getattr(model, "to_config", None)
-    if not callable(fn):
-        check(lib.pg_layer_arg_fail(lib.PG_LAYER_BAD_NO_CONFIG, ffi.NULL, _shown(model)))
+    if not callable(fn):  # pg_layer_arg_fail always refuses
+        lib.pg_layer_arg_fail(lib.PG_LAYER_BAD_NO_CONFIG, ffi.NULL, _shown(model))
+        raise ArgumentError(last_message())
     return fn()
 
 
