@@ -484,3 +484,35 @@ int64_t pg_layer_config(const char *text, int64_t len, int64_t depth, int custom
     pj_free(&d);
     return n;
 }
+
+int pg_layer_register_check(const char *type, int builder_ok)
+{
+    if (!type || !*type)
+        return pg_fail(PG_STATUS_ERR_ARG, "ag_register_layer: type must be a non-empty string");
+    char q[300];
+    squote(type, q, sizeof q);
+    for (int i = 0; pg_layer_type_name(i); i++)
+        if (!strcmp(type, pg_layer_type_name(i)))
+            return pg_fail(PG_STATUS_ERR_VALUE, "ag_register_layer: %s is a built-in layer type",
+                           q);
+    if (!builder_ok)
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "ag_register_layer: builder must be a function (cfg -> layer)");
+    return 0;
+}
+
+int pg_layer_arg_fail(int what, const char *type, const char *shown)
+{
+    char q[300];
+    squote(type ? type : "?", q, sizeof q);
+    if (!shown) shown = "?";
+    if (what == PG_LAYER_BAD_BUILT)
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       FN ": the builder registered for %s returned a %.200s, not a layer with "
+                          "forward()",
+                       q, shown);
+    if (what == PG_LAYER_BAD_NO_CONFIG)
+        return pg_fail(PG_STATUS_ERR_ARG, "ag_to_config: the model has no to_config() (got %.200s)",
+                       shown);
+    return pg_fail(PG_STATUS_ERR_ARG, "pg_layer_arg_fail(): bad what %d", what);
+}

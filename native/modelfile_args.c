@@ -25,8 +25,13 @@ int pg_mf_arg_fail(int fn, int what, const char *shown)
 {
     const char *got = shown ? shown : "?";
     if (fn < PG_MF_FN_SAVE || fn > PG_MF_FN_LOAD || what < PG_MF_BAD_OPTIMIZER ||
-        what > PG_MF_BAD_BUILT)
+        what > PG_MF_BAD_MODEL)
         return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_arg_fail(): bad arguments");
+    if (what == PG_MF_BAD_MODEL)
+        return pg_fail(PG_STATUS_ERR_ARG,
+                       "%s: `model` must be an ag_sequential or ag_* layer (an object with "
+                       "parameters()), got %s",
+                       FN[fn], got);
     if (what == PG_MF_BAD_BUILT) /* ggmlR's text */
         return pg_fail(PG_STATUS_ERR_ARG,
                        "%s: `model_fn` must return an ag_sequential or ag_* layer (got class: %s).",

@@ -45,3 +45,18 @@ int64_t pg_layer_config(const char *text, int64_t len, int64_t depth, int custom
 /* The built-in types, in the order the unknown-type message lists them ("sequential" first):
  * ag_register_layer refuses these names. NULL past the end. */
 const char *pg_layer_type_name(int i);
+
+/* ag_register_layer's rules and texts, once for both front ends: type (NULL: not a single
+ * string) a non-empty string, PG_STATUS_ERR_ARG "ag_register_layer: type must be a non-empty
+ * string"; no built-in type, PG_STATUS_ERR_VALUE "ag_register_layer: 'linear' is a built-in
+ * layer type"; builder_ok (the builder is a function), PG_STATUS_ERR_ARG "ag_register_layer:
+ * builder must be a function (cfg -> layer)". */
+int pg_layer_register_check(const char *type, int builder_ok);
+
+/* The config API's refusals of a value of the wrong kind (shown: the language's name of its
+ * type), always PG_STATUS_ERR_ARG. BUILT, what the builder registered for type returned:
+ * "ag_module_from_config: the builder registered for 'x' returned a <shown>, not a layer with
+ * forward()"; NO_CONFIG (type unused): "ag_to_config: the model has no to_config() (got
+ * <shown>)". */
+enum { PG_LAYER_BAD_BUILT = 0, PG_LAYER_BAD_NO_CONFIG = 1 };
+int pg_layer_arg_fail(int what, const char *type, const char *shown);

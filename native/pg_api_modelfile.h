@@ -259,8 +259,9 @@ int pg_mf_builder_args(int fn, int model_fn, int have_model);
 /* A value of the wrong kind (shown: the language's name of its type), always PG_STATUS_ERR_ARG:
  * OPTIMIZER "<fn>: optimizer must be an optimizer object, got <shown>"; BUILT, what model_fn
  * returned, "<fn>: `model_fn` must return an ag_sequential or ag_* layer (got class: <shown>)."
- * (ggmlR's). */
-enum { PG_MF_BAD_OPTIMIZER = 0, PG_MF_BAD_BUILT = 1 };
+ * (ggmlR's); MODEL, a model without parameters(), "<fn>: `model` must be an ag_sequential or
+ * ag_* layer (an object with parameters()), got <shown>". */
+enum { PG_MF_BAD_OPTIMIZER = 0, PG_MF_BAD_BUILT = 1, PG_MF_BAD_MODEL = 2 };
 int pg_mf_arg_fail(int fn, int what, const char *shown);
 /* ag_load_model's dtype, given (NULL is the front end's, not asked): dtype the string, or NULL
  * for a value that is no single string (shown: the front end's rendering of it). R's match.arg

@@ -68,10 +68,10 @@ class Checkpoint:
     def load_weights(self, model: Any, opt: Any) -> Dict[int, Any]:
         """The checkpoint's weights and optimizer state (all checked before the first write);
         returns the callbacks' arrays: {callback index: (params, buffers)}."""
-        _, info = _load(self.path, model=model, optimizer=opt, quiet_hyper=True, need_epoch=True)
+        _, arrays = _load(self.path, model=model, optimizer=opt, quiet_hyper=True, need_epoch=True)
         more: Dict[int, Any] = {}
         i, kind, rest = ffi.new("int64_t *"), ffi.new("int *"), ffi.new("int64_t *")
-        for k, a in info["tensors"].items():
+        for k, a in arrays.items():
             if lib.pg_fit_ckpt_tensor_parse(k.encode(), i, kind, rest):
                 name = k.encode()[rest[0] :].decode()
                 more.setdefault(i[0], ({}, {}))[kind[0]][name] = np.asfortranarray(a)

@@ -68,15 +68,16 @@ def to_json(v: Any, what: str) -> str:
     raise AssertionError("unreachable")  # pg_mf_json_refuse always fails
 
 
-def _model_parts(model):
-    try:  # fit/util.py's _params, with ag_save_model's text
+def _model_parts(model, fn=lib.PG_MF_FN_SAVE):
+    """(parameters, buffers) by name; a model without parameters(): the core's text naming fn
+    (PG_MF_FN_SAVE / LOAD), as R's"""
+    try:  # fit/util.py's _params
         if not hasattr(model, "parameters"):
             raise ArgumentError("no parameters()")
         params = dict(_walk.items(model))
-    except ArgumentError:
-        raise ArgumentError(
-            f"ag_save_model(): model must have parameters(), got {type(model).__name__}"
-        ) from None
+    except ArgumentError:  # pg_mf_arg_fail always refuses
+        lib.pg_mf_arg_fail(fn, lib.PG_MF_BAD_MODEL, type(model).__name__.encode())
+        raise ArgumentError(last_message()) from None
     bufs = dict(_walk.items(model, "buffers", own=False))
     for k, t in list(params.items()) + list(bufs.items()):
         if not isinstance(k, str):

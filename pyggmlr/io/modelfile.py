@@ -207,7 +207,6 @@ def _load(
         opts.dtype = dtype  # asked (a core code, -1: none): pg_mf_load_check checks the parameters
         f.call(lib.pg_mf_check_load(f.h, opts))  # format, names, epoch, extra, config
         more = f.tensors("callback") if need_epoch else {}  # ag_fit's callback arrays
-        epoch, extra = lib.pg_mf_epoch(f.h), f.json(lib.pg_mf_extra(f.h))  # epoch -1: none
         if model is None and builder is not None:  # in dtype, else the file's (ggmlR: param_dtypes)
             model = f.build(builder)
             if not callable(getattr(model, "parameters", None)):  # the core's text (ggmlR's)
@@ -224,7 +223,7 @@ def _load(
             why = f"{type(e).__name__}: {e}".encode("utf-8", "surrogatepass")
             f.call(lib.pg_mf_rebuild_fail(f.h, lib.PG_MF_REBUILD_LOAD, why))
         try:
-            params, bufs = _model_parts(model)
+            params, bufs = _model_parts(model, lib.PG_MF_FN_LOAD)
         except PyggmlrError as e:
             if not rebuilt:
                 raise
@@ -241,7 +240,7 @@ def _load(
             cls = None if n < 0 else [_text(lib.pg_mf_class(f.h, i)) for i in range(n)]
             set_target(model, _text(lib.pg_mf_target_loss(f.h)), cls)
     ag_eval(model)  # as ag_fit leaves a model
-    return model, {"epoch": None if epoch < 0 else int(epoch), "extra": extra, "tensors": more}
+    return model, more
 
 
 def ag_model_info(path: Union[str, os.PathLike]) -> Dict[str, Any]:

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _walk
 from .._args import check_int
-from .._core import check, ffi, lib
+from .._core import check, ffi, last_message, lib
 from ..errors import ArgumentError, PyggmlrValueError, ShapeError
 from ..ops import (
     _linear,
@@ -402,12 +402,8 @@ def ag_register_layer(
     Returns: builder (so it can be used as a decorator).
     Raises: ArgumentError when type is not a non-empty string or builder is not callable,
     PyggmlrValueError when type is a built-in type."""
-    if not isinstance(type, str) or not type:
-        raise ArgumentError("ag_register_layer: type must be a non-empty string")
-    if type in _builtin_types():
-        raise PyggmlrValueError(f"ag_register_layer: {type!r} is a built-in layer type")
-    if not callable(builder):
-        raise ArgumentError("ag_register_layer: builder must be callable (cfg -> layer)")
+    name = type.encode("utf-8", "surrogatepass") if isinstance(type, str) else ffi.NULL
+    check(lib.pg_layer_register_check(name, callable(builder)))  # the core's rules and texts
     _CUSTOM[type] = builder
     return builder
 
@@ -415,15 +411,18 @@ def ag_register_layer(
 _CUSTOM: Dict[str, Callable[[Dict[str, Any]], Any]] = {}
 
 
+def _shown(v: Any) -> bytes:
+    return type(v).__name__.encode()
+
+
 def ag_to_config(model: Any) -> Dict[str, Any]:
     """The architecture dict of a model (R's ag_to_config): what model.to_config() returns.
 
     Raises: ArgumentError when the model has no to_config()."""
     fn = getattr(model, "to_config", None)
-    if not callable(fn):
-        raise ArgumentError(
-            f"ag_to_config: the model has no to_config() (got {type(model).__name__})"
-        )
+    if not callable(fn):  # pg_layer_arg_fail always refuses
+        lib.pg_layer_arg_fail(lib.PG_LAYER_BAD_NO_CONFIG, ffi.NULL, _shown(model))
+        raise ArgumentError(last_message())
     return fn()
 
 
@@ -479,10 +478,7 @@ def _from_config(cfg: Any, depth: int) -> Any:
         return ag_sequential([_from_config(c, depth + 1) for c in layers])  # type: ignore[union-attr]
     if n == 0:  # a registered custom type: the builder's
         layer = _CUSTOM[kind](cfg)
-        if not callable(getattr(layer, "forward", None)):
-            raise ArgumentError(
-                f"ag_module_from_config: the builder registered for {kind!r} returned a "
-                f"{type(layer).__name__}, not a layer with forward()"
-            )
+        if not callable(getattr(layer, "forward", None)):  # the core's text
+            check(lib.pg_layer_arg_fail(lib.PG_LAYER_BAD_BUILT, kind.encode(), _shown(layer)))
         return layer
     return _BUILDERS[kind](**json.loads(ffi.string(buf)))

@@ -62,10 +62,10 @@
      (is.function(model$params) || is.function(model$parameters)))
 }
 
+# where: "ag_save_model()" or "ag_load_model()"; a model that is none: the core's text
 .model_params <- function(model, where) {
-  if (!.is_model(model))
-    .arg_fail("argument", paste0("%s: `model` must be an ag_sequential or ag_* layer (an object ",
-                                 "with parameters()), got %s"), where, class(model)[[1L]])
+  if (!.is_model(model)) .Call(R_pg_mf_arg_fail, identical(where, "ag_load_model()"),
+                               .pg$code$mf_bad[["MODEL"]], class(model)[[1L]])
   .check_named_tensors(.layer_params(model), where, "parameter")
 }
 
@@ -117,9 +117,9 @@
 
 # The save rules and the metadata map are the core's (native/modelfile_write.c); this converts
 # the model, checks what only R can (the config rebuilds, the arguments) and raises classed.
+# An empty path is the core's refusal at the write (pg_st_write), after every other check, as
+# in Python.
 .save_model <- function(model, path, optimizer = NULL, epoch = NULL, extra = NULL, more = list()) {
-  if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
-    .pg_stop("argument", "ag_save_model(): path must be a single file name")
   params <- .model_params(model, "ag_save_model()")
   bufs <- .model_buffers(model)
   .mf_opt_arg(optimizer, FALSE)  # after the model's parts, as Python's
@@ -152,7 +152,7 @@
 # ---------------------------------------------------------------------------------------------
 # loading
 
-# more: ag_fit's callback arrays are read too (list(..., tensors))
+# more: ag_fit's callback arrays are read too (list(model, tensors))
 .load_model <- function(path, model = NULL, model_fn = NULL, optimizer = NULL, dtype = NULL,
                         more = FALSE) {
   .mf_opt_arg(optimizer, TRUE)  # (the builder arguments: ag_load_model's, state.R)
@@ -187,7 +187,7 @@
   ag_eval(model)
   rd <- if (more) .Call(R_pg_mf_read, f)  # from the open file: no second open and check
   if (!is.null(rd$status)) .mf_fail(rd, path)
-  list(model = model, epoch = v$epoch, extra = .mf_json(v$extra), tensors = rd$tensors)
+  list(model = model, tensors = rd$tensors)
 }
 
 # ag_load_model(): state.R (ggmlR's arguments, and ggmlR's RDS containers)

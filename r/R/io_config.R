@@ -4,12 +4,7 @@
 # refusal, in Python's texts; this maps the types to their constructors.
 
 ag_register_layer <- function(type, builder) {
-  if (!.is_str(type) || !nzchar(type))
-    .pg_stop("argument", "ag_register_layer: type must be a non-empty string")
-  if (type %in% .Call(R_pg_layer_types))
-    .pg_stop("value", sprintf("ag_register_layer: '%s' is a built-in layer type", type))
-  if (!is.function(builder))
-    .pg_stop("argument", "ag_register_layer: builder must be a function (cfg) -> layer")
+  .Call(R_pg_layer_register_check, type, is.function(builder))  # the core's rules and texts
   .pg$layer_builders[[type]] <- builder
   invisible(builder)
 }
@@ -66,15 +61,12 @@ ag_module_from_config <- function(cfg) {
     return(do.call(.BUILDERS[[kind]], jsonlite::parse_json(args, simplifyVector = FALSE)))
   layer <- custom(cfg)
   if (!((is.environment(layer) || is.list(layer)) && is.function(layer$forward)))
-    .arg_fail("argument",
-              paste0("ag_module_from_config: the builder registered for \"%s\" returned a %s, ",
-                     "not a layer with forward()"),
-              kind, class(layer)[[1L]])
+    .Call(R_pg_layer_arg_fail, .pg$code$layer_bad[["BUILT"]], kind, class(layer)[[1L]])
   layer
 }
 
 ag_to_config <- function(model) {
   if (!(is.environment(model) || is.list(model)) || !is.function(model$to_config))
-    .pg_stop("argument", "ag_to_config(): the model has no to_config()")
+    .Call(R_pg_layer_arg_fail, .pg$code$layer_bad[["NO_CONFIG"]], NULL, class(model)[[1L]])
   model$to_config()
 }

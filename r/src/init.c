@@ -211,6 +211,8 @@ extern SEXP R_pg_st_write(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_json_check(SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_config(SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_types(void);
+extern SEXP R_pg_layer_register_check(SEXP, SEXP);
+extern SEXP R_pg_layer_arg_fail(SEXP, SEXP, SEXP);
 extern SEXP R_pg_layer_shape(SEXP, SEXP);
 extern SEXP R_pg_cfg_json(SEXP, SEXP);
 extern SEXP R_pg_to_json(SEXP, SEXP);
@@ -481,6 +483,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_json_check", (DL_FUNC)&R_pg_json_check, 3},
     {"R_pg_layer_config", (DL_FUNC)&R_pg_layer_config, 3},
     {"R_pg_layer_types", (DL_FUNC)&R_pg_layer_types, 0},
+    {"R_pg_layer_register_check", (DL_FUNC)&R_pg_layer_register_check, 2},
+    {"R_pg_layer_arg_fail", (DL_FUNC)&R_pg_layer_arg_fail, 3},
     {"R_pg_layer_shape", (DL_FUNC)&R_pg_layer_shape, 2},
     {"R_pg_cfg_json", (DL_FUNC)&R_pg_cfg_json, 2},
     {"R_pg_to_json", (DL_FUNC)&R_pg_to_json, 2},

@@ -104,7 +104,11 @@ SEXP R_pg_codes(void)
     /* why ag_save_model refuses a config or extra (pg_mf_json_refuse) */
     static const r_code json[] = {{"DEEP", PG_MF_JSON_DEEP}, {"NOT_JSON", PG_MF_JSON_NOT_JSON}};
     /* a model-file argument of the wrong kind (pg_mf_arg_fail) */
-    static const r_code mf_bad[] = {{"OPTIMIZER", PG_MF_BAD_OPTIMIZER}, {"BUILT", PG_MF_BAD_BUILT}};
+    static const r_code mf_bad[] = {
+        {"OPTIMIZER", PG_MF_BAD_OPTIMIZER}, {"BUILT", PG_MF_BAD_BUILT}, {"MODEL", PG_MF_BAD_MODEL}};
+    /* a config-API value of the wrong kind (pg_layer_arg_fail) */
+    static const r_code layer_bad[] = {{"BUILT", PG_LAYER_BAD_BUILT},
+                                       {"NO_CONFIG", PG_LAYER_BAD_NO_CONFIG}};
     static const struct {
         const char *name;
         const r_code *c;
@@ -114,7 +118,7 @@ SEXP R_pg_codes(void)
              GROUP(tape),      GROUP(scope),      GROUP(scoped),     GROUP(ckpt),
              GROUP(limit),     GROUP(early_stop), GROUP(state_form), GROUP(seed),
              GROUP(mem_optim), GROUP(mem_source), GROUP(pool),       GROUP(rebuild),
-             GROUP(json),      GROUP(mf_bad)};
+             GROUP(json),      GROUP(mf_bad),     GROUP(layer_bad)};
     const int n = (int)(sizeof g / sizeof g[0]);
     SEXP out = PROTECT(Rf_allocVector(VECSXP, n)), names = PROTECT(Rf_allocVector(STRSXP, n));
     for (int i = 0; i < n; i++) {

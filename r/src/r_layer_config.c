@@ -20,6 +20,28 @@ SEXP R_pg_layer_config(SEXP text, SEXP depth, SEXP custom)
 /* the core's built-in layer types ("sequential" first): ag_register_layer refuses them */
 SEXP R_pg_layer_types(void) { return r_name_table(pg_layer_type_name); }
 
+static const char *one_string(SEXP x)
+{
+    return Rf_isString(x) && XLENGTH(x) == 1 && STRING_ELT(x, 0) != NA_STRING
+        ? Rf_translateCharUTF8(STRING_ELT(x, 0))
+        : NULL;
+}
+
+/* ag_register_layer's rules (pg_layer_register_check): type as given, builder_ok TRUE for a
+ * function; the core's classed refusal */
+SEXP R_pg_layer_register_check(SEXP type, SEXP builder_ok)
+{
+    r_check(pg_layer_register_check(one_string(type), Rf_asLogical(builder_ok) == TRUE));
+    return R_NilValue;
+}
+
+/* the config API's refusal what (PG_LAYER_BAD_*) of type's value, shown: R's class of it */
+SEXP R_pg_layer_arg_fail(SEXP what, SEXP type, SEXP shown)
+{
+    r_check(pg_layer_arg_fail(Rf_asInteger(what), one_string(type), one_string(shown)));
+    return R_NilValue;
+}
+
 /* summary(model): the state c(rows, C, H, W) (-1: unknown, C -1: no image) after the layer
  * whose config is text (JSON; NULL: a layer without one, unknown) (the core's
  * pg_layer_shape) */

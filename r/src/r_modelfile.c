@@ -82,20 +82,17 @@ static SEXP target_of(const pg_mf *mf)
     return t;
 }
 
-/* What pg_mf_check_load recorded for the load: epoch, the config and extra texts, the dtype to
- * build in and the target */
+/* What pg_mf_check_load recorded for the load: the config text, the dtype to build in and the
+ * target */
 SEXP R_pg_mf_values(SEXP p)
 {
     pg_mf *mf = mf_arg(p);
-    int64_t ep = pg_mf_epoch(mf);
-    const char *nm[] = {"epoch", "config", "extra", "dtype", "target"};
-    SEXP out = PROTECT(Rf_allocVector(VECSXP, 5)), on = PROTECT(Rf_allocVector(STRSXP, 5));
-    SET_VECTOR_ELT(out, 0, ep < 0 ? R_NilValue : Rf_ScalarReal((double)ep));
-    SET_VECTOR_ELT(out, 1, str_or_null(pg_mf_config(mf)));
-    SET_VECTOR_ELT(out, 2, str_or_null(pg_mf_extra(mf)));
-    SET_VECTOR_ELT(out, 3, Rf_mkString(pg_mf_dtype(mf) == PG_DTYPE_F64 ? "f64" : "f32"));
-    SET_VECTOR_ELT(out, 4, target_of(mf));
-    for (int i = 0; i < 5; i++) SET_STRING_ELT(on, i, Rf_mkChar(nm[i]));
+    const char *nm[] = {"config", "dtype", "target"};
+    SEXP out = PROTECT(Rf_allocVector(VECSXP, 3)), on = PROTECT(Rf_allocVector(STRSXP, 3));
+    SET_VECTOR_ELT(out, 0, str_or_null(pg_mf_config(mf)));
+    SET_VECTOR_ELT(out, 1, Rf_mkString(pg_mf_dtype(mf) == PG_DTYPE_F64 ? "f64" : "f32"));
+    SET_VECTOR_ELT(out, 2, target_of(mf));
+    for (int i = 0; i < 3; i++) SET_STRING_ELT(on, i, Rf_mkChar(nm[i]));
     Rf_setAttrib(out, R_NamesSymbol, on);
     UNPROTECT(2);
     return out;

@@ -183,4 +183,19 @@ void test_layer_config(void)
     }
     CHECK(!strcmp(pg_layer_type_name(0), "sequential") && !pg_layer_type_name(-1) && sorted &&
           seen == 3 && nt >= 20);
+
+    /* ag_register_layer's rules and the config API's refusals: one text for both languages */
+    CHECK(pg_layer_register_check("my_layer", 1) == 0);
+    CHECK_ERR(pg_layer_register_check(NULL, 1), PG_STATUS_ERR_ARG,
+              "ag_register_layer: type must be a non-empty string");
+    CHECK_ERR(pg_layer_register_check("", 0), PG_STATUS_ERR_ARG, "type must be a non-empty");
+    CHECK_ERR(pg_layer_register_check("sequential", 1), PG_STATUS_ERR_VALUE,
+              "ag_register_layer: 'sequential' is a built-in layer type");
+    CHECK_ERR(pg_layer_register_check("my_layer", 0), PG_STATUS_ERR_ARG,
+              "ag_register_layer: builder must be a function (cfg -> layer)");
+    CHECK_ERR(pg_layer_arg_fail(PG_LAYER_BAD_BUILT, "my_layer", "int"), PG_STATUS_ERR_ARG,
+              "ag_module_from_config: the builder registered for 'my_layer' returned a int, not a "
+              "layer with forward()");
+    CHECK_ERR(pg_layer_arg_fail(PG_LAYER_BAD_NO_CONFIG, NULL, "numeric"), PG_STATUS_ERR_ARG,
+              "ag_to_config: the model has no to_config() (got numeric)");
 }

@@ -36,7 +36,10 @@ static void test_builder(void)
                "class: numeric)."));
     CHECK(says(pg_mf_arg_fail(2, PG_MF_BAD_OPTIMIZER, "x"), PG_STATUS_ERR_ARG,
                "pg_mf_arg_fail(): bad arguments"));
-    CHECK(says(pg_mf_arg_fail(PG_MF_FN_LOAD, 2, "x"), PG_STATUS_ERR_ARG,
+    CHECK(says(pg_mf_arg_fail(PG_MF_FN_LOAD, PG_MF_BAD_MODEL, "int"), PG_STATUS_ERR_ARG,
+               "ag_load_model(): `model` must be an ag_sequential or ag_* layer (an object with "
+               "parameters()), got int"));
+    CHECK(says(pg_mf_arg_fail(PG_MF_FN_LOAD, 3, "x"), PG_STATUS_ERR_ARG,
                "pg_mf_arg_fail(): bad arguments"));
     pg_clear_error();
 }

@@ -201,6 +201,32 @@ def test_custom_model_without_config(tmp_path):
         pg.ag_save_model(Custom(), tmp_path / "c.safetensors")
 
 
+def test_empty_path_is_refused_at_the_write():
+    """The core's refusal, after the other checks, as R's (r/tests/testthat/test-io.R)."""
+    m = pg.ag_linear(2, 2)
+    with pytest.raises(pg.ArgumentError) as e:
+        pg.ag_save_model(m, "")
+    assert str(e.value) == "ag_save_model(): path must be a single file name"
+    with pytest.raises(pg.ArgumentError) as e:
+        pg.ag_save_model(m, "", optimizer=5)
+    assert str(e.value) == "ag_save_model(): optimizer must be an optimizer object, got int"
+
+
+def test_a_model_without_parameters_is_named_by_the_function(tmp_path):
+    """The core's text, naming ag_load_model on a load (it said ag_save_model), as R's."""
+    pg.ag_save_model(pg.ag_linear(2, 2), tmp_path / "m.st")
+    for call, fn in (
+        (lambda: pg.ag_save_model(5, tmp_path / "x.st"), "ag_save_model()"),
+        (lambda: pg.ag_load_model(tmp_path / "m.st", model=5), "ag_load_model()"),
+    ):
+        with pytest.raises(pg.ArgumentError) as e:
+            call()
+        assert str(e.value) == (
+            f"{fn}: `model` must be an ag_sequential or ag_* layer (an object with "
+            "parameters()), got int"
+        )
+
+
 def test_atomic_save_leaves_no_temp_files(tmp_path, monkeypatch):
     m, _, _ = _trained()
     path = tmp_path / "m.safetensors"

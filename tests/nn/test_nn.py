@@ -421,6 +421,27 @@ def test_config_errors_and_custom_registration():
         pg.ag_register_layer("linear", lambda cfg: None)
 
 
+def test_config_api_refusals_are_the_cores():
+    """ag_register_layer, a builder's result, ag_to_config: the core's texts, as R's
+    (r/tests/testthat/test-layer-config.R)."""
+    cases = [
+        (lambda: pg.ag_register_layer("my_layer", 5), "builder must be a function (cfg -> layer)"),
+        (lambda: pg.ag_register_layer("", print), "type must be a non-empty string"),
+        (lambda: pg.ag_to_config(1), "ag_to_config: the model has no to_config() (got int)"),
+    ]
+    for call, text in cases:
+        with pytest.raises(pg.ArgumentError) as e:
+            call()
+        assert text in str(e.value)
+    pg.ag_register_layer("test_returns_42", lambda cfg: 42)
+    with pytest.raises(pg.ArgumentError) as e:
+        pg.ag_module_from_config({"type": "test_returns_42"})
+    assert str(e.value) == (
+        "ag_module_from_config: the builder registered for 'test_returns_42' returned a int, "
+        "not a layer with forward()"
+    )
+
+
 def test_config_checks_are_the_cores():
     """native/layer_config.c's table: the texts R raises too (tests/parity's config case)."""
     from pyggmlr.nn.modules import _BUILDERS, _builtin_types

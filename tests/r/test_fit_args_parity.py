@@ -139,13 +139,14 @@ _REG = [  # ag_register_layer: one argument name (type) and the same texts in bo
     (("", "f"), 'ag_register_layer("", f)', pg.ArgumentError),
     ((5, "f"), "ag_register_layer(5, f)", pg.ArgumentError),
     (("linear", "f"), 'ag_register_layer(type = "linear", builder = f)', pg.PyggmlrValueError),
+    (("my_layer", 5), 'ag_register_layer("my_layer", 5)', pg.ArgumentError),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("args, code, exc", _REG, ids=[c[1] for c in _REG])
 def test_same_register_layer_refusals(args, code, exc):
     with pytest.raises(exc) as e:
-        pg.ag_register_layer(type=args[0], builder=lambda cfg: cfg)
+        pg.ag_register_layer(type=args[0], builder=(lambda cfg: cfg) if args[1] == "f" else args[1])
     rclass, rmsg = r.run(
         f"f <- function(cfg) cfg; tryCatch({{ {code}; list('none', '') }}, "
         "error = function(e) list(class(e)[[1L]], conditionMessage(e)))"

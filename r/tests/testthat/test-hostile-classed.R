@@ -180,7 +180,7 @@ test_that("model-file and config argument errors are classed and name the functi
                   "ag_register_layer:", "type")
   .expect_refused(ag_register_layer("linear", function(cfg) NULL), "pyggmlr_value_error",
                   "ag_register_layer:", "'linear' is a built-in layer type")
-  .expect_refused(ag_to_config(1), "pyggmlr_argument_error", "ag_to_config()")
+  .expect_refused(ag_to_config(1), "pyggmlr_argument_error", "ag_to_config:")
   .expect_refused(ag_module_from_config('{"type": "nope"}'), "pyggmlr_value_error",
                   "ag_module_from_config:", "unknown layer type")
   .expect_refused(ag_module_from_config(list(type = "linear", in_features = "a",

@@ -263,6 +263,29 @@ test_that("writes are atomic: a failed save leaves the old file and no temporary
   expect_error(ag_save_model(m, file.path(d, "no", "such", "dir.safetensors")), "does not exist")
 })
 
+test_that("a model without parameters() is the core's refusal naming the function, as Python's", {
+  f <- tempfile(fileext = ".safetensors")
+  ag_save_model(ag_linear(2, 2), f)
+  for (fn in c("ag_save_model()", "ag_load_model()")) {
+    e <- tryCatch(if (fn == "ag_save_model()") ag_save_model(5, tempfile()) else
+                    ag_load_model(f, model = 5), error = function(e) e)
+    expect_s3_class(e, "pyggmlr_argument_error")
+    expect_identical(conditionMessage(e), paste0(fn, ": `model` must be an ag_sequential or ",
+                                                 "ag_* layer (an object with parameters()), got ",
+                                                 "numeric"))
+  }
+})
+
+test_that("an empty path is the core's refusal at the write, after the other checks, as Python's", {
+  m <- ag_linear(2, 2)
+  e <- tryCatch(ag_save_model(m, ""), error = function(e) e)
+  expect_s3_class(e, "pyggmlr_argument_error")
+  expect_identical(conditionMessage(e), "ag_save_model(): path must be a single file name")
+  e <- tryCatch(ag_save_model(m, "", optimizer = 5), error = function(e) e)
+  expect_identical(conditionMessage(e),
+                   "ag_save_model(): optimizer must be an optimizer object, got numeric")
+})
+
 test_that("architectures: to_config matches Python's to_config JSON and rebuilds", {
   m <- ag_sequential(ag_linear(4, 8, "relu", init = "orthogonal", gain = 2),
                      ag_batch_norm(8, momentum = 0.2),

@@ -51,6 +51,25 @@ test_that("the core fills the defaults and the types agree with the constructors
   expect_error(ag_register_layer("sequential", function(cfg) NULL), "built-in")
 })
 
+test_that("the config API's argument refusals are the core's texts, as Python's", {
+  msg <- function(expr) tryCatch({ expr; "" }, error = function(e)
+    c(class(e)[[1L]], conditionMessage(e)))
+  expect_identical(msg(ag_register_layer("my_layer", 5)),
+                   c("pyggmlr_argument_error",
+                     "ag_register_layer: builder must be a function (cfg -> layer)"))
+  expect_identical(msg(ag_register_layer("", function(cfg) NULL)),
+                   c("pyggmlr_argument_error",
+                     "ag_register_layer: type must be a non-empty string"))
+  expect_identical(msg(ag_to_config(1)),
+                   c("pyggmlr_argument_error",
+                     "ag_to_config: the model has no to_config() (got numeric)"))
+  ag_register_layer("test_returns_42", function(cfg) 42)
+  expect_identical(msg(ag_module_from_config(list(type = "test_returns_42"))),
+                   c("pyggmlr_argument_error",
+                     paste0("ag_module_from_config: the builder registered for 'test_returns_42' ",
+                            "returned a numeric, not a layer with forward()")))
+})
+
 # R's jsonlite-based config writer before the glue took every value (r/src/r_cfg_json.c): the
 # reference the glue's text is held to
 ref_num <- function(x) {

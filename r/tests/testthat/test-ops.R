@@ -237,7 +237,7 @@ test_that("the other codes come from the core and the glue by name (R_pg_codes)"
   expect_setequal(names(code), c("dtype", "status", "optim", "sched", "build", "dist", "act",
                                  "file", "tape", "scope", "scoped", "ckpt", "limit", "early_stop",
                                  "state_form", "seed", "mem_optim", "mem_source", "pool", "rebuild",
-                                 "json", "mf_bad"))
+                                 "json", "mf_bad", "layer_bad"))
   for (g in names(code)) {
     expect_true(is.integer(code[[g]]) && !is.null(names(code[[g]])), info = g)
     expect_false(anyDuplicated(names(code[[g]])) > 0, info = g)
