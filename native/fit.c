@@ -249,6 +249,12 @@ int pg_fit_sizes(const pg_fit *f, pg_fit_dims *out)
     return 0;
 }
 
+int64_t pg_fit_total_batches(const pg_fit *f, int64_t nepoch, int64_t first_epoch)
+{
+    if (!f) return -pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit", OP);
+    return nepoch >= first_epoch ? (nepoch - first_epoch + 1) * f->n_batches : 0;
+}
+
 int pg_fit_split_state(const pg_fit *f, int32_t *out)
 {
     if (!f || !out) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL fit or output", OP);

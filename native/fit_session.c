@@ -51,7 +51,7 @@ const char *pg_session_event_name(int event)
 
 pg_session_params pg_session_default_params(void)
 {
-    pg_session_params p = {30, 1, 1, 0, 0, 0, 0};
+    pg_session_params p = {30, 1, 1, 0, 0, 0, 0, NULL};
     return p;
 }
 
@@ -82,9 +82,18 @@ pg_session *pg_session_new(pg_fit *f, const pg_session_params *params)
     }
     s->f = f;
     s->p = *params;
+    pg_fit_setup_info si;
+    if (params->setup && pg_fit_setup_get(params->setup, &si)) {
+        free(s);
+        return NULL;
+    }
+    if (params->setup) {
+        s->p.static_step = si.static_step, s->p.auto_static = si.auto_static;
+        s->p.per_datapoint = si.per_datapoint;
+    }
     s->ev = -1;
     s->epoch = params->first_epoch - 1;
-    s->st = params->static_step ? 1 + (params->auto_static != 0) : 0;
+    s->st = s->p.static_step ? 1 + (s->p.auto_static != 0) : 0;
     if (pg_fit_sizes(f, &s->d)) {
         free(s);
         return NULL;

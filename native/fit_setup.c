@@ -54,11 +54,13 @@ int pg_fit_setup_new(const pg_fit_setup_params *params, pg_fit_setup **out)
     s->p.loss = s->loss;
     if (!s->p.nbatch_logical) s->p.nbatch_logical = p->batch_size;
     /* None: compiled unless distributed; a model or loss not all built-in is probed first */
+    const int builtin = p->builtin && strcmp(p->loss, "callable") != 0;
     s->info.static_step = p->static_mode == PG_FIT_STATIC_AUTO ? !p->distributed : p->static_mode;
-    s->info.auto_static = p->static_mode == PG_FIT_STATIC_AUTO && !p->distributed && !p->builtin;
+    s->info.auto_static = p->static_mode == PG_FIT_STATIC_AUTO && !p->distributed && !builtin;
     s->info.batch_size = s->p.batch_size;
     s->info.nbatch_logical = s->p.nbatch_logical;
     s->info.accum = s->p.nbatch_logical / s->p.batch_size;
+    s->info.per_datapoint = strcmp(s->loss, pg_fit_loss_name(PG_FIT_LOSS_SUM)) != 0;
     *out = s;
     return 0;
 }

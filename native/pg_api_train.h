@@ -63,6 +63,9 @@ typedef struct pg_fit_dims {
     int64_t n_val_batches; /* validation batches */
 } pg_fit_dims;
 int pg_fit_sizes(const pg_fit *f, pg_fit_dims *out);
+/* The training batches a run from first_epoch to nepoch walks (0 when none), this rank's: the
+ * progress display's total, in both front ends. Negative: -status (a NULL plan). */
+int64_t pg_fit_total_batches(const pg_fit *f, int64_t nepoch, int64_t first_epoch);
 /* The stream's state just before the split was drawn (PG_RNG_STATE_LEN integers);
  * PG_STATUS_ERR_STATE when the run's stream is external (it has none). */
 int pg_fit_split_state(const pg_fit *f, int32_t *out);

@@ -17,7 +17,9 @@ typedef struct pg_session pg_session;
  * ones the session runs itself (progress display, on_batch_end callbacks) [0]. static_step,
  * auto_static: the setup's (pg_fit_setup_info): the session asks for the compiled steps (RECORD,
  * RECORD_VAL), first for static = None's probe (PROBE) [0, 0]. r_spelling: the fallback
- * notice in R's words ("static = NULL"), else Python's [0]. */
+ * notice in R's words ("static = NULL"), else Python's [0]. setup: the run's set-up, read once
+ * by pg_session_new: static_step, auto_static and per_datapoint are then its (its loss's), so no
+ * front end passes them [NULL: as given]. */
 typedef struct pg_session_params {
     int64_t nepoch;
     int64_t first_epoch;
@@ -25,6 +27,7 @@ typedef struct pg_session_params {
     int batch_events;
     int static_step, auto_static;
     int r_spelling;
+    const struct pg_fit_setup *setup; /* struct: this header sorts before the setup's (cdef) */
 } pg_session_params;
 pg_session_params pg_session_default_params(void);
 

@@ -8,12 +8,13 @@ typedef struct pg_fit_setup pg_fit_setup;
 
 /* ggml_opt_params-style: start from pg_fit_setup_default_params() and set what differs (ag_fit's
  * defaults in brackets). static_mode: ag_fit(static =): 0, 1 or PG_FIT_STATIC_AUTO (None /
- * NULL) [AUTO]. distributed: data-parallel over MPI ranks [0]. builtin: the loss is a built-in
- * name and every layer of the model a built-in one (static = None compiles it without a probe)
- * [0]. n: samples, validation_data's included [0]. batch_size, nbatch_logical: per rank (the
- * front end's checked values, >= 1; nbatch_logical 0: batch_size) [32, 0]. val_split, shuffle:
- * as given (pg_fit_new checks them) [0, 1]. loss: the loss's name, "callable" for the user's
- * function (copied) ["cross_entropy"]. weighted: sample_weight or class_weight given [0]. */
+ * NULL) [AUTO]. distributed: data-parallel over MPI ranks [0]. builtin: every layer of the
+ * model is a built-in one (with a built-in loss name, static = None compiles it without a
+ * probe; the front ends ask no more) [0]. n: samples, validation_data's included [0].
+ * batch_size, nbatch_logical: per rank (the front end's checked values, >= 1; nbatch_logical 0:
+ * batch_size) [32, 0]. val_split, shuffle: as given (pg_fit_new checks them) [0, 1]. loss: the
+ * loss's name, "callable" for the user's function (copied) ["cross_entropy"]. weighted:
+ * sample_weight or class_weight given [0]. */
 enum { PG_FIT_STATIC_AUTO = -1 };
 typedef struct pg_fit_setup_params {
     int static_mode;
@@ -39,7 +40,8 @@ void pg_fit_setup_free(pg_fit_setup *s);
  * decides), the plan's batch_size / nbatch_logical (the global batch's when distributed), the
  * run stream's seed (has_seed: ag_fit(seed =), or a resumed checkpoint's), and accum: the
  * micro-batches per optimizer step (nbatch_logical / batch_size, the optimizer's
- * accumulate_steps). */
+ * accumulate_steps). per_datapoint: the loss is a mean per sample (every loss but "sum": the
+ * epoch statistics' rule, pg_fit_loss_rules'), for the session. */
 typedef struct pg_fit_setup_info {
     int static_step, auto_static;
     int64_t batch_size, nbatch_logical;
@@ -47,6 +49,7 @@ typedef struct pg_fit_setup_info {
     int32_t seed;
     int has_split; /* pg_fit_setup_split_state has a state: the checkpoint's, then the plan's */
     int64_t accum;
+    int per_datapoint;
 } pg_fit_setup_info;
 int pg_fit_setup_get(const pg_fit_setup *s, pg_fit_setup_info *out);
 

@@ -219,7 +219,7 @@ def ag_fit(
     X = _as_cols(x, "x")
     rules = ffi.new("int[2]")  # (classify: a PG_FIT_CLASSIFY_* code, per_datapoint), or a refusal
     check(lib.pg_fit_loss_rules(loss_code, int(y is not None), rules, rules + 1))
-    classify, per_datapoint = int(rules[0]), bool(rules[1])
+    classify = int(rules[0])  # per_datapoint: the setup's (the session reads it)
     mcodes = fit_metric_codes(metrics, classify, y is not None)  # before training
     Y = None if y is None else _as_cols(y, "y")
     outputs = None  # the samples agree (else a row-major hint), the classes fit the outputs
@@ -258,10 +258,9 @@ def ag_fit(
             cbs.append(cb if hasattr(cb, "on_epoch_end") else SimpleNamespace(on_epoch_end=cb))
         # static / distributed, the batch sizes over ranks and the run's settings (kept for the
         # resume check and the checkpoints) are the core's (native/fit_setup.c), R's too
-        builtin = static is None and isinstance(loss, str) and _builtin_model(model)
-        setup = FitSetup(static, loss_name, distributed=bool(distributed), builtin=builtin, n=n,
-                         batch_size=batch_size, nbatch_logical=nbatch_logical,
-                         val_split=val_split, shuffle=bool(shuffle),
+        setup = FitSetup(static, loss_name, distributed=bool(distributed), n=n,
+                         builtin=_builtin_model(model), batch_size=batch_size,
+                         nbatch_logical=nbatch_logical, val_split=val_split, shuffle=bool(shuffle),
                          weighted=SW is not None or CW is not None)  # fmt: skip
         opt.accumulate_steps, opt.accum_count = setup.info.accum, 0  # nbatch_logical / batch_size
         sync = None
@@ -309,11 +308,9 @@ def ag_fit(
     # an optimizer whose step is the core's (not overridden) steps inside the core
     core_step = sync is None and type(opt).step is Optimizer.step and "step" not in vars(opt)
     batch_cbs = [cb for cb in cbs if hasattr(cb, "on_batch_end")]
-    prog = FitProgress(
-        pmode, plan.running, max(0, nepoch - start_epoch + 1) * plan.n_batches, nepoch, start_epoch
-    )
+    prog = FitProgress(pmode, plan.running, plan.total(nepoch, start_epoch), nepoch, start_epoch)
     # the loop is the core's (native/fit_session.c): this answers only what calls user code
-    sess = Session(plan, info, nepoch, start_epoch, per_datapoint, prog.ticks or bool(batch_cbs))
+    sess = Session(plan, setup, nepoch, start_epoch, prog.ticks or bool(batch_cbs))
     in_stream = stream.active()  # dropout and user code draw from the run's stream
     in_stream.__enter__()
     try:
@@ -324,10 +321,10 @@ def ag_fit(
                 with with_grad_tape():
                     out = _forward(model, xb)
                     lv = lossfn(out, yb) if wb is None else lossfn(out, yb, wb)
+                check_loss(lv)
                 if core_step:  # backward, step, zero grad, record, tape clear: one core call
                     plan.train_step(lv, out, opt)
                 else:  # the gradients pass through the host: MPI's all-reduce, a user's step
-                    check_loss(lv)
                     grads = backward(lv)
                     if sync is not None:
                         sync.grads(grads, xb.shape[1])

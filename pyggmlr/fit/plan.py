@@ -86,13 +86,17 @@ class FitPlan:
         self._wrappers: Dict[int, Tensor] = {}
         s = ffi.new("pg_fit_dims *")
         _core.check(lib.pg_fit_sizes(self._p, s))
-        self.n_val, self.n_batches = int(s.n_val), int(s.n_batches)  # what ag_fit reads
+        self.n_val = int(s.n_val)  # what ag_fit reads
 
     shard = _fwd(lib.pg_fit_shard)  # (rank, world): this rank's chunk of every global batch
 
     def monitor_mask(self) -> int:
         """The monitors' has_accuracy once the metrics are set (bit 0 accuracy, bit c metric c)."""
         return _ok(lib.pg_fit_monitor_mask(self._p))
+
+    def total(self, nepoch: int, first: int) -> int:
+        """The training batches epochs first..nepoch walk (the progress total, the core's)."""
+        return _ok(lib.pg_fit_total_batches(self._p, nepoch, first))
 
     def _tensor(self, p: Any) -> Optional[Tensor]:
         if p == NULL:
@@ -119,8 +123,8 @@ class FitPlan:
 
     def train_step(self, loss: Any, out: Tensor, opt: Any) -> float:
         """One eager micro-batch after the forward and the loss, in the core: backward, the
-        optimizer's summed step, zero grad, record, tape clear; returns the loss value."""
-        check_loss(loss)
+        optimizer's summed step, zero grad, record, tape clear; returns the loss value. loss:
+        a Tensor (ag_fit's check_loss)."""
         v = ffi.new("double *")
         _pending.exc = None
         if lib.pg_fit_train_step(self._p, loss._handle("ag_fit"), out._handle(), opt._o, v):
@@ -139,14 +143,12 @@ class Session:
     ag_fit answers (lib.PG_SESSION_*); the loop's bookkeeping is the core's."""
 
     def __init__(
-        self, plan: FitPlan, info: Any, nepoch: int, first_epoch: int, per_datapoint: bool,
-        batch_events: bool,
-    ) -> None:  # fmt: skip
-        """info: the setup's (FitSetup.info): its static mode, for the compiled steps' events."""
+        self, plan: FitPlan, setup: FitSetup, nepoch: int, first_epoch: int, batch_events: bool
+    ) -> None:
+        """setup: the run's FitSetup: the core reads its static mode and loss rule once."""
         prm = ffi.new("pg_session_params *", lib.pg_session_default_params())
-        prm.static_step, prm.auto_static = info.static_step, info.auto_static
+        prm.setup, prm.batch_events = setup._p, int(batch_events)
         prm.nepoch, prm.first_epoch = nepoch, first_epoch
-        prm.per_datapoint, prm.batch_events = int(per_datapoint), int(batch_events)
         self._p = p = _new(lib.pg_session_new(plan._p, prm), lib.pg_session_free)
         self._plan = plan  # borrowed by the session: keep it alive
         self._ev, self._at = ffi.new("int *"), ffi.new("pg_session_pos *")

@@ -43,9 +43,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
   if (!is.null(opt_params) && !is.function(opt_params)) .fit_kind_fail("OPT_PARAMS_FN", "")
 
   X <- .fit_cols(d$x, "x")
-  rules <- .Call(R_pg_fit_loss_rules, if (is.null(L$code)) -1L else L$code, !is.null(y))
-  classify <- rules[[1L]]  # how accuracy is counted: 0 none, 1 arg-max, 2 / 3 binary (BCE)
-  per_datapoint <- rules[[2L]] == 1L  # a mean per sample (all but sum)
+  # how accuracy is counted: 0 none, 1 arg-max, 2 / 3 binary (BCE); per_datapoint: the setup's
+  classify <- .Call(R_pg_fit_loss_rules, if (is.null(L$code)) -1L else L$code, !is.null(y))[[1L]]
   mcodes <- .fit_metric_codes(metrics, classify, !is.null(y))  # evaluate.R, before training
   SW <- .fit_sample_weight(sample_weight)  # fit_weight.R; the values are the core's to check
   CW <- .fit_class_weight(class_weight, y)
@@ -90,7 +89,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     # check and the checkpoints) are the core's (native/fit_setup.c), Python's too
     su <- .Call(R_pg_fit_setup_new, list(
       static_mode = static, distributed = isTRUE(distributed), n = n, batch_size = batch_size,
-      builtin = is.null(static) && is.character(loss) && .builtin_model(model),
+      builtin = .builtin_model(model),
       nbatch_logical = nbatch_logical, val_split = val_split, shuffle = isTRUE(shuffle),
       loss = L$name, weighted = !is.null(SW) || !is.null(CW)))
     sync <- NULL
@@ -143,7 +142,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
       opt$accumulate_steps <- info$accum
       .ckpt_rng_load(res$rng_state)
     }
-    sz <- .Call(R_pg_fit_sizes, plan)  # (.., .., n_val, training batches)
+    sz <- .Call(R_pg_fit_sizes, plan)  # (.., .., n_val, ..)
     # the run's state shared with callbacks; has_val, has_accuracy (the core's monitor mask): what
     # the run measures (callbacks' monitors); has_rng_state: not on R's non-default RNGkind()
     fit <- list2env(parent = emptyenv(), list(
@@ -178,7 +177,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
       ag_eval(model)
     }, add = TRUE)
     first <- if (is.null(res)) 1L else res$epoch + 1L
-    prog <- .fit_progress(pmode, plan, max(0L, nepoch - first + 1L) * sz[[4L]], nepoch)
+    prog <- .fit_progress(pmode, plan, .Call(R_pg_fit_total_batches, plan, nepoch, first), nepoch)
     on.exit(prog$close(), add = TRUE)
     batch_cbs <- if (length(cbs)) Filter(function(cb) is.function(cb$on_batch_end), cbs) else list()
     # an optimizer of this package whose step is its own: eager batches are answered in C
@@ -188,8 +187,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     fwd <- .fit_forward_fn(model)  # looked up once: the loop calls them by value
     lossfn <- L$fn
     # the loop is the core's (native/fit_session.c): this answers only what calls R code
-    s <- .Call(R_pg_session_new, plan, su, nepoch, first, per_datapoint,
-               prog$ticks || length(batch_cbs))
+    s <- .Call(R_pg_session_new, plan, su, nepoch, first, prog$ticks || length(batch_cbs))
     cfwd <- if (core_step) fwd
     oh <- opt$.h
     # how the outputs are read, for ag_predict(type =) and model files (checkpoints included)

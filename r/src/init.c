@@ -66,7 +66,7 @@ extern SEXP R_pg_clip_grad_value(SEXP, SEXP, SEXP);
 extern SEXP R_pg_grad_anomaly(SEXP, SEXP);
 extern SEXP R_pg_sched_init(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_session_new(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_session_new(SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_next(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_session_where(SEXP);
 extern SEXP R_pg_session_batch(SEXP);
@@ -78,6 +78,7 @@ extern SEXP R_pg_session_probe(SEXP, SEXP);
 extern SEXP R_pg_session_static_fail(SEXP, SEXP);
 extern SEXP R_pg_session_notice(SEXP);
 extern SEXP R_pg_fit_sizes(SEXP);
+extern SEXP R_pg_fit_total_batches(SEXP, SEXP, SEXP);
 extern SEXP R_pg_batch_count(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_batch(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_record(SEXP, SEXP, SEXP, SEXP);
@@ -338,7 +339,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_grad_anomaly", (DL_FUNC)&R_pg_grad_anomaly, 2},
     {"R_pg_sched_init", (DL_FUNC)&R_pg_sched_init, 3},
     {"R_pg_fit_new", (DL_FUNC)&R_pg_fit_new, 6},
-    {"R_pg_session_new", (DL_FUNC)&R_pg_session_new, 6},
+    {"R_pg_session_new", (DL_FUNC)&R_pg_session_new, 5},
     {"R_pg_session_next", (DL_FUNC)&R_pg_session_next, 4},
     {"R_pg_session_where", (DL_FUNC)&R_pg_session_where, 1},
     {"R_pg_session_batch", (DL_FUNC)&R_pg_session_batch, 1},
@@ -350,6 +351,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_session_static_fail", (DL_FUNC)&R_pg_session_static_fail, 2},
     {"R_pg_session_notice", (DL_FUNC)&R_pg_session_notice, 1},
     {"R_pg_fit_sizes", (DL_FUNC)&R_pg_fit_sizes, 1},
+    {"R_pg_fit_total_batches", (DL_FUNC)&R_pg_fit_total_batches, 3},
     {"R_pg_batch_count", (DL_FUNC)&R_pg_batch_count, 3},
     {"R_pg_fit_batch", (DL_FUNC)&R_pg_fit_batch, 3},
     {"R_pg_fit_record", (DL_FUNC)&R_pg_fit_record, 4},

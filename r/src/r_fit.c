@@ -31,6 +31,15 @@ SEXP R_pg_fit_sizes(SEXP fp)
     return r_counts(s, 6);
 }
 
+/* the training batches epochs first..nepoch walk: the progress total (the core's) */
+SEXP R_pg_fit_total_batches(SEXP fp, SEXP nepoch, SEXP first)
+{
+    int64_t t = pg_fit_total_batches(fit_get(fp), (int64_t)r_num(nepoch, "ag_fit: nepoch"),
+                                     (int64_t)r_num(first, "ag_fit: first epoch"));
+    if (t < 0) r_fail();
+    return Rf_ScalarReal((double)t);
+}
+
 /* list(x, y) of batch b (0-based) as ag_tensors (the plan's reused tensors); y NULL without */
 SEXP R_pg_fit_batch(SEXP fp, SEXP val, SEXP b)
 {

@@ -11,18 +11,14 @@ extern SEXP R_pg_tape(SEXP);
 /* the session's handle keeps (plan, compiled steps...) alive in its prot slot */
 static pg_session *sess_get(SEXP x) { return r_get(x, R_SESSION); }
 
-/* setup: the run's (its static mode: the session asks for the compiled steps and says the
- * fallback notice in R's words) */
-SEXP R_pg_session_new(SEXP plan, SEXP setup, SEXP nepoch, SEXP first_epoch, SEXP per_datapoint,
-                      SEXP batch_events)
+/* setup: the run's (the core reads its static mode and loss rule; the fallback notice is said
+ * in R's words) */
+SEXP R_pg_session_new(SEXP plan, SEXP setup, SEXP nepoch, SEXP first_epoch, SEXP batch_events)
 {
     pg_session_params p = pg_session_default_params();
-    pg_fit_setup_info i;
-    r_check(pg_fit_setup_get(r_get(setup, R_FIT_SETUP), &i));
-    p.static_step = i.static_step, p.auto_static = i.auto_static, p.r_spelling = 1;
+    p.setup = r_get(setup, R_FIT_SETUP), p.r_spelling = 1;
     p.nepoch = (int64_t)r_num(nepoch, "ag_fit: nepoch");
     p.first_epoch = (int64_t)r_num(first_epoch, "ag_fit: first epoch");
-    p.per_datapoint = Rf_asLogical(per_datapoint) == 1;
     p.batch_events = Rf_asLogical(batch_events) == 1;
     pg_session *s = pg_session_new(r_get(plan, R_FIT), &p);
     SEXP out = r_wrap_keep(s, R_SESSION, PROTECT(Rf_cons(plan, R_NilValue)));

@@ -39,18 +39,16 @@ SEXP R_pg_fit_setup_new(SEXP a)
     return r_wrap(s, R_FIT_SETUP);
 }
 
-/* list(static, auto, seed (NULL: none), has_split_state, accum) */
+/* list(seed (NULL: none), has_split_state, accum); the static mode is the session's to read */
 SEXP R_pg_fit_setup_info(SEXP s)
 {
     pg_fit_setup_info i;
     r_check(pg_fit_setup_get(setup_get(s), &i));
-    static const char *const F[] = {"static", "auto", "seed", "has_split_state", "accum"};
-    SEXP out = PROTECT(r_named_list(F, 5));
-    SET_VECTOR_ELT(out, 0, Rf_ScalarLogical(i.static_step));
-    SET_VECTOR_ELT(out, 1, Rf_ScalarLogical(i.auto_static));
-    if (i.has_seed) SET_VECTOR_ELT(out, 2, Rf_ScalarInteger(i.seed));
-    SET_VECTOR_ELT(out, 3, Rf_ScalarLogical(i.has_split));
-    SET_VECTOR_ELT(out, 4, Rf_ScalarReal((double)i.accum));
+    static const char *const F[] = {"seed", "has_split_state", "accum"};
+    SEXP out = PROTECT(r_named_list(F, 3));
+    if (i.has_seed) SET_VECTOR_ELT(out, 0, Rf_ScalarInteger(i.seed));
+    SET_VECTOR_ELT(out, 1, Rf_ScalarLogical(i.has_split));
+    SET_VECTOR_ELT(out, 2, Rf_ScalarReal((double)i.accum));
     UNPROTECT(1);
     return out;
 }

@@ -47,9 +47,31 @@ void test_fit_session_static(void)
     CHECK(d.static_step == 0 && d.auto_static == 0 && d.r_spelling == 0);
     CHECK(!strcmp(pg_session_event_name(PG_SESSION_RECORD_VAL), "record_val"));
     CHECK(!strcmp(pg_session_event_name(PG_SESSION_NOTICE), "notice"));
-    d.nepoch = 1, d.static_step = 1, d.auto_static = 1;
     char buf[1024];
     pg_session_pos at;
+    { /* the static mode is the setup's when given (static = None, a custom model: probed);
+       * the progress total: epochs first..nepoch of 3 batches */
+        pg_fit_setup *su = NULL;
+        pg_fit_setup_params sp0 = pg_fit_setup_default_params();
+        CHECK(pg_fit_setup_new(&sp0, &su) == 0 && d.setup == NULL);
+        d.nepoch = 1, d.setup = su;
+        pg_session *s = pg_session_new(f, &d);
+        CHECK(next(s) == PG_SESSION_EPOCH_BEGIN && next(s) == PG_SESSION_PROBE);
+        pg_session_free(s);
+        sp0.static_mode = 0;
+        pg_fit_setup_free(su);
+        CHECK(pg_fit_setup_new(&sp0, &su) == 0);
+        d.setup = su, d.static_step = 1, d.auto_static = 1; /* the setup's (eager) win */
+        s = pg_session_new(f, &d);
+        CHECK(next(s) == PG_SESSION_EPOCH_BEGIN && next(s) == PG_SESSION_TRAIN_BATCH);
+        pg_session_free(s);
+        pg_fit_setup_free(su);
+        d.setup = NULL;
+        CHECK(pg_fit_total_batches(f, 5, 4) == 6 && pg_fit_total_batches(f, 1, 1) == 3);
+        CHECK(pg_fit_total_batches(f, 2, 4) == 0);
+        CHECK_ERR(pg_fit_total_batches(NULL, 1, 1) < 0, PG_STATUS_ERR_ARG, "NULL fit");
+    }
+    d.nepoch = 1, d.static_step = 1, d.auto_static = 1;
 
     { /* static = None, the replay differs: batch 1 eagerly, then the notice, once */
         pg_session *s = pg_session_new(f, &d);

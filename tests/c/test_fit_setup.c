@@ -49,6 +49,15 @@ void test_fit_setup(void)
     decide(0, 0, 0, &st, &au), CHECK(st == 0 && au == 0);
     decide(0, 1, 1, &st, &au), CHECK(st == 0 && au == 0);
     decide(1, 0, 0, &st, &au), CHECK(st == 1 && au == 0);
+    { /* built-in layers with the user's loss function: probed */
+        pg_fit_setup_params pc = pg_fit_setup_default_params();
+        pg_fit_setup *t = NULL;
+        pg_fit_setup_info i;
+        pc.builtin = 1, pc.loss = "callable";
+        CHECK(pg_fit_setup_new(&pc, &t) == 0 && pg_fit_setup_get(t, &i) == 0);
+        CHECK(i.static_step == 1 && i.auto_static == 1);
+        pg_fit_setup_free(t);
+    }
     pg_fit_setup *s = (pg_fit_setup *)&d; /* refusals leave *out NULL */
     d.static_mode = 1, d.distributed = 1;
     CHECK_ERR(pg_fit_setup_new(&d, &s) == PG_STATUS_ERR_VALUE && s == NULL, PG_STATUS_ERR_VALUE,
@@ -102,7 +111,20 @@ void test_fit_setup(void)
     CHECK(pg_fit_setup_world(s, 3) == 0);
     CHECK(pg_fit_setup_get(s, &i) == 0 && i.batch_size == 12 && i.nbatch_logical == 24 &&
           i.accum == 2); /* per rank as globally */
-    CHECK(i.static_step == 0 && i.auto_static == 0);
+    CHECK(i.static_step == 0 && i.auto_static == 0 && i.per_datapoint == 1);
+    { /* the loss's epoch statistics rule, the session's: a mean per sample but for "sum" */
+        const char *names[] = {"sum", "mean", "callable", "Sum"};
+        const int want[] = {0, 1, 1, 1};
+        for (int k = 0; k < 4; k++) {
+            pg_fit_setup_params pl = pg_fit_setup_default_params();
+            pg_fit_setup *t = NULL;
+            pl.loss = names[k];
+            CHECK(pg_fit_setup_new(&pl, &t) == 0 && pg_fit_setup_get(t, &i) == 0);
+            CHECK(i.per_datapoint == want[k]);
+            pg_fit_setup_free(t);
+        }
+        CHECK(pg_fit_setup_get(s, &i) == 0);
+    }
     pg_fit_params q = pg_fit_default_params(); /* the plan's fields set, the rest kept */
     q.classify = PG_FIT_CLASSIFY_ARGMAX, q.shuffle = 0, q.val_split = 0.5;
     CHECK(pg_fit_setup_plan_params(s, &q) == 0 && q.classify == PG_FIT_CLASSIFY_ARGMAX);

@@ -117,6 +117,36 @@ def test_callable_loss_is_compiled_after_the_probe():
     assert run(None) == run(True) == run(False)
 
 
+def test_builtin_layers_with_a_loss_function_are_probed():
+    # the model alone would compile unprobed; a loss that reads y on the host falls back (R too)
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(size=(4, 48)), rng.normal(size=(3, 48))
+
+    def run(static):
+        m = pg.ag_linear(4, 3)
+        m.W.data = np.linspace(-0.5, 0.6, 12).reshape(3, 4, order="F")
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            h = pg.ag_fit(
+                m,
+                x,
+                y,
+                loss=lambda o, t: pg.ag_mse_loss(o, pg.ag_tensor(t.numpy() * 1.0)),
+                nepoch=1,
+                batch_size=6,
+                shuffle=False,
+                silent=True,
+                static=static,
+            )
+        return list(h.loss), [str(i.message) for i in w if i.category is pg.StaticFallbackWarning]
+
+    (a, wa), (f, wf) = run(None), run(False)
+    assert len(wa) == 1 and wf == []
+    assert wa[0].startswith("ag_fit: static=None runs this model eagerly")
+    assert "a replay of the recorded step" in wa[0]
+    assert a == f
+
+
 def eval_ckpt(m, x):  # ag_checkpoint in eval mode only: the training step compiles, validation not
     return pg.ag_checkpoint(m.lin, x) if not getattr(m, "training", True) else m.lin(x)
 

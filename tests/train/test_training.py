@@ -166,6 +166,18 @@ def test_regression_losses(f64):
     assert h.loss[1] < h.loss[0]
 
 
+def test_sum_loss_statistics_are_totals(f64):
+    # a "sum" loss's epoch loss is the batches' total (ggml's), "mean"'s their mean, as R's test
+    x = np.random.default_rng(2).normal(size=(3, 12))
+    model = pg.ag_sequential(pg.ag_linear(3, 1))
+    kw = dict(optimizer="sgd", lr=0, nepoch=1, batch_size=4, shuffle=False, silent=True)
+    w, b = (t.numpy() for t in model.parameters().values())
+    per = [float((w @ x[:, k * 4 : k * 4 + 4] + b).sum()) for k in range(3)]
+    assert pg.ag_fit(model, x, None, loss="sum", **kw).loss[0] == pytest.approx(sum(per), 1e-12)
+    mean = pg.ag_fit(model, x, None, loss="mean", **kw).loss[0]
+    assert mean == pytest.approx(sum(per) / 12, 1e-12)
+
+
 def test_opt_params_schedule():
     x, y = _iris()
     opt_lrs = []

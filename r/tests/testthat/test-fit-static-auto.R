@@ -87,3 +87,28 @@ test_that("a validation forward that cannot be compiled falls back with one mess
   expect_lt(a$calls, f$calls)
   expect_error(fit_auto(eval_ckpt, TRUE), "ag_checkpoint", class = "pyggmlr_error")
 })
+
+test_that("built-in layers with a loss function are probed: one that reads y in R falls back", {
+  set.seed(4)
+  x <- matrix(rnorm(4L * 48L), 4L, 48L)
+  y <- matrix(rnorm(3L * 48L), 3L, 48L)
+  run <- function(static) {
+    m <- ag_linear(4L, 3L)
+    m$W$data <- matrix(seq(-0.5, 0.6, length.out = 12L), 3L, 4L)
+    expect_true(pyggmlr:::.builtin_model(m))  # the model alone would compile unprobed
+    msgs <- character()
+    h <- withCallingHandlers(
+      ag_fit(m, x, y, loss = function(o, t) ag_mse_loss(o, ag_tensor(t$data * 1)), nepoch = 1L,
+             batch_size = 6L, shuffle = FALSE, static = static, silent = TRUE),
+      message = function(cnd) {
+        msgs <<- c(msgs, conditionMessage(cnd))
+        invokeRestart("muffleMessage")
+      })
+    list(loss = h$loss, msgs = msgs)
+  }
+  a <- run(NULL)
+  f <- run(FALSE)
+  expect_length(a$msgs, 1L)
+  expect_match(a$msgs, "ag_fit: static = NULL runs this model eagerly .*a replay of the recorded")
+  expect_identical(a$loss, f$loss)
+})
