@@ -33,10 +33,13 @@ int pg_fit_labels_missing(int validation, int64_t nmissing, int64_t first)
     return 0;
 }
 
-int pg_fit_labels_check(const char *loss, int64_t nlabels, int64_t nmissing, int64_t first,
-                        int factor)
+int pg_fit_labels_check(const char *loss, int64_t nlabels, const double *ids, int64_t n, int factor)
 {
-    if (!loss) return pg_fail(PG_STATUS_ERR_ARG, "ag_fit: NULL loss");
+    if (!loss || (n && !ids) || n < 0)
+        return pg_fail(PG_STATUS_ERR_ARG, "ag_fit: NULL loss or labels");
+    int64_t nmissing = 0, first = 0;
+    for (int64_t i = n - 1; i >= 0; i--) /* !(>= 0): NaN (R's NA) too */
+        if (!(ids[i] >= 0)) nmissing++, first = i;
     const int st = pg_fit_labels_missing(0, nmissing, first);
     if (st) return st;
     /* two labels are a binary target too: the second is 1 (as glm's) */

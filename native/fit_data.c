@@ -153,9 +153,12 @@ int pg_labels_shape(const int64_t *dims, int ndim)
 }
 
 int pg_fit_targets(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const double *y, int classify,
-                   int64_t outputs, int64_t nlevels, int one_based, const char *tx, const char *ty)
+                   int64_t outputs, int64_t nlevels, int one_based, const char *tx, const char *ty,
+                   int64_t *nclass)
 {
     int rc = pg_fit_check_samples(xr, xc, yr, yc, tx, ty);
-    if (rc || classify != PG_FIT_CLASSIFY_ARGMAX || yr != 1) return rc;
-    return pg_fit_check_ids(y, yc, outputs, nlevels, one_based); /* class ids against outputs */
+    if (!rc && classify == PG_FIT_CLASSIFY_ARGMAX && yr == 1)
+        rc = pg_fit_check_ids(y, yc, outputs, nlevels, one_based); /* class ids against outputs */
+    if (!rc && nclass) *nclass = outputs > 0 ? outputs : nlevels > 0 ? nlevels : -1;
+    return rc;
 }

@@ -106,9 +106,12 @@ int pg_fit_cols(const char *fn, const char *what, const int64_t *dims, int ndim,
                 int64_t *rows, int64_t *n);
 /* ag_fit's targets y [yr, yc] before training: pg_fit_check_samples against x [xr, xc], then,
  * with classify PG_FIT_CLASSIFY_ARGMAX and class ids (yr 1, y's yc values),
- * pg_fit_check_ids(y, yc, outputs, nlevels, one_based). */
+ * pg_fit_check_ids(y, yc, outputs, nlevels, one_based). On success *nclass (if not NULL) is the
+ * run's classes for class_weight's check (pg_fit_set_weights): the outputs when known (> 0),
+ * else the labels' count (nlevels > 0), else -1 (the core's count from y). */
 int pg_fit_targets(int64_t xr, int64_t xc, int64_t yr, int64_t yc, const double *y, int classify,
-                   int64_t outputs, int64_t nlevels, int one_based, const char *tx, const char *ty);
+                   int64_t outputs, int64_t nlevels, int one_based, const char *tx, const char *ty,
+                   int64_t *nclass);
 int pg_fit_val_join(const int64_t *x, const int64_t *y, const int64_t *xv, const int64_t *yv,
                     double val_split, double *val_split_out);
 /* keras' verbose onto ag_fit's progress (fit_data.c): number 0 (not a number) or v other than
@@ -240,11 +243,11 @@ int pg_labels_shape(const int64_t *dims, int ndim);
  * Writes each label's 0-based class id to ids (-1: missing) and the index of each class's first
  * label to first (room for n); returns the number of classes, or -status. */
 int64_t pg_labels_classes(const char *const *labels, int64_t n, int64_t *ids, int64_t *first);
-/* ag_fit's class labels (R's factor y, Python's strings or Categorical): nmissing missing ones
- * (the first at 0-based column first) are PG_STATUS_ERR_VALUE as the non-finite check words
- * them; then the loss must be "cross_entropy", or with nlabels 2 one of the BCE losses (factor:
- * R's wording). */
-int pg_fit_labels_check(const char *loss, int64_t nlabels, int64_t nmissing, int64_t first,
+/* ag_fit's class labels (R's factor y, Python's strings or Categorical) as n 0-based ids (NaN
+ * or negative: missing): missing ones are PG_STATUS_ERR_VALUE as the non-finite check words them
+ * (their count, the first's column); then the loss must be "cross_entropy", or with nlabels 2 one
+ * of the BCE losses (factor: R's wording). */
+int pg_fit_labels_check(const char *loss, int64_t nlabels, const double *ids, int64_t n,
                         int factor);
 /* static = None's one notice of a run that falls back to the eager step, with the core's reason
  * (why); r_spelling: R's "static = NULL" / "static = FALSE", else Python's "static=None". As

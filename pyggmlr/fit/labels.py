@@ -61,7 +61,6 @@ def encode_labels(y: Any, loss: str, validation_data: Any) -> Tuple[Any, Any, Op
     cat = _categorical(y)
     if cat is not None:
         codes, classes = cat
-        bad = codes < 0
     else:
         a = _strings(y)
         if a is None:
@@ -72,21 +71,19 @@ def encode_labels(y: Any, loss: str, validation_data: Any) -> Tuple[Any, Any, Op
         p = ffi.cast("int64_t *", buf.ctypes.data)
         k = lib.pg_labels_classes(arr, a.size, p, p + a.size)
         check(-k if k < 0 else 0)
-        codes, bad, classes = buf[0], buf[0] < 0, [a[i] for i in buf[1, :k]]
-    # missing labels, then the loss: the core's rules and texts (as R's factor y)
-    first = int(np.argmax(bad)) if bad.any() else 0
+        codes, classes = buf[0], [a[i] for i in buf[1, :k]]
+    ids = codes.astype(np.float64)  # -1: missing; missing labels, then the loss: the core's
+    p_ids = ffi.cast("double *", ids.ctypes.data)  # rules and texts (as R's factor y)
     check(
-        lib.pg_fit_labels_check(
-            loss.encode("utf-8", "replace"), len(classes), int(bad.sum()), first, 0
-        )
+        lib.pg_fit_labels_check(loss.encode("utf-8", "replace"), len(classes), p_ids, ids.size, 0)
     )
     if isinstance(validation_data, tuple) and len(validation_data) == 2:
-        ids = code_labels(
+        vids = code_labels(
             validation_data[1], classes, "ag_fit", "validation_data's y", "y's labels", True
         )
-        if ids is not None:
-            validation_data = (validation_data[0], ids)
-    return codes.astype(np.float64), validation_data, classes
+        if vids is not None:
+            validation_data = (validation_data[0], vids)
+    return ids, validation_data, classes
 
 
 def code_labels(

@@ -222,11 +222,9 @@ def ag_fit(
     classify = int(rules[0])  # per_datapoint: the setup's (the session reads it)
     mcodes = fit_metric_codes(metrics, classify, y is not None)  # before training
     Y = None if y is None else _as_cols(y, "y")
-    outputs = None  # the samples agree (else a row-major hint), the classes fit the outputs
-    if Y is not None:
-        outputs = _check_targets(X, Y, classify, model, len(classes) if classes else -1)
-    # class_weight's classes (the core's check): the model's outputs, else the labels' count
-    nclass = outputs or (len(classes) if classes else -1)
+    nclass = -1  # class_weight's classes: the core's (the outputs, else the labels' count)
+    if Y is not None:  # the samples agree (else a row-major hint), the classes fit the outputs
+        nclass = _check_targets(X, Y, classify, model, len(classes) if classes else -1)
     n, val_split = data.join(X, Y, val_split)  # validation_data's columns last, in the plan
     SW, CW = sample_weights(sample_weight), class_weights(class_weight)  # checked by the core
 

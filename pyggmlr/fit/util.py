@@ -4,7 +4,7 @@ arguments, the optimizer set-up and the compiled steps (loop.py runs the loop)."
 from __future__ import annotations
 
 import contextlib
-from typing import Any, List, Optional
+from typing import Any, List
 
 import numpy as np
 
@@ -224,14 +224,15 @@ class _StaticSteps:
         return eager, replay
 
 
-def _check_targets(X: Any, Y: Any, classify: int, model: Any, nlabels: int = -1) -> Optional[int]:
+def _check_targets(X: Any, Y: Any, classify: int, model: Any, nlabels: int = -1) -> int:
     """y's samples against x's, then cross_entropy ids [1, n] against the model's outputs when its
     structure says them, and labels' classes (nlabels: a Categorical's categories, unused ones
     too, or the distinct strings; -1: not labels) equal to them, as R's factor levels: the core's
-    rules and texts (pg_fit_targets, as R's). Returns those outputs (None: unknown, or not
-    cross_entropy)."""
+    rules and texts (pg_fit_targets, as R's). Returns class_weight's classes (the core's: the
+    outputs when known, else nlabels, else -1)."""
     k = _out_rows(model, X.shape[0]) if classify == lib.PG_FIT_CLASSIFY_ARGMAX else None
     v = np.asfortranarray(Y, dtype=np.float64)
+    nclass = ffi.new("int64_t *")
     check(lib.pg_fit_targets(*X.shape, *Y.shape, ffi.cast("double *", v.ctypes.data), classify,
-                             -1 if k is None else k, nlabels, 0, b"x.T", b"y.T"))  # fmt: skip
-    return k
+                             -1 if k is None else k, nlabels, 0, b"x.T", b"y.T", nclass))  # fmt: skip
+    return int(nclass[0])

@@ -55,18 +55,15 @@
 .fit_targets <- function(y, loss, X, classify, model) {
   if (is.null(y)) return(list(Y = NULL))
   lev <- if (is.factor(y)) levels(y)
-  if (is.factor(y)) {  # missing labels, then the loss: the core's rules and texts
-    .Call(R_pg_fit_labels_check, loss, nlevels(y), sum(is.na(y)),
-          if (anyNA(y)) which(is.na(y))[1L] - 1L else 0L)
-    y <- as.integer(y) - 1L  # levels in order -> 0-based class ids
+  if (is.factor(y)) {  # levels in order -> 0-based class ids; missing labels, then the loss
+    y <- as.integer(y) - 1L
+    .Call(R_pg_fit_labels_check, loss, length(lev), y)  # the core's rules and texts
   }
   Y <- .fit_cols(y, "y")
   k <- if (classify == 1L) tryCatch(.out_rows(model, nrow(X), all = TRUE), error = function(e)
     tryCatch(.out_rows(model, nrow(X)), error = function(e) NA_integer_))
-  .Call(R_pg_fit_targets, dim(X), Y, classify, k, if (!is.null(lev)) length(lev))
-  # the number of classes for class_weight's check (the core's, pg_fit_set_weights): the
-  # model's outputs when known, else the levels' count, else the core's from y (-1)
-  nclass <- if (length(k) && !is.na(k)) k else if (length(lev)) length(lev) else -1
+  # and the classes for class_weight's check (the outputs when known, else the levels')
+  nclass <- .Call(R_pg_fit_targets, dim(X), Y, classify, k, if (!is.null(lev)) length(lev))
   list(Y = Y, levels = lev, classes = nclass)
 }
 

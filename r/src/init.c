@@ -264,7 +264,7 @@ extern SEXP R_pg_fit_verbosity(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_flags_check(SEXP, SEXP);
 extern SEXP R_pg_fit_resume_from_fail(SEXP);
 extern SEXP R_pg_fit_kind_fail(SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_labels_check(SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_labels_check(SEXP, SEXP, SEXP);
 extern SEXP R_pg_labels_code(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_labels_classes(SEXP);
 extern SEXP R_pg_labels_shape(SEXP);
@@ -537,7 +537,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_flags_check", (DL_FUNC)&R_pg_fit_flags_check, 2},
     {"R_pg_fit_resume_from_fail", (DL_FUNC)&R_pg_fit_resume_from_fail, 1},
     {"R_pg_fit_kind_fail", (DL_FUNC)&R_pg_fit_kind_fail, 3},
-    {"R_pg_fit_labels_check", (DL_FUNC)&R_pg_fit_labels_check, 4},
+    {"R_pg_fit_labels_check", (DL_FUNC)&R_pg_fit_labels_check, 3},
     {"R_pg_labels_code", (DL_FUNC)&R_pg_labels_code, 6},
     {"R_pg_labels_classes", (DL_FUNC)&R_pg_labels_classes, 1},
     {"R_pg_labels_shape", (DL_FUNC)&R_pg_labels_shape, 1},

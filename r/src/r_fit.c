@@ -125,20 +125,21 @@ SEXP R_pg_fit_one_based_hint(SEXP ids, SEXP k)
 /* validation_data: the plan was made unshuffled; its training part reshuffles per epoch from now */
 /* ag_fit's targets Y (a double matrix) against dim(x) and, under classify arg-max, the model's
  * outputs (NA: unknown) and a factor's levels (NULL: none): pg_fit_targets with R's t() in the
- * hint and its 1-based idiom */
+ * hint and its 1-based idiom; returns class_weight's class count (the core's rule) */
 SEXP R_pg_fit_targets(SEXP dx, SEXP y, SEXP classify, SEXP outputs, SEXP nlevels)
 {
     SEXP dy = Rf_getAttrib(y, R_DimSymbol);
     if (XLENGTH(dx) != 2 || XLENGTH(dy) != 2 || TYPEOF(y) != REALSXP)
         r_stopf(PG_STATUS_ERR_ARG, "ag_fit: targets must be a double matrix");
     const double *a = REAL(dx = PROTECT(Rf_coerceVector(dx, REALSXP))), k = Rf_asReal(outputs);
-    const int rc =
-        pg_fit_targets((int64_t)a[0], (int64_t)a[1], INTEGER(dy)[0], INTEGER(dy)[1], REAL(y),
-                       Rf_asInteger(classify), ISNAN(k) ? -1 : (int64_t)k,
-                       Rf_isNull(nlevels) ? -1 : (int64_t)Rf_asReal(nlevels), 1, "t(x)", "t(y)");
+    int64_t nclass = -1;
+    const int rc = pg_fit_targets((int64_t)a[0], (int64_t)a[1], INTEGER(dy)[0], INTEGER(dy)[1],
+                                  REAL(y), Rf_asInteger(classify), ISNAN(k) ? -1 : (int64_t)k,
+                                  Rf_isNull(nlevels) ? -1 : (int64_t)Rf_asReal(nlevels), 1, "t(x)",
+                                  "t(y)", &nclass);
     UNPROTECT(1);
     r_check(rc);
-    return R_NilValue;
+    return Rf_ScalarReal((double)nclass);
 }
 
 /* the [features, n] rule (pg_fit_cols) for the value v (samples: n 0 refused): c(rows, n), else
@@ -244,12 +245,14 @@ SEXP R_pg_fit_loader_check(SEXP has_y, SEXP batch_size, SEXP shuffle_true)
     return R_NilValue;
 }
 
-/* a factor y: its missing labels (count, 0-based first column), then its levels against loss */
-SEXP R_pg_fit_labels_check(SEXP loss, SEXP nlabels, SEXP nmissing, SEXP first)
+/* a factor y as 0-based ids (NA: missing): its missing labels, then its levels against loss */
+SEXP R_pg_fit_labels_check(SEXP loss, SEXP nlabels, SEXP ids)
 {
-    r_check(pg_fit_labels_check(Rf_translateCharUTF8(STRING_ELT(loss, 0)),
-                                (int64_t)Rf_asReal(nlabels), (int64_t)Rf_asReal(nmissing),
-                                (int64_t)Rf_asReal(first), 1));
+    ids = PROTECT(Rf_coerceVector(ids, REALSXP)); /* NA_integer_ -> NA_real_ (a NaN) */
+    const int rc = pg_fit_labels_check(Rf_translateCharUTF8(STRING_ELT(loss, 0)),
+                                       (int64_t)Rf_asReal(nlabels), REAL(ids), XLENGTH(ids), 1);
+    UNPROTECT(1);
+    r_check(rc);
     return R_NilValue;
 }
 

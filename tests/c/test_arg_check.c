@@ -62,21 +62,24 @@ void test_fit_args(void)
     CHECK(pg_fit_loader_check(0, NAN, 1) == PG_STATUS_ERR_ARG);
     pg_clear_error();
 
-    CHECK(pg_fit_labels_check("cross_entropy", 5, 0, 0, 0) == 0);
-    CHECK(pg_fit_labels_check("bce_with_logits", 2, 0, 0, 1) == 0);
-    CHECK(pg_fit_labels_check("binary_cross_entropy", 2, 0, 0, 0) == 0);
-    CHECK_ERR(pg_fit_labels_check("binary_cross_entropy", 3, 0, 0, 0), PG_STATUS_ERR_VALUE,
+    const double ok[4] = {0, 1, 0, 4}, miss[5] = {0, 1, 0, 1, NAN}, neg[3] = {-1, -1, -1};
+    CHECK(pg_fit_labels_check("cross_entropy", 5, ok, 4, 0) == 0);
+    CHECK(pg_fit_labels_check("bce_with_logits", 2, ok, 2, 1) == 0);
+    CHECK(pg_fit_labels_check("binary_cross_entropy", 2, NULL, 0, 0) == 0);
+    CHECK_ERR(pg_fit_labels_check("binary_cross_entropy", 3, ok, 4, 0), PG_STATUS_ERR_VALUE,
               "ag_fit: labels y (strings or a Categorical) need loss = \"cross_entropy\" (or, "
               "with 2 labels, \"binary_cross_entropy\" / \"bce_with_logits\")");
-    CHECK_ERR(pg_fit_labels_check("mse", 2, 0, 0, 1), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_labels_check("mse", 2, ok, 2, 1), PG_STATUS_ERR_VALUE,
               "ag_fit: a factor or character y needs loss = \"cross_entropy\" (or, with 2 levels, "
               "\"binary_cross_entropy\" / \"bce_with_logits\")");
-    CHECK_ERR(pg_fit_labels_check("mse", 2, 1, 4, 1), PG_STATUS_ERR_VALUE,
+    /* missing labels (NaN, R's NA, or a negative id) before the loss */
+    CHECK_ERR(pg_fit_labels_check("mse", 2, miss, 5, 1), PG_STATUS_ERR_VALUE,
               "ag_fit: y has 1 missing value (NA), the first at row 1, column 5; give finite "
               "data (remove or impute those samples)");
-    CHECK_ERR(pg_fit_labels_check("cross_entropy", 2, 3, 0, 0), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_labels_check("cross_entropy", 2, neg, 3, 0), PG_STATUS_ERR_VALUE,
               "y has 3 missing values (NA), the first at row 1, column 1;");
-    CHECK_ERR(pg_fit_labels_check(NULL, 2, 0, 0, 0), PG_STATUS_ERR_ARG, "NULL loss");
+    CHECK_ERR(pg_fit_labels_check(NULL, 2, ok, 4, 0), PG_STATUS_ERR_ARG, "NULL loss");
+    CHECK_ERR(pg_fit_labels_check("mse", 2, NULL, 3, 0), PG_STATUS_ERR_ARG, "NULL loss or labels");
     /* missing labels of y and of validation_data's y: one text, the first's column 1-based */
     CHECK(pg_fit_labels_missing(0, 0, 0) == 0 && pg_fit_labels_missing(1, 0, 0) == 0);
     CHECK_ERR(pg_fit_labels_missing(1, 1, 1), PG_STATUS_ERR_VALUE,

@@ -181,14 +181,27 @@ static void test_cols_targets(void)
               "ag_fit: labels y must be one label per sample (a vector), got a 2x3 array");
     CHECK_ERR(pg_labels_shape(d, 0), PG_STATUS_ERR_VALUE, "got a scalar");
     const double ids[3] = {0, 2, 4}, one[3] = {1, 2, 3};
-    CHECK(pg_fit_targets(2, 3, 1, 3, ids, PG_FIT_CLASSIFY_ARGMAX, -1, -1, 0, "x.T", "y.T") == 0);
-    CHECK(pg_fit_targets(2, 3, 1, 3, ids, PG_FIT_CLASSIFY_NONE, 3, -1, 0, "x.T", "y.T") == 0);
-    CHECK_ERR(pg_fit_targets(2, 3, 1, 3, ids, PG_FIT_CLASSIFY_ARGMAX, 3, -1, 0, "x.T", "y.T"),
+    CHECK(pg_fit_targets(2, 3, 1, 3, ids, PG_FIT_CLASSIFY_ARGMAX, -1, -1, 0, "x.T", "y.T", NULL) ==
+          0);
+    CHECK(pg_fit_targets(2, 3, 1, 3, ids, PG_FIT_CLASSIFY_NONE, 3, -1, 0, "x.T", "y.T", NULL) == 0);
+    CHECK_ERR(pg_fit_targets(2, 3, 1, 3, ids, PG_FIT_CLASSIFY_ARGMAX, 3, -1, 0, "x.T", "y.T", NULL),
               PG_STATUS_ERR_VALUE, "ag_fit:");
-    CHECK_ERR(pg_fit_targets(2, 3, 1, 3, one, PG_FIT_CLASSIFY_ARGMAX, 3, -1, 1, "t(x)", "t(y)"),
-              PG_STATUS_ERR_VALUE, "y holds class ids 1..3 but the model has 3 outputs");
-    CHECK_ERR(pg_fit_targets(2, 3, 1, 2, ids, PG_FIT_CLASSIFY_ARGMAX, 3, -1, 0, "x.T", "y.T"),
+    CHECK_ERR(
+        pg_fit_targets(2, 3, 1, 3, one, PG_FIT_CLASSIFY_ARGMAX, 3, -1, 1, "t(x)", "t(y)", NULL),
+        PG_STATUS_ERR_VALUE, "y holds class ids 1..3 but the model has 3 outputs");
+    CHECK_ERR(pg_fit_targets(2, 3, 1, 2, ids, PG_FIT_CLASSIFY_ARGMAX, 3, -1, 0, "x.T", "y.T", NULL),
               PG_STATUS_ERR_SHAPE, "ag_fit:"); /* the samples first */
+    /* class_weight's classes: the outputs when known, else the labels', else -1 (y's) */
+    int64_t k = 0;
+    const double lab[3] = {0, 1, 1};
+    CHECK(pg_fit_targets(2, 3, 1, 3, lab, PG_FIT_CLASSIFY_ARGMAX, 4, -1, 0, "x.T", "y.T", &k) ==
+              0 &&
+          k == 4);
+    CHECK(pg_fit_targets(2, 3, 1, 3, lab, PG_FIT_CLASSIFY_ARGMAX, -1, 2, 0, "x.T", "y.T", &k) ==
+              0 &&
+          k == 2);
+    CHECK(pg_fit_targets(2, 3, 1, 3, lab, PG_FIT_CLASSIFY_NONE, -1, -1, 0, "x.T", "y.T", &k) == 0 &&
+          k == -1);
 }
 
 void test_fit_data(void)
