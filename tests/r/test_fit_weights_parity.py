@@ -45,3 +45,29 @@ def test_same_class_and_text(kw, code, exc):
     rclass, rmsg = r.run(_R.format(a=code), x=_X, y=_Y)
     assert (rclass, rmsg) == (_R_CLASS[exc], str(e.value))
     assert rmsg.startswith("ag_fit: ")
+
+
+_Y_BAD = np.array([0.0, 1, 0, 1, 0, 1, 0, 5])  # a class id the 2-output model cannot have
+
+
+@pytest.mark.parametrize(
+    "kw, code, exc",
+    [
+        (dict(sample_weight=np.ones((2, 4))), "sample_weight = matrix(1, 2, 4)", pg.ShapeError),
+        (dict(sample_weight="abc"), 'sample_weight = "abc"', pg.ArgumentError),
+        (dict(class_weight="abc"), 'class_weight = "abc"', pg.ArgumentError),
+    ],
+)
+def test_weights_are_checked_before_the_targets(kw, code, exc):
+    # a call wrong in its weights' kind or shape and in y: both languages name the weights
+    # (R always did; Python named y's class ids first)
+    args = dict(nepoch=1, batch_size=2, silent=True)
+    args.update(kw)
+    with pytest.raises(exc) as e:
+        pg.ag_fit(pg.ag_linear(2, 2), _X, _Y_BAD, **args)
+    rclass, rmsg = r.run(_R.format(a=code), x=_X, y=_Y_BAD)
+    assert rclass == _R_CLASS[exc]
+    what = "sample_weight" if "sample_weight" in kw else "class_weight"
+    assert str(e.value).startswith(f"ag_fit: {what} ") and rmsg.startswith(f"ag_fit: {what} ")
+    if exc is pg.ShapeError:  # the core's text
+        assert rmsg == str(e.value)
