@@ -79,11 +79,17 @@ def _model_parts(model, fn=lib.PG_MF_FN_SAVE):
         lib.pg_mf_arg_fail(fn, lib.PG_MF_BAD_MODEL, type(model).__name__.encode())
         raise ArgumentError(last_message()) from None
     bufs = dict(_walk.items(model, "buffers", own=False))
-    for k, t in list(params.items()) + list(bufs.items()):
-        if not isinstance(k, str):
-            raise ArgumentError(f"model names must be strings, got {k!r}")
-        if not isinstance(t, Tensor):
-            raise ArgumentError(f"model entry {k!r} is a {type(t).__name__}, not a tensor")
+    where = "ag_load_model()" if fn == lib.PG_MF_FN_LOAD else "ag_save_model()"
+    for kind, d in (("parameter", params), ("buffer", bufs)):  # R's rules and texts (io.R)
+        for k in d:
+            if not isinstance(k, str):
+                raise ArgumentError(f"{where}: model names must be strings, got {k!r}")
+        if "" in d:
+            raise PyggmlrValueError(f"{where}: every {kind} needs a name")
+        for k, t in d.items():
+            if not isinstance(t, Tensor):
+                why = f"is a {type(t).__name__}, not an ag_tensor"
+                raise ArgumentError(f"{where}: model entry '{k}' {why}")
     return params, bufs
 
 
