@@ -259,6 +259,8 @@ def test_model_parts_refusals_as_r(tmp_path):
          f"ag_save_model(): {bad} int"),
         (lambda: pg.ag_save_model(Parts({"": t}), tmp_path / "x.st"), pg.PyggmlrValueError,
          "ag_save_model(): every parameter needs a name"),
+        (lambda: pg.ag_save_model(Parts([t]), tmp_path / "x.st"), pg.PyggmlrValueError,
+         "ag_save_model(): every parameter needs a name"),
         (lambda: pg.ag_save_model(Parts({"a": t}, {"": t}), tmp_path / "x.st"),
          pg.PyggmlrValueError, "ag_save_model(): every buffer needs a name"),
         (lambda: pg.ag_save_model(Parts({"a": 3}), tmp_path / "x.st"), pg.ArgumentError,
