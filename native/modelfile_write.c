@@ -256,7 +256,8 @@ static int64_t role_names(const pg_mf_writer *w, int role, const char **out)
 }
 
 /* names used by both a parameter and a buffer, in the parameters' order, into b */
-static int64_t clashes(const char **p, int64_t np, const char **bu, int64_t nb, mf_str *b)
+static int64_t clashes(const char *const *p, int64_t np, const char *const *bu, int64_t nb,
+                       mf_str *b)
 {
     const char **s = malloc(sizeof(char *) * (size_t)(nb ? nb : 1));
     int64_t n = 0;
@@ -272,24 +273,37 @@ static int64_t clashes(const char **p, int64_t np, const char **bu, int64_t nb, 
     return n;
 }
 
+/* the refusal of a name used by both a parameter and a buffer (ok: the name lists were made) */
+static int clash_check(int ok, const char *const *p, int64_t np, const char *const *bu, int64_t nb)
+{
+    mf_str clash = {0};
+    int rc = 0;
+    if (ok && clashes(p, np, bu, nb, &clash) && !clash.oom)
+        rc = pg_fail(PG_STATUS_ERR_VALUE,
+                     "ag_save_model(): names used by both a parameter and a buffer: %s", clash.s);
+    if (!ok || clash.oom) rc = pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory");
+    free(clash.s);
+    return rc;
+}
+
 int pg_mf_writer_check(pg_mf_writer *w)
 {
     if (!w) return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_writer_check(): NULL writer");
     size_t cap = (size_t)w->n + 1;
     const char **p = malloc(sizeof(char *) * cap), **bu = malloc(sizeof(char *) * cap);
-    mf_str clash = {0};
-    int rc = 0;
-    if (p && bu) {
-        int64_t np = role_names(w, PG_MF_ROLE_PARAMETER, p);
-        int64_t nb = role_names(w, PG_MF_ROLE_BUFFER, bu);
-        if (clashes(p, np, bu, nb, &clash) && !clash.oom)
-            rc = pg_fail(PG_STATUS_ERR_VALUE,
-                         "ag_save_model(): names used by both a parameter and a buffer: %s",
-                         clash.s);
-    }
-    if (!p || !bu || clash.oom) rc = pg_fail(PG_STATUS_ERR_NOMEM, "ag_save_model(): out of memory");
-    free(p), free(bu), free(clash.s);
+    int64_t np = p && bu ? role_names(w, PG_MF_ROLE_PARAMETER, p) : 0;
+    int64_t nb = p && bu ? role_names(w, PG_MF_ROLE_BUFFER, bu) : 0;
+    int rc = clash_check(p && bu, p, np, bu, nb);
+    free(p), free(bu);
     return rc;
+}
+
+int pg_mf_names_check(const pg_mf_model *m)
+{
+    if (!m || m->n_params < 0 || m->n_buffers < 0 || (m->n_params && !m->param_names) ||
+        (m->n_buffers && !m->buffer_names))
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_mf_names_check(): bad arguments");
+    return clash_check(1, m->param_names, m->n_params, m->buffer_names, m->n_buffers);
 }
 
 int pg_mf_writer_commit(pg_mf_writer *w, const char *path)

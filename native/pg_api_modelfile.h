@@ -167,6 +167,10 @@ typedef struct {
     pg_tensor *const *buffers;
     pg_optim *optim; /* NULL: none */
 } pg_mf_model;
+
+/* ag_save_model's refusal of a name used by both a parameter and a buffer (as the write's, by
+ * the names alone: the tensors are not read), before the config is checked */
+int pg_mf_names_check(const pg_mf_model *m);
 pg_mf_model pg_mf_model_default(void);
 
 /* The model's parameters and buffers (copied now, row-major in their own dtype), the save rules

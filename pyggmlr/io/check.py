@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from typing import Any, List, Optional, Tuple
 
 import numpy as np
@@ -74,16 +75,24 @@ def _model_parts(model, fn=lib.PG_MF_FN_SAVE):
     try:  # fit/util.py's _params
         if not hasattr(model, "parameters"):
             raise ArgumentError("no parameters()")
-        params = dict(_walk.items(model))
+        got = [_walk.source(model)]
+        params = dict(_walk.pairs(got[0]))
     except ArgumentError:  # pg_mf_arg_fail always refuses
         lib.pg_mf_arg_fail(fn, lib.PG_MF_BAD_MODEL, type(model).__name__.encode())
         raise ArgumentError(last_message()) from None
-    bufs = dict(_walk.items(model, "buffers", own=False))
-    for k, t in list(params.items()) + list(bufs.items()):
-        if not isinstance(k, str):
-            raise ArgumentError(f"model names must be strings, got {k!r}")
-        if not isinstance(t, Tensor):
-            raise ArgumentError(f"model entry {k!r} is a {type(t).__name__}, not a tensor")
+    got.append(_walk.source(model, "buffers", own=False))
+    bufs = dict(_walk.pairs(got[1]))
+    where = "ag_load_model()" if fn == lib.PG_MF_FN_LOAD else "ag_save_model()"
+    for kind, d, c in (("parameter", params, got[0]), ("buffer", bufs, got[1])):  # R's (io.R)
+        for k in d:
+            if not isinstance(k, str):
+                raise ArgumentError(f"{where}: model names must be strings, got {k!r}")
+        if "" in d or (d and not isinstance(c, Mapping)):  # a list's entries have no names
+            raise PyggmlrValueError(f"{where}: every {kind} needs a name")
+        for k, t in d.items():
+            if not isinstance(t, Tensor):
+                why = f"is a {type(t).__name__}, not an ag_tensor"
+                raise ArgumentError(f"{where}: model entry '{k}' {why}")
     return params, bufs
 
 

@@ -138,6 +138,7 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_
     params, bufs = _model_parts(model)
     _opt_arg(optimizer, lib.PG_MF_FN_SAVE)
     m = _Model(params, bufs, optimizer)
+    check(lib.pg_mf_names_check(m.c))  # a name both a parameter's and a buffer's: before the config
     s = ffi.new("pg_mf_save_spec *", lib.pg_mf_save_spec_default())
     keep: List[Any] = [m]  # every buffer the spec points to, alive until the write returns
 
@@ -150,7 +151,9 @@ def _save(model, path, optimizer=None, epoch=None, extra=None, more=None, extra_
     if callable(to_config):
         try:
             cfg = to_config()
-        except PyggmlrValueError as e:  # e.g. a custom layer without to_config(): weights only
+        # a PyggmlrValueError (e.g. a custom layer without to_config()): the weights alone, with
+        # the core's note; any other exception is a fault in to_config() and propagates, as in R
+        except PyggmlrValueError as e:
             note = lib.pg_mf_no_config_note(str(e).encode("utf-8", "surrogatepass"), 0)
             warnings.warn(ffi.string(note).decode("utf-8", "surrogatepass"), stacklevel=3)
         else:

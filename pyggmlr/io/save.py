@@ -8,7 +8,8 @@ from typing import Any, Callable, Optional, Union
 
 from .._core import check, ffi, lib
 from ..tensor import ag_device
-from .modelfile import _load, _save
+from .check import _model_parts
+from .modelfile import _load, _path_arg, _save
 
 __all__ = ["ag_save_model", "ag_load_model", "ggml_version"]
 
@@ -30,6 +31,9 @@ def ag_save_model(
     stored, since a safetensors file holds no code; pass it to ag_load_model again for a model
     without to_config(). Raises ArgumentError for a model without parameters(), a model_fn that
     is not callable or a bad optimizer; PyggmlrValueError for a bad epoch or extra."""
+    _path_arg(path, "ag_save_model()")  # path, model, then model_fn, as R's ag_save_model
+    if not hasattr(model, "parameters"):
+        _model_parts(model)  # its refusal
     check(lib.pg_mf_builder_args(lib.PG_MF_FN_SAVE, _arg_kind(model_fn), 0))
     return _save(model, path, optimizer=optimizer, epoch=epoch, extra=extra)
 
@@ -63,7 +67,8 @@ def ag_load_model(
     model_fn=None and model=None rebuild the architecture from the file's JSON config; model_fn
     (a function of no arguments returning the model, as in ggmlR) is called with ``dtype`` (else
     the file's dtype: f64 when all parameters are F64) as the default dtype and its model
-    filled; model= fills a model you built (a model object given as model_fn is taken as model).
+    filled; model= fills a model you built (a model object given as model_fn is taken as model;
+    a function given as model= is refused: model_fn= is its place).
     device: None or "cpu", the default device during the rebuild (restored after; "gpu" raises
     as ag_device("gpu") does). dtype: None, "f32" or "f64" (ggmlR's "f16"/"bf16" are refused).
     optimizer: restore its moments and counters from the file too. The model must have exactly
@@ -73,9 +78,8 @@ def ag_load_model(
     eval mode. A truncated, corrupt or foreign file raises PyggmlrValueError."""
     if model_fn is not None and model is None and callable(getattr(model_fn, "parameters", None)):
         model, model_fn = model_fn, None  # a model object where ggmlR has the builder
+    # a builder given as model= is refused (model_fn= is its place), as in R
     check(lib.pg_mf_builder_args(lib.PG_MF_FN_LOAD, _arg_kind(model_fn), model is not None))
-    if model is not None and callable(model) and not callable(getattr(model, "parameters", None)):
-        model, model_fn = None, model  # a builder given as model=
     dt = _load_dtype(dtype)
     prev = ag_device(device) if device is not None else None
     try:

@@ -128,7 +128,9 @@
   fields <- c(sprintf("pyggmlr (R) %s", as.character(utils::packageVersion("pyggmlr"))),
               NA_character_, NA_character_, NA_character_)  # created_by, config, extra, target
   if (is.function(model$to_config)) {
-    cfg <- tryCatch(model$to_config(), error = function(e) {  # the core's text
+    # a pyggmlr value error (a layer without a config) saves the weights alone, with the core's
+    # note; any other error is a fault in to_config() and propagates, as in Python
+    cfg <- tryCatch(model$to_config(), pyggmlr_value_error = function(e) {
       warning(.Call(R_pg_mf_no_config_note, conditionMessage(e)), call. = FALSE)
       NULL
     })

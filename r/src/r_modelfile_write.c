@@ -47,21 +47,16 @@ static const char **strs(SEXP s)
     return v;
 }
 
-/* NULL when no name is both a parameter and a buffer (pg_mf_writer_check), else a status list */
+/* NULL when no name is both a parameter and a buffer (the core's pg_mf_names_check), else a
+ * status list */
 SEXP R_pg_mf_names_check(SEXP params, SEXP bufs)
 {
     if (!Rf_isString(params) || !Rf_isString(bufs))
         Rf_error("ag_save_model(): internal: bad names for the model-file writer");
-    const char **p = strs(params), **b = strs(bufs);
-    pg_mf_writer *w = NULL;
-    int rc = pg_mf_writer_new(&w);
-    for (R_xlen_t i = 0; !rc && i < XLENGTH(params) + XLENGTH(bufs); i++) {
-        int isp = i < XLENGTH(params);
-        pg_st_tensor t = {isp ? p[i] : b[i - XLENGTH(params)], PG_ST_DTYPE_F64, 2, 0, 0, NULL};
-        rc = pg_mf_writer_add(w, isp ? PG_MF_ROLE_PARAMETER : PG_MF_ROLE_BUFFER, &t);
-    }
-    if (!rc) rc = pg_mf_writer_check(w);
-    pg_mf_writer_free(w);
+    pg_mf_model m = pg_mf_model_default();
+    m.n_params = XLENGTH(params), m.n_buffers = XLENGTH(bufs);
+    m.param_names = strs(params), m.buffer_names = strs(bufs);
+    int rc = pg_mf_names_check(&m);
     return rc ? r_status_list(rc) : R_NilValue;
 }
 

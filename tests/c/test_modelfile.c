@@ -375,6 +375,17 @@ static void test_writer(void)
     CHECK_ERR(pg_mf_writer_check(w), PG_STATUS_ERR_VALUE,
               "ag_save_model(): names used by both a parameter and a buffer: W, rm");
     CHECK_ERR(pg_mf_writer_commit(w, path), PG_STATUS_ERR_VALUE, "both a parameter and a buffer");
+    /* the same rule by the names alone, before the config (both front ends) */
+    const char *pnames[2] = {"W", "rm"}, *bnames[2] = {"rm", "W"}, *other[1] = {"b"};
+    pg_mf_model nm = pg_mf_model_default();
+    nm.n_params = nm.n_buffers = 2, nm.param_names = pnames, nm.buffer_names = bnames;
+    CHECK_ERR(pg_mf_names_check(&nm), PG_STATUS_ERR_VALUE,
+              "ag_save_model(): names used by both a parameter and a buffer: W, rm");
+    nm.n_buffers = 1, nm.buffer_names = other;
+    CHECK(pg_mf_names_check(&nm) == 0);
+    nm.buffer_names = NULL;
+    CHECK_ERR(pg_mf_names_check(&nm), PG_STATUS_ERR_ARG, "pg_mf_names_check");
+    CHECK_ERR(pg_mf_names_check(NULL), PG_STATUS_ERR_ARG, "pg_mf_names_check");
     CHECK_ERR(pg_mf_writer_add(w, 7, &W), PG_STATUS_ERR_ARG, "pg_mf_writer_add");
     CHECK_ERR(pg_mf_writer_set(w, 9, "x"), PG_STATUS_ERR_ARG, "pg_mf_writer_set");
     m.t = -1;

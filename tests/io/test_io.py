@@ -227,6 +227,58 @@ def test_a_model_without_parameters_is_named_by_the_function(tmp_path):
         )
 
 
+def test_model_parts_refusals_as_r(tmp_path):
+    """R's rules, texts and order (r/tests/testthat/test-io.R; tests/r/test_saveargs_parity.py):
+    a builder given as model= is refused, the model is checked before model_fn, an empty name is
+    refused naming the function, a name both a parameter's and a buffer's before the config, and
+    a to_config() fault propagates. Nothing is written."""
+    f = tmp_path / "m.st"
+    pg.ag_save_model(pg.ag_linear(2, 2), f)
+    t = pg.ag_param(np.ones((1, 1)))
+
+    class Parts:
+        def __init__(self, p, b=None, cfg=None, raises=None):
+            self.p, self.b, self.cfg, self.raises = p, b or {}, cfg, raises
+
+        def parameters(self):
+            return self.p
+
+        def buffers(self):
+            return self.b
+
+        def to_config(self):
+            if self.raises is not None:
+                raise self.raises
+            return self.cfg
+
+    bad = "`model` must be an ag_sequential or ag_* layer (an object with parameters()), got"
+    cases = [
+        (lambda: pg.ag_load_model(f, model=lambda: pg.ag_linear(2, 2)), pg.ArgumentError,
+         f"ag_load_model(): {bad} function"),
+        (lambda: pg.ag_save_model(5, tmp_path / "x.st", model_fn=5), pg.ArgumentError,
+         f"ag_save_model(): {bad} int"),
+        (lambda: pg.ag_save_model(Parts({"": t}), tmp_path / "x.st"), pg.PyggmlrValueError,
+         "ag_save_model(): every parameter needs a name"),
+        (lambda: pg.ag_save_model(Parts([t]), tmp_path / "x.st"), pg.PyggmlrValueError,
+         "ag_save_model(): every parameter needs a name"),
+        (lambda: pg.ag_save_model(Parts({"a": t}, {"": t}), tmp_path / "x.st"),
+         pg.PyggmlrValueError, "ag_save_model(): every buffer needs a name"),
+        (lambda: pg.ag_save_model(Parts({"a": 3}), tmp_path / "x.st"), pg.ArgumentError,
+         "ag_save_model(): model entry 'a' is a int, not an ag_tensor"),
+        (lambda: pg.ag_save_model(Parts({1: t}), tmp_path / "x.st"), pg.ArgumentError,
+         "ag_save_model(): model names must be strings, got 1"),
+        (lambda: pg.ag_save_model(Parts({"a": t}, {"a": t}, cfg={"type": "?"}), tmp_path / "x.st"),
+         pg.PyggmlrValueError, "ag_save_model(): names used by both a parameter and a buffer: a"),
+        (lambda: pg.ag_save_model(Parts({"a": t}, raises=KeyError("k")), tmp_path / "x.st"),
+         KeyError, "'k'"),
+    ]  # fmt: skip
+    for call, exc, text in cases:
+        with pytest.raises(exc) as e:
+            call()
+        assert str(e.value) == text
+    assert not (tmp_path / "x.st").exists()
+
+
 def test_atomic_save_leaves_no_temp_files(tmp_path, monkeypatch):
     m, _, _ = _trained()
     path = tmp_path / "m.safetensors"

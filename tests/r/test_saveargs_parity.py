@@ -2,6 +2,7 @@
 texts are the C core's (native/modelfile_args.c), so each refusal has the same condition class
 and the same text word for word in both languages."""
 
+import numpy as np
 import pytest
 
 from pyggmlr import r
@@ -84,3 +85,126 @@ def test_match_arg_prefix_alike(tmp_path):
     assert pg.ag_load_model(f, dtype="f6").parameters()["layer1_W"].dtype == "f64"
     code = 'ag_state_dict(ag_load_model(f, dtype = "f6"))$param_dtypes[["layer1_W"]]'
     assert r.run(code, f=f) in ("f64", ["f64"])
+
+
+# ---------------------------------------------------------------------------------------------
+# drifts fixed (CHANGELOG "ag_save_model / ag_load_model agree ..."): each call refused with the
+# same class and text in both languages, and nothing written
+
+
+class _Parts:
+    """a model of named parts (params, bufs: dicts) and a to_config() raising `raises`"""
+
+    def __init__(self, params, bufs=None, cfg=None, raises=None):
+        self.p, self.b, self.cfg, self.raises = params, bufs or {}, cfg, raises
+
+    def parameters(self):
+        return self.p
+
+    def buffers(self):
+        return self.b
+
+    def to_config(self):
+        if self.raises is not None:
+            raise self.raises
+        return self.cfg
+
+
+_R_PARTS = """parts <- function(p, b = list(), cfg = NULL, raises = NULL) {
+  e <- new.env()
+  e$parameters <- function() p
+  e$buffers <- function() b
+  e$forward <- function(x) x
+  e$to_config <- function() if (is.null(raises)) cfg else if (is.function(raises)) raises()
+                            else stop(raises)
+  e
+}
+t1 <- ag_param(matrix(1, 1, 1))
+"""
+
+_PART_CASES = [  # (id, Python model or call on path, R call, Python type, text)
+    ("builder as model=", lambda f: pg.ag_load_model(f, model=_build),
+     "ag_load_model(f, model = build)", pg.ArgumentError,
+     "ag_load_model(): `model` must be an ag_sequential or ag_* layer (an object with "
+     "parameters()), got function"),
+    ("model before model_fn", lambda f: pg.ag_save_model([], f + ".x", model_fn=5),
+     'ag_save_model(list(), paste0(f, ".x"), model_fn = 5)', pg.ArgumentError,
+     "ag_save_model(): `model` must be an ag_sequential or ag_* layer (an object with "
+     "parameters()), got list"),
+    ("empty parameter name",
+     lambda f: pg.ag_save_model(_Parts({"": pg.ag_param(np.ones((1, 1)))}), f + ".x"),
+     'ag_save_model(parts(structure(list(t1), names = "")), paste0(f, ".x"))',
+     pg.PyggmlrValueError, "ag_save_model(): every parameter needs a name"),
+    ("unnamed parameters",
+     lambda f: pg.ag_save_model(_Parts([pg.ag_param(np.ones((1, 1)))]), f + ".x"),
+     'ag_save_model(parts(list(t1)), paste0(f, ".x"))',
+     pg.PyggmlrValueError, "ag_save_model(): every parameter needs a name"),
+    ("empty buffer name",
+     lambda f: pg.ag_save_model(_Parts({"a": pg.ag_param(np.ones((1, 1)))},
+                                       {"": pg.ag_tensor(np.ones((1, 1)))}), f + ".x"),
+     'ag_save_model(parts(list(a = t1), structure(list(ag_tensor(matrix(1))), names = "")), '
+     'paste0(f, ".x"))', pg.PyggmlrValueError, "ag_save_model(): every buffer needs a name"),
+    ("not a tensor", lambda f: pg.ag_save_model(_Parts({"a": 3}), f + ".x"),
+     'ag_save_model(parts(list(a = "x")), paste0(f, ".x"))', pg.ArgumentError,
+     None),  # the class's name is each language's: the text up to it
+    ("both names before the config",
+     lambda f: pg.ag_save_model(_Parts({"a": pg.ag_param(np.ones((1, 1)))},
+                                       {"a": pg.ag_tensor(np.ones((1, 1)))},
+                                       cfg={"type": "no such layer"}), f + ".x"),
+     'ag_save_model(parts(list(a = t1), list(a = ag_tensor(matrix(1))), '
+     'cfg = list(type = "no such layer")), paste0(f, ".x"))', pg.PyggmlrValueError,
+     "ag_save_model(): names used by both a parameter and a buffer: a"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("call, rcall, exc, text", [c[1:] for c in _PART_CASES],
+                         ids=[c[0] for c in _PART_CASES])  # fmt: skip
+def test_same_refusal_of_model_parts(tmp_path, call, rcall, exc, text):
+    f = str(tmp_path / "m.safetensors")
+    pg.ag_save_model(_build(), f)
+    with pytest.raises(exc) as e:
+        call(f)
+    got = r.run(_R_PARTS + _R_PRE.format(call=rcall), f=f)
+    if text is None:  # "model entry 'a' is a <class>, not an ag_tensor"
+        assert str(e.value) == "ag_save_model(): model entry 'a' is a int, not an ag_tensor"
+        assert got == [
+            _R_CLASS[exc],
+            "ag_save_model(): model entry 'a' is a character, not an ag_tensor",
+        ]
+    else:
+        assert str(e.value) == text
+        assert got == [_R_CLASS[exc], text]
+    assert not (tmp_path / "m.safetensors.x").exists()
+
+
+def test_to_config_fault_propagates_alike(tmp_path):
+    """to_config() raising anything but a pyggmlr value error is a fault: it propagates and
+    nothing is written, in both languages; a value error saves the weights with the core's note."""
+    f = str(tmp_path / "m.safetensors")
+    with pytest.raises(RuntimeError, match="^boom$"):
+        pg.ag_save_model(
+            _Parts({"a": pg.ag_param(np.ones((1, 1)))}, raises=RuntimeError("boom")), f
+        )
+    call = 'ag_save_model(parts(list(a = t1), raises = "boom"), f)'
+    assert r.run(_R_PARTS + _R_PRE.format(call=call), f=f) == ["simpleError", "boom"]
+    assert not (tmp_path / "m.safetensors").exists()
+    with pytest.warns(
+        UserWarning,
+        match=r"^ag_save_model\(\): saving the weights without the "
+        r"architecture \(no config\); load with ag_load_model\(path, model=\.\.\.\)$",
+    ):
+        pg.ag_save_model(
+            _Parts({"a": pg.ag_param(np.ones((1, 1)))}, raises=pg.PyggmlrValueError("no config")), f
+        )
+    code = (
+        _R_PARTS
+        + """w <- NULL
+withCallingHandlers(
+  ag_save_model(parts(list(a = t1), raises = function() pyggmlr:::.pg_stop("value", "no config")), f),
+  warning = function(c) { w <<- conditionMessage(c); invokeRestart("muffleWarning") })
+w"""
+    )
+    assert r.run(code, f=f + "2") == (
+        "ag_save_model(): saving the weights without the architecture (no config); load with "
+        "ag_load_model(path, model = ...)"
+    )

@@ -131,6 +131,31 @@ test_that("a file without an architecture needs model or model_fn", {
   expect_equal(custom$w$data, matrix(1:4, 2, 2) + 0)
 })
 
+test_that("to_config() failing other than as a value error propagates; nothing is written", {
+  # Python's rule (tests/r/test_saveargs_parity.py): only a pyggmlr value error means "no config"
+  e <- new.env()
+  e$w <- ag_param(matrix(1, 1, 1))
+  e$parameters <- function() list(w = e$w)
+  e$forward <- function(x) x
+  e$to_config <- function() stop("boom")
+  f <- tempfile(fileext = ".safetensors")
+  expect_error(ag_save_model(e, f), "^boom$")
+  expect_false(file.exists(f))
+  e$to_config <- function() ag_to_config(3)  # an argument error: a fault too
+  expect_error(ag_save_model(e, f), class = "pyggmlr_argument_error")
+  expect_false(file.exists(f))
+})
+
+test_that("a builder given as model = is refused; the model is checked before model_fn", {
+  f <- tempfile(fileext = ".safetensors")
+  ag_save_model(ag_linear(2, 2), f)
+  expect_error(ag_load_model(f, model = function() ag_linear(2, 2)),
+               paste0("ag_load_model(): `model` must be an ag_sequential or ag_* layer (an ",
+                      "object with parameters()), got function"), fixed = TRUE,
+               class = "pyggmlr_argument_error")
+  expect_error(ag_save_model(list(), f, model_fn = 5), "`model` must be", fixed = TRUE)
+})
+
 test_that("custom layers round-trip through ag_register_layer", {
   scale_layer <- function(n) {
     e <- new.env()
