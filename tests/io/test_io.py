@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 from _files import read_safetensors, write_safetensors
+from _parts import Parts
 from _tokens import TOKENS
 
 import pyggmlr as pg
@@ -235,21 +236,6 @@ def test_model_parts_refusals_as_r(tmp_path):
     f = tmp_path / "m.st"
     pg.ag_save_model(pg.ag_linear(2, 2), f)
     t = pg.ag_param(np.ones((1, 1)))
-
-    class Parts:
-        def __init__(self, p, b=None, cfg=None, raises=None):
-            self.p, self.b, self.cfg, self.raises = p, b or {}, cfg, raises
-
-        def parameters(self):
-            return self.p
-
-        def buffers(self):
-            return self.b
-
-        def to_config(self):
-            if self.raises is not None:
-                raise self.raises
-            return self.cfg
 
     bad = "`model` must be an ag_sequential or ag_* layer (an object with parameters()), got"
     cases = [

@@ -36,14 +36,17 @@ tryCatch({{ do.call(ag_fit, c(list(ag_linear(2, 2), x, y), a)); list("none", "")
          error = function(e) list(class(e)[[1L]], conditionMessage(e)))"""
 
 
+def _both(kw, code, exc, y):
+    """(Python's message, R's class, R's message) of the same refused ag_fit call."""
+    with pytest.raises(exc) as e:
+        pg.ag_fit(pg.ag_linear(2, 2), _X, y, nepoch=1, batch_size=2, silent=True, **kw)
+    return (str(e.value), *r.run(_R.format(a=code), x=_X, y=y))
+
+
 @pytest.mark.parametrize("kw, code, exc", _CASES, ids=[c[1] for c in _CASES])
 def test_same_class_and_text(kw, code, exc):
-    args = dict(nepoch=1, batch_size=2, silent=True)
-    args.update(kw)
-    with pytest.raises(exc) as e:
-        pg.ag_fit(pg.ag_linear(2, 2), _X, _Y, **args)
-    rclass, rmsg = r.run(_R.format(a=code), x=_X, y=_Y)
-    assert (rclass, rmsg) == (_R_CLASS[exc], str(e.value))
+    msg, rclass, rmsg = _both(kw, code, exc, _Y)
+    assert (rclass, rmsg) == (_R_CLASS[exc], msg)
     assert rmsg.startswith("ag_fit: ")
 
 
@@ -61,13 +64,9 @@ _Y_BAD = np.array([0.0, 1, 0, 1, 0, 1, 0, 5])  # a class id the 2-output model c
 def test_weights_are_checked_before_the_targets(kw, code, exc):
     # a call wrong in its weights' kind or shape and in y: both languages name the weights
     # (R always did; Python named y's class ids first)
-    args = dict(nepoch=1, batch_size=2, silent=True)
-    args.update(kw)
-    with pytest.raises(exc) as e:
-        pg.ag_fit(pg.ag_linear(2, 2), _X, _Y_BAD, **args)
-    rclass, rmsg = r.run(_R.format(a=code), x=_X, y=_Y_BAD)
+    msg, rclass, rmsg = _both(kw, code, exc, _Y_BAD)
     assert rclass == _R_CLASS[exc]
     what = "sample_weight" if "sample_weight" in kw else "class_weight"
-    assert str(e.value).startswith(f"ag_fit: {what} ") and rmsg.startswith(f"ag_fit: {what} ")
+    assert msg.startswith(f"ag_fit: {what} ") and rmsg.startswith(f"ag_fit: {what} ")
     if exc is pg.ShapeError:  # the core's text
-        assert rmsg == str(e.value)
+        assert rmsg == msg

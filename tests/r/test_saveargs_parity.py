@@ -12,6 +12,7 @@ if not r.available():
 
 pytestmark = pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
 
+from _parts import Parts  # noqa: E402
 from _rclass import R_CLASS as _R_CLASS  # noqa: E402
 
 import pyggmlr as pg  # noqa: E402
@@ -67,21 +68,31 @@ _CASES = [  # (id, Python call on (path, model), R call, Python type, text)
 ]  # fmt: skip
 
 
+def _saved(tmp_path):
+    """a model file of _build()'s model, its path as a string"""
+    f = str(tmp_path / "m.safetensors")
+    pg.ag_save_model(_build(), f)
+    return f
+
+
+def _raised(exc, call, *args):
+    with pytest.raises(exc) as e:
+        call(*args)
+    return e
+
+
 @pytest.mark.parametrize("call, rcall, exc, text", [c[1:] for c in _CASES],
                          ids=[c[0] for c in _CASES])  # fmt: skip
 def test_same_refusal(tmp_path, call, rcall, exc, text):
-    f = str(tmp_path / "m.safetensors")
-    pg.ag_save_model(_build(), f)
-    with pytest.raises(exc) as e:
-        call(f, _build())
+    f = _saved(tmp_path)
+    e = _raised(exc, call, f, _build())
     assert str(e.value) == text
     assert r.run(_R_PRE.format(call=rcall), f=f) == [_R_CLASS[exc], text]
 
 
 def test_match_arg_prefix_alike(tmp_path):
     """match.arg's prefix in both: "f6" builds the model in f64"""
-    f = str(tmp_path / "m.safetensors")
-    pg.ag_save_model(_build(), f)
+    f = _saved(tmp_path)
     assert pg.ag_load_model(f, dtype="f6").parameters()["layer1_W"].dtype == "f64"
     code = 'ag_state_dict(ag_load_model(f, dtype = "f6"))$param_dtypes[["layer1_W"]]'
     assert r.run(code, f=f) in ("f64", ["f64"])
@@ -90,24 +101,6 @@ def test_match_arg_prefix_alike(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # drifts fixed (CHANGELOG "ag_save_model / ag_load_model agree ..."): each call refused with the
 # same class and text in both languages, and nothing written
-
-
-class _Parts:
-    """a model of named parts (params, bufs: dicts) and a to_config() raising `raises`"""
-
-    def __init__(self, params, bufs=None, cfg=None, raises=None):
-        self.p, self.b, self.cfg, self.raises = params, bufs or {}, cfg, raises
-
-    def parameters(self):
-        return self.p
-
-    def buffers(self):
-        return self.b
-
-    def to_config(self):
-        if self.raises is not None:
-            raise self.raises
-        return self.cfg
 
 
 _R_PARTS = """parts <- function(p, b = list(), cfg = NULL, raises = NULL) {
@@ -132,23 +125,23 @@ _PART_CASES = [  # (id, Python model or call on path, R call, Python type, text)
      "ag_save_model(): `model` must be an ag_sequential or ag_* layer (an object with "
      "parameters()), got list"),
     ("empty parameter name",
-     lambda f: pg.ag_save_model(_Parts({"": pg.ag_param(np.ones((1, 1)))}), f + ".x"),
+     lambda f: pg.ag_save_model(Parts({"": pg.ag_param(np.ones((1, 1)))}), f + ".x"),
      'ag_save_model(parts(structure(list(t1), names = "")), paste0(f, ".x"))',
      pg.PyggmlrValueError, "ag_save_model(): every parameter needs a name"),
     ("unnamed parameters",
-     lambda f: pg.ag_save_model(_Parts([pg.ag_param(np.ones((1, 1)))]), f + ".x"),
+     lambda f: pg.ag_save_model(Parts([pg.ag_param(np.ones((1, 1)))]), f + ".x"),
      'ag_save_model(parts(list(t1)), paste0(f, ".x"))',
      pg.PyggmlrValueError, "ag_save_model(): every parameter needs a name"),
     ("empty buffer name",
-     lambda f: pg.ag_save_model(_Parts({"a": pg.ag_param(np.ones((1, 1)))},
+     lambda f: pg.ag_save_model(Parts({"a": pg.ag_param(np.ones((1, 1)))},
                                        {"": pg.ag_tensor(np.ones((1, 1)))}), f + ".x"),
      'ag_save_model(parts(list(a = t1), structure(list(ag_tensor(matrix(1))), names = "")), '
      'paste0(f, ".x"))', pg.PyggmlrValueError, "ag_save_model(): every buffer needs a name"),
-    ("not a tensor", lambda f: pg.ag_save_model(_Parts({"a": 3}), f + ".x"),
+    ("not a tensor", lambda f: pg.ag_save_model(Parts({"a": 3}), f + ".x"),
      'ag_save_model(parts(list(a = "x")), paste0(f, ".x"))', pg.ArgumentError,
      None),  # the class's name is each language's: the text up to it
     ("both names before the config",
-     lambda f: pg.ag_save_model(_Parts({"a": pg.ag_param(np.ones((1, 1)))},
+     lambda f: pg.ag_save_model(Parts({"a": pg.ag_param(np.ones((1, 1)))},
                                        {"a": pg.ag_tensor(np.ones((1, 1)))},
                                        cfg={"type": "no such layer"}), f + ".x"),
      'ag_save_model(parts(list(a = t1), list(a = ag_tensor(matrix(1))), '
@@ -160,10 +153,8 @@ _PART_CASES = [  # (id, Python model or call on path, R call, Python type, text)
 @pytest.mark.parametrize("call, rcall, exc, text", [c[1:] for c in _PART_CASES],
                          ids=[c[0] for c in _PART_CASES])  # fmt: skip
 def test_same_refusal_of_model_parts(tmp_path, call, rcall, exc, text):
-    f = str(tmp_path / "m.safetensors")
-    pg.ag_save_model(_build(), f)
-    with pytest.raises(exc) as e:
-        call(f)
+    f = _saved(tmp_path)
+    e = _raised(exc, call, f)
     got = r.run(_R_PARTS + _R_PRE.format(call=rcall), f=f)
     if text is None:  # "model entry 'a' is a <class>, not an ag_tensor"
         assert str(e.value) == "ag_save_model(): model entry 'a' is a int, not an ag_tensor"
@@ -182,9 +173,7 @@ def test_to_config_fault_propagates_alike(tmp_path):
     nothing is written, in both languages; a value error saves the weights with the core's note."""
     f = str(tmp_path / "m.safetensors")
     with pytest.raises(RuntimeError, match="^boom$"):
-        pg.ag_save_model(
-            _Parts({"a": pg.ag_param(np.ones((1, 1)))}, raises=RuntimeError("boom")), f
-        )
+        pg.ag_save_model(Parts({"a": pg.ag_param(np.ones((1, 1)))}, raises=RuntimeError("boom")), f)
     call = 'ag_save_model(parts(list(a = t1), raises = "boom"), f)'
     assert r.run(_R_PARTS + _R_PRE.format(call=call), f=f) == ["simpleError", "boom"]
     assert not (tmp_path / "m.safetensors").exists()
@@ -194,7 +183,7 @@ def test_to_config_fault_propagates_alike(tmp_path):
         r"architecture \(no config\); load with ag_load_model\(path, model=\.\.\.\)$",
     ):
         pg.ag_save_model(
-            _Parts({"a": pg.ag_param(np.ones((1, 1)))}, raises=pg.PyggmlrValueError("no config")), f
+            Parts({"a": pg.ag_param(np.ones((1, 1)))}, raises=pg.PyggmlrValueError("no config")), f
         )
     code = (
         _R_PARTS
