@@ -221,7 +221,7 @@ def ag_fit(
     check(lib.pg_fit_loss_rules(loss_code, int(y is not None), rules, rules + 1))
     classify = int(rules[0])  # per_datapoint: the setup's (the session reads it)
     mcodes = fit_metric_codes(metrics, classify, y is not None)  # before training
-    SW, CW = sample_weights(sample_weight), class_weights(class_weight)  # kinds before y, as R
+    SW, CW = sample_weights(sample_weight), class_weights(class_weight, classes)  # before y, as R
     Y = None if y is None else _as_cols(y, "y")
     nclass = -1  # class_weight's classes: the core's (the outputs, else the labels' count)
     if Y is not None:  # the samples agree (else a row-major hint), the classes fit the outputs
