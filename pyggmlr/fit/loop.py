@@ -172,8 +172,10 @@ def ag_fit(
     sample_weight: one weight per sample of x (a vector of n; with validation_data, x's own
     samples), finite and >= 0, not all 0. class_weight: for class-id targets (loss
     "cross_entropy" with ids or one-hot y, "binary_cross_entropy" / "bce_with_logits" with 0/1
-    targets in one row) a weight per class: a dict {class id: weight} (a class not in it weighs
-    1, as keras) or a sequence indexed by 0-based class id; another loss is refused. Each id
+    targets in one row) a weight per class: a dict {class: weight} (a class not in it weighs
+    1, as keras; with labels y, strings or a Categorical, the keys are the labels, unused
+    categories included, never ids: {"a": 2.0}, as R's names; None keys are refused) or a
+    sequence indexed by 0-based class id ({} or []: none); another loss is refused. Each id
     must be a class of the run (keras refuses other keys: "ag_fit: class_weight's class id 7 is
     not a class of this run (3 classes: ids 0 to 2)"): for "cross_entropy" the model's outputs
     when its layers say how many, else the labels' count (a Categorical's categories, the

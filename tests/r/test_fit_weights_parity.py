@@ -80,7 +80,7 @@ _KEYS = [  # (Python class_weight, R class_weight, y, the text after "ag_fit: cl
     ({"a": 1.0, "z": 2.0}, "c(a = 1, z = 2)", _LAB, f"'s key 'z' {_NOT_A_LABEL}"),
     ({None: 1.0}, "stats::setNames(1, NA)", _LAB, " has a missing key (NA or None)"),
     ({"a": 2.0}, "c(a = 2)", _Y, "'s keys must be 0-based class ids (y holds class ids, not"),
-    ({-1: 2.0}, 'c("-1" = 2)', _Y, "'s keys must be 0-based class ids (whole numbers >= 0); got -1"),
+    ({-1: 2.0}, 'c("-1" = 2)', _Y, "'s keys must be 0-based class ids (whole numbers >= 0)"),
 ]  # fmt: skip
 
 
