@@ -1,6 +1,7 @@
 /* ag_fit's rules on its data arguments that are not about numbers (pg_api_train.h), once for R
  * and Python: an ag_dataloader's precedence, class labels against the loss, string labels' classes
  * and their codes. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,20 +100,67 @@ static size_t utf8_prefix(const char *s, int max)
     return i;
 }
 
+/* "'a', 'b', ..." (the first 10 classes, each to 40 code points) into list */
+static void labels_list(char *list, size_t size, const char *const *classes, int64_t n)
+{
+    size_t len = 0;
+    list[0] = 0;
+    for (int64_t i = 0; i < n && i < 10 && len < size; i++) {
+        const char *c = classes[i] ? classes[i] : "";
+        len += (size_t)snprintf(list + len, size - len, "%s'%.*s'", i ? ", " : "",
+                                (int)utf8_prefix(c, 40), c);
+    }
+    if (n > 10 && len < size) snprintf(list + len, size - len, ", ...");
+}
+
 static int labels_unknown(const char *fn, const char *what, const char *whose, const char *label,
                           const char *const *classes, int64_t n)
 {
     char list[700];
-    size_t len = 0;
-    list[0] = 0;
-    for (int64_t i = 0; i < n && i < 10 && len < sizeof list; i++) {
-        const char *c = classes[i] ? classes[i] : "";
-        len += (size_t)snprintf(list + len, sizeof list - len, "%s'%.*s'", i ? ", " : "",
-                                (int)utf8_prefix(c, 40), c);
-    }
-    if (n > 10 && len < sizeof list) snprintf(list + len, sizeof list - len, ", ...");
+    labels_list(list, sizeof list, classes, n);
     return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s has the label '%.*s', which is not one of %s (%s)",
                    fn, what, (int)utf8_prefix(label, 40), label, whose, list);
+}
+
+int pg_fit_class_keys(const char *const *keys, int64_t n, const char *const *classes,
+                      int64_t nclasses, double *ids)
+{
+    if (n < 0 || (n && (!keys || !ids)) || (nclasses > 0 && !classes))
+        return pg_fail(PG_STATUS_ERR_ARG, "pg_fit_class_keys(): NULL or negative argument");
+    for (int64_t i = 0; i < n; i++) {
+        const char *k = keys[i];
+        if (!k)
+            return pg_fail(PG_STATUS_ERR_VALUE,
+                           "ag_fit: class_weight has a missing key (NA or "
+                           "None); key each weight by its class");
+        const int w = (int)utf8_prefix(k, 40);
+        if (nclasses < 0) { /* ids y: a number's text, whole and >= 0 (pg_fit_set_weights) */
+            char *end = NULL;
+            ids[i] = *k && !isspace((unsigned char)*k) ? strtod(k, &end) : 0;
+            if (!end || end == k || *end)
+                return pg_fail(PG_STATUS_ERR_VALUE,
+                               "ag_fit: class_weight's keys must be 0-based class ids (y holds "
+                               "class ids, not labels); got '%.*s'",
+                               w, k);
+            continue;
+        }
+        int64_t c = 0; /* labels y: a key is a label, never an id ("0" may be a label) */
+        while (c < nclasses && strcmp(classes[c] ? classes[c] : "", k)) c++;
+        if (c == nclasses) {
+            char list[700];
+            labels_list(list, sizeof list, classes, nclasses);
+            return pg_fail(PG_STATUS_ERR_VALUE,
+                           "ag_fit: class_weight's key '%.*s' is not one of y's labels (%s); with "
+                           "labels y, class_weight is keyed by label, not by class id",
+                           w, k, list);
+        }
+        for (int64_t j = 0; j < i; j++)
+            if (ids[j] == (double)c)
+                return pg_fail(PG_STATUS_ERR_VALUE,
+                               "ag_fit: class_weight names the class '%.*s' twice", w, k);
+        ids[i] = (double)c;
+    }
+    return 0;
 }
 
 /* a class's name (or a label) and its index, sorted by the bytes (UTF-8: code-point order), then

@@ -47,8 +47,8 @@ static double *class_table(const double *ids, const double *cw, int64_t ncw, int
     for (int64_t i = 0; ids && i < ncw; i++) {
         if (!(isfinite(ids[i]) && ids[i] >= 0 && ids[i] == floor(ids[i])))
             return pg_fail(PG_STATUS_ERR_VALUE,
-                           "%s: class_weight's classes must be 0-based class ids (whole numbers "
-                           ">= 0); got %g",
+                           "%s: class_weight's keys must be 0-based class ids (whole numbers >= "
+                           "0); got %g",
                            OP, ids[i]),
                    NULL;
         if (ids[i] > max_id)
@@ -97,7 +97,8 @@ int pg_fit_weight_shape(const int64_t *dims, int ndim)
 int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw_id,
                        const double *cw, int64_t ncw, int64_t nclass)
 {
-    if (!cw) return set_weights(f, loss, sw, nsw, NULL, 0, nclass);
+    if (!cw || !ncw) /* an empty class_weight is none (keras) */
+        return set_weights(f, loss, sw, nsw, NULL, 0, nclass);
     if (ncw < 0)
         return pg_fail(PG_STATUS_ERR_ARG, "%s: class_weight has %lld values", OP, (long long)ncw);
     int64_t len = 0;

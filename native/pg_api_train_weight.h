@@ -23,6 +23,14 @@
  * Both: multiplied. Every weight 0 is an error. Errors name ag_fit and the argument. */
 int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw_id,
                        const double *cw, int64_t ncw, int64_t nclass);
+/* class_weight's keys as 0-based class ids (ids[n]), once for R and Python: keys are strings
+ * (R's names, Python's dict keys as text; NULL: a missing key, R's NA, Python's None). Labels y
+ * (classes: y's nclasses labels in id order): each key must be one of them, each once (a key is
+ * never read as an id: "0" may be a label). Class-id y (nclasses < 0): each key must be a
+ * number's text (pg_fit_set_weights checks it is a whole number >= 0). PG_STATUS_ERR_VALUE
+ * naming the key (and the labels); 0 on success. */
+int pg_fit_class_keys(const char *const *keys, int64_t n, const char *const *classes,
+                      int64_t nclasses, double *ids);
 /* sample_weight's shape dims [ndim], before its values are read: a vector, or a one-row /
  * one-column matrix, else PG_STATUS_ERR_SHAPE naming ag_fit and the shape ("2x3"). */
 int pg_fit_weight_shape(const int64_t *dims, int ndim);

@@ -172,8 +172,10 @@ def ag_fit(
     sample_weight: one weight per sample of x (a vector of n; with validation_data, x's own
     samples), finite and >= 0, not all 0. class_weight: for class-id targets (loss
     "cross_entropy" with ids or one-hot y, "binary_cross_entropy" / "bce_with_logits" with 0/1
-    targets in one row) a weight per class: a dict {class id: weight} (a class not in it weighs
-    1, as keras) or a sequence indexed by 0-based class id; another loss is refused. Each id
+    targets in one row) a weight per class: a dict {class: weight} (a class not in it weighs
+    1, as keras; with labels y, strings or a Categorical, the keys are the labels, unused
+    categories included, never ids: {"a": 2.0}, as R's names; None keys are refused) or a
+    sequence indexed by 0-based class id ({} or []: none); another loss is refused. Each id
     must be a class of the run (keras refuses other keys: "ag_fit: class_weight's class id 7 is
     not a class of this run (3 classes: ids 0 to 2)"): for "cross_entropy" the model's outputs
     when its layers say how many, else the labels' count (a Categorical's categories, the
@@ -221,7 +223,7 @@ def ag_fit(
     check(lib.pg_fit_loss_rules(loss_code, int(y is not None), rules, rules + 1))
     classify = int(rules[0])  # per_datapoint: the setup's (the session reads it)
     mcodes = fit_metric_codes(metrics, classify, y is not None)  # before training
-    SW, CW = sample_weights(sample_weight), class_weights(class_weight)  # kinds before y, as R
+    SW, CW = sample_weights(sample_weight), class_weights(class_weight, classes)  # before y, as R
     Y = None if y is None else _as_cols(y, "y")
     nclass = -1  # class_weight's classes: the core's (the outputs, else the labels' count)
     if Y is not None:  # the samples agree (else a row-major hint), the classes fit the outputs

@@ -11,7 +11,7 @@ import numpy as np
 from .. import _core
 from .._args import as_numeric
 from .._core import NULL, ffi, lib
-from .._host import dims
+from .._host import HostValues, dims
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
 
@@ -33,20 +33,39 @@ def _number(v: Any, what: str) -> float:
     return float(v)
 
 
-def class_weights(v: Any) -> Optional[Tuple[Optional[np.ndarray], np.ndarray]]:
-    """A dict {class id: weight} as (ids, weights), a sequence indexed by class id as (None,
-    weights) (the core checks both: whole-number ids, each once, finite weights >= 0); None."""
+def _key(k: Any) -> Optional[str]:
+    """A dict key as the core reads it (R's names): a label as given, a number as its text
+    (an int as R writes it, a float's repr: exact), None as a missing key."""
+    if k is None or isinstance(k, str):
+        return k
+    v = _number(k, "keys must be class labels (strings) or 0-based class ids (numbers)")
+    return str(int(k)) if isinstance(k, (int, np.integer)) else repr(v)
+
+
+def class_weights(
+    v: Any, classes: Optional[List[str]]
+) -> Optional[Tuple[Optional[np.ndarray], np.ndarray]]:
+    """A dict {class: weight} as (ids, weights), its keys mapped to 0-based class ids by the core
+    (pg_fit_class_keys, R's names too: with labels y (classes) the labels, else ids); a sequence
+    indexed by class id as (None, weights) (the core checks both: whole-number ids, each once,
+    finite weights >= 0); None."""
     if v is None:
         return None
     if isinstance(v, dict):
-        ids = np.array(
-            [_number(k, "keys must be 0-based class ids (numbers)") for k in v], dtype=np.float64
-        )
+        keys = [_key(k) for k in v]
         w = np.array([_number(x, "values must be numbers") for x in v.values()], dtype=np.float64)
+        h = HostValues()
+        ids = np.empty(len(keys), dtype=np.float64)
+        nclass = -1 if classes is None else len(classes)
+        _core.check(
+            lib.pg_fit_class_keys(h.strings(keys), len(keys), h.strings(classes or []), nclass,
+                                  ffi.cast("double *", ids.ctypes.data))
+        )  # fmt: skip
         return ids, w
     if isinstance(v, (str, bytes)):
         raise ArgumentError(
-            f"ag_fit: class_weight must be a dict {{class: weight}} or a sequence, got {v!r}"
+            "ag_fit: class_weight must be a dict {class: weight} or a sequence of weights in "
+            f"class-id order, got {v!r}"
         )
     a = as_numeric(v, "ag_fit", "class_weight").astype(np.float64)
     if a.ndim != 1:

@@ -15,23 +15,16 @@
 }
 
 # class_weight: list(ids, weights) for the core (ids NULL: 0-based class ids in order), or NULL.
-# Names are class ids as in y ("0", "1", ...) or, for a factor y, its levels; the core checks the
-# ids (whole numbers, each once) and the weights (finite, >= 0).
+# Names are mapped to class ids by the core (pg_fit_class_keys, Python's dict keys too): for a
+# factor y its levels, else ids as in y ("0", "1", ...); the core then checks the ids (whole
+# numbers, each once) and the weights (finite, >= 0).
 .fit_class_weight <- function(v, y) {
   if (is.null(v)) return(NULL)
   if (!is.numeric(v) || is.factor(v) || length(dim(v)) > 1L)
-    .arg_fail("argument", "ag_fit: class_weight must be a numeric vector (named by class), got %s",
-              .arg_show(v))
+    .arg_fail("argument", paste("ag_fit: class_weight must be a numeric vector named by class,",
+                                "or of weights in class-id order, got %s"), .arg_show(v))
   w <- as.double(v)
   w[is.na(w)] <- NaN  # NA: the core's "must be finite" names its class
-  nm <- names(v)
-  if (is.null(nm)) return(list(NULL, w))
-  ids <- if (is.factor(y)) match(nm, levels(y)) - 1 else
-    ifelse(grepl("^[0-9.eE+]+$", nm), suppressWarnings(as.numeric(nm)), NA)
-  bad <- which(is.na(ids))
-  if (length(bad))
-    .arg_fail("value", paste0("ag_fit: class_weight's names must be %s; got \"%s\""),
-              if (is.factor(y)) "levels of the factor y" else "0-based class ids as in y",
-              nm[bad[1L]])
-  list(as.double(ids), w)
+  if (is.null(names(v))) return(list(NULL, w))
+  list(.Call(R_pg_fit_class_keys, enc2utf8(names(v)), if (is.factor(y)) levels(y)), w)
 }

@@ -28,6 +28,22 @@ SEXP R_pg_fit_set_weights(SEXP fp, SEXP code, SEXP sw, SEXP cw, SEXP nclass)
     return R_NilValue;
 }
 
+/* class_weight's names as 0-based class ids (pg_fit_class_keys): classes a factor y's levels,
+ * NULL for class-id y; NA names are missing keys */
+SEXP R_pg_fit_class_keys(SEXP keys, SEXP classes)
+{
+    const R_xlen_t n = XLENGTH(keys), k = Rf_isNull(classes) ? -1 : XLENGTH(classes);
+    const char **s = (const char **)R_alloc((size_t)(n + (k > 0 ? k : 0) + 1), sizeof *s);
+    for (R_xlen_t i = 0; i < n; i++)
+        s[i] = STRING_ELT(keys, i) == NA_STRING ? NULL : Rf_translateCharUTF8(STRING_ELT(keys, i));
+    for (R_xlen_t i = 0; i < k; i++) s[n + i] = Rf_translateCharUTF8(STRING_ELT(classes, i));
+    SEXP ids = PROTECT(Rf_allocVector(REALSXP, n));
+    const int st = pg_fit_class_keys(s, (int64_t)n, s + n, (int64_t)k, REAL(ids));
+    UNPROTECT(1);
+    r_check(st);
+    return ids;
+}
+
 /* the built-in loss `code` of out against y (NULL: none), each sample weighted by w */
 SEXP R_pg_fit_loss_weighted(SEXP code, SEXP out, SEXP y, SEXP w)
 {

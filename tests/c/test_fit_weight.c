@@ -62,6 +62,8 @@ static void test_set_and_gather(void)
     CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, far, cw, 2, 2), PG_STATUS_ERR_VALUE,
               "class id 3 is not a class of this run (2 classes: ids 0 to 1)");
     CHECK(pg_fit_batch_weights(f) == NULL); /* a refused call set nothing */
+    CHECK(pg_fit_set_weights(f, PG_FIT_LOSS_MSE, NULL, 0, ids, cw, 0, -1) == 0); /* empty: none */
+    CHECK(pg_fit_batch_weights(f) == NULL);
     CHECK(pg_fit_set_weights(f, 0, sw, 8, ids, cw, 2, -1) == 0);
     CHECK_ERR(pg_fit_set_weights(f, 0, sw, 8, ids, cw, 2, -1), PG_STATUS_ERR_STATE, "already set");
     pg_tensor *xb, *yb;
@@ -142,9 +144,35 @@ static pg_tensor *wloss(pg_tensor **in, const void *ctx)
         loss, in[0], (loss == PG_FIT_LOSS_MEAN || loss == PG_FIT_LOSS_SUM) ? NULL : in[1], in[2]);
 }
 
+/* class_weight's keys (pg_fit_class_keys): labels by name only, ids as numbers' text */
+static void test_class_keys(void)
+{
+    const char *labels[3] = {"0", "b", "c"}, *keys[3] = {"c", "0", "b"}, *bad[2] = {"b", "1"};
+    double ids[3];
+    CHECK(pg_fit_class_keys(keys, 3, labels, 3, ids) == 0 && ids[0] == 2 && ids[1] == 0 &&
+          ids[2] == 1);
+    CHECK_ERR(pg_fit_class_keys(bad, 2, labels, 3, ids), PG_STATUS_ERR_VALUE,
+              "ag_fit: class_weight's key '1' is not one of y's labels ('0', 'b', 'c'); with "
+              "labels y, class_weight is keyed by label, not by class id");
+    const char *twice[2] = {"b", "b"}, *missing[1] = {NULL};
+    CHECK_ERR(pg_fit_class_keys(twice, 2, labels, 3, ids), PG_STATUS_ERR_VALUE,
+              "ag_fit: class_weight names the class 'b' twice");
+    CHECK_ERR(pg_fit_class_keys(missing, 1, labels, 3, ids), PG_STATUS_ERR_VALUE,
+              "ag_fit: class_weight has a missing key (NA or None)");
+    CHECK_ERR(pg_fit_class_keys(missing, 1, NULL, -1, ids), PG_STATUS_ERR_VALUE, "missing key");
+    const char *nums[3] = {"2", "-1", "1.5"}, *text[2] = {"1", " 1"};
+    CHECK(pg_fit_class_keys(nums, 3, NULL, -1, ids) == 0 && ids[0] == 2 && ids[1] == -1 &&
+          ids[2] == 1.5); /* whole and >= 0: pg_fit_set_weights' rule */
+    CHECK_ERR(pg_fit_class_keys(text, 2, NULL, -1, ids), PG_STATUS_ERR_VALUE,
+              "ag_fit: class_weight's keys must be 0-based class ids (y holds class ids, not "
+              "labels); got ' 1'");
+    CHECK(pg_fit_class_keys(NULL, 0, NULL, -1, NULL) == 0);
+}
+
 void test_fit_weight(void)
 {
     test_set_and_gather();
+    test_class_keys();
     const int64_t row[2] = {1, 5}, col[2] = {5, 1}, mat[3] = {2, 3, 4};
     CHECK(pg_fit_weight_shape(row, 1) == 0 && pg_fit_weight_shape(row, 2) == 0 &&
           pg_fit_weight_shape(col, 2) == 0);

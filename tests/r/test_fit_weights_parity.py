@@ -70,3 +70,41 @@ def test_weights_are_checked_before_the_targets(kw, code, exc):
     assert msg.startswith(f"ag_fit: {what} ") and rmsg.startswith(f"ag_fit: {what} ")
     if exc is pg.ShapeError:  # the core's text
         assert rmsg == msg
+
+
+_LAB = np.array(["b", "a"] * 4)  # labels y: classes a, b (ids 1, 0)
+_NOT_A_LABEL = "is not one of y's labels ('a', 'b'); with labels y, class_weight is keyed by label"
+_KEYS = [  # (Python class_weight, R class_weight, y, the text after "ag_fit: class_weight")
+    ({0: 2.0}, 'c("0" = 2)', _LAB, f"'s key '0' {_NOT_A_LABEL}"),
+    ({-1: 2.0}, 'c("-1" = 2)', _LAB, f"'s key '-1' {_NOT_A_LABEL}"),
+    ({"a": 1.0, "z": 2.0}, "c(a = 1, z = 2)", _LAB, f"'s key 'z' {_NOT_A_LABEL}"),
+    ({None: 1.0}, "stats::setNames(1, NA)", _LAB, " has a missing key (NA or None)"),
+    ({"a": 2.0}, "c(a = 2)", _Y, "'s keys must be 0-based class ids (y holds class ids, not"),
+    ({-1: 2.0}, 'c("-1" = 2)', _Y, "'s keys must be 0-based class ids (whole numbers >= 0)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("cw, code, y, text", _KEYS, ids=[f"{c[1]} {c[2][0]}" for c in _KEYS])
+def test_class_weight_keys_same_class_and_text(cw, code, y, text):
+    # labels y: keyed by label in both languages (Python refused string keys), never by id
+    msg, rclass, rmsg = _both(
+        dict(class_weight=cw), f"class_weight = {code}", pg.PyggmlrValueError, y
+    )
+    assert (rclass, rmsg) == (_R_CLASS[pg.PyggmlrValueError], msg)
+    assert msg.startswith(f"ag_fit: class_weight{text}")
+
+
+_R_LABELS = """ggml_set_seed(5L)
+h <- ag_fit(ag_linear(2, 2), x, y, nepoch = 2L, batch_size = 2L, silent = TRUE, seed = 1L,
+            class_weight = c(b = 0.5, a = 2))
+h$loss"""
+
+
+def test_label_keys_train_the_same_bits():
+    pg.ggml_set_seed(5)
+    h = pg.ag_fit(pg.ag_linear(2, 2), _X, _LAB, nepoch=2, batch_size=2, silent=True, seed=1,
+                  class_weight={"b": 0.5, "a": 2.0})  # fmt: skip
+    pg.ggml_set_seed(5)
+    g = pg.ag_fit(pg.ag_linear(2, 2), _X, _LAB, nepoch=2, batch_size=2, silent=True, seed=1)
+    assert h.loss != g.loss  # the weights count
+    np.testing.assert_array_equal(np.atleast_1d(r.run(_R_LABELS, x=_X, y=_LAB)), h.loss)

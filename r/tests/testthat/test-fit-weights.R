@@ -100,7 +100,7 @@ test_that("weight errors are classed and name ag_fit and the argument", {
                class = "pyggmlr_value_error")
   expect_error(fit(sample_weight = rep(0, 12)), "every sample's weight",
                class = "pyggmlr_value_error")
-  expect_error(fit(class_weight = c(a = 1)), "class_weight's names must be 0-based class ids",
+  expect_error(fit(class_weight = c(a = 1)), "class_weight's keys must be 0-based class ids",
                class = "pyggmlr_value_error")
   expect_error(fit(class_weight = c("1" = -2)),
                "class_weight must be finite and >= 0; class 1 has -2",
@@ -158,7 +158,7 @@ test_that("class_weight ids beyond the run's classes are refused (Python's text)
   expect_s3_class(fit(as.numeric(d$ids > 0), class_weight = c("2" = 0.5)), "ag_history")
   f <- factor(c("a", "b")[(d$ids > 0) + 1], levels = c("a", "b", "c"))
   expect_s3_class(fit(f, class_weight = c(c = 0.5)), "ag_history")
-  expect_error(fit(f, class_weight = c(z = 0.5)), "names must be levels of the factor y",
+  expect_error(fit(f, class_weight = c(z = 0.5)), "key 'z' is not one of y's labels",
                class = "pyggmlr_value_error")
   expect_error(ag_fit(ag_linear(3, 1, "sigmoid"), d$x, matrix(as.numeric(d$ids > 0), 1),
                       loss = "binary_cross_entropy", class_weight = c("2" = 1), nepoch = 1L,
