@@ -10,7 +10,7 @@
     .Call(R_pg_fit_return_state, fn, paste(model$name))
   if ((is.environment(model) || is.list(model)) && is.function(model$forward)) return(model$forward)
   if (is.function(model)) return(model)
-  .arg_fail("argument", "%s: model must have a forward(x) function", fn)
+  .Call(R_pg_fit_forward_fail, fn, class(model)[[1L]])  # the core's text, as Python's
 }
 
 .fit_forward <- function(model, x, fn = "ag_fit") .fit_out(.fit_forward_fn(model, fn)(x), fn)
