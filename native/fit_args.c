@@ -76,10 +76,10 @@ int pg_fit_return_state(const char *fn, const char *model)
                    fn ? fn : "ag_fit", model ? model : "?");
 }
 
-int pg_fit_forward_fail(const char *fn, const char *got)
+int pg_fit_model_fail(const char *fn, int params, const char *got)
 {
-    return pg_fail(PG_STATUS_ERR_ARG, "%s: model must have forward(x), got %s", fn ? fn : "ag_fit",
-                   got ? got : "?");
+    return pg_fail(PG_STATUS_ERR_ARG, "%s: model must have %s, got %s", fn ? fn : "ag_fit",
+                   params ? "parameters()" : "forward(x)", got ? got : "?");
 }
 
 int64_t pg_fit_metric_codes_fit(int *codes, int64_t n, int has_y)

@@ -256,9 +256,10 @@ int64_t pg_fit_static_notice(const char *why, int r_spelling, char *buf, int64_t
 /* A model whose recurrent layer has return_state set (its forward returns a list): always
  * PG_STATUS_ERR_ARG naming fn and the model. */
 int pg_fit_return_state(const char *fn, const char *model);
-/* A model with no forward(x) that is not a function either (got: its class / type name): always
- * PG_STATUS_ERR_ARG naming fn (ag_fit, ag_predict, ag_evaluate, ...). */
-int pg_fit_forward_fail(const char *fn, const char *got);
+/* A model with no forward(x) that is not a function either (params 0), or with no parameters()
+ * (params 1); got: its class / type name. Always PG_STATUS_ERR_ARG naming fn (ag_predict,
+ * ag_evaluate, ag_estimate_training_memory(), ...). */
+int pg_fit_model_fail(const char *fn, int params, const char *got);
 /* ag_fit(metrics =)'s codes (pg_metric_code's, n of them) without "accuracy" (the History's own
  * column), in place; the count left, or -PG_STATUS_ERR_ARG when any is left without targets. */
 int64_t pg_fit_metric_codes_fit(int *codes, int64_t n, int has_y);

@@ -42,7 +42,7 @@ def _forward(model, x, fn="ag_fit"):
 
 def _forward_fail(model, fn):
     """A model with no forward(x) that is not callable: the core's text naming fn, as R's."""
-    check(lib.pg_fit_forward_fail(fn.encode(), type(model).__name__.encode()))
+    check(lib.pg_fit_model_fail(fn.encode(), 0, type(model).__name__.encode()))
 
 
 def _params(model):

@@ -312,10 +312,11 @@ SEXP R_pg_fit_return_state(SEXP fn, SEXP model)
     return R_NilValue;
 }
 
-/* a model with no forward(x): the core's refusal naming fn and the model's class */
-SEXP R_pg_fit_forward_fail(SEXP fn, SEXP got)
+/* a model with no forward(x) or no parameters(): the core's refusal naming fn and its class */
+SEXP R_pg_fit_model_fail(SEXP fn, SEXP params, SEXP got)
 {
-    r_check(pg_fit_forward_fail(CHAR(STRING_ELT(fn, 0)), Rf_translateCharUTF8(STRING_ELT(got, 0))));
+    r_check(pg_fit_model_fail(CHAR(STRING_ELT(fn, 0)), Rf_asLogical(params) == 1,
+                              Rf_translateCharUTF8(STRING_ELT(got, 0))));
     return R_NilValue;
 }
 

@@ -20,7 +20,7 @@ _X = np.array([[1.0, 2, 3, 4], [4, 3, 2, 1]])
 _Y = np.array([[1.0, 0, 1, 0], [0, 1, 0, 1]])
 
 
-class _NoForward:  # parameters but no forward(x): refused by the core's text (pg_fit_forward_fail)
+class _NoForward:  # parameters but no forward(x): refused by the core's text (pg_fit_model_fail)
     def parameters(self):
         return {"W": pg.ag_param(np.ones((2, 2)))}
 
@@ -44,6 +44,39 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      f'ag_evaluate({_R_NO_FORWARD}, x, y, loss = "mse")', pg.ArgumentError,
      "ag_evaluate: model must have forward(x), got _NoForward",
      "ag_evaluate: model must have forward(x), got list"),
+    # the hunt's drifts (issue 29)
+    ("estimate model", lambda: pg.ag_estimate_training_memory(model=3, x=_X),
+     "ag_estimate_training_memory(model = 3, x = x)", pg.ArgumentError,
+     "ag_estimate_training_memory(): model must have parameters(), got int",
+     "ag_estimate_training_memory(): model must have parameters(), got numeric"),
+    ("estimate static", lambda: pg.ag_estimate_training_memory([[2, 2]], static="a"),
+     'ag_estimate_training_memory(list(c(2, 2)), static = "a")', pg.ArgumentError,
+     "ag_estimate_training_memory(): static must be True or False, got str 'a'",
+     'ag_estimate_training_memory(): static must be TRUE or FALSE, got "a"'),
+    ("estimate batch_size", lambda: pg.ag_estimate_training_memory([[2, 2]], batch_size=-1),
+     "ag_estimate_training_memory(list(c(2, 2)), batch_size = -1)", pg.PyggmlrValueError,
+     "ag_estimate_training_memory(): batch_size must be an integer >= 0, got -1", None),
+    ("lr kind", lambda: pg.ag_fit(pg.ag_linear(2, 2), _X, _Y, batch_size=2, lr="a", silent=True),
+     'ag_fit(ag_linear(2, 2), x, y, batch_size = 2L, lr = "a", silent = TRUE)',
+     pg.ArgumentError, "optimizer_adam: lr must be a single number, got 'a'",
+     'optimizer_adam: lr must be a single number, got "a"'),
+    ("lr flag", lambda: pg.optimizer_adam(pg.ag_linear(2, 2).parameters(), lr=True),
+     "optimizer_adam(ag_linear(2, 2)$params(), lr = TRUE)", pg.ArgumentError,
+     "optimizer_adam: lr must be a single number, got True",
+     "optimizer_adam: lr must be a single number, got TRUE"),
+    ("verbose", lambda: pg.ag_fit(pg.ag_linear(2, 2), _X, _Y, batch_size=2, verbose="a"),
+     'ag_fit(ag_linear(2, 2), x, y, batch_size = 2L, verbose = "a")', pg.PyggmlrValueError,
+     'ag_fit: verbose must be 0 (silent), 1 (progress bar), 2 (one line per epoch), "auto" or '
+     "None, got 'a'",
+     'ag_fit: verbose must be 0 (silent), 1 (progress bar), 2 (one line per epoch), "auto" or '
+     'NULL, got "a"'),
+    ("x kind", lambda: pg.ag_predict(pg.ag_linear(2, 2), None),
+     "ag_predict(ag_linear(2, 2), NULL)", pg.ArgumentError,
+     "ag_predict: x must be numeric, got dtype object", "ag_predict: x must be numeric, got NULL"),
+    ("linear shape", lambda: pg.ag_predict(pg.ag_linear(2, 3), np.ones((4, 2))),
+     "ag_predict(ag_linear(2, 3), matrix(1, 4, 2))", pg.ShapeError,
+     "ag_linear: W is [3x2] f32 and x is [4x2] f32: ncol(W) = 2 must equal nrow(x) = 4; x looks "
+     "row-major [batch, features]: pass ag_transpose(x), samples are columns", None),
 ]  # fmt: skip
 
 

@@ -42,3 +42,24 @@ test_that("ag_fit's static of the wrong kind is an argument error, as shuffle's"
                "ag_fit: static must be TRUE, FALSE or NULL", fixed = TRUE,
                class = "pyggmlr_argument_error")
 })
+
+test_that("the hunt's drifts: the same texts and classes as Python's", {
+  x <- matrix(c(1, 4, 2, 3, 3, 2, 4, 1), 2)
+  expect_error(ag_estimate_training_memory(model = 3, x = x),
+               "ag_estimate_training_memory(): model must have parameters(), got numeric",
+               fixed = TRUE, class = "pyggmlr_argument_error")
+  expect_error(ag_estimate_training_memory(list(c(2, 2)), static = "a"),
+               'ag_estimate_training_memory(): static must be TRUE or FALSE, got "a"',
+               fixed = TRUE, class = "pyggmlr_argument_error")
+  # a logical is no learning rate (it was taken as 1)
+  expect_error(optimizer_adam(ag_linear(2, 2)$params(), lr = TRUE),
+               "optimizer_adam: lr must be a single number, got TRUE", fixed = TRUE,
+               class = "pyggmlr_argument_error")
+  expect_error(ag_fit(ag_linear(2, 2), x, x, batch_size = 2L, verbose = "a"),
+               'got "a"', fixed = TRUE, class = "pyggmlr_value_error")
+  expect_error(ag_predict(ag_linear(2, 2), NULL), "ag_predict: x must be numeric, got NULL",
+               fixed = TRUE, class = "pyggmlr_argument_error")
+  expect_error(ag_predict(ag_linear(2, 3), matrix(1, 4, 2)),
+               "; x looks row-major [batch, features]: pass ag_transpose(x), samples are columns",
+               fixed = TRUE, class = "pyggmlr_shape_error")
+})
