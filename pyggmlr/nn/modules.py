@@ -21,7 +21,7 @@ import numpy as np
 from .. import _walk
 from .._args import check_int
 from .._core import check, ffi, last_message, lib
-from ..errors import ArgumentError, PyggmlrValueError, ShapeError
+from ..errors import ArgumentError, PyggmlrValueError
 from ..ops import (
     _linear,
     ag_add,

@@ -62,4 +62,6 @@ test_that("the hunt's drifts: the same texts and classes as Python's", {
   expect_error(ag_predict(ag_linear(2, 3), matrix(1, 4, 2)),
                "; x looks row-major [batch, features]: pass ag_transpose(x), samples are columns",
                fixed = TRUE, class = "pyggmlr_shape_error")
+  expect_error(ag_device("xx"), 'ag_device(): device must be "cpu" or "gpu", got "xx"',
+               fixed = TRUE, class = "pyggmlr_value_error")
 })
