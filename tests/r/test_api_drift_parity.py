@@ -77,6 +77,11 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      "ag_predict(ag_linear(2, 3), matrix(1, 4, 2))", pg.ShapeError,
      "ag_linear: W is [3x2] f32 and x is [4x2] f32: ncol(W) = 2 must equal nrow(x) = 4; x looks "
      "row-major [batch, features]: pass ag_transpose(x), samples are columns", None),
+    ("sample_weight kind",
+     lambda: pg.ag_fit(pg.ag_linear(2, 2), _X, _Y, batch_size=2, sample_weight="a", silent=True),
+     'ag_fit(ag_linear(2, 2), x, y, batch_size = 2L, sample_weight = "a", silent = TRUE)',
+     pg.ArgumentError, "ag_fit: sample_weight must be numeric, got dtype <U1",
+     "ag_fit: sample_weight must be numeric, got character"),
     ("device", lambda: pg.ag_device("xx"), 'ag_device("xx")', pg.PyggmlrValueError,
      "ag_device(): device must be 'cpu' or 'gpu', got 'xx'",
      'ag_device(): device must be "cpu" or "gpu", got "xx"'),

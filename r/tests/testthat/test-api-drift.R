@@ -64,4 +64,7 @@ test_that("the hunt's drifts: the same texts and classes as Python's", {
                fixed = TRUE, class = "pyggmlr_shape_error")
   expect_error(ag_device("xx"), 'ag_device(): device must be "cpu" or "gpu", got "xx"',
                fixed = TRUE, class = "pyggmlr_value_error")
+  expect_error(ag_fit(ag_linear(2, 2), x, x, batch_size = 2L, sample_weight = "a", silent = TRUE),
+               "ag_fit: sample_weight must be numeric, got character", fixed = TRUE,
+               class = "pyggmlr_argument_error")
 })
