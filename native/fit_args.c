@@ -77,6 +77,12 @@ int pg_fit_return_state(const char *fn, const char *model)
                    fn ? fn : "ag_fit", model ? model : "?");
 }
 
+int pg_fit_model_fail(const char *fn, int params, const char *got)
+{
+    return pg_fail(PG_STATUS_ERR_ARG, "%s: model must have %s, got %s", fn ? fn : "ag_fit",
+                   params ? "parameters()" : "forward(x)", got ? got : "?");
+}
+
 int64_t pg_fit_metric_codes_fit(int *codes, int64_t n, int has_y)
 {
     if (n < 0 || (n && !codes)) return -pg_fail(PG_STATUS_ERR_ARG, "ag_fit: NULL metric codes");

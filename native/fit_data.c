@@ -60,11 +60,12 @@ int pg_fit_verbosity(int number, double v, const char *shown, int r_spelling, in
 
 int pg_fit_flags_check(int distributed_ok, int static_ok, int r_spelling)
 {
-    if (!distributed_ok) /* a truthy "a" must not start MPI */
-        return pg_fail(PG_STATUS_ERR_VALUE, "%s: distributed must be %s", OP,
+    /* a truthy "a" must not start MPI; a wrong kind, as ag_fit's other flags (shuffle, ...) */
+    if (!distributed_ok)
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: distributed must be %s", OP,
                        r_spelling ? "TRUE or FALSE" : "True or False");
     if (!static_ok)
-        return pg_fail(PG_STATUS_ERR_VALUE, "%s: static must be %s", OP,
+        return pg_fail(PG_STATUS_ERR_ARG, "%s: static must be %s", OP,
                        r_spelling ? "TRUE, FALSE or NULL" : "True, False or None");
     return 0;
 }

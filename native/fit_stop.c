@@ -141,12 +141,22 @@ static int check_params(const pg_early_stop_params *p)
     return PG_STATUS_OK;
 }
 
+/* accuracy values improve upwards; their uncertainties, losses, lr and times downwards */
+static int is_accuracy(int log)
+{
+    if (log >= PG_FIT_LOG_COUNT) return pg_metric_mode(pg_fit_log_name(log)) > 0;
+    return log == PG_FIT_LOG_ACCURACY || log == PG_FIT_LOG_VAL_ACCURACY;
+}
+
+/* a fit's start; the direction is known before any fit when the mode is max or the monitor is
+ * named (auto: accuracy-like names maximize), so best reads that direction's start */
 static void reset(pg_early_stop *es)
 {
     es->s.best_epoch = es->s.wait = es->s.stopped_epoch = 0;
     es->s.monitor = -1;
-    es->s.maximize = 0;
-    es->s.best = INFINITY;
+    es->s.maximize = es->p.mode == PG_MONITOR_MODE_MAX ||
+        (es->p.mode == PG_MONITOR_MODE_AUTO && es->p.monitor >= 0 && is_accuracy(es->p.monitor));
+    es->s.best = es->s.maximize ? -INFINITY : INFINITY;
 }
 
 pg_early_stop *pg_early_stop_new(const pg_early_stop_params *params)
@@ -167,13 +177,6 @@ int pg_early_stop_params_get(const pg_early_stop *es, pg_early_stop_params *out)
     if (!es || !out) return pg_fail(PG_STATUS_ERR_ARG, "%s: NULL handle", OP);
     *out = es->p;
     return PG_STATUS_OK;
-}
-
-/* accuracy values improve upwards; their uncertainties, losses, lr and times downwards */
-static int is_accuracy(int log)
-{
-    if (log >= PG_FIT_LOG_COUNT) return pg_metric_mode(pg_fit_log_name(log)) > 0;
-    return log == PG_FIT_LOG_ACCURACY || log == PG_FIT_LOG_VAL_ACCURACY;
 }
 
 /* a new fit for the monitor (errors name fn) */

@@ -329,10 +329,13 @@ pg_tensor *pg_linear(pg_tensor *w, pg_tensor *x, pg_tensor *b, int act)
             PG_STATUS_ERR_VALUE,
             "%s: fused activation code %d is not supported (relu, sigmoid, tanh or -1 for none)",
             op, act);
-    if (w->ne[1] != x->ne[0])
+    if (w->ne[1] != x->ne[0]) /* both languages' text (Python's layer had its own) */
         return pg_fail_null(PG_STATUS_ERR_SHAPE,
-                            "%s: W is %s and x is %s: ncol(W) = %lld must equal nrow(x) = %lld", op,
-                            pg_desc(w), pg_desc(x), (long long)w->ne[1], (long long)x->ne[0]);
+                            "%s: W is %s and x is %s: ncol(W) = %lld must equal nrow(x) = %lld%s",
+                            op, pg_desc(w), pg_desc(x), (long long)w->ne[1], (long long)x->ne[0],
+                            x->ne[1] == w->ne[1] ? "; x looks row-major [batch, features]: pass "
+                                                   "ag_transpose(x), samples are columns"
+                                                 : "");
     if (b && (b->ne[0] != w->ne[0] || b->ne[1] != 1))
         return pg_fail_null(PG_STATUS_ERR_SHAPE, "%s: b is %s but W is %s; b must be [%lldx1]", op,
                             pg_desc(b), pg_desc(w), (long long)w->ne[0]);

@@ -120,7 +120,7 @@ int pg_fit_val_join(const int64_t *x, const int64_t *y, const int64_t *xv, const
  * ("lines"). The host handles "auto" / no verbose (progress and silent as given). */
 int pg_fit_verbosity(int number, double v, const char *shown, int r_spelling, int *mode);
 /* ag_fit's distributed and static flags: distributed_ok 0 (not one flag) or static_ok 0 (not
- * a flag nor None / NULL) is PG_STATUS_ERR_VALUE in the language's spelling (r_spelling),
+ * a flag nor None / NULL) is PG_STATUS_ERR_ARG in the language's spelling (r_spelling),
  * distributed first. */
 int pg_fit_flags_check(int distributed_ok, int static_ok, int r_spelling);
 /* ag_fit(resume_from =) that is not one file name: PG_STATUS_ERR_ARG showing `shown`; always
@@ -256,6 +256,10 @@ int64_t pg_fit_static_notice(const char *why, int r_spelling, char *buf, int64_t
 /* A model whose recurrent layer has return_state set (its forward returns a list): always
  * PG_STATUS_ERR_ARG naming fn and the model. */
 int pg_fit_return_state(const char *fn, const char *model);
+/* A model with no forward(x) that is not a function either (params 0), or with no parameters()
+ * (params 1); got: its class / type name. Always PG_STATUS_ERR_ARG naming fn (ag_predict,
+ * ag_evaluate, ag_estimate_training_memory(), ...). */
+int pg_fit_model_fail(const char *fn, int params, const char *got);
 /* ag_fit(metrics =)'s codes (pg_metric_code's, n of them) without "accuracy" (the History's own
  * column), in place; the count left, or -PG_STATUS_ERR_ARG when any is left without targets. */
 int64_t pg_fit_metric_codes_fit(int *codes, int64_t n, int has_y);

@@ -15,7 +15,7 @@ from ..errors import ArgumentError
 from ..io.check import model_target
 from ..tape import ag_no_grad
 from ..tensor import ag_tensor
-from .util import _as_cols, _forward, _model_dtype, _set_mode
+from .util import _as_cols, _forward, _forward_fail, _model_dtype, _set_mode
 
 __all__: List[str] = ["ag_predict", "ag_accuracy"]
 
@@ -79,7 +79,7 @@ def ag_predict(
 def _predict(model: Any, x: Any, batch_size: Any, fn: str) -> np.ndarray:
     """ag_predict's work; fn: the user-facing function its errors name."""
     if not (hasattr(model, "forward") or callable(model)):
-        raise ArgumentError(f"{fn}: model must have forward(x), got {type(model).__name__}")
+        _forward_fail(model, fn)
     X = _as_cols(x, "x", fn, True)  # none: the core's text
     bs = check_int(batch_size, fn, "batch_size", 1)
     dtype = _model_dtype(model)

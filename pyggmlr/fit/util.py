@@ -34,10 +34,15 @@ def _forward(model, x, fn="ag_fit"):
     elif callable(model):
         out = model(x)
     else:
-        raise ArgumentError(f"{fn}: model must have forward(x), got {type(model).__name__}")
+        _forward_fail(model, fn)
     if not isinstance(out, Tensor):  # a number would reach the loss as a constant
         raise ArgumentError(f"{fn}: model forward returned a {type(out).__name__}, not a tensor")
     return out
+
+
+def _forward_fail(model, fn):
+    """A model with no forward(x) that is not callable: the core's text naming fn, as R's."""
+    check(lib.pg_fit_model_fail(fn.encode(), 0, type(model).__name__.encode()))
 
 
 def _params(model):

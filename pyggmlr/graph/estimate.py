@@ -151,7 +151,8 @@ def _nbytes(p):
 
 def _model_params(model):
     if not (hasattr(model, "parameters") and callable(model.parameters)):
-        raise ArgumentError("ag_estimate_training_memory(): model must have a parameters() method")
+        shown = type(model).__name__.encode()  # the core's text, as R's
+        _core.check(lib.pg_fit_model_fail(b"ag_estimate_training_memory()", 1, shown))
     return _walk.tensors(model, "ag_estimate_training_memory(): model.parameters()")
 
 
@@ -165,7 +166,9 @@ def _measure_step(model, x, input_shape, y, loss_fn, batch_size, dtype_code, sta
     n_params = sum(lib.pg_tensor_numel(t._p) for t in params)
     forward = model.forward if hasattr(model, "forward") else model
     if not callable(forward):
-        raise ArgumentError(f"{fn}: model must have a forward() method or be callable")
+        _core.check(
+            lib.pg_fit_model_fail(fn.encode(), 0, type(model).__name__.encode())
+        )  # R's text
     if loss_fn is None:
         loss_fn = ag_mse_loss
     elif not callable(loss_fn):

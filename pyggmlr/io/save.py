@@ -78,7 +78,10 @@ def ag_load_model(
     eval mode. A truncated, corrupt or foreign file raises PyggmlrValueError."""
     if model_fn is not None and model is None and callable(getattr(model_fn, "parameters", None)):
         model, model_fn = model_fn, None  # a model object where ggmlR has the builder
-    # a builder given as model= is refused (model_fn= is its place), as in R
+    # every argument before the file, as R's: path, model, then model_fn (ag_save_model's order)
+    _path_arg(path, "ag_load_model()")
+    if model is not None and not hasattr(model, "parameters"):
+        _model_parts(model, lib.PG_MF_FN_LOAD)  # its refusal (a builder's place is model_fn=)
     check(lib.pg_mf_builder_args(lib.PG_MF_FN_LOAD, _arg_kind(model_fn), model is not None))
     dt = _load_dtype(dtype)
     prev = ag_device(device) if device is not None else None

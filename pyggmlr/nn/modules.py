@@ -21,7 +21,7 @@ import numpy as np
 from .. import _walk
 from .._args import check_int
 from .._core import check, ffi, last_message, lib
-from ..errors import ArgumentError, PyggmlrValueError, ShapeError
+from ..errors import ArgumentError, PyggmlrValueError
 from ..ops import (
     _linear,
     ag_add,
@@ -216,20 +216,9 @@ class ag_linear(Module):
 
     def forward(self, x: ArrayLike) -> Tensor:
         """act(W @ x + b) for x [in_features, batch] -> [out_features, batch] (a new tensor).
-        Raises ShapeError when x does not have in_features rows (with a hint when x looks
-        row-major), DTypeError when x is a tensor of another dtype than the weights."""
-        shape = getattr(x, "shape", None)
-        if shape is not None and len(shape) == 2 and shape[0] != self.in_features:
-            hint = ""
-            if shape[1] == self.in_features:
-                hint = (
-                    f"; it looks row-major [batch, features] = [{shape[0]}, {shape[1]}]: pass its transpose "
-                    f"(x.T or ag_transpose(x)), samples are columns"
-                )
-            raise ShapeError(
-                f"ag_linear: {self.name} expects x as [in_features={self.in_features}, batch] "
-                f"(one column per sample), got x [{shape[0]}x{shape[1]}]{hint}"
-            )
+        Raises ShapeError when x does not have in_features rows (the core's text, as R's, with a
+        hint when x looks row-major), DTypeError when x is a tensor of another dtype than the
+        weights."""
         fused = _FUSED.get(self.activation)
         if fused is not None:  # one node, the same numbers as matmul -> add -> activation
             return _linear(self.W, x, self.b, fused)

@@ -207,13 +207,13 @@ class Optimizer:
         if name in _HYPER[self._kind] or name in ("t", "accum_count"):
             if isinstance(value, (bool, np.bool_)) and name not in ("nesterov", "average"):
                 raise ArgumentError(
-                    f"{type(self).__name__}: {name} must be a number, got {value!r}"
+                    f"{type(self).__name__}: {name} must be a single number, got {value!r}"
                 )
             try:
                 v = float(value)
             except (TypeError, ValueError):
                 raise ArgumentError(
-                    f"{type(self).__name__}: {name} must be a number, got {value!r}"
+                    f"{type(self).__name__}: {name} must be a single number, got {value!r}"
                 ) from None
             _core.check(lib.pg_optim_set(self._o, name.encode(), v))
         else:

@@ -282,11 +282,7 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
 # ag_predict (predict.R)'s work; fn: the user-facing function its errors name (ag_accuracy
 # calls it too)
 .predict <- function(model, x, batch_size, fn) {
-  if (!(((is.environment(model) || is.list(model)) && is.function(model$forward)) ||
-        is.function(model)))
-    .arg_fail("argument", "%s: model must have a forward(x) function, got %s", fn,
-              class(model)[[1L]])
-  .fit_forward_fn(model, fn)  # refuses a return_state layer, as Python's
+  .fit_forward_fn(model, fn)  # no forward(x) or a return_state layer: refused, as Python's
   X <- .fit_cols(x, "x", fn, samples = TRUE)  # none: the core's text
   batch_size <- .arg_int(batch_size, fn, "batch_size", 1L)
   p <- .layer_params(model)

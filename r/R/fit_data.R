@@ -61,7 +61,7 @@
   if (is.null(verbose) || identical(verbose, "auto"))
     return(list(progress = progress, silent = silent))
   num <- is.numeric(verbose) && length(verbose) == 1L && !is.na(verbose)
-  shown <- paste(format(verbose), collapse = " ")
+  shown <- .arg_show(verbose)  # "a" quoted, as Python's repr
   m <- .Call(R_pg_fit_verbosity, num, if (num) verbose else 0, shown)
   list(progress = c("none", "bar", "lines")[m + 1L], silent = silent || m == 0L)
 }

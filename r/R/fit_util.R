@@ -10,7 +10,7 @@
     .Call(R_pg_fit_return_state, fn, paste(model$name))
   if ((is.environment(model) || is.list(model)) && is.function(model$forward)) return(model$forward)
   if (is.function(model)) return(model)
-  .arg_fail("argument", "%s: model must have a forward(x) function", fn)
+  .Call(R_pg_fit_model_fail, fn, FALSE, class(model)[[1L]])  # the core's text, as Python's
 }
 
 .fit_forward <- function(model, x, fn = "ag_fit") .fit_out(.fit_forward_fn(model, fn)(x), fn)
@@ -39,9 +39,11 @@
                             name, names(v)[!ok][1L])
     v <- t(as.matrix(v))
   }
+  # the kind before the shape, as Python's (NULL: a wrong kind, not "no samples")
+  if (!is.numeric(v) && !is.logical(v))
+    .arg_fail("argument", "%s: %s must be numeric, got %s", fn, name, class(v)[[1L]])
   # the [features, n] rule and its text (a vector: one row) are the core's (pg_fit_cols)
   .Call(R_pg_fit_cols, fn, name, v, samples)
-  if (!is.numeric(v) && !is.logical(v)) .arg_fail("argument", "%s: %s must be numeric", fn, name)
   if (length(dim(v)) != 2L) v <- matrix(v, nrow = 1L)
   # touched only when needed: either would copy the whole data set (pages faulted in every run)
   if (!is.double(v)) storage.mode(v) <- "double"

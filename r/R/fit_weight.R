@@ -6,8 +6,8 @@
 .fit_sample_weight <- function(v) {
   if (is.null(v)) return(NULL)
   if (is_ag_tensor(v)) v <- v$data
-  if (!is.numeric(v) || is.factor(v))
-    .arg_fail("argument", "ag_fit: sample_weight must be a numeric vector, got %s", .arg_show(v))
+  if (!is.numeric(v) || is.factor(v))  # Python's words
+    .arg_fail("argument", "ag_fit: sample_weight must be numeric, got %s", class(v)[[1L]])
   .Call(R_pg_fit_weight_shape, v)
   v <- as.double(v)
   v[is.na(v)] <- NaN  # NA: the core's "must be finite" names it

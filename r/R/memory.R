@@ -56,10 +56,10 @@ ag_estimate_training_memory <- function(shapes = NULL, batch_size = 32L,
     params <- .Call(R_pg_estimate_params, shapes)  # the core's rule and texts (as Python's)
   }
   dcode <- .dtype_code(dtype, fn)
-  batch_size <- .arg_int(batch_size, "ag_estimate_training_memory", "batch_size", 0L)
-  activation_frac <- .arg_num(activation_frac, "ag_estimate_training_memory", "activation_frac", 0)
-  quiet <- .arg_flag(quiet, "ag_estimate_training_memory", "quiet")
-  static <- .arg_flag(static, "ag_estimate_training_memory", "static")
+  batch_size <- .arg_int(batch_size, fn, "batch_size", 0L)  # fn as Python's: with "()"
+  activation_frac <- .arg_num(activation_frac, fn, "activation_frac", 0)
+  quiet <- .arg_flag(quiet, fn, "quiet")
+  static <- .arg_flag(static, fn, "static")
   src <- .pg$code$mem_source
   m <- if (is.null(model)) list(weights = 0, gradients = 0, activations = 0, batch = batch_size,
                                 params = params)

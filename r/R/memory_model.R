@@ -21,8 +21,7 @@
 .mem_model_params <- function(model) {
   if (!(is.environment(model) || is.list(model)) ||
       !(is.function(model$parameters) || is.function(model$params)))
-    .arg_stop("ag_estimate_training_memory(): model must have a parameters() (or params()) ",
-              "function")
+    .Call(R_pg_fit_model_fail, "ag_estimate_training_memory()", TRUE, class(model)[[1L]])
   .dedup(.layer_params(model))
 }
 

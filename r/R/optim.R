@@ -98,7 +98,8 @@
 
 # opt$<key> <- value: one number (the kind checked here, the range by the core)
 .opt_set <- function(h, key, value, where) {
-  if ((!is.numeric(value) && !is.logical(value)) || length(value) != 1L)
+  flag <- key %in% c("nesterov", "average")  # the flags; a logical is no number (Python's rule)
+  if ((!is.numeric(value) && !(flag && is.logical(value))) || length(value) != 1L)
     .arg_fail("argument", "%s: %s must be a single number, got %s", where, key, .arg_show(value))
   .Call(R_pg_optim_set, h, key, value)
 }

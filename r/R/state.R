@@ -99,19 +99,23 @@ ag_load_model <- function(path, model_fn = NULL, device = NULL, dtype = NULL, mo
     model <- model_fn
     model_fn <- NULL
   }
+  # every argument before the file, as Python's: path, model, then model_fn (ag_save_model's
+  # order), dtype ("f32" / "f64": match.arg's rule, f16 / bf16 refused), device, optimizer
+  .path_string(path, "ag_load_model()")
+  if (!is.null(model) && !.is_model(model)) .model_params(model, "ag_load_model()")  # its error
   .Call(R_pg_mf_builder_args, TRUE, model_fn, !is.null(model))  # the core's rules and texts
+  dt <- if (!is.null(dtype)) .Call(R_pg_mf_load_dtype, dtype, .arg_show(dtype))
   if (!is.null(device)) {
     old <- ag_default_device()
     on.exit(ag_device(old), add = TRUE)
     ag_device(device)
   }
+  .mf_opt_arg(optimizer, TRUE)
   .model_path(path, "ag_load_model()")  # 0L / TRUE / a FIFO or device: refused before any read
   # R serialization (saveRDS) rather than safetensors: the core's sniff (pg_file_is_rds)
   if (.Call(R_pg_file_is_rds, path))
     return(.load_ggmlr_container(path, model_fn, dtype, model, trust))
-  # before the file is read, as Python's: "f32" / "f64" (match.arg's rule, f16 / bf16 refused)
-  if (!is.null(dtype)) dtype <- .Call(R_pg_mf_load_dtype, dtype, .arg_show(dtype))
-  .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer, dtype = dtype)$model
+  .load_model(path, model = model, model_fn = model_fn, optimizer = optimizer, dtype = dt)$model
 }
 
 # A ggmlR ag_save_model() file (s9.3 / s9.4): readRDS, checks with ggmlR's messages, then

@@ -102,7 +102,8 @@ ag_default_dtype <- function() .dtype_name(.Call(R_pg_default_dtype, NULL))
 ag_device <- function(device) {
   if (missing(device)) .arg_stop("ag_device(): argument \"device\" is missing, with no default")
   if (!is.character(device) || length(device) != 1L || !device %in% c("cpu", "gpu"))
-    .arg_stop("ag_device(): device must be \"cpu\" or \"gpu\"", kind = "value")
+    .arg_stop(sprintf("ag_device(): device must be \"cpu\" or \"gpu\", got %s",
+                      .arg_show(device)), kind = "value")  # the value shown, as Python's
   .check_device(device, "ag_device")
   prev <- .pg$device
   .pg$device <- device

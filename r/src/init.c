@@ -258,6 +258,7 @@ extern SEXP R_pg_metric_name(SEXP);
 extern SEXP R_pg_metric_asked(SEXP, SEXP, SEXP);
 extern SEXP R_pg_evaluate(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_return_state(SEXP, SEXP);
+extern SEXP R_pg_fit_model_fail(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_metric_codes_fit(SEXP, SEXP);
 extern SEXP R_pg_fit_loader_check(SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_verbosity(SEXP, SEXP, SEXP);
@@ -532,6 +533,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_metric_asked", (DL_FUNC)&R_pg_metric_asked, 3},
     {"R_pg_evaluate", (DL_FUNC)&R_pg_evaluate, 6},
     {"R_pg_fit_return_state", (DL_FUNC)&R_pg_fit_return_state, 2},
+    {"R_pg_fit_model_fail", (DL_FUNC)&R_pg_fit_model_fail, 3},
     {"R_pg_fit_metric_codes_fit", (DL_FUNC)&R_pg_fit_metric_codes_fit, 2},
     {"R_pg_fit_loader_check", (DL_FUNC)&R_pg_fit_loader_check, 3},
     {"R_pg_fit_verbosity", (DL_FUNC)&R_pg_fit_verbosity, 3},

@@ -312,6 +312,14 @@ SEXP R_pg_fit_return_state(SEXP fn, SEXP model)
     return R_NilValue;
 }
 
+/* a model with no forward(x) or no parameters(): the core's refusal naming fn and its class */
+SEXP R_pg_fit_model_fail(SEXP fn, SEXP params, SEXP got)
+{
+    r_check(pg_fit_model_fail(CHAR(STRING_ELT(fn, 0)), Rf_asLogical(params) == 1,
+                              Rf_translateCharUTF8(STRING_ELT(got, 0))));
+    return R_NilValue;
+}
+
 /* ag_fit(metrics =)'s codes without "accuracy", refused without targets */
 SEXP R_pg_fit_metric_codes_fit(SEXP codes, SEXP has_y)
 {

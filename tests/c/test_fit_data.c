@@ -99,13 +99,13 @@ static void test_verbosity(void)
 static void test_flags(void)
 {
     CHECK(pg_fit_flags_check(1, 1, 0) == 0);
-    CHECK_ERR(pg_fit_flags_check(0, 0, 0), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_flags_check(0, 0, 0), PG_STATUS_ERR_ARG,
               "ag_fit: distributed must be True or False");
-    CHECK(pg_fit_flags_check(0, 1, 1) == PG_STATUS_ERR_VALUE &&
+    CHECK(pg_fit_flags_check(0, 1, 1) == PG_STATUS_ERR_ARG &&
           !strcmp(pg_last_error(), "ag_fit: distributed must be TRUE or FALSE"));
-    CHECK(pg_fit_flags_check(1, 0, 0) == PG_STATUS_ERR_VALUE &&
+    CHECK(pg_fit_flags_check(1, 0, 0) == PG_STATUS_ERR_ARG &&
           !strcmp(pg_last_error(), "ag_fit: static must be True, False or None"));
-    CHECK(pg_fit_flags_check(1, 0, 1) == PG_STATUS_ERR_VALUE &&
+    CHECK(pg_fit_flags_check(1, 0, 1) == PG_STATUS_ERR_ARG &&
           !strcmp(pg_last_error(), "ag_fit: static must be TRUE, FALSE or NULL"));
     CHECK(pg_fit_resume_from_fail("int 3") == PG_STATUS_ERR_ARG &&
           !strcmp(pg_last_error(), "ag_fit: resume_from must be a file name, got int 3"));

@@ -156,6 +156,8 @@ void test_fit_stop(void)
     p.monitor = PG_FIT_LOG_VAL_ACCURACY;
     p.patience = 1;
     es = pg_early_stop_new(&p);
+    /* known from the monitor's name before any fit: the max mode's start (issue 29) */
+    CHECK(pg_early_stop_get_state(es, &s) == 0 && s.best == -INFINITY && s.maximize);
     CHECK(pg_early_stop_begin(es, 0, 1) == PG_STATUS_ERR_VALUE);
     CHECK(strstr(pg_last_error(), "only with validation data") != NULL);
     CHECK(pg_early_stop_begin(es, 1, 0) == PG_STATUS_ERR_VALUE);

@@ -40,7 +40,7 @@ _CASES = [  # (Python keyword arguments, R arguments, Python type)
     (dict(resume_from=5), "resume_from = 5", pg.ArgumentError),
     (dict(silent="a"), 'silent = "a"', pg.ArgumentError),
     # two bad arguments: both languages check in one order and name the same first one
-    (dict(nepoch=0, distributed=5), "nepoch = 0, distributed = 5", pg.PyggmlrValueError),
+    (dict(nepoch=0, distributed=5), "nepoch = 0, distributed = 5", pg.ArgumentError),
     (dict(loss="hinge", progress="bogus"), 'loss = "hinge", progress = "bogus"',
      pg.PyggmlrValueError),
     (dict(nbatch_logical=0, shuffle="a"), 'nbatch_logical = 0, shuffle = "a"', pg.ArgumentError),
@@ -51,6 +51,10 @@ _CASES = [  # (Python keyword arguments, R arguments, Python type)
      pg.ArgumentError),
     # seed is checked before resume_from in both (Python skipped it when resuming)
     (dict(seed="abc", resume_from=5), 'seed = "abc", resume_from = 5', pg.PyggmlrValueError),
+    # a flag of the wrong kind: ArgumentError / pyggmlr_argument_error, as shuffle's (issue 29)
+    (dict(distributed="a"), 'distributed = "a"', pg.ArgumentError),
+    (dict(static="a"), 'static = "a"', pg.ArgumentError),
+    (dict(static=1), "static = 1", pg.ArgumentError),
     # the core's rule (native/fit_setup.c), refused before MPI starts in both languages
     (dict(static=True, distributed=True), "static = TRUE, distributed = TRUE",
      pg.PyggmlrValueError),
@@ -69,6 +73,7 @@ def _idiom(msg):
     return (msg.replace("got int 5", "got 5").replace("or None,", "or NULL,")
             .replace("must be True or False, got str 'a'", 'must be TRUE or FALSE, got "a"')
             .replace("distributed must be True or False", "distributed must be TRUE or FALSE")
+            .replace("static must be True, False or None", "static must be TRUE, FALSE or NULL")
             .replace("(x_val,) or an", "(x_val) or an")
             .replace("a tuple (x_val", "a list (x_val"))  # fmt: skip
 

@@ -2,6 +2,8 @@
 texts are the C core's (native/modelfile_args.c), so each refusal has the same condition class
 and the same text word for word in both languages."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -197,3 +199,41 @@ w"""
         "ag_save_model(): saving the weights without the architecture (no config); load with "
         "ag_load_model(path, model = ...)"
     )
+
+
+_MODEL_TEXT = (
+    "ag_load_model(): `model` must be an ag_sequential or ag_* layer (an object with "
+    "parameters()), got "
+)
+_BEFORE_FILE = [  # (id, Python call on a missing path, R call, Python type, Python text, R's)
+    ("model", lambda f: pg.ag_load_model(f, model=3), "ag_load_model(f, model = 3)",
+     pg.ArgumentError, _MODEL_TEXT + "int", _MODEL_TEXT + "numeric"),
+    ("builder as model=", lambda f: pg.ag_load_model(f, model=_build),
+     "ag_load_model(f, model = build)", pg.ArgumentError, _MODEL_TEXT + "function", None),
+    ("model before model_fn", lambda f: pg.ag_load_model(f, model=_build, model_fn=3),
+     "ag_load_model(f, model = build, model_fn = 3)", pg.ArgumentError,
+     _MODEL_TEXT + "function", None),
+    ("model_fn before dtype", lambda f: pg.ag_load_model(f, model_fn=3, dtype="f8"),
+     'ag_load_model(f, model_fn = 3, dtype = "f8")', pg.ArgumentError,
+     "ag_load_model(): `model_fn` must be a function or NULL.", None),
+    ("dtype before optimizer", lambda f: pg.ag_load_model(f, dtype="f8", optimizer=3),
+     'ag_load_model(f, dtype = "f8", optimizer = 3)', pg.PyggmlrValueError,
+     "ag_load_model(): 'dtype' should be one of \"f32\", \"f64\", \"f16\", \"bf16\", got \"f8\"",
+     None),
+    ("optimizer", lambda f: pg.ag_load_model(f, optimizer=3), "ag_load_model(f, optimizer = 3)",
+     pg.ArgumentError, "ag_load_model(): optimizer must be an optimizer object, got int",
+     "ag_load_model(): optimizer must be an optimizer object, got numeric"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("call, rcall, exc, text, rtext", [c[1:] for c in _BEFORE_FILE],
+                         ids=[c[0] for c in _BEFORE_FILE])  # fmt: skip
+def test_load_arguments_before_the_file(tmp_path, call, rcall, exc, text, rtext):
+    """ag_load_model checks path, model, model_fn (ag_save_model's order), dtype, device and
+    optimizer before the file, in both languages: a missing file reports the argument (it read
+    the file first, issue 29)."""
+    f = str(tmp_path / "missing.safetensors")
+    e = _raised(exc, call, f)
+    assert str(e.value) == text
+    assert r.run(_R_PRE.format(call=rcall), f=f) == [_R_CLASS[exc], rtext or text]
+    assert not os.listdir(tmp_path)

@@ -170,7 +170,8 @@ def test_settings_read_back_and_checkpoint_state():
     es = pg.ag_early_stopping(patience=4, min_delta=0.5, restore_best=False, mode="max")
     assert (es.patience, es.min_delta, es.restore_best, es.monitor, es.mode) == (
         4, 0.5, False, None, "max")  # fmt: skip
-    assert (es.best, es.best_epoch, es.wait, es.stopped_epoch) == (math.inf, None, 0, None)
+    # mode "max": best is its start before any fit
+    assert (es.best, es.best_epoch, es.wait, es.stopped_epoch) == (-math.inf, None, 0, None)
     assert repr(es).endswith("| monitor=auto | mode=max")
     with pytest.raises(AttributeError):
         es.patience = 1  # one copy of the settings: the core's

@@ -89,7 +89,33 @@ def test_a_forward_that_returns_no_tensor(loss, static):
     ({"static": np.array([True, False])}, "ag_fit: static must be True, False or None"),
 ])  # fmt: skip
 def test_static_and_distributed_are_flags(kw, text):
-    """As R's ag_fit: a truthy string must not start MPI or the compiler."""
+    """As R's ag_fit: a truthy string must not start MPI or the compiler; a wrong kind is an
+    ArgumentError, as the other flags' (issue 29)."""
     x, y = _iris()
-    with pytest.raises(pg.PyggmlrValueError, match=text):
+    with pytest.raises(pg.ArgumentError, match=text):
         pg.ag_fit(_mlp(), x, y, nepoch=1, silent=True, **kw)
+
+
+def test_no_forward_is_the_cores_text():
+    """R's text too (issue 29: R said "must have a forward(x) function")"""
+    x, _ = _iris()
+    with pytest.raises(
+        pg.ArgumentError, match=r"^ag_predict: model must have forward\(x\), got int$"
+    ):
+        pg.ag_predict(3, x)
+
+
+@pytest.mark.parametrize("kw, best", [
+    ({"monitor": "val_accuracy"}, -np.inf), ({"mode": "max"}, -np.inf), ({}, np.inf),
+])  # fmt: skip
+def test_best_before_any_fit(kw, best):
+    """the max mode's start as soon as the mode is known (it read inf), as R's"""
+    assert pg.ag_early_stopping(**kw).best == best
+    assert pg.ag_model_checkpoint("unused.safetensors", **kw).best == best
+
+
+def test_load_checks_arguments_before_the_file(tmp_path):
+    """a missing file with a bad model= names the model (the file was read first), as R's"""
+    f = str(tmp_path / "missing.safetensors")
+    with pytest.raises(pg.ArgumentError, match=r"^ag_load_model\(\): `model` must be .* got int$"):
+        pg.ag_load_model(f, model=3)

@@ -120,7 +120,7 @@ test_that("settings read back from the core; checkpoint state checked", {
   expect_identical(list(es$patience, es$min_delta, es$restore_best, es$monitor, es$mode),
                    list(4L, 0.5, FALSE, NULL, "max"))
   expect_identical(list(es$best, es$best_epoch, es$wait, es$stopped_epoch),
-                   list(Inf, NULL, 0L, NULL))
+                   list(-Inf, NULL, 0L, NULL))  # mode "max": its start (issue 29)
   expect_output(print(es), "| monitor=auto | mode=max", fixed = TRUE)
   expect_error(es$load_state(list(best = 1, best_epoch = -1, wait = 0)),
                "callback state is not usable", class = "pyggmlr_value_error")

@@ -6,7 +6,12 @@ test_that("ag_fit(distributed = TRUE) argument checks", {
   x <- matrix(rnorm(8), 2, 4)
   expect_error(ag_fit(ag_linear(2, 2), x, x, loss = "mse", nepoch = 1L, silent = TRUE,
                       distributed = "yes"),
-               "ag_fit: distributed must be TRUE or FALSE", fixed = TRUE)
+               "ag_fit: distributed must be TRUE or FALSE", fixed = TRUE,
+               class = "pyggmlr_argument_error")
+  expect_error(ag_fit(ag_linear(2, 2), x, x, loss = "mse", nepoch = 1L, silent = TRUE,
+                      static = "a"),
+               "ag_fit: static must be TRUE, FALSE or NULL", fixed = TRUE,
+               class = "pyggmlr_argument_error")
   expect_error(ag_fit(ag_linear(2, 2), x, x, loss = "mse", nepoch = 1L, silent = TRUE,
                       static = TRUE, distributed = TRUE),
                "ag_fit: static cannot be true with distributed training", fixed = TRUE)

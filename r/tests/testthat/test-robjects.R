@@ -218,7 +218,7 @@ test_that("ag_estimate_training_memory counts the bytes the core stores (f32 4, 
   expect_match(e64$note, "double precision")
   expect_error(ag_estimate_training_memory(list(c(4, 4)), dtype = "f16"), "not supported")
   expect_error(ag_estimate_training_memory(list(c(4, 4)), batch_size = -1),
-               "ag_estimate_training_memory: batch_size must be an integer >= 0, got -1",
+               "ag_estimate_training_memory(): batch_size must be an integer >= 0, got -1",
                fixed = TRUE)
   adam <- optimizer_adam(list(a = ag_param(matrix(0, 2, 2))), accumulate_steps = 4L)
   expect_equal(ag_estimate_training_memory(c(10, 10), optimizer = adam, quiet = TRUE)$optimizer,

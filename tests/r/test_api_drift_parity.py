@@ -1,0 +1,112 @@
+"""Drifts between the Python and R front ends fixed in the core once (issue 29): each case is
+the same call in both languages, with the same condition class and text (R's class name for
+Python's type, R's display of a value for Python's) or the same value."""
+
+import numpy as np
+import pytest
+
+from pyggmlr import r
+
+if not r.available():
+    pytest.skip(f"R bridge unavailable: {r.unavailable_reason()}", allow_module_level=True)
+
+pytestmark = pytest.mark.parity  # embeds R (rpy2): not in the sanitized run, which cannot host R
+
+from _rclass import R_CLASS as _R_CLASS  # noqa: E402
+
+import pyggmlr as pg  # noqa: E402
+
+_X = np.array([[1.0, 2, 3, 4], [4, 3, 2, 1]])
+_Y = np.array([[1.0, 0, 1, 0], [0, 1, 0, 1]])
+
+
+class _NoForward:  # parameters but no forward(x): refused by the core's text (pg_fit_model_fail)
+    def parameters(self):
+        return {"W": pg.ag_param(np.ones((2, 2)))}
+
+
+_R_NO_FORWARD = "list(parameters = function() list(W = ag_param(matrix(1, 2, 2))))"
+_R_RUN = """tryCatch({{ {call}; list("none", "") }},
+         error = function(e) list(class(e)[[1L]], conditionMessage(e)))"""
+
+_CASES = [  # (id, Python call, R call, Python type, Python text, R text or None: the same)
+    ("predict", lambda: pg.ag_predict(3, _X), "ag_predict(3, x)", pg.ArgumentError,
+     "ag_predict: model must have forward(x), got int",
+     "ag_predict: model must have forward(x), got numeric"),
+    ("accuracy", lambda: pg.ag_accuracy("a", _X, _Y), 'ag_accuracy("a", x, y)',
+     pg.ArgumentError, "ag_accuracy: model must have forward(x), got str",
+     "ag_accuracy: model must have forward(x), got character"),
+    ("fit", lambda: pg.ag_fit(_NoForward(), _X, _Y, nepoch=1, batch_size=2, silent=True),
+     f"ag_fit({_R_NO_FORWARD}, x, y, nepoch = 1L, batch_size = 2L, silent = TRUE)", pg.ArgumentError,
+     "ag_fit: model must have forward(x), got _NoForward",
+     "ag_fit: model must have forward(x), got list"),
+    ("evaluate", lambda: pg.ag_evaluate(_NoForward(), _X, _Y, loss="mse"),
+     f'ag_evaluate({_R_NO_FORWARD}, x, y, loss = "mse")', pg.ArgumentError,
+     "ag_evaluate: model must have forward(x), got _NoForward",
+     "ag_evaluate: model must have forward(x), got list"),
+    # the hunt's drifts (issue 29)
+    ("estimate model", lambda: pg.ag_estimate_training_memory(model=3, x=_X),
+     "ag_estimate_training_memory(model = 3, x = x)", pg.ArgumentError,
+     "ag_estimate_training_memory(): model must have parameters(), got int",
+     "ag_estimate_training_memory(): model must have parameters(), got numeric"),
+    ("estimate static", lambda: pg.ag_estimate_training_memory([[2, 2]], static="a"),
+     'ag_estimate_training_memory(list(c(2, 2)), static = "a")', pg.ArgumentError,
+     "ag_estimate_training_memory(): static must be True or False, got str 'a'",
+     'ag_estimate_training_memory(): static must be TRUE or FALSE, got "a"'),
+    ("estimate batch_size", lambda: pg.ag_estimate_training_memory([[2, 2]], batch_size=-1),
+     "ag_estimate_training_memory(list(c(2, 2)), batch_size = -1)", pg.PyggmlrValueError,
+     "ag_estimate_training_memory(): batch_size must be an integer >= 0, got -1", None),
+    ("lr kind", lambda: pg.ag_fit(pg.ag_linear(2, 2), _X, _Y, batch_size=2, lr="a", silent=True),
+     'ag_fit(ag_linear(2, 2), x, y, batch_size = 2L, lr = "a", silent = TRUE)',
+     pg.ArgumentError, "optimizer_adam: lr must be a single number, got 'a'",
+     'optimizer_adam: lr must be a single number, got "a"'),
+    ("lr flag", lambda: pg.optimizer_adam(pg.ag_linear(2, 2).parameters(), lr=True),
+     "optimizer_adam(ag_linear(2, 2)$params(), lr = TRUE)", pg.ArgumentError,
+     "optimizer_adam: lr must be a single number, got True",
+     "optimizer_adam: lr must be a single number, got TRUE"),
+    ("verbose", lambda: pg.ag_fit(pg.ag_linear(2, 2), _X, _Y, batch_size=2, verbose="a"),
+     'ag_fit(ag_linear(2, 2), x, y, batch_size = 2L, verbose = "a")', pg.PyggmlrValueError,
+     'ag_fit: verbose must be 0 (silent), 1 (progress bar), 2 (one line per epoch), "auto" or '
+     "None, got 'a'",
+     'ag_fit: verbose must be 0 (silent), 1 (progress bar), 2 (one line per epoch), "auto" or '
+     'NULL, got "a"'),
+    ("x kind", lambda: pg.ag_predict(pg.ag_linear(2, 2), None),
+     "ag_predict(ag_linear(2, 2), NULL)", pg.ArgumentError,
+     "ag_predict: x must be numeric, got dtype object", "ag_predict: x must be numeric, got NULL"),
+    ("linear shape", lambda: pg.ag_predict(pg.ag_linear(2, 3), np.ones((4, 2))),
+     "ag_predict(ag_linear(2, 3), matrix(1, 4, 2))", pg.ShapeError,
+     "ag_linear: W is [3x2] f32 and x is [4x2] f32: ncol(W) = 2 must equal nrow(x) = 4; x looks "
+     "row-major [batch, features]: pass ag_transpose(x), samples are columns", None),
+    ("sample_weight kind",
+     lambda: pg.ag_fit(pg.ag_linear(2, 2), _X, _Y, batch_size=2, sample_weight="a", silent=True),
+     'ag_fit(ag_linear(2, 2), x, y, batch_size = 2L, sample_weight = "a", silent = TRUE)',
+     pg.ArgumentError, "ag_fit: sample_weight must be numeric, got dtype <U1",
+     "ag_fit: sample_weight must be numeric, got character"),
+    ("device", lambda: pg.ag_device("xx"), 'ag_device("xx")', pg.PyggmlrValueError,
+     "ag_device(): device must be 'cpu' or 'gpu', got 'xx'",
+     'ag_device(): device must be "cpu" or "gpu", got "xx"'),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("call, rcall, exc, text, rtext", [c[1:] for c in _CASES],
+                         ids=[c[0] for c in _CASES])  # fmt: skip
+def test_same_refusal(call, rcall, exc, text, rtext):
+    with pytest.raises(exc) as e:
+        call()
+    assert str(e.value) == text
+    assert r.run(_R_RUN.format(call=rcall), x=_X, y=_Y) == [_R_CLASS[exc], rtext or text]
+
+
+@pytest.mark.parametrize("kw, rkw, best", [
+    ({"monitor": "val_accuracy"}, 'monitor = "val_accuracy"', -np.inf),
+    ({"mode": "max"}, 'mode = "max"', -np.inf),
+    ({"monitor": "val_loss"}, 'monitor = "val_loss"', np.inf),
+    ({}, "", np.inf),  # auto without a monitor: resolved when a fit begins (loss or val_loss)
+])  # fmt: skip
+def test_best_before_any_fit(kw, rkw, best):
+    """best is the direction's start as soon as the mode is known (it read inf for max)"""
+    assert pg.ag_early_stopping(**kw).best == best
+    assert r.run(f"ag_early_stopping({rkw})$best") == best
+    ck = pg.ag_model_checkpoint("unused.safetensors", **kw)
+    assert ck.best == best
+    assert r.run(f'ag_model_checkpoint("unused.safetensors", {rkw})$best') == best
