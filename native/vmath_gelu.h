@@ -61,11 +61,11 @@ ATTR static inline __attribute__((always_inline)) int F(pack_f32)(unsigned k, vs
 /* y = gelu(x): the first region's core on whole vectors, the packed lanes after each chunk, the
  * zero-padded tail through the full core (VMATH_LOOP's) */
 #define VMATH_GELU(NAME, T, VT, W, IN_A, CORE_A, CORE, OUT, PACK)                                  \
-    VMATH_LOOP(NAME##_full, T, VT, W, CORE)                                                        \
-    ATTR static void F(NAME)(const T *x, T *y, int64_t n)                                          \
+    __attribute__((noinline)) VMATH_LOOP(NAME##_full, T, VT, W, CORE) ATTR static void F(NAME)(    \
+        const T *x, T *y, int64_t n)                                                               \
     {                                                                                              \
-        T ox[GELU_CHUNK + (W)];                                                                    \
-        int oi[GELU_CHUNK + (W)];                                                                  \
+        static _Thread_local T ox[GELU_CHUNK + (W)];                                               \
+        static _Thread_local int oi[GELU_CHUNK + (W)];                                             \
         for (int64_t c = 0; c < n; c += GELU_CHUNK) {                                              \
             const int m = (int)(n - c < GELU_CHUNK ? n - c : GELU_CHUNK);                          \
             int i = 0, no = 0;                                                                     \
@@ -79,11 +79,10 @@ ATTR static inline __attribute__((always_inline)) int F(pack_f32)(unsigned k, vs
             }                                                                                      \
             if (i < m) F(NAME##_full)(x + c + i, y + c + i, m - i);                                \
             for (int j = 0; j < no; j += (W)) {                                                    \
-                T b[W];                                                                            \
                 memcpy(&v, ox + j, sizeof v);                                                      \
                 v = CORE(v);                                                                       \
-                memcpy(b, &v, sizeof b);                                                           \
-                for (int l = 0; l < (W) && j + l < no; l++) y[c + oi[j + l]] = b[l];               \
+                memcpy(ox + j, &v, sizeof v);                                                      \
+                for (int l = 0; l < (W) && j + l < no; l++) y[c + oi[j + l]] = ox[j + l];          \
             }                                                                                      \
         }                                                                                          \
     }
@@ -95,11 +94,11 @@ VMATH_GELU(vgelu_f32, float, vs, W32, F(geluf_in_a), F(geluf_a), F(geluf_core), 
 /* d = g gelu'(x), or d += it when acc (a NaN in d stays itself): as VMATH_GELU, with the packed
  * lanes' d left alone until their value comes */
 #define VMATH_GELU_BW(NAME, T, VT, W, IN_A, CORE_A, CORE, SEL, OUT, PACK)                          \
-    VMATH_LOOP_BW(NAME##_full, T, VT, W, CORE, SEL)                                                \
-    ATTR static void F(NAME)(const T *g, const T *x, T *d, int64_t n, int acc)                     \
+    __attribute__((noinline)) VMATH_LOOP_BW(NAME##_full, T, VT, W, CORE, SEL) ATTR static void F(  \
+        NAME)(const T *g, const T *x, T *d, int64_t n, int acc)                                    \
     {                                                                                              \
-        T ox[GELU_CHUNK + (W)], og[GELU_CHUNK + (W)];                                              \
-        int oi[GELU_CHUNK + (W)];                                                                  \
+        static _Thread_local T ox[GELU_CHUNK + (W)], og[GELU_CHUNK + (W)];                         \
+        static _Thread_local int oi[GELU_CHUNK + (W)];                                             \
         for (int64_t c = 0; c < n; c += GELU_CHUNK) {                                              \
             const int m = (int)(n - c < GELU_CHUNK ? n - c : GELU_CHUNK);                          \
             int i = 0, no = 0;                                                                     \
@@ -118,13 +117,12 @@ VMATH_GELU(vgelu_f32, float, vs, W32, F(geluf_in_a), F(geluf_a), F(geluf_core), 
             }                                                                                      \
             if (i < m) F(NAME##_full)(g + c + i, x + c + i, d + c + i, m - i, acc);                \
             for (int j = 0; j < no; j += (W)) {                                                    \
-                T b[W];                                                                            \
                 memcpy(&gv, og + j, sizeof gv), memcpy(&xv, ox + j, sizeof xv);                    \
                 gv = CORE(gv, xv);                                                                 \
-                memcpy(b, &gv, sizeof b);                                                          \
+                memcpy(ox + j, &gv, sizeof gv);                                                    \
                 for (int l = 0; l < (W) && j + l < no; l++) {                                      \
                     T *p = d + c + oi[j + l];                                                      \
-                    *p = !acc ? b[l] : *p != *p ? *p : *p + b[l];                                  \
+                    *p = !acc ? ox[j + l] : *p != *p ? *p : *p + ox[j + l];                        \
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
