@@ -30,13 +30,47 @@ ATTR static inline __attribute__((always_inline)) vs F(expf_hl)(vs hi, vs lo)
 }
 
 /* whether any lane of comparison mask m is set (its bytes read as 64-bit words, so f32 masks
- * too): the erfc cores skip a region no lane is in; each lane's value stays the same */
+ * too): the erfc cores skip a region no lane is in; each lane's value stays the same. AVX2 and
+ * AVX-512 test in a register: a copy to a local array let GCC over-align the array, which
+ * ASan's stack frames for use-after-return checks do not keep (a fault in the sanitized tests) */
 ATTR static inline __attribute__((always_inline)) int F(any_lane)(vl m)
 {
+#if VBYTES == 64
+    return _mm512_test_epi64_mask((__m512i)m, (__m512i)m) != 0;
+#elif VBYTES == 32
+    return !_mm256_testz_si256((__m256i)m, (__m256i)m);
+#else
     unsigned long long u[W64], any = 0;
     memcpy(u, &m, sizeof u);
     for (int k = 0; k < W64; k++) any |= u[k];
     return any != 0;
+#endif
+}
+
+/* erfc_core's first region, |x| < 0.84375 (other lanes: values of no use) */
+ATTR static inline __attribute__((always_inline)) vd F(erfc_a)(vd x)
+{
+    const vd z = x * x;
+    const vd r = VD(1.28379167095512558561e-01) +
+        z *
+            (VD(-3.25042107247001499370e-01) +
+             z *
+                 (VD(-2.84817495755985104766e-02) +
+                  z * (VD(-5.77027029648944159157e-03) + z * VD(-2.37630166566501626084e-05))));
+    const vd s = VD(1.0) +
+        z *
+            (VD(3.97917223959155352819e-01) +
+             z *
+                 (VD(6.50222499887672944485e-02) +
+                  z *
+                      (VD(5.08130628187576562776e-03) +
+                       z *
+                           (VD(1.32494738004321644526e-04) +
+                            z * VD(-3.96022827877536812320e-06)))));
+    const vd q = r / s;
+    /* 1 - erf(x) directly below 1/4 (no cancellation); above, 1/2 - (x q + (x - 1/2)) */
+    const vd lo = VD(1.0) - (x + x * q), hi = VD(0.5) - (x * q + (x - VD(0.5)));
+    return vsel(x < VD(0.25), lo, hi);
 }
 
 /* erfc for W64 doubles, with fdlibm's s_erf.c regions and coefficients: |x| < 0.84375
@@ -51,29 +85,7 @@ ATTR static inline __attribute__((always_inline)) vd F(erfc_core)(vd x)
     const vl mA = (vl)(a < VD(0.84375)), mC = (vl)(a >= VD(1.25));
     const vl mB = ~mA & ~mC & (vl)(a == a);
     vd y = VD(0.0);
-    if (F(any_lane)(mA)) {
-        const vd z = x * x;
-        const vd r = VD(1.28379167095512558561e-01) +
-            z *
-                (VD(-3.25042107247001499370e-01) +
-                 z *
-                     (VD(-2.84817495755985104766e-02) +
-                      z * (VD(-5.77027029648944159157e-03) + z * VD(-2.37630166566501626084e-05))));
-        const vd s = VD(1.0) +
-            z *
-                (VD(3.97917223959155352819e-01) +
-                 z *
-                     (VD(6.50222499887672944485e-02) +
-                      z *
-                          (VD(5.08130628187576562776e-03) +
-                           z *
-                               (VD(1.32494738004321644526e-04) +
-                                z * VD(-3.96022827877536812320e-06)))));
-        const vd q = r / s;
-        /* 1 - erf(x) directly below 1/4 (no cancellation); above, 1/2 - (x q + (x - 1/2)) */
-        const vd lo = VD(1.0) - (x + x * q), hi = VD(0.5) - (x * q + (x - VD(0.5)));
-        y = vsel(mA, vsel(x < VD(0.25), lo, hi), y);
-    }
+    if (F(any_lane)(mA)) y = vsel(mA, F(erfc_a)(x), y);
     if (F(any_lane)(mB)) {
         const vd s = a - VD(1.0);
         const vd P = VD(-2.36211856075265944077e-03) +
@@ -159,6 +171,29 @@ ATTR static inline __attribute__((always_inline)) vd F(erfc_core)(vd x)
     return vsel(x != x, x, y);
 }
 
+/* erfcf_core's first region, |x| < 0.84375 (other lanes: values of no use) */
+ATTR static inline __attribute__((always_inline)) vs F(erfcf_a)(vs x)
+{
+    const vs z = x * x;
+    const vs r = VS(1.2837916613e-01f) +
+        z *
+            (VS(-3.2504209876e-01f) +
+             z *
+                 (VS(-2.8481749818e-02f) +
+                  z * (VS(-5.7702702470e-03f) + z * VS(-2.3763017452e-05f))));
+    const vs s = VS(1.0f) +
+        z *
+            (VS(3.9791721106e-01f) +
+             z *
+                 (VS(6.5022252500e-02f) +
+                  z *
+                      (VS(5.0813062117e-03f) +
+                       z * (VS(1.3249473704e-04f) + z * VS(-3.9602282413e-06f)))));
+    const vs q = r / s;
+    const vs lo = VS(1.0f) - (x + x * q), hi = VS(0.5f) - (x * q + (x - VS(0.5f)));
+    return vssel(x < VS(0.25f), lo, hi);
+}
+
 /* erfc for W32 floats, in f32: erfc_core's regions with fdlibm's s_erff.c coefficients (the
  * same degrees), expf_core for the exponentials, z = a to 12 bits, exp(-z^2) exp((z - a)(z + a)
  * + R/S - 0.5625) */
@@ -169,26 +204,7 @@ ATTR static inline __attribute__((always_inline)) vs F(erfcf_core)(vs x)
     const vi mA = (vi)(a < VS(0.84375f)), mC = (vi)(a >= VS(1.25f));
     const vi mB = ~mA & ~mC & (vi)(a == a);
     vs y = VS(0.0f);
-    if (F(any_lane)((vl)mA)) {
-        const vs z = x * x;
-        const vs r = VS(1.2837916613e-01f) +
-            z *
-                (VS(-3.2504209876e-01f) +
-                 z *
-                     (VS(-2.8481749818e-02f) +
-                      z * (VS(-5.7702702470e-03f) + z * VS(-2.3763017452e-05f))));
-        const vs s = VS(1.0f) +
-            z *
-                (VS(3.9791721106e-01f) +
-                 z *
-                     (VS(6.5022252500e-02f) +
-                      z *
-                          (VS(5.0813062117e-03f) +
-                           z * (VS(1.3249473704e-04f) + z * VS(-3.9602282413e-06f)))));
-        const vs q = r / s;
-        const vs lo = VS(1.0f) - (x + x * q), hi = VS(0.5f) - (x * q + (x - VS(0.5f)));
-        y = vssel(mA, vssel(x < VS(0.25f), lo, hi), y);
-    }
+    if (F(any_lane)((vl)mA)) y = vssel(mA, F(erfcf_a)(x), y);
     if (F(any_lane)((vl)mB)) {
         const vs s = a - VS(1.0f);
         const vs P = VS(-2.3621185683e-03f) +
@@ -294,4 +310,40 @@ ATTR static inline __attribute__((always_inline)) vs F(geluf_bw_core)(vs g, vs x
     const vs e = F(expf_core)(VS(-0.5f) * x * x);
     const vs dx = VS(0.5f) * c + x * e * VS((float)(0.5 * M_2_SQRTPI * M_SQRT1_2));
     return vssel(x != x, x, vssel(g != g, g, g * dx));
+}
+
+/* The GELU where erfc's argument -x / sqrt2 is in its first region (|x / sqrt2| < 0.84375, most
+ * lanes of a layer's pre-activations): gelu_core's and gelu_bw_core's operations on those lanes
+ * alone, so the same bits; the lanes outside (NaN too) go through the full cores (vmath_kern.h) */
+ATTR static inline __attribute__((always_inline)) vl F(gelu_in_a)(vd x)
+{
+    const vd u = -(x * VD(M_SQRT1_2));
+    return (vl)((vd)((vl)u & ~(vl)VD(-0.0)) < VD(0.84375));
+}
+ATTR static inline __attribute__((always_inline)) vd F(gelu_a)(vd x)
+{
+    return VD(0.5) * x * F(erfc_a)(-(x * VD(M_SQRT1_2)));
+}
+ATTR static inline __attribute__((always_inline)) vd F(gelu_bw_a)(vd g, vd x)
+{
+    const vd c = F(erfc_a)(-(x * VD(M_SQRT1_2)));
+    const vd e = F(exp_core)(VD(-0.5) * x * x);
+    const vd dx = VD(0.5) * c + x * e * VD(0.5 * M_2_SQRTPI * M_SQRT1_2);
+    return vsel(g != g, g, g * dx);
+}
+ATTR static inline __attribute__((always_inline)) vi F(geluf_in_a)(vs x)
+{
+    const vs u = -(x * VS((float)M_SQRT1_2));
+    return (vi)((vs)((vi)u & ~(vi)VS(-0.0f)) < VS(0.84375f));
+}
+ATTR static inline __attribute__((always_inline)) vs F(geluf_a)(vs x)
+{
+    return VS(0.5f) * x * F(erfcf_a)(-(x * VS((float)M_SQRT1_2)));
+}
+ATTR static inline __attribute__((always_inline)) vs F(geluf_bw_a)(vs g, vs x)
+{
+    const vs c = F(erfcf_a)(-(x * VS((float)M_SQRT1_2)));
+    const vs e = F(expf_core)(VS(-0.5f) * x * x);
+    const vs dx = VS(0.5f) * c + x * e * VS((float)(0.5 * M_2_SQRTPI * M_SQRT1_2));
+    return vssel(g != g, g, g * dx);
 }

@@ -254,9 +254,10 @@ VMATH_LOOP(vlog_f64, double, vd, W64, F(log_core))
 VMATH_LOOP(vlog_f32, float, vs, W32, F(logf_core))
 VMATH_LOOP(verfc_f64, double, vd, W64, F(erfc_core))
 VMATH_LOOP(verfc_f32, float, vs, W32, F(erfcf_core))
+#if VBYTES == 16
 VMATH_LOOP(vgelu_f64, double, vd, W64, F(gelu_core))
 VMATH_LOOP(vgelu_f32, float, vs, W32, F(geluf_core))
-#undef VMATH_LOOP
+#endif
 
 /* d[i] = CORE(g[i], x[i]), or d[i] += it when acc (a NaN in d stays itself): whole vectors,
  * then the zero-padded tail */
@@ -283,8 +284,13 @@ VMATH_LOOP(vgelu_f32, float, vs, W32, F(geluf_core))
             memcpy(d + i, bd, sz);                                                                 \
         }                                                                                          \
     }
+#if VBYTES == 16
 VMATH_LOOP_BW(vgelu_bw_f64, double, vd, W64, F(gelu_bw_core), vsel)
 VMATH_LOOP_BW(vgelu_bw_f32, float, vs, W32, F(geluf_bw_core), vssel)
+#else
+#include "vmath_gelu.h" /* AVX2, AVX-512: lanes outside erfc's first region grouped */
+#endif
+#undef VMATH_LOOP
 #undef VMATH_LOOP_BW
 
 /* One LSTM step of one column (ops_rnn.c): the gates' sums a = (a + bb) + q (bb may be NULL),

@@ -92,15 +92,18 @@ static void erfc_accuracy(void)
     free(x), free(y), free(xf), free(yf);
 }
 
-/* the same bits from every level, forward and backward (store and accumulate), ragged lengths */
+/* the same bits from every level, forward and backward (store and accumulate), ragged lengths
+ * and more than one of the grouped loops' 1024-element chunks (vmath_gelu.h); a NaN in d stays
+ * where the lane is in erfc's first region (x[8]) and where it is not (x[7]) */
 static void simd_levels(void)
 {
-    enum { M = 1000 };
+    enum { M = 2600 };
     double x[M], g[M], d0[M];
     for (int i = 0; i < M; i++) x[i] = 12 * urand(), g[i] = urand(), d0[i] = urand();
     x[0] = NAN, x[1] = INFINITY, x[2] = -INFINITY, x[3] = -0.0, x[4] = 1e-310, x[5] = -40;
+    x[7] = 5, d0[7] = NAN, x[8] = 0.1, d0[8] = NAN, x[2000] = NAN, d0[2001] = NAN;
     unsigned char ref[2][4][M * 8];
-    const int lens[] = {M, 1, 3, 7, 17, 33, 999};
+    const int lens[] = {M, 1, 3, 7, 17, 33, 999, 1024, 1025, 2047, 2049};
     for (int dt = 0; dt < 2; dt++) {
         const int dtype = dt ? PG_DTYPE_F64 : PG_DTYPE_F32;
         const size_t es = dt ? 8 : 4;

@@ -1,0 +1,1 @@
+../../native/vmath_gelu.h
