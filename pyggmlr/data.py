@@ -54,7 +54,8 @@ def _as_data(v, name, col_major):
         if not col_major:
             a = a.T
     else:
-        raise ShapeError(f"ag_dataloader: {name} must be a matrix or a vector, got shape {a.shape}")
+        got = "x".join(map(str, a.shape))  # R's text: "got a 2x2x2 array"
+        raise ShapeError(f"ag_dataloader: {name} must be a matrix or a vector, got a {got} array")
     return np.asfortranarray(a), dtype
 
 
