@@ -285,7 +285,7 @@ def ag_fit(
         # the split, the shuffles and the batches live in the core (fit/plan.py, native/fit.c)
         # (a checkpoint's split state is checked by the resume check, before this loads it)
         plan = FitPlan(X, Y, dtype, classify, stream, setup, data.xv, data.yv)
-        attach(plan, loss_code, SW, CW, nclass)  # the core's checks and weight row
+        attach(plan, loss_code, SW, CW, nclass, classes)  # the core's checks and weight row
         fit_metrics_set(plan, mcodes, history)  # before shard: refused when distributed
         if sync is not None:
             plan.shard(sync.rank, sync.world)
