@@ -195,8 +195,9 @@ def ag_fit(
     outputs (the training batches as the model saw them in training mode, as keras). Checked
     against the loss before training; refused with distributed=True."""
     progress, silent = verbosity(verbose, progress, silent)
-    if isinstance(loss, str):  # labels (strings, a Categorical) as 0-based ids (fit/labels.py)
-        y, validation_data, classes = encode_labels(y, loss, validation_data)
+    if isinstance(loss, str) or callable(loss):  # labels as 0-based ids (fit/labels.py); a
+        lname = loss if isinstance(loss, str) else "callable"  # callable refused as R's (issue 29)
+        y, validation_data, classes = encode_labels(y, lname, validation_data)
     else:
         classes = None
     flag = (bool, np.bool_)  # the core's texts: a truthy "a" must not start MPI
