@@ -48,8 +48,8 @@ def _as_data(v, name, col_major):
     else:
         dtype = None
         a = as_numeric(v, "ag_dataloader", name)
-    if a.ndim == 1:
-        a = a.reshape(1, -1)  # a vector: one value (e.g. a class id) per sample
+    if a.ndim <= 1:  # a vector (a number too, as R's): one value (e.g. a class id) per sample
+        a = a.reshape(1, -1)
     elif a.ndim == 2:
         if not col_major:
             a = a.T
