@@ -40,7 +40,8 @@ static int64_t class_of(const pg_tensor *y, int loss, int64_t j)
 
 /* class_weight's (id, weight) pairs as a table by class id (NaN: not given, weighs 1), checked:
  * ids whole numbers in [0, 2^24] (a bound on the table's size), each once; weights finite, >= 0 */
-static double *class_table(const double *ids, const double *cw, int64_t ncw, int64_t *len)
+static double *class_table(const double *ids, const double *cw, int64_t ncw, int64_t *len,
+                           const char *const *labels, int64_t nlabels)
 {
     const double max_id = 16777216; /* 2^24 */
     int64_t n = ids ? 0 : ncw;
@@ -67,6 +68,10 @@ static double *class_table(const double *ids, const double *cw, int64_t ncw, int
                                                : NULL;
         if (why) {
             free(t);
+            if (c < nlabels && labels[c]) /* labels y: the class by its label, as the keys */
+                return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight %s; class '%s' has %g", OP,
+                               why, labels[c], cw[i]),
+                       NULL;
             return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight %s; class %lld has %g", OP, why,
                            (long long)c, cw[i]),
                    NULL;
@@ -95,14 +100,15 @@ int pg_fit_weight_shape(const int64_t *dims, int ndim)
 }
 
 int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw_id,
-                       const double *cw, int64_t ncw, int64_t nclass)
+                       const double *cw, int64_t ncw, int64_t nclass, const char *const *labels,
+                       int64_t nlabels)
 {
     if (!cw || !ncw) /* an empty class_weight is none (keras) */
         return set_weights(f, loss, sw, nsw, NULL, 0, nclass);
     if (ncw < 0)
         return pg_fail(PG_STATUS_ERR_ARG, "%s: class_weight has %lld values", OP, (long long)ncw);
     int64_t len = 0;
-    double *t = class_table(cw_id, cw, ncw, &len);
+    double *t = class_table(cw_id, cw, ncw, &len, labels, labels ? nlabels : 0);
     if (!t) return pg_last_status();
     const int rc = set_weights(f, loss, sw, nsw, t, len, nclass);
     free(t);

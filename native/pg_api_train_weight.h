@@ -20,9 +20,11 @@
  *   the labels' count: a factor's levels, a Categorical's categories), < 1: from y (one-hot y's
  *   rows, else the largest id + 1); the binary losses have 2 (ids 0 and 1). A class id given
  *   that is not one of them is PG_STATUS_ERR_VALUE (keras refuses such keys).
- * Both: multiplied. Every weight 0 is an error. Errors name ag_fit and the argument. */
+ * Both: multiplied. Every weight 0 is an error. Errors name ag_fit and the argument, and a class
+ * by its label when labels (y's nlabels labels in id order; NULL: class-id y) has it. */
 int pg_fit_set_weights(pg_fit *f, int loss, const double *sw, int64_t nsw, const double *cw_id,
-                       const double *cw, int64_t ncw, int64_t nclass);
+                       const double *cw, int64_t ncw, int64_t nclass, const char *const *labels,
+                       int64_t nlabels);
 /* class_weight's keys as 0-based class ids (ids[n]), once for R and Python: keys are strings
  * (R's names, Python's dict keys as text; NULL: a missing key, R's NA, Python's None). Labels y
  * (classes: y's nclasses labels in id order): each key must be one of them, each once (a key is

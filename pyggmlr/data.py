@@ -48,13 +48,14 @@ def _as_data(v, name, col_major):
     else:
         dtype = None
         a = as_numeric(v, "ag_dataloader", name)
-    if a.ndim == 1:
-        a = a.reshape(1, -1)  # a vector: one value (e.g. a class id) per sample
+    if a.ndim <= 1:  # a vector (a number too, as R's): one value (e.g. a class id) per sample
+        a = a.reshape(1, -1)
     elif a.ndim == 2:
         if not col_major:
             a = a.T
     else:
-        raise ShapeError(f"ag_dataloader: {name} must be a matrix or a vector, got shape {a.shape}")
+        got = "x".join(map(str, a.shape))  # R's text: "got a 2x2x2 array"
+        raise ShapeError(f"ag_dataloader: {name} must be a matrix or a vector, got a {got} array")
     return np.asfortranarray(a), dtype
 
 

@@ -195,8 +195,9 @@ def ag_fit(
     outputs (the training batches as the model saw them in training mode, as keras). Checked
     against the loss before training; refused with distributed=True."""
     progress, silent = verbosity(verbose, progress, silent)
-    if isinstance(loss, str):  # labels (strings, a Categorical) as 0-based ids (fit/labels.py)
-        y, validation_data, classes = encode_labels(y, loss, validation_data)
+    if isinstance(loss, str) or callable(loss):  # labels as 0-based ids (fit/labels.py); a
+        lname = loss if isinstance(loss, str) else "callable"  # callable refused as R's (issue 29)
+        y, validation_data, classes = encode_labels(y, lname, validation_data)
     else:
         classes = None
     flag = (bool, np.bool_)  # the core's texts: a truthy "a" must not start MPI
@@ -285,7 +286,7 @@ def ag_fit(
         # the split, the shuffles and the batches live in the core (fit/plan.py, native/fit.c)
         # (a checkpoint's split state is checked by the resume check, before this loads it)
         plan = FitPlan(X, Y, dtype, classify, stream, setup, data.xv, data.yv)
-        attach(plan, loss_code, SW, CW, nclass)  # the core's checks and weight row
+        attach(plan, loss_code, SW, CW, nclass, classes)  # the core's checks and weight row
         fit_metrics_set(plan, mcodes, history)  # before shard: refused when distributed
         if sync is not None:
             plan.shard(sync.rank, sync.world)

@@ -75,12 +75,25 @@ def class_weights(
     return None, np.ascontiguousarray(a)
 
 
-def attach(plan: Any, loss_code: int, sw: Optional[np.ndarray], cw: Any, nclass: int) -> None:
+def attach(
+    plan: Any,
+    loss_code: int,
+    sw: Optional[np.ndarray],
+    cw: Any,
+    nclass: int,
+    classes: Optional[List[str]] = None,
+) -> None:
     """The weights on the plan, if any (the core's checks; nclass: the run's classes when known,
-    else -1)."""
+    else -1; classes: labels y's labels, which name a class in the core's texts)."""
     if sw is None and cw is None:
         return
     ids, w = (None, None) if cw is None else cw
     ptr = [NULL if a is None else ffi.cast("double *", ffi.from_buffer(a)) for a in (sw, ids, w)]
     nsw, nw = (0 if a is None else a.size for a in (sw, w))
-    _core.check(lib.pg_fit_set_weights(plan._p, loss_code, ptr[0], nsw, ptr[1], ptr[2], nw, nclass))
+    h, k = HostValues(), len(classes or [])
+    labels = h.strings(classes or []) if k else NULL
+    _core.check(
+        lib.pg_fit_set_weights(
+            plan._p, loss_code, ptr[0], nsw, ptr[1], ptr[2], nw, nclass, labels, k
+        )
+    )

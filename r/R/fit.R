@@ -130,7 +130,8 @@ ag_fit <- function(model, x, y = NULL, loss = "cross_entropy", optimizer = "adam
     dcode <- .dtype_code(dtype, "ag_tensor")
     tn <- function(m) if (!is.null(m)) .Call(R_pg_tensor_new, m, dcode, FALSE)
     plan <- .Call(R_pg_fit_new, tn(X), tn(tg$Y), classify, su, tn(d$xv), tn(d$yv))
-    .Call(R_pg_fit_set_weights, plan, if (is.null(L$code)) -1L else L$code, SW, CW, tg$classes)
+    .Call(R_pg_fit_set_weights, plan, if (is.null(L$code)) -1L else L$code, SW, CW, tg$classes,
+          tg$levels)
     .Call(R_pg_fit_metrics, plan, mcodes)  # before the shard: refused when distributed
     if (!is.null(sync)) .Call(R_pg_fit_shard, plan, sync$rank, sync$world)
     # the run is set up: now the weights and optimizer, then the stream (all checked)

@@ -274,7 +274,7 @@ extern SEXP R_pg_arg_num(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_one_based_hint(SEXP, SEXP);
 extern SEXP R_pg_fit_weight_shape(SEXP);
 extern SEXP R_pg_fit_class_keys(SEXP, SEXP);
-extern SEXP R_pg_fit_set_weights(SEXP, SEXP, SEXP, SEXP, SEXP);
+extern SEXP R_pg_fit_set_weights(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_fit_loss_weighted(SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_predict_type(SEXP, SEXP);
 extern SEXP R_pg_predict_classify(SEXP, SEXP);
@@ -549,7 +549,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_fit_one_based_hint", (DL_FUNC)&R_pg_fit_one_based_hint, 2},
     {"R_pg_fit_weight_shape", (DL_FUNC)&R_pg_fit_weight_shape, 1},
     {"R_pg_fit_class_keys", (DL_FUNC)&R_pg_fit_class_keys, 2},
-    {"R_pg_fit_set_weights", (DL_FUNC)&R_pg_fit_set_weights, 5},
+    {"R_pg_fit_set_weights", (DL_FUNC)&R_pg_fit_set_weights, 6},
     {"R_pg_fit_loss_weighted", (DL_FUNC)&R_pg_fit_loss_weighted, 4},
     {"R_pg_predict_type", (DL_FUNC)&R_pg_predict_type, 2},
     {"R_pg_predict_classify", (DL_FUNC)&R_pg_predict_classify, 2},

@@ -18,13 +18,17 @@ SEXP R_pg_fit_weight_shape(SEXP v)
     return R_NilValue;
 }
 
-SEXP R_pg_fit_set_weights(SEXP fp, SEXP code, SEXP sw, SEXP cw, SEXP nclass)
+SEXP R_pg_fit_set_weights(SEXP fp, SEXP code, SEXP sw, SEXP cw, SEXP nclass, SEXP labels)
 {
     SEXP ids = Rf_isNull(cw) ? R_NilValue : VECTOR_ELT(cw, 0);
     SEXP w = Rf_isNull(cw) ? R_NilValue : VECTOR_ELT(cw, 1);
+    const R_xlen_t k = Rf_isNull(labels) ? 0 : XLENGTH(labels); /* a factor y's levels */
+    const char **s = (const char **)R_alloc((size_t)k + 1, sizeof *s);
+    for (R_xlen_t i = 0; i < k; i++) s[i] = Rf_translateCharUTF8(STRING_ELT(labels, i));
     r_check(pg_fit_set_weights(r_get(fp, R_FIT), Rf_asInteger(code), dbl(sw),
                                Rf_isNull(sw) ? 0 : (int64_t)XLENGTH(sw), dbl(ids), dbl(w),
-                               Rf_isNull(w) ? 0 : (int64_t)XLENGTH(w), (int64_t)Rf_asReal(nclass)));
+                               Rf_isNull(w) ? 0 : (int64_t)XLENGTH(w), (int64_t)Rf_asReal(nclass),
+                               k ? s : NULL, (int64_t)k));
     return R_NilValue;
 }
 

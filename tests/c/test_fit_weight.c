@@ -23,49 +23,54 @@ static void test_set_and_gather(void)
     pg_fit *f = plan(x, y, 1);
     CHECK(f != NULL);
     CHECK(pg_fit_batch_weights(f) == NULL && pg_last_status() == 0); /* unweighted: no error */
-    CHECK_ERR(pg_fit_set_weights(f, -1, sw, 8, NULL, NULL, 0, -1), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_set_weights(f, -1, sw, 8, NULL, NULL, 0, -1, NULL, 0), PG_STATUS_ERR_VALUE,
               "ag_fit: sample_weight needs a built-in loss");
-    CHECK_ERR(pg_fit_set_weights(f, PG_FIT_LOSS_MSE, NULL, 0, ids, cw, 2, -1), PG_STATUS_ERR_VALUE,
-              "class_weight needs class-id targets");
-    CHECK_ERR(pg_fit_set_weights(f, 0, sw, 7, NULL, NULL, 0, -1), PG_STATUS_ERR_SHAPE,
+    CHECK_ERR(pg_fit_set_weights(f, PG_FIT_LOSS_MSE, NULL, 0, ids, cw, 2, -1, NULL, 0),
+              PG_STATUS_ERR_VALUE, "class_weight needs class-id targets");
+    CHECK_ERR(pg_fit_set_weights(f, 0, sw, 7, NULL, NULL, 0, -1, NULL, 0), PG_STATUS_ERR_SHAPE,
               "ag_fit: sample_weight has 7 values but x has 8 samples");
     sw[2] = -1;
-    CHECK_ERR(pg_fit_set_weights(f, 0, sw, 8, NULL, NULL, 0, -1), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_set_weights(f, 0, sw, 8, NULL, NULL, 0, -1, NULL, 0), PG_STATUS_ERR_VALUE,
               "sample_weight must be finite and >= 0");
     sw[2] = 3;
     cw[1] = -0.5;
-    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, ids, cw, 2, -1), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, ids, cw, 2, -1, NULL, 0), PG_STATUS_ERR_VALUE,
               "class_weight must be finite and >= 0; class 2 has -0.5");
     cw[1] = NAN;
-    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, ids, cw, 2, -1), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, ids, cw, 2, -1, NULL, 0), PG_STATUS_ERR_VALUE,
               "class_weight must be finite and >= 0; class 2 has nan");
+    const char *lab[3] = {"a", "b", "c"}; /* labels y: the class by its label (issue 29) */
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, ids, cw, 2, -1, lab, 3), PG_STATUS_ERR_VALUE,
+              "class_weight must be finite and >= 0; class 'c' has nan");
     cw[1] = 0.5;
     const double dup[2] = {1, 1}, frac[1] = {1.5}, big[1] = {16777217}, zero[3] = {0, 0, 0};
-    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, dup, cw, 2, -1), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, dup, cw, 2, -1, NULL, 0), PG_STATUS_ERR_VALUE,
               "class_weight names a class twice; class 1 has 0.5");
-    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, frac, cw, 1, -1), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, frac, cw, 1, -1, NULL, 0), PG_STATUS_ERR_VALUE,
               "must be 0-based class ids (whole numbers >= 0); got 1.5");
-    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, big, cw, 1, -1), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, big, cw, 1, -1, NULL, 0), PG_STATUS_ERR_VALUE,
               "class id 16777217 is above 16777216");
     const double huge[1] = {1e300}; /* shown as a number, not 301 digits */
-    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, huge, cw, 1, -1), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, huge, cw, 1, -1, NULL, 0), PG_STATUS_ERR_VALUE,
               "class_weight's class id 1e+300 is above 16777216");
-    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, NULL, zero, 3, -1), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, NULL, zero, 3, -1, NULL, 0), PG_STATUS_ERR_VALUE,
               "every sample's weight (class_weight) is 0");
     /* ids beyond the run's classes (keras refuses such keys): y's largest id + 1, else the host's */
     const double far[2] = {0, 3}, four[4] = {1, 1, 1, 1};
-    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, far, cw, 2, -1), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, far, cw, 2, -1, NULL, 0), PG_STATUS_ERR_VALUE,
               "ag_fit: class_weight's class id 3 is not a class of this run (3 classes: ids 0 "
               "to 2)");
-    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, NULL, four, 4, -1), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, NULL, four, 4, -1, NULL, 0), PG_STATUS_ERR_VALUE,
               "class id 3 is not a class of this run (3 classes");
-    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, far, cw, 2, 2), PG_STATUS_ERR_VALUE,
+    CHECK_ERR(pg_fit_set_weights(f, 0, NULL, 0, far, cw, 2, 2, NULL, 0), PG_STATUS_ERR_VALUE,
               "class id 3 is not a class of this run (2 classes: ids 0 to 1)");
     CHECK(pg_fit_batch_weights(f) == NULL); /* a refused call set nothing */
-    CHECK(pg_fit_set_weights(f, PG_FIT_LOSS_MSE, NULL, 0, ids, cw, 0, -1) == 0); /* empty: none */
+    CHECK(pg_fit_set_weights(f, PG_FIT_LOSS_MSE, NULL, 0, ids, cw, 0, -1, NULL, 0) ==
+          0); /* empty: none */
     CHECK(pg_fit_batch_weights(f) == NULL);
-    CHECK(pg_fit_set_weights(f, 0, sw, 8, ids, cw, 2, -1) == 0);
-    CHECK_ERR(pg_fit_set_weights(f, 0, sw, 8, ids, cw, 2, -1), PG_STATUS_ERR_STATE, "already set");
+    CHECK(pg_fit_set_weights(f, 0, sw, 8, ids, cw, 2, -1, NULL, 0) == 0);
+    CHECK_ERR(pg_fit_set_weights(f, 0, sw, 8, ids, cw, 2, -1, NULL, 0), PG_STATUS_ERR_STATE,
+              "already set");
     pg_tensor *xb, *yb;
     CHECK(pg_fit_epoch_begin(f) == 0);
     CHECK(pg_fit_batch(f, 0, 1, &xb, &yb) == 4);
@@ -80,11 +85,12 @@ static void test_set_and_gather(void)
     double yb01[8] = {0, 1, 1, 0, 1, 0.5, 0, 1};
     pg_tensor *y01 = pg_tensor_new(PG_DTYPE_F64, 1, 8, yb01, PG_DTYPE_F64, 1, 1);
     f = plan(x, y01, 0);
-    CHECK_ERR(pg_fit_set_weights(f, PG_FIT_LOSS_BCE_WITH_LOGITS, NULL, 0, ids, cw, 2, 5),
+    CHECK_ERR(pg_fit_set_weights(f, PG_FIT_LOSS_BCE_WITH_LOGITS, NULL, 0, ids, cw, 2, 5, NULL, 0),
               PG_STATUS_ERR_VALUE, "class id 2 is not a class of this run (2 classes: ids 0 to 1)");
     const double ids01[2] = {0, 1};
-    CHECK_ERR(pg_fit_set_weights(f, PG_FIT_LOSS_BCE_WITH_LOGITS, NULL, 0, ids01, cw, 2, -1),
-              PG_STATUS_ERR_VALUE, "needs 0/1 targets; sample 5 has 0.5");
+    CHECK_ERR(
+        pg_fit_set_weights(f, PG_FIT_LOSS_BCE_WITH_LOGITS, NULL, 0, ids01, cw, 2, -1, NULL, 0),
+        PG_STATUS_ERR_VALUE, "needs 0/1 targets; sample 5 has 0.5");
     pg_fit_free(f);
     REL(x), REL(y), REL(y01);
 }

@@ -82,6 +82,18 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      'ag_fit(ag_linear(2, 2), x, y, batch_size = 2L, sample_weight = "a", silent = TRUE)',
      pg.ArgumentError, "ag_fit: sample_weight must be numeric, got dtype <U1",
      "ag_fit: sample_weight must be numeric, got character"),
+    ("loader 3-d", lambda: pg.ag_dataloader(np.ones((2, 2, 2))),
+     "ag_dataloader(array(1, c(2, 2, 2)))", pg.ShapeError,
+     "ag_dataloader: x must be a matrix or a vector, got a 2x2x2 array", None),
+    ("labels callable loss",  # Python refused y as not numeric (issue 29)
+     lambda: pg.ag_fit(pg.ag_linear(2, 2), _X, np.array(["a", "b"] * 2),
+                       loss=lambda o, t: pg.ag_mse_loss(o, t), batch_size=2, silent=True),
+     'ag_fit(ag_linear(2, 2), x, rep(c("a", "b"), 2), loss = function(o, t) ag_mse_loss(o, t), '
+     "batch_size = 2L, silent = TRUE)", pg.PyggmlrValueError,
+     'ag_fit: labels y (strings or a Categorical) need loss = "cross_entropy" (or, with 2 labels, '
+     '"binary_cross_entropy" / "bce_with_logits")',
+     'ag_fit: a factor or character y needs loss = "cross_entropy" (or, with 2 levels, '
+     '"binary_cross_entropy" / "bce_with_logits")'),
     ("device", lambda: pg.ag_device("xx"), 'ag_device("xx")', pg.PyggmlrValueError,
      "ag_device(): device must be 'cpu' or 'gpu', got 'xx'",
      'ag_device(): device must be "cpu" or "gpu", got "xx"'),

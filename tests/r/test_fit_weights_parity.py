@@ -81,6 +81,7 @@ _KEYS = [  # (Python class_weight, R class_weight, y, the text after "ag_fit: cl
     ({None: 1.0}, "stats::setNames(1, NA)", _LAB, " has a missing key (NA or None)"),
     ({"a": 2.0}, "c(a = 2)", _Y, "'s keys must be 0-based class ids (y holds class ids, not"),
     ({-1: 2.0}, 'c("-1" = 2)', _Y, "'s keys must be 0-based class ids (whole numbers >= 0)"),
+    ({"a": -2.0}, "c(a = -2)", _LAB, " must be finite and >= 0; class 'a' has -2"),  # issue 29
 ]  # fmt: skip
 
 

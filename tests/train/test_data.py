@@ -137,6 +137,10 @@ def test_errors():
         pg.ag_dataloader(x, y[:, :9])
     with pytest.raises(pg.PyggmlrValueError, match="batch_size"):
         pg.ag_dataloader(x, y, batch_size=0)
+    with pytest.raises(pg.ShapeError) as e:  # R's text (issue 29): it said "got shape (2, 2, 2)"
+        pg.ag_dataloader(np.ones((2, 2, 2)))
+    assert str(e.value) == "ag_dataloader: x must be a matrix or a vector, got a 2x2x2 array"
+    assert pg.ag_dataloader(3.0, batch_size=1).n_batches() == 1  # one sample, as in R
 
 
 def test_load_iris():

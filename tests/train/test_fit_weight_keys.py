@@ -59,6 +59,7 @@ _NOT_A_LABEL = (
 _MISSING = "class_weight has a missing key (NA or None); key each weight by its class"
 _NOT_ID = "class_weight's keys must be 0-based class ids"
 _TWICE = "class_weight names a class twice; class 1 has 2"  # ids: the table's check
+_BAD_W = "class_weight must be finite and >= 0;"
 _KIND = "class_weight's keys must be class labels (strings) or 0-based class ids (numbers), got"
 
 
@@ -74,6 +75,10 @@ _KIND = "class_weight's keys must be class labels (strings) or 0-based class ids
         (IDS, {"a": 2.0}, PyggmlrValueError, f"{_NOT_ID} (y holds class ids, not labels); got 'a'"),
         (IDS, {-1: 2.0}, PyggmlrValueError, f"{_NOT_ID} (whole numbers >= 0); got -1"),
         (IDS, {1: 1.0, "1": 2.0}, PyggmlrValueError, _TWICE),
+        # a bad weight names its class by label with labels y (issue 29: it named the id)
+        (LAB, {"a": 1.0, "c": -2.0}, PyggmlrValueError, f"{_BAD_W} class 'c' has -2"),
+        (LAB, [1.0, float("nan")], PyggmlrValueError, f"{_BAD_W} class 'b' has nan"),
+        (IDS, {2: -2.0}, PyggmlrValueError, f"{_BAD_W} class 2 has -2"),
         (LAB, {(1, 2): 1.0}, ArgumentError, f"{_KIND} (1, 2)"),
         (IDS, {True: 1.0}, ArgumentError, f"{_KIND} True"),
         (LAB, "abc", ArgumentError, "class_weight must be a dict {class: weight} or a sequence of "

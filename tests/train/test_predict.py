@@ -170,6 +170,12 @@ def test_label_classes_must_be_the_outputs():
 def test_label_refusals():
     with pytest.raises(PyggmlrValueError, match='need loss = "cross_entropy"'):
         _fit(2, _labels(3), "mse")
+    with pytest.raises(PyggmlrValueError) as e:  # a callable too, as R (issue 29: y not numeric)
+        _fit(2, _labels(3), lambda out, y: pg.ag_mse_loss(out, y))
+    assert str(e.value) == (
+        'ag_fit: labels y (strings or a Categorical) need loss = "cross_entropy" (or, with 2 '
+        'labels, "binary_cross_entropy" / "bce_with_logits")'
+    )
     y = _labels(3).astype(object)
     y[4] = None
     with pytest.raises(PyggmlrValueError, match="1 missing value .*column 5"):

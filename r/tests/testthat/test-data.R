@@ -21,6 +21,10 @@ test_that("dataloader: batches, coverage, shuffle with sample(), errors, print",
   expect_error(ag_dataloader(x, matrix(1, 1, 3)),
                "ag_dataloader: x has 10 samples (columns) but y has 3", fixed = TRUE,
                class = "pyggmlr_shape_error")
+  expect_error(ag_dataloader(array(1, c(2, 2, 2))),  # Python's text too (issue 29)
+               "^ag_dataloader: x must be a matrix or a vector, got a 2x2x2 array$",
+               class = "pyggmlr_shape_error")
+  expect_equal(ag_dataloader(3, batch_size = 1L)$n_batches(), 1L)  # one sample, as Python's
   expect_equal(capture.output(print(dl)),
                "ag_dataloader | n=10 | batch_size=4 | n_batches=2 | shuffle=FALSE")
 })

@@ -181,6 +181,9 @@ test_that("a character y is labels as Python's strings: code-point order, NA mis
                       "give finite data"), class = "pyggmlr_value_error")
   expect_error(pred_fit(3L, y[-5L], "mse"), "ag_fit: a factor or character y needs loss = ",
                fixed = TRUE, class = "pyggmlr_value_error")
+  expect_error(pred_fit(3L, y[-5L], function(out, y) ag_mse_loss(out, y)),  # as Python's
+               "ag_fit: a factor or character y needs loss = ", fixed = TRUE,
+               class = "pyggmlr_value_error")
 })
 
 test_that("validation_data's missing labels are the core's text (as Python's)", {
