@@ -96,7 +96,7 @@ int64_t pg_fit_metric_codes_fit(int *codes, int64_t n, int has_y)
 }
 
 /* the byte length of s's first max code points (UTF-8): a label is shown to 40, as R's substr */
-static size_t utf8_prefix(const char *s, int max)
+size_t pg_utf8_prefix(const char *s, int max)
 {
     size_t i = 0;
     for (int k = 0; s[i] && k < max; k++) {
@@ -114,7 +114,7 @@ static void labels_list(char *list, size_t size, const char *const *classes, int
     for (int64_t i = 0; i < n && i < 10 && len < size; i++) {
         const char *c = classes[i] ? classes[i] : "";
         len += (size_t)snprintf(list + len, size - len, "%s'%.*s'", i ? ", " : "",
-                                (int)utf8_prefix(c, 40), c);
+                                (int)pg_utf8_prefix(c, 40), c);
     }
     if (n > 10 && len < size) snprintf(list + len, size - len, ", ...");
 }
@@ -125,7 +125,7 @@ static int labels_unknown(const char *fn, const char *what, const char *whose, c
     char list[700];
     labels_list(list, sizeof list, classes, n);
     return pg_fail(PG_STATUS_ERR_VALUE, "%s: %s has the label '%.*s', which is not one of %s (%s)",
-                   fn, what, (int)utf8_prefix(label, 40), label, whose, list);
+                   fn, what, (int)pg_utf8_prefix(label, 40), label, whose, list);
 }
 
 int pg_fit_class_keys(const char *const *keys, int64_t n, const char *const *classes,
@@ -139,7 +139,7 @@ int pg_fit_class_keys(const char *const *keys, int64_t n, const char *const *cla
             return pg_fail(PG_STATUS_ERR_VALUE,
                            "ag_fit: class_weight has a missing key (NA or "
                            "None); key each weight by its class");
-        const int w = (int)utf8_prefix(k, 40);
+        const int w = (int)pg_utf8_prefix(k, 40);
         if (nclasses < 0) { /* ids y: a number's text, whole and >= 0 (pg_fit_set_weights) */
             char *end = NULL;
             ids[i] = *k && !isspace((unsigned char)*k) ? strtod(k, &end) : 0;

@@ -69,8 +69,8 @@ static double *class_table(const double *ids, const double *cw, int64_t ncw, int
         if (why) {
             free(t);
             if (c < nlabels && labels[c]) /* labels y: the class by its label, as the keys */
-                return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight %s; class '%s' has %g", OP,
-                               why, labels[c], cw[i]),
+                return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight %s; class '%.*s' has %g", OP,
+                               why, (int)pg_utf8_prefix(labels[c], 40), labels[c], cw[i]),
                        NULL;
             return pg_fail(PG_STATUS_ERR_VALUE, "%s: class_weight %s; class %lld has %g", OP, why,
                            (long long)c, cw[i]),

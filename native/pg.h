@@ -107,6 +107,8 @@ struct pg_node {
 
 /* ---- error.c ---- */
 int pg_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* the byte length of s's first max code points (UTF-8): labels in texts are cut to 40 (fit_args.c) */
+size_t pg_utf8_prefix(const char *s, int max);
 /* bytes the kernel can still back now (bounds.c: MemAvailable, else free pages) */
 double pg_mem_available(void);
 /* PG_STATUS_ERR_IO with the system's errno kept for pg_last_errno (a front end raises the

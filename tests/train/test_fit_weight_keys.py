@@ -89,3 +89,11 @@ def test_bad_keys_are_refused(y, cw, exc, text):
     with pytest.raises(exc) as e:
         _fit(y, class_weight=cw)
     assert str(e.value) == "ag_fit: " + text
+
+
+def test_a_bad_weights_label_is_cut_to_40_code_points_as_the_keys():
+    long = "é" * 50  # 2 bytes each: the cut counts code points
+    y = np.where(LAB == "c", long, LAB)
+    with pytest.raises(PyggmlrValueError) as e:
+        _fit(y, class_weight={long: -2.0})
+    assert str(e.value) == f"ag_fit: {_BAD_W} class '{'é' * 40}' has -2"

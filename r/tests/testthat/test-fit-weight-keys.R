@@ -67,3 +67,12 @@ test_that("bad class_weight keys are refused with Python's texts", {
     "ag_fit: class_weight must be a numeric vector named by class, or of weights in class-id",
     "order, got \"abc\""))
 })
+
+test_that("a bad weight's label is cut to 40 code points, as the keys", {
+  long <- strrep("\u00e9", 50)  # 2 bytes each: the cut counts code points
+  y <- ifelse(keys_lab == "c", long, keys_lab)
+  e <- tryCatch(keys_fit(y, class_weight = stats::setNames(-2, long)), error = identity)
+  expect_s3_class(e, "pyggmlr_value_error")
+  expect_identical(conditionMessage(e), paste0(
+    "ag_fit: class_weight must be finite and >= 0; class '", strrep("\u00e9", 40), "' has -2"))
+})
