@@ -25,6 +25,11 @@ class _NoForward:  # parameters but no forward(x): refused by the core's text (p
         return {"W": pg.ag_param(np.ones((2, 2)))}
 
 
+class _Cat:  # a pandas Categorical, duck-typed (fit/labels.py)
+    def __init__(self, codes, categories):
+        self.codes, self.categories = np.asarray(codes), list(categories)
+
+
 _R_NO_FORWARD = "list(parameters = function() list(W = ag_param(matrix(1, 2, 2))))"
 _R_RUN = """tryCatch({{ {call}; list("none", "") }},
          error = function(e) list(class(e)[[1L]], conditionMessage(e)))"""
@@ -94,6 +99,17 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      '"binary_cross_entropy" / "bce_with_logits")',
      'ag_fit: a factor or character y needs loss = "cross_entropy" (or, with 2 levels, '
      '"binary_cross_entropy" / "bce_with_logits")'),
+    ("labels order",  # Python checked labels first, R after the other arguments (issue 29)
+     lambda: pg.ag_fit(pg.ag_linear(2, 2), _X, np.array(["a", None, "b", "a"], dtype=object),
+                       nepoch=0, batch_size=2, silent=True),
+     'ag_fit(ag_linear(2, 2), x, c("a", NA, "b", "a"), nepoch = 0, batch_size = 2L, silent = TRUE)',
+     pg.PyggmlrValueError, "ag_fit: nepoch must be an integer >= 1, got 0", None),
+    ("numeric categories",  # Python named the classes "1.0", "2.0" (issue 29)
+     lambda: pg.ag_fit(pg.ag_linear(2, 2), _X, _Cat([0, 1, 1, 0], [1.0, 2.0]), batch_size=2,
+                       silent=True, class_weight={2.0: -1}),
+     "ag_fit(ag_linear(2, 2), x, factor(c(1, 2, 2, 1)), batch_size = 2L, silent = TRUE, "
+     'class_weight = c("2" = -1))', pg.PyggmlrValueError,
+     "ag_fit: class_weight must be finite and >= 0; class '2' has -1", None),
     ("device", lambda: pg.ag_device("xx"), 'ag_device("xx")', pg.PyggmlrValueError,
      "ag_device(): device must be 'cpu' or 'gpu', got 'xx'",
      'ag_device(): device must be "cpu" or "gpu", got "xx"'),
