@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from .. import _core
-from .._args import check_flag, check_num, check_number
+from .._args import check_flag, check_number
 from .._core import ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from .optimizer import Optimizer, _grads_handle, _param_list, optimizer_adam, optimizer_sgd
@@ -336,11 +336,11 @@ def clip_grad_value(params: Any, grads: Any = None, clip_value: float = 1.0) -> 
     """Clamp every gradient entry into [-clip_value, clip_value] (NaN stays NaN, +-Inf becomes
     +-clip_value) in the map (or each parameter's .grad when grads is None); returns the largest
     finite |g| before clipping (0 without gradients). ggmlR 0.8.3."""
-    _, tensors = _param_list(params, "clip_grad_value")
     if isinstance(clip_value, (bool, np.bool_)) or not isinstance(clip_value, numbers.Real):
-        raise PyggmlrValueError(
-            "clip_grad_value: clip_value must be a single positive finite number"
+        raise PyggmlrValueError(  # before params, as R's; the value shown as R's (issue 29)
+            f"clip_grad_value: clip_value must be a single positive finite number, got {clip_value!r}"
         )
+    _, tensors = _param_list(params, "clip_grad_value")
     arr = ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)
     out = ffi.new("double *")
     rc = lib.pg_clip_grad_value(
@@ -359,12 +359,17 @@ def check_grad_anomaly(
     counts None). Rows other than ok/missing make a message "gradient anomaly detected in k
     parameter(s):" that action "warn" warns (RuntimeWarning), "stop" raises
     (PyggmlrValueError) and "silent" keeps to itself. ggmlR 0.8.3."""
-    if max_abs is not None:
-        max_abs = check_num(max_abs, "check_grad_anomaly", "max_abs")
     if not isinstance(action, str) or action not in ("warn", "stop", "silent"):
-        raise PyggmlrValueError(
+        raise (PyggmlrValueError if isinstance(action, str) else ArgumentError)(
             f"check_grad_anomaly: action must be 'warn', 'stop' or 'silent', got {action!r}"
-        )
+        )  # then max_abs, as R's (issue 29): a wrong kind an ArgumentError, NaN a bad value
+    if max_abs is not None:
+        msg = f"check_grad_anomaly: max_abs must be None or a single number, got {max_abs!r}"
+        if isinstance(max_abs, (bool, np.bool_)) or not isinstance(max_abs, numbers.Real):
+            raise ArgumentError(msg)
+        if math.isnan(max_abs):
+            raise PyggmlrValueError(msg)
+        max_abs = float(max_abs)
     names, tensors = _param_list(params, "check_grad_anomaly")
     n = len(tensors)
     arr = ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)

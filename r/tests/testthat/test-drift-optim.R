@@ -1,0 +1,51 @@
+# Optimizers and gradient helpers refuse hostile input as Python does (issue 29): the same class,
+# the same words, the same first error. Python's tests/train/test_drift_optim.py has the same cases.
+
+drift_w <- function() ag_param(matrix(1, 2, 2))
+
+drift_refused <- function(expr, cls, text) {
+  e <- tryCatch({ expr; NULL }, error = identity)
+  expect_s3_class(e, cls)
+  expect_identical(conditionMessage(e), text)
+}
+
+test_that("a bad lr is refused and changes nothing", {
+  o <- optimizer_sgd(list(drift_w()), lr = 0.5)
+  drift_refused(o$lr <- "0.5", "pyggmlr_argument_error",
+                'optimizer_sgd: lr must be a single number, got "0.5"')
+  drift_refused(o$lr <- 1e400, "pyggmlr_value_error",
+                "optimizer_sgd: lr must be a finite number >= 0, got Inf")
+  expect_identical(o$lr, 0.5)
+  drift_refused(o$accumulate_steps <- "2", "pyggmlr_argument_error",
+                'optimizer_sgd: accumulate_steps must be a single number, got "2"')
+  expect_identical(o$accumulate_steps, 1L)
+})
+
+test_that("optimizer params are refused with ggmlR's texts", {
+  msg <- paste0("optimizer_adam: is.list(params) is not TRUE (params must be a list of ",
+                "ag_tensors or a model, got %s)")
+  drift_refused(optimizer_adam("a"), "pyggmlr_argument_error", sprintf(msg, '"a"'))
+  drift_refused(optimizer_adam(3), "pyggmlr_argument_error", sprintf(msg, "3"))
+  drift_refused(optimizer_adam(list(a = 3)), "pyggmlr_argument_error",
+                "optimizer_adam: parameter 1 is not an ag_tensor")
+  drift_refused(optimizer_adam(list(drift_w(), ag_linear(2, 2))), "pyggmlr_argument_error",
+                "optimizer_adam: parameter 2 is not an ag_tensor")
+})
+
+test_that("gradient helpers refuse as Python's", {
+  drift_refused(clip_grad_norm("a", NULL, 1), "pyggmlr_argument_error",
+                'clip_grad_norm: params must be a list of ag_tensors, got "a"')
+  drift_refused(clip_grad_norm(list(w = 3), NULL, 1), "pyggmlr_argument_error",
+                "clip_grad_norm: parameter 'w' is not an ag_tensor")
+  # max_norm before grads, with its kind named (it said "max_norm must be a single number")
+  drift_refused(clip_grad_norm(list(drift_w()), 3, "a"), "pyggmlr_argument_error",
+                "clip_grad_norm: max_norm must be a number, got character")
+  drift_refused(clip_grad_value(3, NULL, "a"), "pyggmlr_value_error",
+                'clip_grad_value: clip_value must be a single positive finite number, got "a"')
+  # a wrong kind of max_abs is an argument error (it was a value error), NaN a bad value
+  drift_refused(check_grad_anomaly(list(3), NULL, max_abs = "a"), "pyggmlr_argument_error",
+                'check_grad_anomaly: max_abs must be NULL or a single number, got "a"')
+  drift_refused(check_grad_anomaly(list(drift_w()), NULL, max_abs = NaN), "pyggmlr_value_error",
+                "check_grad_anomaly: max_abs must be NULL or a single number, got NaN")
+  expect_identical(check_grad_anomaly(list(drift_w()), NULL, max_abs = Inf)$status, "missing")
+})
