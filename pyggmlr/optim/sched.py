@@ -14,9 +14,10 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from .. import _core
-from .._args import check_flag, check_number
+from .._args import INT_MAX, check_flag, check_number
 from .._core import ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
+from ..tensor import Tensor
 from .optimizer import Optimizer, _grads_handle, _param_list, optimizer_adam, optimizer_sgd
 
 __all__ = [
@@ -32,9 +33,20 @@ __all__ = [
 
 
 def _whole(v: Any, fn: str, name: str) -> float:
-    """R's as.integer: truncated toward zero (NaN stays NaN: the core refuses it)."""
+    """R's as.integer: truncated toward zero; NaN, or past R's integers (1e12 was taken: issue
+    29), is NA, which the core refuses."""
     x = check_number(v, fn, name)
-    return float(math.trunc(x)) if math.isfinite(x) else math.nan
+    return float(math.trunc(x)) if math.isfinite(x) and abs(x) <= INT_MAX else math.nan
+
+
+def _num_or_na(v: Any) -> float:
+    """R's .sched_num: a number or a flag as a float, anything else NaN (the core's text)."""
+    if isinstance(v, (str, bytes)) or v is None:
+        return math.nan
+    try:
+        return float(v)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
 
 
 class _Schedule:
@@ -45,9 +57,10 @@ class _Schedule:
 
     def _init(self, optimizer: Any, par: List[float]) -> None:
         if not isinstance(optimizer, Optimizer):  # the wrong kind: ArgumentError, as R's
-            raise ArgumentError(
-                f"{self._name}: optimizer must be optimizer_sgd() or optimizer_adam(), got "
-                f"{type(optimizer).__name__}"
+            what = "an ag_tensor" if isinstance(optimizer, Tensor) else type(optimizer).__name__
+            raise ArgumentError(  # R's words too (issue 29)
+                f"{self._name}: optimizer must be an optimizer (optimizer_sgd() or "
+                f"optimizer_adam()), got {what}"
             )
         self.optimizer = optimizer
         self._par = ffi.new("double[]", list(par) + [0.0] * (lib.PG_SCHED_NPAR - len(par)))
@@ -123,7 +136,7 @@ class lr_scheduler_cosine(_Schedule):
         self.lr_min, self.restart, self.T_mult = (
             check_number(lr_min, self._name, "lr_min"),
             check_flag(restart, self._name, "restart"),
-            check_number(T_mult, self._name, "T_mult"),
+            _num_or_na(T_mult),  # ggmlR's text says its kind: "a single number >= 1"
         )
         self._init(
             optimizer,

@@ -131,6 +131,13 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      "check_grad_anomaly(list(ag_param(x)), NULL, max_abs = TRUE)", pg.ArgumentError,
      "check_grad_anomaly: max_abs must be None or a single number, got True",
      "check_grad_anomaly: max_abs must be NULL or a single number, got TRUE"),
+    ("sched optimizer", lambda: pg.lr_scheduler_step(3, 2), "lr_scheduler_step(3, 2)",
+     pg.ArgumentError, "lr_scheduler_step: optimizer must be an optimizer (optimizer_sgd() or "
+     "optimizer_adam()), got int",  # R: the function is the condition's call, as ggmlR's
+     "optimizer must be an optimizer (optimizer_sgd() or optimizer_adam()), got numeric"),
+    ("sched kind", lambda: pg.lr_scheduler_step(3, "a"), 'lr_scheduler_step(3, "a")',
+     pg.PyggmlrValueError, "lr_scheduler_step: step_size must be a single number, got 'a'",
+     'step_size must be a single number, got "a"'),
     ("device", lambda: pg.ag_device("xx"), 'ag_device("xx")', pg.PyggmlrValueError,
      "ag_device(): device must be 'cpu' or 'gpu', got 'xx'",
      'ag_device(): device must be "cpu" or "gpu", got "xx"'),

@@ -68,3 +68,25 @@ def test_gradient_helpers_refuse_as_r(call, exc, text):
     assert str(e.value) == text
     # an infinite bound is a number (it was refused as not finite)
     assert pg.check_grad_anomaly([_w()], None, max_abs=float("inf"))[0]["status"] == "missing"
+
+
+def _sgd():
+    return pg.optimizer_sgd([_w()], lr=0.1)
+
+
+@pytest.mark.parametrize("call, exc, text", [
+    (lambda: pg.lr_scheduler_step(3, 2), ArgumentError,  # R's words were "an environment ..."
+     "lr_scheduler_step: optimizer must be an optimizer (optimizer_sgd() or optimizer_adam()), "
+     "got int"),
+    (lambda: pg.lr_scheduler_warmup(_w(), 2), ArgumentError,
+     "lr_scheduler_warmup: optimizer must be an optimizer (optimizer_sgd() or optimizer_adam()), "
+     "got an ag_tensor"),
+    (lambda: pg.lr_scheduler_step(_sgd(), 1e12), PyggmlrValueError,  # R's as.integer: NA
+     "lr_scheduler_step: step_size must be >= 1"),
+    (lambda: pg.lr_scheduler_cosine(_sgd(), 4, T_mult="a"), PyggmlrValueError,  # ggmlR's text
+     "lr_scheduler_cosine: T_mult must be a single number >= 1"),
+])  # fmt: skip
+def test_schedulers_refuse_as_r(call, exc, text):
+    with pytest.raises(exc) as e:
+        call()
+    assert str(e.value) == text

@@ -49,3 +49,23 @@ test_that("gradient helpers refuse as Python's", {
                 "check_grad_anomaly: max_abs must be NULL or a single number, got NaN")
   expect_identical(check_grad_anomaly(list(drift_w()), NULL, max_abs = Inf)$status, "missing")
 })
+
+test_that("schedulers check each argument's kind before the core's ranges, in Python's order", {
+  o <- optimizer_sgd(list(drift_w()), lr = 0.1)
+  opt_msg <- "optimizer must be an optimizer (optimizer_sgd() or optimizer_adam()), got %s"
+  drift_refused(lr_scheduler_step(3, 2), "pyggmlr_argument_error", sprintf(opt_msg, "numeric"))
+  drift_refused(lr_scheduler_warmup(drift_w(), 2), "pyggmlr_argument_error",
+                sprintf(opt_msg, "an ag_tensor"))
+  # a wrong kind read NA and was named by its range ("step_size must be >= 1"); "2" was taken
+  drift_refused(lr_scheduler_step(o, "a"), "pyggmlr_value_error",
+                'step_size must be a single number, got "a"')
+  drift_refused(lr_scheduler_step(o, "2"), "pyggmlr_value_error",
+                'step_size must be a single number, got "2"')
+  drift_refused(lr_scheduler_step(3, "a", gamma = "b"), "pyggmlr_value_error",
+                'gamma must be a single number, got "b"')  # gamma first, then the optimizer
+  drift_refused(lr_scheduler_cyclic(o, "a", 0.1), "pyggmlr_value_error",
+                'base_lr must be a single number, got "a"')
+  drift_refused(lr_scheduler_warmup(o, 5, start_factor = "a"), "pyggmlr_value_error",
+                'start_factor must be a single number, got "a"')
+  expect_identical(o$lr, 0.1)  # a refused schedule set nothing
+})
