@@ -138,6 +138,9 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
     ("sched kind", lambda: pg.lr_scheduler_step(3, "a"), 'lr_scheduler_step(3, "a")',
      pg.PyggmlrValueError, "lr_scheduler_step: step_size must be a single number, got 'a'",
      'step_size must be a single number, got "a"'),
+    ("compile fn", lambda: pg.ag_compile(3, _X), "ag_compile(3, x)", pg.ArgumentError,
+     "ag_compile(): fn must be callable, got int",  # R said only "must be a function"
+     "ag_compile(): fn must be a function, got numeric"),
     ("device", lambda: pg.ag_device("xx"), 'ag_device("xx")', pg.PyggmlrValueError,
      "ag_device(): device must be 'cpu' or 'gpu', got 'xx'",
      'ag_device(): device must be "cpu" or "gpu", got "xx"'),
