@@ -51,6 +51,8 @@ def test_optimizer_params_are_refused_with_ggmlrs_texts(params, text):
      "clip_grad_norm: parameter 'w' is not an ag_tensor"),
     (lambda: pg.clip_grad_norm([_w()], 3, "a"), ArgumentError,  # max_norm before grads, as R
      "clip_grad_norm: max_norm must be a number, got str"),
+    (lambda: pg.clip_grad_value([_w()], 3, 1), ArgumentError,  # R's names the class too
+     "clip_grad_value: grads must be the map returned by backward() or None, got int"),
     (lambda: pg.clip_grad_value(3, None, "a"), PyggmlrValueError,  # clip_value before params
      "clip_grad_value: clip_value must be a single positive finite number, got 'a'"),
     (lambda: pg.check_grad_anomaly([3], None, max_abs="a"), ArgumentError,

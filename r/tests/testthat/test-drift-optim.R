@@ -40,6 +40,8 @@ test_that("gradient helpers refuse as Python's", {
   # max_norm before grads, with its kind named (it said "max_norm must be a single number")
   drift_refused(clip_grad_norm(list(drift_w()), 3, "a"), "pyggmlr_argument_error",
                 "clip_grad_norm: max_norm must be a number, got character")
+  drift_refused(clip_grad_value(list(drift_w()), 3, 1), "pyggmlr_argument_error", paste(
+    "clip_grad_value: grads must be the environment returned by backward() or NULL, got numeric"))
   drift_refused(clip_grad_value(3, NULL, "a"), "pyggmlr_value_error",
                 'clip_grad_value: clip_value must be a single positive finite number, got "a"')
   # a wrong kind of max_abs is an argument error (it was a value error), NaN a bad value
