@@ -26,7 +26,9 @@ def test_a_bad_lr_is_refused_and_changes_nothing(bad, exc, text):
     with pytest.raises(ArgumentError, match="accumulate_steps must be a single number, got '2'"):
         o.accumulate_steps = "2"
     assert o.accumulate_steps == 1
-    with pytest.raises(ArgumentError, match=r"^optimizer_sgd: lr must be a single number, got '1'$"):
+    with pytest.raises(
+        ArgumentError, match=r"^optimizer_sgd: lr must be a single number, got '1'$"
+    ):
         pg.optimizer_sgd([_w()], lr="1")
 
 

@@ -5,8 +5,8 @@ drift_w <- function() ag_param(matrix(1, 2, 2))
 
 drift_refused <- function(expr, cls, text) {
   e <- tryCatch({ expr; NULL }, error = identity)
-  expect_s3_class(e, cls)
-  expect_identical(conditionMessage(e), text)
+  expect_s3_class(e, cls)  # nolint: object_usage_linter.
+  expect_identical(conditionMessage(e), text)  # nolint: object_usage_linter.
 }
 
 test_that("a bad lr is refused and changes nothing", {

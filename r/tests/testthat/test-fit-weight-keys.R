@@ -81,7 +81,8 @@ test_that("a factor of numbers names its classes by its levels (Python's numeric
   f <- factor(c(2, 1, 1e5)[rep(1:3, 10)])  # levels "1", "2", "1e+05", as Python's (issue 29)
   e <- tryCatch(keys_fit(f, class_weight = c("2" = -1)), error = identity)
   expect_s3_class(e, "pyggmlr_value_error")
-  expect_identical(conditionMessage(e), "ag_fit: class_weight must be finite and >= 0; class '2' has -1")
+  expect_identical(conditionMessage(e),
+                   "ag_fit: class_weight must be finite and >= 0; class '2' has -1")
   e <- tryCatch(keys_fit(f, class_weight = c("2.0" = 1)), error = identity)
   expect_identical(conditionMessage(e), paste(
     "ag_fit: class_weight's key '2.0' is not one of y's labels ('1', '2', '1e+05'); with labels y,",
