@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from .. import _core
-from .._args import INT_MAX, check_flag, check_number
+from .._args import INT_MAX, check_flag, check_number, match_arg
 from .._core import ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
 from ..tensor import Tensor
@@ -180,10 +180,7 @@ class lr_scheduler_cyclic(_Schedule):
         mode: str = "triangular",
         gamma: float = 1,
     ) -> None:
-        if not isinstance(mode, str) or mode not in self._MODES:
-            raise PyggmlrValueError(
-                f"{self._name}: mode must be one of {self._MODES}, got {mode!r}"
-            )
+        match_arg(mode, self._MODES, self._name, "mode")
         up = _whole(step_size_up, self._name, "step_size_up")
         down = (
             up if step_size_down is None else _whole(step_size_down, self._name, "step_size_down")
@@ -226,10 +223,7 @@ class lr_scheduler_onecycle(_Schedule):
         base_momentum: float = 0.85,
         max_momentum: float = 0.95,
     ) -> None:
-        if not isinstance(anneal_strategy, str) or anneal_strategy not in ("cos", "linear"):
-            raise PyggmlrValueError(
-                f"{self._name}: anneal_strategy must be 'cos' or 'linear', got {anneal_strategy!r}"
-            )
+        match_arg(anneal_strategy, ("cos", "linear"), self._name, "anneal_strategy")
         if check_flag(cycle_momentum, self._name, "cycle_momentum"):
             self._mom_field = (
                 "momentum"
@@ -372,10 +366,8 @@ def check_grad_anomaly(
     counts None). Rows other than ok/missing make a message "gradient anomaly detected in k
     parameter(s):" that action "warn" warns (RuntimeWarning), "stop" raises
     (PyggmlrValueError) and "silent" keeps to itself. ggmlR 0.8.3."""
-    if not isinstance(action, str) or action not in ("warn", "stop", "silent"):
-        raise (PyggmlrValueError if isinstance(action, str) else ArgumentError)(
-            f"check_grad_anomaly: action must be 'warn', 'stop' or 'silent', got {action!r}"
-        )  # then max_abs, as R's (issue 29): a wrong kind an ArgumentError, NaN a bad value
+    match_arg(action, ("warn", "stop", "silent"), "check_grad_anomaly", "action")
+    # then max_abs, as R's (issue 29): a wrong kind an ArgumentError, NaN a bad value
     if max_abs is not None:
         msg = f"check_grad_anomaly: max_abs must be None or a single number, got {max_abs!r}"
         if isinstance(max_abs, (bool, np.bool_)) or not isinstance(max_abs, numbers.Real):

@@ -141,6 +141,12 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
     ("compile fn", lambda: pg.ag_compile(3, _X), "ag_compile(3, x)", pg.ArgumentError,
      "ag_compile(): fn must be callable, got int",  # R said only "must be a function"
      "ag_compile(): fn must be a function, got numeric"),
+    ("sched mode", lambda: pg.lr_scheduler_cyclic(3, 0.1, 0.2, mode="saw"),
+     'lr_scheduler_cyclic(3, 0.1, 0.2, mode = "saw")', pg.PyggmlrValueError,
+     "lr_scheduler_cyclic: 'arg' should be one of \u201ctriangular\u201d, \u201ctriangular2\u201d, "
+     "\u201cexp_range\u201d (mode = 'saw')",  # Python said "mode must be one of (...)"
+     "lr_scheduler_cyclic: 'arg' should be one of \u201ctriangular\u201d, \u201ctriangular2\u201d, "
+     '\u201cexp_range\u201d (mode = "saw")'),
     ("device", lambda: pg.ag_device("xx"), 'ag_device("xx")', pg.PyggmlrValueError,
      "ag_device(): device must be 'cpu' or 'gpu', got 'xx'",
      'ag_device(): device must be "cpu" or "gpu", got "xx"'),

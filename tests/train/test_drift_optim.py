@@ -62,9 +62,11 @@ def test_optimizer_params_are_refused_with_ggmlrs_texts(params, text):
     (lambda: pg.check_grad_anomaly([_w()], None, max_abs=float("nan")), PyggmlrValueError,
      "check_grad_anomaly: max_abs must be None or a single number, got nan"),
     (lambda: pg.check_grad_anomaly([_w()], None, action="x", max_abs="a"), PyggmlrValueError,
-     "check_grad_anomaly: action must be 'warn', 'stop' or 'silent', got 'x'"),  # action first
+     "check_grad_anomaly: 'arg' should be one of \u201cwarn\u201d, \u201cstop\u201d, \u201csilent\u201d "
+     "(action = 'x')"),  # action first
     (lambda: pg.check_grad_anomaly([_w()], None, action=3), ArgumentError,  # a wrong kind
-     "check_grad_anomaly: action must be 'warn', 'stop' or 'silent', got 3"),
+     "check_grad_anomaly: 'arg' should be one of \u201cwarn\u201d, \u201cstop\u201d, \u201csilent\u201d "
+     "(action = 3)"),
 ])  # fmt: skip
 def test_gradient_helpers_refuse_as_r(call, exc, text):
     with pytest.raises(exc) as e:
@@ -87,6 +89,12 @@ def _sgd():
      "got an ag_tensor"),
     (lambda: pg.lr_scheduler_step(_sgd(), 1e12), PyggmlrValueError,  # R's as.integer: NA
      "lr_scheduler_step: step_size must be >= 1"),
+    (lambda: pg.lr_scheduler_cyclic(_sgd(), 0.1, 0.2, mode="saw"), PyggmlrValueError,
+     "lr_scheduler_cyclic: 'arg' should be one of \u201ctriangular\u201d, \u201ctriangular2\u201d, "
+     "\u201cexp_range\u201d (mode = 'saw')"),  # R's match.arg text (Python: "mode must be one of")
+    (lambda: pg.lr_scheduler_onecycle(_sgd(), 0.1, 10, anneal_strategy=1), ArgumentError,
+     "lr_scheduler_onecycle: 'arg' should be one of \u201ccos\u201d, \u201clinear\u201d "
+     "(anneal_strategy = 1)"),
     (lambda: pg.lr_scheduler_cosine(_sgd(), 4, T_mult="a"), PyggmlrValueError,  # ggmlR's text
      "lr_scheduler_cosine: T_mult must be a single number >= 1"),
 ])  # fmt: skip

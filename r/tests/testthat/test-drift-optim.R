@@ -69,5 +69,11 @@ test_that("schedulers check each argument's kind before the core's ranges, in Py
                 'base_lr must be a single number, got "a"')
   drift_refused(lr_scheduler_warmup(o, 5, start_factor = "a"), "pyggmlr_value_error",
                 'start_factor must be a single number, got "a"')
+  drift_refused(lr_scheduler_cyclic(o, 0.1, 0.2, mode = "saw"), "pyggmlr_value_error", paste0(
+    "lr_scheduler_cyclic: 'arg' should be one of \u201ctriangular\u201d, \u201ctriangular2\u201d, ",
+    "\u201cexp_range\u201d (mode = \"saw\")"))
+  drift_refused(lr_scheduler_onecycle(o, 0.1, 10, anneal_strategy = 1), "pyggmlr_argument_error",
+                paste("lr_scheduler_onecycle: 'arg' should be one of \u201ccos\u201d, \u201clinear\u201d",
+                      "(anneal_strategy = 1)"))
   expect_identical(o$lr, 0.1)  # a refused schedule set nothing
 })
