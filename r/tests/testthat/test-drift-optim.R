@@ -73,7 +73,7 @@ test_that("schedulers check each argument's kind before the core's ranges, in Py
     "lr_scheduler_cyclic: 'arg' should be one of \u201ctriangular\u201d, \u201ctriangular2\u201d, ",
     "\u201cexp_range\u201d (mode = \"saw\")"))
   drift_refused(lr_scheduler_onecycle(o, 0.1, 10, anneal_strategy = 1), "pyggmlr_argument_error",
-                paste("lr_scheduler_onecycle: 'arg' should be one of \u201ccos\u201d, \u201clinear\u201d",
-                      "(anneal_strategy = 1)"))
+                paste("lr_scheduler_onecycle: 'arg' should be one of",
+                      "\u201ccos\u201d, \u201clinear\u201d (anneal_strategy = 1)"))
   expect_identical(o$lr, 0.1)  # a refused schedule set nothing
 })
