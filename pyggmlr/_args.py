@@ -74,6 +74,16 @@ def check_num(v, fn, arg, lo=None, hi=None, lo_open=False, hi_open=False):
     return f
 
 
+def match_arg(v, choices, fn, arg):
+    """v when it is one of choices; else R's .arg_match text (match.arg's, as ggmlR's: issue 29),
+    an ArgumentError for a non-string, a PyggmlrValueError for another string."""
+    if isinstance(v, str) and v in choices:
+        return v
+    quoted = ", ".join(f"\u201c{c}\u201d" for c in choices)
+    msg = f"{fn}: 'arg' should be one of {quoted} ({arg} = {v!r})"
+    raise (PyggmlrValueError if isinstance(v, str) else ArgumentError)(msg[:300])
+
+
 def check_flag(v, fn, arg):
     """v as a bool when it is True or False (numpy's too); ArgumentError otherwise ("no", 1, None)."""
     if not _is_bool(v):

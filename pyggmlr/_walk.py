@@ -80,20 +80,26 @@ def tensors(obj: Any, name: str) -> List[Tensor]:
     return unique(vals)
 
 
-def named(obj: Any, name: str) -> Tuple[List[str], List[Tensor], bool]:
+def named(obj: Any, name: str, optimizer: bool = False) -> Tuple[List[str], List[Tensor], bool]:
     """(names, tensors, named) of a model's parameters(), a dict name -> tensor (named) or any
-    iterable of tensors (names "1", "2", ...), walked by position as ggmlR 0.8.6; repeats kept."""
+    iterable of tensors (names "1", "2", ...), walked by position as ggmlR 0.8.6; repeats kept.
+    The refusals are R's texts (issue 29), an optimizer's ggmlR's (positions, is.list's text)."""
     c = source(obj)
     try:
-        if c is None:
+        if c is None or isinstance(c, (str, bytes)):  # a string is no list (R's is.list)
             raise TypeError
         kv = pairs(c)
     except TypeError:
+        shown = repr(c) if len(repr(c)) <= 80 else repr(c)[:77] + "..."  # R's .arg_show
         raise ArgumentError(
-            f"{name}: params must be a dict of tensors or a list of tensors, got {type(c).__name__}"
+            f"{name}: is.list(params) is not TRUE (params must be a list of ag_tensors or a "
+            f"model, got {shown})"
+            if optimizer
+            else f"{name}: params must be a list of ag_tensors, got {shown}"
         ) from None
     names, vals = [str(k) for k, _ in kv], [v for _, v in kv]
-    for n, t in zip(names, vals):
+    for i, (n, t) in enumerate(zip(names, vals)):
         if not isinstance(t, Tensor):
-            raise ArgumentError(f"{name}: parameter {n!r} is a {type(t).__name__}, not a tensor")
+            where = str(i + 1) if optimizer else repr(n)
+            raise ArgumentError(f"{name}: parameter {where} is not an ag_tensor")
     return names, vals, isinstance(c, Mapping)

@@ -24,7 +24,20 @@ def _categorical(y: Any) -> Optional[Tuple[np.ndarray, List[str]]]:
     src = cat if cat is not None and hasattr(cat, "categories") else y
     if not (hasattr(src, "categories") and hasattr(src, "codes")):
         return None
-    return np.asarray(src.codes, dtype=np.int64).ravel(), [str(c) for c in src.categories]
+    return np.asarray(src.codes, dtype=np.int64).ravel(), [_r_str(c) for c in src.categories]
+
+
+def _r_str(c: Any) -> str:
+    """A category as R's as.character writes a factor level (issue 29: 1.0 is "1", 1e5 "1e+05"):
+    a float with 15 significant digits, fixed unless the scientific form is narrower."""
+    if not isinstance(c, (float, np.floating)) or not np.isfinite(c):
+        return str(c)
+    m, e = f"{float(c):.14e}".split("e")
+    m = m.rstrip("0").rstrip(".")
+    ndig, exp = len(m.lstrip("-").replace(".", "")), int(e)
+    fixed = f"{float(c):.{max(0, ndig - 1 - exp)}f}"
+    sci = f"{m}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    return fixed if len(fixed) <= len(sci) else sci
 
 
 def _strings(y: Any) -> Optional[np.ndarray]:
@@ -54,10 +67,10 @@ def _strings(y: Any) -> Optional[np.ndarray]:
     return a
 
 
-def encode_labels(y: Any, loss: str, validation_data: Any) -> Tuple[Any, Any, Optional[List[str]]]:
-    """(y, validation_data, classes): labels as 0-based ids (float64, one per sample) and their
-    list; anything else as given with classes None. validation_data's labels (a tuple's second
-    entry) are coded with y's labels."""
+def encode_labels(y: Any, validation_data: Any) -> Tuple[Any, Any, Optional[List[str]]]:
+    """(y, validation_data, classes): labels as 0-based ids (float64, one per sample; -1 missing)
+    and their list; anything else as given with classes None. validation_data's labels (a tuple's
+    second entry) are coded with y's labels. check_labels checks them later, where R does."""
     cat = _categorical(y)
     if cat is not None:
         codes, classes = cat
@@ -72,11 +85,7 @@ def encode_labels(y: Any, loss: str, validation_data: Any) -> Tuple[Any, Any, Op
         k = lib.pg_labels_classes(arr, a.size, p, p + a.size)
         check(-k if k < 0 else 0)
         codes, classes = buf[0], [a[i] for i in buf[1, :k]]
-    ids = codes.astype(np.float64)  # -1: missing; missing labels, then the loss: the core's
-    p_ids = ffi.cast("double *", ids.ctypes.data)  # rules and texts (as R's factor y)
-    check(
-        lib.pg_fit_labels_check(loss.encode("utf-8", "replace"), len(classes), p_ids, ids.size, 0)
-    )
+    ids = codes.astype(np.float64)  # -1: missing
     if isinstance(validation_data, tuple) and len(validation_data) == 2:
         vids = code_labels(
             validation_data[1], classes, "ag_fit", "validation_data's y", "y's labels", True
@@ -84,6 +93,15 @@ def encode_labels(y: Any, loss: str, validation_data: Any) -> Tuple[Any, Any, Op
         if vids is not None:
             validation_data = (validation_data[0], vids)
     return ids, validation_data, classes
+
+
+def check_labels(ids: np.ndarray, classes: List[str], loss: str) -> None:
+    """Missing labels, then the loss: the core's rules and texts, at R's place (its .fit_targets:
+    after the loss name, the metrics and the weights are checked; issue 29)."""
+    p_ids = ffi.cast("double *", ids.ctypes.data)
+    check(
+        lib.pg_fit_labels_check(loss.encode("utf-8", "replace"), len(classes), p_ids, ids.size, 0)
+    )
 
 
 def code_labels(

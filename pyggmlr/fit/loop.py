@@ -33,7 +33,7 @@ from ..tensor import Tensor
 from .data import FitData, verbosity  # loaders, validation_data, verbose
 from .evaluate import fit_metric_codes, fit_metrics_set
 from .history import History
-from .labels import encode_labels
+from .labels import check_labels, encode_labels
 from .plan import FitPlan, FitSetup, Session, check_loss
 from .progress import FitProgress, progress_mode
 from .resume import Checkpoint, save_checkpoint
@@ -195,11 +195,8 @@ def ag_fit(
     outputs (the training batches as the model saw them in training mode, as keras). Checked
     against the loss before training; refused with distributed=True."""
     progress, silent = verbosity(verbose, progress, silent)
-    if isinstance(loss, str) or callable(loss):  # labels as 0-based ids (fit/labels.py); a
-        lname = loss if isinstance(loss, str) else "callable"  # callable refused as R's (issue 29)
-        y, validation_data, classes = encode_labels(y, lname, validation_data)
-    else:
-        classes = None
+    # labels as 0-based ids (fit/labels.py), checked against the loss with the targets, as R's
+    y, validation_data, classes = encode_labels(y, validation_data)
     flag = (bool, np.bool_)  # the core's texts: a truthy "a" must not start MPI
     ok = static is None or isinstance(static, flag)
     check(lib.pg_fit_flags_check(isinstance(distributed, flag), ok, 0))
@@ -225,6 +222,8 @@ def ag_fit(
     classify = int(rules[0])  # per_datapoint: the setup's (the session reads it)
     mcodes = fit_metric_codes(metrics, classify, y is not None)  # before training
     SW, CW = sample_weights(sample_weight), class_weights(class_weight, classes)  # before y, as R
+    if classes is not None:  # missing labels, then the loss (a callable refused as R's)
+        check_labels(y, classes, loss_name)
     Y = None if y is None else _as_cols(y, "y")
     nclass = -1  # class_weight's classes: the core's (the outputs, else the labels' count)
     if Y is not None:  # the samples agree (else a row-major hint), the classes fit the outputs

@@ -14,6 +14,7 @@ from .._core import NULL, ffi, lib
 from .._host import HostValues, dims
 from ..errors import ArgumentError, ShapeError
 from ..tensor import Tensor
+from .labels import _r_str
 
 __all__: List[str] = []
 
@@ -33,13 +34,16 @@ def _number(v: Any, what: str) -> float:
     return float(v)
 
 
-def _key(k: Any) -> Optional[str]:
+def _key(k: Any, labels: bool) -> Optional[str]:
     """A dict key as the core reads it (R's names): a label as given, a number as its text
-    (an int as R writes it, a float's repr: exact), None as a missing key."""
+    (an int as R writes it, a float's repr: exact; with labels y, as a numeric Categorical's
+    category reads, R's factor level: 1.0 is "1"), None as a missing key."""
     if k is None or isinstance(k, str):
         return k
     v = _number(k, "keys must be class labels (strings) or 0-based class ids (numbers)")
-    return str(int(k)) if isinstance(k, (int, np.integer)) else repr(v)
+    if isinstance(k, (int, np.integer)):
+        return str(int(k))
+    return _r_str(v) if labels else repr(v)
 
 
 def class_weights(
@@ -52,7 +56,7 @@ def class_weights(
     if v is None:
         return None
     if isinstance(v, dict):
-        keys = [_key(k) for k in v]
+        keys = [_key(k, classes is not None) for k in v]
         w = np.array([_number(x, "values must be numbers") for x in v.values()], dtype=np.float64)
         h = HostValues()
         ids = np.empty(len(keys), dtype=np.float64)

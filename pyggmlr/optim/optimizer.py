@@ -145,7 +145,7 @@ class Optimizer:
 
     def __init__(self, params: Any, **hyper: Any) -> None:
         cls = type(self).__name__
-        names, tensors, named = _walk.named(params, cls)
+        names, tensors, named = _walk.named(params, cls, optimizer=True)
         if (
             not tensors
         ):  # torch's ValueError too: an optimizer over nothing would train nothing silently
@@ -205,12 +205,16 @@ class Optimizer:
 
     def __setattr__(self, name, value):
         if name in _HYPER[self._kind] or name in ("t", "accum_count"):
-            if isinstance(value, (bool, np.bool_)) and name not in ("nesterov", "average"):
+            # a string is no number (float("0.5") parses it; R refuses "0.5": issue 29)
+            bad = isinstance(value, (str, bytes, np.str_, np.bytes_))
+            if bad or (isinstance(value, (bool, np.bool_)) and name not in ("nesterov", "average")):
                 raise ArgumentError(
                     f"{type(self).__name__}: {name} must be a single number, got {value!r}"
                 )
             try:
                 v = float(value)
+            except OverflowError:  # an int past a double: infinite, as R reads 1e400
+                v = float("inf") if value > 0 else float("-inf")
             except (TypeError, ValueError):
                 raise ArgumentError(
                     f"{type(self).__name__}: {name} must be a single number, got {value!r}"
@@ -358,7 +362,7 @@ def clip_grad_norm(params: Any, grads: Any = None, max_norm: float = 1.0) -> flo
     _, tensors = _param_list(params, "clip_grad_norm")
     arr = ffi.new("pg_tensor *[]", [t._handle("clip_grad_norm") for t in tensors] or 1)
     out = ffi.new("double *")
-    if isinstance(max_norm, (str, bytes, bool)):
+    if isinstance(max_norm, (str, bytes, bool, np.bool_)):
         raise ArgumentError(
             f"clip_grad_norm: max_norm must be a number, got {type(max_norm).__name__}"
         )

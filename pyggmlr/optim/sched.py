@@ -14,9 +14,10 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from .. import _core
-from .._args import check_flag, check_num, check_number
+from .._args import INT_MAX, check_flag, check_number, match_arg
 from .._core import ffi, lib
 from ..errors import ArgumentError, PyggmlrValueError
+from ..tensor import Tensor
 from .optimizer import Optimizer, _grads_handle, _param_list, optimizer_adam, optimizer_sgd
 
 __all__ = [
@@ -32,9 +33,20 @@ __all__ = [
 
 
 def _whole(v: Any, fn: str, name: str) -> float:
-    """R's as.integer: truncated toward zero (NaN stays NaN: the core refuses it)."""
+    """R's as.integer: truncated toward zero; NaN, or past R's integers (1e12 was taken: issue
+    29), is NA, which the core refuses."""
     x = check_number(v, fn, name)
-    return float(math.trunc(x)) if math.isfinite(x) else math.nan
+    return float(math.trunc(x)) if math.isfinite(x) and abs(x) <= INT_MAX else math.nan
+
+
+def _num_or_na(v: Any) -> float:
+    """R's .sched_num: a number or a flag as a float, anything else NaN (the core's text)."""
+    if isinstance(v, (str, bytes)) or v is None:
+        return math.nan
+    try:
+        return float(v)
+    except (TypeError, ValueError, OverflowError):
+        return math.nan
 
 
 class _Schedule:
@@ -45,9 +57,10 @@ class _Schedule:
 
     def _init(self, optimizer: Any, par: List[float]) -> None:
         if not isinstance(optimizer, Optimizer):  # the wrong kind: ArgumentError, as R's
-            raise ArgumentError(
-                f"{self._name}: optimizer must be optimizer_sgd() or optimizer_adam(), got "
-                f"{type(optimizer).__name__}"
+            what = "an ag_tensor" if isinstance(optimizer, Tensor) else type(optimizer).__name__
+            raise ArgumentError(  # R's words too (issue 29)
+                f"{self._name}: optimizer must be an optimizer (optimizer_sgd() or "
+                f"optimizer_adam()), got {what}"
             )
         self.optimizer = optimizer
         self._par = ffi.new("double[]", list(par) + [0.0] * (lib.PG_SCHED_NPAR - len(par)))
@@ -123,7 +136,7 @@ class lr_scheduler_cosine(_Schedule):
         self.lr_min, self.restart, self.T_mult = (
             check_number(lr_min, self._name, "lr_min"),
             check_flag(restart, self._name, "restart"),
-            check_number(T_mult, self._name, "T_mult"),
+            _num_or_na(T_mult),  # ggmlR's text says its kind: "a single number >= 1"
         )
         self._init(
             optimizer,
@@ -167,10 +180,7 @@ class lr_scheduler_cyclic(_Schedule):
         mode: str = "triangular",
         gamma: float = 1,
     ) -> None:
-        if not isinstance(mode, str) or mode not in self._MODES:
-            raise PyggmlrValueError(
-                f"{self._name}: mode must be one of {self._MODES}, got {mode!r}"
-            )
+        match_arg(mode, self._MODES, self._name, "mode")
         up = _whole(step_size_up, self._name, "step_size_up")
         down = (
             up if step_size_down is None else _whole(step_size_down, self._name, "step_size_down")
@@ -213,10 +223,7 @@ class lr_scheduler_onecycle(_Schedule):
         base_momentum: float = 0.85,
         max_momentum: float = 0.95,
     ) -> None:
-        if not isinstance(anneal_strategy, str) or anneal_strategy not in ("cos", "linear"):
-            raise PyggmlrValueError(
-                f"{self._name}: anneal_strategy must be 'cos' or 'linear', got {anneal_strategy!r}"
-            )
+        match_arg(anneal_strategy, ("cos", "linear"), self._name, "anneal_strategy")
         if check_flag(cycle_momentum, self._name, "cycle_momentum"):
             self._mom_field = (
                 "momentum"
@@ -336,11 +343,11 @@ def clip_grad_value(params: Any, grads: Any = None, clip_value: float = 1.0) -> 
     """Clamp every gradient entry into [-clip_value, clip_value] (NaN stays NaN, +-Inf becomes
     +-clip_value) in the map (or each parameter's .grad when grads is None); returns the largest
     finite |g| before clipping (0 without gradients). ggmlR 0.8.3."""
-    _, tensors = _param_list(params, "clip_grad_value")
     if isinstance(clip_value, (bool, np.bool_)) or not isinstance(clip_value, numbers.Real):
-        raise PyggmlrValueError(
-            "clip_grad_value: clip_value must be a single positive finite number"
+        raise PyggmlrValueError(  # before params, as R's; the value shown as R's (issue 29)
+            f"clip_grad_value: clip_value must be a single positive finite number, got {clip_value!r}"
         )
+    _, tensors = _param_list(params, "clip_grad_value")
     arr = ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)
     out = ffi.new("double *")
     rc = lib.pg_clip_grad_value(
@@ -359,12 +366,15 @@ def check_grad_anomaly(
     counts None). Rows other than ok/missing make a message "gradient anomaly detected in k
     parameter(s):" that action "warn" warns (RuntimeWarning), "stop" raises
     (PyggmlrValueError) and "silent" keeps to itself. ggmlR 0.8.3."""
+    match_arg(action, ("warn", "stop", "silent"), "check_grad_anomaly", "action")
+    # then max_abs, as R's (issue 29): a wrong kind an ArgumentError, NaN a bad value
     if max_abs is not None:
-        max_abs = check_num(max_abs, "check_grad_anomaly", "max_abs")
-    if not isinstance(action, str) or action not in ("warn", "stop", "silent"):
-        raise PyggmlrValueError(
-            f"check_grad_anomaly: action must be 'warn', 'stop' or 'silent', got {action!r}"
-        )
+        msg = f"check_grad_anomaly: max_abs must be None or a single number, got {max_abs!r}"
+        if isinstance(max_abs, (bool, np.bool_)) or not isinstance(max_abs, numbers.Real):
+            raise ArgumentError(msg)
+        if math.isnan(max_abs):
+            raise PyggmlrValueError(msg)
+        max_abs = float(max_abs)
     names, tensors = _param_list(params, "check_grad_anomaly")
     n = len(tensors)
     arr = ffi.new("pg_tensor *[]", [t._handle() for t in tensors] or 1)

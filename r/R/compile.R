@@ -28,7 +28,8 @@
 }
 
 ag_compile <- function(fn, ..., build = "opt", optimizer = NULL) {
-  if (!is.function(fn)) .arg_stop("ag_compile(): fn must be a function")
+  if (!is.function(fn))  # what was given, as Python's (issue 29)
+    .arg_stop("ag_compile(): fn must be a function, got ", class(fn)[[1L]])
   if (!is.character(build) || length(build) != 1L || !(build %in% .BUILDS))
     .arg_stop(sprintf("ag_compile(): build must be \"opt\", \"grad\" or \"forward\", got %s",
                  paste(deparse(build), collapse = "")), kind = "value")

@@ -186,6 +186,9 @@ print.ag_optimizer_adam <- function(x, ...) {
 
 clip_grad_norm <- function(params, grads, max_norm) {
   params <- .param_list(params, "clip_grad_norm")
+  if (!is.numeric(max_norm) || is.factor(max_norm) || length(max_norm) != 1L)  # Python's order
+    .arg_fail("argument", "clip_grad_norm: max_norm must be a number, got %s",
+              class(max_norm)[[1L]])
   m <- if (missing(grads)) NULL else .map_handle(grads, "clip_grad_norm")
   invisible(.Call(R_pg_clip_grad_norm, lapply(params, function(p) p$.ptr), m, max_norm))
 }
@@ -213,7 +216,8 @@ check_grad_anomaly <- function(params, grads, action = c("warn", "stop", "silent
                                max_abs = NULL) {
   action <- .arg_match(action, c("warn", "stop", "silent"), "check_grad_anomaly", "action")
   if (!is.null(max_abs) && (!is.numeric(max_abs) || length(max_abs) != 1L || is.na(max_abs)))
-    .arg_fail("value", "check_grad_anomaly: max_abs must be NULL or a single number, got %s",
+    .arg_fail(if (is.numeric(max_abs) && length(max_abs) == 1L) "value" else "argument",
+              "check_grad_anomaly: max_abs must be NULL or a single number, got %s",
               .arg_show(max_abs))
   params <- .param_list(params, "check_grad_anomaly")
   m <- if (missing(grads)) NULL else .map_handle(grads, "check_grad_anomaly")

@@ -29,14 +29,25 @@
   x
 }
 
+# each argument's kind before the core's values, in Python's order (check_number: NA passes, the
+# core checks it): "a" or TRUE was NA and named by its range text (issue 29)
+.sched_kinds <- function(call, ...) {
+  args <- list(...)
+  for (nm in names(args)) {
+    x <- args[[nm]]
+    if (!is.numeric(x) || is.factor(x) || length(x) != 1L)
+      .pg_stop("value", sprintf("%s must be a single number, got %s", nm, .arg_show(x)), call)
+  }
+}
+
 # pg_sched_init: checks par and fills the derived entries; its error is raised with the call of
 # the constructor, as ggmlR's stop() is
 .sched_init <- function(kind, par, optimizer, call) {
   # a tensor is an environment too, but without lr (issue 19: it was taken as an optimizer)
   if (!is.environment(optimizer) || is_ag_tensor(optimizer) ||
       is.null(get0("lr", envir = optimizer, inherits = FALSE)))
-    .pg_stop("argument", sprintf(paste0("optimizer must be an optimizer (an environment with a ",
-                                        "field lr), got %s"),
+    .pg_stop("argument", sprintf(paste0("optimizer must be an optimizer (optimizer_sgd() or ",
+                                        "optimizer_adam()), got %s"),  # Python's words too
                                  if (is_ag_tensor(optimizer)) "an ag_tensor"
                                  else class(optimizer)[[1L]]), call)
   par <- c(par, rep(0, .pg$code$sched[["NPAR"]] - length(par)))
@@ -79,6 +90,7 @@
 
 lr_scheduler_step <- function(optimizer, step_size, gamma = 0.1) {
   call <- sys.call()
+  .sched_kinds(call, gamma = gamma, step_size = step_size)
   step_size <- .sched_count(step_size)
   r <- .sched_init("step", c(step_size, .sched_num(gamma)), optimizer, call)
   .sched_need_num(gamma, "gamma", call)
@@ -94,9 +106,11 @@ print.lr_scheduler_step <- function(x, ...) {
 # nolint start: object_name_linter. (T_max, T_mult: ggmlR's argument names)
 lr_scheduler_cosine <- function(optimizer, T_max, lr_min = 0, restart = FALSE, T_mult = 1) {
   call <- sys.call()
+  .sched_kinds(call, lr_min = lr_min)
+  restart <- .arg_flag(restart, "lr_scheduler_cosine", "restart")
+  .sched_kinds(call, T_max = T_max)  # T_mult: ggmlR's text says its kind (the core's)
   T_max <- .sched_count(T_max)
   # nolint end
-  restart <- .arg_flag(restart, "lr_scheduler_cosine", "restart")
   r <- .sched_init("cosine", c(T_max, .sched_num(lr_min), restart, .sched_num(T_mult)),
                    optimizer, call)
   .sched_need_num(lr_min, "lr_min", call)
@@ -117,6 +131,9 @@ lr_scheduler_cyclic <- function(optimizer, base_lr, max_lr, step_size_up = 2000L
   call <- sys.call()
   mode <- .arg_match(mode, c("triangular", "triangular2", "exp_range"), "lr_scheduler_cyclic",
                      "mode")
+  .sched_kinds(call, step_size_up = step_size_up)
+  if (!is.null(step_size_down)) .sched_kinds(call, step_size_down = step_size_down)
+  .sched_kinds(call, base_lr = base_lr, max_lr = max_lr, gamma = gamma)
   step_size_up <- .sched_count(step_size_up)
   step_size_down <- if (is.null(step_size_down)) step_size_up else .sched_count(step_size_down)
   par <- c(.sched_num(base_lr), .sched_num(max_lr), step_size_up, step_size_down,
@@ -141,8 +158,11 @@ lr_scheduler_onecycle <- function(optimizer, max_lr, total_steps, pct_start = 0.
   call <- sys.call()
   anneal_strategy <- .arg_match(anneal_strategy, c("cos", "linear"), "lr_scheduler_onecycle",
                                 "anneal_strategy")
-  total_steps <- .sched_count(total_steps)
   cycle_momentum <- .arg_flag(cycle_momentum, "lr_scheduler_onecycle", "cycle_momentum")
+  .sched_kinds(call, max_lr = max_lr, base_momentum = base_momentum, max_momentum = max_momentum,
+               total_steps = total_steps, pct_start = pct_start, div_factor = div_factor,
+               final_div_factor = final_div_factor)
+  total_steps <- .sched_count(total_steps)
   par <- c(.sched_num(max_lr), total_steps, .sched_num(pct_start), .sched_num(div_factor),
            .sched_num(final_div_factor), anneal_strategy == "linear", .sched_num(base_momentum),
            .sched_num(max_momentum))
@@ -170,6 +190,8 @@ print.lr_scheduler_onecycle <- function(x, ...) {
 lr_scheduler_warmup_cosine <- function(optimizer, warmup_steps, total_steps, lr_min = 0,
                                        warmup_start_lr = 0) {
   call <- sys.call()
+  .sched_kinds(call, lr_min = lr_min, warmup_start_lr = warmup_start_lr,
+               warmup_steps = warmup_steps, total_steps = total_steps)
   warmup_steps <- .sched_count(warmup_steps)
   total_steps <- .sched_count(total_steps)
   r <- .sched_init("warmup_cosine",
@@ -194,6 +216,7 @@ print.lr_scheduler_warmup_cosine <- function(x, ...) {
 # formula as Python's, in the core.
 lr_scheduler_warmup <- function(optimizer, warmup_steps, after = NULL, start_factor = 0) {
   call <- sys.call()
+  .sched_kinds(call, start_factor = start_factor, warmup_steps = warmup_steps)
   warmup_steps <- .sched_count(warmup_steps)
   base <- if (inherits(after, "lr_scheduler_cosine")) after$lr_max
           else if (is.environment(optimizer)) optimizer$lr else NA

@@ -66,7 +66,8 @@ print.ag_grads <- function(x, ...) {
     m <- get0(".map", envir = grads, inherits = FALSE)
     if (!is.null(m)) return(m)
   }
-  .arg_stop(sprintf("%s: grads must be the environment returned by backward() or NULL", where))
+  .arg_stop(sprintf("%s: grads must be the environment returned by backward() or NULL, got %s",
+                    where, class(grads)[[1L]]))  # what was given, as Python's (issue 29)
 }
 
 backward <- function(loss) invisible(.Call(R_pg_backward_env, loss))

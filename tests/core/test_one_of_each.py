@@ -59,10 +59,17 @@ def test_walk_errors_name_the_caller():
         pg.ArgumentError, match=r"^f: expected a model, a dict or a list of tensors, got int$"
     ):
         _walk.tensors(3, "f")
+    # R's texts (issue 29: Python's words differed, and a string was walked as a list)
     with pytest.raises(
-        pg.ArgumentError, match=r"^g: params must be a dict of tensors or a list of tensors"
+        pg.ArgumentError, match=r"^g: params must be a list of ag_tensors, got None$"
     ):
         _walk.named(None, "g")
+    with pytest.raises(
+        pg.ArgumentError, match=r"^g: params must be a list of ag_tensors, got 'a'$"
+    ):
+        _walk.named("a", "g")
+    with pytest.raises(pg.ArgumentError, match=r"^g: parameter 'b' is not an ag_tensor$"):
+        _walk.named({"a": pg.ag_param([[1.0]]), "b": 3}, "g")
 
 
 def test_argument_checks_live_in_one_module_with_their_texts():

@@ -314,3 +314,9 @@ def test_compiled_dropout_draws_new_masks_as_eager(rng):
     assert np.float32(eager).tolist() == np.float32(comp).tolist() and len(set(comp)) > 1
     for a, b in zip(Pe, Pc):
         assert np.array_equal(a.numpy(), b.numpy())
+
+
+def test_a_fn_that_is_not_callable_is_named_by_its_type():
+    """R's text names the class too now (issue 29: it said only "fn must be a function")"""
+    with pytest.raises(pg.ArgumentError, match=r"^ag_compile\(\): fn must be callable, got int$"):
+        pg.ag_compile(3, np.ones((2, 2)))

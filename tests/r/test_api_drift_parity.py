@@ -25,6 +25,11 @@ class _NoForward:  # parameters but no forward(x): refused by the core's text (p
         return {"W": pg.ag_param(np.ones((2, 2)))}
 
 
+class _Cat:  # a pandas Categorical, duck-typed (fit/labels.py)
+    def __init__(self, codes, categories):
+        self.codes, self.categories = np.asarray(codes), list(categories)
+
+
 _R_NO_FORWARD = "list(parameters = function() list(W = ag_param(matrix(1, 2, 2))))"
 _R_RUN = """tryCatch({{ {call}; list("none", "") }},
          error = function(e) list(class(e)[[1L]], conditionMessage(e)))"""
@@ -94,6 +99,54 @@ _CASES = [  # (id, Python call, R call, Python type, Python text, R text or None
      '"binary_cross_entropy" / "bce_with_logits")',
      'ag_fit: a factor or character y needs loss = "cross_entropy" (or, with 2 levels, '
      '"binary_cross_entropy" / "bce_with_logits")'),
+    ("labels order",  # Python checked labels first, R after the other arguments (issue 29)
+     lambda: pg.ag_fit(pg.ag_linear(2, 2), _X, np.array(["a", None, "b", "a"], dtype=object),
+                       nepoch=0, batch_size=2, silent=True),
+     'ag_fit(ag_linear(2, 2), x, c("a", NA, "b", "a"), nepoch = 0, batch_size = 2L, silent = TRUE)',
+     pg.PyggmlrValueError, "ag_fit: nepoch must be an integer >= 1, got 0", None),
+    ("numeric categories",  # Python named the classes "1.0", "2.0" (issue 29)
+     lambda: pg.ag_fit(pg.ag_linear(2, 2), _X, _Cat([0, 1, 1, 0], [1.0, 2.0]), batch_size=2,
+                       silent=True, class_weight={2.0: -1}),
+     "ag_fit(ag_linear(2, 2), x, factor(c(1, 2, 2, 1)), batch_size = 2L, silent = TRUE, "
+     'class_weight = c("2" = -1))', pg.PyggmlrValueError,
+     "ag_fit: class_weight must be finite and >= 0; class '2' has -1", None),
+    ("lr string", lambda: setattr(pg.optimizer_sgd([pg.ag_param(_X)]), "lr", "0.5"),
+     'o <- optimizer_sgd(list(ag_param(x))); o$lr <- "0.5"', pg.ArgumentError,
+     "optimizer_sgd: lr must be a single number, got '0.5'",
+     'optimizer_sgd: lr must be a single number, got "0.5"'),
+    ("optimizer params", lambda: pg.optimizer_sgd({"a": 3}), "optimizer_sgd(list(a = 3))",
+     pg.ArgumentError, "optimizer_sgd: parameter 1 is not an ag_tensor", None),
+    ("clip params", lambda: pg.clip_grad_value({"w": 3}, None, 1),
+     "clip_grad_value(list(w = 3), NULL, 1)", pg.ArgumentError,
+     "clip_grad_value: parameter 'w' is not an ag_tensor", None),
+    ("clip_value first", lambda: pg.clip_grad_value(3, None, None),
+     "clip_grad_value(3, NULL, NULL)", pg.PyggmlrValueError,
+     "clip_grad_value: clip_value must be a single positive finite number, got None",
+     "clip_grad_value: clip_value must be a single positive finite number, got NULL"),
+    ("max_norm first", lambda: pg.clip_grad_norm([pg.ag_param(_X)], 3, None),
+     "clip_grad_norm(list(ag_param(x)), 3, NULL)", pg.ArgumentError,
+     "clip_grad_norm: max_norm must be a number, got NoneType",
+     "clip_grad_norm: max_norm must be a number, got NULL"),
+    ("max_abs kind", lambda: pg.check_grad_anomaly([pg.ag_param(_X)], None, max_abs=True),
+     "check_grad_anomaly(list(ag_param(x)), NULL, max_abs = TRUE)", pg.ArgumentError,
+     "check_grad_anomaly: max_abs must be None or a single number, got True",
+     "check_grad_anomaly: max_abs must be NULL or a single number, got TRUE"),
+    ("sched optimizer", lambda: pg.lr_scheduler_step(3, 2), "lr_scheduler_step(3, 2)",
+     pg.ArgumentError, "lr_scheduler_step: optimizer must be an optimizer (optimizer_sgd() or "
+     "optimizer_adam()), got int",  # R: the function is the condition's call, as ggmlR's
+     "optimizer must be an optimizer (optimizer_sgd() or optimizer_adam()), got numeric"),
+    ("sched kind", lambda: pg.lr_scheduler_step(3, "a"), 'lr_scheduler_step(3, "a")',
+     pg.PyggmlrValueError, "lr_scheduler_step: step_size must be a single number, got 'a'",
+     'step_size must be a single number, got "a"'),
+    ("compile fn", lambda: pg.ag_compile(3, _X), "ag_compile(3, x)", pg.ArgumentError,
+     "ag_compile(): fn must be callable, got int",  # R said only "must be a function"
+     "ag_compile(): fn must be a function, got numeric"),
+    ("sched mode", lambda: pg.lr_scheduler_cyclic(3, 0.1, 0.2, mode="saw"),
+     'lr_scheduler_cyclic(3, 0.1, 0.2, mode = "saw")', pg.PyggmlrValueError,
+     "lr_scheduler_cyclic: 'arg' should be one of \u201ctriangular\u201d, \u201ctriangular2\u201d, "
+     "\u201cexp_range\u201d (mode = 'saw')",  # Python said "mode must be one of (...)"
+     "lr_scheduler_cyclic: 'arg' should be one of \u201ctriangular\u201d, \u201ctriangular2\u201d, "
+     '\u201cexp_range\u201d (mode = "saw")'),
     ("device", lambda: pg.ag_device("xx"), 'ag_device("xx")', pg.PyggmlrValueError,
      "ag_device(): device must be 'cpu' or 'gpu', got 'xx'",
      'ag_device(): device must be "cpu" or "gpu", got "xx"'),

@@ -97,3 +97,44 @@ def test_a_bad_weights_label_is_cut_to_40_code_points_as_the_keys():
     with pytest.raises(PyggmlrValueError) as e:
         _fit(y, class_weight={long: -2.0})
     assert str(e.value) == f"ag_fit: {_BAD_W} class '{'é' * 40}' has -2"
+
+
+def test_numeric_categories_read_as_r_factor_levels():
+    """issue 29: a Categorical of floats named its classes "1.0", "2.0" where R's factor(c(1, 2))
+    has levels "1", "2"; now the categories read as R writes them (15 digits, fixed unless the
+    scientific form is narrower), and a float key with labels y is read the same way"""
+    cat = _Cat([1, 0, 2] * 10, [1.0, 2.0, 1e5])
+    with pytest.raises(PyggmlrValueError) as e:
+        _fit(cat, class_weight={2.0: -1.0})
+    assert str(e.value) == "ag_fit: class_weight must be finite and >= 0; class '2' has -1"
+    with pytest.raises(PyggmlrValueError) as e:
+        _fit(cat, class_weight={"2.0": 1.0})
+    assert str(e.value) == (
+        "ag_fit: class_weight's key '2.0' is not one of y's labels ('1', '2', '1e+05'); with "
+        "labels y, class_weight is keyed by label, not by class id"
+    )
+    pg.ggml_set_seed(5)
+    m = pg.ag_linear(4, 3)
+    pg.ag_fit(m, X, _Cat([1, 0, 2] * 10, [0.5, 1.0 / 3, 1e-4]), nepoch=1, batch_size=10,
+              silent=True, class_weight={1.0 / 3: 2.0})  # fmt: skip
+    assert list(m.classes_) == ["0.5", "0.333333333333333", "1e-04"]
+
+
+@pytest.mark.parametrize("y, kw, text", [
+    (np.array(["a", None, "b"] * 10, dtype=object), {"nepoch": 0},
+     "ag_fit: nepoch must be an integer >= 1, got 0"),
+    (LAB, {"loss": "mse", "metrics": ["auc"]},
+     'ag_fit: metrics: "auc" needs a classification loss (cross_entropy, binary_cross_entropy, '
+     "bce_with_logits); a regression takes mae, mse, rmse, r2"),
+    (LAB, {"loss": "xx"},
+     'ag_fit: unknown loss "xx"; use "cross_entropy", "mse", "mean", "sum", '
+     '"binary_cross_entropy", "bce_with_logits", "huber", "mae" or a function(output, y) '
+     "returning a 1x1 tensor"),
+])  # fmt: skip
+def test_labels_are_checked_where_r_checks_them(y, kw, text):
+    """issue 29: Python checked labels y (missing ones, the loss) first, R with the targets after
+    the loss, the counts, the metrics and the weights: a second bad argument won in R only"""
+    args = dict(nepoch=1, batch_size=10, silent=True) | kw
+    with pytest.raises(PyggmlrValueError) as e:
+        pg.ag_fit(pg.ag_linear(4, 3), X, y, **args)
+    assert str(e.value) == text

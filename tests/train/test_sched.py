@@ -87,7 +87,7 @@ def test_cyclic_modes():
         ({"step_size_up": 0}, "step_size_up must be >= 1"),
         ({"step_size_down": 0}, "step_size_down must be >= 1"),
         ({"max_lr": -1}, "max_lr must be >= base_lr"),
-        ({"mode": "tri"}, "mode must be one of"),
+        ({"mode": "tri"}, "should be one of"),
     ):
         with pytest.raises(pg.PyggmlrValueError, match=msg):
             pg.lr_scheduler_cyclic(o, **{"base_lr": 0, "max_lr": 1, **kw})

@@ -50,7 +50,10 @@ test_that("cosine: T_mult restarts, fields, T_mult = 1 and restart = FALSE as 0.
 test_that("cosine and step errors: ggmlR's texts with the call", {
   o <- sgd()
   expect_err_call(lr_scheduler_cosine(o, 0), "T_max must be >= 1", "lr_scheduler_cosine")
-  expect_err_call(lr_scheduler_cosine(o, NA), "T_max must be >= 1", "lr_scheduler_cosine")
+  expect_err_call(lr_scheduler_cosine(o, NA_real_), "T_max must be >= 1", "lr_scheduler_cosine")
+  # a wrong kind is named as Python's (issue 29: it read NA, "T_max must be >= 1")
+  expect_err_call(lr_scheduler_cosine(o, NA), "T_max must be a single number, got NA",
+                  "lr_scheduler_cosine")
   for (tm in list(0.5, NA_real_, "a", c(1, 2), NULL))
     expect_err_call(lr_scheduler_cosine(o, 4, T_mult = tm), "T_mult must be a single number >= 1",
                     "lr_scheduler_cosine")

@@ -243,3 +243,9 @@ test_that("ids given to ag_embedding as an R vector are a constant of the graph"
   expect_error(ag_compile(function(x) emb$forward(c(0, 6)), x0, build = "forward"),
                class = "pyggmlr_value_error", "ag_embedding: id 6 at position 2 is out of range")
 })
+
+test_that("a fn that is no function is named by its class, as Python's (issue 29)", {
+  e <- tryCatch(ag_compile(3, matrix(1, 2, 2)), error = identity)
+  expect_s3_class(e, "pyggmlr_argument_error")
+  expect_identical(conditionMessage(e), "ag_compile(): fn must be a function, got numeric")
+})

@@ -76,3 +76,35 @@ test_that("a bad weight's label is cut to 40 code points, as the keys", {
   expect_identical(conditionMessage(e), paste0(
     "ag_fit: class_weight must be finite and >= 0; class '", strrep("\u00e9", 40), "' has -2"))
 })
+
+test_that("a factor of numbers names its classes by its levels (Python's numeric categories too)", {
+  f <- factor(c(2, 1, 1e5)[rep(1:3, 10)])  # levels "1", "2", "1e+05", as Python's (issue 29)
+  e <- tryCatch(keys_fit(f, class_weight = c("2" = -1)), error = identity)
+  expect_s3_class(e, "pyggmlr_value_error")
+  expect_identical(conditionMessage(e),
+                   "ag_fit: class_weight must be finite and >= 0; class '2' has -1")
+  e <- tryCatch(keys_fit(f, class_weight = c("2.0" = 1)), error = identity)
+  expect_identical(conditionMessage(e), paste(
+    "ag_fit: class_weight's key '2.0' is not one of y's labels ('1', '2', '1e+05'); with labels y,",
+    "class_weight is keyed by label, not by class id"))
+})
+
+test_that("labels are checked with the targets, after the other arguments (Python's order too)", {
+  lab_na <- rep(c("a", NA, "b"), 10)
+  cases <- list(
+    list(lab_na, list(nepoch = 0), "ag_fit: nepoch must be an integer >= 1, got 0"),
+    list(keys_lab, list(loss = "mse", metrics = "auc"), paste(
+      'ag_fit: metrics: "auc" needs a classification loss (cross_entropy, binary_cross_entropy,',
+      "bce_with_logits); a regression takes mae, mse, rmse, r2")),
+    list(keys_lab, list(loss = "xx"), paste(
+      'ag_fit: unknown loss "xx"; use "cross_entropy", "mse", "mean", "sum",',
+      '"binary_cross_entropy", "bce_with_logits", "huber", "mae" or a function(output, y)',
+      "returning a 1x1 tensor")))
+  for (cs in cases) {
+    args <- utils::modifyList(list(ag_linear(4L, 3L), keys_x, cs[[1]], nepoch = 1L,
+                                   batch_size = 10L, silent = TRUE), cs[[2]])
+    e <- tryCatch(do.call(ag_fit, args), error = identity)
+    expect_s3_class(e, "pyggmlr_value_error")
+    expect_identical(conditionMessage(e), cs[[3]])
+  }
+})
