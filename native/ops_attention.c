@@ -4,6 +4,7 @@
  * mask and each query's max and sum of exp per head; the backward recomputes P from them with
  * the same operations, so it sees the forward's P bit for bit. Every loop runs in a fixed order:
  * the same bits on every run, in R and in Python. */
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <math.h>
 #include <string.h>
 #include "pg.h"

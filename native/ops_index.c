@@ -1,6 +1,7 @@
 /* Indexing (pg_api_index.h): one gather by column-major element positions. Python's t[i, j],
  * slices, integer lists and boolean masks all reduce to a position list, so one op with one
  * backward covers them; the positions live in a saved f64 buffer so a replay reads the same. */
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include "pg.h"
 
 static int take_fw(pg_node *n)

@@ -1,5 +1,6 @@
 /* Layer ops: batch norm, layer norm and embedding, with their backward rules (row slice /
  * concat, the transposed matmul and the causal mask: ops_rows.c). */
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <tgmath.h>
 #include <stdlib.h>
 #include <string.h>

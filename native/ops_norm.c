@@ -1,6 +1,7 @@
 /* ag_normalization (keras3's layer_normalization() + adapt()): per-feature mean and variance
  * buffers, computed here from data or checked when given, and the op
  * (x - mean) / max(sqrt(variance), eps) with its exact backward. */
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <tgmath.h>
 #include <stdlib.h>
 #include <string.h>

@@ -2,6 +2,7 @@
  * argument checks and their texts, forward, exact backward, and replayable forwards. Max
  * pooling keeps no index buffer: backward rescans the window of x (the tape guarantees x is
  * unchanged), which finds the same element by the same rule. */
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <tgmath.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 /* Padding and upsampling of image batches [C*H*W, N] (pg_api_resize.h): the argument checks and
  * their texts, forward, exact backward and replayable forwards. Backward walks the output in
  * forward order and adds into the input's gradient, one plane at a time: deterministic sums. */
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 /* Row slice / concat, the transposed matmul and the causal mask used by attention, with their
  * backward rules (split from ops_layers.c: the same includes, so the same code generation). */
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <tgmath.h>
 #include <stdlib.h>
 #include <string.h>

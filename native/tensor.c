@@ -1,4 +1,5 @@
 /* Tensors: counted allocation, reference counting, ids, copies in and out. */
+#include "pg_fp.h" /* first: the build-independent rounding and vectoriser flags */
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>

@@ -6,7 +6,7 @@
 # run stream) when the op runs, eagerly or at every replay of a compiled graph; transpose: drawn
 # as ggmlR draws attention weights ([queries, keys]).
 .dropout_mul <- function(x, rate, transpose = FALSE) {
-  .Call(R_pg_dropout, .as_t(x, "ag_dropout")$.ptr, rate, transpose)
+  .Call(R_pg_dropout, .need_tensor(x, "ag_dropout")$.ptr, rate, transpose)
 }
 
 # The stream draws come from, to put back after recording (recording draws nothing an eager step

@@ -1,8 +1,6 @@
 # Layers as R closures over core ops. Initialisers draw in ggmlR's order, through the core's copy
 # of R's generator (random.R), from the one stream R's set.seed() seeds.
 
-.as_t <- function(x, op) .need_tensor(x, op)  # a conversion error names op (ops.R)
-
 # 0-based row / class ids as integers: numbers with whole values only (as.integer would take 1.5
 # as 1, TRUE as 1 and 0.9 as 0); Python's _class_ids (ops.py) has the same texts
 .ids <- function(v, fn, what) {
@@ -134,8 +132,9 @@ ag_dropout <- function(rate) {
   e <- .layer("dropout", sprintf("dropout(%s)", format(rate)))
   e$rate <- rate
   e$forward <- function(x) {
-    if (!isTRUE(e$training) || e$rate == 0) return(x)
-    .dropout_mul(x, e$rate)  # compile.R: a compiled step redraws the mask on every call
+    rate <- .subset2(e, "rate")  # (`$` on a classed environment looks for a method first)
+    if (!isTRUE(.subset2(e, "training")) || rate == 0) return(x)
+    .dropout_mul(x, rate)  # compile.R: a compiled step redraws the mask on every call
   }
   e$parameters <- function() list()
   e$to_config <- function() list(type = "dropout", rate = e$rate)
@@ -165,9 +164,11 @@ ag_batch_norm <- function(num_features, eps = 1e-5, momentum = 0.1) {
     if (missing(value)) e$.running_var$data else e$.running_var$data <- value
   }, e)
   e$forward <- function(x) {
-    x <- .as_t(x, "ag_batch_norm")
-    .wrap(.Call(R_pg_batch_norm, x$.ptr, e$gamma$.ptr, e$beta$.ptr, e$.running_mean$.ptr,
-                e$.running_var$.ptr, e$eps, e$momentum, isTRUE(e$training)))
+    x <- .need_tensor(x, "ag_batch_norm")
+    f <- function(name) .subset2(.subset2(e, name), ".ptr")  # the fields' handles, without `$`
+    .wrap(.Call(R_pg_batch_norm, .subset2(x, ".ptr"), f("gamma"), f("beta"), f(".running_mean"),
+                f(".running_var"), .subset2(e, "eps"), .subset2(e, "momentum"),
+                isTRUE(.subset2(e, "training"))))
   }
   e$parameters <- function() list(gamma = e$gamma, beta = e$beta)
   e$buffers <- function() list(running_mean = e$.running_mean, running_var = e$.running_var)
@@ -202,11 +203,14 @@ ag_layer_norm <- function(normalized_shape, eps = 1e-5, elementwise_affine = TRU
     e$beta <- if (e$elementwise_affine) ag_param(matrix(0, d, 1L)) else NULL
   })
   e$forward <- function(x) {
-    x <- .as_t(if (is.null(dim(x)) && is.numeric(x)) matrix(x, ncol = 1L) else x, "ag_layer_norm")
-    if (dim(x)[1L] != d)
-      .arg_fail("shape", "ag_layer_norm: expected %d features, got %d", d, dim(x)[1L])
-    .wrap(.Call(R_pg_layer_norm, x$.ptr, if (is.null(e$gamma)) NULL else e$gamma$.ptr,
-                if (is.null(e$beta)) NULL else e$beta$.ptr, e$eps))
+    x <- .need_tensor(if (is.numeric(x) && is.null(dim(x))) matrix(x, ncol = 1L) else x,
+                      "ag_layer_norm")
+    n <- .Call(R_pg_tensor_info, .subset2(x, ".ptr"))[[2L]]
+    if (n != d) .arg_fail("shape", "ag_layer_norm: expected %d features, got %d", d, n)
+    g <- .subset2(e, "gamma")
+    b <- .subset2(e, "beta")
+    .wrap(.Call(R_pg_layer_norm, .subset2(x, ".ptr"), if (!is.null(g)) .subset2(g, ".ptr"),
+                if (!is.null(b)) .subset2(b, ".ptr"), .subset2(e, "eps")))
   }
   e$parameters <- function() if (e$elementwise_affine) list(gamma = e$gamma,
                                                             beta = e$beta) else list()
@@ -233,8 +237,10 @@ ag_embedding <- function(vocab_size, dim) {
                 e$weight <- ag_param(.uniform_weight(D, V, a, "ag_embedding")))
   e$forward <- function(idx) {
     # ids in a tensor are read by the core on every run, so compiled graphs refill them
-    if (is_ag_tensor(idx)) return(.wrap(.Call(R_pg_embedding_ids, e$weight$.ptr, idx$.ptr)))
-    .wrap(.Call(R_pg_embedding, e$weight$.ptr, .ids(idx, "ag_embedding", "ids")))
+    w <- .subset2(.subset2(e, "weight"), ".ptr")  # (`$` on a classed environment: a lookup)
+    if (inherits(idx, "ag_tensor"))
+      return(.wrap(.Call(R_pg_embedding_ids, w, .subset2(idx, ".ptr"))))
+    .wrap(.Call(R_pg_embedding, w, .ids(idx, "ag_embedding", "ids")))
   }
   e$parameters <- function() list(weight = e$weight)
   e$to_config <- function() list(type = "embedding", vocab_size = e$vocab_size, dim = e$dim)
@@ -242,11 +248,12 @@ ag_embedding <- function(vocab_size, dim) {
 }
 
 ag_slice_rows <- function(x, from, n)  # whole numbers (1.5 was truncated), as Python's
-  .wrap(.Call(R_pg_slice_rows, .as_t(x, "ag_slice_rows")$.ptr,
+  .wrap(.Call(R_pg_slice_rows, .need_tensor(x, "ag_slice_rows")$.ptr,
               .arg_int(from, "ag_slice_rows", "from"),
               .arg_int(n, "ag_slice_rows", "n")))
-ag_concat_rows <- function(a, b) .wrap(.Call(R_pg_concat_rows, .as_t(a, "ag_concat_rows")$.ptr,
-                                             .as_t(b, "ag_concat_rows")$.ptr))
+ag_concat_rows <- function(a, b)
+  .wrap(.Call(R_pg_concat_rows, .need_tensor(a, "ag_concat_rows")$.ptr,
+              .need_tensor(b, "ag_concat_rows")$.ptr))
 
 ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE) {
   d_model <- .arg_int(d_model, "ag_multihead_attention", "d_model", 1L)
@@ -271,19 +278,21 @@ ag_multihead_attention <- function(d_model, n_heads, dropout = 0.0, bias = TRUE)
     e$b_o <- if (isTRUE(bias)) ag_param(matrix(0, d_model, 1L)) else NULL
   })
   e$forward <- function(q, k = q, v = k, causal_mask = FALSE) {
-    q <- .as_t(q, "ag_multihead_attention")
-    k <- .as_t(k, "ag_multihead_attention")
-    v <- .as_t(v, "ag_multihead_attention")
-    .Call(R_pg_mha_check, e$d_model, q, k, v)  # the core's shape checks and texts (as Python's)
-    Q <- ag_matmul(e$W_q, q)
-    K <- ag_matmul(e$W_k, k)
-    Vv <- ag_matmul(e$W_v, v)
+    f <- .subset2  # e's fields without `$`'s method lookup on a classed environment
+    q <- .need_tensor(q, "ag_multihead_attention")
+    k <- .need_tensor(k, "ag_multihead_attention")
+    v <- .need_tensor(v, "ag_multihead_attention")
+    .Call(R_pg_mha_check, f(e, "d_model"), q, k, v)  # the core's shape checks and texts
+    Q <- ag_matmul(f(e, "W_q"), q)
+    K <- ag_matmul(f(e, "W_k"), k)
+    Vv <- ag_matmul(f(e, "W_v"), v)
     # the heads, one core op (ops_mha.c): the composed per-head loop's bits, one tape node
-    rate <- if (isTRUE(e$training)) e$dropout else 0
-    heads <- .wrap(.Call(R_pg_mha_heads, Q$.ptr, K$.ptr, Vv$.ptr, e$n_heads, e$scale,
-                         isTRUE(causal_mask), rate))
-    out <- ag_matmul(e$W_o, heads)
-    if (!is.null(e$b_o)) out <- ag_add(out, e$b_o)
+    rate <- if (isTRUE(f(e, "training"))) f(e, "dropout") else 0
+    heads <- .wrap(.Call(R_pg_mha_heads, f(Q, ".ptr"), f(K, ".ptr"), f(Vv, ".ptr"),
+                         f(e, "n_heads"), f(e, "scale"), isTRUE(causal_mask), rate))
+    out <- ag_matmul(f(e, "W_o"), heads)
+    b <- f(e, "b_o")
+    if (!is.null(b)) out <- ag_add(out, b)
     out
   }
   e$parameters <- function() {

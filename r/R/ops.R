@@ -26,14 +26,15 @@ ag_div <- function(A, B) .Call(R_pg_div, A, B)
 
 .un <- function(kind, x, op, p1 = 0, p2 = 0) .Call(R_pg_unary, kind, x, p1, p2, op)
 
+# the activations call the core directly: one R call per op (a small model's step is R calls)
 ag_relu <- function(x) .Call(R_pg_unary, .pg$op[["RELU"]], x, 0, 0, "ag_relu")
-ag_sigmoid <- function(x) .un(.pg$op[["SIGMOID"]], x, "ag_sigmoid")
-ag_tanh <- function(x) .un(.pg$op[["TANH"]], x, "ag_tanh")
-ag_gelu <- function(x) .un(.pg$op[["GELU"]], x, "ag_gelu")
-ag_log <- function(x) .un(.pg$op[["LOG"]], x, "ag_log")
-ag_exp <- function(x) .un(.pg$op[["EXP"]], x, "ag_exp")
-ag_softmax <- function(x) .un(.pg$op[["SOFTMAX"]], x, "ag_softmax")
-ag_neg <- function(x) .un(.pg$op[["NEG"]], x, "ag_neg")
+ag_sigmoid <- function(x) .Call(R_pg_unary, .pg$op[["SIGMOID"]], x, 0, 0, "ag_sigmoid")
+ag_tanh <- function(x) .Call(R_pg_unary, .pg$op[["TANH"]], x, 0, 0, "ag_tanh")
+ag_gelu <- function(x) .Call(R_pg_unary, .pg$op[["GELU"]], x, 0, 0, "ag_gelu")
+ag_log <- function(x) .Call(R_pg_unary, .pg$op[["LOG"]], x, 0, 0, "ag_log")
+ag_exp <- function(x) .Call(R_pg_unary, .pg$op[["EXP"]], x, 0, 0, "ag_exp")
+ag_softmax <- function(x) .Call(R_pg_unary, .pg$op[["SOFTMAX"]], x, 0, 0, "ag_softmax")
+ag_neg <- function(x) .Call(R_pg_unary, .pg$op[["NEG"]], x, 0, 0, "ag_neg")
 ag_scale <- function(x, scalar) .un(.pg$op[["SCALE"]], x, "ag_scale",
                                     .num1(scalar, "ag_scale", "scalar"))
 ag_pow <- function(x, p) .un(.pg$op[["POW"]], x, "ag_pow", .num1(p, "ag_pow", "p"))
@@ -63,7 +64,7 @@ ag_reshape <- function(x, nrow, ncol = -1) {
 
 # x as a tensor; a conversion error names the op (as Python's), not ag_tensor
 .need_tensor <- function(x, op) {
-  if (is_ag_tensor(x)) return(x)
+  if (inherits(x, "ag_tensor")) return(x)  # (not is_ag_tensor: one call less, a layer's hot path)
   tryCatch(ag_tensor(x), pyggmlr_error = function(e) {
     e$message <- sub("^ag_tensor: ", paste0(op, ": "), conditionMessage(e))
     e$call <- NULL
@@ -109,12 +110,10 @@ ag_softmax_cross_entropy_loss <- function(logits, target, weight = NULL, ignore_
     if (vec) target <- matrix(as.double(target), nrow = 1L)
   }
   if (is.null(weight) && is.null(ignore_index) && identical(label_smoothing, 0))
-    return(.with_label_hint(.Call(R_pg_softmax_ce_loss_any, logits, target, vec), target,
-                            dim(logits)[1L]))  # fit_hints.R
+    return(.Call(R_pg_softmax_ce_loss_any, logits, target, vec))  # 1-based ids: a hint (C)
   if (!is.null(weight)) weight <- .loss_weights(weight, op, "weight")
   ls <- .loss_number(label_smoothing, op, "label_smoothing", "a number in [0, 1)")
   ig <- if (is.null(ignore_index)) 0 else .loss_number(ignore_index, op, "ignore_index",
                                                        "a whole number")
-  .with_label_hint(.Call(R_pg_softmax_ce_loss_opt, logits, target, vec, weight,
-                         !is.null(ignore_index), ig, ls), target, dim(logits)[1L])
+  .Call(R_pg_softmax_ce_loss_opt, logits, target, vec, weight, !is.null(ignore_index), ig, ls)
 }

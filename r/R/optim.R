@@ -64,8 +64,7 @@
 
 # step()'s grads: NULL or an environment keyed by tensor id (backward()'s, or one built by hand);
 # an ag_tensor is an environment too, and read as a map it held no gradient
-.check_step_grads <- function(grads, where) {
-  if (is.null(grads) || (is.environment(grads) && !is_ag_tensor(grads))) return(invisible())
+.step_grads_fail <- function(grads, where) {
   .arg_fail("argument", paste0("%s step(): grads must be an environment keyed by tensor id (the ",
                                "one backward() returns) or NULL, got %s"), where,
             if (is_ag_tensor(grads)) "an ag_tensor (pass backward(loss)'s result, not the loss)"
@@ -140,11 +139,13 @@
   # grads (or each $grad) / k and applies. sum_grads = TRUE (this project's): every call's grads
   # are summed by the optimizer, for loops that pass one environment per micro-batch.
   e$step <- function(grads = NULL, sum_grads = FALSE) {
-    .check_step_grads(grads, where)  # a counting call too: what it would read must be a map
+    # a counting call too: what it would read must be a map
+    if (!is.null(grads) && (!is.environment(grads) || inherits(grads, "ag_tensor")))
+      .step_grads_fail(grads, where)
     sum_grads <- isTRUE(sum_grads)
-    k <- e$accumulate_steps
-    if (!sum_grads && k > 1L && e$accum_count + 1L < k) grads <- NULL
-    m <- .step_map(grads, e$params)
+    k <- .subset2(e, "accumulate_steps")  # (`$` on a classed environment looks for a method)
+    if (!sum_grads && k > 1L && .subset2(e, "accum_count") + 1L < k) grads <- NULL
+    m <- .step_map(grads, .subset2(e, "params"))
     invisible(.Call(if (sum_grads) R_pg_optim_step_sum else R_pg_optim_step, h, m))
   }
   e$zero_grad <- function() invisible(.Call(R_pg_optim_zero_grad, h))

@@ -24,7 +24,7 @@
 }
 
 .pool <- function(x, kind, dims, kernel_size, stride, padding, input_shape, fn) {
-  x <- .as_t(x, fn)
+  x <- .need_tensor(x, fn)
   .wrap(.Call(R_pg_pool, x$.ptr, .pg$code$pool[[kind]], dims,
               .pool_shape(input_shape, fn, dims + 1L),
               .pool_sizes(kernel_size, fn, "kernel_size", dims),
@@ -33,7 +33,7 @@
 }
 
 .global_pool <- function(x, kind, input_shape, fn) {
-  x <- .as_t(x, fn)
+  x <- .need_tensor(x, fn)
   if (is.numeric(input_shape) && length(input_shape) == 2L)
     input_shape <- c(input_shape[[1L]], 1, input_shape[[2L]])  # a 1-D signal c(C, L)
   .wrap(.Call(R_pg_global_pool, x$.ptr, .pg$code$pool[[kind]], .pool_shape(input_shape, fn, 3L),
@@ -112,7 +112,7 @@ ag_global_max_pool <- function()
 # reshape) and clears the image tag
 ag_flatten <- function()
   .plain_layer("flatten", function(x) {
-    x <- .as_t(x, "ag_flatten")
+    x <- .need_tensor(x, "ag_flatten")
     d <- dim(x)
     ag_reshape(x, d[[1L]], d[[2L]])
   })

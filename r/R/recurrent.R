@@ -68,9 +68,9 @@
       if (length(s) != k)
         .arg_fail("shape", paste0("%s: %s has %d states, expected %d (one [hidden_size, batch] ",
                                   "per layer and direction)"), fn, arg, length(s), k)
-      return(lapply(s, function(v) .as_t(v, fn)))
+      return(lapply(s, function(v) .need_tensor(v, fn)))
     }
-    t <- .as_t(s, fn)
+    t <- .need_tensor(s, fn)
     d <- dim(t)
     if (d[1L] != k * H || d[2L] != N)
       .arg_fail("shape", paste0("%s: %s is [%dx%d] but must be [%d, %d] (num_layers * ",
@@ -80,7 +80,7 @@
     lapply(seq_len(k) - 1L, function(i) .wrap(.Call(R_pg_slice_rows, t$.ptr, i * H, H)))
   }
   e$forward <- function(x, h0 = NULL, c0 = NULL) {
-    x <- .as_t(x, fn)
+    x <- .need_tensor(x, fn)
     if (!is.null(c0) && kind != "lstm")
       .arg_fail("argument", "%s: c0 (an initial cell state) is for ag_lstm only", fn)
     n_in <- e$input_size

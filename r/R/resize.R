@@ -26,13 +26,13 @@
 }
 
 .pad <- function(x, dims, padding, value, mode, input_shape, fn) {
-  x <- .as_t(x, fn)
+  x <- .need_tensor(x, fn)
   .wrap(.Call(R_pg_pad2d, x$.ptr, dims, .pool_shape(input_shape, fn, dims + 1L),
               .pad_values(padding, fn, dims), .pad_value(value, fn), .resize_mode(mode, fn), fn))
 }
 
 .upsample <- function(x, dims, scale_factor, mode, input_shape, fn) {
-  x <- .as_t(x, fn)
+  x <- .need_tensor(x, fn)
   .wrap(.Call(R_pg_upsample2d, x$.ptr, dims, .pool_shape(input_shape, fn, dims + 1L),
               .pool_sizes(scale_factor, fn, "scale_factor", dims), .resize_mode(mode, fn), fn))
 }

@@ -44,7 +44,7 @@ ag_normalization <- function(x = NULL, mean = NULL, variance = NULL, features = 
           if (is.null(n_feat)) 0 else n_feat)
     e$features <- nrow(e$mean$data)
   } else {
-    xt <- if (is.null(x)) NULL else .as_t(x, fn)
+    xt <- if (is.null(x)) NULL else .need_tensor(x, fn)
     f2 <- if (is.null(xt)) n_feat else dim(xt)[1L]
     if (!is.null(n_feat) && f2 != n_feat)
       .arg_fail("shape", "ag_normalization: features = %d but x has %d rows ([%s])", n_feat, f2,

@@ -271,7 +271,6 @@ extern SEXP R_pg_labels_classes(SEXP);
 extern SEXP R_pg_labels_shape(SEXP);
 extern SEXP R_pg_arg_int(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
 extern SEXP R_pg_arg_num(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
-extern SEXP R_pg_fit_one_based_hint(SEXP, SEXP);
 extern SEXP R_pg_fit_weight_shape(SEXP);
 extern SEXP R_pg_fit_class_keys(SEXP, SEXP);
 extern SEXP R_pg_fit_set_weights(SEXP, SEXP, SEXP, SEXP, SEXP, SEXP);
@@ -546,7 +545,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"R_pg_labels_shape", (DL_FUNC)&R_pg_labels_shape, 1},
     {"R_pg_arg_int", (DL_FUNC)&R_pg_arg_int, 8},
     {"R_pg_arg_num", (DL_FUNC)&R_pg_arg_num, 9},
-    {"R_pg_fit_one_based_hint", (DL_FUNC)&R_pg_fit_one_based_hint, 2},
     {"R_pg_fit_weight_shape", (DL_FUNC)&R_pg_fit_weight_shape, 1},
     {"R_pg_fit_class_keys", (DL_FUNC)&R_pg_fit_class_keys, 2},
     {"R_pg_fit_set_weights", (DL_FUNC)&R_pg_fit_set_weights, 6},

@@ -111,18 +111,6 @@ SEXP R_pg_accuracy(SEXP out, SEXP y, SEXP threshold, SEXP bools)
     return Rf_ScalarReal(acc);
 }
 
-/* ag_fit's class ids before training (pg_fit_check_ids): y a double matrix [1, n]; outputs NA:
- * unknown; nlevels NULL: not a factor; R's 1-based hint */
-/* the hint for ids that look 1-based for k classes, or NULL (ag_softmax_cross_entropy_loss) */
-SEXP R_pg_fit_one_based_hint(SEXP ids, SEXP k)
-{
-    const double kk = Rf_asReal(k);
-    if (TYPEOF(ids) != REALSXP || ISNAN(kk)) return R_NilValue;
-    const char *h = pg_fit_one_based_hint(REAL(ids), XLENGTH(ids), (int64_t)kk);
-    return h ? Rf_mkString(h) : R_NilValue;
-}
-
-/* validation_data: the plan was made unshuffled; its training part reshuffles per epoch from now */
 /* ag_fit's targets Y (a double matrix) against dim(x) and, under classify arg-max, the model's
  * outputs (NA: unknown) and a factor's levels (NULL: none): pg_fit_targets with R's t() in the
  * hint and its 1-based idiom; returns class_weight's class count (the core's rule) */

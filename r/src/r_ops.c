@@ -100,6 +100,45 @@ SEXP R_pg_unary(SEXP kind, SEXP X, SEXP p1, SEXP p2, SEXP name)
     return r_wrap_tensor(out);
 }
 
+/* R's hint for 1-based class ids (target 1..k for k classes, as.integer(f) of a factor), read
+ * only when the call failed: R numbers or a tensor's values; NULL when they do not look so */
+static const char *ce_hint(pg_tensor *l, SEXP T)
+{
+    SEXP th = r_handle(T);
+    const double *ids = NULL;
+    R_xlen_t n = 0;
+    if (TYPEOF(th) == EXTPTRSXP) {
+        pg_tensor *t = R_ExternalPtrAddr(th);
+        n = t ? (R_xlen_t)pg_tensor_numel(t) : 0;
+        double *v = n > 0 ? (double *)R_alloc((size_t)n, sizeof(double)) : NULL;
+        if (v && pg_tensor_read(t, v, PG_DTYPE_F64) == 0) ids = v;
+        pg_clear_error();
+    } else if (TYPEOF(T) == REALSXP) {
+        ids = REAL(T), n = XLENGTH(T);
+    } else if (TYPEOF(T) == INTSXP && !Rf_isFactor(T)) {
+        n = XLENGTH(T);
+        double *v = n > 0 ? (double *)R_alloc((size_t)n, sizeof(double)) : NULL;
+        for (R_xlen_t j = 0; j < n; j++) v[j] = INTEGER(T)[j] == NA_INTEGER ? NAN : INTEGER(T)[j];
+        ids = v;
+    }
+    return ids ? pg_fit_one_based_hint(ids, (int64_t)n, pg_tensor_nrow(l)) : NULL;
+}
+
+/* A failed softmax CE (the target's conversion, the weights or the loss): the core's error and
+ * class, with the 1-based hint appended when it applies */
+static void __attribute__((noreturn)) ce_fail(pg_tensor *l, SEXP T)
+{
+    const char *msg = pg_last_error();
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", (msg && *msg) ? msg : "pyggmlr: unknown error in the C core");
+    int status = pg_last_status();
+    pg_clear_error();
+    const char *hint = ce_hint(l, T);
+    size_t len = strlen(buf);
+    if (hint) snprintf(buf + len, sizeof buf - len, "; %s", hint);
+    r_stop_status(status, buf);
+}
+
 /* A softmax-CE target: an ag_tensor as it is; R numbers in the logits' dtype when they are a
  * matrix of the logits' shape, else f64 ids (*tmp: the caller releases the converted tensor). */
 static pg_tensor *ce_target(pg_tensor *l, SEXP T, const char *op, int *tmp)
@@ -110,7 +149,7 @@ static pg_tensor *ce_target(pg_tensor *l, SEXP T, const char *op, int *tmp)
     const int same = !Rf_isNull(d) && XLENGTH(d) == 2 && INTEGER(d)[0] == pg_tensor_nrow(l) &&
         INTEGER(d)[1] == pg_tensor_ncol(l);
     pg_tensor *t = r_operand(T, same ? pg_tensor_dtype(l) : PG_DTYPE_F64, op, "target", tmp);
-    if (!t) r_fail();
+    if (!t) ce_fail(l, T);
     return t;
 }
 
@@ -126,6 +165,7 @@ SEXP R_pg_softmax_ce_loss_any(SEXP L, SEXP T, SEXP ids_vec)
     pg_tensor *out =
         Rf_asLogical(ids_vec) == 1 ? pg_softmax_ce_loss_ids(l, t) : pg_softmax_ce_loss_any(l, t);
     if (tmp) pg_tensor_release(t);
+    if (!out) ce_fail(l, T);
     return r_wrap_tensor(out);
 }
 
@@ -142,7 +182,7 @@ SEXP R_pg_softmax_ce_loss_opt(SEXP L, SEXP T, SEXP ids_vec, SEXP W, SEXP has_ig,
         w = r_operand(W, pg_tensor_dtype(l), op, "weight", &wtmp);
         if (!w) {
             if (tmp) pg_tensor_release(t);
-            r_fail();
+            ce_fail(l, T);
         }
     }
     pg_tensor *out =
@@ -150,5 +190,6 @@ SEXP R_pg_softmax_ce_loss_opt(SEXP L, SEXP T, SEXP ids_vec, SEXP W, SEXP has_ig,
                                Rf_asReal(ig), Rf_asReal(ls));
     if (tmp) pg_tensor_release(t);
     if (wtmp) pg_tensor_release(w);
+    if (!out) ce_fail(l, T);
     return r_wrap_tensor(out);
 }
