@@ -18,6 +18,7 @@ struct pg_graph {
     pg_tensor **par;
     pg_gradmap *map; /* parameters reached -> gradient buffers (after the first run) */
     pg_optim *opt;   /* borrowed */
+    int draws;       /* 1: a replay draws from the random stream (pg_graph_draws) */
 };
 
 int pg_graph_record_begin(void)
@@ -126,6 +127,9 @@ pg_graph *pg_graph_record_end(pg_tensor *out, pg_tensor **inputs, int64_t n_inpu
     g->build = build;
     g->opt = opt;
     g->nodes = pg_tape_take(&g->n);
+    for (int64_t k = 0; k < g->n; k++) /* dropout masks, attention dropout, reparameterised draws */
+        g->draws |= !strcmp(g->nodes[k]->op, "dropout") || !strcmp(g->nodes[k]->op, "randn") ||
+            (!strcmp(g->nodes[k]->op, "mha_heads") && g->nodes[k]->ip[2]);
     g->shape = calloc((size_t)(g->n + 1), sizeof *g->shape);
     g->in = calloc((size_t)(n_inputs + 1), sizeof *g->in);
     /* at most: every node output and every node input */
@@ -291,6 +295,8 @@ const char *pg_graph_node_op(pg_graph *g, int64_t i)
 {
     return (g && i >= 0 && i < g->n) ? g->nodes[i]->op : "";
 }
+
+int pg_graph_draws(pg_graph *g) { return g ? g->draws : -1; }
 
 int64_t pg_graph_dropout_masks(pg_graph *g)
 {

@@ -42,6 +42,9 @@ const char *pg_graph_node_op(pg_graph *g, int64_t i);
 /* the dropout masks each replay redraws (memory reports): one per dropout node, n_heads per
  * multi-head attention node with dropout; -1 for NULL */
 int64_t pg_graph_dropout_masks(pg_graph *g);
+/* 1 when a replay draws from the random stream (a dropout mask, attention dropout, ag_sample_normal's
+ * noise), else 0 (a front end that mirrors its own stream into the core skips that); -1 for NULL */
+int pg_graph_draws(pg_graph *g);
 /* A compiled graph's buffers by kind. */
 typedef struct pg_graph_buffers {
     int64_t bytes_outputs;   /* node outputs */

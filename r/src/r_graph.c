@@ -32,9 +32,13 @@ SEXP R_pg_graph_set_input(SEXP gp, SEXP i, SEXP value)
 SEXP R_pg_graph_run(SEXP gp)
 {
     pg_graph *g = r_get(gp, R_GRAPH);
-    r_draw c = r_draw_enter(); /* dropout nodes draw from R's stream as they replay */
+    /* nodes that draw (dropout, ...) draw from R's stream as they replay: .Random.seed is synced
+     * in and written back only then (two 626-int copies and an R vector a step otherwise) */
+    const int draws = pg_graph_draws(g) == 1;
+    r_draw c = {0};
+    if (draws) c = r_draw_enter();
     int rc = pg_graph_run(g);
-    r_draw_leave(c, rc >= 0);
+    if (draws) r_draw_leave(c, rc >= 0);
     if (rc < 0) r_fail();
     pg_tensor *o = pg_graph_output(g);
     if (pg_tensor_nrow(o) != 1 || pg_tensor_ncol(o) != 1) return R_NilValue;

@@ -72,6 +72,26 @@ void test_tape(void)
     pg_gradmap_free(m);
     CHECK(pg_tensor_grad(w) != NULL);
     REL(w);
+
+    /* which compiled graphs draw at replay (R syncs its stream only for those) */
+    pg_tensor *x = rnd(PG_DTYPE_F64, 4, 3, 0), *ls = rnd(PG_DTYPE_F64, 4, 3, 0);
+    for (int kind = 0; kind < 3; kind++) {
+        CHECK(pg_graph_record_begin() == 0);
+        pg_tensor *h = kind == 0 ? pg_unary(PG_UNARY_OP_TANH, x)
+            : kind == 1          ? pg_dropout(x, 0.5, 0)
+                                 : pg_sample_normal(x, ls);
+        pg_tensor *t = h ? pg_sum(h, 0) : NULL;
+        pg_graph *g = t ? pg_graph_record_end(t, &x, 1, PG_GRAPH_BUILD_FORWARD, NULL) : NULL;
+        if (!g) pg_graph_record_abort();
+        CHECK(g && pg_graph_draws(g) == (kind > 0));
+        CHECK(g && pg_graph_dropout_masks(g) == (kind == 1));
+        if (g) pg_graph_free(g);
+        if (h) REL(h);
+        if (t) REL(t);
+    }
+    CHECK(pg_graph_draws(NULL) == -1);
+    REL(x);
+    REL(ls);
 }
 
 /* ---- memory reports and counters ---- */

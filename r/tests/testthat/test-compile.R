@@ -156,6 +156,29 @@ test_that("compiled forward with dropout: each call draws a new mask, as eager f
                   "ag_compiled")  # recording closed
 })
 
+test_that("a replay that draws nothing leaves R's stream alone; one with dropout draws from it", {
+  local_f64()
+  x <- matrix(seq_len(40) / 10, 4, 10)
+  plain <- ag_compile(function(x) ag_tanh(x), ag_tensor(x), build = "forward")
+  saved <- .Random.seed
+  on.exit(assign(".Random.seed", saved, envir = globalenv()), add = TRUE)
+  rm(".Random.seed", envir = globalenv())
+  plain(x)  # nothing drawn: R is not seeded from the clock either
+  expect_false(exists(".Random.seed", envir = globalenv(), inherits = FALSE))
+  set.seed(3)
+  s3 <- .Random.seed
+  plain(x)
+  expect_identical(.Random.seed, s3)
+  d <- ag_dropout(0.5)
+  drop <- ag_compile(function(x) d$forward(x), ag_tensor(x), build = "forward")
+  set.seed(3)
+  drop(x)
+  expect_false(identical(.Random.seed, s3))  # 40 mask draws from R's stream
+  set.seed(3)
+  invisible(runif(40))
+  expect_identical(.Random.seed, {set.seed(3); drop(x); .Random.seed})
+})
+
 test_that("batch norm in compiled graphs updates its running statistics once per replay", {
   old <- ag_dtype()
   on.exit(ag_dtype(old), add = TRUE)
