@@ -101,10 +101,17 @@ SEXP R_pg_unary(SEXP kind, SEXP X, SEXP p1, SEXP p2, SEXP name)
 }
 
 /* R's hint for 1-based class ids (target 1..k for k classes, as.integer(f) of a factor), read
- * only when the call failed: R numbers or a tensor's values; NULL when they do not look so */
-static const char *ce_hint(pg_tensor *l, SEXP T)
+ * only when the call failed: R numbers or a tensor's values (a handle the caller already took
+ * with r_get); NULL when they do not look so */
+typedef struct {
+    pg_tensor *l;
+    SEXP T;
+} ce_ctx;
+
+static const char *ce_hint(void *p)
 {
-    SEXP th = r_handle(T);
+    const ce_ctx *c = p;
+    SEXP T = c->T, th = r_handle(T);
     const double *ids = NULL;
     R_xlen_t n = 0;
     if (TYPEOF(th) == EXTPTRSXP) {
@@ -121,22 +128,15 @@ static const char *ce_hint(pg_tensor *l, SEXP T)
         for (R_xlen_t j = 0; j < n; j++) v[j] = INTEGER(T)[j] == NA_INTEGER ? NAN : INTEGER(T)[j];
         ids = v;
     }
-    return ids ? pg_fit_one_based_hint(ids, (int64_t)n, pg_tensor_nrow(l)) : NULL;
+    return ids ? pg_fit_one_based_hint(ids, (int64_t)n, pg_tensor_nrow(c->l)) : NULL;
 }
 
 /* A failed softmax CE (the target's conversion, the weights or the loss): the core's error and
  * class, with the 1-based hint appended when it applies */
 static void __attribute__((noreturn)) ce_fail(pg_tensor *l, SEXP T)
 {
-    const char *msg = pg_last_error();
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", (msg && *msg) ? msg : "pyggmlr: unknown error in the C core");
-    int status = pg_last_status();
-    pg_clear_error();
-    const char *hint = ce_hint(l, T);
-    size_t len = strlen(buf);
-    if (hint) snprintf(buf + len, sizeof buf - len, "; %s", hint);
-    r_stop_status(status, buf);
+    ce_ctx c = {l, T};
+    r_fail_hint(ce_hint, &c);
 }
 
 /* A softmax-CE target: an ag_tensor as it is; R numbers in the logits' dtype when they are a

@@ -91,15 +91,20 @@ void r_stopf(int status, const char *fmt, ...)
     r_stop_status(status, buf);
 }
 
-void r_fail(void)
+void r_fail_hint(const char *(*hint)(void *), void *ctx)
 {
     const char *msg = pg_last_error();
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", (msg && *msg) ? msg : "pyggmlr: unknown error in the C core");
     int status = pg_last_status();
     pg_clear_error();
+    const char *h = hint ? hint(ctx) : NULL; /* after the error is kept: it may call the core */
+    size_t len = strlen(buf);
+    if (h) snprintf(buf + len, sizeof buf - len, "; %s", h);
     r_stop_status(status, buf);
 }
+
+void r_fail(void) { r_fail_hint(NULL, NULL); }
 
 SEXP r_wrap_keep(void *p, int kind, SEXP keep)
 {

@@ -67,6 +67,8 @@ void *r_get(SEXP x, int kind);
 void r_free_now(SEXP x, int kind);
 /* raise the core's last error as an R error (long-jumps) */
 void r_fail(void) __attribute__((noreturn));
+/* r_fail with "; <hint(ctx)>" appended when hint gives one (read once the core's error is kept) */
+void r_fail_hint(const char *(*hint)(void *), void *ctx) __attribute__((noreturn));
 /* a glue check's error, classed by its core status as the core's are (r_guard.c) */
 void r_stopf(int status, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 static inline void r_check(int rc)
