@@ -63,19 +63,22 @@ const char *pg_optim_state_format(void) { return "ggmlR.ag_opt_state"; }
 
 /* R's format(x) of one double (digits 7): the fewest significant digits (<= 7) that give the
  * value rounded to 7, fixed notation unless scientific is narrower (R: fixed width <= sci). */
-const char *pg_format_r(char *buf, int64_t n, double x)
+const char *pg_format_r(char *buf, int64_t n, double x) { return pg_format_r_digits(buf, n, x, 7); }
+
+const char *pg_format_r_digits(char *buf, int64_t n, double x, int digits)
 {
     if (!buf || n <= 0) return buf;
+    digits = digits < 1 ? 1 : digits > 15 ? 15 : digits;
     size_t sz = (size_t)n;
     if (isnan(x)) snprintf(buf, sz, "NaN");
     else if (isinf(x)) snprintf(buf, sz, x > 0 ? "Inf" : "-Inf");
     else if (x == 0) snprintf(buf, sz, "0");
     else {
         char ref_s[40], sci[40], fixed[400];
-        snprintf(ref_s, sizeof ref_s, "%.6e", x);
+        snprintf(ref_s, sizeof ref_s, "%.*e", digits - 1, x);
         double ref = strtod(ref_s, NULL);
         int d = 1;
-        for (; d < 7; d++) {
+        for (; d < digits; d++) {
             snprintf(sci, sizeof sci, "%.*e", d - 1, x);
             if (strtod(sci, NULL) == ref) break;
         }
@@ -83,7 +86,10 @@ const char *pg_format_r(char *buf, int64_t n, double x)
         int e = atoi(strchr(sci, 'e') + 1);
         int dec = d - 1 - e > 0 ? d - 1 - e : 0;
         snprintf(fixed, sizeof fixed, "%.*f", dec, x); /* R: all the integer digits */
-        snprintf(buf, sz, "%s", strlen(fixed) <= strlen(sci) ? fixed : sci);
+        const char *src = strlen(fixed) <= strlen(sci) ? fixed : sci;
+        size_t len = strlen(src) < sz ? strlen(src) : sz - 1; /* cut to buf, as snprintf */
+        memcpy(buf, src, len);
+        buf[len] = '\0';
     }
     return buf;
 }

@@ -25,6 +25,8 @@ const char *pg_optim_state_format(void);  /* "ggmlR.ag_opt_state" */
 /* A number as R's format() writes it (7 significant digits, fixed unless scientific is
  * narrower; NaN, Inf, -Inf). Returns buf. */
 const char *pg_format_r(char *buf, int64_t n, double v);
+/* the same with `digits` significant digits (1..15): 15 is R's as.character(), a factor's level */
+const char *pg_format_r_digits(char *buf, int64_t n, double v, int digits);
 
 /* One host value as the checks see it. text: for TEXT the string, for OTHER the host's display
  * of it; when given for the other kinds it is the display too (the type's message shows what

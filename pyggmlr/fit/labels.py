@@ -29,15 +29,12 @@ def _categorical(y: Any) -> Optional[Tuple[np.ndarray, List[str]]]:
 
 def _r_str(c: Any) -> str:
     """A category as R's as.character writes a factor level (issue 29: 1.0 is "1", 1e5 "1e+05"):
-    a float with 15 significant digits, fixed unless the scientific form is narrower."""
-    if not isinstance(c, (float, np.floating)) or not np.isfinite(c):
+    a float with 15 significant digits, fixed unless the scientific form is narrower (the
+    core's pg_format_r rule, which R's texts use)."""
+    if not isinstance(c, (float, np.floating)):
         return str(c)
-    m, e = f"{float(c):.14e}".split("e")
-    m = m.rstrip("0").rstrip(".")
-    ndig, exp = len(m.lstrip("-").replace(".", "")), int(e)
-    fixed = f"{float(c):.{max(0, ndig - 1 - exp)}f}"
-    sci = f"{m}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
-    return fixed if len(fixed) <= len(sci) else sci
+    buf = ffi.new("char[]", 400)
+    return ffi.string(lib.pg_format_r_digits(buf, 400, float(c), 15)).decode()
 
 
 def _strings(y: Any) -> Optional[np.ndarray]:

@@ -62,6 +62,21 @@ static void test_format_r(void)
         CHECK(ok);
     }
     CHECK(pg_format_r(NULL, 8, 1) == NULL);
+    /* 15 digits: R's as.character() (a factor's levels), values checked against R 4.2 */
+    const struct {
+        double v;
+        const char *r;
+    } lv[] = {{1, "1"},
+              {1e5, "1e+05"},
+              {0.1 + 0.2, "0.3"},
+              {123456.7, "123456.7"},
+              {1e15, "1e+15"},
+              {1.0 / 3, "0.333333333333333"},
+              {-1e5, "-1e+05"},
+              {123456789012345.6, "123456789012346"},
+              {0.100000001490116, "0.100000001490116"}};
+    for (size_t k = 0; k < sizeof lv / sizeof lv[0]; k++)
+        CHECK(!strcmp(pg_format_r_digits(buf, sizeof buf, lv[k].v, 15), lv[k].r));
     CHECK(pg_format_r(buf, 0, 1) == buf);
     CHECK(!strcmp(pg_format_r(buf, 3, 0.125), "0."));
 }
