@@ -64,14 +64,17 @@ def median_per_call(fn, rounds, reps):
     return per[len(per) // 2]
 
 
-def medians_interleaved(fns, rounds, reps):
-    """Seconds a call of each fn (upper medians), measured round-robin: each round times `reps`
-    calls of every fn in turn, so a noisy spell on a shared machine hits them all alike."""
+def medians_interleaved(fns, rounds, reps, calls=None):
+    """Seconds a step of each fn (upper medians), measured round-robin: each round times `reps`
+    steps of every fn in turn, so a noisy spell on a shared machine hits them all alike. calls:
+    per fn, how many calls make those steps (default reps: a call is a step; 1: one call runs
+    all `reps`, as an R loop called once through rpy2)."""
     per = [[] for _ in fns]
+    calls = calls or [reps] * len(fns)
     for _ in range(rounds):
         for i, fn in enumerate(fns):
             t = time.perf_counter()
-            for _ in range(reps):
+            for _ in range(calls[i]):
                 fn()
             per[i].append((time.perf_counter() - t) / reps)
     return [sorted(p)[len(p) // 2] for p in per]

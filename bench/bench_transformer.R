@@ -60,25 +60,30 @@ median_ms <- function(fn, reps) {
   median(per) * 1e3
 }
 
-jf <- file.path("bench", "results", "bench_transformer.json")
-py <- if (file.exists(jf)) jsonlite::fromJSON(jf)$sizes else NULL
-cat(sprintf("pyggmlr (R) %s, GEMM: %s, f32, %s thread(s), medians of %d\n",
-            utils::packageVersion("pyggmlr"), ag_blas_name(), Sys.getenv("BENCH_THREADS", "1"),
-            rounds))
-cat(sprintf("%-7s%10s%10s%12s%12s%14s%12s\n", "size", "eager ms", "compiled", "Py eager",
-            "Py compiled", "R/Py eager", "R/Py comp"))
-for (nm in names(sizes)) {
-  s <- sizes[[nm]]
-  st <- steps(s[["V"]], s[["D"]], s[["H"]], s[["T"]])
-  reps <- if (nm == "large") 10L else 200L
-  e <- median_ms(st$eager, reps)
-  cm <- median_ms(st$compiled, reps)
-  p <- if (!is.null(py)) py[[nm]] else NULL
-  if (!is.null(p) && !identical(p$loss0, st$loss0))
-    cat(sprintf("  %s: the first loss differs from Python's (%.17g vs %.17g)\n", nm, st$loss0,
-                p$loss0))
-  pe <- if (is.null(p)) NA else p$eager_ms
-  pc <- if (is.null(p)) NA else p$compiled_ms
-  cat(sprintf("%-7s%10.3f%10.3f%12.3f%12.3f%14.2f%12.2f\n", nm, e, cm, pe, pc, e / pe, cm / pc))
+# run as a script (Rscript); sourced (bench_transformer.py's BENCH_R=embedded), only defines
+main <- function() {
+  jf <- file.path("bench", "results", "bench_transformer.json")
+  py <- if (file.exists(jf)) jsonlite::fromJSON(jf)$sizes else NULL
+  cat(sprintf("pyggmlr (R) %s, GEMM: %s, f32, %s thread(s), medians of %d\n",
+              utils::packageVersion("pyggmlr"), ag_blas_name(), Sys.getenv("BENCH_THREADS", "1"),
+              rounds))
+  cat(sprintf("%-7s%10s%10s%12s%12s%14s%12s\n", "size", "eager ms", "compiled", "Py eager",
+              "Py compiled", "R/Py eager", "R/Py comp"))
+  for (nm in names(sizes)) {
+    s <- sizes[[nm]]
+    st <- steps(s[["V"]], s[["D"]], s[["H"]], s[["T"]])
+    reps <- if (nm == "large") 10L else 200L
+    e <- median_ms(st$eager, reps)
+    cm <- median_ms(st$compiled, reps)
+    p <- if (!is.null(py)) py[[nm]] else NULL
+    if (!is.null(p) && !identical(p$loss0, st$loss0))
+      cat(sprintf("  %s: the first loss differs from Python's (%.17g vs %.17g)\n", nm, st$loss0,
+                  p$loss0))
+    pe <- if (is.null(p)) NA else p$eager_ms
+    pc <- if (is.null(p)) NA else p$compiled_ms
+    cat(sprintf("%-7s%10.3f%10.3f%12.3f%12.3f%14.2f%12.2f\n", nm, e, cm, pe, pc, e / pe, cm / pc))
+  }
+  if (is.null(py)) cat("(Python columns: NA; run python bench/bench_transformer.py first)\n")
 }
-if (is.null(py)) cat("(Python columns: NA; run python bench/bench_transformer.py first)\n")
+
+if (sys.nframe() == 0L) main()

@@ -8,7 +8,15 @@ thread. Sizes: large (vocabulary 1000, width 256, 4 heads, 128 tokens) and small
 of a shared machine hits them alike); ratios against PyTorch and against the GEMM floor; the
 CPU is printed. Writes bench/results/bench_transformer.json (with each size's first loss, which
 bench_transformer.R checks bit for bit). Run: python bench/bench_transformer.py. Numbers are
-printed, never asserted."""
+printed, never asserted.
+
+BENCH_R=embedded adds R's eager and compiled steps (bench_transformer.R's, sourced into R
+embedded through rpy2 on Python's GEMM) to the same round-robin: each round calls R once to run
+its steps in R's own loop, so R and Python share every noisy spell and R / Python is a ratio of
+one process's medians (separate Rscript runs on a VM whose speed drifts are not). R's first
+loss must equal Python's bit for bit. rpy2's event hooks make R's interpreter a little slower
+than in Rscript, so R's ratios here are upper bounds. Needs R, rpy2 and the R package (R_LIBS
+for a local library)."""
 
 import os
 
@@ -22,6 +30,7 @@ from bench_common import cpu_name, medians_interleaved, write_results  # noqa: E
 import pyggmlr as pg  # noqa: E402
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", 7))
+R_EMBEDDED = os.environ.get("BENCH_R") == "embedded"
 SIZES = {"large": (1000, 256, 4, 128), "small": (64, 32, 4, 16)}
 
 
@@ -129,10 +138,30 @@ def gemm_floor(V, D, H, T):
     return step
 
 
-def medians_ms(fns, reps):
+def r_steps(V, D, H, T, reps):
+    """R's (eager, compiled) steps of bench_transformer.R, each call running `reps` steps in R's
+    own loop, and R's first loss (BENCH_R=embedded)."""
+    from pyggmlr import r
+
+    if not r.available():
+        raise SystemExit(f"bench_transformer: BENCH_R=embedded: {r.unavailable_reason()}")
+    r.start()  # R's core on Python's GEMM
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_transformer.R")
+    loss0 = r.run(
+        "source(src); ag_set_threads(1L); st <- steps(V, D, H, T)\n"
+        "loop <- function(f) function() for (i in seq_len(reps)) f()\n"
+        "assign('.bench_tf', list(eager = loop(st$eager), compiled = loop(st$compiled)), globalenv())\n"
+        "st$loss0",
+        src=src, V=V, D=D, H=H, T=T, reps=reps,
+    )  # fmt: skip
+    fns = [r.run(f".bench_tf${k}") for k in ("eager", "compiled")]
+    return [lambda f=f: r.call(f) for f in fns], float(loss0)
+
+
+def medians_ms(fns, reps, calls=None):
     for fn in fns:  # warm up (and record buffers)
         fn()
-    return [s * 1e3 for s in medians_interleaved(fns, ROUNDS, reps)]
+    return [s * 1e3 for s in medians_interleaved(fns, ROUNDS, reps, calls)]
 
 
 def main():
@@ -142,24 +171,31 @@ def main():
     )
     print(
         f"{'size':<7}{'eager ms':>10}{'compiled':>10}{'torch':>9}{'GEMMs':>9}{'eager/torch':>13}{'compiled/torch':>16}"
-        f"{'compiled/GEMMs':>16}"
-    )
+        f"{'compiled/GEMMs':>16}" + (f"{'R eager':>10}{'R comp':>10}{'R/Py eager':>12}{'R/Py comp':>11}" if R_EMBEDDED else "")
+    )  # fmt: skip
     out = {}
     for name, (V, D, H, T) in SIZES.items():
         reps = 5 if name == "large" else 200
         eager, compiled, loss0 = pyggmlr_steps(V, D, H, T)
-        fns = [eager, compiled, gemm_floor(V, D, H, T)]
+        cols = {"eager": eager, "compiled": compiled, "gemm": gemm_floor(V, D, H, T)}
+        if R_EMBEDDED:
+            (cols["r_eager"], cols["r_compiled"]), r_loss0 = r_steps(V, D, H, T, reps)
+            if r_loss0 != loss0:
+                print(f"  {name}: R's first loss differs from Python's ({r_loss0!r} vs {loss0!r})")
         try:
-            fns.append(torch_step(V, D, H, T))
+            cols["torch"] = torch_step(V, D, H, T)
         except ImportError:
             pass
-        # round-robin rounds: the four columns share each noisy spell of a shared machine
-        e, c, g, *rest = medians_ms(fns, reps)
-        t = rest[0] if rest else float("nan")
-        print(
-            f"{name:<7}{e:>10.3f}{c:>10.3f}{t:>9.3f}{g:>9.3f}{e / t:>13.2f}{c / t:>16.2f}{c / g:>16.2f}"
-        )
-        out[name] = {"eager_ms": e, "compiled_ms": c, "torch_ms": t, "gemm_ms": g, "loss0": loss0}
+        # round-robin rounds: the columns share each noisy spell of a shared machine
+        calls = [1 if k.startswith("r_") else reps for k in cols]
+        m = dict(zip(cols, medians_ms(list(cols.values()), reps, calls)))
+        e, c, g, t = m["eager"], m["compiled"], m["gemm"], m.get("torch", float("nan"))
+        line = f"{name:<7}{e:>10.3f}{c:>10.3f}{t:>9.3f}{g:>9.3f}{e / t:>13.2f}{c / t:>16.2f}{c / g:>16.2f}"
+        if R_EMBEDDED:
+            re_, rc = m["r_eager"], m["r_compiled"]
+            line += f"{re_:>10.3f}{rc:>10.3f}{re_ / e:>12.2f}{rc / c:>11.2f}"
+        print(line)
+        out[name] = {f"{k}_ms": v for k, v in m.items()} | {"loss0": loss0}
     print(
         "(torch columns: NaN when torch is not installed; pip install torch==2.13.0 takes a local CPU wheel)"
     )
