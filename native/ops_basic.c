@@ -130,24 +130,12 @@ static int bin_grad(pg_node *n, pg_tensor *g, int which)
         /* plain copies and column-vector (bias) row sums: contiguous loops that vectorise; the
          * same additions in the same order as the general loop below */
         const int neg = kind == BIN_SUB && which == 1;
-        PG_DISPATCH(g->dtype, {
-            T *d = slot;
-            const T *gp = pg_data(g);
-            if (full) {
-                int64_t N = R * C;
-                if (neg) PG_STORE_LOOP(acc, N, d, -gp[i]);
-                else PG_STORE_LOOP(acc, N, d, gp[i]);
-            } else {
-                if (!acc) memset(d, 0, (size_t)R * sizeof(T));
-                for (int64_t j = 0; j < C; j++) {
-                    const T *gc = gp + j * R;
-                    if (neg)
-                        for (int64_t i = 0; i < R; i++) d[i] += -gc[i];
-                    else
-                        for (int64_t i = 0; i < R; i++) d[i] += gc[i];
-                }
-            }
-        });
+        if (full) {
+            pg_ew_acc(g->dtype, pg_data(g), slot, R * C, acc, neg);
+        } else {
+            if (!acc) memset(slot, 0, (size_t)R * pg_dtype_size(g->dtype));
+            pg_ew_rows(g->dtype, pg_data(g), slot, R, C, neg);
+        }
         return 0;
     }
     PG_DISPATCH(g->dtype, {
@@ -170,49 +158,22 @@ static int bin_bw(pg_node *n, pg_tensor *g)
     return 0;
 }
 
-#define BIN_FWD_LOOP(expr)                                                                         \
-    do {                                                                                           \
-        if (sa.rs == 1 && sb.rs == 1) {                                                            \
-            for (int64_t j = 0; j < C; j++) {                                                      \
-                const T *x = ap + j * sa.cs, *y = bp + j * sb.cs;                                  \
-                T *o = op + j * R;                                                                 \
-                for (int64_t i = 0; i < R; i++) o[i] = expr(x[i], y[i]);                           \
-            }                                                                                      \
-        } else if (sa.rs == 1) {                                                                   \
-            for (int64_t j = 0; j < C; j++) {                                                      \
-                const T *x = ap + j * sa.cs;                                                       \
-                const T yv = bp[j * sb.cs];                                                        \
-                T *o = op + j * R;                                                                 \
-                for (int64_t i = 0; i < R; i++) o[i] = expr(x[i], yv);                             \
-            }                                                                                      \
-        } else {                                                                                   \
-            for (int64_t j = 0; j < C; j++) {                                                      \
-                const T xv = ap[j * sa.cs], *y = bp + j * sb.cs;                                   \
-                T *o = op + j * R;                                                                 \
-                for (int64_t i = 0; i < R; i++) o[i] = expr(xv, y[i * sb.rs]);                     \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
-#define E_ADD(x, y) ((x) + (y))
-#define E_SUB(x, y) ((x) - (y))
-#define E_MUL(x, y) ((x) * (y))
-#define E_DIV(x, y) ((x) / (y))
-
+/* vew.c's loops, column by column (in one run when the operands are whole or one value): the
+ * same element operations as a plain loop over (i, j) */
 static int bin_fw(pg_node *n)
 {
     pg_tensor *a = n->in[0], *b = n->in[1], *out = n->out;
     int64_t R = out->ne[0], C = out->ne[1];
     bstride sa = bstr(a), sb = bstr(b);
-    PG_DISPATCH(a->dtype, {
-        const T *ap = pg_data(a), *bp = pg_data(b);
-        T *op = pg_data(out);
-        switch ((int)n->ip[0]) {
-        case BIN_ADD: BIN_FWD_LOOP(E_ADD); break;
-        case BIN_SUB: BIN_FWD_LOOP(E_SUB); break;
-        case BIN_MUL: BIN_FWD_LOOP(E_MUL); break;
-        default: BIN_FWD_LOOP(E_DIV); break;
-        }
-    });
+    int kind = (int)n->ip[0];
+    int whole_a = a->ne[0] == R && a->ne[1] == C, whole_b = b->ne[0] == R && b->ne[1] == C;
+    int one_a = a->ne[0] == 1 && a->ne[1] == 1, one_b = b->ne[0] == 1 && b->ne[1] == 1;
+    if ((whole_a && (whole_b || one_b)) || (one_a && whole_b))
+        pg_ew_bin(a->dtype, kind, pg_data(a), 0, pg_data(b), 0, pg_data(out), R * C, 1,
+                  whole_a && whole_b ? PG_EW_VV : whole_a ? PG_EW_VS : PG_EW_SV);
+    else
+        pg_ew_bin(a->dtype, kind, pg_data(a), sa.cs, pg_data(b), sb.cs, pg_data(out), R, C,
+                  sa.rs == 1 && sb.rs == 1 ? PG_EW_VV : sa.rs == 1 ? PG_EW_VS : PG_EW_SV);
     return 0;
 }
 
@@ -275,12 +236,7 @@ static int linear_bw(pg_node *n, pg_tensor *g)
             T *d = s;
             const T *gp = pg_data(g), *op = pg_data(o);
             switch (act) {
-            case PG_UNARY_OP_RELU:
-                for (int64_t i = 0; i < N; i++) {
-                    T gv = gp[i];
-                    d[i] = op[i] <= 0 ? (T)0 : gv; /* NaN passes its gradient, as PyTorch */
-                }
-                break;
+            case PG_UNARY_OP_RELU: pg_ew_relu_bw(w->dtype, op, gp, d, N, 0); break;
             case PG_UNARY_OP_SIGMOID:
                 for (int64_t i = 0; i < N; i++) d[i] = gp[i] * op[i] * (1 - op[i]);
                 break;
@@ -295,15 +251,8 @@ static int linear_bw(pg_node *n, pg_tensor *g)
     if (pg_wants_grad(b)) { /* row sums, column by column as the add's backward */
         void *slot = pg_grad_slot(b, &acc);
         if (!slot) return -1;
-        PG_DISPATCH(w->dtype, {
-            T *d = slot;
-            const T *gp = dz;
-            if (!acc) memset(d, 0, (size_t)m * sizeof(T));
-            for (int64_t j = 0; j < B; j++) {
-                const T *gc = gp + j * m;
-                for (int64_t i = 0; i < m; i++) d[i] += gc[i];
-            }
-        });
+        if (!acc) memset(slot, 0, (size_t)m * pg_dtype_size(w->dtype));
+        pg_ew_rows(w->dtype, dz, slot, m, B, 0);
     }
     if (pg_wants_grad(w)) { /* dW = dz x^T */
         void *d = pg_grad_slot(w, &acc);

@@ -100,19 +100,7 @@ static int unary_bw(pg_node *n, pg_tensor *g)
         T *d = slot;
         const T *gp = pg_data(g), *xp = pg_data(x), *op = pg_data(o);
         switch ((int)n->ip[0]) {
-        case PG_UNARY_OP_RELU: /* both loads unconditional, so the select vectorises; a NaN
-                                * input passes its gradient (PyTorch's threshold rule) */
-            if (acc)
-                for (int64_t i = 0; i < N; i++) {
-                    T gv = gp[i];
-                    d[i] += op[i] <= 0 ? (T)0 : gv;
-                }
-            else
-                for (int64_t i = 0; i < N; i++) {
-                    T gv = gp[i];
-                    d[i] = op[i] <= 0 ? (T)0 : gv;
-                }
-            break;
+        case PG_UNARY_OP_RELU: pg_ew_relu_bw(x->dtype, op, gp, d, N, acc); break;
         case PG_UNARY_OP_SIGMOID: PG_STORE_LOOP(acc, N, d, gp[i] * op[i] * (1 - op[i])); break;
         case PG_UNARY_OP_TANH: PG_STORE_LOOP(acc, N, d, gp[i] * (1 - op[i] * op[i])); break;
         case PG_UNARY_OP_GELU: pg_vgelu_bw(x->dtype, gp, xp, d, N, acc); break;
@@ -129,11 +117,7 @@ int pg_unary_act(int dtype, int op, const void *x, void *y, int64_t n)
 {
     switch (op) {
     case PG_UNARY_OP_RELU:
-        PG_DISPATCH(dtype, {
-            const T *xp = x;
-            T *yp = y;
-            for (int64_t i = 0; i < n; i++) yp[i] = xp[i] < 0 ? (T)0 : xp[i];
-        });
+        pg_ew_relu(dtype, x, y, n);
         return 1;
     case PG_UNARY_OP_SIGMOID: pg_vsigmoid(dtype, x, y, n); return 1;
     case PG_UNARY_OP_TANH: pg_vtanh(dtype, x, y, n); return 1;

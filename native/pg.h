@@ -194,6 +194,17 @@ int pg_gemm_builtin(int dtype);
 int pg_unary_act(int dtype, int op, const void *x, void *y, int64_t n);
 void pg_vlog(int dtype, const void *x, void *y, int64_t n);
 double pg_vsum(int dtype, const void *x, int64_t n); /* in double, in a fixed order (vmath.c) */
+/* vew.c: elementwise loops per SIMD level, the same bits on each. o = x op y over C columns of R
+ * (op: 0 add, 1 sub, 2 mul, 3 div; x's and y's columns xs and ys elements apart, 0 for a
+ * broadcast column; mode: both vectors, y one value, x one value; o never x or y); d (+)= +-g;
+ * d += +-g's C columns of R, in order; ReLU (y may be x) and its gradient from the output o */
+enum { PG_EW_VV, PG_EW_VS, PG_EW_SV };
+void pg_ew_bin(int dtype, int op, const void *x, int64_t xs, const void *y, int64_t ys, void *o,
+               int64_t R, int64_t C, int mode);
+void pg_ew_rows(int dtype, const void *g, void *d, int64_t R, int64_t C, int neg);
+void pg_ew_acc(int dtype, const void *g, void *d, int64_t n, int acc, int neg);
+void pg_ew_relu(int dtype, const void *x, void *y, int64_t n);
+void pg_ew_relu_bw(int dtype, const void *o, const void *g, void *d, int64_t n, int acc);
 /* rows [r0, r0 + nr) of a [Rd, C] matrix (+)= src [nr, C], and dst [nr, C] (+)= rows [r0,
  * r0 + nr) of src [Rs, C] (acc 0: store): ag_slice_rows / ag_concat_rows and the attention
  * heads (ops_rows.c) */

@@ -49,6 +49,7 @@ void test_dist(void);
 void test_threads(void);
 void test_mha_threads(void);
 void test_vmath(void);
+void test_vew(void);
 void test_concurrent(void);
 void test_host(void);
 void test_codec(void);

@@ -39,6 +39,7 @@ int main(void)
     run("threads", test_threads);
     run("attention heads over threads", test_mha_threads);
     run("vectorised math", test_vmath);
+    run("elementwise loops per SIMD level", test_vew);
     run("concurrent", test_concurrent);
     run("host", test_host);
     run("codec", test_codec);

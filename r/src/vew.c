@@ -1,0 +1,1 @@
+../../native/vew.c
