@@ -42,7 +42,7 @@ def show(v, kind=True):
     a double as R's 1e400 (Inf; spelled out it ran to 400 digits); the type first for the wrong
     kind."""
     if kind and isinstance(v, numbers.Integral) and math.isinf(as_float(v)):
-        return "Inf" if v > 0 else "-Inf"
+        return "Inf" if as_float(v) > 0 else "-Inf"
     s = " ".join((repr(v) if kind else f"{type(v).__name__} {v!r}").split())
     return s if len(s) <= 80 else s[:77] + "..."
 
